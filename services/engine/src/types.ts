@@ -1,0 +1,123 @@
+/**
+ * The engine's public contract. Every other service codes against these types; the
+ * engine's implementation may change behind them. Values cross every boundary as JSON text.
+ */
+import type { AppErrorName, FailureKind, TimeBudget } from '@islet/protocol';
+
+export type LogLevel = 'log' | 'info' | 'warn' | 'error' | 'debug';
+
+export interface LogLine {
+  level: LogLevel;
+  text: string;
+}
+
+/** One binding call as the program made it. */
+export interface BindingCall {
+  /** 0-based, in the order the program started its calls. Stable across replays of the same program. */
+  index: number;
+  /** `connection.capability` for `apps.*` bindings, the bare name for flat tools. */
+  binding: string;
+  /** The arguments as lossless JSON text (`null` when the program passed none). */
+  argsJson: string;
+}
+
+/** What the host answers to a binding call. */
+export type BindingOutcome =
+  /** The call's result, as JSON text; the program receives the parsed value. */
+  | { type: 'result'; valueJson: string }
+  /** The call failed; the program receives a catchable Error with this `name`, `message` and `details`. */
+  | { type: 'error'; name: AppErrorName; message: string; details?: Record<string, unknown> }
+  /**
+   * Stop the run at this call without failing it: `suspended` (a decision is needed; the run will be
+   * replayed), `replay-mismatch` (the program diverged from its journal), `cancelled`. Calls already
+   * started still settle (the host is told), no new call is sent, and the outcome has status `stopped`.
+   */
+  | { type: 'stop'; code: StopCode; message: string };
+
+export type StopCode = 'suspended' | 'replay-mismatch' | 'cancelled';
+
+export type BindingHandler = (call: BindingCall) => Promise<BindingOutcome>;
+
+export interface RunLimits {
+  /** Time budget in ms. Default 120000; capped at 600000. `null` = no deadline (workflows only). */
+  timeoutMs?: number | null;
+  /** Whether time spent waiting for binding calls counts. Default `elapsed` (run_code). */
+  timeBudget?: TimeBudget;
+  /** Isolate heap ceiling in MiB. Default 512. */
+  memoryMb?: number;
+  /** Cap shared by the log lines and the returned value, in bytes. Default 67108864 (64 MiB). */
+  outputBytes?: number;
+}
+
+export interface ExecuteOptions {
+  /**
+   * Binding names the program may call: `connection.capability` become `apps.connection.capability`
+   * (and `apps.call("connection.capability", args)`); a name with no dot is a flat global.
+   * Names are validated before the run starts (see `validateBindingNames`).
+   */
+  bindings?: readonly string[];
+  /** Receives every binding call. Never called for a binding the program was not given. */
+  onCall?: BindingHandler;
+  limits?: RunLimits;
+  /** Fixed `Date.now()` for the whole run (ms since epoch). Default: the wall clock at start, fixed. */
+  clockMs?: number;
+  /** Seed for `Math.random()`. Same seed, same sequence. Default: random. */
+  randomSeed?: string;
+  /** Aborting ends the run with kind `abort`; output printed so far is kept. */
+  signal?: AbortSignal;
+  /**
+   * Sandbox host processes are never shared between partitions (tenants). Default `default`.
+   */
+  partition?: string;
+}
+
+export interface CallLogEntry {
+  index: number;
+  binding: string;
+  argsJson: string;
+  /** Absent while a call never settled (dropped or the run ended first). */
+  outcome?: BindingOutcome;
+  startedAtMs: number;
+  settledAtMs?: number;
+}
+
+export interface RunFailure {
+  kind: FailureKind;
+  message: string;
+  /** A finer cause where the kind alone is too coarse, e.g. `memory` for an out-of-memory worker-exit. */
+  cause?: 'memory';
+}
+
+export interface RunOutcome {
+  status: 'completed' | 'failed' | 'stopped';
+  /** The returned value as JSON text; absent when the program returned nothing (undefined). */
+  valueJson?: string;
+  failure?: RunFailure;
+  stop?: { code: StopCode; message: string; atCall: number };
+  /** Log lines in the order printed, already cut to the output cap. */
+  logs: LogLine[];
+  /** True when output past the cap was dropped. */
+  outputTruncated: boolean;
+  calls: CallLogEntry[];
+  /** Wall-clock duration of the run, ms. */
+  durationMs: number;
+}
+
+export interface Engine {
+  /** Runs one program in a fresh isolate. Never throws: every failure is in the outcome. */
+  execute(code: string, options?: ExecuteOptions): Promise<RunOutcome>;
+  /** Ends every sandbox host process. */
+  close(): Promise<void>;
+}
+
+export interface EngineOptions {
+  /** A sandbox host process is replaced after this many runs. Default 100. */
+  maxRunsPerProcess?: number;
+  /**
+   * Wraps the sandbox host's command line, e.g. to start it under the kernel sandbox launcher
+   * (`islet-jail --mode read-only -- node …`). Default: none.
+   */
+  wrapCommand?: (command: string, args: string[]) => { command: string; args: string[] };
+  /** Extra slack past the time budget before the watchdog kills the host process, ms. Default 1000. */
+  watchdogGraceMs?: number;
+}

@@ -1,0 +1,4 @@
+export * from './kinds.ts';
+export * from './problems.ts';
+export * from './records.ts';
+export * from './run-request.ts';

@@ -1,0 +1,45 @@
+/**
+ * The contract's vocabularies, in one place. run_code failure kinds come from the run_code
+ * tool document; statuses and reasons from the Code Mode document. Tests quote these strings.
+ */
+
+/** What ended a run, as the run_code result text names it: `code run failed (<kind>): <message>`. */
+export const FAILURE_KINDS = [
+  'exception',
+  'timeout',
+  'abort',
+  'worker-exit',
+  'invalid-output',
+  'output-limit',
+  'protocol',
+  'sandbox-unavailable',
+] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/** A code run's status (Code Mode: "Read code runs"). */
+export const RUN_STATUSES = ['Running', 'Waiting', 'Completed', 'Failed', 'Cancelled'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** Why a code run failed (Code Mode: "Failure reasons"). */
+export const FAILURE_REASONS = [
+  'Error',
+  'Timeout',
+  'Memory',
+  'OutputTooLarge',
+  'ReplayMismatch',
+  'Cancelled',
+  'Unavailable',
+] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/** Errors a binding call raises inside the program (Code Mode: App-call errors). */
+export const APP_ERROR_NAMES = ['AppCallDenied', 'AppCallFailed', 'AppInputRequired'] as const;
+export type AppErrorName = (typeof APP_ERROR_NAMES)[number];
+
+/** File-access modes, narrowest first. */
+export const SANDBOX_MODES = ['read-only', 'workspace-write', 'danger-full-access'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+/** How the time budget treats waiting on binding calls and decisions. */
+export const TIME_BUDGETS = ['elapsed', 'excluding-binding-waits'] as const;
+export type TimeBudget = (typeof TIME_BUDGETS)[number];

@@ -1,0 +1,102 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from './free-port.ts';
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  readonly dir: string;
+  /** SIGKILLs the server; data survives only through the AOF. */
+  kill(): Promise<void>;
+  /** Starts the server again on the same port and directory (AOF replayed). */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StartRedisOptions {
+  /** Append-only file, fsync every second. Default true (BullMQ's recommendation). */
+  appendOnly?: boolean;
+  /** Keep the data directory after stop. Default false. */
+  keepDir?: boolean;
+}
+
+/**
+ * Starts Debian's redis-server on a free loopback port in its own temp directory,
+ * configured as BullMQ asks (maxmemory-policy noeviction). Never touches a server the user runs.
+ */
+export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'islet-redis-'));
+  let child: ChildProcess | undefined;
+
+  const launch = async () => {
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      options.appendOnly === false ? 'no' : 'yes',
+      '--appendfsync',
+      'everysec',
+      '--maxmemory-policy',
+      'noeviction',
+      '--protected-mode',
+      'yes',
+      '--loglevel',
+      'warning',
+    ];
+    const proc = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    child = proc;
+    await waitForPort(port, 10_000, () => proc.exitCode !== null);
+  };
+
+  await launch();
+  const waitExit = async (signal: NodeJS.Signals) => {
+    const proc = child;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.kill(signal);
+    });
+  };
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    kill: () => waitExit('SIGKILL'),
+    restart: async () => {
+      await waitExit('SIGKILL');
+      await launch();
+    },
+    stop: async () => {
+      await waitExit('SIGTERM');
+      if (!options.keepDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function waitForPort(port: number, timeoutMs: number, exited: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (exited()) throw new Error(`redis-server exited before listening on ${port}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`redis-server did not listen on ${port} within ${timeoutMs}ms`);
+}

@@ -1,0 +1,10 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/chaos/**/*.test.ts'],
+    pool: 'forks',
+    testTimeout: 900_000,
+    hookTimeout: 120_000,
+  },
+});
