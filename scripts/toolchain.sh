@@ -61,7 +61,7 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   log "installing npm dependencies with Node $(node -v)"
   # npm ci on a fresh clone (exactly the lock); npm install when node_modules exists, so a
   # running process never sees its dependencies deleted. One installer at a time.
-  exec 9>"${TMPDIR:-/tmp}/islet-npm.lock"
+  exec 9>"${TMPDIR:-/tmp}/islet-toolchain-install.lock"
   command -v flock >/dev/null 2>&1 && flock 9
   (cd "$ROOT" && if [ -f package-lock.json ] && [ ! -d node_modules ]; then npm ci --no-audit --no-fund >&2; else npm install --no-audit --no-fund >&2; fi)
   exec 9>&-
