@@ -1,0 +1,86 @@
+/**
+ * Islet's process configuration: one zod schema over the environment, units in the names.
+ * `loadConfig(env)` is called from each `main.ts`, never at import, so tests build apps
+ * from explicit values and a bad variable fails the process at start with every problem listed.
+ */
+import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+import { z } from 'zod';
+
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const list = (def: string) =>
+  z
+    .string()
+    .default(def)
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    );
+
+export const configSchema = z.object({
+  /** HTTP port of the gateway (or of the runner's metrics/health endpoint via ISLET_RUNNER_METRICS_PORT). */
+  ISLET_PORT: int(8080),
+  ISLET_HOST: z.string().default('0.0.0.0'),
+  ISLET_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** `kid:base64,kid2:base64`, each key 32 bytes. Old keys stay listed so old records open. */
+  ISLET_SEAL_KEYS: z.string().min(1, 'ISLET_SEAL_KEYS is required (kid:base64-32-bytes,…)'),
+  /** Key id new records are sealed with. Default: the first key listed. */
+  ISLET_SEAL_ACTIVE_KEY_ID: z.string().optional(),
+  /** Shared secret on the runner→gateway channel (/internal/v1/*). */
+  ISLET_INTERNAL_TOKEN: z.string().min(16, 'ISLET_INTERNAL_TOKEN must be at least 16 characters'),
+  ISLET_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  // gateway
+  /** Largest accepted request body. */
+  ISLET_BODY_LIMIT_BYTES: int(1_048_576, 1024),
+  /** Requests per tenant per minute (fixed window). */
+  ISLET_RATE_LIMIT_PER_MINUTE: int(1200, 1),
+  /** Runs of one tenant that may be queued or running at once. */
+  ISLET_MAX_IN_FLIGHT_RUNS: int(200, 1),
+  /** Longest `Prefer: wait=N` honoured. */
+  ISLET_PREFER_WAIT_MAX_SECONDS: int(60, 0),
+  /** How long the gateway waits for an `http` App to answer one call. */
+  ISLET_APP_CALL_TIMEOUT_MS: int(30_000, 1),
+  /** How long a `client` call waits for its answer before failing as AppCallFailed. */
+  ISLET_CLIENT_CALL_TIMEOUT_MS: int(300_000, 1),
+  /** Run records, events and idempotency keys live this long. */
+  ISLET_RUN_RETENTION_SECONDS: int(7 * 24 * 3600, 60),
+
+  // runner
+  /** Jobs one runner process executes at once (one sandbox slot each). */
+  ISLET_RUNNER_CONCURRENCY: int(4, 1),
+  /** Sandbox modes this runner serves; one BullMQ worker per mode. */
+  ISLET_RUNNER_MODES: list('read-only').pipe(z.array(z.enum(SANDBOX_MODES)).min(1)),
+  /** Gateways the runner sends binding calls to (any replica serves any call). */
+  ISLET_GATEWAY_URLS: list('http://127.0.0.1:8080').pipe(z.array(z.string().url()).min(1)),
+  /** Runner's /metrics, /healthz, /readyz port; 0 = pick a free one. */
+  ISLET_RUNNER_METRICS_PORT: int(9464),
+  /** BullMQ job lock; renewed every half of it while the job runs. */
+  ISLET_RUNNER_LOCK_DURATION_MS: int(30_000, 1000),
+  /** How often workers look for jobs whose lock expired (a dead runner). */
+  ISLET_RUNNER_STALLED_INTERVAL_MS: int(15_000, 500),
+  /** A job stalled more often than this is failed (the run ends Unavailable). */
+  ISLET_RUNNER_MAX_STALLED_COUNT: int(3, 0),
+  /** BullMQ attempts per run (a run whose processor crashed is retried). */
+  ISLET_JOB_ATTEMPTS: int(3, 1),
+  /** On SIGTERM, how long running jobs may finish before they are handed back. */
+  ISLET_RUNNER_SHUTDOWN_GRACE_MS: int(25_000, 0),
+});
+
+export type IsletConfig = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): IsletConfig {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return parsed.data;
+}
+
+export type { SandboxMode };

@@ -1,0 +1,103 @@
+import { startRedis } from '@islet/testkit';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './config.ts';
+import { createRedis } from './redis.ts';
+import { createRunStore } from './run-store.ts';
+import { createSealer, generateSealKey, parseSealKeys, sealerFromConfig } from './sealer.ts';
+import { createSettingsStore } from './settings-store.ts';
+
+const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
+
+describe('loadConfig', () => {
+  it('applies defaults and parses lists', () => {
+    const c = loadConfig({ ...base, ISLET_RUNNER_MODES: 'read-only, workspace-write', ISLET_PORT: '9000' });
+    expect(c.ISLET_PORT).toBe(9000);
+    expect(c.ISLET_RUNNER_MODES).toEqual(['read-only', 'workspace-write']);
+    expect(c.ISLET_RUNNER_CONCURRENCY).toBe(4);
+  });
+  it('lists every problem', () => {
+    expect(() => loadConfig({ ISLET_RUNNER_MODES: 'nope' })).toThrow(
+      /ISLET_SEAL_KEYS[\s\S]*ISLET_INTERNAL_TOKEN/,
+    );
+  });
+});
+
+describe('sealer', () => {
+  it('round-trips, names the key id, and rejects tampering', () => {
+    const s = sealerFromConfig(base);
+    const sealed = s.seal('hello 🌍');
+    expect(sealed).toMatch(/^v1\.k1\./);
+    expect(sealed).not.toContain('hello');
+    expect(s.open(sealed)).toBe('hello 🌍');
+    const parts = sealed.split('.');
+    parts[4] = Buffer.from('tampered').toString('base64url');
+    expect(() => s.open(parts.join('.'))).toThrow(/authentication/);
+  });
+  it('keeps old records readable after rotation', () => {
+    const keys = parseSealKeys(`${generateSealKey('old')},${generateSealKey('new')}`);
+    const before = createSealer({ keys, activeKeyId: 'old' }).seal('secret');
+    const after = createSealer({ keys, activeKeyId: 'new' });
+    expect(after.seal('x')).toMatch(/^v1\.new\./);
+    expect(after.open(before)).toBe('secret');
+    const { old: _dropped, ...onlyNew } = keys;
+    expect(() => createSealer({ keys: onlyNew, activeKeyId: 'new' }).open(before)).toThrow(
+      /no seal key "old"/,
+    );
+  });
+});
+
+describe('stores on a real redis', () => {
+  it('settings compare-and-set and a single final status', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    try {
+      const settings = createSettingsStore(redis);
+      const s0 = await settings.get();
+      const ok = await settings.update(s0.version, { timeoutMs: 5000 });
+      expect(ok.ok).toBe(true);
+      const stale = await settings.update(s0.version, { timeoutMs: 6000 });
+      expect(stale).toMatchObject({
+        ok: false,
+        current: { version: s0.version + 1, codeMode: { timeoutMs: 5000 } },
+      });
+
+      const sealer = sealerFromConfig(base);
+      const runs = createRunStore(redis, sealer);
+      const now = Date.now();
+      const run = {
+        id: 'r1',
+        tenant: 't1',
+        session: 's',
+        turn: 't',
+        callId: 'c',
+        status: 'Running' as const,
+        mode: 'read-only' as const,
+        code: 'return 1',
+        description: 'Return one',
+        request: { connections: [], bindings: [] },
+        createdAt: now,
+        updatedAt: now,
+        attempts: 0,
+        cancelRequested: false,
+        clockMs: now,
+        seed: 'r1',
+      };
+      await runs.create(run);
+      expect(await redis.hget('islet:run:{r1}', 'code')).toMatch(/^v1\.k1\./);
+      const done = {
+        status: 'Completed' as const,
+        result: { _tag: 'Completed' as const, value: 1, logs: [] },
+        text: '1',
+      };
+      expect(await runs.finish(run, done)).toBe(true);
+      expect(await runs.finish(run, { ...done, status: 'Cancelled' })).toBe(false);
+      expect((await runs.get('r1'))?.status).toBe('Completed');
+      const events = await runs.readEvents('r1');
+      expect(events.map((e) => e.type)).toEqual(['status', 'end']);
+      expect(await runs.inFlightCount('t1')).toBe(0);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+});

@@ -1,0 +1,31 @@
+/**
+ * Every Redis key Islet writes outside BullMQ, in one place. Per-run keys share the hash tag
+ * `{<runId>}` so a run's record, event stream and call mailboxes live in one Cluster slot.
+ */
+export const keys = {
+  run: (runId: string) => `islet:run:{${runId}}`,
+  runEvents: (runId: string) => `islet:run:{${runId}}:events`,
+  /** List a `client` call's answer is pushed to (any gateway may receive it; the waiting one BLPOPs). */
+  clientCallResult: (runId: string, index: number) => `islet:run:{${runId}}:call:${index}:result`,
+  /** Marks a `client` call as awaiting its answer (value: attempt). */
+  clientCallPending: (runId: string, index: number) => `islet:run:{${runId}}:call:${index}:pending`,
+  sessionRuns: (tenant: string, session: string) => `islet:tenant:${tenant}:session:${session}:runs`,
+  idempotency: (tenant: string, key: string) => `islet:tenant:${tenant}:idem:${key}`,
+  inFlight: (tenant: string) => `islet:tenant:${tenant}:inflight`,
+  rateWindow: (tenant: string, window: number) => `islet:tenant:${tenant}:rl:${window}`,
+  tenant: (tenant: string) => `islet:tenant:${tenant}`,
+  tenants: () => 'islet:tenants',
+  connections: (tenant: string) => `islet:tenant:${tenant}:connections`,
+  apiKey: (hash: string) => `islet:apikey:${hash}`,
+  settings: () => 'islet:settings',
+};
+
+/** Pub/sub channels. Messages carry a run id only; subscribers read the state from Redis. */
+export const channels = {
+  /** A run was asked to stop: every runner aborts it if it holds it. */
+  cancel: 'islet:cancel',
+  /** A run's event stream grew: gateways wake SSE readers and `Prefer: wait` requests. */
+  runEvents: 'islet:run-events',
+  /** Platform settings changed. */
+  settings: 'islet:settings-changed',
+};

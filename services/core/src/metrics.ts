@@ -1,0 +1,106 @@
+/**
+ * Prometheus metrics with the names agreed in INTERFACES.md. One registry per process; label
+ * sets are bounded (never a run id or tenant). Each process also exports default metrics
+ * under the `islet_` prefix.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+export function createMetrics(options: { component: string; defaults?: boolean }) {
+  const registry = new Registry();
+  registry.setDefaultLabels({ component: options.component });
+  if (options.defaults !== false) collectDefaultMetrics({ register: registry, prefix: 'islet_' });
+  const registers = [registry];
+  return {
+    registry,
+    runsTotal: new Counter({
+      name: 'islet_runs_total',
+      help: 'Runs that reached a final status',
+      labelNames: ['status', 'kind', 'mode'],
+      registers,
+    }),
+    runDuration: new Histogram({
+      name: 'islet_run_duration_seconds',
+      help: 'Execution time of a run on a runner',
+      labelNames: ['mode'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: 'islet_queue_wait_seconds',
+      help: 'Time from submit to a runner picking the run up',
+      labelNames: ['mode'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    queueDepth: new Gauge({
+      name: 'islet_queue_depth',
+      help: 'Jobs in the run queue of a mode by state',
+      labelNames: ['mode', 'state'],
+      registers,
+    }),
+    bindingCalls: new Counter({
+      name: 'islet_binding_calls_total',
+      help: 'Binding calls served, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    bindingCallDuration: new Histogram({
+      name: 'islet_binding_call_duration_seconds',
+      help: 'Time to serve one binding call',
+      labelNames: ['outcome'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    decisionsPending: new Gauge({
+      name: 'islet_decisions_pending',
+      help: 'Decisions waiting for an answer',
+      registers,
+    }),
+    sandboxProcesses: new Gauge({
+      name: 'islet_sandbox_processes',
+      help: 'Sandbox host processes alive',
+      labelNames: ['mode'],
+      registers,
+    }),
+    sandboxRestarts: new Counter({
+      name: 'islet_sandbox_process_restarts_total',
+      help: 'Sandbox host processes replaced',
+      labelNames: ['mode', 'reason'],
+      registers,
+    }),
+    sandboxEnforcement: new Gauge({
+      name: 'islet_sandbox_enforcement',
+      help: '1 on the sandbox enforcement level in effect',
+      labelNames: ['mode', 'level'],
+      registers,
+    }),
+    replayMismatches: new Counter({
+      name: 'islet_replay_mismatches_total',
+      help: 'Runs stopped because they diverged from their journal',
+      registers,
+    }),
+    runnerSlots: new Gauge({
+      name: 'islet_runner_slots',
+      help: 'Runner execution slots by state',
+      labelNames: ['mode', 'state'],
+      registers,
+    }),
+    httpRequests: new Counter({
+      name: 'islet_http_requests_total',
+      help: 'HTTP requests served',
+      labelNames: ['route', 'method', 'code'],
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: 'islet_http_request_duration_seconds',
+      help: 'HTTP request duration',
+      labelNames: ['route', 'method'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,30 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+/**
+ * A Redis connection configured the way BullMQ asks (`maxRetriesPerRequest: null`) and that
+ * keeps reconnecting after a Redis restart instead of giving up, so processes outlive it.
+ */
+export function createRedis(url: string, options: RedisOptions = {}): Redis {
+  return new Redis(url, {
+    maxRetriesPerRequest: null,
+    enableReadyCheck: true,
+    retryStrategy: (times) => Math.min(50 * times, 2000),
+    ...options,
+  });
+}
+
+/** Resolves once the connection answers PING, or rejects after `timeoutMs`. */
+export async function waitForRedis(redis: Redis, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await redis.ping();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export type { Redis };

@@ -1,0 +1,251 @@
+/**
+ * Run records in Redis hashes, their per-run event streams, and the session and in-flight
+ * indexes. Program text, request, result and result text are sealed; ids, status and times are
+ * not (they are needed to list and route). Final statuses are written by one Lua script that
+ * refuses to overwrite a final status, so a run reaches exactly one, whoever races to end it.
+ */
+import type { RunResult, RunStatus, SandboxMode } from '@islet/protocol';
+import type { Redis } from 'ioredis';
+import { channels, keys } from './keys.ts';
+import type { Sealer } from './sealer.ts';
+
+/** A binding a run may call, resolved at submit from the run's connections. */
+export interface BindingSpec {
+  /** `slug.capability`, as the engine takes it (`apps.slug.capability` in the program). */
+  binding: string;
+  connectionId: string;
+  connectionName: string;
+  /** The tool, resource or prompt name as the connection declares it. */
+  name: string;
+  kind: 'tool' | 'resource' | 'prompt';
+}
+
+export interface RunRequestData {
+  timeoutMs?: number;
+  connections: string[];
+  bindings: BindingSpec[];
+  sandboxPermissions?: SandboxMode;
+  justification?: string;
+}
+
+export interface StoredRun {
+  id: string;
+  tenant: string;
+  session: string;
+  turn: string;
+  callId: string;
+  status: RunStatus;
+  mode: SandboxMode;
+  code: string;
+  description: string;
+  request: RunRequestData;
+  result?: RunResult;
+  text?: string;
+  kind?: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Times a runner started executing it (1 on the first execution). */
+  attempts: number;
+  cancelRequested: boolean;
+  /** Fixed `Date.now()` and `Math.random()` seed, the same in every execution of the run. */
+  clockMs: number;
+  seed: string;
+}
+
+export interface RunEvent {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+const FINAL_GUARD = `
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return -1 end
+if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return 0 end
+`;
+
+// KEYS: run, events, inflight. ARGV: runId, channel, eventType, sealedEventData, maxlen, ttlSeconds, field, value, ...
+const TRANSITION = `${FINAL_GUARD}
+local fields = {}
+for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+local newStatus = redis.call('HGET', KEYS[1], 'status')
+if newStatus == 'Completed' or newStatus == 'Failed' or newStatus == 'Cancelled' then
+  redis.call('SREM', KEYS[3], ARGV[1])
+  redis.call('EXPIRE', KEYS[1], ARGV[6])
+  redis.call('EXPIRE', KEYS[2], ARGV[6])
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'type', ARGV[3], 'data', ARGV[4])
+redis.call('PUBLISH', ARGV[2], ARGV[1])
+return 1
+`;
+
+export interface RunStoreOptions {
+  /** Events kept per run stream (approximate trim). Default 2000. */
+  maxEventsPerRun?: number;
+  /** Lifetime of a finished run's record and events. Default 7 days. */
+  retentionSeconds?: number;
+}
+
+export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
+  const maxEvents = String(options.maxEventsPerRun ?? 2000);
+  const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
+  const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
+  const open = <T>(v: string | undefined): T | undefined =>
+    v ? (JSON.parse(sealer.open(v)) as T) : undefined;
+
+  async function transition(
+    run: { id: string; tenant: string },
+    fields: Record<string, string>,
+    event: { type: string; data: Record<string, unknown> },
+  ): Promise<boolean> {
+    const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
+    const res = await redis.eval(
+      TRANSITION,
+      3,
+      keys.run(run.id),
+      keys.runEvents(run.id),
+      keys.inFlight(run.tenant),
+      run.id,
+      channels.runEvents,
+      event.type,
+      seal(event.data),
+      maxEvents,
+      retention,
+      ...flat,
+    );
+    return res === 1;
+  }
+
+  return {
+    async create(run: StoredRun): Promise<void> {
+      const fields: Record<string, string> = {
+        id: run.id,
+        tenant: run.tenant,
+        session: run.session,
+        turn: run.turn,
+        callId: run.callId,
+        status: run.status,
+        mode: run.mode,
+        code: sealer.seal(run.code),
+        description: sealer.seal(run.description),
+        request: seal(run.request),
+        createdAt: String(run.createdAt),
+        updatedAt: String(run.updatedAt),
+        attempts: String(run.attempts),
+        clockMs: String(run.clockMs),
+        seed: run.seed,
+      };
+      await redis
+        .multi()
+        .hset(keys.run(run.id), fields)
+        .zadd(keys.sessionRuns(run.tenant, run.session), run.createdAt, run.id)
+        .sadd(keys.inFlight(run.tenant), run.id)
+        .xadd(
+          keys.runEvents(run.id),
+          'MAXLEN',
+          '~',
+          maxEvents,
+          '*',
+          'type',
+          'status',
+          'data',
+          seal({ status: run.status }),
+        )
+        .exec();
+    },
+
+    async get(id: string): Promise<StoredRun | null> {
+      const h = await redis.hgetall(keys.run(id));
+      if (!h.id) return null;
+      const run: StoredRun = {
+        id: h.id,
+        tenant: h.tenant ?? '',
+        session: h.session ?? '',
+        turn: h.turn ?? '',
+        callId: h.callId ?? '',
+        status: h.status as RunStatus,
+        mode: h.mode as SandboxMode,
+        code: h.code ? sealer.open(h.code) : '',
+        description: h.description ? sealer.open(h.description) : '',
+        request: open<RunRequestData>(h.request) ?? { connections: [], bindings: [] },
+        createdAt: Number(h.createdAt),
+        updatedAt: Number(h.updatedAt),
+        attempts: Number(h.attempts ?? 0),
+        cancelRequested: h.cancelRequested === '1',
+        clockMs: Number(h.clockMs),
+        seed: h.seed ?? h.id,
+      };
+      const result = open<RunResult>(h.result);
+      if (result) run.result = result;
+      if (h.text) run.text = sealer.open(h.text);
+      if (h.kind) run.kind = h.kind;
+      return run;
+    },
+
+    /** Counts one more execution; returns its number (the attempt the journal sees). */
+    async startAttempt(id: string): Promise<number> {
+      return redis.hincrby(keys.run(id), 'attempts', 1);
+    },
+
+    /** Moves a run to Running or Waiting unless it already ended. */
+    async setStatus(
+      run: { id: string; tenant: string },
+      status: 'Running' | 'Waiting',
+      data: Record<string, unknown> = {},
+    ) {
+      return transition(run, { status }, { type: 'status', data: { status, ...data } });
+    },
+
+    /** Ends a run. False when it had already ended (the first final status stands). */
+    async finish(
+      run: { id: string; tenant: string },
+      end: { status: 'Completed' | 'Failed' | 'Cancelled'; result: RunResult; text: string; kind?: string },
+    ): Promise<boolean> {
+      const fields: Record<string, string> = {
+        status: end.status,
+        result: seal(end.result),
+        text: sealer.seal(end.text),
+        kind: end.kind ?? 'none',
+      };
+      return transition(run, fields, { type: 'end', data: { status: end.status } });
+    },
+
+    async requestCancel(id: string): Promise<void> {
+      await redis.multi().hset(keys.run(id), 'cancelRequested', '1').publish(channels.cancel, id).exec();
+    },
+
+    /** Appends an event to the run's stream (sealed) and wakes its readers. */
+    async appendEvent(runId: string, type: string, data: Record<string, unknown>): Promise<string> {
+      const res = await redis
+        .multi()
+        .xadd(keys.runEvents(runId), 'MAXLEN', '~', maxEvents, '*', 'type', type, 'data', seal(data))
+        .publish(channels.runEvents, runId)
+        .exec();
+      return String(res?.[0]?.[1] ?? '');
+    },
+
+    /** Events after `afterId` (exclusive; `0` = from the start). */
+    async readEvents(runId: string, afterId = '0', count = 500): Promise<RunEvent[]> {
+      const start = afterId === '0' ? '-' : `(${afterId}`;
+      const rows = await redis.xrange(keys.runEvents(runId), start, '+', 'COUNT', count);
+      return rows.map(([id, f]) => {
+        const m: Record<string, string> = {};
+        for (let i = 0; i + 1 < f.length; i += 2) m[f[i]!] = f[i + 1]!;
+        return { id, type: m.type ?? 'unknown', data: open<Record<string, unknown>>(m.data) ?? {} };
+      });
+    },
+
+    /** Run ids of a session, oldest first, from `cursor` (exclusive createdAt:id). */
+    async listSession(tenant: string, session: string, cursor: number, limit: number) {
+      const ids = await redis.zrange(keys.sessionRuns(tenant, session), cursor, cursor + limit);
+      return { ids: ids.slice(0, limit), next: ids.length > limit ? cursor + limit : null };
+    },
+
+    async inFlightCount(tenant: string): Promise<number> {
+      return redis.scard(keys.inFlight(tenant));
+    },
+  };
+}
+
+export type RunStore = ReturnType<typeof createRunStore>;

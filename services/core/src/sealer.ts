@@ -1,0 +1,88 @@
+/**
+ * AES-256-GCM sealing of record fields at rest. The sealed text names its key id, so keys can
+ * rotate: new text uses the active key, old text opens with whichever listed key sealed it.
+ * Format: `v1.<kid>.<iv>.<tag>.<ciphertext>` (base64url parts).
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+export interface Sealer {
+  seal(plaintext: string): string;
+  open(sealed: string): string;
+}
+
+export class SealError extends Error {
+  override name = 'SealError';
+}
+
+const KID = /^[A-Za-z0-9_-]{1,32}$/;
+
+export function createSealer(options: { keys: Record<string, Buffer>; activeKeyId: string }): Sealer {
+  for (const [kid, key] of Object.entries(options.keys)) {
+    if (!KID.test(kid)) throw new SealError(`seal key id "${kid}" must match ${KID}`);
+    if (key.length !== 32) throw new SealError(`seal key "${kid}" must be 32 bytes, got ${key.length}`);
+  }
+  const active = options.keys[options.activeKeyId];
+  if (!active) throw new SealError(`active seal key "${options.activeKeyId}" is not among the keys`);
+  const activeKid = options.activeKeyId;
+  return {
+    seal(plaintext) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', active, iv);
+      // The key id is authenticated too, so a record cannot be relabelled to another key.
+      cipher.setAAD(Buffer.from(activeKid));
+      const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      const tag = cipher.getAuthTag();
+      return [
+        'v1',
+        activeKid,
+        iv.toString('base64url'),
+        tag.toString('base64url'),
+        ct.toString('base64url'),
+      ].join('.');
+    },
+    open(sealed) {
+      const parts = sealed.split('.');
+      if (parts.length !== 5 || parts[0] !== 'v1') throw new SealError('not a sealed value');
+      const [, kid, iv, tag, ct] = parts as [string, string, string, string, string];
+      const key = options.keys[kid];
+      if (!key) throw new SealError(`no seal key "${kid}" configured`);
+      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+      decipher.setAAD(Buffer.from(kid));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      try {
+        return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString(
+          'utf8',
+        );
+      } catch {
+        throw new SealError(`sealed value failed authentication under key "${kid}"`);
+      }
+    },
+  };
+}
+
+/** Parses `ISLET_SEAL_KEYS` (`kid:base64,kid2:base64`). */
+export function parseSealKeys(text: string): Record<string, Buffer> {
+  const keys: Record<string, Buffer> = {};
+  for (const item of text.split(',').map((s) => s.trim())) {
+    if (!item) continue;
+    const at = item.indexOf(':');
+    if (at <= 0) throw new SealError('ISLET_SEAL_KEYS entries must look like kid:base64');
+    keys[item.slice(0, at)] = Buffer.from(item.slice(at + 1), 'base64');
+  }
+  if (Object.keys(keys).length === 0) throw new SealError('ISLET_SEAL_KEYS lists no key');
+  return keys;
+}
+
+export function sealerFromConfig(config: {
+  ISLET_SEAL_KEYS: string;
+  ISLET_SEAL_ACTIVE_KEY_ID?: string;
+}): Sealer {
+  const keys = parseSealKeys(config.ISLET_SEAL_KEYS);
+  const activeKeyId = config.ISLET_SEAL_ACTIVE_KEY_ID ?? Object.keys(keys)[0]!;
+  return createSealer({ keys, activeKeyId });
+}
+
+/** A fresh `kid:base64` entry, for dev stacks and tests. */
+export function generateSealKey(kid = 'k1'): string {
+  return `${kid}:${randomBytes(32).toString('base64')}`;
+}
