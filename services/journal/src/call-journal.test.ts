@@ -1,0 +1,204 @@
+import type { BindingOutcome } from '@islet/engine';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCallJournal, JournalConflictError } from './call-journal.ts';
+import { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
+import { createTestSealer } from './test-sealer.ts';
+
+const result = (value: unknown): BindingOutcome => ({ type: 'result', valueJson: JSON.stringify(value) });
+const call = (index: number, args: unknown = { n: index }, binding = 'notes.read_note') => ({
+  index,
+  binding,
+  argsJson: JSON.stringify(args),
+});
+
+describe('call journal on real Redis', () => {
+  let server: RedisServer;
+  let a: Redis;
+  let b: Redis;
+  const sealer = createTestSealer();
+  let runSeq = 0;
+  const newRun = () => `run-${Date.now()}-${runSeq++}`;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    a = new Redis(server.url);
+    b = new Redis(server.url);
+  });
+  afterAll(async () => {
+    a.disconnect();
+    b.disconnect();
+    await server.stop();
+  });
+
+  it('claims a call once, journals its outcome and answers it as done on replay, never as new', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    const first = await journal.claim(run, 1, call(0));
+    expect(first.kind).toBe('new');
+    await journal.markSent(run, 0);
+    expect(await journal.complete(run, 0, result({ title: 'x' }))).toEqual({ deliverySeq: 1, stored: true });
+    const replay = await journal.claim(run, 2, call(0));
+    expect(replay).toEqual({ kind: 'done', outcome: result({ title: 'x' }), deliverySeq: 1 });
+    const [entry] = await journal.list(run);
+    expect(entry).toMatchObject({
+      index: 0,
+      binding: 'notes.read_note',
+      argsJson: '{"n":0}',
+      state: 'done',
+      outcome: result({ title: 'x' }),
+      deliverySeq: 1,
+      attempt: 1,
+      operationId: operationIdFor(run, 0),
+    });
+    expect(entry?.settledAtMs).toBeGreaterThanOrEqual(entry?.startedAtMs ?? Number.POSITIVE_INFINITY);
+  });
+
+  it('answers mismatch when the binding or the arguments differ, and changes nothing', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    await journal.claim(run, 1, call(0, { to: 'team@example.com' }, 'mail.send_email'));
+    await journal.complete(run, 0, result('sent'));
+    expect(await journal.claim(run, 2, call(0, { to: 'all@example.com' }, 'mail.send_email'))).toEqual({
+      kind: 'mismatch',
+      expected: { binding: 'mail.send_email' },
+    });
+    expect(await journal.claim(run, 2, call(0, { to: 'team@example.com' }, 'mail.delete'))).toEqual({
+      kind: 'mismatch',
+      expected: { binding: 'mail.send_email' },
+    });
+    expect((await journal.get(run, 0))?.outcome).toEqual(result('sent'));
+  });
+
+  it('tells in-flight (same attempt) from unknown (sent by an earlier attempt) and re-offers unsent calls', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    expect((await journal.claim(run, 1, call(0))).kind).toBe('new');
+    expect((await journal.claim(run, 1, call(1))).kind).toBe('new');
+    await journal.markSent(run, 1);
+    // A duplicate delivery within the same attempt.
+    expect(await journal.claim(run, 1, call(0))).toEqual({ kind: 'in-flight' });
+    expect(await journal.claim(run, 1, call(1))).toEqual({ kind: 'in-flight' });
+    // A later attempt: call 0 never left (safe to send), call 1 did (outcome unknown).
+    expect((await journal.claim(run, 2, call(0))).kind).toBe('new');
+    expect(await journal.claim(run, 2, call(1))).toEqual({ kind: 'unknown' });
+  });
+
+  it('takes a same-attempt call over only when asked, and fences the old handler by token', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    const old = await journal.claim(run, 1, call(0));
+    const retry = await journal.claim(run, 1, { ...call(0), takeover: true });
+    expect(retry.kind).toBe('new');
+    if (old.kind !== 'new' || retry.kind !== 'new') throw new Error('expected new claims');
+    await expect(journal.markSent(run, 0, old.token)).rejects.toBeInstanceOf(JournalConflictError);
+    await journal.markSent(run, 0, retry.token);
+    expect(await journal.claim(run, 1, { ...call(0), takeover: true })).toEqual({ kind: 'unknown' });
+  });
+
+  it('fences a superseded attempt once a newer one has started', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    expect(await journal.nextAttempt(run)).toBe(1);
+    expect((await journal.claim(run, 1, call(0))).kind).toBe('new');
+    expect(await journal.nextAttempt(run)).toBe(2);
+    expect(await journal.claim(run, 1, call(1))).toEqual({ kind: 'superseded' });
+    expect((await journal.claim(run, 2, call(1))).kind).toBe('new');
+  });
+
+  it('keeps the first outcome when a call is completed twice', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    await journal.claim(run, 1, call(0));
+    expect(await journal.complete(run, 0, result('first'))).toEqual({ deliverySeq: 1, stored: true });
+    expect(await journal.complete(run, 0, result('second'))).toEqual({ deliverySeq: 1, stored: false });
+    expect((await journal.get(run, 0))?.outcome).toEqual(result('first'));
+    await expect(journal.complete(run, 9, result('x'))).rejects.toThrow(/unclaimed/);
+  });
+
+  it('numbers deliveries in completion order, not index order', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    for (const i of [0, 1, 2]) await journal.claim(run, 1, call(i));
+    await journal.complete(run, 2, result(2));
+    await journal.complete(run, 0, result(0));
+    await journal.complete(run, 1, result(1));
+    const seqs = (await journal.list(run)).map((e) => [e.index, e.deliverySeq]);
+    expect(seqs).toEqual([
+      [0, 2],
+      [1, 3],
+      [2, 1],
+    ]);
+  });
+
+  it('lets exactly one of two concurrently claiming clients (two gateways) send each call', async () => {
+    const ja = createCallJournal({ redis: a, sealer });
+    const jb = createCallJournal({ redis: b, sealer });
+    const run = newRun();
+    const indexes = Array.from({ length: 200 }, (_, i) => i);
+    const claims = await Promise.all(
+      indexes.flatMap((i) => [ja.claim(run, 1, call(i)), jb.claim(run, 1, call(i))]),
+    );
+    const kinds = claims.map((c) => c.kind);
+    expect(kinds.filter((k) => k === 'new')).toHaveLength(200);
+    expect(kinds.filter((k) => k === 'in-flight')).toHaveLength(200);
+    for (const i of indexes) {
+      const pair = [claims[2 * i]?.kind, claims[2 * i + 1]?.kind].sort();
+      expect(pair).toEqual(['in-flight', 'new']);
+    }
+    // Concurrent completions get distinct, gap-free delivery numbers.
+    const done = await Promise.all(indexes.map((i) => (i % 2 ? ja : jb).complete(run, i, result(i))));
+    expect(done.map((d) => d.deliverySeq).sort((x, y) => x - y)).toEqual(indexes.map((i) => i + 1));
+  });
+
+  it('seals arguments and outcomes at rest', async () => {
+    const journal = createCallJournal({ redis: a, sealer, keyPrefix: 'sealcheck:' });
+    const run = newRun();
+    await journal.claim(run, 1, call(0, { secret: 'hunter2-args' }));
+    await journal.complete(run, 0, result({ secret: 'hunter2-result' }));
+    const raw = JSON.stringify(await a.hgetall(`sealcheck:journal:{${run}}`));
+    expect(raw).not.toContain('hunter2');
+    expect((await journal.get(run, 0))?.argsJson).toBe('{"secret":"hunter2-args"}');
+  });
+
+  it('waits for an in-flight call to be completed by its handler', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    await journal.claim(run, 1, call(0));
+    setTimeout(() => void journal.complete(run, 0, result('late')), 100);
+    expect(await journal.waitForOutcome(run, 0, { timeoutMs: 5000, pollMs: 20 })).toEqual({
+      outcome: result('late'),
+      deliverySeq: 1,
+    });
+    expect(await journal.waitForOutcome(run, 7, { timeoutMs: 60, pollMs: 20 })).toBeUndefined();
+  });
+
+  it('derives deterministic UUIDv5 operation ids and run:index idempotency keys', () => {
+    const id = operationIdFor('8f1c', 1);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(operationIdFor('8f1c', 1)).toBe(id);
+    expect(operationIdFor('8f1c', 2)).not.toBe(id);
+    expect(idempotencyKeyFor('8f1c', 1)).toBe('8f1c:1');
+  });
+
+  it('keeps journaled outcomes across a Redis restart (AOF)', async () => {
+    const journal = createCallJournal({ redis: a, sealer });
+    const run = newRun();
+    await journal.claim(run, 1, call(0));
+    await journal.complete(run, 0, result('kept'));
+    await new Promise((r) => setTimeout(r, 1200)); // appendfsync everysec
+    await server.restart();
+    const fresh = new Redis(server.url);
+    try {
+      const after = createCallJournal({ redis: fresh, sealer });
+      expect(await after.claim(run, 2, call(0))).toEqual({
+        kind: 'done',
+        outcome: result('kept'),
+        deliverySeq: 1,
+      });
+    } finally {
+      fresh.disconnect();
+    }
+  });
+});

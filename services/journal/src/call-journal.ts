@@ -1,0 +1,257 @@
+/**
+ * The call journal on Redis. One hash per run (`<prefix>journal:{<runId>}`, hash-tagged so a
+ * Redis Cluster keeps it in one slot): field `<index>` holds the call's entry as JSON (arguments
+ * and outcome sealed), `#seq` counts delivered outcomes, `#attempt` the run's executions.
+ * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import type { BindingOutcome } from '@islet/engine';
+import type { Redis } from 'ioredis';
+import { LuaScript } from './lua-script.ts';
+import { operationIdFor } from './operation-id.ts';
+import type {
+  CallJournal,
+  CallSource,
+  ClaimCall,
+  ClaimResult,
+  JournalEntry,
+  JournalState,
+  Sealer,
+} from './types.ts';
+
+export interface CallJournalDeps {
+  redis: Redis;
+  sealer: Sealer;
+  /** Prefix of every key. Default `islet:`. */
+  keyPrefix?: string;
+  /** How long a run's journal lives after its last write, seconds. Default 604800 (7 days). */
+  ttlSeconds?: number;
+  /**
+   * Key of the HMAC that lets Lua compare arguments without reading them (the arguments
+   * themselves are sealed). Default: a fixed key, which still hides them from casual reads but
+   * not from guessing; pass a secret in production.
+   */
+  argsHashKey?: string | Buffer;
+  now?: () => number;
+}
+
+/** A token-checked `markSent` found the call taken over by another handler: do not send. */
+export class JournalConflictError extends Error {
+  readonly code = 'journal-conflict';
+  constructor(message: string) {
+    super(message);
+    this.name = 'JournalConflictError';
+  }
+}
+
+interface StoredEntry {
+  i: number;
+  b: string;
+  h: string;
+  a: string;
+  s?: string;
+  op: string;
+  st: JournalState;
+  at: number;
+  tk: string;
+  t0: number;
+  t1?: number;
+  o?: string;
+  seq?: number;
+}
+
+// KEYS[1] journal hash. ARGV: field, attempt, binding, argsHash, sealedArgs, sourceJson,
+// operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token.
+const CLAIM = new LuaScript(`
+local attempt = tonumber(ARGV[2])
+local current = tonumber(redis.call('HGET', KEYS[1], '#attempt') or '0')
+if attempt < current then return {'superseded'} end
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then
+  local e = {i = tonumber(ARGV[1]), b = ARGV[3], h = ARGV[4], a = ARGV[5], op = ARGV[7],
+    st = 'pending', at = attempt, tk = ARGV[11], t0 = tonumber(ARGV[8])}
+  if ARGV[6] ~= '' then e.s = ARGV[6] end
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10]))
+  return {'new'}
+end
+local e = cjson.decode(raw)
+if e.b ~= ARGV[3] or e.h ~= ARGV[4] then return {'mismatch', e.b} end
+if e.st == 'done' then return {'done', e.o, tostring(e.seq)} end
+if e.at > attempt then return {'superseded'} end
+if e.at == attempt and ARGV[9] ~= '1' then return {'in-flight'} end
+if e.st == 'pending' then
+  e.at = attempt
+  e.tk = ARGV[11]
+  e.t0 = tonumber(ARGV[8])
+  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10]))
+  return {'new'}
+end
+return {'unknown'}
+`);
+
+// KEYS[1] journal hash. ARGV: field, token ('' = unchecked).
+const MARK_SENT = new LuaScript(`
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 'missing' end
+local e = cjson.decode(raw)
+if ARGV[2] ~= '' and e.tk ~= ARGV[2] then return 'conflict' end
+if e.st ~= 'pending' then return e.st end
+e.st = 'sent'
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
+return 'sent'
+`);
+
+// KEYS[1] journal hash. ARGV: field, sealedOutcome, nowMs, ttlSeconds.
+const COMPLETE = new LuaScript(`
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return {'missing'} end
+local e = cjson.decode(raw)
+if e.st == 'done' then return {'kept', tostring(e.seq)} end
+local seq = redis.call('HINCRBY', KEYS[1], '#seq', 1)
+e.st = 'done'
+e.o = ARGV[2]
+e.seq = seq
+e.t1 = tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
+return {'stored', tostring(seq)}
+`);
+
+export function createCallJournal(deps: CallJournalDeps): CallJournal {
+  const { redis, sealer } = deps;
+  const prefix = deps.keyPrefix ?? 'islet:';
+  const ttlSeconds = deps.ttlSeconds ?? 604_800;
+  const hashKey = deps.argsHashKey ?? 'islet-journal-args';
+  const now = deps.now ?? Date.now;
+  const keyOf = (runId: string) => `${prefix}journal:{${runId}}`;
+  const argsHash = (runId: string, index: number, argsJson: string) =>
+    createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
+
+  const openOutcome = (sealed: string): BindingOutcome => JSON.parse(sealer.open(sealed)) as BindingOutcome;
+
+  const toEntry = (stored: StoredEntry): JournalEntry => {
+    const entry: JournalEntry = {
+      index: stored.i,
+      binding: stored.b,
+      argsJson: sealer.open(stored.a),
+      operationId: stored.op,
+      state: stored.st,
+      attempt: stored.at,
+      startedAtMs: stored.t0,
+    };
+    if (stored.s) entry.source = JSON.parse(stored.s) as CallSource;
+    if (stored.o !== undefined) entry.outcome = openOutcome(stored.o);
+    if (stored.seq !== undefined) entry.deliverySeq = stored.seq;
+    if (stored.t1 !== undefined) entry.settledAtMs = stored.t1;
+    return entry;
+  };
+
+  const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
+    const raw = await redis.hget(keyOf(runId), String(index));
+    return raw ? toEntry(JSON.parse(raw) as StoredEntry) : undefined;
+  };
+
+  return {
+    async claim(runId: string, attempt: number, call: ClaimCall): Promise<ClaimResult> {
+      checkIndex(call.index);
+      if (!Number.isSafeInteger(attempt) || attempt < 0) throw new RangeError(`bad attempt ${attempt}`);
+      const token = randomUUID();
+      const reply = (await CLAIM.run(
+        redis,
+        [keyOf(runId)],
+        [
+          String(call.index),
+          attempt,
+          call.binding,
+          argsHash(runId, call.index, call.argsJson),
+          sealer.seal(call.argsJson),
+          call.source ? JSON.stringify(call.source) : '',
+          operationIdFor(runId, call.index),
+          now(),
+          call.takeover ? '1' : '0',
+          ttlSeconds,
+          token,
+        ],
+      )) as string[];
+      switch (reply[0]) {
+        case 'new':
+          return { kind: 'new', token };
+        case 'done':
+          return { kind: 'done', outcome: openOutcome(reply[1] ?? ''), deliverySeq: Number(reply[2]) };
+        case 'mismatch':
+          return { kind: 'mismatch', expected: { binding: reply[1] ?? '' } };
+        case 'in-flight':
+          return { kind: 'in-flight' };
+        case 'unknown':
+          return { kind: 'unknown' };
+        case 'superseded':
+          return { kind: 'superseded' };
+        default:
+          throw new Error(`journal claim: unexpected reply ${String(reply[0])}`);
+      }
+    },
+
+    async markSent(runId: string, index: number, token?: string): Promise<void> {
+      const reply = (await MARK_SENT.run(redis, [keyOf(runId)], [String(index), token ?? ''])) as string;
+      if (reply === 'missing') throw new Error(`journal: markSent of unclaimed call ${runId}#${index}`);
+      if (reply === 'conflict') {
+        throw new JournalConflictError(`call ${runId}#${index} was taken over by another handler; not sent`);
+      }
+    },
+
+    async complete(runId: string, index: number, outcome: BindingOutcome) {
+      const reply = (await COMPLETE.run(
+        redis,
+        [keyOf(runId)],
+        [String(index), sealer.seal(JSON.stringify(outcome)), now(), ttlSeconds],
+      )) as string[];
+      if (reply[0] === 'missing') throw new Error(`journal: complete of unclaimed call ${runId}#${index}`);
+      return { deliverySeq: Number(reply[1]), stored: reply[0] === 'stored' };
+    },
+
+    async list(runId: string): Promise<JournalEntry[]> {
+      const all = await redis.hgetall(keyOf(runId));
+      const entries: JournalEntry[] = [];
+      for (const [field, raw] of Object.entries(all)) {
+        if (field.startsWith('#')) continue;
+        entries.push(toEntry(JSON.parse(raw) as StoredEntry));
+      }
+      return entries.sort((a, b) => a.index - b.index);
+    },
+
+    get,
+
+    async nextAttempt(runId: string): Promise<number> {
+      const key = keyOf(runId);
+      const [[, attempt]] = (await redis
+        .multi()
+        .hincrby(key, '#attempt', 1)
+        .expire(key, ttlSeconds)
+        .exec()) as [[Error | null, number]];
+      return attempt;
+    },
+
+    async waitForOutcome(runId, index, options = {}) {
+      const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+      const pollMs = options.pollMs ?? 50;
+      for (;;) {
+        const entry = await get(runId, index);
+        if (entry?.state === 'done' && entry.outcome && entry.deliverySeq !== undefined) {
+          return { outcome: entry.outcome, deliverySeq: entry.deliverySeq };
+        }
+        if (Date.now() + pollMs > deadline) return undefined;
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
+      }
+    },
+
+    async remove(runId: string): Promise<void> {
+      await redis.del(keyOf(runId));
+    },
+  };
+}
+
+function checkIndex(index: number): void {
+  if (!Number.isSafeInteger(index) || index < 0) throw new RangeError(`bad call index ${index}`);
+}
