@@ -1,0 +1,51 @@
+/**
+ * Operator configuration: one zod schema over the environment, units in the names.
+ * `loadOperatorConfig(env)` is called from main.ts only.
+ */
+import { z } from 'zod';
+
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const optional = z
+  .string()
+  .optional()
+  .transform((s) => (s ? s : undefined));
+
+export const operatorConfigSchema = z.object({
+  /** Namespace whose RunnerPools this operator manages (the chart sets it to its own). */
+  ISLET_NAMESPACE: z.string().min(1).default('default'),
+  ISLET_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  ISLET_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** /metrics, /healthz, /readyz. */
+  ISLET_OPERATOR_METRICS_PORT: int(9090),
+  ISLET_OPERATOR_HOST: z.string().default('0.0.0.0'),
+  /** Holder identity in the Lease; the pod name in a cluster. */
+  ISLET_OPERATOR_IDENTITY: z
+    .string()
+    .min(1)
+    .default(process.env.HOSTNAME ?? 'islet-operator'),
+  ISLET_OPERATOR_LEASE_NAME: z.string().min(1).default('islet-operator'),
+  ISLET_OPERATOR_LEASE_DURATION_MS: int(15_000, 1000),
+  ISLET_OPERATOR_RETRY_PERIOD_MS: int(2_000, 100),
+  /** Queue depth changes produce no Kubernetes event: every pool is reconciled this often. */
+  ISLET_OPERATOR_RESYNC_INTERVAL_MS: int(5_000, 100),
+  ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS: int(250, 10),
+  ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS: int(30_000, 100),
+  /** What runner pods get: env from this ConfigMap and Secret, this ServiceAccount. */
+  ISLET_RUNNER_ENV_CONFIGMAP: optional,
+  ISLET_RUNNER_ENV_SECRET: optional,
+  ISLET_RUNNER_SERVICE_ACCOUNT: optional,
+  ISLET_RUNNER_PRIORITY_CLASS: optional,
+  ISLET_RUNNER_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
+  ISLET_RUNNER_METRICS_PORT: int(9464, 1),
+});
+
+export type OperatorConfig = z.infer<typeof operatorConfigSchema>;
+
+export function loadOperatorConfig(env: Record<string, string | undefined> = process.env): OperatorConfig {
+  const parsed = operatorConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid operator configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,233 @@
+/**
+ * The RunnerPool controller: watches pools and their Deployments, reconciles a pool whenever one
+ * of them changes and every resync interval (queue depth has no watch), and executes the
+ * reconciler's actions. One reconcile at a time: pools are few and this keeps writes ordered.
+ */
+
+import type { SandboxMode } from '@islet/protocol';
+import { SANDBOX_MODES } from '@islet/protocol';
+import type { Watch } from '@kubernetes/client-node';
+import type { BackoffOptions } from './backoff.ts';
+import type { PodDefaults } from './deployment.ts';
+import type { DepthReader } from './depth.ts';
+import { type KubeClient, statusOf } from './kube.ts';
+import type { OperatorMetrics, ReconcileResult } from './metrics.ts';
+import { DELETION_COST_ANNOTATION, DRAIN_COST, DRAINING_ANNOTATION, reconcile } from './reconciler.ts';
+import {
+  deploymentNameFor,
+  GROUP,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  PLURAL,
+  POOL_LABEL,
+  type RunnerPool,
+  VERSION,
+} from './runner-pool.ts';
+import type { Recommendation } from './scaling.ts';
+import { RestartableWatch } from './watch.ts';
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ControllerDeps {
+  kube: KubeClient;
+  watch: Pick<Watch, 'watch'>;
+  depth: DepthReader;
+  metrics: OperatorMetrics;
+  namespace: string;
+  defaults: PodDefaults;
+  /** Every pool is reconciled this often, ms (queue depth changes produce no event). */
+  resyncIntervalMs: number;
+  watchBackoff?: BackoffOptions;
+  log: Logger;
+  now?: () => number;
+}
+
+export class PoolController {
+  private readonly d: ControllerDeps;
+  private readonly now: () => number;
+  private readonly histories = new Map<string, Recommendation[]>();
+  private readonly pending = new Set<string>();
+  private readonly known = new Set<string>();
+  private running = false;
+  private draining: Promise<void> = Promise.resolve();
+  private busy = false;
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private readonly watches: { start(): void; stop(): void }[];
+
+  constructor(deps: ControllerDeps) {
+    this.d = deps;
+    this.now = deps.now ?? Date.now;
+    const ns = deps.namespace;
+    const selector = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
+    this.watches = [
+      new RestartableWatch({
+        watch: deps.watch,
+        path: `/apis/${GROUP}/${VERSION}/namespaces/${ns}/${PLURAL}`,
+        list: () => deps.kube.listPools(ns),
+        onSync: (items) => {
+          this.known.clear();
+          for (const p of items) this.enqueue(p.metadata?.name);
+        },
+        onEvent: (type, obj) => {
+          const name = obj.metadata?.name;
+          if (type === 'DELETED' && name) {
+            // The Deployment goes with it through its ownerReference (garbage collector).
+            this.known.delete(name);
+            this.histories.delete(name);
+            this.d.metrics.desiredReplicas.remove(name);
+            return;
+          }
+          this.enqueue(name);
+        },
+        onRestart: (reason, err) => this.onWatchRestart('runnerpools', reason, err),
+        backoff: deps.watchBackoff,
+      }),
+      new RestartableWatch({
+        watch: deps.watch,
+        path: `/apis/apps/v1/namespaces/${ns}/deployments`,
+        labelSelector: selector,
+        list: () => deps.kube.listDeployments(ns, selector),
+        onSync: () => {},
+        onEvent: (_type, obj) => this.enqueue(obj.metadata?.labels?.[POOL_LABEL]),
+        onRestart: (reason, err) => this.onWatchRestart('deployments', reason, err),
+        backoff: deps.watchBackoff,
+      }),
+    ];
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    for (const w of this.watches) w.start();
+    const resync = () => {
+      for (const name of this.known) this.enqueue(name);
+      this.resyncTimer = setTimeout(resync, this.d.resyncIntervalMs);
+    };
+    this.resyncTimer = setTimeout(resync, this.d.resyncIntervalMs);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.resyncTimer) clearTimeout(this.resyncTimer);
+    for (const w of this.watches) w.stop();
+    this.pending.clear();
+    await this.draining;
+  }
+
+  /** Resolves when every queued reconcile has run (tests use it to step the controller). */
+  idle(): Promise<void> {
+    return this.draining;
+  }
+
+  private onWatchRestart(resource: string, reason: string, err: unknown): void {
+    this.d.metrics.watchRestartsTotal.inc({ resource, reason });
+    this.d.log.warn({ resource, reason, err: err ? String(err) : undefined }, 'watch restarting');
+  }
+
+  enqueue(name: string | undefined): void {
+    if (!name || !this.running) return;
+    this.known.add(name);
+    this.pending.add(name);
+    if (!this.busy) this.draining = this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    this.busy = true;
+    try {
+      while (this.running && this.pending.size) {
+        const name = this.pending.values().next().value as string;
+        this.pending.delete(name);
+        await this.reconcileOne(name);
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async reconcileOne(name: string): Promise<void> {
+    const { kube, namespace, metrics, log } = this.d;
+    let result: ReconcileResult = 'ok';
+    try {
+      const pool = await kube.getPool(namespace, name);
+      if (!pool) {
+        this.known.delete(name);
+        return;
+      }
+      const mode = (pool.spec as { mode?: string } | undefined)?.mode;
+      const [deployment, pods, reading] = await Promise.all([
+        kube.getDeployment(namespace, deploymentNameFor(name)),
+        kube.listPods(namespace, `${POOL_LABEL}=${name}`),
+        SANDBOX_MODES.includes(mode as SandboxMode)
+          ? this.d.depth
+              .read(mode as SandboxMode)
+              .catch((err: unknown) => ({ error: `redis: ${String(err)}` }))
+          : Promise.resolve({ error: 'no valid mode' }),
+      ]);
+      const out = reconcile({
+        pool,
+        deployment,
+        pods,
+        depth: 'error' in reading ? reading : reading.depth,
+        activeByPod: 'error' in reading ? new Map() : reading.activeByPod,
+        nowMs: this.now(),
+        history: this.histories.get(name) ?? [],
+        defaults: this.d.defaults,
+      });
+      this.histories.set(name, out.history);
+      result = out.result;
+      await this.execute(pool, out.actions);
+      if (out.desiredReplicas !== undefined) metrics.desiredReplicas.set({ pool: name }, out.desiredReplicas);
+      if (out.scale) metrics.scaleEventsTotal.inc({ pool: name, direction: out.scale });
+      if (out.scale) log.info({ pool: name, desired: out.desiredReplicas, direction: out.scale }, 'scaled');
+    } catch (err) {
+      // A 409 means someone wrote in between (the API server, another writer): reconcile again.
+      result = statusOf(err) === 409 ? 'conflict' : 'error';
+      log.warn({ pool: name, err: String(err), status: statusOf(err) }, 'reconcile failed');
+      if (this.running) setTimeout(() => this.enqueue(name), result === 'conflict' ? 50 : 1000);
+    } finally {
+      metrics.reconcileTotal.inc({ result });
+    }
+  }
+
+  private async execute(pool: RunnerPool, actions: ReturnType<typeof reconcile>['actions']): Promise<void> {
+    const { kube, namespace } = this.d;
+    for (const a of actions) {
+      switch (a.type) {
+        case 'create-deployment':
+          await kube.createDeployment(namespace, a.deployment);
+          break;
+        case 'replace-deployment':
+          await kube.replaceDeployment(namespace, a.deployment);
+          break;
+        case 'mark-draining':
+          // Before replicas drop: the ReplicaSet deletes the lowest pod-deletion-cost first.
+          for (const pod of a.pods) {
+            await kube.patchPodAnnotations(namespace, pod, {
+              [DELETION_COST_ANNOTATION]: DRAIN_COST,
+              [DRAINING_ANNOTATION]: 'true',
+            });
+          }
+          break;
+        case 'unmark-draining':
+          for (const pod of a.pods) {
+            await kube
+              .patchPodAnnotations(namespace, pod, {
+                [DELETION_COST_ANNOTATION]: null,
+                [DRAINING_ANNOTATION]: null,
+              })
+              .catch((err: unknown) => {
+                if (statusOf(err) !== 404) throw err;
+              });
+          }
+          break;
+        case 'update-status':
+          await kube.replacePoolStatus(pool, a.status);
+          break;
+      }
+    }
+  }
+}

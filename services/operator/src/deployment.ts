@@ -1,0 +1,162 @@
+/**
+ * The runner Deployment a RunnerPool becomes. The pod's security posture is the product: every
+ * field below is what the Helm chart renders for a helm-managed pool too (test/chart checks
+ * both agree), and what Pod Security `restricted` demands.
+ */
+import { createHash } from 'node:crypto';
+import type { V1Container, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
+import {
+  API_VERSION,
+  deploymentNameFor,
+  KIND,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  MODE_LABEL,
+  POOL_LABEL,
+  type RunnerPool,
+  type RunnerPoolSpec,
+} from './runner-pool.ts';
+
+/** Longest run (600 s, the contract's ceiling) plus time to hand back and flush: 660 s. */
+export const TERMINATION_GRACE_SECONDS = 660;
+/** How long the runner lets runs finish after SIGTERM before handing them back: 630 s. */
+export const RUNNER_SHUTDOWN_GRACE_MS = 630_000;
+export const TEMPLATE_HASH_ANNOTATION = 'islet.dev/template-hash';
+export const RUNNER_UID = 10001;
+
+export interface PodDefaults {
+  /** ConfigMap with the runner's non-secret environment (REDIS_URL, gateway URL…). */
+  envConfigMap?: string;
+  /** Secret with the runner's secret environment (seal keys, Redis password). */
+  envSecret?: string;
+  serviceAccountName?: string;
+  imagePullPolicy?: string;
+  /** Port the runner serves /metrics and /healthz on. */
+  metricsPort: number;
+  priorityClassName?: string;
+}
+
+export function seccompProfileFor(mode: string): string {
+  return `islet/${mode}.json`;
+}
+
+export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1PodSpec {
+  const envFrom: NonNullable<V1Container['envFrom']> = [];
+  if (defaults.envConfigMap) envFrom.push({ configMapRef: { name: defaults.envConfigMap } });
+  if (defaults.envSecret) envFrom.push({ secretRef: { name: defaults.envSecret } });
+  const container: V1Container = {
+    name: 'runner',
+    image: spec.image,
+    imagePullPolicy: defaults.imagePullPolicy ?? 'IfNotPresent',
+    env: [
+      { name: 'ISLET_RUNNER_MODES', value: spec.mode },
+      { name: 'ISLET_RUNNER_METRICS_PORT', value: String(defaults.metricsPort) },
+      // Runs in flight finish on SIGTERM (scale-in drain); the pod's grace period covers this.
+      { name: 'ISLET_RUNNER_SHUTDOWN_GRACE_MS', value: String(RUNNER_SHUTDOWN_GRACE_MS) },
+      // The pod name names the BullMQ worker, which is how the operator sees which pod is busy.
+      { name: 'ISLET_RUNNER_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ],
+    envFrom,
+    ports: [{ name: 'metrics', containerPort: defaults.metricsPort, protocol: 'TCP' }],
+    resources: spec.resources ?? {
+      requests: { cpu: '500m', memory: '512Mi' },
+      limits: { cpu: '2', memory: '2Gi' },
+    },
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      runAsUser: RUNNER_UID,
+      runAsGroup: RUNNER_UID,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'Localhost', localhostProfile: seccompProfileFor(spec.mode) },
+    },
+    livenessProbe: { httpGet: { path: '/healthz', port: 'metrics' }, periodSeconds: 10, failureThreshold: 3 },
+    readinessProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 5, failureThreshold: 2 },
+    volumeMounts: [
+      { name: 'tmp', mountPath: '/tmp' },
+      { name: 'workspace', mountPath: '/workspace' },
+    ],
+  };
+  return {
+    serviceAccountName: defaults.serviceAccountName,
+    automountServiceAccountToken: false,
+    enableServiceLinks: false,
+    terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
+    priorityClassName: defaults.priorityClassName,
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: RUNNER_UID,
+      runAsGroup: RUNNER_UID,
+      fsGroup: RUNNER_UID,
+      seccompProfile: { type: 'Localhost', localhostProfile: seccompProfileFor(spec.mode) },
+    },
+    containers: [container],
+    volumes: [
+      { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } },
+      { name: 'workspace', emptyDir: { sizeLimit: '1Gi' } },
+    ],
+  };
+}
+
+function templateHash(podSpec: V1PodSpec, labels: Record<string, string>): string {
+  return createHash('sha256').update(JSON.stringify({ podSpec, labels })).digest('hex').slice(0, 16);
+}
+
+export function poolLabels(poolName: string, mode: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'islet',
+    'app.kubernetes.io/component': 'runner',
+    [MANAGED_BY_LABEL]: MANAGED_BY,
+    [POOL_LABEL]: poolName,
+    [MODE_LABEL]: mode,
+  };
+}
+
+export function buildDeployment(
+  pool: RunnerPool,
+  spec: RunnerPoolSpec,
+  replicas: number,
+  defaults: PodDefaults,
+): V1Deployment {
+  const name = pool.metadata.name ?? '';
+  const labels = poolLabels(name, spec.mode);
+  const podSpec = buildPodSpec(spec, defaults);
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: deploymentNameFor(name),
+      namespace: pool.metadata.namespace,
+      labels,
+      annotations: { [TEMPLATE_HASH_ANNOTATION]: templateHash(podSpec, labels) },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          name,
+          uid: pool.metadata.uid ?? '',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: {
+      replicas,
+      selector: { matchLabels: { [POOL_LABEL]: name } },
+      // Never more than one extra pod during a rollout; never fewer: runs in flight keep their pod.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      template: {
+        metadata: {
+          labels,
+          annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(defaults.metricsPort) },
+        },
+        spec: podSpec,
+      },
+    },
+  };
+}
+
+export function templateHashOf(d: V1Deployment | undefined): string | undefined {
+  return d?.metadata?.annotations?.[TEMPLATE_HASH_ANNOTATION];
+}

@@ -1,0 +1,120 @@
+/**
+ * The Kubernetes calls the operator makes, behind one small interface so the controller does not
+ * care how they travel. The implementation uses @kubernetes/client-node's typed APIs; errors are
+ * turned into data (`status`) at this boundary, never matched by class.
+ */
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { GROUP, PLURAL, type RunnerPool, type RunnerPoolStatus, VERSION } from './runner-pool.ts';
+
+export interface Listed<T> {
+  items: T[];
+  resourceVersion: string;
+}
+
+export interface KubeClient {
+  listPools(namespace: string): Promise<Listed<RunnerPool>>;
+  getPool(namespace: string, name: string): Promise<RunnerPool | undefined>;
+  /** PUT on the status subresource with the pool's resourceVersion (409 when it moved). */
+  replacePoolStatus(pool: RunnerPool, status: RunnerPoolStatus): Promise<RunnerPool>;
+  listDeployments(namespace: string, labelSelector: string): Promise<Listed<V1Deployment>>;
+  getDeployment(namespace: string, name: string): Promise<V1Deployment | undefined>;
+  createDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
+  replaceDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
+  listPods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
+  /** JSON merge patch of metadata.annotations; a null value removes the annotation. */
+  patchPodAnnotations(
+    namespace: string,
+    name: string,
+    annotations: Record<string, string | null>,
+  ): Promise<void>;
+}
+
+/** HTTP status of a failed Kubernetes call, or undefined when it is not an API error. */
+export function statusOf(err: unknown): number | undefined {
+  if (err && typeof err === 'object') {
+    const e = err as { code?: unknown; statusCode?: unknown };
+    if (typeof e.code === 'number') return e.code;
+    if (typeof e.statusCode === 'number') return e.statusCode;
+  }
+  return undefined;
+}
+
+async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p;
+  } catch (err) {
+    if (statusOf(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+export function createKubeClient(kc: KubeConfig): KubeClient {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const core = kc.makeApiClient(CoreV1Api);
+  const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  return {
+    async listPools(namespace) {
+      const list = (await custom.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+      })) as {
+        items: RunnerPool[];
+        metadata?: { resourceVersion?: string };
+      };
+      return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    getPool(namespace, name) {
+      return orUndefined(
+        custom.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: PLURAL,
+          name,
+        }) as Promise<RunnerPool>,
+      );
+    },
+    async replacePoolStatus(pool, status) {
+      const body = { ...pool, status };
+      return (await custom.replaceNamespacedCustomObjectStatus({
+        group: GROUP,
+        version: VERSION,
+        namespace: pool.metadata.namespace ?? '',
+        plural: PLURAL,
+        name: pool.metadata.name ?? '',
+        body,
+      })) as RunnerPool;
+    },
+    async listDeployments(namespace, labelSelector) {
+      const list = await apps.listNamespacedDeployment({ namespace, labelSelector });
+      return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    getDeployment(namespace, name) {
+      return orUndefined(apps.readNamespacedDeployment({ namespace, name }));
+    },
+    createDeployment(namespace, body) {
+      return apps.createNamespacedDeployment({ namespace, body });
+    },
+    replaceDeployment(namespace, body) {
+      return apps.replaceNamespacedDeployment({ namespace, name: body.metadata?.name ?? '', body });
+    },
+    async listPods(namespace, labelSelector) {
+      return (await core.listNamespacedPod({ namespace, labelSelector })).items;
+    },
+    async patchPodAnnotations(namespace, name, annotations) {
+      await core.patchNamespacedPod({ namespace, name, body: { metadata: { annotations } } }, mergePatch);
+    },
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, the way client-go does it: the holder renews
+ * `renewTime` every renew interval; a candidate takes the Lease over only when it has not seen the
+ * record change for a whole lease duration (measured on its OWN clock, so clock skew between
+ * nodes does not matter). Writes carry the resourceVersion read, so two candidates racing for an
+ * expired Lease cannot both win: the second gets 409.
+ */
+import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { statusOf } from './kube.ts';
+
+export interface LeaderElectorOptions {
+  api: Pick<CoordinationV1Api, 'readNamespacedLease' | 'createNamespacedLease' | 'replaceNamespacedLease'>;
+  namespace: string;
+  name: string;
+  identity: string;
+  /** How long a Lease stays valid without renewal, ms. Default 15 000. */
+  leaseDurationMs?: number;
+  /** How often the leader renews and candidates retry, ms. Default 2 000. */
+  retryPeriodMs?: number;
+  onStartedLeading: () => void;
+  onStoppedLeading: () => void;
+  now?: () => number;
+  onError?: (err: unknown) => void;
+}
+
+export class LeaderElector {
+  private readonly o: Required<Omit<LeaderElectorOptions, 'onError'>> & Pick<LeaderElectorOptions, 'onError'>;
+  private leading = false;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private observedKey = '';
+  private observedAtMs = 0;
+  private lastRenewMs = 0;
+
+  constructor(options: LeaderElectorOptions) {
+    this.o = { leaseDurationMs: 15_000, retryPeriodMs: 2_000, now: Date.now, ...options };
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.tick();
+  }
+
+  /** Stops campaigning; a leader releases the Lease so a successor need not wait it out. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.leading) {
+      try {
+        const lease = await this.o.api.readNamespacedLease({
+          name: this.o.name,
+          namespace: this.o.namespace,
+        });
+        if (lease.spec?.holderIdentity === this.o.identity) {
+          lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1 };
+          await this.o.api.replaceNamespacedLease({
+            name: this.o.name,
+            namespace: this.o.namespace,
+            body: lease,
+          });
+        }
+      } catch (err) {
+        this.o.onError?.(err);
+      }
+      this.setLeading(false);
+    }
+  }
+
+  private setLeading(v: boolean): void {
+    if (v === this.leading) return;
+    this.leading = v;
+    if (v) this.o.onStartedLeading();
+    else this.o.onStoppedLeading();
+  }
+
+  private async tick(): Promise<void> {
+    if (!this.running) return;
+    try {
+      const ok = await this.tryAcquireOrRenew();
+      if (ok) this.lastRenewMs = this.o.now();
+      if (!this.running) return;
+      if (ok) this.setLeading(true);
+      else if (this.leading && this.o.now() - this.lastRenewMs > this.o.leaseDurationMs)
+        this.setLeading(false);
+      else if (this.leading && !ok) this.setLeading(false);
+    } catch (err) {
+      this.o.onError?.(err);
+      // Could not reach the API server: a leader keeps leading only while its Lease is still valid.
+      if (this.leading && this.o.now() - this.lastRenewMs > this.o.leaseDurationMs) this.setLeading(false);
+    }
+    if (this.running) this.timer = setTimeout(() => void this.tick(), this.o.retryPeriodMs);
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { api, name, namespace, identity } = this.o;
+    const now = this.o.now();
+    const leaseDurationSeconds = Math.max(1, Math.ceil(this.o.leaseDurationMs / 1000));
+    let lease: V1Lease;
+    try {
+      lease = await api.readNamespacedLease({ name, namespace });
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+      try {
+        await api.createNamespacedLease({
+          namespace,
+          body: {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name, namespace },
+            spec: {
+              holderIdentity: identity,
+              leaseDurationSeconds,
+              acquireTime: new V1MicroTime(now),
+              renewTime: new V1MicroTime(now),
+              leaseTransitions: 0,
+            },
+          },
+        });
+        return true;
+      } catch (e) {
+        if (statusOf(e) === 409) return false;
+        throw e;
+      }
+    }
+    const spec = lease.spec ?? {};
+    const key = `${spec.holderIdentity ?? ''}|${String(spec.renewTime?.valueOf() ?? '')}|${lease.metadata?.resourceVersion ?? ''}`;
+    if (key !== this.observedKey) {
+      this.observedKey = key;
+      this.observedAtMs = now;
+    }
+    const heldByMe = spec.holderIdentity === identity;
+    const durationMs = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
+    const expired = !spec.holderIdentity || this.observedAtMs + durationMs <= now;
+    if (!heldByMe && !expired) return false;
+    lease.spec = {
+      ...spec,
+      holderIdentity: identity,
+      leaseDurationSeconds,
+      renewTime: new V1MicroTime(now),
+      acquireTime: heldByMe ? spec.acquireTime : new V1MicroTime(now),
+      leaseTransitions: heldByMe ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+    };
+    try {
+      await api.replaceNamespacedLease({ name, namespace, body: lease });
+      return true;
+    } catch (err) {
+      if (statusOf(err) === 409) return false;
+      throw err;
+    }
+  }
+}

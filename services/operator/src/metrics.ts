@@ -1,0 +1,89 @@
+/** The operator's Prometheus metrics (names fixed in helpers' INTERFACES: islet_operator_*). */
+import { createServer, type Server } from 'node:http';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+
+export type ReconcileResult = 'ok' | 'error' | 'conflict' | 'invalid-spec' | 'depth-unavailable';
+
+export interface OperatorMetrics {
+  registry: Registry;
+  reconcileTotal: Counter<'result'>;
+  desiredReplicas: Gauge<'pool'>;
+  scaleEventsTotal: Counter<'pool' | 'direction'>;
+  watchRestartsTotal: Counter<'resource' | 'reason'>;
+  leader: Gauge;
+}
+
+export function createOperatorMetrics(options: { defaults?: boolean } = {}): OperatorMetrics {
+  const registry = new Registry();
+  if (options.defaults !== false) collectDefaultMetrics({ register: registry, prefix: 'islet_' });
+  return {
+    registry,
+    reconcileTotal: new Counter({
+      name: 'islet_operator_reconcile_total',
+      help: 'RunnerPool reconciles by result.',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    desiredReplicas: new Gauge({
+      name: 'islet_operator_desired_replicas',
+      help: 'Replicas the operator wants for each RunnerPool.',
+      labelNames: ['pool'],
+      registers: [registry],
+    }),
+    scaleEventsTotal: new Counter({
+      name: 'islet_operator_scale_events_total',
+      help: 'Replica changes made by the operator, by pool and direction (up|down).',
+      labelNames: ['pool', 'direction'],
+      registers: [registry],
+    }),
+    watchRestartsTotal: new Counter({
+      name: 'islet_operator_watch_restarts_total',
+      help: 'Watch streams re-established, by resource and reason (closed|error|expired).',
+      labelNames: ['resource', 'reason'],
+      registers: [registry],
+    }),
+    leader: new Gauge({
+      name: 'islet_operator_leader',
+      help: '1 while this operator replica holds the leader Lease.',
+      registers: [registry],
+    }),
+  };
+}
+
+/** /metrics, /healthz (process up) and /readyz (leader or standby with a working API connection). */
+export function startMetricsServer(
+  metrics: OperatorMetrics,
+  port: number,
+  host: string,
+  ready: () => boolean,
+): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.url === '/metrics') {
+      metrics.registry.metrics().then(
+        (body) => {
+          res.writeHead(200, { 'content-type': metrics.registry.contentType });
+          res.end(body);
+        },
+        () => {
+          res.writeHead(500);
+          res.end();
+        },
+      );
+      return;
+    }
+    if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      return;
+    }
+    if (req.url === '/readyz') {
+      const ok = ready();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'not ready');
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}

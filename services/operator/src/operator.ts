@@ -1,0 +1,104 @@
+/**
+ * Wires the operator together: metrics server, leader election, and the controller that runs
+ * only while this replica leads. Separate from main.ts so tests start whole operators in-process
+ * against the fake API server with explicit options.
+ */
+import type { Server } from 'node:http';
+import { CoordinationV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
+import type { Redis } from 'ioredis';
+import type { OperatorConfig } from './config.ts';
+import { type Logger, PoolController } from './controller.ts';
+import { createDepthReader } from './depth.ts';
+import { createKubeClient } from './kube.ts';
+import { LeaderElector } from './leader.ts';
+import { createOperatorMetrics, type OperatorMetrics, startMetricsServer } from './metrics.ts';
+
+export interface Operator {
+  metrics: OperatorMetrics;
+  elector: LeaderElector;
+  /** The controller while leading, else undefined. */
+  controller(): PoolController | undefined;
+  metricsPort(): number;
+  stop(): Promise<void>;
+}
+
+export async function startOperator(deps: {
+  config: OperatorConfig;
+  kubeConfig: KubeConfig;
+  redis: Redis;
+  log: Logger;
+  /** Default true; tests turn default process metrics off to keep registries small. */
+  defaultMetrics?: boolean;
+}): Promise<Operator> {
+  const { config, kubeConfig, redis, log } = deps;
+  const metrics = createOperatorMetrics({ defaults: deps.defaultMetrics });
+  const kube = createKubeClient(kubeConfig);
+  const depth = createDepthReader(redis);
+  let controller: PoolController | undefined;
+  const newController = () =>
+    new PoolController({
+      kube,
+      watch: new Watch(kubeConfig),
+      depth,
+      metrics,
+      namespace: config.ISLET_NAMESPACE,
+      defaults: {
+        envConfigMap: config.ISLET_RUNNER_ENV_CONFIGMAP,
+        envSecret: config.ISLET_RUNNER_ENV_SECRET,
+        serviceAccountName: config.ISLET_RUNNER_SERVICE_ACCOUNT,
+        priorityClassName: config.ISLET_RUNNER_PRIORITY_CLASS,
+        imagePullPolicy: config.ISLET_RUNNER_IMAGE_PULL_POLICY,
+        metricsPort: config.ISLET_RUNNER_METRICS_PORT,
+      },
+      resyncIntervalMs: config.ISLET_OPERATOR_RESYNC_INTERVAL_MS,
+      watchBackoff: {
+        initialMs: config.ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS,
+        maxMs: config.ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS,
+      },
+      log,
+    });
+  const elector = new LeaderElector({
+    api: kubeConfig.makeApiClient(CoordinationV1Api),
+    namespace: config.ISLET_NAMESPACE,
+    name: config.ISLET_OPERATOR_LEASE_NAME,
+    identity: config.ISLET_OPERATOR_IDENTITY,
+    leaseDurationMs: config.ISLET_OPERATOR_LEASE_DURATION_MS,
+    retryPeriodMs: config.ISLET_OPERATOR_RETRY_PERIOD_MS,
+    onStartedLeading: () => {
+      log.info({ identity: config.ISLET_OPERATOR_IDENTITY }, 'started leading');
+      metrics.leader.set(1);
+      controller = newController();
+      controller.start();
+    },
+    onStoppedLeading: () => {
+      log.warn({ identity: config.ISLET_OPERATOR_IDENTITY }, 'stopped leading');
+      metrics.leader.set(0);
+      const c = controller;
+      controller = undefined;
+      void c?.stop();
+    },
+    onError: (err) => log.warn({ err: String(err) }, 'lease update failed'),
+  });
+  const server: Server = await startMetricsServer(
+    metrics,
+    config.ISLET_OPERATOR_METRICS_PORT,
+    config.ISLET_OPERATOR_HOST,
+    () => true,
+  );
+  elector.start();
+  return {
+    metrics,
+    elector,
+    controller: () => controller,
+    metricsPort: () => {
+      const a = server.address();
+      return a && typeof a === 'object' ? a.port : 0;
+    },
+    async stop() {
+      await elector.stop();
+      await controller?.stop();
+      await depth.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { type Recommendation, recommendReplicas, stabilize, totalDepth } from './scaling.ts';
+
+const limits = { minReplicas: 1, maxReplicas: 10, targetWaitingPerReplica: 4 };
+const depth = (waiting: number, prioritized = 0, active = 0, paused = 0) => ({
+  waiting,
+  prioritized,
+  active,
+  paused,
+});
+
+describe('recommendReplicas', () => {
+  it('counts waiting + prioritized + active + paused-for-decision runs', () => {
+    expect(totalDepth(depth(1, 2, 3, 4))).toBe(10);
+    expect(recommendReplicas(depth(1, 2, 3, 4), limits)).toBe(3); // ceil(10 / 4)
+  });
+  it('rounds up: one run more than a replica carries needs another replica', () => {
+    expect(recommendReplicas(depth(4), limits)).toBe(1);
+    expect(recommendReplicas(depth(5), limits)).toBe(2);
+  });
+  it('clamps to min and max', () => {
+    expect(recommendReplicas(depth(0), limits)).toBe(1);
+    expect(recommendReplicas(depth(0), { ...limits, minReplicas: 0 })).toBe(0);
+    expect(recommendReplicas(depth(1000), limits)).toBe(10);
+  });
+  it('paused runs alone keep capacity (they resume on a runner after the decision)', () => {
+    expect(recommendReplicas(depth(0, 0, 0, 9), limits)).toBe(3);
+  });
+});
+
+describe('stabilize', () => {
+  const windows = { upWindowMs: 0, downWindowMs: 60_000 };
+  it('scales up at once with a zero scale-up window', () => {
+    const r = stabilize({ current: 1, recommended: 5, history: [], nowMs: 1000, ...windows });
+    expect(r.desired).toBe(5);
+  });
+  it('holds replicas during the scale-down window while any recent recommendation was higher', () => {
+    let history: Recommendation[] = [];
+    let current = 1;
+    const step = (nowMs: number, recommended: number) => {
+      const r = stabilize({ current, recommended, history, nowMs, ...windows });
+      history = r.history;
+      current = r.desired;
+      return current;
+    };
+    expect(step(0, 6)).toBe(6);
+    expect(step(10_000, 2)).toBe(6); // lull: held
+    expect(step(50_000, 1)).toBe(6); // still within 60 s of the 6
+    expect(step(61_000, 1)).toBe(2); // the 6 left the window; the 2 (at 10 s) is the highest left
+    expect(step(71_000, 1)).toBe(1);
+  });
+  it('a scale-up window requires the higher recommendation to persist', () => {
+    let history: Recommendation[] = [];
+    let current = 2;
+    const step = (nowMs: number, recommended: number) => {
+      const r = stabilize({ current, recommended, history, nowMs, upWindowMs: 30_000, downWindowMs: 0 });
+      history = r.history;
+      current = r.desired;
+      return current;
+    };
+    expect(step(0, 2)).toBe(2);
+    expect(step(5_000, 8)).toBe(2); // the 2 at t=0 is still in the window: spike not trusted yet
+    expect(step(31_000, 8)).toBe(8); // 8 has persisted for the whole window
+  });
+  it('prunes history older than the longest window', () => {
+    const old = [{ atMs: 0, replicas: 9 }];
+    const r = stabilize({ current: 9, recommended: 1, history: old, nowMs: 120_000, ...windows });
+    expect(r.history).toEqual([{ atMs: 120_000, replicas: 1 }]);
+    expect(r.desired).toBe(1);
+  });
+});

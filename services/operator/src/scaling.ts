@@ -1,0 +1,67 @@
+/**
+ * Replica math, kept pure so it is unit-tested without a cluster. The stabilization follows the
+ * HorizontalPodAutoscaler's behaviour: every reconcile records a recommendation; going up uses the
+ * LOWEST recommendation of the scale-up window, going down the HIGHEST of the scale-down window,
+ * so a short spike or a short lull does not move replicas back and forth.
+ */
+
+export interface QueueDepth {
+  waiting: number;
+  prioritized: number;
+  active: number;
+  /** Runs paused for a human decision: they resume on a runner and must have room. */
+  paused: number;
+}
+
+export function totalDepth(d: QueueDepth): number {
+  return d.waiting + d.prioritized + d.active + d.paused;
+}
+
+export interface ScaleLimits {
+  minReplicas: number;
+  maxReplicas: number;
+  targetWaitingPerReplica: number;
+}
+
+/** ceil(depth / target), clamped to [min, max]. */
+export function recommendReplicas(depth: QueueDepth, limits: ScaleLimits): number {
+  const raw = Math.ceil(totalDepth(depth) / Math.max(1, limits.targetWaitingPerReplica));
+  return Math.min(limits.maxReplicas, Math.max(limits.minReplicas, raw));
+}
+
+export interface Recommendation {
+  atMs: number;
+  replicas: number;
+}
+
+export interface StabilizeInput {
+  current: number;
+  recommended: number;
+  history: readonly Recommendation[];
+  nowMs: number;
+  upWindowMs: number;
+  downWindowMs: number;
+}
+
+export interface StabilizeResult {
+  desired: number;
+  /** History to keep for the next call (this recommendation appended, old ones pruned). */
+  history: Recommendation[];
+}
+
+export function stabilize(input: StabilizeInput): StabilizeResult {
+  const { current, recommended, nowMs, upWindowMs, downWindowMs } = input;
+  const keepMs = Math.max(upWindowMs, downWindowMs);
+  const history = [
+    ...input.history.filter((r) => nowMs - r.atMs <= keepMs),
+    { atMs: nowMs, replicas: recommended },
+  ];
+  const within = (windowMs: number) =>
+    history.filter((r) => nowMs - r.atMs <= windowMs).map((r) => r.replicas);
+  const upBound = Math.min(...within(upWindowMs));
+  const downBound = Math.max(...within(downWindowMs));
+  let desired = current;
+  if (desired < upBound) desired = upBound;
+  if (desired > downBound) desired = downBound;
+  return { desired, history };
+}
