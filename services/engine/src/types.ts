@@ -4,6 +4,8 @@
  */
 import type { AppErrorName, FailureKind, TimeBudget } from '@islet/protocol';
 
+export type { AppErrorName, FailureKind, TimeBudget };
+
 export type LogLevel = 'log' | 'info' | 'warn' | 'error' | 'debug';
 
 export interface LogLine {
@@ -47,6 +49,11 @@ export interface RunLimits {
   memoryMb?: number;
   /** Cap shared by the log lines and the returned value, in bytes. Default 67108864 (64 MiB). */
   outputBytes?: number;
+  /**
+   * Most binding calls in progress (handed to `onCall`, not settled) at once; further calls wait in a
+   * queue, in order. Queued calls are dropped, never started, when the program ends. Default 64.
+   */
+  maxConcurrentCalls?: number;
 }
 
 export interface ExecuteOptions {
@@ -69,6 +76,12 @@ export interface ExecuteOptions {
    * Sandbox host processes are never shared between partitions (tenants). Default `default`.
    */
   partition?: string;
+  /**
+   * The file-sandbox facts the run executes under (the runner knows them). They are carried to the
+   * outcome and the result text. With `requireFullEnforcement`, a run on a host where enforcement is
+   * only partial does not start and fails with `sandbox-unavailable`.
+   */
+  sandbox?: SandboxFacts & { requireFullEnforcement?: boolean };
 }
 
 export interface CallLogEntry {
@@ -77,6 +90,8 @@ export interface CallLogEntry {
   argsJson: string;
   /** Absent while a call never settled (dropped or the run ended first). */
   outcome?: BindingOutcome;
+  /** True for a call the program made that was never started (never reached `onCall`). */
+  dropped?: boolean;
   startedAtMs: number;
   settledAtMs?: number;
 }
@@ -86,6 +101,16 @@ export interface RunFailure {
   message: string;
   /** A finer cause where the kind alone is too coarse, e.g. `memory` for an out-of-memory worker-exit. */
   cause?: 'memory';
+  /** Where a value failed the lossless-JSON check, e.g. `$.a[2] is NaN` (never part of `message`). */
+  detail?: string;
+}
+
+/** The file-sandbox facts a run ran under (set by the runner, which applies the kernel sandbox). */
+export interface SandboxFacts {
+  mode: string;
+  enforcement: 'full' | 'partial';
+  /** The sandbox denied an operation during the run. */
+  denied?: boolean;
 }
 
 export interface RunOutcome {
@@ -101,6 +126,8 @@ export interface RunOutcome {
   calls: CallLogEntry[];
   /** Wall-clock duration of the run, ms. */
   durationMs: number;
+  /** The file-sandbox facts of the run, copied from `ExecuteOptions.sandbox`. */
+  sandbox?: SandboxFacts;
 }
 
 export interface Engine {
@@ -120,4 +147,10 @@ export interface EngineOptions {
   wrapCommand?: (command: string, args: string[]) => { command: string; args: string[] };
   /** Extra slack past the time budget before the watchdog kills the host process, ms. Default 1000. */
   watchdogGraceMs?: number;
+  /** How long a new sandbox host may take to start before the run fails `sandbox-unavailable`, ms. Default 15000. */
+  startupTimeoutMs?: number;
+  /** Idle sandbox host processes kept per partition for the next run. Default 2. */
+  maxIdlePerPartition?: number;
+  /** Environment of the sandbox host process. Default: empty. */
+  hostEnv?: Record<string, string>;
 }

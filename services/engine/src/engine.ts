@@ -1,0 +1,141 @@
+/**
+ * createEngine: the public entry. Keeps sandbox host processes per partition (tenants never share
+ * one), runs one program per host at a time in a fresh isolate, replaces a host after any failure
+ * or after `maxRunsPerProcess` runs. `execute` never throws.
+ */
+import { randomBytes } from 'node:crypto';
+import { HostProcess } from './host-process.ts';
+import {
+  DEFAULT_MAX_CONCURRENT_CALLS,
+  DEFAULT_MEMORY_MB,
+  DEFAULT_OUTPUT_BYTES,
+  DEFAULT_WATCHDOG_GRACE_MS,
+  effectiveTimeoutMs,
+} from './limits.ts';
+import { validateBindingNames } from './names.ts';
+import { Run } from './run.ts';
+import type { Engine, EngineOptions, ExecuteOptions, RunFailure, RunOutcome } from './types.ts';
+
+const DEFAULT_MAX_RUNS_PER_PROCESS = 100;
+const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
+const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
+
+function positiveInt(value: number | undefined, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback;
+}
+
+export function createEngine(options: EngineOptions = {}): Engine {
+  const maxRunsPerProcess = positiveInt(options.maxRunsPerProcess, DEFAULT_MAX_RUNS_PER_PROCESS);
+  const watchdogGraceMs = positiveInt(options.watchdogGraceMs, DEFAULT_WATCHDOG_GRACE_MS);
+  const startupTimeoutMs = positiveInt(options.startupTimeoutMs, DEFAULT_STARTUP_TIMEOUT_MS);
+  const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
+  const idle = new Map<string, HostProcess[]>();
+  const busy = new Set<HostProcess>();
+  let closed = false;
+
+  async function acquire(partition: string): Promise<HostProcess> {
+    const pool = idle.get(partition);
+    while (pool && pool.length > 0) {
+      const host = pool.pop()!;
+      if (!host.exited) return host;
+    }
+    return HostProcess.start({
+      partition,
+      startupTimeoutMs,
+      ...(options.wrapCommand ? { wrapCommand: options.wrapCommand } : {}),
+      ...(options.hostEnv ? { env: options.hostEnv } : {}),
+    });
+  }
+
+  function release(host: HostProcess, reusable: boolean): void {
+    busy.delete(host);
+    host.runs++;
+    const pool = idle.get(host.partition) ?? [];
+    if (closed || !reusable || host.exited || host.runs >= maxRunsPerProcess || pool.length >= maxIdle) {
+      void host.stop();
+      return;
+    }
+    pool.push(host);
+    idle.set(host.partition, pool);
+  }
+
+  async function execute(code: string, opts: ExecuteOptions = {}): Promise<RunOutcome> {
+    const startedAt = Date.now();
+    const failed = (failure: RunFailure): RunOutcome => ({
+      status: 'failed',
+      failure,
+      logs: [],
+      outputTruncated: false,
+      calls: [],
+      durationMs: Date.now() - startedAt,
+      ...(opts.sandbox ? { sandbox: sandboxFacts(opts.sandbox) } : {}),
+    });
+    try {
+      if (typeof code !== 'string')
+        return failed({ kind: 'exception', message: 'the program is not a string' });
+      const bindings = [...new Set(opts.bindings ?? [])];
+      const refusal = validateBindingNames(bindings);
+      if (refusal) return failed({ kind: 'exception', message: refusal });
+      const timeoutMs = effectiveTimeoutMs(opts.limits?.timeoutMs);
+      if (timeoutMs === 'invalid') {
+        return failed({ kind: 'exception', message: 'invalid timeoutMs: expected a positive finite number' });
+      }
+      if (opts.sandbox?.requireFullEnforcement && opts.sandbox.enforcement !== 'full') {
+        return failed({
+          kind: 'sandbox-unavailable',
+          message: `file sandbox enforcement for ${opts.sandbox.mode} is only partial on this host`,
+        });
+      }
+      if (closed) return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
+      if (opts.signal?.aborted) return failed({ kind: 'abort', message: 'the run was aborted' });
+
+      let host: HostProcess;
+      try {
+        host = await acquire(opts.partition ?? 'default');
+      } catch (e) {
+        return failed({ kind: 'sandbox-unavailable', message: (e as Error).message });
+      }
+      busy.add(host);
+      const run = new Run(host, {
+        code,
+        config: {
+          bindings,
+          clockMs:
+            typeof opts.clockMs === 'number' && Number.isFinite(opts.clockMs) ? opts.clockMs : Date.now(),
+          seed: opts.randomSeed ?? randomBytes(16).toString('hex'),
+        },
+        onCall: opts.onCall,
+        timeoutMs,
+        excludeBindingWaits: opts.limits?.timeBudget === 'excluding-binding-waits',
+        memoryMb: positiveInt(opts.limits?.memoryMb, DEFAULT_MEMORY_MB),
+        outputBytes: positiveInt(opts.limits?.outputBytes, DEFAULT_OUTPUT_BYTES),
+        maxConcurrentCalls: positiveInt(opts.limits?.maxConcurrentCalls, DEFAULT_MAX_CONCURRENT_CALLS),
+        watchdogGraceMs,
+        signal: opts.signal,
+      });
+      const { outcome, hostReusable } = await run.execute();
+      release(host, hostReusable);
+      return {
+        ...outcome,
+        durationMs: Date.now() - startedAt,
+        ...(opts.sandbox ? { sandbox: sandboxFacts(opts.sandbox) } : {}),
+      };
+    } catch (e) {
+      // A bug of ours; still never throw.
+      return failed({ kind: 'sandbox-unavailable', message: `the engine failed: ${(e as Error).message}` });
+    }
+  }
+
+  async function close(): Promise<void> {
+    closed = true;
+    const all = [...busy, ...[...idle.values()].flat()];
+    idle.clear();
+    await Promise.all(all.map((h) => h.stop()));
+  }
+
+  return { execute, close };
+}
+
+function sandboxFacts(s: NonNullable<ExecuteOptions['sandbox']>): NonNullable<RunOutcome['sandbox']> {
+  return { mode: s.mode, enforcement: s.enforcement, ...(s.denied ? { denied: true } : {}) };
+}

@@ -1,0 +1,365 @@
+// The guest harness: evaluated first in every fresh isolate context, before the program. It takes the
+// host callbacks off the global object, builds the program's environment (apps, flat tools, console,
+// fixed clock, seeded Math.random), removes what a program must not have, and leaves exactly two
+// entry points for the host: __islet_start(code, configJson) and __islet_deliver(id, kind, a, b).
+// Everything crossing to the host is a string made here; the host re-checks every string, so a
+// program that tampers with this harness can only lie about its own values.
+(() => {
+  const g = globalThis;
+  const hostLog = g.__islet_log;
+  const hostCall = g.__islet_call;
+  const hostDone = g.__islet_done;
+  const hostFail = g.__islet_fail;
+  delete g.__islet_log;
+  delete g.__islet_call;
+  delete g.__islet_done;
+  delete g.__islet_fail;
+
+  // Intrinsics captured before the program can change them.
+  const JSONstringify = JSON.stringify;
+  const JSONparse = JSON.parse;
+  const ObjectGetPrototypeOf = Object.getPrototypeOf;
+  const ObjectPrototype = Object.prototype;
+  const ArrayPrototype = Array.prototype;
+  const ArrayIsArray = Array.isArray;
+  const ReflectOwnKeys = Reflect.ownKeys;
+  const ReflectApply = Reflect.apply;
+  const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const ObjectDefineProperty = Object.defineProperty;
+  const ObjectFreeze = Object.freeze;
+  const ObjectCreate = Object.create;
+  const NumberIsFinite = Number.isFinite;
+  const StringCtor = String;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const PromiseCtor = Promise;
+  const PromiseReject = Promise.reject.bind(Promise);
+  const PromiseThen = Promise.prototype.then;
+  const SetCtor = Set;
+  const MapCtor = Map;
+  const WeakSetCtor = WeakSet;
+  const MathImul = Math.imul;
+  const AsyncFunction = (async () => {}).constructor;
+  const ArrayJoin = Array.prototype.join;
+  const ArrayPush = Array.prototype.push;
+  const ArrayPop = Array.prototype.pop;
+  const ArrayIncludes = Array.prototype.includes;
+  const SetHas = Set.prototype.has;
+  const MapGet = Map.prototype.get;
+  const MapSet = Map.prototype.set;
+  const MapDelete = Map.prototype.delete;
+  const WeakSetAdd = WeakSet.prototype.add;
+  const WeakSetHas = WeakSet.prototype.has;
+  const StringCharCodeAt = String.prototype.charCodeAt;
+
+  // ---- Lossless JSON encoding ------------------------------------------------------------------
+  // Only plain data crosses: strings, finite numbers (-0 becomes 0), booleans, null, arrays without
+  // holes or undefined, and objects whose prototype is Object.prototype or null, with enumerable data
+  // properties (undefined-valued properties are omitted, as JSON does; symbol keys are not data and
+  // are ignored). Anything else fails with the context's standard line.
+  const failures = new WeakSetCtor();
+  function encodeFailure(message, detail) {
+    const f = { message, detail };
+    ReflectApply(WeakSetAdd, failures, [f]);
+    return f;
+  }
+  function isEncodeFailure(e) {
+    return typeof e === 'object' && e !== null && ReflectApply(WeakSetHas, failures, [e]);
+  }
+  function encode(value, context) {
+    const stack = [];
+    function walk(v, path) {
+      switch (typeof v) {
+        case 'string':
+          return JSONstringify(v);
+        case 'number':
+          if (!NumberIsFinite(v)) throw encodeFailure(context, `${path} is ${StringCtor(v)}`);
+          return v === 0 ? '0' : StringCtor(v);
+        case 'boolean':
+          return v ? 'true' : 'false';
+        case 'object':
+          break;
+        default:
+          throw encodeFailure(context, `${path} is a ${typeof v}`);
+      }
+      if (v === null) return 'null';
+      if (ReflectApply(ArrayIncludes, stack, [v])) throw encodeFailure(context, `${path} is a cycle`);
+      ReflectApply(ArrayPush, stack, [v]);
+      const parts = [];
+      let out;
+      if (ArrayIsArray(v)) {
+        if (ObjectGetPrototypeOf(v) !== ArrayPrototype)
+          throw encodeFailure(context, `${path} is not a plain array`);
+        const length = v.length;
+        for (let i = 0; i < length; i++) {
+          const d = ObjectGetOwnPropertyDescriptor(v, i);
+          if (d === undefined)
+            throw encodeFailure('cannot encode a sparse JSON array', `${path}[${i}] is a hole`);
+          if (!('value' in d)) throw encodeFailure(context, `${path}[${i}] is an accessor`);
+          if (d.value === undefined) throw encodeFailure(context, `${path}[${i}] is undefined`);
+          ReflectApply(ArrayPush, parts, [walk(d.value, `${path}[${i}]`)]);
+        }
+        out = `[${ReflectApply(ArrayJoin, parts, [','])}]`;
+      } else {
+        const proto = ObjectGetPrototypeOf(v);
+        if (proto !== ObjectPrototype && proto !== null)
+          throw encodeFailure(context, `${path} is not a plain object`);
+        const keys = ReflectOwnKeys(v);
+        for (let i = 0; i < keys.length; i++) {
+          const k = keys[i];
+          if (typeof k !== 'string') continue;
+          const d = ObjectGetOwnPropertyDescriptor(v, k);
+          if (d === undefined || !d.enumerable) continue;
+          if (!('value' in d)) throw encodeFailure(context, `${path}.${k} is an accessor`);
+          if (d.value === undefined) continue;
+          ReflectApply(ArrayPush, parts, [`${JSONstringify(k)}:${walk(d.value, `${path}.${k}`)}`]);
+        }
+        out = `{${ReflectApply(ArrayJoin, parts, [','])}}`;
+      }
+      ReflectApply(ArrayPop, stack, []);
+      return out;
+    }
+    try {
+      return walk(value, '$');
+    } catch (e) {
+      if (isEncodeFailure(e)) throw e;
+      // A trap that threw, a stack overflow on deep nesting: the value cannot make the trip.
+      throw encodeFailure(context, 'reading the value threw');
+    }
+  }
+
+  // ---- Console ---------------------------------------------------------------------------------
+  function show(v) {
+    try {
+      if (typeof v === 'string') return v;
+      if (v === undefined) return 'undefined';
+      if (typeof v === 'function') return '[Function]';
+      if (typeof v === 'symbol' || typeof v === 'bigint') return StringCtor(v);
+      if (typeof v === 'object' && v !== null && v instanceof ErrorCtor) {
+        return typeof v.stack === 'string' ? v.stack : `${v.name}: ${v.message}`;
+      }
+      const text = JSONstringify(v);
+      return text === undefined ? StringCtor(v) : text;
+    } catch {
+      try {
+        return StringCtor(v);
+      } catch {
+        return '[unprintable]';
+      }
+    }
+  }
+  function makeLogger(level) {
+    return function log(...args) {
+      const texts = [];
+      for (let i = 0; i < args.length; i++) ReflectApply(ArrayPush, texts, [show(args[i])]);
+      hostLog(level, ReflectApply(ArrayJoin, texts, [' ']));
+    };
+  }
+  const consoleObject = ObjectCreate(null);
+  for (const level of ['log', 'info', 'warn', 'error', 'debug']) consoleObject[level] = makeLogger(level);
+  ObjectFreeze(consoleObject);
+
+  // ---- Binding calls ---------------------------------------------------------------------------
+  const pending = new MapCtor();
+  let nextId = 0;
+  let allowed = new SetCtor();
+  function callBinding(name, args) {
+    if (!ReflectApply(SetHas, allowed, [name])) {
+      return PromiseReject(new TypeErrorCtor(`unknown binding: ${StringCtor(name)}`));
+    }
+    let argsJson;
+    try {
+      argsJson = args === undefined ? 'null' : encode(args, 'binding arguments must be lossless JSON');
+    } catch (e) {
+      // Not catchable by the program: the host ends the run with this line.
+      hostFail(e.message, e.detail);
+      return new PromiseCtor(() => {});
+    }
+    const id = nextId++;
+    return new PromiseCtor((resolve, reject) => {
+      ReflectApply(MapSet, pending, [id, { resolve, reject }]);
+      hostCall(id, name, argsJson);
+    });
+  }
+  function deliver(id, kind, a, b, c) {
+    const p = ReflectApply(MapGet, pending, [id]);
+    if (p === undefined) return;
+    ReflectApply(MapDelete, pending, [id]);
+    if (kind === 'result') {
+      p.resolve(JSONparse(a));
+      return;
+    }
+    const err = new ErrorCtor(b);
+    ObjectDefineProperty(err, 'name', { value: a, writable: true, configurable: true, enumerable: false });
+    err.details = c === undefined ? {} : JSONparse(c);
+    p.reject(err);
+  }
+
+  // ---- Environment -----------------------------------------------------------------------------
+  function seededRandom(seed) {
+    // cyrb128 to spread the seed string over 128 bits, then sfc32.
+    let h1 = 1779033703;
+    let h2 = 3144134277;
+    let h3 = 1013904242;
+    let h4 = 2773480762;
+    for (let i = 0; i < seed.length; i++) {
+      const k = ReflectApply(StringCharCodeAt, seed, [i]);
+      h1 = h2 ^ MathImul(h1 ^ k, 597399067);
+      h2 = h3 ^ MathImul(h2 ^ k, 2869860233);
+      h3 = h4 ^ MathImul(h3 ^ k, 951274213);
+      h4 = h1 ^ MathImul(h4 ^ k, 2716044179);
+    }
+    h1 = MathImul(h3 ^ (h1 >>> 18), 597399067);
+    h2 = MathImul(h4 ^ (h2 >>> 22), 2869860233);
+    h3 = MathImul(h1 ^ (h3 >>> 17), 951274213);
+    h4 = MathImul(h2 ^ (h4 >>> 19), 2716044179);
+    let a = (h1 ^ h2 ^ h3 ^ h4) >>> 0;
+    let b = (h2 ^ h1) >>> 0;
+    let c = (h3 ^ h1) >>> 0;
+    let d = (h4 ^ h1) >>> 0;
+    return function random() {
+      a >>>= 0;
+      b >>>= 0;
+      c >>>= 0;
+      d >>>= 0;
+      let t = (a + b) | 0;
+      a = b ^ (b >>> 9);
+      b = (c + (c << 3)) | 0;
+      c = (c << 21) | (c >>> 11);
+      d = (d + 1) | 0;
+      t = (t + d) | 0;
+      c = (c + t) | 0;
+      return (t >>> 0) / 4294967296;
+    };
+  }
+
+  function fixClock(clockMs) {
+    const RealDate = Date;
+    // A plain function (not a subclass) so the real constructor is not its prototype.
+    // biome-ignore lint/suspicious/noShadowRestrictedNames: the replacement must be named Date
+    function Date(...args) {
+      if (new.target === undefined) return new RealDate(clockMs).toString();
+      return args.length === 0 ? new RealDate(clockMs) : new RealDate(...args);
+    }
+    ObjectDefineProperty(Date, 'prototype', { value: RealDate.prototype, writable: false });
+    Date.now = function now() {
+      return clockMs;
+    };
+    Date.parse = RealDate.parse;
+    Date.UTC = RealDate.UTC;
+    ObjectDefineProperty(RealDate.prototype, 'constructor', {
+      value: Date,
+      writable: true,
+      configurable: true,
+      enumerable: false,
+    });
+    RealDate.now = Date.now;
+    g.Date = Date;
+    // Intl formats "now" when given no date.
+    const dtf = Intl.DateTimeFormat.prototype;
+    const formatGetter = ObjectGetOwnPropertyDescriptor(dtf, 'format').get;
+    const formatToParts = dtf.formatToParts;
+    ObjectDefineProperty(dtf, 'format', {
+      configurable: true,
+      get() {
+        const f = ReflectApply(formatGetter, this, []);
+        return (date) => f(date === undefined ? clockMs : date);
+      },
+    });
+    dtf.formatToParts = function formatToPartsFixed(date) {
+      return ReflectApply(formatToParts, this, [date === undefined ? clockMs : date]);
+    };
+  }
+
+  function renderThrown(e) {
+    try {
+      if (typeof e === 'string') return e;
+      if (typeof e === 'object' && e !== null && (e instanceof ErrorCtor || 'message' in e)) {
+        const name = e.name;
+        const message = e.message;
+        const n = typeof name === 'string' && name !== '' ? name : 'Error';
+        if (typeof message !== 'string') return n;
+        return message === '' ? n : `${n}: ${message}`;
+      }
+      return encode(e, 'program threw an unrenderable value');
+    } catch {
+      return undefined;
+    }
+  }
+
+  function start(code, configJson) {
+    const config = JSONparse(configJson);
+    allowed = new SetCtor(config.bindings);
+    fixClock(config.clockMs);
+    Math.random = seededRandom(config.seed);
+
+    // Nothing of the host, no shared memory, no WebAssembly, no growable buffers.
+    delete g.SharedArrayBuffer;
+    delete g.Atomics;
+    delete g.WebAssembly;
+    delete ArrayBuffer.prototype.resize;
+    delete ArrayBuffer.prototype.transfer;
+    delete ArrayBuffer.prototype.transferToFixedLength;
+
+    const apps = ObjectCreate(null);
+    const connections = ObjectCreate(null);
+    for (const name of config.bindings) {
+      const dot = name.indexOf('.');
+      if (dot === -1) {
+        ObjectDefineProperty(g, name, {
+          value: (args) => callBinding(name, args),
+          writable: false,
+          configurable: false,
+          enumerable: false,
+        });
+        continue;
+      }
+      const conn = name.slice(0, dot);
+      const cap = name.slice(dot + 1);
+      if (connections[conn] === undefined) connections[conn] = ObjectCreate(null);
+      connections[conn][cap] = (args) => callBinding(name, args);
+    }
+    for (const conn of ReflectOwnKeys(connections)) apps[conn] = ObjectFreeze(connections[conn]);
+    apps.call = (name, args) => callBinding(name, args);
+    ObjectFreeze(apps);
+    ObjectDefineProperty(g, 'apps', { value: apps, writable: false, configurable: false, enumerable: false });
+    ObjectDefineProperty(g, 'console', {
+      value: consoleObject,
+      writable: true,
+      configurable: true,
+      enumerable: false,
+    });
+
+    let fn;
+    try {
+      fn = new AsyncFunction(code);
+    } catch (e) {
+      const text = renderThrown(e);
+      hostDone('throw', text === undefined ? '' : text, text === undefined);
+      return;
+    }
+    ReflectApply(PromiseThen, ReflectApply(fn, undefined, []), [
+      (value) => {
+        if (value === undefined) {
+          hostDone('value', undefined, false);
+          return;
+        }
+        let json;
+        try {
+          json = encode(value, 'program completion must be lossless JSON');
+        } catch (e) {
+          hostDone('invalid', e.message, e.detail);
+          return;
+        }
+        hostDone('value', json, false);
+      },
+      (e) => {
+        const text = renderThrown(e);
+        hostDone('throw', text === undefined ? '' : text, text === undefined);
+      },
+    ]);
+  }
+
+  ObjectDefineProperty(g, '__islet_start', { value: start, configurable: true });
+  ObjectDefineProperty(g, '__islet_deliver', { value: deliver, configurable: true });
+})();

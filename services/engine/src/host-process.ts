@@ -1,0 +1,147 @@
+/**
+ * One sandbox host child process as the engine sees it: spawn (optionally wrapped by the kernel
+ * sandbox launcher), the `ready` handshake, framed messages both ways, exit and kill.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
+import { checkFromHost, type FromHost, type ToHost } from './wire.ts';
+
+export const HOST_SCRIPT = fileURLToPath(new URL('./host.ts', import.meta.url));
+const STDERR_KEEP_BYTES = 16 * 1024;
+
+export interface HostEvents {
+  onMessage(message: FromHost): void;
+  /** A malformed or oversized message arrived; the host has been killed. */
+  onProtocolError(reason: string): void;
+  /** The process ended (after `kill` too). */
+  onExit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void;
+}
+
+export interface SpawnOptions {
+  partition: string;
+  wrapCommand?: (command: string, args: string[]) => { command: string; args: string[] };
+  startupTimeoutMs: number;
+  frameLimits?: FrameLimits;
+  /** Environment of the host: empty unless given. */
+  env?: Record<string, string>;
+}
+
+export class HostProcess {
+  readonly partition: string;
+  runs = 0;
+  exited = false;
+  private readonly child: ChildProcess;
+  private readonly reader: FrameReader;
+  private readonly frameLimits: FrameLimits;
+  private events: HostEvents | undefined;
+  private stderr = '';
+  private readonly exitWaiters: (() => void)[] = [];
+
+  private constructor(child: ChildProcess, partition: string, frameLimits: FrameLimits) {
+    this.child = child;
+    this.partition = partition;
+    this.frameLimits = frameLimits;
+    this.reader = new FrameReader((event) => {
+      if (event.type === 'error') return this.protocolError(event.message);
+      const checked = checkFromHost(event.message);
+      if (!checked.ok) return this.protocolError(checked.reason);
+      this.events?.onMessage(checked.message);
+    }, frameLimits);
+  }
+
+  /** Starts a host and waits for its `ready` message. Rejects with a reason when it cannot start. */
+  static start(options: SpawnOptions): Promise<HostProcess> {
+    let command = process.execPath;
+    let args = ['--no-node-snapshot', '--disable-warning=ExperimentalWarning', HOST_SCRIPT];
+    if (options.wrapCommand) ({ command, args } = options.wrapCommand(command, args));
+    return new Promise((resolve, reject) => {
+      let child: ChildProcess;
+      try {
+        child = spawn(command, args, { env: options.env ?? {}, stdio: ['pipe', 'pipe', 'pipe'] });
+      } catch (e) {
+        reject(new Error(`cannot start the sandbox host: ${(e as Error).message}`));
+        return;
+      }
+      const host = new HostProcess(child, options.partition, options.frameLimits ?? DEFAULT_FRAME_LIMITS);
+      const timer = setTimeout(() => {
+        host.kill();
+        reject(new Error(`the sandbox host did not start within ${options.startupTimeoutMs}ms`));
+      }, options.startupTimeoutMs);
+      host.events = {
+        onMessage(m) {
+          clearTimeout(timer);
+          host.events = undefined;
+          if (m.t !== 'ready') {
+            host.kill();
+            reject(new Error('the sandbox host did not start: unexpected first message'));
+            return;
+          }
+          resolve(host);
+        },
+        onProtocolError(reason) {
+          clearTimeout(timer);
+          reject(new Error(`the sandbox host did not start: ${reason}`));
+        },
+        onExit(info) {
+          clearTimeout(timer);
+          const how = info.signal ? `signal ${info.signal}` : `code ${info.code}`;
+          const said = info.stderr.trim().split('\n').slice(-1)[0] ?? '';
+          reject(new Error(`the sandbox host exited during start-up (${how})${said ? `: ${said}` : ''}`));
+        },
+      };
+      child.on('error', (e) => {
+        clearTimeout(timer);
+        host.exited = true;
+        for (const w of host.exitWaiters.splice(0)) w();
+        reject(new Error(`cannot start the sandbox host: ${e.message}`));
+      });
+      child.stdout!.on('data', (chunk: Buffer) => host.reader.push(chunk));
+      child.stderr!.on('data', (chunk: Buffer) => {
+        host.stderr = (host.stderr + chunk.toString('utf8')).slice(-STDERR_KEEP_BYTES);
+      });
+      // EPIPE when the host is gone: the exit event reports it.
+      child.stdin!.on('error', () => {});
+      child.on('exit', (code, signal) => {
+        host.exited = true;
+        for (const w of host.exitWaiters.splice(0)) w();
+        host.events?.onExit({ code, signal, stderr: host.stderr });
+      });
+    });
+  }
+
+  attach(events: HostEvents | undefined): void {
+    this.events = events;
+  }
+
+  send(message: ToHost): void {
+    if (this.exited) return;
+    for (const buf of encodeMessage(message, this.frameLimits)) this.child.stdin!.write(buf);
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get stderrTail(): string {
+    return this.stderr;
+  }
+
+  kill(): void {
+    if (this.exited) return;
+    this.child.kill('SIGKILL');
+  }
+
+  /** Kills the process and resolves when it has exited. */
+  async stop(): Promise<void> {
+    if (this.exited) return;
+    const waited = new Promise<void>((resolve) => this.exitWaiters.push(resolve));
+    this.kill();
+    await waited;
+  }
+
+  private protocolError(reason: string): void {
+    this.kill();
+    this.events?.onProtocolError(reason);
+  }
+}

@@ -1,0 +1,366 @@
+/**
+ * The sandbox host process: `node --no-node-snapshot host.ts`, started by the engine (possibly under
+ * the kernel sandbox launcher). It hosts one isolate at a time, a fresh one per run, and talks to the
+ * engine only through frames on stdin/stdout. Every callback the isolate can reach is synchronous,
+ * never throws and accepts only strings and numbers; anything else ends the run.
+ */
+import { readFileSync } from 'node:fs';
+import ivm from 'isolated-vm';
+import { encodeMessage, FrameReader } from './frame.ts';
+import { outputLimitMessage } from './limits.ts';
+import type { FromHost, HostDone, ToHost } from './wire.ts';
+
+// Nothing but frames may reach stdout.
+for (const level of ['log', 'info', 'warn', 'error', 'debug'] as const) {
+  console[level] = (...args: unknown[]) => process.stderr.write(`${args.map(String).join(' ')}\n`);
+}
+process.on('unhandledRejection', (reason) => {
+  process.stderr.write(`islet host: unhandled rejection: ${String(reason)}\n`);
+});
+
+const HARNESS_SOURCE = readFileSync(new URL('./guest/harness.js', import.meta.url), 'utf8');
+const ERROR_TEXT_MAX = 64 * 1024;
+const LOG_FLUSH_BYTES = 1024 * 1024;
+const KNOWN_ENCODE_LINES = new Set([
+  'binding arguments must be lossless JSON',
+  'program completion must be lossless JSON',
+  'cannot encode a sparse JSON array',
+]);
+
+function send(message: FromHost): void {
+  for (const buf of encodeMessage(message)) process.stdout.write(buf);
+}
+
+function cutToBytes(text: string, bytes: number): string {
+  if (bytes <= 0) return '';
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= bytes) return text;
+  // Step back to a character boundary.
+  let end = bytes;
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8');
+}
+
+class HostRun {
+  private readonly isolate: ivm.Isolate;
+  private readonly msg: Extract<ToHost, { t: 'run' }>;
+  private readonly allowed: Set<string>;
+  private context: ivm.Context | undefined;
+  private deliver: ivm.Reference | undefined;
+  private finished = false;
+  private ending: HostDone | undefined;
+  private nextCallId = 0;
+  private outputUsed = 0;
+  private logBatch: [FromHost & { t: 'logs' }][0]['lines'] = [];
+  private logBatchBytes = 0;
+  private flushScheduled = false;
+  private readonly poll: NodeJS.Timeout;
+  private readonly onFinished: () => void;
+
+  constructor(msg: Extract<ToHost, { t: 'run' }>, onFinished: () => void) {
+    this.msg = msg;
+    this.onFinished = onFinished;
+    this.allowed = new Set(msg.config.bindings);
+    this.isolate = new ivm.Isolate({ memoryLimit: msg.memoryMb });
+    // isolated-vm disposes an isolate that passes its memory limit; nothing else disposes it but us.
+    this.poll = setInterval(() => {
+      if (this.isolate.isDisposed && !this.finished && this.ending === undefined) this.memoryExceeded();
+    }, 20);
+  }
+
+  async start(): Promise<void> {
+    try {
+      const context = await this.isolate.createContext();
+      this.context = context;
+      const jail = context.global;
+      await jail.set(
+        '__islet_log',
+        new ivm.Callback((l: unknown, t: unknown) => this.onLog(l, t), { sync: true }),
+      );
+      await jail.set(
+        '__islet_call',
+        new ivm.Callback((i: unknown, b: unknown, a: unknown) => this.onCall(i, b, a), { sync: true }),
+      );
+      await jail.set(
+        '__islet_done',
+        new ivm.Callback((k: unknown, a: unknown, b: unknown) => this.onDone(k, a, b), { sync: true }),
+      );
+      await jail.set('__islet_fail', new ivm.Callback((m: unknown) => this.onFail(m), { sync: true }));
+      const harness = await this.isolate.compileScript(HARNESS_SOURCE, { filename: 'islet:harness' });
+      await harness.run(context);
+      const startRef = (await jail.get('__islet_start', { reference: true })) as ivm.Reference;
+      this.deliver = (await jail.get('__islet_deliver', { reference: true })) as ivm.Reference;
+      await jail.delete('__islet_start');
+      await jail.delete('__islet_deliver');
+      await startRef.apply(undefined, [this.msg.code, JSON.stringify(this.msg.config)]);
+    } catch (e) {
+      this.afterIsolateError(e);
+    }
+  }
+
+  private afterIsolateError(e: unknown): void {
+    if (this.finished) return;
+    if (this.ending !== undefined) {
+      this.finish(this.ending);
+      return;
+    }
+    const text = e instanceof Error ? e.message : String(e);
+    if (/memory limit/i.test(text) || this.isolate.isDisposed) {
+      this.memoryExceeded();
+      return;
+    }
+    this.finish({ status: 'failed', kind: 'worker-exit', message: 'the sandbox could not run the program' });
+  }
+
+  private memoryExceeded(): void {
+    this.finish({
+      status: 'failed',
+      kind: 'worker-exit',
+      cause: 'memory',
+      message: `the program exceeded its heap limit of ${this.msg.memoryMb} MiB`,
+    });
+  }
+
+  /** The engine asked to end the run now. */
+  end(kind: Extract<ToHost, { t: 'end' }>['kind']): void {
+    if (this.finished) return;
+    const done: HostDone = {
+      status: 'failed',
+      kind: kind === 'stop' ? 'abort' : kind,
+      message: `run ended by the engine (${kind})`,
+    };
+    this.finish(done);
+  }
+
+  deliverResult(m: Extract<ToHost, { t: 'result' | 'error' }>): void {
+    if (this.finished || this.deliver === undefined) return;
+    const args =
+      m.t === 'result' ? [m.id, 'result', m.valueJson] : [m.id, 'error', m.name, m.message, m.detailsJson];
+    try {
+      this.deliver.applyIgnored(undefined, args);
+    } catch (e) {
+      this.afterIsolateError(e);
+    }
+  }
+
+  private onLog(level: unknown, text: unknown): void {
+    try {
+      if (this.finished || this.ending !== undefined) return;
+      if (typeof level !== 'string' || typeof text !== 'string') return;
+      if (!['log', 'info', 'warn', 'error', 'debug'].includes(level)) return;
+      const bytes = Buffer.byteLength(text, 'utf8');
+      const room = this.msg.outputBytes - this.outputUsed;
+      if (bytes > room) {
+        this.pushLog(level, cutToBytes(text, room));
+        this.outputUsed = this.msg.outputBytes;
+        this.finish({
+          status: 'failed',
+          kind: 'output-limit',
+          message: outputLimitMessage(this.msg.outputBytes),
+        });
+        return;
+      }
+      this.outputUsed += bytes;
+      this.pushLog(level, text);
+    } catch (e) {
+      this.internalError(e);
+    }
+  }
+
+  private pushLog(level: string, text: string): void {
+    this.logBatch.push([level as 'log', text]);
+    this.logBatchBytes += text.length;
+    if (this.logBatchBytes >= LOG_FLUSH_BYTES) this.flushLogs();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flushLogs();
+      });
+    }
+  }
+
+  private flushLogs(): void {
+    if (this.logBatch.length === 0) return;
+    const lines = this.logBatch;
+    this.logBatch = [];
+    this.logBatchBytes = 0;
+    send({ t: 'logs', lines });
+  }
+
+  private onCall(id: unknown, binding: unknown, argsJson: unknown): void {
+    try {
+      if (this.finished || this.ending !== undefined) return;
+      if (
+        id !== this.nextCallId ||
+        typeof binding !== 'string' ||
+        !this.allowed.has(binding) ||
+        typeof argsJson !== 'string'
+      ) {
+        this.finish({
+          status: 'failed',
+          kind: 'exception',
+          message: 'binding arguments must be lossless JSON',
+        });
+        return;
+      }
+      try {
+        JSON.parse(argsJson);
+      } catch {
+        this.finish({
+          status: 'failed',
+          kind: 'exception',
+          message: 'binding arguments must be lossless JSON',
+        });
+        return;
+      }
+      this.nextCallId++;
+      this.flushLogs();
+      send({ t: 'call', id, binding, argsJson });
+    } catch (e) {
+      this.internalError(e);
+    }
+  }
+
+  private onFail(message: unknown, detail?: unknown): void {
+    try {
+      if (this.finished) return;
+      const line =
+        typeof message === 'string' && KNOWN_ENCODE_LINES.has(message)
+          ? message
+          : 'binding arguments must be lossless JSON';
+      this.finish({
+        status: 'failed',
+        kind: 'exception',
+        message: line,
+        ...(typeof detail === 'string' ? { detail: detail.slice(0, 1000) } : {}),
+      });
+    } catch (e) {
+      this.internalError(e);
+    }
+  }
+
+  private onDone(kind: unknown, a: unknown, b: unknown): void {
+    try {
+      if (this.finished) return;
+      if (kind === 'value') {
+        if (a === undefined) {
+          this.finish({ status: 'completed' });
+          return;
+        }
+        if (typeof a !== 'string') {
+          this.invalidOutput('program completion must be lossless JSON');
+          return;
+        }
+        try {
+          JSON.parse(a);
+        } catch {
+          this.invalidOutput('program completion must be lossless JSON');
+          return;
+        }
+        const bytes = Buffer.byteLength(a, 'utf8');
+        if (this.outputUsed + bytes > this.msg.outputBytes) {
+          this.finish({
+            status: 'failed',
+            kind: 'output-limit',
+            message: outputLimitMessage(this.msg.outputBytes),
+          });
+          return;
+        }
+        this.finish({ status: 'completed', valueJson: a });
+        return;
+      }
+      if (kind === 'invalid') {
+        const line =
+          a === 'cannot encode a sparse JSON array'
+            ? a
+            : ('program completion must be lossless JSON' as const);
+        this.invalidOutput(line, typeof b === 'string' ? b : undefined);
+        return;
+      }
+      // 'throw'
+      if (b === true || typeof a !== 'string') {
+        this.finish({
+          status: 'failed',
+          kind: 'exception',
+          message: 'program threw an unrenderable value',
+        });
+        return;
+      }
+      this.finish({ status: 'failed', kind: 'exception', message: a.slice(0, ERROR_TEXT_MAX) });
+      return;
+    } catch (e) {
+      this.internalError(e);
+    }
+  }
+
+  private invalidOutput(message: string, detail?: string): void {
+    this.finish({
+      status: 'failed',
+      kind: 'invalid-output',
+      message,
+      ...(detail !== undefined ? { detail: detail.slice(0, 1000) } : {}),
+    });
+  }
+
+  private internalError(e: unknown): void {
+    process.stderr.write(`islet host: internal error: ${e instanceof Error ? e.stack : String(e)}\n`);
+    this.finish({ status: 'failed', kind: 'worker-exit', message: 'the sandbox host failed' });
+  }
+
+  private finish(done: HostDone): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearInterval(this.poll);
+    // Dispose first so the program runs no further, then report. Deferred: we may be inside a
+    // synchronous callback from the isolate's thread.
+    setImmediate(() => {
+      try {
+        this.deliver?.release();
+        this.context?.release();
+        if (!this.isolate.isDisposed) this.isolate.dispose();
+      } catch {
+        // already disposed
+      }
+      this.flushLogs();
+      send({ t: 'done', ...done });
+      this.onFinished();
+    });
+  }
+}
+
+let current: HostRun | undefined;
+
+const reader = new FrameReader((event) => {
+  if (event.type === 'error') {
+    process.stderr.write(`islet host: ${event.message}\n`);
+    process.exit(65);
+  }
+  const m = event.message as ToHost;
+  switch (m.t) {
+    case 'run':
+      if (current !== undefined) {
+        process.stderr.write('islet host: run while another run is active\n');
+        process.exit(65);
+      }
+      current = new HostRun(m, () => {
+        current = undefined;
+      });
+      void current.start();
+      break;
+    case 'result':
+    case 'error':
+      current?.deliverResult(m);
+      break;
+    case 'end':
+      current?.end(m.kind);
+      break;
+    default:
+      process.stderr.write('islet host: unknown message\n');
+      process.exit(65);
+  }
+});
+
+process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
+process.stdin.on('end', () => process.exit(0));
+send({ t: 'ready', pid: process.pid });

@@ -1,0 +1,19 @@
+export { createEngine } from './engine.ts';
+export {
+  DEFAULT_MEMORY_MB,
+  DEFAULT_OUTPUT_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  deadlineMessage,
+  effectiveTimeoutMs,
+  MAX_TIMEOUT_MS,
+  outputLimitMessage,
+} from './limits.ts';
+export { bindingNameProblem, validateBindingNames } from './names.ts';
+export {
+  failureLine,
+  NO_OUTPUT_TEXT,
+  PARTIAL_ENFORCEMENT_TEXT,
+  renderResultText,
+  sandboxDeniedLine,
+} from './result-text.ts';
+export type * from './types.ts';

@@ -1,0 +1,29 @@
+/** The run_code limits and their texts. */
+
+/** Default time budget, ms. */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+/** Ceiling of the time budget, ms; a longer request is capped. */
+export const MAX_TIMEOUT_MS = 600_000;
+/** Default isolate heap ceiling, MiB. */
+export const DEFAULT_MEMORY_MB = 512;
+/** Default cap shared by the log lines and the returned value, bytes (64 MiB). */
+export const DEFAULT_OUTPUT_BYTES = 67_108_864;
+export const DEFAULT_MAX_CONCURRENT_CALLS = 64;
+export const DEFAULT_WATCHDOG_GRACE_MS = 1000;
+
+/** The timeout failure's message: `execution deadline reached (120000ms)` for the default budget. */
+export function deadlineMessage(budgetMs: number): string {
+  return `execution deadline reached (${budgetMs}ms)`;
+}
+
+export function outputLimitMessage(capBytes: number): string {
+  return `output exceeded the cap of ${capBytes} bytes`;
+}
+
+/** The effective budget: default when omitted, capped at the ceiling, `null` = no deadline. */
+export function effectiveTimeoutMs(requested: number | null | undefined): number | null | 'invalid' {
+  if (requested === null) return null;
+  if (requested === undefined) return DEFAULT_TIMEOUT_MS;
+  if (typeof requested !== 'number' || !Number.isFinite(requested) || requested <= 0) return 'invalid';
+  return Math.min(Math.ceil(requested), MAX_TIMEOUT_MS);
+}

@@ -1,0 +1,475 @@
+/**
+ * One run as the engine drives it: sends the program to a sandbox host, relays binding calls to
+ * `onCall`, keeps the time budget (the wall-clock deadline lives here, outside V8, with a watchdog
+ * that kills the host when it does not stop), collects log lines and settles into a RunOutcome.
+ */
+import { APP_ERROR_NAMES } from '@islet/protocol';
+import type { HostProcess } from './host-process.ts';
+import { deadlineMessage, outputLimitMessage } from './limits.ts';
+import type {
+  AppErrorName,
+  BindingCall,
+  BindingHandler,
+  BindingOutcome,
+  CallLogEntry,
+  LogLine,
+  RunFailure,
+  RunOutcome,
+  StopCode,
+} from './types.ts';
+import type { FromHost, HostDone, RunConfig } from './wire.ts';
+
+export interface RunParams {
+  code: string;
+  config: RunConfig;
+  onCall: BindingHandler | undefined;
+  timeoutMs: number | null;
+  excludeBindingWaits: boolean;
+  memoryMb: number;
+  outputBytes: number;
+  maxConcurrentCalls: number;
+  watchdogGraceMs: number;
+  signal: AbortSignal | undefined;
+}
+
+export interface RunResult {
+  outcome: Omit<RunOutcome, 'durationMs'>;
+  /** The host finished the run cleanly and may serve another. */
+  hostReusable: boolean;
+}
+
+type Phase = 'running' | 'closing' | 'ending' | 'done';
+
+const APP_ERRORS = new Set<string>(APP_ERROR_NAMES);
+
+function isLosslessJson(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function cutToBytes(text: string, bytes: number): string {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= bytes) return text;
+  let end = Math.max(0, bytes);
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8');
+}
+
+export class Run {
+  private readonly host: HostProcess;
+  private readonly p: RunParams;
+  private phase: Phase = 'running';
+  private readonly logs: LogLine[] = [];
+  private logBytes = 0;
+  private truncated = false;
+  private readonly calls: CallLogEntry[] = [];
+  private readonly inFlight = new Set<number>();
+  private readonly queue: BindingCall[] = [];
+  private hostDone: HostDone | undefined;
+  private ending: RunFailure | undefined;
+  private stop: { code: StopCode; message: string; atCall: number } | undefined;
+  private failure: RunFailure | undefined;
+  private valueJson: string | undefined;
+  private hostReusable = false;
+  // Deadline bookkeeping: `budgetLeftMs` counts down only while the clock runs.
+  private budgetLeftMs: number;
+  private clockStartedAt: number | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private watchdogTimer: NodeJS.Timeout | undefined;
+  private resolve!: (r: RunResult) => void;
+  private readonly onAbort = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.signal) });
+
+  constructor(host: HostProcess, params: RunParams) {
+    this.host = host;
+    this.p = params;
+    this.budgetLeftMs = params.timeoutMs ?? Number.POSITIVE_INFINITY;
+  }
+
+  execute(): Promise<RunResult> {
+    const result = new Promise<RunResult>((resolve) => {
+      this.resolve = resolve;
+    });
+    this.host.attach({
+      onMessage: (m) => this.onMessage(m),
+      onProtocolError: (reason) =>
+        this.finishNow({ kind: 'protocol', message: `the sandbox host sent a malformed message: ${reason}` }),
+      onExit: (info) => this.onHostExit(info),
+    });
+    if (this.host.exited) {
+      this.finishNow({
+        kind: 'worker-exit',
+        message: 'the sandbox host process ended before the run started',
+      });
+      return result;
+    }
+    this.p.signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.resumeClock();
+    this.host.send({
+      t: 'run',
+      code: this.p.code,
+      config: this.p.config,
+      memoryMb: this.p.memoryMb,
+      outputBytes: this.p.outputBytes,
+    });
+    return result;
+  }
+
+  // ---- time budget ------------------------------------------------------------------------------
+
+  private resumeClock(): void {
+    if (this.clockStartedAt !== undefined || this.phase === 'done') return;
+    if (!Number.isFinite(this.budgetLeftMs)) return;
+    this.clockStartedAt = Date.now();
+    this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(0, this.budgetLeftMs));
+  }
+
+  private pauseClock(): void {
+    if (this.clockStartedAt === undefined) return;
+    this.budgetLeftMs -= Date.now() - this.clockStartedAt;
+    this.clockStartedAt = undefined;
+    clearTimeout(this.deadlineTimer);
+  }
+
+  private onDeadline(): void {
+    this.clockStartedAt = undefined;
+    this.endNow({ kind: 'timeout', message: deadlineMessage(this.p.timeoutMs ?? 0) });
+  }
+
+  // ---- messages from the host -------------------------------------------------------------------
+
+  private onMessage(m: FromHost): void {
+    if (this.phase === 'done') return;
+    switch (m.t) {
+      case 'logs':
+        this.onLogs(m.lines);
+        return;
+      case 'call':
+        this.onCallMessage(m);
+        return;
+      case 'done':
+        this.onHostDone(m);
+        return;
+      default:
+        this.finishNow({ kind: 'protocol', message: 'the sandbox host sent an unexpected message' });
+        return;
+    }
+  }
+
+  private onLogs(lines: [LogLine['level'], string][]): void {
+    for (const [level, text] of lines) {
+      if (this.truncated) return;
+      const bytes = Buffer.byteLength(text, 'utf8');
+      if (this.logBytes + bytes > this.p.outputBytes) {
+        // The host enforces the cap; this is the engine's own check of what it keeps.
+        this.logs.push({ level, text: cutToBytes(text, this.p.outputBytes - this.logBytes) });
+        this.logBytes = this.p.outputBytes;
+        this.truncated = true;
+        this.endNow({ kind: 'output-limit', message: outputLimitMessage(this.p.outputBytes) });
+        return;
+      }
+      this.logBytes += bytes;
+      this.logs.push({ level, text });
+    }
+  }
+
+  private onCallMessage(m: Extract<FromHost, { t: 'call' }>): void {
+    if (m.id !== this.calls.length) {
+      this.finishNow({ kind: 'protocol', message: 'the sandbox host sent a call out of order' });
+      return;
+    }
+    const call: BindingCall = { index: m.id, binding: m.binding, argsJson: m.argsJson };
+    if (!this.p.config.bindings.includes(m.binding) || !isLosslessJson(m.argsJson)) {
+      this.finishNow({
+        kind: 'protocol',
+        message: 'the sandbox host sent a call the program was not given',
+      });
+      return;
+    }
+    this.calls.push({
+      index: call.index,
+      binding: call.binding,
+      argsJson: call.argsJson,
+      startedAtMs: Date.now(),
+    });
+    if (this.phase !== 'running') {
+      this.calls[call.index]!.dropped = true;
+      return;
+    }
+    if (this.inFlight.size < this.p.maxConcurrentCalls) this.startCall(call);
+    else this.queue.push(call);
+  }
+
+  private startCall(call: BindingCall): void {
+    const entry = this.calls[call.index]!;
+    entry.startedAtMs = Date.now();
+    this.inFlight.add(call.index);
+    if (this.p.excludeBindingWaits && this.inFlight.size === 1) this.pauseClock();
+    const handler = this.p.onCall;
+    let pending: Promise<BindingOutcome>;
+    try {
+      pending =
+        handler === undefined
+          ? Promise.resolve(noHandlerOutcome())
+          : Promise.resolve(handler({ index: call.index, binding: call.binding, argsJson: call.argsJson }));
+    } catch {
+      pending = Promise.resolve(handlerFailedOutcome());
+    }
+    pending.then(
+      (outcome) => this.onCallSettled(call, outcome),
+      () => this.onCallSettled(call, handlerFailedOutcome()),
+    );
+  }
+
+  private onCallSettled(call: BindingCall, raw: unknown): void {
+    const entry = this.calls[call.index]!;
+    this.inFlight.delete(call.index);
+    const outcome = normalizeOutcome(raw);
+    entry.outcome = outcome ?? handlerFailedOutcome();
+    entry.settledAtMs = Date.now();
+    if (this.phase === 'done') return;
+    if (this.p.excludeBindingWaits && this.inFlight.size === 0 && this.phase !== 'closing')
+      this.resumeClock();
+    if (outcome === undefined) {
+      // The host gave something that is not a lossless JSON outcome: the program cannot receive it.
+      this.endNow({ kind: 'exception', message: 'binding resolution must be lossless JSON' });
+    } else if (outcome.type === 'stop') {
+      if (this.stop === undefined) {
+        this.stop = { code: outcome.code, message: outcome.message, atCall: call.index };
+        this.dropQueue();
+        if (this.phase === 'running') {
+          this.phase = 'ending';
+          this.host.send({ t: 'end', kind: 'stop' });
+          this.armWatchdog();
+        }
+      }
+    } else if (this.phase === 'running') {
+      if (outcome.type === 'result')
+        this.host.send({ t: 'result', id: call.index, valueJson: outcome.valueJson });
+      else {
+        this.host.send({
+          t: 'error',
+          id: call.index,
+          name: outcome.name,
+          message: outcome.message,
+          detailsJson: JSON.stringify(outcome.details ?? {}),
+        });
+      }
+      const next = this.queue.shift();
+      if (next) this.startCall(next);
+    }
+    this.maybeFinish();
+  }
+
+  private dropQueue(): void {
+    for (const call of this.queue.splice(0)) this.calls[call.index]!.dropped = true;
+  }
+
+  private onHostDone(done: HostDone): void {
+    if (this.hostDone !== undefined) {
+      this.finishNow({ kind: 'protocol', message: 'the sandbox host reported the run done twice' });
+      return;
+    }
+    this.hostDone = done;
+    clearTimeout(this.watchdogTimer);
+    this.hostReusable = true;
+    this.dropQueue();
+    if (this.phase === 'running') {
+      // The program ended by itself: calls already started settle before the run closes.
+      this.phase = 'closing';
+      if (done.status === 'completed') this.valueJson = done.valueJson;
+      else {
+        this.failure = {
+          kind: done.kind,
+          message: done.message,
+          ...(done.cause ? { cause: done.cause } : {}),
+          ...(done.detail ? { detail: done.detail } : {}),
+        };
+      }
+      if (this.p.excludeBindingWaits) this.resumeClock();
+    }
+    this.maybeFinish();
+  }
+
+  private onHostExit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void {
+    if (this.phase === 'done') return;
+    if (this.hostDone !== undefined && this.phase === 'closing') {
+      // The program had ended; only the host's idle process went away.
+      this.hostReusable = false;
+      return;
+    }
+    const how = info.signal ? `signal ${info.signal}` : `exit code ${info.code}`;
+    const memory = /out of memory|heap limit|allocation failed/i.test(info.stderr);
+    this.finishNow({
+      kind: 'worker-exit',
+      message: memory
+        ? `the sandbox host process ran out of memory (${how})`
+        : `the sandbox host process ended early (${how})`,
+      ...(memory ? { cause: 'memory' as const } : {}),
+    });
+  }
+
+  // ---- ending -----------------------------------------------------------------------------------
+
+  /** Ends the run for a reason of the engine's (deadline, abort, output cap, bad resolution). */
+  private endNow(failure: RunFailure): void {
+    if (this.phase === 'done' || this.ending !== undefined) return;
+    if (this.phase === 'closing') {
+      // The program already ended; stop waiting for its started calls.
+      this.failure = failure;
+      this.finish();
+      return;
+    }
+    this.ending = failure;
+    this.phase = 'ending';
+    this.dropQueue();
+    if (this.hostDone !== undefined) {
+      this.finish();
+      return;
+    }
+    this.host.send({ t: 'end', kind: failure.kind });
+    this.armWatchdog();
+  }
+
+  private armWatchdog(): void {
+    clearTimeout(this.watchdogTimer);
+    this.watchdogTimer = setTimeout(() => {
+      this.host.kill();
+      this.hostReusable = false;
+      this.failure = {
+        kind: 'worker-exit',
+        message: `the sandbox host did not stop within ${this.p.watchdogGraceMs}ms and was killed`,
+      };
+      this.ending = undefined;
+      this.finish();
+    }, this.p.watchdogGraceMs);
+  }
+
+  private maybeFinish(): void {
+    if (this.phase === 'done') return;
+    if (this.phase === 'closing' && this.inFlight.size === 0) {
+      this.finish();
+      return;
+    }
+    if (this.phase === 'ending' && this.hostDone !== undefined) {
+      if (this.stop !== undefined && this.inFlight.size > 0) return;
+      this.finish();
+      return;
+    }
+  }
+
+  /** Ends the run at once, whatever is in flight (host gone or misbehaving). */
+  private finishNow(failure: RunFailure): void {
+    if (this.phase === 'done') return;
+    this.failure = failure;
+    this.ending = undefined;
+    this.stop = undefined;
+    this.hostReusable = false;
+    this.host.kill();
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.phase === 'done') return;
+    this.phase = 'done';
+    clearTimeout(this.deadlineTimer);
+    clearTimeout(this.watchdogTimer);
+    this.p.signal?.removeEventListener('abort', this.onAbort);
+    this.host.attach(undefined);
+    this.dropQueue();
+    const failure = this.ending ?? this.failure;
+    let outcome: Omit<RunOutcome, 'durationMs'>;
+    if (this.stop !== undefined && (failure === undefined || failure.kind !== 'worker-exit')) {
+      outcome = {
+        status: 'stopped',
+        stop: this.stop,
+        logs: this.logs,
+        outputTruncated: this.truncated,
+        calls: this.calls,
+      };
+    } else if (failure !== undefined) {
+      outcome = {
+        status: 'failed',
+        failure,
+        logs: this.logs,
+        outputTruncated: this.truncated,
+        calls: this.calls,
+      };
+    } else {
+      outcome = {
+        status: 'completed',
+        ...(this.valueJson !== undefined ? { valueJson: this.valueJson } : {}),
+        logs: this.logs,
+        outputTruncated: this.truncated,
+        calls: this.calls,
+      };
+    }
+    if (outcome.status === 'failed') this.hostReusable = false;
+    if (failure?.kind === 'output-limit') outcome.outputTruncated = true;
+    this.resolve({ outcome, hostReusable: this.hostReusable && !this.host.exited });
+  }
+}
+
+function abortMessage(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  if (typeof reason === 'string' && reason !== '') return `the run was aborted: ${reason}`;
+  if (reason instanceof Error && reason.name !== 'AbortError' && reason.message !== '') {
+    return `the run was aborted: ${reason.message}`;
+  }
+  return 'the run was aborted';
+}
+
+function noHandlerOutcome(): BindingOutcome {
+  return {
+    type: 'error',
+    name: 'AppCallFailed',
+    message: 'no binding handler is attached to this run',
+    details: { reason: 'unavailable' },
+  };
+}
+
+function handlerFailedOutcome(): BindingOutcome {
+  return {
+    type: 'error',
+    name: 'AppCallFailed',
+    message: 'the binding call failed',
+    details: { reason: 'host-error' },
+  };
+}
+
+/** A well-formed outcome with lossless JSON inside, or undefined. */
+function normalizeOutcome(raw: unknown): BindingOutcome | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const o = raw as Record<string, unknown>;
+  if (o.type === 'result') {
+    return isLosslessJson(o.valueJson) ? { type: 'result', valueJson: o.valueJson as string } : undefined;
+  }
+  if (o.type === 'error') {
+    if (!APP_ERRORS.has(o.name as string)) return undefined;
+    let details: Record<string, unknown> | undefined;
+    if (o.details !== undefined) {
+      try {
+        details = JSON.parse(JSON.stringify(o.details)) as Record<string, unknown>;
+      } catch {
+        return undefined;
+      }
+      if (typeof details !== 'object' || details === null) return undefined;
+    }
+    return {
+      type: 'error',
+      name: o.name as AppErrorName,
+      message: typeof o.message === 'string' ? o.message : '',
+      ...(details !== undefined ? { details } : {}),
+    };
+  }
+  if (o.type === 'stop') {
+    const code = o.code;
+    if (code !== 'suspended' && code !== 'replay-mismatch' && code !== 'cancelled') return undefined;
+    return { type: 'stop', code, message: typeof o.message === 'string' ? o.message : '' };
+  }
+  return undefined;
+}

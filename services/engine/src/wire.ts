@@ -1,0 +1,87 @@
+/**
+ * Messages between the engine (parent) and a sandbox host process (child), carried as frames
+ * (see frame.ts) over the child's stdin (to host) and stdout (to engine). Every field is plain
+ * JSON; values of the program cross as JSON text inside these messages, never as objects.
+ */
+import type { FailureKind, LogLevel } from './types.ts';
+
+export interface RunConfig {
+  bindings: string[];
+  clockMs: number;
+  seed: string;
+}
+
+/** Engine → host. */
+export type ToHost =
+  | { t: 'run'; code: string; config: RunConfig; memoryMb: number; outputBytes: number }
+  | { t: 'result'; id: number; valueJson: string }
+  | { t: 'error'; id: number; name: string; message: string; detailsJson: string }
+  /** End the current run now (deadline, abort, stop). The host answers with `done`. */
+  | { t: 'end'; kind: FailureKind | 'stop' };
+
+export type HostDone =
+  | { status: 'completed'; valueJson?: string }
+  | { status: 'failed'; kind: FailureKind; message: string; detail?: string; cause?: 'memory' };
+
+/** Host → engine. */
+export type FromHost =
+  | { t: 'ready'; pid: number }
+  | { t: 'logs'; lines: [LogLevel, string][]; truncated?: boolean }
+  | { t: 'call'; id: number; binding: string; argsJson: string }
+  | ({ t: 'done' } & HostDone);
+
+const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
+const KINDS = new Set([
+  'exception',
+  'timeout',
+  'abort',
+  'worker-exit',
+  'invalid-output',
+  'output-limit',
+  'protocol',
+  'sandbox-unavailable',
+]);
+
+/** Checks a message from a host; returns it typed, or a reason it is malformed. */
+export function checkFromHost(m: unknown): { ok: true; message: FromHost } | { ok: false; reason: string } {
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) return { ok: false, reason: 'not an object' };
+  const o = m as Record<string, unknown>;
+  switch (o.t) {
+    case 'ready':
+      if (typeof o.pid !== 'number') break;
+      return { ok: true, message: o as FromHost };
+    case 'logs': {
+      if (!Array.isArray(o.lines)) break;
+      for (const line of o.lines) {
+        if (
+          !Array.isArray(line) ||
+          line.length !== 2 ||
+          !LEVELS.has(line[0]) ||
+          typeof line[1] !== 'string'
+        ) {
+          return { ok: false, reason: 'bad log line' };
+        }
+      }
+      return { ok: true, message: o as FromHost };
+    }
+    case 'call':
+      if (
+        !Number.isSafeInteger(o.id) ||
+        (o.id as number) < 0 ||
+        typeof o.binding !== 'string' ||
+        typeof o.argsJson !== 'string'
+      ) {
+        break;
+      }
+      return { ok: true, message: o as FromHost };
+    case 'done':
+      if (o.status === 'completed' && (o.valueJson === undefined || typeof o.valueJson === 'string')) {
+        return { ok: true, message: o as FromHost };
+      }
+      if (o.status === 'failed' && KINDS.has(o.kind as string) && typeof o.message === 'string') {
+        return { ok: true, message: o as FromHost };
+      }
+      break;
+  }
+  return { ok: false, reason: `unexpected message ${JSON.stringify(o.t ?? null).slice(0, 40)}` };
+}
