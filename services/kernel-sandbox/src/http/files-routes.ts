@@ -1,0 +1,104 @@
+/**
+ * `/v1/sessions/{id}/files/*`: tenants put, get, list and delete their session's workspace files.
+ * A fastify plugin with injected dependencies; the gateway registers it (encapsulated, so the raw
+ * body parser stays inside). A session of another tenant is simply not found (404, never 403).
+ *
+ *   PUT    /v1/sessions/:id/files/<path>   body = the file's bytes       → 201 { path, sizeBytes }
+ *   GET    /v1/sessions/:id/files/<path>   → the bytes (application/octet-stream)
+ *   GET    /v1/sessions/:id/files          → { files: [{ path, sizeBytes, modifiedAtMs }] }  (?prefix=)
+ *   DELETE /v1/sessions/:id/files/<path>   → 204, or 404 when there was no such file
+ */
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import { isWorkspaceError, type WorkspaceStore } from '../workspace-store.ts';
+import { sendProblem, workspaceProblem } from './problems.ts';
+
+export interface FilesRoutesDeps {
+  /** Authentication preHandler (the gateway's API-key check); replies 401 itself. */
+  authenticate: preHandlerHookHandler;
+  /** The authenticated tenant's id. */
+  resolveTenant: (request: FastifyRequest) => string | Promise<string>;
+  store: WorkspaceStore;
+  /** Largest request body, bytes. Default: the store's file limit (10 MiB). */
+  maxBodyBytes?: number;
+}
+
+type Params = { id: string; '*'?: string };
+
+export function filesRoutes(deps: FilesRoutesDeps) {
+  const bodyLimit = deps.maxBodyBytes ?? deps.store.limits.maxFileBytes ?? 10 * 1024 * 1024;
+  return async function filesPlugin(app: FastifyInstance): Promise<void> {
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_req, body, done) => done(null, body));
+
+    const handle = async <T>(reply: import('fastify').FastifyReply, fn: () => Promise<T>) => {
+      try {
+        return await fn();
+      } catch (err) {
+        if (isWorkspaceError(err)) return workspaceProblem(reply, err.code, err.message);
+        throw err;
+      }
+    };
+    const workspace = async (request: FastifyRequest<{ Params: Params }>) => {
+      const tenant = await deps.resolveTenant(request);
+      return deps.store.workspace(tenant, request.params.id);
+    };
+
+    app.put<{ Params: Params }>(
+      '/v1/sessions/:id/files/*',
+      { preHandler: deps.authenticate, bodyLimit },
+      async (request, reply) =>
+        handle(reply, async () => {
+          const body = request.body;
+          const data = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
+          const ws = await workspace(request);
+          const entry = await ws.write(request.params['*'] ?? '', data);
+          return reply.code(201).send({ path: entry.path, sizeBytes: entry.sizeBytes });
+        }),
+    );
+
+    app.get<{ Params: Params; Querystring: { prefix?: string } }>(
+      '/v1/sessions/:id/files',
+      { preHandler: deps.authenticate },
+      async (request, reply) =>
+        handle(reply, async () => {
+          const tenant = await deps.resolveTenant(request);
+          if (!(await deps.store.exists(tenant, request.params.id))) {
+            return sendProblem(reply, 'not-found', 'no such session');
+          }
+          const files = await deps.store
+            .workspace(tenant, request.params.id)
+            .list(request.query.prefix ?? '');
+          return reply.send({ files });
+        }),
+    );
+
+    app.get<{ Params: Params }>(
+      '/v1/sessions/:id/files/*',
+      { preHandler: deps.authenticate },
+      async (request, reply) =>
+        handle(reply, async () => {
+          const path = request.params['*'] ?? '';
+          if (path === '') {
+            const tenant = await deps.resolveTenant(request);
+            if (!(await deps.store.exists(tenant, request.params.id))) {
+              return sendProblem(reply, 'not-found', 'no such session');
+            }
+            return reply.send({ files: await deps.store.workspace(tenant, request.params.id).list() });
+          }
+          const data = await (await workspace(request)).read(path);
+          return reply.type('application/octet-stream').send(data);
+        }),
+    );
+
+    app.delete<{ Params: Params }>(
+      '/v1/sessions/:id/files/*',
+      { preHandler: deps.authenticate },
+      async (request, reply) =>
+        handle(reply, async () => {
+          const removed = await (await workspace(request)).remove(request.params['*'] ?? '');
+          if (!removed) return sendProblem(reply, 'not-found', 'no such file');
+          return reply.code(204).send();
+        }),
+    );
+  };
+}

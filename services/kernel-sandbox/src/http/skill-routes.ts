@@ -1,0 +1,42 @@
+/**
+ * `POST /v1/skills/run_code`: validates the skill request (zod, the skill's inputSchema) and hands it
+ * to an injected executor — in the cluster that enqueues it on the mode's BullMQ pool; in tests it
+ * can be `runSkill` directly. Answers the executor's `{ success, output, error, exitCode, language }`.
+ */
+import type { SandboxMode } from '@islet/protocol';
+import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import { parseSkillRequest, type SkillRequest, type SkillResult } from '../skill-runner.ts';
+import { sendProblem } from './problems.ts';
+
+export interface SkillRunContext {
+  tenant: string;
+  /** The sandbox mode the tenant's skill runs use. */
+  mode: SandboxMode;
+}
+
+export interface SkillRoutesDeps {
+  authenticate: preHandlerHookHandler;
+  resolveTenant: (request: FastifyRequest) => string | Promise<string>;
+  /** The mode for this tenant's skill runs. Default `workspace-write` (the skill writes locally). */
+  resolveMode?: (request: FastifyRequest, tenant: string) => SandboxMode | Promise<SandboxMode>;
+  execute: (request: SkillRequest, context: SkillRunContext) => Promise<SkillResult>;
+  /** Largest request body, bytes. Default 1048576 (1 MiB). */
+  maxBodyBytes?: number;
+}
+
+export function skillRoutes(deps: SkillRoutesDeps) {
+  return async function skillPlugin(app: FastifyInstance): Promise<void> {
+    app.post(
+      '/v1/skills/run_code',
+      { preHandler: deps.authenticate, bodyLimit: deps.maxBodyBytes ?? 1024 * 1024 },
+      async (request, reply) => {
+        const parsed = parseSkillRequest(request.body);
+        if (!parsed.ok) return sendProblem(reply, 'validation', parsed.message, { errors: parsed.errors });
+        const tenant = await deps.resolveTenant(request);
+        const mode = (await deps.resolveMode?.(request, tenant)) ?? 'workspace-write';
+        const result = await deps.execute(parsed.value, { tenant, mode });
+        return reply.send(result);
+      },
+    );
+  };
+}

@@ -1,0 +1,297 @@
+/**
+ * The run_code skill: one python / javascript / bash program in a fresh process under islet-jail with
+ * the mode's kernel profile, an empty environment (PATH and HOME only), no network, a non-root uid where
+ * possible and a per-run scratch directory under the OS temp dir that is removed afterwards.
+ * Answers `{ success, output, error, exitCode, language }` exactly as the skill document says; never throws.
+ */
+import { spawn } from 'node:child_process';
+import { constants, existsSync } from 'node:fs';
+import { access, chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { constants as osConstants, tmpdir } from 'node:os';
+import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import type { SandboxMode } from '@islet/protocol';
+import { z } from 'zod';
+import { JAIL_EXEC_FAILED_EXIT_CODE, JAIL_UNAVAILABLE_EXIT_CODE, jailArgs } from './jail.ts';
+import { jailPath } from './paths.ts';
+
+export const SKILL_LANGUAGES = ['python', 'javascript', 'bash'] as const;
+export type SkillLanguage = (typeof SKILL_LANGUAGES)[number];
+export const SKILL_DEFAULT_TIMEOUT_MS = 60_000;
+export const SKILL_MAX_TIMEOUT_MS = 120_000;
+/** stdout (and, separately, stderr) is captured up to this many bytes. */
+export const SKILL_OUTPUT_CAP_BYTES = 1024 * 1024;
+/** The programs' PATH: system directories only. */
+export const SKILL_PATH = '/usr/local/bin:/usr/bin:/bin';
+/** Exit code reported when the program was killed at its timeout (as GNU timeout does). */
+export const SKILL_TIMEOUT_EXIT_CODE = 124;
+/** Exit code reported when the program was killed for printing more than the cap (128 + SIGKILL). */
+export const SKILL_KILLED_EXIT_CODE = 137;
+
+/** The request as the skill's inputSchema defines it; refusals name the field. */
+export const skillRequestSchema = z.object({
+  language: z.enum(SKILL_LANGUAGES, {
+    error: () => 'invalid language: expected one of python, javascript, bash',
+  }),
+  code: z.string({ error: () => 'invalid code: expected a string' }),
+  timeout: z
+    .number({ error: () => 'invalid timeout: expected a positive number of milliseconds' })
+    .refine((n) => Number.isFinite(n) && n > 0, 'invalid timeout: expected a positive number of milliseconds')
+    .refine((n) => n <= SKILL_MAX_TIMEOUT_MS, `invalid timeout: the maximum is ${SKILL_MAX_TIMEOUT_MS} ms`)
+    .optional(),
+});
+export type SkillRequest = z.infer<typeof skillRequestSchema>;
+
+export function parseSkillRequest(
+  body: unknown,
+): { ok: true; value: SkillRequest } | { ok: false; message: string; errors: string[] } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return {
+      ok: false,
+      message: 'invalid request: expected a JSON object',
+      errors: ['expected a JSON object'],
+    };
+  }
+  const parsed = skillRequestSchema.safeParse(body);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const errors = parsed.error.issues.map((i) =>
+    i.message.startsWith('invalid ') ? i.message : `invalid ${i.path.join('.')}: ${i.message}`,
+  );
+  return { ok: false, message: errors.join('; '), errors };
+}
+
+export interface SkillResult {
+  success: boolean;
+  output: string;
+  error: string;
+  exitCode: number;
+  language: SkillLanguage;
+}
+
+interface Interpreter {
+  bin: string;
+  args: (file: string) => string[];
+  file: string;
+  install: string;
+}
+
+const INTERPRETERS: Record<SkillLanguage, Interpreter> = {
+  python: {
+    bin: 'python3',
+    args: (f) => ['-I', '-B', f],
+    file: 'main.py',
+    install: 'python3 is not installed; install it with: apt-get install python3',
+  },
+  javascript: {
+    bin: process.execPath,
+    args: (f) => ['--max-old-space-size=512', f],
+    file: 'main.js',
+    install: 'node is not installed; install Node.js 24 (scripts/toolchain.sh fetches it)',
+  },
+  bash: {
+    bin: 'bash',
+    args: (f) => ['--noprofile', '--norc', f],
+    file: 'main.sh',
+    install: 'bash is not installed; install it with: apt-get install bash',
+  },
+};
+
+export interface RunSkillOptions extends SkillRequest {
+  mode: SandboxMode;
+  /** The session workspace; the program's working directory (scratch when absent). */
+  workspaceDir?: string;
+  /** Root of every tenant's workspaces, kept out of reach in danger-full-access. */
+  workspaceRoot?: string;
+  /** Refuse to run (exit 78, `sandbox-unavailable`) unless every kernel layer applies. Default false. */
+  requireFull?: boolean;
+  /** Where per-run scratch directories go. Default the OS temp dir. */
+  tmpDir?: string;
+  /** uid/gid to run as when the runner is root. Default 65534. */
+  uid?: number;
+  gid?: number;
+  rlimitAsBytes?: number;
+  rlimitNproc?: number;
+  rlimitFsizeBytes?: number;
+  rlimitNofile?: number;
+  /** Test hook: interpreter binary per language (a name looked up on SKILL_PATH, or absolute). */
+  interpreters?: Partial<Record<SkillLanguage, string>>;
+  /** Test hook: pretend a kernel layer is missing. */
+  testSkipLayer?: 'seccomp' | 'landlock';
+}
+
+export const SKILL_DEFAULT_RLIMITS = {
+  rlimitAsBytes: 4 * 1024 * 1024 * 1024,
+  rlimitNproc: 256,
+  rlimitFsizeBytes: 64 * 1024 * 1024,
+  rlimitNofile: 256,
+} as const;
+
+async function findOnPath(bin: string): Promise<string | undefined> {
+  const candidates = isAbsolute(bin) ? [bin] : SKILL_PATH.split(delimiter).map((d) => join(d, bin));
+  for (const c of candidates) {
+    try {
+      await access(c, constants.X_OK);
+      return c;
+    } catch {}
+  }
+  return undefined;
+}
+
+/** Collects a stream up to `cap` bytes; calls `onOverflow` once when more arrives. */
+function capture(stream: NodeJS.ReadableStream | null, cap: number, onOverflow: () => void) {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let overflowed = false;
+  stream?.on('data', (d: Buffer) => {
+    if (size + d.length <= cap) {
+      chunks.push(d);
+      size += d.length;
+      return;
+    }
+    if (size < cap) chunks.push(d.subarray(0, cap - size));
+    size = cap;
+    if (!overflowed) {
+      overflowed = true;
+      onOverflow();
+    }
+  });
+  return { text: () => Buffer.concat(chunks).toString('utf8'), overflowed: () => overflowed };
+}
+
+export async function runSkill(opts: RunSkillOptions): Promise<SkillResult> {
+  const { language } = opts;
+  const interp = INTERPRETERS[language];
+  const fail = (error: string, exitCode: number): SkillResult => ({
+    success: false,
+    output: '',
+    error,
+    exitCode,
+    language,
+  });
+  const timeoutMs = opts.timeout ?? SKILL_DEFAULT_TIMEOUT_MS;
+  if (!(timeoutMs > 0 && timeoutMs <= SKILL_MAX_TIMEOUT_MS)) {
+    return fail(
+      `invalid timeout: expected a positive number of milliseconds up to ${SKILL_MAX_TIMEOUT_MS}`,
+      2,
+    );
+  }
+  const bin = await findOnPath(opts.interpreters?.[language] ?? interp.bin);
+  if (!bin) return fail(interp.install, JAIL_EXEC_FAILED_EXIT_CODE);
+  const jail = jailPath();
+  if (!existsSync(jail)) {
+    return fail(
+      `code run failed (sandbox-unavailable): ${jail} is not built (run scripts/build.sh)`,
+      JAIL_UNAVAILABLE_EXIT_CODE,
+    );
+  }
+
+  const scratch = await mkdtemp(join(opts.tmpDir ?? tmpdir(), 'islet-skill-'));
+  try {
+    const source = join(scratch, interp.file);
+    await writeFile(source, opts.code, { mode: 0o644 });
+    await chmod(scratch, 0o755);
+    const limits = { ...SKILL_DEFAULT_RLIMITS, ...definedOnly(opts) };
+    const args = [
+      ...jailArgs(opts.mode, {
+        workspaceDir: opts.workspaceDir,
+        workspaceRoot: opts.workspaceRoot,
+        scratchDir: scratch,
+        // Node lives outside the system paths when it comes from .toolchain; python3 and bash do not.
+        readPaths: language === 'javascript' ? [resolve(dirname(bin), '..')] : [],
+        chdir: opts.workspaceDir ?? scratch,
+        require: opts.requireFull ? 'full' : 'none',
+        closeFds: true,
+        uid: opts.uid,
+        gid: opts.gid,
+        testSkipLayer: opts.testSkipLayer,
+        ...limits,
+      }),
+      bin,
+      ...interp.args(source),
+    ];
+    return await execute(jail, args, { scratch, timeoutMs, language });
+  } finally {
+    await rm(scratch, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+function definedOnly(o: RunSkillOptions): Partial<typeof SKILL_DEFAULT_RLIMITS> {
+  const out: Record<string, number> = {};
+  for (const k of ['rlimitAsBytes', 'rlimitNproc', 'rlimitFsizeBytes', 'rlimitNofile'] as const) {
+    if (typeof o[k] === 'number') out[k] = o[k];
+  }
+  return out;
+}
+
+function execute(
+  jail: string,
+  args: string[],
+  ctx: { scratch: string; timeoutMs: number; language: SkillLanguage },
+): Promise<SkillResult> {
+  return new Promise((done) => {
+    const child = spawn(jail, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: SKILL_PATH, HOME: ctx.scratch },
+      detached: true, // its own process group, so the timeout kills every process it started
+    });
+    let ending: 'timeout' | 'output' | undefined;
+    const killGroup = () => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    };
+    const overflow = () => {
+      ending ??= 'output';
+      killGroup();
+    };
+    const out = capture(child.stdout, SKILL_OUTPUT_CAP_BYTES, overflow);
+    const err = capture(child.stderr, SKILL_OUTPUT_CAP_BYTES, () => {});
+    const timer = setTimeout(() => {
+      ending ??= 'timeout';
+      killGroup();
+    }, ctx.timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      done({
+        success: false,
+        output: '',
+        error: e.message,
+        exitCode: JAIL_EXEC_FAILED_EXIT_CODE,
+        language: ctx.language,
+      });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      killGroup(); // stragglers left in the group (background jobs) end with the run
+      let error = err.text();
+      let exitCode = code ?? 128 + (signal ? signalNumber(signal) : 9);
+      const note = (line: string) => {
+        error = error && !error.endsWith('\n') ? `${error}\n${line}` : `${error}${line}`;
+      };
+      if (ending === 'timeout') {
+        exitCode = SKILL_TIMEOUT_EXIT_CODE;
+        note(`timed out after ${ctx.timeoutMs} ms; the program was killed`);
+      } else if (ending === 'output') {
+        exitCode = SKILL_KILLED_EXIT_CODE;
+        note(
+          `output limit reached: captured the first ${SKILL_OUTPUT_CAP_BYTES} bytes; the program was stopped`,
+        );
+      } else if (code === JAIL_UNAVAILABLE_EXIT_CODE && /sandbox-unavailable/.test(error)) {
+        error = `code run failed (sandbox-unavailable): ${error.replace(/^islet-jail: sandbox-unavailable: /m, '').trim()}`;
+      } else if (signal) {
+        note(`the program was killed by ${signal}`);
+      }
+      if (err.overflowed()) note('stderr was truncated at 1 MB');
+      done({
+        success: exitCode === 0 && !ending,
+        output: out.text(),
+        error,
+        exitCode,
+        language: ctx.language,
+      });
+    });
+  });
+}
+
+function signalNumber(signal: NodeJS.Signals): number {
+  return osConstants.signals[signal] ?? 9;
+}
