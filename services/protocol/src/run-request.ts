@@ -1,1 +1,124 @@
-export {};
+/**
+ * The run_code request and its refusals, exactly as the run_code tool contract writes them.
+ *
+ * `RunCodeRequestSchema` checks each field on its own (so services can `.extend()` it with their own
+ * fields, e.g. a session id); `parseRunCodeRequest` adds what spans fields (escalation and
+ * justification), what depends on the runtime (`… is not available for this PTC runtime`) and the
+ * ceiling (a longer `timeoutMs` is capped, not refused). It returns the first refusal, in a fixed
+ * order: code, description, timeoutMs, sandbox_permissions, escalation, justification.
+ */
+import { z } from 'zod';
+import { SANDBOX_MODES } from './kinds.ts';
+
+export const RUN_CODE_REFUSALS = {
+  code: 'invalid code: expected a non-empty string',
+  description: 'invalid description: expected a non-empty string',
+  timeoutMs: 'invalid timeoutMs: expected a positive finite number',
+  sandboxPermissions: `invalid sandbox_permissions: expected one of ${SANDBOX_MODES.join(', ')}`,
+  escalationWithoutJustification: 'invalid escalation: sandbox_permissions requires a justification',
+  justificationWithoutEscalation:
+    'invalid escalation: justification is only valid together with sandbox_permissions',
+  justification: 'invalid justification: expected a non-empty sentence',
+  timeoutMsUnavailable: 'timeoutMs is not available for this PTC runtime',
+  sandboxPermissionsUnavailable: 'sandbox_permissions is not available for this PTC runtime',
+} as const;
+
+/** The run_code time budget: default and ceiling, ms. */
+export const RUN_CODE_DEFAULT_TIMEOUT_MS = 120_000;
+export const RUN_CODE_MAX_TIMEOUT_MS = 600_000;
+
+const nonEmpty = (s: string) => s.trim().length > 0;
+
+export const RunCodeRequestSchema = z.object({
+  code: z.string({ error: RUN_CODE_REFUSALS.code }).refine(nonEmpty, { error: RUN_CODE_REFUSALS.code }),
+  description: z
+    .string({ error: RUN_CODE_REFUSALS.description })
+    .refine(nonEmpty, { error: RUN_CODE_REFUSALS.description }),
+  timeoutMs: z
+    .number({ error: RUN_CODE_REFUSALS.timeoutMs })
+    .refine((n) => Number.isFinite(n) && n > 0, { error: RUN_CODE_REFUSALS.timeoutMs })
+    .optional(),
+  sandbox_permissions: z.enum(SANDBOX_MODES, { error: RUN_CODE_REFUSALS.sandboxPermissions }).optional(),
+  justification: z
+    .string({ error: RUN_CODE_REFUSALS.justification })
+    .refine(nonEmpty, { error: RUN_CODE_REFUSALS.justification })
+    .optional(),
+});
+
+export type RunCodeRequest = z.infer<typeof RunCodeRequestSchema>;
+
+/** What this setup's program runtime can honour. */
+export interface RunCodeCapabilities {
+  /** The runtime honours a requested `timeoutMs`. Default true. */
+  timeoutMs?: boolean;
+  /** The runtime can run a program with wider file access. Default true. */
+  sandboxPermissions?: boolean;
+  /** A lower ceiling for this setup, ms (never above 600000). */
+  maxTimeoutMs?: number;
+}
+
+export type RunCodeParseResult<T> = { ok: true; value: T } | { ok: false; refusal: string };
+
+/** The order in which refusals are reported when a request has several problems. */
+const FIELD_ORDER = ['code', 'description', 'timeoutMs', 'sandbox_permissions', 'justification'];
+
+function isPresent(input: unknown, key: string): boolean {
+  return typeof input === 'object' && input !== null && (input as Record<string, unknown>)[key] !== undefined;
+}
+
+/**
+ * Validates a run_code request. `schema` may be an `.extend()`ed RunCodeRequestSchema; its extra
+ * fields' messages are reported after the contract's fields. A `timeoutMs` above the ceiling is capped.
+ */
+export function parseRunCodeRequest<S extends z.ZodType<RunCodeRequest> = typeof RunCodeRequestSchema>(
+  input: unknown,
+  capabilities: RunCodeCapabilities = {},
+  schema?: S,
+): RunCodeParseResult<z.infer<S>> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return { ok: false, refusal: RUN_CODE_REFUSALS.code };
+  }
+  // Controls the runtime cannot honour are refused before their values are looked at.
+  if (isPresent(input, 'timeoutMs') && capabilities.timeoutMs === false) {
+    return { ok: false, refusal: RUN_CODE_REFUSALS.timeoutMsUnavailable };
+  }
+  if (isPresent(input, 'sandbox_permissions') && capabilities.sandboxPermissions === false) {
+    return { ok: false, refusal: RUN_CODE_REFUSALS.sandboxPermissionsUnavailable };
+  }
+  const parsed = (schema ?? RunCodeRequestSchema).safeParse(input);
+  if (!parsed.success) {
+    const issues = [...parsed.error.issues].sort((a, b) => rank(a.path) - rank(b.path));
+    const first = issues[0]!;
+    // The escalation rule comes before a malformed justification.
+    if (String(first.path[0]) === 'justification' && !isPresent(input, 'sandbox_permissions')) {
+      return { ok: false, refusal: RUN_CODE_REFUSALS.justificationWithoutEscalation };
+    }
+    return { ok: false, refusal: first.message };
+  }
+  const value = parsed.data as z.infer<S> & RunCodeRequest;
+  if (value.sandbox_permissions !== undefined && value.justification === undefined) {
+    return { ok: false, refusal: RUN_CODE_REFUSALS.escalationWithoutJustification };
+  }
+  if (value.justification !== undefined && value.sandbox_permissions === undefined) {
+    return { ok: false, refusal: RUN_CODE_REFUSALS.justificationWithoutEscalation };
+  }
+  if (value.timeoutMs !== undefined) {
+    const ceiling = Math.min(RUN_CODE_MAX_TIMEOUT_MS, capabilities.maxTimeoutMs ?? RUN_CODE_MAX_TIMEOUT_MS);
+    value.timeoutMs = Math.min(value.timeoutMs, ceiling);
+  }
+  return { ok: true, value };
+}
+
+function rank(path: readonly PropertyKey[]): number {
+  const i = FIELD_ORDER.indexOf(String(path[0]));
+  return i === -1 ? FIELD_ORDER.length : i;
+}
+
+/** The budget a validated request runs with: its (capped) `timeoutMs`, or the default. */
+export function requestTimeoutMs(
+  request: Pick<RunCodeRequest, 'timeoutMs'>,
+  capabilities: RunCodeCapabilities = {},
+) {
+  const ceiling = Math.min(RUN_CODE_MAX_TIMEOUT_MS, capabilities.maxTimeoutMs ?? RUN_CODE_MAX_TIMEOUT_MS);
+  return Math.min(request.timeoutMs ?? RUN_CODE_DEFAULT_TIMEOUT_MS, ceiling);
+}
