@@ -1,5 +1,13 @@
 export { type CallJournalDeps, createCallJournal, JournalConflictError } from './call-journal.ts';
 export {
+  type CallOutcomeLabel,
+  type CallProcessor,
+  createCallProcessor,
+  type ProcessCallInput,
+  type ProcessedCall,
+  UNKNOWN_OUTCOME_REASON,
+} from './call-processor.ts';
+export {
   createDecisionStore,
   type DecisionStore,
   type DecisionStoreDeps,
@@ -16,6 +24,12 @@ export {
   type NewDecision,
 } from './decision-types.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
+export {
+  createReplayingHandler,
+  type LiveOutcome,
+  type ReplayingHandler,
+  type ReplayingHandlerOptions,
+} from './replaying-handler.ts';
 export type {
   CallJournal,
   CallSource,
