@@ -1,0 +1,344 @@
+// The operator end to end against the FAKE Kubernetes API (services/operator/src/testing) and a
+// REAL Redis with real BullMQ jobs making the queue depth.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pausedRunsKey, QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import type { V1Deployment, V1Lease, V1Pod } from '@kubernetes/client-node';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type OperatorConfig, operatorConfigSchema } from '../src/config.ts';
+import { type Operator, startOperator } from '../src/operator.ts';
+import { DELETION_COST_ANNOTATION, DRAINING_ANNOTATION } from '../src/reconciler.ts';
+import type { RunnerPool } from '../src/runner-pool.ts';
+import { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+
+const ns = 'islet';
+const MODE = 'workspace-write';
+const POOLS = 'islet.dev/v1alpha1/runnerpools';
+const DEPLOYS = 'apps/v1/deployments';
+const silent = { info() {}, warn() {}, error() {} };
+
+function config(over: Partial<Record<keyof OperatorConfig, string>> = {}): OperatorConfig {
+  return operatorConfigSchema.parse({
+    ISLET_NAMESPACE: ns,
+    ISLET_OPERATOR_METRICS_PORT: '0',
+    ISLET_OPERATOR_HOST: '127.0.0.1',
+    ISLET_OPERATOR_LEASE_DURATION_MS: '1500',
+    ISLET_OPERATOR_RETRY_PERIOD_MS: '200',
+    ISLET_OPERATOR_RESYNC_INTERVAL_MS: '200',
+    ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS: '20',
+    ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS: '200',
+    ISLET_RUNNER_ENV_CONFIGMAP: 'islet-runner-env',
+    ISLET_RUNNER_ENV_SECRET: 'islet-seal',
+    ...over,
+  });
+}
+
+function pool(name: string, spec: Record<string, unknown>): RunnerPool {
+  return {
+    apiVersion: 'islet.dev/v1alpha1',
+    kind: 'RunnerPool',
+    metadata: { name, namespace: ns },
+    spec: {
+      mode: MODE,
+      minReplicas: 1,
+      maxReplicas: 6,
+      targetWaitingPerReplica: 2,
+      image: 'islet/runner:test',
+      scaleUpStabilizationSeconds: 0,
+      scaleDownStabilizationSeconds: 2,
+      ...spec,
+    },
+  };
+}
+
+async function waitFor<T>(
+  what: string,
+  fn: () => T | Promise<T>,
+  timeoutMs = 15_000,
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+const replicasOf = (api: FakeKubeApi, name: string) =>
+  (api.get(DEPLOYS, ns, `${name}-runner`) as V1Deployment | undefined)?.spec?.replicas;
+const podsOf = (api: FakeKubeApi, name: string) =>
+  api.list('v1/pods', ns, `islet.dev/pool=${name}`) as V1Pod[];
+const conditionOf = (api: FakeKubeApi, name: string, type: string) =>
+  (api.get(POOLS, ns, name) as RunnerPool | undefined)?.status?.conditions?.find((c) => c.type === type);
+
+describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', () => {
+  let redisServer: RedisServer;
+  let redis: Redis;
+  let api: FakeKubeApi;
+  let op: Operator;
+  let queue: Queue;
+
+  beforeAll(async () => {
+    redisServer = await startRedis({ appendOnly: false });
+    redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
+    api = await FakeKubeApi.start({ simulateWorkloads: true });
+    queue = new Queue(runQueueName(MODE), { connection: redis, prefix: QUEUE_PREFIX });
+    op = await startOperator({
+      config: config({ ISLET_OPERATOR_IDENTITY: 'op-main', ISLET_OPERATOR_LEASE_NAME: 'main' }),
+      kubeConfig: api.kubeConfig(),
+      redis,
+      log: silent,
+      defaultMetrics: false,
+    });
+  });
+  afterAll(async () => {
+    await op?.stop();
+    await queue?.close();
+    await api?.stop();
+    redis?.disconnect();
+    await redisServer?.stop();
+  });
+
+  it('creates the Deployment with the mode’s security profile and reports Ready with observedGeneration', async () => {
+    api.apply(POOLS, ns, pool('ww', {}));
+    const d = await waitFor(
+      'deployment',
+      () => api.get(DEPLOYS, ns, 'ww-runner') as V1Deployment | undefined,
+    );
+    const podSpec = d.spec?.template.spec;
+    expect(d.spec?.replicas).toBe(1);
+    expect(podSpec?.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(600);
+    expect(podSpec?.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'Localhost', localhostProfile: 'islet/workspace-write.json' },
+    });
+    expect(podSpec?.containers[0]?.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'Localhost', localhostProfile: 'islet/workspace-write.json' },
+    });
+    expect(podSpec?.containers[0]?.envFrom).toEqual([
+      { configMapRef: { name: 'islet-runner-env' } },
+      { secretRef: { name: 'islet-seal' } },
+    ]);
+    expect(d.metadata?.ownerReferences?.[0]?.kind).toBe('RunnerPool');
+    const ready = await waitFor('Ready=True', () => {
+      const c = conditionOf(api, 'ww', 'Ready');
+      return c?.status === 'True' ? c : undefined;
+    });
+    expect(ready.observedGeneration).toBe(1);
+    expect(conditionOf(api, 'ww', 'Stalled')?.status).toBe('False');
+    // Status is written through the status subresource.
+    expect(api.requests.some((r) => r.method === 'PUT' && r.path.endsWith('/runnerpools/ww/status'))).toBe(
+      true,
+    );
+  });
+
+  it('scales up when real BullMQ jobs queue (waiting + paused-for-decision)', async () => {
+    await queue.addBulk(Array.from({ length: 7 }, (_, i) => ({ name: 'run', data: { i } })));
+    await redis.zadd(pausedRunsKey(MODE), Date.now(), 'run-paused-1'); // 7 + 1 = 8 → ceil(8/2) = 4
+    await waitFor('4 replicas', () => replicasOf(api, 'ww') === 4);
+    await waitFor('4 pods', () => podsOf(api, 'ww').length === 4);
+    const pool = api.get(POOLS, ns, 'ww') as RunnerPool;
+    await waitFor(
+      'status desired 4',
+      () => (api.get(POOLS, ns, 'ww') as RunnerPool).status?.desiredReplicas === 4,
+    );
+    expect(pool.status?.lastScaleTime).toBeTruthy();
+    const text = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
+    expect(text).toContain('islet_operator_scale_events_total{pool="ww",direction="up"}');
+    expect(text).toMatch(/islet_operator_desired_replicas\{pool="ww"\} 4/);
+    expect(text).toMatch(/islet_operator_reconcile_total\{result="ok"\} \d+/);
+  });
+
+  it('holds replicas through the scale-down window, then drains the idle pods, keeping the busy one', async () => {
+    const pods = podsOf(api, 'ww');
+    const busyPod = pods[2]!.metadata!.name!;
+    // A real worker named after a pod takes one job and keeps it active: that pod is busy.
+    await queue.drain(true);
+    await redis.del(pausedRunsKey(MODE));
+    await queue.add('run', { long: true });
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const worker = new Worker(runQueueName(MODE), () => held, {
+      connection: { host: '127.0.0.1', port: redisServer.port, maxRetriesPerRequest: null },
+      prefix: QUEUE_PREFIX,
+      name: busyPod,
+    });
+    await waitFor('job active', async () => (await queue.getJobCounts('active')).active === 1);
+    const drainedAt = Date.now();
+    // Depth is now 1 → 1 replica wanted, but the 4 stays for the 2 s window.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(replicasOf(api, 'ww')).toBe(4);
+    await waitFor('1 replica', () => replicasOf(api, 'ww') === 1);
+    expect(Date.now() - drainedAt).toBeGreaterThanOrEqual(1800);
+    await waitFor('1 pod', () => podsOf(api, 'ww').length === 1);
+    expect(podsOf(api, 'ww')[0]?.metadata?.name).toBe(busyPod);
+    expect(api.deletedPods).toHaveLength(3);
+    expect(api.deletedPods).not.toContain(busyPod);
+    // The deleted pods carried the drain mark before replicas dropped.
+    const marks = api.requests.filter((r) => r.method === 'PATCH' && r.path.includes('/pods/'));
+    expect(marks.length).toBeGreaterThanOrEqual(3);
+    expect(marks.every((r) => r.contentType === 'application/merge-patch+json')).toBe(true);
+    const survivor = podsOf(api, 'ww')[0]!;
+    expect(survivor.metadata?.annotations?.[DRAINING_ANNOTATION]).toBeUndefined();
+    expect(survivor.metadata?.annotations?.[DELETION_COST_ANNOTATION]).toBeUndefined();
+    const text = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
+    expect(text).toContain('islet_operator_scale_events_total{pool="ww",direction="down"}');
+    release();
+    await worker.close();
+  });
+
+  it('reports Stalled with the new observedGeneration for an invalid spec, and recovers', async () => {
+    api.apply(POOLS, ns, pool('ww', { minReplicas: 9, maxReplicas: 2 }));
+    const stalled = await waitFor('Stalled', () => {
+      const c = conditionOf(api, 'ww', 'Stalled');
+      return c?.status === 'True' ? c : undefined;
+    });
+    expect(stalled.reason).toBe('InvalidSpec');
+    expect(stalled.observedGeneration).toBe(2);
+    expect((api.get(POOLS, ns, 'ww') as RunnerPool).status?.observedGeneration).toBe(2);
+    api.apply(POOLS, ns, pool('ww', { minReplicas: 2 }));
+    await waitFor('recovered', () => {
+      const c = conditionOf(api, 'ww', 'Stalled');
+      return c?.status === 'False' && c.observedGeneration === 3;
+    });
+    await waitFor('min 2 applied', () => replicasOf(api, 'ww') === 2);
+  });
+
+  it('re-establishes dropped watches and re-lists after 410 Expired', async () => {
+    const watchesBefore = api.requests.filter((r) => r.query.watch === 'true').length;
+    expect(api.dropWatches()).toBe(2);
+    await waitFor('watches back', () => api.openWatches === 2);
+    const resumed = api.requests.filter((r) => r.query.watch === 'true').slice(watchesBefore);
+    expect(resumed.every((r) => Number(r.query.resourceVersion) > 0)).toBe(true);
+
+    const listsBefore = api.requests.filter(
+      (r) => r.method === 'GET' && !r.query.watch && r.path.endsWith('/runnerpools'),
+    ).length;
+    api.compact();
+    api.dropWatches();
+    await waitFor('relisted', () => {
+      const lists = api.requests.filter(
+        (r) => r.method === 'GET' && !r.query.watch && r.path.endsWith('/runnerpools'),
+      );
+      return lists.length > listsBefore && api.openWatches === 2;
+    });
+    const text = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
+    expect(text).toMatch(/islet_operator_watch_restarts_total\{resource="runnerpools",reason="closed"\} \d/);
+    expect(text).toMatch(/islet_operator_watch_restarts_total\{resource="runnerpools",reason="expired"\} \d/);
+
+    // Still reacting to events after the restarts: a new image rolls the Deployment.
+    api.apply(POOLS, ns, pool('ww', { minReplicas: 2, image: 'islet/runner:v2' }));
+    await waitFor(
+      'new image',
+      () =>
+        (api.get(DEPLOYS, ns, 'ww-runner') as V1Deployment).spec?.template.spec?.containers[0]?.image ===
+        'islet/runner:v2',
+    );
+  });
+
+  it('retries after API errors and counts them', async () => {
+    api.failNext('GET', '/deployments/ww-runner', 503, 2);
+    api.apply(POOLS, ns, pool('ww', { minReplicas: 3, image: 'islet/runner:v2' }));
+    await waitFor('3 replicas', () => replicasOf(api, 'ww') === 3);
+    const text = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
+    expect(text).toMatch(/islet_operator_reconcile_total\{result="error"\} [1-9]/);
+  });
+});
+
+describe('leader election over a coordination.k8s.io/v1 Lease', () => {
+  let redisServer: RedisServer;
+  let redis: Redis;
+  let api: FakeKubeApi;
+  let child: ChildProcess | undefined;
+  let standby: Operator | undefined;
+  let dir: string;
+
+  beforeAll(async () => {
+    redisServer = await startRedis({ appendOnly: false });
+    redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
+    api = await FakeKubeApi.start({ simulateWorkloads: true });
+    dir = mkdtempSync(join(tmpdir(), 'islet-op-'));
+  });
+  afterAll(async () => {
+    child?.kill('SIGKILL');
+    await standby?.stop();
+    await api?.stop();
+    redis?.disconnect();
+    await redisServer?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('one operator leads; when it dies without releasing, the other takes over after the Lease expires', async () => {
+    // Operator A: the real main.ts as a child process, with a kubeconfig file for the fake.
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, api.kubeConfig().exportConfig());
+    child = spawn(process.execPath, ['services/operator/src/main.ts'], {
+      env: {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        ISLET_NAMESPACE: ns,
+        ISLET_REDIS_URL: redisServer.url,
+        ISLET_OPERATOR_IDENTITY: 'op-a',
+        ISLET_OPERATOR_METRICS_PORT: '0',
+        ISLET_OPERATOR_HOST: '127.0.0.1',
+        ISLET_OPERATOR_LEASE_DURATION_MS: '1500',
+        ISLET_OPERATOR_RETRY_PERIOD_MS: '200',
+        ISLET_OPERATOR_RESYNC_INTERVAL_MS: '200',
+        ISLET_LOG_LEVEL: 'warn',
+      },
+      cwd: join(import.meta.dirname, '../../..'),
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const lease = () => api.get('coordination.k8s.io/v1/leases', ns, 'islet-operator') as V1Lease | undefined;
+    await waitFor('A leads', () => lease()?.spec?.holderIdentity === 'op-a');
+    api.apply(POOLS, ns, pool('ro', { mode: 'read-only', minReplicas: 2 }));
+    await waitFor('A reconciles', () => replicasOf(api, 'ro') === 2);
+
+    standby = await startOperator({
+      config: config({ ISLET_OPERATOR_IDENTITY: 'op-b' }),
+      kubeConfig: api.kubeConfig(),
+      redis,
+      log: silent,
+      defaultMetrics: false,
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(standby.elector.isLeader).toBe(false);
+    expect(standby.controller()).toBeUndefined();
+    expect(lease()?.spec?.holderIdentity).toBe('op-a');
+
+    const killedAt = Date.now();
+    child.kill('SIGKILL');
+    await waitFor('B leads', () => standby?.elector.isLeader);
+    const tookMs = Date.now() - killedAt;
+    expect(tookMs).toBeGreaterThanOrEqual(1000); // waited for the Lease to run out
+    expect(tookMs).toBeLessThan(6000);
+    expect(lease()?.spec?.holderIdentity).toBe('op-b');
+    expect(lease()?.spec?.leaseTransitions).toBe(1);
+
+    // B now reconciles.
+    api.apply(POOLS, ns, pool('ro', { mode: 'read-only', minReplicas: 3 }));
+    await waitFor('B reconciles', () => replicasOf(api, 'ro') === 3);
+
+    // A clean stop releases the Lease at once.
+    await standby.stop();
+    expect(lease()?.spec?.holderIdentity).toBeUndefined();
+    standby = undefined;
+  });
+});
