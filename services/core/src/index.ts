@@ -1,4 +1,5 @@
 export * from './config.ts';
+export * from './jobs.ts';
 export * from './keys.ts';
 export * from './logger.ts';
 export * from './metrics.ts';

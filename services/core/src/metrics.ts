@@ -7,7 +7,16 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
-export function createMetrics(options: { component: string; defaults?: boolean }) {
+export interface MetricsOptions {
+  component: string;
+  defaults?: boolean;
+  /** Fills islet_queue_depth at scrape time (the gateway reads BullMQ's counts from Redis). */
+  collectQueueDepth?: (
+    set: (labels: { mode: string; state: string }, value: number) => void,
+  ) => Promise<void>;
+}
+
+export function createMetrics(options: MetricsOptions) {
   const registry = new Registry();
   registry.setDefaultLabels({ component: options.component });
   if (options.defaults !== false) collectDefaultMetrics({ register: registry, prefix: 'islet_' });
@@ -39,6 +48,13 @@ export function createMetrics(options: { component: string; defaults?: boolean }
       help: 'Jobs in the run queue of a mode by state',
       labelNames: ['mode', 'state'],
       registers,
+      ...(options.collectQueueDepth
+        ? {
+            async collect(this: Gauge) {
+              await options.collectQueueDepth!((labels, value) => this.set(labels, value));
+            },
+          }
+        : {}),
     }),
     bindingCalls: new Counter({
       name: 'islet_binding_calls_total',

@@ -1,0 +1,428 @@
+import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from './app.ts';
+import { declareBindings, schemaToTs } from './code-api.ts';
+import { slugify } from './connections.ts';
+import { createGatewayDeps } from './create-deps.ts';
+
+let redis: RedisServer;
+let app: FastifyInstance;
+let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let key: string;
+let otherKey: string;
+let adminKey: string;
+let limitedKey: string;
+
+const auth = (k: string) => ({ authorization: `Bearer ${k}` });
+const run = (extra: Record<string, unknown> = {}) => ({
+  code: 'return 1',
+  description: 'Return the number one',
+  sessionId: 's1',
+  turnId: 't1',
+  callId: 'c1',
+  ...extra,
+});
+
+beforeAll(async () => {
+  redis = await startRedis({ appendOnly: false });
+  const config = loadConfig({
+    ISLET_REDIS_URL: redis.url,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+    ISLET_BODY_LIMIT_BYTES: '65536',
+  });
+  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  app = await buildApp(deps);
+  await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
+  await deps.tenants.createTenant({ id: 'other', name: 'Other' });
+  await deps.tenants.createTenant({ id: 'limited', name: 'Limited', rateLimitPerMinute: 3 });
+  limitedKey = (await deps.tenants.createKey('limited', ['apps.use'])).key;
+  key = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read'])).key;
+  otherKey = (await deps.tenants.createKey('other', ['apps.use'])).key;
+  adminKey = (await deps.tenants.createKey('acme', ['platform.admin'])).key;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await deps?.close();
+  await redis?.stop();
+});
+
+function expectProblem(
+  res: { statusCode: number; headers: Record<string, unknown>; json(): unknown },
+  status: number,
+  code: string,
+) {
+  expect(res.statusCode).toBe(status);
+  expect(String(res.headers['content-type'])).toContain('application/problem+json');
+  const body = res.json() as { type: string; status: number; title: string };
+  expect(body.type).toBe(`https://islet.dev/problems/${code}`);
+  expect(body.status).toBe(status);
+  expect(body.title).toBeTruthy();
+  return body as { detail?: string; type: string };
+}
+
+describe('run_code refusals, quoted from the contract', () => {
+  const cases: Array<[Record<string, unknown>, string]> = [
+    [{ description: '' }, 'invalid description: expected a non-empty string'],
+    [{ description: undefined }, 'invalid description: expected a non-empty string'],
+    [{ timeoutMs: 0 }, 'invalid timeoutMs: expected a positive finite number'],
+    [{ timeoutMs: -5 }, 'invalid timeoutMs: expected a positive finite number'],
+    [{ timeoutMs: '100' }, 'invalid timeoutMs: expected a positive finite number'],
+    [
+      { sandbox_permissions: 'workspace-write' },
+      'invalid escalation: sandbox_permissions requires a justification',
+    ],
+    [
+      { justification: 'Because.' },
+      'invalid escalation: justification is only valid together with sandbox_permissions',
+    ],
+    [
+      { sandbox_permissions: 'workspace-write', justification: '  ' },
+      'invalid justification: expected a non-empty sentence',
+    ],
+  ];
+  for (const [extra, refusal] of cases) {
+    it(refusal, async () => {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/runs',
+        headers: auth(key),
+        payload: run(extra),
+      });
+      const p = expectProblem(res, 400, 'validation');
+      expect(p.detail).toBe(refusal);
+    });
+  }
+  it('requires sessionId, turnId and callId', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(key),
+      payload: run({ sessionId: undefined }),
+    });
+    expect(expectProblem(res, 400, 'validation').detail).toContain('sessionId');
+  });
+  it('refuses unknown connections without telling whose they are', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(key),
+      payload: run({ connections: ['conn-nope'] }),
+    });
+    expect(expectProblem(res, 400, 'validation').detail).toBe('unknown connection: conn-nope');
+  });
+});
+
+describe('garbage input never yields a 5xx', () => {
+  it('malformed JSON → 400 malformed-json', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { ...auth(key), 'content-type': 'application/json' },
+      payload: '{"code":',
+    });
+    expectProblem(res, 400, 'malformed-json');
+  });
+  it('wrong content type → 415', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { ...auth(key), 'content-type': 'text/plain' },
+      payload: 'hello',
+    });
+    expectProblem(res, 415, 'unsupported-media-type');
+    const xml = await app.inject({
+      method: 'POST',
+      url: '/v1/connections',
+      headers: { ...auth(key), 'content-type': 'application/xml' },
+      payload: '<a/>',
+    });
+    expectProblem(xml, 415, 'unsupported-media-type');
+  });
+  it('huge body → 413', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(key),
+      payload: run({ code: 'x'.repeat(100_000) }),
+    });
+    expectProblem(res, 413, 'payload-too-large');
+  });
+  it('non-object JSON bodies, empty bodies and odd params → 4xx', async () => {
+    for (const payload of ['[]', '"x"', '42', 'null']) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/runs',
+        headers: { ...auth(key), 'content-type': 'application/json' },
+        payload,
+      });
+      expect(res.statusCode).toBeGreaterThanOrEqual(400);
+      expect(res.statusCode).toBeLessThan(500);
+    }
+    const empty = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { ...auth(key), 'content-type': 'application/json' },
+    });
+    expectProblem(empty, 400, 'malformed-json');
+    const bad = [
+      { method: 'GET' as const, url: `/v1/code-runs/${'x'.repeat(300)}` },
+      { method: 'GET' as const, url: '/v1/sessions/s1/code-runs?limit=abc' },
+      { method: 'GET' as const, url: '/v1/code-runs/%E0%A4%A/events' },
+      { method: 'POST' as const, url: '/v1/code-runs/abc/calls/-1/result', payload: {} },
+      { method: 'PATCH' as const, url: '/v1/platform/settings', payload: { expectedVersion: 'x' } },
+      { method: 'POST' as const, url: '/v1/connections', payload: { name: 'x', kind: 'http' } },
+    ];
+    for (const r of bad) {
+      const res = await app.inject({ ...r, headers: auth(r.method === 'PATCH' ? adminKey : key) });
+      expect(res.statusCode, `${r.method} ${r.url}`).toBeGreaterThanOrEqual(400);
+      expect(res.statusCode, `${r.method} ${r.url}`).toBeLessThan(500);
+      expect(String(res.headers['content-type'])).toContain('application/problem+json');
+    }
+  });
+  it('unknown routes and keys → 404/401 problems', async () => {
+    expectProblem(await app.inject({ method: 'GET', url: '/v2/nothing' }), 404, 'not-found');
+    expectProblem(await app.inject({ method: 'GET', url: '/v1/connections' }), 401, 'unauthorized');
+    expectProblem(
+      await app.inject({ method: 'GET', url: '/v1/connections', headers: auth('isk_wrong') }),
+      401,
+      'unauthorized',
+    );
+    expectProblem(
+      await app.inject({ method: 'POST', url: '/internal/v1/code-runs/x/calls', payload: {} }),
+      401,
+      'unauthorized',
+    );
+  });
+  it('missing scope → 403 forbidden', async () => {
+    const res = await app.inject({
+      method: 'PATCH',
+      url: '/v1/platform/settings',
+      headers: auth(key),
+      payload: { expectedVersion: 1, codeMode: {} },
+    });
+    expectProblem(res, 403, 'forbidden');
+    const list = await app.inject({
+      method: 'GET',
+      url: '/v1/sessions/s1/code-runs',
+      headers: auth(otherKey),
+    });
+    expectProblem(list, 403, 'forbidden');
+  });
+});
+
+describe('rate limit', () => {
+  it('answers 429 with Retry-After past the tenant limit', async () => {
+    const codes: number[] = [];
+    let last: Awaited<ReturnType<typeof app.inject>> | undefined;
+    for (let i = 0; i < 5; i++) {
+      last = await app.inject({ method: 'GET', url: '/v1/connections', headers: auth(limitedKey) });
+      codes.push(last.statusCode);
+    }
+    expect(codes.slice(0, 3)).toEqual([200, 200, 200]);
+    expect(codes[4]).toBe(429);
+    expectProblem(last!, 429, 'rate-limited');
+    expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
+  });
+});
+
+describe('settings', () => {
+  it('PATCH with a stale expectedVersion is a 409', async () => {
+    const cur = (
+      await app.inject({ method: 'GET', url: '/v1/platform/settings', headers: auth(key) })
+    ).json();
+    const ok = await app.inject({
+      method: 'PATCH',
+      url: '/v1/platform/settings',
+      headers: auth(adminKey),
+      payload: {
+        expectedVersion: cur.version,
+        codeMode: { timeoutMs: 30000, memoryMb: 64, outputBytes: 65536 },
+      },
+    });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toMatchObject({
+      version: cur.version + 1,
+      codeMode: { enabled: true, timeoutMs: 30000 },
+    });
+    const stale = await app.inject({
+      method: 'PATCH',
+      url: '/v1/platform/settings',
+      headers: auth(adminKey),
+      payload: { expectedVersion: cur.version, codeMode: { enabled: false } },
+    });
+    const p = expectProblem(stale, 409, 'version-conflict');
+    expect((p as unknown as { currentVersion: number }).currentVersion).toBe(cur.version + 1);
+  });
+});
+
+describe('connections and code-api', () => {
+  it('registers a connection and generates declarations from JSON Schema', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/connections',
+      headers: auth(key),
+      payload: {
+        name: 'Work calendar',
+        kind: 'http',
+        url: 'http://127.0.0.1:1/app',
+        tools: [
+          {
+            name: 'list-events',
+            description: 'List the events of a day',
+            inputSchema: {
+              type: 'object',
+              properties: { day: { type: 'string', description: 'ISO date' } },
+              required: ['day'],
+            },
+            outputSchema: {
+              type: 'object',
+              properties: {
+                events: {
+                  type: 'array',
+                  items: { type: 'object', properties: { title: { type: 'string' } } },
+                },
+              },
+            },
+          },
+          {
+            name: 'send_invite',
+            policy: 'ask',
+            inputSchema: { type: 'object', properties: { to: { type: 'string' } } },
+          },
+        ],
+        resources: [{ name: 'calendars' }],
+      },
+    });
+    expect(res.statusCode).toBe(201);
+    const c = res.json();
+    expect(c.slug).toBe('work_calendar');
+    expect(c.bindings).toEqual([
+      'apps.work_calendar.list_events',
+      'apps.work_calendar.send_invite',
+      'apps.work_calendar.calendars',
+    ]);
+    const dup = await app.inject({
+      method: 'POST',
+      url: '/v1/connections',
+      headers: auth(key),
+      payload: { name: 'work-calendar', kind: 'client' },
+    });
+    expectProblem(dup, 409, 'conflict');
+
+    const api = await app.inject({ method: 'GET', url: '/v1/code-api?q=events', headers: auth(key) });
+    const body = api.json();
+    expect(body.bindings.map((b: { binding: string }) => b.binding)).toEqual(['work_calendar.list_events']);
+    expect(body.declarations).toContain('namespace work_calendar');
+    expect(body.declarations).toContain('function list_events(args: {');
+    expect(body.declarations).toContain('day: string;');
+    expect(body.declarations).toContain('Promise<{');
+    const byConn = await app.inject({
+      method: 'GET',
+      url: `/v1/code-api?connection=${c.id}`,
+      headers: auth(key),
+    });
+    expect(byConn.json().bindings).toHaveLength(3);
+    const otherTenant = await app.inject({ method: 'GET', url: '/v1/code-api', headers: auth(otherKey) });
+    expect(otherTenant.json().bindings).toHaveLength(0);
+    expectProblem(
+      await app.inject({ method: 'GET', url: `/v1/connections/${c.id}`, headers: auth(otherKey) }),
+      404,
+      'not-found',
+    );
+    expectProblem(
+      await app.inject({ method: 'DELETE', url: `/v1/connections/${c.id}`, headers: auth(otherKey) }),
+      404,
+      'not-found',
+    );
+  });
+  it('slugs and schema rendering', () => {
+    expect(slugify('Work calendar')).toBe('work_calendar');
+    expect(slugify('list-events')).toBe('list_events');
+    expect(slugify('3D Printer!')).toBe('_3d_printer');
+    expect(schemaToTs({ type: 'array', items: { enum: ['a', 'b'] } })).toBe('Array<"a" | "b">');
+    expect(schemaToTs({ type: ['string', 'null'] })).toBe('string | null');
+    expect(declareBindings([]).declarations).toContain('function call(name: string');
+  });
+});
+
+describe('runs through inject (no runner)', () => {
+  it('202 with Location, readable by its tenant only, idempotent with Idempotency-Key', async () => {
+    const headers = { ...auth(key), 'idempotency-key': 'abc-1' };
+    const first = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: run() });
+    expect(first.statusCode).toBe(202);
+    const rec = first.json();
+    expect(first.headers.location).toBe(`/v1/code-runs/${rec.id}`);
+    expect(rec).toMatchObject({
+      session: 's1',
+      turn: 't1',
+      callId: 'c1',
+      status: 'Running',
+      code: 'return 1',
+      reason: 'Return the number one',
+      calls: [],
+    });
+    const again = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: run() });
+    expect(again.json().id).toBe(rec.id);
+    const conflict = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers,
+      payload: run({ code: 'return 2' }),
+    });
+    expectProblem(conflict, 409, 'idempotency-conflict');
+    expect(await deps.queues['read-only'].getJob(rec.id)).toBeTruthy();
+
+    expect(
+      (await app.inject({ method: 'GET', url: `/v1/code-runs/${rec.id}`, headers: auth(key) })).statusCode,
+    ).toBe(200);
+    for (const r of [
+      { method: 'GET' as const, url: `/v1/code-runs/${rec.id}` },
+      { method: 'GET' as const, url: `/v1/code-runs/${rec.id}/events` },
+      { method: 'POST' as const, url: `/v1/code-runs/${rec.id}/cancel` },
+      { method: 'POST' as const, url: `/v1/code-runs/${rec.id}/calls/0/result`, payload: { result: 1 } },
+    ]) {
+      expectProblem(await app.inject({ ...r, headers: auth(otherKey) }), 404, 'not-found');
+    }
+    // Code is sealed at rest.
+    expect(await deps.redis.hget(`islet:run:{${rec.id}}`, 'code')).toMatch(/^v1\./);
+
+    // Cancel while queued ends it here.
+    const cancelled = await app.inject({
+      method: 'POST',
+      url: `/v1/code-runs/${rec.id}/cancel`,
+      headers: auth(key),
+    });
+    expect(cancelled.statusCode).toBe(202);
+    expect(cancelled.json()).toMatchObject({
+      status: 'Cancelled',
+      result: { _tag: 'Failed', reason: 'Cancelled' },
+    });
+    expectProblem(
+      await app.inject({ method: 'POST', url: `/v1/code-runs/${rec.id}/cancel`, headers: auth(key) }),
+      409,
+      'run-finished',
+    );
+
+    const list = await app.inject({
+      method: 'GET',
+      url: '/v1/sessions/s1/code-runs?limit=1',
+      headers: auth(key),
+    });
+    expect(list.json().items[0].id).toBe(rec.id);
+  });
+  it('serves health, metrics, openapi and docs', async () => {
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    const m = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(m.body).toContain('islet_http_requests_total');
+    expect(m.body).toContain('islet_queue_depth{mode="read-only",state="waiting"');
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toContain('/v1/runs');
+    expect((await app.inject({ method: 'GET', url: '/docs' })).body).toContain('/openapi.json');
+  });
+});

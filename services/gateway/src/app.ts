@@ -1,0 +1,47 @@
+/** `buildApp(deps)`: the fastify app without `listen`, so tests drive it through `inject()`. */
+
+import { problem } from '@islet/protocol';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createAuth } from './auth.ts';
+import { createBindingCalls } from './binding-calls.ts';
+import type { GatewayDeps } from './deps.ts';
+import { installProblemHandlers, sendProblem } from './problem-reply.ts';
+import type { RouteContext } from './routes/context.ts';
+import { registerRoutes } from './routes/index.ts';
+import { createRunsService } from './runs-service.ts';
+
+export interface BuildAppOptions {
+  /** Extra route groups (decisions, skills, …), registered after the built-in ones. */
+  routes?: Array<(ctx: RouteContext) => Parameters<FastifyInstance['register']>[0]>;
+}
+
+export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as unknown as FastifyBaseLogger,
+    bodyLimit: deps.config.ISLET_BODY_LIMIT_BYTES,
+    disableRequestLogging: true,
+    return503OnClosing: true,
+    // ids arrive in URLs; keep them bounded
+    maxParamLength: 256,
+    // Bad URL encoding and similar router-level errors get the same problem+json shape.
+    frameworkErrors: (error, _request, reply) => {
+      sendProblem(reply, problem('validation', error.message));
+    },
+  });
+  // Only JSON bodies are accepted; anything else is a 415 problem, not a string to trip over.
+  app.removeContentTypeParser('text/plain');
+  installProblemHandlers(app);
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    deps.metrics.httpRequests.inc({ route, method: request.method, code: String(reply.statusCode) });
+    deps.metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+  });
+  const ctx: RouteContext = {
+    deps,
+    auth: createAuth(deps),
+    runsService: createRunsService(deps),
+    bindingCalls: createBindingCalls(deps),
+  };
+  await registerRoutes(app, ctx, options.routes);
+  return app;
+}

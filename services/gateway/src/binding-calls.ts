@@ -1,0 +1,196 @@
+/**
+ * Serves one binding call from a runner. The order that makes "never sent twice" hold lives in
+ * `@islet/journal`'s call processor (claim → policy → decision → markSent → App call → complete);
+ * this module supplies what only the gateway knows: which connection and tool a binding is, its
+ * policy, and how the App is reached (`http`: POST to its URL; `client`: the call goes out on the
+ * run's event stream and the caller answers, possibly through another gateway replica, via Redis).
+ */
+import type { StoredRun } from '@islet/core';
+import { keys } from '@islet/core';
+import type { BindingCall, BindingOutcome } from '@islet/engine';
+import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
+import type { GatewayDeps } from './deps.ts';
+import { outcomeRecord } from './record.ts';
+
+const failed = (reason: string, message: string, extra: Record<string, unknown> = {}): BindingOutcome => ({
+  type: 'error',
+  name: 'AppCallFailed',
+  message,
+  details: { reason, ...extra },
+});
+
+export interface ServedCall {
+  outcome: BindingOutcome;
+  deliverySeq?: number;
+}
+
+export function createBindingCalls(deps: GatewayDeps) {
+  const { runs, journal, decisions, connections, config, metrics, logger } = deps;
+  const doFetch = deps.fetch ?? fetch;
+  const processor = createCallProcessor({ journal, decisions });
+
+  async function httpCall(
+    run: StoredRun,
+    call: BindingCall,
+    source: CallSource,
+    url: string,
+    ctx: { idempotencyKey: string; operationId: string; input?: unknown },
+  ): Promise<BindingOutcome> {
+    let res: Response;
+    try {
+      const body: Record<string, unknown> = {
+        tool: source.name,
+        kind: source.kind,
+        arguments: JSON.parse(call.argsJson),
+      };
+      if (ctx.input !== undefined) body.input = ctx.input;
+      res = await doFetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': ctx.idempotencyKey,
+          'x-islet-run': run.id,
+          'x-islet-operation-id': ctx.operationId,
+        },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(config.ISLET_APP_CALL_TIMEOUT_MS),
+      });
+    } catch (err) {
+      const timeout = (err as Error).name === 'TimeoutError';
+      return timeout
+        ? failed('timeout', `the App did not answer within ${config.ISLET_APP_CALL_TIMEOUT_MS}ms`)
+        : failed('unreachable', `the App could not be reached: ${(err as Error).message}`);
+    }
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      return failed('unreachable', `the App's answer broke off: ${(err as Error).message}`);
+    }
+    if (!res.ok) return failed('http-status', `the App answered HTTP ${res.status}`, { status: res.status });
+    try {
+      return { type: 'result', valueJson: JSON.stringify(text.length === 0 ? null : JSON.parse(text)) };
+    } catch {
+      return failed('bad-json', 'the App answered with a body that is not JSON');
+    }
+  }
+
+  async function clientCall(
+    run: StoredRun,
+    attempt: number,
+    call: BindingCall,
+    source: CallSource,
+    signal: AbortSignal,
+    ctx: { idempotencyKey: string; operationId: string; input?: unknown },
+  ): Promise<BindingOutcome> {
+    const pendingKey = keys.clientCallPending(run.id, call.index);
+    const resultKey = keys.clientCallResult(run.id, call.index);
+    const ttl = Math.ceil(config.ISLET_CLIENT_CALL_TIMEOUT_MS / 1000) + 60;
+    await deps.redis.set(pendingKey, String(attempt), 'EX', ttl);
+    const event: Record<string, unknown> = {
+      index: call.index,
+      binding: call.binding,
+      source,
+      operationId: ctx.operationId,
+      idempotencyKey: ctx.idempotencyKey,
+      arguments: JSON.parse(call.argsJson),
+      answer: `/v1/code-runs/${run.id}/calls/${call.index}/result`,
+    };
+    if (ctx.input !== undefined) event.input = ctx.input;
+    await runs.appendEvent(run.id, 'call.requested', event);
+    // BLPOP blocks its connection, so each waiting call gets its own; short slices let it notice
+    // a cancelled run or a runner that went away.
+    const blocking = deps.blockingRedis();
+    const deadline = Date.now() + config.ISLET_CLIENT_CALL_TIMEOUT_MS;
+    try {
+      while (!signal.aborted && Date.now() < deadline) {
+        const got = await blocking.blpop(
+          resultKey,
+          Math.max(0.1, Math.min(2, (deadline - Date.now()) / 1000)),
+        );
+        if (got) return JSON.parse(deps.sealer.open(got[1])) as BindingOutcome;
+        const status = await deps.redis.hget(keys.run(run.id), 'status');
+        if (status !== 'Running') break;
+      }
+      await deps.redis.del(pendingKey);
+      return failed('timeout', `the client did not answer call ${call.index} in time`);
+    } finally {
+      blocking.disconnect();
+    }
+  }
+
+  /** Null when the run does not exist. */
+  async function serve(
+    runId: string,
+    attempt: number,
+    call: BindingCall & { takeover?: boolean },
+    signal: AbortSignal,
+  ): Promise<ServedCall | null> {
+    const started = process.hrtime.bigint();
+    const run = await runs.get(runId);
+    if (!run) return null;
+    const spec = run.request.bindings.find((b) => b.binding === call.binding);
+    const source: CallSource | undefined = spec && {
+      connectionId: spec.connectionId,
+      connectionName: spec.connectionName,
+      name: spec.name,
+      kind: spec.kind,
+    };
+    const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
+    const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
+    // Reads (resources, prompts) are always allowed; a vanished connection or tool fails the call.
+    const policy = tool?.policy ?? 'allow';
+
+    const processed = await processor.process({
+      run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code },
+      attempt,
+      call: {
+        index: call.index,
+        binding: call.binding,
+        argsJson: call.argsJson,
+        ...(source ? { source } : {}),
+      },
+      policy,
+      approval: 'stop',
+      ...(call.takeover ? { takeover: true } : {}),
+      signal,
+      send: async (ctx) => {
+        if (!spec || !source) return failed('unknown-binding', `the run has no binding "${call.binding}"`);
+        if (!connection)
+          return failed('connection-removed', `connection ${spec.connectionId} no longer exists`);
+        if (spec.kind === 'tool' && !tool)
+          return failed('tool-removed', `${spec.name} is no longer a tool of ${connection.name}`);
+        return connection.kind === 'http'
+          ? httpCall(run, call, source, connection.url!, ctx)
+          : clientCall(run, attempt, call, source, signal, ctx);
+      },
+      onDecisionNeeded: async (decision) => {
+        await runs.setStatus(run, 'Waiting', { atCall: call.index });
+        await runs.appendEvent(run.id, 'decision.needed', { ...decisionView(decision) });
+      },
+      onDecisionAnswered: async () => {
+        await runs.setStatus(run, 'Running');
+      },
+    });
+
+    const label = processed.label;
+    metrics.bindingCalls.inc({ outcome: label });
+    metrics.bindingCallDuration.observe({ outcome: label }, Number(process.hrtime.bigint() - started) / 1e9);
+    if (label !== 'replayed') {
+      await runs.appendEvent(run.id, 'call', {
+        index: call.index,
+        binding: call.binding,
+        ...(source ? { source } : {}),
+        outcome: outcomeRecord(processed.outcome),
+      });
+    }
+    logger.debug({ runId, index: call.index, label }, 'binding call served');
+    const out: ServedCall = { outcome: processed.outcome };
+    if (processed.deliverySeq !== undefined) out.deliverySeq = processed.deliverySeq;
+    return out;
+  }
+
+  return { serve };
+}
+
+export type BindingCalls = ReturnType<typeof createBindingCalls>;

@@ -1,0 +1,135 @@
+/**
+ * TypeScript declarations of a tenant's bindings, generated from the tools' JSON Schemas, for
+ * `GET /v1/code-api` (Code Mode's `openbot_code_api`). Only the JSON Schema an Agent needs to
+ * write a call is rendered; anything unknown becomes `unknown`, never an error.
+ */
+import { type Connection, slugify } from './connections.ts';
+
+type Schema = Record<string, unknown>;
+
+const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+export function schemaToTs(schema: unknown, depth = 0): string {
+  if (!schema || typeof schema !== 'object' || depth > 8) return 'unknown';
+  const s = schema as Schema;
+  if (Array.isArray(s.enum)) return s.enum.map((v) => JSON.stringify(v)).join(' | ') || 'never';
+  if ('const' in s) return JSON.stringify(s.const);
+  for (const k of ['anyOf', 'oneOf'] as const) {
+    if (Array.isArray(s[k])) return (s[k] as unknown[]).map((x) => schemaToTs(x, depth + 1)).join(' | ');
+  }
+  if (Array.isArray(s.allOf)) return (s.allOf as unknown[]).map((x) => schemaToTs(x, depth + 1)).join(' & ');
+  const type = s.type;
+  if (Array.isArray(type)) return type.map((t) => schemaToTs({ ...s, type: t }, depth + 1)).join(' | ');
+  switch (type) {
+    case 'string':
+      return 'string';
+    case 'number':
+    case 'integer':
+      return 'number';
+    case 'boolean':
+      return 'boolean';
+    case 'null':
+      return 'null';
+    case 'array':
+      return `Array<${schemaToTs(s.items, depth + 1)}>`;
+    case 'object':
+    case undefined: {
+      const props = (s.properties ?? {}) as Record<string, unknown>;
+      const required = new Set(Array.isArray(s.required) ? (s.required as string[]) : []);
+      const entries = Object.entries(props);
+      if (entries.length === 0 && type === undefined) return 'unknown';
+      const pad = '  '.repeat(depth + 1);
+      const lines = entries.map(([k, v]) => {
+        const desc = (v as Schema | undefined)?.description;
+        const doc = typeof desc === 'string' ? `${pad}/** ${desc.replace(/\*\//g, '* /')} */\n` : '';
+        const key = IDENT.test(k) ? k : JSON.stringify(k);
+        return `${doc}${pad}${key}${required.has(k) ? '' : '?'}: ${schemaToTs(v, depth + 1)};`;
+      });
+      if (s.additionalProperties && typeof s.additionalProperties === 'object')
+        lines.push(`${pad}[key: string]: ${schemaToTs(s.additionalProperties, depth + 1)};`);
+      if (lines.length === 0) return 'Record<string, unknown>';
+      return `{\n${lines.join('\n')}\n${'  '.repeat(depth)}}`;
+    }
+    default:
+      return 'unknown';
+  }
+}
+
+export interface DeclaredBinding {
+  binding: string;
+  connectionId: string;
+  connectionName: string;
+  kind: 'tool' | 'resource' | 'prompt';
+  name: string;
+  description?: string;
+  declaration: string;
+}
+
+const comment = (text: string | undefined, pad: string) =>
+  text ? `${pad}/** ${text.replace(/\*\//g, '* /').replace(/\n/g, ' ')} */\n` : '';
+
+export function declareBindings(connections: Connection[], filter: { q?: string; connection?: string } = {}) {
+  const words = (filter.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
+  const wanted = filter.connection?.toLowerCase();
+  const bindings: DeclaredBinding[] = [];
+  const blocks: string[] = [];
+  for (const c of connections) {
+    if (wanted && ![c.id, c.slug, c.name.toLowerCase()].includes(wanted)) continue;
+    const members: string[] = [];
+    const items = [
+      ...c.tools.map((t) => ({ kind: 'tool' as const, ...t })),
+      ...c.resources.map((r) => ({
+        kind: 'resource' as const,
+        ...r,
+        inputSchema: undefined,
+        outputSchema: undefined,
+      })),
+      ...c.prompts.map((p) => ({
+        kind: 'prompt' as const,
+        ...p,
+        inputSchema: undefined,
+        outputSchema: undefined,
+      })),
+    ];
+    for (const item of items) {
+      const cap = slugify(item.name);
+      const binding = `${c.slug}.${cap}`;
+      const hay = `${binding} ${item.name} ${item.description ?? ''} ${c.name}`.toLowerCase();
+      if (words.length && !words.every((w) => hay.includes(w))) continue;
+      const args =
+        item.kind === 'tool'
+          ? schemaToTs(item.inputSchema ?? { type: 'object' }, 2)
+          : 'Record<string, unknown>';
+      const out = item.outputSchema ? schemaToTs(item.outputSchema, 2) : 'unknown';
+      const policy =
+        item.kind === 'tool' && 'policy' in item && item.policy !== 'allow'
+          ? ` (policy: ${item.policy})`
+          : '';
+      const declaration = `${comment(`${item.description ?? item.name}${policy}`, '    ')}    function ${cap}(args${item.kind === 'tool' ? '' : '?'}: ${args}): Promise<${out}>;`;
+      members.push(declaration);
+      const d: DeclaredBinding = {
+        binding,
+        connectionId: c.id,
+        connectionName: c.name,
+        kind: item.kind,
+        name: item.name,
+        declaration,
+      };
+      if (item.description) d.description = item.description;
+      bindings.push(d);
+    }
+    if (members.length)
+      blocks.push(
+        `${comment(`Connection "${c.name}" (${c.id})`, '  ')}  namespace ${c.slug} {\n${members.join('\n')}\n  }`,
+      );
+  }
+  const declarations = [
+    'declare namespace apps {',
+    ...blocks,
+    '  /** Calls a binding by name: apps.call("connection.capability", args). */',
+    '  function call(name: string, args?: unknown): Promise<unknown>;',
+    '}',
+    '',
+  ].join('\n');
+  return { declarations, bindings };
+}

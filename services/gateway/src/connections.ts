@@ -1,0 +1,103 @@
+/**
+ * A tenant's connections (Apps): their tools, resources and prompts, each tool's policy, and how
+ * calls reach the App (`http`: the gateway POSTs; `client`: the caller answers on the run's
+ * event stream). Stored per tenant in one Redis hash (id → JSON).
+ */
+import { randomBytes } from 'node:crypto';
+import { type BindingSpec, keys } from '@islet/core';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+
+const jsonSchema = z.record(z.string(), z.unknown());
+const name = z.string().min(1).max(100);
+
+export const toolSchema = z.object({
+  name,
+  description: z.string().max(2000).optional(),
+  inputSchema: jsonSchema.default({ type: 'object' }),
+  outputSchema: jsonSchema.optional(),
+  policy: z.enum(['allow', 'ask', 'deny']).default('allow'),
+});
+const readSchema = z.object({ name, description: z.string().max(2000).optional() });
+
+export const connectionInputSchema = z
+  .object({
+    name: z.string().min(1).max(100),
+    kind: z.enum(['http', 'client']),
+    url: z.string().url().optional(),
+    tools: z.array(toolSchema).max(200).default([]),
+    resources: z.array(readSchema).max(200).default([]),
+    prompts: z.array(readSchema).max(200).default([]),
+  })
+  .refine((c) => c.kind !== 'http' || (c.url && /^https?:/.test(c.url)), {
+    message: 'an http connection needs an http(s) url',
+    path: ['url'],
+  });
+
+export type ConnectionInput = z.infer<typeof connectionInputSchema>;
+export type Connection = ConnectionInput & { id: string; slug: string; createdAt: number };
+export type Tool = z.infer<typeof toolSchema>;
+
+/** "Work calendar" → `work_calendar`; "list-events" → `list_events` (plain identifiers). */
+export function slugify(text: string): string {
+  let s = text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
+  if (!s) s = 'app';
+  if (/^[0-9]/.test(s)) s = `_${s}`;
+  return s;
+}
+
+export function bindingsOf(c: Connection): BindingSpec[] {
+  const out: BindingSpec[] = [];
+  const base = { connectionId: c.id, connectionName: c.name };
+  for (const t of c.tools)
+    out.push({ ...base, binding: `${c.slug}.${slugify(t.name)}`, name: t.name, kind: 'tool' });
+  for (const r of c.resources)
+    out.push({ ...base, binding: `${c.slug}.${slugify(r.name)}`, name: r.name, kind: 'resource' });
+  for (const p of c.prompts)
+    out.push({ ...base, binding: `${c.slug}.${slugify(p.name)}`, name: p.name, kind: 'prompt' });
+  return out;
+}
+
+export function createConnectionStore(redis: Redis) {
+  return {
+    async create(
+      tenant: string,
+      input: ConnectionInput,
+    ): Promise<{ ok: true; connection: Connection } | { ok: false; detail: string }> {
+      const slug = slugify(input.name);
+      const existing = await this.list(tenant);
+      if (existing.some((c) => c.slug === slug))
+        return { ok: false, detail: `a connection with binding name "${slug}" already exists` };
+      const seen = new Set<string>();
+      for (const n of [...input.tools, ...input.resources, ...input.prompts].map((x) => slugify(x.name))) {
+        if (seen.has(n))
+          return { ok: false, detail: `two capabilities map to the binding name "${slug}.${n}"` };
+        seen.add(n);
+      }
+      const connection: Connection = {
+        ...input,
+        id: `conn-${randomBytes(6).toString('hex')}`,
+        slug,
+        createdAt: Date.now(),
+      };
+      await redis.hset(keys.connections(tenant), connection.id, JSON.stringify(connection));
+      return { ok: true, connection };
+    },
+    async get(tenant: string, id: string): Promise<Connection | null> {
+      const raw = await redis.hget(keys.connections(tenant), id);
+      return raw ? (JSON.parse(raw) as Connection) : null;
+    },
+    async list(tenant: string): Promise<Connection[]> {
+      const all = await redis.hvals(keys.connections(tenant));
+      return all.map((raw) => JSON.parse(raw) as Connection).sort((a, b) => a.createdAt - b.createdAt);
+    },
+    async remove(tenant: string, id: string): Promise<boolean> {
+      return (await redis.hdel(keys.connections(tenant), id)) === 1;
+    },
+  };
+}
+
+export type ConnectionStore = ReturnType<typeof createConnectionStore>;

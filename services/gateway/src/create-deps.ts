@@ -1,0 +1,79 @@
+/** Wires a gateway's dependencies from its configuration: Redis connections, stores, queues, metrics. */
+import {
+  createMetrics,
+  createRedis,
+  createRunStore,
+  createSettingsStore,
+  createTenantStore,
+  type IsletConfig,
+  type Logger,
+  type RunJobData,
+  sealerFromConfig,
+} from '@islet/core';
+import { createCallJournal, createDecisionStore } from '@islet/journal';
+import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+import { Queue } from 'bullmq';
+import { createConnectionStore } from './connections.ts';
+import type { GatewayDeps } from './deps.ts';
+import { createEventHub } from './event-hub.ts';
+
+export async function createGatewayDeps(
+  config: IsletConfig,
+  logger: Logger,
+): Promise<GatewayDeps & { close(): Promise<void> }> {
+  const redis = createRedis(config.ISLET_REDIS_URL);
+  const subscriber = createRedis(config.ISLET_REDIS_URL);
+  const sealer = sealerFromConfig(config);
+  const queues = Object.fromEntries(
+    SANDBOX_MODES.map((mode) => [
+      mode,
+      new Queue<RunJobData>(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX }),
+    ]),
+  ) as Record<SandboxMode, Queue<RunJobData>>;
+  for (const q of Object.values(queues))
+    q.on('error', (err) => logger.warn({ err }, 'queue connection error'));
+  // Queue depth is read from Redis at scrape time: accurate across replicas, no background loop.
+  const metrics = createMetrics({
+    component: 'gateway',
+    async collectQueueDepth(set) {
+      for (const mode of SANDBOX_MODES) {
+        try {
+          const counts = await queues[mode].getJobCounts(
+            'waiting',
+            'prioritized',
+            'active',
+            'delayed',
+            'paused',
+          );
+          for (const [state, n] of Object.entries(counts)) set({ mode, state }, n);
+        } catch {
+          // Redis down: keep the last values rather than failing the scrape.
+        }
+      }
+    },
+  });
+  const hub = createEventHub(subscriber);
+  await hub.start();
+  return {
+    config,
+    redis,
+    sealer,
+    blockingRedis: () => redis.duplicate(),
+    runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    tenants: createTenantStore(redis),
+    settings: createSettingsStore(redis),
+    connections: createConnectionStore(redis),
+    journal: createCallJournal({ redis, sealer, ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    decisions: createDecisionStore({ redis, sealer }),
+    queues,
+    hub,
+    metrics,
+    logger,
+    async close() {
+      hub.close();
+      await Promise.all(Object.values(queues).map((q) => q.close()));
+      subscriber.disconnect();
+      redis.disconnect();
+    },
+  };
+}

@@ -1,0 +1,36 @@
+import type {
+  IsletConfig,
+  Logger,
+  Metrics,
+  RunJobData,
+  RunStore,
+  Sealer,
+  SettingsStore,
+  TenantStore,
+} from '@islet/core';
+import type { CallJournal, DecisionStore } from '@islet/journal';
+import type { SandboxMode } from '@islet/protocol';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { ConnectionStore } from './connections.ts';
+import type { EventHub } from './event-hub.ts';
+
+export interface GatewayDeps {
+  config: IsletConfig;
+  redis: Redis;
+  sealer: Sealer;
+  /** A connection only for blocking reads (BLPOP of client-call answers); duplicated per wait. */
+  blockingRedis: () => Redis;
+  runs: RunStore;
+  tenants: TenantStore;
+  settings: SettingsStore;
+  connections: ConnectionStore;
+  journal: CallJournal;
+  decisions: DecisionStore;
+  queues: Record<SandboxMode, Queue<RunJobData>>;
+  hub: EventHub;
+  metrics: Metrics;
+  logger: Logger;
+  /** fetch used for `http` App calls (injectable for tests). */
+  fetch?: typeof fetch;
+}

@@ -1,0 +1,131 @@
+/** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
+import { codeModeSettingsSchema } from '@islet/core';
+import { codeRunRecordSchema, PROBLEM_BASE } from '@islet/protocol';
+import { z } from 'zod';
+import { connectionInputSchema } from './connections.ts';
+import { runPlacementSchema } from './run-request.ts';
+
+const runRequest = z.object({
+  code: z.string().describe('The program: the body of an async function.'),
+  description: z.string().describe('Five to ten words in active voice.'),
+  timeoutMs: z.number().positive().optional(),
+  sandbox_permissions: z.enum(['read-only', 'workspace-write', 'danger-full-access']).optional(),
+  justification: z.string().optional(),
+  ...runPlacementSchema.shape,
+});
+
+const js = (s: z.ZodType) =>
+  z.toJSONSchema(s, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>;
+
+export function openApiDocument() {
+  const problem = {
+    description: 'problem+json',
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+  };
+  const record = { content: { 'application/json': { schema: { $ref: '#/components/schemas/CodeRun' } } } };
+  const bearer = [{ apiKey: [] }];
+  const op = (summary: string, extra: Record<string, unknown> = {}) => ({
+    summary,
+    security: bearer,
+    responses: { default: problem, ...((extra.responses as object) ?? {}) },
+    ...Object.fromEntries(Object.entries(extra).filter(([k]) => k !== 'responses')),
+  });
+  const json = (ref: string) => ({
+    required: true,
+    content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } },
+  });
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Islet',
+      version: '0.1.0',
+      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}.`,
+    },
+    components: {
+      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        RunRequest: js(runRequest),
+        CodeRun: js(codeRunRecordSchema),
+        Connection: js(connectionInputSchema),
+        SettingsPatch: js(
+          z.object({ expectedVersion: z.number().int(), codeMode: codeModeSettingsSchema.partial() }),
+        ),
+        Problem: {
+          type: 'object',
+          required: ['type', 'title', 'status'],
+          properties: {
+            type: { type: 'string' },
+            title: { type: 'string' },
+            status: { type: 'integer' },
+            detail: { type: 'string' },
+            code: { type: 'string' },
+          },
+        },
+      },
+    },
+    paths: {
+      '/v1/runs': {
+        post: op('Submit a run (run_code request). Headers: Idempotency-Key, Prefer: wait=N.', {
+          requestBody: json('RunRequest'),
+          responses: {
+            202: { description: 'Accepted; Location: /v1/code-runs/{id}', ...record },
+            200: { description: 'Finished within Prefer: wait', ...record },
+          },
+        }),
+      },
+      '/v1/code-runs/{id}': {
+        get: op('Read a code run', { responses: { 200: { description: 'The record', ...record } } }),
+      },
+      '/v1/code-runs/{id}/events': { get: op('Server-Sent Events of a run; resumable with Last-Event-ID') },
+      '/v1/code-runs/{id}/cancel': { post: op('Cancel a run wherever it executes') },
+      '/v1/code-runs/{id}/calls/{index}/result': {
+        post: op('Answer a client-connection call: {"result": …} or {"error": {"message": …}}'),
+      },
+      '/v1/sessions/{sessionId}/code-runs': {
+        get: op("List a session's runs (cursor, limit); needs sessions.read"),
+      },
+      '/v1/connections': {
+        get: op('List connections'),
+        post: op('Register a connection', { requestBody: json('Connection') }),
+      },
+      '/v1/connections/{id}': { get: op('Read a connection'), delete: op('Remove a connection') },
+      '/v1/code-api': { get: op('TypeScript declarations of the bindings (?q=words&connection=id|slug)') },
+      '/v1/platform/settings': {
+        get: op('Platform settings'),
+        patch: op('Change settings (platform.admin); 409 on stale expectedVersion', {
+          requestBody: json('SettingsPatch'),
+        }),
+      },
+      '/v1/admin/tenants': {
+        get: op('List tenants (platform.admin)'),
+        post: op('Create a tenant (platform.admin)'),
+      },
+      '/v1/admin/tenants/{id}/keys': { post: op('Create an API key (platform.admin)') },
+      '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'ok' } } } },
+      '/readyz': {
+        get: { summary: 'Readiness (Redis reachable)', responses: { 200: { description: 'ready' } } },
+      },
+      '/metrics': {
+        get: { summary: 'Prometheus metrics', responses: { 200: { description: 'text exposition' } } },
+      },
+    },
+  };
+}
+
+export const DOCS_HTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Islet API</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}code,pre{background:#f4f4f4;padding:.1rem .3rem}li{margin:.3rem 0}</style>
+</head><body>
+<h1>Islet API</h1>
+<p>The machine-readable description is <a href="/openapi.json">/openapi.json</a>. Every error is <code>application/problem+json</code> with a stable <code>type</code>.</p>
+<ul id="paths"></ul>
+<h2>Example</h2>
+<pre>curl -X POST -H "Authorization: Bearer $ISLET_API_KEY" -H "Content-Type: application/json" -H "Prefer: wait=10" \\
+  -d '{"code":"console.log(\\"hi\\"); return 6*7","description":"Multiply six by seven","sessionId":"s1","turnId":"t1","callId":"c1"}' \\
+  $ISLET_URL/v1/runs</pre>
+<script>
+fetch('/openapi.json').then(r=>r.json()).then(d=>{const ul=document.getElementById('paths');
+for(const [p,ops] of Object.entries(d.paths))for(const [m,o] of Object.entries(ops)){const li=document.createElement('li');
+li.innerHTML='<code>'+m.toUpperCase()+' '+p+'</code> — '+(o.summary||'').replace(/</g,'&lt;');ul.appendChild(li);}});
+</script>
+</body></html>`;

@@ -1,0 +1,12 @@
+import type { Auth } from '../auth.ts';
+import type { BindingCalls } from '../binding-calls.ts';
+import type { GatewayDeps } from '../deps.ts';
+import type { RunsService } from '../runs-service.ts';
+
+/** What every route plugin receives. Route groups are separate plugins registered in `index.ts`. */
+export interface RouteContext {
+  deps: GatewayDeps;
+  auth: Auth;
+  runsService: RunsService;
+  bindingCalls: BindingCalls;
+}

@@ -1,0 +1,71 @@
+/**
+ * `GET /v1/code-runs/:id/events`: Server-Sent Events from the run's Redis stream. The SSE `id` is
+ * the stream entry id, so `Last-Event-ID` resumes exactly after the last event a client saw, on
+ * any gateway replica. The stream ends after the `end` event.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { callerOf } from '../auth.ts';
+import { HttpProblem } from '../problem-reply.ts';
+import type { RouteContext } from './context.ts';
+
+const STREAM_ID = /^\d+-\d+$/;
+const HEARTBEAT_MS = 15_000;
+
+export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
+  const { auth, runsService, deps } = ctx;
+  return async (app) => {
+    app.get(
+      '/v1/code-runs/:id/events',
+      { preHandler: auth.requireScopes('apps.use') },
+      async (request, reply) => {
+        const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+        await runsService.own(callerOf(request), id);
+        const q = request.query as Record<string, unknown>;
+        const header = request.headers['last-event-id'];
+        const resume =
+          typeof header === 'string' ? header : typeof q.lastEventId === 'string' ? q.lastEventId : '0';
+        if (resume !== '0' && !STREAM_ID.test(resume))
+          throw new HttpProblem('validation', 'Last-Event-ID must be an event id from this stream');
+
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
+        const ac = new AbortController();
+        res.once('close', () => ac.abort());
+        let last = resume;
+        let lastWrite = Date.now();
+        try {
+          res.write('retry: 1000\n\n');
+          while (!ac.signal.aborted) {
+            const events = await deps.runs.readEvents(id, last);
+            let ended = false;
+            for (const e of events) {
+              res.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
+              last = e.id;
+              lastWrite = Date.now();
+              if (e.type === 'end') ended = true;
+            }
+            if (ended) break;
+            if (events.length === 0) {
+              if (Date.now() - lastWrite >= HEARTBEAT_MS) {
+                res.write(': heartbeat\n\n');
+                lastWrite = Date.now();
+              }
+              await deps.hub.nextChange(id, 2000, ac.signal);
+            }
+          }
+        } catch (err) {
+          request.log.warn({ err, runId: id }, 'event stream broke off');
+        } finally {
+          res.end();
+        }
+      },
+    );
+  };
+}

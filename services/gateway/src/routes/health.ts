@@ -1,0 +1,30 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { DOCS_HTML, openApiDocument } from '../openapi.ts';
+import type { RouteContext } from './context.ts';
+
+export function healthRoutes(ctx: RouteContext): FastifyPluginAsync {
+  const { deps } = ctx;
+  const doc = openApiDocument();
+  return async (app) => {
+    app.get('/healthz', async () => ({ status: 'ok' }));
+    app.get('/readyz', async (_request, reply) => {
+      try {
+        await deps.redis.ping();
+        return { status: 'ready' };
+      } catch {
+        return reply.code(503).type('application/problem+json').send({
+          type: 'https://islet.dev/problems/unavailable',
+          title: 'The service is not available',
+          status: 503,
+          detail: 'Redis is not reachable',
+          code: 'unavailable',
+        });
+      }
+    });
+    app.get('/metrics', async (_request, reply) =>
+      reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
+    );
+    app.get('/openapi.json', async () => doc);
+    app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_HTML));
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * The one place route groups are registered. Each group is a plugin file in this folder; new
+ * groups (decisions, skills, workspace files) add a file and a line here.
+ */
+import type { FastifyInstance } from 'fastify';
+import { adminRoutes } from './admin.ts';
+import { codeApiRoutes } from './code-api.ts';
+import { connectionsRoutes } from './connections.ts';
+import type { RouteContext } from './context.ts';
+import { eventsRoutes } from './events.ts';
+import { healthRoutes } from './health.ts';
+import { internalRoutes } from './internal.ts';
+import { runsRoutes } from './runs.ts';
+import { settingsRoutes } from './settings.ts';
+
+export const ROUTE_GROUPS = [
+  healthRoutes,
+  runsRoutes,
+  eventsRoutes,
+  connectionsRoutes,
+  codeApiRoutes,
+  settingsRoutes,
+  adminRoutes,
+  internalRoutes,
+];
+
+export async function registerRoutes(
+  app: FastifyInstance,
+  ctx: RouteContext,
+  extra: Array<(ctx: RouteContext) => Parameters<FastifyInstance['register']>[0]> = [],
+) {
+  for (const group of [...ROUTE_GROUPS, ...extra]) await app.register(group(ctx));
+}

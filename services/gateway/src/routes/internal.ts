@@ -1,0 +1,37 @@
+/**
+ * The runner → gateway channel: `POST /internal/v1/code-runs/:id/calls`, authenticated with
+ * ISLET_INTERNAL_TOKEN. Any replica serves any call; the answer is sent only after the journal
+ * holds the outcome. Each call is its own request, so a program's parallel calls stay parallel.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
+import type { RouteContext } from './context.ts';
+
+export const internalCallSchema = z.object({
+  attempt: z.number().int().min(1),
+  index: z.number().int().min(0),
+  binding: z.string().min(1).max(300),
+  argsJson: z.string().max(16 * 1024 * 1024),
+  /** The runner lost the gateway that held this call and retries it here. */
+  takeover: z.boolean().optional(),
+});
+
+export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
+  const { auth, bindingCalls } = ctx;
+  return async (app) => {
+    app.post(
+      '/internal/v1/code-runs/:id/calls',
+      { preHandler: auth.requireInternal },
+      async (request, reply) => {
+        const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+        const parsed = internalCallSchema.safeParse(request.body);
+        if (!parsed.success) throw validationProblem(parsed.error);
+        const { attempt, ...call } = parsed.data;
+        const outcome = await bindingCalls.serve(id, attempt, call, clientGone(reply));
+        if (!outcome) throw new HttpProblem('not-found', `no code run ${id}`);
+        return { outcome };
+      },
+    );
+  };
+}

@@ -1,0 +1,138 @@
+import { keys } from '@islet/core';
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { callerOf } from '../auth.ts';
+import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
+import { parseRunCodeFields, runPlacementSchema } from '../run-request.ts';
+import type { RouteContext } from './context.ts';
+
+const idParams = z.object({ id: z.string().min(1).max(200) });
+
+function body(raw: unknown): Record<string, unknown> {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    throw new HttpProblem('validation', 'the body must be a JSON object');
+  return raw as Record<string, unknown>;
+}
+
+/** `Prefer: wait=N` (RFC 7240), capped by ISLET_PREFER_WAIT_MAX_SECONDS. */
+function preferWaitSeconds(header: unknown, max: number): number {
+  if (typeof header !== 'string') return 0;
+  const m = /(?:^|[,;\s])wait=(\d+)/i.exec(header);
+  return m ? Math.min(Number(m[1]), max) : 0;
+}
+
+export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
+  const { auth, runsService, deps } = ctx;
+  return async (app) => {
+    app.post('/v1/runs', { preHandler: auth.requireScopes('apps.use') }, async (request, reply) => {
+      const caller = callerOf(request);
+      const b = body(request.body);
+      const fields = parseRunCodeFields(b);
+      if (!fields.ok) throw new HttpProblem('validation', fields.refusal, { refusal: fields.refusal });
+      const placement = runPlacementSchema.safeParse(b);
+      if (!placement.success) throw validationProblem(placement.error);
+      const idem = request.headers['idempotency-key'];
+      const { run, created } = await runsService.submit(
+        caller,
+        { fields: fields.value, ...placement.data },
+        typeof idem === 'string' ? idem : undefined,
+      );
+      const wait = preferWaitSeconds(request.headers.prefer, deps.config.ISLET_PREFER_WAIT_MAX_SECONDS);
+      reply.header('location', `/v1/code-runs/${run.id}`);
+      if (!created) reply.header('idempotent-replayed', 'true');
+      let current = run;
+      if (wait > 0) {
+        current = (await runsService.waitForEnd(run.id, wait * 1000, clientGone(reply))) ?? run;
+        reply.header('preference-applied', `wait=${wait}`);
+      }
+      const record = await runsService.record(current);
+      return reply.code(record.result ? 200 : 202).send(record);
+    });
+
+    app.get('/v1/code-runs/:id', { preHandler: auth.requireScopes('apps.use') }, async (request) => {
+      const { id } = idParams.parse(request.params);
+      return runsService.record(await runsService.own(callerOf(request), id));
+    });
+
+    app.get(
+      '/v1/sessions/:sessionId/code-runs',
+      { preHandler: auth.requireScopes('apps.use', 'sessions.read') },
+      async (request) => {
+        const caller = callerOf(request);
+        const { sessionId } = z.object({ sessionId: z.string().min(1).max(200) }).parse(request.params);
+        const q = z
+          .object({
+            cursor: z.string().regex(/^\d+$/).optional(),
+            limit: z.coerce.number().int().min(1).max(100).default(20),
+          })
+          .safeParse(request.query);
+        if (!q.success) throw validationProblem(q.error, 'query.');
+        const page = await deps.runs.listSession(
+          caller.tenantId,
+          sessionId,
+          Number(q.data.cursor ?? 0),
+          q.data.limit,
+        );
+        const items = [];
+        for (const id of page.ids) {
+          const run = await deps.runs.get(id);
+          if (run && run.tenant === caller.tenantId) items.push(await runsService.record(run));
+        }
+        return { items, nextCursor: page.next === null ? null : String(page.next) };
+      },
+    );
+
+    app.post(
+      '/v1/code-runs/:id/cancel',
+      { preHandler: auth.requireScopes('apps.use') },
+      async (request, reply) => {
+        const { id } = idParams.parse(request.params);
+        const run = await runsService.cancel(callerOf(request), id);
+        return reply.code(202).send(await runsService.record(run));
+      },
+    );
+
+    app.post(
+      '/v1/code-runs/:id/calls/:index/result',
+      { preHandler: auth.requireScopes('apps.use') },
+      async (request, reply) => {
+        const caller = callerOf(request);
+        const { id, index } = z
+          .object({ id: z.string().min(1).max(200), index: z.coerce.number().int().min(0) })
+          .parse(request.params);
+        await runsService.own(caller, id);
+        const parsed = z
+          .union([
+            z.object({ result: z.unknown() }).strict(),
+            z
+              .object({
+                error: z.object({ message: z.string().max(10_000), reason: z.string().max(200).optional() }),
+              })
+              .strict(),
+          ])
+          .safeParse(request.body);
+        if (!parsed.success)
+          throw new HttpProblem('validation', 'send {"result": <value>} or {"error": {"message": "..."}}');
+        const pending = await deps.redis.getdel(keys.clientCallPending(id, index));
+        if (pending === null)
+          throw new HttpProblem('call-not-pending', `call ${index} of run ${id} is not waiting for a result`);
+        const outcome =
+          'result' in parsed.data
+            ? { type: 'result' as const, valueJson: JSON.stringify(parsed.data.result ?? null) }
+            : {
+                type: 'error' as const,
+                name: 'AppCallFailed' as const,
+                message: parsed.data.error.message,
+                details: { reason: parsed.data.error.reason ?? 'client-error' },
+              };
+        const key = keys.clientCallResult(id, index);
+        await deps.redis
+          .multi()
+          .lpush(key, deps.sealer.seal(JSON.stringify(outcome)))
+          .expire(key, 600)
+          .exec();
+        return reply.code(202).send({ accepted: true });
+      },
+    );
+  };
+}

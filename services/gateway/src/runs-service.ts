@@ -1,0 +1,216 @@
+/**
+ * Submitting, reading, waiting for and cancelling runs: the logic behind the run routes, kept
+ * out of the route files so decisions/replay (issue 4) can reuse it.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { type BindingSpec, keys, runJobOptions, type StoredRun } from '@islet/core';
+import { decisionView, ESCALATION_INDEX } from '@islet/journal';
+import { type CodeRunRecord, isFinalStatus, type SandboxMode } from '@islet/protocol';
+import type { Caller } from './auth.ts';
+import { bindingsOf } from './connections.ts';
+import type { GatewayDeps } from './deps.ts';
+import { HttpProblem } from './problem-reply.ts';
+import { toRecord } from './record.ts';
+import type { RunCodeFields } from './run-request.ts';
+
+export interface SubmitInput {
+  fields: RunCodeFields;
+  sessionId: string;
+  turnId: string;
+  callId: string;
+  connections: string[];
+}
+
+export function createRunsService(deps: GatewayDeps) {
+  const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
+
+  async function record(run: StoredRun): Promise<CodeRunRecord> {
+    return toRecord(run, await journal.list(run.id));
+  }
+
+  /** The run if it belongs to the caller's tenant; 404 otherwise (existence never leaks). */
+  async function own(caller: Caller, id: string): Promise<StoredRun> {
+    const run = await runs.get(id);
+    if (!run || run.tenant !== caller.tenantId) throw new HttpProblem('not-found', `no code run ${id}`);
+    return run;
+  }
+
+  async function resolveBindings(tenant: string, ids: string[]): Promise<BindingSpec[]> {
+    const out: BindingSpec[] = [];
+    for (const id of [...new Set(ids)]) {
+      const c = await connections.get(tenant, id);
+      if (!c)
+        throw new HttpProblem('validation', `unknown connection: ${id}`, {
+          errors: [{ path: 'connections', message: `unknown connection: ${id}` }],
+        });
+      out.push(...bindingsOf(c));
+    }
+    return out;
+  }
+
+  async function submit(
+    caller: Caller,
+    input: SubmitInput,
+    idempotencyKey?: string,
+  ): Promise<{ run: StoredRun; created: boolean }> {
+    const tenant = caller.tenantId;
+    const id = randomUUID();
+    if (idempotencyKey !== undefined) {
+      if (!/^[\x21-\x7e]{1,200}$/.test(idempotencyKey))
+        throw new HttpProblem('validation', 'Idempotency-Key must be 1-200 visible ASCII characters');
+      const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
+      const key = keys.idempotency(tenant, idempotencyKey);
+      const set = await redis.set(
+        key,
+        JSON.stringify({ runId: id, hash }),
+        'EX',
+        config.ISLET_RUN_RETENTION_SECONDS,
+        'NX',
+      );
+      if (set !== 'OK') {
+        const prev = JSON.parse((await redis.get(key)) ?? '{}') as { runId?: string; hash?: string };
+        if (prev.hash !== hash)
+          throw new HttpProblem(
+            'idempotency-conflict',
+            'this Idempotency-Key was used with a different request body',
+          );
+        // The first request may still be writing its run; give it a moment.
+        for (let i = 0; i < 50; i++) {
+          const existing = prev.runId ? await runs.get(prev.runId) : null;
+          if (existing) return { run: existing, created: false };
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        throw new HttpProblem(
+          'conflict',
+          'the first request with this Idempotency-Key has not finished; retry',
+        );
+      }
+    }
+    try {
+      return { run: await create(caller, id, input), created: true };
+    } catch (err) {
+      if (idempotencyKey !== undefined) await redis.del(keys.idempotency(tenant, idempotencyKey));
+      throw err;
+    }
+  }
+
+  async function create(caller: Caller, id: string, input: SubmitInput): Promise<StoredRun> {
+    const tenant = caller.tenantId;
+    const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
+    if ((await runs.inFlightCount(tenant)) >= limit)
+      throw new HttpProblem(
+        'quota-exceeded',
+        `tenant has ${limit} runs in flight, the most it may have`,
+        { limit },
+        { 'retry-after': '1' },
+      );
+    const bindings = await resolveBindings(tenant, input.connections);
+    const now = Date.now();
+    const mode: SandboxMode = input.fields.sandbox_permissions ?? 'read-only';
+    const run: StoredRun = {
+      id,
+      tenant,
+      session: input.sessionId,
+      turn: input.turnId,
+      callId: input.callId,
+      status: 'Running',
+      mode,
+      code: input.fields.code,
+      description: input.fields.description,
+      request: { connections: input.connections, bindings },
+      createdAt: now,
+      updatedAt: now,
+      attempts: 0,
+      cancelRequested: false,
+      clockMs: now,
+      seed: id,
+    };
+    if (input.fields.timeoutMs !== undefined) run.request.timeoutMs = input.fields.timeoutMs;
+    if (input.fields.sandbox_permissions) run.request.sandboxPermissions = input.fields.sandbox_permissions;
+    if (input.fields.justification) run.request.justification = input.fields.justification;
+    await runs.create(run);
+
+    const current = await settings.get();
+    if (!current.codeMode.enabled) {
+      const message = 'Code Mode is off in the platform settings';
+      await runs.finish(run, {
+        status: 'Failed',
+        result: { _tag: 'Failed', reason: 'Unavailable', message, logs: [] },
+        text: `code run failed (sandbox-unavailable): ${message}`,
+        kind: 'sandbox-unavailable',
+      });
+      return (await runs.get(id)) ?? run;
+    }
+    if (run.request.sandboxPermissions) {
+      // Wider access asks before anything runs (run_code: "nothing runs before you answer").
+      // Decisions (issue 4) pick the run up from here; until then it waits.
+      const { decision } = await deps.decisions.request({
+        tenant,
+        mode,
+        runId: id,
+        index: ESCALATION_INDEX,
+        toolCallId: run.callId,
+        code: run.code,
+        approval: 'stop',
+        escalation: { mode, justification: run.request.justification ?? '' },
+      });
+      await runs.setStatus(run, 'Waiting', { escalation: true });
+      await runs.appendEvent(id, 'decision.needed', { ...decisionView(decision) });
+      return (await runs.get(id)) ?? run;
+    }
+    await enqueue(run);
+    return run;
+  }
+
+  async function enqueue(run: StoredRun) {
+    await queues[run.mode].add(
+      'run',
+      { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
+      runJobOptions(run.id, config.ISLET_JOB_ATTEMPTS),
+    );
+  }
+
+  /** Waits until the run ends or `ms` pass; returns the latest stored run. */
+  async function waitForEnd(id: string, ms: number, signal?: AbortSignal): Promise<StoredRun | null> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const status = await redis.hget(keys.run(id), 'status');
+      if (!status || isFinalStatus(status) || Date.now() >= deadline || signal?.aborted) return runs.get(id);
+      await hub.nextChange(id, Math.min(1000, deadline - Date.now()), signal);
+    }
+  }
+
+  async function cancel(caller: Caller, id: string): Promise<StoredRun> {
+    const run = await own(caller, id);
+    if (isFinalStatus(run.status))
+      throw new HttpProblem('run-finished', `code run ${id} already ended as ${run.status}`);
+    await runs.requestCancel(id);
+    const cancelled = async (message: string) =>
+      runs.finish(run, {
+        status: 'Cancelled',
+        result: { _tag: 'Failed', reason: 'Cancelled', kind: 'abort', message, logs: [] },
+        text: `code run failed (abort): ${message}`,
+        kind: 'abort',
+      });
+    if (run.status === 'Waiting') {
+      await cancelled('the run was cancelled while it waited');
+    } else {
+      // Still queued: take it off the queue and end it here. Active: the runner holding it aborts
+      // it on the cancel message (and a runner that picks it up later sees cancelRequested).
+      const job = await queues[run.mode].getJob(id);
+      const state = job ? await job.getState() : 'unknown';
+      if (job && (state === 'waiting' || state === 'delayed' || state === 'prioritized')) {
+        const removed = await job.remove().then(
+          () => true,
+          () => false,
+        );
+        if (removed) await cancelled('the run was cancelled before it started');
+      }
+    }
+    return (await runs.get(id)) ?? run;
+  }
+
+  return { submit, own, record, waitForEnd, cancel, enqueue };
+}
+
+export type RunsService = ReturnType<typeof createRunsService>;
