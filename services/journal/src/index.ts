@@ -7,6 +7,7 @@ export {
   type ProcessedCall,
   UNKNOWN_OUTCOME_REASON,
 } from './call-processor.ts';
+export { type DecisionExpiryOptions, expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
 export {
   createDecisionStore,
   type DecisionStore,
@@ -23,7 +24,19 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export {
+  type ExecuteWithReplayInput,
+  type ExecutionResult,
+  executeWithReplay,
+} from './execute-with-replay.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
+export {
+  DEFAULT_APPROVAL,
+  DEFAULT_TIME_BUDGET,
+  type RunStyle,
+  resolveApproval,
+  resolveTimeBudget,
+} from './policy-defaults.ts';
 export {
   createReplayingHandler,
   type LiveOutcome,

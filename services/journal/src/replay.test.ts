@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCallJournal } from './call-journal.ts';
 import { createCallProcessor, UNKNOWN_OUTCOME_REASON } from './call-processor.ts';
 import { createDecisionStore } from './decision-store.ts';
+import { executeWithReplay } from './execute-with-replay.ts';
 import { createReplayingHandler } from './replaying-handler.ts';
 import { createTestSealer } from './test-sealer.ts';
 import type { CallJournal } from './types.ts';
@@ -74,33 +75,32 @@ describe('replay with the real engine', () => {
     code: string,
     opts: { policy?: (c: BindingCall) => 'allow' | 'ask' | 'deny'; sent?: string[] } = {},
   ): Promise<RunOutcome> {
-    const attempt = await journal.nextAttempt(runId);
-    const replay = createReplayingHandler({
-      journal: await journal.list(runId),
-      stallMs: 2000,
-      live: async (call) => {
-        opts.sent?.push(`${call.index}:${call.binding}`);
-        return processor.process({
-          run: { id: runId, tenant: 't1', mode: 'read-only', toolCallId: 'call-9', code },
-          attempt,
-          call,
-          policy: opts.policy?.(call) ?? 'allow',
-          approval: 'stop',
-          send: ({ idempotencyKey }) => app(call, idempotencyKey),
-        });
+    const { outcome } = await executeWithReplay(
+      { engine, journal },
+      {
+        runId,
+        code,
+        stallMs: 2000,
+        options: {
+          bindings: ['x.f', 'x.g', 'x.send'],
+          clockMs: CLOCK,
+          randomSeed: runId,
+          limits: { timeoutMs: 20_000 },
+        },
+        live: async (call, attempt) => {
+          opts.sent?.push(`${call.index}:${call.binding}`);
+          return processor.process({
+            run: { id: runId, tenant: 't1', mode: 'read-only', toolCallId: 'call-9', code },
+            attempt,
+            call,
+            policy: opts.policy?.(call) ?? 'allow',
+            approval: 'stop',
+            send: ({ idempotencyKey }) => app(call, idempotencyKey),
+          });
+        },
       },
-    });
-    try {
-      return await engine.execute(code, {
-        bindings: ['x.f', 'x.g', 'x.send'],
-        onCall: replay.handler,
-        clockMs: CLOCK,
-        randomSeed: runId,
-        limits: { timeoutMs: 20_000 },
-      });
-    } finally {
-      replay.close();
-    }
+    );
+    return outcome;
   }
 
   const shape = (o: RunOutcome) => ({

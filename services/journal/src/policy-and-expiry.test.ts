@@ -1,0 +1,67 @@
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
+import { createDecisionStore } from './decision-store.ts';
+import type { DecisionRecord } from './decision-types.ts';
+import { resolveApproval, resolveTimeBudget } from './policy-defaults.ts';
+import { createTestSealer } from './test-sealer.ts';
+
+describe('approval and time-budget defaults', () => {
+  it('holds run_code-style calls and stops Code Mode runs unless the request or tenant says otherwise', () => {
+    expect(resolveApproval('run_code')).toBe('hold');
+    expect(resolveApproval('code-mode')).toBe('stop');
+    expect(resolveApproval('code-mode', undefined, 'hold')).toBe('hold');
+    expect(resolveApproval('run_code', 'stop', 'hold')).toBe('stop');
+    expect(resolveTimeBudget('run_code')).toBe('elapsed');
+    expect(resolveTimeBudget('code-mode')).toBe('excluding-binding-waits');
+    expect(resolveTimeBudget('code-mode', 'elapsed')).toBe('elapsed');
+  });
+});
+
+describe('decision expiry sweeper', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+
+  it('ends each expired run exactly once, from whichever sweeper sees it', async () => {
+    const sealer = createTestSealer();
+    const decisions = createDecisionStore({ redis, sealer, expireAfterMs: 100 });
+    const ended: DecisionRecord[] = [];
+    const sweepers = [1, 2].map(() =>
+      startDecisionExpiry({
+        decisions,
+        intervalMs: 25,
+        onExpired: async (d) => {
+          ended.push(d);
+        },
+      }),
+    );
+    for (const index of [0, 1]) {
+      await decisions.request({
+        tenant: 't1',
+        mode: 'read-only',
+        runId: 'exp-run',
+        index,
+        toolCallId: 'c',
+        code: 'x',
+        approval: 'stop',
+        call: { connectionId: 'conn', tool: 'write', arguments: {} },
+      });
+    }
+    await new Promise((r) => setTimeout(r, 400));
+    await Promise.all(sweepers.map((s) => s.stop()));
+    expect(ended.map((d) => [d.runId, d.index, d.state]).sort()).toEqual([
+      ['exp-run', 0, 'expired'],
+      ['exp-run', 1, 'expired'],
+    ]);
+    expect(expiryMessage(100)).toBe('decision expired: no answer within 100ms; the run was stopped');
+  });
+});
