@@ -100,6 +100,7 @@ export interface FakeKubeApiOptions {
 const clone = <T>(v: T): T => structuredClone(v);
 
 function status(code: number, reason: string, message: string, details?: Record<string, unknown>): Obj {
+  // A Status object's `status` is a string, unlike every other kind's.
   return {
     kind: 'Status',
     apiVersion: 'v1',
@@ -109,7 +110,7 @@ function status(code: number, reason: string, message: string, details?: Record<
     reason,
     code,
     details,
-  };
+  } as unknown as Obj;
 }
 
 /** Equality-based label selectors: `a=b`, `a==b`, `a!=b`, `a`, `!a`, comma-joined. */
@@ -287,7 +288,8 @@ export class FakeKubeApi {
   }
 
   /** Creates or replaces an object as a cluster admin would (kubectl apply), bumping generation on spec change. */
-  apply(resource: string, namespace: string, obj: Obj): Obj {
+  apply(resource: string, namespace: string, input: object): Obj {
+    const obj = input as Obj;
     const name = obj.metadata?.name ?? '';
     const existing = this.objects.get(`${resource}|${namespace}|${name}`);
     if (!existing) return this.create(resource, namespace, clone(obj), false);
