@@ -1,41 +1,402 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine, renderResultText } from './index.ts';
-import type { BindingCall } from './types.ts';
+import { createEngine, renderResultText, validateBindingNames } from './index.ts';
+import type { BindingCall, BindingOutcome, ExecuteOptions } from './types.ts';
 
 const engine = createEngine();
 afterAll(() => engine.close());
 
-describe('engine: the program and its bindings', () => {
-  it('runs the program as the body of an async function: top-level await and return', async () => {
-    const out = await engine.execute('const x = await Promise.resolve(20); return x + 22;');
+const echo = async (call: BindingCall): Promise<BindingOutcome> => ({
+  type: 'result',
+  valueJson: JSON.stringify({ index: call.index, args: JSON.parse(call.argsJson) }),
+});
+
+function run(code: string, options: ExecuteOptions = {}) {
+  return engine.execute(code, { limits: { timeoutMs: 5000 }, ...options });
+}
+
+describe('the program is the body of an async function', () => {
+  it('top-level await and return work; the returned value comes back as JSON text', async () => {
+    const out = await run('const x = await Promise.resolve(20); return { sum: x + 22 };');
     expect(out.status).toBe('completed');
-    expect(out.valueJson).toBe('42');
+    expect(out.valueJson).toBe('{"sum":42}');
+    expect(out.durationMs).toBeGreaterThanOrEqual(0);
   });
 
-  it('reaches apps.<connection>.<capability>, apps.call and flat tools, with JSON text across', async () => {
+  it('a program that returns nothing has no value', async () => {
+    const out = await run('const x = 1;');
+    expect(out.status).toBe('completed');
+    expect(out.valueJson).toBeUndefined();
+    expect(renderResultText(out)).toBe('(run_code completed with no output)');
+  });
+
+  it('a program that does not parse fails as an exception and does not run', async () => {
+    const out = await run('console.log("ran"); return (;');
+    expect(out.status).toBe('failed');
+    expect(out.failure?.kind).toBe('exception');
+    expect(out.failure?.message).toMatch(/^SyntaxError: /);
+    expect(out.logs).toEqual([]);
+  });
+
+  it('the program cannot break out of its function body into the harness', async () => {
+    const out = await run('}); globalThis.escaped = true; (async function() {');
+    expect(out.failure?.kind).toBe('exception');
+    expect(out.failure?.message).toMatch(/SyntaxError/);
+  });
+
+  it('an uncaught error is an exception with its name and message', async () => {
+    const out = await run('console.log("before"); throw new TypeError("boom");');
+    expect(out.failure).toEqual({ kind: 'exception', message: 'TypeError: boom' });
+    expect(renderResultText(out)).toBe(
+      'code run failed (exception): TypeError: boom\n\nCaptured output:\nbefore',
+    );
+  });
+
+  it('thrown strings and plain data are rendered; a value that cannot be is `program threw an unrenderable value`', async () => {
+    expect((await run('throw "plain words"')).failure?.message).toBe('plain words');
+    expect((await run('throw { code: 7 }')).failure?.message).toBe('{"code":7}');
+    expect((await run('throw [1, 2]')).failure?.message).toBe('[1,2]');
+    expect((await run('throw Symbol("s")')).failure).toEqual({
+      kind: 'exception',
+      message: 'program threw an unrenderable value',
+    });
+    const trap = await run(
+      'throw new Proxy({}, { has() { throw 1 }, get() { throw 1 }, getPrototypeOf() { throw 1 } })',
+    );
+    expect(trap.failure).toEqual({ kind: 'exception', message: 'program threw an unrenderable value' });
+  });
+});
+
+describe('bindings', () => {
+  it('apps.<connection>.<capability>, apps.call and flat tools reach one callback, in call order', async () => {
     const seen: BindingCall[] = [];
-    const out = await engine.execute(
-      `const a = await apps.work_calendar.list_events({ day: "2026-10-23" });
-       const b = await apps.call("work_calendar.list_events", { day: "2026-10-24" });
-       const c = await search("q");
-       console.log("events", a.n + b.n);
-       return [a, b, c];`,
+    const out = await run(
+      `const [today, tomorrow] = await Promise.all([
+         apps.work_calendar.list_events({ day: "2026-10-23" }),
+         apps.call("work_calendar.list_events", { day: "2026-10-24" }),
+       ]);
+       const hit = await search("q");
+       const none = await search();
+       return [today.index, tomorrow.args.day, hit.args, none.args];`,
       {
         bindings: ['work_calendar.list_events', 'search'],
         onCall: async (call) => {
           seen.push(call);
-          return { type: 'result', valueJson: JSON.stringify({ n: call.index }) };
+          return echo(call);
         },
       },
     );
     expect(out.status).toBe('completed');
-    expect(JSON.parse(out.valueJson!)).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }]);
+    expect(JSON.parse(out.valueJson!)).toEqual([0, '2026-10-24', 'q', null]);
     expect(seen).toEqual([
       { index: 0, binding: 'work_calendar.list_events', argsJson: '{"day":"2026-10-23"}' },
       { index: 1, binding: 'work_calendar.list_events', argsJson: '{"day":"2026-10-24"}' },
       { index: 2, binding: 'search', argsJson: '"q"' },
+      { index: 3, binding: 'search', argsJson: 'null' },
     ]);
-    expect(out.logs).toEqual([{ level: 'log', text: 'events 1' }]);
-    expect(renderResultText(out)).toBe('events 1\n[{"n":0},{"n":1},{"n":2}]');
+    expect(out.calls.map((c) => [c.index, c.binding, c.outcome?.type])).toEqual([
+      [0, 'work_calendar.list_events', 'result'],
+      [1, 'work_calendar.list_events', 'result'],
+      [2, 'search', 'result'],
+      [3, 'search', 'result'],
+    ]);
+  });
+
+  it('a binding the program was not given never reaches the callback', async () => {
+    const seen: BindingCall[] = [];
+    const out = await run(
+      `let msg; try { await apps.call("other.secret", {}) } catch (e) { msg = e.message }
+       return [msg, typeof apps.other, typeof secret];`,
+      { bindings: ['notes.read'], onCall: async (c) => (seen.push(c), echo(c)) },
+    );
+    expect(JSON.parse(out.valueJson!)).toEqual(['unknown binding: other.secret', 'undefined', 'undefined']);
+    expect(seen).toEqual([]);
+  });
+
+  it('binding failures are catchable Errors named AppCallDenied, AppCallFailed (details.reason), AppInputRequired (details.operationId)', async () => {
+    const outcomes: BindingOutcome[] = [
+      { type: 'error', name: 'AppCallDenied', message: 'A decider did not allow the call.' },
+      {
+        type: 'error',
+        name: 'AppCallFailed',
+        message: 'The App call failed.',
+        details: { reason: 'timeout' },
+      },
+      { type: 'error', name: 'AppInputRequired', message: 'More input.', details: { operationId: 'op-1' } },
+    ];
+    const out = await run(
+      `const seen = [];
+       for (const i of [0, 1, 2]) {
+         try { await apps.mail.send({ i }) } catch (e) {
+           seen.push({ name: e.name, message: e.message, details: e.details, isError: e instanceof Error,
+             stack: String(e.stack) });
+         }
+       }
+       return seen;`,
+      { bindings: ['mail.send'], onCall: async (c) => outcomes[c.index]! },
+    );
+    expect(out.status).toBe('completed');
+    const seen = JSON.parse(out.valueJson!) as Record<string, unknown>[];
+    expect(seen.map((s) => [s.name, s.message, s.details, s.isError])).toEqual([
+      ['AppCallDenied', 'A decider did not allow the call.', {}, true],
+      ['AppCallFailed', 'The App call failed.', { reason: 'timeout' }, true],
+      ['AppInputRequired', 'More input.', { operationId: 'op-1' }, true],
+    ]);
+    // No host stack or path reaches the program.
+    for (const s of seen) {
+      expect(s.stack).not.toMatch(/\/work\/|node_modules|node:|\.ts:|host/);
+    }
+  });
+
+  it('an uncaught App error fails the run as an exception with its name', async () => {
+    const out = await run('await apps.mail.send({})', {
+      bindings: ['mail.send'],
+      onCall: async () => ({ type: 'error', name: 'AppCallDenied', message: 'not allowed' }),
+    });
+    expect(out.failure).toEqual({ kind: 'exception', message: 'AppCallDenied: not allowed' });
+  });
+
+  it('a callback that throws becomes AppCallFailed without the host error', async () => {
+    const out = await run(
+      'try { await t() } catch (e) { return [e.name, e.message, e.details.reason, e.stack] }',
+      {
+        bindings: ['t'],
+        onCall: async () => {
+          throw new Error('secret host failure at /srv/app.ts:12');
+        },
+      },
+    );
+    const [name, message, reason, stack] = JSON.parse(out.valueJson!);
+    expect([name, message, reason]).toEqual(['AppCallFailed', 'the binding call failed', 'host-error']);
+    expect(stack).not.toMatch(/secret|srv/);
+  });
+});
+
+describe('binding names are refused before the run starts', () => {
+  it('refuses $tools, lambda and console (the contract examples) and keeps onCall untouched', async () => {
+    expect(validateBindingNames(['$tools'])).toBe('invalid binding name: $tools (not a plain identifier)');
+    expect(validateBindingNames(['lambda'])).toBe('invalid binding name: lambda (reserved by Python)');
+    expect(validateBindingNames(['console'])).toBe(
+      'invalid binding name: console (kept by the run environment)',
+    );
+    let called = false;
+    const out = await run('globalThis.ran = 1; console.log("ran")', {
+      bindings: ['ok_tool', 'lambda'],
+      onCall: async (c) => ((called = true), echo(c)),
+    });
+    expect(out.failure).toEqual({
+      kind: 'exception',
+      message: 'invalid binding name: lambda (reserved by Python)',
+    });
+    expect(out.logs).toEqual([]);
+    expect(called).toBe(false);
+  });
+
+  it('checks every part of connection.capability names', () => {
+    expect(
+      validateBindingNames(['work_calendar.list_events', 'search', 'notes.read_note', '_x1']),
+    ).toBeUndefined();
+    expect(validateBindingNames(['class'])).toBe('invalid binding name: class (reserved by JavaScript)');
+    expect(validateBindingNames(['apps'])).toBe('invalid binding name: apps (kept by the run environment)');
+    expect(validateBindingNames(['globalThis'])).toBe(
+      'invalid binding name: globalThis (kept by the run environment)',
+    );
+    expect(validateBindingNames(['fetch'])).toBe('invalid binding name: fetch (kept by the run environment)');
+    expect(validateBindingNames(['1tool'])).toBe('invalid binding name: 1tool (not a plain identifier)');
+    expect(validateBindingNames(['tool-x'])).toBe('invalid binding name: tool-x (not a plain identifier)');
+    expect(validateBindingNames(['café'])).toBe('invalid binding name: café (not a plain identifier)');
+    expect(validateBindingNames([''])).toBe('invalid binding name:  (not a plain identifier)');
+    expect(validateBindingNames(['a.b.c'])).toBe('invalid binding name: a.b.c (not a plain identifier)');
+    expect(validateBindingNames(['mail.def'])).toBe('invalid binding name: mail.def (reserved by Python)');
+    expect(validateBindingNames(['call.x'])).toBe(
+      'invalid binding name: call.x (kept by the run environment)',
+    );
+    expect(validateBindingNames(['x.__proto__'])).toBe(
+      'invalid binding name: x.__proto__ (kept by the run environment)',
+    );
+    expect(validateBindingNames(['Object'])).toBe(
+      'invalid binding name: Object (kept by the run environment)',
+    );
+  });
+});
+
+describe('values cross as lossless JSON text', () => {
+  const argsCase = async (expr: string) => {
+    let called = false;
+    const out = await run(`try { await t(${expr}) } catch (e) { return "caught" } return "no error"`, {
+      bindings: ['t'],
+      onCall: async (c) => ((called = true), echo(c)),
+    });
+    return { out, called };
+  };
+
+  it.each([
+    ['NaN', 'NaN'],
+    ['Infinity', '{ a: Infinity }'],
+    ['-Infinity', '[-Infinity]'],
+    ['undefined in an array', '[1, undefined]'],
+    ['a BigInt', '{ n: 1n }'],
+    ['a cycle', '(() => { const o = {}; o.self = o; return o })()'],
+    ['an accessor', '({ get a() { return 1 } })'],
+    ['a Date', 'new Date(0)'],
+    ['a Map', 'new Map([[1, 2]])'],
+    ['a function', '{ f() {} }'],
+    ['a class instance', 'new (class A { constructor() { this.x = 1 } })()'],
+    ['a typed array', 'new Uint8Array(2)'],
+  ])(
+    'binding arguments with %s fail the run (not catchable): `binding arguments must be lossless JSON`',
+    async (_, expr) => {
+      const { out, called } = await argsCase(expr);
+      expect(out.status).toBe('failed');
+      expect(out.failure?.kind).toBe('exception');
+      expect(out.failure?.message).toBe('binding arguments must be lossless JSON');
+      expect(called).toBe(false);
+    },
+  );
+
+  it('a sparse array is `cannot encode a sparse JSON array`', async () => {
+    const { out } = await argsCase('[1, , 3]');
+    expect(out.failure).toMatchObject({ kind: 'exception', message: 'cannot encode a sparse JSON array' });
+    const done = await run('return [1, , 3]');
+    expect(done.failure).toMatchObject({
+      kind: 'invalid-output',
+      message: 'cannot encode a sparse JSON array',
+    });
+  });
+
+  it('-0 becomes 0, undefined object properties are omitted, symbol keys ignored, null-prototype objects allowed', async () => {
+    const seen: string[] = [];
+    const out = await run(
+      `const o = Object.create(null); o.k = 1;
+       await t({ z: -0, u: undefined, [Symbol("s")]: 1, o, s: "\\ud800" });
+       return { z: -0, u: undefined, list: [0, -0] };`,
+      { bindings: ['t'], onCall: async (c) => (seen.push(c.argsJson), echo(c)) },
+    );
+    expect(seen).toEqual(['{"z":0,"o":{"k":1},"s":"\\ud800"}']);
+    expect(out.valueJson).toBe('{"z":0,"list":[0,0]}');
+  });
+
+  it.each([
+    ['NaN', 'return NaN'],
+    ['a BigInt', 'return 10n'],
+    ['a Date', 'return new Date(0)'],
+    ['a Map', 'return new Map()'],
+    ['a cycle', 'const a = []; a.push(a); return a'],
+    ['an accessor', 'return { get x() { return 1 } }'],
+    ['a function', 'return () => 1'],
+    ['undefined in an array', 'return [undefined]'],
+    ['a Proxy whose trap throws', 'return new Proxy({}, { ownKeys() { throw new Error("no") } })'],
+  ])('a returned %s is invalid-output: `program completion must be lossless JSON`', async (_, code) => {
+    const out = await run(`console.log("kept"); ${code}`);
+    expect(out.status).toBe('failed');
+    expect(out.failure?.kind).toBe('invalid-output');
+    expect(out.failure?.message).toBe('program completion must be lossless JSON');
+    expect(out.logs).toEqual([{ level: 'log', text: 'kept' }]);
+    expect(renderResultText(out)).toBe(
+      'code run failed (invalid-output): program completion must be lossless JSON\n\nCaptured output:\nkept',
+    );
+  });
+
+  it('a Proxy of plain data is read through its traps inside the isolate', async () => {
+    const out = await run('return new Proxy({ a: 1 }, {})');
+    expect(out.valueJson).toBe('{"a":1}');
+  });
+
+  it('a resolution that is not lossless JSON fails the run: `binding resolution must be lossless JSON`', async () => {
+    for (const valueJson of ['{bad', 'NaN', '', 'undefined']) {
+      const out = await run('try { return await t() } catch { return "caught" }', {
+        bindings: ['t'],
+        onCall: async () => ({ type: 'result', valueJson }),
+      });
+      expect(out.failure).toEqual({ kind: 'exception', message: 'binding resolution must be lossless JSON' });
+    }
+  });
+
+  it('__proto__ keys in JSON stay own data and pollute nothing', async () => {
+    const out = await run(
+      `const r = await t();
+       return [Object.getPrototypeOf(r) === Object.prototype, ({}).polluted === undefined,
+               Object.keys(r), r.__proto__.polluted];`,
+      {
+        bindings: ['t'],
+        onCall: async () => ({ type: 'result', valueJson: '{"__proto__":{"polluted":true}}' }),
+      },
+    );
+    expect(JSON.parse(out.valueJson!)).toEqual([true, true, ['__proto__'], true]);
+  });
+});
+
+describe('console', () => {
+  it('captures the five levels in order with their level', async () => {
+    const out = await run(
+      `console.log("a", 1, { b: 2 }); console.info("i"); console.warn("w"); console.error(new Error("e"));
+       console.debug(undefined, null, [1]); console.log();`,
+    );
+    expect(out.logs.map((l) => l.level)).toEqual(['log', 'info', 'warn', 'error', 'debug', 'log']);
+    expect(out.logs[0]!.text).toBe('a 1 {"b":2}');
+    expect(out.logs[3]!.text).toMatch(/^Error: e/);
+    expect(out.logs[4]!.text).toBe('undefined null [1]');
+    expect(out.logs[5]!.text).toBe('');
+    expect(renderResultText(out)).toBe(out.logs.map((l) => l.text).join('\n'));
+  });
+});
+
+describe('an empty environment', () => {
+  it('has no fetch, require, process, timers, Buffer, SharedArrayBuffer, Atomics or WebAssembly', async () => {
+    const out = await run(
+      `return ["fetch", "require", "process", "setTimeout", "setInterval", "setImmediate", "queueMicrotask",
+        "Buffer", "SharedArrayBuffer", "Atomics", "WebAssembly", "module", "global", "__islet_start",
+        "__islet_deliver", "__islet_log", "__islet_call"].map((n) => [n, typeof globalThis[n]]);`,
+    );
+    for (const [name, type] of JSON.parse(out.valueJson!) as [string, string][]) {
+      expect([name, type]).toEqual([name, 'undefined']);
+    }
+  });
+
+  it('ArrayBuffers cannot grow or transfer', async () => {
+    const out = await run(
+      `const b = new ArrayBuffer(8, { maxByteLength: 2 ** 32 });
+       return [typeof b.resize, typeof b.transfer, typeof ArrayBuffer.prototype.resize];`,
+    );
+    expect(JSON.parse(out.valueJson!)).toEqual(['undefined', 'undefined', 'undefined']);
+  });
+
+  it('Date.now() and new Date() are fixed at clockMs; Intl formats that time', async () => {
+    const clockMs = Date.UTC(2026, 9, 23, 12, 0, 0);
+    const out = await run(
+      `const a = Date.now(); await Promise.resolve(); let spin = 0; for (let i = 0; i < 1e6; i++) spin += i;
+       return [a, Date.now(), new Date().getTime(), new (new Date(5).constructor)().getTime(), Date(),
+               new Date(0).toISOString(), Date.UTC(2000, 0, 1),
+               new Intl.DateTimeFormat("en-US", { timeZone: "UTC", year: "numeric" }).format()];`,
+      { clockMs },
+    );
+    const [a, b, c, d, e, f, g, h] = JSON.parse(out.valueJson!);
+    expect([a, b, c, d]).toEqual([clockMs, clockMs, clockMs, clockMs]);
+    expect(e).toBe(new Date(clockMs).toString());
+    expect(f).toBe('1970-01-01T00:00:00.000Z');
+    expect(g).toBe(Date.UTC(2000, 0, 1));
+    expect(h).toBe('2026');
+  });
+
+  it('Math.random() is seeded: same seed, same sequence; another seed, another', async () => {
+    const code = 'return [Math.random(), Math.random(), Math.random()]';
+    const a = await run(code, { randomSeed: 'run-1' });
+    const b = await run(code, { randomSeed: 'run-1' });
+    const c = await run(code, { randomSeed: 'run-2' });
+    expect(a.valueJson).toBe(b.valueJson);
+    expect(a.valueJson).not.toBe(c.valueJson);
+    for (const x of JSON.parse(a.valueJson!) as number[]) {
+      expect(x).toBeGreaterThanOrEqual(0);
+      expect(x).toBeLessThan(1);
+    }
+  });
+
+  it('each run gets a fresh isolate: nothing is kept from one run to the next', async () => {
+    await run('globalThis.leftover = 1; Object.prototype.polluted = 1; Math.random = () => 0;', {
+      randomSeed: 'x',
+    });
+    const out = await run('return [typeof leftover, typeof ({}).polluted, Math.random() === 0]', {
+      randomSeed: 'x',
+    });
+    expect(JSON.parse(out.valueJson!)).toEqual(['undefined', 'undefined', false]);
   });
 });

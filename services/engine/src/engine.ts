@@ -31,14 +31,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
   const idle = new Map<string, HostProcess[]>();
   const busy = new Set<HostProcess>();
+  // A replacement started in the background after a host was retired, one per partition.
+  const spares = new Map<string, Promise<HostProcess | undefined>>();
+  const prewarm = options.prewarm !== false;
   let closed = false;
 
-  async function acquire(partition: string): Promise<HostProcess> {
-    const pool = idle.get(partition);
-    while (pool && pool.length > 0) {
-      const host = pool.pop()!;
-      if (!host.exited) return host;
-    }
+  function spawnHost(partition: string): Promise<HostProcess> {
     return HostProcess.start({
       partition,
       startupTimeoutMs,
@@ -47,12 +45,43 @@ export function createEngine(options: EngineOptions = {}): Engine {
     });
   }
 
+  async function acquire(partition: string): Promise<HostProcess> {
+    const pool = idle.get(partition);
+    while (pool && pool.length > 0) {
+      const host = pool.pop()!;
+      if (!host.exited) return host;
+    }
+    const spare = spares.get(partition);
+    if (spare) {
+      spares.delete(partition);
+      const host = await spare;
+      if (host && !host.exited) return host;
+    }
+    return spawnHost(partition);
+  }
+
+  function startSpare(partition: string): void {
+    if (!prewarm || closed || spares.has(partition) || (idle.get(partition)?.length ?? 0) > 0) return;
+    const spare = spawnHost(partition).then(
+      (host) => {
+        if (closed) {
+          void host.stop();
+          return undefined;
+        }
+        return host;
+      },
+      () => undefined,
+    );
+    spares.set(partition, spare);
+  }
+
   function release(host: HostProcess, reusable: boolean): void {
     busy.delete(host);
     host.runs++;
     const pool = idle.get(host.partition) ?? [];
     if (closed || !reusable || host.exited || host.runs >= maxRunsPerProcess || pool.length >= maxIdle) {
       void host.stop();
+      startSpare(host.partition);
       return;
     }
     pool.push(host);
@@ -128,7 +157,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   async function close(): Promise<void> {
     closed = true;
-    const all = [...busy, ...[...idle.values()].flat()];
+    const starting = await Promise.all(spares.values());
+    spares.clear();
+    const all = [...busy, ...[...idle.values()].flat(), ...starting.filter((h) => h !== undefined)];
     idle.clear();
     await Promise.all(all.map((h) => h.stop()));
   }

@@ -151,6 +151,11 @@ export interface EngineOptions {
   startupTimeoutMs?: number;
   /** Idle sandbox host processes kept per partition for the next run. Default 2. */
   maxIdlePerPartition?: number;
+  /**
+   * Start a replacement host in the background when one is retired (after a failure or
+   * `maxRunsPerProcess` runs), so the partition's next run does not wait for a process start. Default true.
+   */
+  prewarm?: boolean;
   /** Environment of the sandbox host process. Default: empty. */
   hostEnv?: Record<string, string>;
 }

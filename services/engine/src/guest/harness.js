@@ -234,7 +234,7 @@
   }
 
   function fixClock(clockMs) {
-    const RealDate = Date;
+    const RealDate = g.Date;
     // A plain function (not a subclass) so the real constructor is not its prototype.
     // biome-ignore lint/suspicious/noShadowRestrictedNames: the replacement must be named Date
     function Date(...args) {
