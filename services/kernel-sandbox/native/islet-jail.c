@@ -276,7 +276,7 @@ static int ll_allow_all_except(const char *dir, const char *excluded, uint64_t a
   return rc;
 }
 
-static void apply_landlock(void) {
+static void prepare_landlock(void) {
   if (opt.skip_landlock) return missing("landlock", "skipped by --test-skip-layer");
   int abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
   if (abi < 1) return missing("landlock", errno == ENOSYS ? "kernel without Landlock" : "Landlock disabled");
@@ -310,14 +310,18 @@ static void apply_landlock(void) {
   }
   if (bad) {
     close(ll_ruleset);
+    ll_ruleset = -1;
     return missing("landlock", "cannot add a file-system rule");
   }
-  if (syscall(SYS_landlock_restrict_self, ll_ruleset, 0)) {
-    close(ll_ruleset);
-    return missing("landlock", "restrict_self failed");
-  }
+}
+
+/* Separate from building the ruleset: rules are added while still root (paths a dropped uid cannot
+ * open are still named correctly), the domain is entered after no_new_privs. */
+static void enforce_landlock(void) {
+  if (ll_ruleset < 0) return;
+  if (syscall(SYS_landlock_restrict_self, ll_ruleset, 0)) missing("landlock", "restrict_self failed");
+  else st.landlock = 1;
   close(ll_ruleset);
-  st.landlock = 1;
 }
 
 static void apply_seccomp(void) {
@@ -374,10 +378,12 @@ int main(int argc, char **argv) {
   if (opt.chdir_to && chdir(opt.chdir_to)) die(EXIT_USAGE, "cannot enter %s: %s", opt.chdir_to, strerror(errno));
 
   apply_rlimits();
+  prepare_landlock();
   drop_root();
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) st.nnp = 1;
   else missing("no_new_privs", strerror(errno));
-  apply_landlock();
+  if (st.nnp) enforce_landlock();
+  else if (ll_ruleset >= 0) missing("landlock", "needs no_new_privs");
   /* Seccomp last: everything above needs syscalls the filter may deny (landlock_*, setuid...). */
   if (st.nnp) apply_seccomp();
   else if (!opt.skip_seccomp) missing("seccomp", "needs no_new_privs");

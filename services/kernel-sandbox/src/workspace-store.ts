@@ -121,8 +121,13 @@ export class Workspace {
         throw new WorkspaceError('outside-workspace', `path goes through a symlink: ${path}`);
       if (!st.isDirectory()) throw new WorkspaceError('not-found', `not a directory on the way: ${path}`);
     }
-    const parentReal = await realpath(current);
-    const rootReal = await realpath(this.dir);
+    const real = (p: string) =>
+      realpath(p).catch((err) => {
+        if (errno(err) === 'ENOENT') throw new WorkspaceError('not-found', `no such file: ${path}`);
+        throw err;
+      });
+    const parentReal = await real(current);
+    const rootReal = await real(this.dir);
     if (parentReal !== rootReal && !parentReal.startsWith(rootReal + sep)) {
       throw new WorkspaceError('outside-workspace', `path leaves the workspace: ${path}`);
     }

@@ -1,0 +1,227 @@
+import { copyFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SANDBOX_MODES } from '@islet/protocol';
+import { afterAll, describe, expect, it } from 'vitest';
+import { FILE_SANDBOX_PARTIAL_TEXT, fileSandboxDeniedText, fileSandboxFacts } from './facts.ts';
+import { JAIL_UNAVAILABLE_EXIT_CODE, jailArgs, probeEnforcement, wrapCommandForMode } from './jail.ts';
+import { jailPath, probePath, profilePath } from './paths.ts';
+import { makeLayout, probeUnder, runJailed } from './test-helpers.ts';
+
+const DENIED_SYSCALLS = [
+  'socket-inet',
+  'socket-inet6',
+  'socket-netlink',
+  'socket-packet',
+  'socket-vsock',
+  'unshare-user',
+  'unshare-net',
+  'unshare-mount',
+  'clone-newnet',
+  'ptrace-traceme',
+  'io-uring-setup',
+  'mount',
+  'bpf',
+  'keyctl',
+  'userfaultfd',
+  'perf-event-open',
+  'process-vm-readv',
+  'open-by-handle',
+];
+
+const layout = makeLayout();
+afterAll(() => layout.cleanup());
+
+describe.each(SANDBOX_MODES)('islet-jail directly, mode %s', (mode) => {
+  const opts = {
+    workspaceDir: layout.ws,
+    workspaceRoot: layout.root,
+    scratchDir: layout.scratch,
+    readPaths: [],
+  };
+
+  it('denies inet/netlink/packet/vsock sockets, namespaces, ptrace, io_uring, mount, bpf, keyctl, …; allows AF_UNIX', () => {
+    const { results, report } = probeUnder(mode, opts, [...DENIED_SYSCALLS, 'socket-unix']);
+    for (const op of DENIED_SYSCALLS) expect({ op, result: results[op] }).toEqual({ op, result: 'EPERM' });
+    expect(results['socket-unix']).toBe('ok');
+    expect(report?.enforcement).toBe('full');
+    expect(report?.missing).toEqual([]);
+    expect(report?.layers).toEqual({ no_new_privs: true, seccomp: true, landlock: true, rlimits: true });
+    expect(report?.mode).toBe(mode);
+  });
+
+  it('reads the interpreter and system files, never another tenant or /proc/1/environ, cannot signal outside', () => {
+    const { results } = probeUnder(mode, opts, [
+      'read:/usr/bin/python3',
+      'read:/etc/hostname',
+      `read:${join(layout.other, 'secret.txt')}`,
+      'proc1-environ',
+      'kill-parent',
+      'write:/dev/null',
+      'exec:/usr/bin/true',
+    ]);
+    expect(results['read:/usr/bin/python3']).toBe('ok');
+    expect(results['read:/etc/hostname']).toBe('ok');
+    expect(results[`read:${join(layout.other, 'secret.txt')}`]).toBe('EACCES');
+    expect(results['proc1-environ']).toBe('EACCES');
+    expect(results['kill-parent']).toBe('EPERM');
+    expect(results['write:/dev/null']).toBe('ok');
+    expect(results['exec:/usr/bin/true']).toBe('ok');
+  });
+
+  it('writes the workspace only when the mode allows, scratch always, system paths never', () => {
+    const wsFile = join(layout.ws, `w-${mode}.txt`);
+    const outFile = join(layout.outside, `o-${mode}.txt`);
+    const otherFile = join(layout.other, `x-${mode}.txt`);
+    const { results } = probeUnder(mode, opts, [
+      `read:${join(layout.ws, 'mine.txt')}`,
+      `write:${wsFile}`,
+      `write:${join(layout.scratch, `s-${mode}.txt`)}`,
+      `write:${outFile}`,
+      `write:${otherFile}`,
+      'write:/etc/islet-probe.txt',
+      'write:/usr/islet-probe.txt',
+    ]);
+    expect(results[`read:${join(layout.ws, 'mine.txt')}`]).toBe('ok');
+    expect(results[`write:${wsFile}`]).toBe(mode === 'read-only' ? 'EACCES' : 'ok');
+    expect(results[`write:${join(layout.scratch, `s-${mode}.txt`)}`]).toBe('ok');
+    // danger-full-access reaches beyond the workspace, but never into another tenant's.
+    expect(results[`write:${outFile}`]).toBe(mode === 'danger-full-access' ? 'ok' : 'EACCES');
+    expect(results[`write:${otherFile}`]).toBe('EACCES');
+    expect(results['write:/etc/islet-probe.txt']).toBe('EACCES');
+    expect(results['write:/usr/islet-probe.txt']).toBe('EACCES');
+  });
+
+  it('never executes what it could write (W^X) outside danger-full-access', () => {
+    const bin = join(layout.scratch, `true-${mode}`);
+    copyFileSync('/usr/bin/true', bin);
+    const { results } = probeUnder(mode, opts, [`exec:${bin}`]);
+    expect(results[`exec:${bin}`]).toBe(mode === 'danger-full-access' ? 'ok' : 'EACCES');
+  });
+
+  it('runs as nobody when started as root', () => {
+    const { results, report } = probeUnder(mode, opts, ['uid']);
+    if (process.getuid?.() === 0) {
+      expect(results.uid).toBe('65534');
+      expect(report?.uid).toBe(65534);
+    } else expect(results.uid).toBe(String(process.getuid?.()));
+  });
+});
+
+describe('enforcement reporting', () => {
+  it('reports partial and names the missing layer when one cannot be applied', () => {
+    const res = runJailed('read-only', { testSkipLayer: 'landlock', readPaths: [] }, ['/usr/bin/true']);
+    expect(res.status).toBe(0);
+    expect(res.report?.enforcement).toBe('partial');
+    expect(res.report?.missing).toEqual(['landlock']);
+    expect(res.report?.layers.seccomp).toBe(true);
+  });
+
+  it('with --require full refuses to start (exit 78) and says sandbox-unavailable', () => {
+    const res = runJailed('workspace-write', { testSkipLayer: 'seccomp', require: 'full', readPaths: [] }, [
+      probePath(),
+      'socket-inet',
+    ]);
+    expect(res.status).toBe(JAIL_UNAVAILABLE_EXIT_CODE);
+    expect(res.stdout).toBe(''); // the command never ran
+    expect(res.stderr).toContain('sandbox-unavailable');
+    expect(res.stderr).toContain('seccomp');
+  });
+
+  it('probeEnforcement reports full on this host for every mode', async () => {
+    for (const mode of SANDBOX_MODES) {
+      const report = await probeEnforcement(mode);
+      expect(report.enforcement).toBe('full');
+      expect(report.landlockAbi).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('refuses bad usage with exit 64', () => {
+    expect(runJailed('read-only', {}, []).status).toBe(64);
+  });
+});
+
+describe('wrapCommandForMode', () => {
+  it('prefixes the command line with islet-jail and the mode', () => {
+    const wrap = wrapCommandForMode('read-only', { require: 'full', readPaths: ['/opt/app'] });
+    const wrapped = wrap('/usr/bin/node', ['--no-node-snapshot', 'host.ts']);
+    expect(wrapped.command).toBe(jailPath());
+    expect(wrapped.args).toEqual([
+      '--mode',
+      'read-only',
+      '--read',
+      '/opt/app',
+      '--require',
+      'full',
+      '--',
+      '/usr/bin/node',
+      '--no-node-snapshot',
+      'host.ts',
+    ]);
+  });
+
+  it('starts Node under the profile: no network, no writes, the program still runs', () => {
+    const res = runJailed('read-only', { require: 'full' }, [
+      process.execPath,
+      '-e',
+      `const net=require('node:net');const fs=require('node:fs');
+       try{fs.writeFileSync(${JSON.stringify(join(layout.outside, 'n.txt'))},'x');console.log('wrote')}catch(e){console.log('write',e.code)}
+       net.connect(9,'127.0.0.1').on('error',e=>console.log('net',e.code));`,
+    ]);
+    expect(res.report?.enforcement).toBe('full');
+    expect(res.stdout).toContain('write EACCES');
+    expect(res.stdout).toContain('net EPERM');
+  });
+
+  it('jailArgs passes rlimits through', () => {
+    expect(jailArgs('read-only', { rlimitNproc: 5, rlimitFsizeBytes: 10, readPaths: [] })).toEqual([
+      '--mode',
+      'read-only',
+      '--rlimit-nproc',
+      '5',
+      '--rlimit-fsize',
+      '10',
+      '--',
+    ]);
+  });
+});
+
+describe('profiles and facts', () => {
+  it('ships one OCI/Kubernetes seccomp JSON per mode denying the dangerous syscalls', () => {
+    for (const mode of SANDBOX_MODES) {
+      const p = JSON.parse(readFileSync(profilePath(mode), 'utf8'));
+      expect(p.defaultAction).toBe('SCMP_ACT_ALLOW');
+      expect(p.architectures).toContain('SCMP_ARCH_X86_64');
+      const denied = new Set(
+        (p.syscalls as { names: string[]; action: string; args?: unknown[] }[])
+          .filter((r) => r.action === 'SCMP_ACT_ERRNO' && !r.args)
+          .flatMap((r) => r.names),
+      );
+      for (const name of [
+        'ptrace',
+        'mount',
+        'unshare',
+        'setns',
+        'bpf',
+        'io_uring_setup',
+        'keyctl',
+        'userfaultfd',
+      ]) {
+        expect(denied.has(name)).toBe(true);
+      }
+      const socketRule = p.syscalls.find((r: { names: string[] }) => r.names.includes('socket'));
+      expect(socketRule.args).toEqual([{ index: 0, value: 1, valueTwo: 0, op: 'SCMP_CMP_NE' }]);
+    }
+  });
+
+  it('renders the contract texts verbatim', () => {
+    expect(fileSandboxDeniedText('read-only', 'full')).toBe(
+      'File sandbox: read-only; enforcement: full; operation denied',
+    );
+    expect(FILE_SANDBOX_PARTIAL_TEXT).toBe('File sandbox enforcement is partial on this host.');
+    expect(fileSandboxFacts({ mode: 'workspace-write', enforcement: 'partial', denied: true })).toEqual([
+      'File sandbox enforcement is partial on this host.',
+      'File sandbox: workspace-write; enforcement: partial; operation denied',
+    ]);
+    expect(fileSandboxFacts({ mode: 'read-only', enforcement: 'full', denied: false })).toEqual([]);
+  });
+});

@@ -1,0 +1,152 @@
+import { mkdirSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseSkillRequest, runSkill, SKILL_OUTPUT_CAP_BYTES } from './skill-runner.ts';
+import { makeLayout } from './test-helpers.ts';
+
+const layout = makeLayout('islet-skill-test-');
+afterAll(() => layout.cleanup());
+const tmpDir = join(layout.base, 'tmp');
+mkdirSync(tmpDir, { recursive: true });
+
+describe('run_code skill', () => {
+  it('runs python, javascript and bash with the documented answer shape', async () => {
+    const py = await runSkill({
+      language: 'python',
+      code: "import json\nprint(json.dumps({'sum': sum(range(10))}))",
+      mode: 'read-only',
+      tmpDir,
+    });
+    expect(py).toEqual({
+      success: true,
+      output: '{"sum": 45}\n',
+      error: '',
+      exitCode: 0,
+      language: 'python',
+    });
+    const js = await runSkill({
+      language: 'javascript',
+      code: 'console.log([1,2,3].map(x => x * 2).join(","))',
+      mode: 'read-only',
+      tmpDir,
+    });
+    expect(js).toEqual({ success: true, output: '2,4,6\n', error: '', exitCode: 0, language: 'javascript' });
+    const sh = await runSkill({
+      language: 'bash',
+      code: 'echo out; echo err >&2; exit 3',
+      mode: 'read-only',
+      tmpDir,
+    });
+    expect(sh).toEqual({ success: false, output: 'out\n', error: 'err\n', exitCode: 3, language: 'bash' });
+  });
+
+  it('starts with only PATH and HOME, as a non-root user, in the workspace, and removes its scratch', async () => {
+    const r = await runSkill({
+      language: 'javascript',
+      code: 'console.log(Object.keys(process.env).sort().join(","));console.log(process.getuid());console.log(process.cwd())',
+      mode: 'workspace-write',
+      workspaceDir: layout.ws,
+      workspaceRoot: layout.root,
+      tmpDir,
+    });
+    const lines = r.output.trim().split('\n');
+    expect(lines[0]).toBe('HOME,PATH');
+    if (process.getuid?.() === 0) expect(lines[1]).toBe('65534');
+    expect(lines[2]).toBe(layout.ws);
+    expect(readdirSync(tmpDir)).toEqual([]);
+  });
+
+  it('kills the program (and its children) at the timeout, keeping what it printed', async () => {
+    const t0 = Date.now();
+    const r = await runSkill({
+      language: 'bash',
+      code: 'echo started; sleep 30 & sleep 30; echo never',
+      timeout: 400,
+      mode: 'read-only',
+      tmpDir,
+    });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(r).toMatchObject({ success: false, output: 'started\n', exitCode: 124, language: 'bash' });
+    expect(r.error).toContain('timed out after 400 ms; the program was killed');
+  });
+
+  it('captures output up to 1 MB and stops a program that prints more', async () => {
+    const r = await runSkill({
+      language: 'python',
+      code: "while True:\n    print('y' * 4096)",
+      mode: 'read-only',
+      tmpDir,
+    });
+    expect(Buffer.byteLength(r.output)).toBe(SKILL_OUTPUT_CAP_BYTES);
+    expect(r.success).toBe(false);
+    expect(r.error).toContain('output limit reached: captured the first 1048576 bytes');
+  });
+
+  it('explains how to install a missing interpreter', async () => {
+    const r = await runSkill({
+      language: 'python',
+      code: 'print(1)',
+      mode: 'read-only',
+      tmpDir,
+      interpreters: { python: 'python3-missing' },
+    });
+    expect(r).toEqual({
+      success: false,
+      output: '',
+      error: 'python3 is not installed; install it with: apt-get install python3',
+      exitCode: 127,
+      language: 'python',
+    });
+    const b = await runSkill({
+      language: 'bash',
+      code: 'true',
+      mode: 'read-only',
+      tmpDir,
+      interpreters: { bash: '/nonexistent/bash' },
+    });
+    expect(b.error).toBe('bash is not installed; install it with: apt-get install bash');
+  });
+
+  it('does not start when full enforcement is required and a layer is missing (sandbox-unavailable)', async () => {
+    const r = await runSkill({
+      language: 'bash',
+      code: 'echo ran',
+      mode: 'read-only',
+      tmpDir,
+      requireFull: true,
+      testSkipLayer: 'seccomp',
+    });
+    expect(r.output).toBe('');
+    expect(r.exitCode).toBe(78);
+    expect(r.error).toMatch(
+      /^code run failed \(sandbox-unavailable\): mode read-only could not be fully enforced/,
+    );
+  });
+
+  it('validates requests with clear refusals', () => {
+    expect(parseSkillRequest({ language: 'python', code: 'x' })).toEqual({
+      ok: true,
+      value: { language: 'python', code: 'x' },
+    });
+    const bad = (b: unknown) => {
+      const r = parseSkillRequest(b);
+      return r.ok ? 'ok' : r.message;
+    };
+    expect(bad({ language: 'ruby', code: '' })).toBe(
+      'invalid language: expected one of python, javascript, bash',
+    );
+    expect(bad({ language: 'bash' })).toBe('invalid code: expected a string');
+    expect(bad({ language: 'bash', code: '', timeout: 0 })).toBe(
+      'invalid timeout: expected a positive number of milliseconds',
+    );
+    expect(bad({ language: 'bash', code: '', timeout: 120001 })).toBe(
+      'invalid timeout: the maximum is 120000 ms',
+    );
+    expect(bad({ language: 'bash', code: '', timeout: '5' })).toBe(
+      'invalid timeout: expected a positive number of milliseconds',
+    );
+    expect(bad([])).toBe('invalid request: expected a JSON object');
+    expect(tmpdir()).toBeTruthy();
+  });
+});

@@ -1,0 +1,74 @@
+/** Shared by this package's tests and test/kernel: run the probe (or any command) under islet-jail. */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { SandboxMode } from '@islet/protocol';
+import { type EnforcementReport, type JailOptions, jailArgs } from './jail.ts';
+import { jailPath, probePath } from './paths.ts';
+
+export interface JailedResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+  report?: EnforcementReport;
+}
+
+/** Runs `command` under islet-jail with the report on fd 3. */
+export function runJailed(
+  mode: SandboxMode,
+  opts: JailOptions,
+  command: string[],
+  env = { PATH: '/usr/bin:/bin' },
+) {
+  const res = spawnSync(jailPath(), [...jailArgs(mode, { ...opts, reportFd: 3 }), ...command], {
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    env,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  const reportLine = String(res.output[3] ?? '').trim();
+  const result: JailedResult = { status: res.status, stdout: res.stdout, stderr: res.stderr };
+  if (reportLine) result.report = JSON.parse(reportLine) as EnforcementReport;
+  return result;
+}
+
+/** Runs islet-probe with the given ops under the mode and parses its JSON answer. */
+export function probeUnder(mode: SandboxMode, opts: JailOptions, ops: string[]) {
+  const readPaths = [...(opts.readPaths ?? []), dirname(probePath())];
+  const res = runJailed(mode, { ...opts, readPaths }, [probePath(), ...ops]);
+  if (res.status !== 0) throw new Error(`probe failed (${res.status}): ${res.stderr}`);
+  return { results: JSON.parse(res.stdout) as Record<string, string>, report: res.report };
+}
+
+/** A temp layout: a workspace root with two tenants, a scratch dir and a directory outside both. */
+export function makeLayout(prefix = 'islet-kt-') {
+  const base = mkdtempSync(join(tmpdir(), prefix));
+  chmodSync(base, 0o755); // mkdtemp makes it 0700; the jailed uid must be able to traverse it
+  const root = join(base, 'workspaces');
+  const ws = join(root, 'tenant-a', 'session-1');
+  const other = join(root, 'tenant-b', 'session-9');
+  const scratch = join(base, 'scratch');
+  const outside = join(base, 'outside');
+  for (const d of [ws, other, scratch, outside]) mkdirSync(d, { recursive: true, mode: 0o755 });
+  chmodSync(outside, 0o1777); // like /tmp: DAC lets anyone write, so only the sandbox can say no
+  writeFileSync(join(other, 'secret.txt'), 'tenant-b secret\n', { mode: 0o644 });
+  writeFileSync(join(ws, 'mine.txt'), 'tenant-a data\n', { mode: 0o644 });
+  writeFileSync(join(outside, 'host.txt'), 'host file\n', { mode: 0o644 });
+  return {
+    base,
+    root,
+    ws,
+    other,
+    scratch,
+    outside,
+    cleanup: () => rmSync(base, { recursive: true, force: true }),
+  };
+}
+
+/** Only for tests that need the real uid semantics (fork bomb, drop to nobody). */
+export function requireRoot(what: string): void {
+  if (process.getuid?.() !== 0) {
+    throw new Error(`${what} requires root (CI runs as root): run the suite as root`);
+  }
+}
