@@ -106,7 +106,13 @@ describe('bindings', () => {
     const out = await run(
       `let msg; try { await apps.call("other.secret", {}) } catch (e) { msg = e.message }
        return [msg, typeof apps.other, typeof secret];`,
-      { bindings: ['notes.read'], onCall: async (c) => (seen.push(c), echo(c)) },
+      {
+        bindings: ['notes.read'],
+        onCall: async (c) => {
+          seen.push(c);
+          return echo(c);
+        },
+      },
     );
     expect(JSON.parse(out.valueJson!)).toEqual(['unknown binding: other.secret', 'undefined', 'undefined']);
     expect(seen).toEqual([]);
@@ -181,7 +187,10 @@ describe('binding names are refused before the run starts', () => {
     let called = false;
     const out = await run('globalThis.ran = 1; console.log("ran")', {
       bindings: ['ok_tool', 'lambda'],
-      onCall: async (c) => ((called = true), echo(c)),
+      onCall: async (c) => {
+        called = true;
+        return echo(c);
+      },
     });
     expect(out.failure).toEqual({
       kind: 'exception',
@@ -224,7 +233,10 @@ describe('values cross as lossless JSON text', () => {
     let called = false;
     const out = await run(`try { await t(${expr}) } catch (e) { return "caught" } return "no error"`, {
       bindings: ['t'],
-      onCall: async (c) => ((called = true), echo(c)),
+      onCall: async (c) => {
+        called = true;
+        return echo(c);
+      },
     });
     return { out, called };
   };
@@ -269,7 +281,13 @@ describe('values cross as lossless JSON text', () => {
       `const o = Object.create(null); o.k = 1;
        await t({ z: -0, u: undefined, [Symbol("s")]: 1, o, s: "\\ud800" });
        return { z: -0, u: undefined, list: [0, -0] };`,
-      { bindings: ['t'], onCall: async (c) => (seen.push(c.argsJson), echo(c)) },
+      {
+        bindings: ['t'],
+        onCall: async (c) => {
+          seen.push(c.argsJson);
+          return echo(c);
+        },
+      },
     );
     expect(seen).toEqual(['{"z":0,"o":{"k":1},"s":"\\ud800"}']);
     expect(out.valueJson).toBe('{"z":0,"list":[0,0]}');
