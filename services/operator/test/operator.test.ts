@@ -198,8 +198,12 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     const survivor = podsOf(api, 'ww')[0]!;
     expect(survivor.metadata?.annotations?.[DRAINING_ANNOTATION]).toBeUndefined();
     expect(survivor.metadata?.annotations?.[DELETION_COST_ANNOTATION]).toBeUndefined();
-    const text = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
-    expect(text).toContain('islet_operator_scale_events_total{pool="ww",direction="down"}');
+    // Counted once the reconcile that scaled finishes (just after the replicas changed).
+    await waitFor('down event counted', async () =>
+      (await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text()).includes(
+        'islet_operator_scale_events_total{pool="ww",direction="down"}',
+      ),
+    );
     release();
     await worker.close();
   });
