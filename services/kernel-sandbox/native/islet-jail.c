@@ -368,7 +368,7 @@ static void report(void) {
                    st.missing, st.landlock_abi, st.landlock_net ? "true" : "false",
                    st.landlock_scoped ? "true" : "false", st.uid, st.notes);
   if (n > 0 && write(opt.report_fd, buf, (size_t)n) < 0) fprintf(stderr, "islet-jail: report: %s\n", strerror(errno));
-  close(opt.report_fd);
+  if (opt.report_fd > 2) close(opt.report_fd); /* the command does not inherit the report channel */
 }
 
 int main(int argc, char **argv) {
