@@ -158,8 +158,10 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
       () => (api.get(POOLS, ns, 'ww') as RunnerPool).status?.desiredReplicas === 4,
     );
     expect(pool.status?.lastScaleTime).toBeTruthy();
-    const text = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
-    expect(text).toContain('islet_operator_scale_events_total{pool="ww",direction="up"}');
+    const text = await waitFor('up event counted', async () => {
+      const t = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
+      return t.includes('islet_operator_scale_events_total{pool="ww",direction="up"}') ? t : undefined;
+    });
     expect(text).toMatch(/islet_operator_desired_replicas\{pool="ww"\} 4/);
     expect(text).toMatch(/islet_operator_reconcile_total\{result="ok"\} \d+/);
   });
