@@ -64,6 +64,11 @@ export const configSchema = z.object({
   ISLET_RUNNER_MAX_STALLED_COUNT: int(3, 0),
   /** BullMQ attempts per run (a run whose processor crashed is retried). */
   ISLET_JOB_ATTEMPTS: int(3, 1),
+  /**
+   * Start sandbox hosts under the kernel launcher (islet-jail: no_new_privs, seccomp, Landlock,
+   * rlimits per mode). `off` runs them as plain child processes (dev machines without the helper).
+   */
+  ISLET_SANDBOX_JAIL: z.enum(['on', 'off']).default('off'),
   /** On SIGTERM, how long running jobs may finish before they are handed back. */
   ISLET_RUNNER_SHUTDOWN_GRACE_MS: int(25_000, 0),
 });

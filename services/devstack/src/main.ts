@@ -1,2 +1,43 @@
-// Placeholder until the engine lands: replaced by the local cluster launcher.
-console.log('islet devstack: not built yet');
+/**
+ * `npm start`: the whole cluster on this machine — redis-server on a free port, one gateway on
+ * ISLET_PORT (or a free port), a runner per sandbox mode, a dev tenant whose key is
+ * ISLET_DEV_API_KEY when set. Ctrl-C stops everything.
+ */
+import { startCluster } from './cluster.ts';
+
+const port = process.env.ISLET_PORT ? Number(process.env.ISLET_PORT) : undefined;
+const cluster = await startCluster({
+  ...(port ? { gatewayPort: port } : {}),
+  ...(process.env.ISLET_DEV_API_KEY ? { devApiKey: process.env.ISLET_DEV_API_KEY } : {}),
+  verbose: process.env.ISLET_VERBOSE === '1',
+  logLevel: process.env.ISLET_LOG_LEVEL ?? 'warn',
+});
+
+const example = `curl -s -X POST ${cluster.url}/v1/runs \\
+  -H "Authorization: Bearer ${cluster.devKey}" -H "Content-Type: application/json" -H "Prefer: wait=10" \\
+  -d '{"code":"console.log(\\"hello from the sandbox\\"); return 6 * 7","description":"Print a greeting and multiply","sessionId":"s1","turnId":"t1","callId":"c1"}'`;
+
+process.stdout.write(`
+Islet is running.
+  gateway   ${cluster.url}   (API docs: ${cluster.url}/docs, metrics: ${cluster.url}/metrics)
+  runners   ${cluster.runners.map((r) => `${r.modes?.join(',')} (${r.url}/metrics)`).join('; ')}
+  redis     ${cluster.redisUrl}
+  tenant    ${cluster.tenantId}
+  API key   ${cluster.devKey}
+
+Try:
+${example}
+
+Ctrl-C stops everything.
+`);
+
+let stopping = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write('\nstopping Islet…\n');
+    await cluster.stop();
+    process.exit(0);
+  });
+}

@@ -1,0 +1,258 @@
+/**
+ * `startCluster()`: the whole Islet cluster on one machine as real child processes — its own
+ * redis-server on a free port (or a given URL), N gateways, runners per sandbox mode — plus a dev
+ * tenant with a key. Used by `npm start`, the e2e and chaos tests and the Prometheus scrape test.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { createRedis, createTenantStore, generateSealKey, SCOPES } from '@islet/core';
+import type { SandboxMode } from '@islet/protocol';
+import { freePort, type RedisServer, startRedis } from '@islet/testkit';
+
+const GATEWAY_MAIN = fileURLToPath(new URL('../../gateway/src/main.ts', import.meta.url));
+const RUNNER_MAIN = fileURLToPath(new URL('../../runner/src/main.ts', import.meta.url));
+
+export interface RunnerSpec {
+  modes: SandboxMode[];
+  /** ISLET_RUNNER_CONCURRENCY for this runner. Default 4. */
+  concurrency?: number;
+}
+
+export interface ClusterOptions {
+  /** Use this Redis instead of starting one. */
+  redisUrl?: string;
+  /** Gateway processes. Default 1. */
+  gateways?: number;
+  /** Fixed port of the first gateway (others get free ports). Default: a free port. */
+  gatewayPort?: number;
+  /** Runner processes. Default: one per mode in `modes`. */
+  runners?: RunnerSpec[];
+  /** Modes for the default runners. Default all three. */
+  modes?: SandboxMode[];
+  /** Extra environment for every process (e.g. ISLET_RUNNER_LOCK_DURATION_MS for tests). */
+  env?: Record<string, string>;
+  /** The dev tenant's key text. Default: random. */
+  devApiKey?: string;
+  /** Dev tenant id. Default `dev`. */
+  devTenant?: string;
+  /** Forward children's output to this process's stderr. Default false (kept for diagnostics). */
+  verbose?: boolean;
+  /** Log level of the children. Default `warn`. */
+  logLevel?: string;
+}
+
+export interface ProcessInfo {
+  kind: 'gateway' | 'runner';
+  index: number;
+  url: string;
+  port: number;
+  pid: number | undefined;
+  alive: boolean;
+  modes?: SandboxMode[];
+}
+
+export interface Cluster {
+  gatewayUrls: string[];
+  /** The first gateway's URL. */
+  url: string;
+  redisUrl: string;
+  /** The redis-server this cluster started (undefined when `redisUrl` was given). */
+  redis: RedisServer | undefined;
+  tenantId: string;
+  /** The dev tenant's key; it has every scope, including platform.admin. */
+  devKey: string;
+  adminKey: string;
+  /** Environment every process got (seal keys, internal token, Redis URL…). */
+  env: Record<string, string>;
+  gateways: ProcessInfo[];
+  runners: ProcessInfo[];
+  killRunner(i: number, signal?: NodeJS.Signals): Promise<void>;
+  restartRunner(i: number): Promise<void>;
+  killGateway(i: number, signal?: NodeJS.Signals): Promise<void>;
+  restartGateway(i: number): Promise<void>;
+  /** Last output lines of a child (for test failure messages). */
+  output(kind: 'gateway' | 'runner', i: number): string;
+  stop(): Promise<void>;
+}
+
+interface Child {
+  info: ProcessInfo;
+  proc?: ChildProcess;
+  env: Record<string, string>;
+  script: string;
+  lines: string[];
+}
+
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const redisServer = options.redisUrl ? undefined : await startRedis();
+  const redisUrl = options.redisUrl ?? redisServer!.url;
+  const env: Record<string, string> = {
+    ISLET_REDIS_URL: redisUrl,
+    ISLET_SEAL_KEYS: generateSealKey('dev1'),
+    ISLET_INTERNAL_TOKEN: randomBytes(24).toString('base64url'),
+    ISLET_LOG_LEVEL: options.logLevel ?? 'warn',
+    ISLET_HOST: '127.0.0.1',
+    ...options.env,
+  };
+
+  const gatewayCount = options.gateways ?? 1;
+  const gateways: Child[] = [];
+  for (let i = 0; i < gatewayCount; i++) {
+    const port = i === 0 && options.gatewayPort ? options.gatewayPort : await freePort();
+    gateways.push({
+      info: {
+        kind: 'gateway',
+        index: i,
+        url: `http://127.0.0.1:${port}`,
+        port,
+        pid: undefined,
+        alive: false,
+      },
+      env: { ...env, ISLET_PORT: String(port) },
+      script: GATEWAY_MAIN,
+      lines: [],
+    });
+  }
+  const gatewayUrls = gateways.map((g) => g.info.url);
+  const specs: RunnerSpec[] =
+    options.runners ??
+    (options.modes ?? ['read-only', 'workspace-write', 'danger-full-access']).map(
+      (m): RunnerSpec => ({ modes: [m] }),
+    );
+  const runners: Child[] = [];
+  for (const [i, spec] of specs.entries()) {
+    const port = await freePort();
+    runners.push({
+      info: {
+        kind: 'runner',
+        index: i,
+        url: `http://127.0.0.1:${port}`,
+        port,
+        pid: undefined,
+        alive: false,
+        modes: spec.modes,
+      },
+      env: {
+        ...env,
+        ISLET_RUNNER_MODES: spec.modes.join(','),
+        ISLET_RUNNER_CONCURRENCY: String(spec.concurrency ?? env.ISLET_RUNNER_CONCURRENCY ?? 4),
+        ISLET_GATEWAY_URLS: gatewayUrls.join(','),
+        ISLET_RUNNER_METRICS_PORT: String(port),
+      },
+      script: RUNNER_MAIN,
+      lines: [],
+    });
+  }
+
+  const launch = (child: Child) =>
+    new Promise<void>((resolve, reject) => {
+      const proc = spawn(process.execPath, [child.script], {
+        env: { ...process.env, ...child.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.proc = proc;
+      child.info.pid = proc.pid;
+      let ready = false;
+      const timer = setTimeout(() => {
+        if (!ready)
+          reject(
+            new Error(`${child.info.kind} ${child.info.index} not ready in 30s:\n${child.lines.join('\n')}`),
+          );
+      }, 30_000);
+      const onLine = (line: string) => {
+        child.lines.push(line);
+        if (child.lines.length > 200) child.lines.shift();
+        if (options.verbose) process.stderr.write(`[${child.info.kind}-${child.info.index}] ${line}\n`);
+        if (!ready && line.includes(`"islet":"${child.info.kind}-ready"`)) {
+          ready = true;
+          child.info.alive = true;
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      for (const stream of [proc.stdout, proc.stderr]) {
+        let buf = '';
+        stream?.setEncoding('utf8');
+        stream?.on('data', (chunk: string) => {
+          buf += chunk;
+          let nl = buf.indexOf('\n');
+          while (nl >= 0) {
+            onLine(buf.slice(0, nl));
+            buf = buf.slice(nl + 1);
+            nl = buf.indexOf('\n');
+          }
+        });
+      }
+      proc.once('exit', (code, signal) => {
+        child.info.alive = false;
+        if (!ready) {
+          clearTimeout(timer);
+          reject(
+            new Error(
+              `${child.info.kind} ${child.info.index} exited (${code ?? signal}) before ready:\n${child.lines.join('\n')}`,
+            ),
+          );
+        }
+      });
+    });
+
+  const kill = async (child: Child | undefined, signal: NodeJS.Signals = 'SIGKILL') => {
+    const proc = child?.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.kill(signal);
+    });
+  };
+
+  const all = [...gateways, ...runners];
+  try {
+    // Gateways first: runners send binding calls to them.
+    await Promise.all(gateways.map(launch));
+    await Promise.all(runners.map(launch));
+  } catch (err) {
+    await Promise.all(all.map((c) => kill(c)));
+    await redisServer?.stop();
+    throw err;
+  }
+
+  const redis = createRedis(redisUrl);
+  const tenants = createTenantStore(redis);
+  const tenantId = options.devTenant ?? 'dev';
+  if (!(await tenants.getTenant(tenantId))) await tenants.createTenant({ id: tenantId, name: 'Development' });
+  const devKey = (
+    await tenants.createKey(tenantId, [...SCOPES], options.devApiKey ? { key: options.devApiKey } : {})
+  ).key;
+  redis.disconnect();
+
+  return {
+    gatewayUrls,
+    url: gatewayUrls[0]!,
+    redisUrl,
+    redis: redisServer,
+    tenantId,
+    devKey,
+    adminKey: devKey,
+    env,
+    gateways: gateways.map((g) => g.info),
+    runners: runners.map((r) => r.info),
+    killRunner: (i, signal) => kill(runners[i], signal),
+    restartRunner: async (i) => {
+      await kill(runners[i]);
+      await launch(runners[i]!);
+    },
+    killGateway: (i, signal) => kill(gateways[i], signal),
+    restartGateway: async (i) => {
+      await kill(gateways[i]);
+      await launch(gateways[i]!);
+    },
+    output: (kind, i) => ((kind === 'gateway' ? gateways : runners)[i]?.lines ?? []).join('\n'),
+    async stop() {
+      // Runners drain first (SIGTERM), then gateways, then Redis.
+      await Promise.all(runners.map((r) => kill(r, 'SIGTERM')));
+      await Promise.all(gateways.map((g) => kill(g, 'SIGTERM')));
+      await redisServer?.stop();
+    },
+  };
+}

@@ -1,0 +1,7 @@
+export {
+  type Cluster,
+  type ClusterOptions,
+  type ProcessInfo,
+  type RunnerSpec,
+  startCluster,
+} from './cluster.ts';

@@ -1,0 +1,77 @@
+/**
+ * The runner's binding-call path: every call the program makes is POSTed to a gateway's internal
+ * route and answered only after the gateway journaled the outcome. One HTTP request per call, so
+ * a program's parallel calls stay parallel end to end. Gateways are tried round-robin; when one
+ * cannot be reached (or answers 5xx) the call is retried on the next with `takeover`, so the
+ * journal can tell a lost handler from a duplicate delivery.
+ */
+import type { BindingCall, BindingOutcome } from '@islet/engine';
+import type { LiveOutcome } from '@islet/journal';
+
+export interface GatewayClientOptions {
+  urls: string[];
+  token: string;
+  fetch?: typeof fetch;
+  /** Tries per call across gateways before the call fails as AppCallFailed. Default 6. */
+  maxTries?: number;
+  /** Pause between tries, ms (grows linearly). Default 200. */
+  retryDelayMs?: number;
+}
+
+export interface GatewayClient {
+  call(runId: string, attempt: number, call: BindingCall, signal?: AbortSignal): Promise<LiveOutcome>;
+}
+
+const failed = (reason: string, message: string): BindingOutcome => ({
+  type: 'error',
+  name: 'AppCallFailed',
+  message,
+  details: { reason },
+});
+
+export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
+  const doFetch = options.fetch ?? fetch;
+  const maxTries = options.maxTries ?? 6;
+  const delay = options.retryDelayMs ?? 200;
+  let next = 0;
+  return {
+    async call(runId, attempt, call, signal) {
+      let lastError = 'no gateway tried';
+      for (let tryNo = 0; tryNo < maxTries; tryNo++) {
+        if (signal?.aborted)
+          return { outcome: { type: 'stop', code: 'cancelled', message: 'the run was stopped' } };
+        const base = options.urls[next++ % options.urls.length]!;
+        try {
+          const res = await doFetch(`${base}/internal/v1/code-runs/${encodeURIComponent(runId)}/calls`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ attempt, ...call, ...(tryNo > 0 ? { takeover: true } : {}) }),
+            ...(signal ? { signal } : {}),
+          });
+          const text = await res.text();
+          if (res.ok) {
+            const body = JSON.parse(text) as LiveOutcome;
+            return body.deliverySeq === undefined ? { outcome: body.outcome } : body;
+          }
+          if (res.status >= 500) {
+            lastError = `gateway answered ${res.status}`;
+          } else {
+            // A 4xx will not change on retry: the run is gone or the call was refused.
+            return {
+              outcome: failed(
+                'gateway-refused',
+                `the gateway refused the call (${res.status}): ${text.slice(0, 300)}`,
+              ),
+            };
+          }
+        } catch (err) {
+          if (signal?.aborted)
+            return { outcome: { type: 'stop', code: 'cancelled', message: 'the run was stopped' } };
+          lastError = (err as Error).message;
+        }
+        await new Promise((r) => setTimeout(r, delay * (tryNo + 1)));
+      }
+      return { outcome: failed('gateway-unreachable', `no gateway could serve the call: ${lastError}`) };
+    },
+  };
+}

@@ -1,0 +1,102 @@
+/** Runner process: config from env, engines per mode, BullMQ workers, /metrics + health, SIGTERM drain. */
+import { createServer } from 'node:http';
+import {
+  createLogger,
+  createMetrics,
+  createRedis,
+  createRunStore,
+  createSettingsStore,
+  loadConfig,
+  sealerFromConfig,
+} from '@islet/core';
+import { createEngine, type Engine } from '@islet/engine';
+import { createCallJournal } from '@islet/journal';
+import { wrapCommandForMode } from '@islet/kernel-sandbox';
+import type { SandboxMode } from '@islet/protocol';
+import { createGatewayClient } from './gateway-client.ts';
+import { createRunExecutor } from './run-executor.ts';
+import { createRunner } from './runner.ts';
+
+const config = loadConfig(process.env);
+const logger = createLogger({ name: 'runner', level: config.ISLET_LOG_LEVEL });
+const metrics = createMetrics({ component: 'runner' });
+const redis = createRedis(config.ISLET_REDIS_URL);
+redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
+const sealer = sealerFromConfig(config);
+
+const engines = new Map<SandboxMode, Engine>();
+const engineFor = (mode: SandboxMode) => {
+  let engine = engines.get(mode);
+  if (!engine) {
+    engine = createEngine(
+      config.ISLET_SANDBOX_JAIL === 'on' ? { wrapCommand: wrapCommandForMode(mode) } : {},
+    );
+    engines.set(mode, engine);
+  }
+  return engine;
+};
+
+const executor = createRunExecutor({
+  runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+  settings: createSettingsStore(redis),
+  journal: createCallJournal({ redis, sealer, ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+  engineFor,
+  gateway: createGatewayClient({ urls: config.ISLET_GATEWAY_URLS, token: config.ISLET_INTERNAL_TOKEN }),
+  metrics,
+  logger,
+});
+const runner = createRunner({ config, executor, metrics, logger });
+await runner.start();
+
+let ready = true;
+const server = createServer(async (req, res) => {
+  if (req.url === '/metrics') {
+    res.writeHead(200, { 'content-type': metrics.registry.contentType });
+    res.end(await metrics.registry.metrics());
+  } else if (req.url === '/healthz') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+  } else if (req.url === '/readyz') {
+    const ok = ready && redis.status === 'ready';
+    res
+      .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ status: ok ? 'ready' : 'not ready' }));
+  } else {
+    res
+      .writeHead(404, { 'content-type': 'application/problem+json' })
+      .end(
+        JSON.stringify({
+          type: 'https://islet.dev/problems/not-found',
+          title: 'Not found',
+          status: 404,
+          code: 'not-found',
+        }),
+      );
+  }
+});
+await new Promise<void>((resolve) =>
+  server.listen(config.ISLET_RUNNER_METRICS_PORT, config.ISLET_HOST, resolve),
+);
+const address = server.address();
+const port = typeof address === 'object' && address ? address.port : config.ISLET_RUNNER_METRICS_PORT;
+logger.info(
+  { port, modes: config.ISLET_RUNNER_MODES, concurrency: config.ISLET_RUNNER_CONCURRENCY },
+  'runner ready',
+);
+process.stdout.write(
+  `${JSON.stringify({ islet: 'runner-ready', port, modes: config.ISLET_RUNNER_MODES })}\n`,
+);
+
+let closing = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, async () => {
+    if (closing) return;
+    closing = true;
+    ready = false;
+    logger.info({ signal, active: runner.activeRuns().length }, 'runner draining');
+    await runner.close();
+    await Promise.all([...engines.values()].map((e) => e.close()));
+    server.close();
+    redis.disconnect();
+    process.exit(0);
+  });
+}

@@ -1,0 +1,63 @@
+/** From the engine's RunOutcome to the run's final status, Code Mode result and reason. */
+import type { RunOutcome } from '@islet/engine';
+import { renderResultText } from '@islet/engine';
+import { type FailureKind, type RunResult, reasonForFailure, statusForFailure } from '@islet/protocol';
+
+export type RunEnd =
+  | {
+      kind: 'final';
+      status: 'Completed' | 'Failed' | 'Cancelled';
+      result: RunResult;
+      text: string;
+      failureKind: FailureKind | 'none';
+    }
+  /** The run waits for a decision: not final, the job completes and the run is replayed later. */
+  | { kind: 'suspended' }
+  /** The engine stopped on `cancelled` (cancel request, or a newer execution took the run over). */
+  | { kind: 'cancelled'; result: RunResult; text: string };
+
+function parse(json: string | undefined): unknown {
+  if (json === undefined) return undefined;
+  try {
+    return JSON.parse(json);
+  } catch {
+    return json;
+  }
+}
+
+export function mapOutcome(outcome: RunOutcome): RunEnd {
+  const text = renderResultText(outcome);
+  const logs = outcome.logs.map((l) => ({ level: l.level, text: l.text }));
+  if (outcome.status === 'completed') {
+    const result: RunResult = { _tag: 'Completed', logs };
+    if (outcome.valueJson !== undefined) result.value = parse(outcome.valueJson);
+    return { kind: 'final', status: 'Completed', result, text, failureKind: 'none' };
+  }
+  if (outcome.status === 'stopped') {
+    const code = outcome.stop?.code;
+    const message = outcome.stop?.message ?? 'the run was stopped';
+    if (code === 'suspended') return { kind: 'suspended' };
+    if (code === 'replay-mismatch')
+      return {
+        kind: 'final',
+        status: 'Failed',
+        result: { _tag: 'Failed', reason: 'ReplayMismatch', message, logs },
+        text,
+        failureKind: 'abort',
+      };
+    return {
+      kind: 'cancelled',
+      result: { _tag: 'Failed', reason: 'Cancelled', kind: 'abort', message, logs },
+      text,
+    };
+  }
+  const kind = outcome.failure?.kind ?? 'exception';
+  const message = outcome.failure?.message ?? '';
+  return {
+    kind: 'final',
+    status: statusForFailure(kind),
+    result: { _tag: 'Failed', reason: reasonForFailure(kind, outcome.failure?.cause), kind, message, logs },
+    text,
+    failureKind: kind,
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * Executes one run (one BullMQ job) through the engine: reads the run and the current platform
+ * settings, takes a fresh attempt number from the journal, replays journaled calls and sends new
+ * ones through the gateway client, and writes the final status. Never blocks the event loop: the
+ * isolate lives in a sandbox host process.
+ */
+import type { Logger, Metrics, RunStore, SettingsStore, StoredRun } from '@islet/core';
+import type { Engine } from '@islet/engine';
+import { type CallJournal, createReplayingHandler } from '@islet/journal';
+import type { SandboxMode } from '@islet/protocol';
+import type { GatewayClient } from './gateway-client.ts';
+import { mapOutcome } from './outcome-mapping.ts';
+
+export interface RunExecutorDeps {
+  runs: RunStore;
+  settings: SettingsStore;
+  journal: CallJournal;
+  engineFor: (mode: SandboxMode) => Engine;
+  gateway: GatewayClient;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+/** Thrown when the runner is shutting down mid-run: the job goes back to the queue, the run is not ended. */
+export class HandBackError extends Error {
+  override name = 'HandBackError';
+}
+
+export interface ExecuteJob {
+  runId: string;
+  mode: SandboxMode;
+  enqueuedAtMs: number;
+  /** Aborted by a cancel request for this run. */
+  cancel: AbortSignal;
+  /** Aborted when the runner must hand the job back (shutdown grace ran out). */
+  handBack: AbortSignal;
+}
+
+export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
+
+export function createRunExecutor(deps: RunExecutorDeps) {
+  const { runs, settings, journal, metrics, logger } = deps;
+
+  async function end(
+    run: StoredRun,
+    status: 'Failed' | 'Cancelled',
+    reason: 'Unavailable' | 'Cancelled',
+    kind: string,
+    message: string,
+  ) {
+    const done = await runs.finish(run, {
+      status,
+      result: { _tag: 'Failed', reason, kind: kind as 'abort', message, logs: [] },
+      text: `code run failed (${kind}): ${message}`,
+      kind,
+    });
+    if (done) metrics.runsTotal.inc({ status, kind, mode: run.mode });
+  }
+
+  async function execute(job: ExecuteJob): Promise<ExecuteResult> {
+    const run = await runs.get(job.runId);
+    if (!run) {
+      logger.warn({ runId: job.runId }, 'job for a run that does not exist; dropped');
+      return 'skipped';
+    }
+    if (run.status === 'Completed' || run.status === 'Failed' || run.status === 'Cancelled') return 'skipped';
+    if (run.cancelRequested) {
+      await end(run, 'Cancelled', 'Cancelled', 'abort', 'the run was cancelled before it started');
+      return 'cancelled';
+    }
+    const current = await settings.get();
+    if (!current.codeMode.enabled) {
+      await end(
+        run,
+        'Failed',
+        'Unavailable',
+        'sandbox-unavailable',
+        'Code Mode is off in the platform settings',
+      );
+      return 'failed';
+    }
+    metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
+    const attempt = await journal.nextAttempt(run.id);
+    await runs.startAttempt(run.id);
+    await runs.setStatus(run, 'Running', { attempt });
+
+    const timeoutMs = run.request.timeoutMs ?? current.codeMode.timeoutMs;
+    const signal = AbortSignal.any([job.cancel, job.handBack]);
+    const replaying = createReplayingHandler({
+      journal: await journal.list(run.id),
+      live: (call) => deps.gateway.call(run.id, attempt, call, signal),
+      stallMs: Math.min(timeoutMs, 30_000),
+      onEvent: (e) => {
+        if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
+      },
+    });
+    const started = performance.now();
+    let outcome: Awaited<ReturnType<Engine['execute']>>;
+    try {
+      outcome = await deps.engineFor(job.mode).execute(run.code, {
+        bindings: run.request.bindings.map((b) => b.binding),
+        onCall: replaying.handler,
+        limits: {
+          timeoutMs,
+          timeBudget: 'elapsed',
+          memoryMb: current.codeMode.memoryMb,
+          outputBytes: current.codeMode.outputBytes,
+        },
+        clockMs: run.clockMs,
+        randomSeed: run.seed,
+        signal,
+        partition: run.tenant,
+      });
+    } finally {
+      replaying.close();
+    }
+    metrics.runDuration.observe({ mode: job.mode }, (performance.now() - started) / 1000);
+
+    if (job.handBack.aborted && !job.cancel.aborted)
+      throw new HandBackError('runner shutting down; run handed back');
+    const mapped = mapOutcome(outcome);
+    if (mapped.kind === 'suspended') {
+      // The gateway already set Waiting and published the decision; the job ends, the slot frees.
+      await runs.setStatus(run, 'Waiting');
+      return 'waiting';
+    }
+    if (mapped.kind === 'cancelled') {
+      const latest = await runs.get(run.id);
+      if (!job.cancel.aborted && !latest?.cancelRequested) {
+        // Stopped because a newer execution owns the run (a stalled job taken over): leave it to that one.
+        logger.info({ runId: run.id, attempt }, 'execution superseded; leaving the run to the newer one');
+        return 'superseded';
+      }
+      if (
+        await runs.finish(run, {
+          status: 'Cancelled',
+          result: mapped.result,
+          text: mapped.text,
+          kind: 'abort',
+        })
+      )
+        metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
+      return 'cancelled';
+    }
+    if (
+      await runs.finish(run, {
+        status: mapped.status,
+        result: mapped.result,
+        text: mapped.text,
+        kind: mapped.failureKind,
+      })
+    )
+      metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
+    return mapped.status === 'Completed'
+      ? 'completed'
+      : mapped.status === 'Cancelled'
+        ? 'cancelled'
+        : 'failed';
+  }
+
+  /** Ends a run whose job BullMQ gave up on (attempts used up, stalled too often). */
+  async function giveUp(runId: string, why: string) {
+    const run = await runs.get(runId);
+    if (run) await end(run, 'Failed', 'Unavailable', 'worker-exit', `Islet could not finish the run: ${why}`);
+  }
+
+  return { execute, giveUp };
+}
+
+export type RunExecutor = ReturnType<typeof createRunExecutor>;

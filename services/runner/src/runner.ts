@@ -1,0 +1,124 @@
+/**
+ * A runner process: one BullMQ Worker per sandbox mode it serves, a cancel listener, metrics.
+ *
+ * Worker options (from config): `concurrency` = ISLET_RUNNER_CONCURRENCY (slots per mode);
+ * `lockDuration` = ISLET_RUNNER_LOCK_DURATION_MS (default 30000; BullMQ renews it every half, and
+ * the event loop is never blocked, so a live runner never loses a lock); `stalledInterval` =
+ * ISLET_RUNNER_STALLED_INTERVAL_MS (default 15000: how soon a dead runner's job is taken back);
+ * `maxStalledCount` = ISLET_RUNNER_MAX_STALLED_COUNT (default 3: then the run ends Unavailable).
+ */
+import {
+  channels,
+  createRedis,
+  type IsletConfig,
+  type Logger,
+  type Metrics,
+  type RunJobData,
+} from '@islet/core';
+import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
+import { type Job, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { HandBackError, type RunExecutor } from './run-executor.ts';
+
+export interface RunnerDeps {
+  config: IsletConfig;
+  executor: RunExecutor;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+export function createRunner(deps: RunnerDeps) {
+  const { config, executor, metrics, logger } = deps;
+  const active = new Map<string, { cancel: AbortController; handBack: AbortController }>();
+  const busy: Record<string, number> = {};
+  const connections: Redis[] = [];
+  const workers: Worker<RunJobData>[] = [];
+  let subscriber: Redis | undefined;
+
+  const slots = (mode: SandboxMode) => {
+    metrics.runnerSlots.set({ mode, state: 'busy' }, busy[mode] ?? 0);
+    metrics.runnerSlots.set({ mode, state: 'idle' }, config.ISLET_RUNNER_CONCURRENCY - (busy[mode] ?? 0));
+  };
+
+  async function process(mode: SandboxMode, job: Job<RunJobData>) {
+    const { runId } = job.data;
+    const ctl = { cancel: new AbortController(), handBack: new AbortController() };
+    active.set(runId, ctl);
+    busy[mode] = (busy[mode] ?? 0) + 1;
+    slots(mode);
+    try {
+      const result = await executor.execute({
+        runId,
+        mode,
+        enqueuedAtMs: job.data.enqueuedAtMs,
+        cancel: ctl.cancel.signal,
+        handBack: ctl.handBack.signal,
+      });
+      logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
+      return result;
+    } finally {
+      active.delete(runId);
+      busy[mode] = (busy[mode] ?? 1) - 1;
+      slots(mode);
+    }
+  }
+
+  return {
+    async start() {
+      subscriber = createRedis(config.ISLET_REDIS_URL);
+      connections.push(subscriber);
+      subscriber.on('message', (_ch: string, runId: string) => active.get(runId)?.cancel.abort());
+      subscriber.on('error', (err) =>
+        logger.warn({ err: err.message }, 'cancel subscriber connection error'),
+      );
+      await subscriber.subscribe(channels.cancel);
+      for (const mode of config.ISLET_RUNNER_MODES) {
+        const connection = createRedis(config.ISLET_REDIS_URL);
+        connections.push(connection);
+        const worker = new Worker<RunJobData>(runQueueName(mode), (job) => process(mode, job), {
+          connection,
+          prefix: QUEUE_PREFIX,
+          concurrency: config.ISLET_RUNNER_CONCURRENCY,
+          lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
+          stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
+          maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
+        });
+        worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
+        worker.on('failed', (job, err) => {
+          if (!job) return;
+          const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(err.message);
+          logger.warn(
+            { runId: job.data.runId, err: err.message, attemptsMade: job.attemptsMade, exhausted },
+            'job failed',
+          );
+          if (exhausted && !(err instanceof HandBackError))
+            executor
+              .giveUp(job.data.runId, err.message)
+              .catch((e) => logger.error({ err: e }, 'could not end a failed run'));
+        });
+        worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
+        workers.push(worker);
+        slots(mode);
+      }
+      await Promise.all(workers.map((w) => w.waitUntilReady()));
+    },
+    /** Runs this runner holds now. */
+    activeRuns: () => [...active.keys()],
+    /**
+     * Graceful stop: take no new jobs, let running ones finish within `graceMs`, then hand the rest
+     * back (their executions abort and the jobs return to the queue for another runner).
+     */
+    async close(graceMs = config.ISLET_RUNNER_SHUTDOWN_GRACE_MS) {
+      const closing = Promise.all(workers.map((w) => w.close()));
+      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
+      if ((await Promise.race([closing.then(() => 'closed' as const), timer])) === 'timeout') {
+        logger.warn({ runs: [...active.keys()] }, 'shutdown grace over; handing running jobs back');
+        for (const ctl of active.values()) ctl.handBack.abort();
+        await closing;
+      }
+      for (const c of connections) c.disconnect();
+    },
+  };
+}
+
+export type Runner = ReturnType<typeof createRunner>;
