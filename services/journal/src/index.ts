@@ -43,6 +43,13 @@ export {
   type ReplayingHandler,
   type ReplayingHandlerOptions,
 } from './replaying-handler.ts';
+export {
+  createRunPolicyStore,
+  type EffectiveRunPolicy,
+  type RunPolicy,
+  type RunPolicyStore,
+  runPolicySchema,
+} from './run-policy-store.ts';
 export type {
   CallJournal,
   CallSource,

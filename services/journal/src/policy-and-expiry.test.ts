@@ -5,6 +5,7 @@ import { expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
 import { createDecisionStore } from './decision-store.ts';
 import type { DecisionRecord } from './decision-types.ts';
 import { resolveApproval, resolveTimeBudget } from './policy-defaults.ts';
+import { createRunPolicyStore } from './run-policy-store.ts';
 import { createTestSealer } from './test-sealer.ts';
 
 describe('approval and time-budget defaults', () => {
@@ -63,5 +64,41 @@ describe('decision expiry sweeper', () => {
       ['exp-run', 1, 'expired'],
     ]);
     expect(expiryMessage(100)).toBe('decision expired: no answer within 100ms; the run was stopped');
+  });
+});
+
+describe('tenant run policy', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+  });
+
+  it('defaults to Code Mode rules and lets a tenant and a request choose', async () => {
+    const store = createRunPolicyStore(redis);
+    expect(await store.effective('t1')).toEqual({
+      style: 'code-mode',
+      approval: 'stop',
+      timeBudget: 'excluding-binding-waits',
+    });
+    await store.set('t2', { style: 'run_code' });
+    expect(await store.effective('t2')).toEqual({
+      style: 'run_code',
+      approval: 'hold',
+      timeBudget: 'elapsed',
+    });
+    expect(await store.effective('t2', 'stop')).toMatchObject({ approval: 'stop', timeBudget: 'elapsed' });
+    await store.set('t3', { style: 'code-mode', timeBudget: 'elapsed', approval: 'hold' });
+    expect(await store.effective('t3')).toEqual({
+      style: 'code-mode',
+      approval: 'hold',
+      timeBudget: 'elapsed',
+    });
+    expect(() => store.set('t4', { style: 'code-mode', approval: 'later' as 'hold' })).rejects.toThrow();
   });
 });

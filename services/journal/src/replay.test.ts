@@ -46,6 +46,7 @@ describe('replay with the real engine', () => {
   /** Deliveries per Idempotency-Key, like an App that counts them. */
   const delivered = new Map<string, number>();
   let runSeq = 0;
+  let jitter = false;
 
   beforeAll(async () => {
     server = await startRedis();
@@ -64,7 +65,8 @@ describe('replay with the real engine', () => {
   const app = async (call: BindingCall, key: string): Promise<BindingOutcome> => {
     delivered.set(key, (delivered.get(key) ?? 0) + 1);
     const args = JSON.parse(call.argsJson) as { n?: number };
-    if (call.binding === 'x.f') await sleep((5 - (args.n ?? 0)) * 25);
+    if (jitter) await sleep(Math.random() * 30);
+    else if (call.binding === 'x.f') await sleep((5 - (args.n ?? 0)) * 25);
     else await sleep(5);
     return { type: 'result', valueJson: JSON.stringify({ ...args, via: call.binding }) };
   };
@@ -125,6 +127,25 @@ describe('replay with the real engine', () => {
     expect(shape(third)).toEqual(shape(first));
     expect(sentAgain).toEqual([]);
     for (const [key, count] of delivered) if (key.startsWith(`${runId}:`)) expect(count).toBe(1);
+  });
+
+  it('replays exactly under random App latencies (many runs, each replayed twice)', async () => {
+    jitter = true;
+    try {
+      const seen = new Set<string>();
+      for (let k = 0; k < 25; k++) {
+        const runId = `jitter-${runSeq++}`;
+        const first = await execute(runId, ORDERED);
+        seen.add(JSON.stringify((JSON.parse(first.valueJson ?? '{}') as { order: number[] }).order));
+        const sent: string[] = [];
+        expect(shape(await execute(runId, ORDERED, { sent }))).toEqual(shape(first));
+        expect(shape(await execute(runId, ORDERED, { sent }))).toEqual(shape(first));
+        expect(sent).toEqual([]);
+      }
+      expect(seen.size).toBeGreaterThan(1); // the latencies really produced different orders
+    } finally {
+      jitter = false;
+    }
   });
 
   it('would diverge without delivery-order sequencing (the check above can fail)', async () => {

@@ -90,14 +90,30 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
     }
   };
 
-  const deliver = (seq: number, outcome: BindingOutcome): Promise<BindingOutcome> => {
-    lastProgress = Date.now();
-    if (stop) return Promise.resolve(outcome);
-    if (released.has(seq) || held.has(seq)) return Promise.resolve(outcome); // a duplicate seq: never wait on it
-    return new Promise((resolve) => {
-      held.set(seq, { outcome, resolve });
+  // Releases run in a microtask, never inside the handler call that brought the outcome: the
+  // engine attaches its continuation to the promise the handler returns right after the call, so
+  // every held promise has its continuation attached before any is resolved, and continuations
+  // then run exactly in resolve (= deliverySeq) order. Resolving the caller's own promise
+  // synchronously would put its continuation behind the others released in the same pass.
+  let drainQueued = false;
+  const scheduleDrain = () => {
+    if (drainQueued) return;
+    drainQueued = true;
+    queueMicrotask(() => {
+      drainQueued = false;
       drain();
     });
+  };
+
+  const hold = (seq: number, outcome: BindingOutcome, resolve: (o: BindingOutcome) => void) => {
+    lastProgress = Date.now();
+    if (stop || released.has(seq) || held.has(seq)) {
+      // The run is ending, or a duplicate seq: never wait on it.
+      resolve(outcome);
+      return;
+    }
+    held.set(seq, { outcome, resolve });
+    scheduleDrain();
   };
 
   const stopWith = (outcome: BindingOutcome): BindingOutcome => {
@@ -135,10 +151,12 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
   );
   timer.unref();
 
-  const handler: BindingHandler = async (call) => {
+  // Not `async`: the promise returned is the one resolved on release, with no adoption ticks in
+  // between, so the engine sees outcomes in release order.
+  const handler: BindingHandler = (call) => {
     lastProgress = Date.now();
     calledIndexes.add(call.index);
-    if (stop) return stop;
+    if (stop) return Promise.resolve(stop);
     const entry = byIndex.get(call.index);
     if (entry && (entry.binding !== call.binding || entry.argsJson !== call.argsJson)) {
       counts.mismatches++;
@@ -147,30 +165,44 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
         entry.binding !== call.binding
           ? `calls ${call.binding}`
           : `passes other arguments to ${call.binding}`;
-      return stopWith({
-        type: 'stop',
-        code: 'replay-mismatch',
-        message: `call ${call.index} ${what}; last time it was ${entry.binding} with the journaled arguments`,
-      });
+      return Promise.resolve(
+        stopWith({
+          type: 'stop',
+          code: 'replay-mismatch',
+          message: `call ${call.index} ${what}; last time it was ${entry.binding} with the journaled arguments`,
+        }),
+      );
     }
     if (entry?.state === 'done' && entry.outcome && entry.deliverySeq !== undefined) {
       counts.replayed++;
       emit('replayed');
-      return deliver(entry.deliverySeq, entry.outcome);
+      const { deliverySeq, outcome } = entry;
+      return new Promise((resolve) => hold(deliverySeq, outcome, resolve));
     }
     counts.live++;
     emit('live');
     liveInFlight++;
-    let answer: LiveOutcome;
-    try {
-      answer = await options.live(call);
-    } finally {
-      liveInFlight--;
-      lastProgress = Date.now();
-    }
-    if (answer.outcome.type === 'stop') return stopWith(answer.outcome);
-    if (answer.deliverySeq === undefined) return answer.outcome;
-    return deliver(answer.deliverySeq, answer.outcome);
+    return new Promise((resolve) => {
+      options.live(call).then(
+        (answer) => {
+          liveInFlight--;
+          lastProgress = Date.now();
+          if (answer.outcome.type === 'stop') resolve(stopWith(answer.outcome));
+          else if (answer.deliverySeq === undefined) resolve(answer.outcome);
+          else hold(answer.deliverySeq, answer.outcome, resolve);
+        },
+        (error: unknown) => {
+          liveInFlight--;
+          lastProgress = Date.now();
+          resolve({
+            type: 'error',
+            name: 'AppCallFailed',
+            message: `${call.binding}: the call could not be delivered`,
+            details: { reason: `runner error: ${error instanceof Error ? error.message : String(error)}` },
+          });
+        },
+      );
+    });
   };
 
   return {
