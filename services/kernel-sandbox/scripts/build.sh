@@ -21,7 +21,8 @@ tmp="$(mktemp -d "$OUT/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 python3 "$HERE/scripts/gen-header.py" "$HERE" "$tmp/profiles.h"
 CFLAGS=(-O2 -Wall -Wextra -Werror -std=gnu11 -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -pie -Wl,-z,relro,-z,now)
-gcc "${CFLAGS[@]}" -I"$tmp" -o "$tmp/islet-jail" "$HERE/native/islet-jail.c" -lseccomp
+# libseccomp linked statically: the runtime image needs no libseccomp2 package.
+gcc "${CFLAGS[@]}" -I"$tmp" -o "$tmp/islet-jail" "$HERE/native/islet-jail.c" -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
 gcc "${CFLAGS[@]}" -o "$tmp/islet-probe" "$HERE/native/islet-probe.c"
 mv -f "$tmp/islet-jail" "$OUT/islet-jail"
 mv -f "$tmp/islet-probe" "$OUT/islet-probe"
