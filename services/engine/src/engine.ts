@@ -147,6 +147,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return {
         ...outcome,
         durationMs: Date.now() - startedAt,
+        ...(host.pid !== undefined ? { hostPid: host.pid } : {}),
         ...(opts.sandbox ? { sandbox: sandboxFacts(opts.sandbox) } : {}),
       };
     } catch (e) {

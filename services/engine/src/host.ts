@@ -48,6 +48,8 @@ class HostRun {
   private context: ivm.Context | undefined;
   private deliver: ivm.Reference | undefined;
   private finished = false;
+  /** Work running in the isolate's thread (program start, result deliveries with their microtasks). */
+  private readonly tasks = new Set<Promise<unknown>>();
   private ending: HostDone | undefined;
   private nextCallId = 0;
   private outputUsed = 0;
@@ -92,7 +94,7 @@ class HostRun {
       this.deliver = (await jail.get('__islet_deliver', { reference: true })) as ivm.Reference;
       await jail.delete('__islet_start');
       await jail.delete('__islet_deliver');
-      await startRef.apply(undefined, [this.msg.code, JSON.stringify(this.msg.config)]);
+      await this.track(startRef.apply(undefined, [this.msg.code, JSON.stringify(this.msg.config)]));
     } catch (e) {
       this.afterIsolateError(e);
     }
@@ -137,7 +139,7 @@ class HostRun {
     const args =
       m.t === 'result' ? [m.id, 'result', m.valueJson] : [m.id, 'error', m.name, m.message, m.detailsJson];
     try {
-      this.deliver.applyIgnored(undefined, args);
+      this.track(this.deliver.apply(undefined, args)).catch((e: unknown) => this.afterIsolateError(e));
     } catch (e) {
       this.afterIsolateError(e);
     }
@@ -308,12 +310,21 @@ class HostRun {
     this.finish({ status: 'failed', kind: 'worker-exit', message: 'the sandbox host failed' });
   }
 
+  private track<T>(task: Promise<T>): Promise<T> {
+    this.tasks.add(task);
+    const forget = () => this.tasks.delete(task);
+    task.then(forget, forget);
+    return task;
+  }
+
   private finish(done: HostDone): void {
     if (this.finished) return;
     this.finished = true;
     clearInterval(this.poll);
-    // Dispose first so the program runs no further, then report. Deferred: we may be inside a
-    // synchronous callback from the isolate's thread.
+    // Dispose first so the program runs no further, then report once the isolate's thread has
+    // really stopped: dispose() returns at once, but an uninterruptible builtin keeps running until
+    // it returns. If that takes too long, the engine's watchdog kills this process (worker-exit).
+    // Deferred: we may be inside a synchronous callback from the isolate's thread.
     setImmediate(() => {
       try {
         this.deliver?.release();
@@ -322,9 +333,11 @@ class HostRun {
       } catch {
         // already disposed
       }
-      this.flushLogs();
-      send({ t: 'done', ...done });
-      this.onFinished();
+      void Promise.allSettled([...this.tasks]).then(() => {
+        this.flushLogs();
+        send({ t: 'done', ...done });
+        this.onFinished();
+      });
     });
   }
 }

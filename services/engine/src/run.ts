@@ -109,6 +109,11 @@ export class Run {
     }
     this.p.signal?.addEventListener('abort', this.onAbort, { once: true });
     this.resumeClock();
+    if (this.p.signal?.aborted) {
+      // Aborted while a host was being found: nothing ran.
+      this.finishNow({ kind: 'abort', message: abortMessage(this.p.signal) });
+      return result;
+    }
     this.host.send({
       t: 'run',
       code: this.p.code,

@@ -128,6 +128,8 @@ export interface RunOutcome {
   durationMs: number;
   /** The file-sandbox facts of the run, copied from `ExecuteOptions.sandbox`. */
   sandbox?: SandboxFacts;
+  /** Pid of the sandbox host process that ran the program (diagnostics; absent when none started). */
+  hostPid?: number;
 }
 
 export interface Engine {

@@ -1,0 +1,296 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  createEngine,
+  DEFAULT_MEMORY_MB,
+  DEFAULT_OUTPUT_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  deadlineMessage,
+  effectiveTimeoutMs,
+  MAX_TIMEOUT_MS,
+  renderResultText,
+} from './index.ts';
+import { sleep } from './test-fixtures/processes.ts';
+import type { BindingCall, BindingOutcome } from './types.ts';
+
+const engine = createEngine();
+afterAll(() => engine.close());
+
+const ok = (valueJson = '"ok"'): BindingOutcome => ({ type: 'result', valueJson });
+
+describe('the time budget', () => {
+  it('defaults to 120000 ms, is capped at 600000 ms, and names the budget in its message', () => {
+    expect(DEFAULT_TIMEOUT_MS).toBe(120_000);
+    expect(MAX_TIMEOUT_MS).toBe(600_000);
+    expect(effectiveTimeoutMs(undefined)).toBe(120_000);
+    expect(effectiveTimeoutMs(10_000_000)).toBe(600_000);
+    expect(effectiveTimeoutMs(null)).toBeNull();
+    expect(effectiveTimeoutMs(0)).toBe('invalid');
+    expect(deadlineMessage(effectiveTimeoutMs(undefined) as number)).toBe(
+      'execution deadline reached (120000ms)',
+    );
+  });
+
+  it('a zero or negative budget does not switch the deadline off: the run is refused', async () => {
+    const out = await engine.execute('return 1', { limits: { timeoutMs: 0 } });
+    expect(out.failure).toEqual({
+      kind: 'exception',
+      message: 'invalid timeoutMs: expected a positive finite number',
+    });
+  });
+
+  it('ends an endless loop as a timeout with the actual budget, keeping the output printed before it', async () => {
+    const out = await engine.execute('console.log("before"); console.warn("still before"); for (;;) {}', {
+      limits: { timeoutMs: 400 },
+    });
+    expect(out.status).toBe('failed');
+    expect(out.failure).toEqual({ kind: 'timeout', message: 'execution deadline reached (400ms)' });
+    expect(out.logs).toEqual([
+      { level: 'log', text: 'before' },
+      { level: 'warn', text: 'still before' },
+    ]);
+    expect(out.durationMs).toBeGreaterThanOrEqual(400);
+    expect(renderResultText(out)).toBe(
+      'code run failed (timeout): execution deadline reached (400ms)\n\nCaptured output:\nbefore\nstill before',
+    );
+  });
+
+  it('counts elapsed time including binding waits by default', async () => {
+    const started = Date.now();
+    const out = await engine.execute('return await t()', {
+      bindings: ['t'],
+      limits: { timeoutMs: 300 },
+      onCall: async () => {
+        await sleep(1500);
+        return ok();
+      },
+    });
+    expect(out.failure).toEqual({ kind: 'timeout', message: 'execution deadline reached (300ms)' });
+    expect(Date.now() - started).toBeLessThan(1400);
+  });
+
+  it("with 'excluding-binding-waits', time while a call is outstanding does not count", async () => {
+    const out = await engine.execute('const a = await t(); const b = await t(); return [a, b]', {
+      bindings: ['t'],
+      limits: { timeoutMs: 300, timeBudget: 'excluding-binding-waits' },
+      onCall: async () => {
+        await sleep(250);
+        return ok();
+      },
+    });
+    expect(out.status).toBe('completed');
+    expect(out.valueJson).toBe('["ok","ok"]');
+    expect(out.durationMs).toBeGreaterThanOrEqual(500);
+    // Computing still counts.
+    const busy = await engine.execute('await t(); for (;;) {}', {
+      bindings: ['t'],
+      limits: { timeoutMs: 300, timeBudget: 'excluding-binding-waits' },
+      onCall: async () => {
+        await sleep(200);
+        return ok();
+      },
+    });
+    expect(busy.failure).toEqual({ kind: 'timeout', message: 'execution deadline reached (300ms)' });
+    expect(busy.durationMs).toBeGreaterThanOrEqual(480);
+  });
+
+  it('a promise that never settles ends as a timeout', async () => {
+    const out = await engine.execute('await new Promise(() => {})', { limits: { timeoutMs: 300 } });
+    expect(out.failure?.kind).toBe('timeout');
+  });
+});
+
+describe('memory', () => {
+  it('defaults to a 512 MiB heap; past its heap limit the run ends as worker-exit with cause memory', async () => {
+    expect(DEFAULT_MEMORY_MB).toBe(512);
+    const out = await engine.execute(
+      'console.log("start"); const keep = []; for (;;) keep.push("x".repeat(1 << 20) + keep.length);',
+      { limits: { memoryMb: 64, timeoutMs: 20_000 } },
+    );
+    expect(out.status).toBe('failed');
+    expect(out.failure).toEqual({
+      kind: 'worker-exit',
+      cause: 'memory',
+      message: 'the program exceeded its heap limit of 64 MiB',
+    });
+    expect(out.logs).toEqual([{ level: 'log', text: 'start' }]);
+  });
+});
+
+describe('the output cap', () => {
+  it('is 64 MiB by default, shared by log lines and the returned value', () => {
+    expect(DEFAULT_OUTPUT_BYTES).toBe(67_108_864);
+  });
+
+  it('past the cap, keeps the fitting part of the output and fails with output-limit', async () => {
+    const out = await engine.execute(
+      'console.log("a".repeat(600)); console.log("é".repeat(300)); console.log("never"); return 1',
+      { limits: { outputBytes: 1000 } },
+    );
+    expect(out.status).toBe('failed');
+    expect(out.failure).toEqual({ kind: 'output-limit', message: 'output exceeded the cap of 1000 bytes' });
+    expect(out.outputTruncated).toBe(true);
+    expect(out.logs.map((l) => l.text)).toEqual(['a'.repeat(600), 'é'.repeat(200)]);
+    expect(renderResultText(out)).toBe(
+      `code run failed (output-limit): output exceeded the cap of 1000 bytes\n\nCaptured output:\n${'a'.repeat(600)}\n${'é'.repeat(200)}`,
+    );
+  });
+
+  it('counts the returned value against the same cap', async () => {
+    const fits = await engine.execute('console.log("x".repeat(500)); return "y".repeat(400)', {
+      limits: { outputBytes: 1000 },
+    });
+    expect(fits.status).toBe('completed');
+    const over = await engine.execute('console.log("x".repeat(500)); return "y".repeat(600)', {
+      limits: { outputBytes: 1000 },
+    });
+    expect(over.failure).toEqual({ kind: 'output-limit', message: 'output exceeded the cap of 1000 bytes' });
+    expect(over.logs).toEqual([{ level: 'log', text: 'x'.repeat(500) }]);
+  });
+});
+
+describe('abort', () => {
+  it('an AbortSignal ends the run as abort and keeps the output', async () => {
+    await engine.execute('return 0'); // a warm host, so the program is running when the abort comes
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 300);
+    const out = await engine.execute('console.log("working"); for (;;) {}', { signal: ac.signal });
+    expect(out.failure).toEqual({ kind: 'abort', message: 'the run was aborted' });
+    expect(out.logs).toEqual([{ level: 'log', text: 'working' }]);
+    expect(renderResultText(out)).toBe(
+      'code run failed (abort): the run was aborted\n\nCaptured output:\nworking',
+    );
+  });
+
+  it('aborts while the program waits on a binding, and before the run starts', async () => {
+    const ac = new AbortController();
+    const out = await engine.execute('await t()', {
+      bindings: ['t'],
+      signal: ac.signal,
+      onCall: async () => {
+        ac.abort('user pressed stop');
+        await sleep(5000);
+        return ok();
+      },
+    });
+    expect(out.failure).toEqual({ kind: 'abort', message: 'the run was aborted: user pressed stop' });
+    expect(out.durationMs).toBeLessThan(3000);
+    const early = await engine.execute('return 1', { signal: AbortSignal.abort() });
+    expect(early.failure?.kind).toBe('abort');
+  });
+});
+
+describe('unfinished calls', () => {
+  it('calls already started (handed to onCall) settle before the run closes; their results are discarded', async () => {
+    const settled: number[] = [];
+    const out = await engine.execute('t(1); t(2); return "done"', {
+      bindings: ['t'],
+      onCall: async (call) => {
+        await sleep(300);
+        settled.push(call.index);
+        return ok();
+      },
+    });
+    expect(out.status).toBe('completed');
+    expect(out.valueJson).toBe('"done"');
+    expect(settled).toEqual([0, 1]);
+    expect(out.durationMs).toBeGreaterThanOrEqual(290);
+    expect(out.calls.map((c) => [c.index, c.outcome?.type, c.dropped])).toEqual([
+      [0, 'result', undefined],
+      [1, 'result', undefined],
+    ]);
+  });
+
+  it('calls queued but never started are dropped, never run', async () => {
+    const started: BindingCall[] = [];
+    const out = await engine.execute('t(1); t(2); t(3); return "done"', {
+      bindings: ['t'],
+      limits: { maxConcurrentCalls: 1 },
+      onCall: async (call) => {
+        started.push(call);
+        await sleep(100);
+        return ok();
+      },
+    });
+    expect(out.status).toBe('completed');
+    expect(started.map((c) => c.argsJson)).toEqual(['1']);
+    expect(out.calls.map((c) => [c.argsJson, c.outcome?.type, c.dropped])).toEqual([
+      ['1', 'result', undefined],
+      ['2', undefined, true],
+      ['3', undefined, true],
+    ]);
+  });
+
+  it('a call the program would make after it returned never starts', async () => {
+    const started: string[] = [];
+    const out = await engine.execute('t("first").then(() => t("second")); return 1', {
+      bindings: ['t'],
+      onCall: async (call) => {
+        started.push(call.argsJson);
+        await sleep(100);
+        return ok();
+      },
+    });
+    expect(out.status).toBe('completed');
+    await sleep(200);
+    expect(started).toEqual(['"first"']);
+  });
+
+  it('the deadline still applies while started calls settle', async () => {
+    const out = await engine.execute('t(); return 1', {
+      bindings: ['t'],
+      limits: { timeoutMs: 300 },
+      onCall: () => new Promise<BindingOutcome>(() => {}),
+    });
+    expect(out.failure).toEqual({ kind: 'timeout', message: 'execution deadline reached (300ms)' });
+  });
+});
+
+describe('stop outcomes', () => {
+  it('a stop ends the run as stopped at that call; no further onCall; started calls settle; logs kept', async () => {
+    const started: number[] = [];
+    const out = await engine.execute(
+      `console.log("before");
+       const slow = t("slow");
+       try { await t("decide") } catch (e) { console.log("caught", e.name) }
+       console.log("after");
+       await t("later");
+       return 1;`,
+      {
+        bindings: ['t'],
+        onCall: async (call) => {
+          started.push(call.index);
+          if (call.index === 1) return { type: 'stop', code: 'suspended', message: 'waiting for a decision' };
+          await sleep(300);
+          return ok();
+        },
+      },
+    );
+    expect(out.status).toBe('stopped');
+    expect(out.stop).toEqual({ code: 'suspended', message: 'waiting for a decision', atCall: 1 });
+    expect(out.failure).toBeUndefined();
+    expect(started).toEqual([0, 1]);
+    expect(out.logs).toEqual([{ level: 'log', text: 'before' }]);
+    expect(out.calls[0]!.outcome).toEqual(ok());
+    expect(out.calls[1]!.outcome).toEqual({
+      type: 'stop',
+      code: 'suspended',
+      message: 'waiting for a decision',
+    });
+    expect(renderResultText(out)).toBe(
+      'code run failed (abort): waiting for a decision\n\nCaptured output:\nbefore',
+    );
+    // The engine serves the next run normally.
+    expect((await engine.execute('return 2')).valueJson).toBe('2');
+  });
+
+  it('replay-mismatch and cancelled stop the same way', async () => {
+    for (const code of ['replay-mismatch', 'cancelled'] as const) {
+      const out = await engine.execute('await t(); return 1', {
+        bindings: ['t'],
+        onCall: async () => ({ type: 'stop', code, message: code }),
+      });
+      expect(out.status).toBe('stopped');
+      expect(out.stop).toEqual({ code, message: code, atCall: 0 });
+    }
+  });
+});
