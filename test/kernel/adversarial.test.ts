@@ -192,6 +192,20 @@ describe('hostile programs under islet-jail', () => {
   });
 });
 
+describe('processes a run leaves behind', () => {
+  it('are killed when the run ends, even after setsid left the process group', async () => {
+    requireRoot('the setsid sweep test (per-run uids need root)');
+    const r = await sh(
+      'id -u\nsetsid sleep 30 < /dev/null > /dev/null 2>&1 &\nsleep 30 < /dev/null > /dev/null 2>&1 &\nsleep 0.3\necho started',
+      { timeout: 5000 },
+    );
+    expect(r.success).toBe(true);
+    const uid = Number(r.output.split('\n')[0]);
+    expect(uid).toBeGreaterThanOrEqual(200_000);
+    expect(processesOf(uid)).toEqual([]);
+  });
+});
+
 /** Live (not zombie) PIDs whose real uid is `uid`. */
 function processesOf(uid: number): number[] {
   const out: number[] = [];

@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { constants, existsSync } from 'node:fs';
-import { access, chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { SandboxMode } from '@islet/protocol';
@@ -105,7 +105,11 @@ export interface RunSkillOptions extends SkillRequest {
   requireFull?: boolean;
   /** Where per-run scratch directories go. Default the OS temp dir. */
   tmpDir?: string;
-  /** uid/gid to run as when the runner is root. Default 65534. */
+  /**
+   * uid/gid to run as when the runner is root. Default: a fresh uid per run from
+   * SKILL_RUN_UID_BASE.. (so RLIMIT_NPROC counts this run only, and every process it leaves behind,
+   * even one that escaped the process group with setsid, is killed by uid afterwards).
+   */
   uid?: number;
   gid?: number;
   rlimitAsBytes?: number;
@@ -116,6 +120,34 @@ export interface RunSkillOptions extends SkillRequest {
   interpreters?: Partial<Record<SkillLanguage, string>>;
   /** Test hook: pretend a kernel layer is missing. */
   testSkipLayer?: 'seccomp' | 'landlock';
+}
+
+/** First uid of the per-run range used when the runner is root (no passwd entries needed). */
+export const SKILL_RUN_UID_BASE = 200_000;
+const SKILL_RUN_UID_COUNT = 60_000;
+
+function allocateRunUid(): number {
+  return SKILL_RUN_UID_BASE + Math.floor(Math.random() * SKILL_RUN_UID_COUNT);
+}
+
+/** Kills every live process whose real uid is `uid` (a per-run uid nothing else uses). */
+async function sweepUid(uid: number): Promise<void> {
+  for (let round = 0; round < 20; round++) {
+    const pids: number[] = [];
+    for (const name of await readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(name)) continue;
+      const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+      const m = /^Uid:\s+(\d+)/m.exec(status);
+      if (m && Number(m[1]) === uid && !/^State:\s+Z/m.test(status)) pids.push(Number(name));
+    }
+    if (pids.length === 0) return;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 export const SKILL_DEFAULT_RLIMITS = {
@@ -185,6 +217,7 @@ export async function runSkill(opts: RunSkillOptions): Promise<SkillResult> {
   }
 
   const scratch = await mkdtemp(join(opts.tmpDir ?? tmpdir(), 'islet-skill-'));
+  const runUid = opts.uid === undefined && process.getuid?.() === 0 ? allocateRunUid() : undefined;
   try {
     const source = join(scratch, interp.file);
     await writeFile(source, opts.code, { mode: 0o644 });
@@ -200,8 +233,8 @@ export async function runSkill(opts: RunSkillOptions): Promise<SkillResult> {
         chdir: opts.workspaceDir ?? scratch,
         require: opts.requireFull ? 'full' : 'none',
         closeFds: true,
-        uid: opts.uid,
-        gid: opts.gid,
+        uid: opts.uid ?? runUid,
+        gid: opts.gid ?? runUid,
         testSkipLayer: opts.testSkipLayer,
         ...limits,
       }),
@@ -210,6 +243,7 @@ export async function runSkill(opts: RunSkillOptions): Promise<SkillResult> {
     ];
     return await execute(jail, args, { scratch, timeoutMs, language });
   } finally {
+    if (runUid !== undefined) await sweepUid(runUid);
     await rm(scratch, { recursive: true, force: true }).catch(() => {});
   }
 }
