@@ -44,6 +44,8 @@ export const configSchema = z.object({
   ISLET_APP_CALL_TIMEOUT_MS: int(30_000, 1),
   /** How long a `client` call waits for its answer before failing as AppCallFailed. */
   ISLET_CLIENT_CALL_TIMEOUT_MS: int(300_000, 1),
+  /** A decision not answered within this time expires and its paused run ends Cancelled (helper-5). */
+  ISLET_DECISION_EXPIRE_MS: int(86_400_000, 1000),
   /** Run records, events and idempotency keys live this long. */
   ISLET_RUN_RETENTION_SECONDS: int(7 * 24 * 3600, 60),
 

@@ -4,7 +4,7 @@
  * not (they are needed to list and route). Final statuses are written by one Lua script that
  * refuses to overwrite a final status, so a run reaches exactly one, whoever races to end it.
  */
-import type { RunResult, RunStatus, SandboxMode } from '@islet/protocol';
+import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { channels, keys } from './keys.ts';
 import type { Sealer } from './sealer.ts';
@@ -26,6 +26,10 @@ export interface RunRequestData {
   bindings: BindingSpec[];
   sandboxPermissions?: SandboxMode;
   justification?: string;
+  /** How an `ask` waits (helper-5, resolved at submit from request and tenant run policy). */
+  approval?: 'hold' | 'stop';
+  /** Whether waiting for binding calls counts against the budget (resolved at submit). */
+  timeBudget?: TimeBudget;
 }
 
 export interface StoredRun {

@@ -151,7 +151,8 @@ export function createBindingCalls(deps: GatewayDeps) {
         ...(source ? { source } : {}),
       },
       policy,
-      approval: 'stop',
+      approval: run.request.approval ?? 'stop',
+      holdTimeoutMs: config.ISLET_DECISION_EXPIRE_MS,
       ...(call.takeover ? { takeover: true } : {}),
       signal,
       send: async (ctx) => {

@@ -64,7 +64,7 @@ export async function createGatewayDeps(
     settings: createSettingsStore(redis),
     connections: createConnectionStore(redis),
     journal: createCallJournal({ redis, sealer, ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
-    decisions: createDecisionStore({ redis, sealer }),
+    decisions: createDecisionStore({ redis, sealer, expireAfterMs: config.ISLET_DECISION_EXPIRE_MS }),
     queues,
     hub,
     metrics,

@@ -54,4 +54,6 @@ export const runPlacementSchema = z.object({
   turnId: id,
   callId: id,
   connections: z.array(id).max(100).default([]),
+  /** How a call needing a decision waits: `stop` (replay after it) or `hold` (in place). Default: tenant run policy. */
+  approval: z.enum(['hold', 'stop']).optional(),
 });

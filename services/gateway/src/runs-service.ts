@@ -4,7 +4,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { type BindingSpec, keys, runJobOptions, type StoredRun } from '@islet/core';
-import { decisionView, ESCALATION_INDEX } from '@islet/journal';
+import { createRunPolicyStore, decisionView, ESCALATION_INDEX } from '@islet/journal';
 import { type CodeRunRecord, isFinalStatus, type SandboxMode } from '@islet/protocol';
 import type { Caller } from './auth.ts';
 import { bindingsOf } from './connections.ts';
@@ -19,6 +19,7 @@ export interface SubmitInput {
   turnId: string;
   callId: string;
   connections: string[];
+  approval?: 'hold' | 'stop';
 }
 
 export function createRunsService(deps: GatewayDeps) {
@@ -128,6 +129,9 @@ export function createRunsService(deps: GatewayDeps) {
     if (input.fields.timeoutMs !== undefined) run.request.timeoutMs = input.fields.timeoutMs;
     if (input.fields.sandbox_permissions) run.request.sandboxPermissions = input.fields.sandbox_permissions;
     if (input.fields.justification) run.request.justification = input.fields.justification;
+    const policy = await createRunPolicyStore(redis).effective(tenant, input.approval);
+    run.request.approval = policy.approval;
+    run.request.timeBudget = policy.timeBudget;
     await runs.create(run);
 
     const current = await settings.get();

@@ -61,16 +61,14 @@ const server = createServer(async (req, res) => {
       .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
       .end(JSON.stringify({ status: ok ? 'ready' : 'not ready' }));
   } else {
-    res
-      .writeHead(404, { 'content-type': 'application/problem+json' })
-      .end(
-        JSON.stringify({
-          type: 'https://islet.dev/problems/not-found',
-          title: 'Not found',
-          status: 404,
-          code: 'not-found',
-        }),
-      );
+    res.writeHead(404, { 'content-type': 'application/problem+json' }).end(
+      JSON.stringify({
+        type: 'https://islet.dev/problems/not-found',
+        title: 'Not found',
+        status: 404,
+        code: 'not-found',
+      }),
+    );
   }
 });
 await new Promise<void>((resolve) =>

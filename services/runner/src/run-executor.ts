@@ -102,7 +102,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         onCall: replaying.handler,
         limits: {
           timeoutMs,
-          timeBudget: 'elapsed',
+          timeBudget: run.request.timeBudget ?? 'elapsed',
           memoryMb: current.codeMode.memoryMb,
           outputBytes: current.codeMode.outputBytes,
         },
@@ -121,7 +121,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const mapped = mapOutcome(outcome);
     if (mapped.kind === 'suspended') {
       // The gateway already set Waiting and published the decision; the job ends, the slot frees.
-      await runs.setStatus(run, 'Waiting');
+      // (No status write here: the gateway set Waiting when it asked, and a quick answer may
+      // already have resumed the run in a newer execution.)
       return 'waiting';
     }
     if (mapped.kind === 'cancelled') {

@@ -7,9 +7,11 @@ import { adminRoutes } from './admin.ts';
 import { codeApiRoutes } from './code-api.ts';
 import { connectionsRoutes } from './connections.ts';
 import type { RouteContext } from './context.ts';
+import { decisionsRoutes } from './decisions.ts';
 import { eventsRoutes } from './events.ts';
 import { healthRoutes } from './health.ts';
 import { internalRoutes } from './internal.ts';
+import { runPolicyRoutes } from './run-policy.ts';
 import { runsRoutes } from './runs.ts';
 import { settingsRoutes } from './settings.ts';
 
@@ -22,6 +24,8 @@ export const ROUTE_GROUPS = [
   settingsRoutes,
   adminRoutes,
   internalRoutes,
+  decisionsRoutes,
+  runPolicyRoutes,
 ];
 
 export async function registerRoutes(

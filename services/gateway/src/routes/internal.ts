@@ -28,9 +28,9 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
         const parsed = internalCallSchema.safeParse(request.body);
         if (!parsed.success) throw validationProblem(parsed.error);
         const { attempt, ...call } = parsed.data;
-        const outcome = await bindingCalls.serve(id, attempt, call, clientGone(reply));
-        if (!outcome) throw new HttpProblem('not-found', `no code run ${id}`);
-        return { outcome };
+        const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));
+        if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
+        return served;
       },
     );
   };

@@ -1,0 +1,206 @@
+/**
+ * Decisions at the gateway (issue 4): listing a tenant's pending decisions, answering one, and
+ * resuming the run afterwards — a stopped run is queued again and replays from the top; a
+ * wider-access request either queues the run in its wider mode's pool or ends it without running.
+ * A sweeper (every gateway runs one) expires unanswered decisions and repairs a resume that a
+ * crash interrupted, so a paused run never waits forever.
+ */
+import { keys, runJobOptions, type StoredRun } from '@islet/core';
+import {
+  type DecisionRecord,
+  type DecisionRequest,
+  type DecisionState,
+  decisionView,
+  ESCALATION_INDEX,
+  expiryMessage,
+  startDecisionExpiry,
+} from '@islet/journal';
+import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
+import type { Caller } from './auth.ts';
+import type { GatewayDeps } from './deps.ts';
+import { HttpProblem } from './problem-reply.ts';
+import type { RunsService } from './runs-service.ts';
+
+export type DecisionView = DecisionRequest & { id: string; state: DecisionState };
+
+export interface DecisionsServiceOptions {
+  /** How often the sweeper looks for expired decisions and stuck paused runs, ms. Default 2000. */
+  sweepIntervalMs?: number;
+  /** A paused run with no pending decision older than this is resumed by the sweeper, ms. Default 5000. */
+  resumeRepairAfterMs?: number;
+  /** The decision expiry the store was built with, for the expiry message, ms. Default 86400000. */
+  expireAfterMs?: number;
+}
+
+/** Message of a run whose wider-access request was denied. */
+export function escalationDeniedMessage(mode: string): string {
+  return `wider access (${mode}) was not allowed; the program did not run`;
+}
+
+export function createDecisionsService(
+  deps: GatewayDeps,
+  runsService: RunsService,
+  options: DecisionsServiceOptions = {},
+) {
+  const { decisions, runs, queues, redis, logger } = deps;
+  const expireAfterMs = options.expireAfterMs ?? 86_400_000;
+
+  async function listPending(caller: Caller): Promise<DecisionView[]> {
+    const out: DecisionView[] = [];
+    for (const d of await decisions.listPending(caller.tenantId)) {
+      const status = await redis.hget(keys.run(d.runId), 'status');
+      if (!status || isFinalStatus(status)) {
+        // The run ended meanwhile (timeout, cancel): its decisions are moot.
+        await decisions.closeRun(d.runId);
+        continue;
+      }
+      out.push(decisionView(d));
+    }
+    return out;
+  }
+
+  /** Queues a paused run again so it replays. Idempotent: the job id names the decision round. */
+  async function resume(run: StoredRun): Promise<void> {
+    const all = await decisions.listRun(run.id);
+    if (all.some((d) => d.state === 'pending')) return;
+    const round = all.filter((d) => d.index !== ESCALATION_INDEX).length;
+    await runs.setStatus(run, 'Running', { resumed: true });
+    await queues[run.mode].add(
+      'run',
+      { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
+      // A new job id per decision round: the first execution's job may still be completing.
+      { ...runJobOptions(run.id, deps.config.ISLET_JOB_ATTEMPTS), jobId: `${run.id}-r${round}` },
+    );
+    await decisions.unmarkPaused(run.id, run.mode);
+  }
+
+  async function endWithoutRunning(run: StoredRun, message: string) {
+    const ended = await runs.finish(run, {
+      status: 'Failed',
+      result: { _tag: 'Failed', reason: 'Cancelled', kind: 'abort', message, logs: [] },
+      text: `code run failed (abort): ${message}`,
+      kind: 'abort',
+    });
+    if (ended) deps.metrics.runsTotal.inc({ status: 'Failed', kind: 'abort', mode: run.mode });
+    await decisions.unmarkPaused(run.id, run.mode);
+  }
+
+  async function answer(
+    caller: Caller,
+    runId: string,
+    body: { index: number; allow: boolean; input?: unknown },
+  ): Promise<DecisionView> {
+    const run = await runsService.own(caller, runId);
+    if (isFinalStatus(run.status))
+      throw new HttpProblem('run-finished', `code run ${runId} already ended as ${run.status}`);
+    const res = await decisions.answer(caller.tenantId, runId, body.index, {
+      allow: body.allow,
+      by: caller.keyId,
+      ...(body.input !== undefined ? { input: body.input } : {}),
+    });
+    if (!res.ok) {
+      if (res.error === 'not-found')
+        throw new HttpProblem('not-found', `code run ${runId} has no decision at index ${body.index}`);
+      throw new HttpProblem('conflict', `the decision at index ${body.index} is already ${res.state}`, {
+        state: res.state,
+      });
+    }
+    await runs.appendEvent(runId, 'decision.answered', {
+      index: body.index,
+      allow: body.allow,
+      by: caller.keyId,
+    });
+    const decision = res.decision;
+    if (decision.index === ESCALATION_INDEX) {
+      if (body.allow) {
+        await runs.setStatus(run, 'Running', { escalation: 'allowed' });
+        await runsService.enqueue(run);
+        await decisions.unmarkPaused(run.id, run.mode);
+      } else {
+        await endWithoutRunning(run, escalationDeniedMessage(run.mode));
+      }
+    } else if (decision.request.approval === 'stop' && res.stillPending === 0) {
+      await resume(run);
+    }
+    return decisionView(decision);
+  }
+
+  async function onExpired(decision: DecisionRecord) {
+    const run = await runs.get(decision.runId);
+    if (!run) return;
+    await decisions.closeRun(run.id);
+    const message = expiryMessage(expireAfterMs);
+    const ended = await runs.finish(run, {
+      status: 'Cancelled',
+      result: { _tag: 'Failed', reason: 'Cancelled', kind: 'abort', message, logs: [] },
+      text: `code run failed (abort): ${message}`,
+      kind: 'abort',
+    });
+    if (ended) deps.metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: run.mode });
+    // A held call's gateway sees the run end; a stopped run has nothing running.
+    await runs.requestCancel(run.id);
+    await decisions.unmarkPaused(run.id, run.mode);
+  }
+
+  /** Paused runs whose decisions are all answered (a resume interrupted by a crash) or that ended. */
+  async function repairPaused(): Promise<void> {
+    const cutoff = Date.now() - (options.resumeRepairAfterMs ?? 5000);
+    for (const mode of SANDBOX_MODES) {
+      const ids = await redis.zrangebyscore(`islet:paused:{runs-${mode}}`, '-inf', cutoff, 'LIMIT', 0, 100);
+      for (const id of ids) {
+        const run = await runs.get(id);
+        if (!run || isFinalStatus(run.status)) {
+          await decisions.unmarkPaused(id, mode);
+          continue;
+        }
+        const all = await decisions.listRun(id);
+        if (all.some((d) => d.state === 'pending')) continue;
+        const escalation = all.find((d) => d.index === ESCALATION_INDEX);
+        if (escalation && all.length === 1) {
+          if (escalation.state === 'allowed') {
+            await runsService.enqueue(run);
+            await decisions.unmarkPaused(id, mode);
+          } else await endWithoutRunning(run, escalationDeniedMessage(run.mode));
+          continue;
+        }
+        await resume(run);
+      }
+    }
+  }
+
+  let sweeper: ReturnType<typeof startDecisionExpiry> | undefined;
+  let repairTimer: NodeJS.Timeout | undefined;
+  return {
+    listPending,
+    answer,
+    resume,
+    repairPaused,
+    onExpired,
+    start() {
+      const intervalMs = options.sweepIntervalMs ?? 2000;
+      sweeper = startDecisionExpiry({
+        decisions,
+        intervalMs,
+        onExpired,
+        onError: (err) => logger.warn({ err }, 'decision expiry failed'),
+      });
+      let repairing = false;
+      repairTimer = setInterval(() => {
+        if (repairing) return;
+        repairing = true;
+        repairPaused()
+          .catch((err: unknown) => logger.warn({ err }, 'paused-run repair failed'))
+          .finally(() => {
+            repairing = false;
+          });
+      }, intervalMs);
+      repairTimer.unref();
+    },
+    async stop() {
+      clearInterval(repairTimer);
+      await sweeper?.stop();
+    },
+  };
+}
+
+export type DecisionsService = ReturnType<typeof createDecisionsService>;

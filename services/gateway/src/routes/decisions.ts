@@ -1,0 +1,51 @@
+/**
+ * Decisions (issue 4). `GET /v1/decisions`: the caller's tenant's pending decisions, each in the
+ * Code Mode document's request shape. `POST /v1/code-runs/:id/decisions` `{index, allow, input?}`:
+ * answers one (index -1 = the run's wider-access request); once, a second answer is a 409; another
+ * tenant's run is a 404. Both need the `decisions` scope.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { callerOf } from '../auth.ts';
+import { createDecisionsService, type DecisionsServiceOptions } from '../decisions-service.ts';
+import { validationProblem } from '../problem-reply.ts';
+import type { RouteContext } from './context.ts';
+
+export const decisionAnswerSchema = z
+  .object({
+    index: z.number().int().min(-1),
+    allow: z.boolean(),
+    input: z.unknown().optional(),
+  })
+  .strict();
+
+export function decisionsRoutes(
+  ctx: RouteContext,
+  options: DecisionsServiceOptions = {},
+): FastifyPluginAsync {
+  const { auth, deps, runsService } = ctx;
+  const service = createDecisionsService(deps, runsService, {
+    expireAfterMs: deps.config.ISLET_DECISION_EXPIRE_MS,
+    ...options,
+  });
+  return async (app) => {
+    app.addHook('onReady', async () => service.start());
+    app.addHook('onClose', async () => service.stop());
+
+    app.get('/v1/decisions', { preHandler: auth.requireScopes('decisions') }, async (request) => ({
+      items: await service.listPending(callerOf(request)),
+    }));
+
+    app.post(
+      '/v1/code-runs/:id/decisions',
+      { preHandler: auth.requireScopes('decisions') },
+      async (request, reply) => {
+        const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+        const parsed = decisionAnswerSchema.safeParse(request.body);
+        if (!parsed.success) throw validationProblem(parsed.error);
+        const view = await service.answer(callerOf(request), id, parsed.data);
+        return reply.code(200).send(view);
+      },
+    );
+  };
+}

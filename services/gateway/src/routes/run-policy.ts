@@ -1,0 +1,32 @@
+/**
+ * A tenant's run policy (helper-5): which contract's rules its runs follow — `code-mode` (stop
+ * and replay after a decision; waiting for App calls does not count against the budget) or
+ * `run_code` (hold in place; elapsed time counts) — with per-rule overrides. Platform admins set
+ * it; it applies to runs accepted afterwards (each run keeps the rules it was accepted with).
+ */
+import { createRunPolicyStore, runPolicySchema } from '@islet/journal';
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { HttpProblem, validationProblem } from '../problem-reply.ts';
+import type { RouteContext } from './context.ts';
+
+export function runPolicyRoutes(ctx: RouteContext): FastifyPluginAsync {
+  const { auth, deps } = ctx;
+  const store = createRunPolicyStore(deps.redis);
+  const admin = { preHandler: auth.requireScopes('platform.admin') };
+  const params = z.object({ id: z.string().min(1).max(200) });
+  return async (app) => {
+    app.get('/v1/admin/tenants/:id/run-policy', admin, async (request) => {
+      const { id } = params.parse(request.params);
+      if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);
+      return { ...(await store.get(id)), effective: await store.effective(id) };
+    });
+    app.put('/v1/admin/tenants/:id/run-policy', admin, async (request) => {
+      const { id } = params.parse(request.params);
+      const parsed = runPolicySchema.safeParse(request.body ?? {});
+      if (!parsed.success) throw validationProblem(parsed.error);
+      if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);
+      return { ...(await store.set(id, parsed.data)), effective: await store.effective(id) };
+    });
+  };
+}

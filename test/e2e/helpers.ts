@@ -1,0 +1,161 @@
+/** Small HTTP helpers for the end-to-end tests: a JSON client, an SSE reader, a counting App server. */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+
+// biome-ignore lint/suspicious/noExplicitAny: responses are read loosely in tests; assertions check them.
+export type Loose = any;
+
+export type Api = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<{ status: number; headers: Headers; body: Loose }>;
+
+export function api(baseUrl: string, key: string): Api {
+  return async (method, path, body, headers = {}) => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON
+    }
+    return { status: res.status, headers: res.headers, body: parsed };
+  };
+}
+
+export interface SseEvent {
+  id: string;
+  event: string;
+  data: Loose;
+}
+
+/**
+ * Reads a run's event stream until `until` says stop (or the stream ends). Returns the events read.
+ */
+export async function readSse(
+  url: string,
+  key: string,
+  options: {
+    lastEventId?: string;
+    until?: (e: SseEvent, all: SseEvent[]) => boolean;
+    timeoutMs?: number;
+    onEvent?: (e: SseEvent) => void;
+  } = {},
+): Promise<SseEvent[]> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), options.timeoutMs ?? 20_000);
+  const events: SseEvent[] = [];
+  try {
+    const res = await fetch(url, {
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}),
+      },
+      signal: ac.signal,
+    });
+    if (res.status !== 200) throw new Error(`SSE ${res.status}: ${await res.text()}`);
+    const decoder = new TextDecoder();
+    let buf = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += decoder.decode(chunk, { stream: true });
+      let sep = buf.indexOf('\n\n');
+      while (sep >= 0) {
+        const block = buf.slice(0, sep);
+        buf = buf.slice(sep + 2);
+        sep = buf.indexOf('\n\n');
+        const e: Partial<SseEvent> = {};
+        for (const line of block.split('\n')) {
+          if (line.startsWith('id: ')) e.id = line.slice(4);
+          else if (line.startsWith('event: ')) e.event = line.slice(7);
+          else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+        }
+        if (!e.event) continue;
+        events.push(e as SseEvent);
+        options.onEvent?.(e as SseEvent);
+        if (options.until?.(e as SseEvent, events)) {
+          ac.abort();
+          return events;
+        }
+      }
+    }
+    return events;
+  } catch (err) {
+    if (ac.signal.aborted) return events;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface Delivery {
+  idempotencyKey: string;
+  body: { tool: string; kind: string; arguments: Loose };
+}
+
+/** A local App: records every delivery, answers per tool, counts how many calls overlap. */
+export async function startAppServer(
+  handler: (d: Delivery) => Promise<{ status: number; body: string }> | { status: number; body: string },
+) {
+  const deliveries: Delivery[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const read = (req: IncomingMessage) =>
+    new Promise<string>((resolve) => {
+      let s = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => {
+        s += c;
+      });
+      req.on('end', () => resolve(s));
+    });
+  const server: Server = createServer(async (req, res) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    try {
+      const d: Delivery = {
+        idempotencyKey: String(req.headers['idempotency-key'] ?? ''),
+        body: JSON.parse(await read(req)),
+      };
+      deliveries.push(d);
+      const out = await handler(d);
+      res.writeHead(out.status, { 'content-type': 'application/json' }).end(out.body);
+    } finally {
+      inFlight--;
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/app`,
+    deliveries,
+    maxInFlight: () => maxInFlight,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function until<T>(
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 20_000,
+  stepMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(stepMs);
+  }
+}
