@@ -51,6 +51,11 @@ describe('decision store on real Redis', () => {
     expect(JSON.stringify(await a.hgetall(`d1:decisions:{${run}}`))).not.toContain('team@example.com');
     const pending = await store.listPending('t1');
     expect(pending.map((d) => decisionView(d).id)).toContain(`${run}:1`);
+    // A stop-style request counts the run as paused in its mode's set; a held one does not.
+    expect(await a.zscore(pausedRunsKey('read-only'), run)).not.toBeNull();
+    const held = newRun();
+    await store.request({ ...ask(held), approval: 'hold' });
+    expect(await a.zscore(pausedRunsKey('read-only'), held)).toBeNull();
   });
 
   it('takes one answer only, from the owning tenant; the other tenant gets not-found', async () => {

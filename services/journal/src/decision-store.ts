@@ -173,11 +173,13 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
       )) as [number, string];
       const decision = decode(input.runId, input.index, reply[1]);
       if (reply[0] === 1) {
-        await redis
+        const tx = redis
           .multi()
           .zadd(tenantKey(input.tenant), at, member(input.runId, input.index))
-          .zadd(dueKey, request.expiresAt, member(input.runId, input.index))
-          .exec();
+          .zadd(dueKey, request.expiresAt, member(input.runId, input.index));
+        // A stopped run holds no slot while it waits: the operator counts it in its mode's set.
+        if (input.approval === 'stop') tx.zadd(pausedRunsKey(input.mode), 'NX', at, input.runId);
+        await tx.exec();
       }
       return { decision, created: reply[0] === 1 };
     },
