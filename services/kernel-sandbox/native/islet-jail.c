@@ -305,8 +305,15 @@ static void prepare_landlock(void) {
   if (opt.scratch && fs->scratch) bad |= ll_allow(opt.scratch, fs->scratch == 2 ? rw : FS_READ) != 0;
   if (fs->outside == 2) {
     char root[PATH_MAX];
-    if (opt.workspace_root && realpath(opt.workspace_root, root)) bad |= ll_allow_all_except("/", root, all) != 0;
-    else bad |= ll_allow("/", all) != 0;
+    if (opt.workspace_root) {
+      /* A root that cannot be resolved must not silently widen the grant to everything. */
+      if (!realpath(opt.workspace_root, root)) bad = 1;
+      else bad |= ll_allow_all_except("/", root, all) != 0;
+    } else {
+      bad |= ll_allow("/", all) != 0;
+      appendf(st.notes, sizeof st.notes, "%sno --workspace-root: other workspaces are not walled off",
+              st.notes[0] ? "; " : "");
+    }
   }
   if (bad) {
     close(ll_ruleset);

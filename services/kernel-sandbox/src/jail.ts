@@ -34,7 +34,11 @@ export interface EnforcementReport {
 export interface JailOptions {
   /** The session workspace: readable in every mode, writable in workspace-write and danger-full-access. */
   workspaceDir?: string;
-  /** The directory holding every tenant's workspaces; danger-full-access reaches everything but this. */
+  /**
+   * The directory holding every tenant's workspaces; danger-full-access reaches everything but this.
+   * Default: `$ISLET_WORKSPACE_ROOT` when set (without either, danger-full-access is not walled off
+   * from other workspaces).
+   */
   workspaceRoot?: string;
   /** A per-run scratch directory, writable in every mode. */
   scratchDir?: string;
@@ -72,7 +76,7 @@ export function jailArgs(mode: SandboxMode, opts: JailOptions = {}): string[] {
     if (value !== undefined) args.push(flag, String(value));
   };
   add('--workspace', opts.workspaceDir);
-  add('--workspace-root', opts.workspaceRoot);
+  add('--workspace-root', opts.workspaceRoot ?? process.env.ISLET_WORKSPACE_ROOT);
   add('--scratch', opts.scratchDir);
   for (const p of opts.readPaths ?? defaultReadPaths()) add('--read', p);
   add('--chdir', opts.chdir);
