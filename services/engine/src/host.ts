@@ -153,7 +153,8 @@ class HostRun {
       const bytes = Buffer.byteLength(text, 'utf8');
       const room = this.msg.outputBytes - this.outputUsed;
       if (bytes > room) {
-        this.pushLog(level, cutToBytes(text, room));
+        const fitting = cutToBytes(text, room);
+        if (fitting !== '') this.pushLog(level, fitting);
         this.outputUsed = this.msg.outputBytes;
         this.finish({
           status: 'failed',

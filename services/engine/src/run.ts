@@ -171,7 +171,8 @@ export class Run {
       const bytes = Buffer.byteLength(text, 'utf8');
       if (this.logBytes + bytes > this.p.outputBytes) {
         // The host enforces the cap; this is the engine's own check of what it keeps.
-        this.logs.push({ level, text: cutToBytes(text, this.p.outputBytes - this.logBytes) });
+        const fitting = cutToBytes(text, this.p.outputBytes - this.logBytes);
+        if (fitting !== '') this.logs.push({ level, text: fitting });
         this.logBytes = this.p.outputBytes;
         this.truncated = true;
         this.endNow({ kind: 'output-limit', message: outputLimitMessage(this.p.outputBytes) });

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { encodeMessage, type FrameEvent, FrameReader } from './frame.ts';
+
+function collect(limits = { maxFrameBytes: 16, maxMessageBytes: 64 }) {
+  const events: FrameEvent[] = [];
+  const reader = new FrameReader((e) => events.push(e), limits);
+  return { events, reader };
+}
+
+describe('length-delimited JSON frames', () => {
+  it('round-trips messages split over several frames and arbitrary chunk boundaries', () => {
+    const limits = { maxFrameBytes: 16, maxMessageBytes: 1024 };
+    const messages = [{ t: 'a' }, { t: 'logs', lines: [['log', 'é'.repeat(40)]] }, { t: 'z', n: 1 }];
+    const bytes = Buffer.concat(messages.flatMap((m) => encodeMessage(m, limits)));
+    const { events, reader } = collect(limits);
+    for (let i = 0; i < bytes.length; i += 3) reader.push(bytes.subarray(i, i + 3));
+    expect(events).toEqual(messages.map((message) => ({ type: 'message', message })));
+  });
+
+  it('refuses a frame larger than the limit, a message larger than the limit, bad flags and non-JSON', () => {
+    const big = collect();
+    const header = Buffer.alloc(5);
+    header.writeUInt32BE(17, 0);
+    header.writeUInt8(1, 4);
+    big.reader.push(header);
+    expect(big.events).toEqual([
+      { type: 'error', message: 'frame of 17 bytes exceeds the limit of 16 bytes' },
+    ]);
+
+    const long = collect();
+    for (const f of encodeMessage({ s: 'x'.repeat(100) }, { maxFrameBytes: 16, maxMessageBytes: 1000 })) {
+      long.reader.push(f);
+    }
+    expect(long.events).toEqual([{ type: 'error', message: 'message exceeds the limit of 64 bytes' }]);
+
+    const flag = collect();
+    flag.reader.push(Buffer.from([0, 0, 0, 1, 7, 0x31]));
+    expect(flag.events).toEqual([{ type: 'error', message: 'bad frame flag 7' }]);
+
+    const junk = collect();
+    junk.reader.push(Buffer.from([0, 0, 0, 3, 1, 0x7b, 0x7b, 0x7b]));
+    expect(junk.events).toEqual([{ type: 'error', message: 'frame payload is not JSON' }]);
+    // After an error the reader ignores everything.
+    junk.reader.push(Buffer.concat(encodeMessage({ ok: true })));
+    expect(junk.events.length).toBe(1);
+  });
+
+  it('refuses to encode a message over the limit', () => {
+    expect(() => encodeMessage({ s: 'x'.repeat(100) }, { maxFrameBytes: 16, maxMessageBytes: 64 })).toThrow(
+      /exceeds 64 bytes/,
+    );
+  });
+});
