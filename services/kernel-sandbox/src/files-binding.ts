@@ -40,6 +40,15 @@ export function isFilesBinding(name: string): name is FilesBindingName {
   return (FILES_BINDING_NAMES as readonly string[]).includes(name);
 }
 
+/**
+ * True for an outcome this binding produced because the file sandbox refused the operation; the
+ * runner marks the run's sandbox facts `denied` so a failed run says `File sandbox: …; operation denied`.
+ */
+export function isFileSandboxDenial(outcome: { type: string; details?: Record<string, unknown> }): boolean {
+  const reason = outcome.details?.reason;
+  return outcome.type === 'error' && (reason === 'mode' || reason === 'outside-workspace');
+}
+
 function failed(message: string, details: Record<string, unknown>): FilesOutcome {
   return { type: 'error', name: 'AppCallFailed', message, details };
 }

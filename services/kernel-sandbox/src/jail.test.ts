@@ -4,7 +4,7 @@ import { SANDBOX_MODES } from '@islet/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FILE_SANDBOX_PARTIAL_TEXT, fileSandboxDeniedText, fileSandboxFacts } from './facts.ts';
 import { JAIL_UNAVAILABLE_EXIT_CODE, jailArgs, probeEnforcement, wrapCommandForMode } from './jail.ts';
-import { jailPath, probePath, profilePath } from './paths.ts';
+import { fsRulesPath, jailPath, probePath, profilePath } from './paths.ts';
 import { makeLayout, probeUnder, runJailed } from './test-helpers.ts';
 
 const DENIED_SYSCALLS = [
@@ -29,6 +29,10 @@ const DENIED_SYSCALLS = [
 ];
 
 const layout = makeLayout();
+// Expectations come from the same rules file the launcher is compiled from.
+const fsRules = JSON.parse(readFileSync(fsRulesPath(), 'utf8')) as {
+  modes: Record<string, { workspace: string; scratch: string; outsideWorkspace: string }>;
+};
 afterAll(() => layout.cleanup());
 
 describe.each(SANDBOX_MODES)('islet-jail directly, mode %s', (mode) => {
@@ -82,10 +86,14 @@ describe.each(SANDBOX_MODES)('islet-jail directly, mode %s', (mode) => {
       'write:/usr/islet-probe.txt',
     ]);
     expect(results[`read:${join(layout.ws, 'mine.txt')}`]).toBe('ok');
-    expect(results[`write:${wsFile}`]).toBe(mode === 'read-only' ? 'EACCES' : 'ok');
-    expect(results[`write:${join(layout.scratch, `s-${mode}.txt`)}`]).toBe('ok');
+    const rules = fsRules.modes[mode]!;
+    expect(results[`write:${wsFile}`]).toBe(rules.workspace === 'read-write' ? 'ok' : 'EACCES');
+    expect(results[`write:${join(layout.scratch, `s-${mode}.txt`)}`]).toBe(
+      rules.scratch === 'read-write' ? 'ok' : 'EACCES',
+    );
     // danger-full-access reaches beyond the workspace, but never into another tenant's.
-    expect(results[`write:${outFile}`]).toBe(mode === 'danger-full-access' ? 'ok' : 'EACCES');
+    expect(results[`write:${outFile}`]).toBe(rules.outsideWorkspace === 'read-write' ? 'ok' : 'EACCES');
+    expect(rules.workspace).toBe(mode === 'read-only' ? 'read' : 'read-write'); // the contract's modes
     expect(results[`write:${otherFile}`]).toBe('EACCES');
     expect(results['write:/etc/islet-probe.txt']).toBe('EACCES');
     expect(results['write:/usr/islet-probe.txt']).toBe('EACCES');

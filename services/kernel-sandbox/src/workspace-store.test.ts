@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createFilesBinding } from './files-binding.ts';
+import { createFilesBinding, isFileSandboxDenial } from './files-binding.ts';
 import { WorkspaceStore } from './workspace-store.ts';
 
 const base = mkdtempSync(join(tmpdir(), 'islet-ws-'));
@@ -105,6 +105,7 @@ describe('files binding', () => {
         message: 'File sandbox: read-only; enforcement: full; operation denied',
         details: { reason: 'mode', operation: op, path: 'in.txt' },
       });
+      expect(isFileSandboxDenial(out)).toBe(true);
     }
   });
 
@@ -145,5 +146,6 @@ describe('files binding', () => {
       details: { reason: 'not-found' },
     });
     expect(await files(call('files.chmod', {}))).toMatchObject({ details: { reason: 'unknown-binding' } });
+    expect(isFileSandboxDenial(await files(call('files.read', { path: 'missing.txt' })))).toBe(false);
   });
 });
