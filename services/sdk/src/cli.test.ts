@@ -1,0 +1,47 @@
+import { createRedis, createTenantStore } from '@islet/core';
+import { startRedis } from '@islet/testkit';
+import { describe, expect, it, vi } from 'vitest';
+import { runCli } from './cli.ts';
+import { createIsletClient, IsletApiError } from './client.ts';
+
+describe('islet admin (direct on Redis)', () => {
+  it('creates a tenant and a key that resolves to its scopes', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const writes: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s) => {
+      writes.push(String(s));
+      return true;
+    });
+    try {
+      const env = { ISLET_REDIS_URL: server.url };
+      expect(await runCli(['admin', 'create-tenant', '--name', 'Acme', '--id', 'acme'], env)).toBe(0);
+      expect(
+        await runCli(['admin', 'create-key', '--tenant', 'acme', '--scopes', 'apps.use,platform.admin'], env),
+      ).toBe(0);
+      await expect(
+        runCli(['admin', 'create-key', '--tenant', 'acme', '--scopes', 'root'], env),
+      ).rejects.toThrow(/unknown scopes: root/);
+      const key = JSON.parse(writes[1]!).key as string;
+      const redis = createRedis(server.url);
+      const identity = await createTenantStore(redis).resolveKey(key);
+      redis.disconnect();
+      expect(identity).toMatchObject({ tenantId: 'acme', scopes: ['apps.use', 'platform.admin'] });
+      // Only the hash is stored.
+      expect(JSON.stringify(identity)).not.toContain(key);
+    } finally {
+      spy.mockRestore();
+      await server.stop();
+    }
+  });
+  it('the client turns problem+json into IsletApiError', async () => {
+    const fake = (async () =>
+      new Response(
+        JSON.stringify({ type: 'https://islet.dev/problems/not-found', title: 'Not found', status: 404 }),
+        { status: 404 },
+      )) as typeof fetch;
+    const c = createIsletClient({ url: 'http://x', key: 'k', fetch: fake });
+    const err = await c.getRun('nope').catch((e) => e);
+    expect(err).toBeInstanceOf(IsletApiError);
+    expect(err.problem.type).toBe('https://islet.dev/problems/not-found');
+  });
+});
