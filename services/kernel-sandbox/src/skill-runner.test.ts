@@ -126,6 +126,17 @@ describe('run_code skill', () => {
     );
   });
 
+  it('answers instead of throwing when the host cannot prepare the run', async () => {
+    const r = await runSkill({
+      language: 'bash',
+      code: 'true',
+      mode: 'read-only',
+      tmpDir: join(layout.base, 'missing'),
+    });
+    expect(r.success).toBe(false);
+    expect(r.error).toMatch(/^the program could not be started: ENOENT/);
+  });
+
   it('validates requests with clear refusals', () => {
     expect(parseSkillRequest({ language: 'python', code: 'x' })).toEqual({
       ok: true,

@@ -190,6 +190,21 @@ function capture(stream: NodeJS.ReadableStream | null, cap: number, onOverflow: 
 }
 
 export async function runSkill(opts: RunSkillOptions): Promise<SkillResult> {
+  try {
+    return await runSkillUnchecked(opts);
+  } catch (err) {
+    // Host-side trouble (temp dir not writable, …) is an answer too, never a throw.
+    return {
+      success: false,
+      output: '',
+      error: `the program could not be started: ${(err as Error).message}`,
+      exitCode: JAIL_EXEC_FAILED_EXIT_CODE,
+      language: opts.language,
+    };
+  }
+}
+
+async function runSkillUnchecked(opts: RunSkillOptions): Promise<SkillResult> {
   const { language } = opts;
   const interp = INTERPRETERS[language];
   const fail = (error: string, exitCode: number): SkillResult => ({
