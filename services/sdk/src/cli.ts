@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `islet` command line.
  *   islet admin create-tenant --name <name> [--id <id>] [--rate-limit <per-minute>] [--max-in-flight <n>]
