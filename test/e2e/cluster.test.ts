@@ -436,4 +436,42 @@ describe('recovery', () => {
     const metrics = await (await fetch(`${cluster.runners[2]!.url}/metrics`)).text();
     expect(metrics).toContain('islet_runner_slots{mode="workspace-write",state="idle"');
   }, 60_000);
+
+  it('SIGTERM drains: a runner told to stop finishes the run it holds before it exits', async () => {
+    const conn = await connection({ name: 'Drain', kind: 'http', url: app.url, tools: [{ name: 'slow' }] });
+    const res = await a(
+      'POST',
+      '/v1/runs',
+      base({
+        code: 'const r = await apps.drain.slow({ ms: 1200 }); return "drained"',
+        connections: [conn.id],
+      }),
+    );
+    const id = res.body.id;
+    await until(async () => app.deliveries.some((d) => d.idempotencyKey === `${id}:0`), 15_000, 20);
+    await Promise.all([cluster.killRunner(0, 'SIGTERM'), cluster.killRunner(1, 'SIGTERM')]);
+    // Both runners have exited; the run finished before they did.
+    const rec = await a('GET', `/v1/code-runs/${id}`);
+    expect(rec.body.status).toBe('Completed');
+    expect(rec.body.result.value).toBe('drained');
+    await Promise.all([cluster.restartRunner(0), cluster.restartRunner(1)]);
+  }, 60_000);
+
+  it('survives a Redis restart: gateways and runners reconnect and runs go on', async () => {
+    const before = await a('POST', '/v1/runs', base({ code: 'return "before"' }), { prefer: 'wait=20' });
+    expect(before.body.status).toBe('Completed');
+    await sleep(1200); // appendfsync everysec
+    await cluster.redis!.restart();
+    const after = await until(
+      async () => {
+        const r = await b('POST', '/v1/runs', base({ code: 'return "after"' }), { prefer: 'wait=20' });
+        return r.status < 500 && r.body.status === 'Completed' && r;
+      },
+      30_000,
+      500,
+    );
+    expect(after.body.result.value).toBe('after');
+    // Records written before the restart are still there (AOF).
+    expect((await b('GET', `/v1/code-runs/${before.body.id}`)).body.result.value).toBe('before');
+  }, 60_000);
 });

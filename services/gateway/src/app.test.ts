@@ -414,6 +414,25 @@ describe('runs through inject (no runner)', () => {
     });
     expect(list.json().items[0].id).toBe(rec.id);
   });
+  it('answers 429 quota-exceeded past the in-flight quota', async () => {
+    await deps.tenants.createTenant({ id: 'tiny', name: 'Tiny', maxInFlightRuns: 1 });
+    const tinyKey = (await deps.tenants.createKey('tiny', ['apps.use'])).key;
+    const first = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(tinyKey),
+      payload: run(),
+    });
+    expect(first.statusCode).toBe(202);
+    const second = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(tinyKey),
+      payload: run(),
+    });
+    expectProblem(second, 429, 'quota-exceeded');
+    expect(second.headers['retry-after']).toBe('1');
+  });
   it('serves health, metrics, openapi and docs', async () => {
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
