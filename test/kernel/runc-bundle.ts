@@ -80,6 +80,26 @@ export class RuncBundle {
     chmodSync(opts.workspace, 0o777);
   }
 
+  private readonly started: string[] = [];
+
+  /**
+   * A command line that runs `args` in a fresh container of this bundle, for a caller that spawns it
+   * itself (e.g. the engine's `wrapCommand`); stdio passes straight through runc. `cleanup()` deletes it.
+   */
+  commandFor(args: string[]): { command: string; args: string[] } {
+    const id = `islet-test-${randomUUID().slice(0, 12)}`;
+    const bundle = join(this.dir, id);
+    mkdirSync(bundle);
+    const config = {
+      ...this.config,
+      root: { path: join(this.dir, 'rootfs'), readonly: true },
+      process: { ...(this.config.process as object), args },
+    };
+    writeFileSync(join(bundle, 'config.json'), JSON.stringify(config, null, 2));
+    this.started.push(id);
+    return { command: '/usr/sbin/runc', args: ['--root', this.state, 'run', '--bundle', bundle, id] };
+  }
+
   /** Runs one process in a fresh container and deletes it afterwards. */
   run(args: string[], timeoutMs = 30_000): RuncResult {
     const id = `islet-test-${randomUUID().slice(0, 12)}`;
@@ -98,6 +118,8 @@ export class RuncBundle {
   }
 
   cleanup(): void {
+    for (const id of this.started)
+      spawnSync('runc', ['--root', this.state, 'delete', '-f', id], { stdio: 'ignore' });
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

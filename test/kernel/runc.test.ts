@@ -7,14 +7,23 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { createEngine } from '@islet/engine';
 import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jailArgs, jailPath, probePath, profilePath } from '../../services/kernel-sandbox/src/index.ts';
+import {
+  jailArgs,
+  jailPath,
+  PACKAGE_DIR,
+  probePath,
+  profilePath,
+  wrapCommandForMode,
+} from '../../services/kernel-sandbox/src/index.ts';
 import { requireRoot } from '../../services/kernel-sandbox/src/test-helpers.ts';
 import { RuncBundle } from './runc-bundle.ts';
 
 const BUILD_DIR = dirname(probePath());
 const NODE_PREFIX = resolve(dirname(process.execPath), '..');
+const APP_ROOT = resolve(PACKAGE_DIR, '..', '..');
 const DENIED = [
   'socket-inet',
   'socket-inet6',
@@ -59,8 +68,11 @@ afterAll(() => {
 });
 
 describe.each(SANDBOX_MODES)('under runc with the chart profile %s.json and a read-only root', (mode) => {
-  const bundle = bundleFor(mode);
-  afterAll(() => bundle.cleanup());
+  let bundle: RuncBundle;
+  beforeAll(() => {
+    bundle = bundleFor(mode);
+  });
+  afterAll(() => bundle?.cleanup());
 
   it('denies the dangerous syscalls and writes outside /workspace and /tmp; allows the rest', () => {
     const results = parseProbe(
@@ -150,6 +162,35 @@ describe.each(SANDBOX_MODES)('under runc with the chart profile %s.json and a re
     expect(results['write:/workspace/jailed.txt']).toBe(mode === 'read-only' ? 'EACCES' : 'ok');
     expect(results['socket-inet']).toBe('EPERM');
     expect(results['write:/tmp/s.txt']).toBe('ok');
+  });
+});
+
+describe('the engine sandbox host inside runc, under islet-jail, as in a runner pod', () => {
+  it.each(SANDBOX_MODES)('mode %s: a program runs to completion', async (mode) => {
+    const workspace = mkdtempSync(join(tmpdir(), 'islet-runc-ws-'));
+    workspaces.push(workspace);
+    const bundle = new RuncBundle({
+      seccompProfile: profilePath(mode),
+      readOnlyBinds: [
+        APP_ROOT,
+        ...(NODE_PREFIX.startsWith(APP_ROOT) || NODE_PREFIX.startsWith('/usr/') ? [] : [NODE_PREFIX]),
+      ],
+      workspace,
+    });
+    const jail = wrapCommandForMode(mode, { require: 'full' });
+    const engine = createEngine({
+      wrapCommand: (command, args) => bundle.commandFor([...Object.values(jail(command, args)).flat()]),
+    });
+    try {
+      const out = await engine.execute('console.log("inside"); return [1, 2, 3].reduce((a, b) => a + b, 0);');
+      expect(out.failure).toBeUndefined();
+      expect(out.status).toBe('completed');
+      expect(out.valueJson).toBe('6');
+      expect(out.logs).toEqual([{ level: 'log', text: 'inside' }]);
+    } finally {
+      await engine.close();
+      bundle.cleanup();
+    }
   });
 });
 
