@@ -60,8 +60,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     return spawnHost(partition);
   }
 
-  function startSpare(partition: string): void {
-    if (!prewarm || closed || spares.has(partition) || (idle.get(partition)?.length ?? 0) > 0) return;
+  function startSpare(partition: string, evenWithIdle = false): void {
+    if (!prewarm || closed || spares.has(partition)) return;
+    if (!evenWithIdle && (idle.get(partition)?.length ?? 0) > 0) return;
     const spare = spawnHost(partition).then(
       (host) => {
         if (closed) {
@@ -86,6 +87,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     pool.push(host);
     idle.set(host.partition, pool);
+    // Its last run is next: have the replacement ready by then.
+    if (host.runs >= maxRunsPerProcess - 1) startSpare(host.partition, true);
   }
 
   async function execute(code: string, opts: ExecuteOptions = {}): Promise<RunOutcome> {

@@ -19,6 +19,8 @@ process.on('unhandledRejection', (reason) => {
 });
 
 const HARNESS_SOURCE = readFileSync(new URL('./guest/harness.js', import.meta.url), 'utf8');
+/** V8 code cache of the harness, made by the first run and reused by every later isolate. */
+let harnessCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
 const ERROR_TEXT_MAX = 64 * 1024;
 const LOG_FLUSH_BYTES = 1024 * 1024;
 const KNOWN_ENCODE_LINES = new Set([
@@ -88,7 +90,12 @@ class HostRun {
         new ivm.Callback((k: unknown, a: unknown, b: unknown) => this.onDone(k, a, b), { sync: true }),
       );
       await jail.set('__islet_fail', new ivm.Callback((m: unknown) => this.onFail(m), { sync: true }));
-      const harness = await this.isolate.compileScript(HARNESS_SOURCE, { filename: 'islet:harness' });
+      // ScriptInfo's type omits the cache options that compileScript accepts and reports.
+      const harness = (await this.isolate.compileScript(HARNESS_SOURCE, {
+        filename: 'islet:harness',
+        ...(harnessCache ? { cachedData: harnessCache } : { produceCachedData: true }),
+      } as ivm.ScriptInfo)) as ivm.Script & ivm.CachedDataResult;
+      if (!harnessCache && harness.cachedData) harnessCache = harness.cachedData;
       await harness.run(context);
       const startRef = (await jail.get('__islet_start', { reference: true })) as ivm.Reference;
       this.deliver = (await jail.get('__islet_deliver', { reference: true })) as ivm.Reference;
