@@ -103,6 +103,8 @@ function templateHash(podSpec: V1PodSpec, labels: Record<string, string>): strin
   return createHash('sha256').update(JSON.stringify({ podSpec, labels })).digest('hex').slice(0, 16);
 }
 
+const NOT_INHERITED_LABELS = new Set(['helm.sh/chart', MANAGED_BY_LABEL]);
+
 export function poolLabels(poolName: string, mode: string): Record<string, string> {
   return {
     'app.kubernetes.io/name': 'islet',
@@ -120,7 +122,12 @@ export function buildDeployment(
   defaults: PodDefaults,
 ): V1Deployment {
   const name = pool.metadata.name ?? '';
-  const labels = poolLabels(name, spec.mode);
+  // The pool's own labels (release, part-of…) carry over, so NetworkPolicies and dashboards that
+  // select the release's runner pods also select the operator's.
+  const inherited = Object.fromEntries(
+    Object.entries(pool.metadata.labels ?? {}).filter(([k]) => !NOT_INHERITED_LABELS.has(k)),
+  );
+  const labels = { ...inherited, ...poolLabels(name, spec.mode) };
   const podSpec = buildPodSpec(spec, defaults);
   return {
     apiVersion: 'apps/v1',

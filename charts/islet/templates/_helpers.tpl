@@ -1,0 +1,227 @@
+{{/* Chart name, truncated to the 63 characters a DNS label allows. */}}
+{{- define "islet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-qualified name; every object name starts with it. */}}
+{{- define "islet.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "islet.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "islet.labels" -}}
+helm.sh/chart: {{ include "islet.chart" . }}
+{{ include "islet.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: islet
+{{- end }}
+
+{{/* Labels that select this release's pods (add app.kubernetes.io/component per workload). */}}
+{{- define "islet.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "islet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Image reference: registry/repository[:tag][@digest]; a digest pins the image exactly. */}}
+{{- define "islet.image" -}}
+{{- $img := .image -}}
+{{- $registry := .root.Values.image.registry -}}
+{{- $tag := default .root.Chart.AppVersion (default .root.Values.image.tag $img.tag) -}}
+{{- $ref := ternary $img.repository (printf "%s/%s" $registry $img.repository) (empty $registry) -}}
+{{- if $img.digest }}{{ printf "%s:%s@%s" $ref $tag $img.digest }}{{ else }}{{ printf "%s:%s" $ref $tag }}{{ end -}}
+{{- end }}
+
+{{/* A third-party image pinned by its own tag (and digest when given). */}}
+{{- define "islet.plainImage" -}}
+{{- if .digest }}{{ printf "%s:%s@%s" .repository .tag .digest }}{{ else }}{{ printf "%s:%s" .repository .tag }}{{ end -}}
+{{- end }}
+
+{{/* Pod selector of one component of this release. */}}
+{{- define "islet.componentSelector" -}}
+matchLabels:
+  app.kubernetes.io/instance: {{ .root.Release.Name }}
+  app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Egress peer + port rules reaching Redis (bundled pods or the external CIDRs). */}}
+{{- define "islet.redisEgress" -}}
+{{- if .Values.redis.bundled.enabled }}
+- to:
+    - podSelector:
+        {{- include "islet.componentSelector" (dict "root" . "component" "redis") | nindent 8 }}
+  ports:
+    - { protocol: TCP, port: 6379 }
+{{- else }}
+- to:
+    {{- range (default (list "0.0.0.0/0") .Values.redis.externalCIDRs) }}
+    - ipBlock: { cidr: {{ . }} }
+    {{- end }}
+  ports:
+    - { protocol: TCP, port: {{ .Values.redis.externalPort }} }
+{{- end }}
+{{- end }}
+
+{{/* Egress rule for cluster DNS. */}}
+{{- define "islet.dnsEgress" -}}
+- to:
+    - namespaceSelector:
+        matchLabels:
+          {{- toYaml .Values.networkPolicy.dns.namespaceLabels | nindent 10 }}
+      podSelector:
+        matchLabels:
+          {{- toYaml .Values.networkPolicy.dns.podLabels | nindent 10 }}
+  ports:
+    - { protocol: UDP, port: 53 }
+    - { protocol: TCP, port: 53 }
+{{- end }}
+
+{{/* Ingress peers allowed to scrape metrics. */}}
+{{- define "islet.metricsIngress" -}}
+- ports:
+    - { protocol: TCP, port: {{ .port }} }
+  {{- with .root.Values.networkPolicy.prometheusNamespaceLabels }}
+  from:
+    - namespaceSelector:
+        matchLabels:
+          {{- toYaml . | nindent 10 }}
+  {{- end }}
+{{- end }}
+
+{{- define "islet.gateway.fullname" -}}{{ include "islet.fullname" . }}-gateway{{- end }}
+{{- define "islet.operator.fullname" -}}{{ include "islet.fullname" . }}-operator{{- end }}
+{{- define "islet.runner.fullname" -}}{{ include "islet.fullname" . }}-runner{{- end }}
+{{- define "islet.redis.fullname" -}}{{ include "islet.fullname" . }}-redis{{- end }}
+{{- define "islet.config.name" -}}{{ include "islet.fullname" . }}-config{{- end }}
+{{- define "islet.secret.name" -}}{{ default (printf "%s-secrets" (include "islet.fullname" .)) .Values.secrets.existingSecret }}{{- end }}
+{{- define "islet.seccomp.fullname" -}}{{ include "islet.fullname" . }}-seccomp{{- end }}
+
+{{/* Name of one runner pool: <fullname>-<mode>. */}}
+{{- define "islet.pool.name" -}}{{ printf "%s-%s" (include "islet.fullname" .root) .mode | trunc 50 | trimSuffix "-" }}{{- end }}
+
+{{/* Redis URL the workloads use: the bundled StatefulSet's Service or the external URL. */}}
+{{- define "islet.redis.url" -}}
+{{- if .Values.redis.bundled.enabled -}}
+redis://{{ include "islet.redis.fullname" . }}.{{ .Release.Namespace }}.svc:6379
+{{- else -}}
+{{- required "redis.url is required when redis.bundled.enabled is false (or set redis.urlFromSecret)" .Values.redis.url -}}
+{{- end -}}
+{{- end }}
+
+{{/* Pod Security "restricted" container context, with a seccomp profile given by the caller. */}}
+{{- define "islet.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: {{ .uid }}
+runAsGroup: {{ .uid }}
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  {{- toYaml .seccomp | nindent 2 }}
+{{- end }}
+
+{{/* Environment every Islet process reads (see services/core/src/config.ts). */}}
+{{- define "islet.envFrom" -}}
+- configMapRef:
+    name: {{ include "islet.config.name" . }}
+- secretRef:
+    name: {{ include "islet.secret.name" . }}
+{{- end }}
+
+{{/*
+The runner pod spec for one pool; mirrors buildPodSpec() in services/operator/src/deployment.ts
+(test/chart checks the two agree). Args: root, mode, pool.
+*/}}
+{{- define "islet.runner.podSpec" -}}
+{{- $root := .root -}}
+{{- $r := $root.Values.runners -}}
+{{- $profile := dict "type" "Localhost" "localhostProfile" (printf "islet/%s.json" .mode) -}}
+automountServiceAccountToken: false
+enableServiceLinks: false
+serviceAccountName: {{ include "islet.runner.fullname" $root }}
+terminationGracePeriodSeconds: {{ $r.terminationGracePeriodSeconds }}
+{{- with $r.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: {{ $r.uid }}
+  runAsGroup: {{ $r.uid }}
+  fsGroup: {{ $r.uid }}
+  seccompProfile:
+    {{- toYaml $profile | nindent 4 }}
+{{- with $root.Values.image.pullSecrets }}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
+containers:
+  - name: runner
+    image: {{ include "islet.image" (dict "root" $root "image" $r.image) }}
+    imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+    env:
+      - name: ISLET_RUNNER_MODES
+        value: {{ .mode | quote }}
+      - name: ISLET_RUNNER_METRICS_PORT
+        value: {{ $r.metricsPort | quote }}
+      - name: ISLET_RUNNER_SHUTDOWN_GRACE_MS
+        value: {{ $r.shutdownGraceMs | quote }}
+      - name: ISLET_RUNNER_NAME
+        valueFrom:
+          fieldRef:
+            fieldPath: metadata.name
+    envFrom:
+      {{- include "islet.envFrom" $root | nindent 6 }}
+    ports:
+      - name: metrics
+        containerPort: {{ $r.metricsPort }}
+        protocol: TCP
+    resources:
+      {{- toYaml .pool.resources | nindent 6 }}
+    securityContext:
+      {{- include "islet.containerSecurityContext" (dict "uid" $r.uid "seccomp" $profile) | nindent 6 }}
+    livenessProbe:
+      httpGet: { path: /healthz, port: metrics }
+      periodSeconds: 10
+      failureThreshold: 3
+    readinessProbe:
+      httpGet: { path: /readyz, port: metrics }
+      periodSeconds: 5
+      failureThreshold: 2
+    volumeMounts:
+      - name: tmp
+        mountPath: /tmp
+      - name: workspace
+        mountPath: /workspace
+{{- with $r.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $r.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+volumes:
+  - name: tmp
+    emptyDir:
+      medium: Memory
+      sizeLimit: {{ .pool.tmpSizeLimit }}
+  - name: workspace
+    emptyDir:
+      sizeLimit: {{ .pool.workspaceSizeLimit }}
+{{- end }}

@@ -1,0 +1,408 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: rendered manifests are arbitrary JSON, checked by the assertions
+// The Helm chart with the real helm: lint, render every scenario, validate every object against
+// its schema, and check the security posture the product depends on.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildDeployment, parseSpec, type RunnerPool } from '@islet/operator';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import {
+  CHART,
+  helm,
+  type K8sObject,
+  podSpecs,
+  ROOT,
+  render,
+  renderArgs,
+  restrictedViolations,
+  scenarioFiles,
+  validateObject,
+} from './helm.ts';
+
+const scenarios = scenarioFiles();
+const rendered = new Map(
+  scenarios.map((s) => [s.name, render({ valuesFiles: [s.file], apiVersions: s.apiVersions })]),
+);
+const objectsOf = (name: string) => rendered.get(name)!;
+const find = (objs: K8sObject[], kind: string, pred: (o: K8sObject) => boolean = () => true) =>
+  objs.filter((o) => o.kind === kind && pred(o));
+
+/** Runner Deployments of a scenario: rendered by helm, or built by the operator from the RunnerPools. */
+function runnerDeployments(objs: K8sObject[]): K8sObject[] {
+  const fromHelm = find(
+    objs,
+    'Deployment',
+    (o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'runner',
+  );
+  const fromOperator = find(objs, 'RunnerPool').map((p) => {
+    const parsed = parseSpec(p.spec);
+    if (!parsed.ok) throw new Error(parsed.message);
+    return buildDeployment(p as unknown as RunnerPool, parsed.spec, parsed.spec.minReplicas, {
+      metricsPort: 9464,
+      envConfigMap: 'islet-config',
+      envSecret: 'islet-secrets',
+    }) as unknown as K8sObject;
+  });
+  return [...fromHelm, ...fromOperator];
+}
+
+describe('helm lint', () => {
+  it('lints clean for every scenario', () => {
+    for (const s of scenarios) {
+      // helm lint has no --api-versions: the monitoring objects are checked through helm template.
+      const r = helm(['lint', CHART, '--strict', '-f', s.file]);
+      expect(r.status, `${s.name}: ${r.stdout}${r.stderr}`).toBe(0);
+      expect(r.stdout).toContain('0 chart(s) failed');
+    }
+  });
+
+  it('every ci/ values file is a tested scenario', () => {
+    const files = readdirSync(join(CHART, 'ci')).sort();
+    expect(files).toEqual(
+      scenarios
+        .filter((s) => s.name.startsWith('ci/'))
+        .map((s) => `${s.name.slice(3)}-values.yaml`)
+        .sort(),
+    );
+  });
+});
+
+describe.each(scenarios.map((s) => [s.name]))('helm template %s', (name) => {
+  it('renders objects that validate against their OpenAPI schemas', async () => {
+    const objs = objectsOf(name);
+    expect(objs.length).toBeGreaterThan(8);
+    for (const o of objs)
+      await expect(validateObject(o), `${o.kind}/${o.metadata.name}`).resolves.toBeUndefined();
+    // Operator-built runner Deployments validate too.
+    for (const d of runnerDeployments(objs)) await validateObject(d);
+  });
+
+  it('every workload meets Pod Security "restricted" (the seccomp installer alone is the documented exception)', () => {
+    for (const { obj, spec } of podSpecs(objectsOf(name))) {
+      const violations = restrictedViolations(spec);
+      if (obj.kind === 'DaemonSet' && obj.metadata.name.endsWith('-seccomp')) {
+        // It writes the profiles into the kubelet's directory: a hostPath, as root, nothing else.
+        expect(violations.sort()).toEqual([
+          'installer: runAsNonRoot not true',
+          'installer: runAsUser 0',
+          'volume type hostPath',
+        ]);
+        const c = spec.containers[0];
+        expect(c.securityContext).toMatchObject({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ['ALL'] },
+        });
+        expect(spec.volumes.find((v: { hostPath?: { path: string } }) => v.hostPath)?.hostPath.path).toBe(
+          '/var/lib/kubelet/seccomp',
+        );
+        continue;
+      }
+      expect(violations, `${obj.kind}/${obj.metadata.name}`).toEqual([]);
+      for (const c of spec.containers) expect(c.securityContext.readOnlyRootFilesystem, c.name).toBe(true);
+    }
+  });
+
+  it('runner pods: their mode’s Localhost seccomp profile, read-only root, no token, grace ≥ 600 s', () => {
+    const deployments = runnerDeployments(objectsOf(name));
+    expect(deployments.length).toBeGreaterThan(0);
+    for (const d of deployments) {
+      const spec = d.spec.template.spec;
+      const mode = d.spec.template.metadata.labels['islet.dev/sandbox-mode'];
+      const profile = { type: 'Localhost', localhostProfile: `islet/${mode}.json` };
+      expect(['read-only', 'workspace-write', 'danger-full-access']).toContain(mode);
+      expect(spec.securityContext.seccompProfile).toEqual(profile);
+      expect(spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(600);
+      expect(spec.automountServiceAccountToken).toBe(false);
+      expect(restrictedViolations(spec)).toEqual([]);
+      for (const c of spec.containers) {
+        expect(c.securityContext).toMatchObject({
+          seccompProfile: profile,
+          readOnlyRootFilesystem: true,
+          runAsNonRoot: true,
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+        });
+        expect(c.env.find((e: { name: string }) => e.name === 'ISLET_RUNNER_MODES').value).toBe(mode);
+        expect(
+          Number(c.env.find((e: { name: string }) => e.name === 'ISLET_RUNNER_SHUTDOWN_GRACE_MS').value),
+        ).toBeLessThan(spec.terminationGracePeriodSeconds * 1000);
+      }
+      // Writable places are volumes only.
+      expect(spec.containers[0].volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual([
+        '/tmp',
+        '/workspace',
+      ]);
+    }
+  });
+});
+
+describe('security wiring', () => {
+  it('a helm-managed runner pod equals the one the operator builds (one posture, two renderers)', () => {
+    const objs = objectsOf('ci/minimal');
+    const helmDeploy = find(
+      objs,
+      'Deployment',
+      (o) => o.metadata.labels['islet.dev/sandbox-mode'] === 'read-only',
+    )[0]!;
+    const pool = {
+      apiVersion: 'islet.dev/v1alpha1',
+      kind: 'RunnerPool',
+      metadata: { name: 'p', uid: 'u' },
+      spec: {},
+    };
+    const parsed = parseSpec({
+      mode: 'read-only',
+      maxReplicas: 2,
+      image: 'x',
+      resources: helmDeploy.spec.template.spec.containers[0].resources,
+    });
+    if (!parsed.ok) throw new Error(parsed.message);
+    const op = buildDeployment(pool as RunnerPool, parsed.spec, 1, { metricsPort: 9464 }).spec!.template
+      .spec!;
+    const hs = helmDeploy.spec.template.spec;
+    const [hc, oc] = [hs.containers[0], op.containers[0]!];
+    expect(hs.securityContext).toEqual(JSON.parse(JSON.stringify(op.securityContext)));
+    expect(hc.securityContext).toEqual(JSON.parse(JSON.stringify(oc.securityContext)));
+    expect(hs.terminationGracePeriodSeconds).toBe(op.terminationGracePeriodSeconds);
+    expect(hc.env.map((e: { name: string }) => e.name)).toEqual(oc.env!.map((e) => e.name));
+    expect(hc.volumeMounts).toEqual(oc.volumeMounts);
+    expect(hc.livenessProbe).toEqual(JSON.parse(JSON.stringify(oc.livenessProbe)));
+    expect(hc.readinessProbe).toEqual(JSON.parse(JSON.stringify(oc.readinessProbe)));
+    expect(hs.volumes).toEqual(JSON.parse(JSON.stringify(op.volumes)));
+  });
+
+  it('NetworkPolicies: default deny; runners reach only Redis, the gateway and DNS', () => {
+    for (const name of ['ci/default', 'ci/bundled-redis', 'deploy/production']) {
+      const objs = objectsOf(name);
+      const deny = find(objs, 'NetworkPolicy', (o) => o.metadata.name.endsWith('-default-deny'))[0]!;
+      expect(deny.spec).toEqual({
+        podSelector: { matchLabels: { 'app.kubernetes.io/instance': 'islet' } },
+        policyTypes: ['Ingress', 'Egress'],
+      });
+      const runner = find(
+        objs,
+        'NetworkPolicy',
+        (o) => o.spec.podSelector.matchLabels['app.kubernetes.io/component'] === 'runner',
+      )[0]!;
+      expect(runner.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+      const egress = runner.spec.egress as {
+        to: Record<string, any>[];
+        ports: { port: number; protocol: string }[];
+      }[];
+      expect(egress).toHaveLength(3);
+      const bundled = name === 'ci/bundled-redis';
+      const [redis, gateway, dns] = egress;
+      if (bundled) {
+        expect(redis!.to).toEqual([
+          {
+            podSelector: {
+              matchLabels: { 'app.kubernetes.io/instance': 'islet', 'app.kubernetes.io/component': 'redis' },
+            },
+          },
+        ]);
+        expect(redis!.ports).toEqual([{ protocol: 'TCP', port: 6379 }]);
+      } else {
+        for (const peer of redis!.to) expect(Object.keys(peer)).toEqual(['ipBlock']);
+        expect(redis!.to.map((p) => p.ipBlock.cidr)).not.toContain('0.0.0.0/0');
+      }
+      expect(gateway!.to).toEqual([
+        {
+          podSelector: {
+            matchLabels: { 'app.kubernetes.io/instance': 'islet', 'app.kubernetes.io/component': 'gateway' },
+          },
+        },
+      ]);
+      expect(gateway!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
+      expect(dns!.ports.map((p) => p.port)).toEqual([53, 53]);
+      // The operator-built runner pods carry the labels these policies select.
+      for (const d of runnerDeployments(objs)) {
+        const labels = d.spec.template.metadata.labels;
+        expect(labels['app.kubernetes.io/instance']).toBe('islet');
+        expect(labels['app.kubernetes.io/component']).toBe('runner');
+      }
+      if (bundled) {
+        const redisPolicy = find(
+          objs,
+          'NetworkPolicy',
+          (o) => o.spec.podSelector.matchLabels['app.kubernetes.io/component'] === 'redis',
+        )[0]!;
+        expect(redisPolicy.spec.egress).toEqual([]);
+        expect(
+          redisPolicy.spec.ingress[0].from.map(
+            (f: any) => f.podSelector.matchLabels['app.kubernetes.io/component'],
+          ),
+        ).toEqual(['gateway', 'runner', 'operator']);
+      }
+    }
+    expect(find(objectsOf('ci/minimal'), 'NetworkPolicy')).toEqual([]);
+  });
+
+  it('operator RBAC is namespaced and limited to what the operator calls', () => {
+    const objs = objectsOf('ci/default');
+    expect(find(objs, 'ClusterRole')).toEqual([]);
+    const role = find(objs, 'Role')[0]!;
+    const verbs = Object.fromEntries(
+      role.rules.map((r: any) => [`${r.apiGroups[0]}/${r.resources[0]}`, r.verbs]),
+    );
+    expect(verbs['islet.dev/runnerpools']).toEqual(['get', 'list', 'watch']);
+    expect(verbs['apps/deployments']).not.toContain('delete');
+    expect(verbs['/pods']).toEqual(['get', 'list', 'watch', 'patch']);
+    expect(verbs['coordination.k8s.io/leases']).toEqual(['get', 'create', 'update']);
+    const binding = find(objs, 'RoleBinding')[0]!;
+    expect(binding.subjects[0].name).toBe(
+      find(objs, 'ServiceAccount', (o) => o.metadata.name.endsWith('-operator'))[0]!.metadata.name,
+    );
+  });
+
+  it('the seccomp profiles shipped are byte-identical to services/kernel-sandbox/profiles', () => {
+    const modes = ['read-only', 'workspace-write', 'danger-full-access'];
+    expect(readdirSync(join(CHART, 'files/seccomp')).sort()).toEqual(modes.map((m) => `${m}.json`).sort());
+    const cm = find(objectsOf('ci/default'), 'ConfigMap', (o) => o.metadata.name.endsWith('-seccomp'))[0]!;
+    for (const m of modes) {
+      const source = readFileSync(join(ROOT, 'services/kernel-sandbox/profiles', `${m}.json`));
+      expect(readFileSync(join(CHART, 'files/seccomp', `${m}.json`)).equals(source), m).toBe(true);
+      expect(Buffer.from(cm.binaryData[`${m}.json`], 'base64').equals(source), m).toBe(true);
+    }
+    const ds = find(objectsOf('deploy/production'), 'DaemonSet')[0]!;
+    expect(ds.metadata.namespace).toBe('islet-system');
+    expect(ds.spec.template.spec.containers[0].command.slice(-3)).toEqual([
+      '/profiles',
+      '/host-seccomp/islet',
+      '60000',
+    ]);
+  });
+
+  it('bundled Redis is configured as BullMQ requires (noeviction, AOF) and persists to a PVC', () => {
+    const objs = objectsOf('ci/bundled-redis');
+    const conf = find(objs, 'ConfigMap', (o) => o.metadata.name.endsWith('-redis'))[0]!.data['redis.conf'];
+    expect(conf).toMatch(/^maxmemory-policy noeviction$/m);
+    expect(conf).toMatch(/^appendonly yes$/m);
+    expect(conf).toMatch(/^maxmemory 2gb$/m);
+    const sts = find(objs, 'StatefulSet')[0]!;
+    expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('20Gi');
+    const cfg = find(objs, 'ConfigMap', (o) => o.metadata.name.endsWith('-config'))[0]!;
+    expect(cfg.data.ISLET_REDIS_URL).toBe('redis://islet-redis.islet.svc:6379');
+    expect(find(objectsOf('ci/default'), 'StatefulSet')).toEqual([]);
+  });
+
+  it('seal keys: a generated 32-byte key kept by helm, or an existing Secret and no generated one', () => {
+    const secret = find(objectsOf('ci/default'), 'Secret')[0]!;
+    expect(secret.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
+    const keys = Buffer.from(secret.data.ISLET_SEAL_KEYS, 'base64').toString();
+    const [kid, b64] = keys.split(':');
+    expect(kid).toBe('k1');
+    expect(Buffer.from(b64!, 'base64')).toHaveLength(32);
+    expect(Buffer.from(secret.data.ISLET_INTERNAL_TOKEN, 'base64').toString().length).toBeGreaterThanOrEqual(
+      16,
+    );
+    const prod = objectsOf('deploy/production');
+    expect(find(prod, 'Secret')).toEqual([]);
+    const gw = find(prod, 'Deployment', (o) => o.metadata.name.endsWith('-gateway'))[0]!;
+    expect(gw.spec.template.spec.containers[0].envFrom[1]).toEqual({ secretRef: { name: 'islet-secrets' } });
+    expect(
+      find(prod, 'ConfigMap', (o) => o.metadata.name.endsWith('-config'))[0]!.data.ISLET_REDIS_URL,
+    ).toBeUndefined();
+    // Images pinned by digest.
+    expect(gw.spec.template.spec.containers[0].image).toBe(
+      'registry.example.com/islet/gateway:0.1.0@sha256:0000000000000000000000000000000000000000000000000000000000000001',
+    );
+  });
+});
+
+describe('monitoring objects', () => {
+  it('ServiceMonitor and PrometheusRule exist only when the cluster serves monitoring.coreos.com/v1', () => {
+    for (const kind of ['ServiceMonitor', 'PrometheusRule']) {
+      expect(find(objectsOf('ci/default'), kind)).toEqual([]);
+      expect(find(objectsOf('ci/monitoring'), kind)).toHaveLength(1);
+    }
+    const rule = find(objectsOf('ci/monitoring'), 'PrometheusRule')[0]!;
+    const file = parseYaml(readFileSync(join(CHART, 'files/alerts/islet-rules.yaml'), 'utf8'));
+    expect(rule.spec).toEqual(file);
+    expect(rule.metadata.labels.release).toBe('kube-prometheus-stack');
+    const sm = find(objectsOf('ci/monitoring'), 'ServiceMonitor')[0]!;
+    expect(sm.spec.selector.matchLabels).toEqual({
+      'app.kubernetes.io/instance': 'islet',
+      'islet.dev/scrape': 'true',
+    });
+    // Every Service it selects exposes a port one of its endpoints scrapes.
+    const ports = new Set(sm.spec.endpoints.map((e: { port: string }) => e.port));
+    const scraped = find(
+      objectsOf('ci/monitoring'),
+      'Service',
+      (s) => s.metadata.labels['islet.dev/scrape'] === 'true',
+    );
+    expect(scraped.map((s) => s.metadata.labels['app.kubernetes.io/component']).sort()).toEqual([
+      'gateway',
+      'operator',
+      'runner',
+    ]);
+    for (const s of scraped) expect(s.spec.ports.some((p: { name: string }) => ports.has(p.name))).toBe(true);
+  });
+
+  it('the Grafana dashboard ConfigMap carries the sidecar label and the dashboard file', () => {
+    const cm = find(objectsOf('ci/monitoring'), 'ConfigMap', (o) =>
+      o.metadata.name.endsWith('-dashboard'),
+    )[0]!;
+    expect(cm.metadata.labels.grafana_dashboard).toBe('1');
+    expect(cm.metadata.namespace).toBe('monitoring');
+    expect(JSON.parse(cm.data['islet.json'])).toEqual(
+      JSON.parse(readFileSync(join(CHART, 'files/dashboards/islet.json'), 'utf8')),
+    );
+    expect(find(objectsOf('ci/minimal'), 'ConfigMap', (o) => o.metadata.name.endsWith('-dashboard'))).toEqual(
+      [],
+    );
+  });
+});
+
+describe('values.schema.json', () => {
+  const schema = JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8'));
+
+  it('closes every object: additionalProperties false where properties are listed, a typed schema for maps', () => {
+    const open: string[] = [];
+    const walk = (node: any, path: string) => {
+      if (!node || typeof node !== 'object') return;
+      if (node.type === 'object') {
+        if (node.properties && node.additionalProperties !== false) open.push(path);
+        if (
+          !node.properties &&
+          (node.additionalProperties === undefined || node.additionalProperties === true)
+        )
+          open.push(path);
+      }
+      for (const [k, v] of Object.entries(node.properties ?? {})) walk(v, `${path}.${k}`);
+      if (node.items) walk(node.items, `${path}[]`);
+      if (node.additionalProperties && typeof node.additionalProperties === 'object')
+        walk(node.additionalProperties, `${path}.*`);
+    };
+    walk(schema, '$');
+    expect(open).toEqual([]);
+  });
+
+  it('helm refuses unknown keys at any level and wrong types', () => {
+    for (const bad of [
+      'gatewy.replicas=2',
+      'gateway.replica=2',
+      'runners.pools.read-only.maxReplica=3',
+      'redis.bundled.enable=true',
+    ]) {
+      const r = helm(renderArgs({ valuesFiles: [join(CHART, 'ci/default-values.yaml')], set: [bad] }));
+      expect(r.status, bad).not.toBe(0);
+      expect(r.stderr, bad).toMatch(/additional propert/i);
+    }
+    const r = helm(
+      renderArgs({
+        valuesFiles: [join(CHART, 'ci/default-values.yaml')],
+        set: ['runners.terminationGracePeriodSeconds=30'],
+      }),
+    );
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/minimum|greater/i);
+  });
+
+  it('an install without any Redis fails with a clear message', () => {
+    const r = helm(renderArgs({}));
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('redis.url is required');
+  });
+});
