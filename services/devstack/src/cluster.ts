@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRedis, createTenantStore, generateSealKey, SCOPES } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
@@ -12,6 +13,10 @@ import { freePort, type RedisServer, startRedis } from '@islet/testkit';
 
 const GATEWAY_MAIN = fileURLToPath(new URL('../../gateway/src/main.ts', import.meta.url));
 const RUNNER_MAIN = fileURLToPath(new URL('../../runner/src/main.ts', import.meta.url));
+// The kernel launcher built by services/kernel-sandbox/scripts/build.sh (toolchain.sh runs it).
+const JAIL =
+  process.env.ISLET_JAIL_PATH ??
+  fileURLToPath(new URL('../../kernel-sandbox/build/islet-jail', import.meta.url));
 
 export interface RunnerSpec {
   modes: SandboxMode[];
@@ -93,6 +98,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     ISLET_INTERNAL_TOKEN: randomBytes(24).toString('base64url'),
     ISLET_LOG_LEVEL: options.logLevel ?? 'warn',
     ISLET_HOST: '127.0.0.1',
+    // Sandbox hosts run under the kernel launcher whenever it is built here.
+    ISLET_SANDBOX_JAIL: existsSync(JAIL) ? 'on' : 'off',
     ...options.env,
   };
 

@@ -9,9 +9,9 @@ import {
   loadConfig,
   sealerFromConfig,
 } from '@islet/core';
-import { createEngine, type Engine } from '@islet/engine';
+import { createEngine, type Engine, type SandboxFacts } from '@islet/engine';
 import { createCallJournal } from '@islet/journal';
-import { wrapCommandForMode } from '@islet/kernel-sandbox';
+import { probeEnforcement, wrapCommandForMode } from '@islet/kernel-sandbox';
 import type { SandboxMode } from '@islet/protocol';
 import { createGatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
@@ -23,6 +23,27 @@ const metrics = createMetrics({ component: 'runner' });
 const redis = createRedis(config.ISLET_REDIS_URL);
 redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
 const sealer = sealerFromConfig(config);
+
+// What the kernel launcher can enforce here, per mode: reported as a metric and carried into
+// each run's result text ("File sandbox enforcement is partial on this host.").
+const facts = new Map<SandboxMode, SandboxFacts>();
+for (const mode of config.ISLET_RUNNER_MODES) {
+  const levels = ['full', 'partial', 'none'] as const;
+  let level: (typeof levels)[number] = 'none';
+  if (config.ISLET_SANDBOX_JAIL === 'on') {
+    const report = await probeEnforcement(mode);
+    level = report.enforcement;
+    if (level === 'none') {
+      logger.fatal(
+        { mode, report },
+        'ISLET_SANDBOX_JAIL=on but the kernel launcher cannot enforce anything here',
+      );
+      process.exit(1);
+    }
+    facts.set(mode, { mode, enforcement: level });
+  }
+  for (const l of levels) metrics.sandboxEnforcement.set({ mode, level: l }, l === level ? 1 : 0);
+}
 
 const engines = new Map<SandboxMode, Engine>();
 const engineFor = (mode: SandboxMode) => {
@@ -41,6 +62,7 @@ const executor = createRunExecutor({
   settings: createSettingsStore(redis),
   journal: createCallJournal({ redis, sealer, ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
   engineFor,
+  sandboxFacts: (mode) => facts.get(mode),
   gateway: createGatewayClient({ urls: config.ISLET_GATEWAY_URLS, token: config.ISLET_INTERNAL_TOKEN }),
   metrics,
   logger,

@@ -5,7 +5,7 @@
  * isolate lives in a sandbox host process.
  */
 import type { Logger, Metrics, RunStore, SettingsStore, StoredRun } from '@islet/core';
-import type { Engine } from '@islet/engine';
+import type { Engine, SandboxFacts } from '@islet/engine';
 import { type CallJournal, createReplayingHandler } from '@islet/journal';
 import type { SandboxMode } from '@islet/protocol';
 import type { GatewayClient } from './gateway-client.ts';
@@ -16,6 +16,8 @@ export interface RunExecutorDeps {
   settings: SettingsStore;
   journal: CallJournal;
   engineFor: (mode: SandboxMode) => Engine;
+  /** The file-sandbox facts runs of a mode execute under (undefined: no kernel launcher). */
+  sandboxFacts?: (mode: SandboxMode) => SandboxFacts | undefined;
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;
@@ -94,6 +96,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
       },
     });
+    const facts = deps.sandboxFacts?.(job.mode);
     const started = performance.now();
     let outcome: Awaited<ReturnType<Engine['execute']>>;
     try {
@@ -110,6 +113,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         randomSeed: run.seed,
         signal,
         partition: run.tenant,
+        ...(facts ? { sandbox: facts } : {}),
       });
     } finally {
       replaying.close();
