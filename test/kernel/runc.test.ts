@@ -165,6 +165,77 @@ describe.each(SANDBOX_MODES)('under runc with the chart profile %s.json and a re
   });
 });
 
+describe('under runc with runner.json (the runner container: broker + sandbox processes)', () => {
+  let bundle: RuncBundle;
+  beforeAll(() => {
+    bundle = bundleFor('read-only', join(PACKAGE_DIR, 'profiles', 'runner.json'));
+  });
+  afterAll(() => bundle?.cleanup());
+
+  it('lets the broker open inet sockets but still denies the rest', () => {
+    const results = parseProbe(
+      bundle.run([
+        probePath(),
+        'socket-inet',
+        'socket-inet6',
+        'socket-unix',
+        'socket-netlink',
+        'socket-netlink-audit',
+        'socket-packet',
+        'socket-vsock',
+        'unshare-user',
+        'ptrace-traceme',
+        'io-uring-setup',
+        'mount',
+        'bpf',
+        'write:/etc/islet.txt',
+      ]),
+    );
+    expect(results).toEqual({
+      'socket-inet': 'ok',
+      'socket-inet6': 'ok',
+      'socket-unix': 'ok',
+      'socket-netlink': 'ok',
+      'socket-netlink-audit': 'EPERM',
+      'socket-packet': 'EPERM',
+      'socket-vsock': 'EPERM',
+      'unshare-user': 'EPERM',
+      'ptrace-traceme': 'EPERM',
+      'io-uring-setup': 'EPERM',
+      mount: 'EPERM',
+      bpf: 'EPERM',
+      'write:/etc/islet.txt': 'EROFS',
+    });
+  });
+
+  it.each(SANDBOX_MODES)(
+    'a sandbox process started by islet-jail --mode %s there has no network again',
+    (mode) => {
+      const args = jailArgs(mode, {
+        readPaths: [BUILD_DIR],
+        require: 'full',
+        reportFd: 1,
+        scratchDir: '/tmp',
+      });
+      const out = bundle.run([
+        jailPath(),
+        ...args,
+        probePath(),
+        'socket-inet',
+        'socket-inet6',
+        'socket-unix',
+      ]);
+      const [reportLine, probeLine] = out.stdout.trim().split('\n');
+      expect(JSON.parse(reportLine!)).toMatchObject({ enforcement: 'full', mode });
+      expect(JSON.parse(probeLine!)).toEqual({
+        'socket-inet': 'EPERM',
+        'socket-inet6': 'EPERM',
+        'socket-unix': 'ok',
+      });
+    },
+  );
+});
+
 describe('the engine sandbox host inside runc, under islet-jail, as in a runner pod', () => {
   it.each(SANDBOX_MODES)('mode %s: a program runs to completion', async (mode) => {
     const workspace = mkdtempSync(join(tmpdir(), 'islet-runc-ws-'));

@@ -2,7 +2,7 @@
  * islet-probe: tries operations a sandbox must deny or allow and prints one JSON object
  * {"<op>": "ok" | "<ERRNO NAME>"} so tests can assert from inside the sandbox (directly or under runc).
  *
- * Ops: socket-inet socket-inet6 socket-netlink socket-packet socket-vsock socket-unix unshare-user
+ * Ops: socket-inet socket-inet6 socket-netlink socket-netlink-audit socket-packet socket-vsock socket-unix unshare-user
  * unshare-net unshare-mount clone-newnet ptrace-traceme io-uring-setup mount bpf keyctl userfaultfd
  * perf-event-open process-vm-readv open-by-handle uid  read:<path>  write:<path>  mkdir:<path>
  * exec:<path>  proc1-environ  kill-parent
@@ -95,7 +95,11 @@ int main(int argc, char **argv) {
     if (!strcmp(op, "socket-inet")) res = result(try_socket(AF_INET, SOCK_STREAM));
     else if (!strcmp(op, "socket-inet6")) res = result(try_socket(AF_INET6, SOCK_DGRAM));
     else if (!strcmp(op, "socket-netlink")) res = result(try_socket(AF_NETLINK, SOCK_RAW));
-    else if (!strcmp(op, "socket-packet")) res = result(try_socket(AF_PACKET, SOCK_RAW));
+    else if (!strcmp(op, "socket-netlink-audit")) {
+      int fd = socket(AF_NETLINK, SOCK_RAW, 9 /* NETLINK_AUDIT */);
+      res = result(fd);
+      if (fd >= 0) close(fd);
+    } else if (!strcmp(op, "socket-packet")) res = result(try_socket(AF_PACKET, SOCK_RAW));
     else if (!strcmp(op, "socket-vsock")) res = result(try_socket(AF_VSOCK, SOCK_STREAM));
     else if (!strcmp(op, "socket-unix")) res = result(try_socket(AF_UNIX, SOCK_STREAM));
     else if (!strcmp(op, "unshare-user")) res = result(in_child(op_unshare_user));
