@@ -21,6 +21,8 @@ export interface StartRedisOptions {
   appendOnly?: boolean;
   /** Keep the data directory after stop. Default false. */
   keepDir?: boolean;
+  /** AOF fsync policy. Default `everysec`; `always` loses no acknowledged write on SIGKILL (chaos tests). */
+  appendFsync?: 'always' | 'everysec' | 'no';
 }
 
 /**
@@ -45,7 +47,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
       '--appendonly',
       options.appendOnly === false ? 'no' : 'yes',
       '--appendfsync',
-      'everysec',
+      options.appendFsync ?? 'everysec',
       '--maxmemory-policy',
       'noeviction',
       '--protected-mode',

@@ -1,0 +1,437 @@
+/**
+ * The chaos driver (issue 4): many runs with `allow` and `ask` calls and parallel calls
+ * (`Promise.all`, `Promise.race`) against an HTTP App that counts deliveries per Idempotency-Key,
+ * while runners are SIGKILLed and restarted, a gateway is SIGKILLed and restarted and Redis is
+ * SIGKILLed and restarted (AOF, fsync always). Then: every accepted run reached a final status,
+ * no App call was delivered twice (exactly once where the run completed with its result), and
+ * every result equals the result of the same program run with no faults (the engine in-process,
+ * same App answers, same decisions). Runs that met an honest "outcome unknown" (a call sent just
+ * before a gateway died) are counted and checked separately: their unknown call was delivered at
+ * most once and reported as AppCallFailed with the documented reason.
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage } from 'node:http';
+import { createRedis, sealerFromConfig } from '@islet/core';
+import { type Cluster, startCluster } from '@islet/devstack';
+import { type BindingCall, type BindingOutcome, createEngine } from '@islet/engine';
+import { createCallJournal, UNKNOWN_OUTCOME_REASON } from '@islet/journal';
+import { type RedisServer, startRedis } from '@islet/testkit';
+
+// biome-ignore lint/suspicious/noExplicitAny: HTTP bodies are read loosely; the checks below assert them.
+type Loose = any;
+
+export interface ChaosOptions {
+  runs: number;
+  /** Runs are submitted evenly over this window, ms. */
+  submitWindowMs: number;
+  /** A runner is SIGKILLed (and restarted) this often, ms. */
+  killEveryMs: number;
+  runners: number;
+  runnerConcurrency: number;
+  /** Longest time to wait for every run to end after the last submit, ms. */
+  settleTimeoutMs: number;
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  runs: number;
+  accepted: number;
+  runnerKills: number;
+  gatewayRestarts: number;
+  redisRestarts: number;
+  calls: number;
+  deliveries: number;
+  duplicates: number;
+  lost: number;
+  unknownOutcomes: number;
+  decisions: number;
+  /** Parallel runs whose Promise.race the slow side won (timing under faults); checked against the journal. */
+  raceFlips: number;
+  statuses: Record<string, number>;
+  /** Problems found; empty when every check passed. */
+  violations: string[];
+}
+
+type Kind = 'parallel' | 'ask' | 'mixed';
+interface Spec {
+  i: number;
+  kind: Kind;
+  deny: boolean;
+  code: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const answerOf = (tool: string, args: unknown) =>
+  createHash('sha256')
+    .update(`${tool}:${JSON.stringify(args)}`)
+    .digest('hex')
+    .slice(0, 10);
+
+function specFor(i: number): Spec {
+  const kind: Kind = (['parallel', 'ask', 'mixed'] as const)[i % 3]!;
+  const deny = kind !== 'parallel' && i % 4 === 1;
+  const guard = (expr: string) =>
+    `(async () => { try { return (${expr}).v } catch (e) { return e.name + ":" + ((e.details && e.details.reason) || "") } })()`;
+  const code =
+    kind === 'parallel'
+      ? `const xs = await Promise.all([0, 1, 2, 3].map((k) => ${guard('await apps.chaos.read({ run: ' + i + ', k })')}));
+const first = await Promise.race([${guard(`await apps.chaos.read({ run: ${i}, k: 9 })`)}, ${guard(`await apps.chaos.slow({ run: ${i}, k: 10 })`)}]);
+return { xs, first };`
+      : kind === 'ask'
+        ? `const a = await ${guard(`await apps.chaos.read({ run: ${i}, k: 0 })`)};
+const w = await ${guard(`await apps.chaos.write({ run: ${i}, a })`)};
+return { a, w };`
+        : `const [r, w] = await Promise.all([${guard(`await apps.chaos.read({ run: ${i}, k: 1 })`)}, ${guard(`await apps.chaos.write({ run: ${i}, k: 2 })`)}]);
+const after = await ${guard(`await apps.chaos.read({ run: ${i}, k: 3, r, w })`)};
+return { r, w, after };`;
+  return { i, kind, deny, code };
+}
+
+/** The App: deterministic answers, every delivery counted by Idempotency-Key. */
+async function startCountingApp() {
+  const deliveries = new Map<string, { count: number; tool: string; args: string }>();
+  const read = (req: IncomingMessage) =>
+    new Promise<string>((resolve) => {
+      let s = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => {
+        s += c;
+      });
+      req.on('end', () => resolve(s));
+    });
+  const server = createServer(async (req, res) => {
+    const body = JSON.parse(await read(req)) as { tool: string; arguments: unknown };
+    const key = String(req.headers['idempotency-key'] ?? '');
+    const seen = deliveries.get(key);
+    if (seen) seen.count++;
+    else deliveries.set(key, { count: 1, tool: body.tool, args: JSON.stringify(body.arguments) });
+    await sleep(body.tool === 'slow' ? 400 : body.tool === 'write' ? 30 : 20 + Math.random() * 60);
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ v: answerOf(body.tool, body.arguments) }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/app`,
+    deliveries,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/** The fault-free result: the same program in the engine in-process, same App answers, same decisions. */
+async function faultFree(specs: Spec[]): Promise<Map<number, unknown>> {
+  const engine = createEngine();
+  const out = new Map<number, unknown>();
+  try {
+    for (const spec of specs) {
+      const onCall = async (call: BindingCall): Promise<BindingOutcome> => {
+        const tool = call.binding.split('.')[1] ?? '';
+        if (tool === 'write' && spec.deny)
+          return { type: 'error', name: 'AppCallDenied', message: 'denied', details: {} };
+        await sleep(tool === 'slow' ? 400 : 20);
+        return {
+          type: 'result',
+          valueJson: JSON.stringify({ v: answerOf(tool, JSON.parse(call.argsJson)) }),
+        };
+      };
+      const res = await engine.execute(spec.code, {
+        bindings: ['chaos.read', 'chaos.slow', 'chaos.write'],
+        onCall,
+        limits: { timeoutMs: 30_000 },
+      });
+      out.set(spec.i, res.valueJson === undefined ? undefined : JSON.parse(res.valueJson));
+    }
+  } finally {
+    await engine.close();
+  }
+  return out;
+}
+
+function client(urls: () => string[], key: string) {
+  let n = 0;
+  return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    for (let attempt = 0; ; attempt++) {
+      const list = urls();
+      const base = list[n++ % list.length]!;
+      try {
+        const res = await fetch(`${base}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...headers,
+          },
+          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+          signal: AbortSignal.timeout(10_000),
+        });
+        const text = await res.text();
+        if (res.status >= 500 && attempt < 40) {
+          await sleep(250);
+          continue;
+        }
+        return { status: res.status, body: text ? (JSON.parse(text) as Loose) : undefined };
+      } catch (error) {
+        if (attempt >= 40) throw error;
+        await sleep(250);
+      }
+    }
+  };
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? (() => {});
+  const specs = Array.from({ length: options.runs }, (_, i) => specFor(i));
+  const expectedP = faultFree(specs);
+  const redis: RedisServer = await startRedis({ appendFsync: 'always' });
+  const app = await startCountingApp();
+  let cluster: Cluster | undefined;
+  const report: ChaosReport = {
+    runs: options.runs,
+    accepted: 0,
+    runnerKills: 0,
+    gatewayRestarts: 0,
+    redisRestarts: 0,
+    calls: 0,
+    deliveries: 0,
+    duplicates: 0,
+    lost: 0,
+    unknownOutcomes: 0,
+    decisions: 0,
+    raceFlips: 0,
+    statuses: {},
+    violations: [],
+  };
+  try {
+    cluster = await startCluster({
+      redisUrl: redis.url,
+      gateways: 2,
+      runners: Array.from({ length: options.runners }, () => ({
+        modes: ['read-only' as const],
+        concurrency: options.runnerConcurrency,
+      })),
+      env: {
+        ISLET_RUNNER_LOCK_DURATION_MS: '2000',
+        ISLET_RUNNER_STALLED_INTERVAL_MS: '1000',
+        ISLET_RUNNER_MAX_STALLED_COUNT: '20',
+        ISLET_JOB_ATTEMPTS: '20',
+        ISLET_APP_CALL_TIMEOUT_MS: '10000',
+      },
+    });
+    const c = cluster;
+    const admin = client(() => c.gatewayUrls, c.devKey);
+    await admin('POST', '/v1/admin/tenants', {
+      id: 'chaos',
+      name: 'Chaos',
+      rateLimitPerMinute: 10_000_000,
+      maxInFlightRuns: 100_000,
+    });
+    const key = (await admin('POST', '/v1/admin/tenants/chaos/keys', { scopes: ['apps.use', 'decisions'] }))
+      .body.key as string;
+    const http = client(() => c.gatewayUrls, key);
+    const conn = await http('POST', '/v1/connections', {
+      name: 'Chaos',
+      kind: 'http',
+      url: app.url,
+      tools: [
+        { name: 'read', policy: 'allow' },
+        { name: 'slow', policy: 'allow' },
+        { name: 'write', policy: 'ask' },
+      ],
+    });
+    if (conn.status !== 201) throw new Error(`connection: ${JSON.stringify(conn.body)}`);
+
+    const ids = new Map<number, string>();
+    const specOfRun = new Map<string, Spec>();
+    let stop = false;
+
+    // The decider: answers every pending decision (deny where the spec says so).
+    const decider = (async () => {
+      while (!stop) {
+        try {
+          const res = await http('GET', '/v1/decisions');
+          for (const d of (res.body?.items ?? []) as Loose[]) {
+            const spec = specOfRun.get(d.code.run);
+            if (!spec) continue;
+            const answer = await http('POST', `/v1/code-runs/${d.code.run}/decisions`, {
+              index: d.code.index,
+              allow: !spec.deny,
+            });
+            if (answer.status === 200) report.decisions++;
+          }
+        } catch {
+          // a fault is in progress; try again
+        }
+        await sleep(150);
+      }
+    })();
+
+    // Faults.
+    const started = Date.now();
+    const faults = (async () => {
+      let next = 0;
+      let gatewayDone = false;
+      let redisDone = false;
+      while (!stop) {
+        await sleep(options.killEveryMs);
+        if (stop) break;
+        const elapsed = (Date.now() - started) / options.submitWindowMs;
+        if (!gatewayDone && elapsed > 0.35) {
+          gatewayDone = true;
+          log('chaos: SIGKILL gateway 1 and restart it');
+          await c.restartGateway(1);
+          report.gatewayRestarts++;
+          continue;
+        }
+        if (!redisDone && elapsed > 0.6) {
+          redisDone = true;
+          log('chaos: SIGKILL redis and restart it (AOF)');
+          await redis.restart();
+          report.redisRestarts++;
+          continue;
+        }
+        const i = next++ % options.runners;
+        log(`chaos: SIGKILL runner ${i}`);
+        await c.killRunner(i, 'SIGKILL');
+        report.runnerKills++;
+        await sleep(500 + Math.random() * 1000);
+        await c.restartRunner(i);
+      }
+    })();
+
+    // Submit evenly over the window, each with an Idempotency-Key so a retried submit is the same run.
+    const gap = options.submitWindowMs / options.runs;
+    const submits: Promise<void>[] = [];
+    for (const spec of specs) {
+      submits.push(
+        (async () => {
+          const res = await http(
+            'POST',
+            '/v1/runs',
+            {
+              code: spec.code,
+              description: `Chaos run ${spec.i} of kind ${spec.kind}`,
+              sessionId: 'chaos',
+              turnId: `turn-${spec.i}`,
+              callId: `call-${spec.i}`,
+              connections: [conn.body.id],
+            },
+            { 'idempotency-key': `chaos-${spec.i}` },
+          );
+          if (res.status === 202 || res.status === 200) {
+            ids.set(spec.i, res.body.id);
+            specOfRun.set(res.body.id, spec);
+            report.accepted++;
+          } else
+            report.violations.push(
+              `run ${spec.i}: submit answered ${res.status} ${JSON.stringify(res.body)}`,
+            );
+        })(),
+      );
+      await sleep(gap);
+    }
+    await Promise.all(submits);
+    log(`chaos: ${report.accepted} runs accepted; waiting for them to end`);
+
+    // Wait for every run to reach a final status.
+    const final = new Map<string, Loose>();
+    const deadline = Date.now() + options.settleTimeoutMs;
+    while (final.size < ids.size && Date.now() < deadline) {
+      for (const id of ids.values()) {
+        if (final.has(id)) continue;
+        const r = await http('GET', `/v1/code-runs/${id}`);
+        if (['Completed', 'Failed', 'Cancelled'].includes(r.body?.status)) final.set(id, r.body);
+      }
+      if (final.size < ids.size) await sleep(500);
+    }
+    stop = true;
+    await Promise.all([decider, faults]);
+
+    // Checks.
+    const expected = await expectedP;
+    const spec = (i: number) => specs[i]!;
+    const journalRedis = createRedis(redis.url);
+    const journal = createCallJournal({
+      redis: journalRedis,
+      sealer: sealerFromConfig({ ISLET_SEAL_KEYS: c.env.ISLET_SEAL_KEYS ?? '' }),
+    });
+    try {
+      report.lost = ids.size - final.size;
+      for (const [i, id] of ids) if (!final.has(id)) report.violations.push(`run ${i} (${id}) never ended`);
+      for (const { count } of app.deliveries.values()) {
+        report.deliveries += count;
+        if (count > 1) report.duplicates++;
+      }
+      for (const [key, d] of app.deliveries)
+        if (d.count > 1) report.violations.push(`${key} (${d.tool}) delivered ${d.count} times`);
+      for (const [i, id] of ids) {
+        const rec = final.get(id);
+        if (!rec) continue;
+        report.statuses[rec.status] = (report.statuses[rec.status] ?? 0) + 1;
+        report.calls += rec.calls.length;
+        let unknown = false;
+        for (const call of rec.calls as Loose[]) {
+          const delivered = app.deliveries.get(`${id}:${call.index}`)?.count ?? 0;
+          const result = call.outcome?.result;
+          if (result?._tag === 'Failed' && result.error?.details?.reason === UNKNOWN_OUTCOME_REASON) {
+            unknown = true;
+            if (delivered > 1)
+              report.violations.push(`run ${i} call ${call.index}: unknown outcome delivered twice`);
+          } else if (rec.status === 'Completed' && result?._tag === 'Completed' && delivered !== 1) {
+            report.violations.push(
+              `run ${i} call ${call.index}: completed with a result but delivered ${delivered} times`,
+            );
+          } else if (result?.error?.name === 'AppCallDenied' && delivered !== 0) {
+            report.violations.push(`run ${i} call ${call.index}: denied but delivered ${delivered} times`);
+          }
+        }
+        if (unknown) {
+          report.unknownOutcomes++;
+          continue;
+        }
+        if (rec.status !== 'Completed') {
+          report.violations.push(`run ${i}: ended ${rec.status} (${JSON.stringify(rec.result)})`);
+          continue;
+        }
+        let want = expected.get(i) as Loose;
+        if (spec(i).kind === 'parallel' && want) {
+          // Promise.race: which side won depends on timing, faults included. The replay guarantee is
+          // that the program saw the side the journal delivered first; the rest must match exactly.
+          const entries = await journal.list(id);
+          const seq = (index: number) => entries.find((e) => e.index === index)?.deliverySeq ?? Infinity;
+          if (seq(5) < seq(4)) {
+            want = { ...want, first: answerOf('slow', { run: i, k: 10 }) };
+            report.raceFlips++;
+          }
+        }
+        if (JSON.stringify(rec.result.value) !== JSON.stringify(want))
+          report.violations.push(
+            `run ${i}: result ${JSON.stringify(rec.result.value)} differs from fault-free ${JSON.stringify(want)}`,
+          );
+      }
+    } finally {
+      journalRedis.disconnect();
+    }
+    return report;
+  } finally {
+    await cluster?.stop();
+    await app.close();
+    await redis.stop();
+  }
+}
+
+export function formatReport(r: ChaosReport): string {
+  return [
+    `runs: ${r.runs} (accepted ${r.accepted}; ${Object.entries(r.statuses)
+      .map(([s, n]) => `${s} ${n}`)
+      .join(', ')})`,
+    `kills: ${r.runnerKills} runner SIGKILLs, ${r.gatewayRestarts} gateway restart, ${r.redisRestarts} redis restart`,
+    `calls: ${r.calls} journaled, ${r.deliveries} App deliveries, ${r.decisions} decisions`,
+    `duplicates: ${r.duplicates}`,
+    `lost: ${r.lost}`,
+    `unknown outcomes (reported as AppCallFailed, not resent): ${r.unknownOutcomes}`,
+    `Promise.race won by the slow side (matched against the journal's delivery order): ${r.raceFlips}`,
+    `violations: ${r.violations.length}`,
+  ].join('\n');
+}
