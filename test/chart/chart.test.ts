@@ -320,6 +320,16 @@ describe('monitoring objects', () => {
     const file = parseYaml(readFileSync(join(CHART, 'files/alerts/islet-rules.yaml'), 'utf8'));
     expect(rule.spec).toEqual(file);
     expect(rule.metadata.labels.release).toBe('kube-prometheus-stack');
+    // Without the operator, its not-reconciling alert is left out (it would fire forever).
+    const noOperator = render({
+      valuesFiles: [join(CHART, 'ci/minimal-values.yaml')],
+      apiVersions: ['monitoring.coreos.com/v1'],
+    });
+    const alerts = find(noOperator, 'PrometheusRule')[0]!.spec.groups.flatMap((g: any) =>
+      g.rules.map((r: any) => r.alert),
+    );
+    expect(alerts).toContain('IsletRedisMemoryHigh');
+    expect(alerts).not.toContain('IsletOperatorNotReconciling');
     const sm = find(objectsOf('ci/monitoring'), 'ServiceMonitor')[0]!;
     expect(sm.spec.selector.matchLabels).toEqual({
       'app.kubernetes.io/instance': 'islet',
