@@ -63,7 +63,10 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   # running process never sees its dependencies deleted. One installer at a time.
   exec 9>"${TMPDIR:-/tmp}/islet-toolchain-install.lock"
   command -v flock >/dev/null 2>&1 && flock 9
-  (cd "$ROOT" && if [ -f package-lock.json ] && [ ! -d node_modules ]; then npm ci --no-audit --no-fund >&2; else npm install --no-audit --no-fund >&2; fi)
+  (cd "$ROOT" && if [ -f package-lock.json ] && [ ! -d node_modules ]; then npm ci --no-audit --no-fund >&2 || {
+    # npm 11 omits some platform-only optional packages from the lock (e.g. vite's
+    # napi-windows-process-start-time), which makes `npm ci` refuse; install resolves them.
+    log "npm ci refused the lock file; falling back to npm install"; npm install --no-audit --no-fund >&2; }; else npm install --no-audit --no-fund >&2; fi)
   exec 9>&-
   want="$(node -v) $(lock_sum)"
   echo "$want" >"$stamp"
