@@ -144,6 +144,7 @@ export function createDecisionsService(
 
   /** Paused runs whose decisions are all answered (a resume interrupted by a crash) or that ended. */
   async function repairPaused(): Promise<void> {
+    deps.metrics.decisionsPending.set(await decisions.countAllPending());
     const cutoff = Date.now() - (options.resumeRepairAfterMs ?? 5000);
     for (const mode of SANDBOX_MODES) {
       const ids = await redis.zrangebyscore(`islet:paused:{runs-${mode}}`, '-inf', cutoff, 'LIMIT', 0, 100);

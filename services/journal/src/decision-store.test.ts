@@ -136,6 +136,7 @@ describe('decision store on real Redis', () => {
     const run = newRun();
     await store.request(ask(run));
     expect(await store.expireDue()).toEqual([]);
+    expect(await store.countAllPending()).toBe(1);
     clock += 501;
     const [x, y] = await Promise.all([store.expireDue(), twin.expireDue()]);
     expect([...x, ...y].map((d) => [d.runId, d.state])).toEqual([[run, 'expired']]);
@@ -144,6 +145,7 @@ describe('decision store on real Redis', () => {
       error: 'conflict',
     });
     expect(await store.listPending('t1')).toEqual([]);
+    expect(await store.countAllPending()).toBe(0);
   });
 
   it('shows a wider-access request with its justification, before any call', async () => {

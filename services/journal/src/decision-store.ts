@@ -206,6 +206,11 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
       return out;
     },
 
+    /** Pending decisions of every tenant (the expiry index), for `islet_decisions_pending`. */
+    async countAllPending(): Promise<number> {
+      return redis.zcard(dueKey);
+    },
+
     /** Number of pending decisions of a tenant (index size; may briefly over-count after a crash). */
     async countPending(tenant: string): Promise<number> {
       return redis.zcard(tenantKey(tenant));

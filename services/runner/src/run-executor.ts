@@ -154,8 +154,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         text: mapped.text,
         kind: mapped.failureKind,
       })
-    )
+    ) {
       metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
+      if (mapped.result._tag === 'Failed' && mapped.result.reason === 'ReplayMismatch')
+        metrics.replayMismatches.inc();
+    }
     return mapped.status === 'Completed'
       ? 'completed'
       : mapped.status === 'Cancelled'
