@@ -474,4 +474,30 @@ describe('recovery', () => {
     // Records written before the restart are still there (AOF).
     expect((await b('GET', `/v1/code-runs/${before.body.id}`)).body.result.value).toBe('before');
   }, 60_000);
+
+  it('a gateway told to stop ends its open event streams at once; the stream resumes on its replacement', async () => {
+    const res = await a(
+      'POST',
+      '/v1/runs',
+      base({ code: 'console.log("spinning"); for (;;) {}', timeoutMs: 60_000 }),
+    );
+    const id = res.body.id;
+    const url = `${cluster.gatewayUrls[1]}/v1/code-runs/${id}/events`;
+    const seen: string[] = [];
+    const reading = readSse(url, cluster.devKey, { timeoutMs: 30_000, onEvent: (e) => seen.push(e.id) });
+    await until(async () => seen.length > 0, 10_000, 20);
+    const t0 = Date.now();
+    await cluster.killGateway(1, 'SIGTERM');
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    await reading; // the stream ended with the gateway
+    await cluster.restartGateway(1);
+    const cancel = await a('POST', `/v1/code-runs/${id}/cancel`);
+    expect(cancel.status).toBe(202);
+    const rest = await readSse(url, cluster.devKey, {
+      lastEventId: seen.at(-1)!,
+      until: (e) => e.event === 'end',
+    });
+    expect(rest.every((e) => !seen.includes(e.id))).toBe(true);
+    expect(rest.at(-1)).toMatchObject({ event: 'end', data: { status: 'Cancelled' } });
+  }, 60_000);
 });

@@ -36,7 +36,10 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     deps.metrics.httpRequests.inc({ route, method: request.method, code: String(reply.statusCode) });
     deps.metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
   });
+  const closing = new AbortController();
+  app.addHook('preClose', async () => closing.abort());
   const ctx: RouteContext = {
+    closing: closing.signal,
     deps,
     auth: createAuth(deps),
     runsService: createRunsService(deps),

@@ -9,6 +9,7 @@ import type { StoredRun } from '@islet/core';
 import { keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
+import { isFinalStatus } from '@islet/protocol';
 import type { GatewayDeps } from './deps.ts';
 import { outcomeRecord } from './record.ts';
 
@@ -80,7 +81,6 @@ export function createBindingCalls(deps: GatewayDeps) {
     attempt: number,
     call: BindingCall,
     source: CallSource,
-    signal: AbortSignal,
     ctx: { idempotencyKey: string; operationId: string; input?: unknown },
   ): Promise<BindingOutcome> {
     const pendingKey = keys.clientCallPending(run.id, call.index);
@@ -98,19 +98,20 @@ export function createBindingCalls(deps: GatewayDeps) {
     };
     if (ctx.input !== undefined) event.input = ctx.input;
     await runs.appendEvent(run.id, 'call.requested', event);
-    // BLPOP blocks its connection, so each waiting call gets its own; short slices let it notice
-    // a cancelled run or a runner that went away.
+    // BLPOP blocks its connection, so each waiting call gets its own; short slices let it notice a
+    // run that ended. A runner that went away does not stop the wait: the answer still gets
+    // journaled, and the run's next execution replays it instead of finding an unknown outcome.
     const blocking = deps.blockingRedis();
     const deadline = Date.now() + config.ISLET_CLIENT_CALL_TIMEOUT_MS;
     try {
-      while (!signal.aborted && Date.now() < deadline) {
+      while (Date.now() < deadline) {
         const got = await blocking.blpop(
           resultKey,
           Math.max(0.1, Math.min(2, (deadline - Date.now()) / 1000)),
         );
         if (got) return JSON.parse(deps.sealer.open(got[1])) as BindingOutcome;
         const status = await deps.redis.hget(keys.run(run.id), 'status');
-        if (status !== 'Running') break;
+        if (status === null || isFinalStatus(status)) break;
       }
       await deps.redis.del(pendingKey);
       return failed('timeout', `the client did not answer call ${call.index} in time`);
@@ -163,7 +164,7 @@ export function createBindingCalls(deps: GatewayDeps) {
           return failed('tool-removed', `${spec.name} is no longer a tool of ${connection.name}`);
         return connection.kind === 'http'
           ? httpCall(run, call, source, connection.url!, ctx)
-          : clientCall(run, attempt, call, source, signal, ctx);
+          : clientCall(run, attempt, call, source, ctx);
       },
       onDecisionNeeded: async (decision) => {
         await runs.setStatus(run, 'Waiting', { atCall: call.index });

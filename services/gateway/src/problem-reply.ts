@@ -64,8 +64,9 @@ export function installProblemHandlers(app: FastifyInstance) {
 }
 
 /** An AbortSignal that fires when the client goes away before the response is finished. */
-export function clientGone(reply: FastifyReply): AbortSignal {
+export function clientGone(reply: FastifyReply, also?: AbortSignal): AbortSignal {
   const ac = new AbortController();
+  if (also) also.addEventListener('abort', () => ac.abort(), { once: true });
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) ac.abort();
   });

@@ -9,4 +9,6 @@ export interface RouteContext {
   auth: Auth;
   runsService: RunsService;
   bindingCalls: BindingCalls;
+  /** Aborted when the app starts closing: long waits (SSE, Prefer: wait) end so close is quick. */
+  closing: AbortSignal;
 }

@@ -38,6 +38,7 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         });
         const ac = new AbortController();
         res.once('close', () => ac.abort());
+        ctx.closing.addEventListener('abort', () => ac.abort(), { once: true });
         let last = resume;
         let lastWrite = Date.now();
         try {

@@ -22,7 +22,8 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
   return async (app) => {
     app.post(
       '/internal/v1/code-runs/:id/calls',
-      { preHandler: auth.requireInternal },
+      // Arguments may be as large as the engine's output cap (64 MiB).
+      { preHandler: auth.requireInternal, bodyLimit: 67_108_864 + 65_536 },
       async (request, reply) => {
         const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
         const parsed = internalCallSchema.safeParse(request.body);

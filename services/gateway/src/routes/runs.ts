@@ -42,7 +42,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (!created) reply.header('idempotent-replayed', 'true');
       let current = run;
       if (wait > 0) {
-        current = (await runsService.waitForEnd(run.id, wait * 1000, clientGone(reply))) ?? run;
+        current = (await runsService.waitForEnd(run.id, wait * 1000, clientGone(reply, ctx.closing))) ?? run;
         reply.header('preference-applied', `wait=${wait}`);
       }
       const record = await runsService.record(current);
@@ -94,7 +94,11 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
 
     app.post(
       '/v1/code-runs/:id/calls/:index/result',
-      { preHandler: auth.requireScopes('apps.use') },
+      // A client's answer is a tool result: allow more than ordinary request bodies.
+      {
+        preHandler: auth.requireScopes('apps.use'),
+        bodyLimit: Math.max(deps.config.ISLET_BODY_LIMIT_BYTES, 16_777_216),
+      },
       async (request, reply) => {
         const caller = callerOf(request);
         const { id, index } = z
