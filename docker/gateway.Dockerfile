@@ -1,0 +1,39 @@
+# syntax=docker/dockerfile:1.7
+# Islet gateway image. Build from the repository root:
+#   docker build -f docker/gateway.Dockerfile -t islet/gateway:dev .
+# TypeScript runs directly on Node 24 (type stripping): the image holds sources + production
+# node_modules, no build output. Node's version matches scripts/toolchain.sh (NODE_VERSION).
+
+# ---- deps: production dependencies of every workspace, from the lock file exactly.
+FROM node:24.22.3-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY services ./services
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
+
+# ---- runtime: no package manager, no shell; uid 10001; read-only root file system ready.
+FROM node:24.22.3-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    ISLET_PORT=8080 \
+    ISLET_HOST=0.0.0.0
+WORKDIR /app
+COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
+COPY --chown=0:0 package.json ./
+COPY --chown=0:0 services ./services
+# The app files stay root-owned and read-only for the islet user. npm, npx, corepack, apt and the
+# shells are not needed at run time: removed (this RUN is the last one that needs a shell).
+RUN groupadd --gid 10001 islet \
+ && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin islet \
+ && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \
+      /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt \
+ && rm -f /bin/bash /bin/dash /bin/sh /usr/bin/sh
+USER 10001:10001
+# Writable only here (an emptyDir in Kubernetes); everything else may be mounted read-only.
+VOLUME ["/tmp"]
+EXPOSE 8080
+# Kubernetes uses the chart's probes (/healthz, /readyz); this serves plain `docker run`.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ISLET_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node", "services/gateway/src/main.ts"]

@@ -1,0 +1,31 @@
+# syntax=docker/dockerfile:1.7
+# Islet RunnerPool operator image (also runs the chart's seccomp-profile installer DaemonSet:
+# `node services/operator/src/install-profiles.ts`). Build from the repository root:
+#   docker build -f docker/operator.Dockerfile -t islet/operator:dev .
+
+FROM node:24.22.3-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY services ./services
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
+
+FROM node:24.22.3-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    ISLET_OPERATOR_METRICS_PORT=9090
+WORKDIR /app
+COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
+COPY --chown=0:0 package.json ./
+COPY --chown=0:0 services ./services
+RUN groupadd --gid 10001 islet \
+ && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin islet \
+ && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \
+      /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt \
+ && rm -f /bin/bash /bin/dash /bin/sh /usr/bin/sh
+USER 10001:10001
+VOLUME ["/tmp"]
+EXPOSE 9090
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ISLET_OPERATOR_METRICS_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node", "services/operator/src/main.ts"]

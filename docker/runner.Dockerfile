@@ -1,0 +1,55 @@
+# syntax=docker/dockerfile:1.7
+# Islet runner image: the broker (BullMQ worker) and the sandbox host processes it starts under
+# the islet-jail kernel launcher (no_new_privs + seccomp + Landlock + rlimits). python3 and bash
+# are here because the run_code skill runs python and bash programs. Build from the repo root:
+#   docker build -f docker/runner.Dockerfile -t islet/runner:dev .
+
+# ---- jail: the native launcher, compiled against libseccomp with the profiles compiled in.
+FROM node:24.22.3-bookworm-slim AS jail
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev libseccomp-dev python3 \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY services/kernel-sandbox/native ./services/kernel-sandbox/native
+COPY services/kernel-sandbox/profiles ./services/kernel-sandbox/profiles
+COPY services/kernel-sandbox/scripts ./services/kernel-sandbox/scripts
+RUN bash services/kernel-sandbox/scripts/build.sh \
+ && install -m 0755 services/kernel-sandbox/build/islet-jail /out-islet-jail
+
+# ---- deps: production dependencies (isolated-vm ships its Node 24 binary in the npm package).
+FROM node:24.22.3-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY services ./services
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
+
+# ---- runtime
+FROM node:24.22.3-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    ISLET_RUNNER_METRICS_PORT=9464 \
+    ISLET_SANDBOX_JAIL=on \
+    ISLET_JAIL_PATH=/usr/local/bin/islet-jail
+# libseccomp2 for the launcher; python3 (and bash, already in the base) for the run_code skill.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libseccomp2 python3 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 10001 islet \
+ && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin islet \
+ && mkdir -p /workspace && chown 10001:10001 /workspace
+COPY --from=jail /out-islet-jail /usr/local/bin/islet-jail
+WORKDIR /app
+COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
+COPY --chown=0:0 package.json ./
+COPY --chown=0:0 services ./services
+# No package manager at run time (bash and python3 stay: the skill runs them, under the jail).
+RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \
+      /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt
+USER 10001:10001
+# Writable places (emptyDirs in Kubernetes); the root file system is mounted read-only.
+VOLUME ["/tmp", "/workspace"]
+EXPOSE 9464
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ISLET_RUNNER_METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node", "services/runner/src/main.ts"]

@@ -1,0 +1,181 @@
+// Static checks of docker/*.Dockerfile (no container engine runs here): pinned bases, non-root
+// user, no secrets, health checks, and every path they copy or run exists in the repository.
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const COMPONENTS = ['gateway', 'runner', 'operator'] as const;
+
+interface Instruction {
+  op: string;
+  args: string;
+}
+interface Stage {
+  from: string;
+  name?: string;
+  instructions: Instruction[];
+}
+
+/** Dockerfile → stages of instructions (comments dropped, line continuations joined). */
+function parseDockerfile(text: string): Stage[] {
+  const lines = text
+    .split('\n')
+    .filter((l) => !/^\s*#/.test(l))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const stages: Stage[] = [];
+  for (const line of lines) {
+    const m = line.match(/^(\w+)\s+(.*)$/);
+    if (!m) continue;
+    const op = m[1]!.toUpperCase();
+    const args = m[2]!;
+    if (op === 'FROM') {
+      const [from, , name] = args.split(/\s+/);
+      stages.push({ from: from!, name, instructions: [] });
+    } else stages.at(-1)?.instructions.push({ op, args });
+  }
+  return stages;
+}
+
+const toolchainNode = readFileSync(join(ROOT, 'scripts/toolchain.sh'), 'utf8').match(
+  /NODE_VERSION="([\d.]+)"/,
+)?.[1];
+const dockerignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l && !l.startsWith('#'));
+
+describe.each(COMPONENTS.map((c) => [c]))('docker/%s.Dockerfile', (component) => {
+  const text = readFileSync(join(ROOT, 'docker', `${component}.Dockerfile`), 'utf8');
+  const stages = parseDockerfile(text);
+  const final = stages.at(-1)!;
+  const ops = (s: Stage, op: string) => s.instructions.filter((i) => i.op === op);
+
+  it('is multi-stage, every base pinned to an exact version (Node as in scripts/toolchain.sh)', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    const stageNames = new Set(stages.map((s) => s.name).filter(Boolean));
+    for (const s of stages) {
+      if (stageNames.has(s.from)) continue;
+      expect(s.from).toMatch(/^[\w.\-/]+:\d+\.\d+\.\d+[\w.-]*(@sha256:[a-f0-9]{64})?$/);
+      expect(s.from).not.toMatch(/:latest\b/);
+    }
+    expect(toolchainNode).toBeTruthy();
+    expect(final.from).toBe(`node:${toolchainNode}-bookworm-slim`);
+  });
+
+  it('runs as a numeric non-root user set after the last RUN of the final stage', () => {
+    const idx = final.instructions.findLastIndex((i) => i.op === 'USER');
+    expect(idx).toBeGreaterThan(-1);
+    const user = final.instructions[idx]!.args;
+    expect(user).toMatch(/^\d+(:\d+)?$/);
+    expect(Number(user.split(':')[0])).toBeGreaterThan(0);
+    expect(final.instructions.findLastIndex((i) => i.op === 'RUN')).toBeLessThan(idx);
+    // The uid matches what the chart's securityContext asks for.
+    expect(user).toBe('10001:10001');
+  });
+
+  it('carries no secrets: no key/token/password ENV or ARG, no .env or key files', () => {
+    for (const s of stages) {
+      for (const i of [...ops(s, 'ENV'), ...ops(s, 'ARG')]) {
+        expect(i.args, i.args).not.toMatch(/(KEY|SECRET|TOKEN|PASSWORD|PASSWD)\w*\s*=/i);
+      }
+      for (const i of [...ops(s, 'COPY'), ...ops(s, 'ADD')])
+        expect(i.args).not.toMatch(/\.env|\.pem|\.key\b|id_rsa/);
+    }
+    expect(ops(final, 'ADD')).toEqual([]); // ADD can fetch URLs and unpack archives: COPY only
+    for (const p of ['.git', '**/node_modules', '**/.env', '**/*.pem', '**/*.key'])
+      expect(dockerignore).toContain(p);
+  });
+
+  it('has a HEALTHCHECK on the port it exposes, and the chart probes the same endpoints', () => {
+    const hc = ops(final, 'HEALTHCHECK');
+    expect(hc).toHaveLength(1);
+    expect(hc[0]!.args).toContain('/healthz');
+    expect(hc[0]!.args).toMatch(/CMD \["node"/); // exec form: needs no shell
+    const port = ops(final, 'EXPOSE')[0]!.args;
+    expect(hc[0]!.args).toContain(port);
+    const chartTemplate = readFileSync(
+      join(
+        ROOT,
+        'charts/islet/templates',
+        component === 'runner' ? '_helpers.tpl' : `${component}-deployment.yaml`,
+      ),
+      'utf8',
+    );
+    expect(chartTemplate).toMatch(/livenessProbe:\s*\n\s*httpGet: \{ path: \/healthz/);
+    expect(chartTemplate).toMatch(/readinessProbe:\s*\n\s*httpGet: \{ path: \/readyz/);
+  });
+
+  it('copies only paths that exist and are not excluded by .dockerignore; runs an existing entry point', () => {
+    for (const s of stages) {
+      for (const i of ops(s, 'COPY')) {
+        if (/--from=/.test(i.args)) continue;
+        const parts = i.args.split(/\s+/).filter((p) => !p.startsWith('--'));
+        for (const src of parts.slice(0, -1)) {
+          expect(existsSync(join(ROOT, src)), src).toBe(true);
+          expect(dockerignore.includes(src), `${src} is dockerignored`).toBe(false);
+        }
+      }
+    }
+    const entry = JSON.parse(ops(final, 'ENTRYPOINT')[0]!.args) as string[];
+    expect(entry[0]).toBe('node');
+    expect(entry[1]).toBe(`services/${component}/src/main.ts`);
+    expect(existsSync(join(ROOT, entry[1]!))).toBe(true);
+  });
+
+  it('leaves no package manager in the final image (and no shell where the runtime needs none)', () => {
+    const cleanup = ops(final, 'RUN').at(-1)!.args;
+    for (const p of ['/usr/local/bin/npm', '/usr/local/bin/npx', '/usr/bin/apt*', '/usr/bin/dpkg*'])
+      expect(cleanup).toContain(p);
+    if (component === 'runner') expect(cleanup).not.toContain('/bin/bash');
+    else for (const sh of ['/bin/bash', '/bin/dash', '/bin/sh']) expect(cleanup).toContain(sh);
+  });
+
+  it('is read-only-root ready: writable paths are declared volumes that the chart mounts as emptyDirs', () => {
+    const volumes = ops(final, 'VOLUME').flatMap((v) => JSON.parse(v.args) as string[]);
+    expect(volumes).toContain('/tmp');
+    if (component === 'runner') expect(volumes).toEqual(['/tmp', '/workspace']);
+  });
+});
+
+describe('runner image specifics', () => {
+  const stages = parseDockerfile(readFileSync(join(ROOT, 'docker/runner.Dockerfile'), 'utf8'));
+  it('builds islet-jail in a builder stage with libseccomp-dev and ships it with the runtime libraries, python3 and bash', () => {
+    const jail = stages.find((s) => s.name === 'jail')!;
+    const jailRuns = jail.instructions.filter((i) => i.op === 'RUN').map((i) => i.args);
+    expect(jailRuns.join(' ')).toContain('libseccomp-dev');
+    expect(jailRuns.join(' ')).toContain('services/kernel-sandbox/scripts/build.sh');
+    const final = stages.at(-1)!;
+    const runs = final.instructions
+      .filter((i) => i.op === 'RUN')
+      .map((i) => i.args)
+      .join(' ');
+    expect(runs).toMatch(/libseccomp2 python3\b/);
+    expect(runs).not.toContain('libseccomp-dev');
+    expect(runs).not.toContain('gcc');
+    const env = final.instructions
+      .filter((i) => i.op === 'ENV')
+      .map((i) => i.args)
+      .join(' ');
+    expect(env).toContain('ISLET_JAIL_PATH=/usr/local/bin/islet-jail');
+    expect(
+      final.instructions.some(
+        (i) =>
+          i.op === 'COPY' && i.args.includes('--from=jail') && i.args.endsWith('/usr/local/bin/islet-jail'),
+      ),
+    ).toBe(true);
+  });
+
+  it('agrees with the chart on the jail path and the metrics port', () => {
+    const cm = readFileSync(join(ROOT, 'charts/islet/templates/config-configmap.yaml'), 'utf8');
+    expect(cm).toContain('ISLET_JAIL_PATH: /usr/local/bin/islet-jail');
+    const values = parseYaml(readFileSync(join(ROOT, 'charts/islet/values.yaml'), 'utf8'));
+    expect(values.runners.metricsPort).toBe(9464);
+    expect(values.runners.uid).toBe(10001);
+  });
+});
