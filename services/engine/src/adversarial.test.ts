@@ -201,6 +201,27 @@ describe('Proxy, Symbol.species and getter traps on values that cross', () => {
   });
 });
 
+describe('hostile values given to console', () => {
+  it('revoked proxies, throwing toString and getters, symbols and cycles are printed or replaced, never crash', async () => {
+    const out = await run(
+      `const { proxy, revoke } = Proxy.revocable({}, {}); revoke();
+       const cyc = {}; cyc.self = cyc;
+       console.log(proxy);
+       console.log({ toString() { throw new Error("no") }, toJSON() { throw new Error("no") } });
+       console.log(Symbol("s"), 10n, cyc);
+       console.error({ get boom() { throw new Error("getter") } });
+       return "printed";`,
+    );
+    expect(value(out)).toBe('printed');
+    expect(out.logs.map((l) => l.text)).toEqual([
+      '[unprintable]',
+      '[unprintable]',
+      'Symbol(s) 10 [object Object]',
+      '[object Object]',
+    ]);
+  });
+});
+
 describe('prototype pollution through JSON', () => {
   it('__proto__ keys travel as data in both directions and pollute neither side', async () => {
     const seen: string[] = [];

@@ -161,6 +161,16 @@ describe('bindings', () => {
     expect(out.failure).toEqual({ kind: 'exception', message: 'AppCallDenied: not allowed' });
   });
 
+  it('a callback that throws synchronously is contained the same way', async () => {
+    const out = await run('try { await t() } catch (e) { return e.name }', {
+      bindings: ['t'],
+      onCall: () => {
+        throw new Error('sync');
+      },
+    });
+    expect(out.valueJson).toBe('"AppCallFailed"');
+  });
+
   it('a callback that throws becomes AppCallFailed without the host error', async () => {
     const out = await run(
       'try { await t() } catch (e) { return [e.name, e.message, e.details.reason, e.stack] }',

@@ -49,13 +49,19 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const pool = idle.get(partition);
     while (pool && pool.length > 0) {
       const host = pool.pop()!;
-      if (!host.exited) return host;
+      if (!host.exited) {
+        host.setIdle(false);
+        return host;
+      }
     }
     const spare = spares.get(partition);
     if (spare) {
       spares.delete(partition);
       const host = await spare;
-      if (host && !host.exited) return host;
+      if (host && !host.exited) {
+        host.setIdle(false);
+        return host;
+      }
     }
     return spawnHost(partition);
   }
@@ -69,6 +75,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           void host.stop();
           return undefined;
         }
+        host.setIdle(true);
         return host;
       },
       () => undefined,
@@ -85,6 +92,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       startSpare(host.partition);
       return;
     }
+    host.setIdle(true);
     pool.push(host);
     idle.set(host.partition, pool);
     // Its last run is next: have the replacement ready by then.

@@ -114,9 +114,33 @@ export class HostProcess {
     this.events = events;
   }
 
-  send(message: ToHost): void {
+  /** An idle host does not keep the caller's event loop alive; a busy one does. */
+  setIdle(idle: boolean): void {
     if (this.exited) return;
-    for (const buf of encodeMessage(message, this.frameLimits)) this.child.stdin!.write(buf);
+    const streams = [this.child.stdin, this.child.stdout, this.child.stderr] as unknown as {
+      ref?: () => void;
+      unref?: () => void;
+    }[];
+    if (idle) {
+      this.child.unref();
+      for (const s of streams) s?.unref?.();
+    } else {
+      this.child.ref();
+      for (const s of streams) s?.ref?.();
+    }
+  }
+
+  /** Sends a message; false when the host is gone or the message is over the channel's size limit. */
+  send(message: ToHost): boolean {
+    if (this.exited) return false;
+    let frames: Buffer[];
+    try {
+      frames = encodeMessage(message, this.frameLimits);
+    } catch {
+      return false;
+    }
+    for (const buf of frames) this.child.stdin!.write(buf);
+    return true;
   }
 
   get pid(): number | undefined {

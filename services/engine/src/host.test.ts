@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HOST_SCRIPT } from './host-process.ts';
@@ -63,16 +64,36 @@ describe('the sandbox host process', () => {
 
   it('runs of one engine proceed in parallel, each in its own host', async () => {
     const engine = newEngine();
+    let inFlight = 0;
+    let most = 0;
     const wait = async (): Promise<BindingOutcome> => {
-      await sleep(300);
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await sleep(1500);
+      inFlight--;
       return { type: 'result', valueJson: '1' };
     };
-    const started = Date.now();
     const outs = await Promise.all(
       [1, 2, 3].map(() => engine.execute('return await t()', { bindings: ['t'], onCall: wait })),
     );
     expect(outs.map((o) => o.valueJson)).toEqual(['1', '1', '1']);
-    expect(Date.now() - started).toBeLessThan(2500);
+    expect(most).toBeGreaterThanOrEqual(2);
+    expect(new Set(outs.map((o) => o.hostPid)).size).toBe(3);
+  });
+
+  it('idle hosts do not keep the caller alive: a process that never calls close() still exits', async () => {
+    const script = fileURLToPath(new URL('./test-fixtures/no-close.ts', import.meta.url));
+    const started = Date.now();
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ['--disable-warning=ExperimentalWarning', script],
+        { timeout: 20_000 },
+        (e, out) => (e ? reject(e) : resolve(out)),
+      );
+    });
+    expect(stdout).toBe('42\n');
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 
   it('close() ends every host process; later runs are sandbox-unavailable', async () => {

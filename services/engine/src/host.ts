@@ -22,6 +22,8 @@ const HARNESS_SOURCE = readFileSync(new URL('./guest/harness.js', import.meta.ur
 /** V8 code cache of the harness, made by the first run and reused by every later isolate. */
 let harnessCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
 const ERROR_TEXT_MAX = 64 * 1024;
+/** Resident memory allowed to the host beyond twice the isolate's heap limit, MiB. */
+const RSS_HEADROOM_MB = 256;
 const LOG_FLUSH_BYTES = 1024 * 1024;
 const KNOWN_ENCODE_LINES = new Set([
   'binding arguments must be lossless JSON',
@@ -67,8 +69,14 @@ class HostRun {
     this.allowed = new Set(msg.config.bindings);
     this.isolate = new ivm.Isolate({ memoryLimit: msg.memoryMb });
     // isolated-vm disposes an isolate that passes its memory limit; nothing else disposes it but us.
+    // The process's resident size is checked too: memory V8 does not count against the isolate
+    // (a defect, a new kind of buffer) still ends the run before it can grow without bound.
+    const rssLimitBytes = (msg.memoryMb * 2 + RSS_HEADROOM_MB) * 1024 * 1024;
+    let ticks = 0;
     this.poll = setInterval(() => {
-      if (this.isolate.isDisposed && !this.finished && this.ending === undefined) this.memoryExceeded();
+      if (this.finished || this.ending !== undefined) return;
+      if (this.isolate.isDisposed) return this.memoryExceeded();
+      if (++ticks % 5 === 0 && process.memoryUsage.rss() > rssLimitBytes) return this.memoryExceeded();
     }, 20);
   }
 

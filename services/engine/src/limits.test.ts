@@ -93,6 +93,21 @@ describe('the time budget', () => {
     expect(busy.durationMs).toBeGreaterThanOrEqual(480);
   });
 
+  it("tells a binding handler through its signal when the run ended and the call's outcome is no longer used", async () => {
+    let signal: AbortSignal | undefined;
+    const out = await engine.execute('await t()', {
+      bindings: ['t'],
+      limits: { timeoutMs: 300 },
+      onCall: (_call, context) => {
+        signal = context.signal;
+        expect(signal.aborted).toBe(false);
+        return new Promise<BindingOutcome>(() => {});
+      },
+    });
+    expect(out.failure?.kind).toBe('timeout');
+    expect(signal?.aborted).toBe(true);
+  });
+
   it('a promise that never settles ends as a timeout', async () => {
     const out = await engine.execute('await new Promise(() => {})', { limits: { timeoutMs: 300 } });
     expect(out.failure?.kind).toBe('timeout');

@@ -82,6 +82,8 @@ export class Run {
   private deadlineTimer: NodeJS.Timeout | undefined;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private resolve!: (r: RunResult) => void;
+  /** Aborted when the run ends: tells binding handlers their outcome is no longer used. */
+  private readonly callsEnded = new AbortController();
   private readonly onAbort = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.signal) });
 
   constructor(host: HostProcess, params: RunParams) {
@@ -95,10 +97,15 @@ export class Run {
       this.resolve = resolve;
     });
     this.host.attach({
-      onMessage: (m) => this.onMessage(m),
+      onMessage: (m) => this.guard(() => this.onMessage(m)),
       onProtocolError: (reason) =>
-        this.finishNow({ kind: 'protocol', message: `the sandbox host sent a malformed message: ${reason}` }),
-      onExit: (info) => this.onHostExit(info),
+        this.guard(() =>
+          this.finishNow({
+            kind: 'protocol',
+            message: `the sandbox host sent a malformed message: ${reason}`,
+          }),
+        ),
+      onExit: (info) => this.guard(() => this.onHostExit(info)),
     });
     if (this.host.exited) {
       this.finishNow({
@@ -114,13 +121,15 @@ export class Run {
       this.finishNow({ kind: 'abort', message: abortMessage(this.p.signal) });
       return result;
     }
-    this.host.send({
+    const sent = this.host.send({
       t: 'run',
       code: this.p.code,
       config: this.p.config,
       memoryMb: this.p.memoryMb,
       outputBytes: this.p.outputBytes,
     });
+    if (!sent)
+      this.finishNow({ kind: 'protocol', message: 'the program is too large for the sandbox channel' });
     return result;
   }
 
@@ -221,13 +230,18 @@ export class Run {
       pending =
         handler === undefined
           ? Promise.resolve(noHandlerOutcome())
-          : Promise.resolve(handler({ index: call.index, binding: call.binding, argsJson: call.argsJson }));
+          : Promise.resolve(
+              handler(
+                { index: call.index, binding: call.binding, argsJson: call.argsJson },
+                { signal: this.callsEnded.signal },
+              ),
+            );
     } catch {
       pending = Promise.resolve(handlerFailedOutcome());
     }
     pending.then(
-      (outcome) => this.onCallSettled(call, outcome),
-      () => this.onCallSettled(call, handlerFailedOutcome()),
+      (outcome) => this.guard(() => this.onCallSettled(call, outcome)),
+      () => this.guard(() => this.onCallSettled(call, handlerFailedOutcome())),
     );
   }
 
@@ -254,16 +268,19 @@ export class Run {
         }
       }
     } else if (this.phase === 'running') {
-      if (outcome.type === 'result')
-        this.host.send({ t: 'result', id: call.index, valueJson: outcome.valueJson });
-      else {
-        this.host.send({
-          t: 'error',
-          id: call.index,
-          name: outcome.name,
-          message: outcome.message,
-          detailsJson: JSON.stringify(outcome.details ?? {}),
-        });
+      const sent =
+        outcome.type === 'result'
+          ? this.host.send({ t: 'result', id: call.index, valueJson: outcome.valueJson })
+          : this.host.send({
+              t: 'error',
+              id: call.index,
+              name: outcome.name,
+              message: outcome.message,
+              detailsJson: JSON.stringify(outcome.details ?? {}),
+            });
+      if (!sent && !this.host.exited) {
+        this.endNow({ kind: 'protocol', message: 'a binding result is too large for the sandbox channel' });
+        return;
       }
       const next = this.queue.shift();
       if (next) this.startCall(next);
@@ -278,6 +295,10 @@ export class Run {
   private onHostDone(done: HostDone): void {
     if (this.hostDone !== undefined) {
       this.finishNow({ kind: 'protocol', message: 'the sandbox host reported the run done twice' });
+      return;
+    }
+    if (done.status === 'completed' && done.valueJson !== undefined && !isLosslessJson(done.valueJson)) {
+      this.finishNow({ kind: 'protocol', message: 'the sandbox host sent a value that is not JSON' });
       return;
     }
     this.hostDone = done;
@@ -368,6 +389,18 @@ export class Run {
     }
   }
 
+  /** Runs an event handler; a bug of ours ends this run instead of escaping into the caller's process. */
+  private guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      this.finishNow({
+        kind: 'protocol',
+        message: `the engine could not handle the sandbox host: ${e instanceof Error ? e.message : String(e)}`,
+      });
+    }
+  }
+
   /** Ends the run at once, whatever is in flight (host gone or misbehaving). */
   private finishNow(failure: RunFailure): void {
     if (this.phase === 'done') return;
@@ -386,6 +419,7 @@ export class Run {
     clearTimeout(this.watchdogTimer);
     this.p.signal?.removeEventListener('abort', this.onAbort);
     this.host.attach(undefined);
+    this.callsEnded.abort();
     this.dropQueue();
     const failure = this.ending ?? this.failure;
     let outcome: Omit<RunOutcome, 'durationMs'>;

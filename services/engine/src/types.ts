@@ -38,7 +38,16 @@ export type BindingOutcome =
 
 export type StopCode = 'suspended' | 'replay-mismatch' | 'cancelled';
 
-export type BindingHandler = (call: BindingCall) => Promise<BindingOutcome>;
+/** What the engine tells a binding handler besides the call. */
+export interface BindingContext {
+  /**
+   * Aborted when the run has ended (deadline, abort, stop, host failure, or the program finished and
+   * the engine stopped waiting) and this call's outcome can no longer be used.
+   */
+  signal: AbortSignal;
+}
+
+export type BindingHandler = (call: BindingCall, context: BindingContext) => Promise<BindingOutcome>;
 
 export interface RunLimits {
   /** Time budget in ms. Default 120000; capped at 600000. `null` = no deadline (workflows only). */
