@@ -5,13 +5,16 @@
  * cannot be reached (or answers 5xx) the call is retried on the next with `takeover`, so the
  * journal can tell a lost handler from a duplicate delivery.
  */
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import type { LiveOutcome } from '@islet/journal';
 
 export interface GatewayClientOptions {
   urls: string[];
   token: string;
-  fetch?: typeof fetch;
+  /** Transport (tests inject one). Default: node:http with keep-alive and no response deadline. */
+  post?: PostFn;
   /** Tries per call across gateways before the call fails as AppCallFailed. Default 6. */
   maxTries?: number;
   /** Pause between tries, ms (grows linearly). Default 200. */
@@ -22,6 +25,45 @@ export interface GatewayClient {
   call(runId: string, attempt: number, call: BindingCall, signal?: AbortSignal): Promise<LiveOutcome>;
 }
 
+export type PostFn = (
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  signal?: AbortSignal,
+) => Promise<{ status: number; text: string }>;
+
+/**
+ * node:http rather than fetch: a call may legitimately take minutes (a client connection's answer,
+ * a decision held in place), and fetch's built-in 300 s headers timeout would cut it.
+ */
+export function createHttpPost(): PostFn {
+  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  return (url, headers, body, signal) =>
+    new Promise((resolve, reject) => {
+      const u = new URL(url);
+      const secure = u.protocol === 'https:';
+      const req = (secure ? httpsRequest : httpRequest)(
+        u,
+        {
+          method: 'POST',
+          agent: secure ? agents.https : agents.http,
+          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+          ...(signal ? { signal } : {}),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+}
+
 const failed = (reason: string, message: string): BindingOutcome => ({
   type: 'error',
   name: 'AppCallFailed',
@@ -30,7 +72,7 @@ const failed = (reason: string, message: string): BindingOutcome => ({
 });
 
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
-  const doFetch = options.fetch ?? fetch;
+  const post = options.post ?? createHttpPost();
   const maxTries = options.maxTries ?? 6;
   const delay = options.retryDelayMs ?? 200;
   let next = 0;
@@ -42,14 +84,14 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
           return { outcome: { type: 'stop', code: 'cancelled', message: 'the run was stopped' } };
         const base = options.urls[next++ % options.urls.length]!;
         try {
-          const res = await doFetch(`${base}/internal/v1/code-runs/${encodeURIComponent(runId)}/calls`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ attempt, ...call, ...(tryNo > 0 ? { takeover: true } : {}) }),
-            ...(signal ? { signal } : {}),
-          });
-          const text = await res.text();
-          if (res.ok) {
+          const res = await post(
+            `${base}/internal/v1/code-runs/${encodeURIComponent(runId)}/calls`,
+            { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
+            JSON.stringify({ attempt, ...call, ...(tryNo > 0 ? { takeover: true } : {}) }),
+            signal,
+          );
+          const text = res.text;
+          if (res.status >= 200 && res.status < 300) {
             const body = JSON.parse(text) as LiveOutcome;
             return body.deliverySeq === undefined ? { outcome: body.outcome } : body;
           }
