@@ -377,6 +377,30 @@ describe('connections', () => {
   });
 });
 
+describe('metrics', () => {
+  it('gateways and runners expose the agreed metric names without run or tenant labels', async () => {
+    const gw = await (await fetch(`${cluster.gatewayUrls[0]}/metrics`)).text();
+    for (const name of [
+      'islet_http_requests_total{',
+      'islet_binding_calls_total{outcome="result"',
+      'islet_queue_depth{mode="read-only",state="waiting"',
+      'islet_process_cpu_seconds_total',
+    ])
+      expect(gw).toContain(name);
+    const runners = await Promise.all(
+      cluster.runners.map(async (r) => (await fetch(`${r.url}/metrics`)).text()),
+    );
+    const all = runners.join('\n');
+    expect(all).toMatch(/islet_runs_total\{status="Completed",kind="none",mode="read-only"[^}]*\} \d+/);
+    expect(all).toContain('islet_runs_total{status="Failed",kind="exception",mode="read-only"');
+    expect(all).toContain('islet_run_duration_seconds_bucket{');
+    expect(all).toContain('islet_queue_wait_seconds_bucket{');
+    expect(all).toContain('islet_runner_slots{mode="read-only",state="busy"');
+    expect(all).toContain('islet_sandbox_enforcement{mode="read-only"');
+    expect(`${gw}\n${all}`).not.toMatch(/(run|tenant)(_?id)?="/);
+  });
+});
+
 describe('tenant walls', () => {
   it('another tenant gets 404 on every route of a run and a connection', async () => {
     const conn = await connection({ name: 'Walled', kind: 'client', tools: [{ name: 't' }] });
