@@ -136,7 +136,8 @@ describe('worker-exit', () => {
       message: 'the sandbox host did not stop within 50ms and was killed',
     });
     expect(out.logs).toEqual([{ level: 'log', text: 'go' }]);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Killed long before the builtin would have returned on its own (about 9 s on this machine).
+    expect(Date.now() - started).toBeLessThan(6000);
     expect((await engine.execute('return 3')).valueJson).toBe('3');
   });
 });
