@@ -19,7 +19,13 @@ export interface MetricsOptions {
 export function createMetrics(options: MetricsOptions) {
   const registry = new Registry();
   registry.setDefaultLabels({ component: options.component });
-  if (options.defaults !== false) collectDefaultMetrics({ register: registry, prefix: 'islet_' });
+  if (options.defaults !== false) {
+    collectDefaultMetrics({ register: registry, prefix: 'islet_' });
+    // prom-client names three gauges `..._total`, a suffix Prometheus reserves for counters
+    // (`promtool check metrics` rejects them; test/prometheus checks every component): drop them.
+    for (const name of ['active_handles', 'active_requests', 'active_resources'])
+      registry.removeSingleMetric(`islet_nodejs_${name}_total`);
+  }
   const registers = [registry];
   return {
     registry,

@@ -28,3 +28,16 @@ export async function waitForRedis(redis: Redis, timeoutMs = 10_000): Promise<vo
 }
 
 export type { Redis };
+
+/**
+ * BullMQ needs `maxmemory-policy noeviction` (an evicted job key loses a run). Returns the policy,
+ * or undefined when the server does not allow CONFIG (some managed Redis); callers warn.
+ */
+export async function evictionPolicy(redis: Redis): Promise<string | undefined> {
+  try {
+    const res = (await redis.config('GET', 'maxmemory-policy')) as string[];
+    return res[1];
+  } catch {
+    return undefined;
+  }
+}

@@ -5,6 +5,7 @@ import {
   createRunStore,
   createSettingsStore,
   createTenantStore,
+  evictionPolicy,
   type IsletConfig,
   type Logger,
   type RunJobData,
@@ -52,6 +53,9 @@ export async function createGatewayDeps(
       }
     },
   });
+  const policy = await evictionPolicy(redis);
+  if (policy !== undefined && policy !== 'noeviction')
+    logger.warn({ policy }, 'Redis maxmemory-policy is not noeviction: queued runs can be evicted and lost');
   const hub = createEventHub(subscriber);
   await hub.start();
   return {
