@@ -2,6 +2,13 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
+/** prom-client default gauges whose names end in `_total` although they are not counters. */
+export const NON_COUNTER_TOTALS = [
+  'islet_nodejs_active_handles_total',
+  'islet_nodejs_active_requests_total',
+  'islet_nodejs_active_resources_total',
+];
+
 export type ReconcileResult = 'ok' | 'error' | 'conflict' | 'invalid-spec' | 'depth-unavailable';
 
 export interface OperatorMetrics {
@@ -15,7 +22,12 @@ export interface OperatorMetrics {
 
 export function createOperatorMetrics(options: { defaults?: boolean } = {}): OperatorMetrics {
   const registry = new Registry();
-  if (options.defaults !== false) collectDefaultMetrics({ register: registry, prefix: 'islet_' });
+  if (options.defaults !== false) {
+    collectDefaultMetrics({ register: registry, prefix: 'islet_' });
+    // prom-client names three gauges `..._total`, which Prometheus reserves for counters
+    // (promtool check metrics rejects them): leave them out.
+    for (const name of NON_COUNTER_TOTALS) registry.removeSingleMetric(name);
+  }
   return {
     registry,
     reconcileTotal: new Counter({
