@@ -1,5 +1,5 @@
 export * from './kinds.ts';
-export * from './queues.ts';
 export * from './problems.ts';
+export * from './queues.ts';
 export * from './records.ts';
 export * from './run-request.ts';
