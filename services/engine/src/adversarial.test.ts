@@ -132,6 +132,33 @@ describe('Error.prepareStackTrace and CallSite tricks', () => {
   });
 });
 
+describe('caller chains', () => {
+  it('function.caller and arguments.callee.caller never expose the harness', async () => {
+    const out = await run(
+      `const attempt = (f) => { try { const c = f(); return c === null || c === undefined ? "none" : String(c).slice(0, 30) } catch (e) { return "threw" } };
+       function probe() { return probe.caller }
+       const results = [
+         attempt(() => probe()),
+         attempt(function () { return arguments.callee.caller }),
+         attempt(() => JSON.parse(JSON.stringify({ toJSON() { return String(arguments.callee.caller) } }))),
+       ];
+       results.push(await t(1).then(function after() { return attempt(() => after.caller) }));
+       console.log({ toJSON() { results.push(attempt(() => arguments.callee.caller)); return 1 } });
+       return results;`,
+    );
+    // The program's own functions, or nothing (strict harness callers are censored or refused).
+    expect(value(out)).toEqual(['() => probe()', '(f) => { try { const c = f(); ', 'threw', 'none', 'threw']);
+  });
+
+  it('Object.prototype.value cannot turn an accessor into data', async () => {
+    const out = await run('Object.prototype.value = 1; return { get a() { return 2 } }');
+    expect(out.failure).toMatchObject({
+      kind: 'invalid-output',
+      message: 'program completion must be lossless JSON',
+    });
+  });
+});
+
 describe('Proxy, Symbol.species and getter traps on values that cross', () => {
   it('getters in binding arguments are never invoked; the run fails with the contract line', async () => {
     const out = await run('await t({ get a() { console.log("getter ran"); return 1 } })');

@@ -28,6 +28,7 @@
   const ObjectDefineProperty = Object.defineProperty;
   const ObjectFreeze = Object.freeze;
   const ObjectCreate = Object.create;
+  const ObjectHasOwn = Object.hasOwn;
   const NumberIsFinite = Number.isFinite;
   const StringCtor = String;
   const ErrorCtor = Error;
@@ -95,7 +96,7 @@
           const d = ObjectGetOwnPropertyDescriptor(v, i);
           if (d === undefined)
             throw encodeFailure('cannot encode a sparse JSON array', `${path}[${i}] is a hole`);
-          if (!('value' in d)) throw encodeFailure(context, `${path}[${i}] is an accessor`);
+          if (!ObjectHasOwn(d, 'value')) throw encodeFailure(context, `${path}[${i}] is an accessor`);
           if (d.value === undefined) throw encodeFailure(context, `${path}[${i}] is undefined`);
           ReflectApply(ArrayPush, parts, [walk(d.value, `${path}[${i}]`)]);
         }
@@ -110,7 +111,7 @@
           if (typeof k !== 'string') continue;
           const d = ObjectGetOwnPropertyDescriptor(v, k);
           if (d === undefined || !d.enumerable) continue;
-          if (!('value' in d)) throw encodeFailure(context, `${path}.${k} is an accessor`);
+          if (!ObjectHasOwn(d, 'value')) throw encodeFailure(context, `${path}.${k} is an accessor`);
           if (d.value === undefined) continue;
           ReflectApply(ArrayPush, parts, [`${JSONstringify(k)}:${walk(d.value, `${path}.${k}`)}`]);
         }
