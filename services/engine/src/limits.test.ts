@@ -66,8 +66,11 @@ describe('the time budget', () => {
       },
     });
     expect(out.failure).toEqual({ kind: 'timeout', message: 'execution deadline reached (300ms)' });
-    // The run ended while the call was still waiting.
+    // The run ended while the call was still waiting: started, never settled in the record.
     expect(handlerDone).toBe(false);
+    expect(out.calls).toEqual([
+      { index: 0, binding: 't', argsJson: 'null', startedAtMs: expect.any(Number) },
+    ]);
   });
 
   it("with 'excluding-binding-waits', time while a call is outstanding does not count", async () => {

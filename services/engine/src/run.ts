@@ -246,12 +246,13 @@ export class Run {
   }
 
   private onCallSettled(call: BindingCall, raw: unknown): void {
+    // The outcome handed to the caller is final: a call settling after the run ended is not recorded.
+    if (this.phase === 'done') return;
     const entry = this.calls[call.index]!;
     this.inFlight.delete(call.index);
     const outcome = normalizeOutcome(raw);
     entry.outcome = outcome ?? handlerFailedOutcome();
     entry.settledAtMs = Date.now();
-    if (this.phase === 'done') return;
     if (this.p.excludeBindingWaits && this.inFlight.size === 0 && this.phase !== 'closing')
       this.resumeClock();
     if (outcome === undefined) {
