@@ -16,7 +16,7 @@ import {
   type RunJobData,
 } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
-import { type Job, Worker } from 'bullmq';
+import { type Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
 
@@ -33,6 +33,9 @@ export function createRunner(deps: RunnerDeps) {
   const busy: Record<string, number> = {};
   const connections: Redis[] = [];
   const workers: Worker<RunJobData>[] = [];
+  const queues: Queue<RunJobData>[] = [];
+  const givenUp = new Set<string>();
+  let sweepTimer: NodeJS.Timeout | undefined;
   let subscriber: Redis | undefined;
 
   const slots = (mode: SandboxMode) => {
@@ -60,6 +63,27 @@ export function createRunner(deps: RunnerDeps) {
       active.delete(runId);
       busy[mode] = (busy[mode] ?? 1) - 1;
       slots(mode);
+    }
+  }
+
+  /**
+   * BullMQ fails a job that stalled more than maxStalledCount times inside its stalled check,
+   * without a worker `failed` event; this sweep finds such jobs (and any other failed one whose
+   * run never ended) and ends their runs, so every accepted run reaches a final status.
+   */
+  async function sweepFailed() {
+    for (const queue of queues) {
+      try {
+        const jobs = await queue.getFailed(0, 99);
+        for (const job of jobs) {
+          if (!job?.id || givenUp.has(job.id)) continue;
+          givenUp.add(job.id);
+          if (givenUp.size > 10_000) givenUp.delete(givenUp.values().next().value as string);
+          await executor.giveUp(job.data.runId, job.failedReason || 'the job failed');
+        }
+      } catch (err) {
+        logger.warn({ err: (err as Error).message }, 'failed-job sweep could not run');
+      }
     }
   }
 
@@ -98,9 +122,12 @@ export function createRunner(deps: RunnerDeps) {
         });
         worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
         workers.push(worker);
+        queues.push(new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX }));
         slots(mode);
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
+      sweepTimer = setInterval(() => void sweepFailed(), config.ISLET_RUNNER_STALLED_INTERVAL_MS);
+      sweepTimer.unref();
     },
     /** Runs this runner holds now. */
     activeRuns: () => [...active.keys()],
@@ -109,6 +136,7 @@ export function createRunner(deps: RunnerDeps) {
      * back (their executions abort and the jobs return to the queue for another runner).
      */
     async close(graceMs = config.ISLET_RUNNER_SHUTDOWN_GRACE_MS) {
+      if (sweepTimer) clearInterval(sweepTimer);
       const closing = Promise.all(workers.map((w) => w.close()));
       const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
       if ((await Promise.race([closing.then(() => 'closed' as const), timer])) === 'timeout') {
@@ -116,6 +144,7 @@ export function createRunner(deps: RunnerDeps) {
         for (const ctl of active.values()) ctl.handBack.abort();
         await closing;
       }
+      await Promise.all(queues.map((q) => q.close().catch(() => undefined)));
       for (const c of connections) c.disconnect();
     },
   };
