@@ -3,7 +3,13 @@
 // its schema, and check the security posture the product depends on.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildDeployment, parseSpec, type RunnerPool } from '@islet/operator';
+import {
+  buildDeployment,
+  operatorConfigSchema,
+  parseSpec,
+  podDefaultsFromConfig,
+  type RunnerPool,
+} from '@islet/operator';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import {
@@ -27,6 +33,22 @@ const objectsOf = (name: string) => rendered.get(name)!;
 const find = (objs: K8sObject[], kind: string, pred: (o: K8sObject) => boolean = () => true) =>
   objs.filter((o) => o.kind === kind && pred(o));
 
+/** The operator's configuration as the chart renders it (literal env values of its Deployment). */
+function operatorConfigOf(objs: K8sObject[]) {
+  const op = find(
+    objs,
+    'Deployment',
+    (o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'operator',
+  )[0];
+  if (!op) return undefined;
+  const env = Object.fromEntries(
+    (op.spec.template.spec.containers[0].env as { name: string; value?: string }[])
+      .filter((e) => e.value !== undefined)
+      .map((e) => [e.name, e.value]),
+  );
+  return operatorConfigSchema.parse(env);
+}
+
 /** Runner Deployments of a scenario: rendered by helm, or built by the operator from the RunnerPools. */
 function runnerDeployments(objs: K8sObject[]): K8sObject[] {
   const fromHelm = find(
@@ -34,14 +56,17 @@ function runnerDeployments(objs: K8sObject[]): K8sObject[] {
     'Deployment',
     (o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'runner',
   );
+  const config = operatorConfigOf(objs);
   const fromOperator = find(objs, 'RunnerPool').map((p) => {
     const parsed = parseSpec(p.spec);
     if (!parsed.ok) throw new Error(parsed.message);
-    return buildDeployment(p as unknown as RunnerPool, parsed.spec, parsed.spec.minReplicas, {
-      metricsPort: 9464,
-      envConfigMap: 'islet-config',
-      envSecret: 'islet-secrets',
-    }) as unknown as K8sObject;
+    const d = buildDeployment(
+      p as unknown as RunnerPool,
+      parsed.spec,
+      parsed.spec.minReplicas,
+      podDefaultsFromConfig(config!),
+    );
+    return d as unknown as K8sObject;
   });
   return [...fromHelm, ...fromOperator];
 }
@@ -236,6 +261,28 @@ describe('security wiring', () => {
       }
     }
     expect(find(objectsOf('ci/minimal'), 'NetworkPolicy')).toEqual([]);
+  });
+
+  it('operator-built runner pods get the chart’s runner placement, pull secrets, env sources and account', () => {
+    const objs = objectsOf('deploy/production');
+    const [d] = runnerDeployments(objs);
+    const spec = d!.spec.template.spec;
+    expect(spec.nodeSelector).toEqual({ 'islet.dev/runner-node': 'true' });
+    expect(spec.tolerations).toEqual([
+      { key: 'islet.dev/untrusted-code', operator: 'Exists', effect: 'NoSchedule' },
+    ]);
+    expect(spec.imagePullSecrets).toEqual([{ name: 'registry-example-com' }]);
+    expect(spec.serviceAccountName).toBe('islet-runner');
+    expect(spec.priorityClassName).toBe('islet-runners');
+    expect(spec.containers[0].envFrom).toEqual([
+      { configMapRef: { name: 'islet-config' } },
+      { secretRef: { name: 'islet-secrets' } },
+    ]);
+    expect(spec.containers[0].image).toBe(
+      'registry.example.com/islet/runner:0.1.0@sha256:0000000000000000000000000000000000000000000000000000000000000002',
+    );
+    expect(find(objs, 'ServiceAccount').map((s) => s.metadata.name)).toContain('islet-runner');
+    expect(find(objs, 'ConfigMap').map((c) => c.metadata.name)).toContain('islet-config');
   });
 
   it('operator RBAC is namespaced and limited to what the operator calls', () => {

@@ -10,6 +10,24 @@ const optional = z
   .optional()
   .transform((s) => (s ? s : undefined));
 
+/** An env var holding JSON, parsed and validated; empty means the default. */
+function json<T extends z.ZodType>(schema: T, def: z.infer<T>) {
+  return z
+    .string()
+    .default('')
+    .transform((text, ctx): z.infer<T> => {
+      if (!text) return def;
+      try {
+        const r = schema.safeParse(JSON.parse(text));
+        if (r.success) return r.data;
+        ctx.addIssue({ code: 'custom', message: r.error.issues.map((i) => i.message).join('; ') });
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not valid JSON' });
+      }
+      return z.NEVER;
+    });
+}
+
 export const operatorConfigSchema = z.object({
   /** Namespace whose RunnerPools this operator manages (the chart sets it to its own). */
   ISLET_NAMESPACE: z.string().min(1).default('default'),
@@ -37,6 +55,31 @@ export const operatorConfigSchema = z.object({
   ISLET_RUNNER_PRIORITY_CLASS: optional,
   ISLET_RUNNER_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
   ISLET_RUNNER_METRICS_PORT: int(9464, 1),
+  /** JSON object: nodeSelector of runner pods. */
+  ISLET_RUNNER_NODE_SELECTOR: json(z.record(z.string(), z.string()), {}),
+  /** JSON array: tolerations of runner pods. */
+  ISLET_RUNNER_TOLERATIONS: json(
+    z.array(
+      z.object({
+        key: z.string().optional(),
+        operator: z.string().optional(),
+        value: z.string().optional(),
+        effect: z.string().optional(),
+        tolerationSeconds: z.number().int().optional(),
+      }),
+    ),
+    [],
+  ),
+  /** Comma-separated image pull Secret names for runner pods. */
+  ISLET_RUNNER_IMAGE_PULL_SECRETS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
 });
 
 export type OperatorConfig = z.infer<typeof operatorConfigSchema>;

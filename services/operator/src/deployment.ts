@@ -4,7 +4,7 @@
  * both agree), and what Pod Security `restricted` demands.
  */
 import { createHash } from 'node:crypto';
-import type { V1Container, V1Deployment, V1PodSpec } from '@kubernetes/client-node';
+import type { V1Container, V1Deployment, V1PodSpec, V1Toleration } from '@kubernetes/client-node';
 import {
   API_VERSION,
   deploymentNameFor,
@@ -34,6 +34,10 @@ export interface PodDefaults {
   /** Port the runner serves /metrics and /healthz on. */
   metricsPort: number;
   priorityClassName?: string;
+  /** Where runner pods may go (dedicated nodes for untrusted code). */
+  nodeSelector?: Record<string, string>;
+  tolerations?: V1Toleration[];
+  imagePullSecrets?: string[];
 }
 
 export function seccompProfileFor(mode: string): string {
@@ -84,6 +88,12 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     enableServiceLinks: false,
     terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
     priorityClassName: defaults.priorityClassName,
+    imagePullSecrets: defaults.imagePullSecrets?.length
+      ? defaults.imagePullSecrets.map((name) => ({ name }))
+      : undefined,
+    nodeSelector:
+      defaults.nodeSelector && Object.keys(defaults.nodeSelector).length ? defaults.nodeSelector : undefined,
+    tolerations: defaults.tolerations?.length ? defaults.tolerations : undefined,
     securityContext: {
       runAsNonRoot: true,
       runAsUser: RUNNER_UID,

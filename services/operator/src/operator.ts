@@ -8,6 +8,7 @@ import { CoordinationV1Api, type KubeConfig, Watch } from '@kubernetes/client-no
 import type { Redis } from 'ioredis';
 import type { OperatorConfig } from './config.ts';
 import { type Logger, PoolController } from './controller.ts';
+import type { PodDefaults } from './deployment.ts';
 import { createDepthReader } from './depth.ts';
 import { createKubeClient } from './kube.ts';
 import { LeaderElector } from './leader.ts';
@@ -20,6 +21,21 @@ export interface Operator {
   controller(): PoolController | undefined;
   metricsPort(): number;
   stop(): Promise<void>;
+}
+
+/** What every runner pod gets, from the operator's configuration (the chart sets it from values). */
+export function podDefaultsFromConfig(config: OperatorConfig): PodDefaults {
+  return {
+    envConfigMap: config.ISLET_RUNNER_ENV_CONFIGMAP,
+    envSecret: config.ISLET_RUNNER_ENV_SECRET,
+    serviceAccountName: config.ISLET_RUNNER_SERVICE_ACCOUNT,
+    priorityClassName: config.ISLET_RUNNER_PRIORITY_CLASS,
+    imagePullPolicy: config.ISLET_RUNNER_IMAGE_PULL_POLICY,
+    metricsPort: config.ISLET_RUNNER_METRICS_PORT,
+    nodeSelector: config.ISLET_RUNNER_NODE_SELECTOR,
+    tolerations: config.ISLET_RUNNER_TOLERATIONS,
+    imagePullSecrets: config.ISLET_RUNNER_IMAGE_PULL_SECRETS,
+  };
 }
 
 export async function startOperator(deps: {
@@ -42,14 +58,7 @@ export async function startOperator(deps: {
       depth,
       metrics,
       namespace: config.ISLET_NAMESPACE,
-      defaults: {
-        envConfigMap: config.ISLET_RUNNER_ENV_CONFIGMAP,
-        envSecret: config.ISLET_RUNNER_ENV_SECRET,
-        serviceAccountName: config.ISLET_RUNNER_SERVICE_ACCOUNT,
-        priorityClassName: config.ISLET_RUNNER_PRIORITY_CLASS,
-        imagePullPolicy: config.ISLET_RUNNER_IMAGE_PULL_POLICY,
-        metricsPort: config.ISLET_RUNNER_METRICS_PORT,
-      },
+      defaults: podDefaultsFromConfig(config),
       resyncIntervalMs: config.ISLET_OPERATOR_RESYNC_INTERVAL_MS,
       watchBackoff: {
         initialMs: config.ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS,
