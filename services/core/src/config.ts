@@ -42,6 +42,12 @@ export const configSchema = z.object({
   ISLET_PREFER_WAIT_MAX_SECONDS: int(60, 0),
   /** How long the gateway waits for an `http` App to answer one call. */
   ISLET_APP_CALL_TIMEOUT_MS: int(30_000, 1),
+  /**
+   * Whether `http` connections may reach loopback, private, link-local (cloud metadata) and other
+   * non-public addresses. Off in production: a tenant's URL must not reach the cluster's inside.
+   * The local dev stack turns it on (its Apps run on 127.0.0.1).
+   */
+  ISLET_APP_ALLOW_PRIVATE_NETWORKS: z.enum(['true', 'false']).default('false'),
   /** How long a `client` call waits for its answer before failing as AppCallFailed. */
   ISLET_CLIENT_CALL_TIMEOUT_MS: int(300_000, 1),
   /** A decision not answered within this time expires and its paused run ends Cancelled (helper-5). */

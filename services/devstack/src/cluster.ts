@@ -100,6 +100,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     ISLET_HOST: '127.0.0.1',
     // Sandbox hosts run under the kernel launcher whenever it is built here.
     ISLET_SANDBOX_JAIL: existsSync(JAIL) ? 'on' : 'off',
+    // Apps of a local stack live on this machine.
+    ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
     ...options.env,
   };
 

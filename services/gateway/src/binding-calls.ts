@@ -10,6 +10,7 @@ import { keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
 import { isFinalStatus } from '@islet/protocol';
+import { BlockedAddressError, postToApp } from './app-http.ts';
 import type { GatewayDeps } from './deps.ts';
 import { outcomeRecord } from './record.ts';
 
@@ -27,7 +28,7 @@ export interface ServedCall {
 
 export function createBindingCalls(deps: GatewayDeps) {
   const { runs, journal, decisions, connections, config, metrics, logger } = deps;
-  const doFetch = deps.fetch ?? fetch;
+  const post = deps.postToApp ?? postToApp;
   const processor = createCallProcessor({ journal, decisions });
 
   async function httpCall(
@@ -37,40 +38,42 @@ export function createBindingCalls(deps: GatewayDeps) {
     url: string,
     ctx: { idempotencyKey: string; operationId: string; input?: unknown },
   ): Promise<BindingOutcome> {
-    let res: Response;
+    const body: Record<string, unknown> = {
+      tool: source.name,
+      kind: source.kind,
+      arguments: JSON.parse(call.argsJson),
+    };
+    if (ctx.input !== undefined) body.input = ctx.input;
+    let res: { status: number; text: string };
     try {
-      const body: Record<string, unknown> = {
-        tool: source.name,
-        kind: source.kind,
-        arguments: JSON.parse(call.argsJson),
-      };
-      if (ctx.input !== undefined) body.input = ctx.input;
-      res = await doFetch(url, {
-        method: 'POST',
-        headers: {
+      res = await post(
+        url,
+        {
           'content-type': 'application/json',
           'idempotency-key': ctx.idempotencyKey,
           'x-islet-run': run.id,
           'x-islet-operation-id': ctx.operationId,
         },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(config.ISLET_APP_CALL_TIMEOUT_MS),
-      });
+        JSON.stringify(body),
+        {
+          timeoutMs: config.ISLET_APP_CALL_TIMEOUT_MS,
+          allowPrivate: config.ISLET_APP_ALLOW_PRIVATE_NETWORKS === 'true',
+        },
+      );
     } catch (err) {
-      const timeout = (err as Error).name === 'TimeoutError';
-      return timeout
-        ? failed('timeout', `the App did not answer within ${config.ISLET_APP_CALL_TIMEOUT_MS}ms`)
-        : failed('unreachable', `the App could not be reached: ${(err as Error).message}`);
+      const e = err as Error;
+      if (e.name === 'TimeoutError' || e.name === 'AbortError')
+        return failed('timeout', `the App did not answer within ${config.ISLET_APP_CALL_TIMEOUT_MS}ms`);
+      if (e instanceof BlockedAddressError) return failed('blocked-address', e.message);
+      return failed('unreachable', `the App could not be reached: ${e.message}`);
     }
-    let text: string;
+    if (res.status < 200 || res.status > 299)
+      return failed('http-status', `the App answered HTTP ${res.status}`, { status: res.status });
     try {
-      text = await res.text();
-    } catch (err) {
-      return failed('unreachable', `the App's answer broke off: ${(err as Error).message}`);
-    }
-    if (!res.ok) return failed('http-status', `the App answered HTTP ${res.status}`, { status: res.status });
-    try {
-      return { type: 'result', valueJson: JSON.stringify(text.length === 0 ? null : JSON.parse(text)) };
+      return {
+        type: 'result',
+        valueJson: JSON.stringify(res.text.length === 0 ? null : JSON.parse(res.text)),
+      };
     } catch {
       return failed('bad-json', 'the App answered with a body that is not JSON');
     }

@@ -12,6 +12,7 @@ import type { CallJournal, DecisionStore } from '@islet/journal';
 import type { SandboxMode } from '@islet/protocol';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { postToApp } from './app-http.ts';
 import type { ConnectionStore } from './connections.ts';
 import type { EventHub } from './event-hub.ts';
 
@@ -31,6 +32,6 @@ export interface GatewayDeps {
   hub: EventHub;
   metrics: Metrics;
   logger: Logger;
-  /** fetch used for `http` App calls (injectable for tests). */
-  fetch?: typeof fetch;
+  /** HTTP client for `http` App calls (injectable for tests). */
+  postToApp?: typeof postToApp;
 }
