@@ -170,6 +170,7 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     const pods = podsOf(api, 'ww');
     const busyPod = pods[2]!.metadata!.name!;
     // A real worker named after a pod takes one job and keeps it active: that pod is busy.
+    const drainedAt = Date.now();
     await queue.drain(true);
     await redis.del(pausedRunsKey(MODE));
     await queue.add('run', { long: true });
@@ -183,7 +184,6 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
       name: busyPod,
     });
     await waitFor('job active', async () => (await queue.getJobCounts('active')).active === 1);
-    const drainedAt = Date.now();
     // Depth is now 1 → 1 replica wanted, but the 4 stays for the 2 s window.
     await new Promise((r) => setTimeout(r, 1000));
     expect(replicasOf(api, 'ww')).toBe(4);
