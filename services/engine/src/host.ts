@@ -54,7 +54,6 @@ class HostRun {
   private finished = false;
   /** Work running in the isolate's thread (program start, result deliveries with their microtasks). */
   private readonly tasks = new Set<Promise<unknown>>();
-  private ending: HostDone | undefined;
   private nextCallId = 0;
   private outputUsed = 0;
   private logBatch: [FromHost & { t: 'logs' }][0]['lines'] = [];
@@ -74,7 +73,7 @@ class HostRun {
     const rssLimitBytes = (msg.memoryMb * 2 + RSS_HEADROOM_MB) * 1024 * 1024;
     let ticks = 0;
     this.poll = setInterval(() => {
-      if (this.finished || this.ending !== undefined) return;
+      if (this.finished) return;
       if (this.isolate.isDisposed) return this.memoryExceeded();
       if (++ticks % 5 === 0 && process.memoryUsage.rss() > rssLimitBytes) return this.memoryExceeded();
     }, 20);
@@ -117,10 +116,6 @@ class HostRun {
 
   private afterIsolateError(e: unknown): void {
     if (this.finished) return;
-    if (this.ending !== undefined) {
-      this.finish(this.ending);
-      return;
-    }
     const text = e instanceof Error ? e.message : String(e);
     if (/memory limit/i.test(text) || this.isolate.isDisposed) {
       this.memoryExceeded();
@@ -162,7 +157,7 @@ class HostRun {
 
   private onLog(level: unknown, text: unknown): void {
     try {
-      if (this.finished || this.ending !== undefined) return;
+      if (this.finished) return;
       if (typeof level !== 'string' || typeof text !== 'string') return;
       if (!['log', 'info', 'warn', 'error', 'debug'].includes(level)) return;
       const bytes = Buffer.byteLength(text, 'utf8');
@@ -208,7 +203,7 @@ class HostRun {
 
   private onCall(id: unknown, binding: unknown, argsJson: unknown): void {
     try {
-      if (this.finished || this.ending !== undefined) return;
+      if (this.finished) return;
       if (
         id !== this.nextCallId ||
         typeof binding !== 'string' ||
