@@ -4,6 +4,7 @@
  * sandbox host, and every binding call runner → gateway → App.
  */
 import { type Cluster, startCluster } from '@islet/devstack';
+import { codeRunRecordSchema } from '@islet/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Api, api, type Loose, readSse, sleep, startAppServer, until } from './helpers.ts';
 
@@ -276,6 +277,8 @@ describe('connections', () => {
       result: { _tag: 'Failed', error: { name: 'AppCallDenied' } },
     });
     expect(typeof calls[0].operationId).toBe('string');
+    // The record is exactly the protocol's Code Mode shape.
+    expect(() => codeRunRecordSchema.strict().parse(res.body)).not.toThrow();
     // Arguments and results are sealed at rest: no plaintext of them in Redis.
     const { createRedis } = await import('@islet/core');
     const redis = createRedis(cluster.redisUrl);
