@@ -15,9 +15,13 @@ export interface GatewayClientOptions {
   token: string;
   /** Transport (tests inject one). Default: node:http with keep-alive and no response deadline. */
   post?: PostFn;
-  /** Tries per call across gateways before the call fails as AppCallFailed. Default 6. */
+  /**
+   * Tries per call across gateways before the call fails as AppCallFailed. Default 40 (about 35 s
+   * with the capped back-off): long enough to ride out a gateway or Redis restart, because an
+   * outcome given up on here is not journaled and a replay would see something else.
+   */
   maxTries?: number;
-  /** Pause between tries, ms (grows linearly). Default 200. */
+  /** Pause between tries, ms (grows linearly up to 5×). Default 200. */
   retryDelayMs?: number;
 }
 
@@ -73,7 +77,7 @@ const failed = (reason: string, message: string): BindingOutcome => ({
 
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
   const post = options.post ?? createHttpPost();
-  const maxTries = options.maxTries ?? 6;
+  const maxTries = options.maxTries ?? 40;
   const delay = options.retryDelayMs ?? 200;
   let next = 0;
   return {
@@ -111,7 +115,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
             return { outcome: { type: 'stop', code: 'cancelled', message: 'the run was stopped' } };
           lastError = (err as Error).message;
         }
-        await new Promise((r) => setTimeout(r, delay * (tryNo + 1)));
+        await new Promise((r) => setTimeout(r, delay * Math.min(tryNo + 1, 5)));
       }
       return { outcome: failed('gateway-unreachable', `no gateway could serve the call: ${lastError}`) };
     },
