@@ -160,6 +160,7 @@ export class HostProcess {
   async stop(): Promise<void> {
     if (this.exited) return;
     const waited = new Promise<void>((resolve) => this.exitWaiters.push(resolve));
+    this.setIdle(false); // an unref'd child would let the caller's process exit before this resolves
     this.kill();
     await waited;
   }

@@ -94,6 +94,15 @@ describe('the sandbox host process', () => {
     });
     expect(stdout).toBe('42\n');
     expect(Date.now() - started).toBeLessThan(15_000);
+    const closing = await new Promise<string>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ['--disable-warning=ExperimentalWarning', script, 'close'],
+        { timeout: 20_000 },
+        (e, out) => (e ? reject(e) : resolve(out)),
+      );
+    });
+    expect(closing).toBe('42\nclosed\n');
   });
 
   it('close() ends every host process; later runs are sandbox-unavailable', async () => {
