@@ -17,6 +17,28 @@ const pool = (spec: Record<string, unknown>) => ({
   spec,
 });
 
+describe('offline validation', () => {
+  const deployment = (containerSc: Record<string, unknown>) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'x' },
+    spec: {
+      selector: { matchLabels: { a: 'b' } },
+      template: {
+        metadata: { labels: { a: 'b' } },
+        spec: { containers: [{ name: 'c', image: 'i', securityContext: containerSc }] },
+      },
+    },
+  });
+  it('rejects wrong types and unknown fields (a misspelt security setting must not pass silently)', async () => {
+    await expect(validateObject(deployment({ readOnlyRootFilesystem: true }))).resolves.toBeUndefined();
+    await expect(validateObject(deployment({ readOnlyRootFs: true }))).rejects.toThrow(
+      'unknown fields .spec.template.spec.containers[0].securityContext.readOnlyRootFs',
+    );
+    await expect(validateObject(deployment({ runAsUser: 'root' }))).rejects.toThrow(/must be integer/);
+  });
+});
+
 describe('RunnerPool CRD vs operator schema', () => {
   it('has the same modes, required fields, defaults and bounds', () => {
     expect(specSchema.properties.mode.enum).toEqual([...SANDBOX_MODES]);

@@ -9,6 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
 import { Ajv } from 'ajv';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 
@@ -94,8 +95,46 @@ function validateRunnerPool(obj: K8sObject): void {
     throw new Error(`RunnerPool ${obj.metadata.name}: minReplicas must not exceed maxReplicas`);
 }
 
+type AttributeMap = { name: string; baseName: string; type: string }[];
+const models = k8s as unknown as Record<string, { getAttributeTypeMap?: () => AttributeMap } | undefined>;
+
+/**
+ * Fields the Kubernetes API does not know, found by walking the object along @kubernetes/client-node's
+ * generated type maps. The OpenAPI schemas allow unknown fields (the API server prunes or, with
+ * strict field validation, rejects them), so a typo like `readOnlyRootFs` would pass kubernetes-models.
+ */
+export function unknownFields(value: unknown, type: string, path = ''): string[] {
+  if (value === null || value === undefined) return [];
+  const array = type.match(/^Array<(.+)>$/);
+  if (array)
+    return Array.isArray(value)
+      ? value.flatMap((v, i) => unknownFields(v, array[1]!, `${path}[${i}]`))
+      : [`${path}: not a list`];
+  const map = type.match(/^\{ \[key: string\]: (.+); \}$/);
+  if (map)
+    return typeof value === 'object'
+      ? Object.entries(value as object).flatMap(([k, v]) => unknownFields(v, map[1]!, `${path}.${k}`))
+      : [`${path}: not a map`];
+  const attrs = models[type]?.getAttributeTypeMap?.();
+  if (!attrs) return []; // a primitive, IntOrString, any
+  if (typeof value !== 'object' || Array.isArray(value)) return [`${path}: not an object`];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(value as object)) {
+    const a = attrs.find((x) => x.baseName === k);
+    if (!a) out.push(`${path}.${k}`);
+    else out.push(...unknownFields(v, a.type, `${path}.${k}`));
+  }
+  return out;
+}
+
 /** Throws when the object does not validate against its schema. */
 export async function validateObject(obj: K8sObject): Promise<void> {
+  if (MODEL_PATH[obj.apiVersion]) {
+    const unknown = unknownFields(obj, `V1${obj.kind}`);
+    if (!models[`V1${obj.kind}`]) throw new Error(`no client-node model V1${obj.kind}`);
+    if (unknown.length)
+      throw new Error(`${obj.kind}/${obj.metadata.name}: unknown fields ${unknown.join(', ')}`);
+  }
   if (obj.apiVersion === 'islet.dev/v1alpha1' && obj.kind === 'RunnerPool') return validateRunnerPool(obj);
   let mod: Record<string, new (d: unknown) => { validate(): void }>;
   if (obj.apiVersion === 'monitoring.coreos.com/v1') {
