@@ -267,3 +267,31 @@ describe('timeout accounting per tenant', () => {
     expect(elapsed.body.text).toContain('code run failed (timeout)');
   });
 });
+
+describe('hold in place counts against a run_code-style budget', () => {
+  it('an unanswered held call ends the run as a timeout, and its decision is no longer listed', async () => {
+    await a('PUT', '/v1/admin/tenants/slowpoke/run-policy', { style: 'run_code' });
+    const conn = await slowpoke('POST', '/v1/connections', {
+      name: 'Asker',
+      kind: 'http',
+      url: app.url,
+      tools: [{ name: 'send_email', policy: 'ask' }],
+    });
+    expect(conn.status).toBe(201);
+    const res = await slowpoke(
+      'POST',
+      '/v1/runs',
+      {
+        ...run('await apps.asker.send_email({ to: "x" }); return "sent"', { timeoutMs: 1500 }),
+        connections: [conn.body.id],
+      },
+      { prefer: 'wait=20' },
+    );
+    expect(res.body.status).toBe('Failed');
+    expect(res.body.result).toMatchObject({ reason: 'Timeout', kind: 'timeout' });
+    expect(res.body.text).toContain('code run failed (timeout): execution deadline reached (1500ms)');
+    const listed = (await slowpoke('GET', '/v1/decisions')).body.items.map((d: Loose) => d.code.run);
+    expect(listed).not.toContain(res.body.id);
+    expect(deliveriesOf(`${res.body.id}:0`)).toHaveLength(0);
+  });
+});
