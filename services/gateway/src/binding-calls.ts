@@ -123,6 +123,20 @@ export function createBindingCalls(deps: GatewayDeps) {
     }
   }
 
+  // What a call needs from its run (tenant, mode, program, bindings, approval) never changes after
+  // submit, so it is cached briefly: a program's many calls cost one record read, not one each.
+  const runCache = new Map<string, { run: StoredRun; at: number }>();
+  async function immutableRun(runId: string): Promise<StoredRun | null> {
+    const hit = runCache.get(runId);
+    if (hit && Date.now() - hit.at < 30_000) return hit.run;
+    const run = await runs.get(runId);
+    if (run) {
+      if (runCache.size >= 1000) runCache.delete(runCache.keys().next().value as string);
+      runCache.set(runId, { run, at: Date.now() });
+    }
+    return run;
+  }
+
   /** Null when the run does not exist. */
   async function serve(
     runId: string,
@@ -131,7 +145,7 @@ export function createBindingCalls(deps: GatewayDeps) {
     signal: AbortSignal,
   ): Promise<ServedCall | null> {
     const started = process.hrtime.bigint();
-    const run = await runs.get(runId);
+    const run = await immutableRun(runId);
     if (!run) return null;
     const spec = run.request.bindings.find((b) => b.binding === call.binding);
     const source: CallSource | undefined = spec && {
