@@ -9,6 +9,8 @@ export function healthRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.get('/healthz', async () => ({ status: 'ok' }));
     app.get('/readyz', async (_request, reply) => {
       try {
+        // Commands queue while Redis is away; answer not-ready at once instead of hanging the probe.
+        if (deps.redis.status !== 'ready') throw new Error(`redis ${deps.redis.status}`);
         await deps.redis.ping();
         return { status: 'ready' };
       } catch {
