@@ -3,7 +3,7 @@
 // Debian's Prometheus with the chart's rule file loaded. A small workload goes through the
 // gateway's HTTP API; Prometheus's HTTP API must then show the series moving.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Cluster, startCluster } from '@islet/devstack';
@@ -210,5 +210,44 @@ describe('Prometheus scraping the local cluster', () => {
     ).toBeGreaterThanOrEqual(1);
     // The recording rules evaluate on real data.
     await until('recording rule', async () => (await query('islet:queue_wait_slow:ratio_rate5m')).length > 0);
+  });
+
+  it('evaluates every dashboard query without error, and the main panels show data', async () => {
+    const dashboard = JSON.parse(
+      readFileSync(join(ROOT, 'charts/islet/files/dashboards/islet.json'), 'utf8'),
+    ) as {
+      panels: { title: string; type: string; targets?: { expr: string }[] }[];
+    };
+    const withData: string[] = [];
+    for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
+      for (const t of panel.targets ?? []) {
+        const expr = t.expr.replaceAll('$__rate_interval', '1m').replaceAll('$mode', '.*');
+        const result = await query(expr); // throws on a query error
+        if (result.length > 0) withData.push(panel.title);
+      }
+    }
+    for (const title of [
+      'Runs / s',
+      'Throughput by status',
+      'Queue wait p99',
+      'Run duration percentiles',
+      'HTTP requests by code',
+      'Queue wait percentiles',
+      'Runner saturation (busy slots / all slots)',
+      'Desired replicas and scale events',
+      'Operator reconciles by result',
+    ])
+      expect(withData, title).toContain(title);
+  });
+
+  it('evaluates every alert and recording rule without error', async () => {
+    const rules = await until('rules evaluated', async () => {
+      const body = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as {
+        data: { groups: { rules: { name: string; health: string; lastError?: string }[] }[] };
+      };
+      const all = body.data.groups.flatMap((g) => g.rules);
+      return all.every((r) => r.health !== 'unknown') ? all : undefined;
+    });
+    for (const r of rules) expect(r.health, `${r.name}: ${r.lastError ?? ''}`).toBe('ok');
   });
 });
