@@ -148,7 +148,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
         timeoutMs,
         excludeBindingWaits: opts.limits?.timeBudget === 'excluding-binding-waits',
         memoryMb: positiveInt(opts.limits?.memoryMb, DEFAULT_MEMORY_MB),
-        outputBytes: positiveInt(opts.limits?.outputBytes, DEFAULT_OUTPUT_BYTES),
+        outputBytes: Math.min(
+          positiveInt(opts.limits?.outputBytes, DEFAULT_OUTPUT_BYTES),
+          DEFAULT_OUTPUT_BYTES,
+        ),
+        outputCap: opts.limits?.outputCap === 'separate' ? 'separate' : 'shared',
         maxConcurrentCalls: positiveInt(opts.limits?.maxConcurrentCalls, DEFAULT_MAX_CONCURRENT_CALLS),
         watchdogGraceMs,
         signal: opts.signal,

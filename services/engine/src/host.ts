@@ -56,6 +56,9 @@ class HostRun {
   private readonly tasks = new Set<Promise<unknown>>();
   private nextCallId = 0;
   private outputUsed = 0;
+  private logsFull = false;
+  private logsTruncated = false;
+  private truncationReported = false;
   private logBatch: [FromHost & { t: 'logs' }][0]['lines'] = [];
   private logBatchBytes = 0;
   private flushScheduled = false;
@@ -161,11 +164,18 @@ class HostRun {
       if (typeof level !== 'string' || typeof text !== 'string') return;
       if (!['log', 'info', 'warn', 'error', 'debug'].includes(level)) return;
       const bytes = Buffer.byteLength(text, 'utf8');
+      if (this.logsFull) return;
       const room = this.msg.outputBytes - this.outputUsed;
       if (bytes > room) {
         const fitting = cutToBytes(text, room);
         if (fitting !== '') this.pushLog(level, fitting);
         this.outputUsed = this.msg.outputBytes;
+        if (this.msg.outputCap === 'separate') {
+          // Code Mode: the log keeps the most it may; the program goes on.
+          this.logsFull = true;
+          this.logsTruncated = true;
+          return;
+        }
         this.finish({
           status: 'failed',
           kind: 'output-limit',
@@ -194,11 +204,13 @@ class HostRun {
   }
 
   private flushLogs(): void {
-    if (this.logBatch.length === 0) return;
+    const truncated = this.logsTruncated && !this.truncationReported;
+    if (this.logBatch.length === 0 && !truncated) return;
     const lines = this.logBatch;
     this.logBatch = [];
     this.logBatchBytes = 0;
-    send({ t: 'logs', lines });
+    if (truncated) this.truncationReported = true;
+    send({ t: 'logs', lines, ...(truncated ? { truncated: true } : {}) });
   }
 
   private onCall(id: unknown, binding: unknown, argsJson: unknown): void {
@@ -272,7 +284,8 @@ class HostRun {
           return;
         }
         const bytes = Buffer.byteLength(a, 'utf8');
-        if (this.outputUsed + bytes > this.msg.outputBytes) {
+        const used = this.msg.outputCap === 'separate' ? 0 : this.outputUsed;
+        if (used + bytes > this.msg.outputBytes) {
           this.finish({
             status: 'failed',
             kind: 'output-limit',

@@ -180,6 +180,49 @@ describe('the output cap', () => {
   });
 });
 
+describe("the output cap, Code Mode's way (outputCap: 'separate')", () => {
+  it('keeps the most log text it may and lets the program go on', async () => {
+    const out = await engine.execute(
+      'for (let i = 0; i < 50; i++) console.log("line " + i); return "finished"',
+      { limits: { outputBytes: 40, outputCap: 'separate' } },
+    );
+    expect(out.status).toBe('completed');
+    expect(out.valueJson).toBe('"finished"');
+    expect(out.outputTruncated).toBe(true);
+    expect(out.logs.map((l) => l.text)).toEqual([
+      'line 0',
+      'line 1',
+      'line 2',
+      'line 3',
+      'line 4',
+      'line 5',
+      'line',
+    ]);
+  });
+
+  it('a returned value larger than outputBytes fails with output-limit; logs do not count against it', async () => {
+    const fits = await engine.execute('console.log("x".repeat(30)); return "y".repeat(30)', {
+      limits: { outputBytes: 40, outputCap: 'separate' },
+    });
+    expect(fits.status).toBe('completed');
+    expect(fits.outputTruncated).toBe(false);
+    const over = await engine.execute('return "y".repeat(60)', {
+      limits: { outputBytes: 40, outputCap: 'separate' },
+    });
+    expect(over.failure).toEqual({ kind: 'output-limit', message: 'output exceeded the cap of 40 bytes' });
+  });
+
+  it('caps outputBytes at 64 MiB', async () => {
+    const out = await engine.execute('for (;;) console.log("x".repeat(1 << 20))', {
+      limits: { outputBytes: 10 * 67_108_864, timeoutMs: 30_000 },
+    });
+    expect(out.failure).toEqual({
+      kind: 'output-limit',
+      message: 'output exceeded the cap of 67108864 bytes',
+    });
+  });
+});
+
 describe('abort', () => {
   it('an AbortSignal ends the run as abort and keeps the output', async () => {
     const ac = new AbortController();

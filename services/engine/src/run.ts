@@ -27,6 +27,7 @@ export interface RunParams {
   excludeBindingWaits: boolean;
   memoryMb: number;
   outputBytes: number;
+  outputCap: 'shared' | 'separate';
   maxConcurrentCalls: number;
   watchdogGraceMs: number;
   signal: AbortSignal | undefined;
@@ -127,6 +128,7 @@ export class Run {
       config: this.p.config,
       memoryMb: this.p.memoryMb,
       outputBytes: this.p.outputBytes,
+      outputCap: this.p.outputCap,
     });
     if (!sent)
       this.finishNow({ kind: 'protocol', message: 'the program is too large for the sandbox channel' });
@@ -161,6 +163,7 @@ export class Run {
     switch (m.t) {
       case 'logs':
         this.onLogs(m.lines);
+        if (m.truncated) this.truncated = true;
         return;
       case 'call':
         this.onCallMessage(m);
@@ -184,7 +187,10 @@ export class Run {
         if (fitting !== '') this.logs.push({ level, text: fitting });
         this.logBytes = this.p.outputBytes;
         this.truncated = true;
-        this.endNow({ kind: 'output-limit', message: outputLimitMessage(this.p.outputBytes) });
+        // Code Mode keeps the most log text it may and goes on; run_code fails the run.
+        if (this.p.outputCap === 'shared') {
+          this.endNow({ kind: 'output-limit', message: outputLimitMessage(this.p.outputBytes) });
+        }
         return;
       }
       this.logBytes += bytes;

@@ -56,8 +56,19 @@ export interface RunLimits {
   timeBudget?: TimeBudget;
   /** Isolate heap ceiling in MiB. Default 512. */
   memoryMb?: number;
-  /** Cap shared by the log lines and the returned value, in bytes. Default 67108864 (64 MiB). */
+  /**
+   * Output cap in bytes (UTF-8 of the log lines' text, JSON text of the value). Default and most
+   * 67108864 (64 MiB); a larger value is capped.
+   */
   outputBytes?: number;
+  /**
+   * How the cap applies. `shared` (run_code, default): log lines and the returned value share it, and
+   * passing it fails the run with `output-limit`, keeping the fitting part. `separate` (Code Mode
+   * `outputBytes`: "the largest return value, and the most log text that it keeps"): the log keeps
+   * the fitting part and the program goes on (`outputTruncated: true`); only a returned value over
+   * the cap fails the run with `output-limit`.
+   */
+  outputCap?: 'shared' | 'separate';
   /**
    * Most binding calls in progress (handed to `onCall`, not settled) at once; further calls wait in a
    * queue, in order. Queued calls are dropped, never started, when the program ends. Default 64.

@@ -13,7 +13,14 @@ export interface RunConfig {
 
 /** Engine → host. */
 export type ToHost =
-  | { t: 'run'; code: string; config: RunConfig; memoryMb: number; outputBytes: number }
+  | {
+      t: 'run';
+      code: string;
+      config: RunConfig;
+      memoryMb: number;
+      outputBytes: number;
+      outputCap: 'shared' | 'separate';
+    }
   | { t: 'result'; id: number; valueJson: string }
   | { t: 'error'; id: number; name: string; message: string; detailsJson: string }
   /** End the current run now (deadline, abort, stop). The host answers with `done`. */
@@ -52,6 +59,7 @@ export function checkFromHost(m: unknown): { ok: true; message: FromHost } | { o
       return { ok: true, message: o as FromHost };
     case 'logs': {
       if (!Array.isArray(o.lines)) break;
+      if (o.truncated !== undefined && o.truncated !== true) break;
       for (const line of o.lines) {
         if (
           !Array.isArray(line) ||
