@@ -61,14 +61,15 @@ export class RuncBundle {
     config.mounts.push(
       bind('/usr', '/usr', true),
       bind('/etc', '/etc', true),
-      ...opts.readOnlyBinds.map((b) => bind(b, b, true)),
-      bind(opts.workspace, '/workspace', false),
+      // The tmpfs goes before the binds: a checkout under /tmp (CI clones there) must not be hidden by it.
       {
         destination: '/tmp',
         type: 'tmpfs',
         source: 'tmpfs',
         options: ['nosuid', 'nodev', 'noexec', 'mode=1777', 'size=67108864'],
       },
+      ...opts.readOnlyBinds.map((b) => bind(b, b, true)),
+      bind(opts.workspace, '/workspace', false),
     );
     // The chart's own profile, unchanged: Kubernetes Localhost profiles and OCI linux.seccomp share the format.
     config.linux.seccomp = JSON.parse(readFileSync(opts.seccompProfile, 'utf8'));
