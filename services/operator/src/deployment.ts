@@ -4,7 +4,13 @@
  * both agree), and what Pod Security `restricted` demands.
  */
 import { createHash } from 'node:crypto';
-import type { V1Container, V1Deployment, V1PodSpec, V1Toleration } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1Deployment,
+  V1PodSpec,
+  V1PodTemplateSpec,
+  V1Toleration,
+} from '@kubernetes/client-node';
 import {
   API_VERSION,
   deploymentNameFor,
@@ -109,8 +115,8 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
   };
 }
 
-function templateHash(podSpec: V1PodSpec, labels: Record<string, string>): string {
-  return createHash('sha256').update(JSON.stringify({ podSpec, labels })).digest('hex').slice(0, 16);
+function templateHash(template: V1PodTemplateSpec): string {
+  return createHash('sha256').update(JSON.stringify(template)).digest('hex').slice(0, 16);
 }
 
 const NOT_INHERITED_LABELS = new Set(['helm.sh/chart', MANAGED_BY_LABEL]);
@@ -138,7 +144,21 @@ export function buildDeployment(
     Object.entries(pool.metadata.labels ?? {}).filter(([k]) => !NOT_INHERITED_LABELS.has(k)),
   );
   const labels = { ...inherited, ...poolLabels(name, spec.mode) };
-  const podSpec = buildPodSpec(spec, defaults);
+  const template: V1PodTemplateSpec = {
+    metadata: {
+      labels,
+      annotations: {
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': String(defaults.metricsPort),
+        // `checksum/*` annotations of the pool (the chart's config checksum) roll the pods
+        // when the runner configuration changes, as they do for helm-managed Deployments.
+        ...Object.fromEntries(
+          Object.entries(pool.metadata.annotations ?? {}).filter(([k]) => k.startsWith('checksum/')),
+        ),
+      },
+    },
+    spec: buildPodSpec(spec, defaults),
+  };
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -146,7 +166,7 @@ export function buildDeployment(
       name: deploymentNameFor(name),
       namespace: pool.metadata.namespace,
       labels,
-      annotations: { [TEMPLATE_HASH_ANNOTATION]: templateHash(podSpec, labels) },
+      annotations: { [TEMPLATE_HASH_ANNOTATION]: templateHash(template) },
       ownerReferences: [
         {
           apiVersion: API_VERSION,
@@ -163,13 +183,7 @@ export function buildDeployment(
       selector: { matchLabels: { [POOL_LABEL]: name } },
       // Never more than one extra pod during a rollout; never fewer: runs in flight keep their pod.
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
-      template: {
-        metadata: {
-          labels,
-          annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(defaults.metricsPort) },
-        },
-        spec: podSpec,
-      },
+      template,
     },
   };
 }

@@ -157,6 +157,18 @@ describe('reconcile', () => {
     expect(again.actions).toEqual([]);
   });
 
+  it('rolls the Deployment when the pool’s config checksum changes', () => {
+    const out = reconcile({
+      ...base,
+      pool: pool({ metadata: { ...pool().metadata, annotations: { 'checksum/config': 'abc', other: 'x' } } }),
+      deployment: existing(2),
+      depth: depth(4),
+    });
+    const [rep] = ofType(out.actions, 'replace-deployment');
+    expect(rep!.deployment.spec?.template.metadata?.annotations?.['checksum/config']).toBe('abc');
+    expect(rep!.deployment.spec?.template.metadata?.annotations?.other).toBeUndefined();
+  });
+
   it('rolls the Deployment when the pod template changes (new image)', () => {
     const out = reconcile({
       ...base,
