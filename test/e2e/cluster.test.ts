@@ -347,6 +347,7 @@ describe('connections', () => {
       tools: [{ name: 'send', policy: 'ask' }],
     });
     const before = app.deliveries.length;
+    const t0 = Date.now();
     const res = await a(
       'POST',
       '/v1/runs',
@@ -355,7 +356,12 @@ describe('connections', () => {
         connections: [conn.id],
         callId: 'call-9',
       }),
+      { prefer: 'wait=25' },
     );
+    // Prefer: wait answers as soon as the run waits for a decision, not after the full 25 s.
+    expect(res.status).toBe(202);
+    expect(res.body.status).toBe('Waiting');
+    expect(Date.now() - t0).toBeLessThan(15_000);
     const events = await readSse(
       `${cluster.gatewayUrls[1]}/v1/code-runs/${res.body.id}/events`,
       cluster.devKey,

@@ -174,12 +174,22 @@ export function createRunsService(deps: GatewayDeps) {
     );
   }
 
-  /** Waits until the run ends or `ms` pass; returns the latest stored run. */
+  /**
+   * Waits until the run ends, or waits for a decision (nothing will happen without one, so the
+   * caller should hear it now), or `ms` pass; returns the latest stored run.
+   */
   async function waitForEnd(id: string, ms: number, signal?: AbortSignal): Promise<StoredRun | null> {
     const deadline = Date.now() + ms;
     for (;;) {
       const status = await redis.hget(keys.run(id), 'status');
-      if (!status || isFinalStatus(status) || Date.now() >= deadline || signal?.aborted) return runs.get(id);
+      if (
+        !status ||
+        isFinalStatus(status) ||
+        status === 'Waiting' ||
+        Date.now() >= deadline ||
+        signal?.aborted
+      )
+        return runs.get(id);
       await hub.nextChange(id, Math.min(1000, deadline - Date.now()), signal);
     }
   }
