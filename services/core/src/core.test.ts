@@ -1,6 +1,7 @@
 import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
+import { createLogger } from './logger.ts';
 import { createRedis } from './redis.ts';
 import { createRunStore } from './run-store.ts';
 import { createSealer, generateSealKey, parseSealKeys, sealerFromConfig } from './sealer.ts';
@@ -19,6 +20,25 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ISLET_RUNNER_MODES: 'nope' })).toThrow(
       /ISLET_SEAL_KEYS[\s\S]*ISLET_INTERNAL_TOKEN/,
     );
+  });
+});
+
+describe('logger', () => {
+  it('redacts credentials and key material', () => {
+    const lines: string[] = [];
+    const log = createLogger({ name: 't', destination: { write: (s: string) => lines.push(s) } });
+    log.info(
+      {
+        req: { headers: { authorization: 'Bearer isk_secret' } },
+        apiKey: 'isk_x',
+        config: { ISLET_SEAL_KEYS: 'k1:AAAA', ISLET_INTERNAL_TOKEN: 'tok' },
+      },
+      'hello',
+    );
+    const out = lines.join('');
+    expect(out).toContain('hello');
+    for (const secret of ['isk_secret', 'isk_x', 'k1:AAAA', '"tok"']) expect(out).not.toContain(secret);
+    expect(out).toContain('[redacted]');
   });
 });
 

@@ -1,4 +1,4 @@
-import { type Logger, pino } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 /** Paths never written to logs: credentials and key material, wherever they appear. */
 export const REDACT_PATHS = [
@@ -22,13 +22,20 @@ export const REDACT_PATHS = [
   '*.internalToken',
 ];
 
-export function createLogger(options: { name: string; level?: string }): Logger {
-  return pino({
-    name: options.name,
-    level: options.level ?? 'info',
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    base: { pid: process.pid, component: options.name },
-  });
+export function createLogger(options: {
+  name: string;
+  level?: string;
+  destination?: DestinationStream;
+}): Logger {
+  return pino(
+    {
+      name: options.name,
+      level: options.level ?? 'info',
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      base: { pid: process.pid, component: options.name },
+    },
+    options.destination,
+  );
 }
 
 export type { Logger };
