@@ -275,6 +275,21 @@ describe('values cross as lossless JSON text', () => {
     },
   );
 
+  it('failure.detail says where the value failed, outside the message', async () => {
+    const args = await run('await t({ a: [1, NaN] })', { bindings: ['t'], onCall: echo });
+    expect(args.failure).toEqual({
+      kind: 'exception',
+      message: 'binding arguments must be lossless JSON',
+      detail: '$.a[1] is NaN',
+    });
+    const done = await run('return { when: new Date(0) }');
+    expect(done.failure).toEqual({
+      kind: 'invalid-output',
+      message: 'program completion must be lossless JSON',
+      detail: '$.when is not a plain object',
+    });
+  });
+
   it('a sparse array is `cannot encode a sparse JSON array`', async () => {
     const { out } = await argsCase('[1, , 3]');
     expect(out.failure).toMatchObject({ kind: 'exception', message: 'cannot encode a sparse JSON array' });

@@ -84,33 +84,38 @@ class HostRun {
 
   async start(): Promise<void> {
     try {
-      const context = await this.isolate.createContext();
+      // Setting up is synchronous: the isolate is idle and ours alone, and each async step would
+      // cost a thread hop. Only the program itself runs asynchronously.
+      const context = this.isolate.createContextSync();
       this.context = context;
       const jail = context.global;
-      await jail.set(
+      jail.setSync(
         '__islet_log',
         new ivm.Callback((l: unknown, t: unknown) => this.onLog(l, t), { sync: true }),
       );
-      await jail.set(
+      jail.setSync(
         '__islet_call',
         new ivm.Callback((i: unknown, b: unknown, a: unknown) => this.onCall(i, b, a), { sync: true }),
       );
-      await jail.set(
+      jail.setSync(
         '__islet_done',
         new ivm.Callback((k: unknown, a: unknown, b: unknown) => this.onDone(k, a, b), { sync: true }),
       );
-      await jail.set('__islet_fail', new ivm.Callback((m: unknown) => this.onFail(m), { sync: true }));
+      jail.setSync(
+        '__islet_fail',
+        new ivm.Callback((m: unknown, d: unknown) => this.onFail(m, d), { sync: true }),
+      );
       // ScriptInfo's type omits the cache options that compileScript accepts and reports.
-      const harness = (await this.isolate.compileScript(HARNESS_SOURCE, {
+      const harness = this.isolate.compileScriptSync(HARNESS_SOURCE, {
         filename: 'islet:harness',
         ...(harnessCache ? { cachedData: harnessCache } : { produceCachedData: true }),
-      } as ivm.ScriptInfo)) as ivm.Script & ivm.CachedDataResult;
+      } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult;
       if (!harnessCache && harness.cachedData) harnessCache = harness.cachedData;
-      await harness.run(context);
-      const startRef = (await jail.get('__islet_start', { reference: true })) as ivm.Reference;
-      this.deliver = (await jail.get('__islet_deliver', { reference: true })) as ivm.Reference;
-      await jail.delete('__islet_start');
-      await jail.delete('__islet_deliver');
+      harness.runSync(context);
+      const startRef = jail.getSync('__islet_start', { reference: true }) as ivm.Reference;
+      this.deliver = jail.getSync('__islet_deliver', { reference: true }) as ivm.Reference;
+      jail.deleteSync('__islet_start');
+      jail.deleteSync('__islet_deliver');
       await this.track(startRef.apply(undefined, [this.msg.code, JSON.stringify(this.msg.config)]));
     } catch (e) {
       this.afterIsolateError(e);
