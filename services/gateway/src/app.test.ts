@@ -320,6 +320,12 @@ describe('connections and code-api', () => {
     expect(body.declarations).toContain('function list_events(args: {');
     expect(body.declarations).toContain('day: string;');
     expect(body.declarations).toContain('Promise<{');
+    // The declarations are valid TypeScript (parsed by the compiler itself).
+    const ts = (await import('typescript')).default;
+    const all = (await app.inject({ method: 'GET', url: '/v1/code-api', headers: auth(key) })).json()
+      .declarations as string;
+    const file = ts.createSourceFile('apps.d.ts', all, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+    expect((file as unknown as { parseDiagnostics: unknown[] }).parseDiagnostics).toEqual([]);
     const byConn = await app.inject({
       method: 'GET',
       url: `/v1/code-api?connection=${c.id}`,
