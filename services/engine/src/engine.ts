@@ -17,6 +17,7 @@ import { Run } from './run.ts';
 import type { Engine, EngineOptions, ExecuteOptions, RunFailure, RunOutcome } from './types.ts';
 
 const DEFAULT_MAX_RUNS_PER_PROCESS = 100;
+const MIN_MEMORY_MB = 8;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
 
@@ -147,7 +148,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
         onCall: opts.onCall,
         timeoutMs,
         excludeBindingWaits: opts.limits?.timeBudget === 'excluding-binding-waits',
-        memoryMb: positiveInt(opts.limits?.memoryMb, DEFAULT_MEMORY_MB),
+        // isolated-vm's smallest heap is 8 MiB.
+        memoryMb: Math.max(MIN_MEMORY_MB, positiveInt(opts.limits?.memoryMb, DEFAULT_MEMORY_MB)),
         outputBytes: Math.min(
           positiveInt(opts.limits?.outputBytes, DEFAULT_OUTPUT_BYTES),
           DEFAULT_OUTPUT_BYTES,

@@ -385,9 +385,19 @@ const reader = new FrameReader((event) => {
         process.stderr.write('islet host: run while another run is active\n');
         process.exit(65);
       }
-      current = new HostRun(m, () => {
-        current = undefined;
-      });
+      try {
+        current = new HostRun(m, () => {
+          current = undefined;
+        });
+      } catch (e) {
+        send({
+          t: 'done',
+          status: 'failed',
+          kind: 'sandbox-unavailable',
+          message: `the sandbox could not create an isolate: ${e instanceof Error ? e.message : String(e)}`,
+        });
+        break;
+      }
       void current.start();
       break;
     case 'result':
