@@ -278,7 +278,7 @@ describe('hold in place counts against a run_code-style budget', () => {
       tools: [{ name: 'send_email', policy: 'ask' }],
     });
     expect(conn.status).toBe(201);
-    const res = await slowpoke(
+    const submitted = await slowpoke(
       'POST',
       '/v1/runs',
       {
@@ -287,11 +287,32 @@ describe('hold in place counts against a run_code-style budget', () => {
       },
       { prefer: 'wait=20' },
     );
+    // Prefer: wait answers as soon as the run waits for a decision; the budget keeps running.
+    const res = {
+      body: await until(async () => {
+        const r = await slowpoke('GET', `/v1/code-runs/${submitted.body.id}`);
+        return ['Completed', 'Failed', 'Cancelled'].includes(r.body.status) && r.body;
+      }),
+    };
     expect(res.body.status).toBe('Failed');
     expect(res.body.result).toMatchObject({ reason: 'Timeout', kind: 'timeout' });
     expect(res.body.text).toContain('code run failed (timeout): execution deadline reached (1500ms)');
     const listed = (await slowpoke('GET', '/v1/decisions')).body.items.map((d: Loose) => d.code.run);
     expect(listed).not.toContain(res.body.id);
     expect(deliveriesOf(`${res.body.id}:0`)).toHaveLength(0);
+  });
+});
+
+describe('documented', () => {
+  it('the OpenAPI document lists the decision and run-policy routes', async () => {
+    const doc = (await a('GET', '/openapi.json')).body;
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/decisions',
+        '/v1/code-runs/{id}/decisions',
+        '/v1/admin/tenants/{id}/run-policy',
+      ]),
+    );
+    expect(doc.components.schemas.DecisionAnswer.required).toEqual(['index', 'allow']);
   });
 });

@@ -1,8 +1,10 @@
 /** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
 import { codeModeSettingsSchema } from '@islet/core';
+import { runPolicySchema } from '@islet/journal';
 import { codeRunRecordSchema, PROBLEM_BASE } from '@islet/protocol';
 import { z } from 'zod';
 import { connectionInputSchema } from './connections.ts';
+import { decisionAnswerSchema } from './routes/decisions.ts';
 import { runPlacementSchema } from './run-request.ts';
 
 const runRequest = z.object({
@@ -47,6 +49,8 @@ export function openApiDocument() {
         RunRequest: js(runRequest),
         CodeRun: js(codeRunRecordSchema),
         Connection: js(connectionInputSchema),
+        DecisionAnswer: js(decisionAnswerSchema),
+        RunPolicy: js(runPolicySchema),
         SettingsPatch: js(
           z.object({ expectedVersion: z.number().int(), codeMode: codeModeSettingsSchema.partial() }),
         ),
@@ -101,6 +105,18 @@ export function openApiDocument() {
         post: op('Create a tenant (platform.admin)'),
       },
       '/v1/admin/tenants/{id}/keys': { post: op('Create an API key (platform.admin)') },
+      '/v1/decisions': {
+        get: op("The tenant's pending decisions in the Code Mode request shape (decisions scope)"),
+      },
+      '/v1/code-runs/{id}/decisions': {
+        post: op('Answer a decision once (decisions scope); index -1 = the wider-access request', {
+          requestBody: json('DecisionAnswer'),
+        }),
+      },
+      '/v1/admin/tenants/{id}/run-policy': {
+        get: op("A tenant's run policy: approval hold|stop and time budget (platform.admin)"),
+        put: op("Set a tenant's run policy (platform.admin)", { requestBody: json('RunPolicy') }),
+      },
       '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'ok' } } } },
       '/readyz': {
         get: { summary: 'Readiness (Redis reachable)', responses: { 200: { description: 'ready' } } },
