@@ -218,15 +218,18 @@ describe('Prometheus scraping the local cluster', () => {
     ) as {
       panels: { title: string; type: string; targets?: { expr: string }[] }[];
     };
-    const withData: string[] = [];
-    for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
-      for (const t of panel.targets ?? []) {
-        const expr = t.expr.replaceAll('$__rate_interval', '1m').replaceAll('$mode', '.*');
-        const result = await query(expr); // throws on a query error
-        if (result.length > 0) withData.push(panel.title);
+    const evaluate = async () => {
+      const withData = new Set<string>();
+      for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
+        for (const t of panel.targets ?? []) {
+          const expr = t.expr.replaceAll('$__rate_interval', '1m').replaceAll('$mode', '.*');
+          const result = await query(expr); // throws on a query error
+          if (result.length > 0) withData.add(panel.title);
+        }
       }
-    }
-    for (const title of [
+      return withData;
+    };
+    const expected = [
       'Runs / s',
       'Throughput by status',
       'Queue wait p99',
@@ -236,8 +239,18 @@ describe('Prometheus scraping the local cluster', () => {
       'Runner saturation (busy slots / all slots)',
       'Desired replicas and scale events',
       'Operator reconciles by result',
-    ])
-      expect(withData, title).toContain(title);
+    ];
+    let withData = new Set<string>();
+    // Rates need two scrapes inside their window: give the newest series a few seconds.
+    await until(
+      'panels with data',
+      async () => {
+        withData = await evaluate();
+        return expected.every((t) => withData.has(t));
+      },
+      15_000,
+    ).catch(() => undefined);
+    expect(expected.filter((t) => !withData.has(t))).toEqual([]);
   });
 
   it('evaluates every alert and recording rule without error', async () => {
