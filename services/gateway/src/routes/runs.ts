@@ -77,6 +77,8 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
         for (const id of page.ids) {
           const run = await deps.runs.get(id);
           if (run && run.tenant === caller.tenantId) items.push(await runsService.record(run));
+          // A record past its retention is gone: drop it from the session's index too.
+          else if (!run) await deps.redis.zrem(keys.sessionRuns(caller.tenantId, sessionId), id);
         }
         return { items, nextCursor: page.next === null ? null : String(page.next) };
       },
