@@ -1,4 +1,6 @@
 export { createEngine } from './engine.ts';
+/** Absolute path of the sandbox host script (for the kernel sandbox's read rules). */
+export { HOST_SCRIPT } from './host-process.ts';
 export {
   DEFAULT_MEMORY_MB,
   DEFAULT_OUTPUT_BYTES,
