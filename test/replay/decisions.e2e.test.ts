@@ -155,6 +155,21 @@ describe('stop and decide', () => {
     expect((await a('GET', '/v1/decisions')).body.items.map((d: Loose) => d.code.run)).not.toContain(id);
   });
 
+  it('a replay that makes other calls than the journal fails with ReplayMismatch and sends nothing', async () => {
+    const id = (await a('POST', '/v1/runs', run(MAIL))).body.id as string;
+    await status(id, 'Waiting');
+    // Make the journal disagree with the program (as if the program had called another binding).
+    const key = `islet:journal:{${id}}`;
+    const entry = JSON.parse((await redis.hget(key, '0')) ?? '{}');
+    await redis.hset(key, '0', JSON.stringify({ ...entry, b: 'mail.other_tool' }));
+    await a('POST', `/v1/code-runs/${id}/decisions`, { index: 1, allow: true });
+    const ended = await status(id, 'Failed');
+    expect(ended.result).toMatchObject({ _tag: 'Failed', reason: 'ReplayMismatch' });
+    expect(ended.result.message).toContain('mail.read_note');
+    expect(deliveriesOf(`${id}:0`)).toHaveLength(1);
+    expect(deliveriesOf(`${id}:1`)).toHaveLength(0); // the approved call was never sent
+  });
+
   it('a denial reaches the program as AppCallDenied, and nothing is sent', async () => {
     const code = `try { await apps.mail.send_email({ to: "x@example.com" }); return "sent" } catch (e) { return e.name }`;
     const id = (await a('POST', '/v1/runs', run(code))).body.id as string;
