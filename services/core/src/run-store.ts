@@ -241,9 +241,29 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     },
 
     /** Run ids of a session, oldest first, from `cursor` (exclusive createdAt:id). */
-    async listSession(tenant: string, session: string, cursor: number, limit: number) {
-      const ids = await redis.zrange(keys.sessionRuns(tenant, session), cursor, cursor + limit);
-      return { ids: ids.slice(0, limit), next: ids.length > limit ? cursor + limit : null };
+    /**
+     * Run ids of a session, oldest first. The cursor is `<createdAt>:<id>` of the last item seen, so
+     * pages stay stable while runs are added or pruned.
+     */
+    async listSession(tenant: string, session: string, cursor: string | undefined, limit: number) {
+      const key = keys.sessionRuns(tenant, session);
+      const m = cursor ? /^(\d+):(.+)$/.exec(cursor) : null;
+      const min = m ? m[1]! : '-inf';
+      const rows = await redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 100);
+      const items: Array<{ id: string; score: string }> = [];
+      for (let i = 0; i + 1 < rows.length; i += 2) {
+        const id = rows[i]!;
+        const score = rows[i + 1]!;
+        // Same-score members come in id order: skip up to and including the cursor's id.
+        if (m && score === m[1] && id <= m[2]!) continue;
+        items.push({ id, score });
+      }
+      const page = items.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        ids: page.map((x) => x.id),
+        next: items.length > limit && last ? `${last.score}:${last.id}` : null,
+      };
     },
 
     async inFlightCount(tenant: string): Promise<number> {

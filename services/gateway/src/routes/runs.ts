@@ -62,17 +62,15 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const { sessionId } = z.object({ sessionId: z.string().min(1).max(200) }).parse(request.params);
         const q = z
           .object({
-            cursor: z.string().regex(/^\d+$/).optional(),
+            cursor: z
+              .string()
+              .regex(/^\d+:[\w-]{1,200}$/)
+              .optional(),
             limit: z.coerce.number().int().min(1).max(100).default(20),
           })
           .safeParse(request.query);
         if (!q.success) throw validationProblem(q.error, 'query.');
-        const page = await deps.runs.listSession(
-          caller.tenantId,
-          sessionId,
-          Number(q.data.cursor ?? 0),
-          q.data.limit,
-        );
+        const page = await deps.runs.listSession(caller.tenantId, sessionId, q.data.cursor, q.data.limit);
         const items = [];
         for (const id of page.ids) {
           const run = await deps.runs.get(id);
@@ -80,7 +78,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
           // A record past its retention is gone: drop it from the session's index too.
           else if (!run) await deps.redis.zrem(keys.sessionRuns(caller.tenantId, sessionId), id);
         }
-        return { items, nextCursor: page.next === null ? null : String(page.next) };
+        return { items, nextCursor: page.next };
       },
     );
 
