@@ -110,7 +110,11 @@ describe('stop and decide', () => {
       code: { run: id, index: 1, code: MAIL },
     };
     expect(needed).toMatchObject(expected);
-    await status(id, 'Waiting');
+    const waitingRecord = await status(id, 'Waiting');
+    expect(waitingRecord.calls.map((c: Loose) => [c.index, c.outcome._tag])).toEqual([
+      [0, 'Done'],
+      [1, 'Waiting'],
+    ]);
     const pending = await b('GET', '/v1/decisions');
     expect(pending.status).toBe(200);
     expect(pending.body.items.find((d: Loose) => d.code.run === id)).toMatchObject({

@@ -31,18 +31,28 @@ function safeParse(json: string): unknown {
   }
 }
 
-export function callRecord(e: JournalEntry): CodeRunCall {
+/** `waiting`: the call waits for a decision (its outcome shows `Waiting` until it is answered). */
+export function callRecord(e: JournalEntry, waiting = false): CodeRunCall {
   const call: CodeRunCall = {
     index: e.index,
     binding: e.binding,
     operationId: e.operationId,
-    outcome: e.state === 'done' && e.outcome ? outcomeRecord(e.outcome) : { _tag: 'Pending' },
+    outcome:
+      e.state === 'done' && e.outcome
+        ? outcomeRecord(e.outcome)
+        : waiting
+          ? { _tag: 'Waiting' }
+          : { _tag: 'Pending' },
   };
   if (e.source) call.source = e.source;
   return call;
 }
 
-export function toRecord(run: StoredRun, entries: JournalEntry[]): CodeRunRecord {
+export function toRecord(
+  run: StoredRun,
+  entries: JournalEntry[],
+  waitingIndexes: ReadonlySet<number> = new Set(),
+): CodeRunRecord {
   const record: CodeRunRecord = {
     id: run.id,
     session: run.session,
@@ -51,7 +61,7 @@ export function toRecord(run: StoredRun, entries: JournalEntry[]): CodeRunRecord
     status: run.status,
     code: run.code,
     reason: run.description,
-    calls: entries.map(callRecord),
+    calls: entries.map((e) => callRecord(e, waitingIndexes.has(e.index))),
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,
   };

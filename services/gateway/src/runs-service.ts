@@ -26,7 +26,14 @@ export function createRunsService(deps: GatewayDeps) {
   const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
 
   async function record(run: StoredRun): Promise<CodeRunRecord> {
-    return toRecord(run, await journal.list(run.id));
+    // Calls that wait for a decision show `Waiting` (helper-5).
+    const waiting =
+      run.status === 'Waiting'
+        ? new Set(
+            (await deps.decisions.listRun(run.id)).filter((d) => d.state === 'pending').map((d) => d.index),
+          )
+        : undefined;
+    return toRecord(run, await journal.list(run.id), waiting);
   }
 
   /** The run if it belongs to the caller's tenant; 404 otherwise (existence never leaks). */
