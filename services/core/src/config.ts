@@ -52,6 +52,12 @@ export const configSchema = z.object({
   ISLET_CLIENT_CALL_TIMEOUT_MS: int(300_000, 1),
   /** A decision not answered within this time expires and its paused run ends Cancelled (helper-5). */
   ISLET_DECISION_EXPIRE_MS: int(86_400_000, 1000),
+  /**
+   * Secret key of the HMAC the call journal compares arguments with (arguments stay sealed). The
+   * same on every gateway; set it once at install (changing it makes in-flight replays mismatch).
+   * Unset: a fixed built-in key, which hides arguments only from casual reads of Redis.
+   */
+  ISLET_JOURNAL_ARGS_KEY: z.string().min(16).optional(),
   /** Run records, events and idempotency keys live this long. */
   ISLET_RUN_RETENTION_SECONDS: int(7 * 24 * 3600, 60),
 

@@ -67,7 +67,12 @@ export async function createGatewayDeps(
     tenants: createTenantStore(redis),
     settings: createSettingsStore(redis),
     connections: createConnectionStore(redis),
-    journal: createCallJournal({ redis, sealer, ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    journal: createCallJournal({
+      redis,
+      sealer,
+      ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+      ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
+    }),
     decisions: createDecisionStore({ redis, sealer, expireAfterMs: config.ISLET_DECISION_EXPIRE_MS }),
     queues,
     hub,

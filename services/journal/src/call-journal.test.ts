@@ -152,6 +152,17 @@ describe('call journal on real Redis', () => {
     expect(done.map((d) => d.deliverySeq).sort((x, y) => x - y)).toEqual(indexes.map((i) => i + 1));
   });
 
+  it('compares arguments through a keyed hash: every gateway must share the key', async () => {
+    const run = newRun();
+    const one = createCallJournal({ redis: a, sealer, argsHashKey: 'k'.repeat(32) });
+    const same = createCallJournal({ redis: b, sealer, argsHashKey: 'k'.repeat(32) });
+    const other = createCallJournal({ redis: b, sealer, argsHashKey: 'z'.repeat(32) });
+    await one.claim(run, 1, call(0));
+    await one.complete(run, 0, result('ok'));
+    expect((await same.claim(run, 2, call(0))).kind).toBe('done');
+    expect((await other.claim(run, 2, call(0))).kind).toBe('mismatch');
+  });
+
   it('seals arguments and outcomes at rest', async () => {
     const journal = createCallJournal({ redis: a, sealer, keyPrefix: 'sealcheck:' });
     const run = newRun();
