@@ -16,7 +16,7 @@ import {
   type RunJobData,
 } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
-import { type Job, Queue, Worker } from 'bullmq';
+import { DelayedError, type Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
 
@@ -43,7 +43,7 @@ export function createRunner(deps: RunnerDeps) {
     metrics.runnerSlots.set({ mode, state: 'idle' }, config.ISLET_RUNNER_CONCURRENCY - (busy[mode] ?? 0));
   };
 
-  async function process(mode: SandboxMode, job: Job<RunJobData>) {
+  async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
     const { runId } = job.data;
     const ctl = { cancel: new AbortController(), handBack: new AbortController() };
     active.set(runId, ctl);
@@ -59,6 +59,14 @@ export function createRunner(deps: RunnerDeps) {
       });
       logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
       return result;
+    } catch (err) {
+      // Handing back is not a failure: put the job back (due at once) without spending an
+      // attempt, so rolling restarts never use up a run's retries.
+      if (err instanceof HandBackError && token) {
+        await job.moveToDelayed(Date.now() + 50, token);
+        throw new DelayedError();
+      }
+      throw err;
     } finally {
       active.delete(runId);
       busy[mode] = (busy[mode] ?? 1) - 1;
@@ -99,7 +107,7 @@ export function createRunner(deps: RunnerDeps) {
       for (const mode of config.ISLET_RUNNER_MODES) {
         const connection = createRedis(config.ISLET_REDIS_URL);
         connections.push(connection);
-        const worker = new Worker<RunJobData>(runQueueName(mode), (job) => process(mode, job), {
+        const worker = new Worker<RunJobData>(runQueueName(mode), (job, token) => process(mode, job, token), {
           connection,
           prefix: QUEUE_PREFIX,
           concurrency: config.ISLET_RUNNER_CONCURRENCY,
