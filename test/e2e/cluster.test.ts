@@ -233,9 +233,9 @@ describe('connections', () => {
     const code = `
       const t0 = Date.now();
       const [x, y, z] = await Promise.all([
-        apps.work_calendar.slow({ ms: 400 }),
-        apps.work_calendar.slow({ ms: 400 }),
-        apps.call("work_calendar.slow", { ms: 400 }),
+        apps.work_calendar.slow({ ms: 800 }),
+        apps.work_calendar.slow({ ms: 800 }),
+        apps.call("work_calendar.slow", { ms: 800 }),
       ]);
       const ev = await apps.work_calendar.list_events({ day: "2026-10-23" });
       const errors = [];
@@ -521,7 +521,7 @@ describe('recovery', () => {
     await until(async () => seen.length > 0, 10_000, 20);
     const t0 = Date.now();
     await cluster.killGateway(1, 'SIGTERM');
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(Date.now() - t0).toBeLessThan(8_000);
     await reading; // the stream ended with the gateway
     await cluster.restartGateway(1);
     const cancel = await a('POST', `/v1/code-runs/${id}/cancel`);
