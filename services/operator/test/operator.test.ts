@@ -249,6 +249,24 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     expect(text).toMatch(/islet_operator_watch_restarts_total\{resource="runnerpools",reason="closed"\} \d/);
     expect(text).toMatch(/islet_operator_watch_restarts_total\{resource="runnerpools",reason="expired"\} \d/);
 
+    // A failing API server: the next three requests for the collection (watch resumptions, then
+    // lists) get 500; the watch backs off, retries and recovers.
+    const errorsBefore = api.requests.filter(
+      (r) => r.method === 'GET' && !r.query.watch && r.path.endsWith('/runnerpools'),
+    ).length;
+    api.failNext('GET', /\/runnerpools$/, 500, 3); // the collection, not the reconciles' GETs of one pool
+    api.compact();
+    api.dropWatches();
+    await waitFor('recovered after errors', () => api.openWatches === 2);
+    const lists = api.requests.filter(
+      (r) => r.method === 'GET' && !r.query.watch && r.path.endsWith('/runnerpools'),
+    );
+    expect(lists.length - errorsBefore).toBeGreaterThanOrEqual(1); // the 410 after the errors re-lists
+    const after = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
+    expect(after).toMatch(
+      /islet_operator_watch_restarts_total\{resource="runnerpools",reason="error"\} [3-9]/,
+    );
+
     // Still reacting to events after the restarts: a new image rolls the Deployment.
     api.apply(POOLS, ns, pool('ww', { minReplicas: 2, image: 'islet/runner:v2' }));
     await waitFor(

@@ -191,7 +191,8 @@ export class FakeKubeApi {
   private rv = 100;
   private oldestResumableRv = 100;
   private readonly watches = new Set<WatchStream>();
-  private readonly failures: { method: string; pathIncludes: string; code: number; remaining: number }[] = [];
+  private readonly failures: { method: string; path: string | RegExp; code: number; remaining: number }[] =
+    [];
   private readonly opts: Required<FakeKubeApiOptions>;
   private port = 0;
 
@@ -266,9 +267,9 @@ export class FakeKubeApi {
     }
   }
 
-  /** The next `count` requests whose method matches and path contains `pathIncludes` fail with `code`. */
-  failNext(method: string, pathIncludes: string, code: number, count = 1): void {
-    this.failures.push({ method, pathIncludes, code, remaining: count });
+  /** The next `count` requests whose method matches and whose path contains `path` (or matches it) fail with `code`. */
+  failNext(method: string, path: string | RegExp, code: number, count = 1): void {
+    this.failures.push({ method, path, code, remaining: count });
   }
 
   get openWatches(): number {
@@ -475,7 +476,10 @@ export class FakeKubeApi {
     this.requests.push({ method, path: url.pathname, query, contentType });
 
     const failure = this.failures.find(
-      (f) => f.method === method && url.pathname.includes(f.pathIncludes) && f.remaining > 0,
+      (f) =>
+        f.method === method &&
+        f.remaining > 0 &&
+        (typeof f.path === 'string' ? url.pathname.includes(f.path) : f.path.test(url.pathname)),
     );
     if (failure) {
       failure.remaining--;
