@@ -411,6 +411,37 @@ describe('metrics', () => {
 });
 
 describe('tenant walls', () => {
+  it('the runner channel is not on the public port, and needs the internal token on its own', async () => {
+    const call = { attempt: 1, index: 0, binding: 'x.y', argsJson: '{}' };
+    const headers = {
+      authorization: `Bearer ${cluster.env.ISLET_INTERNAL_TOKEN}`,
+      'content-type': 'application/json',
+    };
+    const pub = await fetch(`${cluster.gatewayUrls[0]}/internal/v1/code-runs/nope/calls`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(call),
+    });
+    expect(pub.status).toBe(404);
+    const internal = cluster.gateways[0]!.internalUrl!;
+    const noToken = await fetch(`${internal}/internal/v1/code-runs/nope/calls`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${cluster.devKey}` },
+      body: JSON.stringify(call),
+    });
+    expect(noToken.status).toBe(401);
+    const ok = await fetch(`${internal}/internal/v1/code-runs/nope/calls`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(call),
+    });
+    expect(ok.status).toBe(404); // authenticated; the run does not exist
+    expect(
+      (await fetch(`${internal}/v1/connections`, { headers: { authorization: `Bearer ${cluster.devKey}` } }))
+        .status,
+    ).toBe(404);
+  });
+
   it('another tenant gets 404 on every route of a run and a connection', async () => {
     const conn = await connection({ name: 'Walled', kind: 'client', tools: [{ name: 't' }] });
     const run = await a('POST', '/v1/runs', base({ code: 'return 5' }), { prefer: 'wait=20' });

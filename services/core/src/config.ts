@@ -22,6 +22,11 @@ export const configSchema = z.object({
   /** HTTP port of the gateway (or of the runner's metrics/health endpoint via ISLET_RUNNER_METRICS_PORT). */
   ISLET_PORT: int(8080),
   ISLET_HOST: z.string().default('0.0.0.0'),
+  /**
+   * When set, the gateway serves the runner channel (/internal/v1/*) only on this port and not on
+   * ISLET_PORT, so the public Service/Ingress never routes to it. 0 = one port for everything.
+   */
+  ISLET_INTERNAL_PORT: int(0),
   ISLET_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   /** `kid:base64,kid2:base64`, each key 32 bytes. Old keys stay listed so old records open. */
   ISLET_SEAL_KEYS: z.string().min(1, 'ISLET_SEAL_KEYS is required (kid:base64-32-bytes,…)'),

@@ -52,6 +52,8 @@ export interface ProcessInfo {
   index: number;
   url: string;
   port: number;
+  /** Gateways: where runners send binding calls (its own port, like in production). */
+  internalUrl?: string;
   pid: number | undefined;
   alive: boolean;
   modes?: SandboxMode[];
@@ -109,21 +111,25 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const gateways: Child[] = [];
   for (let i = 0; i < gatewayCount; i++) {
     const port = i === 0 && options.gatewayPort ? options.gatewayPort : await freePort();
+    // The runner channel on its own port, as in production (no public route reaches it).
+    const internalPort = await freePort();
     gateways.push({
       info: {
         kind: 'gateway',
         index: i,
         url: `http://127.0.0.1:${port}`,
         port,
+        internalUrl: `http://127.0.0.1:${internalPort}`,
         pid: undefined,
         alive: false,
       },
-      env: { ...env, ISLET_PORT: String(port) },
+      env: { ...env, ISLET_PORT: String(port), ISLET_INTERNAL_PORT: String(internalPort) },
       script: GATEWAY_MAIN,
       lines: [],
     });
   }
   const gatewayUrls = gateways.map((g) => g.info.url);
+  const internalUrls = gateways.map((g) => g.info.internalUrl!);
   const specs: RunnerSpec[] =
     options.runners ??
     (options.modes ?? ['read-only', 'workspace-write', 'danger-full-access']).map(
@@ -146,7 +152,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         ...env,
         ISLET_RUNNER_MODES: spec.modes.join(','),
         ISLET_RUNNER_CONCURRENCY: String(spec.concurrency ?? env.ISLET_RUNNER_CONCURRENCY ?? 4),
-        ISLET_GATEWAY_URLS: gatewayUrls.join(','),
+        ISLET_GATEWAY_URLS: internalUrls.join(','),
         ISLET_RUNNER_METRICS_PORT: String(port),
       },
       script: RUNNER_MAIN,

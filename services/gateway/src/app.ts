@@ -7,12 +7,14 @@ import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
 import { installProblemHandlers, sendProblem } from './problem-reply.ts';
 import type { RouteContext } from './routes/context.ts';
-import { registerRoutes } from './routes/index.ts';
+import { registerRoutes, type Surface } from './routes/index.ts';
 import { createRunsService } from './runs-service.ts';
 
 export interface BuildAppOptions {
   /** Extra route groups (decisions, skills, …), registered after the built-in ones. */
   routes?: Array<(ctx: RouteContext) => Parameters<FastifyInstance['register']>[0]>;
+  /** Which routes this listener serves (see `Surface`). Default `all`. */
+  surface?: Surface;
 }
 
 export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
@@ -45,6 +47,6 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     runsService: createRunsService(deps),
     bindingCalls: createBindingCalls(deps),
   };
-  await registerRoutes(app, ctx, options.routes);
+  await registerRoutes(app, ctx, options.routes, options.surface);
   return app;
 }

@@ -1,18 +1,32 @@
 /** Gateway process: config from env, dependencies, `listen`, graceful close on SIGTERM/SIGINT. */
 import { createLogger, loadConfig } from '@islet/core';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 
 const config = loadConfig(process.env);
 const logger = createLogger({ name: 'gateway', level: config.ISLET_LOG_LEVEL });
 const deps = await createGatewayDeps(config, logger);
-const app = await buildApp(deps);
+const split = config.ISLET_INTERNAL_PORT > 0;
+const app = await buildApp(deps, { surface: split ? 'public' : 'all' });
+const apps: FastifyInstance[] = [app];
+const portOf = (a: FastifyInstance, fallback: number) => {
+  const address = a.server.address();
+  return typeof address === 'object' && address ? address.port : fallback;
+};
 await app.listen({ port: config.ISLET_PORT, host: config.ISLET_HOST });
-const address = app.server.address();
-const port = typeof address === 'object' && address ? address.port : config.ISLET_PORT;
-logger.info({ port }, 'gateway listening');
+const port = portOf(app, config.ISLET_PORT);
+let internalPort = port;
+if (split) {
+  // The runner channel on its own listener: only runners (NetworkPolicy) reach this port.
+  const internal = await buildApp(deps, { surface: 'internal' });
+  await internal.listen({ port: config.ISLET_INTERNAL_PORT, host: config.ISLET_HOST });
+  internalPort = portOf(internal, config.ISLET_INTERNAL_PORT);
+  apps.push(internal);
+}
+logger.info({ port, internalPort }, 'gateway listening');
 // One machine-readable line for launchers (devstack) that started us on port 0.
-process.stdout.write(`${JSON.stringify({ islet: 'gateway-ready', port })}\n`);
+process.stdout.write(`${JSON.stringify({ islet: 'gateway-ready', port, internalPort })}\n`);
 
 let closing = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -20,7 +34,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (closing) return;
     closing = true;
     logger.info({ signal }, 'gateway closing');
-    await app.close();
+    await Promise.all(apps.map((a) => a.close()));
     await deps.close();
     process.exit(0);
   });

@@ -28,10 +28,22 @@ export const ROUTE_GROUPS = [
   runPolicyRoutes,
 ];
 
+/**
+ * Which routes a listener serves: `all` (one port), or split so the runner channel is on its own
+ * port (ISLET_INTERNAL_PORT) that no Service/Ingress exposes: `public` has everything but the
+ * internal routes, `internal` only the internal routes and health.
+ */
+export type Surface = 'all' | 'public' | 'internal';
+
 export async function registerRoutes(
   app: FastifyInstance,
   ctx: RouteContext,
   extra: Array<(ctx: RouteContext) => Parameters<FastifyInstance['register']>[0]> = [],
+  surface: Surface = 'all',
 ) {
-  for (const group of [...ROUTE_GROUPS, ...extra]) await app.register(group(ctx));
+  const groups =
+    surface === 'internal'
+      ? [healthRoutes, internalRoutes]
+      : [...ROUTE_GROUPS, ...extra].filter((g) => surface === 'all' || g !== internalRoutes);
+  for (const group of groups) await app.register(group(ctx));
 }
