@@ -6,6 +6,8 @@ import { buildApp } from './app.ts';
 import { declareBindings, schemaToTs } from './code-api.ts';
 import { slugify } from './connections.ts';
 import { createGatewayDeps } from './create-deps.ts';
+import { createOrphanSweeper } from './orphan-sweeper.ts';
+import { createRunsService } from './runs-service.ts';
 
 let redis: RedisServer;
 let app: FastifyInstance;
@@ -419,6 +421,35 @@ describe('runs through inject (no runner)', () => {
       headers: auth(key),
     });
     expect(list.json().items[0].id).toBe(rec.id);
+  });
+  it('re-queues a run left without a job (gateway died between record and queue)', async () => {
+    const now = Date.now();
+    const orphan = {
+      id: 'orphan-1',
+      tenant: 'acme',
+      session: 's-orphan',
+      turn: 't',
+      callId: 'c',
+      status: 'Running' as const,
+      mode: 'read-only' as const,
+      code: 'return 1',
+      description: 'Return one',
+      request: { connections: [], bindings: [] },
+      createdAt: now - 120_000,
+      updatedAt: now - 120_000,
+      attempts: 0,
+      cancelRequested: false,
+      clockMs: now,
+      seed: 'orphan-1',
+    };
+    await deps.runs.create(orphan);
+    await deps.runs.create({ ...orphan, id: 'young-1', createdAt: now, updatedAt: now });
+    const sweeper = createOrphanSweeper(deps, createRunsService(deps), { intervalMs: 2000 });
+    expect(await sweeper.sweepOnce()).toEqual(['orphan-1']);
+    expect(await deps.queues['read-only'].getJob('orphan-1')).toBeTruthy();
+    expect(await deps.queues['read-only'].getJob('young-1')).toBeFalsy();
+    // The lock makes a second sweep in the same interval a no-op.
+    expect(await sweeper.sweepOnce()).toEqual([]);
   });
   it('answers 429 quota-exceeded past the in-flight quota', async () => {
     await deps.tenants.createTenant({ id: 'tiny', name: 'Tiny', maxInFlightRuns: 1 });

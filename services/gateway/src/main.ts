@@ -3,6 +3,8 @@ import { createLogger, loadConfig } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
+import { createOrphanSweeper } from './orphan-sweeper.ts';
+import { createRunsService } from './runs-service.ts';
 
 const config = loadConfig(process.env);
 const logger = createLogger({ name: 'gateway', level: config.ISLET_LOG_LEVEL });
@@ -24,6 +26,8 @@ if (split) {
   internalPort = portOf(internal, config.ISLET_INTERNAL_PORT);
   apps.push(internal);
 }
+const sweeper = createOrphanSweeper(deps, createRunsService(deps));
+sweeper.start();
 logger.info({ port, internalPort }, 'gateway listening');
 // One machine-readable line for launchers (devstack) that started us on port 0.
 process.stdout.write(`${JSON.stringify({ islet: 'gateway-ready', port, internalPort })}\n`);
@@ -34,6 +38,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (closing) return;
     closing = true;
     logger.info({ signal }, 'gateway closing');
+    sweeper.stop();
     await Promise.all(apps.map((a) => a.close()));
     await deps.close();
     process.exit(0);

@@ -1,0 +1,73 @@
+/**
+ * "Nothing is lost": a gateway that dies between writing a run and queueing its job (a window of
+ * one Redis round trip) would leave the run `Running` with no job. Every gateway runs this sweep;
+ * a Redis lock lets one of them do it per interval. It re-queues runs that no runner ever started
+ * (attempts 0), that are older than `graceMs` and whose first job does not exist. Re-queueing is
+ * idempotent (jobId = run id), so a race with a slow submit cannot run a program twice.
+ */
+import { keys } from '@islet/core';
+import type { GatewayDeps } from './deps.ts';
+import type { RunsService } from './runs-service.ts';
+
+export interface OrphanSweeperOptions {
+  /** How often, ms. Default 30000. */
+  intervalMs?: number;
+  /** A run younger than this is still being submitted, ms. Default 60000. */
+  graceMs?: number;
+}
+
+export function createOrphanSweeper(
+  deps: GatewayDeps,
+  runsService: RunsService,
+  options: OrphanSweeperOptions = {},
+) {
+  const intervalMs = options.intervalMs ?? 30_000;
+  const graceMs = options.graceMs ?? 60_000;
+  let timer: NodeJS.Timeout | undefined;
+
+  async function sweepOnce(): Promise<string[]> {
+    const requeued: string[] = [];
+    const lock = await deps.redis.set(
+      'islet:lock:orphan-sweep',
+      String(process.pid),
+      'PX',
+      Math.max(1000, intervalMs - 500),
+      'NX',
+    );
+    if (lock !== 'OK') return requeued;
+    for (const tenant of await deps.redis.smembers(keys.tenants())) {
+      for (const id of await deps.redis.smembers(keys.inFlight(tenant))) {
+        const [status, attempts, createdAt, mode] = await deps.redis.hmget(
+          keys.run(id),
+          'status',
+          'attempts',
+          'createdAt',
+          'mode',
+        );
+        if (status !== 'Running' || Number(attempts ?? 0) !== 0 || Date.now() - Number(createdAt) < graceMs)
+          continue;
+        if (!mode || !(mode in deps.queues)) continue;
+        if (await deps.queues[mode as keyof typeof deps.queues].getJob(id)) continue;
+        const run = await deps.runs.get(id);
+        if (!run) continue;
+        await runsService.enqueue(run);
+        requeued.push(id);
+        deps.logger.warn({ runId: id }, 'run had no job; queued it again');
+      }
+    }
+    return requeued;
+  }
+
+  return {
+    sweepOnce,
+    start() {
+      timer = setInterval(() => {
+        sweepOnce().catch((err) => deps.logger.warn({ err: (err as Error).message }, 'orphan sweep failed'));
+      }, intervalMs);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
