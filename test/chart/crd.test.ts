@@ -2,7 +2,7 @@
 // reconciles) must describe the same resource.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseSpec } from '@islet/operator';
+import { parseSpec, reconcile } from '@islet/operator';
 import { SANDBOX_MODES } from '@islet/protocol';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -55,6 +55,42 @@ describe('RunnerPool CRD vs operator schema', () => {
     }
     expect(specSchema.properties.maxReplicas.maximum).toBe(1000);
     expect(crd.spec.versions[0].subresources).toEqual({ status: {} });
+  });
+
+  it('the status the operator writes fits the CRD’s status schema', async () => {
+    const p = {
+      ...pool({ mode: 'read-only', maxReplicas: 3, image: 'x' }),
+      metadata: { name: 'p', namespace: 'islet', generation: 2 },
+    };
+    for (const depth of [{ waiting: 5, prioritized: 0, active: 0, paused: 0 }, { error: 'redis: down' }]) {
+      const out = reconcile({
+        pool: p,
+        deployment: undefined,
+        pods: [],
+        depth,
+        activeByPod: new Map(),
+        nowMs: Date.now(),
+        history: [],
+        defaults: { metricsPort: 9464 },
+      });
+      const status = out.actions.find((a) => a.type === 'update-status');
+      expect(status).toBeDefined();
+      await expect(
+        validateObject({ ...p, status: (status as { status: unknown }).status }),
+      ).resolves.toBeUndefined();
+    }
+    const invalid = reconcile({
+      pool: { ...p, spec: { mode: 'x' } },
+      deployment: undefined,
+      pods: [],
+      depth: { error: 'n/a' },
+      activeByPod: new Map(),
+      nowMs: Date.now(),
+      history: [],
+      defaults: { metricsPort: 9464 },
+    });
+    const st = invalid.actions[0] as { status: unknown };
+    await expect(validateObject({ ...p, status: st.status })).resolves.toBeUndefined();
   });
 
   it('both reject the same bad pools', async () => {

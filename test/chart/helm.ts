@@ -85,6 +85,8 @@ function validateRunnerPool(obj: K8sObject): void {
       'x-kubernetes-list-map-keys',
     ])
       ajv.addKeyword(k);
+    ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
+    ajv.addFormat('date-time', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/);
     const v = ajv.compile(schema);
     runnerPoolValidator = (o) => (v(o) ? undefined : ajv.errorsText(v.errors));
   }
