@@ -171,6 +171,8 @@ export function createBindingCalls(deps: GatewayDeps) {
       policy,
       approval: run.request.approval ?? 'stop',
       holdTimeoutMs: config.ISLET_DECISION_EXPIRE_MS,
+      // A call an earlier attempt sent may still finish on a live gateway: wait for it before 'unknown'.
+      unknownGraceMs: config.ISLET_APP_CALL_TIMEOUT_MS,
       ...(call.takeover ? { takeover: true } : {}),
       signal,
       send: async (ctx) => {

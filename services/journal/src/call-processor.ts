@@ -50,6 +50,13 @@ export interface ProcessCallInput {
   onDecisionAnswered?: (decision: DecisionRecord) => Promise<void>;
   /** How long a duplicate delivery waits for the first handler's outcome, ms. Default 60000. */
   inFlightWaitMs?: number;
+  /**
+   * A call an earlier attempt sent but did not journal may still be finishing on a live gateway
+   * (its runner died, not the gateway): wait up to this long for that outcome before reporting it
+   * unknown, ms. Use the App call timeout. Not applied on a `takeover` (the handler is known gone).
+   * Default 0.
+   */
+  unknownGraceMs?: number;
 }
 
 export interface ProcessedCall {
@@ -134,7 +141,14 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
         };
       case 'in-flight':
         return waitInFlight(input);
-      case 'unknown':
+      case 'unknown': {
+        if (!input.takeover && (input.unknownGraceMs ?? 0) > 0) {
+          const got = await journal.waitForOutcome(run.id, call.index, {
+            timeoutMs: input.unknownGraceMs ?? 0,
+            pollMs: 100,
+          });
+          if (got) return { outcome: got.outcome, deliverySeq: got.deliverySeq, label: 'replayed' };
+        }
         return journaled(
           run.id,
           call.index,
@@ -146,6 +160,7 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
           },
           'unknown',
         );
+      }
       case 'new':
         break;
     }

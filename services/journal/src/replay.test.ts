@@ -75,7 +75,7 @@ describe('replay with the real engine', () => {
   async function execute(
     runId: string,
     code: string,
-    opts: { policy?: (c: BindingCall) => 'allow' | 'ask' | 'deny'; sent?: string[] } = {},
+    opts: { policy?: (c: BindingCall) => 'allow' | 'ask' | 'deny'; sent?: string[]; grace?: number } = {},
   ): Promise<RunOutcome> {
     const { outcome } = await executeWithReplay(
       { engine, journal },
@@ -97,6 +97,7 @@ describe('replay with the real engine', () => {
             call,
             policy: opts.policy?.(call) ?? 'allow',
             approval: 'stop',
+            ...(opts.grace ? { unknownGraceMs: opts.grace } : {}),
             send: ({ idempotencyKey }) => app(call, idempotencyKey),
           });
         },
@@ -236,6 +237,19 @@ describe('replay with the real engine', () => {
     expect(delivered.get(`${runId}:0`)).toBeUndefined();
     const again = await execute(runId, code);
     expect(again.valueJson).toBe(out.valueJson);
+  });
+
+  it('waits for a call still finishing on a live gateway instead of reporting it unknown', async () => {
+    const runId = `grace-${runSeq++}`;
+    const attempt = await journal.nextAttempt(runId);
+    // The first execution's runner died; its gateway is still waiting for the App.
+    await journal.claim(runId, attempt, { index: 0, binding: 'x.f', argsJson: '{"n":1}' });
+    await journal.markSent(runId, 0);
+    setTimeout(() => void journal.complete(runId, 0, { type: 'result', valueJson: '{"late":true}' }), 300);
+    const code = `try { return await apps.x.f({ n: 1 }) } catch (e) { return e.details.reason }`;
+    const out = await execute(runId, code, { grace: 5000 });
+    expect(JSON.parse(out.valueJson ?? '{}')).toEqual({ late: true });
+    expect(delivered.get(`${runId}:0`)).toBeUndefined(); // not resent by the new execution
   });
 
   it('ends a diverged wait with replay-mismatch instead of hanging', async () => {
