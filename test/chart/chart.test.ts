@@ -128,13 +128,15 @@ describe.each(scenarios.map((s) => [s.name]))('helm template %s', (name) => {
     }
   });
 
-  it('runner pods: their mode’s Localhost seccomp profile, read-only root, no token, grace ≥ 600 s', () => {
+  it('runner pods: Localhost runner.json + the jail stacking the mode’s profile, read-only root, no token, grace ≥ 600 s', () => {
     const deployments = runnerDeployments(objectsOf(name));
     expect(deployments.length).toBeGreaterThan(0);
     for (const d of deployments) {
       const spec = d.spec.template.spec;
       const mode = d.spec.template.metadata.labels['islet.dev/sandbox-mode'];
-      const profile = { type: 'Localhost', localhostProfile: `islet/${mode}.json` };
+      // The container profile lets the broker reach Redis and the gateway; each sandbox process gets
+      // islet/<mode>.json stacked by islet-jail (ISLET_SANDBOX_JAIL=on), which the image ships.
+      const profile = { type: 'Localhost', localhostProfile: 'islet/runner.json' };
       expect(['read-only', 'workspace-write', 'danger-full-access']).toContain(mode);
       expect(spec.securityContext.seccompProfile).toEqual(profile);
       expect(spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(600);
@@ -149,6 +151,7 @@ describe.each(scenarios.map((s) => [s.name]))('helm template %s', (name) => {
           capabilities: { drop: ['ALL'] },
         });
         expect(c.env.find((e: { name: string }) => e.name === 'ISLET_RUNNER_MODES').value).toBe(mode);
+        expect(c.env.find((e: { name: string }) => e.name === 'ISLET_SANDBOX_JAIL').value).toBe('on');
         expect(
           Number(c.env.find((e: { name: string }) => e.name === 'ISLET_RUNNER_SHUTDOWN_GRACE_MS').value),
         ).toBeLessThan(spec.terminationGracePeriodSeconds * 1000);
@@ -303,7 +306,7 @@ describe('security wiring', () => {
   });
 
   it('the seccomp profiles shipped are byte-identical to services/kernel-sandbox/profiles', () => {
-    const modes = ['read-only', 'workspace-write', 'danger-full-access'];
+    const modes = ['read-only', 'workspace-write', 'danger-full-access', 'runner'];
     expect(readdirSync(join(CHART, 'files/seccomp')).sort()).toEqual(modes.map((m) => `${m}.json`).sort());
     const cm = find(objectsOf('ci/default'), 'ConfigMap', (o) => o.metadata.name.endsWith('-seccomp'))[0]!;
     for (const m of modes) {

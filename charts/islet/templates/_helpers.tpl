@@ -149,7 +149,8 @@ The runner pod spec for one pool; mirrors buildPodSpec() in services/operator/sr
 {{- define "islet.runner.podSpec" -}}
 {{- $root := .root -}}
 {{- $r := $root.Values.runners -}}
-{{- $profile := dict "type" "Localhost" "localhostProfile" (printf "islet/%s.json" .mode) -}}
+{{- /* runner.json: the broker needs TCP; islet-jail stacks islet/<mode>.json on every sandbox process. */ -}}
+{{- $profile := dict "type" "Localhost" "localhostProfile" "islet/runner.json" -}}
 automountServiceAccountToken: false
 enableServiceLinks: false
 serviceAccountName: {{ include "islet.runner.fullname" $root }}
@@ -177,6 +178,8 @@ containers:
     env:
       - name: ISLET_RUNNER_MODES
         value: {{ .mode | quote }}
+      - name: ISLET_SANDBOX_JAIL
+        value: "on"
       - name: ISLET_RUNNER_METRICS_PORT
         value: {{ $r.metricsPort | quote }}
       - name: ISLET_RUNNER_SHUTDOWN_GRACE_MS

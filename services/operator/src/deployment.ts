@@ -46,7 +46,17 @@ export interface PodDefaults {
   imagePullSecrets?: string[];
 }
 
-export function seccompProfileFor(mode: string): string {
+/**
+ * The runner container's Localhost seccomp profile. The broker in the container needs TCP (Redis,
+ * the gateway), so the container gets `runner.json` (the mode profiles' denials, plus inet sockets);
+ * every sandbox process the broker starts runs under islet-jail, which stacks the mode's own
+ * profile (`<mode>.json`: AF_UNIX only) on top. A mode profile at container level would cut the
+ * broker off from Redis. See services/kernel-sandbox/README.md ("Which profile goes on the pod").
+ */
+export const RUNNER_SECCOMP_PROFILE = 'islet/runner.json';
+
+/** The profile islet-jail applies to the sandbox processes of a mode (compiled into the launcher). */
+export function sandboxSeccompProfileFor(mode: string): string {
   return `islet/${mode}.json`;
 }
 
@@ -60,6 +70,8 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     imagePullPolicy: defaults.imagePullPolicy ?? 'IfNotPresent',
     env: [
       { name: 'ISLET_RUNNER_MODES', value: spec.mode },
+      // Sandbox processes start under islet-jail with the mode's profile, Landlock and rlimits.
+      { name: 'ISLET_SANDBOX_JAIL', value: 'on' },
       { name: 'ISLET_RUNNER_METRICS_PORT', value: String(defaults.metricsPort) },
       // Runs in flight finish on SIGTERM (scale-in drain); the pod's grace period covers this.
       { name: 'ISLET_RUNNER_SHUTDOWN_GRACE_MS', value: String(RUNNER_SHUTDOWN_GRACE_MS) },
@@ -79,7 +91,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
       runAsUser: RUNNER_UID,
       runAsGroup: RUNNER_UID,
       capabilities: { drop: ['ALL'] },
-      seccompProfile: { type: 'Localhost', localhostProfile: seccompProfileFor(spec.mode) },
+      seccompProfile: { type: 'Localhost', localhostProfile: RUNNER_SECCOMP_PROFILE },
     },
     livenessProbe: { httpGet: { path: '/healthz', port: 'metrics' }, periodSeconds: 10, failureThreshold: 3 },
     readinessProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 5, failureThreshold: 2 },
@@ -105,7 +117,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
       runAsUser: RUNNER_UID,
       runAsGroup: RUNNER_UID,
       fsGroup: RUNNER_UID,
-      seccompProfile: { type: 'Localhost', localhostProfile: seccompProfileFor(spec.mode) },
+      seccompProfile: { type: 'Localhost', localhostProfile: RUNNER_SECCOMP_PROFILE },
     },
     containers: [container],
     volumes: [

@@ -65,7 +65,7 @@ describe('reconcile', () => {
       readOnlyRootFilesystem: true,
       runAsNonRoot: true,
       capabilities: { drop: ['ALL'] },
-      seccompProfile: { type: 'Localhost', localhostProfile: 'islet/workspace-write.json' },
+      seccompProfile: { type: 'Localhost', localhostProfile: 'islet/runner.json' },
     });
     expect(podSpec?.automountServiceAccountToken).toBe(false);
     expect(out.scale).toBe('up');

@@ -121,14 +121,14 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     expect(podSpec?.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(600);
     expect(podSpec?.securityContext).toMatchObject({
       runAsNonRoot: true,
-      seccompProfile: { type: 'Localhost', localhostProfile: 'islet/workspace-write.json' },
+      seccompProfile: { type: 'Localhost', localhostProfile: 'islet/runner.json' },
     });
     expect(podSpec?.containers[0]?.securityContext).toMatchObject({
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
       runAsNonRoot: true,
       capabilities: { drop: ['ALL'] },
-      seccompProfile: { type: 'Localhost', localhostProfile: 'islet/workspace-write.json' },
+      seccompProfile: { type: 'Localhost', localhostProfile: 'islet/runner.json' },
     });
     expect(podSpec?.containers[0]?.envFrom).toEqual([
       { configMapRef: { name: 'islet-runner-env' } },
