@@ -328,6 +328,8 @@ describe('security wiring', () => {
     const conf = find(objs, 'ConfigMap', (o) => o.metadata.name.endsWith('-redis'))[0]!.data['redis.conf'];
     expect(conf).toMatch(/^maxmemory-policy noeviction$/m);
     expect(conf).toMatch(/^appendonly yes$/m);
+    // A journaled call must survive a Redis crash, or it would be sent to its App again.
+    expect(conf).toMatch(/^appendfsync always$/m);
     expect(conf).toMatch(/^maxmemory 2gb$/m);
     const sts = find(objs, 'StatefulSet')[0]!;
     expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('20Gi');
@@ -345,6 +347,10 @@ describe('security wiring', () => {
     expect(Buffer.from(b64!, 'base64')).toHaveLength(32);
     expect(Buffer.from(secret.data.ISLET_INTERNAL_TOKEN, 'base64').toString().length).toBeGreaterThanOrEqual(
       16,
+    );
+    // The journal's argument HMAC key is generated once and kept, like the seal keys.
+    expect(Buffer.from(secret.data.ISLET_JOURNAL_ARGS_KEY, 'base64').toString().length).toBeGreaterThanOrEqual(
+      32,
     );
     const prod = objectsOf('deploy/production');
     expect(find(prod, 'Secret')).toEqual([]);
