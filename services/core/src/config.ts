@@ -3,6 +3,8 @@
  * `loadConfig(env)` is called from each `main.ts`, never at import, so tests build apps
  * from explicit values and a bad variable fails the process at start with every problem listed.
  */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import { z } from 'zod';
 
@@ -88,6 +90,13 @@ export const configSchema = z.object({
    * rlimits per mode). `off` runs them as plain child processes (dev machines without the helper).
    */
   ISLET_SANDBOX_JAIL: z.enum(['on', 'off']).default('off'),
+  /**
+   * Directory holding every session workspace (`<root>/<tenant>/<session>`): the gateway's file
+   * routes and the runners' `files.*` bindings and skills use the same path (a shared volume in
+   * Kubernetes). Sandbox processes in danger-full-access are walled off from it. Must lie outside
+   * the application directory. Default `<os tmpdir>/islet-workspaces`.
+   */
+  ISLET_WORKSPACE_ROOT: z.string().min(1).default(join(tmpdir(), 'islet-workspaces')),
   /** On SIGTERM, how long running jobs may finish before they are handed back. */
   ISLET_RUNNER_SHUTDOWN_GRACE_MS: int(25_000, 0),
 });

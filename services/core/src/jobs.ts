@@ -4,6 +4,35 @@ export interface RunJobData {
   tenant: string;
   /** ms since epoch, for islet_queue_wait_seconds. */
   enqueuedAtMs: number;
+  /**
+   * Present on `skill` jobs (BullMQ job name `skill`, run_code skill requests on the same mode
+   * queue): the sealed request. `runId` is then the skill run's id (`skill-<uuid>`, no run record).
+   */
+  skill?: SkillJobPayload;
+}
+
+export interface SkillJobPayload {
+  /** `sealer.seal(JSON.stringify({ language, code, timeout? }))`: program text is sealed at rest. */
+  sealedRequest: string;
+  /** Session whose workspace is the program's working directory (absent: a scratch dir). */
+  sessionId?: string;
+}
+
+/** BullMQ job name of run_code skill jobs (runs are named `run`). */
+export const SKILL_JOB_NAME = 'skill';
+
+/**
+ * BullMQ job options of a skill run. One attempt: a skill is not journaled, so a runner that died
+ * mid-program must not run it a second time behind the caller's back; the caller sees the failure.
+ * Finished jobs are kept briefly (the gateway reads the sealed result from the completion event).
+ */
+export function skillJobOptions(skillId: string) {
+  return {
+    jobId: skillId,
+    attempts: 1,
+    removeOnComplete: { age: 300, count: 10_000 },
+    removeOnFail: { age: 3600 },
+  };
 }
 
 /**

@@ -5,7 +5,9 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRedis, createTenantStore, generateSealKey, SCOPES } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
@@ -70,7 +72,7 @@ export interface Cluster {
   /** The dev tenant's key; it has every scope, including platform.admin. */
   devKey: string;
   adminKey: string;
-  /** Environment every process got (seal keys, internal token, Redis URL…). */
+  /** Environment every process got (seal keys, internal token, Redis URL, ISLET_WORKSPACE_ROOT…). */
   env: Record<string, string>;
   gateways: ProcessInfo[];
   runners: ProcessInfo[];
@@ -94,7 +96,15 @@ interface Child {
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const redisServer = options.redisUrl ? undefined : await startRedis();
   const redisUrl = options.redisUrl ?? redisServer!.url;
+  // Session workspaces: one directory for the gateways' file routes and the runners' files
+  // bindings and skills (a shared volume in Kubernetes). Removed by stop() when created here.
+  const ownWorkspaceRoot = options.env?.ISLET_WORKSPACE_ROOT
+    ? undefined
+    : mkdtempSync(join(tmpdir(), 'islet-workspaces-'));
+  // mkdtemp makes it 0700; skill programs run as other uids and must be able to reach their workspace.
+  if (ownWorkspaceRoot) chmodSync(ownWorkspaceRoot, 0o755);
   const env: Record<string, string> = {
+    ...(ownWorkspaceRoot ? { ISLET_WORKSPACE_ROOT: ownWorkspaceRoot } : {}),
     ISLET_REDIS_URL: redisUrl,
     ISLET_SEAL_KEYS: generateSealKey('dev1'),
     ISLET_INTERNAL_TOKEN: randomBytes(24).toString('base64url'),
@@ -229,6 +239,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   } catch (err) {
     await Promise.all(all.map((c) => kill(c)));
     await redisServer?.stop();
+    if (ownWorkspaceRoot) rmSync(ownWorkspaceRoot, { recursive: true, force: true });
     throw err;
   }
 
@@ -268,6 +279,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       await Promise.all(runners.map((r) => kill(r, 'SIGTERM')));
       await Promise.all(gateways.map((g) => kill(g, 'SIGTERM')));
       await redisServer?.stop();
+      if (ownWorkspaceRoot) rmSync(ownWorkspaceRoot, { recursive: true, force: true });
     },
   };
 }

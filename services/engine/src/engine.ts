@@ -14,7 +14,7 @@ import {
 } from './limits.ts';
 import { validateBindingNames } from './names.ts';
 import { Run } from './run.ts';
-import type { Engine, EngineOptions, ExecuteOptions, RunFailure, RunOutcome } from './types.ts';
+import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
 
 const DEFAULT_MAX_RUNS_PER_PROCESS = 100;
 const MIN_MEMORY_MB = 8;
@@ -35,15 +35,31 @@ export function createEngine(options: EngineOptions = {}): Engine {
   // A replacement started in the background after a host was retired, one per partition.
   const spares = new Map<string, Promise<HostProcess | undefined>>();
   const prewarm = options.prewarm !== false;
+  const alive = new Set<HostProcess>();
   let closed = false;
 
-  function spawnHost(partition: string): Promise<HostProcess> {
-    return HostProcess.start({
+  const emit = (event: ProcessEvent) => {
+    try {
+      options.onProcessEvent?.(event);
+    } catch {
+      // a metrics hook must never break a run
+    }
+  };
+
+  async function spawnHost(partition: string): Promise<HostProcess> {
+    const host = await HostProcess.start({
       partition,
       startupTimeoutMs,
       ...(options.wrapCommand ? { wrapCommand: options.wrapCommand } : {}),
       ...(options.hostEnv ? { env: options.hostEnv } : {}),
     });
+    alive.add(host);
+    emit({ type: 'started', partition, pid: host.pid });
+    void host.whenExited().then(() => {
+      alive.delete(host);
+      emit({ type: 'exited', partition, pid: host.pid });
+    });
+    return host;
   }
 
   async function acquire(partition: string): Promise<HostProcess> {
@@ -89,6 +105,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
     host.runs++;
     const pool = idle.get(host.partition) ?? [];
     if (closed || !reusable || host.exited || host.runs >= maxRunsPerProcess || pool.length >= maxIdle) {
+      if (!closed && (!reusable || host.exited || host.runs >= maxRunsPerProcess)) {
+        const reason = !reusable || host.exited ? 'failure' : 'max-runs';
+        emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
+      }
       void host.stop();
       startSpare(host.partition);
       return;
@@ -182,7 +202,13 @@ export function createEngine(options: EngineOptions = {}): Engine {
     await Promise.all(all.map((h) => h.stop()));
   }
 
-  return { execute, close };
+  function stats() {
+    let processes = 0;
+    for (const host of alive) if (!host.exited) processes++;
+    return { processes, busy: busy.size };
+  }
+
+  return { execute, close, stats };
 }
 
 function sandboxFacts(s: NonNullable<ExecuteOptions['sandbox']>): NonNullable<RunOutcome['sandbox']> {

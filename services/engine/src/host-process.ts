@@ -156,6 +156,12 @@ export class HostProcess {
     this.child.kill('SIGKILL');
   }
 
+  /** Resolves when the process has exited (at once if it already has). */
+  whenExited(): Promise<void> {
+    if (this.exited) return Promise.resolve();
+    return new Promise<void>((resolve) => this.exitWaiters.push(resolve));
+  }
+
   /** Kills the process and resolves when it has exited. */
   async stop(): Promise<void> {
     if (this.exited) return;

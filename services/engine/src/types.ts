@@ -157,7 +157,26 @@ export interface Engine {
   execute(code: string, options?: ExecuteOptions): Promise<RunOutcome>;
   /** Ends every sandbox host process. */
   close(): Promise<void>;
+  /** Sandbox host processes now (for metrics). Optional so test doubles need not implement it. */
+  stats?(): EngineStats;
 }
+
+export interface EngineStats {
+  /** Sandbox host processes alive (busy, idle or prewarmed). */
+  processes: number;
+  /** Of those, running a program now. */
+  busy: number;
+}
+
+/**
+ * Lifecycle of sandbox host processes, for metrics: `started` (ready for runs), `exited` (gone, for
+ * any reason), `retired` (the engine replaced it: `failure` after a run that left it unusable,
+ * `max-runs` after `maxRunsPerProcess` runs). A process retired for being one idle host too many is
+ * only `exited`.
+ */
+export type ProcessEvent =
+  | { type: 'started' | 'exited'; partition: string; pid: number | undefined }
+  | { type: 'retired'; partition: string; pid: number | undefined; reason: 'failure' | 'max-runs' };
 
 export interface EngineOptions {
   /** A sandbox host process is replaced after this many runs. Default 100. */
@@ -180,4 +199,6 @@ export interface EngineOptions {
   prewarm?: boolean;
   /** Environment of the sandbox host process. Default: empty. */
   hostEnv?: Record<string, string>;
+  /** Told about every sandbox host process start, exit and replacement (metrics). Must not throw. */
+  onProcessEvent?: (event: ProcessEvent) => void;
 }

@@ -1,4 +1,5 @@
 /** Runner process: config from env, engines per mode, BullMQ workers, /metrics + health, SIGTERM drain. */
+import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import {
   createLogger,
@@ -11,11 +12,12 @@ import {
 } from '@islet/core';
 import { createEngine, type Engine, type SandboxFacts } from '@islet/engine';
 import { createCallJournal } from '@islet/journal';
-import { probeEnforcement, wrapCommandForMode } from '@islet/kernel-sandbox';
+import { probeEnforcement, WorkspaceStore, wrapCommandForMode } from '@islet/kernel-sandbox';
 import type { SandboxMode } from '@islet/protocol';
 import { createGatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
+import { createSkillExecutor } from './skill-executor.ts';
 
 const config = loadConfig(process.env);
 const logger = createLogger({ name: 'runner', level: config.ISLET_LOG_LEVEL });
@@ -26,12 +28,19 @@ const sealer = sealerFromConfig(config);
 
 // What the kernel launcher can enforce here, per mode: reported as a metric and carried into
 // each run's result text ("File sandbox enforcement is partial on this host.").
+// Session workspaces (shared with the gateway's file routes); danger-full-access hosts and skills
+// are walled off from this root (islet-jail --workspace-root).
+const workspaceRoot = config.ISLET_WORKSPACE_ROOT;
+await mkdir(workspaceRoot, { recursive: true, mode: 0o755 });
+const workspaces = new WorkspaceStore({ root: workspaceRoot });
 const facts = new Map<SandboxMode, SandboxFacts>();
 for (const mode of config.ISLET_RUNNER_MODES) {
   const levels = ['full', 'partial', 'none'] as const;
   let level: (typeof levels)[number] = 'none';
+  // Without the launcher the file sandbox is the files binding's own checks only: partial.
+  facts.set(mode, { mode, enforcement: 'partial' });
   if (config.ISLET_SANDBOX_JAIL === 'on') {
-    const report = await probeEnforcement(mode);
+    const report = await probeEnforcement(mode, { workspaceRoot });
     level = report.enforcement;
     if (level === 'none') {
       logger.fatal(
@@ -45,15 +54,24 @@ for (const mode of config.ISLET_RUNNER_MODES) {
   for (const l of levels) metrics.sandboxEnforcement.set({ mode, level: l }, l === level ? 1 : 0);
 }
 
+// One engine per mode, created up front so the sandbox process metrics exist from the start.
 const engines = new Map<SandboxMode, Engine>();
+for (const mode of config.ISLET_RUNNER_MODES) {
+  const engine: Engine = createEngine({
+    ...(config.ISLET_SANDBOX_JAIL === 'on'
+      ? { wrapCommand: wrapCommandForMode(mode, { workspaceRoot }) }
+      : {}),
+    onProcessEvent(event) {
+      if (event.type === 'retired') metrics.sandboxRestarts.inc({ mode, reason: event.reason });
+      else metrics.sandboxProcesses.set({ mode }, engine.stats?.().processes ?? 0);
+    },
+  });
+  engines.set(mode, engine);
+  metrics.sandboxProcesses.set({ mode }, 0);
+}
 const engineFor = (mode: SandboxMode) => {
-  let engine = engines.get(mode);
-  if (!engine) {
-    engine = createEngine(
-      config.ISLET_SANDBOX_JAIL === 'on' ? { wrapCommand: wrapCommandForMode(mode) } : {},
-    );
-    engines.set(mode, engine);
-  }
+  const engine = engines.get(mode);
+  if (!engine) throw new Error(`this runner does not serve ${mode}`);
   return engine;
 };
 
@@ -63,11 +81,13 @@ const executor = createRunExecutor({
   journal: createCallJournal({ redis, sealer, ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
   engineFor,
   sandboxFacts: (mode) => facts.get(mode),
+  workspaces,
   gateway: createGatewayClient({ urls: config.ISLET_GATEWAY_URLS, token: config.ISLET_INTERNAL_TOKEN }),
   metrics,
   logger,
 });
-const runner = createRunner({ config, executor, metrics, logger });
+const skills = createSkillExecutor({ sealer, workspaces, metrics, logger });
+const runner = createRunner({ config, executor, skills, metrics, logger });
 await runner.start();
 
 let ready = true;

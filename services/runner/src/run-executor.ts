@@ -7,7 +7,14 @@
 import type { Logger, Metrics, RunStore, SettingsStore, StoredRun } from '@islet/core';
 import type { Engine, SandboxFacts } from '@islet/engine';
 import { type CallJournal, createReplayingHandler } from '@islet/journal';
+import {
+  FILES_BINDING_NAMES,
+  isFileSandboxDenial,
+  isFilesBinding,
+  type WorkspaceStore,
+} from '@islet/kernel-sandbox';
 import type { SandboxMode } from '@islet/protocol';
+import { createFilesCalls } from './files-calls.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { mapOutcome } from './outcome-mapping.ts';
 
@@ -18,6 +25,11 @@ export interface RunExecutorDeps {
   engineFor: (mode: SandboxMode) => Engine;
   /** The file-sandbox facts runs of a mode execute under (undefined: no kernel launcher). */
   sandboxFacts?: (mode: SandboxMode) => SandboxFacts | undefined;
+  /**
+   * Session workspaces. When given, every run gets the built-in `files.read/write/list/remove`
+   * bindings on its session's workspace, served in this runner (see files-calls.ts).
+   */
+  workspaces?: WorkspaceStore;
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;
@@ -88,21 +100,43 @@ export function createRunExecutor(deps: RunExecutorDeps) {
 
     const timeoutMs = run.request.timeoutMs ?? current.codeMode.timeoutMs;
     const signal = AbortSignal.any([job.cancel, job.handBack]);
+    const facts = deps.sandboxFacts?.(job.mode);
+    const files = deps.workspaces
+      ? createFilesCalls({
+          journal,
+          store: deps.workspaces,
+          metrics,
+          run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },
+          attempt,
+          enforcement: facts?.enforcement ?? 'none',
+        })
+      : undefined;
     const replaying = createReplayingHandler({
       journal: await journal.list(run.id),
-      live: (call) => deps.gateway.call(run.id, attempt, call, signal),
+      live: (call) =>
+        files && isFilesBinding(call.binding)
+          ? files.call(call)
+          : deps.gateway.call(run.id, attempt, call, signal),
       stallMs: Math.min(timeoutMs, 30_000),
       onEvent: (e) => {
         if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
       },
     });
-    const facts = deps.sandboxFacts?.(job.mode);
+    // A refused file change marks the run's sandbox facts `denied`, so a run that fails (e.g. the
+    // program did not catch the error) keeps `File sandbox: <mode>; enforcement: <e>; operation denied`.
+    let denied = false;
+    const onCall: typeof replaying.handler = async (call, context) => {
+      const outcome = await replaying.handler(call, context);
+      if (isFilesBinding(call.binding) && isFileSandboxDenial(outcome)) denied = true;
+      return outcome;
+    };
+    const bindings = run.request.bindings.map((b) => b.binding);
     const started = performance.now();
     let outcome: Awaited<ReturnType<Engine['execute']>>;
     try {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
-        bindings: run.request.bindings.map((b) => b.binding),
-        onCall: replaying.handler,
+        bindings: files ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
+        onCall,
         limits: {
           timeoutMs,
           timeBudget: run.request.timeBudget ?? 'elapsed',
@@ -119,6 +153,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       replaying.close();
     }
     metrics.runDuration.observe({ mode: job.mode }, (performance.now() - started) / 1000);
+    if (denied && outcome.sandbox) outcome.sandbox = { ...outcome.sandbox, denied: true };
 
     if (job.handBack.aborted && !job.cancel.aborted)
       throw new HandBackError('runner shutting down; run handed back');

@@ -19,10 +19,13 @@ import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import { DelayedError, type Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
+import type { SkillExecutor } from './skill-executor.ts';
 
 export interface RunnerDeps {
   config: IsletConfig;
   executor: RunExecutor;
+  /** Runs `skill` jobs (run_code skill requests queued on the same mode queues). */
+  skills?: SkillExecutor;
   metrics: Metrics;
   logger: Logger;
 }
@@ -43,7 +46,28 @@ export function createRunner(deps: RunnerDeps) {
     metrics.runnerSlots.set({ mode, state: 'idle' }, config.ISLET_RUNNER_CONCURRENCY - (busy[mode] ?? 0));
   };
 
+  /** A skill job holds a slot like a run; it is not cancellable and not handed back (not journaled). */
+  async function processSkill(mode: SandboxMode, job: Job<RunJobData>) {
+    const skill = job.data.skill;
+    if (!skill || !deps.skills) throw new Error('this runner does not run skills');
+    busy[mode] = (busy[mode] ?? 0) + 1;
+    slots(mode);
+    try {
+      return await deps.skills({
+        id: job.data.runId,
+        tenant: job.data.tenant,
+        mode,
+        enqueuedAtMs: job.data.enqueuedAtMs,
+        skill,
+      });
+    } finally {
+      busy[mode] = (busy[mode] ?? 1) - 1;
+      slots(mode);
+    }
+  }
+
   async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
+    if (job.data.skill) return processSkill(mode, job);
     const { runId } = job.data;
     const ctl = { cancel: new AbortController(), handBack: new AbortController() };
     active.set(runId, ctl);
@@ -84,7 +108,7 @@ export function createRunner(deps: RunnerDeps) {
       try {
         const jobs = await queue.getFailed(0, 99);
         for (const job of jobs) {
-          if (!job?.id || givenUp.has(job.id)) continue;
+          if (!job?.id || job.data.skill || givenUp.has(job.id)) continue;
           givenUp.add(job.id);
           if (givenUp.size > 10_000) givenUp.delete(givenUp.values().next().value as string);
           await executor.giveUp(job.data.runId, job.failedReason || 'the job failed');
@@ -123,7 +147,7 @@ export function createRunner(deps: RunnerDeps) {
             { runId: job.data.runId, err: err.message, attemptsMade: job.attemptsMade, exhausted },
             'job failed',
           );
-          if (exhausted && !(err instanceof HandBackError))
+          if (exhausted && !job.data.skill && !(err instanceof HandBackError))
             executor
               .giveUp(job.data.runId, err.message)
               .catch((e) => logger.error({ err: e }, 'could not end a failed run'));

@@ -14,6 +14,7 @@ import { internalRoutes } from './internal.ts';
 import { runPolicyRoutes } from './run-policy.ts';
 import { runsRoutes } from './runs.ts';
 import { settingsRoutes } from './settings.ts';
+import { workspaceRoutes } from './workspace.ts';
 
 export const ROUTE_GROUPS = [
   healthRoutes,
@@ -26,6 +27,7 @@ export const ROUTE_GROUPS = [
   internalRoutes,
   decisionsRoutes,
   runPolicyRoutes,
+  workspaceRoutes,
 ];
 
 /**

@@ -19,7 +19,12 @@ export interface SkillRoutesDeps {
   resolveTenant: (request: FastifyRequest) => string | Promise<string>;
   /** The mode for this tenant's skill runs. Default `workspace-write` (the skill writes locally). */
   resolveMode?: (request: FastifyRequest, tenant: string) => SandboxMode | Promise<SandboxMode>;
-  execute: (request: SkillRequest, context: SkillRunContext) => Promise<SkillResult>;
+  /** `httpRequest` gives the executor the raw request (e.g. an optional `sessionId` in the body). */
+  execute: (
+    request: SkillRequest,
+    context: SkillRunContext,
+    httpRequest: FastifyRequest,
+  ) => Promise<SkillResult>;
   /** Largest request body, bytes. Default 1048576 (1 MiB). */
   maxBodyBytes?: number;
 }
@@ -34,7 +39,7 @@ export function skillRoutes(deps: SkillRoutesDeps) {
         if (!parsed.ok) return sendProblem(reply, 'validation', parsed.message, { errors: parsed.errors });
         const tenant = await deps.resolveTenant(request);
         const mode = (await deps.resolveMode?.(request, tenant)) ?? 'workspace-write';
-        const result = await deps.execute(parsed.value, { tenant, mode });
+        const result = await deps.execute(parsed.value, { tenant, mode }, request);
         return reply.send(result);
       },
     );

@@ -1,0 +1,53 @@
+/** The engine's process lifecycle hook and stats (what the runner turns into sandbox metrics). */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEngine } from './engine.ts';
+import type { Engine, ProcessEvent } from './types.ts';
+
+let engine: Engine | undefined;
+afterEach(async () => {
+  await engine?.close();
+  engine = undefined;
+});
+
+const until = async (fn: () => boolean, ms = 10_000) => {
+  const deadline = Date.now() + ms;
+  while (!fn()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+describe('onProcessEvent and stats()', () => {
+  it('reports starts, exits, and replacements after max runs and after a failure', async () => {
+    const events: ProcessEvent[] = [];
+    engine = createEngine({ maxRunsPerProcess: 2, prewarm: false, onProcessEvent: (e) => events.push(e) });
+    expect(engine.stats?.()).toEqual({ processes: 0, busy: 0 });
+
+    expect((await engine.execute('return 1', { partition: 't1' })).status).toBe('completed');
+    expect(engine.stats?.()).toEqual({ processes: 1, busy: 0 });
+    expect(events.filter((e) => e.type === 'started')).toHaveLength(1);
+
+    expect((await engine.execute('return 2', { partition: 't1' })).status).toBe('completed');
+    // the second run was that host's last: it is replaced
+    expect(events).toContainEqual(expect.objectContaining({ type: 'retired', reason: 'max-runs' }));
+    await until(() => events.some((e) => e.type === 'exited'));
+    expect(engine.stats?.().processes).toBe(0);
+
+    // a run the watchdog must kill leaves its host unusable
+    const spin = await engine.execute('for (;;) {}', { partition: 't1', limits: { timeoutMs: 200 } });
+    expect(spin.status).toBe('failed');
+    expect(events).toContainEqual(expect.objectContaining({ type: 'retired', reason: 'failure' }));
+    expect(events.filter((e) => e.type === 'started')).toHaveLength(2);
+    await until(() => events.filter((e) => e.type === 'exited').length === 2);
+    expect(engine.stats?.()).toEqual({ processes: 0, busy: 0 });
+  });
+
+  it('a hook that throws does not break runs', async () => {
+    engine = createEngine({
+      onProcessEvent: () => {
+        throw new Error('metrics down');
+      },
+    });
+    expect((await engine.execute('return 3')).valueJson).toBe('3');
+  });
+});

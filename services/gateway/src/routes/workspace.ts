@@ -1,0 +1,31 @@
+/**
+ * Session workspace files (`/v1/sessions/{id}/files/*`) and the run_code skill
+ * (`POST /v1/skills/run_code`): the kernel-sandbox package's route plugins, registered encapsulated
+ * (their raw-body parser stays inside) with the gateway's API-key check (scope `apps.use`) and the
+ * key's tenant. Workspaces are `<ISLET_WORKSPACE_ROOT>/<tenant>/<session>`, so another tenant's
+ * session is simply not there (404).
+ */
+import { filesRoutes, skillRoutes, WorkspaceStore } from '@islet/kernel-sandbox';
+import type { FastifyPluginAsync, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import { callerOf } from '../auth.ts';
+import { createSkillsService } from '../skills-service.ts';
+import type { RouteContext } from './context.ts';
+
+export function workspaceRoutes(ctx: RouteContext): FastifyPluginAsync {
+  return async (app) => {
+    const store = new WorkspaceStore({ root: ctx.deps.config.ISLET_WORKSPACE_ROOT });
+    const authenticate = ctx.auth.requireScopes('apps.use') as unknown as preHandlerHookHandler;
+    const resolveTenant = (request: FastifyRequest) => callerOf(request).tenantId;
+    const skills = createSkillsService(ctx.deps, store, ctx.closing);
+    app.addHook('onClose', async () => skills.close());
+    await app.register(filesRoutes({ authenticate, resolveTenant, store }));
+    await app.register(
+      skillRoutes({
+        authenticate,
+        resolveTenant,
+        resolveMode: (request) => skills.modeFor(request),
+        execute: skills.execute,
+      }),
+    );
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * The run_code skill through the cluster: `POST /v1/skills/run_code` becomes a `skill` job on the
+ * BullMQ queue of the request's sandbox mode (the same pool that runs code runs), a runner executes
+ * it with `runSkill` under the mode's kernel profile, and the gateway answers when the job ends.
+ *
+ * Waiting: BullMQ `QueueEvents` (one per mode, created on first use) + `job.waitUntilFinished`,
+ * which also checks the job's stored state after subscribing, so a job that ends before the
+ * subscription is still seen. The request and the result are sealed in Redis like run records.
+ */
+import { randomUUID } from 'node:crypto';
+import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/core';
+import type { SkillRequest, SkillResult, SkillRunContext, WorkspaceStore } from '@islet/kernel-sandbox';
+import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
+import { QueueEvents } from 'bullmq';
+import type { FastifyRequest } from 'fastify';
+import type { GatewayDeps } from './deps.ts';
+import { HttpProblem } from './problem-reply.ts';
+
+/** Time a skill job may wait for a runner beyond its own timeout before the request gives up, ms. */
+export const SKILL_QUEUE_ALLOWANCE_MS = 60_000;
+
+function field(request: FastifyRequest, name: string): unknown {
+  const body = request.body;
+  return body && typeof body === 'object' && !Array.isArray(body)
+    ? (body as Record<string, unknown>)[name]
+    : undefined;
+}
+
+export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, closing: AbortSignal) {
+  const events = new Map<SandboxMode, QueueEvents>();
+
+  function eventsFor(mode: SandboxMode): QueueEvents {
+    let qe = events.get(mode);
+    if (!qe) {
+      qe = new QueueEvents(runQueueName(mode), { connection: deps.redis.duplicate(), prefix: QUEUE_PREFIX });
+      qe.on('error', (err) => deps.logger.warn({ err: err.message, mode }, 'skill queue events error'));
+      events.set(mode, qe);
+    }
+    return qe;
+  }
+
+  /**
+   * The mode a skill request runs in: `sandbox_permissions` may narrow it to `read-only`; the
+   * default is `workspace-write` (the skill writes in its working directory). `danger-full-access`
+   * needs a justified, approved request, which only code runs have (POST /v1/runs).
+   */
+  function modeFor(request: FastifyRequest): SandboxMode {
+    const asked = field(request, 'sandbox_permissions');
+    if (asked === undefined || asked === 'workspace-write') return 'workspace-write';
+    if (asked === 'read-only') return 'read-only';
+    if (asked === 'danger-full-access')
+      throw new HttpProblem(
+        'validation',
+        'invalid sandbox_permissions: danger-full-access needs a justified, approved request; submit it as a run (POST /v1/runs with sandbox_permissions and justification)',
+      );
+    throw new HttpProblem('validation', 'invalid sandbox_permissions: expected read-only or workspace-write');
+  }
+
+  async function execute(
+    skill: SkillRequest,
+    context: SkillRunContext,
+    request: FastifyRequest,
+  ): Promise<SkillResult> {
+    const sessionId = field(request, 'sessionId');
+    if (sessionId !== undefined) {
+      if (typeof sessionId !== 'string')
+        throw new HttpProblem('validation', 'invalid sessionId: expected a string');
+      try {
+        store.dirFor(context.tenant, sessionId);
+      } catch (err) {
+        throw new HttpProblem('validation', `invalid sessionId: ${(err as Error).message}`);
+      }
+    }
+    const id = `skill-${randomUUID()}`;
+    const queueEvents = eventsFor(context.mode);
+    await queueEvents.waitUntilReady();
+    const data: RunJobData = {
+      runId: id,
+      tenant: context.tenant,
+      enqueuedAtMs: Date.now(),
+      skill: {
+        sealedRequest: deps.sealer.seal(JSON.stringify(skill)),
+        ...(typeof sessionId === 'string' ? { sessionId } : {}),
+      },
+    };
+    const job = await deps.queues[context.mode].add(SKILL_JOB_NAME, data, skillJobOptions(id));
+    const ttlMs = (skill.timeout ?? 60_000) + SKILL_QUEUE_ALLOWANCE_MS;
+    let sealed: unknown;
+    try {
+      sealed = await Promise.race([
+        job.waitUntilFinished(queueEvents, ttlMs),
+        new Promise((_, reject) => {
+          const onAbort = () => reject(new HttpProblem('unavailable', 'the gateway is shutting down'));
+          if (closing.aborted) onAbort();
+          closing.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } catch (err) {
+      if (err instanceof HttpProblem) throw err;
+      const message = (err as Error).message;
+      if (/timed out/i.test(message)) {
+        await job.remove().catch(() => undefined); // still queued: do not run it for nobody
+        throw new HttpProblem(
+          'unavailable',
+          `no runner finished the skill within ${ttlMs}ms (is a ${context.mode} runner up?)`,
+          { mode: context.mode },
+          { 'retry-after': '5' },
+        );
+      }
+      throw new HttpProblem('unavailable', `the skill run was lost: ${message}`, { mode: context.mode });
+    }
+    if (typeof sealed !== 'string') throw new HttpProblem('internal', 'the runner answered no skill result');
+    return JSON.parse(deps.sealer.open(sealed)) as SkillResult;
+  }
+
+  return {
+    modeFor,
+    execute,
+    async close() {
+      await Promise.all([...events.values()].map((qe) => qe.close().catch(() => undefined)));
+      events.clear();
+    },
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * The built-in `files.*` bindings of a run, served here in the runner (the workspace is
+ * sandbox-local: the gateway never sees these calls) and journaled like App calls, so a replayed
+ * run sees exactly what it saw before (a read returns the content it read then, not a later write).
+ *
+ * Order per call: claim (run, index) → markSent → the file operation → complete. Unlike an App
+ * call, a file operation whose outcome was never journaled (`unknown`: the runner died between
+ * markSent and complete) is performed again: write is atomic and writes the same bytes, read and
+ * list have no effect, remove of an already removed file answers `removed: false`. So nothing is
+ * lost and nothing is harmed by doing it twice.
+ */
+import type { Metrics } from '@islet/core';
+import type { BindingCall, BindingOutcome } from '@islet/engine';
+import { type CallJournal, type CallSource, JournalConflictError, type LiveOutcome } from '@islet/journal';
+import {
+  createFilesBinding,
+  type Enforcement,
+  type FilesBindingHandler,
+  isFileSandboxDenial,
+  type WorkspaceStore,
+} from '@islet/kernel-sandbox';
+import type { SandboxMode } from '@islet/protocol';
+
+export interface FilesCallsOptions {
+  journal: CallJournal;
+  store: WorkspaceStore;
+  metrics?: Metrics;
+  run: { id: string; tenant: string; session: string; mode: SandboxMode };
+  attempt: number;
+  /** What the kernel layer achieves for this mode here; named in denials. */
+  enforcement: Enforcement;
+}
+
+const failed = (reason: string, message: string): BindingOutcome => ({
+  type: 'error',
+  name: 'AppCallFailed',
+  message,
+  details: { reason },
+});
+
+export function createFilesCalls(opts: FilesCallsOptions) {
+  const { journal, run, attempt } = opts;
+  let handler: FilesBindingHandler | undefined;
+
+  async function perform(call: BindingCall): Promise<BindingOutcome> {
+    if (!handler) {
+      let workspaceDir: string;
+      try {
+        workspaceDir = await opts.store.ensure(run.tenant, run.session);
+      } catch (err) {
+        return failed(
+          'invalid-session',
+          `${call.binding}: this run's session has no workspace: ${(err as Error).message}`,
+        );
+      }
+      handler = createFilesBinding({ mode: run.mode, workspaceDir, enforcement: opts.enforcement });
+    }
+    return handler(call);
+  }
+
+  /** One `files.*` call, journaled. Same shape as the gateway client's answer. */
+  async function call(call: BindingCall): Promise<LiveOutcome> {
+    const started = performance.now();
+    const source: CallSource = {
+      connectionId: 'files',
+      connectionName: 'files',
+      name: call.binding.slice('files.'.length),
+      kind: 'tool',
+    };
+    const claim = await journal.claim(run.id, attempt, { ...call, source });
+    switch (claim.kind) {
+      case 'done':
+        return { outcome: claim.outcome, deliverySeq: claim.deliverySeq };
+      case 'mismatch':
+        return {
+          outcome: {
+            type: 'stop',
+            code: 'replay-mismatch',
+            message: `call ${call.index} is ${call.binding} with other arguments or binding than last time (${claim.expected.binding})`,
+          },
+        };
+      case 'superseded':
+        return {
+          outcome: { type: 'stop', code: 'cancelled', message: 'a newer execution of this run has started' },
+        };
+      case 'new':
+        try {
+          await journal.markSent(run.id, call.index, claim.token);
+        } catch (err) {
+          if (err instanceof JournalConflictError)
+            return {
+              outcome: {
+                type: 'stop',
+                code: 'cancelled',
+                message: 'a newer execution of this run has started',
+              },
+            };
+          throw err;
+        }
+        break;
+      // 'unknown' / 'in-flight': performed again (see the module comment).
+    }
+    const outcome = await perform(call);
+    const { deliverySeq } = await journal.complete(run.id, call.index, outcome);
+    const label = outcome.type === 'result' ? 'result' : isFileSandboxDenial(outcome) ? 'denied' : 'failed';
+    opts.metrics?.bindingCalls.inc({ outcome: label });
+    opts.metrics?.bindingCallDuration.observe({ outcome: label }, (performance.now() - started) / 1000);
+    return { outcome, deliverySeq };
+  }
+
+  return { call };
+}

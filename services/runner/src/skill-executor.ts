@@ -1,0 +1,73 @@
+/**
+ * Executes one run_code skill job (BullMQ job name `skill` on the mode's queue): opens the sealed
+ * request, runs it with `runSkill` under the mode's kernel profile (working directory: the
+ * session's workspace when the request named one, else a scratch dir), counts it in the same run
+ * metrics as code runs, and returns the sealed result as the job's return value (the gateway that
+ * queued it waits for the job and opens it).
+ */
+import type { Logger, Metrics, Sealer, SkillJobPayload } from '@islet/core';
+import {
+  JAIL_UNAVAILABLE_EXIT_CODE,
+  runSkill,
+  SKILL_KILLED_EXIT_CODE,
+  SKILL_TIMEOUT_EXIT_CODE,
+  type SkillRequest,
+  type SkillResult,
+  type WorkspaceStore,
+} from '@islet/kernel-sandbox';
+import type { SandboxMode } from '@islet/protocol';
+
+export interface SkillExecutorDeps {
+  sealer: Sealer;
+  workspaces: WorkspaceStore;
+  metrics: Metrics;
+  logger: Logger;
+  /** Test hook: the skill runner (default `runSkill`). */
+  run?: typeof runSkill;
+}
+
+export interface SkillJob {
+  id: string;
+  tenant: string;
+  mode: SandboxMode;
+  enqueuedAtMs: number;
+  skill: SkillJobPayload;
+}
+
+/** run_code failure kind of a skill result, for `islet_runs_total{kind}`. */
+export function skillFailureKind(result: SkillResult): string {
+  if (result.success) return 'none';
+  if (result.exitCode === SKILL_TIMEOUT_EXIT_CODE) return 'timeout';
+  if (result.exitCode === SKILL_KILLED_EXIT_CODE && /output/i.test(result.error)) return 'output-limit';
+  if (result.exitCode === JAIL_UNAVAILABLE_EXIT_CODE) return 'sandbox-unavailable';
+  return 'exception';
+}
+
+export function createSkillExecutor(deps: SkillExecutorDeps) {
+  const run = deps.run ?? runSkill;
+
+  return async function executeSkill(job: SkillJob): Promise<string> {
+    const { metrics } = deps;
+    metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
+    const request = JSON.parse(deps.sealer.open(job.skill.sealedRequest)) as SkillRequest;
+    const started = performance.now();
+    // Always under islet-jail (runSkill applies the mode's profile itself, whatever
+    // ISLET_SANDBOX_JAIL says about the engine's hosts); a missing launcher fails the skill.
+    const workspaceDir = job.skill.sessionId
+      ? await deps.workspaces.ensure(job.tenant, job.skill.sessionId)
+      : undefined;
+    const result = await run({
+      ...request,
+      mode: job.mode,
+      workspaceRoot: deps.workspaces.root,
+      ...(workspaceDir ? { workspaceDir } : {}),
+    });
+    const kind = skillFailureKind(result);
+    metrics.runDuration.observe({ mode: job.mode }, (performance.now() - started) / 1000);
+    metrics.runsTotal.inc({ status: result.success ? 'Completed' : 'Failed', kind, mode: job.mode });
+    deps.logger.debug({ skill: job.id, mode: job.mode, exitCode: result.exitCode, kind }, 'skill done');
+    return deps.sealer.seal(JSON.stringify(result));
+  };
+}
+
+export type SkillExecutor = ReturnType<typeof createSkillExecutor>;
