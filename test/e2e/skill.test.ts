@@ -167,4 +167,21 @@ describe('POST /v1/skills/run_code', () => {
     });
     expect(anon.status).toBe(401);
   });
+
+  it('is described in /openapi.json with the workspace file routes', async () => {
+    const doc = await (await fetch(`${cluster.url}/openapi.json`)).json();
+    expect(doc.paths['/v1/skills/run_code'].post.requestBody.content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/SkillRequest',
+    );
+    expect(doc.components.schemas.SkillRequest.required).toEqual(['language', 'code']);
+    expect(Object.keys(doc.components.schemas.SkillResult.properties)).toEqual([
+      'success',
+      'output',
+      'error',
+      'exitCode',
+      'language',
+    ]);
+    expect(Object.keys(doc.paths['/v1/sessions/{id}/files/{path}'])).toEqual(['put', 'get', 'delete']);
+    expect(doc.paths['/v1/sessions/{id}/files'].get).toBeDefined();
+  });
 });

@@ -1,6 +1,7 @@
 /** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
 import { codeModeSettingsSchema } from '@islet/core';
 import { runPolicySchema } from '@islet/journal';
+import { skillRequestSchema } from '@islet/kernel-sandbox';
 import { codeRunRecordSchema, PROBLEM_BASE } from '@islet/protocol';
 import { z } from 'zod';
 import { connectionInputSchema } from './connections.ts';
@@ -14,6 +15,25 @@ const runRequest = z.object({
   sandbox_permissions: z.enum(['read-only', 'workspace-write', 'danger-full-access']).optional(),
   justification: z.string().optional(),
   ...runPlacementSchema.shape,
+});
+
+const skillRequest = skillRequestSchema.extend({
+  sessionId: z
+    .string()
+    .optional()
+    .describe("The program's working directory is this session's workspace (else a scratch dir)."),
+  sandbox_permissions: z
+    .enum(['read-only', 'workspace-write'])
+    .optional()
+    .describe('Default workspace-write. danger-full-access needs an approved run (POST /v1/runs).'),
+});
+
+const skillResult = z.object({
+  success: z.boolean().describe('True if the program exited 0'),
+  output: z.string().describe('Captured stdout (up to 1 MiB)'),
+  error: z.string().describe('Captured stderr (or error message)'),
+  exitCode: z.number().int().describe('Process exit code (124: timeout, 127: interpreter missing)'),
+  language: z.enum(['python', 'javascript', 'bash']),
 });
 
 const js = (s: z.ZodType) =>
@@ -51,6 +71,8 @@ export function openApiDocument() {
         Connection: js(connectionInputSchema),
         DecisionAnswer: js(decisionAnswerSchema),
         RunPolicy: js(runPolicySchema),
+        SkillRequest: js(skillRequest),
+        SkillResult: js(skillResult),
         SettingsPatch: js(
           z.object({ expectedVersion: z.number().int(), codeMode: codeModeSettingsSchema.partial() }),
         ),
@@ -116,6 +138,33 @@ export function openApiDocument() {
       '/v1/admin/tenants/{id}/run-policy': {
         get: op("A tenant's run policy: approval hold|stop and time budget (platform.admin)"),
         put: op("Set a tenant's run policy (platform.admin)", { requestBody: json('RunPolicy') }),
+      },
+      '/v1/sessions/{id}/files': {
+        get: op("List a session's workspace files (?prefix=): {files: [{path, sizeBytes, modifiedAtMs}]}"),
+      },
+      '/v1/sessions/{id}/files/{path}': {
+        put: op('Write a workspace file: the body is the raw bytes (≤ 10 MiB); 201 {path, sizeBytes}', {
+          requestBody: {
+            required: true,
+            content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+          },
+        }),
+        get: op('Read a workspace file (application/octet-stream)'),
+        delete: op('Delete a workspace file (204; 404 when absent)'),
+      },
+      '/v1/skills/run_code': {
+        post: op(
+          "Run a python, javascript or bash program (the run_code skill) on the mode's runner pool, under its kernel profile",
+          {
+            requestBody: json('SkillRequest'),
+            responses: {
+              200: {
+                description: 'The program ended (successfully or not)',
+                content: { 'application/json': { schema: { $ref: '#/components/schemas/SkillResult' } } },
+              },
+            },
+          },
+        ),
       },
       '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'ok' } } } },
       '/readyz': {
