@@ -281,3 +281,28 @@ describe('sandbox process metrics on the runner', () => {
     expect(metric(text, 'islet_binding_calls_total', 'outcome="denied"')).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe('a host without the kernel layer (ISLET_SANDBOX_JAIL=off)', () => {
+  let bare: Cluster;
+  beforeAll(async () => {
+    bare = await startCluster({ modes: ['read-only'], env: { ISLET_SANDBOX_JAIL: 'off' } });
+  }, 60_000);
+  afterAll(async () => {
+    await bare?.stop();
+  });
+
+  it('says enforcement is partial in the denial and in the failed run text', async () => {
+    const b = api(bare.url, bare.devKey);
+    const res = await b(
+      'POST',
+      '/v1/runs',
+      run('await apps.files.write({ path: "x.txt", content: "no" })', 'ws-bare'),
+      { prefer: 'wait=20' },
+    );
+    expect(res.body.status).toBe('Failed');
+    const lines = res.body.text.split('\n');
+    expect(lines[0]).toMatch(/^code run failed \(exception\): /);
+    expect(lines).toContain('File sandbox: read-only; enforcement: partial; operation denied');
+    expect(lines).toContain('File sandbox enforcement is partial on this host.');
+  });
+});

@@ -5,7 +5,7 @@
  */
 import { type Cluster, startCluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Api, api } from './helpers.ts';
+import { type Api, api, type Loose } from './helpers.ts';
 
 let cluster: Cluster;
 let a: Api;
@@ -169,7 +169,7 @@ describe('POST /v1/skills/run_code', () => {
   });
 
   it('is described in /openapi.json with the workspace file routes', async () => {
-    const doc = await (await fetch(`${cluster.url}/openapi.json`)).json();
+    const doc: Loose = await (await fetch(`${cluster.url}/openapi.json`)).json();
     expect(doc.paths['/v1/skills/run_code'].post.requestBody.content['application/json'].schema.$ref).toBe(
       '#/components/schemas/SkillRequest',
     );

@@ -22,9 +22,11 @@ export interface SkillJobPayload {
 export const SKILL_JOB_NAME = 'skill';
 
 /**
- * BullMQ job options of a skill run. One attempt: a skill is not journaled, so a runner that died
- * mid-program must not run it a second time behind the caller's back; the caller sees the failure.
- * Finished jobs are kept briefly (the gateway reads the sealed result from the completion event).
+ * BullMQ job options of a skill run. One attempt: a processor error is not retried (the skill's
+ * own failure is its answer). A runner that dies mid-program is recovered by BullMQ's stalled
+ * check like a run's job: the program runs again from the start on another runner (skills are
+ * not journaled) and the waiting caller gets that answer. Finished jobs are kept briefly: the
+ * gateway reads the sealed result from the completion event or, if it missed it, the job.
  */
 export function skillJobOptions(skillId: string) {
   return {

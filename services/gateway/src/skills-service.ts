@@ -28,11 +28,15 @@ function field(request: FastifyRequest, name: string): unknown {
 
 export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, closing: AbortSignal) {
   const events = new Map<SandboxMode, QueueEvents>();
+  // QueueEvents blocks on its connection (XREAD): one of its own per mode, closed with it.
+  const connections: Array<ReturnType<GatewayDeps['redis']['duplicate']>> = [];
 
   function eventsFor(mode: SandboxMode): QueueEvents {
     let qe = events.get(mode);
     if (!qe) {
-      qe = new QueueEvents(runQueueName(mode), { connection: deps.redis.duplicate(), prefix: QUEUE_PREFIX });
+      const connection = deps.redis.duplicate();
+      connections.push(connection);
+      qe = new QueueEvents(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });
       qe.on('error', (err) => deps.logger.warn({ err: err.message, mode }, 'skill queue events error'));
       events.set(mode, qe);
     }
@@ -119,6 +123,7 @@ export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, cl
     async close() {
       await Promise.all([...events.values()].map((qe) => qe.close().catch(() => undefined)));
       events.clear();
+      for (const c of connections.splice(0)) c.disconnect();
     },
   };
 }
