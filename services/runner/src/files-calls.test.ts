@@ -121,4 +121,27 @@ describe('createFilesCalls', () => {
     const refused = await bad.call({ index: 0, binding: 'files.list', argsJson: '{}' });
     expect(refused.outcome).toMatchObject({ type: 'error', details: { reason: 'invalid-session' } });
   });
+
+  it('never throws: a journal failure reaches the program as a catchable AppCallFailed', async () => {
+    const journal = journalFor();
+    const broken = {
+      ...journal,
+      claim: async () => {
+        throw new Error('Connection is closed.');
+      },
+    };
+    const files = createFilesCalls({
+      journal: broken,
+      store: store(),
+      run: { id: 'run-files-5', tenant: 't1', session: 's5', mode: 'read-only' },
+      attempt: 1,
+      enforcement: 'full',
+    });
+    const got = await files.call({ index: 0, binding: 'files.list', argsJson: '{}' });
+    expect(got.outcome).toMatchObject({
+      type: 'error',
+      name: 'AppCallFailed',
+      details: { reason: 'journal-unavailable' },
+    });
+  });
 });

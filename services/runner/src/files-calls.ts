@@ -58,8 +58,24 @@ export function createFilesCalls(opts: FilesCallsOptions) {
     return handler(call);
   }
 
-  /** One `files.*` call, journaled. Same shape as the gateway client's answer. */
+  /** One `files.*` call, journaled. Same shape as the gateway client's answer; never throws. */
   async function call(call: BindingCall): Promise<LiveOutcome> {
+    try {
+      return await journaled(call);
+    } catch (err) {
+      // Redis unreachable: like an App call the gateway could not journal, the program gets a
+      // failure it can catch; the entry stays claimed/sent, so a replay performs it again.
+      opts.metrics?.bindingCalls.inc({ outcome: 'failed' });
+      return {
+        outcome: failed(
+          'journal-unavailable',
+          `${call.binding}: the call journal is unavailable: ${(err as Error).message}`,
+        ),
+      };
+    }
+  }
+
+  async function journaled(call: BindingCall): Promise<LiveOutcome> {
     const started = performance.now();
     const source: CallSource = {
       connectionId: 'files',
