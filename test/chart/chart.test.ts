@@ -349,9 +349,9 @@ describe('security wiring', () => {
       16,
     );
     // The journal's argument HMAC key is generated once and kept, like the seal keys.
-    expect(Buffer.from(secret.data.ISLET_JOURNAL_ARGS_KEY, 'base64').toString().length).toBeGreaterThanOrEqual(
-      32,
-    );
+    expect(
+      Buffer.from(secret.data.ISLET_JOURNAL_ARGS_KEY, 'base64').toString().length,
+    ).toBeGreaterThanOrEqual(32);
     const prod = objectsOf('deploy/production');
     expect(find(prod, 'Secret')).toEqual([]);
     const gw = find(prod, 'Deployment', (o) => o.metadata.name.endsWith('-gateway'))[0]!;
