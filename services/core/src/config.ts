@@ -75,6 +75,11 @@ export const configSchema = z.object({
   ISLET_RUNNER_MODES: list('read-only').pipe(z.array(z.enum(SANDBOX_MODES)).min(1)),
   /** Gateways the runner sends binding calls to (any replica serves any call). */
   ISLET_GATEWAY_URLS: list('http://127.0.0.1:8080').pipe(z.array(z.string().url()).min(1)),
+  /**
+   * BullMQ worker name (the pod name in Kubernetes): the operator matches busy workers to pods
+   * so scale-in removes idle runners first. Unset: the host name.
+   */
+  ISLET_RUNNER_NAME: z.string().min(1).optional(),
   /** Runner's /metrics, /healthz, /readyz port; 0 = pick a free one. */
   ISLET_RUNNER_METRICS_PORT: int(9464),
   /** BullMQ job lock; renewed every half of it while the job runs. */

@@ -7,6 +7,8 @@
  * ISLET_RUNNER_STALLED_INTERVAL_MS (default 15000: how soon a dead runner's job is taken back);
  * `maxStalledCount` = ISLET_RUNNER_MAX_STALLED_COUNT (default 3: then the run ends Unavailable).
  */
+
+import { hostname } from 'node:os';
 import {
   channels,
   createRedis,
@@ -134,6 +136,7 @@ export function createRunner(deps: RunnerDeps) {
         const worker = new Worker<RunJobData>(runQueueName(mode), (job, token) => process(mode, job, token), {
           connection,
           prefix: QUEUE_PREFIX,
+          name: config.ISLET_RUNNER_NAME ?? hostname(),
           concurrency: config.ISLET_RUNNER_CONCURRENCY,
           lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
           stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
