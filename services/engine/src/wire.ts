@@ -3,6 +3,7 @@
  * (see frame.ts) over the child's stdin (to host) and stdout (to engine). Every field is plain
  * JSON; values of the program cross as JSON text inside these messages, never as objects.
  */
+import { FAILURE_KINDS } from '@islet/protocol';
 import type { FailureKind, LogLevel } from './types.ts';
 
 export interface RunConfig {
@@ -38,16 +39,7 @@ export type FromHost =
   | ({ t: 'done' } & HostDone);
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
-const KINDS = new Set([
-  'exception',
-  'timeout',
-  'abort',
-  'worker-exit',
-  'invalid-output',
-  'output-limit',
-  'protocol',
-  'sandbox-unavailable',
-]);
+const KINDS = new Set<string>(FAILURE_KINDS);
 
 /** Checks a message from a host; returns it typed, or a reason it is malformed. */
 export function checkFromHost(m: unknown): { ok: true; message: FromHost } | { ok: false; reason: string } {
