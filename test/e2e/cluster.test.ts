@@ -464,7 +464,10 @@ describe('tenant walls', () => {
     expect(submit.body.detail).toBe(`unknown connection: ${conn.id}`);
     expect((await other('GET', '/v1/sessions/sess-1/code-runs')).body.items).toEqual([]);
     expect((await other('GET', '/v1/connections')).body.items).toEqual([]);
-    expect((await other('GET', '/v1/code-api')).body.bindings).toEqual([]);
+    // Only the built-in files.* bindings: none of the first tenant's connections.
+    expect(
+      (await other('GET', '/v1/code-api')).body.bindings.map((b: { binding: string }) => b.binding),
+    ).toEqual(['files.read', 'files.write', 'files.list', 'files.remove']);
     // platform.admin is needed for settings and tenants.
     expect((await other('PATCH', '/v1/platform/settings', { expectedVersion: 1, codeMode: {} })).status).toBe(
       403,

@@ -335,7 +335,13 @@ describe('connections and code-api', () => {
     });
     expect(byConn.json().bindings).toHaveLength(3);
     const otherTenant = await app.inject({ method: 'GET', url: '/v1/code-api', headers: auth(otherKey) });
-    expect(otherTenant.json().bindings).toHaveLength(0);
+    // Another tenant sees none of acme's connections, only the built-in files.* bindings.
+    expect(otherTenant.json().bindings.map((b: { binding: string }) => b.binding)).toEqual([
+      'files.read',
+      'files.write',
+      'files.list',
+      'files.remove',
+    ]);
     expectProblem(
       await app.inject({ method: 'GET', url: `/v1/connections/${c.id}`, headers: auth(otherKey) }),
       404,

@@ -55,6 +55,99 @@ export function schemaToTs(schema: unknown, depth = 0): string {
   }
 }
 
+const str = { type: 'string' } as const;
+const encoding = {
+  enum: ['utf8', 'base64'],
+  description: 'How content is encoded; default utf8 (base64 for binary files)',
+} as const;
+const path = { type: 'string', description: "Relative to the session's workspace" } as const;
+
+/**
+ * The built-in `files.*` bindings every run has (served by the runner through `createFilesBinding`
+ * in `@islet/kernel-sandbox`, never by a connection), declared as a pseudo-connection `files` so
+ * they are searchable like any App. The schemas mirror exactly what that handler accepts and
+ * returns; keep them in step with it. `connectionId`/`connectionName` `files` is what the run's
+ * call journal records as their source.
+ */
+export const FILES_CONNECTION: Connection = {
+  id: 'files',
+  slug: 'files',
+  name: 'files',
+  kind: 'client',
+  createdAt: 0,
+  resources: [],
+  prompts: [],
+  tools: [
+    {
+      name: 'read',
+      description: "Read a file of the session's workspace (every sandbox mode)",
+      policy: 'allow',
+      inputSchema: { type: 'object', properties: { path, encoding }, required: ['path'] },
+      outputSchema: {
+        type: 'object',
+        properties: {
+          path: str,
+          encoding: { enum: ['utf8', 'base64'] },
+          content: str,
+          sizeBytes: { type: 'integer' },
+        },
+        required: ['path', 'encoding', 'content', 'sizeBytes'],
+      },
+    },
+    {
+      name: 'write',
+      description:
+        "Create or replace a file of the session's workspace (workspace-write and danger-full-access; refused in read-only)",
+      policy: 'allow',
+      inputSchema: {
+        type: 'object',
+        properties: { path, content: str, encoding },
+        required: ['path', 'content'],
+      },
+      outputSchema: {
+        type: 'object',
+        properties: { path: str, sizeBytes: { type: 'integer' } },
+        required: ['path', 'sizeBytes'],
+      },
+    },
+    {
+      name: 'list',
+      description: "List the files of the session's workspace (every sandbox mode)",
+      policy: 'allow',
+      inputSchema: {
+        type: 'object',
+        properties: { prefix: { type: 'string', description: 'Only paths starting with this; default all' } },
+      },
+      outputSchema: {
+        type: 'object',
+        properties: {
+          files: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { path: str, sizeBytes: { type: 'integer' } },
+              required: ['path', 'sizeBytes'],
+            },
+          },
+        },
+        required: ['files'],
+      },
+    },
+    {
+      name: 'remove',
+      description:
+        "Remove a file of the session's workspace; removed is false when there was none (workspace-write and danger-full-access; refused in read-only)",
+      policy: 'allow',
+      inputSchema: { type: 'object', properties: { path }, required: ['path'] },
+      outputSchema: {
+        type: 'object',
+        properties: { path: str, removed: { type: 'boolean' } },
+        required: ['path', 'removed'],
+      },
+    },
+  ],
+};
+
 export interface DeclaredBinding {
   binding: string;
   connectionId: string;
@@ -63,6 +156,8 @@ export interface DeclaredBinding {
   name: string;
   description?: string;
   declaration: string;
+  /** Served by the runtime itself (`files.*`), not by one of the tenant's connections. */
+  builtIn?: true;
 }
 
 const comment = (text: string | undefined, pad: string) =>
@@ -73,7 +168,9 @@ export function declareBindings(connections: Connection[], filter: { q?: string;
   const wanted = filter.connection?.toLowerCase();
   const bindings: DeclaredBinding[] = [];
   const blocks: string[] = [];
-  for (const c of connections) {
+  // Built-ins first; connection registration refuses their slugs, so nothing here is shadowed.
+  for (const c of [FILES_CONNECTION, ...connections]) {
+    const builtIn = c === FILES_CONNECTION;
     if (wanted && ![c.id, c.slug, c.name.toLowerCase()].includes(wanted)) continue;
     const members: string[] = [];
     const items = [
@@ -96,6 +193,8 @@ export function declareBindings(connections: Connection[], filter: { q?: string;
       const binding = `${c.slug}.${cap}`;
       const hay = `${binding} ${item.name} ${item.description ?? ''} ${c.name}`.toLowerCase();
       if (words.length && !words.every((w) => hay.includes(w))) continue;
+      // files.list takes no required argument: `apps.files.list()` is a valid call.
+      const optionalArgs = item.kind !== 'tool' || (builtIn && !item.inputSchema?.required);
       const args =
         item.kind === 'tool'
           ? schemaToTs(item.inputSchema ?? { type: 'object' }, 2)
@@ -105,7 +204,7 @@ export function declareBindings(connections: Connection[], filter: { q?: string;
         item.kind === 'tool' && 'policy' in item && item.policy !== 'allow'
           ? ` (policy: ${item.policy})`
           : '';
-      const declaration = `${comment(`${item.description ?? item.name}${policy}`, '    ')}    function ${cap}(args${item.kind === 'tool' ? '' : '?'}: ${args}): Promise<${out}>;`;
+      const declaration = `${comment(`${item.description ?? item.name}${policy}`, '    ')}    function ${cap}(args${optionalArgs ? '?' : ''}: ${args}): Promise<${out}>;`;
       members.push(declaration);
       const d: DeclaredBinding = {
         binding,
@@ -116,11 +215,12 @@ export function declareBindings(connections: Connection[], filter: { q?: string;
         declaration,
       };
       if (item.description) d.description = item.description;
+      if (builtIn) d.builtIn = true;
       bindings.push(d);
     }
     if (members.length)
       blocks.push(
-        `${comment(`Connection "${c.name}" (${c.id})`, '  ')}  namespace ${c.slug} {\n${members.join('\n')}\n  }`,
+        `${comment(builtIn ? "Built-in: the files of the run's session workspace" : `Connection "${c.name}" (${c.id})`, '  ')}  namespace ${c.slug} {\n${members.join('\n')}\n  }`,
       );
   }
   const declarations = [

@@ -5,6 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type BindingSpec, keys } from '@islet/core';
+import { bindingNameProblem } from '@islet/engine';
+import { FILES_BINDING_NAMES } from '@islet/kernel-sandbox';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 
@@ -61,20 +63,58 @@ export function bindingsOf(c: Connection): BindingSpec[] {
   return out;
 }
 
+/** Connection slugs the runtime serves itself (`files` → `apps.files.read` …); a tenant's would be shadowed. */
+export const BUILT_IN_CONNECTION_SLUGS: ReadonlySet<string> = new Set(
+  FILES_BINDING_NAMES.map((b) => b.slice(0, b.indexOf('.'))),
+);
+
+/**
+ * Why this connection's names cannot become bindings, or undefined. Checked at registration so a
+ * connection that no run could ever use (the engine refuses the same names before a run starts)
+ * is refused with a clear reason instead of failing every run later.
+ */
+export function reservedNameProblem(input: ConnectionInput): string | undefined {
+  const slug = slugify(input.name);
+  const called = input.name === slug ? `"${slug}"` : `"${input.name}" (binding name "${slug}")`;
+  if (BUILT_IN_CONNECTION_SLUGS.has(slug))
+    return `connection name ${called} is reserved for the built-in workspace bindings`;
+  // A placeholder capability checks the connection part on its own (names.ts checks per part).
+  const own = bindingNameProblem(`${slug}.x`);
+  if (own) return `connection name ${called} cannot be a binding name: ${own}`;
+  for (const item of [...input.tools, ...input.resources, ...input.prompts]) {
+    const binding = `${slug}.${slugify(item.name)}`;
+    const problem = bindingNameProblem(binding);
+    if (problem) return `capability "${item.name}" gives the binding name "${binding}": ${problem}`;
+  }
+  return undefined;
+}
+
+export type CreateRefusal = { ok: false; code: 'conflict' | 'reserved-connection-name'; detail: string };
+
 export function createConnectionStore(redis: Redis) {
   return {
     async create(
       tenant: string,
       input: ConnectionInput,
-    ): Promise<{ ok: true; connection: Connection } | { ok: false; detail: string }> {
+    ): Promise<{ ok: true; connection: Connection } | CreateRefusal> {
       const slug = slugify(input.name);
+      const reserved = reservedNameProblem(input);
+      if (reserved) return { ok: false, code: 'reserved-connection-name', detail: reserved };
       const existing = await this.list(tenant);
       if (existing.some((c) => c.slug === slug))
-        return { ok: false, detail: `a connection with binding name "${slug}" already exists` };
+        return {
+          ok: false,
+          code: 'conflict',
+          detail: `a connection with binding name "${slug}" already exists`,
+        };
       const seen = new Set<string>();
       for (const n of [...input.tools, ...input.resources, ...input.prompts].map((x) => slugify(x.name))) {
         if (seen.has(n))
-          return { ok: false, detail: `two capabilities map to the binding name "${slug}.${n}"` };
+          return {
+            ok: false,
+            code: 'conflict',
+            detail: `two capabilities map to the binding name "${slug}.${n}"`,
+          };
         seen.add(n);
       }
       const connection: Connection = {

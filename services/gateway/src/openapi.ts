@@ -112,10 +112,17 @@ export function openApiDocument() {
       },
       '/v1/connections': {
         get: op('List connections'),
-        post: op('Register a connection', { requestBody: json('Connection') }),
+        post: op(
+          'Register a connection. A name whose binding slug is reserved (the built-in `files`, a JavaScript/Python reserved word, `call`) is 400 reserved-connection-name; a slug clash is 409 conflict.',
+          { requestBody: json('Connection') },
+        ),
       },
       '/v1/connections/{id}': { get: op('Read a connection'), delete: op('Remove a connection') },
-      '/v1/code-api': { get: op('TypeScript declarations of the bindings (?q=words&connection=id|slug)') },
+      '/v1/code-api': {
+        get: op(
+          'TypeScript declarations of the bindings (?q=words&connection=id|slug), including the built-in files.read/write/list/remove (connection=files)',
+        ),
+      },
       '/v1/platform/settings': {
         get: op('Platform settings'),
         patch: op('Change settings (platform.admin); 409 on stale expectedVersion', {

@@ -16,7 +16,7 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       const parsed = connectionInputSchema.safeParse(request.body);
       if (!parsed.success) throw validationProblem(parsed.error);
       const res = await deps.connections.create(callerOf(request).tenantId, parsed.data);
-      if (!res.ok) throw new HttpProblem('conflict', res.detail);
+      if (!res.ok) throw new HttpProblem(res.code, res.detail);
       reply.header('location', `/v1/connections/${res.connection.id}`);
       return reply.code(201).send(view(res.connection));
     });
