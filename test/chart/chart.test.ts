@@ -3,19 +3,12 @@
 // its schema, and check the security posture the product depends on.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  buildDeployment,
-  operatorConfigSchema,
-  parseSpec,
-  podDefaultsFromConfig,
-  type RunnerPool,
-} from '@islet/operator';
+import { buildDeployment, parseSpec, type RunnerPool } from '@islet/operator';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import {
   CHART,
   helm,
-  type K8sObject,
   podSpecs,
   ROOT,
   render,
@@ -24,52 +17,13 @@ import {
   scenarioFiles,
   validateObject,
 } from './helm.ts';
+import { find, runnerDeployments } from './runners.ts';
 
 const scenarios = scenarioFiles();
 const rendered = new Map(
   scenarios.map((s) => [s.name, render({ valuesFiles: [s.file], apiVersions: s.apiVersions })]),
 );
 const objectsOf = (name: string) => rendered.get(name)!;
-const find = (objs: K8sObject[], kind: string, pred: (o: K8sObject) => boolean = () => true) =>
-  objs.filter((o) => o.kind === kind && pred(o));
-
-/** The operator's configuration as the chart renders it (literal env values of its Deployment). */
-function operatorConfigOf(objs: K8sObject[]) {
-  const op = find(
-    objs,
-    'Deployment',
-    (o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'operator',
-  )[0];
-  if (!op) return undefined;
-  const env = Object.fromEntries(
-    (op.spec.template.spec.containers[0].env as { name: string; value?: string }[])
-      .filter((e) => e.value !== undefined)
-      .map((e) => [e.name, e.value]),
-  );
-  return operatorConfigSchema.parse(env);
-}
-
-/** Runner Deployments of a scenario: rendered by helm, or built by the operator from the RunnerPools. */
-function runnerDeployments(objs: K8sObject[]): K8sObject[] {
-  const fromHelm = find(
-    objs,
-    'Deployment',
-    (o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'runner',
-  );
-  const config = operatorConfigOf(objs);
-  const fromOperator = find(objs, 'RunnerPool').map((p) => {
-    const parsed = parseSpec(p.spec);
-    if (!parsed.ok) throw new Error(parsed.message);
-    const d = buildDeployment(
-      p as unknown as RunnerPool,
-      parsed.spec,
-      parsed.spec.minReplicas,
-      podDefaultsFromConfig(config!),
-    );
-    return d as unknown as K8sObject;
-  });
-  return [...fromHelm, ...fromOperator];
-}
 
 describe('helm lint', () => {
   it('lints clean for every scenario', () => {
@@ -156,11 +110,12 @@ describe.each(scenarios.map((s) => [s.name]))('helm template %s', (name) => {
           Number(c.env.find((e: { name: string }) => e.name === 'ISLET_RUNNER_SHUTDOWN_GRACE_MS').value),
         ).toBeLessThan(spec.terminationGracePeriodSeconds * 1000);
       }
-      // Writable places are volumes only.
-      expect(spec.containers[0].volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual([
-        '/tmp',
-        '/workspace',
-      ]);
+      // Writable places are volumes only: /tmp and the session workspaces (ISLET_WORKSPACE_ROOT).
+      const root = find(objectsOf(name), 'ConfigMap', (o) => o.metadata.name === 'islet-config')[0]!.data
+        .ISLET_WORKSPACE_ROOT;
+      expect(spec.containers[0].volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual(
+        ['/tmp', root].sort(),
+      );
     }
   });
 });

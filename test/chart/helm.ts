@@ -206,7 +206,15 @@ export function restrictedViolations(spec: PodSpec): string[] {
 }
 
 export function scenarioFiles(): { name: string; file: string; apiVersions: string[] }[] {
-  const ci = ['default', 'bundled-redis', 'monitoring', 'ingress', 'minimal', 'existing-secret'].map((n) => ({
+  const ci = [
+    'default',
+    'bundled-redis',
+    'monitoring',
+    'ingress',
+    'minimal',
+    'existing-secret',
+    'shared-workspaces',
+  ].map((n) => ({
     name: `ci/${n}`,
     file: join(CHART, 'ci', `${n}-values.yaml`),
     apiVersions: n === 'monitoring' ? ['monitoring.coreos.com/v1'] : [],

@@ -210,7 +210,7 @@ containers:
       - name: tmp
         mountPath: /tmp
       - name: workspace
-        mountPath: /workspace
+        mountPath: {{ $root.Values.workspaces.mountPath }}
 {{- with $r.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
@@ -224,7 +224,22 @@ volumes:
     emptyDir:
       medium: Memory
       sizeLimit: {{ .pool.tmpSizeLimit }}
-  - name: workspace
-    emptyDir:
-      sizeLimit: {{ .pool.workspaceSizeLimit }}
+  {{- include "islet.workspace.volume" $root | nindent 2 }}
+{{- end }}
+
+{{/*
+The session workspace volume (named "workspace"), mounted at workspaces.mountPath by the gateway
+and every runner pod: the shared ReadWriteMany claim, or else an emptyDir per pod (dev only: the
+files API then sees only what its own pod wrote). Mirrors workspaceVolume() in
+services/operator/src/deployment.ts.
+*/}}
+{{- define "islet.workspace.volume" -}}
+- name: workspace
+{{- with .Values.workspaces.existingClaim }}
+  persistentVolumeClaim:
+    claimName: {{ . }}
+{{- else }}
+  emptyDir:
+    sizeLimit: {{ .Values.workspaces.sizeLimit | default "1Gi" }}
+{{- end }}
 {{- end }}

@@ -70,6 +70,15 @@ export const operatorConfigSchema = z.object({
     ),
     [],
   ),
+  /** Mount path of the session workspace volume in runner pods (= ISLET_WORKSPACE_ROOT). */
+  ISLET_RUNNER_WORKSPACE_MOUNT_PATH: z.string().regex(/^\/./, 'an absolute path').default('/workspace'),
+  /** ReadWriteMany PVC holding the workspaces, shared with the gateway; empty = an emptyDir per pod. */
+  ISLET_RUNNER_WORKSPACE_CLAIM: optional,
+  /** sizeLimit of the per-pod workspace emptyDir (Kubernetes quantity) when there is no claim. */
+  ISLET_RUNNER_WORKSPACE_SIZE_LIMIT: z
+    .string()
+    .regex(/^[0-9]+(Ki|Mi|Gi|Ti)$/, 'a quantity like 1Gi')
+    .default('1Gi'),
   /** Comma-separated image pull Secret names for runner pods. */
   ISLET_RUNNER_IMAGE_PULL_SECRETS: z
     .string()

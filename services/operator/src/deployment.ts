@@ -10,6 +10,7 @@ import type {
   V1PodSpec,
   V1PodTemplateSpec,
   V1Toleration,
+  V1Volume,
 } from '@kubernetes/client-node';
 import {
   API_VERSION,
@@ -44,6 +45,28 @@ export interface PodDefaults {
   nodeSelector?: Record<string, string>;
   tolerations?: V1Toleration[];
   imagePullSecrets?: string[];
+  /**
+   * Where session workspaces are mounted (the runner's ISLET_WORKSPACE_ROOT, from the chart's
+   * ConfigMap); the gateway mounts the same volume at the same path. Default `/workspace`.
+   */
+  workspaceMountPath?: string;
+  /** ReadWriteMany PVC shared by the gateway and every runner pod; unset = an emptyDir per pod. */
+  workspaceClaim?: string;
+  /** sizeLimit of that per-pod emptyDir (Kubernetes quantity). Default `1Gi`. */
+  workspaceSizeLimit?: string;
+}
+
+export const DEFAULT_WORKSPACE_MOUNT_PATH = '/workspace';
+export const DEFAULT_WORKSPACE_SIZE_LIMIT = '1Gi';
+
+/** The `workspace` volume; mirrors the chart's `islet.workspace.volume` helper. */
+export function workspaceVolume(defaults: PodDefaults): V1Volume {
+  if (defaults.workspaceClaim)
+    return { name: 'workspace', persistentVolumeClaim: { claimName: defaults.workspaceClaim } };
+  return {
+    name: 'workspace',
+    emptyDir: { sizeLimit: defaults.workspaceSizeLimit ?? DEFAULT_WORKSPACE_SIZE_LIMIT },
+  };
 }
 
 /**
@@ -97,7 +120,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     readinessProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 5, failureThreshold: 2 },
     volumeMounts: [
       { name: 'tmp', mountPath: '/tmp' },
-      { name: 'workspace', mountPath: '/workspace' },
+      { name: 'workspace', mountPath: defaults.workspaceMountPath ?? DEFAULT_WORKSPACE_MOUNT_PATH },
     ],
   };
   return {
@@ -120,10 +143,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
       seccompProfile: { type: 'Localhost', localhostProfile: RUNNER_SECCOMP_PROFILE },
     },
     containers: [container],
-    volumes: [
-      { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } },
-      { name: 'workspace', emptyDir: { sizeLimit: '1Gi' } },
-    ],
+    volumes: [{ name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } }, workspaceVolume(defaults)],
   };
 }
 

@@ -35,6 +35,9 @@ export function podDefaultsFromConfig(config: OperatorConfig): PodDefaults {
     nodeSelector: config.ISLET_RUNNER_NODE_SELECTOR,
     tolerations: config.ISLET_RUNNER_TOLERATIONS,
     imagePullSecrets: config.ISLET_RUNNER_IMAGE_PULL_SECRETS,
+    workspaceMountPath: config.ISLET_RUNNER_WORKSPACE_MOUNT_PATH,
+    workspaceClaim: config.ISLET_RUNNER_WORKSPACE_CLAIM,
+    workspaceSizeLimit: config.ISLET_RUNNER_WORKSPACE_SIZE_LIMIT,
   };
 }
 
