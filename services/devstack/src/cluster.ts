@@ -94,7 +94,7 @@ interface Child {
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
-  const redisServer = options.redisUrl ? undefined : await startRedis();
+  const redisServer = options.redisUrl ? undefined : await startRedis({ appendFsync: 'always' }); // a journaled call survives a Redis crash
   const redisUrl = options.redisUrl ?? redisServer!.url;
   // Session workspaces: one directory for the gateways' file routes and the runners' files
   // bindings and skills (a shared volume in Kubernetes). Removed by stop() when created here.
