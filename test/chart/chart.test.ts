@@ -121,6 +121,27 @@ describe.each(scenarios.map((s) => [s.name]))('helm template %s', (name) => {
 });
 
 describe('security wiring', () => {
+  it("the runner's in-memory /tmp follows each pool's tmpSizeLimit, whether helm or the operator builds the pod", () => {
+    const tmpSizes = (operator: boolean) =>
+      Object.fromEntries(
+        runnerDeployments(
+          render({
+            set: [
+              'redis.url=redis://r:6379',
+              `operator.enabled=${operator}`,
+              'runners.pools.danger-full-access.enabled=true',
+            ],
+          }),
+        ).map((d) => [
+          d.spec.template.metadata.labels['islet.dev/sandbox-mode'],
+          d.spec.template.spec.volumes.find((v: { name: string }) => v.name === 'tmp').emptyDir.sizeLimit,
+        ]),
+      );
+    const expected = { 'read-only': '64Mi', 'workspace-write': '64Mi', 'danger-full-access': '256Mi' };
+    expect(tmpSizes(false)).toEqual(expected); // static Deployments rendered by helm
+    expect(tmpSizes(true)).toEqual(expected); // built by the operator from the rendered RunnerPools
+  });
+
   it('a helm-managed runner pod equals the one the operator builds (one posture, two renderers)', () => {
     const objs = objectsOf('ci/minimal');
     const helmDeploy = find(

@@ -143,7 +143,10 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
       seccompProfile: { type: 'Localhost', localhostProfile: RUNNER_SECCOMP_PROFILE },
     },
     containers: [container],
-    volumes: [{ name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } }, workspaceVolume(defaults)],
+    volumes: [
+      { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: spec.tmpSizeLimit } },
+      workspaceVolume(defaults),
+    ],
   };
 }
 

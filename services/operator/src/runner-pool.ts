@@ -33,6 +33,8 @@ export const runnerPoolSpecSchema = z
     targetWaitingPerReplica: z.number().int().min(1).default(4),
     image: z.string().min(1),
     resources: z.object({ requests: resourceList.optional(), limits: resourceList.optional() }).optional(),
+    /** Size of the runner's in-memory /tmp (sandbox scratch, skill programs). Default 64Mi. */
+    tmpSizeLimit: z.string().min(1).default('64Mi'),
     /** A higher recommendation must persist this long before replicas go up. Default 0 (immediate). */
     scaleUpStabilizationSeconds: z.number().int().min(0).max(3600).default(0),
     /** A lower recommendation must persist this long before replicas go down. Default 300. */
