@@ -12,6 +12,7 @@ import { type CallSource, createCallProcessor, decisionView } from '@islet/journ
 import { isFinalStatus } from '@islet/protocol';
 import { BlockedAddressError, postToApp } from './app-http.ts';
 import type { GatewayDeps } from './deps.ts';
+import { httpAnswerOutcome } from './input-required.ts';
 import { outcomeRecord } from './record.ts';
 
 const failed = (reason: string, message: string, extra: Record<string, unknown> = {}): BindingOutcome => ({
@@ -69,14 +70,7 @@ export function createBindingCalls(deps: GatewayDeps) {
     }
     if (res.status < 200 || res.status > 299)
       return failed('http-status', `the App answered HTTP ${res.status}`, { status: res.status });
-    try {
-      return {
-        type: 'result',
-        valueJson: JSON.stringify(res.text.length === 0 ? null : JSON.parse(res.text)),
-      };
-    } catch {
-      return failed('bad-json', 'the App answered with a body that is not JSON');
-    }
+    return httpAnswerOutcome(res.text, ctx.operationId);
   }
 
   async function clientCall(
@@ -185,9 +179,11 @@ export function createBindingCalls(deps: GatewayDeps) {
           ? httpCall(run, call, source, connection.url!, ctx)
           : clientCall(run, attempt, call, source, ctx);
       },
-      onDecisionNeeded: async (decision) => {
+      onDecisionNeeded: async (decision, created) => {
         await runs.setStatus(run, 'Waiting', { atCall: call.index });
-        await runs.appendEvent(run.id, 'decision.needed', { ...decisionView(decision) });
+        // Once per (run, index): an execution that meets its still-pending decision again (a
+        // re-execution after a crash or stall) waits again but does not announce it twice.
+        if (created) await runs.appendEvent(run.id, 'decision.needed', { ...decisionView(decision) });
       },
       onDecisionAnswered: async () => {
         await runs.setStatus(run, 'Running');

@@ -105,7 +105,9 @@ export function openApiDocument() {
       '/v1/code-runs/{id}/events': { get: op('Server-Sent Events of a run; resumable with Last-Event-ID') },
       '/v1/code-runs/{id}/cancel': { post: op('Cancel a run wherever it executes') },
       '/v1/code-runs/{id}/calls/{index}/result': {
-        post: op('Answer a client-connection call: {"result": …} or {"error": {"message": …}}'),
+        post: op(
+          'Answer a client-connection call: {"result": …}, {"error": {"message": …, "reason"?: …}} (the program gets AppCallFailed), or {"inputRequired": {"message": "<non-empty text>"}} (the program gets AppInputRequired with details.operationId (the journal operation id of the call); answer that App operation outside the program). Anything else is 400 validation; 409 call-not-pending when the call is not waiting.',
+        ),
       },
       '/v1/sessions/{sessionId}/code-runs': {
         get: op("List a session's runs (cursor, limit); needs sessions.read"),

@@ -1,7 +1,10 @@
 import { keys } from '@islet/core';
+import type { BindingOutcome } from '@islet/engine';
+import { operationIdFor } from '@islet/journal';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { callerOf } from '../auth.ts';
+import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
 import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
 import { parseRunCodeFields, runPlacementSchema } from '../run-request.ts';
 import type { RouteContext } from './context.ts';
@@ -113,22 +116,29 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
                 error: z.object({ message: z.string().max(10_000), reason: z.string().max(200).optional() }),
               })
               .strict(),
+            inputRequiredSchema,
           ])
           .safeParse(request.body);
         if (!parsed.success)
-          throw new HttpProblem('validation', 'send {"result": <value>} or {"error": {"message": "..."}}');
+          throw new HttpProblem(
+            'validation',
+            'send {"result": <value>}, {"error": {"message": "..."}} or {"inputRequired": {"message": "..."}}',
+          );
         const pending = await deps.redis.getdel(keys.clientCallPending(id, index));
         if (pending === null)
           throw new HttpProblem('call-not-pending', `call ${index} of run ${id} is not waiting for a result`);
-        const outcome =
-          'result' in parsed.data
-            ? { type: 'result' as const, valueJson: JSON.stringify(parsed.data.result ?? null) }
-            : {
-                type: 'error' as const,
-                name: 'AppCallFailed' as const,
-                message: parsed.data.error.message,
-                details: { reason: parsed.data.error.reason ?? 'client-error' },
-              };
+        const answer = parsed.data;
+        const outcome: BindingOutcome =
+          'result' in answer
+            ? { type: 'result', valueJson: JSON.stringify(answer.result ?? null) }
+            : 'inputRequired' in answer
+              ? inputRequiredOutcome(answer.inputRequired.message, operationIdFor(id, index))
+              : {
+                  type: 'error',
+                  name: 'AppCallFailed',
+                  message: answer.error.message,
+                  details: { reason: answer.error.reason ?? 'client-error' },
+                };
         const key = keys.clientCallResult(id, index);
         await deps.redis
           .multi()
