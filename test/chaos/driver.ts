@@ -10,12 +10,13 @@
  * most once and reported as AppCallFailed with the documented reason.
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import { createRedis, sealerFromConfig } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { type BindingCall, type BindingOutcome, createEngine } from '@islet/engine';
 import { createCallJournal, UNKNOWN_OUTCOME_REASON } from '@islet/journal';
 import { type RedisServer, startRedis } from '@islet/testkit';
+import { readBody } from '../e2e/helpers.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: HTTP bodies are read loosely; the checks below assert them.
 type Loose = any;
@@ -90,17 +91,8 @@ return { r, w, after };`;
 /** The App: deterministic answers, every delivery counted by Idempotency-Key. */
 async function startCountingApp() {
   const deliveries = new Map<string, { count: number; tool: string; args: string }>();
-  const read = (req: IncomingMessage) =>
-    new Promise<string>((resolve) => {
-      let s = '';
-      req.setEncoding('utf8');
-      req.on('data', (c: string) => {
-        s += c;
-      });
-      req.on('end', () => resolve(s));
-    });
   const server = createServer(async (req, res) => {
-    const body = JSON.parse(await read(req)) as { tool: string; arguments: unknown };
+    const body = JSON.parse(await readBody(req)) as { tool: string; arguments: unknown };
     const key = String(req.headers['idempotency-key'] ?? '');
     const seen = deliveries.get(key);
     if (seen) seen.count++;

@@ -102,6 +102,18 @@ export interface Delivery {
   body: { tool: string; kind: string; arguments: Loose };
 }
 
+/** The whole body of a request, as text. */
+export function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise<string>((resolve) => {
+    let s = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => {
+      s += c;
+    });
+    req.on('end', () => resolve(s));
+  });
+}
+
 /** A local App: records every delivery, answers per tool, counts how many calls overlap. */
 export async function startAppServer(
   handler: (d: Delivery) => Promise<{ status: number; body: string }> | { status: number; body: string },
@@ -109,22 +121,13 @@ export async function startAppServer(
   const deliveries: Delivery[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
-  const read = (req: IncomingMessage) =>
-    new Promise<string>((resolve) => {
-      let s = '';
-      req.setEncoding('utf8');
-      req.on('data', (c: string) => {
-        s += c;
-      });
-      req.on('end', () => resolve(s));
-    });
   const server: Server = createServer(async (req, res) => {
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
     try {
       const d: Delivery = {
         idempotencyKey: String(req.headers['idempotency-key'] ?? ''),
-        body: JSON.parse(await read(req)),
+        body: JSON.parse(await readBody(req)),
       };
       deliveries.push(d);
       const out = await handler(d);
