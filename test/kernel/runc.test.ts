@@ -18,32 +18,12 @@ import {
   profilePath,
   wrapCommandForMode,
 } from '../../services/kernel-sandbox/src/index.ts';
-import { requireRoot } from '../../services/kernel-sandbox/src/test-helpers.ts';
+import { DENIED_PROBE_OPS, requireRoot } from '../../services/kernel-sandbox/src/test-helpers.ts';
 import { RuncBundle } from './runc-bundle.ts';
 
 const BUILD_DIR = dirname(probePath());
 const NODE_PREFIX = resolve(dirname(process.execPath), '..');
 const APP_ROOT = resolve(PACKAGE_DIR, '..', '..');
-const DENIED = [
-  'socket-inet',
-  'socket-inet6',
-  'socket-netlink',
-  'socket-packet',
-  'socket-vsock',
-  'unshare-user',
-  'unshare-net',
-  'unshare-mount',
-  'clone-newnet',
-  'ptrace-traceme',
-  'io-uring-setup',
-  'mount',
-  'bpf',
-  'keyctl',
-  'userfaultfd',
-  'process-vm-readv',
-  'open-by-handle',
-];
-
 function parseProbe(out: { status: number | null; stdout: string; stderr: string }): Record<string, string> {
   if (out.status !== 0) throw new Error(`container failed (${out.status}): ${out.stderr}`);
   return JSON.parse(out.stdout.trim().split('\n').pop()!);
@@ -79,7 +59,7 @@ describe.each(SANDBOX_MODES)('under runc with the chart profile %s.json and a re
       bundle.run([
         probePath(),
         'uid',
-        ...DENIED,
+        ...DENIED_PROBE_OPS,
         'socket-unix',
         'read:/usr/bin/python3',
         'exec:/usr/bin/true',
@@ -92,7 +72,7 @@ describe.each(SANDBOX_MODES)('under runc with the chart profile %s.json and a re
       ]),
     );
     expect(results.uid).toBe('65534');
-    for (const op of DENIED) expect({ op, result: results[op] }).toEqual({ op, result: 'EPERM' });
+    for (const op of DENIED_PROBE_OPS) expect({ op, result: results[op] }).toEqual({ op, result: 'EPERM' });
     expect(results['socket-unix']).toBe('ok');
     expect(results['read:/usr/bin/python3']).toBe('ok');
     expect(results['exec:/usr/bin/true']).toBe('ok');

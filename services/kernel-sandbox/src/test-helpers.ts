@@ -7,6 +7,28 @@ import type { SandboxMode } from '@islet/protocol';
 import { type EnforcementReport, type JailOptions, jailArgs } from './jail.ts';
 import { jailPath, probePath } from './paths.ts';
 
+/** islet-probe ops every mode's seccomp profile must answer with EPERM (under islet-jail and under runc). */
+export const DENIED_PROBE_OPS = [
+  'socket-inet',
+  'socket-inet6',
+  'socket-netlink',
+  'socket-packet',
+  'socket-vsock',
+  'unshare-user',
+  'unshare-net',
+  'unshare-mount',
+  'clone-newnet',
+  'ptrace-traceme',
+  'io-uring-setup',
+  'mount',
+  'bpf',
+  'keyctl',
+  'userfaultfd',
+  'perf-event-open',
+  'process-vm-readv',
+  'open-by-handle',
+];
+
 export interface JailedResult {
   status: number | null;
   stdout: string;
