@@ -3,34 +3,21 @@
  * the job back; another runner executes the run again (replay), the App call is never resent,
  * and the run reaches a final status.
  */
-import { startCluster } from '@islet/devstack';
 import { expect, it } from 'vitest';
-import { api, startAppServer, until } from './helpers.ts';
+import { startSlowAppCluster, until } from './helpers.ts';
 
 it('SIGTERM past the grace hands the run back to another runner; nothing is sent twice', async () => {
-  const cluster = await startCluster({
-    gateways: 1,
+  const { cluster, app, a, conn, stop } = await startSlowAppCluster({
     runners: [{ modes: ['read-only'] }, { modes: ['read-only'] }],
     env: {
       ISLET_RUNNER_SHUTDOWN_GRACE_MS: '300',
       ISLET_RUNNER_LOCK_DURATION_MS: '3000',
       ISLET_RUNNER_STALLED_INTERVAL_MS: '1000',
     },
-  });
-  const app = await startAppServer(async () => {
-    await new Promise((r) => setTimeout(r, 2500));
-    return { status: 200, body: '{"v":"slow"}' };
+    delayMs: 2500,
+    answer: '{"v":"slow"}',
   });
   try {
-    const a = api(cluster.url, cluster.devKey);
-    const conn = (
-      await a('POST', '/v1/connections', {
-        name: 'Slow',
-        kind: 'http',
-        url: app.url,
-        tools: [{ name: 'wait' }],
-      })
-    ).body;
     const code = `
       let got;
       try { got = (await apps.slow.wait({})).v; } catch (e) { got = e.name + ":" + e.details.reason; }
@@ -65,7 +52,6 @@ it('SIGTERM past the grace hands the run back to another runner; nothing is sent
     expect(['slow', expect.stringMatching(/^AppCallFailed:/)]).toContainEqual(ended.result.value);
     expect(app.deliveries.filter((d) => d.idempotencyKey === `${id}:0`)).toHaveLength(1);
   } finally {
-    await app.close();
-    await cluster.stop();
+    await stop();
   }
 }, 90_000);

@@ -1,5 +1,6 @@
 /** Small HTTP helpers for the end-to-end tests: a JSON client, an SSE reader, a counting App server. */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { type ClusterOptions, startCluster } from '@islet/devstack';
 
 // biome-ignore lint/suspicious/noExplicitAny: responses are read loosely in tests; assertions check them.
 export type Loose = any;
@@ -11,17 +12,27 @@ export type Api = (
   headers?: Record<string, string>,
 ) => Promise<{ status: number; headers: Headers; body: Loose }>;
 
+/** fetch() options for a request with the API key as bearer token and `body` (if any) as JSON. */
+export function jsonRequest(
+  key: string,
+  method: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): RequestInit {
+  return {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  };
+}
+
 export function api(baseUrl: string, key: string): Api {
   return async (method, path, body, headers = {}) => {
-    const res = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...headers,
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
+    const res = await fetch(`${baseUrl}${path}`, jsonRequest(key, method, body, headers));
     const text = await res.text();
     let parsed: unknown = text;
     try {
@@ -160,5 +171,42 @@ export async function until<T>(
     if (v) return v;
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await sleep(stepMs);
+  }
+}
+
+/**
+ * A cluster with one gateway, the given runners and env, and an http App whose one tool `wait`
+ * answers `answer` after `delayMs`, registered as connection `Slow` (`apps.slow.wait`).
+ * `stop()` closes the App and stops the cluster.
+ */
+export async function startSlowAppCluster(options: {
+  runners: ClusterOptions['runners'];
+  env: Record<string, string>;
+  delayMs: number;
+  answer: string;
+}) {
+  const cluster = await startCluster({ gateways: 1, runners: options.runners, env: options.env });
+  const app = await startAppServer(async () => {
+    await sleep(options.delayMs);
+    return { status: 200, body: options.answer };
+  });
+  const stop = async () => {
+    await app.close();
+    await cluster.stop();
+  };
+  try {
+    const a = api(cluster.url, cluster.devKey);
+    const conn = (
+      await a('POST', '/v1/connections', {
+        name: 'Slow',
+        kind: 'http',
+        url: app.url,
+        tools: [{ name: 'wait' }],
+      })
+    ).body;
+    return { cluster, app, a, conn, stop };
+  } catch (error) {
+    await stop();
+    throw error;
   }
 }

@@ -2,34 +2,21 @@
  * A run whose job BullMQ gives up on (stalled more often than ISLET_RUNNER_MAX_STALLED_COUNT)
  * still reaches a final status: Failed / Unavailable. Own cluster, because it needs a stall limit of 0.
  */
-import { startCluster } from '@islet/devstack';
 import { expect, it } from 'vitest';
-import { api, startAppServer, until } from './helpers.ts';
+import { startSlowAppCluster, until } from './helpers.ts';
 
 it('a job failed by the stall limit ends its run Failed/Unavailable instead of leaving it Running', async () => {
-  const cluster = await startCluster({
-    gateways: 1,
+  const { cluster, app, a, conn, stop } = await startSlowAppCluster({
     runners: [{ modes: ['read-only'] }],
     env: {
       ISLET_RUNNER_LOCK_DURATION_MS: '2000',
       ISLET_RUNNER_STALLED_INTERVAL_MS: '500',
       ISLET_RUNNER_MAX_STALLED_COUNT: '0',
     },
-  });
-  const app = await startAppServer(async () => {
-    await new Promise((r) => setTimeout(r, 1500));
-    return { status: 200, body: '{}' };
+    delayMs: 1500,
+    answer: '{}',
   });
   try {
-    const a = api(cluster.url, cluster.devKey);
-    const conn = (
-      await a('POST', '/v1/connections', {
-        name: 'Slow',
-        kind: 'http',
-        url: app.url,
-        tools: [{ name: 'wait' }],
-      })
-    ).body;
     const res = await a('POST', '/v1/runs', {
       code: 'await apps.slow.wait({}); return 1',
       description: 'Wait for a slow App',
@@ -53,7 +40,6 @@ it('a job failed by the stall limit ends its run Failed/Unavailable instead of l
     expect(ended.result).toMatchObject({ _tag: 'Failed', reason: 'Unavailable', kind: 'worker-exit' });
     expect(ended.text).toMatch(/^code run failed \(worker-exit\): Islet could not finish the run: .*stalled/);
   } finally {
-    await app.close();
-    await cluster.stop();
+    await stop();
   }
 }, 90_000);
