@@ -16,10 +16,7 @@ import { type Cluster, startCluster } from '@islet/devstack';
 import { type BindingCall, type BindingOutcome, createEngine } from '@islet/engine';
 import { createCallJournal, UNKNOWN_OUTCOME_REASON } from '@islet/journal';
 import { type RedisServer, startRedis } from '@islet/testkit';
-import { readBody } from '../e2e/helpers.ts';
-
-// biome-ignore lint/suspicious/noExplicitAny: HTTP bodies are read loosely; the checks below assert them.
-type Loose = any;
+import { jsonRequest, type Loose, readBody, sleep } from '../e2e/helpers.ts';
 
 export interface ChaosOptions {
   runs: number;
@@ -61,7 +58,6 @@ interface Spec {
   code: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const answerOf = (tool: string, args: unknown) =>
   createHash('sha256')
     .update(`${tool}:${JSON.stringify(args)}`)
@@ -149,13 +145,7 @@ function client(urls: () => string[], key: string) {
       const base = list[n++ % list.length]!;
       try {
         const res = await fetch(`${base}${path}`, {
-          method,
-          headers: {
-            authorization: `Bearer ${key}`,
-            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-            ...headers,
-          },
-          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+          ...jsonRequest(key, method, body, headers),
           signal: AbortSignal.timeout(10_000),
         });
         const text = await res.text();
