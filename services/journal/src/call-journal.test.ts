@@ -1,9 +1,9 @@
 import type { BindingOutcome } from '@islet/engine';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createCallJournal, JournalConflictError } from './call-journal.ts';
 import { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
+import { useSuiteRedis } from './test-redis.ts';
 import { createTestSealer } from './test-sealer.ts';
 
 const result = (value: unknown): BindingOutcome => ({ type: 'result', valueJson: JSON.stringify(value) });
@@ -14,26 +14,13 @@ const call = (index: number, args: unknown = { n: index }, binding = 'notes.read
 });
 
 describe('call journal on real Redis', () => {
-  let server: RedisServer;
-  let a: Redis;
-  let b: Redis;
+  const r = useSuiteRedis();
   const sealer = createTestSealer();
   let runSeq = 0;
   const newRun = () => `run-${Date.now()}-${runSeq++}`;
 
-  beforeAll(async () => {
-    server = await startRedis();
-    a = new Redis(server.url);
-    b = new Redis(server.url);
-  });
-  afterAll(async () => {
-    a.disconnect();
-    b.disconnect();
-    await server.stop();
-  });
-
   it('claims a call once, journals its outcome and answers it as done on replay, never as new', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     const first = await journal.claim(run, 1, call(0));
     expect(first.kind).toBe('new');
@@ -56,7 +43,7 @@ describe('call journal on real Redis', () => {
   });
 
   it('answers mismatch when the binding or the arguments differ, and changes nothing', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     await journal.claim(run, 1, call(0, { to: 'team@example.com' }, 'mail.send_email'));
     await journal.complete(run, 0, result('sent'));
@@ -72,7 +59,7 @@ describe('call journal on real Redis', () => {
   });
 
   it('tells in-flight (same attempt) from unknown (sent by an earlier attempt) and re-offers unsent calls', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     expect((await journal.claim(run, 1, call(0))).kind).toBe('new');
     expect((await journal.claim(run, 1, call(1))).kind).toBe('new');
@@ -86,7 +73,7 @@ describe('call journal on real Redis', () => {
   });
 
   it('takes a same-attempt call over only when asked, and fences the old handler by token', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     const old = await journal.claim(run, 1, call(0));
     const retry = await journal.claim(run, 1, { ...call(0), takeover: true });
@@ -98,7 +85,7 @@ describe('call journal on real Redis', () => {
   });
 
   it('fences a superseded attempt once a newer one has started', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     expect(await journal.nextAttempt(run)).toBe(1);
     expect((await journal.claim(run, 1, call(0))).kind).toBe('new');
@@ -108,7 +95,7 @@ describe('call journal on real Redis', () => {
   });
 
   it('keeps the first outcome when a call is completed twice', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     await journal.claim(run, 1, call(0));
     expect(await journal.complete(run, 0, result('first'))).toEqual({ deliverySeq: 1, stored: true });
@@ -118,7 +105,7 @@ describe('call journal on real Redis', () => {
   });
 
   it('numbers deliveries in completion order, not index order', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     for (const i of [0, 1, 2]) await journal.claim(run, 1, call(i));
     await journal.complete(run, 2, result(2));
@@ -133,8 +120,8 @@ describe('call journal on real Redis', () => {
   });
 
   it('lets exactly one of two concurrently claiming clients (two gateways) send each call', async () => {
-    const ja = createCallJournal({ redis: a, sealer });
-    const jb = createCallJournal({ redis: b, sealer });
+    const ja = createCallJournal({ redis: r.a, sealer });
+    const jb = createCallJournal({ redis: r.b, sealer });
     const run = newRun();
     const indexes = Array.from({ length: 200 }, (_, i) => i);
     const claims = await Promise.all(
@@ -154,9 +141,9 @@ describe('call journal on real Redis', () => {
 
   it('compares arguments through a keyed hash: every gateway must share the key', async () => {
     const run = newRun();
-    const one = createCallJournal({ redis: a, sealer, argsHashKey: 'k'.repeat(32) });
-    const same = createCallJournal({ redis: b, sealer, argsHashKey: 'k'.repeat(32) });
-    const other = createCallJournal({ redis: b, sealer, argsHashKey: 'z'.repeat(32) });
+    const one = createCallJournal({ redis: r.a, sealer, argsHashKey: 'k'.repeat(32) });
+    const same = createCallJournal({ redis: r.b, sealer, argsHashKey: 'k'.repeat(32) });
+    const other = createCallJournal({ redis: r.b, sealer, argsHashKey: 'z'.repeat(32) });
     await one.claim(run, 1, call(0));
     await one.complete(run, 0, result('ok'));
     expect((await same.claim(run, 2, call(0))).kind).toBe('done');
@@ -164,17 +151,17 @@ describe('call journal on real Redis', () => {
   });
 
   it('seals arguments and outcomes at rest', async () => {
-    const journal = createCallJournal({ redis: a, sealer, keyPrefix: 'sealcheck:' });
+    const journal = createCallJournal({ redis: r.a, sealer, keyPrefix: 'sealcheck:' });
     const run = newRun();
     await journal.claim(run, 1, call(0, { secret: 'hunter2-args' }));
     await journal.complete(run, 0, result({ secret: 'hunter2-result' }));
-    const raw = JSON.stringify(await a.hgetall(`sealcheck:journal:{${run}}`));
+    const raw = JSON.stringify(await r.a.hgetall(`sealcheck:journal:{${run}}`));
     expect(raw).not.toContain('hunter2');
     expect((await journal.get(run, 0))?.argsJson).toBe('{"secret":"hunter2-args"}');
   });
 
   it('waits for an in-flight call to be completed by its handler', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     await journal.claim(run, 1, call(0));
     setTimeout(() => void journal.complete(run, 0, result('late')), 100);
@@ -194,13 +181,13 @@ describe('call journal on real Redis', () => {
   });
 
   it('keeps journaled outcomes across a Redis restart (AOF)', async () => {
-    const journal = createCallJournal({ redis: a, sealer });
+    const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     await journal.claim(run, 1, call(0));
     await journal.complete(run, 0, result('kept'));
     await new Promise((r) => setTimeout(r, 1200)); // appendfsync everysec
-    await server.restart();
-    const fresh = new Redis(server.url);
+    await r.server.restart();
+    const fresh = new Redis(r.server.url);
     try {
       const after = createCallJournal({ redis: fresh, sealer });
       expect(await after.claim(run, 2, call(0))).toEqual({

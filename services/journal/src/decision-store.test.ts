@@ -1,15 +1,12 @@
 import { pausedRunsKey } from '@islet/protocol';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDecisionStore, decisionView } from './decision-store.ts';
 import { ESCALATION_INDEX } from './decision-types.ts';
+import { useSuiteRedis } from './test-redis.ts';
 import { createTestSealer } from './test-sealer.ts';
 
 describe('decision store on real Redis', () => {
-  let server: RedisServer;
-  let a: Redis;
-  let b: Redis;
+  const r = useSuiteRedis();
   const sealer = createTestSealer();
   let n = 0;
   const newRun = () => `drun-${Date.now()}-${n++}`;
@@ -24,19 +21,8 @@ describe('decision store on real Redis', () => {
     call: { connectionId: 'conn-7', tool: 'send_email', arguments: { to: 'team@example.com' } },
   });
 
-  beforeAll(async () => {
-    server = await startRedis();
-    a = new Redis(server.url);
-    b = new Redis(server.url);
-  });
-  afterAll(async () => {
-    a.disconnect();
-    b.disconnect();
-    await server.stop();
-  });
-
   it("records a request in the Code Mode document's shape, once per (run, index), sealed at rest", async () => {
-    const store = createDecisionStore({ redis: a, sealer, keyPrefix: 'd1:' });
+    const store = createDecisionStore({ redis: r.a, sealer, keyPrefix: 'd1:' });
     const run = newRun();
     const first = await store.request(ask(run));
     const again = await store.request(ask(run));
@@ -48,19 +34,19 @@ describe('decision store on real Redis', () => {
       app: { id: 'conn-7', callId: 'call-9:1', arguments: { to: 'team@example.com' } },
       code: { run, index: 1, code: ask(run).code },
     });
-    expect(JSON.stringify(await a.hgetall(`d1:decisions:{${run}}`))).not.toContain('team@example.com');
+    expect(JSON.stringify(await r.a.hgetall(`d1:decisions:{${run}}`))).not.toContain('team@example.com');
     const pending = await store.listPending('t1');
     expect(pending.map((d) => decisionView(d).id)).toContain(`${run}:1`);
     // A stop-style request counts the run as paused in its mode's set; a held one does not.
-    expect(await a.zscore(pausedRunsKey('read-only'), run)).not.toBeNull();
+    expect(await r.a.zscore(pausedRunsKey('read-only'), run)).not.toBeNull();
     const held = newRun();
     await store.request({ ...ask(held), approval: 'hold' });
-    expect(await a.zscore(pausedRunsKey('read-only'), held)).toBeNull();
+    expect(await r.a.zscore(pausedRunsKey('read-only'), held)).toBeNull();
   });
 
   it('takes one answer only, from the owning tenant; the other tenant gets not-found', async () => {
-    const store = createDecisionStore({ redis: a, sealer, keyPrefix: 'd2:' });
-    const other = createDecisionStore({ redis: b, sealer, keyPrefix: 'd2:' });
+    const store = createDecisionStore({ redis: r.a, sealer, keyPrefix: 'd2:' });
+    const other = createDecisionStore({ redis: r.b, sealer, keyPrefix: 'd2:' });
     const run = newRun();
     await store.request(ask(run));
     expect(await other.listPending('t2')).toEqual([]);
@@ -83,7 +69,7 @@ describe('decision store on real Redis', () => {
   });
 
   it('counts the run’s other pending decisions and keeps input for AppInputRequired', async () => {
-    const store = createDecisionStore({ redis: a, sealer, keyPrefix: 'd3:' });
+    const store = createDecisionStore({ redis: r.a, sealer, keyPrefix: 'd3:' });
     const run = newRun();
     await store.request(ask(run, 't1', 1));
     await store.request(ask(run, 't1', 2));
@@ -100,8 +86,8 @@ describe('decision store on real Redis', () => {
   });
 
   it('wakes a hold-in-place waiter on another connection when the answer arrives', async () => {
-    const store = createDecisionStore({ redis: a, sealer, keyPrefix: 'd4:' });
-    const other = createDecisionStore({ redis: b, sealer, keyPrefix: 'd4:' });
+    const store = createDecisionStore({ redis: r.a, sealer, keyPrefix: 'd4:' });
+    const other = createDecisionStore({ redis: r.b, sealer, keyPrefix: 'd4:' });
     const run = newRun();
     await store.request({ ...ask(run), approval: 'hold' });
     const started = Date.now();
@@ -120,14 +106,14 @@ describe('decision store on real Redis', () => {
   it('expires unanswered decisions after the configured time, each exactly once', async () => {
     let clock = 1_000_000;
     const store = createDecisionStore({
-      redis: a,
+      redis: r.a,
       sealer,
       keyPrefix: 'd5:',
       expireAfterMs: 500,
       now: () => clock,
     });
     const twin = createDecisionStore({
-      redis: b,
+      redis: r.b,
       sealer,
       keyPrefix: 'd5:',
       expireAfterMs: 500,
@@ -149,7 +135,7 @@ describe('decision store on real Redis', () => {
   });
 
   it('shows a wider-access request with its justification, before any call', async () => {
-    const store = createDecisionStore({ redis: a, sealer, keyPrefix: 'd6:' });
+    const store = createDecisionStore({ redis: r.a, sealer, keyPrefix: 'd6:' });
     const run = newRun();
     const { decision } = await store.request({
       tenant: 't1',
@@ -173,12 +159,12 @@ describe('decision store on real Redis', () => {
   });
 
   it('keeps the per-mode paused-runs set the operator counts', async () => {
-    const store = createDecisionStore({ redis: a, sealer });
+    const store = createDecisionStore({ redis: r.a, sealer });
     const run = newRun();
     await store.markPaused(run, 'workspace-write');
-    expect(await a.zscore(pausedRunsKey('workspace-write'), run)).not.toBeNull();
+    expect(await r.a.zscore(pausedRunsKey('workspace-write'), run)).not.toBeNull();
     expect(await store.pausedCount('workspace-write')).toBeGreaterThanOrEqual(1);
     await store.unmarkPaused(run, 'workspace-write');
-    expect(await a.zscore(pausedRunsKey('workspace-write'), run)).toBeNull();
+    expect(await r.a.zscore(pausedRunsKey('workspace-write'), run)).toBeNull();
   });
 });

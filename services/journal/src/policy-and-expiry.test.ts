@@ -1,11 +1,10 @@
-import { type RedisServer, startRedis } from '@islet/testkit';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
 import { createDecisionStore } from './decision-store.ts';
 import type { DecisionRecord } from './decision-types.ts';
 import { resolveApproval, resolveTimeBudget } from './policy-defaults.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
+import { useSuiteRedis } from './test-redis.ts';
 import { createTestSealer } from './test-sealer.ts';
 
 describe('approval and time-budget defaults', () => {
@@ -21,20 +20,11 @@ describe('approval and time-budget defaults', () => {
 });
 
 describe('decision expiry sweeper', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
-  });
+  const r = useSuiteRedis();
 
   it('ends each expired run exactly once, from whichever sweeper sees it', async () => {
     const sealer = createTestSealer();
-    const decisions = createDecisionStore({ redis, sealer, expireAfterMs: 100 });
+    const decisions = createDecisionStore({ redis: r.a, sealer, expireAfterMs: 100 });
     const ended: DecisionRecord[] = [];
     const sweepers = [1, 2].map(() =>
       startDecisionExpiry({
@@ -68,19 +58,10 @@ describe('decision expiry sweeper', () => {
 });
 
 describe('tenant run policy', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
-  });
+  const r = useSuiteRedis();
 
   it('defaults to Code Mode rules and lets a tenant and a request choose', async () => {
-    const store = createRunPolicyStore(redis);
+    const store = createRunPolicyStore(r.a);
     expect(await store.effective('t1')).toEqual({
       style: 'code-mode',
       approval: 'stop',

@@ -1,0 +1,27 @@
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+
+/** Set in `beforeAll`: read the fields inside tests, not at describe time. */
+export interface SuiteRedis {
+  server: RedisServer;
+  /** Two connections to the one server, to act as two gateway replicas. */
+  a: Redis;
+  b: Redis;
+}
+
+/** One real Redis for the enclosing describe block, with two connections; all stopped after it. */
+export function useSuiteRedis(): SuiteRedis {
+  const r = {} as SuiteRedis;
+  beforeAll(async () => {
+    r.server = await startRedis();
+    r.a = new Redis(r.server.url);
+    r.b = new Redis(r.server.url);
+  });
+  afterAll(async () => {
+    r.a.disconnect();
+    r.b.disconnect();
+    await r.server.stop();
+  });
+  return r;
+}
