@@ -1,12 +1,15 @@
 import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
+import { createAuth } from './auth.ts';
+import { createBindingCalls } from './binding-calls.ts';
 import { declareBindings, schemaToTs } from './code-api.ts';
 import { slugify } from './connections.ts';
 import { createGatewayDeps } from './create-deps.ts';
 import { createOrphanSweeper } from './orphan-sweeper.ts';
+import { registerRoutes } from './routes/index.ts';
 import { createRunsService } from './runs-service.ts';
 
 let redis: RedisServer;
@@ -486,5 +489,32 @@ describe('runs through inject (no runner)', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toContain('/v1/runs');
     expect((await app.inject({ method: 'GET', url: '/docs' })).body).toContain('/openapi.json');
+  });
+  it('describes every registered route in /openapi.json, and nothing else', async () => {
+    // A bare instance with an onRoute hook sees every route registerRoutes adds (buildApp's too).
+    const registered = new Set<string>();
+    const probe = Fastify();
+    probe.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      const path = route.url.replace(/:(\w+)/g, '{$1}').replace(/\*$/, '{path}');
+      for (const m of methods) if (m !== 'HEAD') registered.add(`${m.toLowerCase()} ${path}`);
+    });
+    await registerRoutes(probe, {
+      closing: new AbortController().signal,
+      deps,
+      auth: createAuth(deps),
+      runsService: createRunsService(deps),
+      bindingCalls: createBindingCalls(deps),
+    });
+    await probe.ready();
+    await probe.close();
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const documented = new Set(
+      Object.entries(doc.paths as Record<string, object>).flatMap(([p, ops]) =>
+        Object.keys(ops).map((m) => `${m} ${p}`),
+      ),
+    );
+    expect(registered.size).toBeGreaterThan(20);
+    expect([...documented].sort()).toEqual([...registered].sort());
   });
 });

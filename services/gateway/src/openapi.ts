@@ -182,6 +182,19 @@ export function openApiDocument() {
       '/metrics': {
         get: { summary: 'Prometheus metrics', responses: { 200: { description: 'text exposition' } } },
       },
+      '/openapi.json': {
+        get: { summary: 'This description', responses: { 200: { description: 'OpenAPI 3.1 JSON' } } },
+      },
+      '/docs': {
+        get: { summary: 'A human-readable list of the routes', responses: { 200: { description: 'HTML' } } },
+      },
+      '/internal/v1/code-runs/{id}/calls': {
+        post: {
+          summary:
+            'The runner → gateway binding-call channel: {attempt, index, binding, argsJson, takeover?} → {outcome, deliverySeq?}. Authorization: Bearer ISLET_INTERNAL_TOKEN, not an API key; served on ISLET_INTERNAL_PORT alone when that is set.',
+          responses: { 200: { description: 'The journaled outcome' }, default: problem },
+        },
+      },
     },
   };
 }
