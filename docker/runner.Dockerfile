@@ -29,7 +29,8 @@ FROM node:24.22.3-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     ISLET_RUNNER_METRICS_PORT=9464 \
     ISLET_SANDBOX_JAIL=on \
-    ISLET_JAIL_PATH=/usr/local/bin/islet-jail
+    ISLET_JAIL_PATH=/usr/local/bin/islet-jail \
+    ISLET_WORKSPACE_ROOT=/workspace
 # libseccomp2 for the launcher; python3 (and bash, already in the base) for the run_code skill.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libseccomp2 python3 \

@@ -171,11 +171,17 @@ describe('runner image specifics', () => {
     ).toBe(true);
   });
 
-  it('agrees with the chart on the jail path and the metrics port', () => {
+  it('agrees with the chart on the jail path, the metrics port and the workspace root', () => {
     const cm = readFileSync(join(ROOT, 'charts/islet/templates/config-configmap.yaml'), 'utf8');
     expect(cm).toContain('ISLET_JAIL_PATH: /usr/local/bin/islet-jail');
     const values = parseYaml(readFileSync(join(ROOT, 'charts/islet/values.yaml'), 'utf8'));
     expect(values.runners.metricsPort).toBe(9464);
     expect(values.runners.uid).toBe(10001);
+    const env = stages
+      .at(-1)!
+      .instructions.filter((i) => i.op === 'ENV')
+      .map((i) => i.args)
+      .join(' ');
+    expect(env).toContain(`ISLET_WORKSPACE_ROOT=${values.workspaces.mountPath}`);
   });
 });
