@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { encodeMessage, FrameReader } from './frame.ts';
 import { outputLimitMessage } from './limits.ts';
+import { cutToBytes } from './utf8.ts';
 import type { FromHost, HostDone, ToHost } from './wire.ts';
 
 // Nothing but frames may reach stdout.
@@ -33,16 +34,6 @@ const KNOWN_ENCODE_LINES = new Set([
 
 function send(message: FromHost): void {
   for (const buf of encodeMessage(message)) process.stdout.write(buf);
-}
-
-function cutToBytes(text: string, bytes: number): string {
-  if (bytes <= 0) return '';
-  const buf = Buffer.from(text, 'utf8');
-  if (buf.length <= bytes) return text;
-  // Step back to a character boundary.
-  let end = bytes;
-  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
-  return buf.subarray(0, end).toString('utf8');
 }
 
 class HostRun {

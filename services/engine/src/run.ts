@@ -1,13 +1,18 @@
 /**
  * One run as the engine drives it: sends the program to a sandbox host, relays binding calls to
- * `onCall`, keeps the time budget (the wall-clock deadline lives here, outside V8, with a watchdog
- * that kills the host when it does not stop), collects log lines and settles into a RunOutcome.
+ * `onCall`, keeps the time budget (time-budget.ts) with a watchdog that kills the host when it does
+ * not stop, collects log lines and settles into a RunOutcome.
  */
-import { APP_ERROR_NAMES } from '@islet/protocol';
+import {
+  handlerFailedOutcome,
+  isLosslessJson,
+  noHandlerOutcome,
+  normalizeOutcome,
+} from './binding-outcome.ts';
 import type { HostProcess } from './host-process.ts';
 import { deadlineMessage, outputLimitMessage } from './limits.ts';
+import { TimeBudget } from './time-budget.ts';
 import type {
-  AppErrorName,
   BindingCall,
   BindingHandler,
   BindingOutcome,
@@ -17,6 +22,7 @@ import type {
   RunOutcome,
   StopCode,
 } from './types.ts';
+import { cutToBytes } from './utf8.ts';
 import type { FromHost, HostDone, RunConfig } from './wire.ts';
 
 export interface RunParams {
@@ -41,26 +47,6 @@ export interface RunResult {
 
 type Phase = 'running' | 'closing' | 'ending' | 'done';
 
-const APP_ERRORS = new Set<string>(APP_ERROR_NAMES);
-
-function isLosslessJson(text: unknown): boolean {
-  if (typeof text !== 'string') return false;
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function cutToBytes(text: string, bytes: number): string {
-  const buf = Buffer.from(text, 'utf8');
-  if (buf.length <= bytes) return text;
-  let end = Math.max(0, bytes);
-  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
-  return buf.subarray(0, end).toString('utf8');
-}
-
 export class Run {
   private readonly host: HostProcess;
   private readonly p: RunParams;
@@ -77,10 +63,7 @@ export class Run {
   private failure: RunFailure | undefined;
   private valueJson: string | undefined;
   private hostReusable = false;
-  // Deadline bookkeeping: `budgetLeftMs` counts down only while the clock runs.
-  private budgetLeftMs: number;
-  private clockStartedAt: number | undefined;
-  private deadlineTimer: NodeJS.Timeout | undefined;
+  private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private resolve!: (r: RunResult) => void;
   /** Aborted when the run ends: tells binding handlers their outcome is no longer used. */
@@ -90,7 +73,9 @@ export class Run {
   constructor(host: HostProcess, params: RunParams) {
     this.host = host;
     this.p = params;
-    this.budgetLeftMs = params.timeoutMs ?? Number.POSITIVE_INFINITY;
+    this.budget = new TimeBudget(params.timeoutMs, () =>
+      this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) }),
+    );
   }
 
   execute(): Promise<RunResult> {
@@ -138,22 +123,7 @@ export class Run {
   // ---- time budget ------------------------------------------------------------------------------
 
   private resumeClock(): void {
-    if (this.clockStartedAt !== undefined || this.phase === 'done') return;
-    if (!Number.isFinite(this.budgetLeftMs)) return;
-    this.clockStartedAt = Date.now();
-    this.deadlineTimer = setTimeout(() => this.onDeadline(), Math.max(0, this.budgetLeftMs));
-  }
-
-  private pauseClock(): void {
-    if (this.clockStartedAt === undefined) return;
-    this.budgetLeftMs -= Date.now() - this.clockStartedAt;
-    this.clockStartedAt = undefined;
-    clearTimeout(this.deadlineTimer);
-  }
-
-  private onDeadline(): void {
-    this.clockStartedAt = undefined;
-    this.endNow({ kind: 'timeout', message: deadlineMessage(this.p.timeoutMs ?? 0) });
+    if (this.phase !== 'done') this.budget.resume();
   }
 
   // ---- messages from the host -------------------------------------------------------------------
@@ -229,7 +199,7 @@ export class Run {
     const entry = this.calls[call.index]!;
     entry.startedAtMs = Date.now();
     this.inFlight.add(call.index);
-    if (this.p.excludeBindingWaits && this.inFlight.size === 1) this.pauseClock();
+    if (this.p.excludeBindingWaits && this.inFlight.size === 1) this.budget.pause();
     const handler = this.p.onCall;
     let pending: Promise<BindingOutcome>;
     try {
@@ -422,7 +392,7 @@ export class Run {
   private finish(): void {
     if (this.phase === 'done') return;
     this.phase = 'done';
-    clearTimeout(this.deadlineTimer);
+    this.budget.stop();
     clearTimeout(this.watchdogTimer);
     this.p.signal?.removeEventListener('abort', this.onAbort);
     this.host.attach(undefined);
@@ -468,55 +438,4 @@ function abortMessage(signal: AbortSignal | undefined): string {
     return `the run was aborted: ${reason.message}`;
   }
   return 'the run was aborted';
-}
-
-function noHandlerOutcome(): BindingOutcome {
-  return {
-    type: 'error',
-    name: 'AppCallFailed',
-    message: 'no binding handler is attached to this run',
-    details: { reason: 'unavailable' },
-  };
-}
-
-function handlerFailedOutcome(): BindingOutcome {
-  return {
-    type: 'error',
-    name: 'AppCallFailed',
-    message: 'the binding call failed',
-    details: { reason: 'host-error' },
-  };
-}
-
-/** A well-formed outcome with lossless JSON inside, or undefined. */
-function normalizeOutcome(raw: unknown): BindingOutcome | undefined {
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const o = raw as Record<string, unknown>;
-  if (o.type === 'result') {
-    return isLosslessJson(o.valueJson) ? { type: 'result', valueJson: o.valueJson as string } : undefined;
-  }
-  if (o.type === 'error') {
-    if (!APP_ERRORS.has(o.name as string)) return undefined;
-    let details: Record<string, unknown> | undefined;
-    if (o.details !== undefined) {
-      try {
-        details = JSON.parse(JSON.stringify(o.details)) as Record<string, unknown>;
-      } catch {
-        return undefined;
-      }
-      if (typeof details !== 'object' || details === null) return undefined;
-    }
-    return {
-      type: 'error',
-      name: o.name as AppErrorName,
-      message: typeof o.message === 'string' ? o.message : '',
-      ...(details !== undefined ? { details } : {}),
-    };
-  }
-  if (o.type === 'stop') {
-    const code = o.code;
-    if (code !== 'suspended' && code !== 'replay-mismatch' && code !== 'cancelled') return undefined;
-    return { type: 'stop', code, message: typeof o.message === 'string' ? o.message : '' };
-  }
-  return undefined;
 }
