@@ -13,20 +13,6 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
   });
 }
 
-/** Resolves once the connection answers PING, or rejects after `timeoutMs`. */
-export async function waitForRedis(redis: Redis, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await redis.ping();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
-
 export type { Redis };
 
 /**
