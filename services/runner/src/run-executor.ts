@@ -13,7 +13,7 @@ import {
   isFilesBinding,
   type WorkspaceStore,
 } from '@islet/kernel-sandbox';
-import type { SandboxMode } from '@islet/protocol';
+import { type FailureKind, isFinalStatus, type SandboxMode } from '@islet/protocol';
 import { createFilesCalls } from './files-calls.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { mapOutcome } from './outcome-mapping.ts';
@@ -59,12 +59,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     run: StoredRun,
     status: 'Failed' | 'Cancelled',
     reason: 'Unavailable' | 'Cancelled',
-    kind: string,
+    kind: FailureKind,
     message: string,
   ) {
     const done = await runs.finish(run, {
       status,
-      result: { _tag: 'Failed', reason, kind: kind as 'abort', message, logs: [] },
+      result: { _tag: 'Failed', reason, kind, message, logs: [] },
       text: `code run failed (${kind}): ${message}`,
       kind,
     });
@@ -77,7 +77,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       logger.warn({ runId: job.runId }, 'job for a run that does not exist; dropped');
       return 'skipped';
     }
-    if (run.status === 'Completed' || run.status === 'Failed' || run.status === 'Cancelled') return 'skipped';
+    if (isFinalStatus(run.status)) return 'skipped';
     if (run.cancelRequested) {
       await end(run, 'Cancelled', 'Cancelled', 'abort', 'the run was cancelled before it started');
       return 'cancelled';
