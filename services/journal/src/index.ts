@@ -24,11 +24,6 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
-export {
-  type ExecuteWithReplayInput,
-  type ExecutionResult,
-  executeWithReplay,
-} from './execute-with-replay.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
   DEFAULT_APPROVAL,

@@ -15,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCallJournal } from './call-journal.ts';
 import { createCallProcessor, UNKNOWN_OUTCOME_REASON } from './call-processor.ts';
 import { createDecisionStore } from './decision-store.ts';
-import { executeWithReplay } from './execute-with-replay.ts';
 import { createReplayingHandler } from './replaying-handler.ts';
 import { createTestSealer } from './test-sealer.ts';
 import type { CallJournal } from './types.ts';
@@ -77,33 +76,36 @@ describe('replay with the real engine', () => {
     code: string,
     opts: { policy?: (c: BindingCall) => 'allow' | 'ask' | 'deny'; sent?: string[]; grace?: number } = {},
   ): Promise<RunOutcome> {
-    const { outcome } = await executeWithReplay(
-      { engine, journal },
-      {
-        runId,
-        code,
-        stallMs: 2000,
-        options: {
-          bindings: ['x.f', 'x.g', 'x.send'],
-          clockMs: CLOCK,
-          randomSeed: runId,
-          limits: { timeoutMs: 20_000 },
-        },
-        live: async (call, attempt) => {
-          opts.sent?.push(`${call.index}:${call.binding}`);
-          return processor.process({
-            run: { id: runId, tenant: 't1', mode: 'read-only', toolCallId: 'call-9', code },
-            attempt,
-            call,
-            policy: opts.policy?.(call) ?? 'allow',
-            approval: 'stop',
-            ...(opts.grace ? { unknownGraceMs: opts.grace } : {}),
-            send: ({ idempotencyKey }) => app(call, idempotencyKey),
-          });
-        },
+    // As the runner does it (services/runner/src/run-executor.ts): a fresh attempt, the journal
+    // as it stands, the run's fixed clock and seed.
+    const attempt = await journal.nextAttempt(runId);
+    const replay = createReplayingHandler({
+      journal: await journal.list(runId),
+      live: async (call) => {
+        opts.sent?.push(`${call.index}:${call.binding}`);
+        return processor.process({
+          run: { id: runId, tenant: 't1', mode: 'read-only', toolCallId: 'call-9', code },
+          attempt,
+          call,
+          policy: opts.policy?.(call) ?? 'allow',
+          approval: 'stop',
+          ...(opts.grace ? { unknownGraceMs: opts.grace } : {}),
+          send: ({ idempotencyKey }) => app(call, idempotencyKey),
+        });
       },
-    );
-    return outcome;
+      stallMs: 2000,
+    });
+    try {
+      return await engine.execute(code, {
+        bindings: ['x.f', 'x.g', 'x.send'],
+        clockMs: CLOCK,
+        randomSeed: runId,
+        limits: { timeoutMs: 20_000 },
+        onCall: replay.handler,
+      });
+    } finally {
+      replay.close();
+    }
   }
 
   const shape = (o: RunOutcome) => ({
