@@ -2,10 +2,11 @@
  * What a binding handler may hand back to a run, checked: only a well-formed outcome with lossless
  * JSON inside reaches the program; anything else ends the run.
  */
-import { APP_ERROR_NAMES } from '@islet/protocol';
-import type { AppErrorName, BindingOutcome } from './types.ts';
+import { APP_ERROR_NAMES, STOP_CODES } from '@islet/protocol';
+import type { AppErrorName, BindingOutcome, StopCode } from './types.ts';
 
 const APP_ERRORS = new Set<string>(APP_ERROR_NAMES);
+const STOPS = new Set<string>(STOP_CODES);
 
 export function isLosslessJson(text: unknown): boolean {
   if (typeof text !== 'string') return false;
@@ -61,9 +62,12 @@ export function normalizeOutcome(raw: unknown): BindingOutcome | undefined {
     };
   }
   if (o.type === 'stop') {
-    const code = o.code;
-    if (code !== 'suspended' && code !== 'replay-mismatch' && code !== 'cancelled') return undefined;
-    return { type: 'stop', code, message: typeof o.message === 'string' ? o.message : '' };
+    if (!STOPS.has(o.code as string)) return undefined;
+    return {
+      type: 'stop',
+      code: o.code as StopCode,
+      message: typeof o.message === 'string' ? o.message : '',
+    };
   }
   return undefined;
 }

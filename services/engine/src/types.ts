@@ -2,11 +2,9 @@
  * The engine's public contract. Every other service codes against these types; the
  * engine's implementation may change behind them. Values cross every boundary as JSON text.
  */
-import type { AppErrorName, FailureKind, TimeBudget } from '@islet/protocol';
+import type { AppErrorName, FailureKind, LogLevel, StopCode, TimeBudget } from '@islet/protocol';
 
-export type { AppErrorName, FailureKind, TimeBudget };
-
-export type LogLevel = 'log' | 'info' | 'warn' | 'error' | 'debug';
+export type { AppErrorName, FailureKind, LogLevel, StopCode, TimeBudget };
 
 export interface LogLine {
   level: LogLevel;
@@ -35,8 +33,6 @@ export type BindingOutcome =
    * started still settle (the host is told), no new call is sent, and the outcome has status `stopped`.
    */
   | { type: 'stop'; code: StopCode; message: string };
-
-export type StopCode = 'suspended' | 'replay-mismatch' | 'cancelled';
 
 /** What the engine tells a binding handler besides the call. */
 export interface BindingContext {

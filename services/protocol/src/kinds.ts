@@ -36,6 +36,14 @@ export type FailureReason = (typeof FAILURE_REASONS)[number];
 export const APP_ERROR_NAMES = ['AppCallDenied', 'AppCallFailed', 'AppInputRequired'] as const;
 export type AppErrorName = (typeof APP_ERROR_NAMES)[number];
 
+/** How a binding call can stop a run without failing it (the engine's `stopped` outcome). */
+export const STOP_CODES = ['suspended', 'replay-mismatch', 'cancelled'] as const;
+export type StopCode = (typeof STOP_CODES)[number];
+
+/** A printed log line's level: the program's `console` methods. */
+export const LOG_LEVELS = ['log', 'info', 'warn', 'error', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 /** File-access modes, narrowest first. */
 export const SANDBOX_MODES = ['read-only', 'workspace-write', 'danger-full-access'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];

@@ -22,12 +22,13 @@ import {
   FAILURE_REASONS,
   type FailureKind,
   type FailureReason,
+  LOG_LEVELS,
   RUN_STATUSES,
   type RunStatus,
 } from './kinds.ts';
 
 export const logLineSchema = z.object({
-  level: z.enum(['log', 'info', 'warn', 'error', 'debug']),
+  level: z.enum(LOG_LEVELS),
   text: z.string(),
 });
 
