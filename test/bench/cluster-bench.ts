@@ -7,6 +7,7 @@
 import { createServer } from 'node:http';
 import { startCluster } from '@islet/devstack';
 import { createEngine } from '@islet/engine';
+import { api } from '../e2e/helpers.ts';
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -62,36 +63,32 @@ async function benchCluster() {
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   const appPort = (app.address() as { port: number }).port;
   const cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'], concurrency: 4 }] });
-  const headers = { authorization: `Bearer ${cluster.devKey}`, 'content-type': 'application/json' };
+  const a = api(cluster.url, cluster.devKey);
   const submit = async (code: string, connections: string[] = []) => {
-    const res = await fetch(`${cluster.url}/v1/runs`, {
-      method: 'POST',
-      headers: { ...headers, prefer: 'wait=30' },
-      body: JSON.stringify({
+    const res = await a(
+      'POST',
+      '/v1/runs',
+      {
         code,
         description: 'Benchmark a trivial program',
         sessionId: 'bench',
         turnId: 't',
         callId: 'c',
         connections,
-      }),
-    });
-    const body = (await res.json()) as { status: string };
-    if (body.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
+      },
+      { prefer: 'wait=30' },
+    );
+    if (res.body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(res.body)}`);
   };
   try {
-    const conn = (await (
-      await fetch(`${cluster.url}/v1/connections`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({
-          name: 'Bench',
-          kind: 'http',
-          url: `http://127.0.0.1:${appPort}/`,
-          tools: [{ name: 'ping' }],
-        }),
+    const conn = (
+      await a('POST', '/v1/connections', {
+        name: 'Bench',
+        kind: 'http',
+        url: `http://127.0.0.1:${appPort}/`,
+        tools: [{ name: 'ping' }],
       })
-    ).json()) as { id: string };
+    ).body as { id: string };
     for (let i = 0; i < 10; i++) await submit('return 1');
     const lat: number[] = [];
     for (let i = 0; i < 60; i++) lat.push(await timed(() => submit('return 1')));
