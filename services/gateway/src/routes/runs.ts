@@ -74,14 +74,17 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
           .safeParse(request.query);
         if (!q.success) throw validationProblem(q.error, 'query.');
         const page = await deps.runs.listSession(caller.tenantId, sessionId, q.data.cursor, q.data.limit);
-        const items = [];
-        for (const id of page.ids) {
-          const run = await deps.runs.get(id);
-          if (run && run.tenant === caller.tenantId) items.push(await runsService.record(run));
-          // A record past its retention is gone: drop it from the session's index too.
-          else if (!run) await deps.redis.zrem(keys.sessionRuns(caller.tenantId, sessionId), id);
-        }
-        return { items, nextCursor: page.next };
+        // The page's records are read concurrently (one round trip's wait, not one per run); order is kept.
+        const found = await Promise.all(
+          page.ids.map(async (id) => {
+            const run = await deps.runs.get(id);
+            if (run && run.tenant === caller.tenantId) return runsService.record(run);
+            // A record past its retention is gone: drop it from the session's index too.
+            if (!run) await deps.redis.zrem(keys.sessionRuns(caller.tenantId, sessionId), id);
+            return undefined;
+          }),
+        );
+        return { items: found.filter((r) => r !== undefined), nextCursor: page.next };
       },
     );
 
