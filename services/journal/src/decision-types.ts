@@ -21,7 +21,8 @@ export interface DecisionRequest {
   expiresAt: number;
 }
 
-export type ApprovalMode = 'hold' | 'stop';
+export const APPROVAL_MODES = ['hold', 'stop'] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 export type DecisionState = 'pending' | 'allowed' | 'denied' | 'expired';
 
 export interface DecisionAnswer {

@@ -9,7 +9,8 @@ import type { TimeBudget } from '@islet/protocol';
 import type { ApprovalMode } from './decision-types.ts';
 
 /** `code-mode`: an Agent's Code Mode run (`POST /v1/runs` with connections); `run_code`: the tool/skill style. */
-export type RunStyle = 'code-mode' | 'run_code';
+export const RUN_STYLES = ['code-mode', 'run_code'] as const;
+export type RunStyle = (typeof RUN_STYLES)[number];
 
 export const DEFAULT_APPROVAL: Record<RunStyle, ApprovalMode> = { 'code-mode': 'stop', run_code: 'hold' };
 export const DEFAULT_TIME_BUDGET: Record<RunStyle, TimeBudget> = {

@@ -9,13 +9,13 @@
 import { TIME_BUDGETS, type TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { ApprovalMode } from './decision-types.ts';
-import { type RunStyle, resolveApproval, resolveTimeBudget } from './policy-defaults.ts';
+import { APPROVAL_MODES, type ApprovalMode } from './decision-types.ts';
+import { RUN_STYLES, type RunStyle, resolveApproval, resolveTimeBudget } from './policy-defaults.ts';
 
 export const runPolicySchema = z
   .object({
-    style: z.enum(['code-mode', 'run_code']).default('code-mode'),
-    approval: z.enum(['hold', 'stop']).optional(),
+    style: z.enum(RUN_STYLES).default('code-mode'),
+    approval: z.enum(APPROVAL_MODES).optional(),
     timeBudget: z.enum(TIME_BUDGETS).optional(),
   })
   .strict();
