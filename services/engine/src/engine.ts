@@ -4,6 +4,7 @@
  * or after `maxRunsPerProcess` runs. `execute` never throws.
  */
 import { randomBytes } from 'node:crypto';
+import { RUN_CODE_REFUSALS } from '@islet/protocol';
 import { HostProcess } from './host-process.ts';
 import {
   DEFAULT_MAX_CONCURRENT_CALLS,
@@ -139,7 +140,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       if (refusal) return failed({ kind: 'exception', message: refusal });
       const timeoutMs = effectiveTimeoutMs(opts.limits?.timeoutMs);
       if (timeoutMs === 'invalid') {
-        return failed({ kind: 'exception', message: 'invalid timeoutMs: expected a positive finite number' });
+        return failed({ kind: 'exception', message: RUN_CODE_REFUSALS.timeoutMs });
       }
       if (opts.sandbox?.requireFullEnforcement && opts.sandbox.enforcement !== 'full') {
         return failed({

@@ -103,8 +103,7 @@ export function parseRunCodeRequest<S extends z.ZodType<RunCodeRequest> = typeof
     return { ok: false, refusal: RUN_CODE_REFUSALS.justificationWithoutEscalation };
   }
   if (value.timeoutMs !== undefined) {
-    const ceiling = Math.min(RUN_CODE_MAX_TIMEOUT_MS, capabilities.maxTimeoutMs ?? RUN_CODE_MAX_TIMEOUT_MS);
-    value.timeoutMs = Math.min(value.timeoutMs, ceiling);
+    value.timeoutMs = Math.min(value.timeoutMs, timeoutCeilingMs(capabilities));
   }
   return { ok: true, value };
 }
@@ -119,6 +118,9 @@ export function requestTimeoutMs(
   request: Pick<RunCodeRequest, 'timeoutMs'>,
   capabilities: RunCodeCapabilities = {},
 ) {
-  const ceiling = Math.min(RUN_CODE_MAX_TIMEOUT_MS, capabilities.maxTimeoutMs ?? RUN_CODE_MAX_TIMEOUT_MS);
-  return Math.min(request.timeoutMs ?? RUN_CODE_DEFAULT_TIMEOUT_MS, ceiling);
+  return Math.min(request.timeoutMs ?? RUN_CODE_DEFAULT_TIMEOUT_MS, timeoutCeilingMs(capabilities));
+}
+
+function timeoutCeilingMs(capabilities: RunCodeCapabilities): number {
+  return Math.min(RUN_CODE_MAX_TIMEOUT_MS, capabilities.maxTimeoutMs ?? RUN_CODE_MAX_TIMEOUT_MS);
 }
