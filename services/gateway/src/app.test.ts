@@ -1,6 +1,7 @@
+import { EventEmitter, getEventListeners } from 'node:events';
 import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
 import { createAuth } from './auth.ts';
@@ -9,6 +10,7 @@ import { declareBindings, schemaToTs } from './code-api.ts';
 import { slugify } from './connections.ts';
 import { createGatewayDeps } from './create-deps.ts';
 import { createOrphanSweeper } from './orphan-sweeper.ts';
+import { clientGone } from './problem-reply.ts';
 import { registerRoutes } from './routes/index.ts';
 import { createRunsService } from './runs-service.ts';
 
@@ -516,5 +518,29 @@ describe('runs through inject (no runner)', () => {
     );
     expect(registered.size).toBeGreaterThan(20);
     expect([...documented].sort()).toEqual([...registered].sort());
+  });
+});
+
+describe('clientGone', () => {
+  it('aborts when the client goes or the app closes, and leaves no listener on the app signal', () => {
+    const closing = new AbortController();
+    const fakeReply = (finished: boolean) => {
+      const raw = Object.assign(new EventEmitter(), { writableFinished: finished });
+      return { reply: { raw } as unknown as FastifyReply, raw };
+    };
+    for (let i = 0; i < 20; i++) {
+      const { reply, raw } = fakeReply(true);
+      const signal = clientGone(reply, closing.signal);
+      raw.emit('close');
+      expect(signal.aborted).toBe(false);
+    }
+    expect(getEventListeners(closing.signal, 'abort')).toHaveLength(0);
+    const gone = fakeReply(false);
+    const goneSignal = clientGone(gone.reply, closing.signal);
+    gone.raw.emit('close');
+    expect(goneSignal.aborted).toBe(true);
+    const open = clientGone(fakeReply(false).reply, closing.signal);
+    closing.abort();
+    expect(open.aborted).toBe(true);
   });
 });

@@ -66,8 +66,11 @@ export function installProblemHandlers(app: FastifyInstance) {
 /** An AbortSignal that fires when the client goes away before the response is finished. */
 export function clientGone(reply: FastifyReply, also?: AbortSignal): AbortSignal {
   const ac = new AbortController();
-  if (also) also.addEventListener('abort', () => ac.abort(), { once: true });
+  const abort = () => ac.abort();
+  also?.addEventListener('abort', abort, { once: true });
   reply.raw.once('close', () => {
+    // `also` (the app's closing signal) outlives every request: do not leave a listener on it.
+    also?.removeEventListener('abort', abort);
     if (!reply.raw.writableFinished) ac.abort();
   });
   return ac.signal;

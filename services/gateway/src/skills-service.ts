@@ -90,13 +90,15 @@ export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, cl
     const job = await deps.queues[context.mode].add(SKILL_JOB_NAME, data, skillJobOptions(id));
     const ttlMs = (skill.timeout ?? 60_000) + SKILL_QUEUE_ALLOWANCE_MS;
     let sealed: unknown;
+    // Takes the listener off `closing` (which outlives every request) when the wait ends.
+    const waitDone = new AbortController();
     try {
       sealed = await Promise.race([
         job.waitUntilFinished(queueEvents, ttlMs),
         new Promise((_, reject) => {
           const onAbort = () => reject(new HttpProblem('unavailable', 'the gateway is shutting down'));
           if (closing.aborted) onAbort();
-          closing.addEventListener('abort', onAbort, { once: true });
+          closing.addEventListener('abort', onAbort, { once: true, signal: waitDone.signal });
         }),
       ]);
     } catch (err) {
@@ -112,6 +114,8 @@ export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, cl
         );
       }
       throw new HttpProblem('unavailable', `the skill run was lost: ${message}`, { mode: context.mode });
+    } finally {
+      waitDone.abort();
     }
     if (typeof sealed !== 'string') throw new HttpProblem('internal', 'the runner answered no skill result');
     return JSON.parse(deps.sealer.open(sealed)) as SkillResult;

@@ -37,8 +37,9 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           'x-accel-buffering': 'no',
         });
         const ac = new AbortController();
-        res.once('close', () => ac.abort());
-        ctx.closing.addEventListener('abort', () => ac.abort(), { once: true });
+        const abort = () => ac.abort();
+        res.once('close', abort);
+        ctx.closing.addEventListener('abort', abort, { once: true });
         let last = resume;
         let lastWrite = Date.now();
         try {
@@ -64,6 +65,8 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         } catch (err) {
           request.log.warn({ err, runId: id }, 'event stream broke off');
         } finally {
+          // The closing signal outlives every stream: do not leave a listener on it.
+          ctx.closing.removeEventListener('abort', abort);
           res.end();
         }
       },
