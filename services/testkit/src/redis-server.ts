@@ -57,7 +57,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     ];
     const proc = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
     child = proc;
-    await waitForPort(port, 10_000, () => proc.exitCode !== null);
+    await waitForReady(port, 10_000, () => proc.exitCode !== null);
   };
 
   await launch();
@@ -85,20 +85,23 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
   };
 }
 
-async function waitForPort(port: number, timeoutMs: number, exited: () => boolean): Promise<void> {
+async function waitForReady(port: number, timeoutMs: number, exited: () => boolean): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (exited()) throw new Error(`redis-server exited before listening on ${port}`);
+    // Listening is not ready: while it replays the AOF the server answers `-LOADING`.
     const ok = await new Promise<boolean>((resolve) => {
       const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.end();
-        resolve(true);
+      socket.once('connect', () => socket.write('PING\r\n'));
+      socket.once('data', (chunk) => {
+        socket.destroy();
+        resolve(chunk.toString().startsWith('+PONG'));
       });
       socket.once('error', () => resolve(false));
+      socket.once('close', () => resolve(false));
     });
     if (ok) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new Error(`redis-server did not listen on ${port} within ${timeoutMs}ms`);
+  throw new Error(`redis-server on ${port} was not ready within ${timeoutMs}ms`);
 }
