@@ -13,7 +13,7 @@ import {
 import { createEngine, type Engine, type SandboxFacts } from '@islet/engine';
 import { createCallJournal } from '@islet/journal';
 import { probeEnforcement, WorkspaceStore, wrapCommandForMode } from '@islet/kernel-sandbox';
-import type { SandboxMode } from '@islet/protocol';
+import { problem, type SandboxMode } from '@islet/protocol';
 import { createGatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
@@ -103,14 +103,9 @@ const server = createServer(async (req, res) => {
       .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
       .end(JSON.stringify({ status: ok ? 'ready' : 'not ready' }));
   } else {
-    res.writeHead(404, { 'content-type': 'application/problem+json' }).end(
-      JSON.stringify({
-        type: 'https://islet.dev/problems/not-found',
-        title: 'Not found',
-        status: 404,
-        code: 'not-found',
-      }),
-    );
+    res
+      .writeHead(404, { 'content-type': 'application/problem+json' })
+      .end(JSON.stringify(problem('not-found')));
   }
 });
 await new Promise<void>((resolve) =>
