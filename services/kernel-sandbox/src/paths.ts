@@ -1,5 +1,4 @@
 /** Where the launcher, the probe and the profiles live. One set of files, used by the launcher, the tests and the chart. */
-import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SandboxMode } from '@islet/protocol';
@@ -25,8 +24,4 @@ export function profilePath(mode: SandboxMode): string {
 /** The machine-readable file-system rules for every mode. */
 export function fsRulesPath(): string {
   return resolve(PACKAGE_DIR, 'profiles', 'fs-rules.json');
-}
-
-export function jailAvailable(): boolean {
-  return existsSync(jailPath());
 }
