@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { idParams } from './params.ts';
 
 export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
@@ -29,7 +30,7 @@ export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
     });
     app.get('/v1/admin/tenants', admin, async () => ({ items: await deps.tenants.listTenants() }));
     app.post('/v1/admin/tenants/:id/keys', admin, async (request, reply) => {
-      const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+      const { id } = idParams.parse(request.params);
       const parsed = z
         .object({ scopes: z.array(z.enum(SCOPES)).min(1) })
         .strict()

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
 import { callerOf } from '../auth.ts';
 import { bindingsOf, connectionInputSchema } from '../connections.ts';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { idParams } from './params.ts';
 
 export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
@@ -25,7 +25,7 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       return { items: items.map(view) };
     });
     app.get('/v1/connections/:id', { preHandler: auth.requireScopes('apps.use') }, async (request) => {
-      const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+      const { id } = idParams.parse(request.params);
       const c = await deps.connections.get(callerOf(request).tenantId, id);
       if (!c) throw new HttpProblem('not-found', `no connection ${id}`);
       return view(c);
@@ -34,7 +34,7 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       '/v1/connections/:id',
       { preHandler: auth.requireScopes('apps.use') },
       async (request, reply) => {
-        const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+        const { id } = idParams.parse(request.params);
         if (!(await deps.connections.remove(callerOf(request).tenantId, id)))
           throw new HttpProblem('not-found', `no connection ${id}`);
         return reply.code(204).send();

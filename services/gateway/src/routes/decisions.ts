@@ -10,6 +10,7 @@ import { callerOf } from '../auth.ts';
 import { createDecisionsService, type DecisionsServiceOptions } from '../decisions-service.ts';
 import { validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { idParams } from './params.ts';
 
 export const decisionAnswerSchema = z
   .object({
@@ -40,7 +41,7 @@ export function decisionsRoutes(
       '/v1/code-runs/:id/decisions',
       { preHandler: auth.requireScopes('decisions') },
       async (request, reply) => {
-        const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+        const { id } = idParams.parse(request.params);
         const parsed = decisionAnswerSchema.safeParse(request.body);
         if (!parsed.success) throw validationProblem(parsed.error);
         const view = await service.answer(callerOf(request), id, parsed.data);

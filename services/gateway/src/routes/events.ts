@@ -4,10 +4,10 @@
  * any gateway replica. The stream ends after the `end` event.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
 import { callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { idParams } from './params.ts';
 
 const STREAM_ID = /^\d+-\d+$/;
 const HEARTBEAT_MS = 15_000;
@@ -19,7 +19,7 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
       '/v1/code-runs/:id/events',
       { preHandler: auth.requireScopes('apps.use') },
       async (request, reply) => {
-        const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+        const { id } = idParams.parse(request.params);
         await runsService.own(callerOf(request), id);
         const q = request.query as Record<string, unknown>;
         const header = request.headers['last-event-id'];

@@ -7,6 +7,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { idParams } from './params.ts';
 
 export const internalCallSchema = z.object({
   attempt: z.number().int().min(1),
@@ -25,7 +26,7 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
       // Arguments may be as large as the engine's output cap (64 MiB).
       { preHandler: auth.requireInternal, bodyLimit: 67_108_864 + 65_536 },
       async (request, reply) => {
-        const { id } = z.object({ id: z.string().min(1).max(200) }).parse(request.params);
+        const { id } = idParams.parse(request.params);
         const parsed = internalCallSchema.safeParse(request.body);
         if (!parsed.success) throw validationProblem(parsed.error);
         const { attempt, ...call } = parsed.data;

@@ -6,23 +6,22 @@
  */
 import { createRunPolicyStore, runPolicySchema } from '@islet/journal';
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { idParams } from './params.ts';
 
 export function runPolicyRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
   const store = createRunPolicyStore(deps.redis);
   const admin = { preHandler: auth.requireScopes('platform.admin') };
-  const params = z.object({ id: z.string().min(1).max(200) });
   return async (app) => {
     app.get('/v1/admin/tenants/:id/run-policy', admin, async (request) => {
-      const { id } = params.parse(request.params);
+      const { id } = idParams.parse(request.params);
       if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);
       return { ...(await store.get(id)), effective: await store.effective(id) };
     });
     app.put('/v1/admin/tenants/:id/run-policy', admin, async (request) => {
-      const { id } = params.parse(request.params);
+      const { id } = idParams.parse(request.params);
       const parsed = runPolicySchema.safeParse(request.body ?? {});
       if (!parsed.success) throw validationProblem(parsed.error);
       if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);

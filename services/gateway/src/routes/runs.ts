@@ -8,8 +8,18 @@ import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts'
 import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
 import { parseRunCodeFields, runPlacementSchema } from '../run-request.ts';
 import type { RouteContext } from './context.ts';
+import { idParams } from './params.ts';
 
-const idParams = z.object({ id: z.string().min(1).max(200) });
+const callParams = idParams.extend({ index: z.coerce.number().int().min(0) });
+const clientAnswerSchema = z.union([
+  z.object({ result: z.unknown() }).strict(),
+  z
+    .object({
+      error: z.object({ message: z.string().max(10_000), reason: z.string().max(200).optional() }),
+    })
+    .strict(),
+  inputRequiredSchema,
+]);
 
 function body(raw: unknown): Record<string, unknown> {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
@@ -107,21 +117,9 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       },
       async (request, reply) => {
         const caller = callerOf(request);
-        const { id, index } = z
-          .object({ id: z.string().min(1).max(200), index: z.coerce.number().int().min(0) })
-          .parse(request.params);
+        const { id, index } = callParams.parse(request.params);
         await runsService.own(caller, id);
-        const parsed = z
-          .union([
-            z.object({ result: z.unknown() }).strict(),
-            z
-              .object({
-                error: z.object({ message: z.string().max(10_000), reason: z.string().max(200).optional() }),
-              })
-              .strict(),
-            inputRequiredSchema,
-          ])
-          .safeParse(request.body);
+        const parsed = clientAnswerSchema.safeParse(request.body);
         if (!parsed.success)
           throw new HttpProblem(
             'validation',
