@@ -147,10 +147,6 @@ export class HostProcess {
     return this.child.pid;
   }
 
-  get stderrTail(): string {
-    return this.stderr;
-  }
-
   kill(): void {
     if (this.exited) return;
     this.child.kill('SIGKILL');
@@ -165,7 +161,7 @@ export class HostProcess {
   /** Kills the process and resolves when it has exited. */
   async stop(): Promise<void> {
     if (this.exited) return;
-    const waited = new Promise<void>((resolve) => this.exitWaiters.push(resolve));
+    const waited = this.whenExited();
     this.setIdle(false); // an unref'd child would let the caller's process exit before this resolves
     this.kill();
     await waited;

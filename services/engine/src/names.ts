@@ -7,7 +7,7 @@
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** JavaScript reserved words, strict-mode reserved words and literals. */
-export const JS_RESERVED: ReadonlySet<string> = new Set(
+const JS_RESERVED: ReadonlySet<string> = new Set(
   (
     'await break case catch class const continue debugger default delete do else enum export extends false ' +
     'finally for function if import in instanceof new null return super switch this throw true try typeof ' +
@@ -17,7 +17,7 @@ export const JS_RESERVED: ReadonlySet<string> = new Set(
 );
 
 /** Python keywords (the hard ones; soft keywords such as `match` and `type` are ordinary names). */
-export const PYTHON_RESERVED: ReadonlySet<string> = new Set(
+const PYTHON_RESERVED: ReadonlySet<string> = new Set(
   (
     'False None True and as assert async await break class continue def del elif else except finally for ' +
     'from global if import in is lambda nonlocal not or pass raise return try while with yield'
@@ -28,7 +28,7 @@ export const PYTHON_RESERVED: ReadonlySet<string> = new Set(
  * Names the run's environment keeps: the isolate's standard globals, the program's own
  * environment (`apps`, `console`) and host names a program must never see shadowed or faked.
  */
-export const ENVIRONMENT_KEPT: ReadonlySet<string> = new Set(
+const ENVIRONMENT_KEPT: ReadonlySet<string> = new Set(
   (
     'apps console globalThis global self window undefined NaN Infinity ' +
     'Object Function Array Number parseFloat parseInt Boolean String Symbol Date Promise RegExp ' +
