@@ -2,6 +2,8 @@
  * One run as the engine drives it: sends the program to a sandbox host, relays binding calls to
  * `onCall`, keeps the time budget (time-budget.ts) with a watchdog that kills the host when it does
  * not stop, collects log lines and settles into a RunOutcome.
+ * Over ~400 lines on purpose: what remains is one state machine (running/closing/ending/done) whose
+ * transitions read each other's fields; split further, each half would need the other's internals.
  */
 import {
   handlerFailedOutcome,
