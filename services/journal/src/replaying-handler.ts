@@ -44,7 +44,6 @@ export interface ReplayingHandlerOptions {
 
 export interface ReplayingHandler {
   handler: BindingHandler;
-  stats(): { replayed: number; live: number; mismatches: number; stallSkips: number };
   /** Stops the stall guard's timer (call when the execution ended). */
   close(): void;
 }
@@ -65,7 +64,6 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
   let liveInFlight = 0;
   let stop: BindingOutcome | undefined;
   let lastProgress = Date.now();
-  const counts = { replayed: 0, live: 0, mismatches: 0, stallSkips: 0 };
   const emit = (e: 'replayed' | 'mismatch' | 'live' | 'stall-skip') => options.onEvent?.(e);
 
   const drain = () => {
@@ -131,7 +129,6 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
       if (missingIndex !== undefined && !calledIndexes.has(missingIndex)) {
         // The journal says call `missingIndex` was delivered before the held ones, yet the program
         // never made it: it diverged.
-        counts.mismatches++;
         emit('mismatch');
         stopWith({
           type: 'stop',
@@ -141,7 +138,6 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
         return;
       }
       // A live outcome's seq never reached this execution (its answer was lost): skip the gap.
-      counts.stallSkips++;
       emit('stall-skip');
       const lowest = Math.min(...held.keys());
       for (let s = nextSeq; s < lowest; s++) released.add(s);
@@ -159,7 +155,6 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
     if (stop) return Promise.resolve(stop);
     const entry = byIndex.get(call.index);
     if (entry && (entry.binding !== call.binding || entry.argsJson !== call.argsJson)) {
-      counts.mismatches++;
       emit('mismatch');
       const what =
         entry.binding !== call.binding
@@ -174,12 +169,10 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
       );
     }
     if (entry?.state === 'done' && entry.outcome && entry.deliverySeq !== undefined) {
-      counts.replayed++;
       emit('replayed');
       const { deliverySeq, outcome } = entry;
       return new Promise((resolve) => hold(deliverySeq, outcome, resolve));
     }
-    counts.live++;
     emit('live');
     liveInFlight++;
     return new Promise((resolve) => {
@@ -207,7 +200,6 @@ export function createReplayingHandler(options: ReplayingHandlerOptions): Replay
 
   return {
     handler,
-    stats: () => ({ ...counts }),
     close: () => clearInterval(timer),
   };
 }
