@@ -1,18 +1,18 @@
 /** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
-import { codeModeSettingsSchema } from '@islet/core';
 import { runPolicySchema } from '@islet/journal';
 import { skillRequestSchema } from '@islet/kernel-sandbox';
-import { codeRunRecordSchema, PROBLEM_BASE } from '@islet/protocol';
+import { codeRunRecordSchema, PROBLEM_BASE, SANDBOX_MODES } from '@islet/protocol';
 import { z } from 'zod';
 import { connectionInputSchema } from './connections.ts';
 import { decisionAnswerSchema } from './routes/decisions.ts';
+import { settingsPatchSchema } from './routes/settings.ts';
 import { runPlacementSchema } from './run-request.ts';
 
 const runRequest = z.object({
   code: z.string().describe('The program: the body of an async function.'),
   description: z.string().describe('Five to ten words in active voice.'),
   timeoutMs: z.number().positive().optional(),
-  sandbox_permissions: z.enum(['read-only', 'workspace-write', 'danger-full-access']).optional(),
+  sandbox_permissions: z.enum(SANDBOX_MODES).optional(),
   justification: z.string().optional(),
   ...runPlacementSchema.shape,
 });
@@ -73,9 +73,7 @@ export function openApiDocument() {
         RunPolicy: js(runPolicySchema),
         SkillRequest: js(skillRequest),
         SkillResult: js(skillResult),
-        SettingsPatch: js(
-          z.object({ expectedVersion: z.number().int(), codeMode: codeModeSettingsSchema.partial() }),
-        ),
+        SettingsPatch: js(settingsPatchSchema),
         Problem: {
           type: 'object',
           required: ['type', 'title', 'status'],
@@ -145,7 +143,9 @@ export function openApiDocument() {
         }),
       },
       '/v1/admin/tenants/{id}/run-policy': {
-        get: op("A tenant's run policy: approval hold|stop and time budget (platform.admin)"),
+        get: op(
+          "A tenant's run policy (style code-mode|run_code, approval hold|stop, time budget) and the effective rules (platform.admin)",
+        ),
         put: op("Set a tenant's run policy (platform.admin)", { requestBody: json('RunPolicy') }),
       },
       '/v1/sessions/{id}/files': {

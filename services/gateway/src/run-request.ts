@@ -2,10 +2,9 @@
  * `POST /v1/runs`: a run_code request (the run_code document's fields and its exact refusal
  * strings) plus where the run belongs (session, turn, tool call) and the connections it may use.
  */
-import { parseRunCodeRequest, RUN_CODE_MAX_TIMEOUT_MS, type RunCodeRequest } from '@islet/protocol';
+import { parseRunCodeRequest, type RunCodeRequest } from '@islet/protocol';
 import { z } from 'zod';
 
-export { RUN_CODE_MAX_TIMEOUT_MS };
 export type RunCodeFields = RunCodeRequest;
 
 /** The run_code refusals come from `@islet/protocol` (the contract's exact strings, in its order). */

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 
-const patchSchema = z
+/** The PATCH body; the OpenAPI description's `SettingsPatch` is generated from it. */
+export const settingsPatchSchema = z
   .object({ expectedVersion: z.number().int().min(0), codeMode: codeModeSettingsSchema.partial().strict() })
   .strict();
 
@@ -16,7 +17,7 @@ export function settingsRoutes(ctx: RouteContext): FastifyPluginAsync {
       '/v1/platform/settings',
       { preHandler: auth.requireScopes('platform.admin') },
       async (request) => {
-        const parsed = patchSchema.safeParse(request.body);
+        const parsed = settingsPatchSchema.safeParse(request.body);
         if (!parsed.success) throw validationProblem(parsed.error);
         const res = await deps.settings.update(parsed.data.expectedVersion, parsed.data.codeMode);
         if (!res.ok)
