@@ -26,8 +26,6 @@ export {
 } from './decision-types.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
-  DEFAULT_APPROVAL,
-  DEFAULT_TIME_BUDGET,
   type RunStyle,
   resolveApproval,
   resolveTimeBudget,

@@ -12,8 +12,8 @@ import type { ApprovalMode } from './decision-types.ts';
 export const RUN_STYLES = ['code-mode', 'run_code'] as const;
 export type RunStyle = (typeof RUN_STYLES)[number];
 
-export const DEFAULT_APPROVAL: Record<RunStyle, ApprovalMode> = { 'code-mode': 'stop', run_code: 'hold' };
-export const DEFAULT_TIME_BUDGET: Record<RunStyle, TimeBudget> = {
+const DEFAULT_APPROVAL: Record<RunStyle, ApprovalMode> = { 'code-mode': 'stop', run_code: 'hold' };
+const DEFAULT_TIME_BUDGET: Record<RunStyle, TimeBudget> = {
   'code-mode': 'excluding-binding-waits',
   run_code: 'elapsed',
 };
