@@ -18,6 +18,8 @@ export const keys = {
   connections: (tenant: string) => `islet:tenant:${tenant}:connections`,
   apiKey: (hash: string) => `islet:apikey:${hash}`,
   settings: () => 'islet:settings',
+  /** Held by the one gateway that runs the orphan sweep this interval (see the gateway's orphan-sweeper.ts). */
+  orphanSweepLock: () => 'islet:lock:orphan-sweep',
 };
 
 /** Pub/sub channels. Messages carry a run id only; subscribers read the state from Redis. */

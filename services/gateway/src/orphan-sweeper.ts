@@ -28,7 +28,7 @@ export function createOrphanSweeper(
   async function sweepOnce(): Promise<string[]> {
     const requeued: string[] = [];
     const lock = await deps.redis.set(
-      'islet:lock:orphan-sweep',
+      keys.orphanSweepLock(),
       String(process.pid),
       'PX',
       Math.max(1000, intervalMs - 500),
