@@ -1,5 +1,7 @@
 /**
- * Every Redis key Islet writes outside BullMQ, in one place. Per-run keys share the hash tag
+ * The Redis keys of the gateway and runner stores (runs, tenants, settings, sessions, locks). The call
+ * journal, decisions and run policies keep theirs in `@islet/journal` (prefix configurable there);
+ * queue names are in `@islet/protocol` `queues.ts`. Per-run keys share the hash tag
  * `{<runId>}` so a run's record, event stream and call mailboxes live in one Cluster slot.
  */
 export const keys = {

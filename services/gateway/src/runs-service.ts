@@ -4,7 +4,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { type BindingSpec, keys, runJobOptions, type StoredRun } from '@islet/core';
-import { createRunPolicyStore, decisionView, ESCALATION_INDEX } from '@islet/journal';
+import { type ApprovalMode, createRunPolicyStore, decisionView, ESCALATION_INDEX } from '@islet/journal';
 import { type CodeRunRecord, isFinalStatus, type SandboxMode } from '@islet/protocol';
 import type { Caller } from './auth.ts';
 import { bindingsOf } from './connections.ts';
@@ -19,7 +19,7 @@ export interface SubmitInput {
   turnId: string;
   callId: string;
   connections: string[];
-  approval?: 'hold' | 'stop';
+  approval?: ApprovalMode;
 }
 
 export function createRunsService(deps: GatewayDeps) {
