@@ -255,6 +255,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       let next = 0;
       let gatewayDone = false;
       let redisDone = false;
+      const restarting = new Set<number>();
+      const restarts: Promise<void>[] = [];
       while (!stop) {
         await sleep(options.killEveryMs);
         if (stop) break;
@@ -273,13 +275,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           report.redisRestarts++;
           continue;
         }
+        // Restarts run in the background so the kill schedule does not stretch when a loaded
+        // machine starts runners slowly (a slow restart used to leave a 30 s window one kill).
         const i = next++ % options.runners;
+        if (restarting.has(i)) continue;
         log(`chaos: SIGKILL runner ${i}`);
         await c.killRunner(i, 'SIGKILL');
         report.runnerKills++;
-        await sleep(500 + Math.random() * 1000);
-        await c.restartRunner(i);
+        restarting.add(i);
+        restarts.push(
+          (async () => {
+            await sleep(500 + Math.random() * 1000);
+            await c.restartRunner(i);
+            restarting.delete(i);
+          })(),
+        );
       }
+      await Promise.all(restarts);
     })();
 
     // Submit evenly over the window, each with an Idempotency-Key so a retried submit is the same run.
