@@ -55,6 +55,22 @@ export const configSchema = z.object({
    * The local dev stack turns it on (its Apps run on 127.0.0.1).
    */
   ISLET_APP_ALLOW_PRIVATE_NETWORKS: z.enum(['true', 'false']).default('false'),
+  /**
+   * Largest answer of one App call: an `http` App's response body (read stops there and the call
+   * fails as AppCallFailed `answer-too-large`) and a `client` connection's posted answer (413).
+   */
+  ISLET_APP_ANSWER_MAX_BYTES: int(4_194_304, 1024),
+  /** Deepest nesting of arrays/objects accepted in any JSON body (checked before parsing). */
+  ISLET_JSON_MAX_DEPTH: int(64, 2),
+  /** Requests with a missing or unknown API key one client address may send per minute (then 429). */
+  ISLET_AUTH_FAILURES_PER_MINUTE: int(30, 1),
+  /**
+   * Proxy hops in front of the gateway whose X-Forwarded-For is trusted for the client address
+   * (the ingress: 1). 0 = the socket's peer address. Per-address limits need the real address.
+   */
+  ISLET_TRUST_PROXY_HOPS: int(0),
+  /** Event streams (SSE) one tenant may hold open at once, across gateway replicas (then 429). */
+  ISLET_SSE_STREAMS_PER_TENANT: int(64, 1),
   /** How long a `client` call waits for its answer before failing as AppCallFailed. */
   ISLET_CLIENT_CALL_TIMEOUT_MS: int(300_000, 1),
   /** A decision not answered within this time expires and its paused run ends Cancelled (helper-5). */

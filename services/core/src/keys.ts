@@ -15,6 +15,10 @@ export const keys = {
   idempotency: (tenant: string, key: string) => `islet:tenant:${tenant}:idem:${key}`,
   inFlight: (tenant: string) => `islet:tenant:${tenant}:inflight`,
   rateWindow: (tenant: string, window: number) => `islet:tenant:${tenant}:rl:${window}`,
+  /** Failed authentications from one client address in one minute window. */
+  authFailures: (address: string, window: number) => `islet:authfail:${address}:${window}`,
+  /** A tenant's open event streams: stream id → lease expiry (ms), across gateway replicas. */
+  sseStreams: (tenant: string) => `islet:tenant:${tenant}:sse`,
   tenant: (tenant: string) => `islet:tenant:${tenant}`,
   tenants: () => 'islet:tenants',
   connections: (tenant: string) => `islet:tenant:${tenant}:connections`,

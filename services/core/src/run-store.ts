@@ -30,6 +30,10 @@ export interface RunRequestData {
   approval?: 'hold' | 'stop';
   /** Whether waiting for binding calls counts against the budget (resolved at submit). */
   timeBudget?: TimeBudget;
+  /** API key id that submitted the run (for the four-eyes rule). */
+  submittedBy?: string;
+  /** The tenant's four-eyes rule was on at submit: `submittedBy` cannot approve this run. */
+  fourEyes?: boolean;
 }
 
 export interface StoredRun {

@@ -1,51 +1,158 @@
-import { createServer } from 'node:http';
-import { describe, expect, it } from 'vitest';
-import { BlockedAddressError, isNonPublicAddress, postToApp } from './app-http.ts';
+/**
+ * The App HTTP client against real listeners on 127.0.0.1 (issue 9 §3): with private networks off
+ * no spelling of an internal address reaches a listener, name resolution is checked where the
+ * socket connects (DNS rebinding), and an answer is read only up to its cap.
+ */
+import type { LookupAddress } from 'node:dns';
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AnswerTooLargeError, BlockedAddressError, guardedLookup, postToApp, type Resolver } from './app-http.ts';
 
-describe('App HTTP client', () => {
-  it('classifies non-public addresses', () => {
-    for (const a of [
-      '127.0.0.1',
-      '10.1.2.3',
-      '172.16.0.1',
-      '192.168.1.1',
-      '169.254.169.254',
-      '100.64.0.1',
-      '0.0.0.0',
-      '::1',
-      'fd00::1',
-      'fe80::1',
-      '::ffff:127.0.0.1',
-      '224.0.0.1',
-    ])
-      expect(isNonPublicAddress(a), a).toBe(true);
-    for (const a of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700::1111'])
-      expect(isNonPublicAddress(a), a).toBe(false);
-  });
-  it('refuses loopback by IP and by name unless private networks are allowed', async () => {
-    let hits = 0;
-    const server = createServer((req, res) => {
-      hits++;
-      req.resume();
-      req.on('end', () => res.writeHead(200).end('{"ok":true}'));
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as { port: number }).port;
-    try {
-      for (const host of ['127.0.0.1', 'localhost']) {
-        await expect(
-          postToApp(`http://${host}:${port}/`, {}, '{}', { timeoutMs: 2000, allowPrivate: false }),
-        ).rejects.toBeInstanceOf(BlockedAddressError);
+let server: Server;
+let port: number;
+let hits = 0;
+let streamed = 0;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    hits++;
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/big') {
+        // Streams without a length until the client hangs up: the reader must stop at its cap.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = Buffer.alloc(64 * 1024, 0x20);
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk)) streamed += chunk.length;
+          if (!res.destroyed) res.once('drain', pump);
+        };
+        res.on('close', () => undefined);
+        pump();
+        return;
       }
-      expect(hits).toBe(0);
-      const ok = await postToApp(`http://localhost:${port}/`, {}, '{}', {
-        timeoutMs: 2000,
-        allowPrivate: true,
-      });
-      expect(ok).toEqual({ status: 200, text: '{"ok":true}' });
-      expect(hits).toBe(1);
-    } finally {
-      server.close();
+      if (req.url === '/declared') {
+        res.writeHead(200, { 'content-length': String(10 * 1024 * 1024) });
+        res.write('{');
+        return;
+      }
+      res.writeHead(200).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+const opts = { timeoutMs: 3000, allowPrivate: false, maxResponseBytes: 1024 * 1024 };
+const loopback: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
+
+describe('App HTTP client: no way into the platform network', () => {
+  it('no spelling of a loopback or unspecified address reaches a 127.0.0.1 listener', async () => {
+    const urls = [
+      `http://127.0.0.1:${port}/`,
+      `http://127.1:${port}/`,
+      `http://2130706433:${port}/`,
+      `http://0x7f.1:${port}/`,
+      `http://0x7f000001:${port}/`,
+      `http://017700000001:${port}/`,
+      `http://0177.0.0.1:${port}/`,
+      `http://0.0.0.0:${port}/`,
+      `http://0:${port}/`,
+      `http://[::ffff:127.0.0.1]:${port}/`,
+      `http://[::ffff:7f00:1]:${port}/`,
+      `http://[0:0:0:0:0:ffff:127.0.0.1]:${port}/`,
+      `http://[::127.0.0.1]:${port}/`,
+      `http://[::1]:${port}/`,
+      `http://[::]:${port}/`,
+      `http://[64:ff9b::127.0.0.1]:${port}/`,
+      `http://[2002:7f00:1::1]:${port}/`,
+      `https://127.0.0.1:${port}/`,
+      `http://localhost:${port}/`,
+    ];
+    for (const url of urls)
+      await expect(postToApp(url, {}, '{}', opts), url).rejects.toBeInstanceOf(BlockedAddressError);
+    expect(hits).toBe(0);
+  });
+
+  it('WHATWG URL parsing turns numeric IPv4 spellings into the dotted form the check sees', () => {
+    for (const host of ['2130706433', '0x7f.1', '017700000001', '0x7f.0.0.1', '127.1'])
+      expect(new URL(`http://${host}/`).hostname, host).toBe('127.0.0.1');
+    expect(new URL('http://[::ffff:127.0.0.1]/').hostname).toBe('[::ffff:7f00:1]');
+  });
+
+  it('checks the resolved address where the socket connects: a rebinding resolver never wins', async () => {
+    // A resolver that answers public first, then loopback (the classic rebinding play).
+    let calls = 0;
+    const rebinding: Resolver = async () => {
+      calls++;
+      return calls === 1 ? [{ address: '93.184.215.14', family: 4 }] : [{ address: '127.0.0.1', family: 4 }];
+    };
+    const lookup = guardedLookup(rebinding, false);
+    const run = (all: boolean) =>
+      new Promise<{ err: Error | null; address: string | LookupAddress[] }>((resolve) =>
+        lookup('rebind.example', { all }, (err, address) => resolve({ err, address })),
+      );
+    expect(await run(false)).toEqual({ err: null, address: '93.184.215.14' });
+    const second = await run(true);
+    expect(second.err).toBeInstanceOf(BlockedAddressError);
+    // Through a real request: the only resolution is the one the socket uses, and it is refused.
+    await expect(
+      postToApp(`http://rebind.example:${port}/`, {}, '{}', { ...opts, resolver: rebinding }),
+    ).rejects.toBeInstanceOf(BlockedAddressError);
+    expect(calls).toBe(3);
+    // A mixed answer (public + internal) is refused as a whole: no fallback to the internal one.
+    const mixed: Resolver = async () => [
+      { address: '93.184.215.14', family: 4 },
+      { address: '127.0.0.1', family: 4 },
+      { address: '::ffff:127.0.0.1', family: 6 },
+    ];
+    for (const all of [false, true]) {
+      const err = await new Promise<Error | null>((resolve) =>
+        guardedLookup(mixed, false)('mixed.example', { all }, (e) => resolve(e)),
+      );
+      expect(err).toBeInstanceOf(BlockedAddressError);
     }
+    await expect(
+      postToApp(`http://mixed.example:${port}/`, {}, '{}', { ...opts, resolver: mixed }),
+    ).rejects.toBeInstanceOf(BlockedAddressError);
+    expect(hits).toBe(0);
+  });
+
+  it('the socket connects to exactly the address the guarded lookup handed it (private networks on)', async () => {
+    let calls = 0;
+    const counting: Resolver = async (host) => {
+      calls++;
+      return loopback(host);
+    };
+    const before = hits;
+    const ok = await postToApp(`http://app.example:${port}/`, {}, '{}', {
+      ...opts,
+      allowPrivate: true,
+      resolver: counting,
+    });
+    expect(ok).toEqual({ status: 200, text: '{"ok":true}' });
+    expect(calls).toBe(1);
+    expect(hits).toBe(before + 1);
+    const direct = await postToApp(`http://localhost:${port}/`, {}, '{}', { ...opts, allowPrivate: true });
+    expect(direct.status).toBe(200);
+  });
+
+  it('stops reading an answer at the cap, declared or streamed', async () => {
+    const allow = { ...opts, allowPrivate: true, maxResponseBytes: 256 * 1024 };
+    const started = Date.now();
+    const err = await postToApp(`http://127.0.0.1:${port}/big`, {}, '{}', allow).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AnswerTooLargeError);
+    expect((err as AnswerTooLargeError).maxBytes).toBe(256 * 1024);
+    expect(Date.now() - started).toBeLessThan(3000);
+    // The server could not push much more than the cap plus socket buffers before the hang-up.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(streamed).toBeLessThan(32 * 1024 * 1024);
+    await expect(postToApp(`http://127.0.0.1:${port}/declared`, {}, '{}', allow)).rejects.toBeInstanceOf(
+      AnswerTooLargeError,
+    );
   });
 });

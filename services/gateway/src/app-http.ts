@@ -1,59 +1,32 @@
 /**
  * The gateway's HTTP client for `http` connections. It resolves the App's host itself and refuses
- * non-public addresses (loopback, RFC 1918, link-local / cloud metadata, CGNAT, ULA, multicast…)
- * unless ISLET_APP_ALLOW_PRIVATE_NETWORKS is on. The check sits in the socket's `lookup`, so the
- * address checked is the address connected to (no DNS-rebinding window).
+ * non-public addresses (see `address-policy.ts`) unless ISLET_APP_ALLOW_PRIVATE_NETWORKS is on. The
+ * check sits in the socket's `lookup`, so the address checked is the address connected to (no
+ * DNS-rebinding window); a literal IP never reaches `lookup` and is checked before the request.
+ * A name that resolves to any non-public address is refused as a whole, so a mixed answer cannot
+ * let the connection fall back to the internal one. Redirects are not followed (a 3xx is a failed
+ * call). The answer is read up to `maxResponseBytes` and the connection dropped past it.
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
+import { addressClass } from './address-policy.ts';
 
+export { addressClass, isNonPublicAddress } from './address-policy.ts';
+
+/** The target is not a public address. The message is for the server log, never for the program. */
 export class BlockedAddressError extends Error {
   override name = 'BlockedAddressError';
 }
 
-function v4(addr: string): number[] {
-  return addr.split('.').map(Number);
-}
-
-/** True for addresses a tenant's App must not be: anything but public unicast. */
-export function isNonPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) {
-    const [a = 0, b = 0] = v4(address);
-    return (
-      a === 0 ||
-      a === 10 ||
-      a === 127 ||
-      (a === 100 && b >= 64 && b <= 127) ||
-      (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 192 && b === 0) ||
-      (a === 198 && (b === 18 || b === 19)) ||
-      a >= 224
-    );
+export class AnswerTooLargeError extends Error {
+  override name = 'AnswerTooLargeError';
+  readonly maxBytes: number;
+  constructor(maxBytes: number) {
+    super(`the App's answer is larger than ${maxBytes} bytes`);
+    this.maxBytes = maxBytes;
   }
-  if (family === 6) {
-    const lower = address.toLowerCase();
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-    if (mapped) return isNonPublicAddress(mapped[1]!);
-    return (
-      lower === '::' ||
-      lower === '::1' ||
-      lower.startsWith('fc') ||
-      lower.startsWith('fd') ||
-      lower.startsWith('fe8') ||
-      lower.startsWith('fe9') ||
-      lower.startsWith('fea') ||
-      lower.startsWith('feb') ||
-      lower.startsWith('ff') ||
-      lower.startsWith('64:ff9b:') ||
-      lower.startsWith('2001:db8')
-    );
-  }
-  return true;
 }
 
 export interface AppResponse {
@@ -61,66 +34,90 @@ export interface AppResponse {
   text: string;
 }
 
+/** Name resolution (every address of the name); injectable so tests can play a rebinding DNS. */
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
+
+const systemResolver: Resolver = (hostname) =>
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))),
+  );
+
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | LookupAddress[],
+  family?: number,
+) => void;
+
+/**
+ * A `net` lookup that resolves once per connection attempt and hands the socket only addresses it
+ * has checked: there is no second resolution between the check and the connect.
+ */
+export function guardedLookup(resolver: Resolver, allowPrivate: boolean) {
+  return (hostname: string, opts: { all?: boolean }, cb: LookupCallback) => {
+    resolver(hostname).then(
+      (addresses) => {
+        const blocked = allowPrivate ? [] : addresses.filter((a) => addressClass(a.address) !== 'public');
+        if (addresses.length === 0 || blocked.length > 0) {
+          const list = blocked.map((a) => `${a.address} (${addressClass(a.address)})`).join(', ');
+          return cb(new BlockedAddressError(`${hostname} resolves to ${list || 'nothing'}`), '', 0);
+        }
+        if (opts.all) return cb(null, addresses);
+        const first = addresses[0] as LookupAddress;
+        cb(null, first.address, first.family);
+      },
+      (err: NodeJS.ErrnoException) => cb(err, '', 0),
+    );
+  };
+}
+
 export function postToApp(
   url: string,
   headers: Record<string, string>,
   body: string,
-  options: { timeoutMs: number; allowPrivate: boolean; maxResponseBytes?: number },
+  options: { timeoutMs: number; allowPrivate: boolean; maxResponseBytes: number; resolver?: Resolver },
 ): Promise<AppResponse> {
-  const u = new URL(url);
-  const max = options.maxResponseBytes ?? 67_108_864;
-  const guardedLookup = (
-    hostname: string,
-    opts: { all?: boolean },
-    cb: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
-  ) => {
-    dnsLookup(hostname, { all: true }, (err, addresses) => {
-      if (err) return cb(err, '', 0);
-      const allowed = options.allowPrivate
-        ? addresses
-        : addresses.filter((a) => !isNonPublicAddress(a.address));
-      if (allowed.length === 0)
-        return cb(
-          new BlockedAddressError(
-            `${hostname} resolves to a non-public address; Apps must be on public addresses`,
-          ),
-          '',
-          0,
-        );
-      if (opts.all) return cb(null, allowed);
-      cb(null, allowed[0]!.address, allowed[0]!.family);
-    });
-  };
+  const max = options.maxResponseBytes;
   return new Promise((resolve, reject) => {
-    // A literal IP never goes through lookup: check it here.
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch (err) {
+      return reject(err);
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      return reject(new BlockedAddressError(`${u.protocol} is not http(s)`));
+    // WHATWG URL parsing already turned 2130706433, 0x7f.1 and 017700000001 into 127.0.0.1.
     const host = u.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(host) && !options.allowPrivate && isNonPublicAddress(host))
-      return reject(
-        new BlockedAddressError(`${host} is a non-public address; Apps must be on public addresses`),
-      );
+    if (isIP(host) && !options.allowPrivate && addressClass(host) !== 'public')
+      return reject(new BlockedAddressError(`${host} is ${addressClass(host)}`));
     const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(
       u,
       {
         method: 'POST',
         headers: { ...headers, 'content-length': Buffer.byteLength(body) },
-        lookup: guardedLookup as never,
+        lookup: guardedLookup(options.resolver ?? systemResolver, options.allowPrivate) as never,
         timeout: options.timeoutMs,
         signal: AbortSignal.timeout(options.timeoutMs),
       },
       (res) => {
+        const declared = Number(res.headers['content-length']);
+        // Settle first: destroying the request also errors the response, with a vaguer reason.
+        const tooLarge = () => {
+          reject(new AnswerTooLargeError(max));
+          req.destroy();
+        };
+        if (Number.isFinite(declared) && declared > max) return tooLarge();
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (c: Buffer) => {
           size += c.length;
-          if (size > max) {
-            req.destroy(new Error(`the App's answer is larger than ${max} bytes`));
-            return;
-          }
+          if (size > max) return tooLarge();
           chunks.push(c);
         });
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
-        );
+        res.on('end', () => {
+          if (size <= max)
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+        });
         res.on('error', reject);
       },
     );

@@ -5,7 +5,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
-import { installProblemHandlers, sendProblem } from './problem-reply.ts';
+import { jsonDepthExceeds } from './json-depth.ts';
+import { HttpProblem, installProblemHandlers, sendProblem } from './problem-reply.ts';
 import type { RouteContext } from './routes/context.ts';
 import { registerRoutes, type Surface } from './routes/index.ts';
 import { createRunsService } from './runs-service.ts';
@@ -25,6 +26,8 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     return503OnClosing: true,
     // ids arrive in URLs; keep them bounded
     maxParamLength: 256,
+    // The client address per-address limits count (failed authentication) comes from the ingress.
+    trustProxy: (_address: string, hop: number) => hop < deps.config.ISLET_TRUST_PROXY_HOPS,
     // Bad URL encoding and similar router-level errors get the same problem+json shape.
     frameworkErrors: (error, _request, reply) => {
       sendProblem(reply, problem('validation', error.message));
@@ -32,6 +35,19 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
   });
   // Only JSON bodies are accepted; anything else is a 415 problem, not a string to trip over.
   app.removeContentTypeParser('text/plain');
+  // JSON nesting is bounded before parsing, for every route: a deep body is a 400 before any
+  // handler runs (nothing consumed), and nothing downstream recurses over a hostile structure.
+  // Fastify's own parser does the rest (empty body, __proto__/constructor poisoning refused).
+  const maxDepth = deps.config.ISLET_JSON_MAX_DEPTH;
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (typeof body === 'string' && jsonDepthExceeds(body, maxDepth)) {
+      done(new HttpProblem('json-too-deep', `JSON nests deeper than ${maxDepth} levels`, { maxDepth }), undefined);
+      return;
+    }
+    jsonParser(request, body as string, done);
+  });
   installProblemHandlers(app);
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';

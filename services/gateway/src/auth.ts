@@ -52,13 +52,41 @@ export function createAuth(deps: GatewayDeps) {
     }
   }
 
+  /**
+   * Failed authentication, per client address and minute: past ISLET_AUTH_FAILURES_PER_MINUTE the
+   * address is refused (429) before its key is even looked up, until the window ends. Guessing
+   * keys is hopeless (256 bits); this bounds what a prober costs the platform and its log.
+   */
+  const failureWindowMs = 60_000;
+  async function refuseIfFailingTooOften(request: FastifyRequest) {
+    const now = Date.now();
+    const window = Math.floor(now / failureWindowMs);
+    const count = Number((await redis.get(keys.authFailures(request.ip, window))) ?? 0);
+    const limit = config.ISLET_AUTH_FAILURES_PER_MINUTE;
+    if (count >= limit) {
+      const retryAfter = Math.max(1, Math.ceil(((window + 1) * failureWindowMs - now) / 1000));
+      throw new HttpProblem(
+        'rate-limited',
+        `too many failed authentications from this address; retry in ${retryAfter}s`,
+        { limit, retryAfterSeconds: retryAfter },
+        { 'retry-after': String(retryAfter) },
+      );
+    }
+  }
+  async function authFailed(request: FastifyRequest, detail: string): Promise<never> {
+    const k = keys.authFailures(request.ip, Math.floor(Date.now() / failureWindowMs));
+    await redis.multi().incr(k).expire(k, 61).exec();
+    throw new HttpProblem('unauthorized', detail);
+  }
+
   /** preHandler: a valid key with every scope listed; sets `request.caller`. */
   function requireScopes(...scopes: Scope[]) {
     return async (request: FastifyRequest, _reply: FastifyReply) => {
+      await refuseIfFailingTooOften(request);
       const key = bearer(request);
-      if (!key) throw new HttpProblem('unauthorized', 'send Authorization: Bearer <api key>');
+      if (!key) return authFailed(request, 'send Authorization: Bearer <api key>');
       const identity = await tenants.resolveKey(key);
-      if (!identity) throw new HttpProblem('unauthorized', 'unknown API key');
+      if (!identity) return authFailed(request, 'unknown API key');
       const tenant = await tenants.getTenant(identity.tenantId);
       if (!tenant) throw new HttpProblem('unauthorized', "the key's tenant no longer exists");
       const missing = scopes.filter((s) => !identity.scopes.includes(s));
@@ -74,9 +102,10 @@ export function createAuth(deps: GatewayDeps) {
   const expected = Buffer.from(config.ISLET_INTERNAL_TOKEN);
   /** preHandler for `/internal/*`: the runner's shared token. */
   async function requireInternal(request: FastifyRequest) {
+    await refuseIfFailingTooOften(request);
     const got = Buffer.from(bearer(request) ?? '');
     if (got.length !== expected.length || !timingSafeEqual(got, expected))
-      throw new HttpProblem('unauthorized', 'internal token required');
+      return authFailed(request, 'internal token required');
   }
 
   return { requireScopes, requireInternal };

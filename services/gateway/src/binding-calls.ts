@@ -10,7 +10,7 @@ import { keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
 import { isFinalStatus } from '@islet/protocol';
-import { BlockedAddressError, postToApp } from './app-http.ts';
+import { AnswerTooLargeError, postToApp } from './app-http.ts';
 import type { GatewayDeps } from './deps.ts';
 import { httpAnswerOutcome } from './input-required.ts';
 import { outcomeRecord } from './record.ts';
@@ -21,6 +21,13 @@ const failed = (reason: string, message: string, extra: Record<string, unknown> 
   message,
   details: { reason, ...extra },
 });
+
+/**
+ * What the program learns when the App cannot be reached, whatever the cause (refused, reset,
+ * timeout, DNS failure, blocked address): one text, so a tenant cannot map the platform's network
+ * or tell open ports from closed ones. The real reason goes to the gateway's log.
+ */
+export const APP_UNREACHABLE_MESSAGE = 'the App could not be reached or did not answer in time';
 
 export interface ServedCall {
   outcome: BindingOutcome;
@@ -59,18 +66,26 @@ export function createBindingCalls(deps: GatewayDeps) {
         {
           timeoutMs: config.ISLET_APP_CALL_TIMEOUT_MS,
           allowPrivate: config.ISLET_APP_ALLOW_PRIVATE_NETWORKS === 'true',
+          maxResponseBytes: config.ISLET_APP_ANSWER_MAX_BYTES,
         },
       );
     } catch (err) {
       const e = err as Error;
-      if (e.name === 'TimeoutError' || e.name === 'AbortError')
-        return failed('timeout', `the App did not answer within ${config.ISLET_APP_CALL_TIMEOUT_MS}ms`);
-      if (e instanceof BlockedAddressError) return failed('blocked-address', e.message);
-      return failed('unreachable', `the App could not be reached: ${e.message}`);
+      if (e instanceof AnswerTooLargeError)
+        return failed(
+          'answer-too-large',
+          `the App's answer is larger than ${e.maxBytes} bytes, the most a call may return`,
+          { maxBytes: e.maxBytes },
+        );
+      logger.warn(
+        { runId: run.id, index: call.index, connectionId: source.connectionId, err: e },
+        'App call failed before an answer',
+      );
+      return failed('unreachable', APP_UNREACHABLE_MESSAGE);
     }
     if (res.status < 200 || res.status > 299)
       return failed('http-status', `the App answered HTTP ${res.status}`, { status: res.status });
-    return httpAnswerOutcome(res.text, ctx.operationId);
+    return httpAnswerOutcome(res.text, ctx.operationId, config.ISLET_JSON_MAX_DEPTH);
   }
 
   async function clientCall(

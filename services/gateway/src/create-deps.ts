@@ -73,7 +73,13 @@ export async function createGatewayDeps(
       ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
       ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
     }),
-    decisions: createDecisionStore({ redis, sealer, expireAfterMs: config.ISLET_DECISION_EXPIRE_MS }),
+    decisions: createDecisionStore({
+      redis,
+      sealer,
+      expireAfterMs: config.ISLET_DECISION_EXPIRE_MS,
+      // Decisions (and their answers' input) live as long as the run they belong to.
+      ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    }),
     queues,
     hub,
     metrics,

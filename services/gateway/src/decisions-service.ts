@@ -93,6 +93,16 @@ export function createDecisionsService(
     const run = await runsService.own(caller, runId);
     if (isFinalStatus(run.status))
       throw new HttpProblem('run-finished', `code run ${runId} already ended as ${run.status}`);
+    if (
+      body.allow &&
+      run.request.fourEyes &&
+      run.request.sandboxPermissions &&
+      run.request.submittedBy === caller.keyId
+    )
+      throw new HttpProblem(
+        'four-eyes',
+        `code run ${runId} asked for ${run.request.sandboxPermissions} with this API key; another key of the tenant must approve it`,
+      );
     const res = await decisions.answer(caller.tenantId, runId, body.index, {
       allow: body.allow,
       by: caller.keyId,

@@ -6,6 +6,7 @@
  */
 import type { BindingOutcome } from '@islet/engine';
 import { z } from 'zod';
+import { jsonDepthExceeds } from './json-depth.ts';
 
 /** Longest `inputRequired.message`, characters (the same cap as a client's error message). */
 export const INPUT_REQUIRED_MESSAGE_MAX_CHARS = 10_000;
@@ -32,7 +33,14 @@ export function inputRequiredOutcome(message: string, operationId: string): Bind
  * input request and nothing else (so a malformed one is a failed call, never silently a result);
  * any other JSON is the call's result.
  */
-export function httpAnswerOutcome(text: string, operationId: string): BindingOutcome {
+export function httpAnswerOutcome(text: string, operationId: string, maxDepth = 64): BindingOutcome {
+  if (jsonDepthExceeds(text, maxDepth))
+    return {
+      type: 'error',
+      name: 'AppCallFailed',
+      message: `the App's answer nests deeper than ${maxDepth} levels`,
+      details: { reason: 'too-deep', maxDepth },
+    };
   let value: unknown;
   try {
     value = text.length === 0 ? null : JSON.parse(text);

@@ -144,7 +144,7 @@ export function openApiDocument() {
       },
       '/v1/admin/tenants/{id}/run-policy': {
         get: op(
-          "A tenant's run policy (style code-mode|run_code, approval hold|stop, time budget) and the effective rules (platform.admin)",
+          "A tenant's run policy (style code-mode|run_code, approval hold|stop, time budget, fourEyes) and the effective rules (platform.admin)",
         ),
         put: op("Set a tenant's run policy (platform.admin)", { requestBody: json('RunPolicy') }),
       },

@@ -139,6 +139,8 @@ export function createRunsService(deps: GatewayDeps) {
     const policy = await createRunPolicyStore(redis).effective(tenant, input.approval);
     run.request.approval = policy.approval;
     run.request.timeBudget = policy.timeBudget;
+    run.request.submittedBy = caller.keyId;
+    if (policy.fourEyes) run.request.fourEyes = true;
     await runs.create(run);
 
     const current = await settings.get();

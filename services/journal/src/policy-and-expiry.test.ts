@@ -66,12 +66,14 @@ describe('tenant run policy', () => {
       style: 'code-mode',
       approval: 'stop',
       timeBudget: 'excluding-binding-waits',
+      fourEyes: false,
     });
     await store.set('t2', { style: 'run_code' });
     expect(await store.effective('t2')).toEqual({
       style: 'run_code',
       approval: 'hold',
       timeBudget: 'elapsed',
+      fourEyes: false,
     });
     expect(await store.effective('t2', 'stop')).toMatchObject({ approval: 'stop', timeBudget: 'elapsed' });
     await store.set('t3', { style: 'code-mode', timeBudget: 'elapsed', approval: 'hold' });
@@ -79,7 +81,10 @@ describe('tenant run policy', () => {
       style: 'code-mode',
       approval: 'hold',
       timeBudget: 'elapsed',
+      fourEyes: false,
     });
+    await store.set('t5', { style: 'code-mode', fourEyes: true });
+    expect(await store.effective('t5')).toMatchObject({ fourEyes: true });
     expect(() => store.set('t4', { style: 'code-mode', approval: 'later' as 'hold' })).rejects.toThrow();
   });
 });

@@ -17,6 +17,11 @@ export const runPolicySchema = z
     style: z.enum(RUN_STYLES).default('code-mode'),
     approval: z.enum(APPROVAL_MODES).optional(),
     timeBudget: z.enum(TIME_BUDGETS).optional(),
+    /**
+     * Four-eyes: the API key that submitted a run with `sandbox_permissions` cannot approve that
+     * run's decisions (denying stays allowed). Default off.
+     */
+    fourEyes: z.boolean().optional(),
   })
   .strict();
 
@@ -26,6 +31,7 @@ export interface EffectiveRunPolicy {
   style: RunStyle;
   approval: ApprovalMode;
   timeBudget: TimeBudget;
+  fourEyes: boolean;
 }
 
 export function createRunPolicyStore(redis: Redis, keyPrefix = 'islet:') {
@@ -48,6 +54,7 @@ export function createRunPolicyStore(redis: Redis, keyPrefix = 'islet:') {
         style: policy.style,
         approval: resolveApproval(policy.style, requested, policy.approval),
         timeBudget: resolveTimeBudget(policy.style, policy.timeBudget),
+        fourEyes: policy.fourEyes ?? false,
       };
     },
   };

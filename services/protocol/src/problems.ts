@@ -11,6 +11,8 @@ export const PROBLEMS = {
   'payload-too-large': { status: 413, title: 'The body is too large' },
   unauthorized: { status: 401, title: 'A valid API key is required' },
   forbidden: { status: 403, title: 'The API key lacks a required scope' },
+  'four-eyes': { status: 403, title: 'Another API key must approve this run' },
+  'json-too-deep': { status: 400, title: 'The JSON body is nested too deeply' },
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },

@@ -6,27 +6,44 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
+import { createSseSlots } from '../sse-slots.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
 const STREAM_ID = /^\d+-\d+$/;
 const HEARTBEAT_MS = 15_000;
+/** Slot leases are renewed at least this often (well inside SSE_LEASE_MS). */
+const RENEW_MS = 10_000;
+/** Retry-After of a refused stream: slots free when streams end, which a client cannot see. */
+const FULL_RETRY_AFTER_SECONDS = 5;
 
 export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, runsService, deps } = ctx;
+  const slots = createSseSlots(deps.redis, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
   return async (app) => {
     app.get(
       '/v1/code-runs/:id/events',
       { preHandler: auth.requireScopes('apps.use') },
       async (request, reply) => {
         const { id } = idParams.parse(request.params);
-        await runsService.own(callerOf(request), id);
+        const caller = callerOf(request);
+        await runsService.own(caller, id);
         const q = request.query as Record<string, unknown>;
         const header = request.headers['last-event-id'];
         const resume =
           typeof header === 'string' ? header : typeof q.lastEventId === 'string' ? q.lastEventId : '0';
         if (resume !== '0' && !STREAM_ID.test(resume))
           throw new HttpProblem('validation', 'Last-Event-ID must be an event id from this stream');
+        const slot = await slots.take(caller.tenantId);
+        if (!slot) {
+          const limit = deps.config.ISLET_SSE_STREAMS_PER_TENANT;
+          throw new HttpProblem(
+            'rate-limited',
+            `tenant has ${limit} event streams open, the most it may have; close one or retry in ${FULL_RETRY_AFTER_SECONDS}s`,
+            { limit, retryAfterSeconds: FULL_RETRY_AFTER_SECONDS },
+            { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) },
+          );
+        }
 
         reply.hijack();
         const res = reply.raw;
@@ -42,9 +59,14 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         ctx.closing.addEventListener('abort', abort, { once: true });
         let last = resume;
         let lastWrite = Date.now();
+        let renewed = Date.now();
         try {
           res.write('retry: 1000\n\n');
           while (!ac.signal.aborted) {
+            if (Date.now() - renewed >= RENEW_MS) {
+              await slot.renew();
+              renewed = Date.now();
+            }
             const events = await deps.runs.readEvents(id, last);
             let ended = false;
             for (const e of events) {
@@ -68,6 +90,7 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           // The closing signal outlives every stream: do not leave a listener on it.
           ctx.closing.removeEventListener('abort', abort);
           res.end();
+          await slot.release().catch((err: unknown) => request.log.warn({ err }, 'event stream slot not released'));
         }
       },
     );

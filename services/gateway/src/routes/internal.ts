@@ -5,6 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import { jsonDepthExceeds } from '../json-depth.ts';
 import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
@@ -30,6 +31,9 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
         const parsed = internalCallSchema.safeParse(request.body);
         if (!parsed.success) throw validationProblem(parsed.error);
         const { attempt, ...call } = parsed.data;
+        const maxDepth = ctx.deps.config.ISLET_JSON_MAX_DEPTH;
+        if (jsonDepthExceeds(call.argsJson, maxDepth))
+          throw new HttpProblem('json-too-deep', `the call's arguments nest deeper than ${maxDepth} levels`);
         const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));
         if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
         return served;

@@ -108,13 +108,11 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       },
     );
 
+    const answerMax = deps.config.ISLET_APP_ANSWER_MAX_BYTES;
     app.post(
       '/v1/code-runs/:id/calls/:index/result',
-      // A client's answer is a tool result: allow more than ordinary request bodies.
-      {
-        preHandler: auth.requireScopes('apps.use'),
-        bodyLimit: Math.max(deps.config.ISLET_BODY_LIMIT_BYTES, 16_777_216),
-      },
+      // A client's answer is a tool result: capped like an http App's answer (plus its envelope).
+      { preHandler: auth.requireScopes('apps.use'), bodyLimit: answerMax + 65_536 },
       async (request, reply) => {
         const caller = callerOf(request);
         const { id, index } = callParams.parse(request.params);
@@ -125,9 +123,8 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
             'validation',
             'send {"result": <value>}, {"error": {"message": "..."}} or {"inputRequired": {"message": "..."}}',
           );
-        const pending = await deps.redis.getdel(keys.clientCallPending(id, index));
-        if (pending === null)
-          throw new HttpProblem('call-not-pending', `call ${index} of run ${id} is not waiting for a result`);
+        // The outcome is built and checked in full before the call's waiting marker is taken:
+        // a refused answer leaves the call pending for a correct one.
         const answer = parsed.data;
         const outcome: BindingOutcome =
           'result' in answer
@@ -140,6 +137,15 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
                   message: answer.error.message,
                   details: { reason: answer.error.reason ?? 'client-error' },
                 };
+        if (outcome.type === 'result' && Buffer.byteLength(outcome.valueJson) > answerMax)
+          throw new HttpProblem(
+            'payload-too-large',
+            `the result is larger than ${answerMax} bytes, the most a call may return; answer {"error": {"message": "..."}} instead`,
+            { maxBytes: answerMax },
+          );
+        const pending = await deps.redis.getdel(keys.clientCallPending(id, index));
+        if (pending === null)
+          throw new HttpProblem('call-not-pending', `call ${index} of run ${id} is not waiting for a result`);
         const key = keys.clientCallResult(id, index);
         await deps.redis
           .multi()
