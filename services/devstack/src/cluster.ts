@@ -20,6 +20,9 @@ const JAIL =
   process.env.ISLET_JAIL_PATH ??
   fileURLToPath(new URL('../../kernel-sandbox/build/islet-jail', import.meta.url));
 
+/** A dev Redis is bounded: one tenant's flood fails writes (noeviction) before the machine swaps. */
+export const DEV_REDIS_MAX_MEMORY_BYTES = 512 * 1024 * 1024;
+
 export interface RunnerSpec {
   modes: SandboxMode[];
   /** ISLET_RUNNER_CONCURRENCY for this runner. Default 4. */
@@ -29,6 +32,8 @@ export interface RunnerSpec {
 export interface ClusterOptions {
   /** Use this Redis instead of starting one. */
   redisUrl?: string;
+  /** `maxmemory` of the Redis this cluster starts, bytes (noeviction: a full Redis refuses writes). Default 512 MiB. */
+  redisMaxMemoryBytes?: number;
   /** Gateway processes. Default 1. */
   gateways?: number;
   /** Fixed port of the first gateway (others get free ports). Default: a free port. */
@@ -94,7 +99,12 @@ interface Child {
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
-  const redisServer = options.redisUrl ? undefined : await startRedis({ appendFsync: 'always' }); // a journaled call survives a Redis crash
+  const redisServer = options.redisUrl
+    ? undefined
+    : await startRedis({
+        appendFsync: 'always', // a journaled call survives a Redis crash
+        maxMemoryBytes: options.redisMaxMemoryBytes ?? DEV_REDIS_MAX_MEMORY_BYTES,
+      });
   const redisUrl = options.redisUrl ?? redisServer!.url;
   // Session workspaces: one directory for the gateways' file routes and the runners' files
   // bindings and skills (a shared volume in Kubernetes). Removed by stop() when created here.

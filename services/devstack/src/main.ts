@@ -9,6 +9,9 @@ const port = process.env.ISLET_PORT ? Number(process.env.ISLET_PORT) : undefined
 const cluster = await startCluster({
   ...(port ? { gatewayPort: port } : {}),
   ...(process.env.ISLET_DEV_API_KEY ? { devApiKey: process.env.ISLET_DEV_API_KEY } : {}),
+  ...(process.env.ISLET_DEV_REDIS_MAXMEMORY_BYTES
+    ? { redisMaxMemoryBytes: Number(process.env.ISLET_DEV_REDIS_MAXMEMORY_BYTES) }
+    : {}),
   verbose: process.env.ISLET_VERBOSE === '1',
   logLevel: process.env.ISLET_LOG_LEVEL ?? 'warn',
 });

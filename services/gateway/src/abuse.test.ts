@@ -3,7 +3,9 @@
  * nothing; failed authentication and open event streams are limited (429 + Retry-After); the
  * optional four-eyes rule. Real Redis, the real app through inject (and a real listener for SSE).
  */
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
+import { createRunPolicyStore } from '@islet/journal';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,11 +29,14 @@ beforeAll(async () => {
     ISLET_SEAL_KEYS: generateSealKey(),
     ISLET_INTERNAL_TOKEN: INTERNAL,
     ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
+    ISLET_RUN_RETENTION_SECONDS: '3600',
+    ISLET_AUTH_FAILURES_PER_MINUTE: '5',
+    ISLET_SSE_STREAMS_PER_TENANT: '2',
   });
   deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
   app = await buildApp(deps);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
-  key = (await deps.tenants.createKey('acme', ['apps.use'])).key;
+  key = (await deps.tenants.createKey('acme', ['apps.use', 'decisions'])).key;
   const c = await deps.connections.create('acme', {
     name: 'Phone',
     kind: 'client',
@@ -75,7 +80,12 @@ describe('deeply nested JSON', () => {
       method: 'POST',
       url: `/internal/v1/code-runs/${id}/calls`,
       headers: { authorization: `Bearer ${INTERNAL}` },
-      payload: { attempt: await deps.journal.nextAttempt(id), index: 0, binding: 'phone.ask_user', argsJson: '{}' },
+      payload: {
+        attempt: await deps.journal.nextAttempt(id),
+        index: 0,
+        binding: 'phone.ask_user',
+        argsJson: '{}',
+      },
     });
     const pendingKey = keys.clientCallPending(id, 0);
     for (let i = 0; i < 100 && !(await deps.redis.exists(pendingKey)); i++)
@@ -104,5 +114,209 @@ describe('deeply nested JSON', () => {
       type: 'result',
       valueJson: JSON.stringify({ deep: JSON.parse(nested(60)) }),
     });
+  });
+});
+
+describe('retention of journaled outcomes', () => {
+  it("a call's journal entry and a run's decisions expire with the run's retention", async () => {
+    const id = await submit({ sandbox_permissions: 'workspace-write', justification: 'write files' });
+    const served = await app.inject({
+      method: 'POST',
+      url: `/internal/v1/code-runs/${id}/calls`,
+      headers: { authorization: `Bearer ${INTERNAL}` },
+      payload: {
+        attempt: await deps.journal.nextAttempt(id),
+        index: 3,
+        binding: 'nope.none',
+        argsJson: '{}',
+      },
+    });
+    expect(served.statusCode, served.body).toBe(200);
+    // (The run record and its events get theirs when the run ends: run-store's finish.)
+    for (const k of [`islet:journal:{${id}}`, `islet:decisions:{${id}}`]) {
+      const ttl = await deps.redis.ttl(k);
+      expect(ttl, k).toBeGreaterThan(3500);
+      expect(ttl, k).toBeLessThanOrEqual(3600);
+    }
+  });
+
+  it('a nested body anywhere is a 400 problem (run submit, decision input, internal call arguments)', async () => {
+    const deep = nested(100);
+    const submitted = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      payload: `{"code":"return 1","description":"d","sessionId":"s","turnId":"t","callId":"c","connections":[],"x":${deep}}`,
+    });
+    expect(submitted.statusCode).toBe(400);
+    expect(submitted.json().type).toBe('https://islet.dev/problems/json-too-deep');
+    const id = await submit({ sandbox_permissions: 'workspace-write', justification: 'w' });
+    const decided = await app.inject({
+      method: 'POST',
+      url: `/v1/code-runs/${id}/decisions`,
+      headers: { ...auth(), 'content-type': 'application/json' },
+      payload: `{"index":-1,"allow":true,"input":${deep}}`,
+    });
+    expect(decided.statusCode).toBe(400);
+    expect(decided.json().type).toBe('https://islet.dev/problems/json-too-deep');
+    expect((await deps.decisions.listRun(id))[0]?.state).toBe('pending');
+    // Brackets inside strings are text, not nesting.
+    const text = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(),
+      payload: {
+        code: `return "${'['.repeat(500)}"`,
+        description: 'd',
+        sessionId: 's',
+        turnId: 't',
+        callId: 'c',
+      },
+    });
+    expect(text.statusCode, text.body).toBe(202);
+    const call = await app.inject({
+      method: 'POST',
+      url: `/internal/v1/code-runs/${id}/calls`,
+      headers: { authorization: `Bearer ${INTERNAL}` },
+      payload: { attempt: 1, index: 0, binding: 'phone.ask_user', argsJson: deep },
+    });
+    expect(call.statusCode).toBe(400);
+    expect(call.json().type).toBe('https://islet.dev/problems/json-too-deep');
+  });
+});
+
+describe('limits answer 429 with Retry-After', () => {
+  it('failed authentication is limited per client address; other addresses are not affected', async () => {
+    // A fixed one-minute window: do not straddle its end.
+    if (Date.now() % 60_000 > 50_000)
+      await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    const from = (remoteAddress: string, authorization: string) =>
+      app.inject({ method: 'GET', url: '/v1/decisions', remoteAddress, headers: { authorization } });
+    for (let i = 0; i < 5; i++) {
+      const res = await from('198.51.100.7', `Bearer wrong-${i}`);
+      expect(res.statusCode).toBe(401);
+    }
+    for (const authorization of ['Bearer wrong-again', `Bearer ${key}`]) {
+      const limited = await from('198.51.100.7', authorization);
+      expect(limited.statusCode).toBe(429);
+      expect(limited.json().type).toBe('https://islet.dev/problems/rate-limited');
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
+    }
+    // The internal channel counts too.
+    const internal = await app.inject({
+      method: 'POST',
+      url: '/internal/v1/code-runs/x/calls',
+      remoteAddress: '198.51.100.7',
+      headers: { authorization: `Bearer ${INTERNAL}` },
+      payload: {},
+    });
+    expect(internal.statusCode).toBe(429);
+    expect((await from('198.51.100.8', `Bearer ${key}`)).statusCode).toBe(200);
+  });
+
+  it('open event streams are capped per tenant across the stream lifetime', async () => {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as { port: number }).port;
+    const other = (await deps.tenants.createTenant({ id: 'other', name: 'Other' })).id;
+    const otherKey = (await deps.tenants.createKey(other, ['apps.use'])).key;
+    const id = await submit();
+    const otherRun = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { authorization: `Bearer ${otherKey}` },
+      payload: { code: 'return 1', description: 'o', sessionId: 's', turnId: 't', callId: 'c' },
+    });
+    const open: IncomingMessage[] = [];
+    const stream = (runId: string, k = key) =>
+      new Promise<IncomingMessage>((resolve, reject) => {
+        const req = httpGet(
+          {
+            host: '127.0.0.1',
+            port,
+            path: `/v1/code-runs/${runId}/events`,
+            headers: { authorization: `Bearer ${k}` },
+          },
+          (res) => {
+            open.push(res);
+            resolve(res);
+          },
+        );
+        req.on('error', reject);
+      });
+    const body = (res: IncomingMessage) =>
+      new Promise<string>((resolve) => {
+        let text = '';
+        res.on('data', (c) => {
+          text += c;
+        });
+        res.on('end', () => resolve(text));
+      });
+    try {
+      expect((await stream(id)).statusCode).toBe(200);
+      const second = await stream(id);
+      expect(second.statusCode).toBe(200);
+      const third = await stream(id);
+      expect(third.statusCode).toBe(429);
+      expect(third.headers['retry-after']).toBe('5');
+      expect(JSON.parse(await body(third)).type).toBe('https://islet.dev/problems/rate-limited');
+      // Another tenant is not affected.
+      expect((await stream(otherRun.json().id as string, otherKey)).statusCode).toBe(200);
+      // A closed stream gives its slot back.
+      second.destroy();
+      let again: IncomingMessage | undefined;
+      for (let i = 0; i < 50; i++) {
+        again = await stream(id);
+        if (again.statusCode === 200) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(again?.statusCode).toBe(200);
+    } finally {
+      for (const res of open) res.destroy();
+    }
+  });
+});
+
+describe('four-eyes', () => {
+  it('on: the key that asked for sandbox_permissions cannot approve; another key can, and the submitter may deny', async () => {
+    await deps.tenants.createTenant({ id: 'strict', name: 'Strict' });
+    const submitter = (await deps.tenants.createKey('strict', ['apps.use', 'decisions'])).key;
+    const reviewer = (await deps.tenants.createKey('strict', ['decisions'])).key;
+    await createRunPolicyStore(deps.redis).set('strict', { style: 'code-mode', fourEyes: true });
+    const decide = (run: string, k: string, allow: boolean) =>
+      app.inject({
+        method: 'POST',
+        url: `/v1/code-runs/${run}/decisions`,
+        headers: { authorization: `Bearer ${k}` },
+        payload: { index: -1, allow },
+      });
+    const headers = { authorization: `Bearer ${submitter}` };
+    const asked = await submit(
+      { sandbox_permissions: 'workspace-write', justification: 'w', connections: [] },
+      headers,
+    );
+    const own = await decide(asked, submitter, true);
+    expect(own.statusCode).toBe(403);
+    expect(String(own.headers['content-type'])).toContain('application/problem+json');
+    expect(own.json().type).toBe('https://islet.dev/problems/four-eyes');
+    expect((await deps.decisions.listRun(asked))[0]?.state).toBe('pending');
+    expect((await decide(asked, reviewer, true)).statusCode).toBe(200);
+    const denied = await submit(
+      { sandbox_permissions: 'workspace-write', justification: 'w', connections: [] },
+      headers,
+    );
+    expect((await decide(denied, submitter, false)).statusCode).toBe(200);
+  });
+
+  it('off (the default): the submitting key may approve its own request', async () => {
+    const asked = await submit({ sandbox_permissions: 'workspace-write', justification: 'w' });
+    const res = await app.inject({
+      method: 'POST',
+      url: `/v1/code-runs/${asked}/decisions`,
+      headers: auth(),
+      payload: { index: -1, allow: true },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().state).toBe('allowed');
   });
 });

@@ -6,7 +6,13 @@
 import type { LookupAddress } from 'node:dns';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AnswerTooLargeError, BlockedAddressError, guardedLookup, postToApp, type Resolver } from './app-http.ts';
+import {
+  AnswerTooLargeError,
+  BlockedAddressError,
+  guardedLookup,
+  postToApp,
+  type Resolver,
+} from './app-http.ts';
 
 let server: Server;
 let port: number;

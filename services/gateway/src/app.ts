@@ -43,7 +43,10 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && jsonDepthExceeds(body, maxDepth)) {
-      done(new HttpProblem('json-too-deep', `JSON nests deeper than ${maxDepth} levels`, { maxDepth }), undefined);
+      done(
+        new HttpProblem('json-too-deep', `JSON nests deeper than ${maxDepth} levels`, { maxDepth }),
+        undefined,
+      );
       return;
     }
     jsonParser(request, body as string, done);

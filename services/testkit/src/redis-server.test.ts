@@ -40,3 +40,29 @@ describe('startRedis', () => {
     expect(await ping(redis.port, 'EXISTS k\r\n')).toBe(':1\r\n');
   });
 });
+
+describe('startRedis with maxmemory', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedis({ appendOnly: false, maxMemoryBytes: 4 * 1024 * 1024 });
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it('refuses writes past maxmemory (noeviction) and keeps what it holds', async () => {
+    expect(await ping(redis.port, 'CONFIG GET maxmemory\r\n')).toContain(String(4 * 1024 * 1024));
+    const value = 'x'.repeat(256 * 1024);
+    const set = (k: string) =>
+      ping(redis.port, `*3\r\n$3\r\nSET\r\n$${k.length}\r\n${k}\r\n$${value.length}\r\n${value}\r\n`);
+    let refused = '';
+    let i = 0;
+    for (; i < 100 && !refused; i++) {
+      const reply = await set(`k${i}`);
+      if (reply.startsWith('-')) refused = reply;
+    }
+    expect(refused).toMatch(/^-OOM/);
+    expect(i).toBeLessThan(40);
+    expect(await ping(redis.port, 'EXISTS k0\r\n')).toBe(':1\r\n');
+  });
+});

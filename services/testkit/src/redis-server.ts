@@ -23,6 +23,11 @@ export interface StartRedisOptions {
   keepDir?: boolean;
   /** AOF fsync policy. Default `everysec`; `always` loses no acknowledged write on SIGKILL (chaos tests). */
   appendFsync?: 'always' | 'everysec' | 'no';
+  /**
+   * `maxmemory` in bytes: past it writes fail (noeviction) instead of the host running out of
+   * memory or Redis dropping queued runs. Default 0 = no limit.
+   */
+  maxMemoryBytes?: number;
 }
 
 /**
@@ -48,6 +53,8 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
       options.appendOnly === false ? 'no' : 'yes',
       '--appendfsync',
       options.appendFsync ?? 'everysec',
+      '--maxmemory',
+      String(options.maxMemoryBytes ?? 0),
       '--maxmemory-policy',
       'noeviction',
       '--protected-mode',

@@ -90,7 +90,9 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           // The closing signal outlives every stream: do not leave a listener on it.
           ctx.closing.removeEventListener('abort', abort);
           res.end();
-          await slot.release().catch((err: unknown) => request.log.warn({ err }, 'event stream slot not released'));
+          await slot
+            .release()
+            .catch((err: unknown) => request.log.warn({ err }, 'event stream slot not released'));
         }
       },
     );

@@ -1,0 +1,166 @@
+/**
+ * An `http` App call through the gateway (real app, real Redis, real listeners on 127.0.0.1 only):
+ * with private networks off nothing internal is reached, and every way a connection can fail
+ * (blocked, refused, reset, timeout, DNS failure) reaches the program as the same AppCallFailed
+ * text, so a tenant cannot map ports. An oversized answer is a clear AppCallFailed.
+ */
+import { createServer, type Server } from 'node:http';
+import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { freePort, type RedisServer, startRedis } from '@islet/testkit';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from './app.ts';
+import { postToApp, type Resolver } from './app-http.ts';
+import { APP_UNREACHABLE_MESSAGE } from './binding-calls.ts';
+import { createGatewayDeps } from './create-deps.ts';
+
+const INTERNAL = 'internal-token-for-network-tests';
+let redis: RedisServer;
+let server: Server;
+let port: number;
+let closedPort: number;
+let hits = 0;
+const gateways: Array<{ app: FastifyInstance; close(): Promise<void> }> = [];
+
+// Names resolve through this table, never through a real DNS server.
+const resolver: Resolver = async (host) => {
+  if (host === 'app.test') return [{ address: '127.0.0.1', family: 4 }];
+  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+};
+
+beforeAll(async () => {
+  redis = await startRedis({ appendOnly: false });
+  server = createServer((req, res) => {
+    hits++;
+    if (req.url === '/reset') return req.socket.destroy();
+    if (req.url === '/silent') return; // never answers
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/big') return res.writeHead(200).end(`"${'x'.repeat(8192)}"`);
+      res.writeHead(200).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as { port: number }).port;
+  closedPort = await freePort();
+});
+
+afterAll(async () => {
+  for (const g of gateways) await g.close();
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+  await redis?.stop();
+});
+
+async function gateway(allowPrivate: boolean) {
+  const config = loadConfig({
+    ISLET_REDIS_URL: redis.url,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: INTERNAL,
+    ISLET_APP_ALLOW_PRIVATE_NETWORKS: String(allowPrivate),
+    ISLET_APP_CALL_TIMEOUT_MS: '800',
+    ISLET_APP_ANSWER_MAX_BYTES: '4096',
+  });
+  const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  deps.postToApp = (url, headers, body, options) => postToApp(url, headers, body, { ...options, resolver });
+  const app = await buildApp(deps);
+  gateways.push({
+    app,
+    close: async () => {
+      await app.close();
+      await deps.close();
+    },
+  });
+  const tenant = `t${gateways.length}`;
+  await deps.tenants.createTenant({ id: tenant, name: tenant });
+  const key = (await deps.tenants.createKey(tenant, ['apps.use'])).key;
+  /** The outcome the program gets from one call to `url`. */
+  return async (url: string): Promise<unknown> => {
+    const c = await deps.connections.create(tenant, {
+      name: `app ${Math.random().toString(36).slice(2)}`,
+      kind: 'http',
+      url,
+      tools: [{ name: 'go', inputSchema: {}, policy: 'allow' }],
+      resources: [],
+      prompts: [],
+    });
+    if (!c.ok) throw new Error(c.detail);
+    const submitted = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { authorization: `Bearer ${key}` },
+      payload: {
+        code: 'return 1',
+        description: 'n',
+        sessionId: 's',
+        turnId: 't',
+        callId: 'c',
+        connections: [c.connection.id],
+      },
+    });
+    const id = submitted.json().id as string;
+    const served = await app.inject({
+      method: 'POST',
+      url: `/internal/v1/code-runs/${id}/calls`,
+      headers: { authorization: `Bearer ${INTERNAL}` },
+      payload: {
+        attempt: await deps.journal.nextAttempt(id),
+        index: 0,
+        binding: `${c.connection.slug}.go`,
+        argsJson: '{}',
+      },
+    });
+    expect(served.statusCode, served.body).toBe(200);
+    return served.json().outcome;
+  };
+}
+
+const uniform = {
+  type: 'error',
+  name: 'AppCallFailed',
+  message: APP_UNREACHABLE_MESSAGE,
+  details: { reason: 'unreachable' },
+};
+
+describe('http App calls through the gateway', () => {
+  it('private networks off: no internal address is reached and every failure reads the same', async () => {
+    const call = await gateway(false);
+    for (const url of [
+      `http://127.0.0.1:${port}/`,
+      `http://[::ffff:127.0.0.1]:${port}/`,
+      `http://[::ffff:7f00:1]:${port}/`,
+      `http://2130706433:${port}/`,
+      `http://0x7f.1:${port}/`,
+      `http://017700000001:${port}/`,
+      `http://0.0.0.0:${port}/`,
+      `http://[::]:${port}/`,
+      `http://app.test:${port}/`,
+      `http://127.0.0.1:${closedPort}/`,
+      `http://169.254.169.254/latest/meta-data/`,
+      `http://[fd00:ec2::254]/`,
+      `http://[::ffff:a9fe:a9fe]/`,
+      `http://10.0.0.1:6379/`,
+      `http://nowhere.test/`,
+    ])
+      expect(await call(url), url).toEqual(uniform);
+    expect(hits).toBe(0);
+  });
+
+  it('private networks on (devstack): refused, reset, timeout and DNS failure read the same; a live App answers', async () => {
+    const call = await gateway(true);
+    expect(await call(`http://app.test:${port}/`)).toEqual({ type: 'result', valueJson: '{"ok":true}' });
+    for (const url of [
+      `http://127.0.0.1:${closedPort}/`,
+      `http://127.0.0.1:${port}/reset`,
+      `http://127.0.0.1:${port}/silent`,
+      `http://nowhere.test:${port}/`,
+    ])
+      expect(await call(url), url).toEqual(uniform);
+    expect(await call(`http://127.0.0.1:${port}/big`)).toEqual({
+      type: 'error',
+      name: 'AppCallFailed',
+      message: "the App's answer is larger than 4096 bytes, the most a call may return",
+      details: { reason: 'answer-too-large', maxBytes: 4096 },
+    });
+  });
+});
