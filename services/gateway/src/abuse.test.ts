@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
+import { httpAnswerOutcome } from './input-required.ts';
 
 const INTERNAL = 'internal-token-for-abuse-tests';
 let redis: RedisServer;
@@ -117,6 +118,20 @@ describe('deeply nested JSON', () => {
   });
 });
 
+describe('deeply nested App answers', () => {
+  it("an http App's nested answer is a failed call, not a crash", () => {
+    expect(httpAnswerOutcome(`{"a":${nested(65)}}`, 'op', 64)).toEqual({
+      type: 'error',
+      name: 'AppCallFailed',
+      message: "the App's answer nests deeper than 64 levels",
+      details: { reason: 'too-deep', maxDepth: 64 },
+    });
+    expect(httpAnswerOutcome(nested(100_000), 'op', 64)).toMatchObject({ details: { reason: 'too-deep' } });
+    expect(httpAnswerOutcome(`{"a":${nested(63)}}`, 'op', 64)).toMatchObject({ type: 'result' });
+    expect(httpAnswerOutcome(`"${'['.repeat(1000)}"`, 'op', 64)).toMatchObject({ type: 'result' });
+  });
+});
+
 describe('retention of journaled outcomes', () => {
   it("a call's journal entry and a run's decisions expire with the run's retention", async () => {
     const id = await submit({ sandbox_permissions: 'workspace-write', justification: 'write files' });
@@ -196,6 +211,14 @@ describe('limits answer 429 with Retry-After', () => {
       const res = await from('198.51.100.7', `Bearer wrong-${i}`);
       expect(res.statusCode).toBe(401);
     }
+    // A forged X-Forwarded-For does not move the prober to a fresh address (no proxy is trusted).
+    const forged = await app.inject({
+      method: 'GET',
+      url: '/v1/decisions',
+      remoteAddress: '198.51.100.7',
+      headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': '203.0.113.5' },
+    });
+    expect(forged.statusCode).toBe(429);
     for (const authorization of ['Bearer wrong-again', `Bearer ${key}`]) {
       const limited = await from('198.51.100.7', authorization);
       expect(limited.statusCode).toBe(429);
