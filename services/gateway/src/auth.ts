@@ -102,10 +102,12 @@ export function createAuth(deps: GatewayDeps) {
   const expected = Buffer.from(config.ISLET_INTERNAL_TOKEN);
   /** preHandler for `/internal/*`: the runner's shared token. */
   async function requireInternal(request: FastifyRequest) {
-    await refuseIfFailingTooOften(request);
+    // The token is compared first (no lookup to protect): runners sharing an address with a
+    // prober (one node, one NAT) must keep their channel while the prober is refused.
     const got = Buffer.from(bearer(request) ?? '');
-    if (got.length !== expected.length || !timingSafeEqual(got, expected))
-      return authFailed(request, 'internal token required');
+    if (got.length === expected.length && timingSafeEqual(got, expected)) return;
+    await refuseIfFailingTooOften(request);
+    return authFailed(request, 'internal token required');
   }
 
   return { requireScopes, requireInternal };
