@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { encodeMessage, FrameReader } from './frame.ts';
-import { outputLimitMessage } from './limits.ts';
+import { DEFAULT_MEMORY_MB, outputLimitMessage } from './limits.ts';
 import { cutToBytes } from './utf8.ts';
 import type { FromHost, HostDone, ToHost } from './wire.ts';
 
@@ -36,12 +36,69 @@ function send(message: FromHost): void {
   for (const buf of encodeMessage(message)) process.stdout.write(buf);
 }
 
+/**
+ * An isolate with its context and the guest harness installed, made while the host is idle so a
+ * run does not wait for it. Still one fresh isolate per run: a prepared isolate serves exactly one
+ * run and is disposed with it. The callbacks reach whichever run adopted it through `sink`.
+ */
+interface Prepared {
+  readonly isolate: ivm.Isolate;
+  readonly context: ivm.Context;
+  readonly startRef: ivm.Reference;
+  readonly deliver: ivm.Reference;
+  readonly memoryMb: number;
+  readonly sink: { run: HostRun | undefined };
+}
+
+function prepare(memoryMb: number): Prepared {
+  const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
+  try {
+    const sink: Prepared['sink'] = { run: undefined };
+    // Setting up is synchronous: the isolate is idle and ours alone, and each async step would
+    // cost a thread hop.
+    const context = isolate.createContextSync();
+    const jail = context.global;
+    jail.setSync(
+      '__islet_log',
+      new ivm.Callback((l: unknown, t: unknown) => sink.run?.onLog(l, t), { sync: true }),
+    );
+    jail.setSync(
+      '__islet_call',
+      new ivm.Callback((i: unknown, b: unknown, a: unknown) => sink.run?.onCall(i, b, a), { sync: true }),
+    );
+    jail.setSync(
+      '__islet_done',
+      new ivm.Callback((k: unknown, a: unknown, b: unknown) => sink.run?.onDone(k, a, b), { sync: true }),
+    );
+    jail.setSync(
+      '__islet_fail',
+      new ivm.Callback((m: unknown, d: unknown) => sink.run?.onFail(m, d), { sync: true }),
+    );
+    // ScriptInfo's type omits the cache options that compileScript accepts and reports.
+    const harness = isolate.compileScriptSync(HARNESS_SOURCE, {
+      filename: 'islet:harness',
+      ...(harnessCache ? { cachedData: harnessCache } : { produceCachedData: true }),
+    } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult;
+    if (!harnessCache && harness.cachedData) harnessCache = harness.cachedData;
+    harness.runSync(context);
+    const startRef = jail.getSync('__islet_start', { reference: true }) as ivm.Reference;
+    const deliver = jail.getSync('__islet_deliver', { reference: true }) as ivm.Reference;
+    jail.deleteSync('__islet_start');
+    jail.deleteSync('__islet_deliver');
+    return { isolate, context, startRef, deliver, memoryMb, sink };
+  } catch (e) {
+    if (!isolate.isDisposed) isolate.dispose();
+    throw e;
+  }
+}
+
 class HostRun {
   private readonly isolate: ivm.Isolate;
   private readonly msg: Extract<ToHost, { t: 'run' }>;
   private readonly allowed: Set<string>;
-  private context: ivm.Context | undefined;
-  private deliver: ivm.Reference | undefined;
+  private readonly prepared: Prepared;
+  private readonly context: ivm.Context;
+  private readonly deliver: ivm.Reference;
   private finished = false;
   /** Work running in the isolate's thread (program start, result deliveries with their microtasks). */
   private readonly tasks = new Set<Promise<unknown>>();
@@ -56,11 +113,15 @@ class HostRun {
   private readonly poll: NodeJS.Timeout;
   private readonly onFinished: () => void;
 
-  constructor(msg: Extract<ToHost, { t: 'run' }>, onFinished: () => void) {
+  constructor(msg: Extract<ToHost, { t: 'run' }>, prepared: Prepared, onFinished: () => void) {
     this.msg = msg;
     this.onFinished = onFinished;
     this.allowed = new Set(msg.config.bindings);
-    this.isolate = new ivm.Isolate({ memoryLimit: msg.memoryMb });
+    this.prepared = prepared;
+    this.isolate = prepared.isolate;
+    this.context = prepared.context;
+    this.deliver = prepared.deliver;
+    prepared.sink.run = this;
     // isolated-vm disposes an isolate that passes its memory limit; nothing else disposes it but us.
     // The process's resident size is checked too: memory V8 does not count against the isolate
     // (a defect, a new kind of buffer) still ends the run before it can grow without bound.
@@ -75,39 +136,9 @@ class HostRun {
 
   async start(): Promise<void> {
     try {
-      // Setting up is synchronous: the isolate is idle and ours alone, and each async step would
-      // cost a thread hop. Only the program itself runs asynchronously.
-      const context = this.isolate.createContextSync();
-      this.context = context;
-      const jail = context.global;
-      jail.setSync(
-        '__islet_log',
-        new ivm.Callback((l: unknown, t: unknown) => this.onLog(l, t), { sync: true }),
+      await this.track(
+        this.prepared.startRef.apply(undefined, [this.msg.code, JSON.stringify(this.msg.config)]),
       );
-      jail.setSync(
-        '__islet_call',
-        new ivm.Callback((i: unknown, b: unknown, a: unknown) => this.onCall(i, b, a), { sync: true }),
-      );
-      jail.setSync(
-        '__islet_done',
-        new ivm.Callback((k: unknown, a: unknown, b: unknown) => this.onDone(k, a, b), { sync: true }),
-      );
-      jail.setSync(
-        '__islet_fail',
-        new ivm.Callback((m: unknown, d: unknown) => this.onFail(m, d), { sync: true }),
-      );
-      // ScriptInfo's type omits the cache options that compileScript accepts and reports.
-      const harness = this.isolate.compileScriptSync(HARNESS_SOURCE, {
-        filename: 'islet:harness',
-        ...(harnessCache ? { cachedData: harnessCache } : { produceCachedData: true }),
-      } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult;
-      if (!harnessCache && harness.cachedData) harnessCache = harness.cachedData;
-      harness.runSync(context);
-      const startRef = jail.getSync('__islet_start', { reference: true }) as ivm.Reference;
-      this.deliver = jail.getSync('__islet_deliver', { reference: true }) as ivm.Reference;
-      jail.deleteSync('__islet_start');
-      jail.deleteSync('__islet_deliver');
-      await this.track(startRef.apply(undefined, [this.msg.code, JSON.stringify(this.msg.config)]));
     } catch (e) {
       this.afterIsolateError(e);
     }
@@ -144,7 +175,7 @@ class HostRun {
   }
 
   deliverResult(m: Extract<ToHost, { t: 'result' | 'error' }>): void {
-    if (this.finished || this.deliver === undefined) return;
+    if (this.finished) return;
     const args =
       m.t === 'result' ? [m.id, 'result', m.valueJson] : [m.id, 'error', m.name, m.message, m.detailsJson];
     try {
@@ -154,7 +185,7 @@ class HostRun {
     }
   }
 
-  private onLog(level: unknown, text: unknown): void {
+  onLog(level: unknown, text: unknown): void {
     try {
       if (this.finished) return;
       if (typeof level !== 'string' || typeof text !== 'string') return;
@@ -209,7 +240,7 @@ class HostRun {
     send({ t: 'logs', lines, ...(truncated ? { truncated: true } : {}) });
   }
 
-  private onCall(id: unknown, binding: unknown, argsJson: unknown): void {
+  onCall(id: unknown, binding: unknown, argsJson: unknown): void {
     try {
       if (this.finished) return;
       if (
@@ -243,7 +274,7 @@ class HostRun {
     }
   }
 
-  private onFail(message: unknown, detail?: unknown): void {
+  onFail(message: unknown, detail?: unknown): void {
     try {
       if (this.finished) return;
       const line =
@@ -261,7 +292,7 @@ class HostRun {
     }
   }
 
-  private onDone(kind: unknown, a: unknown, b: unknown): void {
+  onDone(kind: unknown, a: unknown, b: unknown): void {
     try {
       if (this.finished) return;
       if (kind === 'value') {
@@ -347,8 +378,9 @@ class HostRun {
     // Deferred: we may be inside a synchronous callback from the isolate's thread.
     setImmediate(() => {
       try {
-        this.deliver?.release();
-        this.context?.release();
+        this.prepared.startRef.release();
+        this.deliver.release();
+        this.context.release();
         if (!this.isolate.isDisposed) this.isolate.dispose();
       } catch {
         // already disposed
@@ -363,6 +395,32 @@ class HostRun {
 }
 
 let current: HostRun | undefined;
+/** The isolate for the next run, made while idle; its heap limit is the last run's. */
+let prepared: Prepared | undefined;
+let nextMemoryMb = DEFAULT_MEMORY_MB;
+
+function prepareAhead(): void {
+  setImmediate(() => {
+    if (current !== undefined || prepared !== undefined) return;
+    try {
+      prepared = prepare(nextMemoryMb);
+    } catch (e) {
+      // The run will try again on its own path and report what fails.
+      process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`);
+    }
+  });
+}
+
+function take(memoryMb: number): Prepared {
+  const ready = prepared;
+  prepared = undefined;
+  if (ready && ready.memoryMb === memoryMb) return ready;
+  if (ready) {
+    ready.context.release();
+    ready.isolate.dispose();
+  }
+  return prepare(memoryMb);
+}
 
 const reader = new FrameReader((event) => {
   if (event.type === 'error') {
@@ -376,9 +434,11 @@ const reader = new FrameReader((event) => {
         process.stderr.write('islet host: run while another run is active\n');
         process.exit(65);
       }
+      nextMemoryMb = m.memoryMb;
       try {
-        current = new HostRun(m, () => {
+        current = new HostRun(m, take(m.memoryMb), () => {
           current = undefined;
+          prepareAhead();
         });
       } catch (e) {
         send({
@@ -407,3 +467,4 @@ const reader = new FrameReader((event) => {
 process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
 process.stdin.on('end', () => process.exit(0));
 send({ t: 'ready', pid: process.pid });
+prepareAhead();
