@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import { z } from 'zod';
+import { resolveSecretFiles } from './secret-files.ts';
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 const list = (def: string) =>
@@ -30,7 +31,10 @@ export const configSchema = z.object({
    */
   ISLET_INTERNAL_PORT: int(0),
   ISLET_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
-  /** `kid:base64,kid2:base64`, each key 32 bytes. Old keys stay listed so old records open. */
+  /**
+   * `kid:base64,kid2:base64`, each key 32 bytes. Old keys stay listed so old records open.
+   * Like every secret (secret-files.ts), better given as ISLET_SEAL_KEYS_FILE, a file holding the value.
+   */
   ISLET_SEAL_KEYS: z.string().min(1, 'ISLET_SEAL_KEYS is required (kid:base64-32-bytes,…)'),
   /** Key id new records are sealed with. Default: the first key listed. */
   ISLET_SEAL_ACTIVE_KEY_ID: z.string().optional(),
@@ -112,6 +116,13 @@ export const configSchema = z.object({
    */
   ISLET_SANDBOX_JAIL: z.enum(['on', 'off']).default('off'),
   /**
+   * Where a root runner installs the sandbox runtime (node, the host script and what it imports)
+   * when the application directory is not traversable by the per-run uids (e.g. a clone under a
+   * 0700 home): a root-owned directory every user can traverse. Read by @islet/kernel-sandbox
+   * (runtime.ts) from the environment; listed here so it is documented and validated.
+   */
+  ISLET_SANDBOX_RUNTIME_DIR: z.string().regex(/^\//, 'an absolute path').default('/var/lib/islet/runtime'),
+  /**
    * Directory holding every session workspace (`<root>/<tenant>/<session>`): the gateway's file
    * routes and the runners' `files.*` bindings and skills use the same path (a shared volume in
    * Kubernetes). Sandbox processes in danger-full-access are walled off from it. Must lie outside
@@ -128,10 +139,18 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/**
+ * Parses `env`; each secret may instead come from the file its `X_FILE` variable names (see
+ * secret-files.ts). The caller removes the secrets from its environment afterwards (`scrubSecretEnv`).
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env): IsletConfig {
-  const parsed = configSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  const resolved = resolveSecretFiles(env);
+  const parsed = configSchema.safeParse(resolved.env);
+  const lines = [
+    ...resolved.problems,
+    ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`)),
+  ];
+  if (lines.length > 0 || !parsed.success) {
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   return parsed.data;

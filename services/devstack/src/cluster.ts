@@ -3,15 +3,15 @@
  * redis-server on a free port (or a given URL), N gateways, runners per sandbox mode — plus a dev
  * tenant with a key. Used by `npm start`, the e2e and chaos tests and the Prometheus scrape test.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRedis, createTenantStore, generateSealKey, SCOPES } from '@islet/core';
+import { createRedis, createTenantStore, generateSealKey, SCOPES, SECRET_VARIABLES } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
-import { freePort, type RedisServer, startRedis } from '@islet/testkit';
+import { freePort, type RedisServer, spawnOwned, startRedis, stopOwned } from '@islet/testkit';
 
 const GATEWAY_MAIN = fileURLToPath(new URL('../../gateway/src/main.ts', import.meta.url));
 const RUNNER_MAIN = fileURLToPath(new URL('../../runner/src/main.ts', import.meta.url));
@@ -77,7 +77,11 @@ export interface Cluster {
   /** The dev tenant's key; it has every scope, including platform.admin. */
   devKey: string;
   adminKey: string;
-  /** Environment every process got (seal keys, internal token, Redis URL, ISLET_WORKSPACE_ROOT…). */
+  /**
+   * The configuration every process got (seal keys, internal token, Redis URL, ISLET_WORKSPACE_ROOT…),
+   * secrets by value for tests. The processes themselves get each secret as `X_FILE` (a 0600 file in
+   * a private 0700 directory, removed by stop()), never in their environment.
+   */
   env: Record<string, string>;
   gateways: ProcessInfo[];
   runners: ProcessInfo[];
@@ -98,6 +102,31 @@ interface Child {
   lines: string[];
 }
 
+/**
+ * Writes each secret of `env` into a 0600 file of `dir` (0700) and returns the environment with
+ * `X_FILE` in place of `X`: what a process shows in /proc/<pid>/environ holds no secret.
+ */
+function secretsToFiles(env: Record<string, string>, dir: string): Record<string, string> {
+  const out: Record<string, string> = { ...env };
+  for (const name of SECRET_VARIABLES) {
+    const value = out[name];
+    if (value === undefined) continue;
+    const file = join(dir, name.toLowerCase());
+    writeFileSync(file, value, { mode: 0o600 });
+    delete out[name];
+    out[`${name}_FILE`] = file;
+  }
+  return out;
+}
+
+/** This process's environment without any secret (nor its `_FILE`): the children's base. */
+function inheritedEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  const secret = new Set<string>(SECRET_VARIABLES.flatMap((n) => [n, `${n}_FILE`]));
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !secret.has(k)) out[k] = v;
+  return out;
+}
+
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const redisServer = options.redisUrl
     ? undefined
@@ -105,19 +134,46 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         appendFsync: 'always', // a journaled call survives a Redis crash
         maxMemoryBytes: options.redisMaxMemoryBytes ?? DEV_REDIS_MAX_MEMORY_BYTES,
       });
+  // From here on a failure must stop what was started (Redis, children) and remove the temp dirs.
+  const cleanups: (() => Promise<void> | void)[] = [() => redisServer?.stop()];
+  const cleanUp = async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  };
+  try {
+    return await startClusterProcesses(options, redisServer, cleanups, cleanUp);
+  } catch (err) {
+    await cleanUp();
+    throw err;
+  }
+}
+
+async function startClusterProcesses(
+  options: ClusterOptions,
+  redisServer: RedisServer | undefined,
+  cleanups: (() => Promise<void> | void)[],
+  cleanUp: () => Promise<void>,
+): Promise<Cluster> {
   const redisUrl = options.redisUrl ?? redisServer!.url;
+  // Secrets reach the children as files only, in a directory only root (this user) can enter.
+  const secretDir = mkdtempSync(join(tmpdir(), 'islet-secrets-'));
+  chmodSync(secretDir, 0o700);
+  cleanups.push(() => rmSync(secretDir, { recursive: true, force: true }));
   // Session workspaces: one directory for the gateways' file routes and the runners' files
   // bindings and skills (a shared volume in Kubernetes). Removed by stop() when created here.
   const ownWorkspaceRoot = options.env?.ISLET_WORKSPACE_ROOT
     ? undefined
     : mkdtempSync(join(tmpdir(), 'islet-workspaces-'));
   // mkdtemp makes it 0700; skill programs run as other uids and must be able to reach their workspace.
-  if (ownWorkspaceRoot) chmodSync(ownWorkspaceRoot, 0o755);
+  if (ownWorkspaceRoot) {
+    chmodSync(ownWorkspaceRoot, 0o755);
+    cleanups.push(() => rmSync(ownWorkspaceRoot, { recursive: true, force: true }));
+  }
   const env: Record<string, string> = {
     ...(ownWorkspaceRoot ? { ISLET_WORKSPACE_ROOT: ownWorkspaceRoot } : {}),
     ISLET_REDIS_URL: redisUrl,
     ISLET_SEAL_KEYS: generateSealKey('dev1'),
     ISLET_INTERNAL_TOKEN: randomBytes(24).toString('base64url'),
+    ISLET_JOURNAL_ARGS_KEY: randomBytes(32).toString('base64url'),
     ISLET_LOG_LEVEL: options.logLevel ?? 'warn',
     ISLET_HOST: '127.0.0.1',
     // Sandbox hosts run under the kernel launcher whenever it is built here.
@@ -126,6 +182,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
     ...options.env,
   };
+  // What the processes get: every secret of `env` as a file, and nothing secret inherited.
+  const processEnv = { ...inheritedEnv(), ...secretsToFiles(env, secretDir) };
 
   const gatewayCount = options.gateways ?? 1;
   const gateways: Child[] = [];
@@ -143,7 +201,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         pid: undefined,
         alive: false,
       },
-      env: { ...env, ISLET_PORT: String(port), ISLET_INTERNAL_PORT: String(internalPort) },
+      env: { ...processEnv, ISLET_PORT: String(port), ISLET_INTERNAL_PORT: String(internalPort) },
       script: GATEWAY_MAIN,
       lines: [],
     });
@@ -169,7 +227,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         modes: spec.modes,
       },
       env: {
-        ...env,
+        ...processEnv,
         ISLET_RUNNER_MODES: spec.modes.join(','),
         ISLET_RUNNER_CONCURRENCY: String(spec.concurrency ?? env.ISLET_RUNNER_CONCURRENCY ?? 4),
         ISLET_GATEWAY_URLS: internalUrls.join(','),
@@ -182,8 +240,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
   const launch = (child: Child) =>
     new Promise<void>((resolve, reject) => {
-      const proc = spawn(process.execPath, [child.script], {
-        env: { ...process.env, ...child.env },
+      // Its own process group (sandbox hosts included), killed with this process whatever happens.
+      const proc = spawnOwned(process.execPath, [child.script], {
+        env: child.env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.proc = proc;
@@ -232,26 +291,20 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       });
     });
 
-  const kill = async (child: Child | undefined, signal: NodeJS.Signals = 'SIGKILL') => {
-    const proc = child?.proc;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
-      proc.kill(signal);
-    });
-  };
+  // The whole group: a runner's sandbox hosts end with it.
+  const kill = (child: Child | undefined, signal: NodeJS.Signals = 'SIGKILL') =>
+    stopOwned(child?.proc, signal);
 
   const all = [...gateways, ...runners];
-  try {
-    // Gateways first: runners send binding calls to them.
-    await Promise.all(gateways.map(launch));
-    await Promise.all(runners.map(launch));
-  } catch (err) {
-    await Promise.all(all.map((c) => kill(c)));
-    await redisServer?.stop();
-    if (ownWorkspaceRoot) rmSync(ownWorkspaceRoot, { recursive: true, force: true });
-    throw err;
-  }
+  cleanups.push(() => Promise.all(all.map((c) => kill(c))).then(() => {}));
+  // Gateways first: runners send binding calls to them. allSettled: a failure stops the others
+  // only after every launch has ended, so none is started after the clean-up.
+  const settle = async (children: Child[]) => {
+    const failed = (await Promise.allSettled(children.map(launch))).find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  };
+  await settle(gateways);
+  await settle(runners);
 
   const redis = createRedis(redisUrl);
   const tenants = createTenantStore(redis);
@@ -285,11 +338,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     },
     output: (kind, i) => ((kind === 'gateway' ? gateways : runners)[i]?.lines ?? []).join('\n'),
     async stop() {
-      // Runners drain first (SIGTERM), then gateways, then Redis.
+      // Runners drain first (SIGTERM), then gateways, then Redis and the temp directories.
       await Promise.all(runners.map((r) => kill(r, 'SIGTERM')));
       await Promise.all(gateways.map((g) => kill(g, 'SIGTERM')));
-      await redisServer?.stop();
-      if (ownWorkspaceRoot) rmSync(ownWorkspaceRoot, { recursive: true, force: true });
+      await cleanUp();
     },
   };
 }

@@ -1,14 +1,24 @@
 /**
  * `npm start`: the whole cluster on this machine — redis-server on a free port, one gateway on
  * ISLET_PORT (or a free port), a runner per sandbox mode, a dev tenant whose key is
- * ISLET_DEV_API_KEY when set. Ctrl-C stops everything.
+ * ISLET_DEV_API_KEY (or the content of ISLET_DEV_API_KEY_FILE) when set. Ctrl-C stops everything.
  */
+import { resolveSecretFiles, scrubSecretEnv } from '@islet/core';
 import { startCluster } from './cluster.ts';
 
+// ISLET_DEV_API_KEY or ISLET_DEV_API_KEY_FILE; neither stays in this environment (the children
+// get every secret as a file, see cluster.ts).
+const secrets = resolveSecretFiles(process.env, ['ISLET_DEV_API_KEY']);
+if (secrets.problems.length > 0) {
+  process.stderr.write(`invalid configuration:\n  ${secrets.problems.join('\n  ')}\n`);
+  process.exit(1);
+}
+const devApiKey = secrets.env.ISLET_DEV_API_KEY;
+scrubSecretEnv();
 const port = process.env.ISLET_PORT ? Number(process.env.ISLET_PORT) : undefined;
 const cluster = await startCluster({
   ...(port ? { gatewayPort: port } : {}),
-  ...(process.env.ISLET_DEV_API_KEY ? { devApiKey: process.env.ISLET_DEV_API_KEY } : {}),
+  ...(devApiKey ? { devApiKey } : {}),
   ...(process.env.ISLET_DEV_REDIS_MAXMEMORY_BYTES
     ? { redisMaxMemoryBytes: Number(process.env.ISLET_DEV_REDIS_MAXMEMORY_BYTES) }
     : {}),

@@ -8,6 +8,7 @@ import { dirname, resolve } from 'node:path';
 import type { SandboxMode } from '@islet/protocol';
 import type { Enforcement } from './facts.ts';
 import { jailPath, PACKAGE_DIR } from './paths.ts';
+import { type SandboxRuntime, sandboxRuntime } from './runtime.ts';
 
 /** islet-jail's exit code when `--require full` cannot be met: the run fails with `sandbox-unavailable`. */
 export const JAIL_UNAVAILABLE_EXIT_CODE = 78;
@@ -99,12 +100,26 @@ export type WrapCommand = (command: string, args: string[]) => { command: string
 /**
  * An `EngineOptions.wrapCommand` that starts the sandbox host under the mode's kernel profile.
  * With `require: 'full'` the host exits 78 before it starts when a layer is missing; the engine
- * reports that as `sandbox-unavailable`.
+ * reports that as `sandbox-unavailable`. Node and the host script are taken from the sandbox
+ * runtime (runtime.ts: installed where the per-run uid can execute them when the app directory is
+ * not reachable); resolving it here makes a host where runs cannot start fail at start-up.
  */
-export function wrapCommandForMode(mode: SandboxMode, opts: JailOptions = {}): WrapCommand {
-  const prefix = jailArgs(mode, opts);
+export function wrapCommandForMode(
+  mode: SandboxMode,
+  opts: JailOptions & { runtime?: SandboxRuntime } = {},
+): WrapCommand {
+  const runtime = opts.runtime ?? sandboxRuntime();
   const jail = jailPath();
-  return (command, args) => ({ command: jail, args: [...prefix, command, ...args] });
+  return (command, args) => {
+    const mappedCommand = runtime.map(command);
+    const mappedArgs = args.map((a) => runtime.map(a));
+    const moved = mappedCommand !== command || mappedArgs.some((a, i) => a !== args[i]);
+    const readPaths = opts.readPaths
+      ? [...opts.readPaths, ...(moved ? runtime.readPaths : [])]
+      : runtime.readPaths;
+    const prefix = jailArgs(mode, { ...opts, readPaths });
+    return { command: jail, args: [...prefix, mappedCommand, ...mappedArgs] };
+  };
 }
 
 const REPORT_FD = 3;

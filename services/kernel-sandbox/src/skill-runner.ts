@@ -13,6 +13,7 @@ import type { SandboxMode } from '@islet/protocol';
 import { z } from 'zod';
 import { JAIL_EXEC_FAILED_EXIT_CODE, JAIL_UNAVAILABLE_EXIT_CODE, jailArgs } from './jail.ts';
 import { jailPath } from './paths.ts';
+import { type SandboxRuntime, sandboxRuntime } from './runtime.ts';
 
 export const SKILL_LANGUAGES = ['python', 'javascript', 'bash'] as const;
 export type SkillLanguage = (typeof SKILL_LANGUAGES)[number];
@@ -116,6 +117,8 @@ export interface RunSkillOptions extends SkillRequest {
   rlimitNproc?: number;
   rlimitFsizeBytes?: number;
   rlimitNofile?: number;
+  /** Where javascript's Node comes from (reachable by the per-run uid). Default `sandboxRuntime()`. */
+  runtime?: SandboxRuntime;
   /** Test hook: interpreter binary per language (a name looked up on SKILL_PATH, or absolute). */
   interpreters?: Partial<Record<SkillLanguage, string>>;
   /** Test hook: pretend a kernel layer is missing. */
@@ -221,7 +224,12 @@ async function runSkillUnchecked(opts: RunSkillOptions): Promise<SkillResult> {
       2,
     );
   }
-  const bin = await findOnPath(opts.interpreters?.[language] ?? interp.bin);
+  // javascript runs the sandbox runtime's Node: the toolchain's may sit where the run's uid cannot go.
+  const runtimeNode =
+    language === 'javascript' && !opts.interpreters?.javascript
+      ? (opts.runtime ?? sandboxRuntime()).node
+      : undefined;
+  const bin = await findOnPath(opts.interpreters?.[language] ?? runtimeNode ?? interp.bin);
   if (!bin) return fail(interp.install, JAIL_EXEC_FAILED_EXIT_CODE);
   const jail = jailPath();
   if (!existsSync(jail)) {

@@ -1,11 +1,12 @@
 /** Shared by this package's tests and test/kernel: run the probe (or any command) under islet-jail. */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { SandboxMode } from '@islet/protocol';
 import { type EnforcementReport, type JailOptions, jailArgs } from './jail.ts';
 import { jailPath, probePath } from './paths.ts';
+import { sandboxRuntime } from './runtime.ts';
 
 /** islet-probe ops every mode's seccomp profile must answer with EPERM (under islet-jail and under runc). */
 export const DENIED_PROBE_OPS = [
@@ -36,14 +37,22 @@ export interface JailedResult {
   report?: EnforcementReport;
 }
 
-/** Runs `command` under islet-jail with the report on fd 3. */
+/**
+ * Runs `command` under islet-jail with the report on fd 3. Node is taken from the sandbox runtime
+ * (runtime.ts), so the tests also pass from a clone the jailed uid cannot traverse.
+ */
 export function runJailed(
   mode: SandboxMode,
   opts: JailOptions,
   command: string[],
   env = { PATH: '/usr/bin:/bin' },
 ) {
-  const res = spawnSync(jailPath(), [...jailArgs(mode, { ...opts, reportFd: 3 }), ...command], {
+  const runtime = sandboxRuntime();
+  const mapped = command.map((c) => runtime.map(c));
+  const moved = mapped.some((c, i) => c !== command[i]);
+  const readPaths = moved ? [...(opts.readPaths ?? []), ...runtime.readPaths] : opts.readPaths;
+  const args = [...jailArgs(mode, { ...opts, readPaths, reportFd: 3 }), ...mapped];
+  const res = spawnSync(jailPath(), args, {
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     env,
     encoding: 'utf8',
@@ -55,10 +64,26 @@ export function runJailed(
   return result;
 }
 
+let probeCopy: string | undefined;
+/** islet-probe where any uid can execute it (the build dir may sit in a 0700 clone). */
+export function reachableProbePath(): string {
+  if (process.getuid?.() !== 0) return probePath();
+  if (!probeCopy) {
+    const dir = mkdtempSync(join(tmpdir(), 'islet-probe-'));
+    chmodSync(dir, 0o755);
+    probeCopy = join(dir, 'islet-probe');
+    copyFileSync(probePath(), probeCopy);
+    chmodSync(probeCopy, 0o755);
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return probeCopy;
+}
+
 /** Runs islet-probe with the given ops under the mode and parses its JSON answer. */
 export function probeUnder(mode: SandboxMode, opts: JailOptions, ops: string[]) {
-  const readPaths = [...(opts.readPaths ?? []), dirname(probePath())];
-  const res = runJailed(mode, { ...opts, readPaths }, [probePath(), ...ops]);
+  const probe = reachableProbePath();
+  const readPaths = [...(opts.readPaths ?? []), dirname(probe)];
+  const res = runJailed(mode, { ...opts, readPaths }, [probe, ...ops]);
   if (res.status !== 0) throw new Error(`probe failed (${res.status}): ${res.stderr}`);
   return { results: JSON.parse(res.stdout) as Record<string, string>, report: res.report };
 }

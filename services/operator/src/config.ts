@@ -2,6 +2,7 @@
  * Operator configuration: one zod schema over the environment, units in the names.
  * `loadOperatorConfig(env)` is called from main.ts only.
  */
+import { resolveSecretFiles } from '@islet/core';
 import { z } from 'zod';
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
@@ -93,10 +94,17 @@ export const operatorConfigSchema = z.object({
 
 export type OperatorConfig = z.infer<typeof operatorConfigSchema>;
 
+/** The operator's only secret: a Redis URL that may carry a password (ISLET_REDIS_URL_FILE). */
+export const OPERATOR_SECRET_VARIABLES = ['ISLET_REDIS_URL'] as const;
+
 export function loadOperatorConfig(env: Record<string, string | undefined> = process.env): OperatorConfig {
-  const parsed = operatorConfigSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  const resolved = resolveSecretFiles(env, OPERATOR_SECRET_VARIABLES);
+  const parsed = operatorConfigSchema.safeParse(resolved.env);
+  const lines = [
+    ...resolved.problems,
+    ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`)),
+  ];
+  if (lines.length > 0 || !parsed.success) {
     throw new Error(`invalid operator configuration:\n  ${lines.join('\n  ')}`);
   }
   return parsed.data;

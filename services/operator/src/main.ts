@@ -1,11 +1,14 @@
 /** Operator process entry: configuration from the environment, in-cluster credentials, signals. */
+
+import { scrubSecretEnv } from '@islet/core';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { loadOperatorConfig } from './config.ts';
+import { loadOperatorConfig, OPERATOR_SECRET_VARIABLES } from './config.ts';
 import { startOperator } from './operator.ts';
 
 const config = loadOperatorConfig(process.env);
+scrubSecretEnv(process.env, OPERATOR_SECRET_VARIABLES);
 const log = pino({
   level: config.ISLET_LOG_LEVEL,
   redact: ['*.password', '*.token', 'config.ISLET_REDIS_URL'],

@@ -8,19 +8,25 @@ import {
   createRunStore,
   createSettingsStore,
   loadConfig,
+  scrubSecretEnv,
   sealerFromConfig,
 } from '@islet/core';
 import { createEngine, type Engine, type SandboxFacts } from '@islet/engine';
 import { createCallJournal } from '@islet/journal';
-import { probeEnforcement, WorkspaceStore, wrapCommandForMode } from '@islet/kernel-sandbox';
+import { hardenProcess, probeEnforcement, WorkspaceStore, wrapCommandForMode } from '@islet/kernel-sandbox';
 import { problem, type SandboxMode } from '@islet/protocol';
 import { createGatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
 import { createSkillExecutor } from './skill-executor.ts';
 
+// Non-dumpable and no_new_privs before any secret is read (kernel-sandbox harden.ts).
+const hardening = hardenProcess();
 const config = loadConfig(process.env);
+// Secrets live in this process's config only: not in process.env, nor in any sandbox it starts.
+scrubSecretEnv();
 const logger = createLogger({ name: 'runner', level: config.ISLET_LOG_LEVEL });
+if (hardening.notes.length > 0) logger.warn({ hardening }, 'process hardening incomplete');
 const metrics = createMetrics({ component: 'runner' });
 const redis = createRedis(config.ISLET_REDIS_URL);
 redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
@@ -118,7 +124,7 @@ logger.info(
   'runner ready',
 );
 process.stdout.write(
-  `${JSON.stringify({ islet: 'runner-ready', port, modes: config.ISLET_RUNNER_MODES })}\n`,
+  `${JSON.stringify({ islet: 'runner-ready', port, modes: config.ISLET_RUNNER_MODES, dumpable: hardening.dumpable })}\n`,
 );
 
 let closing = false;

@@ -1,2 +1,3 @@
 export { freePort } from './free-port.ts';
+export { spawnOwned, stopOwned } from './owned-process.ts';
 export { type RedisServer, startRedis } from './redis-server.ts';

@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './free-port.ts';
+import { spawnOwned, stopOwned } from './owned-process.ts';
 
 export interface RedisServer {
   readonly port: number;
@@ -62,20 +63,23 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
       '--loglevel',
       'warning',
     ];
-    const proc = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    const proc = spawnOwned('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
     child = proc;
-    await waitForReady(port, 10_000, () => proc.exitCode !== null);
+    try {
+      await waitForReady(port, 10_000, () => proc.exitCode !== null);
+    } catch (err) {
+      await stopOwned(proc);
+      throw err;
+    }
   };
 
-  await launch();
-  const waitExit = async (signal: NodeJS.Signals) => {
-    const proc = child;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
-      proc.kill(signal);
-    });
-  };
+  try {
+    await launch();
+  } catch (err) {
+    if (!options.keepDir) rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const waitExit = (signal: NodeJS.Signals) => stopOwned(child, signal);
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
