@@ -12,6 +12,16 @@ COPY services ./services
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
+# ---- harden: islet-harden.node (prctl for Node: non-dumpable, no_new_privs), a Node-API addon.
+FROM node:24.22.3-bookworm-slim AS harden
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+COPY services/kernel-sandbox/native/islet-harden.c /src/islet-harden.c
+RUN gcc -O2 -Wall -Wextra -Werror -std=gnu11 -shared -fPIC -fstack-protector-strong -Wl,-z,relro,-z,now \
+      -DNODE_GYP_MODULE_NAME=islet_harden -DNAPI_VERSION=8 -I/usr/local/include/node \
+      -o /out-islet-harden.node /src/islet-harden.c
+
 # ---- runtime: no package manager, no shell; uid 10001; read-only root file system ready.
 FROM node:24.22.3-bookworm-slim AS runtime
 ENV NODE_ENV=production \
@@ -21,6 +31,7 @@ WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --chown=0:0 package.json ./
 COPY --chown=0:0 services ./services
+COPY --from=harden --chown=0:0 /out-islet-harden.node ./services/kernel-sandbox/build/islet-harden.node
 # The app files stay root-owned and read-only for the islet user. npm, npx, corepack, apt and the
 # shells are not needed at run time: removed (this RUN is the last one that needs a shell).
 RUN groupadd --gid 10001 islet \

@@ -13,8 +13,10 @@ WORKDIR /src
 COPY services/kernel-sandbox/native ./services/kernel-sandbox/native
 COPY services/kernel-sandbox/profiles ./services/kernel-sandbox/profiles
 COPY services/kernel-sandbox/scripts ./services/kernel-sandbox/scripts
+# build.sh also makes islet-harden.node (prctl: non-dumpable, no_new_privs) against this Node's headers.
 RUN bash services/kernel-sandbox/scripts/build.sh \
- && install -m 0755 services/kernel-sandbox/build/islet-jail /out-islet-jail
+ && install -m 0755 services/kernel-sandbox/build/islet-jail /out-islet-jail \
+ && install -m 0755 services/kernel-sandbox/build/islet-harden.node /out-islet-harden.node
 
 # ---- deps: production dependencies (isolated-vm ships its Node 24 binary in the npm package).
 FROM node:24.22.3-bookworm-slim AS deps
@@ -43,6 +45,7 @@ WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --chown=0:0 package.json ./
 COPY --chown=0:0 services ./services
+COPY --from=jail --chown=0:0 /out-islet-harden.node ./services/kernel-sandbox/build/islet-harden.node
 # No package manager at run time (bash and python3 stay: the skill runs them, under the jail).
 RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \

@@ -50,13 +50,18 @@ function tree(pid: number): number[] {
 describe('secrets out of every process environment', () => {
   it('gateway, runner and their children show no secret in /proc/<pid>/environ or cmdline', async () => {
     // A run first, so the runner has a live sandbox host to look at too.
-    const run = await a('POST', '/v1/runs', {
-      code: 'return 1',
-      description: 'warm a sandbox host',
-      sessionId: 's',
-      turnId: 't',
-      callId: 'c',
-    }, { prefer: 'wait=20' });
+    const run = await a(
+      'POST',
+      '/v1/runs',
+      {
+        code: 'return 1',
+        description: 'warm a sandbox host',
+        sessionId: 's',
+        turnId: 't',
+        callId: 'c',
+      },
+      { prefer: 'wait=20' },
+    );
     expect(run.status).toBe(200);
     const pids = [cluster.gateways[0]!.pid!, cluster.runners[0]!.pid!].flatMap(tree);
     expect(pids.length).toBeGreaterThan(2);

@@ -59,7 +59,9 @@ describe('secrets from files (X_FILE)', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     const message = (error as Error).message;
-    expect(message).toContain('ISLET_SEAL_KEYS: set either ISLET_SEAL_KEYS or ISLET_SEAL_KEYS_FILE, not both');
+    expect(message).toContain(
+      'ISLET_SEAL_KEYS: set either ISLET_SEAL_KEYS or ISLET_SEAL_KEYS_FILE, not both',
+    );
     expect(message).toContain(`ISLET_INTERNAL_TOKEN_FILE: cannot read ${join(dir, 'missing')}: ENOENT`);
     expect(message).toContain(`ISLET_JOURNAL_ARGS_KEY_FILE: ${empty} is empty`);
     // The secret values never appear in the error.

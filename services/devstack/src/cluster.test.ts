@@ -104,7 +104,9 @@ describe('startCluster leaves no process behind', () => {
     leftovers.push(parent.pid!);
     await new Promise<void>((resolve, reject) => {
       parent.stdout!.on('data', (d: Buffer) => d.toString().includes('up') && resolve());
-      parent.once('exit', (code) => reject(new Error(`the parent exited (${code}) before its cluster was up`)));
+      parent.once('exit', (code) =>
+        reject(new Error(`the parent exited (${code}) before its cluster was up`)),
+      );
     });
     const cluster = descendants(parent.pid!);
     leftovers.push(...cluster);

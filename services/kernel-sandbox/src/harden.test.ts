@@ -36,7 +36,9 @@ async function neighbour(harden: boolean): Promise<{ pid: number; report: string
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
-  const report = await new Promise<string>((resolve) => child.stdout!.once('data', (d: Buffer) => resolve(d.toString())));
+  const report = await new Promise<string>((resolve) =>
+    child.stdout!.once('data', (d: Buffer) => resolve(d.toString())),
+  );
   return { pid: child.pid!, report: report.trim() };
 }
 

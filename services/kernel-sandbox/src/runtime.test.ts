@@ -10,7 +10,13 @@ import { join } from 'node:path';
 import { createEngine, HOST_SCRIPT } from '@islet/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wrapCommandForMode } from './jail.ts';
-import { APP_ROOT, RUNTIME_TREES, SandboxRuntimeError, sandboxRuntime, unreachableComponent } from './runtime.ts';
+import {
+  APP_ROOT,
+  RUNTIME_TREES,
+  SandboxRuntimeError,
+  sandboxRuntime,
+  unreachableComponent,
+} from './runtime.ts';
 import { runSkill } from './skill-runner.ts';
 import { requireRoot } from './test-helpers.ts';
 
@@ -54,12 +60,22 @@ const fromClone = (wrap: ReturnType<typeof wrapCommandForMode>) => (command: str
 
 describe('sandbox runtime from a clone under a 0700 directory', () => {
   it('reproduces the failure in place: the per-run uid cannot execute the clone’s node', async () => {
-    expect(unreachableComponent(node, 'exec')).toBe(`${privateDir} (mode 0700: not traversable by other users)`);
+    expect(unreachableComponent(node, 'exec')).toBe(
+      `${privateDir} (mode 0700: not traversable by other users)`,
+    );
     const inPlace = sandboxRuntime({ appRoot: app, node, baseDir: runtimeBase, forceInstall: false });
     // As root with a blocked path the runtime is installed, never used in place.
     expect(inPlace.installed).toBe(true);
-    const unmapped = { dir: app, installed: false, node, readPaths: [app, join(privateDir, 'node')], map: (p: string) => p };
-    const engine = createEngine({ wrapCommand: fromClone(wrapCommandForMode('read-only', { runtime: unmapped })) });
+    const unmapped = {
+      dir: app,
+      installed: false,
+      node,
+      readPaths: [app, join(privateDir, 'node')],
+      map: (p: string) => p,
+    };
+    const engine = createEngine({
+      wrapCommand: fromClone(wrapCommandForMode('read-only', { runtime: unmapped })),
+    });
     try {
       const out = await engine.execute('return 1');
       expect(out.status).toBe('failed');
@@ -83,7 +99,9 @@ describe('sandbox runtime from a clone under a 0700 directory', () => {
     // Test files are not part of the runtime.
     expect(() => statSync(join(runtime.dir, 'app/services/engine/src/engine.test.ts'))).toThrow();
     // Same sources, same folder: a second runner reuses the install.
-    expect(sandboxRuntime({ appRoot: app, node, baseDir: runtimeBase, forceInstall: true }).dir).toBe(runtime.dir);
+    expect(sandboxRuntime({ appRoot: app, node, baseDir: runtimeBase, forceInstall: true }).dir).toBe(
+      runtime.dir,
+    );
 
     const engine = createEngine({
       wrapCommand: fromClone(wrapCommandForMode('read-only', { runtime, require: 'full' })),
@@ -116,7 +134,9 @@ describe('sandbox runtime from a clone under a 0700 directory', () => {
     const shared = join(base, 'shared');
     mkdirSync(shared, { mode: 0o777 });
     chmodSync(shared, 0o777);
-    expect(() => sandboxRuntime({ appRoot: app, node, baseDir: join(shared, 'rt') })).toThrow(SandboxRuntimeError);
+    expect(() => sandboxRuntime({ appRoot: app, node, baseDir: join(shared, 'rt') })).toThrow(
+      SandboxRuntimeError,
+    );
     expect(() => sandboxRuntime({ appRoot: app, node, baseDir: join(shared, 'rt') })).toThrow(
       `${shared} is writable by users other than root`,
     );
