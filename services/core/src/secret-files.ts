@@ -13,6 +13,8 @@ export const SECRET_VARIABLES = [
   // A Redis URL may carry a password (redis://:password@host:6379).
   'ISLET_REDIS_URL',
   'ISLET_DEV_API_KEY',
+  // Not secret, but kept beside the keys in the same Kubernetes Secret, so mounted with them.
+  'ISLET_SEAL_ACTIVE_KEY_ID',
 ] as const;
 
 /**
@@ -49,6 +51,14 @@ export function resolveSecretFiles(
     out[name] = text;
   }
   return { env: out, problems };
+}
+
+/** The files the secrets come from (the `_FILE` values in `env`): what a sandbox must never reach. */
+export function secretFilePaths(
+  env: Record<string, string | undefined> = process.env,
+  names: readonly string[] = SECRET_VARIABLES,
+): string[] {
+  return names.map((n) => env[`${n}_FILE`]).filter((f): f is string => typeof f === 'string' && f !== '');
 }
 
 /**

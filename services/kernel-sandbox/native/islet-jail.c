@@ -2,7 +2,7 @@
  * islet-jail: starts one command under a sandbox mode's kernel profile.
  *
  *   islet-jail --mode read-only|workspace-write|danger-full-access
- *              [--workspace DIR] [--workspace-root DIR] [--scratch DIR] [--read DIR]...
+ *              [--workspace DIR] [--workspace-root DIR] [--scratch DIR] [--read DIR]... [--deny DIR]...
  *              [--chdir DIR] [--rlimit-as BYTES] [--rlimit-nproc N] [--rlimit-fsize BYTES]
  *              [--rlimit-nofile N] [--uid N] [--gid N] [--require full] [--report-fd N]
  *              [--close-fds] [--test-skip-layer seccomp|landlock] -- command args...
@@ -95,11 +95,15 @@ struct ll_path_beneath {
    LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 #define MAX_READ 32
+#define MAX_DENY 8
 static struct {
   const struct jail_profile *profile;
   const char *workspace, *workspace_root, *scratch, *chdir_to;
   const char *read[MAX_READ];
   int nread;
+  /* Never granted, not even by danger-full-access's "everything" (the service's mounted secrets). */
+  const char *deny[MAX_DENY];
+  int ndeny;
   long long rl_as, rl_nproc, rl_fsize, rl_nofile;
   long uid, gid;
   int require_full, report_fd, close_fds, skip_seccomp, skip_landlock;
@@ -170,6 +174,9 @@ static void parse_args(int argc, char **argv, int *cmd_index) {
     else if (!strcmp(a, "--read")) {
       if (opt.nread >= MAX_READ) die(EXIT_USAGE, "too many --read paths");
       opt.read[opt.nread++] = v;
+    } else if (!strcmp(a, "--deny")) {
+      if (opt.ndeny >= MAX_DENY) die(EXIT_USAGE, "too many --deny paths");
+      opt.deny[opt.ndeny++] = v;
     } else if (!strcmp(a, "--rlimit-as")) opt.rl_as = parse_num(a, v);
     else if (!strcmp(a, "--rlimit-nproc")) opt.rl_nproc = parse_num(a, v);
     else if (!strcmp(a, "--rlimit-fsize")) opt.rl_fsize = parse_num(a, v);
@@ -251,25 +258,36 @@ static int ll_allow(const char *path, uint64_t access) {
   return rc;
 }
 
-/* danger-full-access: everything, except other sessions' workspaces. Landlock only grants, so grant each
- * sibling on the way down to the workspace root and never the root itself; symlinks are skipped so a link
- * planted by an earlier run cannot pull another tenant's directory into the grant. */
-static int ll_allow_all_except(const char *dir, const char *excluded, uint64_t access) {
+/* Whether `path` is `inner` or one of its ancestors. */
+static int is_ancestor_or_same(const char *path, const char *inner) {
+  size_t len = strlen(path);
+  if (!strcmp(path, "/")) return 1;
+  return !strncmp(inner, path, len) && (inner[len] == '/' || inner[len] == 0);
+}
+
+/* danger-full-access: everything, except other sessions' workspaces (and the --deny paths). Landlock
+ * only grants, so grant each sibling on the way down to an excluded directory and never the directory
+ * itself; symlinks are skipped so a link planted by an earlier run cannot pull another tenant's
+ * directory into the grant. */
+static int ll_allow_all_except(const char *dir, const char *const *excluded, int nexcluded, uint64_t access) {
   DIR *d = opendir(dir);
   if (!d) return -1;
   struct dirent *e;
   int rc = 0;
   char path[PATH_MAX];
-  size_t exlen;
   while ((e = readdir(d))) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", e->d_name);
     struct stat sb;
     if (lstat(path, &sb) || S_ISLNK(sb.st_mode)) continue;
-    if (!strcmp(path, excluded)) continue;
-    exlen = strlen(path);
-    if (!strncmp(excluded, path, exlen) && excluded[exlen] == '/') {
-      if (ll_allow_all_except(path, excluded, access)) rc = -1;
+    int same = 0, above = 0;
+    for (int i = 0; i < nexcluded; i++) {
+      if (!strcmp(path, excluded[i])) same = 1;
+      else if (is_ancestor_or_same(path, excluded[i])) above = 1;
+    }
+    if (same) continue;
+    if (above) {
+      if (ll_allow_all_except(path, excluded, nexcluded, access)) rc = -1;
     } else if (ll_allow(path, access)) rc = -1;
   }
   closedir(d);
@@ -303,17 +321,31 @@ static void prepare_landlock(void) {
   for (int i = 0; i < opt.nread; i++) bad |= ll_allow(opt.read[i], FS_READ | FS_EXEC) != 0;
   if (opt.workspace && fs->workspace) bad |= ll_allow(opt.workspace, fs->workspace == 2 ? rw : FS_READ) != 0;
   if (opt.scratch && fs->scratch) bad |= ll_allow(opt.scratch, fs->scratch == 2 ? rw : FS_READ) != 0;
+  /* A --deny path under something granted above would be reachable anyway: refuse rather than pretend. */
+  static char denied[MAX_DENY][PATH_MAX];
+  const char *excluded[MAX_DENY + 1];
+  int nexcluded = 0;
+  for (int i = 0; i < opt.ndeny; i++) {
+    if (!realpath(opt.deny[i], denied[i])) continue; /* nothing there: nothing to wall off */
+    for (const char *const *p = SYSTEM_READ; *p; p++)
+      if (is_ancestor_or_same(*p, denied[i])) bad = 1;
+    for (int r = 0; r < opt.nread; r++)
+      if (is_ancestor_or_same(opt.read[r], denied[i])) bad = 1;
+    if (opt.workspace && is_ancestor_or_same(opt.workspace, denied[i])) bad = 1;
+    if (opt.scratch && is_ancestor_or_same(opt.scratch, denied[i])) bad = 1;
+    excluded[nexcluded++] = denied[i];
+  }
   if (fs->outside == 2) {
     char root[PATH_MAX];
     if (opt.workspace_root) {
       /* A root that cannot be resolved must not silently widen the grant to everything. */
       if (!realpath(opt.workspace_root, root)) bad = 1;
-      else bad |= ll_allow_all_except("/", root, all) != 0;
+      else excluded[nexcluded++] = root;
     } else {
-      bad |= ll_allow("/", all) != 0;
       appendf(st.notes, sizeof st.notes, "%sno --workspace-root: other workspaces are not walled off",
               st.notes[0] ? "; " : "");
     }
+    if (!bad) bad |= nexcluded ? ll_allow_all_except("/", excluded, nexcluded, all) != 0 : ll_allow("/", all) != 0;
   }
   if (bad) {
     close(ll_ruleset);

@@ -45,6 +45,12 @@ export interface JailOptions {
   scratchDir?: string;
   /** Extra read+execute paths (the runtime). Default: Node's install prefix and this repository/app root. */
   readPaths?: string[];
+  /**
+   * Never reachable, not even in danger-full-access (`--deny`): the service's secret files. Default:
+   * what `protectPaths` registered. islet-jail refuses (Landlock layer missing) when one lies under a
+   * path it grants (system paths such as /etc, the runtime, the workspace).
+   */
+  denyPaths?: string[];
   /** `full`: refuse to start (exit 78) unless every layer applies. Default `none` (report `partial`). */
   require?: 'full' | 'none';
   /** Working directory for the command. */
@@ -64,6 +70,16 @@ export interface JailOptions {
   testSkipLayer?: 'seccomp' | 'landlock';
 }
 
+const protectedPaths = new Set<string>();
+/**
+ * Registers paths no sandbox may reach (the runner calls it with the directories of its secret
+ * files, e.g. a mounted Secret at /var/run/secrets/islet): every later launch gets them as `--deny`.
+ * In a pod the sandbox shares the runner's uid, so file permissions alone would not keep them out.
+ */
+export function protectPaths(paths: string[]): void {
+  for (const p of paths) protectedPaths.add(p);
+}
+
 /** Paths the runtime needs to read: Node's install prefix and the application root (sources, node_modules). */
 export function defaultReadPaths(): string[] {
   const paths = [resolve(dirname(process.execPath), '..'), resolve(PACKAGE_DIR, '..', '..')];
@@ -80,6 +96,7 @@ export function jailArgs(mode: SandboxMode, opts: JailOptions = {}): string[] {
   add('--workspace-root', opts.workspaceRoot ?? process.env.ISLET_WORKSPACE_ROOT);
   add('--scratch', opts.scratchDir);
   for (const p of opts.readPaths ?? defaultReadPaths()) add('--read', p);
+  for (const p of opts.denyPaths ?? [...protectedPaths]) add('--deny', p);
   add('--chdir', opts.chdir);
   add('--rlimit-as', opts.rlimitAsBytes);
   add('--rlimit-nproc', opts.rlimitNproc);

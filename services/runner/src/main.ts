@@ -1,6 +1,7 @@
 /** Runner process: config from env, engines per mode, BullMQ workers, /metrics + health, SIGTERM drain. */
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { dirname } from 'node:path';
 import {
   createLogger,
   createMetrics,
@@ -10,10 +11,18 @@ import {
   loadConfig,
   scrubSecretEnv,
   sealerFromConfig,
+  secretFilePaths,
 } from '@islet/core';
 import { createEngine, type Engine, type SandboxFacts } from '@islet/engine';
 import { createCallJournal } from '@islet/journal';
-import { hardenProcess, probeEnforcement, WorkspaceStore, wrapCommandForMode } from '@islet/kernel-sandbox';
+import {
+  hardenProcess,
+  probeEnforcement,
+  protectPaths,
+  sandboxRuntime,
+  WorkspaceStore,
+  wrapCommandForMode,
+} from '@islet/kernel-sandbox';
 import { problem, type SandboxMode } from '@islet/protocol';
 import { createGatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
@@ -23,6 +32,9 @@ import { createSkillExecutor } from './skill-executor.ts';
 // Non-dumpable and no_new_privs before any secret is read (kernel-sandbox harden.ts).
 const hardening = hardenProcess();
 const config = loadConfig(process.env);
+// The secret files' directories are walled off from every sandbox (islet-jail --deny), since in a
+// pod the sandbox runs under this process's uid.
+protectPaths([...new Set(secretFilePaths().map((f) => dirname(f)))]);
 // Secrets live in this process's config only: not in process.env, nor in any sandbox it starts.
 scrubSecretEnv();
 const logger = createLogger({ name: 'runner', level: config.ISLET_LOG_LEVEL });
@@ -37,6 +49,17 @@ const sealer = sealerFromConfig(config);
 // Session workspaces (shared with the gateway's file routes); danger-full-access hosts and skills
 // are walled off from this root (islet-jail --workspace-root).
 const workspaceRoot = config.ISLET_WORKSPACE_ROOT;
+if (config.ISLET_SANDBOX_JAIL === 'on') {
+  // The per-run uid must be able to execute Node and the host script: checked (and, as root, the
+  // runtime installed) before anything starts, with the blocking path named (kernel-sandbox runtime.ts).
+  try {
+    const runtime = sandboxRuntime();
+    logger.info({ runtime: runtime.dir, installed: runtime.installed }, 'sandbox runtime');
+  } catch (err) {
+    logger.fatal({ err: (err as Error).message }, 'the sandbox runtime cannot be used');
+    process.exit(1);
+  }
+}
 await mkdir(workspaceRoot, { recursive: true, mode: 0o755 });
 const workspaces = new WorkspaceStore({ root: workspaceRoot });
 const facts = new Map<SandboxMode, SandboxFacts>();
