@@ -16,6 +16,7 @@ import {
   PACKAGE_DIR,
   probePath,
   profilePath,
+  sandboxRuntime,
   wrapCommandForMode,
 } from '../../services/kernel-sandbox/src/index.ts';
 import { DENIED_PROBE_OPS, requireRoot } from '../../services/kernel-sandbox/src/test-helpers.ts';
@@ -225,6 +226,8 @@ describe('the engine sandbox host inside runc, under islet-jail, as in a runner 
       readOnlyBinds: [
         APP_ROOT,
         ...(NODE_PREFIX.startsWith(APP_ROOT) || NODE_PREFIX.startsWith('/usr/') ? [] : [NODE_PREFIX]),
+        // From a clone the sandbox uid cannot traverse, the host runs from the installed runtime.
+        ...(sandboxRuntime().installed ? [sandboxRuntime().dir] : []),
       ],
       workspace,
     });
