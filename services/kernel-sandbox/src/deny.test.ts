@@ -5,7 +5,7 @@
  */
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SANDBOX_MODES } from '@islet/protocol';
+import type { SANDBOX_MODES } from '@islet/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
 import { jailArgs, protectPaths } from './jail.ts';
 import { makeLayout, runJailed } from './test-helpers.ts';
@@ -44,7 +44,9 @@ describe('islet-jail --deny', () => {
   });
 
   it('refuses (sandbox-unavailable) a --deny path under a granted one, e.g. /etc', () => {
-    const res = runJailed('read-only', { require: 'full', readPaths: [], denyPaths: ['/etc/ssl'] }, ['/bin/true']);
+    const res = runJailed('read-only', { require: 'full', readPaths: [], denyPaths: ['/etc/ssl'] }, [
+      '/bin/true',
+    ]);
     expect(res.status).toBe(78);
     expect(res.stderr).toMatch(/landlock/);
   });
