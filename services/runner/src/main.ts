@@ -107,7 +107,13 @@ const engineFor = (mode: SandboxMode) => {
 const executor = createRunExecutor({
   runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
   settings: createSettingsStore(redis),
-  journal: createCallJournal({ redis, sealer, ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+  journal: createCallJournal({
+    redis,
+    sealer,
+    ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    // The gateway's key: both sides claim entries of one journal and must hash arguments alike.
+    ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
+  }),
   engineFor,
   sandboxFacts: (mode) => facts.get(mode),
   workspaces,
