@@ -34,6 +34,9 @@ export const channels = {
   cancel: 'islet:cancel',
   /** A run's event stream grew: gateways wake SSE readers and `Prefer: wait` requests. */
   runEvents: 'islet:run-events',
+  /** A run was created; the message is the session's index key (`keys.sessionRuns`), which the
+   * console's session stream listens on. */
+  sessionRuns: 'islet:session-runs',
   /** Platform settings changed. */
   settings: 'islet:settings-changed',
 };

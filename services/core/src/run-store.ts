@@ -160,6 +160,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           'data',
           seal({ status: run.status }),
         )
+        .publish(channels.sessionRuns, keys.sessionRuns(run.tenant, run.session))
         .exec();
     },
 

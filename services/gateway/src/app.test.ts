@@ -490,13 +490,18 @@ describe('runs through inject (no runner)', () => {
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toContain('/v1/runs');
-    expect((await app.inject({ method: 'GET', url: '/docs' })).body).toContain('/openapi.json');
+    const docs = await app.inject({ method: 'GET', url: '/docs' });
+    expect(docs.body).toContain('swagger-ui');
+    expect(docs.headers['content-security-policy']).not.toMatch(/https:|validator|upgrade-insecure/);
+    expect((await app.inject({ method: 'GET', url: '/docs/json' })).json()).toEqual(doc);
   });
   it('describes every registered route in /openapi.json, and nothing else', async () => {
     // A bare instance with an onRoute hook sees every route registerRoutes adds (buildApp's too).
     const registered = new Set<string>();
     const probe = Fastify();
     probe.addHook('onRoute', (route) => {
+      // Hidden: the pages and assets of the API reference and the queue board (not API routes).
+      if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       const path = route.url.replace(/:(\w+)/g, '{$1}').replace(/\*$/, '{path}');
       for (const m of methods) if (m !== 'HEAD') registered.add(`${m.toLowerCase()} ${path}`);

@@ -214,6 +214,9 @@ export function createBindingCalls(deps: GatewayDeps) {
         binding: call.binding,
         ...(source ? { source } : {}),
         outcome: outcomeRecord(processed.outcome),
+        // For the console's call list (the record has neither); sealed like every event.
+        arguments: jsonOrText(call.argsJson),
+        durationMs: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
       });
     }
     logger.debug({ runId, index: call.index, label }, 'binding call served');
@@ -226,3 +229,11 @@ export function createBindingCalls(deps: GatewayDeps) {
 }
 
 export type BindingCalls = ReturnType<typeof createBindingCalls>;
+
+function jsonOrText(json: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    return json;
+  }
+}

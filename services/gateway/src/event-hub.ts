@@ -2,7 +2,8 @@
  * One subscriber connection per gateway on `islet:run-events`: wakes SSE readers and
  * `Prefer: wait` requests of this replica when any process appends to a run's event stream.
  * The message carries only the run id; listeners read the state from Redis, so a lost message
- * costs at most a poll interval, never correctness.
+ * costs at most a poll interval, never correctness. It also listens on `islet:session-runs`, whose
+ * messages are a session's index key (a new run there), for the session event stream.
  */
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
@@ -15,10 +16,10 @@ export function createEventHub(subscriber: Redis) {
   });
   return {
     start() {
-      started ??= subscriber.subscribe(channels.runEvents);
+      started ??= subscriber.subscribe(channels.runEvents, channels.sessionRuns);
       return started;
     },
-    /** Calls `fn` whenever the run's events change; returns the unsubscribe function. */
+    /** Calls `fn` whenever the run's events change (or, for a session index key, a run is added); returns the unsubscribe function. */
     listen(runId: string, fn: () => void): () => void {
       const set = listeners.get(runId) ?? new Set<() => void>();
       listeners.set(runId, set);

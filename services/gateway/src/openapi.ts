@@ -110,6 +110,30 @@ export function openApiDocument() {
       '/v1/sessions/{sessionId}/code-runs': {
         get: op("List a session's runs (cursor, limit); needs sessions.read"),
       },
+      '/v1/sessions/{sessionId}/events': {
+        get: op(
+          "SSE for a whole session (the console's session page): a `run` event {id, status, reason, createdAt, updatedAt, failure?} per latest run, then one whenever a run appears or changes; needs sessions.read",
+          { responses: { 200: { description: 'text/event-stream' } } },
+        ),
+      },
+      '/console/board-session': {
+        post: op(
+          'Sets a 15-minute cookie scoped to /queues that opens the queue board (bull-board) in a browser; needs platform.admin',
+          { responses: { 204: { description: 'cookie set' } } },
+        ),
+      },
+      '/console': {
+        get: {
+          summary: 'The web console (redirects to /console/)',
+          responses: { 302: { description: 'redirect' } },
+        },
+      },
+      '/console/{path}': {
+        get: {
+          summary: 'The web console and its assets (strict Content-Security-Policy)',
+          responses: { 200: { description: 'HTML, JS, CSS' } },
+        },
+      },
       '/v1/connections': {
         get: op('List connections'),
         post: op(
@@ -185,9 +209,6 @@ export function openApiDocument() {
       '/openapi.json': {
         get: { summary: 'This description', responses: { 200: { description: 'OpenAPI 3.1 JSON' } } },
       },
-      '/docs': {
-        get: { summary: 'A human-readable list of the routes', responses: { 200: { description: 'HTML' } } },
-      },
       '/internal/v1/code-runs/{id}/calls': {
         post: {
           summary:
@@ -198,21 +219,3 @@ export function openApiDocument() {
     },
   };
 }
-
-export const DOCS_HTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Islet API</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}code,pre{background:#f4f4f4;padding:.1rem .3rem}li{margin:.3rem 0}</style>
-</head><body>
-<h1>Islet API</h1>
-<p>The machine-readable description is <a href="/openapi.json">/openapi.json</a>. Every error is <code>application/problem+json</code> with a stable <code>type</code>.</p>
-<ul id="paths"></ul>
-<h2>Example</h2>
-<pre>curl -X POST -H "Authorization: Bearer $ISLET_API_KEY" -H "Content-Type: application/json" -H "Prefer: wait=10" \\
-  -d '{"code":"console.log(\\"hi\\"); return 6*7","description":"Multiply six by seven","sessionId":"s1","turnId":"t1","callId":"c1"}' \\
-  $ISLET_URL/v1/runs</pre>
-<script>
-fetch('/openapi.json').then(r=>r.json()).then(d=>{const ul=document.getElementById('paths');
-for(const [p,ops] of Object.entries(d.paths))for(const [m,o] of Object.entries(ops)){const li=document.createElement('li');
-li.innerHTML='<code>'+m.toUpperCase()+' '+p+'</code> — '+(o.summary||'').replace(/</g,'&lt;');ul.appendChild(li);}});
-</script>
-</body></html>`;

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { DOCS_HTML, openApiDocument } from '../openapi.ts';
+import { openApiDocument } from '../openapi.ts';
 import type { RouteContext } from './context.ts';
 
 export function healthRoutes(ctx: RouteContext): FastifyPluginAsync {
@@ -27,6 +27,5 @@ export function healthRoutes(ctx: RouteContext): FastifyPluginAsync {
       reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
     );
     app.get('/openapi.json', async () => doc);
-    app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_HTML));
   };
 }

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { adminRoutes } from './admin.ts';
 import { codeApiRoutes } from './code-api.ts';
 import { connectionsRoutes } from './connections.ts';
+import { consoleRoutes } from './console.ts';
 import type { RouteContext } from './context.ts';
 import { decisionsRoutes } from './decisions.ts';
 import { eventsRoutes } from './events.ts';
@@ -28,6 +29,7 @@ export const ROUTE_GROUPS = [
   decisionsRoutes,
   runPolicyRoutes,
   workspaceRoutes,
+  consoleRoutes,
 ];
 
 /**

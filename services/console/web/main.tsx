@@ -1,0 +1,140 @@
+/** The console's shell: sign-in, navigation and a hash router (no server-side routes to keep). */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, problemText, session } from './api.ts';
+import { ConnectionsPage, SettingsPage } from './pages/admin.tsx';
+import { DecisionsPage } from './pages/decisions.tsx';
+import { RunPage } from './pages/run.tsx';
+import { HomePage, SessionPage } from './pages/session.tsx';
+
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash || '#/');
+  useEffect(() => {
+    const on = () => setHash(location.hash || '#/');
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return hash;
+}
+
+function SignIn(props: { onSignedIn: () => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  async function submit(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setError('');
+    session.signIn(key.trim());
+    try {
+      // Any valid key may read the platform settings: the cheapest check that the key works.
+      await api('GET', '/v1/platform/settings');
+      props.onSignedIn();
+    } catch (err) {
+      session.signOut();
+      setError(problemText(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <main class="signin">
+      <h1>Islet console</h1>
+      <form onSubmit={submit}>
+        <label for="api-key">API key</label>
+        <input
+          id="api-key"
+          type="password"
+          autocomplete="off"
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+          required
+        />
+        <p class="hint">Kept in this tab only (session storage); closing the tab signs you out.</p>
+        <button type="submit" disabled={busy}>
+          Sign in
+        </button>
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+      </form>
+    </main>
+  );
+}
+
+async function openQueues() {
+  // The board's own page and API calls cannot carry the key: a short-lived cookie scoped to
+  // /queues stands in for it, issued only to a key with platform.admin.
+  try {
+    await api('POST', '/console/board-session');
+    location.assign('/queues/');
+  } catch (err) {
+    alert(problemText(err));
+  }
+}
+
+function Shell() {
+  const hash = useHash();
+  const [, path = '', rest = ''] = /^#\/([^/]*)\/?(.*)$/.exec(hash) ?? [];
+  const arg = decodeURIComponent(rest);
+  let page = <HomePage />;
+  if (path === 'sessions' && arg) page = <SessionPage id={arg} />;
+  else if (path === 'runs' && arg) page = <RunPage id={arg} />;
+  else if (path === 'decisions') page = <DecisionsPage />;
+  else if (path === 'settings') page = <SettingsPage />;
+  else if (path === 'connections') page = <ConnectionsPage />;
+  const link = (to: string, label: string) => (
+    <a href={`#/${to}`} aria-current={path === to ? 'page' : undefined}>
+      {label}
+    </a>
+  );
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header>
+        <nav aria-label="Console">
+          <strong class="brand">Islet</strong>
+          {link('', 'Sessions')}
+          {link('decisions', 'Decisions')}
+          {link('connections', 'Connections')}
+          {link('settings', 'Settings')}
+          <button type="button" class="linkish" onClick={openQueues}>
+            Queues
+          </button>
+          <a href="/docs" target="_blank" rel="noopener">
+            API reference
+          </a>
+          <button
+            type="button"
+            class="linkish"
+            onClick={() => {
+              session.signOut();
+              location.hash = '#/';
+              location.reload();
+            }}
+          >
+            Sign out
+          </button>
+        </nav>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {page}
+      </main>
+    </>
+  );
+}
+
+function App() {
+  const [signedIn, setSignedIn] = useState(Boolean(session.key()));
+  return signedIn ? <Shell /> : <SignIn onSignedIn={() => setSignedIn(true)} />;
+}
+
+const root = document.getElementById('app');
+if (root) {
+  root.textContent = '';
+  render(<App />, root);
+}

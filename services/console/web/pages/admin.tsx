@@ -1,0 +1,178 @@
+/**
+ * Platform settings (admins; `expectedVersion` conflicts shown and resolved) and the tenant's
+ * connections with each tool's policy.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { api, type ConnectionView, IsletApiError, type PlatformSettings, problemText } from '../api.ts';
+import { Problem, time } from './util.tsx';
+
+type CodeMode = PlatformSettings['codeMode'];
+const FIELDS: Array<{ key: keyof CodeMode; label: string }> = [
+  { key: 'timeoutMs', label: 'Time budget (ms)' },
+  { key: 'memoryMb', label: 'Memory (MB)' },
+  { key: 'outputBytes', label: 'Output limit (bytes)' },
+];
+
+export function SettingsPage() {
+  const [loaded, setLoaded] = useState<PlatformSettings | null>(null);
+  const [draft, setDraft] = useState<CodeMode | null>(null);
+  const [conflict, setConflict] = useState<PlatformSettings | null>(null);
+  const [error, setError] = useState('');
+  const [saved, setSaved] = useState('');
+  const load = () =>
+    api<PlatformSettings>('GET', '/v1/platform/settings').then(
+      (s) => {
+        setLoaded(s);
+        setDraft(s.codeMode);
+        setConflict(null);
+      },
+      (err) => setError(problemText(err)),
+    );
+  useEffect(() => {
+    void load();
+  }, []);
+  async function save(expectedVersion: number) {
+    if (!draft) return;
+    setError('');
+    setSaved('');
+    try {
+      const s = await api<PlatformSettings>('PATCH', '/v1/platform/settings', {
+        expectedVersion,
+        codeMode: draft,
+      });
+      setLoaded(s);
+      setDraft(s.codeMode);
+      setConflict(null);
+      setSaved(`Saved as version ${s.version}.`);
+    } catch (err) {
+      const p = err instanceof IsletApiError ? err.problem : undefined;
+      if (p?.code === 'version-conflict' && p.current) setConflict(p.current as PlatformSettings);
+      else setError(problemText(err));
+    }
+  }
+  if (!loaded || !draft) return error ? <Problem>{error}</Problem> : <p>Loading…</p>;
+  return (
+    <section>
+      <h1>Platform settings</h1>
+      <p class="hint">Version {loaded.version}. Changing them needs a key with platform.admin.</p>
+      <form
+        class="stack"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void save(loaded.version);
+        }}
+      >
+        <label class="check">
+          <input
+            type="checkbox"
+            checked={draft.enabled}
+            onChange={(e) => setDraft({ ...draft, enabled: e.currentTarget.checked })}
+          />{' '}
+          Code Mode enabled
+        </label>
+        {FIELDS.map((f) => (
+          <p key={f.key}>
+            <label for={`s-${f.key}`}>{f.label}</label>
+            <input
+              id={`s-${f.key}`}
+              type="number"
+              inputMode="numeric"
+              value={String(draft[f.key])}
+              onInput={(e) => setDraft({ ...draft, [f.key]: Number(e.currentTarget.value) })}
+            />
+          </p>
+        ))}
+        <button type="submit">Save</button>
+      </form>
+      {saved && <p role="status">{saved}</p>}
+      {error && <Problem>{error}</Problem>}
+      {conflict && (
+        <div class="card conflict" role="alert">
+          <h2>Someone saved version {conflict.version} meanwhile</h2>
+          <p>Your edit was based on version {loaded.version}. Compare and choose:</p>
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Setting</th>
+                <th scope="col">Version {conflict.version}</th>
+                <th scope="col">Yours</th>
+              </tr>
+            </thead>
+            <tbody>
+              {(['enabled', ...FIELDS.map((f) => f.key)] as Array<keyof CodeMode>).map((k) => (
+                <tr key={k} class={conflict.codeMode[k] !== draft[k] ? 'differs' : ''}>
+                  <th scope="row">{k}</th>
+                  <td>{String(conflict.codeMode[k])}</td>
+                  <td>{String(draft[k])}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <div class="actions">
+            <button type="button" onClick={() => void save(conflict.version)}>
+              Save mine over version {conflict.version}
+            </button>
+            <button type="button" onClick={() => void load()}>
+              Discard mine, load version {conflict.version}
+            </button>
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}
+
+export function ConnectionsPage() {
+  const [items, setItems] = useState<ConnectionView[] | null>(null);
+  const [error, setError] = useState('');
+  useEffect(() => {
+    api<{ items: ConnectionView[] }>('GET', '/v1/connections').then(
+      (r) => setItems(r.items),
+      (err) => setError(problemText(err)),
+    );
+  }, []);
+  return (
+    <section>
+      <h1>Connections</h1>
+      {error && <Problem>{error}</Problem>}
+      {items?.length === 0 && <p>No connections yet.</p>}
+      {items?.map((c) => (
+        <article class="card" key={c.id} aria-labelledby={`c-${c.id}`}>
+          <h2 id={`c-${c.id}`}>
+            {c.name} <span class="hint">({c.kind})</span>
+          </h2>
+          <p class="hint">
+            <code>{c.id}</code> · binding prefix <code>apps.{c.slug}</code>
+            {c.url ? ` · ${c.url}` : ''} · created {time(c.createdAt)}
+          </p>
+          {c.tools.length > 0 && (
+            <div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Tool</th>
+                    <th scope="col">Policy</th>
+                    <th scope="col">Description</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {c.tools.map((t) => (
+                    <tr key={t.name}>
+                      <td>
+                        <code>{t.name}</code>
+                      </td>
+                      <td>
+                        <span class={`badge policy-${t.policy}`}>{t.policy}</span>
+                      </td>
+                      <td>{t.description ?? '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </article>
+      ))}
+    </section>
+  );
+}

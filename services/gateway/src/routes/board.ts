@@ -1,0 +1,90 @@
+/**
+ * The queue board for platform admins: bull-board (its fastify adapter, BullMQ adapter, its own
+ * static assets from the package) at `/queues`, one queue per sandbox mode. The board's page and
+ * its API calls cannot carry the API key, so `POST /console/board-session` (a key with
+ * `platform.admin`) sets a short-lived cookie scoped to `/queues`: the key's hash, an expiry and
+ * an HMAC under ISLET_INTERNAL_TOKEN (shared by every replica). Each board request checks the
+ * HMAC, the expiry, and that the key still exists with `platform.admin` — a revoked key stops
+ * working at once. A Bearer key with `platform.admin` works too (curl).
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import { type ApiKeyIdentity, hashApiKey, keys } from '@islet/core';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { HttpProblem } from '../problem-reply.ts';
+import type { RouteContext } from './context.ts';
+
+export const BOARD_PATH = '/queues';
+const COOKIE = 'islet_board';
+const LIFETIME_MS = 15 * 60_000;
+
+function cookieOf(request: FastifyRequest): string | undefined {
+  for (const part of (request.headers.cookie ?? '').split(';')) {
+    const [name, ...value] = part.trim().split('=');
+    if (name === COOKIE) return value.join('=');
+  }
+  return undefined;
+}
+
+export function boardRoutes(ctx: RouteContext): FastifyPluginAsync {
+  const { auth, deps } = ctx;
+  const mac = (payload: string) =>
+    createHmac('sha256', `islet-board:${deps.config.ISLET_INTERNAL_TOKEN}`)
+      .update(payload)
+      .digest('base64url');
+
+  async function adminKeyHash(hash: string): Promise<boolean> {
+    const raw = await deps.redis.get(keys.apiKey(hash));
+    if (!raw) return false;
+    const identity = JSON.parse(raw) as ApiKeyIdentity;
+    return (
+      identity.scopes.includes('platform.admin') && Boolean(await deps.tenants.getTenant(identity.tenantId))
+    );
+  }
+
+  async function boardAuth(request: FastifyRequest) {
+    const h = request.headers.authorization;
+    const bearer = typeof h === 'string' ? /^Bearer\s+(.+)$/i.exec(h.trim())?.[1] : undefined;
+    if (bearer && (await adminKeyHash(hashApiKey(bearer)))) return;
+    const [hash = '', exp = '', sig = ''] = (cookieOf(request) ?? '').split('.');
+    const want = Buffer.from(mac(`${hash}.${exp}`));
+    const got = Buffer.from(sig);
+    const valid = got.length === want.length && timingSafeEqual(got, want) && Number(exp) > Date.now();
+    if (!valid || !(await adminKeyHash(hash)))
+      throw new HttpProblem(
+        'unauthorized',
+        'the queue board needs a key with platform.admin (sign in to /console)',
+      );
+  }
+
+  const adapter = new FastifyAdapter();
+  adapter.setBasePath(BOARD_PATH);
+  createBullBoard({
+    queues: Object.values(deps.queues).map((q) => new BullMQAdapter(q)),
+    serverAdapter: adapter,
+    options: { uiConfig: { boardTitle: 'Islet queues' } },
+  });
+
+  return async (app) => {
+    app.post(
+      '/console/board-session',
+      { preHandler: auth.requireScopes('platform.admin') },
+      async (request, reply) => {
+        const key = /^Bearer\s+(.+)$/i.exec(String(request.headers.authorization).trim())?.[1] ?? '';
+        const payload = `${hashApiKey(key)}.${Date.now() + LIFETIME_MS}`;
+        const secure = request.protocol === 'https' ? '; Secure' : '';
+        reply.header(
+          'set-cookie',
+          `${COOKIE}=${payload}.${mac(payload)}; Path=${BOARD_PATH}; HttpOnly; SameSite=Strict; Max-Age=${LIFETIME_MS / 1000}${secure}`,
+        );
+        return reply.code(204).send();
+      },
+    );
+    await app.register(async (board) => {
+      board.addHook('onRequest', boardAuth);
+      await board.register(adapter.registerPlugin(), { prefix: BOARD_PATH });
+    });
+  };
+}

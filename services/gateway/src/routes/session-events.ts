@@ -1,0 +1,120 @@
+/**
+ * `GET /v1/sessions/:sessionId/events`: Server-Sent Events for a whole session, what the console's
+ * session page shows live. First a `run` event for each of the session's latest runs (oldest
+ * first), then one whenever a run appears (run creation publishes the session's index key on
+ * `islet:session-runs`) or one of its unfinished runs changes (its own run-events message). Each
+ * `run` event is a summary: id, status, reason (the description), times and the failure reason.
+ * Nothing to resume: a reconnecting client gets the snapshot again.
+ */
+import { keys, type StoredRun } from '@islet/core';
+import { isFinalStatus } from '@islet/protocol';
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { callerOf } from '../auth.ts';
+import type { RouteContext } from './context.ts';
+
+const SNAPSHOT_RUNS = 200;
+const HEARTBEAT_MS = 15_000;
+const params = z.object({ sessionId: z.string().min(1).max(200) });
+
+export function summary(run: StoredRun) {
+  return {
+    id: run.id,
+    status: run.status,
+    reason: run.description,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    ...(run.result?._tag === 'Failed' ? { failure: run.result.reason } : {}),
+  };
+}
+
+export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
+  const { auth, deps } = ctx;
+  return async (app) => {
+    app.get(
+      '/v1/sessions/:sessionId/events',
+      { preHandler: auth.requireScopes('apps.use', 'sessions.read') },
+      async (request, reply) => {
+        const caller = callerOf(request);
+        const { sessionId } = params.parse(request.params);
+        const index = keys.sessionRuns(caller.tenantId, sessionId);
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
+        const ac = new AbortController();
+        const abort = () => ac.abort();
+        res.once('close', abort);
+        ctx.closing.addEventListener('abort', abort, { once: true });
+        let wake: () => void = () => {};
+        let dirty = true;
+        const poke = () => {
+          dirty = true;
+          wake();
+        };
+        const offs = new Map<string, () => void>();
+        offs.set(index, deps.hub.listen(index, poke));
+        const seen = new Map<string, number>();
+        let since = '-inf';
+        let lastWrite = Date.now();
+        const send = (run: StoredRun) => {
+          if (seen.get(run.id) === run.updatedAt) return;
+          seen.set(run.id, run.updatedAt);
+          res.write(`event: run\ndata: ${JSON.stringify(summary(run))}\n\n`);
+          lastWrite = Date.now();
+          if (isFinalStatus(run.status)) {
+            offs.get(run.id)?.();
+            offs.delete(run.id);
+          } else if (!offs.has(run.id)) offs.set(run.id, deps.hub.listen(run.id, poke));
+        };
+        try {
+          res.write('retry: 1000\n\n');
+          // Latest first from Redis, sent oldest first; later rounds read only what is newer.
+          const latest = await deps.redis.zrevrange(index, 0, SNAPSHOT_RUNS - 1, 'WITHSCORES');
+          const ids: string[] = [];
+          for (let i = 0; i + 1 < latest.length; i += 2) ids.unshift(latest[i]!);
+          if (latest[1] !== undefined) since = latest[1];
+          for (const run of await Promise.all(ids.map((id) => deps.runs.get(id))))
+            if (run && run.tenant === caller.tenantId) send(run);
+          dirty = false;
+          ac.signal.addEventListener('abort', () => wake(), { once: true });
+          while (!ac.signal.aborted) {
+            if (!dirty) {
+              await new Promise<void>((resolve) => {
+                const timer = setTimeout(resolve, 2000);
+                wake = () => {
+                  clearTimeout(timer);
+                  resolve();
+                };
+              });
+            }
+            if (ac.signal.aborted) break;
+            dirty = false;
+            const fresh = await deps.redis.zrangebyscore(index, since, '+inf', 'WITHSCORES');
+            const check = new Set([...offs.keys()].filter((k) => k !== index));
+            for (let i = 0; i + 1 < fresh.length; i += 2) {
+              check.add(fresh[i]!);
+              since = fresh[i + 1]!;
+            }
+            const runs = await Promise.all([...check].map((id) => deps.runs.get(id)));
+            for (const run of runs) if (run && run.tenant === caller.tenantId) send(run);
+            if (Date.now() - lastWrite >= HEARTBEAT_MS) {
+              res.write(': heartbeat\n\n');
+              lastWrite = Date.now();
+            }
+          }
+        } catch (err) {
+          request.log.warn({ err, sessionId }, 'session event stream broke off');
+        } finally {
+          for (const off of offs.values()) off();
+          ctx.closing.removeEventListener('abort', abort);
+          res.end();
+        }
+      },
+    );
+  };
+}
