@@ -95,7 +95,7 @@ function Shell() {
       <a class="skip" href="#main">
         Skip to content
       </a>
-      <header>
+      <header class="top">
         <nav aria-label="Console">
           <strong class="brand">Islet</strong>
           {link('', 'Sessions')}

@@ -36,9 +36,13 @@ export function SettingsPage() {
     setError('');
     setSaved('');
     try {
+      // Only what this admin changed: saving over a newer version keeps the other admin's changes.
+      const changed = Object.fromEntries(
+        Object.entries(draft).filter(([k, v]) => loaded?.codeMode[k as keyof CodeMode] !== v),
+      );
       const s = await api<PlatformSettings>('PATCH', '/v1/platform/settings', {
         expectedVersion,
-        codeMode: draft,
+        codeMode: changed,
       });
       setLoaded(s);
       setDraft(s.codeMode);
@@ -89,7 +93,10 @@ export function SettingsPage() {
       {conflict && (
         <div class="card conflict" role="alert">
           <h2>Someone saved version {conflict.version} meanwhile</h2>
-          <p>Your edit was based on version {loaded.version}. Compare and choose:</p>
+          <p>
+            Your edit was based on version {loaded.version}. Applying yours changes only the settings you
+            edited.
+          </p>
           <table>
             <thead>
               <tr>
@@ -110,7 +117,7 @@ export function SettingsPage() {
           </table>
           <div class="actions">
             <button type="button" onClick={() => void save(conflict.version)}>
-              Save mine over version {conflict.version}
+              Apply my changes to version {conflict.version}
             </button>
             <button type="button" onClick={() => void load()}>
               Discard mine, load version {conflict.version}

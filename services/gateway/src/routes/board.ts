@@ -12,8 +12,9 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { type ApiKeyIdentity, hashApiKey, keys } from '@islet/core';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { HttpProblem } from '../problem-reply.ts';
+import { problem } from '@islet/protocol';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { sendProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 
 export const BOARD_PATH = '/queues';
@@ -44,7 +45,8 @@ export function boardRoutes(ctx: RouteContext): FastifyPluginAsync {
     );
   }
 
-  async function boardAuth(request: FastifyRequest) {
+  // Answers the refusal itself: bull-board's own error handler would turn a thrown problem into a 500.
+  async function boardAuth(request: FastifyRequest, reply: FastifyReply) {
     const h = request.headers.authorization;
     const bearer = typeof h === 'string' ? /^Bearer\s+(.+)$/i.exec(h.trim())?.[1] : undefined;
     if (bearer && (await adminKeyHash(hashApiKey(bearer)))) return;
@@ -53,9 +55,9 @@ export function boardRoutes(ctx: RouteContext): FastifyPluginAsync {
     const got = Buffer.from(sig);
     const valid = got.length === want.length && timingSafeEqual(got, want) && Number(exp) > Date.now();
     if (!valid || !(await adminKeyHash(hash)))
-      throw new HttpProblem(
-        'unauthorized',
-        'the queue board needs a key with platform.admin (sign in to /console)',
+      return sendProblem(
+        reply,
+        problem('unauthorized', 'the queue board needs a key with platform.admin (sign in to /console)'),
       );
   }
 

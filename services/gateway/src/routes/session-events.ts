@@ -4,7 +4,7 @@
  * first), then one whenever a run appears (run creation publishes the session's index key on
  * `islet:session-runs`) or one of its unfinished runs changes (its own run-events message). Each
  * `run` event is a summary: id, status, reason (the description), times and the failure reason.
- * Nothing to resume: a reconnecting client gets the snapshot again.
+ * After the snapshot a `ready` event. Nothing to resume: a reconnecting client gets the snapshot again.
  */
 import { keys, type StoredRun } from '@islet/core';
 import { isFinalStatus } from '@islet/protocol';
@@ -80,6 +80,8 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           if (latest[1] !== undefined) since = latest[1];
           for (const run of await Promise.all(ids.map((id) => deps.runs.get(id))))
             if (run && run.tenant === caller.tenantId) send(run);
+          // Tells the client the snapshot is complete (an empty session sends nothing else).
+          res.write('event: ready\ndata: {}\n\n');
           dirty = false;
           ac.signal.addEventListener('abort', () => wake(), { once: true });
           while (!ac.signal.aborted) {

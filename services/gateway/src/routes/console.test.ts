@@ -1,0 +1,107 @@
+/** The console's routes without a browser: static files under CSP, the queue board's walls, /docs. */
+import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../app.ts';
+import { createGatewayDeps } from '../create-deps.ts';
+
+let redis: RedisServer;
+let app: FastifyInstance;
+let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let adminKey: string;
+let userKey: string;
+
+beforeAll(async () => {
+  redis = await startRedis({ appendOnly: false });
+  const config = loadConfig({
+    ISLET_REDIS_URL: redis.url,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+  });
+  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  app = await buildApp(deps);
+  await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
+  adminKey = (await deps.tenants.createKey('acme', ['platform.admin'])).key;
+  userKey = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read', 'decisions'])).key;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await deps?.close();
+  await redis?.stop();
+});
+
+const get = (url: string, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'GET', url, headers });
+
+describe('/console', () => {
+  it('serves the built page and assets under a strict CSP, nothing else', async () => {
+    expect((await get('/console')).headers.location).toBe('/console/');
+    for (const [url, type] of [
+      ['/console/', 'text/html'],
+      ['/console/app.js', 'text/javascript'],
+      ['/console/app.css', 'text/css'],
+    ] as const) {
+      const res = await get(url);
+      expect(res.statusCode, url).toBe(200);
+      expect(res.headers['content-type']).toContain(type);
+      expect(res.headers['content-security-policy']).toMatch(
+        /^default-src 'none'; script-src 'self'; style-src 'self'/,
+      );
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    }
+    const html = (await get('/console/')).body;
+    expect(html).not.toMatch(/<script>|<style>|\sstyle=|https?:\/\//);
+    for (const bad of [
+      '/console/../package.json',
+      '/console/%2e%2e/src/app.ts',
+      '/console/.built',
+      '/console/nope.js',
+    ])
+      expect((await get(bad)).statusCode, bad).toBe(404);
+  });
+});
+
+describe('/queues (bull-board)', () => {
+  const cookieFor = async (key: string) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/console/board-session',
+      headers: { authorization: `Bearer ${key}` },
+    });
+    return { status: res.statusCode, cookie: String(res.headers['set-cookie'] ?? '') };
+  };
+
+  it('is closed without an admin key or its cookie, as problem+json', async () => {
+    for (const headers of <Array<Record<string, string>>>[
+      {},
+      { authorization: `Bearer ${userKey}` },
+      { cookie: 'islet_board=abc.9999999999999.forged' },
+    ]) {
+      const res = await get('/queues/api/queues', headers);
+      expect(res.statusCode, JSON.stringify(headers)).toBe(401);
+      expect(res.headers['content-type']).toContain('application/problem+json');
+    }
+    expect((await cookieFor(userKey)).status).toBe(403);
+  });
+
+  it('opens with the cookie an admin key gets, shows every mode queue, and closes when the key goes', async () => {
+    const { status, cookie } = await cookieFor(adminKey);
+    expect(status).toBe(204);
+    expect(cookie).toMatch(/^islet_board=[^;]+; Path=\/queues; HttpOnly; SameSite=Strict; Max-Age=900$/);
+    const value = cookie.split(';')[0]!;
+    const res = await get('/queues/api/queues', { cookie: value });
+    expect(res.statusCode).toBe(200);
+    const names = (res.json().queues as Array<{ name: string }>).map((q) => q.name).sort();
+    expect(names).toEqual(['{runs-danger-full-access}', '{runs-read-only}', '{runs-workspace-write}']);
+    expect((await get('/queues/', { cookie: value })).statusCode).toBe(200);
+    // A cookie whose expiry was pushed out by hand fails its HMAC.
+    const [hash, , sig] = value.slice('islet_board='.length).split('.');
+    expect(
+      (await get('/queues/api/queues', { cookie: `islet_board=${hash}.99999999999999.${sig}` })).statusCode,
+    ).toBe(401);
+    await deps.redis.del((await deps.redis.keys('islet:apikey:*')).filter((k) => k.endsWith(hash!)));
+    expect((await get('/queues/api/queues', { cookie: value })).statusCode).toBe(401);
+  });
+});
