@@ -74,11 +74,12 @@ describe('/queues (bull-board)', () => {
   };
 
   it('is closed without an admin key or its cookie, as problem+json', async () => {
-    for (const headers of <Array<Record<string, string>>>[
+    const refused: Array<Record<string, string>> = [
       {},
       { authorization: `Bearer ${userKey}` },
       { cookie: 'islet_board=abc.9999999999999.forged' },
-    ]) {
+    ];
+    for (const headers of refused) {
       const res = await get('/queues/api/queues', headers);
       expect(res.statusCode, JSON.stringify(headers)).toBe(401);
       expect(res.headers['content-type']).toContain('application/problem+json');
