@@ -2,7 +2,7 @@
 # Islet gateway image. Build from the repository root:
 #   docker build -f docker/gateway.Dockerfile -t islet/gateway:dev .
 # TypeScript runs directly on Node 24 (type stripping): the image holds sources + production
-# node_modules, no build output. Node's version matches scripts/toolchain.sh (NODE_VERSION).
+# node_modules; the only build output is the web console's bundle (services/console/dist). Node's version matches scripts/toolchain.sh (NODE_VERSION).
 
 # ---- deps: production dependencies of every workspace, from the lock file exactly.
 FROM node:24.22.3-bookworm-slim AS deps
@@ -22,6 +22,15 @@ RUN gcc -O2 -Wall -Wextra -Werror -std=gnu11 -shared -fPIC -fstack-protector-str
       -DNODE_GYP_MODULE_NAME=islet_harden -DNAPI_VERSION=8 -I/usr/local/include/node \
       -o /out-islet-harden.node /src/islet-harden.c
 
+# ---- console: the web console bundled by esbuild (a dev dependency of the console workspace
+# only; its platform binary is an optional npm package, no install script needed).
+FROM node:24.22.3-bookworm-slim AS console
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY services ./services
+RUN npm ci --ignore-scripts --no-audit --no-fund -w @islet/console \
+ && bash services/console/scripts/build.sh
+
 # ---- runtime: no package manager, no shell; uid 10001; read-only root file system ready.
 FROM node:24.22.3-bookworm-slim AS runtime
 ENV NODE_ENV=production \
@@ -32,6 +41,8 @@ COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --chown=0:0 package.json ./
 COPY --chown=0:0 services ./services
 COPY --from=harden --chown=0:0 /out-islet-harden.node ./services/kernel-sandbox/build/islet-harden.node
+# The built console, served by the gateway at /console (no CDN: every asset is in the image).
+COPY --from=console --chown=0:0 /app/services/console/dist ./services/console/dist
 # The app files stay root-owned and read-only for the islet user. npm, npx, corepack, apt and the
 # shells are not needed at run time: removed (this RUN is the last one that needs a shell).
 RUN groupadd --gid 10001 islet \

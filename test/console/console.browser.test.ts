@@ -246,6 +246,8 @@ describe('the console in Chromium', () => {
     await page.goto(`${base}/docs`);
     await page.locator('.swagger-ui .info').waitFor({ timeout: 15_000 });
     await page.getByText('/v1/runs').first().waitFor();
+    // Try-it-out is authorized with the key the console signed in with (same tab's session storage).
+    await page.locator('.btn.authorize.locked').waitFor();
     await shot(page, '12-api-reference');
   });
 });

@@ -32,7 +32,7 @@ const example = `curl -s -X POST ${cluster.url}/v1/runs \\
 
 process.stdout.write(`
 Islet is running.
-  gateway   ${cluster.url}   (API docs: ${cluster.url}/docs, metrics: ${cluster.url}/metrics)
+  gateway   ${cluster.url}   (console: ${cluster.url}/console, API docs: ${cluster.url}/docs, metrics: ${cluster.url}/metrics)
   runners   ${cluster.runners.map((r) => `${r.modes?.join(',')} (${r.url}/metrics)`).join('; ')}
   redis     ${cluster.redisUrl}
   tenant    ${cluster.tenantId}
