@@ -11,10 +11,15 @@ import { isFinalStatus } from '@islet/protocol';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { callerOf } from '../auth.ts';
+import { HttpProblem } from '../problem-reply.ts';
+import { createSseSlots } from '../sse-slots.ts';
 import type { RouteContext } from './context.ts';
 
 const SNAPSHOT_RUNS = 200;
 const HEARTBEAT_MS = 15_000;
+/** Slot leases are renewed at least this often (well inside SSE_LEASE_MS), as in events.ts. */
+const RENEW_MS = 10_000;
+const FULL_RETRY_AFTER_SECONDS = 5;
 const params = z.object({ sessionId: z.string().min(1).max(200) });
 
 export function summary(run: StoredRun) {
@@ -30,6 +35,8 @@ export function summary(run: StoredRun) {
 
 export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
+  // The same per-tenant budget of open streams as the run streams (a console tab holds one).
+  const slots = createSseSlots(deps.redis, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
   return async (app) => {
     app.get(
       '/v1/sessions/:sessionId/events',
@@ -38,6 +45,17 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const caller = callerOf(request);
         const { sessionId } = params.parse(request.params);
         const index = keys.sessionRuns(caller.tenantId, sessionId);
+        const slot = await slots.take(caller.tenantId);
+        if (!slot) {
+          const limit = deps.config.ISLET_SSE_STREAMS_PER_TENANT;
+          throw new HttpProblem(
+            'rate-limited',
+            `tenant has ${limit} event streams open, the most it may have; close one or retry in ${FULL_RETRY_AFTER_SECONDS}s`,
+            { limit, retryAfterSeconds: FULL_RETRY_AFTER_SECONDS },
+            { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) },
+          );
+        }
+        let renewed = Date.now();
         reply.hijack();
         const res = reply.raw;
         res.writeHead(200, {
@@ -95,6 +113,10 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
               });
             }
             if (ac.signal.aborted) break;
+            if (Date.now() - renewed >= RENEW_MS) {
+              await slot.renew();
+              renewed = Date.now();
+            }
             dirty = false;
             const fresh = await deps.redis.zrangebyscore(index, since, '+inf', 'WITHSCORES');
             const check = new Set([...offs.keys()].filter((k) => k !== index));
@@ -115,6 +137,9 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           for (const off of offs.values()) off();
           ctx.closing.removeEventListener('abort', abort);
           res.end();
+          await slot
+            .release()
+            .catch((err: unknown) => request.log.warn({ err }, 'session stream slot not released'));
         }
       },
     );
