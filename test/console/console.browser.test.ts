@@ -126,6 +126,11 @@ describe('the console in Chromium', () => {
     expect(await page.locator('.logs').textContent()).toContain('slept');
     expect(await page.locator('.attempts').textContent()).toContain('attempt 1');
     await shot(page, '03-run');
+    // 200 % zoom of a 1280 px window: 640 CSS px wide. Nothing may force a sideways scroll.
+    await page.setViewportSize({ width: 640, height: 900 });
+    expect(await page.evaluate('document.documentElement.scrollWidth <= innerWidth')).toBe(true);
+    await shot(page, '03-run-at-200-percent');
+    await page.setViewportSize({ width: 1280, height: 900 });
   });
 
   it('approves a waiting App call with the keyboard, and the run completes', async () => {
