@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Builds islet-jail (the kernel sandbox launcher), islet-probe (the test probe) and
-# islet-harden.node (prctl for Node: non-dumpable, no_new_privs) into build/.
+# Builds islet-jail (the kernel sandbox launcher), islet-files (the workspace file helper),
+# islet-probe (the test probe) and islet-harden.node (prctl for Node: non-dumpable, no_new_privs)
+# into build/.
 # Incremental: does nothing when both binaries are newer than every source and profile, so
 # scripts/toolchain.sh can run it on each invocation. Needs gcc, python3 and libseccomp-dev.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$HERE/build"
-SOURCES=("$HERE/native/islet-jail.c" "$HERE/native/islet-probe.c" "$HERE/scripts/gen-header.py" "$HERE/scripts/build.sh" "$HERE"/profiles/*.json)
+SOURCES=("$HERE/native/islet-jail.c" "$HERE/native/islet-files.c" "$HERE/native/islet-probe.c" "$HERE/scripts/gen-header.py" "$HERE/scripts/build.sh" "$HERE"/profiles/*.json)
 
 # islet-harden.node: a Node-API addon against the running Node's headers (ABI-stable across Node
 # versions). Skipped with a note when the headers are missing; services then say they are dumpable.
@@ -26,7 +27,7 @@ if [ ! -f "$harden_out" ] || [ "$harden_src" -nt "$harden_out" ] || [ "$HERE/scr
 fi
 
 fresh=1
-for bin in "$OUT/islet-jail" "$OUT/islet-probe"; do
+for bin in "$OUT/islet-jail" "$OUT/islet-files" "$OUT/islet-probe"; do
   [ -x "$bin" ] || { fresh=0; break; }
   for src in "${SOURCES[@]}"; do
     [ "$src" -nt "$bin" ] && { fresh=0; break 2; }
@@ -41,7 +42,9 @@ python3 "$HERE/scripts/gen-header.py" "$HERE" "$tmp/profiles.h"
 CFLAGS=(-O2 -Wall -Wextra -Werror -std=gnu11 -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -pie -Wl,-z,relro,-z,now)
 # libseccomp linked statically: the runtime image needs no libseccomp2 package.
 gcc "${CFLAGS[@]}" -I"$tmp" -o "$tmp/islet-jail" "$HERE/native/islet-jail.c" -Wl,-Bstatic -lseccomp -Wl,-Bdynamic
+gcc "${CFLAGS[@]}" -o "$tmp/islet-files" "$HERE/native/islet-files.c"
 gcc "${CFLAGS[@]}" -o "$tmp/islet-probe" "$HERE/native/islet-probe.c"
 mv -f "$tmp/islet-jail" "$OUT/islet-jail"
+mv -f "$tmp/islet-files" "$OUT/islet-files"
 mv -f "$tmp/islet-probe" "$OUT/islet-probe"
-echo "[kernel-sandbox] built $OUT/islet-jail and islet-probe" >&2
+echo "[kernel-sandbox] built $OUT/islet-jail, islet-files and islet-probe" >&2

@@ -27,8 +27,10 @@ export type FilesOutcome =
 
 export interface FilesBindingOptions {
   mode: SandboxMode;
-  /** The session's workspace directory. */
+  /** The session's workspace directory (used when `workspace` is not given). */
   workspaceDir: string;
+  /** The session's workspace from a store (resolves the session beneath the store's root). */
+  workspace?: Workspace;
   /** What the kernel layer achieved for this run (from the launcher's report); named in denials. */
   enforcement: Enforcement;
   limits?: WorkspaceLimits;
@@ -69,7 +71,7 @@ function argsOf(argsJson: string): Record<string, unknown> | undefined {
 
 /** `(mode, workspaceDir) → handler`. Denials carry `details.reason`: `mode` or `outside-workspace`. */
 export function createFilesBinding(opts: FilesBindingOptions): FilesBindingHandler {
-  const ws = new Workspace(opts.workspaceDir, opts.limits);
+  const ws = opts.workspace ?? new Workspace(opts.workspaceDir, opts.limits);
   const denied = (operation: string, reason: string, path?: unknown): FilesOutcome =>
     failed(fileSandboxDeniedText(opts.mode, opts.enforcement), {
       reason,
@@ -109,8 +111,18 @@ export function createFilesBinding(opts: FilesBindingOptions): FilesBindingHandl
         }
         case 'files.list': {
           const prefix = typeof args.prefix === 'string' ? args.prefix : '';
-          const files = await ws.list(prefix);
-          return result({ files: files.map((f) => ({ path: f.path, sizeBytes: f.sizeBytes })) });
+          if (args.cursor !== undefined && typeof args.cursor !== 'string')
+            return failed(`${op}: cursor must be a string`, { reason: 'invalid-arguments' });
+          if (args.limit !== undefined && typeof args.limit !== 'number')
+            return failed(`${op}: limit must be a number`, { reason: 'invalid-arguments' });
+          const page = await ws.listPage(prefix, {
+            ...(args.cursor ? { cursor: args.cursor } : {}),
+            ...(args.limit !== undefined ? { limit: args.limit } : {}),
+          });
+          return result({
+            files: page.files.map((f) => ({ path: f.path, sizeBytes: f.sizeBytes })),
+            ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+          });
         }
         case 'files.remove': {
           if (typeof args.path !== 'string')

@@ -7,4 +7,5 @@ export * from './jail.ts';
 export * from './paths.ts';
 export * from './runtime.ts';
 export * from './skill-runner.ts';
+export * from './files-helper.ts';
 export * from './workspace-store.ts';

@@ -25,3 +25,8 @@ export function profilePath(mode: SandboxMode): string {
 export function fsRulesPath(): string {
   return resolve(PACKAGE_DIR, 'profiles', 'fs-rules.json');
 }
+
+/** The workspace file helper (openat2 beneath the workspace root). `ISLET_FILES_HELPER_PATH` overrides it. */
+export function filesHelperPath(): string {
+  return process.env.ISLET_FILES_HELPER_PATH ?? resolve(PACKAGE_DIR, 'build', 'islet-files');
+}

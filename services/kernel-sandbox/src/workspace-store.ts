@@ -2,34 +2,17 @@
  * Session workspaces: a directory per (tenant, session) under a configurable root (a shared volume
  * in Kubernetes). Tenants put and get files over HTTP; programs reach them through the files binding.
  *
- * Every path is checked before it touches the disk: relative, no `..`, no NUL, no symlink on the way
- * (lstat each segment, O_NOFOLLOW on the last, realpath of the parent must stay inside the workspace).
- * Errors are `WorkspaceError`s with a stable `code`; callers branch on the code, never the message.
+ * Nothing here opens a tenant path by name. Paths are checked for shape (relative, no `..`, no NUL)
+ * and then handed to `islet-files`, which resolves them with openat2 beneath the workspace's
+ * directory fd (no symlinks, no magic links, no mount crossing) and serves only regular files and
+ * directories: a tenant that swaps a directory for a symlink mid-request gets a refusal, never
+ * another place. Errors are `WorkspaceError`s with a stable `code`; callers branch on the code.
  */
-import { constants } from 'node:fs';
-import { lstat, mkdir, open, readdir, realpath, rename, rm, unlink } from 'node:fs/promises';
-import { join, sep } from 'node:path';
+import { join, resolve } from 'node:path';
+import { type FilesHelper, filesHelperFor } from './files-helper.ts';
+import { WorkspaceError } from './workspace-errors.ts';
 
-export type WorkspaceErrorCode =
-  | 'invalid-path' // not a plain relative path (empty, NUL, too long, bad id)
-  | 'outside-workspace' // `..`, an absolute path, or a symlink that would leave the workspace
-  | 'not-found'
-  | 'is-directory'
-  | 'file-too-large'
-  | 'workspace-full';
-
-export class WorkspaceError extends Error {
-  readonly code: WorkspaceErrorCode;
-  constructor(code: WorkspaceErrorCode, message: string) {
-    super(message);
-    this.name = 'WorkspaceError';
-    this.code = code;
-  }
-}
-
-export function isWorkspaceError(err: unknown): err is WorkspaceError {
-  return typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'WorkspaceError';
-}
+export { isWorkspaceError, WorkspaceError, type WorkspaceErrorCode } from './workspace-errors.ts';
 
 export interface WorkspaceLimits {
   /** Largest single file, bytes. Default 10485760 (10 MiB). */
@@ -88,153 +71,172 @@ export function splitRelativePath(path: string): string[] {
   return segments;
 }
 
-function errno(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
+
+/** One page of a listing: `nextCursor` is present when more files follow. */
+export interface FilePage {
+  files: FileEntry[];
+  nextCursor?: string;
 }
 
-/** One workspace directory and its operations. The directory must already exist for reads. */
+/** Most entries one listing page returns (and its default). */
+export const MAX_LIST_LIMIT = 1000;
+
+export interface WorkspaceUsage {
+  bytes: number;
+  /** Every entry that is not a directory (regular files, and anything else a skill left). */
+  files: number;
+  directories: number;
+  /** True when the workspace exceeds its byte or file limit: further writes are refused. */
+  over: boolean;
+}
+
+export interface FileStat {
+  type: 'file' | 'directory' | 'other';
+  sizeBytes: number;
+  modifiedAtMs: number;
+}
+
+function encodeCursor(path: string): string {
+  return Buffer.from(path, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const path = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (cursor.length > 2000 || encodeCursor(path) !== cursor || path.includes('\0')) {
+    throw new WorkspaceError('invalid-path', 'invalid cursor: pass the nextCursor of the previous page');
+  }
+  return path;
+}
+
+function u64(buf: Buffer, at: number): number {
+  return Number(buf.readBigUInt64LE(at));
+}
+
+/** Where a workspace is: the helper's root and the workspace relative to it. */
+interface Location {
+  root: string;
+  ws: string;
+}
+
+/** One workspace directory and its operations. */
 export class Workspace {
   readonly dir: string;
   readonly limits: Required<WorkspaceLimits>;
+  private readonly ws: string;
+  private readonly helper: FilesHelper;
 
-  constructor(dir: string, limits: WorkspaceLimits = {}) {
+  /**
+   * `dir` is trusted (the platform's own path); everything below it is the tenant's. A store passes
+   * `location` so the helper resolves even `<tenant>/<session>` beneath the workspace root.
+   */
+  constructor(dir: string, limits: WorkspaceLimits = {}, location?: Location) {
     this.dir = dir;
     this.limits = { ...DEFAULT_WORKSPACE_LIMITS, ...limits };
+    this.ws = location?.ws ?? '.';
+    this.helper = filesHelperFor(location?.root ?? dir);
   }
 
-  /** Resolves a relative path to an absolute one inside the workspace, refusing symlinks on the way. */
-  private async resolve(path: string, createParents: boolean): Promise<string> {
-    const segments = splitRelativePath(path);
-    let current = this.dir;
-    for (const segment of segments.slice(0, -1)) {
-      current = join(current, segment);
-      const st = await lstat(current).catch((err) => {
-        if (errno(err) === 'ENOENT') return undefined;
-        throw err;
-      });
-      if (st === undefined) {
-        if (!createParents) throw new WorkspaceError('not-found', `no such file: ${path}`);
-        await mkdir(current, { mode: 0o755 });
-        continue;
-      }
-      if (st.isSymbolicLink())
-        throw new WorkspaceError('outside-workspace', `path goes through a symlink: ${path}`);
-      if (!st.isDirectory()) throw new WorkspaceError('not-found', `not a directory on the way: ${path}`);
-    }
-    const real = (p: string) =>
-      realpath(p).catch((err) => {
-        if (errno(err) === 'ENOENT') throw new WorkspaceError('not-found', `no such file: ${path}`);
-        throw err;
-      });
-    const parentReal = await real(current);
-    const rootReal = await real(this.dir);
-    if (parentReal !== rootReal && !parentReal.startsWith(rootReal + sep)) {
-      throw new WorkspaceError('outside-workspace', `path leaves the workspace: ${path}`);
-    }
-    return join(parentReal, segments[segments.length - 1]!);
+  private call(op: Parameters<FilesHelper['request']>[0]['op'], fields: Omit<Parameters<FilesHelper['request']>[0], 'op' | 'ws'> = {}) {
+    return this.helper.request({ op, ws: this.ws, ...fields });
   }
 
   async read(path: string): Promise<Buffer> {
-    const abs = await this.resolve(path, false);
-    let handle: import('node:fs/promises').FileHandle;
-    try {
-      handle = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch (err) {
-      if (errno(err) === 'ENOENT') throw new WorkspaceError('not-found', `no such file: ${path}`);
-      if (errno(err) === 'ELOOP') throw new WorkspaceError('outside-workspace', `path is a symlink: ${path}`);
-      throw err;
-    }
-    try {
-      const st = await handle.stat();
-      if (st.isDirectory()) throw new WorkspaceError('is-directory', `is a directory: ${path}`);
-      if (st.size > this.limits.maxFileBytes) {
-        throw new WorkspaceError(
-          'file-too-large',
-          `file is larger than ${this.limits.maxFileBytes} bytes: ${path}`,
-        );
-      }
-      return await handle.readFile();
-    } finally {
-      await handle.close();
-    }
+    const rel = splitRelativePath(path).join('/');
+    return Buffer.from(await this.call('read', { path: rel, n1: this.limits.maxFileBytes }));
   }
 
-  /** Writes atomically (temp file + rename) after checking the file and workspace limits. */
+  /**
+   * Writes atomically (temp file + rename beneath the parent's fd). The byte and file limits are
+   * checked and the write done under the workspace's lock, so parallel writers (other requests,
+   * replicas, runners) cannot together exceed them; a workspace already over (e.g. after a skill)
+   * refuses every write that would not bring it back under.
+   */
   async write(path: string, data: Buffer): Promise<FileEntry> {
+    const rel = splitRelativePath(path).join('/');
     if (data.length > this.limits.maxFileBytes) {
       throw new WorkspaceError('file-too-large', `file is larger than ${this.limits.maxFileBytes} bytes`);
     }
-    await mkdir(this.dir, { recursive: true, mode: 0o755 });
-    const abs = await this.resolve(path, true);
-    const existing = await lstat(abs).catch(() => undefined);
-    if (existing?.isSymbolicLink())
-      throw new WorkspaceError('outside-workspace', `path is a symlink: ${path}`);
-    if (existing?.isDirectory()) throw new WorkspaceError('is-directory', `is a directory: ${path}`);
-    const files = await this.list();
-    const used = files.reduce((n, f) => n + f.sizeBytes, 0) - (existing?.size ?? 0);
-    if (used + data.length > this.limits.maxWorkspaceBytes) {
-      throw new WorkspaceError(
-        'workspace-full',
-        `the workspace would exceed ${this.limits.maxWorkspaceBytes} bytes`,
-      );
-    }
-    if (!existing && files.length >= this.limits.maxFiles) {
-      throw new WorkspaceError('workspace-full', `the workspace already holds ${this.limits.maxFiles} files`);
-    }
-    const tmp = `${abs}.islet-${process.pid}-${Date.now()}.tmp`;
-    const handle = await open(
-      tmp,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o644,
-    );
-    try {
-      await handle.writeFile(data);
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, abs);
-    const rel = splitRelativePath(path).join('/');
-    return { path: rel, sizeBytes: data.length, modifiedAtMs: Date.now() };
+    const out = await this.call('write', {
+      path: rel,
+      data,
+      n1: this.limits.maxFileBytes,
+      n2: this.limits.maxWorkspaceBytes,
+      n3: this.limits.maxFiles,
+    });
+    return { path: rel, sizeBytes: u64(out, 0), modifiedAtMs: u64(out, 8) };
   }
 
-  /** Regular files, recursively, sorted; symlinks and other special files are not listed or followed. */
-  async list(prefix = ''): Promise<FileEntry[]> {
-    const out: FileEntry[] = [];
-    const walk = async (dir: string, rel: string): Promise<void> => {
-      const entries = await readdir(dir, { withFileTypes: true }).catch((err) => {
-        if (errno(err) === 'ENOENT') return [];
-        throw err;
-      });
-      for (const e of entries) {
-        const relPath = rel ? `${rel}/${e.name}` : e.name;
-        if (e.isDirectory()) await walk(join(dir, e.name), relPath);
-        else if (e.isFile()) {
-          const st = await lstat(join(dir, e.name)).catch(() => undefined);
-          if (st) out.push({ path: relPath, sizeBytes: st.size, modifiedAtMs: Math.floor(st.mtimeMs) });
-        }
-      }
-    };
-    await walk(this.dir, '');
+  /**
+   * Regular files in path order, one page at a time; symlinks and special files are neither listed
+   * nor followed. `prefix` names a directory (everything under it) or a file.
+   */
+  async listPage(prefix = '', page: { cursor?: string; limit?: number } = {}): Promise<FilePage> {
     const wanted = prefix ? splitRelativePath(prefix).join('/') : '';
-    return out
-      .filter((f) => !wanted || f.path === wanted || f.path.startsWith(`${wanted}/`))
-      .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    const limit = page.limit ?? MAX_LIST_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+      throw new WorkspaceError('invalid-path', `invalid limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`);
+    }
+    const after = page.cursor ? decodeCursor(page.cursor) : '';
+    const out = await this.call('list', { path: wanted, path2: after, n1: limit });
+    const files: FileEntry[] = [];
+    for (let at = 1; at + 18 <= out.length; ) {
+      const sizeBytes = u64(out, at);
+      const modifiedAtMs = u64(out, at + 8);
+      const len = out.readUInt16LE(at + 16);
+      files.push({ path: out.subarray(at + 18, at + 18 + len).toString('utf8'), sizeBytes, modifiedAtMs });
+      at += 18 + len;
+    }
+    const more = out[0] === 1 && files.length > 0;
+    return more ? { files, nextCursor: encodeCursor(files[files.length - 1]!.path) } : { files };
   }
 
-  /** Removes one file; `false` when there was none. Directories are not removed. */
+  /** Every page (bounded by the walk); for callers that need the whole list, e.g. tests. */
+  async list(prefix = ''): Promise<FileEntry[]> {
+    const all: FileEntry[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPage(prefix, cursor ? { cursor } : {});
+      all.push(...page.files);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return all;
+  }
+
+  /** Removes one file (a symlink or special file itself, never a target); `false` when there was none. */
   async remove(path: string): Promise<boolean> {
-    let abs: string;
-    try {
-      abs = await this.resolve(path, false);
-    } catch (err) {
-      if (isWorkspaceError(err) && err.code === 'not-found') return false;
-      throw err;
-    }
-    const st = await lstat(abs).catch(() => undefined);
-    if (!st) return false;
-    if (st.isDirectory()) throw new WorkspaceError('is-directory', `is a directory: ${path}`);
-    await unlink(abs); // unlink removes a symlink itself, never its target
-    return true;
+    const rel = splitRelativePath(path).join('/');
+    const out = await this.call('remove', { path: rel });
+    return out[0] === 1;
+  }
+
+  /** Renames a file or directory inside the workspace (creating the target's parents). */
+  async rename(from: string, to: string): Promise<void> {
+    await this.call('rename', {
+      path: splitRelativePath(from).join('/'),
+      path2: splitRelativePath(to).join('/'),
+    });
+  }
+
+  async mkdir(path: string): Promise<void> {
+    await this.call('mkdir', { path: splitRelativePath(path).join('/') });
+  }
+
+  async stat(path: string): Promise<FileStat> {
+    const out = await this.call('stat', { path: splitRelativePath(path).join('/') });
+    const type = out[0] === 1 ? 'file' : out[0] === 2 ? 'directory' : 'other';
+    return { type, sizeBytes: u64(out, 1), modifiedAtMs: u64(out, 9) };
+  }
+
+  /** Walks the whole workspace (fds only) and compares it with the limits. */
+  async usage(): Promise<WorkspaceUsage> {
+    const out = await this.call('usage');
+    const bytes = u64(out, 0);
+    const files = u64(out, 8);
+    const directories = u64(out, 16);
+    const capped = out[24] === 1;
+    const max = this.limits.maxFiles;
+    const over = capped || bytes > this.limits.maxWorkspaceBytes || files > max || directories > max;
+    return { bytes, files, directories, over };
   }
 }
 
@@ -247,36 +249,54 @@ export interface WorkspaceStoreOptions extends WorkspaceLimits {
 export class WorkspaceStore {
   readonly root: string;
   readonly limits: WorkspaceLimits;
+  private readonly helper: FilesHelper;
 
   constructor(opts: WorkspaceStoreOptions) {
     const { root, ...limits } = opts;
-    this.root = root;
+    this.root = resolve(root);
     this.limits = limits;
+    this.helper = filesHelperFor(this.root);
+  }
+
+  private wsOf(tenant: string, session: string): string {
+    return `${checkId('tenant', tenant)}/${checkId('session', session)}`;
   }
 
   /** The session's workspace directory (not created). */
   dirFor(tenant: string, session: string): string {
-    return join(this.root, checkId('tenant', tenant), checkId('session', session));
+    return join(this.root, this.wsOf(tenant, session));
   }
 
   workspace(tenant: string, session: string): Workspace {
-    return new Workspace(this.dirFor(tenant, session), this.limits);
+    const ws = this.wsOf(tenant, session);
+    return new Workspace(join(this.root, ws), this.limits, { root: this.root, ws });
   }
 
-  /** Creates the session's workspace when missing and returns its directory. */
+  /** Creates the session's workspace when missing (beneath the root, no symlinks) and returns its directory. */
   async ensure(tenant: string, session: string): Promise<string> {
-    const dir = this.dirFor(tenant, session);
-    await mkdir(dir, { recursive: true, mode: 0o755 });
-    return dir;
+    const ws = this.wsOf(tenant, session);
+    await this.helper.request({ op: 'ensure', ws });
+    return join(this.root, ws);
   }
 
   async exists(tenant: string, session: string): Promise<boolean> {
-    const st = await lstat(this.dirFor(tenant, session)).catch(() => undefined);
-    return st?.isDirectory() ?? false;
+    try {
+      const out = await this.helper.request({ op: 'stat', ws: this.wsOf(tenant, session) });
+      return out[0] === 2;
+    } catch (err) {
+      if (err instanceof WorkspaceError && (err.code === 'not-found' || err.code === 'outside-workspace'))
+        return false;
+      throw err;
+    }
   }
 
-  /** Deletes the whole session workspace. */
+  /** The session workspace's usage against the limits (the runner asks after each skill). */
+  async usage(tenant: string, session: string): Promise<WorkspaceUsage> {
+    return this.workspace(tenant, session).usage();
+  }
+
+  /** Deletes the whole session workspace (rm -r by fds, beneath the root). */
   async drop(tenant: string, session: string): Promise<void> {
-    await rm(this.dirFor(tenant, session), { recursive: true, force: true });
+    await this.helper.request({ op: 'drop', ws: this.wsOf(tenant, session) });
   }
 }

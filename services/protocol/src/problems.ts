@@ -16,6 +16,7 @@ export const PROBLEMS = {
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
+  'unsupported-file-type': { status: 409, title: 'Only regular files and directories are served' },
   'reserved-connection-name': { status: 400, title: 'The connection or capability name is reserved' },
   'version-conflict': { status: 409, title: 'The settings changed since expectedVersion' },
   'idempotency-conflict': { status: 409, title: 'The Idempotency-Key was used with another request' },

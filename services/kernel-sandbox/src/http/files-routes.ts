@@ -5,11 +5,15 @@
  *
  *   PUT    /v1/sessions/:id/files/<path>   body = the file's bytes       → 201 { path, sizeBytes }
  *   GET    /v1/sessions/:id/files/<path>   → the bytes (application/octet-stream)
- *   GET    /v1/sessions/:id/files          → { files: [{ path, sizeBytes, modifiedAtMs }] }  (?prefix=)
+ *   GET    /v1/sessions/:id/files          → { files: [{ path, sizeBytes, modifiedAtMs }], nextCursor? }
+ *                                            (?prefix=&limit=1..1000&cursor=<nextCursor of the last page>)
  *   DELETE /v1/sessions/:id/files/<path>   → 204, or 404 when there was no such file
+ *
+ * Every operation goes through the store's helper (openat2 beneath the workspace): a FIFO, socket
+ * or device answers 409 `unsupported-file-type` at once, a symlink 400 `outside-workspace`.
  */
-import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
-import { isWorkspaceError, type WorkspaceStore } from '../workspace-store.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import { isWorkspaceError, MAX_LIST_LIMIT, type WorkspaceStore } from '../workspace-store.ts';
 import { sendProblem, workspaceProblem } from './problems.ts';
 
 export interface FilesRoutesDeps {
@@ -30,7 +34,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_req, body, done) => done(null, body));
 
-    const handle = async <T>(reply: import('fastify').FastifyReply, fn: () => Promise<T>) => {
+    const handle = async <T>(reply: FastifyReply, fn: () => Promise<T>) => {
       try {
         return await fn();
       } catch (err) {
@@ -56,35 +60,39 @@ export function filesRoutes(deps: FilesRoutesDeps) {
         }),
     );
 
-    app.get<{ Params: Params; Querystring: { prefix?: string } }>(
+    type ListQuery = { prefix?: string; cursor?: string; limit?: string };
+    const listFiles = async (request: FastifyRequest<{ Params: Params; Querystring: ListQuery }>, reply: FastifyReply) => {
+      const tenant = await deps.resolveTenant(request);
+      if (!(await deps.store.exists(tenant, request.params.id))) {
+        return sendProblem(reply, 'not-found', 'no such session');
+      }
+      const q = request.query ?? {};
+      let limit: number | undefined;
+      if (q.limit !== undefined) {
+        limit = /^\d{1,5}$/.test(q.limit) ? Number(q.limit) : Number.NaN;
+        if (!(limit >= 1 && limit <= MAX_LIST_LIMIT))
+          return sendProblem(reply, 'validation', `invalid limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`);
+      }
+      const page = await deps.store.workspace(tenant, request.params.id).listPage(q.prefix ?? '', {
+        ...(q.cursor ? { cursor: q.cursor } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+      });
+      return reply.send(page);
+    };
+
+    app.get<{ Params: Params; Querystring: ListQuery }>(
       '/v1/sessions/:id/files',
       { preHandler: deps.authenticate },
-      async (request, reply) =>
-        handle(reply, async () => {
-          const tenant = await deps.resolveTenant(request);
-          if (!(await deps.store.exists(tenant, request.params.id))) {
-            return sendProblem(reply, 'not-found', 'no such session');
-          }
-          const files = await deps.store
-            .workspace(tenant, request.params.id)
-            .list(request.query.prefix ?? '');
-          return reply.send({ files });
-        }),
+      async (request, reply) => handle(reply, () => listFiles(request, reply)),
     );
 
-    app.get<{ Params: Params }>(
+    app.get<{ Params: Params; Querystring: ListQuery }>(
       '/v1/sessions/:id/files/*',
       { preHandler: deps.authenticate },
       async (request, reply) =>
         handle(reply, async () => {
           const path = request.params['*'] ?? '';
-          if (path === '') {
-            const tenant = await deps.resolveTenant(request);
-            if (!(await deps.store.exists(tenant, request.params.id))) {
-              return sendProblem(reply, 'not-found', 'no such session');
-            }
-            return reply.send({ files: await deps.store.workspace(tenant, request.params.id).list() });
-          }
+          if (path === '') return listFiles(request, reply);
           const data = await (await workspace(request)).read(path);
           return reply.type('application/octet-stream').send(data);
         }),

@@ -1,7 +1,7 @@
 /** problem+json replies for the kernel-sandbox routes, from the shared table in @islet/protocol. */
 import { PROBLEM_CONTENT_TYPE, type ProblemCode, problem } from '@islet/protocol';
 import type { FastifyReply } from 'fastify';
-import type { WorkspaceErrorCode } from '../workspace-store.ts';
+import type { WorkspaceErrorCode } from '../workspace-errors.ts';
 
 export function sendProblem(
   reply: FastifyReply,
@@ -28,6 +28,16 @@ export function workspaceProblem(
       return sendProblem(reply, 'conflict', message, { reason: code });
     case 'is-directory':
       return sendProblem(reply, 'conflict', message, { reason: code });
+    case 'unsupported-file-type':
+      return sendProblem(reply, 'unsupported-file-type', message, { reason: code });
+    case 'busy':
+      reply.header('retry-after', '1');
+      return sendProblem(reply, 'unavailable', message, { reason: code });
+    case 'unavailable':
+      reply.header('retry-after', '5');
+      return sendProblem(reply, 'unavailable', 'workspace files are unavailable; try again', { reason: code });
+    case 'io-error':
+      return sendProblem(reply, 'internal', 'the file operation failed', { reason: code });
     default:
       return sendProblem(reply, 'validation', message, { reason: code });
   }

@@ -1,0 +1,173 @@
+/**
+ * The attack of issue 9 §1: a tenant that can change its own workspace (a skill, a program) swaps a
+ * directory the store is about to use with a symlink to somewhere else, as fast as it can
+ * (renameat2 RENAME_EXCHANGE in a loop), while the store serves thousands of reads, lists, writes,
+ * renames and removes through that directory. Targets: `/proc/self` (the server's own environment),
+ * `/` (the host) and another tenant's workspace. Zero escapes: nothing but the planted inside
+ * content is ever returned or listed, and nothing outside the workspace is created, moved or removed.
+ *
+ * Against the former path-checking store (lstat/realpath, then open by path) this test found
+ * escapes in every target within the first few hundred requests.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createFilesBinding } from './files-binding.ts';
+import { WorkspaceStore } from './workspace-store.ts';
+
+const INSIDE = 'INSIDE-CONTENT';
+const token = `islet-race-${process.pid}-${Date.now()}`;
+const base = mkdtempSync(join(tmpdir(), 'islet-race-'));
+const store = new WorkspaceStore({ root: join(base, 'root') });
+const outsideCanary = join(tmpdir(), `${token}-canary`);
+const swappers: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const s of swappers) s.kill('SIGKILL');
+  rmSync(base, { recursive: true, force: true });
+  rmSync(outsideCanary, { force: true });
+  for (const dir of [tmpdir(), '/'])
+    for (const name of readdirSync(dir))
+      if (name.startsWith(token)) rmSync(join(dir, name), { force: true });
+});
+
+// renameat2(RENAME_EXCHANGE) in a tight loop, through ctypes: the two names trade places atomically.
+const SWAPPER = `
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+f = libc.renameat2
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+print('ready', flush=True)
+while True:
+    f(-100, a, -100, b, 2)
+`;
+
+async function startSwapper(a: string, b: string): Promise<ChildProcess> {
+  const child = spawn('python3', ['-c', SWAPPER, a, b], { stdio: ['ignore', 'pipe', 'inherit'] });
+  swappers.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout!.once('data', () => resolve());
+  });
+  return child;
+}
+
+async function stopSwapper(child: ChildProcess, dir: string, link: string): Promise<void> {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+  // Leave the real directory under its own name (the loop may have stopped mid-swap).
+  if (lstatSync(dir).isSymbolicLink()) {
+    const tmp = `${dir}.swap`;
+    const { renameSync } = await import('node:fs');
+    renameSync(dir, tmp);
+    renameSync(link, dir);
+    renameSync(tmp, link);
+  }
+}
+
+interface Target {
+  name: string;
+  /** Where the symlink points. */
+  target: () => string;
+  /** Files planted inside `d/` (content INSIDE); their names also exist under the target. */
+  planted: string[];
+  /** Relative names (under `d/`) to write, rename to and remove; outside they must never appear. */
+  outsideDir: () => string;
+}
+
+const victimDir = () => store.dirFor('victim', 's1');
+const TARGETS: Target[] = [
+  {
+    name: '/proc/self',
+    target: () => '/proc/self',
+    planted: ['environ', 'status', 'cmdline'],
+    outsideDir: () => '/proc/self',
+  },
+  {
+    name: '/',
+    target: () => '/',
+    planted: ['etc/passwd', 'etc/hostname', `tmp/${token}-canary`],
+    outsideDir: () => '/',
+  },
+  {
+    name: "another tenant's workspace",
+    target: () => victimDir(),
+    planted: ['secret.txt', 'notes/plan.md'],
+    outsideDir: () => victimDir(),
+  },
+];
+
+describe('workspace store under a directory/symlink swap race', () => {
+  for (const t of TARGETS) {
+    it(`never escapes to ${t.name}`, { timeout: 120_000 }, async () => {
+      const victim = await store.ensure('victim', 's1');
+      mkdirSync(join(victim, 'notes'), { recursive: true });
+      writeFileSync(join(victim, 'secret.txt'), 'VICTIM-SECRET');
+      writeFileSync(join(victim, 'notes', 'plan.md'), 'VICTIM-PLAN');
+      writeFileSync(outsideCanary, 'OUTSIDE-CANARY');
+      const victimBefore = readdirSync(victim).sort();
+
+      const session = `att-${TARGETS.indexOf(t)}`;
+      const dir = await store.ensure('attacker', session);
+      const d = join(dir, 'd');
+      for (const p of t.planted) {
+        mkdirSync(join(d, p, '..'), { recursive: true });
+        writeFileSync(join(d, p), INSIDE);
+      }
+      const link = join(dir, 'l');
+      const { symlinkSync } = await import('node:fs');
+      symlinkSync(t.target(), link);
+
+      const ws = store.workspace('attacker', session);
+      const binding = createFilesBinding({
+        mode: 'workspace-write',
+        workspaceDir: dir,
+        enforcement: 'full',
+      });
+      const leaks: string[] = [];
+      const allowedListed = new Set(t.planted.map((p) => `d/${p}`));
+      const checkContent = (what: string, content: string) => {
+        if (content !== INSIDE) leaks.push(`${what}: ${JSON.stringify(content.slice(0, 80))}`);
+      };
+      const swapper = await startSwapper(d, link);
+      let answered = 0;
+      try {
+        const N = 600;
+        for (let round = 0; round < N; round++) {
+          const p = t.planted[round % t.planted.length]!;
+          const ops: Array<Promise<void>> = [
+            ws.read(`d/${p}`).then((b) => checkContent(`read d/${p}`, b.toString())),
+            binding({ binding: 'files.read', argsJson: JSON.stringify({ path: `d/${p}` }) }).then((o) => {
+              if (o.type === 'result') checkContent(`files.read d/${p}`, JSON.parse(o.valueJson).content);
+            }),
+            ws.list('d').then((files) => {
+              for (const f of files)
+                if (!allowedListed.has(f.path) && !f.path.startsWith(`d/${token}`))
+                  leaks.push(`list: ${f.path}`);
+            }),
+            ws.write(`d/${token}-w${round % 7}`, Buffer.from(INSIDE)).then(() => undefined),
+            ws.remove(`d/${p}`.endsWith('canary') ? `d/${p}` : `d/${token}-w${(round + 3) % 7}`).then(
+              () => undefined,
+            ),
+          ];
+          const results = await Promise.allSettled(ops);
+          answered += results.length;
+        }
+      } finally {
+        await stopSwapper(swapper, d, link);
+      }
+      expect(answered).toBeGreaterThanOrEqual(3000);
+
+      // Nothing created, moved or removed outside.
+      const outside = t.outsideDir();
+      const created = existsSync(outside) ? readdirSync(outside).filter((n) => n.startsWith(`${token}-w`)) : [];
+      expect(created).toEqual([]);
+      expect(existsSync(outsideCanary)).toBe(true);
+      expect(readdirSync(victim).sort()).toEqual(victimBefore);
+      expect(leaks.slice(0, 10)).toEqual([]);
+    });
+  }
+});
