@@ -1,6 +1,6 @@
 /** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
 import { runPolicySchema } from '@islet/journal';
-import { skillRequestSchema } from '@islet/kernel-sandbox';
+import { MAX_LIST_LIMIT, skillRequestSchema } from '@islet/kernel-sandbox';
 import { codeRunRecordSchema, PROBLEM_BASE, SANDBOX_MODES } from '@islet/protocol';
 import { z } from 'zod';
 import { connectionInputSchema } from './connections.ts';
@@ -173,16 +173,44 @@ export function openApiDocument() {
         put: op("Set a tenant's run policy (platform.admin)", { requestBody: json('RunPolicy') }),
       },
       '/v1/sessions/{id}/files': {
-        get: op("List a session's workspace files (?prefix=): {files: [{path, sizeBytes, modifiedAtMs}]}"),
+        get: op(
+          "List a session's workspace files, one page in path order: {files: [{path, sizeBytes, modifiedAtMs}], nextCursor?}. Pass nextCursor as ?cursor= for the next page; no nextCursor = the last page. Regular files only (symlinks, FIFOs, sockets, devices are not listed).",
+          {
+            parameters: [
+              {
+                name: 'prefix',
+                in: 'query',
+                schema: { type: 'string' },
+                description: 'A directory (everything under it) or a file',
+              },
+              {
+                name: 'limit',
+                in: 'query',
+                schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: MAX_LIST_LIMIT },
+              },
+              {
+                name: 'cursor',
+                in: 'query',
+                schema: { type: 'string' },
+                description: 'nextCursor of the previous page (opaque)',
+              },
+            ],
+          },
+        ),
       },
       '/v1/sessions/{id}/files/{path}': {
-        put: op('Write a workspace file: the body is the raw bytes (≤ 10 MiB); 201 {path, sizeBytes}', {
-          requestBody: {
-            required: true,
-            content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        put: op(
+          'Write a workspace file: the body is the raw bytes (≤ 10 MiB); 201 {path, sizeBytes}. Over the workspace limits (100 MiB, 1000 files; counted across parallel writes and after skills) 409 conflict, reason workspace-full',
+          {
+            requestBody: {
+              required: true,
+              content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+            },
           },
-        }),
-        get: op('Read a workspace file (application/octet-stream)'),
+        ),
+        get: op(
+          'Read a workspace file (application/octet-stream). A FIFO, socket or device is 409 unsupported-file-type at once; a symlink is 400 (reason outside-workspace)',
+        ),
         delete: op('Delete a workspace file (204; 404 when absent)'),
       },
       '/v1/skills/run_code': {

@@ -147,7 +147,10 @@ class HelperProcess {
       this.chunks = all.length ? [all] : [];
       this.buffered = all.length;
       const p = this.pending.shift();
-      if (!p) return this.kill(); // an answer nobody asked for: the stream is out of step
+      if (!p) {
+        this.kill(); // an answer nobody asked for: the stream is out of step
+        return;
+      }
       clearTimeout(p.timer);
       if (this.pending.length === 0) this.idle();
       const status = frame[0] ?? 8;
@@ -174,7 +177,8 @@ class HelperProcess {
 
   private idle(): void {
     this.child.unref();
-    for (const s of [this.child.stdout, this.child.stderr, this.child.stdin]) (s as unknown as Handle).unref?.();
+    for (const s of [this.child.stdout, this.child.stderr, this.child.stdin])
+      (s as unknown as Handle).unref?.();
   }
 }
 

@@ -1,5 +1,6 @@
 export * from './facts.ts';
 export * from './files-binding.ts';
+export * from './files-helper.ts';
 export * from './harden.ts';
 export * from './http/files-routes.ts';
 export * from './http/skill-routes.ts';
@@ -7,5 +8,4 @@ export * from './jail.ts';
 export * from './paths.ts';
 export * from './runtime.ts';
 export * from './skill-runner.ts';
-export * from './files-helper.ts';
 export * from './workspace-store.ts';

@@ -29,8 +29,7 @@ afterAll(() => {
   rmSync(base, { recursive: true, force: true });
   rmSync(outsideCanary, { force: true });
   for (const dir of [tmpdir(), '/'])
-    for (const name of readdirSync(dir))
-      if (name.startsWith(token)) rmSync(join(dir, name), { force: true });
+    for (const name of readdirSync(dir)) if (name.startsWith(token)) rmSync(join(dir, name), { force: true });
 });
 
 // renameat2(RENAME_EXCHANGE) in a tight loop, through ctypes: the two names trade places atomically.
@@ -149,9 +148,9 @@ describe('workspace store under a directory/symlink swap race', () => {
                   leaks.push(`list: ${f.path}`);
             }),
             ws.write(`d/${token}-w${round % 7}`, Buffer.from(INSIDE)).then(() => undefined),
-            ws.remove(`d/${p}`.endsWith('canary') ? `d/${p}` : `d/${token}-w${(round + 3) % 7}`).then(
-              () => undefined,
-            ),
+            ws
+              .remove(`d/${p}`.endsWith('canary') ? `d/${p}` : `d/${token}-w${(round + 3) % 7}`)
+              .then(() => undefined),
           ];
           const results = await Promise.allSettled(ops);
           answered += results.length;
@@ -163,7 +162,9 @@ describe('workspace store under a directory/symlink swap race', () => {
 
       // Nothing created, moved or removed outside.
       const outside = t.outsideDir();
-      const created = existsSync(outside) ? readdirSync(outside).filter((n) => n.startsWith(`${token}-w`)) : [];
+      const created = existsSync(outside)
+        ? readdirSync(outside).filter((n) => n.startsWith(`${token}-w`))
+        : [];
       expect(created).toEqual([]);
       expect(existsSync(outsideCanary)).toBe(true);
       expect(readdirSync(victim).sort()).toEqual(victimBefore);

@@ -71,7 +71,6 @@ export function splitRelativePath(path: string): string[] {
   return segments;
 }
 
-
 /** One page of a listing: `nextCursor` is present when more files follow. */
 export interface FilePage {
   files: FileEntry[];
@@ -136,7 +135,10 @@ export class Workspace {
     this.helper = filesHelperFor(location?.root ?? dir);
   }
 
-  private call(op: Parameters<FilesHelper['request']>[0]['op'], fields: Omit<Parameters<FilesHelper['request']>[0], 'op' | 'ws'> = {}) {
+  private call(
+    op: Parameters<FilesHelper['request']>[0]['op'],
+    fields: Omit<Parameters<FilesHelper['request']>[0], 'op' | 'ws'> = {},
+  ) {
     return this.helper.request({ op, ws: this.ws, ...fields });
   }
 
@@ -174,7 +176,10 @@ export class Workspace {
     const wanted = prefix ? splitRelativePath(prefix).join('/') : '';
     const limit = page.limit ?? MAX_LIST_LIMIT;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-      throw new WorkspaceError('invalid-path', `invalid limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`);
+      throw new WorkspaceError(
+        'invalid-path',
+        `invalid limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`,
+      );
     }
     const after = page.cursor ? decodeCursor(page.cursor) : '';
     const out = await this.call('list', { path: wanted, path2: after, n1: limit });

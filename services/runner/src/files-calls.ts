@@ -53,7 +53,12 @@ export function createFilesCalls(opts: FilesCallsOptions) {
           `${call.binding}: this run's session has no workspace: ${(err as Error).message}`,
         );
       }
-      handler = createFilesBinding({ mode: run.mode, workspaceDir, enforcement: opts.enforcement });
+      handler = createFilesBinding({
+        mode: run.mode,
+        workspaceDir,
+        workspace: opts.store.workspace(run.tenant, run.session),
+        enforcement: opts.enforcement,
+      });
     }
     return handler(call);
   }

@@ -46,6 +46,24 @@ export function skillFailureKind(result: SkillResult): string {
 export function createSkillExecutor(deps: SkillExecutorDeps) {
   const run = deps.run ?? runSkill;
 
+  /**
+   * A skill writes its workspace directly (under islet-jail), past the store's per-write checks; so
+   * after each skill the workspace is measured. Over its limits, every further write through the
+   * files API or binding is refused until files are removed (the store's write checks the total).
+   */
+  async function accountWorkspace(job: SkillJob, sessionId: string): Promise<void> {
+    try {
+      const usage = await deps.workspaces.usage(job.tenant, sessionId);
+      if (usage.over)
+        deps.logger.warn(
+          { skill: job.id, tenant: job.tenant, ...usage },
+          'workspace over its limits after a skill; further writes are refused',
+        );
+    } catch (err) {
+      deps.logger.warn({ skill: job.id, err: (err as Error).message }, 'workspace accounting failed');
+    }
+  }
+
   return async function executeSkill(job: SkillJob): Promise<string> {
     const { metrics } = deps;
     metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
@@ -62,6 +80,7 @@ export function createSkillExecutor(deps: SkillExecutorDeps) {
       workspaceRoot: deps.workspaces.root,
       ...(workspaceDir ? { workspaceDir } : {}),
     });
+    if (job.skill.sessionId) await accountWorkspace(job, job.skill.sessionId);
     const kind = skillFailureKind(result);
     metrics.runDuration.observe({ mode: job.mode }, (performance.now() - started) / 1000);
     metrics.runsTotal.inc({ status: result.success ? 'Completed' : 'Failed', kind, mode: job.mode });

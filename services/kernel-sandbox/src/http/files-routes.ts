@@ -61,7 +61,10 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     );
 
     type ListQuery = { prefix?: string; cursor?: string; limit?: string };
-    const listFiles = async (request: FastifyRequest<{ Params: Params; Querystring: ListQuery }>, reply: FastifyReply) => {
+    const listFiles = async (
+      request: FastifyRequest<{ Params: Params; Querystring: ListQuery }>,
+      reply: FastifyReply,
+    ) => {
       const tenant = await deps.resolveTenant(request);
       if (!(await deps.store.exists(tenant, request.params.id))) {
         return sendProblem(reply, 'not-found', 'no such session');
@@ -71,7 +74,11 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       if (q.limit !== undefined) {
         limit = /^\d{1,5}$/.test(q.limit) ? Number(q.limit) : Number.NaN;
         if (!(limit >= 1 && limit <= MAX_LIST_LIMIT))
-          return sendProblem(reply, 'validation', `invalid limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`);
+          return sendProblem(
+            reply,
+            'validation',
+            `invalid limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`,
+          );
       }
       const page = await deps.store.workspace(tenant, request.params.id).listPage(q.prefix ?? '', {
         ...(q.cursor ? { cursor: q.cursor } : {}),

@@ -35,7 +35,9 @@ export function workspaceProblem(
       return sendProblem(reply, 'unavailable', message, { reason: code });
     case 'unavailable':
       reply.header('retry-after', '5');
-      return sendProblem(reply, 'unavailable', 'workspace files are unavailable; try again', { reason: code });
+      return sendProblem(reply, 'unavailable', 'workspace files are unavailable; try again', {
+        reason: code,
+      });
     case 'io-error':
       return sendProblem(reply, 'internal', 'the file operation failed', { reason: code });
     default:
