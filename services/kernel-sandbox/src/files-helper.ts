@@ -108,6 +108,10 @@ class HelperProcess {
     this.idle();
   }
 
+  get pid(): number | undefined {
+    return this.dead ? undefined : this.child.pid;
+  }
+
   get load(): number {
     return this.pending.length;
   }
@@ -214,6 +218,11 @@ export class FilesHelper {
       this.procs[best] = proc;
     }
     return proc.request(encode(req));
+  }
+
+  /** Process ids of the running helpers (tests kill them to prove a crash is survived). */
+  pids(): number[] {
+    return this.procs.flatMap((p) => (p?.pid !== undefined ? [p.pid] : []));
   }
 
   close(): void {
