@@ -4,6 +4,16 @@
 # TypeScript runs directly on Node 24 (type stripping): the image holds sources + production
 # node_modules; the only build output is the web console's bundle (services/console/dist). Node's version matches scripts/toolchain.sh (NODE_VERSION).
 
+# ---- files: islet-files, the workspace file helper (every files-API operation resolves beneath the
+# workspace with openat2 in it). Plain C, no libraries beyond libc.
+FROM node:24.22.3-bookworm-slim AS files
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+COPY services/kernel-sandbox/native/islet-files.c /src/islet-files.c
+RUN gcc -O2 -Wall -Wextra -Werror -std=gnu11 -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -pie \
+      -Wl,-z,relro,-z,now -o /out-islet-files /src/islet-files.c
+
 # ---- deps: production dependencies of every workspace, from the lock file exactly.
 FROM node:24.22.3-bookworm-slim AS deps
 WORKDIR /app
@@ -35,7 +45,9 @@ RUN npm ci --ignore-scripts --no-audit --no-fund -w @islet/console \
 FROM node:24.22.3-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     ISLET_PORT=8080 \
-    ISLET_HOST=0.0.0.0
+    ISLET_HOST=0.0.0.0 \
+    ISLET_FILES_HELPER_PATH=/usr/local/bin/islet-files
+COPY --from=files /out-islet-files /usr/local/bin/islet-files
 WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --chown=0:0 package.json ./

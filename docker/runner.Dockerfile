@@ -16,6 +16,7 @@ COPY services/kernel-sandbox/scripts ./services/kernel-sandbox/scripts
 # build.sh also makes islet-harden.node (prctl: non-dumpable, no_new_privs) against this Node's headers.
 RUN bash services/kernel-sandbox/scripts/build.sh \
  && install -m 0755 services/kernel-sandbox/build/islet-jail /out-islet-jail \
+ && install -m 0755 services/kernel-sandbox/build/islet-files /out-islet-files \
  && install -m 0755 services/kernel-sandbox/build/islet-harden.node /out-islet-harden.node
 
 # ---- deps: production dependencies (isolated-vm ships its Node 24 binary in the npm package).
@@ -32,6 +33,7 @@ ENV NODE_ENV=production \
     ISLET_RUNNER_METRICS_PORT=9464 \
     ISLET_SANDBOX_JAIL=on \
     ISLET_JAIL_PATH=/usr/local/bin/islet-jail \
+    ISLET_FILES_HELPER_PATH=/usr/local/bin/islet-files \
     ISLET_WORKSPACE_ROOT=/workspace
 # libseccomp2 for the launcher; python3 (and bash, already in the base) for the run_code skill.
 RUN apt-get update \
@@ -41,6 +43,8 @@ RUN apt-get update \
  && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin islet \
  && mkdir -p /workspace && chown 10001:10001 /workspace
 COPY --from=jail /out-islet-jail /usr/local/bin/islet-jail
+# The workspace file helper (openat2 beneath the workspace): the files binding and skill accounting.
+COPY --from=jail /out-islet-files /usr/local/bin/islet-files
 WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --chown=0:0 package.json ./

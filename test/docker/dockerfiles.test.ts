@@ -171,6 +171,21 @@ describe('runner image specifics', () => {
     ).toBe(true);
   });
 
+  it('ships islet-files (the workspace file helper) in the runner and the gateway, named by ISLET_FILES_HELPER_PATH', () => {
+    for (const file of ['docker/runner.Dockerfile', 'docker/gateway.Dockerfile']) {
+      const final = parseDockerfile(readFileSync(join(ROOT, file), 'utf8')).at(-1)!;
+      const env = final.instructions
+        .filter((i) => i.op === 'ENV')
+        .map((i) => i.args)
+        .join(' ');
+      expect(env, file).toContain('ISLET_FILES_HELPER_PATH=/usr/local/bin/islet-files');
+      expect(
+        final.instructions.some((i) => i.op === 'COPY' && i.args.endsWith('/usr/local/bin/islet-files')),
+        file,
+      ).toBe(true);
+    }
+  });
+
   it('agrees with the chart on the jail path, the metrics port and the workspace root', () => {
     const cm = readFileSync(join(ROOT, 'charts/islet/templates/config-configmap.yaml'), 'utf8');
     expect(cm).toContain('ISLET_JAIL_PATH: /usr/local/bin/islet-jail');

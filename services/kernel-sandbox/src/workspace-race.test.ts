@@ -2,7 +2,7 @@
  * The attack of issue 9 §1: a tenant that can change its own workspace (a skill, a program) swaps a
  * directory the store is about to use with a symlink to somewhere else, as fast as it can
  * (renameat2 RENAME_EXCHANGE in a loop), while the store serves thousands of reads, lists, writes,
- * renames and removes through that directory. Targets: `/proc/self` (the server's own environment),
+ * renames and removes through that directory, by the store, the files binding and the HTTP routes. Targets: `/proc/self` (the server's own environment),
  * `/` (the host) and another tenant's workspace. Zero escapes: nothing but the planted inside
  * content is ever returned or listed, and nothing outside the workspace is created, moved or removed.
  *
@@ -13,8 +13,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createFilesBinding } from './files-binding.ts';
+import { closeFilesHelpers } from './files-helper.ts';
+import { filesRoutes } from './http/files-routes.ts';
 import { WorkspaceStore } from './workspace-store.ts';
 
 const INSIDE = 'INSIDE-CONTENT';
@@ -23,9 +26,13 @@ const base = mkdtempSync(join(tmpdir(), 'islet-race-'));
 const store = new WorkspaceStore({ root: join(base, 'root') });
 const outsideCanary = join(tmpdir(), `${token}-canary`);
 const swappers: ChildProcess[] = [];
+const app = Fastify();
+app.register(filesRoutes({ authenticate: async () => {}, resolveTenant: () => 'attacker', store }));
 
-afterAll(() => {
+afterAll(async () => {
   for (const s of swappers) s.kill('SIGKILL');
+  await app.close();
+  closeFilesHelpers();
   rmSync(base, { recursive: true, force: true });
   rmSync(outsideCanary, { force: true });
   for (const dir of [tmpdir(), '/'])
@@ -121,27 +128,47 @@ describe('workspace store under a directory/symlink swap race', () => {
       symlinkSync(t.target(), link);
 
       const ws = store.workspace('attacker', session);
-      const binding = createFilesBinding({
-        mode: 'workspace-write',
-        workspaceDir: dir,
-        enforcement: 'full',
-      });
+      // Both ways a binding is built: on the workspace dir itself, and on the store's workspace.
+      const bindings = [
+        createFilesBinding({ mode: 'workspace-write', workspaceDir: dir, enforcement: 'full' }),
+        createFilesBinding({
+          mode: 'workspace-write',
+          workspaceDir: dir,
+          workspace: ws,
+          enforcement: 'full',
+        }),
+      ];
       const leaks: string[] = [];
       const allowedListed = new Set(t.planted.map((p) => `d/${p}`));
+      let insideReads = 0;
       const checkContent = (what: string, content: string) => {
         if (content !== INSIDE) leaks.push(`${what}: ${JSON.stringify(content.slice(0, 80))}`);
+        else insideReads++;
       };
       const swapper = await startSwapper(d, link);
       let answered = 0;
       try {
-        const N = 600;
+        const N = 640;
         for (let round = 0; round < N; round++) {
           const p = t.planted[round % t.planted.length]!;
           const ops: Array<Promise<void>> = [
             ws.read(`d/${p}`).then((b) => checkContent(`read d/${p}`, b.toString())),
-            binding({ binding: 'files.read', argsJson: JSON.stringify({ path: `d/${p}` }) }).then((o) => {
+            bindings[round % 2]!({
+              binding: 'files.read',
+              argsJson: JSON.stringify({ path: `d/${p}` }),
+            }).then((o) => {
               if (o.type === 'result') checkContent(`files.read d/${p}`, JSON.parse(o.valueJson).content);
             }),
+            app.inject({ method: 'GET', url: `/v1/sessions/${session}/files/d/${p}` }).then((r) => {
+              if (r.statusCode === 200) checkContent(`GET d/${p}`, r.body);
+              else if (r.statusCode >= 500) leaks.push(`GET d/${p}: ${r.statusCode} ${r.body}`);
+            }),
+            app.inject({ method: 'GET', url: `/v1/sessions/${session}/files?prefix=d` }).then((r) => {
+              for (const f of (r.json().files ?? []) as Array<{ path: string }>)
+                if (!allowedListed.has(f.path) && !f.path.startsWith(`d/${token}`))
+                  leaks.push(`GET list: ${f.path}`);
+            }),
+            ws.rename(`d/${token}-w${(round + 1) % 7}`, `d/${token}-r${round % 5}`).then(() => undefined),
             ws.list('d').then((files) => {
               for (const f of files)
                 if (!allowedListed.has(f.path) && !f.path.startsWith(`d/${token}`))
@@ -158,12 +185,14 @@ describe('workspace store under a directory/symlink swap race', () => {
       } finally {
         await stopSwapper(swapper, d, link);
       }
-      expect(answered).toBeGreaterThanOrEqual(3000);
+      expect(answered).toBeGreaterThanOrEqual(5000);
+      // The race was real: many reads landed while `d` was the directory (the rest were refused).
+      expect(insideReads).toBeGreaterThan(50);
 
       // Nothing created, moved or removed outside.
       const outside = t.outsideDir();
       const created = existsSync(outside)
-        ? readdirSync(outside).filter((n) => n.startsWith(`${token}-w`))
+        ? readdirSync(outside).filter((n) => n.startsWith(`${token}-w`) || n.startsWith(`${token}-r`))
         : [];
       expect(created).toEqual([]);
       expect(existsSync(outsideCanary)).toBe(true);
