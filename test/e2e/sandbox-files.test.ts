@@ -256,6 +256,72 @@ describe('files.* bindings in programs', () => {
   });
 });
 
+describe('a tenant that shapes its own workspace (through a skill)', () => {
+  it('a FIFO, a socket and symlinks it planted are refused at once over HTTP and in a program, while another tenant is served', async () => {
+    const planted = await a('POST', '/v1/skills/run_code', {
+      language: 'python',
+      code: [
+        'import os, socket',
+        'os.mkfifo("pipe")',
+        's = socket.socket(socket.AF_UNIX); s.bind("sock")',
+        'os.symlink("/proc/self/environ", "env")',
+        'os.symlink("/", "root")',
+        'os.symlink("../../initech/ws-http", "theirs")',
+        'open("ok.txt", "w").write("fine")',
+        'print("planted")',
+      ].join('\n'),
+      sessionId: 'ws-hostile',
+    });
+    expect(planted.body, JSON.stringify(planted.body)).toMatchObject({ success: true, output: 'planted\n' });
+    await file('PUT', '/v1/sessions/ws-calm/files/x.txt', otherKey, 'calm');
+
+    const started = performance.now();
+    const [pipe, sock, neighbour] = await Promise.all([
+      file('GET', '/v1/sessions/ws-hostile/files/pipe'),
+      file('GET', '/v1/sessions/ws-hostile/files/sock'),
+      file('GET', '/v1/sessions/ws-calm/files/x.txt', otherKey),
+    ]);
+    expect(performance.now() - started).toBeLessThan(2000);
+    for (const r of [pipe, sock]) {
+      expect(r.status).toBe(409);
+      expect(r.json.type).toBe('https://islet.dev/problems/unsupported-file-type');
+    }
+    expect(neighbour).toMatchObject({ status: 200, text: 'calm' });
+    for (const path of ['env', 'root/etc/passwd', 'theirs/notes/a.txt']) {
+      const r = await file('GET', `/v1/sessions/ws-hostile/files/${path}`);
+      expect({ path, status: r.status, reason: r.json?.reason }).toEqual({
+        path,
+        status: 400,
+        reason: 'outside-workspace',
+      });
+    }
+    const listed = await file('GET', '/v1/sessions/ws-hostile/files');
+    expect(listed.json.files.map((f: { path: string }) => f.path)).toEqual(['ok.txt']);
+
+    const res = await a(
+      'POST',
+      '/v1/runs',
+      run(
+        `const out = {};
+         for (const path of ["pipe", "sock", "env", "root/etc/passwd", "ok.txt"]) {
+           try { out[path] = (await apps.files.read({ path })).content } catch (e) { out[path] = e.details?.reason }
+         }
+         return out;`,
+        'ws-hostile',
+      ),
+      { prefer: 'wait=20' },
+    );
+    expect(res.body.status).toBe('Completed');
+    expect(res.body.result.value).toEqual({
+      pipe: 'unsupported-file-type',
+      sock: 'unsupported-file-type',
+      env: 'outside-workspace',
+      'root/etc/passwd': 'outside-workspace',
+      'ok.txt': 'fine',
+    });
+  });
+});
+
 describe('sandbox process metrics on the runner', () => {
   const metric = (text: string, name: string, labels: string) => {
     const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
