@@ -135,21 +135,20 @@ class HelperProcess {
     this.die('closed');
   }
 
+  // Chunks are joined only once a whole frame is there (a 10 MiB answer arrives in many pieces).
   private onData(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
     for (;;) {
       if (this.buffered < 4) return;
-      let all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-      const len = all.readUInt32LE(0);
-      if (all.length < 4 + len) {
-        this.chunks = [all];
-        return;
-      }
+      if (this.chunks[0]!.length < 4) this.chunks = [Buffer.concat(this.chunks)];
+      const len = this.chunks[0]!.readUInt32LE(0);
+      if (this.buffered < 4 + len) return;
+      const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
       const frame = all.subarray(4, 4 + len);
-      all = all.subarray(4 + len);
-      this.chunks = all.length ? [all] : [];
-      this.buffered = all.length;
+      const rest = all.subarray(4 + len);
+      this.chunks = rest.length ? [rest] : [];
+      this.buffered = rest.length;
       const p = this.pending.shift();
       if (!p) {
         this.kill(); // an answer nobody asked for: the stream is out of step
