@@ -112,11 +112,16 @@ export const FILES_CONNECTION: Connection = {
     },
     {
       name: 'list',
-      description: "List the files of the session's workspace (every sandbox mode)",
+      description:
+        "List the files of the session's workspace, one page in path order (every sandbox mode); pass nextCursor back as cursor for the next page",
       policy: 'allow',
       inputSchema: {
         type: 'object',
-        properties: { prefix: { type: 'string', description: 'Only paths starting with this; default all' } },
+        properties: {
+          prefix: { type: 'string', description: 'A directory (everything under it) or a file; default all' },
+          limit: { type: 'integer', minimum: 1, maximum: 1000, description: 'Files per page; default 1000' },
+          cursor: { type: 'string', description: 'nextCursor of the previous page' },
+        },
       },
       outputSchema: {
         type: 'object',
@@ -129,6 +134,7 @@ export const FILES_CONNECTION: Connection = {
               required: ['path', 'sizeBytes'],
             },
           },
+          nextCursor: { type: 'string', description: 'Present when more files follow' },
         },
         required: ['files'],
       },
