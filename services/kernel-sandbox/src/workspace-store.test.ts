@@ -3,10 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createFilesBinding, isFileSandboxDenial } from './files-binding.ts';
+import { closeFilesHelpers } from './files-helper.ts';
 import { WorkspaceStore } from './workspace-store.ts';
 
 const base = mkdtempSync(join(tmpdir(), 'islet-ws-'));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
+afterAll(() => {
+  closeFilesHelpers(); // the islet-files helpers this file started
+  rmSync(base, { recursive: true, force: true });
+});
 
 const store = new WorkspaceStore({
   root: join(base, 'root'),

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis, createSealer } from '@islet/core';
 import { createCallJournal } from '@islet/journal';
-import { WorkspaceStore } from '@islet/kernel-sandbox';
+import { closeFilesHelpers, WorkspaceStore } from '@islet/kernel-sandbox';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,7 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'islet-files-calls-'));
 });
 afterAll(async () => {
+  closeFilesHelpers();
   redis?.disconnect();
   await server?.stop();
   await rm(root, { recursive: true, force: true });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
+import { closeFilesHelpers } from '../files-helper.ts';
 import { runSkill } from '../skill-runner.ts';
 import { WorkspaceStore } from '../workspace-store.ts';
 import { filesRoutes } from './files-routes.ts';
@@ -10,7 +11,10 @@ import { skillRoutes } from './skill-routes.ts';
 
 const base = mkdtempSync(join(tmpdir(), 'islet-routes-'));
 chmodSync(base, 0o755); // the skill's scratch dirs live here and the jailed uid must traverse it
-afterAll(() => rmSync(base, { recursive: true, force: true }));
+afterAll(() => {
+  closeFilesHelpers(); // the islet-files helpers this file started
+  rmSync(base, { recursive: true, force: true });
+});
 
 // A stand-in for the gateway's API-key check: `Bearer <tenant>`.
 async function authenticate(request: FastifyRequest, reply: FastifyReply) {
