@@ -438,18 +438,19 @@ static int op_write(const struct req *r, int wsfd) {
   if (split(r->path, tmp, sizeof tmp, &parent, &name)) return fail(ST_INVALID_PATH, "invalid path: %s", r->path);
   if (r->data_len > r->n1)
     return fail(ST_TOO_LARGE, "file is larger than %llu bytes", (unsigned long long)r->n1);
-  int pfd = mkdirs(wsfd, parent, 0755);
-  if (pfd < 0) return fail_errno(errno, r->path);
+  /* Reserve first (lock, measure, check), create missing directories only then: a refused write
+   * leaves nothing behind, and directories count against the limit like files. */
   int lock = lock_for(r->ws);
-  if (lock < 0) {
-    close(pfd);
-    return fail(ST_BUSY, "the workspace is busy; try again");
-  }
+  if (lock < 0) return fail(ST_BUSY, "the workspace is busy; try again");
   int rc = ST_OK;
   struct stat sb;
-  uint64_t existing = 0;
+  uint64_t existing = 0, new_dirs = 0;
   int exists = 0;
-  if (fstatat(pfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+  int pfd = beneath(wsfd, parent, O_PATH | O_DIRECTORY);
+  if (pfd < 0 && errno != ENOENT) rc = fail_errno(errno, r->path);
+  if (pfd < 0)
+    for (const char *c = parent; *c; c++) new_dirs += (c == parent || c[-1] == '/') && *c != '/';
+  if (rc == ST_OK && pfd >= 0 && fstatat(pfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISLNK(sb.st_mode)) rc = fail(ST_OUTSIDE, "path is a symlink: %s", r->path);
     else if (S_ISDIR(sb.st_mode)) rc = fail(ST_IS_DIRECTORY, "is a directory: %s", r->path);
     else if (!S_ISREG(sb.st_mode)) rc = fail(ST_UNSUPPORTED_TYPE, "not a regular file or directory: %s", r->path);
@@ -463,8 +464,12 @@ static int op_write(const struct req *r, int wsfd) {
     uint64_t used = u.bytes - (existing < u.bytes ? existing : u.bytes);
     if (u.capped || used + r->data_len > r->n2)
       rc = fail(ST_FULL, "the workspace would exceed %llu bytes", (unsigned long long)r->n2);
-    else if ((!exists && u.files >= r->n3) || u.files > r->n3 || u.dirs > r->n3)
+    else if ((!exists && u.files >= r->n3) || u.files > r->n3 || u.dirs + new_dirs > r->n3)
       rc = fail(ST_FULL, "the workspace already holds %llu files", (unsigned long long)r->n3);
+  }
+  if (rc == ST_OK && pfd < 0) {
+    pfd = mkdirs(wsfd, parent, 0755);
+    if (pfd < 0) rc = fail_errno(errno, r->path);
   }
   if (rc == ST_OK) {
     char tname[64];
@@ -493,7 +498,7 @@ static int op_write(const struct req *r, int wsfd) {
     put_u64(&out, (uint64_t)time(NULL) * 1000u);
   }
   close(lock);
-  close(pfd);
+  if (pfd >= 0) close(pfd);
   return rc;
 }
 

@@ -8,7 +8,7 @@
  * - Listings are paginated (cursor + limit) over HTTP and the binding.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,6 +144,10 @@ describe('workspace limits', () => {
       expect(r.json.reason).toBe('workspace-full');
     }
     expect((await store.usage('bob', 'bytes')).bytes).toBe(4800);
+    // A refused write leaves nothing behind, not even the directories on its way.
+    const deep = await http('PUT', 'bob', '/v1/sessions/bytes/files/deep/a/b/c.bin', Buffer.alloc(800));
+    expect(deep.json.reason).toBe('workspace-full');
+    expect(existsSync(join(store.dirFor('bob', 'bytes'), 'deep'))).toBe(false);
 
     // 8 files: 20 one-byte writers race for them.
     const small = await Promise.all(
