@@ -8,7 +8,7 @@ import { type Cluster, startCluster } from '@islet/devstack';
 import { jsonSchemaOf, SURFACE_DEFINITIONS } from '@islet/mcp';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Api, api, type Loose, startAppServer, until } from './helpers.ts';
 
@@ -19,8 +19,16 @@ let otherKey: string;
 let app: Awaited<ReturnType<typeof startAppServer>>;
 const clients: Client[] = [];
 
-async function connect(key: string): Promise<{ client: Client; sessionId: string }> {
-  const client = new Client({ name: 'islet-e2e-agent', version: '1.0.0' });
+async function connect(
+  key: string,
+  elicit?: (message: string) => { action: 'accept' | 'decline' | 'cancel'; content?: { allow: boolean } },
+): Promise<{ client: Client; sessionId: string }> {
+  const client = new Client(
+    { name: 'islet-e2e-agent', version: '1.0.0' },
+    elicit ? { capabilities: { elicitation: {} } } : {},
+  );
+  if (elicit)
+    client.setRequestHandler(ElicitRequestSchema, async (req) => elicit(String(req.params.message)));
   const transport = new StreamableHTTPClientTransport(new URL(`${cluster.url}/mcp`), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
   });
@@ -300,6 +308,40 @@ describe('Code Mode tools', () => {
     }, 30_000);
     expect(rec.result.value).toBe('sent');
     expect(app.deliveries.filter((d) => d.body.tool === 'send_email').length).toBe(before + 1);
+  }, 60_000);
+});
+
+describe('decisions through MCP elicitation', () => {
+  it('a client that can elicit is asked; accept lets the run finish in the same call, decline denies the call', async () => {
+    const asked: string[] = [];
+    const accepting = await connect(cluster.devKey, (message) => {
+      asked.push(message);
+      return { action: 'accept', content: { allow: true } };
+    });
+    const before = app.deliveries.filter((d) => d.body.tool === 'send_email').length;
+    const res = await accepting.client.callTool({
+      name: 'openbot_run_code',
+      arguments: { code: 'await apps.work_calendar.send_email({ to: "elicit@example.com" }); return "sent"' },
+    });
+    const s = res.structuredContent as Loose;
+    expect(s.status).toBe('Completed');
+    expect(s.value).toBe('sent');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatch(
+      /^Islet run [\w-]+ needs your decision: call conn-\w+\/send_email with \{"to":"elicit@example.com"\}\. Allow it\?$/,
+    );
+    expect(app.deliveries.filter((d) => d.body.tool === 'send_email').length).toBe(before + 1);
+
+    const declining = await connect(cluster.devKey, () => ({ action: 'decline' }));
+    const denied = await declining.client.callTool({
+      name: 'run_code',
+      arguments: {
+        code: 'try { await apps.work_calendar.send_email({ to: "no@example.com" }) } catch (e) { return e.name }',
+        description: 'Try to send a mail that is declined',
+      },
+    });
+    expect(textOf(denied)).toBe('AppCallDenied');
+    expect(app.deliveries.filter((d) => d.body.arguments?.to === 'no@example.com')).toEqual([]);
   }, 60_000);
 });
 

@@ -32,6 +32,8 @@ export const keys = {
   mcpSession: (session: string) => `islet:mcp:session:${session}`,
   /** The run an MCP request started, so `notifications/cancelled` (maybe at another replica) cancels it. */
   mcpRequestRun: (session: string, requestId: string) => `islet:mcp:session:${session}:req:${requestId}`,
+  /** A client's answer to an elicitation Islet sent (any replica may receive it; the asking one polls). */
+  mcpElicitation: (session: string, id: string) => `islet:mcp:session:${session}:elicit:${id}`,
 };
 
 /** Pub/sub channels. Messages carry a run id only; subscribers read the state from Redis. */

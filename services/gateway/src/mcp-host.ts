@@ -6,15 +6,24 @@
  */
 
 import type { StoredRun } from '@islet/core';
+import type { DecisionRequest } from '@islet/journal';
 import { WorkspaceStore } from '@islet/kernel-sandbox';
 import type { McpCaller, McpHost, McpRunState } from '@islet/mcp';
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from './auth.ts';
 import { declareBindings } from './code-api.ts';
+import { createDecisionsService } from './decisions-service.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 import type { RunsService } from './runs-service.ts';
 import { createSkillsService } from './skills-service.ts';
+
+function summary(request: DecisionRequest): string {
+  if (request.capability.action === 'sandbox.escalate')
+    return `run with wider file access (${request.capability.target}): ${request.justification ?? ''}`;
+  const args = request.app ? JSON.stringify(request.app.arguments) : '';
+  return `call ${request.capability.target}${args ? ` with ${args.length > 500 ? `${args.slice(0, 500)}…` : args}` : ''}`;
+}
 
 export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closing: AbortSignal) {
   const skills = createSkillsService(
@@ -22,15 +31,18 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
     new WorkspaceStore({ root: deps.config.ISLET_WORKSPACE_ROOT }),
     closing,
   );
-  // The runs service reads only the tenant id from its caller.
-  const asCaller = (c: McpCaller) => ({ tenantId: c.tenantId }) as Caller;
+  // The runs and decisions services read the tenant id and key id from their caller.
+  const asCaller = (c: McpCaller) => ({ tenantId: c.tenantId, keyId: c.keyId ?? 'mcp' }) as Caller;
+  const decisions = createDecisionsService(deps, runsService, {
+    expireAfterMs: deps.config.ISLET_DECISION_EXPIRE_MS,
+  });
 
   async function state(run: StoredRun): Promise<McpRunState> {
     const decisions =
       run.status === 'Waiting'
         ? (await deps.decisions.listRun(run.id))
             .filter((d) => d.state === 'pending')
-            .map((d) => ({ id: `${d.runId}:${d.index}`, index: d.index }))
+            .map((d) => ({ id: `${d.runId}:${d.index}`, index: d.index, summary: summary(d.request) }))
         : [];
     return {
       id: run.id,
@@ -63,6 +75,9 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
         const run = await runsService.waitForEnd(runId, ms, signal);
         if (!run) throw new HttpProblem('not-found', `no code run ${runId}`);
         return state(run);
+      },
+      async decide(caller, runId, index, allow) {
+        await decisions.answer(asCaller(caller), runId, { index, allow });
       },
       async cancel(caller, runId) {
         await runsService.cancel(asCaller(caller), runId).catch((err) => {

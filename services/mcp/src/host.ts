@@ -8,6 +8,9 @@ import type { CodeRunRecord, RunCodeRequest, RunStatus } from '@islet/protocol';
 
 export interface McpCaller {
   tenantId: string;
+  /** The API key's id (who answered a decision) and scopes. */
+  keyId?: string;
+  scopes?: readonly string[];
 }
 
 /** Which contract's rules a run follows (document 000 or document 003). */
@@ -27,6 +30,8 @@ export interface McpPendingDecision {
   id: string;
   /** The call index it stops at; -1 for a wider-access request. */
   index: number;
+  /** One line for a person: which call with which arguments, or which wider access and why. */
+  summary: string;
 }
 
 export interface McpRunState {
@@ -45,6 +50,8 @@ export interface McpRuns {
   wait(caller: McpCaller, runId: string, ms: number, signal: AbortSignal): Promise<McpRunState>;
   /** Cancels the run if it has not ended; a run that already ended is left as it is. */
   cancel(caller: McpCaller, runId: string): Promise<void>;
+  /** Answers a pending decision as `POST /v1/code-runs/{id}/decisions` does (needs scope `decisions`). */
+  decide(caller: McpCaller, runId: string, index: number, allow: boolean): Promise<void>;
 }
 
 export interface McpHost {

@@ -14,6 +14,7 @@ import {
   type CallToolResult,
   CancelledNotificationSchema,
   ListToolsRequestSchema,
+  type RequestId,
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -28,6 +29,20 @@ export const PROGRESS_HEARTBEAT_MS = 5_000;
 /** The longest a tool call waits for its run: the run_code ceiling plus time in the queue, ms. */
 export const RUN_WAIT_CAP_MS = 660_000;
 
+/** Ids of Islet's own server→client requests, so their answers are told apart from the SDK's. */
+export const ELICITATION_ID_PREFIX = 'islet-elicit-';
+export const ELICITATION_POLL_MS = 200;
+/** How long a person may take to answer an elicitation before the call answers with the decision id. */
+export const ELICITATION_TIMEOUT_MS = 300_000;
+
+export type Elicit = (
+  params: { message: string; requestedSchema: Record<string, unknown> },
+  relatedRequestId: RequestId,
+  signal: AbortSignal,
+) => Promise<
+  { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> | undefined } | undefined
+>;
+
 export interface IsletMcpServerOptions {
   host: McpHost;
   caller: McpCaller;
@@ -37,6 +52,8 @@ export interface IsletMcpServerOptions {
   /** Aborted when the gateway closes: waits end, runs go on (they are not the client's to lose). */
   closing: AbortSignal;
   version: string;
+  /** Set when the client declared the elicitation capability: decisions are asked through it. */
+  elicit?: Elicit;
 }
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -124,21 +141,69 @@ export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
     extra.signal.addEventListener('abort', cancel, { once: true });
     const waitSignal = AbortSignal.any([extra.signal, o.closing]);
     const deadline = Date.now() + RUN_WAIT_CAP_MS;
+    const asked = new Set<string>();
     try {
       await report(state);
-      while (
-        !isFinalStatus(state.status) &&
-        state.status !== 'Waiting' &&
-        !waitSignal.aborted &&
-        Date.now() < deadline
-      ) {
-        state = await host.runs.wait(caller, state.id, PROGRESS_HEARTBEAT_MS, waitSignal);
-        await report(state);
+      for (;;) {
+        while (
+          !isFinalStatus(state.status) &&
+          state.status !== 'Waiting' &&
+          !waitSignal.aborted &&
+          Date.now() < deadline
+        ) {
+          state = await host.runs.wait(caller, state.id, PROGRESS_HEARTBEAT_MS, waitSignal);
+          await report(state);
+        }
+        const pending = state.decisions.find((d) => !asked.has(d.id));
+        if (state.status !== 'Waiting' || !pending || waitSignal.aborted) break;
+        asked.add(pending.id);
+        if (!(await askPerson(state, pending, extra, waitSignal))) break;
+        // The answer lands asynchronously (a replay is queued, or the held call resumes).
+        for (let i = 0; i < 50 && !waitSignal.aborted; i++) {
+          state = await host.runs.wait(caller, state.id, 0, waitSignal);
+          if (state.status !== 'Waiting' || state.decisions.some((d) => !asked.has(d.id))) break;
+          await new Promise((r) => setTimeout(r, ELICITATION_POLL_MS));
+        }
       }
     } finally {
       extra.signal.removeEventListener('abort', cancel);
     }
     return state;
+  }
+
+  /**
+   * Asks the person behind the client through MCP elicitation (when the client can and the key may
+   * decide). True when the decision was answered; false leaves it pending for the text answer.
+   */
+  async function askPerson(
+    state: McpRunState,
+    d: McpRunState['decisions'][number],
+    extra: Extra,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    if (!o.elicit || !caller.scopes?.includes('decisions')) return false;
+    const answer = await o
+      .elicit(
+        {
+          message: `Islet run ${state.id} needs your decision: ${d.summary}. Allow it?`,
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              allow: { type: 'boolean', title: 'Allow', description: 'Allow this and let the run go on' },
+            },
+            required: ['allow'],
+          },
+        },
+        extra.requestId,
+        signal,
+      )
+      .catch(() => undefined);
+    if (!answer || answer.action === 'cancel') return false;
+    const allow = answer.action === 'accept' && answer.content?.allow === true;
+    return host.runs.decide(caller, state.id, d.index, allow).then(
+      () => true,
+      () => false,
+    );
   }
 
   const stillRunning = (s: McpRunState) =>

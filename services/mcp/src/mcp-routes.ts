@@ -18,7 +18,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandl
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { McpCaller, McpHost } from './host.ts';
-import { createIsletMcpServer } from './islet-mcp-server.ts';
+import {
+  createIsletMcpServer,
+  ELICITATION_ID_PREFIX,
+  ELICITATION_POLL_MS,
+  ELICITATION_TIMEOUT_MS,
+  type Elicit,
+} from './islet-mcp-server.ts';
 import { createMcpSettingsStore, mcpSettingsSchema, resolveTools } from './mcp-settings.ts';
 import { TOOL_FORMATS, toolDefinitions } from './tool-definitions.ts';
 
@@ -53,44 +59,100 @@ function rpcError(reply: FastifyReply, status: number, message: string) {
   return reply.code(status).send({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
 }
 
-const isInitialize = (body: unknown) =>
-  (Array.isArray(body) ? body : [body]).some(
-    (m) => m && typeof m === 'object' && (m as { method?: unknown }).method === 'initialize',
+interface StoredSession {
+  id: string;
+  tenant: string;
+  /** The client declared the `elicitation` capability at initialize. */
+  elicitation: boolean;
+}
+
+type Message = { method?: unknown; id?: unknown; params?: { capabilities?: { elicitation?: unknown } } };
+const messagesOf = (body: unknown): Message[] =>
+  (Array.isArray(body) ? body : [body]).filter((m): m is Message => !!m && typeof m === 'object');
+
+/** Answers to Islet's own elicitations: JSON-RPC responses whose id Islet minted. */
+const elicitationAnswers = (body: unknown) => {
+  const all = messagesOf(body);
+  const answers = all.filter(
+    (m) => m.method === undefined && typeof m.id === 'string' && m.id.startsWith(ELICITATION_ID_PREFIX),
   );
+  return answers.length > 0 && answers.length === all.length ? answers : undefined;
+};
 
 export function mcpRoutes(o: McpRoutesOptions) {
+  /**
+   * Sends `elicitation/create` on the tool call's own response stream with an id Islet mints, and
+   * polls Redis for the answer (it arrives as a new POST, maybe at another replica).
+   */
+  const elicitOver =
+    (transport: StreamableHTTPServerTransport, sessionId: string): Elicit =>
+    async (params, relatedRequestId, signal) => {
+      const id = `${ELICITATION_ID_PREFIX}${randomUUID()}`;
+      await transport.send(
+        { jsonrpc: '2.0', id, method: 'elicitation/create', params },
+        { relatedRequestId },
+      );
+      const key = keys.mcpElicitation(sessionId, id);
+      const deadline = Date.now() + ELICITATION_TIMEOUT_MS;
+      while (!signal.aborted && Date.now() < deadline) {
+        const raw = await o.redis.getdel(key);
+        if (raw) {
+          const answer = JSON.parse(raw) as { result?: { action?: unknown; content?: unknown } };
+          const action = answer.result?.action;
+          if (action === 'accept' || action === 'decline' || action === 'cancel')
+            return { action, content: answer.result?.content as Record<string, unknown> | undefined };
+          return undefined;
+        }
+        await new Promise((r) => setTimeout(r, ELICITATION_POLL_MS));
+      }
+      return undefined;
+    };
+
   const settings = createMcpSettingsStore(o.redis);
 
-  async function session(request: FastifyRequest, caller: McpCaller): Promise<string | undefined> {
+  async function session(request: FastifyRequest, caller: McpCaller): Promise<StoredSession | undefined> {
     const id = request.headers['mcp-session-id'];
     if (typeof id !== 'string' || !/^[\w-]{1,100}$/.test(id)) return undefined;
     const key = keys.mcpSession(id);
     const raw = await o.redis.get(key);
-    if (!raw || (JSON.parse(raw) as { tenant?: string }).tenant !== caller.tenantId) return undefined;
+    const stored = raw ? (JSON.parse(raw) as StoredSession) : undefined;
+    if (stored?.tenant !== caller.tenantId) return undefined;
     await o.redis.expire(key, MCP_SESSION_TTL_SECONDS);
-    return id;
+    return { ...stored, id };
   }
 
   return async function mcpPlugin(app: FastifyInstance): Promise<void> {
     app.post('/mcp', { preHandler: o.authenticate }, async (request, reply) => {
       const caller = o.resolveCaller(request);
-      let sessionId: string | undefined;
-      if (isInitialize(request.body)) {
-        sessionId = randomUUID();
-        await o.redis.set(
-          keys.mcpSession(sessionId),
-          JSON.stringify({ tenant: caller.tenantId, createdAt: Date.now() }),
-          'EX',
-          MCP_SESSION_TTL_SECONDS,
-        );
+      let current: StoredSession | undefined;
+      const init = messagesOf(request.body).find((m) => m.method === 'initialize');
+      if (init) {
+        current = {
+          id: randomUUID(),
+          tenant: caller.tenantId,
+          elicitation: init.params?.capabilities?.elicitation !== undefined,
+        };
+        const { id, ...stored } = current;
+        await o.redis.set(keys.mcpSession(id), JSON.stringify(stored), 'EX', MCP_SESSION_TTL_SECONDS);
         // Stateless transports do not name sessions: the header is set here and kept by writeHead.
-        reply.raw.setHeader('mcp-session-id', sessionId);
+        reply.raw.setHeader('mcp-session-id', id);
       } else {
         if (request.headers['mcp-session-id'] === undefined)
           return rpcError(reply, 400, 'Bad Request: Mcp-Session-Id header is required');
-        sessionId = await session(request, caller);
-        if (!sessionId) return rpcError(reply, 404, 'Session not found');
+        current = await session(request, caller);
+        if (!current) return rpcError(reply, 404, 'Session not found');
+        const answers = elicitationAnswers(request.body);
+        if (answers) {
+          // Whichever replica holds the waiting tool call picks the answer up from Redis.
+          for (const m of answers) {
+            const key = keys.mcpElicitation(current.id, String(m.id));
+            await o.redis.set(key, JSON.stringify(m), 'EX', 600);
+          }
+          return reply.code(202).send();
+        }
       }
+      const sessionId = current.id;
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       const server = createIsletMcpServer({
         host: o.host,
         caller,
@@ -99,8 +161,8 @@ export function mcpRoutes(o: McpRoutesOptions) {
         redis: o.redis,
         closing: o.closing,
         version: o.version,
+        ...(current.elicitation ? { elicit: elicitOver(transport, sessionId) } : {}),
       });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       await server.connect(transport);
       reply.hijack();
       reply.raw.on('close', () => {
@@ -120,9 +182,9 @@ export function mcpRoutes(o: McpRoutesOptions) {
     });
 
     app.delete('/mcp', { preHandler: o.authenticate }, async (request, reply) => {
-      const id = await session(request, o.resolveCaller(request));
-      if (!id) return rpcError(reply, 404, 'Session not found');
-      await o.redis.del(keys.mcpSession(id));
+      const found = await session(request, o.resolveCaller(request));
+      if (!found) return rpcError(reply, 404, 'Session not found');
+      await o.redis.del(keys.mcpSession(found.id));
       return reply.code(200).send({});
     });
 

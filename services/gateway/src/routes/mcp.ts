@@ -15,7 +15,10 @@ export function mcpRoutes(ctx: RouteContext): FastifyPluginAsync {
         redis: ctx.deps.redis,
         authenticate: ctx.auth.requireScopes('apps.use') as unknown as preHandlerHookHandler,
         authenticateAdmin: ctx.auth.requireScopes('platform.admin') as unknown as preHandlerHookHandler,
-        resolveCaller: (request) => ({ tenantId: callerOf(request).tenantId }),
+        resolveCaller: (request) => {
+          const c = callerOf(request);
+          return { tenantId: c.tenantId, keyId: c.keyId, scopes: c.scopes };
+        },
         tenantExists: async (id) => (await ctx.deps.tenants.getTenant(id)) !== null,
         closing: ctx.closing,
         version: '0.1.0',
