@@ -22,6 +22,7 @@ const clients: Client[] = [];
 async function connect(
   key: string,
   elicit?: (message: string) => { action: 'accept' | 'decline' | 'cancel'; content?: { allow: boolean } },
+  fetchImpl?: typeof fetch,
 ): Promise<{ client: Client; sessionId: string }> {
   const client = new Client(
     { name: 'islet-e2e-agent', version: '1.0.0' },
@@ -31,6 +32,7 @@ async function connect(
     client.setRequestHandler(ElicitRequestSchema, async (req) => elicit(String(req.params.message)));
   const transport = new StreamableHTTPClientTransport(new URL(`${cluster.url}/mcp`), {
     requestInit: { headers: { authorization: `Bearer ${key}` } },
+    ...(fetchImpl ? { fetch: fetchImpl } : {}),
   });
   await client.connect(transport);
   clients.push(client);
@@ -41,7 +43,7 @@ const textOf = (r: Loose) =>
   (r as CallToolResult).content.map((c) => (c.type === 'text' ? c.text : '')).join('');
 
 beforeAll(async () => {
-  cluster = await startCluster({ gateways: 1, modes: ['read-only', 'workspace-write'] });
+  cluster = await startCluster({ gateways: 2, modes: ['read-only', 'workspace-write'] });
   admin = api(cluster.url, cluster.devKey);
   a = admin;
   app = await startAppServer((d) => {
@@ -342,6 +344,65 @@ describe('decisions through MCP elicitation', () => {
     });
     expect(textOf(denied)).toBe('AppCallDenied');
     expect(app.deliveries.filter((d) => d.body.arguments?.to === 'no@example.com')).toEqual([]);
+  }, 60_000);
+});
+
+describe('replicas', () => {
+  it('any gateway serves the session: tools/call on one, everything else (initialize, elicitation answers, cancellation) on the other', async () => {
+    const [callGateway, otherGateway] = cluster.gatewayUrls.map((u) => new URL(u).host);
+    const seen: Array<[string, string]> = [];
+    const split: typeof fetch = (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      const body = typeof init?.body === 'string' ? init.body : '';
+      url.host = body.includes('"method":"tools/call"') ? callGateway! : otherGateway!;
+      seen.push([
+        url.host,
+        /"method":"([^"]+)"/.exec(body)?.[1] ?? (body ? 'response' : (init?.method ?? 'GET')),
+      ]);
+      return fetch(url, init);
+    };
+    const { client } = await connect(
+      cluster.devKey,
+      () => ({ action: 'accept', content: { allow: true } }),
+      split,
+    );
+    const res = await client.callTool({
+      name: 'openbot_run_code',
+      arguments: {
+        code: 'await apps.work_calendar.send_email({ to: "replica@example.com" }); return "sent"',
+      },
+    });
+    expect((res.structuredContent as Loose).status).toBe('Completed');
+    // The elicitation answer reached the other gateway, the waiting call picked it up through Redis.
+    expect(seen).toContainEqual([otherGateway, 'response']);
+
+    const ac = new AbortController();
+    let runId = '';
+    const spin = client.callTool(
+      {
+        name: 'run_code',
+        arguments: { code: 'while (true) {}', description: 'Spin until stopped on the other gateway' },
+      },
+      undefined,
+      {
+        signal: ac.signal,
+        onprogress: (p) => {
+          const m = /^run ([\w-]+) running$/.exec(p.message ?? '');
+          if (m && !runId) {
+            runId = m[1]!;
+            ac.abort('stop');
+          }
+        },
+      },
+    );
+    await expect(spin).rejects.toThrow();
+    const rec = await until(async () => {
+      const r = await a('GET', `/v1/code-runs/${runId}`);
+      return r.body.status === 'Cancelled' && r.body;
+    }, 30_000);
+    expect(rec.result.kind).toBe('abort');
+    expect(seen).toContainEqual([otherGateway, 'notifications/cancelled']);
+    expect(seen.filter(([, m]) => m === 'tools/call').every(([h]) => h === callGateway)).toBe(true);
   }, 60_000);
 });
 
