@@ -313,6 +313,37 @@ describe('Code Mode tools', () => {
   }, 60_000);
 });
 
+describe('wider access', () => {
+  it('run_code with sandbox_permissions answers with the escalation decision (index -1); allowed, the run goes on', async () => {
+    const { client } = await connect(cluster.devKey);
+    const res = await client.callTool({
+      name: 'run_code',
+      arguments: {
+        code: 'return "wide"',
+        description: 'Return a word with wider access',
+        sandbox_permissions: 'workspace-write',
+        justification: 'It writes the report into the workspace.',
+      },
+    });
+    expect(res.isError).toBeFalsy();
+    const text = textOf(res);
+    const runId = (res._meta as Loose)['dev.islet/run'].id;
+    expect(text).toBe(
+      `The run ${runId} is waiting for a decision on its wider file access (decision ${runId}:-1); nothing more runs until it is answered. ` +
+        `Answer it with POST /v1/code-runs/${runId}/decisions {"index": -1, "allow": true} (or "allow": false) using an API key with the "decisions" scope. ` +
+        `The run then continues (calls that already ran are replayed, never sent twice); read its result with GET /v1/code-runs/${runId}.`,
+    );
+    expect((await a('POST', `/v1/code-runs/${runId}/decisions`, { index: -1, allow: true })).status).toBe(
+      200,
+    );
+    const rec = await until(async () => {
+      const r = await a('GET', `/v1/code-runs/${runId}`);
+      return r.body.status === 'Completed' && r.body;
+    }, 30_000);
+    expect(rec.text).toBe('wide');
+  }, 60_000);
+});
+
 describe('decisions through MCP elicitation', () => {
   it('a client that can elicit is asked; accept lets the run finish in the same call, decline denies the call', async () => {
     const asked: string[] = [];
