@@ -26,6 +26,14 @@ export const keys = {
   settings: () => 'islet:settings',
   /** Held by the one gateway that runs the orphan sweep this interval (see the gateway's orphan-sweeper.ts). */
   orphanSweepLock: () => 'islet:lock:orphan-sweep',
+  /** A tenant's MCP surface settings (`@islet/mcp`): which tools, their names and descriptions. */
+  mcpSettings: (tenant: string) => `islet:tenant:${tenant}:mcp`,
+  /** An MCP session (`Mcp-Session-Id`): its tenant; any gateway replica serves it. */
+  mcpSession: (session: string) => `islet:mcp:session:${session}`,
+  /** The run an MCP request started, so `notifications/cancelled` (maybe at another replica) cancels it. */
+  mcpRequestRun: (session: string, requestId: string) => `islet:mcp:session:${session}:req:${requestId}`,
+  /** A client's answer to an elicitation Islet sent (any replica may receive it; the asking one polls). */
+  mcpElicitation: (session: string, id: string) => `islet:mcp:session:${session}:elicit:${id}`,
 };
 
 /** Pub/sub channels. Messages carry a run id only; subscribers read the state from Redis. */

@@ -9,6 +9,7 @@ import { createBindingCalls } from './binding-calls.ts';
 import { declareBindings, schemaToTs } from './code-api.ts';
 import { slugify } from './connections.ts';
 import { createGatewayDeps } from './create-deps.ts';
+import { createMcpApps } from './mcp-apps.ts';
 import { createOrphanSweeper } from './orphan-sweeper.ts';
 import { clientGone } from './problem-reply.ts';
 import { registerRoutes } from './routes/index.ts';
@@ -512,6 +513,7 @@ describe('runs through inject (no runner)', () => {
       auth: createAuth(deps),
       runsService: createRunsService(deps),
       bindingCalls: createBindingCalls(deps),
+      mcpApps: createMcpApps(deps),
     });
     await probe.ready();
     await probe.close();

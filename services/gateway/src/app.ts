@@ -6,6 +6,7 @@ import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
 import { jsonDepthExceeds } from './json-depth.ts';
+import { createMcpApps } from './mcp-apps.ts';
 import { HttpProblem, installProblemHandlers, sendProblem } from './problem-reply.ts';
 import type { RouteContext } from './routes/context.ts';
 import { registerRoutes, type Surface } from './routes/index.ts';
@@ -59,12 +60,15 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
   });
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
+  const mcpApps = createMcpApps(deps);
+  app.addHook('onClose', async () => mcpApps.close());
   const ctx: RouteContext = {
     closing: closing.signal,
     deps,
     auth: createAuth(deps),
     runsService: createRunsService(deps),
-    bindingCalls: createBindingCalls(deps),
+    bindingCalls: createBindingCalls(deps, mcpApps),
+    mcpApps,
   };
   await registerRoutes(app, ctx, options.routes, options.surface);
   return app;

@@ -11,8 +11,12 @@ import type { BindingCall, BindingOutcome } from '@islet/engine';
 import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
 import { isFinalStatus } from '@islet/protocol';
 import { AnswerTooLargeError, postToApp } from './app-http.ts';
+import type { Connection } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
+import { TOO_LARGE_MARK } from './guarded-fetch.ts';
 import { httpAnswerOutcome } from './input-required.ts';
+import { valueDepthExceeds } from './json-depth.ts';
+import type { McpApps } from './mcp-apps.ts';
 import { outcomeRecord } from './record.ts';
 
 const failed = (reason: string, message: string, extra: Record<string, unknown> = {}): BindingOutcome => ({
@@ -34,7 +38,7 @@ export interface ServedCall {
   deliverySeq?: number;
 }
 
-export function createBindingCalls(deps: GatewayDeps) {
+export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
   const { runs, journal, decisions, connections, config, metrics, logger } = deps;
   const post = deps.postToApp ?? postToApp;
   const processor = createCallProcessor({ journal, decisions });
@@ -86,6 +90,53 @@ export function createBindingCalls(deps: GatewayDeps) {
     if (res.status < 200 || res.status > 299)
       return failed('http-status', `the App answered HTTP ${res.status}`, { status: res.status });
     return httpAnswerOutcome(res.text, ctx.operationId, config.ISLET_JSON_MAX_DEPTH);
+  }
+
+  async function mcpCall(
+    run: StoredRun,
+    call: BindingCall,
+    connection: Connection,
+    source: CallSource,
+    ctx: { idempotencyKey: string; operationId: string },
+  ): Promise<BindingOutcome> {
+    if (!mcpApps) return failed('unavailable', 'this gateway does not serve mcp connections');
+    const uri =
+      source.kind === 'resource' ? connection.resources.find((r) => r.name === source.name)?.uri : undefined;
+    try {
+      const answer = await mcpApps.call(run.tenant, connection, {
+        kind: source.kind,
+        name: source.name,
+        ...(uri ? { uri } : {}),
+        args: JSON.parse(call.argsJson),
+        idempotencyKey: ctx.idempotencyKey,
+        operationId: ctx.operationId,
+      });
+      if (answer.type === 'error') return failed(answer.reason, answer.message, answer.details ?? {});
+      const maxDepth = config.ISLET_JSON_MAX_DEPTH;
+      if (valueDepthExceeds(answer.value, maxDepth))
+        return failed('too-deep', `the App's answer nests deeper than ${maxDepth} levels`, { maxDepth });
+      return { type: 'result', valueJson: JSON.stringify(answer.value ?? null) };
+    } catch (err) {
+      const e = err as Error & { code?: unknown };
+      const max = config.ISLET_APP_ANSWER_MAX_BYTES;
+      if (e instanceof AnswerTooLargeError || e.message.includes(TOO_LARGE_MARK))
+        return failed(
+          'answer-too-large',
+          `the App's answer is larger than ${max} bytes, the most a call may return`,
+          {
+            maxBytes: max,
+          },
+        );
+      // A JSON-RPC error from the server (unknown tool, bad arguments) is an answer, not an outage
+      // (-32001 is the SDK's own request timeout, which is one).
+      if (typeof e.code === 'number' && e.code !== -32001)
+        return failed('mcp-error', e.message, { code: e.code });
+      logger.warn(
+        { runId: run.id, index: call.index, connectionId: source.connectionId, err: e },
+        'MCP App call failed before an answer',
+      );
+      return failed('unreachable', APP_UNREACHABLE_MESSAGE);
+    }
   }
 
   async function clientCall(
@@ -190,6 +241,7 @@ export function createBindingCalls(deps: GatewayDeps) {
           return failed('connection-removed', `connection ${spec.connectionId} no longer exists`);
         if (spec.kind === 'tool' && !tool)
           return failed('tool-removed', `${spec.name} is no longer a tool of ${connection.name}`);
+        if (connection.kind === 'mcp') return mcpCall(run, call, connection, source, ctx);
         return connection.kind === 'http'
           ? httpCall(run, call, source, connection.url!, ctx)
           : clientCall(run, attempt, call, source, ctx);

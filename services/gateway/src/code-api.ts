@@ -166,6 +166,36 @@ export interface DeclaredBinding {
   builtIn?: true;
 }
 
+/** What an `mcp` connection's binding resolves to: the MCP result itself (Code Mode document). */
+function mcpResultTs(kind: 'tool' | 'resource' | 'prompt', outputSchema: unknown): string {
+  if (kind === 'resource')
+    return '{ contents: Array<{ uri: string; mimeType?: string; text?: string; blob?: string }> }';
+  if (kind === 'prompt')
+    return '{ description?: string; messages: Array<{ role: "user" | "assistant"; content: Record<string, unknown> }> }';
+  const structured = outputSchema
+    ? `structuredContent: ${schemaToTs(outputSchema, 2)}`
+    : 'structuredContent?: unknown';
+  return `{ content: Array<Record<string, unknown>>; ${structured} }`;
+}
+
+function promptArgs(
+  list: Array<{ name: string; description?: string | undefined; required?: boolean | undefined }>,
+): string {
+  return schemaToTs(
+    {
+      type: 'object',
+      properties: Object.fromEntries(
+        list.map((a) => [
+          a.name,
+          { type: 'string', ...(a.description ? { description: a.description } : {}) },
+        ]),
+      ),
+      required: list.filter((a) => a.required).map((a) => a.name),
+    },
+    2,
+  );
+}
+
 const comment = (text: string | undefined, pad: string) =>
   text ? `${pad}/** ${text.replace(/\*\//g, '* /').replace(/\n/g, ' ')} */\n` : '';
 
@@ -204,8 +234,15 @@ export function declareBindings(connections: Connection[], filter: { q?: string;
       const args =
         item.kind === 'tool'
           ? schemaToTs(item.inputSchema ?? { type: 'object' }, 2)
-          : 'Record<string, unknown>';
-      const out = item.outputSchema ? schemaToTs(item.outputSchema, 2) : 'unknown';
+          : c.kind === 'mcp' && item.kind === 'prompt' && 'arguments' in item && item.arguments?.length
+            ? promptArgs(item.arguments)
+            : 'Record<string, unknown>';
+      const out =
+        c.kind === 'mcp'
+          ? mcpResultTs(item.kind, item.outputSchema)
+          : item.outputSchema
+            ? schemaToTs(item.outputSchema, 2)
+            : 'unknown';
       const policy =
         item.kind === 'tool' && 'policy' in item && item.policy !== 'allow'
           ? ` (policy: ${item.policy})`

@@ -20,13 +20,25 @@ export const toolSchema = z.object({
   outputSchema: jsonSchema.optional(),
   policy: z.enum(['allow', 'ask', 'deny']).default('allow'),
 });
-const readSchema = z.object({ name, description: z.string().max(2000).optional() });
+const readSchema = z.object({
+  name,
+  description: z.string().max(2000).optional(),
+  /** `mcp` resources: the URI the binding reads. */
+  uri: z.string().max(2000).optional(),
+  /** `mcp` prompts: the arguments the prompt takes. */
+  arguments: z
+    .array(z.object({ name, description: z.string().max(2000).optional(), required: z.boolean().optional() }))
+    .max(100)
+    .optional(),
+});
 
 export const connectionInputSchema = z
   .object({
     name: z.string().min(1).max(100),
-    kind: z.enum(['http', 'client']),
+    kind: z.enum(['http', 'client', 'mcp']),
     url: z.string().url().optional(),
+    /** `mcp`: headers every request to the server carries (e.g. Authorization); sealed at rest, never shown. */
+    headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/), z.string().max(8000)).optional(),
     tools: z.array(toolSchema).max(200).default([]),
     resources: z.array(readSchema).max(200).default([]),
     prompts: z.array(readSchema).max(200).default([]),
@@ -34,10 +46,24 @@ export const connectionInputSchema = z
   .refine((c) => c.kind !== 'http' || (c.url && /^https?:/.test(c.url)), {
     message: 'an http connection needs an http(s) url',
     path: ['url'],
+  })
+  .refine((c) => c.kind !== 'mcp' || (c.url && /^https?:/.test(c.url)), {
+    message: 'an mcp connection needs the http(s) url of a Streamable HTTP MCP server',
+    path: ['url'],
+  })
+  .refine((c) => c.kind === 'mcp' || c.headers === undefined, {
+    message: 'headers are only for mcp connections',
+    path: ['headers'],
   });
 
 export type ConnectionInput = z.infer<typeof connectionInputSchema>;
-export type Connection = ConnectionInput & { id: string; slug: string; createdAt: number };
+export type Connection = Omit<ConnectionInput, 'headers'> & {
+  id: string;
+  slug: string;
+  createdAt: number;
+  /** `mcp`: the request headers, sealed (never returned by the API). */
+  sealedHeaders?: string;
+};
 export type Tool = z.infer<typeof toolSchema>;
 
 /** "Work calendar" → `work_calendar`; "list-events" → `list_events` (plain identifiers). */
@@ -96,6 +122,7 @@ export function createConnectionStore(redis: Redis) {
     async create(
       tenant: string,
       input: ConnectionInput,
+      sealedHeaders?: string,
     ): Promise<{ ok: true; connection: Connection } | CreateRefusal> {
       const slug = slugify(input.name);
       const reserved = reservedNameProblem(input);
@@ -117,11 +144,13 @@ export function createConnectionStore(redis: Redis) {
           };
         seen.add(n);
       }
+      const { headers: _sealedSeparately, ...rest } = input;
       const connection: Connection = {
-        ...input,
+        ...rest,
         id: `conn-${randomBytes(6).toString('hex')}`,
         slug,
         createdAt: Date.now(),
+        ...(sealedHeaders ? { sealedHeaders } : {}),
       };
       await redis.hset(keys.connections(tenant), connection.id, JSON.stringify(connection));
       return { ok: true, connection };
@@ -133,6 +162,13 @@ export function createConnectionStore(redis: Redis) {
     async list(tenant: string): Promise<Connection[]> {
       const all = await redis.hvals(keys.connections(tenant));
       return all.map((raw) => JSON.parse(raw) as Connection).sort((a, b) => a.createdAt - b.createdAt);
+    },
+    /** Rewrites an existing connection (an `mcp` server's refreshed tool list); false if it is gone. */
+    async replace(tenant: string, connection: Connection): Promise<boolean> {
+      const key = keys.connections(tenant);
+      if (!(await redis.hexists(key, connection.id))) return false;
+      await redis.hset(key, connection.id, JSON.stringify(connection));
+      return true;
     },
     async remove(tenant: string, id: string): Promise<boolean> {
       return (await redis.hdel(keys.connections(tenant), id)) === 1;

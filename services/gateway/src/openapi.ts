@@ -1,6 +1,7 @@
 /** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
 import { runPolicySchema } from '@islet/journal';
 import { MAX_LIST_LIMIT, skillRequestSchema } from '@islet/kernel-sandbox';
+import { mcpSettingsSchema } from '@islet/mcp';
 import { codeRunRecordSchema, PROBLEM_BASE, SANDBOX_MODES } from '@islet/protocol';
 import { z } from 'zod';
 import { connectionInputSchema } from './connections.ts';
@@ -71,6 +72,7 @@ export function openApiDocument() {
         Connection: js(connectionInputSchema),
         DecisionAnswer: js(decisionAnswerSchema),
         RunPolicy: js(runPolicySchema),
+        McpSettings: js(mcpSettingsSchema),
         SkillRequest: js(skillRequest),
         SkillResult: js(skillResult),
         SettingsPatch: js(settingsPatchSchema),
@@ -171,6 +173,24 @@ export function openApiDocument() {
           "A tenant's run policy (style code-mode|run_code, approval hold|stop, time budget, fourEyes) and the effective rules (platform.admin)",
         ),
         put: op("Set a tenant's run policy (platform.admin)", { requestBody: json('RunPolicy') }),
+      },
+      '/mcp': {
+        post: op(
+          'MCP over Streamable HTTP (apps.use): initialize opens a session (Mcp-Session-Id, also the Islet session of its runs); tools/list, tools/call; notifications/cancelled cancels the run',
+        ),
+        get: op('No server-initiated stream: 405 (everything rides on the POST response stream)'),
+        delete: op('End the MCP session (Mcp-Session-Id)'),
+      },
+      '/v1/tools': {
+        get: op(
+          "The caller's tools as definitions (?format=mcp|openai|anthropic), generated from the same zod schemas as /mcp",
+        ),
+      },
+      '/v1/admin/tenants/{id}/mcp': {
+        get: op(
+          "A tenant's MCP tools: which surfaces, names and descriptions, and the effective list (platform.admin)",
+        ),
+        put: op("Set a tenant's MCP tools (platform.admin)", { requestBody: json('McpSettings') }),
       },
       '/v1/sessions/{id}/files': {
         get: op(

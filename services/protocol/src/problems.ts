@@ -24,6 +24,7 @@ export const PROBLEMS = {
   'call-not-pending': { status: 409, title: 'The call is not waiting for a client result' },
   'rate-limited': { status: 429, title: 'Too many requests' },
   'quota-exceeded': { status: 429, title: 'Too many runs in flight' },
+  'app-unreachable': { status: 502, title: 'The App could not be reached or did not answer as expected' },
   unavailable: { status: 503, title: 'The service is not available' },
   internal: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;

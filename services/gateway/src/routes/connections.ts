@@ -7,16 +7,34 @@ import { idParams } from './params.ts';
 
 export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
-  const view = (c: Awaited<ReturnType<typeof deps.connections.get>> & object) => ({
+  const view = ({ sealedHeaders, ...c }: Awaited<ReturnType<typeof deps.connections.get>> & object) => ({
     ...c,
+    // Which header names an mcp connection sends; their values stay sealed.
+    ...(sealedHeaders
+      ? { headers: Object.keys(JSON.parse(deps.sealer.open(sealedHeaders)) as object).sort() }
+      : {}),
     bindings: bindingsOf(c).map((b) => `apps.${b.binding}`),
   });
   return async (app) => {
     app.post('/v1/connections', { preHandler: auth.requireScopes('apps.use') }, async (request, reply) => {
       const parsed = connectionInputSchema.safeParse(request.body);
       if (!parsed.success) throw validationProblem(parsed.error);
-      const res = await deps.connections.create(callerOf(request).tenantId, parsed.data);
+      const tenant = callerOf(request).tenantId;
+      let input = parsed.data;
+      if (input.kind === 'mcp') {
+        // The server says what it offers; `tools` in the request only set per-tool policies.
+        try {
+          input = { ...input, ...(await ctx.mcpApps.discover(input)) };
+        } catch (err) {
+          throw new HttpProblem(
+            'app-unreachable',
+            `the MCP server could not be listed: ${(err as Error).message}`,
+          );
+        }
+      }
+      const res = await deps.connections.create(tenant, input, ctx.mcpApps.sealHeaders(parsed.data.headers));
       if (!res.ok) throw new HttpProblem(res.code, res.detail);
+      if (res.connection.kind === 'mcp') ctx.mcpApps.watch(tenant, res.connection);
       reply.header('location', `/v1/connections/${res.connection.id}`);
       return reply.code(201).send(view(res.connection));
     });
@@ -37,6 +55,7 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const { id } = idParams.parse(request.params);
         if (!(await deps.connections.remove(callerOf(request).tenantId, id)))
           throw new HttpProblem('not-found', `no connection ${id}`);
+        await ctx.mcpApps.unwatch(callerOf(request).tenantId, id);
         return reply.code(204).send();
       },
     );

@@ -1,6 +1,7 @@
 import type { Auth } from '../auth.ts';
 import type { BindingCalls } from '../binding-calls.ts';
 import type { GatewayDeps } from '../deps.ts';
+import type { McpApps } from '../mcp-apps.ts';
 import type { RunsService } from '../runs-service.ts';
 
 /** What every route plugin receives. Route groups are separate plugins registered in `index.ts`. */
@@ -9,6 +10,8 @@ export interface RouteContext {
   auth: Auth;
   runsService: RunsService;
   bindingCalls: BindingCalls;
+  /** Connection kind `mcp`: discovery, tool-list watching, calls. */
+  mcpApps: McpApps;
   /** Aborted when the app starts closing: long waits (SSE, Prefer: wait) end so close is quick. */
   closing: AbortSignal;
 }

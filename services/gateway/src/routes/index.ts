@@ -12,6 +12,7 @@ import { decisionsRoutes } from './decisions.ts';
 import { eventsRoutes } from './events.ts';
 import { healthRoutes } from './health.ts';
 import { internalRoutes } from './internal.ts';
+import { mcpRoutes } from './mcp.ts';
 import { runPolicyRoutes } from './run-policy.ts';
 import { runsRoutes } from './runs.ts';
 import { settingsRoutes } from './settings.ts';
@@ -30,6 +31,7 @@ export const ROUTE_GROUPS = [
   runPolicyRoutes,
   workspaceRoutes,
   consoleRoutes,
+  mcpRoutes,
 ];
 
 /**
