@@ -62,6 +62,9 @@ export async function stopOwned(
       killGroup(proc, 'SIGKILL');
       resolve();
     });
-    killGroup(proc, signal);
+    // A polite signal goes to the leader alone: a runner told to stop drains the runs its sandbox
+    // hosts hold, so they must not get the signal too. SIGKILL takes the whole group.
+    if (signal === 'SIGKILL') killGroup(proc, signal);
+    else proc.kill(signal);
   });
 }
