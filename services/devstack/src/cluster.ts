@@ -9,7 +9,14 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRedis, createTenantStore, generateSealKey, SCOPES, SECRET_VARIABLES } from '@islet/core';
+import {
+  createRedis,
+  createSettingsStore,
+  createTenantStore,
+  generateSealKey,
+  SCOPES,
+  SECRET_VARIABLES,
+} from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
 import { freePort, type RedisServer, spawnOwned, startRedis, stopOwned } from '@islet/testkit';
 
@@ -46,6 +53,11 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** The dev tenant's key text. Default: random. */
   devApiKey?: string;
+  /**
+   * Turn Code Mode on in the platform settings (a fresh install has it off, as the Code Mode
+   * document says; the local stack is for trying it). Default true.
+   */
+  codeMode?: boolean;
   /** Dev tenant id. Default `dev`. */
   devTenant?: string;
   /** Forward children's output to this process's stderr. Default false (kept for diagnostics). */
@@ -74,6 +86,8 @@ export interface Cluster {
   /** The redis-server this cluster started (undefined when `redisUrl` was given). */
   redis: RedisServer | undefined;
   tenantId: string;
+  /** Whether this stack turned Code Mode on (ClusterOptions.codeMode). */
+  codeModeEnabled: boolean;
   /** The dev tenant's key; it has every scope, including platform.admin. */
   devKey: string;
   adminKey: string;
@@ -313,6 +327,12 @@ async function startClusterProcesses(
   const devKey = (
     await tenants.createKey(tenantId, [...SCOPES], options.devApiKey ? { key: options.devApiKey } : {})
   ).key;
+  const codeModeEnabled = options.codeMode ?? true;
+  if (codeModeEnabled) {
+    const settings = createSettingsStore(redis);
+    const current = await settings.get();
+    if (!current.codeMode.enabled) await settings.update(current.version, { enabled: true });
+  }
   redis.disconnect();
 
   return {
@@ -321,6 +341,7 @@ async function startClusterProcesses(
     redisUrl,
     redis: redisServer,
     tenantId,
+    codeModeEnabled,
     devKey,
     adminKey: devKey,
     env,

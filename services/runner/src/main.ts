@@ -117,6 +117,7 @@ const executor = createRunExecutor({
   engineFor,
   sandboxFacts: (mode) => facts.get(mode),
   workspaces,
+  requireFullEnforcement: config.ISLET_SANDBOX_ENFORCEMENT_REQUIRED === 'full',
   gateway: createGatewayClient({ urls: config.ISLET_GATEWAY_URLS, token: config.ISLET_INTERNAL_TOKEN }),
   metrics,
   logger,
