@@ -34,6 +34,8 @@ export interface RunnerSpec {
   modes: SandboxMode[];
   /** ISLET_RUNNER_CONCURRENCY for this runner. Default 4. */
   concurrency?: number;
+  /** Extra environment for this runner only (e.g. a host without the kernel launcher). */
+  env?: Record<string, string>;
 }
 
 export interface ClusterOptions {
@@ -51,6 +53,8 @@ export interface ClusterOptions {
   modes?: SandboxMode[];
   /** Extra environment for every process (e.g. ISLET_RUNNER_LOCK_DURATION_MS for tests). */
   env?: Record<string, string>;
+  /** Extra environment per gateway, by index (gateways configured differently). */
+  gatewayEnv?: Array<Record<string, string>>;
   /** The dev tenant's key text. Default: random. */
   devApiKey?: string;
   /**
@@ -215,7 +219,12 @@ async function startClusterProcesses(
         pid: undefined,
         alive: false,
       },
-      env: { ...processEnv, ISLET_PORT: String(port), ISLET_INTERNAL_PORT: String(internalPort) },
+      env: {
+        ...processEnv,
+        ...options.gatewayEnv?.[i],
+        ISLET_PORT: String(port),
+        ISLET_INTERNAL_PORT: String(internalPort),
+      },
       script: GATEWAY_MAIN,
       lines: [],
     });
@@ -246,6 +255,7 @@ async function startClusterProcesses(
         ISLET_RUNNER_CONCURRENCY: String(spec.concurrency ?? env.ISLET_RUNNER_CONCURRENCY ?? 4),
         ISLET_GATEWAY_URLS: internalUrls.join(','),
         ISLET_RUNNER_METRICS_PORT: String(port),
+        ...spec.env,
       },
       script: RUNNER_MAIN,
       lines: [],

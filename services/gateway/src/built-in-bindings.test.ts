@@ -72,10 +72,7 @@ describe('reserved connection names', () => {
   });
 
   it('refuses connection and capability names that the runtime refuses as binding names', async () => {
-    expectReserved(
-      await create({ name: 'class' }),
-      'invalid binding name: class (reserved by JavaScript)',
-    );
+    expectReserved(await create({ name: 'class' }), 'invalid binding name: class (reserved by JavaScript)');
     expectReserved(
       await create({ name: 'call' }),
       'invalid binding name: call (kept by the run environment)',

@@ -236,7 +236,9 @@ export function createRunsService(deps: GatewayDeps) {
       if (f.sandbox_permissions !== undefined)
         refuse('sandbox_permissions belongs to run_code runs: Code Mode programs have no files');
       if (f.timeoutMs !== undefined || input.noDeadline)
-        refuse('timeoutMs belongs to run_code runs: a Code Mode run takes codeMode.timeoutMs from the platform settings');
+        refuse(
+          'timeoutMs belongs to run_code runs: a Code Mode run takes codeMode.timeoutMs from the platform settings',
+        );
       return {
         timeoutMs: current.codeMode.timeoutMs,
         memoryMb: current.codeMode.memoryMb,

@@ -81,6 +81,7 @@ for (const mode of config.ISLET_RUNNER_MODES) {
     facts.set(mode, { mode, enforcement: level });
   }
   for (const l of levels) metrics.sandboxEnforcement.set({ mode, level: l }, l === level ? 1 : 0);
+  metrics.sandboxUnavailableRuns.inc({ mode }, 0); // present from the start, so rate() sees the first one
 }
 
 // One engine per mode, created up front so the sandbox process metrics exist from the start.

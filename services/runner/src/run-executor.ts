@@ -131,15 +131,15 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     // File bindings belong to run_code runs; Code Mode programs have no files.
     const files =
       deps.workspaces && run.request.style !== 'code-mode'
-      ? createFilesCalls({
-          journal,
-          store: deps.workspaces,
-          metrics,
-          run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },
-          attempt,
-          enforcement: facts?.enforcement ?? 'none',
-        })
-      : undefined;
+        ? createFilesCalls({
+            journal,
+            store: deps.workspaces,
+            metrics,
+            run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },
+            attempt,
+            enforcement: facts?.enforcement ?? 'none',
+          })
+        : undefined;
     const replaying = createReplayingHandler({
       journal: await journal.list(run.id),
       live: (call) =>
