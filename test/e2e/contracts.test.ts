@@ -12,7 +12,6 @@ let cluster: Cluster;
 let a: Api;
 let redis: Redis;
 let app: Awaited<ReturnType<typeof startAppServer>>;
-let mail: Loose;
 
 const wait = { prefer: 'wait=30' };
 const final = (id: string, as: Api = a) =>
@@ -67,7 +66,6 @@ beforeAll(async () => {
     ],
   });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
-  mail = created.body;
 }, 90_000);
 
 afterAll(async () => {

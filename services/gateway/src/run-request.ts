@@ -5,7 +5,7 @@
  * declares them).
  */
 import type { IsletConfig } from '@islet/core';
-import { type RunStyle, RUN_STYLES } from '@islet/journal';
+import { RUN_STYLES, type RunStyle } from '@islet/journal';
 import { parseRunCodeRequest, type RunCodeCapabilities, type RunCodeRequest } from '@islet/protocol';
 import { z } from 'zod';
 
