@@ -422,3 +422,17 @@ describe('principals', () => {
     expect((await admin('GET', `/v1/code-runs/${mine.body.id}`)).status).toBe(200);
   });
 });
+
+describe('the run_code skill (document 002)', () => {
+  it('keeps the first 1 MB of output and lets the program finish', async () => {
+    const res = await a('POST', '/v1/skills/run_code', {
+      language: 'python',
+      code: "import sys\nfor i in range(300):\n    print('s' * 4095)\nsys.stderr.write('finished')",
+    });
+    expect(res.status, JSON.stringify(res.body).slice(0, 500)).toBe(200);
+    expect(res.body).toMatchObject({ success: true, exitCode: 0, language: 'python' });
+    expect(res.body.output).toHaveLength(1_048_576);
+    expect(res.body.error).toContain('finished');
+    expect(res.body.error).toContain('stdout was truncated: captured the first 1048576 bytes');
+  });
+});
