@@ -436,3 +436,24 @@ describe('the run_code skill (document 002)', () => {
     expect(res.body.error).toContain('stdout was truncated: captured the first 1048576 bytes');
   });
 });
+
+describe('documented', () => {
+  it('OpenAPI shows only code and description as required, the style, and the style table', async () => {
+    const doc = (await a('GET', '/openapi.json')).body;
+    const req = doc.components.schemas.RunRequest;
+    expect(req.required).toEqual(['code', 'description']);
+    expect(req.properties.style.enum).toEqual(['code-mode', 'run_code']);
+    for (const f of ['sessionId', 'turnId', 'callId', 'connections', 'timeoutMs'])
+      expect(req.properties[f], f).toBeDefined();
+    expect(req.description).toContain('| | run_code (000) | code-mode (003) |');
+    expect(doc.info.description).toContain('## run_code vs Code Mode');
+    expect(doc['x-run-styles'].map((r: Loose) => r.rule)).toEqual(
+      expect.arrayContaining([
+        'time counted',
+        'a call needing a decision',
+        'files and sandbox modes',
+        'output',
+      ]),
+    );
+  });
+});
