@@ -287,7 +287,12 @@ describe('timeout accounting per tenant', () => {
     }
 
     const policy = await a('PUT', '/v1/admin/tenants/slowpoke/run-policy', { style: 'run_code' });
-    expect(policy.body.effective).toEqual({ style: 'run_code', approval: 'hold', timeBudget: 'elapsed' });
+    expect(policy.body.effective).toEqual({
+      style: 'run_code',
+      approval: 'hold',
+      timeBudget: 'elapsed',
+      fourEyes: false,
+    });
     const conn = await slowpoke('POST', '/v1/connections', {
       name: 'Mail',
       kind: 'http',
