@@ -304,6 +304,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             'POST',
             '/v1/runs',
             {
+              // Stop-and-replay after each decision is what the chaos run exercises (Code Mode's rule).
+              style: 'code-mode',
               code: spec.code,
               description: `Chaos run ${spec.i} of kind ${spec.kind}`,
               sessionId: 'chaos',

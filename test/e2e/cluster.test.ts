@@ -198,14 +198,17 @@ describe('runs across two gateways and several runners', () => {
       type: 'https://islet.dev/problems/version-conflict',
       currentVersion: cur.version + 1,
     });
-    const refused = await a('POST', '/v1/runs', base(), { prefer: 'wait=10' });
+    // The settings govern Code Mode runs (a run_code run is not switched off by them).
+    const refused = await a('POST', '/v1/runs', base({ style: 'code-mode' }), { prefer: 'wait=10' });
     expect(refused.body).toMatchObject({ status: 'Failed', result: { reason: 'Unavailable' } });
     const small = await a('PATCH', '/v1/platform/settings', {
       expectedVersion: cur.version + 1,
       codeMode: { enabled: true, outputBytes: 1024 },
     });
     expect(small.status).toBe(200);
-    const big = await b('POST', '/v1/runs', base({ code: 'return "x".repeat(5000)' }), { prefer: 'wait=20' });
+    const big = await b('POST', '/v1/runs', base({ style: 'code-mode', code: 'return "x".repeat(5000)' }), {
+      prefer: 'wait=20',
+    });
     expect(big.body.result).toMatchObject({ reason: 'OutputTooLarge', kind: 'output-limit' });
     const restore = await b('PATCH', '/v1/platform/settings', {
       expectedVersion: cur.version + 2,

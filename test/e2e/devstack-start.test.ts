@@ -37,6 +37,12 @@ it('npm start brings the cluster up on ISLET_PORT with ISLET_DEV_API_KEY and Ctr
     await until(async () => out.includes('Ctrl-C stops everything'), 40_000, 100);
     expect(out).toContain(`gateway   http://127.0.0.1:${port}`);
     expect(out).toContain(`API key   ${key}`);
+    // Code Mode is off on a fresh install; the dev stack turns it on and says so.
+    expect(out).toContain('Code Mode on: this dev stack turned it on in the platform settings');
+    const settings = await fetch(`http://127.0.0.1:${port}/v1/platform/settings`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(((await settings.json()) as { codeMode: { enabled: boolean } }).codeMode.enabled).toBe(true);
     // The printed example, run as printed (minus the shell quoting).
     const body = /-d '(.+)'/.exec(out)?.[1];
     expect(body).toBeTruthy();

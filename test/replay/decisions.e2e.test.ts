@@ -19,7 +19,9 @@ let redis: Redis;
 let app: Awaited<ReturnType<typeof startAppServer>>;
 let mail: Loose;
 
+// Stop-and-replay is Code Mode's approval (document 003); tests of run_code's rules say so.
 const run = (code: string, extra: Record<string, unknown> = {}) => ({
+  style: 'code-mode',
   code,
   description: 'Read a note and mail it',
   sessionId: 'sess-d',
@@ -170,6 +172,8 @@ describe('stop and decide', () => {
     const ended = await status(id, 'Failed');
     expect(ended.result).toMatchObject({ _tag: 'Failed', reason: 'ReplayMismatch' });
     expect(ended.result.message).toContain('mail.read_note');
+    // It reads as what it is (Code Mode's ReplayMismatch), not as a stopped run's abort.
+    expect(ended.text).toBe(`code run failed (ReplayMismatch): ${ended.result.message}`);
     expect(deliveriesOf(`${id}:0`)).toHaveLength(1);
     expect(deliveriesOf(`${id}:1`)).toHaveLength(0); // the approved call was never sent
   });
@@ -224,6 +228,7 @@ describe('hold in place', () => {
 describe('wider access for one run', () => {
   const code = 'return "ran wide"';
   const wide = {
+    style: 'run_code',
     sandbox_permissions: 'workspace-write',
     justification: 'It writes the report into the workspace.',
   };
@@ -262,13 +267,32 @@ describe('wider access for one run', () => {
 });
 
 describe('timeout accounting per tenant', () => {
-  it('Code Mode (default) does not count App waits; a run_code-style tenant counts elapsed time', async () => {
+  it('Code Mode does not count App waits; a run_code-style tenant counts elapsed time', async () => {
     const slowCode = 'const r = await apps.mail.slow({}); return r.structuredContent.tool';
-    const codeMode = await a('POST', '/v1/runs', run(slowCode, { timeoutMs: 800 }), { prefer: 'wait=20' });
-    expect(codeMode.body).toMatchObject({ status: 'Completed', result: { value: 'slow' } });
+    // Code Mode's budget is its platform setting (1000 ms here); the App takes 1500 ms.
+    const before = (await a('GET', '/v1/platform/settings')).body;
+    const patched = await a('PATCH', '/v1/platform/settings', {
+      expectedVersion: before.version,
+      codeMode: { timeoutMs: 1000 },
+    });
+    expect(patched.status).toBe(200);
+    try {
+      const codeMode = await a('POST', '/v1/runs', run(slowCode), { prefer: 'wait=20' });
+      expect(codeMode.body).toMatchObject({ status: 'Completed', result: { value: 'slow' } });
+    } finally {
+      await a('PATCH', '/v1/platform/settings', {
+        expectedVersion: patched.body.version,
+        codeMode: { timeoutMs: before.codeMode.timeoutMs },
+      });
+    }
 
     const policy = await a('PUT', '/v1/admin/tenants/slowpoke/run-policy', { style: 'run_code' });
-    expect(policy.body.effective).toEqual({ style: 'run_code', approval: 'hold', timeBudget: 'elapsed' });
+    expect(policy.body.effective).toEqual({
+      style: 'run_code',
+      approval: 'hold',
+      timeBudget: 'elapsed',
+      fourEyes: false,
+    });
     const conn = await slowpoke('POST', '/v1/connections', {
       name: 'Mail',
       kind: 'http',
@@ -278,7 +302,7 @@ describe('timeout accounting per tenant', () => {
     const elapsed = await slowpoke(
       'POST',
       '/v1/runs',
-      { ...run(slowCode, { timeoutMs: 800 }), connections: [conn.body.id] },
+      { ...run(slowCode, { timeoutMs: 800 }), style: undefined, connections: [conn.body.id] },
       { prefer: 'wait=20' },
     );
     expect(elapsed.body.status).toBe('Failed');
@@ -302,6 +326,7 @@ describe('hold in place counts against a run_code-style budget', () => {
       '/v1/runs',
       {
         ...run('await apps.asker.send_email({ to: "x" }); return "sent"', { timeoutMs: 1500 }),
+        style: undefined,
         connections: [conn.body.id],
       },
       { prefer: 'wait=20' },

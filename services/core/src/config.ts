@@ -85,6 +85,18 @@ export const configSchema = z.object({
    * Unset: a fixed built-in key, which hides arguments only from casual reads of Redis.
    */
   ISLET_JOURNAL_ARGS_KEY: z.string().min(16).optional(),
+  /**
+   * The run_code ceiling of this deployment, ms: a longer `timeoutMs` is capped to it (the run_code
+   * document: "a lower ceiling can apply in some setups"). Never above 600000.
+   */
+  ISLET_RUN_CODE_MAX_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(600_000),
+  /**
+   * What this setup's program runtime can honour. `false` makes a request carrying the control
+   * fail with `timeoutMs is not available for this PTC runtime` / `sandbox_permissions is not
+   * available for this PTC runtime` (e.g. a deployment with one fixed budget, or only a read-only pool).
+   */
+  ISLET_RUNTIME_TIMEOUT_MS: z.enum(['true', 'false']).default('true'),
+  ISLET_RUNTIME_SANDBOX_PERMISSIONS: z.enum(['true', 'false']).default('true'),
   /** Run records, events and idempotency keys live this long. */
   ISLET_RUN_RETENTION_SECONDS: int(7 * 24 * 3600, 60),
 
@@ -122,6 +134,12 @@ export const configSchema = z.object({
    * (runtime.ts) from the environment; listed here so it is documented and validated.
    */
   ISLET_SANDBOX_RUNTIME_DIR: z.string().regex(/^\//, 'an absolute path').default('/var/lib/islet/runtime'),
+  /**
+   * The file-sandbox enforcement a run_code run requires. `full`: on a host that enforces only
+   * partly, runs fail `sandbox-unavailable` before they start (counted in
+   * `islet_sandbox_unavailable_runs_total`) instead of running with partial limits.
+   */
+  ISLET_SANDBOX_ENFORCEMENT_REQUIRED: z.enum(['partial', 'full']).default('partial'),
   /**
    * Directory holding every session workspace (`<root>/<tenant>/<session>`): the gateway's file
    * routes and the runners' `files.*` bindings and skills use the same path (a shared volume in

@@ -12,6 +12,8 @@ export const keys = {
   /** Marks a `client` call as awaiting its answer (value: attempt). */
   clientCallPending: (runId: string, index: number) => `islet:run:{${runId}}:call:${index}:pending`,
   sessionRuns: (tenant: string, session: string) => `islet:tenant:${tenant}:session:${session}:runs`,
+  /** The principal that opened a session (set by its first run; `sessions.read` shows only your own). */
+  sessionOwner: (tenant: string, session: string) => `islet:tenant:${tenant}:session:${session}:owner`,
   idempotency: (tenant: string, key: string) => `islet:tenant:${tenant}:idem:${key}`,
   inFlight: (tenant: string) => `islet:tenant:${tenant}:inflight`,
   rateWindow: (tenant: string, window: number) => `islet:tenant:${tenant}:rl:${window}`,

@@ -98,6 +98,12 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode', 'level'],
       registers,
     }),
+    sandboxUnavailableRuns: new Counter({
+      name: 'islet_sandbox_unavailable_runs_total',
+      help: 'Runs that did not start because the required file-sandbox enforcement was not available',
+      labelNames: ['mode'],
+      registers,
+    }),
     replayMismatches: new Counter({
       name: 'islet_replay_mismatches_total',
       help: 'Runs stopped because they diverged from their journal',

@@ -20,7 +20,26 @@ export interface BindingSpec {
   kind: 'tool' | 'resource' | 'prompt';
 }
 
+/**
+ * The limits a run executes under, fixed when it is accepted: every execution and replay of the
+ * run uses these, whatever the platform settings say later.
+ */
+export interface RunLimitsSnapshot {
+  /** `null`: no deadline (a workflow principal asked for none). */
+  timeoutMs: number | null;
+  memoryMb: number;
+  outputBytes: number;
+  /** `shared` (run_code: lines and value share the cap) or `separate` (Code Mode `outputBytes`). */
+  outputCap: 'shared' | 'separate';
+  /** The platform settings version the limits were taken from (`code-mode` runs). */
+  settingsVersion?: number;
+}
+
 export interface RunRequestData {
+  /** Which contract the run follows: `run_code` (document 000) or `code-mode` (document 003). */
+  style?: 'run_code' | 'code-mode';
+  /** Absent on runs accepted before limits were snapshotted (the runner reads the settings then). */
+  limits?: RunLimitsSnapshot;
   timeoutMs?: number;
   connections: string[];
   bindings: BindingSpec[];
@@ -42,6 +61,8 @@ export interface StoredRun {
   session: string;
   turn: string;
   callId: string;
+  /** The principal (owner of the API key) that submitted the run; absent on older runs. */
+  principal?: string;
   status: RunStatus;
   mode: SandboxMode;
   code: string;
@@ -144,6 +165,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         clockMs: String(run.clockMs),
         seed: run.seed,
       };
+      if (run.principal) fields.principal = run.principal;
       await redis
         .multi()
         .hset(keys.run(run.id), fields)
@@ -189,6 +211,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       if (result) run.result = result;
       if (h.text) run.text = sealer.open(h.text);
       if (h.kind) run.kind = h.kind;
+      if (h.principal) run.principal = h.principal;
       return run;
     },
 

@@ -1,7 +1,8 @@
 /**
  * Platform settings (Code Mode's `PATCH /v1/platform/settings`), one Redis hash shared by every
  * gateway and runner. Updates are compare-and-set on `version` in a Lua script, so two admins
- * racing cannot both win; runners read the current value for each job.
+ * racing cannot both win; a `code-mode` run snapshots them at creation (`run.request.limits`), so every execution
+ * and replay of that run uses the same limits.
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -21,13 +22,13 @@ export interface PlatformSettings {
 }
 
 /**
- * Defaults when nothing was ever stored. Islet is a Code Mode cluster, so it starts enabled
- * (OpenBot's document has it off; an admin can turn it off). Limits follow run_code's defaults
- * for time, and the Code Mode example's spirit for memory and output.
+ * Defaults when nothing was ever stored. Code Mode is off on a fresh install (the Code Mode
+ * document: "Code Mode is off by default"; the local devstack turns it on and says so). These
+ * settings govern `code-mode` runs only; run_code runs have the run_code document's own limits.
  */
 export const DEFAULT_SETTINGS: PlatformSettings = {
   version: 1,
-  codeMode: { enabled: true, timeoutMs: 120_000, memoryMb: 128, outputBytes: 1_048_576 },
+  codeMode: { enabled: false, timeoutMs: 120_000, memoryMb: 128, outputBytes: 1_048_576 },
 };
 
 const CAS = `

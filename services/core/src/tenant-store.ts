@@ -7,7 +7,19 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 
-export const SCOPES = ['apps.use', 'sessions.read', 'decisions', 'platform.admin'] as const;
+/**
+ * `sessions.admin`: read every session of the tenant, not only the key's principal's own.
+ * `workflows`: a principal that is another part of the platform (a workflow) and may start a run
+ * with no deadline (`timeoutMs: null`), which a chat's run_code call never can.
+ */
+export const SCOPES = [
+  'apps.use',
+  'sessions.read',
+  'decisions',
+  'platform.admin',
+  'sessions.admin',
+  'workflows',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export interface Tenant {
@@ -22,6 +34,11 @@ export interface Tenant {
 
 export interface ApiKeyIdentity {
   keyId: string;
+  /**
+   * Who the key belongs to (a user, a service, a workflow). Sessions belong to the principal that
+   * opened them. Keys made before principals existed are their own principal (`principalOf`).
+   */
+  principal?: string;
   tenantId: string;
   scopes: Scope[];
 }
@@ -31,6 +48,12 @@ export function hashApiKey(key: string): string {
 }
 
 const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const PRINCIPAL = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
+
+/** The principal a key belongs to; a key made before principals existed is its own. */
+export function principalOf(identity: ApiKeyIdentity): string {
+  return identity.principal ?? identity.keyId;
+}
 
 export function createTenantStore(redis: Redis) {
   return {
@@ -62,11 +85,18 @@ export function createTenantStore(redis: Redis) {
       return out;
     },
     /** Creates a key; pass `key` to fix its text (dev stacks), otherwise a random one is made. */
-    async createKey(tenantId: string, scopes: Scope[], options: { key?: string } = {}) {
+    async createKey(tenantId: string, scopes: Scope[], options: { key?: string; principal?: string } = {}) {
       if (!(await this.getTenant(tenantId))) throw new Error(`no tenant "${tenantId}"`);
+      if (options.principal !== undefined && !PRINCIPAL.test(options.principal))
+        throw new Error(`principal must match ${PRINCIPAL}`);
       const key = options.key ?? `isk_${randomBytes(24).toString('base64url')}`;
       const keyId = `key-${randomBytes(6).toString('hex')}`;
-      const identity: ApiKeyIdentity = { keyId, tenantId, scopes: [...new Set(scopes)] };
+      const identity: ApiKeyIdentity = {
+        keyId,
+        principal: options.principal ?? keyId,
+        tenantId,
+        scopes: [...new Set(scopes)],
+      };
       await redis.set(keys.apiKey(hashApiKey(key)), JSON.stringify(identity));
       return { key, ...identity };
     },

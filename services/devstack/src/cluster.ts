@@ -9,7 +9,14 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRedis, createTenantStore, generateSealKey, SCOPES, SECRET_VARIABLES } from '@islet/core';
+import {
+  createRedis,
+  createSettingsStore,
+  createTenantStore,
+  generateSealKey,
+  SCOPES,
+  SECRET_VARIABLES,
+} from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
 import { freePort, type RedisServer, spawnOwned, startRedis, stopOwned } from '@islet/testkit';
 
@@ -27,6 +34,8 @@ export interface RunnerSpec {
   modes: SandboxMode[];
   /** ISLET_RUNNER_CONCURRENCY for this runner. Default 4. */
   concurrency?: number;
+  /** Extra environment for this runner only (e.g. a host without the kernel launcher). */
+  env?: Record<string, string>;
 }
 
 export interface ClusterOptions {
@@ -44,8 +53,15 @@ export interface ClusterOptions {
   modes?: SandboxMode[];
   /** Extra environment for every process (e.g. ISLET_RUNNER_LOCK_DURATION_MS for tests). */
   env?: Record<string, string>;
+  /** Extra environment per gateway, by index (gateways configured differently). */
+  gatewayEnv?: Array<Record<string, string>>;
   /** The dev tenant's key text. Default: random. */
   devApiKey?: string;
+  /**
+   * Turn Code Mode on in the platform settings (a fresh install has it off, as the Code Mode
+   * document says; the local stack is for trying it). Default true.
+   */
+  codeMode?: boolean;
   /** Dev tenant id. Default `dev`. */
   devTenant?: string;
   /** Forward children's output to this process's stderr. Default false (kept for diagnostics). */
@@ -74,6 +90,8 @@ export interface Cluster {
   /** The redis-server this cluster started (undefined when `redisUrl` was given). */
   redis: RedisServer | undefined;
   tenantId: string;
+  /** Whether this stack turned Code Mode on (ClusterOptions.codeMode). */
+  codeModeEnabled: boolean;
   /** The dev tenant's key; it has every scope, including platform.admin. */
   devKey: string;
   adminKey: string;
@@ -201,7 +219,12 @@ async function startClusterProcesses(
         pid: undefined,
         alive: false,
       },
-      env: { ...processEnv, ISLET_PORT: String(port), ISLET_INTERNAL_PORT: String(internalPort) },
+      env: {
+        ...processEnv,
+        ...options.gatewayEnv?.[i],
+        ISLET_PORT: String(port),
+        ISLET_INTERNAL_PORT: String(internalPort),
+      },
       script: GATEWAY_MAIN,
       lines: [],
     });
@@ -232,6 +255,7 @@ async function startClusterProcesses(
         ISLET_RUNNER_CONCURRENCY: String(spec.concurrency ?? env.ISLET_RUNNER_CONCURRENCY ?? 4),
         ISLET_GATEWAY_URLS: internalUrls.join(','),
         ISLET_RUNNER_METRICS_PORT: String(port),
+        ...spec.env,
       },
       script: RUNNER_MAIN,
       lines: [],
@@ -313,6 +337,12 @@ async function startClusterProcesses(
   const devKey = (
     await tenants.createKey(tenantId, [...SCOPES], options.devApiKey ? { key: options.devApiKey } : {})
   ).key;
+  const codeModeEnabled = options.codeMode ?? true;
+  if (codeModeEnabled) {
+    const settings = createSettingsStore(redis);
+    const current = await settings.get();
+    if (!current.codeMode.enabled) await settings.update(current.version, { enabled: true });
+  }
   redis.disconnect();
 
   return {
@@ -321,6 +351,7 @@ async function startClusterProcesses(
     redisUrl,
     redis: redisServer,
     tenantId,
+    codeModeEnabled,
     devKey,
     adminKey: devKey,
     env,

@@ -28,7 +28,7 @@ const cluster = await startCluster({
 
 const example = `curl -s -X POST ${cluster.url}/v1/runs \\
   -H "Authorization: Bearer ${cluster.devKey}" -H "Content-Type: application/json" -H "Prefer: wait=10" \\
-  -d '{"code":"console.log(\\"hello from the sandbox\\"); return 6 * 7","description":"Print a greeting and multiply","sessionId":"s1","turnId":"t1","callId":"c1"}'`;
+  -d '{"code":"console.log(\\"hello from the sandbox\\"); return 6 * 7","description":"Print a greeting and multiply"}'`;
 
 process.stdout.write(`
 Islet is running.
@@ -37,6 +37,7 @@ Islet is running.
   redis     ${cluster.redisUrl}
   tenant    ${cluster.tenantId}
   API key   ${cluster.devKey}
+  Code Mode ${cluster.codeModeEnabled ? 'on: this dev stack turned it on in the platform settings (a fresh install has it off)' : 'off'}
 
 Try:
 ${example}

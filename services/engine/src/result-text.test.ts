@@ -79,4 +79,29 @@ describe('renderResultText (run_code contract: How the result reads)', () => {
       'code run failed (abort): the turn was interrupted\n\nCaptured output:\nhalf done',
     );
   });
+
+  it('the file-denial line once: an uncaught denial already carries it; else it is its own line', () => {
+    const denied = 'File sandbox: read-only; enforcement: full; operation denied';
+    const failed: RunOutcome = {
+      ...base,
+      status: 'failed',
+      failure: { kind: 'exception', message: `AppCallFailed: ${denied}` },
+      sandbox: { mode: 'read-only', enforcement: 'full', denied: true },
+    };
+    expect(renderResultText(failed)).toBe(`code run failed (exception): AppCallFailed: ${denied}`);
+    const other = { ...failed, failure: { kind: 'exception' as const, message: 'caught it, then threw' } };
+    expect(renderResultText(other)).toBe(`code run failed (exception): caught it, then threw\n${denied}`);
+  });
+
+  it('a stopped run reads as an abort unless its kind word is given (Code Mode ReplayMismatch)', () => {
+    const stopped: RunOutcome = {
+      ...base,
+      status: 'stopped',
+      stop: { code: 'replay-mismatch', message: 'call 0 was mail.read_note', atCall: 0 },
+    };
+    expect(renderResultText(stopped)).toBe('code run failed (abort): call 0 was mail.read_note');
+    expect(renderResultText(stopped, 'ReplayMismatch')).toBe(
+      'code run failed (ReplayMismatch): call 0 was mail.read_note',
+    );
+  });
 });

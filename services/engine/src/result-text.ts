@@ -30,21 +30,24 @@ function valueText(valueJson: string): string {
   return valueJson;
 }
 
-export function renderResultText(outcome: RunOutcome): string {
+/** `kindWord` replaces the word in the parentheses (a Code Mode `ReplayMismatch` reads as itself). */
+export function renderResultText(outcome: RunOutcome, kindWord?: string): string {
   const printed = outcome.logs.map((line) => line.text);
   if (outcome.status === 'completed') {
     const parts = [...printed];
     if (outcome.valueJson !== undefined) parts.push(valueText(outcome.valueJson));
     return parts.length === 0 ? NO_OUTPUT_TEXT : parts.join('\n');
   }
-  const kind = outcome.status === 'stopped' ? 'abort' : (outcome.failure?.kind ?? 'exception');
+  const kind = kindWord ?? (outcome.status === 'stopped' ? 'abort' : (outcome.failure?.kind ?? 'exception'));
   const message =
     outcome.status === 'stopped'
       ? (outcome.stop?.message ?? 'the run was stopped')
       : (outcome.failure?.message ?? '');
   const lines = [failureLine(kind, message)];
   const sandbox = outcome.sandbox;
-  if (sandbox?.denied) lines.push(sandboxDeniedLine(sandbox.mode, sandbox.enforcement));
+  // Once per failure: an uncaught denial's message already carries the line.
+  const denied = sandbox ? sandboxDeniedLine(sandbox.mode, sandbox.enforcement) : '';
+  if (sandbox?.denied && !message.includes(denied)) lines.push(denied);
   if (sandbox?.enforcement === 'partial') lines.push(PARTIAL_ENFORCEMENT_TEXT);
   if (printed.length > 0) lines.push('', 'Captured output:', ...printed);
   return lines.join('\n');

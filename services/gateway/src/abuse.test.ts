@@ -308,7 +308,7 @@ describe('four-eyes', () => {
     await deps.tenants.createTenant({ id: 'strict', name: 'Strict' });
     const submitter = (await deps.tenants.createKey('strict', ['apps.use', 'decisions'])).key;
     const reviewer = (await deps.tenants.createKey('strict', ['decisions'])).key;
-    await createRunPolicyStore(deps.redis).set('strict', { style: 'code-mode', fourEyes: true });
+    await createRunPolicyStore(deps.redis).set('strict', { style: 'run_code', fourEyes: true });
     const decide = (run: string, k: string, allow: boolean) =>
       app.inject({
         method: 'POST',

@@ -104,12 +104,12 @@ describe('run_code refusals, quoted from the contract', () => {
       expect(p.detail).toBe(refusal);
     });
   }
-  it('requires sessionId, turnId and callId', async () => {
+  it('refuses a malformed sessionId (session, turn and call are optional, generated when absent)', async () => {
     const res = await app.inject({
       method: 'POST',
       url: '/v1/runs',
       headers: auth(key),
-      payload: run({ sessionId: undefined }),
+      payload: run({ sessionId: '' }),
     });
     expect(expectProblem(res, 400, 'validation').detail).toContain('sessionId');
   });
@@ -254,7 +254,7 @@ describe('settings', () => {
     expect(ok.statusCode).toBe(200);
     expect(ok.json()).toMatchObject({
       version: cur.version + 1,
-      codeMode: { enabled: true, timeoutMs: 30000 },
+      codeMode: { enabled: false, timeoutMs: 30000 }, // off on a fresh install (document 003)
     });
     const stale = await app.inject({
       method: 'PATCH',

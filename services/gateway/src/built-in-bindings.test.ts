@@ -42,12 +42,16 @@ afterAll(async () => {
 const create = (payload: Record<string, unknown>) =>
   app.inject({ method: 'POST', url: '/v1/connections', headers, payload: { kind: 'client', ...payload } });
 
-function expectReserved(res: Awaited<ReturnType<typeof create>>, detail: string) {
+function expectReserved(
+  res: Awaited<ReturnType<typeof create>>,
+  detail: string,
+  code = detail.startsWith('invalid binding name') ? 'invalid-binding-name' : 'reserved-connection-name',
+) {
   expect(res.statusCode).toBe(400);
   expect(String(res.headers['content-type'])).toContain('application/problem+json');
   expect(res.json()).toMatchObject({
-    type: 'https://islet.dev/problems/reserved-connection-name',
-    code: 'reserved-connection-name',
+    type: `https://islet.dev/problems/${code}`,
+    code,
     status: 400,
     detail,
   });
@@ -68,21 +72,18 @@ describe('reserved connection names', () => {
   });
 
   it('refuses connection and capability names that the runtime refuses as binding names', async () => {
-    expectReserved(
-      await create({ name: 'class' }),
-      'connection name "class" cannot be a binding name: reserved by JavaScript',
-    );
+    expectReserved(await create({ name: 'class' }), 'invalid binding name: class (reserved by JavaScript)');
     expectReserved(
       await create({ name: 'call' }),
-      'connection name "call" cannot be a binding name: kept by the run environment',
+      'invalid binding name: call (kept by the run environment)',
     );
     expectReserved(
       await create({ name: 'CRM', tools: [{ name: 'ok' }, { name: 'Delete' }] }),
-      'capability "Delete" gives the binding name "crm.delete": reserved by JavaScript',
+      'invalid binding name: delete (reserved by JavaScript)',
     );
     expectReserved(
       await create({ name: 'crm', resources: [{ name: 'lambda' }] }),
-      'capability "lambda" gives the binding name "crm.lambda": reserved by Python',
+      'invalid binding name: lambda (reserved by Python)',
     );
     expect(
       reservedNameProblem({ name: 'Work calendar', kind: 'client', tools: [], resources: [], prompts: [] }),

@@ -199,13 +199,21 @@ function promptArgs(
 const comment = (text: string | undefined, pad: string) =>
   text ? `${pad}/** ${text.replace(/\*\//g, '* /').replace(/\n/g, ' ')} */\n` : '';
 
-export function declareBindings(connections: Connection[], filter: { q?: string; connection?: string } = {}) {
+/**
+ * `style`: `code-mode` declares the Apps only (Code Mode programs have no files); `run_code` (the
+ * default) also the built-in `files.*` bindings, as a run_code run gets them.
+ */
+export function declareBindings(
+  connections: Connection[],
+  filter: { q?: string; connection?: string; style?: 'run_code' | 'code-mode' } = {},
+) {
   const words = (filter.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
   const wanted = filter.connection?.toLowerCase();
   const bindings: DeclaredBinding[] = [];
   const blocks: string[] = [];
   // Built-ins first; connection registration refuses their slugs, so nothing here is shadowed.
-  for (const c of [FILES_CONNECTION, ...connections]) {
+  const builtIns = filter.style === 'code-mode' ? [] : [FILES_CONNECTION];
+  for (const c of [...builtIns, ...connections]) {
     const builtIn = c === FILES_CONNECTION;
     if (wanted && ![c.id, c.slug, c.name.toLowerCase()].includes(wanted)) continue;
     const members: string[] = [];

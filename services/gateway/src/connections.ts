@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { type BindingSpec, keys } from '@islet/core';
-import { bindingNameProblem } from '@islet/engine';
+import { bindingNameProblem, validateBindingNames } from '@islet/engine';
 import { FILES_BINDING_NAMES } from '@islet/kernel-sandbox';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -94,28 +94,53 @@ export const BUILT_IN_CONNECTION_SLUGS: ReadonlySet<string> = new Set(
   FILES_BINDING_NAMES.map((b) => b.slice(0, b.indexOf('.'))),
 );
 
+/** A single token (no spaces) with characters other than letters, digits, `_` and `-`. */
+const WRITTEN_AS_IDENTIFIER = /^[^\s]*[^A-Za-z0-9_\s-][^\s]*$/;
+
+/**
+ * Why the name `written` cannot be the binding part `slug`, in the engine's own text
+ * (`invalid binding name: lambda (reserved by Python)`), or undefined. A single token such as
+ * `$tools` is the name a program would write, so it must be a plain identifier as written; labels
+ * such as "Work calendar" or "list-events" become `work_calendar` / `list_events` (Code Mode's
+ * naming). Every part is also checked as a flat name (run_code's tools are globals: `console`).
+ */
+function bindingPartProblem(written: string, slug: string, qualified: string): string | undefined {
+  const trimmed = written.trim();
+  if (WRITTEN_AS_IDENTIFIER.test(trimmed)) return validateBindingNames([trimmed]);
+  const problem = bindingNameProblem(slug) ?? bindingNameProblem(qualified);
+  return problem ? `invalid binding name: ${slug} (${problem})` : undefined;
+}
+
 /**
  * Why this connection's names cannot become bindings, or undefined. Checked at registration so a
  * connection that no run could ever use (the engine refuses the same names before a run starts)
- * is refused with a clear reason instead of failing every run later.
+ * is refused with the engine's reason instead of failing every run later.
  */
-export function reservedNameProblem(input: ConnectionInput): string | undefined {
+export function reservedNameProblem(input: ConnectionInput): CreateRefusal | undefined {
   const slug = slugify(input.name);
   const called = input.name === slug ? `"${slug}"` : `"${input.name}" (binding name "${slug}")`;
   if (BUILT_IN_CONNECTION_SLUGS.has(slug))
-    return `connection name ${called} is reserved for the built-in workspace bindings`;
-  // A placeholder capability checks the connection part on its own (names.ts checks per part).
-  const own = bindingNameProblem(`${slug}.x`);
-  if (own) return `connection name ${called} cannot be a binding name: ${own}`;
+    return {
+      ok: false,
+      code: 'reserved-connection-name',
+      detail: `connection name ${called} is reserved for the built-in workspace bindings`,
+    };
+  // A placeholder capability checks the connection part as `apps` sees it (`call` is kept there).
+  const own = bindingPartProblem(input.name, slug, `${slug}.x`);
+  if (own) return { ok: false, code: 'invalid-binding-name', detail: own };
   for (const item of [...input.tools, ...input.resources, ...input.prompts]) {
-    const binding = `${slug}.${slugify(item.name)}`;
-    const problem = bindingNameProblem(binding);
-    if (problem) return `capability "${item.name}" gives the binding name "${binding}": ${problem}`;
+    const part = slugify(item.name);
+    const problem = bindingPartProblem(item.name, part, `${slug}.${part}`);
+    if (problem) return { ok: false, code: 'invalid-binding-name', detail: problem };
   }
   return undefined;
 }
 
-export type CreateRefusal = { ok: false; code: 'conflict' | 'reserved-connection-name'; detail: string };
+export type CreateRefusal = {
+  ok: false;
+  code: 'conflict' | 'reserved-connection-name' | 'invalid-binding-name';
+  detail: string;
+};
 
 export function createConnectionStore(redis: Redis) {
   return {
@@ -126,7 +151,7 @@ export function createConnectionStore(redis: Redis) {
     ): Promise<{ ok: true; connection: Connection } | CreateRefusal> {
       const slug = slugify(input.name);
       const reserved = reservedNameProblem(input);
-      if (reserved) return { ok: false, code: 'reserved-connection-name', detail: reserved };
+      if (reserved) return reserved;
       const existing = await this.list(tenant);
       if (existing.some((c) => c.slug === slug))
         return {

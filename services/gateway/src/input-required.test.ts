@@ -67,7 +67,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function submit(connection: string): Promise<string> {
+async function submit(connection: string, extra: Record<string, unknown> = {}): Promise<string> {
   const res = await app.inject({
     method: 'POST',
     url: '/v1/runs',
@@ -79,6 +79,7 @@ async function submit(connection: string): Promise<string> {
       turnId: 't',
       callId: 'c',
       connections: [connection],
+      ...extra,
     },
   });
   expect(res.statusCode, res.body).toBe(202);
@@ -199,7 +200,8 @@ describe('client answers', () => {
 
 describe('decision.needed', () => {
   it('is published once per (run, index), even when a re-execution meets the pending decision again', async () => {
-    const id = await submit(httpConn);
+    // Stop-and-replay (Code Mode's approval) is what re-executes; run_code holds by default.
+    const id = await submit(httpConn, { approval: 'stop' });
     const first = await serve(id, await deps.journal.nextAttempt(id), 0, 'bank.pay');
     expect(first.json().outcome).toMatchObject({ type: 'stop', code: 'suspended' });
     const second = await serve(id, await deps.journal.nextAttempt(id), 0, 'bank.pay');

@@ -59,14 +59,22 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
         const tenant = await deps.tenants.getTenant(caller.tenantId);
         if (!tenant) throw new HttpProblem('unauthorized', "the key's tenant no longer exists");
         const connections = (await deps.connections.list(caller.tenantId)).map((c) => c.id);
-        const { run } = await runsService.submit({ tenantId: caller.tenantId, tenant } as Caller, {
+        const keyId = caller.keyId ?? 'mcp';
+        const identity = {
+          tenantId: caller.tenantId,
+          tenant,
+          keyId,
+          principal: caller.principal ?? keyId,
+          scopes: [...(caller.scopes ?? [])],
+        } as Caller;
+        const { run } = await runsService.submit(identity, {
           fields: input.fields,
           sessionId: input.sessionId,
           turnId: 'mcp',
           callId: input.callId,
           connections,
-          // Each document's approval rule: Code Mode stops and replays, run_code holds in place.
-          approval: input.style === 'code-mode' ? 'stop' : 'hold',
+          // Each document's rules (limits, approvals, bindings): the run's style decides them all.
+          style: input.style,
         });
         return state(run);
       },

@@ -8,15 +8,40 @@ import { connectionInputSchema } from './connections.ts';
 import { decisionAnswerSchema } from './routes/decisions.ts';
 import { settingsPatchSchema } from './routes/settings.ts';
 import { runPlacementSchema } from './run-request.ts';
+import { RUN_STYLE_RULES, runStyleTableMarkdown } from './run-styles.ts';
 
-const runRequest = z.object({
-  code: z.string().describe('The program: the body of an async function.'),
-  description: z.string().describe('Five to ten words in active voice.'),
-  timeoutMs: z.number().positive().optional(),
-  sandbox_permissions: z.enum(SANDBOX_MODES).optional(),
-  justification: z.string().optional(),
-  ...runPlacementSchema.shape,
-});
+const runRequest = z
+  .object({
+    code: z.string().describe('The program: the body of an async function.'),
+    description: z.string().describe('Five to ten words in active voice.'),
+    timeoutMs: z
+      .number()
+      .positive()
+      .nullable()
+      .optional()
+      .describe(
+        'run_code only: time budget in ms (default 120000, capped at the ceiling). null = no deadline, for a principal with the workflows scope.',
+      ),
+    sandbox_permissions: z
+      .enum(SANDBOX_MODES)
+      .optional()
+      .describe("run_code only: a mode wider than the run's (read-only); asks for a decision first."),
+    justification: z
+      .string()
+      .optional()
+      .describe('With sandbox_permissions: one sentence shown before the run.'),
+    ...runPlacementSchema.shape,
+    style: runPlacementSchema.shape.style.describe(
+      "run_code (document 000) or code-mode (document 003); default: the tenant's run policy (run_code).",
+    ),
+    sessionId: runPlacementSchema.shape.sessionId.describe('Generated when absent.'),
+    turnId: runPlacementSchema.shape.turnId.describe('Generated when absent.'),
+    callId: runPlacementSchema.shape.callId.describe('Generated when absent.'),
+    connections: runPlacementSchema.shape.connections.describe(
+      'Connection ids whose Apps the program may call; absent: every App of the tenant.',
+    ),
+  })
+  .describe(`A run. The style decides which document's rules apply:\n\n${runStyleTableMarkdown()}`);
 
 const skillRequest = skillRequestSchema.extend({
   sessionId: z
@@ -31,7 +56,9 @@ const skillRequest = skillRequestSchema.extend({
 
 const skillResult = z.object({
   success: z.boolean().describe('True if the program exited 0'),
-  output: z.string().describe('Captured stdout (up to 1 MiB)'),
+  output: z
+    .string()
+    .describe('Captured stdout: the first 1 MiB (the program is not stopped for printing more)'),
   error: z.string().describe('Captured stderr (or error message)'),
   exitCode: z.number().int().describe('Process exit code (124: timeout, 127: interpreter missing)'),
   language: z.enum(['python', 'javascript', 'bash']),
@@ -62,8 +89,9 @@ export function openApiDocument() {
     info: {
       title: 'Islet',
       version: '0.1.0',
-      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}.`,
+      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}.\n\n## run_code vs Code Mode\n\n${runStyleTableMarkdown()}`,
     },
+    'x-run-styles': RUN_STYLE_RULES,
     components: {
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } },
       schemas: {
@@ -91,13 +119,16 @@ export function openApiDocument() {
     },
     paths: {
       '/v1/runs': {
-        post: op('Submit a run (run_code request). Headers: Idempotency-Key, Prefer: wait=N.', {
-          requestBody: json('RunRequest'),
-          responses: {
-            202: { description: 'Accepted; Location: /v1/code-runs/{id}', ...record },
-            200: { description: 'Finished within Prefer: wait', ...record },
+        post: op(
+          'Submit a run: only code and description are required; style run_code (default) or code-mode. Headers: Idempotency-Key, Prefer: wait=N.',
+          {
+            requestBody: json('RunRequest'),
+            responses: {
+              202: { description: 'Accepted; Location: /v1/code-runs/{id}', ...record },
+              200: { description: 'Finished within Prefer: wait', ...record },
+            },
           },
-        }),
+        ),
       },
       '/v1/code-runs/{id}': {
         get: op('Read a code run', { responses: { 200: { description: 'The record', ...record } } }),
@@ -110,7 +141,9 @@ export function openApiDocument() {
         ),
       },
       '/v1/sessions/{sessionId}/code-runs': {
-        get: op("List a session's runs (cursor, limit); needs sessions.read"),
+        get: op(
+          "List a session's runs (cursor, limit); needs sessions.read. A session belongs to the principal that opened it: other principals see it empty unless their key has sessions.admin.",
+        ),
       },
       '/v1/sessions/{sessionId}/events': {
         get: op(
@@ -139,14 +172,14 @@ export function openApiDocument() {
       '/v1/connections': {
         get: op('List connections'),
         post: op(
-          'Register a connection. A name whose binding slug is reserved (the built-in `files`, a JavaScript/Python reserved word, `call`) is 400 reserved-connection-name; a slug clash is 409 conflict.',
+          'Register a connection. The slug `files` is 400 reserved-connection-name; a connection or capability name the engine refuses as a binding name ($tools, lambda, console, a reserved word, `call`) is 400 invalid-binding-name with the engine text `invalid binding name: <name> (<why>)`; a slug clash is 409 conflict.',
           { requestBody: json('Connection') },
         ),
       },
       '/v1/connections/{id}': { get: op('Read a connection'), delete: op('Remove a connection') },
       '/v1/code-api': {
         get: op(
-          'TypeScript declarations of the bindings (?q=words&connection=id|slug), including the built-in files.read/write/list/remove (connection=files)',
+          'TypeScript declarations of the bindings (?q=words&connection=id|slug&style=run_code|code-mode): the Apps a run without `connections` sees, plus for run_code (default) the built-in files.read/write/list/remove (connection=files)',
         ),
       },
       '/v1/platform/settings': {
@@ -159,7 +192,11 @@ export function openApiDocument() {
         get: op('List tenants (platform.admin)'),
         post: op('Create a tenant (platform.admin)'),
       },
-      '/v1/admin/tenants/{id}/keys': { post: op('Create an API key (platform.admin)') },
+      '/v1/admin/tenants/{id}/keys': {
+        post: op(
+          'Create an API key (platform.admin): {scopes, principal?}; the key belongs to the principal (default: itself)',
+        ),
+      },
       '/v1/decisions': {
         get: op("The tenant's pending decisions in the Code Mode request shape (decisions scope)"),
       },
@@ -170,7 +207,7 @@ export function openApiDocument() {
       },
       '/v1/admin/tenants/{id}/run-policy': {
         get: op(
-          "A tenant's run policy (style code-mode|run_code, approval hold|stop, time budget, fourEyes) and the effective rules (platform.admin)",
+          "A tenant's run policy (default style run_code|code-mode for requests without one, approval hold|stop, time budget, fourEyes) and the effective rules (platform.admin)",
         ),
         put: op("Set a tenant's run policy (platform.admin)", { requestBody: json('RunPolicy') }),
       },

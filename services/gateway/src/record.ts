@@ -67,5 +67,7 @@ export function toRecord(
   };
   if (run.result) record.result = run.result;
   if (run.text !== undefined) record.text = run.text;
+  if (run.request.style) record.style = run.request.style;
+  if (run.request.limits) record.limits = run.request.limits;
   return record;
 }

@@ -3,23 +3,56 @@
  * out of the route files so decisions/replay (issue 4) can reuse it.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { type BindingSpec, keys, runJobOptions, type StoredRun } from '@islet/core';
-import { type ApprovalMode, createRunPolicyStore, decisionView, ESCALATION_INDEX } from '@islet/journal';
-import { type CodeRunRecord, isFinalStatus, type SandboxMode } from '@islet/protocol';
+import {
+  type BindingSpec,
+  keys,
+  principalOf,
+  type RunLimitsSnapshot,
+  runJobOptions,
+  type StoredRun,
+} from '@islet/core';
+import {
+  type ApprovalMode,
+  createRunPolicyStore,
+  decisionView,
+  ESCALATION_INDEX,
+  type RunStyle,
+} from '@islet/journal';
+import {
+  type CodeRunRecord,
+  isFinalStatus,
+  requestTimeoutMs,
+  SANDBOX_MODES,
+  type SandboxMode,
+} from '@islet/protocol';
 import type { Caller } from './auth.ts';
 import { bindingsOf } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
-import type { RunCodeFields } from './run-request.ts';
+import { type RunCodeFields, runtimeCapabilities } from './run-request.ts';
 
 export interface SubmitInput {
   fields: RunCodeFields;
-  sessionId: string;
-  turnId: string;
-  callId: string;
-  connections: string[];
+  style?: RunStyle;
+  sessionId?: string;
+  turnId?: string;
+  callId?: string;
+  /** Absent: every connection of the tenant. */
+  connections?: string[];
   approval?: ApprovalMode;
+  /** A workflow principal asked for no deadline (`timeoutMs: null`). */
+  noDeadline?: boolean;
+}
+
+/** The run_code document's limits: 512 MiB heap, 64 MiB shared by lines and value. */
+const RUN_CODE_MEMORY_MB = 512;
+const RUN_CODE_OUTPUT_BYTES = 67_108_864;
+/** The mode a run_code run has unless it asks for a wider one. */
+const BASE_MODE: SandboxMode = 'read-only';
+
+function refuse(message: string): never {
+  throw new HttpProblem('validation', message, { refusal: message });
 }
 
 export function createRunsService(deps: GatewayDeps) {
@@ -43,7 +76,9 @@ export function createRunsService(deps: GatewayDeps) {
     return run;
   }
 
-  async function resolveBindings(tenant: string, ids: string[]): Promise<BindingSpec[]> {
+  /** The run's Apps: the connections it names, or (none named) every App of the tenant. */
+  async function resolveBindings(tenant: string, ids: string[] | undefined): Promise<BindingSpec[]> {
+    if (ids === undefined) return (await connections.list(tenant)).flatMap(bindingsOf);
     const out: BindingSpec[] = [];
     for (const id of [...new Set(ids)]) {
       const c = await connections.get(tenant, id);
@@ -112,20 +147,32 @@ export function createRunsService(deps: GatewayDeps) {
         { limit },
         { 'retry-after': '1' },
       );
+    const policy = await createRunPolicyStore(redis).effective(tenant, input.approval, input.style);
+    const current = await settings.get();
+    const limits = runLimits(policy.style, input, current);
     const bindings = await resolveBindings(tenant, input.connections);
     const now = Date.now();
-    const mode: SandboxMode = input.fields.sandbox_permissions ?? 'read-only';
+    const mode: SandboxMode = input.fields.sandbox_permissions ?? BASE_MODE;
+    const principal = principalOf(caller);
+    const session = input.sessionId ?? `session-${randomUUID()}`;
+    await claimSession(tenant, session, principal);
     const run: StoredRun = {
       id,
       tenant,
-      session: input.sessionId,
-      turn: input.turnId,
-      callId: input.callId,
+      session,
+      turn: input.turnId ?? `turn-${randomUUID()}`,
+      callId: input.callId ?? `call-${randomUUID()}`,
+      principal,
       status: 'Running',
       mode,
       code: input.fields.code,
       description: input.fields.description,
-      request: { connections: input.connections, bindings },
+      request: {
+        style: policy.style,
+        limits,
+        connections: input.connections ?? [...new Set(bindings.map((b) => b.connectionId))],
+        bindings,
+      },
       createdAt: now,
       updatedAt: now,
       attempts: 0,
@@ -136,15 +183,14 @@ export function createRunsService(deps: GatewayDeps) {
     if (input.fields.timeoutMs !== undefined) run.request.timeoutMs = input.fields.timeoutMs;
     if (input.fields.sandbox_permissions) run.request.sandboxPermissions = input.fields.sandbox_permissions;
     if (input.fields.justification) run.request.justification = input.fields.justification;
-    const policy = await createRunPolicyStore(redis).effective(tenant, input.approval);
     run.request.approval = policy.approval;
     run.request.timeBudget = policy.timeBudget;
     run.request.submittedBy = caller.keyId;
     if (policy.fourEyes) run.request.fourEyes = true;
     await runs.create(run);
 
-    const current = await settings.get();
-    if (!current.codeMode.enabled) {
+    // Code Mode's switch governs Code Mode runs only; run_code runs are the run_code tool's.
+    if (policy.style === 'code-mode' && !current.codeMode.enabled) {
       const message = 'Code Mode is off in the platform settings';
       await runs.finish(run, {
         status: 'Failed',
@@ -173,6 +219,68 @@ export function createRunsService(deps: GatewayDeps) {
     }
     await enqueue(run);
     return run;
+  }
+
+  /**
+   * The limits the run executes under, fixed now (see RunLimitsSnapshot). Also refuses what the
+   * style does not have: Code Mode programs have no files (so no sandbox modes) and take their time
+   * from the platform settings; a run_code escalation must be wider than the run's mode.
+   */
+  function runLimits(
+    style: RunStyle,
+    input: SubmitInput,
+    current: Awaited<ReturnType<typeof settings.get>>,
+  ): RunLimitsSnapshot {
+    const f = input.fields;
+    if (style === 'code-mode') {
+      if (f.sandbox_permissions !== undefined)
+        refuse('sandbox_permissions belongs to run_code runs: Code Mode programs have no files');
+      if (f.timeoutMs !== undefined || input.noDeadline)
+        refuse(
+          'timeoutMs belongs to run_code runs: a Code Mode run takes codeMode.timeoutMs from the platform settings',
+        );
+      return {
+        timeoutMs: current.codeMode.timeoutMs,
+        memoryMb: current.codeMode.memoryMb,
+        outputBytes: current.codeMode.outputBytes,
+        outputCap: 'separate',
+        settingsVersion: current.version,
+      };
+    }
+    if (f.sandbox_permissions !== undefined) {
+      const asked = SANDBOX_MODES.indexOf(f.sandbox_permissions);
+      if (asked <= SANDBOX_MODES.indexOf(BASE_MODE))
+        refuse(
+          `invalid escalation: sandbox_permissions ${f.sandbox_permissions} is not wider than the run's mode (${BASE_MODE})`,
+        );
+    }
+    return {
+      timeoutMs: input.noDeadline ? null : requestTimeoutMs(f, runtimeCapabilities(config)),
+      memoryMb: RUN_CODE_MEMORY_MB,
+      outputBytes: RUN_CODE_OUTPUT_BYTES,
+      outputCap: 'shared',
+    };
+  }
+
+  /**
+   * A session belongs to the principal that opened it (its first run). Another principal's run
+   * in it is refused as if the session did not exist (walls do not tell what is behind them).
+   */
+  async function claimSession(tenant: string, session: string, principal: string) {
+    const key = keys.sessionOwner(tenant, session);
+    await redis.set(key, principal, 'EX', config.ISLET_RUN_RETENTION_SECONDS, 'NX');
+    const owner = await redis.get(key);
+    if (owner !== null && owner !== principal) throw new HttpProblem('not-found', `no session ${session}`);
+    await redis.expire(key, config.ISLET_RUN_RETENTION_SECONDS);
+  }
+
+  /** Whether the caller may read the run: its own session's, or any with `sessions.admin`. */
+  function mayRead(caller: Caller, run: StoredRun): boolean {
+    return (
+      caller.scopes.includes('sessions.admin') ||
+      run.principal === undefined ||
+      run.principal === principalOf(caller)
+    );
   }
 
   async function enqueue(run: StoredRun) {
@@ -233,7 +341,7 @@ export function createRunsService(deps: GatewayDeps) {
     return (await runs.get(id)) ?? run;
   }
 
-  return { submit, own, record, waitForEnd, cancel, enqueue };
+  return { submit, own, record, waitForEnd, cancel, enqueue, mayRead };
 }
 
 export type RunsService = ReturnType<typeof createRunsService>;

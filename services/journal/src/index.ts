@@ -26,6 +26,7 @@ export {
 } from './decision-types.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
+  RUN_STYLES,
   type RunStyle,
   resolveApproval,
   resolveTimeBudget,

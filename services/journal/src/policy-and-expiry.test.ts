@@ -60,9 +60,16 @@ describe('decision expiry sweeper', () => {
 describe('tenant run policy', () => {
   const r = useSuiteRedis();
 
-  it('defaults to Code Mode rules and lets a tenant and a request choose', async () => {
+  it('defaults to run_code rules and lets a tenant and a request choose', async () => {
     const store = createRunPolicyStore(r.a);
     expect(await store.effective('t1')).toEqual({
+      style: 'run_code',
+      approval: 'hold',
+      timeBudget: 'elapsed',
+      fourEyes: false,
+    });
+    // A request's style brings that style's defaults.
+    expect(await store.effective('t1', undefined, 'code-mode')).toEqual({
       style: 'code-mode',
       approval: 'stop',
       timeBudget: 'excluding-binding-waits',
@@ -85,6 +92,14 @@ describe('tenant run policy', () => {
     });
     await store.set('t5', { style: 'code-mode', fourEyes: true });
     expect(await store.effective('t5')).toMatchObject({ fourEyes: true });
+    // The tenant's overrides belong to its own style, not to a run that asks for the other one.
+    expect(await store.effective('t3', undefined, 'run_code')).toEqual({
+      style: 'run_code',
+      approval: 'hold',
+      timeBudget: 'elapsed',
+      fourEyes: false,
+    });
+    expect(await store.effective('t3', undefined, 'code-mode')).toMatchObject({ approval: 'hold' });
     expect(() => store.set('t4', { style: 'code-mode', approval: 'later' as 'hold' })).rejects.toThrow();
   });
 });

@@ -25,8 +25,6 @@ export const SKILL_OUTPUT_CAP_BYTES = 1024 * 1024;
 export const SKILL_PATH = '/usr/local/bin:/usr/bin:/bin';
 /** Exit code reported when the program was killed at its timeout (as GNU timeout does). */
 export const SKILL_TIMEOUT_EXIT_CODE = 124;
-/** Exit code reported when the program was killed for printing more than the cap (128 + SIGKILL). */
-export const SKILL_KILLED_EXIT_CODE = 137;
 
 /** The request as the skill's inputSchema defines it; refusals name the field. */
 export const skillRequestSchema = z.object({
@@ -290,17 +288,15 @@ function execute(
       env: { PATH: SKILL_PATH, HOME: ctx.scratch },
       detached: true, // its own process group, so the timeout kills every process it started
     });
-    let ending: 'timeout' | 'output' | undefined;
+    let ending: 'timeout' | undefined;
     const killGroup = () => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');
       } catch {}
     };
-    const overflow = () => {
-      ending ??= 'output';
-      killGroup();
-    };
-    const out = capture(child.stdout, SKILL_OUTPUT_CAP_BYTES, overflow);
+    // "Output is captured up to 1 MB": the first 1 MB is kept and the rest read and dropped; the
+    // program goes on (only the timeout kills it).
+    const out = capture(child.stdout, SKILL_OUTPUT_CAP_BYTES, () => {});
     const err = capture(child.stderr, SKILL_OUTPUT_CAP_BYTES, () => {});
     const timer = setTimeout(() => {
       ending ??= 'timeout';
@@ -327,16 +323,12 @@ function execute(
       if (ending === 'timeout') {
         exitCode = SKILL_TIMEOUT_EXIT_CODE;
         note(`timed out after ${ctx.timeoutMs} ms; the program was killed`);
-      } else if (ending === 'output') {
-        exitCode = SKILL_KILLED_EXIT_CODE;
-        note(
-          `output limit reached: captured the first ${SKILL_OUTPUT_CAP_BYTES} bytes; the program was stopped`,
-        );
       } else if (code === JAIL_UNAVAILABLE_EXIT_CODE && /sandbox-unavailable/.test(error)) {
         error = `code run failed (sandbox-unavailable): ${error.replace(/^islet-jail: sandbox-unavailable: /m, '').trim()}`;
       } else if (signal) {
         note(`the program was killed by ${signal}`);
       }
+      if (out.overflowed()) note(`stdout was truncated: captured the first ${SKILL_OUTPUT_CAP_BYTES} bytes`);
       if (err.overflowed()) note('stderr was truncated at 1 MB');
       done({
         success: exitCode === 0 && !ending,

@@ -10,6 +10,8 @@ export interface McpCaller {
   tenantId: string;
   /** The API key's id (who answered a decision) and scopes. */
   keyId?: string;
+  /** Who the key belongs to; the MCP session's runs belong to this principal's Islet session. */
+  principal?: string;
   scopes?: readonly string[];
 }
 

@@ -18,6 +18,7 @@ export const PROBLEMS = {
   conflict: { status: 409, title: 'Conflict' },
   'unsupported-file-type': { status: 409, title: 'Only regular files and directories are served' },
   'reserved-connection-name': { status: 400, title: 'The connection or capability name is reserved' },
+  'invalid-binding-name': { status: 400, title: 'The name cannot be a binding name' },
   'version-conflict': { status: 409, title: 'The settings changed since expectedVersion' },
   'idempotency-conflict': { status: 409, title: 'The Idempotency-Key was used with another request' },
   'run-finished': { status: 409, title: 'The run has already ended' },

@@ -98,6 +98,21 @@ export const codeRunRecordSchema = z.object({
   updatedAt: z.number(),
   /** The run_code result text (engine's renderResultText); absent until the run ends. */
   text: z.string().optional(),
+  /** Which contract the run follows: `run_code` (document 000) or `code-mode` (document 003). */
+  style: z.enum(['run_code', 'code-mode']).optional(),
+  /**
+   * The limits fixed when the run was accepted and used by every execution and replay of it;
+   * `settingsVersion` is the platform settings version a Code Mode run took them from.
+   */
+  limits: z
+    .object({
+      timeoutMs: z.number().nullable(),
+      memoryMb: z.number(),
+      outputBytes: z.number(),
+      outputCap: z.enum(['shared', 'separate']),
+      settingsVersion: z.number().optional(),
+    })
+    .optional(),
 });
 
 export type LogLineRecord = z.infer<typeof logLineSchema>;

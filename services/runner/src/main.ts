@@ -81,6 +81,7 @@ for (const mode of config.ISLET_RUNNER_MODES) {
     facts.set(mode, { mode, enforcement: level });
   }
   for (const l of levels) metrics.sandboxEnforcement.set({ mode, level: l }, l === level ? 1 : 0);
+  metrics.sandboxUnavailableRuns.inc({ mode }, 0); // present from the start, so rate() sees the first one
 }
 
 // One engine per mode, created up front so the sandbox process metrics exist from the start.
@@ -117,6 +118,7 @@ const executor = createRunExecutor({
   engineFor,
   sandboxFacts: (mode) => facts.get(mode),
   workspaces,
+  requireFullEnforcement: config.ISLET_SANDBOX_ENFORCEMENT_REQUIRED === 'full',
   gateway: createGatewayClient({ urls: config.ISLET_GATEWAY_URLS, token: config.ISLET_INTERNAL_TOKEN }),
   metrics,
   logger,

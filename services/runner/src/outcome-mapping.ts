@@ -38,11 +38,13 @@ export function mapOutcome(outcome: RunOutcome): RunEnd {
     const message = outcome.stop?.message ?? 'the run was stopped';
     if (code === 'suspended') return { kind: 'suspended' };
     if (code === 'replay-mismatch')
+      // Code Mode (the only style that replays) names this failure ReplayMismatch: "OpenBot stops
+      // it with ReplayMismatch". The text says so rather than passing for a stopped run's abort.
       return {
         kind: 'final',
         status: 'Failed',
         result: { _tag: 'Failed', reason: 'ReplayMismatch', message, logs },
-        text,
+        text: renderResultText(outcome, 'ReplayMismatch'),
         failureKind: 'abort',
       };
     return {

@@ -1,6 +1,6 @@
 /**
- * Executes one run (one BullMQ job) through the engine: reads the run and the current platform
- * settings, takes a fresh attempt number from the journal, replays journaled calls and sends new
+ * Executes one run (one BullMQ job) through the engine: reads the run and the limits it was
+ * accepted with (a run from before limit snapshots reads the current platform settings), takes a fresh attempt number from the journal, replays journaled calls and sends new
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
@@ -30,6 +30,11 @@ export interface RunExecutorDeps {
    * bindings on its session's workspace, served in this runner (see files-calls.ts).
    */
   workspaces?: WorkspaceStore;
+  /**
+   * ISLET_SANDBOX_ENFORCEMENT_REQUIRED=full: on a host that enforces only partly, runs fail
+   * `sandbox-unavailable` before they start instead of running with partial limits.
+   */
+  requireFullEnforcement?: boolean;
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;
@@ -82,14 +87,37 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       await end(run, 'Cancelled', 'Cancelled', 'abort', 'the run was cancelled before it started');
       return 'cancelled';
     }
-    const current = await settings.get();
-    if (!current.codeMode.enabled) {
+    // The limits fixed at acceptance; Code Mode's switch was checked then, so a replay after a
+    // decision behaves as the first execution did even if an admin changed the settings meanwhile.
+    let limits = run.request.limits;
+    if (!limits) {
+      const current = await settings.get();
+      if (!current.codeMode.enabled) {
+        await end(
+          run,
+          'Failed',
+          'Unavailable',
+          'sandbox-unavailable',
+          'Code Mode is off in the platform settings',
+        );
+        return 'failed';
+      }
+      limits = {
+        timeoutMs: run.request.timeoutMs ?? current.codeMode.timeoutMs,
+        memoryMb: current.codeMode.memoryMb,
+        outputBytes: current.codeMode.outputBytes,
+        outputCap: 'shared',
+      };
+    }
+    const facts = deps.sandboxFacts?.(job.mode);
+    if (deps.requireFullEnforcement && facts?.enforcement !== 'full') {
+      metrics.sandboxUnavailableRuns.inc({ mode: job.mode });
       await end(
         run,
         'Failed',
         'Unavailable',
         'sandbox-unavailable',
-        'Code Mode is off in the platform settings',
+        `this deployment requires full file-sandbox enforcement, and this host enforces ${job.mode} only partially`,
       );
       return 'failed';
     }
@@ -98,26 +126,27 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     await runs.startAttempt(run.id);
     await runs.setStatus(run, 'Running', { attempt });
 
-    const timeoutMs = run.request.timeoutMs ?? current.codeMode.timeoutMs;
+    const timeoutMs = limits.timeoutMs;
     const signal = AbortSignal.any([job.cancel, job.handBack]);
-    const facts = deps.sandboxFacts?.(job.mode);
-    const files = deps.workspaces
-      ? createFilesCalls({
-          journal,
-          store: deps.workspaces,
-          metrics,
-          run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },
-          attempt,
-          enforcement: facts?.enforcement ?? 'none',
-        })
-      : undefined;
+    // File bindings belong to run_code runs; Code Mode programs have no files.
+    const files =
+      deps.workspaces && run.request.style !== 'code-mode'
+        ? createFilesCalls({
+            journal,
+            store: deps.workspaces,
+            metrics,
+            run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },
+            attempt,
+            enforcement: facts?.enforcement ?? 'none',
+          })
+        : undefined;
     const replaying = createReplayingHandler({
       journal: await journal.list(run.id),
       live: (call) =>
         files && isFilesBinding(call.binding)
           ? files.call(call)
           : deps.gateway.call(run.id, attempt, call, signal),
-      stallMs: Math.min(timeoutMs, 30_000),
+      stallMs: Math.min(timeoutMs ?? 30_000, 30_000),
       onEvent: (e) => {
         if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
       },
@@ -140,8 +169,9 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         limits: {
           timeoutMs,
           timeBudget: run.request.timeBudget ?? 'elapsed',
-          memoryMb: current.codeMode.memoryMb,
-          outputBytes: current.codeMode.outputBytes,
+          memoryMb: limits.memoryMb,
+          outputBytes: limits.outputBytes,
+          outputCap: limits.outputCap,
         },
         clockMs: run.clockMs,
         randomSeed: run.seed,

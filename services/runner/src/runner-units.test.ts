@@ -94,6 +94,7 @@ describe('outcome mapping', () => {
       kind: 'final',
       status: 'Failed',
       result: { reason: 'ReplayMismatch' },
+      text: 'code run failed (ReplayMismatch): m',
     });
     expect(
       mapOutcome({ ...base, status: 'stopped', stop: { code: 'cancelled', message: 'm', atCall: 1 } }),

@@ -9,7 +9,6 @@ import type { Logger, Metrics, Sealer, SkillJobPayload } from '@islet/core';
 import {
   JAIL_UNAVAILABLE_EXIT_CODE,
   runSkill,
-  SKILL_KILLED_EXIT_CODE,
   SKILL_TIMEOUT_EXIT_CODE,
   type SkillRequest,
   type SkillResult,
@@ -38,7 +37,6 @@ export interface SkillJob {
 export function skillFailureKind(result: SkillResult): string {
   if (result.success) return 'none';
   if (result.exitCode === SKILL_TIMEOUT_EXIT_CODE) return 'timeout';
-  if (result.exitCode === SKILL_KILLED_EXIT_CODE && /output/i.test(result.error)) return 'output-limit';
   if (result.exitCode === JAIL_UNAVAILABLE_EXIT_CODE) return 'sandbox-unavailable';
   return 'exception';
 }

@@ -45,3 +45,23 @@ describe('islet admin (direct on Redis)', () => {
     expect(err.problem.type).toBe('https://islet.dev/problems/not-found');
   });
 });
+
+describe('islet --help', () => {
+  it('exits 0 and lists every flag the CLI takes', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { fileURLToPath } = await import('node:url');
+    const { OPTIONS } = await import('./cli.ts');
+    const cli = fileURLToPath(new URL('./cli.ts', import.meta.url));
+    for (const flag of ['--help', '-h']) {
+      const res = spawnSync(process.execPath, [cli, flag], { encoding: 'utf8', timeout: 20_000 });
+      expect(res.status).toBe(0);
+      expect(res.stderr).toBe('');
+      for (const name of Object.keys(OPTIONS)) expect(res.stdout).toContain(`--${name}`);
+      expect(res.stdout).toContain('--help');
+    }
+    // A wrong command still says how to use it, on stderr, with exit 2.
+    const bad = spawnSync(process.execPath, [cli, 'nonsense'], { encoding: 'utf8', timeout: 20_000 });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('--principal');
+  });
+});

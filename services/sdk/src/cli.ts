@@ -1,9 +1,6 @@
 #!/usr/bin/env node
 /**
- * `islet` command line.
- *   islet admin create-tenant --name <name> [--id <id>] [--rate-limit <per-minute>] [--max-in-flight <n>]
- *   islet admin create-key --tenant <id> [--scopes apps.use,sessions.read,decisions,platform.admin]
- *   islet run --code <js> [--description <text>] [--session s] [--wait 30]
+ * `islet` command line; `islet --help` prints every command and flag (USAGE below).
  * Admin commands talk to Redis directly when ISLET_REDIS_URL (or --redis-url) is given — the way to
  * make the first platform.admin key — otherwise to the gateway's admin endpoints with
  * ISLET_URL + ISLET_API_KEY (a key with platform.admin).
@@ -12,28 +9,66 @@ import { parseArgs } from 'node:util';
 import { createRedis, createTenantStore, SCOPES, type Scope } from '@islet/core';
 import { createIsletClient } from './client.ts';
 
+/** Every flag the CLI takes (`--help` lists each; a test holds the two together). */
+export const OPTIONS = {
+  name: { type: 'string' },
+  id: { type: 'string' },
+  tenant: { type: 'string' },
+  scopes: { type: 'string', default: 'apps.use,sessions.read,decisions' },
+  'rate-limit': { type: 'string' },
+  'max-in-flight': { type: 'string' },
+  'redis-url': { type: 'string' },
+  url: { type: 'string' },
+  key: { type: 'string' },
+  code: { type: 'string' },
+  description: { type: 'string', default: 'Run a program from the command line' },
+  session: { type: 'string' },
+  style: { type: 'string' },
+  principal: { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  wait: { type: 'string', default: '30' },
+} as const;
+
+export const USAGE = `usage:
+  islet admin create-tenant --name <name> [--id <id>] [--rate-limit <per-minute>] [--max-in-flight <n>]
+  islet admin create-key --tenant <id> [--scopes <a,b>] [--principal <who>]
+  islet run --code <js> [--description <text>] [--style run_code|code-mode] [--session <id>]
+            [--timeout-ms <ms>] [--wait <seconds>]
+  islet --help
+
+flags:
+  --name <name>            tenant name (create-tenant)
+  --id <id>                tenant id (create-tenant; default: generated)
+  --rate-limit <n>         requests per minute for the tenant (create-tenant)
+  --max-in-flight <n>      runs the tenant may have queued or running (create-tenant)
+  --tenant <id>            the tenant a key is for (create-key)
+  --scopes <a,b>           scopes of the key, from: ${SCOPES.join(', ')}
+                           (default: apps.use,sessions.read,decisions)
+  --principal <who>        who the key belongs to; sessions belong to principals (default: the key)
+  --code <js>              the program: the body of an async function (run)
+  --description <text>     five to ten words saying what it does (run)
+  --style <style>          run_code or code-mode (run; default: the tenant's run policy)
+  --session <id>           session of the run (run; default: generated)
+  --timeout-ms <ms>        run_code time budget (run; default 120000)
+  --wait <seconds>         how long to wait for the result (run; default 30)
+  --url <url>              gateway URL (default: ISLET_URL, else http://127.0.0.1:8080)
+  --key <key>              API key (default: ISLET_API_KEY)
+  --redis-url <url>        admin commands straight on Redis (default: ISLET_REDIS_URL)
+  -h, --help               this text
+`;
+
 export async function runCli(
   argv: string[],
   env: Record<string, string | undefined> = process.env,
 ): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   const [group, command, ...rest] = argv;
   const { values } = parseArgs({
     args: group === 'run' ? [command ?? '', ...rest].filter(Boolean) : rest,
-    options: {
-      name: { type: 'string' },
-      id: { type: 'string' },
-      tenant: { type: 'string' },
-      scopes: { type: 'string', default: 'apps.use,sessions.read,decisions' },
-      'rate-limit': { type: 'string' },
-      'max-in-flight': { type: 'string' },
-      'redis-url': { type: 'string' },
-      url: { type: 'string' },
-      key: { type: 'string' },
-      code: { type: 'string' },
-      description: { type: 'string', default: 'Run a program from the command line' },
-      session: { type: 'string', default: 'cli' },
-      wait: { type: 'string', default: '30' },
-    },
+    options: OPTIONS,
     allowPositionals: true,
   });
   const out = (v: unknown) => process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
@@ -70,22 +105,25 @@ export async function runCli(
     if (redisUrl) {
       const redis = createRedis(redisUrl);
       try {
-        out(await createTenantStore(redis).createKey(values.tenant, scopes as Scope[]));
+        const options = values.principal ? { principal: values.principal } : {};
+        out(await createTenantStore(redis).createKey(values.tenant, scopes as Scope[], options));
       } finally {
         redis.disconnect();
       }
-    } else out(await client().createKey(values.tenant, scopes));
+    } else out(await client().createKey(values.tenant, scopes, values.principal));
     return 0;
   }
   if (group === 'run') {
     if (!values.code) throw new Error('--code is required');
+    if (values.style !== undefined && values.style !== 'run_code' && values.style !== 'code-mode')
+      throw new Error('--style must be run_code or code-mode');
     const run = await client().submitRun(
       {
         code: values.code,
         description: values.description,
-        sessionId: values.session,
-        turnId: 'cli',
-        callId: `cli-${Date.now()}`,
+        ...(values.style ? { style: values.style } : {}),
+        ...(values.session ? { sessionId: values.session } : {}),
+        ...(values['timeout-ms'] ? { timeoutMs: Number(values['timeout-ms']) } : {}),
       },
       { waitSeconds: Number(values.wait) },
     );
@@ -93,9 +131,7 @@ export async function runCli(
     else out(run);
     return run.status === 'Completed' ? 0 : 1;
   }
-  process.stderr.write(
-    'usage:\n  islet admin create-tenant --name <name> [--id <id>]\n  islet admin create-key --tenant <id> [--scopes a,b]\n  islet run --code <js>\n',
-  );
+  process.stderr.write(USAGE);
   return 2;
 }
 

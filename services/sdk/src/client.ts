@@ -22,9 +22,13 @@ export class IsletApiError extends Error {
 export interface SubmitRun {
   code: string;
   description: string;
-  sessionId: string;
-  turnId: string;
-  callId: string;
+  /** `run_code` (document 000) or `code-mode` (document 003); default: the tenant's run policy. */
+  style?: 'run_code' | 'code-mode';
+  /** Generated when absent. */
+  sessionId?: string;
+  turnId?: string;
+  callId?: string;
+  /** Absent: every App of the tenant. */
   connections?: string[];
   timeoutMs?: number;
   sandbox_permissions?: 'read-only' | 'workspace-write' | 'danger-full-access';
@@ -91,11 +95,11 @@ export function createIsletClient(options: { url: string; key: string; fetch?: t
       ),
     createTenant: (t: { id?: string; name: string; rateLimitPerMinute?: number; maxInFlightRuns?: number }) =>
       call<{ id: string; name: string }>('POST', '/v1/admin/tenants', t),
-    createKey: (tenantId: string, scopes: string[]) =>
-      call<{ key: string; keyId: string; tenantId: string; scopes: string[] }>(
+    createKey: (tenantId: string, scopes: string[], principal?: string) =>
+      call<{ key: string; keyId: string; principal: string; tenantId: string; scopes: string[] }>(
         'POST',
         `/v1/admin/tenants/${encodeURIComponent(tenantId)}/keys`,
-        { scopes },
+        principal ? { scopes, principal } : { scopes },
       ),
   };
 }

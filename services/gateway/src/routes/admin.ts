@@ -1,5 +1,5 @@
 /** Tenants and keys, for keys with `platform.admin` (the CLI `islet admin` does the same directly on Redis). */
-import { SCOPES } from '@islet/core';
+import { PRINCIPAL, SCOPES } from '@islet/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
@@ -32,12 +32,17 @@ export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.post('/v1/admin/tenants/:id/keys', admin, async (request, reply) => {
       const { id } = idParams.parse(request.params);
       const parsed = z
-        .object({ scopes: z.array(z.enum(SCOPES)).min(1) })
+        .object({
+          scopes: z.array(z.enum(SCOPES)).min(1),
+          /** Who the key belongs to; default: the key itself. Sessions belong to principals. */
+          principal: z.string().regex(PRINCIPAL).optional(),
+        })
         .strict()
         .safeParse(request.body);
       if (!parsed.success) throw validationProblem(parsed.error);
       if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);
-      return reply.code(201).send(await deps.tenants.createKey(id, parsed.data.scopes));
+      const options = parsed.data.principal ? { principal: parsed.data.principal } : {};
+      return reply.code(201).send(await deps.tenants.createKey(id, parsed.data.scopes, options));
     });
   };
 }

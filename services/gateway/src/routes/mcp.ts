@@ -1,4 +1,5 @@
 /** `/mcp`, `/v1/tools` and the tenants' MCP settings: `@islet/mcp`'s plugin over the gateway's host. */
+import { principalOf } from '@islet/core';
 import { mcpRoutes as mcpPlugin } from '@islet/mcp';
 import type { FastifyPluginAsync, preHandlerHookHandler } from 'fastify';
 import { callerOf } from '../auth.ts';
@@ -17,7 +18,7 @@ export function mcpRoutes(ctx: RouteContext): FastifyPluginAsync {
         authenticateAdmin: ctx.auth.requireScopes('platform.admin') as unknown as preHandlerHookHandler,
         resolveCaller: (request) => {
           const c = callerOf(request);
-          return { tenantId: c.tenantId, keyId: c.keyId, scopes: c.scopes };
+          return { tenantId: c.tenantId, keyId: c.keyId, principal: principalOf(c), scopes: c.scopes };
         },
         tenantExists: async (id) => (await ctx.deps.tenants.getTenant(id)) !== null,
         closing: ctx.closing,

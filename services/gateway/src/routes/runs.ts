@@ -1,4 +1,4 @@
-import { keys } from '@islet/core';
+import { keys, principalOf } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
 import { operationIdFor } from '@islet/journal';
 import type { FastifyPluginAsync } from 'fastify';
@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { callerOf } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
 import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
-import { parseRunCodeFields, runPlacementSchema } from '../run-request.ts';
+import { parseRunCodeFields, runPlacementSchema, runtimeCapabilities } from '../run-request.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
@@ -40,14 +40,20 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.post('/v1/runs', { preHandler: auth.requireScopes('apps.use') }, async (request, reply) => {
       const caller = callerOf(request);
       const b = body(request.body);
-      const fields = parseRunCodeFields(b);
+      // No deadline: only for a principal that is another part of the platform (a workflow); a
+      // chat's run_code call gets the contract's refusal for a non-positive timeoutMs.
+      const noDeadline = b.timeoutMs === null && caller.scopes.includes('workflows');
+      const fields = parseRunCodeFields(
+        noDeadline ? { ...b, timeoutMs: undefined } : b,
+        runtimeCapabilities(deps.config),
+      );
       if (!fields.ok) throw new HttpProblem('validation', fields.refusal, { refusal: fields.refusal });
       const placement = runPlacementSchema.safeParse(b);
       if (!placement.success) throw validationProblem(placement.error);
       const idem = request.headers['idempotency-key'];
       const { run, created } = await runsService.submit(
         caller,
-        { fields: fields.value, ...placement.data },
+        { fields: fields.value, ...placement.data, ...(noDeadline ? { noDeadline } : {}) },
         typeof idem === 'string' ? idem : undefined,
       );
       const wait = preferWaitSeconds(request.headers.prefer, deps.config.ISLET_PREFER_WAIT_MAX_SECONDS);
@@ -64,7 +70,11 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
 
     app.get('/v1/code-runs/:id', { preHandler: auth.requireScopes('apps.use') }, async (request) => {
       const { id } = idParams.parse(request.params);
-      return runsService.record(await runsService.own(callerOf(request), id));
+      const caller = callerOf(request);
+      const run = await runsService.own(caller, id);
+      // "You only see the programs of your own Sessions" (sessions.admin sees the tenant's).
+      if (!runsService.mayRead(caller, run)) throw new HttpProblem('not-found', `no code run ${id}`);
+      return runsService.record(run);
     });
 
     app.get(
@@ -83,12 +93,17 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
           })
           .safeParse(request.query);
         if (!q.success) throw validationProblem(q.error, 'query.');
+        // A session is its opener's: another principal sees it empty, unless it has sessions.admin.
+        const owner = await deps.redis.get(keys.sessionOwner(caller.tenantId, sessionId));
+        if (owner !== null && owner !== principalOf(caller) && !caller.scopes.includes('sessions.admin'))
+          return { items: [], nextCursor: null };
         const page = await deps.runs.listSession(caller.tenantId, sessionId, q.data.cursor, q.data.limit);
         // The page's records are read concurrently (one round trip's wait, not one per run); order is kept.
         const found = await Promise.all(
           page.ids.map(async (id) => {
             const run = await deps.runs.get(id);
-            if (run && run.tenant === caller.tenantId) return runsService.record(run);
+            if (run && run.tenant === caller.tenantId && runsService.mayRead(caller, run))
+              return runsService.record(run);
             // A record past its retention is gone: drop it from the session's index too.
             if (!run) await deps.redis.zrem(keys.sessionRuns(caller.tenantId, sessionId), id);
             return undefined;
