@@ -33,12 +33,15 @@ async function neighbour(harden: boolean): Promise<{ pid: number; report: string
     uid: NOBODY,
     gid: NOBODY,
     env: { SECRET: 'do-not-read-me-0123456789' },
+    // Not the checkout: uid 65534 may not traverse it (a clone under a 0700 directory).
+    cwd: dir,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
-  const report = await new Promise<string>((resolve) =>
-    child.stdout!.once('data', (d: Buffer) => resolve(d.toString())),
-  );
+  const report = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(d.toString()));
+    child.once('exit', (code) => reject(new Error(`the uid ${NOBODY} node exited early (${code})`)));
+  });
   return { pid: child.pid!, report: report.trim() };
 }
 
