@@ -125,6 +125,17 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     return res === 1;
   }
 
+  /** Runs not yet ended plus skills queued or running: what the in-flight quota counts. */
+  async function inFlightCount(tenant: string): Promise<number> {
+    const [runsRes, skillsRes] =
+      (await redis
+        .multi()
+        .scard(keys.inFlight(tenant))
+        .zcount(keys.skillsInFlight(tenant), `(${Date.now()}`, '+inf')
+        .exec()) ?? [];
+    return Number(runsRes?.[1] ?? 0) + Number(skillsRes?.[1] ?? 0);
+  }
+
   return {
     async create(run: StoredRun): Promise<void> {
       const fields: Record<string, string> = {
@@ -271,8 +282,30 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       };
     },
 
-    async inFlightCount(tenant: string): Promise<number> {
-      return redis.scard(keys.inFlight(tenant));
+    inFlightCount,
+
+    /**
+     * Counts a skill in the tenant's in-flight quota until `releaseSkill` (or `ttlMs`, if its
+     * gateway dies). Added first and counted after, so parallel requests can never pass the limit
+     * together (at worst one of them is refused that a strict order would have let in). False,
+     * and nothing kept, when the tenant is at `limit`.
+     */
+    async reserveSkill(tenant: string, skillId: string, ttlMs: number, limit: number): Promise<boolean> {
+      const key = keys.skillsInFlight(tenant);
+      const now = Date.now();
+      await redis
+        .multi()
+        .zremrangebyscore(key, '-inf', now)
+        .zadd(key, now + ttlMs, skillId)
+        .pexpire(key, Math.max(ttlMs * 2, 3_600_000))
+        .exec();
+      if ((await inFlightCount(tenant)) <= limit) return true;
+      await redis.zrem(key, skillId);
+      return false;
+    },
+
+    async releaseSkill(tenant: string, skillId: string): Promise<void> {
+      await redis.zrem(keys.skillsInFlight(tenant), skillId);
     },
   };
 }
