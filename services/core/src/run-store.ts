@@ -88,6 +88,15 @@ redis.call('PUBLISH', ARGV[2], ARGV[1])
 return 1
 `;
 
+// KEYS: tenant skills. ARGV: skill id, now ms, ttl ms, free places (limit - runs), key ttl ms.
+const RESERVE_SKILL = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+`;
+
 export interface RunStoreOptions {
   /** Events kept per run stream (approximate trim). Default 2000. */
   maxEventsPerRun?: number;
@@ -286,22 +295,23 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
 
     /**
      * Counts a skill in the tenant's in-flight quota until `releaseSkill` (or `ttlMs`, if its
-     * gateway dies). Added first and counted after, so parallel requests can never pass the limit
-     * together (at worst one of them is refused that a strict order would have let in). False,
-     * and nothing kept, when the tenant is at `limit`.
+     * gateway dies). Atomic between skills (one script on the tenant's skills key: a parallel burst
+     * lets exactly the free places through); the runs count is read just before, as a run submit
+     * reads the skills. False, and nothing kept, when the tenant is at `limit`.
      */
     async reserveSkill(tenant: string, skillId: string, ttlMs: number, limit: number): Promise<boolean> {
-      const key = keys.skillsInFlight(tenant);
-      const now = Date.now();
-      await redis
-        .multi()
-        .zremrangebyscore(key, '-inf', now)
-        .zadd(key, now + ttlMs, skillId)
-        .pexpire(key, Math.max(ttlMs * 2, 3_600_000))
-        .exec();
-      if ((await inFlightCount(tenant)) <= limit) return true;
-      await redis.zrem(key, skillId);
-      return false;
+      const runsCount = await redis.scard(keys.inFlight(tenant));
+      const res = await redis.eval(
+        RESERVE_SKILL,
+        1,
+        keys.skillsInFlight(tenant),
+        skillId,
+        Date.now(),
+        ttlMs,
+        limit - runsCount,
+        Math.max(ttlMs * 2, 3_600_000),
+      );
+      return res === 1;
     },
 
     async releaseSkill(tenant: string, skillId: string): Promise<void> {
