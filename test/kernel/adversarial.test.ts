@@ -172,7 +172,14 @@ describe('hostile programs under islet-jail', () => {
         'import os\nn = 0\ntry:\n  while True:\n    if os.fork() == 0:\n      import time; time.sleep(30); os._exit(0)\n    n += 1\nexcept OSError as e:\n  print("stopped after", n, "forks:", e.strerror, flush=True)\nimport time; time.sleep(30)',
         { uid, gid: uid, rlimitNproc: 24, timeout: 1500 },
       ),
-      sh(':(){ :|:& };:', { uid: uid + 1, gid: uid + 1, rlimitNproc: 24, timeout: 1500 }),
+      // The main shell stays (a busy loop, no fork) so the bomb meets the timeout, not the end of
+      // the program (which kills the tree at once: islet-jail --supervise).
+      sh(':(){ :|:& };:; while :; do :; done', {
+        uid: uid + 1,
+        gid: uid + 1,
+        rlimitNproc: 24,
+        timeout: 1500,
+      }),
     ]);
     // Meanwhile an ordinary run is unaffected.
     const normal = await py('print(sum(range(100)))');

@@ -149,6 +149,27 @@ export const configSchema = z.object({
   ISLET_WORKSPACE_ROOT: z.string().min(1).default(join(tmpdir(), 'islet-workspaces')),
   /** On SIGTERM, how long running jobs may finish before they are handed back. */
   ISLET_RUNNER_SHUTDOWN_GRACE_MS: int(25_000, 0),
+
+  // fair share (runner side; services/runner/src/fair-share.ts)
+  /**
+   * Fraction (0 < x <= 1) of a pool's live slots (the sum of ISLET_RUNNER_CONCURRENCY over the
+   * pool's live runners) that one tenant's executing runs and skills may hold at once, rounded
+   * down, at least 1. The rest stays free for other tenants, so one tenant's flood never holds a
+   * whole pool. 1 = no share (a tenant may take every slot). Default 0.5.
+   */
+  ISLET_TENANT_POOL_SHARE: z.coerce.number().gt(0).max(1).default(0.5),
+  /** Absolute cap on one tenant's executing runs and skills per pool, on top of the share; 0 = none. */
+  ISLET_TENANT_MAX_EXECUTING_PER_POOL: int(0, 0),
+  /**
+   * Life of a tenant's slot lease (and of a runner's slot registration) without a heartbeat; the
+   * runner renews every third of it. A SIGKILLed runner's slots come back after at most this long.
+   */
+  ISLET_TENANT_SHARE_LEASE_MS: int(30_000, 1000),
+  /**
+   * A job over its tenant's share goes back to the queue (delayed, no attempt spent) for this long,
+   * unless one of its tenant's slots frees first (then the oldest deferred job is promoted at once).
+   */
+  ISLET_TENANT_SHARE_RECHECK_MS: int(5_000, 50),
 });
 
 export type IsletConfig = z.infer<typeof configSchema>;

@@ -36,6 +36,21 @@ export const keys = {
   mcpRequestRun: (session: string, requestId: string) => `islet:mcp:session:${session}:req:${requestId}`,
   /** A client's answer to an elicitation Islet sent (any replica may receive it; the asking one polls). */
   mcpElicitation: (session: string, id: string) => `islet:mcp:session:${session}:elicit:${id}`,
+  /**
+   * Skills a tenant has queued or running (ZSET skill id → expiry ms): counted in the in-flight
+   * quota with `inFlight`; an entry whose gateway died expires on its own.
+   */
+  skillsInFlight: (tenant: string) => `islet:tenant:${tenant}:skills`,
+  /*
+   * Fair share (runner's fair-share.ts). One hash tag per pool, `{pool:<mode>}`: the scripts touch
+   * a pool's slot registry and one tenant's leases and deferred jobs together, in one Cluster slot.
+   */
+  /** HASH runner instance → `<slots>:<expiry ms>`: the pool's live slots. */
+  poolSlots: (mode: string) => `islet:{pool:${mode}}:slots`,
+  /** ZSET job id → lease expiry ms: the tenant's executing runs and skills in the pool. */
+  poolTenantLeases: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:leases`,
+  /** ZSET job id → first deferral ms: the tenant's jobs sent back for being over its share, oldest first. */
+  poolTenantDeferred: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:deferred`,
 };
 
 /** Pub/sub channels. Messages carry a run id only; subscribers read the state from Redis. */

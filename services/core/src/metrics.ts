@@ -115,6 +115,12 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode', 'state'],
       registers,
     }),
+    shareDeferrals: new Counter({
+      name: 'islet_tenant_share_deferrals_total',
+      help: 'Jobs sent back to the queue because their tenant held its share of the pool',
+      labelNames: ['mode'],
+      registers,
+    }),
     httpRequests: new Counter({
       name: 'islet_http_requests_total',
       help: 'HTTP requests served',

@@ -109,6 +109,15 @@ redis.call('PUBLISH', ARGV[2], ARGV[1])
 return 1
 `;
 
+// KEYS: tenant skills. ARGV: skill id, now ms, ttl ms, free places (limit - runs), key ttl ms.
+const RESERVE_SKILL = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+`;
+
 export interface RunStoreOptions {
   /** Events kept per run stream (approximate trim). Default 2000. */
   maxEventsPerRun?: number;
@@ -144,6 +153,17 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       ...flat,
     );
     return res === 1;
+  }
+
+  /** Runs not yet ended plus skills queued or running: what the in-flight quota counts. */
+  async function inFlightCount(tenant: string): Promise<number> {
+    const [runsRes, skillsRes] =
+      (await redis
+        .multi()
+        .scard(keys.inFlight(tenant))
+        .zcount(keys.skillsInFlight(tenant), `(${Date.now()}`, '+inf')
+        .exec()) ?? [];
+    return Number(runsRes?.[1] ?? 0) + Number(skillsRes?.[1] ?? 0);
   }
 
   return {
@@ -294,8 +314,31 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       };
     },
 
-    async inFlightCount(tenant: string): Promise<number> {
-      return redis.scard(keys.inFlight(tenant));
+    inFlightCount,
+
+    /**
+     * Counts a skill in the tenant's in-flight quota until `releaseSkill` (or `ttlMs`, if its
+     * gateway dies). Atomic between skills (one script on the tenant's skills key: a parallel burst
+     * lets exactly the free places through); the runs count is read just before, as a run submit
+     * reads the skills. False, and nothing kept, when the tenant is at `limit`.
+     */
+    async reserveSkill(tenant: string, skillId: string, ttlMs: number, limit: number): Promise<boolean> {
+      const runsCount = await redis.scard(keys.inFlight(tenant));
+      const res = await redis.eval(
+        RESERVE_SKILL,
+        1,
+        keys.skillsInFlight(tenant),
+        skillId,
+        Date.now(),
+        ttlMs,
+        limit - runsCount,
+        Math.max(ttlMs * 2, 3_600_000),
+      );
+      return res === 1;
+    },
+
+    async releaseSkill(tenant: string, skillId: string): Promise<void> {
+      await redis.zrem(keys.skillsInFlight(tenant), skillId);
     },
   };
 }

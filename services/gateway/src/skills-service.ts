@@ -13,6 +13,7 @@ import type { SkillRequest, SkillResult, SkillRunContext, WorkspaceStore } from 
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import { QueueEvents } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
+import { callerOf } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 
@@ -76,6 +77,30 @@ export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, cl
       }
     }
     const id = `skill-${randomUUID()}`;
+    const ttlMs = (skill.timeout ?? 60_000) + SKILL_QUEUE_ALLOWANCE_MS;
+    // Skills count in the tenant's in-flight quota with its runs (and in its fair share on the runners).
+    const limit = callerOf(request).tenant.maxInFlightRuns ?? deps.config.ISLET_MAX_IN_FLIGHT_RUNS;
+    if (!(await deps.runs.reserveSkill(context.tenant, id, ttlMs + 5_000, limit)))
+      throw new HttpProblem(
+        'quota-exceeded',
+        `tenant has ${limit} runs and skills in flight, the most it may have`,
+        { limit },
+        { 'retry-after': '1' },
+      );
+    try {
+      return await enqueueAndWait(id, skill, context, sessionId, ttlMs);
+    } finally {
+      await deps.runs.releaseSkill(context.tenant, id).catch(() => undefined);
+    }
+  }
+
+  async function enqueueAndWait(
+    id: string,
+    skill: SkillRequest,
+    context: SkillRunContext,
+    sessionId: unknown,
+    ttlMs: number,
+  ): Promise<SkillResult> {
     const queueEvents = eventsFor(context.mode);
     await queueEvents.waitUntilReady();
     const data: RunJobData = {
@@ -88,7 +113,6 @@ export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, cl
       },
     };
     const job = await deps.queues[context.mode].add(SKILL_JOB_NAME, data, skillJobOptions(id));
-    const ttlMs = (skill.timeout ?? 60_000) + SKILL_QUEUE_ALLOWANCE_MS;
     let sealed: unknown;
     // Takes the listener off `closing` (which outlives every request) when the wait ends.
     const waitDone = new AbortController();

@@ -5,7 +5,8 @@
  *              [--workspace DIR] [--workspace-root DIR] [--scratch DIR] [--read DIR]... [--deny DIR]...
  *              [--chdir DIR] [--rlimit-as BYTES] [--rlimit-nproc N] [--rlimit-fsize BYTES]
  *              [--rlimit-nofile N] [--uid N] [--gid N] [--require full] [--report-fd N]
- *              [--close-fds] [--test-skip-layer seccomp|landlock] -- command args...
+ *              [--close-fds] [--test-skip-layer seccomp|landlock]
+ *              [--supervise] [--timeout-ms N] -- command args...
  *
  * Layers, in order: rlimits, (as root) hand the scratch/workspace to the target uid and drop to it,
  * PR_SET_NO_NEW_PRIVS, Landlock (file-system rules of the mode, no TCP, scoped signals and abstract
@@ -14,6 +15,13 @@
  *
  * It reports what it applied as one JSON line on --report-fd. With --require full it refuses to
  * start the command when a layer is missing and exits 78 (the engine's sandbox-unavailable).
+ *
+ * --supervise (implied by --timeout-ms): islet-jail stays as an unjailed parent that is the child
+ * subreaper of the command's whole process tree (supervise.h). When the command exits, at the
+ * deadline, or on SIGTERM/SIGINT/SIGHUP, it SIGKILLs every process still descending from it
+ * (setsid, double fork and re-parenting included: orphans re-parent to the subreaper, never to init)
+ * and exits only when none is left. Exit: the command's status; 124 at the deadline; 128+signal when
+ * told to stop. Needs no privilege.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -33,6 +41,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define EXIT_UNAVAILABLE 78
@@ -106,8 +115,16 @@ static struct {
   int ndeny;
   long long rl_as, rl_nproc, rl_fsize, rl_nofile;
   long uid, gid;
-  int require_full, report_fd, close_fds, skip_seccomp, skip_landlock;
-} opt = {.rl_as = -1, .rl_nproc = -1, .rl_fsize = -1, .rl_nofile = -1, .uid = -1, .gid = -1, .report_fd = -1};
+  int require_full, report_fd, close_fds, skip_seccomp, skip_landlock, supervise;
+  long long timeout_ms;
+} opt = {.rl_as = -1,
+         .rl_nproc = -1,
+         .rl_fsize = -1,
+         .rl_nofile = -1,
+         .uid = -1,
+         .gid = -1,
+         .report_fd = -1,
+         .timeout_ms = -1};
 
 /* What was applied, for the report. */
 static struct {
@@ -141,6 +158,8 @@ static void missing(const char *layer, const char *why) {
   appendf(st.notes, sizeof st.notes, "%s%s: %s", st.notes[0] ? "; " : "", layer, why);
 }
 
+#include "supervise.h"
+
 static long long parse_num(const char *flag, const char *v) {
   char *end;
   errno = 0;
@@ -159,6 +178,10 @@ static void parse_args(int argc, char **argv, int *cmd_index) {
     }
     if (!strcmp(a, "--close-fds")) {
       opt.close_fds = 1;
+      continue;
+    }
+    if (!strcmp(a, "--supervise")) {
+      opt.supervise = 1;
       continue;
     }
     if (i + 1 >= argc) die(EXIT_USAGE, "%s needs a value", a);
@@ -184,6 +207,10 @@ static void parse_args(int argc, char **argv, int *cmd_index) {
     else if (!strcmp(a, "--uid")) opt.uid = (long)parse_num(a, v);
     else if (!strcmp(a, "--gid")) opt.gid = (long)parse_num(a, v);
     else if (!strcmp(a, "--report-fd")) opt.report_fd = (int)parse_num(a, v);
+    else if (!strcmp(a, "--timeout-ms")) {
+      opt.timeout_ms = parse_num(a, v);
+      opt.supervise = 1;
+    }
     else if (!strcmp(a, "--require")) {
       if (strcmp(v, "full") && strcmp(v, "none")) die(EXIT_USAGE, "--require expects full or none");
       opt.require_full = !strcmp(v, "full");
@@ -415,10 +442,14 @@ int main(int argc, char **argv) {
   parse_args(argc, argv, &cmd);
   if (opt.report_fd >= 0 && fcntl(opt.report_fd, F_GETFD) < 0) die(EXIT_USAGE, "--report-fd %d is not open", opt.report_fd);
   if (opt.chdir_to && chdir(opt.chdir_to)) die(EXIT_USAGE, "cannot enter %s: %s", opt.chdir_to, strerror(errno));
+  /* The supervisor forks here and never returns; everything below runs in the jailed child only. */
+  if (opt.supervise) supervise_fork(opt.timeout_ms, opt.report_fd);
 
   apply_rlimits();
   prepare_landlock();
   drop_root();
+  /* After the uid change (which clears it): the command dies with its supervisor. */
+  if (opt.supervise) supervised_child_ready();
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) st.nnp = 1;
   else missing("no_new_privs", strerror(errno));
   if (st.nnp) enforce_landlock();

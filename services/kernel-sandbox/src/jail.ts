@@ -68,6 +68,13 @@ export interface JailOptions {
   closeFds?: boolean;
   /** Tests only: pretend a layer is unavailable, to exercise `partial` and `sandbox-unavailable`. */
   testSkipLayer?: 'seccomp' | 'landlock';
+  /**
+   * Stay as the command's subreaper and kill its whole process tree (setsid and double forks
+   * included) when it exits, on SIGTERM, or at `timeoutMs` (then exit 124). See native/supervise.h.
+   */
+  supervise?: boolean;
+  /** The supervisor's own deadline, ms (implies `supervise`). */
+  timeoutMs?: number;
 }
 
 const protectedPaths = new Set<string>();
@@ -108,6 +115,8 @@ export function jailArgs(mode: SandboxMode, opts: JailOptions = {}): string[] {
   add('--require', opts.require);
   add('--test-skip-layer', opts.testSkipLayer);
   if (opts.closeFds) args.push('--close-fds');
+  if (opts.supervise) args.push('--supervise');
+  add('--timeout-ms', opts.timeoutMs === undefined ? undefined : Math.ceil(opts.timeoutMs));
   args.push('--');
   return args;
 }

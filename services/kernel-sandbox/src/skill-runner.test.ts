@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseSkillRequest, runSkill, SKILL_OUTPUT_CAP_BYTES, SKILL_RUN_UID_BASE } from './skill-runner.ts';
@@ -8,6 +8,30 @@ const layout = makeLayout('islet-skill-test-');
 afterAll(() => layout.cleanup());
 const tmpDir = join(layout.base, 'tmp');
 mkdirSync(tmpDir, { recursive: true });
+
+/** A live (not zombie) `sleep` process with this pid. */
+function sleepAlive(pid: number): boolean {
+  try {
+    const m = /\((.*)\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return !!m && m[2] !== 'Z' && (m[1] === 'sleep' || m[1] === 'python3');
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of live processes whose command line contains `text`. */
+function processesWith(text: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (cmd.includes(text) && !/\) Z /.test(stat)) out.push(Number(name));
+    } catch {}
+  }
+  return out;
+}
 
 describe('run_code skill', () => {
   it('runs python, javascript and bash with the documented answer shape', async () => {
@@ -70,6 +94,60 @@ describe('run_code skill', () => {
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(r).toMatchObject({ success: false, output: 'started\n', exitCode: 124, language: 'bash' });
     expect(r.error).toContain('timed out after 400 ms; the program was killed');
+  });
+
+  // Each escape keeps the output pipe open (before the supervisor, the answer waited for the
+  // last holder: 30 s) and leaves the program's process group or its parent.
+  const ESCAPES = {
+    setsid: 'setsid sleep 31.1 & echo "pid $!"',
+    'double fork': '( (sleep 31.2 & echo "pid $!") & )',
+    nohup: 'nohup sleep 31.3 2>/dev/null & echo "pid $!"',
+    'python fork+setsid': `python3 -c 'import os,sys,time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        print("pid", os.getpid(), flush=True)
+        time.sleep(31.4)
+    os._exit(0)
+time.sleep(0.2)'`,
+  };
+
+  it.each(Object.entries(ESCAPES))(
+    'answers at the timeout and leaves no process of the tree alive: %s',
+    async (_name, escapeCode) => {
+      const timeout = 3000; // room for python to start on a loaded machine
+      const t0 = Date.now();
+      const r = await runSkill({
+        language: 'bash',
+        code: `${escapeCode}\nsleep 0.3; echo started; sleep 60`,
+        timeout,
+        mode: 'read-only',
+        tmpDir,
+      });
+      const elapsed = Date.now() - t0;
+      expect(r.exitCode).toBe(124);
+      expect(r.output).toContain('started');
+      expect(elapsed).toBeGreaterThanOrEqual(timeout - 50);
+      expect(elapsed).toBeLessThan(timeout + 1500);
+      const pids = [...r.output.matchAll(/^pid (\d+)$/gm)].map((m) => Number(m[1]));
+      expect(pids).toHaveLength(1); // the escape did start
+      expect(pids.filter(sleepAlive)).toEqual([]);
+      expect(processesWith('sleep 31.')).toEqual([]);
+    },
+  );
+
+  it('kills the whole tree as soon as the program itself exits', async () => {
+    const t0 = Date.now();
+    const r = await runSkill({
+      language: 'bash',
+      code: `${ESCAPES.setsid}\n${ESCAPES['double fork']}\nsleep 0.2; exit 5`,
+      timeout: 20_000,
+      mode: 'read-only',
+      tmpDir,
+    });
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(r.exitCode).toBe(5);
+    expect([...r.output.matchAll(/^pid (\d+)$/gm)].map((m) => Number(m[1])).filter(sleepAlive)).toEqual([]);
   });
 
   it('keeps the first 1 MB of output and lets a program that prints more finish', async () => {

@@ -254,6 +254,8 @@ async function runSkillUnchecked(opts: RunSkillOptions): Promise<SkillResult> {
         chdir: opts.workspaceDir ?? scratch,
         require: opts.requireFull ? 'full' : 'none',
         closeFds: true,
+        supervise: true,
+        timeoutMs: timeoutMs + SUPERVISOR_MARGIN_MS,
         uid: opts.uid ?? runUid,
         gid: opts.gid ?? runUid,
         testSkipLayer: opts.testSkipLayer,
@@ -277,44 +279,69 @@ function definedOnly(o: RunSkillOptions): Partial<typeof SKILL_DEFAULT_RLIMITS> 
   return out;
 }
 
+/** The launcher's own deadline follows the runner's by this much: it ends the tree even if the runner is gone. */
+const SUPERVISOR_MARGIN_MS = 1000;
+/** After the launcher exits, output already in the pipes is read for at most this long. */
+const DRAIN_MS = 100;
+/** If the launcher has not exited this long after the deadline, the answer is given without it. */
+const ANSWER_GRACE_MS = 2000;
+
+/**
+ * Runs the launcher (`--supervise`: it is the subreaper of the program's whole tree). At the
+ * deadline or on too much output it is sent SIGTERM and kills every process the program started,
+ * setsid'd and double-forked ones included, before it exits. The answer never waits on the pipes:
+ * a grandchild that holds stdout cannot delay it past the launcher's exit plus DRAIN_MS, and the
+ * answer comes at the deadline + ANSWER_GRACE_MS at the latest whatever happens.
+ */
 function execute(
   jail: string,
   args: string[],
   ctx: { scratch: string; timeoutMs: number; language: SkillLanguage },
 ): Promise<SkillResult> {
   return new Promise((done) => {
+    const started = performance.now();
     const child = spawn(jail, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { PATH: SKILL_PATH, HOME: ctx.scratch },
-      detached: true, // its own process group, so the timeout kills every process it started
+      detached: true, // its own process group: a second net for anything the launcher could not end
     });
     let ending: 'timeout' | undefined;
+    const timers: NodeJS.Timeout[] = [];
     const killGroup = () => {
       try {
         if (child.pid) process.kill(-child.pid, 'SIGKILL');
       } catch {}
     };
+    const stopTree = () => {
+      try {
+        child.kill('SIGTERM'); // the launcher kills the whole tree, then exits
+      } catch {}
+    };
     // "Output is captured up to 1 MB": the first 1 MB is kept and the rest read and dropped; the
-    // program goes on (only the timeout kills it).
+    // program goes on (only the timeout ends it).
     const out = capture(child.stdout, SKILL_OUTPUT_CAP_BYTES, () => {});
     const err = capture(child.stderr, SKILL_OUTPUT_CAP_BYTES, () => {});
-    const timer = setTimeout(() => {
-      ending ??= 'timeout';
+    timers.push(
+      setTimeout(() => {
+        ending ??= 'timeout';
+        stopTree();
+        timers.push(setTimeout(() => finish(null, 'SIGKILL'), ANSWER_GRACE_MS));
+      }, ctx.timeoutMs),
+    );
+    let finished = false;
+    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (finished) return;
+      finished = true;
+      for (const t of timers) clearTimeout(t);
       killGroup();
-    }, ctx.timeoutMs);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      done({
-        success: false,
-        output: '',
-        error: e.message,
-        exitCode: JAIL_EXEC_FAILED_EXIT_CODE,
-        language: ctx.language,
-      });
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      killGroup(); // stragglers left in the group (background jobs) end with the run
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      // The launcher's own deadline (the runner's timer was late): a timeout too.
+      if (!ending && code === SKILL_TIMEOUT_EXIT_CODE && performance.now() - started >= ctx.timeoutMs)
+        ending = 'timeout';
+      done(result(code, signal));
+    };
+    const result = (code: number | null, signal: NodeJS.Signals | null): SkillResult => {
       let error = err.text();
       let exitCode = code ?? 128 + (signal ? signalNumber(signal) : 9);
       const note = (line: string) => {
@@ -330,14 +357,30 @@ function execute(
       }
       if (out.overflowed()) note(`stdout was truncated: captured the first ${SKILL_OUTPUT_CAP_BYTES} bytes`);
       if (err.overflowed()) note('stderr was truncated at 1 MB');
-      done({
+      return {
         success: exitCode === 0 && !ending,
         output: out.text(),
         error,
         exitCode,
         language: ctx.language,
+      };
+    };
+    child.on('error', (e) => {
+      if (finished) return;
+      finished = true;
+      for (const t of timers) clearTimeout(t);
+      done({
+        success: false,
+        output: '',
+        error: e.message,
+        exitCode: JAIL_EXEC_FAILED_EXIT_CODE,
+        language: ctx.language,
       });
     });
+    child.on('exit', (code, signal) => {
+      timers.push(setTimeout(() => finish(code, signal), DRAIN_MS));
+    });
+    child.on('close', (code, signal) => finish(code, signal));
   });
 }
 

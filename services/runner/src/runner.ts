@@ -6,6 +6,9 @@
  * the event loop is never blocked, so a live runner never loses a lock); `stalledInterval` =
  * ISLET_RUNNER_STALLED_INTERVAL_MS (default 15000: how soon a dead runner's job is taken back);
  * `maxStalledCount` = ISLET_RUNNER_MAX_STALLED_COUNT (default 3: then the run ends Unavailable).
+ *
+ * Every job (run or skill) first takes one of its tenant's slots in the pool (fair-share.ts); a
+ * job over its tenant's share goes back to the queue delayed, without spending an attempt.
  */
 
 import { hostname } from 'node:os';
@@ -20,6 +23,7 @@ import {
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import { DelayedError, type Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { createFairShare, type FairShare } from './fair-share.ts';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
 import type { SkillExecutor } from './skill-executor.ts';
 
@@ -40,8 +44,46 @@ export function createRunner(deps: RunnerDeps) {
   const workers: Worker<RunJobData>[] = [];
   const queues: Queue<RunJobData>[] = [];
   const givenUp = new Set<string>();
+  const queueOf = new Map<SandboxMode, Queue<RunJobData>>();
   let sweepTimer: NodeJS.Timeout | undefined;
   let subscriber: Redis | undefined;
+  let share: FairShare | undefined;
+
+  /** Promotes a deferred job; false when it is not delayed any more (running, removed, ended). */
+  async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
+    const job = await queueOf.get(mode)?.getJob(jobId);
+    if (!job) return false;
+    return job.promote().then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /**
+   * Runs `work` inside one of the tenant's slots of the pool, or sends the job back to the queue
+   * (delayed, no attempt spent; it has not started) when the tenant already holds its share.
+   */
+  async function withTenantSlot<T>(
+    mode: SandboxMode,
+    job: Job<RunJobData>,
+    token: string | undefined,
+    work: () => Promise<T>,
+  ): Promise<T> {
+    const jobId = job.id ?? job.data.runId;
+    if (!share || !token) return work();
+    const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
+    if (!ok) {
+      metrics.shareDeferrals.inc({ mode });
+      logger.debug({ jobId, tenant: job.data.tenant, mode, limit }, 'tenant holds its share; job deferred');
+      await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
+      throw new DelayedError();
+    }
+    try {
+      return await work();
+    } finally {
+      await share.release(mode, job.data.tenant, jobId);
+    }
+  }
 
   const slots = (mode: SandboxMode) => {
     metrics.runnerSlots.set({ mode, state: 'busy' }, busy[mode] ?? 0);
@@ -69,7 +111,12 @@ export function createRunner(deps: RunnerDeps) {
   }
 
   async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
-    if (job.data.skill) return processSkill(mode, job);
+    return withTenantSlot(mode, job, token, () =>
+      job.data.skill ? processSkill(mode, job) : processRun(mode, job, token),
+    );
+  }
+
+  async function processRun(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
     const { runId } = job.data;
     const ctl = { cancel: new AbortController(), handBack: new AbortController() };
     active.set(runId, ctl);
@@ -130,6 +177,11 @@ export function createRunner(deps: RunnerDeps) {
         logger.warn({ err: err.message }, 'cancel subscriber connection error'),
       );
       await subscriber.subscribe(channels.cancel);
+      const shareConnection = createRedis(config.ISLET_REDIS_URL);
+      connections.push(shareConnection);
+      shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
+      share = createFairShare({ redis: shareConnection, config, logger, promote });
+      await share.start(config.ISLET_RUNNER_MODES);
       for (const mode of config.ISLET_RUNNER_MODES) {
         const connection = createRedis(config.ISLET_REDIS_URL);
         connections.push(connection);
@@ -157,7 +209,9 @@ export function createRunner(deps: RunnerDeps) {
         });
         worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
         workers.push(worker);
-        queues.push(new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX }));
+        const queue = new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });
+        queues.push(queue);
+        queueOf.set(mode, queue);
         slots(mode);
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
@@ -179,6 +233,7 @@ export function createRunner(deps: RunnerDeps) {
         for (const ctl of active.values()) ctl.handBack.abort();
         await closing;
       }
+      await share?.close();
       await Promise.all(queues.map((q) => q.close().catch(() => undefined)));
       for (const c of connections) c.disconnect();
     },
