@@ -360,3 +360,48 @@ describe('documented', () => {
     expect(doc.components.schemas.DecisionAnswer.required).toEqual(['index', 'allow']);
   });
 });
+
+describe('allow for the session', () => {
+  const SEND = 'const s = await apps.mail.send_email({ to: "x" }); return s.structuredContent.tool';
+  const pendingOf = async (id: string) =>
+    until(async () => {
+      const items = (await a('GET', '/v1/decisions')).body.items as Loose[];
+      return items.find((d) => d.code.run === id);
+    });
+
+  it('a session-wide allow lets later calls of that tool in the session run without asking; other sessions still ask', async () => {
+    const first = await a('POST', '/v1/runs', run(SEND, { sessionId: 'sess-grant', callId: 'g-1' }));
+    expect(first.status).toBe(202);
+    const decision = await pendingOf(first.body.id);
+    // Wider access is never granted for a session (the run_code document: a new answer each run).
+    const wider = await a('POST', `/v1/code-runs/${first.body.id}/decisions`, {
+      index: -1,
+      allow: true,
+      scope: 'session',
+    });
+    expect(wider.status).toBe(400);
+    expect(wider.body.type).toBe('https://islet.dev/problems/validation');
+    const answered = await a('POST', `/v1/code-runs/${first.body.id}/decisions`, {
+      index: decision.code.index,
+      allow: true,
+      scope: 'session',
+    });
+    expect(answered.status).toBe(200);
+    expect((await status(first.body.id, 'Completed')).result.value).toBe('send_email');
+
+    // The same session: no decision, the call goes straight out.
+    const second = await a('POST', '/v1/runs', run(SEND, { sessionId: 'sess-grant', callId: 'g-2' }), {
+      prefer: 'wait=20',
+    });
+    expect(second.body.status).toBe('Completed');
+    expect(second.body.result.value).toBe('send_email');
+    expect(deliveriesOf(`${second.body.id}:0`)).toHaveLength(1);
+
+    // Another session of the tenant still asks.
+    const third = await a('POST', '/v1/runs', run(SEND, { sessionId: 'sess-other', callId: 'g-3' }));
+    const asked = await pendingOf(third.body.id);
+    expect(asked.capability.target).toBe(`${mail.id}/send_email`);
+    await a('POST', `/v1/code-runs/${third.body.id}/decisions`, { index: asked.code.index, allow: false });
+    expect((await status(third.body.id, 'Failed')).result.message).toContain('AppCallDenied');
+  });
+});

@@ -12,6 +12,12 @@ export const keys = {
   /** Marks a `client` call as awaiting its answer (value: attempt). */
   clientCallPending: (runId: string, index: number) => `islet:run:{${runId}}:call:${index}:pending`,
   sessionRuns: (tenant: string, session: string) => `islet:tenant:${tenant}:session:${session}:runs`,
+  /**
+   * "Allow for the session": an ask-policy tool a person allowed for every later call of one
+   * session. Value `<keyId>`; lives as long as the runs do (ISLET_RUN_RETENTION_SECONDS).
+   */
+  sessionGrant: (tenant: string, session: string, connectionId: string, tool: string) =>
+    `islet:tenant:${tenant}:session:${session}:grant:${connectionId}:${tool}`,
   /** The principal that opened a session (set by its first run; `sessions.read` shows only your own). */
   sessionOwner: (tenant: string, session: string) => `islet:tenant:${tenant}:session:${session}:owner`,
   idempotency: (tenant: string, key: string) => `islet:tenant:${tenant}:idem:${key}`,

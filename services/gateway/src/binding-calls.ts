@@ -217,7 +217,12 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
     const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
     // Reads (resources, prompts) are always allowed; a vanished connection or tool fails the call.
-    const policy = tool?.policy ?? 'allow';
+    let policy = tool?.policy ?? 'allow';
+    // A person allowed this tool for the whole session ("allow for the session"): no new ask.
+    if (policy === 'ask' && spec) {
+      const grant = keys.sessionGrant(run.tenant, run.session, spec.connectionId, spec.name);
+      if ((await deps.redis.exists(grant)) === 1) policy = 'allow';
+    }
 
     const processed = await processor.process({
       run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code },

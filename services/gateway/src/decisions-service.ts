@@ -88,9 +88,15 @@ export function createDecisionsService(
   async function answer(
     caller: Caller,
     runId: string,
-    body: { index: number; allow: boolean; input?: unknown },
+    body: { index: number; allow: boolean; input?: unknown; scope?: 'once' | 'session' },
   ): Promise<DecisionView> {
     const run = await runsService.own(caller, runId);
+    // The run_code document: "a new wider request needs a new answer" — never one for a session.
+    if (body.scope === 'session' && body.index === ESCALATION_INDEX)
+      throw new HttpProblem(
+        'validation',
+        'wider access is allowed for one run only; scope "session" applies to App calls',
+      );
     if (isFinalStatus(run.status))
       throw new HttpProblem('run-finished', `code run ${runId} already ended as ${run.status}`);
     if (
@@ -115,12 +121,26 @@ export function createDecisionsService(
         state: res.state,
       });
     }
+    const decision = res.decision;
+    const sessionWide = body.allow && body.scope === 'session' && decision.index !== ESCALATION_INDEX;
+    if (sessionWide) {
+      // capability.target is `<connectionId>/<tool>` (connection ids have no slash).
+      const target = decision.request.capability.target;
+      const slash = target.indexOf('/');
+      const [connectionId, tool] = [target.slice(0, slash), target.slice(slash + 1)];
+      await deps.redis.set(
+        keys.sessionGrant(run.tenant, run.session, connectionId, tool),
+        caller.keyId,
+        'EX',
+        deps.config.ISLET_RUN_RETENTION_SECONDS,
+      );
+    }
     await runs.appendEvent(runId, 'decision.answered', {
       index: body.index,
       allow: body.allow,
       by: caller.keyId,
+      ...(sessionWide ? { scope: 'session' } : {}),
     });
-    const decision = res.decision;
     if (decision.index === ESCALATION_INDEX) {
       if (body.allow) {
         await runs.setStatus(run, 'Running', { escalation: 'allowed' });

@@ -1,7 +1,8 @@
 /**
  * Decisions: the waiting list and the card the documents describe — for wider access the mode and
  * the one-sentence justification, for an App call the connection, capability and arguments — with
- * the answers the API takes (`POST /v1/code-runs/{id}/decisions` `{index, allow, input?}`).
+ * the answers the API takes (`POST /v1/code-runs/{id}/decisions` `{index, allow, input?, scope?}`):
+ * allow once, allow for the session (App calls), deny, allow with input.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Decision, problemText } from '../api.ts';
@@ -14,10 +15,10 @@ export function DecisionCard(props: { decision: Decision; onAnswered: () => void
   const [busy, setBusy] = useState(false);
   const escalation = d.capability.action === 'sandbox.escalate';
   const [connection = '', tool = ''] = d.capability.target.split('/');
-  async function answer(allow: boolean, withInput?: boolean) {
+  async function answer(allow: boolean, withInput?: boolean, scope?: 'session') {
     setBusy(true);
     setError('');
-    const body: Record<string, unknown> = { index: d.code.index, allow };
+    const body: Record<string, unknown> = { index: d.code.index, allow, ...(scope ? { scope } : {}) };
     if (withInput) {
       try {
         body.input = JSON.parse(input);
@@ -80,6 +81,11 @@ export function DecisionCard(props: { decision: Decision; onAnswered: () => void
         <button type="button" class="allow" disabled={busy} onClick={() => answer(true)}>
           Allow once
         </button>
+        {!escalation && (
+          <button type="button" class="allow" disabled={busy} onClick={() => answer(true, false, 'session')}>
+            Allow for this session
+          </button>
+        )}
         <button type="button" class="deny" disabled={busy} onClick={() => answer(false)}>
           Deny
         </button>

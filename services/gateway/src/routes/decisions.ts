@@ -1,6 +1,6 @@
 /**
  * Decisions (issue 4). `GET /v1/decisions`: the caller's tenant's pending decisions, each in the
- * Code Mode document's request shape. `POST /v1/code-runs/:id/decisions` `{index, allow, input?}`:
+ * Code Mode document's request shape. `POST /v1/code-runs/:id/decisions` `{index, allow, input?, scope?}`:
  * answers one (index -1 = the run's wider-access request); once, a second answer is a 409; another
  * tenant's run is a 404. Both need the `decisions` scope.
  */
@@ -17,6 +17,11 @@ export const decisionAnswerSchema = z
     index: z.number().int().min(-1),
     allow: z.boolean(),
     input: z.unknown().optional(),
+    /**
+     * `session`: allow this call and every later call of the same tool in the run's session
+     * without asking again (App calls only; wider access is asked for each run). Default `once`.
+     */
+    scope: z.enum(['once', 'session']).optional(),
   })
   .strict();
 
