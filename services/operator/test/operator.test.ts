@@ -130,10 +130,16 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'Localhost', localhostProfile: 'islet/runner.json' },
     });
-    expect(podSpec?.containers[0]?.envFrom).toEqual([
-      { configMapRef: { name: 'islet-runner-env' } },
-      { secretRef: { name: 'islet-seal' } },
-    ]);
+    // Secrets as files in the mounted Secret, never envFrom (environment values leak to children).
+    expect(podSpec?.containers[0]?.envFrom).toEqual([{ configMapRef: { name: 'islet-runner-env' } }]);
+    expect(podSpec?.containers[0]?.env).toContainEqual({
+      name: 'ISLET_SEAL_KEYS_FILE',
+      value: '/etc/islet/secrets/ISLET_SEAL_KEYS',
+    });
+    expect(podSpec?.volumes).toContainEqual({
+      name: 'secrets',
+      secret: { secretName: 'islet-seal', defaultMode: 0o440 },
+    });
     expect(d.metadata?.ownerReferences?.[0]?.kind).toBe('RunnerPool');
     const ready = await waitFor('Ready=True', () => {
       const c = conditionOf(api, 'ww', 'Ready');
