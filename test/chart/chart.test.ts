@@ -134,6 +134,7 @@ describe('security wiring', () => {
           render({
             set: [
               'redis.url=redis://r:6379',
+              'redis.externalCIDRs={10.0.0.0/8}',
               `operator.enabled=${operator}`,
               'runners.pools.danger-full-access.enabled=true',
             ],
@@ -227,7 +228,8 @@ describe('security wiring', () => {
           },
         },
       ]);
-      expect(gateway!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
+      // The internal channel's port (gateway.internalPort), not the public API's.
+      expect(gateway!.ports).toEqual([{ protocol: 'TCP', port: 8081 }]);
       expect(dns!.ports.map((p) => p.port)).toEqual([53, 53]);
       // The operator-built runner pods carry the labels these policies select.
       for (const d of runnerDeployments(objs)) {

@@ -66,8 +66,11 @@ matchLabels:
   ports:
     - { protocol: TCP, port: 6379 }
 {{- else }}
+{{- if not .Values.redis.externalCIDRs }}
+{{- fail "redis.externalCIDRs: list the external Redis's addresses (NetworkPolicies allow only them; set networkPolicy.enabled=false to allow everything)" }}
+{{- end }}
 - to:
-    {{- range (default (list "0.0.0.0/0") .Values.redis.externalCIDRs) }}
+    {{- range .Values.redis.externalCIDRs }}
     - ipBlock: { cidr: {{ . }} }
     {{- end }}
   ports:
