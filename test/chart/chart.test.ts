@@ -280,7 +280,7 @@ describe('security wiring', () => {
   it('operator RBAC is namespaced and limited to what the operator calls', () => {
     const objs = objectsOf('ci/default');
     expect(find(objs, 'ClusterRole')).toEqual([]);
-    const role = find(objs, 'Role')[0]!;
+    const role = find(objs, 'Role', (r) => r.metadata.name === 'islet-operator')[0]!;
     const verbs = Object.fromEntries(
       role.rules.map((r: any) => [`${r.apiGroups[0]}/${r.resources[0]}`, r.verbs]),
     );
@@ -288,7 +288,9 @@ describe('security wiring', () => {
     expect(verbs['apps/deployments']).not.toContain('delete');
     expect(verbs['/pods']).toEqual(['get', 'list', 'watch', 'patch']);
     expect(verbs['coordination.k8s.io/leases']).toEqual(['get', 'create', 'update']);
-    const binding = find(objs, 'RoleBinding')[0]!;
+    // blockOwnerDeletion on the Deployments' ownerReference needs update on the owner's finalizers.
+    expect(verbs['islet.dev/runnerpools/finalizers']).toEqual(['update']);
+    const binding = find(objs, 'RoleBinding', (r) => r.metadata.name === 'islet-operator')[0]!;
     expect(binding.subjects[0].name).toBe(
       find(objs, 'ServiceAccount', (o) => o.metadata.name.endsWith('-operator'))[0]!.metadata.name,
     );

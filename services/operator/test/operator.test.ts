@@ -153,9 +153,10 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     );
   });
 
-  it('scales up when real BullMQ jobs queue (waiting + paused-for-decision)', async () => {
+  it('scales up when real BullMQ jobs queue (runs paused for a decision are not demand)', async () => {
     await queue.addBulk(Array.from({ length: 7 }, (_, i) => ({ name: 'run', data: { i } })));
-    await redis.zadd(pausedRunsKey(MODE), Date.now(), 'run-paused-1'); // 7 + 1 = 8 → ceil(8/2) = 4
+    // 7 waiting → ceil(7/2) = 4; the 6 runs paused for a human decision hold no replicas.
+    for (let i = 0; i < 6; i++) await redis.zadd(pausedRunsKey(MODE), Date.now(), `run-paused-${i}`);
     await waitFor('4 replicas', () => replicasOf(api, 'ww') === 4);
     await waitFor('4 pods', () => podsOf(api, 'ww').length === 4);
     const pool = api.get(POOLS, ns, 'ww') as RunnerPool;
