@@ -324,6 +324,15 @@ describe('security wiring', () => {
     expect(conf).toMatch(/^maxmemory 2gb$/m);
     const sts = find(objs, 'StatefulSet')[0]!;
     expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('20Gi');
+    // Probes run a command (a TCP connect passes while Redis answers LOADING or is wedged).
+    const redis = sts.spec.template.spec.containers.find((c: any) => c.name === 'redis');
+    expect(redis.readinessProbe.exec.command.join(' ')).toContain('redis-cli -p 6379 ping');
+    expect(redis.readinessProbe.tcpSocket).toBeUndefined();
+    expect(redis.livenessProbe.exec.command.join(' ')).toContain('LOADING');
+    // A PDB keeps a node drain from evicting the only Redis unannounced.
+    const pdb = find(objs, 'PodDisruptionBudget', (p) => p.metadata.name === 'islet-redis')[0]!;
+    expect(pdb.spec.minAvailable).toBe(1);
+    expect(pdb.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('redis');
     const cfg = find(objs, 'ConfigMap', (o) => o.metadata.name.endsWith('-config'))[0]!;
     expect(cfg.data.ISLET_REDIS_URL).toBe('redis://islet-redis.islet.svc:6379');
     expect(find(objectsOf('ci/default'), 'StatefulSet')).toEqual([]);
