@@ -4,7 +4,7 @@
  * new ones are sealed with the new key. Dropping the old key too early makes old records unreadable
  * (which is why the procedure keeps it).
  */
-import { generateSealKey } from '@islet/core';
+import { createTenantStore, generateSealKey, SCOPES } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
@@ -15,6 +15,7 @@ let redis: RedisServer;
 const clusters: Cluster[] = [];
 const OLD = generateSealKey('rot1');
 const NEW = generateSealKey('rot2');
+let key = ''; // one key with a fixed principal across the restarts: runs belong to their principal
 
 const run = (code: string, callId: string) => ({
   code,
@@ -62,7 +63,11 @@ afterAll(async () => {
 describe('seal-key rotation (new key first, old records still readable)', () => {
   it('rotates without losing a record, and shows why the old key must stay listed', async () => {
     const before = await stack(OLD, 'rot1');
-    const a = api(before.url, before.devKey);
+    const r = new Redis(redis.url);
+    key = (await createTenantStore(r).createKey(before.tenantId, [...SCOPES], { principal: 'rotation-test' }))
+      .key;
+    r.disconnect();
+    const a = api(before.url, key);
     const old = await a('POST', '/v1/runs', run('return "sealed with rot1"', 'c1'), { prefer: 'wait=30' });
     expect(old.status).toBe(200);
     expect(old.body.result).toMatchObject({ _tag: 'Completed', value: 'sealed with rot1' });
@@ -71,7 +76,7 @@ describe('seal-key rotation (new key first, old records still readable)', () => 
 
     // Step 1 of the procedure: both keys listed, the new one active; the processes restart.
     const after = await stack(`${NEW},${OLD}`, 'rot2');
-    const b = api(after.url, after.devKey);
+    const b = api(after.url, key);
     const reread = await b('GET', `/v1/code-runs/${old.body.id}`);
     expect(reread.status).toBe(200);
     expect(reread.body.result).toEqual(old.body.result);
@@ -82,7 +87,7 @@ describe('seal-key rotation (new key first, old records still readable)', () => 
 
     // Dropping the old key while records sealed with it exist: those records no longer open.
     const tooEarly = await stack(NEW, 'rot2');
-    const c = api(tooEarly.url, tooEarly.devKey);
+    const c = api(tooEarly.url, key);
     expect((await c('GET', `/v1/code-runs/${fresh.body.id}`)).status).toBe(200);
     expect((await c('GET', `/v1/code-runs/${old.body.id}`)).status).not.toBe(200);
   }, 120_000);
