@@ -57,11 +57,18 @@ COPY --from=harden --chown=0:0 /out-islet-harden.node ./services/kernel-sandbox/
 COPY --from=console --chown=0:0 /app/services/console/dist ./services/console/dist
 # The app files stay root-owned and read-only for the islet user. npm, npx, corepack, apt and the
 # shells are not needed at run time: removed (this RUN is the last one that needs a shell).
-RUN groupadd --gid 10001 islet \
+# tini is PID 1: it forwards SIGTERM to node (which then drains) and reaps zombies. Test code
+# (devstack, testkit, the fake Kubernetes API in src/testing) is not shipped.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 10001 islet \
  && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin islet \
  && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \
       /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt \
+ && rm -rf /app/services/devstack /app/services/testkit /app/services/*/src/testing \
+      /app/node_modules/@islet/devstack /app/node_modules/@islet/testkit \
  && rm -f /bin/bash /bin/dash /bin/sh /usr/bin/sh
 USER 10001:10001
 # Writable only here (an emptyDir in Kubernetes); everything else may be mounted read-only.
@@ -70,4 +77,4 @@ EXPOSE 8080
 # Kubernetes uses the chart's probes (/healthz, /readyz); this serves plain `docker run`.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ISLET_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["node", "services/gateway/src/main.ts"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "services/gateway/src/main.ts"]

@@ -17,15 +17,22 @@ WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --chown=0:0 package.json ./
 COPY --chown=0:0 services ./services
-RUN groupadd --gid 10001 islet \
+# tini is PID 1: it forwards SIGTERM to node (which then drains) and reaps zombies. Test code
+# (devstack, testkit, the fake Kubernetes API in src/testing) is not shipped.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 10001 islet \
  && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin islet \
  && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \
       /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt \
+ && rm -rf /app/services/devstack /app/services/testkit /app/services/*/src/testing \
+      /app/node_modules/@islet/devstack /app/node_modules/@islet/testkit \
  && rm -f /bin/bash /bin/dash /bin/sh /usr/bin/sh
 USER 10001:10001
 VOLUME ["/tmp"]
 EXPOSE 9090
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ISLET_OPERATOR_METRICS_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["node", "services/operator/src/main.ts"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "services/operator/src/main.ts"]

@@ -35,9 +35,10 @@ ENV NODE_ENV=production \
     ISLET_JAIL_PATH=/usr/local/bin/islet-jail \
     ISLET_FILES_HELPER_PATH=/usr/local/bin/islet-files \
     ISLET_WORKSPACE_ROOT=/workspace
-# libseccomp2 for the launcher; python3 (and bash, already in the base) for the run_code skill.
+# libseccomp2 for the launcher; python3 (and bash, already in the base) for the run_code skill;
+# tini as PID 1 (forwards SIGTERM to node, reaps the zombies sandbox processes may leave).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libseccomp2 python3 \
+ && apt-get install -y --no-install-recommends libseccomp2 python3 tini \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 islet \
  && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin islet \
@@ -53,11 +54,13 @@ COPY --from=jail --chown=0:0 /out-islet-harden.node ./services/kernel-sandbox/bu
 # No package manager at run time (bash and python3 stay: the skill runs them, under the jail).
 RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \
-      /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt
+      /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt \
+ && rm -rf /app/services/devstack /app/services/testkit /app/services/*/src/testing \
+      /app/node_modules/@islet/devstack /app/node_modules/@islet/testkit
 USER 10001:10001
 # Writable places (emptyDirs in Kubernetes); the root file system is mounted read-only.
 VOLUME ["/tmp", "/workspace"]
 EXPOSE 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ISLET_RUNNER_METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["node", "services/runner/src/main.ts"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "services/runner/src/main.ts"]

@@ -110,12 +110,18 @@ describe.each(scenarios.map((s) => [s.name]))('helm template %s', (name) => {
           Number(c.env.find((e: { name: string }) => e.name === 'ISLET_RUNNER_SHUTDOWN_GRACE_MS').value),
         ).toBeLessThan(spec.terminationGracePeriodSeconds * 1000);
       }
-      // Writable places are volumes only: /tmp and the session workspaces (ISLET_WORKSPACE_ROOT).
+      // Writable places are volumes only: /tmp and the session workspaces (ISLET_WORKSPACE_ROOT);
+      // the Secret is mounted read-only.
       const root = find(objectsOf(name), 'ConfigMap', (o) => o.metadata.name === 'islet-config')[0]!.data
         .ISLET_WORKSPACE_ROOT;
-      expect(spec.containers[0].volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual(
-        ['/tmp', root].sort(),
-      );
+      const mounts = spec.containers[0].volumeMounts as { mountPath: string; readOnly?: boolean }[];
+      expect(
+        mounts
+          .filter((m) => !m.readOnly)
+          .map((m) => m.mountPath)
+          .sort(),
+      ).toEqual(['/tmp', root].sort());
+      expect(mounts.filter((m) => m.readOnly).map((m) => m.mountPath)).toEqual(['/etc/islet/secrets']);
     }
   });
 });
@@ -128,6 +134,7 @@ describe('security wiring', () => {
           render({
             set: [
               'redis.url=redis://r:6379',
+              'redis.externalCIDRs={10.0.0.0/8}',
               `operator.enabled=${operator}`,
               'runners.pools.danger-full-access.enabled=true',
             ],
@@ -162,15 +169,19 @@ describe('security wiring', () => {
       resources: helmDeploy.spec.template.spec.containers[0].resources,
     });
     if (!parsed.ok) throw new Error(parsed.message);
-    const op = buildDeployment(pool as RunnerPool, parsed.spec, 1, { metricsPort: 9464 }).spec!.template
-      .spec!;
+    const op = buildDeployment(pool as RunnerPool, parsed.spec, 1, {
+      metricsPort: 9464,
+      envSecret: 'islet-secrets',
+    }).spec!.template.spec!;
     const hs = helmDeploy.spec.template.spec;
     const [hc, oc] = [hs.containers[0], op.containers[0]!];
     expect(hs.securityContext).toEqual(JSON.parse(JSON.stringify(op.securityContext)));
     expect(hc.securityContext).toEqual(JSON.parse(JSON.stringify(oc.securityContext)));
     expect(hs.terminationGracePeriodSeconds).toBe(op.terminationGracePeriodSeconds);
     expect(hc.env.map((e: { name: string }) => e.name)).toEqual(oc.env!.map((e) => e.name));
+    expect(hc.env).toEqual(JSON.parse(JSON.stringify(oc.env)));
     expect(hc.volumeMounts).toEqual(oc.volumeMounts);
+    expect(hs.volumes).toEqual(JSON.parse(JSON.stringify(op.volumes)));
     expect(hc.livenessProbe).toEqual(JSON.parse(JSON.stringify(oc.livenessProbe)));
     expect(hc.readinessProbe).toEqual(JSON.parse(JSON.stringify(oc.readinessProbe)));
     expect(hs.volumes).toEqual(JSON.parse(JSON.stringify(op.volumes)));
@@ -217,7 +228,8 @@ describe('security wiring', () => {
           },
         },
       ]);
-      expect(gateway!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
+      // The internal channel's port (gateway.internalPort), not the public API's.
+      expect(gateway!.ports).toEqual([{ protocol: 'TCP', port: 8081 }]);
       expect(dns!.ports.map((p) => p.port)).toEqual([53, 53]);
       // The operator-built runner pods carry the labels these policies select.
       for (const d of runnerDeployments(objs)) {
@@ -253,10 +265,11 @@ describe('security wiring', () => {
     expect(spec.imagePullSecrets).toEqual([{ name: 'registry-example-com' }]);
     expect(spec.serviceAccountName).toBe('islet-runner');
     expect(spec.priorityClassName).toBe('islet-runners');
-    expect(spec.containers[0].envFrom).toEqual([
-      { configMapRef: { name: 'islet-config' } },
-      { secretRef: { name: 'islet-secrets' } },
-    ]);
+    expect(spec.containers[0].envFrom).toEqual([{ configMapRef: { name: 'islet-config' } }]);
+    expect(spec.volumes).toContainEqual({
+      name: 'secrets',
+      secret: { secretName: 'islet-secrets', defaultMode: 0o440 },
+    });
     expect(spec.containers[0].image).toBe(
       'registry.example.com/islet/runner:0.1.0@sha256:0000000000000000000000000000000000000000000000000000000000000002',
     );
@@ -267,7 +280,7 @@ describe('security wiring', () => {
   it('operator RBAC is namespaced and limited to what the operator calls', () => {
     const objs = objectsOf('ci/default');
     expect(find(objs, 'ClusterRole')).toEqual([]);
-    const role = find(objs, 'Role')[0]!;
+    const role = find(objs, 'Role', (r) => r.metadata.name === 'islet-operator')[0]!;
     const verbs = Object.fromEntries(
       role.rules.map((r: any) => [`${r.apiGroups[0]}/${r.resources[0]}`, r.verbs]),
     );
@@ -275,7 +288,9 @@ describe('security wiring', () => {
     expect(verbs['apps/deployments']).not.toContain('delete');
     expect(verbs['/pods']).toEqual(['get', 'list', 'watch', 'patch']);
     expect(verbs['coordination.k8s.io/leases']).toEqual(['get', 'create', 'update']);
-    const binding = find(objs, 'RoleBinding')[0]!;
+    // blockOwnerDeletion on the Deployments' ownerReference needs update on the owner's finalizers.
+    expect(verbs['islet.dev/runnerpools/finalizers']).toEqual(['update']);
+    const binding = find(objs, 'RoleBinding', (r) => r.metadata.name === 'islet-operator')[0]!;
     expect(binding.subjects[0].name).toBe(
       find(objs, 'ServiceAccount', (o) => o.metadata.name.endsWith('-operator'))[0]!.metadata.name,
     );
@@ -309,29 +324,28 @@ describe('security wiring', () => {
     expect(conf).toMatch(/^maxmemory 2gb$/m);
     const sts = find(objs, 'StatefulSet')[0]!;
     expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('20Gi');
+    // Probes run a command (a TCP connect passes while Redis answers LOADING or is wedged).
+    const redis = sts.spec.template.spec.containers.find((c: any) => c.name === 'redis');
+    expect(redis.readinessProbe.exec.command.join(' ')).toContain('redis-cli -p 6379 ping');
+    expect(redis.readinessProbe.tcpSocket).toBeUndefined();
+    expect(redis.livenessProbe.exec.command.join(' ')).toContain('LOADING');
+    // A PDB keeps a node drain from evicting the only Redis unannounced.
+    const pdb = find(objs, 'PodDisruptionBudget', (p) => p.metadata.name === 'islet-redis')[0]!;
+    expect(pdb.spec.minAvailable).toBe(1);
+    expect(pdb.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('redis');
     const cfg = find(objs, 'ConfigMap', (o) => o.metadata.name.endsWith('-config'))[0]!;
     expect(cfg.data.ISLET_REDIS_URL).toBe('redis://islet-redis.islet.svc:6379');
     expect(find(objectsOf('ci/default'), 'StatefulSet')).toEqual([]);
   });
 
-  it('seal keys: a generated 32-byte key kept by helm, or an existing Secret and no generated one', () => {
-    const secret = find(objectsOf('ci/default'), 'Secret')[0]!;
-    expect(secret.metadata.annotations['helm.sh/resource-policy']).toBe('keep');
-    const keys = Buffer.from(secret.data.ISLET_SEAL_KEYS, 'base64').toString();
-    const [kid, b64] = keys.split(':');
-    expect(kid).toBe('k1');
-    expect(Buffer.from(b64!, 'base64')).toHaveLength(32);
-    expect(Buffer.from(secret.data.ISLET_INTERNAL_TOKEN, 'base64').toString().length).toBeGreaterThanOrEqual(
-      16,
-    );
-    // The journal's argument HMAC key is generated once and kept, like the seal keys.
-    expect(
-      Buffer.from(secret.data.ISLET_JOURNAL_ARGS_KEY, 'base64').toString().length,
-    ).toBeGreaterThanOrEqual(32);
+  it('an existing Secret: none rendered, mounted as files, Redis URL from it, images pinned', () => {
     const prod = objectsOf('deploy/production');
     expect(find(prod, 'Secret')).toEqual([]);
     const gw = find(prod, 'Deployment', (o) => o.metadata.name.endsWith('-gateway'))[0]!;
-    expect(gw.spec.template.spec.containers[0].envFrom[1]).toEqual({ secretRef: { name: 'islet-secrets' } });
+    expect(gw.spec.template.spec.containers[0].env).toContainEqual({
+      name: 'ISLET_REDIS_URL',
+      valueFrom: { secretKeyRef: { name: 'islet-secrets', key: 'ISLET_REDIS_URL', optional: true } },
+    });
     expect(
       find(prod, 'ConfigMap', (o) => o.metadata.name.endsWith('-config'))[0]!.data.ISLET_REDIS_URL,
     ).toBeUndefined();

@@ -64,6 +64,7 @@ export function render(o: RenderOptions = {}): K8sObject[] {
 const MODEL_PATH: Record<string, string> = {
   v1: 'v1',
   'apps/v1': 'apps/v1',
+  'batch/v1': 'batch/v1',
   'policy/v1': 'policy/v1',
   'networking.k8s.io/v1': 'networking.k8s.io/v1',
   'rbac.authorization.k8s.io/v1': 'rbac.authorization.k8s.io/v1',
@@ -158,7 +159,7 @@ export function podSpecs(
   objs: K8sObject[],
 ): { obj: K8sObject; spec: PodSpec; labels: Record<string, string> }[] {
   return objs
-    .filter((o) => ['Deployment', 'StatefulSet', 'DaemonSet'].includes(o.kind))
+    .filter((o) => ['Deployment', 'StatefulSet', 'DaemonSet', 'Job'].includes(o.kind))
     .map((o) => ({ obj: o, spec: o.spec.template.spec, labels: o.spec.template.metadata?.labels ?? {} }));
 }
 

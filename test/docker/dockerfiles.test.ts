@@ -123,9 +123,29 @@ describe.each(COMPONENTS.map((c) => [c]))('docker/%s.Dockerfile', (component) =>
       }
     }
     const entry = JSON.parse(ops(final, 'ENTRYPOINT')[0]!.args) as string[];
-    expect(entry[0]).toBe('node');
-    expect(entry[1]).toBe(`services/${component}/src/main.ts`);
-    expect(existsSync(join(ROOT, entry[1]!))).toBe(true);
+    // An init is PID 1: node alone as PID 1 gets no default signal handling and reaps no zombies.
+    expect(entry.slice(0, 3)).toEqual(['/usr/bin/tini', '--', 'node']);
+    expect(entry[3]).toBe(`services/${component}/src/main.ts`);
+    expect(existsSync(join(ROOT, entry[3]!))).toBe(true);
+    const runs = ops(final, 'RUN').map((i) => i.args);
+    expect(runs.join(' ')).toMatch(/apt-get install -y --no-install-recommends [^&]*\btini\b/);
+  });
+
+  it('ships no test code: the fake Kubernetes API, devstack and testkit are excluded or removed', () => {
+    expect(dockerignore).toContain('**/src/testing');
+    expect(dockerignore).toContain('**/*.test.ts');
+    const runs = ops(final, 'RUN')
+      .map((i) => i.args)
+      .join(' ');
+    for (const p of ['/app/services/devstack', '/app/services/testkit', '/app/services/*/src/testing'])
+      expect(runs).toContain(p);
+    // The removal comes after the last COPY of the sources.
+    const lastCopy = final.instructions.findLastIndex((i) => i.op === 'COPY');
+    const removal = final.instructions.findLastIndex(
+      (i) => i.op === 'RUN' && i.args.includes('services/testkit'),
+    );
+    expect(removal).toBeGreaterThan(lastCopy);
+    expect(existsSync(join(ROOT, 'services/operator/src/testing/fake-kube-api.ts'))).toBe(true);
   });
 
   it('leaves no package manager in the final image (and no shell where the runtime needs none)', () => {

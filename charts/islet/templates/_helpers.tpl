@@ -66,8 +66,11 @@ matchLabels:
   ports:
     - { protocol: TCP, port: 6379 }
 {{- else }}
+{{- if not .Values.redis.externalCIDRs }}
+{{- fail "redis.externalCIDRs: list the external Redis's addresses (NetworkPolicies allow only them; set networkPolicy.enabled=false to allow everything)" }}
+{{- end }}
 - to:
-    {{- range (default (list "0.0.0.0/0") .Values.redis.externalCIDRs) }}
+    {{- range .Values.redis.externalCIDRs }}
     - ipBlock: { cidr: {{ . }} }
     {{- end }}
   ports:
@@ -134,12 +137,78 @@ seccompProfile:
   {{- toYaml .seccomp | nindent 2 }}
 {{- end }}
 
-{{/* Environment every Islet process reads (see services/core/src/config.ts). */}}
+{{/*
+Environment every Islet process reads (see services/core/src/config.ts): the ConfigMap; the
+secrets come as files (islet.secretEnv), never as environment variables (which leak into
+/proc/<pid>/environ, crash dumps and child processes).
+*/}}
 {{- define "islet.envFrom" -}}
 - configMapRef:
     name: {{ include "islet.config.name" . }}
-- secretRef:
-    name: {{ include "islet.secret.name" . }}
+{{- end }}
+
+{{/* Where the release's Secret is mounted in gateway and runner containers. */}}
+{{- define "islet.secretMountPath" -}}/etc/islet/secrets{{- end }}
+
+{{/*
+The secret variables as `*_FILE` paths into the mounted Secret (a file whose trimmed content is the
+value; services/core/src/config.ts). Mirrors secretEnv() in services/operator/src/deployment.ts.
+*/}}
+{{- define "islet.secretEnv" -}}
+{{- $dir := include "islet.secretMountPath" . -}}
+{{- range list "ISLET_SEAL_KEYS" "ISLET_INTERNAL_TOKEN" "ISLET_JOURNAL_ARGS_KEY" }}
+- name: {{ . }}_FILE
+  value: {{ printf "%s/%s" $dir . }}
+{{- end }}
+{{- /* Not secret (a key id), but it lives with the keys so a rotation is one Secret edit. */}}
+- name: ISLET_SEAL_ACTIVE_KEY_ID
+  valueFrom:
+    secretKeyRef: { name: {{ include "islet.secret.name" . }}, key: ISLET_SEAL_ACTIVE_KEY_ID, optional: true }
+{{- /* A password-carrying URL (redis.urlFromSecret); when absent the ConfigMap's applies. */}}
+- name: ISLET_REDIS_URL
+  valueFrom:
+    secretKeyRef: { name: {{ include "islet.secret.name" . }}, key: ISLET_REDIS_URL, optional: true }
+{{- end }}
+
+{{/* The Secret as a read-only volume (group-readable: pods run with fsGroup = their uid). */}}
+{{- define "islet.secretVolume" -}}
+- name: secrets
+  secret:
+    secretName: {{ include "islet.secret.name" . }}
+    defaultMode: 288 # 0440 (octal): owner and group read
+{{- end }}
+
+{{- define "islet.secretVolumeMount" -}}
+- name: secrets
+  mountPath: {{ include "islet.secretMountPath" . }}
+  readOnly: true
+{{- end }}
+
+{{/*
+Checksums of everything a pod reads, as pod annotations: a change rolls the pods. The ConfigMap is
+hashed as rendered; a Secret the chart renders is hashed as rendered; a Secret the chart does not
+render (existingSecret, or the hook's) cannot be read at template time without `lookup` (which
+template-then-apply flows do not have), so it is hashed by name plus secrets.revision: bump
+secrets.revision after changing its content (a seal-key rotation) and every pod rolls.
+*/}}
+{{- define "islet.checksums" -}}
+checksum/config: {{ include (print .Template.BasePath "/config-configmap.yaml") . | sha256sum }}
+checksum/secret: {{ printf "%s|%s|%s" (include (print .Template.BasePath "/secrets-secret.yaml") .) (include "islet.secret.name" .) (toString .Values.secrets.revision) | sha256sum }}
+{{- end }}
+
+{{/* Egress to the Kubernetes API server: endpoint addresses (not the Service IP) on 443/6443. */}}
+{{- define "islet.apiServerEgress" -}}
+# Rules match after the CNI's Service translation on most CNIs but not all: list the API server's
+# endpoint addresses (kubectl get endpointslices -n default -l kubernetes.io/service-name=kubernetes),
+# not the `kubernetes` Service IP, and both the Service port (443) and the endpoint port (6443).
+- to:
+    {{- range .Values.networkPolicy.apiServerCIDRs }}
+    - ipBlock: { cidr: {{ . }} }
+    {{- end }}
+  ports:
+    {{- range .Values.networkPolicy.apiServerPorts }}
+    - { protocol: TCP, port: {{ . }} }
+    {{- end }}
 {{- end }}
 
 {{/*
@@ -188,6 +257,7 @@ containers:
         valueFrom:
           fieldRef:
             fieldPath: metadata.name
+      {{- include "islet.secretEnv" $root | nindent 6 }}
     envFrom:
       {{- include "islet.envFrom" $root | nindent 6 }}
     ports:
@@ -211,6 +281,7 @@ containers:
         mountPath: /tmp
       - name: workspace
         mountPath: {{ $root.Values.workspaces.mountPath }}
+      {{- include "islet.secretVolumeMount" $root | nindent 6 }}
 {{- with $r.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
@@ -225,6 +296,7 @@ volumes:
       medium: Memory
       sizeLimit: {{ .pool.tmpSizeLimit }}
   {{- include "islet.workspace.volume" $root | nindent 2 }}
+  {{- include "islet.secretVolume" $root | nindent 2 }}
 {{- end }}
 
 {{/*

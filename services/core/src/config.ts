@@ -30,6 +30,16 @@ export const configSchema = z.object({
    * ISLET_PORT, so the public Service/Ingress never routes to it. 0 = one port for everything.
    */
   ISLET_INTERNAL_PORT: int(0),
+  /**
+   * When set, the gateway serves /metrics only on this port (with /healthz and /readyz), so
+   * Prometheus scrapes a port no public Service exposes. 0 = /metrics on ISLET_PORT.
+   */
+  ISLET_METRICS_PORT: int(0),
+  /**
+   * On SIGTERM the gateway fails /readyz at once but keeps serving this long, so load balancers
+   * (Endpoints, ingress) stop sending before it closes; then it drains in-flight requests.
+   */
+  ISLET_SHUTDOWN_DELAY_MS: int(0),
   ISLET_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   /**
    * `kid:base64,kid2:base64`, each key 32 bytes. Old keys stay listed so old records open.

@@ -68,6 +68,8 @@ export interface ClusterOptions {
   verbose?: boolean;
   /** Log level of the children. Default `warn`. */
   logLevel?: string;
+  /** How long a child may take to print its ready line (a loaded machine boots slowly). Default 30 s. */
+  readyTimeoutMs?: number;
 }
 
 export interface ProcessInfo {
@@ -262,6 +264,7 @@ async function startClusterProcesses(
     });
   }
 
+  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
   const launch = (child: Child) =>
     new Promise<void>((resolve, reject) => {
       // Its own process group (sandbox hosts included), killed with this process whatever happens.
@@ -275,9 +278,11 @@ async function startClusterProcesses(
       const timer = setTimeout(() => {
         if (!ready)
           reject(
-            new Error(`${child.info.kind} ${child.info.index} not ready in 30s:\n${child.lines.join('\n')}`),
+            new Error(
+              `${child.info.kind} ${child.info.index} not ready in ${readyTimeoutMs} ms:\n${child.lines.join('\n')}`,
+            ),
           );
-      }, 30_000);
+      }, readyTimeoutMs);
       const onLine = (line: string) => {
         child.lines.push(line);
         if (child.lines.length > 200) child.lines.shift();

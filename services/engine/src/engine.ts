@@ -101,13 +101,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
     spares.set(partition, spare);
   }
 
-  function release(host: HostProcess, reusable: boolean): void {
+  function release(host: HostProcess, reusable: boolean, crashed = false): void {
     busy.delete(host);
     host.runs++;
     const pool = idle.get(host.partition) ?? [];
     if (closed || !reusable || host.exited || host.runs >= maxRunsPerProcess || pool.length >= maxIdle) {
       if (!closed && (!reusable || host.exited || host.runs >= maxRunsPerProcess)) {
-        const reason = !reusable || host.exited ? 'failure' : 'max-runs';
+        // `crashed`: the host died under a run (a platform fault to page on); `killed`: the run
+        // left it unusable (the watchdog ended a runaway program: the tenant's doing, not ours).
+        const reason = crashed ? 'crashed' : !reusable || host.exited ? 'killed' : 'max-runs';
         emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
       }
       void host.stop();
@@ -181,7 +183,14 @@ export function createEngine(options: EngineOptions = {}): Engine {
         signal: opts.signal,
       });
       const { outcome, hostReusable } = await run.execute();
-      release(host, hostReusable);
+      release(
+        host,
+        hostReusable,
+        // A worker-exit out of memory is the tenant's program (an array bomb), not a crash.
+        outcome.status === 'failed' &&
+          outcome.failure?.kind === 'worker-exit' &&
+          outcome.failure?.cause !== 'memory',
+      );
       return {
         ...outcome,
         durationMs: Date.now() - startedAt,

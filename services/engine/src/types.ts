@@ -166,13 +166,19 @@ export interface EngineStats {
 
 /**
  * Lifecycle of sandbox host processes, for metrics: `started` (ready for runs), `exited` (gone, for
- * any reason), `retired` (the engine replaced it: `failure` after a run that left it unusable,
- * `max-runs` after `maxRunsPerProcess` runs). A process retired for being one idle host too many is
+ * any reason), `retired` (the engine replaced it: `crashed` when it died under a run (worker-exit),
+ * `killed` after a run that left it unusable (the watchdog ended a runaway program), `max-runs`
+ * after `maxRunsPerProcess` runs). A process retired for being one idle host too many is
  * only `exited`.
  */
 export type ProcessEvent =
   | { type: 'started' | 'exited'; partition: string; pid: number | undefined }
-  | { type: 'retired'; partition: string; pid: number | undefined; reason: 'failure' | 'max-runs' };
+  | {
+      type: 'retired';
+      partition: string;
+      pid: number | undefined;
+      reason: 'crashed' | 'killed' | 'max-runs';
+    };
 
 export interface EngineOptions {
   /** A sandbox host process is replaced after this many runs. Default 100. */

@@ -17,6 +17,8 @@ export interface BuildAppOptions {
   routes?: Array<(ctx: RouteContext) => Parameters<FastifyInstance['register']>[0]>;
   /** Which routes this listener serves (see `Surface`). Default `all`. */
   surface?: Surface;
+  /** Serve /metrics on this listener (false when a metrics port serves it). Default true. */
+  metrics?: boolean;
 }
 
 export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
@@ -70,6 +72,6 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     bindingCalls: createBindingCalls(deps, mcpApps),
     mcpApps,
   };
-  await registerRoutes(app, ctx, options.routes, options.surface);
+  await registerRoutes(app, ctx, options.routes, options.surface, options.metrics ?? true);
   return app;
 }

@@ -1,4 +1,4 @@
-/** Gateway process: config from env, dependencies, `listen`, graceful close on SIGTERM/SIGINT. */
+/** Gateway process: config from env, dependencies, `listen`, graceful drain on SIGTERM/SIGINT. */
 import { createLogger, loadConfig, scrubSecretEnv } from '@islet/core';
 import { hardenProcess } from '@islet/kernel-sandbox';
 import type { FastifyInstance } from 'fastify';
@@ -6,6 +6,7 @@ import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 import { createOrphanSweeper } from './orphan-sweeper.ts';
 import { createRunsService } from './runs-service.ts';
+import { createShutdown } from './shutdown.ts';
 
 // Non-dumpable and no_new_privs before any secret is read (kernel-sandbox harden.ts).
 const hardening = hardenProcess();
@@ -16,39 +17,49 @@ const logger = createLogger({ name: 'gateway', level: config.ISLET_LOG_LEVEL });
 if (hardening.notes.length > 0) logger.warn({ hardening }, 'process hardening incomplete');
 const deps = await createGatewayDeps(config, logger);
 const split = config.ISLET_INTERNAL_PORT > 0;
-const app = await buildApp(deps, { surface: split ? 'public' : 'all' });
-const apps: FastifyInstance[] = [app];
-const portOf = (a: FastifyInstance, fallback: number) => {
-  const address = a.server.address();
+const metricsSplit = config.ISLET_METRICS_PORT > 0;
+const app = await buildApp(deps, { surface: split ? 'public' : 'all', metrics: !metricsSplit });
+// The runner channel on its own listener: only runners (NetworkPolicy) reach this port.
+const internal = split ? await buildApp(deps, { surface: 'internal' }) : undefined;
+// /metrics on its own listener: only the monitoring namespace (NetworkPolicy) reaches it.
+const metrics = metricsSplit ? await buildApp(deps, { surface: 'metrics' }) : undefined;
+const apps = [app, internal, metrics].filter((a): a is FastifyInstance => !!a);
+
+const sweeper = createOrphanSweeper(deps, createRunsService(deps));
+const shutdown = createShutdown({
+  apps,
+  delayMs: config.ISLET_SHUTDOWN_DELAY_MS,
+  logger,
+  beforeClose: () => sweeper.stop(),
+  afterClose: () => deps.close(),
+});
+
+const portOf = (a: FastifyInstance | undefined, fallback: number) => {
+  const address = a?.server.address();
   return typeof address === 'object' && address ? address.port : fallback;
 };
 await app.listen({ port: config.ISLET_PORT, host: config.ISLET_HOST });
+await internal?.listen({ port: config.ISLET_INTERNAL_PORT, host: config.ISLET_HOST });
+await metrics?.listen({ port: config.ISLET_METRICS_PORT, host: config.ISLET_HOST });
 const port = portOf(app, config.ISLET_PORT);
-let internalPort = port;
-if (split) {
-  // The runner channel on its own listener: only runners (NetworkPolicy) reach this port.
-  const internal = await buildApp(deps, { surface: 'internal' });
-  await internal.listen({ port: config.ISLET_INTERNAL_PORT, host: config.ISLET_HOST });
-  internalPort = portOf(internal, config.ISLET_INTERNAL_PORT);
-  apps.push(internal);
-}
-const sweeper = createOrphanSweeper(deps, createRunsService(deps));
+const internalPort = portOf(internal, port);
+const metricsPort = portOf(metrics, port);
 sweeper.start();
-logger.info({ port, internalPort }, 'gateway listening');
+logger.info({ port, internalPort, metricsPort }, 'gateway listening');
 // One machine-readable line for launchers (devstack) that started us on port 0.
 process.stdout.write(
-  `${JSON.stringify({ islet: 'gateway-ready', port, internalPort, dumpable: hardening.dumpable })}\n`,
+  `${JSON.stringify({ islet: 'gateway-ready', port, internalPort, metricsPort, dumpable: hardening.dumpable })}
+`,
 );
 
-let closing = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, async () => {
-    if (closing) return;
-    closing = true;
-    logger.info({ signal }, 'gateway closing');
-    sweeper.stop();
-    await Promise.all(apps.map((a) => a.close()));
-    await deps.close();
-    process.exit(0);
+  process.on(signal, () => {
+    void shutdown.begin(signal).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'gateway shutdown failed');
+        process.exit(1);
+      },
+    );
   });
 }

@@ -23,7 +23,7 @@ import {
   type RunnerPool,
   VERSION,
 } from './runner-pool.ts';
-import type { Recommendation } from './scaling.ts';
+import { type Recommendation, shareOf } from './scaling.ts';
 import { RestartableWatch } from './watch.ts';
 
 export interface Logger {
@@ -46,12 +46,17 @@ export interface ControllerDeps {
   now?: () => number;
 }
 
+/** A pool's mode as written (the spec is validated later, in the reconcile). */
+const modeOf = (p: RunnerPool): string | undefined => (p.spec as { mode?: string } | undefined)?.mode;
+
 export class PoolController {
   private readonly d: ControllerDeps;
   private readonly now: () => number;
   private readonly histories = new Map<string, Recommendation[]>();
   private readonly pending = new Set<string>();
   private readonly known = new Set<string>();
+  /** Mode of every pool seen (watch + reconciles): pools of one mode split its queue's depth. */
+  private readonly modes = new Map<string, string | undefined>();
   private running = false;
   private draining: Promise<void> = Promise.resolve();
   private busy = false;
@@ -70,17 +75,23 @@ export class PoolController {
         list: () => deps.kube.listPools(ns),
         onSync: (items) => {
           this.known.clear();
-          for (const p of items) this.enqueue(p.metadata?.name);
+          this.modes.clear();
+          for (const p of items) {
+            if (p.metadata?.name) this.modes.set(p.metadata.name, modeOf(p));
+            this.enqueue(p.metadata?.name);
+          }
         },
         onEvent: (type, obj) => {
           const name = obj.metadata?.name;
           if (type === 'DELETED' && name) {
             // The Deployment goes with it through its ownerReference (garbage collector).
             this.known.delete(name);
+            this.modes.delete(name);
             this.histories.delete(name);
             this.d.metrics.desiredReplicas.remove(name);
             return;
           }
+          if (name) this.modes.set(name, modeOf(obj as RunnerPool));
           this.enqueue(name);
         },
         onRestart: (reason, err) => this.onWatchRestart('runnerpools', reason, err),
@@ -155,9 +166,13 @@ export class PoolController {
       const pool = await kube.getPool(namespace, name);
       if (!pool) {
         this.known.delete(name);
+        this.modes.delete(name);
         return;
       }
       const mode = (pool.spec as { mode?: string } | undefined)?.mode;
+      this.modes.set(name, mode);
+      // Pools of the same mode share one queue: each scales for its share of the depth.
+      const peers = [...this.modes.values()].filter((m) => m === mode).length;
       const [deployment, pods, reading] = await Promise.all([
         kube.getDeployment(namespace, deploymentNameFor(name)),
         kube.listPods(namespace, `${POOL_LABEL}=${name}`),
@@ -171,7 +186,7 @@ export class PoolController {
         pool,
         deployment,
         pods,
-        depth: 'error' in reading ? reading : reading.depth,
+        depth: 'error' in reading ? reading : shareOf(reading.depth, peers),
         activeByPod: 'error' in reading ? new Map() : reading.activeByPod,
         nowMs: this.now(),
         history: this.histories.get(name) ?? [],

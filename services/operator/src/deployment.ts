@@ -34,7 +34,7 @@ export const RUNNER_UID = 10001;
 export interface PodDefaults {
   /** ConfigMap with the runner's non-secret environment (REDIS_URL, gateway URL…). */
   envConfigMap?: string;
-  /** Secret with the runner's secret environment (seal keys, Redis password). */
+  /** Secret with the runner's secrets (seal keys, token…), mounted at SECRET_MOUNT_PATH. */
   envSecret?: string;
   serviceAccountName?: string;
   imagePullPolicy?: string;
@@ -83,10 +83,32 @@ export function sandboxSeccompProfileFor(mode: string): string {
   return `islet/${mode}.json`;
 }
 
+/** Where the Secret is mounted; mirrors the chart's `islet.secretMountPath`. */
+export const SECRET_MOUNT_PATH = '/etc/islet/secrets';
+/** Secret keys handed to the process as `<KEY>_FILE` paths (services/core/src/config.ts). */
+export const SECRET_FILE_KEYS = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY'];
+
+/**
+ * The secret variables: files in the mounted Secret, never environment values (which leak into
+ * /proc/<pid>/environ and child processes). Mirrors the chart's `islet.secretEnv`.
+ */
+export function secretEnv(secret: string): NonNullable<V1Container['env']> {
+  return [
+    ...SECRET_FILE_KEYS.map((k) => ({ name: `${k}_FILE`, value: `${SECRET_MOUNT_PATH}/${k}` })),
+    {
+      name: 'ISLET_SEAL_ACTIVE_KEY_ID',
+      valueFrom: { secretKeyRef: { name: secret, key: 'ISLET_SEAL_ACTIVE_KEY_ID', optional: true } },
+    },
+    {
+      name: 'ISLET_REDIS_URL',
+      valueFrom: { secretKeyRef: { name: secret, key: 'ISLET_REDIS_URL', optional: true } },
+    },
+  ];
+}
+
 export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1PodSpec {
   const envFrom: NonNullable<V1Container['envFrom']> = [];
   if (defaults.envConfigMap) envFrom.push({ configMapRef: { name: defaults.envConfigMap } });
-  if (defaults.envSecret) envFrom.push({ secretRef: { name: defaults.envSecret } });
   const container: V1Container = {
     name: 'runner',
     image: spec.image,
@@ -100,6 +122,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
       { name: 'ISLET_RUNNER_SHUTDOWN_GRACE_MS', value: String(RUNNER_SHUTDOWN_GRACE_MS) },
       // The pod name names the BullMQ worker, which is how the operator sees which pod is busy.
       { name: 'ISLET_RUNNER_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      ...(defaults.envSecret ? secretEnv(defaults.envSecret) : []),
     ],
     envFrom,
     ports: [{ name: 'metrics', containerPort: defaults.metricsPort, protocol: 'TCP' }],
@@ -121,6 +144,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     volumeMounts: [
       { name: 'tmp', mountPath: '/tmp' },
       { name: 'workspace', mountPath: defaults.workspaceMountPath ?? DEFAULT_WORKSPACE_MOUNT_PATH },
+      ...(defaults.envSecret ? [{ name: 'secrets', mountPath: SECRET_MOUNT_PATH, readOnly: true }] : []),
     ],
   };
   return {
@@ -146,6 +170,9 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     volumes: [
       { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: spec.tmpSizeLimit } },
       workspaceVolume(defaults),
+      ...(defaults.envSecret
+        ? [{ name: 'secrets', secret: { secretName: defaults.envSecret, defaultMode: 0o440 } }]
+        : []),
     ],
   };
 }

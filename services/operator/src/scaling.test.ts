@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type Recommendation, recommendReplicas, stabilize, totalDepth } from './scaling.ts';
+import { type Recommendation, recommendReplicas, shareOf, stabilize, totalDepth } from './scaling.ts';
 
 const limits = { minReplicas: 1, maxReplicas: 10, targetWaitingPerReplica: 4 };
 const depth = (waiting: number, prioritized = 0, active = 0, paused = 0) => ({
@@ -10,9 +10,9 @@ const depth = (waiting: number, prioritized = 0, active = 0, paused = 0) => ({
 });
 
 describe('recommendReplicas', () => {
-  it('counts waiting + prioritized + active + paused-for-decision runs', () => {
-    expect(totalDepth(depth(1, 2, 3, 4))).toBe(10);
-    expect(recommendReplicas(depth(1, 2, 3, 4), limits)).toBe(3); // ceil(10 / 4)
+  it('counts waiting + prioritized + active runs: work a runner can do', () => {
+    expect(totalDepth(depth(1, 2, 3, 4))).toBe(6);
+    expect(recommendReplicas(depth(1, 2, 3, 4), limits)).toBe(2); // ceil(6 / 4)
   });
   it('rounds up: one run more than a replica carries needs another replica', () => {
     expect(recommendReplicas(depth(4), limits)).toBe(1);
@@ -23,8 +23,15 @@ describe('recommendReplicas', () => {
     expect(recommendReplicas(depth(0), { ...limits, minReplicas: 0 })).toBe(0);
     expect(recommendReplicas(depth(1000), limits)).toBe(10);
   });
-  it('paused runs alone keep capacity (they resume on a runner after the decision)', () => {
-    expect(recommendReplicas(depth(0, 0, 0, 9), limits)).toBe(3);
+  it('runs waiting for a human decision are not demand: 40 of them hold no idle replicas', () => {
+    expect(recommendReplicas(depth(0, 0, 0, 40), limits)).toBe(1); // minReplicas only
+    expect(recommendReplicas(depth(0, 0, 0, 40), { ...limits, minReplicas: 0 })).toBe(0);
+  });
+  it('two pools of one mode split the depth instead of each taking all of it', () => {
+    expect(recommendReplicas(shareOf(depth(40), 2), limits)).toBe(5); // not 10 each
+    expect(recommendReplicas(shareOf(depth(40), 1), limits)).toBe(10);
+    expect(totalDepth(shareOf(depth(3, 1, 1), 2))).toBe(4); // rounded up, never lost
+    expect(shareOf(depth(7), 0)).toEqual(depth(7)); // no peers listed: the whole queue
   });
 });
 

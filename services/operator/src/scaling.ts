@@ -9,12 +9,31 @@ export interface QueueDepth {
   waiting: number;
   prioritized: number;
   active: number;
-  /** Runs paused for a human decision: they resume on a runner and must have room. */
+  /**
+   * Runs paused for a human decision: reported, but not demand. They hold no runner while they
+   * wait (40 waiting decisions must not hold 10 idle replicas); when resumed they re-enter the
+   * queue as waiting and count then.
+   */
   paused: number;
 }
 
+/** Work a runner can do now: waiting, prioritized and active runs. */
 export function totalDepth(d: QueueDepth): number {
-  return d.waiting + d.prioritized + d.active + d.paused;
+  return d.waiting + d.prioritized + d.active;
+}
+
+/**
+ * The share of one of `pools` RunnerPools serving the same mode (they pull from one queue): each
+ * takes 1/n of the depth, rounded up, instead of each scaling for all of it.
+ */
+export function shareOf(d: QueueDepth, pools: number): QueueDepth {
+  const n = Math.max(1, pools);
+  return {
+    waiting: Math.ceil(d.waiting / n),
+    prioritized: Math.ceil(d.prioritized / n),
+    active: Math.ceil(d.active / n),
+    paused: Math.ceil(d.paused / n),
+  };
 }
 
 export interface ScaleLimits {

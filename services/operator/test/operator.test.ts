@@ -130,10 +130,16 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'Localhost', localhostProfile: 'islet/runner.json' },
     });
-    expect(podSpec?.containers[0]?.envFrom).toEqual([
-      { configMapRef: { name: 'islet-runner-env' } },
-      { secretRef: { name: 'islet-seal' } },
-    ]);
+    // Secrets as files in the mounted Secret, never envFrom (environment values leak to children).
+    expect(podSpec?.containers[0]?.envFrom).toEqual([{ configMapRef: { name: 'islet-runner-env' } }]);
+    expect(podSpec?.containers[0]?.env).toContainEqual({
+      name: 'ISLET_SEAL_KEYS_FILE',
+      value: '/etc/islet/secrets/ISLET_SEAL_KEYS',
+    });
+    expect(podSpec?.volumes).toContainEqual({
+      name: 'secrets',
+      secret: { secretName: 'islet-seal', defaultMode: 0o440 },
+    });
     expect(d.metadata?.ownerReferences?.[0]?.kind).toBe('RunnerPool');
     const ready = await waitFor('Ready=True', () => {
       const c = conditionOf(api, 'ww', 'Ready');
@@ -147,9 +153,10 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     );
   });
 
-  it('scales up when real BullMQ jobs queue (waiting + paused-for-decision)', async () => {
+  it('scales up when real BullMQ jobs queue (runs paused for a decision are not demand)', async () => {
     await queue.addBulk(Array.from({ length: 7 }, (_, i) => ({ name: 'run', data: { i } })));
-    await redis.zadd(pausedRunsKey(MODE), Date.now(), 'run-paused-1'); // 7 + 1 = 8 → ceil(8/2) = 4
+    // 7 waiting → ceil(7/2) = 4; the 6 runs paused for a human decision hold no replicas.
+    for (let i = 0; i < 6; i++) await redis.zadd(pausedRunsKey(MODE), Date.now(), `run-paused-${i}`);
     await waitFor('4 replicas', () => replicasOf(api, 'ww') === 4);
     await waitFor('4 pods', () => podsOf(api, 'ww').length === 4);
     const pool = api.get(POOLS, ns, 'ww') as RunnerPool;

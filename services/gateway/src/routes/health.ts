@@ -23,9 +23,6 @@ export function healthRoutes(ctx: RouteContext): FastifyPluginAsync {
         });
       }
     });
-    app.get('/metrics', async (_request, reply) =>
-      reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
-    );
     app.get('/openapi.json', async () => doc);
   };
 }

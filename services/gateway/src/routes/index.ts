@@ -13,6 +13,7 @@ import { eventsRoutes } from './events.ts';
 import { healthRoutes } from './health.ts';
 import { internalRoutes } from './internal.ts';
 import { mcpRoutes } from './mcp.ts';
+import { metricsRoutes } from './metrics.ts';
 import { runPolicyRoutes } from './run-policy.ts';
 import { runsRoutes } from './runs.ts';
 import { settingsRoutes } from './settings.ts';
@@ -20,6 +21,7 @@ import { workspaceRoutes } from './workspace.ts';
 
 export const ROUTE_GROUPS = [
   healthRoutes,
+  metricsRoutes,
   runsRoutes,
   eventsRoutes,
   connectionsRoutes,
@@ -37,19 +39,25 @@ export const ROUTE_GROUPS = [
 /**
  * Which routes a listener serves: `all` (one port), or split so the runner channel is on its own
  * port (ISLET_INTERNAL_PORT) that no Service/Ingress exposes: `public` has everything but the
- * internal routes, `internal` only the internal routes and health.
+ * internal routes, `internal` only the internal routes and health. `metrics` (ISLET_METRICS_PORT)
+ * is health and /metrics; with it, `public` leaves /metrics out (`withMetrics: false`).
  */
-export type Surface = 'all' | 'public' | 'internal';
+export type Surface = 'all' | 'public' | 'internal' | 'metrics';
 
 export async function registerRoutes(
   app: FastifyInstance,
   ctx: RouteContext,
   extra: Array<(ctx: RouteContext) => Parameters<FastifyInstance['register']>[0]> = [],
   surface: Surface = 'all',
+  withMetrics = true,
 ) {
   const groups =
     surface === 'internal'
       ? [healthRoutes, internalRoutes]
-      : [...ROUTE_GROUPS, ...extra].filter((g) => surface === 'all' || g !== internalRoutes);
+      : surface === 'metrics'
+        ? [healthRoutes, metricsRoutes]
+        : [...ROUTE_GROUPS, ...extra].filter(
+            (g) => (surface === 'all' || g !== internalRoutes) && (withMetrics || g !== metricsRoutes),
+          );
   for (const group of groups) await app.register(group(ctx));
 }

@@ -47,6 +47,8 @@ interface ResourceType {
 
 const RESOURCES: Record<string, ResourceType> = {
   'v1/pods': { apiVersion: 'v1', kind: 'Pod', listKind: 'PodList', hasStatus: true },
+  // The chart's secret hook (ensure-secret.ts) creates and completes the release's Secret.
+  'v1/secrets': { apiVersion: 'v1', kind: 'Secret', listKind: 'SecretList', hasStatus: false },
   'apps/v1/deployments': {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
