@@ -121,7 +121,7 @@ describe.each(scenarios.map((s) => [s.name]))('helm template %s', (name) => {
           .map((m) => m.mountPath)
           .sort(),
       ).toEqual(['/tmp', root].sort());
-      expect(mounts.filter((m) => m.readOnly).map((m) => m.mountPath)).toEqual(['/etc/islet/secrets']);
+      expect(mounts.filter((m) => m.readOnly).map((m) => m.mountPath)).toEqual(['/var/run/secrets/islet']);
     }
   });
 });

@@ -107,7 +107,7 @@ describe('secrets: stable, never random in a render', () => {
         const c = spec.containers[0];
         const env = Object.fromEntries((c.env ?? []).map((e: any) => [e.name, e]));
         for (const k of ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY']) {
-          expect(env[`${k}_FILE`]?.value, `${obj.metadata.name} ${k}`).toBe(`/etc/islet/secrets/${k}`);
+          expect(env[`${k}_FILE`]?.value, `${obj.metadata.name} ${k}`).toBe(`/var/run/secrets/islet/${k}`);
           expect(env[k], `${obj.metadata.name} ${k}`).toBeUndefined();
         }
         expect(
@@ -116,7 +116,7 @@ describe('secrets: stable, never random in a render', () => {
         ).toBe(false);
         expect(c.volumeMounts).toContainEqual({
           name: 'secrets',
-          mountPath: '/etc/islet/secrets',
+          mountPath: '/var/run/secrets/islet',
           readOnly: true,
         });
         expect(spec.volumes).toContainEqual({

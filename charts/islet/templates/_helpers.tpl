@@ -148,7 +148,7 @@ secrets come as files (islet.secretEnv), never as environment variables (which l
 {{- end }}
 
 {{/* Where the release's Secret is mounted in gateway and runner containers. */}}
-{{- define "islet.secretMountPath" -}}/etc/islet/secrets{{- end }}
+{{- define "islet.secretMountPath" -}}/var/run/secrets/islet{{- end }}
 
 {{/*
 The secret variables as `*_FILE` paths into the mounted Secret (a file whose trimmed content is the

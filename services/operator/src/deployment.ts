@@ -84,7 +84,7 @@ export function sandboxSeccompProfileFor(mode: string): string {
 }
 
 /** Where the Secret is mounted; mirrors the chart's `islet.secretMountPath`. */
-export const SECRET_MOUNT_PATH = '/etc/islet/secrets';
+export const SECRET_MOUNT_PATH = '/var/run/secrets/islet';
 /** Secret keys handed to the process as `<KEY>_FILE` paths (services/core/src/config.ts). */
 export const SECRET_FILE_KEYS = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY'];
 

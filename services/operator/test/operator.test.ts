@@ -134,7 +134,7 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     expect(podSpec?.containers[0]?.envFrom).toEqual([{ configMapRef: { name: 'islet-runner-env' } }]);
     expect(podSpec?.containers[0]?.env).toContainEqual({
       name: 'ISLET_SEAL_KEYS_FILE',
-      value: '/etc/islet/secrets/ISLET_SEAL_KEYS',
+      value: '/var/run/secrets/islet/ISLET_SEAL_KEYS',
     });
     expect(podSpec?.volumes).toContainEqual({
       name: 'secrets',
