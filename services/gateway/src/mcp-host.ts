@@ -99,7 +99,12 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
     async skill(caller, request, sessionId) {
       const mode = 'workspace-write' as const;
       // The skills service reads the optional session from the request body; give it that shape.
-      const asRequest = { body: { sessionId } } as unknown as FastifyRequest;
+      // and the caller (its tenant's in-flight quota counts skills too).
+      const tenant = await deps.tenants.getTenant(caller.tenantId);
+      const asRequest = {
+        body: { sessionId },
+        caller: { ...asCaller(caller), ...(tenant ? { tenant } : {}) },
+      } as unknown as FastifyRequest;
       return skills.execute(request, { tenant: caller.tenantId, mode }, asRequest);
     },
   };
