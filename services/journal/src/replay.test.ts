@@ -65,7 +65,8 @@ describe('replay with the real engine', () => {
     delivered.set(key, (delivered.get(key) ?? 0) + 1);
     const args = JSON.parse(call.argsJson) as { n?: number };
     if (jitter) await sleep(Math.random() * 30);
-    else if (call.binding === 'x.f') await sleep((5 - (args.n ?? 0)) * 80); // wide gaps: the order must hold on a loaded machine
+    // Wide gaps: the delivery order must hold on a loaded machine.
+    else if (call.binding === 'x.f') await sleep((5 - (args.n ?? 0)) * 80);
     else await sleep(5);
     return { type: 'result', valueJson: JSON.stringify({ ...args, via: call.binding }) };
   };
