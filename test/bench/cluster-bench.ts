@@ -1,146 +1,117 @@
 /**
- * `npm run bench:cluster`: what the cluster path costs over the engine alone, on this machine.
- * Measures, in one invocation: the engine in-process (trivial runs/s, latency, binding-call cost)
- * and the local cluster over HTTP (1 gateway, 1 read-only runner, concurrency 4; submit with
- * `Prefer: wait` to the finished record), then prints both and their ratios. Target: under ~90 s.
+ * `npm run bench:cluster`: every figure of the performance table (issue 12) as a ratio against
+ * baselines measured in this same process — raw isolated-vm (new isolate + context + eval +
+ * dispose), a node process spawned per run, the engine in-process — so a loaded machine shifts
+ * both sides alike. Then the cluster over HTTP with `Prefer: wait`, Redis commands per run, idle
+ * sandbox host memory, slots held by runs waiting for a decision, and a per-stage breakdown of a run.
+ *
+ * BENCH_SECONDS (default 3): seconds per measured mode. BENCH_SLOTS: runner concurrency (default 4).
+ * BENCH_JSON=<file>: also write the figures as JSON (the ratio guard test reads it).
  */
-import { createServer } from 'node:http';
-import { startCluster } from '@islet/devstack';
-import { createEngine } from '@islet/engine';
-import { api } from '../e2e/helpers.ts';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
-};
-const ms = (n: number) => `${n.toFixed(2)} ms`;
-const CALLS = 20;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 
-async function timed<T>(fn: () => Promise<T>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-}
+async function main(): Promise<void> {
+  const { engineBaseline, rawIsolateBaseline, spawnBaseline } = await import('./baselines.ts');
+  const { clusterFigures } = await import('./cluster-figures.ts');
+  const started = performance.now();
+  const raw = await rawIsolateBaseline(SECONDS);
+  const spawned = await spawnBaseline(SECONDS);
+  const engine = await engineBaseline(SECONDS);
+  const cluster = await clusterFigures(SECONDS);
+  // The raw baseline again after the cluster ran: the machine's load may have moved; use the mean.
+  const raw2 = await rawIsolateBaseline(SECONDS / 2);
+  const rawPerSec = (raw.perSec + raw2.perSec) / 2;
 
-async function pool(total: number, concurrency: number, job: (i: number) => Promise<void>) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) await job(next++);
-    }),
+  const x = (n: number) => `${n.toFixed(2)}x`;
+  const f = (n: number, d = 2) => n.toFixed(d);
+  const rows: [string, string, string, string][] = [
+    [
+      'trivial run over HTTP, 16 clients (runs/s)',
+      f(cluster.concurrent16.perSec, 1),
+      `${x(cluster.concurrent16.perSec / rawPerSec)} raw, ${x(cluster.concurrent16.perSec / spawned.perSec)} spawn`,
+      '≥ 0.50x raw, ≥ 10x spawn',
+    ],
+    [
+      'one client sequential p50 / p99 (ms)',
+      `${f(cluster.sequential.p50)} / ${f(cluster.sequential.p99)}`,
+      `${x(cluster.sequential.p50 / raw.p50)} raw p50`,
+      '≤ 5 / ≤ 25 ms',
+    ],
+    [
+      'engine alone, sequential (runs/s)',
+      f(engine.sequential.perSec, 1),
+      `${x(engine.sequential.perSec / rawPerSec)} raw`,
+      '≥ 0.8x raw',
+    ],
+    [
+      'engine alone, 4 concurrent (runs/s)',
+      f(engine.concurrent.perSec, 1),
+      `${x(engine.concurrent.perSec / rawPerSec)} raw`,
+      '',
+    ],
+    [
+      'binding call round trip p50 (ms)',
+      f(cluster.callMs),
+      `${x(cluster.callMs / Math.max(engine.callMs, 0.01))} engine's ${f(engine.callMs)} ms`,
+      '≤ 1 ms',
+    ],
+    [
+      '100 parallel binding calls in one run (ms)',
+      `${f(cluster.parallel100Ms, 1)} (+${f(cluster.parallel100ExtraMs, 1)})`,
+      `${x(cluster.parallel100Ms / Math.max(engine.parallel100Ms, 0.01))} engine's ${f(engine.parallel100Ms, 1)} ms`,
+      '≤ 25 ms',
+    ],
+    ['Redis commands per trivial run', f(cluster.redisCommandsPerRun, 1), '', '≤ 30'],
+    [
+      `idle RSS / PSS per pooled sandbox host (MB, ${cluster.idleHosts} hosts)`,
+      `${f(cluster.idleHostRssMb, 1)} / ${f(cluster.idleHostPssMb, 1)}`,
+      '',
+      '≤ 60 MB',
+    ],
+    [
+      `slots (isolates) held by ${cluster.waitingRuns} runs waiting for a decision`,
+      String(cluster.isolatesHeldWhileWaiting),
+      '',
+      '0',
+    ],
+  ];
+  console.log(
+    `\nIslet bench — node ${process.version}, ${new Date().toISOString()}, ${SECONDS}s per mode, runner slots ${cluster.slots}`,
   );
-}
-
-async function benchEngine() {
-  const engine = createEngine();
-  try {
-    for (let i = 0; i < 10; i++) await engine.execute('return 1');
-    const lat: number[] = [];
-    for (let i = 0; i < 100; i++) lat.push(await timed(() => engine.execute('return 1')));
-    const n = 200;
-    const t0 = performance.now();
-    await pool(n, 4, async () => {
-      await engine.execute('return 1');
-    });
-    const runsPerSec = n / ((performance.now() - t0) / 1000);
-    const onCall = async () => ({ type: 'result' as const, valueJson: '{"ok":true}' });
-    const code = `for (let i = 0; i < ${CALLS}; i++) await apps.bench.ping({ i }); return 1`;
-    const withCalls: number[] = [];
-    for (let i = 0; i < 30; i++)
-      withCalls.push(await timed(() => engine.execute(code, { bindings: ['bench.ping'], onCall })));
-    const callMs = (pct(withCalls, 50) - pct(lat, 50)) / CALLS;
-    return { p50: pct(lat, 50), p99: pct(lat, 99), runsPerSec, callMs };
-  } finally {
-    await engine.close();
-  }
-}
-
-async function benchCluster() {
-  const app = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-  });
-  await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
-  const appPort = (app.address() as { port: number }).port;
-  const cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'], concurrency: 4 }] });
-  const a = api(cluster.url, cluster.devKey);
-  const submit = async (code: string, connections: string[] = []) => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      {
-        code,
-        description: 'Benchmark a trivial program',
-        sessionId: 'bench',
-        turnId: 't',
-        callId: 'c',
-        connections,
-      },
-      { prefer: 'wait=30' },
+  console.log(
+    `baselines: raw isolated-vm ${f(raw.perSec, 1)}/s then ${f(raw2.perSec, 1)}/s (p50 ${f(raw.p50)} ms); ` +
+      `spawn-per-run ${f(spawned.perSec, 1)}/s (p50 ${f(spawned.p50, 1)} ms); ` +
+      `engine ${f(engine.sequential.perSec, 1)}/s (p50 ${f(engine.sequential.p50)} / p99 ${f(engine.sequential.p99)} ms)`,
+  );
+  console.log(`${'figure'.padEnd(56)}${'value'.padStart(16)}  ${'ratio'.padEnd(36)}goal`);
+  for (const [name, value, ratio, goal] of rows)
+    console.log(`${name.padEnd(56)}${value.padStart(16)}  ${ratio.padEnd(36)}${goal}`);
+  console.log(`Redis commands per run, top: ${cluster.redisTopCommands}`);
+  console.log(`stages of a sequential run (${cluster.sequential.runs} runs)             mean ms   p50 ms`);
+  for (const s of cluster.stages)
+    console.log(`  ${s.name.padEnd(62)}${f(s.meanMs).padStart(8)}${f(s.p50Ms).padStart(9)}`);
+  console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  if (process.env.BENCH_JSON)
+    writeFileSync(
+      process.env.BENCH_JSON,
+      JSON.stringify({ raw, raw2, rawPerSec, spawned, engine, cluster }, null, 2),
     );
-    if (res.body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(res.body)}`);
-  };
-  try {
-    const conn = (
-      await a('POST', '/v1/connections', {
-        name: 'Bench',
-        kind: 'http',
-        url: `http://127.0.0.1:${appPort}/`,
-        tools: [{ name: 'ping' }],
-      })
-    ).body as { id: string };
-    for (let i = 0; i < 10; i++) await submit('return 1');
-    const lat: number[] = [];
-    for (let i = 0; i < 60; i++) lat.push(await timed(() => submit('return 1')));
-    const n = 200;
-    const t0 = performance.now();
-    await pool(n, 16, () => submit('return 1'));
-    const runsPerSec = n / ((performance.now() - t0) / 1000);
-    const code = `for (let i = 0; i < ${CALLS}; i++) await apps.bench.ping({ i }); return 1`;
-    const withCalls: number[] = [];
-    for (let i = 0; i < 20; i++) withCalls.push(await timed(() => submit(code, [conn.id])));
-    const callMs = (pct(withCalls, 50) - pct(lat, 50)) / CALLS;
-    return { p50: pct(lat, 50), p99: pct(lat, 99), runsPerSec, callMs };
-  } finally {
-    await cluster.stop();
-    app.close();
-  }
 }
 
-const started = performance.now();
-const engine = await benchEngine();
-const cluster = await benchCluster();
-const row = (name: string, e: string, c: string, ratio: string) =>
-  `${name.padEnd(34)}${e.padStart(14)}${c.padStart(14)}${ratio.padStart(12)}`;
-console.log(`\nIslet cluster bench (node ${process.version}, ${new Date().toISOString()})`);
-console.log(row('', 'engine', 'cluster', 'cluster/eng'));
-console.log(
-  row(
-    'trivial runs/s (4 slots)',
-    engine.runsPerSec.toFixed(1),
-    cluster.runsPerSec.toFixed(1),
-    `${(cluster.runsPerSec / engine.runsPerSec).toFixed(2)}x`,
-  ),
-);
-console.log(
-  row(
-    'latency p50 (submit→result)',
-    ms(engine.p50),
-    ms(cluster.p50),
-    `${(cluster.p50 / engine.p50).toFixed(1)}x`,
-  ),
-);
-console.log(row('latency p99', ms(engine.p99), ms(cluster.p99), `${(cluster.p99 / engine.p99).toFixed(1)}x`));
-console.log(
-  row(
-    'binding call round trip',
-    ms(engine.callMs),
-    ms(cluster.callMs),
-    `${(cluster.callMs / engine.callMs).toFixed(1)}x`,
-  ),
-);
-console.log(
-  `(engine: in-process execute(); cluster: HTTP submit with Prefer: wait → gateway → BullMQ → runner → engine → record; binding call: runner → gateway → journal → local App → journal → runner, ${CALLS} sequential calls)`,
-);
-console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
-process.exit(0);
+// isolated-vm needs --no-node-snapshot on Node >= 20 in this process too (for the raw mode).
+if (!process.execArgv.includes('--no-node-snapshot')) {
+  const child = spawn(
+    process.execPath,
+    ['--no-node-snapshot', ...process.execArgv, ...process.argv.slice(1)],
+    {
+      stdio: 'inherit',
+    },
+  );
+  child.on('exit', (code) => process.exit(code ?? 1));
+} else {
+  await main();
+  process.exit(0);
+}

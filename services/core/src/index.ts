@@ -7,5 +7,6 @@ export * from './redis.ts';
 export * from './run-store.ts';
 export * from './sealer.ts';
 export * from './secret-files.ts';
+export * from './settings-cache.ts';
 export * from './settings-store.ts';
 export * from './tenant-store.ts';

@@ -81,6 +81,22 @@ export interface StoredRun {
   seed: string;
 }
 
+/**
+ * When a runner's execution passed each stage, ms since epoch with sub-ms precision
+ * (`performance.timeOrigin + performance.now()`). Stored unsealed beside the end (no program data
+ * in it) for `npm run bench`'s per-stage breakdown; nothing else reads it.
+ */
+export interface RunTimings {
+  enqueued: number;
+  pickedUp: number;
+  /** Run read, settings read, attempt counted, status Running written: the engine is called. */
+  engineCalled: number;
+  /** The engine returned (a sandbox host acquired, the isolate made ready, the program ran). */
+  engineReturned: number;
+  /** Engine time spent waiting for a sandbox host process, ms. */
+  hostWaitMs?: number;
+}
+
 export interface RunEvent {
   id: string;
   type: string;
@@ -252,7 +268,13 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     /** Ends a run. False when it had already ended (the first final status stands). */
     async finish(
       run: { id: string; tenant: string },
-      end: { status: 'Completed' | 'Failed' | 'Cancelled'; result: RunResult; text: string; kind?: string },
+      end: {
+        status: 'Completed' | 'Failed' | 'Cancelled';
+        result: RunResult;
+        text: string;
+        kind?: string;
+        timings?: RunTimings;
+      },
     ): Promise<boolean> {
       const fields: Record<string, string> = {
         status: end.status,
@@ -260,6 +282,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         text: sealer.seal(end.text),
         kind: end.kind ?? 'none',
       };
+      // Rides in the same script call as the end: stage timings cost no extra round trip.
+      if (end.timings) fields.timings = JSON.stringify(end.timings);
       return transition(run, fields, { type: 'end', data: { status: end.status } });
     },
 

@@ -154,12 +154,14 @@ export function createEngine(options: EngineOptions = {}): Engine {
       if (opts.signal?.aborted) return failed({ kind: 'abort', message: 'the run was aborted' });
 
       let host: HostProcess;
+      const acquiring = performance.now();
       try {
         host = await acquire(opts.partition ?? 'default');
       } catch (e) {
         return failed({ kind: 'sandbox-unavailable', message: (e as Error).message });
       }
       busy.add(host);
+      const hostWaitMs = performance.now() - acquiring;
       const run = new Run(host, {
         code,
         config: {
@@ -194,6 +196,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return {
         ...outcome,
         durationMs: Date.now() - startedAt,
+        hostWaitMs,
         ...(host.pid !== undefined ? { hostPid: host.pid } : {}),
         ...(opts.sandbox ? { sandbox: sandboxFacts(opts.sandbox) } : {}),
       };

@@ -146,6 +146,8 @@ export interface RunOutcome {
   sandbox?: SandboxFacts;
   /** Pid of the sandbox host process that ran the program (diagnostics; absent when none started). */
   hostPid?: number;
+  /** Of `durationMs`, the time spent waiting for a sandbox host process (diagnostics, the bench's stage breakdown). */
+  hostWaitMs?: number;
 }
 
 export interface Engine {

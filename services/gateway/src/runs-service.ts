@@ -297,17 +297,42 @@ export function createRunsService(deps: GatewayDeps) {
    */
   async function waitForEnd(id: string, ms: number, signal?: AbortSignal): Promise<StoredRun | null> {
     const deadline = Date.now() + ms;
-    for (;;) {
-      const status = await redis.hget(keys.run(id), 'status');
-      if (
-        !status ||
-        isFinalStatus(status) ||
-        status === 'Waiting' ||
-        Date.now() >= deadline ||
-        signal?.aborted
-      )
-        return runs.get(id);
-      await hub.nextChange(id, Math.min(1000, deadline - Date.now()), signal);
+    // Listen before reading: a change published while the status read is in flight (the message
+    // can arrive on the subscriber connection before the read's reply) wakes the next wait at
+    // once instead of being lost until the 1 s re-check.
+    let changed = false;
+    let wake: (() => void) | undefined;
+    const off = hub.listen(id, () => {
+      changed = true;
+      wake?.();
+    });
+    try {
+      for (;;) {
+        changed = false;
+        const status = await redis.hget(keys.run(id), 'status');
+        if (
+          !status ||
+          isFinalStatus(status) ||
+          status === 'Waiting' ||
+          Date.now() >= deadline ||
+          signal?.aborted
+        )
+          return runs.get(id);
+        if (changed) continue;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, Math.min(1000, deadline - Date.now()));
+          wake = done;
+          signal?.addEventListener('abort', done, { once: true });
+        });
+      }
+    } finally {
+      off();
     }
   }
 

@@ -4,7 +4,7 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import type { Logger, Metrics, RunStore, SettingsStore, StoredRun } from '@islet/core';
+import type { Logger, Metrics, RunStore, RunTimings, SettingsStore, StoredRun } from '@islet/core';
 import type { Engine, SandboxFacts } from '@islet/engine';
 import { type CallJournal, createReplayingHandler } from '@islet/journal';
 import {
@@ -57,6 +57,9 @@ export interface ExecuteJob {
 
 export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
 
+/** ms since epoch with sub-ms precision, comparable across processes on one machine. */
+const now = () => performance.timeOrigin + performance.now();
+
 export function createRunExecutor(deps: RunExecutorDeps) {
   const { runs, settings, journal, metrics, logger } = deps;
 
@@ -77,6 +80,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   }
 
   async function execute(job: ExecuteJob): Promise<ExecuteResult> {
+    const pickedUp = now();
     const run = await runs.get(job.runId);
     if (!run) {
       logger.warn({ runId: job.runId }, 'job for a run that does not exist; dropped');
@@ -122,8 +126,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       return 'failed';
     }
     metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
-    const attempt = await journal.nextAttempt(run.id);
-    await runs.startAttempt(run.id);
+    const [attempt] = await Promise.all([journal.nextAttempt(run.id), runs.startAttempt(run.id)]);
     await runs.setStatus(run, 'Running', { attempt });
 
     const timeoutMs = limits.timeoutMs;
@@ -161,6 +164,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     };
     const bindings = run.request.bindings.map((b) => b.binding);
     const started = performance.now();
+    const engineCalled = now();
     let outcome: Awaited<ReturnType<Engine['execute']>>;
     try {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
@@ -183,6 +187,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       replaying.close();
     }
     metrics.runDuration.observe({ mode: job.mode }, (performance.now() - started) / 1000);
+    const timings: RunTimings = {
+      enqueued: job.enqueuedAtMs,
+      pickedUp,
+      engineCalled,
+      engineReturned: now(),
+      ...(outcome.hostWaitMs !== undefined ? { hostWaitMs: outcome.hostWaitMs } : {}),
+    };
     if (denied && outcome.sandbox) outcome.sandbox = { ...outcome.sandbox, denied: true };
 
     if (job.handBack.aborted && !job.cancel.aborted)
@@ -207,6 +218,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           result: mapped.result,
           text: mapped.text,
           kind: 'abort',
+          timings,
         })
       )
         metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
@@ -218,6 +230,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         result: mapped.result,
         text: mapped.text,
         kind: mapped.failureKind,
+        timings,
       })
     ) {
       metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });

@@ -1,0 +1,132 @@
+/**
+ * The same-process baselines every bench figure is a ratio against: raw isolated-vm (new isolate +
+ * context + eval + dispose in this process), a node process spawned per run, and the engine
+ * in-process (sandbox host processes, fresh isolate per run). Needs `--no-node-snapshot` in this
+ * process for the raw mode (isolated-vm on Node >= 20).
+ */
+import { spawn } from 'node:child_process';
+import { createEngine } from '@islet/engine';
+
+export const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
+
+export interface Sample {
+  runs: number;
+  seconds: number;
+  perSec: number;
+  p50: number;
+  p99: number;
+}
+
+export function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
+}
+
+/**
+ * Runs `once` from `clients` concurrent loops for `seconds` (at least `minRuns`, at most `maxRuns`
+ * runs) after `warmup` runs; latency percentiles and throughput.
+ */
+export async function measure(
+  once: () => Promise<void>,
+  opts: { seconds: number; clients?: number; warmup?: number; minRuns?: number; maxRuns?: number },
+): Promise<Sample> {
+  const clients = opts.clients ?? 1;
+  for (let i = 0; i < (opts.warmup ?? 3); i++) await once();
+  const lat: number[] = [];
+  const started = performance.now();
+  const until = started + opts.seconds * 1000;
+  const minRuns = opts.minRuns ?? 0;
+  const maxRuns = opts.maxRuns ?? 1e9;
+  let begun = 0;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while ((performance.now() < until || begun < minRuns) && begun < maxRuns) {
+        begun++;
+        const t = performance.now();
+        await once();
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { runs: lat.length, seconds, perSec: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99) };
+}
+
+export async function rawIsolateBaseline(seconds: number): Promise<Sample> {
+  const ivm = (await import('isolated-vm')).default;
+  return measure(
+    async () => {
+      const isolate = new ivm.Isolate({ memoryLimit: 128 });
+      try {
+        const context = await isolate.createContext();
+        const value = await context.eval(`(async () => { ${PROGRAM} })()`, {
+          promise: true,
+          timeout: 10_000,
+        });
+        if (value !== 12) throw new Error('raw run failed');
+      } finally {
+        isolate.dispose();
+      }
+    },
+    { seconds },
+  );
+}
+
+export async function spawnBaseline(seconds: number): Promise<Sample> {
+  return measure(
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(process.execPath, ['-e', `(async () => { ${PROGRAM} })().then(console.log)`], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => {
+          out += c.toString();
+        });
+        child.on('exit', () => (out.trim() === '12' ? resolve() : reject(new Error('spawned run failed'))));
+      }),
+    { seconds, warmup: 1, maxRuns: 60, minRuns: 5 },
+  );
+}
+
+export interface EngineFigures {
+  sequential: Sample;
+  concurrent: Sample;
+  /** One binding call to a host handler that answers at once, ms (p50 difference / calls). */
+  callMs: number;
+  /** A run making 100 parallel calls, p50 ms. */
+  parallel100Ms: number;
+}
+
+export async function engineBaseline(seconds: number): Promise<EngineFigures> {
+  const engine = createEngine();
+  try {
+    const once = async () => {
+      const out = await engine.execute(PROGRAM);
+      if (out.valueJson !== '12') throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
+    };
+    const sequential = await measure(once, { seconds, warmup: 10 });
+    const concurrent = await measure(once, { seconds, clients: 4 });
+    const onCall = async () => ({ type: 'result' as const, valueJson: '{"ok":true}' });
+    const calls = async (code: string) => {
+      const out = await engine.execute(code, { bindings: ['bench.ping'], onCall });
+      if (out.status !== 'completed') throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
+    };
+    const seq = await measure(() => calls(sequentialCalls(CALLS)), { seconds: seconds / 2, minRuns: 10 });
+    const par = await measure(() => calls(parallelCalls(100)), { seconds: seconds / 2, minRuns: 10 });
+    return {
+      sequential,
+      concurrent,
+      callMs: Math.max(0, seq.p50 - sequential.p50) / CALLS,
+      parallel100Ms: par.p50,
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+export const CALLS = 20;
+export const sequentialCalls = (n: number) =>
+  `for (let i = 0; i < ${n}; i++) await apps.bench.ping({ i }); return 1`;
+export const parallelCalls = (n: number) =>
+  `await Promise.all(Array.from({ length: ${n} }, (_, i) => apps.bench.ping({ i }))); return 1`;

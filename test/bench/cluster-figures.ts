@@ -1,0 +1,254 @@
+/**
+ * The cluster half of `npm run bench`: a local cluster from `@islet/devstack` (its own redis-server,
+ * 1 gateway, 1 read-only runner) driven over HTTP with `Prefer: wait`, plus what it costs in Redis
+ * commands and memory, and where a run's time goes stage by stage (from the timings the runner
+ * stores with a run's end, see RunTimings in @islet/core).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createRedis, keys } from '@islet/core';
+import { startCluster } from '@islet/devstack';
+import { api } from '../e2e/helpers.ts';
+import { CALLS, measure, PROGRAM, parallelCalls, pct, type Sample, sequentialCalls } from './baselines.ts';
+
+export interface Stage {
+  name: string;
+  meanMs: number;
+  p50Ms: number;
+}
+
+export interface ClusterFigures {
+  slots: number;
+  concurrent16: Sample;
+  sequential: Sample;
+  callMs: number;
+  parallel100Ms: number;
+  parallel100ExtraMs: number;
+  redisCommandsPerRun: number;
+  redisTopCommands: string;
+  idleHostRssMb: number;
+  idleHostPssMb: number;
+  idleHosts: number;
+  waitingRuns: number;
+  isolatesHeldWhileWaiting: number;
+  stages: Stage[];
+}
+
+const now = () => performance.timeOrigin + performance.now();
+
+/** Calls per command in `INFO commandstats`. */
+function commandStats(info: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
+  return out;
+}
+
+/** Sandbox host processes under `pid` (node started with --no-node-snapshot), RSS and PSS in MB. */
+function hostMemory(rootPid: number): { rss: number; pss: number }[] {
+  const parent = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone
+    }
+  }
+  const under = (pid: number): boolean => {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === rootPid) return true;
+    return false;
+  };
+  const out: { rss: number; pss: number }[] = [];
+  for (const pid of parent.keys()) {
+    if (!under(pid)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (!/node$/.test(cmd[0] ?? '') || !cmd.includes('--no-node-snapshot')) continue;
+      const kb = (text: string, field: string) =>
+        Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1]);
+      const rss = kb(readFileSync(`/proc/${pid}/status`, 'utf8'), 'VmRSS');
+      const pss = kb(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'), 'Pss');
+      out.push({ rss: rss / 1024, pss: pss / 1024 });
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+export async function clusterFigures(seconds: number): Promise<ClusterFigures> {
+  const app = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+  });
+  await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+  const appPort = (app.address() as { port: number }).port;
+  const slots = Number(process.env.BENCH_SLOTS ?? 4);
+  const cluster = await startCluster({
+    gateways: 1,
+    runners: [{ modes: ['read-only'], concurrency: slots }],
+  });
+  const redis = createRedis(cluster.redisUrl);
+  const a = api(cluster.url, cluster.devKey);
+  const submit = async (code: string, connections: string[] = [], extra: Record<string, unknown> = {}) => {
+    const res = await a(
+      'POST',
+      '/v1/runs',
+      {
+        code,
+        description: 'Benchmark a trivial program',
+        sessionId: 'bench',
+        turnId: 't',
+        callId: 'c',
+        connections,
+        ...extra,
+      },
+      { prefer: 'wait=30' },
+    );
+    return res.body as { id: string; status: string };
+  };
+  const completed = async (code: string, connections: string[] = []) => {
+    const body = await submit(code, connections);
+    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
+    return body;
+  };
+  try {
+    const connection = async (name: string, policy: 'allow' | 'ask') =>
+      (
+        (
+          await a('POST', '/v1/connections', {
+            name,
+            kind: 'http',
+            url: `http://127.0.0.1:${appPort}/`,
+            tools: [{ name: 'ping', policy }],
+          })
+        ).body as { id: string }
+      ).id;
+    const bench = await connection('Bench', 'allow');
+    const ask = await connection('Ask', 'ask');
+
+    for (let i = 0; i < 10; i++) await completed(PROGRAM);
+
+    // Sequential, with each run's stages.
+    const stageRows: number[][] = [];
+    const sequential = await measure(
+      async () => {
+        const sent = now();
+        const { id } = await completed(PROGRAM);
+        const received = now();
+        const [createdAt, updatedAt, timings] = await redis.hmget(
+          keys.run(id),
+          'createdAt',
+          'updatedAt',
+          'timings',
+        );
+        const t = JSON.parse(timings ?? '{}') as Record<string, number>;
+        const hostWait = t.hostWaitMs ?? 0;
+        stageRows.push([
+          Number(createdAt) - sent,
+          t.enqueued! - Number(createdAt),
+          t.pickedUp! - t.enqueued!,
+          t.engineCalled! - t.pickedUp!,
+          hostWait,
+          t.engineReturned! - t.engineCalled! - hostWait,
+          Number(updatedAt) - t.engineReturned!,
+          received - Number(updatedAt),
+        ]);
+      },
+      { seconds, warmup: 0, minRuns: 30 },
+    );
+    const stageNames = [
+      'accept → run stored (gateway: auth, checks, policy, create)',
+      'run stored → enqueue (settings read, queue add begins)',
+      'enqueue → runner pick-up (BullMQ add, worker fetch)',
+      'pick-up → engine called (run read, settings, attempt, Running)',
+      'engine: waiting for a sandbox host',
+      'engine: isolate ready + program + result back',
+      'engine returned → end written (mapping, finish script)',
+      'end written → waiter woken → response received',
+    ];
+    const stages = stageNames.map((name, i) => {
+      const col = stageRows.map((r) => r[i]!).filter((x) => Number.isFinite(x));
+      return { name, meanMs: col.reduce((s, x) => s + x, 0) / col.length, p50Ms: pct(col, 50) };
+    });
+
+    const concurrent16 = await measure(async () => void (await completed(PROGRAM)), {
+      seconds,
+      clients: 16,
+      warmup: 0,
+      minRuns: 32,
+    });
+
+    // Redis commands per run: everything the cluster sent while 100 runs went through (the INFO
+    // calls themselves excluded), so background polling during that time counts against the runs.
+    const before = commandStats(await redis.info('commandstats'));
+    let left = 100;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (left-- > 0) await completed(PROGRAM);
+      }),
+    );
+    const after = commandStats(await redis.info('commandstats'));
+    const delta: [string, number][] = [...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]);
+    const total = delta.reduce((s, [k, v]) => s + (k === 'info' ? Math.max(0, v - 1) : v), 0);
+    const top = delta
+      .filter(([k, v]) => v > 0 && k !== 'info')
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, 8)
+      .map(([k, v]) => `${k} ${(v / 100).toFixed(1)}`)
+      .join(', ');
+
+    const withCalls = await measure(async () => void (await completed(sequentialCalls(CALLS), [bench])), {
+      seconds: seconds / 2,
+      warmup: 1,
+      minRuns: 10,
+    });
+    const parallel = await measure(async () => void (await completed(parallelCalls(100), [bench])), {
+      seconds: seconds / 2,
+      warmup: 1,
+      minRuns: 5,
+    });
+
+    // Idle memory of the runner's pooled sandbox hosts (after the load settled).
+    await new Promise((r) => setTimeout(r, 1000));
+    const hosts = hostMemory(cluster.runners[0]!.pid!);
+    const mean = (xs: number[]) => (xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : Number.NaN);
+
+    // Runs stopped for a decision (approval `stop`): how many slots (each holding an isolate) they keep.
+    const waitingIds: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const body = await submit('await apps.ask.ping({}); return 1', [ask], { approval: 'stop' });
+      if (body?.status !== 'Waiting') throw new Error(`expected Waiting, got ${JSON.stringify(body)}`);
+      waitingIds.push(body.id);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    const metrics = await (await fetch(`${cluster.runners[0]!.url}/metrics`)).text();
+    const busy = [...metrics.matchAll(/^islet_runner_slots\{[^}]*state="busy"[^}]*\} (\d+)/gm)].reduce(
+      (s, m) => s + Number(m[1]),
+      0,
+    );
+    for (const id of waitingIds) await a('POST', `/v1/code-runs/${id}/cancel`);
+
+    return {
+      slots,
+      concurrent16,
+      sequential,
+      callMs: Math.max(0, withCalls.p50 - sequential.p50) / CALLS,
+      parallel100Ms: parallel.p50,
+      parallel100ExtraMs: Math.max(0, parallel.p50 - sequential.p50),
+      redisCommandsPerRun: total / 100,
+      redisTopCommands: top,
+      idleHostRssMb: mean(hosts.map((h) => h.rss)),
+      idleHostPssMb: mean(hosts.map((h) => h.pss)),
+      idleHosts: hosts.length,
+      waitingRuns: waitingIds.length,
+      isolatesHeldWhileWaiting: busy,
+      stages,
+    };
+  } finally {
+    redis.disconnect();
+    await cluster.stop();
+    app.close();
+  }
+}

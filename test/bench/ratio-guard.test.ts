@@ -1,0 +1,65 @@
+/**
+ * A loose performance guard: runs `npm run bench:cluster` briefly (BENCH_SECONDS=1) and checks each
+ * figure against the baseline measured in the same run, failing only on a regression of more than
+ * 2x past the level recorded in test/bench/README.md (so a loaded machine, which slows baseline and
+ * cluster alike, cannot fail it). Redis commands per run do not depend on load: that bound is tight.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const BENCH = fileURLToPath(new URL('./cluster-bench.ts', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'islet-ratio-guard-'));
+
+// Levels measured on the 2-core build machine under load (see README); the guard allows 2x worse.
+const LEVEL = {
+  /** cluster runs/s at 16 clients / raw isolated-vm runs/s */
+  clusterVsRaw: 0.2,
+  /** engine sequential runs/s / raw isolated-vm runs/s */
+  engineVsRaw: 0.35,
+  /** cluster sequential p50 / raw isolated-vm p50 */
+  clusterP50VsRaw: 6,
+  redisCommandsPerRun: 40,
+};
+
+interface Figures {
+  raw: { p50: number };
+  rawPerSec: number;
+  engine: { sequential: { perSec: number } };
+  cluster: {
+    concurrent16: { perSec: number };
+    sequential: { p50: number };
+    redisCommandsPerRun: number;
+    isolatesHeldWhileWaiting: number;
+  };
+}
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('performance ratio guard', () => {
+  it('the cluster and the engine stay within 2x of their recorded ratios to raw isolated-vm', async () => {
+    const out = join(dir, 'figures.json');
+    const child = spawn(process.execPath, [BENCH], {
+      env: { ...process.env, BENCH_SECONDS: '1', BENCH_JSON: out },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let log = '';
+    child.stdout.on('data', (c: Buffer) => {
+      log += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      log += c.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code, log).toBe(0);
+    const f = JSON.parse(readFileSync(out, 'utf8')) as Figures;
+    expect(f.cluster.concurrent16.perSec / f.rawPerSec, log).toBeGreaterThan(LEVEL.clusterVsRaw / 2);
+    expect(f.engine.sequential.perSec / f.rawPerSec, log).toBeGreaterThan(LEVEL.engineVsRaw / 2);
+    expect(f.cluster.sequential.p50 / f.raw.p50, log).toBeLessThan(LEVEL.clusterP50VsRaw * 2);
+    expect(f.cluster.redisCommandsPerRun, log).toBeLessThan(LEVEL.redisCommandsPerRun * 2);
+    expect(f.cluster.isolatesHeldWhileWaiting, log).toBe(0);
+  }, 90_000);
+});
