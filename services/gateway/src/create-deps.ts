@@ -3,6 +3,7 @@ import {
   createMetrics,
   createRedis,
   createRunStore,
+  createSettingsCache,
   createSettingsStore,
   createTenantStore,
   evictionPolicy,
@@ -65,7 +66,8 @@ export async function createGatewayDeps(
     blockingRedis: () => redis.duplicate(),
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     tenants: createTenantStore(redis),
-    settings: createSettingsStore(redis),
+    // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
+    settings: createSettingsCache(createSettingsStore(redis), subscriber),
     connections: createConnectionStore(redis),
     journal: createCallJournal({
       redis,

@@ -140,15 +140,19 @@ export function createRunsService(deps: GatewayDeps) {
   async function create(caller: Caller, id: string, input: SubmitInput): Promise<StoredRun> {
     const tenant = caller.tenantId;
     const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
-    if ((await runs.inFlightCount(tenant)) >= limit)
+    // Independent reads in one round trip (settings come from the cache, see settings-cache.ts).
+    const [inFlight, policy, current] = await Promise.all([
+      runs.inFlightCount(tenant),
+      createRunPolicyStore(redis).effective(tenant, input.approval, input.style),
+      settings.get(),
+    ]);
+    if (inFlight >= limit)
       throw new HttpProblem(
         'quota-exceeded',
         `tenant has ${limit} runs in flight, the most it may have`,
         { limit },
         { 'retry-after': '1' },
       );
-    const policy = await createRunPolicyStore(redis).effective(tenant, input.approval, input.style);
-    const current = await settings.get();
     const limits = runLimits(policy.style, input, current);
     const bindings = await resolveBindings(tenant, input.connections);
     const now = Date.now();

@@ -126,7 +126,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       return 'failed';
     }
     metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
-    const [attempt] = await Promise.all([journal.nextAttempt(run.id), runs.startAttempt(run.id)]);
+    const [attempt, , journaled] = await Promise.all([
+      journal.nextAttempt(run.id),
+      runs.startAttempt(run.id),
+      journal.list(run.id),
+    ]);
     await runs.setStatus(run, 'Running', { attempt });
 
     const timeoutMs = limits.timeoutMs;
@@ -144,7 +148,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           })
         : undefined;
     const replaying = createReplayingHandler({
-      journal: await journal.list(run.id),
+      journal: journaled,
       live: (call) =>
         files && isFilesBinding(call.binding)
           ? files.call(call)
