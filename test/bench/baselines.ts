@@ -72,7 +72,7 @@ export async function rawIsolateBaseline(seconds: number): Promise<Sample> {
   );
 }
 
-export async function spawnBaseline(seconds: number): Promise<Sample> {
+export async function spawnBaseline(seconds: number, minRuns = 5): Promise<Sample> {
   return measure(
     () =>
       new Promise<void>((resolve, reject) => {
@@ -85,7 +85,7 @@ export async function spawnBaseline(seconds: number): Promise<Sample> {
         });
         child.on('exit', () => (out.trim() === '12' ? resolve() : reject(new Error('spawned run failed'))));
       }),
-    { seconds, warmup: 1, maxRuns: 60, minRuns: 5 },
+    { seconds, warmup: 1, maxRuns: 60, minRuns },
   );
 }
 
@@ -98,7 +98,8 @@ export interface EngineFigures {
   parallel100Ms: number;
 }
 
-export async function engineBaseline(seconds: number): Promise<EngineFigures> {
+/** `quick`: sequential only (the ratio guard); the other figures are NaN. */
+export async function engineBaseline(seconds: number, quick = false): Promise<EngineFigures> {
   const engine = createEngine();
   try {
     const once = async () => {
@@ -106,6 +107,10 @@ export async function engineBaseline(seconds: number): Promise<EngineFigures> {
       if (out.valueJson !== '12') throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
     };
     const sequential = await measure(once, { seconds, warmup: 10 });
+    if (quick) {
+      const none = { runs: 0, seconds: 0, perSec: Number.NaN, p50: Number.NaN, p99: Number.NaN };
+      return { sequential, concurrent: none, callMs: Number.NaN, parallel100Ms: Number.NaN };
+    }
     const concurrent = await measure(once, { seconds, clients: 4 });
     const onCall = async () => ({ type: 'result' as const, valueJson: '{"ok":true}' });
     const calls = async (code: string) => {

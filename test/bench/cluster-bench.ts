@@ -7,22 +7,24 @@
  *
  * BENCH_SECONDS (default 3): seconds per measured mode. BENCH_SLOTS: runner concurrency (default 4).
  * BENCH_JSON=<file>: also write the figures as JSON (the ratio guard test reads it).
+ * BENCH_QUICK=1: the ratio guard's short form (fewer runs, no binding-call figures).
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const QUICK = process.env.BENCH_QUICK === '1';
 
 async function main(): Promise<void> {
   const { engineBaseline, rawIsolateBaseline, spawnBaseline } = await import('./baselines.ts');
   const { clusterFigures } = await import('./cluster-figures.ts');
   const started = performance.now();
   const raw = await rawIsolateBaseline(SECONDS);
-  const spawned = await spawnBaseline(SECONDS);
-  const engine = await engineBaseline(SECONDS);
-  const cluster = await clusterFigures(SECONDS);
+  const spawned = await spawnBaseline(QUICK ? SECONDS / 2 : SECONDS, QUICK ? 2 : 5);
+  const engine = await engineBaseline(SECONDS, QUICK);
+  const cluster = await clusterFigures(SECONDS, QUICK);
   // The raw baseline again after the cluster ran: the machine's load may have moved; use the mean.
-  const raw2 = await rawIsolateBaseline(SECONDS / 2);
+  const raw2 = QUICK ? raw : await rawIsolateBaseline(SECONDS / 2);
   const rawPerSec = (raw.perSec + raw2.perSec) / 2;
 
   const x = (n: number) => `${n.toFixed(2)}x`;

@@ -77,7 +77,8 @@ function hostMemory(rootPid: number): { rss: number; pss: number }[] {
   return out;
 }
 
-export async function clusterFigures(seconds: number): Promise<ClusterFigures> {
+/** `quick`: the ratio guard's short form (fewer runs, no binding-call figures, NaN there). */
+export async function clusterFigures(seconds: number, quick = false): Promise<ClusterFigures> {
   const app = createServer((req, res) => {
     req.resume();
     req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
@@ -128,7 +129,7 @@ export async function clusterFigures(seconds: number): Promise<ClusterFigures> {
     const bench = await connection('Bench', 'allow');
     const ask = await connection('Ask', 'ask');
 
-    for (let i = 0; i < 10; i++) await completed(PROGRAM);
+    for (let i = 0; i < (quick ? 3 : 10); i++) await completed(PROGRAM);
 
     // Sequential, with each run's stages.
     const stageRows: number[][] = [];
@@ -156,7 +157,7 @@ export async function clusterFigures(seconds: number): Promise<ClusterFigures> {
           received - Number(updatedAt),
         ]);
       },
-      { seconds, warmup: 0, minRuns: 30 },
+      { seconds, warmup: 0, minRuns: quick ? 10 : 30 },
     );
     const stageNames = [
       'accept → run stored (gateway: auth, checks, policy, create)',
@@ -177,13 +178,14 @@ export async function clusterFigures(seconds: number): Promise<ClusterFigures> {
       seconds,
       clients: 16,
       warmup: 0,
-      minRuns: 32,
+      minRuns: quick ? 16 : 32,
     });
 
     // Redis commands per run: everything the cluster sent while 100 runs went through (the INFO
     // calls themselves excluded), so background polling during that time counts against the runs.
+    const counted = quick ? 40 : 100;
     const before = commandStats(await redis.info('commandstats'));
-    let left = 100;
+    let left = counted;
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         while (left-- > 0) await completed(PROGRAM);
@@ -196,28 +198,33 @@ export async function clusterFigures(seconds: number): Promise<ClusterFigures> {
       .filter(([k, v]) => v > 0 && k !== 'info')
       .sort((x, y) => y[1] - x[1])
       .slice(0, 8)
-      .map(([k, v]) => `${k} ${(v / 100).toFixed(1)}`)
+      .map(([k, v]) => `${k} ${(v / counted).toFixed(1)}`)
       .join(', ');
 
-    const withCalls = await measure(async () => void (await completed(sequentialCalls(CALLS), [bench])), {
-      seconds: seconds / 2,
-      warmup: 1,
-      minRuns: 10,
-    });
-    const parallel = await measure(async () => void (await completed(parallelCalls(100), [bench])), {
-      seconds: seconds / 2,
-      warmup: 1,
-      minRuns: 5,
-    });
+    const skipped: Sample = { runs: 0, seconds: 0, perSec: Number.NaN, p50: Number.NaN, p99: Number.NaN };
+    const withCalls = quick
+      ? skipped
+      : await measure(async () => void (await completed(sequentialCalls(CALLS), [bench])), {
+          seconds: seconds / 2,
+          warmup: 1,
+          minRuns: 10,
+        });
+    const parallel = quick
+      ? skipped
+      : await measure(async () => void (await completed(parallelCalls(100), [bench])), {
+          seconds: seconds / 2,
+          warmup: 1,
+          minRuns: 5,
+        });
 
     // Idle memory of the runner's pooled sandbox hosts (after the load settled).
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, quick ? 200 : 1000));
     const hosts = hostMemory(cluster.runners[0]!.pid!);
     const mean = (xs: number[]) => (xs.length ? xs.reduce((s, x) => s + x, 0) / xs.length : Number.NaN);
 
     // Runs stopped for a decision (approval `stop`): how many slots (each holding an isolate) they keep.
     const waitingIds: string[] = [];
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < (quick ? 2 : 4); i++) {
       const body = await submit('await apps.ask.ping({}); return 1', [ask], { approval: 'stop' });
       if (body?.status !== 'Waiting') throw new Error(`expected Waiting, got ${JSON.stringify(body)}`);
       waitingIds.push(body.id);
@@ -237,7 +244,7 @@ export async function clusterFigures(seconds: number): Promise<ClusterFigures> {
       callMs: Math.max(0, withCalls.p50 - sequential.p50) / CALLS,
       parallel100Ms: parallel.p50,
       parallel100ExtraMs: Math.max(0, parallel.p50 - sequential.p50),
-      redisCommandsPerRun: total / 100,
+      redisCommandsPerRun: total / counted,
       redisTopCommands: top,
       idleHostRssMb: mean(hosts.map((h) => h.rss)),
       idleHostPssMb: mean(hosts.map((h) => h.pss)),

@@ -1,5 +1,5 @@
 /**
- * A loose performance guard: runs `npm run bench:cluster` briefly (BENCH_SECONDS=1) and checks each
+ * A loose performance guard: runs `npm run bench:cluster` briefly (BENCH_SECONDS=1, BENCH_QUICK=1) and checks each
  * figure against the baseline measured in the same run, failing only on a regression of more than
  * 2x past the level recorded in test/bench/README.md (so a loaded machine, which slows baseline and
  * cluster alike, cannot fail it). Redis commands per run do not depend on load: that bound is tight.
@@ -14,15 +14,17 @@ import { afterAll, describe, expect, it } from 'vitest';
 const BENCH = fileURLToPath(new URL('./cluster-bench.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'islet-ratio-guard-'));
 
-// Levels measured on the 2-core build machine under load (see README); the guard allows 2x worse.
+// Levels: the worst of the runs recorded in README.md, measured on the 2-core build machine while
+// other suites ran (load average 8-16); the guard fails only past 2x worse than these.
 const LEVEL = {
   /** cluster runs/s at 16 clients / raw isolated-vm runs/s */
-  clusterVsRaw: 0.2,
+  clusterVsRaw: 0.08,
   /** engine sequential runs/s / raw isolated-vm runs/s */
-  engineVsRaw: 0.35,
+  engineVsRaw: 0.33,
   /** cluster sequential p50 / raw isolated-vm p50 */
-  clusterP50VsRaw: 6,
-  redisCommandsPerRun: 40,
+  clusterP50VsRaw: 15,
+  /** not a ratio: it does not depend on load (BullMQ's own polling aside) */
+  redisCommandsPerRun: 85,
 };
 
 interface Figures {
@@ -43,7 +45,7 @@ describe('performance ratio guard', () => {
   it('the cluster and the engine stay within 2x of their recorded ratios to raw isolated-vm', async () => {
     const out = join(dir, 'figures.json');
     const child = spawn(process.execPath, [BENCH], {
-      env: { ...process.env, BENCH_SECONDS: '1', BENCH_JSON: out },
+      env: { ...process.env, BENCH_SECONDS: '1', BENCH_QUICK: '1', BENCH_JSON: out },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let log = '';

@@ -313,15 +313,16 @@ export function createRunsService(deps: GatewayDeps) {
     try {
       for (;;) {
         changed = false;
-        const status = await redis.hget(keys.run(id), 'status');
+        // The whole run, not just its status: the last read is the answer (one round trip less).
+        const run = await runs.get(id);
         if (
-          !status ||
-          isFinalStatus(status) ||
-          status === 'Waiting' ||
+          !run ||
+          isFinalStatus(run.status) ||
+          run.status === 'Waiting' ||
           Date.now() >= deadline ||
           signal?.aborted
         )
-          return runs.get(id);
+          return run;
         if (changed) continue;
         await new Promise<void>((resolve) => {
           const done = () => {
