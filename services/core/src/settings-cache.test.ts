@@ -40,12 +40,13 @@ describe('settings cache', () => {
     const other = createSettingsStore(connect());
     await until(async () => (await cache.get()).version === 1);
     const before = await reads();
-    for (let i = 0; i < 20; i++) expect((await cache.get()).codeMode.enabled).toBe(true);
+    const initial = (await cache.get()).codeMode.enabled;
+    for (let i = 0; i < 20; i++) expect((await cache.get()).codeMode.enabled).toBe(initial);
     expect((await reads()) - before).toBeLessThanOrEqual(1);
 
-    const res = await other.update(1, { enabled: false });
+    const res = await other.update(1, { enabled: !initial });
     expect(res.ok).toBe(true);
-    await until(async () => (await cache.get()).codeMode.enabled === false, 2000);
+    await until(async () => (await cache.get()).codeMode.enabled === !initial, 2000);
     expect((await cache.get()).version).toBe(2);
   });
 
