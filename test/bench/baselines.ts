@@ -100,7 +100,9 @@ export interface EngineFigures {
 
 /** `quick`: sequential only (the ratio guard); the other figures are NaN. */
 export async function engineBaseline(seconds: number, quick = false): Promise<EngineFigures> {
-  const engine = createEngine();
+  // As a runner configures it (one idle host per slot, 4 slots), so the 4-concurrent figure is
+  // not host churn.
+  const engine = createEngine({ maxIdlePerPartition: 4 });
   try {
     const once = async () => {
       const out = await engine.execute(PROGRAM);

@@ -38,7 +38,13 @@ describe('settings cache', () => {
     const cache = createSettingsCache(createSettingsStore(redis), connect(), { maxAgeMs: 60_000 });
     // Another replica's store: it changes the settings, the cache hears it over pub/sub.
     const other = createSettingsStore(connect());
-    await until(async () => (await cache.get()).version === 1);
+    // Until it listens (the subscribe is asynchronous) it reads through: wait for two hits in a row.
+    await until(async () => {
+      const start = await reads();
+      await cache.get();
+      await cache.get();
+      return (await reads()) === start;
+    });
     const before = await reads();
     const initial = (await cache.get()).codeMode.enabled;
     for (let i = 0; i < 20; i++) expect((await cache.get()).codeMode.enabled).toBe(initial);
