@@ -269,10 +269,13 @@ static void drop_root(void) {
 static int ll_ruleset = -1;
 static uint64_t ll_handled;
 
-/* Adds "access beneath path"; a missing path is skipped (not every system has /lib32), other errors count. */
+/* Adds "access beneath path"; a missing path is skipped (not every system has /lib32), and so is one
+ * the run's uid cannot reach (EACCES: a checkout under a 0700 directory): Landlock only grants, so
+ * skipping a grant the uid could not use anyway never widens anything, while failing here would
+ * leave the whole Landlock layer (file rules and signal scoping) off. Other errors count. */
 static int ll_allow(const char *path, uint64_t access) {
   int fd = open(path, O_PATH | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? 0 : -1;
+  if (fd < 0) return errno == ENOENT || errno == EACCES ? 0 : -1;
   struct stat sb;
   if (fstat(fd, &sb)) {
     close(fd);
