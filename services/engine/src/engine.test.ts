@@ -443,3 +443,32 @@ describe('an empty environment', () => {
     expect(JSON.parse(out.valueJson!)).toEqual(['undefined', 'undefined', false]);
   });
 });
+
+describe('idle hosts are bounded across tenants', () => {
+  it('keeps at most maxIdleTotal idle hosts, retiring the one idle the longest', async () => {
+    const bounded = createEngine({ maxIdleTotal: 2, prewarm: false });
+    try {
+      const pids = new Map<string, number | undefined>();
+      for (const partition of ['t1', 't2', 't3', 't4']) {
+        const out = await bounded.execute('return 1', { partition });
+        expect(out.valueJson).toBe('1');
+        pids.set(partition, out.hostPid);
+      }
+      // Four tenants ran one after another; only the last two keep a host.
+      const deadline = Date.now() + 10_000;
+      while ((bounded.stats?.().processes ?? 0) > 2 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(bounded.stats?.().processes).toBe(2);
+      // The newest tenant's host is still warm: the same pid serves its next run.
+      const again = await bounded.execute('return 2', { partition: 't4' });
+      const first = await bounded.execute('return 3', { partition: 't1' });
+      expect(again.valueJson).toBe('2');
+      expect(again.hostPid).toBe(pids.get('t4'));
+      // The oldest tenant's host was retired: a new process serves it.
+      expect(first.valueJson).toBe('3');
+      expect(first.hostPid).not.toBe(pids.get('t1'));
+    } finally {
+      await bounded.close();
+    }
+  });
+});

@@ -21,6 +21,7 @@ const DEFAULT_MAX_RUNS_PER_PROCESS = 100;
 const MIN_MEMORY_MB = 8;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
+const DEFAULT_MAX_IDLE_TOTAL = 8;
 
 function positiveInt(value: number | undefined, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback;
@@ -31,6 +32,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const watchdogGraceMs = positiveInt(options.watchdogGraceMs, DEFAULT_WATCHDOG_GRACE_MS);
   const startupTimeoutMs = positiveInt(options.startupTimeoutMs, DEFAULT_STARTUP_TIMEOUT_MS);
   const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
+  const maxIdleTotal = Math.max(0, Math.floor(options.maxIdleTotal ?? DEFAULT_MAX_IDLE_TOTAL));
   const idle = new Map<string, HostProcess[]>();
   const busy = new Set<HostProcess>();
   // A replacement started in the background after a host was retired, one per partition.
@@ -119,6 +121,23 @@ export function createEngine(options: EngineOptions = {}): Engine {
     host.setIdle(true);
     pool.push(host);
     idle.set(host.partition, pool);
+    // Over the runner-wide cap: the host idle the longest goes, whichever tenant it served
+    // (a pool's first entry is its oldest: acquire takes from the end).
+    let total = 0;
+    for (const p of idle.values()) total += p.length;
+    while (total > maxIdleTotal) {
+      let oldest: HostProcess | undefined;
+      for (const p of idle.values()) {
+        const first = p[0];
+        if (first && (!oldest || first.idleSince < oldest.idleSince)) oldest = first;
+      }
+      if (!oldest) break;
+      const from = idle.get(oldest.partition);
+      from?.shift();
+      if (from && from.length === 0) idle.delete(oldest.partition);
+      void oldest.stop();
+      total--;
+    }
     // Its last run is next: have the replacement ready by then.
     if (host.runs >= maxRunsPerProcess - 1) startSpare(host.partition, true);
   }

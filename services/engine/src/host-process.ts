@@ -114,8 +114,12 @@ export class HostProcess {
     this.events = events;
   }
 
+  /** When the host last became idle (performance.now()); the engine retires the longest idle first. */
+  idleSince = 0;
+
   /** An idle host does not keep the caller's event loop alive; a busy one does. */
   setIdle(idle: boolean): void {
+    if (idle) this.idleSince = performance.now();
     if (this.exited) return;
     const streams = [this.child.stdin, this.child.stdout, this.child.stderr] as unknown as {
       ref?: () => void;

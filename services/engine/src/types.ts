@@ -197,6 +197,12 @@ export interface EngineOptions {
   /** Idle sandbox host processes kept per partition for the next run. Default 2. */
   maxIdlePerPartition?: number;
   /**
+   * Idle sandbox host processes kept across all partitions (tenants); past it the host idle the
+   * longest is stopped. Bounds memory on a runner that serves many tenants (a pooled host is
+   * about 80 MB RSS). Default 8.
+   */
+  maxIdleTotal?: number;
+  /**
    * Start a replacement host in the background when one is retired (after a failure or
    * `maxRunsPerProcess` runs), so the partition's next run does not wait for a process start. Default true.
    */

@@ -98,6 +98,8 @@ for (const mode of config.ISLET_RUNNER_MODES) {
     // concurrent runs stopped the surplus hosts and started new ones (about 0.5 s of CPU each) in
     // the runs' path. The bench measured this as the largest cost under 16 concurrent clients.
     maxIdlePerPartition: config.ISLET_RUNNER_CONCURRENCY,
+    // …but not per tenant without bound: a runner serving many tenants keeps this many at most.
+    maxIdleTotal: Math.max(8, 2 * config.ISLET_RUNNER_CONCURRENCY),
     ...(config.ISLET_SANDBOX_JAIL === 'on'
       ? { wrapCommand: wrapCommandForMode(mode, { workspaceRoot }) }
       : {}),
