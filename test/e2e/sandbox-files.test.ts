@@ -336,10 +336,11 @@ describe('sandbox process metrics on the runner', () => {
     });
     expect(spin.body.status).toBe('Failed');
     expect(spin.body.text).toContain('code run failed (timeout)');
-    // The killed host is replaced (prewarm): the gauge comes back to at least one.
+    // The watchdog killed the host (reason "killed": the program's doing, not a crash); it is
+    // replaced (prewarm): the gauge comes back to at least one.
     const text = await until(async () => {
       const t = await (await fetch(`${ro.url}/metrics`)).text();
-      const restarts = metric(t, 'islet_sandbox_process_restarts_total', 'mode="read-only",reason="failure"');
+      const restarts = metric(t, 'islet_sandbox_process_restarts_total', 'mode="read-only",reason="killed"');
       const processes = metric(t, 'islet_sandbox_processes', 'mode="read-only"');
       return (restarts ?? 0) >= 1 && (processes ?? 0) >= 1 ? t : undefined;
     }, 10_000);
