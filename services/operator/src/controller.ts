@@ -189,7 +189,7 @@ export class PoolController {
         depth: 'error' in reading ? reading : shareOf(reading.depth, peers),
         activeByPod: 'error' in reading ? new Map() : reading.activeByPod,
         nowMs: this.now(),
-        history: this.histories.get(name) ?? [],
+        history: this.histories.get(name),
         defaults: this.d.defaults,
       });
       this.histories.set(name, out.history);

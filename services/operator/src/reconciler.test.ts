@@ -152,9 +152,52 @@ describe('reconcile', () => {
       pool: pool({ status }),
       deployment: existing(2),
       depth: depth(4),
-      nowMs: 2_000_000,
+      nowMs: 1_010_000,
     });
     expect(again.actions).toEqual([]);
+  });
+
+  it('keeps the stabilization history in the status, refreshed only when it would go stale', () => {
+    const first = reconcile({ ...base, pool: pool(), deployment: existing(2), depth: depth(4) });
+    const status = ofType(first.actions, 'update-status')[0]!.status;
+    // Rounded up: a reader of this copy waits at least as long as the writer would have.
+    expect(status.recommendations).toEqual([{ time: new Date(1_015_000).toISOString(), replicas: 2 }]);
+    const later = reconcile({
+      ...base,
+      pool: pool({ status }),
+      deployment: existing(2),
+      depth: depth(4),
+      history: first.history,
+      nowMs: 1_020_000,
+    });
+    expect(ofType(later.actions, 'update-status')[0]!.status.recommendations).toEqual([
+      { time: new Date(1_035_000).toISOString(), replicas: 2 },
+    ]);
+  });
+
+  it('a new leader (no history of its own) reads the history from the status and holds replicas', () => {
+    const withWindow = { ...spec, scaleDownStabilizationSeconds: 300 };
+    const status = {
+      recommendations: [{ time: new Date(1_000_000 - 60_000).toISOString(), replicas: 4 }],
+    };
+    const out = reconcile({
+      ...base,
+      pool: pool({ spec: withWindow, status }),
+      deployment: existing(4),
+      depth: depth(0),
+      history: undefined,
+    });
+    expect(out.desiredReplicas).toBe(4);
+    expect(ofType(out.actions, 'replace-deployment')).toEqual([]);
+    const after = reconcile({
+      ...base,
+      pool: pool({ spec: withWindow, status }),
+      deployment: existing(4),
+      depth: depth(0),
+      history: undefined,
+      nowMs: 1_000_000 + 241_000,
+    });
+    expect(after.desiredReplicas).toBe(1);
   });
 
   it('rolls the Deployment when the pool’s config checksum changes', () => {

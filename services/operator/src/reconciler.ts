@@ -7,7 +7,13 @@ import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { buildDeployment, type PodDefaults, templateHashOf } from './deployment.ts';
 import type { Condition, ConditionType, RunnerPool, RunnerPoolStatus } from './runner-pool.ts';
 import { parseSpec } from './runner-pool.ts';
-import { type QueueDepth, type Recommendation, recommendReplicas, stabilize } from './scaling.ts';
+import {
+  persistableHistory,
+  type QueueDepth,
+  type Recommendation,
+  recommendReplicas,
+  stabilize,
+} from './scaling.ts';
 
 /** The ReplicaSet controller removes the pods with the lowest cost first when replicas drop. */
 export const DELETION_COST_ANNOTATION = 'controller.kubernetes.io/pod-deletion-cost';
@@ -31,7 +37,8 @@ export interface ReconcileInput {
   /** Active BullMQ jobs per worker name (= pod name). */
   activeByPod: ReadonlyMap<string, number>;
   nowMs: number;
-  history: readonly Recommendation[];
+  /** This leader's history; undefined for a pool it has not reconciled yet (read from status). */
+  history: readonly Recommendation[] | undefined;
   defaults: PodDefaults;
 }
 
@@ -118,7 +125,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
           },
         },
       ],
-      history: [...input.history],
+      history: [...(input.history ?? historyFromStatus(pool.status))],
       desiredReplicas: undefined,
       scale: undefined,
       result: 'invalid-spec',
@@ -129,7 +136,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
 
   // Replicas: without a depth reading, hold what we have (never scale on missing data).
   let desired: number;
-  let history = [...input.history];
+  let history = [...(input.history ?? historyFromStatus(pool.status))];
   const depthError = 'error' in input.depth ? input.depth.error : undefined;
   if ('error' in input.depth) {
     desired = deployment
@@ -211,6 +218,10 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
     observedGeneration: generation,
     conditions,
     lastScaleTime: scale ? nowIso : pool.status?.lastScaleTime,
+    recommendations: persistableHistory(historyFromStatus(pool.status), history).map((r) => ({
+      time: new Date(r.atMs).toISOString(),
+      replicas: r.replicas,
+    })),
   };
   if (!sameStatus(pool.status, status)) actions.push({ type: 'update-status', status });
   return {
@@ -220,6 +231,13 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
     scale,
     result: depthError ? 'depth-unavailable' : 'ok',
   };
+}
+
+/** The persisted stabilization history; entries that do not parse are dropped. */
+export function historyFromStatus(status: RunnerPoolStatus | undefined): Recommendation[] {
+  return (status?.recommendations ?? [])
+    .map((r) => ({ atMs: Date.parse(r.time), replicas: r.replicas }))
+    .filter((r) => Number.isFinite(r.atMs) && Number.isInteger(r.replicas));
 }
 
 function sameStatus(a: RunnerPoolStatus | undefined, b: RunnerPoolStatus): boolean {
@@ -233,6 +251,7 @@ function normalize(s: RunnerPoolStatus | undefined) {
     desiredReplicas: s.desiredReplicas,
     observedGeneration: s.observedGeneration,
     lastScaleTime: s.lastScaleTime,
+    recommendations: (s.recommendations ?? []).map((r) => [r.time, r.replicas]),
     conditions: [...(s.conditions ?? [])]
       .sort((x, y) => x.type.localeCompare(y.type))
       .map((c) => [c.type, c.status, c.reason, c.message, c.observedGeneration, c.lastTransitionTime]),

@@ -60,6 +60,17 @@ export interface RunnerPoolStatus {
   observedGeneration?: number;
   conditions?: Condition[];
   lastScaleTime?: string;
+  /**
+   * The scale stabilization history (latest time of each run of equal recommendations), so a new
+   * leader honours the windows instead of scaling straight down. Times are rounded UP by
+   * HISTORY_GRANULARITY_MS so the history needs a write only when a run changes or goes stale.
+   */
+  recommendations?: PersistedRecommendation[];
+}
+
+export interface PersistedRecommendation {
+  time: string;
+  replicas: number;
 }
 
 export interface RunnerPool {
