@@ -215,8 +215,8 @@ export class PoolController {
         case 'create-deployment':
           await kube.createDeployment(namespace, a.deployment);
           break;
-        case 'replace-deployment':
-          await kube.replaceDeployment(namespace, a.deployment);
+        case 'apply-deployment':
+          await kube.applyDeployment(namespace, a.deployment);
           break;
         case 'mark-draining':
           // Before replicas drop: the ReplicaSet deletes the lowest pod-deletion-cost first.

@@ -15,6 +15,9 @@ import {
 } from '@kubernetes/client-node';
 import { GROUP, PLURAL, type RunnerPool, type RunnerPoolStatus, VERSION } from './runner-pool.ts';
 
+/** The operator's field manager for every write (server-side apply ownership). */
+export const FIELD_MANAGER = 'islet-operator';
+
 export interface Listed<T> {
   items: T[];
   resourceVersion: string;
@@ -28,7 +31,12 @@ export interface KubeClient {
   listDeployments(namespace: string, labelSelector: string): Promise<Listed<V1Deployment>>;
   getDeployment(namespace: string, name: string): Promise<V1Deployment | undefined>;
   createDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
-  replaceDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
+  /**
+   * Server-side apply as FIELD_MANAGER (forced): sets the fields the operator owns, removes the
+   * ones it stopped applying, and keeps everyone else's (e.g. `kubectl rollout restart`'s
+   * `kubectl.kubernetes.io/restartedAt` pod-template annotation).
+   */
+  applyDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
   listPods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
   /** JSON merge patch of metadata.annotations; a null value removes the annotation. */
   patchPodAnnotations(
@@ -62,6 +70,7 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
   const apps = kc.makeApiClient(AppsV1Api);
   const core = kc.makeApiClient(CoreV1Api);
   const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  const serverSideApply = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
   return {
     async listPools(namespace) {
       const list = (await custom.listNamespacedCustomObject({
@@ -105,10 +114,19 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
       return orUndefined(apps.readNamespacedDeployment({ namespace, name }));
     },
     createDeployment(namespace, body) {
-      return apps.createNamespacedDeployment({ namespace, body });
+      return apps.createNamespacedDeployment({ namespace, body, fieldManager: FIELD_MANAGER });
     },
-    replaceDeployment(namespace, body) {
-      return apps.replaceNamespacedDeployment({ namespace, name: body.metadata?.name ?? '', body });
+    applyDeployment(namespace, body) {
+      return apps.patchNamespacedDeployment(
+        {
+          namespace,
+          name: body.metadata?.name ?? '',
+          body,
+          fieldManager: FIELD_MANAGER,
+          force: true,
+        },
+        serverSideApply,
+      );
     },
     async listPods(namespace, labelSelector) {
       return (await core.listNamespacedPod({ namespace, labelSelector })).items;

@@ -23,7 +23,8 @@ export const DRAIN_COST = '-1000';
 
 export type Action =
   | { type: 'create-deployment'; deployment: V1Deployment }
-  | { type: 'replace-deployment'; deployment: V1Deployment }
+  /** Server-side apply of the fields the operator owns (others' fields survive). */
+  | { type: 'apply-deployment'; deployment: V1Deployment }
   | { type: 'mark-draining'; pods: string[] }
   | { type: 'unmark-draining'; pods: string[] }
   | { type: 'update-status'; status: RunnerPoolStatus };
@@ -179,8 +180,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
     }
     if (desired > currentReplicas) scale = 'up';
     if (desired !== currentReplicas || templateHashOf(deployment) !== templateHashOf(want)) {
-      want.metadata = { ...want.metadata, resourceVersion: deployment.metadata?.resourceVersion };
-      actions.push({ type: 'replace-deployment', deployment: want });
+      actions.push({ type: 'apply-deployment', deployment: want });
     }
   }
 

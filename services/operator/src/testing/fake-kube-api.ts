@@ -13,12 +13,15 @@
  * With `simulateWorkloads` it also plays the Deployment/ReplicaSet controllers and the kubelet in
  * the smallest faithful way: pods follow spec.replicas, scale-in deletes the pods with the lowest
  * `controller.kubernetes.io/pod-deletion-cost` first (after not-ready ones), and the Deployment's
- * status reports them ready. Not simulated: rolling updates of the pod template, admission, RBAC,
- * field managers, server-side apply.
+ * status reports them ready.
+ * - server-side apply (PATCH application/apply-patch+yaml, ?fieldManager=, ?force=true) with
+ *   field ownership per manager, every other write recording its manager (field-ownership.ts).
+ * Not simulated: rolling updates of the pod template, admission, RBAC.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
+import { applyConfiguration, type Owners, recordWrite } from './field-ownership.ts';
 
 type Obj = {
   apiVersion?: string;
@@ -189,6 +192,8 @@ export class FakeKubeApi {
   readonly deletedPods: string[] = [];
   private readonly server: Server;
   private readonly objects = new Map<string, Obj>();
+  /** Field ownership per object key (server-side apply; see field-ownership.ts). */
+  private readonly owners = new Map<string, Owners>();
   private events: Event[] = [];
   private rv = 100;
   private oldestResumableRv = 100;
@@ -291,18 +296,18 @@ export class FakeKubeApi {
   }
 
   /** Creates or replaces an object as a cluster admin would (kubectl apply), bumping generation on spec change. */
-  apply(resource: string, namespace: string, input: object): Obj {
+  apply(resource: string, namespace: string, input: object, manager = 'kubectl'): Obj {
     const obj = input as Obj;
     const name = obj.metadata?.name ?? '';
     const existing = this.objects.get(`${resource}|${namespace}|${name}`);
-    if (!existing) return this.create(resource, namespace, clone(obj), false);
+    if (!existing) return this.create(resource, namespace, clone(obj), false, manager);
     const next = { ...clone(obj), status: existing.status };
     next.metadata = {
       ...existing.metadata,
       ...obj.metadata,
       resourceVersion: existing.metadata?.resourceVersion,
     };
-    return this.update(resource, namespace, existing, next);
+    return this.update(resource, namespace, existing, next, manager);
   }
 
   /** Removes an object as an admin would. */
@@ -311,13 +316,20 @@ export class FakeKubeApi {
     const o = this.objects.get(key);
     if (!o) return;
     this.objects.delete(key);
+    this.owners.delete(key);
     o.metadata = { ...o.metadata, resourceVersion: String(++this.rv) };
     this.emit({ rv: this.rv, resource, namespace, type: 'DELETED', object: o });
   }
 
   // ---- storage ---------------------------------------------------------------------------------
 
-  private create(resource: string, namespace: string, body: Obj, dropStatus: boolean): Obj {
+  private create(
+    resource: string,
+    namespace: string,
+    body: Obj,
+    dropStatus: boolean,
+    manager = 'unknown',
+  ): Obj {
     const t = RESOURCES[resource]!;
     const meta = { ...(body.metadata ?? {}) };
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomUUID().slice(0, 5)}`;
@@ -336,11 +348,14 @@ export class FakeKubeApi {
     };
     if (dropStatus) delete obj.status;
     this.objects.set(`${resource}|${namespace}|${meta.name}`, obj);
+    const owners: Owners = new Map();
+    recordWrite(owners, undefined, obj, manager);
+    this.owners.set(`${resource}|${namespace}|${meta.name}`, owners);
     this.emit({ rv: this.rv, resource, namespace, type: 'ADDED', object: obj });
     return clone(obj);
   }
 
-  private update(resource: string, namespace: string, current: Obj, next: Obj): Obj {
+  private update(resource: string, namespace: string, current: Obj, next: Obj, manager = 'unknown'): Obj {
     const t = RESOURCES[resource]!;
     next.apiVersion = t.apiVersion;
     next.kind = t.kind;
@@ -362,7 +377,10 @@ export class FakeKubeApi {
       next.metadata.generation = (current.metadata.generation ?? 0) + 1;
     }
     next.metadata.resourceVersion = String(++this.rv);
-    this.objects.set(`${resource}|${namespace}|${current.metadata?.name}`, next);
+    const key = `${resource}|${namespace}|${current.metadata?.name}`;
+    this.objects.set(key, next);
+    if (!this.owners.has(key)) this.owners.set(key, new Map());
+    recordWrite(this.owners.get(key)!, current, next, manager);
     this.emit({ rv: this.rv, resource, namespace, type: 'MODIFIED', object: next });
     return clone(next);
   }
@@ -514,6 +532,8 @@ export class FakeKubeApi {
       return;
     }
     const key = `${resource}|${namespace}|${name}`;
+    // Without ?fieldManager= the real server derives the manager from the User-Agent.
+    const manager = query.fieldManager || req.headers['user-agent']?.split('/')[0] || 'unknown';
     const plural = resource.split('/').pop();
     const notFound = () =>
       this.send(res, 404, status(404, 'NotFound', `${plural} "${name}" not found`, { name, kind: plural }));
@@ -561,7 +581,11 @@ export class FakeKubeApi {
           return;
         }
         // The status of a resource with a status subresource is ignored on create.
-        this.send(res, 201, this.create(resource, namespace, body, t.hasStatus && resource !== 'v1/pods'));
+        this.send(
+          res,
+          201,
+          this.create(resource, namespace, body, t.hasStatus && resource !== 'v1/pods', manager),
+        );
         return;
       }
       this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not allowed on a collection`));
@@ -584,8 +608,55 @@ export class FakeKubeApi {
       this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not allowed`));
       return;
     }
-    if (!current) return notFound();
     const body = (await this.readBody(req)) as Obj;
+    if (method === 'PATCH' && contentType === 'application/apply-patch+yaml' && !sub) {
+      // Server-side apply (JSON is YAML: clients send JSON bodies).
+      if (!query.fieldManager) {
+        this.send(
+          res,
+          422,
+          status(422, 'Invalid', 'fieldManager: Required value: is required for apply patch'),
+        );
+        return;
+      }
+      if (body?.kind && body.kind !== t.kind) {
+        this.send(res, 400, status(400, 'BadRequest', `kind ${body.kind} does not match ${t.kind}`));
+        return;
+      }
+      if (!current) {
+        const created = this.create(
+          resource,
+          namespace,
+          { ...clone(body), metadata: { ...body.metadata, name } },
+          t.hasStatus,
+          manager,
+        );
+        this.send(res, 201, created);
+        return;
+      }
+      const owners = this.owners.get(key) ?? new Map<string, string>();
+      this.owners.set(key, owners);
+      const applied = applyConfiguration(current, body, owners, manager, query.force === 'true');
+      if (!applied.ok) {
+        this.send(
+          res,
+          409,
+          status(
+            409,
+            'Conflict',
+            `Apply failed with ${applied.conflicts.length} conflicts: ${applied.conflicts.join(', ')}`,
+            { name, kind: plural },
+          ),
+        );
+        return;
+      }
+      const next = { ...(applied.object as Obj) };
+      if (t.hasStatus) next.status = clone(current.status);
+      if (next.status === undefined) delete next.status;
+      this.send(res, 200, this.update(resource, namespace, current, next, manager));
+      return;
+    }
+    if (!current) return notFound();
     let candidate: Obj;
     if (method === 'PUT') {
       if (body?.metadata?.name && body.metadata.name !== name) {
@@ -634,7 +705,7 @@ export class FakeKubeApi {
     else next = candidate;
     if (next.status === undefined) delete next.status;
     if (!next.metadata) next.metadata = {};
-    this.send(res, 200, this.update(resource, namespace, current, next));
+    this.send(res, 200, this.update(resource, namespace, current, next, manager));
   }
 
   private watch(
