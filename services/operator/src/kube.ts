@@ -6,6 +6,7 @@
 import {
   AppsV1Api,
   CoreV1Api,
+  type CoreV1Event,
   CustomObjectsApi,
   type KubeConfig,
   PatchStrategy,
@@ -38,6 +39,8 @@ export interface KubeClient {
    */
   applyDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
   listPods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
+  /** A core/v1 Event about an object (shown by `kubectl describe` and `kubectl get events`). */
+  createEvent(namespace: string, event: CoreV1Event): Promise<void>;
   /** JSON merge patch of metadata.annotations; a null value removes the annotation. */
   patchPodAnnotations(
     namespace: string,
@@ -130,6 +133,9 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
     },
     async listPods(namespace, labelSelector) {
       return (await core.listNamespacedPod({ namespace, labelSelector })).items;
+    },
+    async createEvent(namespace, body) {
+      await core.createNamespacedEvent({ namespace, body });
     },
     async patchPodAnnotations(namespace, name, annotations) {
       await core.patchNamespacedPod({ namespace, name, body: { metadata: { annotations } } }, mergePatch);

@@ -9,7 +9,13 @@ export const NON_COUNTER_TOTALS = [
   'islet_nodejs_active_resources_total',
 ];
 
-export type ReconcileResult = 'ok' | 'error' | 'conflict' | 'invalid-spec' | 'depth-unavailable';
+export type ReconcileResult =
+  | 'ok'
+  | 'error'
+  | 'conflict'
+  | 'invalid-spec'
+  | 'depth-unavailable'
+  | 'not-owned';
 
 export interface OperatorMetrics {
   registry: Registry;

@@ -68,6 +68,7 @@ export async function startOperator(deps: {
         maxMs: config.ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS,
       },
       log,
+      identity: config.ISLET_OPERATOR_IDENTITY,
     });
   const elector = new LeaderElector({
     api: kubeConfig.makeApiClient(CoordinationV1Api),

@@ -29,6 +29,13 @@ export type Action =
   | { type: 'unmark-draining'; pods: string[] }
   | { type: 'update-status'; status: RunnerPoolStatus };
 
+/** A Kubernetes Event about the pool (`kubectl describe runnerpool` shows them). */
+export interface PoolEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
 export interface ReconcileInput {
   pool: RunnerPool;
   deployment: V1Deployment | undefined;
@@ -45,10 +52,11 @@ export interface ReconcileInput {
 
 export interface ReconcileOutput {
   actions: Action[];
+  events: PoolEvent[];
   history: Recommendation[];
   desiredReplicas: number | undefined;
   scale: 'up' | 'down' | undefined;
-  result: 'ok' | 'invalid-spec' | 'depth-unavailable';
+  result: 'ok' | 'invalid-spec' | 'depth-unavailable' | 'not-owned';
 }
 
 function isLive(p: V1Pod): boolean {
@@ -84,6 +92,13 @@ export function choosePodsToDrain(
     .map((p) => p.metadata?.name ?? '');
 }
 
+/** True when the Deployment's controller reference is this pool (by uid: a re-created pool is another). */
+export function ownedBy(deployment: V1Deployment, pool: RunnerPool): boolean {
+  return (deployment.metadata?.ownerReferences ?? []).some(
+    (r) => r.controller === true && r.kind === 'RunnerPool' && r.uid === pool.metadata.uid,
+  );
+}
+
 function condition(
   prev: Condition[] | undefined,
   type: ConditionType,
@@ -108,9 +123,14 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   const currentReplicas = deployment?.spec?.replicas ?? 0;
   const readyReplicas = deployment?.status?.readyReplicas ?? 0;
 
+  const stalledReason = prev?.find((c) => c.type === 'Stalled' && c.status === 'True')?.reason;
   const parsed = parseSpec(pool.spec);
   if (!parsed.ok) {
     return {
+      events:
+        stalledReason === 'InvalidSpec'
+          ? []
+          : [{ type: 'Warning', reason: 'InvalidSpec', message: parsed.message }],
       actions: [
         {
           type: 'update-status',
@@ -134,6 +154,32 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   }
   const spec = parsed.spec;
   const actions: Action[] = [];
+  const events: PoolEvent[] = [];
+
+  if (deployment && !ownedBy(deployment, pool)) {
+    // Someone else's Deployment under our name: never take it over (it may be serving).
+    const message = `Deployment ${deployment.metadata?.name} exists and is not controlled by RunnerPool ${pool.metadata.name}; refusing to overwrite it (delete or rename it)`;
+    const status: RunnerPoolStatus = {
+      ...pool.status,
+      observedGeneration: generation,
+      conditions: [
+        cond('Ready', 'False', 'DeploymentNotOwned', message),
+        cond('Reconciling', 'False', 'DeploymentNotOwned', 'waiting for the name to be free'),
+        cond('Stalled', 'True', 'DeploymentNotOwned', message),
+      ],
+    };
+    return {
+      actions: sameStatus(pool.status, status) ? [] : [{ type: 'update-status', status }],
+      events:
+        stalledReason === 'DeploymentNotOwned'
+          ? []
+          : [{ type: 'Warning', reason: 'DeploymentNotOwned', message }],
+      history: [...(input.history ?? historyFromStatus(pool.status))],
+      desiredReplicas: undefined,
+      scale: undefined,
+      result: 'not-owned',
+    };
+  }
 
   // Replicas: without a depth reading, hold what we have (never scale on missing data).
   let desired: number;
@@ -172,7 +218,10 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
       const toMark = drain.filter((n) => !marked.some((p) => p.metadata?.name === n));
       const toUnmark = marked.map((p) => p.metadata?.name ?? '').filter((n) => !drain.includes(n));
       if (toUnmark.length) actions.push({ type: 'unmark-draining', pods: toUnmark });
-      if (toMark.length) actions.push({ type: 'mark-draining', pods: toMark });
+      if (toMark.length) {
+        actions.push({ type: 'mark-draining', pods: toMark });
+        events.push({ type: 'Normal', reason: 'Draining', message: `draining pods ${toMark.join(', ')}` });
+      }
       scale = 'down';
     } else if (marked.length && desired >= live.length) {
       // Scale-in abandoned (demand came back) or done: the survivors are ordinary pods again.
@@ -184,6 +233,26 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
     }
   }
 
+  if (scale && deployment) {
+    events.push({
+      type: 'Normal',
+      reason: scale === 'up' ? 'ScaledUp' : 'ScaledDown',
+      message: `replicas ${currentReplicas} → ${desired}`,
+    });
+  } else if (!deployment) {
+    events.push({
+      type: 'Normal',
+      reason: 'Created',
+      message: `Deployment created with ${desired} replicas`,
+    });
+  }
+  if (depthError && stalledReason !== 'QueueDepthUnavailable') {
+    events.push({
+      type: 'Warning',
+      reason: 'QueueDepthUnavailable',
+      message: `${depthError}; holding replicas`,
+    });
+  }
   const changing = actions.some((a) => a.type !== 'update-status');
   const rollingOut =
     !!deployment &&
@@ -226,6 +295,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   if (!sameStatus(pool.status, status)) actions.push({ type: 'update-status', status });
   return {
     actions,
+    events,
     history,
     desiredReplicas: desired,
     scale,

@@ -1,6 +1,7 @@
 // The operator writes only the Deployment fields it owns (server-side apply) and leaves alone a
 // Deployment it does not own (fake Kubernetes API with field ownership, real Redis).
 import { type RedisServer, startRedis } from '@islet/testkit';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,5 +102,57 @@ describe('Deployment ownership', () => {
     expect(
       writes.filter((r) => r.contentType === 'application/apply-patch+yaml').map((r) => r.query),
     ).toContainEqual({ fieldManager: 'islet-operator', force: 'true' });
+  });
+  it('refuses a same-named Deployment it does not own: Stalled condition, one Warning Event, untouched', async () => {
+    const foreign = api.apply(DEPLOYS, ns, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'theirs-runner', labels: { app: 'theirs' } },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'theirs' } },
+        template: {
+          metadata: { labels: { app: 'theirs' } },
+          spec: { containers: [{ name: 'web', image: 'nginx' }] },
+        },
+      },
+    });
+    api.apply(POOLS, ns, pool('theirs', 'islet/runner:1'));
+    const stalled = () =>
+      (api.get(POOLS, ns, 'theirs') as RunnerPool | undefined)?.status?.conditions?.find(
+        (c) => c.type === 'Stalled' && c.status === 'True',
+      );
+    const cond = await waitFor('Stalled', stalled);
+    expect(cond.reason).toBe('DeploymentNotOwned');
+    expect(cond.message).toContain('theirs-runner');
+    // Several resyncs later: still untouched, and one Event, not one per resync.
+    await new Promise((r) => setTimeout(r, 1000));
+    const after = deployment('theirs') as V1Deployment;
+    // (Its status moves: the simulated ReplicaSet runs its pods. Its spec and metadata do not.)
+    expect(after.spec).toEqual(foreign.spec);
+    expect(after.metadata?.generation).toBe(1);
+    expect(after.metadata?.labels).toEqual({ app: 'theirs' });
+    expect(after.metadata?.ownerReferences).toBeUndefined();
+    expect(after.spec?.template.spec?.containers[0]?.image).toBe('nginx');
+    const events = (api.list('v1/events', ns) as unknown as CoreV1Event[]).filter(
+      (e) => e.involvedObject.name === 'theirs' && e.reason === 'DeploymentNotOwned',
+    );
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ type: 'Warning', involvedObject: { kind: 'RunnerPool' } });
+    // Once the name is free, the pool gets its own Deployment and recovers.
+    api.remove(DEPLOYS, ns, 'theirs-runner');
+    await waitFor(
+      'own deployment',
+      () => deployment('theirs')?.metadata?.ownerReferences?.[0]?.kind === 'RunnerPool',
+    );
+    await waitFor('not stalled', () => !stalled());
+  });
+
+  it('records Events for what it does (Deployment created)', async () => {
+    const events = api.list('v1/events', ns) as unknown as CoreV1Event[];
+    expect(events.find((e) => e.involvedObject.name === 'rr' && e.reason === 'Created')).toMatchObject({
+      type: 'Normal',
+      source: { component: 'islet-operator' },
+    });
   });
 });

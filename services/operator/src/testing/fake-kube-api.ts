@@ -9,7 +9,7 @@
  *   treated as a merge patch, which is the same for the maps the operator patches), DELETE;
  * - the status subresource (writes to the main resource ignore status and vice versa;
  *   metadata.generation moves only when spec changes);
- * - coordination.k8s.io Leases for leader election.
+ * - coordination.k8s.io Leases for leader election; core/v1 Events.
  * With `simulateWorkloads` it also plays the Deployment/ReplicaSet controllers and the kubelet in
  * the smallest faithful way: pods follow spec.replicas, scale-in deletes the pods with the lowest
  * `controller.kubernetes.io/pod-deletion-cost` first (after not-ready ones), and the Deployment's
@@ -52,6 +52,8 @@ const RESOURCES: Record<string, ResourceType> = {
   'v1/pods': { apiVersion: 'v1', kind: 'Pod', listKind: 'PodList', hasStatus: true },
   // The chart's secret hook (ensure-secret.ts) creates and completes the release's Secret.
   'v1/secrets': { apiVersion: 'v1', kind: 'Secret', listKind: 'SecretList', hasStatus: false },
+  // Events the operator records about RunnerPools.
+  'v1/events': { apiVersion: 'v1', kind: 'Event', listKind: 'EventList', hasStatus: false },
   'apps/v1/deployments': {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
