@@ -229,6 +229,7 @@ export class PoolController {
 
   /** Best effort: an Event that cannot be written must not fail the reconcile. */
   private async emit(pool: RunnerPool, e: PoolEvent): Promise<void> {
+    if (!this.running) return;
     const now = new Date(this.now());
     const name = pool.metadata.name ?? '';
     try {
@@ -260,6 +261,8 @@ export class PoolController {
   private async execute(pool: RunnerPool, actions: ReturnType<typeof reconcile>['actions']): Promise<void> {
     const { kube, namespace } = this.d;
     for (const a of actions) {
+      // Stopped leading mid-reconcile (e.g. renew deadline passed): no further writes.
+      if (!this.running) throw new Error('stopped leading: reconcile abandoned');
       switch (a.type) {
         case 'create-deployment':
           await kube.createDeployment(namespace, a.deployment);

@@ -6,13 +6,14 @@
 import type { Server } from 'node:http';
 import { CoordinationV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
-import type { OperatorConfig } from './config.ts';
+import { leaderTimings, type OperatorConfig } from './config.ts';
 import { type Logger, PoolController } from './controller.ts';
 import type { PodDefaults } from './deployment.ts';
 import { createDepthReader } from './depth.ts';
 import { createKubeClient } from './kube.ts';
 import { LeaderElector } from './leader.ts';
 import { createOperatorMetrics, type OperatorMetrics, startMetricsServer } from './metrics.ts';
+import { withTimeouts } from './timeout.ts';
 
 export interface Operator {
   metrics: OperatorMetrics;
@@ -51,7 +52,10 @@ export async function startOperator(deps: {
 }): Promise<Operator> {
   const { config, kubeConfig, redis, log } = deps;
   const metrics = createOperatorMetrics({ defaults: deps.defaultMetrics });
-  const kube = createKubeClient(kubeConfig);
+  const timings = leaderTimings(config);
+  // Every API call times out (watches have their own restart logic): a hung call must not hold
+  // a reconcile, or a Lease renewal, past the renew deadline.
+  const kube = withTimeouts(createKubeClient(kubeConfig), timings.requestTimeoutMs);
   const depth = createDepthReader(redis);
   let controller: PoolController | undefined;
   const newController = () =>
@@ -71,12 +75,13 @@ export async function startOperator(deps: {
       identity: config.ISLET_OPERATOR_IDENTITY,
     });
   const elector = new LeaderElector({
-    api: kubeConfig.makeApiClient(CoordinationV1Api),
+    api: withTimeouts(kubeConfig.makeApiClient(CoordinationV1Api), timings.requestTimeoutMs),
     namespace: config.ISLET_NAMESPACE,
     name: config.ISLET_OPERATOR_LEASE_NAME,
     identity: config.ISLET_OPERATOR_IDENTITY,
-    leaseDurationMs: config.ISLET_OPERATOR_LEASE_DURATION_MS,
-    retryPeriodMs: config.ISLET_OPERATOR_RETRY_PERIOD_MS,
+    leaseDurationMs: timings.leaseDurationMs,
+    renewDeadlineMs: timings.renewDeadlineMs,
+    retryPeriodMs: timings.retryPeriodMs,
     onStartedLeading: () => {
       log.info({ identity: config.ISLET_OPERATOR_IDENTITY }, 'started leading');
       metrics.leader.set(1);

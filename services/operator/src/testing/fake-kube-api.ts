@@ -204,6 +204,8 @@ export class FakeKubeApi {
     [];
   private readonly opts: Required<FakeKubeApiOptions>;
   private port = 0;
+  private readonly hungTokens = new Set<string>();
+  private held = 0;
 
   private constructor(opts: FakeKubeApiOptions) {
     this.opts = { simulateWorkloads: false, eventHistoryLimit: 1000, ...opts };
@@ -226,12 +228,15 @@ export class FakeKubeApi {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** A KubeConfig pointing @kubernetes/client-node at this fake. */
-  kubeConfig(): KubeConfig {
+  /**
+   * A KubeConfig pointing @kubernetes/client-node at this fake. A `token` (sent as a bearer token)
+   * tells this client's requests apart, e.g. to hang only one operator's calls.
+   */
+  kubeConfig(token?: string): KubeConfig {
     const kc = new KubeConfig();
     kc.loadFromOptions({
       clusters: [{ name: 'fake', server: this.url, skipTLSVerify: true }],
-      users: [{ name: 'fake' }],
+      users: [{ name: 'fake', ...(token ? { token } : {}) }],
       contexts: [{ name: 'fake', cluster: 'fake', user: 'fake' }],
       currentContext: 'fake',
     });
@@ -279,6 +284,23 @@ export class FakeKubeApi {
   /** The next `count` requests whose method matches and whose path contains `path` (or matches it) fail with `code`. */
   failNext(method: string, path: string | RegExp, code: number, count = 1): void {
     this.failures.push({ method, path, code, remaining: count });
+  }
+
+  /**
+   * Every later request carrying this bearer token is read and never answered (a stalled API
+   * server or a partitioned network, as the client sees it), until `unhang`.
+   */
+  hang(token: string): void {
+    this.hungTokens.add(token);
+  }
+
+  unhang(token: string): void {
+    this.hungTokens.delete(token);
+  }
+
+  /** Requests currently held by `hang`. */
+  get hungRequests(): number {
+    return this.held;
   }
 
   get openWatches(): number {
@@ -496,6 +518,12 @@ export class FakeKubeApi {
     const query = Object.fromEntries(url.searchParams.entries());
     const contentType = req.headers['content-type']?.split(';')[0]?.trim();
     this.requests.push({ method, path: url.pathname, query, contentType });
+    const token = req.headers.authorization?.replace(/^Bearer /, '');
+    if (token && this.hungTokens.has(token)) {
+      this.held++;
+      res.on('close', () => this.held--);
+      return; // never answered; stop() destroys the connection
+    }
 
     const failure = this.failures.find(
       (f) =>
