@@ -13,6 +13,7 @@ import { createDepthReader } from './depth.ts';
 import { createKubeClient } from './kube.ts';
 import { LeaderElector } from './leader.ts';
 import { createOperatorMetrics, type OperatorMetrics, startMetricsServer } from './metrics.ts';
+import { createReadinessCheck } from './readiness.ts';
 import { withTimeouts } from './timeout.ts';
 
 export interface Operator {
@@ -74,8 +75,9 @@ export async function startOperator(deps: {
       log,
       identity: config.ISLET_OPERATOR_IDENTITY,
     });
+  const leaseApi = withTimeouts(kubeConfig.makeApiClient(CoordinationV1Api), timings.requestTimeoutMs);
   const elector = new LeaderElector({
-    api: withTimeouts(kubeConfig.makeApiClient(CoordinationV1Api), timings.requestTimeoutMs),
+    api: leaseApi,
     namespace: config.ISLET_NAMESPACE,
     name: config.ISLET_OPERATOR_LEASE_NAME,
     identity: config.ISLET_OPERATOR_IDENTITY,
@@ -101,7 +103,15 @@ export async function startOperator(deps: {
     metrics,
     config.ISLET_OPERATOR_METRICS_PORT,
     config.ISLET_OPERATOR_HOST,
-    () => true,
+    createReadinessCheck({
+      kubeProbe: () =>
+        leaseApi.readNamespacedLease({
+          name: config.ISLET_OPERATOR_LEASE_NAME,
+          namespace: config.ISLET_NAMESPACE,
+        }),
+      redis,
+      timeoutMs: Math.min(timings.requestTimeoutMs, 2_000),
+    }),
   );
   elector.start();
   return {
