@@ -207,9 +207,8 @@ export class PoolController {
       });
       this.histories.set(name, out.history);
       result = out.result;
-      await this.execute(pool, out.actions);
+      await this.execute(pool, out.actions, out.events);
       this.lastErrors.delete(name);
-      for (const e of out.events) await this.emit(pool, e);
       if (out.desiredReplicas !== undefined) metrics.desiredReplicas.set({ pool: name }, out.desiredReplicas);
       if (out.scale) metrics.scaleEventsTotal.inc({ pool: name, direction: out.scale });
       if (out.scale) log.info({ pool: name, desired: out.desiredReplicas, direction: out.scale }, 'scaled');
@@ -258,9 +257,21 @@ export class PoolController {
     }
   }
 
-  private async execute(pool: RunnerPool, actions: ReturnType<typeof reconcile>['actions']): Promise<void> {
+  /** Runs the actions in order; the Events go out once the Deployment/pod writes are done (before the status write, which may conflict and be retried without them). */
+  private async execute(
+    pool: RunnerPool,
+    actions: ReturnType<typeof reconcile>['actions'],
+    events: readonly PoolEvent[],
+  ): Promise<void> {
     const { kube, namespace } = this.d;
+    let emitted = false;
+    const emitAll = async () => {
+      if (emitted) return;
+      emitted = true;
+      for (const e of events) await this.emit(pool, e);
+    };
     for (const a of actions) {
+      if (a.type === 'update-status') await emitAll();
       // Stopped leading mid-reconcile (e.g. renew deadline passed): no further writes.
       if (!this.running) throw new Error('stopped leading: reconcile abandoned');
       switch (a.type) {
@@ -296,5 +307,6 @@ export class PoolController {
           break;
       }
     }
+    await emitAll();
   }
 }

@@ -6,7 +6,7 @@
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { buildDeployment, type PodDefaults, templateHashOf } from './deployment.ts';
 import type { Condition, ConditionType, RunnerPool, RunnerPoolStatus } from './runner-pool.ts';
-import { parseSpec } from './runner-pool.ts';
+import { POOL_LABEL, parseSpec } from './runner-pool.ts';
 import {
   persistableHistory,
   type QueueDepth,
@@ -185,10 +185,12 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   let desired: number;
   let history = [...(input.history ?? historyFromStatus(pool.status))];
   const depthError = 'error' in input.depth ? input.depth.error : undefined;
+  const floor = spec.replicas ?? 0;
   if ('error' in input.depth) {
-    desired = deployment
-      ? Math.min(spec.maxReplicas, Math.max(spec.minReplicas, currentReplicas))
-      : spec.minReplicas;
+    desired = Math.min(
+      spec.maxReplicas,
+      Math.max(spec.minReplicas, floor, deployment ? currentReplicas : spec.minReplicas),
+    );
   } else {
     const recommended = recommendReplicas(input.depth, spec);
     const s = stabilize({
@@ -199,8 +201,8 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
       upWindowMs: spec.scaleUpStabilizationSeconds * 1000,
       downWindowMs: spec.scaleDownStabilizationSeconds * 1000,
     });
-    // min/max changes in the spec apply at once, whatever the history says.
-    desired = Math.min(spec.maxReplicas, Math.max(spec.minReplicas, s.desired));
+    // min/max and the /scale floor apply at once, whatever the history says.
+    desired = Math.min(spec.maxReplicas, Math.max(spec.minReplicas, floor, s.desired));
     history = s.history;
   }
 
@@ -284,6 +286,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   const status: RunnerPoolStatus = {
     replicas: readyReplicas,
     desiredReplicas: desired,
+    selector: `${POOL_LABEL}=${pool.metadata.name}`,
     observedGeneration: generation,
     conditions,
     lastScaleTime: scale ? nowIso : pool.status?.lastScaleTime,
@@ -319,6 +322,7 @@ function normalize(s: RunnerPoolStatus | undefined) {
   return {
     replicas: s.replicas,
     desiredReplicas: s.desiredReplicas,
+    selector: s.selector,
     observedGeneration: s.observedGeneration,
     lastScaleTime: s.lastScaleTime,
     recommendations: (s.recommendations ?? []).map((r) => [r.time, r.replicas]),

@@ -2,7 +2,13 @@
 // Deployment it does not own (fake Kubernetes API with field ownership, real Redis).
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { CoreV1Event } from '@kubernetes/client-node';
-import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+} from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorConfigSchema } from '../src/config.ts';
@@ -23,10 +29,14 @@ const pool = (name: string, image: string, annotations: Record<string, string> =
   spec: { mode: 'read-only', minReplicas: 1, maxReplicas: 3, image },
 });
 
-async function waitFor<T>(what: string, fn: () => T, timeoutMs = 15_000): Promise<NonNullable<T>> {
+async function waitFor<T>(
+  what: string,
+  fn: () => T | Promise<T>,
+  timeoutMs = 15_000,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const v = fn();
+    const v = await fn();
     if (v) return v as NonNullable<T>;
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -154,5 +164,45 @@ describe('Deployment ownership', () => {
       type: 'Normal',
       source: { component: 'islet-operator' },
     });
+  });
+  it('/scale (kubectl scale, HPA, KEDA) sets a floor within min/max; status carries the selector', async () => {
+    api.apply(POOLS, ns, pool('sc', 'islet/runner:1'));
+    await waitFor('1 replica', () => deployment('sc')?.spec?.replicas === 1);
+    const custom = api.kubeConfig().makeApiClient(CustomObjectsApi);
+    const target = {
+      group: 'islet.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'runnerpools',
+      name: 'sc',
+    };
+    const scaleTo = (replicas: number) =>
+      custom.patchNamespacedCustomObjectScale(
+        { ...target, body: { spec: { replicas } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    await scaleTo(3);
+    await waitFor('3 replicas', () => deployment('sc')?.spec?.replicas === 3);
+    const scale = (await waitFor('scale status', async () => {
+      const s = (await custom.getNamespacedCustomObjectScale(target)) as {
+        status: { replicas: number; selector?: string };
+      };
+      return s.status.replicas === 3 ? s : undefined;
+    })) as { status: { selector?: string } };
+    expect(scale.status.selector).toBe('islet.dev/pool=sc');
+    await scaleTo(9); // above maxReplicas 3: clamped
+    await new Promise((r) => setTimeout(r, 600));
+    expect(deployment('sc')?.spec?.replicas).toBe(3);
+    await scaleTo(0); // floor removed: back to what the (empty) queue asks, within min
+    await waitFor('back to 1', () => deployment('sc')?.spec?.replicas === 1);
+    const reasons = () =>
+      new Set(
+        (api.list('v1/events', ns) as unknown as CoreV1Event[])
+          .filter((e) => e.involvedObject.name === 'sc')
+          .map((e) => e.reason),
+      );
+    await waitFor('events', () =>
+      ['Created', 'ScaledUp', 'ScaledDown', 'Draining'].every((r) => reasons().has(r)),
+    );
   });
 });

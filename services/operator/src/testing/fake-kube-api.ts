@@ -9,7 +9,9 @@
  *   treated as a merge patch, which is the same for the maps the operator patches), DELETE;
  * - the status subresource (writes to the main resource ignore status and vice versa;
  *   metadata.generation moves only when spec changes);
- * - coordination.k8s.io Leases for leader election; core/v1 Events.
+ * - coordination.k8s.io Leases for leader election; core/v1 Events; the RunnerPool CRD's /scale
+ *   subresource (autoscaling/v1 Scale over .spec.replicas, .status.replicas, .status.selector);
+ * - `hang(token)`: one client's requests are never answered (stalled API server, partition).
  * With `simulateWorkloads` it also plays the Deployment/ReplicaSet controllers and the kubelet in
  * the smallest faithful way: pods follow spec.replicas, scale-in deletes the pods with the lowest
  * `controller.kubernetes.io/pod-deletion-cost` first (after not-ready ones), and the Deployment's
@@ -538,7 +540,7 @@ export class FakeKubeApi {
     }
 
     const m = url.pathname.match(
-      /^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))\/namespaces\/([^/]+)\/([^/]+)(?:\/([^/]+))?(?:\/(status))?$/,
+      /^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))\/namespaces\/([^/]+)\/([^/]+)(?:\/([^/]+))?(?:\/(status|scale))?$/,
     );
     if (!m) {
       this.send(
@@ -553,7 +555,8 @@ export class FakeKubeApi {
     const name = m[6];
     const sub = m[7];
     const t = RESOURCES[resource];
-    if (!t || (sub && !t.hasStatus)) {
+    const scalable = resource === 'islet.dev/v1alpha1/runnerpools'; // the CRD's scale subresource
+    if (!t || (sub === 'status' && !t.hasStatus) || (sub === 'scale' && !scalable)) {
       this.send(
         res,
         404,
@@ -623,6 +626,7 @@ export class FakeKubeApi {
     }
 
     const current = this.objects.get(key);
+    if (sub === 'scale') return this.scale(req, res, method, resource, namespace, current, manager, notFound);
     if (method === 'GET') {
       if (!current) return notFound();
       this.send(res, 200, clone(current));
@@ -736,6 +740,39 @@ export class FakeKubeApi {
     if (next.status === undefined) delete next.status;
     if (!next.metadata) next.metadata = {};
     this.send(res, 200, this.update(resource, namespace, current, next, manager));
+  }
+
+  /** autoscaling/v1 Scale of a RunnerPool: .spec.replicas, .status.replicas, .status.selector. */
+  private async scale(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    resource: string,
+    namespace: string,
+    current: Obj | undefined,
+    manager: string,
+    notFound: () => void,
+  ): Promise<void> {
+    if (!current) return notFound();
+    const view = (o: Obj) => ({
+      apiVersion: 'autoscaling/v1',
+      kind: 'Scale',
+      metadata: { name: o.metadata?.name, namespace, resourceVersion: o.metadata?.resourceVersion },
+      spec: { replicas: (o.spec?.replicas as number | undefined) ?? 0 },
+      status: {
+        replicas: (o.status?.replicas as number | undefined) ?? 0,
+        selector: o.status?.selector as string | undefined,
+      },
+    });
+    if (method === 'GET') return this.send(res, 200, view(current));
+    if (method !== 'PUT' && method !== 'PATCH')
+      return this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not allowed`));
+    const body = (await this.readBody(req)) as { spec?: { replicas?: unknown } } | undefined;
+    const replicas = body?.spec?.replicas;
+    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)
+      return this.send(res, 422, status(422, 'Invalid', 'spec.replicas: must be a non-negative integer'));
+    const next = { ...clone(current), spec: { ...clone(current.spec), replicas } };
+    this.send(res, 200, view(this.update(resource, namespace, current, next, manager)));
   }
 
   private watch(
