@@ -54,7 +54,14 @@ describe('RunnerPool CRD vs operator schema', () => {
       expect(specSchema.properties[k].default, k).toBe(parsed.spec[k]);
     }
     expect(specSchema.properties.maxReplicas.maximum).toBe(1000);
-    expect(crd.spec.versions[0].subresources).toEqual({ status: {} });
+    expect(crd.spec.versions[0].subresources).toEqual({
+      status: {},
+      scale: {
+        specReplicasPath: '.spec.replicas',
+        statusReplicasPath: '.status.replicas',
+        labelSelectorPath: '.status.selector',
+      },
+    });
   });
 
   it('the status the operator writes fits the CRD’s status schema', async () => {

@@ -45,6 +45,16 @@ export const operatorConfigSchema = z.object({
   ISLET_OPERATOR_LEASE_NAME: z.string().min(1).default('islet-operator'),
   ISLET_OPERATOR_LEASE_DURATION_MS: int(15_000, 1000),
   ISLET_OPERATOR_RETRY_PERIOD_MS: int(2_000, 100),
+  /**
+   * A leader that has not renewed its Lease for this long stops acting (client-go's renew deadline).
+   * 0 = two thirds of the lease duration (10 000 for the default 15 000). Must be below the lease.
+   */
+  ISLET_OPERATOR_RENEW_DEADLINE_MS: int(0),
+  /**
+   * Timeout of every Kubernetes API call (watches excepted). 0 = min(5 000, lease - renew deadline),
+   * so a write that started before a step-down ends before a successor can take the Lease.
+   */
+  ISLET_OPERATOR_REQUEST_TIMEOUT_MS: int(0),
   /** Queue depth changes produce no Kubernetes event: every pool is reconciled this often. */
   ISLET_OPERATOR_RESYNC_INTERVAL_MS: int(5_000, 100),
   ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS: int(250, 10),
@@ -93,6 +103,28 @@ export const operatorConfigSchema = z.object({
 });
 
 export type OperatorConfig = z.infer<typeof operatorConfigSchema>;
+
+export interface LeaderTimings {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  requestTimeoutMs: number;
+}
+
+/** Effective leader-election timings; throws when they cannot keep two leaders apart. */
+export function leaderTimings(c: OperatorConfig): LeaderTimings {
+  const leaseDurationMs = c.ISLET_OPERATOR_LEASE_DURATION_MS;
+  const renewDeadlineMs = c.ISLET_OPERATOR_RENEW_DEADLINE_MS || Math.round((leaseDurationMs * 2) / 3);
+  const retryPeriodMs = c.ISLET_OPERATOR_RETRY_PERIOD_MS;
+  const requestTimeoutMs =
+    c.ISLET_OPERATOR_REQUEST_TIMEOUT_MS || Math.min(5_000, leaseDurationMs - renewDeadlineMs);
+  if (renewDeadlineMs >= leaseDurationMs)
+    throw new Error('ISLET_OPERATOR_RENEW_DEADLINE_MS must be below ISLET_OPERATOR_LEASE_DURATION_MS');
+  if (retryPeriodMs >= renewDeadlineMs)
+    throw new Error('ISLET_OPERATOR_RETRY_PERIOD_MS must be below the renew deadline');
+  if (requestTimeoutMs <= 0) throw new Error('ISLET_OPERATOR_REQUEST_TIMEOUT_MS must be positive');
+  return { leaseDurationMs, renewDeadlineMs, retryPeriodMs, requestTimeoutMs };
+}
 
 /** The operator's only secret: a Redis URL that may carry a password (ISLET_REDIS_URL_FILE). */
 export const OPERATOR_SECRET_VARIABLES = ['ISLET_REDIS_URL'] as const;

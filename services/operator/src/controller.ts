@@ -4,6 +4,7 @@
  * reconciler's actions. One reconcile at a time: pools are few and this keeps writes ordered.
  */
 
+import { randomBytes } from 'node:crypto';
 import type { SandboxMode } from '@islet/protocol';
 import { SANDBOX_MODES } from '@islet/protocol';
 import type { Watch } from '@kubernetes/client-node';
@@ -12,7 +13,13 @@ import type { PodDefaults } from './deployment.ts';
 import type { DepthReader } from './depth.ts';
 import { type KubeClient, statusOf } from './kube.ts';
 import type { OperatorMetrics, ReconcileResult } from './metrics.ts';
-import { DELETION_COST_ANNOTATION, DRAIN_COST, DRAINING_ANNOTATION, reconcile } from './reconciler.ts';
+import {
+  DELETION_COST_ANNOTATION,
+  DRAIN_COST,
+  DRAINING_ANNOTATION,
+  type PoolEvent,
+  reconcile,
+} from './reconciler.ts';
 import {
   deploymentNameFor,
   GROUP,
@@ -44,6 +51,8 @@ export interface ControllerDeps {
   watchBackoff?: BackoffOptions;
   log: Logger;
   now?: () => number;
+  /** This operator replica (Events' reportingInstance). */
+  identity?: string;
 }
 
 /** A pool's mode as written (the spec is validated later, in the reconcile). */
@@ -54,6 +63,8 @@ export class PoolController {
   private readonly now: () => number;
   private readonly histories = new Map<string, Recommendation[]>();
   private readonly pending = new Set<string>();
+  /** Last reconcile error per pool: an Event only when it changes, not on every retry. */
+  private readonly lastErrors = new Map<string, string>();
   private readonly known = new Set<string>();
   /** Mode of every pool seen (watch + reconciles): pools of one mode split its queue's depth. */
   private readonly modes = new Map<string, string | undefined>();
@@ -88,6 +99,7 @@ export class PoolController {
             this.known.delete(name);
             this.modes.delete(name);
             this.histories.delete(name);
+            this.lastErrors.delete(name);
             this.d.metrics.desiredReplicas.remove(name);
             return;
           }
@@ -162,8 +174,9 @@ export class PoolController {
   private async reconcileOne(name: string): Promise<void> {
     const { kube, namespace, metrics, log } = this.d;
     let result: ReconcileResult = 'ok';
+    let pool: RunnerPool | undefined;
     try {
-      const pool = await kube.getPool(namespace, name);
+      pool = await kube.getPool(namespace, name);
       if (!pool) {
         this.known.delete(name);
         this.modes.delete(name);
@@ -189,12 +202,13 @@ export class PoolController {
         depth: 'error' in reading ? reading : shareOf(reading.depth, peers),
         activeByPod: 'error' in reading ? new Map() : reading.activeByPod,
         nowMs: this.now(),
-        history: this.histories.get(name) ?? [],
+        history: this.histories.get(name),
         defaults: this.d.defaults,
       });
       this.histories.set(name, out.history);
       result = out.result;
-      await this.execute(pool, out.actions);
+      await this.execute(pool, out.actions, out.events);
+      this.lastErrors.delete(name);
       if (out.desiredReplicas !== undefined) metrics.desiredReplicas.set({ pool: name }, out.desiredReplicas);
       if (out.scale) metrics.scaleEventsTotal.inc({ pool: name, direction: out.scale });
       if (out.scale) log.info({ pool: name, desired: out.desiredReplicas, direction: out.scale }, 'scaled');
@@ -202,21 +216,70 @@ export class PoolController {
       // A 409 means someone wrote in between (the API server, another writer): reconcile again.
       result = statusOf(err) === 409 ? 'conflict' : 'error';
       log.warn({ pool: name, err: String(err), status: statusOf(err) }, 'reconcile failed');
+      if (pool && result === 'error' && this.lastErrors.get(name) !== String(err)) {
+        this.lastErrors.set(name, String(err));
+        await this.emit(pool, { type: 'Warning', reason: 'ReconcileFailed', message: String(err) });
+      }
       if (this.running) setTimeout(() => this.enqueue(name), result === 'conflict' ? 50 : 1000);
     } finally {
       metrics.reconcileTotal.inc({ result });
     }
   }
 
-  private async execute(pool: RunnerPool, actions: ReturnType<typeof reconcile>['actions']): Promise<void> {
+  /** Best effort: an Event that cannot be written must not fail the reconcile. */
+  private async emit(pool: RunnerPool, e: PoolEvent): Promise<void> {
+    if (!this.running) return;
+    const now = new Date(this.now());
+    const name = pool.metadata.name ?? '';
+    try {
+      await this.d.kube.createEvent(this.d.namespace, {
+        metadata: { name: `${name}.${randomBytes(8).toString('hex')}`, namespace: this.d.namespace },
+        involvedObject: {
+          apiVersion: pool.apiVersion,
+          kind: pool.kind,
+          name,
+          namespace: this.d.namespace,
+          uid: pool.metadata.uid,
+          resourceVersion: pool.metadata.resourceVersion,
+        },
+        type: e.type,
+        reason: e.reason,
+        message: e.message.slice(0, 1024),
+        source: { component: MANAGED_BY },
+        reportingComponent: MANAGED_BY,
+        reportingInstance: this.d.identity ?? MANAGED_BY,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      });
+    } catch (err) {
+      this.d.log.warn({ pool: name, reason: e.reason, err: String(err) }, 'event not recorded');
+    }
+  }
+
+  /** Runs the actions in order; the Events go out once the Deployment/pod writes are done (before the status write, which may conflict and be retried without them). */
+  private async execute(
+    pool: RunnerPool,
+    actions: ReturnType<typeof reconcile>['actions'],
+    events: readonly PoolEvent[],
+  ): Promise<void> {
     const { kube, namespace } = this.d;
+    let emitted = false;
+    const emitAll = async () => {
+      if (emitted) return;
+      emitted = true;
+      for (const e of events) await this.emit(pool, e);
+    };
     for (const a of actions) {
+      if (a.type === 'update-status') await emitAll();
+      // Stopped leading mid-reconcile (e.g. renew deadline passed): no further writes.
+      if (!this.running) throw new Error('stopped leading: reconcile abandoned');
       switch (a.type) {
         case 'create-deployment':
           await kube.createDeployment(namespace, a.deployment);
           break;
-        case 'replace-deployment':
-          await kube.replaceDeployment(namespace, a.deployment);
+        case 'apply-deployment':
+          await kube.applyDeployment(namespace, a.deployment);
           break;
         case 'mark-draining':
           // Before replicas drop: the ReplicaSet deletes the lowest pod-deletion-cost first.
@@ -244,5 +307,6 @@ export class PoolController {
           break;
       }
     }
+    await emitAll();
   }
 }

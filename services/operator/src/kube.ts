@@ -6,6 +6,7 @@
 import {
   AppsV1Api,
   CoreV1Api,
+  type CoreV1Event,
   CustomObjectsApi,
   type KubeConfig,
   PatchStrategy,
@@ -14,6 +15,9 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { GROUP, PLURAL, type RunnerPool, type RunnerPoolStatus, VERSION } from './runner-pool.ts';
+
+/** The operator's field manager for every write (server-side apply ownership). */
+export const FIELD_MANAGER = 'islet-operator';
 
 export interface Listed<T> {
   items: T[];
@@ -28,8 +32,15 @@ export interface KubeClient {
   listDeployments(namespace: string, labelSelector: string): Promise<Listed<V1Deployment>>;
   getDeployment(namespace: string, name: string): Promise<V1Deployment | undefined>;
   createDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
-  replaceDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
+  /**
+   * Server-side apply as FIELD_MANAGER (forced): sets the fields the operator owns, removes the
+   * ones it stopped applying, and keeps everyone else's (e.g. `kubectl rollout restart`'s
+   * `kubectl.kubernetes.io/restartedAt` pod-template annotation).
+   */
+  applyDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
   listPods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
+  /** A core/v1 Event about an object (shown by `kubectl describe` and `kubectl get events`). */
+  createEvent(namespace: string, event: CoreV1Event): Promise<void>;
   /** JSON merge patch of metadata.annotations; a null value removes the annotation. */
   patchPodAnnotations(
     namespace: string,
@@ -62,6 +73,7 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
   const apps = kc.makeApiClient(AppsV1Api);
   const core = kc.makeApiClient(CoreV1Api);
   const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  const serverSideApply = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
   return {
     async listPools(namespace) {
       const list = (await custom.listNamespacedCustomObject({
@@ -105,13 +117,25 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
       return orUndefined(apps.readNamespacedDeployment({ namespace, name }));
     },
     createDeployment(namespace, body) {
-      return apps.createNamespacedDeployment({ namespace, body });
+      return apps.createNamespacedDeployment({ namespace, body, fieldManager: FIELD_MANAGER });
     },
-    replaceDeployment(namespace, body) {
-      return apps.replaceNamespacedDeployment({ namespace, name: body.metadata?.name ?? '', body });
+    applyDeployment(namespace, body) {
+      return apps.patchNamespacedDeployment(
+        {
+          namespace,
+          name: body.metadata?.name ?? '',
+          body,
+          fieldManager: FIELD_MANAGER,
+          force: true,
+        },
+        serverSideApply,
+      );
     },
     async listPods(namespace, labelSelector) {
       return (await core.listNamespacedPod({ namespace, labelSelector })).items;
+    },
+    async createEvent(namespace, body) {
+      await core.createNamespacedEvent({ namespace, body });
     },
     async patchPodAnnotations(namespace, name, annotations) {
       await core.patchNamespacedPod({ namespace, name, body: { metadata: { annotations } } }, mergePatch);

@@ -4,6 +4,13 @@
  * record change for a whole lease duration (measured on its OWN clock, so clock skew between
  * nodes does not matter). Writes carry the resourceVersion read, so two candidates racing for an
  * expired Lease cannot both win: the second gets 409.
+ *
+ * A leader that cannot renew (API calls failing or hanging) stops acting once `renewDeadlineMs`
+ * has passed since the START of its last successful renewal, on a timer of its own that no hung
+ * call can hold up. The Lease was written no earlier than that start, and a successor waits a
+ * whole lease duration after seeing it, so with renew deadline < lease duration (10 s < 15 s in
+ * client-go) the old leader has stopped before anyone else can start. The API object given here
+ * should time its calls out (operator.ts wraps it) so a renewal cannot hang past the deadline.
  */
 import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { statusOf } from './kube.ts';
@@ -15,6 +22,8 @@ export interface LeaderElectorOptions {
   identity: string;
   /** How long a Lease stays valid without renewal, ms. Default 15 000. */
   leaseDurationMs?: number;
+  /** A leader stops acting this long after its last successful renewal began, ms. Default 10 000. */
+  renewDeadlineMs?: number;
   /** How often the leader renews and candidates retry, ms. Default 2 000. */
   retryPeriodMs?: number;
   onStartedLeading: () => void;
@@ -31,9 +40,16 @@ export class LeaderElector {
   private observedKey = '';
   private observedAtMs = 0;
   private lastRenewMs = 0;
+  private deadlineTimer: NodeJS.Timeout | undefined;
 
   constructor(options: LeaderElectorOptions) {
-    this.o = { leaseDurationMs: 15_000, retryPeriodMs: 2_000, now: Date.now, ...options };
+    this.o = {
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      now: Date.now,
+      ...options,
+    };
   }
 
   get isLeader(): boolean {
@@ -51,6 +67,8 @@ export class LeaderElector {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
     if (this.leading) {
+      // Stop acting first: releasing the Lease may itself hang until its timeout.
+      this.setLeading(false);
       try {
         const lease = await this.o.api.readNamespacedLease({
           name: this.o.name,
@@ -67,11 +85,14 @@ export class LeaderElector {
       } catch (err) {
         this.o.onError?.(err);
       }
-      this.setLeading(false);
     }
   }
 
   private setLeading(v: boolean): void {
+    if (!v && this.deadlineTimer) {
+      clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = undefined;
+    }
     if (v === this.leading) return;
     this.leading = v;
     if (v) this.o.onStartedLeading();
@@ -80,20 +101,37 @@ export class LeaderElector {
 
   private async tick(): Promise<void> {
     if (!this.running) return;
+    const startedMs = this.o.now();
     try {
-      const ok = await this.tryAcquireOrRenew();
-      if (ok) this.lastRenewMs = this.o.now();
+      const got = await this.tryAcquireOrRenew();
+      // A renewal that answered after the deadline proves nothing about the present.
+      const ok = got && this.o.now() - startedMs < this.o.renewDeadlineMs;
       if (!this.running) return;
-      if (ok) this.setLeading(true);
-      else if (this.leading && this.o.now() - this.lastRenewMs > this.o.leaseDurationMs)
-        this.setLeading(false);
-      else if (this.leading && !ok) this.setLeading(false);
+      if (ok) {
+        this.lastRenewMs = startedMs;
+        this.setLeading(true);
+        this.armDeadline();
+      } else if (this.leading) this.setLeading(false); // someone else holds it
     } catch (err) {
       this.o.onError?.(err);
-      // Could not reach the API server: a leader keeps leading only while its Lease is still valid.
-      if (this.leading && this.o.now() - this.lastRenewMs > this.o.leaseDurationMs) this.setLeading(false);
+      // Could not reach the API server: the deadline timer steps down if this goes on.
     }
     if (this.running) this.timer = setTimeout(() => void this.tick(), this.o.retryPeriodMs);
+  }
+
+  private armDeadline(): void {
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    const left = this.lastRenewMs + this.o.renewDeadlineMs - this.o.now();
+    this.deadlineTimer = setTimeout(
+      () => {
+        this.deadlineTimer = undefined;
+        if (this.leading) {
+          this.o.onError?.(new Error(`lease not renewed within ${this.o.renewDeadlineMs} ms: stepping down`));
+          this.setLeading(false);
+        }
+      },
+      Math.max(0, left),
+    );
   }
 
   private async tryAcquireOrRenew(): Promise<boolean> {

@@ -9,7 +9,13 @@ export const NON_COUNTER_TOTALS = [
   'islet_nodejs_active_resources_total',
 ];
 
-export type ReconcileResult = 'ok' | 'error' | 'conflict' | 'invalid-spec' | 'depth-unavailable';
+export type ReconcileResult =
+  | 'ok'
+  | 'error'
+  | 'conflict'
+  | 'invalid-spec'
+  | 'depth-unavailable'
+  | 'not-owned';
 
 export interface OperatorMetrics {
   registry: Registry;
@@ -62,12 +68,12 @@ export function createOperatorMetrics(options: { defaults?: boolean } = {}): Ope
   };
 }
 
-/** /metrics, /healthz (process up) and /readyz (leader or standby with a working API connection). */
+/** /metrics, /healthz (process up) and /readyz (API server and Redis answer; leader or standby). */
 export function startMetricsServer(
   metrics: OperatorMetrics,
   port: number,
   host: string,
-  ready: () => boolean,
+  ready: () => Promise<{ ok: boolean; checks: Record<string, string> }>,
 ): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.url === '/metrics') {
@@ -88,8 +94,17 @@ export function startMetricsServer(
       return;
     }
     if (req.url === '/readyz') {
-      const ok = ready();
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ready' : 'not ready');
+      ready().then(
+        (r) => {
+          const lines = Object.entries(r.checks).map(([k, v]) => `${k}: ${v}`);
+          res
+            .writeHead(r.ok ? 200 : 503, { 'content-type': 'text/plain' })
+            .end(`${r.ok ? 'ready' : 'not ready'}\n${lines.join('\n')}\n`);
+        },
+        (err: unknown) => {
+          res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready\n${String(err)}\n`);
+        },
+      );
       return;
     }
     res.writeHead(404).end();

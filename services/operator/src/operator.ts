@@ -6,13 +6,15 @@
 import type { Server } from 'node:http';
 import { CoordinationV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
-import type { OperatorConfig } from './config.ts';
+import { leaderTimings, type OperatorConfig } from './config.ts';
 import { type Logger, PoolController } from './controller.ts';
 import type { PodDefaults } from './deployment.ts';
 import { createDepthReader } from './depth.ts';
 import { createKubeClient } from './kube.ts';
 import { LeaderElector } from './leader.ts';
 import { createOperatorMetrics, type OperatorMetrics, startMetricsServer } from './metrics.ts';
+import { createReadinessCheck } from './readiness.ts';
+import { withTimeouts } from './timeout.ts';
 
 export interface Operator {
   metrics: OperatorMetrics;
@@ -51,7 +53,10 @@ export async function startOperator(deps: {
 }): Promise<Operator> {
   const { config, kubeConfig, redis, log } = deps;
   const metrics = createOperatorMetrics({ defaults: deps.defaultMetrics });
-  const kube = createKubeClient(kubeConfig);
+  const timings = leaderTimings(config);
+  // Every API call times out (watches have their own restart logic): a hung call must not hold
+  // a reconcile, or a Lease renewal, past the renew deadline.
+  const kube = withTimeouts(createKubeClient(kubeConfig), timings.requestTimeoutMs);
   const depth = createDepthReader(redis);
   let controller: PoolController | undefined;
   const newController = () =>
@@ -68,14 +73,17 @@ export async function startOperator(deps: {
         maxMs: config.ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS,
       },
       log,
+      identity: config.ISLET_OPERATOR_IDENTITY,
     });
+  const leaseApi = withTimeouts(kubeConfig.makeApiClient(CoordinationV1Api), timings.requestTimeoutMs);
   const elector = new LeaderElector({
-    api: kubeConfig.makeApiClient(CoordinationV1Api),
+    api: leaseApi,
     namespace: config.ISLET_NAMESPACE,
     name: config.ISLET_OPERATOR_LEASE_NAME,
     identity: config.ISLET_OPERATOR_IDENTITY,
-    leaseDurationMs: config.ISLET_OPERATOR_LEASE_DURATION_MS,
-    retryPeriodMs: config.ISLET_OPERATOR_RETRY_PERIOD_MS,
+    leaseDurationMs: timings.leaseDurationMs,
+    renewDeadlineMs: timings.renewDeadlineMs,
+    retryPeriodMs: timings.retryPeriodMs,
     onStartedLeading: () => {
       log.info({ identity: config.ISLET_OPERATOR_IDENTITY }, 'started leading');
       metrics.leader.set(1);
@@ -95,7 +103,15 @@ export async function startOperator(deps: {
     metrics,
     config.ISLET_OPERATOR_METRICS_PORT,
     config.ISLET_OPERATOR_HOST,
-    () => true,
+    createReadinessCheck({
+      kubeProbe: () =>
+        leaseApi.readNamespacedLease({
+          name: config.ISLET_OPERATOR_LEASE_NAME,
+          namespace: config.ISLET_NAMESPACE,
+        }),
+      redis,
+      timeoutMs: Math.min(timings.requestTimeoutMs, 2_000),
+    }),
   );
   elector.start();
   return {

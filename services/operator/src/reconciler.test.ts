@@ -93,7 +93,7 @@ describe('reconcile', () => {
       deployment: existing(4),
       depth: { error: 'redis: ECONNREFUSED' },
     });
-    expect(ofType(out.actions, 'replace-deployment')).toEqual([]);
+    expect(ofType(out.actions, 'apply-deployment')).toEqual([]);
     const [st] = ofType(out.actions, 'update-status');
     expect(st!.status.conditions?.find((c) => c.type === 'Stalled')).toMatchObject({
       status: 'True',
@@ -115,11 +115,10 @@ describe('reconcile', () => {
       ]),
     });
     const types = out.actions.map((a) => a.type);
-    expect(types.indexOf('mark-draining')).toBeLessThan(types.indexOf('replace-deployment'));
+    expect(types.indexOf('mark-draining')).toBeLessThan(types.indexOf('apply-deployment'));
     // the idle b and d first; then one busy pod (tie broken by name): it finishes its run on SIGTERM
     expect(ofType(out.actions, 'mark-draining')[0]!.pods).toEqual(['b', 'd', 'a']);
-    expect(ofType(out.actions, 'replace-deployment')[0]!.deployment.spec?.replicas).toBe(1);
-    expect(ofType(out.actions, 'replace-deployment')[0]!.deployment.metadata?.resourceVersion).toBe('42');
+    expect(ofType(out.actions, 'apply-deployment')[0]!.deployment.spec?.replicas).toBe(1);
     expect(out.scale).toBe('down');
   });
 
@@ -134,7 +133,7 @@ describe('reconcile', () => {
 
   it('is Ready and not Reconciling when the Deployment matches and all replicas are ready', () => {
     const out = reconcile({ ...base, pool: pool(), deployment: existing(2), depth: depth(4) });
-    expect(ofType(out.actions, 'replace-deployment')).toEqual([]);
+    expect(ofType(out.actions, 'apply-deployment')).toEqual([]);
     const st = ofType(out.actions, 'update-status')[0]!.status;
     expect(st.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       status: 'True',
@@ -152,9 +151,52 @@ describe('reconcile', () => {
       pool: pool({ status }),
       deployment: existing(2),
       depth: depth(4),
-      nowMs: 2_000_000,
+      nowMs: 1_010_000,
     });
     expect(again.actions).toEqual([]);
+  });
+
+  it('keeps the stabilization history in the status, refreshed only when it would go stale', () => {
+    const first = reconcile({ ...base, pool: pool(), deployment: existing(2), depth: depth(4) });
+    const status = ofType(first.actions, 'update-status')[0]!.status;
+    // Rounded up: a reader of this copy waits at least as long as the writer would have.
+    expect(status.recommendations).toEqual([{ time: new Date(1_015_000).toISOString(), replicas: 2 }]);
+    const later = reconcile({
+      ...base,
+      pool: pool({ status }),
+      deployment: existing(2),
+      depth: depth(4),
+      history: first.history,
+      nowMs: 1_020_000,
+    });
+    expect(ofType(later.actions, 'update-status')[0]!.status.recommendations).toEqual([
+      { time: new Date(1_035_000).toISOString(), replicas: 2 },
+    ]);
+  });
+
+  it('a new leader (no history of its own) reads the history from the status and holds replicas', () => {
+    const withWindow = { ...spec, scaleDownStabilizationSeconds: 300 };
+    const status = {
+      recommendations: [{ time: new Date(1_000_000 - 60_000).toISOString(), replicas: 4 }],
+    };
+    const out = reconcile({
+      ...base,
+      pool: pool({ spec: withWindow, status }),
+      deployment: existing(4),
+      depth: depth(0),
+      history: undefined,
+    });
+    expect(out.desiredReplicas).toBe(4);
+    expect(ofType(out.actions, 'apply-deployment')).toEqual([]);
+    const after = reconcile({
+      ...base,
+      pool: pool({ spec: withWindow, status }),
+      deployment: existing(4),
+      depth: depth(0),
+      history: undefined,
+      nowMs: 1_000_000 + 241_000,
+    });
+    expect(after.desiredReplicas).toBe(1);
   });
 
   it('rolls the Deployment when the pool’s config checksum changes', () => {
@@ -164,7 +206,7 @@ describe('reconcile', () => {
       deployment: existing(2),
       depth: depth(4),
     });
-    const [rep] = ofType(out.actions, 'replace-deployment');
+    const [rep] = ofType(out.actions, 'apply-deployment');
     expect(rep!.deployment.spec?.template.metadata?.annotations?.['checksum/config']).toBe('abc');
     expect(rep!.deployment.spec?.template.metadata?.annotations?.other).toBeUndefined();
   });
@@ -176,7 +218,7 @@ describe('reconcile', () => {
       deployment: existing(2),
       depth: depth(4),
     });
-    const [rep] = ofType(out.actions, 'replace-deployment');
+    const [rep] = ofType(out.actions, 'apply-deployment');
     expect(rep!.deployment.spec?.template.spec?.containers[0]?.image).toBe('islet/runner:2');
   });
 });

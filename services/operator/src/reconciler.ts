@@ -6,8 +6,14 @@
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { buildDeployment, type PodDefaults, templateHashOf } from './deployment.ts';
 import type { Condition, ConditionType, RunnerPool, RunnerPoolStatus } from './runner-pool.ts';
-import { parseSpec } from './runner-pool.ts';
-import { type QueueDepth, type Recommendation, recommendReplicas, stabilize } from './scaling.ts';
+import { POOL_LABEL, parseSpec } from './runner-pool.ts';
+import {
+  persistableHistory,
+  type QueueDepth,
+  type Recommendation,
+  recommendReplicas,
+  stabilize,
+} from './scaling.ts';
 
 /** The ReplicaSet controller removes the pods with the lowest cost first when replicas drop. */
 export const DELETION_COST_ANNOTATION = 'controller.kubernetes.io/pod-deletion-cost';
@@ -17,10 +23,18 @@ export const DRAIN_COST = '-1000';
 
 export type Action =
   | { type: 'create-deployment'; deployment: V1Deployment }
-  | { type: 'replace-deployment'; deployment: V1Deployment }
+  /** Server-side apply of the fields the operator owns (others' fields survive). */
+  | { type: 'apply-deployment'; deployment: V1Deployment }
   | { type: 'mark-draining'; pods: string[] }
   | { type: 'unmark-draining'; pods: string[] }
   | { type: 'update-status'; status: RunnerPoolStatus };
+
+/** A Kubernetes Event about the pool (`kubectl describe runnerpool` shows them). */
+export interface PoolEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
 
 export interface ReconcileInput {
   pool: RunnerPool;
@@ -31,16 +45,18 @@ export interface ReconcileInput {
   /** Active BullMQ jobs per worker name (= pod name). */
   activeByPod: ReadonlyMap<string, number>;
   nowMs: number;
-  history: readonly Recommendation[];
+  /** This leader's history; undefined for a pool it has not reconciled yet (read from status). */
+  history: readonly Recommendation[] | undefined;
   defaults: PodDefaults;
 }
 
 export interface ReconcileOutput {
   actions: Action[];
+  events: PoolEvent[];
   history: Recommendation[];
   desiredReplicas: number | undefined;
   scale: 'up' | 'down' | undefined;
-  result: 'ok' | 'invalid-spec' | 'depth-unavailable';
+  result: 'ok' | 'invalid-spec' | 'depth-unavailable' | 'not-owned';
 }
 
 function isLive(p: V1Pod): boolean {
@@ -76,6 +92,13 @@ export function choosePodsToDrain(
     .map((p) => p.metadata?.name ?? '');
 }
 
+/** True when the Deployment's controller reference is this pool (by uid: a re-created pool is another). */
+export function ownedBy(deployment: V1Deployment, pool: RunnerPool): boolean {
+  return (deployment.metadata?.ownerReferences ?? []).some(
+    (r) => r.controller === true && r.kind === 'RunnerPool' && r.uid === pool.metadata.uid,
+  );
+}
+
 function condition(
   prev: Condition[] | undefined,
   type: ConditionType,
@@ -100,9 +123,14 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   const currentReplicas = deployment?.spec?.replicas ?? 0;
   const readyReplicas = deployment?.status?.readyReplicas ?? 0;
 
+  const stalledReason = prev?.find((c) => c.type === 'Stalled' && c.status === 'True')?.reason;
   const parsed = parseSpec(pool.spec);
   if (!parsed.ok) {
     return {
+      events:
+        stalledReason === 'InvalidSpec'
+          ? []
+          : [{ type: 'Warning', reason: 'InvalidSpec', message: parsed.message }],
       actions: [
         {
           type: 'update-status',
@@ -118,7 +146,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
           },
         },
       ],
-      history: [...input.history],
+      history: [...(input.history ?? historyFromStatus(pool.status))],
       desiredReplicas: undefined,
       scale: undefined,
       result: 'invalid-spec',
@@ -126,15 +154,43 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   }
   const spec = parsed.spec;
   const actions: Action[] = [];
+  const events: PoolEvent[] = [];
+
+  if (deployment && !ownedBy(deployment, pool)) {
+    // Someone else's Deployment under our name: never take it over (it may be serving).
+    const message = `Deployment ${deployment.metadata?.name} exists and is not controlled by RunnerPool ${pool.metadata.name}; refusing to overwrite it (delete or rename it)`;
+    const status: RunnerPoolStatus = {
+      ...pool.status,
+      observedGeneration: generation,
+      conditions: [
+        cond('Ready', 'False', 'DeploymentNotOwned', message),
+        cond('Reconciling', 'False', 'DeploymentNotOwned', 'waiting for the name to be free'),
+        cond('Stalled', 'True', 'DeploymentNotOwned', message),
+      ],
+    };
+    return {
+      actions: sameStatus(pool.status, status) ? [] : [{ type: 'update-status', status }],
+      events:
+        stalledReason === 'DeploymentNotOwned'
+          ? []
+          : [{ type: 'Warning', reason: 'DeploymentNotOwned', message }],
+      history: [...(input.history ?? historyFromStatus(pool.status))],
+      desiredReplicas: undefined,
+      scale: undefined,
+      result: 'not-owned',
+    };
+  }
 
   // Replicas: without a depth reading, hold what we have (never scale on missing data).
   let desired: number;
-  let history = [...input.history];
+  let history = [...(input.history ?? historyFromStatus(pool.status))];
   const depthError = 'error' in input.depth ? input.depth.error : undefined;
+  const floor = spec.replicas ?? 0;
   if ('error' in input.depth) {
-    desired = deployment
-      ? Math.min(spec.maxReplicas, Math.max(spec.minReplicas, currentReplicas))
-      : spec.minReplicas;
+    desired = Math.min(
+      spec.maxReplicas,
+      Math.max(spec.minReplicas, floor, deployment ? currentReplicas : spec.minReplicas),
+    );
   } else {
     const recommended = recommendReplicas(input.depth, spec);
     const s = stabilize({
@@ -145,8 +201,8 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
       upWindowMs: spec.scaleUpStabilizationSeconds * 1000,
       downWindowMs: spec.scaleDownStabilizationSeconds * 1000,
     });
-    // min/max changes in the spec apply at once, whatever the history says.
-    desired = Math.min(spec.maxReplicas, Math.max(spec.minReplicas, s.desired));
+    // min/max and the /scale floor apply at once, whatever the history says.
+    desired = Math.min(spec.maxReplicas, Math.max(spec.minReplicas, floor, s.desired));
     history = s.history;
   }
 
@@ -164,7 +220,10 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
       const toMark = drain.filter((n) => !marked.some((p) => p.metadata?.name === n));
       const toUnmark = marked.map((p) => p.metadata?.name ?? '').filter((n) => !drain.includes(n));
       if (toUnmark.length) actions.push({ type: 'unmark-draining', pods: toUnmark });
-      if (toMark.length) actions.push({ type: 'mark-draining', pods: toMark });
+      if (toMark.length) {
+        actions.push({ type: 'mark-draining', pods: toMark });
+        events.push({ type: 'Normal', reason: 'Draining', message: `draining pods ${toMark.join(', ')}` });
+      }
       scale = 'down';
     } else if (marked.length && desired >= live.length) {
       // Scale-in abandoned (demand came back) or done: the survivors are ordinary pods again.
@@ -172,11 +231,30 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
     }
     if (desired > currentReplicas) scale = 'up';
     if (desired !== currentReplicas || templateHashOf(deployment) !== templateHashOf(want)) {
-      want.metadata = { ...want.metadata, resourceVersion: deployment.metadata?.resourceVersion };
-      actions.push({ type: 'replace-deployment', deployment: want });
+      actions.push({ type: 'apply-deployment', deployment: want });
     }
   }
 
+  if (scale && deployment) {
+    events.push({
+      type: 'Normal',
+      reason: scale === 'up' ? 'ScaledUp' : 'ScaledDown',
+      message: `replicas ${currentReplicas} → ${desired}`,
+    });
+  } else if (!deployment) {
+    events.push({
+      type: 'Normal',
+      reason: 'Created',
+      message: `Deployment created with ${desired} replicas`,
+    });
+  }
+  if (depthError && stalledReason !== 'QueueDepthUnavailable') {
+    events.push({
+      type: 'Warning',
+      reason: 'QueueDepthUnavailable',
+      message: `${depthError}; holding replicas`,
+    });
+  }
   const changing = actions.some((a) => a.type !== 'update-status');
   const rollingOut =
     !!deployment &&
@@ -208,18 +286,31 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   const status: RunnerPoolStatus = {
     replicas: readyReplicas,
     desiredReplicas: desired,
+    selector: `${POOL_LABEL}=${pool.metadata.name}`,
     observedGeneration: generation,
     conditions,
     lastScaleTime: scale ? nowIso : pool.status?.lastScaleTime,
+    recommendations: persistableHistory(historyFromStatus(pool.status), history).map((r) => ({
+      time: new Date(r.atMs).toISOString(),
+      replicas: r.replicas,
+    })),
   };
   if (!sameStatus(pool.status, status)) actions.push({ type: 'update-status', status });
   return {
     actions,
+    events,
     history,
     desiredReplicas: desired,
     scale,
     result: depthError ? 'depth-unavailable' : 'ok',
   };
+}
+
+/** The persisted stabilization history; entries that do not parse are dropped. */
+export function historyFromStatus(status: RunnerPoolStatus | undefined): Recommendation[] {
+  return (status?.recommendations ?? [])
+    .map((r) => ({ atMs: Date.parse(r.time), replicas: r.replicas }))
+    .filter((r) => Number.isFinite(r.atMs) && Number.isInteger(r.replicas));
 }
 
 function sameStatus(a: RunnerPoolStatus | undefined, b: RunnerPoolStatus): boolean {
@@ -231,8 +322,10 @@ function normalize(s: RunnerPoolStatus | undefined) {
   return {
     replicas: s.replicas,
     desiredReplicas: s.desiredReplicas,
+    selector: s.selector,
     observedGeneration: s.observedGeneration,
     lastScaleTime: s.lastScaleTime,
+    recommendations: (s.recommendations ?? []).map((r) => [r.time, r.replicas]),
     conditions: [...(s.conditions ?? [])]
       .sort((x, y) => x.type.localeCompare(y.type))
       .map((c) => [c.type, c.status, c.reason, c.message, c.observedGeneration, c.lastTransitionTime]),

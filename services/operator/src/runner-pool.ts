@@ -29,6 +29,11 @@ export const runnerPoolSpecSchema = z
     mode: z.enum(SANDBOX_MODES),
     minReplicas: z.number().int().min(0).default(1),
     maxReplicas: z.number().int().min(1).max(1000),
+    /**
+     * Set through the /scale subresource (KEDA, HPA, `kubectl scale`): a floor on top of the queue
+     * depth's recommendation, clamped to [minReplicas, maxReplicas]. Unset = queue depth alone.
+     */
+    replicas: z.number().int().min(0).optional(),
     /** Queue depth (waiting + prioritized + active + paused) one replica is expected to carry. */
     targetWaitingPerReplica: z.number().int().min(1).default(4),
     image: z.string().min(1),
@@ -60,6 +65,19 @@ export interface RunnerPoolStatus {
   observedGeneration?: number;
   conditions?: Condition[];
   lastScaleTime?: string;
+  /** Label selector of the pool's pods (the /scale subresource's labelSelectorPath). */
+  selector?: string;
+  /**
+   * The scale stabilization history (latest time of each run of equal recommendations), so a new
+   * leader honours the windows instead of scaling straight down. Times are rounded UP by
+   * HISTORY_GRANULARITY_MS so the history needs a write only when a run changes or goes stale.
+   */
+  recommendations?: PersistedRecommendation[];
+}
+
+export interface PersistedRecommendation {
+  time: string;
+  replicas: number;
 }
 
 export interface RunnerPool {

@@ -75,12 +75,49 @@ export function stabilize(input: StabilizeInput): StabilizeResult {
     ...input.history.filter((r) => nowMs - r.atMs <= keepMs),
     { atMs: nowMs, replicas: recommended },
   ];
-  const within = (windowMs: number) =>
-    history.filter((r) => nowMs - r.atMs <= windowMs).map((r) => r.replicas);
-  const upBound = Math.min(...within(upWindowMs));
-  const downBound = Math.max(...within(downWindowMs));
+  const within = (windowMs: number, future: boolean) =>
+    history.filter((r) => nowMs - r.atMs <= windowMs && (future || r.atMs <= nowMs)).map((r) => r.replicas);
+  // Entries dated in the future come from a persisted history (times rounded up): they may only
+  // delay a scale-down, never a scale-up.
+  const upBound = Math.min(...within(upWindowMs, false));
+  const downBound = Math.max(...within(downWindowMs, true));
   let desired = current;
   if (desired < upBound) desired = upBound;
   if (desired > downBound) desired = downBound;
   return { desired, history };
+}
+
+/**
+ * Persisted history is refreshed at most this often while a recommendation holds; its times are
+ * pushed this far into the future, so a reader of a stale copy waits longer, never shorter.
+ */
+export const HISTORY_GRANULARITY_MS = 15_000;
+
+/** Keeps the latest entry of each run of equal consecutive recommendations: same min/max in any window. */
+export function compactHistory(history: readonly Recommendation[]): Recommendation[] {
+  const out: Recommendation[] = [];
+  for (const r of history) {
+    const last = out[out.length - 1];
+    if (last && last.replicas === r.replicas)
+      out[out.length - 1] = { atMs: Math.max(last.atMs, r.atMs), replicas: r.replicas };
+    else out.push({ ...r });
+  }
+  return out;
+}
+
+/**
+ * The history to persist: the previous persisted copy while it still covers the live history
+ * (same runs, each persisted time at or after the live one), else the live history compacted
+ * with times rounded up by HISTORY_GRANULARITY_MS.
+ */
+export function persistableHistory(
+  persisted: readonly Recommendation[],
+  live: readonly Recommendation[],
+): Recommendation[] {
+  const c = compactHistory(live);
+  const covers =
+    persisted.length === c.length &&
+    c.every((r, i) => persisted[i]?.replicas === r.replicas && (persisted[i]?.atMs ?? 0) >= r.atMs);
+  if (covers) return [...persisted];
+  return c.map((r) => ({ atMs: r.atMs + HISTORY_GRANULARITY_MS, replicas: r.replicas }));
 }

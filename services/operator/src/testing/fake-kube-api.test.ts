@@ -135,6 +135,43 @@ describe('FakeKubeApi (test double of the Kubernetes API)', () => {
     await waitFor(async () => errors.length > 0);
     expect(errors[0]).toEqual({ type: 'ERROR', code: 410 });
   });
+  it('server-side apply: owns what it applies, keeps others’ fields, conflicts unless forced', async () => {
+    const ssa = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
+    const mine = deployment('ssa', 2);
+    mine.metadata = { ...mine.metadata, annotations: { mine: 'x', dropped: 'y' } };
+    await apps.patchNamespacedDeployment(
+      { namespace: ns, name: 'ssa', body: mine, fieldManager: 'me', force: true },
+      ssa,
+    );
+    await apps.patchNamespacedDeployment(
+      {
+        namespace: ns,
+        name: 'ssa',
+        fieldManager: 'other',
+        body: { metadata: { annotations: { theirs: 'z' } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await apps.patchNamespacedDeployment(
+      { namespace: ns, name: 'ssa', fieldManager: 'other', body: { spec: { replicas: 5 } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    mine.metadata = { ...mine.metadata, annotations: { mine: 'x' } };
+    const err = await apps
+      .patchNamespacedDeployment({ namespace: ns, name: 'ssa', body: mine, fieldManager: 'me' }, ssa)
+      .catch((e: unknown) => e);
+    expect(statusOf(err)).toBe(409); // spec.replicas now belongs to "other"
+    const forced = await apps.patchNamespacedDeployment(
+      { namespace: ns, name: 'ssa', body: mine, fieldManager: 'me', force: true },
+      ssa,
+    );
+    expect(forced.metadata?.annotations).toEqual({ mine: 'x', theirs: 'z' });
+    expect(forced.spec?.replicas).toBe(2);
+    const missing = await apps
+      .patchNamespacedDeployment({ namespace: ns, name: 'ssa', body: mine }, ssa)
+      .catch((e: unknown) => e);
+    expect(statusOf(missing)).toBe(422); // apply needs a field manager
+  });
 });
 
 async function waitFor(cond: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {

@@ -9,16 +9,21 @@
  *   treated as a merge patch, which is the same for the maps the operator patches), DELETE;
  * - the status subresource (writes to the main resource ignore status and vice versa;
  *   metadata.generation moves only when spec changes);
- * - coordination.k8s.io Leases for leader election.
+ * - coordination.k8s.io Leases for leader election; core/v1 Events; the RunnerPool CRD's /scale
+ *   subresource (autoscaling/v1 Scale over .spec.replicas, .status.replicas, .status.selector);
+ * - `hang(token)`: one client's requests are never answered (stalled API server, partition).
  * With `simulateWorkloads` it also plays the Deployment/ReplicaSet controllers and the kubelet in
  * the smallest faithful way: pods follow spec.replicas, scale-in deletes the pods with the lowest
  * `controller.kubernetes.io/pod-deletion-cost` first (after not-ready ones), and the Deployment's
- * status reports them ready. Not simulated: rolling updates of the pod template, admission, RBAC,
- * field managers, server-side apply.
+ * status reports them ready.
+ * - server-side apply (PATCH application/apply-patch+yaml, ?fieldManager=, ?force=true) with
+ *   field ownership per manager, every other write recording its manager (field-ownership.ts).
+ * Not simulated: rolling updates of the pod template, admission, RBAC.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { KubeConfig } from '@kubernetes/client-node';
+import { applyConfiguration, type Owners, recordWrite } from './field-ownership.ts';
 
 type Obj = {
   apiVersion?: string;
@@ -49,6 +54,8 @@ const RESOURCES: Record<string, ResourceType> = {
   'v1/pods': { apiVersion: 'v1', kind: 'Pod', listKind: 'PodList', hasStatus: true },
   // The chart's secret hook (ensure-secret.ts) creates and completes the release's Secret.
   'v1/secrets': { apiVersion: 'v1', kind: 'Secret', listKind: 'SecretList', hasStatus: false },
+  // Events the operator records about RunnerPools.
+  'v1/events': { apiVersion: 'v1', kind: 'Event', listKind: 'EventList', hasStatus: false },
   'apps/v1/deployments': {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -189,6 +196,8 @@ export class FakeKubeApi {
   readonly deletedPods: string[] = [];
   private readonly server: Server;
   private readonly objects = new Map<string, Obj>();
+  /** Field ownership per object key (server-side apply; see field-ownership.ts). */
+  private readonly owners = new Map<string, Owners>();
   private events: Event[] = [];
   private rv = 100;
   private oldestResumableRv = 100;
@@ -197,6 +206,8 @@ export class FakeKubeApi {
     [];
   private readonly opts: Required<FakeKubeApiOptions>;
   private port = 0;
+  private readonly hungTokens = new Set<string>();
+  private held = 0;
 
   private constructor(opts: FakeKubeApiOptions) {
     this.opts = { simulateWorkloads: false, eventHistoryLimit: 1000, ...opts };
@@ -219,12 +230,15 @@ export class FakeKubeApi {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** A KubeConfig pointing @kubernetes/client-node at this fake. */
-  kubeConfig(): KubeConfig {
+  /**
+   * A KubeConfig pointing @kubernetes/client-node at this fake. A `token` (sent as a bearer token)
+   * tells this client's requests apart, e.g. to hang only one operator's calls.
+   */
+  kubeConfig(token?: string): KubeConfig {
     const kc = new KubeConfig();
     kc.loadFromOptions({
       clusters: [{ name: 'fake', server: this.url, skipTLSVerify: true }],
-      users: [{ name: 'fake' }],
+      users: [{ name: 'fake', ...(token ? { token } : {}) }],
       contexts: [{ name: 'fake', cluster: 'fake', user: 'fake' }],
       currentContext: 'fake',
     });
@@ -274,6 +288,23 @@ export class FakeKubeApi {
     this.failures.push({ method, path, code, remaining: count });
   }
 
+  /**
+   * Every later request carrying this bearer token is read and never answered (a stalled API
+   * server or a partitioned network, as the client sees it), until `unhang`.
+   */
+  hang(token: string): void {
+    this.hungTokens.add(token);
+  }
+
+  unhang(token: string): void {
+    this.hungTokens.delete(token);
+  }
+
+  /** Requests currently held by `hang`. */
+  get hungRequests(): number {
+    return this.held;
+  }
+
   get openWatches(): number {
     return this.watches.size;
   }
@@ -291,18 +322,18 @@ export class FakeKubeApi {
   }
 
   /** Creates or replaces an object as a cluster admin would (kubectl apply), bumping generation on spec change. */
-  apply(resource: string, namespace: string, input: object): Obj {
+  apply(resource: string, namespace: string, input: object, manager = 'kubectl'): Obj {
     const obj = input as Obj;
     const name = obj.metadata?.name ?? '';
     const existing = this.objects.get(`${resource}|${namespace}|${name}`);
-    if (!existing) return this.create(resource, namespace, clone(obj), false);
+    if (!existing) return this.create(resource, namespace, clone(obj), false, manager);
     const next = { ...clone(obj), status: existing.status };
     next.metadata = {
       ...existing.metadata,
       ...obj.metadata,
       resourceVersion: existing.metadata?.resourceVersion,
     };
-    return this.update(resource, namespace, existing, next);
+    return this.update(resource, namespace, existing, next, manager);
   }
 
   /** Removes an object as an admin would. */
@@ -311,13 +342,20 @@ export class FakeKubeApi {
     const o = this.objects.get(key);
     if (!o) return;
     this.objects.delete(key);
+    this.owners.delete(key);
     o.metadata = { ...o.metadata, resourceVersion: String(++this.rv) };
     this.emit({ rv: this.rv, resource, namespace, type: 'DELETED', object: o });
   }
 
   // ---- storage ---------------------------------------------------------------------------------
 
-  private create(resource: string, namespace: string, body: Obj, dropStatus: boolean): Obj {
+  private create(
+    resource: string,
+    namespace: string,
+    body: Obj,
+    dropStatus: boolean,
+    manager = 'unknown',
+  ): Obj {
     const t = RESOURCES[resource]!;
     const meta = { ...(body.metadata ?? {}) };
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomUUID().slice(0, 5)}`;
@@ -336,11 +374,14 @@ export class FakeKubeApi {
     };
     if (dropStatus) delete obj.status;
     this.objects.set(`${resource}|${namespace}|${meta.name}`, obj);
+    const owners: Owners = new Map();
+    recordWrite(owners, undefined, obj, manager);
+    this.owners.set(`${resource}|${namespace}|${meta.name}`, owners);
     this.emit({ rv: this.rv, resource, namespace, type: 'ADDED', object: obj });
     return clone(obj);
   }
 
-  private update(resource: string, namespace: string, current: Obj, next: Obj): Obj {
+  private update(resource: string, namespace: string, current: Obj, next: Obj, manager = 'unknown'): Obj {
     const t = RESOURCES[resource]!;
     next.apiVersion = t.apiVersion;
     next.kind = t.kind;
@@ -362,7 +403,10 @@ export class FakeKubeApi {
       next.metadata.generation = (current.metadata.generation ?? 0) + 1;
     }
     next.metadata.resourceVersion = String(++this.rv);
-    this.objects.set(`${resource}|${namespace}|${current.metadata?.name}`, next);
+    const key = `${resource}|${namespace}|${current.metadata?.name}`;
+    this.objects.set(key, next);
+    if (!this.owners.has(key)) this.owners.set(key, new Map());
+    recordWrite(this.owners.get(key)!, current, next, manager);
     this.emit({ rv: this.rv, resource, namespace, type: 'MODIFIED', object: next });
     return clone(next);
   }
@@ -476,6 +520,12 @@ export class FakeKubeApi {
     const query = Object.fromEntries(url.searchParams.entries());
     const contentType = req.headers['content-type']?.split(';')[0]?.trim();
     this.requests.push({ method, path: url.pathname, query, contentType });
+    const token = req.headers.authorization?.replace(/^Bearer /, '');
+    if (token && this.hungTokens.has(token)) {
+      this.held++;
+      res.on('close', () => this.held--);
+      return; // never answered; stop() destroys the connection
+    }
 
     const failure = this.failures.find(
       (f) =>
@@ -490,7 +540,7 @@ export class FakeKubeApi {
     }
 
     const m = url.pathname.match(
-      /^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))\/namespaces\/([^/]+)\/([^/]+)(?:\/([^/]+))?(?:\/(status))?$/,
+      /^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))\/namespaces\/([^/]+)\/([^/]+)(?:\/([^/]+))?(?:\/(status|scale))?$/,
     );
     if (!m) {
       this.send(
@@ -505,7 +555,8 @@ export class FakeKubeApi {
     const name = m[6];
     const sub = m[7];
     const t = RESOURCES[resource];
-    if (!t || (sub && !t.hasStatus)) {
+    const scalable = resource === 'islet.dev/v1alpha1/runnerpools'; // the CRD's scale subresource
+    if (!t || (sub === 'status' && !t.hasStatus) || (sub === 'scale' && !scalable)) {
       this.send(
         res,
         404,
@@ -514,6 +565,8 @@ export class FakeKubeApi {
       return;
     }
     const key = `${resource}|${namespace}|${name}`;
+    // Without ?fieldManager= the real server derives the manager from the User-Agent.
+    const manager = query.fieldManager || req.headers['user-agent']?.split('/')[0] || 'unknown';
     const plural = resource.split('/').pop();
     const notFound = () =>
       this.send(res, 404, status(404, 'NotFound', `${plural} "${name}" not found`, { name, kind: plural }));
@@ -561,7 +614,11 @@ export class FakeKubeApi {
           return;
         }
         // The status of a resource with a status subresource is ignored on create.
-        this.send(res, 201, this.create(resource, namespace, body, t.hasStatus && resource !== 'v1/pods'));
+        this.send(
+          res,
+          201,
+          this.create(resource, namespace, body, t.hasStatus && resource !== 'v1/pods', manager),
+        );
         return;
       }
       this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not allowed on a collection`));
@@ -569,6 +626,7 @@ export class FakeKubeApi {
     }
 
     const current = this.objects.get(key);
+    if (sub === 'scale') return this.scale(req, res, method, resource, namespace, current, manager, notFound);
     if (method === 'GET') {
       if (!current) return notFound();
       this.send(res, 200, clone(current));
@@ -584,8 +642,55 @@ export class FakeKubeApi {
       this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not allowed`));
       return;
     }
-    if (!current) return notFound();
     const body = (await this.readBody(req)) as Obj;
+    if (method === 'PATCH' && contentType === 'application/apply-patch+yaml' && !sub) {
+      // Server-side apply (JSON is YAML: clients send JSON bodies).
+      if (!query.fieldManager) {
+        this.send(
+          res,
+          422,
+          status(422, 'Invalid', 'fieldManager: Required value: is required for apply patch'),
+        );
+        return;
+      }
+      if (body?.kind && body.kind !== t.kind) {
+        this.send(res, 400, status(400, 'BadRequest', `kind ${body.kind} does not match ${t.kind}`));
+        return;
+      }
+      if (!current) {
+        const created = this.create(
+          resource,
+          namespace,
+          { ...clone(body), metadata: { ...body.metadata, name } },
+          t.hasStatus,
+          manager,
+        );
+        this.send(res, 201, created);
+        return;
+      }
+      const owners = this.owners.get(key) ?? new Map<string, string>();
+      this.owners.set(key, owners);
+      const applied = applyConfiguration(current, body, owners, manager, query.force === 'true');
+      if (!applied.ok) {
+        this.send(
+          res,
+          409,
+          status(
+            409,
+            'Conflict',
+            `Apply failed with ${applied.conflicts.length} conflicts: ${applied.conflicts.join(', ')}`,
+            { name, kind: plural },
+          ),
+        );
+        return;
+      }
+      const next = { ...(applied.object as Obj) };
+      if (t.hasStatus) next.status = clone(current.status);
+      if (next.status === undefined) delete next.status;
+      this.send(res, 200, this.update(resource, namespace, current, next, manager));
+      return;
+    }
+    if (!current) return notFound();
     let candidate: Obj;
     if (method === 'PUT') {
       if (body?.metadata?.name && body.metadata.name !== name) {
@@ -634,7 +739,40 @@ export class FakeKubeApi {
     else next = candidate;
     if (next.status === undefined) delete next.status;
     if (!next.metadata) next.metadata = {};
-    this.send(res, 200, this.update(resource, namespace, current, next));
+    this.send(res, 200, this.update(resource, namespace, current, next, manager));
+  }
+
+  /** autoscaling/v1 Scale of a RunnerPool: .spec.replicas, .status.replicas, .status.selector. */
+  private async scale(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    resource: string,
+    namespace: string,
+    current: Obj | undefined,
+    manager: string,
+    notFound: () => void,
+  ): Promise<void> {
+    if (!current) return notFound();
+    const view = (o: Obj) => ({
+      apiVersion: 'autoscaling/v1',
+      kind: 'Scale',
+      metadata: { name: o.metadata?.name, namespace, resourceVersion: o.metadata?.resourceVersion },
+      spec: { replicas: (o.spec?.replicas as number | undefined) ?? 0 },
+      status: {
+        replicas: (o.status?.replicas as number | undefined) ?? 0,
+        selector: o.status?.selector as string | undefined,
+      },
+    });
+    if (method === 'GET') return this.send(res, 200, view(current));
+    if (method !== 'PUT' && method !== 'PATCH')
+      return this.send(res, 405, status(405, 'MethodNotAllowed', `${method} not allowed`));
+    const body = (await this.readBody(req)) as { spec?: { replicas?: unknown } } | undefined;
+    const replicas = body?.spec?.replicas;
+    if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0)
+      return this.send(res, 422, status(422, 'Invalid', 'spec.replicas: must be a non-negative integer'));
+    const next = { ...clone(current), spec: { ...clone(current.spec), replicas } };
+    this.send(res, 200, view(this.update(resource, namespace, current, next, manager)));
   }
 
   private watch(
