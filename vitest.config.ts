@@ -5,7 +5,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['services/*/src/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/**/*.test.ts'],
-    exclude: ['**/node_modules/**', 'test/chaos/**'],
+    // test/bench: the ratio guard runs alone first (vitest.guard.config.ts).
+    exclude: ['**/node_modules/**', 'test/chaos/**', 'test/bench/**'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 60_000,

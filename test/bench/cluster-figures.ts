@@ -89,6 +89,14 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
   const cluster = await startCluster({
     gateways: 1,
     runners: [{ modes: ['read-only'], concurrency: slots }],
+    // One tenant drives the bench, so two tenant policies would measure themselves, not the
+    // pipeline: the fair share (default half a pool per tenant) leaves half the slots idle, and the
+    // per-tenant rate limit (1200 requests a minute) throttled the later phases into 429 retries
+    // (sequential p50 78 ms instead of 23). BENCH_TENANT_SHARE overrides the share.
+    env: {
+      ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE ?? '1',
+      ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+    },
   });
   const redis = createRedis(cluster.redisUrl);
   const a = api(cluster.url, cluster.devKey);
