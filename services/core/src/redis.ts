@@ -1,11 +1,14 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { type RedisTarget, redisOptionsFor } from './redis-connection.ts';
 
 /**
  * A Redis connection configured the way BullMQ asks (`maxRetriesPerRequest: null`) and that
  * keeps reconnecting after a Redis restart instead of giving up, so processes outlive it.
  */
-export function createRedis(url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, {
+export function createRedis(target: RedisTarget, options: RedisOptions = {}): Redis {
+  // Every service connects through redis-connection.ts: one configuration, one topology.
+  return new Redis({
+    ...redisOptionsFor(target),
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     retryStrategy: (times) => Math.min(50 * times, 2000),

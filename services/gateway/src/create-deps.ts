@@ -23,8 +23,8 @@ export async function createGatewayDeps(
   config: IsletConfig,
   logger: Logger,
 ): Promise<GatewayDeps & { close(): Promise<void> }> {
-  const redis = createRedis(config.ISLET_REDIS_URL);
-  const subscriber = createRedis(config.ISLET_REDIS_URL);
+  const redis = createRedis(config);
+  const subscriber = createRedis(config);
   const sealer = sealerFromConfig(config);
   const queues = Object.fromEntries(
     SANDBOX_MODES.map((mode) => [
