@@ -44,6 +44,11 @@ export const configSchema = z.object({
   /** Redis: URL, mode (standalone|sentinel|cluster), sentinels, password, CA (redis-connection.ts). */
   ...redisConfigShape,
   /**
+   * The gateway checks at start that Redis keeps runs: AOF on and maxmemory-policy noeviction.
+   * `warn` (default: a managed Redis may hide CONFIG) logs, `refuse` stops the gateway, `off` skips.
+   */
+  ISLET_REDIS_DURABILITY_CHECK: z.enum(['warn', 'refuse', 'off']).default('warn'),
+  /**
    * `kid:base64,kid2:base64`, each key 32 bytes. Old keys stay listed so old records open.
    * Like every secret (secret-files.ts), better given as ISLET_SEAL_KEYS_FILE, a file holding the value.
    */

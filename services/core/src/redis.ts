@@ -30,3 +30,21 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
     return undefined;
   }
 }
+
+/**
+ * What makes this Redis unsafe for queued runs: AOF off (a restart loses every acknowledged run
+ * since the last snapshot) or an eviction policy other than noeviction (a full Redis drops job
+ * keys). Undefined when the server does not allow CONFIG (some managed Redis): unknown, not safe.
+ */
+export async function redisDurabilityProblems(redis: Redis): Promise<string[] | undefined> {
+  try {
+    const aof = ((await redis.config('GET', 'appendonly')) as string[])[1];
+    const policy = ((await redis.config('GET', 'maxmemory-policy')) as string[])[1];
+    const problems: string[] = [];
+    if (aof !== 'yes') problems.push(`appendonly is ${aof ?? 'unknown'}, not yes`);
+    if (policy !== 'noeviction') problems.push(`maxmemory-policy is ${policy ?? 'unknown'}, not noeviction`);
+    return problems;
+  } catch {
+    return undefined;
+  }
+}
