@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import { z } from 'zod';
+import { redisConfigProblems, redisConfigShape } from './redis-connection.ts';
 import { resolveSecretFiles } from './secret-files.ts';
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
@@ -40,7 +41,13 @@ export const configSchema = z.object({
    * (Endpoints, ingress) stop sending before it closes; then it drains in-flight requests.
    */
   ISLET_SHUTDOWN_DELAY_MS: int(0),
-  ISLET_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** Redis: URL, mode (standalone|sentinel|cluster), sentinels, password, CA (redis-connection.ts). */
+  ...redisConfigShape,
+  /**
+   * The gateway checks at start that Redis keeps runs: AOF on and maxmemory-policy noeviction.
+   * `warn` (default: a managed Redis may hide CONFIG) logs, `refuse` stops the gateway, `off` skips.
+   */
+  ISLET_REDIS_DURABILITY_CHECK: z.enum(['warn', 'refuse', 'off']).default('warn'),
   /**
    * `kid:base64,kid2:base64`, each key 32 bytes. Old keys stay listed so old records open.
    * Like every secret (secret-files.ts), better given as ISLET_SEAL_KEYS_FILE, a file holding the value.
@@ -198,6 +205,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const lines = [
     ...resolved.problems,
     ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`)),
+    ...(parsed.success ? redisConfigProblems(parsed.data) : []),
   ];
   if (lines.length > 0 || !parsed.success) {
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);

@@ -12,6 +12,7 @@ export const SECRET_VARIABLES = [
   'ISLET_JOURNAL_ARGS_KEY',
   // A Redis URL may carry a password (redis://:password@host:6379).
   'ISLET_REDIS_URL',
+  'ISLET_REDIS_PASSWORD',
   'ISLET_DEV_API_KEY',
   // Not secret, but kept beside the keys in the same Kubernetes Secret, so mounted with them.
   'ISLET_SEAL_ACTIVE_KEY_ID',

@@ -14,6 +14,7 @@ import {
   createSettingsStore,
   createTenantStore,
   generateSealKey,
+  type RedisConfig,
   SCOPES,
   SECRET_VARIABLES,
 } from '@islet/core';
@@ -41,6 +42,12 @@ export interface RunnerSpec {
 export interface ClusterOptions {
   /** Use this Redis instead of starting one. */
   redisUrl?: string;
+  /**
+   * Use this Redis configuration (e.g. sentinel mode: ISLET_REDIS_MODE, ISLET_REDIS_SENTINELS,
+   * ISLET_REDIS_SENTINEL_MASTER, ISLET_REDIS_PASSWORD, ISLET_REDIS_CA_FILE) instead of starting a
+   * Redis; every process and the stack's own connection get it.
+   */
+  redisConfig?: RedisConfig;
   /** `maxmemory` of the Redis this cluster starts, bytes (noeviction: a full Redis refuses writes). Default 512 MiB. */
   redisMaxMemoryBytes?: number;
   /** Gateway processes. Default 1. */
@@ -148,12 +155,13 @@ function inheritedEnv(): Record<string, string> {
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
-  const redisServer = options.redisUrl
-    ? undefined
-    : await startRedis({
-        appendFsync: 'always', // a journaled call survives a Redis crash
-        maxMemoryBytes: options.redisMaxMemoryBytes ?? DEV_REDIS_MAX_MEMORY_BYTES,
-      });
+  const redisServer =
+    options.redisUrl || options.redisConfig
+      ? undefined
+      : await startRedis({
+          appendFsync: 'always', // a journaled call survives a Redis crash
+          maxMemoryBytes: options.redisMaxMemoryBytes ?? DEV_REDIS_MAX_MEMORY_BYTES,
+        });
   // From here on a failure must stop what was started (Redis, children) and remove the temp dirs.
   const cleanups: (() => Promise<void> | void)[] = [() => redisServer?.stop()];
   const cleanUp = async () => {
@@ -173,7 +181,13 @@ async function startClusterProcesses(
   cleanups: (() => Promise<void> | void)[],
   cleanUp: () => Promise<void>,
 ): Promise<Cluster> {
-  const redisUrl = options.redisUrl ?? redisServer!.url;
+  const redisConfig: RedisConfig = options.redisConfig ?? {
+    ISLET_REDIS_URL: options.redisUrl ?? redisServer!.url,
+  };
+  const redisUrl = redisConfig.ISLET_REDIS_URL;
+  const redisEnv = Object.fromEntries(
+    Object.entries(redisConfig).filter((e): e is [string, string] => typeof e[1] === 'string'),
+  );
   // Secrets reach the children as files only, in a directory only root (this user) can enter.
   const secretDir = mkdtempSync(join(tmpdir(), 'islet-secrets-'));
   chmodSync(secretDir, 0o700);
@@ -190,7 +204,7 @@ async function startClusterProcesses(
   }
   const env: Record<string, string> = {
     ...(ownWorkspaceRoot ? { ISLET_WORKSPACE_ROOT: ownWorkspaceRoot } : {}),
-    ISLET_REDIS_URL: redisUrl,
+    ...redisEnv,
     ISLET_SEAL_KEYS: generateSealKey('dev1'),
     ISLET_INTERNAL_TOKEN: randomBytes(24).toString('base64url'),
     ISLET_JOURNAL_ARGS_KEY: randomBytes(32).toString('base64url'),
@@ -335,7 +349,7 @@ async function startClusterProcesses(
   await settle(gateways);
   await settle(runners);
 
-  const redis = createRedis(redisUrl);
+  const redis = createRedis(redisConfig);
   const tenants = createTenantStore(redis);
   const tenantId = options.devTenant ?? 'dev';
   if (!(await tenants.getTenant(tenantId))) await tenants.createTenant({ id: tenantId, name: 'Development' });

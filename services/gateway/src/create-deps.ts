@@ -6,10 +6,10 @@ import {
   createSettingsCache,
   createSettingsStore,
   createTenantStore,
-  evictionPolicy,
   type IsletConfig,
   type Logger,
   type RunJobData,
+  redisDurabilityProblems,
   sealerFromConfig,
 } from '@islet/core';
 import { createCallJournal, createDecisionStore } from '@islet/journal';
@@ -23,8 +23,8 @@ export async function createGatewayDeps(
   config: IsletConfig,
   logger: Logger,
 ): Promise<GatewayDeps & { close(): Promise<void> }> {
-  const redis = createRedis(config.ISLET_REDIS_URL);
-  const subscriber = createRedis(config.ISLET_REDIS_URL);
+  const redis = createRedis(config);
+  const subscriber = createRedis(config);
   const sealer = sealerFromConfig(config);
   const queues = Object.fromEntries(
     SANDBOX_MODES.map((mode) => [
@@ -54,9 +54,22 @@ export async function createGatewayDeps(
       }
     },
   });
-  const policy = await evictionPolicy(redis);
-  if (policy !== undefined && policy !== 'noeviction')
-    logger.warn({ policy }, 'Redis maxmemory-policy is not noeviction: queued runs can be evicted and lost');
+  if (config.ISLET_REDIS_DURABILITY_CHECK !== 'off') {
+    const problems = await redisDurabilityProblems(redis);
+    const text =
+      problems === undefined
+        ? 'Redis does not allow CONFIG GET: AOF and maxmemory-policy noeviction cannot be checked'
+        : problems.length > 0
+          ? `Redis can lose queued runs: ${problems.join('; ')}`
+          : undefined;
+    // Unknown (CONFIG refused) only warns even under `refuse`: managed Redis hides CONFIG.
+    if (text && problems?.length && config.ISLET_REDIS_DURABILITY_CHECK === 'refuse') {
+      redis.disconnect();
+      subscriber.disconnect();
+      throw new Error(`${text} (ISLET_REDIS_DURABILITY_CHECK=refuse)`);
+    }
+    if (text) logger.warn({ problems }, text);
+  }
   const hub = createEventHub(subscriber);
   await hub.start();
   return {

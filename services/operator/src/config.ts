@@ -2,7 +2,7 @@
  * Operator configuration: one zod schema over the environment, units in the names.
  * `loadOperatorConfig(env)` is called from main.ts only.
  */
-import { resolveSecretFiles } from '@islet/core';
+import { redisConfigProblems, redisConfigShape, resolveSecretFiles } from '@islet/core';
 import { z } from 'zod';
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
@@ -32,7 +32,8 @@ function json<T extends z.ZodType>(schema: T, def: z.infer<T>) {
 export const operatorConfigSchema = z.object({
   /** Namespace whose RunnerPools this operator manages (the chart sets it to its own). */
   ISLET_NAMESPACE: z.string().min(1).default('default'),
-  ISLET_REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** Redis: the same configuration as the gateway and runners (redis-connection.ts in core). */
+  ...redisConfigShape,
   ISLET_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** /metrics, /healthz, /readyz. */
   ISLET_OPERATOR_METRICS_PORT: int(9090),
@@ -127,7 +128,7 @@ export function leaderTimings(c: OperatorConfig): LeaderTimings {
 }
 
 /** The operator's only secret: a Redis URL that may carry a password (ISLET_REDIS_URL_FILE). */
-export const OPERATOR_SECRET_VARIABLES = ['ISLET_REDIS_URL'] as const;
+export const OPERATOR_SECRET_VARIABLES = ['ISLET_REDIS_URL', 'ISLET_REDIS_PASSWORD'] as const;
 
 export function loadOperatorConfig(env: Record<string, string | undefined> = process.env): OperatorConfig {
   const resolved = resolveSecretFiles(env, OPERATOR_SECRET_VARIABLES);
@@ -135,6 +136,7 @@ export function loadOperatorConfig(env: Record<string, string | undefined> = pro
   const lines = [
     ...resolved.problems,
     ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`)),
+    ...(parsed.success ? redisConfigProblems(parsed.data) : []),
   ];
   if (lines.length > 0 || !parsed.success) {
     throw new Error(`invalid operator configuration:\n  ${lines.join('\n  ')}`);

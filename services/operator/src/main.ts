@@ -1,8 +1,7 @@
 /** Operator process entry: configuration from the environment, in-cluster credentials, signals. */
 
-import { scrubSecretEnv } from '@islet/core';
+import { createRedis, scrubSecretEnv } from '@islet/core';
 import { KubeConfig } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadOperatorConfig, OPERATOR_SECRET_VARIABLES } from './config.ts';
 import { startOperator } from './operator.ts';
@@ -15,7 +14,7 @@ const log = pino({
 });
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromDefault(); // in a pod: the ServiceAccount token and the API server's CA
-const redis = new Redis(config.ISLET_REDIS_URL, { maxRetriesPerRequest: 3, lazyConnect: false });
+const redis = createRedis(config, { maxRetriesPerRequest: 3, lazyConnect: false });
 redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
 
 const operator = await startOperator({ config, kubeConfig, redis, log });

@@ -41,9 +41,9 @@ scrubSecretEnv();
 const logger = createLogger({ name: 'runner', level: config.ISLET_LOG_LEVEL });
 if (hardening.notes.length > 0) logger.warn({ hardening }, 'process hardening incomplete');
 const metrics = createMetrics({ component: 'runner' });
-const redis = createRedis(config.ISLET_REDIS_URL);
+const redis = createRedis(config);
 // Settings changes arrive here (pub/sub) and drop the runner's cached settings.
-const settingsSubscriber = createRedis(config.ISLET_REDIS_URL);
+const settingsSubscriber = createRedis(config);
 settingsSubscriber.on('error', (err) =>
   logger.warn({ err: err.message }, 'settings subscriber connection error'),
 );

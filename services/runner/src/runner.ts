@@ -170,20 +170,20 @@ export function createRunner(deps: RunnerDeps) {
 
   return {
     async start() {
-      subscriber = createRedis(config.ISLET_REDIS_URL);
+      subscriber = createRedis(config);
       connections.push(subscriber);
       subscriber.on('message', (_ch: string, runId: string) => active.get(runId)?.cancel.abort());
       subscriber.on('error', (err) =>
         logger.warn({ err: err.message }, 'cancel subscriber connection error'),
       );
       await subscriber.subscribe(channels.cancel);
-      const shareConnection = createRedis(config.ISLET_REDIS_URL);
+      const shareConnection = createRedis(config);
       connections.push(shareConnection);
       shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
       share = createFairShare({ redis: shareConnection, config, logger, promote });
       await share.start(config.ISLET_RUNNER_MODES);
       for (const mode of config.ISLET_RUNNER_MODES) {
-        const connection = createRedis(config.ISLET_REDIS_URL);
+        const connection = createRedis(config);
         connections.push(connection);
         const worker = new Worker<RunJobData>(runQueueName(mode), (job, token) => process(mode, job, token), {
           connection,
