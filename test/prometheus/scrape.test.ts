@@ -143,6 +143,7 @@ describe('metrics exposition', () => {
     for (const [component, url] of Object.entries(endpoints)) {
       const text = await (await fetch(url)).text();
       expect(text, component).toContain('# TYPE islet_');
+      expect(text, component).toMatch(/^islet_build_info\{version="[^"]+",revision="[^"]+",node="v\d[^"]*"/m);
       const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
       expect(r.status, `${component}: ${r.stdout}${r.stderr}`).toBe(0);
     }
@@ -192,6 +193,21 @@ describe('Prometheus scraping the local cluster', () => {
     });
     const byMode = await query('sum by (mode, kind) (islet_runs_total{status="Completed"})');
     expect(byMode).toContainEqual(expect.objectContaining({ metric: { mode: 'read-only', kind: 'none' } }));
+    // Latency by outcome; the gateway's oldest-waiting age, Redis memory and build info on every target.
+    await until(
+      'run latency by outcome',
+      async () =>
+        (await scalar(
+          'sum(islet_run_duration_seconds_count{status="Completed",kind="none",mode="read-only"})',
+        )) >= RUNS,
+    );
+    expect(await scalar('max(islet_queue_oldest_job_age_seconds{mode="read-only"})')).toBeGreaterThanOrEqual(
+      0,
+    );
+    expect(await scalar('max(islet_redis_used_memory_bytes)')).toBeGreaterThan(0);
+    expect((await query('islet_build_info')).map((s) => s.metric.component).sort()).toEqual(
+      expect.arrayContaining(['gateway', 'runner']),
+    );
     await until(
       'queue waits observed',
       async () => (await scalar('sum(islet_queue_wait_seconds_count)')) - beforeWait >= RUNS,

@@ -1,3 +1,4 @@
+export * from './build-info.ts';
 export * from './config.ts';
 export * from './jobs.ts';
 export * from './keys.ts';

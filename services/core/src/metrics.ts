@@ -4,16 +4,31 @@
  * under the `islet_` prefix.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { buildInfoLabels } from './build-info.ts';
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
 export interface MetricsOptions {
   component: string;
   defaults?: boolean;
-  /** Fills islet_queue_depth at scrape time (the gateway reads BullMQ's counts from Redis). */
+  /**
+   * Fills islet_queue_depth at scrape time (the gateway reads BullMQ's counts from Redis). The
+   * gauge is emptied first: a mode whose read fails (Redis down) has no series in that scrape, so
+   * Prometheus marks it stale instead of showing the last depth as if it were current.
+   */
   collectQueueDepth?: (
     set: (labels: { mode: string; state: string }, value: number) => void,
   ) => Promise<void>;
+  /**
+   * Fills islet_queue_oldest_job_age_seconds at scrape time: queue wait is observed only when a
+   * runner picks a job up, so a mode with no runner would otherwise be silent. Emptied first too.
+   */
+  collectQueueAge?: (set: (labels: { mode: string }, seconds: number) => void) => Promise<void>;
+  /**
+   * Reads Redis memory for islet_redis_used_memory_bytes / islet_redis_maxmemory_bytes at scrape
+   * time; undefined (Redis unreachable) leaves both series out of the scrape.
+   */
+  readRedisMemory?: () => Promise<{ used: number; max: number } | undefined>;
 }
 
 export function createMetrics(options: MetricsOptions) {
@@ -27,6 +42,43 @@ export function createMetrics(options: MetricsOptions) {
       registry.removeSingleMetric(`islet_nodejs_${name}_total`);
   }
   const registers = [registry];
+  new Gauge({
+    name: 'islet_build_info',
+    help: 'Always 1; the labels say which build runs where',
+    labelNames: ['version', 'revision', 'node'],
+    registers,
+  }).set(buildInfoLabels(), 1);
+  // The registry collects gauges concurrently: both share one in-flight INFO read.
+  let memoryRead: Promise<{ used: number; max: number } | undefined> | undefined;
+  const readMemory = (read: NonNullable<MetricsOptions['readRedisMemory']>) =>
+    (memoryRead ??= read().finally(() => {
+      memoryRead = undefined;
+    }));
+  // Only where someone reads Redis memory (the gateway): elsewhere a constant 0 would mislead.
+  const readRedisMemory = options.readRedisMemory;
+  if (readRedisMemory) {
+    // remove(), not reset(): an unlabelled gauge resets to 0, which is not "unknown".
+    new Gauge({
+      name: 'islet_redis_used_memory_bytes',
+      help: 'Redis used_memory as read by this process (INFO memory)',
+      registers,
+      async collect(this: Gauge) {
+        this.remove();
+        const m = await readMemory(readRedisMemory);
+        if (m) this.set(m.used);
+      },
+    });
+    new Gauge({
+      name: 'islet_redis_maxmemory_bytes',
+      help: 'Redis maxmemory as read by this process (0: no limit)',
+      registers,
+      async collect(this: Gauge) {
+        this.remove();
+        const m = await readMemory(readRedisMemory);
+        if (m) this.set(m.max);
+      },
+    });
+  }
   return {
     registry,
     runsTotal: new Counter({
@@ -37,8 +89,21 @@ export function createMetrics(options: MetricsOptions) {
     }),
     runDuration: new Histogram({
       name: 'islet_run_duration_seconds',
-      help: 'Execution time of a run on a runner',
-      labelNames: ['mode'],
+      help: 'Execution time of a run_code run on a runner, by outcome',
+      labelNames: ['mode', 'status', 'kind'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    skillRunsTotal: new Counter({
+      name: 'islet_skill_runs_total',
+      help: 'Skill runs (run_code skill commands) that ended',
+      labelNames: ['status', 'kind', 'mode'],
+      registers,
+    }),
+    skillDuration: new Histogram({
+      name: 'islet_skill_run_duration_seconds',
+      help: 'Execution time of a skill run on a runner, by outcome',
+      labelNames: ['mode', 'status'],
       buckets: DURATION_BUCKETS,
       registers,
     }),
@@ -57,7 +122,22 @@ export function createMetrics(options: MetricsOptions) {
       ...(options.collectQueueDepth
         ? {
             async collect(this: Gauge) {
+              this.reset();
               await options.collectQueueDepth!((labels, value) => this.set(labels, value));
+            },
+          }
+        : {}),
+    }),
+    queueOldestAge: new Gauge({
+      name: 'islet_queue_oldest_job_age_seconds',
+      help: 'Age of the oldest job waiting in the run queue of a mode (0 when none waits)',
+      labelNames: ['mode'],
+      registers,
+      ...(options.collectQueueAge
+        ? {
+            async collect(this: Gauge) {
+              this.reset();
+              await options.collectQueueAge!((labels, value) => this.set(labels, value));
             },
           }
         : {}),

@@ -18,6 +18,7 @@ import { Queue } from 'bullmq';
 import { createConnectionStore } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
+import { queueMetricsCollectors } from './queue-metrics.ts';
 
 export async function createGatewayDeps(
   config: IsletConfig,
@@ -34,26 +35,9 @@ export async function createGatewayDeps(
   ) as Record<SandboxMode, Queue<RunJobData>>;
   for (const q of Object.values(queues))
     q.on('error', (err) => logger.warn({ err }, 'queue connection error'));
-  // Queue depth is read from Redis at scrape time: accurate across replicas, no background loop.
-  const metrics = createMetrics({
-    component: 'gateway',
-    async collectQueueDepth(set) {
-      for (const mode of SANDBOX_MODES) {
-        try {
-          const counts = await queues[mode].getJobCounts(
-            'waiting',
-            'prioritized',
-            'active',
-            'delayed',
-            'paused',
-          );
-          for (const [state, n] of Object.entries(counts)) set({ mode, state }, n);
-        } catch {
-          // Redis down: keep the last values rather than failing the scrape.
-        }
-      }
-    },
-  });
+  // Queue depth, queue age and Redis memory are read from Redis at scrape time: accurate across
+  // replicas, no background loop.
+  const metrics = createMetrics({ component: 'gateway', ...queueMetricsCollectors(redis, queues) });
   if (config.ISLET_REDIS_DURABILITY_CHECK !== 'off') {
     const problems = await redisDurabilityProblems(redis);
     const text =

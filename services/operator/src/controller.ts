@@ -68,6 +68,8 @@ export class PoolController {
   private readonly known = new Set<string>();
   /** Mode of every pool seen (watch + reconciles): pools of one mode split its queue's depth. */
   private readonly modes = new Map<string, string | undefined>();
+  /** The mode islet_operator_max_replicas was last set with, per pool (to remove that series). */
+  private readonly maxModes = new Map<string, string>();
   private running = false;
   private draining: Promise<void> = Promise.resolve();
   private busy = false;
@@ -101,6 +103,9 @@ export class PoolController {
             this.histories.delete(name);
             this.lastErrors.delete(name);
             this.d.metrics.desiredReplicas.remove(name);
+            const maxMode = this.maxModes.get(name);
+            if (maxMode !== undefined) this.d.metrics.maxReplicas.remove({ pool: name, mode: maxMode });
+            this.maxModes.delete(name);
             return;
           }
           if (name) this.modes.set(name, modeOf(obj as RunnerPool));
@@ -210,6 +215,13 @@ export class PoolController {
       await this.execute(pool, out.actions, out.events);
       this.lastErrors.delete(name);
       if (out.desiredReplicas !== undefined) metrics.desiredReplicas.set({ pool: name }, out.desiredReplicas);
+      const max = (pool.spec as { maxReplicas?: unknown } | undefined)?.maxReplicas;
+      if (typeof max === 'number' && typeof mode === 'string') {
+        const before = this.maxModes.get(name);
+        if (before !== undefined && before !== mode) metrics.maxReplicas.remove({ pool: name, mode: before });
+        this.maxModes.set(name, mode);
+        metrics.maxReplicas.set({ pool: name, mode }, max);
+      }
       if (out.scale) metrics.scaleEventsTotal.inc({ pool: name, direction: out.scale });
       if (out.scale) log.info({ pool: name, desired: out.desiredReplicas, direction: out.scale }, 'scaled');
     } catch (err) {

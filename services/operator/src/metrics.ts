@@ -1,5 +1,6 @@
 /** The operator's Prometheus metrics (names fixed in helpers' INTERFACES: islet_operator_*). */
 import { createServer, type Server } from 'node:http';
+import { buildInfoLabels } from '@islet/core';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 /** prom-client default gauges whose names end in `_total` although they are not counters. */
@@ -21,6 +22,7 @@ export interface OperatorMetrics {
   registry: Registry;
   reconcileTotal: Counter<'result'>;
   desiredReplicas: Gauge<'pool'>;
+  maxReplicas: Gauge<'pool' | 'mode'>;
   scaleEventsTotal: Counter<'pool' | 'direction'>;
   watchRestartsTotal: Counter<'resource' | 'reason'>;
   leader: Gauge;
@@ -34,8 +36,20 @@ export function createOperatorMetrics(options: { defaults?: boolean } = {}): Ope
     // (promtool check metrics rejects them): leave them out.
     for (const name of NON_COUNTER_TOTALS) registry.removeSingleMetric(name);
   }
+  new Gauge({
+    name: 'islet_build_info',
+    help: 'Always 1; the labels say which build runs where',
+    labelNames: ['version', 'revision', 'node'],
+    registers: [registry],
+  }).set(buildInfoLabels(), 1);
   return {
     registry,
+    maxReplicas: new Gauge({
+      name: 'islet_operator_max_replicas',
+      help: 'maxReplicas of each RunnerPool, with its mode (to join with queue metrics).',
+      labelNames: ['pool', 'mode'],
+      registers: [registry],
+    }),
     reconcileTotal: new Counter({
       name: 'islet_operator_reconcile_total',
       help: 'RunnerPool reconciles by result.',

@@ -171,6 +171,9 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     });
     expect(text).toMatch(/islet_operator_desired_replicas\{pool="ww"\} 4/);
     expect(text).toMatch(/islet_operator_reconcile_total\{result="ok"\} \d+/);
+    // maxReplicas with the pool's mode: the "pool at max with a backlog" alert joins it with queue age.
+    expect(text).toContain(`islet_operator_max_replicas{pool="ww",mode="${MODE}"} 6`);
+    expect(text).toMatch(/^islet_build_info\{version="[^"]+",revision="[^"]+",node="v\d+[^"]*"\} 1$/m);
   });
 
   it('holds replicas through the scale-down window, then drains the idle pods, keeping the busy one', async () => {

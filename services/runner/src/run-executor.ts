@@ -190,7 +190,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     } finally {
       replaying.close();
     }
-    metrics.runDuration.observe({ mode: job.mode }, (performance.now() - started) / 1000);
+    const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
       pickedUp,
@@ -203,6 +203,16 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     if (job.handBack.aborted && !job.cancel.aborted)
       throw new HandBackError('runner shutting down; run handed back');
     const mapped = mapOutcome(outcome);
+    // Latency by outcome (bounded labels): a slow Completed and a slow timeout are different pages.
+    metrics.runDuration.observe(
+      {
+        mode: job.mode,
+        status:
+          mapped.kind === 'final' ? mapped.status : mapped.kind === 'cancelled' ? 'Cancelled' : 'Waiting',
+        kind: mapped.kind === 'final' ? mapped.failureKind : mapped.kind === 'cancelled' ? 'abort' : 'none',
+      },
+      elapsedSeconds,
+    );
     if (mapped.kind === 'suspended') {
       // The gateway already set Waiting and published the decision; the job ends, the slot frees.
       // (No status write here: the gateway set Waiting when it asked, and a quick answer may

@@ -27,10 +27,11 @@ describe('skill executor workspace accounting', () => {
       warn: (obj: Record<string, unknown>) => warnings.push(obj),
     } as unknown as Logger;
     const done: SkillResult = { success: true, output: '', error: '', exitCode: 0, language: 'bash' };
+    const metrics = createMetrics({ component: 'runner', defaults: false });
     const execute = createSkillExecutor({
       sealer,
       workspaces,
-      metrics: createMetrics({ component: 'runner' }),
+      metrics,
       logger,
       // Stands in for the jailed interpreter: it writes straight into its working directory.
       run: async (req) => {
@@ -49,6 +50,16 @@ describe('skill executor workspace accounting', () => {
       },
     });
     expect(warnings).toEqual([expect.objectContaining({ skill: 'skill-1', bytes: 1500, over: true })]);
+    // Skills have their own series; run_code's counters and latency (the SLOs) stay untouched.
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(
+      /^islet_skill_runs_total\{status="Completed",kind="[a-z-]+",mode="workspace-write"[^}]*\} 1$/m,
+    );
+    expect(text).toMatch(
+      /^islet_skill_run_duration_seconds_count\{[^}]*mode="workspace-write",status="Completed"[^}]*\} 1$/m,
+    );
+    expect(text).not.toMatch(/^islet_runs_total\{/m);
+    expect(text).not.toMatch(/^islet_run_duration_seconds_count\{/m);
     await expect(workspaces.workspace('t1', 's1').write('x.txt', Buffer.from('x'))).rejects.toMatchObject({
       code: 'workspace-full',
     });

@@ -80,8 +80,10 @@ export function createSkillExecutor(deps: SkillExecutorDeps) {
     });
     if (job.skill.sessionId) await accountWorkspace(job, job.skill.sessionId);
     const kind = skillFailureKind(result);
-    metrics.runDuration.observe({ mode: job.mode }, (performance.now() - started) / 1000);
-    metrics.runsTotal.inc({ status: result.success ? 'Completed' : 'Failed', kind, mode: job.mode });
+    // Skills have their own series: a slow shell command must not burn the run_code SLOs.
+    const status = result.success ? 'Completed' : 'Failed';
+    metrics.skillDuration.observe({ mode: job.mode, status }, (performance.now() - started) / 1000);
+    metrics.skillRunsTotal.inc({ status, kind, mode: job.mode });
     deps.logger.debug({ skill: job.id, mode: job.mode, exitCode: result.exitCode, kind }, 'skill done');
     return deps.sealer.seal(JSON.stringify(result));
   };
