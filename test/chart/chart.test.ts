@@ -376,7 +376,22 @@ describe('monitoring objects', () => {
     );
     expect(alerts).toContain('IsletRedisMemoryHigh');
     expect(alerts).not.toContain('IsletOperatorNotReconciling');
+    expect(alerts).not.toContain('IsletOperatorAbsent');
+    expect(alerts).not.toContain('IsletRunnerPoolAtMaxWithBacklog');
+    expect(alerts).toContain('IsletQueueStalled');
     const sm = find(objectsOf('ci/monitoring'), 'ServiceMonitor')[0]!;
+    // The rules aggregate by namespace and release and key up/absent on islet_component.
+    for (const e of sm.spec.endpoints)
+      expect(e.relabelings).toEqual([
+        {
+          sourceLabels: ['__meta_kubernetes_service_label_app_kubernetes_io_instance'],
+          targetLabel: 'release',
+        },
+        {
+          sourceLabels: ['__meta_kubernetes_service_label_app_kubernetes_io_component'],
+          targetLabel: 'islet_component',
+        },
+      ]);
     expect(sm.spec.selector.matchLabels).toEqual({
       'app.kubernetes.io/instance': 'islet',
       'islet.dev/scrape': 'true',
