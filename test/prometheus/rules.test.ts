@@ -77,6 +77,25 @@ describe('alert rules', () => {
       for (const m of r.expr.matchAll(/\bsum\b(?! by)/g)) expect(m, r.record).toBeUndefined();
   });
 
+  it('the dashboard has namespace and release variables and every query selects by them', () => {
+    const dashboard = JSON.parse(
+      readFileSync(join(ROOT, 'charts/islet/files/dashboards/islet.json'), 'utf8'),
+    ) as {
+      templating: { list: { name: string }[] };
+      panels: { title: string; targets?: { expr: string }[] }[];
+    };
+    const vars = dashboard.templating.list.map((v) => v.name);
+    expect(vars).toEqual(expect.arrayContaining(['namespace', 'release', 'mode']));
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => [p.title, t.expr] as const));
+    expect(exprs.length).toBeGreaterThan(25);
+    for (const [title, expr] of exprs) {
+      const selectors = [...expr.matchAll(/\b(islet_[a-z_]+)(\{[^}]*\})?/g)];
+      expect(selectors.length, title).toBeGreaterThan(0);
+      for (const m of selectors)
+        expect(m[2] ?? '', `${title}: ${m[1]}`).toContain('namespace=~"$namespace",release=~"$release"');
+    }
+  });
+
   it('every alert has a severity, a summary and a runbook_url whose section exists in the chart README', () => {
     const readme = readFileSync(join(ROOT, 'charts/islet/README.md'), 'utf8');
     const anchors = new Set(

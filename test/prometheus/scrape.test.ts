@@ -238,7 +238,11 @@ describe('Prometheus scraping the local cluster', () => {
       const withData = new Set<string>();
       for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
         for (const t of panel.targets ?? []) {
-          const expr = t.expr.replaceAll('$__rate_interval', '1m').replaceAll('$mode', '.*');
+          const expr = t.expr
+            .replaceAll('$__rate_interval', '1m')
+            .replaceAll('$mode', '.*')
+            .replaceAll('$namespace', '.*')
+            .replaceAll('$release', '.*');
           const result = await query(expr); // throws on a query error
           if (result.length > 0) withData.add(panel.title);
         }
@@ -255,6 +259,10 @@ describe('Prometheus scraping the local cluster', () => {
       'Runner saturation (busy slots / all slots)',
       'Desired replicas and scale events',
       'Operator reconciles by result',
+      'Oldest queued run age',
+      'Run duration p95 by status',
+      'Redis memory',
+      'Builds running',
     ];
     let withData = new Set<string>();
     // Rates need two scrapes inside their window: give the newest series a few seconds.
