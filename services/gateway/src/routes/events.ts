@@ -9,13 +9,12 @@ import { HttpProblem } from '../problem-reply.ts';
 import { createSseSlots } from '../sse-slots.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
+import { openEventStream, takeStreamSlot } from './sse-stream.ts';
 
 const STREAM_ID = /^\d+-\d+$/;
 const HEARTBEAT_MS = 15_000;
 /** Slot leases are renewed at least this often (well inside SSE_LEASE_MS). */
 const RENEW_MS = 10_000;
-/** Retry-After of a refused stream: slots free when streams end, which a client cannot see. */
-const FULL_RETRY_AFTER_SECONDS = 5;
 
 export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, runsService, deps } = ctx;
@@ -34,35 +33,15 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           typeof header === 'string' ? header : typeof q.lastEventId === 'string' ? q.lastEventId : '0';
         if (resume !== '0' && !STREAM_ID.test(resume))
           throw new HttpProblem('validation', 'Last-Event-ID must be an event id from this stream');
-        const slot = await slots.take(caller.tenantId);
-        if (!slot) {
-          const limit = deps.config.ISLET_SSE_STREAMS_PER_TENANT;
-          throw new HttpProblem(
-            'rate-limited',
-            `tenant has ${limit} event streams open, the most it may have; close one or retry in ${FULL_RETRY_AFTER_SECONDS}s`,
-            { limit, retryAfterSeconds: FULL_RETRY_AFTER_SECONDS },
-            { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) },
-          );
-        }
+        const slot = await takeStreamSlot(slots, caller.tenantId, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
 
-        reply.hijack();
-        const res = reply.raw;
-        res.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        });
-        const ac = new AbortController();
-        const abort = () => ac.abort();
-        res.once('close', abort);
-        ctx.closing.addEventListener('abort', abort, { once: true });
+        const { res, signal, abort } = openEventStream(reply, ctx.closing);
         let last = resume;
         let lastWrite = Date.now();
         let renewed = Date.now();
         try {
           res.write('retry: 1000\n\n');
-          while (!ac.signal.aborted) {
+          while (!signal.aborted) {
             if (Date.now() - renewed >= RENEW_MS) {
               await slot.renew();
               renewed = Date.now();
@@ -81,7 +60,7 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
                 res.write(': heartbeat\n\n');
                 lastWrite = Date.now();
               }
-              await deps.hub.nextChange(id, 2000, ac.signal);
+              await deps.hub.nextChange(id, 2000, signal);
             }
           }
         } catch (err) {

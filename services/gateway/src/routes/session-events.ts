@@ -11,15 +11,14 @@ import { isFinalStatus } from '@islet/protocol';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { callerOf } from '../auth.ts';
-import { HttpProblem } from '../problem-reply.ts';
 import { createSseSlots } from '../sse-slots.ts';
 import type { RouteContext } from './context.ts';
+import { openEventStream, takeStreamSlot } from './sse-stream.ts';
 
 const SNAPSHOT_RUNS = 200;
 const HEARTBEAT_MS = 15_000;
 /** Slot leases are renewed at least this often (well inside SSE_LEASE_MS), as in events.ts. */
 const RENEW_MS = 10_000;
-const FULL_RETRY_AFTER_SECONDS = 5;
 const params = z.object({ sessionId: z.string().min(1).max(200) });
 
 export function summary(run: StoredRun) {
@@ -45,29 +44,9 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const caller = callerOf(request);
         const { sessionId } = params.parse(request.params);
         const index = keys.sessionRuns(caller.tenantId, sessionId);
-        const slot = await slots.take(caller.tenantId);
-        if (!slot) {
-          const limit = deps.config.ISLET_SSE_STREAMS_PER_TENANT;
-          throw new HttpProblem(
-            'rate-limited',
-            `tenant has ${limit} event streams open, the most it may have; close one or retry in ${FULL_RETRY_AFTER_SECONDS}s`,
-            { limit, retryAfterSeconds: FULL_RETRY_AFTER_SECONDS },
-            { 'retry-after': String(FULL_RETRY_AFTER_SECONDS) },
-          );
-        }
+        const slot = await takeStreamSlot(slots, caller.tenantId, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
         let renewed = Date.now();
-        reply.hijack();
-        const res = reply.raw;
-        res.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        });
-        const ac = new AbortController();
-        const abort = () => ac.abort();
-        res.once('close', abort);
-        ctx.closing.addEventListener('abort', abort, { once: true });
+        const { res, signal, abort } = openEventStream(reply, ctx.closing);
         let wake: () => void = () => {};
         let dirty = true;
         const poke = () => {
@@ -101,8 +80,8 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           // Tells the client the snapshot is complete (an empty session sends nothing else).
           res.write('event: ready\ndata: {}\n\n');
           dirty = false;
-          ac.signal.addEventListener('abort', () => wake(), { once: true });
-          while (!ac.signal.aborted) {
+          signal.addEventListener('abort', () => wake(), { once: true });
+          while (!signal.aborted) {
             if (!dirty) {
               await new Promise<void>((resolve) => {
                 const timer = setTimeout(resolve, 2000);
@@ -112,7 +91,7 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
                 };
               });
             }
-            if (ac.signal.aborted) break;
+            if (signal.aborted) break;
             if (Date.now() - renewed >= RENEW_MS) {
               await slot.renew();
               renewed = Date.now();
