@@ -3,7 +3,8 @@
 # registry into .toolchain/ when the machine's Node is older), the workspace's npm
 # dependencies installed under that Node, the native sandbox helper built, and the
 # Debian packages the local cluster and the tests use (redis-server, runc, bubblewrap,
-# libseccomp-dev, prometheus, chromium for the console's browser tests). Usage: scripts/toolchain.sh <command> [args...]
+# libseccomp-dev, prometheus, chromium for the console's browser tests, openssl for the Redis
+# TLS test, util-linux for setpriv). Usage: scripts/toolchain.sh <command> [args...]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,7 +35,7 @@ mkdir -p "$TOOLCHAIN/bin"
 export PATH="$TOOLCHAIN/bin:$ROOT/node_modules/.bin:$PATH"
 
 # 2. Debian packages. Installed when missing and we are root; otherwise say what to run.
-declare -A DEB_FOR=([redis-server]=redis-server [runc]=runc [bwrap]=bubblewrap [prometheus]=prometheus [promtool]=prometheus [python3]=python3 [gcc]=gcc [chromium]=chromium)
+declare -A DEB_FOR=([redis-server]=redis-server [runc]=runc [bwrap]=bubblewrap [prometheus]=prometheus [promtool]=prometheus [python3]=python3 [gcc]=gcc [chromium]=chromium [openssl]=openssl [setpriv]=util-linux)
 missing=()
 for bin in "${!DEB_FOR[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ] || missing+=("${DEB_FOR[$bin]}")
