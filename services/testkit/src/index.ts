@@ -1,4 +1,12 @@
 export { freePort } from './free-port.ts';
 export { spawnOwned, stopOwned } from './owned-process.ts';
+export {
+  type RedisCluster,
+  type RedisClusterNode,
+  type RedisClusterOptions,
+  type SlotCheckingRedis,
+  startRedisCluster,
+  startSlotCheckingRedis,
+} from './redis-cluster.ts';
 export { type SentinelGroup, startSentinelGroup } from './redis-sentinel-group.ts';
 export { type RedisServer, startRedis } from './redis-server.ts';

@@ -1,0 +1,304 @@
+/**
+ * Real Redis Cluster for tests: Debian's `redis-server --cluster-enabled yes` processes on free
+ * loopback ports (the cluster bus on another free port, `cluster-port`, so no port+10000 clash),
+ * joined by `redis-cli --cluster create`. Also a single slot-checking node: one cluster-enabled
+ * server owning all 16384 slots, where a plain client works but any MULTI, script or multi-key
+ * command spanning two hash slots fails with CROSSSLOT — the cheap way to catch slot-unsafe code.
+ */
+import { type ChildProcess, execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './free-port.ts';
+import { spawnOwned, stopOwned } from './owned-process.ts';
+
+const run = promisify(execFile);
+
+export interface RedisClusterOptions {
+  /** Masters. Default 3 (the smallest cluster redis-cli accepts). */
+  masters?: number;
+  /** Replicas per master. Default 1. */
+  replicasPerMaster?: number;
+  /** `requirepass` + `masterauth` on every node. Default none. */
+  password?: string;
+  /** `cluster-node-timeout`: how long before a silent master is failed over, ms. Default 1000. */
+  nodeTimeoutMs?: number;
+  /** AOF fsync policy. Default `always`: a SIGKILLed master loses no write it acknowledged locally. */
+  appendFsync?: 'always' | 'everysec';
+}
+
+export interface RedisClusterNode {
+  readonly port: number;
+  /** Whether the process is still running (a killed master stays in the list). */
+  readonly alive: boolean;
+}
+
+export interface RedisCluster {
+  /** Every node, `127.0.0.1:p1,127.0.0.1:p2,…` (what `ISLET_REDIS_URL` takes in cluster mode). */
+  readonly seeds: string;
+  readonly nodes: readonly RedisClusterNode[];
+  readonly password: string | undefined;
+  /** Ports of the live masters that hold slots, from `CLUSTER NODES`. */
+  masters(): Promise<number[]>;
+  /** Port of the live master that serves `key`'s slot. */
+  masterOf(key: string): Promise<number>;
+  /**
+   * SIGKILLs a master (default: the first live one) and resolves once its replica was promoted
+   * and every live node reports `cluster_state:ok`. Returns the killed port.
+   */
+  killMaster(port?: number): Promise<number>;
+  /** Resolves when every live node reports `cluster_state:ok` and all slots are served. */
+  waitHealthy(timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
+  const masters = options.masters ?? 3;
+  const replicas = options.replicasPerMaster ?? 1;
+  const password = options.password;
+  const dir = mkdtempSync(join(tmpdir(), 'islet-rcluster-'));
+  const procs = new Map<number, ChildProcess>();
+  const auth = password ? ['-a', password, '--no-auth-warning'] : [];
+  const cli = async (port: number, ...args: string[]) =>
+    (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...auth, ...args], { timeout: 10_000 }))
+      .stdout;
+  const stopAll = async () => {
+    for (const p of [...procs.values()].reverse()) await stopOwned(p, 'SIGKILL');
+    procs.clear();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const alive = (port: number) => {
+    const p = procs.get(port);
+    return p !== undefined && p.exitCode === null && p.signalCode === null;
+  };
+  const ports: number[] = [];
+
+  async function clusterNodes(): Promise<Array<{ port: number; master: boolean; slots: boolean }>> {
+    for (const port of ports.filter(alive)) {
+      try {
+        const text = await cli(port, 'cluster', 'nodes');
+        return text
+          .trim()
+          .split('\n')
+          .map((line) => {
+            const f = line.split(' ');
+            return {
+              port: Number(/:(\d+)@/.exec(f[1] ?? '')?.[1] ?? 0),
+              master: (f[2] ?? '').includes('master'),
+              slots: f.length > 8,
+            };
+          });
+      } catch {}
+    }
+    throw new Error('no live cluster node answered CLUSTER NODES');
+  }
+
+  async function waitHealthy(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      try {
+        let ok = true;
+        for (const port of ports.filter(alive)) {
+          const info = await cli(port, 'cluster', 'info');
+          if (!/cluster_state:ok/.test(info) || !/cluster_slots_ok:16384/.test(info)) {
+            ok = false;
+            last = `${port}: ${info.split('\n').slice(0, 3).join(' ')}`;
+            break;
+          }
+        }
+        if (ok) {
+          const nodes = await clusterNodes();
+          // Every slot-holding master is a live process (no dead master still listed as serving).
+          if (nodes.filter((n) => n.master && n.slots).every((n) => alive(n.port))) return;
+          last = 'a dead master still holds slots';
+        }
+      } catch (err) {
+        last = String(err);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`Redis Cluster not healthy within ${timeoutMs}ms (${last})`);
+  }
+
+  try {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
+      const port = await freePort();
+      const busPort = await freePort();
+      ports.push(port);
+      const proc = spawnOwned(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--cluster-port',
+          String(busPort),
+          '--bind',
+          '127.0.0.1',
+          '--dir',
+          dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          '--cluster-node-timeout',
+          String(options.nodeTimeoutMs ?? 1000),
+          '--dbfilename',
+          `dump-${port}.rdb`,
+          '--appenddirname',
+          `aof-${port}`,
+          '--save',
+          '',
+          '--appendonly',
+          'yes',
+          '--appendfsync',
+          options.appendFsync ?? 'always',
+          '--maxmemory-policy',
+          'noeviction',
+          '--loglevel',
+          'warning',
+          ...(password ? ['--requirepass', password, '--masterauth', password] : []),
+        ],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      );
+      procs.set(port, proc);
+    }
+    for (const port of ports) await waitForPing(cli, port);
+    await run(
+      'redis-cli',
+      [
+        ...auth,
+        '--cluster',
+        'create',
+        ...ports.map((p) => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
+      { timeout: 60_000 },
+    );
+    await waitHealthy();
+    // Replicas attach after the slots are assigned; a failover test needs them in sync first.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const nodes = await clusterNodes();
+      if (nodes.filter((n) => !n.master).length >= masters * replicas) break;
+      if (Date.now() > deadline) throw new Error('replicas did not attach');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  const masterPorts = async () =>
+    (await clusterNodes()).filter((n) => n.master && n.slots && alive(n.port)).map((n) => n.port);
+
+  return {
+    seeds: ports.map((p) => `127.0.0.1:${p}`).join(','),
+    get nodes() {
+      return ports.map((port) => ({ port, alive: alive(port) }));
+    },
+    password,
+    masters: masterPorts,
+    async masterOf(key: string) {
+      const slot = Number((await cli((await masterPorts())[0]!, 'cluster', 'keyslot', key)).trim());
+      for (const port of await masterPorts()) {
+        const text = await cli(port, 'cluster', 'nodes');
+        const me = text.split('\n').find((l) => l.includes('myself'));
+        const ranges = (me ?? '').split(' ').slice(8);
+        for (const r of ranges) {
+          const [a, b] = r.split('-').map(Number);
+          if (a !== undefined && slot >= a && slot <= (b ?? a)) return port;
+        }
+      }
+      throw new Error(`no live master serves slot ${slot}`);
+    },
+    async killMaster(port?: number) {
+      const target = port ?? (await masterPorts())[0];
+      if (target === undefined) throw new Error('no live master');
+      await stopOwned(procs.get(target), 'SIGKILL');
+      await waitHealthy();
+      return target;
+    },
+    waitHealthy,
+    stop: stopAll,
+  };
+}
+
+export interface SlotCheckingRedis {
+  readonly port: number;
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * One `redis-server --cluster-enabled yes` that owns every slot. A plain (non-cluster) client works
+ * against it, but anything touching two hash slots at once fails with CROSSSLOT, exactly as on a
+ * real cluster.
+ */
+export async function startSlotCheckingRedis(): Promise<SlotCheckingRedis> {
+  const port = await freePort();
+  const busPort = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'islet-slotcheck-'));
+  const cli = async (p: number, ...args: string[]) =>
+    (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(p), ...args], { timeout: 10_000 })).stdout;
+  const proc = spawnOwned(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--cluster-port',
+      String(busPort),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      'nodes.conf',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+      '--loglevel',
+      'warning',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const stop = async () => {
+    await stopOwned(proc, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitForPing(cli, port);
+    await cli(port, 'cluster', 'addslotsrange', '0', '16383');
+    const deadline = Date.now() + 10_000;
+    while (!/cluster_state:ok/.test(await cli(port, 'cluster', 'info'))) {
+      if (Date.now() > deadline) throw new Error('slot-checking Redis did not reach cluster_state:ok');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { port, url: `redis://127.0.0.1:${port}`, stop };
+}
+
+async function waitForPing(
+  cli: (port: number, ...args: string[]) => Promise<string>,
+  port: number,
+): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      if ((await cli(port, 'ping')).trim() === 'PONG') return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer PING`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
