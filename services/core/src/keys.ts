@@ -1,9 +1,36 @@
 /**
- * The Redis keys of the gateway and runner stores (runs, tenants, settings, sessions, locks). The call
- * journal, decisions and run policies keep theirs in `@islet/journal` (prefix configurable there);
- * queue names are in `@islet/protocol` `queues.ts`. Per-run keys share the hash tag
- * `{<runId>}` so a run's record, event stream and call mailboxes live in one Cluster slot.
+ * Every Redis key of Islet, and why each key's hash tag is what it is.
+ *
+ * Redis Cluster only runs a MULTI, a Lua script or a multi-key command when all its keys hash to
+ * one slot; a `{…}` hash tag decides the slot. The rule Islet keeps (and the slot-checking tests
+ * enforce, see run-store.cluster.test.ts): every transaction, script and multi-key command touches
+ * keys of ONE of these groups, never two.
+ *
+ * - Per run, tag `{<runId>}`: the run record, its event stream, its `client` call mailboxes, its
+ *   call journal (`journal:{<runId>}`, @islet/journal) and its decisions (`decisions:{<runId>}`).
+ *   A run's own state changes in one script (run-store's TRANSITION, the journal's and decisions'
+ *   scripts), and runs spread evenly over the cluster because run ids are random.
+ * - Per tenant, tag `{t:<tenant>}`: in-flight runs and skills (counted together for the quota),
+ *   rate windows, sessions (run index, owner, grants), idempotency keys, SSE stream leases,
+ *   connections, MCP settings, run policy, the tenant record and its pending-decisions index. The
+ *   `t:` keeps a tenant called like a run id (or a pool) off that run's slot by accident of naming.
+ * - Per pool, tag `{pool:<mode>}` (runner's fair-share.ts): a pool's slot registry plus each
+ *   tenant's leases and deferred jobs in it, changed together by one script.
+ * - Per queue, tag `{runs-<mode>}` (@islet/protocol queues.ts): BullMQ's keys under prefix `islet`,
+ *   and `islet:paused:{runs-<mode>}` on the queue's slot on purpose (the operator reads it with the
+ *   queue's counts).
+ * - Global single keys (tenants set, settings, API keys, failed-auth windows, locks, MCP sessions,
+ *   the decisions' expiry index): only ever touched one key per command.
+ *
+ * Where one logical change spans two groups (a run is created: its record AND its tenant's
+ * in-flight set), it is two single-slot writes in a fixed order with a recovery path for a crash
+ * between them; run-store.ts and decision-store.ts say which order and who repairs.
  */
+
+/** The hash tag of a tenant's keys (exported for @islet/journal's prefix-aware keys, `journalKeys`). */
+export const tenantTag = (tenant: string) => `{t:${tenant}}`;
+const t = (tenant: string) => `islet:tenant:${tenantTag(tenant)}`;
+
 export const keys = {
   run: (runId: string) => `islet:run:{${runId}}`,
   runEvents: (runId: string) => `islet:run:{${runId}}:events`,
@@ -11,32 +38,41 @@ export const keys = {
   clientCallResult: (runId: string, index: number) => `islet:run:{${runId}}:call:${index}:result`,
   /** Marks a `client` call as awaiting its answer (value: attempt). */
   clientCallPending: (runId: string, index: number) => `islet:run:{${runId}}:call:${index}:pending`,
-  sessionRuns: (tenant: string, session: string) => `islet:tenant:${tenant}:session:${session}:runs`,
+  /** ZSET run id → createdAt: a session's runs (tenant slot: written by the tenant half of a create). */
+  sessionRuns: (tenant: string, session: string) => `${t(tenant)}:session:${session}:runs`,
   /**
    * "Allow for the session": an ask-policy tool a person allowed for every later call of one
    * session. Value `<keyId>`; lives as long as the runs do (ISLET_RUN_RETENTION_SECONDS).
    */
   sessionGrant: (tenant: string, session: string, connectionId: string, tool: string) =>
-    `islet:tenant:${tenant}:session:${session}:grant:${connectionId}:${tool}`,
+    `${t(tenant)}:session:${session}:grant:${connectionId}:${tool}`,
   /** The principal that opened a session (set by its first run; `sessions.read` shows only your own). */
-  sessionOwner: (tenant: string, session: string) => `islet:tenant:${tenant}:session:${session}:owner`,
-  idempotency: (tenant: string, key: string) => `islet:tenant:${tenant}:idem:${key}`,
-  inFlight: (tenant: string) => `islet:tenant:${tenant}:inflight`,
-  rateWindow: (tenant: string, window: number) => `islet:tenant:${tenant}:rl:${window}`,
-  /** Failed authentications from one client address in one minute window. */
+  sessionOwner: (tenant: string, session: string) => `${t(tenant)}:session:${session}:owner`,
+  idempotency: (tenant: string, key: string) => `${t(tenant)}:idem:${key}`,
+  /**
+   * ZSET run id → createdAt ms: the tenant's runs not yet ended. Tenant slot, not the run's: the
+   * quota reads it with `skillsInFlight` in one command. The score lets the orphan sweep tell a
+   * create still in progress from one that died before writing the run record.
+   */
+  inFlight: (tenant: string) => `${t(tenant)}:inflight`,
+  rateWindow: (tenant: string, window: number) => `${t(tenant)}:rl:${window}`,
+  /** Failed authentications from one client address in one minute window (global single key). */
   authFailures: (address: string, window: number) => `islet:authfail:${address}:${window}`,
   /** A tenant's open event streams: stream id → lease expiry (ms), across gateway replicas. */
-  sseStreams: (tenant: string) => `islet:tenant:${tenant}:sse`,
-  tenant: (tenant: string) => `islet:tenant:${tenant}`,
+  sseStreams: (tenant: string) => `${t(tenant)}:sse`,
+  tenant: (tenant: string) => t(tenant),
+  /** SET of tenant ids (global: written after the tenant record, see tenant-store.ts). */
   tenants: () => 'islet:tenants',
-  connections: (tenant: string) => `islet:tenant:${tenant}:connections`,
+  connections: (tenant: string) => `${t(tenant)}:connections`,
   apiKey: (hash: string) => `islet:apikey:${hash}`,
   settings: () => 'islet:settings',
   /** Held by the one gateway that runs the orphan sweep this interval (see the gateway's orphan-sweeper.ts). */
   orphanSweepLock: () => 'islet:lock:orphan-sweep',
+  /** Held by the one process that moves keys of the pre-Cluster layout (key-migration.ts). */
+  keyMigrationLock: () => 'islet:lock:key-migration',
   /** A tenant's MCP surface settings (`@islet/mcp`): which tools, their names and descriptions. */
-  mcpSettings: (tenant: string) => `islet:tenant:${tenant}:mcp`,
-  /** An MCP session (`Mcp-Session-Id`): its tenant; any gateway replica serves it. */
+  mcpSettings: (tenant: string) => `${t(tenant)}:mcp`,
+  /** An MCP session (`Mcp-Session-Id`): its tenant; any gateway replica serves it. Global single key. */
   mcpSession: (session: string) => `islet:mcp:session:${session}`,
   /** The run an MCP request started, so `notifications/cancelled` (maybe at another replica) cancels it. */
   mcpRequestRun: (session: string, requestId: string) => `islet:mcp:session:${session}:req:${requestId}`,
@@ -44,9 +80,9 @@ export const keys = {
   mcpElicitation: (session: string, id: string) => `islet:mcp:session:${session}:elicit:${id}`,
   /**
    * Skills a tenant has queued or running (ZSET skill id → expiry ms): counted in the in-flight
-   * quota with `inFlight`; an entry whose gateway died expires on its own.
+   * quota with `inFlight` (same slot); an entry whose gateway died expires on its own.
    */
-  skillsInFlight: (tenant: string) => `islet:tenant:${tenant}:skills`,
+  skillsInFlight: (tenant: string) => `${t(tenant)}:skills`,
   /*
    * Fair share (runner's fair-share.ts). One hash tag per pool, `{pool:<mode>}`: the scripts touch
    * a pool's slot registry and one tenant's leases and deferred jobs together, in one Cluster slot.
@@ -58,6 +94,28 @@ export const keys = {
   /** ZSET job id → first deferral ms: the tenant's jobs sent back for being over its share, oldest first. */
   poolTenantDeferred: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:deferred`,
 };
+
+/**
+ * The keys @islet/journal keeps (it takes a prefix, default `islet:`, so tests and a second
+ * installation can share a Redis). Same groups as above: per run `{<runId>}`, per tenant
+ * `{t:<tenant>}`, one global expiry index.
+ */
+export function journalKeys(prefix = 'islet:') {
+  return {
+    /** HASH call index → journal entry (call-journal.ts). */
+    journal: (runId: string) => `${prefix}journal:{${runId}}`,
+    /** HASH call index → decision (decision-store.ts; -1 = a wider-access request). */
+    decisions: (runId: string) => `${prefix}decisions:{${runId}}`,
+    /** LIST a waiter BLPOPs until the decision is answered. */
+    decisionAnswered: (runId: string, index: number) => `${prefix}decisions:{${runId}}:answered:${index}`,
+    /** ZSET `<runId>\n<index>` → requested-at: the tenant's pending decisions. */
+    tenantDecisions: (tenant: string) => `${prefix}tenant:${tenantTag(tenant)}:decisions`,
+    /** ZSET `<runId>\n<index>` → expires-at, every tenant's (global single key: one ZADD/ZREM at a time). */
+    decisionsDue: () => `${prefix}decisions:due`,
+    /** STRING: the tenant's run policy (run-policy-store.ts). */
+    runPolicy: (tenant: string) => `${prefix}tenant:${tenantTag(tenant)}:run-policy`,
+  };
+}
 
 /** Pub/sub channels. Messages carry a run id only; subscribers read the state from Redis. */
 export const channels = {

@@ -48,16 +48,13 @@ describe('redis configuration', () => {
     expect(o.host).toBeUndefined();
   });
 
-  it('refuses at load: sentinel without seeds, bad seeds, cluster, a CA without rediss, an unreadable CA', () => {
+  it('refuses at load: sentinel without seeds, bad seeds, a CA without rediss, an unreadable CA (cluster: redis-cluster.test.ts)', () => {
     const bad = (env: Record<string, string>) => () => loadConfig({ ...base, ...env });
     expect(bad({ ISLET_REDIS_MODE: 'sentinel' })).toThrow(
       'ISLET_REDIS_MODE=sentinel needs ISLET_REDIS_SENTINELS (host:port,…)',
     );
     expect(() => parseSentinels('a:1,b')).toThrow('ISLET_REDIS_SENTINELS: "b" is not host:port');
     expect(() => parseSentinels('a:70000')).toThrow('is not host:port');
-    expect(bad({ ISLET_REDIS_MODE: 'cluster' })).toThrow(
-      'ISLET_REDIS_MODE=cluster is not supported yet: use standalone or sentinel',
-    );
     expect(bad({ ISLET_REDIS_MODE: 'ring' })).toThrow(ConfigError);
     expect(bad({ ISLET_REDIS_CA_FILE: '/etc/hostname' })).toThrow(
       'ISLET_REDIS_CA_FILE is set but ISLET_REDIS_URL is not rediss://',

@@ -1,31 +1,84 @@
-import { Redis, type RedisOptions } from 'ioredis';
-import { type RedisTarget, redisOptionsFor } from './redis-connection.ts';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { type RedisConfig, type RedisTarget, redisClusterFor, redisOptionsFor } from './redis-connection.ts';
 
 /**
  * A Redis connection configured the way BullMQ asks (`maxRetriesPerRequest: null`) and that
  * keeps reconnecting after a Redis restart instead of giving up, so processes outlive it.
+ *
+ * In cluster mode it is an ioredis `Cluster`, typed as `Redis`: a Cluster has the same command,
+ * MULTI, script, pub/sub and `duplicate()` surface (and BullMQ takes it as a connection), and
+ * every key layout Islet writes is slot-safe (keys.ts), so no caller needs to know. What differs
+ * is what spans the keyspace (CONFIG, INFO, SCAN): ask `redisNodes` for the masters.
  */
 export function createRedis(target: RedisTarget, options: RedisOptions = {}): Redis {
   // Every service connects through redis-connection.ts: one configuration, one topology.
-  return new Redis({
-    ...redisOptionsFor(target),
+  const cfg: RedisConfig = typeof target === 'string' ? { ISLET_REDIS_URL: target } : target;
+  const perNode: RedisOptions = {
     maxRetriesPerRequest: null,
     enableReadyCheck: true,
     retryStrategy: (times) => Math.min(50 * times, 2000),
     ...options,
-  });
+  };
+  if ((cfg.ISLET_REDIS_MODE ?? 'standalone') === 'cluster') {
+    const { nodes, options: clusterOptions } = redisClusterFor(cfg);
+    const { lazyConnect, retryStrategy: _nodeRetry, ...nodeOptions } = perNode;
+    const cluster = new Cluster(nodes, {
+      ...clusterOptions,
+      ...(lazyConnect !== undefined ? { lazyConnect } : {}),
+      redisOptions: { ...nodeOptions, ...clusterOptions.redisOptions },
+    });
+    return cluster as unknown as Redis;
+  }
+  return new Redis({ ...redisOptionsFor(cfg), ...perNode });
 }
 
 export type { Redis };
 
+/** Whether a connection from `createRedis` is a Redis Cluster client. */
+export function isRedisCluster(redis: Redis): boolean {
+  return redis.isCluster;
+}
+
 /**
- * BullMQ needs `maxmemory-policy noeviction` (an evicted job key loses a run). Returns the policy,
- * or undefined when the server does not allow CONFIG (some managed Redis); callers warn.
+ * The connections a keyspace-wide command must be sent to: every master of a cluster (waiting
+ * until the client knows them), or the connection itself.
+ */
+export async function redisNodes(redis: Redis): Promise<Redis[]> {
+  if (!redis.isCluster) return [redis];
+  const cluster = redis as unknown as Cluster;
+  if (cluster.status !== 'ready') {
+    await new Promise<void>((resolve, reject) => {
+      const ok = () => {
+        cluster.off('error', fail);
+        resolve();
+      };
+      const fail = (err: Error) => {
+        // The cluster client reports node errors and keeps trying; only give up when it does.
+        if (cluster.status === 'end' || cluster.status === 'close') {
+          cluster.off('ready', ok);
+          reject(err);
+        }
+      };
+      cluster.once('ready', ok);
+      cluster.on('error', fail);
+    });
+  }
+  return cluster.nodes('master');
+}
+
+/**
+ * BullMQ needs `maxmemory-policy noeviction` (an evicted job key loses a run). Returns the policy
+ * (a cluster: the first master's whose policy is not noeviction, else noeviction), or undefined
+ * when the server does not allow CONFIG (some managed Redis); callers warn.
  */
 export async function evictionPolicy(redis: Redis): Promise<string | undefined> {
   try {
-    const res = (await redis.config('GET', 'maxmemory-policy')) as string[];
-    return res[1];
+    const policies = await Promise.all(
+      (await redisNodes(redis)).map(
+        async (node) => ((await node.config('GET', 'maxmemory-policy')) as string[])[1],
+      ),
+    );
+    return policies.find((p) => p !== 'noeviction') ?? policies[0];
   } catch {
     return undefined;
   }
@@ -34,15 +87,21 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
 /**
  * What makes this Redis unsafe for queued runs: AOF off (a restart loses every acknowledged run
  * since the last snapshot) or an eviction policy other than noeviction (a full Redis drops job
- * keys). Undefined when the server does not allow CONFIG (some managed Redis): unknown, not safe.
+ * keys). A cluster is checked master by master (each problem names its node). Undefined when the
+ * server does not allow CONFIG (some managed Redis): unknown, not safe.
  */
 export async function redisDurabilityProblems(redis: Redis): Promise<string[] | undefined> {
   try {
-    const aof = ((await redis.config('GET', 'appendonly')) as string[])[1];
-    const policy = ((await redis.config('GET', 'maxmemory-policy')) as string[])[1];
+    const nodes = await redisNodes(redis);
     const problems: string[] = [];
-    if (aof !== 'yes') problems.push(`appendonly is ${aof ?? 'unknown'}, not yes`);
-    if (policy !== 'noeviction') problems.push(`maxmemory-policy is ${policy ?? 'unknown'}, not noeviction`);
+    for (const node of nodes) {
+      const where = redis.isCluster ? ` on ${node.options.host}:${node.options.port}` : '';
+      const aof = ((await node.config('GET', 'appendonly')) as string[])[1];
+      const policy = ((await node.config('GET', 'maxmemory-policy')) as string[])[1];
+      if (aof !== 'yes') problems.push(`appendonly is ${aof ?? 'unknown'}, not yes${where}`);
+      if (policy !== 'noeviction')
+        problems.push(`maxmemory-policy is ${policy ?? 'unknown'}, not noeviction${where}`);
+    }
     return problems;
   } catch {
     return undefined;

@@ -3,10 +3,21 @@
  * indexes. Program text, request, result and result text are sealed; ids, status and times are
  * not (they are needed to list and route). Final statuses are written by one Lua script that
  * refuses to overwrite a final status, so a run reaches exactly one, whoever races to end it.
+ *
+ * Slots (keys.ts): a run's record and events are in the run's slot, its tenant's in-flight set and
+ * session index in the tenant's. No write spans both; where one change needs both it is two
+ * single-slot scripts in a fixed order, and a crash between them is repaired:
+ * - create: tenant half first (in-flight ZADD with createdAt, session index), run half second
+ *   (record, first event, the session-runs publish). Died in between: an in-flight id with no
+ *   record; the gateway's orphan sweep drops it once older than its grace (session listings skip
+ *   ids whose record is missing and prune them).
+ * - end: the run's final script, then ZREM from in-flight (sent together). Died in between: an
+ *   in-flight id whose record is final; the orphan sweep drops it.
  */
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { channels, keys } from './keys.ts';
+import { LuaScript } from './lua-script.ts';
 import type { Sealer } from './sealer.ts';
 
 /** A binding a run may call, resolved at submit from the run's connections. */
@@ -109,30 +120,54 @@ if not st then return -1 end
 if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return 0 end
 `;
 
-// KEYS: run, events, inflight. ARGV: runId, channel, eventType, sealedEventData, maxlen, ttlSeconds, field, value, ...
-const TRANSITION = `${FINAL_GUARD}
+// KEYS: run, events. ARGV: runId, channel, eventType, sealedEventData, maxlen, ttlSeconds, field, value, ...
+// Returns 1 (written), 0 (already final: nothing written), -1 (no record).
+const TRANSITION = new LuaScript(`${FINAL_GUARD}
 local fields = {}
 for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 local newStatus = redis.call('HGET', KEYS[1], 'status')
-if newStatus == 'Completed' or newStatus == 'Failed' or newStatus == 'Cancelled' then
-  redis.call('SREM', KEYS[3], ARGV[1])
+local ended = newStatus == 'Completed' or newStatus == 'Failed' or newStatus == 'Cancelled'
+if ended then
   redis.call('EXPIRE', KEYS[1], ARGV[6])
   redis.call('EXPIRE', KEYS[2], ARGV[6])
 end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'type', ARGV[3], 'data', ARGV[4])
 redis.call('PUBLISH', ARGV[2], ARGV[1])
 return 1
-`;
+`);
 
-// KEYS: tenant skills. ARGV: skill id, now ms, ttl ms, free places (limit - runs), key ttl ms.
-const RESERVE_SKILL = `
+// The tenant half of a create. KEYS: inflight, session runs. ARGV: runId, createdAt.
+const CREATE_TENANT = new LuaScript(`
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
+`);
+
+// The run half of a create. KEYS: run, events. ARGV: channel, message, maxlen, sealedStatusEvent,
+// field, value, ...
+const CREATE_RUN = new LuaScript(`
+local fields = {}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'type', 'status', 'data', ARGV[4])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+`);
+
+// KEYS: inflight, skills. ARGV: now ms. Runs not ended plus skills whose reservation is live.
+const IN_FLIGHT_COUNT = new LuaScript(`
+return redis.call('ZCARD', KEYS[1]) + redis.call('ZCOUNT', KEYS[2], '(' .. ARGV[1], '+inf')
+`);
+
+// KEYS: tenant skills, inflight. ARGV: skill id, now ms, ttl ms, limit, key ttl ms.
+const RESERVE_SKILL = new LuaScript(`
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
 redis.call('ZADD', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
-`;
+`);
 
 export interface RunStoreOptions {
   /** Events kept per run stream (approximate trim). Default 2000. */
@@ -154,32 +189,22 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     event: { type: string; data: Record<string, unknown> },
   ): Promise<boolean> {
     const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
-    const res = await redis.eval(
-      TRANSITION,
-      3,
-      keys.run(run.id),
-      keys.runEvents(run.id),
-      keys.inFlight(run.tenant),
-      run.id,
-      channels.runEvents,
-      event.type,
-      seal(event.data),
-      maxEvents,
-      retention,
-      ...flat,
+    const res = await TRANSITION.run(
+      redis,
+      [keys.run(run.id), keys.runEvents(run.id)],
+      [run.id, channels.runEvents, event.type, seal(event.data), maxEvents, retention, ...flat],
     );
     return res === 1;
   }
 
   /** Runs not yet ended plus skills queued or running: what the in-flight quota counts. */
   async function inFlightCount(tenant: string): Promise<number> {
-    const [runsRes, skillsRes] =
-      (await redis
-        .multi()
-        .scard(keys.inFlight(tenant))
-        .zcount(keys.skillsInFlight(tenant), `(${Date.now()}`, '+inf')
-        .exec()) ?? [];
-    return Number(runsRes?.[1] ?? 0) + Number(skillsRes?.[1] ?? 0);
+    const res = await IN_FLIGHT_COUNT.run(
+      redis,
+      [keys.inFlight(tenant), keys.skillsInFlight(tenant)],
+      [Date.now()],
+    );
+    return Number(res ?? 0);
   }
 
   return {
@@ -202,24 +227,24 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         seed: run.seed,
       };
       if (run.principal) fields.principal = run.principal;
-      await redis
-        .multi()
-        .hset(keys.run(run.id), fields)
-        .zadd(keys.sessionRuns(run.tenant, run.session), run.createdAt, run.id)
-        .sadd(keys.inFlight(run.tenant), run.id)
-        .xadd(
-          keys.runEvents(run.id),
-          'MAXLEN',
-          '~',
+      // Tenant half first, awaited: a record never exists without its in-flight entry, so every
+      // run the sweep cannot see was never acknowledged (see the header for the recovery path).
+      await CREATE_TENANT.run(
+        redis,
+        [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)],
+        [run.id, run.createdAt],
+      );
+      await CREATE_RUN.run(
+        redis,
+        [keys.run(run.id), keys.runEvents(run.id)],
+        [
+          channels.sessionRuns,
+          keys.sessionRuns(run.tenant, run.session),
           maxEvents,
-          '*',
-          'type',
-          'status',
-          'data',
           seal({ status: run.status }),
-        )
-        .publish(channels.sessionRuns, keys.sessionRuns(run.tenant, run.session))
-        .exec();
+          ...Object.entries(fields).flat(),
+        ],
+      );
     },
 
     async get(id: string): Promise<StoredRun | null> {
@@ -284,7 +309,14 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       };
       // Rides in the same script call as the end: stage timings cost no extra round trip.
       if (end.timings) fields.timings = JSON.stringify(end.timings);
-      return transition(run, fields, { type: 'end', data: { status: end.status } });
+      // The in-flight entry goes with the end, sent together (one round trip on one connection;
+      // two nodes in parallel on a Cluster). Removing it is right whoever ended the run, and an
+      // entry left by a crash in between is dropped by the orphan sweep (the record is final).
+      const [ended] = await Promise.all([
+        transition(run, fields, { type: 'end', data: { status: end.status } }),
+        redis.zrem(keys.inFlight(run.tenant), run.id),
+      ]);
+      return ended;
     },
 
     async requestCancel(id: string): Promise<void> {
@@ -342,21 +374,15 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
 
     /**
      * Counts a skill in the tenant's in-flight quota until `releaseSkill` (or `ttlMs`, if its
-     * gateway dies). Atomic between skills (one script on the tenant's skills key: a parallel burst
-     * lets exactly the free places through); the runs count is read just before, as a run submit
-     * reads the skills. False, and nothing kept, when the tenant is at `limit`.
+     * gateway dies). One script on the tenant's slot counts runs and skills and reserves, so a
+     * parallel burst of skills lets exactly the free places through. False, and nothing kept, when
+     * the tenant is at `limit`.
      */
     async reserveSkill(tenant: string, skillId: string, ttlMs: number, limit: number): Promise<boolean> {
-      const runsCount = await redis.scard(keys.inFlight(tenant));
-      const res = await redis.eval(
-        RESERVE_SKILL,
-        1,
-        keys.skillsInFlight(tenant),
-        skillId,
-        Date.now(),
-        ttlMs,
-        limit - runsCount,
-        Math.max(ttlMs * 2, 3_600_000),
+      const res = await RESERVE_SKILL.run(
+        redis,
+        [keys.skillsInFlight(tenant), keys.inFlight(tenant)],
+        [skillId, Date.now(), ttlMs, limit, Math.max(ttlMs * 2, 3_600_000)],
       );
       return res === 1;
     },

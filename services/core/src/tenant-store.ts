@@ -68,7 +68,11 @@ export function createTenantStore(redis: Redis) {
       const tenant: Tenant = { id, name: input.name, createdAt: Date.now() };
       if (input.rateLimitPerMinute) tenant.rateLimitPerMinute = input.rateLimitPerMinute;
       if (input.maxInFlightRuns) tenant.maxInFlightRuns = input.maxInFlightRuns;
-      await redis.multi().set(keys.tenant(id), JSON.stringify(tenant)).sadd(keys.tenants(), id).exec();
+      // Two slots (the global tenants set, the tenant's record): index first, record second. A
+      // crash in between leaves an id with no record, which every reader skips (listTenants,
+      // the orphan sweep finds an empty in-flight set) and a retried create completes.
+      await redis.sadd(keys.tenants(), id);
+      await redis.set(keys.tenant(id), JSON.stringify(tenant));
       return tenant;
     },
     async getTenant(id: string): Promise<Tenant | null> {

@@ -4,10 +4,17 @@
  * a Redis lock lets one of them do it per interval. It re-queues runs that no runner ever started
  * (attempts 0), that are older than `graceMs` and whose first job does not exist. Re-queueing is
  * idempotent (jobId = run id), so a race with a slow submit cannot run a program twice.
+ *
+ * It also repairs the tenant's in-flight set, which is written apart from the run record (another
+ * Cluster slot, see run-store.ts): an entry whose record is final (the end's second write was
+ * lost) or that has no record and is older than `graceMs` (the create died between its two
+ * writes, so the run was never acknowledged) is removed, giving the tenant its quota back.
  */
 import { keys } from '@islet/core';
 import type { GatewayDeps } from './deps.ts';
 import type { RunsService } from './runs-service.ts';
+
+const FINAL = new Set(['Completed', 'Failed', 'Cancelled']);
 
 export interface OrphanSweeperOptions {
   /** How often, ms. Default 30000. */
@@ -36,7 +43,10 @@ export function createOrphanSweeper(
     );
     if (lock !== 'OK') return requeued;
     for (const tenant of await deps.redis.smembers(keys.tenants())) {
-      for (const id of await deps.redis.smembers(keys.inFlight(tenant))) {
+      const entries = await deps.redis.zrange(keys.inFlight(tenant), 0, -1, 'WITHSCORES');
+      for (let i = 0; i + 1 < entries.length; i += 2) {
+        const id = entries[i]!;
+        const since = Number(entries[i + 1]);
         const [status, attempts, createdAt, mode] = await deps.redis.hmget(
           keys.run(id),
           'status',
@@ -44,6 +54,14 @@ export function createOrphanSweeper(
           'createdAt',
           'mode',
         );
+        if (status == null ? Date.now() - since >= graceMs : FINAL.has(status)) {
+          await deps.redis.zrem(keys.inFlight(tenant), id);
+          deps.logger.warn(
+            { runId: id, tenant, status },
+            'in-flight entry of a run that is not in flight; removed',
+          );
+          continue;
+        }
         if (status !== 'Running' || Number(attempts ?? 0) !== 0 || Date.now() - Number(createdAt) < graceMs)
           continue;
         if (!mode || !(mode in deps.queues)) continue;

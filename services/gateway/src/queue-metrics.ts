@@ -5,7 +5,7 @@
  * last value repeated while Redis is down (and the scrape itself still succeeds, quickly: the
  * connection queues commands while disconnected, which would otherwise hang the scrape).
  */
-import type { MetricsOptions, Redis, RunJobData } from '@islet/core';
+import { type MetricsOptions, type Redis, type RunJobData, redisNodes } from '@islet/core';
 import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import type { Queue } from 'bullmq';
 
@@ -57,11 +57,26 @@ export function queueMetricsCollectors(
       }
     },
     async readRedisMemory() {
-      const info = await read(redis, () => redis.info('memory'));
-      if (info === undefined) return undefined;
-      const used = infoNumber(info, 'used_memory');
-      const max = infoNumber(info, 'maxmemory');
-      return Number.isFinite(used) && Number.isFinite(max) ? { used, max } : undefined;
+      // A cluster fills up node by node (noeviction refuses writes on the full one): report the
+      // master closest to its limit (the largest, when none has one), not a sum that hides it.
+      const infos = await read(redis, async () =>
+        Promise.all((await redisNodes(redis)).map((node) => node.info('memory'))),
+      );
+      if (infos === undefined) return undefined;
+      let fullest: { used: number; max: number } | undefined;
+      for (const info of infos) {
+        const used = infoNumber(info, 'used_memory');
+        const max = infoNumber(info, 'maxmemory');
+        if (!Number.isFinite(used) || !Number.isFinite(max)) return undefined;
+        const fill = (m: { used: number; max: number }) => (m.max > 0 ? m.used / m.max : 0);
+        if (
+          !fullest ||
+          fill({ used, max }) > fill(fullest) ||
+          (fill({ used, max }) === fill(fullest) && used > fullest.used)
+        )
+          fullest = { used, max };
+      }
+      return fullest;
     },
   };
 }

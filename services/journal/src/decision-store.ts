@@ -2,9 +2,15 @@
  * Pending decisions. Each run's decisions live in one hash (`<prefix>decisions:{<runId>}`, field
  * = call index, -1 for a wider-access request) and change state in one Lua script on that key,
  * so an answer is taken exactly once whichever gateway receives it. Per-tenant and expiry
- * indexes are sorted sets updated after the script; readers re-check the hash, so an index entry
- * left behind by a crash is harmless. The request's arguments and program text are sealed.
+ * indexes are sorted sets in other slots (the tenant's `{t:<tenant>}`, one global key; see
+ * @islet/core keys.ts), each updated by its own command after the script:
+ * - an index entry left behind by a crash (settled, entry not removed) is harmless: readers
+ *   re-check the hash, and the expiry sweep drops an entry whose decision is no longer pending;
+ * - an entry missing (recorded, crash before the index writes) is re-added when the run asks
+ *   again (its next execution replays to the same call: `request` re-indexes a pending one).
+ * The request's arguments and program text are sealed.
  */
+import { journalKeys } from '@islet/core/keys';
 import { pausedRunsKey, type SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import type {
@@ -75,10 +81,11 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
   const expireAfterMs = deps.expireAfterMs ?? 86_400_000;
   const ttlSeconds = deps.ttlSeconds ?? 604_800;
   const now = deps.now ?? Date.now;
-  const runKey = (runId: string) => `${prefix}decisions:{${runId}}`;
-  const wakeKey = (runId: string, index: number) => `${prefix}decisions:{${runId}}:answered:${index}`;
-  const tenantKey = (tenant: string) => `${prefix}tenant:${tenant}:decisions`;
-  const dueKey = `${prefix}decisions:due`;
+  const k = journalKeys(prefix);
+  const runKey = k.decisions;
+  const wakeKey = k.decisionAnswered;
+  const tenantKey = k.tenantDecisions;
+  const dueKey = k.decisionsDue();
   const member = (runId: string, index: number) => `${runId}\n${index}`;
   const parseMember = (m: string) => {
     const cut = m.lastIndexOf('\n');
@@ -119,11 +126,11 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
     if (reply[0] === 'not-found') return { ok: false, error: 'not-found' };
     if (reply[0] === 'conflict') return { ok: false, error: 'conflict', state: reply[1] as DecisionState };
     const decision = decode(runId, index, reply[1] ?? '');
-    await redis
-      .multi()
-      .zrem(tenantKey(decision.tenant), member(runId, index))
-      .zrem(dueKey, member(runId, index))
-      .exec();
+    // Two slots: two commands, sent together.
+    await Promise.all([
+      redis.zrem(tenantKey(decision.tenant), member(runId, index)),
+      redis.zrem(dueKey, member(runId, index)),
+    ]);
     return { ok: true, decision, stillPending: Number(reply[2] ?? 0) };
   };
 
@@ -172,14 +179,20 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
         [String(input.index), JSON.stringify(stored), ttlSeconds],
       )) as [number, string];
       const decision = decode(input.runId, input.index, reply[1]);
-      if (reply[0] === 1) {
-        const tx = redis
-          .multi()
-          .zadd(tenantKey(input.tenant), at, member(input.runId, input.index))
-          .zadd(dueKey, request.expiresAt, member(input.runId, input.index));
-        // A stopped run holds no slot while it waits: the operator counts it in its mode's set.
-        if (input.approval === 'stop') tx.zadd(pausedRunsKey(input.mode), 'NX', at, input.runId);
-        await tx.exec();
+      // Indexes in three slots (tenant, global, the queue's): one command each, sent together.
+      // A pending decision asked again is re-indexed (NX: no-op when its entries exist), which
+      // heals a crash between the script and these writes.
+      if (reply[0] === 1 || decision.state === 'pending') {
+        const m = member(input.runId, input.index);
+        const nx = reply[0] === 1 ? [] : (['NX'] as const);
+        await Promise.all([
+          redis.zadd(tenantKey(decision.tenant), ...nx, decision.request.requestedAt, m),
+          redis.zadd(dueKey, ...nx, decision.request.expiresAt, m),
+          // A stopped run holds no slot while it waits: the operator counts it in its mode's set.
+          input.approval === 'stop'
+            ? redis.zadd(pausedRunsKey(input.mode), 'NX', decision.request.requestedAt, input.runId)
+            : undefined,
+        ]);
       }
       return { decision, created: reply[0] === 1 };
     },

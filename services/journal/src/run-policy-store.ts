@@ -6,6 +6,8 @@
  * rule each for runs of the tenant's style; a request's own `approval` wins over both. Resolved
  * once when a run is accepted and stored on the run, so every execution follows the same rules.
  */
+
+import { journalKeys } from '@islet/core/keys';
 import { TIME_BUDGETS, type TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -35,7 +37,7 @@ export interface EffectiveRunPolicy {
 }
 
 export function createRunPolicyStore(redis: Redis, keyPrefix = 'islet:') {
-  const key = (tenant: string) => `${keyPrefix}tenant:${tenant}:run-policy`;
+  const key = journalKeys(keyPrefix).runPolicy;
   return {
     async get(tenant: string): Promise<RunPolicy> {
       const raw = await redis.get(key(tenant));

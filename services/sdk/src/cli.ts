@@ -3,10 +3,12 @@
  * `islet` command line; `islet --help` prints every command and flag (USAGE below).
  * Admin commands talk to Redis directly when ISLET_REDIS_URL (or --redis-url) is given — the way to
  * make the first platform.admin key — otherwise to the gateway's admin endpoints with
- * ISLET_URL + ISLET_API_KEY (a key with platform.admin).
+ * ISLET_URL + ISLET_API_KEY (a key with platform.admin). The Redis connection follows the same
+ * variables as the services (ISLET_REDIS_MODE, _SENTINELS, _PASSWORD(_FILE), _CA_FILE; cluster
+ * seeds comma-separated in the URL).
  */
 import { parseArgs } from 'node:util';
-import { createRedis, createTenantStore, SCOPES, type Scope } from '@islet/core';
+import { createRedis, createTenantStore, redisConfigFromEnv, SCOPES, type Scope } from '@islet/core';
 import { createIsletClient } from './client.ts';
 
 /** Every flag the CLI takes (`--help` lists each; a test holds the two together). */
@@ -88,7 +90,7 @@ export async function runCli(
       ...(values['max-in-flight'] ? { maxInFlightRuns: Number(values['max-in-flight']) } : {}),
     };
     if (redisUrl) {
-      const redis = createRedis(redisUrl);
+      const redis = createRedis(redisConfigFromEnv({ ...env, ISLET_REDIS_URL: redisUrl }));
       try {
         out(await createTenantStore(redis).createTenant(input));
       } finally {
@@ -103,7 +105,7 @@ export async function runCli(
     const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
     if (bad.length) throw new Error(`unknown scopes: ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
     if (redisUrl) {
-      const redis = createRedis(redisUrl);
+      const redis = createRedis(redisConfigFromEnv({ ...env, ISLET_REDIS_URL: redisUrl }));
       try {
         const options = values.principal ? { principal: values.principal } : {};
         out(await createTenantStore(redis).createKey(values.tenant, scopes as Scope[], options));

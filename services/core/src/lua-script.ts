@@ -1,0 +1,26 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/**
+ * A Lua script sent as EVALSHA (a 40-byte hash instead of the source on every call), falling back
+ * to EVAL when the node does not know it yet (first use, a restart, a Cluster node just promoted).
+ * Its keys must share one hash slot (see keys.ts).
+ */
+export class LuaScript {
+  readonly source: string;
+  readonly sha: string;
+
+  constructor(source: string) {
+    this.source = source;
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
+      return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * Redis Cluster: the connection mode (seeds, auth, refusals), and the core stores (runs, tenants,
+ * settings) working through a Cluster client on a real six-node cluster, and through a plain
+ * client on a slot-checking node, where any MULTI, script or multi-key command spanning two hash
+ * slots fails with CROSSSLOT: a future slot-unsafe change fails here.
+ */
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import {
+  type RedisCluster,
+  type SlotCheckingRedis,
+  startRedisCluster,
+  startSlotCheckingRedis,
+} from '@islet/testkit';
+import { Queue, QueueEvents, Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from './config.ts';
+import { keys } from './keys.ts';
+import { createRedis, isRedisCluster, type Redis, redisDurabilityProblems, redisNodes } from './redis.ts';
+import { describeRedis, redisClusterFor, redisConfigFromEnv } from './redis-connection.ts';
+import { createRunStore, type StoredRun } from './run-store.ts';
+import { generateSealKey, sealerFromConfig } from './sealer.ts';
+import { createSettingsCache } from './settings-cache.ts';
+import { createSettingsStore } from './settings-store.ts';
+import { createTenantStore } from './tenant-store.ts';
+
+const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
+const sealer = sealerFromConfig(base);
+
+describe('cluster configuration', () => {
+  it('seeds: redis://, rediss:// and bare host:port, IPv6 in brackets; the rest is learnt from the cluster', () => {
+    const c = loadConfig({
+      ...base,
+      ISLET_REDIS_MODE: 'cluster',
+      ISLET_REDIS_URL: 'redis://:s3cret@10.0.0.1:7000, 10.0.0.2:7001,[fd00::3]:7002',
+    });
+    const { nodes, options } = redisClusterFor(c);
+    expect(nodes).toEqual([
+      { host: '10.0.0.1', port: 7000 },
+      { host: '10.0.0.2', port: 7001 },
+      { host: 'fd00::3', port: 7002 },
+    ]);
+    expect(options.redisOptions).toEqual({ password: 's3cret' });
+    expect(options.enableOfflineQueue).toBe(true);
+    expect(options.clusterRetryStrategy?.(100)).toBe(2000);
+    expect(describeRedis(c)).toBe('cluster via 10.0.0.1:7000,10.0.0.2:7001,fd00::3:7002');
+  });
+
+  it('password from ISLET_REDIS_PASSWORD (or its _FILE) wins; rediss:// turns TLS on for every node', () => {
+    const o = redisClusterFor({
+      ISLET_REDIS_MODE: 'cluster',
+      ISLET_REDIS_URL: 'rediss://user:inurl@a:6379,b:6379',
+      ISLET_REDIS_PASSWORD: 'from-env',
+    }).options;
+    expect(o.redisOptions).toMatchObject({ password: 'from-env', username: 'user', tls: {} });
+    expect(typeof o.dnsLookup).toBe('function');
+    // The CLI reads the same variables.
+    const cfg = redisConfigFromEnv({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: 'h1:1,h2:2' });
+    expect(redisClusterFor(cfg).nodes).toHaveLength(2);
+  });
+
+  it('refuses bad cluster configuration at load, naming the problem', () => {
+    const bad =
+      (url: string, extra: Record<string, string> = {}) =>
+      () =>
+        loadConfig({ ...base, ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: url, ...extra });
+    expect(bad('h1:7000,h2')).toThrow(
+      'ISLET_REDIS_URL seed "h2": not host:port, redis://host:port or rediss://host:port',
+    );
+    expect(bad('h1:70000')).toThrow('seed "h1:70000": not host:port');
+    expect(bad('redis://h1:1,rediss://h2:2')).toThrow(
+      'ISLET_REDIS_URL: seeds mix redis:// and rediss:// (TLS is all or nothing)',
+    );
+    expect(bad('redis://:a@h1:1,redis://:b@h2:2')).toThrow('seeds carry different passwords');
+    expect(bad('redis://h1:1/2')).toThrow('Redis Cluster has only database 0');
+    expect(bad('redis://h1')).toThrow('seed "redis://h1": needs a port');
+    expect(bad('http://h1:1')).toThrow('scheme must be redis:// or rediss://, not http://');
+    expect(bad(' , ')).toThrow('ISLET_REDIS_URL: no cluster seed nodes');
+    expect(bad('h1:1', { ISLET_REDIS_CA_FILE: '/etc/hostname' })).toThrow(
+      'ISLET_REDIS_CA_FILE is set but ISLET_REDIS_URL is not rediss://',
+    );
+    // Standalone still takes exactly one URL.
+    expect(() => loadConfig({ ...base, ISLET_REDIS_URL: 'h1:1,h2:2' })).toThrow('ISLET_REDIS_URL');
+    expect(() => redisConfigFromEnv({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: 'nope' })).toThrow(
+      'seed "nope": not host:port',
+    );
+  });
+});
+
+let seq = 0;
+function newRun(tenant: string, session = 's1', createdAt = Date.now()): StoredRun {
+  const id = `run-${process.pid}-${Date.now()}-${seq++}`;
+  return {
+    id,
+    tenant,
+    session,
+    turn: 't',
+    callId: 'c',
+    status: 'Running',
+    mode: 'read-only',
+    code: 'return 1',
+    description: 'Return one',
+    request: { connections: [], bindings: [] },
+    createdAt,
+    updatedAt: createdAt,
+    attempts: 0,
+    cancelRequested: false,
+    clockMs: createdAt,
+    seed: id,
+  };
+}
+
+/** Every operation of the core stores; each asserts what it did. */
+async function exerciseCoreStores(redis: Redis, subscriber: Redis): Promise<void> {
+  const tenant = `t-${seq++}`;
+  const tenants = createTenantStore(redis);
+  await tenants.createTenant({ id: tenant, name: 'Acme', maxInFlightRuns: 3 });
+  expect((await tenants.getTenant(tenant))?.maxInFlightRuns).toBe(3);
+  expect((await tenants.listTenants()).map((t) => t.id)).toContain(tenant);
+  const key = await tenants.createKey(tenant, ['apps.use'], { principal: 'ann' });
+  expect(await tenants.resolveKey(key.key)).toMatchObject({ tenantId: tenant, principal: 'ann' });
+
+  const runs = createRunStore(redis, sealer, { retentionSeconds: 60 });
+  const heard: string[] = [];
+  subscriber.on('message', (_channel: string, message: string) => heard.push(message));
+  await subscriber.subscribe('islet:session-runs');
+  const a = newRun(tenant);
+  const b = newRun(tenant);
+  await runs.create(a);
+  await runs.create(b);
+  expect(await runs.inFlightCount(tenant)).toBe(2);
+  expect((await runs.listSession(tenant, 's1', undefined, 10)).ids.sort()).toEqual([a.id, b.id].sort());
+  expect(await runs.startAttempt(a.id)).toBe(1);
+  expect(await runs.setStatus(a, 'Waiting', { why: 'x' })).toBe(true);
+  await runs.appendEvent(a.id, 'log', { line: 'hello' });
+  await runs.requestCancel(a.id);
+  expect((await runs.get(a.id))?.cancelRequested).toBe(true);
+  // Skills share the quota with runs in one tenant-slot script: 2 runs + 1 skill = 3 = the limit.
+  expect(await runs.reserveSkill(tenant, 'skill-1', 60_000, 3)).toBe(true);
+  expect(await runs.reserveSkill(tenant, 'skill-2', 60_000, 3)).toBe(false);
+  expect(await runs.inFlightCount(tenant)).toBe(3);
+  await runs.releaseSkill(tenant, 'skill-1');
+  const end = {
+    status: 'Completed' as const,
+    result: { _tag: 'Completed' as const, value: 1, logs: [] },
+    text: '1',
+  };
+  expect(await runs.finish(a, end)).toBe(true);
+  expect(await runs.finish(a, { ...end, status: 'Cancelled' })).toBe(false);
+  expect(await runs.inFlightCount(tenant)).toBe(1);
+  expect((await runs.readEvents(a.id)).map((e) => e.type)).toEqual(['status', 'status', 'log', 'end']);
+  expect(await redis.ttl(keys.run(a.id))).toBeGreaterThan(0);
+  expect(await runs.finish(b, { ...end, status: 'Failed' })).toBe(true);
+  expect(await runs.inFlightCount(tenant)).toBe(0);
+  // The session stream's wake-up came through the subscriber (pub/sub on the same client kind).
+  await expect.poll(() => heard.filter((m) => m === keys.sessionRuns(tenant, 's1')).length).toBe(2);
+  await subscriber.unsubscribe('islet:session-runs');
+
+  const store = createSettingsStore(redis);
+  const cache = createSettingsCache(store, subscriber, { maxAgeMs: 60_000 });
+  const s0 = await cache.get();
+  const updated = await store.update(s0.version, { timeoutMs: 5000 + seq });
+  expect(updated.ok).toBe(true);
+  expect(await store.update(s0.version, { timeoutMs: 6000 })).toMatchObject({ ok: false });
+  // The change is published; the cache drops its copy and reads the new version.
+  await expect.poll(async () => (await cache.get()).version).toBe(s0.version + 1);
+  cache.close();
+}
+
+describe('a slot-checking node (one slot owner: any cross-slot command fails with CROSSSLOT)', () => {
+  let node: SlotCheckingRedis;
+  let redis: Redis;
+  let subscriber: Redis;
+  beforeAll(async () => {
+    node = await startSlotCheckingRedis();
+    redis = createRedis(node.url);
+    subscriber = createRedis(node.url);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    subscriber?.disconnect();
+    await node?.stop();
+  });
+
+  it('really refuses cross-slot work (the guard guards)', async () => {
+    await expect(redis.multi().set('{a}x', '1').set('{b}x', '1').exec()).rejects.toThrow(/CROSSSLOT/);
+  });
+
+  it('run, tenant and settings stores: every operation stays in one slot', async () => {
+    await exerciseCoreStores(redis, subscriber);
+  });
+});
+
+describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Cluster client', () => {
+  let cluster: RedisCluster;
+  let redis: Redis;
+  let subscriber: Redis;
+  let cfg: ReturnType<typeof loadConfig>;
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ password: 'cluster-pass' });
+    cfg = loadConfig({
+      ...base,
+      ISLET_REDIS_MODE: 'cluster',
+      // Two seeds are enough: the client finds the other nodes.
+      ISLET_REDIS_URL: cluster.seeds.split(',').slice(0, 2).join(','),
+      ISLET_REDIS_PASSWORD: 'cluster-pass',
+    });
+    redis = createRedis(cfg);
+    subscriber = createRedis(cfg);
+  }, 60_000);
+  afterAll(async () => {
+    redis?.disconnect();
+    subscriber?.disconnect();
+    await cluster?.stop();
+  });
+
+  it('connects as a Cluster client and finds every master', async () => {
+    expect(isRedisCluster(redis)).toBe(true);
+    const masters = await redisNodes(redis);
+    expect(masters.map((m) => m.options.port).sort()).toEqual((await cluster.masters()).sort());
+  });
+
+  it('run, tenant and settings stores work across the masters', async () => {
+    await exerciseCoreStores(redis, subscriber);
+    // The keys really are spread: runs and tenants on more than one master.
+    const owners = new Set<number>();
+    for (let i = 0; i < 12; i++) owners.add(await cluster.masterOf(keys.run(`spread-${i}`)));
+    expect(owners.size).toBeGreaterThan(1);
+  });
+
+  it('a wrong password is refused by the nodes (WRONGPASS reported)', async () => {
+    const wrong = createRedis({ ...cfg, ISLET_REDIS_PASSWORD: 'nope' }, { maxRetriesPerRequest: 1 });
+    const errors: string[] = [];
+    // The cluster client reports "Failed to refresh slots cache." with the node's reply beside it.
+    wrong.on('error', (e: Error & { lastNodeError?: Error }) =>
+      errors.push(`${e.message} ${e.lastNodeError?.message ?? ''}`),
+    );
+    try {
+      await expect.poll(() => errors.join('\n'), { timeout: 10_000 }).toMatch(/WRONGPASS/);
+    } finally {
+      wrong.disconnect();
+    }
+  });
+
+  it('the durability check asks every master and names the one that is unsafe', async () => {
+    expect(await redisDurabilityProblems(redis)).toEqual([]);
+    const [first] = await redisNodes(redis);
+    await first!.config('SET', 'appendonly', 'no');
+    try {
+      expect(await redisDurabilityProblems(redis)).toEqual([
+        `appendonly is no, not yes on ${first!.options.host}:${first!.options.port}`,
+      ]);
+    } finally {
+      await first!.config('SET', 'appendonly', 'yes');
+    }
+  });
+
+  it("BullMQ Queue, Worker and QueueEvents on Islet's queue names over Cluster connections", async () => {
+    const name = runQueueName('read-only');
+    const queue = new Queue(name, { connection: redis, prefix: QUEUE_PREFIX });
+    const eventsConnection = createRedis(cfg);
+    const workerConnection = createRedis(cfg);
+    const events = new QueueEvents(name, { connection: eventsConnection, prefix: QUEUE_PREFIX });
+    const done = new Map<string, number>();
+    const worker = new Worker(
+      name,
+      async (job) => {
+        done.set(job.id ?? '', (done.get(job.id ?? '') ?? 0) + 1);
+        return job.data.n * 2;
+      },
+      { connection: workerConnection, prefix: QUEUE_PREFIX, concurrency: 4 },
+    );
+    try {
+      await events.waitUntilReady();
+      const completed: string[] = [];
+      events.on('completed', ({ jobId }) => completed.push(jobId));
+      for (let n = 0; n < 30; n++) await queue.add('run', { n }, { jobId: `job-${n}` });
+      await expect.poll(() => done.size, { timeout: 20_000 }).toBe(30);
+      expect([...done.values()].every((c) => c === 1)).toBe(true);
+      await expect.poll(() => completed.length, { timeout: 10_000 }).toBe(30);
+      expect(await (await queue.getJob('job-7'))?.returnvalue).toBe(14);
+      // Every queue key lives in the queue's slot, on one master.
+      const slotOwner = await cluster.masterOf(`islet:${name}:wait`);
+      expect(await cluster.masterOf(`islet:${name}:job-7`)).toBe(slotOwner);
+    } finally {
+      await worker.close();
+      await events.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      eventsConnection.disconnect();
+      workerConnection.disconnect();
+    }
+  }, 60_000);
+});
