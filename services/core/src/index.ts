@@ -1,6 +1,7 @@
 export * from './build-info.ts';
 export * from './config.ts';
 export * from './jobs.ts';
+export * from './key-migration.ts';
 export * from './keys.ts';
 export * from './logger.ts';
 export * from './metrics.ts';

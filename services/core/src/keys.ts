@@ -70,6 +70,8 @@ export const keys = {
   orphanSweepLock: () => 'islet:lock:orphan-sweep',
   /** Held by the one process that moves keys of the pre-Cluster layout (key-migration.ts). */
   keyMigrationLock: () => 'islet:lock:key-migration',
+  /** The key layout version this Redis holds (`2`: slot-safe, nothing of the old layout left). */
+  keyLayout: () => 'islet:key-layout',
   /** A tenant's MCP surface settings (`@islet/mcp`): which tools, their names and descriptions. */
   mcpSettings: (tenant: string) => `${t(tenant)}:mcp`,
   /** An MCP session (`Mcp-Session-Id`): its tenant; any gateway replica serves it. Global single key. */

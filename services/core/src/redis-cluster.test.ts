@@ -12,9 +12,11 @@ import {
   startSlotCheckingRedis,
 } from '@islet/testkit';
 import { Queue, QueueEvents, Worker } from 'bullmq';
+import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
-import { keys } from './keys.ts';
+import { migratedKeyName, migrateKeyLayout } from './key-migration.ts';
+import { journalKeys, keys } from './keys.ts';
 import { createRedis, isRedisCluster, type Redis, redisDurabilityProblems, redisNodes } from './redis.ts';
 import { describeRedis, redisClusterFor, redisConfigFromEnv } from './redis-connection.ts';
 import { createRunStore, type StoredRun } from './run-store.ts';
@@ -222,8 +224,12 @@ describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Clu
   it('run, tenant and settings stores work across the masters', async () => {
     await exerciseCoreStores(redis, subscriber);
     // The keys really are spread: runs and tenants on more than one master.
-    const owners = new Set<number>();
-    for (let i = 0; i < 12; i++) owners.add(await cluster.masterOf(keys.run(`spread-${i}`)));
+    const owners = new Set<string>();
+    const table = (redis as unknown as Cluster).slots;
+    for (let i = 0; i < 12; i++) {
+      const slot = Number(await redis.cluster('KEYSLOT', keys.run(`spread-${i}`)));
+      owners.add(table[slot]?.[0] ?? '');
+    }
     expect(owners.size).toBeGreaterThan(1);
   });
 
@@ -252,6 +258,44 @@ describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Clu
     } finally {
       await first!.config('SET', 'appendonly', 'yes');
     }
+  });
+
+  it('moves keys of the pre-Cluster layout to their tagged names, on every master, once', async () => {
+    expect(migratedKeyName('islet:tenant:old1:session:s:runs')).toBe(keys.sessionRuns('old1', 's'));
+    expect(migratedKeyName('islet:tenant:old1')).toBe(keys.tenant('old1'));
+    expect(migratedKeyName(keys.inFlight('old1'))).toBeUndefined();
+    await redis.del(keys.keyLayout());
+    await redis.sadd(keys.tenants(), 'old1');
+    await redis.set('islet:tenant:old1', JSON.stringify({ id: 'old1', name: 'Old', createdAt: 1 }));
+    await redis.hset('islet:tenant:old1:connections', 'c1', '{}');
+    await redis.expire('islet:tenant:old1:connections', 1000);
+    await redis.zadd('islet:tenant:old1:decisions', 5, 'r\n1');
+    await redis.hset(keys.run('r-old'), 'createdAt', '12345');
+    await redis.sadd('islet:tenant:old1:inflight', 'r-old', 'r-gone');
+    await redis.set('islet:tenant:old2:mcp', 'old');
+    await redis.set(keys.mcpSettings('old2'), 'new');
+    const first = await migrateKeyLayout(redis);
+    expect(first).toEqual({ moved: 4, conflicts: ['islet:tenant:old2:mcp'] });
+    expect((await createTenantStore(redis).getTenant('old1'))?.name).toBe('Old');
+    expect(await redis.hget(keys.connections('old1'), 'c1')).toBe('{}');
+    expect(await redis.ttl(keys.connections('old1'))).toBeGreaterThan(900);
+    expect(await redis.zscore(journalKeys().tenantDecisions('old1'), 'r\n1')).toBe('5');
+    // The in-flight SET became the ZSET the quota and the orphan sweep read.
+    expect(await redis.zscore(keys.inFlight('old1'), 'r-old')).toBe('12345');
+    expect(Number(await redis.zscore(keys.inFlight('old1'), 'r-gone'))).toBeGreaterThan(Date.now() - 60_000);
+    expect(await redis.exists('islet:tenant:old1')).toBe(0);
+    expect(await redis.exists('islet:tenant:old1:inflight')).toBe(0);
+    // The conflict stays (and keeps the migration open) until someone resolves it.
+    expect(await redis.get(keys.mcpSettings('old2'))).toBe('new');
+    expect(await migrateKeyLayout(redis)).toEqual({ moved: 0, conflicts: ['islet:tenant:old2:mcp'] });
+    expect(await redis.get(keys.keyLayout())).toBeNull();
+    await redis.del('islet:tenant:old2:mcp');
+    expect(await migrateKeyLayout(redis)).toEqual({ moved: 0, conflicts: [] });
+    expect(await redis.get(keys.keyLayout())).toBe('2');
+    // Closed: later starts skip the scan.
+    await redis.set('islet:tenant:late:x', '1');
+    expect(await migrateKeyLayout(redis)).toEqual({ moved: 0, conflicts: [] });
+    expect(await redis.get('islet:tenant:late:x')).toBe('1');
   });
 
   it("BullMQ Queue, Worker and QueueEvents on Islet's queue names over Cluster connections", async () => {

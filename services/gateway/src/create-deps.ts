@@ -8,6 +8,7 @@ import {
   createTenantStore,
   type IsletConfig,
   type Logger,
+  migrateKeyLayout,
   type RunJobData,
   redisDurabilityProblems,
   sealerFromConfig,
@@ -54,6 +55,8 @@ export async function createGatewayDeps(
     }
     if (text) logger.warn({ problems }, text);
   }
+  // An installation upgraded in place keeps its tenants' keys (see key-migration.ts).
+  await migrateKeyLayout(redis, logger);
   const hub = createEventHub(subscriber);
   await hub.start();
   return {

@@ -1,0 +1,126 @@
+/**
+ * The journal's stores on Redis Cluster: decisions (run slot + tenant index + global expiry index
+ * + the queue's paused set), run policies and the call journal, through a Cluster client on a real
+ * six-node cluster and through a plain client on a slot-checking node (cross-slot work fails there
+ * with CROSSSLOT). Also the decisions' recovery path: an index entry lost between the run-slot
+ * script and the index writes is restored when the run asks again.
+ */
+
+import { createRedis, journalKeys, type Redis } from '@islet/core';
+import type { BindingOutcome } from '@islet/engine';
+import { pausedRunsKey } from '@islet/protocol';
+import {
+  type RedisCluster,
+  type SlotCheckingRedis,
+  startRedisCluster,
+  startSlotCheckingRedis,
+} from '@islet/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCallJournal } from './call-journal.ts';
+import { createDecisionStore } from './decision-store.ts';
+import { createRunPolicyStore } from './run-policy-store.ts';
+import { createTestSealer } from './test-sealer.ts';
+
+const sealer = createTestSealer();
+let seq = 0;
+const result = (value: unknown): BindingOutcome => ({ type: 'result', valueJson: JSON.stringify(value) });
+
+async function exerciseJournalStores(redis: Redis, prefix: string): Promise<void> {
+  const k = journalKeys(prefix);
+  const tenant = `t-${seq++}`;
+  const run = `run-${Date.now()}-${seq++}`;
+  const decisions = createDecisionStore({ redis, sealer, keyPrefix: prefix });
+  const ask = (runId: string, index: number) => ({
+    tenant,
+    mode: 'read-only' as const,
+    runId,
+    index,
+    toolCallId: 'call-1',
+    code: 'await apps.mail.send_email({})',
+    approval: 'stop' as const,
+    call: { connectionId: 'conn-1', tool: 'send_email', arguments: {} },
+  });
+  expect((await decisions.request(ask(run, 1))).created).toBe(true);
+  expect((await decisions.request(ask(run, 2))).created).toBe(true);
+  expect(await decisions.countPending(tenant)).toBe(2);
+  expect(await redis.zscore(pausedRunsKey('read-only'), run)).not.toBeNull();
+  expect((await decisions.listPending(tenant)).map((d) => d.index)).toEqual([1, 2]);
+  // A waiter on a duplicated connection (BLPOP on the run's slot) wakes on the answer.
+  const waiting = decisions.waitForAnswer(run, 1, { timeoutMs: 10_000 });
+  const answered = await decisions.answer(tenant, run, 1, { allow: true, by: 'ann' });
+  expect(answered).toMatchObject({ ok: true, stillPending: 1 });
+  expect((await waiting)?.state).toBe('allowed');
+  expect(await decisions.countPending(tenant)).toBe(1);
+
+  // Recovery: the script recorded decision 2 but the index writes were lost (a crash): asking
+  // again (the run's next execution) puts them back, and expiry then finds it.
+  await redis.zrem(k.tenantDecisions(tenant), `${run}\n2`);
+  await redis.zrem(k.decisionsDue(), `${run}\n2`);
+  expect(await decisions.countPending(tenant)).toBe(0);
+  expect((await decisions.request(ask(run, 2))).created).toBe(false);
+  expect(await decisions.countPending(tenant)).toBe(1);
+  expect(await redis.zscore(k.decisionsDue(), `${run}\n2`)).not.toBeNull();
+  expect(await decisions.closeRun(run)).toBe(1);
+  expect(await decisions.countPending(tenant)).toBe(0);
+  await decisions.unmarkPaused(run, 'read-only');
+
+  const expiring = createDecisionStore({ redis, sealer, keyPrefix: prefix, expireAfterMs: 1 });
+  const late = `run-late-${seq++}`;
+  await expiring.request(ask(late, 0));
+  await new Promise((r) => setTimeout(r, 5));
+  expect((await expiring.expireDue()).map((d) => d.runId)).toContain(late);
+
+  const policies = createRunPolicyStore(redis, prefix);
+  await policies.set(tenant, { style: 'code-mode', fourEyes: true });
+  expect(await policies.effective(tenant)).toMatchObject({ style: 'code-mode', fourEyes: true });
+  expect(await redis.exists(k.runPolicy(tenant))).toBe(1);
+
+  const journal = createCallJournal({ redis, sealer, keyPrefix: prefix });
+  expect(await journal.nextAttempt(run)).toBe(1);
+  expect((await journal.claim(run, 1, { index: 0, binding: 'notes.read', argsJson: '{}' })).kind).toBe('new');
+  await journal.markSent(run, 0);
+  expect(await journal.complete(run, 0, result('x'))).toEqual({ deliverySeq: 1, stored: true });
+  expect(await journal.claim(run, 2, { index: 0, binding: 'notes.read', argsJson: '{}' })).toEqual({
+    kind: 'done',
+    outcome: result('x'),
+    deliverySeq: 1,
+  });
+}
+
+describe('journal stores on a slot-checking node', () => {
+  let node: SlotCheckingRedis;
+  let redis: Redis;
+  beforeAll(async () => {
+    node = await startSlotCheckingRedis();
+    redis = createRedis(node.url);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await node?.stop();
+  });
+
+  it('decisions, run policies and the call journal stay in one slot per command (default and custom prefix)', async () => {
+    await exerciseJournalStores(redis, 'islet:');
+    await exerciseJournalStores(redis, 'other:');
+  });
+});
+
+describe('journal stores on a real Redis Cluster', () => {
+  let cluster: RedisCluster;
+  let redis: Redis;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    redis = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
+  }, 60_000);
+  afterAll(async () => {
+    redis?.disconnect();
+    await cluster?.stop();
+  });
+
+  it('decisions, run policies and the call journal work through the Cluster client', async () => {
+    await exerciseJournalStores(redis, 'islet:');
+    // A run's decisions and journal share its slot; its tenant's index lives elsewhere by design.
+    const k = journalKeys();
+    expect(await cluster.masterOf(k.decisions('r1'))).toBe(await cluster.masterOf(k.journal('r1')));
+  });
+});
