@@ -87,12 +87,14 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
 /**
  * What makes this Redis unsafe for queued runs: AOF off (a restart loses every acknowledged run
  * since the last snapshot) or an eviction policy other than noeviction (a full Redis drops job
- * keys). A cluster is checked master by master (each problem names its node). Undefined when the
- * server does not allow CONFIG (some managed Redis): unknown, not safe.
+ * keys). A cluster is checked node by node, replicas too (one becomes the master on a failover;
+ * each problem names its node). Undefined when the server does not allow CONFIG (some managed
+ * Redis): unknown, not safe.
  */
 export async function redisDurabilityProblems(redis: Redis): Promise<string[] | undefined> {
+  const replicas = redis.isCluster ? await replicaConnections(redis as unknown as Cluster) : [];
   try {
-    const nodes = await redisNodes(redis);
+    const nodes = [...(await redisNodes(redis)), ...replicas];
     const problems: string[] = [];
     for (const node of nodes) {
       const where = redis.isCluster ? ` on ${node.options.host}:${node.options.port}` : '';
@@ -105,5 +107,34 @@ export async function redisDurabilityProblems(redis: Redis): Promise<string[] | 
     return problems;
   } catch {
     return undefined;
+  } finally {
+    for (const r of replicas) r.disconnect();
   }
+}
+
+/**
+ * Short-lived connections to a cluster's live replicas (the Cluster client, reading from masters,
+ * keeps none), with the cluster's own per-node options (password, TLS). The caller disconnects.
+ */
+async function replicaConnections(cluster: Cluster): Promise<Redis[]> {
+  const [master] = await redisNodes(cluster as unknown as Redis);
+  if (!master) return [];
+  const text = String(await master.cluster('NODES'));
+  const out: Redis[] = [];
+  for (const line of text.split('\n')) {
+    const [, address, flags] = line.split(' ');
+    if (!address || !flags || !/\bslave\b/.test(flags) || /fail|noaddr|handshake/.test(flags)) continue;
+    const hostPort = address.split('@')[0] ?? '';
+    const cut = hostPort.lastIndexOf(':');
+    out.push(
+      new Redis({
+        ...cluster.options.redisOptions,
+        host: hostPort.slice(0, cut),
+        port: Number(hostPort.slice(cut + 1)),
+        maxRetriesPerRequest: 1,
+        retryStrategy: () => null,
+      }),
+    );
+  }
+  return out;
 }
