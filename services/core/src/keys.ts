@@ -3,8 +3,10 @@
  *
  * Redis Cluster only runs a MULTI, a Lua script or a multi-key command when all its keys hash to
  * one slot; a `{…}` hash tag decides the slot. The rule Islet keeps (and the slot-checking tests
- * enforce, see run-store.cluster.test.ts): every transaction, script and multi-key command touches
- * keys of ONE of these groups, never two.
+ * enforce): every transaction, script and multi-key command touches
+ * keys of ONE of these groups, never two. The `redis-cluster.test.ts` of core, journal and gateway
+ * and the runner's `fair-share.cluster.test.ts` run every store on a slot-checking node, where a
+ * command spanning two slots fails with CROSSSLOT.
  *
  * - Per run, tag `{<runId>}`: the run record, its event stream, its `client` call mailboxes, its
  *   call journal (`journal:{<runId>}`, @islet/journal) and its decisions (`decisions:{<runId>}`).
