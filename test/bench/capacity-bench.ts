@@ -19,9 +19,9 @@ import type { RedisConfig } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { startRedis, startRedisCluster } from '@islet/testkit';
 import { api } from '../e2e/helpers.ts';
+import { clusterRedisConfig } from '../e2e/redis-cluster-config.ts';
 import { measure, PROGRAM, type Sample } from './baselines.ts';
 import { processTree, redisPids, totalCpuMs } from './capacity-cpu.ts';
-import { clusterRedisConfig } from './capacity-redis.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 4);

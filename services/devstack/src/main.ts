@@ -8,7 +8,7 @@
  */
 import { describeRedis, resolveSecretFiles, scrubSecretEnv } from '@islet/core';
 import { startCluster } from './cluster.ts';
-import { redisConfigFromEnv } from './redis-from-env.ts';
+import { devRedisConfigFromEnv } from './redis-from-env.ts';
 
 const fail = (problems: string[]) => {
   process.stderr.write(`invalid configuration:\n  ${problems.join('\n  ')}\n`);
@@ -25,7 +25,7 @@ const count = (name: string): number | undefined => {
 // ISLET_DEV_API_KEY and the Redis secrets, each also as X_FILE; none stays in this environment
 // (the children get every secret as a file, see cluster.ts).
 const secrets = resolveSecretFiles(process.env, ['ISLET_DEV_API_KEY']);
-const redis = redisConfigFromEnv(process.env);
+const redis = devRedisConfigFromEnv(process.env);
 if (secrets.problems.length > 0 || redis.problems.length > 0) fail([...secrets.problems, ...redis.problems]);
 const devApiKey = secrets.env.ISLET_DEV_API_KEY;
 scrubSecretEnv();

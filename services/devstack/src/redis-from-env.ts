@@ -18,7 +18,7 @@ export interface RedisFromEnv {
   problems: string[];
 }
 
-export function redisConfigFromEnv(env: Record<string, string | undefined>): RedisFromEnv {
+export function devRedisConfigFromEnv(env: Record<string, string | undefined>): RedisFromEnv {
   const resolved = resolveSecretFiles(env, REDIS_SECRETS);
   if (resolved.problems.length > 0) return { config: undefined, problems: resolved.problems };
   const url = resolved.env.ISLET_REDIS_URL;

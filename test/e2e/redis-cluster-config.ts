@@ -8,7 +8,7 @@ import type { RedisCluster } from '@islet/testkit';
 export function clusterRedisConfig(cluster: RedisCluster): RedisConfig {
   return {
     ISLET_REDIS_MODE: 'cluster',
-    ISLET_REDIS_URL: `redis://${cluster.seeds}`,
+    ISLET_REDIS_URL: cluster.seeds,
     ...(cluster.password ? { ISLET_REDIS_PASSWORD: cluster.password } : {}),
   };
 }
