@@ -412,7 +412,7 @@ describe('npm start on a Redis Cluster', () => {
       const res = await api(`http://127.0.0.1:${port}`, key)(
         'POST',
         '/v1/runs',
-        base({ code: 'return "rc"' }),
+        base({ code: 'return "rc"', sessionId: 'npm-start' }),
         {
           prefer: 'wait=30',
         },
@@ -421,7 +421,12 @@ describe('npm start on a Redis Cluster', () => {
       proc.kill('SIGINT');
       await new Promise((r) => proc.once('exit', r));
       // The cluster is untouched: the stack above still runs on it.
-      const after = await a('POST', '/v1/runs', base({ code: 'return "still"' }), { prefer: 'wait=30' });
+      const after = await a(
+        'POST',
+        '/v1/runs',
+        base({ code: 'return "still"', sessionId: 'after-npm-start' }),
+        { prefer: 'wait=30' },
+      );
       expect(after.body.result.value).toBe('still');
     } finally {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
