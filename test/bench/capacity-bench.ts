@@ -41,11 +41,18 @@ interface Backend {
   ports: number[];
   /** The node serving the read-only mode's queue slot `{runs-read-only}` (cluster only). */
   queuePort?: number;
+  masters?: () => Promise<number[]>;
   stop(): Promise<void>;
 }
 
 interface Phase {
   sample: Sample;
+  /**
+   * Redis CPU per run, ms, with the background the stack costs while idle (BullMQ workers' blocking
+   * reads and lock checks, fair-share heartbeats, gateways' sweeps and queue metrics; `idleRedisMsPerSec`)
+   * taken out: what one more run costs. `redisTotalMs` keeps it in.
+   */
+  redisTotalMs: number;
   /** Per run, ms of CPU. */
   redisMs: number;
   redisPerNodeMs: Record<string, number>;
@@ -55,6 +62,10 @@ interface Phase {
 
 interface Row {
   backend: string;
+  /** Redis CPU per second of wall time with the stack up and no load, ms/s. */
+  idleRedisMsPerSec: number;
+  /** Cluster: ports of the masters at the end (the other nodes are replicas). */
+  masters: number[] | undefined;
   queuePort: number | undefined;
   gateways: number;
   runners: number;
@@ -77,6 +88,7 @@ async function startBackend(name: string): Promise<Backend> {
       config: clusterRedisConfig(cluster),
       ports: cluster.nodes.map((n) => n.port),
       queuePort: await cluster.masterOf('{runs-read-only}'),
+      masters: () => cluster.masters(),
       stop: () => cluster.stop(),
     };
   }
@@ -145,10 +157,18 @@ async function measureShape(
     const redis = redisPids(backend.ports);
     const gatewayPids = cluster.gateways.map((g) => g.pid!);
     const clients = Math.max(8, 2 * runners * SLOTS);
+    // The stack's Redis background while no run is submitted (after the set-up settled).
+    await new Promise((r) => setTimeout(r, 1000));
+    const idleBefore = totalCpuMs([...redis.values()]);
+    const idleT0 = performance.now();
+    await new Promise((r) => setTimeout(r, 3000));
+    const idleRedisMsPerSec =
+      (totalCpuMs([...redis.values()]) - idleBefore) / ((performance.now() - idleT0) / 1000);
     const phase = async (code: string, withCalls: boolean): Promise<Phase> => {
       for (let i = 0; i < clients; i++) await submit(code, withCalls); // warm hosts and connections
       const runnerPids = cluster.runners.flatMap((r) => processTree(r.pid!));
       const before = {
+        at: performance.now(),
         redis: [...redis].map(([port, pid]) => [port, totalCpuMs([pid])] as const),
         gateway: totalCpuMs(gatewayPids),
         runner: totalCpuMs(runnerPids),
@@ -159,16 +179,18 @@ async function measureShape(
         warmup: 0,
         minRuns: clients * 2,
       });
+      const elapsedS = (performance.now() - before.at) / 1000;
       const perNode: Record<string, number> = {};
-      let redisMs = 0;
+      let redisTotalMs = 0;
       for (const [port, ms] of before.redis) {
         const d = (totalCpuMs([redis.get(port)!]) - ms) / sample.runs;
         perNode[String(port)] = d;
-        redisMs += d;
+        redisTotalMs += d;
       }
       return {
         sample,
-        redisMs,
+        redisTotalMs,
+        redisMs: redisTotalMs - (idleRedisMsPerSec * elapsedS) / sample.runs,
         redisPerNodeMs: perNode,
         gatewayMs: (totalCpuMs(gatewayPids) - before.gateway) / sample.runs,
         runnerMs: (totalCpuMs(runnerPids) - before.runner) / sample.runs,
@@ -180,6 +202,8 @@ async function measureShape(
       true,
     );
     return {
+      idleRedisMsPerSec,
+      masters: backend.masters ? await backend.masters() : undefined,
       backend: backend.name,
       queuePort: backend.queuePort,
       gateways,
@@ -242,6 +266,8 @@ function print(rows: Row[], totalSeconds: number): void {
     'p50 ms',
     'p99 ms',
     'redis ms',
+    '(total)',
+    'idle ms/s',
     'gw ms',
     'runner ms',
     `calls runs/s`,
@@ -265,6 +291,8 @@ function print(rows: Row[], totalSeconds: number): void {
       f(r.trivial.sample.p50),
       f(r.trivial.sample.p99),
       f(r.trivial.redisMs, 2),
+      f(r.trivial.redisTotalMs, 2),
+      f(r.idleRedisMsPerSec, 1),
       f(r.trivial.gatewayMs, 2),
       f(r.trivial.runnerMs, 2),
       f(r.calls.sample.perSec),
@@ -284,10 +312,12 @@ function print(rows: Row[], totalSeconds: number): void {
       .sort((a, b) => b[1] - a[1])
       .map(
         ([port, ms]) =>
-          `${port}${Number(port) === r.queuePort ? ' (queue {runs-read-only})' : ''} ${f(ms, 2)}`,
+          `${port}${r.masters?.includes(Number(port)) ? ' master' : ' replica'}${Number(port) === r.queuePort ? ' (queue {runs-read-only})' : ''} ${f(ms, 2)}`,
       )
       .join(', ');
-    console.log(`${r.backend} ${r.gateways}g/${r.runners}r Redis CPU ms per trivial run by node: ${nodes}`);
+    console.log(
+      `${r.backend} ${r.gateways}g/${r.runners}r Redis CPU ms per trivial run by node (idle background included): ${nodes}`,
+    );
   }
   console.log(`total ${totalSeconds.toFixed(1)} s`);
   if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(rows, null, 2));
