@@ -13,7 +13,7 @@ it('hundreds of runs on a Redis Cluster under master failovers and runner kills:
     masterKills: 2,
     runs: Number(process.env.ISLET_CHAOS_RUNS ?? 240),
     submitWindowMs: 120_000,
-    killEveryMs: 5_000,
+    killEveryMs: 10_000,
     runners: 3,
     runnerConcurrency: 4,
     settleTimeoutMs: 240_000,

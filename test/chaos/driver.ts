@@ -315,7 +315,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         if (attempts > planned) report.extraExecutions++;
       }
       report.lost = ids.size - final.size;
-      for (const [i, id] of ids) if (!final.has(id)) report.violations.push(`run ${i} (${id}) never ended`);
+      for (const [i, id] of ids) {
+        if (final.has(id)) continue;
+        // Where it got stuck: its status, executions and calls (a lost job, an unanswered decision…).
+        const r = await http('GET', `/v1/code-runs/${id}`).catch(() => undefined);
+        const attempts = await journalRedis.hget(keys.run(id), 'attempts').catch(() => '?');
+        const calls = ((r?.body?.calls ?? []) as Loose[]).map((c) => c.outcome?._tag).join(',');
+        report.violations.push(
+          `run ${i} (${id}) never ended: ${r?.status} ${r?.body?.status ?? ''} attempts ${attempts} calls [${calls}]`,
+        );
+      }
       for (const { count } of app.deliveries.values()) {
         report.deliveries += count;
         if (count > 1) report.duplicates++;
