@@ -8,15 +8,20 @@
  * same App answers, same decisions). Runs that met an honest "outcome unknown" (a call sent just
  * before a gateway died) are counted and checked separately: their unknown call was delivered at
  * most once and reported as AppCallFailed with the documented reason.
+ *
+ * `redis: 'cluster'` runs the same stream on a 3-master Redis Cluster (3 replicas, AOF fsync
+ * always) and SIGKILLs masters instead of restarting a single Redis: first the master serving the
+ * mode's queue slot, then another; each time the replica is promoted (`cluster_state:ok`) while
+ * runs, binding calls and decisions go on. It also measures what a failover costs: how long the
+ * cluster was unhealthy, the slowest submit around it, and runs that needed an extra execution.
  */
-import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
-import { createRedis, sealerFromConfig } from '@islet/core';
+import { createRedis, keys, sealerFromConfig } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
-import { type BindingCall, type BindingOutcome, createEngine } from '@islet/engine';
 import { createCallJournal, UNKNOWN_OUTCOME_REASON } from '@islet/journal';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import { jsonRequest, type Loose, readBody, sleep } from '../e2e/helpers.ts';
+import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from '@islet/testkit';
+import { type Loose, sleep } from '../e2e/helpers.ts';
+import { clusterRedisConfig } from '../e2e/redis-cluster-config.ts';
+import { answerOf, client, faultFree, type Spec, specFor, startCountingApp } from './programs.ts';
 
 export interface ChaosOptions {
   runs: number;
@@ -29,6 +34,16 @@ export interface ChaosOptions {
   /** Longest time to wait for every run to end after the last submit, ms. */
   settleTimeoutMs: number;
   log?: (line: string) => void;
+  /** One redis-server (SIGKILLed and restarted from its AOF) or a Redis Cluster (masters SIGKILLed). Default standalone. */
+  redis?: 'standalone' | 'cluster';
+  /** Cluster: masters SIGKILLed during the submit window, evenly spaced. Default 1. */
+  masterKills?: number;
+  /** SIGKILL runners every `killEveryMs`. Default true. */
+  runnerKills?: boolean;
+  /** SIGKILL and restart gateway 1 at 35% of the window. Default true. */
+  gatewayRestart?: boolean;
+  /** Extra environment for every gateway and runner. */
+  env?: Record<string, string>;
 }
 
 export interface ChaosReport {
@@ -37,6 +52,15 @@ export interface ChaosReport {
   runnerKills: number;
   gatewayRestarts: number;
   redisRestarts: number;
+  /** Cluster: masters SIGKILLed (each replaced by its promoted replica). */
+  masterKills: number;
+  /** Cluster: ms from each master's SIGKILL to every live node reporting cluster_state:ok. */
+  failoverMs: number[];
+  /** Submit (POST /v1/runs) latency: p50 over the run, and the slowest within 15 s after a fault. */
+  submitP50Ms: number;
+  submitMaxAfterFaultMs: number;
+  /** Runs that executed more often than their decisions explain (a replay a fault caused). */
+  extraExecutions: number;
   calls: number;
   deliveries: number;
   duplicates: number;
@@ -50,123 +74,18 @@ export interface ChaosReport {
   violations: string[];
 }
 
-type Kind = 'parallel' | 'ask' | 'mixed';
-interface Spec {
-  i: number;
-  kind: Kind;
-  deny: boolean;
-  code: string;
-}
-
-const answerOf = (tool: string, args: unknown) =>
-  createHash('sha256')
-    .update(`${tool}:${JSON.stringify(args)}`)
-    .digest('hex')
-    .slice(0, 10);
-
-function specFor(i: number): Spec {
-  const kind: Kind = (['parallel', 'ask', 'mixed'] as const)[i % 3]!;
-  const deny = kind !== 'parallel' && i % 4 === 1;
-  const guard = (expr: string) =>
-    `(async () => { try { return (${expr}).v } catch (e) { return e.name + ":" + ((e.details && e.details.reason) || "") } })()`;
-  const code =
-    kind === 'parallel'
-      ? `const xs = await Promise.all([0, 1, 2, 3].map((k) => ${guard('await apps.chaos.read({ run: ' + i + ', k })')}));
-const first = await Promise.race([${guard(`await apps.chaos.read({ run: ${i}, k: 9 })`)}, ${guard(`await apps.chaos.slow({ run: ${i}, k: 10 })`)}]);
-return { xs, first };`
-      : kind === 'ask'
-        ? `const a = await ${guard(`await apps.chaos.read({ run: ${i}, k: 0 })`)};
-const w = await ${guard(`await apps.chaos.write({ run: ${i}, a })`)};
-return { a, w };`
-        : `const [r, w] = await Promise.all([${guard(`await apps.chaos.read({ run: ${i}, k: 1 })`)}, ${guard(`await apps.chaos.write({ run: ${i}, k: 2 })`)}]);
-const after = await ${guard(`await apps.chaos.read({ run: ${i}, k: 3, r, w })`)};
-return { r, w, after };`;
-  return { i, kind, deny, code };
-}
-
-/** The App: deterministic answers, every delivery counted by Idempotency-Key. */
-async function startCountingApp() {
-  const deliveries = new Map<string, { count: number; tool: string; args: string }>();
-  const server = createServer(async (req, res) => {
-    const body = JSON.parse(await readBody(req)) as { tool: string; arguments: unknown };
-    const key = String(req.headers['idempotency-key'] ?? '');
-    const seen = deliveries.get(key);
-    if (seen) seen.count++;
-    else deliveries.set(key, { count: 1, tool: body.tool, args: JSON.stringify(body.arguments) });
-    await sleep(body.tool === 'slow' ? 400 : body.tool === 'write' ? 30 : 20 + Math.random() * 60);
-    res
-      .writeHead(200, { 'content-type': 'application/json' })
-      .end(JSON.stringify({ v: answerOf(body.tool, body.arguments) }));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}/app`,
-    deliveries,
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
-
-/** The fault-free result: the same program in the engine in-process, same App answers, same decisions. */
-async function faultFree(specs: Spec[]): Promise<Map<number, unknown>> {
-  const engine = createEngine();
-  const out = new Map<number, unknown>();
-  try {
-    for (const spec of specs) {
-      const onCall = async (call: BindingCall): Promise<BindingOutcome> => {
-        const tool = call.binding.split('.')[1] ?? '';
-        if (tool === 'write' && spec.deny)
-          return { type: 'error', name: 'AppCallDenied', message: 'denied', details: {} };
-        await sleep(tool === 'slow' ? 400 : 20);
-        return {
-          type: 'result',
-          valueJson: JSON.stringify({ v: answerOf(tool, JSON.parse(call.argsJson)) }),
-        };
-      };
-      const res = await engine.execute(spec.code, {
-        bindings: ['chaos.read', 'chaos.slow', 'chaos.write'],
-        onCall,
-        limits: { timeoutMs: 30_000 },
-      });
-      out.set(spec.i, res.valueJson === undefined ? undefined : JSON.parse(res.valueJson));
-    }
-  } finally {
-    await engine.close();
-  }
-  return out;
-}
-
-function client(urls: () => string[], key: string) {
-  let n = 0;
-  return async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    for (let attempt = 0; ; attempt++) {
-      const list = urls();
-      const base = list[n++ % list.length]!;
-      try {
-        const res = await fetch(`${base}${path}`, {
-          ...jsonRequest(key, method, body, headers),
-          signal: AbortSignal.timeout(10_000),
-        });
-        const text = await res.text();
-        if (res.status >= 500 && attempt < 40) {
-          await sleep(250);
-          continue;
-        }
-        return { status: res.status, body: text ? (JSON.parse(text) as Loose) : undefined };
-      } catch (error) {
-        if (attempt >= 40) throw error;
-        await sleep(250);
-      }
-    }
-  };
-}
-
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => {});
   const specs = Array.from({ length: options.runs }, (_, i) => specFor(i));
   const expectedP = faultFree(specs);
-  const redis: RedisServer = await startRedis({ appendFsync: 'always' });
+  const onCluster = options.redis === 'cluster';
+  let redis: RedisServer | undefined;
+  let rcluster: RedisCluster | undefined;
+  if (onCluster)
+    rcluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1, appendFsync: 'always' });
+  else redis = await startRedis({ appendFsync: 'always' });
+  const faultTimes: number[] = [];
+  const submitTimes: { at: number; ms: number }[] = [];
   const app = await startCountingApp();
   let cluster: Cluster | undefined;
   const report: ChaosReport = {
@@ -175,6 +94,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     runnerKills: 0,
     gatewayRestarts: 0,
     redisRestarts: 0,
+    masterKills: 0,
+    failoverMs: [],
+    submitP50Ms: 0,
+    submitMaxAfterFaultMs: 0,
+    extraExecutions: 0,
     calls: 0,
     deliveries: 0,
     duplicates: 0,
@@ -187,7 +111,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   try {
     cluster = await startCluster({
-      redisUrl: redis.url,
+      ...(rcluster ? { redisConfig: clusterRedisConfig(rcluster) } : { redisUrl: redis!.url }),
       gateways: 2,
       runners: Array.from({ length: options.runners }, () => ({
         modes: ['read-only' as const],
@@ -199,6 +123,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         ISLET_RUNNER_MAX_STALLED_COUNT: '20',
         ISLET_JOB_ATTEMPTS: '20',
         ISLET_APP_CALL_TIMEOUT_MS: '10000',
+        ...options.env,
       },
     });
     const c = cluster;
@@ -253,8 +178,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const started = Date.now();
     const faults = (async () => {
       let next = 0;
-      let gatewayDone = false;
-      let redisDone = false;
+      let gatewayDone = options.gatewayRestart === false;
+      let redisDone = onCluster;
+      const masterKills = onCluster ? (options.masterKills ?? 1) : 0;
       const restarting = new Set<number>();
       const restarts: Promise<void>[] = [];
       while (!stop) {
@@ -271,10 +197,30 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         if (!redisDone && elapsed > 0.6) {
           redisDone = true;
           log('chaos: SIGKILL redis and restart it (AOF)');
-          await redis.restart();
+          faultTimes.push(Date.now());
+          await redis!.restart();
           report.redisRestarts++;
           continue;
         }
+        if (
+          rcluster &&
+          report.masterKills < masterKills &&
+          elapsed > (report.masterKills + 1) / (masterKills + 1)
+        ) {
+          // First the master of the mode's queue slot (BullMQ's keys for this pool), then another.
+          const masters = await rcluster.masters();
+          const queue = await rcluster.masterOf('{runs-read-only}');
+          const target = report.masterKills === 0 ? queue : (masters.find((p) => p !== queue) ?? queue);
+          log(`chaos: SIGKILL Redis Cluster master ${target}${target === queue ? ' (queue slot)' : ''}`);
+          const t0 = Date.now();
+          faultTimes.push(t0);
+          await rcluster.killMaster(target);
+          report.failoverMs.push(Date.now() - t0);
+          report.masterKills++;
+          log(`chaos: replica promoted, cluster_state:ok after ${Date.now() - t0} ms`);
+          continue;
+        }
+        if (options.runnerKills === false) continue;
         // Restarts run in the background so the kill schedule does not stretch when a loaded
         // machine starts runners slowly (a slow restart used to leave a 30 s window one kill).
         const i = next++ % options.runners;
@@ -300,6 +246,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const spec of specs) {
       submits.push(
         (async () => {
+          const t0 = Date.now();
           const res = await http(
             'POST',
             '/v1/runs',
@@ -315,6 +262,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             },
             { 'idempotency-key': `chaos-${spec.i}` },
           );
+          submitTimes.push({ at: t0, ms: Date.now() - t0 });
           if (res.status === 202 || res.status === 200) {
             ids.set(spec.i, res.body.id);
             specOfRun.set(res.body.id, spec);
@@ -347,14 +295,36 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // Checks.
     const expected = await expectedP;
     const spec = (i: number) => specs[i]!;
-    const journalRedis = createRedis(redis.url);
+    const journalRedis = createRedis(c.redisConfig);
     const journal = createCallJournal({
       redis: journalRedis,
       sealer: sealerFromConfig({ ISLET_SEAL_KEYS: c.env.ISLET_SEAL_KEYS ?? '' }),
     });
     try {
+      const sorted = submitTimes.map((x) => x.ms).sort((x, y) => x - y);
+      report.submitP50Ms = sorted[Math.floor(sorted.length / 2)] ?? 0;
+      report.submitMaxAfterFaultMs = Math.max(
+        0,
+        ...submitTimes.filter((x) => faultTimes.some((f) => x.at >= f && x.at < f + 15_000)).map((x) => x.ms),
+      );
+      for (const [i, id] of ids) {
+        if (!final.has(id)) continue;
+        const attempts = Number(await journalRedis.hget(keys.run(id), 'attempts'));
+        // Each decision stops the run and replays it once; `parallel` runs ask nothing.
+        const planned = 1 + (spec(i).kind === 'parallel' ? 0 : 1);
+        if (attempts > planned) report.extraExecutions++;
+      }
       report.lost = ids.size - final.size;
-      for (const [i, id] of ids) if (!final.has(id)) report.violations.push(`run ${i} (${id}) never ended`);
+      for (const [i, id] of ids) {
+        if (final.has(id)) continue;
+        // Where it got stuck: its status, executions and calls (a lost job, an unanswered decision…).
+        const r = await http('GET', `/v1/code-runs/${id}`).catch(() => undefined);
+        const attempts = await journalRedis.hget(keys.run(id), 'attempts').catch(() => '?');
+        const calls = ((r?.body?.calls ?? []) as Loose[]).map((c) => c.outcome?._tag).join(',');
+        report.violations.push(
+          `run ${i} (${id}) never ended: ${r?.status} ${r?.body?.status ?? ''} attempts ${attempts} calls [${calls}]`,
+        );
+      }
       for (const { count } of app.deliveries.values()) {
         report.deliveries += count;
         if (count > 1) report.duplicates++;
@@ -413,7 +383,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   } finally {
     await cluster?.stop();
     await app.close();
-    await redis.stop();
+    await redis?.stop();
+    await rcluster?.stop();
   }
 }
 
@@ -422,7 +393,8 @@ export function formatReport(r: ChaosReport): string {
     `runs: ${r.runs} (accepted ${r.accepted}; ${Object.entries(r.statuses)
       .map(([s, n]) => `${s} ${n}`)
       .join(', ')})`,
-    `kills: ${r.runnerKills} runner SIGKILLs, ${r.gatewayRestarts} gateway restart, ${r.redisRestarts} redis restart`,
+    `kills: ${r.runnerKills} runner SIGKILLs, ${r.gatewayRestarts} gateway restart, ${r.redisRestarts} redis restart, ${r.masterKills} Redis Cluster master SIGKILLs (failover ${r.failoverMs.join(', ') || '-'} ms)`,
+    `cost: submit p50 ${r.submitP50Ms} ms, slowest submit within 15 s of a fault ${r.submitMaxAfterFaultMs} ms, runs with an extra execution ${r.extraExecutions}`,
     `calls: ${r.calls} journaled, ${r.deliveries} App deliveries, ${r.decisions} decisions`,
     `duplicates: ${r.duplicates}`,
     `lost: ${r.lost}`,

@@ -1,6 +1,7 @@
 /**
  * `startCluster()`: the whole Islet cluster on one machine as real child processes — its own
- * redis-server on a free port (or a given URL), N gateways, runners per sandbox mode — plus a dev
+ * redis-server on a free port (or an existing Redis of any mode: standalone, Sentinel, Cluster),
+ * N gateways, M runners per sandbox mode — plus a dev
  * tenant with a key. Used by `npm start`, the e2e and chaos tests and the Prometheus scrape test.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -54,10 +55,12 @@ export interface ClusterOptions {
   gateways?: number;
   /** Fixed port of the first gateway (others get free ports). Default: a free port. */
   gatewayPort?: number;
-  /** Runner processes. Default: one per mode in `modes`. */
+  /** Runner processes. Default: `runnersPerMode` per mode in `modes`. */
   runners?: RunnerSpec[];
   /** Modes for the default runners. Default all three. */
   modes?: SandboxMode[];
+  /** Default runners per mode of `modes` (ignored when `runners` is given). Default 1. */
+  runnersPerMode?: number;
   /** Extra environment for every process (e.g. ISLET_RUNNER_LOCK_DURATION_MS for tests). */
   env?: Record<string, string>;
   /** Extra environment per gateway, by index (gateways configured differently). */
@@ -96,6 +99,11 @@ export interface Cluster {
   /** The first gateway's URL. */
   url: string;
   redisUrl: string;
+  /**
+   * The Redis configuration every process got (any mode; secrets by value, for tests: the
+   * processes get them as `_FILE`). `createRedis(cluster.redisConfig)` reaches the same Redis.
+   */
+  redisConfig: RedisConfig;
   /** The redis-server this cluster started (undefined when `redisUrl` was given). */
   redis: RedisServer | undefined;
   tenantId: string;
@@ -146,11 +154,16 @@ function secretsToFiles(env: Record<string, string>, dir: string): Record<string
   return out;
 }
 
-/** This process's environment without any secret (nor its `_FILE`): the children's base. */
+/**
+ * This process's environment without any secret (nor its `_FILE`) and without any ISLET_REDIS_*
+ * variable (the stack's Redis configuration is the only one its children see: an inherited
+ * ISLET_REDIS_MODE=cluster must not meet the stack's own standalone Redis): the children's base.
+ */
 function inheritedEnv(): Record<string, string> {
   const out: Record<string, string> = {};
   const secret = new Set<string>(SECRET_VARIABLES.flatMap((n) => [n, `${n}_FILE`]));
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !secret.has(k)) out[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !secret.has(k) && !k.startsWith('ISLET_REDIS_')) out[k] = v;
   return out;
 }
 
@@ -247,10 +260,12 @@ async function startClusterProcesses(
   }
   const gatewayUrls = gateways.map((g) => g.info.url);
   const internalUrls = gateways.map((g) => g.info.internalUrl!);
+  const perMode = options.runnersPerMode ?? 1;
+  if (!(Number.isInteger(perMode) && perMode >= 1)) throw new Error(`runnersPerMode: ${perMode}`);
   const specs: RunnerSpec[] =
     options.runners ??
-    (options.modes ?? ['read-only', 'workspace-write', 'danger-full-access']).map(
-      (m): RunnerSpec => ({ modes: [m] }),
+    (options.modes ?? ['read-only', 'workspace-write', 'danger-full-access']).flatMap((m) =>
+      Array.from({ length: perMode }, (): RunnerSpec => ({ modes: [m] })),
     );
   const runners: Child[] = [];
   for (const [i, spec] of specs.entries()) {
@@ -368,6 +383,7 @@ async function startClusterProcesses(
     gatewayUrls,
     url: gatewayUrls[0]!,
     redisUrl,
+    redisConfig,
     redis: redisServer,
     tenantId,
     codeModeEnabled,

@@ -42,6 +42,22 @@ const FASTIFY_CODES: Record<string, ProblemCode> = {
   FST_ERR_VALIDATION: 'validation',
 };
 
+/**
+ * Redis being briefly unreachable (a Redis Cluster master failing over, a Sentinel switch, a
+ * restart replaying its AOF) is not a bug of ours: the client is told to come back (503 +
+ * Retry-After) — a submit retried with its Idempotency-Key is the same run — instead of a 500.
+ */
+const REDIS_TRANSIENT =
+  /^(CLUSTERDOWN|TRYAGAIN|LOADING|READONLY|MASTERDOWN)\b|Connection is closed|Failed to refresh slots cache|Too many Cluster redirections|Stream isn't writeable|ECONNREFUSED|ECONNRESET/;
+
+export function isRedisTransient(err: Error): boolean {
+  return (
+    err.name === 'MaxRetriesPerRequestError' ||
+    err.name === 'ClusterAllFailedError' ||
+    REDIS_TRANSIENT.test(err.message)
+  );
+}
+
 export function installProblemHandlers(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof HttpProblem) return sendProblem(reply, err.problem, err.headers);
@@ -55,6 +71,12 @@ export function installProblemHandlers(app: FastifyInstance) {
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500)
       return sendProblem(reply, { ...problem('validation', err.message), status });
+    if (isRedisTransient(err)) {
+      request.log.warn({ err: err.message }, 'Redis unavailable; answered 503');
+      return sendProblem(reply, problem('unavailable', 'Redis is failing over; retry shortly'), {
+        'retry-after': '1',
+      });
+    }
     request.log.error({ err }, 'unhandled error');
     return sendProblem(reply, problem('internal', 'an internal error occurred; it was logged'));
   });

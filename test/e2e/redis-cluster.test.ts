@@ -1,0 +1,436 @@
+/**
+ * The local cluster on a real Redis Cluster: six `redis-server --cluster-enabled yes` (3 masters,
+ * 3 replicas, a password), two gateways and three runners in cluster mode (ISLET_REDIS_MODE=cluster,
+ * ISLET_REDIS_URL = the seeds, the password as a file). The main flows of the other e2e suites,
+ * chosen to touch every key family: runs (trivial, Prefer: wait, 202 + polling, SSE), binding calls
+ * to an http App and a client App, a Code Mode decision (stop → decide → replay → Completed),
+ * skills, in-flight quota and Idempotency-Key, session listing, settings, fair share, and
+ * `npm start` pointed at the cluster. One Redis Cluster for the whole file.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRedis, keys } from '@islet/core';
+import { type Cluster, startCluster } from '@islet/devstack';
+import { codeRunRecordSchema } from '@islet/protocol';
+import { freePort, type RedisCluster, startRedisCluster } from '@islet/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Api, api, type Loose, readSse, sleep, startAppServer, until } from './helpers.ts';
+import { clusterRedisConfig } from './redis-cluster-config.ts';
+
+let redis: RedisCluster;
+let cluster: Cluster;
+let a: Api; // dev tenant on gateway 0
+let b: Api; // dev tenant on gateway 1
+let app: Awaited<ReturnType<typeof startAppServer>>;
+/** How long the App's `hold` tool answers after (fair share). */
+const HOLD_MS = 3000;
+
+const base = (extra: Record<string, unknown> = {}) => ({
+  code: 'return 1',
+  description: 'Return the number one',
+  sessionId: 'sess-rc',
+  turnId: 'turn-1',
+  callId: 'call-1',
+  ...extra,
+});
+
+async function newTenant(
+  id: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ api: Api; key: string }> {
+  const t = await a('POST', '/v1/admin/tenants', { id, name: id, ...extra });
+  expect(t.status, JSON.stringify(t.body)).toBe(201);
+  const key = (
+    await b('POST', `/v1/admin/tenants/${id}/keys`, { scopes: ['apps.use', 'sessions.read', 'decisions'] })
+  ).body.key as string;
+  return { api: api(cluster.gatewayUrls[1]!, key), key };
+}
+
+async function connection(on: Api, body: Record<string, unknown>): Promise<Loose> {
+  const res = await on('POST', '/v1/connections', body);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+
+beforeAll(async () => {
+  redis = await startRedisCluster({ masters: 3, replicasPerMaster: 1, password: 'rc-test-pass' });
+  app = await startAppServer(async (d) => {
+    if (d.body.tool === 'hold') await sleep(HOLD_MS);
+    return {
+      status: 200,
+      body: JSON.stringify({
+        structuredContent: { tool: d.body.tool, echo: d.body.arguments, key: d.idempotencyKey },
+      }),
+    };
+  });
+  cluster = await startCluster({
+    redisConfig: clusterRedisConfig(redis),
+    gateways: 2,
+    runners: [
+      { modes: ['read-only'], concurrency: 2 },
+      { modes: ['read-only'], concurrency: 2 },
+      { modes: ['workspace-write'], concurrency: 1 },
+    ],
+    env: {
+      ISLET_TENANT_POOL_SHARE: '0.5',
+      ISLET_RUNNER_LOCK_DURATION_MS: '3000',
+      ISLET_RUNNER_STALLED_INTERVAL_MS: '1000',
+      ISLET_CLIENT_CALL_TIMEOUT_MS: '15000',
+    },
+  });
+  a = api(cluster.gatewayUrls[0]!, cluster.devKey);
+  b = api(cluster.gatewayUrls[1]!, cluster.devKey);
+}, 120_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+  await app?.close();
+  await redis?.stop();
+}, 60_000);
+
+describe('runs on a Redis Cluster', () => {
+  it('Prefer: wait on one gateway, read on the other; runs spread over masters; SSE replays the stream', async () => {
+    const res = await a('POST', '/v1/runs', base({ code: 'console.info("hi"); return { n: 6 * 7 }' }), {
+      prefer: 'wait=30',
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({
+      status: 'Completed',
+      result: { _tag: 'Completed', value: { n: 42 }, logs: [{ level: 'info', text: 'hi' }] },
+      text: 'hi\n{"n":42}',
+    });
+    expect(() => codeRunRecordSchema.strict().parse(res.body)).not.toThrow();
+    expect((await b('GET', `/v1/code-runs/${res.body.id}`)).body).toEqual(res.body);
+    const events = await readSse(
+      `${cluster.gatewayUrls[1]}/v1/code-runs/${res.body.id}/events`,
+      cluster.devKey,
+      {
+        until: (e) => e.event === 'end',
+      },
+    );
+    expect(events.at(-1)).toMatchObject({ event: 'end', data: { status: 'Completed' } });
+
+    // 202 + polling, across both gateways; the runs' own keys live on more than one master.
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await (i % 2 ? a : b)(
+        'POST',
+        '/v1/runs',
+        base({ code: `return ${i} * 2`, callId: `c-${i}` }),
+      );
+      expect(r.status).toBe(202);
+      ids.push(r.body.id);
+    }
+    const done = await until(async () => {
+      const all = await Promise.all(ids.map((id) => a('GET', `/v1/code-runs/${id}`)));
+      return all.every((r) => r.body.status === 'Completed') && all;
+    }, 40_000);
+    expect(done.map((r) => r.body.result.value)).toEqual(ids.map((_, i) => i * 2));
+    const masters = new Set(await Promise.all(ids.map((id) => redis.masterOf(keys.run(id)))));
+    expect(masters.size).toBeGreaterThan(1);
+  });
+
+  it('an Idempotency-Key returns the same run from either gateway; a session lists page by page', async () => {
+    const headers = { 'idempotency-key': `idem-${Date.now()}` };
+    const first = await a('POST', '/v1/runs', base({ code: 'return "once"' }), headers);
+    const second = await b('POST', '/v1/runs', base({ code: 'return "once"' }), headers);
+    expect(first.status).toBe(202);
+    expect(second.body.id).toBe(first.body.id);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+
+    const session = `pages-${Date.now()}`;
+    for (let i = 0; i < 3; i++) await a('POST', '/v1/runs', base({ sessionId: session, callId: `p${i}` }));
+    const p1 = await b('GET', `/v1/sessions/${session}/code-runs?limit=2`);
+    expect(p1.body.items.map((r: Loose) => r.callId)).toEqual(['p0', 'p1']);
+    const p2 = await b('GET', `/v1/sessions/${session}/code-runs?limit=2&cursor=${p1.body.nextCursor}`);
+    expect(p2.body.items.map((r: Loose) => r.callId)).toEqual(['p2']);
+    expect(p2.body.nextCursor).toBeNull();
+  });
+
+  it('in-flight quota: a tenant at its limit gets 429 with Retry-After; its runs still end', async () => {
+    const { api: q } = await newTenant('quota-rc', { maxInFlightRuns: 2 });
+    const conn = await connection(q, { name: 'Hold', kind: 'http', url: app.url, tools: [{ name: 'hold' }] });
+    const hold = base({ code: 'await apps.hold.hold({}); return "held"', connections: [conn.id] });
+    const r1 = await q('POST', '/v1/runs', { ...hold, callId: 'q1' });
+    const r2 = await q('POST', '/v1/runs', { ...hold, callId: 'q2' });
+    expect([r1.status, r2.status]).toEqual([202, 202]);
+    const r3 = await q('POST', '/v1/runs', { ...hold, callId: 'q3' });
+    expect(r3.status).toBe(429);
+    expect(Number(r3.headers.get('retry-after'))).toBeGreaterThan(0);
+    for (const id of [r1.body.id, r2.body.id])
+      await until(async () => (await q('GET', `/v1/code-runs/${id}`)).body.status === 'Completed', 30_000);
+  });
+});
+
+describe('binding calls on a Redis Cluster', () => {
+  it('http: parallel calls, Idempotency-Key run:index, each delivered once; arguments sealed at rest', async () => {
+    const conn = await connection(a, {
+      name: 'Work calendar',
+      kind: 'http',
+      url: app.url,
+      tools: [{ name: 'list-events' }, { name: 'delete-all', policy: 'deny' }],
+    });
+    const code = `
+      const xs = await Promise.all([0, 1, 2].map((i) => apps.work_calendar.list_events({ day: "2026-10-2" + i })));
+      let denied = null;
+      try { await apps.work_calendar.delete_all({}); } catch (e) { denied = e.name; }
+      return { keys: xs.map((r) => r.structuredContent.key), days: xs.map((r) => r.structuredContent.echo.day), denied };`;
+    const res = await a('POST', '/v1/runs', base({ code, connections: [conn.id] }), { prefer: 'wait=30' });
+    expect(res.body.status, JSON.stringify(res.body)).toBe('Completed');
+    const id = res.body.id;
+    expect(res.body.result.value).toEqual({
+      keys: [`${id}:0`, `${id}:1`, `${id}:2`],
+      days: ['2026-10-20', '2026-10-21', '2026-10-22'],
+      denied: 'AppCallDenied',
+    });
+    const mine = app.deliveries.filter((d) => d.idempotencyKey.startsWith(`${id}:`));
+    expect(mine.map((d) => d.idempotencyKey).sort()).toEqual([`${id}:0`, `${id}:1`, `${id}:2`]);
+    const r = createRedis(cluster.redisConfig);
+    try {
+      const dump = JSON.stringify(await r.hgetall(keys.run(id)));
+      expect(dump).not.toContain('2026-10-2');
+    } finally {
+      r.disconnect();
+    }
+  });
+
+  it('client: the call goes out on the event stream, is answered through the other gateway, SSE resumes', async () => {
+    const conn = await connection(a, {
+      name: 'Phone',
+      kind: 'client',
+      tools: [{ name: 'ask', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }],
+    });
+    const res = await a(
+      'POST',
+      '/v1/runs',
+      base({
+        code: 'const r = await apps.phone.ask({ q: "name?" }); return r.name.toUpperCase()',
+        connections: [conn.id],
+      }),
+    );
+    const id = res.body.id;
+    const firstPart = await readSse(`${cluster.gatewayUrls[0]}/v1/code-runs/${id}/events`, cluster.devKey, {
+      until: (e) => e.event === 'call.requested',
+    });
+    const requested = firstPart.at(-1)!;
+    expect(requested.data).toMatchObject({ index: 0, binding: 'phone.ask', idempotencyKey: `${id}:0` });
+    expect((await b('POST', `/v1/code-runs/${id}/calls/0/result`, { result: { name: 'ada' } })).status).toBe(
+      202,
+    );
+    expect((await a('POST', `/v1/code-runs/${id}/calls/0/result`, { result: { name: 'bob' } })).status).toBe(
+      409,
+    );
+    const rest = await readSse(`${cluster.gatewayUrls[1]}/v1/code-runs/${id}/events`, cluster.devKey, {
+      lastEventId: requested.id,
+      until: (e) => e.event === 'end',
+    });
+    const seen = new Set(firstPart.map((e) => e.id));
+    expect(rest.every((e) => !seen.has(e.id))).toBe(true);
+    expect(rest.at(-1)).toMatchObject({ event: 'end', data: { status: 'Completed' } });
+    expect((await a('GET', `/v1/code-runs/${id}`)).body.result.value).toBe('ADA');
+  });
+
+  it('a Code Mode decision: the run stops, is decided on the other gateway, replays and completes; nothing sent twice', async () => {
+    const mail = await connection(a, {
+      name: 'Mail',
+      kind: 'http',
+      url: app.url,
+      tools: [
+        { name: 'read_note', policy: 'allow' },
+        { name: 'send_email', policy: 'ask' },
+      ],
+    });
+    const code = `const note = await apps.mail.read_note({ id: 7 });
+const sent = await apps.mail.send_email({ to: "team@example.com", note: note.structuredContent.echo.id });
+return sent.structuredContent.echo;`;
+    const submitted = await a('POST', '/v1/runs', base({ style: 'code-mode', code, connections: [mail.id] }));
+    expect(submitted.status).toBe(202);
+    const id = submitted.body.id as string;
+    const waiting = await until(async () => {
+      const r = await b('GET', `/v1/code-runs/${id}`);
+      return r.body.status === 'Waiting' && r.body;
+    });
+    expect(waiting.calls.map((c: Loose) => [c.index, c.outcome._tag])).toEqual([
+      [0, 'Done'],
+      [1, 'Waiting'],
+    ]);
+    const pending = await b('GET', '/v1/decisions');
+    expect(pending.body.items.find((d: Loose) => d.code.run === id)).toMatchObject({
+      id: `${id}:1`,
+      state: 'pending',
+    });
+    const answered = await b('POST', `/v1/code-runs/${id}/decisions`, { index: 1, allow: true });
+    expect(answered.status).toBe(200);
+    expect((await a('POST', `/v1/code-runs/${id}/decisions`, { index: 1, allow: false })).status).toBe(409);
+    const done = await until(async () => {
+      const r = await a('GET', `/v1/code-runs/${id}`);
+      return r.body.status === 'Completed' && r.body;
+    }, 30_000);
+    expect(done.result.value).toEqual({ to: 'team@example.com', note: 7 });
+    expect(app.deliveries.filter((d) => d.idempotencyKey === `${id}:0`)).toHaveLength(1);
+    expect(app.deliveries.filter((d) => d.idempotencyKey === `${id}:1`)).toHaveLength(1);
+    expect((await a('GET', '/v1/decisions')).body.items.map((d: Loose) => d.code.run)).not.toContain(id);
+  });
+});
+
+describe('platform features on a Redis Cluster', () => {
+  it('skills run through the per-mode queue and answer the skill shape', async () => {
+    const js = await b('POST', '/v1/skills/run_code', { language: 'javascript', code: 'console.log(6 * 7)' });
+    expect(js.status, JSON.stringify(js.body)).toBe(200);
+    expect(js.body).toEqual({
+      success: true,
+      output: '42\n',
+      error: '',
+      exitCode: 0,
+      language: 'javascript',
+    });
+    const sh = await a('POST', '/v1/skills/run_code', { language: 'bash', code: 'echo oops >&2; exit 3' });
+    expect(sh.body).toMatchObject({ success: false, error: 'oops\n', exitCode: 3, language: 'bash' });
+  });
+
+  it('settings: a stale expectedVersion gets 409; every runner applies the new settings', async () => {
+    const cur = (await a('GET', '/v1/platform/settings')).body;
+    const small = await b('PATCH', '/v1/platform/settings', {
+      expectedVersion: cur.version,
+      codeMode: { ...cur.codeMode, enabled: true, outputBytes: 1024 },
+    });
+    expect(small.status, JSON.stringify(small.body)).toBe(200);
+    const stale = await a('PATCH', '/v1/platform/settings', {
+      expectedVersion: cur.version,
+      codeMode: { enabled: false },
+    });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({
+      type: 'https://islet.dev/problems/version-conflict',
+      currentVersion: cur.version + 1,
+    });
+    // Runs of both gateways, on the runners, fail a too-large Code Mode result under the new settings.
+    const big = await Promise.all(
+      [a, b].map((on) =>
+        on('POST', '/v1/runs', base({ style: 'code-mode', code: 'return "x".repeat(5000)' }), {
+          prefer: 'wait=30',
+        }),
+      ),
+    );
+    for (const r of big)
+      expect(r.body.result).toMatchObject({ reason: 'OutputTooLarge', kind: 'output-limit' });
+    const restore = await b('PATCH', '/v1/platform/settings', {
+      expectedVersion: cur.version + 1,
+      codeMode: cur.codeMode,
+    });
+    expect(restore.status).toBe(200);
+  });
+
+  it("fair share: one tenant floods the read-only pool; it holds at most half, another tenant's run goes first", async () => {
+    const flood = await newTenant('flood-rc');
+    const other = await newTenant('other-rc');
+    const conn = await connection(flood.api, {
+      name: 'Hold',
+      kind: 'http',
+      url: app.url,
+      tools: [{ name: 'hold' }],
+    });
+    const before = app.deliveries.length;
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await flood.api(
+        'POST',
+        '/v1/runs',
+        base({ code: 'await apps.hold.hold({}); return 1', connections: [conn.id], callId: `f${i}` }),
+      );
+      expect(r.status).toBe(202);
+      ids.push(r.body.id);
+    }
+    await until(async () => app.deliveries.length - before >= 2, 20_000, 20);
+    await sleep(300);
+    // The pool has 4 slots; the share is 0.5: exactly two holds at the App, the rest deferred.
+    expect(app.deliveries.slice(before).filter((d) => d.body.tool === 'hold')).toHaveLength(2);
+    const quick = await other.api('POST', '/v1/runs', base({ code: 'return 6 * 7' }), { prefer: 'wait=30' });
+    expect(quick.body).toMatchObject({ status: 'Completed', result: { value: 42 } });
+    const finished = await until(
+      async () => {
+        const all = await Promise.all(ids.map((id) => flood.api('GET', `/v1/code-runs/${id}`)));
+        return all.every((r) => r.body.status === 'Completed') && all.map((r) => r.body);
+      },
+      60_000,
+      250,
+    );
+    // The other tenant's run ended before the flood's first run did.
+    expect(quick.body.updatedAt).toBeLessThan(Math.min(...finished.map((r: Loose) => r.updatedAt)));
+    const r = createRedis(cluster.redisConfig);
+    try {
+      expect(await r.zcard(keys.poolTenantLeases('read-only', 'flood-rc'))).toBe(0);
+    } finally {
+      r.disconnect();
+    }
+  }, 90_000);
+});
+
+describe('npm start on a Redis Cluster', () => {
+  it('ISLET_REDIS_MODE=cluster with the seeds and a password file: runs complete; Ctrl-C stops only its own processes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'islet-rc-start-'));
+    const passwordFile = join(dir, 'password');
+    writeFileSync(passwordFile, redis.password!, { mode: 0o600 });
+    const port = await freePort();
+    const key = `isk_rc_${Date.now()}`;
+    const proc = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('../../services/devstack/src/main.ts', import.meta.url))],
+      {
+        env: {
+          ...process.env,
+          ISLET_PORT: String(port),
+          ISLET_DEV_API_KEY: key,
+          ISLET_REDIS_MODE: 'cluster',
+          ISLET_REDIS_URL: redis.seeds,
+          ISLET_REDIS_PASSWORD_FILE: passwordFile,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    proc.stdout.on('data', (c) => {
+      out += c;
+    });
+    proc.stderr.on('data', (c) => {
+      out += c;
+    });
+    try {
+      await until(async () => out.includes('Ctrl-C stops everything') || proc.exitCode !== null, 60_000, 100);
+      expect(out).toContain('Ctrl-C stops everything');
+      expect(out).toMatch(/redis {5}cluster .*\(existing: left as it is on exit\)/);
+      expect(out).not.toContain(redis.password!);
+      const children = readFileSync(`/proc/${proc.pid}/task/${proc.pid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/);
+      expect(children.map((pid) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim())).not.toContain(
+        'redis-server',
+      );
+      const res = await api(`http://127.0.0.1:${port}`, key)(
+        'POST',
+        '/v1/runs',
+        base({ code: 'return "rc"', sessionId: 'npm-start' }),
+        {
+          prefer: 'wait=30',
+        },
+      );
+      expect(res.body).toMatchObject({ status: 'Completed', result: { value: 'rc' } });
+      proc.kill('SIGINT');
+      await new Promise((r) => proc.once('exit', r));
+      // The cluster is untouched: the stack above still runs on it.
+      const after = await a(
+        'POST',
+        '/v1/runs',
+        base({ code: 'return "still"', sessionId: 'after-npm-start' }),
+        { prefer: 'wait=30' },
+      );
+      expect(after.body.result.value).toBe('still');
+    } finally {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
