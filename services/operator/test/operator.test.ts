@@ -83,7 +83,7 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     });
     expect(podSpec?.volumes).toContainEqual({
       name: 'secrets',
-      secret: { secretName: 'islet-seal', defaultMode: 0o440 },
+      projected: { defaultMode: 0o440, sources: [{ secret: { name: 'islet-seal' } }] },
     });
     expect(d.metadata?.ownerReferences?.[0]?.kind).toBe('RunnerPool');
     const ready = await waitFor('Ready=True', () => {
