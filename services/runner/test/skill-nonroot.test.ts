@@ -38,7 +38,7 @@ function processesOf(uid: number): number[] {
     if (!/^\d+$/.test(name)) continue;
     try {
       const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === UID && !/^State:\s+Z/m.test(status))
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && !/^State:\s+Z/m.test(status))
         out.push(Number(name));
     } catch {}
   }
