@@ -291,7 +291,7 @@ describe('external Redis topologies, fair share and operator timings from values
     expect(redisRule.ports.map((p: any) => p.port).sort()).toEqual([26379, 6379]);
   });
 
-  it('cluster mode: seeds in the URL, their ports allowed; refusals for impossible topologies', () => {
+  it('cluster mode: seeds in the URL, their ports allowed; refusals for impossible topologies', async () => {
     const cluster = render({
       valuesFiles: [DEFAULT],
       set: ['redis.mode=cluster', 'redis.url=redis://10.0.0.1:7000\\,redis://10.0.0.2:7001'],
@@ -300,6 +300,20 @@ describe('external Redis topologies, fair share and operator timings from values
       ISLET_REDIS_MODE: 'cluster',
       ISLET_REDIS_URL: 'redis://10.0.0.1:7000,redis://10.0.0.2:7001',
     });
+    // What the chart renders is what the services' Redis configuration accepts (core redis-connection.ts).
+    const { redisConfigProblems } = await import('@islet/core');
+    const clusterCm = find(cluster, 'ConfigMap', (c) => c.metadata.name === 'islet-config')[0]!.data;
+    expect(
+      redisConfigProblems({ ISLET_REDIS_URL: clusterCm.ISLET_REDIS_URL, ISLET_REDIS_MODE: 'cluster' }),
+    ).toEqual([]);
+    expect(
+      redisConfigProblems({
+        ISLET_REDIS_URL: config.ISLET_REDIS_URL,
+        ISLET_REDIS_MODE: config.ISLET_REDIS_MODE,
+        ISLET_REDIS_SENTINELS: config.ISLET_REDIS_SENTINELS,
+        ISLET_REDIS_SENTINEL_MASTER: config.ISLET_REDIS_SENTINEL_MASTER,
+      }),
+    ).toEqual([]);
     const np = find(cluster, 'NetworkPolicy', (n) => n.metadata.name === 'islet-gateway')[0]!;
     const rule = np.spec.egress.find((r: any) => r.to?.[0]?.ipBlock?.cidr === '10.0.0.0/8');
     expect(rule.ports.map((p: any) => p.port).sort()).toEqual([6379, 7000, 7001]);
