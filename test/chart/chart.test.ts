@@ -268,7 +268,7 @@ describe('security wiring', () => {
     expect(spec.containers[0].envFrom).toEqual([{ configMapRef: { name: 'islet-config' } }]);
     expect(spec.volumes).toContainEqual({
       name: 'secrets',
-      secret: { secretName: 'islet-secrets', defaultMode: 0o440 },
+      projected: { defaultMode: 0o440, sources: [{ secret: { name: 'islet-secrets' } }] },
     });
     expect(spec.containers[0].image).toBe(
       'registry.example.com/islet/runner:0.1.0@sha256:0000000000000000000000000000000000000000000000000000000000000002',

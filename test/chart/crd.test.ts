@@ -69,7 +69,10 @@ describe('RunnerPool CRD vs operator schema', () => {
       ...pool({ mode: 'read-only', maxReplicas: 3, image: 'x' }),
       metadata: { name: 'p', namespace: 'islet', generation: 2 },
     };
-    for (const depth of [{ waiting: 5, prioritized: 0, active: 0, paused: 0 }, { error: 'redis: down' }]) {
+    for (const depth of [
+      { waiting: 5, prioritized: 0, active: 0, delayed: 0, paused: 0 },
+      { error: 'redis: down' },
+    ]) {
       const out = reconcile({
         pool: p,
         deployment: undefined,

@@ -34,6 +34,9 @@ export function helm(args: string[]): { status: number; stdout: string; stderr: 
 export interface RenderOptions {
   valuesFiles?: string[];
   set?: string[];
+  /** `--set-string` (a number-looking value stays a string) and `--set-json` (a float stays a number). */
+  setString?: string[];
+  setJson?: string[];
   apiVersions?: string[];
   release?: string;
   namespace?: string;
@@ -49,6 +52,8 @@ export function renderArgs(o: RenderOptions): string[] {
     '--include-crds',
     ...(o.valuesFiles ?? []).flatMap((f) => ['-f', f]),
     ...(o.set ?? []).flatMap((s) => ['--set', s]),
+    ...(o.setString ?? []).flatMap((s) => ['--set-string', s]),
+    ...(o.setJson ?? []).flatMap((s) => ['--set-json', s]),
     ...(o.apiVersions ?? []).flatMap((a) => ['--api-versions', a]),
   ];
 }
@@ -215,6 +220,7 @@ export function scenarioFiles(): { name: string; file: string; apiVersions: stri
     'minimal',
     'existing-secret',
     'shared-workspaces',
+    'sentinel',
   ].map((n) => ({
     name: `ci/${n}`,
     file: join(CHART, 'ci', `${n}-values.yaml`),

@@ -74,8 +74,27 @@ matchLabels:
     - ipBlock: { cidr: {{ . }} }
     {{- end }}
   ports:
-    - { protocol: TCP, port: {{ .Values.redis.externalPort }} }
+    {{- range include "islet.redisExternalPorts" . | splitList "," }}
+    - { protocol: TCP, port: {{ . }} }
+    {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+Ports of the external Redis, comma-separated and sorted: redis.externalPort, each sentinel's port
+(sentinel mode) and each seed's port (cluster mode), so a topology never silently loses egress.
+*/}}
+{{- define "islet.redisExternalPorts" -}}
+{{- $ports := list (toString .Values.redis.externalPort) -}}
+{{- if eq .Values.redis.mode "sentinel" }}
+{{- range .Values.redis.sentinels }}{{ $ports = append $ports (regexFind "[0-9]+$" .) }}{{ end }}
+{{- end }}
+{{- if eq .Values.redis.mode "cluster" }}
+{{- range splitList "," .Values.redis.url }}
+{{- with regexFind ":[0-9]+(/[0-9]*)?$" (trim .) }}{{ $ports = append $ports (regexFind "[0-9]+" .) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- $ports | uniq | sortAlpha | join "," -}}
 {{- end }}
 
 {{/* Egress rule for cluster DNS. */}}
@@ -168,14 +187,69 @@ value; services/core/src/config.ts). Mirrors secretEnv() in services/operator/sr
 - name: ISLET_REDIS_URL
   valueFrom:
     secretKeyRef: { name: {{ include "islet.secret.name" . }}, key: ISLET_REDIS_URL, optional: true }
+{{- include "islet.redisEnv" . }}
 {{- end }}
 
-{{/* The Secret as a read-only volume (group-readable: pods run with fsGroup = their uid). */}}
+{{/*
+Where the Redis password comes from, as "secret|key"; "" when Redis takes none. redis.auth.existingSecret
+first; else the release Secret's ISLET_REDIS_PASSWORD (always for the bundled Redis, and for an
+external one when secrets.redisPassword is given). Mirrors the operator's ISLET_RUNNER_REDIS_PASSWORD_*.
+*/}}
+{{- define "islet.redisPasswordRef" -}}
+{{- $a := .Values.redis.auth -}}
+{{- if $a.existingSecret -}}
+{{ $a.existingSecret }}|{{ $a.existingSecretKey }}
+{{- else if or .Values.redis.bundled.enabled .Values.secrets.redisPassword -}}
+{{ include "islet.secret.name" . }}|ISLET_REDIS_PASSWORD
+{{- end -}}
+{{- end }}
+
+{{/*
+The Redis password and CA as items projected into the secrets directory, whatever Secret holds them:
+one directory for islet-jail --deny. Mirrors secretsVolume() in services/operator/src/deployment.ts.
+*/}}
+{{- define "islet.redisSecretSources" -}}
+{{- with include "islet.redisPasswordRef" . }}
+{{- $p := splitList "|" . }}
+- secret:
+    name: {{ index $p 0 }}
+    items:
+      - { key: {{ index $p 1 }}, path: redis/password }
+{{- end }}
+{{- with .Values.redis.tls.caSecret }}
+- secret:
+    name: {{ . }}
+    items:
+      - { key: {{ $.Values.redis.tls.caSecretKey }}, path: redis/ca.crt }
+{{- end }}
+{{- end }}
+
+{{/* ISLET_REDIS_PASSWORD_FILE / ISLET_REDIS_CA_FILE into that directory; mirrors redisFileEnv(). */}}
+{{- define "islet.redisEnv" -}}
+{{- if include "islet.redisPasswordRef" . }}
+- name: ISLET_REDIS_PASSWORD_FILE
+  value: {{ include "islet.secretMountPath" . }}/redis/password
+{{- end }}
+{{- if .Values.redis.tls.caSecret }}
+- name: ISLET_REDIS_CA_FILE
+  value: {{ include "islet.secretMountPath" . }}/redis/ca.crt
+{{- end }}
+{{- end }}
+
+{{/*
+The Secret (every key) plus the Redis password and CA items as one read-only directory
+(group-readable: pods run with fsGroup = their uid).
+*/}}
 {{- define "islet.secretVolume" -}}
 - name: secrets
-  secret:
-    secretName: {{ include "islet.secret.name" . }}
+  projected:
     defaultMode: 288 # 0440 (octal): owner and group read
+    sources:
+      - secret:
+          name: {{ include "islet.secret.name" . }}
+      {{- with include "islet.redisSecretSources" . | trim }}
+      {{- . | nindent 6 }}
+      {{- end }}
 {{- end }}
 
 {{- define "islet.secretVolumeMount" -}}
@@ -193,7 +267,11 @@ secrets.revision after changing its content (a seal-key rotation) and every pod 
 */}}
 {{- define "islet.checksums" -}}
 checksum/config: {{ include (print .Template.BasePath "/config-configmap.yaml") . | sha256sum }}
-checksum/secret: {{ printf "%s|%s|%s" (include (print .Template.BasePath "/secrets-secret.yaml") .) (include "islet.secret.name" .) (toString .Values.secrets.revision) | sha256sum }}
+{{ include "islet.secretChecksum" . }}
+{{- end }}
+
+{{- define "islet.secretChecksum" -}}
+checksum/secret: {{ printf "%s|%s|%s|%s" (include (print .Template.BasePath "/secrets-secret.yaml") .) (include "islet.secret.name" .) (include "islet.redisPasswordRef" .) (toString .Values.secrets.revision) | sha256sum }}
 {{- end }}
 
 {{/* Egress to the Kubernetes API server: endpoint addresses (not the Service IP) on 443/6443. */}}

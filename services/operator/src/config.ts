@@ -91,6 +91,15 @@ export const operatorConfigSchema = z.object({
     .string()
     .regex(/^[0-9]+(Ki|Mi|Gi|Ti)$/, 'a quantity like 1Gi')
     .default('1Gi'),
+  /**
+   * Secret (and key) holding the Redis password: runner pods get it as the file
+   * /var/run/secrets/islet/redis/password (ISLET_REDIS_PASSWORD_FILE). Empty = no password file.
+   */
+  ISLET_RUNNER_REDIS_PASSWORD_SECRET: optional,
+  ISLET_RUNNER_REDIS_PASSWORD_KEY: z.string().min(1).default('ISLET_REDIS_PASSWORD'),
+  /** Secret (and key) with the PEM CA of a rediss:// Redis: /var/run/secrets/islet/redis/ca.crt (ISLET_REDIS_CA_FILE). */
+  ISLET_RUNNER_REDIS_CA_SECRET: optional,
+  ISLET_RUNNER_REDIS_CA_KEY: z.string().min(1).default('ca.crt'),
   /** Comma-separated image pull Secret names for runner pods. */
   ISLET_RUNNER_IMAGE_PULL_SECRETS: z
     .string()
@@ -127,7 +136,7 @@ export function leaderTimings(c: OperatorConfig): LeaderTimings {
   return { leaseDurationMs, renewDeadlineMs, retryPeriodMs, requestTimeoutMs };
 }
 
-/** The operator's only secret: a Redis URL that may carry a password (ISLET_REDIS_URL_FILE). */
+/** The operator's only secrets: the Redis URL (it may carry a password) and the Redis password, as `_FILE`s. */
 export const OPERATOR_SECRET_VARIABLES = ['ISLET_REDIS_URL', 'ISLET_REDIS_PASSWORD'] as const;
 
 export function loadOperatorConfig(env: Record<string, string | undefined> = process.env): OperatorConfig {

@@ -11,6 +11,7 @@ import type {
   V1PodTemplateSpec,
   V1Toleration,
   V1Volume,
+  V1VolumeProjection,
 } from '@kubernetes/client-node';
 import {
   API_VERSION,
@@ -54,6 +55,10 @@ export interface PodDefaults {
   workspaceClaim?: string;
   /** sizeLimit of that per-pod emptyDir (Kubernetes quantity). Default `1Gi`. */
   workspaceSizeLimit?: string;
+  /** Secret key holding the Redis password, mounted as REDIS_PASSWORD_FILE. */
+  redisPasswordSecret?: { name: string; key: string };
+  /** Secret key holding the PEM CA of a rediss:// Redis, mounted as REDIS_CA_FILE. */
+  redisCaSecret?: { name: string; key: string };
 }
 
 export const DEFAULT_WORKSPACE_MOUNT_PATH = '/workspace';
@@ -85,6 +90,13 @@ export function sandboxSeccompProfileFor(mode: string): string {
 
 /** Where the Secret is mounted; mirrors the chart's `islet.secretMountPath`. */
 export const SECRET_MOUNT_PATH = '/var/run/secrets/islet';
+/**
+ * The Redis password and CA, projected into the same directory from whatever Secret holds them (the
+ * release's, or the external Redis's own): one directory for islet-jail to wall off from sandboxes.
+ * Mirrors the chart's `islet.redisSecretSources`.
+ */
+export const REDIS_PASSWORD_FILE = `${SECRET_MOUNT_PATH}/redis/password`;
+export const REDIS_CA_FILE = `${SECRET_MOUNT_PATH}/redis/ca.crt`;
 /** Secret keys handed to the process as `<KEY>_FILE` paths (services/core/src/config.ts). */
 export const SECRET_FILE_KEYS = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY'];
 
@@ -106,7 +118,34 @@ export function secretEnv(secret: string): NonNullable<V1Container['env']> {
   ];
 }
 
+/** ISLET_REDIS_PASSWORD_FILE / ISLET_REDIS_CA_FILE where the pod has them. Mirrors `islet.redisEnv`. */
+export function redisFileEnv(defaults: PodDefaults): NonNullable<V1Container['env']> {
+  return [
+    ...(defaults.redisPasswordSecret
+      ? [{ name: 'ISLET_REDIS_PASSWORD_FILE', value: REDIS_PASSWORD_FILE }]
+      : []),
+    ...(defaults.redisCaSecret ? [{ name: 'ISLET_REDIS_CA_FILE', value: REDIS_CA_FILE }] : []),
+  ];
+}
+
+/**
+ * The `secrets` volume: the release's Secret (every key) plus the Redis password and CA items, one
+ * read-only directory (0440; the pod's fsGroup reads it). Mirrors the chart's `islet.secretVolume`.
+ */
+export function secretsVolume(defaults: PodDefaults): V1Volume | undefined {
+  const sources: V1VolumeProjection[] = [];
+  if (defaults.envSecret) sources.push({ secret: { name: defaults.envSecret } });
+  const item = (s: { name: string; key: string }, path: string): V1VolumeProjection => ({
+    secret: { name: s.name, items: [{ key: s.key, path }] },
+  });
+  if (defaults.redisPasswordSecret) sources.push(item(defaults.redisPasswordSecret, 'redis/password'));
+  if (defaults.redisCaSecret) sources.push(item(defaults.redisCaSecret, 'redis/ca.crt'));
+  if (sources.length === 0) return undefined;
+  return { name: 'secrets', projected: { sources, defaultMode: 0o440 } };
+}
+
 export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1PodSpec {
+  const secrets = secretsVolume(defaults);
   const envFrom: NonNullable<V1Container['envFrom']> = [];
   if (defaults.envConfigMap) envFrom.push({ configMapRef: { name: defaults.envConfigMap } });
   const container: V1Container = {
@@ -123,6 +162,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
       // The pod name names the BullMQ worker, which is how the operator sees which pod is busy.
       { name: 'ISLET_RUNNER_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       ...(defaults.envSecret ? secretEnv(defaults.envSecret) : []),
+      ...redisFileEnv(defaults),
     ],
     envFrom,
     ports: [{ name: 'metrics', containerPort: defaults.metricsPort, protocol: 'TCP' }],
@@ -144,7 +184,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     volumeMounts: [
       { name: 'tmp', mountPath: '/tmp' },
       { name: 'workspace', mountPath: defaults.workspaceMountPath ?? DEFAULT_WORKSPACE_MOUNT_PATH },
-      ...(defaults.envSecret ? [{ name: 'secrets', mountPath: SECRET_MOUNT_PATH, readOnly: true }] : []),
+      ...(secrets ? [{ name: 'secrets', mountPath: SECRET_MOUNT_PATH, readOnly: true }] : []),
     ],
   };
   return {
@@ -170,9 +210,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     volumes: [
       { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: spec.tmpSizeLimit } },
       workspaceVolume(defaults),
-      ...(defaults.envSecret
-        ? [{ name: 'secrets', secret: { secretName: defaults.envSecret, defaultMode: 0o440 } }]
-        : []),
+      ...(secrets ? [secrets] : []),
     ],
   };
 }

@@ -1,6 +1,7 @@
 /**
  * Reads a mode's queue depth from Redis with BullMQ's own counters (so the key layout stays
- * BullMQ's business) plus the paused-for-decision sorted set, and which runner pods hold
+ * BullMQ's business; delayed = fair-share deferrals, hand-backs and retries, see QueueDepth) plus
+ * the paused-for-decision sorted set, and which runner pods hold
  * active jobs (BullMQ records the worker's name — the pod name — as `processedBy`).
  */
 import { pausedRunsKey, QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
@@ -35,7 +36,7 @@ export function createDepthReader(redis: Redis): DepthReader {
     async read(mode) {
       const q = queueFor(mode);
       const [counts, paused, active] = await Promise.all([
-        q.getJobCounts('waiting', 'prioritized', 'active'),
+        q.getJobCounts('waiting', 'prioritized', 'active', 'delayed'),
         redis.zcard(pausedRunsKey(mode)),
         q.getJobs(['active'], 0, ACTIVE_SCAN_LIMIT - 1),
       ]);
@@ -48,6 +49,7 @@ export function createDepthReader(redis: Redis): DepthReader {
           waiting: counts.waiting ?? 0,
           prioritized: counts.prioritized ?? 0,
           active: counts.active ?? 0,
+          delayed: counts.delayed ?? 0,
           paused,
         },
         activeByPod,

@@ -66,6 +66,26 @@ describe('ensureSecret (chart pre-install/pre-upgrade hook)', () => {
     expect((await core.readNamespacedSecret({ namespace: ns, name: 's3' })).data).toEqual(s.data);
   });
 
+  it('--redis-password: the bundled Redis password is drawn once, added to an older Secret, then kept', async () => {
+    // An install from before Redis auth: the Secret has the four keys, no password.
+    await ensureSecret(core, ns, 's5');
+    expect((await core.readNamespacedSecret({ namespace: ns, name: 's5' })).data?.ISLET_REDIS_PASSWORD).toBe(
+      undefined,
+    );
+    const before = await core.readNamespacedSecret({ namespace: ns, name: 's5' });
+    const out = await ensureSecret(core, ns, 's5', {}, ['ISLET_REDIS_PASSWORD']);
+    expect(out).toEqual({ action: 'completed', added: ['ISLET_REDIS_PASSWORD'] });
+    const s = await core.readNamespacedSecret({ namespace: ns, name: 's5' });
+    const pw = dec(s.data?.ISLET_REDIS_PASSWORD);
+    // 32 random bytes, in characters no config parser or JSON file needs escaped.
+    expect(pw).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    for (const k of Object.keys(GENERATED_SECRET_KEYS)) expect(s.data?.[k]).toBe(before.data?.[k]);
+    expect((await ensureSecret(core, ns, 's5', {}, ['ISLET_REDIS_PASSWORD'])).action).toBe('kept');
+    expect(
+      dec((await core.readNamespacedSecret({ namespace: ns, name: 's5' })).data?.ISLET_REDIS_PASSWORD),
+    ).toBe(pw);
+  });
+
   it('an API error other than 404/409 fails the hook (helm install stops), nothing half-made', async () => {
     api.failNext('GET', '/secrets/s4', 500);
     await expect(ensureSecret(core, ns, 's4')).rejects.toThrow();

@@ -5,7 +5,7 @@
  * sync (a new seal key makes every stored record unreadable). A key already in the Secret is never
  * touched; a key missing from it (a Secret made by hand, a chart upgrade adding a key) is added.
  * Usage:
- *   node services/operator/src/ensure-secret.ts <namespace> <secret-name>
+ *   node services/operator/src/ensure-secret.ts <namespace> <secret-name> [--redis-password]
  */
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
@@ -19,6 +19,14 @@ export const GENERATED_SECRET_KEYS: Record<string, () => string> = {
   ISLET_JOURNAL_ARGS_KEY: () => randomBytes(36).toString('base64url'),
 };
 
+/**
+ * Drawn only when asked (`--redis-password`: the chart's bundled Redis). base64url: nothing Redis's
+ * config parser or a JSON file would need escaped.
+ */
+export const OPTIONAL_SECRET_KEYS: Record<string, () => string> = {
+  ISLET_REDIS_PASSWORD: () => randomBytes(32).toString('base64url'),
+};
+
 export type EnsureOutcome = { action: 'created' | 'kept' | 'completed'; added: string[] };
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
@@ -29,7 +37,10 @@ export async function ensureSecret(
   namespace: string,
   name: string,
   labels: Record<string, string> = {},
+  optional: readonly (keyof typeof OPTIONAL_SECRET_KEYS)[] = [],
 ): Promise<EnsureOutcome> {
+  const wanted: Record<string, () => string> = { ...GENERATED_SECRET_KEYS };
+  for (const k of optional) wanted[k] = OPTIONAL_SECRET_KEYS[k]!;
   // Two attempts: a concurrent creator (two hook pods, a retried Job) wins the race, we then keep theirs.
   for (let attempt = 0; attempt < 5; attempt++) {
     let existing: V1Secret | undefined;
@@ -40,7 +51,7 @@ export async function ensureSecret(
     }
     if (!existing) {
       const data: Record<string, string> = {};
-      for (const [k, draw] of Object.entries(GENERATED_SECRET_KEYS)) data[k] = b64(draw());
+      for (const [k, draw] of Object.entries(wanted)) data[k] = b64(draw());
       try {
         await core.createNamespacedSecret({
           namespace,
@@ -62,9 +73,9 @@ export async function ensureSecret(
       }
     }
     const data = { ...(existing.data ?? {}) };
-    const added = Object.keys(GENERATED_SECRET_KEYS).filter((k) => !data[k]);
+    const added = Object.keys(wanted).filter((k) => !data[k]);
     if (!added.length) return { action: 'kept', added };
-    for (const k of added) data[k] = b64(GENERATED_SECRET_KEYS[k]!());
+    for (const k of added) data[k] = b64(wanted[k]!());
     try {
       // PUT with the read resourceVersion: a concurrent writer makes this 409 and we re-read.
       await core.replaceNamespacedSecret({ namespace, name, body: { ...existing, data } });
@@ -78,15 +89,17 @@ export async function ensureSecret(
 }
 
 if (import.meta.main) {
-  const [namespace, name] = process.argv.slice(2);
-  if (!namespace || !name) {
-    console.error('usage: ensure-secret.ts <namespace> <secret-name>');
+  const [namespace, name, ...flags] = process.argv.slice(2);
+  const unknown = flags.filter((f) => f !== '--redis-password');
+  if (!namespace || !name || unknown.length) {
+    console.error('usage: ensure-secret.ts <namespace> <secret-name> [--redis-password]');
     process.exit(2);
   }
   const kc = new KubeConfig();
   kc.loadFromDefault();
   try {
-    const out = await ensureSecret(kc.makeApiClient(CoreV1Api), namespace, name);
+    const optional = flags.includes('--redis-password') ? (['ISLET_REDIS_PASSWORD'] as const) : [];
+    const out = await ensureSecret(kc.makeApiClient(CoreV1Api), namespace, name, {}, optional);
     // Key names only, never values.
     console.log(JSON.stringify({ msg: 'islet secret ensured', namespace, name, ...out }));
   } catch (err) {

@@ -40,6 +40,12 @@ export function podDefaultsFromConfig(config: OperatorConfig): PodDefaults {
     workspaceMountPath: config.ISLET_RUNNER_WORKSPACE_MOUNT_PATH,
     workspaceClaim: config.ISLET_RUNNER_WORKSPACE_CLAIM,
     workspaceSizeLimit: config.ISLET_RUNNER_WORKSPACE_SIZE_LIMIT,
+    redisPasswordSecret: config.ISLET_RUNNER_REDIS_PASSWORD_SECRET
+      ? { name: config.ISLET_RUNNER_REDIS_PASSWORD_SECRET, key: config.ISLET_RUNNER_REDIS_PASSWORD_KEY }
+      : undefined,
+    redisCaSecret: config.ISLET_RUNNER_REDIS_CA_SECRET
+      ? { name: config.ISLET_RUNNER_REDIS_CA_SECRET, key: config.ISLET_RUNNER_REDIS_CA_KEY }
+      : undefined,
   };
 }
 

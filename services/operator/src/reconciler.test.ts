@@ -26,7 +26,7 @@ const pool = (over: Partial<RunnerPool> = {}): RunnerPool => ({
   spec,
   ...over,
 });
-const depth = (waiting: number, active = 0) => ({ waiting, prioritized: 0, active, paused: 0 });
+const depth = (waiting: number, active = 0) => ({ waiting, prioritized: 0, active, delayed: 0, paused: 0 });
 const pod = (name: string, ready = true, annotations: Record<string, string> = {}): V1Pod => ({
   metadata: { name, annotations, creationTimestamp: new Date(0) },
   status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },

@@ -34,7 +34,10 @@ export const runnerPoolSpecSchema = z
      * depth's recommendation, clamped to [minReplicas, maxReplicas]. Unset = queue depth alone.
      */
     replicas: z.number().int().min(0).optional(),
-    /** Queue depth (waiting + prioritized + active + paused) one replica is expected to carry. */
+    /**
+     * Queue depth (waiting + prioritized + active + delayed runs; runs paused for a decision are
+     * not counted) one replica is expected to carry. Pools of one mode split the depth.
+     */
     targetWaitingPerReplica: z.number().int().min(1).default(4),
     image: z.string().min(1),
     resources: z.object({ requests: resourceList.optional(), limits: resourceList.optional() }).optional(),

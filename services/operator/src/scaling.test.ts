@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { type Recommendation, recommendReplicas, shareOf, stabilize, totalDepth } from './scaling.ts';
 
 const limits = { minReplicas: 1, maxReplicas: 10, targetWaitingPerReplica: 4 };
-const depth = (waiting: number, prioritized = 0, active = 0, paused = 0) => ({
+const depth = (waiting: number, prioritized = 0, active = 0, paused = 0, delayed = 0) => ({
   waiting,
   prioritized,
   active,
+  delayed,
   paused,
 });
 
@@ -22,6 +23,11 @@ describe('recommendReplicas', () => {
     expect(recommendReplicas(depth(0), limits)).toBe(1);
     expect(recommendReplicas(depth(0), { ...limits, minReplicas: 0 })).toBe(0);
     expect(recommendReplicas(depth(1000), limits)).toBe(10);
+  });
+  it('delayed jobs (fair-share deferrals, hand-backs, retries) are demand: they run when a slot frees', () => {
+    expect(totalDepth(depth(0, 0, 0, 0, 12))).toBe(12);
+    expect(recommendReplicas(depth(0, 0, 4, 0, 12), limits)).toBe(4); // ceil(16 / 4)
+    expect(totalDepth(shareOf(depth(0, 0, 0, 0, 7), 2))).toBe(4);
   });
   it('runs waiting for a human decision are not demand: 40 of them hold no idle replicas', () => {
     expect(recommendReplicas(depth(0, 0, 0, 40), limits)).toBe(1); // minReplicas only

@@ -10,6 +10,17 @@ export interface QueueDepth {
   prioritized: number;
   active: number;
   /**
+   * BullMQ's delayed set of a run queue. Nothing submits runs with a delay, so what sits there is
+   * work a runner will take within seconds: jobs over their tenant's fair share sent back until a
+   * slot of that tenant frees (ISLET_TENANT_SHARE_RECHECK_MS at the latest, services/runner
+   * fair-share.ts), runs handed back by a draining runner (due in 50 ms) and retries in their
+   * backoff (500 ms). Counted as demand: a deferred job runs as soon as a slot frees, and more
+   * replicas raise its tenant's limit (a share of the pool's live slots), so leaving them out
+   * would keep a pool at minReplicas while one tenant's flood waits in the delayed set. Runs
+   * paused for a decision are not here: their job ends and a new one is queued on resume.
+   */
+  delayed: number;
+  /**
    * Runs paused for a human decision: reported, but not demand. They hold no runner while they
    * wait (40 waiting decisions must not hold 10 idle replicas); when resumed they re-enter the
    * queue as waiting and count then.
@@ -17,9 +28,9 @@ export interface QueueDepth {
   paused: number;
 }
 
-/** Work a runner can do now: waiting, prioritized and active runs. */
+/** Work a runner can do: waiting, prioritized, active and delayed (deferred, handed-back) runs. */
 export function totalDepth(d: QueueDepth): number {
-  return d.waiting + d.prioritized + d.active;
+  return d.waiting + d.prioritized + d.active + d.delayed;
 }
 
 /**
@@ -32,6 +43,7 @@ export function shareOf(d: QueueDepth, pools: number): QueueDepth {
     waiting: Math.ceil(d.waiting / n),
     prioritized: Math.ceil(d.prioritized / n),
     active: Math.ceil(d.active / n),
+    delayed: Math.ceil(d.delayed / n),
     paused: Math.ceil(d.paused / n),
   };
 }

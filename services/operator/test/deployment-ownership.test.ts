@@ -1,6 +1,5 @@
 // The operator writes only the Deployment fields it owns (server-side apply) and leaves alone a
 // Deployment it does not own (fake Kubernetes API with field ownership, real Redis).
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import {
   AppsV1Api,
@@ -9,18 +8,19 @@ import {
   setHeaderOptions,
   type V1Deployment,
 } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operatorConfigSchema } from '../src/config.ts';
-import { type Operator, startOperator } from '../src/operator.ts';
 import type { RunnerPool } from '../src/runner-pool.ts';
-import { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import type { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import {
+  DEPLOYS,
+  NS as ns,
+  type OperatorFixture,
+  POOLS,
+  startOperatorFixture,
+  waitFor,
+} from '../src/testing/operator-fixture.ts';
 
-const ns = 'islet';
-const POOLS = 'islet.dev/v1alpha1/runnerpools';
-const DEPLOYS = 'apps/v1/deployments';
 const RESTARTED_AT = 'kubectl.kubernetes.io/restartedAt';
-const silent = { info() {}, warn() {}, error() {} };
 
 const pool = (name: string, image: string, annotations: Record<string, string> = {}): RunnerPool => ({
   apiVersion: 'islet.dev/v1alpha1',
@@ -29,51 +29,18 @@ const pool = (name: string, image: string, annotations: Record<string, string> =
   spec: { mode: 'read-only', minReplicas: 1, maxReplicas: 3, image },
 });
 
-async function waitFor<T>(
-  what: string,
-  fn: () => T | Promise<T>,
-  timeoutMs = 15_000,
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('Deployment ownership', () => {
-  let redisServer: RedisServer;
-  let redis: Redis;
+  let fx: OperatorFixture;
   let api: FakeKubeApi;
-  let op: Operator;
-  const deployment = (name: string) => api.get(DEPLOYS, ns, `${name}-runner`) as V1Deployment | undefined;
+  const deployment = (name: string) => fx.deployment(name);
 
   beforeAll(async () => {
-    redisServer = await startRedis({ appendOnly: false });
-    redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-    api = await FakeKubeApi.start({ simulateWorkloads: true });
-    op = await startOperator({
-      config: operatorConfigSchema.parse({
-        ISLET_NAMESPACE: ns,
-        ISLET_OPERATOR_METRICS_PORT: '0',
-        ISLET_OPERATOR_HOST: '127.0.0.1',
-        ISLET_OPERATOR_LEASE_DURATION_MS: '1500',
-        ISLET_OPERATOR_RETRY_PERIOD_MS: '200',
-        ISLET_OPERATOR_RESYNC_INTERVAL_MS: '200',
-      }),
-      kubeConfig: api.kubeConfig(),
-      redis,
-      log: silent,
-      defaultMetrics: false,
-    });
+    fx = await startOperatorFixture();
+    api = fx.api;
+    await fx.startOperator();
   });
   afterAll(async () => {
-    await op?.stop();
-    await api?.stop();
-    redis?.disconnect();
-    await redisServer?.stop();
+    await fx?.stop();
   });
 
   it('`kubectl rollout restart` and others’ labels survive a reconcile that changes the template', async () => {

@@ -1,52 +1,23 @@
 // A leader whose API calls hang must stop acting before its Lease can expire, so two leaders
 // never act at once (fake Kubernetes API that holds one client's requests unanswered, real Redis).
-import { type RedisServer, startRedis } from '@islet/testkit';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leaderTimings, operatorConfigSchema } from '../src/config.ts';
-import { type Operator, startOperator } from '../src/operator.ts';
-import { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
-
-const ns = 'islet';
-const silent = { info() {}, warn() {}, error() {} };
-const config = (identity: string) =>
-  operatorConfigSchema.parse({
-    ISLET_NAMESPACE: ns,
-    ISLET_OPERATOR_METRICS_PORT: '0',
-    ISLET_OPERATOR_HOST: '127.0.0.1',
-    ISLET_OPERATOR_IDENTITY: identity,
-    ISLET_OPERATOR_LEASE_DURATION_MS: '1500',
-    ISLET_OPERATOR_RETRY_PERIOD_MS: '200',
-    ISLET_OPERATOR_RESYNC_INTERVAL_MS: '200',
-  });
+import type { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import { type OperatorFixture, startOperatorFixture } from '../src/testing/operator-fixture.ts';
 
 describe('leader election with hanging API calls', () => {
-  let redisServer: RedisServer;
-  let redis: Redis;
+  let fx: OperatorFixture;
   let api: FakeKubeApi;
-  const ops: Operator[] = [];
-  const start = async (identity: string) => {
-    const op = await startOperator({
-      config: config(identity),
-      kubeConfig: api.kubeConfig(identity),
-      redis,
-      log: silent,
-      defaultMetrics: false,
-    });
-    ops.push(op);
-    return op;
-  };
+  // Each operator's identity is also its fake-API client token, so one can be hung alone.
+  const start = (identity: string) => fx.startOperator({}, identity);
 
   beforeAll(async () => {
-    redisServer = await startRedis({ appendOnly: false });
-    redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-    api = await FakeKubeApi.start({ simulateWorkloads: true });
+    fx = await startOperatorFixture();
+    api = fx.api;
   });
   afterAll(async () => {
-    for (const op of ops) await op.stop();
-    await api?.stop();
-    redis?.disconnect();
-    await redisServer?.stop();
+    api?.unhang('op-a');
+    await fx?.stop();
   });
 
   it('derives client-go’s timings (15 s / 10 s / 2 s) and rejects unsafe ones', () => {

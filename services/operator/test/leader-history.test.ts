@@ -1,75 +1,36 @@
 // A leader change must not reset the scale-down stabilization: the history lives in the
 // RunnerPool's status, so the new leader holds replicas for the rest of the window (fake
 // Kubernetes API, real Redis, real BullMQ jobs).
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import type { V1Deployment } from '@kubernetes/client-node';
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operatorConfigSchema } from '../src/config.ts';
-import { type Operator, startOperator } from '../src/operator.ts';
 import type { RunnerPool } from '../src/runner-pool.ts';
-import { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import type { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import {
+  NS as ns,
+  type OperatorFixture,
+  POOLS,
+  startOperatorFixture,
+  waitFor,
+} from '../src/testing/operator-fixture.ts';
 
-const ns = 'islet';
 const MODE = 'read-only';
-const POOLS = 'islet.dev/v1alpha1/runnerpools';
-const silent = { info() {}, warn() {}, error() {} };
 const WINDOW_S = 6;
 
-async function waitFor(what: string, fn: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (fn()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('scale-down stabilization across a leader change', () => {
-  let redisServer: RedisServer;
-  let redis: Redis;
+  let fx: OperatorFixture;
   let api: FakeKubeApi;
-  let queue: Queue;
-  const ops: Operator[] = [];
-  const replicas = () =>
-    (api.get('apps/v1/deployments', ns, 'p-runner') as V1Deployment | undefined)?.spec?.replicas;
-  const start = async (identity: string) => {
-    const op = await startOperator({
-      config: operatorConfigSchema.parse({
-        ISLET_NAMESPACE: ns,
-        ISLET_OPERATOR_METRICS_PORT: '0',
-        ISLET_OPERATOR_HOST: '127.0.0.1',
-        ISLET_OPERATOR_IDENTITY: identity,
-        ISLET_OPERATOR_LEASE_DURATION_MS: '1500',
-        ISLET_OPERATOR_RETRY_PERIOD_MS: '200',
-        ISLET_OPERATOR_RESYNC_INTERVAL_MS: '200',
-      }),
-      kubeConfig: api.kubeConfig(),
-      redis,
-      log: silent,
-      defaultMetrics: false,
-    });
-    ops.push(op);
-    return op;
-  };
+  const replicas = () => fx.replicasOf('p');
+  const start = (identity: string) => fx.startOperator({}, identity);
 
   beforeAll(async () => {
-    redisServer = await startRedis({ appendOnly: false });
-    redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-    api = await FakeKubeApi.start({ simulateWorkloads: true });
-    queue = new Queue(runQueueName(MODE), { connection: redis, prefix: QUEUE_PREFIX });
+    fx = await startOperatorFixture();
+    api = fx.api;
   });
   afterAll(async () => {
-    for (const op of ops) await op.stop();
-    await queue?.close();
-    await api?.stop();
-    redis?.disconnect();
-    await redisServer?.stop();
+    await fx?.stop();
   });
 
   it('the new leader holds replicas for the rest of the window, then scales down', async () => {
+    const queue = fx.queue(MODE);
     const a = await start('op-a');
     await waitFor('a leads', () => a.elector.isLeader);
     await queue.addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'run', data: { i } })));

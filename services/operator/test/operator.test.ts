@@ -5,109 +5,54 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pausedRunsKey, QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import type { V1Deployment, V1Lease, V1Pod } from '@kubernetes/client-node';
-import { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { V1Deployment, V1Lease } from '@kubernetes/client-node';
+import { type Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type OperatorConfig, operatorConfigSchema } from '../src/config.ts';
-import { type Operator, startOperator } from '../src/operator.ts';
+import type { Operator } from '../src/operator.ts';
 import { DELETION_COST_ANNOTATION, DRAINING_ANNOTATION } from '../src/reconciler.ts';
 import type { RunnerPool } from '../src/runner-pool.ts';
-import { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import type { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import {
+  DEPLOYS,
+  NS as ns,
+  type OperatorFixture,
+  POOLS,
+  runnerPool,
+  startOperatorFixture,
+  waitFor,
+} from '../src/testing/operator-fixture.ts';
 
-const ns = 'islet';
 const MODE = 'workspace-write';
-const POOLS = 'islet.dev/v1alpha1/runnerpools';
-const DEPLOYS = 'apps/v1/deployments';
-const silent = { info() {}, warn() {}, error() {} };
+/** What the chart gives the operator for runner pods (their env ConfigMap and secrets). */
+const RUNNER_ENV = { ISLET_RUNNER_ENV_CONFIGMAP: 'islet-runner-env', ISLET_RUNNER_ENV_SECRET: 'islet-seal' };
 
-function config(over: Partial<Record<keyof OperatorConfig, string>> = {}): OperatorConfig {
-  return operatorConfigSchema.parse({
-    ISLET_NAMESPACE: ns,
-    ISLET_OPERATOR_METRICS_PORT: '0',
-    ISLET_OPERATOR_HOST: '127.0.0.1',
-    ISLET_OPERATOR_LEASE_DURATION_MS: '1500',
-    ISLET_OPERATOR_RETRY_PERIOD_MS: '200',
-    ISLET_OPERATOR_RESYNC_INTERVAL_MS: '200',
-    ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS: '20',
-    ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS: '200',
-    ISLET_RUNNER_ENV_CONFIGMAP: 'islet-runner-env',
-    ISLET_RUNNER_ENV_SECRET: 'islet-seal',
-    ...over,
-  });
-}
-
-function pool(name: string, spec: Record<string, unknown>): RunnerPool {
-  return {
-    apiVersion: 'islet.dev/v1alpha1',
-    kind: 'RunnerPool',
-    metadata: { name, namespace: ns },
-    spec: {
-      mode: MODE,
-      minReplicas: 1,
-      maxReplicas: 6,
-      targetWaitingPerReplica: 2,
-      image: 'islet/runner:test',
-      scaleUpStabilizationSeconds: 0,
-      scaleDownStabilizationSeconds: 2,
-      ...spec,
-    },
-  };
-}
-
-async function waitFor<T>(
-  what: string,
-  fn: () => T | Promise<T>,
-  timeoutMs = 15_000,
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v) return v as NonNullable<T>;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
-
-const replicasOf = (api: FakeKubeApi, name: string) =>
-  (api.get(DEPLOYS, ns, `${name}-runner`) as V1Deployment | undefined)?.spec?.replicas;
-const podsOf = (api: FakeKubeApi, name: string) =>
-  api.list('v1/pods', ns, `islet.dev/pool=${name}`) as V1Pod[];
-const conditionOf = (api: FakeKubeApi, name: string, type: string) =>
-  (api.get(POOLS, ns, name) as RunnerPool | undefined)?.status?.conditions?.find((c) => c.type === type);
+const pool = (name: string, spec: Record<string, unknown>): RunnerPool =>
+  runnerPool(name, { mode: MODE, maxReplicas: 6, scaleDownStabilizationSeconds: 2, ...spec });
 
 describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', () => {
-  let redisServer: RedisServer;
+  let fx: OperatorFixture;
   let redis: Redis;
   let api: FakeKubeApi;
   let op: Operator;
   let queue: Queue;
 
   beforeAll(async () => {
-    redisServer = await startRedis({ appendOnly: false });
-    redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-    api = await FakeKubeApi.start({ simulateWorkloads: true });
-    queue = new Queue(runQueueName(MODE), { connection: redis, prefix: QUEUE_PREFIX });
-    op = await startOperator({
-      config: config({ ISLET_OPERATOR_IDENTITY: 'op-main', ISLET_OPERATOR_LEASE_NAME: 'main' }),
-      kubeConfig: api.kubeConfig(),
-      redis,
-      log: silent,
-      defaultMetrics: false,
-    });
+    fx = await startOperatorFixture();
+    ({ redis, api } = fx);
+    queue = fx.queue(MODE);
+    op = await fx.startOperator(
+      {
+        ...RUNNER_ENV,
+        ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS: '20',
+        ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS: '200',
+        ISLET_OPERATOR_LEASE_NAME: 'main',
+      },
+      'op-main',
+    );
   });
   afterAll(async () => {
-    await op?.stop();
-    await queue?.close();
-    await api?.stop();
-    redis?.disconnect();
-    await redisServer?.stop();
+    await fx?.stop();
   });
 
   it('creates the Deployment with the mode’s security profile and reports Ready with observedGeneration', async () => {
@@ -138,15 +83,15 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     });
     expect(podSpec?.volumes).toContainEqual({
       name: 'secrets',
-      secret: { secretName: 'islet-seal', defaultMode: 0o440 },
+      projected: { defaultMode: 0o440, sources: [{ secret: { name: 'islet-seal' } }] },
     });
     expect(d.metadata?.ownerReferences?.[0]?.kind).toBe('RunnerPool');
     const ready = await waitFor('Ready=True', () => {
-      const c = conditionOf(api, 'ww', 'Ready');
+      const c = fx.condition('ww', 'Ready');
       return c?.status === 'True' ? c : undefined;
     });
     expect(ready.observedGeneration).toBe(1);
-    expect(conditionOf(api, 'ww', 'Stalled')?.status).toBe('False');
+    expect(fx.condition('ww', 'Stalled')?.status).toBe('False');
     // Status is written through the status subresource.
     expect(api.requests.some((r) => r.method === 'PUT' && r.path.endsWith('/runnerpools/ww/status'))).toBe(
       true,
@@ -157,8 +102,8 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     await queue.addBulk(Array.from({ length: 7 }, (_, i) => ({ name: 'run', data: { i } })));
     // 7 waiting → ceil(7/2) = 4; the 6 runs paused for a human decision hold no replicas.
     for (let i = 0; i < 6; i++) await redis.zadd(pausedRunsKey(MODE), Date.now(), `run-paused-${i}`);
-    await waitFor('4 replicas', () => replicasOf(api, 'ww') === 4);
-    await waitFor('4 pods', () => podsOf(api, 'ww').length === 4);
+    await waitFor('4 replicas', () => fx.replicasOf('ww') === 4);
+    await waitFor('4 pods', () => fx.podsOf('ww').length === 4);
     const pool = api.get(POOLS, ns, 'ww') as RunnerPool;
     await waitFor(
       'status desired 4',
@@ -177,7 +122,7 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
   });
 
   it('holds replicas through the scale-down window, then drains the idle pods, keeping the busy one', async () => {
-    const pods = podsOf(api, 'ww');
+    const pods = fx.podsOf('ww');
     const busyPod = pods[2]!.metadata!.name!;
     // A real worker named after a pod takes one job and keeps it active: that pod is busy.
     const drainedAt = Date.now();
@@ -189,25 +134,25 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
       release = r;
     });
     const worker = new Worker(runQueueName(MODE), () => held, {
-      connection: { host: '127.0.0.1', port: redisServer.port, maxRetriesPerRequest: null },
+      connection: { host: '127.0.0.1', port: fx.redisServer.port, maxRetriesPerRequest: null },
       prefix: QUEUE_PREFIX,
       name: busyPod,
     });
     await waitFor('job active', async () => (await queue.getJobCounts('active')).active === 1);
     // Depth is now 1 → 1 replica wanted, but the 4 stays for the 2 s window.
     await new Promise((r) => setTimeout(r, 1000));
-    expect(replicasOf(api, 'ww')).toBe(4);
-    await waitFor('1 replica', () => replicasOf(api, 'ww') === 1);
+    expect(fx.replicasOf('ww')).toBe(4);
+    await waitFor('1 replica', () => fx.replicasOf('ww') === 1);
     expect(Date.now() - drainedAt).toBeGreaterThanOrEqual(1800);
-    await waitFor('1 pod', () => podsOf(api, 'ww').length === 1);
-    expect(podsOf(api, 'ww')[0]?.metadata?.name).toBe(busyPod);
+    await waitFor('1 pod', () => fx.podsOf('ww').length === 1);
+    expect(fx.podsOf('ww')[0]?.metadata?.name).toBe(busyPod);
     expect(api.deletedPods).toHaveLength(3);
     expect(api.deletedPods).not.toContain(busyPod);
     // The deleted pods carried the drain mark before replicas dropped.
     const marks = api.requests.filter((r) => r.method === 'PATCH' && r.path.includes('/pods/'));
     expect(marks.length).toBeGreaterThanOrEqual(3);
     expect(marks.every((r) => r.contentType === 'application/merge-patch+json')).toBe(true);
-    const survivor = podsOf(api, 'ww')[0]!;
+    const survivor = fx.podsOf('ww')[0]!;
     expect(survivor.metadata?.annotations?.[DRAINING_ANNOTATION]).toBeUndefined();
     expect(survivor.metadata?.annotations?.[DELETION_COST_ANNOTATION]).toBeUndefined();
     // Counted once the reconcile that scaled finishes (just after the replicas changed).
@@ -223,7 +168,7 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
   it('reports Stalled with the new observedGeneration for an invalid spec, and recovers', async () => {
     api.apply(POOLS, ns, pool('ww', { minReplicas: 9, maxReplicas: 2 }));
     const stalled = await waitFor('Stalled', () => {
-      const c = conditionOf(api, 'ww', 'Stalled');
+      const c = fx.condition('ww', 'Stalled');
       return c?.status === 'True' ? c : undefined;
     });
     expect(stalled.reason).toBe('InvalidSpec');
@@ -231,10 +176,10 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     expect((api.get(POOLS, ns, 'ww') as RunnerPool).status?.observedGeneration).toBe(2);
     api.apply(POOLS, ns, pool('ww', { minReplicas: 2 }));
     await waitFor('recovered', () => {
-      const c = conditionOf(api, 'ww', 'Stalled');
+      const c = fx.condition('ww', 'Stalled');
       return c?.status === 'False' && c.observedGeneration === 3;
     });
-    await waitFor('min 2 applied', () => replicasOf(api, 'ww') === 2);
+    await waitFor('min 2 applied', () => fx.replicasOf('ww') === 2);
   });
 
   it('re-establishes dropped watches and re-lists after 410 Expired', async () => {
@@ -290,32 +235,27 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
   it('retries after API errors and counts them', async () => {
     api.failNext('GET', '/deployments/ww-runner', 503, 2);
     api.apply(POOLS, ns, pool('ww', { minReplicas: 3, image: 'islet/runner:v2' }));
-    await waitFor('3 replicas', () => replicasOf(api, 'ww') === 3);
+    await waitFor('3 replicas', () => fx.replicasOf('ww') === 3);
     const text = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();
     expect(text).toMatch(/islet_operator_reconcile_total\{result="error"\} [1-9]/);
   });
 });
 
 describe('leader election over a coordination.k8s.io/v1 Lease', () => {
-  let redisServer: RedisServer;
-  let redis: Redis;
+  let fx: OperatorFixture;
   let api: FakeKubeApi;
   let child: ChildProcess | undefined;
   let standby: Operator | undefined;
   let dir: string;
 
   beforeAll(async () => {
-    redisServer = await startRedis({ appendOnly: false });
-    redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-    api = await FakeKubeApi.start({ simulateWorkloads: true });
+    fx = await startOperatorFixture();
+    api = fx.api;
     dir = mkdtempSync(join(tmpdir(), 'islet-op-'));
   });
   afterAll(async () => {
     child?.kill('SIGKILL');
-    await standby?.stop();
-    await api?.stop();
-    redis?.disconnect();
-    await redisServer?.stop();
+    await fx?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -328,7 +268,7 @@ describe('leader election over a coordination.k8s.io/v1 Lease', () => {
         ...process.env,
         KUBECONFIG: kubeconfig,
         ISLET_NAMESPACE: ns,
-        ISLET_REDIS_URL: redisServer.url,
+        ISLET_REDIS_URL: fx.redisServer.url,
         ISLET_OPERATOR_IDENTITY: 'op-a',
         ISLET_OPERATOR_METRICS_PORT: '0',
         ISLET_OPERATOR_HOST: '127.0.0.1',
@@ -343,15 +283,9 @@ describe('leader election over a coordination.k8s.io/v1 Lease', () => {
     const lease = () => api.get('coordination.k8s.io/v1/leases', ns, 'islet-operator') as V1Lease | undefined;
     await waitFor('A leads', () => lease()?.spec?.holderIdentity === 'op-a');
     api.apply(POOLS, ns, pool('ro', { mode: 'read-only', minReplicas: 2 }));
-    await waitFor('A reconciles', () => replicasOf(api, 'ro') === 2);
+    await waitFor('A reconciles', () => fx.replicasOf('ro') === 2);
 
-    standby = await startOperator({
-      config: config({ ISLET_OPERATOR_IDENTITY: 'op-b' }),
-      kubeConfig: api.kubeConfig(),
-      redis,
-      log: silent,
-      defaultMetrics: false,
-    });
+    standby = await fx.startOperator(RUNNER_ENV, 'op-b');
     await new Promise((r) => setTimeout(r, 1000));
     expect(standby.elector.isLeader).toBe(false);
     expect(standby.controller()).toBeUndefined();
@@ -368,7 +302,7 @@ describe('leader election over a coordination.k8s.io/v1 Lease', () => {
 
     // B now reconciles.
     api.apply(POOLS, ns, pool('ro', { mode: 'read-only', minReplicas: 3 }));
-    await waitFor('B reconciles', () => replicasOf(api, 'ro') === 3);
+    await waitFor('B reconciles', () => fx.replicasOf('ro') === 3);
 
     // A clean stop releases the Lease at once.
     await standby.stop();
