@@ -69,7 +69,9 @@ export function createAuth(deps: GatewayDeps) {
   // replica's INCR or announced by another's on the cache channel) and `below` (read under the
   // limit while the subscription was up, so any later crossing reaches this replica as an
   // announcement). Only an address in neither state costs a read: once per address and window.
-  // Without a live subscription every request reads the counter, as before.
+  // Without a live subscription every request reads the counter, as before. A block made on
+  // another replica reaches this one as fast as the announcement does (one pub/sub hop after the
+  // INCR that crossed the limit, less than the client's next request takes to arrive).
   const blocked = new Map<string, number>();
   const below = new Map<string, number>();
   let knownWindow = 0;
@@ -115,6 +117,7 @@ export function createAuth(deps: GatewayDeps) {
   }
   async function authFailed(request: FastifyRequest, detail: string): Promise<never> {
     const window = Math.floor(Date.now() / failureWindowMs);
+    below.delete(request.ip);
     const count = await countInWindow(keys.authFailures(request.ip, window));
     if (count >= limitOfFailures) {
       forget(window);
