@@ -79,9 +79,9 @@ describe('read caches across replicas', () => {
     const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
     expect((await b.deps.runPolicies!.effective('acme')).style).toBe('run_code');
     await a.deps.runPolicies!.set('acme', { style: 'code-mode' });
-    expect(await eventually(async () => (await b.deps.runPolicies!.effective('acme')).style === 'code-mode')).toBe(
-      true,
-    );
+    expect(
+      await eventually(async () => (await b.deps.runPolicies!.effective('acme')).style === 'code-mode'),
+    ).toBe(true);
     await a.deps.runPolicies!.set('acme', { style: 'run_code' });
   });
 
@@ -93,17 +93,18 @@ describe('read caches across replicas', () => {
       r.app.inject({ method: 'GET', url: '/v1/decisions', remoteAddress, headers: { authorization } });
     // B has seen the address succeed (it would no longer read the counter for it this minute).
     expect((await from(b, '203.0.113.9', `Bearer ${key}`)).statusCode).toBe(200);
-    for (let i = 0; i < 3; i++) expect((await from(a, '203.0.113.9', `Bearer wrong-${i}`)).statusCode).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect((await from(a, '203.0.113.9', `Bearer wrong-${i}`)).statusCode).toBe(401);
     expect((await from(a, '203.0.113.9', `Bearer ${key}`)).statusCode).toBe(429);
-    expect(await eventually(async () => (await from(b, '203.0.113.9', `Bearer ${key}`)).statusCode === 429)).toBe(
-      true,
-    );
+    expect(
+      await eventually(async () => (await from(b, '203.0.113.9', `Bearer ${key}`)).statusCode === 429),
+    ).toBe(true);
     // Failures split across replicas add up (the counter is shared); the block made on A reaches
     // B by its announcement (one pub/sub hop; in this test both replicas share one event loop).
     for (const r of [a, b, a]) expect((await from(r, '203.0.113.10', 'Bearer nope')).statusCode).toBe(401);
-    expect(await eventually(async () => (await from(b, '203.0.113.10', `Bearer ${key}`)).statusCode === 429)).toBe(
-      true,
-    );
+    expect(
+      await eventually(async () => (await from(b, '203.0.113.10', `Bearer ${key}`)).statusCode === 429),
+    ).toBe(true);
     expect((await from(a, '203.0.113.10', `Bearer ${key}`)).statusCode).toBe(429);
     expect((await from(b, '203.0.113.11', `Bearer ${key}`)).statusCode).toBe(200);
   });

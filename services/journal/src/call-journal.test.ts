@@ -85,8 +85,14 @@ describe('call journal on real Redis', () => {
         message: `${run} call`,
       });
       await journal.claim(run, 1, { ...call(0), sendNow: true });
-      expect(await journal.complete(run, 0, result(1), event('first'))).toEqual({ deliverySeq: 1, stored: true });
-      expect(await journal.complete(run, 0, result(2), event('second'))).toEqual({ deliverySeq: 1, stored: false });
+      expect(await journal.complete(run, 0, result(1), event('first'))).toEqual({
+        deliverySeq: 1,
+        stored: true,
+      });
+      expect(await journal.complete(run, 0, result(2), event('second'))).toEqual({
+        deliverySeq: 1,
+        stored: false,
+      });
       const rows = await r.a.xrange(streamKey, '-', '+');
       expect(rows.map(([, f]) => f)).toEqual([['type', 'call', 'data', 'first']]);
       for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((w) => setTimeout(w, 20));
