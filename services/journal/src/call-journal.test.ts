@@ -67,6 +67,18 @@ describe('call journal on real Redis', () => {
     expect((await journal.get(pending, 0))?.state).toBe('sent');
   });
 
+  it('every journal expires: one claimed without nextAttempt, and one started with it', async () => {
+    const journal = createCallJournal({ redis: r.a, sealer, ttlSeconds: 1000 });
+    const bare = newRun();
+    await journal.claim(bare, 1, { ...call(0), sendNow: true });
+    expect(await r.a.ttl(`islet:journal:{${bare}}`)).toBeGreaterThan(990);
+    const started = newRun();
+    expect(await journal.nextAttempt(started)).toBe(1);
+    await journal.claim(started, 1, { ...call(0), sendNow: true });
+    await journal.claim(started, 1, call(1));
+    expect(await r.a.ttl(`islet:journal:{${started}}`)).toBeGreaterThan(990);
+  });
+
   it("appends complete's event with the outcome it stores, and never for an outcome it keeps", async () => {
     const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();

@@ -77,7 +77,9 @@ if not raw then
     st = claimed, at = attempt, tk = ARGV[11], t0 = tonumber(ARGV[8])}
   if ARGV[6] ~= '' then e.s = ARGV[6] end
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
-  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10]))
+  -- nextAttempt set the expiry with #attempt (and complete renews it): only a journal that
+  -- nextAttempt never touched needs one here.
+  if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10])) end
   return {'new'}
 end
 local e = cjson.decode(raw)
@@ -91,7 +93,7 @@ if e.st == 'pending' then
   e.tk = ARGV[11]
   e.t0 = tonumber(ARGV[8])
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
-  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10]))
+  if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10])) end
   return {'new'}
 end
 return {'unknown'}
