@@ -188,15 +188,24 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
 
   // What a call needs from its run (tenant, mode, program, bindings, approval) never changes after
   // submit, so it is cached briefly: a program's many calls cost one record read, not one each.
-  const runCache = new Map<string, { run: StoredRun; at: number }>();
-  async function immutableRun(runId: string): Promise<StoredRun | null> {
+  // The read itself is shared, so a burst of parallel calls (Promise.all) waits on one read.
+  const runCache = new Map<string, { run: Promise<StoredRun | null>; at: number }>();
+  function immutableRun(runId: string): Promise<StoredRun | null> {
     const hit = runCache.get(runId);
     if (hit && Date.now() - hit.at < 30_000) return hit.run;
-    const run = await runs.get(runId);
-    if (run) {
-      if (runCache.size >= 1000) runCache.delete(runCache.keys().next().value as string);
-      runCache.set(runId, { run, at: Date.now() });
-    }
+    const run = runs.get(runId);
+    if (runCache.size >= 1000) runCache.delete(runCache.keys().next().value as string);
+    const entry = { run, at: Date.now() };
+    runCache.set(runId, entry);
+    // Only a run that exists stays cached.
+    run.then(
+      (r) => {
+        if (!r && runCache.get(runId) === entry) runCache.delete(runId);
+      },
+      () => {
+        if (runCache.get(runId) === entry) runCache.delete(runId);
+      },
+    );
     return run;
   }
 
