@@ -23,8 +23,11 @@ const LEVEL = {
   engineVsRaw: 0.33,
   /** cluster sequential p50 / raw isolated-vm p50 */
   clusterP50VsRaw: 15,
-  /** not a ratio: it does not depend on load (BullMQ's own polling aside); main at de5a090 */
-  redisCommandsPerRun: 160,
+  /**
+   * not a ratio: it does not depend on load (BullMQ's own polling aside); 160 on main at de5a090,
+   * 98 at c835457, 90 with the gateway's caches and fused scripts (BENCH_QUICK, 2026-11-30)
+   */
+  redisCommandsPerRun: 100,
 };
 
 interface Figures {

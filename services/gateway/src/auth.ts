@@ -6,6 +6,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiKeyIdentity, Scope, Tenant } from '@islet/core';
 import { keys } from '@islet/core';
+import { LuaScript } from '@islet/journal';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
@@ -27,20 +28,23 @@ function bearer(request: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
+// KEYS[1] a per-minute counter. The expiry is set once, when the window's first INCR creates it.
+const COUNT_IN_WINDOW = new LuaScript(`
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], 61) end
+return n
+`);
+
 export function createAuth(deps: GatewayDeps) {
-  const { tenants, redis, config } = deps;
+  const { tenants, redis, config, caches } = deps;
+  const countInWindow = async (key: string) => Number(await COUNT_IN_WINDOW.run(redis, [key], []));
 
   async function rateLimit(tenant: Tenant) {
     const windowMs = 60_000;
     const now = Date.now();
     const window = Math.floor(now / windowMs);
     const limit = tenant.rateLimitPerMinute ?? config.ISLET_RATE_LIMIT_PER_MINUTE;
-    const res = await redis
-      .multi()
-      .incr(keys.rateWindow(tenant.id, window))
-      .expire(keys.rateWindow(tenant.id, window), 61)
-      .exec();
-    const count = Number(res?.[0]?.[1] ?? 0);
+    const count = await countInWindow(keys.rateWindow(tenant.id, window));
     if (count > limit) {
       const retryAfter = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
       throw new HttpProblem(
@@ -58,24 +62,69 @@ export function createAuth(deps: GatewayDeps) {
    * keys is hopeless (256 bits); this bounds what a prober costs the platform and its log.
    */
   const failureWindowMs = 60_000;
+  const limitOfFailures = config.ISLET_AUTH_FAILURES_PER_MINUTE;
+  // The counter lives in Redis (shared by every replica), but reading it on every request cost a
+  // command per request for a check that refuses almost nobody. So each replica remembers, per
+  // address and window, what it knows: `blocked` (the counter reached the limit: seen by this
+  // replica's INCR or announced by another's on the cache channel) and `below` (read under the
+  // limit while the subscription was up, so any later crossing reaches this replica as an
+  // announcement). Only an address in neither state costs a read: once per address and window.
+  // Without a live subscription every request reads the counter, as before. A block made on
+  // another replica reaches this one as fast as the announcement does (one pub/sub hop after the
+  // INCR that crossed the limit, less than the client's next request takes to arrive).
+  const blocked = new Map<string, number>();
+  const below = new Map<string, number>();
+  let knownWindow = 0;
+  const forget = (window: number) => {
+    if (window === knownWindow && blocked.size + below.size < 100_000) return;
+    knownWindow = window;
+    blocked.clear();
+    below.clear();
+  };
+  caches?.on('auth-blocked', (message) => {
+    // A restarted subscription may have missed announcements: every `below` must be read again.
+    if (message === '*') return below.clear();
+    const cut = message.indexOf(':');
+    const window = Number(message.slice(0, cut));
+    forget(Math.max(window, knownWindow));
+    if (window === knownWindow) blocked.set(message.slice(cut + 1), window);
+  });
+  const refuse = (window: number, now: number): never => {
+    const retryAfter = Math.max(1, Math.ceil(((window + 1) * failureWindowMs - now) / 1000));
+    throw new HttpProblem(
+      'rate-limited',
+      `too many failed authentications from this address; retry in ${retryAfter}s`,
+      { limit: limitOfFailures, retryAfterSeconds: retryAfter },
+      { 'retry-after': String(retryAfter) },
+    );
+  };
   async function refuseIfFailingTooOften(request: FastifyRequest) {
     const now = Date.now();
     const window = Math.floor(now / failureWindowMs);
-    const count = Number((await redis.get(keys.authFailures(request.ip, window))) ?? 0);
-    const limit = config.ISLET_AUTH_FAILURES_PER_MINUTE;
-    if (count >= limit) {
-      const retryAfter = Math.max(1, Math.ceil(((window + 1) * failureWindowMs - now) / 1000));
-      throw new HttpProblem(
-        'rate-limited',
-        `too many failed authentications from this address; retry in ${retryAfter}s`,
-        { limit, retryAfterSeconds: retryAfter },
-        { 'retry-after': String(retryAfter) },
-      );
+    forget(window);
+    const ip = request.ip;
+    if (blocked.get(ip) === window) refuse(window, now);
+    const subscribed = caches?.listening() === true;
+    if (subscribed && below.get(ip) === window) return;
+    const count = Number((await redis.get(keys.authFailures(ip, window))) ?? 0);
+    if (count >= limitOfFailures) {
+      blocked.set(ip, window);
+      refuse(window, now);
     }
+    // Under the limit, and no announcement can have been missed since before the read was sent.
+    if (subscribed && caches?.listening() && caches.since() <= now && blocked.get(ip) !== window)
+      below.set(ip, window);
   }
   async function authFailed(request: FastifyRequest, detail: string): Promise<never> {
-    const k = keys.authFailures(request.ip, Math.floor(Date.now() / failureWindowMs));
-    await redis.multi().incr(k).expire(k, 61).exec();
+    const window = Math.floor(Date.now() / failureWindowMs);
+    below.delete(request.ip);
+    const count = await countInWindow(keys.authFailures(request.ip, window));
+    if (count >= limitOfFailures) {
+      forget(window);
+      blocked.set(request.ip, window);
+      // Every replica refuses the address from now on without reading the counter.
+      await caches?.publish('auth-blocked', `${window}:${request.ip}`);
+    }
     throw new HttpProblem('unauthorized', detail);
   }
 

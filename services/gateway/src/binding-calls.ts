@@ -6,7 +6,7 @@
  * run's event stream and the caller answers, possibly through another gateway replica, via Redis).
  */
 import type { StoredRun } from '@islet/core';
-import { keys } from '@islet/core';
+import { channels, keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
 import { isFinalStatus } from '@islet/protocol';
@@ -32,6 +32,9 @@ const failed = (reason: string, message: string, extra: Record<string, unknown> 
  * or tell open ports from closed ones. The real reason goes to the gateway's log.
  */
 export const APP_UNREACHABLE_MESSAGE = 'the App could not be reached or did not answer in time';
+
+/** Core run-store's default `maxEventsPerRun` (approximate MAXLEN of a run's event stream). */
+const RUN_EVENTS_MAX_LEN = 2000;
 
 export interface ServedCall {
   outcome: BindingOutcome;
@@ -185,15 +188,24 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
 
   // What a call needs from its run (tenant, mode, program, bindings, approval) never changes after
   // submit, so it is cached briefly: a program's many calls cost one record read, not one each.
-  const runCache = new Map<string, { run: StoredRun; at: number }>();
-  async function immutableRun(runId: string): Promise<StoredRun | null> {
+  // The read itself is shared, so a burst of parallel calls (Promise.all) waits on one read.
+  const runCache = new Map<string, { run: Promise<StoredRun | null>; at: number }>();
+  function immutableRun(runId: string): Promise<StoredRun | null> {
     const hit = runCache.get(runId);
     if (hit && Date.now() - hit.at < 30_000) return hit.run;
-    const run = await runs.get(runId);
-    if (run) {
-      if (runCache.size >= 1000) runCache.delete(runCache.keys().next().value as string);
-      runCache.set(runId, { run, at: Date.now() });
-    }
+    const run = runs.get(runId);
+    if (runCache.size >= 1000) runCache.delete(runCache.keys().next().value as string);
+    const entry = { run, at: Date.now() };
+    runCache.set(runId, entry);
+    // Only a run that exists stays cached.
+    run.then(
+      (r) => {
+        if (!r && runCache.get(runId) === entry) runCache.delete(runId);
+      },
+      () => {
+        if (runCache.get(runId) === entry) runCache.delete(runId);
+      },
+    );
     return run;
   }
 
@@ -224,6 +236,15 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       if ((await deps.redis.exists(grant)) === 1) policy = 'allow';
     }
 
+    const callEvent = (outcome: BindingOutcome) => ({
+      index: call.index,
+      binding: call.binding,
+      ...(source ? { source } : {}),
+      outcome: outcomeRecord(outcome),
+      // For the console's call list (the record has neither); sealed like every event.
+      arguments: jsonOrText(call.argsJson),
+      durationMs: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
+    });
     const processed = await processor.process({
       run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code },
       attempt,
@@ -260,22 +281,23 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       onDecisionAnswered: async () => {
         await runs.setStatus(run, 'Running');
       },
+      // The console's and SSE's `call` event goes in with the outcome, in the journal's step.
+      eventFor: (outcome) => ({
+        streamKey: keys.runEvents(run.id),
+        maxLen: RUN_EVENTS_MAX_LEN,
+        type: 'call',
+        sealedData: deps.sealer.seal(JSON.stringify(callEvent(outcome))),
+        channel: channels.runEvents,
+        // Tagged: SSE readers wake for it, `Prefer: wait` requests know it is not the end.
+        message: `${run.id} call`,
+      }),
     });
 
     const label = processed.label;
     metrics.bindingCalls.inc({ outcome: label });
     metrics.bindingCallDuration.observe({ outcome: label }, Number(process.hrtime.bigint() - started) / 1e9);
-    if (label !== 'replayed') {
-      await runs.appendEvent(run.id, 'call', {
-        index: call.index,
-        binding: call.binding,
-        ...(source ? { source } : {}),
-        outcome: outcomeRecord(processed.outcome),
-        // For the console's call list (the record has neither); sealed like every event.
-        arguments: jsonOrText(call.argsJson),
-        durationMs: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
-      });
-    }
+    if (label !== 'replayed' && !processed.eventAppended)
+      await runs.appendEvent(run.id, 'call', callEvent(processed.outcome));
     logger.debug({ runId, index: call.index, label }, 'binding call served');
     const out: ServedCall = { outcome: processed.outcome };
     if (processed.deliverySeq !== undefined) out.deliverySeq = processed.deliverySeq;

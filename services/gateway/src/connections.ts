@@ -9,6 +9,7 @@ import { bindingNameProblem, validateBindingNames } from '@islet/engine';
 import { FILES_BINDING_NAMES } from '@islet/kernel-sandbox';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import type { CacheHub } from './read-cache.ts';
 
 const jsonSchema = z.record(z.string(), z.unknown());
 const name = z.string().min(1).max(100);
@@ -142,7 +143,18 @@ export type CreateRefusal = {
   detail: string;
 };
 
-export function createConnectionStore(redis: Redis) {
+/**
+ * `caches`: binding calls read their connection on every call; through the cache a program's
+ * calls cost no Redis read for it, and a change (replace, remove) drops it on every replica.
+ */
+export function createConnectionStore(redis: Redis, caches?: CacheHub) {
+  const read = async (key: string): Promise<Connection | null> => {
+    const cut = key.indexOf('\0');
+    const raw = await redis.hget(keys.connections(key.slice(0, cut)), key.slice(cut + 1));
+    return raw ? (JSON.parse(raw) as Connection) : null;
+  };
+  const cache = caches?.cache('connection', read);
+  const cacheKey = (tenant: string, id: string) => `${tenant}\0${id}`;
   return {
     async create(
       tenant: string,
@@ -181,8 +193,7 @@ export function createConnectionStore(redis: Redis) {
       return { ok: true, connection };
     },
     async get(tenant: string, id: string): Promise<Connection | null> {
-      const raw = await redis.hget(keys.connections(tenant), id);
-      return raw ? (JSON.parse(raw) as Connection) : null;
+      return (cache ?? { get: read }).get(cacheKey(tenant, id));
     },
     async list(tenant: string): Promise<Connection[]> {
       const all = await redis.hvals(keys.connections(tenant));
@@ -193,10 +204,13 @@ export function createConnectionStore(redis: Redis) {
       const key = keys.connections(tenant);
       if (!(await redis.hexists(key, connection.id))) return false;
       await redis.hset(key, connection.id, JSON.stringify(connection));
+      await cache?.invalidate(cacheKey(tenant, connection.id));
       return true;
     },
     async remove(tenant: string, id: string): Promise<boolean> {
-      return (await redis.hdel(keys.connections(tenant), id)) === 1;
+      const removed = (await redis.hdel(keys.connections(tenant), id)) === 1;
+      await cache?.invalidate(cacheKey(tenant, id));
+      return removed;
     },
   };
 }

@@ -1,25 +1,34 @@
 /** Wires a gateway's dependencies from its configuration: Redis connections, stores, queues, metrics. */
 import {
+  type ApiKeyIdentity,
   createMetrics,
   createRedis,
   createRunStore,
   createSettingsCache,
   createSettingsStore,
   createTenantStore,
+  hashApiKey,
   type IsletConfig,
+  keys,
   type Logger,
   migrateKeyLayout,
   type RunJobData,
   redisDurabilityProblems,
   sealerFromConfig,
 } from '@islet/core';
-import { createCallJournal, createDecisionStore } from '@islet/journal';
+import {
+  createCallJournal,
+  createDecisionStore,
+  createRunPolicyStore,
+  type RunPolicyStore,
+} from '@islet/journal';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import { Queue } from 'bullmq';
 import { createConnectionStore } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
 import { queueMetricsCollectors } from './queue-metrics.ts';
+import { createCacheHub } from './read-cache.ts';
 
 export async function createGatewayDeps(
   config: IsletConfig,
@@ -59,16 +68,43 @@ export async function createGatewayDeps(
   await migrateKeyLayout(redis, logger);
   const hub = createEventHub(subscriber);
   await hub.start();
+  const caches = createCacheHub(subscriber, redis);
+  const tenantStore = createTenantStore(redis);
+  // Every authenticated request resolves its key and reads its tenant: both cached (read-cache.ts).
+  // Keyed by the key's hash (what Redis holds), so neither the cache nor its channel carries a key.
+  // There is no revoke route yet: a key deleted in Redis by hand stops working within the cache's
+  // 5 s, or at once with `PUBLISH islet:gateway-cache api-key:<sha256>`.
+  const identities = caches.cache('api-key', async (hash) => {
+    const raw = await redis.get(keys.apiKey(hash));
+    return raw ? (JSON.parse(raw) as ApiKeyIdentity) : null;
+  });
+  const tenantsById = caches.cache('tenant', (id) => tenantStore.getTenant(id));
+  // Read on every submit; written only through the admin route, which drops it everywhere.
+  const policyStore = createRunPolicyStore(redis);
+  const policies = caches.cache('run-policy', (tenant) => policyStore.get(tenant));
+  const runPolicies: RunPolicyStore = {
+    ...policyStore,
+    get: async (tenant) => (await policies.get(tenant)) ?? policyStore.get(tenant),
+    async set(tenant, policy) {
+      const saved = await policyStore.set(tenant, policy);
+      await policies.invalidate(tenant);
+      return saved;
+    },
+  };
   return {
     config,
     redis,
     sealer,
     blockingRedis: () => redis.duplicate(),
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
-    tenants: createTenantStore(redis),
+    tenants: {
+      ...tenantStore,
+      resolveKey: (key) => identities.get(hashApiKey(key)),
+      getTenant: (id) => tenantsById.get(id),
+    },
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
-    connections: createConnectionStore(redis),
+    connections: createConnectionStore(redis, caches),
     journal: createCallJournal({
       redis,
       sealer,
@@ -84,9 +120,12 @@ export async function createGatewayDeps(
     }),
     queues,
     hub,
+    caches,
+    runPolicies,
     metrics,
     logger,
     async close() {
+      caches.close();
       hub.close();
       await Promise.all(Object.values(queues).map((q) => q.close()));
       subscriber.disconnect();

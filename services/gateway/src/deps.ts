@@ -8,13 +8,14 @@ import type {
   SettingsStore,
   TenantStore,
 } from '@islet/core';
-import type { CallJournal, DecisionStore } from '@islet/journal';
+import type { CallJournal, DecisionStore, RunPolicyStore } from '@islet/journal';
 import type { SandboxMode } from '@islet/protocol';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { postToApp } from './app-http.ts';
 import type { ConnectionStore } from './connections.ts';
 import type { EventHub } from './event-hub.ts';
+import type { CacheHub } from './read-cache.ts';
 
 export interface GatewayDeps {
   config: IsletConfig;
@@ -30,6 +31,10 @@ export interface GatewayDeps {
   decisions: DecisionStore;
   queues: Record<SandboxMode, Queue<RunJobData>>;
   hub: EventHub;
+  /** Per-replica read caches dropped over pub/sub (read-cache.ts); absent = no caching. */
+  caches?: CacheHub;
+  /** Tenants' run policies (cached with `caches`); absent = read from Redis each time. */
+  runPolicies?: RunPolicyStore;
   metrics: Metrics;
   logger: Logger;
   /** HTTP client for `http` App calls (injectable for tests). */

@@ -1,27 +1,66 @@
 /**
  * One subscriber connection per gateway on `islet:run-events`: wakes SSE readers and
  * `Prefer: wait` requests of this replica when any process appends to a run's event stream.
- * The message carries only the run id; listeners read the state from Redis, so a lost message
- * costs at most a poll interval, never correctness. It also listens on `islet:session-runs`, whose
+ * The message carries the run id (and optionally, after a space, a tag saying what changed:
+ * `call`); listeners read the state from Redis, so a lost message costs at most a poll interval,
+ * never correctness. It also listens on `islet:session-runs`, whose
  * messages are a session's index key (a new run there), for the session event stream.
  */
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
 
 export function createEventHub(subscriber: Redis) {
-  const listeners = new Map<string, Set<() => void>>();
+  const listeners = new Map<string, Set<(tag?: string) => void>>();
   let started: Promise<unknown> | undefined;
-  subscriber.on('message', (_channel: string, runId: string) => {
-    for (const fn of listeners.get(runId) ?? []) fn();
+  // Runs a message arrived for lately (id → ms), so a waiter that starts listening just after it
+  // wrote a run can tell whether anything happened to it in between without reading it.
+  const recent = new Map<string, number>();
+  // Since when the subscription has been up without a break (0: it is not).
+  let upSince = 0;
+  subscriber.on('message', (channel: string, message: string) => {
+    if (channel === channels.sessionRuns) {
+      for (const fn of listeners.get(message) ?? []) fn();
+      return;
+    }
+    if (channel !== channels.runEvents) return;
+    // `<runId>` or `<runId> <tag>`: a tag says what changed (`call`: a binding call's event).
+    const space = message.indexOf(' ');
+    const id = space < 0 ? message : message.slice(0, space);
+    const tag = space < 0 ? undefined : message.slice(space + 1);
+    if (recent.size >= 10_000) recent.delete(recent.keys().next().value as string);
+    recent.delete(id);
+    recent.set(id, Date.now());
+    for (const fn of listeners.get(id) ?? []) fn(tag);
+  });
+  const down = () => {
+    upSince = 0;
+  };
+  subscriber.on('close', down);
+  subscriber.on('reconnecting', down);
+  let subscribed = false;
+  subscriber.on('ready', () => {
+    // ioredis resubscribes by itself after a reconnect; give its SUBSCRIBE time to land.
+    if (subscribed) upSince = Date.now() + 1000;
   });
   return {
     start() {
-      started ??= subscriber.subscribe(channels.runEvents, channels.sessionRuns);
+      started ??= subscriber.subscribe(channels.runEvents, channels.sessionRuns).then((n) => {
+        subscribed = true;
+        upSince = Date.now();
+        return n;
+      });
       return started;
     },
+    /**
+     * Whether no message about `runId` can have arrived or been missed since `sinceMs` (this
+     * replica wrote the run then): subscribed without a break since before, and nothing arrived.
+     */
+    quietSince(runId: string, sinceMs: number): boolean {
+      return upSince > 0 && upSince <= sinceMs && (recent.get(runId) ?? 0) < sinceMs;
+    },
     /** Calls `fn` whenever the run's events change (or, for a session index key, a run is added); returns the unsubscribe function. */
-    listen(runId: string, fn: () => void): () => void {
-      const set = listeners.get(runId) ?? new Set<() => void>();
+    listen(runId: string, fn: (tag?: string) => void): () => void {
+      const set = listeners.get(runId) ?? new Set<(tag?: string) => void>();
       listeners.set(runId, set);
       set.add(fn);
       return () => {

@@ -16,6 +16,8 @@ import {
   createRunPolicyStore,
   decisionView,
   ESCALATION_INDEX,
+  type JournalEntry,
+  LuaScript,
   type RunStyle,
 } from '@islet/journal';
 import {
@@ -55,8 +57,21 @@ function refuse(message: string): never {
   throw new HttpProblem('validation', message, { refusal: message });
 }
 
+// KEYS[1] the session's owner. ARGV: principal, ttlSeconds. Takes a free session, refreshes the
+// owner's, answers the owner (one round trip instead of SET NX, GET, EXPIRE).
+const CLAIM_SESSION = new LuaScript(`
+local owner = redis.call('GET', KEYS[1])
+if not owner then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  return ARGV[1]
+end
+if owner == ARGV[1] then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return owner
+`);
+
 export function createRunsService(deps: GatewayDeps) {
   const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
+  const runPolicies = deps.runPolicies ?? createRunPolicyStore(redis);
 
   async function record(run: StoredRun): Promise<CodeRunRecord> {
     // Calls that wait for a decision show `Waiting` (helper-5).
@@ -66,7 +81,7 @@ export function createRunsService(deps: GatewayDeps) {
             (await deps.decisions.listRun(run.id)).filter((d) => d.state === 'pending').map((d) => d.index),
           )
         : undefined;
-    return toRecord(run, await journal.list(run.id), waiting);
+    return toRecord(run, await (journalWithRun.get(run) ?? journal.list(run.id)), waiting);
   }
 
   /** The run if it belongs to the caller's tenant; 404 otherwise (existence never leaks). */
@@ -143,7 +158,7 @@ export function createRunsService(deps: GatewayDeps) {
     // Independent reads in one round trip (settings come from the cache, see settings-cache.ts).
     const [inFlight, policy, current] = await Promise.all([
       runs.inFlightCount(tenant),
-      createRunPolicyStore(redis).effective(tenant, input.approval, input.style),
+      runPolicies.effective(tenant, input.approval, input.style),
       settings.get(),
     ]);
     if (inFlight >= limit)
@@ -272,10 +287,8 @@ export function createRunsService(deps: GatewayDeps) {
    */
   async function claimSession(tenant: string, session: string, principal: string) {
     const key = keys.sessionOwner(tenant, session);
-    await redis.set(key, principal, 'EX', config.ISLET_RUN_RETENTION_SECONDS, 'NX');
-    const owner = await redis.get(key);
-    if (owner !== null && owner !== principal) throw new HttpProblem('not-found', `no session ${session}`);
-    await redis.expire(key, config.ISLET_RUN_RETENTION_SECONDS);
+    const owner = await CLAIM_SESSION.run(redis, [key], [principal, config.ISLET_RUN_RETENTION_SECONDS]);
+    if (owner !== principal) throw new HttpProblem('not-found', `no session ${session}`);
   }
 
   /** Whether the caller may read the run: its own session's, or any with `sessions.admin`. */
@@ -295,34 +308,57 @@ export function createRunsService(deps: GatewayDeps) {
     );
   }
 
+  // The journal read with a run's final state, keyed by that run object: `record` uses it instead
+  // of reading again (the two reads go out together, one round trip).
+  const journalWithRun = new WeakMap<StoredRun, Promise<JournalEntry[]>>();
+
   /**
    * Waits until the run ends, or waits for a decision (nothing will happen without one, so the
-   * caller should hear it now), or `ms` pass; returns the latest stored run.
+   * caller should hear it now), or `ms` pass; returns the latest stored run. `writtenAt`: this
+   * replica wrote the run then (a submit), so while nothing was published about it since, it is
+   * known unchanged and the first read is skipped.
    */
-  async function waitForEnd(id: string, ms: number, signal?: AbortSignal): Promise<StoredRun | null> {
+  async function waitForEnd(
+    id: string,
+    ms: number,
+    signal?: AbortSignal,
+    writtenAt?: number,
+  ): Promise<StoredRun | null> {
     const deadline = Date.now() + ms;
     // Listen before reading: a change published while the status read is in flight (the message
     // can arrive on the subscriber connection before the read's reply) wakes the next wait at
     // once instead of being lost until the 1 s re-check.
     let changed = false;
     let wake: (() => void) | undefined;
-    const off = hub.listen(id, () => {
+    const off = hub.listen(id, (tag) => {
+      // A binding call's event: the run goes on (every call of a busy run would cost a read).
+      if (tag === 'call') return;
       changed = true;
       wake?.();
     });
+    let skipRead = writtenAt !== undefined && hub.quietSince(id, writtenAt);
+    let withJournal = skipRead;
     try {
       for (;;) {
         changed = false;
-        // The whole run, not just its status: the last read is the answer (one round trip less).
-        const run = await runs.get(id);
-        if (
-          !run ||
-          isFinalStatus(run.status) ||
-          run.status === 'Waiting' ||
-          Date.now() >= deadline ||
-          signal?.aborted
-        )
-          return run;
+        if (!skipRead) {
+          // The whole run, not just its status: the last read is the answer. Its journal goes out
+          // with it (the record needs both), except on a first read, which rarely is the last.
+          const journaled = withJournal ? journal.list(id) : undefined;
+          journaled?.catch(() => undefined);
+          withJournal = true;
+          const run = await runs.get(id);
+          if (run && journaled) journalWithRun.set(run, journaled);
+          if (
+            !run ||
+            isFinalStatus(run.status) ||
+            run.status === 'Waiting' ||
+            Date.now() >= deadline ||
+            signal?.aborted
+          )
+            return run;
+        }
+        skipRead = false;
         if (changed) continue;
         await new Promise<void>((resolve) => {
           const done = () => {

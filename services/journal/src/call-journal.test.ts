@@ -42,6 +42,79 @@ describe('call journal on real Redis', () => {
     expect(entry?.settledAtMs).toBeGreaterThanOrEqual(entry?.startedAtMs ?? Number.POSITIVE_INFINITY);
   });
 
+  it('journals a sendNow claim as sent in the same step: a crash before complete is unknown, never resent', async () => {
+    const journal = createCallJournal({ redis: r.a, sealer });
+    const run = newRun();
+    expect((await journal.claim(run, 1, { ...call(0), sendNow: true })).kind).toBe('new');
+    expect((await journal.get(run, 0))?.state).toBe('sent');
+    // The handler died after sending (no complete): the same attempt's retry and a later attempt
+    // both learn the outcome is unknown; nobody may send it again.
+    expect(await journal.claim(run, 1, { ...call(0), takeover: true, sendNow: true })).toEqual({
+      kind: 'unknown',
+    });
+    expect(await journal.claim(run, 2, { ...call(0), sendNow: true })).toEqual({ kind: 'unknown' });
+    // Two gateways racing for one call with sendNow: exactly one gets `new`.
+    const raced = newRun();
+    const claims = await Promise.all([
+      journal.claim(raced, 1, { ...call(0), sendNow: true }),
+      createCallJournal({ redis: r.b, sealer }).claim(raced, 1, { ...call(0), sendNow: true }),
+    ]);
+    expect(claims.map((c) => c.kind).sort()).toEqual(['in-flight', 'new']);
+    // A pending call of an earlier attempt that never left is re-offered, and marked sent with it.
+    const pending = newRun();
+    await journal.claim(pending, 1, call(0));
+    expect((await journal.claim(pending, 2, { ...call(0), sendNow: true })).kind).toBe('new');
+    expect((await journal.get(pending, 0))?.state).toBe('sent');
+  });
+
+  it('every journal expires: one claimed without nextAttempt, and one started with it', async () => {
+    const journal = createCallJournal({ redis: r.a, sealer, ttlSeconds: 1000 });
+    const bare = newRun();
+    await journal.claim(bare, 1, { ...call(0), sendNow: true });
+    expect(await r.a.ttl(`islet:journal:{${bare}}`)).toBeGreaterThan(990);
+    const started = newRun();
+    expect(await journal.nextAttempt(started)).toBe(1);
+    await journal.claim(started, 1, { ...call(0), sendNow: true });
+    await journal.claim(started, 1, call(1));
+    expect(await r.a.ttl(`islet:journal:{${started}}`)).toBeGreaterThan(990);
+  });
+
+  it("appends complete's event with the outcome it stores, and never for an outcome it keeps", async () => {
+    const journal = createCallJournal({ redis: r.a, sealer });
+    const run = newRun();
+    const streamKey = `islet:run:{${run}}:events`;
+    const sub = r.b.duplicate();
+    const heard: string[] = [];
+    await sub.subscribe('test:events');
+    sub.on('message', (_c: string, m: string) => heard.push(m));
+    try {
+      const event = (text: string) => ({
+        streamKey,
+        maxLen: 100,
+        type: 'call',
+        sealedData: text,
+        channel: 'test:events',
+        message: `${run} call`,
+      });
+      await journal.claim(run, 1, { ...call(0), sendNow: true });
+      expect(await journal.complete(run, 0, result(1), event('first'))).toEqual({
+        deliverySeq: 1,
+        stored: true,
+      });
+      expect(await journal.complete(run, 0, result(2), event('second'))).toEqual({
+        deliverySeq: 1,
+        stored: false,
+      });
+      const rows = await r.a.xrange(streamKey, '-', '+');
+      expect(rows.map(([, f]) => f)).toEqual([['type', 'call', 'data', 'first']]);
+      for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((w) => setTimeout(w, 20));
+      expect(heard).toEqual([`${run} call`]);
+      expect((await journal.get(run, 0))?.outcome).toEqual(result(1));
+    } finally {
+      sub.disconnect();
+    }
+  });
+
   it('answers mismatch when the binding or the arguments differ, and changes nothing', async () => {
     const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();

@@ -14,6 +14,7 @@ import type {
   CallSource,
   ClaimCall,
   ClaimResult,
+  CompletionEvent,
   JournalEntry,
   JournalState,
   Sealer,
@@ -61,18 +62,24 @@ interface StoredEntry {
 }
 
 // KEYS[1] journal hash. ARGV: field, attempt, binding, argsHash, sealedArgs, sourceJson,
-// operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token.
+// operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow ('1'|'0').
+// With sendNow a `new` claim is written as `sent` in the same step (claim + markSent fused: the
+// caller sends without asking anyone first, so nothing can come between the two).
 const CLAIM = new LuaScript(`
 local attempt = tonumber(ARGV[2])
+local claimed = 'pending'
+if ARGV[12] == '1' then claimed = 'sent' end
 local current = tonumber(redis.call('HGET', KEYS[1], '#attempt') or '0')
 if attempt < current then return {'superseded'} end
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then
   local e = {i = tonumber(ARGV[1]), b = ARGV[3], h = ARGV[4], a = ARGV[5], op = ARGV[7],
-    st = 'pending', at = attempt, tk = ARGV[11], t0 = tonumber(ARGV[8])}
+    st = claimed, at = attempt, tk = ARGV[11], t0 = tonumber(ARGV[8])}
   if ARGV[6] ~= '' then e.s = ARGV[6] end
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
-  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10]))
+  -- nextAttempt set the expiry with #attempt (and complete renews it): only a journal that
+  -- nextAttempt never touched needs one here.
+  if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10])) end
   return {'new'}
 end
 local e = cjson.decode(raw)
@@ -81,11 +88,12 @@ if e.st == 'done' then return {'done', e.o, tostring(e.seq)} end
 if e.at > attempt then return {'superseded'} end
 if e.at == attempt and ARGV[9] ~= '1' then return {'in-flight'} end
 if e.st == 'pending' then
+  e.st = claimed
   e.at = attempt
   e.tk = ARGV[11]
   e.t0 = tonumber(ARGV[8])
   redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
-  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10]))
+  if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10])) end
   return {'new'}
 end
 return {'unknown'}
@@ -103,7 +111,10 @@ redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
 return 'sent'
 `);
 
-// KEYS[1] journal hash. ARGV: field, sealedOutcome, nowMs, ttlSeconds.
+// KEYS[1] journal hash, KEYS[2] (optional) the run's event stream. ARGV: field, sealedOutcome,
+// nowMs, ttlSeconds, then with KEYS[2]: maxLen, eventType, sealedEventData, channel, message.
+// The event is appended only when this call stored the outcome (never for a kept one), in the
+// same step, so the answer to the runner waits for one round trip, not two.
 const COMPLETE = new LuaScript(`
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return {'missing'} end
@@ -116,6 +127,10 @@ e.seq = seq
 e.t1 = tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
+if KEYS[2] then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'type', ARGV[6], 'data', ARGV[7])
+  redis.call('PUBLISH', ARGV[8], ARGV[9])
+end
 return {'stored', tostring(seq)}
 `);
 
@@ -173,6 +188,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
           call.takeover ? '1' : '0',
           ttlSeconds,
           token,
+          call.sendNow ? '1' : '0',
         ],
       )) as string[];
       switch (reply[0]) {
@@ -201,11 +217,18 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       }
     },
 
-    async complete(runId: string, index: number, outcome: BindingOutcome) {
+    async complete(runId: string, index: number, outcome: BindingOutcome, event?: CompletionEvent) {
+      const args: (string | number)[] = [
+        String(index),
+        sealer.seal(JSON.stringify(outcome)),
+        now(),
+        ttlSeconds,
+      ];
+      if (event) args.push(event.maxLen, event.type, event.sealedData, event.channel, event.message);
       const reply = (await COMPLETE.run(
         redis,
-        [keyOf(runId)],
-        [String(index), sealer.seal(JSON.stringify(outcome)), now(), ttlSeconds],
+        event ? [keyOf(runId), event.streamKey] : [keyOf(runId)],
+        args,
       )) as string[];
       if (reply[0] === 'missing') throw new Error(`journal: complete of unclaimed call ${runId}#${index}`);
       return { deliverySeq: Number(reply[1]), stored: reply[0] === 'stored' };

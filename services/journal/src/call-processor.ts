@@ -1,7 +1,7 @@
 /**
  * The gateway side of one binding call, in the order that makes "never sent twice" hold:
  * claim (atomic, per run and index) → policy → decision → markSent → App call → complete →
- * answer. The answer carries the journal's `deliverySeq`, which the runner's replaying handler
+ * answer. An `allow` call's claim and markSent are one step (nothing to decide in between). The answer carries the journal's `deliverySeq`, which the runner's replaying handler
  * uses to deliver outcomes in journal order. Any gateway replica may run it for any call.
  */
 import type { BindingOutcome } from '@islet/engine';
@@ -10,7 +10,7 @@ import { JournalConflictError } from './call-journal.ts';
 import type { DecisionStore } from './decision-store.ts';
 import type { ApprovalMode, DecisionRecord } from './decision-types.ts';
 import { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
-import type { CallJournal, CallSource } from './types.ts';
+import type { CallJournal, CallSource, CompletionEvent } from './types.ts';
 
 /** `details.reason` of the AppCallFailed a program gets for a call sent before a crash whose outcome was lost. */
 export const UNKNOWN_OUTCOME_REASON =
@@ -57,6 +57,11 @@ export interface ProcessCallInput {
    * Default 0.
    */
   unknownGraceMs?: number;
+  /**
+   * The event to append to the run's stream with the outcome, in the journal's `complete` step
+   * (only when that step stores it; `ProcessedCall.eventAppended` says so).
+   */
+  eventFor?: (outcome: BindingOutcome, label: CallOutcomeLabel) => CompletionEvent;
 }
 
 export interface ProcessedCall {
@@ -64,19 +69,23 @@ export interface ProcessedCall {
   /** Present when the outcome is journaled; the runner releases outcomes in this order. */
   deliverySeq?: number;
   label: CallOutcomeLabel;
+  /** `eventFor`'s event was appended with the outcome. */
+  eventAppended?: boolean;
 }
 
 export function createCallProcessor(deps: { journal: CallJournal; decisions: DecisionStore }) {
   const { journal, decisions } = deps;
 
   const journaled = async (
-    runId: string,
-    index: number,
+    input: ProcessCallInput,
     outcome: BindingOutcome,
     label: CallOutcomeLabel,
   ): Promise<ProcessedCall> => {
-    const { deliverySeq, stored } = await journal.complete(runId, index, outcome);
-    if (stored) return { outcome, deliverySeq, label };
+    const runId = input.run.id;
+    const index = input.call.index;
+    const event = input.eventFor?.(outcome, label);
+    const { deliverySeq, stored } = await journal.complete(runId, index, outcome, event);
+    if (stored) return { outcome, deliverySeq, label, ...(event ? { eventAppended: true } : {}) };
     // Someone journaled first (a takeover raced a slow handler): the journal's outcome is the truth.
     const entry = await journal.get(runId, index);
     return { outcome: entry?.outcome ?? outcome, deliverySeq, label: 'replayed' };
@@ -118,9 +127,13 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
 
   async function process(input: ProcessCallInput): Promise<ProcessedCall> {
     const { run, call } = input;
+    // An allowed call is sent right after its claim, so the two are one journal step: from there
+    // on a crash makes its outcome `unknown`, exactly as with a separate markSent.
+    const sendNow = input.policy === 'allow';
     const claim = await journal.claim(run.id, input.attempt, {
       ...call,
       ...(input.takeover ? { takeover: true } : {}),
+      ...(sendNow ? { sendNow: true } : {}),
     });
     switch (claim.kind) {
       case 'done':
@@ -150,8 +163,7 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
           if (got) return { outcome: got.outcome, deliverySeq: got.deliverySeq, label: 'replayed' };
         }
         return journaled(
-          run.id,
-          call.index,
+          input,
           {
             type: 'error',
             name: 'AppCallFailed',
@@ -167,7 +179,7 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
 
     let appInput: unknown;
     if (input.policy === 'deny') {
-      return journaled(run.id, call.index, denied(input, 'the policy denies this call'), 'denied');
+      return journaled(input, denied(input, 'the policy denies this call'), 'denied');
     }
     if (input.policy === 'ask') {
       let decision = await decisions.get(run.id, call.index);
@@ -220,7 +232,7 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
         }
       }
       if (decision.state === 'denied') {
-        return journaled(run.id, call.index, denied(input, 'a decider did not allow the call'), 'denied');
+        return journaled(input, denied(input, 'a decider did not allow the call'), 'denied');
       }
       if (decision.state === 'expired') {
         return {
@@ -231,18 +243,20 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
       appInput = decision.answer?.input;
     }
 
-    try {
-      await journal.markSent(run.id, call.index, claim.token);
-    } catch (error) {
-      if (error instanceof JournalConflictError) return waitInFlight(input);
-      throw error;
+    if (!sendNow) {
+      try {
+        await journal.markSent(run.id, call.index, claim.token);
+      } catch (error) {
+        if (error instanceof JournalConflictError) return waitInFlight(input);
+        throw error;
+      }
     }
     const outcome = await input.send({
       idempotencyKey: idempotencyKeyFor(run.id, call.index),
       operationId: operationIdFor(run.id, call.index),
       ...(appInput !== undefined ? { input: appInput } : {}),
     });
-    return journaled(run.id, call.index, outcome, labelOf(outcome));
+    return journaled(input, outcome, labelOf(outcome));
   }
 
   return { process };

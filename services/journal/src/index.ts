@@ -24,6 +24,7 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export { LuaScript } from './lua-script.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
   RUN_STYLES,
@@ -49,6 +50,7 @@ export type {
   CallSource,
   ClaimCall,
   ClaimResult,
+  CompletionEvent,
   JournalEntry,
   JournalState,
   Sealer,

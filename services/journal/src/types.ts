@@ -48,6 +48,26 @@ export interface ClaimCall {
    * Without it a same-attempt claim answers `in-flight`.
    */
   takeover?: boolean;
+  /**
+   * The caller sends the call as soon as it is claimed (nothing to ask first): a `new` claim is
+   * journaled as `sent` in the same step, with no separate `markSent`.
+   */
+  sendNow?: boolean;
+}
+
+/**
+ * An event appended to the run's event stream by `complete` when, and only when, it stores the
+ * outcome: the stream key must share the journal's hash slot (`{<runId>}`).
+ */
+export interface CompletionEvent {
+  streamKey: string;
+  /** Approximate MAXLEN of the stream. */
+  maxLen: number;
+  type: string;
+  sealedData: string;
+  /** Published after the append, with `message`. */
+  channel: string;
+  message: string;
 }
 
 export type JournalState = 'pending' | 'sent' | 'done';
@@ -85,6 +105,7 @@ export interface CallJournal {
     runId: string,
     index: number,
     outcome: BindingOutcome,
+    event?: CompletionEvent,
   ): Promise<{ deliverySeq: number; stored: boolean }>;
   /** Every journaled call of the run, by index. */
   list(runId: string): Promise<JournalEntry[]>;

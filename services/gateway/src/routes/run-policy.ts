@@ -12,7 +12,7 @@ import { idParams } from './params.ts';
 
 export function runPolicyRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
-  const store = createRunPolicyStore(deps.redis);
+  const store = deps.runPolicies ?? createRunPolicyStore(deps.redis);
   const admin = { preHandler: auth.requireScopes('platform.admin') };
   return async (app) => {
     app.get('/v1/admin/tenants/:id/run-policy', admin, async (request) => {

@@ -61,7 +61,11 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (!created) reply.header('idempotent-replayed', 'true');
       let current = run;
       if (wait > 0) {
-        current = (await runsService.waitForEnd(run.id, wait * 1000, clientGone(reply, ctx.closing))) ?? run;
+        // A run this request just wrote, still Running: no need to read it before anything happens.
+        const writtenAt = created && run.status === 'Running' ? run.createdAt : undefined;
+        current =
+          (await runsService.waitForEnd(run.id, wait * 1000, clientGone(reply, ctx.closing), writtenAt)) ??
+          run;
         reply.header('preference-applied', `wait=${wait}`);
       }
       const record = await runsService.record(current);

@@ -1,0 +1,141 @@
+/**
+ * The per-replica read caches (read-cache.ts) and the failed-auth block announcements: two
+ * gateway replicas on one real Redis, each with its own caches. A change made through one replica
+ * is seen by the other at once; an address refused on one is refused on the other, with a valid
+ * key too; a cache whose subscriber is down reads Redis every time.
+ */
+import { createLogger, createRedis, generateSealKey, loadConfig } from '@islet/core';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from './app.ts';
+import { createGatewayDeps } from './create-deps.ts';
+import { createCacheHub } from './read-cache.ts';
+
+let redis: RedisServer;
+const replicas: { app: FastifyInstance; deps: Awaited<ReturnType<typeof createGatewayDeps>> }[] = [];
+let key: string;
+
+beforeAll(async () => {
+  redis = await startRedis({ appendOnly: false });
+  const config = loadConfig({
+    ISLET_REDIS_URL: redis.url,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-cache-tests',
+    ISLET_AUTH_FAILURES_PER_MINUTE: '3',
+  });
+  for (let i = 0; i < 2; i++) {
+    const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+    replicas.push({ deps, app: await buildApp(deps) });
+  }
+  await replicas[0]!.deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
+  key = (await replicas[0]!.deps.tenants.createKey('acme', ['apps.use', 'decisions'])).key;
+});
+
+afterAll(async () => {
+  for (const r of replicas) {
+    await r.app.close();
+    await r.deps.close();
+  }
+  await redis?.stop();
+});
+
+const eventually = async (check: () => Promise<boolean>) => {
+  for (let i = 0; i < 100; i++) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return false;
+};
+
+describe('read caches across replicas', () => {
+  it('a connection changed or removed through one replica is not served from the other’s cache', async () => {
+    const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
+    const made = await a.deps.connections.create('acme', {
+      name: 'Notes',
+      kind: 'http',
+      url: 'http://127.0.0.1:9/',
+      tools: [{ name: 'read', inputSchema: {}, policy: 'allow' }],
+      resources: [],
+      prompts: [],
+    });
+    if (!made.ok) throw new Error('connection');
+    const id = made.connection.id;
+    // B caches it (two reads, the second from memory).
+    expect((await b.deps.connections.get('acme', id))?.tools[0]?.policy).toBe('allow');
+    expect((await b.deps.connections.get('acme', id))?.tools[0]?.policy).toBe('allow');
+    await a.deps.connections.replace('acme', {
+      ...made.connection,
+      tools: [{ name: 'read', inputSchema: {}, policy: 'deny' }],
+    });
+    expect(
+      await eventually(async () => (await b.deps.connections.get('acme', id))?.tools[0]?.policy === 'deny'),
+    ).toBe(true);
+    await a.deps.connections.remove('acme', id);
+    expect(await eventually(async () => (await b.deps.connections.get('acme', id)) === null)).toBe(true);
+  });
+
+  it('a run policy set through one replica applies to the next run accepted by the other', async () => {
+    const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
+    expect((await b.deps.runPolicies!.effective('acme')).style).toBe('run_code');
+    await a.deps.runPolicies!.set('acme', { style: 'code-mode' });
+    expect(
+      await eventually(async () => (await b.deps.runPolicies!.effective('acme')).style === 'code-mode'),
+    ).toBe(true);
+    await a.deps.runPolicies!.set('acme', { style: 'run_code' });
+  });
+
+  it('an address over the failed-auth limit on one replica is refused by the other, valid key or not', async () => {
+    if (Date.now() % 60_000 > 50_000)
+      await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
+    const from = (r: (typeof replicas)[0], remoteAddress: string, authorization: string) =>
+      r.app.inject({ method: 'GET', url: '/v1/decisions', remoteAddress, headers: { authorization } });
+    // B has seen the address succeed (it would no longer read the counter for it this minute).
+    expect((await from(b, '203.0.113.9', `Bearer ${key}`)).statusCode).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await from(a, '203.0.113.9', `Bearer wrong-${i}`)).statusCode).toBe(401);
+    expect((await from(a, '203.0.113.9', `Bearer ${key}`)).statusCode).toBe(429);
+    expect(
+      await eventually(async () => (await from(b, '203.0.113.9', `Bearer ${key}`)).statusCode === 429),
+    ).toBe(true);
+    // Failures split across replicas add up (the counter is shared); the block made on A reaches
+    // B by its announcement (one pub/sub hop; in this test both replicas share one event loop).
+    for (const r of [a, b, a]) expect((await from(r, '203.0.113.10', 'Bearer nope')).statusCode).toBe(401);
+    expect(
+      await eventually(async () => (await from(b, '203.0.113.10', `Bearer ${key}`)).statusCode === 429),
+    ).toBe(true);
+    expect((await from(a, '203.0.113.10', `Bearer ${key}`)).statusCode).toBe(429);
+    expect((await from(b, '203.0.113.11', `Bearer ${key}`)).statusCode).toBe(200);
+  });
+
+  it('caches nothing while its subscriber is down, and drops everything when it comes back', async () => {
+    const subscriber = createRedis(redis.url);
+    const publisher = createRedis(redis.url);
+    const hub = createCacheHub(subscriber, publisher);
+    let reads = 0;
+    const cache = hub.cache('thing', async (k) => {
+      reads++;
+      return `${k}-${reads}`;
+    });
+    try {
+      expect(await eventually(async () => hub.listening())).toBe(true);
+      expect(await cache.get('x')).toBe('x-1');
+      expect(await cache.get('x')).toBe('x-1');
+      subscriber.disconnect(true);
+      expect(await eventually(async () => !hub.listening())).toBe(true);
+      expect(await cache.get('x')).toBe('x-2');
+      expect(await cache.get('x')).toBe('x-3');
+      expect(await eventually(async () => hub.listening())).toBe(true);
+      expect(await cache.get('x')).toBe('x-4');
+      expect(await cache.get('x')).toBe('x-4');
+      // Misses are not cached: a value created elsewhere is seen at once.
+      const empty = hub.cache('empty', async () => null);
+      expect(await empty.get('y')).toBeNull();
+    } finally {
+      hub.close();
+      subscriber.disconnect();
+      publisher.disconnect();
+    }
+  });
+});
