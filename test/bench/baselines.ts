@@ -5,6 +5,7 @@
  * process for the raw mode (isolated-vm on Node >= 20).
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createEngine } from '@islet/engine';
 
 export const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
@@ -31,7 +32,13 @@ export async function measure(
   opts: { seconds: number; clients?: number; warmup?: number; minRuns?: number; maxRuns?: number },
 ): Promise<Sample> {
   const clients = opts.clients ?? 1;
-  for (let i = 0; i < (opts.warmup ?? 3); i++) await once();
+  // Warm-up from every client at once: what is measured is the steady state at that concurrency
+  // (one sandbox host per concurrent run already started), not the first hosts' start-up.
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      for (let i = 0; i < (opts.warmup ?? 3); i++) await once();
+    }),
+  );
   const lat: number[] = [];
   const started = performance.now();
   const until = started + opts.seconds * 1000;
@@ -137,3 +144,27 @@ export const sequentialCalls = (n: number) =>
   `for (let i = 0; i < ${n}; i++) await apps.bench.ping({ i }); return 1`;
 export const parallelCalls = (n: number) =>
   `await Promise.all(Array.from({ length: ${n} }, (_, i) => apps.bench.ping({ i }))); return 1`;
+
+/**
+ * Idle memory of a pooled sandbox host after 20 runs (the prepared isolate for its next run
+ * included), from /proc: resident (VmRSS), proportional (Pss: shared pages split among processes)
+ * and its thread count.
+ */
+export async function hostIdleMemory(): Promise<{ rssMb: number; pssMb: number; threads: number }> {
+  const engine = createEngine({ prewarm: false });
+  try {
+    let pid: number | undefined;
+    for (let i = 0; i < 20; i++) pid = (await engine.execute(PROGRAM)).hostPid;
+    await new Promise((r) => setTimeout(r, 1000));
+    const field = (text: string, name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(text)?.[1]);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    return {
+      rssMb: field(status, 'VmRSS') / 1024,
+      pssMb: field(rollup, 'Pss') / 1024,
+      threads: field(status, 'Threads'),
+    };
+  } finally {
+    await engine.close();
+  }
+}

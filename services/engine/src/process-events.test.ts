@@ -44,6 +44,30 @@ describe('onProcessEvent and stats()', () => {
     expect(engine.stats?.()).toEqual({ processes: 0, busy: 0 });
   });
 
+  it('starts the replacement of a host in its last quarter of runs, so the next run waits for no start', async () => {
+    const events: ProcessEvent[] = [];
+    engine = createEngine({ maxRunsPerProcess: 8, onProcessEvent: (e) => events.push(e) });
+    const first = await engine.execute('return 1');
+    for (let i = 0; i < 4; i++) await engine.execute('return 1');
+    // Five runs done, three to go: no replacement yet (it would only hold memory).
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(events.filter((e) => e.type === 'started')).toHaveLength(1);
+    await engine.execute('return 1');
+    // The sixth run ended inside the last quarter: the spare starts now, off any run's path.
+    await until(() => events.filter((e) => e.type === 'started').length === 2, 30_000);
+    expect(engine.stats?.().processes).toBe(2);
+    await engine.execute('return 1');
+    const last = await engine.execute('return 1');
+    expect(last.hostPid).toBe(first.hostPid);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'retired', reason: 'max-runs' }));
+    // The next run takes the started spare: a different, fresh process, and no wait for its start.
+    const next = await engine.execute('return 1');
+    expect(next.valueJson).toBe('1');
+    expect(next.hostPid).not.toBe(first.hostPid);
+    expect(next.hostWaitMs).toBeLessThan(100);
+    expect(events.filter((e) => e.type === 'started')).toHaveLength(2);
+  });
+
   it('a hook that throws does not break runs', async () => {
     engine = createEngine({
       onProcessEvent: () => {
