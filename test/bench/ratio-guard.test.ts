@@ -25,6 +25,12 @@ const LEVEL = {
   clusterP50VsRaw: 15,
   /** not a ratio: it does not depend on load (BullMQ's own polling aside); main at de5a090 */
   redisCommandsPerRun: 160,
+  /**
+   * not a ratio either: idle RSS of a pooled sandbox host, MB. 83 when the host ran as TypeScript;
+   * 56-58 since it runs as plain JavaScript (engine host-build.ts). A bound, not a 2x band: memory
+   * does not move with load, and a host loading the TypeScript stripper again would pass 70.
+   */
+  idleHostRssMb: 70,
 };
 
 interface Figures {
@@ -36,6 +42,8 @@ interface Figures {
     sequential: { p50: number };
     redisCommandsPerRun: number;
     isolatesHeldWhileWaiting: number;
+    idleHosts: number;
+    idleHostRssMb: number;
   };
 }
 
@@ -63,5 +71,7 @@ describe('performance ratio guard', () => {
     expect(f.cluster.sequential.p50 / f.raw.p50, log).toBeLessThan(LEVEL.clusterP50VsRaw * 2);
     expect(f.cluster.redisCommandsPerRun, log).toBeLessThan(LEVEL.redisCommandsPerRun * 2);
     expect(f.cluster.isolatesHeldWhileWaiting, log).toBe(0);
+    expect(f.cluster.idleHosts, log).toBeGreaterThan(0);
+    expect(f.cluster.idleHostRssMb, log).toBeLessThan(LEVEL.idleHostRssMb);
   }, 90_000);
 });

@@ -4,7 +4,9 @@
  * (the same ones the cluster bench uses): raw isolated-vm (new isolate + context + eval + dispose)
  * and a node process spawned per run. The raw baseline is measured before and after the engine and
  * the mean used, so a machine whose load moves shifts both sides alike. Also the idle memory of a
- * pooled sandbox host (/proc/<pid>/status and smaps_rollup).
+ * pooled sandbox host (/proc/<pid>/status and smaps_rollup). Each mode's CPU per run (this process
+ * and its sandbox hosts, from /proc) is printed too: a loaded machine stretches a rate, much less
+ * the CPU a run needs.
  *
  * BENCH_SECONDS (default 4): seconds per measured mode.
  */
@@ -29,7 +31,7 @@ async function main(): Promise<void> {
     `islet engine bench — Node ${process.version}, ${SECONDS}s per mode, program: trivial arithmetic`,
   );
   console.log(
-    `${'mode'.padEnd(44)}${'runs'.padStart(7)}${'runs/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}`,
+    `${'mode'.padEnd(44)}${'runs'.padStart(7)}${'runs/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'CPU ms/run'.padStart(11)}`,
   );
   const rows = [
     ['raw isolated-vm in-process (before)', raw1],
@@ -38,8 +40,11 @@ async function main(): Promise<void> {
     ['raw isolated-vm in-process (after)', raw2],
     ['spawn a node process per run', spawned],
   ] as const;
+  const cpu = (s: { cpuMsPerRun?: number }) => (s.cpuMsPerRun ?? Number.NaN).toFixed(2).padStart(11);
   for (const [name, s] of rows)
-    console.log(`${name.padEnd(44)}${String(s.runs).padStart(7)}${f(s.perSec, 1)}${f(s.p50)}${f(s.p99)}`);
+    console.log(
+      `${name.padEnd(44)}${String(s.runs).padStart(7)}${f(s.perSec, 1)}${f(s.p50)}${f(s.p99)}${cpu(s)}`,
+    );
   console.log('ratios (raw = mean of before and after):');
   console.log(
     `  engine sequential / raw throughput:   ${(engine.sequential.perSec / rawPerSec).toFixed(2)}x`,
@@ -49,6 +54,10 @@ async function main(): Promise<void> {
   );
   console.log(
     `  engine sequential / spawn throughput: ${(engine.sequential.perSec / spawned.perSec).toFixed(2)}x`,
+  );
+  const rawCpu = ((raw1.cpuMsPerRun ?? 0) + (raw2.cpuMsPerRun ?? 0)) / 2;
+  console.log(
+    `  engine sequential CPU per run / raw:  ${((engine.sequential.cpuMsPerRun ?? 0) / rawCpu).toFixed(2)}x (this process + its hosts)`,
   );
   console.log(`  engine p50 / raw p50:                 ${(engine.sequential.p50 / rawP50).toFixed(2)}x`);
   console.log(`  engine p99 / raw p50:                 ${(engine.sequential.p99 / rawP50).toFixed(2)}x`);
