@@ -134,8 +134,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     // The run is Running since its acceptance; this write only records the attempt (status event,
     // updatedAt). It is not awaited before the program starts, saving a round trip on every run's
     // path, but everything that could write after it waits for it: a live binding call (the gateway
-    // may set Waiting while answering it, and Waiting must land after this) and the run's end. One
-    // connection keeps the order of this client's own writes; the wait covers the gateway's.
+    // may set Waiting while answering it, and Waiting must land after this) and the run's end. The
+    // program itself reaches nothing else that writes the run's status.
     const runningWritten = runs.setStatus(run, 'Running', { attempt });
     runningWritten.catch(() => undefined); // awaited below; a failure fails the job there
 
