@@ -68,6 +68,38 @@ describe('onProcessEvent and stats()', () => {
     expect(events.filter((e) => e.type === 'started')).toHaveLength(2);
   });
 
+  it('starts at most maxStartingHosts hosts at once; waiting runs take a freed host or the next start', async () => {
+    let spawned = 0;
+    let ready = 0;
+    let mostStartingAtOnce = 0;
+    engine = createEngine({
+      maxStartingHosts: 2,
+      prewarm: false,
+      wrapCommand: (command, args) => {
+        spawned++;
+        mostStartingAtOnce = Math.max(mostStartingAtOnce, spawned - ready);
+        return { command, args };
+      },
+      onProcessEvent: (e) => {
+        if (e.type === 'started') ready++;
+      },
+    });
+    const outs = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => engine!.execute(`return ${i}`, { partition: 't1' })),
+    );
+    expect(outs.map((o) => o.valueJson)).toEqual(['0', '1', '2', '3', '4', '5', '6', '7']);
+    expect(mostStartingAtOnce).toBeLessThanOrEqual(2);
+    // Still one fresh isolate per run: eight runs on at most eight processes, each process serving
+    // one run at a time (the engine's busy set), never two isolates in one run.
+    expect(spawned).toBeLessThanOrEqual(8);
+    expect(spawned).toBeGreaterThanOrEqual(1);
+    // A closed engine lets no waiting run hang.
+    const closing = createEngine({ maxStartingHosts: 1, prewarm: false });
+    const pending = Array.from({ length: 3 }, () => closing.execute('return 1', { partition: 't2' }));
+    await closing.close();
+    for (const out of await Promise.all(pending)) expect(['completed', 'failed']).toContain(out.status);
+  });
+
   it('a hook that throws does not break runs', async () => {
     engine = createEngine({
       onProcessEvent: () => {
