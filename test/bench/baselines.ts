@@ -5,6 +5,7 @@
  * process for the raw mode (isolated-vm on Node >= 20).
  */
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createEngine } from '@islet/engine';
 
 export const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
@@ -15,6 +16,8 @@ export interface Sample {
   perSec: number;
   p50: number;
   p99: number;
+  /** CPU of this process and its children (sandbox hosts) per run, ms (see cpuMsOfTree). */
+  cpuMsPerRun?: number;
 }
 
 export function pct(xs: number[], p: number): number {
@@ -31,8 +34,15 @@ export async function measure(
   opts: { seconds: number; clients?: number; warmup?: number; minRuns?: number; maxRuns?: number },
 ): Promise<Sample> {
   const clients = opts.clients ?? 1;
-  for (let i = 0; i < (opts.warmup ?? 3); i++) await once();
+  // Warm-up from every client at once: what is measured is the steady state at that concurrency
+  // (one sandbox host per concurrent run already started), not the first hosts' start-up.
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      for (let i = 0; i < (opts.warmup ?? 3); i++) await once();
+    }),
+  );
   const lat: number[] = [];
+  const cpu0 = cpuMsOfTree();
   const started = performance.now();
   const until = started + opts.seconds * 1000;
   const minRuns = opts.minRuns ?? 0;
@@ -49,7 +59,15 @@ export async function measure(
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { runs: lat.length, seconds, perSec: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99) };
+  const cpuMsPerRun = (cpuMsOfTree() - cpu0) / Math.max(1, lat.length);
+  return {
+    runs: lat.length,
+    seconds,
+    perSec: lat.length / seconds,
+    p50: pct(lat, 50),
+    p99: pct(lat, 99),
+    cpuMsPerRun,
+  };
 }
 
 export async function rawIsolateBaseline(seconds: number): Promise<Sample> {
@@ -137,3 +155,61 @@ export const sequentialCalls = (n: number) =>
   `for (let i = 0; i < ${n}; i++) await apps.bench.ping({ i }); return 1`;
 export const parallelCalls = (n: number) =>
   `await Promise.all(Array.from({ length: ${n} }, (_, i) => apps.bench.ping({ i }))); return 1`;
+
+/**
+ * Idle memory of a pooled sandbox host after 20 runs (the prepared isolate for its next run
+ * included), from /proc: resident (VmRSS), proportional (Pss: shared pages split among processes)
+ * and its thread count.
+ */
+export async function hostIdleMemory(): Promise<{ rssMb: number; pssMb: number; threads: number }> {
+  const engine = createEngine({ prewarm: false });
+  try {
+    let pid: number | undefined;
+    for (let i = 0; i < 20; i++) pid = (await engine.execute(PROGRAM)).hostPid;
+    await new Promise((r) => setTimeout(r, 1000));
+    const field = (text: string, name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(text)?.[1]);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    return {
+      rssMb: field(status, 'VmRSS') / 1024,
+      pssMb: field(rollup, 'Pss') / 1024,
+      threads: field(status, 'Threads'),
+    };
+  } finally {
+    await engine.close();
+  }
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (Linux's USER_HZ, 100 on every common build). */
+const TICKS = 100;
+
+/** utime, stime, cutime, cstime of /proc/<pid>/stat, in ticks (fields after the command name). */
+function procTimes(pid: number | 'self'): number[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // f[0] is field 3 (state): utime is field 14 → f[11].
+  return [Number(f[11]), Number(f[12]), Number(f[13]), Number(f[14])];
+}
+
+/**
+ * CPU time (ms) of this process and its sandbox hosts so far: this process, the children it has
+ * reaped (hosts that exited), and its live children. Less sensitive to the machine's load than
+ * a rate: a loaded machine stretches wall time, not the CPU a run needs.
+ */
+export function cpuMsOfTree(): number {
+  const [u, s, cu, cs] = procTimes('self');
+  let ticks = u! + s! + cu! + cs!;
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== process.pid) continue;
+      const [cu2, cs2] = procTimes(Number(d));
+      ticks += cu2! + cs2!;
+    } catch {
+      // gone meanwhile: its time is in the reaped children's
+    }
+  }
+  return (ticks * 1000) / TICKS;
+}

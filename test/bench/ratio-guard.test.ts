@@ -28,6 +28,12 @@ const LEVEL = {
    * 98 at c835457, 90 with the gateway's caches and fused scripts (BENCH_QUICK, 2026-11-30)
    */
   redisCommandsPerRun: 100,
+  /**
+   * not a ratio either: idle RSS of a pooled sandbox host, MB. 83 when the host ran as TypeScript;
+   * 56-58 since it runs as plain JavaScript (engine host-build.ts). A bound, not a 2x band: memory
+   * does not move with load, and a host loading the TypeScript stripper again would pass 70.
+   */
+  idleHostRssMb: 70,
 };
 
 interface Figures {
@@ -39,6 +45,8 @@ interface Figures {
     sequential: { p50: number };
     redisCommandsPerRun: number;
     isolatesHeldWhileWaiting: number;
+    idleHosts: number;
+    idleHostRssMb: number;
   };
 }
 
@@ -66,5 +74,7 @@ describe('performance ratio guard', () => {
     expect(f.cluster.sequential.p50 / f.raw.p50, log).toBeLessThan(LEVEL.clusterP50VsRaw * 2);
     expect(f.cluster.redisCommandsPerRun, log).toBeLessThan(LEVEL.redisCommandsPerRun * 2);
     expect(f.cluster.isolatesHeldWhileWaiting, log).toBe(0);
+    expect(f.cluster.idleHosts, log).toBeGreaterThan(0);
+    expect(f.cluster.idleHostRssMb, log).toBeLessThan(LEVEL.idleHostRssMb);
   }, 90_000);
 });

@@ -1,121 +1,72 @@
 /**
- * `npm run bench:engine`: trivial runs per second and p50/p99 latency through the engine (sandbox
- * host process, fresh isolate per run), beside raw in-process isolated-vm (a new isolate per run in
- * this process) and spawning a node process per run, all measured in this one invocation.
- * Each mode runs for a fixed time (BENCH_SECONDS, default 4) after a short warm-up.
+ * `npm run bench:engine`: trivial runs through the engine (sandbox host processes, fresh isolate per
+ * run) as ratios against the baselines measured in this same process by test/bench/baselines.ts
+ * (the same ones the cluster bench uses): raw isolated-vm (new isolate + context + eval + dispose)
+ * and a node process spawned per run. The raw baseline is measured before and after the engine and
+ * the mean used, so a machine whose load moves shifts both sides alike. Also the idle memory of a
+ * pooled sandbox host (/proc/<pid>/status and smaps_rollup). Each mode's CPU per run (this process
+ * and its sandbox hosts, from /proc) is printed too: a loaded machine stretches a rate, much less
+ * the CPU a run needs.
+ *
+ * BENCH_SECONDS (default 4): seconds per measured mode.
  */
 import { spawn } from 'node:child_process';
-import { createEngine } from '../src/index.ts';
-
-interface Result {
-  name: string;
-  runs: number;
-  seconds: number;
-  p50: number;
-  p99: number;
-}
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
-const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-async function measure(
-  name: string,
-  once: () => Promise<void>,
-  seconds = SECONDS,
-  maxRuns = 1e9,
-): Promise<Result> {
-  for (let i = 0; i < 3; i++) await once();
-  const latencies: number[] = [];
-  const started = performance.now();
-  const until = started + seconds * 1000;
-  while (performance.now() < until && latencies.length < maxRuns) {
-    const t = performance.now();
-    await once();
-    latencies.push(performance.now() - t);
-  }
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return {
-    name,
-    runs: latencies.length,
-    seconds: elapsed,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-  };
-}
 
 async function main(): Promise<void> {
-  const ivm = (await import('isolated-vm')).default;
-  const results: Result[] = [];
-
-  const engine = createEngine();
-  results.push(
-    await measure('engine (host process, fresh isolate)', async () => {
-      const out = await engine.execute(PROGRAM, { limits: { timeoutMs: 10_000 } });
-      if (out.valueJson !== '12') throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
-    }),
+  const { engineBaseline, hostIdleMemory, rawIsolateBaseline, spawnBaseline } = await import(
+    '../../../test/bench/baselines.ts'
   );
-  await engine.close();
+  const raw1 = await rawIsolateBaseline(SECONDS);
+  const engine = await engineBaseline(SECONDS);
+  const raw2 = await rawIsolateBaseline(SECONDS);
+  const spawned = await spawnBaseline(SECONDS);
+  const memory = await hostIdleMemory();
+  const rawPerSec = (raw1.perSec + raw2.perSec) / 2;
+  const rawP50 = (raw1.p50 + raw2.p50) / 2;
 
-  results.push(
-    await measure('raw isolated-vm in-process (new isolate)', async () => {
-      const isolate = new ivm.Isolate({ memoryLimit: 512 });
-      try {
-        const context = await isolate.createContext();
-        const value = await context.eval(`(async () => { ${PROGRAM} })()`, {
-          promise: true,
-          timeout: 10_000,
-        });
-        if (value !== 12) throw new Error('raw run failed');
-      } finally {
-        isolate.dispose();
-      }
-    }),
-  );
-
-  results.push(
-    await measure(
-      'spawn a node process per run',
-      () =>
-        new Promise<void>((resolve, reject) => {
-          const child = spawn(process.execPath, ['-e', `(async () => { ${PROGRAM} })().then(console.log)`], {
-            stdio: ['ignore', 'pipe', 'inherit'],
-          });
-          let out = '';
-          child.stdout.on('data', (c: Buffer) => {
-            out += c.toString();
-          });
-          child.on('exit', () => (out.trim() === '12' ? resolve() : reject(new Error('spawned run failed'))));
-        }),
-      SECONDS,
-      200,
-    ),
-  );
-
-  const fmt = (n: number, d = 2) => n.toFixed(d).padStart(9);
+  const f = (n: number, d = 2) => n.toFixed(d).padStart(9);
   console.log(
     `islet engine bench — Node ${process.version}, ${SECONDS}s per mode, program: trivial arithmetic`,
   );
   console.log(
-    `${'mode'.padEnd(42)}${'runs'.padStart(7)}${'runs/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}`,
+    `${'mode'.padEnd(44)}${'runs'.padStart(7)}${'runs/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'CPU ms/run'.padStart(11)}`,
   );
-  for (const r of results) {
+  const rows = [
+    ['raw isolated-vm in-process (before)', raw1],
+    ['engine, sequential', engine.sequential],
+    ['engine, 4 concurrent', engine.concurrent],
+    ['raw isolated-vm in-process (after)', raw2],
+    ['spawn a node process per run', spawned],
+  ] as const;
+  const cpu = (s: { cpuMsPerRun?: number }) => (s.cpuMsPerRun ?? Number.NaN).toFixed(2).padStart(11);
+  for (const [name, s] of rows)
     console.log(
-      `${r.name.padEnd(42)}${String(r.runs).padStart(7)}${fmt(r.runs / r.seconds, 1)}${fmt(r.p50)}${fmt(r.p99)}`,
+      `${name.padEnd(44)}${String(s.runs).padStart(7)}${f(s.perSec, 1)}${f(s.p50)}${f(s.p99)}${cpu(s)}`,
     );
-  }
-  const [eng, raw, spawned] = results as [Result, Result, Result];
-  const rate = (r: Result) => r.runs / r.seconds;
-  console.log('ratios:');
-  console.log(`  engine / raw isolated-vm throughput: ${(rate(eng) / rate(raw)).toFixed(2)}x`);
-  console.log(`  engine / spawn-per-run throughput:   ${(rate(eng) / rate(spawned)).toFixed(2)}x`);
-  console.log(`  engine p50 latency vs raw:           ${(eng.p50 / raw.p50).toFixed(2)}x`);
-  console.log(`  engine p50 latency vs spawn:         ${(eng.p50 / spawned.p50).toFixed(2)}x`);
+  console.log('ratios (raw = mean of before and after):');
+  console.log(
+    `  engine sequential / raw throughput:   ${(engine.sequential.perSec / rawPerSec).toFixed(2)}x`,
+  );
+  console.log(
+    `  engine 4 concurrent / raw throughput: ${(engine.concurrent.perSec / rawPerSec).toFixed(2)}x`,
+  );
+  console.log(
+    `  engine sequential / spawn throughput: ${(engine.sequential.perSec / spawned.perSec).toFixed(2)}x`,
+  );
+  const rawCpu = ((raw1.cpuMsPerRun ?? 0) + (raw2.cpuMsPerRun ?? 0)) / 2;
+  console.log(
+    `  engine sequential CPU per run / raw:  ${((engine.sequential.cpuMsPerRun ?? 0) / rawCpu).toFixed(2)}x (this process + its hosts)`,
+  );
+  console.log(`  engine p50 / raw p50:                 ${(engine.sequential.p50 / rawP50).toFixed(2)}x`);
+  console.log(`  engine p99 / raw p50:                 ${(engine.sequential.p99 / rawP50).toFixed(2)}x`);
+  console.log(
+    `  binding call (engine, instant handler): ${engine.callMs.toFixed(3)} ms; 100 parallel: ${engine.parallel100Ms.toFixed(2)} ms`,
+  );
+  console.log(
+    `idle pooled host: RSS ${memory.rssMb.toFixed(1)} MB, PSS ${memory.pssMb.toFixed(1)} MB, ${memory.threads} threads`,
+  );
 }
 
 // isolated-vm needs --no-node-snapshot on Node >= 20 in this process too (for the raw mode).

@@ -22,6 +22,7 @@ const MIN_MEMORY_MB = 8;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
 const DEFAULT_MAX_IDLE_TOTAL = 8;
+const DEFAULT_MAX_STARTING_HOSTS = 4;
 
 function positiveInt(value: number | undefined, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback;
@@ -33,11 +34,21 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const startupTimeoutMs = positiveInt(options.startupTimeoutMs, DEFAULT_STARTUP_TIMEOUT_MS);
   const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
   const maxIdleTotal = Math.max(0, Math.floor(options.maxIdleTotal ?? DEFAULT_MAX_IDLE_TOTAL));
+  const spareLeadRuns = Math.max(1, Math.floor(maxRunsPerProcess / 4));
   const idle = new Map<string, HostProcess[]>();
   const busy = new Set<HostProcess>();
   // A replacement started in the background after a host was retired, one per partition.
   const spares = new Map<string, Promise<HostProcess | undefined>>();
   const prewarm = options.prewarm !== false;
+  const maxStarting = positiveInt(options.maxStartingHosts, DEFAULT_MAX_STARTING_HOSTS);
+  let starting = 0;
+  /** Runs waiting for a start slot or a freed host; woken whenever either may have appeared. */
+  let wakers: (() => void)[] = [];
+  const wakeAll = () => {
+    const woken = wakers;
+    wakers = [];
+    for (const w of woken) w();
+  };
   const alive = new Set<HostProcess>();
   let closed = false;
 
@@ -66,24 +77,36 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
 
   async function acquire(partition: string): Promise<HostProcess> {
-    const pool = idle.get(partition);
-    while (pool && pool.length > 0) {
-      const host = pool.pop()!;
-      if (!host.exited) {
-        host.setIdle(false);
-        return host;
+    for (;;) {
+      const pool = idle.get(partition);
+      while (pool && pool.length > 0) {
+        const host = pool.pop()!;
+        if (!host.exited) {
+          host.setIdle(false);
+          return host;
+        }
       }
-    }
-    const spare = spares.get(partition);
-    if (spare) {
-      spares.delete(partition);
-      const host = await spare;
-      if (host && !host.exited) {
-        host.setIdle(false);
-        return host;
+      const spare = spares.get(partition);
+      if (spare) {
+        spares.delete(partition);
+        const host = await spare;
+        if (host && !host.exited) {
+          host.setIdle(false);
+          return host;
+        }
+        continue;
       }
+      if (closed) throw new Error('the engine is closed');
+      if (starting < maxStarting) break;
+      await new Promise<void>((resolve) => wakers.push(resolve));
     }
-    return spawnHost(partition);
+    starting++;
+    try {
+      return await spawnHost(partition);
+    } finally {
+      starting--;
+      wakeAll();
+    }
   }
 
   function startSpare(partition: string, evenWithIdle = false): void {
@@ -116,11 +139,13 @@ export function createEngine(options: EngineOptions = {}): Engine {
       }
       void host.stop();
       startSpare(host.partition);
+      wakeAll(); // a run waiting for a start slot may take the replacement
       return;
     }
     host.setIdle(true);
     pool.push(host);
     idle.set(host.partition, pool);
+    wakeAll();
     // Over the runner-wide cap: the host idle the longest goes, whichever tenant it served
     // (a pool's first entry is its oldest: acquire takes from the end).
     let total = 0;
@@ -138,8 +163,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
       void oldest.stop();
       total--;
     }
-    // Its last run is next: have the replacement ready by then.
-    if (host.runs >= maxRunsPerProcess - 1) startSpare(host.partition, true);
+    // Its last quarter of runs begins: start the replacement now, so it is ready (a start takes
+    // about 0.4 s of a loaded core, dozens of trivial runs) before this host retires and no run
+    // waits for a host start. Starting it only before the last run left the next run waiting.
+    if (host.runs >= maxRunsPerProcess - spareLeadRuns) startSpare(host.partition, true);
   }
 
   async function execute(code: string, opts: ExecuteOptions = {}): Promise<RunOutcome> {
@@ -178,6 +205,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
         host = await acquire(opts.partition ?? 'default');
       } catch (e) {
         return failed({ kind: 'sandbox-unavailable', message: (e as Error).message });
+      }
+      if (closed) {
+        // Closed while this run waited for its host: the host is stopped, not left behind.
+        void host.stop();
+        return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       }
       busy.add(host);
       const hostWaitMs = performance.now() - acquiring;
@@ -227,6 +259,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   async function close(): Promise<void> {
     closed = true;
+    wakeAll();
     const starting = await Promise.all(spares.values());
     spares.clear();
     const all = [...busy, ...[...idle.values()].flat(), ...starting.filter((h) => h !== undefined)];

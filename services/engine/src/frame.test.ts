@@ -45,6 +45,20 @@ describe('length-delimited JSON frames', () => {
     expect(junk.events.length).toBe(1);
   });
 
+  it('encodes a message that fits one frame as one buffer (one write), header and text', () => {
+    const frames = encodeMessage({ t: 'done', v: 'é' });
+    expect(frames.length).toBe(1);
+    const text = JSON.stringify({ t: 'done', v: 'é' });
+    const frame = frames[0]!;
+    expect(frame.readUInt32BE(0)).toBe(Buffer.byteLength(text));
+    expect(frame.readUInt8(4)).toBe(1);
+    expect(frame.subarray(5).toString('utf8')).toBe(text);
+    // Exactly at the frame limit still one frame; one byte over, two.
+    const limits = { maxFrameBytes: Buffer.byteLength(text), maxMessageBytes: 1024 };
+    expect(encodeMessage({ t: 'done', v: 'é' }, limits).length).toBe(1);
+    expect(encodeMessage({ t: 'done', v: 'éx' }, limits).length).toBe(4);
+  });
+
   it('refuses to encode a message over the limit', () => {
     expect(() => encodeMessage({ s: 'x'.repeat(100) }, { maxFrameBytes: 16, maxMessageBytes: 64 })).toThrow(
       /exceeds 64 bytes/,

@@ -25,10 +25,21 @@ export const DEFAULT_FRAME_LIMITS: FrameLimits = {
 
 /** Encodes one message into frames (a list of buffers ready to write in order). */
 export function encodeMessage(message: unknown, limits: FrameLimits = DEFAULT_FRAME_LIMITS): Buffer[] {
-  const payload = Buffer.from(JSON.stringify(message), 'utf8');
-  if (payload.length > limits.maxMessageBytes) {
-    throw new Error(`message of ${payload.length} bytes exceeds ${limits.maxMessageBytes} bytes`);
+  const json = JSON.stringify(message);
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > limits.maxMessageBytes) {
+    throw new Error(`message of ${bytes} bytes exceeds ${limits.maxMessageBytes} bytes`);
   }
+  if (bytes <= limits.maxFrameBytes) {
+    // The common case, one frame: header and text encoded into one buffer, so one copy of the text
+    // and one write (one wake-up of the reader) per message.
+    const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + bytes);
+    frame.writeUInt32BE(bytes, 0);
+    frame.writeUInt8(1, 4);
+    frame.write(json, FRAME_HEADER_BYTES, 'utf8');
+    return [frame];
+  }
+  const payload = Buffer.from(json, 'utf8');
   const out: Buffer[] = [];
   let offset = 0;
   do {

@@ -5,9 +5,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
+import { builtHostScript } from './host-build.ts';
 import { checkFromHost, type FromHost, type ToHost } from './wire.ts';
 
-export const HOST_SCRIPT = fileURLToPath(new URL('./host.ts', import.meta.url));
+/** The host's plain-JavaScript build when current (host-build.ts: less memory per host), else its source. */
+export const HOST_SCRIPT = builtHostScript() ?? fileURLToPath(new URL('./host.ts', import.meta.url));
 const STDERR_KEEP_BYTES = 16 * 1024;
 
 export interface HostEvents {

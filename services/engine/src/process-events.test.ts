@@ -44,6 +44,62 @@ describe('onProcessEvent and stats()', () => {
     expect(engine.stats?.()).toEqual({ processes: 0, busy: 0 });
   });
 
+  it('starts the replacement of a host in its last quarter of runs, so the next run waits for no start', async () => {
+    const events: ProcessEvent[] = [];
+    engine = createEngine({ maxRunsPerProcess: 8, onProcessEvent: (e) => events.push(e) });
+    const first = await engine.execute('return 1');
+    for (let i = 0; i < 4; i++) await engine.execute('return 1');
+    // Five runs done, three to go: no replacement yet (it would only hold memory).
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(events.filter((e) => e.type === 'started')).toHaveLength(1);
+    await engine.execute('return 1');
+    // The sixth run ended inside the last quarter: the spare starts now, off any run's path.
+    await until(() => events.filter((e) => e.type === 'started').length === 2, 30_000);
+    expect(engine.stats?.().processes).toBe(2);
+    await engine.execute('return 1');
+    const last = await engine.execute('return 1');
+    expect(last.hostPid).toBe(first.hostPid);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'retired', reason: 'max-runs' }));
+    // The next run takes the started spare: a different, fresh process, and no wait for its start.
+    const next = await engine.execute('return 1');
+    expect(next.valueJson).toBe('1');
+    expect(next.hostPid).not.toBe(first.hostPid);
+    expect(next.hostWaitMs).toBeLessThan(100);
+    expect(events.filter((e) => e.type === 'started')).toHaveLength(2);
+  });
+
+  it('starts at most maxStartingHosts hosts at once; waiting runs take a freed host or the next start', async () => {
+    let spawned = 0;
+    let ready = 0;
+    let mostStartingAtOnce = 0;
+    engine = createEngine({
+      maxStartingHosts: 2,
+      prewarm: false,
+      wrapCommand: (command, args) => {
+        spawned++;
+        mostStartingAtOnce = Math.max(mostStartingAtOnce, spawned - ready);
+        return { command, args };
+      },
+      onProcessEvent: (e) => {
+        if (e.type === 'started') ready++;
+      },
+    });
+    const outs = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => engine!.execute(`return ${i}`, { partition: 't1' })),
+    );
+    expect(outs.map((o) => o.valueJson)).toEqual(['0', '1', '2', '3', '4', '5', '6', '7']);
+    expect(mostStartingAtOnce).toBeLessThanOrEqual(2);
+    // Still one fresh isolate per run: eight runs on at most eight processes, each process serving
+    // one run at a time (the engine's busy set), never two isolates in one run.
+    expect(spawned).toBeLessThanOrEqual(8);
+    expect(spawned).toBeGreaterThanOrEqual(1);
+    // A closed engine lets no waiting run hang.
+    const closing = createEngine({ maxStartingHosts: 1, prewarm: false });
+    const pending = Array.from({ length: 3 }, () => closing.execute('return 1', { partition: 't2' }));
+    await closing.close();
+    for (const out of await Promise.all(pending)) expect(['completed', 'failed']).toContain(out.status);
+  });
+
   it('a hook that throws does not break runs', async () => {
     engine = createEngine({
       onProcessEvent: () => {

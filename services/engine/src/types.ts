@@ -207,6 +207,14 @@ export interface EngineOptions {
    * `maxRunsPerProcess` runs), so the partition's next run does not wait for a process start. Default true.
    */
   prewarm?: boolean;
+  /**
+   * Most sandbox hosts starting at once for runs. A run that finds no idle host waits for a start
+   * slot or for a host of its partition to come free, whichever is first: a burst of concurrent
+   * runs on a cold engine (16 slots) started 16 processes at once, and on a loaded 2-core machine
+   * some passed their start-up timeout and their runs failed `sandbox-unavailable`. Default 4.
+   * Background replacements (`prewarm`) are not counted.
+   */
+  maxStartingHosts?: number;
   /** Environment of the sandbox host process. Default: empty. */
   hostEnv?: Record<string, string>;
   /** Told about every sandbox host process start, exit and replacement (metrics). Must not throw. */

@@ -37,6 +37,8 @@ export const RUNTIME_TREES = [
   'package.json',
   'services/engine/package.json',
   'services/engine/src',
+  // The host's plain-JavaScript build (engine scripts/build.sh), started instead of src/host.ts when current.
+  'services/engine/dist',
   'services/protocol/package.json',
   'services/protocol/src',
   'node_modules/@islet/engine',

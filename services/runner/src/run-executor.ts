@@ -131,7 +131,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       runs.startAttempt(run.id),
       journal.list(run.id),
     ]);
-    await runs.setStatus(run, 'Running', { attempt });
+    // The run is Running since its acceptance; this write only records the attempt (status event,
+    // updatedAt). It is not awaited before the program starts, saving a round trip on every run's
+    // path, but everything that could write after it waits for it: a live binding call (the gateway
+    // may set Waiting while answering it, and Waiting must land after this) and the run's end. The
+    // program itself reaches nothing else that writes the run's status.
+    const runningWritten = runs.setStatus(run, 'Running', { attempt });
+    runningWritten.catch(() => undefined); // awaited below; a failure fails the job there
 
     const timeoutMs = limits.timeoutMs;
     const signal = AbortSignal.any([job.cancel, job.handBack]);
@@ -149,10 +155,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         : undefined;
     const replaying = createReplayingHandler({
       journal: journaled,
-      live: (call) =>
-        files && isFilesBinding(call.binding)
-          ? files.call(call)
-          : deps.gateway.call(run.id, attempt, call, signal),
+      live: async (call) => {
+        if (files && isFilesBinding(call.binding)) return files.call(call);
+        await runningWritten;
+        return deps.gateway.call(run.id, attempt, call, signal);
+      },
       stallMs: Math.min(timeoutMs ?? 30_000, 30_000),
       onEvent: (e) => {
         if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
@@ -190,6 +197,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     } finally {
       replaying.close();
     }
+    await runningWritten;
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
