@@ -15,10 +15,18 @@
  * runs, binding calls and decisions go on. It also measures what a failover costs: how long the
  * cluster was unhealthy, the slowest submit around it, and runs that needed an extra execution.
  */
-import { createRedis, keys, sealerFromConfig } from '@islet/core';
+import { createRedis, keys, type RedisConfig, sealerFromConfig } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { createCallJournal, UNKNOWN_OUTCOME_REASON } from '@islet/journal';
-import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from '@islet/testkit';
+import {
+  type RedisCluster,
+  type RedisServer,
+  type SentinelGroup,
+  startRedis,
+  startRedisCluster,
+  startSentinelGroup,
+} from '@islet/testkit';
+import { Redis } from 'ioredis';
 import { type Loose, sleep } from '../e2e/helpers.ts';
 import { clusterRedisConfig } from '../e2e/redis-cluster-config.ts';
 import { answerOf, client, faultFree, type Spec, specFor, startCountingApp } from './programs.ts';
@@ -35,8 +43,11 @@ export interface ChaosOptions {
   settleTimeoutMs: number;
   log?: (line: string) => void;
   /** One redis-server (SIGKILLed and restarted from its AOF) or a Redis Cluster (masters SIGKILLed). Default standalone. */
-  redis?: 'standalone' | 'cluster';
-  /** Cluster: masters SIGKILLed during the submit window, evenly spaced. Default 1. */
+  redis?: 'standalone' | 'cluster' | 'sentinel';
+  /**
+   * Cluster: masters SIGKILLed during the submit window, evenly spaced. Default 1. Sentinel: the
+   * master is SIGKILLed once, mid-window, and the sentinels promote the replica (at most 1).
+   */
   masterKills?: number;
   /** SIGKILL runners every `killEveryMs`. Default true. */
   runnerKills?: boolean;
@@ -79,10 +90,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const specs = Array.from({ length: options.runs }, (_, i) => specFor(i));
   const expectedP = faultFree(specs);
   const onCluster = options.redis === 'cluster';
+  const onSentinel = options.redis === 'sentinel';
   let redis: RedisServer | undefined;
   let rcluster: RedisCluster | undefined;
+  let sentinel: SentinelGroup | undefined;
   if (onCluster)
     rcluster = await startRedisCluster({ masters: 3, replicasPerMaster: 1, appendFsync: 'always' });
+  else if (onSentinel) sentinel = await startSentinelGroup();
   else redis = await startRedis({ appendFsync: 'always' });
   const faultTimes: number[] = [];
   const submitTimes: { at: number; ms: number }[] = [];
@@ -111,7 +125,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   try {
     cluster = await startCluster({
-      ...(rcluster ? { redisConfig: clusterRedisConfig(rcluster) } : { redisUrl: redis!.url }),
+      ...(rcluster
+        ? { redisConfig: clusterRedisConfig(rcluster) }
+        : sentinel
+          ? { redisConfig: sentinelRedisConfig(sentinel) }
+          : { redisUrl: redis!.url }),
       gateways: 2,
       runners: Array.from({ length: options.runners }, () => ({
         modes: ['read-only' as const],
@@ -179,8 +197,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const faults = (async () => {
       let next = 0;
       let gatewayDone = options.gatewayRestart === false;
-      let redisDone = onCluster;
-      const masterKills = onCluster ? (options.masterKills ?? 1) : 0;
+      let redisDone = onCluster || onSentinel;
+      const masterKills = onCluster
+        ? (options.masterKills ?? 1)
+        : onSentinel
+          ? Math.min(1, options.masterKills ?? 1)
+          : 0;
       const restarting = new Set<number>();
       const restarts: Promise<void>[] = [];
       while (!stop) {
@@ -218,6 +240,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           report.failoverMs.push(Date.now() - t0);
           report.masterKills++;
           log(`chaos: replica promoted, cluster_state:ok after ${Date.now() - t0} ms`);
+          continue;
+        }
+        if (sentinel && report.masterKills < masterKills && elapsed > 0.5) {
+          log(`chaos: SIGKILL the Sentinel group's master ${sentinel.masterPort}`);
+          const t0 = Date.now();
+          faultTimes.push(t0);
+          await sentinel.killMaster();
+          await waitForPromotion(sentinel);
+          report.failoverMs.push(Date.now() - t0);
+          report.masterKills++;
+          log(
+            `chaos: sentinels report the replica ${sentinel.replicaPort} as master after ${Date.now() - t0} ms`,
+          );
           continue;
         }
         if (options.runnerKills === false) continue;
@@ -385,6 +420,38 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await app.close();
     await redis?.stop();
     await rcluster?.stop();
+    await sentinel?.stop();
+  }
+}
+
+/** The services' Redis configuration for a test Sentinel group (what a pod gets in sentinel mode). */
+function sentinelRedisConfig(group: SentinelGroup): RedisConfig {
+  return {
+    ISLET_REDIS_MODE: 'sentinel',
+    ISLET_REDIS_URL: 'redis://127.0.0.1',
+    ISLET_REDIS_PASSWORD: group.password,
+    ISLET_REDIS_SENTINELS: group.sentinels,
+    ISLET_REDIS_SENTINEL_MASTER: group.masterName,
+  };
+}
+
+/** Until a sentinel names the replica as the master (the failover is over), at most 30 s. */
+async function waitForPromotion(group: SentinelGroup): Promise<void> {
+  const [host, port] = group.sentinels.split(',')[0]!.split(':');
+  const s = new Redis({ host: host!, port: Number(port), lazyConnect: true, maxRetriesPerRequest: 1 });
+  s.on('error', () => {});
+  try {
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      const addr = (await s
+        .call('SENTINEL', 'get-master-addr-by-name', group.masterName)
+        .catch(() => null)) as string[] | null;
+      if (addr?.[1] === String(group.replicaPort)) return;
+      await sleep(100);
+    }
+    throw new Error('the sentinels did not promote the replica within 30 s');
+  } finally {
+    s.disconnect();
   }
 }
 
@@ -393,7 +460,7 @@ export function formatReport(r: ChaosReport): string {
     `runs: ${r.runs} (accepted ${r.accepted}; ${Object.entries(r.statuses)
       .map(([s, n]) => `${s} ${n}`)
       .join(', ')})`,
-    `kills: ${r.runnerKills} runner SIGKILLs, ${r.gatewayRestarts} gateway restart, ${r.redisRestarts} redis restart, ${r.masterKills} Redis Cluster master SIGKILLs (failover ${r.failoverMs.join(', ') || '-'} ms)`,
+    `kills: ${r.runnerKills} runner SIGKILLs, ${r.gatewayRestarts} gateway restart, ${r.redisRestarts} redis restart, ${r.masterKills} Redis master SIGKILLs (failover ${r.failoverMs.join(', ') || '-'} ms)`,
     `cost: submit p50 ${r.submitP50Ms} ms, slowest submit within 15 s of a fault ${r.submitMaxAfterFaultMs} ms, runs with an extra execution ${r.extraExecutions}`,
     `calls: ${r.calls} journaled, ${r.deliveries} App deliveries, ${r.decisions} decisions`,
     `duplicates: ${r.duplicates}`,
