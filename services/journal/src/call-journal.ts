@@ -5,9 +5,9 @@
  * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
  */
 import { createHmac, randomUUID } from 'node:crypto';
+import { LuaScript } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/engine';
 import type { Redis } from 'ioredis';
-import { LuaScript } from './lua-script.ts';
 import { operationIdFor } from './operation-id.ts';
 import type {
   CallJournal,

@@ -11,6 +11,7 @@
  * The request's arguments and program text are sealed.
  */
 import { journalKeys } from '@islet/core/keys';
+import { LuaScript } from '@islet/core/lua-script';
 import { pausedRunsKey, type SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import type {
@@ -21,7 +22,6 @@ import type {
   DecisionState,
   NewDecision,
 } from './decision-types.ts';
-import { LuaScript } from './lua-script.ts';
 import type { Sealer } from './types.ts';
 
 export interface DecisionStoreDeps {

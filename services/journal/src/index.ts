@@ -1,3 +1,4 @@
+export { LuaScript } from '@islet/core/lua-script';
 export { type CallJournalDeps, createCallJournal, JournalConflictError } from './call-journal.ts';
 export {
   type CallOutcomeLabel,
@@ -24,7 +25,6 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
-export { LuaScript } from './lua-script.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
   RUN_STYLES,

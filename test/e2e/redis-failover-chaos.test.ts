@@ -1,0 +1,41 @@
+/**
+ * Redis failover under load, for the normal suite (the soaks are in test/chaos, `npm run
+ * test:chaos`): gateways and runners on a 3-master Redis Cluster, then on a Sentinel group
+ * (master, replica, three sentinels), real redis-server processes both. A stream of runs with
+ * parallel and approval-gated binding calls and decisions (stop and replay) while a master is
+ * SIGKILLed and its replica promoted — on the Cluster, the master serving the pool's queue slot.
+ * Every run ends, no App call is delivered twice, every result equals the fault-free run's; the
+ * failover's cost is printed.
+ */
+import { expect, it } from 'vitest';
+import { formatReport, runChaos } from '../chaos/driver.ts';
+
+it.each([
+  ['a Redis Cluster master', 'cluster'],
+  ['the Sentinel group master', 'sentinel'],
+] as const)(
+  'runs with binding calls and decisions while %s is SIGKILLed: nothing lost, nothing sent twice',
+  async (_what, redis) => {
+    const report = await runChaos({
+      redis,
+      masterKills: 1,
+      runnerKills: false,
+      gatewayRestart: false,
+      runs: 36,
+      submitWindowMs: 24_000,
+      killEveryMs: 1_000,
+      runners: 2,
+      runnerConcurrency: 3,
+      settleTimeoutMs: 60_000,
+    });
+    console.log(formatReport(report));
+    expect(report.violations).toEqual([]);
+    expect(report.lost).toBe(0);
+    expect(report.duplicates).toBe(0);
+    expect(report.accepted).toBe(36);
+    expect(report.masterKills).toBe(1);
+    expect(report.failoverMs).toHaveLength(1);
+    expect(report.decisions).toBeGreaterThan(0);
+  },
+  150_000,
+);
