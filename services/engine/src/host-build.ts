@@ -66,6 +66,10 @@ export function buildHost(root: URL = PACKAGE_ROOT): boolean {
   return true;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url) && buildHost()) {
+// Only as `node src/host-build.ts`: bundled into another entry script (a test's runner bundle),
+// argv[1] equals the bundle's own URL and this must not build next to it.
+const runAsScript =
+  import.meta.url.endsWith('/host-build.ts') && process.argv[1] === fileURLToPath(import.meta.url);
+if (runAsScript && buildHost()) {
   process.stderr.write(`[engine] built ${fileURLToPath(outOf(PACKAGE_ROOT))}\n`);
 }
