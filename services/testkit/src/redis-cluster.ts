@@ -123,48 +123,59 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   }
 
   try {
+    // A port handed out by freePort can be taken by a parallel test before redis-server binds it
+    // (the node then exits; its log goes to stdout, ignored): such a node is replaced on new ports.
     for (let i = 0; i < masters * (1 + replicas); i++) {
-      const port = await freePort();
-      const busPort = await freePort();
-      ports.push(port);
-      const proc = spawnOwned(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          '--cluster-port',
-          String(busPort),
-          '--bind',
-          '127.0.0.1',
-          '--dir',
-          dir,
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          `nodes-${port}.conf`,
-          '--cluster-node-timeout',
-          String(options.nodeTimeoutMs ?? 1000),
-          '--dbfilename',
-          `dump-${port}.rdb`,
-          '--appenddirname',
-          `aof-${port}`,
-          '--save',
-          '',
-          '--appendonly',
-          'yes',
-          '--appendfsync',
-          options.appendFsync ?? 'always',
-          '--maxmemory-policy',
-          'noeviction',
-          '--loglevel',
-          'warning',
-          ...(password ? ['--requirepass', password, '--masterauth', password] : []),
-        ],
-        { stdio: ['ignore', 'ignore', 'inherit'] },
-      );
-      procs.set(port, proc);
+      for (let attempt = 1; ; attempt++) {
+        const port = await freePort();
+        const busPort = await freePort();
+        const proc = spawnOwned(
+          'redis-server',
+          [
+            '--port',
+            String(port),
+            '--cluster-port',
+            String(busPort),
+            '--bind',
+            '127.0.0.1',
+            '--dir',
+            dir,
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--cluster-node-timeout',
+            String(options.nodeTimeoutMs ?? 1000),
+            '--dbfilename',
+            `dump-${port}.rdb`,
+            '--appenddirname',
+            `aof-${port}`,
+            '--save',
+            '',
+            '--appendonly',
+            'yes',
+            '--appendfsync',
+            options.appendFsync ?? 'always',
+            '--maxmemory-policy',
+            'noeviction',
+            '--loglevel',
+            'warning',
+            ...(password ? ['--requirepass', password, '--masterauth', password] : []),
+          ],
+          { stdio: ['ignore', 'ignore', 'inherit'] },
+        );
+        procs.set(port, proc);
+        try {
+          await waitForPing(cli, port, () => proc.exitCode !== null || proc.signalCode !== null);
+          ports.push(port);
+          break;
+        } catch (err) {
+          procs.delete(port);
+          await stopOwned(proc, 'SIGKILL');
+          if (attempt >= 3) throw err;
+        }
+      }
     }
-    for (const port of ports) await waitForPing(cli, port);
     await run(
       'redis-cli',
       [
@@ -292,12 +303,14 @@ export async function startSlotCheckingRedis(): Promise<SlotCheckingRedis> {
 async function waitForPing(
   cli: (port: number, ...args: string[]) => Promise<string>,
   port: number,
+  exited: () => boolean = () => false,
 ): Promise<void> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 20_000;
   for (;;) {
     try {
       if ((await cli(port, 'ping')).trim() === 'PONG') return;
     } catch {}
+    if (exited()) throw new Error(`redis-server on ${port} exited before answering PING`);
     if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer PING`);
     await new Promise((r) => setTimeout(r, 50));
   }
