@@ -35,7 +35,7 @@ mkdir -p "$TOOLCHAIN/bin"
 export PATH="$TOOLCHAIN/bin:$ROOT/node_modules/.bin:$PATH"
 
 # 2. Debian packages. Installed when missing and we are root; otherwise say what to run.
-declare -A DEB_FOR=([redis-server]=redis-server [runc]=runc [bwrap]=bubblewrap [prometheus]=prometheus [promtool]=prometheus [python3]=python3 [gcc]=gcc [chromium]=chromium [openssl]=openssl [setpriv]=util-linux)
+declare -A DEB_FOR=([redis-server]=redis-server [redis-cli]=redis-tools [runc]=runc [bwrap]=bubblewrap [prometheus]=prometheus [promtool]=prometheus [python3]=python3 [gcc]=gcc [chromium]=chromium [openssl]=openssl [setpriv]=util-linux)
 missing=()
 for bin in "${!DEB_FOR[@]}"; do
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ] || missing+=("${DEB_FOR[$bin]}")

@@ -56,8 +56,9 @@ ln "$S/ISLET_INTERNAL_TOKEN" ./hard 2>/dev/null && cat ./hard 2>/dev/null && ech
 RUNNER=$(awk '/^PPid:/{print $2}' /proc/$PPID/status)
 echo "runner $RUNNER"
 cat /proc/$RUNNER/environ 2>/dev/null | tr '\\0' '\\n' | grep -q . && echo "LEAK runner-environ"
-# The token reversed, so that the jobs in the runner's own argv do not hold it.
-T=$(printf '%s' '${[...TOKEN].reverse().join('')}' | rev)
+# The token in two quoted halves, so that the jobs in the runner's own argv do not hold it whole
+# (and no tool beyond the shell: rev is not in util-linux on every Debian).
+T='${TOKEN.slice(0, 8)}''${TOKEN.slice(8)}'
 grep -rl -- "$T" /proc/$RUNNER/ 2>/dev/null | head -1 | grep -q . && echo "LEAK runner-proc"
 echo "uid $(id -u)"
 `;
