@@ -169,15 +169,18 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 `);
 
+/** Events kept per run stream by default (approximate MAXLEN); a gateway's fused call-event write uses it too. */
+export const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
+
 export interface RunStoreOptions {
-  /** Events kept per run stream (approximate trim). Default 2000. */
+  /** Events kept per run stream (approximate trim). Default `DEFAULT_MAX_EVENTS_PER_RUN` (2000). */
   maxEventsPerRun?: number;
   /** Lifetime of a finished run's record and events. Default 7 days. */
   retentionSeconds?: number;
 }
 
 export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
-  const maxEvents = String(options.maxEventsPerRun ?? 2000);
+  const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
   const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
   const open = <T>(v: string | undefined): T | undefined =>

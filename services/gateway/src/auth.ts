@@ -6,7 +6,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiKeyIdentity, Scope, Tenant } from '@islet/core';
 import { keys } from '@islet/core';
-import { LuaScript } from '@islet/journal';
+import { LuaScript } from '@islet/core/lua-script';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';

@@ -6,7 +6,7 @@
  * run's event stream and the caller answers, possibly through another gateway replica, via Redis).
  */
 import type { StoredRun } from '@islet/core';
-import { channels, keys } from '@islet/core';
+import { channels, DEFAULT_MAX_EVENTS_PER_RUN, keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
 import { isFinalStatus } from '@islet/protocol';
@@ -32,9 +32,6 @@ const failed = (reason: string, message: string, extra: Record<string, unknown> 
  * or tell open ports from closed ones. The real reason goes to the gateway's log.
  */
 export const APP_UNREACHABLE_MESSAGE = 'the App could not be reached or did not answer in time';
-
-/** Core run-store's default `maxEventsPerRun` (approximate MAXLEN of a run's event stream). */
-const RUN_EVENTS_MAX_LEN = 2000;
 
 export interface ServedCall {
   outcome: BindingOutcome;
@@ -284,7 +281,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       // The console's and SSE's `call` event goes in with the outcome, in the journal's step.
       eventFor: (outcome) => ({
         streamKey: keys.runEvents(run.id),
-        maxLen: RUN_EVENTS_MAX_LEN,
+        maxLen: DEFAULT_MAX_EVENTS_PER_RUN,
         type: 'call',
         sealedData: deps.sealer.seal(JSON.stringify(callEvent(outcome))),
         channel: channels.runEvents,

@@ -2,6 +2,7 @@
  * Submitting, reading, waiting for and cancelling runs: the logic behind the run routes, kept
  * out of the route files so decisions/replay (issue 4) can reuse it.
  */
+
 import { createHash, randomUUID } from 'node:crypto';
 import {
   type BindingSpec,
@@ -11,13 +12,13 @@ import {
   runJobOptions,
   type StoredRun,
 } from '@islet/core';
+import { LuaScript } from '@islet/core/lua-script';
 import {
   type ApprovalMode,
   createRunPolicyStore,
   decisionView,
   ESCALATION_INDEX,
   type JournalEntry,
-  LuaScript,
   type RunStyle,
 } from '@islet/journal';
 import {
