@@ -92,8 +92,10 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
  * Redis): unknown, not safe.
  */
 export async function redisDurabilityProblems(redis: Redis): Promise<string[] | undefined> {
-  const replicas = redis.isCluster ? await replicaConnections(redis as unknown as Cluster) : [];
+  let replicas: Redis[] = [];
   try {
+    // Inside the try: a CLUSTER NODES refused (CONFIG/CLUSTER locked down) is "unknown", not a throw.
+    if (redis.isCluster) replicas = await replicaConnections(redis as unknown as Cluster);
     const nodes = [...(await redisNodes(redis)), ...replicas];
     const problems: string[] = [];
     for (const node of nodes) {

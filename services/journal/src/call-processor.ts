@@ -1,8 +1,9 @@
 /**
  * The gateway side of one binding call, in the order that makes "never sent twice" hold:
  * claim (atomic, per run and index) → policy → decision → markSent → App call → complete →
- * answer. An `allow` call's claim and markSent are one step (nothing to decide in between). The answer carries the journal's `deliverySeq`, which the runner's replaying handler
- * uses to deliver outcomes in journal order. Any gateway replica may run it for any call.
+ * answer. An `allow` call's claim and markSent are one step (nothing to decide in between). The
+ * answer carries the journal's `deliverySeq`, which the runner's replaying handler uses to deliver
+ * outcomes in journal order. Any gateway replica may run it for any call.
  */
 import type { BindingOutcome } from '@islet/engine';
 import type { SandboxMode } from '@islet/protocol';
