@@ -49,6 +49,11 @@ export interface ChaosOptions {
    * master is SIGKILLed once, mid-window, and the sentinels promote the replica (at most 1).
    */
   masterKills?: number;
+  /**
+   * Cluster: the first master kill (the queue slot's) lands before the stream, while every runner's
+   * pool sits idle in its blocking pop; later kills hit another master during the stream.
+   */
+  firstMasterKillIdle?: boolean;
   /** SIGKILL runners every `killEveryMs`. Default true. */
   runnerKills?: boolean;
   /** SIGKILL and restart gateway 1 at 35% of the window. Default true. */
@@ -166,6 +171,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ],
     });
     if (conn.status !== 201) throw new Error(`connection: ${JSON.stringify(conn.body)}`);
+
+    if (rcluster && options.firstMasterKillIdle && (options.masterKills ?? 1) > 0) {
+      // Long enough for every worker to park in its blocking pop on the queue slot's master.
+      await sleep(2_000);
+      const queue = await rcluster.masterOf('{runs-read-only}');
+      log(`chaos: SIGKILL Redis Cluster master ${queue} (queue slot) under idle pools`);
+      const t0 = Date.now();
+      faultTimes.push(t0);
+      await rcluster.killMaster(queue);
+      report.failoverMs.push(Date.now() - t0);
+      report.masterKills++;
+      log(`chaos: replica promoted, cluster_state:ok after ${Date.now() - t0} ms`);
+    }
 
     const ids = new Map<number, string>();
     const specOfRun = new Map<string, Spec>();

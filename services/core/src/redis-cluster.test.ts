@@ -12,7 +12,7 @@ import {
   startSlotCheckingRedis,
 } from '@islet/testkit';
 import { Queue, QueueEvents, Worker } from 'bullmq';
-import type { Cluster } from 'ioredis';
+import { type Cluster, Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
 import { migratedKeyName, migrateKeyLayout } from './key-migration.ts';
@@ -43,6 +43,7 @@ describe('cluster configuration', () => {
     ]);
     expect(options.redisOptions).toEqual({ password: 's3cret' });
     expect(options.enableOfflineQueue).toBe(true);
+    expect(options.enableReadyCheck).toBe(false);
     expect(options.clusterRetryStrategy?.(100)).toBe(2000);
     expect(describeRedis(c)).toBe('cluster via 10.0.0.1:7000,10.0.0.2:7001,fd00::3:7002');
   });
@@ -198,7 +199,9 @@ describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Clu
   let subscriber: Redis;
   let cfg: ReturnType<typeof loadConfig>;
   beforeAll(async () => {
-    cluster = await startRedisCluster({ password: 'cluster-pass' });
+    // Failover takes a few seconds (node timeout 3 s), as in production: longer than BullMQ's
+    // blocking-pop watchdog, so an idle worker re-dials while the slot has no master.
+    cluster = await startRedisCluster({ password: 'cluster-pass', nodeTimeoutMs: 3000 });
     cfg = loadConfig({
       ...base,
       ISLET_REDIS_MODE: 'cluster',
@@ -392,12 +395,43 @@ describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Clu
       const port = await cluster.masterOf(`islet:${name}:wait`);
       const owner = (await redisNodes(redis)).find((m) => m.options.port === port);
       expect(await owner?.wait(1, 5000)).toBe(1);
-      // The kill lands while the worker is busy, as a runner under load is. An idle worker parked
-      // in its blocking pop on the killed master does not resume (BullMQ over an ioredis Cluster;
-      // known open problem, see the issue 15 note): a runner-side watchdog is the next step.
-      for (let n = 20; n < 30; n++) await add(n);
-      await cluster.killMaster(port);
-      for (let n = 30; n < 40; n++) await add(n);
+      // The kill lands while the worker is idle, parked in its blocking pop on that master: the
+      // hard case. BullMQ re-dials its blocking client during the failover, and with ioredis'
+      // Cluster ready check that connect() never settled (the worker never fetched again); the
+      // connection options turn the check off (redis-connection.ts).
+      const redial = createRedis(cfg);
+      redial.on('error', () => {});
+      await redial.ping();
+      const witness = new IORedis({
+        port: cluster.nodes.find((n) => n.port !== port)!.port,
+        password: 'cluster-pass',
+      });
+      try {
+        const killed = cluster.killMaster(port);
+        // The minute BullMQ re-dials in: the cluster has seen the master fail, no replica promoted
+        // yet. connect() must settle (ready or an error BullMQ retries); it used to hang for ever.
+        await expect
+          .poll(async () => /cluster_state:fail/.test(await witness.cluster('INFO')), {
+            timeout: 20_000,
+            interval: 20,
+          })
+          .toBe(true);
+        // As BullMQ re-dials: disconnect, wait for 'end', connect.
+        const ended = new Promise((r) => redial.once('end', r));
+        redial.disconnect();
+        await ended;
+        const settled = redial.connect().then(
+          () => 'ready',
+          () => 'error',
+        );
+        const outcome = await Promise.race([settled, new Promise((r) => setTimeout(() => r('hung'), 8_000))]);
+        expect(outcome).not.toBe('hung');
+        await killed;
+      } finally {
+        redial.disconnect();
+        witness.disconnect();
+      }
+      for (let n = 20; n < 40; n++) await add(n);
       await expect.poll(() => done.size, { timeout: 60_000, interval: 200 }).toBe(40);
       expect([...done.values()].filter((c) => c !== 1)).toEqual([]);
       // The stores (and pub/sub) work on the new topology without a new client.

@@ -195,6 +195,12 @@ export function redisClusterFor(target: RedisConfig): {
       // Commands wait in the offline queue while the client (re)learns the slots after a failover
       // (BullMQ needs this); the cluster is re-dialled for ever, at most every 2 s.
       enableOfflineQueue: true,
+      // No CLUSTER INFO ready check: when it sees `cluster_state:fail` (the minutes of a failover)
+      // ioredis reconnects from inside connect() and that connect()'s promise never settles;
+      // BullMQ awaits it when it re-dials its blocking client, and an idle worker then never
+      // fetches again. Without the check connect() always settles, and a command sent while the
+      // cluster is down gets CLUSTERDOWN, which is retried below.
+      enableReadyCheck: false,
       clusterRetryStrategy: (times: number) => Math.min(100 * times, 2000),
       // Reads go to masters: a run's state is read right after it is written.
       scaleReads: 'master',
