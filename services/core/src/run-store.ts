@@ -120,7 +120,8 @@ if not st then return -1 end
 if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return 0 end
 `;
 
-// KEYS: run, events. ARGV: runId, channel, eventType, sealedEventData, maxlen, ttlSeconds, field, value, ...
+// KEYS: run, events. ARGV: message (the run id, then optionally a space and a tag), channel,
+// eventType, sealedEventData, maxlen, ttlSeconds, field, value, ...
 // Returns 1 (written), 0 (already final: nothing written), -1 (no record).
 const TRANSITION = new LuaScript(`${FINAL_GUARD}
 local fields = {}
@@ -192,10 +193,13 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     event: { type: string; data: Record<string, unknown> },
   ): Promise<boolean> {
     const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
+    // Tagged `running`: an attempt starting changes nothing a `Prefer: wait` request waits for (the
+    // run has been Running since its acceptance), so waiters skip it; SSE readers still wake.
+    const message = fields.status === 'Running' ? `${run.id} running` : run.id;
     const res = await TRANSITION.run(
       redis,
       [keys.run(run.id), keys.runEvents(run.id)],
-      [run.id, channels.runEvents, event.type, seal(event.data), maxEvents, retention, ...flat],
+      [message, channels.runEvents, event.type, seal(event.data), maxEvents, retention, ...flat],
     );
     return res === 1;
   }

@@ -2,7 +2,7 @@ import { EventEmitter, getEventListeners } from 'node:events';
 import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from './app.ts';
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
@@ -481,6 +481,43 @@ describe('runs through inject (no runner)', () => {
     });
     expectProblem(second, 429, 'quota-exceeded');
     expect(second.headers['retry-after']).toBe('1');
+  });
+  it('Prefer: wait: an attempt starting (Running, tagged) wakes no read; the end does', async () => {
+    const service = createRunsService(deps);
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(key),
+      payload: run({ sessionId: 'wait-tag' }),
+    });
+    expect(res.statusCode).toBe(202);
+    const created = await deps.runs.get(res.json().id);
+    if (!created) throw new Error('run not stored');
+    const get = vi.spyOn(deps.runs, 'get');
+    try {
+      const waiting = service.waitForEnd(created.id, 10_000);
+      await new Promise((r) => setTimeout(r, 100));
+      const readsBefore = get.mock.calls.length;
+      expect(await deps.runs.setStatus(created, 'Running', { attempt: 1 })).toBe(true);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(get.mock.calls.length).toBe(readsBefore);
+      await deps.runs.finish(created, {
+        status: 'Cancelled',
+        result: {
+          _tag: 'Failed',
+          reason: 'Cancelled',
+          kind: 'abort',
+          message: 'ended by the test',
+          logs: [],
+        },
+        text: 'code run failed (abort): ended by the test',
+        kind: 'abort',
+      });
+      expect((await waiting)?.status).toBe('Cancelled');
+      expect(get.mock.calls.length).toBe(readsBefore + 1);
+    } finally {
+      get.mockRestore();
+    }
   });
   it('serves health, metrics, openapi and docs', async () => {
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);

@@ -157,10 +157,15 @@ export function createRunsService(deps: GatewayDeps) {
     const tenant = caller.tenantId;
     const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
     // Independent reads in one round trip (settings come from the cache, see settings-cache.ts).
+    // The session is claimed in the same round trip: a refused submit leaves the caller owning the
+    // session it named, which its next run would claim anyway.
+    const principal = principalOf(caller);
+    const session = input.sessionId ?? `session-${randomUUID()}`;
     const [inFlight, policy, current] = await Promise.all([
       runs.inFlightCount(tenant),
       runPolicies.effective(tenant, input.approval, input.style),
       settings.get(),
+      claimSession(tenant, session, principal),
     ]);
     if (inFlight >= limit)
       throw new HttpProblem(
@@ -173,9 +178,6 @@ export function createRunsService(deps: GatewayDeps) {
     const bindings = await resolveBindings(tenant, input.connections);
     const now = Date.now();
     const mode: SandboxMode = input.fields.sandbox_permissions ?? BASE_MODE;
-    const principal = principalOf(caller);
-    const session = input.sessionId ?? `session-${randomUUID()}`;
-    await claimSession(tenant, session, principal);
     const run: StoredRun = {
       id,
       tenant,
@@ -332,8 +334,9 @@ export function createRunsService(deps: GatewayDeps) {
     let changed = false;
     let wake: (() => void) | undefined;
     const off = hub.listen(id, (tag) => {
-      // A binding call's event: the run goes on (every call of a busy run would cost a read).
-      if (tag === 'call') return;
+      // A binding call's event, or an attempt starting: the run goes on (every call of a busy run,
+      // and every run's start, would cost a read of the whole run and its journal).
+      if (tag === 'call' || tag === 'running') return;
       changed = true;
       wake?.();
     });

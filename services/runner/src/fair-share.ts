@@ -20,6 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type IsletConfig, keys, type Logger } from '@islet/core';
+import { LuaScript } from '@islet/core/lua-script';
 import type { SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 
@@ -30,7 +31,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // KEYS: pool slots, tenant leases, tenant deferred. ARGV: job id, share, absolute cap, lease ms.
 // Returns { 1 | 0, limit }.
-const ACQUIRE = `${NOW_MS}
+const ACQUIRE = new LuaScript(`${NOW_MS}
 local total = 0
 local rows = redis.call('HGETALL', KEYS[1])
 for i = 1, #rows, 2 do
@@ -53,27 +54,27 @@ end
 redis.call('ZADD', KEYS[3], 'NX', now, ARGV[1])
 redis.call('PEXPIRE', KEYS[3], 86400000)
 return { 0, limit }
-`;
+`);
 
 // KEYS: tenant leases (or a dummy in the same slot), tenant deferred. ARGV: job id ('' = none).
 // Ends the lease and pops the tenant's oldest deferred job id (false when none).
-const RELEASE = `
+const RELEASE = new LuaScript(`
 if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], ARGV[1]) end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 if oldest then redis.call('ZREM', KEYS[2], oldest) end
 return oldest
-`;
+`);
 
 // KEYS: tenant leases. ARGV: job id, lease ms. Renews only a lease that still exists.
-const RENEW = `${NOW_MS}
+const RENEW = new LuaScript(`${NOW_MS}
 redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
-`;
+`);
 
 // KEYS: pool slots. ARGV: runner instance, slots, lease ms.
-const REGISTER = `${NOW_MS}
+const REGISTER = new LuaScript(`${NOW_MS}
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. (now + tonumber(ARGV[3])))
-`;
+`);
 
 export interface FairShareDeps {
   redis: Redis;
@@ -101,14 +102,14 @@ export function createFairShare(deps: FairShareDeps) {
 
   async function register() {
     for (const mode of modes)
-      await redis.eval(REGISTER, 1, keys.poolSlots(mode), instance, config.ISLET_RUNNER_CONCURRENCY, leaseMs);
+      await REGISTER.run(redis, [keys.poolSlots(mode)], [instance, config.ISLET_RUNNER_CONCURRENCY, leaseMs]);
   }
 
   async function heartbeat() {
     try {
       await register();
       for (const l of held.values())
-        await redis.eval(RENEW, 1, keys.poolTenantLeases(l.mode, l.tenant), l.jobId, leaseMs);
+        await RENEW.run(redis, [keys.poolTenantLeases(l.mode, l.tenant)], [l.jobId, leaseMs]);
     } catch (err) {
       logger.warn({ err: (err as Error).message }, 'fair-share heartbeat failed');
     }
@@ -125,16 +126,11 @@ export function createFairShare(deps: FairShareDeps) {
 
     /** Takes a slot lease for the job; false when its tenant holds its share of the pool. */
     async acquire(mode: SandboxMode, tenant: string, jobId: string): Promise<{ ok: boolean; limit: number }> {
-      const [ok, limit] = (await redis.eval(
-        ACQUIRE,
-        3,
-        keys.poolSlots(mode),
-        keys.poolTenantLeases(mode, tenant),
-        keys.poolTenantDeferred(mode, tenant),
-        jobId,
-        config.ISLET_TENANT_POOL_SHARE,
-        config.ISLET_TENANT_MAX_EXECUTING_PER_POOL,
-        leaseMs,
+      // EVALSHA: the script's 40-byte hash instead of its source on every run.
+      const [ok, limit] = (await ACQUIRE.run(
+        redis,
+        [keys.poolSlots(mode), keys.poolTenantLeases(mode, tenant), keys.poolTenantDeferred(mode, tenant)],
+        [jobId, config.ISLET_TENANT_POOL_SHARE, config.ISLET_TENANT_MAX_EXECUTING_PER_POOL, leaseMs],
       )) as [number, number];
       if (ok === 1) held.set(heldKey(mode, jobId), { mode, tenant, jobId });
       return { ok: ok === 1, limit };
@@ -146,12 +142,10 @@ export function createFairShare(deps: FairShareDeps) {
       try {
         // A popped job that is no longer delayed (it woke by itself, was cancelled) frees no one: try the next.
         for (let i = 0, release = jobId; i < 5; i++, release = '') {
-          const oldest = (await redis.eval(
-            RELEASE,
-            2,
-            keys.poolTenantLeases(mode, tenant),
-            keys.poolTenantDeferred(mode, tenant),
-            release,
+          const oldest = (await RELEASE.run(
+            redis,
+            [keys.poolTenantLeases(mode, tenant), keys.poolTenantDeferred(mode, tenant)],
+            [release],
           )) as string | null;
           if (!oldest || (await deps.promote(mode, oldest))) break;
         }
