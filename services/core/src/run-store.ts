@@ -255,7 +255,11 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     },
 
     async get(id: string): Promise<StoredRun | null> {
-      const h = await redis.hgetall(keys.run(id));
+      return this.fromHash(await redis.hgetall(keys.run(id)));
+    },
+
+    /** A run from its record's fields as read from Redis (null: no record). */
+    fromHash(h: Record<string, string>): StoredRun | null {
       if (!h.id) return null;
       const run: StoredRun = {
         id: h.id,

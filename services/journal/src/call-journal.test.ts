@@ -167,6 +167,35 @@ describe('call journal on real Redis', () => {
     expect((await journal.claim(run, 2, call(1))).kind).toBe('new');
   });
 
+  it('begins an attempt in one script: the record, the attempt counted, the journal; none for a missing, ended or cancelled run', async () => {
+    const journal = createCallJournal({ redis: r.a, sealer });
+    const run = newRun();
+    const runKey = `islet:run:{${run}}`;
+    expect(await journal.beginAttempt(run, runKey)).toEqual({ run: {}, attempt: undefined, entries: [] });
+    expect(await r.a.exists(`islet:journal:{${run}}`)).toBe(0);
+    await r.a.hset(runKey, { id: run, status: 'Running', attempts: '0' });
+    const first = await journal.beginAttempt(run, runKey);
+    expect(first).toMatchObject({ attempt: 1, entries: [] });
+    // The record as read, before it was counted.
+    expect(first.run).toMatchObject({ id: run, status: 'Running', attempts: '0' });
+    expect(await r.a.hget(runKey, 'attempts')).toBe('1');
+    expect(await r.a.ttl(`islet:journal:{${run}}`)).toBeGreaterThan(0);
+    expect((await journal.claim(run, 1, call(0))).kind).toBe('new');
+    const second = await journal.beginAttempt(run, runKey);
+    expect(second.attempt).toBe(2);
+    expect(second.entries.map((e) => [e.index, e.attempt, e.state])).toEqual([[0, 1, 'pending']]);
+    // The newer attempt fences the older one, as nextAttempt does.
+    expect(await journal.claim(run, 1, call(1))).toEqual({ kind: 'superseded' });
+    await r.a.hset(runKey, 'cancelRequested', '1');
+    expect((await journal.beginAttempt(run, runKey)).attempt).toBeUndefined();
+    await r.a.hset(runKey, { cancelRequested: '0', status: 'Completed' });
+    const ended = await journal.beginAttempt(run, runKey);
+    expect(ended).toMatchObject({ attempt: undefined, entries: [] });
+    expect(ended.run.status).toBe('Completed');
+    expect(await r.a.hget(runKey, 'attempts')).toBe('2');
+    expect(await r.a.hget(`islet:journal:{${run}}`, '#attempt')).toBe('2');
+  });
+
   it('keeps the first outcome when a call is completed twice', async () => {
     const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();

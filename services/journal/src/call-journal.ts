@@ -10,6 +10,7 @@ import type { BindingOutcome } from '@islet/engine';
 import type { Redis } from 'ioredis';
 import { operationIdFor } from './operation-id.ts';
 import type {
+  BegunAttempt,
   CallJournal,
   CallSource,
   ClaimCall,
@@ -134,6 +135,22 @@ end
 return {'stored', tostring(seq)}
 `);
 
+// KEYS: journal, run record (one slot: `{runId}`). ARGV: ttlSeconds. An execution's start: the
+// record as read; unless it is missing, ended or asked to cancel, the next attempt (journal
+// `#attempt`, its expiry, the record's `attempts`) and the journal. Returns {record, attempt | 0,
+// journal}, hashes flattened.
+const BEGIN_ATTEMPT = new LuaScript(`
+local run = redis.call('HGETALL', KEYS[2])
+if #run == 0 then return {run, 0, {}} end
+local st = redis.call('HGET', KEYS[2], 'status')
+if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
+if redis.call('HGET', KEYS[2], 'cancelRequested') == '1' then return {run, 0, {}} end
+local attempt = redis.call('HINCRBY', KEYS[1], '#attempt', 1)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
+redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+return {run, attempt, redis.call('HGETALL', KEYS[1])}
+`);
+
 export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const { redis, sealer } = deps;
   const prefix = deps.keyPrefix ?? 'islet:';
@@ -161,6 +178,15 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     if (stored.seq !== undefined) entry.deliverySeq = stored.seq;
     if (stored.t1 !== undefined) entry.settledAtMs = stored.t1;
     return entry;
+  };
+
+  const entriesOf = (all: Record<string, string>): JournalEntry[] => {
+    const entries: JournalEntry[] = [];
+    for (const [field, raw] of Object.entries(all)) {
+      if (field.startsWith('#')) continue;
+      entries.push(toEntry(JSON.parse(raw) as StoredEntry));
+    }
+    return entries.sort((a, b) => a.index - b.index);
   };
 
   const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
@@ -235,16 +261,28 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     },
 
     async list(runId: string): Promise<JournalEntry[]> {
-      const all = await redis.hgetall(keyOf(runId));
-      const entries: JournalEntry[] = [];
-      for (const [field, raw] of Object.entries(all)) {
-        if (field.startsWith('#')) continue;
-        entries.push(toEntry(JSON.parse(raw) as StoredEntry));
-      }
-      return entries.sort((a, b) => a.index - b.index);
+      return entriesOf(await redis.hgetall(keyOf(runId)));
     },
 
     get,
+
+    async beginAttempt(runId: string, runKey: string): Promise<BegunAttempt> {
+      const [runFlat, attempt, journalFlat] = (await BEGIN_ATTEMPT.run(
+        redis,
+        [keyOf(runId), runKey],
+        [ttlSeconds],
+      )) as [string[], number, string[]];
+      const pairs = (flat: string[]) => {
+        const out: Record<string, string> = {};
+        for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
+        return out;
+      };
+      return {
+        run: pairs(runFlat),
+        attempt: attempt > 0 ? attempt : undefined,
+        entries: entriesOf(pairs(journalFlat)),
+      };
+    },
 
     async nextAttempt(runId: string): Promise<number> {
       const key = keyOf(runId);

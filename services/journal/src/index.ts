@@ -46,6 +46,7 @@ export {
   runPolicySchema,
 } from './run-policy-store.ts';
 export type {
+  BegunAttempt,
   CallJournal,
   CallSource,
   ClaimCall,

@@ -76,11 +76,14 @@ async function exerciseJournalStores(redis: Redis, prefix: string): Promise<void
   expect(await redis.exists(k.runPolicy(tenant))).toBe(1);
 
   const journal = createCallJournal({ redis, sealer, keyPrefix: prefix });
-  expect(await journal.nextAttempt(run)).toBe(1);
-  expect((await journal.claim(run, 1, { index: 0, binding: 'notes.read', argsJson: '{}' })).kind).toBe('new');
+  // The record and the journal share the run's slot: one script reads and counts both.
+  await redis.hset(`${prefix}run:{${run}}`, { id: run, status: 'Running' });
+  expect((await journal.beginAttempt(run, `${prefix}run:{${run}}`)).attempt).toBe(1);
+  expect(await journal.nextAttempt(run)).toBe(2);
+  expect((await journal.claim(run, 2, { index: 0, binding: 'notes.read', argsJson: '{}' })).kind).toBe('new');
   await journal.markSent(run, 0);
   expect(await journal.complete(run, 0, result('x'))).toEqual({ deliverySeq: 1, stored: true });
-  expect(await journal.claim(run, 2, { index: 0, binding: 'notes.read', argsJson: '{}' })).toEqual({
+  expect(await journal.claim(run, 3, { index: 0, binding: 'notes.read', argsJson: '{}' })).toEqual({
     kind: 'done',
     outcome: result('x'),
     deliverySeq: 1,

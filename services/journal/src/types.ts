@@ -116,6 +116,13 @@ export interface CallJournal {
    * every execution (first run, replay after a decision, recovery) and sends it with each call.
    */
   nextAttempt(runId: string): Promise<number>;
+  /**
+   * An execution's start in one script (one round trip instead of three): reads the run's record
+   * (`runKey`, in the run's slot), and unless it is missing, ended or asked to cancel, allocates
+   * the next attempt (as `nextAttempt`) and counts it in the record's `attempts`. Answers the
+   * record's fields as read, the attempt (undefined when none was started) and the journal.
+   */
+  beginAttempt(runId: string, runKey: string): Promise<BegunAttempt>;
   /** Polls until the call is `done` (for `in-flight` duplicates); undefined when `timeoutMs` passes first. */
   waitForOutcome(
     runId: string,
@@ -124,4 +131,14 @@ export interface CallJournal {
   ): Promise<{ outcome: BindingOutcome; deliverySeq: number } | undefined>;
   /** Removes the run's journal (with its record). */
   remove(runId: string): Promise<void>;
+}
+
+/** What `beginAttempt` found and did. */
+export interface BegunAttempt {
+  /** The run record's fields as read before the attempt was counted (empty: no record). */
+  run: Record<string, string>;
+  /** The attempt started; undefined when the run was missing, ended or asked to cancel. */
+  attempt: number | undefined;
+  /** Every journaled call of the run, by index (empty when no attempt started). */
+  entries: JournalEntry[];
 }

@@ -4,7 +4,15 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import type { Logger, Metrics, RunStore, RunTimings, SettingsStore, StoredRun } from '@islet/core';
+import {
+  keys,
+  type Logger,
+  type Metrics,
+  type RunStore,
+  type RunTimings,
+  type SettingsStore,
+  type StoredRun,
+} from '@islet/core';
 import type { Engine, SandboxFacts } from '@islet/engine';
 import { type CallJournal, createReplayingHandler } from '@islet/journal';
 import {
@@ -81,13 +89,17 @@ export function createRunExecutor(deps: RunExecutorDeps) {
 
   async function execute(job: ExecuteJob): Promise<ExecuteResult> {
     const pickedUp = now();
-    const run = await runs.get(job.runId);
+    // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted
+    // and the journal read, in one script.
+    const begun = await journal.beginAttempt(job.runId, keys.run(job.runId));
+    const run = runs.fromHash(begun.run);
     if (!run) {
       logger.warn({ runId: job.runId }, 'job for a run that does not exist; dropped');
       return 'skipped';
     }
     if (isFinalStatus(run.status)) return 'skipped';
-    if (run.cancelRequested) {
+    const attempt = begun.attempt;
+    if (run.cancelRequested || attempt === undefined) {
       await end(run, 'Cancelled', 'Cancelled', 'abort', 'the run was cancelled before it started');
       return 'cancelled';
     }
@@ -126,11 +138,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       return 'failed';
     }
     metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
-    const [attempt, , journaled] = await Promise.all([
-      journal.nextAttempt(run.id),
-      runs.startAttempt(run.id),
-      journal.list(run.id),
-    ]);
+    const journaled = begun.entries;
     // The run is Running since its acceptance; this write only records the attempt (status event,
     // updatedAt). It is not awaited before the program starts, saving a round trip on every run's
     // path, but everything that could write after it waits for it: a live binding call (the gateway
