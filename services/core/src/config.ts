@@ -137,6 +137,16 @@ export const configSchema = z.object({
   ISLET_RUNNER_STALLED_INTERVAL_MS: int(15_000, 500),
   /** A job stalled more often than this is failed (the run ends Unavailable). */
   ISLET_RUNNER_MAX_STALLED_COUNT: int(3, 0),
+  /**
+   * Every this many ms the runner checks each mode's worker: one that held no job while jobs waited
+   * at two checks in a row, with no pick-up in between, is closed and replaced (BullMQ workers can
+   * stop fetching without any error, e.g. a blocking client that re-dialled and never settled, so
+   * this is the one guard that notices an idle runner beside a growing queue). Costs one count
+   * query per mode and check, only while the worker is idle. 0 = off.
+   */
+  ISLET_RUNNER_PICKUP_WATCHDOG_MS: int(5_000, 0).refine((ms) => ms === 0 || ms >= 100, {
+    message: 'ISLET_RUNNER_PICKUP_WATCHDOG_MS is 0 (off) or at least 100',
+  }),
   /** BullMQ attempts per run (a run whose processor crashed is retried). */
   ISLET_JOB_ATTEMPTS: int(3, 1),
   /**

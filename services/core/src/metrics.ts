@@ -201,6 +201,12 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode'],
       registers,
     }),
+    workerRestarts: new Counter({
+      name: 'islet_runner_worker_restarts_total',
+      help: 'Workers restarted because they held no job while jobs waited (a worker that stopped fetching)',
+      labelNames: ['mode'],
+      registers,
+    }),
     httpRequests: new Counter({
       name: 'islet_http_requests_total',
       help: 'HTTP requests served',

@@ -9,6 +9,10 @@
  *
  * Every job (run or skill) first takes one of its tenant's slots in the pool (fair-share.ts); a
  * job over its tenant's share goes back to the queue delayed, without spending an attempt.
+ *
+ * A pick-up watchdog (pickup-watchdog.ts, ISLET_RUNNER_PICKUP_WATCHDOG_MS) replaces a mode's
+ * worker that holds no job while jobs wait (BullMQ workers can stop fetching without an error), so
+ * each mode's worker, its connection and its Queue live in one replaceable record.
  */
 
 import { hostname } from 'node:os';
@@ -24,6 +28,7 @@ import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import { DelayedError, type Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createFairShare, type FairShare } from './fair-share.ts';
+import { createPickupWatchdog, type PickupWatchdog } from './pickup-watchdog.ts';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
 import type { SkillExecutor } from './skill-executor.ts';
 
@@ -36,22 +41,37 @@ export interface RunnerDeps {
   logger: Logger;
 }
 
+/**
+ * How long a restart waits for the old worker's `close(true)`: a worker that stopped fetching may
+ * also never finish closing, and the restart must not wait on the very thing that is stuck.
+ */
+const WORKER_CLOSE_TIMEOUT_MS = 3000;
+
+/** One mode's BullMQ worker and Queue, on one connection; replaced whole by a restart. */
+interface ModeWorker {
+  connection: Redis;
+  worker: Worker<RunJobData>;
+  queue: Queue<RunJobData>;
+}
+
 export function createRunner(deps: RunnerDeps) {
   const { config, executor, metrics, logger } = deps;
   const active = new Map<string, { cancel: AbortController; handBack: AbortController }>();
   const busy: Record<string, number> = {};
+  /** Jobs inside process() per mode, deferred ones included: a worker holding any is never restarted. */
+  const held: Partial<Record<SandboxMode, number>> = {};
+  const lastPickupAtMs: Partial<Record<SandboxMode, number>> = {};
   const connections: Redis[] = [];
-  const workers: Worker<RunJobData>[] = [];
-  const queues: Queue<RunJobData>[] = [];
+  const modeWorkers = new Map<SandboxMode, ModeWorker>();
   const givenUp = new Set<string>();
-  const queueOf = new Map<SandboxMode, Queue<RunJobData>>();
   let sweepTimer: NodeJS.Timeout | undefined;
+  let watchdog: PickupWatchdog | undefined;
   let subscriber: Redis | undefined;
   let share: FairShare | undefined;
 
   /** Promotes a deferred job; false when it is not delayed any more (running, removed, ended). */
   async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
-    const job = await queueOf.get(mode)?.getJob(jobId);
+    const job = await modeWorkers.get(mode)?.queue.getJob(jobId);
     if (!job) return false;
     return job.promote().then(
       () => true,
@@ -111,9 +131,15 @@ export function createRunner(deps: RunnerDeps) {
   }
 
   async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
-    return withTenantSlot(mode, job, token, () =>
-      job.data.skill ? processSkill(mode, job) : processRun(mode, job, token),
-    );
+    held[mode] = (held[mode] ?? 0) + 1;
+    lastPickupAtMs[mode] = Date.now();
+    try {
+      return await withTenantSlot(mode, job, token, () =>
+        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token),
+      );
+    } finally {
+      held[mode] = (held[mode] ?? 1) - 1;
+    }
   }
 
   async function processRun(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
@@ -153,7 +179,7 @@ export function createRunner(deps: RunnerDeps) {
    * run never ended) and ends their runs, so every accepted run reaches a final status.
    */
   async function sweepFailed() {
-    for (const queue of queues) {
+    for (const { queue } of modeWorkers.values()) {
       try {
         const jobs = await queue.getFailed(0, 99);
         for (const job of jobs) {
@@ -166,6 +192,68 @@ export function createRunner(deps: RunnerDeps) {
         logger.warn({ err: (err as Error).message }, 'failed-job sweep could not run');
       }
     }
+  }
+
+  /** A mode's connection, Worker (with its event handlers) and Queue; used at start and by restarts. */
+  function createModeWorker(mode: SandboxMode): ModeWorker {
+    const connection = createRedis(config);
+    const worker = new Worker<RunJobData>(runQueueName(mode), (job, token) => process(mode, job, token), {
+      connection,
+      prefix: QUEUE_PREFIX,
+      name: config.ISLET_RUNNER_NAME ?? hostname(),
+      concurrency: config.ISLET_RUNNER_CONCURRENCY,
+      lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
+      stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
+      maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
+    });
+    worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
+    worker.on('failed', (job, err) => {
+      if (!job) return;
+      const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(err.message);
+      logger.warn(
+        { runId: job.data.runId, err: err.message, attemptsMade: job.attemptsMade, exhausted },
+        'job failed',
+      );
+      if (exhausted && !job.data.skill && !(err instanceof HandBackError))
+        executor
+          .giveUp(job.data.runId, err.message)
+          .catch((e) => logger.error({ err: e }, 'could not end a failed run'));
+    });
+    worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
+    const queue = new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });
+    const created = { connection, worker, queue };
+    modeWorkers.set(mode, created);
+    slots(mode);
+    return created;
+  }
+
+  /**
+   * Replaces a mode's worker that stopped fetching (the watchdog calls this only while it holds no
+   * job). The old one is closed first, so it cannot take a job the new one also sees; forced,
+   * since it has nothing to wait for, and bounded, since a stuck worker may never finish closing.
+   * Its handlers stay attached: a late `error` event without a listener would crash the process.
+   */
+  async function restartModeWorker(mode: SandboxMode): Promise<void> {
+    const old = modeWorkers.get(mode);
+    if (!old) return;
+    let timer: NodeJS.Timeout | undefined;
+    const closed = Promise.all([
+      old.worker
+        .close(true)
+        .catch((err: Error) => logger.warn({ mode, err: err.message }, 'old worker close failed')),
+      old.queue.close().catch(() => undefined),
+    ]).then(() => 'closed' as const);
+    const late = new Promise<'timeout'>((r) => {
+      timer = setTimeout(() => r('timeout'), WORKER_CLOSE_TIMEOUT_MS);
+    });
+    if ((await Promise.race([closed, late])) === 'timeout')
+      logger.warn(
+        { mode, timeoutMs: WORKER_CLOSE_TIMEOUT_MS },
+        'old worker did not close in time; dropping it',
+      );
+    clearTimeout(timer);
+    old.connection.disconnect();
+    createModeWorker(mode);
   }
 
   return {
@@ -182,41 +270,27 @@ export function createRunner(deps: RunnerDeps) {
       shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
       share = createFairShare({ redis: shareConnection, config, logger, promote });
       await share.start(config.ISLET_RUNNER_MODES);
-      for (const mode of config.ISLET_RUNNER_MODES) {
-        const connection = createRedis(config);
-        connections.push(connection);
-        const worker = new Worker<RunJobData>(runQueueName(mode), (job, token) => process(mode, job, token), {
-          connection,
-          prefix: QUEUE_PREFIX,
-          name: config.ISLET_RUNNER_NAME ?? hostname(),
-          concurrency: config.ISLET_RUNNER_CONCURRENCY,
-          lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
-          stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
-          maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
-        });
-        worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
-        worker.on('failed', (job, err) => {
-          if (!job) return;
-          const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(err.message);
-          logger.warn(
-            { runId: job.data.runId, err: err.message, attemptsMade: job.attemptsMade, exhausted },
-            'job failed',
-          );
-          if (exhausted && !job.data.skill && !(err instanceof HandBackError))
-            executor
-              .giveUp(job.data.runId, err.message)
-              .catch((e) => logger.error({ err: e }, 'could not end a failed run'));
-        });
-        worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
-        workers.push(worker);
-        const queue = new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });
-        queues.push(queue);
-        queueOf.set(mode, queue);
-        slots(mode);
-      }
-      await Promise.all(workers.map((w) => w.waitUntilReady()));
+      for (const mode of config.ISLET_RUNNER_MODES) createModeWorker(mode);
+      await Promise.all([...modeWorkers.values()].map((m) => m.worker.waitUntilReady()));
       sweepTimer = setInterval(() => void sweepFailed(), config.ISLET_RUNNER_STALLED_INTERVAL_MS);
       sweepTimer.unref();
+      if (config.ISLET_RUNNER_PICKUP_WATCHDOG_MS > 0) {
+        watchdog = createPickupWatchdog({
+          modes: config.ISLET_RUNNER_MODES,
+          intervalMs: config.ISLET_RUNNER_PICKUP_WATCHDOG_MS,
+          probe: (mode) => ({ held: held[mode] ?? 0, lastPickupAtMs: lastPickupAtMs[mode] }),
+          countWaiting: async (mode) => {
+            const queue = modeWorkers.get(mode)?.queue;
+            if (!queue) return 0;
+            const counts = await queue.getJobCounts('wait', 'prioritized');
+            return (counts.wait ?? 0) + (counts.prioritized ?? 0);
+          },
+          restart: restartModeWorker,
+          restarts: metrics.workerRestarts,
+          logger,
+        });
+        watchdog.start();
+      }
     },
     /** Runs this runner holds now. */
     activeRuns: () => [...active.keys()],
@@ -226,7 +300,10 @@ export function createRunner(deps: RunnerDeps) {
      */
     async close(graceMs = config.ISLET_RUNNER_SHUTDOWN_GRACE_MS) {
       if (sweepTimer) clearInterval(sweepTimer);
-      const closing = Promise.all(workers.map((w) => w.close()));
+      // First, so no restart swaps a worker out from under the close below.
+      await watchdog?.close();
+      const current = [...modeWorkers.values()];
+      const closing = Promise.all(current.map((m) => m.worker.close()));
       const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
       if ((await Promise.race([closing.then(() => 'closed' as const), timer])) === 'timeout') {
         logger.warn({ runs: [...active.keys()] }, 'shutdown grace over; handing running jobs back');
@@ -234,9 +311,12 @@ export function createRunner(deps: RunnerDeps) {
         await closing;
       }
       await share?.close();
-      await Promise.all(queues.map((q) => q.close().catch(() => undefined)));
-      for (const c of connections) c.disconnect();
+      await Promise.all(current.map((m) => m.queue.close().catch(() => undefined)));
+      for (const c of [...connections, ...current.map((m) => m.connection)]) c.disconnect();
     },
+    /** Tests only: the live worker of each mode (a restart replaces it). */
+    workersForTest: (): ReadonlyMap<SandboxMode, Worker<RunJobData>> =>
+      new Map([...modeWorkers].map(([mode, m]) => [mode, m.worker])),
   };
 }
 
