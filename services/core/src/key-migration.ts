@@ -84,7 +84,7 @@ async function moveKey(redis: Redis, from: string, to: string): Promise<boolean>
   const [dump, pttl] = await Promise.all([redis.dumpBuffer(from), redis.pttl(from)]);
   if (dump === null) return true; // gone meanwhile (expired, deleted)
   try {
-    await redis.restore(to, pttl > 0 ? pttl : 0, dump);
+    await redis.restore(to, Math.max(pttl, 0), dump);
   } catch (err) {
     if ((err as Error).message.includes('BUSYKEY')) return false;
     throw err;
