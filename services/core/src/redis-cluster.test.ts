@@ -129,7 +129,11 @@ async function exerciseCoreStores(redis: Redis, subscriber: Redis): Promise<void
   const a = newRun(tenant);
   const b = newRun(tenant);
   await runs.create(a);
-  await runs.create(b);
+  // Admission (session owner, quota, in-flight add) is one tenant-slot script.
+  const admission = { maxInFlight: 2, sessionTtlSeconds: 60 };
+  expect(await runs.create({ ...b, principal: 'bob' }, admission)).toBe('created');
+  expect(await runs.create({ ...newRun(tenant), principal: 'eve' }, admission)).toBe('session-taken');
+  expect(await runs.create({ ...newRun(tenant), principal: 'bob' }, admission)).toBe('over-quota');
   expect(await runs.inFlightCount(tenant)).toBe(2);
   expect((await runs.listSession(tenant, 's1', undefined, 10)).ids.sort()).toEqual([a.id, b.id].sort());
   expect(await runs.startAttempt(a.id)).toBe(1);

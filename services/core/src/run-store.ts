@@ -145,6 +145,27 @@ redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 return 1
 `);
 
+// The tenant half of a create, with the tenant's admission checked in the same step (a flood of
+// parallel submits cannot pass the quota between a count and an add). KEYS: inflight, session
+// runs, skills, session owner. ARGV: runId, createdAt, maxInFlight, principal, sessionTtlSeconds,
+// nowMs. The session goes to its first principal (refreshed for it); the quota counts runs not
+// ended plus skills whose reservation is live. Returns 'created', 'session-taken' or 'over-quota'.
+const ADMIT_TENANT = new LuaScript(`
+local owner = redis.call('GET', KEYS[4])
+if not owner then
+  redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5])
+elseif owner ~= ARGV[4] then
+  return 'session-taken'
+else
+  redis.call('EXPIRE', KEYS[4], ARGV[5])
+end
+local n = redis.call('ZCARD', KEYS[1]) + redis.call('ZCOUNT', KEYS[3], '(' .. ARGV[6], '+inf')
+if n >= tonumber(ARGV[3]) then return 'over-quota' end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 'created'
+`);
+
 // The run half of a create. KEYS: run, events. ARGV: channel, message, maxlen, sealedStatusEvent,
 // field, value, ...
 const CREATE_RUN = new LuaScript(`
@@ -215,7 +236,16 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   }
 
   return {
-    async create(run: StoredRun): Promise<void> {
+    /**
+     * Stores a new run: its tenant half, then its record. With `admission` the tenant half first
+     * checks, in the same script, that the session is the run's principal's (or free: then it is
+     * claimed for it) and that the tenant is under `maxInFlight`; a refusal writes nothing of the
+     * run and is answered instead of 'created'.
+     */
+    async create(
+      run: StoredRun,
+      admission?: { maxInFlight: number; sessionTtlSeconds: number },
+    ): Promise<'created' | 'session-taken' | 'over-quota'> {
       const fields: Record<string, string> = {
         id: run.id,
         tenant: run.tenant,
@@ -236,11 +266,24 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       if (run.principal) fields.principal = run.principal;
       // Tenant half first, awaited: a record never exists without its in-flight entry, so every
       // run the sweep cannot see was never acknowledged (see the header for the recovery path).
-      await CREATE_TENANT.run(
-        redis,
-        [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)],
-        [run.id, run.createdAt],
-      );
+      const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
+      if (admission) {
+        const admitted = (await ADMIT_TENANT.run(
+          redis,
+          [...tenantKeys, keys.skillsInFlight(run.tenant), keys.sessionOwner(run.tenant, run.session)],
+          [
+            run.id,
+            run.createdAt,
+            admission.maxInFlight,
+            run.principal ?? '',
+            admission.sessionTtlSeconds,
+            Date.now(),
+          ],
+        )) as 'created' | 'session-taken' | 'over-quota';
+        if (admitted !== 'created') return admitted;
+      } else {
+        await CREATE_TENANT.run(redis, tenantKeys, [run.id, run.createdAt]);
+      }
       await CREATE_RUN.run(
         redis,
         [keys.run(run.id), keys.runEvents(run.id)],
@@ -252,6 +295,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           ...Object.entries(fields).flat(),
         ],
       );
+      return 'created';
     },
 
     async get(id: string): Promise<StoredRun | null> {

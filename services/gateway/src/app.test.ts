@@ -519,6 +519,21 @@ describe('runs through inject (no runner)', () => {
       get.mockRestore();
     }
   });
+  it('the in-flight quota holds under a flood of parallel submits (check and count are one step)', async () => {
+    await deps.tenants.createTenant({ id: 'flood', name: 'Flood', maxInFlightRuns: 5 });
+    const floodKey = (await deps.tenants.createKey('flood', ['apps.use'])).key;
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        app.inject({ method: 'POST', url: '/v1/runs', headers: auth(floodKey), payload: run() }),
+      ),
+    );
+    const codes = answers.map((a) => a.statusCode);
+    expect(codes.filter((c) => c === 202)).toHaveLength(5);
+    expect(codes.filter((c) => c === 429)).toHaveLength(35);
+    for (const refused of answers.filter((a) => a.statusCode === 429))
+      expectProblem(refused, 429, 'quota-exceeded');
+    expect(await deps.runs.inFlightCount('flood')).toBe(5);
+  });
   it('serves health, metrics, openapi and docs', async () => {
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);

@@ -12,7 +12,6 @@ import {
   runJobOptions,
   type StoredRun,
 } from '@islet/core';
-import { LuaScript } from '@islet/core/lua-script';
 import {
   type ApprovalMode,
   createRunPolicyStore,
@@ -57,18 +56,6 @@ const BASE_MODE: SandboxMode = 'read-only';
 function refuse(message: string): never {
   throw new HttpProblem('validation', message, { refusal: message });
 }
-
-// KEYS[1] the session's owner. ARGV: principal, ttlSeconds. Takes a free session, refreshes the
-// owner's, answers the owner (one round trip instead of SET NX, GET, EXPIRE).
-const CLAIM_SESSION = new LuaScript(`
-local owner = redis.call('GET', KEYS[1])
-if not owner then
-  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-  return ARGV[1]
-end
-if owner == ARGV[1] then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-return owner
-`);
 
 export function createRunsService(deps: GatewayDeps) {
   const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
@@ -156,24 +143,14 @@ export function createRunsService(deps: GatewayDeps) {
   async function create(caller: Caller, id: string, input: SubmitInput): Promise<StoredRun> {
     const tenant = caller.tenantId;
     const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
-    // Independent reads in one round trip (settings come from the cache, see settings-cache.ts).
-    // The session is claimed in the same round trip: a refused submit leaves the caller owning the
-    // session it named, which its next run would claim anyway.
-    const principal = principalOf(caller);
-    const session = input.sessionId ?? `session-${randomUUID()}`;
-    const [inFlight, policy, current] = await Promise.all([
-      runs.inFlightCount(tenant),
+    // Cached reads (settings-cache.ts, the run policy store); the quota and the session are checked
+    // where the run is stored, in one step (runs.create's admission).
+    const [policy, current] = await Promise.all([
       runPolicies.effective(tenant, input.approval, input.style),
       settings.get(),
-      claimSession(tenant, session, principal),
     ]);
-    if (inFlight >= limit)
-      throw new HttpProblem(
-        'quota-exceeded',
-        `tenant has ${limit} runs in flight, the most it may have`,
-        { limit },
-        { 'retry-after': '1' },
-      );
+    const principal = principalOf(caller);
+    const session = input.sessionId ?? `session-${randomUUID()}`;
     const limits = runLimits(policy.style, input, current);
     const bindings = await resolveBindings(tenant, input.connections);
     const now = Date.now();
@@ -209,7 +186,20 @@ export function createRunsService(deps: GatewayDeps) {
     run.request.timeBudget = policy.timeBudget;
     run.request.submittedBy = caller.keyId;
     if (policy.fourEyes) run.request.fourEyes = true;
-    await runs.create(run);
+    const admitted = await runs.create(run, {
+      maxInFlight: limit,
+      sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    });
+    // A session belongs to the principal that opened it (its first run). Another principal's run
+    // in it is refused as if the session did not exist (walls do not tell what is behind them).
+    if (admitted === 'session-taken') throw new HttpProblem('not-found', `no session ${session}`);
+    if (admitted === 'over-quota')
+      throw new HttpProblem(
+        'quota-exceeded',
+        `tenant has ${limit} runs in flight, the most it may have`,
+        { limit },
+        { 'retry-after': '1' },
+      );
 
     // Code Mode's switch governs Code Mode runs only; run_code runs are the run_code tool's.
     if (policy.style === 'code-mode' && !current.codeMode.enabled) {
@@ -282,16 +272,6 @@ export function createRunsService(deps: GatewayDeps) {
       outputBytes: RUN_CODE_OUTPUT_BYTES,
       outputCap: 'shared',
     };
-  }
-
-  /**
-   * A session belongs to the principal that opened it (its first run). Another principal's run
-   * in it is refused as if the session did not exist (walls do not tell what is behind them).
-   */
-  async function claimSession(tenant: string, session: string, principal: string) {
-    const key = keys.sessionOwner(tenant, session);
-    const owner = await CLAIM_SESSION.run(redis, [key], [principal, config.ISLET_RUN_RETENTION_SECONDS]);
-    if (owner !== principal) throw new HttpProblem('not-found', `no session ${session}`);
   }
 
   /** Whether the caller may read the run: its own session's, or any with `sessions.admin`. */
