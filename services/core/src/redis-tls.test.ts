@@ -1,12 +1,19 @@
+/**
+ * TLS to Redis with the CA from ISLET_REDIS_CA_FILE: one redis-server with --tls-port, and a
+ * six-node Redis Cluster with TLS only (clients, cluster bus, replication), each refusing a client
+ * whose CA did not sign the server's certificate.
+ */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, spawnOwned, stopOwned } from '@islet/testkit';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { freePort, type RedisCluster, spawnOwned, startRedisCluster, stopOwned } from '@islet/testkit';
+import { Queue, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
-import { createRedis } from './redis.ts';
+import { createRedis, redisNodes } from './redis.ts';
 import { generateSealKey } from './sealer.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
@@ -174,4 +181,100 @@ describe('rediss:// with ISLET_REDIS_CA_FILE against redis-server --tls-port', (
       plain.disconnect();
     }
   });
+});
+
+describe('a TLS Redis Cluster (rediss:// seeds, ISLET_REDIS_CA_FILE, password): TLS to every node', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'islet-rcluster-tls-'));
+  let cluster: RedisCluster | undefined;
+  const clusterConfig = (caFile: string) =>
+    loadConfig({
+      ...base,
+      ISLET_REDIS_MODE: 'cluster',
+      // Two seeds: the client learns the other nodes (and their TLS ports) from the cluster.
+      ISLET_REDIS_URL: cluster!.seeds
+        .split(',')
+        .slice(0, 2)
+        .map((seed) => `rediss://${seed}`)
+        .join(','),
+      ISLET_REDIS_PASSWORD: 'cluster-tls-pass',
+      ISLET_REDIS_CA_FILE: caFile,
+    });
+  beforeAll(async () => {
+    makePki(dir);
+    cluster = await startRedisCluster({
+      password: 'cluster-tls-pass',
+      tls: {
+        certFile: join(dir, 'server.pem'),
+        keyFile: join(dir, 'server.key'),
+        caFile: join(dir, 'ca.pem'),
+      },
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes on every master and runs a BullMQ queue over TLS', async () => {
+    const cfg = clusterConfig(join(dir, 'ca.pem'));
+    const redis = createRedis(cfg);
+    const workerConnection = createRedis(cfg);
+    const name = runQueueName('read-only');
+    const queue = new Queue(name, { connection: redis, prefix: QUEUE_PREFIX });
+    const done = new Set<string>();
+    const worker = new Worker(
+      name,
+      async (job) => {
+        done.add(job.id ?? '');
+      },
+      { connection: workerConnection, prefix: QUEUE_PREFIX, concurrency: 2 },
+    );
+    try {
+      // Enough hash tags to land on all three masters.
+      for (let i = 0; i < 30; i++) await redis.set(`tls-{${i}}`, String(i));
+      for (let i = 0; i < 30; i++) expect(await redis.get(`tls-{${i}}`)).toBe(String(i));
+      const masters = await redisNodes(redis);
+      expect(masters).toHaveLength(3);
+      for (const node of masters) {
+        expect(node.options.tls).toBeTruthy();
+        expect(Number(await node.dbsize())).toBeGreaterThan(0);
+      }
+      for (let n = 0; n < 5; n++) await queue.add('run', { n }, { jobId: `tls-${n}` });
+      await expect.poll(() => done.size, { timeout: 30_000 }).toBe(5);
+    } finally {
+      await worker.close(true).catch(() => {});
+      await queue.close().catch(() => {});
+      workerConnection.disconnect();
+      redis.disconnect();
+    }
+  }, 60_000);
+
+  it('refuses the cluster when the CA file names another issuer', async () => {
+    // The client keeps re-dialling (a cluster outage is waited out): the test is that no node's
+    // TLS handshake succeeds, so the client is never ready and nothing is answered (the same
+    // client with the right CA answers at once, above).
+    const wrong = createRedis(clusterConfig(join(dir, 'other.pem')));
+    const nodeErrors: string[] = [];
+    let ready = false;
+    wrong.on('error', () => {});
+    wrong.on('node error', (e: Error) => nodeErrors.push(e.message));
+    wrong.on('ready', () => {
+      ready = true;
+    });
+    const answered = wrong.ping().then(
+      () => 'answered',
+      () => 'refused',
+    );
+    try {
+      const outcome = await Promise.race([
+        answered,
+        new Promise((r) => setTimeout(() => r('no answer'), 4_000)),
+      ]);
+      expect(outcome).not.toBe('answered');
+      expect(ready).toBe(false);
+      expect(nodeErrors.length).toBeGreaterThan(0);
+    } finally {
+      wrong.disconnect();
+    }
+  }, 30_000);
 });

@@ -26,6 +26,12 @@ export interface RedisClusterOptions {
   nodeTimeoutMs?: number;
   /** AOF fsync policy. Default `always`: a SIGKILLed master loses no write it acknowledged locally. */
   appendFsync?: 'always' | 'everysec';
+  /**
+   * TLS only: every node listens with TLS on its port (no plain port), the cluster bus and
+   * replication use TLS too, and the nodes announce their TLS ports. PEM files: the node
+   * certificate (valid for 127.0.0.1), its key and the CA that signed it. Default: plain TCP.
+   */
+  tls?: { certFile: string; keyFile: string; caFile: string };
 }
 
 export interface RedisClusterNode {
@@ -60,9 +66,14 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const dir = mkdtempSync(join(tmpdir(), 'islet-rcluster-'));
   const procs = new Map<number, ChildProcess>();
   const auth = password ? ['-a', password, '--no-auth-warning'] : [];
+  const tls = options.tls;
+  const cliTls = tls ? ['--tls', '--cacert', tls.caFile] : [];
   const cli = async (port: number, ...args: string[]) =>
-    (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...auth, ...args], { timeout: 10_000 }))
-      .stdout;
+    (
+      await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...auth, ...cliTls, ...args], {
+        timeout: 10_000,
+      })
+    ).stdout;
   const stopAll = async () => {
     for (const p of [...procs.values()].reverse()) await stopOwned(p, 'SIGKILL');
     procs.clear();
@@ -132,8 +143,26 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
         const proc = spawnOwned(
           'redis-server',
           [
-            '--port',
-            String(port),
+            ...(tls
+              ? [
+                  '--port',
+                  '0',
+                  '--tls-port',
+                  String(port),
+                  '--tls-cluster',
+                  'yes',
+                  '--tls-replication',
+                  'yes',
+                  '--tls-cert-file',
+                  tls.certFile,
+                  '--tls-key-file',
+                  tls.keyFile,
+                  '--tls-ca-cert-file',
+                  tls.caFile,
+                  '--tls-auth-clients',
+                  'no',
+                ]
+              : ['--port', String(port)]),
             '--cluster-port',
             String(busPort),
             '--bind',
@@ -180,6 +209,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       'redis-cli',
       [
         ...auth,
+        ...cliTls,
         '--cluster',
         'create',
         ...ports.map((p) => `127.0.0.1:${p}`),
