@@ -172,17 +172,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     });
     if (conn.status !== 201) throw new Error(`connection: ${JSON.stringify(conn.body)}`);
 
+    /** SIGKILLs a Cluster master and waits for its replica's promotion; `what` names it in the log. */
+    const killClusterMaster = async (cluster: RedisCluster, port: number, what: string) => {
+      log(`chaos: SIGKILL Redis Cluster master ${port}${what}`);
+      const t0 = Date.now();
+      faultTimes.push(t0);
+      await cluster.killMaster(port);
+      report.failoverMs.push(Date.now() - t0);
+      report.masterKills++;
+      log(`chaos: replica promoted, cluster_state:ok after ${Date.now() - t0} ms`);
+    };
     if (rcluster && options.firstMasterKillIdle && (options.masterKills ?? 1) > 0) {
       // Long enough for every worker to park in its blocking pop on the queue slot's master.
       await sleep(2_000);
       const queue = await rcluster.masterOf('{runs-read-only}');
-      log(`chaos: SIGKILL Redis Cluster master ${queue} (queue slot) under idle pools`);
-      const t0 = Date.now();
-      faultTimes.push(t0);
-      await rcluster.killMaster(queue);
-      report.failoverMs.push(Date.now() - t0);
-      report.masterKills++;
-      log(`chaos: replica promoted, cluster_state:ok after ${Date.now() - t0} ms`);
+      await killClusterMaster(rcluster, queue, ' (queue slot) under idle pools');
     }
 
     const ids = new Map<number, string>();
@@ -251,13 +255,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           const masters = await rcluster.masters();
           const queue = await rcluster.masterOf('{runs-read-only}');
           const target = report.masterKills === 0 ? queue : (masters.find((p) => p !== queue) ?? queue);
-          log(`chaos: SIGKILL Redis Cluster master ${target}${target === queue ? ' (queue slot)' : ''}`);
-          const t0 = Date.now();
-          faultTimes.push(t0);
-          await rcluster.killMaster(target);
-          report.failoverMs.push(Date.now() - t0);
-          report.masterKills++;
-          log(`chaos: replica promoted, cluster_state:ok after ${Date.now() - t0} ms`);
+          await killClusterMaster(rcluster, target, target === queue ? ' (queue slot)' : '');
           continue;
         }
         if (sentinel && report.masterKills < masterKills && elapsed > 0.5) {
