@@ -388,6 +388,21 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       return String(res?.[0]?.[1] ?? '');
     },
 
+    /**
+     * The `Running` status event of an attempt's start, for journal.beginAttempt (which adds the
+     * attempt number when it knows it): stream, sealed data, the tagged wake-up.
+     */
+    attemptStartEvent(runId: string) {
+      return {
+        streamKey: keys.runEvents(runId),
+        maxLen: Number(maxEvents),
+        type: 'status',
+        sealedData: seal({ status: 'Running' }),
+        channel: channels.runEvents,
+        message: `${runId} running`,
+      };
+    },
+
     /** Events after `afterId` (exclusive; `0` = from the start). */
     async readEvents(runId: string, afterId = '0', count = 500): Promise<RunEvent[]> {
       const start = afterId === '0' ? '-' : `(${afterId}`;
@@ -395,7 +410,10 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       return rows.map(([id, f]) => {
         const m: Record<string, string> = {};
         for (let i = 0; i + 1 < f.length; i += 2) m[f[i]!] = f[i + 1]!;
-        return { id, type: m.type ?? 'unknown', data: open<Record<string, unknown>>(m.data) ?? {} };
+        const data = open<Record<string, unknown>>(m.data) ?? {};
+        // An attempt's start carries its number beside the sealed data (journal.beginAttempt).
+        if (m.attempt !== undefined) data.attempt = Number(m.attempt);
+        return { id, type: m.type ?? 'unknown', data };
       });
     },
 

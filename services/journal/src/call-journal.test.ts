@@ -196,6 +196,40 @@ describe('call journal on real Redis', () => {
     expect(await r.a.hget(`islet:journal:{${run}}`, '#attempt')).toBe('2');
   });
 
+  it('with the start event, a started attempt marks the record Running, appends its status event with the attempt, and publishes; a refused one writes nothing', async () => {
+    const journal = createCallJournal({ redis: r.a, sealer });
+    const run = newRun();
+    const runKey = `islet:run:{${run}}`;
+    const streamKey = `islet:run:{${run}}:events`;
+    const start = {
+      streamKey,
+      maxLen: 100,
+      type: 'status',
+      sealedData: sealer.seal('{"status":"Running"}'),
+      channel: `test-run-events-${run}`,
+      message: `${run} running`,
+    };
+    const heard: string[] = [];
+    const sub = r.a.duplicate();
+    try {
+      await sub.subscribe(start.channel);
+      sub.on('message', (_c: string, m: string) => heard.push(m));
+      await r.a.hset(runKey, { id: run, status: 'Waiting', updatedAt: '1' });
+      expect((await journal.beginAttempt(run, runKey, start)).attempt).toBe(1);
+      expect(await r.a.hget(runKey, 'status')).toBe('Running');
+      expect(Number(await r.a.hget(runKey, 'updatedAt'))).toBeGreaterThan(1);
+      const rows = await r.a.xrange(streamKey, '-', '+');
+      expect(rows.map(([, f]) => f)).toEqual([['type', 'status', 'data', start.sealedData, 'attempt', '1']]);
+      await expect.poll(() => heard).toEqual([`${run} running`]);
+      await r.a.hset(runKey, 'status', 'Cancelled');
+      expect((await journal.beginAttempt(run, runKey, start)).attempt).toBeUndefined();
+      expect(await r.a.hget(runKey, 'status')).toBe('Cancelled');
+      expect(await r.a.xlen(streamKey)).toBe(1);
+    } finally {
+      sub.disconnect();
+    }
+  });
+
   it('keeps the first outcome when a call is completed twice', async () => {
     const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();

@@ -135,10 +135,13 @@ end
 return {'stored', tostring(seq)}
 `);
 
-// KEYS: journal, run record (one slot: `{runId}`). ARGV: ttlSeconds. An execution's start: the
-// record as read; unless it is missing, ended or asked to cancel, the next attempt (journal
-// `#attempt`, its expiry, the record's `attempts`) and the journal. Returns {record, attempt | 0,
-// journal}, hashes flattened.
+// KEYS: journal, run record, then optionally the run's event stream (one slot: `{runId}`). ARGV:
+// ttlSeconds, then with KEYS[3]: maxLen, eventType, sealedEventData, channel, message, nowMs.
+// An execution's start: the record as read; unless it is missing, ended or asked to cancel, the
+// next attempt (journal `#attempt`, its expiry, the record's `attempts`), and with KEYS[3] the
+// record marked Running at nowMs and a status event carrying the attempt in a plain `attempt`
+// field (it is known only here; the sealed data cannot hold it), published. Returns {record,
+// attempt | 0, journal}, hashes flattened.
 const BEGIN_ATTEMPT = new LuaScript(`
 local run = redis.call('HGETALL', KEYS[2])
 if #run == 0 then return {run, 0, {}} end
@@ -148,6 +151,11 @@ if redis.call('HGET', KEYS[2], 'cancelRequested') == '1' then return {run, 0, {}
 local attempt = redis.call('HINCRBY', KEYS[1], '#attempt', 1)
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
 redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+if KEYS[3] then
+  redis.call('HSET', KEYS[2], 'status', 'Running', 'updatedAt', ARGV[7])
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[3], 'data', ARGV[4], 'attempt', attempt)
+  redis.call('PUBLISH', ARGV[5], ARGV[6])
+end
 return {run, attempt, redis.call('HGETALL', KEYS[1])}
 `);
 
@@ -266,11 +274,13 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
     get,
 
-    async beginAttempt(runId: string, runKey: string): Promise<BegunAttempt> {
+    async beginAttempt(runId: string, runKey: string, start?: CompletionEvent): Promise<BegunAttempt> {
+      const args: (string | number)[] = [ttlSeconds];
+      if (start) args.push(start.maxLen, start.type, start.sealedData, start.channel, start.message, now());
       const [runFlat, attempt, journalFlat] = (await BEGIN_ATTEMPT.run(
         redis,
-        [keyOf(runId), runKey],
-        [ttlSeconds],
+        start ? [keyOf(runId), runKey, start.streamKey] : [keyOf(runId), runKey],
+        args,
       )) as [string[], number, string[]];
       const pairs = (flat: string[]) => {
         const out: Record<string, string> = {};

@@ -121,8 +121,11 @@ export interface CallJournal {
    * (`runKey`, in the run's slot), and unless it is missing, ended or asked to cancel, allocates
    * the next attempt (as `nextAttempt`) and counts it in the record's `attempts`. Answers the
    * record's fields as read, the attempt (undefined when none was started) and the journal.
+   * With `start` (the run's event stream and its `Running` status event), a started attempt also
+   * marks the record Running and appends that event with the attempt number in a plain `attempt`
+   * field, then publishes: the attempt's start costs no second round trip.
    */
-  beginAttempt(runId: string, runKey: string): Promise<BegunAttempt>;
+  beginAttempt(runId: string, runKey: string, start?: CompletionEvent): Promise<BegunAttempt>;
   /** Polls until the call is `done` (for `in-flight` duplicates); undefined when `timeoutMs` passes first. */
   waitForOutcome(
     runId: string,

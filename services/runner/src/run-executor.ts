@@ -89,9 +89,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
 
   async function execute(job: ExecuteJob): Promise<ExecuteResult> {
     const pickedUp = now();
-    // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted
-    // and the journal read, in one script.
-    const begun = await journal.beginAttempt(job.runId, keys.run(job.runId));
+    // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
+    // its start recorded (Running, status event, wake-up) and the journal read, in one script.
+    const begun = await journal.beginAttempt(
+      job.runId,
+      keys.run(job.runId),
+      runs.attemptStartEvent(job.runId),
+    );
     const run = runs.fromHash(begun.run);
     if (!run) {
       logger.warn({ runId: job.runId }, 'job for a run that does not exist; dropped');
@@ -139,13 +143,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     }
     metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
     const journaled = begun.entries;
-    // The run is Running since its acceptance; this write only records the attempt (status event,
-    // updatedAt). It is not awaited before the program starts, saving a round trip on every run's
-    // path, but everything that could write after it waits for it: a live binding call (the gateway
-    // may set Waiting while answering it, and Waiting must land after this) and the run's end. The
-    // program itself reaches nothing else that writes the run's status.
-    const runningWritten = runs.setStatus(run, 'Running', { attempt });
-    runningWritten.catch(() => undefined); // awaited below; a failure fails the job there
+    // The attempt's start (record Running, its status event with the attempt, the tagged wake-up)
+    // was written by beginAttempt above, before anything of the program runs.
 
     const timeoutMs = limits.timeoutMs;
     const signal = AbortSignal.any([job.cancel, job.handBack]);
@@ -165,7 +164,6 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       journal: journaled,
       live: async (call) => {
         if (files && isFilesBinding(call.binding)) return files.call(call);
-        await runningWritten;
         return deps.gateway.call(run.id, attempt, call, signal);
       },
       stallMs: Math.min(timeoutMs ?? 30_000, 30_000),
@@ -205,7 +203,6 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     } finally {
       replaying.close();
     }
-    await runningWritten;
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
