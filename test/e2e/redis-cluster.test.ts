@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRedis, keys } from '@islet/core';
+import { createRedis, createRunStore, keys, sealerFromConfig } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { codeRunRecordSchema } from '@islet/protocol';
 import { freePort, type RedisCluster, startRedisCluster } from '@islet/testkit';
@@ -387,6 +387,11 @@ describe('npm start on a Redis Cluster', () => {
           ISLET_REDIS_MODE: 'cluster',
           ISLET_REDIS_URL: redis.seeds,
           ISLET_REDIS_PASSWORD_FILE: passwordFile,
+          // The stack above serves the same queues: both must open each other's runs (with its
+          // own keys, a run taken by the other stack's runner failed authentication).
+          ISLET_SEAL_KEYS: cluster.env.ISLET_SEAL_KEYS!,
+          ISLET_INTERNAL_TOKEN: cluster.env.ISLET_INTERNAL_TOKEN!,
+          ISLET_JOURNAL_ARGS_KEY: cluster.env.ISLET_JOURNAL_ARGS_KEY!,
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -418,6 +423,15 @@ describe('npm start on a Redis Cluster', () => {
         },
       );
       expect(res.body).toMatchObject({ status: 'Completed', result: { value: 'rc' } });
+      // Sealed with the keys it was given: the stack above opens this stack's run.
+      const shared = createRedis(clusterRedisConfig(redis));
+      try {
+        const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: cluster.env.ISLET_SEAL_KEYS! });
+        const stored = await createRunStore(shared, sealer).get(res.body.id);
+        expect(stored?.code).toBe('return "rc"');
+      } finally {
+        shared.disconnect();
+      }
       proc.kill('SIGINT');
       await new Promise((r) => proc.once('exit', r));
       // The cluster is untouched: the stack above still runs on it.

@@ -4,7 +4,10 @@
  * service reads) names; ISLET_DEV_GATEWAYS gateways (default 1), the first on ISLET_PORT (or a free
  * port); ISLET_DEV_RUNNERS_PER_MODE runners per sandbox mode (default 1); a dev tenant whose key is
  * ISLET_DEV_API_KEY (or the content of ISLET_DEV_API_KEY_FILE) when set. Ctrl-C stops everything
- * it started (an existing Redis is left as it was, data included).
+ * it started (an existing Redis is left as it was, data included). On a Redis that other Islet
+ * processes use, give it their ISLET_SEAL_KEYS, ISLET_INTERNAL_TOKEN and ISLET_JOURNAL_ARGS_KEY
+ * (each also as X_FILE): runners of both serve the same queues, so they must open each other's
+ * runs; unset, this stack makes its own.
  */
 import { describeRedis, resolveSecretFiles, scrubSecretEnv } from '@islet/core';
 import { startCluster } from './cluster.ts';
@@ -24,10 +27,14 @@ const count = (name: string): number | undefined => {
 
 // ISLET_DEV_API_KEY and the Redis secrets, each also as X_FILE; none stays in this environment
 // (the children get every secret as a file, see cluster.ts).
-const secrets = resolveSecretFiles(process.env, ['ISLET_DEV_API_KEY']);
+const PLATFORM_SECRETS = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY'] as const;
+const secrets = resolveSecretFiles(process.env, ['ISLET_DEV_API_KEY', ...PLATFORM_SECRETS]);
 const redis = devRedisConfigFromEnv(process.env);
 if (secrets.problems.length > 0 || redis.problems.length > 0) fail([...secrets.problems, ...redis.problems]);
 const devApiKey = secrets.env.ISLET_DEV_API_KEY;
+const platformSecrets = Object.fromEntries(
+  PLATFORM_SECRETS.flatMap((name) => (secrets.env[name] ? [[name, secrets.env[name]]] : [])),
+) as Record<string, string>;
 scrubSecretEnv();
 const port = process.env.ISLET_PORT ? Number(process.env.ISLET_PORT) : undefined;
 const gateways = count('ISLET_DEV_GATEWAYS');
@@ -41,6 +48,7 @@ const cluster = await startCluster({
   ...(process.env.ISLET_DEV_REDIS_MAXMEMORY_BYTES
     ? { redisMaxMemoryBytes: Number(process.env.ISLET_DEV_REDIS_MAXMEMORY_BYTES) }
     : {}),
+  ...(Object.keys(platformSecrets).length > 0 ? { env: platformSecrets } : {}),
   verbose: process.env.ISLET_VERBOSE === '1',
   logLevel: process.env.ISLET_LOG_LEVEL ?? 'warn',
 });
