@@ -1,0 +1,84 @@
+/**
+ * The run store's Lua scripts: each touches one hash slot (a run's `{runId}` keys or a tenant's
+ * `{t:<tenant>}` keys, see keys.ts), so each is one atomic step on a Redis Cluster too.
+ */
+import { LuaScript } from './lua-script.ts';
+
+const FINAL_GUARD = `
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return -1 end
+if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return 0 end
+`;
+
+// KEYS: run, events. ARGV: message (the run id, then optionally a space and a tag), channel,
+// eventType, sealedEventData, maxlen, ttlSeconds, field, value, ...
+// Returns 1 (written), 0 (already final: nothing written), -1 (no record).
+export const TRANSITION = new LuaScript(`${FINAL_GUARD}
+local fields = {}
+for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+local newStatus = redis.call('HGET', KEYS[1], 'status')
+local ended = newStatus == 'Completed' or newStatus == 'Failed' or newStatus == 'Cancelled'
+if ended then
+  redis.call('EXPIRE', KEYS[1], ARGV[6])
+  redis.call('EXPIRE', KEYS[2], ARGV[6])
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'type', ARGV[3], 'data', ARGV[4])
+redis.call('PUBLISH', ARGV[2], ARGV[1])
+return 1
+`);
+
+// The tenant half of a create. KEYS: inflight, session runs. ARGV: runId, createdAt.
+export const CREATE_TENANT = new LuaScript(`
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
+`);
+
+// The tenant half of a create, with the tenant's admission checked in the same step (a flood of
+// parallel submits cannot pass the quota between a count and an add). KEYS: inflight, session
+// runs, skills, session owner. ARGV: runId, createdAt, maxInFlight, principal, sessionTtlSeconds,
+// nowMs. The session goes to its first principal (refreshed for it); the quota counts runs not
+// ended plus skills whose reservation is live. Returns 'created', 'session-taken' or 'over-quota'.
+export const ADMIT_TENANT = new LuaScript(`
+local owner = redis.call('GET', KEYS[4])
+if not owner then
+  redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5])
+elseif owner ~= ARGV[4] then
+  return 'session-taken'
+else
+  redis.call('EXPIRE', KEYS[4], ARGV[5])
+end
+local n = redis.call('ZCARD', KEYS[1]) + redis.call('ZCOUNT', KEYS[3], '(' .. ARGV[6], '+inf')
+if n >= tonumber(ARGV[3]) then return 'over-quota' end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 'created'
+`);
+
+// The run half of a create. KEYS: run, events. ARGV: channel, message, maxlen, sealedStatusEvent,
+// field, value, ...
+export const CREATE_RUN = new LuaScript(`
+local fields = {}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'type', 'status', 'data', ARGV[4])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+`);
+
+// KEYS: inflight, skills. ARGV: now ms. Runs not ended plus skills whose reservation is live.
+export const IN_FLIGHT_COUNT = new LuaScript(`
+return redis.call('ZCARD', KEYS[1]) + redis.call('ZCOUNT', KEYS[2], '(' .. ARGV[1], '+inf')
+`);
+
+// KEYS: tenant skills, inflight. ARGV: skill id, now ms, ttl ms, limit, key ttl ms.
+export const RESERVE_SKILL = new LuaScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+`);
+
+/** Events kept per run stream by default (approximate MAXLEN); a gateway's fused call-event write uses it too. */
