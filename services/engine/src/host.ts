@@ -398,17 +398,9 @@ let current: HostRun | undefined;
 /** The isolate for the next run, made while idle; its heap limit is the last run's. */
 let prepared: Prepared | undefined;
 let nextMemoryMb = DEFAULT_MEMORY_MB;
-/**
- * How long after a run the next isolate is prepared, ms. Not at once: the run's end is still on its
- * way (runner's end write, the gateway waking its waiter, the response) and on a small machine the
- * ~2 ms of CPU that preparing costs would compete with it. Measured with `npm run bench`, three
- * interleaved pairs on 2 cores: 16 clients 0.19/0.27/0.30x raw at 0 ms against 0.25/0.33/0.34x at
- * 8 ms. A run that comes sooner prepares its own isolate on its path, as it did before.
- */
-const PREPARE_DELAY_MS = 8;
 
 function prepareAhead(): void {
-  setTimeout(() => {
+  setImmediate(() => {
     if (current !== undefined || prepared !== undefined) return;
     try {
       prepared = prepare(nextMemoryMb);
@@ -416,7 +408,7 @@ function prepareAhead(): void {
       // The run will try again on its own path and report what fails.
       process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`);
     }
-  }, PREPARE_DELAY_MS);
+  });
 }
 
 function take(memoryMb: number): Prepared {
