@@ -163,16 +163,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
                   'no',
                 ]
               : ['--port', String(port)]),
-            '--cluster-port',
-            String(busPort),
-            '--bind',
-            '127.0.0.1',
-            '--dir',
-            dir,
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            `nodes-${port}.conf`,
+            ...clusterNodeArgs(busPort, dir, `nodes-${port}.conf`),
             '--cluster-node-timeout',
             String(options.nodeTimeoutMs ?? 1000),
             '--dbfilename',
@@ -274,6 +265,22 @@ export interface SlotCheckingRedis {
   stop(): Promise<void>;
 }
 
+/** What every cluster-enabled node of the testkit shares: loopback only, its bus port, its files in `dir`. */
+function clusterNodeArgs(busPort: number, dir: string, configFile: string): string[] {
+  return [
+    '--cluster-port',
+    String(busPort),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    configFile,
+  ];
+}
+
 /**
  * One `redis-server --cluster-enabled yes` that owns every slot. A plain (non-cluster) client works
  * against it, but anything touching two hash slots at once fails with CROSSSLOT, exactly as on a
@@ -290,16 +297,7 @@ export async function startSlotCheckingRedis(): Promise<SlotCheckingRedis> {
     [
       '--port',
       String(port),
-      '--cluster-port',
-      String(busPort),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--cluster-enabled',
-      'yes',
-      '--cluster-config-file',
-      'nodes.conf',
+      ...clusterNodeArgs(busPort, dir, 'nodes.conf'),
       '--save',
       '',
       '--appendonly',
