@@ -4,6 +4,13 @@
  */
 import { LuaScript } from './lua-script.ts';
 
+/**
+ * What the in-flight quota counts, as a Lua expression: runs not ended (the in-flight set) plus
+ * skills whose reservation is live at `now` (one definition for the count and the admission).
+ */
+const inFlight = (inflight: string, skills: string, now: string) =>
+  `redis.call('ZCARD', ${inflight}) + redis.call('ZCOUNT', ${skills}, '(' .. ${now}, '+inf')`;
+
 const FINAL_GUARD = `
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then return -1 end
@@ -49,7 +56,7 @@ elseif owner ~= ARGV[4] then
 else
   redis.call('EXPIRE', KEYS[4], ARGV[5])
 end
-local n = redis.call('ZCARD', KEYS[1]) + redis.call('ZCOUNT', KEYS[3], '(' .. ARGV[6], '+inf')
+local n = ${inFlight('KEYS[1]', 'KEYS[3]', 'ARGV[6]')}
 if n >= tonumber(ARGV[3]) then return 'over-quota' end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
@@ -69,7 +76,7 @@ return 1
 
 // KEYS: inflight, skills. ARGV: now ms. Runs not ended plus skills whose reservation is live.
 export const IN_FLIGHT_COUNT = new LuaScript(`
-return redis.call('ZCARD', KEYS[1]) + redis.call('ZCOUNT', KEYS[2], '(' .. ARGV[1], '+inf')
+return ${inFlight('KEYS[1]', 'KEYS[2]', 'ARGV[1]')}
 `);
 
 // KEYS: tenant skills, inflight. ARGV: skill id, now ms, ttl ms, limit, key ttl ms.

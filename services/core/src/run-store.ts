@@ -137,14 +137,44 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   const open = <T>(v: string | undefined): T | undefined =>
     v ? (JSON.parse(sealer.open(v)) as T) : undefined;
 
+  /** A run from its record's fields as read from Redis (null: no record). */
+  function fromHash(h: Record<string, string>): StoredRun | null {
+    if (!h.id) return null;
+    const run: StoredRun = {
+      id: h.id,
+      tenant: h.tenant ?? '',
+      session: h.session ?? '',
+      turn: h.turn ?? '',
+      callId: h.callId ?? '',
+      status: h.status as RunStatus,
+      mode: h.mode as SandboxMode,
+      code: h.code ? sealer.open(h.code) : '',
+      description: h.description ? sealer.open(h.description) : '',
+      request: open<RunRequestData>(h.request) ?? { connections: [], bindings: [] },
+      createdAt: Number(h.createdAt),
+      updatedAt: Number(h.updatedAt),
+      attempts: Number(h.attempts ?? 0),
+      cancelRequested: h.cancelRequested === '1',
+      clockMs: Number(h.clockMs),
+      seed: h.seed ?? h.id,
+    };
+    const result = open<RunResult>(h.result);
+    if (result) run.result = result;
+    if (h.text) run.text = sealer.open(h.text);
+    if (h.kind) run.kind = h.kind;
+    if (h.principal) run.principal = h.principal;
+    return run;
+  }
+
   async function transition(
     run: { id: string; tenant: string },
     fields: Record<string, string>,
     event: { type: string; data: Record<string, unknown> },
   ): Promise<boolean> {
     const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
-    // Tagged `running`: an attempt starting changes nothing a `Prefer: wait` request waits for (the
-    // run has been Running since its acceptance), so waiters skip it; SSE readers still wake.
+    // Tagged `running`: a move to Running (a decision allowed, a call answered) ends no
+    // `Prefer: wait` (that waits for a final status or Waiting), so waiters skip it; SSE readers
+    // still wake. An attempt's start is tagged the same way (attemptStartEvent).
     const message = fields.status === 'Running' ? `${run.id} running` : run.id;
     const res = await TRANSITION.run(
       redis,
@@ -228,37 +258,11 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     },
 
     async get(id: string): Promise<StoredRun | null> {
-      return this.fromHash(await redis.hgetall(keys.run(id)));
+      return fromHash(await redis.hgetall(keys.run(id)));
     },
 
     /** A run from its record's fields as read from Redis (null: no record). */
-    fromHash(h: Record<string, string>): StoredRun | null {
-      if (!h.id) return null;
-      const run: StoredRun = {
-        id: h.id,
-        tenant: h.tenant ?? '',
-        session: h.session ?? '',
-        turn: h.turn ?? '',
-        callId: h.callId ?? '',
-        status: h.status as RunStatus,
-        mode: h.mode as SandboxMode,
-        code: h.code ? sealer.open(h.code) : '',
-        description: h.description ? sealer.open(h.description) : '',
-        request: open<RunRequestData>(h.request) ?? { connections: [], bindings: [] },
-        createdAt: Number(h.createdAt),
-        updatedAt: Number(h.updatedAt),
-        attempts: Number(h.attempts ?? 0),
-        cancelRequested: h.cancelRequested === '1',
-        clockMs: Number(h.clockMs),
-        seed: h.seed ?? h.id,
-      };
-      const result = open<RunResult>(h.result);
-      if (result) run.result = result;
-      if (h.text) run.text = sealer.open(h.text);
-      if (h.kind) run.kind = h.kind;
-      if (h.principal) run.principal = h.principal;
-      return run;
-    },
+    fromHash,
 
     /** Counts one more execution; returns its number (the attempt the journal sees). */
     async startAttempt(id: string): Promise<number> {
