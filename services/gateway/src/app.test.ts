@@ -534,6 +534,20 @@ describe('runs through inject (no runner)', () => {
       expectProblem(refused, 429, 'quota-exceeded');
     expect(await deps.runs.inFlightCount('flood')).toBe(5);
   });
+  it('two principals racing for a new session: one owns it, every run of the other gets 404', async () => {
+    await deps.tenants.createTenant({ id: 'race', name: 'Race' });
+    const ann = (await deps.tenants.createKey('race', ['apps.use'], { principal: 'ann' })).key;
+    const bob = (await deps.tenants.createKey('race', ['apps.use'], { principal: 'bob' })).key;
+    const submit = (k: string) =>
+      app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run({ sessionId: 'raced' }) });
+    const who = Array.from({ length: 20 }, (_, i) => (i % 2 ? 'ann' : 'bob'));
+    const answers = await Promise.all(who.map((p) => submit(p === 'ann' ? ann : bob)));
+    const owners = new Set(who.filter((_, i) => answers[i]?.statusCode === 202));
+    expect(owners.size).toBe(1);
+    expect(answers.filter((a) => a.statusCode === 202)).toHaveLength(10);
+    for (const refused of answers.filter((a) => a.statusCode !== 202))
+      expectProblem(refused, 404, 'not-found');
+  });
   it('serves health, metrics, openapi and docs', async () => {
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
