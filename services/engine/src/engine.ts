@@ -1,7 +1,8 @@
 /**
  * createEngine: the public entry. Keeps sandbox host processes per partition (tenants never share
  * one), runs one program per host at a time in a fresh isolate, replaces a host after any failure
- * or after `maxRunsPerProcess` runs. `execute` never throws.
+ * after `maxRunsPerProcess` runs, or once its resident memory passes `maxHostResidentBytes`.
+ * `execute` never throws.
  */
 import { randomBytes } from 'node:crypto';
 import { RUN_CODE_REFUSALS } from '@islet/protocol';
@@ -17,7 +18,10 @@ import { validateBindingNames } from './names.ts';
 import { Run } from './run.ts';
 import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
 
-const DEFAULT_MAX_RUNS_PER_PROCESS = 100;
+const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
+const DEFAULT_MAX_HOST_RESIDENT_BYTES = 62 * 1024 * 1024;
+/** Within this of `maxHostResidentBytes`, the replacement host starts ahead (as in a host's last runs). */
+const SPARE_LEAD_RESIDENT_BYTES = 2 * 1024 * 1024;
 const MIN_MEMORY_MB = 8;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
@@ -34,7 +38,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const startupTimeoutMs = positiveInt(options.startupTimeoutMs, DEFAULT_STARTUP_TIMEOUT_MS);
   const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
   const maxIdleTotal = Math.max(0, Math.floor(options.maxIdleTotal ?? DEFAULT_MAX_IDLE_TOTAL));
-  const spareLeadRuns = Math.max(1, Math.floor(maxRunsPerProcess / 4));
+  const spareLeadRuns = Math.max(1, Math.min(25, Math.floor(maxRunsPerProcess / 4)));
+  const maxResident = Math.max(
+    0,
+    Math.floor(options.maxHostResidentBytes ?? DEFAULT_MAX_HOST_RESIDENT_BYTES),
+  );
   const idle = new Map<string, HostProcess[]>();
   const busy = new Set<HostProcess>();
   // A replacement started in the background after a host was retired, one per partition.
@@ -130,11 +138,20 @@ export function createEngine(options: EngineOptions = {}): Engine {
     busy.delete(host);
     host.runs++;
     const pool = idle.get(host.partition) ?? [];
-    if (closed || !reusable || host.exited || host.runs >= maxRunsPerProcess || pool.length >= maxIdle) {
-      if (!closed && (!reusable || host.exited || host.runs >= maxRunsPerProcess)) {
+    const resident = maxResident > 0 && reusable ? (host.residentBytes() ?? 0) : 0;
+    const tooBig = maxResident > 0 && resident > maxResident;
+    const spent = host.runs >= maxRunsPerProcess || tooBig;
+    if (closed || !reusable || host.exited || spent || pool.length >= maxIdle) {
+      if (!closed && (!reusable || host.exited || spent)) {
         // `crashed`: the host died under a run (a platform fault to page on); `killed`: the run
         // left it unusable (the watchdog ended a runaway program: the tenant's doing, not ours).
-        const reason = crashed ? 'crashed' : !reusable || host.exited ? 'killed' : 'max-runs';
+        const reason = crashed
+          ? 'crashed'
+          : !reusable || host.exited
+            ? 'killed'
+            : tooBig
+              ? 'max-memory'
+              : 'max-runs';
         emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
       }
       void host.stop();
@@ -166,7 +183,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
     // Its last quarter of runs begins: start the replacement now, so it is ready (a start takes
     // about 0.4 s of a loaded core, dozens of trivial runs) before this host retires and no run
     // waits for a host start. Starting it only before the last run left the next run waiting.
-    if (host.runs >= maxRunsPerProcess - spareLeadRuns) startSpare(host.partition, true);
+    if (
+      host.runs >= maxRunsPerProcess - spareLeadRuns ||
+      (maxResident > 0 && resident > maxResident - SPARE_LEAD_RESIDENT_BYTES)
+    )
+      startSpare(host.partition, true);
   }
 
   async function execute(code: string, opts: ExecuteOptions = {}): Promise<RunOutcome> {

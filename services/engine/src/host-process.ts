@@ -3,6 +3,7 @@
  * sandbox launcher), the `ready` handshake, framed messages both ways, exit and kill.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
 import { builtHostScript } from './host-build.ts';
@@ -151,6 +152,20 @@ export class HostProcess {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /**
+   * The process's resident memory, bytes, read by the engine from /proc (not reported by the host,
+   * which runs tenant code); undefined when it cannot be read (gone, no /proc).
+   */
+  residentBytes(): number | undefined {
+    if (this.exited || this.child.pid === undefined) return undefined;
+    try {
+      const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${this.child.pid}/status`, 'latin1'))?.[1];
+      return kb === undefined ? undefined : Number(kb) * 1024;
+    } catch {
+      return undefined;
+    }
   }
 
   kill(): void {

@@ -44,6 +44,28 @@ describe('onProcessEvent and stats()', () => {
     expect(engine.stats?.()).toEqual({ processes: 0, busy: 0 });
   });
 
+  it('retires a host whose resident memory (read from /proc) passed maxHostResidentBytes, and keeps one under it', async () => {
+    const events: ProcessEvent[] = [];
+    // A fresh host is ~56 MiB: 16 MiB is passed after the first run, 1 GiB never here.
+    engine = createEngine({ maxHostResidentBytes: 16 * 1024 * 1024, onProcessEvent: (e) => events.push(e) });
+    const first = await engine.execute('return 1', { partition: 't1' });
+    expect(first.valueJson).toBe('1');
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'retired', reason: 'max-memory', pid: first.hostPid }),
+    );
+    const second = await engine.execute('return 2', { partition: 't1' });
+    expect(second.valueJson).toBe('2');
+    expect(second.hostPid).not.toBe(first.hostPid);
+    await engine.close();
+
+    const kept: ProcessEvent[] = [];
+    engine = createEngine({ maxHostResidentBytes: 1024 ** 3, onProcessEvent: (e) => kept.push(e) });
+    const pids = new Set<number | undefined>();
+    for (let i = 0; i < 3; i++) pids.add((await engine.execute('return 1', { partition: 't1' })).hostPid);
+    expect(pids.size).toBe(1);
+    expect(kept.some((e) => e.type === 'retired')).toBe(false);
+  });
+
   it('starts the replacement of a host in its last quarter of runs, so the next run waits for no start', async () => {
     const events: ProcessEvent[] = [];
     engine = createEngine({ maxRunsPerProcess: 8, onProcessEvent: (e) => events.push(e) });
