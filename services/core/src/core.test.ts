@@ -53,6 +53,22 @@ describe('sealer', () => {
     parts[4] = Buffer.from('tampered').toString('base64url');
     expect(() => s.open(parts.join('.'))).toThrow(/authentication/);
   });
+  it('never repeats an IV across pool refills (IVs come from one CSPRNG buffer)', () => {
+    const s = sealerFromConfig(base);
+    // 512 IVs per refill: 3000 seals cross five refills.
+    const ivs = new Set<string>();
+    for (let i = 0; i < 3000; i++) {
+      const sealed = s.seal(`value ${i}`);
+      const iv = sealed.split('.')[2]!;
+      expect(Buffer.from(iv, 'base64url')).toHaveLength(12);
+      ivs.add(iv);
+      expect(s.open(sealed)).toBe(`value ${i}`);
+    }
+    expect(ivs.size).toBe(3000);
+    // Two sealers (two processes' worth) draw independent IVs.
+    const other = sealerFromConfig(base);
+    for (let i = 0; i < 600; i++) expect(ivs.has(other.seal('x').split('.')[2]!)).toBe(false);
+  });
   it('keeps old records readable after rotation', () => {
     const keys = parseSealKeys(`${generateSealKey('old')},${generateSealKey('new')}`);
     const before = createSealer({ keys, activeKeyId: 'old' }).seal('secret');
