@@ -203,8 +203,8 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       { seconds, warmup: 0, minRuns: quick ? 10 : 30 },
     );
     const stageNames = [
-      'accept → run stored (gateway: auth, checks, policy, create)',
-      'run stored → enqueue (settings read, queue add begins)',
+      'accept → run built (gateway: auth, rate count sent, checks, policy)',
+      'run built → enqueue (admission script; record sent, queue add behind it)',
       'enqueue → runner pick-up (BullMQ add, worker fetch)',
       'pick-up → engine called (run read, settings, attempt, Running)',
       'engine: waiting for a sandbox host',

@@ -131,6 +131,26 @@ describe('stores on a real redis', () => {
       const events = await runs.readEvents('r1');
       expect(events.map((e) => e.type)).toEqual(['status', 'end']);
       expect(await runs.inFlightCount('t1')).toBe(0);
+
+      // One server: `then` (the gateway's enqueue) is sent right behind the record's write, before
+      // its reply, and what it sends still finds the record (one connection, commands in order).
+      const followed = { ...run, id: 'r2', seed: 'r2' };
+      const admission = { maxInFlight: 5, sessionTtlSeconds: 60 };
+      let seen: string | null | undefined;
+      expect(
+        await runs.create(followed, admission, async () => {
+          seen = await redis.hget('islet:run:{r2}', 'id');
+        }),
+      ).toBe('created');
+      expect(seen).toBe('r2');
+      let called = false;
+      expect(
+        await runs.create({ ...run, id: 'r3', seed: 'r3' }, { ...admission, maxInFlight: 1 }, async () => {
+          called = true;
+        }),
+      ).toBe('over-quota');
+      expect(called).toBe(false);
+      expect(await redis.exists('islet:run:{r3}')).toBe(0);
     } finally {
       redis.disconnect();
       await server.stop();

@@ -15,6 +15,15 @@ export class LuaScript {
     this.sha = createHash('sha1').update(source).digest('hex');
   }
 
+  /**
+   * As EVAL, always (the source, not its hash): for a script that other commands are pipelined
+   * behind on the same connection and must run first. EVALSHA's NOSCRIPT fallback would send the
+   * EVAL after them.
+   */
+  runInOrder(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
+    return redis.eval(this.source, keys.length, ...keys, ...args);
+  }
+
   async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);

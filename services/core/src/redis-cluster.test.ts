@@ -135,6 +135,31 @@ async function exerciseCoreStores(redis: Redis, subscriber: Redis): Promise<void
   expect(await runs.create({ ...newRun(tenant), principal: 'eve' }, admission)).toBe('session-taken');
   expect(await runs.create({ ...newRun(tenant), principal: 'bob' }, admission)).toBe('over-quota');
   expect(await runs.inFlightCount(tenant)).toBe(2);
+  // `then` (the gateway's enqueue) runs after the record is stored: on one server it is sent right
+  // behind the record's write, unawaited, and still finds the record; a refused run never gets it.
+  const followed = { ...newRun(tenant), session: 's-followed' };
+  let seen: string | null | undefined;
+  const roomy = { maxInFlight: 10, sessionTtlSeconds: 60 };
+  expect(
+    await runs.create({ ...followed, principal: 'bob' }, roomy, async () => {
+      seen = await redis.hget(keys.run(followed.id), 'id');
+    }),
+  ).toBe('created');
+  expect(seen).toBe(followed.id);
+  let called = false;
+  const refused = { maxInFlight: 1, sessionTtlSeconds: 60 };
+  expect(
+    await runs.create({ ...newRun(tenant), session: 's-followed', principal: 'bob' }, refused, async () => {
+      called = true;
+    }),
+  ).toBe('over-quota');
+  expect(called).toBe(false);
+  await runs.finish(followed, {
+    status: 'Completed',
+    result: { _tag: 'Completed', value: 1, logs: [] },
+    text: '1',
+  });
+  expect(await runs.inFlightCount(tenant)).toBe(2);
   expect((await runs.listSession(tenant, 's1', undefined, 10)).ids.sort()).toEqual([a.id, b.id].sort());
   expect(await runs.startAttempt(a.id)).toBe(1);
   expect(await runs.setStatus(a, 'Waiting', { why: 'x' })).toBe(true);

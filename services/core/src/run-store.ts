@@ -17,6 +17,7 @@
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { channels, keys } from './keys.ts';
+import { isRedisCluster } from './redis.ts';
 import {
   ADMIT_TENANT,
   CREATE_RUN,
@@ -199,11 +200,14 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
      * Stores a new run: its tenant half, then its record. With `admission` the tenant half first
      * checks, in the same script, that the session is the run's principal's (or free: then it is
      * claimed for it) and that the tenant is under `maxInFlight`; a refusal writes nothing of the
-     * run and is answered instead of 'created'.
+     * run and is answered instead of 'created'. `then` (the run's enqueue) runs once the record
+     * is stored, or on one server, right behind its write on the same connection (see below); it
+     * must send its commands on this store's connection.
      */
     async create(
       run: StoredRun,
       admission?: { maxInFlight: number; sessionTtlSeconds: number },
+      then?: () => Promise<unknown>,
     ): Promise<'created' | 'session-taken' | 'over-quota'> {
       const fields: Record<string, string> = {
         id: run.id,
@@ -243,17 +247,26 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       } else {
         await CREATE_TENANT.run(redis, tenantKeys, [run.id, run.createdAt]);
       }
-      await CREATE_RUN.run(
-        redis,
-        [keys.run(run.id), keys.runEvents(run.id)],
-        [
-          channels.sessionRuns,
-          keys.sessionRuns(run.tenant, run.session),
-          maxEvents,
-          seal({ status: run.status }),
-          ...Object.entries(fields).flat(),
-        ],
-      );
+      const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
+      const runArgs = [
+        channels.sessionRuns,
+        keys.sessionRuns(run.tenant, run.session),
+        maxEvents,
+        seal({ status: run.status }),
+        ...Object.entries(fields).flat(),
+      ];
+      if (!then || isRedisCluster(redis)) {
+        await CREATE_RUN.run(redis, runKeys, runArgs);
+        await then?.();
+        return 'created';
+      }
+      // One server (standalone, sentinel): it runs a connection's commands in the order they were
+      // sent, so what `then` sends behind the record (the run's job) executes after the record is
+      // written, without a round trip in between (the runner cannot find the job before the
+      // record). A Cluster puts them on different nodes: there the record's reply is awaited first.
+      const stored = CREATE_RUN.runInOrder(redis, runKeys, runArgs);
+      stored.catch(() => undefined);
+      await Promise.all([stored, then()]);
       return 'created';
     },
 

@@ -237,6 +237,35 @@ describe('rate limit', () => {
   });
 });
 
+describe('rate limit on submits (its count overlaps the body checks)', () => {
+  it('a flood of parallel submits: exactly the limit is stored, the rest get 429 and store nothing', async () => {
+    await deps.tenants.createTenant({ id: 'rl-flood', name: 'RL', rateLimitPerMinute: 4 });
+    const k = (await deps.tenants.createKey('rl-flood', ['apps.use'])).key;
+    // A bad body counts against the limit too (the count is sent before the body is checked).
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(k),
+      payload: run({ description: '' }),
+    });
+    expectProblem(bad, 400, 'validation');
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run() }),
+      ),
+    );
+    const codes = answers.map((a) => a.statusCode);
+    expect(codes.filter((c) => c === 202)).toHaveLength(3);
+    expect(codes.filter((c) => c === 429)).toHaveLength(17);
+    for (const refused of answers.filter((a) => a.statusCode === 429)) {
+      expectProblem(refused, 429, 'rate-limited');
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    }
+    expect(await deps.runs.inFlightCount('rl-flood')).toBe(3);
+    expect((await deps.runs.listSession('rl-flood', 's1', undefined, 100)).ids).toHaveLength(3);
+  });
+});
+
 describe('settings', () => {
   it('PATCH with a stale expectedVersion is a 409', async () => {
     const cur = (

@@ -18,6 +18,8 @@ export interface Caller extends ApiKeyIdentity {
 declare module 'fastify' {
   interface FastifyRequest {
     caller?: Caller;
+    /** The tenant's rate-limit count, started but not awaited (`requireScopes` with `overlapRateLimit`). */
+    rateLimited?: Promise<void>;
   }
 }
 
@@ -130,6 +132,20 @@ export function createAuth(deps: GatewayDeps) {
 
   /** preHandler: a valid key with every scope listed; sets `request.caller`. */
   function requireScopes(...scopes: Scope[]) {
+    return scopeCheck(scopes, false);
+  }
+
+  /**
+   * As `requireScopes`, but the tenant's rate-limit count is only sent, not awaited: its round trip
+   * overlaps the body's parsing and checks. The handler must `await rateLimitPassed(request)`
+   * before anything with an effect (a run's submit). A request refused for its body meanwhile still
+   * counted, and is answered for its body.
+   */
+  function requireScopesOverlappingRateLimit(...scopes: Scope[]) {
+    return scopeCheck(scopes, true);
+  }
+
+  function scopeCheck(scopes: Scope[], overlapRateLimit: boolean) {
     return async (request: FastifyRequest, _reply: FastifyReply) => {
       await refuseIfFailingTooOften(request);
       const key = bearer(request);
@@ -143,7 +159,14 @@ export function createAuth(deps: GatewayDeps) {
         throw new HttpProblem('forbidden', `this API key lacks the scope ${missing.join(', ')}`, {
           missingScopes: missing,
         });
-      await rateLimit(tenant);
+      if (overlapRateLimit) {
+        const limited = rateLimit(tenant);
+        // Awaited by the handler; a handler that fails first must not leave it unhandled.
+        limited.catch(() => undefined);
+        request.rateLimited = limited;
+      } else {
+        await rateLimit(tenant);
+      }
       request.caller = { ...identity, tenant };
     };
   }
@@ -159,10 +182,15 @@ export function createAuth(deps: GatewayDeps) {
     return authFailed(request, 'internal token required');
   }
 
-  return { requireScopes, requireInternal };
+  return { requireScopes, requireScopesOverlappingRateLimit, requireInternal };
 }
 
 export type Auth = ReturnType<typeof createAuth>;
+
+/** The overlapped rate-limit check (`requireScopesOverlappingRateLimit`): throws its 429. */
+export async function rateLimitPassed(request: FastifyRequest): Promise<void> {
+  await request.rateLimited;
+}
 
 export function callerOf(request: FastifyRequest): Caller {
   if (!request.caller) throw new HttpProblem('unauthorized');

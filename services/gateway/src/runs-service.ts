@@ -186,10 +186,16 @@ export function createRunsService(deps: GatewayDeps) {
     run.request.timeBudget = policy.timeBudget;
     run.request.submittedBy = caller.keyId;
     if (policy.fourEyes) run.request.fourEyes = true;
-    const admitted = await runs.create(run, {
-      maxInFlight: limit,
-      sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
-    });
+    // Code Mode's switch governs Code Mode runs only; run_code runs are the run_code tool's.
+    const codeModeOff = policy.style === 'code-mode' && !current.codeMode.enabled;
+    // A run that will simply run is enqueued with its record (one round trip less before the runner
+    // can take it); one that is refused or must first wait for a decision is not.
+    const runsNow = !codeModeOff && !run.request.sandboxPermissions;
+    const admitted = await runs.create(
+      run,
+      { maxInFlight: limit, sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS },
+      runsNow ? () => enqueue(run) : undefined,
+    );
     // A session belongs to the principal that opened it (its first run). Another principal's run
     // in it is refused as if the session did not exist (walls do not tell what is behind them).
     if (admitted === 'session-taken') throw new HttpProblem('not-found', `no session ${session}`);
@@ -201,8 +207,7 @@ export function createRunsService(deps: GatewayDeps) {
         { 'retry-after': '1' },
       );
 
-    // Code Mode's switch governs Code Mode runs only; run_code runs are the run_code tool's.
-    if (policy.style === 'code-mode' && !current.codeMode.enabled) {
+    if (codeModeOff) {
       const message = 'Code Mode is off in the platform settings';
       await runs.finish(run, {
         status: 'Failed',
@@ -229,7 +234,6 @@ export function createRunsService(deps: GatewayDeps) {
       await runs.appendEvent(id, 'decision.needed', { ...decisionView(decision) });
       return (await runs.get(id)) ?? run;
     }
-    await enqueue(run);
     return run;
   }
 

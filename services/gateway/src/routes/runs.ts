@@ -3,7 +3,7 @@ import type { BindingOutcome } from '@islet/engine';
 import { operationIdFor } from '@islet/journal';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { callerOf } from '../auth.ts';
+import { callerOf, rateLimitPassed } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
 import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
 import { parseRunCodeFields, runPlacementSchema, runtimeCapabilities } from '../run-request.ts';
@@ -37,7 +37,10 @@ function preferWaitSeconds(header: unknown, max: number): number {
 export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, runsService, deps } = ctx;
   return async (app) => {
-    app.post('/v1/runs', { preHandler: auth.requireScopes('apps.use') }, async (request, reply) => {
+    // The rate-limit count's round trip overlaps the body's checks (a submit's latency is a row of
+    // round trips); it is awaited before the submit does anything.
+    const preHandler = auth.requireScopesOverlappingRateLimit('apps.use');
+    app.post('/v1/runs', { preHandler }, async (request, reply) => {
       const caller = callerOf(request);
       const b = body(request.body);
       // No deadline: only for a principal that is another part of the platform (a workflow); a
@@ -51,6 +54,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       const placement = runPlacementSchema.safeParse(b);
       if (!placement.success) throw validationProblem(placement.error);
       const idem = request.headers['idempotency-key'];
+      await rateLimitPassed(request);
       const { run, created } = await runsService.submit(
         caller,
         { fields: fields.value, ...placement.data, ...(noDeadline ? { noDeadline } : {}) },
