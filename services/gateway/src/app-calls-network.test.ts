@@ -164,3 +164,121 @@ describe('http App calls through the gateway', () => {
     });
   });
 });
+
+describe('call batches (one request, one NDJSON line per call as soon as it is journaled)', () => {
+  it('answers each call on its own line, early ones first, and refuses what a single call refuses', async () => {
+    const config = loadConfig({
+      ISLET_REDIS_URL: redis.url,
+      ISLET_SEAL_KEYS: generateSealKey(),
+      ISLET_INTERNAL_TOKEN: INTERNAL,
+      ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
+      ISLET_APP_CALL_TIMEOUT_MS: '1500',
+    });
+    const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+    const app = await buildApp(deps);
+    gateways.push({
+      app,
+      close: async () => {
+        await app.close();
+        await deps.close();
+      },
+    });
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    await deps.tenants.createTenant({ id: 'batch', name: 'batch' });
+    const key = (await deps.tenants.createKey('batch', ['apps.use'])).key;
+    const connect = async (name: string, path: string) => {
+      const c = await deps.connections.create('batch', {
+        name,
+        kind: 'http',
+        url: `http://127.0.0.1:${port}${path}`,
+        tools: [{ name: 'go', inputSchema: {}, policy: 'allow' }],
+        resources: [],
+        prompts: [],
+      });
+      if (!c.ok) throw new Error(c.detail);
+      return c.connection;
+    };
+    const fast = await connect('Fast', '/');
+    const silent = await connect('Silent', '/silent');
+    const submitted = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { authorization: `Bearer ${key}` },
+      payload: {
+        code: 'return 1',
+        description: 'n',
+        sessionId: 's',
+        turnId: 't',
+        callId: 'c',
+        connections: [fast.id, silent.id],
+      },
+    });
+    const id = submitted.json().id as string;
+    const attempt = await deps.journal.nextAttempt(id);
+    const deep = `${'['.repeat(200)}${']'.repeat(200)}`;
+    const calls = [
+      { index: 0, binding: `${silent.slug}.go`, argsJson: '{}' },
+      { index: 1, binding: `${fast.slug}.go`, argsJson: '{"n":1}' },
+      { index: 2, binding: `${fast.slug}.go`, argsJson: deep },
+      { index: 3, binding: `${fast.slug}.go`, argsJson: '{"n":3}' },
+    ];
+    const started = Date.now();
+    const res = await fetch(`${base}/internal/v1/code-runs/${id}/call-batch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INTERNAL}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ attempt, calls }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/x-ndjson');
+    const arrived: Array<{ at: number; line: Record<string, unknown> }> = [];
+    const decoder = new TextDecoder();
+    let rest = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      rest += decoder.decode(chunk, { stream: true });
+      for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
+        arrived.push({ at: Date.now() - started, line: JSON.parse(rest.slice(0, nl)) });
+        rest = rest.slice(nl + 1);
+      }
+    }
+    const byIndex = new Map(arrived.map((a) => [a.line.index as number, a]));
+    expect([...byIndex.keys()].sort()).toEqual([0, 1, 2, 3]);
+    expect(byIndex.get(1)?.line).toMatchObject({
+      status: 200,
+      outcome: { type: 'result', valueJson: '{"ok":true}' },
+    });
+    expect(byIndex.get(3)?.line).toMatchObject({ status: 200, outcome: { type: 'result' } });
+    expect(byIndex.get(2)?.line).toMatchObject({
+      status: 400,
+      problem: { type: 'https://islet.dev/problems/json-too-deep' },
+    });
+    // The silent App's call ends at its timeout, as the uniform AppCallFailed, after the others.
+    expect(byIndex.get(0)?.line).toMatchObject({ status: 200, outcome: uniform });
+    expect(byIndex.get(0)!.at - byIndex.get(1)!.at).toBeGreaterThan(1000);
+    // Each served call is journaled like a single one.
+    const journaled = await deps.journal.list(id);
+    expect(
+      journaled
+        .filter((e) => e.state === 'done')
+        .map((e) => e.index)
+        .sort(),
+    ).toEqual([0, 1, 3]);
+
+    // A run that does not exist: every line is the single call's 404; no token: the request's 401.
+    const gone = await fetch(`${base}/internal/v1/code-runs/nope/call-batch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${INTERNAL}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ attempt: 1, calls: calls.slice(1, 2) }),
+    });
+    expect(JSON.parse(await gone.text())).toMatchObject({
+      index: 1,
+      status: 404,
+      problem: { type: 'https://islet.dev/problems/not-found', status: 404, detail: 'no code run nope' },
+    });
+    const anonymous = await fetch(`${base}/internal/v1/code-runs/${id}/call-batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ attempt, calls }),
+    });
+    expect(anonymous.status).toBe(401);
+  });
+});

@@ -301,6 +301,13 @@ export function openApiDocument() {
           responses: { 200: { description: 'The journaled outcome' }, default: problem },
         },
       },
+      '/internal/v1/code-runs/{id}/call-batch': {
+        post: {
+          summary:
+            'The calls an execution made together (a Promise.all), in one request: {attempt, calls: [{index, binding, argsJson}]} (1 to 1000) → 200 application/x-ndjson, one line per call as soon as it is journaled: {index, status: 200, outcome, deliverySeq?} or {index, status, problem} with the status a single call would have had (5xx: retry the call alone, as a takeover). Authorization: Bearer ISLET_INTERNAL_TOKEN.',
+          responses: { 200: { description: 'One NDJSON line per call' }, default: problem },
+        },
+      },
     },
   };
 }

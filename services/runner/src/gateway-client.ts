@@ -1,9 +1,12 @@
 /**
  * The runner's binding-call path: every call the program makes is POSTed to a gateway's internal
- * route and answered only after the gateway journaled the outcome. One HTTP request per call, so
- * a program's parallel calls stay parallel end to end. Gateways are tried round-robin; when one
- * cannot be reached (or answers 5xx) the call is retried on the next with `takeover`, so the
- * journal can tell a lost handler from a duplicate delivery.
+ * route and answered only after the gateway journaled the outcome. Calls of one execution made in
+ * the same turn (a `Promise.all`) go as one `call-batch` request whose NDJSON answer carries each
+ * call's outcome as soon as it is journaled, so parallel calls stay parallel end to end without a
+ * request each; a lone call goes alone. Gateways are tried round-robin; when one cannot be reached
+ * (or answers 5xx) the call is retried on the next, alone, with `takeover`, so the journal can tell
+ * a lost handler from a duplicate delivery. A gateway without the batch route (an older replica)
+ * answers 404 for it, and its calls go alone instead.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
@@ -23,6 +26,10 @@ export interface GatewayClientOptions {
   maxTries?: number;
   /** Pause between tries, ms (grows linearly up to 5×). Default 200. */
   retryDelayMs?: number;
+  /** Transport of a batch (tests inject one). Default: node:http, like `post`. */
+  postBatch?: PostBatchFn;
+  /** Send an execution's calls made in the same turn as one batch. Default true. */
+  batch?: boolean;
 }
 
 export interface GatewayClient {
@@ -35,6 +42,31 @@ export type PostFn = (
   body: string,
   signal?: AbortSignal,
 ) => Promise<{ status: number; text: string }>;
+
+/**
+ * POSTs a batch; `onLine` gets each line of a 200 answer as it arrives. Resolves when the answer
+ * ends, with its status and (not 200) its body.
+ */
+export type PostBatchFn = (
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  onLine: (line: string) => void,
+  signal?: AbortSignal,
+) => Promise<{ status: number; text: string }>;
+
+/** One line of a batch's answer (the gateway's `internal.ts`). */
+interface BatchLine {
+  index: number;
+  status: number;
+  outcome?: BindingOutcome;
+  deliverySeq?: number;
+  problem?: unknown;
+}
+
+/** Calls per batch request; arguments larger than this many bytes go alone. */
+const MAX_BATCH_CALLS = 100;
+const MAX_BATCH_ARGS_BYTES = 64 * 1024;
 
 /**
  * node:http rather than fetch: a call may legitimately take minutes (a client connection's answer,
@@ -68,6 +100,45 @@ export function createHttpPost(): PostFn {
     });
 }
 
+export function createHttpPostBatch(): PostBatchFn {
+  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  return (url, headers, body, onLine, signal) =>
+    new Promise((resolve, reject) => {
+      const u = new URL(url);
+      const secure = u.protocol === 'https:';
+      const req = (secure ? httpsRequest : httpRequest)(
+        u,
+        {
+          method: 'POST',
+          agent: secure ? agents.https : agents.http,
+          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+          ...(signal ? { signal } : {}),
+        },
+        (res) => {
+          const status = res.statusCode ?? 0;
+          let rest = '';
+          const chunks: Buffer[] = [];
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            if (status !== 200) return void chunks.push(Buffer.from(c));
+            rest += c;
+            for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
+              const line = rest.slice(0, nl);
+              rest = rest.slice(nl + 1);
+              if (line) onLine(line);
+            }
+          });
+          res.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
+          // A stream cut mid-way (the gateway died) is an error, not an end: its unanswered calls retry.
+          res.on('aborted', () => reject(new Error('the gateway closed the batch before it ended')));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+}
+
 const failed = (reason: string, message: string): BindingOutcome => ({
   type: 'error',
   name: 'AppCallFailed',
@@ -77,47 +148,142 @@ const failed = (reason: string, message: string): BindingOutcome => ({
 
 export function createGatewayClient(options: GatewayClientOptions): GatewayClient {
   const post = options.post ?? createHttpPost();
+  const postBatch = options.postBatch ?? createHttpPostBatch();
+  const batching = options.batch !== false;
   const maxTries = options.maxTries ?? 40;
   const delay = options.retryDelayMs ?? 200;
+  const headers = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' };
+  const stopped: LiveOutcome = {
+    outcome: { type: 'stop', code: 'cancelled', message: 'the run was stopped' },
+  };
+  const refusedBy = (status: number, text: string): LiveOutcome => ({
+    outcome: failed('gateway-refused', `the gateway refused the call (${status}): ${text.slice(0, 300)}`),
+  });
   let next = 0;
-  return {
-    async call(runId, attempt, call, signal) {
-      let lastError = 'no gateway tried';
-      for (let tryNo = 0; tryNo < maxTries; tryNo++) {
-        if (signal?.aborted)
-          return { outcome: { type: 'stop', code: 'cancelled', message: 'the run was stopped' } };
-        const base = options.urls[next++ % options.urls.length]!;
-        try {
-          const res = await post(
-            `${base}/internal/v1/code-runs/${encodeURIComponent(runId)}/calls`,
-            { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
-            JSON.stringify({ attempt, ...call, ...(tryNo > 0 ? { takeover: true } : {}) }),
-            signal,
-          );
-          const text = res.text;
-          if (res.status >= 200 && res.status < 300) {
-            const body = JSON.parse(text) as LiveOutcome;
-            return body.deliverySeq === undefined ? { outcome: body.outcome } : body;
-          }
-          if (res.status >= 500) {
-            lastError = `gateway answered ${res.status}`;
-          } else {
-            // A 4xx will not change on retry: the run is gone or the call was refused.
-            return {
-              outcome: failed(
-                'gateway-refused',
-                `the gateway refused the call (${res.status}): ${text.slice(0, 300)}`,
-              ),
-            };
-          }
-        } catch (err) {
-          if (signal?.aborted)
-            return { outcome: { type: 'stop', code: 'cancelled', message: 'the run was stopped' } };
-          lastError = (err as Error).message;
+
+  /** One call, one request per try; from `firstTry` 1 on, the call is a takeover. */
+  async function alone(
+    runId: string,
+    attempt: number,
+    call: BindingCall,
+    signal: AbortSignal | undefined,
+    firstTry: number,
+    lastErrorBefore = 'no gateway tried',
+  ): Promise<LiveOutcome> {
+    let lastError = lastErrorBefore;
+    for (let tryNo = firstTry; tryNo < maxTries; tryNo++) {
+      if (tryNo > 0) await new Promise((r) => setTimeout(r, delay * Math.min(tryNo, 5)));
+      if (signal?.aborted) return stopped;
+      const base = options.urls[next++ % options.urls.length]!;
+      try {
+        const res = await post(
+          `${base}/internal/v1/code-runs/${encodeURIComponent(runId)}/calls`,
+          headers,
+          JSON.stringify({ attempt, ...call, ...(tryNo > 0 ? { takeover: true } : {}) }),
+          signal,
+        );
+        const text = res.text;
+        if (res.status >= 200 && res.status < 300) {
+          const body = JSON.parse(text) as LiveOutcome;
+          return body.deliverySeq === undefined ? { outcome: body.outcome } : body;
         }
-        await new Promise((r) => setTimeout(r, delay * Math.min(tryNo + 1, 5)));
+        // A 4xx will not change on retry: the run is gone or the call was refused.
+        if (res.status < 500) return refusedBy(res.status, text);
+        lastError = `gateway answered ${res.status}`;
+      } catch (err) {
+        if (signal?.aborted) return stopped;
+        lastError = (err as Error).message;
       }
-      return { outcome: failed('gateway-unreachable', `no gateway could serve the call: ${lastError}`) };
+    }
+    return { outcome: failed('gateway-unreachable', `no gateway could serve the call: ${lastError}`) };
+  }
+
+  interface Queued {
+    call: BindingCall;
+    signal: AbortSignal | undefined;
+    resolve: (outcome: LiveOutcome) => void;
+  }
+  // An execution's calls waiting for the end of the turn, by run and attempt.
+  const queued = new Map<string, { runId: string; attempt: number; items: Queued[] }>();
+
+  function flush(key: string): void {
+    const group = queued.get(key);
+    queued.delete(key);
+    if (!group) return;
+    const { runId, attempt, items } = group;
+    for (let i = 0; i < items.length; i += MAX_BATCH_CALLS) {
+      const chunk = items.slice(i, i + MAX_BATCH_CALLS);
+      if (chunk.length === 1) {
+        const only = chunk[0]!;
+        void alone(runId, attempt, only.call, only.signal, 0).then(only.resolve);
+      } else void sendBatch(runId, attempt, chunk);
+    }
+  }
+
+  async function sendBatch(runId: string, attempt: number, items: Queued[]): Promise<void> {
+    const left = new Map(items.map((q) => [q.call.index, q]));
+    const signals = [...new Set(items.map((q) => q.signal).filter((s) => s !== undefined))];
+    const signal = signals.length <= 1 ? signals[0] : AbortSignal.any(signals);
+    const settle = (index: number, outcome: LiveOutcome | ((q: Queued) => Promise<LiveOutcome>)) => {
+      const q = left.get(index);
+      if (!q) return;
+      left.delete(index);
+      if (typeof outcome === 'function') void outcome(q).then(q.resolve);
+      else q.resolve(outcome);
+    };
+    // Not served here: tried again alone on the next gateway, as a takeover (it may have started).
+    const retry = (why: string) => (q: Queued) => alone(runId, attempt, q.call, q.signal, 1, why);
+    const base = options.urls[next++ % options.urls.length]!;
+    try {
+      const res = await postBatch(
+        `${base}/internal/v1/code-runs/${encodeURIComponent(runId)}/call-batch`,
+        headers,
+        JSON.stringify({ attempt, calls: items.map((q) => q.call) }),
+        (text) => {
+          const line = JSON.parse(text) as BatchLine;
+          if (line.status === 200 && line.outcome)
+            settle(
+              line.index,
+              line.deliverySeq === undefined
+                ? { outcome: line.outcome }
+                : { outcome: line.outcome, deliverySeq: line.deliverySeq },
+            );
+          else if (line.status >= 500) settle(line.index, retry(`gateway answered ${line.status}`));
+          else settle(line.index, refusedBy(line.status, JSON.stringify(line.problem ?? null)));
+        },
+        signal,
+      );
+      // No batch route (an older gateway): nothing was served, each call goes alone, first try.
+      const status = res.status;
+      const rest =
+        status === 404 || status === 405
+          ? (q: Queued) => alone(runId, attempt, q.call, q.signal, 0)
+          : status === 200 || status >= 500
+            ? retry(status === 200 ? 'the batch ended without its answer' : `gateway answered ${status}`)
+            : undefined;
+      for (const index of [...left.keys()]) settle(index, rest ?? refusedBy(status, res.text));
+    } catch (err) {
+      for (const index of [...left.keys()])
+        settle(index, signal?.aborted ? stopped : retry((err as Error).message));
+    }
+  }
+
+  return {
+    call(runId, attempt, call, signal) {
+      if (!batching || Buffer.byteLength(call.argsJson) > MAX_BATCH_ARGS_BYTES)
+        return alone(runId, attempt, call, signal, 0);
+      return new Promise<LiveOutcome>((resolve) => {
+        const key = `${runId}\u0000${attempt}`;
+        let group = queued.get(key);
+        if (!group) {
+          group = { runId, attempt, items: [] };
+          queued.set(key, group);
+          // The program's calls of this turn arrive in one frame chunk, each reaching here in a
+          // promise job of the same drain; a tick callback runs after that drain: all gathered.
+          process.nextTick(() => flush(key));
+        }
+        group.items.push({ call, signal, resolve });
+      });
     },
   };
 }

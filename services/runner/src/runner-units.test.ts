@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { RunOutcome } from '@islet/engine';
 import { freePort } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
@@ -48,6 +48,129 @@ describe('gateway client', () => {
       details: { reason: 'gateway-unreachable' },
     });
     server.close();
+  });
+});
+
+describe('gateway client batches', () => {
+  /** A gateway: `call-batch` answers NDJSON lines through `onBatch`; single calls are recorded and answered. */
+  async function gateway(onBatch?: (calls: Array<{ index: number }>, res: ServerResponse) => void) {
+    const batches: Array<Array<{ index: number }>> = [];
+    const singles: Array<Record<string, unknown>> = [];
+    const server = createServer((req, res) => {
+      let s = '';
+      req.on('data', (c) => {
+        s += c;
+      });
+      req.on('end', () => {
+        const body = JSON.parse(s) as { calls?: Array<{ index: number }> } & Record<string, unknown>;
+        if (req.url?.endsWith('/call-batch')) {
+          if (!onBatch) return res.writeHead(404).end('{"type":"https://islet.dev/problems/not-found"}');
+          batches.push(body.calls!);
+          res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+          return onBatch(body.calls!, res);
+        }
+        singles.push(body);
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ outcome: { type: 'result', valueJson: `"single ${body.index}"` } }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+      batches,
+      singles,
+      server,
+    };
+  }
+  const line = (index: number, extra: Record<string, unknown>) => `${JSON.stringify({ index, ...extra })}\n`;
+  const result = (v: string) => ({ status: 200, outcome: { type: 'result', valueJson: JSON.stringify(v) } });
+
+  it('sends the calls of one turn as one batch and settles each from its own line, in any order', async () => {
+    const gw = await gateway((calls, res) => {
+      // Out of order, in two writes: call 2 first, then 0 (with its delivery sequence) and 1 refused.
+      res.write(line(2, result('two')));
+      setTimeout(() => {
+        res.write(line(0, { ...result('zero'), deliverySeq: 7 }));
+        res.end(line(1, { status: 404, problem: { type: 'https://islet.dev/problems/not-found' } }));
+      }, 50);
+      expect(calls.map((c) => c.index)).toEqual([0, 1, 2]);
+    });
+    const client = createGatewayClient({ urls: [gw.url], token: 'tok', retryDelayMs: 5 });
+    const call = (index: number) => client.call('run-1', 1, { index, binding: 'a.b', argsJson: '{}' });
+    const order: number[] = [];
+    const answers = await Promise.all(
+      [0, 1, 2].map((i) =>
+        call(i).then((a) => {
+          order.push(i);
+          return a;
+        }),
+      ),
+    );
+    expect(gw.batches).toHaveLength(1);
+    expect(gw.singles).toHaveLength(0);
+    // Call 2's line came first and was not held back for the others (Promise.race sees it first).
+    expect(order[0]).toBe(2);
+    expect(answers[0]).toEqual({ outcome: { type: 'result', valueJson: '"zero"' }, deliverySeq: 7 });
+    expect(answers[1]?.outcome).toMatchObject({
+      name: 'AppCallFailed',
+      details: { reason: 'gateway-refused' },
+    });
+    expect(answers[2]).toEqual({ outcome: { type: 'result', valueJson: '"two"' } });
+    gw.server.close();
+  });
+
+  it('retries a call answered 5xx, or left unanswered by a batch cut mid-way, alone on the next gateway as a takeover', async () => {
+    const cut = await gateway((_calls, res) => {
+      res.write(line(0, result('zero')));
+      res.write(line(1, { status: 503, problem: { type: 'https://islet.dev/problems/unavailable' } }));
+      // Calls 2 and 3 never get a line: the gateway dies.
+      setTimeout(() => res.socket?.destroy(), 30);
+    });
+    const other = await gateway();
+    const client = createGatewayClient({ urls: [cut.url, other.url], token: 'tok', retryDelayMs: 5 });
+    const answers = await Promise.all(
+      [0, 1, 2, 3].map((index) => client.call('run-1', 2, { index, binding: 'a.b', argsJson: '{}' })),
+    );
+    expect(answers[0]).toEqual({ outcome: { type: 'result', valueJson: '"zero"' } });
+    for (const i of [1, 2, 3])
+      expect(answers[i]).toEqual({ outcome: { type: 'result', valueJson: `"single ${i}"` } });
+    // Round-robin: the retries are spread over both gateways, each alone and a takeover.
+    expect([...cut.singles, ...other.singles].map((b) => [b.index, b.takeover, b.attempt]).sort()).toEqual([
+      [1, true, 2],
+      [2, true, 2],
+      [3, true, 2],
+    ]);
+    cut.server.close();
+    other.server.close();
+  });
+
+  it('a gateway without the batch route gets each call alone, first try (no takeover)', async () => {
+    const old = await gateway();
+    const client = createGatewayClient({ urls: [old.url], token: 'tok', retryDelayMs: 5 });
+    const answers = await Promise.all(
+      [0, 1].map((index) => client.call('run-1', 1, { index, binding: 'a.b', argsJson: '{}' })),
+    );
+    expect(answers.map((a) => a.outcome)).toEqual([
+      { type: 'result', valueJson: '"single 0"' },
+      { type: 'result', valueJson: '"single 1"' },
+    ]);
+    expect(old.singles.map((b) => b.takeover)).toEqual([undefined, undefined]);
+    old.server.close();
+  });
+
+  it('a stopped run settles its batched calls as stopped', async () => {
+    const slow = await gateway(() => undefined);
+    const client = createGatewayClient({ urls: [slow.url], token: 'tok', retryDelayMs: 5 });
+    const ac = new AbortController();
+    const pending = [0, 1].map((index) =>
+      client.call('run-1', 1, { index, binding: 'a.b', argsJson: '{}' }, ac.signal),
+    );
+    setTimeout(() => ac.abort(), 50);
+    for (const a of await Promise.all(pending))
+      expect(a.outcome).toMatchObject({ type: 'stop', code: 'cancelled' });
+    slow.server.closeAllConnections();
+    slow.server.close();
   });
 });
 

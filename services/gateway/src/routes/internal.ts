@@ -1,14 +1,49 @@
 /**
- * The runner → gateway channel: `POST /internal/v1/code-runs/:id/calls`, authenticated with
- * ISLET_INTERNAL_TOKEN. Any replica serves any call; the answer is sent only after the journal
- * holds the outcome. Each call is its own request, so a program's parallel calls stay parallel.
+ * The runner → gateway channel, authenticated with ISLET_INTERNAL_TOKEN. Any replica serves any
+ * call; a call's answer is sent only after the journal holds its outcome.
+ * - `POST /internal/v1/code-runs/:id/calls`: one call per request.
+ * - `POST /internal/v1/code-runs/:id/call-batch`: the calls a program made together (a
+ *   `Promise.all`), one request; the answer is NDJSON, one line per call as soon as it is
+ *   journaled (the program's `Promise.race` still sees the first), lines finished together written
+ *   together. One request instead of a hundred: the per-request work (routing, auth, headers, a
+ *   socket write each way) was most of a parallel call's gateway CPU.
  */
+import type { BindingCall } from '@islet/engine';
+import { type Problem, type ProblemCode, problem } from '@islet/protocol';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import type { ServedCall } from '../binding-calls.ts';
 import { jsonDepthExceeds } from '../json-depth.ts';
-import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
+import { clientGone, HttpProblem, isRedisTransient, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
+
+/** Most calls in one batch (the engine's in-flight cap per run is 100 by default). */
+export const MAX_BATCH_CALLS = 1000;
+
+const batchSchema = z.object({
+  attempt: z.number().int().min(1),
+  calls: z
+    .array(
+      z.object({
+        index: z.number().int().min(0),
+        binding: z.string().min(1).max(300),
+        argsJson: z.string().max(16 * 1024 * 1024),
+      }),
+    )
+    .min(1)
+    .max(MAX_BATCH_CALLS),
+});
+
+/** One line of a batch's answer: the call's served body, or its problem with the status a single call would get. */
+type BatchLine =
+  | ({ index: number; status: 200 } & ServedCall)
+  | { index: number; status: number; problem: Problem };
+
+const refused = (index: number, code: ProblemCode, detail: string): BatchLine => {
+  const p = problem(code, detail);
+  return { index, status: p.status, problem: p };
+};
 
 export const internalCallSchema = z.object({
   attempt: z.number().int().min(1),
@@ -37,6 +72,58 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
         const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));
         if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
         return served;
+      },
+    );
+
+    app.post(
+      '/internal/v1/code-runs/:id/call-batch',
+      { preHandler: auth.requireInternal, bodyLimit: 67_108_864 + 65_536 },
+      async (request, reply) => {
+        const { id } = idParams.parse(request.params);
+        const parsed = batchSchema.safeParse(request.body);
+        if (!parsed.success) throw validationProblem(parsed.error);
+        const { attempt, calls } = parsed.data;
+        const maxDepth = ctx.deps.config.ISLET_JSON_MAX_DEPTH;
+        const gone = clientGone(reply);
+        reply.hijack();
+        const res = reply.raw;
+        res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+        let pending: string[] = [];
+        let flushing = false;
+        const write = (line: BatchLine) => {
+          pending.push(JSON.stringify(line));
+          if (flushing) return;
+          flushing = true;
+          // Lines finished in the same turn go out in one write.
+          setImmediate(() => {
+            flushing = false;
+            const text = `${pending.join('\n')}\n`;
+            pending = [];
+            if (!res.destroyed) res.write(text);
+          });
+        };
+        const serveOne = async (call: BindingCall): Promise<BatchLine> => {
+          if (jsonDepthExceeds(call.argsJson, maxDepth))
+            return refused(
+              call.index,
+              'json-too-deep',
+              `the call's arguments nest deeper than ${maxDepth} levels`,
+            );
+          try {
+            const served = await bindingCalls.serve(id, attempt, call, gone);
+            if (!served) return refused(call.index, 'not-found', `no code run ${id}`);
+            return { index: call.index, status: 200, ...served };
+          } catch (err) {
+            const e = err as Error;
+            // As a single call's 5xx: the runner tries the call again on another gateway (takeover).
+            if (!isRedisTransient(e))
+              request.log.error({ err: e, runId: id, index: call.index }, 'batch call failed');
+            return refused(call.index, 'unavailable', 'the call could not be served; retry');
+          }
+        };
+        await Promise.all(calls.map(async (call) => write(await serveOne(call))));
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (!res.destroyed) res.end();
       },
     );
   };
