@@ -65,6 +65,25 @@ describe('fair share', () => {
     await redis.del(keys.poolTenantLeases('read-only', 'acme'), keys.poolTenantDeferred('read-only', 'acme'));
   });
 
+  it('off (a share of the whole pool, no cap): every job goes at once and nothing is written', async () => {
+    const share = runner({ ISLET_TENANT_POOL_SHARE: 1 });
+    await share.start(['read-only']);
+    const tenant = 'whole-pool';
+    // More than the pool's 4 slots: nothing to enforce, no lease taken.
+    for (let i = 0; i < 6; i++) expect((await share.acquire('read-only', tenant, `job-${i}`)).ok).toBe(true);
+    expect(await redis.exists(keys.poolTenantLeases('read-only', tenant))).toBe(0);
+    await share.release('read-only', tenant, 'job-0');
+    expect(await redis.exists(keys.poolTenantDeferred('read-only', tenant))).toBe(0);
+    // A cap turns it on again: the fifth job of a tenant capped at 4 is deferred.
+    const capped = runner({ ISLET_TENANT_POOL_SHARE: 1, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 4 });
+    await capped.start(['read-only']);
+    const grants = [];
+    for (let i = 0; i < 5; i++) grants.push((await capped.acquire('read-only', 'capped', `c-${i}`)).ok);
+    expect(grants).toEqual([true, true, true, true, false]);
+    await share.close();
+    await capped.close();
+  });
+
   it('the absolute cap applies on top of the share, and a tenant always gets at least one slot', async () => {
     const capped = runner({ ISLET_TENANT_MAX_EXECUTING_PER_POOL: 1 });
     await capped.start(['workspace-write']);
