@@ -24,6 +24,19 @@ async function hostPidOf(engine: Engine, partition?: string): Promise<number> {
 }
 
 describe('the sandbox host process', () => {
+  it('leaves nothing of its warm-up isolate to the first run (logs, clock, random, globals)', async () => {
+    // The host warms its harness code cache by running a program of its own in a throwaway isolate.
+    const probe =
+      'console.log("mine"); return { t: Date.now(), d: new Date().getTime(), r: Math.random(), g: typeof globalThis.__warm, keys: Object.keys(globalThis).sort() }';
+    const first = await newEngine().execute(probe, { clockMs: 1234, randomSeed: 'seed-1' });
+    const again = await newEngine().execute(probe, { clockMs: 1234, randomSeed: 'seed-1' });
+    expect(first.status).toBe('completed');
+    expect(first.logs).toEqual([{ level: 'log', text: 'mine' }]);
+    const value = JSON.parse(first.valueJson ?? 'null') as { t: number; d: number; r: number; g: string };
+    expect(value).toMatchObject({ t: 1234, d: 1234, g: 'undefined' });
+    expect(first.valueJson).toBe(again.valueJson);
+  });
+
   it('runs isolates in a child process started with --no-node-snapshot and an empty environment', async () => {
     const engine = newEngine();
     const pid = await hostPidOf(engine);

@@ -20,8 +20,11 @@ process.on('unhandledRejection', (reason) => {
 });
 
 const HARNESS_SOURCE = readFileSync(new URL('./guest/harness.js', import.meta.url), 'utf8');
-/** V8 code cache of the harness, made by the first run and reused by every later isolate. */
+/** V8 code cache of the harness with the functions a run calls compiled (`warmHarnessCache`). */
 let harnessCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
+/** Ours, never a tenant's: what the warm-up isolate runs so that a run's harness paths get compiled. */
+const WARM_PROGRAM =
+  'console.log("warm"); const d = new Date(); return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, 0), t: d.getTime() + Date.now(), r: Math.random() < 2 };';
 const ERROR_TEXT_MAX = 64 * 1024;
 /** Resident memory allowed to the host beyond twice the isolate's heap limit, MiB. */
 const RSS_HEADROOM_MB = 256;
@@ -89,6 +92,44 @@ function prepare(memoryMb: number): Prepared {
   } catch (e) {
     if (!isolate.isDisposed) isolate.dispose();
     throw e;
+  }
+}
+
+/**
+ * Makes `harnessCache` once, at start, in a throwaway isolate that runs only the harness and
+ * WARM_PROGRAM: compiling the same source again there yields a cache that holds every function
+ * that ran. A cache made at the first compile holds only the top level, and each run's fresh
+ * isolate then compiled the rest lazily: 0.7 of a trivial run's 0.9 ms in `start` (0.2 with this
+ * cache). No tenant code ever runs in this isolate, and V8 checks a cache against its source.
+ */
+async function warmHarnessCache(): Promise<void> {
+  const isolate = new ivm.Isolate({ memoryLimit: DEFAULT_MEMORY_MB });
+  try {
+    const context = isolate.createContextSync();
+    let finished: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    for (const name of ['__islet_log', '__islet_call', '__islet_fail'])
+      context.global.setSync(name, new ivm.Callback(() => undefined, { sync: true }));
+    context.global.setSync('__islet_done', new ivm.Callback(() => finished(), { sync: true }));
+    isolate.compileScriptSync(HARNESS_SOURCE, { filename: 'islet:harness' }).runSync(context);
+    const start = context.global.getSync('__islet_start', { reference: true }) as ivm.Reference;
+    start.applySync(undefined, [
+      WARM_PROGRAM,
+      JSON.stringify({ bindings: ['warm.up', 'warmup'], clockMs: 0, seed: 'warm' }),
+    ]);
+    await Promise.race([done, new Promise((r) => setTimeout(r, 1000))]);
+    const again = isolate.compileScriptSync(HARNESS_SOURCE, {
+      filename: 'islet:harness',
+      produceCachedData: true,
+    } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult;
+    if (again.cachedData) harnessCache = again.cachedData;
+  } catch (e) {
+    // Runs still work: the first prepare makes a top-level cache as before.
+    process.stderr.write(`islet host: could not warm the harness cache: ${String(e)}\n`);
+  } finally {
+    if (!isolate.isDisposed) isolate.dispose();
   }
 }
 
@@ -466,5 +507,6 @@ const reader = new FrameReader((event) => {
 
 process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
 process.stdin.on('end', () => process.exit(0));
+await warmHarnessCache();
 send({ t: 'ready', pid: process.pid });
 prepareAhead();
