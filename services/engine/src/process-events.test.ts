@@ -46,22 +46,28 @@ describe('onProcessEvent and stats()', () => {
 
   it('retires a host whose resident memory (read from /proc) passed maxHostResidentBytes, and keeps one under it', async () => {
     const events: ProcessEvent[] = [];
-    // A fresh host is ~56 MiB: 16 MiB is passed after the first run, 1 GiB never here.
+    // A fresh host is ~56 MiB: 16 MiB is passed from the start, 1 GiB never here. The engine reads
+    // /proc after every 16th run: the 16th run is that host's last.
     engine = createEngine({ maxHostResidentBytes: 16 * 1024 * 1024, onProcessEvent: (e) => events.push(e) });
     const first = await engine.execute('return 1', { partition: 't1' });
-    expect(first.valueJson).toBe('1');
+    for (let i = 2; i <= 15; i++)
+      expect((await engine.execute('return 1', { partition: 't1' })).hostPid).toBe(first.hostPid);
+    expect(events.some((e) => e.type === 'retired')).toBe(false);
+    const sixteenth = await engine.execute('return 16', { partition: 't1' });
+    expect(sixteenth.valueJson).toBe('16');
+    expect(sixteenth.hostPid).toBe(first.hostPid);
     expect(events).toContainEqual(
       expect.objectContaining({ type: 'retired', reason: 'max-memory', pid: first.hostPid }),
     );
-    const second = await engine.execute('return 2', { partition: 't1' });
-    expect(second.valueJson).toBe('2');
-    expect(second.hostPid).not.toBe(first.hostPid);
+    const next = await engine.execute('return 2', { partition: 't1' });
+    expect(next.valueJson).toBe('2');
+    expect(next.hostPid).not.toBe(first.hostPid);
     await engine.close();
 
     const kept: ProcessEvent[] = [];
     engine = createEngine({ maxHostResidentBytes: 1024 ** 3, onProcessEvent: (e) => kept.push(e) });
     const pids = new Set<number | undefined>();
-    for (let i = 0; i < 3; i++) pids.add((await engine.execute('return 1', { partition: 't1' })).hostPid);
+    for (let i = 0; i < 20; i++) pids.add((await engine.execute('return 1', { partition: 't1' })).hostPid);
     expect(pids.size).toBe(1);
     expect(kept.some((e) => e.type === 'retired')).toBe(false);
   });

@@ -69,7 +69,8 @@ export class Run {
   private watchdogTimer: NodeJS.Timeout | undefined;
   private resolve!: (r: RunResult) => void;
   /** Aborted when the run ends: tells binding handlers their outcome is no longer used. */
-  private readonly callsEnded = new AbortController();
+  /** Made at the first call: aborting one costs a DOMException (a stack capture), and most runs call nothing. */
+  private callsEnded: AbortController | undefined;
   private readonly onAbort = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.signal) });
 
   constructor(host: HostProcess, params: RunParams) {
@@ -211,7 +212,7 @@ export class Run {
           : Promise.resolve(
               handler(
                 { index: call.index, binding: call.binding, argsJson: call.argsJson },
-                { signal: this.callsEnded.signal },
+                { signal: (this.callsEnded ??= new AbortController()).signal },
               ),
             );
     } catch {
@@ -398,7 +399,7 @@ export class Run {
     clearTimeout(this.watchdogTimer);
     this.p.signal?.removeEventListener('abort', this.onAbort);
     this.host.attach(undefined);
-    this.callsEnded.abort();
+    this.callsEnded?.abort();
     this.dropQueue();
     const failure = this.ending ?? this.failure;
     let outcome: Omit<RunOutcome, 'durationMs'>;

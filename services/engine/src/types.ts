@@ -190,7 +190,7 @@ export interface EngineOptions {
    */
   maxRunsPerProcess?: number;
   /**
-   * A sandbox host process whose resident memory (read from /proc after each run) passes this is
+   * A sandbox host process whose resident memory (read from /proc after every 16th run) passes this is
    * replaced, bytes. Default 62 MiB: a fresh host is about 56 MiB and grows a few KiB per run
    * (allocator fragmentation, whatever a program left in native memory), so an idle pooled host
    * stays near 60 MiB however long it lives. 0 turns the check off.
