@@ -204,6 +204,8 @@ export class Run {
     this.inFlight.add(call.index);
     if (this.p.excludeBindingWaits && this.inFlight.size === 1) this.budget.pause();
     const handler = this.p.onCall;
+    this.callsEnded ??= new AbortController();
+    const callsEnded = this.callsEnded.signal;
     let pending: Promise<BindingOutcome>;
     try {
       pending =
@@ -212,7 +214,7 @@ export class Run {
           : Promise.resolve(
               handler(
                 { index: call.index, binding: call.binding, argsJson: call.argsJson },
-                { signal: (this.callsEnded ??= new AbortController()).signal },
+                { signal: callsEnded },
               ),
             );
     } catch {
