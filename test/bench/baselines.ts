@@ -192,6 +192,46 @@ function procTimes(pid: number | 'self'): number[] {
 }
 
 /**
+ * CPU time (ms) of every process under this one (not this one), by the kind `name` gives each
+ * direct child from its command line: a child's own time, its reaped children's (sandbox hosts that
+ * exited) and its live descendants'. The cluster bench's CPU per run, which a noisy machine moves
+ * far less than a rate.
+ */
+export function cpuMsOfDescendants(name: (cmdline: string) => string): Record<string, number> {
+  const parent = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone
+    }
+  }
+  const out: Record<string, number> = {};
+  for (const pid of parent.keys()) {
+    // The direct child of this process that `pid` descends from.
+    let top = pid;
+    for (let p = parent.get(top); p !== undefined && p !== process.pid; p = parent.get(top)) {
+      if (p <= 1) {
+        top = 0;
+        break;
+      }
+      top = p;
+    }
+    if (top === 0 || parent.get(top) !== process.pid) continue;
+    try {
+      const [u, s, cu, cs] = procTimes(pid);
+      const kind = name(readFileSync(`/proc/${top}/cmdline`, 'utf8').replace(/\0/g, ' '));
+      out[kind] = (out[kind] ?? 0) + ((u! + s! + cu! + cs!) * 1000) / TICKS;
+    } catch {
+      // gone meanwhile: its time is in its parent's reaped children's
+    }
+  }
+  return out;
+}
+
+/**
  * CPU time (ms) of this process and its sandbox hosts so far: this process, the children it has
  * reaped (hosts that exited), and its live children. Less sensitive to the machine's load than
  * a rate: a loaded machine stretches wall time, not the CPU a run needs.

@@ -37,6 +37,16 @@ async function main(): Promise<void> {
       '≥ 0.50x raw, ≥ 10x spawn',
     ],
     [
+      'CPU per run, cluster processes (16 clients; ms)',
+      `${f(cluster.cpuMsPerRun.total ?? Number.NaN)} (${Object.entries(cluster.cpuMsPerRun)
+        .filter(([k]) => k !== 'total')
+        .sort()
+        .map(([k, v]) => `${k} ${f(v)}`)
+        .join(', ')})`,
+      `${x(((cluster.cpuMsPerRun.total ?? Number.NaN) / ((raw.cpuMsPerRun ?? Number.NaN) + (raw2.cpuMsPerRun ?? Number.NaN))) * 2)} raw's ${f(((raw.cpuMsPerRun ?? 0) + (raw2.cpuMsPerRun ?? 0)) / 2)} ms`,
+      '≤ 4x raw (what 0.5x raw needs on 2 cores)',
+    ],
+    [
       'one client sequential p50 / p99 (ms)',
       `${f(cluster.sequential.p50)} / ${f(cluster.sequential.p99)}`,
       `${x(cluster.sequential.p50 / raw.p50)} raw p50`,

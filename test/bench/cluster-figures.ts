@@ -9,7 +9,16 @@ import { Agent, createServer, request } from 'node:http';
 import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
-import { CALLS, measure, PROGRAM, parallelCalls, pct, type Sample, sequentialCalls } from './baselines.ts';
+import {
+  CALLS,
+  cpuMsOfDescendants,
+  measure,
+  PROGRAM,
+  parallelCalls,
+  pct,
+  type Sample,
+  sequentialCalls,
+} from './baselines.ts';
 
 export interface Stage {
   name: string;
@@ -20,6 +29,8 @@ export interface Stage {
 export interface ClusterFigures {
   slots: number;
   concurrent16: Sample;
+  /** CPU per run of the cluster's processes during the 16-client phase, ms, by kind (and `total`). */
+  cpuMsPerRun: Record<string, number>;
   sequential: Sample;
   callMs: number;
   parallel100Ms: number;
@@ -217,12 +228,20 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       return { name, meanMs: col.reduce((s, x) => s + x, 0) / col.length, p50Ms: pct(col, 50) };
     });
 
+    const kindOf = (cmd: string) =>
+      cmd.includes('redis-server') ? 'redis' : cmd.includes('gateway') ? 'gateway' : 'runner + hosts';
+    const cpuBefore = cpuMsOfDescendants(kindOf);
     const concurrent16 = await measure(async () => void (await completed(PROGRAM)), {
       seconds,
       clients: 16,
       warmup: 0,
       minRuns: quick ? 16 : 32,
     });
+    const cpuAfter = cpuMsOfDescendants(kindOf);
+    const cpuMsPerRun: Record<string, number> = {};
+    for (const [kind, ms] of Object.entries(cpuAfter))
+      cpuMsPerRun[kind] = (ms - (cpuBefore[kind] ?? 0)) / concurrent16.runs;
+    cpuMsPerRun.total = Object.values(cpuMsPerRun).reduce((a, b) => a + b, 0);
 
     // Redis commands per run: everything the cluster sent while 100 runs went through (the INFO
     // calls themselves excluded), so background polling during that time counts against the runs.
@@ -283,6 +302,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     return {
       slots,
       concurrent16,
+      cpuMsPerRun,
       sequential,
       callMs: Math.max(0, withCalls.p50 - sequential.p50) / CALLS,
       parallel100Ms: parallel.p50,
