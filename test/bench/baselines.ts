@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createEngine } from '@islet/engine';
+import { processParents } from './capacity-cpu.ts';
 
 export const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
 
@@ -198,16 +199,7 @@ function procTimes(pid: number | 'self'): number[] {
  * far less than a rate.
  */
 export function cpuMsOfDescendants(name: (cmdline: string) => string): Record<string, number> {
-  const parent = new Map<number, number>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone
-    }
-  }
+  const parent = processParents();
   const out: Record<string, number> = {};
   for (const pid of parent.keys()) {
     // The direct child of this process that `pid` descends from.

@@ -21,7 +21,8 @@ export function cpuMs(pid: number): number {
   }
 }
 
-function parents(): Map<number, number> {
+/** Every live process's parent, from `/proc/<pid>/stat`. */
+export function processParents(): Map<number, number> {
   const out = new Map<number, number>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -37,7 +38,7 @@ function parents(): Map<number, number> {
 
 /** `root` and every live descendant (a runner and its sandbox hosts and jails). */
 export function processTree(root: number): number[] {
-  const parent = parents();
+  const parent = processParents();
   const out = [root];
   for (const pid of parent.keys()) {
     for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p))

@@ -19,6 +19,7 @@ import {
   type Sample,
   sequentialCalls,
 } from './baselines.ts';
+import { processParents } from './capacity-cpu.ts';
 
 export interface Stage {
   name: string;
@@ -56,16 +57,7 @@ function commandStats(info: string): Map<string, number> {
 
 /** Sandbox host processes under `pid` (node started with --no-node-snapshot), RSS and PSS in MB. */
 function hostMemory(rootPid: number): { rss: number; pss: number }[] {
-  const parent = new Map<number, number>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone
-    }
-  }
+  const parent = processParents();
   const under = (pid: number): boolean => {
     for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === rootPid) return true;
     return false;

@@ -8,7 +8,7 @@
  * a lost handler from a duplicate delivery. A gateway without the batch route (an older replica)
  * answers 404 for it, and its calls go alone instead.
  */
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import type { LiveOutcome } from '@islet/journal';
@@ -68,74 +68,77 @@ interface BatchLine {
 const MAX_BATCH_CALLS = 100;
 const MAX_BATCH_ARGS_BYTES = 64 * 1024;
 
+type Agents = { http: HttpAgent; https: HttpsAgent };
+const keepAliveAgents = (): Agents => ({
+  http: new HttpAgent({ keepAlive: true }),
+  https: new HttpsAgent({ keepAlive: true }),
+});
+
+/** One POST on a keep-alive agent; `read` turns its response into the result. */
+function postWith<T>(
+  agents: Agents,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  signal: AbortSignal | undefined,
+  read: (res: IncomingMessage, resolve: (value: T) => void, reject: (err: Error) => void) => void,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const secure = u.protocol === 'https:';
+    const req = (secure ? httpsRequest : httpRequest)(
+      u,
+      {
+        method: 'POST',
+        agent: secure ? agents.https : agents.http,
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        ...(signal ? { signal } : {}),
+      },
+      (res) => read(res, resolve, reject),
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 /**
  * node:http rather than fetch: a call may legitimately take minutes (a client connection's answer,
  * a decision held in place), and fetch's built-in 300 s headers timeout would cut it.
  */
 export function createHttpPost(): PostFn {
-  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  const agents = keepAliveAgents();
   return (url, headers, body, signal) =>
-    new Promise((resolve, reject) => {
-      const u = new URL(url);
-      const secure = u.protocol === 'https:';
-      const req = (secure ? httpsRequest : httpRequest)(
-        u,
-        {
-          method: 'POST',
-          agent: secure ? agents.https : agents.http,
-          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
-          ...(signal ? { signal } : {}),
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
-          );
-          res.on('error', reject);
-        },
+    postWith(agents, url, headers, body, signal, (res, resolve, reject) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
       );
-      req.on('error', reject);
-      req.end(body);
+      res.on('error', reject);
     });
 }
 
 export function createHttpPostBatch(): PostBatchFn {
-  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  const agents = keepAliveAgents();
   return (url, headers, body, onLine, signal) =>
-    new Promise((resolve, reject) => {
-      const u = new URL(url);
-      const secure = u.protocol === 'https:';
-      const req = (secure ? httpsRequest : httpRequest)(
-        u,
-        {
-          method: 'POST',
-          agent: secure ? agents.https : agents.http,
-          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
-          ...(signal ? { signal } : {}),
-        },
-        (res) => {
-          const status = res.statusCode ?? 0;
-          let rest = '';
-          const chunks: Buffer[] = [];
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => {
-            if (status !== 200) return void chunks.push(Buffer.from(c));
-            rest += c;
-            for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
-              const line = rest.slice(0, nl);
-              rest = rest.slice(nl + 1);
-              if (line) onLine(line);
-            }
-          });
-          res.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
-          // A stream cut mid-way (the gateway died) is an error, not an end: its unanswered calls retry.
-          res.on('aborted', () => reject(new Error('the gateway closed the batch before it ended')));
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
+    postWith(agents, url, headers, body, signal, (res, resolve, reject) => {
+      const status = res.statusCode ?? 0;
+      let rest = '';
+      const chunks: Buffer[] = [];
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        if (status !== 200) return void chunks.push(Buffer.from(c));
+        rest += c;
+        for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
+          const line = rest.slice(0, nl);
+          rest = rest.slice(nl + 1);
+          if (line) onLine(line);
+        }
+      });
+      res.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
+      // A stream cut mid-way (the gateway died) is an error, not an end: its unanswered calls retry.
+      res.on('aborted', () => reject(new Error('the gateway closed the batch before it ended')));
+      res.on('error', reject);
     });
 }
 
