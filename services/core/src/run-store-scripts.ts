@@ -22,9 +22,13 @@ if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return 0 end
 // Returns 1 (written), 0 (already final: nothing written), -1 (no record).
 export const TRANSITION = new LuaScript(`${FINAL_GUARD}
 local fields = {}
-for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+local newStatus = st
+for i = 7, #ARGV do
+  fields[#fields + 1] = ARGV[i]
+  -- the status this write leaves (the last one given wins, as in HSET), without reading it back
+  if (i - 7) % 2 == 0 and ARGV[i] == 'status' and ARGV[i + 1] then newStatus = ARGV[i + 1] end
+end
 redis.call('HSET', KEYS[1], unpack(fields))
-local newStatus = redis.call('HGET', KEYS[1], 'status')
 local ended = newStatus == 'Completed' or newStatus == 'Failed' or newStatus == 'Cancelled'
 if ended then
   redis.call('EXPIRE', KEYS[1], ARGV[6])

@@ -145,9 +145,13 @@ return {'stored', tostring(seq)}
 const BEGIN_ATTEMPT = new LuaScript(`
 local run = redis.call('HGETALL', KEYS[2])
 if #run == 0 then return {run, 0, {}} end
-local st = redis.call('HGET', KEYS[2], 'status')
+-- status and cancelRequested from the fields just read (no second and third command)
+local st, cancel
+for i = 1, #run, 2 do
+  if run[i] == 'status' then st = run[i + 1] elseif run[i] == 'cancelRequested' then cancel = run[i + 1] end
+end
 if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
-if redis.call('HGET', KEYS[2], 'cancelRequested') == '1' then return {run, 0, {}} end
+if cancel == '1' then return {run, 0, {}} end
 local attempt = redis.call('HINCRBY', KEYS[1], '#attempt', 1)
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
 redis.call('HINCRBY', KEYS[2], 'attempts', 1)
