@@ -264,6 +264,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // sent, so what `then` sends behind the record (the run's job) executes after the record is
       // written, without a round trip in between (the runner cannot find the job before the
       // record). A Cluster puts them on different nodes: there the record's reply is awaited first.
+      // Should the record's write fail, its job finds no record and is dropped by the runner, and
+      // the orphan sweep removes the in-flight entry; the submit answers the error.
       const stored = CREATE_RUN.runInOrder(redis, runKeys, runArgs);
       stored.catch(() => undefined);
       await Promise.all([stored, then()]);

@@ -18,7 +18,7 @@ export interface Caller extends ApiKeyIdentity {
 declare module 'fastify' {
   interface FastifyRequest {
     caller?: Caller;
-    /** The tenant's rate-limit count, started but not awaited (`requireScopes` with `overlapRateLimit`). */
+    /** The tenant's rate-limit count, sent but not awaited (`requireScopesOverlappingRateLimit`). */
     rateLimited?: Promise<void>;
   }
 }

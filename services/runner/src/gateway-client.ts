@@ -243,7 +243,14 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         headers,
         JSON.stringify({ attempt, calls: items.map((q) => q.call) }),
         (text) => {
-          const line = JSON.parse(text) as BatchLine;
+          let line: BatchLine;
+          try {
+            line = JSON.parse(text) as BatchLine;
+          } catch {
+            // Not a line of ours: ignored here (this runs in the socket's data handler); a call it
+            // was meant to answer is retried when the batch ends without its answer.
+            return;
+          }
           if (line.status === 200 && line.outcome)
             settle(
               line.index,

@@ -122,6 +122,8 @@ describe('gateway client batches', () => {
 
   it('retries a call answered 5xx, or left unanswered by a batch cut mid-way, alone on the next gateway as a takeover', async () => {
     const cut = await gateway((_calls, res) => {
+      // A line that is not JSON is ignored (it must not throw in the socket's data handler).
+      res.write('not json\n');
       res.write(line(0, result('zero')));
       res.write(line(1, { status: 503, problem: { type: 'https://islet.dev/problems/unavailable' } }));
       // Calls 2 and 3 never get a line: the gateway dies.
