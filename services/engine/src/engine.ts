@@ -1,7 +1,7 @@
 /**
  * createEngine: the public entry. Keeps sandbox host processes per partition (tenants never share
  * one), runs one program per host at a time in a fresh isolate, replaces a host after any failure
- * after `maxRunsPerProcess` runs, or once its resident memory passes `maxHostResidentBytes`.
+ * after `maxRunsPerProcess` runs, or once its resident memory grew by `maxHostResidentGrowthBytes`.
  * `execute` never throws.
  */
 import { randomBytes } from 'node:crypto';
@@ -19,10 +19,10 @@ import { Run } from './run.ts';
 import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
 
 const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
-const DEFAULT_MAX_HOST_RESIDENT_BYTES = 62 * 1024 * 1024;
+const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 8 * 1024 * 1024;
 const RESIDENT_CHECK_EVERY_RUNS = 16;
-/** Within this of `maxHostResidentBytes`, the replacement host starts ahead (as in a host's last runs). */
-const SPARE_LEAD_RESIDENT_BYTES = 3 * 1024 * 1024;
+/** Within this of its growth bound, a host's replacement starts ahead (as in a host's last runs). */
+const SPARE_LEAD_RESIDENT_BYTES = 2 * 1024 * 1024;
 const MIN_MEMORY_MB = 8;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
@@ -40,10 +40,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
   const maxIdleTotal = Math.max(0, Math.floor(options.maxIdleTotal ?? DEFAULT_MAX_IDLE_TOTAL));
   const spareLeadRuns = Math.max(1, Math.min(25, Math.floor(maxRunsPerProcess / 4)));
-  const maxResident = Math.max(
+  const maxGrowth = Math.max(
     0,
-    Math.floor(options.maxHostResidentBytes ?? DEFAULT_MAX_HOST_RESIDENT_BYTES),
+    Math.floor(options.maxHostResidentGrowthBytes ?? DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES),
   );
+  const readResident = options.residentBytesOf;
   const idle = new Map<string, HostProcess[]>();
   const busy = new Set<HostProcess>();
   // A replacement started in the background after a host was retired, one per partition.
@@ -139,13 +140,18 @@ export function createEngine(options: EngineOptions = {}): Engine {
     busy.delete(host);
     host.runs++;
     const pool = idle.get(host.partition) ?? [];
-    // Every 16th run: the /proc read cost ~0.1 ms of the runner's CPU on a run's path, and a host
-    // grows a few KiB per run, so 16 runs pass the bound by a few hundred KiB at most.
-    const resident =
-      maxResident > 0 && reusable && host.runs % RESIDENT_CHECK_EVERY_RUNS === 0
-        ? (host.residentBytes() ?? 0)
+    // After the first run (the baseline) and every 16th: the /proc read cost ~0.1 ms of the
+    // runner's CPU on a run's path, and a host grows a few KiB per run, so 16 runs pass the bound
+    // by a few hundred KiB at most.
+    const checked =
+      maxGrowth > 0 && reusable && (host.runs === 1 || host.runs % RESIDENT_CHECK_EVERY_RUNS === 0);
+    const resident = checked ? host.residentBytes(readResident) : undefined;
+    if (host.runs === 1 && resident !== undefined) host.baselineResidentBytes = resident;
+    const grown =
+      resident !== undefined && host.baselineResidentBytes !== undefined
+        ? resident - host.baselineResidentBytes
         : 0;
-    const tooBig = maxResident > 0 && resident > maxResident;
+    const tooBig = grown > maxGrowth;
     const spent = host.runs >= maxRunsPerProcess || tooBig;
     if (closed || !reusable || host.exited || spent || pool.length >= maxIdle) {
       if (!closed && (!reusable || host.exited || spent)) {
@@ -191,7 +197,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     // waits for a host start. Starting it only before the last run left the next run waiting.
     if (
       host.runs >= maxRunsPerProcess - spareLeadRuns ||
-      (maxResident > 0 && resident > maxResident - SPARE_LEAD_RESIDENT_BYTES)
+      (maxGrowth > 0 && grown > maxGrowth - SPARE_LEAD_RESIDENT_BYTES)
     )
       startSpare(host.partition, true);
   }

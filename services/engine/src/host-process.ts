@@ -30,6 +30,16 @@ export interface SpawnOptions {
   env?: Record<string, string>;
 }
 
+/** VmRSS of /proc/<pid>/status, bytes; undefined when it cannot be read. */
+export function readResidentBytes(pid: number): number | undefined {
+  try {
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1];
+    return kb === undefined ? undefined : Number(kb) * 1024;
+  } catch {
+    return undefined;
+  }
+}
+
 export class HostProcess {
   readonly partition: string;
   runs = 0;
@@ -154,18 +164,16 @@ export class HostProcess {
     return this.child.pid;
   }
 
+  /** Resident memory after this host's first run, bytes (the engine's baseline for its growth). */
+  baselineResidentBytes: number | undefined;
+
   /**
    * The process's resident memory, bytes, read by the engine from /proc (not reported by the host,
    * which runs tenant code); undefined when it cannot be read (gone, no /proc).
    */
-  residentBytes(): number | undefined {
+  residentBytes(read: (pid: number) => number | undefined = readResidentBytes): number | undefined {
     if (this.exited || this.child.pid === undefined) return undefined;
-    try {
-      const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${this.child.pid}/status`, 'latin1'))?.[1];
-      return kb === undefined ? undefined : Number(kb) * 1024;
-    } catch {
-      return undefined;
-    }
+    return read(this.child.pid);
   }
 
   kill(): void {

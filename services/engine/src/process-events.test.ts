@@ -1,6 +1,7 @@
 /** The engine's process lifecycle hook and stats (what the runner turns into sandbox metrics). */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from './engine.ts';
+import { readResidentBytes } from './host-process.ts';
 import type { Engine, ProcessEvent } from './types.ts';
 
 let engine: Engine | undefined;
@@ -44,32 +45,46 @@ describe('onProcessEvent and stats()', () => {
     expect(engine.stats?.()).toEqual({ processes: 0, busy: 0 });
   });
 
-  it('retires a host whose resident memory (read from /proc) passed maxHostResidentBytes, and keeps one under it', async () => {
+  it('retires a host whose resident memory grew past maxHostResidentGrowthBytes since its first run', async () => {
     const events: ProcessEvent[] = [];
-    // A fresh host is ~56 MiB: 16 MiB is passed from the start, 1 GiB never here. The engine reads
-    // /proc after every 16th run: the 16th run is that host's last.
-    engine = createEngine({ maxHostResidentBytes: 16 * 1024 * 1024, onProcessEvent: (e) => events.push(e) });
+    const MiB = 1024 * 1024;
+    // The reader plays a host that is 70 MiB after its first run (a larger machine: no retirement
+    // for its size alone), 75 MiB at its 16th run (inside 8 MiB of growth) and 79 MiB at its 32nd.
+    const reads: number[] = [];
+    const sizes = [70 * MiB, 75 * MiB, 79 * MiB];
+    engine = createEngine({
+      maxHostResidentGrowthBytes: 8 * MiB,
+      residentBytesOf: () => {
+        reads.push(reads.length);
+        return sizes[Math.min(reads.length - 1, sizes.length - 1)];
+      },
+      onProcessEvent: (e) => events.push(e),
+    });
     const first = await engine.execute('return 1', { partition: 't1' });
-    for (let i = 2; i <= 15; i++)
+    for (let i = 2; i <= 31; i++)
       expect((await engine.execute('return 1', { partition: 't1' })).hostPid).toBe(first.hostPid);
+    // Read after runs 1 and 16 only (not on every run's path).
+    expect(reads).toHaveLength(2);
     expect(events.some((e) => e.type === 'retired')).toBe(false);
-    const sixteenth = await engine.execute('return 16', { partition: 't1' });
-    expect(sixteenth.valueJson).toBe('16');
-    expect(sixteenth.hostPid).toBe(first.hostPid);
+    const last = await engine.execute('return 32', { partition: 't1' });
+    expect(last.hostPid).toBe(first.hostPid);
+    expect(reads).toHaveLength(3);
     expect(events).toContainEqual(
       expect.objectContaining({ type: 'retired', reason: 'max-memory', pid: first.hostPid }),
     );
     const next = await engine.execute('return 2', { partition: 't1' });
     expect(next.valueJson).toBe('2');
     expect(next.hostPid).not.toBe(first.hostPid);
-    await engine.close();
+  });
 
-    const kept: ProcessEvent[] = [];
-    engine = createEngine({ maxHostResidentBytes: 1024 ** 3, onProcessEvent: (e) => kept.push(e) });
-    const pids = new Set<number | undefined>();
-    for (let i = 0; i < 20; i++) pids.add((await engine.execute('return 1', { partition: 't1' })).hostPid);
-    expect(pids.size).toBe(1);
-    expect(kept.some((e) => e.type === 'retired')).toBe(false);
+  it("reads a live host's resident memory from /proc", async () => {
+    engine = createEngine({ prewarm: false });
+    const out = await engine.execute('return 1');
+    const rss = readResidentBytes(out.hostPid!);
+    // A pooled host: tens of MiB, nowhere near zero or gigabytes.
+    expect(rss).toBeGreaterThan(20 * 1024 * 1024);
+    expect(rss).toBeLessThan(400 * 1024 * 1024);
+    expect(readResidentBytes(2 ** 22 + 12345)).toBeUndefined();
   });
 
   it('starts the replacement of a host in its last quarter of runs, so the next run waits for no start', async () => {

@@ -186,16 +186,20 @@ export interface EngineOptions {
   /**
    * A sandbox host process is replaced after this many runs. Default 1000: a host start costs about
    * 0.25 s of CPU, which 100 runs per host made 2.5 ms of every trivial run (a fifth of a run's CPU
-   * across the cluster); memory is bounded by `maxHostResidentBytes`, not by this count.
+   * across the cluster); memory is bounded by `maxHostResidentGrowthBytes`, not by this count.
    */
   maxRunsPerProcess?: number;
   /**
-   * A sandbox host process whose resident memory (read from /proc after every 16th run) passes this is
-   * replaced, bytes. Default 62 MiB: a fresh host is about 56 MiB and grows a few KiB per run
-   * (allocator fragmentation, whatever a program left in native memory), so an idle pooled host
-   * stays near 60 MiB however long it lives. 0 turns the check off.
+   * A sandbox host process whose resident memory grew by more than this since its first run is
+   * replaced, bytes (read from /proc after the first and every 16th run). Default 8 MiB: a host is
+   * about 56 MiB after its first run here and grows a few KiB per run (allocator fragmentation,
+   * what a program left in native memory), so an idle pooled host stays near 60 MiB however long
+   * it lives. Growth, not a fixed size: a machine whose fresh host is larger would otherwise replace
+   * every host after 16 runs. 0 turns the check off.
    */
-  maxHostResidentBytes?: number;
+  maxHostResidentGrowthBytes?: number;
+  /** Reads a process's resident memory, bytes (tests). Default: VmRSS from /proc/<pid>/status. */
+  residentBytesOf?: (pid: number) => number | undefined;
   /**
    * Wraps the sandbox host's command line, e.g. to start it under the kernel sandbox launcher
    * (`islet-jail --mode read-only -- node …`). Default: none.
