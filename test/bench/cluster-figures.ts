@@ -4,7 +4,7 @@
  * commands and memory, and where a run's time goes stage by stage (from the timings the runner
  * stores with a run's end, see RunTimings in @islet/core).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';

@@ -6,7 +6,7 @@
  * command spanning two hash slots fails with CROSSSLOT — the cheap way to catch slot-unsafe code.
  */
 import { type ChildProcess, execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -130,7 +130,21 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`Redis Cluster not healthy within ${timeoutMs}ms (${last})`);
+    // What the live nodes last logged (elections, votes, state changes), to tell why.
+    const logs = ports
+      .filter(alive)
+      .map((port) => {
+        try {
+          const lines = readFileSync(join(dir, `node-${port}.log`), 'utf8')
+            .trim()
+            .split('\n');
+          return `-- ${port}:\n${lines.slice(-8).join('\n')}`;
+        } catch {
+          return `-- ${port}: no log`;
+        }
+      })
+      .join('\n');
+    throw new Error(`Redis Cluster not healthy within ${timeoutMs}ms (${last})\n${logs}`);
   }
 
   try {
@@ -178,8 +192,15 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
             options.appendFsync ?? 'always',
             '--maxmemory-policy',
             'noeviction',
+            // A replica fails over however long ago it last heard its master: on a loaded 2-core
+            // machine a replica once judged its data too old and the slots stayed down for good.
+            '--cluster-replica-validity-factor',
+            '0',
+            // Kept for the failure message of waitHealthy (the directory goes at stop).
+            '--logfile',
+            join(dir, `node-${port}.log`),
             '--loglevel',
-            'warning',
+            'notice',
             ...(password ? ['--requirepass', password, '--masterauth', password] : []),
           ],
           { stdio: ['ignore', 'ignore', 'inherit'] },
