@@ -52,14 +52,13 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function gateway(allowPrivate: boolean) {
+/** A gateway on the test Redis with `env` over the defaults; closed in afterAll. A tenant and its key come with it. */
+async function startGateway(env: Record<string, string>) {
   const config = loadConfig({
     ISLET_REDIS_URL: redis.url,
     ISLET_SEAL_KEYS: generateSealKey(),
     ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_APP_ALLOW_PRIVATE_NETWORKS: String(allowPrivate),
-    ISLET_APP_CALL_TIMEOUT_MS: '800',
-    ISLET_APP_ANSWER_MAX_BYTES: '4096',
+    ...env,
   });
   const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
   deps.postToApp = (url, headers, body, options) => postToApp(url, headers, body, { ...options, resolver });
@@ -74,10 +73,10 @@ async function gateway(allowPrivate: boolean) {
   const tenant = `t${gateways.length}`;
   await deps.tenants.createTenant({ id: tenant, name: tenant });
   const key = (await deps.tenants.createKey(tenant, ['apps.use'])).key;
-  /** The outcome the program gets from one call to `url`. */
-  return async (url: string): Promise<unknown> => {
+  /** An `http` App at `url` with one allowed tool, `go`. */
+  const connect = async (url: string, name = `app ${Math.random().toString(36).slice(2)}`) => {
     const c = await deps.connections.create(tenant, {
-      name: `app ${Math.random().toString(36).slice(2)}`,
+      name,
       kind: 'http',
       url,
       tools: [{ name: 'go', inputSchema: {}, policy: 'allow' }],
@@ -85,20 +84,31 @@ async function gateway(allowPrivate: boolean) {
       prompts: [],
     });
     if (!c.ok) throw new Error(c.detail);
+    return c.connection;
+  };
+  /** A run of this tenant with these connections; its id. */
+  const submit = async (connections: string[]) => {
     const submitted = await app.inject({
       method: 'POST',
       url: '/v1/runs',
       headers: { authorization: `Bearer ${key}` },
-      payload: {
-        code: 'return 1',
-        description: 'n',
-        sessionId: 's',
-        turnId: 't',
-        callId: 'c',
-        connections: [c.connection.id],
-      },
+      payload: { code: 'return 1', description: 'n', sessionId: 's', turnId: 't', callId: 'c', connections },
     });
-    const id = submitted.json().id as string;
+    return submitted.json().id as string;
+  };
+  return { app, deps, connect, submit };
+}
+
+async function gateway(allowPrivate: boolean) {
+  const { app, deps, connect, submit } = await startGateway({
+    ISLET_APP_ALLOW_PRIVATE_NETWORKS: String(allowPrivate),
+    ISLET_APP_CALL_TIMEOUT_MS: '800',
+    ISLET_APP_ANSWER_MAX_BYTES: '4096',
+  });
+  /** The outcome the program gets from one call to `url`. */
+  return async (url: string): Promise<unknown> => {
+    const connection = await connect(url);
+    const id = await submit([connection.id]);
     const served = await app.inject({
       method: 'POST',
       url: `/internal/v1/code-runs/${id}/calls`,
@@ -106,7 +116,7 @@ async function gateway(allowPrivate: boolean) {
       payload: {
         attempt: await deps.journal.nextAttempt(id),
         index: 0,
-        binding: `${c.connection.slug}.go`,
+        binding: `${connection.slug}.go`,
         argsJson: '{}',
       },
     });
@@ -167,53 +177,15 @@ describe('http App calls through the gateway', () => {
 
 describe('call batches (one request, one NDJSON line per call as soon as it is journaled)', () => {
   it('answers each call on its own line, early ones first, and refuses what a single call refuses', async () => {
-    const config = loadConfig({
-      ISLET_REDIS_URL: redis.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: INTERNAL,
+    // The silent App's call ends at 2.5 s; the fast ones' lines must come long before it.
+    const { app, deps, connect, submit } = await startGateway({
       ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
-      ISLET_APP_CALL_TIMEOUT_MS: '1500',
-    });
-    const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-    const app = await buildApp(deps);
-    gateways.push({
-      app,
-      close: async () => {
-        await app.close();
-        await deps.close();
-      },
+      ISLET_APP_CALL_TIMEOUT_MS: '2500',
     });
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
-    await deps.tenants.createTenant({ id: 'batch', name: 'batch' });
-    const key = (await deps.tenants.createKey('batch', ['apps.use'])).key;
-    const connect = async (name: string, path: string) => {
-      const c = await deps.connections.create('batch', {
-        name,
-        kind: 'http',
-        url: `http://127.0.0.1:${port}${path}`,
-        tools: [{ name: 'go', inputSchema: {}, policy: 'allow' }],
-        resources: [],
-        prompts: [],
-      });
-      if (!c.ok) throw new Error(c.detail);
-      return c.connection;
-    };
-    const fast = await connect('Fast', '/');
-    const silent = await connect('Silent', '/silent');
-    const submitted = await app.inject({
-      method: 'POST',
-      url: '/v1/runs',
-      headers: { authorization: `Bearer ${key}` },
-      payload: {
-        code: 'return 1',
-        description: 'n',
-        sessionId: 's',
-        turnId: 't',
-        callId: 'c',
-        connections: [fast.id, silent.id],
-      },
-    });
-    const id = submitted.json().id as string;
+    const fast = await connect(`http://127.0.0.1:${port}/`, 'Fast');
+    const silent = await connect(`http://127.0.0.1:${port}/silent`, 'Silent');
+    const id = await submit([fast.id, silent.id]);
     const attempt = await deps.journal.nextAttempt(id);
     const deep = `${'['.repeat(200)}${']'.repeat(200)}`;
     const calls = [

@@ -21,18 +21,16 @@ import { idParams } from './params.ts';
 /** Most calls in one batch (the engine's in-flight cap per run is 100 by default). */
 export const MAX_BATCH_CALLS = 1000;
 
+/** One call as the runner sends it (single or in a batch). */
+const callSchema = z.object({
+  index: z.number().int().min(0),
+  binding: z.string().min(1).max(300),
+  argsJson: z.string().max(16 * 1024 * 1024),
+});
+
 const batchSchema = z.object({
   attempt: z.number().int().min(1),
-  calls: z
-    .array(
-      z.object({
-        index: z.number().int().min(0),
-        binding: z.string().min(1).max(300),
-        argsJson: z.string().max(16 * 1024 * 1024),
-      }),
-    )
-    .min(1)
-    .max(MAX_BATCH_CALLS),
+  calls: z.array(callSchema).min(1).max(MAX_BATCH_CALLS),
 });
 
 /** One line of a batch's answer: the call's served body, or its problem with the status a single call would get. */
@@ -45,86 +43,76 @@ const refused = (index: number, code: ProblemCode, detail: string): BatchLine =>
   return { index, status: p.status, problem: p };
 };
 
-export const internalCallSchema = z.object({
+export const internalCallSchema = callSchema.extend({
   attempt: z.number().int().min(1),
-  index: z.number().int().min(0),
-  binding: z.string().min(1).max(300),
-  argsJson: z.string().max(16 * 1024 * 1024),
   /** The runner lost the gateway that held this call and retries it here. */
   takeover: z.boolean().optional(),
 });
 
 export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, bindingCalls } = ctx;
+  // Arguments may be as large as the engine's output cap (64 MiB).
+  const options = { preHandler: auth.requireInternal, bodyLimit: 67_108_864 + 65_536 };
+  const maxDepth = ctx.deps.config.ISLET_JSON_MAX_DEPTH;
+  /** The refusal of arguments nested deeper than ISLET_JSON_MAX_DEPTH, or undefined. */
+  const tooDeep = (argsJson: string) =>
+    jsonDepthExceeds(argsJson, maxDepth)
+      ? `the call's arguments nest deeper than ${maxDepth} levels`
+      : undefined;
   return async (app) => {
-    app.post(
-      '/internal/v1/code-runs/:id/calls',
-      // Arguments may be as large as the engine's output cap (64 MiB).
-      { preHandler: auth.requireInternal, bodyLimit: 67_108_864 + 65_536 },
-      async (request, reply) => {
-        const { id } = idParams.parse(request.params);
-        const parsed = internalCallSchema.safeParse(request.body);
-        if (!parsed.success) throw validationProblem(parsed.error);
-        const { attempt, ...call } = parsed.data;
-        const maxDepth = ctx.deps.config.ISLET_JSON_MAX_DEPTH;
-        if (jsonDepthExceeds(call.argsJson, maxDepth))
-          throw new HttpProblem('json-too-deep', `the call's arguments nest deeper than ${maxDepth} levels`);
-        const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));
-        if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
-        return served;
-      },
-    );
+    app.post('/internal/v1/code-runs/:id/calls', options, async (request, reply) => {
+      const { id } = idParams.parse(request.params);
+      const parsed = internalCallSchema.safeParse(request.body);
+      if (!parsed.success) throw validationProblem(parsed.error);
+      const { attempt, ...call } = parsed.data;
+      const deep = tooDeep(call.argsJson);
+      if (deep) throw new HttpProblem('json-too-deep', deep);
+      const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));
+      if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
+      return served;
+    });
 
-    app.post(
-      '/internal/v1/code-runs/:id/call-batch',
-      { preHandler: auth.requireInternal, bodyLimit: 67_108_864 + 65_536 },
-      async (request, reply) => {
-        const { id } = idParams.parse(request.params);
-        const parsed = batchSchema.safeParse(request.body);
-        if (!parsed.success) throw validationProblem(parsed.error);
-        const { attempt, calls } = parsed.data;
-        const maxDepth = ctx.deps.config.ISLET_JSON_MAX_DEPTH;
-        const gone = clientGone(reply);
-        reply.hijack();
-        const res = reply.raw;
-        res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
-        let pending: string[] = [];
-        let flushing = false;
-        const write = (line: BatchLine) => {
-          pending.push(JSON.stringify(line));
-          if (flushing) return;
-          flushing = true;
-          // Lines finished in the same turn go out in one write.
-          setImmediate(() => {
-            flushing = false;
-            const text = `${pending.join('\n')}\n`;
-            pending = [];
-            if (!res.destroyed) res.write(text);
-          });
-        };
-        const serveOne = async (call: BindingCall): Promise<BatchLine> => {
-          if (jsonDepthExceeds(call.argsJson, maxDepth))
-            return refused(
-              call.index,
-              'json-too-deep',
-              `the call's arguments nest deeper than ${maxDepth} levels`,
-            );
-          try {
-            const served = await bindingCalls.serve(id, attempt, call, gone);
-            if (!served) return refused(call.index, 'not-found', `no code run ${id}`);
-            return { index: call.index, status: 200, ...served };
-          } catch (err) {
-            const e = err as Error;
-            // As a single call's 5xx: the runner tries the call again on another gateway (takeover).
-            if (!isRedisTransient(e))
-              request.log.error({ err: e, runId: id, index: call.index }, 'batch call failed');
-            return refused(call.index, 'unavailable', 'the call could not be served; retry');
-          }
-        };
-        await Promise.all(calls.map(async (call) => write(await serveOne(call))));
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        if (!res.destroyed) res.end();
-      },
-    );
+    app.post('/internal/v1/code-runs/:id/call-batch', options, async (request, reply) => {
+      const { id } = idParams.parse(request.params);
+      const parsed = batchSchema.safeParse(request.body);
+      if (!parsed.success) throw validationProblem(parsed.error);
+      const { attempt, calls } = parsed.data;
+      const gone = clientGone(reply);
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+      let pending: string[] = [];
+      let flushing = false;
+      const write = (line: BatchLine) => {
+        pending.push(JSON.stringify(line));
+        if (flushing) return;
+        flushing = true;
+        // Lines finished in the same turn go out in one write.
+        setImmediate(() => {
+          flushing = false;
+          const text = `${pending.join('\n')}\n`;
+          pending = [];
+          if (!res.destroyed) res.write(text);
+        });
+      };
+      const serveOne = async (call: BindingCall): Promise<BatchLine> => {
+        const deep = tooDeep(call.argsJson);
+        if (deep) return refused(call.index, 'json-too-deep', deep);
+        try {
+          const served = await bindingCalls.serve(id, attempt, call, gone);
+          if (!served) return refused(call.index, 'not-found', `no code run ${id}`);
+          return { index: call.index, status: 200, ...served };
+        } catch (err) {
+          const e = err as Error;
+          // As a single call's 5xx: the runner tries the call again on another gateway (takeover).
+          if (!isRedisTransient(e))
+            request.log.error({ err: e, runId: id, index: call.index }, 'batch call failed');
+          return refused(call.index, 'unavailable', 'the call could not be served; retry');
+        }
+      };
+      await Promise.all(calls.map(async (call) => write(await serveOne(call))));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (!res.destroyed) res.end();
+    });
   };
 }
