@@ -17,8 +17,19 @@ if not st then return -1 end
 if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return 0 end
 `;
 
-// KEYS: run, events. ARGV: message (the run id, then optionally a space and a tag), channel,
-// eventType, sealedEventData, maxlen, ttlSeconds, field, value, ...
+/**
+ * The most an end message carries of a run's record and journal (their fields' lengths summed),
+ * bytes. Every gateway replica receives every end message, and on a Redis Cluster every node
+ * relays it: a larger run's end goes out as its bare id and its waiter reads the run instead.
+ */
+export const END_PUSH_MAX_BYTES = 32 * 1024;
+
+// KEYS: run, events, and optionally the run's journal (its waiter gets the end pushed). ARGV:
+// message (the run id, then optionally a space and a tag), channel, eventType, sealedEventData,
+// maxlen, ttlSeconds, field, value, ...
+// A final status with KEYS[3] publishes `<id> end [record, journal]` (both hashes flattened, as
+// cjson encodes them: an empty one is `{}`) when they fit END_PUSH_MAX_BYTES, so the gateway
+// holding the submit answers it without reading them back.
 // Returns 1 (written), 0 (already final: nothing written), -1 (no record).
 export const TRANSITION = new LuaScript(`${FINAL_GUARD}
 local fields = {}
@@ -35,7 +46,16 @@ if ended then
   redis.call('EXPIRE', KEYS[2], ARGV[6])
 end
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'type', ARGV[3], 'data', ARGV[4])
-redis.call('PUBLISH', ARGV[2], ARGV[1])
+local message = ARGV[1]
+if ended and KEYS[3] then
+  local run = redis.call('HGETALL', KEYS[1])
+  local journal = redis.call('HGETALL', KEYS[3])
+  local size = 0
+  for _, v in ipairs(run) do size = size + #v end
+  for _, v in ipairs(journal) do size = size + #v end
+  if size <= ${END_PUSH_MAX_BYTES} then message = ARGV[1] .. ' end ' .. cjson.encode({run, journal}) end
+end
+redis.call('PUBLISH', ARGV[2], message)
 return 1
 `);
 

@@ -16,7 +16,7 @@
  */
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
-import { channels, keys } from './keys.ts';
+import { channels, journalKeys, keys } from './keys.ts';
 import { isRedisCluster } from './redis.ts';
 import {
   ADMIT_TENANT,
@@ -98,6 +98,12 @@ export interface StoredRun {
   /** Fixed `Date.now()` and `Math.random()` seed, the same in every execution of the run. */
   clockMs: number;
   seed: string;
+  /**
+   * The submit's caller waits for the end (`Prefer: wait`, an MCP run): the final transition
+   * publishes the record and journal with its end message (TRANSITION), so the gateway holding
+   * that request answers without reading them back.
+   */
+  pushEnd?: boolean;
 }
 
 /**
@@ -164,11 +170,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     if (h.text) run.text = sealer.open(h.text);
     if (h.kind) run.kind = h.kind;
     if (h.principal) run.principal = h.principal;
+    if (h.pushEnd === '1') run.pushEnd = true;
     return run;
   }
 
   async function transition(
-    run: { id: string; tenant: string },
+    run: { id: string; tenant: string; pushEnd?: boolean },
     fields: Record<string, string>,
     event: { type: string; data: Record<string, unknown> },
   ): Promise<boolean> {
@@ -179,7 +186,10 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     const message = fields.status === 'Running' ? `${run.id} running` : run.id;
     const res = await TRANSITION.run(
       redis,
-      [keys.run(run.id), keys.runEvents(run.id)],
+      // The journal's key with its default prefix, the one the gateway and runner use.
+      run.pushEnd
+        ? [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)]
+        : [keys.run(run.id), keys.runEvents(run.id)],
       [message, channels.runEvents, event.type, seal(event.data), maxEvents, retention, ...flat],
     );
     return res === 1;
@@ -227,6 +237,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         seed: run.seed,
       };
       if (run.principal) fields.principal = run.principal;
+      if (run.pushEnd) fields.pushEnd = '1';
       // Tenant half first, awaited: a record never exists without its in-flight entry, so every
       // run the sweep cannot see was never acknowledged (see the header for the recovery path).
       const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
@@ -295,7 +306,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
 
     /** Ends a run. False when it had already ended (the first final status stands). */
     async finish(
-      run: { id: string; tenant: string },
+      run: { id: string; tenant: string; pushEnd?: boolean },
       end: {
         status: 'Completed' | 'Failed' | 'Cancelled';
         result: RunResult;

@@ -1,5 +1,5 @@
 import { EventEmitter, getEventListeners } from 'node:events';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { channels, createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -546,6 +546,98 @@ describe('runs through inject (no runner)', () => {
       expect(get.mock.calls.length).toBe(readsBefore + 1);
     } finally {
       get.mockRestore();
+    }
+  });
+  it('Prefer: wait: the end is pushed with the record and journal, and answered without reading them', async () => {
+    const answer = app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { ...auth(key), prefer: 'wait=10' },
+      payload: run({ sessionId: 'push-end' }),
+    });
+    let id: string | undefined;
+    for (let i = 0; i < 100 && !id; i++) {
+      id = (await deps.redis.zrange(keys.sessionRuns('acme', 'push-end'), 0, -1))[0];
+      if (!id) await new Promise((r) => setTimeout(r, 20));
+    }
+    if (!id) throw new Error('run not stored');
+    const stored = await deps.runs.get(id);
+    if (!stored) throw new Error('run not stored');
+    expect(stored.pushEnd).toBe(true);
+    const attempt = await deps.journal.nextAttempt(id);
+    await deps.journal.claim(id, attempt, {
+      index: 0,
+      binding: 'crm.find',
+      argsJson: '{"q":1}',
+      sendNow: true,
+    });
+    await deps.journal.complete(id, 0, { type: 'result', valueJson: '{"found":2}' });
+    const get = vi.spyOn(deps.runs, 'get');
+    const list = vi.spyOn(deps.journal, 'list');
+    try {
+      await deps.runs.finish(stored, {
+        status: 'Completed',
+        result: { _tag: 'Completed', value: 2, logs: [{ level: 'log', text: 'pushed' }] },
+        text: 'pushed',
+        kind: 'none',
+      });
+      const res = await answer;
+      expect(res.statusCode).toBe(200);
+      const body = res.json();
+      expect(body).toMatchObject({ id, status: 'Completed', result: { value: 2 } });
+      expect(JSON.stringify(body.result)).toContain('pushed');
+      expect(body.calls).toEqual([expect.objectContaining({ index: 0, binding: 'crm.find' })]);
+      expect(get).not.toHaveBeenCalled();
+      expect(list).not.toHaveBeenCalled();
+    } finally {
+      get.mockRestore();
+      list.mockRestore();
+    }
+  });
+  it('a run too large to push ends as its bare id; its waiter reads it (and a run nobody waits on pushes nothing)', async () => {
+    const sub = deps.redis.duplicate();
+    const messages: string[] = [];
+    sub.on('message', (_channel: string, message: string) => messages.push(message));
+    await sub.subscribe(channels.runEvents);
+    try {
+      const large = run({ sessionId: 'push-large', code: `return 1 // ${'x'.repeat(40_000)}` });
+      const answer = app.inject({
+        method: 'POST',
+        url: '/v1/runs',
+        headers: { ...auth(key), prefer: 'wait=10' },
+        payload: large,
+      });
+      const quiet = await app.inject({
+        method: 'POST',
+        url: '/v1/runs',
+        headers: auth(key),
+        payload: run({ sessionId: 'push-none' }),
+      });
+      let id: string | undefined;
+      for (let i = 0; i < 100 && !id; i++) {
+        id = (await deps.redis.zrange(keys.sessionRuns('acme', 'push-large'), 0, -1))[0];
+        if (!id) await new Promise((r) => setTimeout(r, 20));
+      }
+      const stored = id ? await deps.runs.get(id) : null;
+      const unwaited = await deps.runs.get(quiet.json().id);
+      if (!stored || !unwaited) throw new Error('runs not stored');
+      expect(unwaited.pushEnd).toBeUndefined();
+      const end: Parameters<typeof deps.runs.finish>[1] = {
+        status: 'Completed',
+        result: { _tag: 'Completed', value: 3, logs: [] },
+        text: '3',
+        kind: 'none',
+      };
+      await deps.runs.finish(unwaited, end);
+      await deps.runs.finish(stored, end);
+      const res = await answer;
+      expect(res.json()).toMatchObject({ id: stored.id, status: 'Completed', result: { value: 3 } });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(messages).toContain(stored.id);
+      expect(messages).toContain(unwaited.id);
+      expect(messages.filter((m) => m.includes(' end '))).toEqual([]);
+    } finally {
+      sub.disconnect();
     }
   });
   it('the in-flight quota holds under a flood of parallel submits (check and count are one step)', async () => {

@@ -2,15 +2,19 @@
  * One subscriber connection per gateway on `islet:run-events`: wakes SSE readers and
  * `Prefer: wait` requests of this replica when any process appends to a run's event stream.
  * The message carries the run id (and optionally, after a space, a tag saying what changed:
- * `call`); listeners read the state from Redis, so a lost message costs at most a poll interval,
- * never correctness. It also listens on `islet:session-runs`, whose
+ * `call`, `running`, `end` followed by the ended run's record and journal when its submit's
+ * caller waits, see run-store's TRANSITION); listeners read the state from Redis (or take the
+ * pushed end), so a lost message costs at most a poll interval, never correctness. It also listens on `islet:session-runs`, whose
  * messages are a session's index key (a new run there), for the session event stream.
  */
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
 
+/** `payload`: with tag `end`, the ended run's `[record, journal]` (JSON, see run-store's TRANSITION). */
+type Listener = (tag?: string, payload?: string) => void;
+
 export function createEventHub(subscriber: Redis) {
-  const listeners = new Map<string, Set<(tag?: string) => void>>();
+  const listeners = new Map<string, Set<Listener>>();
   let started: Promise<unknown> | undefined;
   // Runs a message arrived for lately (id → ms), so a waiter that starts listening just after it
   // wrote a run can tell whether anything happened to it in between without reading it.
@@ -23,14 +27,18 @@ export function createEventHub(subscriber: Redis) {
       return;
     }
     if (channel !== channels.runEvents) return;
-    // `<runId>` or `<runId> <tag>`: a tag says what changed (`call`: a binding call's event).
+    // `<runId>`, `<runId> <tag>` or `<runId> <tag> <payload>`: a tag says what changed (`call`: a
+    // binding call's event); only `end` has a payload.
     const space = message.indexOf(' ');
     const id = space < 0 ? message : message.slice(0, space);
-    const tag = space < 0 ? undefined : message.slice(space + 1);
+    const rest = space < 0 ? undefined : message.slice(space + 1);
+    const cut = rest?.indexOf(' ') ?? -1;
+    const tag = cut < 0 ? rest : rest?.slice(0, cut);
+    const payload = cut < 0 ? undefined : rest?.slice(cut + 1);
     if (recent.size >= 10_000) recent.delete(recent.keys().next().value as string);
     recent.delete(id);
     recent.set(id, Date.now());
-    for (const fn of listeners.get(id) ?? []) fn(tag);
+    for (const fn of listeners.get(id) ?? []) fn(tag, payload);
   });
   const down = () => {
     upSince = 0;
@@ -59,8 +67,8 @@ export function createEventHub(subscriber: Redis) {
       return upSince > 0 && upSince <= sinceMs && (recent.get(runId) ?? 0) < sinceMs;
     },
     /** Calls `fn` whenever the run's events change (or, for a session index key, a run is added); returns the unsubscribe function. */
-    listen(runId: string, fn: (tag?: string) => void): () => void {
-      const set = listeners.get(runId) ?? new Set<(tag?: string) => void>();
+    listen(runId: string, fn: Listener): () => void {
+      const set = listeners.get(runId) ?? new Set<Listener>();
       listeners.set(runId, set);
       set.add(fn);
       return () => {

@@ -67,15 +67,21 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
           principal: caller.principal ?? keyId,
           scopes: [...(caller.scopes ?? [])],
         } as Caller;
-        const { run } = await runsService.submit(identity, {
-          fields: input.fields,
-          sessionId: input.sessionId,
-          turnId: 'mcp',
-          callId: input.callId,
-          connections,
-          // Each document's rules (limits, approvals, bindings): the run's style decides them all.
-          style: input.style,
-        });
+        const { run } = await runsService.submit(
+          identity,
+          {
+            fields: input.fields,
+            sessionId: input.sessionId,
+            turnId: 'mcp',
+            callId: input.callId,
+            connections,
+            // Each document's rules (limits, approvals, bindings): the run's style decides them all.
+            style: input.style,
+          },
+          undefined,
+          // The MCP tools wait for the run's end after starting it.
+          { waits: true },
+        );
         return state(run);
       },
       async wait(caller, runId, ms, signal) {

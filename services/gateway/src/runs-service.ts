@@ -57,6 +57,14 @@ function refuse(message: string): never {
   throw new HttpProblem('validation', message, { refusal: message });
 }
 
+/** A hash's fields from Redis's flattened form (cjson encodes an empty one as `{}`). */
+function hashOf(flat: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!Array.isArray(flat)) return out;
+  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = String(flat[i + 1]);
+  return out;
+}
+
 export function createRunsService(deps: GatewayDeps) {
   const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
   const runPolicies = deps.runPolicies ?? createRunPolicyStore(redis);
@@ -94,10 +102,16 @@ export function createRunsService(deps: GatewayDeps) {
     return out;
   }
 
+  /**
+   * `waits`: the caller waits for the run's end right after (`Prefer: wait`, MCP): its end is
+   * pushed with the end message (StoredRun.pushEnd). Not part of the idempotent request: a retry
+   * may wait where the first did not.
+   */
   async function submit(
     caller: Caller,
     input: SubmitInput,
     idempotencyKey?: string,
+    options: { waits?: boolean } = {},
   ): Promise<{ run: StoredRun; created: boolean }> {
     const tenant = caller.tenantId;
     const id = randomUUID();
@@ -133,14 +147,14 @@ export function createRunsService(deps: GatewayDeps) {
       }
     }
     try {
-      return { run: await create(caller, id, input), created: true };
+      return { run: await create(caller, id, input, options.waits === true), created: true };
     } catch (err) {
       if (idempotencyKey !== undefined) await redis.del(keys.idempotency(tenant, idempotencyKey));
       throw err;
     }
   }
 
-  async function create(caller: Caller, id: string, input: SubmitInput): Promise<StoredRun> {
+  async function create(caller: Caller, id: string, input: SubmitInput, waits: boolean): Promise<StoredRun> {
     const tenant = caller.tenantId;
     const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
     // Cached reads (settings-cache.ts, the run policy store); the quota and the session are checked
@@ -178,6 +192,7 @@ export function createRunsService(deps: GatewayDeps) {
       cancelRequested: false,
       clockMs: now,
       seed: id,
+      ...(waits ? { pushEnd: true } : {}),
     };
     if (input.fields.timeoutMs !== undefined) run.request.timeoutMs = input.fields.timeoutMs;
     if (input.fields.sandbox_permissions) run.request.sandboxPermissions = input.fields.sandbox_permissions;
@@ -317,10 +332,13 @@ export function createRunsService(deps: GatewayDeps) {
     // once instead of being lost until the 1 s re-check.
     let changed = false;
     let wake: (() => void) | undefined;
-    const off = hub.listen(id, (tag) => {
+    // The run's end as its final transition published it (record and journal), read no more.
+    let pushed: string | undefined;
+    const off = hub.listen(id, (tag, payload) => {
       // A binding call's event, or an attempt starting: the run goes on (every call of a busy run,
       // and every run's start, would cost a read of the whole run and its journal).
       if (tag === 'call' || tag === 'running') return;
+      if (tag === 'end' && payload) pushed = payload;
       changed = true;
       wake?.();
     });
@@ -329,6 +347,9 @@ export function createRunsService(deps: GatewayDeps) {
     try {
       for (;;) {
         changed = false;
+        const ended = pushed === undefined ? null : endOf(pushed);
+        pushed = undefined;
+        if (ended) return ended;
         if (!skipRead) {
           // The whole run, not just its status: the last read is the answer. Its journal goes out
           // with it (the record needs both), except on a first read, which rarely is the last.
@@ -363,6 +384,23 @@ export function createRunsService(deps: GatewayDeps) {
     } finally {
       off();
     }
+  }
+
+  /** The ended run from its pushed end, its journal kept for `record`; null if unreadable. */
+  function endOf(payload: string): StoredRun | null {
+    let run: StoredRun | null;
+    let entries: JournalEntry[];
+    try {
+      const [runFlat, journalFlat] = JSON.parse(payload) as [unknown, unknown];
+      run = runs.fromHash(hashOf(runFlat));
+      entries = journal.entriesOf(hashOf(journalFlat));
+    } catch (err) {
+      deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');
+      return null;
+    }
+    if (!run || !isFinalStatus(run.status)) return null;
+    journalWithRun.set(run, Promise.resolve(entries));
+    return run;
   }
 
   async function cancel(caller: Caller, id: string): Promise<StoredRun> {

@@ -276,6 +276,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       return entriesOf(await redis.hgetall(keyOf(runId)));
     },
 
+    entriesOf,
+
     get,
 
     async beginAttempt(runId: string, runKey: string, start?: CompletionEvent): Promise<BegunAttempt> {

@@ -109,6 +109,8 @@ export interface CallJournal {
   ): Promise<{ deliverySeq: number; stored: boolean }>;
   /** Every journaled call of the run, by index. */
   list(runId: string): Promise<JournalEntry[]>;
+  /** `list`'s entries from the journal hash's fields as read elsewhere (a run's pushed end). */
+  entriesOf(hash: Record<string, string>): JournalEntry[];
   /** One call's entry, or undefined. */
   get(runId: string, index: number): Promise<JournalEntry | undefined>;
   /**

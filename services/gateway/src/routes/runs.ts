@@ -54,13 +54,14 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       const placement = runPlacementSchema.safeParse(b);
       if (!placement.success) throw validationProblem(placement.error);
       const idem = request.headers['idempotency-key'];
+      const wait = preferWaitSeconds(request.headers.prefer, deps.config.ISLET_PREFER_WAIT_MAX_SECONDS);
       await rateLimitPassed(request);
       const { run, created } = await runsService.submit(
         caller,
         { fields: fields.value, ...placement.data, ...(noDeadline ? { noDeadline } : {}) },
         typeof idem === 'string' ? idem : undefined,
+        { waits: wait > 0 },
       );
-      const wait = preferWaitSeconds(request.headers.prefer, deps.config.ISLET_PREFER_WAIT_MAX_SECONDS);
       reply.header('location', `/v1/code-runs/${run.id}`);
       if (!created) reply.header('idempotent-replayed', 'true');
       let current = run;
