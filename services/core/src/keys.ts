@@ -26,7 +26,9 @@
  *
  * Where one logical change spans two groups (a run is created: its record AND its tenant's
  * in-flight set), it is two single-slot writes in a fixed order with a recovery path for a crash
- * between them; run-store.ts and decision-store.ts say which order and who repairs.
+ * between them; run-store.ts and decision-store.ts say which order and who repairs. The one
+ * exception is for a server that checks no slots at all (standalone, sentinel; asked with INFO):
+ * there an admitted submit writes both halves in one script (run-store's ADMIT_AND_CREATE).
  */
 
 /** The hash tag of a tenant's keys (exported for @islet/journal's prefix-aware keys, `journalKeys`). */

@@ -71,7 +71,7 @@ return 1
 // runs, skills, session owner. ARGV: runId, createdAt, maxInFlight, principal, sessionTtlSeconds,
 // nowMs. The session goes to its first principal (refreshed for it); the quota counts runs not
 // ended plus skills whose reservation is live. Returns 'created', 'session-taken' or 'over-quota'.
-export const ADMIT_TENANT = new LuaScript(`
+const ADMIT_TENANT_LUA = `
 local owner = redis.call('GET', KEYS[4])
 if not owner then
   redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5])
@@ -84,19 +84,24 @@ local n = ${inFlight('KEYS[1]', 'KEYS[3]', 'ARGV[6]')}
 if n >= tonumber(ARGV[3]) then return 'over-quota' end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-return 'created'
-`);
+`;
+export const ADMIT_TENANT = new LuaScript(`${ADMIT_TENANT_LUA}return 'created'`);
 
 // The run half of a create. KEYS: run, events. ARGV: channel, message, maxlen, sealedStatusEvent,
-// field, value, ...
-export const CREATE_RUN = new LuaScript(`
+// field, value, ... (`k`, `a`: where its keys and arguments start, for ADMIT_AND_CREATE.)
+const createRunLua = (k: number, a: number) => `
 local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
-redis.call('HSET', KEYS[1], unpack(fields))
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'type', 'status', 'data', ARGV[4])
-redis.call('PUBLISH', ARGV[1], ARGV[2])
-return 1
-`);
+for i = ${a + 4}, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[${k}], unpack(fields))
+redis.call('XADD', KEYS[${k + 1}], 'MAXLEN', '~', ARGV[${a + 2}], '*', 'type', 'status', 'data', ARGV[${a + 3}])
+redis.call('PUBLISH', ARGV[${a}], ARGV[${a + 1}])
+`;
+export const CREATE_RUN = new LuaScript(`${createRunLua(1, 1)}return 1`);
+
+// Both halves of an admitted create in one step, for one server only (its keys span two slots, so
+// never on a Cluster): KEYS and ARGV are ADMIT_TENANT's (4 and 6), then CREATE_RUN's. A refused
+// admission writes nothing of the run. Returns what ADMIT_TENANT returns.
+export const ADMIT_AND_CREATE = new LuaScript(`${ADMIT_TENANT_LUA}${createRunLua(5, 7)}return 'created'`);
 
 // KEYS: inflight, skills. ARGV: now ms. Runs not ended plus skills whose reservation is live.
 export const IN_FLIGHT_COUNT = new LuaScript(`

@@ -10,7 +10,8 @@
  * - create: tenant half first (in-flight ZADD with createdAt, session index), run half second
  *   (record, first event, the session-runs publish). Died in between: an in-flight id with no
  *   record; the gateway's orphan sweep drops it once older than its grace (session listings skip
- *   ids whose record is missing and prune them).
+ *   ids whose record is missing and prune them). On one server an admitted submit writes both
+ *   halves in one script (ADMIT_AND_CREATE).
  * - end: the run's final script, then ZREM from in-flight (sent together). Died in between: an
  *   in-flight id whose record is final; the orphan sweep drops it.
  */
@@ -19,6 +20,7 @@ import type { Redis } from 'ioredis';
 import { channels, journalKeys, keys } from './keys.ts';
 import { isRedisCluster } from './redis.ts';
 import {
+  ADMIT_AND_CREATE,
   ADMIT_TENANT,
   CREATE_RUN,
   CREATE_TENANT,
@@ -195,6 +197,24 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     return res === 1;
   }
 
+  // Whether the server checks no hash slots (standalone, sentinel), so one script may span the
+  // tenant's and the run's keys. A cluster-enabled server refuses that even through a plain
+  // client; a server that will not say (INFO refused, unreachable) gets single-slot scripts, and
+  // is asked again next time.
+  let slotFreeAnswer: Promise<boolean> | undefined;
+  function slotFree(): Promise<boolean> {
+    slotFreeAnswer ??= isRedisCluster(redis)
+      ? Promise.resolve(false)
+      : redis.info('cluster').then(
+          (text) => !/^cluster_enabled:1/m.test(text),
+          () => {
+            slotFreeAnswer = undefined;
+            return false;
+          },
+        );
+    return slotFreeAnswer;
+  }
+
   /** Runs not yet ended plus skills queued or running: what the in-flight quota counts. */
   async function inFlightCount(tenant: string): Promise<number> {
     const res = await IN_FLIGHT_COUNT.run(
@@ -212,7 +232,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
      * claimed for it) and that the tenant is under `maxInFlight`; a refusal writes nothing of the
      * run and is answered instead of 'created'. `then` (the run's enqueue) runs once the record
      * is stored, or on one server, right behind its write on the same connection (see below); it
-     * must send its commands on this store's connection.
+     * must send its commands on this store's connection. On one server with both, admission and
+     * record are one script and `then` has run even when the admission refused: the caller
+     * removes what it sent (the job; a runner that takes it first finds no record and drops it).
      */
     async create(
       run: StoredRun,
@@ -238,26 +260,20 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       };
       if (run.principal) fields.principal = run.principal;
       if (run.pushEnd) fields.pushEnd = '1';
-      // Tenant half first, awaited: a record never exists without its in-flight entry, so every
-      // run the sweep cannot see was never acknowledged (see the header for the recovery path).
       const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
-      if (admission) {
-        const admitted = (await ADMIT_TENANT.run(
-          redis,
-          [...tenantKeys, keys.skillsInFlight(run.tenant), keys.sessionOwner(run.tenant, run.session)],
-          [
-            run.id,
-            run.createdAt,
-            admission.maxInFlight,
-            run.principal ?? '',
-            admission.sessionTtlSeconds,
-            Date.now(),
-          ],
-        )) as 'created' | 'session-taken' | 'over-quota';
-        if (admitted !== 'created') return admitted;
-      } else {
-        await CREATE_TENANT.run(redis, tenantKeys, [run.id, run.createdAt]);
-      }
+      const admitKeys = [
+        ...tenantKeys,
+        keys.skillsInFlight(run.tenant),
+        keys.sessionOwner(run.tenant, run.session),
+      ];
+      const admitArgs = admission && [
+        run.id,
+        run.createdAt,
+        admission.maxInFlight,
+        run.principal ?? '',
+        admission.sessionTtlSeconds,
+        Date.now(),
+      ];
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
       const runArgs = [
         channels.sessionRuns,
@@ -266,7 +282,37 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         seal({ status: run.status }),
         ...Object.entries(fields).flat(),
       ];
-      if (!then || isRedisCluster(redis)) {
+      const oneServer = !isRedisCluster(redis);
+      if (admitArgs && then && (await slotFree())) {
+        // One server, admitted and enqueued: admission and record are one script (it spans the
+        // tenant's and the run's slots, which one server allows), and the job is sent right behind
+        // it on the same connection, so a submit costs one round trip. A refused admission writes
+        // nothing of the run, but its job went out: the caller removes it (see `create`'s doc).
+        const admitted = ADMIT_AND_CREATE.runInOrder(
+          redis,
+          [...admitKeys, ...runKeys],
+          [...admitArgs, ...runArgs],
+        ) as Promise<'created' | 'session-taken' | 'over-quota'>;
+        admitted.catch(() => undefined);
+        const queued = then();
+        queued.catch(() => undefined);
+        const answer = await admitted;
+        if (answer === 'created') await queued;
+        else await queued.catch(() => undefined);
+        return answer;
+      }
+      // Tenant half first, awaited: a record never exists without its in-flight entry, so every
+      // run the sweep cannot see was never acknowledged (see the header for the recovery path).
+      if (admitArgs) {
+        const admitted = (await ADMIT_TENANT.run(redis, admitKeys, admitArgs)) as
+          | 'created'
+          | 'session-taken'
+          | 'over-quota';
+        if (admitted !== 'created') return admitted;
+      } else {
+        await CREATE_TENANT.run(redis, tenantKeys, [run.id, run.createdAt]);
+      }
+      if (!then || !oneServer) {
         await CREATE_RUN.run(redis, runKeys, runArgs);
         await then?.();
         return 'created';

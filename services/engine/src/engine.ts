@@ -19,7 +19,7 @@ import { Run } from './run.ts';
 import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
 
 const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
-const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 8 * 1024 * 1024;
+const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 5 * 1024 * 1024;
 const RESIDENT_CHECK_EVERY_RUNS = 16;
 /** Within this of its growth bound, a host's replacement starts ahead (as in a host's last runs). */
 const SPARE_LEAD_RESIDENT_BYTES = 2 * 1024 * 1024;

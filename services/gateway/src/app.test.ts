@@ -643,6 +643,8 @@ describe('runs through inject (no runner)', () => {
   it('the in-flight quota holds under a flood of parallel submits (check and count are one step)', async () => {
     await deps.tenants.createTenant({ id: 'flood', name: 'Flood', maxInFlightRuns: 5 });
     const floodKey = (await deps.tenants.createKey('flood', ['apps.use'])).key;
+    const queue = deps.queues['read-only'];
+    const jobsBefore = await queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed');
     const answers = await Promise.all(
       Array.from({ length: 40 }, () =>
         app.inject({ method: 'POST', url: '/v1/runs', headers: auth(floodKey), payload: run() }),
@@ -654,6 +656,9 @@ describe('runs through inject (no runner)', () => {
     for (const refused of answers.filter((a) => a.statusCode === 429))
       expectProblem(refused, 429, 'quota-exceeded');
     expect(await deps.runs.inFlightCount('flood')).toBe(5);
+    // On one server a refused submit's job goes out with its record (one round trip) and is taken
+    // back: the queue holds the 5 admitted runs' jobs, none of the 35 refused.
+    expect(await queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed')).toBe(jobsBefore + 5);
   });
   it('two principals racing for a new session: one owns it, every run of the other gets 404', async () => {
     await deps.tenants.createTenant({ id: 'race', name: 'Race' });
@@ -662,12 +667,18 @@ describe('runs through inject (no runner)', () => {
     const submit = (k: string) =>
       app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run({ sessionId: 'raced' }) });
     const who = Array.from({ length: 20 }, (_, i) => (i % 2 ? 'ann' : 'bob'));
+    const queue = deps.queues['read-only'];
+    const jobsBefore = await queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed');
     const answers = await Promise.all(who.map((p) => submit(p === 'ann' ? ann : bob)));
     const owners = new Set(who.filter((_, i) => answers[i]?.statusCode === 202));
     expect(owners.size).toBe(1);
     expect(answers.filter((a) => a.statusCode === 202)).toHaveLength(10);
     for (const refused of answers.filter((a) => a.statusCode !== 202))
       expectProblem(refused, 404, 'not-found');
+    // Nothing of the refused runs stays: no record, no job.
+    expect(await queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed')).toBe(jobsBefore + 10);
+    const ids = await deps.redis.zrange(keys.sessionRuns('race', 'raced'), 0, -1);
+    expect(ids).toHaveLength(10);
   });
   it('serves health, metrics, openapi and docs', async () => {
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);

@@ -211,6 +211,12 @@ export function createRunsService(deps: GatewayDeps) {
       { maxInFlight: limit, sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS },
       runsNow ? () => enqueue(run) : undefined,
     );
+    // On one server the job went out with the refused record (runs.create): take it back. A
+    // runner that took it first found no record and dropped it; a failed removal leaves it to that.
+    if (admitted !== 'created' && runsNow)
+      await queues[mode].remove(run.id).catch((err: unknown) => {
+        deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
+      });
     // A session belongs to the principal that opened it (its first run). Another principal's run
     // in it is refused as if the session did not exist (walls do not tell what is behind them).
     if (admitted === 'session-taken') throw new HttpProblem('not-found', `no session ${session}`);
