@@ -207,7 +207,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     );
     const stageNames = [
       'accept → run built (gateway: auth, rate count sent, checks, policy)',
-      'run built → enqueue (admission script; record sent, queue add behind it)',
+      'run built → enqueue (admission and record script sent, queue add behind it)',
       'enqueue → runner pick-up (BullMQ add, worker fetch)',
       'pick-up → engine called (run read, settings, attempt, Running)',
       'engine: waiting for a sandbox host',
