@@ -35,8 +35,31 @@ const KNOWN_ENCODE_LINES = new Set([
   'cannot encode a sparse JSON array',
 ]);
 
-function send(message: FromHost): void {
-  for (const buf of encodeMessage(message)) process.stdout.write(buf);
+// Call frames of the isolate's current turn, not yet written. stdout is a pipe, written
+// synchronously: a frame per write let the runner read a burst of calls (a Promise.all) in pieces
+// and send them as several requests. Calls go out when the turn ends (the start's or a delivery's
+// task settles, see `track`), any other frame takes them along first (order kept), and a turn
+// that never ends (a busy loop after a call) still sends them after FLUSH_FALLBACK_MS.
+const FLUSH_FALLBACK_MS = 10;
+let unsent: Buffer[] = [];
+let fallback: NodeJS.Timeout | undefined;
+
+function flush(): void {
+  if (fallback !== undefined) {
+    clearTimeout(fallback);
+    fallback = undefined;
+  }
+  if (unsent.length === 0) return;
+  const out = unsent.length === 1 ? unsent[0]! : Buffer.concat(unsent);
+  unsent = [];
+  process.stdout.write(out);
+}
+
+/** `gather`: a call, written with the rest of its turn (see `unsent`). */
+function send(message: FromHost, gather = false): void {
+  for (const buf of encodeMessage(message)) unsent.push(buf);
+  if (gather) fallback ??= setTimeout(flush, FLUSH_FALLBACK_MS);
+  else flush();
 }
 
 /**
@@ -309,7 +332,7 @@ class HostRun {
       }
       this.nextCallId++;
       this.flushLogs();
-      send({ t: 'call', id, binding, argsJson });
+      send({ t: 'call', id, binding, argsJson }, true);
     } catch (e) {
       this.internalError(e);
     }
@@ -404,7 +427,11 @@ class HostRun {
 
   private track<T>(task: Promise<T>): Promise<T> {
     this.tasks.add(task);
-    const forget = () => this.tasks.delete(task);
+    const forget = () => {
+      this.tasks.delete(task);
+      // The isolate's turn ended: the calls it made go out together.
+      flush();
+    };
     task.then(forget, forget);
     return task;
   }
