@@ -155,6 +155,35 @@ describe('stores on a real redis', () => {
       expect(called).toBe(true);
       expect(await redis.exists('islet:run:{r3}')).toBe(0);
       expect(await redis.zscore(keys.inFlight('t1'), 'r3')).toBeNull();
+
+      // An Idempotency-Key a retry took over: the first request is refused at its admission, on
+      // both paths (one script with its enqueue; tenant half alone), and writes nothing.
+      const idem = keys.idempotency('t1', 'k');
+      await redis.set(idem, JSON.stringify({ runId: 'r5', hash: 'h' }));
+      for (const [i, then] of [
+        [4, async () => undefined],
+        [6, undefined],
+      ] as const) {
+        const stale = { ...run, id: `r${i}`, seed: `r${i}` };
+        expect(await runs.create(stale, { ...admission, idempotencyKey: idem }, then)).toBe('superseded');
+        expect(await redis.exists(`islet:run:{r${i}}`)).toBe(0);
+        expect(await redis.zscore(keys.inFlight('t1'), `r${i}`)).toBeNull();
+      }
+      expect(
+        await runs.create({ ...run, id: 'r5', seed: 'r5' }, { ...admission, idempotencyKey: idem }),
+      ).toBe('created');
+      // A take-over needs the key unchanged and the first run never admitted.
+      const held = JSON.stringify({ runId: 'r5', hash: 'h' });
+      const next = JSON.stringify({ runId: 'r7', hash: 'h' });
+      expect(await runs.takeOverIdempotency('t1', idem, held, next, 60, 'r5')).toBe(false);
+      await redis.zrem(keys.inFlight('t1'), 'r5');
+      expect(await runs.takeOverIdempotency('t1', idem, 'something else', next, 60, 'r5')).toBe(false);
+      expect(await runs.takeOverIdempotency('t1', idem, held, next, 60, 'r5')).toBe(true);
+      expect(await redis.get(idem)).toBe(next);
+      await runs.releaseIdempotency(idem, held);
+      expect(await redis.get(idem)).toBe(next);
+      await runs.releaseIdempotency(idem, next);
+      expect(await redis.exists(idem)).toBe(0);
     } finally {
       redis.disconnect();
       await server.stop();

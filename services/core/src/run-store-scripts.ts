@@ -68,10 +68,17 @@ return 1
 
 // The tenant half of a create, with the tenant's admission checked in the same step (a flood of
 // parallel submits cannot pass the quota between a count and an add). KEYS: inflight, session
-// runs, skills, session owner. ARGV: runId, createdAt, maxInFlight, principal, sessionTtlSeconds,
-// nowMs. The session goes to its first principal (refreshed for it); the quota counts runs not
-// ended plus skills whose reservation is live. Returns 'created', 'session-taken' or 'over-quota'.
+// runs, skills, session owner, idempotency key. ARGV: runId, createdAt, maxInFlight, principal,
+// sessionTtlSeconds, nowMs, checkIdempotency ('1'|'0'). With the check, the Idempotency-Key must
+// still name this run (a retry may have taken it over from a request presumed dead: IDEM_TAKE_OVER).
+// The session goes to its first principal (refreshed for it); the quota counts runs not ended plus
+// skills whose reservation is live. Returns 'created', 'superseded', 'session-taken' or
+// 'over-quota'.
 const ADMIT_TENANT_LUA = `
+if ARGV[7] == '1' then
+  local held = redis.call('GET', KEYS[5])
+  if not held or cjson.decode(held).runId ~= ARGV[1] then return 'superseded' end
+end
 local owner = redis.call('GET', KEYS[4])
 if not owner then
   redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5])
@@ -99,9 +106,29 @@ redis.call('PUBLISH', ARGV[${a}], ARGV[${a + 1}])
 export const CREATE_RUN = new LuaScript(`${createRunLua(1, 1)}return 1`);
 
 // Both halves of an admitted create in one step, for one server only (its keys span two slots, so
-// never on a Cluster): KEYS and ARGV are ADMIT_TENANT's (4 and 6), then CREATE_RUN's. A refused
+// never on a Cluster): KEYS and ARGV are ADMIT_TENANT's (5 and 7), then CREATE_RUN's. A refused
 // admission writes nothing of the run. Returns what ADMIT_TENANT returns.
-export const ADMIT_AND_CREATE = new LuaScript(`${ADMIT_TENANT_LUA}${createRunLua(5, 7)}return 'created'`);
+export const ADMIT_AND_CREATE = new LuaScript(`${ADMIT_TENANT_LUA}${createRunLua(6, 8)}return 'created'`);
+
+// A retry takes an Idempotency-Key over from a first request that stored no run (it died between
+// claiming the key and its admission): only while the key still holds what the retry read, and
+// only if that run was never admitted (an in-flight entry means its record is on its way; an
+// admitted run that died unwritten loses its entry to the orphan sweep, and then this succeeds).
+// The first request, if it still lives, is refused at its admission ('superseded'). KEYS:
+// idempotency key, inflight. ARGV: value read, new value, ttlSeconds, the first request's run id.
+// KEYS: idempotency key. ARGV: the value a failed request set. Drops the key only while it is still
+// that request's (a retry may have taken it over meanwhile).
+export const IDEM_RELEASE = new LuaScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`);
+
+export const IDEM_TAKE_OVER = new LuaScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('ZSCORE', KEYS[2], ARGV[4]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+return 1
+`);
 
 // KEYS: inflight, skills. ARGV: now ms. Runs not ended plus skills whose reservation is live.
 export const IN_FLIGHT_COUNT = new LuaScript(`

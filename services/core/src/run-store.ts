@@ -24,11 +24,19 @@ import {
   ADMIT_TENANT,
   CREATE_RUN,
   CREATE_TENANT,
+  IDEM_RELEASE,
+  IDEM_TAKE_OVER,
   IN_FLIGHT_COUNT,
   RESERVE_SKILL,
   TRANSITION,
 } from './run-store-scripts.ts';
 import type { Sealer } from './sealer.ts';
+
+/**
+ * What a create with an admission answers: stored, or refused because the session is another
+ * principal's, the tenant is at its in-flight quota, or its Idempotency-Key was taken over.
+ */
+export type Admission = 'created' | 'session-taken' | 'over-quota' | 'superseded';
 
 /** A binding a run may call, resolved at submit from the run's connections. */
 export interface BindingSpec {
@@ -215,6 +223,32 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     return slotFreeAnswer;
   }
 
+  /**
+   * Takes an Idempotency-Key (`key`, its Redis key) over from a first request that stored no run,
+   * for the retry that read `expected` from it (IDEM_TAKE_OVER says when it may). True: the key now
+   * holds `replacement`, and the first request can no longer be admitted.
+   */
+  async function takeOverIdempotency(
+    tenant: string,
+    key: string,
+    expected: string,
+    replacement: string,
+    ttlSeconds: number,
+    firstRunId: string,
+  ): Promise<boolean> {
+    const taken = await IDEM_TAKE_OVER.run(
+      redis,
+      [key, keys.inFlight(tenant)],
+      [expected, replacement, ttlSeconds, firstRunId],
+    );
+    return taken === 1;
+  }
+
+  /** Drops an Idempotency-Key whose request failed, while it still holds `value` (that request's). */
+  async function releaseIdempotency(key: string, value: string): Promise<void> {
+    await IDEM_RELEASE.run(redis, [key], [value]);
+  }
+
   /** Runs not yet ended plus skills queued or running: what the in-flight quota counts. */
   async function inFlightCount(tenant: string): Promise<number> {
     const res = await IN_FLIGHT_COUNT.run(
@@ -238,9 +272,14 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
      */
     async create(
       run: StoredRun,
-      admission?: { maxInFlight: number; sessionTtlSeconds: number },
+      admission?: {
+        maxInFlight: number;
+        sessionTtlSeconds: number;
+        /** The submit's Idempotency-Key (its Redis key): admitted only while it names this run. */
+        idempotencyKey?: string;
+      },
       then?: () => Promise<unknown>,
-    ): Promise<'created' | 'session-taken' | 'over-quota'> {
+    ): Promise<Admission> {
       const fields: Record<string, string> = {
         id: run.id,
         tenant: run.tenant,
@@ -265,6 +304,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         ...tenantKeys,
         keys.skillsInFlight(run.tenant),
         keys.sessionOwner(run.tenant, run.session),
+        // Not read without an Idempotency-Key (a name in the tenant's slot all the same).
+        admission?.idempotencyKey ?? keys.idempotency(run.tenant, ''),
       ];
       const admitArgs = admission && [
         run.id,
@@ -273,6 +314,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         run.principal ?? '',
         admission.sessionTtlSeconds,
         Date.now(),
+        admission.idempotencyKey ? '1' : '0',
       ];
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
       const runArgs = [
@@ -292,7 +334,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           redis,
           [...admitKeys, ...runKeys],
           [...admitArgs, ...runArgs],
-        ) as Promise<'created' | 'session-taken' | 'over-quota'>;
+        ) as Promise<Admission>;
         admitted.catch(() => undefined);
         const queued = then();
         queued.catch(() => undefined);
@@ -304,10 +346,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // Tenant half first, awaited: a record never exists without its in-flight entry, so every
       // run the sweep cannot see was never acknowledged (see the header for the recovery path).
       if (admitArgs) {
-        const admitted = (await ADMIT_TENANT.run(redis, admitKeys, admitArgs)) as
-          | 'created'
-          | 'session-taken'
-          | 'over-quota';
+        const admitted = (await ADMIT_TENANT.run(redis, admitKeys, admitArgs)) as Admission;
         if (admitted !== 'created') return admitted;
       } else {
         await CREATE_TENANT.run(redis, tenantKeys, [run.id, run.createdAt]);
@@ -449,6 +488,10 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     },
 
     inFlightCount,
+
+    takeOverIdempotency,
+
+    releaseIdempotency,
 
     /**
      * Counts a skill in the tenant's in-flight quota until `releaseSkill` (or `ttlMs`, if its

@@ -492,6 +492,60 @@ describe('runs through inject (no runner)', () => {
     // The lock makes a second sweep in the same interval a no-op.
     expect(await sweeper.sweepOnce()).toEqual([]);
   });
+  it('Idempotency-Key: a retry takes over the key of a first request that died before storing its run', async () => {
+    const headers = { ...auth(key), 'idempotency-key': 'died-1' };
+    const payload = run({ sessionId: 'idem-died' });
+    // The first request claims the key, then "dies": its store fails and so does its cleanup.
+    const create = vi.spyOn(deps.runs, 'create').mockRejectedValueOnce(new Error('gateway killed'));
+    const release = vi
+      .spyOn(deps.runs, 'releaseIdempotency')
+      .mockRejectedValueOnce(new Error('gateway killed'));
+    try {
+      const first = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload });
+      expect(first.statusCode).toBe(500);
+    } finally {
+      create.mockRestore();
+      release.mockRestore();
+    }
+    const held = JSON.parse((await deps.redis.get(keys.idempotency('acme', 'died-1'))) ?? '{}');
+    expect(held.runId).toEqual(expect.any(String));
+    expect(await deps.runs.get(held.runId)).toBeNull();
+    // The retry waits out the first request's grace, then takes the key over: one run, its own.
+    const retry = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload });
+    expect(retry.statusCode).toBe(202);
+    expect(retry.json().id).not.toBe(held.runId);
+    expect(JSON.parse((await deps.redis.get(keys.idempotency('acme', 'died-1'))) ?? '{}').runId).toBe(
+      retry.json().id,
+    );
+    const again = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload });
+    expect(again.json().id).toBe(retry.json().id);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+  });
+  it('Idempotency-Key: a SET sent again after a lost reply finds its own write and goes on', async () => {
+    const headers = { ...auth(key), 'idempotency-key': 'resent-1' };
+    const realSet = deps.redis.set.bind(deps.redis) as (...args: unknown[]) => Promise<unknown>;
+    // As ioredis resending an unanswered SET NX after a reconnect: the write landed, the answer is nil.
+    const set = vi.spyOn(deps.redis, 'set').mockImplementationOnce((async (...args: unknown[]) => {
+      await realSet(...args);
+      return null;
+    }) as never);
+    try {
+      const started = Date.now();
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/runs',
+        headers,
+        payload: run({ sessionId: 'idem-resent' }),
+      });
+      expect(res.statusCode).toBe(202);
+      expect(res.headers['idempotent-replayed']).toBeUndefined();
+      // Not the 1 s wait for a first request's run.
+      expect(Date.now() - started).toBeLessThan(900);
+      expect(await deps.runs.get(res.json().id)).not.toBeNull();
+    } finally {
+      set.mockRestore();
+    }
+  });
   it('answers 429 quota-exceeded past the in-flight quota', async () => {
     await deps.tenants.createTenant({ id: 'tiny', name: 'Tiny', maxInFlightRuns: 1 });
     const tinyKey = (await deps.tenants.createKey('tiny', ['apps.use'])).key;

@@ -4,8 +4,9 @@
  * The message carries the run id (and optionally, after a space, a tag saying what changed:
  * `call`, `running`, `end` followed by the ended run's record and journal when its submit's
  * caller waits, see run-store's TRANSITION); listeners read the state from Redis (or take the
- * pushed end), so a lost message costs at most a poll interval, never correctness. It also listens on `islet:session-runs`, whose
- * messages are a session's index key (a new run there), for the session event stream.
+ * pushed end), so a lost message costs at most a poll interval, never correctness. It also
+ * listens on `islet:session-runs`, whose messages are a session's index key (a new run there),
+ * for the session event stream.
  */
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';

@@ -115,46 +115,62 @@ export function createRunsService(deps: GatewayDeps) {
   ): Promise<{ run: StoredRun; created: boolean }> {
     const tenant = caller.tenantId;
     const id = randomUUID();
-    if (idempotencyKey !== undefined) {
+    const key = idempotencyKey === undefined ? undefined : keys.idempotency(tenant, idempotencyKey);
+    let mine: string | undefined;
+    if (idempotencyKey !== undefined && key !== undefined) {
       if (!/^[\x21-\x7e]{1,200}$/.test(idempotencyKey))
         throw new HttpProblem('validation', 'Idempotency-Key must be 1-200 visible ASCII characters');
       const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
-      const key = keys.idempotency(tenant, idempotencyKey);
-      const set = await redis.set(
-        key,
-        JSON.stringify({ runId: id, hash }),
-        'EX',
-        config.ISLET_RUN_RETENTION_SECONDS,
-        'NX',
-      );
-      if (set !== 'OK') {
-        const prev = JSON.parse((await redis.get(key)) ?? '{}') as { runId?: string; hash?: string };
-        if (prev.hash !== hash)
-          throw new HttpProblem(
-            'idempotency-conflict',
-            'this Idempotency-Key was used with a different request body',
-          );
-        // The first request may still be writing its run; give it a moment.
-        for (let i = 0; i < 50; i++) {
-          const existing = prev.runId ? await runs.get(prev.runId) : null;
-          if (existing) return { run: existing, created: false };
-          await new Promise((r) => setTimeout(r, 20));
+      mine = JSON.stringify({ runId: id, hash });
+      const ttl = config.ISLET_RUN_RETENTION_SECONDS;
+      if ((await redis.set(key, mine, 'EX', ttl, 'NX')) !== 'OK') {
+        const held = await redis.get(key);
+        const prev = JSON.parse(held ?? '{}') as { runId?: string; hash?: string };
+        // Our own SET, sent again after a lost reply (a Redis restart): the key is this request's.
+        if (prev.runId !== id) {
+          if (prev.hash !== hash)
+            throw new HttpProblem(
+              'idempotency-conflict',
+              'this Idempotency-Key was used with a different request body',
+            );
+          // The first request may still be writing its run; give it a moment.
+          for (let i = 0; i < 50; i++) {
+            const existing = prev.runId ? await runs.get(prev.runId) : null;
+            if (existing) return { run: existing, created: false };
+            await new Promise((r) => setTimeout(r, 20));
+          }
+          // No run after that: the first request died (or stalls) before storing it. This retry
+          // takes the key over unless that run was admitted, and the first, if it lives, is
+          // refused at its admission: one run per key either way.
+          if (
+            !held ||
+            !prev.runId ||
+            !(await runs.takeOverIdempotency(tenant, key, held, mine, ttl, prev.runId))
+          )
+            throw new HttpProblem(
+              'conflict',
+              'the first request with this Idempotency-Key has not finished; retry',
+            );
         }
-        throw new HttpProblem(
-          'conflict',
-          'the first request with this Idempotency-Key has not finished; retry',
-        );
       }
     }
     try {
-      return { run: await create(caller, id, input, options.waits === true), created: true };
+      return { run: await create(caller, id, input, options.waits === true, key), created: true };
     } catch (err) {
-      if (idempotencyKey !== undefined) await redis.del(keys.idempotency(tenant, idempotencyKey));
+      // Only while the key is still this request's (a retry may have taken it over meanwhile).
+      if (key !== undefined && mine !== undefined)
+        await runs.releaseIdempotency(key, mine).catch(() => undefined);
       throw err;
     }
   }
 
-  async function create(caller: Caller, id: string, input: SubmitInput, waits: boolean): Promise<StoredRun> {
+  async function create(
+    caller: Caller,
+    id: string,
+    input: SubmitInput,
+    waits: boolean,
+    idempotencyKey: string | undefined,
+  ): Promise<StoredRun> {
     const tenant = caller.tenantId;
     const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
     // Cached reads (settings-cache.ts, the run policy store); the quota and the session are checked
@@ -208,7 +224,11 @@ export function createRunsService(deps: GatewayDeps) {
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
     const admitted = await runs.create(
       run,
-      { maxInFlight: limit, sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS },
+      {
+        maxInFlight: limit,
+        sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      },
       runsNow ? () => enqueue(run) : undefined,
     );
     // On one server the job went out with the refused record (runs.create): take it back. A
@@ -220,6 +240,13 @@ export function createRunsService(deps: GatewayDeps) {
     // A session belongs to the principal that opened it (its first run). Another principal's run
     // in it is refused as if the session did not exist (walls do not tell what is behind them).
     if (admitted === 'session-taken') throw new HttpProblem('not-found', `no session ${session}`);
+    // A retry took the key over while this request stalled before storing its run: the retry's
+    // run is the one (this request's caller has retried and holds its answer).
+    if (admitted === 'superseded')
+      throw new HttpProblem(
+        'idempotency-conflict',
+        'a retry with this Idempotency-Key was accepted while this request waited; it is the run',
+      );
     if (admitted === 'over-quota')
       throw new HttpProblem(
         'quota-exceeded',
