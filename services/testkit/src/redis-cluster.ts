@@ -105,6 +105,32 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     throw new Error('no live cluster node answered CLUSTER NODES');
   }
 
+  /**
+   * Waits until every replica of the master on `port` is online (its first sync done, the stream
+   * flowing) and, with `caughtUp`, has acknowledged everything the master had written when this was
+   * called (replicas acknowledge about once a second). With cluster-replica-validity-factor 0 a
+   * replica still in its first sync can be promoted, empty: a CI run lost the API key written at
+   * setup that way and answered 401 from then on. Writes still streaming at a kill are another
+   * matter (what a failover may lose, which the chaos runs measure), so a kill waits for `online`.
+   */
+  async function replicasReady(port: number, caughtUp: boolean, timeoutMs = 15_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const offsetOf = (info: string) => Number(/^master_repl_offset:(\d+)/m.exec(info)?.[1] ?? 0);
+    const target = caughtUp ? offsetOf(await cli(port, 'info', 'replication')) : 0;
+    for (;;) {
+      const info = await cli(port, 'info', 'replication');
+      const states = [...info.matchAll(/^slave\d+:.*state=(\w+),offset=(\d+)/gm)];
+      if (states.length >= replicas && states.every((m) => m[1] === 'online' && Number(m[2]) >= target))
+        return;
+      if (Date.now() > deadline)
+        throw new Error(`the replicas of ${port} are not ready (offset ${target}): ${info}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  const masterPorts = async () =>
+    (await clusterNodes()).filter((n) => n.master && n.slots && alive(n.port)).map((n) => n.port);
+
   async function waitHealthy(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let last = '';
@@ -240,13 +266,11 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       if (Date.now() > deadline) throw new Error('replicas did not attach');
       await new Promise((r) => setTimeout(r, 100));
     }
+    if (replicas > 0) for (const port of await masterPorts()) await replicasReady(port, true);
   } catch (err) {
     await stopAll();
     throw err;
   }
-
-  const masterPorts = async () =>
-    (await clusterNodes()).filter((n) => n.master && n.slots && alive(n.port)).map((n) => n.port);
 
   return {
     seeds: ports.map((p) => `127.0.0.1:${p}`).join(','),
@@ -271,6 +295,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     async killMaster(port?: number) {
       const target = port ?? (await masterPorts())[0];
       if (target === undefined) throw new Error('no live master');
+      if (replicas > 0) await replicasReady(target, false);
       await stopOwned(procs.get(target), 'SIGKILL');
       await waitHealthy();
       return target;

@@ -1,8 +1,9 @@
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { freePort } from './free-port.ts';
 import { spawnOwned, stopOwned } from './owned-process.ts';
 
@@ -72,6 +73,7 @@ export async function startSentinelGroup(options: { downAfterMs?: number } = {})
       ),
     );
     await waitForPort(replicaPort);
+    await replicaOnline(replicaPort, password);
     const sentinelPorts: number[] = [];
     for (let i = 0; i < 3; i++) {
       const port = await freePort();
@@ -102,7 +104,12 @@ export async function startSentinelGroup(options: { downAfterMs?: number } = {})
       masterPort,
       replicaPort,
       sentinels: sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
-      killMaster: () => stopOwned(master, 'SIGKILL'),
+      // Only once the replica holds the data (see replicaOnline): a kill during its first sync
+      // would hand the sentinels an empty replica to promote.
+      killMaster: async () => {
+        await replicaOnline(replicaPort, password);
+        await stopOwned(master, 'SIGKILL');
+      },
       stop: stopAll,
     };
   } catch (err) {
@@ -126,4 +133,25 @@ async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`nothing listened on ${port} within ${timeoutMs}ms`);
+}
+
+/** Waits until the replica on `port` finished its first sync and streams from its master. */
+async function replicaOnline(port: number, password: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const { stdout } = await promisify(execFile)(
+        'redis-cli',
+        ['-h', '127.0.0.1', '-p', String(port), '-a', password, '--no-auth-warning', 'info', 'replication'],
+        { timeout: 5000 },
+      );
+      last = stdout;
+      if (/^master_link_status:up/m.test(stdout) && !/^master_sync_in_progress:1/m.test(stdout)) return;
+    } catch (err) {
+      last = String(err);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the replica on ${port} did not come online: ${last}`);
 }
