@@ -1,0 +1,143 @@
+/**
+ * `npm run bench:calls`: what one binding call costs on the local cluster, for finding where a
+ * call's time goes (the cluster bench gives the round trip; this gives the bill). Runs programs of
+ * `CALLS` calls (default 20) to an instant local App, one after another for `BENCH_SECONDS`
+ * (default 3), sequential calls or, with `PARALLEL=1`, one `Promise.all` of them, and prints per
+ * call: the round trip (against a trivial run's p50), CPU by process (/proc, as the cluster bench's
+ * CPU row), the gateway's own serving time (`islet_binding_call_duration_seconds`), Redis commands
+ * (INFO commandstats, with their mean server time), and the runner's requests by route (a lone call
+ * or a batch).
+ */
+import { createServer } from 'node:http';
+import { createRedis } from '@islet/core';
+import { startCluster } from '@islet/devstack';
+import { api } from '../e2e/helpers.ts';
+import { cpuMsOfDescendants, measure, parallelCalls, sequentialCalls } from './baselines.ts';
+
+const CALLS = Number(process.env.CALLS ?? 20);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const PARALLEL = process.env.PARALLEL === '1';
+
+const kindOf = (cmd: string) =>
+  cmd.includes('redis-server') ? 'redis' : cmd.includes('gateway') ? 'gateway' : 'runner + hosts';
+const sumOf = (text: string, re: RegExp) => [...text.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
+/** Calls and microseconds per command in `INFO commandstats`. */
+const commandStats = (info: string) =>
+  new Map(
+    [...info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)].map((m) => [
+      m[1]!,
+      [Number(m[2]), Number(m[3])] as const,
+    ]),
+  );
+
+const app = createServer((req, res) => {
+  req.resume();
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+});
+await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+const cluster = await startCluster({
+  gateways: 1,
+  runners: [{ modes: ['read-only'], concurrency: 4 }],
+  // One tenant drives it: no fair share or rate limit in the way (as in the cluster bench).
+  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
+});
+const redis = createRedis(cluster.redisUrl);
+const a = api(cluster.url, cluster.devKey);
+const metrics = async () => (await fetch(`${cluster.url}/metrics`)).text();
+try {
+  const port = (app.address() as { port: number }).port;
+  const connection = (
+    (
+      await a('POST', '/v1/connections', {
+        name: 'Bench',
+        kind: 'http',
+        url: `http://127.0.0.1:${port}/`,
+        tools: [{ name: 'ping', policy: 'allow' }],
+      })
+    ).body as { id: string }
+  ).id;
+  const run = async (code: string) => {
+    const res = await a(
+      'POST',
+      '/v1/runs',
+      { code, description: 'Benchmark binding calls', sessionId: 'calls', connections: [connection] },
+      { prefer: 'wait=30' },
+    );
+    if ((res.body as { status?: string }).status !== 'Completed')
+      throw new Error(`run ended ${JSON.stringify(res.body)}`);
+  };
+  const program = PARALLEL ? parallelCalls(CALLS) : sequentialCalls(CALLS);
+  for (let i = 0; i < 5; i++) await run(program);
+  const trivial = await measure(() => run('return 1'), { seconds: SECONDS / 2, minRuns: 20 });
+
+  const before = {
+    text: await metrics(),
+    cpu: cpuMsOfDescendants(kindOf),
+    redis: await redis.info('commandstats'),
+  };
+  const own = process.cpuUsage();
+  // Warmed up above: every run measured is inside the before/after snapshots.
+  const withCalls = await measure(() => run(program), { seconds: SECONDS, warmup: 0, minRuns: 10 });
+  const ownMs = (({ user, system }) => (user + system) / 1000)(process.cpuUsage(own));
+  const after = {
+    text: await metrics(),
+    cpu: cpuMsOfDescendants(kindOf),
+    redis: await redis.info('commandstats'),
+  };
+  const calls = withCalls.runs * CALLS;
+
+  const served = (text: string) => ({
+    sum: sumOf(text, /^islet_binding_call_duration_seconds_sum\{[^}]*\} ([\d.e+-]+)/gm),
+    count: sumOf(text, /^islet_binding_call_duration_seconds_count\{[^}]*\} ([\d.e+-]+)/gm),
+  });
+  const route = (text: string, path: string) =>
+    sumOf(
+      text,
+      new RegExp(`^islet_http_request_duration_seconds_count\\{[^}]*route="${path}"[^}]*\\} (\\d+)`, 'gm'),
+    );
+  const [s0, s1] = [served(before.text), served(after.text)];
+  const [r0, r1] = [commandStats(before.redis), commandStats(after.redis)];
+  const commands = [...r1]
+    .map(
+      ([name, [n, usec]]) => [name, n - (r0.get(name)?.[0] ?? 0), usec - (r0.get(name)?.[1] ?? 0)] as const,
+    )
+    .filter(([name, n]) => n > 0 && name !== 'info')
+    .sort((x, y) => y[1] - x[1]);
+
+  console.log(
+    `${CALLS} ${PARALLEL ? 'parallel' : 'sequential'} calls per run, ${withCalls.runs} runs in ${SECONDS} s`,
+  );
+  console.log(
+    `round trip per call: ${((withCalls.p50 - trivial.p50) / (PARALLEL ? 1 : CALLS)).toFixed(3)} ms` +
+      ` (${PARALLEL ? 'the whole Promise.all' : 'one call'}; run p50 ${withCalls.p50.toFixed(2)} ms, trivial ${trivial.p50.toFixed(2)} ms)`,
+  );
+  const cpu = Object.entries(after.cpu).map(
+    ([kind, ms]) => `${kind} ${((ms - (before.cpu[kind] ?? 0)) / calls).toFixed(3)}`,
+  );
+  console.log(
+    `CPU per call, ms: ${cpu.join(', ')}, this process (client and App) ${(ownMs / calls).toFixed(3)}`,
+  );
+  console.log(
+    `gateway serving a call (claim → App → complete), mean: ${(((s1.sum - s0.sum) / (s1.count - s0.count)) * 1000).toFixed(3)} ms`,
+  );
+  console.log(
+    `Redis commands per call: ${(commands.reduce((s, [, n]) => s + n, 0) / calls).toFixed(1)}; ` +
+      commands
+        .slice(0, 8)
+        .map(([name, n, usec]) => `${name} ${(n / calls).toFixed(2)} (${(usec / n).toFixed(1)} µs)`)
+        .join(', '),
+  );
+  const alone =
+    route(after.text, '/internal/v1/code-runs/:id/calls') -
+    route(before.text, '/internal/v1/code-runs/:id/calls');
+  const batches =
+    route(after.text, '/internal/v1/code-runs/:id/call-batch') -
+    route(before.text, '/internal/v1/code-runs/:id/call-batch');
+  console.log(
+    `runner requests per run: ${(alone / withCalls.runs).toFixed(1)} lone calls, ${(batches / withCalls.runs).toFixed(1)} batches`,
+  );
+} finally {
+  redis.disconnect();
+  await cluster.stop();
+  app.close();
+}
