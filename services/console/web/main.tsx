@@ -12,6 +12,9 @@ function useHash(): string {
   useEffect(() => {
     const on = () => setHash(location.hash || '#/');
     addEventListener('hashchange', on);
+    // The effect runs after the first paint: a hash changed in between (a link followed, or a
+    // navigation right after sign-in) fired no event here, and the page would stay on the old route.
+    on();
     return () => removeEventListener('hashchange', on);
   }, []);
   return hash;
