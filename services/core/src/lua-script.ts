@@ -2,6 +2,17 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 /**
+ * A hash's fields from the flattened form a script returns for HGETALL (`[field, value, …]`);
+ * anything else, such as cjson's `{}` for an empty table, is an empty hash.
+ */
+export function fieldsOf(flat: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!Array.isArray(flat)) return out;
+  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = String(flat[i + 1]);
+  return out;
+}
+
+/**
  * A Lua script sent as EVALSHA (a 40-byte hash instead of the source on every call), falling back
  * to EVAL when the node does not know it yet (first use, a restart, a Cluster node just promoted).
  * Its keys must share one hash slot (see keys.ts).

@@ -110,12 +110,6 @@ export const CREATE_RUN = new LuaScript(`${createRunLua(1, 1)}return 1`);
 // admission writes nothing of the run. Returns what ADMIT_TENANT returns.
 export const ADMIT_AND_CREATE = new LuaScript(`${ADMIT_TENANT_LUA}${createRunLua(6, 8)}return 'created'`);
 
-// A retry takes an Idempotency-Key over from a first request that stored no run (it died between
-// claiming the key and its admission): only while the key still holds what the retry read, and
-// only if that run was never admitted (an in-flight entry means its record is on its way; an
-// admitted run that died unwritten loses its entry to the orphan sweep, and then this succeeds).
-// The first request, if it still lives, is refused at its admission ('superseded'). KEYS:
-// idempotency key, inflight. ARGV: value read, new value, ttlSeconds, the first request's run id.
 // KEYS: idempotency key. ARGV: the value a failed request set. Drops the key only while it is still
 // that request's (a retry may have taken it over meanwhile).
 export const IDEM_RELEASE = new LuaScript(`
@@ -123,6 +117,12 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `);
 
+// A retry takes an Idempotency-Key over from a first request that stored no run (it died between
+// claiming the key and its admission): only while the key still holds what the retry read, and
+// only if that run was never admitted (an in-flight entry means its record is on its way; an
+// admitted run that died unwritten loses its entry to the orphan sweep, and then this succeeds).
+// The first request, if it still lives, is refused at its admission ('superseded'). KEYS:
+// idempotency key, inflight. ARGV: value read, new value, ttlSeconds, the first request's run id.
 export const IDEM_TAKE_OVER = new LuaScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if redis.call('ZSCORE', KEYS[2], ARGV[4]) then return 0 end

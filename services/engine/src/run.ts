@@ -68,8 +68,10 @@ export class Run {
   private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private resolve!: (r: RunResult) => void;
-  /** Aborted when the run ends: tells binding handlers their outcome is no longer used. */
-  /** Made at the first call: aborting one costs a DOMException (a stack capture), and most runs call nothing. */
+  /**
+   * Aborted when the run ends: tells binding handlers their outcome is no longer used. Made at the
+   * first call: aborting one costs a DOMException (a stack capture), and most runs call nothing.
+   */
   private callsEnded: AbortController | undefined;
   private readonly onAbort = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.signal) });
 

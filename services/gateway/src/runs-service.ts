@@ -12,6 +12,7 @@ import {
   runJobOptions,
   type StoredRun,
 } from '@islet/core';
+import { fieldsOf } from '@islet/core/lua-script';
 import {
   type ApprovalMode,
   createRunPolicyStore,
@@ -55,14 +56,6 @@ const BASE_MODE: SandboxMode = 'read-only';
 
 function refuse(message: string): never {
   throw new HttpProblem('validation', message, { refusal: message });
-}
-
-/** A hash's fields from Redis's flattened form (cjson encodes an empty one as `{}`). */
-function hashOf(flat: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!Array.isArray(flat)) return out;
-  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = String(flat[i + 1]);
-  return out;
 }
 
 export function createRunsService(deps: GatewayDeps) {
@@ -115,11 +108,13 @@ export function createRunsService(deps: GatewayDeps) {
   ): Promise<{ run: StoredRun; created: boolean }> {
     const tenant = caller.tenantId;
     const id = randomUUID();
-    const key = idempotencyKey === undefined ? undefined : keys.idempotency(tenant, idempotencyKey);
+    // The key's Redis name and what this request stores in it, when it came with one.
+    let key: string | undefined;
     let mine: string | undefined;
-    if (idempotencyKey !== undefined && key !== undefined) {
+    if (idempotencyKey !== undefined) {
       if (!/^[\x21-\x7e]{1,200}$/.test(idempotencyKey))
         throw new HttpProblem('validation', 'Idempotency-Key must be 1-200 visible ASCII characters');
+      key = keys.idempotency(tenant, idempotencyKey);
       const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
       mine = JSON.stringify({ runId: id, hash });
       const ttl = config.ISLET_RUN_RETENTION_SECONDS;
@@ -222,6 +217,7 @@ export function createRunsService(deps: GatewayDeps) {
     // A run that will simply run is enqueued with its record (one round trip less before the runner
     // can take it); one that is refused or must first wait for a decision is not.
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
+    let enqueued = false;
     const admitted = await runs.create(
       run,
       {
@@ -229,11 +225,17 @@ export function createRunsService(deps: GatewayDeps) {
         sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
         ...(idempotencyKey ? { idempotencyKey } : {}),
       },
-      runsNow ? () => enqueue(run) : undefined,
+      runsNow
+        ? () => {
+            enqueued = true;
+            return enqueue(run);
+          }
+        : undefined,
     );
-    // On one server the job went out with the refused record (runs.create): take it back. A
-    // runner that took it first found no record and dropped it; a failed removal leaves it to that.
-    if (admitted !== 'created' && runsNow)
+    // On one server the job goes out with the record, so a refused one's was sent (runs.create):
+    // take it back. A runner that took it first found no record and dropped it; a failed removal
+    // leaves it to that.
+    if (admitted !== 'created' && enqueued)
       await queues[mode].remove(run.id).catch((err: unknown) => {
         deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
       });
@@ -425,8 +427,8 @@ export function createRunsService(deps: GatewayDeps) {
     let entries: JournalEntry[];
     try {
       const [runFlat, journalFlat] = JSON.parse(payload) as [unknown, unknown];
-      run = runs.fromHash(hashOf(runFlat));
-      entries = journal.entriesOf(hashOf(journalFlat));
+      run = runs.fromHash(fieldsOf(runFlat));
+      entries = journal.entriesOf(fieldsOf(journalFlat));
     } catch (err) {
       deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');
       return null;

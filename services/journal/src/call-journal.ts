@@ -5,7 +5,7 @@
  * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
  */
 import { createHmac, randomUUID } from 'node:crypto';
-import { LuaScript } from '@islet/core/lua-script';
+import { fieldsOf, LuaScript } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/engine';
 import type { Redis } from 'ioredis';
 import { operationIdFor } from './operation-id.ts';
@@ -288,15 +288,10 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         start ? [keyOf(runId), runKey, start.streamKey] : [keyOf(runId), runKey],
         args,
       )) as [string[], number, string[]];
-      const pairs = (flat: string[]) => {
-        const out: Record<string, string> = {};
-        for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
-        return out;
-      };
       return {
-        run: pairs(runFlat),
+        run: fieldsOf(runFlat),
         attempt: attempt > 0 ? attempt : undefined,
-        entries: entriesOf(pairs(journalFlat)),
+        entries: entriesOf(fieldsOf(journalFlat)),
       };
     },
 
