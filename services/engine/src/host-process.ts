@@ -127,6 +127,9 @@ export class HostProcess {
     this.events = events;
   }
 
+  /** The engine has started this host's replacement ahead of its retirement. */
+  replacementStarted = false;
+
   /** When the host last became idle (performance.now()); the engine retires the longest idle first. */
   idleSince = 0;
 

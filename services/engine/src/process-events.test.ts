@@ -90,25 +90,57 @@ describe('onProcessEvent and stats()', () => {
   it('starts the replacement of a host in its last quarter of runs, so the next run waits for no start', async () => {
     const events: ProcessEvent[] = [];
     engine = createEngine({ maxRunsPerProcess: 8, onProcessEvent: (e) => events.push(e) });
-    const first = await engine.execute('return 1');
-    for (let i = 0; i < 4; i++) await engine.execute('return 1');
+    const starts = () => events.filter((e) => e.type === 'started').length;
+    // Runs apart, not back to back (those get a second host: the next test).
+    const run = async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      return engine!.execute('return 1');
+    };
+    const first = await run();
+    for (let i = 0; i < 4; i++) expect((await run()).hostPid).toBe(first.hostPid);
     // Five runs done, three to go: no replacement yet (it would only hold memory).
     await new Promise((r) => setTimeout(r, 1000));
-    expect(events.filter((e) => e.type === 'started')).toHaveLength(1);
-    await engine.execute('return 1');
+    expect(starts()).toBe(1);
+    await run();
     // The sixth run ended inside the last quarter: the spare starts now, off any run's path.
-    await until(() => events.filter((e) => e.type === 'started').length === 2, 30_000);
+    await until(() => starts() === 2, 30_000);
     expect(engine.stats?.().processes).toBe(2);
-    await engine.execute('return 1');
-    const last = await engine.execute('return 1');
-    expect(last.hostPid).toBe(first.hostPid);
+    // The spare joined the pool: runs share the two hosts until the old one has served its eight.
+    const pids = new Set<number | undefined>();
+    while (!events.some((e) => e.type === 'retired')) pids.add((await run()).hostPid);
+    expect(pids.has(first.hostPid)).toBe(true);
+    expect(pids.size).toBe(2);
     expect(events).toContainEqual(expect.objectContaining({ type: 'retired', reason: 'max-runs' }));
     // The next run takes the started spare: a different, fresh process, and no wait for its start.
-    const next = await engine.execute('return 1');
+    const next = await run();
     expect(next.valueJson).toBe('1');
     expect(next.hostPid).not.toBe(first.hostPid);
     expect(next.hostWaitMs).toBeLessThan(100);
-    expect(events.filter((e) => e.type === 'started')).toHaveLength(2);
+    expect(starts()).toBe(2);
+  });
+
+  it('gives back-to-back runs of one partition a second host, so each host makes its next isolate while the other runs', async () => {
+    const events: ProcessEvent[] = [];
+    engine = createEngine({ onProcessEvent: (e) => events.push(e) });
+    const starts = () => events.filter((e) => e.type === 'started').length;
+    // Runs apart: the host has made its next isolate before the next run comes; one host.
+    for (let i = 0; i < 5; i++) {
+      await engine.execute('return 1', { partition: 't1' });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    expect(starts()).toBe(1);
+    // Back to back: a second host starts in the background, then the runs alternate.
+    for (let i = 0; i < 3; i++) await engine.execute('return 1', { partition: 't1' });
+    await until(() => starts() === 2, 30_000);
+    const pids: (number | undefined)[] = [];
+    for (let i = 0; i < 6; i++) pids.push((await engine.execute('return 1', { partition: 't1' })).hostPid);
+    expect(new Set(pids).size).toBe(2);
+    for (let i = 1; i < pids.length; i++) expect(pids[i]).not.toBe(pids[i - 1]);
+    // Never a third for one partition, and another partition never shares them.
+    expect(starts()).toBe(2);
+    const other = await engine.execute('return 1', { partition: 't2' });
+    expect(pids).not.toContain(other.hostPid);
   });
 
   it('starts at most maxStartingHosts hosts at once; waiting runs take a freed host or the next start', async () => {
