@@ -206,6 +206,31 @@ describe('the console in Chromium', () => {
     }
   });
 
+  it('opens the page a navigation chose between the first paint and the router listening', async () => {
+    const context = await browser.newContext();
+    try {
+      // The moment the router starts listening, the hash has already moved (replaceState fires no
+      // hashchange), as when a link is followed right after sign-in: the router must read it.
+      await context.addInitScript(`{
+        const listen = window.addEventListener;
+        let moved = false;
+        window.addEventListener = function (type, ...rest) {
+          if (type === 'hashchange' && !moved) {
+            moved = true;
+            history.replaceState(null, '', '#/decisions');
+          }
+          return listen.call(this, type, ...rest);
+        };
+      }`);
+      const p = await context.newPage();
+      await signIn(p, cluster.devKey);
+      await p.getByRole('heading', { name: 'Waiting decisions' }).waitFor({ timeout: 5000 });
+      expect(await p.getByRole('heading', { name: 'Sessions', exact: true }).count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('shows a settings version conflict and resolves it; lists connections with policies', async () => {
     await page.goto(`${base}/console/#/settings`);
     const timeout = page.getByLabel('Time budget (ms)');
