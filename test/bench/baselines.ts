@@ -158,6 +158,41 @@ export const parallelCalls = (n: number) =>
   `await Promise.all(Array.from({ length: ${n} }, (_, i) => apps.bench.ping({ i }))); return 1`;
 
 /**
+ * What a sandbox host start costs: a run's wall time when it must start its host (a fresh
+ * partition, no spare), and the host process's CPU from its start through that run (/proc, read
+ * once it is idle again: start-up, the warm harness cache, the run, the next isolate made). Means
+ * over `hosts` starts.
+ */
+export async function hostStartCost(hosts = 6): Promise<{ wallMs: number; cpuMs: number }> {
+  const pids: number[] = [];
+  const engine = createEngine({
+    prewarm: false,
+    maxIdleTotal: hosts,
+    onProcessEvent: (e) => {
+      if (e.type === 'started' && e.pid !== undefined) pids.push(e.pid);
+    },
+  });
+  try {
+    let wall = 0;
+    for (let i = 0; i < hosts; i++) {
+      const t = performance.now();
+      const out = await engine.execute(PROGRAM, { partition: `start-${i}` });
+      wall += performance.now() - t;
+      if (out.valueJson !== '12') throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    let ticks = 0;
+    for (const pid of pids) {
+      const st = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(st[11]) + Number(st[12]);
+    }
+    return { wallMs: wall / hosts, cpuMs: (ticks * 1000) / TICKS / pids.length };
+  } finally {
+    await engine.close();
+  }
+}
+
+/**
  * Idle memory of a pooled sandbox host after 20 runs (the prepared isolate for its next run
  * included), from /proc: resident (VmRSS), proportional (Pss: shared pages split among processes)
  * and its thread count.

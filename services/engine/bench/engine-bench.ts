@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 
 async function main(): Promise<void> {
-  const { engineBaseline, hostIdleMemory, rawIsolateBaseline, spawnBaseline } = await import(
+  const { engineBaseline, hostIdleMemory, hostStartCost, rawIsolateBaseline, spawnBaseline } = await import(
     '../../../test/bench/baselines.ts'
   );
   const raw1 = await rawIsolateBaseline(SECONDS);
@@ -23,6 +23,7 @@ async function main(): Promise<void> {
   const raw2 = await rawIsolateBaseline(SECONDS);
   const spawned = await spawnBaseline(SECONDS);
   const memory = await hostIdleMemory();
+  const start = await hostStartCost();
   const rawPerSec = (raw1.perSec + raw2.perSec) / 2;
   const rawP50 = (raw1.p50 + raw2.p50) / 2;
 
@@ -66,6 +67,9 @@ async function main(): Promise<void> {
   );
   console.log(
     `idle pooled host: RSS ${memory.rssMb.toFixed(1)} MB, PSS ${memory.pssMb.toFixed(1)} MB, ${memory.threads} threads`,
+  );
+  console.log(
+    `host start: a run that starts its host ${start.wallMs.toFixed(0)} ms; the host's CPU through its first run ${start.cpuMs.toFixed(0)} ms`,
   );
 }
 

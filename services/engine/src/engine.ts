@@ -249,7 +249,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     host.setIdle(true);
     park(host);
     // Its last quarter of runs begins: start the replacement now, so it is ready (a start takes
-    // about 0.4 s of a loaded core, dozens of trivial runs) before this host retires and no run
+    // ~80 ms here and several times that on a loaded core: dozens of runs) before this host retires and no run
     // waits for a host start. Starting it only before the last run left the next run waiting.
     // Once per host: its replacement joins the pool when started, and another would follow.
     if (

@@ -184,9 +184,10 @@ export type ProcessEvent =
 
 export interface EngineOptions {
   /**
-   * A sandbox host process is replaced after this many runs. Default 1000: a host start costs about
-   * 0.25 s of CPU, which 100 runs per host made 2.5 ms of every trivial run (a fifth of a run's CPU
-   * across the cluster); memory is bounded by `maxHostResidentGrowthBytes`, not by this count.
+   * A sandbox host process is replaced after this many runs. Default 1000: a host start costs
+   * ~75 ms of CPU here (`npm run bench:engine`; 0.25 s when first measured, on a loaded machine),
+   * which 100 runs per host spread over every run; memory is bounded by
+   * `maxHostResidentGrowthBytes`, which usually retires a host first (after ~250-400 runs here).
    */
   maxRunsPerProcess?: number;
   /**
