@@ -157,8 +157,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   /**
    * Starts a host in the background, one at a time per partition (`evenWithIdle`: also when the
-   * partition has an idle host). Started, it joins the idle pool if there is room; else it waits
-   * aside for a run that finds the pool empty.
+   * partition has an idle host). Started, it joins the idle pool (as its longest idle) if there is
+   * room; else it waits aside for a run that finds the pool empty.
    */
   function startSpare(partition: string, evenWithIdle = false): void {
     if (!prewarm || closed || spares.has(partition)) return;
@@ -193,18 +193,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
     else pool.push(host);
     idle.set(host.partition, pool);
     wakeAll();
-    // Whichever tenant it served (a pool's first entry is its oldest: hosts join at the end).
+    // Whichever tenant it served (a spare joins a pool at its start, so the oldest may be anywhere).
     let total = 0;
     for (const p of idle.values()) total += p.length;
     while (total > maxIdleTotal) {
       let oldest: HostProcess | undefined;
-      for (const p of idle.values()) {
-        const first = p[0];
-        if (first && (!oldest || first.idleSince < oldest.idleSince)) oldest = first;
-      }
+      for (const p of idle.values())
+        for (const h of p) if (!oldest || h.idleSince < oldest.idleSince) oldest = h;
       if (!oldest) break;
       const from = idle.get(oldest.partition);
-      from?.shift();
+      from?.splice(from.indexOf(oldest), 1);
       if (from && from.length === 0) idle.delete(oldest.partition);
       void oldest.stop();
       total--;
@@ -249,9 +247,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     host.setIdle(true);
     park(host);
     // Its last quarter of runs begins: start the replacement now, so it is ready (a start takes
-    // ~80 ms here and several times that on a loaded core: dozens of runs) before this host retires and no run
-    // waits for a host start. Starting it only before the last run left the next run waiting.
-    // Once per host: its replacement joins the pool when started, and another would follow.
+    // ~80 ms here, several times that on a loaded core: dozens of runs) before this host retires
+    // and no run waits for a host start. Starting it only before the last run left the next run
+    // waiting. Once per host: its replacement joins the pool when started, and another would follow.
     if (
       !host.replacementStarted &&
       (host.runs >= maxRunsPerProcess - spareLeadRuns ||
