@@ -134,7 +134,10 @@ describe('onProcessEvent and stats()', () => {
     const pids: (number | undefined)[] = [];
     for (let i = 0; i < 6; i++) pids.push((await engine.execute('return 1', { partition: 't1' })).hostPid);
     expect(new Set(pids).size).toBe(2);
-    for (let i = 1; i < pids.length; i++) expect(pids[i]).not.toBe(pids[i - 1]);
+    // They alternate (a pause of 2 ms or more between two runs, a GC on a loaded machine, may let
+    // one host serve twice in a row: its isolate is made by then).
+    const switches = pids.filter((pid, i) => i > 0 && pid !== pids[i - 1]).length;
+    expect(switches).toBeGreaterThanOrEqual(4);
     // Never a third for one partition, and another partition never shares them.
     expect(starts()).toBe(2);
     const other = await engine.execute('return 1', { partition: 't2' });
