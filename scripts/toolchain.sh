@@ -65,8 +65,9 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   exec 9>"${TMPDIR:-/tmp}/islet-toolchain-install.lock"
   command -v flock >/dev/null 2>&1 && flock 9
   (cd "$ROOT" && if [ -f package-lock.json ] && [ ! -d node_modules ]; then npm ci --no-audit --no-fund >&2 || {
-    # npm 11 omits some platform-only optional packages from the lock (e.g. vite's
-    # napi-windows-process-start-time), which makes `npm ci` refuse; install resolves them.
+    # A lock written by some npm 11 runs lacks platform-only optional packages (vite's
+    # napi-windows-process-start-time was missing until 0941c64), which makes `npm ci` refuse;
+    # install resolves them. A fresh clone of this lock takes the `npm ci` path.
     log "npm ci refused the lock file; falling back to npm install"; npm install --no-audit --no-fund >&2; }; else npm install --no-audit --no-fund >&2; fi)
   exec 9>&-
   want="$(node -v) $(lock_sum)"
