@@ -28,10 +28,11 @@ export function pct(xs: number[], p: number): number {
 
 /**
  * Runs `once` from `clients` concurrent loops for `seconds` (at least `minRuns`, at most `maxRuns`
- * runs) after `warmup` runs; latency percentiles and throughput.
+ * runs) after `warmup` runs; latency percentiles and throughput. A `once` that does more than the
+ * thing measured (reads what it left behind) returns the latency of the thing itself, ms.
  */
 export async function measure(
-  once: () => Promise<void>,
+  once: () => Promise<number | undefined> | Promise<void>,
   opts: { seconds: number; clients?: number; warmup?: number; minRuns?: number; maxRuns?: number },
 ): Promise<Sample> {
   const clients = opts.clients ?? 1;
@@ -54,8 +55,8 @@ export async function measure(
       while ((performance.now() < until || begun < minRuns) && begun < maxRuns) {
         begun++;
         const t = performance.now();
-        await once();
-        lat.push(performance.now() - t);
+        const own = await once();
+        lat.push(typeof own === 'number' ? own : performance.now() - t);
       }
     }),
   );
