@@ -283,6 +283,42 @@ describe('unfinished calls', () => {
     ]);
   });
 
+  it('by default 128 calls are in flight at once: a Promise.all over a page of 100 goes out in one wave', async () => {
+    let started = 0;
+    let inFlight = 0;
+    let most = 0;
+    const held: (() => void)[] = [];
+    let open = false;
+    const releaseAll = () => {
+      open = true;
+      for (const r of held.splice(0)) r();
+    };
+    // With a lower cap the 128th never starts: the timer ends the wait and `most` tells.
+    const fallback = setTimeout(releaseAll, 3000);
+    const out = await engine.execute(
+      'const xs = await Promise.all(Array.from({ length: 130 }, (_, i) => t(i))); return xs.length',
+      {
+        bindings: ['t'],
+        onCall: async () => {
+          started++;
+          most = Math.max(most, ++inFlight);
+          if (!open)
+            await new Promise<void>((resolve) => {
+              held.push(resolve);
+              if (held.length === 128) releaseAll();
+            });
+          inFlight--;
+          return ok('1');
+        },
+      },
+    );
+    clearTimeout(fallback);
+    expect(out.status).toBe('completed');
+    expect(out.valueJson).toBe('130');
+    expect(most).toBe(128);
+    expect(started).toBe(130);
+  });
+
   it('calls queued but never started are dropped, never run', async () => {
     const started: BindingCall[] = [];
     const out = await engine.execute('t(1); t(2); t(3); return "done"', {

@@ -8,7 +8,7 @@ export const MAX_TIMEOUT_MS = 600_000;
 export const DEFAULT_MEMORY_MB = 512;
 /** Default cap shared by the log lines and the returned value, bytes (64 MiB). */
 export const DEFAULT_OUTPUT_BYTES = 67_108_864;
-export const DEFAULT_MAX_CONCURRENT_CALLS = 64;
+export const DEFAULT_MAX_CONCURRENT_CALLS = 128;
 export const DEFAULT_WATCHDOG_GRACE_MS = 1000;
 
 /** The timeout failure's message: `execution deadline reached (120000ms)` for the default budget. */

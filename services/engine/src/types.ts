@@ -67,7 +67,10 @@ export interface RunLimits {
   outputCap?: 'shared' | 'separate';
   /**
    * Most binding calls in progress (handed to `onCall`, not settled) at once; further calls wait in a
-   * queue, in order. Queued calls are dropped, never started, when the program ends. Default 64.
+   * queue, in order. Queued calls are dropped, never started, when the program ends. Default 128: a
+   * `Promise.all` over a page of 100 items goes out in one wave (at 64 the last 36 waited for the
+   * first answers, ~2 ms more for 100 instant calls over the cluster, and three requests to the
+   * gateway instead of one).
    */
   maxConcurrentCalls?: number;
 }

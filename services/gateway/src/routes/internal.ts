@@ -18,7 +18,7 @@ import { clientGone, HttpProblem, isRedisTransient, validationProblem } from '..
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
-/** Most calls in one batch (the runner sends at most 100; the engine's in-flight cap per run is 64 by default). */
+/** Most calls in one batch (the runner sends at most 100; the engine's in-flight cap per run is 128 by default). */
 export const MAX_BATCH_CALLS = 1000;
 
 /** One call as the runner sends it (single or in a batch). */
