@@ -2,8 +2,9 @@
  * `npm run bench:cluster`: every figure of the performance table (issue 12) as a ratio against
  * baselines measured in this same process — raw isolated-vm (new isolate + context + eval +
  * dispose), a node process spawned per run, the engine in-process — so a loaded machine shifts
- * both sides alike. Then the cluster over HTTP with `Prefer: wait`, Redis commands per run, idle
- * sandbox host memory, slots held by runs waiting for a decision, and a per-stage breakdown of a run.
+ * both sides alike. Then the cluster over HTTP with `Prefer: wait`, Redis commands per run (against
+ * BullMQ alone carrying the same load, `bullmq-floor.ts`), idle sandbox host memory, slots held by
+ * runs waiting for a decision, and a per-stage breakdown of a run.
  *
  * BENCH_SECONDS (default 3): seconds per measured mode. BENCH_SLOTS: runner concurrency (default 4).
  * BENCH_JSON=<file>: also write the figures as JSON (the ratio guard test reads it).
