@@ -68,13 +68,21 @@ return 1
 
 // The tenant half of a create, with the tenant's admission checked in the same step (a flood of
 // parallel submits cannot pass the quota between a count and an add). KEYS: inflight, session
-// runs, skills, session owner, idempotency key. ARGV: runId, createdAt, maxInFlight, principal,
-// sessionTtlSeconds, nowMs, checkIdempotency ('1'|'0'). With the check, the Idempotency-Key must
-// still name this run (a retry may have taken it over from a request presumed dead: IDEM_TAKE_OVER).
-// The session goes to its first principal (refreshed for it); the quota counts runs not ended plus
-// skills whose reservation is live. Returns 'created', 'superseded', 'session-taken' or
-// 'over-quota'.
+// runs, skills, session owner, idempotency key, the tenant's rate-limit window. ARGV: runId,
+// createdAt, maxInFlight, principal, sessionTtlSeconds, nowMs, checkIdempotency ('1'|'0'),
+// rateLimit ('' = the request was counted already). With a rate limit the request is counted
+// first, as the gateway's own count does (COUNT_IN_WINDOW in auth.ts: INCR, the window's expiry at
+// its first count), and refused past the limit before anything else. With the check, the
+// Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
+// dead: IDEM_TAKE_OVER). The session goes to its first principal (refreshed for it); the quota
+// counts runs not ended plus skills whose reservation is live. Returns 'created', 'rate-limited',
+// 'superseded', 'session-taken' or 'over-quota'.
 const ADMIT_TENANT_LUA = `
+if ARGV[8] ~= '' then
+  local counted = redis.call('INCR', KEYS[6])
+  if counted == 1 then redis.call('EXPIRE', KEYS[6], 61) end
+  if counted > tonumber(ARGV[8]) then return 'rate-limited' end
+end
 if ARGV[7] == '1' then
   local held = redis.call('GET', KEYS[5])
   if not held or cjson.decode(held).runId ~= ARGV[1] then return 'superseded' end
@@ -106,9 +114,10 @@ redis.call('PUBLISH', ARGV[${a}], ARGV[${a + 1}])
 export const CREATE_RUN = new LuaScript(`${createRunLua(1, 1)}return 1`);
 
 // Both halves of an admitted create in one step, for one server only (its keys span two slots, so
-// never on a Cluster): KEYS and ARGV are ADMIT_TENANT's (5 and 7), then CREATE_RUN's. A refused
-// admission writes nothing of the run. Returns what ADMIT_TENANT returns.
-export const ADMIT_AND_CREATE = new LuaScript(`${ADMIT_TENANT_LUA}${createRunLua(6, 8)}return 'created'`);
+// never on a Cluster): KEYS and ARGV are ADMIT_TENANT's (6 and 8), then CREATE_RUN's. A refused
+// admission writes nothing of the run (a rate-limited one only its count). Returns what
+// ADMIT_TENANT returns.
+export const ADMIT_AND_CREATE = new LuaScript(`${ADMIT_TENANT_LUA}${createRunLua(7, 9)}return 'created'`);
 
 // KEYS: idempotency key. ARGV: the value a failed request set. Drops the key only while it is still
 // that request's (a retry may have taken it over meanwhile).

@@ -33,10 +33,27 @@ import {
 import type { Sealer } from './sealer.ts';
 
 /**
- * What a create with an admission answers: stored, or refused because the session is another
- * principal's, the tenant is at its in-flight quota, or its Idempotency-Key was taken over.
+ * What a create with an admission answers: stored, or refused because the request passed the
+ * tenant's rate limit (counted at admission), the session is another principal's, the tenant is at
+ * its in-flight quota, or its Idempotency-Key was taken over.
  */
-export type Admission = 'created' | 'session-taken' | 'over-quota' | 'superseded';
+export type Admission = 'created' | 'rate-limited' | 'session-taken' | 'over-quota' | 'superseded';
+
+/**
+ * A request's count against its tenant's per-minute rate limit, made in the admission's own step
+ * (no round trip, and no Redis write of its own to wait for, before the submit). The store sets
+ * `counted` once the count is on its way; a request that never got that far is counted by its
+ * caller (auth.ts).
+ */
+export interface AdmissionRateCount {
+  /** The window's counter (keys.rateWindow: the tenant's slot). */
+  key: string;
+  /** Requests allowed in the window; the one past it is refused ('rate-limited'). */
+  limit: number;
+  counted: boolean;
+  /** Set by the caller when the admission answered 'rate-limited'. */
+  refused?: boolean;
+}
 
 /** A binding a run may call, resolved at submit from the run's connections. */
 export interface BindingSpec {
@@ -277,6 +294,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         sessionTtlSeconds: number;
         /** The submit's Idempotency-Key (its Redis key): admitted only while it names this run. */
         idempotencyKey?: string;
+        /** Count the request against its tenant's rate limit here (see AdmissionRateCount). */
+        rate?: AdmissionRateCount;
       },
       then?: () => Promise<unknown>,
     ): Promise<Admission> {
@@ -306,6 +325,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         keys.sessionOwner(run.tenant, run.session),
         // Not read without an Idempotency-Key (a name in the tenant's slot all the same).
         admission?.idempotencyKey ?? keys.idempotency(run.tenant, ''),
+        // Not touched without a rate count (ditto).
+        admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
       ];
       const admitArgs = admission && [
         run.id,
@@ -315,7 +336,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         admission.sessionTtlSeconds,
         Date.now(),
         admission.idempotencyKey ? '1' : '0',
+        admission.rate ? admission.rate.limit : '',
       ];
+      if (admission?.rate) admission.rate.counted = true;
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
       const runArgs = [
         channels.sessionRuns,

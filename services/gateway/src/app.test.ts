@@ -266,6 +266,83 @@ describe('rate limit on submits (its count overlaps the body checks)', () => {
   });
 });
 
+describe('rate limit on submits, counted in the admission', () => {
+  // A fixed one-minute window: do not straddle its end.
+  const inOneWindow = async () => {
+    if (Date.now() % 60_000 > 50_000)
+      await new Promise((r) => setTimeout(r, 60_000 - (Date.now() % 60_000) + 50));
+    return Math.floor(Date.now() / 60_000);
+  };
+
+  it('a submit has no count of its own; past the limit it is refused, and then refused at once without a Redis write', async () => {
+    await deps.tenants.createTenant({ id: 'rl-adm', name: 'RL', rateLimitPerMinute: 2 });
+    const k = (await deps.tenants.createKey('rl-adm', ['apps.use'])).key;
+    const window = await inOneWindow();
+    const counter = keys.rateWindow('rl-adm', window);
+    const evalsha = vi.spyOn(deps.redis, 'evalsha');
+    try {
+      const submit = () => app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run() });
+      const counts: (string | null)[] = [];
+      const codes: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const res = await submit();
+        codes.push(res.statusCode);
+        counts.push(await deps.redis.get(counter));
+        if (res.statusCode === 429) {
+          const p = expectProblem(res, 429, 'rate-limited');
+          expect(p.detail).toMatch(/^tenant rate limit of 2 requests per minute reached; retry in \d+s$/);
+          expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        }
+      }
+      expect(codes).toEqual([202, 202, 429, 429]);
+      // Counted in the admission's script (no COUNT_IN_WINDOW of the counter); the fourth never
+      // reached Redis: this replica knew the window was past its limit.
+      expect(counts).toEqual(['1', '2', '3', '3']);
+      expect(evalsha.mock.calls.filter((c) => c[2] === counter)).toHaveLength(0);
+      expect(await deps.runs.inFlightCount('rl-adm')).toBe(2);
+      expect(await deps.redis.ttl(counter)).toBeGreaterThan(0);
+    } finally {
+      evalsha.mockRestore();
+    }
+  });
+
+  it('a submit refused before its admission (its body, an unknown connection) is counted as it is answered', async () => {
+    await deps.tenants.createTenant({ id: 'rl-early', name: 'RL', rateLimitPerMinute: 5 });
+    const k = (await deps.tenants.createKey('rl-early', ['apps.use'])).key;
+    const counter = keys.rateWindow('rl-early', await inOneWindow());
+    const bad = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(k),
+      payload: run({ description: '' }),
+    });
+    expectProblem(bad, 400, 'validation');
+    const unknown = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(k),
+      payload: run({ connections: ['conn_does_not_exist'] }),
+    });
+    expect(unknown.statusCode).toBeGreaterThanOrEqual(400);
+    expect(unknown.statusCode).toBeLessThan(500);
+    const ok = await app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run() });
+    expect(ok.statusCode).toBe(202);
+    expect(await deps.redis.get(counter)).toBe('3');
+  });
+
+  it('with an Idempotency-Key the count is sent on arrival: a replay past the limit is refused', async () => {
+    await deps.tenants.createTenant({ id: 'rl-idem', name: 'RL', rateLimitPerMinute: 1 });
+    const k = (await deps.tenants.createKey('rl-idem', ['apps.use'])).key;
+    const counter = keys.rateWindow('rl-idem', await inOneWindow());
+    const headers = { ...auth(k), 'idempotency-key': 'rl-idem-1' };
+    const first = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: run() });
+    expect(first.statusCode).toBe(202);
+    const replay = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: run() });
+    expectProblem(replay, 429, 'rate-limited');
+    expect(await deps.redis.get(counter)).toBe('2');
+  });
+});
+
 describe('settings', () => {
   it('PATCH with a stale expectedVersion is a 409', async () => {
     const cur = (

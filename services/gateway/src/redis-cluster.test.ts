@@ -30,6 +30,7 @@ interface Gateway {
   otherKey: string;
   adminKey: string;
   limitedKey: string;
+  submitLimitedKey: string;
   tenant: string;
 }
 
@@ -57,6 +58,7 @@ async function startGateway(redisEnv: Record<string, string>): Promise<Gateway> 
   await deps.tenants.createTenant({ id: tenant, name: 'Acme' });
   await deps.tenants.createTenant({ id: `${tenant}-x`, name: 'Other' });
   await deps.tenants.createTenant({ id: `${tenant}-l`, name: 'Limited', rateLimitPerMinute: 2 });
+  await deps.tenants.createTenant({ id: `${tenant}-s`, name: 'Submits limited', rateLimitPerMinute: 2 });
   return {
     deps,
     app,
@@ -67,6 +69,7 @@ async function startGateway(redisEnv: Record<string, string>): Promise<Gateway> 
     otherKey: (await deps.tenants.createKey(tenant, ['apps.use', 'sessions.read'], { principal: 'bob' })).key,
     adminKey: (await deps.tenants.createKey(tenant, ['platform.admin'])).key,
     limitedKey: (await deps.tenants.createKey(`${tenant}-l`, ['apps.use'])).key,
+    submitLimitedKey: (await deps.tenants.createKey(`${tenant}-s`, ['apps.use'])).key,
   };
 }
 
@@ -122,6 +125,20 @@ async function exerciseGateway(g: Gateway): Promise<void> {
       (await app.inject({ method: 'GET', url: '/v1/connections', headers: auth(g.limitedKey) })).statusCode,
     );
   expect(codes).toEqual([200, 200, 429, 429]);
+  // A submit is counted in its admission (the tenant half's script, in the tenant's slot).
+  const submits: number[] = [];
+  for (let i = 0; i < 4; i++)
+    submits.push(
+      (
+        await app.inject({
+          method: 'POST',
+          url: '/v1/runs',
+          headers: auth(g.submitLimitedKey),
+          payload: runBody(`sess-${seq++}`),
+        })
+      ).statusCode,
+    );
+  expect(submits).toEqual([202, 202, 429, 429]);
   const failures: number[] = [];
   for (let i = 0; i < 5; i++)
     failures.push(

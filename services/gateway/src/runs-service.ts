@@ -5,6 +5,7 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import {
+  type AdmissionRateCount,
   type BindingSpec,
   keys,
   principalOf,
@@ -28,7 +29,7 @@ import {
   SANDBOX_MODES,
   type SandboxMode,
 } from '@islet/protocol';
-import type { Caller } from './auth.ts';
+import { type Caller, rateLimitedProblem } from './auth.ts';
 import { bindingsOf } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
@@ -104,7 +105,11 @@ export function createRunsService(deps: GatewayDeps) {
     caller: Caller,
     input: SubmitInput,
     idempotencyKey?: string,
-    options: { waits?: boolean } = {},
+    options: {
+      waits?: boolean;
+      /** The request's rate-limit count, made in the run's admission (auth.ts, `request.rateCount`). */
+      rate?: AdmissionRateCount;
+    } = {},
   ): Promise<{ run: StoredRun; created: boolean }> {
     const tenant = caller.tenantId;
     const id = randomUUID();
@@ -150,7 +155,10 @@ export function createRunsService(deps: GatewayDeps) {
       }
     }
     try {
-      return { run: await create(caller, id, input, options.waits === true, key), created: true };
+      return {
+        run: await create(caller, id, input, options.waits === true, key, options.rate),
+        created: true,
+      };
     } catch (err) {
       // Only while the key is still this request's (a retry may have taken it over meanwhile).
       if (key !== undefined && mine !== undefined)
@@ -165,6 +173,7 @@ export function createRunsService(deps: GatewayDeps) {
     input: SubmitInput,
     waits: boolean,
     idempotencyKey: string | undefined,
+    rate: AdmissionRateCount | undefined,
   ): Promise<StoredRun> {
     const tenant = caller.tenantId;
     const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
@@ -224,6 +233,7 @@ export function createRunsService(deps: GatewayDeps) {
         maxInFlight: limit,
         sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
         ...(idempotencyKey ? { idempotencyKey } : {}),
+        ...(rate ? { rate } : {}),
       },
       runsNow
         ? () => {
@@ -249,6 +259,10 @@ export function createRunsService(deps: GatewayDeps) {
         'idempotency-conflict',
         'a retry with this Idempotency-Key was accepted while this request waited; it is the run',
       );
+    if (admitted === 'rate-limited' && rate) {
+      rate.refused = true;
+      throw rateLimitedProblem(rate.limit);
+    }
     if (admitted === 'over-quota')
       throw new HttpProblem(
         'quota-exceeded',

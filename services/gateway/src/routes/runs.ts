@@ -1,7 +1,7 @@
 import { keys, principalOf } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
 import { operationIdFor } from '@islet/journal';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { callerOf, rateLimitPassed } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
@@ -37,10 +37,15 @@ function preferWaitSeconds(header: unknown, max: number): number {
 export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, runsService, deps } = ctx;
   return async (app) => {
-    // The rate-limit count's round trip overlaps the body's checks (a submit's latency is a row of
-    // round trips); it is awaited before the submit does anything.
+    // The rate-limit count is made in the run's admission, or (with an Idempotency-Key) its round
+    // trip overlaps the body's checks: a submit's latency is a row of round trips (auth.ts).
     const preHandler = auth.requireScopesOverlappingRateLimit('apps.use');
-    app.post('/v1/runs', { preHandler }, async (request, reply) => {
+    // A submit answered before its admission counted it is counted as it is answered.
+    const onSend = async (request: FastifyRequest, _reply: unknown, payload: unknown) => {
+      auth.countIfUncounted(request);
+      return payload;
+    };
+    app.post('/v1/runs', { preHandler, onSend }, async (request, reply) => {
       const caller = callerOf(request);
       const b = body(request.body);
       // No deadline: only for a principal that is another part of the platform (a workflow); a
@@ -60,7 +65,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
         caller,
         { fields: fields.value, ...placement.data, ...(noDeadline ? { noDeadline } : {}) },
         typeof idem === 'string' ? idem : undefined,
-        { waits: wait > 0 },
+        { waits: wait > 0, ...(request.rateCount ? { rate: request.rateCount } : {}) },
       );
       reply.header('location', `/v1/code-runs/${run.id}`);
       if (!created) reply.header('idempotent-replayed', 'true');
