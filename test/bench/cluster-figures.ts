@@ -208,7 +208,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       { seconds, warmup: 0, minRuns: quick ? 10 : 30 },
     );
     const stageNames = [
-      'accept → run built (gateway: auth, rate count sent, checks, policy)',
+      'accept → run built (gateway: auth, checks, policy)',
       'run built → enqueue (admission and record script sent, queue add behind it)',
       'enqueue → runner pick-up (BullMQ add, worker fetch)',
       'pick-up → engine called (run read, settings, attempt, Running)',

@@ -18,7 +18,7 @@
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { channels, journalKeys, keys } from './keys.ts';
-import { isRedisCluster } from './redis.ts';
+import { isRedisCluster, sendTogether } from './redis.ts';
 import {
   ADMIT_AND_CREATE,
   ADMIT_TENANT,
@@ -353,13 +353,15 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // tenant's and the run's slots, which one server allows), and the job is sent right behind
         // it on the same connection, so a submit costs one round trip. A refused admission writes
         // nothing of the run, but its job went out: the caller removes it (see `create`'s doc).
-        const admitted = ADMIT_AND_CREATE.runInOrder(
-          redis,
-          [...admitKeys, ...runKeys],
-          [...admitArgs, ...runArgs],
-        ) as Promise<Admission>;
+        const [admitted, queued] = sendTogether(redis, () => [
+          ADMIT_AND_CREATE.runInOrder(
+            redis,
+            [...admitKeys, ...runKeys],
+            [...admitArgs, ...runArgs],
+          ) as Promise<Admission>,
+          then(),
+        ]);
         admitted.catch(() => undefined);
-        const queued = then();
         queued.catch(() => undefined);
         const answer = await admitted;
         if (answer === 'created') await queued;
@@ -434,10 +436,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // The in-flight entry goes with the end, sent together (one round trip on one connection;
       // two nodes in parallel on a Cluster). Removing it is right whoever ended the run, and an
       // entry left by a crash in between is dropped by the orphan sweep (the record is final).
-      const [ended] = await Promise.all([
-        transition(run, fields, { type: 'end', data: { status: end.status } }),
-        redis.zrem(keys.inFlight(run.tenant), run.id),
-      ]);
+      const [ended] = await Promise.all(
+        sendTogether(redis, () => [
+          transition(run, fields, { type: 'end', data: { status: end.status } }),
+          redis.zrem(keys.inFlight(run.tenant), run.id),
+        ]),
+      );
       return ended;
     },
 
