@@ -237,23 +237,17 @@ describe('rate limit', () => {
   });
 });
 
-describe('rate limit on submits (its count overlaps the body checks)', () => {
+/** A submit with `k`'s key. */
+const submitWith = (k: string, payload: Record<string, unknown> = run()) =>
+  app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload });
+
+describe('rate limit on submits', () => {
   it('a flood of parallel submits: exactly the limit is stored, the rest get 429 and store nothing', async () => {
     await deps.tenants.createTenant({ id: 'rl-flood', name: 'RL', rateLimitPerMinute: 4 });
     const k = (await deps.tenants.createKey('rl-flood', ['apps.use'])).key;
-    // A bad body counts against the limit too (the count is sent before the body is checked).
-    const bad = await app.inject({
-      method: 'POST',
-      url: '/v1/runs',
-      headers: auth(k),
-      payload: run({ description: '' }),
-    });
-    expectProblem(bad, 400, 'validation');
-    const answers = await Promise.all(
-      Array.from({ length: 20 }, () =>
-        app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run() }),
-      ),
-    );
+    // A bad body counts against the limit too (counted as it is answered, before its answer).
+    expectProblem(await submitWith(k, run({ description: '' })), 400, 'validation');
+    const answers = await Promise.all(Array.from({ length: 20 }, () => submitWith(k)));
     const codes = answers.map((a) => a.statusCode);
     expect(codes.filter((c) => c === 202)).toHaveLength(3);
     expect(codes.filter((c) => c === 429)).toHaveLength(17);
@@ -281,7 +275,7 @@ describe('rate limit on submits, counted in the admission', () => {
     const counter = keys.rateWindow('rl-adm', window);
     const evalsha = vi.spyOn(deps.redis, 'evalsha');
     try {
-      const submit = () => app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run() });
+      const submit = () => submitWith(k);
       const counts: (string | null)[] = [];
       const codes: number[] = [];
       for (let i = 0; i < 4; i++) {
@@ -310,23 +304,11 @@ describe('rate limit on submits, counted in the admission', () => {
     await deps.tenants.createTenant({ id: 'rl-early', name: 'RL', rateLimitPerMinute: 5 });
     const k = (await deps.tenants.createKey('rl-early', ['apps.use'])).key;
     const counter = keys.rateWindow('rl-early', await inOneWindow());
-    const bad = await app.inject({
-      method: 'POST',
-      url: '/v1/runs',
-      headers: auth(k),
-      payload: run({ description: '' }),
-    });
-    expectProblem(bad, 400, 'validation');
-    const unknown = await app.inject({
-      method: 'POST',
-      url: '/v1/runs',
-      headers: auth(k),
-      payload: run({ connections: ['conn_does_not_exist'] }),
-    });
+    expectProblem(await submitWith(k, run({ description: '' })), 400, 'validation');
+    const unknown = await submitWith(k, run({ connections: ['conn_does_not_exist'] }));
     expect(unknown.statusCode).toBeGreaterThanOrEqual(400);
     expect(unknown.statusCode).toBeLessThan(500);
-    const ok = await app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run() });
-    expect(ok.statusCode).toBe(202);
+    expect((await submitWith(k)).statusCode).toBe(202);
     expect(await deps.redis.get(counter)).toBe('3');
   });
 
