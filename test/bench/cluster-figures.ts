@@ -86,7 +86,7 @@ function hostMemory(rootPid: number): { rss: number; pss: number }[] {
  * (undici's WHATWG streams and Headers), a tenth of a whole run's CPU across the cluster; wrk or
  * autocannon would not charge the system under test for it either.
  */
-function leanPost(url: string, key: string): (body: unknown) => Promise<unknown> {
+export function leanPost(url: string, key: string): (body: unknown) => Promise<unknown> {
   const agent = new Agent({ keepAlive: true });
   return (body) =>
     new Promise((resolve, reject) => {
