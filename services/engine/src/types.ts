@@ -198,7 +198,9 @@ export interface EngineOptions {
    * replaced, bytes (read from /proc after the first and every 16th run). Default 5 MiB: a host is
    * about 55 MiB after its first run here and grows a few KiB per run (allocator fragmentation,
    * what a program left in native memory: 66 MiB after 1000 runs), so an idle pooled host stays
-   * within the 60 MB budget however long it lives, and is replaced after roughly 250-400 runs here
+   * about at the 60 MB budget however long it lives (the cluster bench's idle hosts: 54-60 MiB, 60.2
+   * once; 4 MiB, which would keep the oldest under it, cost 13 % more CPU per run in the engine
+   * bench), and is replaced after roughly 250-400 runs here
    * (8 MiB let old hosts reach 63 MiB for ~0.3 ms less CPU per run). Growth, not a fixed size: a
    * machine whose fresh host is larger would otherwise replace every host after 16 runs. 0 turns
    * the check off.
