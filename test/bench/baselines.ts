@@ -184,8 +184,8 @@ export async function hostStartCost(hosts = 6): Promise<{ wallMs: number; cpuMs:
     await new Promise((r) => setTimeout(r, 300));
     let ticks = 0;
     for (const pid of pids) {
-      const st = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(st[11]) + Number(st[12]);
+      const [utime, stime] = procTimes(pid);
+      ticks += utime! + stime!;
     }
     return { wallMs: wall / hosts, cpuMs: (ticks * 1000) / TICKS / pids.length };
   } finally {
