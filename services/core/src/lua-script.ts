@@ -13,6 +13,17 @@ export function fieldsOf(flat: unknown): Record<string, string> {
 }
 
 /**
+ * Lua that counts one more request in a fixed one-minute window's counter `key` (a KEYS[i]
+ * expression) into the local `into`; the expiry (61 s, past the window's end) is set once, by the
+ * INCR that creates the counter. One definition for the gateway's own counts and a submit's
+ * admission, which count in the same counters.
+ */
+export const countInWindowLua = (key: string, into: string) => `
+local ${into} = redis.call('INCR', ${key})
+if ${into} == 1 then redis.call('EXPIRE', ${key}, 61) end
+`;
+
+/**
  * A Lua script sent as EVALSHA (a 40-byte hash instead of the source on every call), falling back
  * to EVAL when the node does not know it yet (first use, a restart, a Cluster node just promoted).
  * Its keys must share one hash slot (see keys.ts).

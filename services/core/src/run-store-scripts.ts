@@ -2,7 +2,7 @@
  * The run store's Lua scripts: each touches one hash slot (a run's `{runId}` keys or a tenant's
  * `{t:<tenant>}` keys, see keys.ts), so each is one atomic step on a Redis Cluster too.
  */
-import { LuaScript } from './lua-script.ts';
+import { countInWindowLua, LuaScript } from './lua-script.ts';
 
 /**
  * What the in-flight quota counts, as a Lua expression: runs not ended (the in-flight set) plus
@@ -71,17 +71,14 @@ return 1
 // runs, skills, session owner, idempotency key, the tenant's rate-limit window. ARGV: runId,
 // createdAt, maxInFlight, principal, sessionTtlSeconds, nowMs, checkIdempotency ('1'|'0'),
 // rateLimit ('' = the request was counted already). With a rate limit the request is counted
-// first, as the gateway's own count does (COUNT_IN_WINDOW in auth.ts: INCR, the window's expiry at
-// its first count), and refused past the limit before anything else. With the check, the
+// first, in the counter the gateway's own counts use (countInWindowLua), and refused past the
+// limit before anything else. With the check, the
 // Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
 // dead: IDEM_TAKE_OVER). The session goes to its first principal (refreshed for it); the quota
 // counts runs not ended plus skills whose reservation is live. Returns 'created', 'rate-limited',
 // 'superseded', 'session-taken' or 'over-quota'.
 const ADMIT_TENANT_LUA = `
-if ARGV[8] ~= '' then
-  local counted = redis.call('INCR', KEYS[6])
-  if counted == 1 then redis.call('EXPIRE', KEYS[6], 61) end
-  if counted > tonumber(ARGV[8]) then return 'rate-limited' end
+if ARGV[8] ~= '' then${countInWindowLua('KEYS[6]', 'counted')}  if counted > tonumber(ARGV[8]) then return 'rate-limited' end
 end
 if ARGV[7] == '1' then
   local held = redis.call('GET', KEYS[5])

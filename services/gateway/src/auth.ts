@@ -6,7 +6,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { AdmissionRateCount, ApiKeyIdentity, Scope, Tenant } from '@islet/core';
 import { keys } from '@islet/core';
-import { LuaScript } from '@islet/core/lua-script';
+import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
@@ -49,12 +49,8 @@ function bearer(request: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
-// KEYS[1] a per-minute counter. The expiry is set once, when the window's first INCR creates it.
-const COUNT_IN_WINDOW = new LuaScript(`
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('EXPIRE', KEYS[1], 61) end
-return n
-`);
+// KEYS[1] a per-minute counter.
+const COUNT_IN_WINDOW = new LuaScript(`${countInWindowLua('KEYS[1]', 'n')}return n`);
 
 export function createAuth(deps: GatewayDeps) {
   const { tenants, redis, config, caches } = deps;
