@@ -13,7 +13,7 @@ import {
   startRedisCluster,
   startSlotCheckingRedis,
 } from '@islet/testkit';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
@@ -118,40 +118,33 @@ async function exerciseGateway(g: Gateway): Promise<void> {
   const done = await app.inject({ method: 'GET', url: `/v1/code-runs/${id}`, headers: auth(key) });
   expect(done.json().status).toBe('Completed');
 
-  // Rate window per tenant, failed-auth window per address.
-  const codes: number[] = [];
-  for (let i = 0; i < 4; i++)
-    codes.push(
-      (await app.inject({ method: 'GET', url: '/v1/connections', headers: auth(g.limitedKey) })).statusCode,
-    );
-  expect(codes).toEqual([200, 200, 429, 429]);
+  // Rate window per tenant, failed-auth window per address: the status of `times` requests in a row.
+  const statuses = async (times: number, request: () => InjectOptions) => {
+    const out: number[] = [];
+    for (let i = 0; i < times; i++) out.push((await app.inject(request())).statusCode);
+    return out;
+  };
+  expect(
+    await statuses(4, () => ({ method: 'GET', url: '/v1/connections', headers: auth(g.limitedKey) })),
+  ).toEqual([200, 200, 429, 429]);
   // A submit is counted in its admission (the tenant half's script, in the tenant's slot).
-  const submits: number[] = [];
-  for (let i = 0; i < 4; i++)
-    submits.push(
-      (
-        await app.inject({
-          method: 'POST',
-          url: '/v1/runs',
-          headers: auth(g.submitLimitedKey),
-          payload: runBody(`sess-${seq++}`),
-        })
-      ).statusCode,
-    );
-  expect(submits).toEqual([202, 202, 429, 429]);
-  const failures: number[] = [];
-  for (let i = 0; i < 5; i++)
-    failures.push(
-      (
-        await app.inject({
-          method: 'GET',
-          url: '/v1/connections',
-          headers: auth('isk_wrong'),
-          remoteAddress: `10.9.${seq}.1`,
-        })
-      ).statusCode,
-    );
-  expect(failures).toEqual([401, 401, 401, 429, 429]);
+  expect(
+    await statuses(4, () => ({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: auth(g.submitLimitedKey),
+      payload: runBody(`sess-${seq++}`),
+    })),
+  ).toEqual([202, 202, 429, 429]);
+  const prober = `10.9.${seq}.1`;
+  expect(
+    await statuses(5, () => ({
+      method: 'GET',
+      url: '/v1/connections',
+      headers: auth('isk_wrong'),
+      remoteAddress: prober,
+    })),
+  ).toEqual([401, 401, 401, 429, 429]);
 
   // SSE stream slots, across replicas: a limit of 2 lets exactly two of five parallel takers in.
   const slots = createSseSlots(deps.redis, 2);
