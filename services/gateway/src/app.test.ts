@@ -300,6 +300,24 @@ describe('rate limit on submits, counted in the admission', () => {
     }
   });
 
+  it('a tenant refused for its limit is admitted again in the next window: the replica forgets the window', async () => {
+    await deps.tenants.createTenant({ id: 'rl-next', name: 'RL', rateLimitPerMinute: 1 });
+    const k = (await deps.tenants.createKey('rl-next', ['apps.use'])).key;
+    await inOneWindow();
+    expect((await submitWith(k)).statusCode).toBe(202);
+    expectProblem(await submitWith(k), 429, 'rate-limited'); // the admission's refusal
+    expectProblem(await submitWith(k), 429, 'rate-limited'); // this replica's, without Redis
+    const realNow = Date.now.bind(Date);
+    const later = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 60_000);
+    try {
+      expect((await submitWith(k)).statusCode).toBe(202);
+      const counter = keys.rateWindow('rl-next', Math.floor(Date.now() / 60_000));
+      expect(await deps.redis.get(counter)).toBe('1');
+    } finally {
+      later.mockRestore();
+    }
+  });
+
   it('a submit refused before its admission (its body, an unknown connection) is counted as it is answered', async () => {
     await deps.tenants.createTenant({ id: 'rl-early', name: 'RL', rateLimitPerMinute: 5 });
     const k = (await deps.tenants.createKey('rl-early', ['apps.use'])).key;
