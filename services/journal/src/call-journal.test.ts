@@ -255,6 +255,79 @@ describe('call journal on real Redis', () => {
     ]);
   });
 
+  it("claims a run's calls made together in one script call, and journals outcomes finished together in one, each with its own answer", async () => {
+    const journal = createCallJournal({ redis: r.a, sealer });
+    const run = newRun();
+    const streamKey = `islet:run:{${run}}:events`;
+    const scripts = () =>
+      r.b
+        .info('commandstats')
+        .then(
+          (t) =>
+            Number(/cmdstat_evalsha:calls=(\d+)/.exec(t)?.[1] ?? 0) +
+            Number(/cmdstat_eval:calls=(\d+)/.exec(t)?.[1] ?? 0),
+        );
+    const sub = r.b.duplicate();
+    const heard: string[] = [];
+    await sub.subscribe('test:group-events');
+    sub.on('message', (_c: string, m: string) => heard.push(m));
+    try {
+      await journal.claim(run, 1, call(0));
+      await journal.complete(run, 0, result('zero'));
+      await journal.claim(run, 1, call(1, { other: true }));
+      const before = await scripts();
+      // One group: a done call, a mismatch, an in-flight one and 40 new ones, each answered as alone.
+      const claims = await Promise.all([
+        journal.claim(run, 2, call(0)),
+        journal.claim(run, 2, call(1)),
+        journal.claim(run, 1, call(1, { other: true })),
+        ...Array.from({ length: 40 }, (_, i) => journal.claim(run, 2, { ...call(i + 2), sendNow: true })),
+      ]);
+      expect(await scripts()).toBe(before + 1);
+      expect(claims.slice(0, 3)).toEqual([
+        { kind: 'done', outcome: result('zero'), deliverySeq: 1 },
+        { kind: 'mismatch', expected: { binding: 'notes.read_note' } },
+        { kind: 'in-flight' },
+      ]);
+      expect(claims.slice(3).map((c) => c.kind)).toEqual(Array(40).fill('new'));
+      const event = (i: number) => ({
+        streamKey,
+        maxLen: 100,
+        type: 'call',
+        sealedData: `event ${i}`,
+        channel: 'test:group-events',
+        message: `${run} call`,
+      });
+      // 40 outcomes and one already journaled (kept: no event), in one script call and one publish.
+      const done = await Promise.all([
+        ...Array.from({ length: 40 }, (_, i) => journal.complete(run, i + 2, result(i + 2), event(i + 2))),
+        journal.complete(run, 0, result('again'), event(0)),
+      ]);
+      expect(await scripts()).toBe(before + 2);
+      expect(done.map((d) => d.deliverySeq)).toEqual([...Array.from({ length: 40 }, (_, i) => i + 2), 1]);
+      expect(done.map((d) => d.stored)).toEqual([...Array(40).fill(true), false]);
+      const rows = await r.a.xrange(streamKey, '-', '+');
+      expect(rows.map(([, f]) => f[3])).toEqual(Array.from({ length: 40 }, (_, i) => `event ${i + 2}`));
+      for (let i = 0; i < 50 && heard.length === 0; i++) await new Promise((w) => setTimeout(w, 20));
+      await new Promise((w) => setTimeout(w, 50));
+      expect(heard).toEqual([`${run} call`]);
+      expect((await journal.get(run, 0))?.outcome).toEqual(result('zero'));
+      expect((await journal.get(run, 41))?.outcome).toEqual(result(41));
+      // An unclaimed call in a group fails alone; the others are journaled.
+      const mixed = await Promise.allSettled([
+        journal.complete(run, 99, result('x')),
+        journal.complete(run, 1, result('one')),
+      ]);
+      expect(mixed[0]).toMatchObject({
+        status: 'rejected',
+        reason: { message: expect.stringMatching(/unclaimed/) },
+      });
+      expect(mixed[1]).toEqual({ status: 'fulfilled', value: { deliverySeq: 42, stored: true } });
+    } finally {
+      sub.disconnect();
+    }
+  });
+
   it('lets exactly one of two concurrently claiming clients (two gateways) send each call', async () => {
     const ja = createCallJournal({ redis: r.a, sealer });
     const jb = createCallJournal({ redis: r.b, sealer });

@@ -9,6 +9,7 @@ import { fieldsOf, LuaScript } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/engine';
 import type { Redis } from 'ioredis';
 import { operationIdFor } from './operation-id.ts';
+import { TurnBatch } from './turn-batch.ts';
 import type {
   BegunAttempt,
   CallJournal,
@@ -62,42 +63,49 @@ interface StoredEntry {
   seq?: number;
 }
 
-// KEYS[1] journal hash. ARGV: field, attempt, binding, argsHash, sealedArgs, sourceJson,
-// operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow ('1'|'0').
+// KEYS[1] journal hash. ARGV: CLAIM_FIELDS per call, each: field, attempt, binding, argsHash,
+// sealedArgs, sourceJson, operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow
+// ('1'|'0'). One reply per call, in order: the calls one after another, as separate scripts would.
 // With sendNow a `new` claim is written as `sent` in the same step (claim + markSent fused: the
 // caller sends without asking anyone first, so nothing can come between the two).
+const CLAIM_FIELDS = 12;
 const CLAIM = new LuaScript(`
-local attempt = tonumber(ARGV[2])
-local claimed = 'pending'
-if ARGV[12] == '1' then claimed = 'sent' end
-local current = tonumber(redis.call('HGET', KEYS[1], '#attempt') or '0')
-if attempt < current then return {'superseded'} end
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then
-  local e = {i = tonumber(ARGV[1]), b = ARGV[3], h = ARGV[4], a = ARGV[5], op = ARGV[7],
-    st = claimed, at = attempt, tk = ARGV[11], t0 = tonumber(ARGV[8])}
-  if ARGV[6] ~= '' then e.s = ARGV[6] end
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
-  -- nextAttempt set the expiry with #attempt (and complete renews it): only a journal that
-  -- nextAttempt never touched needs one here.
-  if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10])) end
-  return {'new'}
+local function claim(b)
+  local attempt = tonumber(ARGV[b + 2])
+  local claimed = 'pending'
+  if ARGV[b + 12] == '1' then claimed = 'sent' end
+  local current = tonumber(redis.call('HGET', KEYS[1], '#attempt') or '0')
+  if attempt < current then return {'superseded'} end
+  local raw = redis.call('HGET', KEYS[1], ARGV[b + 1])
+  if not raw then
+    local e = {i = tonumber(ARGV[b + 1]), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
+      st = claimed, at = attempt, tk = ARGV[b + 11], t0 = tonumber(ARGV[b + 8])}
+    if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
+    redis.call('HSET', KEYS[1], ARGV[b + 1], cjson.encode(e))
+    -- nextAttempt set the expiry with #attempt (and complete renews it): only a journal that
+    -- nextAttempt never touched needs one here.
+    if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[b + 10])) end
+    return {'new'}
+  end
+  local e = cjson.decode(raw)
+  if e.b ~= ARGV[b + 3] or e.h ~= ARGV[b + 4] then return {'mismatch', e.b} end
+  if e.st == 'done' then return {'done', e.o, tostring(e.seq)} end
+  if e.at > attempt then return {'superseded'} end
+  if e.at == attempt and ARGV[b + 9] ~= '1' then return {'in-flight'} end
+  if e.st == 'pending' then
+    e.st = claimed
+    e.at = attempt
+    e.tk = ARGV[b + 11]
+    e.t0 = tonumber(ARGV[b + 8])
+    redis.call('HSET', KEYS[1], ARGV[b + 1], cjson.encode(e))
+    if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[b + 10])) end
+    return {'new'}
+  end
+  return {'unknown'}
 end
-local e = cjson.decode(raw)
-if e.b ~= ARGV[3] or e.h ~= ARGV[4] then return {'mismatch', e.b} end
-if e.st == 'done' then return {'done', e.o, tostring(e.seq)} end
-if e.at > attempt then return {'superseded'} end
-if e.at == attempt and ARGV[9] ~= '1' then return {'in-flight'} end
-if e.st == 'pending' then
-  e.st = claimed
-  e.at = attempt
-  e.tk = ARGV[11]
-  e.t0 = tonumber(ARGV[8])
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
-  if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10])) end
-  return {'new'}
-end
-return {'unknown'}
+local replies = {}
+for b = 0, #ARGV - 1, ${CLAIM_FIELDS} do replies[#replies + 1] = claim(b) end
+return replies
 `);
 
 // KEYS[1] journal hash. ARGV: field, token ('' = unchecked).
@@ -112,27 +120,45 @@ redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
 return 'sent'
 `);
 
-// KEYS[1] journal hash, KEYS[2] (optional) the run's event stream. ARGV: field, sealedOutcome,
-// nowMs, ttlSeconds, then with KEYS[2]: maxLen, eventType, sealedEventData, channel, message.
-// The event is appended only when this call stored the outcome (never for a kept one), in the
-// same step, so the answer to the runner waits for one round trip, not two.
+// KEYS[1] journal hash, KEYS[2] (optional) the run's event stream. ARGV: ttlSeconds, then with
+// KEYS[2]: maxLen, channel, message; then per call (COMPLETE_FIELDS): field, sealedOutcome, nowMs,
+// and with KEYS[2] eventType, sealedEventData (empty fields without it). One reply per call, in
+// order. A call's event is appended only when this call stored the outcome (never for a kept
+// one), in the same step, so the answer to the runner waits for one round trip, not two; one
+// PUBLISH wakes the stream's readers for all the events appended.
+const COMPLETE_FIELDS = 5;
 const COMPLETE = new LuaScript(`
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return {'missing'} end
-local e = cjson.decode(raw)
-if e.st == 'done' then return {'kept', tostring(e.seq)} end
-local seq = redis.call('HINCRBY', KEYS[1], '#seq', 1)
-e.st = 'done'
-e.o = ARGV[2]
-e.seq = seq
-e.t1 = tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[4]))
-if KEYS[2] then
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'type', ARGV[6], 'data', ARGV[7])
-  redis.call('PUBLISH', ARGV[8], ARGV[9])
+local first = 2
+if KEYS[2] then first = 5 end
+local replies = {}
+local stored, appended = false, false
+for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do
+  local raw = redis.call('HGET', KEYS[1], ARGV[b + 1])
+  if not raw then
+    replies[#replies + 1] = {'missing'}
+  else
+    local e = cjson.decode(raw)
+    if e.st == 'done' then
+      replies[#replies + 1] = {'kept', tostring(e.seq)}
+    else
+      local seq = redis.call('HINCRBY', KEYS[1], '#seq', 1)
+      e.st = 'done'
+      e.o = ARGV[b + 2]
+      e.seq = seq
+      e.t1 = tonumber(ARGV[b + 3])
+      redis.call('HSET', KEYS[1], ARGV[b + 1], cjson.encode(e))
+      stored = true
+      if KEYS[2] then
+        redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'data', ARGV[b + 5])
+        appended = true
+      end
+      replies[#replies + 1] = {'stored', tostring(seq)}
+    end
+  end
 end
-return {'stored', tostring(seq)}
+if stored then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1])) end
+if appended then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+return replies
 `);
 
 // KEYS: journal, run record, then optionally the run's event stream (one slot: `{runId}`). ARGV:
@@ -162,6 +188,12 @@ if KEYS[3] then
 end
 return {run, attempt, redis.call('HGETALL', KEYS[1])}
 `);
+
+/**
+ * A group's bounds: the engine lets a run have 128 calls in flight by default, and a script call
+ * of a few MiB keeps Redis's other clients waiting no longer than one large call would.
+ */
+const GROUP_LIMITS = { maxItems: 128, maxBytes: 4 * 1024 * 1024 };
 
 export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const { redis, sealer } = deps;
@@ -201,6 +233,24 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     return entries.sort((a, b) => a.index - b.index);
   };
 
+  // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
+  const claims = new TurnBatch<(string | number)[], string[]>(
+    async (runId, calls) => (await CLAIM.run(redis, [keyOf(runId)], calls.flat())) as string[][],
+    GROUP_LIMITS,
+  );
+  const completions = new TurnBatch<(string | number)[], string[]>(async (group, calls) => {
+    const [runId, streamKey, maxLen, channel, message] = JSON.parse(group) as [
+      string,
+      string?,
+      number?,
+      string?,
+      string?,
+    ];
+    const keys = streamKey ? [keyOf(runId), streamKey] : [keyOf(runId)];
+    const head = streamKey ? [ttlSeconds, maxLen ?? 0, channel ?? '', message ?? ''] : [ttlSeconds];
+    return (await COMPLETE.run(redis, keys, [...head, ...calls.flat()])) as string[][];
+  }, GROUP_LIMITS);
+
   const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
     const raw = await redis.hget(keyOf(runId), String(index));
     return raw ? toEntry(JSON.parse(raw) as StoredEntry) : undefined;
@@ -211,24 +261,22 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       checkIndex(call.index);
       if (!Number.isSafeInteger(attempt) || attempt < 0) throw new RangeError(`bad attempt ${attempt}`);
       const token = randomUUID();
-      const reply = (await CLAIM.run(
-        redis,
-        [keyOf(runId)],
-        [
-          String(call.index),
-          attempt,
-          call.binding,
-          argsHash(runId, call.index, call.argsJson),
-          sealer.seal(call.argsJson),
-          call.source ? JSON.stringify(call.source) : '',
-          operationIdFor(runId, call.index),
-          now(),
-          call.takeover ? '1' : '0',
-          ttlSeconds,
-          token,
-          call.sendNow ? '1' : '0',
-        ],
-      )) as string[];
+      const sealedArgs = sealer.seal(call.argsJson);
+      const fields = [
+        String(call.index),
+        attempt,
+        call.binding,
+        argsHash(runId, call.index, call.argsJson),
+        sealedArgs,
+        call.source ? JSON.stringify(call.source) : '',
+        operationIdFor(runId, call.index),
+        now(),
+        call.takeover ? '1' : '0',
+        ttlSeconds,
+        token,
+        call.sendNow ? '1' : '0',
+      ];
+      const reply = await claims.add(runId, fields, sealedArgs.length);
       switch (reply[0]) {
         case 'new':
           return { kind: 'new', token };
@@ -256,18 +304,17 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     },
 
     async complete(runId: string, index: number, outcome: BindingOutcome, event?: CompletionEvent) {
-      const args: (string | number)[] = [
-        String(index),
-        sealer.seal(JSON.stringify(outcome)),
-        now(),
-        ttlSeconds,
-      ];
-      if (event) args.push(event.maxLen, event.type, event.sealedData, event.channel, event.message);
-      const reply = (await COMPLETE.run(
-        redis,
-        event ? [keyOf(runId), event.streamKey] : [keyOf(runId)],
-        args,
-      )) as string[];
+      const sealedOutcome = sealer.seal(JSON.stringify(outcome));
+      const fields = [String(index), sealedOutcome, now(), event?.type ?? '', event?.sealedData ?? ''];
+      // Outcomes gather by run and by what they share in the script call (the stream and its wake-up).
+      const group = event
+        ? JSON.stringify([runId, event.streamKey, event.maxLen, event.channel, event.message])
+        : JSON.stringify([runId]);
+      const reply = await completions.add(
+        group,
+        fields,
+        sealedOutcome.length + (event?.sealedData.length ?? 0),
+      );
       if (reply[0] === 'missing') throw new Error(`journal: complete of unclaimed call ${runId}#${index}`);
       return { deliverySeq: Number(reply[1]), stored: reply[0] === 'stored' };
     },
