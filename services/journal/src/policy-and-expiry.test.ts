@@ -100,6 +100,10 @@ describe('tenant run policy', () => {
       fourEyes: false,
     });
     expect(await store.effective('t3', undefined, 'code-mode')).toMatchObject({ approval: 'hold' });
-    expect(() => store.set('t4', { style: 'code-mode', approval: 'later' as 'hold' })).rejects.toThrow();
+    // An unknown approval mode is refused and stores nothing.
+    await expect(store.set('t4', { style: 'code-mode', approval: 'later' as 'hold' })).rejects.toThrow(
+      /approval/,
+    );
+    expect(await store.get('t4')).toEqual({ style: 'run_code' });
   });
 });
