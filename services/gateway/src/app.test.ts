@@ -191,6 +191,22 @@ describe('garbage input never yields a 5xx', () => {
       expect(String(res.headers['content-type'])).toContain('application/problem+json');
     }
   });
+  it('ids in URLs are bounded by the router at 256 characters, before any route runs', async () => {
+    const at = await app.inject({
+      method: 'GET',
+      url: `/v1/code-runs/${'x'.repeat(256)}`,
+      headers: auth(key),
+    });
+    expectProblem(at, 400, 'validation');
+    expect(at.json().detail).toMatch(/^id: /);
+    const past = await app.inject({
+      method: 'GET',
+      url: `/v1/code-runs/${'x'.repeat(257)}`,
+      headers: auth(key),
+    });
+    expectProblem(past, 400, 'validation');
+    expect(past.json().detail).toContain('is exceeding the max param length');
+  });
   it('unknown routes and keys → 404/401 problems', async () => {
     expectProblem(await app.inject({ method: 'GET', url: '/v2/nothing' }), 404, 'not-found');
     expectProblem(await app.inject({ method: 'GET', url: '/v1/connections' }), 401, 'unauthorized');

@@ -1,7 +1,7 @@
 /** `buildApp(deps)`: the fastify app without `listen`, so tests drive it through `inject()`. */
 
 import { problem } from '@islet/protocol';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -25,10 +25,11 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
   const app = Fastify({
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     bodyLimit: deps.config.ISLET_BODY_LIMIT_BYTES,
-    disableRequestLogging: true,
+    // No per-request log lines (a busy gateway would log two per run); errors are logged where handled.
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     // ids arrive in URLs; keep them bounded
-    maxParamLength: 256,
+    routerOptions: { maxParamLength: 256 },
     // The client address per-address limits count (failed authentication) comes from the ingress.
     trustProxy: (_address: string, hop: number) => hop < deps.config.ISLET_TRUST_PROXY_HOPS,
     // Bad URL encoding and similar router-level errors get the same problem+json shape.
