@@ -1,7 +1,7 @@
 /** Builds the Code Mode record (`GET /v1/code-runs/:id`) from the stored run and its journal. */
 import type { StoredRun } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
-import type { JournalEntry } from '@islet/journal';
+import type { JournalCallView } from '@islet/journal';
 import type { CallOutcomeRecord, CodeRunCall, CodeRunRecord } from '@islet/protocol';
 
 export function outcomeRecord(outcome: BindingOutcome): CallOutcomeRecord {
@@ -32,7 +32,7 @@ function safeParse(json: string): unknown {
 }
 
 /** `waiting`: the call waits for a decision (its outcome shows `Waiting` until it is answered). */
-export function callRecord(e: JournalEntry, waiting = false): CodeRunCall {
+export function callRecord(e: JournalCallView, waiting = false): CodeRunCall {
   const call: CodeRunCall = {
     index: e.index,
     binding: e.binding,
@@ -50,7 +50,7 @@ export function callRecord(e: JournalEntry, waiting = false): CodeRunCall {
 
 export function toRecord(
   run: StoredRun,
-  entries: JournalEntry[],
+  entries: JournalCallView[],
   waitingIndexes: ReadonlySet<number> = new Set(),
 ): CodeRunRecord {
   const record: CodeRunRecord = {

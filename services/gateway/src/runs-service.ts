@@ -19,7 +19,7 @@ import {
   createRunPolicyStore,
   decisionView,
   ESCALATION_INDEX,
-  type JournalEntry,
+  type JournalCallView,
   type RunStyle,
 } from '@islet/journal';
 import {
@@ -71,7 +71,7 @@ export function createRunsService(deps: GatewayDeps) {
             (await deps.decisions.listRun(run.id)).filter((d) => d.state === 'pending').map((d) => d.index),
           )
         : undefined;
-    return toRecord(run, await (journalWithRun.get(run) ?? journal.list(run.id)), waiting);
+    return toRecord(run, await (journalWithRun.get(run) ?? journal.listCalls(run.id)), waiting);
   }
 
   /** The run if it belongs to the caller's tenant; 404 otherwise (existence never leaks). */
@@ -361,7 +361,7 @@ export function createRunsService(deps: GatewayDeps) {
 
   // The journal read with a run's final state, keyed by that run object: `record` uses it instead
   // of reading again (the two reads go out together, one round trip).
-  const journalWithRun = new WeakMap<StoredRun, Promise<JournalEntry[]>>();
+  const journalWithRun = new WeakMap<StoredRun, Promise<JournalCallView[]>>();
 
   /**
    * Waits until the run ends, or waits for a decision (nothing will happen without one, so the
@@ -402,7 +402,7 @@ export function createRunsService(deps: GatewayDeps) {
         if (!skipRead) {
           // The whole run, not just its status: the last read is the answer. Its journal goes out
           // with it (the record needs both), except on a first read, which rarely is the last.
-          const journaled = withJournal ? journal.list(id) : undefined;
+          const journaled = withJournal ? journal.listCalls(id) : undefined;
           journaled?.catch(() => undefined);
           withJournal = true;
           const run = await runs.get(id);
@@ -438,11 +438,11 @@ export function createRunsService(deps: GatewayDeps) {
   /** The ended run from its pushed end, its journal kept for `record`; null if unreadable. */
   function endOf(payload: string): StoredRun | null {
     let run: StoredRun | null;
-    let entries: JournalEntry[];
+    let entries: JournalCallView[];
     try {
       const [runFlat, journalFlat] = JSON.parse(payload) as [unknown, unknown];
       run = runs.fromHash(fieldsOf(runFlat));
-      entries = journal.entriesOf(fieldsOf(journalFlat));
+      entries = journal.callsOf(fieldsOf(journalFlat));
     } catch (err) {
       deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');
       return null;

@@ -359,6 +359,40 @@ describe('call journal on real Redis', () => {
     expect((await other.claim(run, 2, call(0))).kind).toBe('mismatch');
   });
 
+  it("lists a run's calls for its record without opening their arguments", async () => {
+    const opened: string[] = [];
+    const counting = {
+      seal: (text: string) => sealer.seal(text),
+      open: (sealed: string) => {
+        const text = sealer.open(sealed);
+        opened.push(text);
+        return text;
+      },
+    };
+    const journal = createCallJournal({ redis: r.a, sealer: counting });
+    const run = newRun();
+    for (const i of [0, 1, 2]) await journal.claim(run, 1, call(i, { secret: `args-${i}` }));
+    await journal.complete(run, 2, result('two'));
+    await journal.complete(run, 0, result('zero'));
+    opened.length = 0;
+    const calls = await journal.listCalls(run);
+    expect(opened).toEqual([JSON.stringify(result('zero')), JSON.stringify(result('two'))]);
+    const full = await journal.list(run);
+    expect(full.map((e) => e.argsJson)).toEqual(
+      [0, 1, 2].map((i) => JSON.stringify({ secret: `args-${i}` })),
+    );
+    // The same entries, but for their arguments, in index order.
+    expect(calls).toEqual(full.map(({ argsJson: _, ...view }) => view));
+    expect(calls.map((c) => [c.index, c.state, c.deliverySeq])).toEqual([
+      [0, 'done', 2],
+      [1, 'pending', undefined],
+      [2, 'done', 1],
+    ]);
+    for (const c of calls) expect(c).not.toHaveProperty('argsJson');
+    // From a hash read elsewhere (a run's pushed end), the same.
+    expect(journal.callsOf(await r.a.hgetall(`islet:journal:{${run}}`))).toEqual(calls);
+  });
+
   it('seals arguments and outcomes at rest', async () => {
     const journal = createCallJournal({ redis: r.a, sealer, keyPrefix: 'sealcheck:' });
     const run = newRun();

@@ -17,6 +17,7 @@ import type {
   ClaimCall,
   ClaimResult,
   CompletionEvent,
+  JournalCallView,
   JournalEntry,
   JournalState,
   Sealer,
@@ -207,31 +208,38 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
   const openOutcome = (sealed: string): BindingOutcome => JSON.parse(sealer.open(sealed)) as BindingOutcome;
 
-  const toEntry = (stored: StoredEntry): JournalEntry => {
-    const entry: JournalEntry = {
+  const toView = (stored: StoredEntry): JournalCallView => {
+    const view: JournalCallView = {
       index: stored.i,
       binding: stored.b,
-      argsJson: sealer.open(stored.a),
       operationId: stored.op,
       state: stored.st,
       attempt: stored.at,
       startedAtMs: stored.t0,
     };
-    if (stored.s) entry.source = JSON.parse(stored.s) as CallSource;
-    if (stored.o !== undefined) entry.outcome = openOutcome(stored.o);
-    if (stored.seq !== undefined) entry.deliverySeq = stored.seq;
-    if (stored.t1 !== undefined) entry.settledAtMs = stored.t1;
-    return entry;
+    if (stored.s) view.source = JSON.parse(stored.s) as CallSource;
+    if (stored.o !== undefined) view.outcome = openOutcome(stored.o);
+    if (stored.seq !== undefined) view.deliverySeq = stored.seq;
+    if (stored.t1 !== undefined) view.settledAtMs = stored.t1;
+    return view;
   };
 
-  const entriesOf = (all: Record<string, string>): JournalEntry[] => {
-    const entries: JournalEntry[] = [];
+  const toEntry = (stored: StoredEntry): JournalEntry => ({
+    ...toView(stored),
+    argsJson: sealer.open(stored.a),
+  });
+
+  /** The hash's call entries (not its `#` counters), by index. */
+  const storedOf = (all: Record<string, string>): StoredEntry[] => {
+    const stored: StoredEntry[] = [];
     for (const [field, raw] of Object.entries(all)) {
-      if (field.startsWith('#')) continue;
-      entries.push(toEntry(JSON.parse(raw) as StoredEntry));
+      if (!field.startsWith('#')) stored.push(JSON.parse(raw) as StoredEntry);
     }
-    return entries.sort((a, b) => a.index - b.index);
+    return stored.sort((a, b) => a.i - b.i);
   };
+
+  const entriesOf = (all: Record<string, string>): JournalEntry[] => storedOf(all).map(toEntry);
+  const callsOf = (all: Record<string, string>): JournalCallView[] => storedOf(all).map(toView);
 
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
   const claims = new TurnBatch<(string | number)[], string[]>(
@@ -324,6 +332,12 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     },
 
     entriesOf,
+
+    async listCalls(runId: string): Promise<JournalCallView[]> {
+      return callsOf(await redis.hgetall(keyOf(runId)));
+    },
+
+    callsOf,
 
     get,
 

@@ -52,6 +52,7 @@ export type {
   ClaimCall,
   ClaimResult,
   CompletionEvent,
+  JournalCallView,
   JournalEntry,
   JournalState,
   Sealer,

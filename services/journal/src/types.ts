@@ -72,6 +72,9 @@ export interface CompletionEvent {
 
 export type JournalState = 'pending' | 'sent' | 'done';
 
+/** A journaled call as a run's record shows it: everything but its arguments (left sealed, unread). */
+export type JournalCallView = Omit<JournalEntry, 'argsJson'>;
+
 export interface JournalEntry {
   index: number;
   binding: string;
@@ -111,6 +114,13 @@ export interface CallJournal {
   list(runId: string): Promise<JournalEntry[]>;
   /** `list`'s entries from the journal hash's fields as read elsewhere (a run's pushed end). */
   entriesOf(hash: Record<string, string>): JournalEntry[];
+  /**
+   * `list` without the arguments, which stay sealed: a run's record shows no arguments, and
+   * opening them (up to the output cap each) for every read of a large run is work for nothing.
+   */
+  listCalls(runId: string): Promise<JournalCallView[]>;
+  /** `listCalls`' entries from the journal hash's fields as read elsewhere (a run's pushed end). */
+  callsOf(hash: Record<string, string>): JournalCallView[];
   /** One call's entry, or undefined. */
   get(runId: string, index: number): Promise<JournalEntry | undefined>;
   /**
