@@ -88,10 +88,12 @@ function prepare(memoryMb: number): Prepared {
       '__islet_log',
       new ivm.Callback((l: unknown, t: unknown) => sink.run?.onLog(l, t), { sync: true }),
     );
-    jail.setSync(
-      '__islet_call',
-      new ivm.Callback((i: unknown, b: unknown, a: unknown) => sink.run?.onCall(i, b, a), { sync: true }),
-    );
+    // Calls are handed over without the isolate's thread waiting for this one (`ignored`): they
+    // run here in order, before the end of the isolate's turn (one task queue, first in, first
+    // out), and the harness waits (`__islet_call_wait`) often enough to bound what is queued.
+    const onCall = (i: unknown, b: unknown, a: unknown) => sink.run?.onCall(i, b, a);
+    jail.setSync('__islet_call', new ivm.Callback(onCall, { ignored: true }));
+    jail.setSync('__islet_call_wait', new ivm.Callback(onCall, { sync: true }));
     jail.setSync(
       '__islet_done',
       new ivm.Callback((k: unknown, a: unknown, b: unknown) => sink.run?.onDone(k, a, b), { sync: true }),
@@ -133,7 +135,7 @@ async function warmHarnessCache(): Promise<void> {
     const done = new Promise<void>((resolve) => {
       finished = resolve;
     });
-    for (const name of ['__islet_log', '__islet_call', '__islet_fail'])
+    for (const name of ['__islet_log', '__islet_call', '__islet_call_wait', '__islet_fail'])
       context.global.setSync(name, new ivm.Callback(() => undefined, { sync: true }));
     context.global.setSync('__islet_done', new ivm.Callback(() => finished(), { sync: true }));
     isolate.compileScriptSync(HARNESS_SOURCE, { filename: 'islet:harness' }).runSync(context);

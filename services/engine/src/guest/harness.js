@@ -8,10 +8,12 @@
   const g = globalThis;
   const hostLog = g.__islet_log;
   const hostCall = g.__islet_call;
+  const hostCallWait = g.__islet_call_wait;
   const hostDone = g.__islet_done;
   const hostFail = g.__islet_fail;
   delete g.__islet_log;
   delete g.__islet_call;
+  delete g.__islet_call_wait;
   delete g.__islet_done;
   delete g.__islet_fail;
 
@@ -154,6 +156,9 @@
       const texts = [];
       for (let i = 0; i < args.length; i++) ReflectApply(ArrayPush, texts, [show(args[i])]);
       hostLog(level, ReflectApply(ArrayJoin, texts, [' ']));
+      // A waited hand-over: the host has taken every call queued before it.
+      queuedCalls = 0;
+      queuedChars = 0;
     };
   }
   const consoleObject = ObjectCreate(null);
@@ -163,6 +168,14 @@
   // ---- Binding calls ---------------------------------------------------------------------------
   const pending = new MapCtor();
   let nextId = 0;
+  // A call is handed to the host without waiting (the host takes it in order, before the end of the
+  // turn that made it): a thread hop saved per call. Every QUEUE_CALLS-th call, and any call that
+  // would queue more than QUEUE_CHARS characters of arguments, waits until the host has taken it and all
+  // before it, so what a program can queue outside its own heap stays bounded.
+  const QUEUE_CALLS = 64;
+  const QUEUE_CHARS = 1048576;
+  let queuedCalls = 0;
+  let queuedChars = 0;
   let allowed = new SetCtor();
   function callBinding(name, args) {
     if (!ReflectApply(SetHas, allowed, [name])) {
@@ -179,7 +192,15 @@
     const id = nextId++;
     return new PromiseCtor((resolve, reject) => {
       ReflectApply(MapSet, pending, [id, { resolve, reject }]);
-      hostCall(id, name, argsJson);
+      if (queuedCalls + 1 >= QUEUE_CALLS || queuedChars + argsJson.length > QUEUE_CHARS) {
+        hostCallWait(id, name, argsJson);
+        queuedCalls = 0;
+        queuedChars = 0;
+      } else {
+        queuedCalls++;
+        queuedChars += argsJson.length;
+        hostCall(id, name, argsJson);
+      }
     });
   }
   function deliver(id, kind, a, b, c) {
