@@ -36,56 +36,64 @@ describe('binding calls handed to the host', () => {
     }
   });
 
-  it('the harness waits for the host every 64th call and before queueing more than 1 MiB of arguments; a log is a wait too', async () => {
+  it('the harness waits for the host at every 64th call or log line and before queueing more than 1 MiB; all in order', async () => {
     const { context } = newIsolate();
-    const calls: { id: number; waited: boolean; chars: number }[] = [];
+    const got: { kind: 'call' | 'log'; id: number; waited: boolean; chars: number }[] = [];
     let done: (value: string) => void = () => undefined;
     const finished = new Promise<string>((resolve) => {
       done = resolve;
     });
     const call = (waited: boolean) => (id: number, _binding: string, argsJson: string) =>
-      calls.push({ id, waited, chars: argsJson.length });
+      got.push({ kind: 'call', id, waited, chars: argsJson.length });
+    const log = (waited: boolean) => (_level: string, text: string) =>
+      got.push({ kind: 'log', id: Number(text.split(' ')[0]), waited, chars: text.length });
     const g = context.global;
-    g.setSync(
-      '__islet_log',
-      new ivm.Callback(() => calls.push({ id: -1, waited: true, chars: 0 }), { sync: true }),
-    );
+    g.setSync('__islet_log', new ivm.Callback(log(false), { ignored: true }));
+    g.setSync('__islet_log_wait', new ivm.Callback(log(true), { sync: true }));
     g.setSync('__islet_call', new ivm.Callback(call(false), { ignored: true }));
     g.setSync('__islet_call_wait', new ivm.Callback(call(true), { sync: true }));
     g.setSync('__islet_done', new ivm.Callback((kind: string) => done(kind), { sync: true }));
     g.setSync('__islet_fail', new ivm.Callback((m: string) => done(`fail: ${m}`), { sync: true }));
     context.evalSync(HARNESS);
     const start = g.getSync('__islet_start', { reference: true }) as ivm.Reference;
-    // 150 small calls; a log; 10 calls of 300 KB; one of 2 MB (none awaited: they stay pending).
+    // 100 small calls, each followed by a log line (200 items); then 10 calls of 300 KB; then one
+    // of 2 MB; then 3 log lines of 600 KB (none of the calls awaited: they stay pending).
     const program = `
-      for (let i = 0; i < 150; i++) apps.t.c({ i });
-      console.log('x');
+      for (let i = 0; i < 100; i++) { apps.t.c({ i }); console.log(i, 'after'); }
       const big = 'y'.repeat(300000);
       for (let i = 0; i < 10; i++) apps.t.c({ big });
       apps.t.c({ big: 'z'.repeat(2000000) });
+      for (let i = 0; i < 3; i++) console.log(i, 'w'.repeat(600000));
       return 1;`;
     await start.apply(undefined, [program, JSON.stringify({ bindings: ['t.c'], clockMs: 0, seed: 's' })]);
     expect(await finished).toBe('value');
-    const ids = calls.filter((c) => c.id >= 0);
-    expect(ids.map((c) => c.id)).toEqual(Array.from({ length: 161 }, (_, i) => i));
-    const waitedAt = (from: number, to: number) =>
-      ids.filter((c) => c.waited && c.id >= from && c.id < to).map((c) => c.id);
-    // Every 64th of the small ones.
-    expect(waitedAt(0, 150)).toEqual([63, 127]);
-    // After the log (a wait), 300 KB calls: three fit in 1 MiB, the fourth waits; then the 2 MB one.
-    expect(waitedAt(150, 161)).toEqual([153, 157, 160]);
-    // Between two waits, never more than 63 calls or 1 MiB of arguments queued.
-    let queued = 0;
+    // Everything arrived, in the program's order.
+    const order = got.map((x) => `${x.kind}${x.id}`);
+    const expected = [
+      ...Array.from({ length: 100 }, (_, i) => [`call${i}`, `log${i}`]).flat(),
+      ...Array.from({ length: 11 }, (_, i) => `call${100 + i}`),
+      'log0',
+      'log1',
+      'log2',
+    ];
+    expect(order).toEqual(expected);
+    const waited = got.flatMap((x, i) => (x.waited ? [i] : []));
+    // The 64th, 128th and 192nd small items; then by size: of the 300 KB calls the 4th (three fit
+    // in 1 MiB with the 8 small items queued after the last wait) and the 8th, then the 2 MB call
+    // (alone past the bound), then the second 600 KB line (two pass 1 MiB; the third fits again).
+    expect(waited).toEqual([63, 127, 191, 203, 207, 210, 212]);
+    // Between two waits, never more than 63 items or 1 MiB queued.
+    let items = 0;
     let chars = 0;
-    for (const c of calls) {
-      if (c.waited) {
-        queued = 0;
+    for (const x of got) {
+      if (x.waited) {
+        items = 0;
         chars = 0;
         continue;
       }
-      queued++;
-      chars += c.chars;
-      expect(queued).toBeLessThan(64);
+      items++;
+      chars += x.chars;
+      expect(items).toBeLessThan(64);
       expect(chars).toBeLessThanOrEqual(1048576);
     }
   });

@@ -433,7 +433,8 @@ describe('an empty environment', () => {
     const out = await run(
       `return ["fetch", "require", "process", "setTimeout", "setInterval", "setImmediate", "queueMicrotask",
         "Buffer", "SharedArrayBuffer", "Atomics", "WebAssembly", "module", "global", "__islet_start",
-        "__islet_deliver", "__islet_log", "__islet_call", "__islet_call_wait", "__islet_done", "__islet_fail"].map((n) => [n, typeof globalThis[n]]);`,
+        "__islet_deliver", "__islet_log", "__islet_log_wait", "__islet_call", "__islet_call_wait", "__islet_done",
+        "__islet_fail"].map((n) => [n, typeof globalThis[n]]);`,
     );
     for (const [name, type] of JSON.parse(out.valueJson!) as [string, string][]) {
       expect([name, type]).toEqual([name, 'undefined']);

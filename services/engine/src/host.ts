@@ -84,14 +84,13 @@ function prepare(memoryMb: number): Prepared {
     // cost a thread hop.
     const context = isolate.createContextSync();
     const jail = context.global;
-    jail.setSync(
-      '__islet_log',
-      new ivm.Callback((l: unknown, t: unknown) => sink.run?.onLog(l, t), { sync: true }),
-    );
-    // Calls are handed over without the isolate's thread waiting for this one (`ignored`): they
+    // Log lines and calls are handed over without the isolate's thread waiting (`ignored`): they
     // run here in order, before the end of the isolate's turn (one task queue, first in, first
-    // out), and the harness waits (`__islet_call_wait`) often enough to bound what is queued.
+    // out), and the harness waits (`…_wait`) often enough to bound what is queued.
+    const onLog = (l: unknown, t: unknown) => sink.run?.onLog(l, t);
     const onCall = (i: unknown, b: unknown, a: unknown) => sink.run?.onCall(i, b, a);
+    jail.setSync('__islet_log', new ivm.Callback(onLog, { ignored: true }));
+    jail.setSync('__islet_log_wait', new ivm.Callback(onLog, { sync: true }));
     jail.setSync('__islet_call', new ivm.Callback(onCall, { ignored: true }));
     jail.setSync('__islet_call_wait', new ivm.Callback(onCall, { sync: true }));
     jail.setSync(
@@ -135,7 +134,13 @@ async function warmHarnessCache(): Promise<void> {
     const done = new Promise<void>((resolve) => {
       finished = resolve;
     });
-    for (const name of ['__islet_log', '__islet_call', '__islet_call_wait', '__islet_fail'])
+    for (const name of [
+      '__islet_log',
+      '__islet_log_wait',
+      '__islet_call',
+      '__islet_call_wait',
+      '__islet_fail',
+    ])
       context.global.setSync(name, new ivm.Callback(() => undefined, { sync: true }));
     context.global.setSync('__islet_done', new ivm.Callback(() => finished(), { sync: true }));
     isolate.compileScriptSync(HARNESS_SOURCE, { filename: 'islet:harness' }).runSync(context);

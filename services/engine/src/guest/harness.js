@@ -7,11 +7,13 @@
 (() => {
   const g = globalThis;
   const hostLog = g.__islet_log;
+  const hostLogWait = g.__islet_log_wait;
   const hostCall = g.__islet_call;
   const hostCallWait = g.__islet_call_wait;
   const hostDone = g.__islet_done;
   const hostFail = g.__islet_fail;
   delete g.__islet_log;
+  delete g.__islet_log_wait;
   delete g.__islet_call;
   delete g.__islet_call_wait;
   delete g.__islet_done;
@@ -151,14 +153,33 @@
       }
     }
   }
+  // ---- Hand-over to the host ------------------------------------------------------------------
+  // Log lines and binding calls go to the host without the isolate's thread waiting for it (the
+  // host takes them in order, before the end of the turn that made them): a thread hop saved each.
+  // Every QUEUE_ITEMS-th, and any that would queue more than QUEUE_CHARS characters, waits until
+  // the host has taken it and all before it, so what a program can queue outside its heap is bounded.
+  const QUEUE_ITEMS = 64;
+  const QUEUE_CHARS = 1048576;
+  let queuedItems = 0;
+  let queuedChars = 0;
+  function handOver(queued, waited, chars, a, b, c) {
+    if (queuedItems + 1 >= QUEUE_ITEMS || queuedChars + chars > QUEUE_CHARS) {
+      waited(a, b, c);
+      queuedItems = 0;
+      queuedChars = 0;
+    } else {
+      queuedItems++;
+      queuedChars += chars;
+      queued(a, b, c);
+    }
+  }
+
   function makeLogger(level) {
     return function log(...args) {
       const texts = [];
       for (let i = 0; i < args.length; i++) ReflectApply(ArrayPush, texts, [show(args[i])]);
-      hostLog(level, ReflectApply(ArrayJoin, texts, [' ']));
-      // A waited hand-over: the host has taken every call queued before it.
-      queuedCalls = 0;
-      queuedChars = 0;
+      const text = ReflectApply(ArrayJoin, texts, [' ']);
+      handOver(hostLog, hostLogWait, text.length, level, text);
     };
   }
   const consoleObject = ObjectCreate(null);
@@ -168,14 +189,6 @@
   // ---- Binding calls ---------------------------------------------------------------------------
   const pending = new MapCtor();
   let nextId = 0;
-  // A call is handed to the host without waiting (the host takes it in order, before the end of the
-  // turn that made it): a thread hop saved per call. Every QUEUE_CALLS-th call, and any call that
-  // would queue more than QUEUE_CHARS characters of arguments, waits until the host has taken it and all
-  // before it, so what a program can queue outside its own heap stays bounded.
-  const QUEUE_CALLS = 64;
-  const QUEUE_CHARS = 1048576;
-  let queuedCalls = 0;
-  let queuedChars = 0;
   let allowed = new SetCtor();
   function callBinding(name, args) {
     if (!ReflectApply(SetHas, allowed, [name])) {
@@ -192,15 +205,7 @@
     const id = nextId++;
     return new PromiseCtor((resolve, reject) => {
       ReflectApply(MapSet, pending, [id, { resolve, reject }]);
-      if (queuedCalls + 1 >= QUEUE_CALLS || queuedChars + argsJson.length > QUEUE_CHARS) {
-        hostCallWait(id, name, argsJson);
-        queuedCalls = 0;
-        queuedChars = 0;
-      } else {
-        queuedCalls++;
-        queuedChars += argsJson.length;
-        hostCall(id, name, argsJson);
-      }
+      handOver(hostCall, hostCallWait, argsJson.length, id, name, argsJson);
     });
   }
   function deliver(id, kind, a, b, c) {
