@@ -54,6 +54,9 @@ describe('onProcessEvent and stats()', () => {
     const sizes = [70 * MiB, 75 * MiB, 79 * MiB];
     engine = createEngine({
       maxHostResidentGrowthBytes: 8 * MiB,
+      // One host per partition: back-to-back runs would otherwise get a second host (whenever a
+      // run finds its host idle for under 2 ms), and this test follows one host's reads.
+      maxIdlePerPartition: 1,
       residentBytesOf: () => {
         reads.push(reads.length);
         return sizes[Math.min(reads.length - 1, sizes.length - 1)];
