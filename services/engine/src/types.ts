@@ -201,7 +201,10 @@ export interface EngineOptions {
    * about at the 60 MB budget however long it lives (the cluster bench's idle hosts: 54-60 MiB, 60.2
    * once; 4 MiB, which would keep the oldest under it, cost 13 % more CPU per run in the engine
    * bench), and is replaced after roughly 250-400 runs here
-   * (8 MiB let old hosts reach 63 MiB for ~0.3 ms less CPU per run). Growth, not a fixed size: a
+   * (8 MiB let old hosts reach 63 MiB for ~0.3 ms less CPU per run). A host running call-heavy
+   * programs grows faster and is replaced about every 30 runs of 100 calls: ~5.6 MB of that growth
+   * is the node binary's code pages (file-backed, shared by every node process), the rest anonymous
+   * memory that levels off at ~+10 MB. Growth, not a fixed size: a
    * machine whose fresh host is larger would otherwise replace every host after 16 runs. 0 turns
    * the check off.
    */
