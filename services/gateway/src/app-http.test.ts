@@ -147,6 +147,41 @@ describe('App HTTP client: no way into the platform network', () => {
     expect(direct.status).toBe(200);
   });
 
+  it('keeps a connection for the next call, but never for a call made under stricter rules', async () => {
+    let calls = 0;
+    const counting: Resolver = async (host) => {
+      calls++;
+      return loopback(host);
+    };
+    const sockets = new Set<unknown>();
+    const track = (socket: unknown) => sockets.add(socket);
+    server.on('connection', track);
+    try {
+      const before = hits;
+      const url = `http://pooled.example:${port}/`;
+      for (let i = 0; i < 3; i++) {
+        expect(await postToApp(url, {}, '{}', { ...opts, allowPrivate: true, resolver: counting })).toEqual({
+          status: 200,
+          text: '{"ok":true}',
+        });
+        // undici frees the connection a turn after the answer ends (a call sent in the same turn
+        // opens another); a gateway's next call always comes turns later, after the journal's.
+        await new Promise((r) => setImmediate(r));
+      }
+      // One resolution, one connection: the next calls rode the pooled one.
+      expect(calls).toBe(1);
+      expect(sockets.size).toBe(1);
+      // Same App, same resolver, private networks off: the pooled loopback connection is not used.
+      await expect(postToApp(url, {}, '{}', { ...opts, resolver: counting })).rejects.toBeInstanceOf(
+        BlockedAddressError,
+      );
+      expect(calls).toBe(2);
+      expect(hits).toBe(before + 3);
+    } finally {
+      server.off('connection', track);
+    }
+  });
+
   it('stops reading an answer at the cap, declared or streamed', async () => {
     const allow = { ...opts, allowPrivate: true, maxResponseBytes: 256 * 1024 };
     const started = Date.now();
