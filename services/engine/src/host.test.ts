@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { HOST_SCRIPT } from './host-process.ts';
+import { HOST_SCRIPT, HOST_SEMI_SPACE_MB } from './host-process.ts';
 import { createEngine, renderResultText } from './index.ts';
 import { childPids, cmdlineOf, environOf, sleep } from './test-fixtures/processes.ts';
 import type { BindingOutcome, Engine, EngineOptions } from './types.ts';
@@ -268,6 +268,11 @@ describe('sandbox-unavailable', () => {
     });
     expect((await engine.execute('return 1')).valueJson).toBe('1');
     expect(seen?.command).toBe(process.execPath);
-    expect(seen?.args).toEqual(['--no-node-snapshot', '--disable-warning=ExperimentalWarning', HOST_SCRIPT]);
+    expect(seen?.args).toEqual([
+      '--no-node-snapshot',
+      `--max-semi-space-size=${HOST_SEMI_SPACE_MB}`,
+      '--disable-warning=ExperimentalWarning',
+      HOST_SCRIPT,
+    ]);
   });
 });
