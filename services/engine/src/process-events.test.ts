@@ -120,6 +120,30 @@ describe('onProcessEvent and stats()', () => {
     expect(starts()).toBe(2);
   });
 
+  it('spawns a spare only after the run that asked for it has handed on its result', async () => {
+    // A spawn blocks the runner's thread for a fork of a large process (~1.5-2 ms): made inside
+    // the release of a run, it delayed that run's end by as much.
+    const order: string[] = [];
+    engine = createEngine({
+      maxRunsPerProcess: 2,
+      wrapCommand: (command, args) => {
+        order.push('spawn');
+        return { command, args };
+      },
+    });
+    // Two runs: the first starts the host; its release is in the host's last quarter (1 of 2
+    // runs), so it asks for the replacement; the second's release retires the host.
+    for (let i = 1; i <= 2; i++) {
+      const out = await engine.execute('return 1').then((o) => {
+        order.push(`result ${i}`);
+        return o;
+      });
+      expect(out.valueJson).toBe('1');
+    }
+    await until(() => order.filter((o) => o === 'spawn').length === 2, 30_000);
+    expect(order.slice(0, 3)).toEqual(['spawn', 'result 1', 'spawn']);
+  });
+
   it('gives back-to-back runs of one partition a second host, so each host makes its next isolate while the other runs', async () => {
     const events: ProcessEvent[] = [];
     engine = createEngine({ onProcessEvent: (e) => events.push(e) });
