@@ -71,9 +71,9 @@ export class HostProcess {
     let args = [
       '--no-node-snapshot',
       // The host's own young generation stays at 1 MB a half: V8 doubles it under the allocation
-      // of busy runs and keeps it, +4 MB of resident memory that passed the growth bound about
-      // three times sooner (hosts replaced after ~300 trivial runs instead of ~1000, 9 % of the
-      // 16-client bench's CPU spent starting hosts). Its live data is small, so scavenges are cheap.
+      // of busy runs and keeps it, +4 MB of resident memory counted against the growth bound
+      // (under 4 concurrent trivial runs, 2-4x as many hosts were replaced for memory). Its live
+      // data is small, so its scavenges stay cheap.
       `--max-semi-space-size=${HOST_SEMI_SPACE_MB}`,
       '--disable-warning=ExperimentalWarning',
       HOST_SCRIPT,

@@ -190,21 +190,21 @@ export interface EngineOptions {
    * A sandbox host process is replaced after this many runs. Default 1000: a host start costs
    * ~75 ms of CPU here (`npm run bench:engine`; 0.25 s when first measured, on a loaded machine),
    * which 100 runs per host spread over every run; memory is bounded by
-   * `maxHostResidentGrowthBytes`, which retires hosts of call-heavy programs first.
+   * `maxHostResidentGrowthBytes`, which usually retires a host first.
    */
   maxRunsPerProcess?: number;
   /**
    * A sandbox host process whose resident memory grew by more than this since its first run is
    * replaced, bytes (read from /proc after the first and every 16th run). Default 5 MiB: a host is
-   * about 55 MiB after its first run here and grows ~5 KiB per trivial run (allocator
+   * about 55 MiB after its first run here and grows ~5-10 KiB per trivial run (allocator
    * fragmentation, what a program left in native memory; its own young generation is capped, see
-   * `HOST_SEMI_SPACE_MB`), so it usually reaches `maxRunsPerProcess`, and an idle pooled host stays
+   * `HOST_SEMI_SPACE_MB`), so it is replaced after ~800 runs here, and an idle pooled host stays
    * about at the 60 MB budget however long it lives (the cluster bench's idle hosts: 54-60 MiB, 60.2
    * once; 4 MiB, which would keep the oldest under it, cost 13 % more CPU per run in the engine
    * bench; 8 MiB let old hosts reach 63 MiB). A host running call-heavy programs grows faster and
    * is replaced about every 30 runs of 100 calls: ~5.4 MB of that growth is the node binary's code
-   * pages (file-backed, shared by every node process: the optimizing compiler's, once hot code is
-   * optimized), the rest anonymous memory that levels off at ~+8 MB. Growth, not a fixed size: a
+   * pages (file-backed, shared by every node process: code only call-heavy runs execute), the rest
+   * anonymous memory that levels off at ~+8 MB. Growth, not a fixed size: a
    * machine whose fresh host is larger would otherwise replace every host after 16 runs. 0 turns
    * the check off.
    */
