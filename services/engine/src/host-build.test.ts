@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildHost, builtHostScript } from './host-build.ts';
-import { HOST_SCRIPT, HOST_SEMI_SPACE_MB } from './host-process.ts';
+import { HOST_SCRIPT } from './host-process.ts';
 import { createEngine } from './index.ts';
+import { HOST_SEMI_SPACE_MB } from './limits.ts';
 
 const PACKAGE = fileURLToPath(new URL('../', import.meta.url));
 const dirs: string[] = [];

@@ -7,13 +7,12 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
 import { builtHostScript } from './host-build.ts';
+import { HOST_SEMI_SPACE_MB } from './limits.ts';
 import { checkFromHost, type FromHost, type ToHost } from './wire.ts';
 
 /** The host's plain-JavaScript build when current (host-build.ts: less memory per host), else its source. */
 export const HOST_SCRIPT = builtHostScript() ?? fileURLToPath(new URL('./host.ts', import.meta.url));
 const STDERR_KEEP_BYTES = 16 * 1024;
-/** The sandbox host's semi-space cap, MB (V8's `--max-semi-space-size`; see `start`). */
-export const HOST_SEMI_SPACE_MB = 1;
 
 export interface HostEvents {
   onMessage(message: FromHost): void;
@@ -70,10 +69,7 @@ export class HostProcess {
     let command = process.execPath;
     let args = [
       '--no-node-snapshot',
-      // The host's own young generation stays at 1 MB a half: V8 doubles it under the allocation
-      // of busy runs and keeps it, +4 MB of resident memory counted against the growth bound
-      // (under 4 concurrent trivial runs, 2-4x as many hosts were replaced for memory). Its live
-      // data is small, so its scavenges stay cheap.
+      // The host's own heap only: host.ts unsets it before any program's isolate is made.
       `--max-semi-space-size=${HOST_SEMI_SPACE_MB}`,
       '--disable-warning=ExperimentalWarning',
       HOST_SCRIPT,

@@ -1,8 +1,10 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { execFile, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { HOST_SCRIPT, HOST_SEMI_SPACE_MB } from './host-process.ts';
+import { HOST_SCRIPT } from './host-process.ts';
 import { createEngine, renderResultText } from './index.ts';
+import { HOST_SEMI_SPACE_MB } from './limits.ts';
 import { childPids, cmdlineOf, environOf, sleep } from './test-fixtures/processes.ts';
 import type { BindingOutcome, Engine, EngineOptions } from './types.ts';
 
@@ -24,6 +26,42 @@ async function hostPidOf(engine: Engine, partition?: string): Promise<number> {
 }
 
 describe('the sandbox host process', () => {
+  it("leaves a program's isolate isolated-vm's young generation, not the host's own small one", () => {
+    // The host runs with --max-semi-space-size for its own heap; V8 reads that flag again for every
+    // isolate it makes, over isolated-vm's limits (a program building a large live structure ran
+    // ~1.5x slower). The host unsets it with releaseHostSemiSpaceFlag before any program's isolate.
+    const limits = new URL('./limits.ts', import.meta.url).href;
+    const ivmUrl = pathToFileURL(createRequire(import.meta.url).resolve('isolated-vm')).href;
+    const script = [
+      `import ivm from ${JSON.stringify(ivmUrl)};`,
+      `import { releaseHostSemiSpaceFlag } from ${JSON.stringify(limits)};`,
+      "if (process.argv[1] === 'release') releaseHostSemiSpaceFlag();",
+      'const isolate = new ivm.Isolate({ memoryLimit: 512 });',
+      'isolate.compileScriptSync(\'const keep = []; for (let r = 0; r < 20; r++) { const a = []; for (let i = 0; i < 50000; i++) a.push({ i, s: "v" + i }); keep.push(a.length); }\').runSync(isolate.createContextSync());',
+      'process.stdout.write(String(isolate.getHeapStatisticsSync().total_heap_size));',
+    ].join('\n');
+    const heapAfter = (mode: string) => {
+      const out = spawnSync(
+        process.execPath,
+        [
+          '--no-node-snapshot',
+          `--max-semi-space-size=${HOST_SEMI_SPACE_MB}`,
+          '--input-type=module',
+          '-e',
+          script,
+          mode,
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(out.status, out.stderr).toBe(0);
+      return Number(out.stdout);
+    };
+    // Held to the host's 1 MB halves this program's heap ends at ~12 MB; with isolated-vm's young
+    // generation (16 MB for a 512 MB limit) at 24-38 MB here.
+    expect(heapAfter('keep')).toBeLessThan(16 * 1024 * 1024);
+    expect(heapAfter('release')).toBeGreaterThan(18 * 1024 * 1024);
+  });
+
   it('leaves nothing of its warm-up isolate to the first run (logs, clock, random, globals)', async () => {
     // The host warms its harness code cache by running a program of its own in a throwaway isolate.
     const probe =

@@ -7,9 +7,12 @@
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { encodeMessage, FrameReader } from './frame.ts';
-import { DEFAULT_MEMORY_MB, outputLimitMessage } from './limits.ts';
+import { DEFAULT_MEMORY_MB, outputLimitMessage, releaseHostSemiSpaceFlag } from './limits.ts';
 import { cutToBytes } from './utf8.ts';
 import type { FromHost, HostDone, ToHost } from './wire.ts';
+
+// `--max-semi-space-size` was for this process's own heap only; programs' isolates come next.
+releaseHostSemiSpaceFlag();
 
 // Nothing but frames may reach stdout.
 for (const level of ['log', 'info', 'warn', 'error', 'debug'] as const) {
