@@ -331,8 +331,6 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       return entriesOf(await redis.hgetall(keyOf(runId)));
     },
 
-    entriesOf,
-
     async listCalls(runId: string): Promise<JournalCallView[]> {
       return callsOf(await redis.hgetall(keyOf(runId)));
     },

@@ -112,8 +112,6 @@ export interface CallJournal {
   ): Promise<{ deliverySeq: number; stored: boolean }>;
   /** Every journaled call of the run, by index. */
   list(runId: string): Promise<JournalEntry[]>;
-  /** `list`'s entries from the journal hash's fields as read elsewhere (a run's pushed end). */
-  entriesOf(hash: Record<string, string>): JournalEntry[];
   /**
    * `list` without the arguments, which stay sealed: a run's record shows no arguments, and
    * opening them (up to the output cap each) for every read of a large run is work for nothing.
