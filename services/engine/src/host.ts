@@ -79,6 +79,28 @@ interface Prepared {
   readonly sink: { run: HostRun | undefined };
 }
 
+/** What the harness hands to the host; every callback never throws and takes strings and numbers. */
+interface HostCallbacks {
+  log(level: unknown, text: unknown): void;
+  call(id: unknown, binding: unknown, argsJson: unknown): void;
+  done(kind: unknown, a: unknown, b: unknown): void;
+  fail(message: unknown, details: unknown): void;
+}
+
+/** The harness's `__islet_*` globals; one list for runs and the warm-up isolate alike. */
+function installCallbacks(context: ivm.Context, cb: HostCallbacks): void {
+  const jail = context.global;
+  // Log lines and calls are handed over without the isolate's thread waiting (`ignored`): they
+  // run here in order, before the end of the isolate's turn (one task queue, first in, first
+  // out), and the harness waits (`…_wait`) often enough to bound what is queued.
+  jail.setSync('__islet_log', new ivm.Callback(cb.log, { ignored: true }));
+  jail.setSync('__islet_log_wait', new ivm.Callback(cb.log, { sync: true }));
+  jail.setSync('__islet_call', new ivm.Callback(cb.call, { ignored: true }));
+  jail.setSync('__islet_call_wait', new ivm.Callback(cb.call, { sync: true }));
+  jail.setSync('__islet_done', new ivm.Callback(cb.done, { sync: true }));
+  jail.setSync('__islet_fail', new ivm.Callback(cb.fail, { sync: true }));
+}
+
 function prepare(memoryMb: number): Prepared {
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
   try {
@@ -87,23 +109,12 @@ function prepare(memoryMb: number): Prepared {
     // cost a thread hop.
     const context = isolate.createContextSync();
     const jail = context.global;
-    // Log lines and calls are handed over without the isolate's thread waiting (`ignored`): they
-    // run here in order, before the end of the isolate's turn (one task queue, first in, first
-    // out), and the harness waits (`…_wait`) often enough to bound what is queued.
-    const onLog = (l: unknown, t: unknown) => sink.run?.onLog(l, t);
-    const onCall = (i: unknown, b: unknown, a: unknown) => sink.run?.onCall(i, b, a);
-    jail.setSync('__islet_log', new ivm.Callback(onLog, { ignored: true }));
-    jail.setSync('__islet_log_wait', new ivm.Callback(onLog, { sync: true }));
-    jail.setSync('__islet_call', new ivm.Callback(onCall, { ignored: true }));
-    jail.setSync('__islet_call_wait', new ivm.Callback(onCall, { sync: true }));
-    jail.setSync(
-      '__islet_done',
-      new ivm.Callback((k: unknown, a: unknown, b: unknown) => sink.run?.onDone(k, a, b), { sync: true }),
-    );
-    jail.setSync(
-      '__islet_fail',
-      new ivm.Callback((m: unknown, d: unknown) => sink.run?.onFail(m, d), { sync: true }),
-    );
+    installCallbacks(context, {
+      log: (l, t) => sink.run?.onLog(l, t),
+      call: (i, b, a) => sink.run?.onCall(i, b, a),
+      done: (k, a, b) => sink.run?.onDone(k, a, b),
+      fail: (m, d) => sink.run?.onFail(m, d),
+    });
     // ScriptInfo's type omits the cache options that compileScript accepts and reports.
     const harness = isolate.compileScriptSync(HARNESS_SOURCE, {
       filename: 'islet:harness',
@@ -137,15 +148,8 @@ async function warmHarnessCache(): Promise<void> {
     const done = new Promise<void>((resolve) => {
       finished = resolve;
     });
-    for (const name of [
-      '__islet_log',
-      '__islet_log_wait',
-      '__islet_call',
-      '__islet_call_wait',
-      '__islet_fail',
-    ])
-      context.global.setSync(name, new ivm.Callback(() => undefined, { sync: true }));
-    context.global.setSync('__islet_done', new ivm.Callback(() => finished(), { sync: true }));
+    const ignore = () => undefined;
+    installCallbacks(context, { log: ignore, call: ignore, done: () => finished(), fail: ignore });
     isolate.compileScriptSync(HARNESS_SOURCE, { filename: 'islet:harness' }).runSync(context);
     const start = context.global.getSync('__islet_start', { reference: true }) as ivm.Reference;
     start.applySync(undefined, [
