@@ -242,6 +242,42 @@ describe('abort', () => {
     );
   });
 
+  it('an abort ends a first turn that never yields at once (its host is replaced), keeping the output', async () => {
+    // The first turn runs on the host's own thread, which reads nothing until it returns: the
+    // engine kills the host instead of waiting for its deadline (none here) or the watchdog.
+    for (const timeoutMs of [null, 60_000]) {
+      const ac = new AbortController();
+      setTimeout(() => ac.abort('user pressed stop'), 150);
+      const started = performance.now();
+      const out = await engine.execute('console.log("spinning"); for (;;) {}', {
+        signal: ac.signal,
+        limits: { timeoutMs },
+      });
+      expect(out.failure).toEqual({ kind: 'abort', message: 'the run was aborted: user pressed stop' });
+      expect(out.logs).toEqual([{ level: 'log', text: 'spinning' }]);
+      // Not the watchdog's grace (1000 ms) after the abort.
+      expect(performance.now() - started).toBeLessThan(900);
+    }
+    expect((await engine.execute('return 7')).valueJson).toBe('7');
+  });
+
+  it('keeps the order of many lines and calls printed in the first turn and after it', async () => {
+    const seen: number[] = [];
+    const out = await engine.execute(
+      'for (let i = 0; i < 300; i++) { console.log(String(i)); if (i % 50 === 0) t(i); } await t(-1); for (let i = 300; i < 600; i++) console.log(String(i)); return 1',
+      {
+        bindings: ['t'],
+        onCall: async (call) => {
+          seen.push(JSON.parse(call.argsJson) as number);
+          return ok();
+        },
+      },
+    );
+    expect(out.valueJson).toBe('1');
+    expect(out.logs.map((l) => l.text)).toEqual(Array.from({ length: 600 }, (_, i) => String(i)));
+    expect(seen).toEqual([0, 50, 100, 150, 200, 250, -1]);
+  });
+
   it('aborts while the program waits on a binding, and before the run starts', async () => {
     const ac = new AbortController();
     let handlerDone = false;

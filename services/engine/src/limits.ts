@@ -12,6 +12,20 @@ export const DEFAULT_OUTPUT_BYTES = 67_108_864;
 export const DEFAULT_MAX_CONCURRENT_CALLS = 128;
 export const DEFAULT_WATCHDOG_GRACE_MS = 1000;
 
+/**
+ * Resident memory a sandbox host may reach during a run, bytes: twice the isolate's heap limit
+ * plus headroom. Past it the run ends as if out of heap: memory V8 does not count against the
+ * isolate (a defect, a new kind of buffer) cannot grow without bound.
+ */
+export function hostResidentLimitBytes(memoryMb: number): number {
+  return (memoryMb * 2 + 256) * 1024 * 1024;
+}
+
+/** The failure of a program past its heap limit (or its host's resident bound). */
+export function heapLimitMessage(memoryMb: number): string {
+  return `the program exceeded its heap limit of ${memoryMb} MiB`;
+}
+
 /** The timeout failure's message: `execution deadline reached (120000ms)` for the default budget. */
 export function deadlineMessage(budgetMs: number): string {
   return `execution deadline reached (${budgetMs}ms)`;

@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from './engine.ts';
 import { readResidentBytes } from './host-process.ts';
+import { hostResidentLimitBytes } from './limits.ts';
 import type { Engine, ProcessEvent } from './types.ts';
 
 let engine: Engine | undefined;
@@ -58,6 +59,9 @@ describe('onProcessEvent and stats()', () => {
       // run finds its host idle for under 2 ms), and this test follows one host's reads.
       maxIdlePerPartition: 1,
       residentBytesOf: () => {
+        // A read while the run is still going is the run's own resident guard (runs past 100 ms,
+        // e.g. on a loaded machine), not the check after it: not counted, and far below any bound.
+        if (engine!.stats!().busy > 0) return sizes[0];
         reads.push(reads.length);
         return sizes[Math.min(reads.length - 1, sizes.length - 1)];
       },
@@ -78,6 +82,44 @@ describe('onProcessEvent and stats()', () => {
     const next = await engine.execute('return 2', { partition: 't1' });
     expect(next.valueJson).toBe('2');
     expect(next.hostPid).not.toBe(first.hostPid);
+  });
+
+  it('ends a run whose host passes twice its heap limit plus 256 MiB resident, even in a first turn that never yields', async () => {
+    const events: ProcessEvent[] = [];
+    const MiB = 1024 * 1024;
+    const bound = (64 * 2 + 256) * MiB;
+    expect(hostResidentLimitBytes(64)).toBe(bound);
+    // The reader plays a host at the bound, then past it: memory V8 does not count (the host's
+    // thread is inside the program's first turn and watches nothing).
+    let resident = bound;
+    engine = createEngine({ residentBytesOf: () => resident, onProcessEvent: (e) => events.push(e) });
+    const limits = { memoryMb: 64, timeoutMs: 20_000 };
+    const atBound = await engine.execute(
+      'let x = 0; for (let i = 0; i < 2e8; i++) x += i % 7; return x > 0',
+      {
+        partition: 't1',
+        limits,
+      },
+    );
+    expect(atBound.valueJson).toBe('true');
+    setTimeout(() => {
+      resident = bound + 1;
+    }, 150);
+    const started = Date.now();
+    const past = await engine.execute('console.log("growing"); for (;;) {}', { partition: 't1', limits });
+    expect(past.failure).toEqual({
+      kind: 'worker-exit',
+      cause: 'memory',
+      message: 'the program exceeded its heap limit of 64 MiB',
+    });
+    expect(past.logs).toEqual([{ level: 'log', text: 'growing' }]);
+    expect(Date.now() - started).toBeLessThan(5000);
+    // The tenant's program, not a crash: the alert must not page on it.
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'retired', reason: 'killed', pid: past.hostPid }),
+    );
+    resident = 60 * MiB;
+    expect((await engine.execute('return 2', { partition: 't1' })).valueJson).toBe('2');
   });
 
   it("reads a live host's resident memory from /proc", async () => {

@@ -12,7 +12,7 @@ import {
   normalizeOutcome,
 } from './binding-outcome.ts';
 import type { HostProcess } from './host-process.ts';
-import { deadlineMessage, outputLimitMessage } from './limits.ts';
+import { deadlineMessage, heapLimitMessage, hostResidentLimitBytes, outputLimitMessage } from './limits.ts';
 import { TimeBudget } from './time-budget.ts';
 import type {
   BindingCall,
@@ -39,7 +39,15 @@ export interface RunParams {
   maxConcurrentCalls: number;
   watchdogGraceMs: number;
   signal: AbortSignal | undefined;
+  /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
+  readResident: () => number | undefined;
 }
+
+/**
+ * How often a running host's resident memory is read, ms. A run that ends sooner is never read;
+ * the check is outside the host, so it holds while the host's thread runs the program.
+ */
+const RESIDENT_GUARD_MS = 100;
 
 export interface RunResult {
   outcome: Omit<RunOutcome, 'durationMs'>;
@@ -65,8 +73,14 @@ export class Run {
   private failure: RunFailure | undefined;
   private valueJson: string | undefined;
   private hostReusable = false;
+  /**
+   * The host runs the program's first turn on its own thread and reads no frame until it returns
+   * (`turn` or `done`): an `end` would wait for it. Its deadline is the budget's, kept there.
+   */
+  private hostInFirstTurn = false;
   private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
+  private residentTimer: NodeJS.Timeout | undefined;
   private resolve!: (r: RunResult) => void;
   /**
    * Aborted when the run ends: tells binding handlers their outcome is no longer used. Made at the
@@ -119,10 +133,28 @@ export class Run {
       memoryMb: this.p.memoryMb,
       outputBytes: this.p.outputBytes,
       outputCap: this.p.outputCap,
+      ...(this.p.timeoutMs === null ? {} : { budgetMs: this.p.timeoutMs }),
     });
+    this.hostInFirstTurn = sent;
     if (!sent)
       this.finishNow({ kind: 'protocol', message: 'the program is too large for the sandbox channel' });
+    else this.guardResident();
     return result;
+  }
+
+  /** Ends the run as out of memory when its host's resident size passes its bound. */
+  private guardResident(): void {
+    const limit = hostResidentLimitBytes(this.p.memoryMb);
+    const check = () => {
+      if (this.phase === 'done') return;
+      const resident = this.p.readResident();
+      if (resident !== undefined && resident > limit) {
+        this.finishNow({ kind: 'worker-exit', cause: 'memory', message: heapLimitMessage(this.p.memoryMb) });
+        return;
+      }
+      this.residentTimer = setTimeout(check, RESIDENT_GUARD_MS);
+    };
+    this.residentTimer = setTimeout(check, RESIDENT_GUARD_MS);
   }
 
   // ---- time budget ------------------------------------------------------------------------------
@@ -143,7 +175,11 @@ export class Run {
       case 'call':
         this.onCallMessage(m);
         return;
+      case 'turn':
+        this.hostInFirstTurn = false;
+        return;
       case 'done':
+        this.hostInFirstTurn = false;
         this.onHostDone(m);
         return;
       default:
@@ -342,6 +378,13 @@ export class Run {
       this.finish();
       return;
     }
+    if (this.hostInFirstTurn && failure.kind !== 'timeout') {
+      // The host would read the `end` only when the program yields; the run ends now, as asked.
+      this.hostReusable = false;
+      this.host.kill();
+      this.finish();
+      return;
+    }
     this.host.send({ t: 'end', kind: failure.kind });
     this.armWatchdog();
   }
@@ -401,6 +444,7 @@ export class Run {
     this.phase = 'done';
     this.budget.stop();
     clearTimeout(this.watchdogTimer);
+    clearTimeout(this.residentTimer);
     this.p.signal?.removeEventListener('abort', this.onAbort);
     this.host.attach(undefined);
     this.callsEnded?.abort();

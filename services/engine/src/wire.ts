@@ -21,6 +21,11 @@ export type ToHost =
       memoryMb: number;
       outputBytes: number;
       outputCap: 'shared' | 'separate';
+      /**
+       * The run's time budget, ms (absent: none). The program's first turn runs on the host's own
+       * thread, which cannot read an `end` meanwhile: past this the isolate stops it (timeout).
+       */
+      budgetMs?: number;
     }
   | { t: 'result'; id: number; valueJson: string }
   | { t: 'error'; id: number; name: string; message: string; detailsJson: string }
@@ -36,6 +41,11 @@ export type FromHost =
   | { t: 'ready'; pid: number }
   | { t: 'logs'; lines: [LogLevel, string][]; truncated?: boolean }
   | { t: 'call'; id: number; binding: string; argsJson: string }
+  /**
+   * The program's first turn returned and the program still runs (it waits on calls): the host
+   * reads frames again. A program that ended in its first turn sends `done` instead.
+   */
+  | { t: 'turn' }
   | ({ t: 'done' } & HostDone);
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
@@ -64,6 +74,8 @@ export function checkFromHost(m: unknown): { ok: true; message: FromHost } | { o
       }
       return { ok: true, message: o as FromHost };
     }
+    case 'turn':
+      return { ok: true, message: { t: 'turn' } };
     case 'call':
       if (
         !Number.isSafeInteger(o.id) ||

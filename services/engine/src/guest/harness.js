@@ -1,7 +1,8 @@
 // The guest harness: evaluated first in every fresh isolate context, before the program. It takes the
 // host callbacks off the global object, builds the program's environment (apps, flat tools, console,
 // fixed clock, seeded Math.random), removes what a program must not have, and leaves exactly two
-// entry points for the host: __islet_start(code, configJson) and __islet_deliver(id, kind, a, b).
+// entry points for the host: __islet_start(code, configJson, onHostThread) and
+// __islet_deliver(id, kind, a, b).
 // Everything crossing to the host is a string made here; the host re-checks every string, so a
 // program that tampers with this harness can only lie about its own values.
 (() => {
@@ -158,12 +159,16 @@
   // host takes them in order, before the end of the turn that made them): a thread hop saved each.
   // Every QUEUE_ITEMS-th, and any that would queue more than QUEUE_CHARS characters, waits until
   // the host has taken it and all before it, so what a program can queue outside its heap is bounded.
+  // The program's first turn runs on the host's own thread, where a handed-over item would wait
+  // until that turn returned and arrive after later waited ones: there every item is waited (a
+  // plain call on the same thread, no hop). Deliveries run on another thread and queue again.
   const QUEUE_ITEMS = 64;
   const QUEUE_CHARS = 1048576;
   let queuedItems = 0;
   let queuedChars = 0;
+  let waitEach = false;
   function handOver(queued, waited, chars, a, b, c) {
-    if (queuedItems + 1 >= QUEUE_ITEMS || queuedChars + chars > QUEUE_CHARS) {
+    if (waitEach || queuedItems + 1 >= QUEUE_ITEMS || queuedChars + chars > QUEUE_CHARS) {
       waited(a, b, c);
       queuedItems = 0;
       queuedChars = 0;
@@ -209,6 +214,7 @@
     });
   }
   function deliver(id, kind, a, b, c) {
+    waitEach = false;
     const p = ReflectApply(MapGet, pending, [id]);
     if (p === undefined) return;
     ReflectApply(MapDelete, pending, [id]);
@@ -314,7 +320,8 @@
     }
   }
 
-  function start(code, configJson) {
+  function start(code, configJson, onHostThread) {
+    waitEach = onHostThread === true;
     const config = JSONparse(configJson);
     allowed = new SetCtor(config.bindings);
     fixClock(config.clockMs);
