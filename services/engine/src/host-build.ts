@@ -16,7 +16,15 @@ import { fileURLToPath } from 'node:url';
 /** The engine package's root (a test builds a copy elsewhere). */
 const PACKAGE_ROOT = new URL('../', import.meta.url);
 /** Everything the host loads from this package (a new import of host.ts must be added here). */
-const SOURCES = ['host.ts', 'frame.ts', 'limits.ts', 'utf8.ts', 'guest/harness.js'] as const;
+const SOURCES = [
+  'host.ts',
+  'host-run.ts',
+  'host-output.ts',
+  'frame.ts',
+  'limits.ts',
+  'utf8.ts',
+  'guest/harness.js',
+] as const;
 const HASH_FILE = 'sources.sha256';
 
 const srcOf = (root: URL) => new URL('src/', root);

@@ -1,0 +1,34 @@
+/**
+ * The sandbox host's frames to the engine, on stdout (a pipe, written synchronously). Only frames
+ * may reach stdout: host.ts sends console output to stderr.
+ */
+import { encodeMessage } from './frame.ts';
+import type { FromHost } from './wire.ts';
+
+// Call frames of the isolate's current turn, not yet written: a frame per write let the runner
+// read a burst of calls (a Promise.all) in pieces and send them as several requests. Calls go out
+// when the turn ends (the first turn returns, a delivery's task settles: see HostRun), any other
+// frame takes them along first (order kept), and a delivery turn that never ends (a busy loop
+// after a call) still sends them after FLUSH_FALLBACK_MS. The first turn holds this thread: its
+// calls wait for it to return (or for a line it prints).
+const FLUSH_FALLBACK_MS = 10;
+let unsent: Buffer[] = [];
+let fallback: NodeJS.Timeout | undefined;
+
+export function flush(): void {
+  if (fallback !== undefined) {
+    clearTimeout(fallback);
+    fallback = undefined;
+  }
+  if (unsent.length === 0) return;
+  const out = unsent.length === 1 ? unsent[0]! : Buffer.concat(unsent);
+  unsent = [];
+  process.stdout.write(out);
+}
+
+/** `gather`: a call, written with the rest of its turn (see `unsent`). */
+export function send(message: FromHost, gather = false): void {
+  for (const buf of encodeMessage(message)) unsent.push(buf);
+  if (gather) fallback ??= setTimeout(flush, FLUSH_FALLBACK_MS);
+  else flush();
+}

@@ -1,0 +1,364 @@
+/**
+ * One run inside the sandbox host: the program's turns in its prepared isolate, its log lines,
+ * calls and end, each checked here before it becomes a frame to the engine (host-output.ts).
+ */
+import type ivm from 'isolated-vm';
+import { flush, send } from './host-output.ts';
+import { deadlineMessage, heapLimitMessage, outputLimitMessage } from './limits.ts';
+import { cutToBytes } from './utf8.ts';
+import type { FromHost, HostDone, ToHost } from './wire.ts';
+
+const ERROR_TEXT_MAX = 64 * 1024;
+const LOG_FLUSH_BYTES = 1024 * 1024;
+const KNOWN_ENCODE_LINES = new Set([
+  'binding arguments must be lossless JSON',
+  'program completion must be lossless JSON',
+  'cannot encode a sparse JSON array',
+]);
+
+/**
+ * An isolate with its context and the guest harness installed, made while the host is idle so a
+ * run does not wait for it. Still one fresh isolate per run: a prepared isolate serves exactly one
+ * run and is disposed with it. The callbacks reach whichever run adopted it through `sink`.
+ */
+export interface Prepared {
+  readonly isolate: ivm.Isolate;
+  readonly context: ivm.Context;
+  readonly startRef: ivm.Reference;
+  readonly deliver: ivm.Reference;
+  readonly memoryMb: number;
+  readonly sink: { run: HostRun | undefined };
+}
+
+export class HostRun {
+  private readonly isolate: ivm.Isolate;
+  private readonly msg: Extract<ToHost, { t: 'run' }>;
+  private readonly allowed: Set<string>;
+  private readonly prepared: Prepared;
+  private readonly context: ivm.Context;
+  private readonly deliver: ivm.Reference;
+  private finished = false;
+  /** Inside `start`: the isolate runs on this thread, called from here. */
+  private inFirstTurn = false;
+  /** The program settled (`onDone`): nothing of it runs any more. */
+  private programEnded = false;
+  /** Work running in the isolate's thread (program start, result deliveries with their microtasks). */
+  private readonly tasks = new Set<Promise<unknown>>();
+  private nextCallId = 0;
+  private outputUsed = 0;
+  private logsFull = false;
+  private logsTruncated = false;
+  private truncationReported = false;
+  private logBatch: [FromHost & { t: 'logs' }][0]['lines'] = [];
+  private logBatchBytes = 0;
+  private flushScheduled = false;
+  private readonly poll: NodeJS.Timeout;
+  private readonly onFinished: () => void;
+
+  constructor(msg: Extract<ToHost, { t: 'run' }>, prepared: Prepared, onFinished: () => void) {
+    this.msg = msg;
+    this.onFinished = onFinished;
+    this.allowed = new Set(msg.config.bindings);
+    this.prepared = prepared;
+    this.isolate = prepared.isolate;
+    this.context = prepared.context;
+    this.deliver = prepared.deliver;
+    prepared.sink.run = this;
+    // isolated-vm disposes an isolate that passes its memory limit; nothing else disposes it but us.
+    // (The process's resident size is the engine's to watch, from outside: this thread is busy
+    // with the program's first turn.)
+    this.poll = setInterval(() => {
+      if (this.finished) return;
+      if (this.isolate.isDisposed) return this.memoryExceeded();
+    }, 20);
+  }
+
+  /**
+   * The program's first turn (its synchronous part and the microtasks that follow) runs on this
+   * thread: an isolate entered from another thread costs ~0.3 ms of CPU per run here (isolated-vm's
+   * pool thread, cross-CPU wake-ups and TLB flushes), a quarter of a trivial run. Meanwhile no frame
+   * is read, so the turn's own deadline is the run's budget, and the engine, told when the turn
+   * returned (`turn`, or `done`), kills this process if it must stop the turn sooner (abort).
+   */
+  start(): void {
+    this.inFirstTurn = true;
+    try {
+      this.prepared.startRef.applySync(
+        undefined,
+        [this.msg.code, JSON.stringify(this.msg.config), true],
+        this.msg.budgetMs === undefined ? {} : { timeout: this.msg.budgetMs },
+      );
+    } catch (e) {
+      this.afterIsolateError(e);
+    } finally {
+      this.inFirstTurn = false;
+    }
+    // With the calls the turn made, in one write; a program that ended sends `done` next instead.
+    if (!this.finished) send({ t: 'turn' }, true);
+    flush();
+  }
+
+  private afterIsolateError(e: unknown): void {
+    if (this.finished) return;
+    const text = e instanceof Error ? e.message : String(e);
+    if (/memory limit/i.test(text) || this.isolate.isDisposed) {
+      this.memoryExceeded();
+      return;
+    }
+    if (this.inFirstTurn && /timed out/i.test(text) && this.msg.budgetMs !== undefined) {
+      this.finish({ status: 'failed', kind: 'timeout', message: deadlineMessage(this.msg.budgetMs) });
+      return;
+    }
+    this.finish({ status: 'failed', kind: 'worker-exit', message: 'the sandbox could not run the program' });
+  }
+
+  private memoryExceeded(): void {
+    this.finish({
+      status: 'failed',
+      kind: 'worker-exit',
+      cause: 'memory',
+      message: heapLimitMessage(this.msg.memoryMb),
+    });
+  }
+
+  /** The engine asked to end the run now. */
+  end(kind: Extract<ToHost, { t: 'end' }>['kind']): void {
+    if (this.finished) return;
+    const done: HostDone = {
+      status: 'failed',
+      kind: kind === 'stop' ? 'abort' : kind,
+      message: `run ended by the engine (${kind})`,
+    };
+    this.finish(done);
+  }
+
+  deliverResult(m: Extract<ToHost, { t: 'result' | 'error' }>): void {
+    if (this.finished) return;
+    const args =
+      m.t === 'result' ? [m.id, 'result', m.valueJson] : [m.id, 'error', m.name, m.message, m.detailsJson];
+    try {
+      this.track(this.deliver.apply(undefined, args)).catch((e: unknown) => this.afterIsolateError(e));
+    } catch (e) {
+      this.afterIsolateError(e);
+    }
+  }
+
+  onLog(level: unknown, text: unknown): void {
+    try {
+      if (this.finished) return;
+      if (typeof level !== 'string' || typeof text !== 'string') return;
+      if (!['log', 'info', 'warn', 'error', 'debug'].includes(level)) return;
+      const bytes = Buffer.byteLength(text, 'utf8');
+      if (this.logsFull) return;
+      const room = this.msg.outputBytes - this.outputUsed;
+      if (bytes > room) {
+        const fitting = cutToBytes(text, room);
+        if (fitting !== '') this.pushLog(level, fitting);
+        this.outputUsed = this.msg.outputBytes;
+        if (this.msg.outputCap === 'separate') {
+          // Code Mode: the log keeps the most it may; the program goes on.
+          this.logsFull = true;
+          this.logsTruncated = true;
+          return;
+        }
+        this.finish({
+          status: 'failed',
+          kind: 'output-limit',
+          message: outputLimitMessage(this.msg.outputBytes),
+        });
+        return;
+      }
+      this.outputUsed += bytes;
+      this.pushLog(level, text);
+    } catch (e) {
+      this.internalError(e);
+    }
+  }
+
+  private pushLog(level: string, text: string): void {
+    this.logBatch.push([level as 'log', text]);
+    this.logBatchBytes += text.length;
+    // In the first turn nothing deferred runs until the program yields: a line waits for no later
+    // one, so what was printed is out even if the turn never returns (a kill, a long builtin).
+    if (this.inFirstTurn || this.logBatchBytes >= LOG_FLUSH_BYTES) this.flushLogs();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flushLogs();
+      });
+    }
+  }
+
+  private flushLogs(): void {
+    const truncated = this.logsTruncated && !this.truncationReported;
+    if (this.logBatch.length === 0 && !truncated) return;
+    const lines = this.logBatch;
+    this.logBatch = [];
+    this.logBatchBytes = 0;
+    if (truncated) this.truncationReported = true;
+    send({ t: 'logs', lines, ...(truncated ? { truncated: true } : {}) });
+  }
+
+  onCall(id: unknown, binding: unknown, argsJson: unknown): void {
+    try {
+      if (this.finished) return;
+      if (
+        id !== this.nextCallId ||
+        typeof binding !== 'string' ||
+        !this.allowed.has(binding) ||
+        typeof argsJson !== 'string'
+      ) {
+        this.finish({
+          status: 'failed',
+          kind: 'exception',
+          message: 'binding arguments must be lossless JSON',
+        });
+        return;
+      }
+      try {
+        JSON.parse(argsJson);
+      } catch {
+        this.finish({
+          status: 'failed',
+          kind: 'exception',
+          message: 'binding arguments must be lossless JSON',
+        });
+        return;
+      }
+      this.nextCallId++;
+      this.flushLogs();
+      send({ t: 'call', id, binding, argsJson }, true);
+    } catch (e) {
+      this.internalError(e);
+    }
+  }
+
+  onFail(message: unknown, detail?: unknown): void {
+    try {
+      if (this.finished) return;
+      const line =
+        typeof message === 'string' && KNOWN_ENCODE_LINES.has(message)
+          ? message
+          : 'binding arguments must be lossless JSON';
+      this.finish({
+        status: 'failed',
+        kind: 'exception',
+        message: line,
+        ...(typeof detail === 'string' ? { detail: detail.slice(0, 1000) } : {}),
+      });
+    } catch (e) {
+      this.internalError(e);
+    }
+  }
+
+  onDone(kind: unknown, a: unknown, b: unknown): void {
+    this.programEnded = true;
+    try {
+      if (this.finished) return;
+      if (kind === 'value') {
+        if (a === undefined) {
+          this.finish({ status: 'completed' });
+          return;
+        }
+        if (typeof a !== 'string') {
+          this.invalidOutput('program completion must be lossless JSON');
+          return;
+        }
+        try {
+          JSON.parse(a);
+        } catch {
+          this.invalidOutput('program completion must be lossless JSON');
+          return;
+        }
+        const bytes = Buffer.byteLength(a, 'utf8');
+        const used = this.msg.outputCap === 'separate' ? 0 : this.outputUsed;
+        if (used + bytes > this.msg.outputBytes) {
+          this.finish({
+            status: 'failed',
+            kind: 'output-limit',
+            message: outputLimitMessage(this.msg.outputBytes),
+          });
+          return;
+        }
+        this.finish({ status: 'completed', valueJson: a });
+        return;
+      }
+      if (kind === 'invalid') {
+        const line =
+          a === 'cannot encode a sparse JSON array'
+            ? a
+            : ('program completion must be lossless JSON' as const);
+        this.invalidOutput(line, typeof b === 'string' ? b : undefined);
+        return;
+      }
+      // 'throw'
+      if (b === true || typeof a !== 'string') {
+        this.finish({
+          status: 'failed',
+          kind: 'exception',
+          message: 'program threw an unrenderable value',
+        });
+        return;
+      }
+      this.finish({ status: 'failed', kind: 'exception', message: a.slice(0, ERROR_TEXT_MAX) });
+      return;
+    } catch (e) {
+      this.internalError(e);
+    }
+  }
+
+  private invalidOutput(message: string, detail?: string): void {
+    this.finish({
+      status: 'failed',
+      kind: 'invalid-output',
+      message,
+      ...(detail !== undefined ? { detail: detail.slice(0, 1000) } : {}),
+    });
+  }
+
+  private internalError(e: unknown): void {
+    process.stderr.write(`islet host: internal error: ${e instanceof Error ? e.stack : String(e)}\n`);
+    this.finish({ status: 'failed', kind: 'worker-exit', message: 'the sandbox host failed' });
+  }
+
+  private track<T>(task: Promise<T>): Promise<T> {
+    this.tasks.add(task);
+    const forget = () => {
+      this.tasks.delete(task);
+      // The isolate's turn ended: the calls it made go out together.
+      flush();
+    };
+    task.then(forget, forget);
+    return task;
+  }
+
+  private finish(done: HostDone): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearInterval(this.poll);
+    // In the first turn the program runs on this thread, under this very callback, and nothing
+    // deferred runs before it returns: a program that must not go on (past its output cap, an
+    // argument that cannot cross) is stopped here. The isolate stops at once; `start` then returns.
+    if (this.inFirstTurn && !this.programEnded && !this.isolate.isDisposed) this.isolate.dispose();
+    // Dispose first so the program runs no further, then report once the isolate's thread has
+    // really stopped: dispose() returns at once, but an uninterruptible builtin keeps running until
+    // it returns. If that takes too long, the engine's watchdog kills this process (worker-exit).
+    // Deferred: we may be inside a synchronous callback from the isolate's thread.
+    setImmediate(() => {
+      try {
+        this.prepared.startRef.release();
+        this.deliver.release();
+        this.context.release();
+        if (!this.isolate.isDisposed) this.isolate.dispose();
+      } catch {
+        // already disposed
+      }
+      void Promise.allSettled([...this.tasks]).then(() => {
+        this.flushLogs();
+        send({ t: 'done', ...done });
+        this.onFinished();
+      });
+    });
+  }
+}
