@@ -438,6 +438,31 @@ describe('stop outcomes', () => {
     expect((await engine.execute('return 2')).valueJson).toBe('2');
   });
 
+  it('a stop for a call the first turn made ends a program that never yields, at once', async () => {
+    // The line printed after the call takes the call along before the turn returns; the turn then
+    // spins on the host's own thread, which reads no `end`: the engine ends its host instead.
+    // A call started before it still settles before the run closes.
+    const started = performance.now();
+    const out = await engine.execute(
+      't("slow").catch(() => undefined); t("decide").catch(() => undefined); console.log("asked"); for (;;) {}',
+      {
+        bindings: ['t'],
+        onCall: async (call) => {
+          if (call.index === 1) return { type: 'stop', code: 'suspended', message: 'waiting for a decision' };
+          await sleep(300);
+          return ok();
+        },
+      },
+    );
+    expect(out.status).toBe('stopped');
+    expect(out.stop).toEqual({ code: 'suspended', message: 'waiting for a decision', atCall: 1 });
+    expect(out.failure).toBeUndefined();
+    expect(out.logs).toEqual([{ level: 'log', text: 'asked' }]);
+    expect(out.calls[0]!.outcome).toEqual(ok());
+    expect(performance.now() - started).toBeLessThan(900);
+    expect((await engine.execute('return 2')).valueJson).toBe('2');
+  });
+
   it('replay-mismatch and cancelled stop the same way', async () => {
     for (const code of ['replay-mismatch', 'cancelled'] as const) {
       const out = await engine.execute('await t(); return 1', {

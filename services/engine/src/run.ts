@@ -78,6 +78,8 @@ export class Run {
    * (`turn` or `done`): an `end` would wait for it. Its deadline is the budget's, kept there.
    */
   private hostInFirstTurn = false;
+  /** Killed to end the program inside its first turn: its exit is expected, not a failure. */
+  private hostKilledInFirstTurn = false;
   private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private residentTimer: NodeJS.Timeout | undefined;
@@ -283,8 +285,11 @@ export class Run {
         this.dropQueue();
         if (this.phase === 'running') {
           this.phase = 'ending';
-          this.host.send({ t: 'end', kind: 'stop' });
-          this.armWatchdog();
+          if (this.hostInFirstTurn) this.killHostInFirstTurn();
+          else {
+            this.host.send({ t: 'end', kind: 'stop' });
+            this.armWatchdog();
+          }
         }
       }
     } else if (this.phase === 'running') {
@@ -344,6 +349,10 @@ export class Run {
 
   private onHostExit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void {
     if (this.phase === 'done') return;
+    if (this.hostKilledInFirstTurn) {
+      this.maybeFinish();
+      return;
+    }
     if (this.hostDone !== undefined && this.phase === 'closing') {
       // The program had ended; only the host's idle process went away.
       this.hostReusable = false;
@@ -379,14 +388,24 @@ export class Run {
       return;
     }
     if (this.hostInFirstTurn && failure.kind !== 'timeout') {
-      // The host would read the `end` only when the program yields; the run ends now, as asked.
-      this.hostReusable = false;
-      this.host.kill();
+      // The run ends now, as asked (a deadline the host keeps itself).
+      this.killHostInFirstTurn();
       this.finish();
       return;
     }
     this.host.send({ t: 'end', kind: failure.kind });
     this.armWatchdog();
+  }
+
+  /**
+   * The host runs the program's first turn on its own thread and would read an `end` only when the
+   * program yields, which a busy one never does: the program is ended by ending its host.
+   */
+  private killHostInFirstTurn(): void {
+    this.hostKilledInFirstTurn = true;
+    this.hostInFirstTurn = false;
+    this.hostReusable = false;
+    this.host.kill();
   }
 
   private armWatchdog(): void {
@@ -409,7 +428,7 @@ export class Run {
       this.finish();
       return;
     }
-    if (this.phase === 'ending' && this.hostDone !== undefined) {
+    if (this.phase === 'ending' && (this.hostDone !== undefined || this.hostKilledInFirstTurn)) {
       if (this.stop !== undefined && this.inFlight.size > 0) return;
       this.finish();
       return;
