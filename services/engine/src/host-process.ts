@@ -51,6 +51,9 @@ export class HostProcess {
   private events: HostEvents | undefined;
   private stderr = '';
   private readonly exitWaiters: (() => void)[] = [];
+  /** The process exited and its output was read to the end (stdout closed). */
+  private closed = false;
+  private readonly closeWaiters: (() => void)[] = [];
 
   private constructor(child: ChildProcess, partition: string, frameLimits: FrameLimits) {
     this.child = child;
@@ -127,6 +130,11 @@ export class HostProcess {
         for (const w of host.exitWaiters.splice(0)) w();
         host.events?.onExit({ code, signal, stderr: host.stderr });
       });
+      // After `exit`, once what the process wrote has been read (its frames delivered).
+      child.on('close', () => {
+        host.closed = true;
+        for (const w of host.closeWaiters.splice(0)) w();
+      });
     });
   }
 
@@ -195,6 +203,12 @@ export class HostProcess {
   whenExited(): Promise<void> {
     if (this.exited) return Promise.resolve();
     return new Promise<void>((resolve) => this.exitWaiters.push(resolve));
+  }
+
+  /** Resolves when the process has exited and every frame it wrote was delivered. */
+  whenClosed(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise<void>((resolve) => this.closeWaiters.push(resolve));
   }
 
   /** Kills the process and resolves when it has exited. */

@@ -244,20 +244,31 @@ describe('abort', () => {
 
   it('an abort ends a first turn that never yields at once (its host is replaced), keeping the output', async () => {
     // The first turn runs on the host's own thread, which reads nothing until it returns: the
-    // engine kills the host instead of waiting for its deadline (none here) or the watchdog.
+    // engine kills the host instead of waiting for its deadline (none, or a minute) or the
+    // watchdog, and still reads what the host wrote before. The call goes out with the line
+    // printed after it (one write): the abort comes once both were written.
     for (const timeoutMs of [null, 60_000]) {
       const ac = new AbortController();
-      setTimeout(() => ac.abort('user pressed stop'), 150);
       const started = performance.now();
-      const out = await engine.execute('console.log("spinning"); for (;;) {}', {
+      const out = await engine.execute('t(); console.log("spinning"); for (;;) {}', {
         signal: ac.signal,
         limits: { timeoutMs },
+        bindings: ['t'],
+        onCall: async () => {
+          setTimeout(() => ac.abort('user pressed stop'), 50);
+          return ok();
+        },
       });
       expect(out.failure).toEqual({ kind: 'abort', message: 'the run was aborted: user pressed stop' });
       expect(out.logs).toEqual([{ level: 'log', text: 'spinning' }]);
       // Not the watchdog's grace (1000 ms) after the abort.
       expect(performance.now() - started).toBeLessThan(900);
     }
+    // A timed abort, whether or not the line was out by then: the same kind.
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 150);
+    const spun = await engine.execute('console.log("spinning"); for (;;) {}', { signal: ac.signal });
+    expect(spun.failure?.kind).toBe('abort');
     expect((await engine.execute('return 7')).valueJson).toBe('7');
   });
 

@@ -80,6 +80,8 @@ export class Run {
   private hostInFirstTurn = false;
   /** Killed to end the program inside its first turn: its exit is expected, not a failure. */
   private hostKilledInFirstTurn = false;
+  /** …and what it wrote before it died was read (or a grace passed): the run may close. */
+  private killedHostDrained = false;
   private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private residentTimer: NodeJS.Timeout | undefined;
@@ -328,7 +330,7 @@ export class Run {
     }
     this.hostDone = done;
     clearTimeout(this.watchdogTimer);
-    this.hostReusable = true;
+    this.hostReusable = !this.hostKilledInFirstTurn;
     this.dropQueue();
     if (this.phase === 'running') {
       // The program ended by itself: calls already started settle before the run closes.
@@ -349,10 +351,8 @@ export class Run {
 
   private onHostExit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void {
     if (this.phase === 'done') return;
-    if (this.hostKilledInFirstTurn) {
-      this.maybeFinish();
-      return;
-    }
+    // Killed on purpose: the run closes once its output was read (`killHostInFirstTurn`).
+    if (this.hostKilledInFirstTurn) return;
     if (this.hostDone !== undefined && this.phase === 'closing') {
       // The program had ended; only the host's idle process went away.
       this.hostReusable = false;
@@ -388,9 +388,8 @@ export class Run {
       return;
     }
     if (this.hostInFirstTurn && failure.kind !== 'timeout') {
-      // The run ends now, as asked (a deadline the host keeps itself).
+      // Ends now, as asked (a deadline the host keeps itself).
       this.killHostInFirstTurn();
-      this.finish();
       return;
     }
     this.host.send({ t: 'end', kind: failure.kind });
@@ -406,6 +405,17 @@ export class Run {
     this.hostInFirstTurn = false;
     this.hostReusable = false;
     this.host.kill();
+    // Lines the program printed before are still in the pipe: the run closes once they were read
+    // (the process's output closed), or after the watchdog's grace should that never happen.
+    const drained = () =>
+      this.guard(() => {
+        clearTimeout(this.watchdogTimer);
+        if (this.killedHostDrained) return;
+        this.killedHostDrained = true;
+        this.maybeFinish();
+      });
+    this.watchdogTimer = setTimeout(drained, this.p.watchdogGraceMs);
+    void this.host.whenClosed().then(drained);
   }
 
   private armWatchdog(): void {
@@ -428,7 +438,7 @@ export class Run {
       this.finish();
       return;
     }
-    if (this.phase === 'ending' && (this.hostDone !== undefined || this.hostKilledInFirstTurn)) {
+    if (this.phase === 'ending' && (this.hostDone !== undefined || this.killedHostDrained)) {
       if (this.stop !== undefined && this.inFlight.size > 0) return;
       this.finish();
       return;
