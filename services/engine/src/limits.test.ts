@@ -412,6 +412,13 @@ describe('unfinished calls', () => {
 });
 
 describe('stop outcomes', () => {
+  /** Call 1 is stopped (a decision to wait for); any other settles after 300 ms. */
+  const stopAtSecondCall = async (call: BindingCall): Promise<BindingOutcome> => {
+    if (call.index === 1) return { type: 'stop', code: 'suspended', message: 'waiting for a decision' };
+    await sleep(300);
+    return ok();
+  };
+
   it('a stop ends the run as stopped at that call; no further onCall; started calls settle; logs kept', async () => {
     const started: number[] = [];
     const out = await engine.execute(
@@ -425,9 +432,7 @@ describe('stop outcomes', () => {
         bindings: ['t'],
         onCall: async (call) => {
           started.push(call.index);
-          if (call.index === 1) return { type: 'stop', code: 'suspended', message: 'waiting for a decision' };
-          await sleep(300);
-          return ok();
+          return stopAtSecondCall(call);
         },
       },
     );
@@ -456,14 +461,7 @@ describe('stop outcomes', () => {
     const started = performance.now();
     const out = await engine.execute(
       't("slow").catch(() => undefined); t("decide").catch(() => undefined); console.log("asked"); for (;;) {}',
-      {
-        bindings: ['t'],
-        onCall: async (call) => {
-          if (call.index === 1) return { type: 'stop', code: 'suspended', message: 'waiting for a decision' };
-          await sleep(300);
-          return ok();
-        },
-      },
+      { bindings: ['t'], onCall: stopAtSecondCall },
     );
     expect(out.status).toBe('stopped');
     expect(out.stop).toEqual({ code: 'suspended', message: 'waiting for a decision', atCall: 1 });
