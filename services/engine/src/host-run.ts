@@ -47,7 +47,7 @@ export class HostRun {
   private firstTurnLines = 0;
   /** The program settled (`onDone`): nothing of it runs any more. */
   private programEnded = false;
-  /** Work running in the isolate's thread (program start, result deliveries with their microtasks). */
+  /** Work running on isolated-vm's thread: result deliveries with their microtasks. */
   private readonly tasks = new Set<Promise<unknown>>();
   private nextCallId = 0;
   private outputUsed = 0;
