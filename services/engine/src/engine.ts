@@ -233,7 +233,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (closed || !reusable || host.exited || spent || pool.length >= maxIdle) {
       if (!closed && (!reusable || host.exited || spent)) {
         // `crashed`: the host died under a run (a platform fault to page on); `killed`: the run
-        // left it unusable (the watchdog ended a runaway program: the tenant's doing, not ours).
+        // left it unusable (the watchdog ended a runaway program, an abort or stop ended one in its
+        // first turn, it passed its resident bound: the tenant's doing, not ours).
         const reason = crashed
           ? 'crashed'
           : !reusable || host.exited

@@ -172,7 +172,8 @@ export interface EngineStats {
 /**
  * Lifecycle of sandbox host processes, for metrics: `started` (ready for runs), `exited` (gone, for
  * any reason), `retired` (the engine replaced it: `crashed` when it died under a run (worker-exit),
- * `killed` after a run that left it unusable (the watchdog ended a runaway program), `max-runs`
+ * `killed` after a run that left it unusable (the watchdog ended a runaway program, an abort or a
+ * stop ended one inside its first turn, it passed its resident bound), `max-runs`
  * after `maxRunsPerProcess` runs). A process retired for being one idle host too many is
  * only `exited`.
  */
