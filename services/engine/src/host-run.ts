@@ -45,8 +45,6 @@ export class HostRun {
   private inFirstTurn = false;
   /** Lines printed in the first turn so far. */
   private firstTurnLines = 0;
-  /** The program settled (`onDone`): nothing of it runs any more. */
-  private programEnded = false;
   /** Work running on isolated-vm's thread: result deliveries with their microtasks. */
   private readonly tasks = new Set<Promise<unknown>>();
   private nextCallId = 0;
@@ -265,7 +263,6 @@ export class HostRun {
   }
 
   onDone(kind: unknown, a: unknown, b: unknown): void {
-    this.programEnded = true;
     try {
       if (this.finished) return;
       if (kind === 'value') {
@@ -350,9 +347,10 @@ export class HostRun {
     this.finished = true;
     clearInterval(this.poll);
     // In the first turn the program runs on this thread, under this very callback, and nothing
-    // deferred runs before it returns: a program that must not go on (past its output cap, an
-    // argument that cannot cross) is stopped here. The isolate stops at once; `start` then returns.
-    if (this.inFirstTurn && !this.programEnded && !this.isolate.isDisposed) this.isolate.dispose();
+    // deferred runs before it returns: the isolate is stopped here, at once, and `start` returns.
+    // Also when the program ended: work it left behind (a detached promise chain that spins) would
+    // otherwise hold the turn, and the run, until the deadline.
+    if (this.inFirstTurn && !this.isolate.isDisposed) this.isolate.dispose();
     // Dispose first so the program runs no further, then report once the isolate's thread has
     // really stopped: dispose() returns at once, but an uninterruptible builtin keeps running until
     // it returns. If that takes too long, the engine's watchdog kills this process (worker-exit).

@@ -129,6 +129,25 @@ describe('the time budget', () => {
     const out = await engine.execute('await new Promise(() => {})', { limits: { timeoutMs: 300 } });
     expect(out.failure?.kind).toBe('timeout');
   });
+
+  it('a program that returned completes at once, though work it left behind would spin on', async () => {
+    // The first turn runs on the host's thread: the spinning leftover would hold it until the
+    // deadline (and end the run as timeout) unless the program's end stops the isolate.
+    for (const [code, value] of [
+      ['(async () => { for (let i = 0; i < 5; i++) await null; for (;;) {} })(); return 1', '1'],
+      ['Promise.resolve().then(() => Promise.resolve()).then(() => { for (;;) {} }); return 2', '2'],
+      ['await t(); (async () => { for (let i = 0; i < 5; i++) await null; for (;;) {} })(); return 3', '3'],
+    ] as const) {
+      const started = performance.now();
+      const out = await engine.execute(code, {
+        bindings: ['t'],
+        onCall: async () => ok(),
+        limits: { timeoutMs: 5_000 },
+      });
+      expect(out.valueJson).toBe(value);
+      expect(performance.now() - started).toBeLessThan(2_000);
+    }
+  });
 });
 
 describe('memory', () => {
