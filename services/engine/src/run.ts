@@ -74,14 +74,13 @@ export class Run {
   private valueJson: string | undefined;
   private hostReusable = false;
   /**
-   * The host runs the program's first turn on its own thread and reads no frame until it returns
-   * (`turn` or `done`): an `end` would wait for it. Its deadline is the budget's, kept there.
+   * The program's first turn, which the host runs on its own thread and reads no frame meanwhile
+   * (an `end` would wait for it; its deadline is the budget's, kept there): `running` until the
+   * host says it returned (`turn` or `done`); `killed` when the engine ended the program by ending
+   * the host (its exit is expected, not a failure), `drained` once what that host wrote was read
+   * (or a grace passed) and the run may close.
    */
-  private hostInFirstTurn = false;
-  /** Killed to end the program inside its first turn: its exit is expected, not a failure. */
-  private hostKilledInFirstTurn = false;
-  /** …and what it wrote before it died was read (or a grace passed): the run may close. */
-  private killedHostDrained = false;
+  private firstTurn: 'pending' | 'running' | 'returned' | 'killed' | 'drained' = 'pending';
   private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private residentTimer: NodeJS.Timeout | undefined;
@@ -139,7 +138,7 @@ export class Run {
       outputCap: this.p.outputCap,
       ...(this.p.timeoutMs === null ? {} : { budgetMs: this.p.timeoutMs }),
     });
-    this.hostInFirstTurn = sent;
+    if (sent) this.firstTurn = 'running';
     if (!sent)
       this.finishNow({ kind: 'protocol', message: 'the program is too large for the sandbox channel' });
     else this.guardResident();
@@ -180,10 +179,10 @@ export class Run {
         this.onCallMessage(m);
         return;
       case 'turn':
-        this.hostInFirstTurn = false;
+        if (this.firstTurn === 'running') this.firstTurn = 'returned';
         return;
       case 'done':
-        this.hostInFirstTurn = false;
+        if (this.firstTurn === 'running') this.firstTurn = 'returned';
         this.onHostDone(m);
         return;
       default:
@@ -287,7 +286,7 @@ export class Run {
         this.dropQueue();
         if (this.phase === 'running') {
           this.phase = 'ending';
-          if (this.hostInFirstTurn) this.killHostInFirstTurn();
+          if (this.firstTurn === 'running') this.killHostInFirstTurn();
           else {
             this.host.send({ t: 'end', kind: 'stop' });
             this.armWatchdog();
@@ -330,7 +329,7 @@ export class Run {
     }
     this.hostDone = done;
     clearTimeout(this.watchdogTimer);
-    this.hostReusable = !this.hostKilledInFirstTurn;
+    this.hostReusable = this.firstTurn !== 'killed' && this.firstTurn !== 'drained';
     this.dropQueue();
     if (this.phase === 'running') {
       // The program ended by itself: calls already started settle before the run closes.
@@ -352,7 +351,7 @@ export class Run {
   private onHostExit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void {
     if (this.phase === 'done') return;
     // Killed on purpose: the run closes once its output was read (`killHostInFirstTurn`).
-    if (this.hostKilledInFirstTurn) return;
+    if (this.firstTurn === 'killed' || this.firstTurn === 'drained') return;
     if (this.hostDone !== undefined && this.phase === 'closing') {
       // The program had ended; only the host's idle process went away.
       this.hostReusable = false;
@@ -387,7 +386,7 @@ export class Run {
       this.finish();
       return;
     }
-    if (this.hostInFirstTurn && failure.kind !== 'timeout') {
+    if (this.firstTurn === 'running' && failure.kind !== 'timeout') {
       // Ends now, as asked (a deadline the host keeps itself).
       this.killHostInFirstTurn();
       return;
@@ -401,8 +400,7 @@ export class Run {
    * program yields, which a busy one never does: the program is ended by ending its host.
    */
   private killHostInFirstTurn(): void {
-    this.hostKilledInFirstTurn = true;
-    this.hostInFirstTurn = false;
+    this.firstTurn = 'killed';
     this.hostReusable = false;
     this.host.kill();
     // Lines the program printed before are still in the pipe: the run closes once they were read
@@ -410,8 +408,8 @@ export class Run {
     const drained = () =>
       this.guard(() => {
         clearTimeout(this.watchdogTimer);
-        if (this.killedHostDrained) return;
-        this.killedHostDrained = true;
+        if (this.firstTurn !== 'killed') return;
+        this.firstTurn = 'drained';
         this.maybeFinish();
       });
     this.watchdogTimer = setTimeout(drained, this.p.watchdogGraceMs);
@@ -438,7 +436,7 @@ export class Run {
       this.finish();
       return;
     }
-    if (this.phase === 'ending' && (this.hostDone !== undefined || this.killedHostDrained)) {
+    if (this.phase === 'ending' && (this.hostDone !== undefined || this.firstTurn === 'drained')) {
       if (this.stop !== undefined && this.inFlight.size > 0) return;
       this.finish();
       return;
