@@ -41,9 +41,10 @@ interface HostCallbacks {
 /** The harness's `__islet_*` globals; one list for runs and the warm-up isolate alike. */
 function installCallbacks(context: ivm.Context, cb: HostCallbacks): void {
   const jail = context.global;
-  // Log lines and calls are handed over without the isolate's thread waiting (`ignored`): they
-  // run here in order, before the end of the isolate's turn (one task queue, first in, first
-  // out), and the harness waits (`…_wait`) often enough to bound what is queued.
+  // In later turns (call results, on isolated-vm's thread) log lines and calls are handed over
+  // without that thread waiting (`ignored`): they run here in order, before the end of the turn
+  // (one task queue, first in, first out), and the harness waits (`…_wait`) often enough to bound
+  // what is queued. In the first turn, on this thread, the harness uses only the waited ones.
   jail.setSync('__islet_log', new ivm.Callback(cb.log, { ignored: true }));
   jail.setSync('__islet_log_wait', new ivm.Callback(cb.log, { sync: true }));
   jail.setSync('__islet_call', new ivm.Callback(cb.call, { ignored: true }));
