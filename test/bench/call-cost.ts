@@ -6,13 +6,15 @@
  * call: the round trip (against a trivial run's p50), CPU by process (/proc, as the cluster bench's
  * CPU row), the gateway's own serving time (`islet_binding_call_duration_seconds`), Redis commands
  * (INFO commandstats, with their mean server time), and the runner's requests by route (a lone call
- * or a batch).
+ * or a batch). Sequential calls are also read against what a lone call's messages alone cost on
+ * this machine (`message-floor.ts`, measured before the cluster starts).
  */
 import { createServer } from 'node:http';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { cpuMsOfDescendants, measure, parallelCalls, sequentialCalls } from './baselines.ts';
+import { messageFloor } from './message-floor.ts';
 
 const CALLS = Number(process.env.CALLS ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -30,6 +32,8 @@ const commandStats = (info: string) =>
     ]),
   );
 
+// Before the cluster starts, so nothing else runs meanwhile.
+const floor = PARALLEL ? undefined : await messageFloor();
 const app = createServer((req, res) => {
   req.resume();
   req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
@@ -111,6 +115,14 @@ try {
     `round trip per call: ${((withCalls.p50 - trivial.p50) / (PARALLEL ? 1 : CALLS)).toFixed(3)} ms` +
       ` (${PARALLEL ? 'the whole Promise.all' : 'one call'}; run p50 ${withCalls.p50.toFixed(2)} ms, trivial ${trivial.p50.toFixed(2)} ms)`,
   );
+  if (floor) {
+    const perCall = (withCalls.p50 - trivial.p50) / CALLS;
+    console.log(
+      `a lone call's messages alone: ${floor.callMs.toFixed(3)} ms (2 TCP round trips of ${floor.tcpMs.toFixed(3)}, ` +
+        `2 fsync'd writes of ${floor.fsyncWriteMs.toFixed(3)}, a pipe round trip of ${floor.pipeMs.toFixed(3)}); ` +
+        `the round trip is ${(perCall / floor.callMs).toFixed(2)}x that`,
+    );
+  }
   const cpu = Object.entries(after.cpu).map(
     ([kind, ms]) => `${kind} ${((ms - (before.cpu[kind] ?? 0)) / calls).toFixed(3)}`,
   );

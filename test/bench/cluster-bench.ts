@@ -4,7 +4,9 @@
  * dispose), a node process spawned per run, the engine in-process — so a loaded machine shifts
  * both sides alike. Then the cluster over HTTP with `Prefer: wait`, Redis commands per run (against
  * BullMQ alone carrying the same load, `bullmq-floor.ts`), idle sandbox host memory, slots held by
- * runs waiting for a decision, and a per-stage breakdown of a run.
+ * runs waiting for a decision, and a per-stage breakdown of a run. The one-client p50 and the
+ * binding call's round trip are also read against what their messages alone cost on this machine
+ * (`message-floor.ts`).
  *
  * BENCH_SECONDS (default 3): seconds per measured mode. BENCH_SLOTS: runner concurrency (default 4).
  * BENCH_JSON=<file>: also write the figures as JSON (the ratio guard test reads it).
@@ -20,10 +22,12 @@ async function main(): Promise<void> {
   const { engineBaseline, rawIsolateBaseline, spawnBaseline } = await import('./baselines.ts');
   const { clusterFigures } = await import('./cluster-figures.ts');
   const { bullmqCommandsPerJob } = await import('./bullmq-floor.ts');
+  const { messageFloor } = await import('./message-floor.ts');
   const started = performance.now();
   const raw = await rawIsolateBaseline(SECONDS);
   const spawned = await spawnBaseline(QUICK ? SECONDS / 2 : SECONDS, QUICK ? 2 : 5);
   const engine = await engineBaseline(SECONDS, QUICK);
+  const floor = await messageFloor(QUICK ? 100 : 300);
   const cluster = await clusterFigures(SECONDS, QUICK);
   const bullmqPerJob = QUICK ? Number.NaN : await bullmqCommandsPerJob(cluster.slots);
   // The raw baseline again after the cluster ran: the machine's load may have moved; use the mean.
@@ -52,7 +56,7 @@ async function main(): Promise<void> {
     [
       'one client sequential p50 / p99 (ms)',
       `${f(cluster.sequential.p50)} / ${f(cluster.sequential.p99)}`,
-      `${x(cluster.sequential.p50 / raw.p50)} raw p50`,
+      `${x(cluster.sequential.p50 / raw.p50)} raw p50, ${x(cluster.sequential.p50 / floor.runMs)} its messages'`,
       '≤ 5 / ≤ 25 ms',
     ],
     [
@@ -70,7 +74,7 @@ async function main(): Promise<void> {
     [
       'binding call round trip p50 (ms)',
       f(cluster.callMs),
-      `${x(cluster.callMs / Math.max(engine.callMs, 0.01))} engine's ${f(engine.callMs)} ms`,
+      `${x(cluster.callMs / Math.max(engine.callMs, 0.01))} engine's ${f(engine.callMs)} ms, ${x(cluster.callMs / floor.callMs)} its messages'`,
       '≤ 1 ms',
     ],
     [
@@ -106,9 +110,13 @@ async function main(): Promise<void> {
       `spawn-per-run ${f(spawned.perSec, 1)}/s (p50 ${f(spawned.p50, 1)} ms); ` +
       `engine ${f(engine.sequential.perSec, 1)}/s (p50 ${f(engine.sequential.p50)} / p99 ${f(engine.sequential.p99)} ms)`,
   );
-  console.log(`${'figure'.padEnd(56)}${'value'.padStart(16)}  ${'ratio'.padEnd(36)}goal`);
+  console.log(
+    `messages alone (p50 round trips to idle processes): loopback TCP ${f(floor.tcpMs, 3)} ms, pipe ${f(floor.pipeMs, 3)} ms, ` +
+      `fsync'd Redis write ${f(floor.fsyncWriteMs, 3)} ms; a sequential run's ${f(floor.runMs)} ms, a lone call's ${f(floor.callMs)} ms (message-floor.ts)`,
+  );
+  console.log(`${'figure'.padEnd(56)}${'value'.padStart(16)}  ${'ratio'.padEnd(60)}goal`);
   for (const [name, value, ratio, goal] of rows)
-    console.log(`${name.padEnd(56)}${value.padStart(16)}  ${ratio.padEnd(36)}${goal}`);
+    console.log(`${name.padEnd(56)}${value.padStart(16)}  ${ratio.padEnd(60)}${goal}`);
   console.log(`Redis commands per run, top: ${cluster.redisTopCommands}`);
   console.log(`stages of a sequential run (${cluster.sequential.runs} runs)             mean ms   p50 ms`);
   for (const s of cluster.stages)
@@ -117,7 +125,7 @@ async function main(): Promise<void> {
   if (process.env.BENCH_JSON)
     writeFileSync(
       process.env.BENCH_JSON,
-      JSON.stringify({ raw, raw2, rawPerSec, spawned, engine, cluster, bullmqPerJob }, null, 2),
+      JSON.stringify({ raw, raw2, rawPerSec, spawned, engine, floor, cluster, bullmqPerJob }, null, 2),
     );
 }
 

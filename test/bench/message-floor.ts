@@ -1,0 +1,110 @@
+/**
+ * What the messages of a run and of a binding call cost at the least on this machine, with none of
+ * Islet's work in them: the p50 round trip to an idle echo process over loopback TCP and over a
+ * pipe, and of a one-key write to a redis-server with `appendfsync always` (Redis answers after its
+ * fsync, as the cluster's does). Each round trip starts after a 1 ms pause, as in a sequential
+ * run, where every process sleeps between its messages (a hot loop reads faster than any run sees).
+ *
+ * A sequential trivial run's path, message by message: client → gateway and back (one TCP round
+ * trip), the admission script with BullMQ's add, the marker waking the runner (half a round trip),
+ * `moveToActive`, `beginAttempt`, the sandbox host (a pipe round trip), and the end script whose
+ * publish wakes the gateway: 1.5 TCP round trips, 4 fsync'd writes, 1 pipe round trip. A lone
+ * binding call's: runner → gateway and back, the claim, the App and back, the outcome, the host:
+ * 2 TCP round trips, 2 fsync'd writes, 1 pipe round trip. The bench's figures divided by these
+ * floors say how much of them is the processes' own work (CPU per message), not the messages.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { startRedis } from '@islet/testkit';
+import { Redis } from 'ioredis';
+import { pct } from './baselines.ts';
+
+export interface MessageFloor {
+  /** p50 round trip to an idle node process over loopback TCP, ms. */
+  tcpMs: number;
+  /** p50 round trip to an idle node process over a pipe (stdin → stdout), ms. */
+  pipeMs: number;
+  /** p50 of a SET to an idle redis-server with `appendfsync always`, ms (its fsync included). */
+  fsyncWriteMs: number;
+  /** 1.5 TCP round trips + 4 fsync'd writes + 1 pipe round trip, ms. */
+  runMs: number;
+  /** 2 TCP round trips + 2 fsync'd writes + 1 pipe round trip, ms. */
+  callMs: number;
+}
+
+const PAUSE_MS = 1;
+
+async function p50Of(rounds: number, once: () => Promise<unknown>): Promise<number> {
+  for (let i = 0; i < 20; i++) await once();
+  const lat: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    await new Promise((r) => setTimeout(r, PAUSE_MS));
+    const t = performance.now();
+    await once();
+    lat.push(performance.now() - t);
+  }
+  return pct(lat, 50);
+}
+
+function echoChild(source: string): ChildProcess {
+  return spawn(process.execPath, ['-e', source], { stdio: ['pipe', 'pipe', 'inherit'] });
+}
+
+/** One byte out, the first chunk back. */
+function roundTrip(write: (b: string) => void, readable: NodeJS.ReadableStream): () => Promise<void> {
+  return () =>
+    new Promise<void>((resolve) => {
+      readable.once('data', () => resolve());
+      write('x');
+    });
+}
+
+export async function messageFloor(rounds = 300): Promise<MessageFloor> {
+  const tcpEcho = echoChild(
+    "const s = require('net').createServer((c) => { c.setNoDelay(true); c.on('data', (d) => c.write(d)); });" +
+      "s.listen(0, '127.0.0.1', () => process.stdout.write(`${s.address().port}\\n`));",
+  );
+  const pipeEcho = echoChild("process.stdin.on('data', (d) => process.stdout.write(d));");
+  const redisServer = await startRedis({ appendFsync: 'always' }).catch((e: unknown) => {
+    tcpEcho.kill('SIGKILL');
+    pipeEcho.kill('SIGKILL');
+    throw e;
+  });
+  const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
+  let socket: ReturnType<typeof connect> | undefined;
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      tcpEcho.once('exit', () => reject(new Error('the TCP echo process ended')));
+      tcpEcho.stdout!.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
+    });
+    const s = connect(port, '127.0.0.1');
+    socket = s;
+    s.setNoDelay(true);
+    await new Promise<void>((resolve, reject) => {
+      s.once('connect', resolve);
+      s.once('error', reject);
+    });
+    const tcpMs = await p50Of(
+      rounds,
+      roundTrip((b) => s.write(b), s),
+    );
+    const pipeMs = await p50Of(
+      rounds,
+      roundTrip((b) => pipeEcho.stdin!.write(b), pipeEcho.stdout!),
+    );
+    const fsyncWriteMs = await p50Of(rounds, () => redis.set('floor', 'x'));
+    return {
+      tcpMs,
+      pipeMs,
+      fsyncWriteMs,
+      runMs: 1.5 * tcpMs + 4 * fsyncWriteMs + pipeMs,
+      callMs: 2 * tcpMs + 2 * fsyncWriteMs + pipeMs,
+    };
+  } finally {
+    socket?.destroy();
+    redis.disconnect();
+    tcpEcho.kill('SIGKILL');
+    pipeEcho.kill('SIGKILL');
+    await redisServer.stop();
+  }
+}
