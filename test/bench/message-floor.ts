@@ -13,9 +13,9 @@
  * 2 TCP round trips, 2 fsync'd writes, 1 pipe round trip. The bench's figures divided by these
  * floors say how much of them is the processes' own work (CPU per message), not the messages.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
-import { startRedis } from '@islet/testkit';
+import { spawnOwned, startRedis, stopOwned } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { pct } from './baselines.ts';
 
@@ -46,8 +46,9 @@ async function p50Of(rounds: number, once: () => Promise<unknown>): Promise<numb
   return pct(lat, 50);
 }
 
+/** Owned: it dies with this process whatever happens (the TCP echo would otherwise listen on). */
 function echoChild(source: string): ChildProcess {
-  return spawn(process.execPath, ['-e', source], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return spawnOwned(process.execPath, ['-e', source], { stdio: ['pipe', 'pipe', 'inherit'] });
 }
 
 /** One byte out, the first chunk back. */
@@ -65,9 +66,8 @@ export async function messageFloor(rounds = 300): Promise<MessageFloor> {
       "s.listen(0, '127.0.0.1', () => process.stdout.write(`${s.address().port}\\n`));",
   );
   const pipeEcho = echoChild("process.stdin.on('data', (d) => process.stdout.write(d));");
-  const redisServer = await startRedis({ appendFsync: 'always' }).catch((e: unknown) => {
-    tcpEcho.kill('SIGKILL');
-    pipeEcho.kill('SIGKILL');
+  const redisServer = await startRedis({ appendFsync: 'always' }).catch(async (e: unknown) => {
+    await Promise.all([stopOwned(tcpEcho), stopOwned(pipeEcho)]);
     throw e;
   });
   const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
@@ -103,8 +103,6 @@ export async function messageFloor(rounds = 300): Promise<MessageFloor> {
   } finally {
     socket?.destroy();
     redis.disconnect();
-    tcpEcho.kill('SIGKILL');
-    pipeEcho.kill('SIGKILL');
-    await redisServer.stop();
+    await Promise.all([stopOwned(tcpEcho), stopOwned(pipeEcho), redisServer.stop()]);
   }
 }
