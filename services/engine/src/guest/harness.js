@@ -2,7 +2,7 @@
 // host callbacks off the global object, builds the program's environment (apps, flat tools, console,
 // fixed clock, seeded Math.random), removes what a program must not have, and leaves exactly two
 // entry points for the host: __islet_start(code, configJson, onHostThread) and
-// __islet_deliver(id, kind, a, b).
+// __islet_deliver(id, kind, a, b, c).
 // Everything crossing to the host is a string made here; the host re-checks every string, so a
 // program that tampers with this harness can only lie about its own values.
 (() => {
