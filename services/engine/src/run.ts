@@ -138,10 +138,12 @@ export class Run {
       outputCap: this.p.outputCap,
       ...(this.p.timeoutMs === null ? {} : { budgetMs: this.p.timeoutMs }),
     });
-    if (sent) this.firstTurn = 'running';
-    if (!sent)
+    if (!sent) {
       this.finishNow({ kind: 'protocol', message: 'the program is too large for the sandbox channel' });
-    else this.guardResident();
+      return result;
+    }
+    this.firstTurn = 'running';
+    this.guardResident();
     return result;
   }
 
