@@ -5,7 +5,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+import { RUN_CODE_LIMITS, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import { z } from 'zod';
 import { redisConfigProblems, redisConfigShape } from './redis-connection.ts';
 import { resolveSecretFiles } from './secret-files.ts';
@@ -104,9 +104,14 @@ export const configSchema = z.object({
   ISLET_JOURNAL_ARGS_KEY: z.string().min(16).optional(),
   /**
    * The run_code ceiling of this deployment, ms: a longer `timeoutMs` is capped to it (the run_code
-   * document: "a lower ceiling can apply in some setups"). Never above 600000.
+   * document: "a lower ceiling can apply in some setups"). Never above RUN_CODE_LIMITS.maxTimeoutMs.
    */
-  ISLET_RUN_CODE_MAX_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(600_000),
+  ISLET_RUN_CODE_MAX_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(RUN_CODE_LIMITS.maxTimeoutMs)
+    .default(RUN_CODE_LIMITS.maxTimeoutMs),
   /**
    * What this setup's program runtime can honour. `false` makes a request carrying the control
    * fail with `timeoutMs is not available for this PTC runtime` / `sandbox_permissions is not

@@ -4,13 +4,14 @@
  * racing cannot both win; a `code-mode` run snapshots them at creation (`run.request.limits`), so every execution
  * and replay of that run uses the same limits.
  */
+import { RUN_CODE_LIMITS } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { channels, keys } from './keys.ts';
 
 export const codeModeSettingsSchema = z.object({
   enabled: z.boolean(),
-  timeoutMs: z.number().int().positive().max(600_000),
+  timeoutMs: z.number().int().positive().max(RUN_CODE_LIMITS.maxTimeoutMs),
   memoryMb: z.number().int().min(8).max(4096),
   outputBytes: z.number().int().min(1024).max(67_108_864),
 });

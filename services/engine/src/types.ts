@@ -32,11 +32,11 @@ export interface LogLine {
 }
 
 export interface RunLimits {
-  /** Time budget in ms. Default 120000; capped at 600000. `null` = no deadline (workflows only). */
+  /** Time budget in ms. Default and ceiling: protocol's RUN_CODE_LIMITS. `null` = no deadline (workflows only). */
   timeoutMs?: number | null;
   /** Whether time spent waiting for binding calls counts. Default `elapsed` (run_code). */
   timeBudget?: TimeBudget;
-  /** Isolate heap ceiling in MiB. Default 512. */
+  /** Isolate heap ceiling in MiB. Default RUN_CODE_LIMITS.memoryMb. */
   memoryMb?: number;
   /**
    * Output cap in bytes (UTF-8 of the log lines' text, JSON text of the value). Default and most

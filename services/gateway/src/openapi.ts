@@ -2,14 +2,20 @@
 
 import { MAX_LIST_LIMIT, skillRequestSchema } from '@islet/kernel-sandbox';
 import { mcpSettingsSchema } from '@islet/mcp';
-import { codeRunRecordSchema, PROBLEM_BASE, SANDBOX_MODES } from '@islet/protocol';
+import {
+  codeRunRecordSchema,
+  PROBLEM_BASE,
+  RUN_CODE_LIMITS,
+  RUN_STYLE_RULES,
+  runStyleTableMarkdown,
+  SANDBOX_MODES,
+} from '@islet/protocol';
 import { runPolicySchema } from '@islet/runs';
 import { z } from 'zod';
 import { connectionInputSchema } from './connections.ts';
 import { decisionAnswerSchema } from './routes/decisions.ts';
 import { settingsPatchSchema } from './routes/settings.ts';
 import { runPlacementSchema } from './run-request.ts';
-import { RUN_STYLE_RULES, runStyleTableMarkdown } from './run-styles.ts';
 
 const runRequest = z
   .object({
@@ -21,7 +27,7 @@ const runRequest = z
       .nullable()
       .optional()
       .describe(
-        'run_code only: time budget in ms (default 120000, capped at the ceiling). null = no deadline, for a principal with the workflows scope.',
+        `run_code only: time budget in ms (default ${RUN_CODE_LIMITS.defaultTimeoutMs}, capped at the ceiling). null = no deadline, for a principal with the workflows scope.`,
       ),
     sandbox_permissions: z
       .enum(SANDBOX_MODES)

@@ -5,8 +5,14 @@
  * declares them).
  */
 import type { IsletConfig } from '@islet/core';
-import { parseRunCodeRequest, type RunCodeCapabilities, type RunCodeRequest } from '@islet/protocol';
-import { RUN_STYLES, type RunStyle } from '@islet/runs';
+import {
+  APPROVAL_MODES,
+  parseRunCodeRequest,
+  RUN_STYLES,
+  type RunCodeCapabilities,
+  type RunCodeRequest,
+  type RunStyle,
+} from '@islet/protocol';
 import { z } from 'zod';
 
 export type RunCodeFields = RunCodeRequest;
@@ -44,6 +50,6 @@ export const runPlacementSchema = z.object({
   /** Absent: every App (connection) of the tenant. */
   connections: z.array(id).max(100).optional(),
   /** How a call needing a decision waits: `stop` (replay after it) or `hold` (in place). Default: the style's. */
-  approval: z.enum(['hold', 'stop']).optional(),
+  approval: z.enum(APPROVAL_MODES).optional(),
 });
 export type RunPlacement = z.infer<typeof runPlacementSchema> & { style?: RunStyle };

@@ -7,22 +7,23 @@ import { createHash, randomUUID } from 'node:crypto';
 import { keys, principalOf } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import {
+  type ApprovalMode,
   type CodeRunRecord,
   isFinalStatus,
+  RUN_CODE_LIMITS,
+  type RunStyle,
   requestTimeoutMs,
   SANDBOX_MODES,
   type SandboxMode,
 } from '@islet/protocol';
 import {
   type AdmissionRateCount,
-  type ApprovalMode,
   type BindingSpec,
   createRunPolicyStore,
   decisionView,
   ESCALATION_INDEX,
   type JournalCallView,
   type RunLimitsSnapshot,
-  type RunStyle,
   runJobOptions,
   type StoredRun,
 } from '@islet/runs';
@@ -46,9 +47,6 @@ export interface SubmitInput {
   noDeadline?: boolean;
 }
 
-/** The run_code document's limits: 512 MiB heap, 64 MiB shared by lines and value. */
-const RUN_CODE_MEMORY_MB = 512;
-const RUN_CODE_OUTPUT_BYTES = 67_108_864;
 /** The mode a run_code run has unless it asks for a wider one. */
 const BASE_MODE: SandboxMode = 'read-only';
 
@@ -333,8 +331,8 @@ export function createRunsService(deps: GatewayDeps) {
     }
     return {
       timeoutMs: input.noDeadline ? null : requestTimeoutMs(f, runtimeCapabilities(config)),
-      memoryMb: RUN_CODE_MEMORY_MB,
-      outputBytes: RUN_CODE_OUTPUT_BYTES,
+      memoryMb: RUN_CODE_LIMITS.memoryMb,
+      outputBytes: RUN_CODE_LIMITS.outputBytes,
       outputCap: 'shared',
     };
   }

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { SANDBOX_MODES } from './kinds.ts';
+import { runCodeTimeoutMs } from './run-styles.ts';
 
 export const RUN_CODE_REFUSALS = {
   code: 'invalid code: expected a non-empty string',
@@ -22,10 +23,6 @@ export const RUN_CODE_REFUSALS = {
   timeoutMsUnavailable: 'timeoutMs is not available for this PTC runtime',
   sandboxPermissionsUnavailable: 'sandbox_permissions is not available for this PTC runtime',
 } as const;
-
-/** The run_code time budget: default and ceiling, ms. */
-export const RUN_CODE_DEFAULT_TIMEOUT_MS = 120_000;
-export const RUN_CODE_MAX_TIMEOUT_MS = 600_000;
 
 const nonEmpty = (s: string) => s.trim().length > 0;
 
@@ -53,7 +50,7 @@ export interface RunCodeCapabilities {
   timeoutMs?: boolean;
   /** The runtime can run a program with wider file access. Default true. */
   sandboxPermissions?: boolean;
-  /** A lower ceiling for this setup, ms (never above 600000). */
+  /** A lower ceiling for this setup, ms (never above RUN_CODE_LIMITS.maxTimeoutMs). */
   maxTimeoutMs?: number;
 }
 
@@ -102,9 +99,7 @@ export function parseRunCodeRequest<S extends z.ZodType<RunCodeRequest> = typeof
   if (value.justification !== undefined && value.sandbox_permissions === undefined) {
     return { ok: false, refusal: RUN_CODE_REFUSALS.justificationWithoutEscalation };
   }
-  if (value.timeoutMs !== undefined) {
-    value.timeoutMs = Math.min(value.timeoutMs, timeoutCeilingMs(capabilities));
-  }
+  if (value.timeoutMs !== undefined) value.timeoutMs = requestTimeoutMs(value, capabilities);
   return { ok: true, value };
 }
 
@@ -118,9 +113,5 @@ export function requestTimeoutMs(
   request: Pick<RunCodeRequest, 'timeoutMs'>,
   capabilities: RunCodeCapabilities = {},
 ) {
-  return Math.min(request.timeoutMs ?? RUN_CODE_DEFAULT_TIMEOUT_MS, timeoutCeilingMs(capabilities));
-}
-
-function timeoutCeilingMs(capabilities: RunCodeCapabilities): number {
-  return Math.min(RUN_CODE_MAX_TIMEOUT_MS, capabilities.maxTimeoutMs ?? RUN_CODE_MAX_TIMEOUT_MS);
+  return runCodeTimeoutMs(request.timeoutMs, capabilities.maxTimeoutMs);
 }

@@ -5,10 +5,10 @@
  * answer carries the journal's `deliverySeq`, which the runner's replaying handler uses to deliver
  * outcomes in journal order. Any gateway replica may run it for any call.
  */
-import type { BindingOutcome, SandboxMode } from '@islet/protocol';
+import { type ApprovalMode, type BindingOutcome, RUN_CODE_LIMITS, type SandboxMode } from '@islet/protocol';
 import { JournalConflictError } from './call-journal.ts';
 import type { DecisionStore } from './decision-store.ts';
-import type { ApprovalMode, DecisionRecord } from './decision-types.ts';
+import type { DecisionRecord } from './decision-types.ts';
 import { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 import type { CallJournal, CallSource, CompletionEvent } from './types.ts';
 
@@ -37,7 +37,7 @@ export interface ProcessCallInput {
   policy: 'allow' | 'ask' | 'deny';
   /** How an `ask` waits: `stop` ends the execution and replays later; `hold` waits in place. */
   approval: ApprovalMode;
-  /** Longest wait in place for a decision (the run's remaining budget), ms. Default 600000. */
+  /** Longest wait in place for a decision (the run's remaining budget), ms. Default: the run_code ceiling. */
   holdTimeoutMs?: number;
   /** The runner retries this call after losing the gateway that held it. */
   takeover?: boolean;
@@ -213,7 +213,7 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
             };
           }
           const waitOptions: { timeoutMs: number; signal?: AbortSignal } = {
-            timeoutMs: input.holdTimeoutMs ?? 600_000,
+            timeoutMs: input.holdTimeoutMs ?? RUN_CODE_LIMITS.maxTimeoutMs,
           };
           if (input.signal) waitOptions.signal = input.signal;
           const answered = await decisions.waitForAnswer(run.id, call.index, waitOptions);

@@ -1,4 +1,6 @@
-import type { SandboxMode } from '@islet/protocol';
+import type { ApprovalMode, SandboxMode } from '@islet/protocol';
+
+export type { ApprovalMode };
 
 /** `code.index` of a run's wider-access request (`sandbox_permissions`): it precedes every call. */
 export const ESCALATION_INDEX = -1;
@@ -21,8 +23,6 @@ export interface DecisionRequest {
   expiresAt: number;
 }
 
-export const APPROVAL_MODES = ['hold', 'stop'] as const;
-export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 export type DecisionState = 'pending' | 'allowed' | 'denied' | 'expired';
 
 export interface DecisionAnswer {

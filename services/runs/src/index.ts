@@ -29,12 +29,6 @@ export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
-  RUN_STYLES,
-  type RunStyle,
-  resolveApproval,
-  resolveTimeBudget,
-} from './policy-defaults.ts';
-export {
   createReplayingHandler,
   type LiveOutcome,
   type ReplayingHandler,

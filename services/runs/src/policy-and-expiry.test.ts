@@ -2,22 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
 import { createDecisionStore } from './decision-store.ts';
 import type { DecisionRecord } from './decision-types.ts';
-import { resolveApproval, resolveTimeBudget } from './policy-defaults.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
 import { useSuiteRedis } from './test-redis.ts';
 import { createTestSealer } from './test-sealer.ts';
-
-describe('approval and time-budget defaults', () => {
-  it('holds run_code-style calls and stops Code Mode runs unless the request or tenant says otherwise', () => {
-    expect(resolveApproval('run_code')).toBe('hold');
-    expect(resolveApproval('code-mode')).toBe('stop');
-    expect(resolveApproval('code-mode', undefined, 'hold')).toBe('hold');
-    expect(resolveApproval('run_code', 'stop', 'hold')).toBe('stop');
-    expect(resolveTimeBudget('run_code')).toBe('elapsed');
-    expect(resolveTimeBudget('code-mode')).toBe('excluding-binding-waits');
-    expect(resolveTimeBudget('code-mode', 'elapsed')).toBe('elapsed');
-  });
-});
 
 describe('decision expiry sweeper', () => {
   const r = useSuiteRedis();
