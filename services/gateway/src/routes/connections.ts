@@ -67,12 +67,10 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (res.connection.kind === 'mcp') ctx.mcpApps.watch(tenant, res.connection);
       reply.header('location', `/v1/connections/${res.connection.id}`);
       // The signing secret is shown here and after a rotation, never again.
-      return reply
-        .code(201)
-        .send({
-          ...view(res.connection),
-          ...(res.signingSecret ? { signingSecret: res.signingSecret } : {}),
-        });
+      return reply.code(201).send({
+        ...view(res.connection),
+        ...(res.signingSecret ? { signingSecret: res.signingSecret } : {}),
+      });
     });
     app.post(
       '/v1/connections/:id/signing-secret/rotate',
