@@ -98,6 +98,13 @@ async function call(conn: { id: string; slug: string }, tool: string, args: unkn
 }
 
 describe('signing (Standard Webhooks)', () => {
+  it('the /docs page carries the HTTP App contract (docs/apps.md)', async () => {
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    expect(doc.info.description).toContain('## Write an App: the HTTP App contract');
+    expect(doc.info.description).toContain('### 3. Verify the signature');
+    expect(doc.paths['/v1/connections/{id}/signing-secret/rotate'].post).toBeDefined();
+  });
+
   it('signs exactly as the spec and the standardwebhooks package do', () => {
     const secret = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
     const at = new Date(1_792_486_800_000);
@@ -152,7 +159,7 @@ describe('signing (Standard Webhooks)', () => {
       expect(read.statusCode).toBe(200);
       expect(read.body).not.toContain(TOKEN);
       expect(read.body).not.toContain(conn.signingSecret);
-      expect(read.body).not.toContain('sealed');
+      expect(read.body).not.toMatch(/sealedHeaders|sealedSigning/);
     }
     const one = reads[1]!.json();
     expect(one.headers).toEqual(['Authorization', 'X-Api-Key']);
@@ -302,5 +309,69 @@ describe("an App's answer the program can act on", () => {
       type: 'result',
       valueJson: '{"x":0.1,"big":100000000000000000000,"max":9007199254740991,"s":"9007199254740993"}',
     });
+  });
+});
+
+describe('arguments checked against the tool inputSchema before anything is sent', () => {
+  it('names the field, nothing reaches the App, and an ask tool asks nobody', async () => {
+    const schema = {
+      type: 'object',
+      required: ['customer', 'amountCents'],
+      additionalProperties: false,
+      properties: { customer: { type: 'string' }, amountCents: { type: 'integer', minimum: 1 } },
+    };
+    const created = await app.inject({
+      method: 'POST',
+      url: '/v1/connections',
+      headers: auth,
+      payload: {
+        name: 'Checked',
+        kind: 'http',
+        url: `${base}/app`,
+        tools: [
+          { name: 'create_invoice', inputSchema: schema },
+          { name: 'pay', inputSchema: schema, policy: 'ask' },
+        ],
+      },
+    });
+    const conn = created.json() as { id: string; slug: string; signingSecret: string };
+    handler = createApp({ secrets: [conn.signingSecret] });
+    const before = seen.length;
+    const cases: Array<[string, unknown, string]> = [
+      [
+        'create_invoice',
+        { customer: 'ada', amountCents: '12' },
+        'invalid arguments for apps.checked.create_invoice: arguments.amountCents must be integer',
+      ],
+      [
+        'create_invoice',
+        { amountCents: 3 },
+        'invalid arguments for apps.checked.create_invoice: arguments.customer is required',
+      ],
+      [
+        'create_invoice',
+        null,
+        'invalid arguments for apps.checked.create_invoice: arguments.customer is required; arguments.amountCents is required',
+      ],
+      [
+        'pay',
+        { customer: 'ada', amountCents: 5, note: 'x' },
+        'invalid arguments for apps.checked.pay: arguments.note is not a field of this tool',
+      ],
+    ];
+    for (const [tool, args, message] of cases) {
+      const { outcome } = await call(conn, tool, args);
+      expect(outcome).toMatchObject({
+        type: 'error',
+        name: 'AppCallFailed',
+        message,
+        details: { reason: 'invalid-arguments' },
+      });
+    }
+    expect(seen.length).toBe(before);
+    expect((await call(conn, 'create_invoice', { customer: 'ada', amountCents: 12 })).outcome.type).toBe(
+      'result',
+    );
+    expect(seen.length).toBe(before + 1);
   });
 });

@@ -12,6 +12,7 @@ import { type CallSource, createCallProcessor, decisionView } from '@islet/journ
 import { isFinalStatus } from '@islet/protocol';
 import { AnswerTooLargeError, postToApp } from './app-http.ts';
 import { appRequest } from './app-request.ts';
+import { argumentProblemMessage, createArgumentCheck } from './argument-check.ts';
 import type { Connection } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
 import { TOO_LARGE_MARK } from './guarded-fetch.ts';
@@ -43,6 +44,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
   const { runs, journal, decisions, connections, config, metrics, logger } = deps;
   const post = deps.postToApp ?? postToApp;
   const processor = createCallProcessor({ journal, decisions });
+  const checkArguments = createArgumentCheck();
 
   async function httpCall(
     run: StoredRun,
@@ -217,8 +219,11 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     };
     const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
     const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
+    // Arguments that do not fit the tool's inputSchema are never sent, nor put to a person.
+    const argumentProblems = tool ? checkArguments(tool.inputSchema, jsonOrText(call.argsJson)) : undefined;
     // Reads (resources, prompts) are always allowed; a vanished connection or tool fails the call.
     let policy = tool?.policy ?? 'allow';
+    if (argumentProblems && policy === 'ask') policy = 'allow';
     // A person allowed this tool for the whole session ("allow for the session"): no new ask.
     if (policy === 'ask' && spec) {
       const grant = keys.sessionGrant(run.tenant, run.session, spec.connectionId, spec.name);
@@ -256,6 +261,10 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
           return failed('connection-removed', `connection ${spec.connectionId} no longer exists`);
         if (spec.kind === 'tool' && !tool)
           return failed('tool-removed', `${spec.name} is no longer a tool of ${connection.name}`);
+        if (argumentProblems)
+          return failed('invalid-arguments', argumentProblemMessage(call.binding, argumentProblems), {
+            errors: argumentProblems,
+          });
         if (connection.kind === 'mcp') return mcpCall(run, call, connection, source, ctx);
         return connection.kind === 'http'
           ? httpCall(run, call, source, connection, ctx)

@@ -10,6 +10,7 @@ import { FILES_BINDING_NAMES } from '@islet/kernel-sandbox';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import {
+  MAX_PREVIOUS_SECRET_TTL_SECONDS,
   newSigningSecret,
   openSigning,
   reservedAppHeader,
@@ -68,6 +69,11 @@ export const connectionInputSchema = z
       'headers may not set content-type, content-length, host, connection, transfer-encoding, idempotency-key, webhook-* or x-islet-* (Islet sends those)',
     path: ['headers'],
   });
+
+/** `POST /v1/connections/{id}/signing-secret/rotate`: how long the previous secret keeps signing (0: not at all). */
+export const rotateSchema = z.strictObject({
+  previousSecretExpiresInSeconds: z.number().int().min(0).max(MAX_PREVIOUS_SECRET_TTL_SECONDS).optional(),
+});
 
 export type ConnectionInput = z.infer<typeof connectionInputSchema>;
 export type Connection = Omit<ConnectionInput, 'headers'> & {

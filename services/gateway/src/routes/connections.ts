@@ -1,22 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
 import {
   DEFAULT_PREVIOUS_SECRET_TTL_SECONDS,
-  MAX_PREVIOUS_SECRET_TTL_SECONDS,
   openSigning,
   type SigningState,
   signingSecrets,
 } from '../app-signing.ts';
 import { callerOf } from '../auth.ts';
-import { bindingsOf, connectionInputSchema } from '../connections.ts';
+import { bindingsOf, connectionInputSchema, rotateSchema } from '../connections.ts';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
-
-/** `POST /v1/connections/{id}/signing-secret/rotate`: how long the previous secret keeps signing (0: not at all). */
-export const rotateSchema = z.strictObject({
-  previousSecretExpiresInSeconds: z.number().int().min(0).max(MAX_PREVIOUS_SECRET_TTL_SECONDS).optional(),
-});
 
 function signingView(state: SigningState) {
   const now = Date.now();
