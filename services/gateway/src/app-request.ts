@@ -5,9 +5,9 @@
  * body's `context` and in the signed `webhook-id` (the idempotency key, `<run>:<index>`); the
  * `x-islet-*` headers repeat them for routing and logs.
  */
-import type { Sealer, StoredRun } from '@islet/core';
+import type { Sealer } from '@islet/core';
 import type { BindingCall } from '@islet/engine';
-import type { CallSource } from '@islet/journal';
+import type { CallSource, StoredRun } from '@islet/runs';
 import { openSigning, signingSecrets, webhookHeaders } from './app-signing.ts';
 import type { Connection } from './connections.ts';
 
