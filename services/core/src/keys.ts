@@ -38,7 +38,7 @@ const t = (tenant: string) => `islet:tenant:${tenantTag(tenant)}`;
 export const keys = {
   run: (runId: string) => `islet:run:{${runId}}`,
   runEvents: (runId: string) => `islet:run:{${runId}}:events`,
-  /** List a `client` call's answer is pushed to (any gateway may receive it; the waiting one BLPOPs). */
+  /** List a `client` call's answer is pushed to (any gateway may receive it; the waiting one pops it). */
   clientCallResult: (runId: string, index: number) => `islet:run:{${runId}}:call:${index}:result`,
   /** Marks a `client` call as awaiting its answer (value: attempt). */
   clientCallPending: (runId: string, index: number) => `islet:run:{${runId}}:call:${index}:pending`,
@@ -112,4 +112,6 @@ export const channels = {
   sessionRuns: 'islet:session-runs',
   /** Platform settings changed. */
   settings: 'islet:settings-changed',
+  /** A `client` call's answer arrived; the message is `<runId> <index>` (client-call-mailbox.ts). */
+  clientCallAnswers: 'islet:client-call-answers',
 };

@@ -7,7 +7,6 @@
  */
 import { channels, keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
-import { isFinalStatus } from '@islet/protocol';
 import {
   type CallSource,
   createCallProcessor,
@@ -145,10 +144,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     source: CallSource,
     ctx: { idempotencyKey: string; operationId: string; input?: unknown },
   ): Promise<BindingOutcome> {
-    const pendingKey = keys.clientCallPending(run.id, call.index);
-    const resultKey = keys.clientCallResult(run.id, call.index);
-    const ttl = Math.ceil(config.ISLET_CLIENT_CALL_TIMEOUT_MS / 1000) + 60;
-    await deps.redis.set(pendingKey, String(attempt), 'EX', ttl);
+    await deps.clientCalls.open(run.id, call.index, attempt);
     const event: Record<string, unknown> = {
       index: call.index,
       binding: call.binding,
@@ -160,26 +156,8 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     };
     if (ctx.input !== undefined) event.input = ctx.input;
     await runs.appendEvent(run.id, 'call.requested', event);
-    // BLPOP blocks its connection, so each waiting call gets its own; short slices let it notice a
-    // run that ended. A runner that went away does not stop the wait: the answer still gets
-    // journaled, and the run's next execution replays it instead of finding an unknown outcome.
-    const blocking = deps.blockingRedis();
-    const deadline = Date.now() + config.ISLET_CLIENT_CALL_TIMEOUT_MS;
-    try {
-      while (Date.now() < deadline) {
-        const got = await blocking.blpop(
-          resultKey,
-          Math.max(0.1, Math.min(2, (deadline - Date.now()) / 1000)),
-        );
-        if (got) return JSON.parse(deps.sealer.open(got[1])) as BindingOutcome;
-        const status = await deps.redis.hget(keys.run(run.id), 'status');
-        if (status === null || isFinalStatus(status)) break;
-      }
-      await deps.redis.del(pendingKey);
-      return failed('timeout', `the client did not answer call ${call.index} in time`);
-    } finally {
-      blocking.disconnect();
-    }
+    const answer = await deps.clientCalls.wait(run.id, call.index);
+    return answer ?? failed('timeout', `the client did not answer call ${call.index} in time`);
   }
 
   // What a call needs from its run (tenant, mode, program, bindings, approval) never changes after

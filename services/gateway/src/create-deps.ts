@@ -17,6 +17,7 @@ import {
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   createCallJournal,
+  createClientCallMailbox,
   createDecisionStore,
   createRunPolicyStore,
   createRunStore,
@@ -91,11 +92,17 @@ export async function createGatewayDeps(
       return saved;
     },
   };
+  const clientCalls = createClientCallMailbox({
+    redis,
+    subscriber,
+    sealer,
+    timeoutMs: config.ISLET_CLIENT_CALL_TIMEOUT_MS,
+  });
   return {
     config,
     redis,
     sealer,
-    blockingRedis: () => redis.duplicate(),
+    clientCalls,
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     tenants: {
       ...tenantStore,
@@ -125,6 +132,7 @@ export async function createGatewayDeps(
     metrics,
     logger,
     async close() {
+      clientCalls.close();
       caches.close();
       hub.close();
       await Promise.all(Object.values(queues).map((q) => q.close()));

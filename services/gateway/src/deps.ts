@@ -1,6 +1,13 @@
 import type { IsletConfig, Logger, Metrics, Sealer, SettingsStore, TenantStore } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
-import type { CallJournal, DecisionStore, RunJobData, RunPolicyStore, RunStore } from '@islet/runs';
+import type {
+  CallJournal,
+  ClientCallMailbox,
+  DecisionStore,
+  RunJobData,
+  RunPolicyStore,
+  RunStore,
+} from '@islet/runs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { postToApp } from './app-http.ts';
@@ -12,8 +19,8 @@ export interface GatewayDeps {
   config: IsletConfig;
   redis: Redis;
   sealer: Sealer;
-  /** A connection only for blocking reads (BLPOP of client-call answers); duplicated per wait. */
-  blockingRedis: () => Redis;
+  /** `client` calls' answers: opened and waited for here, delivered by whichever replica gets them. */
+  clientCalls: ClientCallMailbox;
   runs: RunStore;
   tenants: TenantStore;
   settings: SettingsStore;

@@ -8,6 +8,12 @@ export {
   type ProcessedCall,
   UNKNOWN_OUTCOME_REASON,
 } from './call-processor.ts';
+export {
+  type ClientCallMailbox,
+  type ClientCallMailboxDeps,
+  createClientCallMailbox,
+  type Delivery,
+} from './client-call-mailbox.ts';
 export { type DecisionExpiryOptions, expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
 export {
   createDecisionStore,

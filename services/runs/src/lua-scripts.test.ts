@@ -24,7 +24,7 @@ describe('the run package Lua scripts', () => {
     const source = luaSource('admit-and-create-8', { COUNT_IN_WINDOW: '    local counted = 1' });
     expect(source).not.toContain('@include');
     expect(source.match(/local function inFlight\(/g)).toHaveLength(1);
-    expect(() => luaSource('admit-and-create-8')).toThrow('no value for ${COUNT_IN_WINDOW}');
+    expect(() => luaSource('admit-and-create-8')).toThrow('no value for $' + '{COUNT_IN_WINDOW}');
     expect(() => luaSource('create-run-2', { EXTRA: 1 })).toThrow('parameter EXTRA is not used');
   });
 });

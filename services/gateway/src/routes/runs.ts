@@ -172,15 +172,8 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
             `the result is larger than ${answerMax} bytes, the most a call may return; answer {"error": {"message": "..."}} instead`,
             { maxBytes: answerMax },
           );
-        const pending = await deps.redis.getdel(keys.clientCallPending(id, index));
-        if (pending === null)
+        if ((await deps.clientCalls.deliver(id, index, outcome)) === 'not-pending')
           throw new HttpProblem('call-not-pending', `call ${index} of run ${id} is not waiting for a result`);
-        const key = keys.clientCallResult(id, index);
-        await deps.redis
-          .multi()
-          .lpush(key, deps.sealer.seal(JSON.stringify(outcome)))
-          .expire(key, 600)
-          .exec();
         return reply.code(202).send({ accepted: true });
       },
     );
