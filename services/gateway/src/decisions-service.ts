@@ -8,6 +8,7 @@
 import { keys } from '@islet/core';
 import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
 import {
+  cancelledEnd,
   type DecisionRecord,
   type DecisionRequest,
   type DecisionState,
@@ -77,12 +78,7 @@ export function createDecisionsService(
   }
 
   async function endWithoutRunning(run: StoredRun, message: string) {
-    const ended = await runs.finish(run, {
-      status: 'Failed',
-      result: { _tag: 'Failed', reason: 'Cancelled', kind: 'abort', message, logs: [] },
-      text: `code run failed (abort): ${message}`,
-      kind: 'abort',
-    });
+    const ended = await runs.finish(run, cancelledEnd('Failed', message));
     if (ended) deps.metrics.runsTotal.inc({ status: 'Failed', kind: 'abort', mode: run.mode });
     await decisions.unmarkPaused(run.id, run.mode);
   }
@@ -162,12 +158,7 @@ export function createDecisionsService(
     if (!run) return;
     await decisions.closeRun(run.id);
     const message = expiryMessage(expireAfterMs);
-    const ended = await runs.finish(run, {
-      status: 'Cancelled',
-      result: { _tag: 'Failed', reason: 'Cancelled', kind: 'abort', message, logs: [] },
-      text: `code run failed (abort): ${message}`,
-      kind: 'abort',
-    });
+    const ended = await runs.finish(run, cancelledEnd('Cancelled', message));
     if (ended) deps.metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: run.mode });
     // A held call's gateway sees the run end; a stopped run has nothing running.
     await runs.requestCancel(run.id);

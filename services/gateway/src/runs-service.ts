@@ -19,9 +19,11 @@ import {
 import {
   type AdmissionRateCount,
   type BindingSpec,
+  cancelledEnd,
   createRunPolicyStore,
   decisionView,
   ESCALATION_INDEX,
+  failedEnd,
   type JournalCallView,
   type RunLimitsSnapshot,
   runJobOptions,
@@ -268,12 +270,16 @@ export function createRunsService(deps: GatewayDeps) {
 
     if (codeModeOff) {
       const message = 'Code Mode is off in the platform settings';
-      await runs.finish(run, {
-        status: 'Failed',
-        result: { _tag: 'Failed', reason: 'Unavailable', message, logs: [] },
-        text: `code run failed (sandbox-unavailable): ${message}`,
-        kind: 'sandbox-unavailable',
-      });
+      await runs.finish(
+        run,
+        failedEnd({
+          status: 'Failed',
+          reason: 'Unavailable',
+          kind: 'sandbox-unavailable',
+          message,
+          kindInResult: false,
+        }),
+      );
       return (await runs.get(id)) ?? run;
     }
     if (run.request.sandboxPermissions) {
@@ -452,13 +458,7 @@ export function createRunsService(deps: GatewayDeps) {
     if (isFinalStatus(run.status))
       throw new HttpProblem('run-finished', `code run ${id} already ended as ${run.status}`);
     await runs.requestCancel(id);
-    const cancelled = async (message: string) =>
-      runs.finish(run, {
-        status: 'Cancelled',
-        result: { _tag: 'Failed', reason: 'Cancelled', kind: 'abort', message, logs: [] },
-        text: `code run failed (abort): ${message}`,
-        kind: 'abort',
-      });
+    const cancelled = async (message: string) => runs.finish(run, cancelledEnd('Cancelled', message));
     if (run.status === 'Waiting') {
       await cancelled('the run was cancelled while it waited');
     } else {

@@ -16,6 +16,7 @@ import { type FailureKind, isFinalStatus, type SandboxMode } from '@islet/protoc
 import {
   type CallJournal,
   createReplayingHandler,
+  failedEnd,
   type RunStore,
   type RunTimings,
   type StoredRun,
@@ -76,12 +77,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     kind: FailureKind,
     message: string,
   ) {
-    const done = await runs.finish(run, {
-      status,
-      result: { _tag: 'Failed', reason, kind, message, logs: [] },
-      text: `code run failed (${kind}): ${message}`,
-      kind,
-    });
+    const done = await runs.finish(run, failedEnd({ status, reason, kind, message }));
     if (done) metrics.runsTotal.inc({ status, kind, mode: run.mode });
   }
 

@@ -40,6 +40,7 @@ export {
   type ReplayingHandler,
   type ReplayingHandlerOptions,
 } from './replaying-handler.ts';
+export { cancelledEnd, type FailedEnd, type FailureSpec, failedEnd } from './run-lifecycle.ts';
 export {
   createRunPolicyStore,
   type EffectiveRunPolicy,
