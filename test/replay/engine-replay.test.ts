@@ -20,7 +20,7 @@ import {
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestSealer } from '../../services/runs/src/test-sealer.ts';
+import { createTestSealer } from '../../services/runs/test/test-sealer.ts';
 
 const CLOCK = 1_792_486_800_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

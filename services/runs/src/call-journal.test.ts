@@ -1,10 +1,10 @@
 import type { BindingOutcome } from '@islet/protocol';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { useSuiteRedis } from '../test/test-redis.ts';
+import { createTestSealer } from '../test/test-sealer.ts';
 import { createCallJournal, JournalConflictError } from './call-journal.ts';
 import { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
-import { useSuiteRedis } from './test-redis.ts';
-import { createTestSealer } from './test-sealer.ts';
 
 const result = (value: unknown): BindingOutcome => ({ type: 'result', valueJson: JSON.stringify(value) });
 const call = (index: number, args: unknown = { n: index }, binding = 'notes.read_note') => ({

@@ -2,9 +2,9 @@ import { keys } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useSuiteRedis } from '../test/test-redis.ts';
+import { createTestSealer } from '../test/test-sealer.ts';
 import { type ClientCallMailbox, createClientCallMailbox } from './client-call-mailbox.ts';
-import { useSuiteRedis } from './test-redis.ts';
-import { createTestSealer } from './test-sealer.ts';
 
 const sealer = createTestSealer();
 const result = (value: unknown): BindingOutcome => ({ type: 'result', valueJson: JSON.stringify(value) });

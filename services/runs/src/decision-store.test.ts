@@ -1,9 +1,9 @@
 import { pausedRunsKey } from '@islet/protocol';
 import { describe, expect, it } from 'vitest';
+import { useSuiteRedis } from '../test/test-redis.ts';
+import { createTestSealer } from '../test/test-sealer.ts';
 import { createDecisionStore, decisionView } from './decision-store.ts';
 import { ESCALATION_INDEX } from './decision-types.ts';
-import { useSuiteRedis } from './test-redis.ts';
-import { createTestSealer } from './test-sealer.ts';
 
 describe('decision store on real Redis', () => {
   const r = useSuiteRedis();

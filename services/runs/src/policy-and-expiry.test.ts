@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { useSuiteRedis } from '../test/test-redis.ts';
+import { createTestSealer } from '../test/test-sealer.ts';
 import { expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
 import { createDecisionStore } from './decision-store.ts';
 import type { DecisionRecord } from './decision-types.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
-import { useSuiteRedis } from './test-redis.ts';
-import { createTestSealer } from './test-sealer.ts';
 
 describe('decision expiry sweeper', () => {
   const r = useSuiteRedis();

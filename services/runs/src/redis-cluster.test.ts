@@ -17,12 +17,12 @@ import {
   startSlotCheckingRedis,
 } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestSealer } from '../test/test-sealer.ts';
 import { createCallJournal } from './call-journal.ts';
 import { createDecisionStore } from './decision-store.ts';
 import { journalKeys } from './keys.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
 import { createRunStore, type StoredRun } from './run-store.ts';
-import { createTestSealer } from './test-sealer.ts';
 
 const sealer = createTestSealer();
 let seq = 0;

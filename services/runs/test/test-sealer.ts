@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { Sealer } from './types.ts';
+import type { Sealer } from '../src/types.ts';
 
 /**
  * A real AES-256-GCM sealer for tests of this package, so they need not depend on `@islet/core`.
