@@ -1,3 +1,4 @@
+import { RUN_CODE_LIMITS } from '@islet/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   createEngine,
@@ -19,6 +20,12 @@ const ok = (valueJson = '"ok"'): BindingOutcome => ({ type: 'result', valueJson 
 
 describe('the time budget', () => {
   it('defaults to 120000 ms, is capped at 600000 ms, and names the budget in its message', () => {
+    expect({
+      defaultTimeoutMs: DEFAULT_TIMEOUT_MS,
+      maxTimeoutMs: MAX_TIMEOUT_MS,
+      memoryMb: DEFAULT_MEMORY_MB,
+      outputBytes: DEFAULT_OUTPUT_BYTES,
+    }).toEqual(RUN_CODE_LIMITS);
     expect(DEFAULT_TIMEOUT_MS).toBe(120_000);
     expect(MAX_TIMEOUT_MS).toBe(600_000);
     expect(effectiveTimeoutMs(undefined)).toBe(120_000);

@@ -1,15 +1,19 @@
 /** The run_code limits and their texts, and the sandbox host's own heap settings. */
 import { setFlagsFromString } from 'node:v8';
-import { RUN_CODE_LIMITS, runCodeTimeoutMs } from '@islet/protocol';
 
-/** Default time budget, ms (protocol's RUN_CODE_LIMITS). */
-export const DEFAULT_TIMEOUT_MS: number = RUN_CODE_LIMITS.defaultTimeoutMs;
+/*
+ * The sandbox host loads this file on its own (no package imports: it runs jailed, from a
+ * type-stripped copy), so the run_code limits are spelled here as numbers; they are protocol's
+ * RUN_CODE_LIMITS, and limits.test.ts holds them equal.
+ */
+/** Default time budget, ms. */
+export const DEFAULT_TIMEOUT_MS = 120_000;
 /** Ceiling of the time budget, ms; a longer request is capped. */
-export const MAX_TIMEOUT_MS: number = RUN_CODE_LIMITS.maxTimeoutMs;
+export const MAX_TIMEOUT_MS = 600_000;
 /** Default isolate heap ceiling, MiB. */
-export const DEFAULT_MEMORY_MB: number = RUN_CODE_LIMITS.memoryMb;
-/** Default cap shared by the log lines and the returned value, bytes. */
-export const DEFAULT_OUTPUT_BYTES: number = RUN_CODE_LIMITS.outputBytes;
+export const DEFAULT_MEMORY_MB = 512;
+/** Default cap shared by the log lines and the returned value, bytes (64 MiB). */
+export const DEFAULT_OUTPUT_BYTES = 67_108_864;
 export const DEFAULT_MAX_CONCURRENT_CALLS = 128;
 export const DEFAULT_WATCHDOG_GRACE_MS = 1000;
 
@@ -39,9 +43,9 @@ export function outputLimitMessage(capBytes: number): string {
 /** The effective budget: default when omitted, capped at the ceiling, `null` = no deadline. */
 export function effectiveTimeoutMs(requested: number | null | undefined): number | null | 'invalid' {
   if (requested === null) return null;
-  if (requested === undefined) return runCodeTimeoutMs(undefined);
+  if (requested === undefined) return DEFAULT_TIMEOUT_MS;
   if (typeof requested !== 'number' || !Number.isFinite(requested) || requested <= 0) return 'invalid';
-  return runCodeTimeoutMs(Math.ceil(requested));
+  return Math.min(Math.ceil(requested), MAX_TIMEOUT_MS);
 }
 
 /**
