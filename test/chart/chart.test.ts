@@ -9,7 +9,6 @@ import { parse as parseYaml } from 'yaml';
 import {
   CHART,
   helm,
-  type K8sObject,
   podSpecs,
   ROOT,
   render,
