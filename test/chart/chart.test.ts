@@ -491,3 +491,19 @@ describe('PodDisruptionBudgets', () => {
     for (const p of runner) expect(p.spec.maxUnavailable).toBe('50%');
   });
 });
+
+describe('alert runbooks', () => {
+  it('runbook_url comes from monitoring.prometheusRule.runbookBaseUrl', () => {
+    const objs = render({
+      valuesFiles: [scenarios.find((s) => s.name === 'ci/default')!.file],
+      set: ['monitoring.prometheusRule.runbookBaseUrl=https://wiki.example.com/islet'],
+      apiVersions: ['monitoring.coreos.com/v1'],
+    });
+    const rule = find(objs, 'PrometheusRule')[0]!;
+    const urls = rule.spec.groups.flatMap((g: any) =>
+      g.rules.map((r: any) => r.annotations?.runbook_url).filter(Boolean),
+    );
+    expect(urls.length).toBeGreaterThan(15);
+    for (const u of urls) expect(u).toMatch(/^https:\/\/wiki\.example\.com\/islet#[a-z]+$/);
+  });
+});

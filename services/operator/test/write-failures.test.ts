@@ -39,6 +39,9 @@ describe('refused writes', () => {
     expect(stalled.reason).toBe('InjectedFailure');
     expect(stalled.message).toBe('injected 422');
     expect(fx.condition('refused', 'Ready')).toMatchObject({ status: 'False', reason: 'InjectedFailure' });
+    expect(await op.metrics.registry.metrics()).toContain(
+      'islet_operator_pool_stalled{pool="refused",reason="InjectedFailure"} 1',
+    );
     const first = await waitFor('a retry', () => op.controller()?.retryState('refused'));
     const third = await waitFor('third failure', () => {
       const r = op.controller()?.retryState('refused');
