@@ -12,7 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 import { OPERATIONS } from './openapi/operations.ts';
-import { createRouteCatalog, operationKey, undocumentedRoutes } from './openapi.ts';
+import {
+  createRouteCatalog,
+  documentedRoutes,
+  openApiDocument,
+  operationKey,
+  undocumentedRoutes,
+} from './openapi.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a parsed JSON document, read field by field
 type Loose = Record<string, any>;
@@ -61,6 +67,8 @@ describe('/openapi.json', () => {
       { method: 'GET', url: '/v1/new-thing' },
     ]);
     expect(operations().length).toBe(Object.keys(OPERATIONS).length);
+    // What the SDK's generator builds without an app is the document the gateway serves.
+    expect(doc).toEqual(JSON.parse(JSON.stringify(openApiDocument(documentedRoutes()))));
   });
 
   it('gives every operation a success answer and its problem+json refusals, each with a valid example', () => {

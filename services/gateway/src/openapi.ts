@@ -243,9 +243,19 @@ function operation(route: RegisteredRoute, op: OperationDoc) {
   };
 }
 
+/** The routes OPERATIONS describes: the document without a running app (the SDK's generator). */
+export function documentedRoutes(): RegisteredRoute[] {
+  return Object.keys(OPERATIONS).map((k) => {
+    const [method, url] = k.split(' ') as [string, string];
+    return { method, url };
+  });
+}
+
 export function openApiDocument(routes: readonly RegisteredRoute[]) {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routes) {
+  // Sorted: the same routes give the same document, whatever order they were registered in.
+  const sorted = [...routes].sort((a, b) => operationKey(a).localeCompare(operationKey(b)));
+  for (const route of sorted) {
     const op = OPERATIONS[operationKey(route)];
     if (!op || isUndocumented(route.url)) continue;
     const path = openApiPath(route.url);
