@@ -3,7 +3,6 @@ import {
   type ApiKeyIdentity,
   createMetrics,
   createRedis,
-  createRunStore,
   createSettingsCache,
   createSettingsStore,
   createTenantStore,
@@ -12,17 +11,18 @@ import {
   keys,
   type Logger,
   migrateKeyLayout,
-  type RunJobData,
   redisDurabilityProblems,
   sealerFromConfig,
 } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   createCallJournal,
   createDecisionStore,
   createRunPolicyStore,
+  createRunStore,
+  type RunJobData,
   type RunPolicyStore,
-} from '@islet/journal';
-import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+} from '@islet/runs';
 import { Queue } from 'bullmq';
 import { createConnectionStore } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -104,7 +104,7 @@ export async function createGatewayDeps(
     },
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
-    connections: createConnectionStore(redis, caches),
+    connections: createConnectionStore(redis, sealer, caches),
     journal: createCallJournal({
       redis,
       sealer,

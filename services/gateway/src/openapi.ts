@@ -6,7 +6,6 @@
  * example.
  */
 
-import { runPolicySchema } from '@islet/journal';
 import { mcpSettingsSchema } from '@islet/mcp';
 import {
   codeRunRecordSchema,
@@ -16,9 +15,11 @@ import {
   type ProblemCode,
   problem,
 } from '@islet/protocol';
+import { runPolicySchema } from '@islet/runs';
 import type { RouteOptions } from 'fastify';
 import { z } from 'zod';
-import { connectionInputSchema } from './connections.ts';
+import { appContractMarkdown } from './app-contract.ts';
+import { connectionInputSchema, rotateSchema } from './connections.ts';
 import {
   OPERATIONS,
   type OperationDoc,
@@ -74,6 +75,7 @@ const NAMED = new Map<z.ZodType, string>([
   [settingsPatchSchema, 'SettingsPatch'],
   [runPolicySchema, 'RunPolicy'],
   [mcpSettingsSchema, 'McpSettings'],
+  [rotateSchema, 'RotateSigningSecret'],
   [r.codeRunPageSchema, 'CodeRunPage'],
   [r.decisionSchema, 'Decision'],
   [r.connectionViewSchema, 'Connection'],
@@ -266,7 +268,7 @@ export function openApiDocument(routes: readonly RegisteredRoute[]) {
     info: {
       title: 'Islet',
       version: '0.1.0',
-      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}: branch on them, never on \`title\` or \`detail\`.\n\n## run_code vs Code Mode\n\n${runStyleTableMarkdown()}`,
+      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}: branch on them, never on \`title\` or \`detail\`.\n\n## run_code vs Code Mode\n\n${runStyleTableMarkdown()}\n\n${appContractMarkdown()}`,
     },
     'x-run-styles': RUN_STYLE_RULES,
     tags: [

@@ -5,12 +5,12 @@
  * route without an entry here is missing from the document, which the OpenAPI test refuses.
  */
 import type { Scope } from '@islet/core';
-import { runPolicySchema } from '@islet/journal';
 import { MAX_LIST_LIMIT, skillRequestSchema } from '@islet/kernel-sandbox';
 import { mcpSettingsSchema, TOOL_FORMATS } from '@islet/mcp';
 import { codeRunRecordSchema, type ProblemCode } from '@islet/protocol';
+import { runPolicySchema } from '@islet/runs';
 import { z } from 'zod';
-import { connectionInputSchema } from '../connections.ts';
+import { connectionInputSchema, rotateSchema } from '../connections.ts';
 import { createKeySchema, createTenantSchema } from '../routes/admin.ts';
 import { codeApiQuerySchema } from '../routes/code-api.ts';
 import { decisionAnswerSchema } from '../routes/decisions.ts';
@@ -253,9 +253,22 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       },
     },
     responses: {
-      201: { description: 'Registered; Location: /v1/connections/{id}', schema: r.connectionViewSchema },
+      201: {
+        description:
+          'Registered; Location: /v1/connections/{id}. An http connection’s signingSecret is shown here once.',
+        schema: r.createdConnectionSchema,
+      },
     },
     errors: ['reserved-connection-name', 'invalid-binding-name', 'conflict', 'app-unreachable'],
+  },
+  'POST /v1/connections/:id/signing-secret/rotate': {
+    tag: 'apps',
+    summary: 'Rotate an http connection’s Standard Webhooks signing secret',
+    description:
+      'The new secret is returned once; the previous one keeps signing (both signatures sent) for previousSecretExpiresInSeconds (default 86400, 0: stops at once). See "Write an App" above.',
+    auth: ['apps.use'],
+    body: { schema: rotateSchema, example: { previousSecretExpiresInSeconds: 3600 } },
+    responses: { 200: { description: 'The new secret (shown once)', schema: r.rotatedSecretSchema } },
   },
   'GET /v1/connections/:id': {
     tag: 'apps',

@@ -38,7 +38,28 @@ export const connectionViewSchema = z.looseObject({
   name: z.string(),
   slug: z.string(),
   headers: z.array(z.string()).optional().describe('Names of the sealed headers; values are never returned.'),
+  signing: z
+    .looseObject({ scheme: z.string(), secrets: z.number() })
+    .optional()
+    .describe('http connections: that requests are signed (never a secret)'),
   bindings: z.array(z.string()).describe('What a program calls: apps.<slug>.<tool>'),
+});
+
+export const createdConnectionSchema = connectionViewSchema.extend({
+  signingSecret: z
+    .string()
+    .optional()
+    .describe(
+      'http connections: the Standard Webhooks secret (whsec_…), shown once; verify App requests with it.',
+    ),
+});
+
+export const rotatedSecretSchema = z.object({
+  signingSecret: z.string().describe('The new secret, shown once'),
+  previousExpiresAt: z
+    .number()
+    .optional()
+    .describe('Until when (ms since the epoch) the previous secret still signs'),
 });
 
 export const connectionListSchema = z.object({ items: z.array(connectionViewSchema) });

@@ -275,6 +275,18 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/connections/{id}/signing-secret/rotate": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get?: never;
+    put?: never;
+    /** Rotate an http connection’s Standard Webhooks signing secret */
+    post: operations["postV1ConnectionsByIdSigningSecretRotate"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/decisions": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     /** The tenant's pending decisions */
@@ -547,6 +559,12 @@ export interface components {
       slug: string;
       /** Names of the sealed headers; values are never returned. */
       headers?: (string)[];
+      /** http connections: that requests are signed (never a secret) */
+      signing?: {
+        scheme: string;
+        secrets: number;
+        [key: string]: unknown;
+      };
       /** What a program calls: apps.<slug>.<tool> */
       bindings: (string)[];
       [key: string]: unknown;
@@ -659,6 +677,9 @@ export interface components {
         message?: string;
       })[];
       [key: string]: unknown;
+    };
+    RotateSigningSecret: {
+      previousSecretExpiresInSeconds?: number;
     };
     RunPolicy: {
       style?: "code-mode" | "run_code";
@@ -2446,6 +2467,12 @@ export interface operations {
               slug: string;
               /** Names of the sealed headers; values are never returned. */
               headers?: (string)[];
+              /** http connections: that requests are signed (never a secret) */
+              signing?: {
+                scheme: string;
+                secrets: number;
+                [key: string]: unknown;
+              };
               /** What a program calls: apps.<slug>.<tool> */
               bindings: (string)[];
               [key: string]: unknown;
@@ -2504,11 +2531,29 @@ export interface operations {
       };
     };
     responses: {
-      /** Registered; Location: /v1/connections/{id} */
+      /** Registered; Location: /v1/connections/{id}. An http connection’s signingSecret is shown here once. */
       201: {
         headers: { [name: string]: unknown };
         content: {
-          "application/json": components["schemas"]["Connection"];
+          "application/json": {
+            id: string;
+            kind: string;
+            name: string;
+            slug: string;
+            /** Names of the sealed headers; values are never returned. */
+            headers?: (string)[];
+            /** http connections: that requests are signed (never a secret) */
+            signing?: {
+              scheme: string;
+              secrets: number;
+              [key: string]: unknown;
+            };
+            /** What a program calls: apps.<slug>.<tool> */
+            bindings: (string)[];
+            /** http connections: the Standard Webhooks secret (whsec_…), shown once; verify App requests with it. */
+            signingSecret?: string;
+            [key: string]: unknown;
+          };
         };
       };
       /** The request is not valid; The body is not valid JSON; The JSON body is nested too deeply; The connection or capability name is reserved; The name cannot be a binding name */
@@ -2679,6 +2724,99 @@ export interface operations {
       };
       /** Not found */
       404: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /** The new secret is returned once; the previous one keeps signing (both signatures sent) for previousSecretExpiresInSeconds (default 86400, 0: stops at once). See "Write an App" above. Needs scope apps.use. */
+  postV1ConnectionsByIdSigningSecretRotate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["RotateSigningSecret"];
+      };
+    };
+    responses: {
+      /** The new secret (shown once) */
+      200: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/json": {
+            /** The new secret, shown once */
+            signingSecret: string;
+            /** Until when (ms since the epoch) the previous secret still signs */
+            previousExpiresAt?: number;
+          };
+        };
+      };
+      /** The request is not valid; The body is not valid JSON; The JSON body is nested too deeply */
+      400: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Not found */
+      404: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The body is too large */
+      413: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The body must be application/json */
+      415: {
         headers: { [name: string]: unknown };
         content: {
           "application/problem+json": components["schemas"]["Problem"];
