@@ -69,6 +69,13 @@ export const keys = {
   tenants: () => 'islet:tenants',
   connections: (tenant: string) => `${t(tenant)}:connections`,
   apiKey: (hash: string) => `islet:apikey:${hash}`,
+  /**
+   * HASH key id → the key's listing (tenant-store.ts: prefix, scopes, principal, times, the SHA-256
+   * of its secret and of a rotated one in its grace period; never a secret).
+   */
+  tenantApiKeys: (tenant: string) => `${t(tenant)}:apikeys`,
+  /** HASH key id → when the key last authenticated, ms (written at most once a minute per replica). */
+  tenantApiKeysUsed: (tenant: string) => `${t(tenant)}:apikeys:used`,
   settings: () => 'islet:settings',
   /** Held by the one gateway that runs the orphan sweep this interval (see the gateway's orphan-sweeper.ts). */
   orphanSweepLock: () => 'islet:lock:orphan-sweep',
@@ -134,4 +141,9 @@ export const channels = {
   sessionRuns: 'islet:session-runs',
   /** Platform settings changed. */
   settings: 'islet:settings-changed',
+  /**
+   * `<kind>:<key>`: every gateway drops the key from its read cache of that kind (the gateway's
+   * read-cache.ts); `key-revoked:<sha256>` also ends the key's open event streams.
+   */
+  gatewayCache: 'islet:gateway-cache',
 };
