@@ -7,6 +7,7 @@ export * from './logger.ts';
 export * from './metrics.ts';
 export * from './redis.ts';
 export * from './redis-connection.ts';
+export * from './run-index.ts';
 export * from './run-store.ts';
 export * from './sealer.ts';
 export * from './secret-files.ts';

@@ -3,6 +3,7 @@ import {
   type ApiKeyIdentity,
   createMetrics,
   createRedis,
+  createRunIndex,
   createRunStore,
   createSettingsCache,
   createSettingsStore,
@@ -107,6 +108,7 @@ export async function createGatewayDeps(
     sealer,
     blockingRedis: () => redis.duplicate(),
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    runIndex: createRunIndex(redis, sealer),
     tenants: {
       ...tenantStore,
       resolveKey: (key) => usable(hashApiKey(key)),

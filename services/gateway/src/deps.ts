@@ -2,6 +2,7 @@ import type {
   IsletConfig,
   Logger,
   Metrics,
+  RunIndex,
   RunJobData,
   RunStore,
   Sealer,
@@ -24,6 +25,8 @@ export interface GatewayDeps {
   /** A connection only for blocking reads (BLPOP of client-call answers); duplicated per wait. */
   blockingRedis: () => Redis;
   runs: RunStore;
+  /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
+  runIndex: RunIndex;
   tenants: TenantStore;
   settings: SettingsStore;
   connections: ConnectionStore;
