@@ -3,8 +3,6 @@ import {
   type ApiKeyIdentity,
   createMetrics,
   createRedis,
-  createRunIndex,
-  createRunStore,
   createSettingsCache,
   createSettingsStore,
   createTenantStore,
@@ -14,17 +12,19 @@ import {
   keyUsable,
   type Logger,
   migrateKeyLayout,
-  type RunJobData,
   redisDurabilityProblems,
   sealerFromConfig,
 } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   createCallJournal,
   createDecisionStore,
+  createRunIndex,
   createRunPolicyStore,
+  createRunStore,
+  type RunJobData,
   type RunPolicyStore,
-} from '@islet/journal';
-import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+} from '@islet/runs';
 import { Queue } from 'bullmq';
 import { createConnectionStore } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -108,7 +108,7 @@ export async function createGatewayDeps(
     sealer,
     blockingRedis: () => redis.duplicate(),
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
-    runIndex: createRunIndex(redis, sealer),
+    runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     tenants: {
       ...tenantStore,
       resolveKey: (key) => usable(hashApiKey(key)),

@@ -1,11 +1,12 @@
 /**
  * `GET /v1/runs` and `GET /v1/sessions`: the caller's tenant's runs and sessions, newest first,
- * from the tenant's run index (`@islet/core` run-index.ts). Items are summaries (no code, no logs;
+ * from the tenant's run index (`@islet/runs` run-index.ts). Items are summaries (no code, no logs;
  * the record is `GET /v1/code-runs/{id}`). A principal sees its own runs and sessions; a key with
  * `sessions.admin` sees the tenant's; `platform.admin` may name another tenant (`tenant`).
  */
-import { decodeCursor, principalOf, type RunListStyle } from '@islet/core';
+import { principalOf } from '@islet/core';
 import { RUN_STATUSES, type RunStatus } from '@islet/protocol';
+import { decodeCursor, type RunListStyle } from '@islet/runs';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { type Caller, callerOf } from '../auth.ts';

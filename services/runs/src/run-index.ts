@@ -9,11 +9,11 @@
  * Retention: an ended run's summary leaves the index once its record has expired
  * (ISLET_RUN_RETENTION_SECONDS after its end), a few at a time by each later create.
  */
+
+import { keys, type Sealer } from '@islet/core';
 import { isFinalStatus, type RunStatus } from '@islet/protocol';
 import type { Redis } from 'ioredis';
-import { keys } from './keys.ts';
 import { FINISH_TENANT, INDEX_CREATE, LIST_RUNS, LIST_SESSIONS } from './run-index-scripts.ts';
-import type { Sealer } from './sealer.ts';
 
 export type RunListStyle = 'run_code' | 'code-mode' | 'skill';
 

@@ -7,7 +7,7 @@
  * id → summary JSON), ended (ZSET id → endedAt), sessions (ZSET session → last activity), session
  * stats (HASH `<session>\n<field>` → value: total, a count per final status, principal, created).
  */
-import { LuaScript } from './lua-script.ts';
+import { LuaScript } from '@islet/core/lua-script';
 
 /** Ended runs a create removes from the index at most (those past retention), oldest first. */
 export const PRUNE_PER_CREATE = 4;
