@@ -35,8 +35,9 @@ const EXCERPT_LINES = 3;
 export function codeExcerpt(code: string, tool: string): { startLine: number; text: string } {
   const lines = code.split('\n');
   const at = tool ? lines.findIndex((l) => l.includes(tool)) : -1;
-  const from = Math.max(0, (at < 0 ? 0 : at) - EXCERPT_LINES);
-  const to = Math.min(lines.length, (at < 0 ? 0 : at) + EXCERPT_LINES + 1);
+  const center = Math.max(0, at);
+  const from = Math.max(0, center - EXCERPT_LINES);
+  const to = Math.min(lines.length, center + EXCERPT_LINES + 1);
   return { startLine: from + 1, text: lines.slice(from, to).join('\n') };
 }
 
