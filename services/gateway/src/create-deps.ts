@@ -127,7 +127,7 @@ export async function createGatewayDeps(
     },
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
-    connections: createConnectionStore(redis, caches),
+    connections: createConnectionStore(redis, sealer, caches),
     journal: createCallJournal({
       redis,
       sealer,
