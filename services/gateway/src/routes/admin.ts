@@ -9,27 +9,35 @@ import { idParams } from './params.ts';
 /** A rotation's grace lasts at most 30 days. */
 const MAX_GRACE_SECONDS = 30 * 24 * 3600;
 const keyParams = idParams.extend({ keyId: z.string().regex(/^key-[0-9a-f]{1,64}$/) });
-const expiresAtSchema = z
-  .union([z.number().int().positive(), z.iso.datetime({ offset: true }).transform((s) => Date.parse(s))])
-  .refine((ms) => ms > Date.now(), 'expiresAt must be in the future');
+
+export const createTenantSchema = z
+  .object({
+    id: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]{0,62}$/)
+      .optional(),
+    name: z.string().min(1).max(200),
+    rateLimitPerMinute: z.number().int().positive().optional(),
+    maxInFlightRuns: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export const createKeySchema = z
+  .object({
+    scopes: z.array(z.enum(SCOPES)).min(1),
+    /** Who the key belongs to; default: the key itself. Sessions belong to principals. */
+    principal: z.string().regex(PRINCIPAL).optional(),
+    /** When the key stops working: ms since epoch or an ISO 8601 date-time, in the future. */
+    expiresAt: z.union([z.number().int().positive(), z.iso.datetime({ offset: true })]).optional(),
+  })
+  .strict();
 
 export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
   const admin = { preHandler: auth.requireScopes('platform.admin') };
   return async (app) => {
     app.post('/v1/admin/tenants', admin, async (request, reply) => {
-      const parsed = z
-        .object({
-          id: z
-            .string()
-            .regex(/^[a-z0-9][a-z0-9-]{0,62}$/)
-            .optional(),
-          name: z.string().min(1).max(200),
-          rateLimitPerMinute: z.number().int().positive().optional(),
-          maxInFlightRuns: z.number().int().positive().optional(),
-        })
-        .strict()
-        .safeParse(request.body);
+      const parsed = createTenantSchema.safeParse(request.body);
       if (!parsed.success) throw validationProblem(parsed.error);
       if (parsed.data.id && (await deps.tenants.getTenant(parsed.data.id)))
         throw new HttpProblem('conflict', `tenant ${parsed.data.id} exists`);
@@ -38,19 +46,16 @@ export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.get('/v1/admin/tenants', admin, async () => ({ items: await deps.tenants.listTenants() }));
     app.post('/v1/admin/tenants/:id/keys', admin, async (request, reply) => {
       const { id } = idParams.parse(request.params);
-      const parsed = z
-        .object({
-          scopes: z.array(z.enum(SCOPES)).min(1),
-          /** Who the key belongs to; default: the key itself. Sessions belong to principals. */
-          principal: z.string().regex(PRINCIPAL).optional(),
-          /** When the key stops working: ms since epoch or an ISO 8601 date-time, in the future. */
-          expiresAt: expiresAtSchema.optional(),
-        })
-        .strict()
-        .safeParse(request.body);
+      const parsed = createKeySchema.safeParse(request.body);
       if (!parsed.success) throw validationProblem(parsed.error);
       if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);
-      const { principal, expiresAt } = parsed.data;
+      const { principal } = parsed.data;
+      const asked = parsed.data.expiresAt;
+      const expiresAt = typeof asked === 'string' ? Date.parse(asked) : asked;
+      if (expiresAt !== undefined && expiresAt <= Date.now())
+        throw new HttpProblem('validation', 'expiresAt: must be in the future', {
+          errors: [{ path: 'expiresAt', message: 'must be in the future' }],
+        });
       const options = {
         ...(principal ? { principal } : {}),
         ...(expiresAt !== undefined ? { expiresAt } : {}),
