@@ -69,6 +69,31 @@ export const keys = {
   tenants: () => 'islet:tenants',
   connections: (tenant: string) => `${t(tenant)}:connections`,
   apiKey: (hash: string) => `islet:apikey:${hash}`,
+  /**
+   * HASH key id → the key's listing (tenant-store.ts: prefix, scopes, principal, times, the SHA-256
+   * of its secret and of a rotated one in its grace period; never a secret).
+   */
+  tenantApiKeys: (tenant: string) => `${t(tenant)}:apikeys`,
+  /** ZSET run id → createdAt ms: the tenant's runs and skills, what `GET /v1/runs` lists (run-index.ts). */
+  indexRuns: (tenant: string) => `${t(tenant)}:index:runs`,
+  /** HASH run id → the run's summary JSON (no code, no logs; description sealed). */
+  indexRunSummaries: (tenant: string) => `${t(tenant)}:index:summaries`,
+  /** ZSET run id → ended ms: the order runs leave the index once their records expired. */
+  indexRunsEnded: (tenant: string) => `${t(tenant)}:index:ended`,
+  /** ZSET session → last activity ms (a run created or ended in it). */
+  indexSessions: (tenant: string) => `${t(tenant)}:index:sessions`,
+  /** HASH `<session>\n<field>` → total, a count per final status, principal, created. */
+  indexSessionStats: (tenant: string) => `${t(tenant)}:index:session-stats`,
+  /**
+   * STREAM of the tenant's run and decision changes (`type` run|decision, `id`), what
+   * `GET /v1/events` serves; written with the change, MAXLEN ~1000, each append announced on
+   * `channels.tenantFeed`.
+   */
+  tenantFeed: (tenant: string) => `${t(tenant)}:feed`,
+  /** HASH of a tenant's usage on one UTC day (`YYYY-MM-DD`): counters added at each run's end. */
+  usageDay: (tenant: string, day: string) => `${t(tenant)}:usage:${day}`,
+  /** HASH key id → when the key last authenticated, ms (written at most once a minute per replica). */
+  tenantApiKeysUsed: (tenant: string) => `${t(tenant)}:apikeys:used`,
   settings: () => 'islet:settings',
   /** Held by the one gateway that runs the orphan sweep this interval (see the gateway's orphan-sweeper.ts). */
   orphanSweepLock: () => 'islet:lock:orphan-sweep',
@@ -114,4 +139,11 @@ export const channels = {
   settings: 'islet:settings-changed',
   /** A `client` call's answer arrived; the message is `<runId> <index>` (client-call-mailbox.ts). */
   clientCallAnswers: 'islet:client-call-answers',
+  /** A tenant's feed (`keys.tenantFeed`) grew; the message is the tenant id. */
+  tenantFeed: 'islet:tenant-feed',
+  /**
+   * `<kind>:<key>`: every gateway drops the key from its read cache of that kind (the gateway's
+   * read-cache.ts); `key-revoked:<sha256>` also ends the key's open event streams.
+   */
+  gatewayCache: 'islet:gateway-cache',
 };

@@ -4,6 +4,7 @@ import type {
   CallJournal,
   ClientCallMailbox,
   DecisionStore,
+  RunIndex,
   RunJobData,
   RunPolicyStore,
   RunStore,
@@ -22,6 +23,8 @@ export interface GatewayDeps {
   /** `client` calls' answers: opened and waited for here, delivered by whichever replica gets them. */
   clientCalls: ClientCallMailbox;
   runs: RunStore;
+  /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
+  runIndex: RunIndex;
   tenants: TenantStore;
   settings: SettingsStore;
   connections: ConnectionStore;

@@ -4,7 +4,7 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import { keys, type Logger, type Metrics, type SettingsStore } from '@islet/core';
+import { keys, type Logger, type Metrics, meteredTenant, type SettingsStore } from '@islet/core';
 import type { Engine, SandboxFacts } from '@islet/engine';
 import {
   FILES_BINDING_NAMES,
@@ -23,6 +23,7 @@ import {
 } from '@islet/runs';
 import { createFilesCalls } from './files-calls.ts';
 import type { GatewayClient } from './gateway-client.ts';
+import { createLiveLog } from './live-log.ts';
 import { mapOutcome } from './outcome-mapping.ts';
 
 export interface RunExecutorDeps {
@@ -42,6 +43,13 @@ export interface RunExecutorDeps {
    * `sandbox-unavailable` before they start instead of running with partial limits.
    */
   requireFullEnforcement?: boolean;
+  /**
+   * Live output (`log` events on the run's stream while it runs; live-log.ts): bytes per run at
+   * most and how long lines gather. Absent: no live output (the end record still has it all).
+   */
+  liveLog?: { maxBytes: number; flushMs: number };
+  /** Tenants whose usage metrics carry their own label (ISLET_METRICS_TENANTS); others count as `other`. */
+  meteredTenants?: readonly string[];
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;
@@ -64,11 +72,23 @@ export interface ExecuteJob {
 
 export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
 
+/** Live output goes out at once when this much has gathered (a busy printer sends ~64 KiB events). */
+const LIVE_LOG_BATCH_BYTES = 64 * 1024;
+
 /** ms since epoch with sub-ms precision, comparable across processes on one machine. */
 const now = () => performance.timeOrigin + performance.now();
 
 export function createRunExecutor(deps: RunExecutorDeps) {
   const { runs, settings, journal, metrics, logger } = deps;
+
+  /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
+  function meter(run: StoredRun, status: string, text: string, bindingCalls: number) {
+    const tenant = meteredTenant(deps.meteredTenants ?? [], run.tenant);
+    metrics.tenantRuns.inc({ tenant, status });
+    metrics.tenantRunSeconds.inc({ tenant }, Math.max(0, Date.now() - run.createdAt) / 1000);
+    if (bindingCalls > 0) metrics.tenantBindingCalls.inc({ tenant }, bindingCalls);
+    metrics.tenantOutputBytes.inc({ tenant }, Buffer.byteLength(text));
+  }
 
   async function end(
     run: StoredRun,
@@ -78,7 +98,10 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     message: string,
   ) {
     const done = await runs.finish(run, failedEnd({ status, reason, kind, message }));
-    if (done) metrics.runsTotal.inc({ status, kind, mode: run.mode });
+    if (done) {
+      metrics.runsTotal.inc({ status, kind, mode: run.mode });
+      meter(run, status, '', 0);
+    }
   }
 
   async function execute(job: ExecuteJob): Promise<ExecuteResult> {
@@ -177,10 +200,21 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const started = performance.now();
     const engineCalled = now();
     let outcome: Awaited<ReturnType<Engine['execute']>>;
+    // A replay prints again from the top: each event carries its attempt, so a reader can start over.
+    const live =
+      deps.liveLog && deps.liveLog.maxBytes > 0
+        ? createLiveLog({
+            ...deps.liveLog,
+            batchBytes: LIVE_LOG_BATCH_BYTES,
+            append: (data) => runs.appendEvent(run.id, 'log', { ...data, attempt }, 'log'),
+            onError: (err) => logger.warn({ err, runId: run.id }, 'live output could not be sent'),
+          })
+        : undefined;
     try {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
         bindings: files ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
         onCall,
+        ...(live ? { onLog: (lines) => live.push(lines) } : {}),
         limits: {
           timeoutMs,
           timeBudget: run.request.timeBudget ?? 'elapsed',
@@ -196,6 +230,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       });
     } finally {
       replaying.close();
+      // What was printed goes out before the end is written: `log` events precede `end`.
+      await live?.close();
     }
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
@@ -240,9 +276,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           text: mapped.text,
           kind: 'abort',
           timings,
+          usage: { bindingCalls: outcome.calls.length },
         })
-      )
+      ) {
         metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
+        meter(run, 'Cancelled', mapped.text, outcome.calls.length);
+      }
       return 'cancelled';
     }
     if (
@@ -252,9 +291,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         text: mapped.text,
         kind: mapped.failureKind,
         timings,
+        usage: { bindingCalls: outcome.calls.length },
       })
     ) {
       metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
+      meter(run, mapped.status, mapped.text, outcome.calls.length);
       if (mapped.result._tag === 'Failed' && mapped.result.reason === 'ReplayMismatch')
         metrics.replayMismatches.inc();
     }

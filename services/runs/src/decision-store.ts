@@ -10,6 +10,7 @@
  *   again (its next execution replays to the same call: `request` re-indexes a pending one).
  * The request's arguments and program text are sealed.
  */
+import { keys } from '@islet/core/keys';
 import { pausedRunsKey, type SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import type {
@@ -22,6 +23,7 @@ import type {
 } from './decision-types.ts';
 import { journalKeys } from './keys.ts';
 import { loadScript } from './lua-scripts.ts';
+import { FEED_APPEND } from './run-index-scripts.ts';
 import type { Sealer } from './types.ts';
 
 export interface DecisionStoreDeps {
@@ -103,6 +105,12 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
     await Promise.all([
       redis.zrem(tenantKey(decision.tenant), member(runId, index)),
       redis.zrem(dueKey, member(runId, index)),
+      // The tenant's live inbox (GET /v1/events) drops it everywhere.
+      FEED_APPEND.run(
+        redis,
+        [keys.tenantFeed(decision.tenant)],
+        ['decision', `${runId}:${index}`, decision.tenant],
+      ),
     ]);
     return { ok: true, decision, stillPending: Number(reply[2] ?? 0) };
   };
@@ -164,6 +172,13 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
           // A stopped run holds no slot while it waits: the operator counts it in its mode's set.
           input.approval === 'stop'
             ? redis.zadd(pausedRunsKey(input.mode), 'NX', decision.request.requestedAt, input.runId)
+            : undefined,
+          reply[0] === 1
+            ? FEED_APPEND.run(
+                redis,
+                [keys.tenantFeed(decision.tenant)],
+                ['decision', `${input.runId}:${input.index}`, decision.tenant],
+              )
             : undefined,
         ]);
       }

@@ -41,6 +41,7 @@ export {
   type ReplayingHandlerOptions,
 } from './replaying-handler.ts';
 export { cancelledEnd, type FailedEnd, type FailureSpec, failedEnd } from './run-lifecycle.ts';
+export * from './run-index.ts';
 export {
   createRunPolicyStore,
   type EffectiveRunPolicy,

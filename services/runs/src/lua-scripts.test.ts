@@ -21,10 +21,13 @@ describe('the run package Lua scripts', () => {
   });
 
   it('inlines each include once and refuses a missing or unused parameter', () => {
-    const source = luaSource('admit-and-create-8', { COUNT_IN_WINDOW: '    local counted = 1' });
+    const source = luaSource('admit-and-create-14', {
+      COUNT_IN_WINDOW: '    local counted = 1',
+      INDEX_CREATE: '-- index',
+    });
     expect(source).not.toContain('@include');
     expect(source.match(/local function inFlight\(/g)).toHaveLength(1);
-    expect(() => luaSource('admit-and-create-8')).toThrow('no value for $' + '{COUNT_IN_WINDOW}');
+    expect(() => luaSource('admit-and-create-14')).toThrow('no value for $' + '{COUNT_IN_WINDOW}');
     expect(() => luaSource('create-run-2', { EXTRA: 1 })).toThrow('parameter EXTRA is not used');
   });
 });

@@ -1,11 +1,12 @@
 /**
  * The run store's Lua scripts (`lua/*.lua`, each file's header lists its keys and arguments):
  * each touches one hash slot (a run's `{runId}` keys or a tenant's `{t:<tenant>}` keys, see
- * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-8` spans
+ * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-14` spans
  * both and runs only on a server that checks no slots.
  */
 import { countInWindowLua } from '@islet/core/lua-script';
 import { loadScript } from './lua-scripts.ts';
+import { indexCreateLua } from './run-index-scripts.ts';
 
 /**
  * The most an end message carries of a run's record and journal (their fields' lengths summed),
@@ -18,10 +19,20 @@ export const END_PUSH_MAX_BYTES = 32 * 1024;
 const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
 
 export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES });
-export const CREATE_TENANT = loadScript('create-tenant-2');
-export const ADMIT_TENANT = loadScript('admit-tenant-6', { COUNT_IN_WINDOW });
+/** The index half of a create's tenant half: index keys from KEYS[k], arguments from ARGV[a]. */
+const indexAt = (k: number, a: number) =>
+  indexCreateLua(
+    [0, 1, 2, 3, 4, 5].map((i) => `KEYS[${k + i}]`),
+    [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `ARGV[${a + i}]`),
+  );
+
+export const CREATE_TENANT = loadScript('create-tenant-8', { INDEX_CREATE: indexAt(3, 3) });
+export const ADMIT_TENANT = loadScript('admit-tenant-12', { COUNT_IN_WINDOW, INDEX_CREATE: indexAt(7, 9) });
 export const CREATE_RUN = loadScript('create-run-2');
-export const ADMIT_AND_CREATE = loadScript('admit-and-create-8', { COUNT_IN_WINDOW });
+export const ADMIT_AND_CREATE = loadScript('admit-and-create-14', {
+  COUNT_IN_WINDOW,
+  INDEX_CREATE: indexAt(7, 9),
+});
 export const IDEM_RELEASE = loadScript('idem-release-1');
 export const IDEM_TAKE_OVER = loadScript('idem-take-over-2');
 export const IN_FLIGHT_COUNT = loadScript('in-flight-count-2');

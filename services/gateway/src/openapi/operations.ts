@@ -135,6 +135,37 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     responses: { 202: { description: 'Taken; the program continues', schema: r.callAcceptedSchema } },
     errors: ['call-not-pending'],
   },
+  'GET /v1/runs': {
+    tag: 'runs',
+    summary: "List the tenant's runs, newest first",
+    description:
+      'Filters limit (1-200), cursor, status (repeatable), sessionId, principal, since/until, q, style (run_code, code-mode, skill), tenant (platform.admin). Summaries, no code or logs; unknown parameters and malformed cursors are 400 naming the parameter.',
+    auth: ['apps.use', 'sessions.read'],
+    responses: { 200: { description: 'One page' } },
+  },
+  'GET /v1/sessions': {
+    tag: 'runs',
+    summary: "List the tenant's sessions by last activity",
+    description: 'limit, cursor, principal, since/until, tenant (platform.admin); run counts by status.',
+    auth: ['apps.use', 'sessions.read'],
+    responses: { 200: { description: 'One page' } },
+  },
+  'GET /v1/usage': {
+    tag: 'runs',
+    summary: 'Usage per tenant and UTC day',
+    description:
+      'from, to (YYYY-MM-DD); sessions.admin for the own tenant, platform.admin for all or `tenant`.',
+    auth: [],
+    responses: { 200: { description: 'Usage per day' } },
+  },
+  'GET /v1/events': {
+    tag: 'runs',
+    summary: "The tenant's live feed (SSE): runs and decisions",
+    description: 'Events run, decision (decisions scope), ready, key-revoked; resumable with Last-Event-ID.',
+    auth: ['apps.use', 'sessions.read'],
+    headers: [lastEventId],
+    responses: { 200: sse('text/event-stream; heartbeats while idle') },
+  },
   'GET /v1/sessions/:sessionId/code-runs': {
     tag: 'runs',
     summary: "List a session's runs, newest first",
@@ -371,6 +402,28 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     auth: ['platform.admin'],
     body: { schema: createKeySchema, example: { scopes: ['apps.use', 'sessions.read'], principal: 'alice' } },
     responses: { 201: { description: 'Created', schema: r.createdKeySchema } },
+  },
+  'GET /v1/admin/tenants/:id/keys': {
+    tag: 'admin',
+    summary: "List a tenant's API keys",
+    description: 'id, prefix, scopes, principal, created, lastUsed, expiresAt (ms or null); never a secret.',
+    auth: ['platform.admin'],
+    responses: { 200: { description: 'The keys' } },
+  },
+  'DELETE /v1/admin/tenants/:id/keys/:keyId': {
+    tag: 'admin',
+    summary: 'Revoke an API key',
+    description: 'Refused at once on every gateway; its open event streams end with `key-revoked`.',
+    auth: ['platform.admin'],
+    responses: { 204: { description: 'Revoked' } },
+  },
+  'POST /v1/admin/tenants/:id/keys/:keyId/rotate': {
+    tag: 'admin',
+    summary: 'Rotate an API key',
+    description:
+      '{graceSeconds?}: a new secret for the same key id; the old one works through the grace (default 0).',
+    auth: ['platform.admin'],
+    responses: { 201: { description: 'The new secret' } },
   },
   'GET /v1/admin/tenants/:id/run-policy': {
     tag: 'admin',

@@ -15,15 +15,21 @@ import { healthRoutes } from './health.ts';
 import { internalRoutes } from './internal.ts';
 import { mcpRoutes } from './mcp.ts';
 import { metricsRoutes } from './metrics.ts';
+import { runListRoutes } from './run-lists.ts';
 import { runPolicyRoutes } from './run-policy.ts';
 import { runsRoutes } from './runs.ts';
 import { settingsRoutes } from './settings.ts';
+import { tenantEventsRoutes } from './tenant-events.ts';
+import { usageRoutes } from './usage.ts';
 import { workspaceRoutes } from './workspace.ts';
 
 export const ROUTE_GROUPS = [
   healthRoutes,
   metricsRoutes,
   runsRoutes,
+  runListRoutes,
+  usageRoutes,
+  tenantEventsRoutes,
   eventsRoutes,
   connectionsRoutes,
   codeApiRoutes,
