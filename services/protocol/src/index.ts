@@ -4,3 +4,4 @@ export * from './problems.ts';
 export * from './queues.ts';
 export * from './records.ts';
 export * from './run-request.ts';
+export * from './unknown-fields.ts';
