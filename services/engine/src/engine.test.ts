@@ -45,7 +45,7 @@ describe('the program is the body of an async function', () => {
 
   it('an uncaught error is an exception with its name and message', async () => {
     const out = await run('console.log("before"); throw new TypeError("boom");');
-    expect(out.failure).toEqual({ kind: 'exception', message: 'TypeError: boom' });
+    expect(out.failure).toMatchObject({ kind: 'exception', message: 'TypeError: boom', line: 1 });
     expect(renderResultText(out)).toBe(
       'code run failed (exception): TypeError: boom\n\nCaptured output:\nbefore',
     );
