@@ -91,6 +91,7 @@ describe('tools/list', () => {
       'openbot_code_api',
       'openbot_run_code',
       'run_code_skill',
+      'get_run',
     ]);
     const runCode = tools[0]!;
     expect(runCode.inputSchema).toEqual(jsonSchemaOf(SURFACE_DEFINITIONS.run_code.input, 'input'));
@@ -480,8 +481,9 @@ describe('tenants', () => {
     const mine = await connect(cluster.devKey);
     const theirs = await connect(otherKey);
     const theirTools = (await theirs.client.listTools()).tools;
-    expect(theirTools.map((t) => t.name)).toEqual(['umbrella_run', 'openbot_code_api', 'openbot_run_code']);
-    expect(theirTools[0]!.description).toBe('Runs Umbrella programs.');
+    // Umbrella has no Apps: no Code Mode tools; run_code's description gains the runtime's rules.
+    expect(theirTools.map((t) => t.name)).toEqual(['umbrella_run', 'get_run']);
+    expect(theirTools[0]!.description).toMatch(/^Runs Umbrella programs\.\n\nRuntime rules:/);
     expect((await mine.client.listTools()).tools.map((t) => t.name)).toContain('run_code');
 
     // Their code API does not show my connections; their programs cannot reach them.
@@ -556,7 +558,9 @@ describe('GET /v1/tools', () => {
     const mcp = await a('GET', '/v1/tools');
     expect(mcp.body.format).toBe('mcp');
     const { client } = await connect(cluster.devKey);
-    expect(mcp.body.tools).toEqual((await client.listTools()).tools);
+    // MCP adds get_run and the runtime's rules to run_code's description; the surfaces are the same.
+    const listed = (await client.listTools()).tools.map((t) => t.name).filter((n) => n !== 'get_run');
+    expect(mcp.body.tools.map((t: Loose) => t.name)).toEqual(listed);
     const bad = await a('GET', '/v1/tools?format=gemini');
     expect(bad.status).toBe(400);
     expect(bad.headers.get('content-type')).toContain('application/problem+json');
