@@ -5,10 +5,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildDeployment, parseSpec, type RunnerPool } from '@islet/operator';
 import { describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import {
   CHART,
   helm,
+  type K8sObject,
   podSpecs,
   ROOT,
   render,
@@ -288,6 +289,8 @@ describe('security wiring', () => {
     expect(verbs['apps/deployments']).not.toContain('delete');
     expect(verbs['/pods']).toEqual(['get', 'list', 'watch', 'patch']);
     expect(verbs['coordination.k8s.io/leases']).toEqual(['get', 'create', 'update']);
+    // A repeated Event raises the count of the one already written (client-go's recorder).
+    expect(verbs['/events']).toEqual(['create', 'patch']);
     // blockOwnerDeletion on the Deployments' ownerReference needs update on the owner's finalizers.
     expect(verbs['islet.dev/runnerpools/finalizers']).toEqual(['update']);
     const binding = find(objs, 'RoleBinding', (r) => r.metadata.name === 'islet-operator')[0]!;
@@ -329,9 +332,11 @@ describe('security wiring', () => {
     expect(redis.readinessProbe.exec.command.join(' ')).toContain('redis-cli -p 6379 ping');
     expect(redis.readinessProbe.tcpSocket).toBeUndefined();
     expect(redis.livenessProbe.exec.command.join(' ')).toContain('LOADING');
-    // A PDB keeps a node drain from evicting the only Redis unannounced.
+    // A PDB on the only Redis: maxUnavailable 1, so a node drain can move it (minAvailable 1 on one
+    // replica refused every eviction and no drain of its node ever finished).
     const pdb = find(objs, 'PodDisruptionBudget', (p) => p.metadata.name === 'islet-redis')[0]!;
-    expect(pdb.spec.minAvailable).toBe(1);
+    expect(pdb.spec.maxUnavailable).toBe(1);
+    expect(pdb.spec.minAvailable).toBeUndefined();
     expect(pdb.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('redis');
     const cfg = find(objs, 'ConfigMap', (o) => o.metadata.name.endsWith('-config'))[0]!;
     expect(cfg.data.ISLET_REDIS_URL).toBe('redis://islet-redis.islet.svc:6379');
@@ -475,5 +480,76 @@ describe('values.schema.json', () => {
     const r = helm(renderArgs({}));
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('redis.url is required');
+  });
+});
+
+describe('PodDisruptionBudgets', () => {
+  it('runner PDBs let a drain take half a pool at once', () => {
+    const runner = find(objectsOf('ci/default'), 'PodDisruptionBudget', (p) =>
+      p.metadata.name.endsWith('-runner'),
+    );
+    expect(runner.length).toBeGreaterThan(0);
+    for (const p of runner) expect(p.spec.maxUnavailable).toBe('50%');
+  });
+});
+
+describe('alert runbooks', () => {
+  it('runbook_url comes from monitoring.prometheusRule.runbookBaseUrl', () => {
+    const objs = render({
+      valuesFiles: [scenarios.find((s) => s.name === 'ci/default')!.file],
+      set: ['monitoring.prometheusRule.runbookBaseUrl=https://wiki.example.com/islet'],
+      apiVersions: ['monitoring.coreos.com/v1'],
+    });
+    const rule = find(objs, 'PrometheusRule')[0]!;
+    const urls = rule.spec.groups.flatMap((g: any) =>
+      g.rules.map((r: any) => r.annotations?.runbook_url).filter(Boolean),
+    );
+    expect(urls.length).toBeGreaterThan(15);
+    for (const u of urls) expect(u).toMatch(/^https:\/\/wiki\.example\.com\/islet#[a-z]+$/);
+  });
+});
+
+describe('runner placement and runtime', () => {
+  const placement = [
+    '--set',
+    'runners.runtimeClassName=gvisor',
+    '--set-json',
+    'runners.affinity={"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":100,"podAffinityTerm":{"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"app.kubernetes.io/component":"runner"}}}}]}}',
+    '--set-json',
+    'runners.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway","labelSelector":{"matchLabels":{"app.kubernetes.io/component":"runner"}}}]',
+  ];
+  const withPlacement = (file: string) => {
+    const r = helm([...renderArgs({ valuesFiles: [join(CHART, file)] }), ...placement]);
+    if (r.status !== 0) throw new Error(r.stderr);
+    return parseAllDocuments(r.stdout)
+      .map((d) => d.toJS() as K8sObject | null)
+      .filter((d): d is K8sObject => !!d);
+  };
+
+  it('runtimeClassName, affinity and topologySpreadConstraints reach helm’s and the operator’s runner pods alike', () => {
+    for (const file of ['ci/minimal-values.yaml', 'ci/default-values.yaml']) {
+      const deployments = runnerDeployments(withPlacement(file));
+      expect(deployments.length, file).toBeGreaterThan(0);
+      for (const d of deployments) {
+        const spec = JSON.parse(JSON.stringify(d.spec.template.spec));
+        expect(spec.runtimeClassName, file).toBe('gvisor');
+        expect(spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight).toBe(
+          100,
+        );
+        expect(spec.topologySpreadConstraints[0]).toMatchObject({
+          maxSkew: 1,
+          topologyKey: 'topology.kubernetes.io/zone',
+        });
+      }
+    }
+  });
+
+  it('unset by default', () => {
+    for (const d of runnerDeployments(objectsOf('ci/default'))) {
+      const spec = JSON.parse(JSON.stringify(d.spec.template.spec));
+      expect(spec.runtimeClassName).toBeUndefined();
+      expect(spec.affinity).toBeUndefined();
+      expect(spec.topologySpreadConstraints).toBeUndefined();
+    }
   });
 });

@@ -16,7 +16,7 @@ import { type Cluster, Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
 import { migratedKeyName, migrateKeyLayout } from './key-migration.ts';
-import { journalKeys, keys } from './keys.ts';
+import { keys } from './keys.ts';
 import { createRedis, isRedisCluster, type Redis, redisDurabilityProblems, redisNodes } from './redis.ts';
 import { describeRedis, redisClusterFor, redisConfigFromEnv } from './redis-connection.ts';
 import { generateSealKey } from './sealer.ts';
@@ -236,7 +236,7 @@ describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Clu
     expect((await createTenantStore(redis).getTenant('old1'))?.name).toBe('Old');
     expect(await redis.hget(keys.connections('old1'), 'c1')).toBe('{}');
     expect(await redis.ttl(keys.connections('old1'))).toBeGreaterThan(900);
-    expect(await redis.zscore(journalKeys().tenantDecisions('old1'), 'r\n1')).toBe('5');
+    expect(await redis.zscore('islet:tenant:{t:old1}:decisions', 'r\n1')).toBe('5');
     // The in-flight SET became the ZSET the quota and the orphan sweep read.
     expect(await redis.zscore(keys.inFlight('old1'), 'r-old')).toBe('12345');
     expect(Number(await redis.zscore(keys.inFlight('old1'), 'r-gone'))).toBeGreaterThan(Date.now() - 60_000);

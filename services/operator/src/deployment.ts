@@ -5,11 +5,13 @@
  */
 import { createHash } from 'node:crypto';
 import type {
+  V1Affinity,
   V1Container,
   V1Deployment,
   V1PodSpec,
   V1PodTemplateSpec,
   V1Toleration,
+  V1TopologySpreadConstraint,
   V1Volume,
   V1VolumeProjection,
 } from '@kubernetes/client-node';
@@ -45,6 +47,10 @@ export interface PodDefaults {
   /** Where runner pods may go (dedicated nodes for untrusted code). */
   nodeSelector?: Record<string, string>;
   tolerations?: V1Toleration[];
+  /** RuntimeClass (gVisor, Kata): a second isolation layer around the whole runner pod. */
+  runtimeClassName?: string;
+  affinity?: V1Affinity;
+  topologySpreadConstraints?: V1TopologySpreadConstraint[];
   imagePullSecrets?: string[];
   /**
    * Where session workspaces are mounted (the runner's ISLET_WORKSPACE_ROOT, from the chart's
@@ -78,7 +84,7 @@ export function workspaceVolume(defaults: PodDefaults): V1Volume {
  * The runner container's Localhost seccomp profile. The broker in the container needs TCP (Redis,
  * the gateway), so the container gets `runner.json` (the mode profiles' denials, plus inet sockets);
  * every sandbox process the broker starts runs under islet-jail, which stacks the mode's own
- * profile (`<mode>.json`: AF_UNIX only) on top. A mode profile at container level would cut the
+ * profile (`<mode>.json`: no sockets at all) on top. A mode profile at container level would cut the
  * broker off from Redis. See services/kernel-sandbox/README.md ("Which profile goes on the pod").
  */
 export const RUNNER_SECCOMP_PROFILE = 'islet/runner.json';
@@ -199,6 +205,11 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     nodeSelector:
       defaults.nodeSelector && Object.keys(defaults.nodeSelector).length ? defaults.nodeSelector : undefined,
     tolerations: defaults.tolerations?.length ? defaults.tolerations : undefined,
+    runtimeClassName: defaults.runtimeClassName || undefined,
+    affinity: defaults.affinity,
+    topologySpreadConstraints: defaults.topologySpreadConstraints?.length
+      ? defaults.topologySpreadConstraints
+      : undefined,
     securityContext: {
       runAsNonRoot: true,
       runAsUser: RUNNER_UID,

@@ -5,9 +5,11 @@
  * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
  */
 import { createHmac, randomUUID } from 'node:crypto';
-import { fieldsOf, LuaScript } from '@islet/core/lua-script';
+import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
+import { journalKeys } from './keys.ts';
+import { loadScript } from './lua-scripts.ts';
 import { operationIdFor } from './operation-id.ts';
 import { TurnBatch } from './turn-batch.ts';
 import type {
@@ -64,131 +66,17 @@ interface StoredEntry {
   seq?: number;
 }
 
-// KEYS[1] journal hash. ARGV: CLAIM_FIELDS per call, each: field, attempt, binding, argsHash,
-// sealedArgs, sourceJson, operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow
-// ('1'|'0'). One reply per call, in order: the calls one after another, as separate scripts would.
-// With sendNow a `new` claim is written as `sent` in the same step (claim + markSent fused: the
-// caller sends without asking anyone first, so nothing can come between the two).
+/** Arguments per call of `lua/claim-1.lua` (its header names them). */
 const CLAIM_FIELDS = 12;
-const CLAIM = new LuaScript(`
-local function claim(b)
-  local attempt = tonumber(ARGV[b + 2])
-  local claimed = 'pending'
-  if ARGV[b + 12] == '1' then claimed = 'sent' end
-  local current = tonumber(redis.call('HGET', KEYS[1], '#attempt') or '0')
-  if attempt < current then return {'superseded'} end
-  local raw = redis.call('HGET', KEYS[1], ARGV[b + 1])
-  if not raw then
-    local e = {i = tonumber(ARGV[b + 1]), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
-      st = claimed, at = attempt, tk = ARGV[b + 11], t0 = tonumber(ARGV[b + 8])}
-    if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
-    redis.call('HSET', KEYS[1], ARGV[b + 1], cjson.encode(e))
-    -- nextAttempt set the expiry with #attempt (and complete renews it): only a journal that
-    -- nextAttempt never touched needs one here.
-    if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[b + 10])) end
-    return {'new'}
-  end
-  local e = cjson.decode(raw)
-  if e.b ~= ARGV[b + 3] or e.h ~= ARGV[b + 4] then return {'mismatch', e.b} end
-  if e.st == 'done' then return {'done', e.o, tostring(e.seq)} end
-  if e.at > attempt then return {'superseded'} end
-  if e.at == attempt and ARGV[b + 9] ~= '1' then return {'in-flight'} end
-  if e.st == 'pending' then
-    e.st = claimed
-    e.at = attempt
-    e.tk = ARGV[b + 11]
-    e.t0 = tonumber(ARGV[b + 8])
-    redis.call('HSET', KEYS[1], ARGV[b + 1], cjson.encode(e))
-    if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[b + 10])) end
-    return {'new'}
-  end
-  return {'unknown'}
-end
-local replies = {}
-for b = 0, #ARGV - 1, ${CLAIM_FIELDS} do replies[#replies + 1] = claim(b) end
-return replies
-`);
+const CLAIM = loadScript('claim-1', { CLAIM_FIELDS });
 
-// KEYS[1] journal hash. ARGV: field, token ('' = unchecked).
-const MARK_SENT = new LuaScript(`
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return 'missing' end
-local e = cjson.decode(raw)
-if ARGV[2] ~= '' and e.tk ~= ARGV[2] then return 'conflict' end
-if e.st ~= 'pending' then return e.st end
-e.st = 'sent'
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(e))
-return 'sent'
-`);
+const MARK_SENT = loadScript('mark-sent-1');
 
-// KEYS[1] journal hash, KEYS[2] (optional) the run's event stream. ARGV: ttlSeconds, then with
-// KEYS[2]: maxLen, channel, message; then per call (COMPLETE_FIELDS): field, sealedOutcome, nowMs,
-// and with KEYS[2] eventType, sealedEventData (empty fields without it). One reply per call, in
-// order. A call's event is appended only when this call stored the outcome (never for a kept
-// one), in the same step, so the answer to the runner waits for one round trip, not two; one
-// PUBLISH wakes the stream's readers for all the events appended.
+/** Arguments per call of `lua/complete-2.lua`. */
 const COMPLETE_FIELDS = 5;
-const COMPLETE = new LuaScript(`
-local first = 2
-if KEYS[2] then first = 5 end
-local replies = {}
-local stored, appended = false, false
-for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do
-  local raw = redis.call('HGET', KEYS[1], ARGV[b + 1])
-  if not raw then
-    replies[#replies + 1] = {'missing'}
-  else
-    local e = cjson.decode(raw)
-    if e.st == 'done' then
-      replies[#replies + 1] = {'kept', tostring(e.seq)}
-    else
-      local seq = redis.call('HINCRBY', KEYS[1], '#seq', 1)
-      e.st = 'done'
-      e.o = ARGV[b + 2]
-      e.seq = seq
-      e.t1 = tonumber(ARGV[b + 3])
-      redis.call('HSET', KEYS[1], ARGV[b + 1], cjson.encode(e))
-      stored = true
-      if KEYS[2] then
-        redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'data', ARGV[b + 5])
-        appended = true
-      end
-      replies[#replies + 1] = {'stored', tostring(seq)}
-    end
-  end
-end
-if stored then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1])) end
-if appended then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
-return replies
-`);
+const COMPLETE = loadScript('complete-2', { COMPLETE_FIELDS });
 
-// KEYS: journal, run record, then optionally the run's event stream (one slot: `{runId}`). ARGV:
-// ttlSeconds, then with KEYS[3]: maxLen, eventType, sealedEventData, channel, message, nowMs.
-// An execution's start: the record as read; unless it is missing, ended or asked to cancel, the
-// next attempt (journal `#attempt`, its expiry, the record's `attempts`), and with KEYS[3] the
-// record marked Running at nowMs and a status event carrying the attempt in a plain `attempt`
-// field (it is known only here; the sealed data cannot hold it), published. Returns {record,
-// attempt | 0, journal}, hashes flattened.
-const BEGIN_ATTEMPT = new LuaScript(`
-local run = redis.call('HGETALL', KEYS[2])
-if #run == 0 then return {run, 0, {}} end
--- status and cancelRequested from the fields just read (no second and third command)
-local st, cancel
-for i = 1, #run, 2 do
-  if run[i] == 'status' then st = run[i + 1] elseif run[i] == 'cancelRequested' then cancel = run[i + 1] end
-end
-if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
-if cancel == '1' then return {run, 0, {}} end
-local attempt = redis.call('HINCRBY', KEYS[1], '#attempt', 1)
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
-redis.call('HINCRBY', KEYS[2], 'attempts', 1)
-if KEYS[3] then
-  redis.call('HSET', KEYS[2], 'status', 'Running', 'updatedAt', ARGV[7])
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[3], 'data', ARGV[4], 'attempt', attempt)
-  redis.call('PUBLISH', ARGV[5], ARGV[6])
-end
-return {run, attempt, redis.call('HGETALL', KEYS[1])}
-`);
+const BEGIN_ATTEMPT = loadScript('begin-attempt-3');
 
 /**
  * A group's bounds: the engine lets a run have 128 calls in flight by default, and a script call
@@ -202,7 +90,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const ttlSeconds = deps.ttlSeconds ?? 604_800;
   const hashKey = deps.argsHashKey ?? 'islet-journal-args';
   const now = deps.now ?? Date.now;
-  const keyOf = (runId: string) => `${prefix}journal:{${runId}}`;
+  const keyOf = journalKeys(prefix).journal;
   const argsHash = (runId: string, index: number, argsJson: string) =>
     createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
 

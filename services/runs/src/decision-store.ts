@@ -10,8 +10,6 @@
  *   again (its next execution replays to the same call: `request` re-indexes a pending one).
  * The request's arguments and program text are sealed.
  */
-import { journalKeys } from '@islet/core/keys';
-import { LuaScript } from '@islet/core/lua-script';
 import { pausedRunsKey, type SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import type {
@@ -22,6 +20,8 @@ import type {
   DecisionState,
   NewDecision,
 } from './decision-types.ts';
+import { journalKeys } from './keys.ts';
+import { loadScript } from './lua-scripts.ts';
 import type { Sealer } from './types.ts';
 
 export interface DecisionStoreDeps {
@@ -44,36 +44,9 @@ interface Stored {
   ans?: string;
 }
 
-// KEYS[1] run's decisions hash. ARGV: field, storedJson, ttlSeconds.
-const REQUEST = new LuaScript(`
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if raw then return {0, raw} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
-return {1, ARGV[2]}
-`);
+const REQUEST = loadScript('request-decision-1');
 
-// KEYS[1] run's decisions hash, KEYS[2] answer wake-up list. ARGV: field, tenant ('' = any),
-// newState, sealedAnswer, ttlSeconds.
-const SETTLE = new LuaScript(`
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return {'not-found'} end
-local d = cjson.decode(raw)
-if ARGV[2] ~= '' and d.tenant ~= ARGV[2] then return {'not-found'} end
-if d.state ~= 'pending' then return {'conflict', d.state} end
-d.state = ARGV[3]
-if ARGV[4] ~= '' then d.ans = ARGV[4] end
-local encoded = cjson.encode(d)
-redis.call('HSET', KEYS[1], ARGV[1], encoded)
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[5]))
-redis.call('RPUSH', KEYS[2], ARGV[3])
-redis.call('EXPIRE', KEYS[2], tonumber(ARGV[5]))
-local pending = 0
-for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
-  if cjson.decode(v).state == 'pending' then pending = pending + 1 end
-end
-return {'ok', encoded, pending}
-`);
+const SETTLE = loadScript('settle-decision-2');
 
 export function createDecisionStore(deps: DecisionStoreDeps) {
   const { redis, sealer } = deps;

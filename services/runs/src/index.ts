@@ -26,6 +26,7 @@ export {
   type NewDecision,
 } from './decision-types.ts';
 export * from './jobs.ts';
+export { journalKeys } from './keys.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
   RUN_STYLES,

@@ -7,7 +7,7 @@
  * script and the index writes is restored when the run asks again.
  */
 
-import { createRedis, journalKeys, keys, type Redis } from '@islet/core';
+import { createRedis, keys, type Redis } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
 import { pausedRunsKey } from '@islet/protocol';
 import {
@@ -19,6 +19,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCallJournal } from './call-journal.ts';
 import { createDecisionStore } from './decision-store.ts';
+import { journalKeys } from './keys.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
 import { createRunStore, type StoredRun } from './run-store.ts';
 import { createTestSealer } from './test-sealer.ts';

@@ -7,11 +7,11 @@
  * once when a run is accepted and stored on the run, so every execution follows the same rules.
  */
 
-import { journalKeys } from '@islet/core/keys';
 import { TIME_BUDGETS, type TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { APPROVAL_MODES, type ApprovalMode } from './decision-types.ts';
+import { journalKeys } from './keys.ts';
 import { RUN_STYLES, type RunStyle, resolveApproval, resolveTimeBudget } from './policy-defaults.ts';
 
 export const runPolicySchema = z

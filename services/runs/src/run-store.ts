@@ -16,9 +16,10 @@
  *   in-flight id whose record is final; the orphan sweep drops it.
  */
 
-import { channels, isRedisCluster, journalKeys, keys, type Sealer, sendTogether } from '@islet/core';
+import { channels, isRedisCluster, keys, type Sealer, sendTogether } from '@islet/core';
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
+import { journalKeys } from './keys.ts';
 import {
   ADMIT_AND_CREATE,
   ADMIT_TENANT,

@@ -6,7 +6,7 @@ import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
-const tenantInputSchema = z
+export const createTenantSchema = z
   .object({
     id: z
       .string()
@@ -18,7 +18,7 @@ const tenantInputSchema = z
   })
   .strict();
 
-const keyInputSchema = z
+export const createKeySchema = z
   .object({
     scopes: z.array(z.enum(SCOPES)).min(1),
     /** Who the key belongs to; default: the key itself. Sessions belong to principals. */
@@ -31,8 +31,8 @@ export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
   const admin = { preHandler: auth.requireScopes('platform.admin') };
   return async (app) => {
     app.post('/v1/admin/tenants', admin, async (request, reply) => {
-      const parsed = tenantInputSchema.safeParse(request.body);
-      if (!parsed.success) throw validationProblem(parsed.error, '', tenantInputSchema);
+      const parsed = createTenantSchema.safeParse(request.body);
+      if (!parsed.success) throw validationProblem(parsed.error, '', createTenantSchema);
       if (parsed.data.id && (await deps.tenants.getTenant(parsed.data.id)))
         throw new HttpProblem('conflict', `tenant ${parsed.data.id} exists`);
       return reply.code(201).send(await deps.tenants.createTenant(parsed.data));
@@ -40,8 +40,8 @@ export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.get('/v1/admin/tenants', admin, async () => ({ items: await deps.tenants.listTenants() }));
     app.post('/v1/admin/tenants/:id/keys', admin, async (request, reply) => {
       const { id } = idParams.parse(request.params);
-      const parsed = keyInputSchema.safeParse(request.body);
-      if (!parsed.success) throw validationProblem(parsed.error, '', keyInputSchema);
+      const parsed = createKeySchema.safeParse(request.body);
+      if (!parsed.success) throw validationProblem(parsed.error, '', createKeySchema);
       if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);
       const options = parsed.data.principal ? { principal: parsed.data.principal } : {};
       return reply.code(201).send(await deps.tenants.createKey(id, parsed.data.scopes, options));
