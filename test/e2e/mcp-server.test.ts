@@ -332,7 +332,8 @@ describe('wider access', () => {
     expect(text).toBe(
       `The run ${runId} is waiting for a decision on its wider file access (decision ${runId}:-1); nothing more runs until it is answered. ` +
         `Answer it with POST /v1/code-runs/${runId}/decisions {"index": -1, "allow": true} (or "allow": false) using an API key with the "decisions" scope. ` +
-        `The run then continues (calls that already ran are replayed, never sent twice); read its result with GET /v1/code-runs/${runId}.`,
+        `The run then continues (calls that already ran are replayed, never sent twice); read its result with the get_run tool or GET /v1/code-runs/${runId}. ` +
+        `A person can answer it on the run's console page: ${cluster.url}/console/#/runs/${runId}`,
     );
     expect((await a('POST', `/v1/code-runs/${runId}/decisions`, { index: -1, allow: true })).status).toBe(
       200,

@@ -126,7 +126,7 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
       const connections = await deps.connections.list(caller.tenantId);
       const out = declareBindings(connections, filter);
       // The rules the declarations cannot say, as a comment above them.
-      const rules = runtimeRulesText(deps.config, connections)
+      const rules = runtimeRulesText(deps.config)
         .split('\n')
         .map((l) => ` * ${l}`)
         .join('\n');

@@ -11,7 +11,8 @@ import { bindingsOf, type Connection } from './connections.ts';
 const MAX_APPS = 20;
 const MAX_TOOLS_PER_APP = 12;
 
-export function runtimeRulesText(config: IsletConfig, connections: readonly Connection[]): string {
+/** `connections` undefined: the rules only (the code API, whose declarations list the Apps themselves). */
+export function runtimeRulesText(config: IsletConfig, connections?: readonly Connection[]): string {
   const ceiling = Math.min(RUN_CODE_MAX_TIMEOUT_MS, config.ISLET_RUN_CODE_MAX_TIMEOUT_MS);
   const budget =
     config.ISLET_RUNTIME_TIMEOUT_MS === 'true'
@@ -29,6 +30,7 @@ export function runtimeRulesText(config: IsletConfig, connections: readonly Conn
     `Limits: ${budget}; 512 MiB heap; printed lines and the returned value share 64 MiB; ${wider}.`,
     'An uncaught error reports its line and column; App errors are AppCallFailed (details.reason, details.body), AppCallDenied or AppInputRequired.',
   ];
+  if (!connections) return lines.join('\n');
   const apps = connections.slice(0, MAX_APPS).map((c) => {
     const tools = bindingsOf(c).map((b) => b.binding.slice(b.binding.indexOf('.') + 1));
     const shown = tools.slice(0, MAX_TOOLS_PER_APP).join(', ');
