@@ -91,6 +91,7 @@ describe('tools/list', () => {
       'openbot_code_api',
       'openbot_run_code',
       'run_code_skill',
+      'get_run',
     ]);
     const runCode = tools[0]!;
     expect(runCode.inputSchema).toEqual(jsonSchemaOf(SURFACE_DEFINITIONS.run_code.input, 'input'));
@@ -331,7 +332,8 @@ describe('wider access', () => {
     expect(text).toBe(
       `The run ${runId} is waiting for a decision on its wider file access (decision ${runId}:-1); nothing more runs until it is answered. ` +
         `Answer it with POST /v1/code-runs/${runId}/decisions {"index": -1, "allow": true} (or "allow": false) using an API key with the "decisions" scope. ` +
-        `The run then continues (calls that already ran are replayed, never sent twice); read its result with GET /v1/code-runs/${runId}.`,
+        `The run then continues (calls that already ran are replayed, never sent twice); read its result with the get_run tool or GET /v1/code-runs/${runId}. ` +
+        `A person can answer it on the run's console page: ${cluster.url}/console/#/runs/${runId}`,
     );
     expect((await a('POST', `/v1/code-runs/${runId}/decisions`, { index: -1, allow: true })).status).toBe(
       200,
@@ -480,8 +482,9 @@ describe('tenants', () => {
     const mine = await connect(cluster.devKey);
     const theirs = await connect(otherKey);
     const theirTools = (await theirs.client.listTools()).tools;
-    expect(theirTools.map((t) => t.name)).toEqual(['umbrella_run', 'openbot_code_api', 'openbot_run_code']);
-    expect(theirTools[0]!.description).toBe('Runs Umbrella programs.');
+    // Umbrella has no Apps: no Code Mode tools; run_code's description gains the runtime's rules.
+    expect(theirTools.map((t) => t.name)).toEqual(['umbrella_run', 'get_run']);
+    expect(theirTools[0]!.description).toMatch(/^Runs Umbrella programs\.\n\nRuntime rules:/);
     expect((await mine.client.listTools()).tools.map((t) => t.name)).toContain('run_code');
 
     // Their code API does not show my connections; their programs cannot reach them.
@@ -556,7 +559,9 @@ describe('GET /v1/tools', () => {
     const mcp = await a('GET', '/v1/tools');
     expect(mcp.body.format).toBe('mcp');
     const { client } = await connect(cluster.devKey);
-    expect(mcp.body.tools).toEqual((await client.listTools()).tools);
+    // MCP adds get_run and the runtime's rules to run_code's description; the surfaces are the same.
+    const listed = (await client.listTools()).tools.map((t) => t.name).filter((n) => n !== 'get_run');
+    expect(mcp.body.tools.map((t: Loose) => t.name)).toEqual(listed);
     const bad = await a('GET', '/v1/tools?format=gemini');
     expect(bad.status).toBe(400);
     expect(bad.headers.get('content-type')).toContain('application/problem+json');

@@ -310,7 +310,12 @@ export class HostRun {
         });
         return;
       }
-      this.finish({ status: 'failed', kind: 'exception', message: a.slice(0, ERROR_TEXT_MAX) });
+      this.finish({
+        status: 'failed',
+        kind: 'exception',
+        message: a.slice(0, ERROR_TEXT_MAX),
+        ...programLocation(b),
+      });
       return;
     } catch (e) {
       this.internalError(e);
@@ -370,5 +375,27 @@ export class HostRun {
         this.onFinished();
       });
     });
+  }
+}
+
+/** Longest program stack kept on a failure, characters. */
+const STACK_TEXT_MAX = 4000;
+
+/**
+ * Where the program threw, as the harness found it in the error's stack (JSON text). Re-checked
+ * here: the harness runs beside the program, so anything malformed is dropped, never trusted.
+ */
+export function programLocation(b: unknown): { where?: { line: number; column: number; stack: string } } {
+  if (typeof b !== 'string' || b.length > STACK_TEXT_MAX * 2) return {};
+  try {
+    const o = JSON.parse(b) as Record<string, unknown>;
+    const { line, column, stack } = o;
+    if (!Number.isSafeInteger(line) || !Number.isSafeInteger(column) || typeof stack !== 'string') return {};
+    if ((line as number) < 1 || (column as number) < 1) return {};
+    return {
+      where: { line: line as number, column: column as number, stack: stack.slice(0, STACK_TEXT_MAX) },
+    };
+  } catch {
+    return {};
   }
 }

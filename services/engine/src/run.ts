@@ -357,6 +357,9 @@ export class Run {
           message: done.message,
           ...(done.cause ? { cause: done.cause } : {}),
           ...(done.detail ? { detail: done.detail } : {}),
+          ...(done.where
+            ? { line: done.where.line, column: done.where.column, stack: done.where.stack }
+            : {}),
         };
       }
       if (this.p.excludeBindingWaits) this.resumeClock();

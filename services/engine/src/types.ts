@@ -111,8 +111,16 @@ export interface RunFailure {
   message: string;
   /** A finer cause where the kind alone is too coarse, e.g. `memory` for an out-of-memory worker-exit. */
   cause?: 'memory';
-  /** Where a value failed the lossless-JSON check, e.g. `$.a[2] is NaN` (never part of `message`). */
+  /**
+   * Where a value failed the lossless-JSON check and how to send it instead, e.g.
+   * `result.when is a Date: return date.toISOString()` (never part of `message`).
+   */
   detail?: string;
+  /** Line and column in the program (1-based) where an uncaught error was thrown. */
+  line?: number;
+  column?: number;
+  /** The error's stack, trimmed to the program's own frames (`at f (program:3:9)`). */
+  stack?: string;
 }
 
 /** The file-sandbox facts a run ran under (set by the runner, which applies the kernel sandbox). */

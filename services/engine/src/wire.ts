@@ -34,7 +34,15 @@ export type ToHost =
 
 export type HostDone =
   | { status: 'completed'; valueJson?: string }
-  | { status: 'failed'; kind: FailureKind; message: string; detail?: string; cause?: 'memory' };
+  | {
+      status: 'failed';
+      kind: FailureKind;
+      message: string;
+      detail?: string;
+      cause?: 'memory';
+      /** Where in the program an uncaught error was thrown (program lines, not the harness's). */
+      where?: { line: number; column: number; stack: string };
+    };
 
 /** Host → engine. */
 export type FromHost =

@@ -24,27 +24,33 @@ import type { CacheHub } from './read-cache.ts';
 const jsonSchema = z.record(z.string(), z.unknown());
 const name = z.string().min(1).max(100);
 
-export const toolSchema = z.object({
+export const toolSchema = z.strictObject({
   name,
   description: z.string().max(2000).optional(),
   inputSchema: jsonSchema.default({ type: 'object' }),
   outputSchema: jsonSchema.optional(),
   policy: z.enum(['allow', 'ask', 'deny']).default('allow'),
 });
-const readSchema = z.object({
+const readSchema = z.strictObject({
   name,
   description: z.string().max(2000).optional(),
   /** `mcp` resources: the URI the binding reads. */
   uri: z.string().max(2000).optional(),
   /** `mcp` prompts: the arguments the prompt takes. */
   arguments: z
-    .array(z.object({ name, description: z.string().max(2000).optional(), required: z.boolean().optional() }))
+    .array(
+      z.strictObject({
+        name,
+        description: z.string().max(2000).optional(),
+        required: z.boolean().optional(),
+      }),
+    )
     .max(100)
     .optional(),
 });
 
 export const connectionInputSchema = z
-  .object({
+  .strictObject({
     name: z.string().min(1).max(100),
     kind: z.enum(['http', 'client', 'mcp']),
     url: z.string().url().optional(),

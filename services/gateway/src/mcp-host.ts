@@ -7,6 +7,7 @@
 
 import { WorkspaceStore } from '@islet/kernel-sandbox';
 import type { McpCaller, McpHost, McpRunState } from '@islet/mcp';
+import { RunCodeRequestSchema, unknownFieldsMessage, unknownFieldsOf } from '@islet/protocol';
 import type { DecisionRequest, StoredRun } from '@islet/runs';
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from './auth.ts';
@@ -14,7 +15,9 @@ import { declareBindings } from './code-api.ts';
 import { createDecisionsService } from './decisions-service.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
+import { parseRunCodeFields, RUN_FIELD_HINTS, runtimeCapabilities } from './run-request.ts';
 import type { RunsService } from './runs-service.ts';
+import { runtimeRulesText } from './runtime-rules.ts';
 import { createSkillsService } from './skills-service.ts';
 
 function summary(request: DecisionRequest): string {
@@ -23,6 +26,8 @@ function summary(request: DecisionRequest): string {
   const args = request.app ? JSON.stringify(request.app.arguments) : '';
   return `call ${request.capability.target}${args ? ` with ${args.length > 500 ? `${args.slice(0, 500)}…` : args}` : ''}`;
 }
+
+const RUN_CODE_FIELDS = Object.keys(RunCodeRequestSchema.shape);
 
 export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closing: AbortSignal) {
   const skills = createSkillsService(
@@ -53,7 +58,26 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
   }
 
   const host: McpHost = {
+    parseRunCode(args) {
+      const fields = parseRunCodeFields(args, runtimeCapabilities(deps.config));
+      if (!fields.ok) return fields;
+      const unknown = unknownFieldsOf(args, RUN_CODE_FIELDS, RUN_FIELD_HINTS);
+      return unknown.length > 0 ? { ok: false, refusal: unknownFieldsMessage(unknown) } : fields;
+    },
+    async codeModeAvailable(caller) {
+      const [settings, connections] = await Promise.all([
+        deps.settings.get(),
+        deps.connections.list(caller.tenantId),
+      ]);
+      return settings.codeMode.enabled && connections.length > 0;
+    },
+    async runtimeRules(caller) {
+      return runtimeRulesText(deps.config, await deps.connections.list(caller.tenantId));
+    },
     runs: {
+      async get(caller, runId) {
+        return state(await runsService.own(asCaller(caller), runId));
+      },
       async submit(caller, input) {
         const tenant = await deps.tenants.getTenant(caller.tenantId);
         if (!tenant) throw new HttpProblem('unauthorized', "the key's tenant no longer exists");
@@ -99,7 +123,14 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
       },
     },
     async codeApi(caller, filter) {
-      return declareBindings(await deps.connections.list(caller.tenantId), filter);
+      const connections = await deps.connections.list(caller.tenantId);
+      const out = declareBindings(connections, filter);
+      // The rules the declarations cannot say, as a comment above them.
+      const rules = runtimeRulesText(deps.config)
+        .split('\n')
+        .map((l) => ` * ${l}`)
+        .join('\n');
+      return { ...out, declarations: `/**\n${rules}\n */\n${out.declarations}` };
     },
     async skill(caller, request, sessionId) {
       const mode = 'workspace-write' as const;

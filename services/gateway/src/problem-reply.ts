@@ -3,9 +3,17 @@
  * wrong content type, body too large, unknown route) are mapped to the same table, so no input
  * ever yields a 5xx.
  */
-import { PROBLEM_CONTENT_TYPE, type Problem, type ProblemCode, problem } from '@islet/protocol';
+import {
+  PROBLEM_CONTENT_TYPE,
+  type Problem,
+  type ProblemCode,
+  problem,
+  type UnknownField,
+  unknownFieldsMessage,
+  unknownFieldsOf,
+} from '@islet/protocol';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
-import { ZodError } from 'zod';
+import { ZodError, type z } from 'zod';
 
 export class HttpProblem extends Error {
   readonly problem: Problem;
@@ -22,10 +30,79 @@ export class HttpProblem extends Error {
   }
 }
 
-export function validationProblem(error: ZodError, prefix = ''): HttpProblem {
-  const errors = error.issues.map((i) => ({ path: prefix + i.path.join('.'), message: i.message }));
-  const detail = errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; ');
-  return new HttpProblem('validation', detail, { errors });
+/**
+ * A zod failure as one problem. `schema` (the one that failed) lets an unknown field be answered
+ * with the known field it probably meant; `hints` say where a field that belongs elsewhere goes.
+ */
+export function validationProblem(
+  error: ZodError,
+  prefix = '',
+  schema?: z.ZodType,
+  hints: Readonly<Record<string, string>> = {},
+): HttpProblem {
+  const unknown: UnknownField[] = [];
+  const errors: Array<{ path: string; message: string }> = [];
+  for (const i of error.issues) {
+    if (i.code === 'unrecognized_keys') {
+      const at = i.path.map(String);
+      const known = schema ? knownKeysAt(schema, at) : [];
+      const base = prefix + at.map((p) => `${p}.`).join('');
+      const body = Object.fromEntries(i.keys.map((k) => [k, true]));
+      for (const f of unknownFieldsOf(body, known, at.length === 0 ? hints : {}, base)) {
+        unknown.push(f);
+        errors.push({ path: f.path, message: unknownFieldsMessage([f]) });
+      }
+      continue;
+    }
+    errors.push({ path: prefix + i.path.join('.'), message: i.message });
+  }
+  const detail = errors
+    .map((e) => (e.path && !e.message.startsWith('unknown field') ? `${e.path}: ${e.message}` : e.message))
+    .join('; ');
+  return new HttpProblem('validation', detail, {
+    errors,
+    ...(unknown.length ? { unknownFields: unknown } : {}),
+  });
+}
+
+/** Unknown top-level fields of `body` (those outside `known`) as a problem, or undefined. */
+export function unknownFieldsProblem(
+  body: unknown,
+  known: readonly string[],
+  hints: Readonly<Record<string, string>> = {},
+): HttpProblem | undefined {
+  const unknown = unknownFieldsOf(body, known, hints);
+  if (unknown.length === 0) return undefined;
+  const errors = unknown.map((f) => ({ path: f.path, message: unknownFieldsMessage([f]) }));
+  return new HttpProblem('validation', unknownFieldsMessage(unknown), { errors, unknownFields: unknown });
+}
+
+/** The field names an object schema takes at `path` (through optional, default, array, union). */
+export function knownKeysAt(schema: z.ZodType, path: readonly string[]): string[] {
+  const def = (schema as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
+  switch (def.type) {
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'readonly':
+    case 'catch':
+      return knownKeysAt(def.innerType as z.ZodType, path);
+    case 'pipe':
+      return knownKeysAt(def.in as z.ZodType, path);
+    case 'array':
+      return knownKeysAt(def.element as z.ZodType, /^\d+$/.test(path[0] ?? '') ? path.slice(1) : path);
+    case 'union':
+      return (def.options as z.ZodType[]).flatMap((o) => knownKeysAt(o, path));
+    case 'object': {
+      const shape = def.shape as Record<string, z.ZodType>;
+      if (path.length === 0) return Object.keys(shape);
+      const next = shape[path[0]!];
+      return next ? knownKeysAt(next, path.slice(1)) : [];
+    }
+    default:
+      return [];
+  }
 }
 
 export function sendProblem(reply: FastifyReply, p: Problem, headers: Record<string, string> = {}) {

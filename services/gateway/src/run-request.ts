@@ -11,6 +11,7 @@ import {
   RUN_STYLES,
   type RunCodeCapabilities,
   type RunCodeRequest,
+  RunCodeRequestSchema,
   type RunStyle,
 } from '@islet/protocol';
 import { z } from 'zod';
@@ -53,3 +54,15 @@ export const runPlacementSchema = z.object({
   approval: z.enum(APPROVAL_MODES).optional(),
 });
 export type RunPlacement = z.infer<typeof runPlacementSchema> & { style?: RunStyle };
+
+/** Every field `POST /v1/runs` takes: the run_code request's and Islet's placement. */
+export const RUN_FIELDS: readonly string[] = [
+  ...Object.keys(RunCodeRequestSchema.shape),
+  ...Object.keys(runPlacementSchema.shape),
+];
+
+/** Fields of the run_code skill (and others) an agent may send to /v1/runs by mistake. */
+export const RUN_FIELD_HINTS: Readonly<Record<string, string>> = {
+  language:
+    'language is a field of the run_code skill (POST /v1/skills/run_code: python, javascript, bash); /v1/runs runs JavaScript and takes no language',
+};

@@ -9,7 +9,7 @@ import { constants, existsSync } from 'node:fs';
 import { access, chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import type { SandboxMode } from '@islet/protocol';
+import { type SandboxMode, unknownFieldsMessage, unknownFieldsOf } from '@islet/protocol';
 import { z } from 'zod';
 import { JAIL_EXEC_FAILED_EXIT_CODE, JAIL_UNAVAILABLE_EXIT_CODE, jailArgs } from './jail.ts';
 import { jailPath } from './paths.ts';
@@ -41,8 +41,17 @@ export const skillRequestSchema = z.object({
 });
 export type SkillRequest = z.infer<typeof skillRequestSchema>;
 
+/** What an agent may send here that belongs to a code run: said, not guessed at. */
+const SKILL_FIELD_HINTS: Record<string, string> = {
+  description: 'description belongs to code runs (POST /v1/runs); a skill takes language, code and timeout',
+  justification:
+    'justification belongs to code runs (POST /v1/runs) that ask for wider access; a skill takes language, code and timeout',
+};
+
+/** `extraFields`: fields the caller reads itself (the gateway's `sessionId`, `sandbox_permissions`). */
 export function parseSkillRequest(
   body: unknown,
+  extraFields: readonly string[] = [],
 ): { ok: true; value: SkillRequest } | { ok: false; message: string; errors: string[] } {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return {
@@ -52,7 +61,18 @@ export function parseSkillRequest(
     };
   }
   const parsed = skillRequestSchema.safeParse(body);
-  if (parsed.success) return { ok: true, value: parsed.data };
+  if (parsed.success) {
+    const unknown = unknownFieldsOf(
+      body,
+      [...Object.keys(skillRequestSchema.shape), ...extraFields],
+      SKILL_FIELD_HINTS,
+    );
+    if (unknown.length > 0) {
+      const message = unknownFieldsMessage(unknown);
+      return { ok: false, message, errors: [message] };
+    }
+    return { ok: true, value: parsed.data };
+  }
   const errors = parsed.error.issues.map((i) =>
     i.message.startsWith('invalid ') ? i.message : `invalid ${i.path.join('.')}: ${i.message}`,
   );

@@ -52,12 +52,28 @@ export interface McpRuns {
   wait(caller: McpCaller, runId: string, ms: number, signal: AbortSignal): Promise<McpRunState>;
   /** Cancels the run if it has not ended; a run that already ended is left as it is. */
   cancel(caller: McpCaller, runId: string): Promise<void>;
+  /** The run as it is now (its owner only; throws the host's not-found otherwise). */
+  get(caller: McpCaller, runId: string): Promise<McpRunState>;
   /** Answers a pending decision as `POST /v1/code-runs/{id}/decisions` does (needs scope `decisions`). */
   decide(caller: McpCaller, runId: string, index: number, allow: boolean): Promise<void>;
 }
 
 export interface McpHost {
   runs: McpRuns;
+  /**
+   * Validates run_code's arguments exactly as `POST /v1/runs` does (the contract's refusals, this
+   * deployment's runtime switches, unknown fields): the same code path, not a copy.
+   */
+  parseRunCode(
+    args: Record<string, unknown>,
+  ): { ok: true; value: RunCodeRequest } | { ok: false; refusal: string };
+  /** Code Mode is on in the platform settings and the caller's tenant has Apps. */
+  codeModeAvailable(caller: McpCaller): Promise<boolean>;
+  /**
+   * What run_code's description tells an agent about the runtime: its rules and limits, and the
+   * tenant's App names (bounded).
+   */
+  runtimeRules(caller: McpCaller): Promise<string>;
   /** TypeScript declarations of the caller's bindings (the gateway's `/v1/code-api`). */
   codeApi(
     caller: McpCaller,

@@ -7,7 +7,7 @@ export type {
   McpRunStyle,
   McpRuns,
 } from './host.ts';
-export { createIsletMcpServer, directCallRefusal } from './islet-mcp-server.ts';
+export { createIsletMcpServer, decisionText, directCallRefusal, GET_RUN_TOOL } from './islet-mcp-server.ts';
 export {
   CLIENT_INFO,
   callMcpApp,

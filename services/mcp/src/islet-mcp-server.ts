@@ -19,10 +19,11 @@ import {
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import type { McpCaller, McpHost, McpRunState, McpRunStyle } from './host.ts';
 import { type McpSettings, type ResolvedTool, resolveTools } from './mcp-settings.ts';
 import { mcpTool } from './tool-definitions.ts';
-import { codeApiInput, codeRunInput } from './tool-schemas.ts';
+import { codeApiInput, codeRunInput, jsonSchemaOf } from './tool-schemas.ts';
 
 /** How often a waiting tool call reports progress when nothing changed, ms. */
 export const PROGRESS_HEARTBEAT_MS = 5_000;
@@ -54,7 +55,22 @@ export interface IsletMcpServerOptions {
   version: string;
   /** Set when the client declared the elicitation capability: decisions are asked through it. */
   elicit?: Elicit;
+  /** The gateway's origin as the client reached it, for links to the console (`…/console/#/runs/<id>`). */
+  origin?: string;
 }
+
+/** Fetches a run's result later: the answer a run_code call gave, for a run that was still going. */
+export const GET_RUN_TOOL = 'get_run';
+const getRunInput = z.strictObject({
+  runId: z.string().min(1).max(200).describe('The run id a run_code answer named.'),
+  waitSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(60)
+    .optional()
+    .describe('Wait up to this many seconds for the run to end or to need a decision (default 0).'),
+});
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -76,7 +92,7 @@ export function directCallRefusal(name: string, tools: ResolvedTool[], binding?:
   );
 }
 
-function decisionText(state: McpRunState): string {
+export function decisionText(state: McpRunState, origin?: string): string {
   const d = state.decisions[0];
   const what = d && d.index >= 0 ? `call ${d.index} of the program` : 'its wider file access';
   const index = d?.index ?? 0;
@@ -85,7 +101,10 @@ function decisionText(state: McpRunState): string {
     (d ? ` (decision ${d.id})` : '') +
     `; nothing more runs until it is answered. Answer it with POST /v1/code-runs/${state.id}/decisions ` +
     `{"index": ${index}, "allow": true} (or "allow": false) using an API key with the "decisions" scope. ` +
-    `The run then continues (calls that already ran are replayed, never sent twice); read its result with GET /v1/code-runs/${state.id}.`
+    `The run then continues (calls that already ran are replayed, never sent twice); read its result with the ${GET_RUN_TOOL} tool or GET /v1/code-runs/${state.id}.` +
+    (origin
+      ? ` A person can answer it on the run's console page: ${origin}/console/#/runs/${encodeURIComponent(state.id)}`
+      : '')
   );
 }
 
@@ -101,7 +120,34 @@ export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
     },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: tools.map(mcpTool) }));
+  // Code Mode's tools only where Code Mode can run: on in the platform settings, and Apps to call.
+  const CODE_MODE_SURFACES = new Set(['code_api', 'code_run']);
+  const offered = async () => {
+    const codeMode = await host.codeModeAvailable(caller);
+    return tools.filter((t) => codeMode || !CODE_MODE_SURFACES.has(t.surface));
+  };
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const list = await offered();
+    const rules = list.some((t) => t.surface === 'run_code') ? await host.runtimeRules(caller) : '';
+    return {
+      tools: [
+        ...list.map((t) => {
+          const tool = mcpTool(t);
+          return t.surface === 'run_code'
+            ? { ...tool, description: `${tool.description}\n\n${rules}` }
+            : tool;
+        }),
+        {
+          name: GET_RUN_TOOL,
+          description:
+            "Reads a run's result later: for a run that was still running or waiting for a decision when its run_code (or Code Mode) call answered. Gives the same answer that call would have given.",
+          inputSchema: jsonSchemaOf(getRunInput, 'input'),
+          annotations: { readOnlyHint: true, openWorldHint: false },
+        },
+      ],
+    };
+  });
 
   server.setNotificationHandler(CancelledNotificationSchema, async (n) => {
     const requestId = n.params.requestId;
@@ -212,12 +258,15 @@ export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
     );
 
   async function runCode(args: Record<string, unknown>, extra: Extra): Promise<CallToolResult> {
-    const { code, description, timeoutMs, sandbox_permissions, justification } = args;
-    const parsed = parseRunCodeRequest({ code, description, timeoutMs, sandbox_permissions, justification });
+    // The same validation as POST /v1/runs, this deployment's runtime switches included.
+    const parsed = host.parseRunCode(args);
     if (!parsed.ok) return text(parsed.refusal, true);
-    const state = await runAndWait(parsed.value, 'run_code', extra);
+    return runCodeAnswer(await runAndWait(parsed.value, 'run_code', extra));
+  }
+
+  function runCodeAnswer(state: McpRunState): CallToolResult {
     const meta = { _meta: { 'dev.islet/run': { id: state.id, status: state.status } } };
-    if (state.status === 'Waiting') return { ...text(decisionText(state)), ...meta };
+    if (state.status === 'Waiting') return { ...text(decisionText(state, o.origin)), ...meta };
     if (!isFinalStatus(state.status)) return { ...stillRunning(state), ...meta };
     return { ...text(state.record.text ?? '', state.status !== 'Completed'), ...meta };
   }
@@ -230,7 +279,10 @@ export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
       description: input.data.reason?.trim() || 'Code Mode program',
     });
     if (!parsed.ok) return text(parsed.refusal, true);
-    const state = await runAndWait(parsed.value, 'code-mode', extra);
+    return codeRunAnswer(await runAndWait(parsed.value, 'code-mode', extra));
+  }
+
+  function codeRunAnswer(state: McpRunState): CallToolResult {
     const result = state.record.result;
     const structured: Record<string, unknown> = {
       runId: state.id,
@@ -245,7 +297,7 @@ export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
     }
     const d = state.decisions[0];
     if (state.status === 'Waiting' && d)
-      structured.decision = { id: d.id, index: d.index, answer: decisionText(state) };
+      structured.decision = { id: d.id, index: d.index, answer: decisionText(state, o.origin) };
     return {
       content: [{ type: 'text', text: JSON.stringify(structured) }],
       structuredContent: structured,
@@ -273,10 +325,31 @@ export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
     };
   }
 
+  async function getRun(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+    const input = getRunInput.safeParse(args);
+    if (!input.success)
+      return text(input.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '), true);
+    let state: McpRunState;
+    try {
+      state = input.data.waitSeconds
+        ? await host.runs.wait(caller, input.data.runId, input.data.waitSeconds * 1000, signal)
+        : await host.runs.get(caller, input.data.runId);
+    } catch {
+      return text(`no run ${input.data.runId}`, true);
+    }
+    return state.record.style === 'code-mode' ? codeRunAnswer(state) : runCodeAnswer(state);
+  }
+
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name } = request.params;
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
-    const tool = tools.find((t) => t.name === name);
+    if (name === GET_RUN_TOOL) return getRun(args, extra.signal);
+    const tool = (await offered()).find((t) => t.name === name);
+    if (!tool && tools.some((t) => t.name === name))
+      return text(
+        `${name} is not offered: Code Mode is off on this platform, or this tenant has no Apps`,
+        true,
+      );
     if (!tool) {
       // Name the binding when the agent called one of its App tools by name.
       const { bindings } = await host.codeApi(caller, {});

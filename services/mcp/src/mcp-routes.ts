@@ -122,6 +122,12 @@ export function mcpRoutes(o: McpRoutesOptions) {
   }
 
   return async function mcpPlugin(app: FastifyInstance): Promise<void> {
+    // An MCP client that meets a 401 looks for how to authenticate here (RFC 9110 §11.6.1).
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (reply.statusCode === 401 && request.url.split('?')[0] === '/mcp')
+        reply.header('www-authenticate', 'Bearer realm="islet", error="invalid_token"');
+      return payload;
+    });
     app.post('/mcp', { preHandler: o.authenticate }, async (request, reply) => {
       const caller = o.resolveCaller(request);
       let current: StoredSession | undefined;
@@ -162,6 +168,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
         closing: o.closing,
         version: o.version,
         ...(current.elicitation ? { elicit: elicitOver(transport, sessionId) } : {}),
+        origin: `${request.protocol}://${request.host}`,
       });
       await server.connect(transport);
       reply.hijack();

@@ -5,3 +5,4 @@ export * from './queues.ts';
 export * from './records.ts';
 export * from './run-request.ts';
 export * from './run-styles.ts';
+export * from './unknown-fields.ts';

@@ -79,6 +79,13 @@ export const runResultSchema = z.discriminatedUnion('_tag', [
     kind: z.enum(FAILURE_KINDS).optional(),
     message: z.string(),
     logs: z.array(logLineSchema),
+    /** Which value could not be carried and how to return it instead (`result.when is a Date: …`). */
+    detail: z.string().optional(),
+    /** Where in the program (1-based line and column) an uncaught error was thrown. */
+    line: z.number().int().optional(),
+    column: z.number().int().optional(),
+    /** The error's stack, trimmed to the program's frames. */
+    stack: z.string().optional(),
   }),
 ]);
 

@@ -53,12 +53,24 @@ export function mapOutcome(outcome: RunOutcome): RunEnd {
       text,
     };
   }
-  const kind = outcome.failure?.kind ?? 'exception';
-  const message = outcome.failure?.message ?? '';
+  const failure = outcome.failure;
+  const kind = failure?.kind ?? 'exception';
+  const message = failure?.message ?? '';
   return {
     kind: 'final',
     status: statusForFailure(kind),
-    result: { _tag: 'Failed', reason: reasonForFailure(kind, outcome.failure?.cause), kind, message, logs },
+    result: {
+      _tag: 'Failed',
+      reason: reasonForFailure(kind, failure?.cause),
+      kind,
+      message,
+      logs,
+      ...(failure?.detail ? { detail: failure.detail } : {}),
+      ...(failure?.line !== undefined && failure.column !== undefined
+        ? { line: failure.line, column: failure.column }
+        : {}),
+      ...(failure?.stack ? { stack: failure.stack } : {}),
+    },
     text,
     failureKind: kind,
   };

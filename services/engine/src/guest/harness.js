@@ -57,6 +57,14 @@
   const WeakSetAdd = WeakSet.prototype.add;
   const WeakSetHas = WeakSet.prototype.has;
   const StringCharCodeAt = String.prototype.charCodeAt;
+  const StringSplit = String.prototype.split;
+  const RegExpExec = RegExp.prototype.exec;
+  const DatePrototype = Date.prototype;
+  const MapPrototype = Map.prototype;
+  const SetPrototype = Set.prototype;
+  const ErrorPrototype = Error.prototype;
+  const PromisePrototype = Promise.prototype;
+  const ProxyCtor = Proxy;
 
   // ---- Lossless JSON encoding ------------------------------------------------------------------
   // Only plain data crosses: strings, finite numbers (-0 becomes 0), booleans, null, arrays without
@@ -72,21 +80,56 @@
   function isEncodeFailure(e) {
     return typeof e === 'object' && e !== null && ReflectApply(WeakSetHas, failures, [e]);
   }
-  function encode(value, context) {
+  // What a value that cannot be carried is, and how to return it instead: the agent reads this.
+  function kindOf(v) {
+    let proto;
+    try {
+      proto = ObjectGetPrototypeOf(v);
+    } catch {
+      return 'not a plain object';
+    }
+    if (proto === DatePrototype) return 'a Date: return date.toISOString()';
+    if (proto === MapPrototype) return 'a Map: return Object.fromEntries(map)';
+    if (proto === SetPrototype) return 'a Set: return [...set]';
+    if (proto === PromisePrototype) return 'a Promise: await it';
+    if (proto === ErrorPrototype || (typeof v === 'object' && v instanceof ErrorCtor))
+      return 'an Error: return { name: e.name, message: e.message }';
+    let name;
+    try {
+      const d = proto === null ? undefined : ObjectGetOwnPropertyDescriptor(proto, 'constructor');
+      name = d && typeof d.value === 'function' ? d.value.name : undefined;
+    } catch {}
+    if (name === 'ArrayBuffer' || (typeof name === 'string' && /Array$/.test(name)))
+      return `a ${name}: return Array.from(bytes)`;
+    return typeof name === 'string' && name !== ''
+      ? `a ${name} instance: return a plain object ({ ...value })`
+      : 'not a plain object';
+  }
+  const TYPE_HINTS = {
+    function: 'a function: call it and return what it returns',
+    bigint: 'a bigint: return String(n), or Number(n) when it is small',
+    symbol: 'a symbol: return a string',
+    undefined: 'undefined: use null',
+  };
+  function encode(value, context, root) {
     const stack = [];
     function walk(v, path) {
       switch (typeof v) {
         case 'string':
           return JSONstringify(v);
         case 'number':
-          if (!NumberIsFinite(v)) throw encodeFailure(context, `${path} is ${StringCtor(v)}`);
+          if (!NumberIsFinite(v))
+            throw encodeFailure(
+              context,
+              `${path} is ${StringCtor(v)}: JSON has no ${StringCtor(v)}, use null or a string`,
+            );
           return v === 0 ? '0' : StringCtor(v);
         case 'boolean':
           return v ? 'true' : 'false';
         case 'object':
           break;
         default:
-          throw encodeFailure(context, `${path} is a ${typeof v}`);
+          throw encodeFailure(context, `${path} is ${TYPE_HINTS[typeof v] ?? `a ${typeof v}`}`);
       }
       if (v === null) return 'null';
       if (ReflectApply(ArrayIncludes, stack, [v])) throw encodeFailure(context, `${path} is a cycle`);
@@ -102,14 +145,14 @@
           if (d === undefined)
             throw encodeFailure('cannot encode a sparse JSON array', `${path}[${i}] is a hole`);
           if (!ObjectHasOwn(d, 'value')) throw encodeFailure(context, `${path}[${i}] is an accessor`);
-          if (d.value === undefined) throw encodeFailure(context, `${path}[${i}] is undefined`);
+          if (d.value === undefined) throw encodeFailure(context, `${path}[${i}] is undefined: use null`);
           ReflectApply(ArrayPush, parts, [walk(d.value, `${path}[${i}]`)]);
         }
         out = `[${ReflectApply(ArrayJoin, parts, [','])}]`;
       } else {
         const proto = ObjectGetPrototypeOf(v);
         if (proto !== ObjectPrototype && proto !== null)
-          throw encodeFailure(context, `${path} is not a plain object`);
+          throw encodeFailure(context, `${path} is ${kindOf(v)}`);
         const keys = ReflectOwnKeys(v);
         for (let i = 0; i < keys.length; i++) {
           const k = keys[i];
@@ -126,7 +169,7 @@
       return out;
     }
     try {
-      return walk(value, '$');
+      return walk(value, root);
     } catch (e) {
       if (isEncodeFailure(e)) throw e;
       // A trap that threw, a stack overflow on deep nesting: the value cannot make the trip.
@@ -195,16 +238,20 @@
   const pending = new MapCtor();
   let nextId = 0;
   let allowed = new SetCtor();
+  let allowedNames = [];
   function callBinding(name, args) {
     if (!ReflectApply(SetHas, allowed, [name])) {
-      return PromiseReject(new TypeErrorCtor(`unknown binding: ${StringCtor(name)}`));
+      return PromiseReject(
+        new TypeErrorCtor(`unknown binding: ${StringCtor(name)}; ${whatThereIs('bindings', allowedNames)}`),
+      );
     }
     let argsJson;
     try {
-      argsJson = args === undefined ? 'null' : encode(args, 'binding arguments must be lossless JSON');
+      argsJson =
+        args === undefined ? 'null' : encode(args, 'binding arguments must be lossless JSON', 'arguments');
     } catch (e) {
       // Not catchable by the program: the host ends the run with this line.
-      hostFail(e.message, e.detail);
+      hostFail(e.message, `${StringCtor(name)}: ${e.detail}`);
       return new PromiseCtor(() => {});
     }
     const id = nextId++;
@@ -226,6 +273,38 @@
     ObjectDefineProperty(err, 'name', { value: a, writable: true, configurable: true, enumerable: false });
     err.details = c === undefined ? {} : JSONparse(c);
     p.reject(err);
+  }
+
+  // ---- What exists, for a program that named something that does not -------------------------
+  // `apps.nope.x()` would read "Cannot read properties of undefined": the names that do exist say
+  // more. Bounded, so a run with thousands of bindings does not put them all in one message.
+  const LISTED = 40;
+  function whatThereIs(what, names) {
+    if (names.length === 0) return `this run has no ${what}`;
+    const shown =
+      names.length > LISTED ? [...names.slice(0, LISTED), `… ${names.length - LISTED} more`] : names;
+    return `this run's ${what}: ${ReflectApply(ArrayJoin, shown, [', '])}`;
+  }
+  // Keys a runtime or a library reads to learn what an object is; answered with undefined, not an error.
+  const PROBED = new SetCtor([
+    'then',
+    'toJSON',
+    'constructor',
+    'valueOf',
+    'toString',
+    'inspect',
+    'nodeType',
+    '$$typeof',
+    'asymmetricMatch',
+  ]);
+  function strictNamespace(target, describeMissing) {
+    return new ProxyCtor(target, {
+      get(t, key) {
+        if (typeof key !== 'string' || ObjectHasOwn(t, key) || ReflectApply(SetHas, PROBED, [key]))
+          return t[key];
+        throw new TypeErrorCtor(describeMissing(key));
+      },
+    });
   }
 
   // ---- Environment -----------------------------------------------------------------------------
@@ -314,7 +393,46 @@
         if (typeof message !== 'string') return n;
         return message === '' ? n : `${n}: ${message}`;
       }
-      return encode(e, 'program threw an unrenderable value');
+      return encode(e, 'program threw an unrenderable value', 'thrown');
+    } catch {
+      return undefined;
+    }
+  }
+
+  // Where in the program an error happened. The program is the body of `new AsyncFunction(code)`,
+  // whose frames read `<anonymous>:<line>:<column>` two lines below the program's own numbering;
+  // harness frames are dropped, so the stack an agent reads is the program's.
+  const PROGRAM_LINE_OFFSET = 2;
+  const FRAME = /^\s*at (.*?) ?\((?:eval at .*, )?<anonymous>:(\d+):(\d+)\)$/;
+  function locate(e, head) {
+    try {
+      if (typeof e !== 'object' || e === null) return undefined;
+      // V8 keeps `stack` as an own accessor of the error (a data property when a program set it).
+      const d = ObjectGetOwnPropertyDescriptor(e, 'stack');
+      const stack =
+        d === undefined ? undefined : typeof d.get === 'function' ? ReflectApply(d.get, e, []) : d.value;
+      if (typeof stack !== 'string') return undefined;
+      const lines = ReflectApply(StringSplit, stack, ['\n']);
+      const frames = [];
+      let where;
+      for (let i = 1; i < lines.length && frames.length < 20; i++) {
+        const m = ReflectApply(RegExpExec, FRAME, [lines[i]]);
+        if (m === null) continue;
+        const line = +m[2] - PROGRAM_LINE_OFFSET;
+        const column = +m[3];
+        if (line < 1) continue;
+        if (where === undefined) where = { line, column };
+        const fn = m[1] === 'eval' || m[1] === 'async eval' || m[1] === '' ? '' : `${m[1]} `;
+        ReflectApply(ArrayPush, frames, [
+          fn === '' ? `    at program:${line}:${column}` : `    at ${fn}(program:${line}:${column})`,
+        ]);
+      }
+      if (where === undefined) return undefined;
+      return JSONstringify({
+        line: where.line,
+        column: where.column,
+        stack: `${head}\n${ReflectApply(ArrayJoin, frames, ['\n'])}`,
+      });
     } catch {
       return undefined;
     }
@@ -324,6 +442,7 @@
     waitEach = onHostThread === true;
     const config = JSONparse(configJson);
     allowed = new SetCtor(config.bindings);
+    allowedNames = config.bindings;
     fixClock(config.clockMs);
     Math.random = seededRandom(config.seed);
 
@@ -353,10 +472,26 @@
       if (connections[conn] === undefined) connections[conn] = ObjectCreate(null);
       connections[conn][cap] = (args) => callBinding(name, args);
     }
-    for (const conn of ReflectOwnKeys(connections)) apps[conn] = ObjectFreeze(connections[conn]);
+    const appNames = ReflectOwnKeys(connections);
+    for (const conn of appNames) {
+      const caps = ReflectOwnKeys(connections[conn]);
+      apps[conn] = strictNamespace(
+        ObjectFreeze(connections[conn]),
+        (key) => `apps.${conn}.${key} is not a tool of ${conn}; ${whatThereIs(`tools of ${conn}`, caps)}`,
+      );
+    }
     apps.call = (name, args) => callBinding(name, args);
     ObjectFreeze(apps);
-    ObjectDefineProperty(g, 'apps', { value: apps, writable: false, configurable: false, enumerable: false });
+    const appsView = strictNamespace(
+      apps,
+      (key) => `apps.${key} is not an App of this run; ${whatThereIs('Apps', appNames)}`,
+    );
+    ObjectDefineProperty(g, 'apps', {
+      value: appsView,
+      writable: false,
+      configurable: false,
+      enumerable: false,
+    });
     ObjectDefineProperty(g, 'console', {
       value: consoleObject,
       writable: true,
@@ -380,7 +515,7 @@
         }
         let json;
         try {
-          json = encode(value, 'program completion must be lossless JSON');
+          json = encode(value, 'program completion must be lossless JSON', 'result');
         } catch (e) {
           hostDone('invalid', e.message, e.detail);
           return;
@@ -389,7 +524,8 @@
       },
       (e) => {
         const text = renderThrown(e);
-        hostDone('throw', text === undefined ? '' : text, text === undefined);
+        if (text === undefined) return hostDone('throw', '', true);
+        hostDone('throw', text, locate(e, text) ?? false);
       },
     ]);
   }

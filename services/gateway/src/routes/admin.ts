@@ -38,7 +38,7 @@ export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
   return async (app) => {
     app.post('/v1/admin/tenants', admin, async (request, reply) => {
       const parsed = createTenantSchema.safeParse(request.body);
-      if (!parsed.success) throw validationProblem(parsed.error);
+      if (!parsed.success) throw validationProblem(parsed.error, '', createTenantSchema);
       if (parsed.data.id && (await deps.tenants.getTenant(parsed.data.id)))
         throw new HttpProblem('conflict', `tenant ${parsed.data.id} exists`);
       return reply.code(201).send(await deps.tenants.createTenant(parsed.data));
@@ -47,7 +47,7 @@ export function adminRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.post('/v1/admin/tenants/:id/keys', admin, async (request, reply) => {
       const { id } = idParams.parse(request.params);
       const parsed = createKeySchema.safeParse(request.body);
-      if (!parsed.success) throw validationProblem(parsed.error);
+      if (!parsed.success) throw validationProblem(parsed.error, '', createKeySchema);
       if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);
       const { principal } = parsed.data;
       const asked = parsed.data.expiresAt;

@@ -11,6 +11,11 @@ import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
+const CONNECTION_FIELD_HINTS: Readonly<Record<string, string>> = {
+  secret: 'Islet makes the signing secret: it is in this answer (signingSecret), once',
+  signingSecret: 'Islet makes the signing secret: it is in this answer (signingSecret), once',
+};
+
 function signingView(state: SigningState) {
   const now = Date.now();
   return {
@@ -41,7 +46,8 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
   return async (app) => {
     app.post('/v1/connections', { preHandler: auth.requireScopes('apps.use') }, async (request, reply) => {
       const parsed = connectionInputSchema.safeParse(request.body);
-      if (!parsed.success) throw validationProblem(parsed.error);
+      if (!parsed.success)
+        throw validationProblem(parsed.error, '', connectionInputSchema, CONNECTION_FIELD_HINTS);
       const tenant = callerOf(request).tenantId;
       let input = parsed.data;
       if (input.kind === 'mcp') {
@@ -71,7 +77,7 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       async (request) => {
         const { id } = idParams.parse(request.params);
         const parsed = rotateSchema.safeParse(request.body ?? {});
-        if (!parsed.success) throw validationProblem(parsed.error);
+        if (!parsed.success) throw validationProblem(parsed.error, '', rotateSchema);
         const ttl = parsed.data.previousSecretExpiresInSeconds ?? DEFAULT_PREVIOUS_SECRET_TTL_SECONDS;
         const rotated = await deps.connections.rotateSigningSecret(callerOf(request).tenantId, id, ttl);
         if (!rotated) throw new HttpProblem('not-found', `no http connection ${id}`);

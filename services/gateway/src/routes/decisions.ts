@@ -48,7 +48,7 @@ export function decisionsRoutes(
       async (request, reply) => {
         const { id } = idParams.parse(request.params);
         const parsed = decisionAnswerSchema.safeParse(request.body);
-        if (!parsed.success) throw validationProblem(parsed.error);
+        if (!parsed.success) throw validationProblem(parsed.error, '', decisionAnswerSchema);
         const view = await service.answer(callerOf(request), id, parsed.data);
         return reply.code(200).send(view);
       },

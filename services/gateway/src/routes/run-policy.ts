@@ -23,7 +23,7 @@ export function runPolicyRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.put('/v1/admin/tenants/:id/run-policy', admin, async (request) => {
       const { id } = idParams.parse(request.params);
       const parsed = runPolicySchema.safeParse(request.body ?? {});
-      if (!parsed.success) throw validationProblem(parsed.error);
+      if (!parsed.success) throw validationProblem(parsed.error, '', runPolicySchema);
       if (!(await deps.tenants.getTenant(id))) throw new HttpProblem('not-found', `no tenant ${id}`);
       return { ...(await store.set(id, parsed.data)), effective: await store.effective(id) };
     });

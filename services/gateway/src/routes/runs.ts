@@ -5,8 +5,14 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { callerOf, rateLimitPassed } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
-import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
-import { parseRunCodeFields, runPlacementSchema, runtimeCapabilities } from '../run-request.ts';
+import { clientGone, HttpProblem, unknownFieldsProblem, validationProblem } from '../problem-reply.ts';
+import {
+  parseRunCodeFields,
+  RUN_FIELD_HINTS,
+  RUN_FIELDS,
+  runPlacementSchema,
+  runtimeCapabilities,
+} from '../run-request.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
@@ -66,6 +72,9 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (!fields.ok) throw new HttpProblem('validation', fields.refusal, { refusal: fields.refusal });
       const placement = runPlacementSchema.safeParse(b);
       if (!placement.success) throw validationProblem(placement.error);
+      // After the contract's own refusals, so each request that has one gets exactly its text.
+      const unknown = unknownFieldsProblem(b, RUN_FIELDS, RUN_FIELD_HINTS);
+      if (unknown) throw unknown;
       const idem = request.headers['idempotency-key'];
       const wait = preferWaitSeconds(request.headers.prefer, deps.config.ISLET_PREFER_WAIT_MAX_SECONDS);
       await rateLimitPassed(request);

@@ -18,7 +18,7 @@ export function settingsRoutes(ctx: RouteContext): FastifyPluginAsync {
       { preHandler: auth.requireScopes('platform.admin') },
       async (request) => {
         const parsed = settingsPatchSchema.safeParse(request.body);
-        if (!parsed.success) throw validationProblem(parsed.error);
+        if (!parsed.success) throw validationProblem(parsed.error, '', settingsPatchSchema);
         const res = await deps.settings.update(parsed.data.expectedVersion, parsed.data.codeMode);
         if (!res.ok)
           throw new HttpProblem(

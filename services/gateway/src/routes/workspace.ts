@@ -24,6 +24,7 @@ export function workspaceRoutes(ctx: RouteContext): FastifyPluginAsync {
         authenticate,
         resolveTenant,
         resolveMode: (request) => skills.modeFor(request),
+        extraFields: ['sessionId', 'sandbox_permissions'],
         execute: skills.execute,
       }),
     );

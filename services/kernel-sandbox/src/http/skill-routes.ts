@@ -25,6 +25,8 @@ export interface SkillRoutesDeps {
     context: SkillRunContext,
     httpRequest: FastifyRequest,
   ) => Promise<SkillResult>;
+  /** Body fields the host reads itself besides the skill's own (unknown fields are refused). */
+  extraFields?: readonly string[];
   /** Largest request body, bytes. Default 1048576 (1 MiB). */
   maxBodyBytes?: number;
 }
@@ -35,7 +37,7 @@ export function skillRoutes(deps: SkillRoutesDeps) {
       '/v1/skills/run_code',
       { preHandler: deps.authenticate, bodyLimit: deps.maxBodyBytes ?? 1024 * 1024 },
       async (request, reply) => {
-        const parsed = parseSkillRequest(request.body);
+        const parsed = parseSkillRequest(request.body, deps.extraFields);
         if (!parsed.ok) return sendProblem(reply, 'validation', parsed.message, { errors: parsed.errors });
         const tenant = await deps.resolveTenant(request);
         const mode = (await deps.resolveMode?.(request, tenant)) ?? 'workspace-write';

@@ -1,0 +1,148 @@
+/**
+ * Unknown request fields are refused with a 400 naming them (and the field probably meant), on
+ * every public request schema; the run_code contract's own refusals still come first, word for word.
+ */
+import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { RUN_CODE_REFUSALS } from '@islet/protocol';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from './app.ts';
+import { createGatewayDeps } from './create-deps.ts';
+
+let redis: RedisServer;
+let app: FastifyInstance;
+let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let user: Record<string, string>;
+let admin: Record<string, string>;
+
+beforeAll(async () => {
+  redis = await startRedis({ appendOnly: false });
+  deps = await createGatewayDeps(
+    loadConfig({
+      ISLET_REDIS_URL: redis.url,
+      ISLET_SEAL_KEYS: generateSealKey(),
+      ISLET_INTERNAL_TOKEN: 'internal-token-strict-requests',
+    }),
+    createLogger({ name: 'test', level: 'silent' }),
+  );
+  app = await buildApp(deps);
+  await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
+  user = { authorization: `Bearer ${(await deps.tenants.createKey('acme', ['apps.use'])).key}` };
+  admin = { authorization: `Bearer ${(await deps.tenants.createKey('acme', ['platform.admin'])).key}` };
+});
+
+afterAll(async () => {
+  await app?.close();
+  await deps?.close();
+  await redis?.stop();
+});
+
+async function send(method: 'POST' | 'PUT' | 'PATCH', url: string, payload: unknown, headers = user) {
+  const res = await app.inject({ method, url, headers, payload: payload as object });
+  return { status: res.statusCode, body: res.json() as Record<string, unknown> };
+}
+
+const run = { code: 'return 1', description: 'Return one for the test' };
+
+describe('POST /v1/runs', () => {
+  it('refuses timeout, naming timeoutMs', async () => {
+    const res = await send('POST', '/v1/runs', { ...run, timeout: 5000 });
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe('https://islet.dev/problems/validation');
+    expect(res.body.detail).toBe('unknown field "timeout" (did you mean "timeoutMs"?)');
+    expect(res.body.unknownFields).toEqual([{ path: 'timeout', suggestion: 'timeoutMs' }]);
+  });
+
+  it("refuses language, saying it is the skill's field", async () => {
+    const res = await send('POST', '/v1/runs', { ...run, language: 'python' });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe(
+      'unknown field "language": language is a field of the run_code skill (POST /v1/skills/run_code: python, javascript, bash); /v1/runs runs JavaScript and takes no language',
+    );
+  });
+
+  it('names every unknown field, with a suggestion where one is close', async () => {
+    const res = await send('POST', '/v1/runs', {
+      ...run,
+      sandboxPermissions: 'read-only',
+      session_id: 's',
+      zz: 1,
+    });
+    expect(res.body.unknownFields).toEqual([
+      { path: 'sandboxPermissions', suggestion: 'sandbox_permissions' },
+      { path: 'session_id', suggestion: 'sessionId' },
+      { path: 'zz' },
+    ]);
+  });
+
+  it("keeps the contract's refusals first and exact; its fields all pass", async () => {
+    const empty = await send('POST', '/v1/runs', { code: 'return 1', description: '', timeout: 5 });
+    expect(empty.body.detail).toBe(RUN_CODE_REFUSALS.description);
+    const zero = await send('POST', '/v1/runs', { ...run, timeoutMs: 0, timeout: 5 });
+    expect(zero.body.detail).toBe(RUN_CODE_REFUSALS.timeoutMs);
+    const ok = await send('POST', '/v1/runs', {
+      ...run,
+      timeoutMs: 1000,
+      style: 'run_code',
+      sessionId: 's',
+      turnId: 't',
+      callId: 'c',
+      connections: [],
+      approval: 'hold',
+    });
+    expect(ok.status).toBe(202);
+  });
+});
+
+describe('other request bodies', () => {
+  it('connections: top-level and nested unknown fields, with suggestions', async () => {
+    const res = await send('POST', '/v1/connections', {
+      name: 'Cal',
+      kind: 'http',
+      urls: 'https://x.example.com',
+      tools: [{ name: 'a', polcy: 'ask' }],
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.unknownFields).toEqual(
+      expect.arrayContaining([
+        { path: 'urls', suggestion: 'url' },
+        { path: 'tools.0.polcy', suggestion: 'policy' },
+      ]),
+    );
+    expect(res.body.detail).toContain('unknown field "tools.0.polcy" (did you mean "policy"?)');
+  });
+
+  it('skills: timeoutMs → timeout, description belongs to code runs; the gateway fields pass', async () => {
+    const timeoutMs = await send('POST', '/v1/skills/run_code', {
+      language: 'bash',
+      code: 'true',
+      timeoutMs: 5,
+    });
+    expect(timeoutMs.status).toBe(400);
+    expect(timeoutMs.body.detail).toBe('unknown field "timeoutMs" (did you mean "timeout"?)');
+    const description = await send('POST', '/v1/skills/run_code', {
+      language: 'bash',
+      code: 'x',
+      description: 'd',
+    });
+    expect(description.body.detail).toContain(
+      'unknown field "description": description belongs to code runs',
+    );
+  });
+
+  it('platform settings, run policy and keys refuse unknown fields with a suggestion', async () => {
+    const settings = await send(
+      'PATCH',
+      '/v1/platform/settings',
+      { expectedVersion: 0, codeMode: { enable: true } },
+      admin,
+    );
+    expect(settings.status).toBe(400);
+    expect(settings.body.unknownFields).toEqual([{ path: 'codeMode.enable', suggestion: 'enabled' }]);
+    const policy = await send('PUT', '/v1/admin/tenants/acme/run-policy', { styles: 'run_code' }, admin);
+    expect(policy.body.unknownFields).toEqual([{ path: 'styles', suggestion: 'style' }]);
+    const key = await send('POST', '/v1/admin/tenants/acme/keys', { scope: ['apps.use'] }, admin);
+    expect(key.body.unknownFields).toEqual([{ path: 'scope', suggestion: 'scopes' }]);
+  });
+});
