@@ -5,7 +5,7 @@
  * does not flood the model's context: the code API has the rest).
  */
 import type { IsletConfig } from '@islet/core';
-import { RUN_CODE_DEFAULT_TIMEOUT_MS, RUN_CODE_MAX_TIMEOUT_MS } from '@islet/protocol';
+import { RUN_CODE_LIMITS } from '@islet/protocol';
 import { bindingsOf, type Connection } from './connections.ts';
 
 const MAX_APPS = 20;
@@ -13,11 +13,11 @@ const MAX_TOOLS_PER_APP = 12;
 
 /** `connections` undefined: the rules only (the code API, whose declarations list the Apps themselves). */
 export function runtimeRulesText(config: IsletConfig, connections?: readonly Connection[]): string {
-  const ceiling = Math.min(RUN_CODE_MAX_TIMEOUT_MS, config.ISLET_RUN_CODE_MAX_TIMEOUT_MS);
+  const ceiling = Math.min(RUN_CODE_LIMITS.maxTimeoutMs, config.ISLET_RUN_CODE_MAX_TIMEOUT_MS);
   const budget =
     config.ISLET_RUNTIME_TIMEOUT_MS === 'true'
-      ? `time budget ${RUN_CODE_DEFAULT_TIMEOUT_MS} ms by default, timeoutMs up to ${ceiling} ms`
-      : `time budget ${RUN_CODE_DEFAULT_TIMEOUT_MS} ms (timeoutMs is not available here)`;
+      ? `time budget ${RUN_CODE_LIMITS.defaultTimeoutMs} ms by default, timeoutMs up to ${ceiling} ms`
+      : `time budget ${RUN_CODE_LIMITS.defaultTimeoutMs} ms (timeoutMs is not available here)`;
   const wider =
     config.ISLET_RUNTIME_SANDBOX_PERMISSIONS === 'true'
       ? 'sandbox_permissions with a justification asks a person for wider file access'
@@ -27,7 +27,7 @@ export function runtimeRulesText(config: IsletConfig, connections?: readonly Con
     'Date.now() and new Date() are fixed at the run start and Math.random() is seeded, so a replayed run makes the same calls.',
     'No timers (setTimeout, setInterval), no fetch or network, no require/import, no Node.js APIs: reach the outside through apps.',
     'Returned values and App arguments must be plain JSON: no Date (return date.toISOString()), Map, Set, bigint, NaN or functions.',
-    `Limits: ${budget}; 512 MiB heap; printed lines and the returned value share 64 MiB; ${wider}.`,
+    `Limits: ${budget}; ${RUN_CODE_LIMITS.memoryMb} MiB heap; printed lines and the returned value share ${RUN_CODE_LIMITS.outputBytes / 1_048_576} MiB; ${wider}.`,
     'An uncaught error reports its line and column; App errors are AppCallFailed (details.reason, details.body), AppCallDenied or AppInputRequired.',
   ];
   if (!connections) return lines.join('\n');

@@ -40,8 +40,8 @@ export {
   type ReplayingHandler,
   type ReplayingHandlerOptions,
 } from './replaying-handler.ts';
-export { cancelledEnd, type FailedEnd, type FailureSpec, failedEnd } from './run-lifecycle.ts';
 export * from './run-index.ts';
+export { cancelledEnd, type FailedEnd, type FailureSpec, failedEnd } from './run-lifecycle.ts';
 export {
   createRunPolicyStore,
   type EffectiveRunPolicy,
