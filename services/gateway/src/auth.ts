@@ -8,6 +8,7 @@ import type { AdmissionRateCount, ApiKeyIdentity, Scope, Tenant } from '@islet/c
 import { keys } from '@islet/core';
 import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { clientAddressBucket } from './client-address.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 
@@ -89,9 +90,11 @@ export function createAuth(deps: GatewayDeps) {
   }
 
   /**
-   * Failed authentication, per client address and minute: past ISLET_AUTH_FAILURES_PER_MINUTE the
-   * address is refused (429) before its key is even looked up, until the window ends. Guessing
-   * keys is hopeless (256 bits); this bounds what a prober costs the platform and its log.
+   * Failed authentication, per client address (an IPv6 /64) and minute: past
+   * ISLET_AUTH_FAILURES_PER_MINUTE the address's requests without a key that resolves are refused
+   * (429) until the window ends. Guessing keys is hopeless (256 bits); this bounds what a prober
+   * costs the platform and its log. A key that resolves is never refused for its address: behind an
+   * ingress or a NAT many tenants share one address, and one prober must not lock them all out.
    */
   const failureWindowMs = 60_000;
   const limitOfFailures = config.ISLET_AUTH_FAILURES_PER_MINUTE;
@@ -134,7 +137,7 @@ export function createAuth(deps: GatewayDeps) {
     const now = Date.now();
     const window = Math.floor(now / failureWindowMs);
     forget(window);
-    const ip = request.ip;
+    const ip = clientAddressBucket(request.ip);
     if (blocked.get(ip) === window) refuse(window, now);
     const subscribed = caches?.listening() === true;
     if (subscribed && below.get(ip) === window) return;
@@ -149,13 +152,14 @@ export function createAuth(deps: GatewayDeps) {
   }
   async function authFailed(request: FastifyRequest, detail: string): Promise<never> {
     const window = Math.floor(Date.now() / failureWindowMs);
-    below.delete(request.ip);
-    const count = await countInWindow(keys.authFailures(request.ip, window));
+    const ip = clientAddressBucket(request.ip);
+    below.delete(ip);
+    const count = await countInWindow(keys.authFailures(ip, window));
     if (count >= limitOfFailures) {
       forget(window);
-      blocked.set(request.ip, window);
-      // Every replica refuses the address from now on without reading the counter.
-      await caches?.publish('auth-blocked', `${window}:${request.ip}`);
+      blocked.set(ip, window);
+      // Every replica refuses the address's unknown keys from now on without reading the counter.
+      await caches?.publish('auth-blocked', `${window}:${ip}`);
     }
     throw new HttpProblem('unauthorized', detail);
   }
@@ -184,11 +188,13 @@ export function createAuth(deps: GatewayDeps) {
 
   function scopeCheck(scopes: Scope[], overlapRateLimit: boolean) {
     return async (request: FastifyRequest, _reply: FastifyReply) => {
-      await refuseIfFailingTooOften(request);
       const key = bearer(request);
-      if (!key) return authFailed(request, 'send Authorization: Bearer <api key>');
-      const identity = await tenants.resolveKey(key);
-      if (!identity) return authFailed(request, 'unknown API key');
+      const identity = key ? await tenants.resolveKey(key) : null;
+      if (!identity) {
+        // Only requests without a valid key are counted and refused per address.
+        await refuseIfFailingTooOften(request);
+        return authFailed(request, key ? 'unknown API key' : 'send Authorization: Bearer <api key>');
+      }
       const tenant = await tenants.getTenant(identity.tenantId);
       if (!tenant) throw new HttpProblem('unauthorized', "the key's tenant no longer exists");
       const missing = scopes.filter((s) => !identity.scopes.includes(s));

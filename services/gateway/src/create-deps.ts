@@ -4,6 +4,7 @@ import {
   createMetrics,
   createRedis,
   createRunStore,
+  createSessionStore,
   createSettingsCache,
   createSettingsStore,
   createTenantStore,
@@ -102,6 +103,7 @@ export async function createGatewayDeps(
       resolveKey: (key) => identities.get(hashApiKey(key)),
       getTenant: (id) => tenantsById.get(id),
     },
+    sessions: createSessionStore(redis),
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
     connections: createConnectionStore(redis, caches),

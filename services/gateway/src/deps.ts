@@ -5,6 +5,7 @@ import type {
   RunJobData,
   RunStore,
   Sealer,
+  SessionStore,
   SettingsStore,
   TenantStore,
 } from '@islet/core';
@@ -25,6 +26,8 @@ export interface GatewayDeps {
   blockingRedis: () => Redis;
   runs: RunStore;
   tenants: TenantStore;
+  /** Session owners and "allow for the session" grants. */
+  sessions: SessionStore;
   settings: SettingsStore;
   connections: ConnectionStore;
   journal: CallJournal;

@@ -8,6 +8,7 @@ import type { IsletConfig } from '@islet/core';
 import { RUN_STYLES, type RunStyle } from '@islet/journal';
 import { parseRunCodeRequest, type RunCodeCapabilities, type RunCodeRequest } from '@islet/protocol';
 import { z } from 'zod';
+import { sessionIdSchema } from './session-id.ts';
 
 export type RunCodeFields = RunCodeRequest;
 
@@ -38,7 +39,7 @@ const id = z.string().min(1).max(200);
 export const runPlacementSchema = z.object({
   /** Which contract's rules the run follows. Default: the tenant's run policy (`run_code` unless set). */
   style: z.enum(RUN_STYLES).optional(),
-  sessionId: id.optional(),
+  sessionId: sessionIdSchema.optional(),
   turnId: id.optional(),
   callId: id.optional(),
   /** Absent: every App (connection) of the tenant. */

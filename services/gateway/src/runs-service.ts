@@ -32,6 +32,7 @@ import {
 import { type Caller, rateLimitedProblem } from './auth.ts';
 import { bindingsOf } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
+import { createOwnership, mayActOn } from './ownership.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
 import { type RunCodeFields, runtimeCapabilities } from './run-request.ts';
@@ -62,6 +63,7 @@ function refuse(message: string): never {
 export function createRunsService(deps: GatewayDeps) {
   const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
   const runPolicies = deps.runPolicies ?? createRunPolicyStore(redis);
+  const ownership = createOwnership(deps);
 
   async function record(run: StoredRun): Promise<CodeRunRecord> {
     // Calls that wait for a decision show `Waiting` (helper-5).
@@ -74,12 +76,8 @@ export function createRunsService(deps: GatewayDeps) {
     return toRecord(run, await (journalWithRun.get(run) ?? journal.listCalls(run.id)), waiting);
   }
 
-  /** The run if it belongs to the caller's tenant; 404 otherwise (existence never leaks). */
-  async function own(caller: Caller, id: string): Promise<StoredRun> {
-    const run = await runs.get(id);
-    if (!run || run.tenant !== caller.tenantId) throw new HttpProblem('not-found', `no code run ${id}`);
-    return run;
-  }
+  /** The run if the caller may act on it (ownership.ts); 404 otherwise (existence never leaks). */
+  const own = ownership.run;
 
   /** The run's Apps: the connections it names, or (none named) every App of the tenant. */
   async function resolveBindings(tenant: string, ids: string[] | undefined): Promise<BindingSpec[]> {
@@ -136,6 +134,12 @@ export function createRunsService(deps: GatewayDeps) {
           // The first request may still be writing its run; give it a moment.
           for (let i = 0; i < 50; i++) {
             const existing = prev.runId ? await runs.get(prev.runId) : null;
+            // Another principal's key string: its run (and result) is not this caller's to see.
+            if (existing && !mayActOn(caller, existing))
+              throw new HttpProblem(
+                'idempotency-conflict',
+                'this Idempotency-Key is in use by another request',
+              );
             if (existing) return { run: existing, created: false };
             await new Promise((r) => setTimeout(r, 20));
           }
@@ -342,15 +346,6 @@ export function createRunsService(deps: GatewayDeps) {
     };
   }
 
-  /** Whether the caller may read the run: its own session's, or any with `sessions.admin`. */
-  function mayRead(caller: Caller, run: StoredRun): boolean {
-    return (
-      caller.scopes.includes('sessions.admin') ||
-      run.principal === undefined ||
-      run.principal === principalOf(caller)
-    );
-  }
-
   async function enqueue(run: StoredRun) {
     await queues[run.mode].add(
       'run',
@@ -482,7 +477,18 @@ export function createRunsService(deps: GatewayDeps) {
     return (await runs.get(id)) ?? run;
   }
 
-  return { submit, own, record, waitForEnd, cancel, enqueue, mayRead };
+  return {
+    submit,
+    own,
+    record,
+    waitForEnd,
+    cancel,
+    enqueue,
+    mayRead: mayActOn,
+    inTenant: ownership.runInTenant,
+    claimSession: ownership.claimSession,
+    mayReadSession: ownership.mayReadSession,
+  };
 }
 
 export type RunsService = ReturnType<typeof createRunsService>;

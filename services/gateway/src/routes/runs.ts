@@ -1,4 +1,4 @@
-import { keys, principalOf } from '@islet/core';
+import { keys } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
 import { operationIdFor } from '@islet/journal';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
@@ -7,9 +7,11 @@ import { callerOf, rateLimitPassed } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
 import { clientGone, HttpProblem, validationProblem } from '../problem-reply.ts';
 import { parseRunCodeFields, runPlacementSchema, runtimeCapabilities } from '../run-request.ts';
+import { sessionIdSchema } from '../session-id.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
+const sessionParams = z.object({ sessionId: sessionIdSchema });
 const callParams = idParams.extend({ index: z.coerce.number().int().min(0) });
 const clientAnswerSchema = z.union([
   z.object({ result: z.unknown() }).strict(),
@@ -96,7 +98,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       { preHandler: auth.requireScopes('apps.use', 'sessions.read') },
       async (request) => {
         const caller = callerOf(request);
-        const { sessionId } = z.object({ sessionId: z.string().min(1).max(200) }).parse(request.params);
+        const { sessionId } = sessionParams.parse(request.params);
         const q = z
           .object({
             cursor: z
@@ -108,9 +110,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
           .safeParse(request.query);
         if (!q.success) throw validationProblem(q.error, 'query.');
         // A session is its opener's: another principal sees it empty, unless it has sessions.admin.
-        const owner = await deps.redis.get(keys.sessionOwner(caller.tenantId, sessionId));
-        if (owner !== null && owner !== principalOf(caller) && !caller.scopes.includes('sessions.admin'))
-          return { items: [], nextCursor: null };
+        if (!(await runsService.mayReadSession(caller, sessionId))) return { items: [], nextCursor: null };
         const page = await deps.runs.listSession(caller.tenantId, sessionId, q.data.cursor, q.data.limit);
         // The page's records are read concurrently (one round trip's wait, not one per run); order is kept.
         const found = await Promise.all(
