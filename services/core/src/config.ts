@@ -116,6 +116,14 @@ export const configSchema = z.object({
   ISLET_RUNTIME_SANDBOX_PERMISSIONS: z.enum(['true', 'false']).default('true'),
   /** Run records, events and idempotency keys live this long. */
   ISLET_RUN_RETENTION_SECONDS: int(7 * 24 * 3600, 60),
+  /**
+   * Bytes of Redis one tenant's retained runs may hold (sealed code, request, result and logs,
+   * counted as written, kept for the retention period): past it the tenant's submits get 507 and
+   * other tenants are not affected. The effective bound is the smaller of this and
+   * ISLET_TENANT_REDIS_SHARE of Redis's `maxmemory` (when Redis has one).
+   */
+  ISLET_TENANT_STORED_MAX_BYTES: int(1_073_741_824, 1024),
+  ISLET_TENANT_REDIS_SHARE: z.coerce.number().gt(0).max(1).default(0.25),
 
   // runner
   /** Jobs one runner process executes at once (one sandbox slot each). */

@@ -13,4 +13,5 @@ export * from './secret-files.ts';
 export * from './session-store.ts';
 export * from './settings-cache.ts';
 export * from './settings-store.ts';
+export * from './tenant-bytes-store.ts';
 export * from './tenant-store.ts';

@@ -60,6 +60,8 @@ export const keys = {
    */
   inFlight: (tenant: string) => `${t(tenant)}:inflight`,
   rateWindow: (tenant: string, window: number) => `${t(tenant)}:rl:${window}`,
+  /** Bytes the tenant's retained runs wrote in one retention bucket (tenant-bytes-store.ts). */
+  storedBytes: (tenant: string, bucket: number) => `${t(tenant)}:bytes:${bucket}`,
   /** Failed authentications from one client address in one minute window (global single key). */
   authFailures: (address: string, window: number) => `islet:authfail:${address}:${window}`,
   /** A tenant's open event streams: stream id → lease expiry (ms), across gateway replicas. */

@@ -31,6 +31,8 @@ import {
   TRANSITION,
 } from './run-store-scripts.ts';
 import type { Sealer } from './sealer.ts';
+import { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
+import { createTenantBytesStore } from './tenant-bytes-store.ts';
 
 /**
  * What a create with an admission answers: stored, or refused because the request passed the
@@ -167,6 +169,8 @@ export interface RunStoreOptions {
 export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
   const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
   const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
+  // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
+  const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
   const open = <T>(v: string | undefined): T | undefined =>
     v ? (JSON.parse(sealer.open(v)) as T) : undefined;
@@ -195,6 +199,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     const result = open<RunResult>(h.result);
     if (result) run.result = result;
     if (h.text) run.text = sealer.open(h.text);
+    const ref = open<TextRef>(h.textRef);
+    if (ref && result) run.text = textFromRef(ref, result);
     if (h.kind) run.kind = h.kind;
     if (h.principal) run.principal = h.principal;
     if (h.pushEnd === '1') run.pushEnd = true;
@@ -428,9 +434,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const fields: Record<string, string> = {
         status: end.status,
         result: seal(end.result),
-        text: sealer.seal(end.text),
         kind: end.kind ?? 'none',
       };
+      // The output once: the text's copy of the printed lines becomes a reference (stored-text.ts).
+      const ref = textRefOf(end.text, end.result);
+      if (ref) fields.textRef = seal(ref);
+      else fields.text = sealer.seal(end.text);
       // Rides in the same script call as the end: stage timings cost no extra round trip.
       if (end.timings) fields.timings = JSON.stringify(end.timings);
       // The in-flight entry goes with the end, sent together (one round trip on one connection;
@@ -440,6 +449,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         sendTogether(redis, () => [
           transition(run, fields, { type: 'end', data: { status: end.status } }),
           redis.zrem(keys.inFlight(run.tenant), run.id),
+          storedBytes
+            .charge(
+              run.tenant,
+              Object.values(fields).reduce((n, v) => n + v.length, 0),
+            )
+            .catch(() => undefined),
         ]),
       );
       return ended;

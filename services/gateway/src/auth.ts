@@ -10,7 +10,7 @@ import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientAddressBucket } from './client-address.ts';
 import type { GatewayDeps } from './deps.ts';
-import { HttpProblem } from './problem-reply.ts';
+import { HttpProblem, isRedisFull } from './problem-reply.ts';
 
 export interface Caller extends ApiKeyIdentity {
   tenant: Tenant;
@@ -62,7 +62,15 @@ export function createAuth(deps: GatewayDeps) {
   async function rateLimit(tenant: Tenant) {
     const now = Date.now();
     const limit = limitOf(tenant);
-    const count = await countInWindow(keys.rateWindow(tenant.id, Math.floor(now / RATE_WINDOW_MS)));
+    let count: number;
+    try {
+      count = await countInWindow(keys.rateWindow(tenant.id, Math.floor(now / RATE_WINDOW_MS)));
+    } catch (err) {
+      // The count is a write: with Redis at maxmemory it fails, and reads (which need no write)
+      // must still be served. The request goes uncounted; writes it makes are refused on their own.
+      if (!isRedisFull(err)) throw err;
+      return;
+    }
     if (count > limit) throw rateLimitedProblem(limit, now);
   }
 
@@ -154,7 +162,11 @@ export function createAuth(deps: GatewayDeps) {
     const window = Math.floor(Date.now() / failureWindowMs);
     const ip = clientAddressBucket(request.ip);
     below.delete(ip);
-    const count = await countInWindow(keys.authFailures(ip, window));
+    // A full Redis cannot count the failure: the request is still refused (401), uncounted.
+    const count = await countInWindow(keys.authFailures(ip, window)).catch((err: unknown) => {
+      if (isRedisFull(err)) return 0;
+      throw err;
+    });
     if (count >= limitOfFailures) {
       forget(window);
       blocked.set(ip, window);

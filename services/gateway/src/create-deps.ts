@@ -7,6 +7,7 @@ import {
   createSessionStore,
   createSettingsCache,
   createSettingsStore,
+  createTenantBytesStore,
   createTenantStore,
   hashApiKey,
   type IsletConfig,
@@ -104,6 +105,7 @@ export async function createGatewayDeps(
       getTenant: (id) => tenantsById.get(id),
     },
     sessions: createSessionStore(redis),
+    storedBytes: createTenantBytesStore(redis, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
     connections: createConnectionStore(redis, caches),

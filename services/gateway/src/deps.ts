@@ -7,6 +7,7 @@ import type {
   Sealer,
   SessionStore,
   SettingsStore,
+  TenantBytesStore,
   TenantStore,
 } from '@islet/core';
 import type { CallJournal, DecisionStore, RunPolicyStore } from '@islet/journal';
@@ -28,6 +29,8 @@ export interface GatewayDeps {
   tenants: TenantStore;
   /** Session owners and "allow for the session" grants. */
   sessions: SessionStore;
+  /** Bytes each tenant's retained data holds (storage-quota.ts). */
+  storedBytes: TenantBytesStore;
   settings: SettingsStore;
   connections: ConnectionStore;
   journal: CallJournal;

@@ -36,6 +36,7 @@ import { createOwnership, mayActOn } from './ownership.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
 import { type RunCodeFields, runtimeCapabilities } from './run-request.ts';
+import { createStorageQuota, storedSizeOf } from './storage-quota.ts';
 
 export interface SubmitInput {
   fields: RunCodeFields;
@@ -64,6 +65,7 @@ export function createRunsService(deps: GatewayDeps) {
   const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
   const runPolicies = deps.runPolicies ?? createRunPolicyStore(redis);
   const ownership = createOwnership(deps);
+  const storage = createStorageQuota(deps);
 
   async function record(run: StoredRun): Promise<CodeRunRecord> {
     // Calls that wait for a decision show `Waiting` (helper-5).
@@ -186,6 +188,7 @@ export function createRunsService(deps: GatewayDeps) {
     const [policy, current] = await Promise.all([
       runPolicies.effective(tenant, input.approval, input.style),
       settings.get(),
+      storage.check(tenant),
     ]);
     const principal = principalOf(caller);
     const session = input.sessionId ?? `session-${randomUUID()}`;
@@ -274,6 +277,8 @@ export function createRunsService(deps: GatewayDeps) {
         { limit },
         { 'retry-after': '1' },
       );
+    // The record's sealed program and request (its output is counted when it ends, run-store.ts).
+    storage.charge(tenant, storedSizeOf(run));
 
     if (codeModeOff) {
       const message = 'Code Mode is off in the platform settings';
