@@ -5,8 +5,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['services/*/src/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/**/*.test.ts'],
-    // test/bench: the ratio guard runs alone first (vitest.guard.config.ts).
-    exclude: ['**/node_modules/**', 'test/chaos/**', 'test/bench/**'],
+    // test/bench: the ratio guard runs alone first (vitest.guard.config.ts); test/kube needs the
+    // control plane scripts/kube-toolchain.sh builds (npm run test:kube, vitest.kube.config.ts).
+    exclude: ['**/node_modules/**', 'test/chaos/**', 'test/bench/**', 'test/kube/**'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -52,6 +52,8 @@ WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --chown=0:0 package.json ./
 COPY --chown=0:0 services ./services
+# The HTTP App contract, rendered into /docs by the gateway (openapi.ts).
+COPY --chown=0:0 docs/apps.md ./docs/apps.md
 COPY --from=harden --chown=0:0 /out-islet-harden.node ./services/kernel-sandbox/build/islet-harden.node
 # The built console, served by the gateway at /console (no CDN: every asset is in the image).
 COPY --from=console --chown=0:0 /app/services/console/dist ./services/console/dist

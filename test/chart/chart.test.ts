@@ -9,6 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import {
   CHART,
   helm,
+  type K8sObject,
   podSpecs,
   ROOT,
   render,
@@ -288,6 +289,8 @@ describe('security wiring', () => {
     expect(verbs['apps/deployments']).not.toContain('delete');
     expect(verbs['/pods']).toEqual(['get', 'list', 'watch', 'patch']);
     expect(verbs['coordination.k8s.io/leases']).toEqual(['get', 'create', 'update']);
+    // A repeated Event raises the count of the one already written (client-go's recorder).
+    expect(verbs['/events']).toEqual(['create', 'patch']);
     // blockOwnerDeletion on the Deployments' ownerReference needs update on the owner's finalizers.
     expect(verbs['islet.dev/runnerpools/finalizers']).toEqual(['update']);
     const binding = find(objs, 'RoleBinding', (r) => r.metadata.name === 'islet-operator')[0]!;
@@ -329,9 +332,11 @@ describe('security wiring', () => {
     expect(redis.readinessProbe.exec.command.join(' ')).toContain('redis-cli -p 6379 ping');
     expect(redis.readinessProbe.tcpSocket).toBeUndefined();
     expect(redis.livenessProbe.exec.command.join(' ')).toContain('LOADING');
-    // A PDB keeps a node drain from evicting the only Redis unannounced.
+    // A PDB on the only Redis: maxUnavailable 1, so a node drain can move it (minAvailable 1 on one
+    // replica refused every eviction and no drain of its node ever finished).
     const pdb = find(objs, 'PodDisruptionBudget', (p) => p.metadata.name === 'islet-redis')[0]!;
-    expect(pdb.spec.minAvailable).toBe(1);
+    expect(pdb.spec.maxUnavailable).toBe(1);
+    expect(pdb.spec.minAvailable).toBeUndefined();
     expect(pdb.spec.selector.matchLabels['app.kubernetes.io/component']).toBe('redis');
     const cfg = find(objs, 'ConfigMap', (o) => o.metadata.name.endsWith('-config'))[0]!;
     expect(cfg.data.ISLET_REDIS_URL).toBe('redis://islet-redis.islet.svc:6379');
@@ -475,5 +480,15 @@ describe('values.schema.json', () => {
     const r = helm(renderArgs({}));
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('redis.url is required');
+  });
+});
+
+describe('PodDisruptionBudgets', () => {
+  it('runner PDBs let a drain take half a pool at once', () => {
+    const runner = find(objectsOf('ci/default'), 'PodDisruptionBudget', (p) =>
+      p.metadata.name.endsWith('-runner'),
+    );
+    expect(runner.length).toBeGreaterThan(0);
+    for (const p of runner) expect(p.spec.maxUnavailable).toBe('50%');
   });
 });

@@ -80,6 +80,10 @@ it('npm start brings the cluster up on ISLET_PORT with ISLET_DEV_API_KEY and Ctr
     const out = stack.output();
     expect(out).toContain(`gateway   http://127.0.0.1:${port}`);
     expect(out).toContain(`API key   ${key}`);
+    // A line to paste into a shell for the CLI and the clients.
+    expect(out).toMatch(
+      new RegExp(`^export ISLET_URL=http://127\\.0\\.0\\.1:${port} ISLET_API_KEY=${key}$`, 'm'),
+    );
     expect(out).toMatch(/redis {5}standalone redis:\/\/127\.0\.0\.1:\d+ \(embedded/);
     // Code Mode is off on a fresh install; the dev stack turns it on and says so.
     expect(out).toContain('Code Mode on: this dev stack turned it on in the platform settings');

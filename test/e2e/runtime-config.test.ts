@@ -60,6 +60,21 @@ describe('a fresh install', () => {
   });
 });
 
+describe('readiness', () => {
+  it('a runner whose host enforces less than required stays NotReady; the others are ready', async () => {
+    const [relaxed, strict] = cluster.runners;
+    const ok = await fetch(`${relaxed!.url}/readyz`);
+    expect(ok.status).toBe(200);
+    const notReady = await fetch(`${strict!.url}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.json()).toEqual({
+      status: 'not ready',
+      reason:
+        'sandbox enforcement below the required full (workspace-write: partial); set ISLET_SANDBOX_ENFORCEMENT_REQUIRED=partial to accept it',
+    });
+  });
+});
+
 describe('runtime capabilities', () => {
   it('refuses timeoutMs and sandbox_permissions a runtime cannot honour, with the document texts', async () => {
     const t = await a('POST', '/v1/runs', { code: 'return 1', description: 'Return one', timeoutMs: 1000 });

@@ -262,9 +262,10 @@ describe('a tenant that shapes its own workspace (through a skill)', () => {
     const planted = await a('POST', '/v1/skills/run_code', {
       language: 'python',
       code: [
-        'import os, socket',
+        'import os, stat',
         'os.mkfifo("pipe")',
-        's = socket.socket(socket.AF_UNIX); s.bind("sock")',
+        // Sandboxes have no sockets at all; a socket inode is made without one.
+        'os.mknod("sock", stat.S_IFSOCK | 0o600)',
         'os.symlink("/proc/self/environ", "env")',
         'os.symlink("/", "root")',
         'os.symlink("../../initech/ws-http", "theirs")',

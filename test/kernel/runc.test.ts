@@ -61,7 +61,7 @@ describe.each(SANDBOX_MODES)('under runc with the chart profile %s.json and a re
         probePath(),
         'uid',
         ...DENIED_PROBE_OPS,
-        'socket-unix',
+        'socketpair-stream',
         'read:/usr/bin/python3',
         'exec:/usr/bin/true',
         'write:/etc/islet.txt',
@@ -74,7 +74,7 @@ describe.each(SANDBOX_MODES)('under runc with the chart profile %s.json and a re
     );
     expect(results.uid).toBe('65534');
     for (const op of DENIED_PROBE_OPS) expect({ op, result: results[op] }).toEqual({ op, result: 'EPERM' });
-    expect(results['socket-unix']).toBe('ok');
+    expect(results['socketpair-stream']).toBe('ok');
     expect(results['read:/usr/bin/python3']).toBe('ok');
     expect(results['exec:/usr/bin/true']).toBe('ok');
     expect(results['write:/etc/islet.txt']).toBe('EROFS');
@@ -169,6 +169,10 @@ describe('under runc with runner.json (the runner container: broker + sandbox pr
         'io-uring-setup',
         'mount',
         'bpf',
+        'shmget',
+        'msgget',
+        'semget',
+        'mq-open',
         'write:/etc/islet.txt',
       ]),
     );
@@ -185,12 +189,16 @@ describe('under runc with runner.json (the runner container: broker + sandbox pr
       'io-uring-setup': 'EPERM',
       mount: 'EPERM',
       bpf: 'EPERM',
+      shmget: 'EPERM',
+      msgget: 'EPERM',
+      semget: 'EPERM',
+      'mq-open': 'EPERM',
       'write:/etc/islet.txt': 'EROFS',
     });
   });
 
   it.each(SANDBOX_MODES)(
-    'a sandbox process started by islet-jail --mode %s there has no network again',
+    'a sandbox process started by islet-jail --mode %s there has no network and no sockets again',
     (mode) => {
       const args = jailArgs(mode, {
         readPaths: [BUILD_DIR],
@@ -205,13 +213,15 @@ describe('under runc with runner.json (the runner container: broker + sandbox pr
         'socket-inet',
         'socket-inet6',
         'socket-unix',
+        'memfd-create',
       ]);
       const [reportLine, probeLine] = out.stdout.trim().split('\n');
       expect(JSON.parse(reportLine!)).toMatchObject({ enforcement: 'full', mode });
       expect(JSON.parse(probeLine!)).toEqual({
         'socket-inet': 'EPERM',
         'socket-inet6': 'EPERM',
-        'socket-unix': 'ok',
+        'socket-unix': 'EPERM',
+        'memfd-create': 'EPERM',
       });
     },
   );
@@ -257,9 +267,20 @@ describe('control: the same bundle without the profile', () => {
     const bundle = bundleFor('read-only', permissive);
     try {
       const results = parseProbe(
-        bundle.run([probePath(), 'socket-inet', 'unshare-user', 'io-uring-setup', 'write:/etc/x']),
+        bundle.run([
+          probePath(),
+          'socket-inet',
+          'unshare-user',
+          'io-uring-setup',
+          'shmget',
+          'mq-open',
+          'memfd-create',
+          'socket-unix',
+          'write:/etc/x',
+        ]),
       );
       expect(results['socket-inet']).toBe('ok');
+      for (const op of ['shmget', 'mq-open', 'memfd-create', 'socket-unix']) expect(results[op]).toBe('ok');
       expect(results['unshare-user']).toBe('ok');
       expect(results['io-uring-setup']).toBe('ok');
       expect(results['write:/etc/x']).toBe('EROFS'); // the read-only root holds either way

@@ -393,3 +393,15 @@ services/operator/src/deployment.ts.
     sizeLimit: {{ .Values.workspaces.sizeLimit | default "1Gi" }}
 {{- end }}
 {{- end }}
+
+{{/*
+PodDisruptionBudget API: policy/v1 from Kubernetes 1.21, policy/v1beta1 before (the project's own
+control-plane tests run a 1.20 API server; helm template without a cluster assumes a current one).
+*/}}
+{{- define "islet.pdb.apiVersion" -}}
+{{- if semverCompare ">=1.21-0" .Capabilities.KubeVersion.Version -}}
+policy/v1
+{{- else -}}
+policy/v1beta1
+{{- end -}}
+{{- end }}

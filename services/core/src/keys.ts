@@ -9,7 +9,7 @@
  * command spanning two slots fails with CROSSSLOT.
  *
  * - Per run, tag `{<runId>}`: the run record, its event stream, its `client` call mailboxes, its
- *   call journal (`journal:{<runId>}`, @islet/journal) and its decisions (`decisions:{<runId>}`).
+ *   call journal (`journal:{<runId>}`, @islet/runs's keys.ts) and its decisions (`decisions:{<runId>}`).
  *   A run's own state changes in one script (run-store's TRANSITION, the journal's and decisions'
  *   scripts), and runs spread evenly over the cluster because run ids are random.
  * - Per tenant, tag `{t:<tenant>}`: in-flight runs and skills (counted together for the quota),
@@ -31,7 +31,7 @@
  * there an admitted submit writes both halves in one script (run-store's ADMIT_AND_CREATE).
  */
 
-/** The hash tag of a tenant's keys (exported for @islet/journal's prefix-aware keys, `journalKeys`). */
+/** The hash tag of a tenant's keys (exported for @islet/runs's prefix-aware keys, its `journalKeys`). */
 export const tenantTag = (tenant: string) => `{t:${tenant}}`;
 const t = (tenant: string) => `islet:tenant:${tenantTag(tenant)}`;
 
@@ -102,28 +102,6 @@ export const keys = {
   /** ZSET job id → first deferral ms: the tenant's jobs sent back for being over its share, oldest first. */
   poolTenantDeferred: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:deferred`,
 };
-
-/**
- * The keys @islet/journal keeps (it takes a prefix, default `islet:`, so tests and a second
- * installation can share a Redis). Same groups as above: per run `{<runId>}`, per tenant
- * `{t:<tenant>}`, one global expiry index.
- */
-export function journalKeys(prefix = 'islet:') {
-  return {
-    /** HASH call index → journal entry (call-journal.ts). */
-    journal: (runId: string) => `${prefix}journal:{${runId}}`,
-    /** HASH call index → decision (decision-store.ts; -1 = a wider-access request). */
-    decisions: (runId: string) => `${prefix}decisions:{${runId}}`,
-    /** LIST a waiter BLPOPs until the decision is answered. */
-    decisionAnswered: (runId: string, index: number) => `${prefix}decisions:{${runId}}:answered:${index}`,
-    /** ZSET `<runId>\n<index>` → requested-at: the tenant's pending decisions. */
-    tenantDecisions: (tenant: string) => `${prefix}tenant:${tenantTag(tenant)}:decisions`,
-    /** ZSET `<runId>\n<index>` → expires-at, every tenant's (global single key: one ZADD/ZREM at a time). */
-    decisionsDue: () => `${prefix}decisions:due`,
-    /** STRING: the tenant's run policy (run-policy-store.ts). */
-    runPolicy: (tenant: string) => `${prefix}tenant:${tenantTag(tenant)}:run-policy`,
-  };
-}
 
 /** Pub/sub channels. Messages carry a run id only; subscribers read the state from Redis. */
 export const channels = {

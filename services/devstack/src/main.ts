@@ -67,6 +67,9 @@ Islet is running.
   API key   ${cluster.devKey}
   Code Mode ${cluster.codeModeEnabled ? 'on: this dev stack turned it on in the platform settings (a fresh install has it off)' : 'off'}
 
+For the CLI and the clients (islet run, islet watch, the Python client):
+export ISLET_URL=${cluster.url} ISLET_API_KEY=${cluster.devKey}
+
 Try:
 ${example}
 

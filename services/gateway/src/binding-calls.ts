@@ -1,16 +1,23 @@
 /**
  * Serves one binding call from a runner. The order that makes "never sent twice" hold lives in
- * `@islet/journal`'s call processor (claim → policy → decision → markSent → App call → complete);
+ * `@islet/runs`'s call processor (claim → policy → decision → markSent → App call → complete);
  * this module supplies what only the gateway knows: which connection and tool a binding is, its
  * policy, and how the App is reached (`http`: POST to its URL; `client`: the call goes out on the
  * run's event stream and the caller answers, possibly through another gateway replica, via Redis).
  */
-import type { StoredRun } from '@islet/core';
-import { channels, DEFAULT_MAX_EVENTS_PER_RUN, keys } from '@islet/core';
+import { channels, keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
-import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
 import { isFinalStatus } from '@islet/protocol';
+import {
+  type CallSource,
+  createCallProcessor,
+  DEFAULT_MAX_EVENTS_PER_RUN,
+  decisionView,
+  type StoredRun,
+} from '@islet/runs';
 import { AnswerTooLargeError, postToApp } from './app-http.ts';
+import { appRequest } from './app-request.ts';
+import { argumentProblemMessage, createArgumentCheck } from './argument-check.ts';
 import type { Connection } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
 import { TOO_LARGE_MARK } from './guarded-fetch.ts';
@@ -42,37 +49,23 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
   const { runs, journal, decisions, connections, config, metrics, logger } = deps;
   const post = deps.postToApp ?? postToApp;
   const processor = createCallProcessor({ journal, decisions });
+  const checkArguments = createArgumentCheck();
 
   async function httpCall(
     run: StoredRun,
     call: BindingCall,
     source: CallSource,
-    url: string,
+    connection: Connection,
     ctx: { idempotencyKey: string; operationId: string; input?: unknown },
   ): Promise<BindingOutcome> {
-    const body: Record<string, unknown> = {
-      tool: source.name,
-      kind: source.kind,
-      arguments: JSON.parse(call.argsJson),
-    };
-    if (ctx.input !== undefined) body.input = ctx.input;
+    const { text: body, headers } = appRequest(deps.sealer, run, call, source, connection, ctx);
     let res: { status: number; text: string };
     try {
-      res = await post(
-        url,
-        {
-          'content-type': 'application/json',
-          'idempotency-key': ctx.idempotencyKey,
-          'x-islet-run': run.id,
-          'x-islet-operation-id': ctx.operationId,
-        },
-        JSON.stringify(body),
-        {
-          timeoutMs: config.ISLET_APP_CALL_TIMEOUT_MS,
-          allowPrivate: config.ISLET_APP_ALLOW_PRIVATE_NETWORKS === 'true',
-          maxResponseBytes: config.ISLET_APP_ANSWER_MAX_BYTES,
-        },
-      );
+      res = await post(connection.url!, headers, body, {
+        timeoutMs: config.ISLET_APP_CALL_TIMEOUT_MS,
+        allowPrivate: config.ISLET_APP_ALLOW_PRIVATE_NETWORKS === 'true',
+        maxResponseBytes: config.ISLET_APP_ANSWER_MAX_BYTES,
+      });
     } catch (err) {
       const e = err as Error;
       if (e instanceof AnswerTooLargeError)
@@ -87,8 +80,14 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       );
       return failed('unreachable', APP_UNREACHABLE_MESSAGE);
     }
-    if (res.status < 200 || res.status > 299)
-      return failed('http-status', `the App answered HTTP ${res.status}`, { status: res.status });
+    if (res.status < 200 || res.status > 299) {
+      // The App's own words reach the program and the record (sealed with it), bounded.
+      const said = errorBody(res.text);
+      return failed('http-status', `the App answered HTTP ${res.status}${said.summary}`, {
+        status: res.status,
+        ...said.details,
+      });
+    }
     return httpAnswerOutcome(res.text, ctx.operationId, config.ISLET_JSON_MAX_DEPTH);
   }
 
@@ -225,8 +224,11 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     };
     const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
     const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
+    // Arguments that do not fit the tool's inputSchema are never sent, nor put to a person.
+    const argumentProblems = tool ? checkArguments(tool.inputSchema, jsonOrText(call.argsJson)) : undefined;
     // Reads (resources, prompts) are always allowed; a vanished connection or tool fails the call.
     let policy = tool?.policy ?? 'allow';
+    if (argumentProblems && policy === 'ask') policy = 'allow';
     // A person allowed this tool for the whole session ("allow for the session"): no new ask.
     if (policy === 'ask' && spec) {
       if (await deps.sessions.granted(run.tenant, run.session, spec.connectionId, spec.name))
@@ -264,9 +266,13 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
           return failed('connection-removed', `connection ${spec.connectionId} no longer exists`);
         if (spec.kind === 'tool' && !tool)
           return failed('tool-removed', `${spec.name} is no longer a tool of ${connection.name}`);
+        if (argumentProblems)
+          return failed('invalid-arguments', argumentProblemMessage(call.binding, argumentProblems), {
+            errors: argumentProblems,
+          });
         if (connection.kind === 'mcp') return mcpCall(run, call, connection, source, ctx);
         return connection.kind === 'http'
-          ? httpCall(run, call, source, connection.url!, ctx)
+          ? httpCall(run, call, source, connection, ctx)
           : clientCall(run, attempt, call, source, ctx);
       },
       onDecisionNeeded: async (decision, created) => {
@@ -312,4 +318,35 @@ function jsonOrText(json: string): unknown {
   } catch {
     return json;
   }
+}
+
+/** Most of an App's error body that reaches the program and the record. */
+export const APP_ERROR_BODY_MAX_BYTES = 4096;
+
+/**
+ * An App's non-2xx body as the program sees it: `details.body` (JSON when it is JSON and fits,
+ * else text cut at `APP_ERROR_BODY_MAX_BYTES`), and a short `: <error>` for the message when
+ * the body has an `error` or `message` string.
+ */
+export function errorBody(text: string): { summary: string; details: Record<string, unknown> } {
+  if (text.length === 0) return { summary: '', details: {} };
+  const bytes = Buffer.byteLength(text);
+  if (bytes > APP_ERROR_BODY_MAX_BYTES) {
+    // Cut on a character boundary: a split UTF-8 sequence would end in a replacement character.
+    let cut = Buffer.from(text).subarray(0, APP_ERROR_BODY_MAX_BYTES).toString('utf8');
+    if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
+    return { summary: '', details: { body: cut, bodyTruncated: true } };
+  }
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  const said =
+    body && typeof body === 'object' && !Array.isArray(body)
+      ? ((body as Record<string, unknown>).error ?? (body as Record<string, unknown>).message)
+      : typeof body === 'string'
+        ? body
+        : undefined;
+  const summary = typeof said === 'string' && said.trim() ? `: ${said.trim().slice(0, 200)}` : '';
+  return { summary, details: { body } };
 }

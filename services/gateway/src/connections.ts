@@ -3,12 +3,22 @@
  * calls reach the App (`http`: the gateway POSTs; `client`: the caller answers on the run's
  * event stream). Stored per tenant in one Redis hash (id → JSON).
  */
+
 import { randomBytes } from 'node:crypto';
-import { type BindingSpec, keys } from '@islet/core';
+import { keys, type Sealer } from '@islet/core';
 import { bindingNameProblem, validateBindingNames } from '@islet/engine';
 import { FILES_BINDING_NAMES } from '@islet/kernel-sandbox';
+import type { BindingSpec } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import {
+  MAX_PREVIOUS_SECRET_TTL_SECONDS,
+  newSigningSecret,
+  openSigning,
+  reservedAppHeader,
+  rotateSigning,
+  sealSigning,
+} from './app-signing.ts';
 import type { CacheHub } from './read-cache.ts';
 
 const jsonSchema = z.record(z.string(), z.unknown());
@@ -38,7 +48,7 @@ export const connectionInputSchema = z
     name: z.string().min(1).max(100),
     kind: z.enum(['http', 'client', 'mcp']),
     url: z.string().url().optional(),
-    /** `mcp`: headers every request to the server carries (e.g. Authorization); sealed at rest, never shown. */
+    /** `http`, `mcp`: headers every request to the App carries (e.g. Authorization); sealed at rest, never shown. */
     headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/), z.string().max(8000)).optional(),
     tools: z.array(toolSchema).max(200).default([]),
     resources: z.array(readSchema).max(200).default([]),
@@ -52,18 +62,30 @@ export const connectionInputSchema = z
     message: 'an mcp connection needs the http(s) url of a Streamable HTTP MCP server',
     path: ['url'],
   })
-  .refine((c) => c.kind === 'mcp' || c.headers === undefined, {
-    message: 'headers are only for mcp connections',
+  .refine((c) => c.kind !== 'client' || c.headers === undefined, {
+    message: 'headers are only for http and mcp connections (a client connection sends nothing)',
+    path: ['headers'],
+  })
+  .refine((c) => c.kind !== 'http' || !Object.keys(c.headers ?? {}).some(reservedAppHeader), {
+    message:
+      'headers may not set content-type, content-length, host, connection, transfer-encoding, idempotency-key, webhook-* or x-islet-* (Islet sends those)',
     path: ['headers'],
   });
+
+/** `POST /v1/connections/{id}/signing-secret/rotate`: how long the previous secret keeps signing (0: not at all). */
+export const rotateSchema = z.strictObject({
+  previousSecretExpiresInSeconds: z.number().int().min(0).max(MAX_PREVIOUS_SECRET_TTL_SECONDS).optional(),
+});
 
 export type ConnectionInput = z.infer<typeof connectionInputSchema>;
 export type Connection = Omit<ConnectionInput, 'headers'> & {
   id: string;
   slug: string;
   createdAt: number;
-  /** `mcp`: the request headers, sealed (never returned by the API). */
+  /** `http`, `mcp`: the request headers, sealed (never returned by the API). */
   sealedHeaders?: string;
+  /** `http`: the Standard Webhooks signing secrets (`SigningState`), sealed; shown once, at creation or rotation. */
+  sealedSigning?: string;
 };
 export type Tool = z.infer<typeof toolSchema>;
 
@@ -137,6 +159,10 @@ export function reservedNameProblem(input: ConnectionInput): CreateRefusal | und
   return undefined;
 }
 
+/** HSET only if the field still holds what was read. */
+const SWAP_FIELD = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3]) return 1 end return 0`;
+
 export type CreateRefusal = {
   ok: false;
   code: 'conflict' | 'reserved-connection-name' | 'invalid-binding-name';
@@ -147,7 +173,7 @@ export type CreateRefusal = {
  * `caches`: binding calls read their connection on every call; through the cache a program's
  * calls cost no Redis read for it, and a change (replace, remove) drops it on every replica.
  */
-export function createConnectionStore(redis: Redis, caches?: CacheHub) {
+export function createConnectionStore(redis: Redis, sealer: Sealer, caches?: CacheHub) {
   const read = async (key: string): Promise<Connection | null> => {
     const cut = key.indexOf('\0');
     const raw = await redis.hget(keys.connections(key.slice(0, cut)), key.slice(cut + 1));
@@ -160,7 +186,7 @@ export function createConnectionStore(redis: Redis, caches?: CacheHub) {
       tenant: string,
       input: ConnectionInput,
       sealedHeaders?: string,
-    ): Promise<{ ok: true; connection: Connection } | CreateRefusal> {
+    ): Promise<{ ok: true; connection: Connection; signingSecret?: string } | CreateRefusal> {
       const slug = slugify(input.name);
       const reserved = reservedNameProblem(input);
       if (reserved) return reserved;
@@ -182,15 +208,47 @@ export function createConnectionStore(redis: Redis, caches?: CacheHub) {
         seen.add(n);
       }
       const { headers: _sealedSeparately, ...rest } = input;
+      // Every http App request is signed: the secret exists from the start, not on request.
+      const signingSecret = input.kind === 'http' ? newSigningSecret() : undefined;
       const connection: Connection = {
         ...rest,
         id: `conn-${randomBytes(6).toString('hex')}`,
         slug,
         createdAt: Date.now(),
         ...(sealedHeaders ? { sealedHeaders } : {}),
+        ...(signingSecret ? { sealedSigning: sealSigning(sealer, { current: signingSecret }) } : {}),
       };
       await redis.hset(keys.connections(tenant), connection.id, JSON.stringify(connection));
-      return { ok: true, connection };
+      return { ok: true, connection, ...(signingSecret ? { signingSecret } : {}) };
+    },
+    /**
+     * A new signing secret for an http connection; the old one keeps signing for
+     * `previousTtlSeconds` (0: stops at once). Null when there is no such http connection.
+     */
+    async rotateSigningSecret(
+      tenant: string,
+      id: string,
+      previousTtlSeconds: number,
+    ): Promise<{ signingSecret: string; previousExpiresAt?: number } | null> {
+      const key = keys.connections(tenant);
+      // Compare-and-set: of two rotations at once, each returns a secret that really signs (the
+      // loser rotates again on top of the winner), never one that was overwritten.
+      for (;;) {
+        const raw = await redis.hget(key, id);
+        const c = raw ? (JSON.parse(raw) as Connection) : null;
+        if (!raw || !c || c.kind !== 'http') return null;
+        const state = rotateSigning(
+          c.sealedSigning ? openSigning(sealer, c.sealedSigning) : { current: newSigningSecret() },
+          c.sealedSigning ? previousTtlSeconds : 0,
+        );
+        const next = JSON.stringify({ ...c, sealedSigning: sealSigning(sealer, state) });
+        if ((await redis.eval(SWAP_FIELD, 1, key, id, raw, next)) !== 1) continue;
+        await cache?.invalidate(cacheKey(tenant, id));
+        return {
+          signingSecret: state.current,
+          ...(state.previous ? { previousExpiresAt: state.previous.expiresAt } : {}),
+        };
+      }
     },
     async get(tenant: string, id: string): Promise<Connection | null> {
       return (cache ?? { get: read }).get(cacheKey(tenant, id));

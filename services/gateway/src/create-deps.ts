@@ -3,28 +3,28 @@ import {
   type ApiKeyIdentity,
   createMetrics,
   createRedis,
-  createRunStore,
   createSessionStore,
   createSettingsCache,
   createSettingsStore,
-  createTenantBytesStore,
   createTenantStore,
   hashApiKey,
   type IsletConfig,
   keys,
   type Logger,
   migrateKeyLayout,
-  type RunJobData,
   redisDurabilityProblems,
   sealerFromConfig,
 } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   createCallJournal,
   createDecisionStore,
   createRunPolicyStore,
+  createRunStore,
+  createTenantBytesStore,
+  type RunJobData,
   type RunPolicyStore,
-} from '@islet/journal';
-import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+} from '@islet/runs';
 import { Queue } from 'bullmq';
 import { createConnectionStore } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -108,7 +108,7 @@ export async function createGatewayDeps(
     storedBytes: createTenantBytesStore(redis, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
-    connections: createConnectionStore(redis, caches),
+    connections: createConnectionStore(redis, sealer, caches),
     journal: createCallJournal({
       redis,
       sealer,

@@ -2,16 +2,20 @@ import type {
   IsletConfig,
   Logger,
   Metrics,
-  RunJobData,
-  RunStore,
   Sealer,
   SessionStore,
   SettingsStore,
-  TenantBytesStore,
   TenantStore,
 } from '@islet/core';
-import type { CallJournal, DecisionStore, RunPolicyStore } from '@islet/journal';
 import type { SandboxMode } from '@islet/protocol';
+import type {
+  CallJournal,
+  DecisionStore,
+  RunJobData,
+  RunPolicyStore,
+  RunStore,
+  TenantBytesStore,
+} from '@islet/runs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { postToApp } from './app-http.ts';

@@ -7,6 +7,7 @@
 import type { BindingOutcome } from '@islet/engine';
 import { z } from 'zod';
 import { jsonDepthExceeds } from './json-depth.ts';
+import { lossyNumberMessage, parseLosslessJson } from './lossless-json.ts';
 
 /** Longest `inputRequired.message`, characters (the same cap as a client's error message). */
 export const INPUT_REQUIRED_MESSAGE_MAX_CHARS = 10_000;
@@ -43,7 +44,15 @@ export function httpAnswerOutcome(text: string, operationId: string, maxDepth = 
     };
   let value: unknown;
   try {
-    value = text.length === 0 ? null : JSON.parse(text);
+    const parsed = text.length === 0 ? { ok: true as const, value: null } : parseLosslessJson(text);
+    if (!parsed.ok)
+      return {
+        type: 'error',
+        name: 'AppCallFailed',
+        message: lossyNumberMessage(parsed.source, parsed.key),
+        details: { reason: 'lossy-number', number: parsed.source.slice(0, 40) },
+      };
+    value = parsed.value;
   } catch {
     return {
       type: 'error',

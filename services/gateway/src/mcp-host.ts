@@ -5,9 +5,8 @@
  * session id.
  */
 
-import type { StoredRun } from '@islet/core';
-import type { DecisionRequest } from '@islet/journal';
 import type { McpCaller, McpHost, McpRunState } from '@islet/mcp';
+import type { DecisionRequest, StoredRun } from '@islet/runs';
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from './auth.ts';
 import { declareBindings } from './code-api.ts';

@@ -1,10 +1,12 @@
 /** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
-import { runPolicySchema } from '@islet/journal';
+
 import { MAX_LIST_LIMIT, skillRequestSchema } from '@islet/kernel-sandbox';
 import { mcpSettingsSchema } from '@islet/mcp';
 import { codeRunRecordSchema, PROBLEM_BASE, SANDBOX_MODES } from '@islet/protocol';
+import { runPolicySchema } from '@islet/runs';
 import { z } from 'zod';
-import { connectionInputSchema } from './connections.ts';
+import { appContractMarkdown } from './app-contract.ts';
+import { connectionInputSchema, rotateSchema } from './connections.ts';
 import { decisionAnswerSchema } from './routes/decisions.ts';
 import { settingsPatchSchema } from './routes/settings.ts';
 import { runPlacementSchema } from './run-request.ts';
@@ -89,7 +91,7 @@ export function openApiDocument() {
     info: {
       title: 'Islet',
       version: '0.1.0',
-      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}.\n\n## run_code vs Code Mode\n\n${runStyleTableMarkdown()}`,
+      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}.\n\n## run_code vs Code Mode\n\n${runStyleTableMarkdown()}\n\n${appContractMarkdown()}`,
     },
     'x-run-styles': RUN_STYLE_RULES,
     components: {
@@ -98,6 +100,7 @@ export function openApiDocument() {
         RunRequest: js(runRequest),
         CodeRun: js(codeRunRecordSchema),
         Connection: js(connectionInputSchema),
+        RotateSigningSecret: js(rotateSchema),
         DecisionAnswer: js(decisionAnswerSchema),
         RunPolicy: js(runPolicySchema),
         McpSettings: js(mcpSettingsSchema),
@@ -177,6 +180,12 @@ export function openApiDocument() {
         ),
       },
       '/v1/connections/{id}': { get: op('Read a connection'), delete: op('Remove a connection') },
+      '/v1/connections/{id}/signing-secret/rotate': {
+        post: op(
+          'A new Standard Webhooks signing secret for an http connection, returned once; the previous one keeps signing (both signatures sent) for previousSecretExpiresInSeconds (default 86400, 0: stops at once). See "Write an App" above.',
+          { requestBody: json('RotateSigningSecret') },
+        ),
+      },
       '/v1/code-api': {
         get: op(
           'TypeScript declarations of the bindings (?q=words&connection=id|slug&style=run_code|code-mode): the Apps a run without `connections` sees, plus for run_code (default) the built-in files.read/write/list/remove (connection=files)',

@@ -7,7 +7,8 @@
  * a decision is answered by another principal (`decisions` scope, four-eyes), so the decisions
  * service asks only for the tenant (`runInTenant`).
  */
-import { principalOf, type StoredRun } from '@islet/core';
+import { principalOf } from '@islet/core';
+import type { StoredRun } from '@islet/runs';
 import type { Caller } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';

@@ -7,7 +7,8 @@
  * when Redis is full all the same (anything may fill it), reads still answer and writes get a 503
  * with Retry-After, never a 500. Real Redis, the real app through inject.
  */
-import { createLogger, generateSealKey, keys, loadConfig, type StoredRun } from '@islet/core';
+import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
+import type { StoredRun } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

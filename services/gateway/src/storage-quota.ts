@@ -8,7 +8,7 @@
  * other reads); a run's output is counted when the run ends, so a tenant can pass its share by at
  * most what its runs in flight print (its in-flight quota bounds that).
  */
-import { redisMaxMemoryBytes } from '@islet/core';
+import { redisMaxMemoryBytes } from '@islet/runs';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 

@@ -5,10 +5,12 @@
  *              [--workspace DIR] [--workspace-root DIR] [--scratch DIR] [--read DIR]... [--deny DIR]...
  *              [--chdir DIR] [--rlimit-as BYTES] [--rlimit-nproc N] [--rlimit-fsize BYTES]
  *              [--rlimit-nofile N] [--uid N] [--gid N] [--require full] [--report-fd N]
+ *              [--workspace-max-bytes N] [--workspace-max-files N]
  *              [--close-fds] [--test-skip-layer seccomp|landlock]
  *              [--supervise] [--timeout-ms N] -- command args...
  *
- * Layers, in order: rlimits, (as root) hand the scratch/workspace to the target uid and drop to it,
+ * Layers, in order: rlimits, (as root) a private IPC namespace, hand the scratch/workspace to the
+ * target uid and drop to it,
  * PR_SET_NO_NEW_PRIVS, Landlock (file-system rules of the mode, no TCP, scoped signals and abstract
  * unix sockets), the mode's seccomp filter (compiled from profiles/<mode>.json), then execvp.
  * None of these needs a capability, so the same launcher works in a restricted Kubernetes pod.
@@ -22,6 +24,11 @@
  * (setsid, double fork and re-parenting included: orphans re-parent to the subreaper, never to init)
  * and exits only when none is left. Exit: the command's status; 124 at the deadline; 128+signal when
  * told to stop. Needs no privilege.
+ *
+ * --workspace-max-bytes / --workspace-max-files (writable workspace): the workspace's limits hold
+ * while the command runs, not only after it. RLIMIT_FSIZE becomes at most what is left of the byte
+ * budget (no single file can pass it), and the supervisor measures the workspace every few ms and
+ * ends the whole tree once it is over either limit (exit 153, 128 + SIGXFSZ, with a line on stderr).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -37,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -113,7 +121,7 @@ static struct {
   /* Never granted, not even by danger-full-access's "everything" (the service's mounted secrets). */
   const char *deny[MAX_DENY];
   int ndeny;
-  long long rl_as, rl_nproc, rl_fsize, rl_nofile;
+  long long rl_as, rl_nproc, rl_fsize, rl_nofile, ws_max_bytes, ws_max_files;
   long uid, gid;
   int require_full, report_fd, close_fds, skip_seccomp, skip_landlock, supervise;
   long long timeout_ms;
@@ -121,6 +129,8 @@ static struct {
          .rl_nproc = -1,
          .rl_fsize = -1,
          .rl_nofile = -1,
+         .ws_max_bytes = -1,
+         .ws_max_files = -1,
          .uid = -1,
          .gid = -1,
          .report_fd = -1,
@@ -128,7 +138,7 @@ static struct {
 
 /* What was applied, for the report. */
 static struct {
-  int nnp, seccomp, landlock, rlimits, landlock_abi, landlock_net, landlock_scoped;
+  int nnp, seccomp, landlock, rlimits, landlock_abi, landlock_net, landlock_scoped, ipc_ns;
   long uid;
   char missing[512], notes[1024];
 } st;
@@ -158,6 +168,8 @@ static void missing(const char *layer, const char *why) {
   appendf(st.notes, sizeof st.notes, "%s%s: %s", st.notes[0] ? "; " : "", layer, why);
 }
 
+static void report(void);
+#include "workspace-budget.h"
 #include "supervise.h"
 
 static long long parse_num(const char *flag, const char *v) {
@@ -204,6 +216,8 @@ static void parse_args(int argc, char **argv, int *cmd_index) {
     else if (!strcmp(a, "--rlimit-nproc")) opt.rl_nproc = parse_num(a, v);
     else if (!strcmp(a, "--rlimit-fsize")) opt.rl_fsize = parse_num(a, v);
     else if (!strcmp(a, "--rlimit-nofile")) opt.rl_nofile = parse_num(a, v);
+    else if (!strcmp(a, "--workspace-max-bytes")) opt.ws_max_bytes = parse_num(a, v);
+    else if (!strcmp(a, "--workspace-max-files")) opt.ws_max_files = parse_num(a, v);
     else if (!strcmp(a, "--uid")) opt.uid = (long)parse_num(a, v);
     else if (!strcmp(a, "--gid")) opt.gid = (long)parse_num(a, v);
     else if (!strcmp(a, "--report-fd")) opt.report_fd = (int)parse_num(a, v);
@@ -241,6 +255,15 @@ static void apply_rlimits(void) {
       return;
     }
   }
+}
+
+/* SysV IPC objects and POSIX message queues live in the IPC namespace and outlive their creator.
+ * The seccomp profile denies them; a namespace of its own (where creating one is permitted: as
+ * root, not in a restricted pod) also leaves nothing for another sandbox to find. */
+static void private_ipc_namespace(void) {
+  if (geteuid() != 0) return;
+  if (unshare(CLONE_NEWIPC) == 0) st.ipc_ns = 1;
+  else appendf(st.notes, sizeof st.notes, "%sno IPC namespace: %s", st.notes[0] ? "; " : "", strerror(errno));
 }
 
 static uid_t chown_uid;
@@ -324,6 +347,32 @@ static int ll_allow_all_except(const char *dir, const char *const *excluded, int
   return rc;
 }
 
+/* A --deny path under a path this launch grants would be reachable anyway. Dropping Landlock (and
+ * with it every file rule) for such a launch would expose far more than the one path, so the launch
+ * is refused, whatever --require says. Returns the grant that contains it, or NULL. */
+static const char *contradicting_grant(const char *denied) {
+  for (const char *const *p = SYSTEM_READ; *p; p++)
+    if (is_ancestor_or_same(*p, denied)) return *p;
+  for (int r = 0; r < opt.nread; r++)
+    if (is_ancestor_or_same(opt.read[r], denied)) return opt.read[r];
+  if (opt.workspace && is_ancestor_or_same(opt.workspace, denied)) return opt.workspace;
+  if (opt.scratch && is_ancestor_or_same(opt.scratch, denied)) return opt.scratch;
+  return NULL;
+}
+
+static void refuse_contradictions(void) {
+  char real[PATH_MAX];
+  for (int i = 0; i < opt.ndeny; i++) {
+    if (!realpath(opt.deny[i], real)) continue;
+    const char *grant = contradicting_grant(real);
+    if (!grant) continue;
+    missing("landlock", "refused: a --deny path lies under a granted path");
+    report();
+    die(EXIT_UNAVAILABLE, "sandbox-unavailable: refused: --deny %s lies under the granted %s (the grant would expose it)",
+        opt.deny[i], grant);
+  }
+}
+
 static void prepare_landlock(void) {
   if (opt.skip_landlock) return missing("landlock", "skipped by --test-skip-layer");
   int abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
@@ -351,18 +400,11 @@ static void prepare_landlock(void) {
   for (int i = 0; i < opt.nread; i++) bad |= ll_allow(opt.read[i], FS_READ | FS_EXEC) != 0;
   if (opt.workspace && fs->workspace) bad |= ll_allow(opt.workspace, fs->workspace == 2 ? rw : FS_READ) != 0;
   if (opt.scratch && fs->scratch) bad |= ll_allow(opt.scratch, fs->scratch == 2 ? rw : FS_READ) != 0;
-  /* A --deny path under something granted above would be reachable anyway: refuse rather than pretend. */
   static char denied[MAX_DENY][PATH_MAX];
   const char *excluded[MAX_DENY + 1];
   int nexcluded = 0;
   for (int i = 0; i < opt.ndeny; i++) {
     if (!realpath(opt.deny[i], denied[i])) continue; /* nothing there: nothing to wall off */
-    for (const char *const *p = SYSTEM_READ; *p; p++)
-      if (is_ancestor_or_same(*p, denied[i])) bad = 1;
-    for (int r = 0; r < opt.nread; r++)
-      if (is_ancestor_or_same(opt.read[r], denied[i])) bad = 1;
-    if (opt.workspace && is_ancestor_or_same(opt.workspace, denied[i])) bad = 1;
-    if (opt.scratch && is_ancestor_or_same(opt.scratch, denied[i])) bad = 1;
     excluded[nexcluded++] = denied[i];
   }
   if (fs->outside == 2) {
@@ -427,15 +469,17 @@ static void apply_seccomp(void) {
 
 static void report(void) {
   if (opt.report_fd < 0) return;
+  static int done;
+  if (done++) return;
   char buf[2048];
   int n = snprintf(buf, sizeof buf,
                    "{\"enforcement\":\"%s\",\"mode\":\"%s\",\"layers\":{\"no_new_privs\":%s,\"seccomp\":%s,"
                    "\"landlock\":%s,\"rlimits\":%s},\"missing\":[%s],\"landlockAbi\":%d,\"landlockNet\":%s,"
-                   "\"landlockScoped\":%s,\"uid\":%ld,\"notes\":\"%s\"}\n",
+                   "\"landlockScoped\":%s,\"ipcNamespace\":%s,\"uid\":%ld,\"notes\":\"%s\"}\n",
                    st.missing[0] ? "partial" : "full", opt.profile->mode, st.nnp ? "true" : "false",
                    st.seccomp ? "true" : "false", st.landlock ? "true" : "false", st.rlimits ? "true" : "false",
                    st.missing, st.landlock_abi, st.landlock_net ? "true" : "false",
-                   st.landlock_scoped ? "true" : "false", st.uid, st.notes);
+                   st.landlock_scoped ? "true" : "false", st.ipc_ns ? "true" : "false", st.uid, st.notes);
   if (n > 0 && write(opt.report_fd, buf, (size_t)n) < 0) fprintf(stderr, "islet-jail: report: %s\n", strerror(errno));
   if (opt.report_fd > 2) close(opt.report_fd); /* the command does not inherit the report channel */
 }
@@ -445,10 +489,13 @@ int main(int argc, char **argv) {
   parse_args(argc, argv, &cmd);
   if (opt.report_fd >= 0 && fcntl(opt.report_fd, F_GETFD) < 0) die(EXIT_USAGE, "--report-fd %d is not open", opt.report_fd);
   if (opt.chdir_to && chdir(opt.chdir_to)) die(EXIT_USAGE, "cannot enter %s: %s", opt.chdir_to, strerror(errno));
+  refuse_contradictions();
+  budget_init();
   /* The supervisor forks here and never returns; everything below runs in the jailed child only. */
   if (opt.supervise) supervise_fork(opt.timeout_ms, opt.report_fd);
 
   apply_rlimits();
+  private_ipc_namespace();
   prepare_landlock();
   drop_root();
   /* After the uid change (which clears it): the command dies with its supervisor. */

@@ -5,7 +5,9 @@
  * Ops: socket-inet socket-inet6 socket-netlink socket-netlink-audit socket-packet socket-vsock socket-unix unshare-user
  * unshare-net unshare-mount clone-newnet ptrace-traceme io-uring-setup mount bpf keyctl userfaultfd
  * perf-event-open process-vm-readv open-by-handle uid  read:<path>  write:<path>  mkdir:<path>
- * exec:<path>  proc1-environ  kill-parent
+ * exec:<path>  proc1-environ  kill-parent  shmget msgget semget mq-open memfd-create inotify-init
+ * socketpair-stream socketpair-dgram  connect-unix:<path>
+ * (IPC objects a probe manages to create are removed at once: a probe leaves nothing behind.)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <mqueue.h>
+#include <sys/inotify.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
 #include <sys/ptrace.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/un.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -102,7 +111,45 @@ int main(int argc, char **argv) {
     } else if (!strcmp(op, "socket-packet")) res = result(try_socket(AF_PACKET, SOCK_RAW));
     else if (!strcmp(op, "socket-vsock")) res = result(try_socket(AF_VSOCK, SOCK_STREAM));
     else if (!strcmp(op, "socket-unix")) res = result(try_socket(AF_UNIX, SOCK_STREAM));
-    else if (!strcmp(op, "unshare-user")) res = result(in_child(op_unshare_user));
+    else if (!strcmp(op, "shmget")) {
+      int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+      res = result(id);
+      if (id >= 0) shmctl(id, IPC_RMID, NULL);
+    } else if (!strcmp(op, "msgget")) {
+      int id = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+      res = result(id);
+      if (id >= 0) msgctl(id, IPC_RMID, NULL);
+    } else if (!strcmp(op, "semget")) {
+      int id = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
+      res = result(id);
+      if (id >= 0) semctl(id, 0, IPC_RMID);
+    } else if (!strcmp(op, "mq-open")) {
+      char name[64];
+      snprintf(name, sizeof name, "/islet-probe-%d", (int)getpid());
+      mqd_t q = mq_open(name, O_CREAT | O_RDWR, 0600, NULL);
+      res = result(q == (mqd_t)-1 ? -1 : 0);
+      if (q != (mqd_t)-1) mq_close(q), mq_unlink(name);
+    } else if (!strcmp(op, "memfd-create")) {
+      long fd = syscall(SYS_memfd_create, "probe", 0);
+      res = result(fd);
+      if (fd >= 0) close((int)fd);
+    } else if (!strcmp(op, "inotify-init")) {
+      int fd = inotify_init1(IN_CLOEXEC);
+      res = result(fd);
+      if (fd >= 0) close(fd);
+    } else if (!strcmp(op, "socketpair-stream") || !strcmp(op, "socketpair-dgram")) {
+      int sv[2];
+      int rc = socketpair(AF_UNIX, !strcmp(op, "socketpair-stream") ? SOCK_STREAM : SOCK_DGRAM, 0, sv);
+      res = result(rc);
+      if (rc == 0) close(sv[0]), close(sv[1]);
+    } else if (!strncmp(op, "connect-unix:", 13)) {
+      struct sockaddr_un addr = {.sun_family = AF_UNIX};
+      snprintf(addr.sun_path, sizeof addr.sun_path, "%s", op + 13);
+      int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+      long rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&addr, sizeof addr);
+      res = result(rc);
+      if (fd >= 0) close(fd);
+    } else if (!strcmp(op, "unshare-user")) res = result(in_child(op_unshare_user));
     else if (!strcmp(op, "unshare-net")) res = result(in_child(op_unshare_net));
     else if (!strcmp(op, "unshare-mount")) res = result(in_child(op_unshare_mount));
     else if (!strcmp(op, "clone-newnet")) res = result(op_clone_newnet());

@@ -5,7 +5,8 @@
  * supervisor is the child subreaper (PR_SET_CHILD_SUBREAPER) of everything the command starts:
  * an orphan re-parents to it, never to init, so every process the command ever started is a
  * descendant of the supervisor for as long as it lives. When the command exits, at the deadline or
- * on a stop signal, the supervisor SIGKILLs every descendant and reaps until it has no child left
+ * on a stop signal (or when the workspace passes its limits: workspace-budget.h), the supervisor
+ * SIGKILLs every descendant and reaps until it has no child left
  * (waitpid ECHILD: then no descendant exists, since each one's parent chain ends at a child of
  * ours). Needs no privilege; the supervisor is not jailed and the jailed tree cannot signal it
  * (Landlock signal scope, ABI >= 6; a different uid when started as root).
@@ -149,21 +150,27 @@ static void supervise_fork(long long timeout_ms, int report_fd) {
   }
   if (report_fd > 2) close(report_fd); /* the child writes the report; the reader sees EOF when it is done */
 
-  int status = -1, stop_signal = 0, timed_out = 0;
+  int status = -1, stop_signal = 0, timed_out = 0, over_budget = 0;
   for (;;) {
     pid_t p;
     int s;
     while ((p = waitpid(-1, &s, WNOHANG)) > 0)
       if (p == command) status = s;
     if (status >= 0) break;
+    if (budget_exceeded()) {
+      over_budget = 1;
+      break;
+    }
     struct timespec wait = {1, 0};
+    if (budget.on) wait = (struct timespec){0, BUDGET_POLL_MS * 1000000L};
     if (deadline >= 0) {
       long long left = deadline - now_ms();
       if (left <= 0) {
         timed_out = 1;
         break;
       }
-      if (left < 1000) wait = (struct timespec){0, left * 1000000};
+      if (left < 1000 && left * 1000000 < wait.tv_sec * 1000000000LL + wait.tv_nsec)
+        wait = (struct timespec){0, left * 1000000};
     }
     int sig = sigtimedwait(&sup_signals, NULL, &wait);
     if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
@@ -172,6 +179,10 @@ static void supervise_fork(long long timeout_ms, int report_fd) {
     }
   }
   end_tree(command, &status);
+  if (over_budget) {
+    budget_report_stop();
+    exit(EXIT_WORKSPACE_FULL);
+  }
   if (timed_out) exit(EXIT_DEADLINE);
   if (stop_signal) exit(128 + stop_signal);
   if (WIFEXITED(status)) exit(WEXITSTATUS(status));

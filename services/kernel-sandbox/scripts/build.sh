@@ -7,7 +7,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$HERE/build"
-SOURCES=("$HERE/native/islet-jail.c" "$HERE/native/supervise.h" "$HERE/native/islet-files.c" "$HERE/native/islet-probe.c" "$HERE/scripts/gen-header.py" "$HERE/scripts/build.sh" "$HERE"/profiles/*.json)
+SOURCES=("$HERE/native/islet-jail.c" "$HERE/native/supervise.h" "$HERE/native/workspace-budget.h" "$HERE/native/islet-files.c" "$HERE/native/islet-probe.c" "$HERE/scripts/gen-header.py" "$HERE/scripts/build.sh" "$HERE"/profiles/*.json)
 
 # islet-harden.node: a Node-API addon against the running Node's headers (ABI-stable across Node
 # versions). Skipped with a note when the headers are missing; services then say they are dumpable.

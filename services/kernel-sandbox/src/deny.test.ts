@@ -48,7 +48,25 @@ describe('islet-jail --deny', () => {
       '/bin/true',
     ]);
     expect(res.status).toBe(78);
-    expect(res.stderr).toMatch(/landlock/);
+    expect(res.stderr).toContain('refused: --deny /etc/ssl lies under the granted /etc');
+  });
+
+  // Dropping Landlock for such a launch (partial) would expose the secrets and every other file.
+  it.each([
+    ['a system path', { readPaths: [], denyPaths: [join('/etc', 'ssl')] }, '/etc'],
+    ['a --read grant', { readPaths: [layout.outside], denyPaths: [secrets] }, layout.outside],
+    ['the workspace', { readPaths: [], workspaceDir: layout.outside, denyPaths: [secrets] }, layout.outside],
+  ])('refuses contradictory grants (%s) even when full enforcement is not required', (_, opts, grant) => {
+    for (const mode of ['read-only', 'danger-full-access'] as const) {
+      const res = runJailed(mode, { require: 'none', workspaceRoot: layout.root, ...opts }, [
+        '/bin/cat',
+        keyFile,
+      ]);
+      expect(res.status).toBe(78);
+      expect(res.stdout).toBe('');
+      expect(res.stderr).toContain(`lies under the granted ${grant}`);
+      expect(res.report).toMatchObject({ enforcement: 'partial', missing: ['landlock'] });
+    }
   });
 
   it('protectPaths registers paths every later launch denies', () => {

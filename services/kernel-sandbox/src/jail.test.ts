@@ -22,10 +22,10 @@ describe.each(SANDBOX_MODES)('islet-jail directly, mode %s', (mode) => {
     readPaths: [],
   };
 
-  it('denies inet/netlink/packet/vsock sockets, namespaces, ptrace, io_uring, mount, bpf, keyctl, …; allows AF_UNIX', () => {
-    const { results, report } = probeUnder(mode, opts, [...DENIED_PROBE_OPS, 'socket-unix']);
+  it('denies sockets, namespaces, ptrace, io_uring, mount, bpf, keyctl, SysV IPC, memfd, …; allows a stream socketpair', () => {
+    const { results, report } = probeUnder(mode, opts, [...DENIED_PROBE_OPS, 'socketpair-stream']);
     for (const op of DENIED_PROBE_OPS) expect({ op, result: results[op] }).toEqual({ op, result: 'EPERM' });
-    expect(results['socket-unix']).toBe('ok');
+    expect(results['socketpair-stream']).toBe('ok');
     expect(report?.enforcement).toBe('full');
     expect(report?.missing).toEqual([]);
     expect(report?.layers).toEqual({ no_new_privs: true, seccomp: true, landlock: true, rlimits: true });
@@ -192,11 +192,18 @@ describe('profiles and facts', () => {
         'io_uring_setup',
         'keyctl',
         'userfaultfd',
+        // SysV IPC, POSIX message queues, anonymous executable files, every socket.
+        ...['shmget', 'shmat', 'shmctl', 'shmdt', 'msgget', 'msgsnd', 'msgrcv', 'msgctl'],
+        ...['semget', 'semop', 'semtimedop', 'semctl', 'ipc', 'mq_open', 'mq_unlink'],
+        ...['mq_timedsend', 'mq_timedreceive', 'mq_notify', 'mq_getsetattr', 'memfd_create', 'socket'],
       ]) {
-        expect(denied.has(name)).toBe(true);
+        expect({ name, denied: denied.has(name) }).toEqual({ name, denied: true });
       }
-      const socketRule = p.syscalls.find((r: { names: string[] }) => r.names.includes('socket'));
-      expect(socketRule.args).toEqual([{ index: 0, value: 1, valueTwo: 0, op: 'SCMP_CMP_NE' }]);
+      // socketpair: every type but SOCK_STREAM (a datagram pair could send to a host path).
+      const pairTypes = (p.syscalls as { names: string[]; args?: { valueTwo: number }[] }[])
+        .filter((r) => r.names.includes('socketpair'))
+        .map((r) => r.args?.[0]?.valueTwo);
+      expect(pairTypes).toEqual([2, 3, 4, 5, 6, 10]);
     }
   });
 

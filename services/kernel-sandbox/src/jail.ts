@@ -12,6 +12,8 @@ import { type SandboxRuntime, sandboxRuntime } from './runtime.ts';
 
 /** islet-jail's exit code when `--require full` cannot be met: the run fails with `sandbox-unavailable`. */
 export const JAIL_UNAVAILABLE_EXIT_CODE = 78;
+/** islet-jail's exit code when the supervisor stopped the tree because the workspace passed its limits (128 + SIGXFSZ). */
+export const JAIL_WORKSPACE_FULL_EXIT_CODE = 153;
 /** islet-jail's exit code when the command itself cannot be executed. */
 export const JAIL_EXEC_FAILED_EXIT_CODE = 127;
 
@@ -27,6 +29,8 @@ export interface EnforcementReport {
   landlockAbi: number;
   landlockNet: boolean;
   landlockScoped: boolean;
+  /** Whether the command got an IPC namespace of its own (needs root; not a layer `full` requires). */
+  ipcNamespace?: boolean;
   /** The uid the command runs as. */
   uid: number;
   notes: string;
@@ -47,8 +51,9 @@ export interface JailOptions {
   readPaths?: string[];
   /**
    * Never reachable, not even in danger-full-access (`--deny`): the service's secret files. Default:
-   * what `protectPaths` registered. islet-jail refuses (Landlock layer missing) when one lies under a
-   * path it grants (system paths such as /etc, the runtime, the workspace).
+   * what `protectPaths` registered. islet-jail refuses to start anything (exit 78, whatever
+   * `require` says) when one lies under a path it grants (system paths such as /etc, the runtime,
+   * the workspace): the grants contradict each other, and dropping Landlock would expose everything.
    */
   denyPaths?: string[];
   /** `full`: refuse to start (exit 78) unless every layer applies. Default `none` (report `partial`). */
@@ -59,6 +64,13 @@ export interface JailOptions {
   rlimitNproc?: number;
   rlimitFsizeBytes?: number;
   rlimitNofile?: number;
+  /**
+   * The writable workspace's limits, held while the command runs (with `supervise`): RLIMIT_FSIZE
+   * is lowered to what the byte budget leaves plus the largest file there, and the supervisor ends
+   * the tree once the workspace is over either limit (exit `JAIL_WORKSPACE_FULL_EXIT_CODE`).
+   */
+  workspaceMaxBytes?: number;
+  workspaceMaxFiles?: number;
   /** The uid/gid to drop to when started as root. Default 65534 (nobody). */
   uid?: number;
   gid?: number;
@@ -109,6 +121,8 @@ export function jailArgs(mode: SandboxMode, opts: JailOptions = {}): string[] {
   add('--rlimit-nproc', opts.rlimitNproc);
   add('--rlimit-fsize', opts.rlimitFsizeBytes);
   add('--rlimit-nofile', opts.rlimitNofile);
+  add('--workspace-max-bytes', opts.workspaceMaxBytes);
+  add('--workspace-max-files', opts.workspaceMaxFiles);
   add('--uid', opts.uid);
   add('--gid', opts.gid);
   add('--report-fd', opts.reportFd);

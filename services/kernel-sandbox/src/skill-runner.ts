@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { JAIL_EXEC_FAILED_EXIT_CODE, JAIL_UNAVAILABLE_EXIT_CODE, jailArgs } from './jail.ts';
 import { jailPath } from './paths.ts';
 import { type SandboxRuntime, sandboxRuntime } from './runtime.ts';
+import { DEFAULT_WORKSPACE_LIMITS } from './workspace-store.ts';
 
 export const SKILL_LANGUAGES = ['python', 'javascript', 'bash'] as const;
 export type SkillLanguage = (typeof SKILL_LANGUAGES)[number];
@@ -115,6 +116,13 @@ export interface RunSkillOptions extends SkillRequest {
   rlimitNproc?: number;
   rlimitFsizeBytes?: number;
   rlimitNofile?: number;
+  /**
+   * The workspace's byte and file limits, held while the program runs (islet-jail stops the whole
+   * tree once the workspace passes them). Default: the workspace store's defaults, whenever
+   * `workspaceDir` is given.
+   */
+  workspaceMaxBytes?: number;
+  workspaceMaxFiles?: number;
   /** Where javascript's Node comes from (reachable by the per-run uid). Default `sandboxRuntime()`. */
   runtime?: SandboxRuntime;
   /** Test hook: interpreter binary per language (a name looked up on SKILL_PATH, or absolute). */
@@ -258,6 +266,12 @@ async function runSkillUnchecked(opts: RunSkillOptions): Promise<SkillResult> {
         timeoutMs: timeoutMs + SUPERVISOR_MARGIN_MS,
         uid: opts.uid ?? runUid,
         gid: opts.gid ?? runUid,
+        ...(opts.workspaceDir
+          ? {
+              workspaceMaxBytes: opts.workspaceMaxBytes ?? DEFAULT_WORKSPACE_LIMITS.maxWorkspaceBytes,
+              workspaceMaxFiles: opts.workspaceMaxFiles ?? DEFAULT_WORKSPACE_LIMITS.maxFiles,
+            }
+          : {}),
         testSkipLayer: opts.testSkipLayer,
         ...limits,
       }),

@@ -28,6 +28,17 @@ export const DENIED_PROBE_OPS = [
   'perf-event-open',
   'process-vm-readv',
   'open-by-handle',
+  // Kernel objects shared by the IPC namespace and outliving the process (SysV, POSIX mqueue).
+  'shmget',
+  'msgget',
+  'semget',
+  'mq-open',
+  // An anonymous file executable through /proc/self/fd; per-user inotify instances.
+  'memfd-create',
+  'inotify-init',
+  // No sockets at all: a pathname unix socket of the host is outside Landlock's file rules.
+  'socket-unix',
+  'socketpair-dgram',
 ];
 
 export interface JailedResult {

@@ -60,6 +60,12 @@ export const operatorConfigSchema = z.object({
   ISLET_OPERATOR_RESYNC_INTERVAL_MS: int(5_000, 100),
   ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS: int(250, 10),
   ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS: int(30_000, 100),
+  /**
+   * A pool whose reconcile failed is retried after this long, doubling per further failure up to
+   * the max (client-go's per-item rate limiter); a spec change retries at once, a success resets it.
+   */
+  ISLET_OPERATOR_RETRY_BACKOFF_INITIAL_MS: int(1_000, 10),
+  ISLET_OPERATOR_RETRY_BACKOFF_MAX_MS: int(300_000, 100),
   /** What runner pods get: env from this ConfigMap and Secret, this ServiceAccount. */
   ISLET_RUNNER_ENV_CONFIGMAP: optional,
   ISLET_RUNNER_ENV_SECRET: optional,

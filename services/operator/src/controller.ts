@@ -4,21 +4,25 @@
  * reconciler's actions. One reconcile at a time: pools are few and this keeps writes ordered.
  */
 
-import { randomBytes } from 'node:crypto';
 import type { SandboxMode } from '@islet/protocol';
 import { SANDBOX_MODES } from '@islet/protocol';
 import type { Watch } from '@kubernetes/client-node';
-import type { BackoffOptions } from './backoff.ts';
+import { Backoff, type BackoffOptions } from './backoff.ts';
 import type { PodDefaults } from './deployment.ts';
 import type { DepthReader } from './depth.ts';
-import { type KubeClient, statusOf } from './kube.ts';
+import { EventRecorder } from './event-recorder.ts';
+import { apiFailureOf, type KubeClient, statusOf } from './kube.ts';
+import { migrateManagedFields } from './managed-fields.ts';
 import type { OperatorMetrics, ReconcileResult } from './metrics.ts';
 import {
   DELETION_COST_ANNOTATION,
   DRAIN_COST,
   DRAINING_ANNOTATION,
+  ownedBy,
   type PoolEvent,
   reconcile,
+  stalledOnItsOwn,
+  writeFailedStatus,
 } from './reconciler.ts';
 import {
   deploymentNameFor,
@@ -49,6 +53,8 @@ export interface ControllerDeps {
   /** Every pool is reconciled this often, ms (queue depth changes produce no event). */
   resyncIntervalMs: number;
   watchBackoff?: BackoffOptions;
+  /** Per-pool retry delay after a failed reconcile: doubles per failure, reset by a success. */
+  retryBackoff?: BackoffOptions;
   log: Logger;
   now?: () => number;
   /** This operator replica (Events' reportingInstance). */
@@ -58,16 +64,33 @@ export interface ControllerDeps {
 /** A pool's mode as written (the spec is validated later, in the reconcile). */
 const modeOf = (p: RunnerPool): string | undefined => (p.spec as { mode?: string } | undefined)?.mode;
 
+/** What the demand split needs of every pool seen: its mode and whether it can serve its share. */
+interface Peer {
+  mode: string | undefined;
+  stalled: boolean;
+}
+
+interface Retry {
+  backoff: Backoff;
+  failures: number;
+  delayMs: number;
+  generation: number | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const DEFAULT_RETRY: BackoffOptions = { initialMs: 1_000, maxMs: 300_000 };
+
 export class PoolController {
   private readonly d: ControllerDeps;
   private readonly now: () => number;
   private readonly histories = new Map<string, Recommendation[]>();
   private readonly pending = new Set<string>();
-  /** Last reconcile error per pool: an Event only when it changes, not on every retry. */
-  private readonly lastErrors = new Map<string, string>();
+  /** Pools failing to reconcile: retried after an exponential delay, not on every event or resync. */
+  private readonly retries = new Map<string, Retry>();
   private readonly known = new Set<string>();
-  /** Mode of every pool seen (watch + reconciles): pools of one mode split its queue's depth. */
-  private readonly modes = new Map<string, string | undefined>();
+  /** Every pool seen (watch + reconciles): pools of one mode that can serve split its queue's depth. */
+  private readonly peers = new Map<string, Peer>();
+  private readonly events: EventRecorder;
   /** The mode islet_operator_max_replicas was last set with, per pool (to remove that series). */
   private readonly maxModes = new Map<string, string>();
   private running = false;
@@ -79,6 +102,13 @@ export class PoolController {
   constructor(deps: ControllerDeps) {
     this.d = deps;
     this.now = deps.now ?? Date.now;
+    this.events = new EventRecorder({
+      kube: deps.kube,
+      namespace: deps.namespace,
+      identity: deps.identity ?? MANAGED_BY,
+      now: this.now,
+      warn: (obj, msg) => deps.log.warn(obj, msg),
+    });
     const ns = deps.namespace;
     const selector = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
     this.watches = [
@@ -88,10 +118,10 @@ export class PoolController {
         list: () => deps.kube.listPools(ns),
         onSync: (items) => {
           this.known.clear();
-          this.modes.clear();
+          this.peers.clear();
           for (const p of items) {
-            if (p.metadata?.name) this.modes.set(p.metadata.name, modeOf(p));
-            this.enqueue(p.metadata?.name);
+            this.see(p);
+            this.enqueueChanged(p);
           }
         },
         onEvent: (type, obj) => {
@@ -99,17 +129,18 @@ export class PoolController {
           if (type === 'DELETED' && name) {
             // The Deployment goes with it through its ownerReference (garbage collector).
             this.known.delete(name);
-            this.modes.delete(name);
+            this.peers.delete(name);
             this.histories.delete(name);
-            this.lastErrors.delete(name);
+            this.clearRetry(name);
+            this.events.forget(obj.metadata?.uid);
             this.d.metrics.desiredReplicas.remove(name);
             const maxMode = this.maxModes.get(name);
             if (maxMode !== undefined) this.d.metrics.maxReplicas.remove({ pool: name, mode: maxMode });
             this.maxModes.delete(name);
             return;
           }
-          if (name) this.modes.set(name, modeOf(obj as RunnerPool));
-          this.enqueue(name);
+          this.see(obj as RunnerPool);
+          this.enqueueChanged(obj as RunnerPool);
         },
         onRestart: (reason, err) => this.onWatchRestart('runnerpools', reason, err),
         backoff: deps.watchBackoff,
@@ -120,7 +151,7 @@ export class PoolController {
         labelSelector: selector,
         list: () => deps.kube.listDeployments(ns, selector),
         onSync: () => {},
-        onEvent: (_type, obj) => this.enqueue(obj.metadata?.labels?.[POOL_LABEL]),
+        onEvent: (_type, obj) => this.enqueueUnlessBackingOff(obj.metadata?.labels?.[POOL_LABEL]),
         onRestart: (reason, err) => this.onWatchRestart('deployments', reason, err),
         backoff: deps.watchBackoff,
       }),
@@ -132,7 +163,7 @@ export class PoolController {
     this.running = true;
     for (const w of this.watches) w.start();
     const resync = () => {
-      for (const name of this.known) this.enqueue(name);
+      for (const name of this.known) this.enqueueUnlessBackingOff(name);
       this.resyncTimer = setTimeout(resync, this.d.resyncIntervalMs);
     };
     this.resyncTimer = setTimeout(resync, this.d.resyncIntervalMs);
@@ -141,6 +172,7 @@ export class PoolController {
   async stop(): Promise<void> {
     this.running = false;
     if (this.resyncTimer) clearTimeout(this.resyncTimer);
+    for (const r of this.retries.values()) clearTimeout(r.timer);
     for (const w of this.watches) w.stop();
     this.pending.clear();
     await this.draining;
@@ -154,6 +186,54 @@ export class PoolController {
   private onWatchRestart(resource: string, reason: string, err: unknown): void {
     this.d.metrics.watchRestartsTotal.inc({ resource, reason });
     this.d.log.warn({ resource, reason, err: err ? String(err) : undefined }, 'watch restarting');
+  }
+
+  /** The retry state of a pool that is failing (tests read it), else undefined. */
+  retryState(name: string): { failures: number; delayMs: number } | undefined {
+    const r = this.retries.get(name);
+    return r ? { failures: r.failures, delayMs: r.delayMs } : undefined;
+  }
+
+  private see(p: RunnerPool): void {
+    const name = p.metadata?.name;
+    if (name) this.peers.set(name, { mode: modeOf(p), stalled: stalledOnItsOwn(p) });
+  }
+
+  /** A pool event: a new generation (someone changed the spec) retries at once, anything else waits out the backoff. */
+  private enqueueChanged(p: RunnerPool): void {
+    const name = p.metadata?.name;
+    if (!name) return;
+    const r = this.retries.get(name);
+    if (r && r.generation !== undefined && p.metadata.generation !== r.generation) this.clearRetry(name);
+    this.enqueueUnlessBackingOff(name);
+  }
+
+  private enqueueUnlessBackingOff(name: string | undefined): void {
+    if (name && this.retries.has(name)) {
+      this.known.add(name);
+      return;
+    }
+    this.enqueue(name);
+  }
+
+  private clearRetry(name: string): void {
+    const r = this.retries.get(name);
+    if (r) clearTimeout(r.timer);
+    this.retries.delete(name);
+  }
+
+  private scheduleRetry(name: string, generation: number | undefined): void {
+    const opts = this.d.retryBackoff ?? DEFAULT_RETRY;
+    const prev = this.retries.get(name);
+    if (prev) clearTimeout(prev.timer);
+    const backoff = prev?.backoff ?? new Backoff(opts);
+    const delayMs = backoff.next();
+    const r: Retry = { backoff, failures: backoff.attempts, delayMs, generation, timer: undefined };
+    r.timer = setTimeout(() => {
+      r.timer = undefined;
+      this.enqueue(name);
+    }, delayMs);
+    this.retries.set(name, r);
   }
 
   enqueue(name: string | undefined): void {
@@ -184,13 +264,16 @@ export class PoolController {
       pool = await kube.getPool(namespace, name);
       if (!pool) {
         this.known.delete(name);
-        this.modes.delete(name);
+        this.peers.delete(name);
+        this.clearRetry(name);
         return;
       }
-      const mode = (pool.spec as { mode?: string } | undefined)?.mode;
-      this.modes.set(name, mode);
-      // Pools of the same mode share one queue: each scales for its share of the depth.
-      const peers = [...this.modes.values()].filter((m) => m === mode).length;
+      const mode = modeOf(pool);
+      this.see(pool);
+      // Pools of the same mode share one queue: each scales for its share of the depth, shared only
+      // among the pools that can serve (a Stalled one gets no runners, so its share would wait).
+      const peers =
+        1 + [...this.peers].filter(([n, p]) => n !== name && p.mode === mode && !p.stalled).length;
       const [deployment, pods, reading] = await Promise.all([
         kube.getDeployment(namespace, deploymentNameFor(name)),
         kube.listPods(namespace, `${POOL_LABEL}=${name}`),
@@ -212,8 +295,11 @@ export class PoolController {
       });
       this.histories.set(name, out.history);
       result = out.result;
+      if (deployment && ownedBy(deployment, pool)) await this.migrateFieldOwnership(deployment);
       await this.execute(pool, out.actions, out.events);
-      this.lastErrors.delete(name);
+      this.clearRetry(name);
+      const peer = this.peers.get(name);
+      if (peer) peer.stalled = out.result === 'invalid-spec' || out.result === 'not-owned';
       if (out.desiredReplicas !== undefined) metrics.desiredReplicas.set({ pool: name }, out.desiredReplicas);
       const max = (pool.spec as { maxReplicas?: unknown } | undefined)?.maxReplicas;
       if (typeof max === 'number' && typeof mode === 'string') {
@@ -227,12 +313,17 @@ export class PoolController {
     } catch (err) {
       // A 409 means someone wrote in between (the API server, another writer): reconcile again.
       result = statusOf(err) === 409 ? 'conflict' : 'error';
-      log.warn({ pool: name, err: String(err), status: statusOf(err) }, 'reconcile failed');
-      if (pool && result === 'error' && this.lastErrors.get(name) !== String(err)) {
-        this.lastErrors.set(name, String(err));
-        await this.emit(pool, { type: 'Warning', reason: 'ReconcileFailed', message: String(err) });
+      const failure = apiFailureOf(err);
+      log.warn(
+        { pool: name, reason: failure.reason, message: failure.message, status: statusOf(err) },
+        'reconcile failed',
+      );
+      if (result === 'conflict') {
+        if (this.running) setTimeout(() => this.enqueue(name), 50);
+      } else {
+        if (pool) await this.recordFailure(pool, failure);
+        if (this.running) this.scheduleRetry(name, pool?.metadata.generation);
       }
-      if (this.running) setTimeout(() => this.enqueue(name), result === 'conflict' ? 50 : 1000);
     } finally {
       metrics.reconcileTotal.inc({ result });
     }
@@ -241,32 +332,45 @@ export class PoolController {
   /** Best effort: an Event that cannot be written must not fail the reconcile. */
   private async emit(pool: RunnerPool, e: PoolEvent): Promise<void> {
     if (!this.running) return;
-    const now = new Date(this.now());
+    await this.events.record(pool, e);
+  }
+
+  /**
+   * A failed reconcile: one aggregated ReconcileFailed Event (the API's reason and message, never
+   * the response headers, so a retry repeats the same Event) and, when the pool can no longer be
+   * served, Ready=False / Stalled=True with that reason, so nobody reads a stuck pool as Ready.
+   */
+  private async recordFailure(pool: RunnerPool, failure: { reason: string; message: string }): Promise<void> {
     const name = pool.metadata.name ?? '';
+    const peer = this.peers.get(name);
+    if (peer) peer.stalled = true;
+    await this.emit(pool, {
+      type: 'Warning',
+      reason: 'ReconcileFailed',
+      message: `${failure.reason}: ${failure.message}`,
+    });
+    if (!this.running) return;
+    const status = writeFailedStatus(pool, failure.reason, failure.message, this.now());
+    if (!status) return;
     try {
-      await this.d.kube.createEvent(this.d.namespace, {
-        metadata: { name: `${name}.${randomBytes(8).toString('hex')}`, namespace: this.d.namespace },
-        involvedObject: {
-          apiVersion: pool.apiVersion,
-          kind: pool.kind,
-          name,
-          namespace: this.d.namespace,
-          uid: pool.metadata.uid,
-          resourceVersion: pool.metadata.resourceVersion,
-        },
-        type: e.type,
-        reason: e.reason,
-        message: e.message.slice(0, 1024),
-        source: { component: MANAGED_BY },
-        reportingComponent: MANAGED_BY,
-        reportingInstance: this.d.identity ?? MANAGED_BY,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      });
+      await this.d.kube.replacePoolStatus(pool, status);
     } catch (err) {
-      this.d.log.warn({ pool: name, reason: e.reason, err: String(err) }, 'event not recorded');
+      this.d.log.warn({ pool: name, err: apiFailureOf(err).message }, 'failure status not written');
     }
+  }
+
+  /** Moves a pre-apply Update entry of the operator's fields into its Apply entry, once per Deployment. */
+  private async migrateFieldOwnership(deployment: NonNullable<Parameters<typeof ownedBy>[0]>): Promise<void> {
+    const migrated = migrateManagedFields(deployment.metadata?.managedFields);
+    if (!migrated || !this.running) return;
+    const name = deployment.metadata?.name ?? '';
+    await this.d.kube.replaceManagedFields(
+      this.d.namespace,
+      name,
+      deployment.metadata?.resourceVersion ?? '',
+      migrated,
+    );
+    this.d.log.info({ deployment: name }, 'field ownership migrated to server-side apply');
   }
 
   /** Runs the actions in order; the Events go out once the Deployment/pod writes are done (before the status write, which may conflict and be retried without them). */

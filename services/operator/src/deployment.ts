@@ -78,7 +78,7 @@ export function workspaceVolume(defaults: PodDefaults): V1Volume {
  * The runner container's Localhost seccomp profile. The broker in the container needs TCP (Redis,
  * the gateway), so the container gets `runner.json` (the mode profiles' denials, plus inet sockets);
  * every sandbox process the broker starts runs under islet-jail, which stacks the mode's own
- * profile (`<mode>.json`: AF_UNIX only) on top. A mode profile at container level would cut the
+ * profile (`<mode>.json`: no sockets at all) on top. A mode profile at container level would cut the
  * broker off from Redis. See services/kernel-sandbox/README.md ("Which profile goes on the pod").
  */
 export const RUNNER_SECCOMP_PROFILE = 'islet/runner.json';

@@ -12,6 +12,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type V1Deployment,
+  type V1ManagedFieldsEntry,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { GROUP, PLURAL, type RunnerPool, type RunnerPoolStatus, VERSION } from './runner-pool.ts';
@@ -31,7 +32,22 @@ export interface KubeClient {
   replacePoolStatus(pool: RunnerPool, status: RunnerPoolStatus): Promise<RunnerPool>;
   listDeployments(namespace: string, labelSelector: string): Promise<Listed<V1Deployment>>;
   getDeployment(namespace: string, name: string): Promise<V1Deployment | undefined>;
+  /**
+   * Creates the Deployment by server-side apply (not forced: a Deployment someone else created
+   * meanwhile makes it fail with 409), so every field it sets is owned by an Apply entry and a
+   * later apply that drops a field removes it.
+   */
   createDeployment(namespace: string, d: V1Deployment): Promise<V1Deployment>;
+  /**
+   * JSON patch of metadata.managedFields, guarded by the resourceVersion the new list was computed
+   * from (a `test` op: 422/409 when the object moved, and the reconcile retries).
+   */
+  replaceManagedFields(
+    namespace: string,
+    name: string,
+    resourceVersion: string,
+    managedFields: V1ManagedFieldsEntry[],
+  ): Promise<void>;
   /**
    * Server-side apply as FIELD_MANAGER (forced): sets the fields the operator owns, removes the
    * ones it stopped applying, and keeps everyone else's (e.g. `kubectl rollout restart`'s
@@ -41,6 +57,12 @@ export interface KubeClient {
   listPods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
   /** A core/v1 Event about an object (shown by `kubectl describe` and `kubectl get events`). */
   createEvent(namespace: string, event: CoreV1Event): Promise<void>;
+  /** A repeat of an Event already written: its count, lastTimestamp and message (client-go's recorder). */
+  patchEventCount(
+    namespace: string,
+    name: string,
+    update: { count: number; lastTimestamp: Date; message: string },
+  ): Promise<void>;
   /** JSON merge patch of metadata.annotations; a null value removes the annotation. */
   patchPodAnnotations(
     namespace: string,
@@ -59,6 +81,29 @@ export function statusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/** The API's own `reason` and `message` (a metav1.Status body), without the response headers. */
+export function apiFailureOf(err: unknown): { reason: string; message: string } {
+  let body: unknown = err && typeof err === 'object' ? (err as { body?: unknown }).body : undefined;
+  if (typeof body === 'string') {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      // not JSON: fall through to the generic text
+    }
+  }
+  if (body && typeof body === 'object') {
+    const b = body as { reason?: unknown; message?: unknown };
+    if (typeof b.message === 'string') {
+      const reason =
+        typeof b.reason === 'string' && /^[A-Z][A-Za-z]*$/.test(b.reason) ? b.reason : 'WriteFailed';
+      return { reason, message: b.message };
+    }
+  }
+  const code = statusOf(err);
+  const text = err instanceof Error ? (err.message.split('\n')[0] ?? '') : String(err);
+  return { reason: code ? `HTTP${code}` : 'RequestFailed', message: text };
+}
+
 async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   try {
     return await p;
@@ -73,6 +118,7 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
   const apps = kc.makeApiClient(AppsV1Api);
   const core = kc.makeApiClient(CoreV1Api);
   const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
   const serverSideApply = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
   return {
     async listPools(namespace) {
@@ -117,7 +163,23 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
       return orUndefined(apps.readNamespacedDeployment({ namespace, name }));
     },
     createDeployment(namespace, body) {
-      return apps.createNamespacedDeployment({ namespace, body, fieldManager: FIELD_MANAGER });
+      return apps.patchNamespacedDeployment(
+        { namespace, name: body.metadata?.name ?? '', body, fieldManager: FIELD_MANAGER, force: false },
+        serverSideApply,
+      );
+    },
+    async replaceManagedFields(namespace, name, resourceVersion, managedFields) {
+      await apps.patchNamespacedDeployment(
+        {
+          namespace,
+          name,
+          body: [
+            { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },
+            { op: 'replace', path: '/metadata/managedFields', value: managedFields },
+          ],
+        },
+        jsonPatch,
+      );
     },
     applyDeployment(namespace, body) {
       return apps.patchNamespacedDeployment(
@@ -136,6 +198,16 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
     },
     async createEvent(namespace, body) {
       await core.createNamespacedEvent({ namespace, body });
+    },
+    async patchEventCount(namespace, name, update) {
+      await core.patchNamespacedEvent(
+        {
+          namespace,
+          name,
+          body: { count: update.count, lastTimestamp: update.lastTimestamp, message: update.message },
+        },
+        mergePatch,
+      );
     },
     async patchPodAnnotations(namespace, name, annotations) {
       await core.patchNamespacedPod({ namespace, name, body: { metadata: { annotations } } }, mergePatch);

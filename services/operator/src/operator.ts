@@ -78,6 +78,10 @@ export async function startOperator(deps: {
         initialMs: config.ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS,
         maxMs: config.ISLET_OPERATOR_WATCH_BACKOFF_MAX_MS,
       },
+      retryBackoff: {
+        initialMs: config.ISLET_OPERATOR_RETRY_BACKOFF_INITIAL_MS,
+        maxMs: config.ISLET_OPERATOR_RETRY_BACKOFF_MAX_MS,
+      },
       log,
       identity: config.ISLET_OPERATOR_IDENTITY,
     });

@@ -156,7 +156,7 @@ describe('reconcile', () => {
     expect(again.actions).toEqual([]);
   });
 
-  it('keeps the stabilization history in the status, refreshed only when it would go stale', () => {
+  it('keeps the stabilization history in the status, not rewritten while the latest recommendation holds', () => {
     const first = reconcile({ ...base, pool: pool(), deployment: existing(2), depth: depth(4) });
     const status = ofType(first.actions, 'update-status')[0]!.status;
     // Rounded up: a reader of this copy waits at least as long as the writer would have.
@@ -167,11 +167,23 @@ describe('reconcile', () => {
       deployment: existing(2),
       depth: depth(4),
       history: first.history,
-      nowMs: 1_020_000,
+      nowMs: 1_060_000,
     });
-    expect(ofType(later.actions, 'update-status')[0]!.status.recommendations).toEqual([
-      { time: new Date(1_035_000).toISOString(), replicas: 2 },
-    ]);
+    expect(ofType(later.actions, 'update-status')).toEqual([]);
+    // A new run (the recommendation changed) is written, with the finished run's end rounded up.
+    const changed = reconcile({
+      ...base,
+      pool: pool({ status }),
+      deployment: existing(2),
+      depth: depth(12),
+      history: later.history,
+      nowMs: 1_070_000,
+    });
+    expect(changed.desiredReplicas).toBeGreaterThan(2);
+    expect(ofType(changed.actions, 'update-status')[0]!.status.recommendations).toContainEqual({
+      time: new Date(1_085_000).toISOString(),
+      replicas: changed.desiredReplicas,
+    });
   });
 
   it('a new leader (no history of its own) reads the history from the status and holds replicas', () => {
@@ -188,13 +200,23 @@ describe('reconcile', () => {
     });
     expect(out.desiredReplicas).toBe(4);
     expect(ofType(out.actions, 'apply-deployment')).toEqual([]);
+    // The latest persisted run is taken to have lasted until the takeover: the window runs from there.
+    const held = reconcile({
+      ...base,
+      pool: pool({ spec: withWindow, status }),
+      deployment: existing(4),
+      depth: depth(0),
+      history: out.history,
+      nowMs: 1_000_000 + 299_000,
+    });
+    expect(held.desiredReplicas).toBe(4);
     const after = reconcile({
       ...base,
       pool: pool({ spec: withWindow, status }),
       deployment: existing(4),
       depth: depth(0),
-      history: undefined,
-      nowMs: 1_000_000 + 241_000,
+      history: held.history,
+      nowMs: 1_000_000 + 301_000,
     });
     expect(after.desiredReplicas).toBe(1);
   });

@@ -124,6 +124,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
   const readyReplicas = deployment?.status?.readyReplicas ?? 0;
 
   const stalledReason = prev?.find((c) => c.type === 'Stalled' && c.status === 'True')?.reason;
+  const startHistory = () => input.history ?? takeOverHistory(pool.status, nowMs);
   const parsed = parseSpec(pool.spec);
   if (!parsed.ok) {
     return {
@@ -146,7 +147,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
           },
         },
       ],
-      history: [...(input.history ?? historyFromStatus(pool.status))],
+      history: [...startHistory()],
       desiredReplicas: undefined,
       scale: undefined,
       result: 'invalid-spec',
@@ -174,7 +175,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
         stalledReason === 'DeploymentNotOwned'
           ? []
           : [{ type: 'Warning', reason: 'DeploymentNotOwned', message }],
-      history: [...(input.history ?? historyFromStatus(pool.status))],
+      history: [...startHistory()],
       desiredReplicas: undefined,
       scale: undefined,
       result: 'not-owned',
@@ -183,7 +184,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
 
   // Replicas: without a depth reading, hold what we have (never scale on missing data).
   let desired: number;
-  let history = [...(input.history ?? historyFromStatus(pool.status))];
+  let history = [...startHistory()];
   const depthError = 'error' in input.depth ? input.depth.error : undefined;
   const floor = spec.replicas ?? 0;
   if ('error' in input.depth) {
@@ -304,6 +305,52 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
     scale,
     result: depthError ? 'depth-unavailable' : 'ok',
   };
+}
+
+/**
+ * The history a leader starts from for a pool it has not reconciled yet. The latest persisted run
+ * is not refreshed while it holds (that would rewrite the status every few seconds with nothing
+ * changed), so it is taken to have lasted until now: the previous leader recommended it until it
+ * stopped, which is no later than now. A successor may hold longer, never shorter.
+ */
+export function takeOverHistory(status: RunnerPoolStatus | undefined, nowMs: number): Recommendation[] {
+  const h = historyFromStatus(status);
+  const last = h[h.length - 1];
+  if (last && last.atMs < nowMs) h[h.length - 1] = { atMs: nowMs, replicas: last.replicas };
+  return h;
+}
+
+/**
+ * The pool's status after a write the API server refused (the Deployment could not be created or
+ * applied): Ready=False and Stalled=True with the API's own reason and message, the rest kept.
+ */
+export function writeFailedStatus(
+  pool: RunnerPool,
+  reason: string,
+  message: string,
+  nowMs: number,
+): RunnerPoolStatus | undefined {
+  const generation = pool.metadata.generation ?? 0;
+  const nowIso = new Date(nowMs).toISOString();
+  const prev = pool.status?.conditions;
+  const cond = (t: ConditionType, st: Condition['status'], r: string, m: string) =>
+    condition(prev, t, st, r, m, generation, nowIso);
+  const status: RunnerPoolStatus = {
+    ...pool.status,
+    conditions: [
+      cond('Ready', 'False', reason, message),
+      cond('Reconciling', 'False', reason, 'the API server refused the Deployment'),
+      cond('Stalled', 'True', reason, message),
+    ],
+  };
+  return sameStatus(pool.status, status) ? undefined : status;
+}
+
+/** Stalled for a reason of its own (not the mode-wide QueueDepthUnavailable): it cannot serve its share. */
+export function stalledOnItsOwn(pool: RunnerPool): boolean {
+  return (pool.status?.conditions ?? []).some(
+    (c) => c.type === 'Stalled' && c.status === 'True' && c.reason !== 'QueueDepthUnavailable',
+  );
 }
 
 /** The persisted stabilization history; entries that do not parse are dropped. */

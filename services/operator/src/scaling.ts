@@ -100,8 +100,8 @@ export function stabilize(input: StabilizeInput): StabilizeResult {
 }
 
 /**
- * Persisted history is refreshed at most this often while a recommendation holds; its times are
- * pushed this far into the future, so a reader of a stale copy waits longer, never shorter.
+ * Persisted times are pushed this far into the future, so a reader of a copy written just before a
+ * run ended waits longer, never shorter.
  */
 export const HISTORY_GRANULARITY_MS = 15_000;
 
@@ -127,9 +127,14 @@ export function persistableHistory(
   live: readonly Recommendation[],
 ): Recommendation[] {
   const c = compactHistory(live);
+  // The latest run's time is not refreshed while it holds: a successor takes it to have lasted
+  // until it took over (takeOverHistory), so only finished runs need their end time written.
   const covers =
     persisted.length === c.length &&
-    c.every((r, i) => persisted[i]?.replicas === r.replicas && (persisted[i]?.atMs ?? 0) >= r.atMs);
+    c.every(
+      (r, i) =>
+        persisted[i]?.replicas === r.replicas && (i === c.length - 1 || (persisted[i]?.atMs ?? 0) >= r.atMs),
+    );
   if (covers) return [...persisted];
   return c.map((r) => ({ atMs: r.atMs + HISTORY_GRANULARITY_MS, replicas: r.replicas }));
 }

@@ -6,7 +6,6 @@ import {
   createLogger,
   createMetrics,
   createRedis,
-  createRunStore,
   createSettingsCache,
   createSettingsStore,
   loadConfig,
@@ -15,7 +14,6 @@ import {
   secretFilePaths,
 } from '@islet/core';
 import { createEngine, type Engine, type SandboxFacts } from '@islet/engine';
-import { createCallJournal } from '@islet/journal';
 import {
   hardenProcess,
   probeEnforcement,
@@ -25,9 +23,11 @@ import {
   wrapCommandForMode,
 } from '@islet/kernel-sandbox';
 import { problem, type SandboxMode } from '@islet/protocol';
+import { createCallJournal, createRunStore } from '@islet/runs';
 import { createGatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
+import { sandboxReadiness } from './sandbox-readiness.ts';
 import { createSkillExecutor } from './skill-executor.ts';
 
 // Non-dumpable and no_new_privs before any secret is read (kernel-sandbox harden.ts).
@@ -141,6 +141,9 @@ const runner = createRunner({ config, executor, skills, metrics, logger });
 await runner.start();
 
 let ready = true;
+// Enforcement is probed once at start: a host below the requirement stays NotReady for its life.
+const sandbox = sandboxReadiness(config.ISLET_SANDBOX_ENFORCEMENT_REQUIRED, facts.values());
+if (!sandbox.ready) logger.error({ reason: sandbox.reason }, 'runner not ready: sandbox enforcement');
 const server = createServer(async (req, res) => {
   if (req.url === '/metrics') {
     res.writeHead(200, { 'content-type': metrics.registry.contentType });
@@ -148,10 +151,13 @@ const server = createServer(async (req, res) => {
   } else if (req.url === '/healthz') {
     res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
   } else if (req.url === '/readyz') {
-    const ok = ready && redis.status === 'ready';
-    res
-      .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
-      .end(JSON.stringify({ status: ok ? 'ready' : 'not ready' }));
+    const ok = ready && redis.status === 'ready' && sandbox.ready;
+    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        status: ok ? 'ready' : 'not ready',
+        ...(sandbox.reason ? { reason: sandbox.reason } : {}),
+      }),
+    );
   } else {
     res
       .writeHead(404, { 'content-type': 'application/problem+json' })

@@ -65,3 +65,36 @@ describe('islet --help', () => {
     expect(bad.stderr).toContain('--principal');
   });
 });
+
+describe('escapeControls', () => {
+  it('shows C0 (but newline and tab), DEL and C1 controls as \\xNN and leaves other text alone', async () => {
+    const { escapeControls } = await import('./cli-output.ts');
+    expect(escapeControls('a\tb\nc')).toBe('a\tb\nc');
+    expect(escapeControls('\u001b]52;c;aGk=\u0007')).toBe('\\x1b]52;c;aGk=\\x07');
+    expect(escapeControls('\u001b[2J\r\u0000\u007f\u0085\u009b')).toBe('\\x1b[2J\\x0d\\x00\\x7f\\x85\\x9b');
+    expect(escapeControls('héllo ✓ \u00a0')).toBe('héllo ✓ \u00a0');
+  });
+});
+
+describe('parseEventStream', () => {
+  it('dispatches events split across chunks, joins data lines, skips comments', async () => {
+    const { parseEventStream } = await import('./sse.ts');
+    const chunks = [
+      'retry: 1000\n\n: heartbeat\n\nid: 1-0\nevent: st',
+      'atus\ndata: {"a":1}\n\nid: 2-0\r\n',
+      'data: x\ndata: y\n\n',
+    ];
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (const chunk of chunks) c.enqueue(new TextEncoder().encode(chunk));
+        c.close();
+      },
+    });
+    const events = [];
+    for await (const e of parseEventStream(body)) events.push(e);
+    expect(events).toEqual([
+      { id: '1-0', event: 'status', data: { a: 1 } },
+      { id: '2-0', event: 'message', data: 'x\ny' },
+    ]);
+  });
+});

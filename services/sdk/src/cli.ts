@@ -1,15 +1,24 @@
 #!/usr/bin/env node
 /**
  * `islet` command line; `islet --help` prints every command and flag (USAGE below).
- * Admin commands talk to Redis directly when ISLET_REDIS_URL (or --redis-url) is given — the way to
- * make the first platform.admin key — otherwise to the gateway's admin endpoints with
- * ISLET_URL + ISLET_API_KEY (a key with platform.admin). The Redis connection follows the same
+ * Everything but direct admin talks to the gateway at ISLET_URL with ISLET_API_KEY (`npm start`
+ * prints the export line; there is no default, an unset one is said so). Admin commands talk to
+ * Redis directly when ISLET_REDIS_URL (or --redis-url) is given — the way to make the first
+ * platform.admin key — otherwise to the gateway's admin endpoints with a platform.admin key. The Redis connection follows the same
  * variables as the services (ISLET_REDIS_MODE, _SENTINELS, _PASSWORD(_FILE), _CA_FILE; cluster
  * seeds comma-separated in the URL).
  */
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createRedis, createTenantStore, redisConfigFromEnv, SCOPES, type Scope } from '@islet/core';
-import { createIsletClient } from './client.ts';
+import { type CliIo, escapeControls, readAll, writeProgramText } from './cli-output.ts';
+import {
+  type CodeRun,
+  createIsletClient,
+  FINAL_STATUSES,
+  type IsletClient,
+  type SubmitRun,
+} from './client.ts';
 
 /** Every flag the CLI takes (`--help` lists each; a test holds the two together). */
 export const OPTIONS = {
@@ -23,22 +32,52 @@ export const OPTIONS = {
   url: { type: 'string' },
   key: { type: 'string' },
   code: { type: 'string' },
+  file: { type: 'string' },
   description: { type: 'string', default: 'Run a program from the command line' },
   session: { type: 'string' },
   style: { type: 'string' },
   principal: { type: 'string' },
   'timeout-ms': { type: 'string' },
+  'sandbox-permissions': { type: 'string' },
+  justification: { type: 'string' },
   wait: { type: 'string', default: '30' },
+  scope: { type: 'string' },
+  json: { type: 'boolean' },
+  raw: { type: 'boolean' },
 } as const;
 
 export const USAGE = `usage:
+  islet run [--code <js> | --file <path> | < program.js] [--description <text>]
+            [--style run_code|code-mode] [--session <id>] [--timeout-ms <ms>] [--wait <seconds>]
+            [--sandbox-permissions <mode> --justification <text>] [--json] [--raw]
+  islet watch <run-id> [--json] [--raw]
+  islet decisions [--json]
+  islet decisions allow|deny <decision-id> [--scope once|session]
   islet admin create-tenant --name <name> [--id <id>] [--rate-limit <per-minute>] [--max-in-flight <n>]
   islet admin create-key --tenant <id> [--scopes <a,b>] [--principal <who>]
-  islet run --code <js> [--description <text>] [--style run_code|code-mode] [--session <id>]
-            [--timeout-ms <ms>] [--wait <seconds>]
   islet --help
 
+The gateway is ISLET_URL and the key ISLET_API_KEY; \`npm start\` prints the line that sets both:
+  export ISLET_URL=http://127.0.0.1:<port> ISLET_API_KEY=isk_…
+
 flags:
+  --code <js>              the program: the body of an async function (run)
+  --file <path>            read the program from a file, \`-\` for stdin (run; stdin is read when
+                           neither --code nor --file is given and it is not a terminal)
+  --description <text>     five to ten words saying what it does (run)
+  --style <style>          run_code or code-mode (run; default: the tenant's run policy)
+  --session <id>           session of the run (run; default: generated)
+  --timeout-ms <ms>        run_code time budget (run; default 120000)
+  --sandbox-permissions <mode>
+                           run_code: workspace-write or danger-full-access; a person decides first
+  --justification <text>   with --sandbox-permissions: one sentence shown to that person
+  --wait <seconds>         how long the gateway holds the answer (run; default 30); a run still
+                           going then (waiting for a decision) is followed on its event stream
+  --json                   print the record / events / decisions as JSON
+  --raw                    print the program's output as it is, terminal control sequences
+                           included (on a terminal they are shown as \\xNN by default)
+  --scope <scope>          once (default) or session: allow later calls of the same tool in the
+                           session too (decisions allow)
   --name <name>            tenant name (create-tenant)
   --id <id>                tenant id (create-tenant; default: generated)
   --rate-limit <n>         requests per minute for the tenant (create-tenant)
@@ -47,42 +86,66 @@ flags:
   --scopes <a,b>           scopes of the key, from: ${SCOPES.join(', ')}
                            (default: apps.use,sessions.read,decisions)
   --principal <who>        who the key belongs to; sessions belong to principals (default: the key)
-  --code <js>              the program: the body of an async function (run)
-  --description <text>     five to ten words saying what it does (run)
-  --style <style>          run_code or code-mode (run; default: the tenant's run policy)
-  --session <id>           session of the run (run; default: generated)
-  --timeout-ms <ms>        run_code time budget (run; default 120000)
-  --wait <seconds>         how long to wait for the result (run; default 30)
-  --url <url>              gateway URL (default: ISLET_URL, else http://127.0.0.1:8080)
+  --url <url>              gateway URL (default: ISLET_URL)
   --key <key>              API key (default: ISLET_API_KEY)
   --redis-url <url>        admin commands straight on Redis (default: ISLET_REDIS_URL)
   -h, --help               this text
 `;
 
+/** A refusal of the command line itself: printed without a stack, exit 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const isFinal = (run: CodeRun) => (FINAL_STATUSES as readonly string[]).includes(run.status);
+const processIo: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin };
+
 export async function runCli(
   argv: string[],
   env: Record<string, string | undefined> = process.env,
+  io: CliIo = processIo,
 ): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h') || argv[0] === 'help') {
-    process.stdout.write(USAGE);
+    io.stdout.write(USAGE);
     return 0;
   }
-  const [group, command, ...rest] = argv;
-  const { values } = parseArgs({
-    args: group === 'run' ? [command ?? '', ...rest].filter(Boolean) : rest,
-    options: OPTIONS,
-    allowPositionals: true,
-  });
-  const out = (v: unknown) => process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  const [group, command, target] = positionals;
+  const out = (v: unknown) => io.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
   const redisUrl = values['redis-url'] ?? env.ISLET_REDIS_URL;
-  const client = () =>
-    createIsletClient({
-      url: values.url ?? env.ISLET_URL ?? 'http://127.0.0.1:8080',
-      key: values.key ?? env.ISLET_API_KEY ?? '',
-    });
+  const raw = values.raw === true;
+  const client = (): IsletClient => {
+    const url = values.url ?? env.ISLET_URL;
+    const key = values.key ?? env.ISLET_API_KEY;
+    if (!url)
+      throw new UsageError(
+        'ISLET_URL is not set: start Islet (`npm start`) and paste the `export ISLET_URL=… ISLET_API_KEY=…` line it prints, or pass --url',
+      );
+    if (!key)
+      throw new UsageError(
+        'ISLET_API_KEY is not set: paste the `export ISLET_URL=… ISLET_API_KEY=…` line `npm start` prints, or pass --key',
+      );
+    return createIsletClient({ url, key });
+  };
+  /** The record's result text (or the whole record with --json); exit 0 only when it completed. */
+  const printRun = (run: CodeRun) => {
+    if (values.json) out(run);
+    else if (run.text !== undefined) writeProgramText(io.stdout, `${run.text}\n`, raw);
+    else out(run);
+    return run.status === 'Completed' ? 0 : 1;
+  };
+  const tellDecision = (runId: string, data: unknown) => {
+    const d = data as { id?: string; capability?: { action?: string; target?: string } };
+    const id = d.id ?? `${runId}:?`;
+    io.stderr.write(
+      escapeControls(
+        `run ${runId} waits for a decision (${d.capability?.action ?? 'decision'} ${d.capability?.target ?? ''}): islet decisions allow ${id}\n`,
+      ),
+    );
+  };
 
   if (group === 'admin' && command === 'create-tenant') {
-    if (!values.name) throw new Error('--name is required');
+    if (!values.name) throw new UsageError('--name is required');
     const input = {
       name: values.name,
       ...(values.id ? { id: values.id } : {}),
@@ -100,10 +163,10 @@ export async function runCli(
     return 0;
   }
   if (group === 'admin' && command === 'create-key') {
-    if (!values.tenant) throw new Error('--tenant is required');
+    if (!values.tenant) throw new UsageError('--tenant is required');
     const scopes = values.scopes.split(',').map((s) => s.trim());
     const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-    if (bad.length) throw new Error(`unknown scopes: ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
+    if (bad.length) throw new UsageError(`unknown scopes: ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
     if (redisUrl) {
       const redis = createRedis(redisConfigFromEnv({ ...env, ISLET_REDIS_URL: redisUrl }));
       try {
@@ -116,24 +179,88 @@ export async function runCli(
     return 0;
   }
   if (group === 'run') {
-    if (!values.code) throw new Error('--code is required');
     if (values.style !== undefined && values.style !== 'run_code' && values.style !== 'code-mode')
-      throw new Error('--style must be run_code or code-mode');
-    const run = await client().submitRun(
+      throw new UsageError('--style must be run_code or code-mode');
+    if (values.code !== undefined && values.file !== undefined)
+      throw new UsageError('give the program once: --code or --file');
+    const code =
+      values.code ??
+      (values.file === undefined || values.file === '-'
+        ? values.file === undefined && io.stdin.isTTY
+          ? undefined
+          : await readAll(io.stdin)
+        : await readFile(values.file, 'utf8'));
+    if (code === undefined || code.trim() === '')
+      throw new UsageError('no program: give --code <js>, --file <path>, or pipe it on stdin');
+    const api = client();
+    let run = await api.submitRun(
       {
-        code: values.code,
+        code,
         description: values.description,
         ...(values.style ? { style: values.style } : {}),
         ...(values.session ? { sessionId: values.session } : {}),
         ...(values['timeout-ms'] ? { timeoutMs: Number(values['timeout-ms']) } : {}),
+        ...(values['sandbox-permissions']
+          ? { sandbox_permissions: values['sandbox-permissions'] as SubmitRun['sandbox_permissions'] }
+          : {}),
+        ...(values.justification ? { justification: values.justification } : {}),
       },
       { waitSeconds: Number(values.wait) },
     );
-    if (run.text !== undefined) process.stdout.write(`${run.text}\n`);
-    else out(run);
+    if (!isFinal(run)) {
+      const id = run.id;
+      run = await api.waitForRun(id, {
+        onEvent: (e) => {
+          if (e.event === 'decision.needed') tellDecision(id, e.data);
+        },
+      });
+    }
+    return printRun(run);
+  }
+  if (group === 'watch') {
+    if (!command) throw new UsageError('islet watch <run-id>');
+    const api = client();
+    let ended = false;
+    for await (const e of api.events(command)) {
+      if (values.json) io.stdout.write(`${JSON.stringify(e)}\n`);
+      else writeProgramText(io.stdout, `${e.event} ${JSON.stringify(e.data)}\n`, raw);
+      if (e.event === 'decision.needed') tellDecision(command, e.data);
+      if (e.event === 'end') ended = true;
+    }
+    if (!ended) throw new Error(`the event stream of run ${command} ended before the run did`);
+    const run = await api.getRun(command);
+    if (!values.json && run.text !== undefined) writeProgramText(io.stdout, `${run.text}\n`, raw);
     return run.status === 'Completed' ? 0 : 1;
   }
-  process.stderr.write(USAGE);
+  if (group === 'decisions') {
+    const api = client();
+    if (command === undefined) {
+      const items = await api.listDecisions();
+      if (values.json) out(items);
+      else if (items.length === 0) io.stdout.write('no pending decisions\n');
+      else
+        for (const d of items)
+          io.stdout.write(
+            escapeControls(
+              `${d.id}  ${d.capability.action} ${d.capability.target}${d.justification ? `  "${d.justification}"` : ''}\n`,
+            ),
+          );
+      return 0;
+    }
+    if (command !== 'allow' && command !== 'deny') throw new UsageError('islet decisions [allow|deny <id>]');
+    const m = /^(.+):(-?\d+)$/.exec(target ?? '');
+    if (!m)
+      throw new UsageError(`islet decisions ${command} <run-id>:<index> (the id \`islet decisions\` lists)`);
+    if (values.scope !== undefined && values.scope !== 'once' && values.scope !== 'session')
+      throw new UsageError('--scope must be once or session');
+    const answered = await api.answerDecision(m[1]!, Number(m[2]), {
+      allow: command === 'allow',
+      ...(values.scope ? { scope: values.scope } : {}),
+    });
+    out(answered);
+    return 0;
+  }
+  io.stderr.write(USAGE);
   return 2;
 }
 
@@ -141,8 +268,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   runCli(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err: Error) => {
-      process.stderr.write(`islet: ${err.message}\n`);
-      process.exit(1);
+      process.stderr.write(`islet: ${escapeControls(err.message)}\n`);
+      process.exit(
+        err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 2 : 1,
+      );
     },
   );
 }

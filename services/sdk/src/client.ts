@@ -2,6 +2,8 @@
  * A small typed client for Islet's HTTP API. Errors come back as `IsletApiError` carrying the
  * problem+json body, so callers branch on `problem.type`, never on text.
  */
+import { parseEventStream, type StreamEvent } from './sse.ts';
+
 export interface Problem {
   type: string;
   title: string;
@@ -18,6 +20,43 @@ export class IsletApiError extends Error {
     this.problem = problem;
   }
 }
+
+/** No HTTP answer at all: `url` could not be reached; `reason` says why (ECONNREFUSED, a DNS error…). */
+export class IsletConnectionError extends Error {
+  override name = 'IsletConnectionError';
+  readonly url: string;
+  readonly reason: string;
+  constructor(url: string, cause: unknown) {
+    const reason = connectionReason(cause);
+    super(`cannot reach ${url}: ${reason}`, { cause });
+    this.url = url;
+    this.reason = reason;
+  }
+}
+
+/** undici's `fetch failed` hides the reason in `cause` (sometimes an AggregateError of addresses). */
+function connectionReason(err: unknown): string {
+  let cause: unknown = err;
+  while (cause instanceof Error && cause.cause !== undefined) cause = cause.cause;
+  if (cause instanceof AggregateError && cause.errors.length > 0) cause = cause.errors[0];
+  const e = cause as { code?: unknown; message?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  const message = typeof e?.message === 'string' ? e.message : String(cause);
+  return code && !message.includes(code) ? `${code} (${message})` : message;
+}
+
+/** A pending decision as `GET /v1/decisions` lists it (the Code Mode request shape). */
+export interface Decision {
+  /** `<run>:<index>`. */
+  id: string;
+  state: string;
+  capability: { action: string; target: string };
+  code: { run: string; index: number; code: string };
+  justification?: string;
+  [k: string]: unknown;
+}
+
+export const FINAL_STATUSES = ['Completed', 'Failed', 'Cancelled'] as const;
 
 export interface SubmitRun {
   code: string;
@@ -52,6 +91,20 @@ export interface CodeRun {
   updatedAt: number;
 }
 
+function problemError(res: Response, text: string): IsletApiError {
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  const problem =
+    parsed && typeof parsed === 'object' && typeof (parsed as Problem).type === 'string'
+      ? (parsed as Problem)
+      : { type: 'about:blank', title: res.statusText || `HTTP ${res.status}`, status: res.status };
+  return new IsletApiError(problem);
+}
+
 export function createIsletClient(options: { url: string; key: string; fetch?: typeof fetch }) {
   const doFetch = options.fetch ?? fetch;
   const base = options.url.replace(/\/$/, '');
@@ -61,32 +114,100 @@ export function createIsletClient(options: { url: string; key: string; fetch?: t
     body?: unknown,
     headers: Record<string, string> = {},
   ): Promise<T> {
-    const res = await doFetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${options.key}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...headers,
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
+    const res = await send(method, path, body, headers);
     const text = await res.text();
-    const parsed = text ? (JSON.parse(text) as unknown) : undefined;
-    if (!res.ok)
-      throw new IsletApiError(
-        (parsed as Problem) ?? { type: 'about:blank', title: res.statusText, status: res.status },
-      );
-    return parsed as T;
+    if (!res.ok) throw problemError(res, text);
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+  async function send(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<Response> {
+    const url = `${base}${path}`;
+    try {
+      return await doFetch(url, {
+        method,
+        headers: {
+          authorization: `Bearer ${options.key}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      throw new IsletConnectionError(url, err);
+    }
+  }
+  /** The run's events from the first (or after `lastEventId`) to `end`, where the generator stops. */
+  async function* events(id: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}) {
+    const res = await send(
+      'GET',
+      `/v1/code-runs/${encodeURIComponent(id)}/events`,
+      undefined,
+      { accept: 'text/event-stream', ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+      opts.signal,
+    );
+    if (!res.ok || !res.body) throw problemError(res, await res.text());
+    for await (const event of parseEventStream(res.body)) {
+      yield event;
+      if (event.event === 'end') return;
+    }
+  }
+  const getRun = (id: string) => call<CodeRun>('GET', `/v1/code-runs/${encodeURIComponent(id)}`);
+  /**
+   * Follows a run on its event stream until it is final and returns the record; a dropped stream
+   * resumes after the last event seen, a full stream quota (429) falls back to reading the record.
+   */
+  async function waitForRun(
+    id: string,
+    opts: { onEvent?: (e: StreamEvent) => void; signal?: AbortSignal } = {},
+  ): Promise<CodeRun> {
+    let last: string | undefined;
+    for (;;) {
+      const run = await getRun(id);
+      if ((FINAL_STATUSES as readonly string[]).includes(run.status)) return run;
+      opts.signal?.throwIfAborted();
+      try {
+        for await (const e of events(id, { ...(last ? { lastEventId: last } : {}), ...opts })) {
+          last = e.id ?? last;
+          opts.onEvent?.(e);
+        }
+      } catch (err) {
+        const retry =
+          err instanceof IsletConnectionError || (err instanceof IsletApiError && err.problem.status === 429);
+        if (!retry) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
   }
   return {
     call,
+    events,
+    waitForRun,
     /** Submits a run; with `waitSeconds` the answer is the finished record when it ends in time. */
     submitRun: (run: SubmitRun, opts: { waitSeconds?: number; idempotencyKey?: string } = {}) =>
       call<CodeRun>('POST', '/v1/runs', run, {
         ...(opts.waitSeconds ? { prefer: `wait=${opts.waitSeconds}` } : {}),
         ...(opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {}),
       }),
-    getRun: (id: string) => call<CodeRun>('GET', `/v1/code-runs/${encodeURIComponent(id)}`),
+    getRun,
+    /** The tenant's pending decisions (decisions scope). */
+    listDecisions: async () => (await call<{ items: Decision[] }>('GET', '/v1/decisions')).items,
+    /** Answers a decision once (`<run>:<index>`, or run id and index); a second answer is a 409. */
+    answerDecision: (
+      runId: string,
+      index: number,
+      answer: { allow: boolean; scope?: 'once' | 'session'; input?: unknown },
+    ) =>
+      call<Record<string, unknown>>('POST', `/v1/code-runs/${encodeURIComponent(runId)}/decisions`, {
+        index,
+        ...answer,
+      }),
     cancelRun: (id: string) => call<CodeRun>('POST', `/v1/code-runs/${encodeURIComponent(id)}/cancel`),
     listSessionRuns: (sessionId: string, cursor?: string) =>
       call<{ items: CodeRun[]; nextCursor: string | null }>(

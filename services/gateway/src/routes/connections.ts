@@ -1,18 +1,41 @@
 import type { FastifyPluginAsync } from 'fastify';
+import {
+  DEFAULT_PREVIOUS_SECRET_TTL_SECONDS,
+  openSigning,
+  type SigningState,
+  signingSecrets,
+} from '../app-signing.ts';
 import { callerOf } from '../auth.ts';
-import { bindingsOf, connectionInputSchema } from '../connections.ts';
+import { bindingsOf, connectionInputSchema, rotateSchema } from '../connections.ts';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
+function signingView(state: SigningState) {
+  const now = Date.now();
+  return {
+    scheme: 'standard-webhooks',
+    secrets: signingSecrets(state, now).length,
+    ...(state.previous && state.previous.expiresAt > now
+      ? { previousSecretExpiresAt: state.previous.expiresAt }
+      : {}),
+  };
+}
+
 export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
-  const view = ({ sealedHeaders, ...c }: Awaited<ReturnType<typeof deps.connections.get>> & object) => ({
+  const view = ({
+    sealedHeaders,
+    sealedSigning,
+    ...c
+  }: Awaited<ReturnType<typeof deps.connections.get>> & object) => ({
     ...c,
-    // Which header names an mcp connection sends; their values stay sealed.
+    // Which header names the connection sends; their values stay sealed.
     ...(sealedHeaders
       ? { headers: Object.keys(JSON.parse(deps.sealer.open(sealedHeaders)) as object).sort() }
       : {}),
+    // That requests are signed, and until when a rotated-out secret still signs; never a secret.
+    ...(sealedSigning ? { signing: signingView(openSigning(deps.sealer, sealedSigning)) } : {}),
     bindings: bindingsOf(c).map((b) => `apps.${b.binding}`),
   });
   return async (app) => {
@@ -36,8 +59,25 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (!res.ok) throw new HttpProblem(res.code, res.detail);
       if (res.connection.kind === 'mcp') ctx.mcpApps.watch(tenant, res.connection);
       reply.header('location', `/v1/connections/${res.connection.id}`);
-      return reply.code(201).send(view(res.connection));
+      // The signing secret is shown here and after a rotation, never again.
+      return reply.code(201).send({
+        ...view(res.connection),
+        ...(res.signingSecret ? { signingSecret: res.signingSecret } : {}),
+      });
     });
+    app.post(
+      '/v1/connections/:id/signing-secret/rotate',
+      { preHandler: auth.requireScopes('apps.use') },
+      async (request) => {
+        const { id } = idParams.parse(request.params);
+        const parsed = rotateSchema.safeParse(request.body ?? {});
+        if (!parsed.success) throw validationProblem(parsed.error);
+        const ttl = parsed.data.previousSecretExpiresInSeconds ?? DEFAULT_PREVIOUS_SECRET_TTL_SECONDS;
+        const rotated = await deps.connections.rotateSigningSecret(callerOf(request).tenantId, id, ttl);
+        if (!rotated) throw new HttpProblem('not-found', `no http connection ${id}`);
+        return rotated;
+      },
+    );
     app.get('/v1/connections', { preHandler: auth.requireScopes('apps.use') }, async (request) => {
       const items = await deps.connections.list(callerOf(request).tenantId);
       return { items: items.map(view) };

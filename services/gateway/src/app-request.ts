@@ -1,0 +1,60 @@
+/**
+ * The request an `http` App receives for one binding call (docs/apps.md is its contract): a JSON
+ * body with the call and the context it belongs to, the connection's own headers (sealed at rest),
+ * and the Standard Webhooks signature over the exact body. The tenant and run ride in the signed
+ * body's `context` and in the signed `webhook-id` (the idempotency key, `<run>:<index>`); the
+ * `x-islet-*` headers repeat them for routing and logs.
+ */
+import type { Sealer } from '@islet/core';
+import type { BindingCall } from '@islet/engine';
+import type { CallSource, StoredRun } from '@islet/runs';
+import { openSigning, signingSecrets, webhookHeaders } from './app-signing.ts';
+import type { Connection } from './connections.ts';
+
+export interface AppCallContext {
+  idempotencyKey: string;
+  operationId: string;
+  input?: unknown;
+}
+
+export function appRequest(
+  sealer: Sealer,
+  run: StoredRun,
+  call: BindingCall,
+  source: CallSource,
+  connection: Connection,
+  ctx: AppCallContext,
+  now = Date.now(),
+): { text: string; headers: Record<string, string> } {
+  const body: Record<string, unknown> = {
+    tool: source.name,
+    kind: source.kind,
+    arguments: JSON.parse(call.argsJson),
+  };
+  if (ctx.input !== undefined) body.input = ctx.input;
+  body.context = {
+    tenant: run.tenant,
+    run: run.id,
+    session: run.session,
+    callIndex: call.index,
+    operationId: ctx.operationId,
+    idempotencyKey: ctx.idempotencyKey,
+  };
+  const text = JSON.stringify(body);
+  const own = connection.sealedHeaders
+    ? (JSON.parse(sealer.open(connection.sealedHeaders)) as Record<string, string>)
+    : {};
+  const headers: Record<string, string> = {
+    ...own,
+    'content-type': 'application/json',
+    'idempotency-key': ctx.idempotencyKey,
+    'x-islet-tenant': run.tenant,
+    'x-islet-run': run.id,
+    'x-islet-operation-id': ctx.operationId,
+  };
+  if (connection.sealedSigning) {
+    const secrets = signingSecrets(openSigning(sealer, connection.sealedSigning), now);
+    Object.assign(headers, webhookHeaders(secrets, ctx.idempotencyKey, text, now));
+  }
+  return { text, headers };
+}

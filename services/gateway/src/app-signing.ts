@@ -1,0 +1,100 @@
+/**
+ * Apps can tell a request came from Islet: every `http` App request is signed the Standard Webhooks
+ * way (https://www.standardwebhooks.com): `webhook-id`, `webhook-timestamp` (Unix seconds) and
+ * `webhook-signature` = `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed with the
+ * connection's `whsec_` secret (the base64 after the prefix is the key). During a rotation both
+ * secrets sign, space-separated, as the spec allows, so an App that still holds the previous
+ * secret keeps verifying until it switches. The secrets are sealed with the connection.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import type { Sealer } from '@islet/core';
+
+export const SECRET_PREFIX = 'whsec_';
+
+/** How long a rotated-out secret keeps signing unless the rotation says otherwise (Stripe's default). */
+export const DEFAULT_PREVIOUS_SECRET_TTL_SECONDS = 24 * 60 * 60;
+export const MAX_PREVIOUS_SECRET_TTL_SECONDS = 7 * 24 * 60 * 60;
+
+/** The sealed part of a connection that signs its requests. */
+export interface SigningState {
+  current: string;
+  previous?: { secret: string; expiresAt: number };
+}
+
+/** 24 random bytes, as Svix and the spec's examples use (192 bits, within the spec's 24–64). */
+export function newSigningSecret(): string {
+  return SECRET_PREFIX + randomBytes(24).toString('base64');
+}
+
+function keyOf(secret: string): Buffer {
+  return Buffer.from(
+    secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
+    'base64',
+  );
+}
+
+/** One `v1,<base64>` signature of the message. */
+export function signatureOf(secret: string, id: string, timestampSeconds: number, body: string): string {
+  const mac = createHmac('sha256', keyOf(secret))
+    .update(`${id}.${timestampSeconds}.${body}`)
+    .digest('base64');
+  return `v1,${mac}`;
+}
+
+/** The secrets that sign now: the current one, and the previous one until it expires. */
+export function signingSecrets(state: SigningState, now = Date.now()): string[] {
+  return state.previous && state.previous.expiresAt > now
+    ? [state.current, state.previous.secret]
+    : [state.current];
+}
+
+/** The three Standard Webhooks headers for `body`, signed with every secret given. */
+export function webhookHeaders(
+  secrets: readonly string[],
+  id: string,
+  body: string,
+  now = Date.now(),
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  const timestamp = Math.floor(now / 1000);
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': secrets.map((s) => signatureOf(s, id, timestamp, body)).join(' '),
+  };
+}
+
+export function sealSigning(sealer: Sealer, state: SigningState): string {
+  return sealer.seal(JSON.stringify(state));
+}
+
+export function openSigning(sealer: Sealer, sealed: string): SigningState {
+  return JSON.parse(sealer.open(sealed)) as SigningState;
+}
+
+/** A rotation: a new current secret; the old one signs too until `previousTtlSeconds` pass (0: never again). */
+export function rotateSigning(
+  state: SigningState,
+  previousTtlSeconds: number,
+  now = Date.now(),
+): SigningState {
+  const next: SigningState = { current: newSigningSecret() };
+  if (previousTtlSeconds > 0)
+    next.previous = { secret: state.current, expiresAt: now + previousTtlSeconds * 1000 };
+  return next;
+}
+
+/**
+ * Header names a tenant may not set on an http connection: the ones Islet itself sends (a tenant
+ * value would replace the signature or the idempotency key the App relies on) and the ones that
+ * frame the HTTP message.
+ */
+export function reservedAppHeader(name: string): boolean {
+  const n = name.toLowerCase();
+  return (
+    n.startsWith('webhook-') ||
+    n.startsWith('x-islet-') ||
+    ['content-type', 'content-length', 'host', 'idempotency-key', 'transfer-encoding', 'connection'].includes(
+      n,
+    )
+  );
+}

@@ -1,0 +1,26 @@
+/**
+ * JSON.parse that refuses numbers a JavaScript program cannot receive exactly: `1e400` parses to
+ * Infinity (and would reach the program as null), an integer past 2^53 written as a number is
+ * silently rounded. The reviver sees each number's source text, so a float such as `0.1` or `1e20`
+ * passes and only integers that lose digits, or values that overflow, are refused.
+ */
+export type LosslessParse = { ok: true; value: unknown } | { ok: false; source: string; key: string };
+
+type SourceContext = { source?: string };
+
+export function parseLosslessJson(text: string): LosslessParse {
+  let bad: { source: string; key: string } | undefined;
+  const value = JSON.parse(text, ((key: string, v: unknown, context?: SourceContext) => {
+    if (bad || typeof v !== 'number') return v;
+    const source = context?.source ?? String(v);
+    if (!Number.isFinite(v) || (/^-?\d+$/.test(source) && !Number.isSafeInteger(v))) bad = { source, key };
+    return v;
+  }) as (this: unknown, key: string, value: unknown) => unknown);
+  return bad ? { ok: false, ...bad } : { ok: true, value };
+}
+
+/** The refusal text: what the number was and how the App should send it instead. */
+export function lossyNumberMessage(source: string, key: string): string {
+  const where = key === '' ? '' : ` (at "${key}")`;
+  return `the App's answer has a number JSON cannot carry exactly: ${source.slice(0, 40)}${where}; send it as a string`;
+}

@@ -1,0 +1,276 @@
+/**
+ * The call journal on Redis. One hash per run (`<prefix>journal:{<runId>}`, hash-tagged so a
+ * Redis Cluster keeps it in one slot): field `<index>` holds the call's entry as JSON (arguments
+ * and outcome sealed), `#seq` counts delivered outcomes, `#attempt` the run's executions.
+ * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import { fieldsOf } from '@islet/core/lua-script';
+import type { BindingOutcome } from '@islet/protocol';
+import type { Redis } from 'ioredis';
+import { journalKeys } from './keys.ts';
+import { loadScript } from './lua-scripts.ts';
+import { operationIdFor } from './operation-id.ts';
+import { TurnBatch } from './turn-batch.ts';
+import type {
+  BegunAttempt,
+  CallJournal,
+  CallSource,
+  ClaimCall,
+  ClaimResult,
+  CompletionEvent,
+  JournalCallView,
+  JournalEntry,
+  JournalState,
+  Sealer,
+} from './types.ts';
+
+export interface CallJournalDeps {
+  redis: Redis;
+  sealer: Sealer;
+  /** Prefix of every key. Default `islet:`. */
+  keyPrefix?: string;
+  /** How long a run's journal lives after its last write, seconds. Default 604800 (7 days). */
+  ttlSeconds?: number;
+  /**
+   * Key of the HMAC that lets Lua compare arguments without reading them (the arguments
+   * themselves are sealed). Default: a fixed key, which still hides them from casual reads but
+   * not from guessing; pass a secret in production.
+   */
+  argsHashKey?: string | Buffer;
+  now?: () => number;
+}
+
+/** A token-checked `markSent` found the call taken over by another handler: do not send. */
+export class JournalConflictError extends Error {
+  readonly code = 'journal-conflict';
+  constructor(message: string) {
+    super(message);
+    this.name = 'JournalConflictError';
+  }
+}
+
+interface StoredEntry {
+  i: number;
+  b: string;
+  h: string;
+  a: string;
+  s?: string;
+  op: string;
+  st: JournalState;
+  at: number;
+  tk: string;
+  t0: number;
+  t1?: number;
+  o?: string;
+  seq?: number;
+}
+
+/** Arguments per call of `lua/claim-1.lua` (its header names them). */
+const CLAIM_FIELDS = 12;
+const CLAIM = loadScript('claim-1', { CLAIM_FIELDS });
+
+const MARK_SENT = loadScript('mark-sent-1');
+
+/** Arguments per call of `lua/complete-2.lua`. */
+const COMPLETE_FIELDS = 5;
+const COMPLETE = loadScript('complete-2', { COMPLETE_FIELDS });
+
+const BEGIN_ATTEMPT = loadScript('begin-attempt-3');
+
+/**
+ * A group's bounds: the engine lets a run have 128 calls in flight by default, and a script call
+ * of a few MiB keeps Redis's other clients waiting no longer than one large call would.
+ */
+const GROUP_LIMITS = { maxItems: 128, maxBytes: 4 * 1024 * 1024 };
+
+export function createCallJournal(deps: CallJournalDeps): CallJournal {
+  const { redis, sealer } = deps;
+  const prefix = deps.keyPrefix ?? 'islet:';
+  const ttlSeconds = deps.ttlSeconds ?? 604_800;
+  const hashKey = deps.argsHashKey ?? 'islet-journal-args';
+  const now = deps.now ?? Date.now;
+  const keyOf = journalKeys(prefix).journal;
+  const argsHash = (runId: string, index: number, argsJson: string) =>
+    createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
+
+  const openOutcome = (sealed: string): BindingOutcome => JSON.parse(sealer.open(sealed)) as BindingOutcome;
+
+  const toView = (stored: StoredEntry): JournalCallView => {
+    const view: JournalCallView = {
+      index: stored.i,
+      binding: stored.b,
+      operationId: stored.op,
+      state: stored.st,
+      attempt: stored.at,
+      startedAtMs: stored.t0,
+    };
+    if (stored.s) view.source = JSON.parse(stored.s) as CallSource;
+    if (stored.o !== undefined) view.outcome = openOutcome(stored.o);
+    if (stored.seq !== undefined) view.deliverySeq = stored.seq;
+    if (stored.t1 !== undefined) view.settledAtMs = stored.t1;
+    return view;
+  };
+
+  const toEntry = (stored: StoredEntry): JournalEntry => ({
+    ...toView(stored),
+    argsJson: sealer.open(stored.a),
+  });
+
+  /** The hash's call entries (not its `#` counters), by index. */
+  const storedOf = (all: Record<string, string>): StoredEntry[] => {
+    const stored: StoredEntry[] = [];
+    for (const [field, raw] of Object.entries(all)) {
+      if (!field.startsWith('#')) stored.push(JSON.parse(raw) as StoredEntry);
+    }
+    return stored.sort((a, b) => a.i - b.i);
+  };
+
+  const entriesOf = (all: Record<string, string>): JournalEntry[] => storedOf(all).map(toEntry);
+  const callsOf = (all: Record<string, string>): JournalCallView[] => storedOf(all).map(toView);
+
+  // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
+  const claims = new TurnBatch<(string | number)[], string[]>(
+    async (runId, calls) => (await CLAIM.run(redis, [keyOf(runId)], calls.flat())) as string[][],
+    GROUP_LIMITS,
+  );
+  const completions = new TurnBatch<(string | number)[], string[]>(async (group, calls) => {
+    const [runId, streamKey, maxLen, channel, message] = JSON.parse(group) as [
+      string,
+      string?,
+      number?,
+      string?,
+      string?,
+    ];
+    const keys = streamKey ? [keyOf(runId), streamKey] : [keyOf(runId)];
+    const head = streamKey ? [ttlSeconds, maxLen ?? 0, channel ?? '', message ?? ''] : [ttlSeconds];
+    return (await COMPLETE.run(redis, keys, [...head, ...calls.flat()])) as string[][];
+  }, GROUP_LIMITS);
+
+  const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
+    const raw = await redis.hget(keyOf(runId), String(index));
+    return raw ? toEntry(JSON.parse(raw) as StoredEntry) : undefined;
+  };
+
+  return {
+    async claim(runId: string, attempt: number, call: ClaimCall): Promise<ClaimResult> {
+      checkIndex(call.index);
+      if (!Number.isSafeInteger(attempt) || attempt < 0) throw new RangeError(`bad attempt ${attempt}`);
+      const token = randomUUID();
+      const sealedArgs = sealer.seal(call.argsJson);
+      const fields = [
+        String(call.index),
+        attempt,
+        call.binding,
+        argsHash(runId, call.index, call.argsJson),
+        sealedArgs,
+        call.source ? JSON.stringify(call.source) : '',
+        operationIdFor(runId, call.index),
+        now(),
+        call.takeover ? '1' : '0',
+        ttlSeconds,
+        token,
+        call.sendNow ? '1' : '0',
+      ];
+      const reply = await claims.add(runId, fields, sealedArgs.length);
+      switch (reply[0]) {
+        case 'new':
+          return { kind: 'new', token };
+        case 'done':
+          return { kind: 'done', outcome: openOutcome(reply[1] ?? ''), deliverySeq: Number(reply[2]) };
+        case 'mismatch':
+          return { kind: 'mismatch', expected: { binding: reply[1] ?? '' } };
+        case 'in-flight':
+          return { kind: 'in-flight' };
+        case 'unknown':
+          return { kind: 'unknown' };
+        case 'superseded':
+          return { kind: 'superseded' };
+        default:
+          throw new Error(`journal claim: unexpected reply ${String(reply[0])}`);
+      }
+    },
+
+    async markSent(runId: string, index: number, token?: string): Promise<void> {
+      const reply = (await MARK_SENT.run(redis, [keyOf(runId)], [String(index), token ?? ''])) as string;
+      if (reply === 'missing') throw new Error(`journal: markSent of unclaimed call ${runId}#${index}`);
+      if (reply === 'conflict') {
+        throw new JournalConflictError(`call ${runId}#${index} was taken over by another handler; not sent`);
+      }
+    },
+
+    async complete(runId: string, index: number, outcome: BindingOutcome, event?: CompletionEvent) {
+      const sealedOutcome = sealer.seal(JSON.stringify(outcome));
+      const fields = [String(index), sealedOutcome, now(), event?.type ?? '', event?.sealedData ?? ''];
+      // Outcomes gather by run and by what they share in the script call (the stream and its wake-up).
+      const group = event
+        ? JSON.stringify([runId, event.streamKey, event.maxLen, event.channel, event.message])
+        : JSON.stringify([runId]);
+      const reply = await completions.add(
+        group,
+        fields,
+        sealedOutcome.length + (event?.sealedData.length ?? 0),
+      );
+      if (reply[0] === 'missing') throw new Error(`journal: complete of unclaimed call ${runId}#${index}`);
+      return { deliverySeq: Number(reply[1]), stored: reply[0] === 'stored' };
+    },
+
+    async list(runId: string): Promise<JournalEntry[]> {
+      return entriesOf(await redis.hgetall(keyOf(runId)));
+    },
+
+    async listCalls(runId: string): Promise<JournalCallView[]> {
+      return callsOf(await redis.hgetall(keyOf(runId)));
+    },
+
+    callsOf,
+
+    get,
+
+    async beginAttempt(runId: string, runKey: string, start?: CompletionEvent): Promise<BegunAttempt> {
+      const args: (string | number)[] = [ttlSeconds];
+      if (start) args.push(start.maxLen, start.type, start.sealedData, start.channel, start.message, now());
+      const [runFlat, attempt, journalFlat] = (await BEGIN_ATTEMPT.run(
+        redis,
+        start ? [keyOf(runId), runKey, start.streamKey] : [keyOf(runId), runKey],
+        args,
+      )) as [string[], number, string[]];
+      return {
+        run: fieldsOf(runFlat),
+        attempt: attempt > 0 ? attempt : undefined,
+        entries: entriesOf(fieldsOf(journalFlat)),
+      };
+    },
+
+    async nextAttempt(runId: string): Promise<number> {
+      const key = keyOf(runId);
+      const [[, attempt]] = (await redis
+        .multi()
+        .hincrby(key, '#attempt', 1)
+        .expire(key, ttlSeconds)
+        .exec()) as [[Error | null, number]];
+      return attempt;
+    },
+
+    async waitForOutcome(runId, index, options = {}) {
+      const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+      const pollMs = options.pollMs ?? 50;
+      for (;;) {
+        const entry = await get(runId, index);
+        if (entry?.state === 'done' && entry.outcome && entry.deliverySeq !== undefined) {
+          return { outcome: entry.outcome, deliverySeq: entry.deliverySeq };
+        }
+        if (Date.now() + pollMs > deadline) return undefined;
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
+      }
+    },
+
+    async remove(runId: string): Promise<void> {
+      await redis.del(keyOf(runId));
+    },
+  };
+}
+
+function checkIndex(index: number): void {
+  if (!Number.isSafeInteger(index) || index < 0) throw new RangeError(`bad call index ${index}`);
+}

@@ -1,0 +1,36 @@
+-- The tenant half of an admitted create (a flood of parallel submits cannot pass the quota between
+-- a count and an add). KEYS[1..6]: inflight, session runs, skills, session owner, idempotency key,
+-- the tenant's rate-limit window. ARGV[1..8]: runId, createdAt, maxInFlight, principal,
+-- sessionTtlSeconds, nowMs, checkIdempotency ('1'|'0'), rateLimit ('' = the request was counted
+-- already).
+-- With a rate limit the request is counted first, in the counter the gateway's own counts use
+-- (countInWindowLua), and refused past the limit before anything else. With the check, the
+-- Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
+-- dead: idem-take-over). The session goes to its first principal (refreshed for it); the quota
+-- counts runs not ended plus skills whose reservation is live.
+-- Returns nil (admitted: in-flight and session index written) or the refusal: 'rate-limited',
+-- 'superseded', 'session-taken' or 'over-quota'.
+--- @include "in-flight"
+local function admitTenant()
+  if ARGV[8] ~= '' then
+${COUNT_IN_WINDOW}
+    if counted > tonumber(ARGV[8]) then return 'rate-limited' end
+  end
+  if ARGV[7] == '1' then
+    local held = redis.call('GET', KEYS[5])
+    if not held or cjson.decode(held).runId ~= ARGV[1] then return 'superseded' end
+  end
+  local owner = redis.call('GET', KEYS[4])
+  if not owner then
+    redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5])
+  elseif owner ~= ARGV[4] then
+    return 'session-taken'
+  else
+    redis.call('EXPIRE', KEYS[4], ARGV[5])
+  end
+  local n = inFlight(KEYS[1], KEYS[3], ARGV[6])
+  if n >= tonumber(ARGV[3]) then return 'over-quota' end
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+  return nil
+end

@@ -1,0 +1,237 @@
+/**
+ * The run package's stores on Redis Cluster: the run store (records, events, in-flight and session
+ * indexes, admission, skills), decisions (run slot + tenant index + global expiry index
+ * + the queue's paused set), run policies and the call journal, through a Cluster client on a real
+ * six-node cluster and through a plain client on a slot-checking node (cross-slot work fails there
+ * with CROSSSLOT). Also the decisions' recovery path: an index entry lost between the run-slot
+ * script and the index writes is restored when the run asks again.
+ */
+
+import { createRedis, keys, type Redis } from '@islet/core';
+import type { BindingOutcome } from '@islet/protocol';
+import { pausedRunsKey } from '@islet/protocol';
+import {
+  type RedisCluster,
+  type SlotCheckingRedis,
+  startRedisCluster,
+  startSlotCheckingRedis,
+} from '@islet/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCallJournal } from './call-journal.ts';
+import { createDecisionStore } from './decision-store.ts';
+import { journalKeys } from './keys.ts';
+import { createRunPolicyStore } from './run-policy-store.ts';
+import { createRunStore, type StoredRun } from './run-store.ts';
+import { createTestSealer } from './test-sealer.ts';
+
+const sealer = createTestSealer();
+let seq = 0;
+const result = (value: unknown): BindingOutcome => ({ type: 'result', valueJson: JSON.stringify(value) });
+
+async function exerciseJournalStores(redis: Redis, prefix: string): Promise<void> {
+  const k = journalKeys(prefix);
+  const tenant = `t-${seq++}`;
+  const run = `run-${Date.now()}-${seq++}`;
+  const decisions = createDecisionStore({ redis, sealer, keyPrefix: prefix });
+  const ask = (runId: string, index: number) => ({
+    tenant,
+    mode: 'read-only' as const,
+    runId,
+    index,
+    toolCallId: 'call-1',
+    code: 'await apps.mail.send_email({})',
+    approval: 'stop' as const,
+    call: { connectionId: 'conn-1', tool: 'send_email', arguments: {} },
+  });
+  expect((await decisions.request(ask(run, 1))).created).toBe(true);
+  expect((await decisions.request(ask(run, 2))).created).toBe(true);
+  expect(await decisions.countPending(tenant)).toBe(2);
+  expect(await redis.zscore(pausedRunsKey('read-only'), run)).not.toBeNull();
+  expect((await decisions.listPending(tenant)).map((d) => d.index)).toEqual([1, 2]);
+  // A waiter on a duplicated connection (BLPOP on the run's slot) wakes on the answer.
+  const waiting = decisions.waitForAnswer(run, 1, { timeoutMs: 10_000 });
+  const answered = await decisions.answer(tenant, run, 1, { allow: true, by: 'ann' });
+  expect(answered).toMatchObject({ ok: true, stillPending: 1 });
+  expect((await waiting)?.state).toBe('allowed');
+  expect(await decisions.countPending(tenant)).toBe(1);
+
+  // Recovery: the script recorded decision 2 but the index writes were lost (a crash): asking
+  // again (the run's next execution) puts them back, and expiry then finds it.
+  await redis.zrem(k.tenantDecisions(tenant), `${run}\n2`);
+  await redis.zrem(k.decisionsDue(), `${run}\n2`);
+  expect(await decisions.countPending(tenant)).toBe(0);
+  expect((await decisions.request(ask(run, 2))).created).toBe(false);
+  expect(await decisions.countPending(tenant)).toBe(1);
+  expect(await redis.zscore(k.decisionsDue(), `${run}\n2`)).not.toBeNull();
+  expect(await decisions.closeRun(run)).toBe(1);
+  expect(await decisions.countPending(tenant)).toBe(0);
+  await decisions.unmarkPaused(run, 'read-only');
+
+  const expiring = createDecisionStore({ redis, sealer, keyPrefix: prefix, expireAfterMs: 1 });
+  const late = `run-late-${seq++}`;
+  await expiring.request(ask(late, 0));
+  await new Promise((r) => setTimeout(r, 5));
+  expect((await expiring.expireDue()).map((d) => d.runId)).toContain(late);
+
+  const policies = createRunPolicyStore(redis, prefix);
+  await policies.set(tenant, { style: 'code-mode', fourEyes: true });
+  expect(await policies.effective(tenant)).toMatchObject({ style: 'code-mode', fourEyes: true });
+  expect(await redis.exists(k.runPolicy(tenant))).toBe(1);
+
+  const journal = createCallJournal({ redis, sealer, keyPrefix: prefix });
+  // The record and the journal share the run's slot: one script reads and counts both.
+  await redis.hset(`${prefix}run:{${run}}`, { id: run, status: 'Running' });
+  expect((await journal.beginAttempt(run, `${prefix}run:{${run}}`)).attempt).toBe(1);
+  expect(await journal.nextAttempt(run)).toBe(2);
+  expect((await journal.claim(run, 2, { index: 0, binding: 'notes.read', argsJson: '{}' })).kind).toBe('new');
+  await journal.markSent(run, 0);
+  expect(await journal.complete(run, 0, result('x'))).toEqual({ deliverySeq: 1, stored: true });
+  expect(await journal.claim(run, 3, { index: 0, binding: 'notes.read', argsJson: '{}' })).toEqual({
+    kind: 'done',
+    outcome: result('x'),
+    deliverySeq: 1,
+  });
+}
+
+function newRun(tenant: string, session = 's1', createdAt = Date.now()): StoredRun {
+  const id = `run-${process.pid}-${Date.now()}-${seq++}`;
+  return {
+    id,
+    tenant,
+    session,
+    turn: 't',
+    callId: 'c',
+    status: 'Running',
+    mode: 'read-only',
+    code: 'return 1',
+    description: 'Return one',
+    request: { connections: [], bindings: [] },
+    createdAt,
+    updatedAt: createdAt,
+    attempts: 0,
+    cancelRequested: false,
+    clockMs: createdAt,
+    seed: id,
+  };
+}
+
+/** Every operation of the run store; each asserts what it did. */
+async function exerciseRunStore(redis: Redis, subscriber: Redis): Promise<void> {
+  const tenant = `t-${seq++}`;
+  const runs = createRunStore(redis, sealer, { retentionSeconds: 60 });
+  const heard: string[] = [];
+  subscriber.on('message', (_channel: string, message: string) => heard.push(message));
+  await subscriber.subscribe('islet:session-runs');
+  const a = newRun(tenant);
+  const b = newRun(tenant);
+  await runs.create(a);
+  // Admission (session owner, quota, in-flight add) is one tenant-slot script.
+  const admission = { maxInFlight: 2, sessionTtlSeconds: 60 };
+  expect(await runs.create({ ...b, principal: 'bob' }, admission)).toBe('created');
+  expect(await runs.create({ ...newRun(tenant), principal: 'eve' }, admission)).toBe('session-taken');
+  expect(await runs.create({ ...newRun(tenant), principal: 'bob' }, admission)).toBe('over-quota');
+  expect(await runs.inFlightCount(tenant)).toBe(2);
+  // `then` (the gateway's enqueue) runs after the record is stored: on one server it is sent right
+  // behind the record's write, unawaited, and still finds the record; a refused run never gets it.
+  const followed = { ...newRun(tenant), session: 's-followed' };
+  let seen: string | null | undefined;
+  const roomy = { maxInFlight: 10, sessionTtlSeconds: 60 };
+  expect(
+    await runs.create({ ...followed, principal: 'bob' }, roomy, async () => {
+      seen = await redis.hget(keys.run(followed.id), 'id');
+    }),
+  ).toBe('created');
+  expect(seen).toBe(followed.id);
+  let called = false;
+  const refused = { maxInFlight: 1, sessionTtlSeconds: 60 };
+  expect(
+    await runs.create({ ...newRun(tenant), session: 's-followed', principal: 'bob' }, refused, async () => {
+      called = true;
+    }),
+  ).toBe('over-quota');
+  expect(called).toBe(false);
+  await runs.finish(followed, {
+    status: 'Completed',
+    result: { _tag: 'Completed', value: 1, logs: [] },
+    text: '1',
+  });
+  expect(await runs.inFlightCount(tenant)).toBe(2);
+  expect((await runs.listSession(tenant, 's1', undefined, 10)).ids.sort()).toEqual([a.id, b.id].sort());
+  expect(await runs.startAttempt(a.id)).toBe(1);
+  expect(await runs.setStatus(a, 'Waiting', { why: 'x' })).toBe(true);
+  await runs.appendEvent(a.id, 'log', { line: 'hello' });
+  await runs.requestCancel(a.id);
+  expect((await runs.get(a.id))?.cancelRequested).toBe(true);
+  // Skills share the quota with runs in one tenant-slot script: 2 runs + 1 skill = 3 = the limit.
+  expect(await runs.reserveSkill(tenant, 'skill-1', 60_000, 3)).toBe(true);
+  expect(await runs.reserveSkill(tenant, 'skill-2', 60_000, 3)).toBe(false);
+  expect(await runs.inFlightCount(tenant)).toBe(3);
+  await runs.releaseSkill(tenant, 'skill-1');
+  const end = {
+    status: 'Completed' as const,
+    result: { _tag: 'Completed' as const, value: 1, logs: [] },
+    text: '1',
+  };
+  expect(await runs.finish(a, end)).toBe(true);
+  expect(await runs.finish(a, { ...end, status: 'Cancelled' })).toBe(false);
+  expect(await runs.inFlightCount(tenant)).toBe(1);
+  expect((await runs.readEvents(a.id)).map((e) => e.type)).toEqual(['status', 'status', 'log', 'end']);
+  expect(await redis.ttl(keys.run(a.id))).toBeGreaterThan(0);
+  expect(await runs.finish(b, { ...end, status: 'Failed' })).toBe(true);
+  expect(await runs.inFlightCount(tenant)).toBe(0);
+  // The session stream's wake-up came through the subscriber (pub/sub on the same client kind).
+  await expect.poll(() => heard.filter((m) => m === keys.sessionRuns(tenant, 's1')).length).toBe(2);
+  await subscriber.unsubscribe('islet:session-runs');
+}
+
+describe('journal stores on a slot-checking node', () => {
+  let node: SlotCheckingRedis;
+  let redis: Redis;
+  let subscriber: Redis;
+  beforeAll(async () => {
+    node = await startSlotCheckingRedis();
+    redis = createRedis(node.url);
+    subscriber = createRedis(node.url);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    subscriber?.disconnect();
+    await node?.stop();
+  });
+
+  it('the run store: every operation stays in one slot', async () => {
+    await exerciseRunStore(redis, subscriber);
+  });
+
+  it('decisions, run policies and the call journal stay in one slot per command (default and custom prefix)', async () => {
+    await exerciseJournalStores(redis, 'islet:');
+    await exerciseJournalStores(redis, 'other:');
+  });
+});
+
+describe('journal stores on a real Redis Cluster', () => {
+  let cluster: RedisCluster;
+  let redis: Redis;
+  let subscriber: Redis;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    redis = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
+    subscriber = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
+  }, 60_000);
+  afterAll(async () => {
+    redis?.disconnect();
+    subscriber?.disconnect();
+    await cluster?.stop();
+  });
+
+  it('the run store works across the masters', async () => {
+    await exerciseRunStore(redis, subscriber);
+  });
+
+  it('decisions, run policies and the call journal work through the Cluster client', async () => {
+    await exerciseJournalStores(redis, 'islet:');
+    // A run's decisions and journal share its slot; its tenant's index lives elsewhere by design.
+    const k = journalKeys();
+    expect(await cluster.masterOf(k.decisions('r1'))).toBe(await cluster.masterOf(k.journal('r1')));
+  });
+});

@@ -1,0 +1,28 @@
+/**
+ * The run store's Lua scripts (`lua/*.lua`, each file's header lists its keys and arguments):
+ * each touches one hash slot (a run's `{runId}` keys or a tenant's `{t:<tenant>}` keys, see
+ * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-8` spans
+ * both and runs only on a server that checks no slots.
+ */
+import { countInWindowLua } from '@islet/core/lua-script';
+import { loadScript } from './lua-scripts.ts';
+
+/**
+ * The most an end message carries of a run's record and journal (their fields' lengths summed),
+ * bytes. Every gateway replica receives every end message, and on a Redis Cluster every node
+ * relays it: a larger run's end goes out as its bare id and its waiter reads the run instead.
+ */
+export const END_PUSH_MAX_BYTES = 32 * 1024;
+
+/** A submit's rate-limit count, in the same counter the gateway's own counts use. */
+const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
+
+export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES });
+export const CREATE_TENANT = loadScript('create-tenant-2');
+export const ADMIT_TENANT = loadScript('admit-tenant-6', { COUNT_IN_WINDOW });
+export const CREATE_RUN = loadScript('create-run-2');
+export const ADMIT_AND_CREATE = loadScript('admit-and-create-8', { COUNT_IN_WINDOW });
+export const IDEM_RELEASE = loadScript('idem-release-1');
+export const IDEM_TAKE_OVER = loadScript('idem-take-over-2');
+export const IN_FLIGHT_COUNT = loadScript('in-flight-count-2');
+export const RESERVE_SKILL = loadScript('reserve-skill-2');

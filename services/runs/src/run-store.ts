@@ -1,0 +1,559 @@
+/**
+ * Run records in Redis hashes, their per-run event streams, and the session and in-flight
+ * indexes. Program text, request, result and result text are sealed; ids, status and times are
+ * not (they are needed to list and route). Final statuses are written by one Lua script that
+ * refuses to overwrite a final status, so a run reaches exactly one, whoever races to end it.
+ *
+ * Slots (keys.ts): a run's record and events are in the run's slot, its tenant's in-flight set and
+ * session index in the tenant's. No write spans both; where one change needs both it is two
+ * single-slot scripts in a fixed order, and a crash between them is repaired:
+ * - create: tenant half first (in-flight ZADD with createdAt, session index), run half second
+ *   (record, first event, the session-runs publish). Died in between: an in-flight id with no
+ *   record; the gateway's orphan sweep drops it once older than its grace (session listings skip
+ *   ids whose record is missing and prune them). On one server an admitted submit writes both
+ *   halves in one script (ADMIT_AND_CREATE).
+ * - end: the run's final script, then ZREM from in-flight (sent together). Died in between: an
+ *   in-flight id whose record is final; the orphan sweep drops it.
+ */
+
+import { channels, isRedisCluster, keys, type Sealer, sendTogether } from '@islet/core';
+import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
+import type { Redis } from 'ioredis';
+import { journalKeys } from './keys.ts';
+import {
+  ADMIT_AND_CREATE,
+  ADMIT_TENANT,
+  CREATE_RUN,
+  CREATE_TENANT,
+  IDEM_RELEASE,
+  IDEM_TAKE_OVER,
+  IN_FLIGHT_COUNT,
+  RESERVE_SKILL,
+  TRANSITION,
+} from './run-store-scripts.ts';
+import { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
+import { createTenantBytesStore } from './tenant-bytes-store.ts';
+
+/**
+ * What a create with an admission answers: stored, or refused because the request passed the
+ * tenant's rate limit (counted at admission), the session is another principal's, the tenant is at
+ * its in-flight quota, or its Idempotency-Key was taken over.
+ */
+export type Admission = 'created' | 'rate-limited' | 'session-taken' | 'over-quota' | 'superseded';
+
+/**
+ * A request's count against its tenant's per-minute rate limit, made in the admission's own step
+ * (no round trip, and no Redis write of its own to wait for, before the submit). The store sets
+ * `counted` once the count is on its way; a request that never got that far is counted by its
+ * caller (auth.ts).
+ */
+export interface AdmissionRateCount {
+  /** The window's counter (keys.rateWindow: the tenant's slot). */
+  key: string;
+  /** Requests allowed in the window; the one past it is refused ('rate-limited'). */
+  limit: number;
+  counted: boolean;
+  /** Set by the caller when the admission answered 'rate-limited'. */
+  refused?: boolean;
+}
+
+/** A binding a run may call, resolved at submit from the run's connections. */
+export interface BindingSpec {
+  /** `slug.capability`, as the engine takes it (`apps.slug.capability` in the program). */
+  binding: string;
+  connectionId: string;
+  connectionName: string;
+  /** The tool, resource or prompt name as the connection declares it. */
+  name: string;
+  kind: 'tool' | 'resource' | 'prompt';
+}
+
+/**
+ * The limits a run executes under, fixed when it is accepted: every execution and replay of the
+ * run uses these, whatever the platform settings say later.
+ */
+export interface RunLimitsSnapshot {
+  /** `null`: no deadline (a workflow principal asked for none). */
+  timeoutMs: number | null;
+  memoryMb: number;
+  outputBytes: number;
+  /** `shared` (run_code: lines and value share the cap) or `separate` (Code Mode `outputBytes`). */
+  outputCap: 'shared' | 'separate';
+  /** The platform settings version the limits were taken from (`code-mode` runs). */
+  settingsVersion?: number;
+}
+
+export interface RunRequestData {
+  /** Which contract the run follows: `run_code` (document 000) or `code-mode` (document 003). */
+  style?: 'run_code' | 'code-mode';
+  /** Absent on runs accepted before limits were snapshotted (the runner reads the settings then). */
+  limits?: RunLimitsSnapshot;
+  timeoutMs?: number;
+  connections: string[];
+  bindings: BindingSpec[];
+  sandboxPermissions?: SandboxMode;
+  justification?: string;
+  /** How an `ask` waits (helper-5, resolved at submit from request and tenant run policy). */
+  approval?: 'hold' | 'stop';
+  /** Whether waiting for binding calls counts against the budget (resolved at submit). */
+  timeBudget?: TimeBudget;
+  /** API key id that submitted the run (for the four-eyes rule). */
+  submittedBy?: string;
+  /** The tenant's four-eyes rule was on at submit: `submittedBy` cannot approve this run. */
+  fourEyes?: boolean;
+}
+
+export interface StoredRun {
+  id: string;
+  tenant: string;
+  session: string;
+  turn: string;
+  callId: string;
+  /** The principal (owner of the API key) that submitted the run; absent on older runs. */
+  principal?: string;
+  status: RunStatus;
+  mode: SandboxMode;
+  code: string;
+  description: string;
+  request: RunRequestData;
+  result?: RunResult;
+  text?: string;
+  kind?: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Times a runner started executing it (1 on the first execution). */
+  attempts: number;
+  cancelRequested: boolean;
+  /** Fixed `Date.now()` and `Math.random()` seed, the same in every execution of the run. */
+  clockMs: number;
+  seed: string;
+  /**
+   * The submit's caller waits for the end (`Prefer: wait`, an MCP run): the final transition
+   * publishes the record and journal with its end message (TRANSITION), so the gateway holding
+   * that request answers without reading them back.
+   */
+  pushEnd?: boolean;
+}
+
+/**
+ * When a runner's execution passed each stage, ms since epoch with sub-ms precision
+ * (`performance.timeOrigin + performance.now()`). Stored unsealed beside the end (no program data
+ * in it) for `npm run bench`'s per-stage breakdown; nothing else reads it.
+ */
+export interface RunTimings {
+  enqueued: number;
+  pickedUp: number;
+  /** Run read, settings read, attempt counted, status Running written: the engine is called. */
+  engineCalled: number;
+  /** The engine returned (a sandbox host acquired, the isolate made ready, the program ran). */
+  engineReturned: number;
+  /** Engine time spent waiting for a sandbox host process, ms. */
+  hostWaitMs?: number;
+}
+
+export interface RunEvent {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
+
+export interface RunStoreOptions {
+  /** Events kept per run stream (approximate trim). Default `DEFAULT_MAX_EVENTS_PER_RUN` (2000). */
+  maxEventsPerRun?: number;
+  /** Lifetime of a finished run's record and events. Default 7 days. */
+  retentionSeconds?: number;
+}
+
+export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
+  const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
+  const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
+  // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
+  const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
+  const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
+  const open = <T>(v: string | undefined): T | undefined =>
+    v ? (JSON.parse(sealer.open(v)) as T) : undefined;
+
+  /** A run from its record's fields as read from Redis (null: no record). */
+  function fromHash(h: Record<string, string>): StoredRun | null {
+    if (!h.id) return null;
+    const run: StoredRun = {
+      id: h.id,
+      tenant: h.tenant ?? '',
+      session: h.session ?? '',
+      turn: h.turn ?? '',
+      callId: h.callId ?? '',
+      status: h.status as RunStatus,
+      mode: h.mode as SandboxMode,
+      code: h.code ? sealer.open(h.code) : '',
+      description: h.description ? sealer.open(h.description) : '',
+      request: open<RunRequestData>(h.request) ?? { connections: [], bindings: [] },
+      createdAt: Number(h.createdAt),
+      updatedAt: Number(h.updatedAt),
+      attempts: Number(h.attempts ?? 0),
+      cancelRequested: h.cancelRequested === '1',
+      clockMs: Number(h.clockMs),
+      seed: h.seed ?? h.id,
+    };
+    const result = open<RunResult>(h.result);
+    if (result) run.result = result;
+    if (h.text) run.text = sealer.open(h.text);
+    const ref = open<TextRef>(h.textRef);
+    if (ref && result) run.text = textFromRef(ref, result);
+    if (h.kind) run.kind = h.kind;
+    if (h.principal) run.principal = h.principal;
+    if (h.pushEnd === '1') run.pushEnd = true;
+    return run;
+  }
+
+  async function transition(
+    run: { id: string; tenant: string; pushEnd?: boolean },
+    fields: Record<string, string>,
+    event: { type: string; data: Record<string, unknown> },
+  ): Promise<boolean> {
+    const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
+    // Tagged `running`: a move to Running (a decision allowed, a call answered) ends no
+    // `Prefer: wait` (that waits for a final status or Waiting), so waiters skip it; SSE readers
+    // still wake. An attempt's start is tagged the same way (attemptStartEvent).
+    const message = fields.status === 'Running' ? `${run.id} running` : run.id;
+    const res = await TRANSITION.run(
+      redis,
+      // The journal's key with its default prefix, the one the gateway and runner use.
+      run.pushEnd
+        ? [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)]
+        : [keys.run(run.id), keys.runEvents(run.id)],
+      [message, channels.runEvents, event.type, seal(event.data), maxEvents, retention, ...flat],
+    );
+    return res === 1;
+  }
+
+  // Whether the server checks no hash slots (standalone, sentinel), so one script may span the
+  // tenant's and the run's keys. A cluster-enabled server refuses that even through a plain
+  // client; a server that will not say (INFO refused, unreachable) gets single-slot scripts, and
+  // is asked again next time.
+  let slotFreeAnswer: Promise<boolean> | undefined;
+  function slotFree(): Promise<boolean> {
+    slotFreeAnswer ??= isRedisCluster(redis)
+      ? Promise.resolve(false)
+      : redis.info('cluster').then(
+          (text) => !/^cluster_enabled:1/m.test(text),
+          () => {
+            slotFreeAnswer = undefined;
+            return false;
+          },
+        );
+    return slotFreeAnswer;
+  }
+
+  /**
+   * Takes an Idempotency-Key (`key`, its Redis key) over from a first request that stored no run,
+   * for the retry that read `expected` from it (IDEM_TAKE_OVER says when it may). True: the key now
+   * holds `replacement`, and the first request can no longer be admitted.
+   */
+  async function takeOverIdempotency(
+    tenant: string,
+    key: string,
+    expected: string,
+    replacement: string,
+    ttlSeconds: number,
+    firstRunId: string,
+  ): Promise<boolean> {
+    const taken = await IDEM_TAKE_OVER.run(
+      redis,
+      [key, keys.inFlight(tenant)],
+      [expected, replacement, ttlSeconds, firstRunId],
+    );
+    return taken === 1;
+  }
+
+  /** Drops an Idempotency-Key whose request failed, while it still holds `value` (that request's). */
+  async function releaseIdempotency(key: string, value: string): Promise<void> {
+    await IDEM_RELEASE.run(redis, [key], [value]);
+  }
+
+  /** Runs not yet ended plus skills queued or running: what the in-flight quota counts. */
+  async function inFlightCount(tenant: string): Promise<number> {
+    const res = await IN_FLIGHT_COUNT.run(
+      redis,
+      [keys.inFlight(tenant), keys.skillsInFlight(tenant)],
+      [Date.now()],
+    );
+    return Number(res ?? 0);
+  }
+
+  return {
+    /**
+     * Stores a new run: its tenant half, then its record. With `admission` the tenant half first
+     * checks, in the same script, that the session is the run's principal's (or free: then it is
+     * claimed for it) and that the tenant is under `maxInFlight`; a refusal writes nothing of the
+     * run and is answered instead of 'created'. `then` (the run's enqueue) runs once the record
+     * is stored, or on one server, right behind its write on the same connection (see below); it
+     * must send its commands on this store's connection. On one server with both, admission and
+     * record are one script and `then` has run even when the admission refused: the caller
+     * removes what it sent (the job; a runner that takes it first finds no record and drops it).
+     */
+    async create(
+      run: StoredRun,
+      admission?: {
+        maxInFlight: number;
+        sessionTtlSeconds: number;
+        /** The submit's Idempotency-Key (its Redis key): admitted only while it names this run. */
+        idempotencyKey?: string;
+        /** Count the request against its tenant's rate limit here (see AdmissionRateCount). */
+        rate?: AdmissionRateCount;
+      },
+      then?: () => Promise<unknown>,
+    ): Promise<Admission> {
+      const fields: Record<string, string> = {
+        id: run.id,
+        tenant: run.tenant,
+        session: run.session,
+        turn: run.turn,
+        callId: run.callId,
+        status: run.status,
+        mode: run.mode,
+        code: sealer.seal(run.code),
+        description: sealer.seal(run.description),
+        request: seal(run.request),
+        createdAt: String(run.createdAt),
+        updatedAt: String(run.updatedAt),
+        attempts: String(run.attempts),
+        clockMs: String(run.clockMs),
+        seed: run.seed,
+      };
+      if (run.principal) fields.principal = run.principal;
+      if (run.pushEnd) fields.pushEnd = '1';
+      const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
+      const admitKeys = [
+        ...tenantKeys,
+        keys.skillsInFlight(run.tenant),
+        keys.sessionOwner(run.tenant, run.session),
+        // Not read without an Idempotency-Key (a name in the tenant's slot all the same).
+        admission?.idempotencyKey ?? keys.idempotency(run.tenant, ''),
+        // Not touched without a rate count (ditto).
+        admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
+      ];
+      const admitArgs = admission && [
+        run.id,
+        run.createdAt,
+        admission.maxInFlight,
+        run.principal ?? '',
+        admission.sessionTtlSeconds,
+        Date.now(),
+        admission.idempotencyKey ? '1' : '0',
+        admission.rate ? admission.rate.limit : '',
+      ];
+      if (admission?.rate) admission.rate.counted = true;
+      const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
+      const runArgs = [
+        channels.sessionRuns,
+        keys.sessionRuns(run.tenant, run.session),
+        maxEvents,
+        seal({ status: run.status }),
+        ...Object.entries(fields).flat(),
+      ];
+      const oneServer = !isRedisCluster(redis);
+      if (admitArgs && then && (await slotFree())) {
+        // One server, admitted and enqueued: admission and record are one script (it spans the
+        // tenant's and the run's slots, which one server allows), and the job is sent right behind
+        // it on the same connection, so a submit costs one round trip. A refused admission writes
+        // nothing of the run, but its job went out: the caller removes it (see `create`'s doc).
+        const [admitted, queued] = sendTogether(redis, () => [
+          ADMIT_AND_CREATE.runInOrder(
+            redis,
+            [...admitKeys, ...runKeys],
+            [...admitArgs, ...runArgs],
+          ) as Promise<Admission>,
+          then(),
+        ]);
+        admitted.catch(() => undefined);
+        queued.catch(() => undefined);
+        const answer = await admitted;
+        if (answer === 'created') await queued;
+        else await queued.catch(() => undefined);
+        return answer;
+      }
+      // Tenant half first, awaited: a record never exists without its in-flight entry, so every
+      // run the sweep cannot see was never acknowledged (see the header for the recovery path).
+      if (admitArgs) {
+        const admitted = (await ADMIT_TENANT.run(redis, admitKeys, admitArgs)) as Admission;
+        if (admitted !== 'created') return admitted;
+      } else {
+        await CREATE_TENANT.run(redis, tenantKeys, [run.id, run.createdAt]);
+      }
+      if (!then || !oneServer) {
+        await CREATE_RUN.run(redis, runKeys, runArgs);
+        await then?.();
+        return 'created';
+      }
+      // One server (standalone, sentinel): it runs a connection's commands in the order they were
+      // sent, so what `then` sends behind the record (the run's job) executes after the record is
+      // written, without a round trip in between (the runner cannot find the job before the
+      // record). A Cluster puts them on different nodes: there the record's reply is awaited first.
+      // Should the record's write fail, its job finds no record and is dropped by the runner, and
+      // the orphan sweep removes the in-flight entry; the submit answers the error.
+      const stored = CREATE_RUN.runInOrder(redis, runKeys, runArgs);
+      stored.catch(() => undefined);
+      await Promise.all([stored, then()]);
+      return 'created';
+    },
+
+    async get(id: string): Promise<StoredRun | null> {
+      return fromHash(await redis.hgetall(keys.run(id)));
+    },
+
+    /** A run from its record's fields as read from Redis (null: no record). */
+    fromHash,
+
+    /** Counts one more execution; returns its number (the attempt the journal sees). */
+    async startAttempt(id: string): Promise<number> {
+      return redis.hincrby(keys.run(id), 'attempts', 1);
+    },
+
+    /** Moves a run to Running or Waiting unless it already ended. */
+    async setStatus(
+      run: { id: string; tenant: string },
+      status: 'Running' | 'Waiting',
+      data: Record<string, unknown> = {},
+    ) {
+      return transition(run, { status }, { type: 'status', data: { status, ...data } });
+    },
+
+    /** Ends a run. False when it had already ended (the first final status stands). */
+    async finish(
+      run: { id: string; tenant: string; pushEnd?: boolean },
+      end: {
+        status: 'Completed' | 'Failed' | 'Cancelled';
+        result: RunResult;
+        text: string;
+        kind?: string;
+        timings?: RunTimings;
+      },
+    ): Promise<boolean> {
+      const fields: Record<string, string> = {
+        status: end.status,
+        result: seal(end.result),
+        kind: end.kind ?? 'none',
+      };
+      // The output once: the text's copy of the printed lines becomes a reference (stored-text.ts).
+      const ref = textRefOf(end.text, end.result);
+      if (ref) fields.textRef = seal(ref);
+      else fields.text = sealer.seal(end.text);
+      // Rides in the same script call as the end: stage timings cost no extra round trip.
+      if (end.timings) fields.timings = JSON.stringify(end.timings);
+      // The in-flight entry goes with the end, sent together (one round trip on one connection;
+      // two nodes in parallel on a Cluster). Removing it is right whoever ended the run, and an
+      // entry left by a crash in between is dropped by the orphan sweep (the record is final).
+      const [ended] = await Promise.all(
+        sendTogether(redis, () => [
+          transition(run, fields, { type: 'end', data: { status: end.status } }),
+          redis.zrem(keys.inFlight(run.tenant), run.id),
+          storedBytes
+            .charge(
+              run.tenant,
+              Object.values(fields).reduce((n, v) => n + v.length, 0),
+            )
+            .catch(() => undefined),
+        ]),
+      );
+      return ended;
+    },
+
+    async requestCancel(id: string): Promise<void> {
+      await redis.multi().hset(keys.run(id), 'cancelRequested', '1').publish(channels.cancel, id).exec();
+    },
+
+    /** Appends an event to the run's stream (sealed) and wakes its readers. */
+    async appendEvent(runId: string, type: string, data: Record<string, unknown>): Promise<string> {
+      const res = await redis
+        .multi()
+        .xadd(keys.runEvents(runId), 'MAXLEN', '~', maxEvents, '*', 'type', type, 'data', seal(data))
+        .publish(channels.runEvents, runId)
+        .exec();
+      return String(res?.[0]?.[1] ?? '');
+    },
+
+    /**
+     * The `Running` status event of an attempt's start, for journal.beginAttempt (which adds the
+     * attempt number when it knows it): stream, sealed data, the tagged wake-up.
+     */
+    attemptStartEvent(runId: string) {
+      return {
+        streamKey: keys.runEvents(runId),
+        maxLen: Number(maxEvents),
+        type: 'status',
+        sealedData: seal({ status: 'Running' }),
+        channel: channels.runEvents,
+        message: `${runId} running`,
+      };
+    },
+
+    /** Events after `afterId` (exclusive; `0` = from the start). */
+    async readEvents(runId: string, afterId = '0', count = 500): Promise<RunEvent[]> {
+      const start = afterId === '0' ? '-' : `(${afterId}`;
+      const rows = await redis.xrange(keys.runEvents(runId), start, '+', 'COUNT', count);
+      return rows.map(([id, f]) => {
+        const m: Record<string, string> = {};
+        for (let i = 0; i + 1 < f.length; i += 2) m[f[i]!] = f[i + 1]!;
+        const data = open<Record<string, unknown>>(m.data) ?? {};
+        // An attempt's start carries its number beside the sealed data (journal.beginAttempt).
+        if (m.attempt !== undefined) data.attempt = Number(m.attempt);
+        return { id, type: m.type ?? 'unknown', data };
+      });
+    },
+
+    /** Run ids of a session, oldest first, from `cursor` (exclusive createdAt:id). */
+    /**
+     * Run ids of a session, oldest first. The cursor is `<createdAt>:<id>` of the last item seen, so
+     * pages stay stable while runs are added or pruned.
+     */
+    async listSession(tenant: string, session: string, cursor: string | undefined, limit: number) {
+      const key = keys.sessionRuns(tenant, session);
+      const m = cursor ? /^(\d+):(.+)$/.exec(cursor) : null;
+      const min = m ? m[1]! : '-inf';
+      const rows = await redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 100);
+      const items: Array<{ id: string; score: string }> = [];
+      for (let i = 0; i + 1 < rows.length; i += 2) {
+        const id = rows[i]!;
+        const score = rows[i + 1]!;
+        // Same-score members come in id order: skip up to and including the cursor's id.
+        if (m && score === m[1] && id <= m[2]!) continue;
+        items.push({ id, score });
+      }
+      const page = items.slice(0, limit);
+      const last = page.at(-1);
+      return {
+        ids: page.map((x) => x.id),
+        next: items.length > limit && last ? `${last.score}:${last.id}` : null,
+      };
+    },
+
+    inFlightCount,
+
+    takeOverIdempotency,
+
+    releaseIdempotency,
+
+    /**
+     * Counts a skill in the tenant's in-flight quota until `releaseSkill` (or `ttlMs`, if its
+     * gateway dies). One script on the tenant's slot counts runs and skills and reserves, so a
+     * parallel burst of skills lets exactly the free places through. False, and nothing kept, when
+     * the tenant is at `limit`.
+     */
+    async reserveSkill(tenant: string, skillId: string, ttlMs: number, limit: number): Promise<boolean> {
+      const res = await RESERVE_SKILL.run(
+        redis,
+        [keys.skillsInFlight(tenant), keys.inFlight(tenant)],
+        [skillId, Date.now(), ttlMs, limit, Math.max(ttlMs * 2, 3_600_000)],
+      );
+      return res === 1;
+    },
+
+    async releaseSkill(tenant: string, skillId: string): Promise<void> {
+      await redis.zrem(keys.skillsInFlight(tenant), skillId);
+    },
+  };
+}
+
+export type RunStore = ReturnType<typeof createRunStore>;
