@@ -90,6 +90,11 @@ export const configSchema = z.object({
    * (the ingress: 1). 0 = the socket's peer address. Per-address limits need the real address.
    */
   ISLET_TRUST_PROXY_HOPS: int(0),
+  /**
+   * A development stack served over plain http (devstack sets it): cookies are set without
+   * `Secure`. Off everywhere else, so a cookie never travels in the clear behind a TLS ingress.
+   */
+  ISLET_DEV_PLAIN_HTTP: z.enum(['true', 'false']).default('false'),
   /** Event streams (SSE) one tenant may hold open at once, across gateway replicas (then 429). */
   ISLET_SSE_STREAMS_PER_TENANT: int(64, 1),
   /** How long a `client` call waits for its answer before failing as AppCallFailed. */
