@@ -70,6 +70,10 @@ export const configSchema = z.object({
   ISLET_PREFER_WAIT_MAX_SECONDS: int(60, 0),
   /** How long the gateway waits for an `http` App to answer one call. */
   ISLET_APP_CALL_TIMEOUT_MS: int(30_000, 1),
+  /** Connections (Apps) one tenant may hold: each may hold gateway resources (an mcp watch). */
+  ISLET_TENANT_MAX_CONNECTIONS: int(100, 1),
+  /** mcp connections a gateway watches for tool-list changes at once (a stream and a socket each). */
+  ISLET_MCP_WATCHED_CONNECTIONS: int(32, 1),
   /**
    * Whether `http` connections may reach loopback, private, link-local (cloud metadata) and other
    * non-public addresses. Off in production: a tenant's URL must not reach the cluster's inside.

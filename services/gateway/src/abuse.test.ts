@@ -33,6 +33,7 @@ beforeAll(async () => {
     ISLET_RUN_RETENTION_SECONDS: '3600',
     ISLET_AUTH_FAILURES_PER_MINUTE: '5',
     ISLET_SSE_STREAMS_PER_TENANT: '2',
+    ISLET_TENANT_MAX_CONNECTIONS: '5',
   });
   deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
   app = await buildApp(deps);
@@ -418,5 +419,28 @@ describe('session ids in keys', () => {
       false,
     );
     expect(await deps.redis.type(keys.sessionGrants('acme', 'victim'))).toBe('hash');
+  });
+});
+
+describe('connections per tenant', () => {
+  it('a flood of parallel creates stops at the quota (409 problem); another tenant is not affected', async () => {
+    await deps.tenants.createTenant({ id: 'conns', name: 'Conns' });
+    const k = (await deps.tenants.createKey('conns', ['apps.use'])).key;
+    const create = (key: string, i: number) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/connections',
+        headers: { authorization: `Bearer ${key}` },
+        payload: { name: `Phone ${i}`, kind: 'client', tools: [{ name: 'ask', inputSchema: {} }] },
+      });
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => create(k, i)));
+    expect(answers.filter((r) => r.statusCode === 201)).toHaveLength(5);
+    const refused = answers.filter((r) => r.statusCode !== 201);
+    for (const r of refused) {
+      expect(r.statusCode, r.body).toBe(409);
+      expect(r.json().type).toBe('https://islet.dev/problems/connection-quota-exceeded');
+    }
+    expect((await deps.connections.list('conns')).length).toBe(5);
+    expect((await create(key, 99)).statusCode).toBe(201);
   });
 });
