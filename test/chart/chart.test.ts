@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildDeployment, parseSpec, type RunnerPool } from '@islet/operator';
 import { describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import {
   CHART,
   helm,
@@ -490,5 +490,66 @@ describe('PodDisruptionBudgets', () => {
     );
     expect(runner.length).toBeGreaterThan(0);
     for (const p of runner) expect(p.spec.maxUnavailable).toBe('50%');
+  });
+});
+
+describe('alert runbooks', () => {
+  it('runbook_url comes from monitoring.prometheusRule.runbookBaseUrl', () => {
+    const objs = render({
+      valuesFiles: [scenarios.find((s) => s.name === 'ci/default')!.file],
+      set: ['monitoring.prometheusRule.runbookBaseUrl=https://wiki.example.com/islet'],
+      apiVersions: ['monitoring.coreos.com/v1'],
+    });
+    const rule = find(objs, 'PrometheusRule')[0]!;
+    const urls = rule.spec.groups.flatMap((g: any) =>
+      g.rules.map((r: any) => r.annotations?.runbook_url).filter(Boolean),
+    );
+    expect(urls.length).toBeGreaterThan(15);
+    for (const u of urls) expect(u).toMatch(/^https:\/\/wiki\.example\.com\/islet#[a-z]+$/);
+  });
+});
+
+describe('runner placement and runtime', () => {
+  const placement = [
+    '--set',
+    'runners.runtimeClassName=gvisor',
+    '--set-json',
+    'runners.affinity={"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":100,"podAffinityTerm":{"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"app.kubernetes.io/component":"runner"}}}}]}}',
+    '--set-json',
+    'runners.topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway","labelSelector":{"matchLabels":{"app.kubernetes.io/component":"runner"}}}]',
+  ];
+  const withPlacement = (file: string) => {
+    const r = helm([...renderArgs({ valuesFiles: [join(CHART, file)] }), ...placement]);
+    if (r.status !== 0) throw new Error(r.stderr);
+    return parseAllDocuments(r.stdout)
+      .map((d) => d.toJS() as K8sObject | null)
+      .filter((d): d is K8sObject => !!d);
+  };
+
+  it('runtimeClassName, affinity and topologySpreadConstraints reach helm’s and the operator’s runner pods alike', () => {
+    for (const file of ['ci/minimal-values.yaml', 'ci/default-values.yaml']) {
+      const deployments = runnerDeployments(withPlacement(file));
+      expect(deployments.length, file).toBeGreaterThan(0);
+      for (const d of deployments) {
+        const spec = JSON.parse(JSON.stringify(d.spec.template.spec));
+        expect(spec.runtimeClassName, file).toBe('gvisor');
+        expect(spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight).toBe(
+          100,
+        );
+        expect(spec.topologySpreadConstraints[0]).toMatchObject({
+          maxSkew: 1,
+          topologyKey: 'topology.kubernetes.io/zone',
+        });
+      }
+    }
+  });
+
+  it('unset by default', () => {
+    for (const d of runnerDeployments(objectsOf('ci/default'))) {
+      const spec = JSON.parse(JSON.stringify(d.spec.template.spec));
+      expect(spec.runtimeClassName).toBeUndefined();
+      expect(spec.affinity).toBeUndefined();
+      expect(spec.topologySpreadConstraints).toBeUndefined();
+    }
   });
 });

@@ -45,6 +45,10 @@ const py = (code: string, extra: Partial<RunSkillOptions> = {}) =>
 const sh = (code: string, extra: Partial<RunSkillOptions> = {}) =>
   runSkill({ ...base, language: 'bash', code, ...extra });
 
+/** The fork bombs' budget: on a loaded machine forks are slow, and the bomb must meet its limit before the timeout. */
+const BOMB_TIMEOUT_MS = 4000;
+const BOMB_NPROC = 24;
+
 describe('hostile programs under islet-jail', () => {
   it('cannot open a network socket (python and bash), and the listener sees nothing', async () => {
     const p = await py(
@@ -170,26 +174,26 @@ describe('hostile programs under islet-jail', () => {
     const bombs = Promise.all([
       py(
         'import os\nn = 0\ntry:\n  while True:\n    if os.fork() == 0:\n      import time; time.sleep(30); os._exit(0)\n    n += 1\nexcept OSError as e:\n  print("stopped after", n, "forks:", e.strerror, flush=True)\nimport time; time.sleep(30)',
-        { uid, gid: uid, rlimitNproc: 24, timeout: 1500 },
+        { uid, gid: uid, rlimitNproc: BOMB_NPROC, timeout: BOMB_TIMEOUT_MS },
       ),
       // The main shell stays (a busy loop, no fork) so the bomb meets the timeout, not the end of
       // the program (which kills the tree at once: islet-jail --supervise).
       sh(':(){ :|:& };:; while :; do :; done', {
         uid: uid + 1,
         gid: uid + 1,
-        rlimitNproc: 24,
-        timeout: 1500,
+        rlimitNproc: BOMB_NPROC,
+        timeout: BOMB_TIMEOUT_MS,
       }),
     ]);
     // Meanwhile an ordinary run is unaffected.
     const normal = await py('print(sum(range(100)))');
     expect(normal.output).toBe('4950\n');
     const [pyBomb, shBomb] = await bombs;
-    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(Date.now() - started).toBeLessThan(BOMB_TIMEOUT_MS + 8_000);
     expect(pyBomb.output).toMatch(/^stopped after \d+ forks: Resource temporarily unavailable\n$/);
     expect(pyBomb.exitCode).toBe(124);
     expect(shBomb.exitCode).toBe(124);
-    expect(shBomb.error).toContain('timed out after 1500 ms; the program was killed');
+    expect(shBomb.error).toContain(`timed out after ${BOMB_TIMEOUT_MS} ms; the program was killed`);
     // SIGKILL is delivered to the whole group at once; give the kernel a moment to tear them down.
     for (let i = 0; i < 50 && processesOf(uid).length + processesOf(uid + 1).length > 0; i++) {
       await new Promise((r) => setTimeout(r, 100));

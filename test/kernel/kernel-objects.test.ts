@@ -109,15 +109,18 @@ describe('SysV IPC and POSIX message queues', () => {
     expect(other.output).toBe('shm denied 1\nmsg denied 1\n');
   });
 
-  it('a skill cannot create a POSIX message queue (named, and it would outlive the skill)', async () => {
+  it('a skill cannot create a POSIX message queue nor POSIX shared memory (named, both would outlive it)', async () => {
     const r = await py(
       [
         CTYPES,
         `q = libc.mq_open(b"${MQ_NAME}", os.O_CREAT | os.O_RDWR, 0o666, None)`,
         'print("mq", "created" if q >= 0 else err())',
+        // shm_open is a file under /dev/shm: Landlock grants it to no mode but danger-full-access.
+        'try: open("/dev/shm/islet-attack", "w").write("x"); print("shm_open created")',
+        'except OSError as e: print("shm_open denied", e.errno)',
       ].join('\n'),
     );
-    expect(r.output).toBe('mq denied 1\n');
+    expect(r.output).toBe('mq denied 1\nshm_open denied 13\n');
   });
 
   it('as root, each skill also gets an IPC namespace of its own', async () => {

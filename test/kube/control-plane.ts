@@ -225,7 +225,9 @@ export async function startControlPlane(bin: string): Promise<ControlPlane> {
       join(bin, 'kube-controller-manager'),
       [
         `--kubeconfig=${adminKubeconfig(dir, server)}`,
-        '--controllers=deployment,replicaset,statefulset,disruption,garbagecollector,namespace,serviceaccount',
+        '--controllers=deployment,replicaset,statefulset,disruption,garbagecollector,namespace,serviceaccount,serviceaccount-token',
+        `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+        `--root-ca-file=${join(dir, 'ca.crt')}`,
         '--leader-elect=false',
         '--port=0',
         '--secure-port=0',

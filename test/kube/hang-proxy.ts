@@ -1,7 +1,9 @@
 /**
  * A TCP proxy in front of the API server for one client, which can stop answering: `hang()` stops
  * forwarding in both directions and leaves every connection open (an API server or network that
- * hangs, not one that refuses), `release()` forwards again. TLS passes through untouched.
+ * hangs, not one that refuses); `release()` resets the connections that hung (as a load balancer
+ * timing them out would: nothing held is delivered late) and forwards new ones again. TLS passes
+ * through untouched.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -16,15 +18,14 @@ export async function startHangProxy(upstream: string): Promise<HangProxy> {
   const target = new URL(upstream);
   const pairs = new Set<[Socket, Socket]>();
   let hung = false;
-  let held: [Socket, Buffer][] = [];
+  const stuck = new Set<[Socket, Socket]>();
   const server: Server = createServer((client) => {
     const up = connect(Number(target.port), target.hostname);
     const pair: [Socket, Socket] = [client, up];
     pairs.add(pair);
-    // Bytes read while hung are held back, not dropped, and go out on release.
     const forward = (from: Socket, to: Socket) => {
       from.on('data', (chunk: Buffer) => {
-        if (hung) held.push([to, chunk]);
+        if (hung) stuck.add(pair);
         else to.write(chunk);
       });
       from.on('end', () => to.end());
@@ -51,9 +52,11 @@ export async function startHangProxy(upstream: string): Promise<HangProxy> {
     },
     release() {
       hung = false;
-      const out = held;
-      held = [];
-      for (const [to, chunk] of out) if (!to.destroyed) to.write(chunk);
+      for (const [a, b] of stuck) {
+        a.destroy();
+        b.destroy();
+      }
+      stuck.clear();
     },
     async stop() {
       for (const [a, b] of pairs) {

@@ -12,6 +12,7 @@ import { type RedisServer, startRedis } from '@islet/testkit';
 import * as k8s from '@kubernetes/client-node';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { parseAllDocuments } from 'yaml';
 import { type OperatorConfig, operatorConfigSchema } from '../../services/operator/src/config.ts';
 import { type Operator, startOperator } from '../../services/operator/src/operator.ts';
 import type { RunnerPool } from '../../services/operator/src/runner-pool.ts';
@@ -27,9 +28,8 @@ export const silentLog = { info() {}, warn() {}, error() {} };
 export function renderFor120(namespace: string, set: string[] = []): K8sObject[] {
   const r = helm(renderArgs({ namespace, release: RELEASE, set }));
   if (r.status !== 0) throw new Error(`helm template failed: ${r.stderr}`);
-  return r.stdout
-    .split(/^---$/m)
-    .map((d) => k8s.loadYaml<K8sObject | null>(d))
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as K8sObject | null)
     .filter((d): d is K8sObject => !!d && typeof d === 'object' && 'kind' in d)
     .map((o) => {
       if (o.kind === 'PodDisruptionBudget' && o.apiVersion === 'policy/v1')
@@ -127,6 +127,7 @@ export async function installIslet(
   const core = admin.makeApiClient(k8s.CoreV1Api);
   const custom = admin.makeApiClient(k8s.CustomObjectsApi);
   const objects = renderFor120(namespace, [
+    'redis.bundled.enabled=true',
     'monitoring.serviceMonitor.enabled=false',
     'monitoring.prometheusRule.enabled=false',
     ...set,

@@ -368,6 +368,17 @@ nodeSelector:
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with $r.runtimeClassName }}
+runtimeClassName: {{ . }}
+{{- end }}
+{{- with $r.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $r.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 volumes:
   - name: tmp
     emptyDir:

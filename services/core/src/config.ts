@@ -181,7 +181,10 @@ export const configSchema = z.object({
   /**
    * The file-sandbox enforcement a run_code run requires. `full`: on a host that enforces only
    * partly, runs fail `sandbox-unavailable` before they start (counted in
-   * `islet_sandbox_unavailable_runs_total`) instead of running with partial limits.
+   * `islet_sandbox_unavailable_runs_total`) instead of running with partial limits, and the
+   * runner's /readyz answers 503. `partial` is the default here for dev machines without the
+   * launcher; the chart and deploy/production require `full` (runners.sandboxEnforcementRequired),
+   * `partial` there being the explicit opt-out.
    */
   ISLET_SANDBOX_ENFORCEMENT_REQUIRED: z.enum(['partial', 'full']).default('partial'),
   /**

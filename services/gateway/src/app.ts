@@ -7,6 +7,7 @@ import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
 import { jsonDepthExceeds } from './json-depth.ts';
 import { createMcpApps } from './mcp-apps.ts';
+import type { RouteCatalog } from './openapi.ts';
 import { HttpProblem, installProblemHandlers, sendProblem } from './problem-reply.ts';
 import type { RouteContext } from './routes/context.ts';
 import { registerRoutes, type Surface } from './routes/index.ts';
@@ -19,6 +20,8 @@ export interface BuildAppOptions {
   surface?: Surface;
   /** Serve /metrics on this listener (false when a metrics port serves it). Default true. */
   metrics?: boolean;
+  /** Collects the registered routes (the OpenAPI document's paths); default: a fresh one. */
+  routeCatalog?: RouteCatalog;
 }
 
 export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
@@ -72,6 +75,7 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     runsService: createRunsService(deps),
     bindingCalls: createBindingCalls(deps, mcpApps),
     mcpApps,
+    ...(options.routeCatalog ? { routes: options.routeCatalog } : {}),
   };
   await registerRoutes(app, ctx, options.routes, options.surface, options.metrics ?? true);
   return app;

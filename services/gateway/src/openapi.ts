@@ -1,322 +1,317 @@
-/** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
+/**
+ * The OpenAPI 3.1 document served at `/openapi.json` and rendered by `/docs`, built from the
+ * routes the gateway registered (their methods and URLs, collected by `createRouteCatalog`) and
+ * each route's entry in `openapi/operations.ts` (the zod schemas the route validates with). Every
+ * operation lists its success answers and every problem+json refusal it can give, each with an
+ * example.
+ */
 
-import { MAX_LIST_LIMIT, skillRequestSchema } from '@islet/kernel-sandbox';
 import { mcpSettingsSchema } from '@islet/mcp';
-import { codeRunRecordSchema, PROBLEM_BASE, SANDBOX_MODES } from '@islet/protocol';
+import {
+  codeRunRecordSchema,
+  PROBLEM_BASE,
+  PROBLEM_CONTENT_TYPE,
+  PROBLEMS,
+  type ProblemCode,
+  problem,
+} from '@islet/protocol';
 import { runPolicySchema } from '@islet/runs';
+import type { RouteOptions } from 'fastify';
 import { z } from 'zod';
 import { appContractMarkdown } from './app-contract.ts';
 import { connectionInputSchema, rotateSchema } from './connections.ts';
+import {
+  OPERATIONS,
+  type OperationDoc,
+  type ResponseDoc,
+  skillRequestDocSchema,
+  UNDOCUMENTED,
+} from './openapi/operations.ts';
+import * as r from './openapi/response-schemas.ts';
+import { runRequestSchema } from './openapi/run-request-doc.ts';
 import { decisionAnswerSchema } from './routes/decisions.ts';
 import { settingsPatchSchema } from './routes/settings.ts';
-import { runPlacementSchema } from './run-request.ts';
 import { RUN_STYLE_RULES, runStyleTableMarkdown } from './run-styles.ts';
 
-const runRequest = z
-  .object({
-    code: z.string().describe('The program: the body of an async function.'),
-    description: z.string().describe('Five to ten words in active voice.'),
-    timeoutMs: z
-      .number()
-      .positive()
-      .nullable()
-      .optional()
-      .describe(
-        'run_code only: time budget in ms (default 120000, capped at the ceiling). null = no deadline, for a principal with the workflows scope.',
-      ),
-    sandbox_permissions: z
-      .enum(SANDBOX_MODES)
-      .optional()
-      .describe("run_code only: a mode wider than the run's (read-only); asks for a decision first."),
-    justification: z
-      .string()
-      .optional()
-      .describe('With sandbox_permissions: one sentence shown before the run.'),
-    ...runPlacementSchema.shape,
-    style: runPlacementSchema.shape.style.describe(
-      "run_code (document 000) or code-mode (document 003); default: the tenant's run policy (run_code).",
-    ),
-    sessionId: runPlacementSchema.shape.sessionId.describe('Generated when absent.'),
-    turnId: runPlacementSchema.shape.turnId.describe('Generated when absent.'),
-    callId: runPlacementSchema.shape.callId.describe('Generated when absent.'),
-    connections: runPlacementSchema.shape.connections.describe(
-      'Connection ids whose Apps the program may call; absent: every App of the tenant.',
-    ),
-  })
-  .describe(`A run. The style decides which document's rules apply:\n\n${runStyleTableMarkdown()}`);
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+}
 
-const skillRequest = skillRequestSchema.extend({
-  sessionId: z
-    .string()
-    .optional()
-    .describe("The program's working directory is this session's workspace (else a scratch dir)."),
-  sandbox_permissions: z
-    .enum(['read-only', 'workspace-write'])
-    .optional()
-    .describe('Default workspace-write. danger-full-access needs an approved run (POST /v1/runs).'),
-});
-
-const skillResult = z.object({
-  success: z.boolean().describe('True if the program exited 0'),
-  output: z
-    .string()
-    .describe('Captured stdout: the first 1 MiB (the program is not stopped for printing more)'),
-  error: z.string().describe('Captured stderr (or error message)'),
-  exitCode: z.number().int().describe('Process exit code (124: timeout, 127: interpreter missing)'),
-  language: z.enum(['python', 'javascript', 'bash']),
-});
-
-const js = (s: z.ZodType) =>
-  z.toJSONSchema(s, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>;
-
-export function openApiDocument() {
-  const problem = {
-    description: 'problem+json',
-    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+/** Collects every route as it is registered (an `onRoute` hook on the root instance). */
+export function createRouteCatalog() {
+  const routes: RegisteredRoute[] = [];
+  return {
+    routes,
+    onRoute(options: RouteOptions) {
+      const methods = Array.isArray(options.method) ? options.method : [options.method];
+      for (const method of methods) if (method !== 'HEAD') routes.push({ method, url: options.url });
+    },
   };
-  const record = { content: { 'application/json': { schema: { $ref: '#/components/schemas/CodeRun' } } } };
-  const bearer = [{ apiKey: [] }];
-  const op = (summary: string, extra: Record<string, unknown> = {}) => ({
-    summary,
-    security: bearer,
-    responses: { default: problem, ...((extra.responses as object) ?? {}) },
-    ...Object.fromEntries(Object.entries(extra).filter(([k]) => k !== 'responses')),
+}
+export type RouteCatalog = ReturnType<typeof createRouteCatalog>;
+
+export const operationKey = (route: RegisteredRoute) => `${route.method} ${route.url}`;
+export const isUndocumented = (url: string) =>
+  UNDOCUMENTED.some((u) => url === u.prefix || url.startsWith(`${u.prefix}/`));
+
+/** Registered routes that have no entry in OPERATIONS and are not under an UNDOCUMENTED prefix. */
+export function undocumentedRoutes(routes: readonly RegisteredRoute[]): RegisteredRoute[] {
+  return routes.filter((route) => !isUndocumented(route.url) && !OPERATIONS[operationKey(route)]);
+}
+
+/** `/v1/code-runs/:id` → `/v1/code-runs/{id}`; a trailing wildcard is the `{path}` parameter. */
+export function openApiPath(url: string): string {
+  return url.replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{path}');
+}
+
+// Schemas named in components (and so in the SDK's generated types).
+const NAMED = new Map<z.ZodType, string>([
+  [codeRunRecordSchema, 'CodeRun'],
+  [runRequestSchema, 'RunRequest'],
+  [decisionAnswerSchema, 'DecisionAnswer'],
+  [skillRequestDocSchema, 'SkillRequest'],
+  [connectionInputSchema, 'ConnectionInput'],
+  [settingsPatchSchema, 'SettingsPatch'],
+  [runPolicySchema, 'RunPolicy'],
+  [mcpSettingsSchema, 'McpSettings'],
+  [rotateSchema, 'RotateSigningSecret'],
+  [r.codeRunPageSchema, 'CodeRunPage'],
+  [r.decisionSchema, 'Decision'],
+  [r.connectionViewSchema, 'Connection'],
+  [r.skillResultSchema, 'SkillResult'],
+]);
+
+// Answers are described as sent (defaults applied); requests as a client may write them.
+const IO = new Map<string, 'input' | 'output'>([
+  ['CodeRun', 'output'],
+  ['CodeRunPage', 'output'],
+  ['Decision', 'output'],
+  ['Connection', 'output'],
+  ['SkillResult', 'output'],
+]);
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { unrepresentable: 'any', io }) as Record<
+    string,
+    unknown
+  >;
+  return rest;
+}
+const ref = (schema: z.ZodType, io: 'input' | 'output') => {
+  const name = NAMED.get(schema);
+  return name ? { $ref: `#/components/schemas/${name}` } : jsonSchema(schema, io);
+};
+
+const JSON_BODY_ERRORS: ProblemCode[] = [
+  'validation',
+  'malformed-json',
+  'json-too-deep',
+  'unsupported-media-type',
+  'payload-too-large',
+];
+
+/** Every refusal an operation can give: what its auth, body, query and path imply, plus its own. */
+export function errorCodes(url: string, op: OperationDoc): ProblemCode[] {
+  const codes = new Set<ProblemCode>();
+  if (op.auth !== undefined) codes.add('unauthorized');
+  if (Array.isArray(op.auth)) {
+    codes.add('rate-limited');
+    if (op.auth.length > 0) codes.add('forbidden');
+  }
+  if (op.body) {
+    if (op.body.contentType) codes.add('payload-too-large');
+    else for (const c of JSON_BODY_ERRORS) codes.add(c);
+  }
+  if (op.query) codes.add('validation');
+  if (url.includes(':') || url.endsWith('*')) codes.add('not-found');
+  for (const c of op.errors ?? []) codes.add(c);
+  codes.add('internal');
+  codes.add('unavailable');
+  return [...codes];
+}
+
+function successResponse(res: ResponseDoc) {
+  const content = res.schema
+    ? { 'application/json': { schema: ref(res.schema, 'output') } }
+    : res.contentType
+      ? { [res.contentType]: { schema: { type: 'string' } } }
+      : undefined;
+  return { description: res.description, ...(content ? { content } : {}) };
+}
+
+function errorResponses(codes: ProblemCode[]) {
+  const byStatus = new Map<number, ProblemCode[]>();
+  for (const code of codes) {
+    const status = PROBLEMS[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [
+      String(status),
+      {
+        description: list.map((c) => PROBLEMS[c].title).join('; '),
+        content: {
+          [PROBLEM_CONTENT_TYPE]: {
+            schema: { $ref: '#/components/schemas/Problem' },
+            examples: Object.fromEntries(
+              list.map((c) => [c, { summary: PROBLEMS[c].title, value: problem(c, `an example of ${c}`) }]),
+            ),
+          },
+        },
+      },
+    ]),
+  );
+}
+
+function parameters(url: string, op: OperationDoc) {
+  const out: Array<Record<string, unknown>> = [];
+  for (const m of url.matchAll(/:(\w+)/g))
+    out.push({ name: m[1], in: 'path', required: true, schema: { type: 'string', minLength: 1 } });
+  if (url.endsWith('*'))
+    out.push({
+      name: 'path',
+      in: 'path',
+      required: true,
+      description: 'The file path in the workspace (slashes allowed)',
+      schema: { type: 'string' },
+    });
+  if (op.query) {
+    const js = jsonSchema(op.query, 'input') as {
+      properties?: Record<string, Record<string, unknown>>;
+      required?: string[];
+    };
+    for (const [name, schema] of Object.entries(js.properties ?? {})) {
+      const { description, ...rest } = schema;
+      out.push({
+        name,
+        in: 'query',
+        required: js.required?.includes(name) === true && !('default' in rest),
+        schema: rest,
+        ...(typeof description === 'string' ? { description } : {}),
+      });
+    }
+  }
+  for (const h of op.headers ?? [])
+    out.push({
+      name: h.name,
+      in: 'header',
+      required: false,
+      description: h.description,
+      schema: { type: 'string' },
+    });
+  return out;
+}
+
+const camel = (s: string) =>
+  s.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''));
+/** `POST /v1/code-runs/:id/cancel` → `postV1CodeRunsByIdCancel`: stable and unique per route. */
+export function operationId(route: RegisteredRoute): string {
+  const path = route.url.replace(/:(\w+)/g, 'by-$1').replace(/\*$/, 'path');
+  return camel(`${route.method.toLowerCase()}-${path}`);
+}
+
+function operation(route: RegisteredRoute, op: OperationDoc) {
+  const security =
+    op.auth === undefined ? [] : op.auth === 'internal' ? [{ internalToken: [] }] : [{ apiKey: [] }];
+  const scopes = Array.isArray(op.auth) && op.auth.length > 0 ? ` Needs scope ${op.auth.join(' + ')}.` : '';
+  const params = parameters(route.url, op);
+  return {
+    operationId: operationId(route),
+    summary: op.summary,
+    ...(op.description || scopes ? { description: `${op.description ?? ''}${scopes}`.trim() } : {}),
+    tags: [op.tag],
+    security,
+    ...(params.length > 0 ? { parameters: params } : {}),
+    ...(op.body
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              [op.body.contentType ?? 'application/json']: {
+                schema: op.body.contentType
+                  ? { type: 'string', format: 'binary' }
+                  : ref(op.body.schema, 'input'),
+                example: op.body.example,
+              },
+            },
+          },
+        }
+      : {}),
+    responses: {
+      ...Object.fromEntries(Object.entries(op.responses).map(([s, res]) => [s, successResponse(res)])),
+      ...errorResponses(errorCodes(route.url, op)),
+    },
+  };
+}
+
+/** The routes OPERATIONS describes: the document without a running app (the SDK's generator). */
+export function documentedRoutes(): RegisteredRoute[] {
+  return Object.keys(OPERATIONS).map((k) => {
+    const [method, url] = k.split(' ') as [string, string];
+    return { method, url };
   });
-  const json = (ref: string) => ({
-    required: true,
-    content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } },
-  });
+}
+
+export function openApiDocument(routes: readonly RegisteredRoute[]) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  // Sorted: the same routes give the same document, whatever order they were registered in.
+  const sorted = [...routes].sort((a, b) => operationKey(a).localeCompare(operationKey(b)));
+  for (const route of sorted) {
+    const op = OPERATIONS[operationKey(route)];
+    if (!op || isUndocumented(route.url)) continue;
+    const path = openApiPath(route.url);
+    paths[path] = { ...paths[path], [route.method.toLowerCase()]: operation(route, op) };
+  }
   return {
     openapi: '3.1.0',
     info: {
       title: 'Islet',
       version: '0.1.0',
-      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}.\n\n## run_code vs Code Mode\n\n${runStyleTableMarkdown()}\n\n${appContractMarkdown()}`,
+      description: `Code Mode execution cluster. Errors are RFC 9457 problem+json; \`type\` URIs start with ${PROBLEM_BASE}: branch on them, never on \`title\` or \`detail\`.\n\n## run_code vs Code Mode\n\n${runStyleTableMarkdown()}\n\n${appContractMarkdown()}`,
     },
     'x-run-styles': RUN_STYLE_RULES,
+    tags: [
+      { name: 'runs', description: 'Submit, read, follow and cancel code runs' },
+      { name: 'decisions', description: 'What a person answers before a run goes on' },
+      { name: 'files', description: "A session's workspace files and the run_code skill" },
+      { name: 'apps', description: 'Connections (Apps) and the bindings programs call' },
+      { name: 'mcp', description: 'MCP over Streamable HTTP and tool definitions' },
+      { name: 'platform', description: 'Settings, health, metrics, this description' },
+      { name: 'admin', description: 'Tenants, keys and per-tenant policies (platform.admin)' },
+      { name: 'console', description: 'The web console' },
+      { name: 'internal', description: 'The runner channel (not for API clients)' },
+    ],
     components: {
-      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } },
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, `isk_…`' },
+        internalToken: { type: 'http', scheme: 'bearer', description: 'ISLET_INTERNAL_TOKEN (runners only)' },
+      },
       schemas: {
-        RunRequest: js(runRequest),
-        CodeRun: js(codeRunRecordSchema),
-        Connection: js(connectionInputSchema),
-        RotateSigningSecret: js(rotateSchema),
-        DecisionAnswer: js(decisionAnswerSchema),
-        RunPolicy: js(runPolicySchema),
-        McpSettings: js(mcpSettingsSchema),
-        SkillRequest: js(skillRequest),
-        SkillResult: js(skillResult),
-        SettingsPatch: js(settingsPatchSchema),
+        ...Object.fromEntries(
+          [...NAMED].map(([schema, name]) => [name, jsonSchema(schema, IO.get(name) ?? 'input')]),
+        ),
         Problem: {
           type: 'object',
           required: ['type', 'title', 'status'],
           properties: {
-            type: { type: 'string' },
+            type: { type: 'string', description: `${PROBLEM_BASE}<code>` },
             title: { type: 'string' },
             status: { type: 'integer' },
             detail: { type: 'string' },
-            code: { type: 'string' },
+            code: { type: 'string', enum: Object.keys(PROBLEMS) },
+            errors: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: { path: { type: 'string' }, message: { type: 'string' } },
+              },
+            },
           },
+          additionalProperties: true,
         },
       },
     },
-    paths: {
-      '/v1/runs': {
-        post: op(
-          'Submit a run: only code and description are required; style run_code (default) or code-mode. Headers: Idempotency-Key, Prefer: wait=N.',
-          {
-            requestBody: json('RunRequest'),
-            responses: {
-              202: { description: 'Accepted; Location: /v1/code-runs/{id}', ...record },
-              200: { description: 'Finished within Prefer: wait', ...record },
-            },
-          },
-        ),
-      },
-      '/v1/code-runs/{id}': {
-        get: op('Read a code run', { responses: { 200: { description: 'The record', ...record } } }),
-      },
-      '/v1/code-runs/{id}/events': { get: op('Server-Sent Events of a run; resumable with Last-Event-ID') },
-      '/v1/code-runs/{id}/cancel': { post: op('Cancel a run wherever it executes') },
-      '/v1/code-runs/{id}/calls/{index}/result': {
-        post: op(
-          'Answer a client-connection call: {"result": …}, {"error": {"message": …, "reason"?: …}} (the program gets AppCallFailed), or {"inputRequired": {"message": "<non-empty text>"}} (the program gets AppInputRequired with details.operationId (the journal operation id of the call); answer that App operation outside the program). Anything else is 400 validation; 409 call-not-pending when the call is not waiting.',
-        ),
-      },
-      '/v1/sessions/{sessionId}/code-runs': {
-        get: op(
-          "List a session's runs (cursor, limit); needs sessions.read. A session belongs to the principal that opened it: other principals see it empty unless their key has sessions.admin.",
-        ),
-      },
-      '/v1/sessions/{sessionId}/events': {
-        get: op(
-          "SSE for a whole session (the console's session page): a `run` event {id, status, reason, createdAt, updatedAt, failure?} per latest run, then one whenever a run appears or changes; needs sessions.read",
-          { responses: { 200: { description: 'text/event-stream' } } },
-        ),
-      },
-      '/console/board-session': {
-        post: op(
-          'Sets a 15-minute cookie scoped to /queues that opens the queue board (bull-board) in a browser; needs platform.admin',
-          { responses: { 204: { description: 'cookie set' } } },
-        ),
-      },
-      '/console': {
-        get: {
-          summary: 'The web console (redirects to /console/)',
-          responses: { 302: { description: 'redirect' } },
-        },
-      },
-      '/console/{path}': {
-        get: {
-          summary: 'The web console and its assets (strict Content-Security-Policy)',
-          responses: { 200: { description: 'HTML, JS, CSS' } },
-        },
-      },
-      '/v1/connections': {
-        get: op('List connections'),
-        post: op(
-          'Register a connection. The slug `files` is 400 reserved-connection-name; a connection or capability name the engine refuses as a binding name ($tools, lambda, console, a reserved word, `call`) is 400 invalid-binding-name with the engine text `invalid binding name: <name> (<why>)`; a slug clash is 409 conflict.',
-          { requestBody: json('Connection') },
-        ),
-      },
-      '/v1/connections/{id}': { get: op('Read a connection'), delete: op('Remove a connection') },
-      '/v1/connections/{id}/signing-secret/rotate': {
-        post: op(
-          'A new Standard Webhooks signing secret for an http connection, returned once; the previous one keeps signing (both signatures sent) for previousSecretExpiresInSeconds (default 86400, 0: stops at once). See "Write an App" above.',
-          { requestBody: json('RotateSigningSecret') },
-        ),
-      },
-      '/v1/code-api': {
-        get: op(
-          'TypeScript declarations of the bindings (?q=words&connection=id|slug&style=run_code|code-mode): the Apps a run without `connections` sees, plus for run_code (default) the built-in files.read/write/list/remove (connection=files)',
-        ),
-      },
-      '/v1/platform/settings': {
-        get: op('Platform settings'),
-        patch: op('Change settings (platform.admin); 409 on stale expectedVersion', {
-          requestBody: json('SettingsPatch'),
-        }),
-      },
-      '/v1/admin/tenants': {
-        get: op('List tenants (platform.admin)'),
-        post: op('Create a tenant (platform.admin)'),
-      },
-      '/v1/admin/tenants/{id}/keys': {
-        post: op(
-          'Create an API key (platform.admin): {scopes, principal?}; the key belongs to the principal (default: itself)',
-        ),
-      },
-      '/v1/decisions': {
-        get: op("The tenant's pending decisions in the Code Mode request shape (decisions scope)"),
-      },
-      '/v1/code-runs/{id}/decisions': {
-        post: op('Answer a decision once (decisions scope); index -1 = the wider-access request', {
-          requestBody: json('DecisionAnswer'),
-        }),
-      },
-      '/v1/admin/tenants/{id}/run-policy': {
-        get: op(
-          "A tenant's run policy (default style run_code|code-mode for requests without one, approval hold|stop, time budget, fourEyes) and the effective rules (platform.admin)",
-        ),
-        put: op("Set a tenant's run policy (platform.admin)", { requestBody: json('RunPolicy') }),
-      },
-      '/mcp': {
-        post: op(
-          'MCP over Streamable HTTP (apps.use): initialize opens a session (Mcp-Session-Id, also the Islet session of its runs); tools/list, tools/call; notifications/cancelled cancels the run',
-        ),
-        get: op('No server-initiated stream: 405 (everything rides on the POST response stream)'),
-        delete: op('End the MCP session (Mcp-Session-Id)'),
-      },
-      '/v1/tools': {
-        get: op(
-          "The caller's tools as definitions (?format=mcp|openai|anthropic), generated from the same zod schemas as /mcp",
-        ),
-      },
-      '/v1/admin/tenants/{id}/mcp': {
-        get: op(
-          "A tenant's MCP tools: which surfaces, names and descriptions, and the effective list (platform.admin)",
-        ),
-        put: op("Set a tenant's MCP tools (platform.admin)", { requestBody: json('McpSettings') }),
-      },
-      '/v1/sessions/{id}/files': {
-        get: op(
-          "List a session's workspace files, one page in path order: {files: [{path, sizeBytes, modifiedAtMs}], nextCursor?}. Pass nextCursor as ?cursor= for the next page; no nextCursor = the last page. Regular files only (symlinks, FIFOs, sockets, devices are not listed).",
-          {
-            parameters: [
-              {
-                name: 'prefix',
-                in: 'query',
-                schema: { type: 'string' },
-                description: 'A directory (everything under it) or a file',
-              },
-              {
-                name: 'limit',
-                in: 'query',
-                schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: MAX_LIST_LIMIT },
-              },
-              {
-                name: 'cursor',
-                in: 'query',
-                schema: { type: 'string' },
-                description: 'nextCursor of the previous page (opaque)',
-              },
-            ],
-          },
-        ),
-      },
-      '/v1/sessions/{id}/files/{path}': {
-        put: op(
-          'Write a workspace file: the body is the raw bytes (≤ 10 MiB); 201 {path, sizeBytes}. Over the workspace limits (100 MiB, 1000 files; counted across parallel writes and after skills) 409 conflict, reason workspace-full',
-          {
-            requestBody: {
-              required: true,
-              content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
-            },
-          },
-        ),
-        get: op(
-          'Read a workspace file (application/octet-stream). A FIFO, socket or device is 409 unsupported-file-type at once; a symlink is 400 (reason outside-workspace)',
-        ),
-        delete: op('Delete a workspace file (204; 404 when absent)'),
-      },
-      '/v1/skills/run_code': {
-        post: op(
-          "Run a python, javascript or bash program (the run_code skill) on the mode's runner pool, under its kernel profile",
-          {
-            requestBody: json('SkillRequest'),
-            responses: {
-              200: {
-                description: 'The program ended (successfully or not)',
-                content: { 'application/json': { schema: { $ref: '#/components/schemas/SkillResult' } } },
-              },
-            },
-          },
-        ),
-      },
-      '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'ok' } } } },
-      '/readyz': {
-        get: { summary: 'Readiness (Redis reachable)', responses: { 200: { description: 'ready' } } },
-      },
-      '/metrics': {
-        get: { summary: 'Prometheus metrics', responses: { 200: { description: 'text exposition' } } },
-      },
-      '/openapi.json': {
-        get: { summary: 'This description', responses: { 200: { description: 'OpenAPI 3.1 JSON' } } },
-      },
-      '/internal/v1/code-runs/{id}/calls': {
-        post: {
-          summary:
-            'The runner → gateway binding-call channel: {attempt, index, binding, argsJson, takeover?} → {outcome, deliverySeq?}. Authorization: Bearer ISLET_INTERNAL_TOKEN, not an API key; served on ISLET_INTERNAL_PORT alone when that is set.',
-          responses: { 200: { description: 'The journaled outcome' }, default: problem },
-        },
-      },
-      '/internal/v1/code-runs/{id}/call-batch': {
-        post: {
-          summary:
-            'The calls an execution made together (a Promise.all), in one request: {attempt, calls: [{index, binding, argsJson}]} (1 to 1000) → 200 application/x-ndjson, one line per call as soon as it is journaled: {index, status: 200, outcome, deliverySeq?} or {index, status, problem} with the status a single call would have had (5xx: retry the call alone, as a takeover). Authorization: Bearer ISLET_INTERNAL_TOKEN.',
-          responses: { 200: { description: 'One NDJSON line per call' }, default: problem },
-        },
-      },
-    },
+    paths,
   };
 }

@@ -8,8 +8,8 @@
  *    workspace far past its limit; SIGXFSZ / EFBIG at the offset);
  *  - the supervisor (supervise.h) watches the workspace while the command runs: one statfs every few
  *    ms, and a walk of the workspace (directory fds only, never following a symlink, never leaving
- *    its file system) whenever the file system grew by a MiB since the last walk, and at least every
- *    BUDGET_WALK_MS (file systems whose statfs lags, e.g. NFS). Over either limit, the whole tree is
+ *    its file system) whenever the file system grew by a MiB since the last walk (at most every
+ *    BUDGET_MIN_WALK_MS), and at least every BUDGET_WALK_MS (file systems whose statfs lags, e.g. NFS). Over either limit, the whole tree is
  *    killed and islet-jail exits EXIT_WORKSPACE_FULL with a line on stderr.
  * What can still pass the limit is what the tree writes between two checks; the runner's measure
  * after the run then refuses further writes until files are removed.
@@ -22,6 +22,7 @@
 #define EXIT_WORKSPACE_FULL (128 + 25) /* as if SIGXFSZ had ended it */
 #define BUDGET_POLL_MS 5
 #define BUDGET_WALK_MS 200
+#define BUDGET_MIN_WALK_MS 10 /* a busy shared volume must not keep the supervisor walking */
 #define BUDGET_GROWTH_BYTES (1024ULL * 1024)
 #define BUDGET_MAX_DEPTH 64
 
@@ -127,7 +128,8 @@ static int budget_exceeded(void) {
   long long now = budget_now_ms();
   unsigned long long used = fs_used_bytes();
   int grew = used >= budget.fs_used + BUDGET_GROWTH_BYTES;
-  if (!grew && now - budget.last_walk_ms < BUDGET_WALK_MS) return 0;
+  long long since = now - budget.last_walk_ms;
+  if (since < BUDGET_MIN_WALK_MS || (!grew && since < BUDGET_WALK_MS)) return 0;
   budget.last = ws_measure();
   budget.fs_used = used;
   budget.last_walk_ms = now;

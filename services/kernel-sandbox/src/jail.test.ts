@@ -85,12 +85,16 @@ describe.each(SANDBOX_MODES)('islet-jail directly, mode %s', (mode) => {
     expect(results[`exec:${bin}`]).toBe(mode === 'danger-full-access' ? 'ok' : 'EACCES');
   });
 
-  it('runs as nobody when started as root', () => {
+  it('runs as nobody, in an IPC namespace of its own, when started as root', () => {
     const { results, report } = probeUnder(mode, opts, ['uid']);
     if (process.getuid?.() === 0) {
       expect(results.uid).toBe('65534');
       expect(report?.uid).toBe(65534);
-    } else expect(results.uid).toBe(String(process.getuid?.()));
+      expect(report?.ipcNamespace).toBe(true);
+    } else {
+      expect(results.uid).toBe(String(process.getuid?.()));
+      expect(report?.ipcNamespace).toBe(false);
+    }
   });
 });
 

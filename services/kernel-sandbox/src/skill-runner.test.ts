@@ -128,7 +128,8 @@ time.sleep(0.2)'`,
       expect(r.exitCode).toBe(124);
       expect(r.output).toContain('started');
       expect(elapsed).toBeGreaterThanOrEqual(timeout - 50);
-      expect(elapsed).toBeLessThan(timeout + 1500);
+      // Far below the escapes' own 31 s: the answer did not wait for them (a loaded machine adds seconds).
+      expect(elapsed).toBeLessThan(timeout + 15_000);
       const pids = [...r.output.matchAll(/^pid (\d+)$/gm)].map((m) => Number(m[1]));
       expect(pids).toHaveLength(1); // the escape did start
       expect(pids.filter(sleepAlive)).toEqual([]);

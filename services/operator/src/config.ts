@@ -88,6 +88,12 @@ export const operatorConfigSchema = z.object({
     ),
     [],
   ),
+  /** RuntimeClass of runner pods (gVisor `gvisor`, Kata `kata`…); empty = the node's default runtime. */
+  ISLET_RUNNER_RUNTIME_CLASS: optional,
+  /** JSON object: affinity of runner pods (core/v1 Affinity, passed through as written). */
+  ISLET_RUNNER_AFFINITY: json(z.record(z.string(), z.unknown()), {}),
+  /** JSON array: topologySpreadConstraints of runner pods (core/v1, passed through as written). */
+  ISLET_RUNNER_TOPOLOGY_SPREAD: json(z.array(z.record(z.string(), z.unknown())), []),
   /** Mount path of the session workspace volume in runner pods (= ISLET_WORKSPACE_ROOT). */
   ISLET_RUNNER_WORKSPACE_MOUNT_PATH: z.string().regex(/^\/./, 'an absolute path').default('/workspace'),
   /** ReadWriteMany PVC holding the workspaces, shared with the gateway; empty = an emptyDir per pod. */

@@ -78,6 +78,13 @@ interface Retry {
   timer: NodeJS.Timeout | undefined;
 }
 
+/** The Stalled reason of each reconcile result (undefined: not Stalled). */
+const STALLED_REASON: Record<string, string | undefined> = {
+  'invalid-spec': 'InvalidSpec',
+  'not-owned': 'DeploymentNotOwned',
+  'depth-unavailable': 'QueueDepthUnavailable',
+};
+
 const DEFAULT_RETRY: BackoffOptions = { initialMs: 1_000, maxMs: 300_000 };
 
 export class PoolController {
@@ -91,6 +98,8 @@ export class PoolController {
   /** Every pool seen (watch + reconciles): pools of one mode that can serve split its queue's depth. */
   private readonly peers = new Map<string, Peer>();
   private readonly events: EventRecorder;
+  /** The reason islet_operator_pool_stalled was last set with, per pool (to remove that series). */
+  private readonly stalledReasons = new Map<string, string>();
   /** The mode islet_operator_max_replicas was last set with, per pool (to remove that series). */
   private readonly maxModes = new Map<string, string>();
   private running = false;
@@ -132,6 +141,7 @@ export class PoolController {
             this.peers.delete(name);
             this.histories.delete(name);
             this.clearRetry(name);
+            this.setStalled(name, undefined);
             this.events.forget(obj.metadata?.uid);
             this.d.metrics.desiredReplicas.remove(name);
             const maxMode = this.maxModes.get(name);
@@ -192,6 +202,17 @@ export class PoolController {
   retryState(name: string): { failures: number; delayMs: number } | undefined {
     const r = this.retries.get(name);
     return r ? { failures: r.failures, delayMs: r.delayMs } : undefined;
+  }
+
+  private setStalled(name: string, reason: string | undefined): void {
+    const before = this.stalledReasons.get(name);
+    if (before === reason) return;
+    if (before !== undefined) this.d.metrics.poolStalled.remove({ pool: name, reason: before });
+    if (reason === undefined) this.stalledReasons.delete(name);
+    else {
+      this.stalledReasons.set(name, reason);
+      this.d.metrics.poolStalled.set({ pool: name, reason }, 1);
+    }
   }
 
   private see(p: RunnerPool): void {
@@ -300,6 +321,7 @@ export class PoolController {
       this.clearRetry(name);
       const peer = this.peers.get(name);
       if (peer) peer.stalled = out.result === 'invalid-spec' || out.result === 'not-owned';
+      this.setStalled(name, STALLED_REASON[out.result]);
       if (out.desiredReplicas !== undefined) metrics.desiredReplicas.set({ pool: name }, out.desiredReplicas);
       const max = (pool.spec as { maxReplicas?: unknown } | undefined)?.maxReplicas;
       if (typeof max === 'number' && typeof mode === 'string') {
@@ -344,6 +366,7 @@ export class PoolController {
     const name = pool.metadata.name ?? '';
     const peer = this.peers.get(name);
     if (peer) peer.stalled = true;
+    this.setStalled(name, failure.reason);
     await this.emit(pool, {
       type: 'Warning',
       reason: 'ReconcileFailed',

@@ -5,11 +5,13 @@
  */
 import { createHash } from 'node:crypto';
 import type {
+  V1Affinity,
   V1Container,
   V1Deployment,
   V1PodSpec,
   V1PodTemplateSpec,
   V1Toleration,
+  V1TopologySpreadConstraint,
   V1Volume,
   V1VolumeProjection,
 } from '@kubernetes/client-node';
@@ -45,6 +47,10 @@ export interface PodDefaults {
   /** Where runner pods may go (dedicated nodes for untrusted code). */
   nodeSelector?: Record<string, string>;
   tolerations?: V1Toleration[];
+  /** RuntimeClass (gVisor, Kata): a second isolation layer around the whole runner pod. */
+  runtimeClassName?: string;
+  affinity?: V1Affinity;
+  topologySpreadConstraints?: V1TopologySpreadConstraint[];
   imagePullSecrets?: string[];
   /**
    * Where session workspaces are mounted (the runner's ISLET_WORKSPACE_ROOT, from the chart's
@@ -199,6 +205,11 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
     nodeSelector:
       defaults.nodeSelector && Object.keys(defaults.nodeSelector).length ? defaults.nodeSelector : undefined,
     tolerations: defaults.tolerations?.length ? defaults.tolerations : undefined,
+    runtimeClassName: defaults.runtimeClassName || undefined,
+    affinity: defaults.affinity,
+    topologySpreadConstraints: defaults.topologySpreadConstraints?.length
+      ? defaults.topologySpreadConstraints
+      : undefined,
     securityContext: {
       runAsNonRoot: true,
       runAsUser: RUNNER_UID,

@@ -26,6 +26,8 @@ export interface OperatorMetrics {
   scaleEventsTotal: Counter<'pool' | 'direction'>;
   watchRestartsTotal: Counter<'resource' | 'reason'>;
   leader: Gauge;
+  /** 1 per pool that is Stalled, with the reason (InvalidSpec, DeploymentNotOwned, the API's reason…). */
+  poolStalled: Gauge<'pool' | 'reason'>;
 }
 
 export function createOperatorMetrics(options: { defaults?: boolean } = {}): OperatorMetrics {
@@ -72,6 +74,12 @@ export function createOperatorMetrics(options: { defaults?: boolean } = {}): Ope
       name: 'islet_operator_watch_restarts_total',
       help: 'Watch streams re-established, by resource and reason (closed|error|expired).',
       labelNames: ['resource', 'reason'],
+      registers: [registry],
+    }),
+    poolStalled: new Gauge({
+      name: 'islet_operator_pool_stalled',
+      help: '1 while a RunnerPool is Stalled (it cannot follow its queue), labelled with the reason.',
+      labelNames: ['pool', 'reason'],
       registers: [registry],
     }),
     leader: new Gauge({

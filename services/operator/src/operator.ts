@@ -4,7 +4,13 @@
  * against the fake API server with explicit options.
  */
 import type { Server } from 'node:http';
-import { CoordinationV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  type KubeConfig,
+  type V1Affinity,
+  type V1TopologySpreadConstraint,
+  Watch,
+} from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
 import { leaderTimings, type OperatorConfig } from './config.ts';
 import { type Logger, PoolController } from './controller.ts';
@@ -36,6 +42,13 @@ export function podDefaultsFromConfig(config: OperatorConfig): PodDefaults {
     metricsPort: config.ISLET_RUNNER_METRICS_PORT,
     nodeSelector: config.ISLET_RUNNER_NODE_SELECTOR,
     tolerations: config.ISLET_RUNNER_TOLERATIONS,
+    runtimeClassName: config.ISLET_RUNNER_RUNTIME_CLASS,
+    affinity: Object.keys(config.ISLET_RUNNER_AFFINITY).length
+      ? (config.ISLET_RUNNER_AFFINITY as V1Affinity)
+      : undefined,
+    topologySpreadConstraints: config.ISLET_RUNNER_TOPOLOGY_SPREAD.length
+      ? (config.ISLET_RUNNER_TOPOLOGY_SPREAD as unknown as V1TopologySpreadConstraint[])
+      : undefined,
     imagePullSecrets: config.ISLET_RUNNER_IMAGE_PULL_SECRETS,
     workspaceMountPath: config.ISLET_RUNNER_WORKSPACE_MOUNT_PATH,
     workspaceClaim: config.ISLET_RUNNER_WORKSPACE_CLAIM,

@@ -8,9 +8,9 @@
  * variables as the services (ISLET_REDIS_MODE, _SENTINELS, _PASSWORD(_FILE), _CA_FILE; cluster
  * seeds comma-separated in the URL).
  */
+import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { createRedis, createTenantStore, redisConfigFromEnv, SCOPES, type Scope } from '@islet/core';
 import { type CliIo, escapeControls, readAll, writeProgramText } from './cli-output.ts';
 import {
   type CodeRun,
@@ -19,6 +19,35 @@ import {
   type IsletClient,
   type SubmitRun,
 } from './client.ts';
+import type { operations } from './generated/openapi.ts';
+
+type Scope =
+  operations['postV1AdminTenantsByIdKeys']['requestBody']['content']['application/json']['scopes'][number];
+/** The API's scopes; the type check holds this list equal to the generated API types. */
+const SCOPES = [
+  'apps.use',
+  'sessions.read',
+  'sessions.admin',
+  'decisions',
+  'platform.admin',
+  'workflows',
+] as const;
+const everyScopeListed: [Exclude<Scope, (typeof SCOPES)[number]>] extends [never] ? true : never = true;
+void everyScopeListed;
+
+/**
+ * Admin straight on Redis needs the services' own Redis and tenant code (@islet/core), which only
+ * the Islet repository has; the published CLI talks to the gateway instead.
+ */
+async function core() {
+  try {
+    return await import('@islet/core');
+  } catch {
+    throw new UsageError(
+      'admin commands on Redis (ISLET_REDIS_URL / --redis-url) run from the Islet repository; elsewhere use the gateway: ISLET_URL and a platform.admin key',
+    );
+  }
+}
 
 /** Every flag the CLI takes (`--help` lists each; a test holds the two together). */
 export const OPTIONS = {
@@ -153,6 +182,7 @@ export async function runCli(
       ...(values['max-in-flight'] ? { maxInFlightRuns: Number(values['max-in-flight']) } : {}),
     };
     if (redisUrl) {
+      const { createRedis, createTenantStore, redisConfigFromEnv } = await core();
       const redis = createRedis(redisConfigFromEnv({ ...env, ISLET_REDIS_URL: redisUrl }));
       try {
         out(await createTenantStore(redis).createTenant(input));
@@ -168,6 +198,7 @@ export async function runCli(
     const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
     if (bad.length) throw new UsageError(`unknown scopes: ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
     if (redisUrl) {
+      const { createRedis, createTenantStore, redisConfigFromEnv } = await core();
       const redis = createRedis(redisConfigFromEnv({ ...env, ISLET_REDIS_URL: redisUrl }));
       try {
         const options = values.principal ? { principal: values.principal } : {};
@@ -264,7 +295,8 @@ export async function runCli(
   return 2;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a program (directly, or through the `islet` bin link), not when imported.
+if (process.argv[1] && import.meta.url === `file://${realpathSync(process.argv[1])}`) {
   runCli(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err: Error) => {

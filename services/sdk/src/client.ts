@@ -2,6 +2,7 @@
  * A small typed client for Islet's HTTP API. Errors come back as `IsletApiError` carrying the
  * problem+json body, so callers branch on `problem.type`, never on text.
  */
+import type { components } from './generated/openapi.ts';
 import { parseEventStream, type StreamEvent } from './sse.ts';
 
 export interface Problem {
@@ -46,50 +47,15 @@ function connectionReason(err: unknown): string {
 }
 
 /** A pending decision as `GET /v1/decisions` lists it (the Code Mode request shape). */
-export interface Decision {
-  /** `<run>:<index>`. */
-  id: string;
-  state: string;
-  capability: { action: string; target: string };
-  code: { run: string; index: number; code: string };
-  justification?: string;
-  [k: string]: unknown;
-}
+export type Decision = components['schemas']['Decision'];
 
 export const FINAL_STATUSES = ['Completed', 'Failed', 'Cancelled'] as const;
 
-export interface SubmitRun {
-  code: string;
-  description: string;
-  /** `run_code` (document 000) or `code-mode` (document 003); default: the tenant's run policy. */
-  style?: 'run_code' | 'code-mode';
-  /** Generated when absent. */
-  sessionId?: string;
-  turnId?: string;
-  callId?: string;
-  /** Absent: every App of the tenant. */
-  connections?: string[];
-  timeoutMs?: number;
-  sandbox_permissions?: 'read-only' | 'workspace-write' | 'danger-full-access';
-  justification?: string;
-}
+/** A run request: `code` and `description` required; the rest per the run style (generated from the API). */
+export type SubmitRun = components['schemas']['RunRequest'];
 
-export interface CodeRun {
-  id: string;
-  session: string;
-  turn: string;
-  callId: string;
-  status: 'Running' | 'Waiting' | 'Completed' | 'Failed' | 'Cancelled';
-  code: string;
-  reason: string;
-  calls: unknown[];
-  result?:
-    | { _tag: 'Completed'; value?: unknown; logs: unknown[] }
-    | { _tag: 'Failed'; reason: string; message: string; logs: unknown[] };
-  text?: string;
-  createdAt: number;
-  updatedAt: number;
-}
+/** A code run's record (generated from the API). */
+export type CodeRun = components['schemas']['CodeRun'];
 
 function problemError(res: Response, text: string): IsletApiError {
   let parsed: unknown;
@@ -204,13 +170,13 @@ export function createIsletClient(options: { url: string; key: string; fetch?: t
       index: number,
       answer: { allow: boolean; scope?: 'once' | 'session'; input?: unknown },
     ) =>
-      call<Record<string, unknown>>('POST', `/v1/code-runs/${encodeURIComponent(runId)}/decisions`, {
+      call<Decision>('POST', `/v1/code-runs/${encodeURIComponent(runId)}/decisions`, {
         index,
         ...answer,
       }),
     cancelRun: (id: string) => call<CodeRun>('POST', `/v1/code-runs/${encodeURIComponent(id)}/cancel`),
     listSessionRuns: (sessionId: string, cursor?: string) =>
-      call<{ items: CodeRun[]; nextCursor: string | null }>(
+      call<components['schemas']['CodeRunPage']>(
         'GET',
         `/v1/sessions/${encodeURIComponent(sessionId)}/code-runs${cursor ? `?cursor=${cursor}` : ''}`,
       ),

@@ -6,18 +6,18 @@ import { declareBindings } from '../code-api.ts';
 import { validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 
+export const codeApiQuerySchema = z.object({
+  q: z.string().max(500).optional(),
+  connection: z.string().max(200).optional(),
+  /** Whose bindings: a run_code run's (Apps + files.*, default) or a Code Mode run's (Apps). */
+  style: z.enum(RUN_STYLES).optional(),
+});
+
 export function codeApiRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
   return async (app) => {
     app.get('/v1/code-api', { preHandler: auth.requireScopes('apps.use') }, async (request, reply) => {
-      const q = z
-        .object({
-          q: z.string().max(500).optional(),
-          connection: z.string().max(200).optional(),
-          /** Whose bindings: a run_code run's (Apps + files.*, default) or a Code Mode run's (Apps). */
-          style: z.enum(RUN_STYLES).optional(),
-        })
-        .safeParse(request.query);
+      const q = codeApiQuerySchema.safeParse(request.query);
       if (!q.success) throw validationProblem(q.error, 'query.');
       const all = await deps.connections.list(callerOf(request).tenantId);
       const filter: Parameters<typeof declareBindings>[1] = {};

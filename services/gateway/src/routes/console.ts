@@ -35,6 +35,6 @@ export function consoleRoutes(ctx: RouteContext): FastifyPluginAsync {
     });
     await app.register(sessionEventsRoutes(ctx));
     await app.register(boardRoutes(ctx));
-    await app.register(docsRoutes());
+    await app.register(docsRoutes(ctx));
   };
 }

@@ -2,6 +2,7 @@ import type { Auth } from '../auth.ts';
 import type { BindingCalls } from '../binding-calls.ts';
 import type { GatewayDeps } from '../deps.ts';
 import type { McpApps } from '../mcp-apps.ts';
+import type { RouteCatalog } from '../openapi.ts';
 import type { RunsService } from '../runs-service.ts';
 
 /** What every route plugin receives. Route groups are separate plugins registered in `index.ts`. */
@@ -14,4 +15,6 @@ export interface RouteContext {
   mcpApps: McpApps;
   /** Aborted when the app starts closing: long waits (SSE, Prefer: wait) end so close is quick. */
   closing: AbortSignal;
+  /** The routes registered so far; `/openapi.json` and `/docs` describe them. Set by `registerRoutes`. */
+  routes?: RouteCatalog;
 }

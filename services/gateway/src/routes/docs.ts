@@ -7,6 +7,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyPluginAsync } from 'fastify';
 import { openApiDocument } from '../openapi.ts';
+import type { RouteContext } from './context.ts';
 
 // Serialized into Swagger UI's initializer by @fastify/swagger-ui, where `ui` is in scope.
 declare const ui: { preauthorizeApiKey(name: string, value: string): void };
@@ -16,16 +17,26 @@ function useConsoleKey() {
 }
 declare const sessionStorage: { getItem(name: string): string | null };
 
-export function docsRoutes(): FastifyPluginAsync {
+export function docsRoutes(ctx: RouteContext): FastifyPluginAsync {
+  // The document of the routes registered by the time it is first asked for (all of them).
+  let doc: ReturnType<typeof openApiDocument> | undefined;
+  const document = () => {
+    doc ??= openApiDocument(ctx.routes?.routes ?? []);
+    return doc;
+  };
   return async (app) => {
     await app.register(swagger, {
       mode: 'static',
-      specification: { document: openApiDocument() as never },
+      specification: {
+        document: { openapi: '3.1.0', info: { title: 'Islet', version: '0.1.0' }, paths: {} },
+      },
     });
     await app.register(swaggerUi, {
       routePrefix: '/docs',
       uiConfig: { tryItOutEnabled: true, persistAuthorization: false, onComplete: useConsoleKey },
       staticCSP: true,
+      transformSpecification: () => document(),
+      transformSpecificationClone: false,
       // No third-party hosts (validator, https: fonts) and no upgrade to https on a plain-http port.
       transformStaticCSP: (header: string) =>
         header

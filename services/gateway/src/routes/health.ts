@@ -4,7 +4,8 @@ import type { RouteContext } from './context.ts';
 
 export function healthRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { deps } = ctx;
-  const doc = openApiDocument();
+  // Built on first request, when every route has been registered.
+  let doc: ReturnType<typeof openApiDocument> | undefined;
   return async (app) => {
     app.get('/healthz', async () => ({ status: 'ok' }));
     app.get('/readyz', async (_request, reply) => {
@@ -23,6 +24,9 @@ export function healthRoutes(ctx: RouteContext): FastifyPluginAsync {
         });
       }
     });
-    app.get('/openapi.json', async () => doc);
+    app.get('/openapi.json', async () => {
+      doc ??= openApiDocument(ctx.routes?.routes ?? []);
+      return doc;
+    });
   };
 }

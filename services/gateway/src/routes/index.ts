@@ -3,6 +3,7 @@
  * groups (decisions, skills, workspace files) add a file and a line here.
  */
 import type { FastifyInstance } from 'fastify';
+import { createRouteCatalog } from '../openapi.ts';
 import { adminRoutes } from './admin.ts';
 import { codeApiRoutes } from './code-api.ts';
 import { connectionsRoutes } from './connections.ts';
@@ -59,5 +60,10 @@ export async function registerRoutes(
         : [...ROUTE_GROUPS, ...extra].filter(
             (g) => (surface === 'all' || g !== internalRoutes) && (withMetrics || g !== metricsRoutes),
           );
-  for (const group of groups) await app.register(group(ctx));
+  // The OpenAPI document lists what was registered here, so it never describes a route this
+  // listener does not serve, nor misses one it does.
+  const routes = ctx.routes ?? createRouteCatalog();
+  app.addHook('onRoute', routes.onRoute);
+  const withRoutes = { ...ctx, routes };
+  for (const group of groups) await app.register(group(withRoutes));
 }

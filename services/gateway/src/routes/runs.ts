@@ -13,7 +13,7 @@ import { idParams } from './params.ts';
 
 const sessionParams = z.object({ sessionId: sessionIdSchema });
 const callParams = idParams.extend({ index: z.coerce.number().int().min(0) });
-const clientAnswerSchema = z.union([
+export const clientAnswerSchema = z.union([
   z.object({ result: z.unknown() }).strict(),
   z
     .object({
@@ -22,6 +22,14 @@ const clientAnswerSchema = z.union([
     .strict(),
   inputRequiredSchema,
 ]);
+
+export const sessionRunsQuerySchema = z.object({
+  cursor: z
+    .string()
+    .regex(/^\d+:[\w-]{1,200}$/)
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+});
 
 function body(raw: unknown): Record<string, unknown> {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
@@ -99,15 +107,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       async (request) => {
         const caller = callerOf(request);
         const { sessionId } = sessionParams.parse(request.params);
-        const q = z
-          .object({
-            cursor: z
-              .string()
-              .regex(/^\d+:[\w-]{1,200}$/)
-              .optional(),
-            limit: z.coerce.number().int().min(1).max(100).default(20),
-          })
-          .safeParse(request.query);
+        const q = sessionRunsQuerySchema.safeParse(request.query);
         if (!q.success) throw validationProblem(q.error, 'query.');
         // A session is its opener's: another principal sees it empty, unless it has sessions.admin.
         if (!(await runsService.mayReadSession(caller, sessionId))) return { items: [], nextCursor: null };

@@ -1,0 +1,65 @@
+// A Deployment write the API server refuses (fake Kubernetes API, real Redis): the pool reads
+// Ready=False / Stalled=True with the API's reason, one ReconcileFailed Event is counted up rather
+// than repeated, retries back off, and the Stalled pool takes no share of its mode's depth.
+// The same behaviours against a real API server: test/kube/defects.test.ts.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Operator } from '../src/operator.ts';
+import {
+  NS,
+  type OperatorFixture,
+  POOLS,
+  runnerPool,
+  startOperatorFixture,
+  waitFor,
+} from '../src/testing/operator-fixture.ts';
+
+describe('refused writes', () => {
+  let fx: OperatorFixture;
+  let op: Operator;
+
+  beforeAll(async () => {
+    fx = await startOperatorFixture();
+    op = await fx.startOperator({
+      ISLET_OPERATOR_RETRY_BACKOFF_INITIAL_MS: '100',
+      ISLET_OPERATOR_RETRY_BACKOFF_MAX_MS: '400',
+    });
+  });
+  afterAll(async () => {
+    await fx?.stop();
+  });
+
+  it('Stalled with the API’s reason, one counted Event, growing retry delays; no share of the depth', async () => {
+    fx.api.failNext('PATCH', '/deployments/refused-runner', 422, 1000);
+    fx.api.apply(POOLS, NS, runnerPool('refused'));
+    const stalled = await waitFor('Stalled', () => {
+      const c = fx.condition('refused', 'Stalled');
+      return c?.status === 'True' ? c : undefined;
+    });
+    expect(stalled.reason).toBe('InjectedFailure');
+    expect(stalled.message).toBe('injected 422');
+    expect(fx.condition('refused', 'Ready')).toMatchObject({ status: 'False', reason: 'InjectedFailure' });
+    expect(await op.metrics.registry.metrics()).toContain(
+      'islet_operator_pool_stalled{pool="refused",reason="InjectedFailure"} 1',
+    );
+    const first = await waitFor('a retry', () => op.controller()?.retryState('refused'));
+    const third = await waitFor('third failure', () => {
+      const r = op.controller()?.retryState('refused');
+      return r && r.failures >= 3 ? r : undefined;
+    });
+    expect(third.delayMs).toBeGreaterThan(first.delayMs);
+    const events = () =>
+      (fx.api.list('v1/events', NS) as { reason?: string; count?: number; message?: string }[]).filter(
+        (e) => e.reason === 'ReconcileFailed',
+      );
+    await waitFor('counted', () => (events()[0]?.count ?? 0) >= 2);
+    expect(events()).toHaveLength(1);
+    expect(events()[0]?.message).toBe('InjectedFailure: injected 422');
+
+    // 12 runs, target 2: the healthy pool of the same mode takes all of them (6), not half (3).
+    await fx.queue('read-only').addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'run', data: { i } })));
+    fx.api.apply(POOLS, NS, runnerPool('healthy'));
+    await waitFor('healthy at 6', () => fx.replicasOf('healthy') === 6);
+    await fx.queue('read-only').drain(true);
+  });
+});
