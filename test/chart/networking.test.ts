@@ -40,6 +40,20 @@ describe('gateway ports', () => {
     expect(new Set([portOf('http'), portOf('internal'), portOf('metrics')]).size).toBe(3);
   });
 
+  it('with the Ingress on, the gateway trusts one proxy hop (every client is not the controller); off, none', () => {
+    const configOf = (objs: K8sObject[]) =>
+      find(objs, 'ConfigMap', (o) => o.metadata.name === 'islet-config')[0]!;
+    expect(configOf(prod).data.ISLET_TRUST_PROXY_HOPS).toBe('1');
+    const twoHops = render({ valuesFiles: [PROD], set: ['gateway.ingress.trustedProxyHops=2'] });
+    expect(configOf(twoHops).data.ISLET_TRUST_PROXY_HOPS).toBe('2');
+    expect(configOf(render({ valuesFiles: [DEFAULT] })).data.ISLET_TRUST_PROXY_HOPS).toBeUndefined();
+    const clash = helm(renderArgs({ valuesFiles: [PROD], setString: ['extraEnv.ISLET_TRUST_PROXY_HOPS=3'] }));
+    expect(clash.status).not.toBe(0);
+    expect(clash.stderr).toContain(
+      'set gateway.ingress.trustedProxyHops instead of extraEnv.ISLET_TRUST_PROXY_HOPS',
+    );
+  });
+
   it('the public Service (and so the Ingress) routes to the http port only', () => {
     const svc = find(prod, 'Service', (s) => s.metadata.name === 'islet-gateway')[0]!;
     expect(svc.spec.ports.map((p: any) => p.targetPort)).toEqual(['http']);

@@ -70,6 +70,10 @@ export const configSchema = z.object({
   ISLET_PREFER_WAIT_MAX_SECONDS: int(60, 0),
   /** How long the gateway waits for an `http` App to answer one call. */
   ISLET_APP_CALL_TIMEOUT_MS: int(30_000, 1),
+  /** Connections (Apps) one tenant may hold: each may hold gateway resources (an mcp watch). */
+  ISLET_TENANT_MAX_CONNECTIONS: int(100, 1),
+  /** mcp connections a gateway watches for tool-list changes at once (a stream and a socket each). */
+  ISLET_MCP_WATCHED_CONNECTIONS: int(32, 1),
   /**
    * Whether `http` connections may reach loopback, private, link-local (cloud metadata) and other
    * non-public addresses. Off in production: a tenant's URL must not reach the cluster's inside.
@@ -90,6 +94,11 @@ export const configSchema = z.object({
    * (the ingress: 1). 0 = the socket's peer address. Per-address limits need the real address.
    */
   ISLET_TRUST_PROXY_HOPS: int(0),
+  /**
+   * A development stack served over plain http (devstack sets it): cookies are set without
+   * `Secure`. Off everywhere else, so a cookie never travels in the clear behind a TLS ingress.
+   */
+  ISLET_DEV_PLAIN_HTTP: z.enum(['true', 'false']).default('false'),
   /** Event streams (SSE) one tenant may hold open at once, across gateway replicas (then 429). */
   ISLET_SSE_STREAMS_PER_TENANT: int(64, 1),
   /** How long a `client` call waits for its answer before failing as AppCallFailed. */
@@ -121,6 +130,14 @@ export const configSchema = z.object({
   ISLET_RUNTIME_SANDBOX_PERMISSIONS: z.enum(['true', 'false']).default('true'),
   /** Run records, events and idempotency keys live this long. */
   ISLET_RUN_RETENTION_SECONDS: int(7 * 24 * 3600, 60),
+  /**
+   * Bytes of Redis one tenant's retained runs may hold (sealed code, request, result and logs,
+   * counted as written, kept for the retention period): past it the tenant's submits get 507 and
+   * other tenants are not affected. The effective bound is the smaller of this and
+   * ISLET_TENANT_REDIS_SHARE of Redis's `maxmemory` (when Redis has one).
+   */
+  ISLET_TENANT_STORED_MAX_BYTES: int(1_073_741_824, 1024),
+  ISLET_TENANT_REDIS_SHARE: z.coerce.number().gt(0).max(1).default(0.25),
 
   // runner
   /** Jobs one runner process executes at once (one sandbox slot each). */

@@ -8,6 +8,7 @@ export * from './redis.ts';
 export * from './redis-connection.ts';
 export * from './sealer.ts';
 export * from './secret-files.ts';
+export * from './session-store.ts';
 export * from './settings-cache.ts';
 export * from './settings-store.ts';
 export * from './tenant-store.ts';

@@ -45,11 +45,11 @@ export const keys = {
   /** ZSET run id → createdAt: a session's runs (tenant slot: written by the tenant half of a create). */
   sessionRuns: (tenant: string, session: string) => `${t(tenant)}:session:${session}:runs`,
   /**
-   * "Allow for the session": an ask-policy tool a person allowed for every later call of one
-   * session. Value `<keyId>`; lives as long as the runs do (ISLET_RUN_RETENTION_SECONDS).
+   * HASH `<connectionId>\n<tool>` → keyId, "allow for the session": ask-policy tools a person allowed
+   * for every later call of one session (session-store.ts); lives as long as the runs do
+   * (ISLET_RUN_RETENTION_SECONDS). One structure per session, so no session id names another's grant.
    */
-  sessionGrant: (tenant: string, session: string, connectionId: string, tool: string) =>
-    `${t(tenant)}:session:${session}:grant:${connectionId}:${tool}`,
+  sessionGrants: (tenant: string, session: string) => `${t(tenant)}:session:${session}:grants`,
   /** The principal that opened a session (set by its first run; `sessions.read` shows only your own). */
   sessionOwner: (tenant: string, session: string) => `${t(tenant)}:session:${session}:owner`,
   idempotency: (tenant: string, key: string) => `${t(tenant)}:idem:${key}`,
@@ -60,6 +60,8 @@ export const keys = {
    */
   inFlight: (tenant: string) => `${t(tenant)}:inflight`,
   rateWindow: (tenant: string, window: number) => `${t(tenant)}:rl:${window}`,
+  /** Bytes the tenant's retained runs wrote in one retention bucket (tenant-bytes-store.ts). */
+  storedBytes: (tenant: string, bucket: number) => `${t(tenant)}:bytes:${bucket}`,
   /** Failed authentications from one client address in one minute window (global single key). */
   authFailures: (address: string, window: number) => `islet:authfail:${address}:${window}`,
   /** A tenant's open event streams: stream id → lease expiry (ms), across gateway replicas. */

@@ -227,6 +227,8 @@ async function startClusterProcesses(
     ISLET_SANDBOX_JAIL: existsSync(JAIL) ? 'on' : 'off',
     // Apps of a local stack live on this machine.
     ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
+    // Served over plain http on loopback: the board's cookie cannot be Secure there.
+    ISLET_DEV_PLAIN_HTTP: 'true',
     ...options.env,
   };
   // What the processes get: every secret of `env` as a file, and nothing secret inherited.

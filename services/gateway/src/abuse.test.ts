@@ -33,6 +33,7 @@ beforeAll(async () => {
     ISLET_RUN_RETENTION_SECONDS: '3600',
     ISLET_AUTH_FAILURES_PER_MINUTE: '5',
     ISLET_SSE_STREAMS_PER_TENANT: '2',
+    ISLET_TENANT_MAX_CONNECTIONS: '5',
   });
   deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
   app = await buildApp(deps);
@@ -216,16 +217,18 @@ describe('limits answer 429 with Retry-After', () => {
       method: 'GET',
       url: '/v1/decisions',
       remoteAddress: '198.51.100.7',
-      headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': '203.0.113.5' },
+      headers: { authorization: 'Bearer wrong-forged', 'x-forwarded-for': '203.0.113.5' },
     });
     expect(forged.statusCode).toBe(429);
-    for (const authorization of ['Bearer wrong-again', `Bearer ${key}`]) {
+    for (const authorization of ['Bearer wrong-again', '']) {
       const limited = await from('198.51.100.7', authorization);
       expect(limited.statusCode).toBe(429);
       expect(limited.json().type).toBe('https://islet.dev/problems/rate-limited');
       expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
     }
+    // A key that resolves is never refused for its address's failures (auth-lockout.test.ts).
+    expect((await from('198.51.100.7', `Bearer ${key}`)).statusCode).toBe(200);
     // The internal channel: a wrong token from the prober's address is refused too, but the right
     // one still passes (runners may share the prober's address: one node, one NAT).
     const internalAs = (token: string) =>
@@ -334,6 +337,33 @@ describe('four-eyes', () => {
     expect((await decide(denied, submitter, false)).statusCode).toBe(200);
   });
 
+  it('on: one person with two keys is one principal and cannot approve their own request', async () => {
+    await deps.tenants.createTenant({ id: 'strict2', name: 'Strict two' });
+    const first = (
+      await deps.tenants.createKey('strict2', ['apps.use', 'decisions'], { principal: 'mallory' })
+    ).key;
+    const second = (await deps.tenants.createKey('strict2', ['decisions'], { principal: 'mallory' })).key;
+    const reviewer = (await deps.tenants.createKey('strict2', ['decisions'], { principal: 'rita' })).key;
+    await createRunPolicyStore(deps.redis).set('strict2', { style: 'run_code', fourEyes: true });
+    const asked = await submit(
+      { sandbox_permissions: 'workspace-write', justification: 'w', connections: [] },
+      { authorization: `Bearer ${first}` },
+    );
+    expect((await deps.runs.get(asked))?.principal).toBe('mallory');
+    const decide = (k: string) =>
+      app.inject({
+        method: 'POST',
+        url: `/v1/code-runs/${asked}/decisions`,
+        headers: { authorization: `Bearer ${k}` },
+        payload: { index: -1, allow: true },
+      });
+    const own = await decide(second);
+    expect(own.statusCode, own.body).toBe(403);
+    expect(own.json().type).toBe('https://islet.dev/problems/four-eyes');
+    expect((await deps.decisions.listRun(asked))[0]?.state).toBe('pending');
+    expect((await decide(reviewer)).statusCode).toBe(200);
+  });
+
   it('off (the default): the submitting key may approve its own request', async () => {
     const asked = await submit({ sandbox_permissions: 'workspace-write', justification: 'w' });
     const res = await app.inject({
@@ -344,5 +374,73 @@ describe('four-eyes', () => {
     });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().state).toBe('allowed');
+  });
+});
+
+describe('session ids in keys', () => {
+  it("a session id spelled like another session's grant key is refused at the edge, naming the field", async () => {
+    const victim = await submit({ sessionId: 'victim' });
+    expect(victim).toBeTruthy();
+    for (const sessionId of [
+      `victim:grant:${clientConn}`,
+      'a}b',
+      'x y',
+      '../up',
+      '.hidden',
+      'a'.repeat(129),
+    ]) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/runs',
+        headers: auth(),
+        payload: { code: 'return 1', description: 'grant', sessionId },
+      });
+      expect(res.statusCode, sessionId).toBe(400);
+      expect(res.json().type).toBe('https://islet.dev/problems/validation');
+      expect(res.json().errors[0].path).toBe('sessionId');
+    }
+    const reader = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read'])).key;
+    for (const url of [
+      '/v1/sessions/victim:grant:x/code-runs',
+      '/v1/sessions/victim:grant:x/events',
+      '/v1/sessions/victim:grant:x/files',
+    ]) {
+      const res = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${reader}` } });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.body).toContain('sessionId');
+    }
+  });
+
+  it("grants live in one hash per session: no session's grant is another's", async () => {
+    await deps.sessions.grant('acme', 'victim', clientConn, 'ask_user', 'key-x', 60);
+    expect(await deps.sessions.granted('acme', 'victim', clientConn, 'ask_user')).toBe(true);
+    expect(await deps.sessions.granted('acme', 'victim', clientConn, 'other')).toBe(false);
+    expect(await deps.sessions.granted('acme', `victim:grant:${clientConn}`, clientConn, 'ask_user')).toBe(
+      false,
+    );
+    expect(await deps.redis.type(keys.sessionGrants('acme', 'victim'))).toBe('hash');
+  });
+});
+
+describe('connections per tenant', () => {
+  it('a flood of parallel creates stops at the quota (409 problem); another tenant is not affected', async () => {
+    await deps.tenants.createTenant({ id: 'conns', name: 'Conns' });
+    const k = (await deps.tenants.createKey('conns', ['apps.use'])).key;
+    const create = (key: string, i: number) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/connections',
+        headers: { authorization: `Bearer ${key}` },
+        payload: { name: `Phone ${i}`, kind: 'client', tools: [{ name: 'ask', inputSchema: {} }] },
+      });
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => create(k, i)));
+    expect(answers.filter((r) => r.statusCode === 201)).toHaveLength(5);
+    const refused = answers.filter((r) => r.statusCode !== 201);
+    for (const r of refused) {
+      expect(r.statusCode, r.body).toBe(409);
+      expect(r.json().type).toBe('https://islet.dev/problems/connection-quota-exceeded');
+    }
+    expect((await deps.connections.list('conns')).length).toBe(5);
+    expect((await create(key, 99)).statusCode).toBe(201);
   });
 });

@@ -10,9 +10,10 @@ import { hashApiKey, keys } from '@islet/core';
 import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
 import type { AdmissionRateCount } from '@islet/runs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { clientAddressBucket } from './client-address.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createKeyWatch } from './key-watch.ts';
-import { HttpProblem } from './problem-reply.ts';
+import { HttpProblem, isRedisFull } from './problem-reply.ts';
 
 export interface Caller extends ApiKeyIdentity {
   tenant: Tenant;
@@ -82,7 +83,15 @@ export function createAuth(deps: GatewayDeps) {
   async function rateLimit(tenant: Tenant) {
     const now = Date.now();
     const limit = limitOf(tenant);
-    const count = await countInWindow(keys.rateWindow(tenant.id, Math.floor(now / RATE_WINDOW_MS)));
+    let count: number;
+    try {
+      count = await countInWindow(keys.rateWindow(tenant.id, Math.floor(now / RATE_WINDOW_MS)));
+    } catch (err) {
+      // The count is a write: with Redis at maxmemory it fails, and reads (which need no write)
+      // must still be served. The request goes uncounted; writes it makes are refused on their own.
+      if (!isRedisFull(err)) throw err;
+      return;
+    }
     if (count > limit) throw rateLimitedProblem(limit, now);
   }
 
@@ -110,9 +119,11 @@ export function createAuth(deps: GatewayDeps) {
   }
 
   /**
-   * Failed authentication, per client address and minute: past ISLET_AUTH_FAILURES_PER_MINUTE the
-   * address is refused (429) before its key is even looked up, until the window ends. Guessing
-   * keys is hopeless (256 bits); this bounds what a prober costs the platform and its log.
+   * Failed authentication, per client address (an IPv6 /64) and minute: past
+   * ISLET_AUTH_FAILURES_PER_MINUTE the address's requests without a key that resolves are refused
+   * (429) until the window ends. Guessing keys is hopeless (256 bits); this bounds what a prober
+   * costs the platform and its log. A key that resolves is never refused for its address: behind an
+   * ingress or a NAT many tenants share one address, and one prober must not lock them all out.
    */
   const failureWindowMs = 60_000;
   const limitOfFailures = config.ISLET_AUTH_FAILURES_PER_MINUTE;
@@ -155,7 +166,7 @@ export function createAuth(deps: GatewayDeps) {
     const now = Date.now();
     const window = Math.floor(now / failureWindowMs);
     forget(window);
-    const ip = request.ip;
+    const ip = clientAddressBucket(request.ip);
     if (blocked.get(ip) === window) refuse(window, now);
     const subscribed = caches?.listening() === true;
     if (subscribed && below.get(ip) === window) return;
@@ -170,13 +181,18 @@ export function createAuth(deps: GatewayDeps) {
   }
   async function authFailed(request: FastifyRequest, detail: string): Promise<never> {
     const window = Math.floor(Date.now() / failureWindowMs);
-    below.delete(request.ip);
-    const count = await countInWindow(keys.authFailures(request.ip, window));
+    const ip = clientAddressBucket(request.ip);
+    below.delete(ip);
+    // A full Redis cannot count the failure: the request is still refused (401), uncounted.
+    const count = await countInWindow(keys.authFailures(ip, window)).catch((err: unknown) => {
+      if (isRedisFull(err)) return 0;
+      throw err;
+    });
     if (count >= limitOfFailures) {
       forget(window);
-      blocked.set(request.ip, window);
-      // Every replica refuses the address from now on without reading the counter.
-      await caches?.publish('auth-blocked', `${window}:${request.ip}`);
+      blocked.set(ip, window);
+      // Every replica refuses the address's unknown keys from now on without reading the counter.
+      await caches?.publish('auth-blocked', `${window}:${ip}`);
     }
     throw new HttpProblem('unauthorized', detail);
   }
@@ -205,12 +221,14 @@ export function createAuth(deps: GatewayDeps) {
 
   function scopeCheck(scopes: Scope[], overlapRateLimit: boolean) {
     return async (request: FastifyRequest, _reply: FastifyReply) => {
-      await refuseIfFailingTooOften(request);
       const key = bearer(request);
-      if (!key) return authFailed(request, 'send Authorization: Bearer <api key>');
-      const keyHash = hashApiKey(key);
-      const identity = await tenants.resolveKeyHash(keyHash);
-      if (!identity) return authFailed(request, 'unknown API key');
+      const keyHash = key ? hashApiKey(key) : '';
+      const identity = key ? await tenants.resolveKeyHash(keyHash) : null;
+      if (!identity) {
+        // Only requests without a valid key are counted and refused per address.
+        await refuseIfFailingTooOften(request);
+        return authFailed(request, key ? 'unknown API key' : 'send Authorization: Bearer <api key>');
+      }
       const tenant = await tenants.getTenant(identity.tenantId);
       if (!tenant) throw new HttpProblem('unauthorized', "the key's tenant no longer exists");
       const missing = scopes.filter((s) => !identity.scopes.includes(s));

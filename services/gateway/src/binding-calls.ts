@@ -209,8 +209,8 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     if (argumentProblems && policy === 'ask') policy = 'allow';
     // A person allowed this tool for the whole session ("allow for the session"): no new ask.
     if (policy === 'ask' && spec) {
-      const grant = keys.sessionGrant(run.tenant, run.session, spec.connectionId, spec.name);
-      if ((await deps.redis.exists(grant)) === 1) policy = 'allow';
+      if (await deps.sessions.granted(run.tenant, run.session, spec.connectionId, spec.name))
+        policy = 'allow';
     }
 
     const callEvent = (outcome: BindingOutcome) => ({

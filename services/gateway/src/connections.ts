@@ -6,6 +6,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { keys, type Sealer } from '@islet/core';
+import { LuaScript } from '@islet/core/lua-script';
 import { bindingNameProblem, validateBindingNames } from '@islet/engine';
 import { FILES_BINDING_NAMES } from '@islet/kernel-sandbox';
 import type { BindingSpec } from '@islet/runs';
@@ -171,7 +172,7 @@ const SWAP_FIELD = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
 
 export type CreateRefusal = {
   ok: false;
-  code: 'conflict' | 'reserved-connection-name' | 'invalid-binding-name';
+  code: 'conflict' | 'reserved-connection-name' | 'invalid-binding-name' | 'connection-quota-exceeded';
   detail: string;
 };
 
@@ -179,7 +180,26 @@ export type CreateRefusal = {
  * `caches`: binding calls read their connection on every call; through the cache a program's
  * calls cost no Redis read for it, and a change (replace, remove) drops it on every replica.
  */
-export function createConnectionStore(redis: Redis, sealer: Sealer, caches?: CacheHub) {
+// KEYS[1] the tenant's connections. ARGV: id, JSON, the most the tenant may have. 1: stored.
+const CREATE_UNDER_QUOTA = new LuaScript(`
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`);
+
+const quotaRefusal = (max: number): CreateRefusal => ({
+  ok: false,
+  code: 'connection-quota-exceeded',
+  detail: `the tenant has ${max} connections, the most it may have (ISLET_TENANT_MAX_CONNECTIONS); delete one first`,
+});
+
+/** `maxConnections`: the most connections one tenant may hold (each may hold gateway resources). */
+export function createConnectionStore(
+  redis: Redis,
+  sealer: Sealer,
+  caches?: CacheHub,
+  maxConnections = Number.POSITIVE_INFINITY,
+) {
   const read = async (key: string): Promise<Connection | null> => {
     const cut = key.indexOf('\0');
     const raw = await redis.hget(keys.connections(key.slice(0, cut)), key.slice(cut + 1));
@@ -197,6 +217,7 @@ export function createConnectionStore(redis: Redis, sealer: Sealer, caches?: Cac
       const reserved = reservedNameProblem(input);
       if (reserved) return reserved;
       const existing = await this.list(tenant);
+      if (existing.length >= maxConnections) return quotaRefusal(maxConnections);
       if (existing.some((c) => c.slug === slug))
         return {
           ok: false,
@@ -224,7 +245,13 @@ export function createConnectionStore(redis: Redis, sealer: Sealer, caches?: Cac
         ...(sealedHeaders ? { sealedHeaders } : {}),
         ...(signingSecret ? { sealedSigning: sealSigning(sealer, { current: signingSecret }) } : {}),
       };
-      await redis.hset(keys.connections(tenant), connection.id, JSON.stringify(connection));
+      // The count and the write are one step: parallel creates cannot pass the quota together.
+      const stored = await CREATE_UNDER_QUOTA.run(
+        redis,
+        [keys.connections(tenant)],
+        [connection.id, JSON.stringify(connection), maxConnections],
+      );
+      if (Number(stored) !== 1) return quotaRefusal(maxConnections);
       return { ok: true, connection, ...(signingSecret ? { signingSecret } : {}) };
     },
     /**

@@ -3,6 +3,7 @@ import {
   type ApiKeyIdentity,
   createMetrics,
   createRedis,
+  createSessionStore,
   createSettingsCache,
   createSettingsStore,
   createTenantStore,
@@ -23,6 +24,7 @@ import {
   createRunIndex,
   createRunPolicyStore,
   createRunStore,
+  createTenantBytesStore,
   type RunJobData,
   type RunPolicyStore,
 } from '@islet/runs';
@@ -132,9 +134,11 @@ export async function createGatewayDeps(
       },
       getTenant: (id) => tenantsById.get(id),
     },
+    sessions: createSessionStore(redis),
+    storedBytes: createTenantBytesStore(redis, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
-    connections: createConnectionStore(redis, sealer, caches),
+    connections: createConnectionStore(redis, sealer, caches, config.ISLET_TENANT_MAX_CONNECTIONS),
     journal: createCallJournal({
       redis,
       sealer,

@@ -5,7 +5,7 @@
  * A sweeper (every gateway runs one) expires unanswered decisions and repairs a resume that a
  * crash interrupted, so a paused run never waits forever.
  */
-import { keys } from '@islet/core';
+import { keys, principalOf } from '@islet/core';
 import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
 import {
   cancelledEnd,
@@ -88,7 +88,8 @@ export function createDecisionsService(
     runId: string,
     body: { index: number; allow: boolean; input?: unknown; scope?: 'once' | 'session' },
   ): Promise<DecisionView> {
-    const run = await runsService.own(caller, runId);
+    // Approvers are other principals by design (four-eyes): the tenant wall, not the owner's.
+    const run = await runsService.inTenant(caller, runId);
     // The run_code document: "a new wider request needs a new answer" — never one for a session.
     if (body.scope === 'session' && body.index === ESCALATION_INDEX)
       throw new HttpProblem(
@@ -101,7 +102,9 @@ export function createDecisionsService(
       body.allow &&
       run.request.fourEyes &&
       run.request.sandboxPermissions &&
-      run.request.submittedBy === caller.keyId
+      // One person with two keys is still one person: the submitting principal, stored on the run.
+      (run.request.submittedBy === caller.keyId ||
+        (run.principal ?? run.request.submittedBy) === principalOf(caller))
     )
       throw new HttpProblem(
         'four-eyes',
@@ -126,10 +129,12 @@ export function createDecisionsService(
       const target = decision.request.capability.target;
       const slash = target.indexOf('/');
       const [connectionId, tool] = [target.slice(0, slash), target.slice(slash + 1)];
-      await deps.redis.set(
-        keys.sessionGrant(run.tenant, run.session, connectionId, tool),
+      await deps.sessions.grant(
+        run.tenant,
+        run.session,
+        connectionId,
+        tool,
         caller.keyId,
-        'EX',
         deps.config.ISLET_RUN_RETENTION_SECONDS,
       );
     }

@@ -1,4 +1,12 @@
-import type { IsletConfig, Logger, Metrics, Sealer, SettingsStore, TenantStore } from '@islet/core';
+import type {
+  IsletConfig,
+  Logger,
+  Metrics,
+  Sealer,
+  SessionStore,
+  SettingsStore,
+  TenantStore,
+} from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
 import type {
   CallJournal,
@@ -8,6 +16,7 @@ import type {
   RunJobData,
   RunPolicyStore,
   RunStore,
+  TenantBytesStore,
 } from '@islet/runs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -26,6 +35,10 @@ export interface GatewayDeps {
   /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
   runIndex: RunIndex;
   tenants: TenantStore;
+  /** Session owners and "allow for the session" grants. */
+  sessions: SessionStore;
+  /** Bytes each tenant's retained data holds (storage-quota.ts). */
+  storedBytes: TenantBytesStore;
   settings: SettingsStore;
   connections: ConnectionStore;
   journal: CallJournal;

@@ -55,6 +55,7 @@ export function createMcpApps(deps: GatewayDeps) {
     );
 
   const watcher = createMcpToolWatcher({
+    maxWatched: config.ISLET_MCP_WATCHED_CONNECTIONS,
     async onToolsChanged(tenant, connectionId, tools) {
       const current = await connections.get(tenant, connectionId);
       if (current?.kind !== 'mcp') return;

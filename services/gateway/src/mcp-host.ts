@@ -5,7 +5,6 @@
  * session id.
  */
 
-import { WorkspaceStore } from '@islet/kernel-sandbox';
 import type { McpCaller, McpHost, McpRunState } from '@islet/mcp';
 import { RunCodeRequestSchema, unknownFieldsMessage, unknownFieldsOf } from '@islet/protocol';
 import type { DecisionRequest, StoredRun } from '@islet/runs';
@@ -30,13 +29,17 @@ function summary(request: DecisionRequest): string {
 const RUN_CODE_FIELDS = Object.keys(RunCodeRequestSchema.shape);
 
 export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closing: AbortSignal) {
-  const skills = createSkillsService(
-    deps,
-    new WorkspaceStore({ root: deps.config.ISLET_WORKSPACE_ROOT }),
-    closing,
-  );
-  // The runs and decisions services read the tenant id and key id from their caller.
-  const asCaller = (c: McpCaller) => ({ tenantId: c.tenantId, keyId: c.keyId ?? 'mcp' }) as Caller;
+  const skills = createSkillsService(deps, closing, runsService.claimSession);
+  // The runs and decisions services read the tenant id, key id, principal and scopes from their caller.
+  const asCaller = (c: McpCaller) => {
+    const keyId = c.keyId ?? 'mcp';
+    return {
+      tenantId: c.tenantId,
+      keyId,
+      principal: c.principal ?? keyId,
+      scopes: [...(c.scopes ?? [])],
+    } as Caller;
+  };
   const decisions = createDecisionsService(deps, runsService, {
     expireAfterMs: deps.config.ISLET_DECISION_EXPIRE_MS,
   });

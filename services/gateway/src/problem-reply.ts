@@ -127,6 +127,13 @@ const FASTIFY_CODES: Record<string, ProblemCode> = {
 const REDIS_TRANSIENT =
   /^(CLUSTERDOWN|TRYAGAIN|LOADING|READONLY|MASTERDOWN)\b|Connection is closed|Failed to refresh slots cache|Too many Cluster redirections|Stream isn't writeable|ECONNREFUSED|ECONNRESET/;
 
+/** Redis refused a write at its `maxmemory` (noeviction): not the request's fault, nor a bug. */
+export function isRedisFull(err: unknown): boolean {
+  return err instanceof Error && /^OOM\b/.test(err.message);
+}
+/** What a client is told to wait when Redis is full (space comes back as retained data expires). */
+export const REDIS_FULL_RETRY_AFTER_SECONDS = 30;
+
 export function isRedisTransient(err: Error): boolean {
   return (
     err.name === 'MaxRetriesPerRequestError' ||
@@ -152,6 +159,12 @@ export function installProblemHandlers(app: FastifyInstance) {
       request.log.warn({ err: err.message }, 'Redis unavailable; answered 503');
       return sendProblem(reply, problem('unavailable', 'Redis is failing over; retry shortly'), {
         'retry-after': '1',
+      });
+    }
+    if (isRedisFull(err)) {
+      request.log.warn({ err: err.message }, 'Redis is at maxmemory; answered 503');
+      return sendProblem(reply, problem('unavailable', 'storage is full; retry later'), {
+        'retry-after': String(REDIS_FULL_RETRY_AFTER_SECONDS),
       });
     }
     request.log.error({ err }, 'unhandled error');

@@ -15,6 +15,7 @@ import {
   type RunStyle,
 } from '@islet/protocol';
 import { z } from 'zod';
+import { sessionIdSchema } from './session-id.ts';
 
 export type RunCodeFields = RunCodeRequest;
 
@@ -45,7 +46,7 @@ const id = z.string().min(1).max(200);
 export const runPlacementSchema = z.object({
   /** Which contract's rules the run follows. Default: the tenant's run policy (`run_code` unless set). */
   style: z.enum(RUN_STYLES).optional(),
-  sessionId: id.optional(),
+  sessionId: sessionIdSchema.optional(),
   turnId: id.optional(),
   callId: id.optional(),
   /** Absent: every App (connection) of the tenant. */

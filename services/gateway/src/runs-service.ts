@@ -32,9 +32,11 @@ import {
 import { type Caller, rateLimitedProblem } from './auth.ts';
 import { bindingsOf } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
+import { createOwnership, mayActOn } from './ownership.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
 import { type RunCodeFields, runtimeCapabilities } from './run-request.ts';
+import { createStorageQuota, storedSizeOf } from './storage-quota.ts';
 
 export interface SubmitInput {
   fields: RunCodeFields;
@@ -59,6 +61,8 @@ function refuse(message: string): never {
 export function createRunsService(deps: GatewayDeps) {
   const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
   const runPolicies = deps.runPolicies ?? createRunPolicyStore(redis);
+  const ownership = createOwnership(deps);
+  const storage = createStorageQuota(deps);
 
   async function record(run: StoredRun): Promise<CodeRunRecord> {
     // Calls that wait for a decision show `Waiting` (helper-5).
@@ -71,12 +75,8 @@ export function createRunsService(deps: GatewayDeps) {
     return toRecord(run, await (journalWithRun.get(run) ?? journal.listCalls(run.id)), waiting);
   }
 
-  /** The run if it belongs to the caller's tenant; 404 otherwise (existence never leaks). */
-  async function own(caller: Caller, id: string): Promise<StoredRun> {
-    const run = await runs.get(id);
-    if (!run || run.tenant !== caller.tenantId) throw new HttpProblem('not-found', `no code run ${id}`);
-    return run;
-  }
+  /** The run if the caller may act on it (ownership.ts); 404 otherwise (existence never leaks). */
+  const own = ownership.run;
 
   /** The run's Apps: the connections it names, or (none named) every App of the tenant. */
   async function resolveBindings(tenant: string, ids: string[] | undefined): Promise<BindingSpec[]> {
@@ -133,6 +133,12 @@ export function createRunsService(deps: GatewayDeps) {
           // The first request may still be writing its run; give it a moment.
           for (let i = 0; i < 50; i++) {
             const existing = prev.runId ? await runs.get(prev.runId) : null;
+            // Another principal's key string: its run (and result) is not this caller's to see.
+            if (existing && !mayActOn(caller, existing))
+              throw new HttpProblem(
+                'idempotency-conflict',
+                'this Idempotency-Key is in use by another request',
+              );
             if (existing) return { run: existing, created: false };
             await new Promise((r) => setTimeout(r, 20));
           }
@@ -179,6 +185,7 @@ export function createRunsService(deps: GatewayDeps) {
     const [policy, current] = await Promise.all([
       runPolicies.effective(tenant, input.approval, input.style),
       settings.get(),
+      storage.check(tenant),
     ]);
     const principal = principalOf(caller);
     const session = input.sessionId ?? `session-${randomUUID()}`;
@@ -267,6 +274,8 @@ export function createRunsService(deps: GatewayDeps) {
         { limit },
         { 'retry-after': '1' },
       );
+    // The record's sealed program and request (its output is counted when it ends, run-store.ts).
+    storage.charge(tenant, storedSizeOf(run));
 
     if (codeModeOff) {
       const message = 'Code Mode is off in the platform settings';
@@ -341,15 +350,6 @@ export function createRunsService(deps: GatewayDeps) {
       outputBytes: RUN_CODE_LIMITS.outputBytes,
       outputCap: 'shared',
     };
-  }
-
-  /** Whether the caller may read the run: its own session's, or any with `sessions.admin`. */
-  function mayRead(caller: Caller, run: StoredRun): boolean {
-    return (
-      caller.scopes.includes('sessions.admin') ||
-      run.principal === undefined ||
-      run.principal === principalOf(caller)
-    );
   }
 
   async function enqueue(run: StoredRun) {
@@ -477,7 +477,18 @@ export function createRunsService(deps: GatewayDeps) {
     return (await runs.get(id)) ?? run;
   }
 
-  return { submit, own, record, waitForEnd, cancel, enqueue, mayRead };
+  return {
+    submit,
+    own,
+    record,
+    waitForEnd,
+    cancel,
+    enqueue,
+    mayRead: mayActOn,
+    inTenant: ownership.runInTenant,
+    claimSession: ownership.claimSession,
+    mayReadSession: ownership.mayReadSession,
+  };
 }
 
 export type RunsService = ReturnType<typeof createRunsService>;

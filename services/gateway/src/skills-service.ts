@@ -15,9 +15,10 @@ import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
 import { QueueEvents } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
-import { callerOf } from './auth.ts';
+import { type Caller, callerOf } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
+import { checkSessionId } from './session-id.ts';
 
 /** Time a skill job may wait for a runner beyond its own timeout before the request gives up, ms. */
 export const SKILL_QUEUE_ALLOWANCE_MS = 60_000;
@@ -29,7 +30,11 @@ function field(request: FastifyRequest, name: string): unknown {
     : undefined;
 }
 
-export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, closing: AbortSignal) {
+export function createSkillsService(
+  deps: GatewayDeps,
+  closing: AbortSignal,
+  claimSession: (caller: Caller, session: string) => Promise<void>,
+) {
   const events = new Map<SandboxMode, QueueEvents>();
   // QueueEvents blocks on its connection (XREAD): one of its own per mode, closed with it.
   const connections: Array<ReturnType<GatewayDeps['redis']['duplicate']>> = [];
@@ -72,11 +77,9 @@ export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, cl
     if (sessionId !== undefined) {
       if (typeof sessionId !== 'string')
         throw new HttpProblem('validation', 'invalid sessionId: expected a string');
-      try {
-        store.dirFor(context.tenant, sessionId);
-      } catch (err) {
-        throw new HttpProblem('validation', `invalid sessionId: ${(err as Error).message}`);
-      }
+      checkSessionId(sessionId);
+      // A skill works in its session's workspace: the session's owner's, claimed like a run's.
+      await claimSession(callerOf(request), sessionId);
     }
     const id = `skill-${randomUUID()}`;
     const ttlMs = (skill.timeout ?? 60_000) + SKILL_QUEUE_ALLOWANCE_MS;

@@ -59,12 +59,19 @@ function rpcError(reply: FastifyReply, status: number, message: string) {
   return reply.code(status).send({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
 }
 
+const principalOf = (caller: McpCaller) => caller.principal ?? caller.keyId ?? '';
+
 interface StoredSession {
   id: string;
   tenant: string;
   /** The client declared the `elicitation` capability at initialize. */
   elicitation: boolean;
+  /** Who opened it: another principal of the tenant does not find it (sessions made before: any). */
+  principal?: string;
 }
+
+/** The value of an elicitation's key while Islet waits for its answer. */
+const AWAITED = '?';
 
 type Message = { method?: unknown; id?: unknown; params?: { capabilities?: { elicitation?: unknown } } };
 const messagesOf = (body: unknown): Message[] =>
@@ -88,15 +95,19 @@ export function mcpRoutes(o: McpRoutesOptions) {
     (transport: StreamableHTTPServerTransport, sessionId: string): Elicit =>
     async (params, relatedRequestId, signal) => {
       const id = `${ELICITATION_ID_PREFIX}${randomUUID()}`;
+      // Only an answer to an id Islet minted and still waits for is stored (SET XX on this marker):
+      // answers nobody asked for never pile up in Redis.
+      const key = keys.mcpElicitation(sessionId, id);
+      await o.redis.set(key, AWAITED, 'PX', ELICITATION_TIMEOUT_MS + 60_000);
       await transport.send(
         { jsonrpc: '2.0', id, method: 'elicitation/create', params },
         { relatedRequestId },
       );
-      const key = keys.mcpElicitation(sessionId, id);
       const deadline = Date.now() + ELICITATION_TIMEOUT_MS;
       while (!signal.aborted && Date.now() < deadline) {
-        const raw = await o.redis.getdel(key);
-        if (raw) {
+        const raw = await o.redis.get(key);
+        if (raw && raw !== AWAITED) {
+          await o.redis.del(key);
           const answer = JSON.parse(raw) as { result?: { action?: unknown; content?: unknown } };
           const action = answer.result?.action;
           if (action === 'accept' || action === 'decline' || action === 'cancel')
@@ -105,6 +116,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
         }
         await new Promise((r) => setTimeout(r, ELICITATION_POLL_MS));
       }
+      await o.redis.del(key);
       return undefined;
     };
 
@@ -117,6 +129,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
     const raw = await o.redis.get(key);
     const stored = raw ? (JSON.parse(raw) as StoredSession) : undefined;
     if (stored?.tenant !== caller.tenantId) return undefined;
+    if (stored.principal !== undefined && stored.principal !== principalOf(caller)) return undefined;
     await o.redis.expire(key, MCP_SESSION_TTL_SECONDS);
     return { ...stored, id };
   }
@@ -137,6 +150,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
           id: randomUUID(),
           tenant: caller.tenantId,
           elicitation: init.params?.capabilities?.elicitation !== undefined,
+          principal: principalOf(caller),
         };
         const { id, ...stored } = current;
         await o.redis.set(keys.mcpSession(id), JSON.stringify(stored), 'EX', MCP_SESSION_TTL_SECONDS);
@@ -152,7 +166,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
           // Whichever replica holds the waiting tool call picks the answer up from Redis.
           for (const m of answers) {
             const key = keys.mcpElicitation(current.id, String(m.id));
-            await o.redis.set(key, JSON.stringify(m), 'EX', 600);
+            await o.redis.set(key, JSON.stringify(m), 'KEEPTTL', 'XX');
           }
           return reply.code(202).send();
         }

@@ -25,6 +25,8 @@ export const PROBLEMS = {
   'call-not-pending': { status: 409, title: 'The call is not waiting for a client result' },
   'rate-limited': { status: 429, title: 'Too many requests' },
   'quota-exceeded': { status: 429, title: 'Too many runs in flight' },
+  'connection-quota-exceeded': { status: 409, title: 'The tenant has as many connections as it may' },
+  'storage-quota-exceeded': { status: 507, title: "The tenant's share of storage is used up" },
   'app-unreachable': { status: 502, title: 'The App could not be reached or did not answer as expected' },
   unavailable: { status: 503, title: 'The service is not available' },
   internal: { status: 500, title: 'Internal error' },

@@ -50,6 +50,8 @@ export {
   runPolicySchema,
 } from './run-policy-store.ts';
 export * from './run-store.ts';
+export { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
+export { createTenantBytesStore, redisMaxMemoryBytes, type TenantBytesStore } from './tenant-bytes-store.ts';
 export type {
   BegunAttempt,
   CallJournal,

@@ -33,6 +33,8 @@ import {
   RESERVE_SKILL,
   TRANSITION,
 } from './run-store-scripts.ts';
+import { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
+import { createTenantBytesStore } from './tenant-bytes-store.ts';
 
 /**
  * What a create with an admission answers: stored, or refused because the request passed the
@@ -169,6 +171,8 @@ export interface RunStoreOptions {
 export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
   const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
   const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
+  // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
+  const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
   const open = <T>(v: string | undefined): T | undefined =>
     v ? (JSON.parse(sealer.open(v)) as T) : undefined;
@@ -197,6 +201,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     const result = open<RunResult>(h.result);
     if (result) run.result = result;
     if (h.text) run.text = sealer.open(h.text);
+    const ref = open<TextRef>(h.textRef);
+    if (ref && result) run.text = textFromRef(ref, result);
     if (h.kind) run.kind = h.kind;
     if (h.principal) run.principal = h.principal;
     if (h.pushEnd === '1') run.pushEnd = true;
@@ -454,9 +460,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const fields: Record<string, string> = {
         status: end.status,
         result: seal(end.result),
-        text: sealer.seal(end.text),
         kind: end.kind ?? 'none',
       };
+      // The output once: the text's copy of the printed lines becomes a reference (stored-text.ts).
+      const ref = textRefOf(end.text, end.result);
+      if (ref) fields.textRef = seal(ref);
+      else fields.text = sealer.seal(end.text);
       // Rides in the same script call as the end: stage timings cost no extra round trip.
       if (end.timings) fields.timings = JSON.stringify(end.timings);
       // The tenant half of the end (run-index-scripts.ts FINISH_TENANT) leaves the in-flight set and
@@ -473,19 +482,31 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         );
         return FINISH_TENANT.run(redis, call.keys, call.args);
       };
+      // Bytes the end stored count against the tenant's share of Redis (storage-quota).
+      const charge = () =>
+        storedBytes
+          .charge(
+            run.tenant,
+            Object.values(fields).reduce((n, v) => n + v.length, 0),
+          )
+          .catch(() => undefined);
       const event = { type: 'end', data: { status: end.status } };
       if (await slotFree()) {
         // One server: both halves sent together (one round trip); the tenant half runs after the
         // final script and copies the status the record kept, whichever end won a race.
         const [ended] = await Promise.all(
-          sendTogether(redis, () => [transition(run, fields, event, true), tenantHalf('', keys.run(run.id))]),
+          sendTogether(redis, () => [
+            transition(run, fields, event, true),
+            tenantHalf('', keys.run(run.id)),
+            charge(),
+          ]),
         );
         return ended;
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
       // only the end that won counts in the index.
       const ended = await transition(run, fields, event);
-      await tenantHalf(ended ? end.status : '');
+      await Promise.all([tenantHalf(ended ? end.status : ''), charge()]);
       return ended;
     },
 

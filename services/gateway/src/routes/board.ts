@@ -20,6 +20,12 @@ import type { RouteContext } from './context.ts';
 export const BOARD_PATH = '/queues';
 const COOKIE = 'islet_board';
 const LIFETIME_MS = 15 * 60_000;
+/**
+ * bull-board's page: its own scripts and styles from `/queues/static` (its loading screen has
+ * inline styles; no inline script runs: `__UI_CONFIG__` is JSON data), its API on the same origin.
+ */
+export const BOARD_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 
 function cookieOf(request: FastifyRequest): string | undefined {
   for (const part of (request.headers.cookie ?? '').split(';')) {
@@ -76,7 +82,9 @@ export function boardRoutes(ctx: RouteContext): FastifyPluginAsync {
       async (request, reply) => {
         const key = /^Bearer\s+(.+)$/i.exec(String(request.headers.authorization).trim())?.[1] ?? '';
         const payload = `${hashApiKey(key)}.${Date.now() + LIFETIME_MS}`;
-        const secure = request.protocol === 'https' ? '; Secure' : '';
+        // Secure unless this is a plain-http development stack (a TLS ingress talks http to us, so
+        // the request's own protocol says nothing about what the browser used).
+        const secure = deps.config.ISLET_DEV_PLAIN_HTTP === 'true' ? '' : '; Secure';
         reply.header(
           'set-cookie',
           `${COOKIE}=${payload}.${mac(payload)}; Path=${BOARD_PATH}; HttpOnly; SameSite=Strict; Max-Age=${LIFETIME_MS / 1000}${secure}`,
@@ -85,6 +93,14 @@ export function boardRoutes(ctx: RouteContext): FastifyPluginAsync {
       },
     );
     await app.register(async (board) => {
+      // The board is an admin's live view: never framed (clickjacking), nothing loaded from elsewhere.
+      board.addHook('onSend', async (_request, reply, payload) => {
+        reply.header('content-security-policy', BOARD_CSP);
+        reply.header('x-frame-options', 'DENY');
+        reply.header('x-content-type-options', 'nosniff');
+        reply.header('referrer-policy', 'no-referrer');
+        return payload;
+      });
       board.addHook('onRequest', boardAuth);
       await board.register(adapter.registerPlugin(), { prefix: BOARD_PATH });
     });

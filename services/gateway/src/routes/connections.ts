@@ -49,6 +49,13 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (!parsed.success)
         throw validationProblem(parsed.error, '', connectionInputSchema, CONNECTION_FIELD_HINTS);
       const tenant = callerOf(request).tenantId;
+      // Before an MCP server is contacted on the tenant's behalf (the store checks again, atomically).
+      const max = deps.config.ISLET_TENANT_MAX_CONNECTIONS;
+      if ((await deps.connections.list(tenant)).length >= max)
+        throw new HttpProblem(
+          'connection-quota-exceeded',
+          `the tenant has ${max} connections, the most it may have (ISLET_TENANT_MAX_CONNECTIONS); delete one first`,
+        );
       let input = parsed.data;
       if (input.kind === 'mcp') {
         // The server says what it offers; `tools` in the request only set per-tool policies.

@@ -90,13 +90,22 @@ describe('/queues (bull-board)', () => {
   it('opens with the cookie an admin key gets, shows every mode queue, and closes when the key goes', async () => {
     const { status, cookie } = await cookieFor(adminKey);
     expect(status).toBe(204);
-    expect(cookie).toMatch(/^islet_board=[^;]+; Path=\/queues; HttpOnly; SameSite=Strict; Max-Age=900$/);
+    expect(cookie).toMatch(
+      /^islet_board=[^;]+; Path=\/queues; HttpOnly; SameSite=Strict; Max-Age=900; Secure$/,
+    );
     const value = cookie.split(';')[0]!;
     const res = await get('/queues/api/queues', { cookie: value });
     expect(res.statusCode).toBe(200);
     const names = (res.json().queues as Array<{ name: string }>).map((q) => q.name).sort();
     expect(names).toEqual(['{runs-danger-full-access}', '{runs-read-only}', '{runs-workspace-write}']);
-    expect((await get('/queues/', { cookie: value })).statusCode).toBe(200);
+    const page = await get('/queues/', { cookie: value });
+    expect(page.statusCode).toBe(200);
+    // Never framed, nothing from elsewhere: on the page, its API and its refusals alike.
+    for (const answer of [page, res, await get('/queues/api/queues')]) {
+      expect(answer.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+      expect(answer.headers['content-security-policy']).toMatch(/^default-src 'none'; script-src 'self';/);
+      expect(answer.headers['x-frame-options']).toBe('DENY');
+    }
     // A cookie whose expiry was pushed out by hand fails its HMAC.
     const [hash, , sig] = value.slice('islet_board='.length).split('.');
     expect(
@@ -104,5 +113,31 @@ describe('/queues (bull-board)', () => {
     ).toBe(401);
     await deps.redis.del((await deps.redis.keys('islet:apikey:*')).filter((k) => k.endsWith(hash!)));
     expect((await get('/queues/api/queues', { cookie: value })).statusCode).toBe(401);
+  });
+});
+
+describe('/queues cookie on a plain-http development stack', () => {
+  it('is not Secure only when ISLET_DEV_PLAIN_HTTP says so', async () => {
+    const config = loadConfig({
+      ISLET_REDIS_URL: redis.url,
+      ISLET_SEAL_KEYS: generateSealKey(),
+      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+      ISLET_DEV_PLAIN_HTTP: 'true',
+    });
+    const devDeps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+    const dev = await buildApp(devDeps);
+    const admin = (await devDeps.tenants.createKey('acme', ['platform.admin'])).key;
+    try {
+      const res = await dev.inject({
+        method: 'POST',
+        url: '/console/board-session',
+        headers: { authorization: `Bearer ${admin}` },
+      });
+      expect(res.statusCode).toBe(204);
+      expect(String(res.headers['set-cookie'])).not.toContain('Secure');
+    } finally {
+      await dev.close();
+      await devDeps.close();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { keys, principalOf } from '@islet/core';
+import { keys } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
 import { operationIdFor } from '@islet/runs';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
@@ -13,9 +13,11 @@ import {
   runPlacementSchema,
   runtimeCapabilities,
 } from '../run-request.ts';
+import { sessionIdSchema } from '../session-id.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
+const sessionParams = z.object({ sessionId: sessionIdSchema });
 const callParams = idParams.extend({ index: z.coerce.number().int().min(0) });
 export const clientAnswerSchema = z.union([
   z.object({ result: z.unknown() }).strict(),
@@ -113,13 +115,11 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       { preHandler: auth.requireScopes('apps.use', 'sessions.read') },
       async (request) => {
         const caller = callerOf(request);
-        const { sessionId } = z.object({ sessionId: z.string().min(1).max(200) }).parse(request.params);
+        const { sessionId } = sessionParams.parse(request.params);
         const q = sessionRunsQuerySchema.safeParse(request.query);
         if (!q.success) throw validationProblem(q.error, 'query.');
         // A session is its opener's: another principal sees it empty, unless it has sessions.admin.
-        const owner = await deps.redis.get(keys.sessionOwner(caller.tenantId, sessionId));
-        if (owner !== null && owner !== principalOf(caller) && !caller.scopes.includes('sessions.admin'))
-          return { items: [], nextCursor: null };
+        if (!(await runsService.mayReadSession(caller, sessionId))) return { items: [], nextCursor: null };
         const page = await deps.runs.listSession(caller.tenantId, sessionId, q.data.cursor, q.data.limit);
         // The page's records are read concurrently (one round trip's wait, not one per run); order is kept.
         const found = await Promise.all(

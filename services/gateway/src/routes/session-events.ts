@@ -13,6 +13,8 @@ import type { StoredRun } from '@islet/runs';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { callerOf } from '../auth.ts';
+import { HttpProblem } from '../problem-reply.ts';
+import { sessionIdSchema } from '../session-id.ts';
 import { createSseSlots } from '../sse-slots.ts';
 import type { RouteContext } from './context.ts';
 import { openEventStream, takeStreamSlot } from './sse-stream.ts';
@@ -21,7 +23,7 @@ const SNAPSHOT_RUNS = 200;
 const HEARTBEAT_MS = 15_000;
 /** Slot leases are renewed at least this often (well inside SSE_LEASE_MS), as in events.ts. */
 const RENEW_MS = 10_000;
-const params = z.object({ sessionId: z.string().min(1).max(200) });
+const params = z.object({ sessionId: sessionIdSchema });
 
 export function summary(run: StoredRun) {
   return {
@@ -45,6 +47,11 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
       async (request, reply) => {
         const caller = callerOf(request);
         const { sessionId } = params.parse(request.params);
+        // Another principal's session is not there for this caller (ownership.ts).
+        if (!(await ctx.runsService.mayReadSession(caller, sessionId)))
+          throw new HttpProblem('not-found', `no session ${sessionId}`);
+        const mine = (run: StoredRun | null): run is StoredRun =>
+          run !== null && run.tenant === caller.tenantId && ctx.runsService.mayRead(caller, run);
         const index = keys.sessionRuns(caller.tenantId, sessionId);
         const slot = await takeStreamSlot(slots, caller.tenantId, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
         let renewed = Date.now();
@@ -80,8 +87,7 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           const ids: string[] = [];
           for (let i = 0; i + 1 < latest.length; i += 2) ids.unshift(latest[i]!);
           if (latest[1] !== undefined) since = latest[1];
-          for (const run of await Promise.all(ids.map((id) => deps.runs.get(id))))
-            if (run && run.tenant === caller.tenantId) send(run);
+          for (const run of await Promise.all(ids.map((id) => deps.runs.get(id)))) if (mine(run)) send(run);
           // Tells the client the snapshot is complete (an empty session sends nothing else).
           res.write('event: ready\ndata: {}\n\n');
           dirty = false;
@@ -109,7 +115,7 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
               since = fresh[i + 1]!;
             }
             const runs = await Promise.all([...check].map((id) => deps.runs.get(id)));
-            for (const run of runs) if (run && run.tenant === caller.tenantId) send(run);
+            for (const run of runs) if (mine(run)) send(run);
             if (Date.now() - lastWrite >= HEARTBEAT_MS) {
               res.write(': heartbeat\n\n');
               lastWrite = Date.now();

@@ -6,17 +6,27 @@
  * session is simply not there (404).
  */
 import { filesRoutes, skillRoutes, WorkspaceStore } from '@islet/kernel-sandbox';
-import type { FastifyPluginAsync, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import { callerOf } from '../auth.ts';
+import { checkSessionId } from '../session-id.ts';
 import { createSkillsService } from '../skills-service.ts';
 import type { RouteContext } from './context.ts';
 
 export function workspaceRoutes(ctx: RouteContext): FastifyPluginAsync {
   return async (app) => {
     const store = new WorkspaceStore({ root: ctx.deps.config.ISLET_WORKSPACE_ROOT });
-    const authenticate = ctx.auth.requireScopes('apps.use') as unknown as preHandlerHookHandler;
+    const requireKey = ctx.auth.requireScopes('apps.use');
+    // A session's files are its owner's: the first file claims a free session, as a first run does.
+    const authenticate = (async (request: FastifyRequest, reply: FastifyReply) => {
+      await requireKey(request, reply);
+      const session = (request.params as { id?: unknown }).id;
+      if (typeof session === 'string') {
+        checkSessionId(session);
+        await ctx.runsService.claimSession(callerOf(request), session);
+      }
+    }) as unknown as preHandlerHookHandler;
     const resolveTenant = (request: FastifyRequest) => callerOf(request).tenantId;
-    const skills = createSkillsService(ctx.deps, store, ctx.closing);
+    const skills = createSkillsService(ctx.deps, ctx.closing, ctx.runsService.claimSession);
     app.addHook('onClose', async () => skills.close());
     await app.register(filesRoutes({ authenticate, resolveTenant, store }));
     await app.register(

@@ -1,0 +1,68 @@
+/**
+ * Each tenant's bounded share of Redis bytes (`@islet/core` tenant-bytes-store.ts): a tenant whose
+ * retained runs hold its share has its submits refused (507, for that tenant only) until retained
+ * data expires, so one tenant cannot fill Redis for every tenant. The share is the smaller of
+ * ISLET_TENANT_STORED_MAX_BYTES and ISLET_TENANT_REDIS_SHARE of Redis's `maxmemory`.
+ *
+ * Usage is read at most once a second per tenant and replica (the check overlaps the submit's
+ * other reads); a run's output is counted when the run ends, so a tenant can pass its share by at
+ * most what its runs in flight print (its in-flight quota bounds that).
+ */
+import { redisMaxMemoryBytes } from '@islet/runs';
+import type { GatewayDeps } from './deps.ts';
+import { HttpProblem } from './problem-reply.ts';
+
+const USAGE_FRESH_MS = 1000;
+const MAXMEMORY_FRESH_MS = 60_000;
+
+export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'config' | 'redis' | 'logger'>) {
+  const { config } = deps;
+  const usage = new Map<string, { bytes: number; at: number }>();
+  let limit = { bytes: config.ISLET_TENANT_STORED_MAX_BYTES, at: 0 };
+
+  async function limitBytes(): Promise<number> {
+    if (Date.now() - limit.at < MAXMEMORY_FRESH_MS) return limit.bytes;
+    const max = await redisMaxMemoryBytes(deps.redis).catch(() => 0);
+    const share = max > 0 ? Math.floor(max * config.ISLET_TENANT_REDIS_SHARE) : Number.POSITIVE_INFINITY;
+    limit = { bytes: Math.min(config.ISLET_TENANT_STORED_MAX_BYTES, share), at: Date.now() };
+    return limit.bytes;
+  }
+
+  return {
+    /** Refuses (507) a tenant whose retained data holds its share. */
+    async check(tenant: string): Promise<void> {
+      const now = Date.now();
+      let seen = usage.get(tenant);
+      if (!seen || now - seen.at >= USAGE_FRESH_MS) {
+        if (usage.size > 10_000) usage.clear();
+        seen = { bytes: await deps.storedBytes.usage(tenant), at: now };
+        usage.set(tenant, seen);
+      }
+      const max = await limitBytes();
+      if (seen.bytes >= max)
+        throw new HttpProblem(
+          'storage-quota-exceeded',
+          `this tenant's retained runs hold ${seen.bytes} bytes, its share of storage is ${max}; new runs are refused until older ones expire (ISLET_RUN_RETENTION_SECONDS)`,
+          { usedBytes: seen.bytes, limitBytes: max },
+          { 'retry-after': '60' },
+        );
+    },
+    /** Counts bytes the tenant just stored (sent, not awaited: accounting never fails a request). */
+    charge(tenant: string, bytes: number): void {
+      const seen = usage.get(tenant);
+      if (seen) seen.bytes += bytes;
+      deps.storedBytes
+        .charge(tenant, bytes)
+        .catch((err: unknown) => deps.logger.warn({ err, tenant }, 'stored bytes not counted'));
+    },
+  };
+}
+
+export type StorageQuota = ReturnType<typeof createStorageQuota>;
+
+/** About what a new run's record holds once sealed (base64url: 4/3 of the bytes, plus the envelope). */
+export function storedSizeOf(run: { code: string; description: string; request: unknown }): number {
+  const plain =
+    Buffer.byteLength(run.code) + Buffer.byteLength(run.description) + JSON.stringify(run.request).length;
+  return Math.ceil((plain * 4) / 3) + 512;
+}

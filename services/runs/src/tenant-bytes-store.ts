@@ -1,0 +1,58 @@
+/**
+ * How many bytes of Redis a tenant's retained data holds, counted as it is written, so one tenant
+ * cannot fill Redis for all (its submits are refused past its share, the others' are not).
+ *
+ * Data expires with the retention period, silently: so the count is kept in buckets of an eighth
+ * of the retention, each expiring one retention after its own end, and a tenant's usage is the sum
+ * of the buckets that may still hold live data (nine keys, one slot, one MGET). The count errs
+ * high by at most one bucket's age: data is counted up to an eighth of the retention longer than
+ * it lives, never shorter.
+ */
+
+import { keys } from '@islet/core';
+import { LuaScript } from '@islet/core/lua-script';
+import type { Redis } from 'ioredis';
+
+const BUCKETS = 8;
+
+// KEYS[1] the bucket's counter. ARGV: bytes, seconds the counter lives.
+const CHARGE = new LuaScript(`
+redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+`);
+
+export function createTenantBytesStore(redis: Redis, options: { retentionSeconds: number }) {
+  const bucketSeconds = Math.max(1, Math.ceil(options.retentionSeconds / BUCKETS));
+  const bucketOf = (nowMs: number) => Math.floor(nowMs / 1000 / bucketSeconds);
+  return {
+    /** The keys and arguments of a charge, for a caller that sends it with other commands. */
+    chargeArgs(tenant: string, bytes: number, nowMs = Date.now()) {
+      const bucket = bucketOf(nowMs);
+      const lives = (bucket + 1) * bucketSeconds + options.retentionSeconds - Math.floor(nowMs / 1000);
+      return { keys: [keys.storedBytes(tenant, bucket)], args: [Math.ceil(bytes), lives] };
+    },
+    /** Counts `bytes` more of the tenant's retained data. */
+    async charge(tenant: string, bytes: number): Promise<void> {
+      if (bytes <= 0) return;
+      const { keys: k, args } = this.chargeArgs(tenant, bytes);
+      await CHARGE.run(redis, k, args);
+    },
+    /** The tenant's retained bytes (an upper bound, see above). */
+    async usage(tenant: string, nowMs = Date.now()): Promise<number> {
+      const last = bucketOf(nowMs);
+      const names: string[] = [];
+      for (let b = last - BUCKETS; b <= last; b++) names.push(keys.storedBytes(tenant, b));
+      const counts = await redis.mget(...names);
+      return counts.reduce((sum, c) => sum + Number(c ?? 0), 0);
+    },
+  };
+}
+
+export type TenantBytesStore = ReturnType<typeof createTenantBytesStore>;
+
+/** Redis's `maxmemory` in bytes from `INFO memory` (0: none set, or not reported). */
+export async function redisMaxMemoryBytes(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  const m = /^maxmemory:(\d+)/m.exec(info);
+  return m ? Number(m[1]) : 0;
+}
