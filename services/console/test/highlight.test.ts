@@ -14,14 +14,15 @@ const joined = (code: string, limit?: number) =>
 
 describe('tokenize', () => {
   it('splits comments, strings, numbers and keywords, and loses no character', () => {
-    const code = 'const n = 42; // answer\n/* block */ return `t ${n}` + "q\\"x" + \'s\' + obj.default + 1e-3;';
+    const code =
+      'const n = 42; // answer\n/* block */ return `t $[n]` + "q\\"x" + \'s\' + obj.default + 1e-3;';
     const { tokens, truncated } = tokenize(code);
     expect(truncated).toBe(false);
     expect(joined(code)).toBe(code);
     const of = (kind: string) => tokens.filter((t) => t.kind === kind).map((t) => t.text);
     expect(of('keyword')).toEqual(['const', 'return']);
     expect(of('comment')).toEqual(['// answer', '/* block */']);
-    expect(of('string')).toEqual(['`t ${n}`', '"q\\"x"', "'s'"]);
+    expect(of('string')).toEqual(['`t $[n]`', '"q\\"x"', "'s'"]);
     expect(of('number')).toEqual(['42', '1e-3']);
   });
 
@@ -40,7 +41,9 @@ describe('tokenize', () => {
   it('token count grows linearly with the program, never past the prefix', () => {
     // Unclosed quotes and template literals, each costing a scan to the end in a naive matcher.
     const unit = '"a `b /* \'c\n';
-    const counts = [1_000, 2_000, 4_000].map((n) => tokenize(unit.repeat(n), Number.POSITIVE_INFINITY).tokens.length);
+    const counts = [1_000, 2_000, 4_000].map(
+      (n) => tokenize(unit.repeat(n), Number.POSITIVE_INFINITY).tokens.length,
+    );
     expect(counts[1]).toBe(counts[0]! * 2);
     expect(counts[2]).toBe(counts[0]! * 4);
     const big = tokenize(unit.repeat(100_000));

@@ -34,7 +34,11 @@ export class LogBuffer {
   version = 0;
   readonly levels = new Set<string>();
 
-  constructor(readonly limits: LogBufferLimits = DEFAULT_LOG_LIMITS) {}
+  readonly limits: LogBufferLimits;
+
+  constructor(limits: LogBufferLimits = DEFAULT_LOG_LIMITS) {
+    this.limits = limits;
+  }
 
   push(level: string, text: string): void {
     this.total++;

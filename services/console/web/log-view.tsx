@@ -29,7 +29,6 @@ export function LogView(props: {
   const viewport = useRef<HTMLDivElement>(null);
   const atEnd = useRef(true);
   const rowPx = useMemo(rowHeightPx, []);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: version stands for the buffer's mutations
   const rows = useMemo(() => logRows(buf, only), [buf, only, props.version]);
   const levels = [...buf.levels];
 
@@ -72,7 +71,6 @@ export function LogView(props: {
         <div
           class="log-viewport"
           ref={viewport}
-          tabIndex={0}
           role="log"
           aria-label="Log lines"
           onScroll={(e) => {

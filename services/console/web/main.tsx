@@ -2,9 +2,11 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, problemText, session } from './api.ts';
+import { stopTenantStream, useDecisions } from './live.ts';
 import { ConnectionsPage, SettingsPage } from './pages/admin.tsx';
 import { DecisionsPage } from './pages/decisions.tsx';
 import { RunPage } from './pages/run.tsx';
+import { RunsPage } from './pages/runs.tsx';
 import { HomePage, SessionPage } from './pages/session.tsx';
 
 function useHash(): string {
@@ -82,8 +84,10 @@ function Shell() {
   const hash = useHash();
   const [, path = '', rest = ''] = /^#\/([^/]*)\/?(.*)$/.exec(hash) ?? [];
   const arg = decodeURIComponent(rest);
-  let page = <HomePage />;
-  if (path === 'sessions' && arg) page = <SessionPage id={arg} />;
+  const decisions = useDecisions();
+  const waiting = decisions.items?.length ?? 0;
+  let page = <RunsPage />;
+  if (path === 'sessions') page = arg ? <SessionPage id={arg} /> : <HomePage />;
   else if (path === 'runs' && arg) page = <RunPage id={arg} />;
   else if (path === 'decisions') page = <DecisionsPage />;
   else if (path === 'settings') page = <SettingsPage />;
@@ -101,8 +105,17 @@ function Shell() {
       <header class="top">
         <nav aria-label="Console">
           <strong class="brand">Islet</strong>
-          {link('', 'Sessions')}
-          {link('decisions', 'Decisions')}
+          {link('', 'Runs')}
+          {link('sessions', 'Sessions')}
+          <a href="#/decisions" aria-current={path === 'decisions' ? 'page' : undefined}>
+            Decisions
+            {waiting > 0 && (
+              <span class="count" data-count={waiting}>
+                {waiting}
+                <span class="sr-only"> waiting</span>
+              </span>
+            )}
+          </a>
           {link('connections', 'Connections')}
           {link('settings', 'Settings')}
           <button type="button" class="linkish" onClick={openQueues}>
@@ -116,6 +129,7 @@ function Shell() {
             class="linkish"
             onClick={() => {
               session.signOut();
+              stopTenantStream();
               location.hash = '#/';
               location.reload();
             }}
