@@ -3,8 +3,10 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, problemText, session } from './api.ts';
 import { stopTenantStream, useDecisions } from './live.ts';
-import { ConnectionsPage, SettingsPage } from './pages/admin.tsx';
+import { SettingsPage } from './pages/admin.tsx';
+import { ConnectionsPage } from './pages/connections.tsx';
 import { DecisionsPage } from './pages/decisions.tsx';
+import { KeysPage } from './pages/keys.tsx';
 import { RunPage } from './pages/run.tsx';
 import { RunsPage } from './pages/runs.tsx';
 import { HomePage, SessionPage } from './pages/session.tsx';
@@ -92,6 +94,7 @@ function Shell() {
   else if (path === 'decisions') page = <DecisionsPage />;
   else if (path === 'settings') page = <SettingsPage />;
   else if (path === 'connections') page = <ConnectionsPage />;
+  else if (path === 'keys') page = <KeysPage />;
   const link = (to: string, label: string) => (
     <a href={`#/${to}`} aria-current={path === to ? 'page' : undefined}>
       {label}
@@ -117,6 +120,7 @@ function Shell() {
             )}
           </a>
           {link('connections', 'Connections')}
+          {link('keys', 'Keys')}
           {link('settings', 'Settings')}
           <button type="button" class="linkish" onClick={openQueues}>
             Queues

@@ -28,7 +28,9 @@ const str = (v: unknown) => (typeof v === 'string' ? v : '');
 export function toRow(x: Loose): RunRow | null {
   if (typeof x.id !== 'string' || typeof x.status !== 'string') return null;
   const createdAt = Number(x.createdAt ?? 0);
-  const failure = str(x.failure) || str((x.result as Loose | undefined)?.reason);
+  // The list names a failed run's failure kind (`none` when it completed); the streams its reason.
+  const kind = str(x.kind) === 'none' ? '' : str(x.kind);
+  const failure = str(x.failure) || str((x.result as Loose | undefined)?.reason) || kind;
   return {
     id: x.id,
     status: x.status,

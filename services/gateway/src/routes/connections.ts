@@ -1,9 +1,34 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
 import { callerOf } from '../auth.ts';
 import { bindingsOf, connectionInputSchema } from '../connections.ts';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
+
+/**
+ * What `PATCH /v1/connections/:id` may change: the App's url, an `mcp` server's headers (replaced
+ * whole, sealed, never shown), and each named tool's policy or description. The name stays: it is
+ * the binding prefix programs already call.
+ */
+export const connectionPatchSchema = z
+  .object({
+    url: z.string().url().optional(),
+    headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/), z.string().max(8000)).optional(),
+    tools: z
+      .array(
+        z
+          .object({
+            name: z.string().min(1).max(100),
+            policy: z.enum(['allow', 'ask', 'deny']).optional(),
+            description: z.string().max(2000).optional(),
+          })
+          .strict(),
+      )
+      .max(200)
+      .optional(),
+  })
+  .strict();
 
 export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
@@ -47,6 +72,45 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       const c = await deps.connections.get(callerOf(request).tenantId, id);
       if (!c) throw new HttpProblem('not-found', `no connection ${id}`);
       return view(c);
+    });
+    app.patch('/v1/connections/:id', { preHandler: auth.requireScopes('apps.use') }, async (request) => {
+      const { id } = idParams.parse(request.params);
+      const parsed = connectionPatchSchema.safeParse(request.body);
+      if (!parsed.success) throw validationProblem(parsed.error);
+      const tenant = callerOf(request).tenantId;
+      const current = await deps.connections.get(tenant, id);
+      if (!current) throw new HttpProblem('not-found', `no connection ${id}`);
+      const patch = parsed.data;
+      const kind = current.kind;
+      if (patch.url !== undefined && kind === 'client')
+        throw new HttpProblem('validation', 'a client connection has no url');
+      if (patch.url !== undefined && !/^https?:/.test(patch.url))
+        throw new HttpProblem('validation', 'the url must be http(s)');
+      if (patch.headers !== undefined && kind !== 'mcp')
+        throw new HttpProblem('validation', 'headers are only for mcp connections');
+      const tools = current.tools.map((t) => ({ ...t }));
+      for (const change of patch.tools ?? []) {
+        const tool = tools.find((t) => t.name === change.name);
+        if (!tool) throw new HttpProblem('validation', `connection ${id} has no tool ${change.name}`);
+        if (change.policy) tool.policy = change.policy;
+        if (change.description !== undefined) tool.description = change.description;
+      }
+      const { sealedHeaders: kept, ...rest } = current;
+      // Headers given replace the old ones whole (an empty object clears them).
+      const sealedHeaders = patch.headers !== undefined ? ctx.mcpApps.sealHeaders(patch.headers) : kept;
+      const next = {
+        ...rest,
+        tools,
+        ...(patch.url !== undefined ? { url: patch.url } : {}),
+        ...(sealedHeaders ? { sealedHeaders } : {}),
+      };
+      if (!(await deps.connections.replace(tenant, next)))
+        throw new HttpProblem('not-found', `no connection ${id}`);
+      if (kind === 'mcp' && (patch.url !== undefined || patch.headers !== undefined)) {
+        await ctx.mcpApps.unwatch(tenant, id);
+        ctx.mcpApps.watch(tenant, next);
+      }
+      return view(next);
     });
     app.delete(
       '/v1/connections/:id',
