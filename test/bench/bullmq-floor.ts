@@ -6,8 +6,9 @@
  * the ratio shows what Islet's own journal, admission and wake-ups add to the queue's floor, which
  * no setting of Islet can go under while BullMQ carries the runs.
  */
-import { runJobOptions } from '@islet/core';
+
 import { QUEUE_PREFIX } from '@islet/protocol';
+import { runJobOptions } from '@islet/runs';
 import { startRedis } from '@islet/testkit';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';

@@ -17,7 +17,7 @@
  */
 import { createRedis, keys, type RedisConfig, sealerFromConfig } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
-import { createCallJournal, UNKNOWN_OUTCOME_REASON } from '@islet/journal';
+import { createCallJournal, UNKNOWN_OUTCOME_REASON } from '@islet/runs';
 import {
   type RedisCluster,
   type RedisServer,

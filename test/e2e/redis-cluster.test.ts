@@ -7,14 +7,16 @@
  * skills, in-flight quota and Idempotency-Key, session listing, settings, fair share, and
  * `npm start` pointed at the cluster. One Redis Cluster for the whole file.
  */
+
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRedis, createRunStore, keys, sealerFromConfig } from '@islet/core';
+import { createRedis, keys, sealerFromConfig } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { codeRunRecordSchema } from '@islet/protocol';
+import { createRunStore } from '@islet/runs';
 import { freePort, type RedisCluster, startRedisCluster } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Api, api, type Loose, readSse, sleep, startAppServer, until } from './helpers.ts';

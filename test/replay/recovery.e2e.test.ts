@@ -6,7 +6,7 @@
  */
 import { keys } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
-import { UNKNOWN_OUTCOME_REASON } from '@islet/journal';
+import { UNKNOWN_OUTCOME_REASON } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,12 +1,12 @@
 /**
  * The console's view of Islet's HTTP API. Requests go through the SDK's client
  * (services/sdk/src/client.ts) with the signed-in key; the types come from the same packages that
- * generate the OpenAPI document (protocol's record schema, journal's decision request, core's
+ * generate the OpenAPI document (protocol's record schema, the run package's decision request, core's
  * settings), imported as types only so nothing but the SDK client reaches the bundle.
  */
 import type { PlatformSettings } from '@islet/core';
-import type { DecisionRequest, DecisionState } from '@islet/journal';
 import type { CodeRunRecord, LogLineRecord } from '@islet/protocol';
+import type { DecisionRequest, DecisionState } from '@islet/runs';
 import type { Connection } from '../../gateway/src/connections.ts';
 import { createIsletClient, IsletApiError, type Problem } from '../../sdk/src/client.ts';
 

@@ -9,7 +9,7 @@
  * command spanning two slots fails with CROSSSLOT.
  *
  * - Per run, tag `{<runId>}`: the run record, its event stream, its `client` call mailboxes, its
- *   call journal (`journal:{<runId>}`, @islet/journal) and its decisions (`decisions:{<runId>}`).
+ *   call journal (`journal:{<runId>}`, @islet/runs) and its decisions (`decisions:{<runId>}`).
  *   A run's own state changes in one script (run-store's TRANSITION, the journal's and decisions'
  *   scripts), and runs spread evenly over the cluster because run ids are random.
  * - Per tenant, tag `{t:<tenant>}`: in-flight runs and skills (counted together for the quota),
@@ -31,7 +31,7 @@
  * there an admitted submit writes both halves in one script (run-store's ADMIT_AND_CREATE).
  */
 
-/** The hash tag of a tenant's keys (exported for @islet/journal's prefix-aware keys, `journalKeys`). */
+/** The hash tag of a tenant's keys (exported for @islet/runs's prefix-aware keys, `journalKeys`). */
 export const tenantTag = (tenant: string) => `{t:${tenant}}`;
 const t = (tenant: string) => `islet:tenant:${tenantTag(tenant)}`;
 
@@ -102,7 +102,7 @@ export const keys = {
 };
 
 /**
- * The keys @islet/journal keeps (it takes a prefix, default `islet:`, so tests and a second
+ * The keys @islet/runs keeps (it takes a prefix, default `islet:`, so tests and a second
  * installation can share a Redis). Same groups as above: per run `{<runId>}`, per tenant
  * `{t:<tenant>}`, one global expiry index.
  */

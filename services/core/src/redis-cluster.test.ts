@@ -1,7 +1,7 @@
 /**
- * Redis Cluster: the connection mode (seeds, auth, refusals), and the core stores (runs, tenants,
- * settings) working through a Cluster client on a real six-node cluster, and through a plain
- * client on a slot-checking node, where any MULTI, script or multi-key command spanning two hash
+ * Redis Cluster: the connection mode (seeds, auth, refusals), and the core stores (tenants,
+ * settings; the run store is tested in @islet/runs) working through a Cluster client on a real
+ * six-node cluster, and through a plain client on a slot-checking node, where any MULTI, script or multi-key command spanning two hash
  * slots fails with CROSSSLOT: a future slot-unsafe change fails here.
  */
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
@@ -19,14 +19,12 @@ import { migratedKeyName, migrateKeyLayout } from './key-migration.ts';
 import { journalKeys, keys } from './keys.ts';
 import { createRedis, isRedisCluster, type Redis, redisDurabilityProblems, redisNodes } from './redis.ts';
 import { describeRedis, redisClusterFor, redisConfigFromEnv } from './redis-connection.ts';
-import { createRunStore, type StoredRun } from './run-store.ts';
-import { generateSealKey, sealerFromConfig } from './sealer.ts';
+import { generateSealKey } from './sealer.ts';
 import { createSettingsCache } from './settings-cache.ts';
 import { createSettingsStore } from './settings-store.ts';
 import { createTenantStore } from './tenant-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
-const sealer = sealerFromConfig(base);
 
 describe('cluster configuration', () => {
   it('seeds: redis://, rediss:// and bare host:port, IPv6 in brackets; the rest is learnt from the cluster', () => {
@@ -90,27 +88,6 @@ describe('cluster configuration', () => {
 });
 
 let seq = 0;
-function newRun(tenant: string, session = 's1', createdAt = Date.now()): StoredRun {
-  const id = `run-${process.pid}-${Date.now()}-${seq++}`;
-  return {
-    id,
-    tenant,
-    session,
-    turn: 't',
-    callId: 'c',
-    status: 'Running',
-    mode: 'read-only',
-    code: 'return 1',
-    description: 'Return one',
-    request: { connections: [], bindings: [] },
-    createdAt,
-    updatedAt: createdAt,
-    attempts: 0,
-    cancelRequested: false,
-    clockMs: createdAt,
-    seed: id,
-  };
-}
 
 /** Every operation of the core stores; each asserts what it did. */
 async function exerciseCoreStores(redis: Redis, subscriber: Redis): Promise<void> {
@@ -121,71 +98,6 @@ async function exerciseCoreStores(redis: Redis, subscriber: Redis): Promise<void
   expect((await tenants.listTenants()).map((t) => t.id)).toContain(tenant);
   const key = await tenants.createKey(tenant, ['apps.use'], { principal: 'ann' });
   expect(await tenants.resolveKey(key.key)).toMatchObject({ tenantId: tenant, principal: 'ann' });
-
-  const runs = createRunStore(redis, sealer, { retentionSeconds: 60 });
-  const heard: string[] = [];
-  subscriber.on('message', (_channel: string, message: string) => heard.push(message));
-  await subscriber.subscribe('islet:session-runs');
-  const a = newRun(tenant);
-  const b = newRun(tenant);
-  await runs.create(a);
-  // Admission (session owner, quota, in-flight add) is one tenant-slot script.
-  const admission = { maxInFlight: 2, sessionTtlSeconds: 60 };
-  expect(await runs.create({ ...b, principal: 'bob' }, admission)).toBe('created');
-  expect(await runs.create({ ...newRun(tenant), principal: 'eve' }, admission)).toBe('session-taken');
-  expect(await runs.create({ ...newRun(tenant), principal: 'bob' }, admission)).toBe('over-quota');
-  expect(await runs.inFlightCount(tenant)).toBe(2);
-  // `then` (the gateway's enqueue) runs after the record is stored: on one server it is sent right
-  // behind the record's write, unawaited, and still finds the record; a refused run never gets it.
-  const followed = { ...newRun(tenant), session: 's-followed' };
-  let seen: string | null | undefined;
-  const roomy = { maxInFlight: 10, sessionTtlSeconds: 60 };
-  expect(
-    await runs.create({ ...followed, principal: 'bob' }, roomy, async () => {
-      seen = await redis.hget(keys.run(followed.id), 'id');
-    }),
-  ).toBe('created');
-  expect(seen).toBe(followed.id);
-  let called = false;
-  const refused = { maxInFlight: 1, sessionTtlSeconds: 60 };
-  expect(
-    await runs.create({ ...newRun(tenant), session: 's-followed', principal: 'bob' }, refused, async () => {
-      called = true;
-    }),
-  ).toBe('over-quota');
-  expect(called).toBe(false);
-  await runs.finish(followed, {
-    status: 'Completed',
-    result: { _tag: 'Completed', value: 1, logs: [] },
-    text: '1',
-  });
-  expect(await runs.inFlightCount(tenant)).toBe(2);
-  expect((await runs.listSession(tenant, 's1', undefined, 10)).ids.sort()).toEqual([a.id, b.id].sort());
-  expect(await runs.startAttempt(a.id)).toBe(1);
-  expect(await runs.setStatus(a, 'Waiting', { why: 'x' })).toBe(true);
-  await runs.appendEvent(a.id, 'log', { line: 'hello' });
-  await runs.requestCancel(a.id);
-  expect((await runs.get(a.id))?.cancelRequested).toBe(true);
-  // Skills share the quota with runs in one tenant-slot script: 2 runs + 1 skill = 3 = the limit.
-  expect(await runs.reserveSkill(tenant, 'skill-1', 60_000, 3)).toBe(true);
-  expect(await runs.reserveSkill(tenant, 'skill-2', 60_000, 3)).toBe(false);
-  expect(await runs.inFlightCount(tenant)).toBe(3);
-  await runs.releaseSkill(tenant, 'skill-1');
-  const end = {
-    status: 'Completed' as const,
-    result: { _tag: 'Completed' as const, value: 1, logs: [] },
-    text: '1',
-  };
-  expect(await runs.finish(a, end)).toBe(true);
-  expect(await runs.finish(a, { ...end, status: 'Cancelled' })).toBe(false);
-  expect(await runs.inFlightCount(tenant)).toBe(1);
-  expect((await runs.readEvents(a.id)).map((e) => e.type)).toEqual(['status', 'status', 'log', 'end']);
-  expect(await redis.ttl(keys.run(a.id))).toBeGreaterThan(0);
-  expect(await runs.finish(b, { ...end, status: 'Failed' })).toBe(true);
-  expect(await runs.inFlightCount(tenant)).toBe(0);
-  // The session stream's wake-up came through the subscriber (pub/sub on the same client kind).
-  await expect.poll(() => heard.filter((m) => m === keys.sessionRuns(tenant, 's1')).length).toBe(2);
-  await subscriber.unsubscribe('islet:session-runs');
 
   const store = createSettingsStore(redis);
   const cache = createSettingsCache(store, subscriber, { maxAgeMs: 60_000 });
@@ -217,7 +129,7 @@ describe('a slot-checking node (one slot owner: any cross-slot command fails wit
     await expect(redis.multi().set('{a}x', '1').set('{b}x', '1').exec()).rejects.toThrow(/CROSSSLOT/);
   });
 
-  it('run, tenant and settings stores: every operation stays in one slot', async () => {
+  it('tenant and settings stores: every operation stays in one slot', async () => {
     await exerciseCoreStores(redis, subscriber);
   });
 });
@@ -253,7 +165,7 @@ describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Clu
     expect(masters.map((m) => m.options.port).sort()).toEqual((await cluster.masters()).sort());
   });
 
-  it('run, tenant and settings stores work across the masters', async () => {
+  it('tenant and settings stores work across the masters', async () => {
     await exerciseCoreStores(redis, subscriber);
     // The keys really are spread: runs and tenants on more than one master.
     const owners = new Set<string>();

@@ -2,48 +2,34 @@
  * The engine's public contract. Every other service codes against these types; the
  * engine's implementation may change behind them. Values cross every boundary as JSON text.
  */
-import type { AppErrorName, FailureKind, LogLevel, StopCode, TimeBudget } from '@islet/protocol';
+import type {
+  AppErrorName,
+  BindingCall,
+  BindingContext,
+  BindingHandler,
+  BindingOutcome,
+  FailureKind,
+  LogLevel,
+  StopCode,
+  TimeBudget,
+} from '@islet/protocol';
 
-export type { AppErrorName, FailureKind, LogLevel, StopCode, TimeBudget };
+export type {
+  AppErrorName,
+  BindingCall,
+  BindingContext,
+  BindingHandler,
+  BindingOutcome,
+  FailureKind,
+  LogLevel,
+  StopCode,
+  TimeBudget,
+};
 
 export interface LogLine {
   level: LogLevel;
   text: string;
 }
-
-/** One binding call as the program made it. */
-export interface BindingCall {
-  /** 0-based, in the order the program started its calls. Stable across replays of the same program. */
-  index: number;
-  /** `connection.capability` for `apps.*` bindings, the bare name for flat tools. */
-  binding: string;
-  /** The arguments as lossless JSON text (`null` when the program passed none). */
-  argsJson: string;
-}
-
-/** What the host answers to a binding call. */
-export type BindingOutcome =
-  /** The call's result, as JSON text; the program receives the parsed value. */
-  | { type: 'result'; valueJson: string }
-  /** The call failed; the program receives a catchable Error with this `name`, `message` and `details`. */
-  | { type: 'error'; name: AppErrorName; message: string; details?: Record<string, unknown> }
-  /**
-   * Stop the run at this call without failing it: `suspended` (a decision is needed; the run will be
-   * replayed), `replay-mismatch` (the program diverged from its journal), `cancelled`. Calls already
-   * started still settle (the host is told), no new call is sent, and the outcome has status `stopped`.
-   */
-  | { type: 'stop'; code: StopCode; message: string };
-
-/** What the engine tells a binding handler besides the call. */
-export interface BindingContext {
-  /**
-   * Aborted when the run has ended (deadline, abort, stop, host failure, or the program finished and
-   * the engine stopped waiting) and this call's outcome can no longer be used.
-   */
-  signal: AbortSignal;
-}
-
-export type BindingHandler = (call: BindingCall, context: BindingContext) => Promise<BindingOutcome>;
 
 export interface RunLimits {
   /** Time budget in ms. Default 120000; capped at 600000. `null` = no deadline (workflows only). */

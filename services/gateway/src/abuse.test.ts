@@ -5,7 +5,7 @@
  */
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { createRunPolicyStore } from '@islet/journal';
+import { createRunPolicyStore } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

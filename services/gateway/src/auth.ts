@@ -3,10 +3,12 @@
  * `Authorization: Bearer <key>`; the key's SHA-256 finds the tenant and scopes. The runner's
  * internal channel uses `ISLET_INTERNAL_TOKEN` instead (compared in constant time).
  */
+
 import { timingSafeEqual } from 'node:crypto';
-import type { AdmissionRateCount, ApiKeyIdentity, Scope, Tenant } from '@islet/core';
+import type { ApiKeyIdentity, Scope, Tenant } from '@islet/core';
 import { keys } from '@islet/core';
 import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
+import type { AdmissionRateCount } from '@islet/runs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';

@@ -1,15 +1,20 @@
 /**
  * Serves one binding call from a runner. The order that makes "never sent twice" hold lives in
- * `@islet/journal`'s call processor (claim → policy → decision → markSent → App call → complete);
+ * `@islet/runs`'s call processor (claim → policy → decision → markSent → App call → complete);
  * this module supplies what only the gateway knows: which connection and tool a binding is, its
  * policy, and how the App is reached (`http`: POST to its URL; `client`: the call goes out on the
  * run's event stream and the caller answers, possibly through another gateway replica, via Redis).
  */
-import type { StoredRun } from '@islet/core';
-import { channels, DEFAULT_MAX_EVENTS_PER_RUN, keys } from '@islet/core';
+import { channels, keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
-import { type CallSource, createCallProcessor, decisionView } from '@islet/journal';
 import { isFinalStatus } from '@islet/protocol';
+import {
+  type CallSource,
+  createCallProcessor,
+  DEFAULT_MAX_EVENTS_PER_RUN,
+  decisionView,
+  type StoredRun,
+} from '@islet/runs';
 import { AnswerTooLargeError, postToApp } from './app-http.ts';
 import type { Connection } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';

@@ -3,10 +3,12 @@
  * calls reach the App (`http`: the gateway POSTs; `client`: the caller answers on the run's
  * event stream). Stored per tenant in one Redis hash (id → JSON).
  */
+
 import { randomBytes } from 'node:crypto';
-import { type BindingSpec, keys } from '@islet/core';
+import { keys } from '@islet/core';
 import { bindingNameProblem, validateBindingNames } from '@islet/engine';
 import { FILES_BINDING_NAMES } from '@islet/kernel-sandbox';
+import type { BindingSpec } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { CacheHub } from './read-cache.ts';

@@ -3,7 +3,6 @@ import {
   type ApiKeyIdentity,
   createMetrics,
   createRedis,
-  createRunStore,
   createSettingsCache,
   createSettingsStore,
   createTenantStore,
@@ -12,17 +11,18 @@ import {
   keys,
   type Logger,
   migrateKeyLayout,
-  type RunJobData,
   redisDurabilityProblems,
   sealerFromConfig,
 } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   createCallJournal,
   createDecisionStore,
   createRunPolicyStore,
+  createRunStore,
+  type RunJobData,
   type RunPolicyStore,
-} from '@islet/journal';
-import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+} from '@islet/runs';
 import { Queue } from 'bullmq';
 import { createConnectionStore } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';

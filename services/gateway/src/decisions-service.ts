@@ -5,7 +5,8 @@
  * A sweeper (every gateway runs one) expires unanswered decisions and repairs a resume that a
  * crash interrupted, so a paused run never waits forever.
  */
-import { keys, runJobOptions, type StoredRun } from '@islet/core';
+import { keys } from '@islet/core';
+import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
 import {
   type DecisionRecord,
   type DecisionRequest,
@@ -13,9 +14,10 @@ import {
   decisionView,
   ESCALATION_INDEX,
   expiryMessage,
+  runJobOptions,
+  type StoredRun,
   startDecisionExpiry,
-} from '@islet/journal';
-import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
+} from '@islet/runs';
 import type { Caller } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';

@@ -1,15 +1,6 @@
-import type {
-  IsletConfig,
-  Logger,
-  Metrics,
-  RunJobData,
-  RunStore,
-  Sealer,
-  SettingsStore,
-  TenantStore,
-} from '@islet/core';
-import type { CallJournal, DecisionStore, RunPolicyStore } from '@islet/journal';
+import type { IsletConfig, Logger, Metrics, Sealer, SettingsStore, TenantStore } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
+import type { CallJournal, DecisionStore, RunJobData, RunPolicyStore, RunStore } from '@islet/runs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { postToApp } from './app-http.ts';

@@ -1,5 +1,5 @@
 import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { operationIdFor } from '@islet/journal';
+import { operationIdFor } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

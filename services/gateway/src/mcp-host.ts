@@ -5,10 +5,9 @@
  * session id.
  */
 
-import type { StoredRun } from '@islet/core';
-import type { DecisionRequest } from '@islet/journal';
 import { WorkspaceStore } from '@islet/kernel-sandbox';
 import type { McpCaller, McpHost, McpRunState } from '@islet/mcp';
+import type { DecisionRequest, StoredRun } from '@islet/runs';
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from './auth.ts';
 import { declareBindings } from './code-api.ts';

@@ -1,8 +1,9 @@
 /** The OpenAPI 3.1 document served at `/openapi.json`; body schemas come from the zod schemas the routes use. */
-import { runPolicySchema } from '@islet/journal';
+
 import { MAX_LIST_LIMIT, skillRequestSchema } from '@islet/kernel-sandbox';
 import { mcpSettingsSchema } from '@islet/mcp';
 import { codeRunRecordSchema, PROBLEM_BASE, SANDBOX_MODES } from '@islet/protocol';
+import { runPolicySchema } from '@islet/runs';
 import { z } from 'zod';
 import { connectionInputSchema } from './connections.ts';
 import { decisionAnswerSchema } from './routes/decisions.ts';

@@ -2,8 +2,10 @@
 // oldest waiting job's age per mode (a mode with no runner is no longer silent), Redis memory,
 // build info, and staleness: while Redis is down the depth/age/memory series disappear from the
 // scrape (Prometheus marks them stale) instead of repeating the last value, and the scrape stays fast.
-import { createMetrics, createRedis, type Redis, type RunJobData } from '@islet/core';
+
+import { createMetrics, createRedis, type Redis } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+import type { RunJobData } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -5,8 +5,10 @@
  * last value repeated while Redis is down (and the scrape itself still succeeds, quickly: the
  * connection queues commands while disconnected, which would otherwise hang the scrape).
  */
-import { type MetricsOptions, type Redis, type RunJobData, redisNodes } from '@islet/core';
+
+import { type MetricsOptions, type Redis, redisNodes } from '@islet/core';
 import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+import type { RunJobData } from '@islet/runs';
 import type { Queue } from 'bullmq';
 
 const READ_TIMEOUT_MS = 1000;

@@ -1,8 +1,7 @@
 /** Builds the Code Mode record (`GET /v1/code-runs/:id`) from the stored run and its journal. */
-import type { StoredRun } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
-import type { JournalCallView } from '@islet/journal';
 import type { CallOutcomeRecord, CodeRunCall, CodeRunRecord } from '@islet/protocol';
+import type { JournalCallView, StoredRun } from '@islet/runs';
 
 export function outcomeRecord(outcome: BindingOutcome): CallOutcomeRecord {
   switch (outcome.type) {

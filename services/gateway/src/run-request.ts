@@ -5,8 +5,8 @@
  * declares them).
  */
 import type { IsletConfig } from '@islet/core';
-import { RUN_STYLES, type RunStyle } from '@islet/journal';
 import { parseRunCodeRequest, type RunCodeCapabilities, type RunCodeRequest } from '@islet/protocol';
+import { RUN_STYLES, type RunStyle } from '@islet/runs';
 import { z } from 'zod';
 
 export type RunCodeFields = RunCodeRequest;

@@ -4,24 +4,8 @@
  */
 
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  type AdmissionRateCount,
-  type BindingSpec,
-  keys,
-  principalOf,
-  type RunLimitsSnapshot,
-  runJobOptions,
-  type StoredRun,
-} from '@islet/core';
+import { keys, principalOf } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
-import {
-  type ApprovalMode,
-  createRunPolicyStore,
-  decisionView,
-  ESCALATION_INDEX,
-  type JournalCallView,
-  type RunStyle,
-} from '@islet/journal';
 import {
   type CodeRunRecord,
   isFinalStatus,
@@ -29,6 +13,19 @@ import {
   SANDBOX_MODES,
   type SandboxMode,
 } from '@islet/protocol';
+import {
+  type AdmissionRateCount,
+  type ApprovalMode,
+  type BindingSpec,
+  createRunPolicyStore,
+  decisionView,
+  ESCALATION_INDEX,
+  type JournalCallView,
+  type RunLimitsSnapshot,
+  type RunStyle,
+  runJobOptions,
+  type StoredRun,
+} from '@islet/runs';
 import { type Caller, rateLimitedProblem } from './auth.ts';
 import { bindingsOf } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';

@@ -7,10 +7,11 @@
  * which also checks the job's stored state after subscribing, so a job that ends before the
  * subscription is still seen. The request and the result are sealed in Redis like run records.
  */
+
 import { randomUUID } from 'node:crypto';
-import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/core';
 import type { SkillRequest, SkillResult, SkillRunContext, WorkspaceStore } from '@islet/kernel-sandbox';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
+import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
 import { QueueEvents } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
 import { callerOf } from './auth.ts';

@@ -1,3 +1,4 @@
+export * from './calls.ts';
 export * from './kinds.ts';
 export * from './problems.ts';
 export * from './queues.ts';

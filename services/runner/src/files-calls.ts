@@ -11,7 +11,6 @@
  */
 import type { Metrics } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
-import { type CallJournal, type CallSource, JournalConflictError, type LiveOutcome } from '@islet/journal';
 import {
   createFilesBinding,
   type Enforcement,
@@ -20,6 +19,7 @@ import {
   type WorkspaceStore,
 } from '@islet/kernel-sandbox';
 import type { SandboxMode } from '@islet/protocol';
+import { type CallJournal, type CallSource, JournalConflictError, type LiveOutcome } from '@islet/runs';
 
 export interface FilesCallsOptions {
   journal: CallJournal;

@@ -11,7 +11,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
-import type { LiveOutcome } from '@islet/journal';
+import type { LiveOutcome } from '@islet/runs';
 
 export interface GatewayClientOptions {
   urls: string[];

@@ -6,7 +6,6 @@ import {
   createLogger,
   createMetrics,
   createRedis,
-  createRunStore,
   createSettingsCache,
   createSettingsStore,
   loadConfig,
@@ -15,7 +14,6 @@ import {
   secretFilePaths,
 } from '@islet/core';
 import { createEngine, type Engine, type SandboxFacts } from '@islet/engine';
-import { createCallJournal } from '@islet/journal';
 import {
   hardenProcess,
   probeEnforcement,
@@ -25,6 +23,7 @@ import {
   wrapCommandForMode,
 } from '@islet/kernel-sandbox';
 import { problem, type SandboxMode } from '@islet/protocol';
+import { createCallJournal, createRunStore } from '@islet/runs';
 import { createGatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';

@@ -4,17 +4,8 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import {
-  keys,
-  type Logger,
-  type Metrics,
-  type RunStore,
-  type RunTimings,
-  type SettingsStore,
-  type StoredRun,
-} from '@islet/core';
+import { keys, type Logger, type Metrics, type SettingsStore } from '@islet/core';
 import type { Engine, SandboxFacts } from '@islet/engine';
-import { type CallJournal, createReplayingHandler } from '@islet/journal';
 import {
   FILES_BINDING_NAMES,
   isFileSandboxDenial,
@@ -22,6 +13,13 @@ import {
   type WorkspaceStore,
 } from '@islet/kernel-sandbox';
 import { type FailureKind, isFinalStatus, type SandboxMode } from '@islet/protocol';
+import {
+  type CallJournal,
+  createReplayingHandler,
+  type RunStore,
+  type RunTimings,
+  type StoredRun,
+} from '@islet/runs';
 import { createFilesCalls } from './files-calls.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { mapOutcome } from './outcome-mapping.ts';

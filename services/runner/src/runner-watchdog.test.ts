@@ -5,16 +5,10 @@
  * holds a job is left alone however long others wait. The executor is a fake: what is under test
  * is the worker's lifecycle, not the engine.
  */
-import {
-  createLogger,
-  createMetrics,
-  generateSealKey,
-  loadConfig,
-  type Metrics,
-  type RunJobData,
-  runJobOptions,
-} from '@islet/core';
+
+import { createLogger, createMetrics, generateSealKey, loadConfig, type Metrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';

@@ -16,15 +16,9 @@
  */
 
 import { hostname } from 'node:os';
-import {
-  channels,
-  createRedis,
-  type IsletConfig,
-  type Logger,
-  type Metrics,
-  type RunJobData,
-} from '@islet/core';
+import { channels, createRedis, type IsletConfig, type Logger, type Metrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
+import type { RunJobData } from '@islet/runs';
 import { DelayedError, type Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createFairShare, type FairShare } from './fair-share.ts';

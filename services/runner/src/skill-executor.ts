@@ -5,7 +5,8 @@
  * metrics as code runs, and returns the sealed result as the job's return value (the gateway that
  * queued it waits for the job and opens it).
  */
-import type { Logger, Metrics, Sealer, SkillJobPayload } from '@islet/core';
+
+import type { Logger, Metrics, Sealer } from '@islet/core';
 import {
   JAIL_UNAVAILABLE_EXIT_CODE,
   runSkill,
@@ -15,6 +16,7 @@ import {
   type WorkspaceStore,
 } from '@islet/kernel-sandbox';
 import type { SandboxMode } from '@islet/protocol';
+import type { SkillJobPayload } from '@islet/runs';
 
 export interface SkillExecutorDeps {
   sealer: Sealer;

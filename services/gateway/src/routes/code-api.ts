@@ -1,4 +1,4 @@
-import { RUN_STYLES } from '@islet/journal';
+import { RUN_STYLES } from '@islet/runs';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { callerOf } from '../auth.ts';

@@ -4,7 +4,7 @@
  * `run_code` (hold in place; elapsed time counts) — with per-rule overrides. Platform admins set
  * it; it applies to runs accepted afterwards (each run keeps the rules it was accepted with).
  */
-import { createRunPolicyStore, runPolicySchema } from '@islet/journal';
+import { createRunPolicyStore, runPolicySchema } from '@islet/runs';
 import type { FastifyPluginAsync } from 'fastify';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';

@@ -1,6 +1,6 @@
 import { keys, principalOf } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
-import { operationIdFor } from '@islet/journal';
+import { operationIdFor } from '@islet/runs';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { callerOf, rateLimitPassed } from '../auth.ts';

@@ -6,8 +6,10 @@
  * `run` event is a summary: id, status, reason (the description), times and the failure reason.
  * After the snapshot a `ready` event. Nothing to resume: a reconnecting client gets the snapshot again.
  */
-import { keys, type StoredRun } from '@islet/core';
+
+import { keys } from '@islet/core';
 import { isFinalStatus } from '@islet/protocol';
+import type { StoredRun } from '@islet/runs';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { callerOf } from '../auth.ts';

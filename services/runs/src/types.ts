@@ -3,7 +3,7 @@
  * every binding call by (run, index) before the program sees its outcome; the runner reads the
  * journal to replay a run from the top.
  */
-import type { BindingOutcome } from '@islet/engine';
+import type { BindingOutcome } from '@islet/protocol';
 
 /** Seals text at rest (AES-256-GCM in `@islet/core`); injected so the journal holds no keys. */
 export interface Sealer {

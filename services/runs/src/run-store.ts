@@ -15,10 +15,10 @@
  * - end: the run's final script, then ZREM from in-flight (sent together). Died in between: an
  *   in-flight id whose record is final; the orphan sweep drops it.
  */
+
+import { channels, isRedisCluster, journalKeys, keys, type Sealer, sendTogether } from '@islet/core';
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
-import { channels, journalKeys, keys } from './keys.ts';
-import { isRedisCluster, sendTogether } from './redis.ts';
 import {
   ADMIT_AND_CREATE,
   ADMIT_TENANT,
@@ -30,7 +30,6 @@ import {
   RESERVE_SKILL,
   TRANSITION,
 } from './run-store-scripts.ts';
-import type { Sealer } from './sealer.ts';
 
 /**
  * What a create with an admission answers: stored, or refused because the request passed the

@@ -6,7 +6,7 @@
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { fieldsOf, LuaScript } from '@islet/core/lua-script';
-import type { BindingOutcome } from '@islet/engine';
+import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { operationIdFor } from './operation-id.ts';
 import { TurnBatch } from './turn-batch.ts';

@@ -18,7 +18,7 @@
  * lower seq that never arrives means the program diverged (or a live outcome was lost): the stall
  * guard then ends the wait instead of hanging the run.
  */
-import type { BindingCall, BindingHandler, BindingOutcome } from '@islet/engine';
+import type { BindingCall, BindingHandler, BindingOutcome } from '@islet/protocol';
 import type { JournalEntry } from './types.ts';
 
 export interface LiveOutcome {

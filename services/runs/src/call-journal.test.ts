@@ -1,4 +1,4 @@
-import type { BindingOutcome } from '@islet/engine';
+import type { BindingOutcome } from '@islet/protocol';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createCallJournal, JournalConflictError } from './call-journal.ts';

@@ -25,6 +25,7 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export * from './jobs.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
   RUN_STYLES,
@@ -45,6 +46,7 @@ export {
   type RunPolicyStore,
   runPolicySchema,
 } from './run-policy-store.ts';
+export * from './run-store.ts';
 export type {
   BegunAttempt,
   CallJournal,

@@ -2,7 +2,7 @@
  * The run store's Lua scripts: each touches one hash slot (a run's `{runId}` keys or a tenant's
  * `{t:<tenant>}` keys, see keys.ts), so each is one atomic step on a Redis Cluster too.
  */
-import { countInWindowLua, LuaScript } from './lua-script.ts';
+import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
 
 /**
  * What the in-flight quota counts, as a Lua expression: runs not ended (the in-flight set) plus

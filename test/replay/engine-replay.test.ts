@@ -9,15 +9,18 @@ import {
   type Engine,
   type RunOutcome,
 } from '@islet/engine';
+import {
+  type CallJournal,
+  createCallJournal,
+  createCallProcessor,
+  createDecisionStore,
+  createReplayingHandler,
+  UNKNOWN_OUTCOME_REASON,
+} from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCallJournal } from './call-journal.ts';
-import { createCallProcessor, UNKNOWN_OUTCOME_REASON } from './call-processor.ts';
-import { createDecisionStore } from './decision-store.ts';
-import { createReplayingHandler } from './replaying-handler.ts';
-import { createTestSealer } from './test-sealer.ts';
-import type { CallJournal } from './types.ts';
+import { createTestSealer } from '../../services/runs/src/test-sealer.ts';
 
 const CLOCK = 1_792_486_800_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,13 +1,14 @@
 /**
- * The journal's stores on Redis Cluster: decisions (run slot + tenant index + global expiry index
+ * The run package's stores on Redis Cluster: the run store (records, events, in-flight and session
+ * indexes, admission, skills), decisions (run slot + tenant index + global expiry index
  * + the queue's paused set), run policies and the call journal, through a Cluster client on a real
  * six-node cluster and through a plain client on a slot-checking node (cross-slot work fails there
  * with CROSSSLOT). Also the decisions' recovery path: an index entry lost between the run-slot
  * script and the index writes is restored when the run asks again.
  */
 
-import { createRedis, journalKeys, type Redis } from '@islet/core';
-import type { BindingOutcome } from '@islet/engine';
+import { createRedis, journalKeys, keys, type Redis } from '@islet/core';
+import type { BindingOutcome } from '@islet/protocol';
 import { pausedRunsKey } from '@islet/protocol';
 import {
   type RedisCluster,
@@ -19,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCallJournal } from './call-journal.ts';
 import { createDecisionStore } from './decision-store.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
+import { createRunStore, type StoredRun } from './run-store.ts';
 import { createTestSealer } from './test-sealer.ts';
 
 const sealer = createTestSealer();
@@ -90,16 +92,114 @@ async function exerciseJournalStores(redis: Redis, prefix: string): Promise<void
   });
 }
 
+function newRun(tenant: string, session = 's1', createdAt = Date.now()): StoredRun {
+  const id = `run-${process.pid}-${Date.now()}-${seq++}`;
+  return {
+    id,
+    tenant,
+    session,
+    turn: 't',
+    callId: 'c',
+    status: 'Running',
+    mode: 'read-only',
+    code: 'return 1',
+    description: 'Return one',
+    request: { connections: [], bindings: [] },
+    createdAt,
+    updatedAt: createdAt,
+    attempts: 0,
+    cancelRequested: false,
+    clockMs: createdAt,
+    seed: id,
+  };
+}
+
+/** Every operation of the run store; each asserts what it did. */
+async function exerciseRunStore(redis: Redis, subscriber: Redis): Promise<void> {
+  const tenant = `t-${seq++}`;
+  const runs = createRunStore(redis, sealer, { retentionSeconds: 60 });
+  const heard: string[] = [];
+  subscriber.on('message', (_channel: string, message: string) => heard.push(message));
+  await subscriber.subscribe('islet:session-runs');
+  const a = newRun(tenant);
+  const b = newRun(tenant);
+  await runs.create(a);
+  // Admission (session owner, quota, in-flight add) is one tenant-slot script.
+  const admission = { maxInFlight: 2, sessionTtlSeconds: 60 };
+  expect(await runs.create({ ...b, principal: 'bob' }, admission)).toBe('created');
+  expect(await runs.create({ ...newRun(tenant), principal: 'eve' }, admission)).toBe('session-taken');
+  expect(await runs.create({ ...newRun(tenant), principal: 'bob' }, admission)).toBe('over-quota');
+  expect(await runs.inFlightCount(tenant)).toBe(2);
+  // `then` (the gateway's enqueue) runs after the record is stored: on one server it is sent right
+  // behind the record's write, unawaited, and still finds the record; a refused run never gets it.
+  const followed = { ...newRun(tenant), session: 's-followed' };
+  let seen: string | null | undefined;
+  const roomy = { maxInFlight: 10, sessionTtlSeconds: 60 };
+  expect(
+    await runs.create({ ...followed, principal: 'bob' }, roomy, async () => {
+      seen = await redis.hget(keys.run(followed.id), 'id');
+    }),
+  ).toBe('created');
+  expect(seen).toBe(followed.id);
+  let called = false;
+  const refused = { maxInFlight: 1, sessionTtlSeconds: 60 };
+  expect(
+    await runs.create({ ...newRun(tenant), session: 's-followed', principal: 'bob' }, refused, async () => {
+      called = true;
+    }),
+  ).toBe('over-quota');
+  expect(called).toBe(false);
+  await runs.finish(followed, {
+    status: 'Completed',
+    result: { _tag: 'Completed', value: 1, logs: [] },
+    text: '1',
+  });
+  expect(await runs.inFlightCount(tenant)).toBe(2);
+  expect((await runs.listSession(tenant, 's1', undefined, 10)).ids.sort()).toEqual([a.id, b.id].sort());
+  expect(await runs.startAttempt(a.id)).toBe(1);
+  expect(await runs.setStatus(a, 'Waiting', { why: 'x' })).toBe(true);
+  await runs.appendEvent(a.id, 'log', { line: 'hello' });
+  await runs.requestCancel(a.id);
+  expect((await runs.get(a.id))?.cancelRequested).toBe(true);
+  // Skills share the quota with runs in one tenant-slot script: 2 runs + 1 skill = 3 = the limit.
+  expect(await runs.reserveSkill(tenant, 'skill-1', 60_000, 3)).toBe(true);
+  expect(await runs.reserveSkill(tenant, 'skill-2', 60_000, 3)).toBe(false);
+  expect(await runs.inFlightCount(tenant)).toBe(3);
+  await runs.releaseSkill(tenant, 'skill-1');
+  const end = {
+    status: 'Completed' as const,
+    result: { _tag: 'Completed' as const, value: 1, logs: [] },
+    text: '1',
+  };
+  expect(await runs.finish(a, end)).toBe(true);
+  expect(await runs.finish(a, { ...end, status: 'Cancelled' })).toBe(false);
+  expect(await runs.inFlightCount(tenant)).toBe(1);
+  expect((await runs.readEvents(a.id)).map((e) => e.type)).toEqual(['status', 'status', 'log', 'end']);
+  expect(await redis.ttl(keys.run(a.id))).toBeGreaterThan(0);
+  expect(await runs.finish(b, { ...end, status: 'Failed' })).toBe(true);
+  expect(await runs.inFlightCount(tenant)).toBe(0);
+  // The session stream's wake-up came through the subscriber (pub/sub on the same client kind).
+  await expect.poll(() => heard.filter((m) => m === keys.sessionRuns(tenant, 's1')).length).toBe(2);
+  await subscriber.unsubscribe('islet:session-runs');
+}
+
 describe('journal stores on a slot-checking node', () => {
   let node: SlotCheckingRedis;
   let redis: Redis;
+  let subscriber: Redis;
   beforeAll(async () => {
     node = await startSlotCheckingRedis();
     redis = createRedis(node.url);
+    subscriber = createRedis(node.url);
   });
   afterAll(async () => {
     redis?.disconnect();
+    subscriber?.disconnect();
     await node?.stop();
+  });
+
+  it('the run store: every operation stays in one slot', async () => {
+    await exerciseRunStore(redis, subscriber);
   });
 
   it('decisions, run policies and the call journal stay in one slot per command (default and custom prefix)', async () => {
@@ -111,13 +211,20 @@ describe('journal stores on a slot-checking node', () => {
 describe('journal stores on a real Redis Cluster', () => {
   let cluster: RedisCluster;
   let redis: Redis;
+  let subscriber: Redis;
   beforeAll(async () => {
     cluster = await startRedisCluster();
     redis = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
+    subscriber = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
   }, 60_000);
   afterAll(async () => {
     redis?.disconnect();
+    subscriber?.disconnect();
     await cluster?.stop();
+  });
+
+  it('the run store works across the masters', async () => {
+    await exerciseRunStore(redis, subscriber);
   });
 
   it('decisions, run policies and the call journal work through the Cluster client', async () => {

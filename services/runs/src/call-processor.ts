@@ -5,8 +5,7 @@
  * answer carries the journal's `deliverySeq`, which the runner's replaying handler uses to deliver
  * outcomes in journal order. Any gateway replica may run it for any call.
  */
-import type { BindingOutcome } from '@islet/engine';
-import type { SandboxMode } from '@islet/protocol';
+import type { BindingOutcome, SandboxMode } from '@islet/protocol';
 import { JournalConflictError } from './call-journal.ts';
 import type { DecisionStore } from './decision-store.ts';
 import type { ApprovalMode, DecisionRecord } from './decision-types.ts';
