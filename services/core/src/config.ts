@@ -120,6 +120,13 @@ export const configSchema = z.object({
   // runner
   /** Jobs one runner process executes at once (one sandbox slot each). */
   ISLET_RUNNER_CONCURRENCY: int(4, 1),
+  /**
+   * Log text a run sends live on its event stream (`log` events) at most, bytes; past it one
+   * `log` event says `truncated` (the end record keeps what the output cap kept).
+   */
+  ISLET_LIVE_LOG_MAX_BYTES: int(1024 * 1024, 0),
+  /** How long printed lines gather before they go out as one `log` event, ms. */
+  ISLET_LIVE_LOG_FLUSH_MS: int(250, 10),
   /** Sandbox modes this runner serves; one BullMQ worker per mode. */
   ISLET_RUNNER_MODES: list('read-only').pipe(z.array(z.enum(SANDBOX_MODES)).min(1)),
   /** Gateways the runner sends binding calls to (any replica serves any call). */

@@ -69,6 +69,25 @@ export const keys = {
   tenants: () => 'islet:tenants',
   connections: (tenant: string) => `${t(tenant)}:connections`,
   apiKey: (hash: string) => `islet:apikey:${hash}`,
+  /**
+   * HASH key id → the key's listing (tenant-store.ts: prefix, scopes, principal, times, the SHA-256
+   * of its secret and of a rotated one in its grace period; never a secret).
+   */
+  tenantApiKeys: (tenant: string) => `${t(tenant)}:apikeys`,
+  /** ZSET run id → createdAt ms: the tenant's runs and skills, what `GET /v1/runs` lists (run-index.ts). */
+  indexRuns: (tenant: string) => `${t(tenant)}:index:runs`,
+  /** HASH run id → the run's summary JSON (no code, no logs; description sealed). */
+  indexRunSummaries: (tenant: string) => `${t(tenant)}:index:summaries`,
+  /** ZSET run id → ended ms: the order runs leave the index once their records expired. */
+  indexRunsEnded: (tenant: string) => `${t(tenant)}:index:ended`,
+  /** ZSET session → last activity ms (a run created or ended in it). */
+  indexSessions: (tenant: string) => `${t(tenant)}:index:sessions`,
+  /** HASH `<session>\n<field>` → total, a count per final status, principal, created. */
+  indexSessionStats: (tenant: string) => `${t(tenant)}:index:session-stats`,
+  /** HASH of a tenant's usage on one UTC day (`YYYY-MM-DD`): counters added at each run's end. */
+  usageDay: (tenant: string, day: string) => `${t(tenant)}:usage:${day}`,
+  /** HASH key id → when the key last authenticated, ms (written at most once a minute per replica). */
+  tenantApiKeysUsed: (tenant: string) => `${t(tenant)}:apikeys:used`,
   settings: () => 'islet:settings',
   /** Held by the one gateway that runs the orphan sweep this interval (see the gateway's orphan-sweeper.ts). */
   orphanSweepLock: () => 'islet:lock:orphan-sweep',
@@ -134,4 +153,9 @@ export const channels = {
   sessionRuns: 'islet:session-runs',
   /** Platform settings changed. */
   settings: 'islet:settings-changed',
+  /**
+   * `<kind>:<key>`: every gateway drops the key from its read cache of that kind (the gateway's
+   * read-cache.ts); `key-revoked:<sha256>` also ends the key's open event streams.
+   */
+  gatewayCache: 'islet:gateway-cache',
 };

@@ -330,6 +330,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         maxConcurrentCalls: positiveInt(opts.limits?.maxConcurrentCalls, DEFAULT_MAX_CONCURRENT_CALLS),
         watchdogGraceMs,
         signal: opts.signal,
+        onLog: opts.onLog,
         readResident: () => host.residentBytes(readResident),
       });
       const { outcome, hostReusable } = await run.execute();

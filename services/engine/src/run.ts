@@ -39,6 +39,8 @@ export interface RunParams {
   maxConcurrentCalls: number;
   watchdogGraceMs: number;
   signal: AbortSignal | undefined;
+  /** Live log lines (ExecuteOptions.onLog). */
+  onLog?: ((lines: LogLine[]) => void) | undefined;
   /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
   readResident: () => number | undefined;
 }
@@ -194,6 +196,18 @@ export class Run {
   }
 
   private onLogs(lines: [LogLine['level'], string][]): void {
+    const from = this.logs.length;
+    this.keepLogs(lines);
+    if (this.p.onLog && this.logs.length > from) {
+      try {
+        this.p.onLog(this.logs.slice(from));
+      } catch {
+        // A live-log listener's failure must not touch the run.
+      }
+    }
+  }
+
+  private keepLogs(lines: [LogLine['level'], string][]): void {
     for (const [level, text] of lines) {
       if (this.truncated) return;
       const bytes = Buffer.byteLength(text, 'utf8');

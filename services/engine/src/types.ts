@@ -78,6 +78,11 @@ export interface ExecuteOptions {
   /** Aborting ends the run with kind `abort`; output printed so far is kept. */
   signal?: AbortSignal;
   /**
+   * Receives log lines as the program prints them (what the outcome keeps, already cut to the
+   * output cap), in batches as they arrive from the sandbox host. Must not throw; it is not awaited.
+   */
+  onLog?: (lines: LogLine[]) => void;
+  /**
    * Sandbox host processes are never shared between partitions (tenants). Default `default`.
    */
   partition?: string;

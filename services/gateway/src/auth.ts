@@ -6,16 +6,22 @@
 
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiKeyIdentity, Scope, Tenant } from '@islet/core';
-import { keys } from '@islet/core';
+import { hashApiKey, keys } from '@islet/core';
 import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
 import type { AdmissionRateCount } from '@islet/runs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
+import { createKeyWatch } from './key-watch.ts';
 import { HttpProblem } from './problem-reply.ts';
 
 export interface Caller extends ApiKeyIdentity {
   tenant: Tenant;
+  /** The SHA-256 of the key the request came with (what key-watch.ts watches); absent for internal callers. */
+  keyHash?: string;
 }
+
+/** A key's last use is written at most this often per key and replica, ms. */
+const LAST_USED_EVERY_MS = 60_000;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -57,6 +63,19 @@ const COUNT_IN_WINDOW = new LuaScript(`${countInWindowLua('KEYS[1]', 'n')}return
 export function createAuth(deps: GatewayDeps) {
   const { tenants, redis, config, caches } = deps;
   const countInWindow = async (key: string) => Number(await COUNT_IN_WINDOW.run(redis, [key], []));
+
+  const keyWatch = createKeyWatch((hash) => tenants.resolveKeyHash(hash), caches);
+  // Key id → when this replica last wrote its last use: a key's traffic costs one write a minute.
+  const lastUsedWritten = new Map<string, number>();
+  function touch(identity: ApiKeyIdentity, log: FastifyRequest['log']) {
+    const now = Date.now();
+    if (now - (lastUsedWritten.get(identity.keyId) ?? 0) < LAST_USED_EVERY_MS) return;
+    if (lastUsedWritten.size >= 100_000) lastUsedWritten.clear();
+    lastUsedWritten.set(identity.keyId, now);
+    tenants
+      .touchKey(identity.tenantId, identity.keyId, now)
+      .catch((err: unknown) => log.warn({ err }, "a key's last use could not be recorded"));
+  }
 
   const limitOf = (tenant: Tenant) => tenant.rateLimitPerMinute ?? config.ISLET_RATE_LIMIT_PER_MINUTE;
 
@@ -189,7 +208,8 @@ export function createAuth(deps: GatewayDeps) {
       await refuseIfFailingTooOften(request);
       const key = bearer(request);
       if (!key) return authFailed(request, 'send Authorization: Bearer <api key>');
-      const identity = await tenants.resolveKey(key);
+      const keyHash = hashApiKey(key);
+      const identity = await tenants.resolveKeyHash(keyHash);
       if (!identity) return authFailed(request, 'unknown API key');
       const tenant = await tenants.getTenant(identity.tenantId);
       if (!tenant) throw new HttpProblem('unauthorized', "the key's tenant no longer exists");
@@ -216,7 +236,8 @@ export function createAuth(deps: GatewayDeps) {
       } else {
         await rateLimit(tenant);
       }
-      request.caller = { ...identity, tenant };
+      touch(identity, request.log);
+      request.caller = { ...identity, tenant, keyHash };
     };
   }
 
@@ -231,7 +252,7 @@ export function createAuth(deps: GatewayDeps) {
     return authFailed(request, 'internal token required');
   }
 
-  return { requireScopes, requireScopesOverlappingRateLimit, requireInternal, countIfUncounted };
+  return { requireScopes, requireScopesOverlappingRateLimit, requireInternal, countIfUncounted, keyWatch };
 }
 
 export type Auth = ReturnType<typeof createAuth>;

@@ -9,6 +9,7 @@ import {
   hashApiKey,
   type IsletConfig,
   keys,
+  keyUsable,
   type Logger,
   migrateKeyLayout,
   redisDurabilityProblems,
@@ -18,6 +19,7 @@ import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@is
 import {
   createCallJournal,
   createDecisionStore,
+  createRunIndex,
   createRunPolicyStore,
   createRunStore,
   type RunJobData,
@@ -72,12 +74,21 @@ export async function createGatewayDeps(
   const tenantStore = createTenantStore(redis);
   // Every authenticated request resolves its key and reads its tenant: both cached (read-cache.ts).
   // Keyed by the key's hash (what Redis holds), so neither the cache nor its channel carries a key.
-  // There is no revoke route yet: a key deleted in Redis by hand stops working within the cache's
-  // 5 s, or at once with `PUBLISH islet:gateway-cache api-key:<sha256>`.
+  // A revoke or rotation drops the hashes it changed here and on every replica before it answers
+  // (the store announces them; `key-revoked` ends the key's open event streams: key-watch.ts).
+  // The expiry is checked on every read, cached or not.
   const identities = caches.cache('api-key', async (hash) => {
     const raw = await redis.get(keys.apiKey(hash));
     return raw ? (JSON.parse(raw) as ApiKeyIdentity) : null;
   });
+  const usable = async (hash: string) => {
+    const identity = await identities.get(hash);
+    return keyUsable(identity) ? identity : null;
+  };
+  // The store announces the change to every replica; this one drops its entries before answering.
+  const dropHere = async (hashes: string[]) => {
+    for (const hash of hashes) await identities.invalidate(hash);
+  };
   const tenantsById = caches.cache('tenant', (id) => tenantStore.getTenant(id));
   // Read on every submit; written only through the admin route, which drops it everywhere.
   const policyStore = createRunPolicyStore(redis);
@@ -97,9 +108,21 @@ export async function createGatewayDeps(
     sealer,
     blockingRedis: () => redis.duplicate(),
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     tenants: {
       ...tenantStore,
-      resolveKey: (key) => identities.get(hashApiKey(key)),
+      resolveKey: (key) => usable(hashApiKey(key)),
+      resolveKeyHash: usable,
+      async revokeKey(tenantId, keyId) {
+        const hashes = await tenantStore.revokeKey(tenantId, keyId);
+        if (hashes) await dropHere(hashes);
+        return hashes;
+      },
+      async rotateKey(tenantId, keyId, graceSeconds) {
+        const rotated = await tenantStore.rotateKey(tenantId, keyId, graceSeconds);
+        if (rotated) await dropHere(rotated.dropped);
+        return rotated;
+      },
       getTenant: (id) => tenantsById.get(id),
     },
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).

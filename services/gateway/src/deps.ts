@@ -1,6 +1,6 @@
 import type { IsletConfig, Logger, Metrics, Sealer, SettingsStore, TenantStore } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
-import type { CallJournal, DecisionStore, RunJobData, RunPolicyStore, RunStore } from '@islet/runs';
+import type { CallJournal, DecisionStore, RunIndex, RunJobData, RunPolicyStore, RunStore } from '@islet/runs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { postToApp } from './app-http.ts';
@@ -15,6 +15,8 @@ export interface GatewayDeps {
   /** A connection only for blocking reads (BLPOP of client-call answers); duplicated per wait. */
   blockingRedis: () => Redis;
   runs: RunStore;
+  /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
+  runIndex: RunIndex;
   tenants: TenantStore;
   settings: SettingsStore;
   connections: ConnectionStore;

@@ -6,10 +6,11 @@
  * subscriber is not ready (messages may have been missed) and no entry is older than `maxAgeMs`.
  * Misses (null) are not cached: a key or connection created on another replica is seen at once.
  */
+import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
 
 /** One channel for every cache of every gateway replica. */
-export const CACHE_CHANNEL = 'islet:gateway-cache';
+export const CACHE_CHANNEL = channels.gatewayCache;
 
 export interface ReadCache<T> {
   get(key: string): Promise<T | null>;

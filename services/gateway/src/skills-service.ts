@@ -9,6 +9,7 @@
  */
 
 import { randomUUID } from 'node:crypto';
+import { principalOf } from '@islet/core';
 import type { SkillRequest, SkillResult, SkillRunContext, WorkspaceStore } from '@islet/kernel-sandbox';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
@@ -88,9 +89,30 @@ export function createSkillsService(deps: GatewayDeps, store: WorkspaceStore, cl
         { limit },
         { 'retry-after': '1' },
       );
+    const caller = callerOf(request);
+    let result: SkillResult | undefined;
     try {
-      return await enqueueAndWait(id, skill, context, sessionId, ttlMs);
+      // Listed with the tenant's runs (style `skill`); a skill has no record, its summary is all.
+      await deps.runIndex.skillStarted(context.tenant, {
+        id,
+        description: `${skill.language} skill`,
+        sessionId: typeof sessionId === 'string' ? sessionId : '',
+        principal: principalOf(caller),
+        mode: context.mode,
+        createdAt: Date.now(),
+      });
+      result = await enqueueAndWait(id, skill, context, sessionId, ttlMs);
+      return result;
     } finally {
+      await deps.runIndex
+        .skillEnded(context.tenant, id, {
+          status: result?.success ? 'Completed' : 'Failed',
+          kind: result === undefined ? 'sandbox-unavailable' : result.success ? 'none' : 'exception',
+          usage: {
+            outputBytes: result ? Buffer.byteLength(result.output) + Buffer.byteLength(result.error) : 0,
+          },
+        })
+        .catch((err: unknown) => request.log.warn({ err }, 'a skill end could not be indexed'));
       await deps.runs.releaseSkill(context.tenant, id).catch(() => undefined);
     }
   }

@@ -39,6 +39,7 @@ export {
   type ReplayingHandler,
   type ReplayingHandlerOptions,
 } from './replaying-handler.ts';
+export * from './run-index.ts';
 export {
   createRunPolicyStore,
   type EffectiveRunPolicy,

@@ -33,6 +33,42 @@ describe('islet admin (direct on Redis)', () => {
       await server.stop();
     }
   });
+  it('lists, rotates and revokes keys; a revoked key no longer resolves', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const writes: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s) => {
+      writes.push(String(s));
+      return true;
+    });
+    const redis = createRedis(server.url);
+    try {
+      const env = { ISLET_REDIS_URL: server.url };
+      await runCli(['admin', 'create-tenant', '--name', 'Acme', '--id', 'acme'], env);
+      await runCli(['admin', 'create-key', '--tenant', 'acme', '--expires-at', '2999-01-01T00:00:00Z'], env);
+      const made = JSON.parse(writes.at(-1)!) as { key: string; keyId: string; expiresAt: number };
+      expect(made.expiresAt).toBe(Date.parse('2999-01-01T00:00:00Z'));
+      expect(await runCli(['admin', 'list-keys', '--tenant', 'acme'], env)).toBe(0);
+      expect(JSON.parse(writes.at(-1)!).items).toMatchObject([
+        { id: made.keyId, prefix: made.key.slice(0, 12) },
+      ]);
+      expect(writes.at(-1)).not.toContain(made.key);
+      const args = ['--tenant', 'acme', '--key-id', made.keyId];
+      expect(await runCli(['admin', 'rotate-key', ...args, '--grace-seconds', '60'], env)).toBe(0);
+      const rotated = JSON.parse(writes.at(-1)!) as { key: string; previousExpiresAt: number };
+      expect(writes.at(-1)).not.toContain('dropped');
+      const store = createTenantStore(redis);
+      expect(await store.resolveKey(made.key)).not.toBeNull();
+      expect(await store.resolveKey(rotated.key)).toMatchObject({ keyId: made.keyId });
+      expect(await runCli(['admin', 'revoke-key', ...args], env)).toBe(0);
+      expect(await store.resolveKey(made.key)).toBeNull();
+      expect(await store.resolveKey(rotated.key)).toBeNull();
+      await expect(runCli(['admin', 'revoke-key', ...args], env)).rejects.toThrow(/has no key/);
+    } finally {
+      spy.mockRestore();
+      redis.disconnect();
+      await server.stop();
+    }
+  });
   it('the client turns problem+json into IsletApiError', async () => {
     const fake = (async () =>
       new Response(

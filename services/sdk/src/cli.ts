@@ -28,12 +28,18 @@ export const OPTIONS = {
   style: { type: 'string' },
   principal: { type: 'string' },
   'timeout-ms': { type: 'string' },
+  'key-id': { type: 'string' },
+  'grace-seconds': { type: 'string', default: '0' },
+  'expires-at': { type: 'string' },
   wait: { type: 'string', default: '30' },
 } as const;
 
 export const USAGE = `usage:
   islet admin create-tenant --name <name> [--id <id>] [--rate-limit <per-minute>] [--max-in-flight <n>]
-  islet admin create-key --tenant <id> [--scopes <a,b>] [--principal <who>]
+  islet admin create-key --tenant <id> [--scopes <a,b>] [--principal <who>] [--expires-at <iso>]
+  islet admin list-keys --tenant <id>
+  islet admin revoke-key --tenant <id> --key-id <key-…>
+  islet admin rotate-key --tenant <id> --key-id <key-…> [--grace-seconds <n>]
   islet run --code <js> [--description <text>] [--style run_code|code-mode] [--session <id>]
             [--timeout-ms <ms>] [--wait <seconds>]
   islet --help
@@ -47,6 +53,9 @@ flags:
   --scopes <a,b>           scopes of the key, from: ${SCOPES.join(', ')}
                            (default: apps.use,sessions.read,decisions)
   --principal <who>        who the key belongs to; sessions belong to principals (default: the key)
+  --expires-at <iso>       when the key stops working, ISO 8601 (create-key; default: never)
+  --key-id <id>            the key to revoke or rotate (its id, as list-keys shows)
+  --grace-seconds <n>      how long a rotated key's old secret keeps working (rotate-key; default 0)
   --code <js>              the program: the body of an async function (run)
   --description <text>     five to ten words saying what it does (run)
   --style <style>          run_code or code-mode (run; default: the tenant's run policy)
@@ -104,15 +113,57 @@ export async function runCli(
     const scopes = values.scopes.split(',').map((s) => s.trim());
     const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
     if (bad.length) throw new Error(`unknown scopes: ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
+    const expiresAt = values['expires-at'] ? Date.parse(values['expires-at']) : undefined;
+    if (Number.isNaN(expiresAt)) throw new Error('--expires-at must be an ISO 8601 date-time');
     if (redisUrl) {
       const redis = createRedis(redisConfigFromEnv({ ...env, ISLET_REDIS_URL: redisUrl }));
       try {
-        const options = values.principal ? { principal: values.principal } : {};
+        const options = {
+          ...(values.principal ? { principal: values.principal } : {}),
+          ...(expiresAt !== undefined ? { expiresAt } : {}),
+        };
         out(await createTenantStore(redis).createKey(values.tenant, scopes as Scope[], options));
       } finally {
         redis.disconnect();
       }
-    } else out(await client().createKey(values.tenant, scopes, values.principal));
+    } else out(await client().createKey(values.tenant, scopes, values.principal, expiresAt));
+    return 0;
+  }
+  if (
+    group === 'admin' &&
+    (command === 'list-keys' || command === 'revoke-key' || command === 'rotate-key')
+  ) {
+    const tenant = values.tenant;
+    const keyId = values['key-id'];
+    if (!tenant) throw new Error('--tenant is required');
+    if (command !== 'list-keys' && !keyId) throw new Error('--key-id is required');
+    const grace = Number(values['grace-seconds']);
+    if (!Number.isInteger(grace) || grace < 0) throw new Error('--grace-seconds must be a whole number ≥ 0');
+    const api = redisUrl ? undefined : client();
+    const redis = redisUrl
+      ? createRedis(redisConfigFromEnv({ ...env, ISLET_REDIS_URL: redisUrl }))
+      : undefined;
+    try {
+      const store = redis && createTenantStore(redis);
+      if (command === 'list-keys')
+        out(store ? { items: await store.listKeys(tenant) } : await api?.listKeys(tenant));
+      else if (command === 'revoke-key') {
+        const found = store
+          ? (await store.revokeKey(tenant, keyId ?? '')) !== null
+          : await api?.revokeKey(tenant, keyId ?? '');
+        if (!found) throw new Error(`tenant ${tenant} has no key ${keyId}`);
+        out({ revoked: keyId });
+      } else {
+        const rotated = store
+          ? await store.rotateKey(tenant, keyId ?? '', grace)
+          : await api?.rotateKey(tenant, keyId ?? '', grace);
+        if (!rotated) throw new Error(`tenant ${tenant} has no key ${keyId}`);
+        const { dropped: _dropped, ...shown } = rotated as typeof rotated & { dropped?: unknown };
+        out(shown);
+      }
+    } finally {
+      redis?.disconnect();
+    }
     return 0;
   }
   if (group === 'run') {

@@ -95,13 +95,46 @@ export function createIsletClient(options: { url: string; key: string; fetch?: t
       ),
     createTenant: (t: { id?: string; name: string; rateLimitPerMinute?: number; maxInFlightRuns?: number }) =>
       call<{ id: string; name: string }>('POST', '/v1/admin/tenants', t),
-    createKey: (tenantId: string, scopes: string[], principal?: string) =>
+    createKey: (tenantId: string, scopes: string[], principal?: string, expiresAt?: number) =>
       call<{ key: string; keyId: string; principal: string; tenantId: string; scopes: string[] }>(
         'POST',
         `/v1/admin/tenants/${encodeURIComponent(tenantId)}/keys`,
-        principal ? { scopes, principal } : { scopes },
+        { scopes, ...(principal ? { principal } : {}), ...(expiresAt !== undefined ? { expiresAt } : {}) },
+      ),
+    listKeys: (tenantId: string) =>
+      call<{ items: ApiKeyListing[] }>('GET', `/v1/admin/tenants/${encodeURIComponent(tenantId)}/keys`),
+    /** True when revoked, false when the tenant has no such key. */
+    revokeKey: async (tenantId: string, keyId: string) => {
+      try {
+        await call<unknown>(
+          'DELETE',
+          `/v1/admin/tenants/${encodeURIComponent(tenantId)}/keys/${encodeURIComponent(keyId)}`,
+        );
+        return true;
+      } catch (err) {
+        if (err instanceof IsletApiError && err.problem.status === 404) return false;
+        throw err;
+      }
+    },
+    rotateKey: (tenantId: string, keyId: string, graceSeconds: number) =>
+      call<{ key: string; keyId: string; previousExpiresAt?: number }>(
+        'POST',
+        `/v1/admin/tenants/${encodeURIComponent(tenantId)}/keys/${encodeURIComponent(keyId)}/rotate`,
+        { graceSeconds },
       ),
   };
+}
+
+/** A key as `GET /v1/admin/tenants/{id}/keys` lists it (never its secret); times in ms. */
+export interface ApiKeyListing {
+  id: string;
+  prefix: string;
+  scopes: string[];
+  principal: string;
+  created: number;
+  lastUsed: number | null;
+  expiresAt: number | null;
+  previousExpiresAt?: number;
 }
 
 export type IsletClient = ReturnType<typeof createIsletClient>;

@@ -11,7 +11,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { type ApiKeyIdentity, hashApiKey, keys } from '@islet/core';
+import { hashApiKey } from '@islet/core';
 import { problem } from '@islet/protocol';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { sendProblem } from '../problem-reply.ts';
@@ -37,9 +37,9 @@ export function boardRoutes(ctx: RouteContext): FastifyPluginAsync {
       .digest('base64url');
 
   async function adminKeyHash(hash: string): Promise<boolean> {
-    const raw = await deps.redis.get(keys.apiKey(hash));
-    if (!raw) return false;
-    const identity = JSON.parse(raw) as ApiKeyIdentity;
+    // Expired, revoked or rotated-away keys resolve to nothing (a revoke drops every replica's cache).
+    const identity = await deps.tenants.resolveKeyHash(hash);
+    if (!identity) return false;
     return (
       identity.scopes.includes('platform.admin') && Boolean(await deps.tenants.getTenant(identity.tenantId))
     );

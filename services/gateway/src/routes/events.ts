@@ -35,7 +35,10 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           throw new HttpProblem('validation', 'Last-Event-ID must be an event id from this stream');
         const slot = await takeStreamSlot(slots, caller.tenantId, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
 
-        const { res, signal, abort } = openEventStream(reply, ctx.closing);
+        const { res, signal, abort } = openEventStream(reply, ctx.closing, {
+          caller,
+          keyWatch: auth.keyWatch,
+        });
         let last = resume;
         let lastWrite = Date.now();
         let renewed = Date.now();

@@ -14,6 +14,7 @@ import { healthRoutes } from './health.ts';
 import { internalRoutes } from './internal.ts';
 import { mcpRoutes } from './mcp.ts';
 import { metricsRoutes } from './metrics.ts';
+import { runListRoutes } from './run-lists.ts';
 import { runPolicyRoutes } from './run-policy.ts';
 import { runsRoutes } from './runs.ts';
 import { settingsRoutes } from './settings.ts';
@@ -23,6 +24,7 @@ export const ROUTE_GROUPS = [
   healthRoutes,
   metricsRoutes,
   runsRoutes,
+  runListRoutes,
   eventsRoutes,
   connectionsRoutes,
   codeApiRoutes,

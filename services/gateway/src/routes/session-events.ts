@@ -48,7 +48,10 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const index = keys.sessionRuns(caller.tenantId, sessionId);
         const slot = await takeStreamSlot(slots, caller.tenantId, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
         let renewed = Date.now();
-        const { res, signal, abort } = openEventStream(reply, ctx.closing);
+        const { res, signal, abort } = openEventStream(reply, ctx.closing, {
+          caller,
+          keyWatch: auth.keyWatch,
+        });
         let wake: () => void = () => {};
         let dirty = true;
         const poke = () => {

@@ -1,10 +1,12 @@
 /**
  * What every Server-Sent Events route does before its own loop: take one of the tenant's stream
  * slots (429 with Retry-After when the tenant has ISLET_SSE_STREAMS_PER_TENANT open), hijack the
- * reply, write the event-stream head, and give a signal that aborts when the client goes or the
- * gateway closes.
+ * reply, write the event-stream head, and give a signal that aborts when the client goes, the
+ * gateway closes, or the caller's key stops working (revoked, rotated away, expired: key-watch.ts).
  */
 import type { FastifyReply } from 'fastify';
+import type { Caller } from '../auth.ts';
+import type { KeyWatch } from '../key-watch.ts';
 import { HttpProblem } from '../problem-reply.ts';
 import type { createSseSlots, SseSlot } from '../sse-slots.ts';
 
@@ -26,7 +28,11 @@ export async function takeStreamSlot(
   );
 }
 
-export function openEventStream(reply: FastifyReply, closing: AbortSignal) {
+export function openEventStream(
+  reply: FastifyReply,
+  closing: AbortSignal,
+  key?: { caller: Caller; keyWatch: KeyWatch },
+) {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -39,5 +45,14 @@ export function openEventStream(reply: FastifyReply, closing: AbortSignal) {
   const abort = () => ac.abort();
   res.once('close', abort);
   closing.addEventListener('abort', abort, { once: true });
+  const hash = key?.caller.keyHash;
+  if (hash && key) {
+    const unwatch = key.keyWatch.watch(hash, () => {
+      // The client must not take the end for a network break and reconnect with a dead key.
+      if (!res.writableEnded) res.write('event: key-revoked\ndata: {}\n\n');
+      abort();
+    });
+    ac.signal.addEventListener('abort', unwatch, { once: true });
+  }
   return { res, signal: ac.signal, abort };
 }

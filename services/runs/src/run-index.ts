@@ -1,0 +1,346 @@
+/**
+ * The tenant's index of runs and sessions, what `GET /v1/runs` and `GET /v1/sessions` list from.
+ * Written by the run store in the same script calls that create and end a run (its tenant half,
+ * run-index-scripts.ts), so it never lags the records; every key is in the tenant's `{t:<tenant>}`
+ * slot. A summary holds what a list shows and filters on — no code, no logs; the description is
+ * sealed like the record's — so a page costs one script call and no record read, except for the
+ * live status of runs not yet ended (their records change without the tenant's slot).
+ *
+ * Retention: an ended run's summary leaves the index once its record has expired
+ * (ISLET_RUN_RETENTION_SECONDS after its end), a few at a time by each later create.
+ */
+
+import { keys, type Sealer } from '@islet/core';
+import { isFinalStatus, type RunStatus } from '@islet/protocol';
+import type { Redis } from 'ioredis';
+import { FINISH_TENANT, INDEX_CREATE, LIST_RUNS, LIST_SESSIONS } from './run-index-scripts.ts';
+
+export type RunListStyle = 'run_code' | 'code-mode' | 'skill';
+
+/** A run as the index keeps it (JSON in the summaries hash; `description` sealed there). */
+export interface RunSummary {
+  id: string;
+  status: RunStatus;
+  description: string;
+  sessionId: string;
+  principal?: string;
+  style: RunListStyle;
+  mode: string;
+  createdAt: number;
+  /** When it ended (absent while it runs). */
+  endedAt?: number;
+  /** The run_code failure kind of an ended run (`none` when it completed). */
+  kind?: string;
+}
+
+export interface SessionSummary {
+  sessionId: string;
+  principal?: string;
+  createdAt: number;
+  lastActivity: number;
+  /** `active`: not yet ended; the rest by final status. Runs past retention are not counted. */
+  runs: { total: number; active: number; Completed: number; Failed: number; Cancelled: number };
+}
+
+export interface RunListQuery {
+  limit: number;
+  cursor?: string;
+  statuses?: RunStatus[];
+  sessionId?: string;
+  principal?: string;
+  /** createdAt ≥ since, ms */
+  since?: number;
+  /** createdAt < until, ms */
+  until?: number;
+  /** Substring of the description (case-insensitive). */
+  q?: string;
+  style?: RunListStyle;
+}
+
+/** The keys of a tenant's index (all in its slot). */
+export function runIndexKeys(tenant: string) {
+  return {
+    runs: keys.indexRuns(tenant),
+    summaries: keys.indexRunSummaries(tenant),
+    ended: keys.indexRunsEnded(tenant),
+    sessions: keys.indexSessions(tenant),
+    sessionStats: keys.indexSessionStats(tenant),
+  };
+}
+
+/** Usage counters are kept this long (a day's hash expires this long after its last write). */
+export const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
+
+/** The UTC day (`YYYY-MM-DD`) a time falls on: the usage hash a run's end counts in. */
+export function usageDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/**
+ * ARGV for indexCreateLua (run-index-scripts.ts): the run's summary, sealed description, and the
+ * retention that prunes ended runs.
+ */
+export function indexCreateArgs(
+  sealer: Sealer,
+  entry: Omit<RunSummary, 'endedAt' | 'kind'>,
+  retentionSeconds: number,
+  now = Date.now(),
+): string[] {
+  const summary: RunSummary = { ...entry, description: sealer.seal(entry.description) };
+  return [
+    entry.id,
+    String(entry.createdAt),
+    JSON.stringify(summary),
+    entry.sessionId,
+    entry.principal ?? '',
+    String(now),
+    String(retentionSeconds * 1000),
+  ];
+}
+
+/** What a run's end adds to its tenant's usage besides its status and wall time. */
+export interface RunUsage {
+  outputBytes?: number;
+  bindingCalls?: number;
+  cpuMs?: number;
+}
+
+/**
+ * KEYS and ARGV of FINISH_TENANT for a run of `tenant` ending at `endedAt`: `inFlightKey` is the
+ * set it leaves; `recordKey` (one server only) the record whose final status the index copies.
+ */
+export function finishTenantCall(
+  tenant: string,
+  inFlightKey: string,
+  end: { id: string; status: string; endedAt: number; kind?: string; usage?: RunUsage },
+  recordKey?: string,
+) {
+  const k = runIndexKeys(tenant);
+  const u = end.usage ?? {};
+  return {
+    keys: [
+      inFlightKey,
+      k.runs,
+      k.summaries,
+      k.ended,
+      k.sessions,
+      k.sessionStats,
+      keys.usageDay(tenant, usageDay(end.endedAt)),
+      ...(recordKey ? [recordKey] : []),
+    ],
+    args: [
+      end.id,
+      end.status,
+      String(end.endedAt),
+      end.kind ?? '',
+      String(Math.round(u.outputBytes ?? 0)),
+      String(Math.round(u.bindingCalls ?? 0)),
+      String(Math.round(u.cpuMs ?? 0)),
+      String(USAGE_RETENTION_SECONDS),
+    ],
+  };
+}
+
+/** A cursor is opaque to clients: `<createdAt>:<id>` of the last item, base64url. */
+export function encodeCursor(score: number | string, id: string): string {
+  return Buffer.from(`${score}:${id}`).toString('base64url');
+}
+
+/** The position a cursor names, or null when it is not one this index made. */
+export function decodeCursor(cursor: string): { score: string; id: string } | null {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return null;
+  const m = /^(\d{1,16}):([\s\S]{1,200})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  return m ? { score: m[1]!, id: m[2]! } : null;
+}
+
+/** How many index entries one list request may look at (a filter matching little stops there). */
+export const LIST_SCAN_BUDGET = 20_000;
+const SCAN_PER_CALL = 2_000;
+
+export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentionSeconds?: number } = {}) {
+  const retentionSeconds = options.retentionSeconds ?? 7 * 24 * 3600;
+  const open = (s: RunSummary): RunSummary => ({
+    ...s,
+    description: s.description ? sealer.open(s.description) : '',
+  });
+
+  /** The statuses of runs not yet ended, read from their records (each in its own slot). */
+  async function liveStatuses(ids: string[]): Promise<Map<string, RunStatus>> {
+    const rows = await Promise.all(ids.map((id) => redis.hget(keys.run(id), 'status')));
+    const out = new Map<string, RunStatus>();
+    ids.forEach((id, i) => {
+      const status = rows[i];
+      if (status) out.set(id, status as RunStatus);
+    });
+    return out;
+  }
+
+  const k0 = (tenant: string) => {
+    const k = runIndexKeys(tenant);
+    return [k.runs, k.summaries, k.ended, k.sessions, k.sessionStats];
+  };
+
+  return {
+    /** Lists a skill (style `skill`) from its start; it has no record, so its summary is all there is. */
+    async skillStarted(tenant: string, entry: Omit<RunSummary, 'endedAt' | 'kind' | 'style' | 'status'>) {
+      const args = indexCreateArgs(sealer, { ...entry, style: 'skill', status: 'Running' }, retentionSeconds);
+      await INDEX_CREATE.run(redis, k0(tenant), args);
+    },
+
+    /** Ends a skill's summary and counts it in the day's usage; its in-flight reservation goes too. */
+    async skillEnded(
+      tenant: string,
+      id: string,
+      end: { status: 'Completed' | 'Failed'; kind?: string; usage?: RunUsage },
+    ) {
+      const call = finishTenantCall(tenant, keys.skillsInFlight(tenant), {
+        id,
+        ...end,
+        endedAt: Date.now(),
+      });
+      await FINISH_TENANT.run(redis, call.keys, call.args);
+    },
+
+    /**
+     * Usage per day from `from` to `to` (UTC days, inclusive): counters as the runs' ends added
+     * them (`runs:<status>`, `wallMs`, `cpuMs`, `bindingCalls`, `outputBytes`, `skillRuns`).
+     */
+    async usage(tenant: string, from: string, to: string) {
+      const days: string[] = [];
+      for (let t = Date.parse(from); t <= Date.parse(to) && days.length < 400; t += 86_400_000)
+        days.push(usageDay(t));
+      const rows = await Promise.all(days.map((day) => redis.hgetall(keys.usageDay(tenant, day))));
+      return days.map((day, i) => {
+        const h = rows[i] ?? {};
+        const runs: Record<string, number> = {};
+        for (const [f, v] of Object.entries(h)) if (f.startsWith('runs:')) runs[f.slice(5)] = Number(v);
+        const n = (f: string) => Number(h[f] ?? 0);
+        return {
+          day,
+          runs,
+          wallMs: n('wallMs'),
+          cpuMs: n('cpuMs'),
+          bindingCalls: n('bindingCalls'),
+          outputBytes: n('outputBytes'),
+          skillRuns: n('skillRuns'),
+        };
+      });
+    },
+
+    /**
+     * A page of the tenant's runs, newest first. `nextCursor` is null once nothing older matches;
+     * a page may hold fewer than `limit` items and still have a cursor when the scan budget ran out.
+     */
+    async listRuns(tenant: string, query: RunListQuery) {
+      const k = runIndexKeys(tenant);
+      const wanted = query.statuses?.length ? new Set<string>(query.statuses) : undefined;
+      const wantsLive = !wanted || [...wanted].some((s) => !isFinalStatus(s));
+      const needle = query.q?.toLowerCase();
+      let position = query.cursor ? decodeCursor(query.cursor) : null;
+      const items: RunSummary[] = [];
+      let scanned = 0;
+      let next: string | null = null;
+      while (items.length < query.limit && scanned < LIST_SCAN_BUDGET) {
+        const [rows, after, count] = (await LIST_RUNS.run(
+          redis,
+          [k.runs, k.summaries],
+          [
+            position?.score ?? '',
+            position?.id ?? '',
+            query.since ?? '',
+            query.until ?? '',
+            query.limit - items.length,
+            SCAN_PER_CALL,
+            query.sessionId ?? '',
+            query.principal ?? '',
+            query.style ?? '',
+            wanted ? [...wanted].filter((s) => isFinalStatus(s)).join(',') : '*',
+            wantsLive ? '1' : '0',
+          ],
+        )) as [string[], string, number];
+        scanned += Number(count);
+        let candidates = rows.map((raw) => JSON.parse(raw) as RunSummary);
+        const unended = candidates.filter((s) => !isFinalStatus(s.status)).map((s) => s.id);
+        const live = unended.length ? await liveStatuses(unended) : new Map<string, RunStatus>();
+        candidates = candidates.map((s) => {
+          const status = live.get(s.id);
+          return status && status !== s.status ? { ...s, status } : s;
+        });
+        let filledAt: RunSummary | undefined;
+        for (const s of candidates) {
+          if (wanted && !wanted.has(s.status)) continue;
+          const summary = open(s);
+          if (needle && !summary.description.toLowerCase().includes(needle)) continue;
+          items.push(summary);
+          if (items.length === query.limit) {
+            filledAt = s;
+            break;
+          }
+        }
+        if (filledAt) {
+          next = encodeCursor(filledAt.createdAt, filledAt.id);
+          break;
+        }
+        if (!after) {
+          next = null;
+          break;
+        }
+        const cut = after.indexOf(':');
+        position = { score: after.slice(0, cut), id: after.slice(cut + 1) };
+        next = encodeCursor(position.score, position.id);
+      }
+      // A full page whose last item is the index's oldest match still gets a cursor: the next
+      // page is then empty (finding out would cost another scan).
+      return { items, nextCursor: next };
+    },
+
+    /** A page of the tenant's sessions, latest activity first. */
+    async listSessions(
+      tenant: string,
+      query: { limit: number; cursor?: string; principal?: string; since?: number; until?: number },
+    ) {
+      const k = runIndexKeys(tenant);
+      const position = query.cursor ? decodeCursor(query.cursor) : null;
+      const [rows, after] = (await LIST_SESSIONS.run(
+        redis,
+        [k.sessions, k.sessionStats],
+        [
+          position?.score ?? '',
+          position?.id ?? '',
+          query.since ?? '',
+          query.until ?? '',
+          query.limit,
+          LIST_SCAN_BUDGET,
+          query.principal ?? '',
+        ],
+      )) as [string[][], string];
+      const items: SessionSummary[] = rows.map(([sessionId = '', last = '0', ...fields]) => {
+        const f: Record<string, string> = {};
+        for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+        const n = (name: string) => Math.max(0, Number(f[name] ?? 0));
+        const total = n('total');
+        const ended = n('Completed') + n('Failed') + n('Cancelled');
+        return {
+          sessionId,
+          ...(f.principal ? { principal: f.principal } : {}),
+          createdAt: Number(f.created ?? last),
+          lastActivity: Number(last),
+          runs: {
+            total,
+            active: Math.max(0, total - ended),
+            Completed: n('Completed'),
+            Failed: n('Failed'),
+            Cancelled: n('Cancelled'),
+          },
+        };
+      });
+      const cut = after.indexOf(':');
+      return {
+        items,
+        nextCursor: after ? encodeCursor(after.slice(0, cut), after.slice(cut + 1)) : null,
+      };
+    },
+  };
+}
+
+export type RunIndex = ReturnType<typeof createRunIndex>;
