@@ -64,7 +64,7 @@ export async function readSse(
   path: string,
   onEvent: (e: SseEvent) => void,
   signal: AbortSignal,
-  onError: (problem: string) => void = () => {},
+  onError: (problem: string, status?: number) => void = () => {},
   onOpen: () => void = () => {},
 ): Promise<void> {
   let lastId = '';
@@ -80,7 +80,7 @@ export async function readSse(
       const res = await fetch(path, { headers, signal });
       if (!res.ok || !res.body) {
         const p = (await res.json().catch(() => null)) as Problem | null;
-        onError(p?.detail ?? p?.title ?? `HTTP ${res.status}`);
+        onError(p?.detail ?? p?.title ?? `HTTP ${res.status}`, res.status);
         if (res.status >= 400 && res.status < 500) return;
       } else {
         onOpen();

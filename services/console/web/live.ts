@@ -30,7 +30,11 @@ function ensureStream() {
       for (const f of listeners) f(e);
     },
     stream.signal,
-    (p) => setStreamState({ live: false, error: p }),
+    (p, status) => {
+      // A gateway without the tenant stream: read the same facts every few seconds instead.
+      if (status === 404) startPolling();
+      else setStreamState({ live: false, error: p });
+    },
     () => {
       setStreamState({ live: true, error: '' });
       // Whatever changed while the stream was down is read once; the stream carries the rest.
@@ -40,10 +44,41 @@ function ensureStream() {
   );
 }
 
+export const POLL_MS = 2000;
+let poll: ReturnType<typeof setInterval> | undefined;
+const polled = new Map<string, string>();
+
+/**
+ * The fallback when the gateway has no tenant stream: the newest runs and the waiting decisions
+ * are read every POLL_MS, and each run that appeared or changed is handed to the listeners as the
+ * stream's `run` event would be.
+ */
+function startPolling() {
+  if (poll) return;
+  setStreamState({ live: true, error: '' });
+  const tick = async () => {
+    void loadDecisions();
+    try {
+      const page = await api<{ items: Array<Record<string, unknown>> }>('GET', '/v1/runs?limit=50');
+      for (const item of page.items.reverse()) {
+        const id = String(item.id);
+        const stamp = `${String(item.status)}:${String(item.endedAt ?? '')}`;
+        if (polled.get(id) === stamp) continue;
+        polled.set(id, stamp);
+        for (const f of listeners) f({ id: '', event: 'run', data: item });
+      }
+    } catch {}
+  };
+  void tick();
+  poll = setInterval(() => void tick(), POLL_MS);
+}
+
 /** Ends the tab's stream (sign-out). */
 export function stopTenantStream() {
   stream?.abort();
   stream = null;
+  clearInterval(poll);
+  poll = undefined;
 }
 
 /** Calls `fn` for every event of the tenant stream while the component is mounted. */

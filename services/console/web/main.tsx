@@ -10,6 +10,7 @@ import { KeysPage } from './pages/keys.tsx';
 import { RunPage } from './pages/run.tsx';
 import { RunsPage } from './pages/runs.tsx';
 import { HomePage, SessionPage } from './pages/session.tsx';
+import { UsagePage } from './pages/usage.tsx';
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#/');
@@ -95,6 +96,7 @@ function Shell() {
   else if (path === 'settings') page = <SettingsPage />;
   else if (path === 'connections') page = <ConnectionsPage />;
   else if (path === 'keys') page = <KeysPage />;
+  else if (path === 'usage') page = <UsagePage />;
   const link = (to: string, label: string) => (
     <a href={`#/${to}`} aria-current={path === to ? 'page' : undefined}>
       {label}
@@ -121,6 +123,7 @@ function Shell() {
           </a>
           {link('connections', 'Connections')}
           {link('keys', 'Keys')}
+          {link('usage', 'Usage')}
           {link('settings', 'Settings')}
           <button type="button" class="linkish" onClick={openQueues}>
             Queues

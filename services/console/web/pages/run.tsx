@@ -38,6 +38,7 @@ export function RunPage(props: { id: string }) {
   const [error, setError] = useState('');
   const [logVersion, setLogVersion] = useState(0);
   const [liveLogs, setLiveLogs] = useState(false);
+  const [liveCapped, setLiveCapped] = useState(false);
   const logs = useRef(new LogBuffer());
   const decisions = useDecisions();
   const pending = decisions.items?.filter((d) => d.code.run === props.id) ?? [];
@@ -46,6 +47,7 @@ export function RunPage(props: { id: string }) {
     setRecord(null);
     setEvents([]);
     setError('');
+    setLiveCapped(false);
     logs.current = new LogBuffer();
     setLogVersion((v) => v + 1);
     const ac = new AbortController();
@@ -95,6 +97,8 @@ export function RunPage(props: { id: string }) {
       (e) => {
         if (e.event === 'log') {
           for (const l of logLinesOf(e.data)) logs.current.push(l.level, l.text);
+          // The stream stops sending lines past its per-run cap; the record has them at the end.
+          if ((e.data as Data | null)?.truncated) setLiveCapped(true);
           setLiveLogs(true);
           redrawLogs();
           return;
@@ -184,6 +188,11 @@ export function RunPage(props: { id: string }) {
         )}
         {result?._tag === 'Failed' && <p class="failure-message">{result.message}</p>}
       </section>
+      {liveCapped && !result && (
+        <p class="hint truncation-marker" role="note">
+          The live output stopped here to stay bounded; every line kept shows when the run ends.
+        </p>
+      )}
       <LogView
         buffer={logs.current}
         version={logVersion}
