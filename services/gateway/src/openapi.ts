@@ -120,6 +120,9 @@ export function openApiDocument() {
     },
     paths: {
       '/v1/runs': {
+        get: op(
+          "List the tenant's runs newest first (apps.use + sessions.read): limit (1-200, default 50), cursor (opaque nextCursor), status (repeatable or comma-separated), sessionId, principal, since/until (createdAt, ms or ISO 8601), q (description substring), style (run_code, code-mode, skill); platform.admin may pass tenant. Items are summaries (id, status, description, sessionId, principal, style, mode, createdAt, endedAt, kind). A principal sees its own runs; sessions.admin sees the tenant's. Unknown parameters and malformed cursors are 400 naming the parameter.",
+        ),
         post: op(
           'Submit a run: only code and description are required; style run_code (default) or code-mode. Headers: Idempotency-Key, Prefer: wait=N.',
           {
@@ -139,6 +142,11 @@ export function openApiDocument() {
       '/v1/code-runs/{id}/calls/{index}/result': {
         post: op(
           'Answer a client-connection call: {"result": …}, {"error": {"message": …, "reason"?: …}} (the program gets AppCallFailed), or {"inputRequired": {"message": "<non-empty text>"}} (the program gets AppInputRequired with details.operationId (the journal operation id of the call); answer that App operation outside the program). Anything else is 400 validation; 409 call-not-pending when the call is not waiting.',
+        ),
+      },
+      '/v1/sessions': {
+        get: op(
+          "List the tenant's sessions by last activity (apps.use + sessions.read): limit, cursor, principal, since/until (last activity), tenant (platform.admin). Items: sessionId, principal, createdAt, lastActivity, runs {total, active, Completed, Failed, Cancelled}.",
         ),
       },
       '/v1/sessions/{sessionId}/code-runs': {
@@ -194,8 +202,21 @@ export function openApiDocument() {
         post: op('Create a tenant (platform.admin)'),
       },
       '/v1/admin/tenants/{id}/keys': {
+        get: op(
+          "List a tenant's API keys (platform.admin): id, prefix, scopes, principal, created, lastUsed, expiresAt (ms or null); never a secret",
+        ),
         post: op(
-          'Create an API key (platform.admin): {scopes, principal?}; the key belongs to the principal (default: itself)',
+          'Create an API key (platform.admin): {scopes, principal?, expiresAt?}; the key belongs to the principal (default: itself); expiresAt is ms or ISO 8601, in the future',
+        ),
+      },
+      '/v1/admin/tenants/{id}/keys/{keyId}': {
+        delete: op(
+          'Revoke an API key (platform.admin): 204; refused at once on every gateway, its open event streams end with event key-revoked',
+        ),
+      },
+      '/v1/admin/tenants/{id}/keys/{keyId}/rotate': {
+        post: op(
+          'Rotate an API key (platform.admin): {graceSeconds?} (default 0, at most 30 days); a new secret for the same key id, the old one works through the grace',
         ),
       },
       '/v1/decisions': {

@@ -170,6 +170,8 @@ describe('GET /v1/runs', () => {
     expect(ofIds(await list(k.ann, 'status=Failed&status=Running'))).toEqual([ids.a3, ids.a2]);
     expect(ofIds(await list(k.ann, 'status=Failed,Completed'))).toEqual(['skill-1', ids.a2, ids.a1]);
     expect(ofIds(await list(k.ann, 'sessionId=sa'))).toEqual([ids.a2, ids.a1]);
+    expect(ofIds(await list(k.ann, 'sessionId=sb'))).toEqual(['skill-1', ids.a3]);
+    expect(ofIds(await list(k.bob, 'sessionId=sb'))).toEqual([]);
     expect(ofIds(await list(k.ann, 'style=code-mode'))).toEqual([ids.a2]);
     expect(ofIds(await list(k.ann, 'style=skill'))).toEqual(['skill-1']);
     expect(ofIds(await list(k.ann, 'style=run_code'))).toEqual([ids.a3, ids.a1]);

@@ -52,12 +52,16 @@ end
 `;
 }
 
-/** A skill's (or any run's) index entry on its own: KEYS the five index keys, ARGV as indexCreateLua's. */
+/**
+ * A skill's index entry on its own: KEYS the five index keys and, for a skill in a session, the
+ * session's run list (a session's runs are listed from it); ARGV as indexCreateLua's.
+ */
 export const INDEX_CREATE = new LuaScript(
   `${indexCreateLua(
     ['KEYS[1]', 'KEYS[2]', 'KEYS[3]', 'KEYS[4]', 'KEYS[5]'],
     ['ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]'],
-  )}return 1`,
+  )}if KEYS[6] then redis.call('ZADD', KEYS[6], ARGV[2], ARGV[1]) end
+return 1`,
 );
 
 /**

@@ -184,7 +184,8 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
     /** Lists a skill (style `skill`) from its start; it has no record, so its summary is all there is. */
     async skillStarted(tenant: string, entry: Omit<RunSummary, 'endedAt' | 'kind' | 'style' | 'status'>) {
       const args = indexCreateArgs(sealer, { ...entry, style: 'skill', status: 'Running' }, retentionSeconds);
-      await INDEX_CREATE.run(redis, k0(tenant), args);
+      const session = entry.sessionId ? [keys.sessionRuns(tenant, entry.sessionId)] : [];
+      await INDEX_CREATE.run(redis, [...k0(tenant), ...session], args);
     },
 
     /** Ends a skill's summary and counts it in the day's usage; its in-flight reservation goes too. */
@@ -243,13 +244,15 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
       while (items.length < query.limit && scanned < LIST_SCAN_BUDGET) {
         const [rows, after, count] = (await LIST_RUNS.run(
           redis,
-          [k.runs, k.summaries],
+          // A session's runs have their own index (the session's run list): scan that instead.
+          [query.sessionId ? keys.sessionRuns(tenant, query.sessionId) : k.runs, k.summaries],
           [
             position?.score ?? '',
             position?.id ?? '',
             query.since ?? '',
             query.until ?? '',
-            query.limit - items.length,
+            // A text search filters here, after unsealing: ask for a whole scan's worth at once.
+            needle ? SCAN_PER_CALL : query.limit - items.length,
             SCAN_PER_CALL,
             query.sessionId ?? '',
             query.principal ?? '',

@@ -19,6 +19,8 @@
 import { channels, isRedisCluster, journalKeys, keys, type Sealer, sendTogether } from '@islet/core';
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
+import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index.ts';
+import { FINISH_TENANT } from './run-index-scripts.ts';
 import {
   ADMIT_AND_CREATE,
   ADMIT_TENANT,
@@ -204,13 +206,15 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     run: { id: string; tenant: string; pushEnd?: boolean },
     fields: Record<string, string>,
     event: { type: string; data: Record<string, unknown> },
+    inOrder = false,
   ): Promise<boolean> {
     const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
     // Tagged `running`: a move to Running (a decision allowed, a call answered) ends no
     // `Prefer: wait` (that waits for a final status or Waiting), so waiters skip it; SSE readers
     // still wake. An attempt's start is tagged the same way (attemptStartEvent).
     const message = fields.status === 'Running' ? `${run.id} running` : run.id;
-    const res = await TRANSITION.run(
+    // In order: as EVAL, so a command sent behind it (the end's tenant half) runs after it.
+    const res = await TRANSITION[inOrder ? 'runInOrder' : 'run'](
       redis,
       // The journal's key with its default prefix, the one the gateway and runner use.
       run.pushEnd
@@ -317,6 +321,23 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       };
       if (run.principal) fields.principal = run.principal;
       if (run.pushEnd) fields.pushEnd = '1';
+      // The tenant's run index is written in the same tenant-half script (run-index.ts).
+      const ik = runIndexKeys(run.tenant);
+      const indexKeys = [ik.runs, ik.summaries, ik.ended, ik.sessions, ik.sessionStats];
+      const indexArgs = indexCreateArgs(
+        sealer,
+        {
+          id: run.id,
+          status: run.status,
+          description: run.description,
+          sessionId: run.session,
+          ...(run.principal ? { principal: run.principal } : {}),
+          style: run.request.style ?? 'run_code',
+          mode: run.mode,
+          createdAt: run.createdAt,
+        },
+        Number(retention),
+      );
       const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
       const admitKeys = [
         ...tenantKeys,
@@ -326,6 +347,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         admission?.idempotencyKey ?? keys.idempotency(run.tenant, ''),
         // Not touched without a rate count (ditto).
         admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
+        ...indexKeys,
       ];
       const admitArgs = admission && [
         run.id,
@@ -336,6 +358,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         Date.now(),
         admission.idempotencyKey ? '1' : '0',
         admission.rate ? admission.rate.limit : '',
+        ...indexArgs,
       ];
       if (admission?.rate) admission.rate.counted = true;
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
@@ -373,7 +396,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         const admitted = (await ADMIT_TENANT.run(redis, admitKeys, admitArgs)) as Admission;
         if (admitted !== 'created') return admitted;
       } else {
-        await CREATE_TENANT.run(redis, tenantKeys, [run.id, run.createdAt]);
+        await CREATE_TENANT.run(redis, [...tenantKeys, ...indexKeys], [run.id, run.createdAt, ...indexArgs]);
       }
       if (!then || !oneServer) {
         await CREATE_RUN.run(redis, runKeys, runArgs);
@@ -422,6 +445,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         text: string;
         kind?: string;
         timings?: RunTimings;
+        /** What the run used, for its tenant's usage of the day (output bytes default to `text`'s). */
+        usage?: RunUsage;
       },
     ): Promise<boolean> {
       const fields: Record<string, string> = {
@@ -432,15 +457,33 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       };
       // Rides in the same script call as the end: stage timings cost no extra round trip.
       if (end.timings) fields.timings = JSON.stringify(end.timings);
-      // The in-flight entry goes with the end, sent together (one round trip on one connection;
-      // two nodes in parallel on a Cluster). Removing it is right whoever ended the run, and an
-      // entry left by a crash in between is dropped by the orphan sweep (the record is final).
-      const [ended] = await Promise.all(
-        sendTogether(redis, () => [
-          transition(run, fields, { type: 'end', data: { status: end.status } }),
-          redis.zrem(keys.inFlight(run.tenant), run.id),
-        ]),
-      );
+      // The tenant half of the end (run-index-scripts.ts FINISH_TENANT) leaves the in-flight set and
+      // records the end in the tenant's index and usage, once, with the status the record kept.
+      // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash
+      // in between is dropped by the orphan sweep (the record is final).
+      const usage = { outputBytes: Buffer.byteLength(end.text), ...end.usage };
+      const tenantHalf = (status: string, record?: string) => {
+        const call = finishTenantCall(
+          run.tenant,
+          keys.inFlight(run.tenant),
+          { id: run.id, status, endedAt: Date.now(), kind: end.kind ?? 'none', usage },
+          record,
+        );
+        return FINISH_TENANT.run(redis, call.keys, call.args);
+      };
+      const event = { type: 'end', data: { status: end.status } };
+      if (await slotFree()) {
+        // One server: both halves sent together (one round trip); the tenant half runs after the
+        // final script and copies the status the record kept, whichever end won a race.
+        const [ended] = await Promise.all(
+          sendTogether(redis, () => [transition(run, fields, event, true), tenantHalf('', keys.run(run.id))]),
+        );
+        return ended;
+      }
+      // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
+      // only the end that won counts in the index.
+      const ended = await transition(run, fields, event);
+      await tenantHalf(ended ? end.status : '');
       return ended;
     },
 

@@ -118,8 +118,10 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
             const run = await deps.runs.get(id);
             if (run && run.tenant === caller.tenantId && runsService.mayRead(caller, run))
               return runsService.record(run);
-            // A record past its retention is gone: drop it from the session's index too.
-            if (!run) await deps.redis.zrem(keys.sessionRuns(caller.tenantId, sessionId), id);
+            // A record past its retention is gone: drop it from the session's index too. A skill
+            // has no record (it is listed by GET /v1/runs, which prunes it with its summary).
+            if (!run && !id.startsWith('skill-'))
+              await deps.redis.zrem(keys.sessionRuns(caller.tenantId, sessionId), id);
             return undefined;
           }),
         );
