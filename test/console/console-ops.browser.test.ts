@@ -203,6 +203,19 @@ describe('live pages', () => {
     await page.locator('.run-head .badge', { hasText: 'Completed' }).waitFor({ timeout: 30_000 });
   });
 
+  it('renders tenant text as text: a hostile description, log line and result run nothing', async () => {
+    const evil = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>';
+    const id = await submit(`console.log(${JSON.stringify(evil)});\nreturn ${JSON.stringify(evil)};`, evil);
+    await expect.poll(() => statusOf(id), { timeout: 30_000 }).toBe('Completed');
+    await page.goto(`${base}/console/#/`);
+    await page.locator(`tr[data-run="${id}"]`, { hasText: evil }).waitFor({ timeout: 20_000 });
+    await page.goto(`${base}/console/#/runs/${id}`);
+    await page.getByRole('heading', { name: evil }).waitFor();
+    await page.locator('.logs li', { hasText: evil }).waitFor();
+    expect(await page.locator('main img, main script').count()).toBe(0);
+    expect(await page.evaluate('window.__xss')).toBeUndefined();
+  });
+
   it('revokes a key from the keys page, and the API refuses it at once', async () => {
     const made = await a('POST', `/v1/admin/tenants/${cluster.tenantId}/keys`, {
       scopes: ['apps.use'],
@@ -233,6 +246,31 @@ describe('live pages', () => {
     await shots(page, 'connections');
     await select.selectOption('allow');
     await page.getByRole('status').filter({ hasText: 'slow: allow.' }).waitFor();
+  });
+});
+
+describe('every page at 1280 and 390 px', () => {
+  it('saves the pages not saved above, each readable on a phone without a sideways scroll', async () => {
+    const id = await submit(
+      'console.log("hello");\nreturn { answer: 42 };',
+      'Return the answer',
+      'sess-shots',
+    );
+    await expect.poll(() => statusOf(id), { timeout: 30_000 }).toBe('Completed');
+    const pages: Array<[string, string, string]> = [
+      ['sessions', '#/sessions', 'Sessions'],
+      ['session', '#/sessions/sess-shots', 'Session sess-shots'],
+      ['run', `#/runs/${id}`, 'Return the answer'],
+      ['settings', '#/settings', 'Platform settings'],
+      ['usage', '#/usage', 'Usage'],
+    ];
+    for (const [name, hash, heading] of pages) {
+      await page.goto(`${base}/console/${hash}`);
+      await page.getByRole('heading', { name: heading, exact: true }).first().waitFor();
+      if (name === 'run') await page.locator('.logs li', { hasText: 'hello' }).waitFor();
+      await sleep(300);
+      await shots(page, name);
+    }
   });
 });
 

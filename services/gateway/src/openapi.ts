@@ -185,7 +185,13 @@ export function openApiDocument() {
           { requestBody: json('Connection') },
         ),
       },
-      '/v1/connections/{id}': { get: op('Read a connection'), delete: op('Remove a connection') },
+      '/v1/connections/{id}': {
+        get: op('Read a connection'),
+        patch: op(
+          "Edit a connection in place: `url`, an mcp server's `headers` (replaced whole; sealed, never returned), and named tools' `policy` (allow / ask / deny) or `description`. The name (binding prefix) stays; an unknown tool is 400.",
+        ),
+        delete: op('Remove a connection'),
+      },
       '/v1/code-api': {
         get: op(
           'TypeScript declarations of the bindings (?q=words&connection=id|slug&style=run_code|code-mode): the Apps a run without `connections` sees, plus for run_code (default) the built-in files.read/write/list/remove (connection=files)',

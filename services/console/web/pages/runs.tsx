@@ -175,59 +175,64 @@ export function RunsPage() {
           ? 'Live: new runs appear at the top and rows change as runs go.'
           : stream.error || 'Connecting…'}
       </p>
-      <form
-        class="filters-form"
-        aria-label="Filter runs"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setFilters({
-            ...draft,
-            sessionId: draft.sessionId.trim(),
-            principal: draft.principal.trim(),
-            q: draft.q.trim(),
-          });
-        }}
-      >
-        <fieldset class="filters">
-          <legend>Status</legend>
-          {STATUSES.map((s) => (
-            <label key={s}>
-              <input type="checkbox" checked={draft.status.includes(s)} onChange={() => toggle(s)} /> {s}
-            </label>
-          ))}
-        </fieldset>
-        <div class="filter-fields">
-          {text('q', 'Description contains')}
-          {text('sessionId', 'Session')}
-          {text('principal', 'Principal')}
-          <p>
-            <label for="f-style">Style</label>
-            <select
-              id="f-style"
-              value={draft.style}
-              onChange={(e) => setDraft({ ...draft, style: e.currentTarget.value })}
+      <details class="filters-form" open={!matchMedia('(max-width: 40rem)').matches}>
+        <summary>
+          Filters
+          {filters !== EMPTY && <span class="hint"> (some applied)</span>}
+        </summary>
+        <form
+          aria-label="Filter runs"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setFilters({
+              ...draft,
+              sessionId: draft.sessionId.trim(),
+              principal: draft.principal.trim(),
+              q: draft.q.trim(),
+            });
+          }}
+        >
+          <fieldset class="filters">
+            <legend>Status</legend>
+            {STATUSES.map((s) => (
+              <label key={s}>
+                <input type="checkbox" checked={draft.status.includes(s)} onChange={() => toggle(s)} /> {s}
+              </label>
+            ))}
+          </fieldset>
+          <div class="filter-fields">
+            {text('q', 'Description contains')}
+            {text('sessionId', 'Session')}
+            {text('principal', 'Principal')}
+            <p>
+              <label for="f-style">Style</label>
+              <select
+                id="f-style"
+                value={draft.style}
+                onChange={(e) => setDraft({ ...draft, style: e.currentTarget.value })}
+              >
+                <option value="">any</option>
+                <option value="run_code">run_code</option>
+                <option value="code-mode">code mode</option>
+                <option value="skill">skill</option>
+              </select>
+            </p>
+          </div>
+          <div class="actions">
+            <button type="submit">Apply filters</button>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                setDraft(EMPTY);
+                setFilters(EMPTY);
+              }}
             >
-              <option value="">any</option>
-              <option value="run_code">run_code</option>
-              <option value="code-mode">code mode</option>
-              <option value="skill">skill</option>
-            </select>
-          </p>
-        </div>
-        <div class="actions">
-          <button type="submit">Apply filters</button>
-          <button
-            type="button"
-            class="secondary"
-            onClick={() => {
-              setDraft(EMPTY);
-              setFilters(EMPTY);
-            }}
-          >
-            Clear
-          </button>
-        </div>
-      </form>
+              Clear
+            </button>
+          </div>
+        </form>
+      </details>
       {error && <Problem>{error}</Problem>}
       {rows?.length === 0 && !error && <p>No runs match.</p>}
       {rows && rows.length > 0 && (
