@@ -185,6 +185,27 @@ describe('live pages', () => {
     }
   });
 
+  it('Deny with a reason: the program receives the reason in its AppCallDenied error', async () => {
+    await page.goto(`${base}/console/#/decisions`);
+    const id = await submit(
+      'try {\n  await apps.mail.send_email({ to: "all@example.com" });\n  return "sent";\n} catch (e) {\n  return String(e.message);\n}',
+      'Mail everyone',
+    );
+    const card = page.locator(`[data-decision="${id}:0"]`);
+    await card.waitFor({ timeout: 20_000 });
+    await card.getByLabel('Reason (the program sees it)').fill('not to everyone, please');
+    await card.getByRole('button', { name: 'Deny' }).click();
+    await card.waitFor({ state: 'detached' });
+    await expect.poll(() => statusOf(id), { timeout: 30_000 }).toBe('Completed');
+    const record = (await a('GET', `/v1/code-runs/${id}`)).body;
+    expect(JSON.stringify(record.result)).toContain(
+      'a decider did not allow the call: not to everyone, please',
+    );
+    // A reason is only for a denial.
+    const refused = await a('POST', `/v1/code-runs/${id}/decisions`, { index: 0, allow: true, reason: 'x' });
+    expect(refused.status).toBe(400);
+  });
+
   it('the run page shows log lines while the run runs', async () => {
     hold();
     const id = await submit(

@@ -90,7 +90,7 @@ export function createDecisionsService(
   async function answer(
     caller: Caller,
     runId: string,
-    body: { index: number; allow: boolean; input?: unknown; scope?: 'once' | 'session' },
+    body: { index: number; allow: boolean; input?: unknown; scope?: 'once' | 'session'; reason?: string },
   ): Promise<DecisionView> {
     const run = await runsService.own(caller, runId);
     // The run_code document: "a new wider request needs a new answer" — never one for a session.
@@ -115,6 +115,7 @@ export function createDecisionsService(
       allow: body.allow,
       by: caller.keyId,
       ...(body.input !== undefined ? { input: body.input } : {}),
+      ...(body.reason !== undefined ? { reason: body.reason } : {}),
     });
     if (!res.ok) {
       if (res.error === 'not-found')

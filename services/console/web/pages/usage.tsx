@@ -1,5 +1,5 @@
 /**
- * Usage per day (`GET /v1/usage?from&to`): runs by status, wall and sandbox CPU time, binding
+ * Usage per day (`GET /v1/usage?from&to`, one item per tenant the key may see): runs by status, wall and sandbox CPU time, binding
  * calls, output bytes and skill runs, charted (uPlot) and tabled, for a chosen span of days.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
@@ -27,19 +27,26 @@ const STATUS_COLORS: Record<string, string> = {
 
 export function UsagePage() {
   const [span, setSpan] = useState(14);
-  const [days, setDays] = useState<UsageDay[] | null>(null);
+  const [tenants, setTenants] = useState<Array<{ tenant: string; days: UsageDay[] }> | null>(null);
+  const [tenant, setTenant] = useState('');
   const [error, setError] = useState('');
   useEffect(() => {
     const to = day(Date.now());
     const from = day(Date.now() - (span - 1) * 86_400_000);
-    api<{ items?: UsageDay[]; days?: UsageDay[] }>('GET', `/v1/usage?from=${from}&to=${to}`).then(
+    // One item per tenant the key may see (a platform admin sees every tenant).
+    api<{ items: Array<{ tenant: string; days: UsageDay[] }> }>(
+      'GET',
+      `/v1/usage?from=${from}&to=${to}`,
+    ).then(
       (r) => {
-        setDays(r.items ?? r.days ?? []);
+        setTenants(r.items);
+        setTenant((t) => (r.items.some((i) => i.tenant === t) ? t : (r.items[0]?.tenant ?? '')));
         setError('');
       },
       (err) => setError(problemText(err)),
     );
   }, [span]);
+  const days = tenants?.find((t) => t.tenant === tenant)?.days ?? (tenants ? [] : null);
   const charts = useMemo(() => {
     if (!days) return null;
     const x = days.map((d) => Date.parse(`${d.day}T12:00:00Z`) / 1000);
@@ -76,6 +83,18 @@ export function UsagePage() {
           <option value="30">last 30 days</option>
           <option value="90">last 90 days</option>
         </select>
+        {tenants && tenants.length > 1 && (
+          <>
+            <label for="u-tenant">Tenant</label>
+            <select id="u-tenant" value={tenant} onChange={(e) => setTenant(e.currentTarget.value)}>
+              {tenants.map((t) => (
+                <option key={t.tenant} value={t.tenant}>
+                  {t.tenant}
+                </option>
+              ))}
+            </select>
+          </>
+        )}
         <span class="hint">UTC days; counted as each run ends.</span>
       </p>
       {error && <Problem>{error}</Problem>}
