@@ -144,6 +144,11 @@ export function openApiDocument() {
           'Answer a client-connection call: {"result": …}, {"error": {"message": …, "reason"?: …}} (the program gets AppCallFailed), or {"inputRequired": {"message": "<non-empty text>"}} (the program gets AppInputRequired with details.operationId (the journal operation id of the call); answer that App operation outside the program). Anything else is 400 validation; 409 call-not-pending when the call is not waiting.',
         ),
       },
+      '/v1/usage': {
+        get: op(
+          "Usage per UTC day (from, to: YYYY-MM-DD, default the last 30 days): runs by final status, wallMs, cpuMs, bindingCalls, outputBytes, skillRuns, counted at each run's end. sessions.admin: the caller's tenant; platform.admin: every tenant, or one with tenant.",
+        ),
+      },
       '/v1/sessions': {
         get: op(
           "List the tenant's sessions by last activity (apps.use + sessions.read): limit, cursor, principal, since/until (last activity), tenant (platform.admin). Items: sessionId, principal, createdAt, lastActivity, runs {total, active, Completed, Failed, Cancelled}.",

@@ -312,6 +312,42 @@ describe('the index lives with the records', () => {
     expect(sessions.items.map((s) => s.sessionId)).not.toContain('sf');
   });
 
+  it('answers GET /v1/usage per day: sessions.admin its tenant, platform.admin every tenant', async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const res = await app.inject({
+      method: 'GET',
+      url: `/v1/usage?from=${day}&to=${day}`,
+      headers: auth(k.lead),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json() as { items: Array<{ tenant: string; days: Array<Record<string, unknown>> }> };
+    expect(body.items.map((i) => i.tenant)).toEqual(['acme']);
+    expect(body.items[0]?.days[0]).toMatchObject({ day, runs: { Failed: 1 }, skillRuns: 1 });
+    const plain = await app.inject({ method: 'GET', url: '/v1/usage', headers: auth(k.ann) });
+    expect(plain.statusCode).toBe(403);
+    const all = await app.inject({
+      method: 'GET',
+      url: `/v1/usage?from=${day}&to=${day}`,
+      headers: auth(k.platform),
+    });
+    expect((all.json() as { items: Array<{ tenant: string }> }).items.map((i) => i.tenant).sort()).toEqual([
+      'acme',
+      'other',
+    ]);
+    const cross = await app.inject({ method: 'GET', url: '/v1/usage?tenant=other', headers: auth(k.lead) });
+    expect(cross.statusCode).toBe(403);
+    for (const [query, parameter] of [
+      ['from=2026-1-1', 'from'],
+      ['to=tomorrow', 'to'],
+      ['from=2020-01-01&to=2026-01-01', 'from'],
+      ['window=7', 'window'],
+    ] as const) {
+      const bad = await app.inject({ method: 'GET', url: `/v1/usage?${query}`, headers: auth(k.lead) });
+      expect(bad.statusCode, query).toBe(400);
+      expect((bad.json() as { parameter: string }).parameter).toBe(parameter);
+    }
+  });
+
   it("counts the day's usage at each end", async () => {
     const day = new Date().toISOString().slice(0, 10);
     const usage = await deps.redis.hgetall(keys.usageDay('acme', day));

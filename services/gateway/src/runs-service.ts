@@ -383,7 +383,7 @@ export function createRunsService(deps: GatewayDeps) {
     const off = hub.listen(id, (tag, payload) => {
       // A binding call's event, or an attempt starting: the run goes on (every call of a busy run,
       // and every run's start, would cost a read of the whole run and its journal).
-      if (tag === 'call' || tag === 'running') return;
+      if (tag === 'call' || tag === 'running' || tag === 'log') return;
       if (tag === 'end' && payload) pushed = payload;
       changed = true;
       wake?.();

@@ -21,6 +21,7 @@ describe('live log batching', () => {
     log.push([line('0123456789')]);
     log.push([line('tail')]);
     await log.close();
+    // Once a batch went out, close sends the rest: the live stream is complete.
     expect(events.map((e) => e.lines.map((l) => l.text))).toEqual([['ab', 'cd', '0123456789'], ['tail']]);
   });
 
@@ -50,6 +51,21 @@ describe('live log batching', () => {
     expect(events.map((e) => e.lines.map((l) => l.text))).toEqual([['aaaa'], ['bbbb'], ['cccc']]);
     expect(events.map((e) => e.truncated === true)).toEqual([false, false, true]);
     expect(log.sentBytes()).toBe(12);
+  });
+
+  it('sends nothing for a run that ends before its first batch (the end record has it)', async () => {
+    const events: unknown[] = [];
+    const log = createLiveLog({
+      maxBytes: 100,
+      flushMs: 60_000,
+      batchBytes: 1000,
+      append: async (d) => {
+        events.push(d);
+      },
+    });
+    log.push([line('short run')]);
+    await log.close();
+    expect(events).toEqual([]);
   });
 
   it('flushes on its timer', async () => {

@@ -4,7 +4,9 @@
  * lines gather for `flushMs` (or until `batchBytes`) and go out as one event; past `maxBytes` for
  * the run nothing more is sent but one last event saying `truncated` (the end record still has
  * every line the output cap kept). Appends go one after another, so events keep print order, and
- * `close` sends what is left before the run's end is written, so `log` events precede `end`.
+ * `close` sends what is left before the run's end is written, so `log` events precede `end`. A run
+ * that ends before its first batch went out sends none: its end record carries its output, and a
+ * short run costs no Redis write more.
  */
 import type { LogLineRecord as LogLine } from '@islet/protocol';
 
@@ -22,7 +24,7 @@ export interface LiveLogOptions {
 
 export interface LiveLog {
   push(lines: LogLine[]): void;
-  /** Sends what is left and waits for every append. */
+  /** Sends what is left (nothing, if nothing went out yet) and waits for every append. */
   close(): Promise<void>;
   /** Bytes of log text sent (or queued to send). */
   sentBytes(): number;
@@ -36,6 +38,7 @@ export function createLiveLog(options: LiveLogOptions): LiveLog {
   let cappedAnnounced = false;
   let timer: NodeJS.Timeout | undefined;
   let chain: Promise<unknown> = Promise.resolve();
+  let flushed = false;
 
   const flush = () => {
     if (timer) clearTimeout(timer);
@@ -46,6 +49,7 @@ export function createLiveLog(options: LiveLogOptions): LiveLog {
     pending = [];
     pendingBytes = 0;
     if (truncated) cappedAnnounced = true;
+    flushed = true;
     chain = chain
       .then(() => options.append({ lines, ...(truncated ? { truncated: true } : {}) }))
       .catch((err: unknown) => options.onError?.(err));
@@ -71,7 +75,9 @@ export function createLiveLog(options: LiveLogOptions): LiveLog {
       }
     },
     async close() {
-      flush();
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (flushed) flush();
       await chain;
     },
     sentBytes: () => sent,

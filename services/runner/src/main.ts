@@ -131,6 +131,7 @@ const executor = createRunExecutor({
   sandboxFacts: (mode) => facts.get(mode),
   workspaces,
   requireFullEnforcement: config.ISLET_SANDBOX_ENFORCEMENT_REQUIRED === 'full',
+  liveLog: { maxBytes: config.ISLET_LIVE_LOG_MAX_BYTES, flushMs: config.ISLET_LIVE_LOG_FLUSH_MS },
   gateway: createGatewayClient({ urls: config.ISLET_GATEWAY_URLS, token: config.ISLET_INTERNAL_TOKEN }),
   metrics,
   logger,

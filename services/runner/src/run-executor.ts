@@ -22,6 +22,7 @@ import {
 } from '@islet/runs';
 import { createFilesCalls } from './files-calls.ts';
 import type { GatewayClient } from './gateway-client.ts';
+import { createLiveLog } from './live-log.ts';
 import { mapOutcome } from './outcome-mapping.ts';
 
 export interface RunExecutorDeps {
@@ -41,6 +42,11 @@ export interface RunExecutorDeps {
    * `sandbox-unavailable` before they start instead of running with partial limits.
    */
   requireFullEnforcement?: boolean;
+  /**
+   * Live output (`log` events on the run's stream while it runs; live-log.ts): bytes per run at
+   * most and how long lines gather. Absent: no live output (the end record still has it all).
+   */
+  liveLog?: { maxBytes: number; flushMs: number };
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;
@@ -62,6 +68,9 @@ export interface ExecuteJob {
 }
 
 export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
+
+/** Live output goes out at once when this much has gathered (a busy printer sends ~64 KiB events). */
+const LIVE_LOG_BATCH_BYTES = 64 * 1024;
 
 /** ms since epoch with sub-ms precision, comparable across processes on one machine. */
 const now = () => performance.timeOrigin + performance.now();
@@ -181,10 +190,21 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const started = performance.now();
     const engineCalled = now();
     let outcome: Awaited<ReturnType<Engine['execute']>>;
+    // A replay prints again from the top: each event carries its attempt, so a reader can start over.
+    const live =
+      deps.liveLog && deps.liveLog.maxBytes > 0
+        ? createLiveLog({
+            ...deps.liveLog,
+            batchBytes: LIVE_LOG_BATCH_BYTES,
+            append: (data) => runs.appendEvent(run.id, 'log', { ...data, attempt }, 'log'),
+            onError: (err) => logger.warn({ err, runId: run.id }, 'live output could not be sent'),
+          })
+        : undefined;
     try {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
         bindings: files ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
         onCall,
+        ...(live ? { onLog: (lines) => live.push(lines) } : {}),
         limits: {
           timeoutMs,
           timeBudget: run.request.timeBudget ?? 'elapsed',
@@ -200,6 +220,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       });
     } finally {
       replaying.close();
+      // What was printed goes out before the end is written: `log` events precede `end`.
+      await live?.close();
     }
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
@@ -244,6 +266,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           text: mapped.text,
           kind: 'abort',
           timings,
+          usage: { bindingCalls: outcome.calls.length },
         })
       )
         metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
@@ -256,6 +279,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         text: mapped.text,
         kind: mapped.failureKind,
         timings,
+        usage: { bindingCalls: outcome.calls.length },
       })
     ) {
       metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });

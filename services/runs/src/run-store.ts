@@ -491,12 +491,20 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       await redis.multi().hset(keys.run(id), 'cancelRequested', '1').publish(channels.cancel, id).exec();
     },
 
-    /** Appends an event to the run's stream (sealed) and wakes its readers. */
-    async appendEvent(runId: string, type: string, data: Record<string, unknown>): Promise<string> {
+    /**
+     * Appends an event to the run's stream (sealed) and wakes its readers. `tag` rides on the
+     * wake-up (`<id> <tag>`): `log` (live output) wakes SSE readers but no `Prefer: wait` waiter.
+     */
+    async appendEvent(
+      runId: string,
+      type: string,
+      data: Record<string, unknown>,
+      tag?: 'log',
+    ): Promise<string> {
       const res = await redis
         .multi()
         .xadd(keys.runEvents(runId), 'MAXLEN', '~', maxEvents, '*', 'type', type, 'data', seal(data))
-        .publish(channels.runEvents, runId)
+        .publish(channels.runEvents, tag ? `${runId} ${tag}` : runId)
         .exec();
       return String(res?.[0]?.[1] ?? '');
     },

@@ -18,6 +18,7 @@ import { runListRoutes } from './run-lists.ts';
 import { runPolicyRoutes } from './run-policy.ts';
 import { runsRoutes } from './runs.ts';
 import { settingsRoutes } from './settings.ts';
+import { usageRoutes } from './usage.ts';
 import { workspaceRoutes } from './workspace.ts';
 
 export const ROUTE_GROUPS = [
@@ -25,6 +26,7 @@ export const ROUTE_GROUPS = [
   metricsRoutes,
   runsRoutes,
   runListRoutes,
+  usageRoutes,
   eventsRoutes,
   connectionsRoutes,
   codeApiRoutes,
