@@ -133,7 +133,7 @@ async function loadDecisions(): Promise<void> {
 /** Whether a tenant event can change the waiting list: a decision asked or answered, or a run ending. */
 export function touchesDecisions(e: SseEvent, pending: readonly Decision[] | null): boolean {
   if (e.event.startsWith('decision')) return true;
-  if (e.event !== 'run' && e.event !== 'end' && e.event !== 'status') return false;
+  if (!e.event.startsWith('run') && e.event !== 'end' && e.event !== 'status') return false;
   const d = (e.data ?? {}) as { id?: string; runId?: string; status?: string };
   const id = d.id ?? d.runId;
   // A run that starts waiting asks for a decision; one that ends makes its decisions moot.

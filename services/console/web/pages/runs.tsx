@@ -133,7 +133,8 @@ export function RunsPage() {
         void load(filters);
         return;
       }
-      if (e.event !== 'run') return;
+      // `run`, or a finer name (`run.created`, `run.status`): any run event carrying a summary.
+      if (e.event !== 'run' && !e.event.startsWith('run.')) return;
       const row = toRow(e.data as Loose);
       if (!row) return;
       setRows((prev) => {
