@@ -44,7 +44,16 @@ export function Chart(props: {
           })),
         ],
         axes: [{}, { label: props.unit ?? '', size: 60 }],
-        scales: { x: { time: true } },
+        // Half a step of room each side, so the first and last bars are whole.
+        scales: {
+          x: {
+            time: true,
+            range: (_u, min, max) => {
+              const pad = props.x.length > 1 ? (max - min) / (props.x.length - 1) / 2 : 43_200;
+              return [min - pad, max + pad];
+            },
+          },
+        },
         legend: { show: true },
       },
       [props.x, ...props.series.map((s) => s.values)] as uPlot.AlignedData,

@@ -144,11 +144,11 @@ export function KeysPage() {
                     <code>{k.prefix}…</code>
                     <div class="hint">{k.id}</div>
                   </td>
-                  <td>{k.scopes.join(', ')}</td>
-                  <td>{k.principal}</td>
-                  <td>{time(k.created)}</td>
-                  <td>{k.lastUsed ? time(k.lastUsed) : 'never'}</td>
-                  <td>
+                  <td data-label="Scopes">{k.scopes.join(', ')}</td>
+                  <td data-label="Principal">{k.principal}</td>
+                  <td data-label="Created">{time(k.created)}</td>
+                  <td data-label="Last used">{k.lastUsed ? time(k.lastUsed) : 'never'}</td>
+                  <td data-label="Expires">
                     {k.expiresAt ? time(k.expiresAt) : 'never'}
                     {k.previousExpiresAt && (
                       <div class="hint">old secret until {time(k.previousExpiresAt)}</div>

@@ -262,16 +262,16 @@ export function RunsPage() {
                     <Status status={r.status} />
                     {r.failure && <div class="hint">{r.failure}</div>}
                   </td>
-                  <td>
+                  <td data-label="Session">
                     {r.session ? (
                       <a href={`#/sessions/${encodeURIComponent(r.session)}`}>{r.session}</a>
                     ) : (
                       '—'
                     )}
                   </td>
-                  <td>{r.principal || '—'}</td>
-                  <td>{time(r.createdAt)}</td>
-                  <td>
+                  <td data-label="Principal">{r.principal || '—'}</td>
+                  <td data-label="Started">{time(r.createdAt)}</td>
+                  <td data-label="Took">
                     <Took row={r} />
                   </td>
                   <td>

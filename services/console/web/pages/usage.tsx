@@ -67,9 +67,7 @@ export function UsagePage() {
         { label: 'binding calls', values: days.map((d) => d.bindingCalls), color: PALETTE[1]! },
         { label: 'skill runs', values: days.map((d) => d.skillRuns), color: PALETTE[3]! },
       ],
-      output: [
-        { label: 'output MiB', values: days.map((d) => d.outputBytes / 1024 / 1024), color: PALETTE[2]! },
-      ],
+      output: [{ label: 'output KiB', values: days.map((d) => d.outputBytes / 1024), color: PALETTE[2]! }],
     };
   }, [days]);
   return (
@@ -104,7 +102,7 @@ export function UsagePage() {
             <Chart title="Runs by status" x={charts.x} series={charts.runs} unit="runs" />
             <Chart title="Time" x={charts.x} series={charts.time} unit="s" />
             <Chart title="Binding calls and skill runs" x={charts.x} series={charts.calls} />
-            <Chart title="Output" x={charts.x} series={charts.output} unit="MiB" />
+            <Chart title="Output" x={charts.x} series={charts.output} unit="KiB" />
           </div>
           <div class="table-wrap">
             <table class="runs usage">
