@@ -331,7 +331,7 @@ describe('the run page under huge output and hostile programs', () => {
       '2,000 more characters',
     );
     await page.getByRole('button', { name: 'Download the full output' }).waitFor();
-  }, 240_000);
+  }, 420_000);
 
   it('highlights only a bounded prefix of a 600 KB program with unclosed comments', async () => {
     const attack = `return 1;\n/*${'x/*'.repeat(200_000)}`;

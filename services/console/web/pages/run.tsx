@@ -53,7 +53,11 @@ export function RunPage(props: { id: string }) {
     const ac = new AbortController();
     let inFlight = false;
     let again = false;
+    // An ended run's record does not change: once read, the replayed events need no more reads
+    // (a run that printed megabytes has a record of megabytes).
+    let final = false;
     const refresh = async (): Promise<void> => {
+      if (final) return;
       if (inFlight) {
         again = true;
         return;
@@ -72,6 +76,7 @@ export function RunPage(props: { id: string }) {
           setLogVersion((v) => v + 1);
         }
         setRecord(r);
+        if (r.result) final = true;
       } catch (err) {
         setError(problemText(err));
       } finally {
