@@ -17,7 +17,11 @@ const LIVE_MAX_BYTES = 4096;
 beforeAll(async () => {
   cluster = await startCluster({
     runners: [{ modes: ['read-only'] }],
-    env: { ISLET_LIVE_LOG_MAX_BYTES: String(LIVE_MAX_BYTES), ISLET_LIVE_LOG_FLUSH_MS: '20' },
+    env: {
+      ISLET_LIVE_LOG_MAX_BYTES: String(LIVE_MAX_BYTES),
+      ISLET_LIVE_LOG_FLUSH_MS: '20',
+      ISLET_METRICS_TENANTS: 'dev',
+    },
   });
   a = api(cluster.url, cluster.devKey);
 }, 90_000);
@@ -83,7 +87,7 @@ describe('live output', () => {
     expect(record.result.logs).toHaveLength(200);
   });
 
-  it('lists the ended runs from the index the runner wrote, and counts them in the usage of the day', async () => {
+  it('lists the ended runs from the index the runner wrote, and counts them in usage and billing metrics', async () => {
     const page = (await a('GET', '/v1/runs?sessionId=live-1')).body;
     expect(page.items).toHaveLength(1);
     expect(page.items[0]).toMatchObject({
@@ -92,6 +96,16 @@ describe('live output', () => {
       kind: 'none',
     });
     expect(page.items[0].endedAt).toBeGreaterThanOrEqual(page.items[0].createdAt);
+    // Billing metrics: the listed tenant has its own series; a tenant not listed would be `other`.
+    const metrics = await (await fetch(`${cluster.runners[0]!.url}/metrics`)).text();
+    expect(metrics).toMatch(/islet_tenant_runs_total\{tenant="dev",status="Completed"[^}]*\} [2-9]/);
+    expect(metrics).toMatch(/islet_tenant_output_bytes_total\{tenant="dev"[^}]*\} [1-9]/);
+    expect(metrics).not.toMatch(/islet_tenant_runs_total\{tenant="other"/);
+    const day = new Date().toISOString().slice(0, 10);
+    const usage = (await a('GET', `/v1/usage?from=${day}&to=${day}`)).body;
+    const today = usage.items.find((i: { tenant: string }) => i.tenant === 'dev').days[0];
+    expect(today.runs.Completed).toBeGreaterThanOrEqual(2);
+    expect(today.wallMs).toBeGreaterThan(0);
     const sessions = (await a('GET', '/v1/sessions')).body;
     expect(sessions.items.find((s: { sessionId: string }) => s.sessionId === 'live-2')?.runs).toMatchObject({
       total: 1,

@@ -127,6 +127,11 @@ export const configSchema = z.object({
   ISLET_LIVE_LOG_MAX_BYTES: int(1024 * 1024, 0),
   /** How long printed lines gather before they go out as one `log` event, ms. */
   ISLET_LIVE_LOG_FLUSH_MS: int(250, 10),
+  /**
+   * Tenants whose usage metrics (`islet_tenant_*_total`) carry their own `tenant` label; every
+   * other tenant is counted as `other` (bounded cardinality). Comma-separated; default none.
+   */
+  ISLET_METRICS_TENANTS: list(''),
   /** Sandbox modes this runner serves; one BullMQ worker per mode. */
   ISLET_RUNNER_MODES: list('read-only').pipe(z.array(z.enum(SANDBOX_MODES)).min(1)),
   /** Gateways the runner sends binding calls to (any replica serves any call). */

@@ -84,6 +84,12 @@ export const keys = {
   indexSessions: (tenant: string) => `${t(tenant)}:index:sessions`,
   /** HASH `<session>\n<field>` → total, a count per final status, principal, created. */
   indexSessionStats: (tenant: string) => `${t(tenant)}:index:session-stats`,
+  /**
+   * STREAM of the tenant's run and decision changes (`type` run|decision, `id`), what
+   * `GET /v1/events` serves; written with the change, MAXLEN ~1000, each append announced on
+   * `channels.tenantFeed`.
+   */
+  tenantFeed: (tenant: string) => `${t(tenant)}:feed`,
   /** HASH of a tenant's usage on one UTC day (`YYYY-MM-DD`): counters added at each run's end. */
   usageDay: (tenant: string, day: string) => `${t(tenant)}:usage:${day}`,
   /** HASH key id → when the key last authenticated, ms (written at most once a minute per replica). */
@@ -153,6 +159,8 @@ export const channels = {
   sessionRuns: 'islet:session-runs',
   /** Platform settings changed. */
   settings: 'islet:settings-changed',
+  /** A tenant's feed (`keys.tenantFeed`) grew; the message is the tenant id. */
+  tenantFeed: 'islet:tenant-feed',
   /**
    * `<kind>:<key>`: every gateway drops the key from its read cache of that kind (the gateway's
    * read-cache.ts); `key-revoked:<sha256>` also ends the key's open event streams.

@@ -207,6 +207,33 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode'],
       registers,
     }),
+    // Usage for billing, by tenant: a tenant is a label value only when an operator lists it
+    // (ISLET_METRICS_TENANTS, `meteredTenant`); every other tenant is counted as `other`, so the
+    // series stay bounded however many tenants there are. Exact per-tenant figures: GET /v1/usage.
+    tenantRuns: new Counter({
+      name: 'islet_tenant_runs_total',
+      help: 'Runs ended, by tenant (listed tenants, else "other") and final status',
+      labelNames: ['tenant', 'status'],
+      registers,
+    }),
+    tenantRunSeconds: new Counter({
+      name: 'islet_tenant_run_seconds_total',
+      help: 'Wall time of ended runs from acceptance to end, by tenant (listed tenants, else "other")',
+      labelNames: ['tenant'],
+      registers,
+    }),
+    tenantBindingCalls: new Counter({
+      name: 'islet_tenant_binding_calls_total',
+      help: 'Binding calls of ended runs, by tenant (listed tenants, else "other")',
+      labelNames: ['tenant'],
+      registers,
+    }),
+    tenantOutputBytes: new Counter({
+      name: 'islet_tenant_output_bytes_total',
+      help: 'Result text bytes of ended runs, by tenant (listed tenants, else "other")',
+      labelNames: ['tenant'],
+      registers,
+    }),
     httpRequests: new Counter({
       name: 'islet_http_requests_total',
       help: 'HTTP requests served',
@@ -224,3 +251,8 @@ export function createMetrics(options: MetricsOptions) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** The `tenant` label of the usage metrics: the tenant when listed (ISLET_METRICS_TENANTS), else `other`. */
+export function meteredTenant(listed: readonly string[], tenant: string): string {
+  return listed.includes(tenant) ? tenant : 'other';
+}

@@ -6,7 +6,8 @@
  * caller waits, see run-store's TRANSITION); listeners read the state from Redis (or take the
  * pushed end), so a lost message costs at most a poll interval, never correctness. It also
  * listens on `islet:session-runs`, whose messages are a session's index key (a new run there),
- * for the session event stream.
+ * for the session event stream, and on `islet:tenant-feed` (a tenant id: its feed grew), whose
+ * listeners are keyed `feed:<tenant>` (the tenant event stream).
  */
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
@@ -23,6 +24,10 @@ export function createEventHub(subscriber: Redis) {
   // Since when the subscription has been up without a break (0: it is not).
   let upSince = 0;
   subscriber.on('message', (channel: string, message: string) => {
+    if (channel === channels.tenantFeed) {
+      for (const fn of listeners.get(`feed:${message}`) ?? []) fn();
+      return;
+    }
     if (channel === channels.sessionRuns) {
       for (const fn of listeners.get(message) ?? []) fn();
       return;
@@ -53,11 +58,13 @@ export function createEventHub(subscriber: Redis) {
   });
   return {
     start() {
-      started ??= subscriber.subscribe(channels.runEvents, channels.sessionRuns).then((n) => {
-        subscribed = true;
-        upSince = Date.now();
-        return n;
-      });
+      started ??= subscriber
+        .subscribe(channels.runEvents, channels.sessionRuns, channels.tenantFeed)
+        .then((n) => {
+          subscribed = true;
+          upSince = Date.now();
+          return n;
+        });
       return started;
     },
     /**

@@ -144,6 +144,11 @@ export function openApiDocument() {
           'Answer a client-connection call: {"result": …}, {"error": {"message": …, "reason"?: …}} (the program gets AppCallFailed), or {"inputRequired": {"message": "<non-empty text>"}} (the program gets AppInputRequired with details.operationId (the journal operation id of the call); answer that App operation outside the program). Anything else is 400 validation; 409 call-not-pending when the call is not waiting.',
         ),
       },
+      '/v1/events': {
+        get: op(
+          "The tenant's live feed as Server-Sent Events (apps.use + sessions.read): run (a run summary on creation, status change, end), decision (keys with decisions: asked or answered, with the App's name, tool, run description, code excerpt, arguments, justification, deadline), ready, key-revoked. Resumable with Last-Event-ID; a principal sees its own runs; counted in ISLET_SSE_STREAMS_PER_TENANT (429 past it).",
+        ),
+      },
       '/v1/usage': {
         get: op(
           "Usage per UTC day (from, to: YYYY-MM-DD, default the last 30 days): runs by final status, wallMs, cpuMs, bindingCalls, outputBytes, skillRuns, counted at each run's end. sessions.admin: the caller's tenant; platform.admin: every tenant, or one with tenant.",

@@ -132,6 +132,7 @@ const executor = createRunExecutor({
   workspaces,
   requireFullEnforcement: config.ISLET_SANDBOX_ENFORCEMENT_REQUIRED === 'full',
   liveLog: { maxBytes: config.ISLET_LIVE_LOG_MAX_BYTES, flushMs: config.ISLET_LIVE_LOG_FLUSH_MS },
+  meteredTenants: config.ISLET_METRICS_TENANTS,
   gateway: createGatewayClient({ urls: config.ISLET_GATEWAY_URLS, token: config.ISLET_INTERNAL_TOKEN }),
   metrics,
   logger,

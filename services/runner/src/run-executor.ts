@@ -4,7 +4,7 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import { keys, type Logger, type Metrics, type SettingsStore } from '@islet/core';
+import { keys, type Logger, type Metrics, meteredTenant, type SettingsStore } from '@islet/core';
 import type { Engine, SandboxFacts } from '@islet/engine';
 import {
   FILES_BINDING_NAMES,
@@ -47,6 +47,8 @@ export interface RunExecutorDeps {
    * most and how long lines gather. Absent: no live output (the end record still has it all).
    */
   liveLog?: { maxBytes: number; flushMs: number };
+  /** Tenants whose usage metrics carry their own label (ISLET_METRICS_TENANTS); others count as `other`. */
+  meteredTenants?: readonly string[];
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;
@@ -78,6 +80,15 @@ const now = () => performance.timeOrigin + performance.now();
 export function createRunExecutor(deps: RunExecutorDeps) {
   const { runs, settings, journal, metrics, logger } = deps;
 
+  /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
+  function meter(run: StoredRun, status: string, text: string, bindingCalls: number) {
+    const tenant = meteredTenant(deps.meteredTenants ?? [], run.tenant);
+    metrics.tenantRuns.inc({ tenant, status });
+    metrics.tenantRunSeconds.inc({ tenant }, Math.max(0, Date.now() - run.createdAt) / 1000);
+    if (bindingCalls > 0) metrics.tenantBindingCalls.inc({ tenant }, bindingCalls);
+    metrics.tenantOutputBytes.inc({ tenant }, Buffer.byteLength(text));
+  }
+
   async function end(
     run: StoredRun,
     status: 'Failed' | 'Cancelled',
@@ -91,7 +102,10 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       text: `code run failed (${kind}): ${message}`,
       kind,
     });
-    if (done) metrics.runsTotal.inc({ status, kind, mode: run.mode });
+    if (done) {
+      metrics.runsTotal.inc({ status, kind, mode: run.mode });
+      meter(run, status, '', 0);
+    }
   }
 
   async function execute(job: ExecuteJob): Promise<ExecuteResult> {
@@ -268,8 +282,10 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           timings,
           usage: { bindingCalls: outcome.calls.length },
         })
-      )
+      ) {
         metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
+        meter(run, 'Cancelled', mapped.text, outcome.calls.length);
+      }
       return 'cancelled';
     }
     if (
@@ -283,6 +299,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       })
     ) {
       metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
+      meter(run, mapped.status, mapped.text, outcome.calls.length);
       if (mapped.result._tag === 'Failed' && mapped.result.reason === 'ReplayMismatch')
         metrics.replayMismatches.inc();
     }

@@ -10,7 +10,7 @@
  *   again (its next execution replays to the same call: `request` re-indexes a pending one).
  * The request's arguments and program text are sealed.
  */
-import { journalKeys } from '@islet/core/keys';
+import { journalKeys, keys } from '@islet/core/keys';
 import { LuaScript } from '@islet/core/lua-script';
 import { pausedRunsKey, type SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
@@ -22,6 +22,7 @@ import type {
   DecisionState,
   NewDecision,
 } from './decision-types.ts';
+import { FEED_APPEND } from './run-index-scripts.ts';
 import type { Sealer } from './types.ts';
 
 export interface DecisionStoreDeps {
@@ -130,6 +131,12 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
     await Promise.all([
       redis.zrem(tenantKey(decision.tenant), member(runId, index)),
       redis.zrem(dueKey, member(runId, index)),
+      // The tenant's live inbox (GET /v1/events) drops it everywhere.
+      FEED_APPEND.run(
+        redis,
+        [keys.tenantFeed(decision.tenant)],
+        ['decision', `${runId}:${index}`, decision.tenant],
+      ),
     ]);
     return { ok: true, decision, stillPending: Number(reply[2] ?? 0) };
   };
@@ -191,6 +198,13 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
           // A stopped run holds no slot while it waits: the operator counts it in its mode's set.
           input.approval === 'stop'
             ? redis.zadd(pausedRunsKey(input.mode), 'NX', decision.request.requestedAt, input.runId)
+            : undefined,
+          reply[0] === 1
+            ? FEED_APPEND.run(
+                redis,
+                [keys.tenantFeed(decision.tenant)],
+                ['decision', `${input.runId}:${input.index}`, decision.tenant],
+              )
             : undefined,
         ]);
       }

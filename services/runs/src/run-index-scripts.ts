@@ -7,22 +7,35 @@
  * id → summary JSON), ended (ZSET id → endedAt), sessions (ZSET session → last activity), session
  * stats (HASH `<session>\n<field>` → value: total, a count per final status, principal, created).
  */
+import { channels } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 
 /** Ended runs a create removes from the index at most (those past retention), oldest first. */
 export const PRUNE_PER_CREATE = 4;
 
+/** Feed entries kept per tenant (approximate trim): what a reconnecting events stream can resume. */
+export const FEED_MAX_LEN = 1000;
+
+/** Appends `<type> <id>` to a tenant's feed (`feed`: its key) and announces the tenant. */
+export const feedLua = (feed: string, type: string, id: string, tenant: string) => `
+redis.call('XADD', ${feed}, 'MAXLEN', '~', ${FEED_MAX_LEN}, '*', 'type', ${type}, 'id', ${id})
+redis.call('PUBLISH', '${channels.tenantFeed}', ${tenant})
+`;
+
+/** A feed entry on its own (a decision asked or answered). KEYS: feed. ARGV: type, id, tenant. */
+export const FEED_APPEND = new LuaScript(`${feedLua('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]')}return 1`);
+
 const FINAL = (v: string) => `(${v} == 'Completed' or ${v} == 'Failed' or ${v} == 'Cancelled')`;
 
 /**
- * The index half of a run's create, for the tenant half's script. `k`: the five index keys;
- * `a`: ARGV expressions for run id, createdAt, summary JSON, session, principal ('' = none), now
- * ms and retention ms. Also prunes up to PRUNE_PER_CREATE runs whose records have expired.
+ * The index half of a run's create, for the tenant half's script. `k`: the five index keys and
+ * the tenant's feed; `a`: ARGV expressions for run id, createdAt, summary JSON, session, principal
+ * ('' = none), now ms, retention ms and the tenant. Also prunes up to PRUNE_PER_CREATE runs whose records have expired.
  */
 export function indexCreateLua(k: string[], a: string[]): string {
-  const [runs, summaries, ended, sessions, stats] = k;
-  const [id, createdAt, summary, session, principal, now, retentionMs] = a;
-  return `
+  const [runs, summaries, ended, sessions, stats, feed] = k;
+  const [id, createdAt, summary, session, principal, now, retentionMs, tenant] = a;
+  return `${feedLua(feed ?? '', "'run'", id ?? '', tenant ?? '')}
 redis.call('ZADD', ${runs}, ${createdAt}, ${id})
 redis.call('HSET', ${summaries}, ${id}, ${summary})
 if ${session} ~= '' then
@@ -53,14 +66,14 @@ end
 }
 
 /**
- * A skill's index entry on its own: KEYS the five index keys and, for a skill in a session, the
+ * A skill's index entry on its own: KEYS the five index keys, the feed and, for a skill in a session, the
  * session's run list (a session's runs are listed from it); ARGV as indexCreateLua's.
  */
 export const INDEX_CREATE = new LuaScript(
   `${indexCreateLua(
-    ['KEYS[1]', 'KEYS[2]', 'KEYS[3]', 'KEYS[4]', 'KEYS[5]'],
-    ['ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]'],
-  )}if KEYS[6] then redis.call('ZADD', KEYS[6], ARGV[2], ARGV[1]) end
+    [1, 2, 3, 4, 5, 6].map((i) => `KEYS[${i}]`),
+    [1, 2, 3, 4, 5, 6, 7, 8].map((i) => `ARGV[${i}]`),
+  )}if KEYS[7] then redis.call('ZADD', KEYS[7], ARGV[2], ARGV[1]) end
 return 1`,
 );
 
@@ -68,17 +81,17 @@ return 1`,
  * The tenant half of a run's end: leaves the in-flight set and, when the run ended (its final
  * status given, or on one server read from the record, KEYS[7], which the run's final script
  * wrote just before on the same connection), records the end in the index and the day's usage
- * once. KEYS: inflight, the five index keys (runs unused), usage day (HASH), [record]. ARGV: run id, final
- * status ('' = this end lost the race: only leave in-flight), ended ms, failure kind, output bytes,
- * binding calls, sandbox CPU ms, usage ttl seconds. Returns 1 when the index recorded the end.
+ * once. KEYS: inflight, the five index keys (runs unused), usage day (HASH), feed, [record]. ARGV: run
+ * id, final status ('' = this end lost the race: only leave in-flight), ended ms, failure kind,
+ * output bytes, binding calls, sandbox CPU ms, usage ttl seconds, tenant. Returns 1 when the index recorded the end.
  */
 export const FINISH_TENANT = new LuaScript(`
 redis.call('ZREM', KEYS[1], ARGV[1])
 local status = ARGV[2]
 local kind = ARGV[4]
-if KEYS[8] then
-  status = redis.call('HGET', KEYS[8], 'status') or ''
-  kind = redis.call('HGET', KEYS[8], 'kind') or kind
+if KEYS[9] then
+  status = redis.call('HGET', KEYS[9], 'status') or ''
+  kind = redis.call('HGET', KEYS[9], 'kind') or kind
 end
 if not ${FINAL('status')} then return 0 end
 local raw = redis.call('HGET', KEYS[3], ARGV[1])
@@ -102,7 +115,7 @@ redis.call('HINCRBY', KEYS[7], 'bindingCalls', tonumber(ARGV[6]) or 0)
 redis.call('HINCRBY', KEYS[7], 'cpuMs', tonumber(ARGV[7]) or 0)
 if s.style == 'skill' then redis.call('HINCRBY', KEYS[7], 'skillRuns', 1) end
 redis.call('EXPIRE', KEYS[7], ARGV[8])
-return 1
+${feedLua('KEYS[8]', "'run'", 'ARGV[1]', 'ARGV[9]')}return 1
 `);
 
 // Where a newest-first scan of a ZSET starts, as a local `start` (a rank): after the cursor's entry

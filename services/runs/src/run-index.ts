@@ -65,6 +65,7 @@ export function runIndexKeys(tenant: string) {
     ended: keys.indexRunsEnded(tenant),
     sessions: keys.indexSessions(tenant),
     sessionStats: keys.indexSessionStats(tenant),
+    feed: keys.tenantFeed(tenant),
   };
 }
 
@@ -81,6 +82,7 @@ export function usageDay(ms: number): string {
  * retention that prunes ended runs.
  */
 export function indexCreateArgs(
+  tenant: string,
   sealer: Sealer,
   entry: Omit<RunSummary, 'endedAt' | 'kind'>,
   retentionSeconds: number,
@@ -95,6 +97,7 @@ export function indexCreateArgs(
     entry.principal ?? '',
     String(now),
     String(retentionSeconds * 1000),
+    tenant,
   ];
 }
 
@@ -126,6 +129,7 @@ export function finishTenantCall(
       k.sessions,
       k.sessionStats,
       keys.usageDay(tenant, usageDay(end.endedAt)),
+      k.feed,
       ...(recordKey ? [recordKey] : []),
     ],
     args: [
@@ -137,6 +141,7 @@ export function finishTenantCall(
       String(Math.round(u.bindingCalls ?? 0)),
       String(Math.round(u.cpuMs ?? 0)),
       String(USAGE_RETENTION_SECONDS),
+      tenant,
     ],
   };
 }
@@ -177,13 +182,18 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
 
   const k0 = (tenant: string) => {
     const k = runIndexKeys(tenant);
-    return [k.runs, k.summaries, k.ended, k.sessions, k.sessionStats];
+    return [k.runs, k.summaries, k.ended, k.sessions, k.sessionStats, k.feed];
   };
 
   return {
     /** Lists a skill (style `skill`) from its start; it has no record, so its summary is all there is. */
     async skillStarted(tenant: string, entry: Omit<RunSummary, 'endedAt' | 'kind' | 'style' | 'status'>) {
-      const args = indexCreateArgs(sealer, { ...entry, style: 'skill', status: 'Running' }, retentionSeconds);
+      const args = indexCreateArgs(
+        tenant,
+        sealer,
+        { ...entry, style: 'skill', status: 'Running' },
+        retentionSeconds,
+      );
       const session = entry.sessionId ? [keys.sessionRuns(tenant, entry.sessionId)] : [];
       await INDEX_CREATE.run(redis, [...k0(tenant), ...session], args);
     },
@@ -200,6 +210,32 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
         endedAt: Date.now(),
       });
       await FINISH_TENANT.run(redis, call.keys, call.args);
+    },
+
+    /** Feed entries after `afterId` (exclusive; stream ids), oldest first. */
+    async readFeed(tenant: string, afterId: string, count = 200) {
+      const rows = await redis.xrange(keys.tenantFeed(tenant), `(${afterId}`, '+', 'COUNT', count);
+      return rows.map(([id, f]) => {
+        const m: Record<string, string> = {};
+        for (let i = 0; i + 1 < f.length; i += 2) m[f[i]!] = f[i + 1]!;
+        return { id, type: m.type ?? '', ref: m.id ?? '' };
+      });
+    },
+
+    /** The feed's newest entry id ('0-0' when empty): where a stream that resumes nothing starts. */
+    async feedHead(tenant: string): Promise<string> {
+      const last = await redis.xrevrange(keys.tenantFeed(tenant), '+', '-', 'COUNT', 1);
+      return last[0]?.[0] ?? '0-0';
+    },
+
+    /** Summaries of these runs (unsealed; live status for runs not yet ended); missing ones left out. */
+    async summaries(tenant: string, ids: string[]): Promise<RunSummary[]> {
+      if (ids.length === 0) return [];
+      const raws = await redis.hmget(keys.indexRunSummaries(tenant), ...ids);
+      const found = raws.flatMap((raw) => (raw ? [JSON.parse(raw) as RunSummary] : []));
+      const unended = found.filter((s) => !isFinalStatus(s.status)).map((s) => s.id);
+      const live = unended.length ? await liveStatuses(unended) : new Map<string, RunStatus>();
+      return found.map((s) => open({ ...s, status: live.get(s.id) ?? s.status }));
     },
 
     /**

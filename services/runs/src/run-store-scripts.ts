@@ -63,12 +63,12 @@ return 1
 /** The index keys (KEYS[k]…) and arguments (ARGV[a]…) of a create's tenant half (run-index-scripts.ts). */
 const indexAt = (k: number, a: number) =>
   indexCreateLua(
-    [0, 1, 2, 3, 4].map((i) => `KEYS[${k + i}]`),
-    [0, 1, 2, 3, 4, 5, 6].map((i) => `ARGV[${a + i}]`),
+    [0, 1, 2, 3, 4, 5].map((i) => `KEYS[${k + i}]`),
+    [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `ARGV[${a + i}]`),
   );
 
-// The tenant half of a create. KEYS: inflight, session runs, the five index keys. ARGV: runId,
-// createdAt, the seven index arguments (run-index.ts indexCreateArgs).
+// The tenant half of a create. KEYS: inflight, session runs, the five index keys and the feed.
+// ARGV: runId, createdAt, the eight index arguments (run-index.ts indexCreateArgs).
 export const CREATE_TENANT = new LuaScript(`
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
@@ -79,8 +79,9 @@ return 1
 // The tenant half of a create, with the tenant's admission checked in the same step (a flood of
 // parallel submits cannot pass the quota between a count and an add). KEYS: inflight, session
 // runs, skills, session owner, idempotency key, the tenant's rate-limit window, the five index
-// keys. ARGV: runId, createdAt, maxInFlight, principal, sessionTtlSeconds, nowMs, checkIdempotency
-// ('1'|'0'), rateLimit ('' = the request was counted already), the seven index arguments. With a rate limit the request is counted
+// keys and the feed. ARGV: runId, createdAt, maxInFlight, principal, sessionTtlSeconds, nowMs,
+// checkIdempotency ('1'|'0'), rateLimit ('' = the request was counted already), the eight index
+// arguments. With a rate limit the request is counted
 // first, in the counter the gateway's own counts use (countInWindowLua), and refused past the
 // limit before anything else. With the check, the
 // Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
@@ -121,10 +122,10 @@ redis.call('PUBLISH', ARGV[${a}], ARGV[${a + 1}])
 export const CREATE_RUN = new LuaScript(`${createRunLua(1, 1)}return 1`);
 
 // Both halves of an admitted create in one step, for one server only (its keys span two slots, so
-// never on a Cluster): KEYS and ARGV are ADMIT_TENANT's (11 and 15), then CREATE_RUN's. A refused
+// never on a Cluster): KEYS and ARGV are ADMIT_TENANT's (12 and 16), then CREATE_RUN's. A refused
 // admission writes nothing of the run (a rate-limited one only its count). Returns what
 // ADMIT_TENANT returns.
-export const ADMIT_AND_CREATE = new LuaScript(`${ADMIT_TENANT_LUA}${createRunLua(12, 16)}return 'created'`);
+export const ADMIT_AND_CREATE = new LuaScript(`${ADMIT_TENANT_LUA}${createRunLua(13, 17)}return 'created'`);
 
 // KEYS: idempotency key. ARGV: the value a failed request set. Drops the key only while it is still
 // that request's (a retry may have taken it over meanwhile).

@@ -18,6 +18,7 @@ import { runListRoutes } from './run-lists.ts';
 import { runPolicyRoutes } from './run-policy.ts';
 import { runsRoutes } from './runs.ts';
 import { settingsRoutes } from './settings.ts';
+import { tenantEventsRoutes } from './tenant-events.ts';
 import { usageRoutes } from './usage.ts';
 import { workspaceRoutes } from './workspace.ts';
 
@@ -27,6 +28,7 @@ export const ROUTE_GROUPS = [
   runsRoutes,
   runListRoutes,
   usageRoutes,
+  tenantEventsRoutes,
   eventsRoutes,
   connectionsRoutes,
   codeApiRoutes,

@@ -1,0 +1,195 @@
+/**
+ * `GET /v1/events` over real HTTP on a real Redis: runs appear as they are created and end, only
+ * to the principal allowed to see them; decisions arrive with what a person needs to answer them
+ * and leave as answered; the stream resumes from Last-Event-ID and is capped per tenant.
+ */
+import type { AddressInfo } from 'node:net';
+import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from './app.ts';
+import { createGatewayDeps } from './create-deps.ts';
+
+let redis: RedisServer;
+let app: FastifyInstance;
+let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let base: string;
+const k = { ann: '', bob: '', lead: '' };
+const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+const STREAMS = 4;
+
+interface Sse {
+  id?: string;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** An open stream: events as they arrive, `next(pred)` waits for one. */
+async function open(key: string, lastEventId?: string) {
+  const ac = new AbortController();
+  const res = await fetch(`${base}/v1/events`, {
+    headers: { ...auth(key), ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+    signal: ac.signal,
+  });
+  const events: Sse[] = [];
+  let seen = 0;
+  const done = (async () => {
+    if (res.status !== 200) return;
+    const decoder = new TextDecoder();
+    let buf = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += decoder.decode(chunk, { stream: true });
+        for (let cut = buf.indexOf('\n\n'); cut >= 0; cut = buf.indexOf('\n\n')) {
+          const block = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          const e: Sse = { event: 'message', data: {} };
+          for (const line of block.split('\n')) {
+            if (line.startsWith('id: ')) e.id = line.slice(4);
+            else if (line.startsWith('event: ')) e.event = line.slice(7);
+            else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+          }
+          if (block.includes('event: ')) events.push(e);
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  return {
+    status: res.status,
+    events,
+    async next(pred: (e: Sse) => boolean, timeoutMs = 10_000): Promise<Sse> {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const i = events.findIndex((e, n) => n >= seen && pred(e));
+        if (i >= 0) {
+          seen = i + 1;
+          return events[i] as Sse;
+        }
+        if (Date.now() > until) throw new Error(`no such event; got ${JSON.stringify(events)}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    async close() {
+      ac.abort();
+      await done;
+    },
+  };
+}
+
+async function submit(key: string, body: Record<string, unknown>): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/runs',
+    headers: auth(key),
+    payload: { code: 'const r = await apps.mail.send_email({ to: "x" });\nreturn r;', ...body },
+  });
+  expect(res.statusCode, res.body).toBe(202);
+  return (res.json() as { id: string }).id;
+}
+
+beforeAll(async () => {
+  redis = await startRedis({ appendOnly: false });
+  const config = loadConfig({
+    ISLET_REDIS_URL: redis.url,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+    ISLET_SSE_STREAMS_PER_TENANT: String(STREAMS),
+  });
+  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  app = await buildApp(deps);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
+  const scopes = ['apps.use', 'sessions.read', 'decisions'] as const;
+  k.ann = (await deps.tenants.createKey('acme', [...scopes], { principal: 'ann' })).key;
+  k.bob = (await deps.tenants.createKey('acme', [...scopes], { principal: 'bob' })).key;
+  k.lead = (await deps.tenants.createKey('acme', [...scopes, 'sessions.admin'], { principal: 'lead' })).key;
+});
+
+afterAll(async () => {
+  await app?.close();
+  await deps?.close();
+  await redis?.stop();
+});
+
+describe('GET /v1/events', () => {
+  it("streams the principal's runs as they are created and end, and nobody else's", async () => {
+    const ann = await open(k.ann);
+    const lead = await open(k.lead);
+    await ann.next((e) => e.event === 'ready');
+    await lead.next((e) => e.event === 'ready');
+    const bobs = await submit(k.bob, { description: 'Bob run', sessionId: 'sb' });
+    const id = await submit(k.ann, { description: 'Ann run', sessionId: 'sa' });
+    const created = await ann.next((e) => e.event === 'run');
+    expect(created.data).toMatchObject({ id, status: 'Running', description: 'Ann run', principal: 'ann' });
+    expect(created.id).toMatch(/^\d+-\d+$/);
+    expect(JSON.stringify(created.data)).not.toContain('send_email');
+    await deps.runs.finish(
+      { id, tenant: 'acme' },
+      { status: 'Completed', result: { _tag: 'Completed', value: 1, logs: [] }, text: '', kind: 'none' },
+    );
+    const ended = await ann.next((e) => e.event === 'run');
+    expect(ended.data).toMatchObject({ id, status: 'Completed' });
+    expect(ann.events.some((e) => e.data.id === bobs)).toBe(false);
+    // sessions.admin sees the tenant's.
+    await lead.next((e) => e.event === 'run' && e.data.id === bobs);
+    await lead.next((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
+    // Resumes after the creation's id: the end again, nothing before it.
+    const again = await open(k.ann, created.id);
+    const replayed = await again.next((e) => e.event === 'run');
+    expect(replayed.data).toMatchObject({ id, status: 'Completed' });
+    for (const s of [ann, lead, again]) await s.close();
+  });
+
+  it('brings a decision with the run, tool, code, arguments and deadline, and its answer', async () => {
+    const ann = await open(k.ann);
+    await ann.next((e) => e.event === 'ready');
+    const runId = await submit(k.ann, { description: 'Mail the report', sessionId: 'sd', timeoutMs: 60_000 });
+    const run = await deps.runs.get(runId);
+    await deps.decisions.request({
+      tenant: 'acme',
+      mode: 'read-only',
+      runId,
+      index: 0,
+      toolCallId: 'tc',
+      code: run?.code ?? '',
+      approval: 'hold',
+      call: { connectionId: 'conn-9', tool: 'send_email', arguments: { to: 'x' } },
+    });
+    const asked = await ann.next((e) => e.event === 'decision');
+    expect(asked.data).toMatchObject({
+      id: `${runId}:0`,
+      state: 'pending',
+      tool: 'send_email',
+      description: 'Mail the report',
+      arguments: { to: 'x' },
+    });
+    expect((asked.data.code as { text: string }).text).toContain('apps.mail.send_email');
+    // The run's own budget (60 s from its creation) ends it before the decision would expire.
+    expect(asked.data.deadline).toBe((run?.createdAt ?? 0) + 60_000);
+    const answered = await deps.decisions.answer('acme', runId, 0, { allow: true, by: 'lead' });
+    expect(answered.ok).toBe(true);
+    const gone = await ann.next((e) => e.event === 'decision');
+    expect(gone.data).toMatchObject({ id: `${runId}:0`, state: 'allowed' });
+    await ann.close();
+  });
+
+  it('refuses a stream past the tenant cap with 429, and bad resume ids with 400', async () => {
+    const open1 = await Promise.all(Array.from({ length: STREAMS }, () => open(k.lead)));
+    for (const s of open1) await s.next((e) => e.event === 'ready');
+    const over = await fetch(`${base}/v1/events`, { headers: auth(k.lead) });
+    expect(over.status).toBe(429);
+    expect(over.headers.get('retry-after')).toBeTruthy();
+    await over.body?.cancel();
+    for (const s of open1) await s.close();
+    const bad = await fetch(`${base}/v1/events`, { headers: { ...auth(k.ann), 'last-event-id': 'x' } });
+    expect(bad.status).toBe(400);
+    await bad.body?.cancel();
+    const unknown = await fetch(`${base}/v1/events?since=1`, { headers: auth(k.ann) });
+    expect(unknown.status).toBe(400);
+    await unknown.body?.cancel();
+  });
+});
