@@ -64,9 +64,11 @@ async function runToEnd(code: string, description: string, session = 'sess-ops')
   });
   expect(res.status, JSON.stringify(res.body).slice(0, 500)).toBe(202);
   const id = res.body.id as string;
+  // Polled on the run list (summaries): a run of ~64 MiB has a record of as much, read once, by the page.
   for (;;) {
-    const r = await a('GET', `/v1/code-runs/${id}`);
-    if (r.body.result) return { id, status: r.body.status as string };
+    const r = await a('GET', `/v1/runs?sessionId=${encodeURIComponent(session)}&limit=200`);
+    const item = (r.body.items as Loose[]).find((x) => x.id === id);
+    if (item?.endedAt) return { id, status: item.status as string };
     await sleep(1000);
   }
 }
@@ -301,6 +303,7 @@ describe('the run page under huge output and hostile programs', () => {
     const run = await runToEnd(
       'const line = "x".repeat(3994);\nfor (let i = 0; i < 16000; i++) console.log(String(i).padStart(5, "0") + " " + line);\nreturn "printed";',
       'Print about 64 MiB',
+      'sess-big',
     );
     expect(run.status).toBe('Completed');
     await page.goto(`${base}/console/#/runs/${run.id}`);
@@ -335,7 +338,7 @@ describe('the run page under huge output and hostile programs', () => {
 
   it('highlights only a bounded prefix of a 600 KB program with unclosed comments', async () => {
     const attack = `return 1;\n/*${'x/*'.repeat(200_000)}`;
-    const run = await runToEnd(attack, 'An unclosed comment, 600 KB');
+    const run = await runToEnd(attack, 'An unclosed comment, 600 KB', 'sess-attack');
     await page.goto(`${base}/console/#/runs/${run.id}`);
     await page.locator('.code .truncation-marker').waitFor({ timeout: 30_000 });
     const covered = Number(await page.locator('pre.code').getAttribute('data-highlighted-chars'));
