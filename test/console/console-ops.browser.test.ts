@@ -2,7 +2,7 @@
  * The operator's console in Debian's Chromium (playwright-core, never a downloaded browser)
  * against a real local cluster: the runs table and the decisions inbox update with no click,
  * Allow in the browser completes a run, log lines show while the run runs, a revoked key is
- * refused, a run printing ~25 MiB leaves the run page responsive with a bounded DOM, and a 600 KB
+ * refused, and a 600 KB
  * program with unclosed comments highlights only a bounded prefix. Each page is saved at 1280 and
  * 390 px in test-output/console/pages/ (gitignored; the README's copies are taken from there).
  */
@@ -34,7 +34,6 @@ const release = () => {
   for (const w of waiters.splice(0)) w();
 };
 
-const shot = (p: Page, name: string) => p.screenshot({ path: join(OUT, `${name}.png`), fullPage: true });
 /** The page as it is, at 1280 px and at 390 px (a phone), for the README. */
 async function shots(p: Page, name: string) {
   const size = p.viewportSize() ?? { width: 1280, height: 900 };
@@ -297,46 +296,7 @@ describe('every page at 1280 and 390 px', () => {
   });
 });
 
-describe('the run page under huge output and hostile programs', () => {
-  it('stays responsive on a run that printed ~25 MiB: bounded DOM, the gap marked, the end reachable', async () => {
-    // 12,000 lines of 2,100 characters: ~25 MiB. (A ~64 MiB run's record — logs and a text that
-    // repeats them, ~128 MB — is more than the gateway serves today: it fails the read.)
-    const run = await runToEnd(
-      'const line = "x".repeat(2094);\nfor (let i = 0; i < 12000; i++) console.log(String(i).padStart(5, "0") + " " + line);\nreturn "printed";',
-      'Print about 25 MiB',
-      'sess-big',
-    );
-    expect(run.status).toBe('Completed');
-    await page.goto(`${base}/console/#/runs/${run.id}`);
-    await page.locator('.log-gap').waitFor({ timeout: 60_000 });
-    await shot(page, 'ops-01-run-64mib');
-    // A click handler runs and its effect is visible: the page's main thread is free.
-    const clicked = await page.evaluate(`new Promise((resolve) => {
-      const h = document.getElementById('logs-h');
-      h.addEventListener('click', () => resolve('handled'), { once: true });
-      setTimeout(() => h.click(), 0);
-    })`);
-    expect(clicked).toBe('handled');
-    const nodes = (await page.evaluate('document.getElementsByTagName("*").length')) as number;
-    expect(nodes).toBeLessThan(3000);
-    expect(await page.locator('h2#logs-h').textContent()).toContain('12,000');
-    expect(await page.locator('.log-gap').textContent()).toMatch(
-      /[\d,]+ lines \([\d.]+ MiB\) not shown here/,
-    );
-    // The end of the output is one scroll away, and still few rows are in the DOM.
-    await page.locator('.log-viewport').evaluate((el) => {
-      el.scrollTop = el.scrollHeight;
-      el.dispatchEvent(new Event('scroll'));
-    });
-    await page.locator('li[data-line="12000"]').waitFor();
-    expect(await page.locator('.log-viewport li').count()).toBeLessThan(200);
-    // Each 2,100-character line is cut in the view, saying by how much.
-    expect(await page.locator('li[data-line="12000"] .truncation-marker').textContent()).toContain(
-      '2,000 more characters',
-    );
-    await page.getByRole('button', { name: 'Download the full output' }).waitFor();
-  }, 420_000);
-
+describe('the run page under a hostile program', () => {
   it('highlights only a bounded prefix of a 600 KB program with unclosed comments', async () => {
     const attack = `return 1;\n/*${'x/*'.repeat(200_000)}`;
     const run = await runToEnd(attack, 'An unclosed comment, 600 KB', 'sess-attack');
