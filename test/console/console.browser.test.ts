@@ -139,8 +139,9 @@ describe('the console in Chromium', () => {
     const card = page.locator(`[data-decision="${id}:1"]`);
     await card.waitFor({ timeout: 20_000 });
     const text = await card.textContent();
-    expect(text).toContain(`App call: ${mail.id}/send_email`);
-    expect(text).toContain(mail.id);
+    // The App's display name and the tool, then the connection id and tool as the API names them.
+    expect(text).toContain('Mail · send_email');
+    expect(text).toContain(`${mail.id}/send_email`);
     expect(text).toContain('"to": "team@example.com"');
     await shot(page, '04-decision-waiting');
     // Keyboard only: Tab until "Allow once" has focus, then Enter.
@@ -225,7 +226,7 @@ describe('the console in Chromium', () => {
       const p = await context.newPage();
       await signIn(p, cluster.devKey);
       await p.getByRole('heading', { name: 'Waiting decisions' }).waitFor({ timeout: 5000 });
-      expect(await p.getByRole('heading', { name: 'Sessions', exact: true }).count()).toBe(0);
+      expect(await p.getByRole('heading', { name: 'Runs', exact: true }).count()).toBe(0);
     } finally {
       await context.close();
     }

@@ -6,7 +6,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STAMP="$HERE/dist/.built"
 if [ -f "$STAMP" ]; then
-  newer="$(find "$HERE/web" "$HERE/src/build.ts" "$HERE/scripts/build.sh" "$HERE/../sdk/src/client.ts" -newer "$STAMP" -print -quit)"
+  newer="$(find "$HERE/web" "$HERE/src/build.ts" "$HERE/scripts/build.sh" "$HERE/../sdk/src/client.ts" "$HERE/package.json" -newer "$STAMP" -print -quit)"
   [ -z "$newer" ] && exit 0
 fi
 node "$HERE/src/build.ts"

@@ -3,7 +3,8 @@
  * web/index.html → dist/index.html. No CDN: everything the page loads is in dist/.
  * Run by scripts/build.sh (incremental) from scripts/toolchain.sh and the gateway's Dockerfile.
  */
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 
@@ -23,5 +24,7 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
-copyFileSync(join(root, 'web/app.css'), join(out, 'app.css'));
+// uPlot's own stylesheet goes first, in the same file: the page loads one stylesheet from 'self'.
+const uplotCss = readFileSync(createRequire(import.meta.url).resolve('uplot/dist/uPlot.min.css'), 'utf8');
+writeFileSync(join(out, 'app.css'), `${uplotCss}\n${readFileSync(join(root, 'web/app.css'), 'utf8')}`);
 copyFileSync(join(root, 'web/index.html'), join(out, 'index.html'));

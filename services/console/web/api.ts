@@ -64,7 +64,8 @@ export async function readSse(
   path: string,
   onEvent: (e: SseEvent) => void,
   signal: AbortSignal,
-  onError: (problem: string) => void = () => {},
+  onError: (problem: string, status?: number) => void = () => {},
+  onOpen: () => void = () => {},
 ): Promise<void> {
   let lastId = '';
   let retryMs = 1000;
@@ -79,20 +80,24 @@ export async function readSse(
       const res = await fetch(path, { headers, signal });
       if (!res.ok || !res.body) {
         const p = (await res.json().catch(() => null)) as Problem | null;
-        onError(p?.detail ?? p?.title ?? `HTTP ${res.status}`);
+        onError(p?.detail ?? p?.title ?? `HTTP ${res.status}`, res.status);
         if (res.status >= 400 && res.status < 500) return;
       } else {
+        onOpen();
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         let buf = '';
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
           buf += value;
-          let cut = buf.indexOf('\n\n');
+          // One cut per chunk, not per event: slicing the rest after each event was quadratic in
+          // a chunk that holds thousands of small `log` events.
+          let from = 0;
+          let cut = buf.indexOf('\n\n', from);
           while (cut >= 0) {
-            const block = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
-            cut = buf.indexOf('\n\n');
+            const block = buf.slice(from, cut);
+            from = cut + 2;
+            cut = buf.indexOf('\n\n', from);
             const e = { id: '', event: 'message', data: '' };
             for (const line of block.split('\n')) {
               const i = line.indexOf(':');
@@ -101,7 +106,7 @@ export async function readSse(
               const v = line.slice(i + 1).replace(/^ /, '');
               if (field === 'id') e.id = v;
               else if (field === 'event') e.event = v;
-              else if (field === 'data') e.data += v;
+              else if (field === 'data') e.data += e.data ? `\n${v}` : v;
               else if (field === 'retry' && /^\d+$/.test(v)) retryMs = Number(v);
             }
             if (!e.data) continue;
@@ -113,6 +118,7 @@ export async function readSse(
             onEvent({ id: e.id, event: e.event, data });
             if (e.event === 'end') ended = true;
           }
+          if (from > 0) buf = buf.slice(from);
         }
       }
     } catch (err) {

@@ -1,33 +1,40 @@
 /**
- * A tiny TypeScript highlighter: one regular expression splits the program into comments,
- * strings, numbers, keywords and the rest; Preact renders the spans (text only, never HTML).
+ * The program, highlighted: `tokenize` (one linear pass) covers a bounded prefix and Preact renders
+ * the spans (text only, never HTML). Past the prefix the program is shown as one plain text node,
+ * after a visible marker, so a huge program costs one DOM node, not one per token.
  */
 import type { JSX } from 'preact';
+import { useMemo } from 'preact/hooks';
+import { HIGHLIGHT_LIMIT_CHARS, tokenize } from './highlight-tokens.ts';
 
-const TOKEN =
-  /(\/\/[^\n]*|\/\*[\s\S]*?\*\/)|(`(?:\\[\s\S]|[^`\\])*`|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")|(\b\d[\d_]*(?:\.\d+)?(?:e[+-]?\d+)?n?\b)|(\b(?:await|async|break|case|catch|const|continue|default|do|else|export|false|finally|for|function|if|import|in|instanceof|let|new|null|of|return|switch|this|throw|true|try|typeof|undefined|var|void|while|yield)\b)/g;
+const CLASSES = {
+  plain: undefined,
+  comment: 'tok-comment',
+  string: 'tok-string',
+  number: 'tok-number',
+  keyword: 'tok-keyword',
+} as const;
 
-const CLASSES = ['', 'tok-comment', 'tok-string', 'tok-number', 'tok-keyword'] as const;
-
-export function Code(props: { code: string }): JSX.Element {
-  const parts: JSX.Element[] = [];
-  let last = 0;
-  let n = 0;
-  for (const m of props.code.matchAll(TOKEN)) {
-    const at = m.index ?? 0;
-    if (at > last) parts.push(<span key={n++}>{props.code.slice(last, at)}</span>);
-    const group = m.findIndex((g, i) => i > 0 && g !== undefined);
-    parts.push(
-      <span key={n++} class={CLASSES[group] ?? ''}>
-        {m[0]}
-      </span>,
-    );
-    last = at + m[0].length;
-  }
-  if (last < props.code.length) parts.push(<span key={n++}>{props.code.slice(last)}</span>);
+export function Code(props: { code: string; limit?: number }): JSX.Element {
+  const limit = props.limit ?? HIGHLIGHT_LIMIT_CHARS;
+  const { tokens, covered, truncated } = useMemo(() => tokenize(props.code, limit), [props.code, limit]);
   return (
-    <pre class="code">
-      <code>{parts}</code>
+    <pre class="code" data-highlighted-chars={covered}>
+      <code>
+        {tokens.map((t, n) => (
+          <span key={n} class={CLASSES[t.kind]}>
+            {t.text}
+          </span>
+        ))}
+        {truncated && (
+          <>
+            <span class="truncation-marker" role="note">
+              {` ⋯ highlighting stops after ${covered.toLocaleString()} of ${props.code.length.toLocaleString()} characters; the rest is plain text ⋯ `}
+            </span>
+            <span class="unhighlighted">{props.code.slice(covered)}</span>
+          </>
+        )}
+      </code>
     </pre>
   );
 }

@@ -2,10 +2,15 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, problemText, session } from './api.ts';
-import { ConnectionsPage, SettingsPage } from './pages/admin.tsx';
+import { stopTenantStream, useDecisions } from './live.ts';
+import { SettingsPage } from './pages/admin.tsx';
+import { ConnectionsPage } from './pages/connections.tsx';
 import { DecisionsPage } from './pages/decisions.tsx';
+import { KeysPage } from './pages/keys.tsx';
 import { RunPage } from './pages/run.tsx';
+import { RunsPage } from './pages/runs.tsx';
 import { HomePage, SessionPage } from './pages/session.tsx';
+import { UsagePage } from './pages/usage.tsx';
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash || '#/');
@@ -82,12 +87,16 @@ function Shell() {
   const hash = useHash();
   const [, path = '', rest = ''] = /^#\/([^/]*)\/?(.*)$/.exec(hash) ?? [];
   const arg = decodeURIComponent(rest);
-  let page = <HomePage />;
-  if (path === 'sessions' && arg) page = <SessionPage id={arg} />;
+  const decisions = useDecisions();
+  const waiting = decisions.items?.length ?? 0;
+  let page = <RunsPage />;
+  if (path === 'sessions') page = arg ? <SessionPage id={arg} /> : <HomePage />;
   else if (path === 'runs' && arg) page = <RunPage id={arg} />;
   else if (path === 'decisions') page = <DecisionsPage />;
   else if (path === 'settings') page = <SettingsPage />;
   else if (path === 'connections') page = <ConnectionsPage />;
+  else if (path === 'keys') page = <KeysPage />;
+  else if (path === 'usage') page = <UsagePage />;
   const link = (to: string, label: string) => (
     <a href={`#/${to}`} aria-current={path === to ? 'page' : undefined}>
       {label}
@@ -101,9 +110,20 @@ function Shell() {
       <header class="top">
         <nav aria-label="Console">
           <strong class="brand">Islet</strong>
-          {link('', 'Sessions')}
-          {link('decisions', 'Decisions')}
+          {link('', 'Runs')}
+          {link('sessions', 'Sessions')}
+          <a href="#/decisions" aria-current={path === 'decisions' ? 'page' : undefined}>
+            Decisions
+            {waiting > 0 && (
+              <span class="count" data-count={waiting}>
+                {waiting}
+                <span class="sr-only"> waiting</span>
+              </span>
+            )}
+          </a>
           {link('connections', 'Connections')}
+          {link('keys', 'Keys')}
+          {link('usage', 'Usage')}
           {link('settings', 'Settings')}
           <button type="button" class="linkish" onClick={openQueues}>
             Queues
@@ -116,6 +136,7 @@ function Shell() {
             class="linkish"
             onClick={() => {
               session.signOut();
+              stopTenantStream();
               location.hash = '#/';
               location.reload();
             }}

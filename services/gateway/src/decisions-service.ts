@@ -86,7 +86,7 @@ export function createDecisionsService(
   async function answer(
     caller: Caller,
     runId: string,
-    body: { index: number; allow: boolean; input?: unknown; scope?: 'once' | 'session' },
+    body: { index: number; allow: boolean; input?: unknown; scope?: 'once' | 'session'; reason?: string },
   ): Promise<DecisionView> {
     // Approvers are other principals by design (four-eyes): the tenant wall, not the owner's.
     const run = await runsService.inTenant(caller, runId);
@@ -114,6 +114,7 @@ export function createDecisionsService(
       allow: body.allow,
       by: caller.keyId,
       ...(body.input !== undefined ? { input: body.input } : {}),
+      ...(body.reason !== undefined ? { reason: body.reason } : {}),
     });
     if (!res.ok) {
       if (res.error === 'not-found')

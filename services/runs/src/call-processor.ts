@@ -232,7 +232,15 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
         }
       }
       if (decision.state === 'denied') {
-        return journaled(input, denied(input, 'a decider did not allow the call'), 'denied');
+        const why = decision.answer?.reason;
+        return journaled(
+          input,
+          denied(
+            input,
+            why ? `a decider did not allow the call: ${why}` : 'a decider did not allow the call',
+          ),
+          'denied',
+        );
       }
       if (decision.state === 'expired') {
         return {

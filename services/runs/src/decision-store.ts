@@ -230,6 +230,7 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
     ): Promise<AnswerResult> {
       const clean: DecisionAnswer & { at: number } = { allow: answer.allow, by: answer.by, at: now() };
       if (answer.input !== undefined) clean.input = answer.input;
+      if (answer.reason !== undefined && !answer.allow) clean.reason = answer.reason;
       return settle(tenant, runId, index, answer.allow ? 'allowed' : 'denied', clean);
     },
 

@@ -31,6 +31,8 @@ export interface DecisionAnswer {
   input?: unknown;
   /** Who decided (API key id or user), kept for the audit trail. */
   by: string;
+  /** A denial's reason, in the error the program receives. */
+  reason?: string;
 }
 
 export interface DecisionRecord {

@@ -1,10 +1,7 @@
-/**
- * Platform settings (admins; `expectedVersion` conflicts shown and resolved) and the tenant's
- * connections with each tool's policy.
- */
+/** Platform settings (admins; `expectedVersion` conflicts shown and resolved). */
 import { useEffect, useState } from 'preact/hooks';
-import { api, type ConnectionView, IsletApiError, type PlatformSettings, problemText } from '../api.ts';
-import { Problem, time } from './util.tsx';
+import { api, IsletApiError, type PlatformSettings, problemText } from '../api.ts';
+import { Problem } from './util.tsx';
 
 type CodeMode = PlatformSettings['codeMode'];
 const FIELDS: Array<{ key: keyof CodeMode; label: string }> = [
@@ -125,61 +122,6 @@ export function SettingsPage() {
           </div>
         </div>
       )}
-    </section>
-  );
-}
-
-export function ConnectionsPage() {
-  const [items, setItems] = useState<ConnectionView[] | null>(null);
-  const [error, setError] = useState('');
-  useEffect(() => {
-    api<{ items: ConnectionView[] }>('GET', '/v1/connections').then(
-      (r) => setItems(r.items),
-      (err) => setError(problemText(err)),
-    );
-  }, []);
-  return (
-    <section>
-      <h1>Connections</h1>
-      {error && <Problem>{error}</Problem>}
-      {items?.length === 0 && <p>No connections yet.</p>}
-      {items?.map((c) => (
-        <article class="card" key={c.id} aria-labelledby={`c-${c.id}`}>
-          <h2 id={`c-${c.id}`}>
-            {c.name} <span class="hint">({c.kind})</span>
-          </h2>
-          <p class="hint">
-            <code>{c.id}</code> · binding prefix <code>apps.{c.slug}</code>
-            {c.url ? ` · ${c.url}` : ''} · created {time(c.createdAt)}
-          </p>
-          {c.tools.length > 0 && (
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Tool</th>
-                    <th scope="col">Policy</th>
-                    <th scope="col">Description</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {c.tools.map((t) => (
-                    <tr key={t.name}>
-                      <td>
-                        <code>{t.name}</code>
-                      </td>
-                      <td>
-                        <span class={`badge policy-${t.policy}`}>{t.policy}</span>
-                      </td>
-                      <td>{t.description ?? '—'}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
-        </article>
-      ))}
     </section>
   );
 }

@@ -1,124 +1,141 @@
 /**
- * One run: title (its description), status and timings, waiting decisions, the program, the result
- * text, log lines by level, App calls and replay attempts. The run's own SSE stream drives every
- * refresh (from the first event, so the history of calls and attempts is complete).
+ * One run: title (its description), status and timings, Cancel / Re-run, waiting decisions, the
+ * program, the result text, log lines live as the program prints, App calls and replay attempts.
+ * The run's own SSE stream drives it (from the first event, so the history is complete): `log`
+ * events go into a bounded buffer shown virtualized; other events refresh the record, coalesced
+ * (one read in flight at a time), since a busy run sends thousands of events.
  */
-import { useEffect, useState } from 'preact/hooks';
-import {
-  api,
-  type CodeRunRecord,
-  client,
-  type Decision,
-  eventTime,
-  type LogLineRecord,
-  problemText,
-  readSse,
-  type SseEvent,
-} from '../api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { type CodeRunRecord, client, problemText, readSse, type SseEvent } from '../api.ts';
 import { Code } from '../highlight.tsx';
+import { useDecisions } from '../live.ts';
+import { LogBuffer } from '../log-buffer.ts';
+import { LogView, saveText } from '../log-view.tsx';
 import { DecisionCard } from './decisions.tsx';
-import { duration, Json, Problem, Status, time } from './util.tsx';
+import { isLive, RunActions } from './run-actions.tsx';
+import { Attempts, CallsTable, CappedText } from './run-parts.tsx';
+import { duration, Problem, Status, time } from './util.tsx';
 
 type Data = Record<string, unknown>;
 
-function Logs(props: { logs: LogLineRecord[] }) {
-  const levels = [...new Set(props.logs.map((l) => l.level))];
-  const [only, setOnly] = useState<string>('all');
-  const shown = only === 'all' ? props.logs : props.logs.filter((l) => l.level === only);
-  return (
-    <section aria-labelledby="logs-h">
-      <h2 id="logs-h">Logs ({props.logs.length})</h2>
-      {levels.length > 1 && (
-        <fieldset class="filters">
-          <legend>Level</legend>
-          {['all', ...levels].map((l) => (
-            <label key={l}>
-              <input type="radio" name="level" checked={only === l} onChange={() => setOnly(l)} /> {l}
-            </label>
-          ))}
-        </fieldset>
-      )}
-      {shown.length === 0 ? (
-        <p>No log lines.</p>
-      ) : (
-        <ol class="logs">
-          {shown.map((l, i) => (
-            <li key={i} class={`log-${l.level}`}>
-              <span class="level">{l.level}</span> <span>{l.text}</span>
-            </li>
-          ))}
-        </ol>
-      )}
-    </section>
-  );
-}
-
-function outcomeText(o: CodeRunRecord['calls'][number]['outcome']): string {
-  if (o._tag !== 'Done') return o._tag;
-  const r = o.result;
-  if (r._tag === 'Completed') return 'Completed';
-  if (r._tag === 'Failed') return `${r.error.name}: ${r.error.message}`;
-  return `Stopped (${r.code})`;
+/** The lines of a `log` event: a batch (`lines` or `logs`) or a single line. */
+export function logLinesOf(data: unknown): Array<{ level: string; text: string }> {
+  const d = (data ?? {}) as Data;
+  const list = Array.isArray(d.lines) ? d.lines : Array.isArray(d.logs) ? d.logs : [d];
+  const out: Array<{ level: string; text: string }> = [];
+  for (const l of list as Data[]) {
+    if (typeof l?.text === 'string')
+      out.push({ level: typeof l.level === 'string' ? l.level : 'log', text: l.text });
+    else if (typeof l?.line === 'string')
+      out.push({ level: typeof l.level === 'string' ? l.level : 'log', text: l.line });
+  }
+  return out;
 }
 
 export function RunPage(props: { id: string }) {
   const [record, setRecord] = useState<CodeRunRecord | null>(null);
   const [events, setEvents] = useState<SseEvent[]>([]);
-  const [pending, setPending] = useState<Decision[]>([]);
   const [error, setError] = useState('');
-  const [decisionsError, setDecisionsError] = useState('');
+  const [logVersion, setLogVersion] = useState(0);
+  const [liveLogs, setLiveLogs] = useState(false);
+  const [liveCapped, setLiveCapped] = useState(false);
+  const logs = useRef(new LogBuffer());
+  const decisions = useDecisions();
+  const pending = decisions.items?.filter((d) => d.code.run === props.id) ?? [];
+
   useEffect(() => {
     setRecord(null);
     setEvents([]);
     setError('');
+    setLiveCapped(false);
+    logs.current = new LogBuffer();
+    setLogVersion((v) => v + 1);
     const ac = new AbortController();
-    const refresh = () =>
-      client()
-        .getRun(props.id)
-        .then(
-          (r) => setRecord(r as CodeRunRecord),
-          (err) => setError(problemText(err)),
-        );
-    const refreshDecisions = () =>
-      api<{ items: Decision[] }>('GET', '/v1/decisions').then(
-        (r) => setPending(r.items.filter((d) => d.code.run === props.id)),
-        (err) => setDecisionsError(problemText(err)),
-      );
-    void refresh().then(refreshDecisions);
+    let inFlight = false;
+    let again = false;
+    // An ended run's record does not change: once read, the replayed events need no more reads
+    // (a run that printed megabytes has a record of megabytes).
+    let final = false;
+    const refresh = async (): Promise<void> => {
+      if (final) return;
+      if (inFlight) {
+        again = true;
+        return;
+      }
+      inFlight = true;
+      try {
+        const r = (await client().getRun(props.id)) as CodeRunRecord;
+        if (ac.signal.aborted) return;
+        const recorded = r.result?.logs ?? [];
+        // The record is the whole truth once the run ended: take its lines when the live stream
+        // brought fewer (a page opened late, or lines the stream left out to stay bounded).
+        if (recorded.length > logs.current.total) {
+          const b = new LogBuffer();
+          for (const l of recorded) b.push(l.level, l.text);
+          logs.current = b;
+          setLogVersion((v) => v + 1);
+        }
+        setRecord(r);
+        if (r.result) final = true;
+      } catch (err) {
+        setError(problemText(err));
+      } finally {
+        inFlight = false;
+        if (again && !ac.signal.aborted) {
+          again = false;
+          void refresh();
+        }
+      }
+    };
+    let frame = 0;
+    const redrawLogs = () => {
+      // Many log events arrive per frame: redraw at most once per frame.
+      if (frame) return;
+      frame = requestAnimationFrame(() => {
+        frame = 0;
+        setLogVersion((v) => v + 1);
+      });
+    };
+    void refresh();
     void readSse(
       `/v1/code-runs/${encodeURIComponent(props.id)}/events`,
       (e) => {
+        if (e.event === 'log') {
+          for (const l of logLinesOf(e.data)) logs.current.push(l.level, l.text);
+          // The stream stops sending lines past its per-run cap; the record has them at the end.
+          if ((e.data as Data | null)?.truncated) setLiveCapped(true);
+          setLiveLogs(true);
+          redrawLogs();
+          return;
+        }
         setEvents((prev) => [...prev, e]);
+        if (e.event === 'end') setLiveLogs(false);
         void refresh();
-        if (e.event.startsWith('decision') || e.event === 'status') void refreshDecisions();
       },
       ac.signal,
       (p) => setError(p),
     );
-    return () => ac.abort();
+    return () => {
+      ac.abort();
+      cancelAnimationFrame(frame);
+    };
   }, [props.id]);
 
   if (error && !record) return <Problem>{error}</Problem>;
   if (!record) return <p>Loading…</p>;
   const result = record.result;
-  const attempts = events.filter((e) => e.event === 'status' && (e.data as Data).attempt !== undefined);
-  const callEvents = new Map<number, SseEvent>();
-  const argsOf = new Map<number, unknown>();
-  const decided = new Map<number, string>();
-  for (const e of events) {
-    const d = e.data as Data;
-    if (e.event === 'call') callEvents.set(Number(d.index), e);
-    if (e.event === 'call' && 'arguments' in d) argsOf.set(Number(d.index), d.arguments);
-    if (e.event === 'call.requested') argsOf.set(Number(d.index), d.arguments);
-    if (e.event === 'decision.needed') {
-      const code = d.code as Data | undefined;
-      const app = d.app as Data | undefined;
-      if (app) argsOf.set(Number(code?.index), app.arguments);
-      decided.set(Number(code?.index), 'asked');
+  const download = async () => {
+    try {
+      const r = (await client().getRun(props.id)) as CodeRunRecord;
+      const lines = r.result?.logs;
+      const text = lines
+        ? lines.map((l) => (l.level === 'log' ? l.text : `[${l.level}] ${l.text}`)).join('\n')
+        : [...logs.current.head, ...logs.current.tailLines()].map((l) => l.text).join('\n');
+      saveText(`${props.id}.log`, text);
+    } catch (err) {
+      setError(problemText(err));
     }
-    if (e.event === 'decision.answered') decided.set(Number(d.index), d.allow ? 'allowed' : 'denied');
-  }
-  const ended = events.find((e) => e.event === 'end');
+  };
   return (
     <article>
       <header class="run-head">
@@ -130,7 +147,8 @@ export function RunPage(props: { id: string }) {
               {result.reason}
               {result.kind ? ` (${result.kind})` : ''}
             </span>
-          )}
+          )}{' '}
+          <RunActions id={record.id} status={record.status} />
         </p>
         <dl class="facts">
           <dt>Run</dt>
@@ -155,16 +173,12 @@ export function RunPage(props: { id: string }) {
         <section aria-labelledby="pending-h">
           <h2 id="pending-h">Waiting for your decision</h2>
           {pending.map((d) => (
-            <DecisionCard
-              key={d.id}
-              decision={d}
-              onAnswered={() => setPending((p) => p.filter((x) => x.id !== d.id))}
-            />
+            <DecisionCard key={d.id} decision={d} onAnswered={() => decisions.drop(d.id)} />
           ))}
         </section>
       )}
-      {record.status === 'Waiting' && pending.length === 0 && decisionsError && (
-        <p class="hint">This run waits for a decision; {decisionsError}</p>
+      {record.status === 'Waiting' && pending.length === 0 && decisions.error && (
+        <p class="hint">This run waits for a decision; {decisions.error}</p>
       )}
       <section aria-labelledby="program-h">
         <h2 id="program-h">Program</h2>
@@ -172,81 +186,26 @@ export function RunPage(props: { id: string }) {
       </section>
       <section aria-labelledby="result-h">
         <h2 id="result-h">Result</h2>
-        {record.text !== undefined ? <pre class="result">{record.text}</pre> : <p>Not finished yet.</p>}
+        {record.text !== undefined ? (
+          <CappedText class="result" text={record.text} name={`${record.id}-result.txt`} />
+        ) : (
+          <p>Not finished yet.</p>
+        )}
         {result?._tag === 'Failed' && <p class="failure-message">{result.message}</p>}
       </section>
-      {result && <Logs logs={result.logs} />}
-      <section aria-labelledby="calls-h">
-        <h2 id="calls-h">App calls ({record.calls.length})</h2>
-        {record.calls.length === 0 ? (
-          <p>No App calls.</p>
-        ) : (
-          <div class="table-wrap">
-            <table class="calls">
-              <thead>
-                <tr>
-                  <th scope="col">#</th>
-                  <th scope="col">Binding</th>
-                  <th scope="col">Arguments</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">Decision</th>
-                  <th scope="col">Time</th>
-                </tr>
-              </thead>
-              <tbody>
-                {record.calls.map((c) => {
-                  const ev = callEvents.get(c.index);
-                  const ms = ev ? (ev.data as Data).durationMs : undefined;
-                  return (
-                    <tr key={c.index} data-call={c.index}>
-                      <td>{c.index}</td>
-                      <td>
-                        <code>{c.binding}</code>
-                        {c.source && <div class="hint">{c.source.connectionName}</div>}
-                      </td>
-                      <td>{argsOf.has(c.index) ? <Json value={argsOf.get(c.index)} /> : '—'}</td>
-                      <td class="outcome">{outcomeText(c.outcome)}</td>
-                      <td>{decided.get(c.index) ?? 'policy'}</td>
-                      <td>
-                        {ev ? time(eventTime(ev.id)) : '—'}
-                        {typeof ms === 'number' && <div class="hint">{ms} ms</div>}
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-        )}
-      </section>
-      <section aria-labelledby="attempts-h">
-        <h2 id="attempts-h">Attempts ({attempts.length})</h2>
-        <p class="hint">
-          A run that stopped for a decision, or whose runner went away, starts again from the top; journaled
-          calls return their saved results and are never sent twice.
+      {liveCapped && !result && (
+        <p class="hint truncation-marker" role="note">
+          The live output stopped here to stay bounded; every line kept shows when the run ends.
         </p>
-        <ol class="attempts">
-          {events
-            .filter((e) => e.event === 'status' || e.event === 'end' || e.event.startsWith('decision'))
-            .map((e) => {
-              const d = e.data as Data;
-              const what =
-                e.event === 'status'
-                  ? `${String(d.status)}${d.attempt !== undefined ? ` — attempt ${String(d.attempt)}` : ''}${d.resumed ? ' (resumed after a decision)' : ''}${d.atCall !== undefined ? ` at call ${String(d.atCall)}` : ''}`
-                  : e.event === 'end'
-                    ? `ended ${String(d.status)}`
-                    : e.event === 'decision.answered'
-                      ? `decision on call ${String(d.index)}: ${d.allow ? 'allowed' : 'denied'}`
-                      : 'decision needed';
-              return (
-                <li key={e.id}>
-                  <time>{new Date(eventTime(e.id)).toLocaleTimeString()}</time> {what}
-                </li>
-              );
-            })}
-        </ol>
-        {ended && <p class="hint">The event stream has ended.</p>}
-      </section>
+      )}
+      <LogView
+        buffer={logs.current}
+        version={logVersion}
+        live={liveLogs && isLive(record.status)}
+        onDownload={() => void download()}
+      />
+      <CallsTable record={record} events={events} />
+      <Attempts events={events} />
     </article>
   );
 }

@@ -1,19 +1,39 @@
 /**
- * Sessions: pick one by id (recent ones are remembered in this tab), then watch its runs live over
+ * Sessions: the tenant's list (or one opened by id), then a session's runs live over
  * the session stream (`GET /v1/sessions/{id}/events`: a `run` event per run as it appears or changes).
  */
 import { useEffect, useState } from 'preact/hooks';
-import { type RunSummary, readSse } from '../api.ts';
+import { api, problemText, type RunSummary, readSse } from '../api.ts';
 import { duration, Problem, Status, time } from './util.tsx';
 
-const RECENT = 'islet.recentSessions';
-const recent = (): string[] => JSON.parse(sessionStorage.getItem(RECENT) ?? '[]') as string[];
-function remember(id: string) {
-  sessionStorage.setItem(RECENT, JSON.stringify([id, ...recent().filter((s) => s !== id)].slice(0, 10)));
+interface SessionItem {
+  sessionId: string;
+  principal?: string;
+  createdAt: number;
+  lastActivity: number;
+  runs: { total: number; active: number; Completed: number; Failed: number; Cancelled: number };
 }
 
+/** The tenant's sessions (`GET /v1/sessions`), latest activity first, paged; or one opened by id. */
 export function HomePage() {
   const [id, setId] = useState('');
+  const [items, setItems] = useState<SessionItem[] | null>(null);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [error, setError] = useState('');
+  const load = (after?: string) =>
+    api<{ items: SessionItem[]; nextCursor: string | null }>(
+      'GET',
+      `/v1/sessions?limit=50${after ? `&cursor=${encodeURIComponent(after)}` : ''}`,
+    ).then(
+      (page) => {
+        setItems((prev) => (after && prev ? [...prev, ...page.items] : page.items));
+        setCursor(page.nextCursor);
+      },
+      (err) => setError(problemText(err)),
+    );
+  useEffect(() => {
+    void load();
+  }, []);
   return (
     <section>
       <h1>Sessions</h1>
@@ -28,17 +48,42 @@ export function HomePage() {
         <input id="session-id" value={id} onInput={(e) => setId(e.currentTarget.value)} required />
         <button type="submit">Open</button>
       </form>
-      {recent().length > 0 && (
-        <>
-          <h2>Recently opened</h2>
-          <ul>
-            {recent().map((s) => (
-              <li key={s}>
-                <a href={`#/sessions/${encodeURIComponent(s)}`}>{s}</a>
-              </li>
-            ))}
-          </ul>
-        </>
+      {error && <Problem>{error}</Problem>}
+      {items?.length === 0 && <p>No sessions yet.</p>}
+      {items && items.length > 0 && (
+        <div class="table-wrap">
+          <table class="runs sessions">
+            <caption class="sr-only">Sessions, latest activity first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Session</th>
+                <th scope="col">Principal</th>
+                <th scope="col">Runs</th>
+                <th scope="col">Last activity</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((s) => (
+                <tr key={s.sessionId} data-session={s.sessionId}>
+                  <td>
+                    <a href={`#/sessions/${encodeURIComponent(s.sessionId)}`}>{s.sessionId}</a>
+                  </td>
+                  <td>{s.principal ?? '—'}</td>
+                  <td>
+                    {s.runs.total} ({s.runs.active} going, {s.runs.Completed} completed, {s.runs.Failed}{' '}
+                    failed, {s.runs.Cancelled} cancelled)
+                  </td>
+                  <td>{time(s.lastActivity)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {cursor && (
+        <button type="button" class="more" onClick={() => void load(cursor)}>
+          Show older sessions
+        </button>
       )}
     </section>
   );
@@ -49,7 +94,6 @@ export function SessionPage(props: { id: string }) {
   const [error, setError] = useState('');
   const [live, setLive] = useState(false);
   useEffect(() => {
-    remember(props.id);
     setRuns(new Map());
     const ac = new AbortController();
     void readSse(

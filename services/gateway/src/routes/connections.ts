@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
 import {
   DEFAULT_PREVIOUS_SECRET_TTL_SECONDS,
   openSigning,
+  reservedAppHeader,
   type SigningState,
   signingSecrets,
 } from '../app-signing.ts';
@@ -26,6 +28,30 @@ function signingView(state: SigningState) {
       : {}),
   };
 }
+
+/**
+ * What `PATCH /v1/connections/:id` may change: the App's url, an `mcp` server's headers (replaced
+ * whole, sealed, never shown), and each named tool's policy or description. The name stays: it is
+ * the binding prefix programs already call.
+ */
+export const connectionPatchSchema = z
+  .object({
+    url: z.string().url().optional(),
+    headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/), z.string().max(8000)).optional(),
+    tools: z
+      .array(
+        z
+          .object({
+            name: z.string().min(1).max(100),
+            policy: z.enum(['allow', 'ask', 'deny']).optional(),
+            description: z.string().max(2000).optional(),
+          })
+          .strict(),
+      )
+      .max(200)
+      .optional(),
+  })
+  .strict();
 
 export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
@@ -100,6 +126,53 @@ export function connectionsRoutes(ctx: RouteContext): FastifyPluginAsync {
       const c = await deps.connections.get(callerOf(request).tenantId, id);
       if (!c) throw new HttpProblem('not-found', `no connection ${id}`);
       return view(c);
+    });
+    app.patch('/v1/connections/:id', { preHandler: auth.requireScopes('apps.use') }, async (request) => {
+      const { id } = idParams.parse(request.params);
+      const parsed = connectionPatchSchema.safeParse(request.body);
+      if (!parsed.success) throw validationProblem(parsed.error);
+      const tenant = callerOf(request).tenantId;
+      const current = await deps.connections.get(tenant, id);
+      if (!current) throw new HttpProblem('not-found', `no connection ${id}`);
+      const patch = parsed.data;
+      const kind = current.kind;
+      if (patch.url !== undefined && kind === 'client')
+        throw new HttpProblem('validation', 'a client connection has no url');
+      if (patch.url !== undefined && !/^https?:/.test(patch.url))
+        throw new HttpProblem('validation', 'the url must be http(s)');
+      if (patch.headers !== undefined && kind === 'client')
+        throw new HttpProblem(
+          'validation',
+          'headers are only for http and mcp connections (a client connection sends nothing)',
+        );
+      if (kind === 'http' && Object.keys(patch.headers ?? {}).some(reservedAppHeader))
+        throw new HttpProblem(
+          'validation',
+          'headers may not set content-type, content-length, host, connection, transfer-encoding, idempotency-key, webhook-* or x-islet-* (Islet sends those)',
+        );
+      const tools = current.tools.map((t) => ({ ...t }));
+      for (const change of patch.tools ?? []) {
+        const tool = tools.find((t) => t.name === change.name);
+        if (!tool) throw new HttpProblem('validation', `connection ${id} has no tool ${change.name}`);
+        if (change.policy) tool.policy = change.policy;
+        if (change.description !== undefined) tool.description = change.description;
+      }
+      const { sealedHeaders: kept, ...rest } = current;
+      // Headers given replace the old ones whole (an empty object clears them).
+      const sealedHeaders = patch.headers !== undefined ? ctx.mcpApps.sealHeaders(patch.headers) : kept;
+      const next = {
+        ...rest,
+        tools,
+        ...(patch.url !== undefined ? { url: patch.url } : {}),
+        ...(sealedHeaders ? { sealedHeaders } : {}),
+      };
+      if (!(await deps.connections.replace(tenant, next)))
+        throw new HttpProblem('not-found', `no connection ${id}`);
+      if (kind === 'mcp' && (patch.url !== undefined || patch.headers !== undefined)) {
+        await ctx.mcpApps.unwatch(tenant, id);
+        ctx.mcpApps.watch(tenant, next);
+      }
+      return view(next);
     });
     app.delete(
       '/v1/connections/:id',

@@ -1,6 +1,6 @@
 /**
  * Decisions (issue 4). `GET /v1/decisions`: the caller's tenant's pending decisions, each in the
- * Code Mode document's request shape. `POST /v1/code-runs/:id/decisions` `{index, allow, input?, scope?}`:
+ * Code Mode document's request shape. `POST /v1/code-runs/:id/decisions` `{index, allow, input?, scope?, reason?}`:
  * answers one (index -1 = the run's wider-access request); once, a second answer is a 409; another
  * tenant's run is a 404. Both need the `decisions` scope.
  */
@@ -22,8 +22,14 @@ export const decisionAnswerSchema = z
      * without asking again (App calls only; wider access is asked for each run). Default `once`.
      */
     scope: z.enum(['once', 'session']).optional(),
+    /** A denial's reason: the program receives it in its AppCallDenied error. */
+    reason: z.string().min(1).max(1000).optional(),
   })
-  .strict();
+  .strict()
+  .refine((a) => a.reason === undefined || !a.allow, {
+    message: 'reason is for a denial (allow: false)',
+    path: ['reason'],
+  });
 
 export function decisionsRoutes(
   ctx: RouteContext,
