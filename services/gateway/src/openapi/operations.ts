@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { connectionInputSchema, rotateSchema } from '../connections.ts';
 import { createKeySchema, createTenantSchema } from '../routes/admin.ts';
 import { codeApiQuerySchema } from '../routes/code-api.ts';
+import { connectionPatchSchema } from '../routes/connections.ts';
 import { decisionAnswerSchema } from '../routes/decisions.ts';
 import { clientAnswerSchema, sessionRunsQuerySchema } from '../routes/runs.ts';
 import { settingsPatchSchema } from '../routes/settings.ts';
@@ -306,6 +307,15 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Read a connection',
     auth: ['apps.use'],
     responses: { 200: { description: 'The connection', schema: r.connectionViewSchema } },
+  },
+  'PATCH /v1/connections/:id': {
+    tag: 'apps',
+    summary: 'Edit a connection in place',
+    description:
+      "`url`, the `headers` of an http or mcp connection (replaced whole; sealed, never returned), and named tools' `policy` (allow / ask / deny) or `description`. The name stays: it is the binding prefix programs call.",
+    auth: ['apps.use'],
+    body: { schema: connectionPatchSchema, example: { tools: [{ name: 'send_email', policy: 'ask' }] } },
+    responses: { 200: { description: 'The connection as changed', schema: r.connectionViewSchema } },
   },
   'DELETE /v1/connections/:id': {
     tag: 'apps',

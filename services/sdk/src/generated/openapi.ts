@@ -141,10 +141,35 @@ export interface paths {
   };
   "/v1/admin/tenants/{id}/keys": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
-    get?: never;
+    /** List a tenant's API keys */
+    get: operations["getV1AdminTenantsByIdKeys"];
     put?: never;
     /** Create an API key */
     post: operations["postV1AdminTenantsByIdKeys"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/admin/tenants/{id}/keys/{keyId}": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Revoke an API key */
+    delete: operations["deleteV1AdminTenantsByIdKeysByKeyId"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/admin/tenants/{id}/keys/{keyId}/rotate": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get?: never;
+    put?: never;
+    /** Rotate an API key */
+    post: operations["postV1AdminTenantsByIdKeysByKeyIdRotate"];
     delete?: never;
     options?: never;
     head?: never;
@@ -272,7 +297,8 @@ export interface paths {
     delete: operations["deleteV1ConnectionsById"];
     options?: never;
     head?: never;
-    patch?: never;
+    /** Edit a connection in place */
+    patch: operations["patchV1ConnectionsById"];
     trace?: never;
   };
   "/v1/connections/{id}/signing-secret/rotate": {
@@ -299,6 +325,18 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/events": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    /** The tenant's live feed (SSE): runs and decisions */
+    get: operations["getV1Events"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/platform/settings": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     /** Platform settings */
@@ -314,10 +352,23 @@ export interface paths {
   };
   "/v1/runs": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
-    get?: never;
+    /** List the tenant's runs, newest first */
+    get: operations["getV1Runs"];
     put?: never;
     /** Submit a run */
     post: operations["postV1Runs"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/sessions": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    /** List the tenant's sessions by last activity */
+    get: operations["getV1Sessions"];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -398,6 +449,18 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/usage": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    /** Usage per tenant and UTC day */
+    get: operations["getV1Usage"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -463,6 +526,10 @@ export interface components {
           level: "log" | "info" | "warn" | "error" | "debug";
           text: string;
         })[];
+        detail?: string;
+        line?: number;
+        column?: number;
+        stack?: string;
       };
       createdAt: number;
       updatedAt: number;
@@ -536,6 +603,10 @@ export interface components {
             level: "log" | "info" | "warn" | "error" | "debug";
             text: string;
           })[];
+          detail?: string;
+          line?: number;
+          column?: number;
+          stack?: string;
         };
         createdAt: number;
         updatedAt: number;
@@ -640,6 +711,7 @@ export interface components {
       allow: boolean;
       input?: unknown;
       scope?: "once" | "session";
+      reason?: string;
     };
     McpSettings: {
       tools?: {
@@ -671,7 +743,7 @@ export interface components {
       title: string;
       status: number;
       detail?: string;
-      code?: "validation" | "malformed-json" | "unsupported-media-type" | "payload-too-large" | "unauthorized" | "forbidden" | "four-eyes" | "json-too-deep" | "not-found" | "method-not-allowed" | "conflict" | "unsupported-file-type" | "reserved-connection-name" | "invalid-binding-name" | "version-conflict" | "idempotency-conflict" | "run-finished" | "call-not-pending" | "rate-limited" | "quota-exceeded" | "app-unreachable" | "unavailable" | "internal";
+      code?: "validation" | "malformed-json" | "unsupported-media-type" | "payload-too-large" | "unauthorized" | "forbidden" | "four-eyes" | "json-too-deep" | "not-found" | "method-not-allowed" | "conflict" | "unsupported-file-type" | "reserved-connection-name" | "invalid-binding-name" | "version-conflict" | "idempotency-conflict" | "run-finished" | "call-not-pending" | "rate-limited" | "quota-exceeded" | "connection-quota-exceeded" | "storage-quota-exceeded" | "app-unreachable" | "unavailable" | "internal";
       errors?: ({
         path?: string;
         message?: string;
@@ -1552,6 +1624,67 @@ export interface operations {
       };
     };
   };
+  /** id, prefix, scopes, principal, created, lastUsed, expiresAt (ms or null); never a secret. Needs scope platform.admin. */
+  getV1AdminTenantsByIdKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** The keys */
+      200: {
+        headers: { [name: string]: unknown };
+        content: never;
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Not found */
+      404: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
   /** The key belongs to the principal (default: itself); it is shown once. Needs scope platform.admin. */
   postV1AdminTenantsByIdKeys: {
     parameters: {
@@ -1567,6 +1700,7 @@ export interface operations {
         "application/json": {
           scopes: ("apps.use" | "sessions.read" | "decisions" | "platform.admin" | "sessions.admin" | "workflows")[];
           principal?: string;
+          expiresAt?: number | string;
         };
       };
     };
@@ -1623,6 +1757,130 @@ export interface operations {
       };
       /** The body must be application/json */
       415: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /** Refused at once on every gateway; its open event streams end with `key-revoked`. Needs scope platform.admin. */
+  deleteV1AdminTenantsByIdKeysByKeyId: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        keyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** Revoked */
+      204: {
+        headers: { [name: string]: unknown };
+        content: never;
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Not found */
+      404: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /** {graceSeconds?}: a new secret for the same key id; the old one works through the grace (default 0). Needs scope platform.admin. */
+  postV1AdminTenantsByIdKeysByKeyIdRotate: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+        keyId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** The new secret */
+      201: {
+        headers: { [name: string]: unknown };
+        content: never;
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Not found */
+      404: {
         headers: { [name: string]: unknown };
         content: {
           "application/problem+json": components["schemas"]["Problem"];
@@ -2752,6 +3010,104 @@ export interface operations {
       };
     };
   };
+  /** `url`, the `headers` of an http or mcp connection (replaced whole; sealed, never returned), and named tools' `policy` (allow / ask / deny) or `description`. The name stays: it is the binding prefix programs call. Needs scope apps.use. */
+  patchV1ConnectionsById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          url?: string;
+          headers?: {
+            [key: string]: string;
+          };
+          tools?: ({
+            name: string;
+            policy?: "allow" | "ask" | "deny";
+            description?: string;
+          })[];
+        };
+      };
+    };
+    responses: {
+      /** The connection as changed */
+      200: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/json": components["schemas"]["Connection"];
+        };
+      };
+      /** The request is not valid; The body is not valid JSON; The JSON body is nested too deeply */
+      400: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Not found */
+      404: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The body is too large */
+      413: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The body must be application/json */
+      415: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
   /** The new secret is returned once; the previous one keeps signing (both signatures sent) for previousSecretExpiresInSeconds (default 86400, 0: stops at once). See "Write an App" above. Needs scope apps.use. */
   postV1ConnectionsByIdSigningSecretRotate: {
     parameters: {
@@ -2888,6 +3244,63 @@ export interface operations {
               [key: string]: unknown;
             })[];
           };
+        };
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /** Events run, decision (decisions scope), ready, key-revoked; resumable with Last-Event-ID. Needs scope apps.use + sessions.read. */
+  getV1Events: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** Resume after this event id (also `?lastEventId=`). */
+        "Last-Event-ID"?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** text/event-stream; heartbeats while idle */
+      200: {
+        headers: { [name: string]: unknown };
+        content: {
+          "text/event-stream": string;
         };
       };
       /** A valid API key is required */
@@ -3078,6 +3491,58 @@ export interface operations {
       };
     };
   };
+  /** Filters limit (1-200), cursor, status (repeatable), sessionId, principal, since/until, q, style (run_code, code-mode, skill), tenant (platform.admin). Summaries, no code or logs; unknown parameters and malformed cursors are 400 naming the parameter. Needs scope apps.use + sessions.read. */
+  getV1Runs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** One page */
+      200: {
+        headers: { [name: string]: unknown };
+        content: never;
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
   /** Only code and description are required; style run_code (default) or code-mode. The answer is the run record; `Location: /v1/code-runs/{id}`. Needs scope apps.use. */
   postV1Runs: {
     parameters: {
@@ -3154,6 +3619,58 @@ export interface operations {
         };
       };
       /** Too many requests; Too many runs in flight */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /** limit, cursor, principal, since/until, tenant (platform.admin); run counts by status. Needs scope apps.use + sessions.read. */
+  getV1Sessions: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** One page */
+      200: {
+        headers: { [name: string]: unknown };
+        content: never;
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
       429: {
         headers: { [name: string]: unknown };
         content: {
@@ -3734,6 +4251,51 @@ export interface operations {
       };
       /** The API key lacks a required scope */
       403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /** from, to (YYYY-MM-DD); sessions.admin for the own tenant, platform.admin for all or `tenant`. */
+  getV1Usage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** Usage per day */
+      200: {
+        headers: { [name: string]: unknown };
+        content: never;
+      };
+      /** A valid API key is required */
+      401: {
         headers: { [name: string]: unknown };
         content: {
           "application/problem+json": components["schemas"]["Problem"];
