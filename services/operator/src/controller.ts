@@ -87,6 +87,16 @@ const STALLED_REASON: Record<string, string | undefined> = {
 
 const DEFAULT_RETRY: BackoffOptions = { initialMs: 1_000, maxMs: 300_000 };
 
+/**
+ * The API server answered and refused (400, 403, 422, …): retrying the same write will not help until
+ * someone changes something. Timeouts, network errors, 5xx, 408, 429 and a vanished object (404,
+ * 410: the next reconcile reads the new state) are transient.
+ */
+function refusedByApi(err: unknown): boolean {
+  const code = statusOf(err);
+  return code !== undefined && code >= 400 && code < 500 && ![404, 408, 409, 410, 429].includes(code);
+}
+
 export class PoolController {
   private readonly d: ControllerDeps;
   private readonly now: () => number;
@@ -343,7 +353,7 @@ export class PoolController {
       if (result === 'conflict') {
         if (this.running) setTimeout(() => this.enqueue(name), 50);
       } else {
-        if (pool) await this.recordFailure(pool, failure);
+        if (pool) await this.recordFailure(pool, failure, refusedByApi(err));
         if (this.running) this.scheduleRetry(name, pool?.metadata.generation);
       }
     } finally {
@@ -359,20 +369,28 @@ export class PoolController {
 
   /**
    * A failed reconcile: one aggregated ReconcileFailed Event (the API's reason and message, never
-   * the response headers, so a retry repeats the same Event) and, when the pool can no longer be
-   * served, Ready=False / Stalled=True with that reason, so nobody reads a stuck pool as Ready.
+   * the response headers, so a retry repeats the same Event) and, when the API server refused the
+   * write (the pool can no longer be served), Ready=False / Stalled=True with that reason, so nobody
+   * reads a stuck pool as Ready. A transient failure (timeout, 5xx, 429) only retries: a slow API
+   * server must not flip pools to Stalled or take them out of their mode's demand split.
    */
-  private async recordFailure(pool: RunnerPool, failure: { reason: string; message: string }): Promise<void> {
+  private async recordFailure(
+    pool: RunnerPool,
+    failure: { reason: string; message: string },
+    refused: boolean,
+  ): Promise<void> {
     const name = pool.metadata.name ?? '';
-    const peer = this.peers.get(name);
-    if (peer) peer.stalled = true;
-    this.setStalled(name, failure.reason);
+    if (refused) {
+      const peer = this.peers.get(name);
+      if (peer) peer.stalled = true;
+      this.setStalled(name, failure.reason);
+    }
     await this.emit(pool, {
       type: 'Warning',
       reason: 'ReconcileFailed',
       message: `${failure.reason}: ${failure.message}`,
     });
-    if (!this.running) return;
+    if (!this.running || !refused) return;
     const status = writeFailedStatus(pool, failure.reason, failure.message, this.now());
     if (!status) return;
     try {

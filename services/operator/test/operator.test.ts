@@ -104,11 +104,11 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     for (let i = 0; i < 6; i++) await redis.zadd(pausedRunsKey(MODE), Date.now(), `run-paused-${i}`);
     await waitFor('4 replicas', () => fx.replicasOf('ww') === 4);
     await waitFor('4 pods', () => fx.podsOf('ww').length === 4);
-    const pool = api.get(POOLS, ns, 'ww') as RunnerPool;
-    await waitFor(
-      'status desired 4',
-      () => (api.get(POOLS, ns, 'ww') as RunnerPool).status?.desiredReplicas === 4,
-    );
+    // The status is written after the Deployment (and its Events): read it once it says 4.
+    const pool = await waitFor('status desired 4', () => {
+      const p = api.get(POOLS, ns, 'ww') as RunnerPool;
+      return p.status?.desiredReplicas === 4 ? p : undefined;
+    });
     expect(pool.status?.lastScaleTime).toBeTruthy();
     const text = await waitFor('up event counted', async () => {
       const t = await (await fetch(`http://127.0.0.1:${op.metricsPort()}/metrics`)).text();

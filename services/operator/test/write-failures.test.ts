@@ -1,6 +1,7 @@
 // A Deployment write the API server refuses (fake Kubernetes API, real Redis): the pool reads
 // Ready=False / Stalled=True with the API's reason, one ReconcileFailed Event is counted up rather
 // than repeated, retries back off, and the Stalled pool takes no share of its mode's depth.
+// A transient failure (503, timeout) only retries with the backoff: no Stalled, no lost share.
 // The same behaviours against a real API server: test/kube/defects.test.ts.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -60,6 +61,29 @@ describe('refused writes', () => {
     await fx.queue('read-only').addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'run', data: { i } })));
     fx.api.apply(POOLS, NS, runnerPool('healthy'));
     await waitFor('healthy at 6', () => fx.replicasOf('healthy') === 6);
+    await fx.queue('read-only').drain(true);
+  });
+
+  it('a transient failure (503) only retries: not Stalled, and the pool keeps its share of the depth', async () => {
+    fx.api.failNext('PATCH', '/deployments/flaky-runner', 503, 1000);
+    fx.api.apply(POOLS, NS, runnerPool('flaky'));
+    const failed = () =>
+      (
+        fx.api.list('v1/events', NS) as {
+          reason?: string;
+          count?: number;
+          involvedObject?: { name?: string };
+        }[]
+      ).find((e) => e.reason === 'ReconcileFailed' && e.involvedObject?.name === 'flaky');
+    await waitFor('retried and counted', () => (failed()?.count ?? 0) >= 2);
+    expect(fx.condition('flaky', 'Stalled')?.status).not.toBe('True');
+    expect(fx.condition('flaky', 'Ready')?.status).not.toBe('False');
+    expect(await op.metrics.registry.metrics()).not.toContain('islet_operator_pool_stalled{pool="flaky"');
+    // 12 runs, target 2: the healthy pool shares them with the flaky one (3 each), the refused one takes none.
+    await fx.queue('read-only').addBulk(Array.from({ length: 12 }, (_, i) => ({ name: 'run', data: { i } })));
+    await waitFor('healthy at 3', () => fx.replicasOf('healthy') === 3);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(fx.replicasOf('healthy')).toBe(3);
     await fx.queue('read-only').drain(true);
   });
 });

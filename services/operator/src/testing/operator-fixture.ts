@@ -19,7 +19,11 @@ export const POOLS = 'islet.dev/v1alpha1/runnerpools';
 export const DEPLOYS = 'apps/v1/deployments';
 export const silentLog = { info() {}, warn() {}, error() {} };
 
-/** Operator configuration with test timings (1.5 s lease, 200 ms retry and resync). */
+/**
+ * Operator configuration with test timings (1.5 s lease, 200 ms retry and resync, failed reconciles
+ * retried after 200 ms doubling up to 2 s: a few request timeouts on a loaded machine must not park a
+ * pool for the production backoff's minutes).
+ */
 export function testOperatorConfig(over: Partial<Record<keyof OperatorConfig, string>> = {}): OperatorConfig {
   return operatorConfigSchema.parse({
     ISLET_NAMESPACE: NS,
@@ -28,6 +32,8 @@ export function testOperatorConfig(over: Partial<Record<keyof OperatorConfig, st
     ISLET_OPERATOR_LEASE_DURATION_MS: '1500',
     ISLET_OPERATOR_RETRY_PERIOD_MS: '200',
     ISLET_OPERATOR_RESYNC_INTERVAL_MS: '200',
+    ISLET_OPERATOR_RETRY_BACKOFF_INITIAL_MS: '200',
+    ISLET_OPERATOR_RETRY_BACKOFF_MAX_MS: '2000',
     ...over,
   });
 }
