@@ -327,7 +327,11 @@ export class PoolController {
       this.histories.set(name, out.history);
       result = out.result;
       if (deployment && ownedBy(deployment, pool)) await this.migrateFieldOwnership(deployment);
-      await this.execute(pool, out.actions, out.events);
+      // Counted once the Deployment write lands: a later step that fails (a status write timing
+      // out) must not lose it, since the retry finds the replicas already changed.
+      await this.execute(pool, out.actions, out.events, () => {
+        if (out.scale) metrics.scaleEventsTotal.inc({ pool: name, direction: out.scale });
+      });
       this.clearRetry(name);
       const peer = this.peers.get(name);
       if (peer) peer.stalled = out.result === 'invalid-spec' || out.result === 'not-owned';
@@ -340,7 +344,6 @@ export class PoolController {
         this.maxModes.set(name, mode);
         metrics.maxReplicas.set({ pool: name, mode }, max);
       }
-      if (out.scale) metrics.scaleEventsTotal.inc({ pool: name, direction: out.scale });
       if (out.scale) log.info({ pool: name, desired: out.desiredReplicas, direction: out.scale }, 'scaled');
     } catch (err) {
       // A 409 means someone wrote in between (the API server, another writer): reconcile again.
@@ -419,6 +422,7 @@ export class PoolController {
     pool: RunnerPool,
     actions: ReturnType<typeof reconcile>['actions'],
     events: readonly PoolEvent[],
+    deploymentWritten: () => void,
   ): Promise<void> {
     const { kube, namespace } = this.d;
     let emitted = false;
@@ -434,9 +438,11 @@ export class PoolController {
       switch (a.type) {
         case 'create-deployment':
           await kube.createDeployment(namespace, a.deployment);
+          deploymentWritten();
           break;
         case 'apply-deployment':
           await kube.applyDeployment(namespace, a.deployment);
+          deploymentWritten();
           break;
         case 'mark-draining':
           // Before replicas drop: the ReplicaSet deletes the lowest pod-deletion-cost first.

@@ -86,4 +86,18 @@ describe('refused writes', () => {
     expect(fx.replicasOf('healthy')).toBe(3);
     await fx.queue('read-only').drain(true);
   });
+
+  it('a scale whose status write then fails is still counted once (the retry finds it done)', async () => {
+    fx.api.failNext('PUT', '/runnerpools/counted/status', 503, 1);
+    fx.api.apply(POOLS, NS, runnerPool('counted', { mode: 'workspace-write' }));
+    await waitFor('Ready', () => fx.condition('counted', 'Ready')?.status === 'True');
+    // The first status write was refused with a 503, a later one landed.
+    expect(
+      fx.api.requests.filter((r) => r.method === 'PUT' && r.path.endsWith('/runnerpools/counted/status'))
+        .length,
+    ).toBeGreaterThanOrEqual(2);
+    expect(await op.metrics.registry.metrics()).toContain(
+      'islet_operator_scale_events_total{pool="counted",direction="up"} 1',
+    );
+  });
 });
