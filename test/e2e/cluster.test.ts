@@ -409,7 +409,13 @@ describe('metrics', () => {
     expect(all).toContain('islet_queue_wait_seconds_bucket{');
     expect(all).toContain('islet_runner_slots{mode="read-only",state="busy"');
     expect(all).toContain('islet_sandbox_enforcement{mode="read-only"');
-    expect(`${gw}\n${all}`).not.toMatch(/(run|tenant)(_?id)?="/);
+    const series = `${gw}\n${all}`.split('\n').filter((line) => !line.startsWith('#'));
+    expect(series.filter((line) => /run(_?id)?="/.test(line))).toEqual([]);
+    // Only the billing counters carry a tenant, and bounded: a tenant an operator lists in
+    // ISLET_METRICS_TENANTS by name (none here), every other one as "other".
+    const byTenant = series.filter((line) => /tenant(_?id)?="/.test(line));
+    expect(byTenant.length).toBeGreaterThan(0);
+    for (const line of byTenant) expect(line).toMatch(/^islet_tenant_\w+\{(?:[^}]*,)?tenant="other"[,}]/);
   });
 });
 

@@ -232,12 +232,16 @@ describe('Code Mode (document 003)', () => {
     const noFiles = await a(
       'POST',
       '/v1/runs',
-      { style: 'code-mode', code: 'return typeof apps.files', description: 'Look for the files binding' },
+      {
+        style: 'code-mode',
+        code: "return 'files' in apps ? 'present' : 'absent'",
+        description: 'Look for the files binding',
+      },
       wait,
     );
     expect(noFiles.body).toMatchObject({
       status: 'Completed',
-      result: { value: 'undefined' },
+      result: { value: 'absent' },
       style: 'code-mode',
     });
     const wide = await a('POST', '/v1/runs', {
