@@ -1,5 +1,6 @@
 // A leader change must not reset the scale-down stabilization: the history lives in the
-// RunnerPool's status, so the new leader holds replicas for the rest of the window (fake
+// RunnerPool's status, so the new leader holds replicas for at least the rest of the window (the
+// latest persisted run is taken to have lasted until the takeover: longer, never shorter) (fake
 // Kubernetes API, real Redis, real BullMQ jobs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunnerPool } from '../src/runner-pool.ts';
