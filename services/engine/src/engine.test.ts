@@ -133,7 +133,9 @@ describe('bindings', () => {
       (index: number) =>
       async (c: BindingCall): Promise<BindingOutcome> => {
         seen.push(c.index);
-        return c.index === index ? { type: 'stop', code: 'suspended', message: 'the call went out' } : echo(c);
+        return c.index === index
+          ? { type: 'stop', code: 'suspended', message: 'the call went out' }
+          : echo(c);
       };
     // After the first turn the isolate runs on another thread than the host's: the call leaves
     // while the loop spins, and only its stop can end the run (there is no deadline).
