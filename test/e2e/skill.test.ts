@@ -184,7 +184,7 @@ describe('POST /v1/skills/run_code', () => {
       'exitCode',
       'language',
     ]);
-    expect(Object.keys(doc.paths['/v1/sessions/{id}/files/{path}'])).toEqual(['put', 'get', 'delete']);
+    expect(Object.keys(doc.paths['/v1/sessions/{id}/files/{path}']).sort()).toEqual(['delete', 'get', 'put']);
     expect(doc.paths['/v1/sessions/{id}/files'].get).toBeDefined();
   });
 });
