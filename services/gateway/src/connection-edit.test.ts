@@ -86,7 +86,10 @@ describe('PATCH /v1/connections/:id', () => {
       [{ tools: [{ name: 'nope', policy: 'ask' }] }, `connection ${id} has no tool nope`],
       [{ tools: [{ name: 'send_email', policy: 'maybe' }] }, ''],
       [{ name: 'Renamed' }, ''],
-      [{ headers: { Authorization: 'x' } }, 'headers are only for mcp connections'],
+      [
+        { headers: { 'Webhook-Signature': 'v1,forged' } },
+        'headers may not set content-type, content-length, host, connection, transfer-encoding, idempotency-key, webhook-* or x-islet-* (Islet sends those)',
+      ],
       [{ url: 'ftp://mail.example' }, 'the url must be http(s)'],
     ];
     for (const [body, detail] of cases) {

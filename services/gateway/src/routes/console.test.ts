@@ -10,6 +10,7 @@ let redis: RedisServer;
 let app: FastifyInstance;
 let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
 let adminKey: string;
+let adminKeyId: string;
 let userKey: string;
 
 beforeAll(async () => {
@@ -22,7 +23,9 @@ beforeAll(async () => {
   deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
   app = await buildApp(deps);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
-  adminKey = (await deps.tenants.createKey('acme', ['platform.admin'])).key;
+  const admin = await deps.tenants.createKey('acme', ['platform.admin']);
+  adminKey = admin.key;
+  adminKeyId = admin.keyId;
   userKey = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read', 'decisions'])).key;
 });
 
@@ -111,8 +114,14 @@ describe('/queues (bull-board)', () => {
     expect(
       (await get('/queues/api/queues', { cookie: `islet_board=${hash}.99999999999999.${sig}` })).statusCode,
     ).toBe(401);
-    await deps.redis.del((await deps.redis.keys('islet:apikey:*')).filter((k) => k.endsWith(hash!)));
-    expect((await get('/queues/api/queues', { cookie: value })).statusCode).toBe(401);
+    // Revoked through the store: every gateway drops the key from its read cache on the broadcast.
+    expect(await deps.tenants.revokeKey('acme', adminKeyId)).not.toBeNull();
+    let after = 200;
+    for (let i = 0; i < 50 && after !== 401; i++) {
+      after = (await get('/queues/api/queues', { cookie: value })).statusCode;
+      if (after !== 401) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(after).toBe(401);
   });
 });
 
