@@ -145,14 +145,14 @@ describe('the time budget', () => {
       ['Promise.resolve().then(() => Promise.resolve()).then(() => { for (;;) {} }); return 2', '2'],
       ['await t(); (async () => { for (let i = 0; i < 5; i++) await null; for (;;) {} })(); return 3', '3'],
     ] as const) {
-      const started = performance.now();
       const out = await engine.execute(code, {
         bindings: ['t'],
         onCall: async () => ok(),
         limits: { timeoutMs: 5_000 },
       });
+      // A leftover that held the host's thread would end the run as timeout, with no value.
       expect(out.valueJson).toBe(value);
-      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(out.failure).toBeUndefined();
     }
   });
 });
@@ -492,8 +492,8 @@ describe('stop outcomes', () => {
   it('a stop for a call the first turn made ends a program that never yields, at once', async () => {
     // The line printed after the call takes the call along before the turn returns; the turn then
     // spins on the host's own thread, which reads no `end`: the engine ends its host instead.
-    // A call started before it still settles before the run closes.
-    const started = performance.now();
+    // A call started before it still settles before the run closes. Waiting for the watchdog
+    // instead would end it as a worker-exit failure, which `failure: undefined` refuses.
     const out = await engine.execute(
       't("slow").catch(() => undefined); t("decide").catch(() => undefined); console.log("asked"); for (;;) {}',
       { bindings: ['t'], onCall: stopAtSecondCall },
@@ -503,7 +503,6 @@ describe('stop outcomes', () => {
     expect(out.failure).toBeUndefined();
     expect(out.logs).toEqual([{ level: 'log', text: 'asked' }]);
     expect(out.calls[0]!.outcome).toEqual(ok());
-    expect(performance.now() - started).toBeLessThan(900);
     expect((await engine.execute('return 2')).valueJson).toBe('2');
   });
 
