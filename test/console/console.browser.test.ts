@@ -138,9 +138,11 @@ describe('the console in Chromium', () => {
     await page.goto(`${base}/console/#/runs/${id}`);
     const card = page.locator(`[data-decision="${id}:1"]`);
     await card.waitFor({ timeout: 20_000 });
+    // The card comes with the stream; the App's display name follows once the tenant's connection
+    // list has arrived (a fetch of its own, slower on a loaded machine).
+    await expect.poll(() => card.textContent(), { timeout: 15_000 }).toContain('Mail · send_email');
     const text = await card.textContent();
     // The App's display name and the tool, then the connection id and tool as the API names them.
-    expect(text).toContain('Mail · send_email');
     expect(text).toContain(`${mail.id}/send_email`);
     expect(text).toContain('"to": "team@example.com"');
     await shot(page, '04-decision-waiting');

@@ -94,6 +94,13 @@ describe('a skill writing past its workspace limit while it runs', () => {
     expect(r.success).toBe(false);
   });
 
+  it('a skill that only reads a workspace already over its limit is not blamed for it', async () => {
+    const { dir } = freshWorkspace();
+    for (let i = 0; i < 11; i++) writeFileSync(join(dir, `old-${i}.bin`), Buffer.alloc(10 * MiB, 1));
+    const r = await skill(dir, 'import os\nprint(len(os.listdir(".")))');
+    expect(r).toMatchObject({ success: true, output: '11\n', exitCode: 0 });
+  });
+
   it('a skill that stays under the limit is not disturbed', async () => {
     const { dir } = freshWorkspace();
     const r = await skill(

@@ -179,6 +179,7 @@ static void supervise_fork(long long timeout_ms, int report_fd) {
     }
   }
   end_tree(command, &status);
+  if (!over_budget && !timed_out && !stop_signal && budget_exceeded_at_end()) over_budget = 1;
   if (over_budget) {
     budget_report_stop();
     exit(EXIT_WORKSPACE_FULL);

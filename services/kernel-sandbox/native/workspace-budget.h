@@ -36,7 +36,7 @@ static struct {
   dev_t dev;
   unsigned long long fs_used;
   long long last_walk_ms;
-  struct ws_usage last;
+  struct ws_usage start, last;
 } budget = {.fd = -1};
 
 /* Counts the entries beneath `fd` (consumed) like islet-files does: regular files' bytes, every
@@ -111,7 +111,7 @@ static void budget_init(void) {
   if (budget.fd < 0 || fstat(budget.fd, &sb)) die(EXIT_USAGE, "cannot open the workspace %s: %s", opt.workspace, strerror(errno));
   budget.dev = sb.st_dev;
   budget.on = 1;
-  budget.last = ws_measure();
+  budget.last = budget.start = ws_measure();
   budget.fs_used = fs_used_bytes();
   budget.last_walk_ms = budget_now_ms();
   if (opt.ws_max_bytes >= 0) {
@@ -134,6 +134,18 @@ static int budget_exceeded(void) {
   budget.fs_used = used;
   budget.last_walk_ms = now;
   return ws_over(&budget.last);
+}
+
+/* Once the command has ended: whether it left the workspace over a limit that it grew past. A command
+ * that ends between two of the supervisor's looks (an EFBIG caught, a last burst) fails all the same;
+ * one that only read a workspace that was already over is not blamed for it. */
+static int budget_exceeded_at_end(void) {
+  if (!budget.on) return 0;
+  struct ws_usage u = ws_measure();
+  if (!ws_over(&u)) return 0;
+  if (!u.capped && u.bytes <= budget.start.bytes && u.files <= budget.start.files && u.dirs <= budget.start.dirs) return 0;
+  budget.last = u;
+  return 1;
 }
 
 static void budget_report_stop(void) {

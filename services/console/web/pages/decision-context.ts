@@ -10,7 +10,9 @@ import { api, type CodeRunRecord, type ConnectionView, client, type Decision } f
 let connections: Promise<ConnectionView[]> | null = null;
 const runs = new Map<string, Promise<CodeRunRecord | null>>();
 
-function connectionList(): Promise<ConnectionView[]> {
+/** The tenant's connections; `fresh` refetches (a card naming a connection the list lacks: added since). */
+function connectionList(fresh = false): Promise<ConnectionView[]> {
+  if (fresh) connections = null;
   connections ??= api<{ items: ConnectionView[] }>('GET', '/v1/connections').then(
     (r) => r.items,
     () => {
@@ -21,6 +23,11 @@ function connectionList(): Promise<ConnectionView[]> {
   return connections;
 }
 
+async function findConnection(id: string): Promise<ConnectionView | undefined> {
+  if (!id) return undefined;
+  return (await connectionList()).find((c) => c.id === id) ?? (await connectionList(true)).find((c) => c.id === id);
+}
+
 function runRecord(id: string): Promise<CodeRunRecord | null> {
   let p = runs.get(id);
   if (!p) {
@@ -28,7 +35,10 @@ function runRecord(id: string): Promise<CodeRunRecord | null> {
       .getRun(id)
       .then(
         (r) => r as CodeRunRecord,
-        () => null,
+        () => {
+          runs.delete(id); // a failed read is not remembered: the next card asks again
+          return null;
+        },
       );
     runs.set(id, p);
     if (runs.size > 200) runs.delete(runs.keys().next().value as string);
@@ -85,7 +95,7 @@ export function useDecisionContext(d: Decision): DecisionContext {
   const [run, setRun] = useState<CodeRunRecord | null>(null);
   useEffect(() => {
     let live = true;
-    void connectionList().then((list) => live && setConn(list.find((c) => c.id === connectionId)));
+    void findConnection(connectionId).then((c) => live && setConn(c));
     void runRecord(d.code.run).then((r) => live && setRun(r));
     return () => {
       live = false;
