@@ -25,7 +25,9 @@ function connectionList(fresh = false): Promise<ConnectionView[]> {
 
 async function findConnection(id: string): Promise<ConnectionView | undefined> {
   if (!id) return undefined;
-  return (await connectionList()).find((c) => c.id === id) ?? (await connectionList(true)).find((c) => c.id === id);
+  return (
+    (await connectionList()).find((c) => c.id === id) ?? (await connectionList(true)).find((c) => c.id === id)
+  );
 }
 
 function runRecord(id: string): Promise<CodeRunRecord | null> {
