@@ -1,5 +1,6 @@
 import { RUN_CODE_LIMITS } from '@islet/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sleep } from '../test/processes.ts';
 import {
   createEngine,
   DEFAULT_MEMORY_MB,
@@ -10,7 +11,6 @@ import {
   MAX_TIMEOUT_MS,
   renderResultText,
 } from './index.ts';
-import { sleep } from './test-fixtures/processes.ts';
 import type { BindingCall, BindingOutcome, ProcessEvent } from './types.ts';
 
 const engine = createEngine();
