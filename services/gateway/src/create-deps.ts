@@ -1,6 +1,5 @@
 /** Wires a gateway's dependencies from its configuration: Redis connections, stores, queues, metrics. */
 import {
-  type ApiKeyIdentity,
   createMetrics,
   createRedis,
   createSessionStore,
@@ -9,10 +8,10 @@ import {
   createTenantStore,
   hashApiKey,
   type IsletConfig,
-  keys,
   keyUsable,
   type Logger,
   migrateKeyLayout,
+  type Redis,
   redisDurabilityProblems,
   sealerFromConfig,
 } from '@islet/core';
@@ -21,6 +20,7 @@ import {
   createCallJournal,
   createClientCallMailbox,
   createDecisionStore,
+  createInFlightStore,
   createRunIndex,
   createRunPolicyStore,
   createRunStore,
@@ -29,16 +29,24 @@ import {
   type RunPolicyStore,
 } from '@islet/runs';
 import { Queue } from 'bullmq';
-import { createConnectionStore } from './connections.ts';
+import { createConnectionStore } from './connection-store.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
-import { queueMetricsCollectors } from './queue-metrics.ts';
+import { createJobEventsStore } from './job-events-store.ts';
+import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createCacheHub } from './read-cache.ts';
+import { createRedisProbeStore } from './redis-probe-store.ts';
+import { createSseSlotStore } from './sse-slot-store.ts';
+import { createWindowCountStore } from './window-count-store.ts';
 
+/**
+ * The gateway's dependencies, plus `redis`: the connection its stores share, for the process that
+ * owns it (shutdown, tests); routes and services get `GatewayDeps`, which has none.
+ */
 export async function createGatewayDeps(
   config: IsletConfig,
   logger: Logger,
-): Promise<GatewayDeps & { close(): Promise<void> }> {
+): Promise<GatewayDeps & { redis: Redis; close(): Promise<void> }> {
   const redis = createRedis(config);
   const subscriber = createRedis(config);
   const sealer = sealerFromConfig(config);
@@ -80,10 +88,7 @@ export async function createGatewayDeps(
   // A revoke or rotation drops the hashes it changed here and on every replica before it answers
   // (the store announces them; `key-revoked` ends the key's open event streams: key-watch.ts).
   // The expiry is checked on every read, cached or not.
-  const identities = caches.cache('api-key', async (hash) => {
-    const raw = await redis.get(keys.apiKey(hash));
-    return raw ? (JSON.parse(raw) as ApiKeyIdentity) : null;
-  });
+  const identities = caches.cache('api-key', (hash) => tenantStore.readKeyIdentity(hash));
   const usable = async (hash: string) => {
     const identity = await identities.get(hash);
     return keyUsable(identity) ? identity : null;
@@ -117,6 +122,7 @@ export async function createGatewayDeps(
     sealer,
     clientCalls,
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    inFlight: createInFlightStore(redis),
     runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     tenants: {
       ...tenantStore,
@@ -154,6 +160,13 @@ export async function createGatewayDeps(
     }),
     queues,
     hub,
+    sseSlots: createSseSlotStore(redis, config.ISLET_SSE_STREAMS_PER_TENANT),
+    windowCounts: createWindowCountStore(redis),
+    jobEvents: createJobEventsStore(redis, (err, mode) =>
+      logger.warn({ err: err.message, mode }, 'skill queue events error'),
+    ),
+    redisProbe: createRedisProbeStore(redis),
+    mcpStorage: redis,
     caches,
     runPolicies,
     metrics,

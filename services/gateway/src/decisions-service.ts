@@ -5,7 +5,7 @@
  * A sweeper (every gateway runs one) expires unanswered decisions and repairs a resume that a
  * crash interrupted, so a paused run never waits forever.
  */
-import { keys, principalOf } from '@islet/core';
+import { principalOf } from '@islet/core';
 import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
 import {
   cancelledEnd,
@@ -45,13 +45,13 @@ export function createDecisionsService(
   runsService: RunsService,
   options: DecisionsServiceOptions = {},
 ) {
-  const { decisions, runs, queues, redis, logger } = deps;
+  const { decisions, runs, queues, logger } = deps;
   const expireAfterMs = options.expireAfterMs ?? 86_400_000;
 
   async function listPending(caller: Caller): Promise<DecisionView[]> {
     const out: DecisionView[] = [];
     for (const d of await decisions.listPending(caller.tenantId)) {
-      const status = await redis.hget(keys.run(d.runId), 'status');
+      const status = await runs.status(d.runId);
       if (!status || isFinalStatus(status)) {
         // The run ended meanwhile (timeout, cancel): its decisions are moot.
         await decisions.closeRun(d.runId);
@@ -176,7 +176,7 @@ export function createDecisionsService(
     deps.metrics.decisionsPending.set(await decisions.countAllPending());
     const cutoff = Date.now() - (options.resumeRepairAfterMs ?? 5000);
     for (const mode of SANDBOX_MODES) {
-      const ids = await redis.zrangebyscore(`islet:paused:{runs-${mode}}`, '-inf', cutoff, 'LIMIT', 0, 100);
+      const ids = await decisions.pausedBefore(mode, cutoff, 100);
       for (const id of ids) {
         const run = await runs.get(id);
         if (!run || isFinalStatus(run.status)) {

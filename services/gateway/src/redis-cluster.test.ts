@@ -18,9 +18,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 import { createOrphanSweeper } from './orphan-sweeper.ts';
-import { queueMetricsCollectors } from './queue-metrics.ts';
+import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createRunsService } from './runs-service.ts';
-import { createSseSlots } from './sse-slots.ts';
+import { createSseSlotStore } from './sse-slot-store.ts';
 
 type Deps = Awaited<ReturnType<typeof createGatewayDeps>>;
 interface Gateway {
@@ -147,7 +147,7 @@ async function exerciseGateway(g: Gateway): Promise<void> {
   ).toEqual([401, 401, 401, 429, 429]);
 
   // SSE stream slots, across replicas: a limit of 2 lets exactly two of five parallel takers in.
-  const slots = createSseSlots(deps.redis, 2);
+  const slots = createSseSlotStore(deps.redis, 2);
   const taken = await Promise.all([...Array(5)].map(() => slots.take(g.tenant)));
   expect(taken.filter(Boolean)).toHaveLength(2);
   for (const s of taken) {

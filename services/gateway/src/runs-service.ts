@@ -20,7 +20,6 @@ import {
   type AdmissionRateCount,
   type BindingSpec,
   cancelledEnd,
-  createRunPolicyStore,
   decisionView,
   ESCALATION_INDEX,
   failedEnd,
@@ -59,8 +58,7 @@ function refuse(message: string): never {
 }
 
 export function createRunsService(deps: GatewayDeps) {
-  const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
-  const runPolicies = deps.runPolicies ?? createRunPolicyStore(redis);
+  const { runs, config, settings, connections, journal, queues, hub, runPolicies } = deps;
   const ownership = createOwnership(deps);
   const storage = createStorageQuota(deps);
 
@@ -120,8 +118,9 @@ export function createRunsService(deps: GatewayDeps) {
       const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
       mine = JSON.stringify({ runId: id, hash });
       const ttl = config.ISLET_RUN_RETENTION_SECONDS;
-      if ((await redis.set(key, mine, 'EX', ttl, 'NX')) !== 'OK') {
-        const held = await redis.get(key);
+      const claim = await runs.claimIdempotency(key, mine, ttl);
+      if (!claim.taken) {
+        const held = claim.held;
         const prev = JSON.parse(held ?? '{}') as { runId?: string; hash?: string };
         // Our own SET, sent again after a lost reply (a Redis restart): the key is this request's.
         if (prev.runId !== id) {

@@ -31,6 +31,12 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export {
+  createInFlightStore,
+  type InFlightEntry,
+  type InFlightStore,
+  type RunHead,
+} from './in-flight-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';

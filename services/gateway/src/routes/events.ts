@@ -6,7 +6,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
-import { createSseSlots } from '../sse-slots.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 import { openEventStream, takeStreamSlot } from './sse-stream.ts';
@@ -18,7 +17,7 @@ const RENEW_MS = 10_000;
 
 export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, runsService, deps } = ctx;
-  const slots = createSseSlots(deps.redis, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
+  const slots = deps.sseSlots;
   return async (app) => {
     app.get(
       '/v1/code-runs/:id/events',

@@ -15,7 +15,6 @@ import { z } from 'zod';
 import { callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
 import { sessionIdSchema } from '../session-id.ts';
-import { createSseSlots } from '../sse-slots.ts';
 import type { RouteContext } from './context.ts';
 import { openEventStream, takeStreamSlot } from './sse-stream.ts';
 
@@ -39,7 +38,7 @@ export function summary(run: StoredRun) {
 export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
   // The same per-tenant budget of open streams as the run streams (a console tab holds one).
-  const slots = createSseSlots(deps.redis, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
+  const slots = deps.sseSlots;
   return async (app) => {
     app.get(
       '/v1/sessions/:sessionId/events',
@@ -83,10 +82,12 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         try {
           res.write('retry: 1000\n\n');
           // Latest first from Redis, sent oldest first; later rounds read only what is newer.
-          const latest = await deps.redis.zrevrange(index, 0, SNAPSHOT_RUNS - 1, 'WITHSCORES');
-          const ids: string[] = [];
-          for (let i = 0; i + 1 < latest.length; i += 2) ids.unshift(latest[i]!);
-          if (latest[1] !== undefined) since = latest[1];
+          const latest = await deps.runs.sessionEntries(caller.tenantId, sessionId, {
+            latest: SNAPSHOT_RUNS,
+          });
+          const ids = latest.map((e) => e.id);
+          const newest = latest.at(-1);
+          if (newest) since = newest.score;
           for (const run of await Promise.all(ids.map((id) => deps.runs.get(id)))) if (mine(run)) send(run);
           // Tells the client the snapshot is complete (an empty session sends nothing else).
           res.write('event: ready\ndata: {}\n\n');
@@ -108,11 +109,11 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
               renewed = Date.now();
             }
             dirty = false;
-            const fresh = await deps.redis.zrangebyscore(index, since, '+inf', 'WITHSCORES');
+            const fresh = await deps.runs.sessionEntries(caller.tenantId, sessionId, { since });
             const check = new Set([...offs.keys()].filter((k) => k !== index));
-            for (let i = 0; i + 1 < fresh.length; i += 2) {
-              check.add(fresh[i]!);
-              since = fresh[i + 1]!;
+            for (const entry of fresh) {
+              check.add(entry.id);
+              since = entry.score;
             }
             const runs = await Promise.all([...check].map((id) => deps.runs.get(id)));
             for (const run of runs) if (mine(run)) send(run);

@@ -8,16 +8,12 @@ import type { FastifyReply } from 'fastify';
 import type { Caller } from '../auth.ts';
 import type { KeyWatch } from '../key-watch.ts';
 import { HttpProblem } from '../problem-reply.ts';
-import type { createSseSlots, SseSlot } from '../sse-slots.ts';
+import type { SseSlot, SseSlotStore } from '../sse-slot-store.ts';
 
 /** Retry-After of a refused stream: slots free when streams end, which a client cannot see. */
 const FULL_RETRY_AFTER_SECONDS = 5;
 
-export async function takeStreamSlot(
-  slots: ReturnType<typeof createSseSlots>,
-  tenant: string,
-  limit: number,
-): Promise<SseSlot> {
+export async function takeStreamSlot(slots: SseSlotStore, tenant: string, limit: number): Promise<SseSlot> {
   const slot = await slots.take(tenant);
   if (slot) return slot;
   throw new HttpProblem(

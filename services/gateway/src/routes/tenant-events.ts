@@ -20,7 +20,6 @@ import type { DecisionRecord, RunSummary, StoredRun } from '@islet/runs';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Caller, callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
-import { createSseSlots } from '../sse-slots.ts';
 import type { RouteContext } from './context.ts';
 import { openEventStream, takeStreamSlot } from './sse-stream.ts';
 
@@ -78,7 +77,7 @@ export function decisionItem(decision: DecisionRecord, run: StoredRun) {
 
 export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
-  const slots = createSseSlots(deps.redis, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
+  const slots = deps.sseSlots;
   return async (app) => {
     app.get(
       '/v1/events',

@@ -25,7 +25,7 @@ export interface SseSlot {
   release(): Promise<void>;
 }
 
-export function createSseSlots(redis: Redis, limit: number) {
+export function createSseSlotStore(redis: Redis, limit: number) {
   return {
     /** A slot for one stream of the tenant, or null when the tenant has `limit` open. */
     async take(tenant: string): Promise<SseSlot | null> {
@@ -48,3 +48,5 @@ export function createSseSlots(redis: Redis, limit: number) {
     },
   };
 }
+
+export type SseSlotStore = ReturnType<typeof createSseSlotStore>;

@@ -9,7 +9,7 @@ import type { RunJobData } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queueMetricsCollectors } from './queue-metrics.ts';
+import { queueMetricsCollectors } from './queue-metrics-store.ts';
 
 const MAXMEMORY = 64 * 1024 * 1024;
 let server: RedisServer;
