@@ -13,6 +13,7 @@ import {
   migrateKeyLayout,
   type Redis,
   redisDurabilityProblems,
+  redisPinger,
   sealerFromConfig,
 } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
@@ -58,9 +59,13 @@ export async function createGatewayDeps(
   ) as Record<SandboxMode, Queue<RunJobData>>;
   for (const q of Object.values(queues))
     q.on('error', (err) => logger.warn({ err }, 'queue connection error'));
-  // Queue depth, queue age and Redis memory are read from Redis at scrape time: accurate across
-  // replicas, no background loop.
-  const metrics = createMetrics({ component: 'gateway', ...queueMetricsCollectors(redis, queues) });
+  // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:
+  // accurate across replicas, no background loop.
+  const metrics = createMetrics({
+    component: 'gateway',
+    ...queueMetricsCollectors(redis, queues),
+    pingRedis: redisPinger(redis),
+  });
   if (config.ISLET_REDIS_DURABILITY_CHECK !== 'off') {
     const problems = await redisDurabilityProblems(redis);
     const text =
