@@ -2,14 +2,14 @@
  * `node services/gateway/src/config-backup-main.ts export > islet-config.jsonl`
  * `node services/gateway/src/config-backup-main.ts import < islet-config.jsonl`
  *
- * Exports or imports tenants, API keys, connections, policies and settings (config-backup.ts)
+ * Exports or imports tenants, API keys, connections, policies and settings (config-backup-store.ts)
  * with the gateway's own configuration (ISLET_REDIS_* and their secret files), e.g. through
  * `kubectl exec -i deploy/<release>-gateway -- node services/gateway/src/config-backup-main.ts …`.
  * A summary goes to stderr; stdout carries only the backup.
  */
 import { createInterface } from 'node:readline';
 import { createRedis, loadConfig } from '@islet/core';
-import { createConfigBackup } from './config-backup.ts';
+import { createConfigBackup } from './config-backup-store.ts';
 
 const command = process.argv[2];
 if (command !== 'export' && command !== 'import') {
