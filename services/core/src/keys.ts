@@ -94,6 +94,16 @@ export const keys = {
   tenantFeed: (tenant: string) => `${t(tenant)}:feed`,
   /** HASH of a tenant's usage on one UTC day (`YYYY-MM-DD`): counters added at each run's end. */
   usageDay: (tenant: string, day: string) => `${t(tenant)}:usage:${day}`,
+  /**
+   * HASH of a tenant's health in one UTC hour (`hour` = ms / 3 600 000): `<bucket>|<field>` →
+   * value, 10 s buckets (@islet/runs health-store.ts). Counters are added by each run's end in the
+   * tenant half of its end script; gauges by the gateway's sampler.
+   */
+  healthHour: (tenant: string, hour: number) => `${t(tenant)}:health:${hour}`,
+  /** HASH of the whole cluster's sampled gauges in one hour, as `healthHour` (global single key). */
+  clusterHealthHour: (hour: number) => `islet:health:cluster:${hour}`,
+  /** Held by the one gateway that samples health gauges for this bucket (health-sampler.ts). */
+  healthSampleLock: (bucket: number) => `islet:lock:health-sample:${bucket}`,
   /** HASH key id → when the key last authenticated, ms (written at most once a minute per replica). */
   tenantApiKeysUsed: (tenant: string) => `${t(tenant)}:apikeys:used`,
   settings: () => 'islet:settings',

@@ -21,6 +21,7 @@ import {
   createCallJournal,
   createClientCallMailbox,
   createDecisionStore,
+  createHealthStore,
   createRunIndex,
   createRunPolicyStore,
   createRunStore,
@@ -118,6 +119,7 @@ export async function createGatewayDeps(
     clientCalls,
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    health: createHealthStore(redis),
     tenants: {
       ...tenantStore,
       resolveKey: (key) => usable(hashApiKey(key)),

@@ -12,6 +12,7 @@ import type {
   CallJournal,
   ClientCallMailbox,
   DecisionStore,
+  HealthStore,
   RunIndex,
   RunJobData,
   RunPolicyStore,
@@ -34,6 +35,8 @@ export interface GatewayDeps {
   runs: RunStore;
   /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
   runIndex: RunIndex;
+  /** Health series (`GET /v1/health`): run ends count in them, the health sampler adds gauges. */
+  health: HealthStore;
   tenants: TenantStore;
   /** Session owners and "allow for the session" grants. */
   sessions: SessionStore;

@@ -31,6 +31,8 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export * from './health-buckets.ts';
+export * from './health-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';

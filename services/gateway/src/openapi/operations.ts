@@ -159,6 +159,14 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     auth: [],
     responses: { 200: { description: 'Usage per day' } },
   },
+  'GET /v1/health': {
+    tag: 'runs',
+    summary: 'Health over the last hour, 10 s buckets',
+    description:
+      'minutes (1-60, default 60). Runs ended per second and by status, p50/p99 latency (creation to end), failures by kind, queue depth, runner slots busy, decisions pending; gauges are null where no gateway sampled. sessions.admin for the own tenant; platform.admin for the whole cluster (queue depth and slots per mode) or `tenant`.',
+    auth: [],
+    responses: { 200: { description: 'Series, one value per bucket of `t`' } },
+  },
   'GET /v1/events': {
     tag: 'runs',
     summary: "The tenant's live feed (SSE): runs and decisions",
