@@ -10,10 +10,10 @@ export function isLive(status: string): boolean {
 
 /**
  * A new run with the same request as far as the record tells it: program, description, session,
- * turn and style (its Apps default to every connection of the tenant when the record does not list them).
+ * turn, style and the connections (Apps) it was given.
  */
 export async function rerun(id: string): Promise<string> {
-  const r = (await client().getRun(id)) as CodeRunRecord & { connections?: string[] };
+  const r: CodeRunRecord = await client().getRun(id);
   const created = await api<{ id: string }>('POST', '/v1/runs', {
     code: r.code,
     description: r.reason,
