@@ -94,8 +94,9 @@ export function HealthPage() {
       x,
       runs,
       latency: [
-        { label: 'p50', values: data.p50Ms, color: PALETTE[0]! },
-        { label: 'p99', values: data.p99Ms, color: PALETTE[2]! },
+        // Latency exists only where runs ended: points, or a lone bucket would draw nothing.
+        { label: 'p50', values: data.p50Ms, color: PALETTE[0]!, points: true },
+        { label: 'p99', values: data.p99Ms, color: PALETTE[2]!, points: true },
       ],
       failures: Object.entries(data.failures).map(([k, values], i) => ({
         label: k,
