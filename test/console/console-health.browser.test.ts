@@ -126,8 +126,7 @@ describe('Re-run', () => {
     await page.getByRole('heading', { name: 'Only Mail' }).waitFor();
     await page.getByRole('button', { name: 'Re-run' }).first().click();
     await page.waitForFunction(
-      (id) => location.hash.startsWith('#/runs/') && !location.hash.endsWith(id),
-      first.id,
+      `location.hash.startsWith('#/runs/') && !location.hash.endsWith(${JSON.stringify(first.id)})`,
     );
     const second = decodeURIComponent((await page.evaluate('location.hash')) as string).slice(
       '#/runs/'.length,

@@ -66,6 +66,8 @@ export const keys = {
   authFailures: (address: string, window: number) => `islet:authfail:${address}:${window}`,
   /** A tenant's open event streams: stream id → lease expiry (ms), across gateway replicas. */
   sseStreams: (tenant: string) => `${t(tenant)}:sse`,
+  /** One API key's open event streams, as `sseStreams` (tenant slot: taken with it in one script). */
+  sseKeyStreams: (tenant: string, keyId: string) => `${t(tenant)}:sse:key:${keyId}`,
   tenant: (tenant: string) => t(tenant),
   /** SET of tenant ids (global: written after the tenant record, see tenant-store.ts). */
   tenants: () => 'islet:tenants',

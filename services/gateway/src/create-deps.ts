@@ -35,6 +35,7 @@ import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
 import { queueMetricsCollectors } from './queue-metrics.ts';
 import { createCacheHub } from './read-cache.ts';
+import { createSseSlots } from './sse-slots.ts';
 
 export async function createGatewayDeps(
   config: IsletConfig,
@@ -156,6 +157,10 @@ export async function createGatewayDeps(
     }),
     queues,
     hub,
+    streamSlots: createSseSlots(redis, {
+      perTenant: config.ISLET_SSE_STREAMS_PER_TENANT,
+      perKey: config.ISLET_SSE_STREAMS_PER_KEY,
+    }),
     caches,
     runPolicies,
     metrics,

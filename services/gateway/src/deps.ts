@@ -25,6 +25,7 @@ import type { postToApp } from './app-http.ts';
 import type { ConnectionStore } from './connections.ts';
 import type { EventHub } from './event-hub.ts';
 import type { CacheHub } from './read-cache.ts';
+import type { SseSlots } from './sse-slots.ts';
 
 export interface GatewayDeps {
   config: IsletConfig;
@@ -48,6 +49,8 @@ export interface GatewayDeps {
   decisions: DecisionStore;
   queues: Record<SandboxMode, Queue<RunJobData>>;
   hub: EventHub;
+  /** Open event streams per key and tenant (sse-slots.ts): every SSE route takes one. */
+  streamSlots: SseSlots;
   /** Per-replica read caches dropped over pub/sub (read-cache.ts); absent = no caching. */
   caches?: CacheHub;
   /** Tenants' run policies (cached with `caches`); absent = read from Redis each time. */
