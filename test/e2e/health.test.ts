@@ -118,6 +118,21 @@ describe('GET /v1/health', () => {
     await tenant('POST', `/v1/code-runs/${waiting.body.id}/cancel`);
   });
 
+  it("bills the sandbox CPU a busy run used in the day's usage", async () => {
+    const day = new Date().toISOString().slice(0, 10);
+    const cpu = async () =>
+      ((await tenant('GET', `/v1/usage?from=${day}&to=${day}`)).body.items[0].days[0].cpuMs as number) ?? 0;
+    const before = await cpu();
+    const busy = await tenant(
+      'POST',
+      '/v1/runs',
+      { code: 'let x = 0;\nfor (let i = 0; i < 3e7; i++) x += i % 7;\nreturn x > 0;', description: 'Spin' },
+      wait,
+    );
+    expect(busy.body).toMatchObject({ status: 'Completed', result: { value: true } });
+    expect(await cpu()).toBeGreaterThan(before);
+  });
+
   it('refuses bad input with a problem naming the parameter', async () => {
     const zero = await tenant('GET', '/v1/health?minutes=0');
     expect(zero.status).toBe(400);
