@@ -1,6 +1,6 @@
 /** Cancel and Re-run, offered by the runs list and the run page alike. */
 import { useState } from 'preact/hooks';
-import { api, type CodeRunRecord, client, problemText } from '../api.ts';
+import { api, problemText, readBoundedRecord } from '../api.ts';
 
 const LIVE = new Set(['Queued', 'Running', 'Waiting']);
 
@@ -13,7 +13,7 @@ export function isLive(status: string): boolean {
  * turn, style and the connections (Apps) it was given.
  */
 export async function rerun(id: string): Promise<string> {
-  const r: CodeRunRecord = await client().getRun(id);
+  const r = await readBoundedRecord(id);
   const created = await api<{ id: string }>('POST', '/v1/runs', {
     code: r.code,
     description: r.reason,
