@@ -101,6 +101,8 @@ export const configSchema = z.object({
   ISLET_DEV_PLAIN_HTTP: z.enum(['true', 'false']).default('false'),
   /** Event streams (SSE) one tenant may hold open at once, across gateway replicas (then 429). */
   ISLET_SSE_STREAMS_PER_TENANT: int(64, 1),
+  /** Event streams one API key may hold open at once, across replicas (then 429); within the tenant's. */
+  ISLET_SSE_STREAMS_PER_KEY: int(16, 1),
   /** How long a `client` call waits for its answer before failing as AppCallFailed. */
   ISLET_CLIENT_CALL_TIMEOUT_MS: int(300_000, 1),
   /** A decision not answered within this time expires and its paused run ends Cancelled (helper-5). */

@@ -66,6 +66,8 @@ export const keys = {
   authFailures: (address: string, window: number) => `islet:authfail:${address}:${window}`,
   /** A tenant's open event streams: stream id → lease expiry (ms), across gateway replicas. */
   sseStreams: (tenant: string) => `${t(tenant)}:sse`,
+  /** One API key's open event streams, as `sseStreams` (tenant slot: taken with it in one script). */
+  sseKeyStreams: (tenant: string, keyId: string) => `${t(tenant)}:sse:key:${keyId}`,
   tenant: (tenant: string) => t(tenant),
   /** SET of tenant ids (global: written after the tenant record, see tenant-store.ts). */
   tenants: () => 'islet:tenants',
@@ -94,6 +96,16 @@ export const keys = {
   tenantFeed: (tenant: string) => `${t(tenant)}:feed`,
   /** HASH of a tenant's usage on one UTC day (`YYYY-MM-DD`): counters added at each run's end. */
   usageDay: (tenant: string, day: string) => `${t(tenant)}:usage:${day}`,
+  /**
+   * HASH of a tenant's health in one UTC hour (`hour` = ms / 3 600 000): `<bucket>|<field>` →
+   * value, 10 s buckets (@islet/runs health-store.ts). Counters are added by each run's end in the
+   * tenant half of its end script; gauges by the gateway's sampler.
+   */
+  healthHour: (tenant: string, hour: number) => `${t(tenant)}:health:${hour}`,
+  /** HASH of the whole cluster's sampled gauges in one hour, as `healthHour` (global single key). */
+  clusterHealthHour: (hour: number) => `islet:health:cluster:${hour}`,
+  /** Held by the one gateway that samples health gauges for this bucket (health-sampler.ts). */
+  healthSampleLock: (bucket: number) => `islet:lock:health-sample:${bucket}`,
   /** HASH key id → when the key last authenticated, ms (written at most once a minute per replica). */
   tenantApiKeysUsed: (tenant: string) => `${t(tenant)}:apikeys:used`,
   settings: () => 'islet:settings',

@@ -265,6 +265,12 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['tenant'],
       registers,
     }),
+    tenantSandboxCpuSeconds: new Counter({
+      name: 'islet_tenant_sandbox_cpu_seconds_total',
+      help: 'CPU time of ended runs\' isolates, by tenant (listed tenants, else "other")',
+      labelNames: ['tenant'],
+      registers,
+    }),
     httpRequests: new Counter({
       name: 'islet_http_requests_total',
       help: 'HTTP requests served',

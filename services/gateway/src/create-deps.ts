@@ -21,6 +21,7 @@ import {
   createCallJournal,
   createClientCallMailbox,
   createDecisionStore,
+  createHealthStore,
   createInFlightStore,
   createRunIndex,
   createRunPolicyStore,
@@ -37,7 +38,7 @@ import { createJobEventsStore } from './job-events-store.ts';
 import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createCacheHub } from './read-cache.ts';
 import { createRedisProbeStore } from './redis-probe-store.ts';
-import { createSseSlotStore } from './sse-slot-store.ts';
+import { createSseSlots } from './sse-slot-store.ts';
 import { createWindowCountStore } from './window-count-store.ts';
 
 /**
@@ -129,6 +130,7 @@ export async function createGatewayDeps(
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     inFlight: createInFlightStore(redis),
     runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    health: createHealthStore(redis),
     tenants: {
       ...tenantStore,
       resolveKey: (key) => usable(hashApiKey(key)),
@@ -165,7 +167,10 @@ export async function createGatewayDeps(
     }),
     queues,
     hub,
-    sseSlots: createSseSlotStore(redis, config.ISLET_SSE_STREAMS_PER_TENANT),
+    streamSlots: createSseSlots(redis, {
+      perTenant: config.ISLET_SSE_STREAMS_PER_TENANT,
+      perKey: config.ISLET_SSE_STREAMS_PER_KEY,
+    }),
     windowCounts: createWindowCountStore(redis),
     jobEvents: createJobEventsStore(redis, (err, mode) =>
       logger.warn({ err: err.message, mode }, 'skill queue events error'),

@@ -31,6 +31,8 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export * from './health-buckets.ts';
+export * from './health-store.ts';
 export {
   createInFlightStore,
   type InFlightEntry,

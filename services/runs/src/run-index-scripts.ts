@@ -9,6 +9,7 @@
  */
 import { channels } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
+import { HEALTH_BUCKET_MS, HEALTH_TTL_SECONDS, LATENCY_BINS_PER_DOUBLING } from './health-buckets.ts';
 
 /** Ended runs a create removes from the index at most (those past retention), oldest first. */
 export const PRUNE_PER_CREATE = 4;
@@ -79,19 +80,22 @@ return 1`,
 
 /**
  * The tenant half of a run's end: leaves the in-flight set and, when the run ended (its final
- * status given, or on one server read from the record, KEYS[7], which the run's final script
- * wrote just before on the same connection), records the end in the index and the day's usage
- * once. KEYS: inflight, the five index keys (runs unused), usage day (HASH), feed, [record]. ARGV: run
- * id, final status ('' = this end lost the race: only leave in-flight), ended ms, failure kind,
- * output bytes, binding calls, sandbox CPU ms, usage ttl seconds, tenant. Returns 1 when the index recorded the end.
+ * status given, or on one server read from the record, KEYS[10], which the run's final script
+ * wrote just before on the same connection), records the end in the index, the day's usage and
+ * the hour's health (health-store.ts: the end's 10 s bucket counts its status, its failure kind
+ * and its latency, creation to end, in a log-scale histogram) once. KEYS: inflight, the five index
+ * keys (runs unused), usage day (HASH), feed, health hour (HASH), [record]. ARGV: run id, final
+ * status ('' = this end lost the race: only leave in-flight), ended ms, failure kind, output
+ * bytes, binding calls, sandbox CPU ms, usage ttl seconds, tenant. Returns 1 when the index
+ * recorded the end.
  */
 export const FINISH_TENANT = new LuaScript(`
 redis.call('ZREM', KEYS[1], ARGV[1])
 local status = ARGV[2]
 local kind = ARGV[4]
-if KEYS[9] then
-  status = redis.call('HGET', KEYS[9], 'status') or ''
-  kind = redis.call('HGET', KEYS[9], 'kind') or kind
+if KEYS[10] then
+  status = redis.call('HGET', KEYS[10], 'status') or ''
+  kind = redis.call('HGET', KEYS[10], 'kind') or kind
 end
 if not ${FINAL('status')} then return 0 end
 local raw = redis.call('HGET', KEYS[3], ARGV[1])
@@ -115,6 +119,12 @@ redis.call('HINCRBY', KEYS[7], 'bindingCalls', tonumber(ARGV[6]) or 0)
 redis.call('HINCRBY', KEYS[7], 'cpuMs', tonumber(ARGV[7]) or 0)
 if s.style == 'skill' then redis.call('HINCRBY', KEYS[7], 'skillRuns', 1) end
 redis.call('EXPIRE', KEYS[7], ARGV[8])
+local bucket = math.floor(endedAt / ${HEALTH_BUCKET_MS}) .. '|'
+local latency = math.max(1, endedAt - (tonumber(s.createdAt) or endedAt))
+redis.call('HINCRBY', KEYS[9], bucket .. 'n:' .. status, 1)
+if status == 'Failed' and kind ~= '' and kind ~= 'none' then redis.call('HINCRBY', KEYS[9], bucket .. 'k:' .. kind, 1) end
+redis.call('HINCRBY', KEYS[9], bucket .. 'd:' .. math.floor(${LATENCY_BINS_PER_DOUBLING} * math.log(latency) / math.log(2)), 1)
+redis.call('EXPIRE', KEYS[9], ${HEALTH_TTL_SECONDS})
 ${feedLua('KEYS[8]', "'run'", 'ARGV[1]', 'ARGV[9]')}return 1
 `);
 
