@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { principalOf } from '@islet/core';
 import type { SkillRequest, SkillResult, SkillRunContext, WorkspaceStore } from '@islet/kernel-sandbox';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
-import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
+import { noteQueued, type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
 import { QueueEvents } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
 import { type Caller, callerOf } from './auth.ts';
@@ -138,7 +138,9 @@ export function createSkillsService(
         ...(typeof sessionId === 'string' ? { sessionId } : {}),
       },
     };
+    const noted = noteQueued(deps.redis, deps.config, context.mode, context.tenant);
     const job = await deps.queues[context.mode].add(SKILL_JOB_NAME, data, skillJobOptions(id));
+    await noted;
     let sealed: unknown;
     // Takes the listener off `closing` (which outlives every request) when the wait ends.
     const waitDone = new AbortController();

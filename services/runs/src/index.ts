@@ -34,6 +34,7 @@ export {
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
+export { fairShareOn, noteQueued, noteUnqueued, type PoolDemandConfig } from './pool-demand.ts';
 export {
   createReplayingHandler,
   type LiveOutcome,
