@@ -66,11 +66,10 @@ const ACQUIRE = new LuaScript(`${NOW_MS}
 local job, tenant = ARGV[1], ARGV[2]
 local share, cap, lease = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 ${POOL}
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-local function take(id)
+-- A new key gets its expiry here; while it holds leases the heartbeat's renewals extend it.
+local function take(id, fresh)
   redis.call('ZADD', KEYS[5], now + lease, id)
-  redis.call('PEXPIRE', KEYS[5], lease * 2)
+  if fresh then redis.call('PEXPIRE', KEYS[5], lease * 2) end
   redis.call('ZADD', KEYS[2], now + lease, id)
 end
 local function defer()
@@ -83,7 +82,7 @@ local function unlisted()
 end
 -- A reservation made for this job by a release, or a stalled job taken over: it keeps its slot.
 if redis.call('ZSCORE', KEYS[5], job) then
-  take(job)
+  take(job, false)
   if redis.call('ZREM', KEYS[6], job) == 1 then unlisted() end
   return { 1, quota }
 end
@@ -92,13 +91,20 @@ local oldest = redis.call('ZRANGE', KEYS[6], 0, 0)[1]
 if not oldest or not redis.call('ZSCORE', KEYS[6], job) then
   if redis.call('HINCRBY', KEYS[3], tenant, -1) <= 0 then redis.call('HDEL', KEYS[3], tenant) end
 end
-local held = redis.call('ZCARD', KEYS[5])
-local ok = redis.call('ZCARD', KEYS[2]) < total and (cap <= 0 or held < cap)
+-- Lapsed leases (a SIGKILLed runner's) are dropped only when they could make the answer no.
+local function live(key, bound)
+  local n = redis.call('ZCARD', key)
+  if n < bound then return n end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  return redis.call('ZCARD', key)
+end
+local held = live(KEYS[5], quota)
+local ok = live(KEYS[2], total) < total and (cap <= 0 or held < cap)
 if ok and held >= quota then
   local others = redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], tenant)
   if others <= 0 then
     others = redis.call('ZCARD', KEYS[4])
-    if redis.call('ZSCORE', KEYS[4], tenant) then others = others - 1 end
+    if others > 0 and redis.call('ZSCORE', KEYS[4], tenant) then others = others - 1 end
   end
   ok = others <= 0
 end
@@ -107,12 +113,12 @@ if not ok then
   return { 0, quota }
 end
 if oldest and oldest ~= job then
-  take(oldest)
+  take(oldest, held == 0)
   redis.call('ZREM', KEYS[6], oldest)
   defer()
   return { 0, quota, oldest }
 end
-take(job)
+take(job, held == 0)
 if oldest then
   redis.call('ZREM', KEYS[6], job)
   unlisted()
