@@ -16,8 +16,9 @@
  *   rate windows, sessions (run index, owner, grants), idempotency keys, SSE stream leases,
  *   connections, MCP settings, run policy, the tenant record and its pending-decisions index. The
  *   `t:` keeps a tenant called like a run id (or a pool) off that run's slot by accident of naming.
- * - Per pool, tag `{pool:<mode>}` (runner's fair-share.ts): a pool's slot registry plus each
- *   tenant's leases and deferred jobs in it, changed together by one script.
+ * - Per pool, tag `{pool:<mode>}` (runner's fair-share.ts): a pool's slot registry, its leases,
+ *   queued counts (the gateway's enqueue counts, @islet/runs pool-demand.ts) and waiting index,
+ *   plus each tenant's leases and deferred jobs in it, changed together by one script.
  * - Per queue, tag `{runs-<mode>}` (@islet/protocol queues.ts): BullMQ's keys under prefix `islet`,
  *   and `islet:paused:{runs-<mode>}` on the queue's slot on purpose (the operator reads it with the
  *   queue's counts).
