@@ -89,7 +89,7 @@ export function createRunner(deps: RunnerDeps) {
     const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
     if (!ok) {
       metrics.shareDeferrals.inc({ mode });
-      logger.debug({ jobId, tenant: job.data.tenant, mode, limit }, 'tenant holds its share; job deferred');
+      logger.debug({ jobId, tenant: job.data.tenant, mode, limit }, 'job deferred: it waits for a slot of the pool');
       await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
       throw new DelayedError();
     }
