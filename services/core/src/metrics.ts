@@ -228,7 +228,7 @@ export function createMetrics(options: MetricsOptions) {
     }),
     shareDeferrals: new Counter({
       name: 'islet_tenant_share_deferrals_total',
-      help: 'Jobs sent back to the queue because their tenant held its share of the pool',
+      help: 'Jobs sent back to the queue to wait for a slot (their tenant over its share while others wait, or the pool full)',
       labelNames: ['mode'],
       registers,
     }),

@@ -23,6 +23,7 @@ import {
   createDecisionStore,
   createHealthStore,
   createInFlightStore,
+  createPoolDemandStore,
   createRunIndex,
   createRunPolicyStore,
   createRunStore,
@@ -166,6 +167,7 @@ export async function createGatewayDeps(
       ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     }),
     queues,
+    poolDemand: createPoolDemandStore(redis, config),
     hub,
     streamSlots: createSseSlots(redis, {
       perTenant: config.ISLET_SSE_STREAMS_PER_TENANT,

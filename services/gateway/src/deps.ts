@@ -15,6 +15,7 @@ import type {
   DecisionStore,
   HealthStore,
   InFlightStore,
+  PoolDemandStore,
   RunIndex,
   RunJobData,
   RunPolicyStore,
@@ -58,6 +59,8 @@ export interface GatewayDeps {
   journal: CallJournal;
   decisions: DecisionStore;
   queues: Record<SandboxMode, Queue<RunJobData>>;
+  /** Each job put on a mode's queue, counted for its tenant before the add (the runners' fair share). */
+  poolDemand: PoolDemandStore;
   hub: EventHub;
   /** Open event streams per key and tenant (sse-slot-store.ts): every SSE route takes one. */
   streamSlots: SseSlots;

@@ -43,6 +43,14 @@ export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
+  createPoolDemandStore,
+  fairShareOn,
+  noteQueued,
+  noteUnqueued,
+  type PoolDemandConfig,
+  type PoolDemandStore,
+} from './pool-demand.ts';
+export {
   createReplayingHandler,
   type LiveOutcome,
   type ReplayingHandler,
