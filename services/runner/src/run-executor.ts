@@ -5,7 +5,7 @@
  * isolate lives in a sandbox host process.
  */
 import { keys, type Logger, type Metrics, meteredTenant, type SettingsStore } from '@islet/core';
-import type { Engine, SandboxFacts } from '@islet/engine';
+import { deadlineMessage, type Engine, type RunOutcome, type SandboxFacts } from '@islet/engine';
 import {
   FILES_BINDING_NAMES,
   isFileSandboxDenial,
@@ -21,6 +21,7 @@ import {
   type RunTimings,
   type StoredRun,
 } from '@islet/runs';
+import { CallParking, type ExecutionSlot } from './call-parking.ts';
 import { createFilesCalls } from './files-calls.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { createLiveLog } from './live-log.ts';
@@ -50,6 +51,8 @@ export interface RunExecutorDeps {
   liveLog?: { maxBytes: number; flushMs: number };
   /** Tenants whose usage metrics carry their own label (ISLET_METRICS_TENANTS); others count as `other`. */
   meteredTenants?: readonly string[];
+  /** A run parks once a binding call went this long unanswered (ISLET_RUNNER_PARK_AFTER_MS). Default 100. */
+  parkAfterMs?: number;
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;
@@ -68,6 +71,17 @@ export interface ExecuteJob {
   cancel: AbortSignal;
   /** Aborted when the runner must hand the job back (shutdown grace ran out). */
   handBack: AbortSignal;
+  /** The job's slot: given, the run parks while its calls wait (call-parking.ts). */
+  slot?: ExecutionSlot;
+}
+
+/** What a replay after a release carries over from the executions before it. */
+interface Replay {
+  pickedUp: number;
+  /** When the first execution's engine started: an elapsed budget runs from there. */
+  firstEngineCalled: number;
+  /** Budget counted by the executions so far (`excluding-binding-waits` counts no waits). */
+  budgetSpentMs: number;
 }
 
 export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
@@ -104,8 +118,57 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     }
   }
 
-  async function execute(job: ExecuteJob): Promise<ExecuteResult> {
-    const pickedUp = now();
+  /**
+   * A released run waits for its calls' answers (holding no slot, no isolate), within its budget:
+   * an elapsed budget runs on (a deadline while waiting ends the run as the engine would, with the
+   * output printed so far); one that excludes binding waits does not count them. 'answered' when
+   * every call has its journaled outcome; 'interrupted' on a cancel or a hand-back; else the
+   * outcome to end the run with.
+   */
+  async function waitReleased(
+    job: ExecuteJob,
+    parking: CallParking,
+    parked: RunOutcome,
+    deadlineAt: number | undefined,
+    timeoutMs: number | null | undefined,
+  ): Promise<'answered' | 'interrupted' | RunOutcome> {
+    const signal = AbortSignal.any([job.cancel, job.handBack]);
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const outcome = await Promise.race([
+      parking.settled().then(() => 'answered' as const),
+      new Promise<'interrupted'>((resolve) => {
+        onAbort = () => resolve('interrupted');
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      }),
+      ...(deadlineAt !== undefined
+        ? [
+            new Promise<'deadline'>((resolve) => {
+              timer = setTimeout(() => resolve('deadline'), Math.max(0, deadlineAt - Date.now()));
+            }),
+          ]
+        : []),
+    ]);
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+    const base: RunOutcome = { ...parked };
+    delete base.stop;
+    if (outcome === 'interrupted') {
+      if (job.handBack.aborted && !job.cancel.aborted) return 'interrupted';
+      return { ...base, status: 'failed', failure: { kind: 'abort', message: 'the run was aborted' } };
+    }
+    if (outcome === 'deadline')
+      return {
+        ...base,
+        status: 'failed',
+        failure: { kind: 'timeout', message: deadlineMessage(timeoutMs ?? 0) },
+      };
+    return 'answered';
+  }
+
+  async function execute(job: ExecuteJob, replay?: Replay): Promise<ExecuteResult> {
+    const pickedUp = replay?.pickedUp ?? now();
     // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
     // its start recorded (Running, status event, wake-up) and the journal read, in one script.
     const begun = await journal.beginAttempt(
@@ -158,7 +221,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       );
       return 'failed';
     }
-    metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
+    if (!replay)
+      metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
     const journaled = begun.entries;
     // The attempt's start (record Running, its status event with the attempt, the tagged wake-up)
     // was written by beginAttempt above, before anything of the program runs.
@@ -177,12 +241,14 @@ export function createRunExecutor(deps: RunExecutorDeps) {
             enforcement: facts?.enforcement ?? 'none',
           })
         : undefined;
+    const parking = job.slot ? new CallParking(job.slot, deps.parkAfterMs ?? 100) : undefined;
+    const live = async (call: Parameters<typeof deps.gateway.call>[2]) => {
+      if (files && isFilesBinding(call.binding)) return files.call(call);
+      return deps.gateway.call(run.id, attempt, call, signal);
+    };
     const replaying = createReplayingHandler({
       journal: journaled,
-      live: async (call) => {
-        if (files && isFilesBinding(call.binding)) return files.call(call);
-        return deps.gateway.call(run.id, attempt, call, signal);
-      },
+      live: parking ? parking.wrap(live) : live,
       stallMs: Math.min(timeoutMs ?? 30_000, 30_000),
       onEvent: (e) => {
         if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
@@ -199,9 +265,18 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const bindings = run.request.bindings.map((b) => b.binding);
     const started = performance.now();
     const engineCalled = now();
+    const firstEngineCalled = replay?.firstEngineCalled ?? Date.now();
+    const timeBudget = run.request.timeBudget ?? 'elapsed';
+    // A replay after a release keeps the run's deadline: elapsed since the first execution began,
+    // or (excluding binding waits) what the executions before it counted.
+    const spentMs = !replay
+      ? 0
+      : timeBudget === 'elapsed'
+        ? Date.now() - firstEngineCalled
+        : replay.budgetSpentMs;
     let outcome: Awaited<ReturnType<Engine['execute']>>;
     // A replay prints again from the top: each event carries its attempt, so a reader can start over.
-    const live =
+    const liveLog =
       deps.liveLog && deps.liveLog.maxBytes > 0
         ? createLiveLog({
             ...deps.liveLog,
@@ -214,10 +289,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
         bindings: files ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
         onCall,
-        ...(live ? { onLog: (lines) => live.push(lines) } : {}),
+        ...(liveLog ? { onLog: (lines) => liveLog.push(lines) } : {}),
         limits: {
           timeoutMs,
-          timeBudget: run.request.timeBudget ?? 'elapsed',
+          timeBudget,
+          ...(spentMs > 0 ? { spentMs } : {}),
           memoryMb: limits.memoryMb,
           outputBytes: limits.outputBytes,
           outputCap: limits.outputCap,
@@ -230,8 +306,24 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       });
     } finally {
       replaying.close();
+      parking?.close();
       // What was printed goes out before the end is written: `log` events precede `end`.
-      await live?.close();
+      await liveLog?.close();
+    }
+    if (parking?.released && job.slot) {
+      const deadlineAt =
+        timeBudget === 'elapsed' && typeof timeoutMs === 'number' ? firstEngineCalled + timeoutMs : undefined;
+      const waited = await waitReleased(job, parking, outcome, deadlineAt, timeoutMs);
+      if (waited === 'answered') {
+        await job.slot.resume();
+        logger.debug({ runId: run.id, attempt }, 'released run answered; replaying from its journal');
+        return execute(job, {
+          pickedUp,
+          firstEngineCalled,
+          budgetSpentMs: outcome.budgetSpentMs ?? spentMs,
+        });
+      }
+      if (waited !== 'interrupted') outcome = waited;
     }
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
