@@ -3,8 +3,11 @@
  * new job only while a slot is free for it. BullMQ's main loop fetches while it holds fewer jobs
  * than its concurrency; the gate is applied where a fetch moves a job to active, so a worker whose
  * slots are all busy waits there (holding no job it cannot start) and fetches the moment a run
- * parks or ends. Jobs BullMQ fetches with a completion (moveToCompleted's next job) skip this
- * point; they wait for a slot in the processor (`SlotGate.take`), at most one at a time.
+ * parks or ends. BullMQ fetches several jobs in a row before it starts any (it starts them only
+ * when a fetch brings none), so with no slot free and fetched jobs not yet started the fetch
+ * answers "no job" at once instead of waiting. Jobs BullMQ fetches with a completion
+ * (moveToCompleted's next job) skip this point; they wait for a slot in the processor
+ * (`SlotGate.take`), at most one at a time.
  */
 import { type Job, type RedisClient, Worker } from 'bullmq';
 import type { SlotGate } from './slot-gate.ts';
@@ -19,10 +22,13 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   ): Promise<Job<DataType>> {
     const gate = this.gate;
     if (!gate) return super.moveToActive(client, token, name);
-    await gate.whenFetchable(() => this.closing !== undefined);
-    if (this.closing) {
-      gate.fetched(false);
-      // No job: what BullMQ's own fetch answers when there is none.
+    const go = await gate.whenFetchable(token, () => this.closing !== undefined);
+    if (go === 'later' || this.closing) {
+      gate.fetched(token, false);
+      // The wake-up that led here may be spent: the next fetch must look at the queue itself,
+      // not wait for another (BullMQ keeps this flag private).
+      (this as unknown as { drained: boolean }).drained = false;
+      // No job: what BullMQ's own fetch answers when there is none; it then starts those it holds.
       return undefined as unknown as Job<DataType>;
     }
     let got = false;
@@ -31,7 +37,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       got = job !== undefined;
       return job;
     } finally {
-      gate.fetched(got);
+      gate.fetched(token, got);
     }
   }
 

@@ -26,9 +26,9 @@ export class RunSlot implements ExecutionSlot {
     this.onError = onError;
   }
 
-  /** Takes a slot for the job (waits for one). */
-  async take(): Promise<void> {
-    await this.gate.take();
+  /** Takes a slot for the job (its fetch's reservation, else waits for one). */
+  async take(token?: string): Promise<void> {
+    await this.gate.take(token);
     this.state = 'active';
   }
 

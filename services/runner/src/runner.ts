@@ -157,7 +157,7 @@ export function createRunner(deps: RunnerDeps) {
       (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
     );
     try {
-      await slot.take();
+      await slot.take(token);
       return await withTenantSlot(mode, job, token, () =>
         job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot),
       );

@@ -9,10 +9,16 @@
  * answered).
  *
  * The BullMQ worker's concurrency is slots + parkedMax, so it can hold parked jobs; `whenFetchable`
- * keeps it from taking a new job unless a slot is free for it (one fetch at a time is reserved),
- * so a runner never hoards jobs it cannot start while other runners could. Runs coming back from
- * parking go before new jobs: they have started, and their budget is counting.
+ * keeps it from taking a new job unless a slot is free for it (reserved by the fetch's token until
+ * the job takes it), so a runner never hoards jobs it cannot start while other runners could. Runs
+ * coming back from parking go before new jobs: they have started, and their budget is counting.
  */
+
+/**
+ * A reservation whose job never took its slot (BullMQ failed it before the processor ran) lapses
+ * after this, ms; a fetched job reaches the processor within milliseconds.
+ */
+const RESERVATION_LAPSE_MS = 10_000;
 
 export interface ParkedRun {
   /** Ends the run's isolate; it replays once answered (called at most once). */
@@ -48,8 +54,8 @@ type Waiter = { resume: boolean; grant: () => void };
 
 export class SlotGate {
   private busy = 0;
-  /** Fetches let through whose job has not taken its slot yet. */
-  private reserved = 0;
+  /** Fetches let through (by token, with when) whose job has not taken its slot yet. */
+  private readonly reserved = new Map<string, number>();
   private readonly waiters: Waiter[] = [];
   private fetchWaiters: (() => void)[] = [];
   /** In park order: the oldest first. */
@@ -76,30 +82,43 @@ export class SlotGate {
   }
 
   /**
-   * Resolves when the worker may fetch a job (a slot is free for it, none is awaited by a run
-   * coming back), with the slot reserved; `fetched(false)` returns it when no job came.
+   * Whether the worker may fetch a job now: `fetch` with a slot reserved for the fetch's token
+   * (`fetched(token, false)` returns it when no job came). With no slot free it waits for one, but
+   * answers `later` at once while jobs it fetched before have not started: BullMQ fetches several
+   * jobs in a row before it starts any, and waiting here would keep those from ever starting.
    */
-  async whenFetchable(closing: () => boolean): Promise<void> {
-    while (!closing() && this.busy + this.reserved + this.waiters.length >= this.o.slots)
+  async whenFetchable(token: string, closing: () => boolean): Promise<'fetch' | 'later'> {
+    for (;;) {
+      this.lapseReservations();
+      if (closing() || this.room() > 0) break;
+      if (this.reserved.size > 0) return 'later';
       await new Promise<void>((resolve) => this.fetchWaiters.push(resolve));
-    this.reserved++;
+    }
+    this.reserved.set(token, Date.now());
+    return 'fetch';
   }
 
   /** After a fetch `whenFetchable` let through: `got` false returns its reservation. */
-  fetched(got: boolean): void {
-    if (!got && this.reserved > 0) {
-      this.reserved--;
-      this.wake();
-    }
+  fetched(token: string, got: boolean): void {
+    if (!got && this.reserved.delete(token)) this.wake();
   }
 
   /**
    * Takes a slot for a job the worker fetched (its reservation, when it has one; a job BullMQ
    * fetched on its own, with the previous job's completion, waits like any other).
    */
-  async take(): Promise<void> {
-    if (this.reserved > 0) this.reserved--;
+  async take(token?: string): Promise<void> {
+    if (token !== undefined) this.reserved.delete(token);
     await this.acquire(false);
+  }
+
+  private room(): number {
+    return this.o.slots - this.busy - this.reserved.size - this.waiters.length;
+  }
+
+  private lapseReservations(): void {
+    const old = Date.now() - RESERVATION_LAPSE_MS;
+    for (const [token, at] of this.reserved) if (at < old) this.reserved.delete(token);
   }
 
   /** Gives a slot back (the job ended, or it was deferred before it ran). */
@@ -187,7 +206,7 @@ export class SlotGate {
       this.busy++;
       this.waiters.shift()?.grant();
     }
-    if (this.busy + this.reserved + this.waiters.length < this.o.slots) this.wakeFetches();
+    if (this.room() > 0) this.wakeFetches();
     this.changed();
   }
 
