@@ -26,7 +26,6 @@ beforeAll(async () => {
     gateways: 1,
     runners: [{ modes: ['read-only'], concurrency: SLOTS }],
     env: { ISLET_RUNNER_PARKED_ISOLATES_MAX: String(KEPT) },
-    ...(process.env.DEBUG_PARK ? { verbose: true, logLevel: 'debug' } : {}),
   });
   redis = new Redis(cluster.redisUrl);
   a = api(cluster.gatewayUrls[0]!, cluster.devKey);
@@ -96,11 +95,6 @@ describe('runs waiting for a person hold no runner slot', () => {
     // worth with their isolate and the rest released.
     await until(async () => {
       const p = await parked();
-      if (process.env.DEBUG_PARK) {
-        const statuses = await Promise.all(ids.map(async (id) => (await record(id)).status));
-        const m = await (await fetch(`${cluster.runners[0]!.url}/metrics`)).text();
-        console.log(JSON.stringify(p), statuses.join(','), m.split('\n').filter((l) => /islet_runner_(slots|park)/.test(l)).join(' | '));
-      }
       return p.kept + p.released === WAITING && p;
     }, 90_000);
     expect(await parked()).toEqual({ kept: KEPT, released: WAITING - KEPT });

@@ -25,6 +25,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     const go = await gate.whenFetchable(token, () => this.closing !== undefined);
     if (go === 'later' || this.closing) {
       gate.fetched(token, false);
+      // Never a loop of promises only: the event loop (lock renewals, the runs' own I/O) goes first.
+      await new Promise((resolve) => setImmediate(resolve));
       // The wake-up that led here may be spent: the next fetch must look at the queue itself,
       // not wait for another (BullMQ keeps this flag private).
       (this as unknown as { drained: boolean }).drained = false;
