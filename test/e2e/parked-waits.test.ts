@@ -133,3 +133,46 @@ describe('runs waiting for a person hold no runner slot', () => {
     expect(await parked()).toEqual({ kept: 0, released: 0 });
   }, 300_000);
 });
+
+describe('a parked run keeps counting its elapsed budget', () => {
+  it('unanswered, kept and released runs alike end as the timeout the contract names, with their output', async () => {
+    const count = KEPT + 2;
+    const ids: string[] = [];
+    for (let n = 0; n < count; n++) {
+      const submitted = await a('POST', '/v1/runs', {
+        style: 'run_code',
+        approval: 'hold',
+        timeoutMs: 6000,
+        code: `console.log("before ${n}"); await apps.mail.send_email({ to: "nobody", n: ${n} }); return "sent"`,
+        description: 'Mail after a person allows it',
+        sessionId: 'sess-park-timeout',
+        connections: [mail.id],
+      });
+      expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+      ids.push(submitted.body.id as string);
+    }
+    // Parked: the memory budget's worth with their isolate, the rest released (their isolates ended).
+    await until(async () => {
+      const p = await parked();
+      return p.kept + p.released === count && p;
+    }, 60_000);
+    expect(await parked()).toEqual({ kept: KEPT, released: count - KEPT });
+    const ended = await until(async () => {
+      const records = await Promise.all(ids.map(record));
+      return records.every((r) => !['Running', 'Waiting'].includes(r.status)) && records;
+    }, 60_000);
+    ended.forEach((r: Loose, n: number) => {
+      expect(r.status).toBe('Failed');
+      expect(r.result).toMatchObject({ reason: 'Timeout', kind: 'timeout' });
+      expect(r.text).toBe(
+        `code run failed (timeout): execution deadline reached (6000ms)\n\nCaptured output:\nbefore ${n}`,
+      );
+    });
+    // Nothing was replayed or sent: one attempt each, no delivery of the held call.
+    for (const id of ids) {
+      expect(await redis.hget(`islet:journal:{${id}}`, '#attempt')).toBe('1');
+      expect(app.deliveries.filter((d) => d.idempotencyKey === `${id}:0`)).toHaveLength(0);
+    }
+    expect(await parked()).toEqual({ kept: 0, released: 0 });
+  }, 120_000);
+});

@@ -242,9 +242,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           })
         : undefined;
     const parking = job.slot ? new CallParking(job.slot, deps.parkAfterMs ?? 100) : undefined;
+    // Requests still open once the run ended for good (a deadline or a cancel while a call was
+    // held) are closed, so no gateway keeps waiting on an answer nobody will read.
+    const callsOver = new AbortController();
+    const callSignal = AbortSignal.any([signal, callsOver.signal]);
     const live = async (call: Parameters<typeof deps.gateway.call>[2]) => {
       if (files && isFilesBinding(call.binding)) return files.call(call);
-      return deps.gateway.call(run.id, attempt, call, signal);
+      return deps.gateway.call(run.id, attempt, call, callSignal);
     };
     const replaying = createReplayingHandler({
       journal: journaled,
@@ -325,6 +329,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       }
       if (waited !== 'interrupted') outcome = waited;
     }
+    callsOver.abort();
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
