@@ -95,9 +95,7 @@ async function main(): Promise<void> {
     }
     const parkedAt = performance.now();
     await until(
-      async () =>
-        (await gauge('islet_runner_parked_runs', 'mode="read-only"')) === WAITING ||
-        undefined,
+      async () => (await gauge('islet_runner_parked_runs', 'mode="read-only"')) === WAITING || undefined,
       600_000,
       200,
     );

@@ -104,7 +104,12 @@ describe('runs waiting for a person hold no runner slot', () => {
     const trivial = await a(
       'POST',
       '/v1/runs',
-      { style: 'run_code', code: 'return 6 * 7', description: 'Multiply two numbers', sessionId: 'sess-park' },
+      {
+        style: 'run_code',
+        code: 'return 6 * 7',
+        description: 'Multiply two numbers',
+        sessionId: 'sess-park',
+      },
       { prefer: 'wait=30' },
     );
     expect(trivial.body).toMatchObject({ status: 'Completed', result: { value: 42 } });

@@ -116,7 +116,10 @@ export function createRunner(deps: RunnerDeps) {
         isolatesMax: config.ISLET_RUNNER_PARKED_ISOLATES_MAX,
         onChange: (s) => {
           metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
-          metrics.runnerSlots.set({ mode, state: 'idle' }, Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy));
+          metrics.runnerSlots.set(
+            { mode, state: 'idle' },
+            Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy),
+          );
           metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.parkedWithIsolate);
           metrics.parkedRuns.set({ mode, isolate: 'released' }, s.parkedReleased);
         },
@@ -167,7 +170,12 @@ export function createRunner(deps: RunnerDeps) {
     }
   }
 
-  async function processRun(mode: SandboxMode, job: Job<RunJobData>, token: string | undefined, slot: RunSlot) {
+  async function processRun(
+    mode: SandboxMode,
+    job: Job<RunJobData>,
+    token: string | undefined,
+    slot: RunSlot,
+  ) {
     const { runId } = job.data;
     const ctl = { cancel: new AbortController(), handBack: new AbortController() };
     active.set(runId, ctl);
@@ -220,15 +228,19 @@ export function createRunner(deps: RunnerDeps) {
   function createModeWorker(mode: SandboxMode): ModeWorker {
     const connection = createRedis(config);
     const gate = gateFor(mode);
-    const worker = new ParkingWorker<RunJobData>(runQueueName(mode), (job, token) => process(mode, job, token), {
-      connection,
-      prefix: QUEUE_PREFIX,
-      name: config.ISLET_RUNNER_NAME ?? hostname(),
-      concurrency: gate.concurrency,
-      lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
-      stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
-      maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
-    });
+    const worker = new ParkingWorker<RunJobData>(
+      runQueueName(mode),
+      (job, token) => process(mode, job, token),
+      {
+        connection,
+        prefix: QUEUE_PREFIX,
+        name: config.ISLET_RUNNER_NAME ?? hostname(),
+        concurrency: gate.concurrency,
+        lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
+        stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
+        maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
+      },
+    );
     worker.gate = gate;
     worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
     worker.on('failed', (job, err) => {

@@ -95,9 +95,11 @@ describe('SlotGate', () => {
     await gate.take('t1');
     await gate.take('t2');
     let third: string | undefined;
-    void gate.whenFetchable('t3', () => false).then((go) => {
-      third = go;
-    });
+    void gate
+      .whenFetchable('t3', () => false)
+      .then((go) => {
+        third = go;
+      });
     await tick();
     expect(third).toBeUndefined();
     gate.release();
