@@ -5,7 +5,7 @@
  * isolate lives in a sandbox host process.
  */
 import { keys, type Logger, type Metrics, meteredTenant, type SettingsStore } from '@islet/core';
-import { deadlineMessage, type Engine, type RunOutcome, type SandboxFacts } from '@islet/engine';
+import type { Engine, SandboxFacts } from '@islet/engine';
 import {
   FILES_BINDING_NAMES,
   isFileSandboxDenial,
@@ -26,6 +26,7 @@ import { createFilesCalls } from './files-calls.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { createLiveLog } from './live-log.ts';
 import { mapOutcome } from './outcome-mapping.ts';
+import { waitReleased } from './released-wait.ts';
 
 export interface RunExecutorDeps {
   runs: RunStore;
@@ -116,55 +117,6 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       metrics.runsTotal.inc({ status, kind, mode: run.mode });
       meter(run, status, '', 0);
     }
-  }
-
-  /**
-   * A released run waits for its calls' answers (holding no slot, no isolate), within its budget:
-   * an elapsed budget runs on (a deadline while waiting ends the run as the engine would, with the
-   * output printed so far); one that excludes binding waits does not count them. 'answered' when
-   * every call has its journaled outcome; 'interrupted' on a cancel or a hand-back; else the
-   * outcome to end the run with.
-   */
-  async function waitReleased(
-    job: ExecuteJob,
-    parking: CallParking,
-    parked: RunOutcome,
-    deadlineAt: number | undefined,
-    timeoutMs: number | null | undefined,
-  ): Promise<'answered' | 'interrupted' | RunOutcome> {
-    const signal = AbortSignal.any([job.cancel, job.handBack]);
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
-    const outcome = await Promise.race([
-      parking.settled().then(() => 'answered' as const),
-      new Promise<'interrupted'>((resolve) => {
-        onAbort = () => resolve('interrupted');
-        if (signal.aborted) onAbort();
-        else signal.addEventListener('abort', onAbort, { once: true });
-      }),
-      ...(deadlineAt !== undefined
-        ? [
-            new Promise<'deadline'>((resolve) => {
-              timer = setTimeout(() => resolve('deadline'), Math.max(0, deadlineAt - Date.now()));
-            }),
-          ]
-        : []),
-    ]);
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-    const base: RunOutcome = { ...parked };
-    delete base.stop;
-    if (outcome === 'interrupted') {
-      if (job.handBack.aborted && !job.cancel.aborted) return 'interrupted';
-      return { ...base, status: 'failed', failure: { kind: 'abort', message: 'the run was aborted' } };
-    }
-    if (outcome === 'deadline')
-      return {
-        ...base,
-        status: 'failed',
-        failure: { kind: 'timeout', message: deadlineMessage(timeoutMs ?? 0) },
-      };
-    return 'answered';
   }
 
   async function execute(job: ExecuteJob, replay?: Replay): Promise<ExecuteResult> {
@@ -317,7 +269,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     if (parking?.released && job.slot) {
       const deadlineAt =
         timeBudget === 'elapsed' && typeof timeoutMs === 'number' ? firstEngineCalled + timeoutMs : undefined;
-      const waited = await waitReleased(job, parking, outcome, deadlineAt, timeoutMs);
+      const waited = await waitReleased(
+        { cancel: job.cancel, handBack: job.handBack },
+        parking,
+        outcome,
+        deadlineAt,
+        timeoutMs,
+      );
       if (waited === 'answered') {
         await job.slot.resume();
         logger.debug({ runId: run.id, attempt }, 'released run answered; replaying from its journal');
