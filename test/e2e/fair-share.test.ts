@@ -41,6 +41,9 @@ function startFloodCluster(share: string) {
       { modes: ['read-only'], concurrency: 2 },
     ],
     env: {
+      // A's runs stand for work that holds its slots: an App call parks a run outside the slots
+      // (runner README, "Waiting holds no slot"), so parking is off here.
+      ISLET_RUNNER_PARKED_MAX: '0',
       ISLET_TENANT_POOL_SHARE: share,
       ISLET_TENANT_SHARE_LEASE_MS: '2000',
       ISLET_RUNNER_LOCK_DURATION_MS: '3000',
