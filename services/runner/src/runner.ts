@@ -68,10 +68,22 @@ export function createRunner(deps: RunnerDeps) {
   async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
     const job = await modeWorkers.get(mode)?.queue.getJob(jobId);
     if (!job) return false;
-    return job.promote().then(
-      () => true,
-      async () => ['waiting', 'prioritized'].includes(await job.getState()),
-    );
+    // A job still active was deferred a moment ago and its runner has not moved it to the delayed
+    // set yet: wait for the move rather than leave it to its recheck.
+    for (let tries = 0; tries < 20; tries++) {
+      if (
+        await job.promote().then(
+          () => true,
+          () => false,
+        )
+      )
+        return true;
+      const state = await job.getState();
+      if (state === 'waiting' || state === 'prioritized') return true;
+      if (state !== 'active') return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return false;
   }
 
   /**
@@ -89,7 +101,10 @@ export function createRunner(deps: RunnerDeps) {
     const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
     if (!ok) {
       metrics.shareDeferrals.inc({ mode });
-      logger.debug({ jobId, tenant: job.data.tenant, mode, limit }, 'job deferred: it waits for a slot of the pool');
+      logger.debug(
+        { jobId, tenant: job.data.tenant, mode, limit },
+        'job deferred: it waits for a slot of the pool',
+      );
       await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
       throw new DelayedError();
     }
