@@ -20,8 +20,9 @@
  * runner killed in between). A tenant's own order is kept: a job granted while its tenant has
  * older deferred jobs gives its slot to the oldest of them and waits behind it.
  *
- * The queued counts drift only when a queued job leaves without a pick-up (a cancel removes it, an
- * enqueue note arrives after its job was taken on Cluster); a drifted count only makes the pool
+ * The queued counts drift only when a queued job leaves without a pick-up and without the
+ * gateway taking its count back (cancels and refused submits do), or when on Cluster a count
+ * arrives after its job was taken; a drifted count only makes the pool
  * behave as under contention (the share), and the heartbeat clears the counts whenever the mode's
  * queue has nothing waiting.
  *

@@ -75,10 +75,22 @@ export function createRunner(deps: RunnerDeps) {
   async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
     const job = await modeWorkers.get(mode)?.queue.getJob(jobId);
     if (!job) return false;
-    return job.promote().then(
-      () => true,
-      async () => ['waiting', 'prioritized'].includes(await job.getState()),
-    );
+    // A job still active was deferred a moment ago and its runner has not moved it to the delayed
+    // set yet: wait for the move rather than leave it to its recheck.
+    for (let tries = 0; tries < 20; tries++) {
+      if (
+        await job.promote().then(
+          () => true,
+          () => false,
+        )
+      )
+        return true;
+      const state = await job.getState();
+      if (state === 'waiting' || state === 'prioritized') return true;
+      if (state !== 'active') return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return false;
   }
 
   /**
