@@ -18,7 +18,7 @@ COPY --from=deps --chown=0:0 /app/node_modules ./node_modules
 COPY --chown=0:0 package.json ./
 COPY --chown=0:0 services ./services
 # tini is PID 1: it forwards SIGTERM to node (which then drains) and reaps zombies. Test code
-# (devstack, testkit, the fake Kubernetes API in src/testing) is not shipped.
+# (devstack, testkit, the fake Kubernetes API and other test doubles in services/*/test) is not shipped.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tini \
  && rm -rf /var/lib/apt/lists/* \
@@ -27,7 +27,7 @@ RUN apt-get update \
  && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \
       /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt \
- && rm -rf /app/services/devstack /app/services/testkit /app/services/*/src/testing \
+ && rm -rf /app/services/devstack /app/services/testkit /app/services/*/test \
       /app/node_modules/@islet/devstack /app/node_modules/@islet/testkit \
  && rm -f /bin/bash /bin/dash /bin/sh /usr/bin/sh
 USER 10001:10001

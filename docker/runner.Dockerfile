@@ -58,7 +58,7 @@ RUN node services/engine/src/host-build.ts \
  && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /opt/yarn-* /usr/local/bin/yarn* \
       /usr/bin/apt* /usr/bin/dpkg* /var/lib/apt /var/cache/apt \
- && rm -rf /app/services/devstack /app/services/testkit /app/services/*/src/testing \
+ && rm -rf /app/services/devstack /app/services/testkit /app/services/*/test \
       /app/node_modules/@islet/devstack /app/node_modules/@islet/testkit
 USER 10001:10001
 # Writable places (emptyDirs in Kubernetes); the root file system is mounted read-only.

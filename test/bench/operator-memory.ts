@@ -13,8 +13,8 @@ import { join, resolve } from 'node:path';
 import { runQueueName, SANDBOX_MODES } from '@islet/protocol';
 import { spawnOwned, startRedis, stopOwned } from '@islet/testkit';
 import { Queue } from 'bullmq';
-import { FakeKubeApi } from '../../services/operator/src/testing/fake-kube-api.ts';
-import { NS, POOLS, runnerPool } from '../../services/operator/src/testing/operator-fixture.ts';
+import { FakeKubeApi } from '../../services/operator/test/fake-kube-api.ts';
+import { NS, POOLS, runnerPool } from '../../services/operator/test/operator-fixture.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const POOL_COUNT = Number(process.argv[2] ?? 100);

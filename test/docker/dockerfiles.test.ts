@@ -132,12 +132,12 @@ describe.each(COMPONENTS.map((c) => [c]))('docker/%s.Dockerfile', (component) =>
   });
 
   it('ships no test code: the fake Kubernetes API, devstack and testkit are excluded or removed', () => {
-    expect(dockerignore).toContain('**/src/testing');
+    expect(dockerignore).toContain('**/test');
     expect(dockerignore).toContain('**/*.test.ts');
     const runs = ops(final, 'RUN')
       .map((i) => i.args)
       .join(' ');
-    for (const p of ['/app/services/devstack', '/app/services/testkit', '/app/services/*/src/testing'])
+    for (const p of ['/app/services/devstack', '/app/services/testkit', '/app/services/*/test'])
       expect(runs).toContain(p);
     // The removal comes after the last COPY of the sources.
     const lastCopy = final.instructions.findLastIndex((i) => i.op === 'COPY');
@@ -145,7 +145,7 @@ describe.each(COMPONENTS.map((c) => [c]))('docker/%s.Dockerfile', (component) =>
       (i) => i.op === 'RUN' && i.args.includes('services/testkit'),
     );
     expect(removal).toBeGreaterThan(lastCopy);
-    expect(existsSync(join(ROOT, 'services/operator/src/testing/fake-kube-api.ts'))).toBe(true);
+    expect(existsSync(join(ROOT, 'services/operator/test/fake-kube-api.ts'))).toBe(true);
   });
 
   it('leaves no package manager in the final image (and no shell where the runtime needs none)', () => {

@@ -12,7 +12,7 @@ import {
   type RunSkillOptions,
   runSkill,
 } from '../../services/kernel-sandbox/src/index.ts';
-import { makeLayout, requireRoot } from '../../services/kernel-sandbox/src/test-helpers.ts';
+import { makeLayout, requireRoot } from '../../services/kernel-sandbox/test/test-helpers.ts';
 
 const layout = makeLayout('islet-adv-');
 const secretPath = join(layout.other, 'secret.txt');

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunSkillOptions, runSkill } from '../../services/kernel-sandbox/src/index.ts';
-import { makeLayout, requireRoot } from '../../services/kernel-sandbox/src/test-helpers.ts';
+import { makeLayout, requireRoot } from '../../services/kernel-sandbox/test/test-helpers.ts';
 
 const layout = makeLayout('islet-kobj-');
 // One key per test run: what a first skill leaves under it is what a second one looks for.

@@ -19,7 +19,7 @@ import {
   sandboxRuntime,
   wrapCommandForMode,
 } from '../../services/kernel-sandbox/src/index.ts';
-import { DENIED_PROBE_OPS, requireRoot } from '../../services/kernel-sandbox/src/test-helpers.ts';
+import { DENIED_PROBE_OPS, requireRoot } from '../../services/kernel-sandbox/test/test-helpers.ts';
 import { RuncBundle } from './runc-bundle.ts';
 
 const BUILD_DIR = dirname(probePath());

@@ -14,7 +14,7 @@ import {
   runSkill,
   WorkspaceStore,
 } from '../../services/kernel-sandbox/src/index.ts';
-import { makeLayout } from '../../services/kernel-sandbox/src/test-helpers.ts';
+import { makeLayout } from '../../services/kernel-sandbox/test/test-helpers.ts';
 
 const layout = makeLayout('islet-budget-');
 const store = new WorkspaceStore({ root: layout.root });

@@ -11,7 +11,7 @@ import { type Operator, operatorConfigSchema, startOperator } from '@islet/opera
 import { freePort } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeKubeApi } from '../../services/operator/src/testing/fake-kube-api.ts';
+import { FakeKubeApi } from '../../services/operator/test/fake-kube-api.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const RUNS = 6;

@@ -166,9 +166,13 @@ export function createTenantStore(redis: Redis) {
     },
     /** The identity of a key by its SHA-256 (what Redis and the caches hold), if it still works. */
     async resolveKeyHash(hash: string): Promise<ApiKeyIdentity | null> {
-      const raw = await redis.get(keys.apiKey(hash));
-      const identity = raw ? (JSON.parse(raw) as ApiKeyIdentity) : null;
+      const identity = await this.readKeyIdentity(hash);
       return keyUsable(identity) ? identity : null;
+    },
+    /** The identity stored for a key's SHA-256, usable or not (a cache checks expiry on each read). */
+    async readKeyIdentity(hash: string): Promise<ApiKeyIdentity | null> {
+      const raw = await redis.get(keys.apiKey(hash));
+      return raw ? (JSON.parse(raw) as ApiKeyIdentity) : null;
     },
     /** The tenant's keys, oldest first (keys made before listings existed are not listed). */
     async listKeys(tenantId: string): Promise<ApiKeyInfo[]> {

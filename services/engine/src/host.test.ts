@@ -2,13 +2,13 @@ import { execFile, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { childPids, cmdlineOf, environOf, sleep } from '../test/processes.ts';
 import { HOST_SCRIPT } from './host-process.ts';
 import { createEngine, renderResultText } from './index.ts';
 import { HOST_SEMI_SPACE_MB } from './limits.ts';
-import { childPids, cmdlineOf, environOf, sleep } from './test-fixtures/processes.ts';
 import type { BindingOutcome, Engine, EngineOptions } from './types.ts';
 
-const FAKE_HOST = fileURLToPath(new URL('./test-fixtures/fake-host.ts', import.meta.url));
+const FAKE_HOST = fileURLToPath(new URL('../test/fake-host.ts', import.meta.url));
 const engines: Engine[] = [];
 afterAll(() => Promise.all(engines.map((e) => e.close())));
 
@@ -127,7 +127,7 @@ describe('the sandbox host process', () => {
   });
 
   it('idle hosts do not keep the caller alive: a process that never calls close() still exits', async () => {
-    const script = fileURLToPath(new URL('./test-fixtures/no-close.ts', import.meta.url));
+    const script = fileURLToPath(new URL('../test/no-close.ts', import.meta.url));
     const started = Date.now();
     const stdout = await new Promise<string>((resolve, reject) => {
       execFile(

@@ -7,7 +7,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiKeyIdentity, Scope, Tenant } from '@islet/core';
 import { hashApiKey, keys } from '@islet/core';
-import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
 import type { AdmissionRateCount } from '@islet/runs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientAddressBucket } from './client-address.ts';
@@ -58,12 +57,9 @@ function bearer(request: FastifyRequest): string | undefined {
   return m?.[1];
 }
 
-// KEYS[1] a per-minute counter.
-const COUNT_IN_WINDOW = new LuaScript(`${countInWindowLua('KEYS[1]', 'n')}return n`);
-
 export function createAuth(deps: GatewayDeps) {
-  const { tenants, redis, config, caches } = deps;
-  const countInWindow = async (key: string) => Number(await COUNT_IN_WINDOW.run(redis, [key], []));
+  const { tenants, windowCounts, config, caches } = deps;
+  const countInWindow = (key: string) => windowCounts.count(key);
 
   const keyWatch = createKeyWatch((hash) => tenants.resolveKeyHash(hash), caches);
   // Key id → when this replica last wrote its last use: a key's traffic costs one write a minute.
@@ -170,7 +166,7 @@ export function createAuth(deps: GatewayDeps) {
     if (blocked.get(ip) === window) refuse(window, now);
     const subscribed = caches?.listening() === true;
     if (subscribed && below.get(ip) === window) return;
-    const count = Number((await redis.get(keys.authFailures(ip, window))) ?? 0);
+    const count = await windowCounts.read(keys.authFailures(ip, window));
     if (count >= limitOfFailures) {
       blocked.set(ip, window);
       refuse(window, now);

@@ -1,6 +1,5 @@
 /** Wires a gateway's dependencies from its configuration: Redis connections, stores, queues, metrics. */
 import {
-  type ApiKeyIdentity,
   createMetrics,
   createRedis,
   createSessionStore,
@@ -9,11 +8,12 @@ import {
   createTenantStore,
   hashApiKey,
   type IsletConfig,
-  keys,
   keyUsable,
   type Logger,
   migrateKeyLayout,
+  type Redis,
   redisDurabilityProblems,
+  redisPinger,
   sealerFromConfig,
 } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
@@ -22,6 +22,8 @@ import {
   createClientCallMailbox,
   createDecisionStore,
   createHealthStore,
+  createInFlightStore,
+  createPoolDemandStore,
   createRunIndex,
   createRunPolicyStore,
   createRunStore,
@@ -30,17 +32,24 @@ import {
   type RunPolicyStore,
 } from '@islet/runs';
 import { Queue } from 'bullmq';
-import { createConnectionStore } from './connections.ts';
+import { createConnectionStore } from './connection-store.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
-import { queueMetricsCollectors } from './queue-metrics.ts';
+import { createJobEventsStore } from './job-events-store.ts';
+import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createCacheHub } from './read-cache.ts';
-import { createSseSlots } from './sse-slots.ts';
+import { createRedisProbeStore } from './redis-probe-store.ts';
+import { createSseSlots } from './sse-slot-store.ts';
+import { createWindowCountStore } from './window-count-store.ts';
 
+/**
+ * The gateway's dependencies, plus `redis`: the connection its stores share, for the process that
+ * owns it (shutdown, tests); routes and services get `GatewayDeps`, which has none.
+ */
 export async function createGatewayDeps(
   config: IsletConfig,
   logger: Logger,
-): Promise<GatewayDeps & { close(): Promise<void> }> {
+): Promise<GatewayDeps & { redis: Redis; close(): Promise<void> }> {
   const redis = createRedis(config);
   const subscriber = createRedis(config);
   const sealer = sealerFromConfig(config);
@@ -52,9 +61,13 @@ export async function createGatewayDeps(
   ) as Record<SandboxMode, Queue<RunJobData>>;
   for (const q of Object.values(queues))
     q.on('error', (err) => logger.warn({ err }, 'queue connection error'));
-  // Queue depth, queue age and Redis memory are read from Redis at scrape time: accurate across
-  // replicas, no background loop.
-  const metrics = createMetrics({ component: 'gateway', ...queueMetricsCollectors(redis, queues) });
+  // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:
+  // accurate across replicas, no background loop.
+  const metrics = createMetrics({
+    component: 'gateway',
+    ...queueMetricsCollectors(redis, queues),
+    pingRedis: redisPinger(redis),
+  });
   if (config.ISLET_REDIS_DURABILITY_CHECK !== 'off') {
     const problems = await redisDurabilityProblems(redis);
     const text =
@@ -82,10 +95,7 @@ export async function createGatewayDeps(
   // A revoke or rotation drops the hashes it changed here and on every replica before it answers
   // (the store announces them; `key-revoked` ends the key's open event streams: key-watch.ts).
   // The expiry is checked on every read, cached or not.
-  const identities = caches.cache('api-key', async (hash) => {
-    const raw = await redis.get(keys.apiKey(hash));
-    return raw ? (JSON.parse(raw) as ApiKeyIdentity) : null;
-  });
+  const identities = caches.cache('api-key', (hash) => tenantStore.readKeyIdentity(hash));
   const usable = async (hash: string) => {
     const identity = await identities.get(hash);
     return keyUsable(identity) ? identity : null;
@@ -119,6 +129,7 @@ export async function createGatewayDeps(
     sealer,
     clientCalls,
     runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    inFlight: createInFlightStore(redis),
     runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     health: createHealthStore(redis),
     tenants: {
@@ -156,11 +167,18 @@ export async function createGatewayDeps(
       ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     }),
     queues,
+    poolDemand: createPoolDemandStore(redis, config),
     hub,
     streamSlots: createSseSlots(redis, {
       perTenant: config.ISLET_SSE_STREAMS_PER_TENANT,
       perKey: config.ISLET_SSE_STREAMS_PER_KEY,
     }),
+    windowCounts: createWindowCountStore(redis),
+    jobEvents: createJobEventsStore(redis, (err, mode) =>
+      logger.warn({ err: err.message, mode }, 'skill queue events error'),
+    ),
+    redisProbe: createRedisProbeStore(redis),
+    mcpStorage: redis,
     caches,
     runPolicies,
     metrics,

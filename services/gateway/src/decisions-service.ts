@@ -5,7 +5,7 @@
  * A sweeper (every gateway runs one) expires unanswered decisions and repairs a resume that a
  * crash interrupted, so a paused run never waits forever.
  */
-import { keys, principalOf } from '@islet/core';
+import { principalOf } from '@islet/core';
 import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
 import {
   cancelledEnd,
@@ -45,13 +45,13 @@ export function createDecisionsService(
   runsService: RunsService,
   options: DecisionsServiceOptions = {},
 ) {
-  const { decisions, runs, queues, redis, logger } = deps;
+  const { decisions, runs, queues, logger } = deps;
   const expireAfterMs = options.expireAfterMs ?? 86_400_000;
 
   async function listPending(caller: Caller): Promise<DecisionView[]> {
     const out: DecisionView[] = [];
     for (const d of await decisions.listPending(caller.tenantId)) {
-      const status = await redis.hget(keys.run(d.runId), 'status');
+      const status = await runs.status(d.runId);
       if (!status || isFinalStatus(status)) {
         // The run ended meanwhile (timeout, cancel): its decisions are moot.
         await decisions.closeRun(d.runId);
@@ -68,12 +68,14 @@ export function createDecisionsService(
     if (all.some((d) => d.state === 'pending')) return;
     const round = all.filter((d) => d.index !== ESCALATION_INDEX).length;
     await runs.setStatus(run, 'Running', { resumed: true });
+    const noted = deps.poolDemand.queued(run.mode, run.tenant);
     await queues[run.mode].add(
       'run',
       { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
       // A new job id per decision round: the first execution's job may still be completing.
       { ...runJobOptions(run.id, deps.config.ISLET_JOB_ATTEMPTS), jobId: `${run.id}-r${round}` },
     );
+    await noted;
     await decisions.unmarkPaused(run.id, run.mode);
   }
 
@@ -176,7 +178,7 @@ export function createDecisionsService(
     deps.metrics.decisionsPending.set(await decisions.countAllPending());
     const cutoff = Date.now() - (options.resumeRepairAfterMs ?? 5000);
     for (const mode of SANDBOX_MODES) {
-      const ids = await redis.zrangebyscore(`islet:paused:{runs-${mode}}`, '-inf', cutoff, 'LIMIT', 0, 100);
+      const ids = await decisions.pausedBefore(mode, cutoff, 100);
       for (const id of ids) {
         const run = await runs.get(id);
         if (!run || isFinalStatus(run.status)) {

@@ -7,12 +7,15 @@ import type {
   SettingsStore,
   TenantStore,
 } from '@islet/core';
+import type { McpRoutesOptions } from '@islet/mcp';
 import type { SandboxMode } from '@islet/protocol';
 import type {
   CallJournal,
   ClientCallMailbox,
   DecisionStore,
   HealthStore,
+  InFlightStore,
+  PoolDemandStore,
   RunIndex,
   RunJobData,
   RunPolicyStore,
@@ -20,20 +23,28 @@ import type {
   TenantBytesStore,
 } from '@islet/runs';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { postToApp } from './app-http.ts';
-import type { ConnectionStore } from './connections.ts';
+import type { ConnectionStore } from './connection-store.ts';
 import type { EventHub } from './event-hub.ts';
+import type { JobEventsStore } from './job-events-store.ts';
 import type { CacheHub } from './read-cache.ts';
-import type { SseSlots } from './sse-slots.ts';
+import type { RedisProbeStore } from './redis-probe-store.ts';
+import type { SseSlots } from './sse-slot-store.ts';
+import type { WindowCountStore } from './window-count-store.ts';
 
+/**
+ * What the gateway's routes and services are given. No Redis connection: every Redis command is
+ * sent by a store (`@islet/runs`, `@islet/core`, or a gateway `*-store.ts`); redis-boundary.test.ts
+ * keeps it so.
+ */
 export interface GatewayDeps {
   config: IsletConfig;
-  redis: Redis;
   sealer: Sealer;
   /** `client` calls' answers: opened and waited for here, delivered by whichever replica gets them. */
   clientCalls: ClientCallMailbox;
   runs: RunStore;
+  /** The tenants' in-flight index, walked by recovery (orphan-sweeper.ts). */
+  inFlight: InFlightStore;
   /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
   runIndex: RunIndex;
   /** Health series (`GET /v1/health`): run ends count in them, the health sampler adds gauges. */
@@ -48,13 +59,26 @@ export interface GatewayDeps {
   journal: CallJournal;
   decisions: DecisionStore;
   queues: Record<SandboxMode, Queue<RunJobData>>;
+  /** Each job put on a mode's queue, counted for its tenant before the add (the runners' fair share). */
+  poolDemand: PoolDemandStore;
   hub: EventHub;
-  /** Open event streams per key and tenant (sse-slots.ts): every SSE route takes one. */
+  /** Open event streams per key and tenant (sse-slot-store.ts): every SSE route takes one. */
   streamSlots: SseSlots;
+  /** Per-window counters: the tenant rate limit and failed authentications per address. */
+  windowCounts: WindowCountStore;
+  /** BullMQ queue events for callers that wait for a job to end (skills). */
+  jobEvents: JobEventsStore;
+  /** `/readyz`: whether Redis answers. */
+  redisProbe: RedisProbeStore;
+  /**
+   * The connection `@islet/mcp` keeps its own state on (MCP sessions, request→run ids, MCP
+   * settings); handed to its plugin, never used by the gateway itself.
+   */
+  mcpStorage: McpRoutesOptions['redis'];
   /** Per-replica read caches dropped over pub/sub (read-cache.ts); absent = no caching. */
   caches?: CacheHub;
-  /** Tenants' run policies (cached with `caches`); absent = read from Redis each time. */
-  runPolicies?: RunPolicyStore;
+  /** Tenants' run policies (cached with `caches`). */
+  runPolicies: RunPolicyStore;
   metrics: Metrics;
   logger: Logger;
   /** HTTP client for `http` App calls (injectable for tests). */

@@ -10,7 +10,6 @@
  * lost) or that has no record and is older than `graceMs` (the create died between its two
  * writes, so the run was never acknowledged) is removed, giving the tenant its quota back.
  */
-import { keys } from '@islet/core';
 import type { GatewayDeps } from './deps.ts';
 import type { RunsService } from './runs-service.ts';
 
@@ -34,44 +33,28 @@ export function createOrphanSweeper(
 
   async function sweepOnce(): Promise<string[]> {
     const requeued: string[] = [];
-    const lock = await deps.redis.set(
-      keys.orphanSweepLock(),
-      String(process.pid),
-      'PX',
-      Math.max(1000, intervalMs - 500),
-      'NX',
-    );
-    if (lock !== 'OK') return requeued;
-    for (const tenant of await deps.redis.smembers(keys.tenants())) {
-      const entries = await deps.redis.zrange(keys.inFlight(tenant), 0, -1, 'WITHSCORES');
-      for (let i = 0; i + 1 < entries.length; i += 2) {
-        const id = entries[i]!;
-        const since = Number(entries[i + 1]);
-        const [status, attempts, createdAt, mode] = await deps.redis.hmget(
-          keys.run(id),
-          'status',
-          'attempts',
-          'createdAt',
-          'mode',
+    if (!(await deps.inFlight.takeSweepLock(Math.max(1000, intervalMs - 500)))) return requeued;
+    for await (const { tenant, id, sinceMs } of deps.inFlight.entries()) {
+      const head = await deps.inFlight.head(id);
+      const status = head?.status;
+      if (head === null ? Date.now() - sinceMs >= graceMs : FINAL.has(head.status)) {
+        await deps.inFlight.drop(tenant, id);
+        deps.logger.warn(
+          { runId: id, tenant, status },
+          'in-flight entry of a run that is not in flight; removed',
         );
-        if (status == null ? Date.now() - since >= graceMs : FINAL.has(status)) {
-          await deps.redis.zrem(keys.inFlight(tenant), id);
-          deps.logger.warn(
-            { runId: id, tenant, status },
-            'in-flight entry of a run that is not in flight; removed',
-          );
-          continue;
-        }
-        if (status !== 'Running' || Number(attempts ?? 0) !== 0 || Date.now() - Number(createdAt) < graceMs)
-          continue;
-        if (!mode || !(mode in deps.queues)) continue;
-        if (await deps.queues[mode as keyof typeof deps.queues].getJob(id)) continue;
-        const run = await deps.runs.get(id);
-        if (!run) continue;
-        await runsService.enqueue(run);
-        requeued.push(id);
-        deps.logger.warn({ runId: id }, 'run had no job; queued it again');
+        continue;
       }
+      if (head?.status !== 'Running' || head.attempts !== 0 || Date.now() - head.createdAt < graceMs)
+        continue;
+      const mode = head.mode;
+      if (!mode || !(mode in deps.queues)) continue;
+      if (await deps.queues[mode].getJob(id)) continue;
+      const run = await deps.runs.get(id);
+      if (!run) continue;
+      await runsService.enqueue(run);
+      requeued.push(id);
+      deps.logger.warn({ runId: id }, 'run had no job; queued it again');
     }
     return requeued;
   }

@@ -18,9 +18,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 import { createOrphanSweeper } from './orphan-sweeper.ts';
-import { queueMetricsCollectors } from './queue-metrics.ts';
+import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createRunsService } from './runs-service.ts';
-import { createSseSlots } from './sse-slots.ts';
+import { createSseSlots } from './sse-slot-store.ts';
 
 type Deps = Awaited<ReturnType<typeof createGatewayDeps>>;
 interface Gateway {

@@ -20,7 +20,6 @@ import {
   type AdmissionRateCount,
   type BindingSpec,
   cancelledEnd,
-  createRunPolicyStore,
   decisionView,
   ESCALATION_INDEX,
   failedEnd,
@@ -59,8 +58,7 @@ function refuse(message: string): never {
 }
 
 export function createRunsService(deps: GatewayDeps) {
-  const { runs, redis, config, settings, connections, journal, queues, hub } = deps;
-  const runPolicies = deps.runPolicies ?? createRunPolicyStore(redis);
+  const { runs, config, settings, connections, journal, queues, hub, runPolicies } = deps;
   const ownership = createOwnership(deps);
   const storage = createStorageQuota(deps);
 
@@ -120,8 +118,9 @@ export function createRunsService(deps: GatewayDeps) {
       const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
       mine = JSON.stringify({ runId: id, hash });
       const ttl = config.ISLET_RUN_RETENTION_SECONDS;
-      if ((await redis.set(key, mine, 'EX', ttl, 'NX')) !== 'OK') {
-        const held = await redis.get(key);
+      const claim = await runs.claimIdempotency(key, mine, ttl);
+      if (!claim.taken) {
+        const held = claim.held;
         const prev = JSON.parse(held ?? '{}') as { runId?: string; hash?: string };
         // Our own SET, sent again after a lost reply (a Redis restart): the key is this request's.
         if (prev.runId !== id) {
@@ -250,9 +249,12 @@ export function createRunsService(deps: GatewayDeps) {
     // take it back. A runner that took it first found no record and dropped it; a failed removal
     // leaves it to that.
     if (admitted !== 'created' && enqueued)
-      await queues[mode].remove(run.id).catch((err: unknown) => {
-        deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
-      });
+      await queues[mode].remove(run.id).then(
+        (removed) => (removed === 1 ? deps.poolDemand.unqueued(mode, run.tenant) : undefined),
+        (err: unknown) => {
+          deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
+        },
+      );
     // A session belongs to the principal that opened it (its first run). Another principal's run
     // in it is refused as if the session did not exist (walls do not tell what is behind them).
     if (admitted === 'session-taken') throw new HttpProblem('not-found', `no session ${session}`);
@@ -353,11 +355,14 @@ export function createRunsService(deps: GatewayDeps) {
   }
 
   async function enqueue(run: StoredRun) {
+    // The count first, on the same connection: a runner never takes the job before it.
+    const noted = deps.poolDemand.queued(run.mode, run.tenant);
     await queues[run.mode].add(
       'run',
       { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
       runJobOptions(run.id, config.ISLET_JOB_ATTEMPTS),
     );
+    await noted;
   }
 
   // The journal read with a run's final state, keyed by that run object: `record` uses it instead

@@ -10,10 +10,9 @@
 
 import { randomUUID } from 'node:crypto';
 import { principalOf } from '@islet/core';
-import type { SkillRequest, SkillResult, SkillRunContext, WorkspaceStore } from '@islet/kernel-sandbox';
-import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
+import type { SkillRequest, SkillResult, SkillRunContext } from '@islet/kernel-sandbox';
+import type { SandboxMode } from '@islet/protocol';
 import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
-import { QueueEvents } from 'bullmq';
 import type { FastifyRequest } from 'fastify';
 import { type Caller, callerOf } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -35,21 +34,9 @@ export function createSkillsService(
   closing: AbortSignal,
   claimSession: (caller: Caller, session: string) => Promise<void>,
 ) {
-  const events = new Map<SandboxMode, QueueEvents>();
-  // QueueEvents blocks on its connection (XREAD): one of its own per mode, closed with it.
-  const connections: Array<ReturnType<GatewayDeps['redis']['duplicate']>> = [];
-
-  function eventsFor(mode: SandboxMode): QueueEvents {
-    let qe = events.get(mode);
-    if (!qe) {
-      const connection = deps.redis.duplicate();
-      connections.push(connection);
-      qe = new QueueEvents(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });
-      qe.on('error', (err) => deps.logger.warn({ err: err.message, mode }, 'skill queue events error'));
-      events.set(mode, qe);
-    }
-    return qe;
-  }
+  // Closed with this service (one QueueEvents per mode, each on a connection of its own).
+  const jobEvents = deps.jobEvents.open();
+  const eventsFor = (mode: SandboxMode) => jobEvents.eventsFor(mode);
 
   /**
    * The mode a skill request runs in: `sandbox_permissions` may narrow it to `read-only`; the
@@ -138,7 +125,9 @@ export function createSkillsService(
         ...(typeof sessionId === 'string' ? { sessionId } : {}),
       },
     };
+    const noted = deps.poolDemand.queued(context.mode, context.tenant);
     const job = await deps.queues[context.mode].add(SKILL_JOB_NAME, data, skillJobOptions(id));
+    await noted;
     let sealed: unknown;
     // Takes the listener off `closing` (which outlives every request) when the wait ends.
     const waitDone = new AbortController();
@@ -175,9 +164,7 @@ export function createSkillsService(
     modeFor,
     execute,
     async close() {
-      await Promise.all([...events.values()].map((qe) => qe.close().catch(() => undefined)));
-      events.clear();
-      for (const c of connections.splice(0)) c.disconnect();
+      await jobEvents.close();
     },
   };
 }

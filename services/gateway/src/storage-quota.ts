@@ -8,21 +8,20 @@
  * other reads); a run's output is counted when the run ends, so a tenant can pass its share by at
  * most what its runs in flight print (its in-flight quota bounds that).
  */
-import { redisMaxMemoryBytes } from '@islet/runs';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 
 const USAGE_FRESH_MS = 1000;
 const MAXMEMORY_FRESH_MS = 60_000;
 
-export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'config' | 'redis' | 'logger'>) {
+export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'config' | 'logger'>) {
   const { config } = deps;
   const usage = new Map<string, { bytes: number; at: number }>();
   let limit = { bytes: config.ISLET_TENANT_STORED_MAX_BYTES, at: 0 };
 
   async function limitBytes(): Promise<number> {
     if (Date.now() - limit.at < MAXMEMORY_FRESH_MS) return limit.bytes;
-    const max = await redisMaxMemoryBytes(deps.redis).catch(() => 0);
+    const max = await deps.storedBytes.maxMemoryBytes().catch(() => 0);
     const share = max > 0 ? Math.floor(max * config.ISLET_TENANT_REDIS_SHARE) : Number.POSITIVE_INFINITY;
     limit = { bytes: Math.min(config.ISLET_TENANT_STORED_MAX_BYTES, share), at: Date.now() };
     return limit.bytes;

@@ -7,8 +7,8 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SANDBOX_MODES } from '@islet/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
+import { makeLayout, runJailed } from '../test/test-helpers.ts';
 import { jailArgs, protectPaths } from './jail.ts';
-import { makeLayout, runJailed } from './test-helpers.ts';
 
 const layout = makeLayout('islet-deny-');
 afterAll(() => layout.cleanup());

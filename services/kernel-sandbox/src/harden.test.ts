@@ -8,9 +8,9 @@ import { chmodSync, copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { requireRoot } from '../test/test-helpers.ts';
 import { hardenAddonPath } from './harden.ts';
 import { sandboxRuntime } from './runtime.ts';
-import { requireRoot } from './test-helpers.ts';
 
 const NOBODY = 65534;
 const dir = mkdtempSync(join(tmpdir(), 'islet-harden-'));

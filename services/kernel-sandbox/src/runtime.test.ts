@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEngine, HOST_SCRIPT } from '@islet/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requireRoot } from '../test/test-helpers.ts';
 import { wrapCommandForMode } from './jail.ts';
 import {
   APP_ROOT,
@@ -18,7 +19,6 @@ import {
   unreachableComponent,
 } from './runtime.ts';
 import { runSkill } from './skill-runner.ts';
-import { requireRoot } from './test-helpers.ts';
 
 let base: string;
 let privateDir: string;

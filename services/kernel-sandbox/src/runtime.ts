@@ -157,7 +157,7 @@ function openUp(path: string): void {
   }
 }
 
-const isTestFile = (src: string) => /\.test\.ts$/.test(src) || src.includes(`${sep}test-fixtures`);
+const isTestFile = (src: string) => /\.test\.ts$/.test(src);
 
 function install(appRoot: string, node: string, baseDir: string): string {
   try {

@@ -1,8 +1,8 @@
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { makeLayout } from '../test/test-helpers.ts';
 import { parseSkillRequest, runSkill, SKILL_OUTPUT_CAP_BYTES, SKILL_RUN_UID_BASE } from './skill-runner.ts';
-import { makeLayout } from './test-helpers.ts';
 
 const layout = makeLayout('islet-skill-test-');
 afterAll(() => layout.cleanup());

@@ -8,9 +8,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { requireRoot } from '../test/test-helpers.ts';
 import { jailArgs } from './jail.ts';
 import { jailPath } from './paths.ts';
-import { requireRoot } from './test-helpers.ts';
 
 requireRoot('running islet-jail as another non-root uid (setpriv)');
 

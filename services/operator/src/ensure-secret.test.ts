@@ -1,8 +1,8 @@
 // The chart's secret hook against the fake API server: created once, never redrawn.
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeKubeApi } from '../test/fake-kube-api.ts';
 import { ensureSecret, GENERATED_SECRET_KEYS } from './ensure-secret.ts';
-import { FakeKubeApi } from './testing/fake-kube-api.ts';
 
 const ns = 'islet';
 const dec = (v: string | undefined) => Buffer.from(v ?? '', 'base64').toString('utf8');

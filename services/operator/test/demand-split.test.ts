@@ -12,7 +12,7 @@ import {
   runnerPool,
   startOperatorFixture,
   waitFor,
-} from '../src/testing/operator-fixture.ts';
+} from './operator-fixture.ts';
 
 describe('queue demand', () => {
   let fx: OperatorFixture;

@@ -10,7 +10,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunnerPool } from '../src/runner-pool.ts';
-import type { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import type { FakeKubeApi } from './fake-kube-api.ts';
 import {
   DEPLOYS,
   NS as ns,
@@ -18,7 +18,7 @@ import {
   POOLS,
   startOperatorFixture,
   waitFor,
-} from '../src/testing/operator-fixture.ts';
+} from './operator-fixture.ts';
 
 const RESTARTED_AT = 'kubectl.kubernetes.io/restartedAt';
 

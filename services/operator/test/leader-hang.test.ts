@@ -2,8 +2,8 @@
 // never act at once (fake Kubernetes API that holds one client's requests unanswered, real Redis).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leaderTimings, operatorConfigSchema } from '../src/config.ts';
-import type { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
-import { type OperatorFixture, startOperatorFixture } from '../src/testing/operator-fixture.ts';
+import type { FakeKubeApi } from './fake-kube-api.ts';
+import { type OperatorFixture, startOperatorFixture } from './operator-fixture.ts';
 
 describe('leader election with hanging API calls', () => {
   let fx: OperatorFixture;

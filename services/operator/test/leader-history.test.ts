@@ -4,14 +4,8 @@
 // Kubernetes API, real Redis, real BullMQ jobs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunnerPool } from '../src/runner-pool.ts';
-import type { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
-import {
-  NS as ns,
-  type OperatorFixture,
-  POOLS,
-  startOperatorFixture,
-  waitFor,
-} from '../src/testing/operator-fixture.ts';
+import type { FakeKubeApi } from './fake-kube-api.ts';
+import { NS as ns, type OperatorFixture, POOLS, startOperatorFixture, waitFor } from './operator-fixture.ts';
 
 const MODE = 'read-only';
 const WINDOW_S = 6;

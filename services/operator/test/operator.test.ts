@@ -1,4 +1,4 @@
-// The operator end to end against the FAKE Kubernetes API (services/operator/src/testing) and a
+// The operator end to end against the FAKE Kubernetes API (services/operator/test) and a
 // REAL Redis with real BullMQ jobs making the queue depth.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Operator } from '../src/operator.ts';
 import { DELETION_COST_ANNOTATION, DRAINING_ANNOTATION } from '../src/reconciler.ts';
 import type { RunnerPool } from '../src/runner-pool.ts';
-import type { FakeKubeApi } from '../src/testing/fake-kube-api.ts';
+import type { FakeKubeApi } from './fake-kube-api.ts';
 import {
   DEPLOYS,
   NS as ns,
@@ -21,7 +21,7 @@ import {
   runnerPool,
   startOperatorFixture,
   waitFor,
-} from '../src/testing/operator-fixture.ts';
+} from './operator-fixture.ts';
 
 const MODE = 'workspace-write';
 /** What the chart gives the operator for runner pods (their env ConfigMap and secrets). */

@@ -2,7 +2,7 @@
 // can hang this operator's calls, a real Redis that is stopped).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Operator } from '../src/operator.ts';
-import { type OperatorFixture, startOperatorFixture } from '../src/testing/operator-fixture.ts';
+import { type OperatorFixture, startOperatorFixture } from './operator-fixture.ts';
 
 describe('/readyz', () => {
   let fx: OperatorFixture;

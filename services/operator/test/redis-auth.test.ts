@@ -16,7 +16,7 @@ import {
   runnerPool,
   startOperatorFixture,
   waitFor,
-} from '../src/testing/operator-fixture.ts';
+} from './operator-fixture.ts';
 
 describe('Redis password and CA for runner pods', () => {
   let fx: OperatorFixture;

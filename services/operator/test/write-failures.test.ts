@@ -13,7 +13,7 @@ import {
   runnerPool,
   startOperatorFixture,
   waitFor,
-} from '../src/testing/operator-fixture.ts';
+} from './operator-fixture.ts';
 
 describe('refused writes', () => {
   let fx: OperatorFixture;

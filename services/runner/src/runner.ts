@@ -7,8 +7,13 @@
  * ISLET_RUNNER_STALLED_INTERVAL_MS (default 15000: how soon a dead runner's job is taken back);
  * `maxStalledCount` = ISLET_RUNNER_MAX_STALLED_COUNT (default 3: then the run ends Unavailable).
  *
- * Every job (run or skill) first takes one of its tenant's slots in the pool (fair-share.ts); a
- * job over its tenant's share goes back to the queue delayed, without spending an attempt.
+ * Every job (run or skill) first takes a slot lease in the pool (fair-share.ts); a job that must
+ * wait (its tenant over its share while others wait) goes back to the queue delayed, without
+ * spending an attempt.
+ *
+ * Slots (slot-gate.ts) bound CPU work: a run whose binding call waits parks (call-parking.ts),
+ * giving its slot and its tenant's lease back, so the worker holds up to slots +
+ * ISLET_RUNNER_PARKED_MAX jobs but fetches only while a slot is free (parking-worker.ts).
  *
  * A pick-up watchdog (pickup-watchdog.ts, ISLET_RUNNER_PICKUP_WATCHDOG_MS) replaces a mode's
  * worker that holds no job while jobs wait (BullMQ workers can stop fetching without an error), so
@@ -19,12 +24,15 @@ import { hostname } from 'node:os';
 import { channels, createRedis, type IsletConfig, type Logger, type Metrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import type { RunJobData } from '@islet/runs';
-import { DelayedError, type Job, Queue, Worker } from 'bullmq';
+import { DelayedError, type Job, Queue, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createFairShare, type FairShare } from './fair-share.ts';
+import { ParkingWorker } from './parking-worker.ts';
 import { createPickupWatchdog, type PickupWatchdog } from './pickup-watchdog.ts';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
+import { RunSlot } from './run-slot.ts';
 import type { SkillExecutor } from './skill-executor.ts';
+import { SlotGate } from './slot-gate.ts';
 
 export interface RunnerDeps {
   config: IsletConfig;
@@ -44,14 +52,14 @@ const WORKER_CLOSE_TIMEOUT_MS = 3000;
 /** One mode's BullMQ worker and Queue, on one connection; replaced whole by a restart. */
 interface ModeWorker {
   connection: Redis;
-  worker: Worker<RunJobData>;
+  worker: ParkingWorker<RunJobData>;
   queue: Queue<RunJobData>;
 }
 
 export function createRunner(deps: RunnerDeps) {
   const { config, executor, metrics, logger } = deps;
   const active = new Map<string, { cancel: AbortController; handBack: AbortController }>();
-  const busy: Record<string, number> = {};
+  const gates = new Map<SandboxMode, SlotGate>();
   /** Jobs inside process() per mode, deferred ones included: a worker holding any is never restarted. */
   const held: Partial<Record<SandboxMode, number>> = {};
   const lastPickupAtMs: Partial<Record<SandboxMode, number>> = {};
@@ -63,13 +71,13 @@ export function createRunner(deps: RunnerDeps) {
   let subscriber: Redis | undefined;
   let share: FairShare | undefined;
 
-  /** Promotes a deferred job; false when it is not delayed any more (running, removed, ended). */
+  /** Promotes a deferred job; true when it will run (promoted, or already back in the queue). */
   async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
     const job = await modeWorkers.get(mode)?.queue.getJob(jobId);
     if (!job) return false;
     return job.promote().then(
       () => true,
-      () => false,
+      async () => ['waiting', 'prioritized'].includes(await job.getState()),
     );
   }
 
@@ -88,7 +96,10 @@ export function createRunner(deps: RunnerDeps) {
     const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
     if (!ok) {
       metrics.shareDeferrals.inc({ mode });
-      logger.debug({ jobId, tenant: job.data.tenant, mode, limit }, 'tenant holds its share; job deferred');
+      logger.debug(
+        { jobId, tenant: job.data.tenant, mode, limit },
+        'job deferred: it waits for a slot of the pool',
+      );
       await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
       throw new DelayedError();
     }
@@ -99,49 +110,79 @@ export function createRunner(deps: RunnerDeps) {
     }
   }
 
-  const slots = (mode: SandboxMode) => {
-    metrics.runnerSlots.set({ mode, state: 'busy' }, busy[mode] ?? 0);
-    metrics.runnerSlots.set({ mode, state: 'idle' }, config.ISLET_RUNNER_CONCURRENCY - (busy[mode] ?? 0));
-  };
+  /** A mode's slots and parked runs; kept across worker restarts (the jobs they count outlive a worker). */
+  function gateFor(mode: SandboxMode): SlotGate {
+    let gate = gates.get(mode);
+    if (!gate) {
+      gate = new SlotGate({
+        slots: config.ISLET_RUNNER_CONCURRENCY,
+        parkedMax: config.ISLET_RUNNER_PARKED_MAX,
+        isolatesMax: config.ISLET_RUNNER_PARKED_ISOLATES_MAX,
+        onChange: (s) => {
+          metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
+          metrics.runnerSlots.set(
+            { mode, state: 'idle' },
+            Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy),
+          );
+          metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.parkedWithIsolate);
+          metrics.parkedRuns.set({ mode, isolate: 'released' }, s.parkedReleased);
+        },
+        onPark: () => metrics.parkings.inc({ mode, isolate: 'kept' }),
+        onRelease: () => metrics.parkings.inc({ mode, isolate: 'released' }),
+      });
+      gates.set(mode, gate);
+    }
+    return gate;
+  }
 
   /** A skill job holds a slot like a run; it is not cancellable and not handed back (not journaled). */
   async function processSkill(mode: SandboxMode, job: Job<RunJobData>) {
     const skill = job.data.skill;
     if (!skill || !deps.skills) throw new Error('this runner does not run skills');
-    busy[mode] = (busy[mode] ?? 0) + 1;
-    slots(mode);
-    try {
-      return await deps.skills({
-        id: job.data.runId,
-        tenant: job.data.tenant,
-        mode,
-        enqueuedAtMs: job.data.enqueuedAtMs,
-        skill,
-      });
-    } finally {
-      busy[mode] = (busy[mode] ?? 1) - 1;
-      slots(mode);
-    }
+    return deps.skills({
+      id: job.data.runId,
+      tenant: job.data.tenant,
+      mode,
+      enqueuedAtMs: job.data.enqueuedAtMs,
+      skill,
+    });
   }
 
   async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
     held[mode] = (held[mode] ?? 0) + 1;
     lastPickupAtMs[mode] = Date.now();
+    const jobId = job.id ?? job.data.runId;
+    const fairShare = share;
+    const slot = new RunSlot(
+      gateFor(mode),
+      fairShare && token
+        ? {
+            release: () => fairShare.release(mode, job.data.tenant, jobId),
+            reclaim: () => fairShare.reclaim(mode, job.data.tenant, jobId),
+          }
+        : undefined,
+      (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
+    );
     try {
+      await slot.take(token);
       return await withTenantSlot(mode, job, token, () =>
-        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token),
+        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot),
       );
     } finally {
+      slot.end();
       held[mode] = (held[mode] ?? 1) - 1;
     }
   }
 
-  async function processRun(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
+  async function processRun(
+    mode: SandboxMode,
+    job: Job<RunJobData>,
+    token: string | undefined,
+    slot: RunSlot,
+  ) {
     const { runId } = job.data;
     const ctl = { cancel: new AbortController(), handBack: new AbortController() };
     active.set(runId, ctl);
-    busy[mode] = (busy[mode] ?? 0) + 1;
-    slots(mode);
     try {
       const result = await executor.execute({
         runId,
@@ -149,6 +190,7 @@ export function createRunner(deps: RunnerDeps) {
         enqueuedAtMs: job.data.enqueuedAtMs,
         cancel: ctl.cancel.signal,
         handBack: ctl.handBack.signal,
+        ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
       });
       logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
       return result;
@@ -162,8 +204,6 @@ export function createRunner(deps: RunnerDeps) {
       throw err;
     } finally {
       active.delete(runId);
-      busy[mode] = (busy[mode] ?? 1) - 1;
-      slots(mode);
     }
   }
 
@@ -191,15 +231,21 @@ export function createRunner(deps: RunnerDeps) {
   /** A mode's connection, Worker (with its event handlers) and Queue; used at start and by restarts. */
   function createModeWorker(mode: SandboxMode): ModeWorker {
     const connection = createRedis(config);
-    const worker = new Worker<RunJobData>(runQueueName(mode), (job, token) => process(mode, job, token), {
-      connection,
-      prefix: QUEUE_PREFIX,
-      name: config.ISLET_RUNNER_NAME ?? hostname(),
-      concurrency: config.ISLET_RUNNER_CONCURRENCY,
-      lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
-      stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
-      maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
-    });
+    const gate = gateFor(mode);
+    const worker = new ParkingWorker<RunJobData>(
+      runQueueName(mode),
+      (job, token) => process(mode, job, token),
+      {
+        connection,
+        prefix: QUEUE_PREFIX,
+        name: config.ISLET_RUNNER_NAME ?? hostname(),
+        concurrency: gate.concurrency,
+        lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
+        stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
+        maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
+      },
+    );
+    worker.gate = gate;
     worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!job) return;
@@ -217,7 +263,7 @@ export function createRunner(deps: RunnerDeps) {
     const queue = new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });
     const created = { connection, worker, queue };
     modeWorkers.set(mode, created);
-    slots(mode);
+    gate.wakeFetches();
     return created;
   }
 
@@ -262,7 +308,16 @@ export function createRunner(deps: RunnerDeps) {
       const shareConnection = createRedis(config);
       connections.push(shareConnection);
       shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
-      share = createFairShare({ redis: shareConnection, config, logger, promote });
+      share = createFairShare({
+        redis: shareConnection,
+        config,
+        logger,
+        promote,
+        queuedJobs: async (mode) => {
+          const counts = await modeWorkers.get(mode)?.queue.getJobCounts('wait', 'prioritized');
+          return counts ? (counts.wait ?? 0) + (counts.prioritized ?? 0) : Number.NaN;
+        },
+      });
       await share.start(config.ISLET_RUNNER_MODES);
       for (const mode of config.ISLET_RUNNER_MODES) createModeWorker(mode);
       await Promise.all([...modeWorkers.values()].map((m) => m.worker.waitUntilReady()));

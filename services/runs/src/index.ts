@@ -33,9 +33,23 @@ export {
 } from './decision-types.ts';
 export * from './health-buckets.ts';
 export * from './health-store.ts';
+export {
+  createInFlightStore,
+  type InFlightEntry,
+  type InFlightStore,
+  type RunHead,
+} from './in-flight-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
+export {
+  createPoolDemandStore,
+  fairShareOn,
+  noteQueued,
+  noteUnqueued,
+  type PoolDemandConfig,
+  type PoolDemandStore,
+} from './pool-demand.ts';
 export {
   createReplayingHandler,
   type LiveOutcome,

@@ -427,6 +427,11 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       return fromHash(await redis.hgetall(keys.run(id)));
     },
 
+    /** The run's status alone (null: no record), without opening the sealed fields. */
+    async status(id: string): Promise<RunStatus | null> {
+      return (await redis.hget(keys.run(id), 'status')) as RunStatus | null;
+    },
+
     /** A run from its record's fields as read from Redis (null: no record). */
     fromHash,
 
@@ -587,7 +592,44 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       };
     },
 
+    /**
+     * The session's index from `since` (a score, exclusive of nothing: `-inf` for all) on, oldest
+     * first, or with `latest` its newest `latest` entries, oldest first.
+     */
+    async sessionEntries(
+      tenant: string,
+      session: string,
+      from: { since: string } | { latest: number },
+    ): Promise<Array<{ id: string; score: string }>> {
+      const key = keys.sessionRuns(tenant, session);
+      const rows =
+        'latest' in from
+          ? await redis.zrevrange(key, 0, from.latest - 1, 'WITHSCORES')
+          : await redis.zrangebyscore(key, from.since, '+inf', 'WITHSCORES');
+      const out: Array<{ id: string; score: string }> = [];
+      for (let i = 0; i + 1 < rows.length; i += 2) out.push({ id: rows[i]!, score: rows[i + 1]! });
+      return 'latest' in from ? out.reverse() : out;
+    },
+
+    /** Drops a run from its session's index (its record is past retention). */
+    async forgetSessionRun(tenant: string, session: string, id: string): Promise<void> {
+      await redis.zrem(keys.sessionRuns(tenant, session), id);
+    },
+
     inFlightCount,
+
+    /**
+     * Stores `value` under an Idempotency-Key (`key`, its Redis key) unless it holds one: true when
+     * this request took it; false with what the key holds.
+     */
+    async claimIdempotency(
+      key: string,
+      value: string,
+      ttlSeconds: number,
+    ): Promise<{ taken: true } | { taken: false; held: string | null }> {
+      if ((await redis.set(key, value, 'EX', ttlSeconds, 'NX')) === 'OK') return { taken: true };
+      return { taken: false, held: await redis.get(key) };
+    },
 
     takeOverIdempotency,
 

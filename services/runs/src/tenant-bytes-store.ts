@@ -45,6 +45,8 @@ export function createTenantBytesStore(redis: Redis, options: { retentionSeconds
       const counts = await redis.mget(...names);
       return counts.reduce((sum, c) => sum + Number(c ?? 0), 0);
     },
+    /** Redis's `maxmemory` in bytes (0: none set, or not reported). */
+    maxMemoryBytes: () => redisMaxMemoryBytes(redis),
   };
 }
 

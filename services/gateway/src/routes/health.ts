@@ -10,9 +10,7 @@ export function healthRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.get('/healthz', async () => ({ status: 'ok' }));
     app.get('/readyz', async (_request, reply) => {
       try {
-        // Commands queue while Redis is away; answer not-ready at once instead of hanging the probe.
-        if (deps.redis.status !== 'ready') throw new Error(`redis ${deps.redis.status}`);
-        await deps.redis.ping();
+        await deps.redisProbe.ping();
         return { status: 'ready' };
       } catch {
         return reply.code(503).type('application/problem+json').send({

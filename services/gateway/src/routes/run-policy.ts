@@ -4,7 +4,7 @@
  * `run_code` (hold in place; elapsed time counts) — with per-rule overrides. Platform admins set
  * it; it applies to runs accepted afterwards (each run keeps the rules it was accepted with).
  */
-import { createRunPolicyStore, runPolicySchema } from '@islet/runs';
+import { runPolicySchema } from '@islet/runs';
 import type { FastifyPluginAsync } from 'fastify';
 import { HttpProblem, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
@@ -12,7 +12,7 @@ import { idParams } from './params.ts';
 
 export function runPolicyRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
-  const store = deps.runPolicies ?? createRunPolicyStore(deps.redis);
+  const store = deps.runPolicies;
   const admin = { preHandler: auth.requireScopes('platform.admin') };
   return async (app) => {
     app.get('/v1/admin/tenants/:id/run-policy', admin, async (request) => {

@@ -152,7 +152,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
             // A record past its retention is gone: drop it from the session's index too. A skill
             // has no record (it is listed by GET /v1/runs, which prunes it with its summary).
             if (!run && !id.startsWith('skill-'))
-              await deps.redis.zrem(keys.sessionRuns(caller.tenantId, sessionId), id);
+              await deps.runs.forgetSessionRun(caller.tenantId, sessionId, id);
             return undefined;
           }),
         );

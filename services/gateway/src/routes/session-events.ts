@@ -64,10 +64,12 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         try {
           stream.write('retry: 1000\n\n');
           // Latest first from Redis, sent oldest first; later rounds read only what is newer.
-          const latest = await deps.redis.zrevrange(index, 0, SNAPSHOT_RUNS - 1, 'WITHSCORES');
-          const ids: string[] = [];
-          for (let i = 0; i + 1 < latest.length; i += 2) ids.unshift(latest[i]!);
-          if (latest[1] !== undefined) since = latest[1];
+          const latest = await deps.runs.sessionEntries(caller.tenantId, sessionId, {
+            latest: SNAPSHOT_RUNS,
+          });
+          const ids = latest.map((e) => e.id);
+          const newest = latest.at(-1);
+          if (newest) since = newest.score;
           for (const run of await Promise.all(ids.map((id) => deps.runs.get(id)))) if (mine(run)) send(run);
           // Tells the client the snapshot is complete (an empty session sends nothing else).
           stream.write('event: ready\ndata: {}\n\n');
@@ -75,11 +77,11 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
             await stream.wait(2000);
             if (stream.signal.aborted) break;
             await stream.tick();
-            const fresh = await deps.redis.zrangebyscore(index, since, '+inf', 'WITHSCORES');
+            const fresh = await deps.runs.sessionEntries(caller.tenantId, sessionId, { since });
             const check = new Set([...offs.keys()].filter((k) => k !== index));
-            for (let i = 0; i + 1 < fresh.length; i += 2) {
-              check.add(fresh[i]!);
-              since = fresh[i + 1]!;
+            for (const entry of fresh) {
+              check.add(entry.id);
+              since = entry.score;
             }
             const runs = await Promise.all([...check].map((id) => deps.runs.get(id)));
             for (const run of runs) if (mine(run)) send(run);

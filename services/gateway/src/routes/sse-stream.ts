@@ -11,7 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller } from '../auth.ts';
 import type { KeyWatch } from '../key-watch.ts';
 import { HttpProblem } from '../problem-reply.ts';
-import type { SseSlot, SseSlots } from '../sse-slots.ts';
+import type { SseSlot, SseSlots } from '../sse-slot-store.ts';
 import type { RouteContext } from './context.ts';
 
 /** Retry-After of a refused stream: slots free when streams end, which a client cannot see. */

@@ -8,7 +8,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { statusOf } from '../kube.ts';
+import { statusOf } from '../src/kube.ts';
 import { FakeKubeApi } from './fake-kube-api.ts';
 
 const ns = 'islet';

@@ -9,9 +9,9 @@ import { type RedisServer, startRedis } from '@islet/testkit';
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { type OperatorConfig, operatorConfigSchema } from '../config.ts';
-import { type Operator, startOperator } from '../operator.ts';
-import type { Condition, RunnerPool } from '../runner-pool.ts';
+import { type OperatorConfig, operatorConfigSchema } from '../src/config.ts';
+import { type Operator, startOperator } from '../src/operator.ts';
+import type { Condition, RunnerPool } from '../src/runner-pool.ts';
 import { FakeKubeApi, type FakeKubeApiOptions } from './fake-kube-api.ts';
 
 export const NS = 'islet';

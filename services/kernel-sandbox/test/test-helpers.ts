@@ -4,9 +4,9 @@ import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { SandboxMode } from '@islet/protocol';
-import { type EnforcementReport, type JailOptions, jailArgs } from './jail.ts';
-import { jailPath, probePath } from './paths.ts';
-import { sandboxRuntime } from './runtime.ts';
+import { type EnforcementReport, type JailOptions, jailArgs } from '../src/jail.ts';
+import { jailPath, probePath } from '../src/paths.ts';
+import { sandboxRuntime } from '../src/runtime.ts';
 
 /** islet-probe ops every mode's seccomp profile must answer with EPERM (under islet-jail and under runc). */
 export const DENIED_PROBE_OPS = [

@@ -3,7 +3,7 @@
  * alive. With `close`, it awaits close() and prints `closed`: close() must resolve even though the
  * idle host no longer holds the event loop.
  */
-import { createEngine } from '../index.ts';
+import { createEngine } from '../src/index.ts';
 
 const engine = createEngine();
 const out = await engine.execute('return 6 * 7');
