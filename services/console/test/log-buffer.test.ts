@@ -19,6 +19,21 @@ describe('LogBuffer', () => {
     expect(logRows(b, 'warn').filter((r) => 'line' in r)).toHaveLength(2);
   });
 
+  it('takes a gap a bounded record left out: the head ends there, later lines number after it', () => {
+    const b = new LogBuffer({ headLines: 100, tailLines: 100, lineChars: 100 });
+    b.push('log', 'first');
+    b.gap(998, 9980);
+    b.push('log', 'last');
+    expect(b.total).toBe(1000);
+    expect(b.head.map((l) => l.text)).toEqual(['first']);
+    const rows = logRows(b, 'all');
+    expect(rows).toEqual([
+      { line: { level: 'log', text: 'first', cut: 0 }, n: 1 },
+      { gap: { lines: 998, chars: 9980 } },
+      { line: { level: 'log', text: 'last', cut: 0 }, n: 1000 },
+    ]);
+  });
+
   it('cuts a huge line and says by how much; memory stays bounded for a million lines', () => {
     const b = new LogBuffer({ headLines: 100, tailLines: 100, lineChars: 10 });
     b.push('log', 'x'.repeat(64 * 1024 * 1024));

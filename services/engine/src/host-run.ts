@@ -35,6 +35,8 @@ export interface Prepared {
 
 export class HostRun {
   private readonly isolate: ivm.Isolate;
+  /** The isolate's CPU time when this run adopted it, ns. */
+  private readonly cpuAtStart: bigint;
   private readonly msg: Extract<ToHost, { t: 'run' }>;
   private readonly allowed: Set<string>;
   private readonly prepared: Prepared;
@@ -66,6 +68,8 @@ export class HostRun {
     this.isolate = prepared.isolate;
     this.context = prepared.context;
     this.deliver = prepared.deliver;
+    // The isolate was prepared (harness installed) while the host idled: the run is billed from here.
+    this.cpuAtStart = this.isolate.cpuTime;
     prepared.sink.run = this;
     // isolated-vm disposes an isolate that passes its memory limit; nothing else disposes it but us.
     // (The process's resident size is the engine's to watch, from outside: this thread is busy
@@ -354,7 +358,7 @@ export class HostRun {
     // Read before the isolate is disposed (its counters go with it); a disposed one counts nothing.
     let cpuMs: number | undefined;
     try {
-      if (!this.isolate.isDisposed) cpuMs = Number(this.isolate.cpuTime) / 1e6;
+      if (!this.isolate.isDisposed) cpuMs = Number(this.isolate.cpuTime - this.cpuAtStart) / 1e6;
     } catch {
       // disposed under us (memory limit)
     }

@@ -157,8 +157,9 @@ export interface RunOutcome {
   /** Of `durationMs`, the time spent waiting for a sandbox host process (diagnostics, the bench's stage breakdown). */
   hostWaitMs?: number;
   /**
-   * CPU time the run's isolate used, ms (isolated-vm's count for the isolate; the harness's own
-   * work inside it included). Absent when the host died before it reported the run done.
+   * CPU time the run's isolate used from the run's start, ms (isolated-vm's count for the
+   * isolate; preparing it while the host idled is not counted). Absent when the host died before
+   * it reported the run done.
    */
   cpuMs?: number;
   /** Time counted against the budget, `spentMs` included (with `excluding-binding-waits`, less than elapsed). */

@@ -274,6 +274,18 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/code-runs/{id}/logs": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    /** A run's full output as text */
+    get: operations["getV1CodeRunsByIdLogs"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/connections": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     /** List connections */
@@ -547,6 +559,7 @@ export interface components {
       updatedAt: number;
       text?: string;
       style?: "run_code" | "code-mode";
+      connections?: (string)[];
       limits?: {
         timeoutMs: number | null;
         memoryMb: number;
@@ -624,6 +637,7 @@ export interface components {
         updatedAt: number;
         text?: string;
         style?: "run_code" | "code-mode";
+        connections?: (string)[];
         limits?: {
           timeoutMs: number | null;
           memoryMb: number;
@@ -2312,10 +2326,12 @@ export interface operations {
       };
     };
   };
-  /** Needs scope apps.use. */
+  /** With `maxLogBytes` the record keeps the first and last log lines within that many bytes, says what it left out in `logsOmitted` {lines, bytes, after, totalLines, totalBytes}, and cuts `text` alike (`textOmittedChars`); the full output is `GET /v1/code-runs/{id}/logs`. Needs scope apps.use. */
   getV1CodeRunsById: {
     parameters: {
-      query?: never;
+      query?: {
+        maxLogBytes?: number;
+      };
       header?: never;
       path: {
         id: string;
@@ -2329,6 +2345,13 @@ export interface operations {
         headers: { [name: string]: unknown };
         content: {
           "application/json": components["schemas"]["CodeRun"];
+        };
+      };
+      /** The request is not valid */
+      400: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
         };
       };
       /** A valid API key is required */
@@ -2670,6 +2693,67 @@ export interface operations {
         content: {
           "text/event-stream": string;
         };
+      };
+      /** A valid API key is required */
+      401: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The API key lacks a required scope */
+      403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Not found */
+      404: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /** One printed line per line (`[level] ` before any level but log), streamed; empty until the run ends. Needs scope apps.use. */
+  getV1CodeRunsByIdLogs: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** text/plain */
+      200: {
+        headers: { [name: string]: unknown };
+        content: never;
       };
       /** A valid API key is required */
       401: {
