@@ -272,6 +272,32 @@ describe('fair share', () => {
     await r.close();
     await clean('workspace-write');
   });
+
+  it('a parked run gives its lease and pool slot up, and reclaims both when answered, over the share', async () => {
+    const promoted: string[] = [];
+    const r = runner({ ISLET_RUNNER_CONCURRENCY: 2 }, async (_m, id) => {
+      promoted.push(id);
+      return true;
+    });
+    await r.start(['danger-full-access']);
+    const leases = keys.poolTenantLeases('danger-full-access', 'w');
+    const busy = keys.poolBusy('danger-full-access');
+    for (const id of ['held', 'other'])
+      expect((await r.acquire('danger-full-access', 'w', id)).ok).toBe(true);
+    expect((await r.acquire('danger-full-access', 'w', 'next')).ok).toBe(false);
+    // `held` parks: its slot goes to the tenant's deferred job.
+    await r.release('danger-full-access', 'w', 'held');
+    expect(promoted).toEqual(['next']);
+    expect((await r.acquire('danger-full-access', 'w', 'next')).ok).toBe(true);
+    // Answered, it takes its lease and its place among the busy slots back, the pool full or not.
+    await r.reclaim('danger-full-access', 'w', 'held');
+    expect((await redis.zrange(leases, 0, -1)).sort()).toEqual(['held', 'next', 'other']);
+    expect((await redis.zrange(busy, 0, -1)).sort()).toEqual(['held', 'next', 'other']);
+    await r.release('danger-full-access', 'w', 'held');
+    expect(await redis.zscore(busy, 'held')).toBeNull();
+    await r.close();
+    await clean('danger-full-access');
+  });
 });
 
 async function until(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {

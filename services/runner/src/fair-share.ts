@@ -180,12 +180,15 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
 `);
 
 // --- parking (run-slot.ts) ---
-// KEYS: tenant leases, tenant deferred. ARGV: job id, lease ms. Takes the lease whatever the share:
-// the run already started and has only been parked while it waited for an answer.
+// KEYS: tenant leases, tenant deferred, pool busy. ARGV: job id, lease ms. Takes the lease (and
+// its place among the pool's busy slots) whatever the share: the run already started and was only
+// parked while it waited for an answer; it holds one of its runner's slots again.
 const RECLAIM = new LuaScript(`${NOW_MS}
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local exp = now + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], exp, ARGV[1])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], exp, ARGV[1])
 `);
 // --- end parking ---
 
@@ -341,7 +344,7 @@ export function createFairShare(deps: FairShareDeps) {
       held.set(heldKey(mode, jobId), { mode, tenant, jobId });
       await RECLAIM.run(
         redis,
-        [keys.poolTenantLeases(mode, tenant), keys.poolTenantDeferred(mode, tenant)],
+        [keys.poolTenantLeases(mode, tenant), keys.poolTenantDeferred(mode, tenant), keys.poolBusy(mode)],
         [jobId, leaseMs],
       );
     },
