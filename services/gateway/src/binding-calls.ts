@@ -254,13 +254,13 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
           : clientCall(run, attempt, call, source, ctx);
       },
       onDecisionNeeded: async (decision, created) => {
-        await runs.setStatus(run, 'Waiting', { atCall: call.index });
+        await deps.lifecycle.suspend(run, { atCall: call.index });
         // Once per (run, index): an execution that meets its still-pending decision again (a
         // re-execution after a crash or stall) waits again but does not announce it twice.
         if (created) await runs.appendEvent(run.id, 'decision.needed', { ...decisionView(decision) });
       },
       onDecisionAnswered: async () => {
-        await runs.setStatus(run, 'Running');
+        await deps.lifecycle.resume(run);
       },
       // The console's and SSE's `call` event goes in with the outcome, in the journal's step.
       eventFor: (outcome) => ({

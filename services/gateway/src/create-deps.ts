@@ -22,6 +22,7 @@ import {
   createDecisionStore,
   createInFlightStore,
   createRunIndex,
+  createRunLifecycle,
   createRunPolicyStore,
   createRunStore,
   createTenantBytesStore,
@@ -116,12 +117,20 @@ export async function createGatewayDeps(
     sealer,
     timeoutMs: config.ISLET_CLIENT_CALL_TIMEOUT_MS,
   });
+  const runs = createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS });
+  const journal = createCallJournal({
+    redis,
+    sealer,
+    ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
+  });
   return {
     config,
     redis,
     sealer,
     clientCalls,
-    runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    runs,
+    lifecycle: createRunLifecycle({ runs, journal }),
     inFlight: createInFlightStore(redis),
     runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     tenants: {
@@ -145,12 +154,7 @@ export async function createGatewayDeps(
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
     connections: createConnectionStore(redis, sealer, caches, config.ISLET_TENANT_MAX_CONNECTIONS),
-    journal: createCallJournal({
-      redis,
-      sealer,
-      ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
-      ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
-    }),
+    journal,
     decisions: createDecisionStore({
       redis,
       sealer,

@@ -8,7 +8,6 @@
 import { principalOf } from '@islet/core';
 import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
 import {
-  cancelledEnd,
   type DecisionRecord,
   type DecisionRequest,
   type DecisionState,
@@ -45,7 +44,7 @@ export function createDecisionsService(
   runsService: RunsService,
   options: DecisionsServiceOptions = {},
 ) {
-  const { decisions, runs, queues, logger } = deps;
+  const { decisions, runs, lifecycle, queues, logger } = deps;
   const expireAfterMs = options.expireAfterMs ?? 86_400_000;
 
   async function listPending(caller: Caller): Promise<DecisionView[]> {
@@ -67,7 +66,7 @@ export function createDecisionsService(
     const all = await decisions.listRun(run.id);
     if (all.some((d) => d.state === 'pending')) return;
     const round = all.filter((d) => d.index !== ESCALATION_INDEX).length;
-    await runs.setStatus(run, 'Running', { resumed: true });
+    await lifecycle.resume(run, { resumed: true });
     await queues[run.mode].add(
       'run',
       { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
@@ -78,7 +77,7 @@ export function createDecisionsService(
   }
 
   async function endWithoutRunning(run: StoredRun, message: string) {
-    const ended = await runs.finish(run, cancelledEnd('Failed', message));
+    const ended = await lifecycle.cancel(run, message, 'Failed');
     if (ended) deps.metrics.runsTotal.inc({ status: 'Failed', kind: 'abort', mode: run.mode });
     await decisions.unmarkPaused(run.id, run.mode);
   }
@@ -147,7 +146,7 @@ export function createDecisionsService(
     });
     if (decision.index === ESCALATION_INDEX) {
       if (body.allow) {
-        await runs.setStatus(run, 'Running', { escalation: 'allowed' });
+        await lifecycle.resume(run, { escalation: 'allowed' });
         await runsService.enqueue(run);
         await decisions.unmarkPaused(run.id, run.mode);
       } else {
@@ -164,7 +163,7 @@ export function createDecisionsService(
     if (!run) return;
     await decisions.closeRun(run.id);
     const message = expiryMessage(expireAfterMs);
-    const ended = await runs.finish(run, cancelledEnd('Cancelled', message));
+    const ended = await lifecycle.cancel(run, message);
     if (ended) deps.metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: run.mode });
     // A held call's gateway sees the run end; a stopped run has nothing running.
     await runs.requestCancel(run.id);

@@ -4,7 +4,7 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import { keys, type Logger, type Metrics, meteredTenant, type SettingsStore } from '@islet/core';
+import { type Logger, type Metrics, meteredTenant, type SettingsStore } from '@islet/core';
 import type { Engine, SandboxFacts } from '@islet/engine';
 import {
   FILES_BINDING_NAMES,
@@ -16,7 +16,7 @@ import { type FailureKind, isFinalStatus, type SandboxMode } from '@islet/protoc
 import {
   type CallJournal,
   createReplayingHandler,
-  failedEnd,
+  createRunLifecycle,
   type RunStore,
   type RunTimings,
   type StoredRun,
@@ -80,6 +80,7 @@ const now = () => performance.timeOrigin + performance.now();
 
 export function createRunExecutor(deps: RunExecutorDeps) {
   const { runs, settings, journal, metrics, logger } = deps;
+  const lifecycle = createRunLifecycle({ runs, journal });
 
   /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
   function meter(run: StoredRun, status: string, text: string, bindingCalls: number) {
@@ -97,23 +98,22 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     kind: FailureKind,
     message: string,
   ) {
-    const done = await runs.finish(run, failedEnd({ status, reason, kind, message }));
-    if (done) {
-      metrics.runsTotal.inc({ status, kind, mode: run.mode });
-      meter(run, status, '', 0);
-    }
+    counted(run, await lifecycle.fail(run, { status, reason, kind, message }), status, kind);
+  }
+
+  /** Counts a run this executor ended outside its program (`done`: the end was written here). */
+  function counted(run: StoredRun, done: boolean, status: 'Failed' | 'Cancelled', kind: FailureKind) {
+    if (!done) return;
+    metrics.runsTotal.inc({ status, kind, mode: run.mode });
+    meter(run, status, '', 0);
   }
 
   async function execute(job: ExecuteJob): Promise<ExecuteResult> {
     const pickedUp = now();
     // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
     // its start recorded (Running, status event, wake-up) and the journal read, in one script.
-    const begun = await journal.beginAttempt(
-      job.runId,
-      keys.run(job.runId),
-      runs.attemptStartEvent(job.runId),
-    );
-    const run = runs.fromHash(begun.run);
+    const begun = await lifecycle.beginAttempt(job.runId);
+    const run = begun.run;
     if (!run) {
       logger.warn({ runId: job.runId }, 'job for a run that does not exist; dropped');
       return 'skipped';
@@ -309,7 +309,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   /** Ends a run whose job BullMQ gave up on (attempts used up, stalled too often). */
   async function giveUp(runId: string, why: string) {
     const run = await runs.get(runId);
-    if (run) await end(run, 'Failed', 'Unavailable', 'worker-exit', `Islet could not finish the run: ${why}`);
+    if (run) counted(run, await lifecycle.giveUp(run, why), 'Failed', 'worker-exit');
   }
 
   return { execute, giveUp };

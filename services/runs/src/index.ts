@@ -47,7 +47,16 @@ export {
   type ReplayingHandlerOptions,
 } from './replaying-handler.ts';
 export * from './run-index.ts';
-export { cancelledEnd, type FailedEnd, type FailureSpec, failedEnd } from './run-lifecycle.ts';
+export {
+  cancelledEnd,
+  createRunLifecycle,
+  type FailedEnd,
+  type FailureSpec,
+  failedEnd,
+  giveUpEnd,
+  type RunLifecycle,
+  type RunLifecycleDeps,
+} from './run-lifecycle.ts';
 export {
   createRunPolicyStore,
   type EffectiveRunPolicy,
