@@ -1,5 +1,5 @@
 /**
- * Decisions at the gateway (issue 4): listing a tenant's pending decisions, answering one, and
+ * Decisions at the gateway: listing a tenant's pending decisions, answering one, and
  * resuming the run afterwards — a stopped run is queued again and replays from the top; a
  * wider-access request either queues the run in its wider mode's pool or ends it without running.
  * A sweeper (every gateway runs one) expires unanswered decisions and repairs a resume that a

@@ -1,6 +1,6 @@
 /**
  * Submitting, reading, waiting for and cancelling runs: the logic behind the run routes, kept
- * out of the route files so decisions/replay (issue 4) can reuse it.
+ * out of the route files so decisions and replay can reuse it.
  */
 
 import { createHash, randomUUID } from 'node:crypto';
@@ -287,7 +287,7 @@ export function createRunsService(deps: GatewayDeps) {
     }
     if (run.request.sandboxPermissions) {
       // Wider access asks before anything runs (run_code: "nothing runs before you answer").
-      // Decisions (issue 4) pick the run up from here; until then it waits.
+      // Decisions pick the run up from here; until then it waits.
       const { decision } = await deps.decisions.request({
         tenant,
         mode,
