@@ -14,6 +14,9 @@ import {
   decisionView,
   ESCALATION_INDEX,
   expiryMessage,
+  headOf,
+  type RunView,
+  reconcileRun,
   runJobOptions,
   type StoredRun,
   startDecisionExpiry,
@@ -158,41 +161,48 @@ export function createDecisionsService(
     return decisionView(decision);
   }
 
+  const recovery = {
+    graceMs: 0,
+    resumeRepairAfterMs: options.resumeRepairAfterMs ?? 5000,
+  };
+
   async function onExpired(decision: DecisionRecord) {
     const run = await runs.get(decision.runId);
-    if (!run) return;
-    await decisions.closeRun(run.id);
-    const message = expiryMessage(expireAfterMs);
-    const ended = await lifecycle.cancel(run, message);
-    if (ended) deps.metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: run.mode });
-    // A held call's gateway sees the run end; a stopped run has nothing running.
-    await runs.requestCancel(run.id);
-    await decisions.unmarkPaused(run.id, run.mode);
+    const view: RunView = { record: run && headOf(run), job: { state: 'unknown' }, decisionExpired: true };
+    for (const action of reconcileRun(view, Date.now(), recovery)) {
+      if (action.type !== 'expire' || !run) continue;
+      await decisions.closeRun(run.id);
+      const message = expiryMessage(expireAfterMs);
+      const ended = await lifecycle.cancel(run, message);
+      if (ended) deps.metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: run.mode });
+      // A held call's gateway sees the run end; a stopped run has nothing running.
+      await runs.requestCancel(run.id);
+      await decisions.unmarkPaused(run.id, run.mode);
+    }
   }
 
   /** Paused runs whose decisions are all answered (a resume interrupted by a crash) or that ended. */
   async function repairPaused(): Promise<void> {
     deps.metrics.decisionsPending.set(await decisions.countAllPending());
-    const cutoff = Date.now() - (options.resumeRepairAfterMs ?? 5000);
+    const now = Date.now();
+    const cutoff = now - recovery.resumeRepairAfterMs;
     for (const mode of SANDBOX_MODES) {
-      const ids = await decisions.pausedBefore(mode, cutoff, 100);
-      for (const id of ids) {
+      for (const id of await decisions.pausedBefore(mode, cutoff, 100)) {
         const run = await runs.get(id);
-        if (!run || isFinalStatus(run.status)) {
-          await decisions.unmarkPaused(id, mode);
-          continue;
+        const view: RunView = {
+          record: run && headOf(run),
+          job: { state: 'unknown' },
+          pausedSinceMs: cutoff,
+          decisions: run && !isFinalStatus(run.status) ? await decisions.listRun(id) : [],
+        };
+        for (const action of reconcileRun(view, now, recovery)) {
+          if (action.type === 'unmark-paused') await decisions.unmarkPaused(id, mode);
+          else if (!run) continue;
+          else if (action.type === 'enqueue-escalated') await runsService.enqueue(run);
+          else if (action.type === 'end-without-running')
+            await endWithoutRunning(run, escalationDeniedMessage(run.mode));
+          else if (action.type === 'resume') await resume(run);
         }
-        const all = await decisions.listRun(id);
-        if (all.some((d) => d.state === 'pending')) continue;
-        const escalation = all.find((d) => d.index === ESCALATION_INDEX);
-        if (escalation && all.length === 1) {
-          if (escalation.state === 'allowed') {
-            await runsService.enqueue(run);
-            await decisions.unmarkPaused(id, mode);
-          } else await endWithoutRunning(run, escalationDeniedMessage(run.mode));
-          continue;
-        }
-        await resume(run);
       }
     }
   }

@@ -17,8 +17,11 @@ import {
   type CallJournal,
   createReplayingHandler,
   createRunLifecycle,
+  headOf,
   type RunStore,
   type RunTimings,
+  type RunView,
+  reconcileRun,
   type StoredRun,
 } from '@islet/runs';
 import { createFilesCalls } from './files-calls.ts';
@@ -309,7 +312,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   /** Ends a run whose job BullMQ gave up on (attempts used up, stalled too often). */
   async function giveUp(runId: string, why: string) {
     const run = await runs.get(runId);
-    if (run) counted(run, await lifecycle.giveUp(run, why), 'Failed', 'worker-exit');
+    if (!run) return;
+    // The recovery matrix decides (reconcile-run.ts): a run that already ended keeps its end.
+    const view: RunView = { record: headOf(run), job: { state: 'failed', reason: why } };
+    for (const action of reconcileRun(view, now(), { graceMs: 0, resumeRepairAfterMs: 0 }))
+      if (action.type === 'give-up')
+        counted(run, await lifecycle.giveUp(run, action.why), 'Failed', 'worker-exit');
   }
 
   return { execute, giveUp };

@@ -41,6 +41,14 @@ export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export {
+  headOf,
+  type JobView,
+  type ReconcilePolicy,
+  type RecoveryAction,
+  type RunView,
+  reconcileRun,
+} from './reconcile-run.ts';
+export {
   createReplayingHandler,
   type LiveOutcome,
   type ReplayingHandler,
