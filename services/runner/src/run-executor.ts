@@ -173,6 +173,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       deps.workspaces && run.request.style !== 'code-mode'
         ? createFilesCalls({
             journal,
+            events: runs,
             store: deps.workspaces,
             metrics,
             run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },

@@ -1,4 +1,5 @@
 export { LuaScript } from '@islet/core/lua-script';
+export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { type CallJournalDeps, createCallJournal, JournalConflictError } from './call-journal.ts';
 export {
   type CallOutcomeLabel,

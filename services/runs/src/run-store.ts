@@ -35,6 +35,7 @@ import {
 } from './run-store-scripts.ts';
 import { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
 import { createTenantBytesStore } from './tenant-bytes-store.ts';
+import type { CompletionEvent } from './types.ts';
 
 /**
  * What a create with an admission answers: stored, or refused because the request passed the
@@ -535,6 +536,22 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         .publish(channels.runEvents, tag ? `${runId} ${tag}` : runId)
         .exec();
       return String(res?.[0]?.[1] ?? '');
+    },
+
+    /**
+     * A binding call's `call` event (call-event.ts), for the journal's `complete` step to append
+     * with the outcome: stream, sealed data, the wake-up tagged `call` (SSE readers wake for it,
+     * `Prefer: wait` requests know it is not the end).
+     */
+    callEvent(runId: string, data: Record<string, unknown>): CompletionEvent {
+      return {
+        streamKey: keys.runEvents(runId),
+        maxLen: Number(maxEvents),
+        type: 'call',
+        sealedData: seal(data),
+        channel: channels.runEvents,
+        message: `${runId} call`,
+      };
     },
 
     /**
