@@ -274,7 +274,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         return 'superseded';
       }
       if (
-        await runs.finish(run, {
+        await lifecycle.finish(run, {
           status: 'Cancelled',
           result: mapped.result,
           text: mapped.text,
@@ -289,7 +289,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       return 'cancelled';
     }
     if (
-      await runs.finish(run, {
+      await lifecycle.finish(run, {
         status: mapped.status,
         result: mapped.result,
         text: mapped.text,
