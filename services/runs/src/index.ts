@@ -40,7 +40,7 @@ export {
 } from './in-flight-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
-export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
+export { operationIdFor } from './operation-id.ts';
 export {
   headOf,
   type JobView,
@@ -57,12 +57,9 @@ export {
 } from './replaying-handler.ts';
 export * from './run-index.ts';
 export {
-  cancelledEnd,
   createRunLifecycle,
   type FailedEnd,
   type FailureSpec,
-  failedEnd,
-  giveUpEnd,
   type RunLifecycle,
   type RunLifecycleDeps,
 } from './run-lifecycle.ts';
@@ -74,8 +71,8 @@ export {
   runPolicySchema,
 } from './run-policy-store.ts';
 export * from './run-store.ts';
-export { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
-export { createTenantBytesStore, redisMaxMemoryBytes, type TenantBytesStore } from './tenant-bytes-store.ts';
+export { type TextRef, textRefOf } from './stored-text.ts';
+export { createTenantBytesStore, type TenantBytesStore } from './tenant-bytes-store.ts';
 export type {
   BegunAttempt,
   CallJournal,

@@ -436,11 +436,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     /** A run from its record's fields as read from Redis (null: no record). */
     fromHash,
 
-    /** Counts one more execution; returns its number (the attempt the journal sees). */
-    async startAttempt(id: string): Promise<number> {
-      return redis.hincrby(keys.run(id), 'attempts', 1);
-    },
-
     /** Moves a run to Running or Waiting unless it already ended. */
     async setStatus(
       run: { id: string; tenant: string },
