@@ -122,7 +122,11 @@ describe.each(scenarios.map((s) => [s.name]))('helm template %s', (name) => {
           .map((m) => m.mountPath)
           .sort(),
       ).toEqual(['/tmp', root].sort());
-      expect(mounts.filter((m) => m.readOnly).map((m) => m.mountPath)).toEqual(['/var/run/secrets/islet']);
+      // …plus, read-only, what the scenario adds through runners.extraVolumeMounts.
+      expect(mounts.filter((m) => m.readOnly).map((m) => m.mountPath)).toEqual([
+        '/var/run/secrets/islet',
+        ...(name === 'ci/pod-settings' ? ['/etc/ssl/islet-extra'] : []),
+      ]);
     }
   });
 });

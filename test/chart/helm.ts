@@ -69,6 +69,7 @@ export function render(o: RenderOptions = {}): K8sObject[] {
 const MODEL_PATH: Record<string, string> = {
   v1: 'v1',
   'apps/v1': 'apps/v1',
+  'autoscaling/v2': 'autoscaling/v2',
   'batch/v1': 'batch/v1',
   'policy/v1': 'policy/v1',
   'networking.k8s.io/v1': 'networking.k8s.io/v1',
@@ -138,8 +139,10 @@ export function unknownFields(value: unknown, type: string, path = ''): string[]
 /** Throws when the object does not validate against its schema. */
 export async function validateObject(obj: K8sObject): Promise<void> {
   if (MODEL_PATH[obj.apiVersion]) {
-    const unknown = unknownFields(obj, `V1${obj.kind}`);
-    if (!models[`V1${obj.kind}`]) throw new Error(`no client-node model V1${obj.kind}`);
+    // client-node names its models after the API version: V1Deployment, V2HorizontalPodAutoscaler.
+    const model = `${obj.apiVersion.endsWith('/v2') ? 'V2' : 'V1'}${obj.kind}`;
+    const unknown = unknownFields(obj, model);
+    if (!models[model]) throw new Error(`no client-node model ${model}`);
     if (unknown.length)
       throw new Error(`${obj.kind}/${obj.metadata.name}: unknown fields ${unknown.join(', ')}`);
   }
@@ -221,6 +224,7 @@ export function scenarioFiles(): { name: string; file: string; apiVersions: stri
     'existing-secret',
     'shared-workspaces',
     'sentinel',
+    'pod-settings',
   ].map((n) => ({
     name: `ci/${n}`,
     file: join(CHART, 'ci', `${n}-values.yaml`),

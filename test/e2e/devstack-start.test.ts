@@ -80,6 +80,7 @@ it('npm start brings the cluster up on ISLET_PORT with ISLET_DEV_API_KEY and Ctr
     const out = stack.output();
     expect(out).toContain(`gateway   http://127.0.0.1:${port}`);
     expect(out).toContain(`API key   ${key}`);
+    expect(out).toContain(`health    http://127.0.0.1:${port}/console/#/health`);
     // A line to paste into a shell for the CLI and the clients.
     expect(out).toMatch(
       new RegExp(`^export ISLET_URL=http://127\\.0\\.0\\.1:${port} ISLET_API_KEY=${key}$`, 'm'),

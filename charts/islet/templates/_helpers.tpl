@@ -360,6 +360,9 @@ containers:
       - name: workspace
         mountPath: {{ $root.Values.workspaces.mountPath }}
       {{- include "islet.secretVolumeMount" $root | nindent 6 }}
+      {{- with $r.extraVolumeMounts }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
 {{- with $r.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
@@ -368,7 +371,7 @@ nodeSelector:
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $r.runtimeClassName }}
+{{- with include "islet.runtimeClassName" (dict "root" $root "own" $r.runtimeClassName) }}
 runtimeClassName: {{ . }}
 {{- end }}
 {{- with $r.affinity }}
@@ -386,6 +389,9 @@ volumes:
       sizeLimit: {{ .pool.tmpSizeLimit }}
   {{- include "islet.workspace.volume" $root | nindent 2 }}
   {{- include "islet.secretVolume" $root | nindent 2 }}
+  {{- with $r.extraVolumes }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- end }}
 
 {{/*
@@ -415,4 +421,34 @@ policy/v1
 {{- else -}}
 policy/v1beta1
 {{- end -}}
+{{- end }}
+
+{{/*
+Extra pod labels and annotations: the global podLabels/podAnnotations with the component's own
+(`own`) on top, minus the keys Islet sets itself (selectors, components, checksums, scrape hints),
+which always win. Call with (dict "root" $ "own" <component>.podLabels). Renders YAML lines.
+*/}}
+{{- define "islet.extraPodLabels" -}}
+{{- $out := dict }}
+{{- range $k, $v := merge (dict) (.own | default dict) (.root.Values.podLabels | default dict) }}
+{{- if not (or (hasPrefix "app.kubernetes.io/" $k) (hasPrefix "islet.dev/" $k) (eq $k "helm.sh/chart")) }}
+{{- $_ := set $out $k (toString $v) }}
+{{- end }}
+{{- end }}
+{{- if $out }}{{ toYaml $out }}{{ end }}
+{{- end }}
+
+{{- define "islet.extraPodAnnotations" -}}
+{{- $out := dict }}
+{{- range $k, $v := merge (dict) (.own | default dict) (.root.Values.podAnnotations | default dict) }}
+{{- if not (or (hasPrefix "checksum/" $k) (hasPrefix "prometheus.io/" $k) (hasPrefix "islet.dev/" $k)) }}
+{{- $_ := set $out $k (toString $v) }}
+{{- end }}
+{{- end }}
+{{- if $out }}{{ toYaml $out }}{{ end }}
+{{- end }}
+
+{{/* A pod's RuntimeClass: the component's own, else the global runtimeClassName; "" = the node's default. */}}
+{{- define "islet.runtimeClassName" -}}
+{{- .own | default .root.Values.runtimeClassName -}}
 {{- end }}

@@ -43,6 +43,20 @@ export function api<T>(method: string, path: string, body?: unknown): Promise<T>
   return client().call<T>(method, path, body);
 }
 
+/** Log bytes a run page reads with a record: the first and last lines within it, the rest downloadable. */
+export const RECORD_LOG_BYTES = 1024 * 1024;
+
+/** A record read with `maxLogBytes`: what it left out of the logs and the text. */
+export type BoundedRecord = CodeRunRecord & {
+  logsOmitted?: { lines: number; bytes: number; after: number; totalLines: number; totalBytes: number };
+  textOmittedChars?: number;
+};
+
+/** A run's record with its logs bounded (a run may print 64 MiB; its whole record is twice that). */
+export function readBoundedRecord(id: string): Promise<BoundedRecord> {
+  return api<BoundedRecord>('GET', `/v1/code-runs/${encodeURIComponent(id)}?maxLogBytes=${RECORD_LOG_BYTES}`);
+}
+
 export function problemText(err: unknown): string {
   if (err instanceof IsletApiError) return err.problem.detail ?? err.problem.title;
   return err instanceof Error ? err.message : String(err);

@@ -12,6 +12,8 @@ export interface Series {
   color: string;
   /** Draw as bars (days), not a line. */
   bars?: boolean;
+  /** Mark every value with a point: a sparse series (values between gaps) stays visible. */
+  points?: boolean;
 }
 
 export const PALETTE = ['#0b5cad', '#116329', '#a40e26', '#7d4e00', '#8250df', '#57606a'];
@@ -41,6 +43,7 @@ export function Chart(props: {
             fill: s.bars ? `${s.color}55` : undefined,
             width: 2,
             ...(s.bars && bars ? { paths: bars, points: { show: false } } : {}),
+            ...(s.points ? { points: { show: true, size: 6 } } : {}),
           })),
         ],
         axes: [{}, { label: props.unit ?? '', size: 60 }],

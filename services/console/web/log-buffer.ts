@@ -30,6 +30,7 @@ export class LogBuffer {
   skippedChars = 0;
   total = 0;
   totalChars = 0;
+  private headClosed = false;
   /** Bumped on every change: a cheap dependency for memoized views. */
   version = 0;
   readonly levels = new Set<string>();
@@ -40,6 +41,19 @@ export class LogBuffer {
     this.limits = limits;
   }
 
+  /**
+   * Lines known but not here (a bounded record left them out): the head ends, they count as the
+   * gap, and later lines go to the tail.
+   */
+  gap(lines: number, chars: number): void {
+    this.headClosed = true;
+    this.skippedLines += lines;
+    this.skippedChars += chars;
+    this.total += lines;
+    this.totalChars += chars;
+    this.version++;
+  }
+
   push(level: string, text: string): void {
     this.total++;
     this.totalChars += text.length;
@@ -47,7 +61,7 @@ export class LogBuffer {
     this.version++;
     const cut = Math.max(0, text.length - this.limits.lineChars);
     const line: LogLine = { level, text: cut ? text.slice(0, this.limits.lineChars) : text, cut };
-    if (this.head.length < this.limits.headLines) {
+    if (!this.headClosed && this.head.length < this.limits.headLines) {
       this.head.push(line);
       return;
     }
@@ -78,6 +92,7 @@ export class LogBuffer {
   }
 
   clear(): void {
+    this.headClosed = false;
     this.head.length = 0;
     this.tail = [];
     this.tailStart = 0;

@@ -65,6 +65,12 @@ export function LogView(props: {
           </button>
         )}
       </div>
+      {buf.skippedLines > 0 && (
+        <p class="hint log-omitted" role="note">
+          {buf.skippedLines.toLocaleString()} lines ({mib(buf.skippedChars)}) in the middle are not shown here
+          {props.onDownload ? '; the download has every line.' : '.'}
+        </p>
+      )}
       {rows.length === 0 ? (
         <p>No log lines{props.live ? ' yet' : ''}.</p>
       ) : (
@@ -120,7 +126,12 @@ export function LogView(props: {
 
 /** Saves text as a file through a short-lived blob URL (no server round trip, nothing inline). */
 export function saveText(name: string, text: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
+  saveBlob(name, new Blob([text], { type: 'text/plain' }));
+}
+
+/** Saves a blob (a download the page fetched) as a file through a short-lived blob URL. */
+export function saveBlob(name: string, blob: Blob): void {
+  const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = url;
   a.download = name;

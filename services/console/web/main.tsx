@@ -6,6 +6,7 @@ import { stopTenantStream, useDecisions } from './live.ts';
 import { SettingsPage } from './pages/admin.tsx';
 import { ConnectionsPage } from './pages/connections.tsx';
 import { DecisionsPage } from './pages/decisions.tsx';
+import { HealthPage } from './pages/health.tsx';
 import { KeysPage } from './pages/keys.tsx';
 import { RunPage } from './pages/run.tsx';
 import { RunsPage } from './pages/runs.tsx';
@@ -97,6 +98,7 @@ function Shell() {
   else if (path === 'connections') page = <ConnectionsPage />;
   else if (path === 'keys') page = <KeysPage />;
   else if (path === 'usage') page = <UsagePage />;
+  else if (path === 'health') page = <HealthPage />;
   const link = (to: string, label: string) => (
     <a href={`#/${to}`} aria-current={path === to ? 'page' : undefined}>
       {label}
@@ -124,6 +126,7 @@ function Shell() {
           {link('connections', 'Connections')}
           {link('keys', 'Keys')}
           {link('usage', 'Usage')}
+          {link('health', 'Health')}
           {link('settings', 'Settings')}
           <button type="button" class="linkish" onClick={openQueues}>
             Queues

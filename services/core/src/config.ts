@@ -101,6 +101,8 @@ export const configSchema = z.object({
   ISLET_DEV_PLAIN_HTTP: z.enum(['true', 'false']).default('false'),
   /** Event streams (SSE) one tenant may hold open at once, across gateway replicas (then 429). */
   ISLET_SSE_STREAMS_PER_TENANT: int(64, 1),
+  /** Event streams one API key may hold open at once, across replicas (then 429); within the tenant's. */
+  ISLET_SSE_STREAMS_PER_KEY: int(16, 1),
   /** How long a `client` call waits for its answer before failing as AppCallFailed. */
   ISLET_CLIENT_CALL_TIMEOUT_MS: int(300_000, 1),
   /** A decision not answered within this time expires and its paused run ends Cancelled (helper-5). */
@@ -217,9 +219,9 @@ export const configSchema = z.object({
   // fair share (runner side; services/runner/src/fair-share.ts)
   /**
    * Fraction (0 < x <= 1) of a pool's live slots (the sum of ISLET_RUNNER_CONCURRENCY over the
-   * pool's live runners) that one tenant's executing runs and skills may hold at once, rounded
-   * down, at least 1. The rest stays free for other tenants, so one tenant's flood never holds a
-   * whole pool. 1 = no share (a tenant may take every slot). Default 0.5.
+   * pool's live runners) that one tenant's executing runs and skills may hold at once while other
+   * tenants have work waiting in the pool, rounded down, at least 1. Work-conserving: a tenant
+   * alone may use every slot. 1 = no share (no lease, no count). Default 0.5.
    */
   ISLET_TENANT_POOL_SHARE: z.coerce.number().gt(0).max(1).default(0.5),
   /** Absolute cap on one tenant's executing runs and skills per pool, on top of the share; 0 = none. */
@@ -230,8 +232,8 @@ export const configSchema = z.object({
    */
   ISLET_TENANT_SHARE_LEASE_MS: int(30_000, 1000),
   /**
-   * A job over its tenant's share goes back to the queue (delayed, no attempt spent) for this long,
-   * unless one of its tenant's slots frees first (then the oldest deferred job is promoted at once).
+   * A job that must wait for a slot goes back to the queue (delayed, no attempt spent) for this
+   * long, unless a freed slot is handed to it first (then it is promoted at once).
    */
   ISLET_TENANT_SHARE_RECHECK_MS: int(5_000, 50),
 });

@@ -6,6 +6,7 @@ export * from './logger.ts';
 export * from './metrics.ts';
 export * from './redis.ts';
 export * from './redis-connection.ts';
+export * from './redis-probe.ts';
 export * from './sealer.ts';
 export * from './secret-files.ts';
 export * from './session-store.ts';

@@ -3,7 +3,7 @@
  * `islet:tenant:<id>:…`, no hash tag) to the slot-safe one (`islet:tenant:{t:<id>}…`, keys.ts),
  * so an installation upgraded in place keeps its tenants, connections, sessions and policies.
  *
- * Every gateway runs it at start until one start finds nothing left to move (then `keyLayout`
+ * Every gateway runs it at start (and refuses to start on a newer layout: KeyLayoutTooNewError) until one start finds nothing left to move (then `keyLayout`
  * records version 2 and later starts skip the keyspace scan); a lock lets one process do it at a
  * time, and it is idempotent (a moved key no longer matches). Each key is copied with DUMP/RESTORE (works across Cluster slots, keeps
  * the TTL) and then deleted; the in-flight SET becomes the ZSET the new layout keeps (scored with
@@ -18,8 +18,36 @@ import { keys, tenantTag } from './keys.ts';
 import type { Logger } from './logger.ts';
 import { type Redis, redisNodes } from './redis.ts';
 
-/** `keyLayout` value once no key of the pre-Cluster layout is left. */
-const LAYOUT_VERSION = '2';
+/**
+ * The newest key layout this build knows: `keyLayout` holds it once no key of the pre-Cluster
+ * layout is left. A later build that changes the layout raises it (and migrates forward).
+ */
+export const KEY_LAYOUT_VERSION = 2;
+const LAYOUT_VERSION = String(KEY_LAYOUT_VERSION);
+
+/**
+ * Refuses a Redis whose key layout is newer than this build's: after `helm rollback` past a
+ * layout migration an older gateway would read and write keys where they no longer are
+ * (tenants, keys and settings would look missing, and new writes would split the data in two).
+ * The way back is forward again, or a backup taken before the upgrade (charts/islet/README.md).
+ */
+export class KeyLayoutTooNewError extends Error {
+  readonly found: string;
+  constructor(found: string) {
+    super(
+      `Redis holds key layout version ${found}, newer than this build knows (${KEY_LAYOUT_VERSION}): ` +
+        'it was written by a newer Islet. Upgrade again, or restore a backup taken before that upgrade ' +
+        '(see "Backup, restore and rollback" in the chart README); starting would misread tenants, keys and settings.',
+    );
+    this.name = 'KeyLayoutTooNewError';
+    this.found = found;
+  }
+}
+
+/** Whether a `keyLayout` value (null: none written yet) is one this build can serve. */
+export function keyLayoutKnown(found: string | null): boolean {
+  return found === null || (/^\d+$/.test(found) && Number(found) <= KEY_LAYOUT_VERSION);
+}
 const OLD = /^islet:tenant:([a-z0-9][a-z0-9-]{0,62})(:.*)?$/;
 
 export interface KeyMigrationResult {
@@ -37,7 +65,9 @@ export function migratedKeyName(key: string): string | undefined {
 
 export async function migrateKeyLayout(redis: Redis, logger?: Logger): Promise<KeyMigrationResult> {
   const result: KeyMigrationResult = { moved: 0, conflicts: [] };
-  if ((await redis.get(keys.keyLayout())) === LAYOUT_VERSION) return result;
+  const found = await redis.get(keys.keyLayout());
+  if (!keyLayoutKnown(found)) throw new KeyLayoutTooNewError(found!);
+  if (found === LAYOUT_VERSION) return result;
   const lock = await redis.set(keys.keyMigrationLock(), String(process.pid), 'PX', 120_000, 'NX');
   if (lock !== 'OK') return result;
   try {

@@ -16,8 +16,9 @@
  *   rate windows, sessions (run index, owner, grants), idempotency keys, SSE stream leases,
  *   connections, MCP settings, run policy, the tenant record and its pending-decisions index. The
  *   `t:` keeps a tenant called like a run id (or a pool) off that run's slot by accident of naming.
- * - Per pool, tag `{pool:<mode>}` (runner's fair-share.ts): a pool's slot registry plus each
- *   tenant's leases and deferred jobs in it, changed together by one script.
+ * - Per pool, tag `{pool:<mode>}` (runner's fair-share.ts): a pool's slot registry, its leases,
+ *   queued counts (the gateway's enqueue counts, @islet/runs pool-demand.ts) and waiting index,
+ *   plus each tenant's leases and deferred jobs in it, changed together by one script.
  * - Per queue, tag `{runs-<mode>}` (@islet/protocol queues.ts): BullMQ's keys under prefix `islet`,
  *   and `islet:paused:{runs-<mode>}` on the queue's slot on purpose (the operator reads it with the
  *   queue's counts).
@@ -66,6 +67,8 @@ export const keys = {
   authFailures: (address: string, window: number) => `islet:authfail:${address}:${window}`,
   /** A tenant's open event streams: stream id → lease expiry (ms), across gateway replicas. */
   sseStreams: (tenant: string) => `${t(tenant)}:sse`,
+  /** One API key's open event streams, as `sseStreams` (tenant slot: taken with it in one script). */
+  sseKeyStreams: (tenant: string, keyId: string) => `${t(tenant)}:sse:key:${keyId}`,
   tenant: (tenant: string) => t(tenant),
   /** SET of tenant ids (global: written after the tenant record, see tenant-store.ts). */
   tenants: () => 'islet:tenants',
@@ -94,6 +97,16 @@ export const keys = {
   tenantFeed: (tenant: string) => `${t(tenant)}:feed`,
   /** HASH of a tenant's usage on one UTC day (`YYYY-MM-DD`): counters added at each run's end. */
   usageDay: (tenant: string, day: string) => `${t(tenant)}:usage:${day}`,
+  /**
+   * HASH of a tenant's health in one UTC hour (`hour` = ms / 3 600 000): `<bucket>|<field>` →
+   * value, 10 s buckets (@islet/runs health-store.ts). Counters are added by each run's end in the
+   * tenant half of its end script; gauges by the gateway's sampler.
+   */
+  healthHour: (tenant: string, hour: number) => `${t(tenant)}:health:${hour}`,
+  /** HASH of the whole cluster's sampled gauges in one hour, as `healthHour` (global single key). */
+  clusterHealthHour: (hour: number) => `islet:health:cluster:${hour}`,
+  /** Held by the one gateway that samples health gauges for this bucket (health-sampler.ts). */
+  healthSampleLock: (bucket: number) => `islet:lock:health-sample:${bucket}`,
   /** HASH key id → when the key last authenticated, ms (written at most once a minute per replica). */
   tenantApiKeysUsed: (tenant: string) => `${t(tenant)}:apikeys:used`,
   settings: () => 'islet:settings',
@@ -118,7 +131,8 @@ export const keys = {
   skillsInFlight: (tenant: string) => `${t(tenant)}:skills`,
   /*
    * Fair share (runner's fair-share.ts). One hash tag per pool, `{pool:<mode>}`: the scripts touch
-   * a pool's slot registry and one tenant's leases and deferred jobs together, in one Cluster slot.
+   * a pool's slot registry, its lease and waiting indexes and its tenants' leases and deferred
+   * jobs together, in one Cluster slot (a release may hand a slot to another tenant's deferred job).
    */
   /** HASH runner instance → `<slots>:<expiry ms>`: the pool's live slots. */
   poolSlots: (mode: string) => `islet:{pool:${mode}}:slots`,
@@ -126,6 +140,17 @@ export const keys = {
   poolTenantLeases: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:leases`,
   /** ZSET job id → first deferral ms: the tenant's jobs sent back for being over its share, oldest first. */
   poolTenantDeferred: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:deferred`,
+  /** The prefix of a pool's tenant keys (`<prefix><tenant>:leases`), for scripts that pick the tenant. */
+  poolTenantPrefix: (mode: string) => `islet:{pool:${mode}}:tenant:`,
+  /** ZSET job id → lease expiry ms: every tenant's leases in the pool (how many slots are taken). */
+  poolBusy: (mode: string) => `islet:{pool:${mode}}:busy`,
+  /**
+   * HASH tenant → jobs queued and not yet taken by a runner (the gateway counts an enqueue, the
+   * runner's acquire a pick-up): tells a runner that another tenant waits behind a flood.
+   */
+  poolQueued: (mode: string) => `islet:{pool:${mode}}:queued`,
+  /** ZSET tenant → turn (ms): tenants with deferred jobs, in the round-robin order slots go to them. */
+  poolWaiting: (mode: string) => `islet:{pool:${mode}}:waiting`,
 };
 
 /** Pub/sub channels. Messages carry a run id only; subscribers read the state from Redis. */

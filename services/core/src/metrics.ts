@@ -29,6 +29,11 @@ export interface MetricsOptions {
    * time; undefined (Redis unreachable) leaves both series out of the scrape.
    */
   readRedisMemory?: () => Promise<{ used: number; max: number } | undefined>;
+  /**
+   * PINGs Redis at scrape time (redis-probe.ts) for islet_redis_up (0 when it did not answer) and
+   * islet_redis_ping_seconds (left out of a scrape whose ping failed).
+   */
+  pingRedis?: () => Promise<number | undefined>;
 }
 
 export function createMetrics(options: MetricsOptions) {
@@ -76,6 +81,32 @@ export function createMetrics(options: MetricsOptions) {
         this.remove();
         const m = await readMemory(readRedisMemory);
         if (m) this.set(m.max);
+      },
+    });
+  }
+  const pingRedis = options.pingRedis;
+  if (pingRedis) {
+    let pingRead: Promise<number | undefined> | undefined;
+    const ping = () =>
+      (pingRead ??= pingRedis().finally(() => {
+        pingRead = undefined;
+      }));
+    new Gauge({
+      name: 'islet_redis_up',
+      help: 'Whether this process reached Redis at scrape time (PING answered within 1 s)',
+      registers,
+      async collect(this: Gauge) {
+        this.set((await ping()) === undefined ? 0 : 1);
+      },
+    });
+    new Gauge({
+      name: 'islet_redis_ping_seconds',
+      help: 'Round trip of a PING to Redis at scrape time (the slowest master in a Cluster)',
+      registers,
+      async collect(this: Gauge) {
+        this.remove();
+        const seconds = await ping();
+        if (seconds !== undefined) this.set(seconds);
       },
     });
   }
@@ -197,7 +228,7 @@ export function createMetrics(options: MetricsOptions) {
     }),
     shareDeferrals: new Counter({
       name: 'islet_tenant_share_deferrals_total',
-      help: 'Jobs sent back to the queue because their tenant held its share of the pool',
+      help: 'Jobs sent back to the queue to wait for a slot (their tenant over its share while others wait, or the pool full)',
       labelNames: ['mode'],
       registers,
     }),
@@ -231,6 +262,12 @@ export function createMetrics(options: MetricsOptions) {
     tenantOutputBytes: new Counter({
       name: 'islet_tenant_output_bytes_total',
       help: 'Result text bytes of ended runs, by tenant (listed tenants, else "other")',
+      labelNames: ['tenant'],
+      registers,
+    }),
+    tenantSandboxCpuSeconds: new Counter({
+      name: 'islet_tenant_sandbox_cpu_seconds_total',
+      help: 'CPU time of ended runs\' isolates, by tenant (listed tenants, else "other")',
       labelNames: ['tenant'],
       registers,
     }),

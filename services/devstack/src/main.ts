@@ -62,6 +62,7 @@ process.stdout.write(`
 Islet is running.
   gateway   ${cluster.url}   (console: ${cluster.url}/console, API docs: ${cluster.url}/docs, metrics: ${cluster.url}/metrics)${others.length ? `\n  gateways  ${others.join(', ')} (same API, same Redis)` : ''}
   console   ${cluster.url}/console/ — runs ${cluster.url}/console/#/, decisions #/decisions, keys #/keys, usage #/usage
+  health    ${cluster.url}/console/#/health (runs/s, latency, failures, queue depth, slots, decisions: last hour; API: GET ${cluster.url}/v1/health)
   runners   ${cluster.runners.map((r) => `${r.modes?.join(',')} (${r.url}/metrics)`).join('; ')}
   redis     ${describeRedis(cluster.redisConfig)}${cluster.redis ? ' (embedded: started and stopped with this stack)' : ' (existing: left as it is on exit)'}
   tenant    ${cluster.tenantId}

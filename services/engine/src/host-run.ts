@@ -351,6 +351,13 @@ export class HostRun {
     if (this.finished) return;
     this.finished = true;
     clearInterval(this.poll);
+    // Read before the isolate is disposed (its counters go with it); a disposed one counts nothing.
+    let cpuMs: number | undefined;
+    try {
+      if (!this.isolate.isDisposed) cpuMs = Number(this.isolate.cpuTime) / 1e6;
+    } catch {
+      // disposed under us (memory limit)
+    }
     // In the first turn the program runs on this thread, under this very callback, and nothing
     // deferred runs before it returns: the isolate is stopped here, at once, and `start` returns.
     // Also when the program ended: work it left behind (a detached promise chain that spins) would
@@ -371,7 +378,7 @@ export class HostRun {
       }
       void Promise.allSettled([...this.tasks]).then(() => {
         this.flushLogs();
-        send({ t: 'done', ...done });
+        send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
         this.onFinished();
       });
     });

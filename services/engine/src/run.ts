@@ -70,6 +70,8 @@ export class Run {
   private readonly inFlight = new Set<number>();
   private readonly queue: BindingCall[] = [];
   private hostDone: HostDone | undefined;
+  /** The isolate's CPU time as the host reported it with `done`. */
+  private cpuMs: number | undefined;
   private ending: RunFailure | undefined;
   private stop: { code: StopCode; message: string; atCall: number } | undefined;
   private failure: RunFailure | undefined;
@@ -187,6 +189,7 @@ export class Run {
         return;
       case 'done':
         if (this.firstTurn === 'running') this.firstTurn = 'returned';
+        if (m.cpuMs !== undefined) this.cpuMs = m.cpuMs;
         this.onHostDone(m);
         return;
       default:
@@ -524,6 +527,7 @@ export class Run {
     }
     if (outcome.status === 'failed') this.hostReusable = false;
     if (failure?.kind === 'output-limit') outcome.outputTruncated = true;
+    if (this.cpuMs !== undefined) outcome.cpuMs = this.cpuMs;
     this.resolve({ outcome, hostReusable: this.hostReusable && !this.host.exited });
   }
 }

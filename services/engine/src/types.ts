@@ -149,6 +149,11 @@ export interface RunOutcome {
   hostPid?: number;
   /** Of `durationMs`, the time spent waiting for a sandbox host process (diagnostics, the bench's stage breakdown). */
   hostWaitMs?: number;
+  /**
+   * CPU time the run's isolate used, ms (isolated-vm's count for the isolate; the harness's own
+   * work inside it included). Absent when the host died before it reported the run done.
+   */
+  cpuMs?: number;
 }
 
 export interface Engine {

@@ -54,7 +54,8 @@ export type FromHost =
    * reads frames again. A program that ended in its first turn sends `done` instead.
    */
   | { t: 'turn' }
-  | ({ t: 'done' } & HostDone);
+  /** `cpuMs`: CPU time the run's isolate used (isolated-vm's count), what usage bills as sandbox CPU. */
+  | ({ t: 'done'; cpuMs?: number } & HostDone);
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
 const KINDS = new Set<string>(FAILURE_KINDS);
@@ -95,6 +96,7 @@ export function checkFromHost(m: unknown): { ok: true; message: FromHost } | { o
       }
       return { ok: true, message: o as FromHost };
     case 'done':
+      if (o.cpuMs !== undefined && (typeof o.cpuMs !== 'number' || !(o.cpuMs >= 0))) break;
       if (o.status === 'completed' && (o.valueJson === undefined || typeof o.valueJson === 'string')) {
         return { ok: true, message: o as FromHost };
       }

@@ -32,7 +32,8 @@ beforeAll(async () => {
     ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
     ISLET_RUN_RETENTION_SECONDS: '3600',
     ISLET_AUTH_FAILURES_PER_MINUTE: '5',
-    ISLET_SSE_STREAMS_PER_TENANT: '2',
+    ISLET_SSE_STREAMS_PER_TENANT: '3',
+    ISLET_SSE_STREAMS_PER_KEY: '2',
     ISLET_TENANT_MAX_CONNECTIONS: '5',
   });
   deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
@@ -244,11 +245,13 @@ describe('limits answer 429 with Retry-After', () => {
     expect((await from('198.51.100.8', `Bearer ${key}`)).statusCode).toBe(200);
   });
 
-  it('open event streams are capped per tenant across the stream lifetime', async () => {
+  it('open event streams are capped per key and per tenant across the stream lifetime', async () => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
     const other = (await deps.tenants.createTenant({ id: 'other', name: 'Other' })).id;
     const otherKey = (await deps.tenants.createKey(other, ['apps.use'])).key;
+    const secondKey = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.admin'])).key;
+    const thirdKey = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.admin'])).key;
     const id = await submit();
     const otherRun = await app.inject({
       method: 'POST',
@@ -285,13 +288,28 @@ describe('limits answer 429 with Retry-After', () => {
       expect((await stream(id)).statusCode).toBe(200);
       const second = await stream(id);
       expect(second.statusCode).toBe(200);
+      // The key's cap (2) comes first: this key is full, its tenant is not.
       const third = await stream(id);
       expect(third.statusCode).toBe(429);
       expect(third.headers['retry-after']).toBe('5');
-      expect(JSON.parse(await body(third)).type).toBe('https://islet.dev/problems/rate-limited');
+      expect(JSON.parse(await body(third))).toMatchObject({
+        type: 'https://islet.dev/problems/rate-limited',
+        detail: 'API key has 2 event streams open, the most one key may have; close one or retry in 5s',
+        scope: 'key',
+        limit: 2,
+      });
+      // Another key of the tenant still opens one: the tenant's third of three.
+      expect((await stream(id, secondKey)).statusCode).toBe(200);
+      // Now the tenant is full for every key, one with no stream open too.
+      const full = await stream(id, thirdKey);
+      expect(full.statusCode).toBe(429);
+      expect(JSON.parse(await body(full))).toMatchObject({
+        detail: 'tenant has 3 event streams open, the most it may have; close one or retry in 5s',
+        scope: 'tenant',
+      });
       // Another tenant is not affected.
       expect((await stream(otherRun.json().id as string, otherKey)).statusCode).toBe(200);
-      // A closed stream gives its slot back.
+      // A closed stream gives its slot back to its key and tenant.
       second.destroy();
       let again: IncomingMessage | undefined;
       for (let i = 0; i < 50; i++) {

@@ -806,6 +806,8 @@ describe('runs through inject (no runner)', () => {
     // On one server a refused submit's job goes out with its record (one round trip) and is taken
     // back: the queue holds the 5 admitted runs' jobs, none of the 35 refused.
     expect(await queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed')).toBe(jobsBefore + 5);
+    // The pool's count of the tenant's queued jobs (the runners' fair share) took them back too.
+    expect(await deps.redis.hget(keys.poolQueued('read-only'), 'flood')).toBe('5');
   });
   it('two principals racing for a new session: one owns it, every run of the other gets 404', async () => {
     await deps.tenants.createTenant({ id: 'race', name: 'Race' });
@@ -824,6 +826,7 @@ describe('runs through inject (no runner)', () => {
       expectProblem(refused, 404, 'not-found');
     // Nothing of the refused runs stays: no record, no job.
     expect(await queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed')).toBe(jobsBefore + 10);
+    expect(await deps.redis.hget(keys.poolQueued('read-only'), 'race')).toBe('10');
     const ids = await deps.redis.zrange(keys.sessionRuns('race', 'raced'), 0, -1);
     expect(ids).toHaveLength(10);
   });

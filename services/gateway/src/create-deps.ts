@@ -13,6 +13,7 @@ import {
   migrateKeyLayout,
   type Redis,
   redisDurabilityProblems,
+  redisPinger,
   sealerFromConfig,
 } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
@@ -20,7 +21,9 @@ import {
   createCallJournal,
   createClientCallMailbox,
   createDecisionStore,
+  createHealthStore,
   createInFlightStore,
+  createPoolDemandStore,
   createRunIndex,
   createRunLifecycle,
   createRunPolicyStore,
@@ -37,7 +40,7 @@ import { createJobEventsStore } from './job-events-store.ts';
 import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createCacheHub } from './read-cache.ts';
 import { createRedisProbeStore } from './redis-probe-store.ts';
-import { createSseSlotStore } from './sse-slot-store.ts';
+import { createSseSlots } from './sse-slot-store.ts';
 import { createWindowCountStore } from './window-count-store.ts';
 
 /**
@@ -59,9 +62,13 @@ export async function createGatewayDeps(
   ) as Record<SandboxMode, Queue<RunJobData>>;
   for (const q of Object.values(queues))
     q.on('error', (err) => logger.warn({ err }, 'queue connection error'));
-  // Queue depth, queue age and Redis memory are read from Redis at scrape time: accurate across
-  // replicas, no background loop.
-  const metrics = createMetrics({ component: 'gateway', ...queueMetricsCollectors(redis, queues) });
+  // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:
+  // accurate across replicas, no background loop.
+  const metrics = createMetrics({
+    component: 'gateway',
+    ...queueMetricsCollectors(redis, queues),
+    pingRedis: redisPinger(redis),
+  });
   if (config.ISLET_REDIS_DURABILITY_CHECK !== 'off') {
     const problems = await redisDurabilityProblems(redis);
     const text =
@@ -133,6 +140,7 @@ export async function createGatewayDeps(
     lifecycle: createRunLifecycle({ runs, journal }),
     inFlight: createInFlightStore(redis),
     runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    health: createHealthStore(redis),
     tenants: {
       ...tenantStore,
       resolveKey: (key) => usable(hashApiKey(key)),
@@ -163,8 +171,12 @@ export async function createGatewayDeps(
       ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     }),
     queues,
+    poolDemand: createPoolDemandStore(redis, config),
     hub,
-    sseSlots: createSseSlotStore(redis, config.ISLET_SSE_STREAMS_PER_TENANT),
+    streamSlots: createSseSlots(redis, {
+      perTenant: config.ISLET_SSE_STREAMS_PER_TENANT,
+      perKey: config.ISLET_SSE_STREAMS_PER_KEY,
+    }),
     windowCounts: createWindowCountStore(redis),
     jobEvents: createJobEventsStore(redis, (err, mode) =>
       logger.warn({ err: err.message, mode }, 'skill queue events error'),

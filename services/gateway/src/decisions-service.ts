@@ -70,12 +70,14 @@ export function createDecisionsService(
     if (all.some((d) => d.state === 'pending')) return;
     const round = all.filter((d) => d.index !== ESCALATION_INDEX).length;
     await lifecycle.resume(run, { resumed: true });
+    const noted = deps.poolDemand.queued(run.mode, run.tenant);
     await queues[run.mode].add(
       'run',
       { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
       // A new job id per decision round: the first execution's job may still be completing.
       { ...runJobOptions(run.id, deps.config.ISLET_JOB_ATTEMPTS), jobId: `${run.id}-r${round}` },
     );
+    await noted;
     await decisions.unmarkPaused(run.id, run.mode);
   }
 

@@ -13,7 +13,9 @@ import type {
   CallJournal,
   ClientCallMailbox,
   DecisionStore,
+  HealthStore,
   InFlightStore,
+  PoolDemandStore,
   RunIndex,
   RunJobData,
   RunLifecycle,
@@ -28,7 +30,7 @@ import type { EventHub } from './event-hub.ts';
 import type { JobEventsStore } from './job-events-store.ts';
 import type { CacheHub } from './read-cache.ts';
 import type { RedisProbeStore } from './redis-probe-store.ts';
-import type { SseSlotStore } from './sse-slot-store.ts';
+import type { SseSlots } from './sse-slot-store.ts';
 import type { WindowCountStore } from './window-count-store.ts';
 
 /**
@@ -48,6 +50,8 @@ export interface GatewayDeps {
   inFlight: InFlightStore;
   /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
   runIndex: RunIndex;
+  /** Health series (`GET /v1/health`): run ends count in them, the health sampler adds gauges. */
+  health: HealthStore;
   tenants: TenantStore;
   /** Session owners and "allow for the session" grants. */
   sessions: SessionStore;
@@ -58,9 +62,11 @@ export interface GatewayDeps {
   journal: CallJournal;
   decisions: DecisionStore;
   queues: Record<SandboxMode, Queue<RunJobData>>;
+  /** Each job put on a mode's queue, counted for its tenant before the add (the runners' fair share). */
+  poolDemand: PoolDemandStore;
   hub: EventHub;
-  /** Open event streams per tenant, counted across replicas (ISLET_SSE_STREAMS_PER_TENANT). */
-  sseSlots: SseSlotStore;
+  /** Open event streams per key and tenant (sse-slot-store.ts): every SSE route takes one. */
+  streamSlots: SseSlots;
   /** Per-window counters: the tenant rate limit and failed authentications per address. */
   windowCounts: WindowCountStore;
   /** BullMQ queue events for callers that wait for a job to end (skills). */

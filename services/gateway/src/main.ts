@@ -4,6 +4,7 @@ import { hardenProcess } from '@islet/kernel-sandbox';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
+import { createHealthSampler } from './health-sampler.ts';
 import { createOrphanSweeper } from './orphan-sweeper.ts';
 import { createRunsService } from './runs-service.ts';
 import { createShutdown } from './shutdown.ts';
@@ -26,11 +27,15 @@ const metrics = metricsSplit ? await buildApp(deps, { surface: 'metrics' }) : un
 const apps = [app, internal, metrics].filter((a): a is FastifyInstance => !!a);
 
 const sweeper = createOrphanSweeper(deps, createRunsService(deps));
+const healthSampler = createHealthSampler(deps);
 const shutdown = createShutdown({
   apps,
   delayMs: config.ISLET_SHUTDOWN_DELAY_MS,
   logger,
-  beforeClose: () => sweeper.stop(),
+  beforeClose: () => {
+    healthSampler.stop();
+    sweeper.stop();
+  },
   afterClose: () => deps.close(),
 });
 
@@ -45,6 +50,7 @@ const port = portOf(app, config.ISLET_PORT);
 const internalPort = portOf(internal, port);
 const metricsPort = portOf(metrics, port);
 sweeper.start();
+healthSampler.start();
 logger.info({ port, internalPort, metricsPort }, 'gateway listening');
 // One machine-readable line for launchers (devstack) that started us on port 0.
 process.stdout.write(

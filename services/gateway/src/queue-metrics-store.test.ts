@@ -1,9 +1,9 @@
 // The gateway's scrape-time Redis reads against a real redis-server and real BullMQ queues: the
 // oldest waiting job's age per mode (a mode with no runner is no longer silent), Redis memory,
-// build info, and staleness: while Redis is down the depth/age/memory series disappear from the
+// reachability and PING time, build info, and staleness: while Redis is down the depth/age/memory series disappear from the
 // scrape (Prometheus marks them stale) instead of repeating the last value, and the scrape stays fast.
 
-import { createMetrics, createRedis, type Redis } from '@islet/core';
+import { createMetrics, createRedis, type Redis, redisPinger } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import type { RunJobData } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
@@ -36,6 +36,7 @@ beforeAll(async () => {
     component: 'gateway',
     defaults: false,
     ...queueMetricsCollectors(redis, queues),
+    pingRedis: redisPinger(redis),
   });
 });
 
@@ -64,12 +65,16 @@ describe('gateway queue metrics', () => {
     ).toBe(2);
   });
 
-  it('exports Redis used memory and maxmemory, and build info', async () => {
+  it('exports Redis used memory, maxmemory, reachability and PING time, and build info', async () => {
     const text = await metrics.registry.metrics();
     expect(value(series(text, 'islet_redis_maxmemory_bytes')[0])).toBe(MAXMEMORY);
     const used = value(series(text, 'islet_redis_used_memory_bytes')[0]);
     expect(used).toBeGreaterThan(100_000);
     expect(used).toBeLessThan(MAXMEMORY);
+    expect(value(series(text, 'islet_redis_up')[0])).toBe(1);
+    const ping = value(series(text, 'islet_redis_ping_seconds')[0]);
+    expect(ping).toBeGreaterThan(0);
+    expect(ping).toBeLessThan(1);
     expect(text).toMatch(
       new RegExp(
         `^islet_build_info\\{version="[^"]+",revision="[^"]+",node="${process.version}",component="gateway"\\} 1$`,
@@ -78,7 +83,7 @@ describe('gateway queue metrics', () => {
     );
   });
 
-  it('drops depth, age and memory series while Redis is down (stale, not last value), back after', async () => {
+  it('drops depth, age, memory and PING series while Redis is down (stale, not last value), up 0; back after', async () => {
     await server.kill();
     const deadline = Date.now() + 10_000;
     while (redis.status === 'ready' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -89,6 +94,9 @@ describe('gateway queue metrics', () => {
     expect(series(text, 'islet_queue_oldest_job_age_seconds')).toEqual([]);
     expect(series(text, 'islet_redis_used_memory_bytes')).toEqual([]);
     expect(series(text, 'islet_redis_maxmemory_bytes')).toEqual([]);
+    // Reachability is the one Redis series that stays, and says so.
+    expect(series(text, 'islet_redis_up')).toEqual(['islet_redis_up{component="gateway"} 0']);
+    expect(series(text, 'islet_redis_ping_seconds')).toEqual([]);
     expect(text).toContain('islet_build_info{');
 
     await server.restart();
@@ -98,6 +106,7 @@ describe('gateway queue metrics', () => {
       if (back.length) break;
       await new Promise((r) => setTimeout(r, 100));
     }
+    expect(value(series(await metrics.registry.metrics(), 'islet_redis_up')[0])).toBe(1);
     // The AOF kept the jobs: the depth is read again, not remembered.
     expect(value(back.find((l) => l.includes('mode="read-only",state="waiting"')))).toBe(2);
   });

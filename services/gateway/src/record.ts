@@ -40,6 +40,8 @@ export function toRecord(
   if (run.result) record.result = run.result;
   if (run.text !== undefined) record.text = run.text;
   if (run.request.style) record.style = run.request.style;
+  // What a re-run sends again: the same Apps, not whatever the tenant has by then.
+  if (run.request.connections) record.connections = run.request.connections;
   if (run.request.limits) record.limits = run.request.limits;
   return record;
 }

@@ -11,6 +11,7 @@ const SRC = fileURLToPath(new URL('.', import.meta.url));
 
 const ALLOWED: Record<string, string> = {
   'create-deps.ts': 'wiring: opens the connections and hands them to the stores',
+  'config-backup-main.ts': 'wiring: the backup command opens its connection and hands it to its store',
   'event-hub.ts': 'pub/sub: subscribes to the run-event channel on its own connection, holds no data',
   'read-cache.ts': 'pub/sub: publishes and subscribes to the cache-drop channel, holds no data',
 };

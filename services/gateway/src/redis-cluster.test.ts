@@ -20,7 +20,7 @@ import { createGatewayDeps } from './create-deps.ts';
 import { createOrphanSweeper } from './orphan-sweeper.ts';
 import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createRunsService } from './runs-service.ts';
-import { createSseSlotStore } from './sse-slot-store.ts';
+import { createSseSlots } from './sse-slot-store.ts';
 
 type Deps = Awaited<ReturnType<typeof createGatewayDeps>>;
 interface Gateway {
@@ -146,15 +146,17 @@ async function exerciseGateway(g: Gateway): Promise<void> {
     })),
   ).toEqual([401, 401, 401, 429, 429]);
 
-  // SSE stream slots, across replicas: a limit of 2 lets exactly two of five parallel takers in.
-  const slots = createSseSlotStore(deps.redis, 2);
-  const taken = await Promise.all([...Array(5)].map(() => slots.take(g.tenant)));
-  expect(taken.filter(Boolean)).toHaveLength(2);
-  for (const s of taken) {
-    await s?.renew();
-    await s?.release();
+  // SSE stream slots, across replicas: a tenant limit of 2 lets exactly two of five parallel takers in.
+  const slots = createSseSlots(deps.redis, { perTenant: 2, perKey: 5 });
+  const taken = await Promise.all([...Array(5)].map((_, i) => slots.take(g.tenant, `k${i}`)));
+  const held = taken.filter((s) => !('full' in s));
+  expect(held).toHaveLength(2);
+  for (const s of held) {
+    if ('full' in s) continue;
+    await s.renew();
+    await s.release();
   }
-  expect(await slots.take(g.tenant)).not.toBeNull();
+  expect('full' in (await slots.take(g.tenant, 'k0'))).toBe(false);
 
   // MCP: a session kept in Redis, and the tenant's surface settings.
   const mcpHeaders = {

@@ -247,9 +247,12 @@ export function createRunsService(deps: GatewayDeps) {
     // take it back. A runner that took it first found no record and dropped it; a failed removal
     // leaves it to that.
     if (admitted !== 'created' && enqueued)
-      await queues[mode].remove(run.id).catch((err: unknown) => {
-        deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
-      });
+      await queues[mode].remove(run.id).then(
+        (removed) => (removed === 1 ? deps.poolDemand.unqueued(mode, run.tenant) : undefined),
+        (err: unknown) => {
+          deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
+        },
+      );
     // A session belongs to the principal that opened it (its first run). Another principal's run
     // in it is refused as if the session did not exist (walls do not tell what is behind them).
     if (admitted === 'session-taken') throw new HttpProblem('not-found', `no session ${session}`);
@@ -347,11 +350,14 @@ export function createRunsService(deps: GatewayDeps) {
   }
 
   async function enqueue(run: StoredRun) {
+    // The count first, on the same connection: a runner never takes the job before it.
+    const noted = deps.poolDemand.queued(run.mode, run.tenant);
     await queues[run.mode].add(
       'run',
       { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
       runJobOptions(run.id, config.ISLET_JOB_ATTEMPTS),
     );
+    await noted;
   }
 
   // The journal read with a run's final state, keyed by that run object: `record` uses it instead

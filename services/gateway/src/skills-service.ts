@@ -125,7 +125,9 @@ export function createSkillsService(
         ...(typeof sessionId === 'string' ? { sessionId } : {}),
       },
     };
+    const noted = deps.poolDemand.queued(context.mode, context.tenant);
     const job = await deps.queues[context.mode].add(SKILL_JOB_NAME, data, skillJobOptions(id));
+    await noted;
     let sealed: unknown;
     // Takes the listener off `closing` (which outlives every request) when the wait ends.
     const waitDone = new AbortController();

@@ -94,6 +94,14 @@ export const operatorConfigSchema = z.object({
   ISLET_RUNNER_AFFINITY: json(z.record(z.string(), z.unknown()), {}),
   /** JSON array: topologySpreadConstraints of runner pods (core/v1, passed through as written). */
   ISLET_RUNNER_TOPOLOGY_SPREAD: json(z.array(z.record(z.string(), z.unknown())), []),
+  /** JSON object: extra annotations of runner pods (the chart's podAnnotations + runners.podAnnotations). */
+  ISLET_RUNNER_POD_ANNOTATIONS: json(z.record(z.string(), z.string()), {}),
+  /** JSON object: extra labels of runner pods; the operator's own labels (pool, mode, component) win. */
+  ISLET_RUNNER_POD_LABELS: json(z.record(z.string(), z.string()), {}),
+  /** JSON array: extra volumes of runner pods (core/v1 Volume, passed through as written). */
+  ISLET_RUNNER_EXTRA_VOLUMES: json(z.array(z.record(z.string(), z.unknown())), []),
+  /** JSON array: extra volumeMounts of the runner container (core/v1 VolumeMount). */
+  ISLET_RUNNER_EXTRA_VOLUME_MOUNTS: json(z.array(z.record(z.string(), z.unknown())), []),
   /** Mount path of the session workspace volume in runner pods (= ISLET_WORKSPACE_ROOT). */
   ISLET_RUNNER_WORKSPACE_MOUNT_PATH: z.string().regex(/^\/./, 'an absolute path').default('/workspace'),
   /** ReadWriteMany PVC holding the workspaces, shared with the gateway; empty = an emptyDir per pod. */

@@ -13,6 +13,7 @@ import type {
   V1Toleration,
   V1TopologySpreadConstraint,
   V1Volume,
+  V1VolumeMount,
   V1VolumeProjection,
 } from '@kubernetes/client-node';
 import {
@@ -52,6 +53,12 @@ export interface PodDefaults {
   affinity?: V1Affinity;
   topologySpreadConstraints?: V1TopologySpreadConstraint[];
   imagePullSecrets?: string[];
+  /** Extra pod annotations and labels (the chart's podAnnotations/podLabels); Islet's own win. */
+  podAnnotations?: Record<string, string>;
+  podLabels?: Record<string, string>;
+  /** Extra volumes of the pod and mounts of the runner container (CA bundles, a socket…). */
+  extraVolumes?: V1Volume[];
+  extraVolumeMounts?: V1VolumeMount[];
   /**
    * Where session workspaces are mounted (the runner's ISLET_WORKSPACE_ROOT, from the chart's
    * ConfigMap); the gateway mounts the same volume at the same path. Default `/workspace`.
@@ -191,6 +198,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
       { name: 'tmp', mountPath: '/tmp' },
       { name: 'workspace', mountPath: defaults.workspaceMountPath ?? DEFAULT_WORKSPACE_MOUNT_PATH },
       ...(secrets ? [{ name: 'secrets', mountPath: SECRET_MOUNT_PATH, readOnly: true }] : []),
+      ...(defaults.extraVolumeMounts ?? []),
     ],
   };
   return {
@@ -222,6 +230,7 @@ export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1Pod
       { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: spec.tmpSizeLimit } },
       workspaceVolume(defaults),
       ...(secrets ? [secrets] : []),
+      ...(defaults.extraVolumes ?? []),
     ],
   };
 }
@@ -257,8 +266,9 @@ export function buildDeployment(
   const labels = { ...inherited, ...poolLabels(name, spec.mode) };
   const template: V1PodTemplateSpec = {
     metadata: {
-      labels,
+      labels: { ...defaults.podLabels, ...labels },
       annotations: {
+        ...defaults.podAnnotations,
         'prometheus.io/scrape': 'true',
         'prometheus.io/port': String(defaults.metricsPort),
         // `checksum/*` annotations of the pool (the chart's config checksum) roll the pods

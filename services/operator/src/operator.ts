@@ -9,6 +9,8 @@ import {
   type KubeConfig,
   type V1Affinity,
   type V1TopologySpreadConstraint,
+  type V1Volume,
+  type V1VolumeMount,
   Watch,
 } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
@@ -50,6 +52,10 @@ export function podDefaultsFromConfig(config: OperatorConfig): PodDefaults {
       ? (config.ISLET_RUNNER_TOPOLOGY_SPREAD as unknown as V1TopologySpreadConstraint[])
       : undefined,
     imagePullSecrets: config.ISLET_RUNNER_IMAGE_PULL_SECRETS,
+    podAnnotations: config.ISLET_RUNNER_POD_ANNOTATIONS,
+    podLabels: config.ISLET_RUNNER_POD_LABELS,
+    extraVolumes: config.ISLET_RUNNER_EXTRA_VOLUMES as unknown as V1Volume[],
+    extraVolumeMounts: config.ISLET_RUNNER_EXTRA_VOLUME_MOUNTS as unknown as V1VolumeMount[],
     workspaceMountPath: config.ISLET_RUNNER_WORKSPACE_MOUNT_PATH,
     workspaceClaim: config.ISLET_RUNNER_WORKSPACE_CLAIM,
     workspaceSizeLimit: config.ISLET_RUNNER_WORKSPACE_SIZE_LIMIT,

@@ -107,6 +107,8 @@ export const codeRunRecordSchema = z.object({
   text: z.string().optional(),
   /** Which contract the run follows: `run_code` (document 000) or `code-mode` (document 003). */
   style: z.enum(['run_code', 'code-mode']).optional(),
+  /** The connections (Apps) the run was given: those its request named, else the tenant's at submit. */
+  connections: z.array(z.string()).optional(),
   /**
    * The limits fixed when the run was accepted and used by every execution and replay of it;
    * `settingsVersion` is the platform settings version a Code Mode run took them from.

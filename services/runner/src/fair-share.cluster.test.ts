@@ -1,10 +1,12 @@
 /**
- * The fair-share scripts on Redis Cluster: a pool's slot registry and a tenant's leases and
- * deferred jobs share the pool's hash tag, so each script runs in one slot — proven through a
+ * The fair-share scripts on Redis Cluster: a pool's slot registry, its indexes and its tenants'
+ * leases and deferred jobs share the pool's hash tag, so each script runs in one slot (a release
+ * handing the slot to another tenant's deferred job included) — proven through a
  * Cluster client on a real six-node cluster and through a plain client on a slot-checking node
  * (cross-slot scripts fail there with CROSSSLOT).
  */
 import { createLogger, createRedis, keys, type Redis } from '@islet/core';
+import { noteQueued } from '@islet/runs';
 import {
   type RedisCluster,
   type SlotCheckingRedis,
@@ -14,11 +16,14 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFairShare } from './fair-share.ts';
 
+const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
+
 const logger = createLogger({ name: 'fair-share-cluster-test', level: 'silent' });
 let seq = 0;
 
 async function exerciseFairShare(redis: Redis): Promise<void> {
-  const tenant = `acme-${seq++}`;
+  const tenant = `acme-${seq}`;
+  const other = `globex-${seq++}`;
   const promoted: string[] = [];
   const runners = [0, 1].map(() =>
     createFairShare({
@@ -39,19 +44,32 @@ async function exerciseFairShare(redis: Redis): Promise<void> {
   );
   try {
     for (const r of runners) await r.start(['read-only']);
-    // Pool = 2 × 4 slots; share 0.5 → 4 for one tenant, whichever runner asks.
+    await noteQueued(redis, on, 'read-only', tenant);
+    // Pool = 2 × 4 slots; a lone tenant gets all 8, whichever runner asks.
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => runners[i % 2]!.acquire('read-only', tenant, `job-${i}`)),
     );
-    expect(results.filter((r) => r.ok)).toHaveLength(4);
-    expect(await redis.zcard(keys.poolTenantDeferred('read-only', tenant))).toBe(6);
+    expect(results.filter((r) => r.ok)).toHaveLength(8);
+    expect(await redis.zcard(keys.poolTenantDeferred('read-only', tenant))).toBe(2);
+    // Another tenant's job meets a full pool and waits; the next freed slot is its (under its share).
+    await noteQueued(redis, on, 'read-only', other);
+    expect((await runners[1]!.acquire('read-only', other, 'other-0')).ok).toBe(false);
     const holder = results.findIndex((r) => r.ok);
     await runners[0]!.release('read-only', tenant, `job-${holder}`);
-    expect(promoted).toHaveLength(1);
-    expect(await redis.zcard(keys.poolTenantDeferred('read-only', tenant))).toBe(5);
+    expect(promoted).toEqual(['other-0']);
+    expect((await runners[0]!.acquire('read-only', other, 'other-0')).ok).toBe(true);
+    expect(await redis.zcard(keys.poolTenantDeferred('read-only', tenant))).toBe(2);
   } finally {
     for (const r of runners) await r.close();
-    await redis.del(keys.poolTenantLeases('read-only', tenant), keys.poolTenantDeferred('read-only', tenant));
+    await redis.del(
+      keys.poolTenantLeases('read-only', tenant),
+      keys.poolTenantDeferred('read-only', tenant),
+      keys.poolTenantLeases('read-only', other),
+      keys.poolTenantDeferred('read-only', other),
+      keys.poolBusy('read-only'),
+      keys.poolQueued('read-only'),
+      keys.poolWaiting('read-only'),
+    );
   }
 }
 
@@ -84,7 +102,7 @@ describe('fair share on a real Redis Cluster', () => {
     await cluster?.stop();
   });
 
-  it('two runners share one tenant share exactly through the Cluster client', async () => {
+  it('two runners grant exactly the pool and hand a freed slot to another tenant through the Cluster client', async () => {
     await exerciseFairShare(redis);
   });
 });

@@ -1,9 +1,12 @@
 /**
- * The fair-share scripts against a real redis-server: several runners racing for one tenant's
- * slots get exactly its share, the share follows the pool's live slots, a lease that is not
- * renewed (a SIGKILLed runner) lapses, and a release promotes the tenant's oldest deferred job.
+ * The fair-share scripts against a real redis-server: a lone tenant gets every free slot (runners
+ * racing for it grant exactly the pool); under contention a tenant holds its share and a quiet
+ * tenant's queued job gets the slot; freed slots go round robin to tenants with deferred jobs,
+ * under their share first, each tenant's own order kept; the share follows the pool's live slots,
+ * a lease that is not renewed (a SIGKILLed runner) lapses, and queued counts heal.
  */
 import { createLogger, createRedis, keys } from '@islet/core';
+import { noteQueued } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,11 +30,13 @@ afterAll(async () => {
 function runner(
   config: Partial<FairShareDeps['config']> = {},
   promote: FairShareDeps['promote'] = async () => true,
+  queuedJobs?: FairShareDeps['queuedJobs'],
 ) {
   const share = createFairShare({
     redis,
     logger,
     promote,
+    ...(queuedJobs ? { queuedJobs } : {}),
     config: {
       ISLET_RUNNER_CONCURRENCY: 4,
       ISLET_RUNNER_NAME: undefined,
@@ -45,24 +50,123 @@ function runner(
   return share;
 }
 
+const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
+const queued = (mode: 'read-only' | 'workspace-write', tenant: string, n = 1) =>
+  Promise.all(Array.from({ length: n }, () => noteQueued(redis, on, mode, tenant)));
+const grants = (rs: Array<{ ok: boolean }>) => rs.map((r) => r.ok);
+
+async function clean(mode: string) {
+  const found = await redis.keys(`islet:{pool:${mode}}:*`);
+  if (found.length) await redis.del(...found);
+}
+
 describe('fair share', () => {
-  it('three runners racing for one tenant grant exactly its share of the live pool', async () => {
+  it('a lone tenant gets every free slot: three runners racing grant exactly the pool', async () => {
     const runners = [runner(), runner(), runner()];
     for (const r of runners) await r.start(['read-only']);
-    // Pool = 3 × 4 slots; share 0.5 → 6 for one tenant.
+    await queued('read-only', 'acme', 30);
+    // Pool = 3 × 4 slots; nobody else waits, so all 12 go to acme (the share, 6, binds only under contention).
     const results = await Promise.all(
       Array.from({ length: 30 }, (_, i) => runners[i % 3]!.acquire('read-only', 'acme', `job-${i}`)),
     );
-    expect(results.filter((r) => r.ok)).toHaveLength(6);
+    expect(results.filter((r) => r.ok)).toHaveLength(12);
     expect(results[0]!.limit).toBe(6);
-    expect(await redis.zcard(keys.poolTenantDeferred('read-only', 'acme'))).toBe(24);
-    // Another tenant is not affected.
-    expect((await runners[0]!.acquire('read-only', 'globex', 'g-1')).ok).toBe(true);
+    expect(await redis.zcard(keys.poolTenantDeferred('read-only', 'acme'))).toBe(18);
+    // Every pick-up was counted off the tenant's queued jobs.
+    expect(await redis.hget(keys.poolQueued('read-only'), 'acme')).toBeNull();
     // A job that holds a lease gets it again (a stalled job taken over keeps its slot).
     const holder = results.findIndex((r) => r.ok);
     expect((await runners[1]!.acquire('read-only', 'acme', `job-${holder}`)).ok).toBe(true);
     for (const r of runners) await r.close();
-    await redis.del(keys.poolTenantLeases('read-only', 'acme'), keys.poolTenantDeferred('read-only', 'acme'));
+    await clean('read-only');
+  });
+
+  it("under contention a flooding tenant holds its share and a quiet tenant's queued job gets the slot", async () => {
+    const promoted: string[] = [];
+    const r = runner({}, async (_m, id) => {
+      promoted.push(id);
+      return true;
+    });
+    await r.start(['read-only']);
+    await queued('read-only', 'flood', 6);
+    const first = [];
+    for (let i = 0; i < 4; i++) first.push(await r.acquire('read-only', 'flood', `f-${i}`));
+    expect(grants(first)).toEqual([true, true, true, true]);
+    await r.release('read-only', 'flood', 'f-0');
+    expect(promoted).toEqual([]); // nothing deferred: the slot is simply free
+    // quiet's job is queued behind the flood: flood (3 of 4, over its share of 2) is moved aside.
+    await queued('read-only', 'quiet');
+    expect((await r.acquire('read-only', 'flood', 'f-4')).ok).toBe(false);
+    expect((await r.acquire('read-only', 'quiet', 'q-0')).ok).toBe(true);
+    expect(await redis.hget(keys.poolQueued('read-only'), 'quiet')).toBeNull();
+    // With the pool full, flood's next job waits too; a freed slot of flood's goes back to flood
+    // once quiet has nothing waiting (work-conserving), its oldest deferred job first.
+    expect((await r.acquire('read-only', 'flood', 'f-5')).ok).toBe(false);
+    await r.release('read-only', 'flood', 'f-1');
+    expect(promoted).toEqual(['f-4']);
+    expect((await r.acquire('read-only', 'flood', 'f-4')).ok).toBe(true); // its reservation
+    expect(await redis.zrange(keys.poolTenantDeferred('read-only', 'flood'), 0, -1)).toEqual(['f-5']);
+    await r.close();
+    await clean('read-only');
+  });
+
+  it('freed slots go round robin to tenants with deferred jobs, those under their share first', async () => {
+    const promoted: string[] = [];
+    const r = runner({}, async (_m, id) => {
+      promoted.push(id);
+      return true;
+    });
+    await r.start(['workspace-write']);
+    for (let i = 0; i < 4; i++) expect((await r.acquire('workspace-write', 'a', `a${i}`)).ok).toBe(true);
+    await queued('workspace-write', 'b', 2);
+    await queued('workspace-write', 'c', 1);
+    // Pool full: everyone's next job is deferred, a first, then b, then c.
+    for (const [t, id] of [
+      ['a', 'a4'],
+      ['b', 'b0'],
+      ['b', 'b1'],
+      ['c', 'c0'],
+    ] as const) {
+      expect((await r.acquire('workspace-write', t, id)).ok).toBe(false);
+      await new Promise((res) => setTimeout(res, 2));
+    }
+    for (let i = 0; i < 4; i++) await r.release('workspace-write', 'a', `a${i}`);
+    // b and c (under their share of 2) before a; b, then c (b took its turn), then a, then b again.
+    expect(promoted).toEqual(['b0', 'c0', 'a4', 'b1']);
+    for (const [t, id] of [
+      ['b', 'b0'],
+      ['c', 'c0'],
+      ['a', 'a4'],
+      ['b', 'b1'],
+    ] as const)
+      expect((await r.acquire('workspace-write', t, id)).ok).toBe(true);
+    expect(await redis.zcard(keys.poolWaiting('workspace-write'))).toBe(0);
+    await r.close();
+    await clean('workspace-write');
+  });
+
+  it("a tenant's own order is kept: a later job granted a slot hands it to its oldest deferred job", async () => {
+    const promoted: string[] = [];
+    const r = runner({}, async (_m, id) => {
+      promoted.push(id);
+      return true;
+    });
+    await r.start(['read-only']);
+    for (let i = 0; i < 4; i++) expect((await r.acquire('read-only', 'o', `o${i}`)).ok).toBe(true);
+    for (const id of ['o4', 'o5']) {
+      expect((await r.acquire('read-only', 'o', id)).ok).toBe(false);
+      await new Promise((res) => setTimeout(res, 2));
+    }
+    // o0's lease is gone without a release (its runner died); o5's recheck wakes it first.
+    await redis.zrem(keys.poolTenantLeases('read-only', 'o'), 'o0');
+    await redis.zrem(keys.poolBusy('read-only'), 'o0');
+    expect((await r.acquire('read-only', 'o', 'o5')).ok).toBe(false);
+    await until(() => promoted.length === 1);
+    expect(promoted).toEqual(['o4']);
+    expect((await r.acquire('read-only', 'o', 'o4')).ok).toBe(true);
+    expect(await redis.zrange(keys.poolTenantDeferred('read-only', 'o'), 0, -1)).toEqual(['o5']);
+    await r.close();
+    await clean('read-only');
   });
 
   it('off (a share of the whole pool, no cap): every job goes at once and nothing is written', async () => {
@@ -74,26 +178,37 @@ describe('fair share', () => {
     expect(await redis.exists(keys.poolTenantLeases('read-only', tenant))).toBe(0);
     await share.release('read-only', tenant, 'job-0');
     expect(await redis.exists(keys.poolTenantDeferred('read-only', tenant))).toBe(0);
+    // Nor does the gateway count queued jobs.
+    await noteQueued(
+      redis,
+      { ISLET_TENANT_POOL_SHARE: 1, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 },
+      'read-only',
+      tenant,
+    );
+    expect(await redis.exists(keys.poolQueued('read-only'))).toBe(0);
     // A cap turns it on again: the fifth job of a tenant capped at 4 is deferred.
     const capped = runner({ ISLET_TENANT_POOL_SHARE: 1, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 4 });
     await capped.start(['read-only']);
-    const grants = [];
-    for (let i = 0; i < 5; i++) grants.push((await capped.acquire('read-only', 'capped', `c-${i}`)).ok);
-    expect(grants).toEqual([true, true, true, true, false]);
+    const got = [];
+    for (let i = 0; i < 5; i++) got.push((await capped.acquire('read-only', 'capped', `c-${i}`)).ok);
+    expect(got).toEqual([true, true, true, true, false]);
     await share.close();
     await capped.close();
+    await clean('read-only');
   });
 
-  it('the absolute cap applies on top of the share, and a tenant always gets at least one slot', async () => {
+  it('the absolute cap applies even with the pool free, and a tenant always gets at least one slot', async () => {
     const capped = runner({ ISLET_TENANT_MAX_EXECUTING_PER_POOL: 1 });
     await capped.start(['workspace-write']);
     expect((await capped.acquire('workspace-write', 't1', 'a')).limit).toBe(1);
     expect((await capped.acquire('workspace-write', 't1', 'b')).ok).toBe(false);
     await capped.close();
+    await clean('workspace-write');
     const tiny = runner({ ISLET_RUNNER_CONCURRENCY: 1, ISLET_TENANT_POOL_SHARE: 0.5 });
     await tiny.start(['danger-full-access']);
     expect(await tiny.acquire('danger-full-access', 't1', 'a')).toEqual({ ok: true, limit: 1 });
     await tiny.close();
+    await clean('danger-full-access');
   });
 
   it("a lease nobody renews (a SIGKILLed runner) lapses, and a dead runner's slots leave the pool", async () => {
@@ -101,7 +216,7 @@ describe('fair share', () => {
     const live = runner({ ISLET_TENANT_SHARE_LEASE_MS: 1000 });
     await dead.start(['read-only']);
     await live.start(['read-only']);
-    // Pool 8, share 4: the dead runner holds all four of tenant z's slots.
+    await queued('read-only', 'other'); // contention: z is held to its share (4 of 8)
     for (let i = 0; i < 4; i++) expect((await dead.acquire('read-only', 'z', `d-${i}`)).ok).toBe(true);
     expect((await live.acquire('read-only', 'z', 'l-0')).ok).toBe(false);
     await dead.close(); // a real SIGKILL skips this; the registration then lapses like the leases
@@ -112,27 +227,36 @@ describe('fair share', () => {
     expect(await redis.hexists(keys.poolSlots('read-only'), 'ghost')).toBe(0);
     await live.release('read-only', 'z', 'l-0');
     await live.close();
+    await clean('read-only');
   });
 
-  it('the heartbeat keeps a held lease alive past its period', async () => {
-    const r = runner({ ISLET_TENANT_SHARE_LEASE_MS: 1000 });
+  it('the heartbeat keeps a held lease alive past its period and clears queued counts of an empty queue', async () => {
+    let waitingInQueue = 1;
+    const r = runner({ ISLET_TENANT_SHARE_LEASE_MS: 1000 }, undefined, async () => waitingInQueue);
     await r.start(['read-only']);
+    await queued('read-only', 'gone', 3); // e.g. jobs removed by cancels before any pick-up
     expect((await r.acquire('read-only', 'hb', 'x')).ok).toBe(true);
     await new Promise((res) => setTimeout(res, 1800));
     expect(await redis.zscore(keys.poolTenantLeases('read-only', 'hb'), 'x')).not.toBeNull();
+    expect(await redis.zscore(keys.poolBusy('read-only'), 'x')).not.toBeNull();
+    expect(await redis.hget(keys.poolQueued('read-only'), 'gone')).toBe('3');
+    waitingInQueue = 0;
+    await until(async () => (await redis.exists(keys.poolQueued('read-only'))) === 0);
     await r.release('read-only', 'hb', 'x');
     expect(await redis.zcard(keys.poolTenantLeases('read-only', 'hb'))).toBe(0);
     await r.close();
+    await clean('read-only');
   });
 
-  it("a release promotes the tenant's oldest deferred job, skipping ones that are gone", async () => {
+  it('a slot leased to a deferred job that is gone goes on to the next one', async () => {
     const promoted: string[] = [];
     const r = runner({ ISLET_RUNNER_CONCURRENCY: 2 }, async (_mode, id) => {
       promoted.push(id);
       return id !== 'second'; // 'second' was cancelled meanwhile
     });
     await r.start(['workspace-write']);
-    expect((await r.acquire('workspace-write', 'p', 'first-running')).ok).toBe(true);
+    for (const id of ['first-running', 'other-running'])
+      expect((await r.acquire('workspace-write', 'p', id)).ok).toBe(true);
     for (const id of ['second', 'third', 'fourth']) {
       expect((await r.acquire('workspace-write', 'p', id)).ok).toBe(false);
       await new Promise((res) => setTimeout(res, 2));
@@ -140,6 +264,20 @@ describe('fair share', () => {
     await r.release('workspace-write', 'p', 'first-running');
     expect(promoted).toEqual(['second', 'third']);
     expect(await redis.zrange(keys.poolTenantDeferred('workspace-write', 'p'), 0, -1)).toEqual(['fourth']);
+    // 'second''s reservation was given back: p holds other-running and third's reservation.
+    expect((await redis.zrange(keys.poolTenantLeases('workspace-write', 'p'), 0, -1)).sort()).toEqual([
+      'other-running',
+      'third',
+    ]);
     await r.close();
+    await clean('workspace-write');
   });
 });
+
+async function until(check: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -9,6 +9,7 @@ import {
   createSettingsCache,
   createSettingsStore,
   loadConfig,
+  redisPinger,
   scrubSecretEnv,
   sealerFromConfig,
   secretFilePaths,
@@ -40,8 +41,9 @@ protectPaths([...new Set(secretFilePaths().map((f) => dirname(f)))]);
 scrubSecretEnv();
 const logger = createLogger({ name: 'runner', level: config.ISLET_LOG_LEVEL });
 if (hardening.notes.length > 0) logger.warn({ hardening }, 'process hardening incomplete');
-const metrics = createMetrics({ component: 'runner' });
 const redis = createRedis(config);
+// islet_redis_up / islet_redis_ping_seconds: what this runner sees of Redis, at scrape time.
+const metrics = createMetrics({ component: 'runner', pingRedis: redisPinger(redis) });
 // Settings changes arrive here (pub/sub) and drop the runner's cached settings.
 const settingsSubscriber = createRedis(config);
 settingsSubscriber.on('error', (err) =>

@@ -86,12 +86,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   const lifecycle = createRunLifecycle({ runs, journal });
 
   /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
-  function meter(run: StoredRun, status: string, text: string, bindingCalls: number) {
+  function meter(run: StoredRun, status: string, text: string, bindingCalls: number, cpuMs = 0) {
     const tenant = meteredTenant(deps.meteredTenants ?? [], run.tenant);
     metrics.tenantRuns.inc({ tenant, status });
     metrics.tenantRunSeconds.inc({ tenant }, Math.max(0, Date.now() - run.createdAt) / 1000);
     if (bindingCalls > 0) metrics.tenantBindingCalls.inc({ tenant }, bindingCalls);
     metrics.tenantOutputBytes.inc({ tenant }, Buffer.byteLength(text));
+    if (cpuMs > 0) metrics.tenantSandboxCpuSeconds.inc({ tenant }, cpuMs / 1000);
   }
 
   async function end(
@@ -280,11 +281,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           text: mapped.text,
           kind: 'abort',
           timings,
-          usage: { bindingCalls: outcome.calls.length },
+          usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
         })
       ) {
         metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
-        meter(run, 'Cancelled', mapped.text, outcome.calls.length);
+        meter(run, 'Cancelled', mapped.text, outcome.calls.length, outcome.cpuMs);
       }
       return 'cancelled';
     }
@@ -295,11 +296,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         text: mapped.text,
         kind: mapped.failureKind,
         timings,
-        usage: { bindingCalls: outcome.calls.length },
+        usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
       })
     ) {
       metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
-      meter(run, mapped.status, mapped.text, outcome.calls.length);
+      meter(run, mapped.status, mapped.text, outcome.calls.length, outcome.cpuMs);
       if (mapped.result._tag === 'Failed' && mapped.result.reason === 'ReplayMismatch')
         metrics.replayMismatches.inc();
     }

@@ -7,8 +7,9 @@
  * ISLET_RUNNER_STALLED_INTERVAL_MS (default 15000: how soon a dead runner's job is taken back);
  * `maxStalledCount` = ISLET_RUNNER_MAX_STALLED_COUNT (default 3: then the run ends Unavailable).
  *
- * Every job (run or skill) first takes one of its tenant's slots in the pool (fair-share.ts); a
- * job over its tenant's share goes back to the queue delayed, without spending an attempt.
+ * Every job (run or skill) first takes a slot lease in the pool (fair-share.ts); a job that must
+ * wait (its tenant over its share while others wait) goes back to the queue delayed, without
+ * spending an attempt.
  *
  * A pick-up watchdog (pickup-watchdog.ts, ISLET_RUNNER_PICKUP_WATCHDOG_MS) replaces a mode's
  * worker that holds no job while jobs wait (BullMQ workers can stop fetching without an error), so
@@ -63,13 +64,13 @@ export function createRunner(deps: RunnerDeps) {
   let subscriber: Redis | undefined;
   let share: FairShare | undefined;
 
-  /** Promotes a deferred job; false when it is not delayed any more (running, removed, ended). */
+  /** Promotes a deferred job; true when it will run (promoted, or already back in the queue). */
   async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
     const job = await modeWorkers.get(mode)?.queue.getJob(jobId);
     if (!job) return false;
     return job.promote().then(
       () => true,
-      () => false,
+      async () => ['waiting', 'prioritized'].includes(await job.getState()),
     );
   }
 
@@ -88,7 +89,10 @@ export function createRunner(deps: RunnerDeps) {
     const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
     if (!ok) {
       metrics.shareDeferrals.inc({ mode });
-      logger.debug({ jobId, tenant: job.data.tenant, mode, limit }, 'tenant holds its share; job deferred');
+      logger.debug(
+        { jobId, tenant: job.data.tenant, mode, limit },
+        'job deferred: it waits for a slot of the pool',
+      );
       await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
       throw new DelayedError();
     }
@@ -262,7 +266,16 @@ export function createRunner(deps: RunnerDeps) {
       const shareConnection = createRedis(config);
       connections.push(shareConnection);
       shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
-      share = createFairShare({ redis: shareConnection, config, logger, promote });
+      share = createFairShare({
+        redis: shareConnection,
+        config,
+        logger,
+        promote,
+        queuedJobs: async (mode) => {
+          const counts = await modeWorkers.get(mode)?.queue.getJobCounts('wait', 'prioritized');
+          return counts ? (counts.wait ?? 0) + (counts.prioritized ?? 0) : Number.NaN;
+        },
+      });
       await share.start(config.ISLET_RUNNER_MODES);
       for (const mode of config.ISLET_RUNNER_MODES) createModeWorker(mode);
       await Promise.all([...modeWorkers.values()].map((m) => m.worker.waitUntilReady()));

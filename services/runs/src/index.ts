@@ -32,6 +32,8 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export * from './health-buckets.ts';
+export * from './health-store.ts';
 export {
   createInFlightStore,
   type InFlightEntry,
@@ -41,6 +43,14 @@ export {
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { operationIdFor } from './operation-id.ts';
+export {
+  createPoolDemandStore,
+  fairShareOn,
+  noteQueued,
+  noteUnqueued,
+  type PoolDemandConfig,
+  type PoolDemandStore,
+} from './pool-demand.ts';
 export {
   headOf,
   type JobView,

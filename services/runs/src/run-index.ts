@@ -13,6 +13,7 @@
 import { keys, type Sealer } from '@islet/core';
 import { isFinalStatus, type RunStatus } from '@islet/protocol';
 import type { Redis } from 'ioredis';
+import { healthHour } from './health-buckets.ts';
 import { FINISH_TENANT, INDEX_CREATE, LIST_RUNS, LIST_SESSIONS } from './run-index-scripts.ts';
 
 export type RunListStyle = 'run_code' | 'code-mode' | 'skill';
@@ -130,6 +131,7 @@ export function finishTenantCall(
       k.sessionStats,
       keys.usageDay(tenant, usageDay(end.endedAt)),
       k.feed,
+      keys.healthHour(tenant, healthHour(end.endedAt)),
       ...(recordKey ? [recordKey] : []),
     ],
     args: [

@@ -1,6 +1,6 @@
 /** Cancel and Re-run, offered by the runs list and the run page alike. */
 import { useState } from 'preact/hooks';
-import { api, type CodeRunRecord, client, problemText } from '../api.ts';
+import { api, problemText, readBoundedRecord } from '../api.ts';
 
 const LIVE = new Set(['Queued', 'Running', 'Waiting']);
 
@@ -10,10 +10,10 @@ export function isLive(status: string): boolean {
 
 /**
  * A new run with the same request as far as the record tells it: program, description, session,
- * turn and style (its Apps default to every connection of the tenant when the record does not list them).
+ * turn, style and the connections (Apps) it was given.
  */
 export async function rerun(id: string): Promise<string> {
-  const r = (await client().getRun(id)) as CodeRunRecord & { connections?: string[] };
+  const r = await readBoundedRecord(id);
   const created = await api<{ id: string }>('POST', '/v1/runs', {
     code: r.code,
     description: r.reason,

@@ -6,11 +6,18 @@
  * (one read in flight at a time), since a busy run sends thousands of events.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { type CodeRunRecord, client, problemText, readSse, type SseEvent } from '../api.ts';
+import {
+  type BoundedRecord,
+  problemText,
+  readBoundedRecord,
+  readSse,
+  type SseEvent,
+  session,
+} from '../api.ts';
 import { Code } from '../highlight.tsx';
 import { useDecisions } from '../live.ts';
 import { LogBuffer } from '../log-buffer.ts';
-import { LogView, saveText } from '../log-view.tsx';
+import { LogView, saveBlob, saveText } from '../log-view.tsx';
 import { DecisionCard } from './decisions.tsx';
 import { isLive, RunActions } from './run-actions.tsx';
 import { Attempts, CallsTable, CappedText } from './run-parts.tsx';
@@ -33,7 +40,7 @@ export function logLinesOf(data: unknown): Array<{ level: string; text: string }
 }
 
 export function RunPage(props: { id: string }) {
-  const [record, setRecord] = useState<CodeRunRecord | null>(null);
+  const [record, setRecord] = useState<BoundedRecord | null>(null);
   const [events, setEvents] = useState<SseEvent[]>([]);
   const [error, setError] = useState('');
   const [logVersion, setLogVersion] = useState(0);
@@ -64,14 +71,18 @@ export function RunPage(props: { id: string }) {
       }
       inFlight = true;
       try {
-        const r = (await client().getRun(props.id)) as CodeRunRecord;
+        const r = await readBoundedRecord(props.id);
         if (ac.signal.aborted) return;
         const recorded = r.result?.logs ?? [];
+        const omitted = r.logsOmitted;
         // The record is the whole truth once the run ended: take its lines when the live stream
         // brought fewer (a page opened late, or lines the stream left out to stay bounded).
-        if (recorded.length > logs.current.total) {
+        if ((omitted?.totalLines ?? recorded.length) > logs.current.total) {
           const b = new LogBuffer();
-          for (const l of recorded) b.push(l.level, l.text);
+          const after = omitted?.after ?? recorded.length;
+          for (const l of recorded.slice(0, after)) b.push(l.level, l.text);
+          if (omitted) b.gap(omitted.lines, omitted.bytes);
+          for (const l of recorded.slice(after)) b.push(l.level, l.text);
           logs.current = b;
           setLogVersion((v) => v + 1);
         }
@@ -126,12 +137,20 @@ export function RunPage(props: { id: string }) {
   const result = record.result;
   const download = async () => {
     try {
-      const r = (await client().getRun(props.id)) as CodeRunRecord;
-      const lines = r.result?.logs;
-      const text = lines
-        ? lines.map((l) => (l.level === 'log' ? l.text : `[${l.level}] ${l.text}`)).join('\n')
-        : [...logs.current.head, ...logs.current.tailLines()].map((l) => l.text).join('\n');
-      saveText(`${props.id}.log`, text);
+      if (!record.result) {
+        // Still running: what the page holds is all there is yet.
+        saveText(
+          `${props.id}.log`,
+          [...logs.current.head, ...logs.current.tailLines()].map((l) => l.text).join('\n'),
+        );
+        return;
+      }
+      // The whole output, streamed by the gateway as text: never the record's megabytes of JSON.
+      const res = await fetch(`/v1/code-runs/${encodeURIComponent(props.id)}/logs`, {
+        headers: { authorization: `Bearer ${session.key() ?? ''}` },
+      });
+      if (!res.ok) throw new Error(`the output could not be read (HTTP ${res.status})`);
+      saveBlob(`${props.id}.log`, await res.blob());
     } catch (err) {
       setError(problemText(err));
     }

@@ -11,6 +11,7 @@ import { codeRunRecordSchema, type ProblemCode } from '@islet/protocol';
 import { runPolicySchema } from '@islet/runs';
 import { z } from 'zod';
 import { connectionInputSchema, rotateSchema } from '../connections.ts';
+import { recordQuerySchema } from '../record-bounds.ts';
 import { createKeySchema, createTenantSchema } from '../routes/admin.ts';
 import { codeApiQuerySchema } from '../routes/code-api.ts';
 import { connectionPatchSchema } from '../routes/connections.ts';
@@ -107,8 +108,19 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   'GET /v1/code-runs/:id': {
     tag: 'runs',
     summary: 'Read a code run',
+    description:
+      'With `maxLogBytes` the record keeps the first and last log lines within that many bytes, says what it left out in `logsOmitted` {lines, bytes, after, totalLines, totalBytes}, and cuts `text` alike (`textOmittedChars`); the full output is `GET /v1/code-runs/{id}/logs`.',
     auth: ['apps.use'],
+    query: recordQuerySchema,
     responses: { 200: run('The record') },
+  },
+  'GET /v1/code-runs/:id/logs': {
+    tag: 'runs',
+    summary: "A run's full output as text",
+    description:
+      'One printed line per line (`[level] ` before any level but log), streamed; empty until the run ends.',
+    auth: ['apps.use'],
+    responses: { 200: { description: 'text/plain' } },
   },
   'GET /v1/code-runs/:id/events': {
     tag: 'runs',
@@ -158,6 +170,14 @@ export const OPERATIONS: Record<string, OperationDoc> = {
       'from, to (YYYY-MM-DD); sessions.admin for the own tenant, platform.admin for all or `tenant`.',
     auth: [],
     responses: { 200: { description: 'Usage per day' } },
+  },
+  'GET /v1/health': {
+    tag: 'runs',
+    summary: 'Health over the last hour, 10 s buckets',
+    description:
+      'minutes (1-60, default 60). Runs ended per second and by status, p50/p99 latency (creation to end), failures by kind, queue depth, runner slots busy, decisions pending; gauges are null where no gateway sampled. sessions.admin for the own tenant; platform.admin for the whole cluster (queue depth and slots per mode) or `tenant`.',
+    auth: [],
+    responses: { 200: { description: 'Series, one value per bucket of `t`' } },
   },
   'GET /v1/events': {
     tag: 'runs',

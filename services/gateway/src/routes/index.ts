@@ -12,6 +12,7 @@ import type { RouteContext } from './context.ts';
 import { decisionsRoutes } from './decisions.ts';
 import { eventsRoutes } from './events.ts';
 import { healthRoutes } from './health.ts';
+import { healthSeriesRoutes } from './health-series.ts';
 import { internalRoutes } from './internal.ts';
 import { mcpRoutes } from './mcp.ts';
 import { metricsRoutes } from './metrics.ts';
@@ -29,6 +30,7 @@ export const ROUTE_GROUPS = [
   runsRoutes,
   runListRoutes,
   usageRoutes,
+  healthSeriesRoutes,
   tenantEventsRoutes,
   eventsRoutes,
   connectionsRoutes,

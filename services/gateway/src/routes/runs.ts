@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+import { keys } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
 import { operationIdFor } from '@islet/runs';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
@@ -5,6 +7,7 @@ import { z } from 'zod';
 import { callerOf, rateLimitPassed } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
 import { clientGone, HttpProblem, unknownFieldsProblem, validationProblem } from '../problem-reply.ts';
+import { boundRecord, logText, recordQuerySchema } from '../record-bounds.ts';
 import {
   parseRunCodeFields,
   RUN_FIELD_HINTS,
@@ -102,12 +105,32 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
 
     app.get('/v1/code-runs/:id', { preHandler: auth.requireScopes('apps.use') }, async (request) => {
       const { id } = idParams.parse(request.params);
+      const q = recordQuerySchema.safeParse(request.query);
+      if (!q.success) throw validationProblem(q.error, 'query.');
       const caller = callerOf(request);
       const run = await runsService.own(caller, id);
       // "You only see the programs of your own Sessions" (sessions.admin sees the tenant's).
       if (!runsService.mayRead(caller, run)) throw new HttpProblem('not-found', `no code run ${id}`);
-      return runsService.record(run);
+      const record = await runsService.record(run);
+      return q.data.maxLogBytes === undefined ? record : boundRecord(record, q.data.maxLogBytes);
     });
+
+    // The full output as text, streamed: what a bounded record's reader downloads.
+    app.get(
+      '/v1/code-runs/:id/logs',
+      { preHandler: auth.requireScopes('apps.use') },
+      async (request, reply) => {
+        const { id } = idParams.parse(request.params);
+        const caller = callerOf(request);
+        const run = await runsService.own(caller, id);
+        if (!runsService.mayRead(caller, run)) throw new HttpProblem('not-found', `no code run ${id}`);
+        const logs = (await runsService.record(run)).result?.logs ?? [];
+        return reply
+          .type('text/plain; charset=utf-8')
+          .header('content-disposition', `attachment; filename="${id}.log"`)
+          .send(Readable.from(logText(logs)));
+      },
+    );
 
     app.get(
       '/v1/sessions/:sessionId/code-runs',

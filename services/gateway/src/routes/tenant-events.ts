@@ -11,7 +11,7 @@
  * the same scripts as the changes), so the SSE `id` is the feed's and `Last-Event-ID` resumes on any
  * replica; status changes between are read from the runs' records as their event streams move
  * (no `id`). Same walls as the lists: a principal sees its own runs. Bounded like the other
- * streams (ISLET_SSE_STREAMS_PER_TENANT, 429 past it).
+ * streams (ISLET_SSE_STREAMS_PER_KEY and _PER_TENANT, 429 past them).
  */
 
 import { principalOf } from '@islet/core';
@@ -21,12 +21,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type Caller, callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
-import { openEventStream, takeStreamSlot } from './sse-stream.ts';
+import { openSlottedStream } from './sse-stream.ts';
 
 const STREAM_ID = /^\d+-\d+$/;
-const HEARTBEAT_MS = 15_000;
-/** Slot leases are renewed at least this often (well inside SSE_LEASE_MS), as in events.ts. */
-const RENEW_MS = 10_000;
 /** Lines shown around the call in a decision's code excerpt. */
 const EXCERPT_LINES = 3;
 
@@ -77,7 +74,6 @@ export function decisionItem(decision: DecisionRecord, run: StoredRun) {
 
 export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
-  const slots = deps.sseSlots;
   return async (app) => {
     app.get(
       '/v1/events',
@@ -102,64 +98,36 @@ export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           throw new HttpProblem('validation', 'Last-Event-ID must be an event id from this stream', {
             parameter: 'lastEventId',
           });
-        const slot = await takeStreamSlot(slots, tenant, deps.config.ISLET_SSE_STREAMS_PER_TENANT);
-        const { res, signal, abort } = openEventStream(reply, ctx.closing, {
-          caller,
-          keyWatch: auth.keyWatch,
-        });
+        const stream = await openSlottedStream(ctx, request, reply, caller);
         const visible = (s: { principal?: string | undefined }) =>
           seesAll(caller) || s.principal === principalOf(caller);
         const decisionsToo = caller.scopes.includes('decisions');
-        let dirty = true;
-        let wake: () => void = () => {};
-        const poke = () => {
-          dirty = true;
-          wake();
-        };
         const offs = new Map<string, () => void>();
-        offs.set('feed', deps.hub.listen(`feed:${tenant}`, poke));
+        offs.set('feed', deps.hub.listen(`feed:${tenant}`, stream.poke));
         // Runs shown not yet ended: their records' status moves without the feed.
         const shown = new Map<string, string>();
-        let lastWrite = Date.now();
-        let renewed = Date.now();
-        const write = (text: string) => {
-          res.write(text);
-          lastWrite = Date.now();
-        };
         const sendRun = (s: RunSummary, id?: string) => {
           const changed = shown.get(s.id) !== s.status;
           if (!changed && id === undefined) return;
-          write(`${id ? `id: ${id}\n` : ''}event: run\ndata: ${JSON.stringify(s)}\n\n`);
+          stream.write(`${id ? `id: ${id}\n` : ''}event: run\ndata: ${JSON.stringify(s)}\n\n`);
           if (isFinalStatus(s.status)) {
             shown.delete(s.id);
             offs.get(s.id)?.();
             offs.delete(s.id);
           } else {
             shown.set(s.id, s.status);
-            if (!offs.has(s.id)) offs.set(s.id, deps.hub.listen(s.id, poke));
+            if (!offs.has(s.id)) offs.set(s.id, deps.hub.listen(s.id, stream.poke));
           }
         };
         try {
           let last = asked || (await deps.runIndex.feedHead(tenant));
-          write('retry: 1000\n\n');
-          write('event: ready\ndata: {}\n\n');
-          signal.addEventListener('abort', () => wake(), { once: true });
-          while (!signal.aborted) {
-            if (!dirty) {
-              await new Promise<void>((resolve) => {
-                const timer = setTimeout(resolve, 2000);
-                wake = () => {
-                  clearTimeout(timer);
-                  resolve();
-                };
-              });
-            }
-            if (signal.aborted) break;
-            dirty = false;
-            if (Date.now() - renewed >= RENEW_MS) {
-              await slot.renew();
-              renewed = Date.now();
-            }
+          stream.write('retry: 1000\n\n');
+          stream.write('event: ready\ndata: {}\n\n');
+          stream.poke();
+          while (!stream.signal.aborted) {
+            await stream.wait(2000);
+            if (stream.signal.aborted) break;
+            await stream.tick();
             const entries = await deps.runIndex.readFeed(tenant, last);
             const runIds = [...new Set(entries.filter((e) => e.type === 'run').map((e) => e.ref))];
             const summaries = new Map(
@@ -178,7 +146,7 @@ export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
                   deps.runs.get(runId),
                 ]);
                 if (!decision || !run || run.tenant !== tenant || !visible(run)) continue;
-                write(
+                stream.write(
                   `id: ${entry.id}\nevent: decision\ndata: ${JSON.stringify(decisionItem(decision, run))}\n\n`,
                 );
               }
@@ -186,17 +154,12 @@ export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
             // Runs shown not yet ended whose status may have moved (their own event streams woke us).
             const pending = [...shown.keys()].filter((id) => !summaries.has(id));
             for (const s of await deps.runIndex.summaries(tenant, pending)) sendRun(s);
-            if (Date.now() - lastWrite >= HEARTBEAT_MS) write(': heartbeat\n\n');
           }
         } catch (err) {
           request.log.warn({ err }, 'tenant event stream broke off');
         } finally {
           for (const off of offs.values()) off();
-          ctx.closing.removeEventListener('abort', abort);
-          res.end();
-          await slot
-            .release()
-            .catch((err: unknown) => request.log.warn({ err }, 'tenant stream slot not released'));
+          await stream.close();
         }
       },
     );

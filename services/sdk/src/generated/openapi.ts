@@ -337,6 +337,18 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/health": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    /** Health over the last hour, 10 s buckets */
+    get: operations["getV1Health"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/platform/settings": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     /** Platform settings */
@@ -3312,6 +3324,51 @@ export interface operations {
       };
       /** The API key lacks a required scope */
       403: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Too many requests */
+      429: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** Internal error */
+      500: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+      /** The service is not available */
+      503: {
+        headers: { [name: string]: unknown };
+        content: {
+          "application/problem+json": components["schemas"]["Problem"];
+        };
+      };
+    };
+  };
+  /** minutes (1-60, default 60). Runs ended per second and by status, p50/p99 latency (creation to end), failures by kind, queue depth, runner slots busy, decisions pending; gauges are null where no gateway sampled. sessions.admin for the own tenant; platform.admin for the whole cluster (queue depth and slots per mode) or `tenant`. */
+  getV1Health: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** Series, one value per bucket of `t` */
+      200: {
+        headers: { [name: string]: unknown };
+        content: never;
+      };
+      /** A valid API key is required */
+      401: {
         headers: { [name: string]: unknown };
         content: {
           "application/problem+json": components["schemas"]["Problem"];

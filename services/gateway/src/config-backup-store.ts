@@ -1,0 +1,140 @@
+/**
+ * A logical export of what an installation is configured with — tenants, their API keys (hashes
+ * only: Redis never holds a usable key), connections, MCP and run policies, platform settings and
+ * the key layout version — as JSON lines, and its import. Runs, journals and decisions are not in
+ * it: they are transient work (and retained for hours), not configuration; an RDB/AOF snapshot of
+ * Redis is the backup for those (charts/islet/README.md, "Backup, restore and rollback").
+ *
+ * JSON rather than DUMP: a DUMP payload only restores into a Redis of the same or a newer RDB
+ * version, and a restore drill into a managed Redis of another version must still work.
+ * Connections keep their secrets sealed: restore into an installation with the same seal keys.
+ */
+import { KEY_LAYOUT_VERSION, keyLayoutKnown, keys, type Redis } from '@islet/core';
+import { journalKeys } from '@islet/runs';
+
+export const BACKUP_FORMAT = 'islet-config-backup';
+const BACKUP_VERSION = 1;
+
+export interface BackupHeader {
+  format: typeof BACKUP_FORMAT;
+  version: number;
+  /** The key layout the keys are named in (`islet:key-layout`; null when none was recorded). */
+  keyLayout: string | null;
+  exportedAt: string;
+}
+
+type KeyValue =
+  | { type: 'string'; value: string }
+  | { type: 'hash'; value: Record<string, string> }
+  | { type: 'set'; value: string[] };
+
+/** One Redis key; `pttlMs` when it expires (an API key with an expiry, a rotated key's grace). */
+export type BackupRecord = KeyValue & { key: string; pttlMs?: number };
+
+export interface BackupCounts {
+  tenants: number;
+  apiKeys: number;
+  keys: number;
+}
+
+/** The configuration keys of one tenant (its API key identities are listed from its key hash). */
+function tenantKeys(tenant: string): string[] {
+  return [
+    keys.tenant(tenant),
+    keys.tenantApiKeys(tenant),
+    keys.tenantApiKeysUsed(tenant),
+    keys.connections(tenant),
+    keys.mcpSettings(tenant),
+    journalKeys().runPolicy(tenant),
+  ];
+}
+
+/** The secret hashes a tenant's key listing names (a rotated key's previous one included). */
+function keyHashes(listing: Record<string, string>): string[] {
+  const hashes: string[] = [];
+  for (const raw of Object.values(listing)) {
+    const info = JSON.parse(raw) as { hash?: string; previous?: { hash?: string } };
+    if (info.hash) hashes.push(info.hash);
+    if (info.previous?.hash) hashes.push(info.previous.hash);
+  }
+  return hashes;
+}
+
+export function createConfigBackup(redis: Redis) {
+  async function read(key: string): Promise<BackupRecord | undefined> {
+    const type = await redis.type(key);
+    let record: BackupRecord;
+    if (type === 'string') record = { key, type, value: (await redis.get(key)) ?? '' };
+    else if (type === 'hash') record = { key, type, value: await redis.hgetall(key) };
+    else if (type === 'set') record = { key, type, value: (await redis.smembers(key)).sort() };
+    else if (type === 'none') return undefined;
+    else throw new Error(`${key}: unexpected Redis type ${type}`);
+    const pttl = await redis.pttl(key);
+    if (pttl > 0) record.pttlMs = pttl;
+    return record;
+  }
+
+  return {
+    /** Writes the header, then one record per key; returns what it wrote. */
+    async export(write: (line: string) => void | Promise<void>): Promise<BackupCounts> {
+      const header: BackupHeader = {
+        format: BACKUP_FORMAT,
+        version: BACKUP_VERSION,
+        keyLayout: await redis.get(keys.keyLayout()),
+        exportedAt: new Date().toISOString(),
+      };
+      await write(JSON.stringify(header));
+      const counts: BackupCounts = { tenants: 0, apiKeys: 0, keys: 0 };
+      const emit = async (record: BackupRecord | undefined) => {
+        if (!record) return;
+        counts.keys++;
+        await write(JSON.stringify(record));
+      };
+      for (const key of [keys.keyLayout(), keys.settings(), keys.tenants()]) await emit(await read(key));
+      for (const tenant of (await redis.smembers(keys.tenants())).sort()) {
+        counts.tenants++;
+        for (const key of tenantKeys(tenant)) await emit(await read(key));
+        for (const hash of keyHashes(await redis.hgetall(keys.tenantApiKeys(tenant)))) {
+          const identity = await read(keys.apiKey(hash));
+          if (identity) counts.apiKeys++;
+          await emit(identity);
+        }
+      }
+      return counts;
+    },
+
+    /**
+     * Writes every record of a backup, replacing a key of the same name. Refuses a backup of
+     * another format or of a key layout newer than this build's before writing anything.
+     */
+    async import(lines: AsyncIterable<string> | Iterable<string>): Promise<BackupCounts> {
+      const counts: BackupCounts = { tenants: 0, apiKeys: 0, keys: 0 };
+      let header: BackupHeader | undefined;
+      for await (const line of lines) {
+        if (!line.trim()) continue;
+        if (!header) {
+          header = JSON.parse(line) as BackupHeader;
+          if (header.format !== BACKUP_FORMAT || header.version !== BACKUP_VERSION)
+            throw new Error(`not an ${BACKUP_FORMAT} version ${BACKUP_VERSION} file`);
+          if (!keyLayoutKnown(header.keyLayout))
+            throw new Error(
+              `the backup's key layout ${header.keyLayout} is newer than this build knows (${KEY_LAYOUT_VERSION}): import it with the Islet version that exported it`,
+            );
+          continue;
+        }
+        const record = JSON.parse(line) as BackupRecord;
+        await redis.del(record.key);
+        if (record.type === 'string') await redis.set(record.key, record.value);
+        else if (record.type === 'hash') {
+          if (Object.keys(record.value).length) await redis.hset(record.key, record.value);
+        } else if (record.value.length) await redis.sadd(record.key, ...record.value);
+        if (record.pttlMs) await redis.pexpire(record.key, record.pttlMs);
+        counts.keys++;
+        if (record.key.startsWith(keys.apiKey(''))) counts.apiKeys++;
+        if (record.key === keys.tenants() && record.type === 'set') counts.tenants = record.value.length;
+      }
+      if (!header) throw new Error('empty backup');
+      return counts;
+    },
+  };
+}

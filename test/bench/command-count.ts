@@ -1,0 +1,115 @@
+/**
+ * `node test/bench/command-count.ts`: where a trivial run's Redis commands go. A local cluster
+ * (default settings, the rate limit aside as in the cluster bench), 16 clients; MONITOR records
+ * every command while RUNS runs (default 200) go through, then for as long again with no runs
+ * (what the processes poll on their own, per second, is printed apart). Commands are grouped by
+ * name, scripts (EVAL/EVALSHA/FCALL) by their first key's shape; MONITOR shows the commands a
+ * script runs inside it too, so both levels are counted as `INFO commandstats` counts them.
+ */
+import { createRedis } from '@islet/core';
+import { startCluster } from '@islet/devstack';
+import { PROGRAM } from './baselines.ts';
+import { leanPost } from './cluster-figures.ts';
+
+const RUNS = Number(process.env.RUNS ?? 200);
+
+const cluster = await startCluster({
+  gateways: 1,
+  runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
+  env: {
+    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+    ...(process.env.BENCH_ENV ? JSON.parse(process.env.BENCH_ENV) : {}),
+  },
+});
+const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
+const one = async () => {
+  const body = (await post({
+    code: PROGRAM,
+    description: 'Benchmark a trivial program',
+    sessionId: 'bench',
+    turnId: 't',
+    callId: 'c',
+  })) as { status: string };
+  if (body.status !== 'Completed') throw new Error(JSON.stringify(body));
+};
+const load = async (n: number) => {
+  let left = n;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (left-- > 0) await one();
+    }),
+  );
+};
+
+const shape = (key: string | undefined) =>
+  (key ?? '')
+    .replace(/\{[^}]*\}/g, '{…}')
+    .replace(/[0-9a-f-]{20,}/g, '<id>')
+    .replace(/:\d+$/, ':<n>');
+
+/** A command's group: its name; a script by the shapes of its first two keys, with what it ran. */
+function group(args: string[]): string {
+  const name = (args[0] ?? '?').toLowerCase();
+  if (name === 'evalsha' || name === 'eval' || name === 'fcall')
+    return `${name} ${shape(args[3])} ${Number(args[2]) > 1 ? shape(args[4]) : ''}`;
+  return name;
+}
+
+async function record(
+  ms: number | (() => Promise<void>),
+): Promise<{ counts: Map<string, number>; seconds: number }> {
+  const monitor = createRedis(cluster.redisUrl);
+  const counts = new Map<string, number>();
+  let script = '';
+  const m = await monitor.monitor();
+  m.on('monitor', (_time: string, args: string[], source: string) => {
+    // A script's own commands follow its call: counted under it.
+    const g = source === 'lua' ? `${script}  > ${group(args)}` : group(args);
+    if (source !== 'lua') script = g;
+    counts.set(g, (counts.get(g) ?? 0) + 1);
+  });
+  const t0 = performance.now();
+  if (typeof ms === 'number') await new Promise((r) => setTimeout(r, ms));
+  else await ms();
+  const seconds = (performance.now() - t0) / 1000;
+  m.disconnect();
+  monitor.disconnect();
+  return { counts, seconds };
+}
+
+try {
+  await load(64);
+  const busy = await record(() => load(RUNS));
+  const idle = await record(Math.round(busy.seconds * 1000));
+  const perSecIdle = (k: string) => (idle.counts.get(k) ?? 0) / idle.seconds;
+  const rows = [...busy.counts].map(([k, v]) => {
+    const background = perSecIdle(k) * busy.seconds;
+    return { k, perRun: v / RUNS, netPerRun: Math.max(0, v - background) / RUNS };
+  });
+  const total = rows.reduce((s, r) => s + r.perRun, 0);
+  const net = rows.reduce((s, r) => s + r.netPerRun, 0);
+  const idleTotal = [...idle.counts.values()].reduce((a, b) => a + b, 0);
+  console.log(
+    `${RUNS} runs in ${busy.seconds.toFixed(1)} s: ${total.toFixed(1)} commands a run, ${net.toFixed(1)} net of what the idle cluster sends in as long (${(idleTotal / idle.seconds).toFixed(1)}/s)`,
+  );
+  // Each call with the commands it ran: calls per run, then in total (call + inside), per run.
+  const tops = new Map<string, { calls: number; all: number; inner: Map<string, number> }>();
+  for (const r of rows) {
+    const [top, inner] = r.k.split('  > ');
+    const t = tops.get(top!) ?? { calls: 0, all: 0, inner: new Map() };
+    t.all += r.perRun;
+    if (inner) t.inner.set(inner, r.perRun);
+    else t.calls += r.perRun;
+    tops.set(top!, t);
+  }
+  for (const [k, t] of [...tops].sort((a, b) => b[1].all - a[1].all)) {
+    if (t.all < 0.05) continue;
+    console.log(`${t.all.toFixed(2).padStart(7)} ${t.calls.toFixed(2).padStart(6)}  ${k}`);
+    const inner = [...t.inner].sort((a, b) => b[1] - a[1]);
+    if (inner.length)
+      console.log(`${''.padStart(16)}${inner.map(([n, v]) => `${n} ${v.toFixed(1)}`).join(', ')}`);
+  }
+} finally {
+  await cluster.stop();
+}
+process.exit(0);
