@@ -215,7 +215,7 @@ describe('hold in place', () => {
     await status(id, 'Waiting');
     const [pending] = (await a('GET', '/v1/decisions')).body.items.filter((d: Loose) => d.code.run === id);
     expect(pending).toMatchObject({ approval: 'hold', app: { callId: 'call-9:1' } });
-    expect(await redis.zscore(pausedRunsKey('read-only'), id)).toBeNull(); // it holds its slot
+    expect(await redis.zscore(pausedRunsKey('read-only'), id)).toBeNull(); // not stopped: it waits in its execution
     await b('POST', `/v1/code-runs/${id}/decisions`, { index: 1, allow: true });
     const done = await status(id, 'Completed');
     expect(done.result.value.sent).toEqual({ to: 'team@example.com', note: 7 });

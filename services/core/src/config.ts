@@ -145,6 +145,31 @@ export const configSchema = z.object({
   /** Jobs one runner process executes at once (one sandbox slot each). */
   ISLET_RUNNER_CONCURRENCY: int(4, 1),
   /**
+   * Runs per mode a runner keeps parked: a run whose binding call waits (a person's decision held
+   * in place, a slow App, a `client` call) gives its slot back and waits outside the slots, so
+   * slots bound CPU-bound work only; its time budget keeps counting. The worker takes up to
+   * slots + this many jobs, but fetches a new one only while a slot is free. Past it a waiting run
+   * keeps its slot. 0 = no parking. A parked run without its isolate costs a few KiB and one open
+   * request to a gateway.
+   */
+  ISLET_RUNNER_PARKED_MAX: int(256, 0),
+  /**
+   * Of the parked runs, how many keep their isolate (and its sandbox host process: ~60 MB
+   * resident idle, plus the program's heap, at most its memoryMb): the memory budget of parking,
+   * default 4 × (60 MB + heap). Past it the run parked longest is released: its isolate ends, and
+   * once its calls are answered (journaled by the gateway) it replays from its journal with the
+   * same clock and seed, sending nothing twice, within the rest of its budget. 0 = release every
+   * parked run.
+   */
+  ISLET_RUNNER_PARKED_ISOLATES_MAX: int(4, 0),
+  /**
+   * A run parks once one of its binding calls went this long without an answer, ms: long enough
+   * that a gateway round trip (~1-3 ms) or a quick App never parks (parking and resuming cost two
+   * fair-share scripts and may queue the run behind busy slots), short enough that a slow App or a
+   * person frees the slot at once.
+   */
+  ISLET_RUNNER_PARK_AFTER_MS: int(100, 1),
+  /**
    * Log text a run sends live on its event stream (`log` events) at most, bytes; past it one
    * `log` event says `truncated` (the end record keeps what the output cap kept).
    */

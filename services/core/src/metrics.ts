@@ -226,6 +226,18 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode', 'state'],
       registers,
     }),
+    parkedRuns: new Gauge({
+      name: 'islet_runner_parked_runs',
+      help: 'Runs waiting for a binding call outside the slots; isolate="kept" still hold their isolate, "released" replay when answered',
+      labelNames: ['mode', 'isolate'],
+      registers,
+    }),
+    parkings: new Counter({
+      name: 'islet_runner_parkings_total',
+      help: 'Runs parked while a binding call waited (gave their slot back), by what happened to their isolate',
+      labelNames: ['mode', 'isolate'],
+      registers,
+    }),
     shareDeferrals: new Counter({
       name: 'islet_tenant_share_deferrals_total',
       help: 'Jobs sent back to the queue to wait for a slot (their tenant over its share while others wait, or the pool full)',

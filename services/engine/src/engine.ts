@@ -319,6 +319,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
         },
         onCall: opts.onCall,
         timeoutMs,
+        spentMs:
+          typeof opts.limits?.spentMs === 'number' && Number.isFinite(opts.limits.spentMs)
+            ? Math.max(0, opts.limits.spentMs)
+            : 0,
         excludeBindingWaits: opts.limits?.timeBudget === 'excluding-binding-waits',
         // isolated-vm's smallest heap is 8 MiB.
         memoryMb: Math.max(MIN_MEMORY_MB, positiveInt(opts.limits?.memoryMb, DEFAULT_MEMORY_MB)),

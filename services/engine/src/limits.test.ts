@@ -105,6 +105,32 @@ describe('the time budget', () => {
     expect(busy.durationMs).toBeGreaterThanOrEqual(480);
   });
 
+  it('a replay given `spentMs` gets only the rest of its budget, and its timeout names the whole budget', async () => {
+    // A program that never yields: the host's own first-turn deadline is the rest (50 ms), not 60 s.
+    const busy = await engine.execute('for (;;) {}', { limits: { timeoutMs: 60_000, spentMs: 59_950 } });
+    expect(busy.failure).toEqual({ kind: 'timeout', message: 'execution deadline reached (60000ms)' });
+    expect(busy.budgetSpentMs).toBeGreaterThanOrEqual(59_950);
+    // Waiting on a call: the engine's own timer.
+    const waiting = await engine.execute('await t(); return 1', {
+      bindings: ['t'],
+      limits: { timeoutMs: 60_000, spentMs: 59_950 },
+      onCall: () => new Promise<BindingOutcome>(() => undefined),
+    });
+    expect(waiting.failure).toEqual({ kind: 'timeout', message: 'execution deadline reached (60000ms)' });
+    // Excluding binding waits, what was counted is reported (no more than elapsed).
+    const counted = await engine.execute('await t(); return 1', {
+      bindings: ['t'],
+      limits: { timeoutMs: 60_000, timeBudget: 'excluding-binding-waits', spentMs: 1000 },
+      onCall: async () => {
+        await sleep(100);
+        return ok();
+      },
+    });
+    expect(counted.status).toBe('completed');
+    expect(counted.budgetSpentMs).toBeGreaterThanOrEqual(1000);
+    expect(counted.budgetSpentMs).toBeLessThanOrEqual(1000 + counted.durationMs);
+  });
+
   it("tells a binding handler through its signal when the run ended and the call's outcome is no longer used", async () => {
     let signal: AbortSignal | undefined;
     const out = await engine.execute('await t()', {

@@ -32,6 +32,8 @@ export interface RunParams {
   config: RunConfig;
   onCall: BindingHandler | undefined;
   timeoutMs: number | null;
+  /** Of `timeoutMs`, spent by earlier executions of the run (ExecuteOptions.limits.spentMs). */
+  spentMs: number;
   excludeBindingWaits: boolean;
   memoryMb: number;
   outputBytes: number;
@@ -99,8 +101,10 @@ export class Run {
   constructor(host: HostProcess, params: RunParams) {
     this.host = host;
     this.p = params;
-    this.budget = new TimeBudget(params.timeoutMs, () =>
-      this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) }),
+    this.budget = new TimeBudget(
+      params.timeoutMs,
+      () => this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) }),
+      params.spentMs,
     );
   }
 
@@ -140,7 +144,10 @@ export class Run {
       memoryMb: this.p.memoryMb,
       outputBytes: this.p.outputBytes,
       outputCap: this.p.outputCap,
-      ...(this.p.timeoutMs === null ? {} : { budgetMs: this.p.timeoutMs }),
+      // What is left of the budget (a replay's first turn must not outlive the run's deadline).
+      ...(this.p.timeoutMs === null
+        ? {}
+        : { budgetMs: Math.max(1, Math.ceil(Math.min(this.p.timeoutMs, this.budget.remainingMs()))) }),
     });
     if (!sent) {
       this.finishNow({ kind: 'protocol', message: 'the program is too large for the sandbox channel' });
@@ -337,15 +344,24 @@ export class Run {
     for (const call of this.queue.splice(0)) this.calls[call.index]!.dropped = true;
   }
 
-  private onHostDone(done: HostDone): void {
+  private onHostDone(reported: HostDone): void {
     if (this.hostDone !== undefined) {
       this.finishNow({ kind: 'protocol', message: 'the sandbox host reported the run done twice' });
       return;
     }
-    if (done.status === 'completed' && done.valueJson !== undefined && !isLosslessJson(done.valueJson)) {
+    if (
+      reported.status === 'completed' &&
+      reported.valueJson !== undefined &&
+      !isLosslessJson(reported.valueJson)
+    ) {
       this.finishNow({ kind: 'protocol', message: 'the sandbox host sent a value that is not JSON' });
       return;
     }
+    // The host names the budget it was given, which for a replay is only what was left of it.
+    const done: HostDone =
+      reported.status === 'failed' && reported.kind === 'timeout' && this.p.timeoutMs !== null
+        ? { ...reported, message: deadlineMessage(this.p.timeoutMs) }
+        : reported;
     this.hostDone = done;
     clearTimeout(this.watchdogTimer);
     this.hostReusable = this.firstTurn !== 'killed' && this.firstTurn !== 'drained';
@@ -528,6 +544,8 @@ export class Run {
     if (outcome.status === 'failed') this.hostReusable = false;
     if (failure?.kind === 'output-limit') outcome.outputTruncated = true;
     if (this.cpuMs !== undefined) outcome.cpuMs = this.cpuMs;
+    const spent = this.budget.spentMs();
+    if (spent !== undefined) outcome.budgetSpentMs = Math.max(0, Math.round(spent));
     this.resolve({ outcome, hostReusable: this.hostReusable && !this.host.exited });
   }
 }

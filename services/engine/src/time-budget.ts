@@ -5,13 +5,15 @@
  */
 export class TimeBudget {
   private leftMs: number;
+  private readonly budgetMs: number;
   private startedAt: number | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly onExpired: () => void;
 
-  /** `budgetMs` null: no deadline. */
-  constructor(budgetMs: number | null, onExpired: () => void) {
-    this.leftMs = budgetMs ?? Number.POSITIVE_INFINITY;
+  /** `budgetMs` null: no deadline. `spentMs`: already used by an earlier execution of the run. */
+  constructor(budgetMs: number | null, onExpired: () => void, spentMs = 0) {
+    this.budgetMs = budgetMs ?? Number.POSITIVE_INFINITY;
+    this.leftMs = this.budgetMs - Math.max(0, spentMs);
     this.onExpired = onExpired;
   }
 
@@ -32,6 +34,16 @@ export class TimeBudget {
     this.leftMs -= Date.now() - this.startedAt;
     this.startedAt = undefined;
     clearTimeout(this.timer);
+  }
+
+  /** What is left now, ms (Infinity without a deadline). */
+  remainingMs(): number {
+    return this.startedAt === undefined ? this.leftMs : this.leftMs - (Date.now() - this.startedAt);
+  }
+
+  /** Counted so far, ms, earlier executions' share included (undefined without a deadline). */
+  spentMs(): number | undefined {
+    return Number.isFinite(this.budgetMs) ? this.budgetMs - this.remainingMs() : undefined;
   }
 
   /** The run is over: the deadline can no longer fire. */

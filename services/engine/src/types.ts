@@ -36,6 +36,12 @@ export interface RunLimits {
   timeoutMs?: number | null;
   /** Whether time spent waiting for binding calls counts. Default `elapsed` (run_code). */
   timeBudget?: TimeBudget;
+  /**
+   * Of `timeoutMs`, what earlier executions of the same run already spent (a run released while it
+   * waited and replayed from its journal keeps its deadline): this execution gets the rest, and a
+   * timeout still names the whole budget. Default 0.
+   */
+  spentMs?: number;
   /** Isolate heap ceiling in MiB. Default RUN_CODE_LIMITS.memoryMb. */
   memoryMb?: number;
   /**
@@ -154,6 +160,8 @@ export interface RunOutcome {
    * work inside it included). Absent when the host died before it reported the run done.
    */
   cpuMs?: number;
+  /** Time counted against the budget, `spentMs` included (with `excluding-binding-waits`, less than elapsed). */
+  budgetSpentMs?: number;
 }
 
 export interface Engine {

@@ -532,7 +532,13 @@ describe('runs through inject (no runner)', () => {
     // Code is sealed at rest.
     expect(await deps.redis.hget(`islet:run:{${rec.id}}`, 'code')).toMatch(/^v1\./);
 
-    // Cancel while queued ends it here.
+    // Cancel while queued ends it here, and takes its job's count off the pool's queued jobs.
+    const queuedJobs = async () =>
+      Object.values(await deps.redis.hgetall(keys.poolQueued('read-only'))).reduce(
+        (n, v) => n + Number(v),
+        0,
+      );
+    const queuedBefore = await queuedJobs();
     const cancelled = await app.inject({
       method: 'POST',
       url: `/v1/code-runs/${rec.id}/cancel`,
@@ -543,6 +549,7 @@ describe('runs through inject (no runner)', () => {
       status: 'Cancelled',
       result: { _tag: 'Failed', reason: 'Cancelled' },
     });
+    expect(await queuedJobs()).toBe(queuedBefore - 1);
     expectProblem(
       await app.inject({ method: 'POST', url: `/v1/code-runs/${rec.id}/cancel`, headers: auth(key) }),
       409,

@@ -471,6 +471,9 @@ export function createRunsService(deps: GatewayDeps) {
           () => true,
           () => false,
         );
+        // A job still waiting in the queue was counted for the runners' fair share (a deferred one
+        // was counted off when a runner took it): take the count back.
+        if (removed && state !== 'delayed') await noteUnqueued(redis, config, run.mode, run.tenant);
         if (removed) await cancelled('the run was cancelled before it started');
       }
     }

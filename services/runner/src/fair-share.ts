@@ -20,8 +20,9 @@
  * runner killed in between). A tenant's own order is kept: a job granted while its tenant has
  * older deferred jobs gives its slot to the oldest of them and waits behind it.
  *
- * The queued counts drift only when a queued job leaves without a pick-up (a cancel removes it, an
- * enqueue note arrives after its job was taken on Cluster); a drifted count only makes the pool
+ * The queued counts drift only when a queued job leaves without a pick-up and without the
+ * gateway taking its count back (cancels and refused submits do), or when on Cluster a count
+ * arrives after its job was taken; a drifted count only makes the pool
  * behave as under contention (the share), and the heartbeat clears the counts whenever the mode's
  * queue has nothing waiting.
  *
@@ -178,6 +179,16 @@ end
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
 `);
 
+// --- parking (run-slot.ts) ---
+// KEYS: tenant leases, tenant deferred. ARGV: job id, lease ms. Takes the lease whatever the share:
+// the run already started and has only been parked while it waited for an answer.
+const RECLAIM = new LuaScript(`${NOW_MS}
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
+redis.call('ZREM', KEYS[2], ARGV[1])
+`);
+// --- end parking ---
+
 // KEYS: pool slots. ARGV: runner instance, slots, lease ms.
 const REGISTER = new LuaScript(`${NOW_MS}
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. (now + tonumber(ARGV[3])))
@@ -318,6 +329,21 @@ export function createFairShare(deps: FairShareDeps) {
         // The lease lapses by itself and deferred jobs re-check on their own: nothing is lost.
         logger.warn({ err: (err as Error).message, jobId }, 'fair-share release failed');
       }
+    },
+
+    /**
+     * Parking: a parked run gives its lease back with `release` (a deferred job of its tenant may
+     * take the slot) and takes it again here when its answer came, over the share if need be (it
+     * has started; deferring it would only spend its budget). Its tenant's new jobs wait meanwhile.
+     */
+    async reclaim(mode: SandboxMode, tenant: string, jobId: string): Promise<void> {
+      if (off) return;
+      held.set(heldKey(mode, jobId), { mode, tenant, jobId });
+      await RECLAIM.run(
+        redis,
+        [keys.poolTenantLeases(mode, tenant), keys.poolTenantDeferred(mode, tenant)],
+        [jobId, leaseMs],
+      );
     },
 
     async close() {

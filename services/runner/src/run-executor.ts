@@ -24,10 +24,12 @@ import {
   reconcileRun,
   type StoredRun,
 } from '@islet/runs';
+import { CallParking, type ExecutionSlot } from './call-parking.ts';
 import { createFilesCalls } from './files-calls.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { createLiveLog } from './live-log.ts';
 import { mapOutcome } from './outcome-mapping.ts';
+import { waitReleased } from './released-wait.ts';
 
 export interface RunExecutorDeps {
   runs: RunStore;
@@ -53,6 +55,8 @@ export interface RunExecutorDeps {
   liveLog?: { maxBytes: number; flushMs: number };
   /** Tenants whose usage metrics carry their own label (ISLET_METRICS_TENANTS); others count as `other`. */
   meteredTenants?: readonly string[];
+  /** A run parks once a binding call went this long unanswered (ISLET_RUNNER_PARK_AFTER_MS). Default 100. */
+  parkAfterMs?: number;
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;
@@ -71,6 +75,17 @@ export interface ExecuteJob {
   cancel: AbortSignal;
   /** Aborted when the runner must hand the job back (shutdown grace ran out). */
   handBack: AbortSignal;
+  /** The job's slot: given, the run parks while its calls wait (call-parking.ts). */
+  slot?: ExecutionSlot;
+}
+
+/** What a replay after a release carries over from the executions before it. */
+interface Replay {
+  pickedUp: number;
+  /** When the first execution's engine started: an elapsed budget runs from there. */
+  firstEngineCalled: number;
+  /** Budget counted by the executions so far (`excluding-binding-waits` counts no waits). */
+  budgetSpentMs: number;
 }
 
 export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
@@ -112,8 +127,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     meter(run, status, '', 0);
   }
 
-  async function execute(job: ExecuteJob): Promise<ExecuteResult> {
-    const pickedUp = now();
+  async function execute(job: ExecuteJob, replay?: Replay): Promise<ExecuteResult> {
+    const pickedUp = replay?.pickedUp ?? now();
     // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
     // its start recorded (Running, status event, wake-up) and the journal read, in one script.
     const begun = await lifecycle.beginAttempt(job.runId);
@@ -162,7 +177,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       );
       return 'failed';
     }
-    metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
+    if (!replay)
+      metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
     const journaled = begun.entries;
     // The attempt's start (record Running, its status event with the attempt, the tagged wake-up)
     // was written by beginAttempt above, before anything of the program runs.
@@ -182,12 +198,18 @@ export function createRunExecutor(deps: RunExecutorDeps) {
             enforcement: facts?.enforcement ?? 'none',
           })
         : undefined;
+    const parking = job.slot ? new CallParking(job.slot, deps.parkAfterMs ?? 100) : undefined;
+    // Requests still open once the run ended for good (a deadline or a cancel while a call was
+    // held) are closed, so no gateway keeps waiting on an answer nobody will read.
+    const callsOver = new AbortController();
+    const callSignal = AbortSignal.any([signal, callsOver.signal]);
+    const live = async (call: Parameters<typeof deps.gateway.call>[2]) => {
+      if (files && isFilesBinding(call.binding)) return files.call(call);
+      return deps.gateway.call(run.id, attempt, call, callSignal);
+    };
     const replaying = createReplayingHandler({
       journal: journaled,
-      live: async (call) => {
-        if (files && isFilesBinding(call.binding)) return files.call(call);
-        return deps.gateway.call(run.id, attempt, call, signal);
-      },
+      live: parking ? parking.wrap(live) : live,
       stallMs: Math.min(timeoutMs ?? 30_000, 30_000),
       onEvent: (e) => {
         if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
@@ -204,9 +226,18 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const bindings = run.request.bindings.map((b) => b.binding);
     const started = performance.now();
     const engineCalled = now();
+    const firstEngineCalled = replay?.firstEngineCalled ?? Date.now();
+    const timeBudget = run.request.timeBudget ?? 'elapsed';
+    // A replay after a release keeps the run's deadline: elapsed since the first execution began,
+    // or (excluding binding waits) what the executions before it counted.
+    const spentMs = !replay
+      ? 0
+      : timeBudget === 'elapsed'
+        ? Date.now() - firstEngineCalled
+        : replay.budgetSpentMs;
     let outcome: Awaited<ReturnType<Engine['execute']>>;
     // A replay prints again from the top: each event carries its attempt, so a reader can start over.
-    const live =
+    const liveLog =
       deps.liveLog && deps.liveLog.maxBytes > 0
         ? createLiveLog({
             ...deps.liveLog,
@@ -219,10 +250,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
         bindings: files ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
         onCall,
-        ...(live ? { onLog: (lines) => live.push(lines) } : {}),
+        ...(liveLog ? { onLog: (lines) => liveLog.push(lines) } : {}),
         limits: {
           timeoutMs,
-          timeBudget: run.request.timeBudget ?? 'elapsed',
+          timeBudget,
+          ...(spentMs > 0 ? { spentMs } : {}),
           memoryMb: limits.memoryMb,
           outputBytes: limits.outputBytes,
           outputCap: limits.outputCap,
@@ -235,9 +267,32 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       });
     } finally {
       replaying.close();
+      parking?.close();
       // What was printed goes out before the end is written: `log` events precede `end`.
-      await live?.close();
+      await liveLog?.close();
     }
+    if (parking?.released && job.slot) {
+      const deadlineAt =
+        timeBudget === 'elapsed' && typeof timeoutMs === 'number' ? firstEngineCalled + timeoutMs : undefined;
+      const waited = await waitReleased(
+        { cancel: job.cancel, handBack: job.handBack },
+        parking,
+        outcome,
+        deadlineAt,
+        timeoutMs,
+      );
+      if (waited === 'answered') {
+        await job.slot.resume();
+        logger.debug({ runId: run.id, attempt }, 'released run answered; replaying from its journal');
+        return execute(job, {
+          pickedUp,
+          firstEngineCalled,
+          budgetSpentMs: outcome.budgetSpentMs ?? spentMs,
+        });
+      }
+      if (waited !== 'interrupted') outcome = waited;
+    }
+    callsOver.abort();
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,

@@ -11,6 +11,10 @@
  * wait (its tenant over its share while others wait) goes back to the queue delayed, without
  * spending an attempt.
  *
+ * Slots (slot-gate.ts) bound CPU work: a run whose binding call waits parks (call-parking.ts),
+ * giving its slot and its tenant's lease back, so the worker holds up to slots +
+ * ISLET_RUNNER_PARKED_MAX jobs but fetches only while a slot is free (parking-worker.ts).
+ *
  * A pick-up watchdog (pickup-watchdog.ts, ISLET_RUNNER_PICKUP_WATCHDOG_MS) replaces a mode's
  * worker that holds no job while jobs wait (BullMQ workers can stop fetching without an error), so
  * each mode's worker, its connection and its Queue live in one replaceable record.
@@ -20,12 +24,15 @@ import { hostname } from 'node:os';
 import { channels, createRedis, type IsletConfig, type Logger, type Metrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import type { RunJobData } from '@islet/runs';
-import { DelayedError, type Job, Queue, Worker } from 'bullmq';
+import { DelayedError, type Job, Queue, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createFairShare, type FairShare } from './fair-share.ts';
+import { ParkingWorker } from './parking-worker.ts';
 import { createPickupWatchdog, type PickupWatchdog } from './pickup-watchdog.ts';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
+import { RunSlot } from './run-slot.ts';
 import type { SkillExecutor } from './skill-executor.ts';
+import { SlotGate } from './slot-gate.ts';
 
 export interface RunnerDeps {
   config: IsletConfig;
@@ -45,14 +52,14 @@ const WORKER_CLOSE_TIMEOUT_MS = 3000;
 /** One mode's BullMQ worker and Queue, on one connection; replaced whole by a restart. */
 interface ModeWorker {
   connection: Redis;
-  worker: Worker<RunJobData>;
+  worker: ParkingWorker<RunJobData>;
   queue: Queue<RunJobData>;
 }
 
 export function createRunner(deps: RunnerDeps) {
   const { config, executor, metrics, logger } = deps;
   const active = new Map<string, { cancel: AbortController; handBack: AbortController }>();
-  const busy: Record<string, number> = {};
+  const gates = new Map<SandboxMode, SlotGate>();
   /** Jobs inside process() per mode, deferred ones included: a worker holding any is never restarted. */
   const held: Partial<Record<SandboxMode, number>> = {};
   const lastPickupAtMs: Partial<Record<SandboxMode, number>> = {};
@@ -68,10 +75,22 @@ export function createRunner(deps: RunnerDeps) {
   async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
     const job = await modeWorkers.get(mode)?.queue.getJob(jobId);
     if (!job) return false;
-    return job.promote().then(
-      () => true,
-      async () => ['waiting', 'prioritized'].includes(await job.getState()),
-    );
+    // A job still active was deferred a moment ago and its runner has not moved it to the delayed
+    // set yet: wait for the move rather than leave it to its recheck.
+    for (let tries = 0; tries < 20; tries++) {
+      if (
+        await job.promote().then(
+          () => true,
+          () => false,
+        )
+      )
+        return true;
+      const state = await job.getState();
+      if (state === 'waiting' || state === 'prioritized') return true;
+      if (state !== 'active') return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return false;
   }
 
   /**
@@ -103,49 +122,79 @@ export function createRunner(deps: RunnerDeps) {
     }
   }
 
-  const slots = (mode: SandboxMode) => {
-    metrics.runnerSlots.set({ mode, state: 'busy' }, busy[mode] ?? 0);
-    metrics.runnerSlots.set({ mode, state: 'idle' }, config.ISLET_RUNNER_CONCURRENCY - (busy[mode] ?? 0));
-  };
+  /** A mode's slots and parked runs; kept across worker restarts (the jobs they count outlive a worker). */
+  function gateFor(mode: SandboxMode): SlotGate {
+    let gate = gates.get(mode);
+    if (!gate) {
+      gate = new SlotGate({
+        slots: config.ISLET_RUNNER_CONCURRENCY,
+        parkedMax: config.ISLET_RUNNER_PARKED_MAX,
+        isolatesMax: config.ISLET_RUNNER_PARKED_ISOLATES_MAX,
+        onChange: (s) => {
+          metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
+          metrics.runnerSlots.set(
+            { mode, state: 'idle' },
+            Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy),
+          );
+          metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.parkedWithIsolate);
+          metrics.parkedRuns.set({ mode, isolate: 'released' }, s.parkedReleased);
+        },
+        onPark: () => metrics.parkings.inc({ mode, isolate: 'kept' }),
+        onRelease: () => metrics.parkings.inc({ mode, isolate: 'released' }),
+      });
+      gates.set(mode, gate);
+    }
+    return gate;
+  }
 
   /** A skill job holds a slot like a run; it is not cancellable and not handed back (not journaled). */
   async function processSkill(mode: SandboxMode, job: Job<RunJobData>) {
     const skill = job.data.skill;
     if (!skill || !deps.skills) throw new Error('this runner does not run skills');
-    busy[mode] = (busy[mode] ?? 0) + 1;
-    slots(mode);
-    try {
-      return await deps.skills({
-        id: job.data.runId,
-        tenant: job.data.tenant,
-        mode,
-        enqueuedAtMs: job.data.enqueuedAtMs,
-        skill,
-      });
-    } finally {
-      busy[mode] = (busy[mode] ?? 1) - 1;
-      slots(mode);
-    }
+    return deps.skills({
+      id: job.data.runId,
+      tenant: job.data.tenant,
+      mode,
+      enqueuedAtMs: job.data.enqueuedAtMs,
+      skill,
+    });
   }
 
   async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
     held[mode] = (held[mode] ?? 0) + 1;
     lastPickupAtMs[mode] = Date.now();
+    const jobId = job.id ?? job.data.runId;
+    const fairShare = share;
+    const slot = new RunSlot(
+      gateFor(mode),
+      fairShare && token
+        ? {
+            release: () => fairShare.release(mode, job.data.tenant, jobId),
+            reclaim: () => fairShare.reclaim(mode, job.data.tenant, jobId),
+          }
+        : undefined,
+      (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
+    );
     try {
+      await slot.take(token);
       return await withTenantSlot(mode, job, token, () =>
-        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token),
+        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot),
       );
     } finally {
+      slot.end();
       held[mode] = (held[mode] ?? 1) - 1;
     }
   }
 
-  async function processRun(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
+  async function processRun(
+    mode: SandboxMode,
+    job: Job<RunJobData>,
+    token: string | undefined,
+    slot: RunSlot,
+  ) {
     const { runId } = job.data;
     const ctl = { cancel: new AbortController(), handBack: new AbortController() };
     active.set(runId, ctl);
-    busy[mode] = (busy[mode] ?? 0) + 1;
-    slots(mode);
     try {
       const result = await executor.execute({
         runId,
@@ -153,6 +202,7 @@ export function createRunner(deps: RunnerDeps) {
         enqueuedAtMs: job.data.enqueuedAtMs,
         cancel: ctl.cancel.signal,
         handBack: ctl.handBack.signal,
+        ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
       });
       logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
       return result;
@@ -166,8 +216,6 @@ export function createRunner(deps: RunnerDeps) {
       throw err;
     } finally {
       active.delete(runId);
-      busy[mode] = (busy[mode] ?? 1) - 1;
-      slots(mode);
     }
   }
 
@@ -195,15 +243,21 @@ export function createRunner(deps: RunnerDeps) {
   /** A mode's connection, Worker (with its event handlers) and Queue; used at start and by restarts. */
   function createModeWorker(mode: SandboxMode): ModeWorker {
     const connection = createRedis(config);
-    const worker = new Worker<RunJobData>(runQueueName(mode), (job, token) => process(mode, job, token), {
-      connection,
-      prefix: QUEUE_PREFIX,
-      name: config.ISLET_RUNNER_NAME ?? hostname(),
-      concurrency: config.ISLET_RUNNER_CONCURRENCY,
-      lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
-      stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
-      maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
-    });
+    const gate = gateFor(mode);
+    const worker = new ParkingWorker<RunJobData>(
+      runQueueName(mode),
+      (job, token) => process(mode, job, token),
+      {
+        connection,
+        prefix: QUEUE_PREFIX,
+        name: config.ISLET_RUNNER_NAME ?? hostname(),
+        concurrency: gate.concurrency,
+        lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
+        stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
+        maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
+      },
+    );
+    worker.gate = gate;
     worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!job) return;
@@ -221,7 +275,7 @@ export function createRunner(deps: RunnerDeps) {
     const queue = new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });
     const created = { connection, worker, queue };
     modeWorkers.set(mode, created);
-    slots(mode);
+    gate.wakeFetches();
     return created;
   }
 

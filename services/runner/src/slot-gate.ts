@@ -1,0 +1,216 @@
+/**
+ * A mode's execution slots on one runner, and the runs parked outside them.
+ *
+ * Slots bound CPU-bound work: a run holds one while its program can run. A run whose binding call
+ * waits (a decision held in place, a slow App, a `client` call) parks: it gives its slot back and
+ * waits in the parked set (at most `parkedMax`), and takes a slot again before its answer reaches
+ * the program. Of the parked runs, `isolatesMax` keep their isolate; past that the run parked
+ * longest is released (its `release` callback ends its isolate; it replays from its journal once
+ * answered).
+ *
+ * The BullMQ worker's concurrency is slots + parkedMax, so it can hold parked jobs; `whenFetchable`
+ * keeps it from taking a new job unless a slot is free for it (reserved by the fetch's token until
+ * the job takes it), so a runner never hoards jobs it cannot start while other runners could. Runs
+ * coming back from parking go before new jobs: they have started, and their budget is counting.
+ */
+
+/**
+ * A reservation whose job never took its slot (BullMQ failed it before the processor ran) lapses
+ * after this, ms; a fetched job reaches the processor within milliseconds.
+ */
+const RESERVATION_LAPSE_MS = 10_000;
+
+export interface ParkedRun {
+  /** Ends the run's isolate; it replays once answered (called at most once). */
+  release: () => void;
+}
+
+interface Entry {
+  run: ParkedRun;
+  isolate: boolean;
+  /** Answered and waiting for a slot: about to use its isolate, never the one released. */
+  resuming: boolean;
+}
+
+export interface SlotGateState {
+  busy: number;
+  parkedWithIsolate: number;
+  parkedReleased: number;
+}
+
+export interface SlotGateOptions {
+  slots: number;
+  parkedMax: number;
+  isolatesMax: number;
+  /** After every change (metrics). */
+  onChange?: (state: SlotGateState) => void;
+  /** A run parked (with its isolate). */
+  onPark?: () => void;
+  /** A parked run's isolate was released to stay within the budget. */
+  onRelease?: () => void;
+}
+
+type Waiter = { resume: boolean; grant: () => void };
+
+export class SlotGate {
+  private busy = 0;
+  /** Fetches let through (by token, with when) whose job has not taken its slot yet. */
+  private readonly reserved = new Map<string, number>();
+  private readonly waiters: Waiter[] = [];
+  private fetchWaiters: (() => void)[] = [];
+  /** In park order: the oldest first. */
+  private readonly parked = new Map<ParkedRun, Entry>();
+  private withIsolate = 0;
+  private readonly o: SlotGateOptions;
+
+  constructor(options: SlotGateOptions) {
+    this.o = options;
+    this.changed();
+  }
+
+  /** Jobs the worker may hold at once: the slots and the parked runs. */
+  get concurrency(): number {
+    return this.o.slots + this.o.parkedMax;
+  }
+
+  state(): SlotGateState {
+    return {
+      busy: this.busy,
+      parkedWithIsolate: this.withIsolate,
+      parkedReleased: this.parked.size - this.withIsolate,
+    };
+  }
+
+  /**
+   * Whether the worker may fetch a job now: `fetch` with a slot reserved for the fetch's token
+   * (`fetched(token, false)` returns it when no job came). With no slot free it waits for one, but
+   * answers `later` at once while jobs it fetched before have not started: BullMQ fetches several
+   * jobs in a row before it starts any, and waiting here would keep those from ever starting.
+   */
+  async whenFetchable(token: string, closing: () => boolean): Promise<'fetch' | 'later'> {
+    for (;;) {
+      this.lapseReservations();
+      if (closing() || this.room() > 0) break;
+      if (this.reserved.size > 0) return 'later';
+      await new Promise<void>((resolve) => this.fetchWaiters.push(resolve));
+    }
+    this.reserved.set(token, Date.now());
+    return 'fetch';
+  }
+
+  /** After a fetch `whenFetchable` let through: `got` false returns its reservation. */
+  fetched(token: string, got: boolean): void {
+    if (!got && this.reserved.delete(token)) this.wake();
+  }
+
+  /**
+   * Takes a slot for a job the worker fetched (its reservation, when it has one; a job BullMQ
+   * fetched on its own, with the previous job's completion, waits like any other).
+   */
+  async take(token?: string): Promise<void> {
+    if (token !== undefined) this.reserved.delete(token);
+    await this.acquire(false);
+  }
+
+  private room(): number {
+    return this.o.slots - this.busy - this.reserved.size - this.waiters.length;
+  }
+
+  private lapseReservations(): void {
+    const old = Date.now() - RESERVATION_LAPSE_MS;
+    for (const [token, at] of this.reserved) if (at < old) this.reserved.delete(token);
+  }
+
+  /** Gives a slot back (the job ended, or it was deferred before it ran). */
+  release(): void {
+    this.busy = Math.max(0, this.busy - 1);
+    this.wake();
+  }
+
+  /**
+   * The run waits for an answer: its slot goes back and it joins the parked set. False (nothing
+   * changed: the run keeps its slot) when the set is full or parking is off.
+   */
+  park(run: ParkedRun): boolean {
+    if (this.parked.size >= this.o.parkedMax || this.parked.has(run)) return false;
+    this.parked.set(run, { run, isolate: true, resuming: false });
+    this.withIsolate++;
+    this.busy = Math.max(0, this.busy - 1);
+    this.o.onPark?.();
+    // Over the memory budget: the run parked longest lets its isolate go (the newest may be a
+    // slow App about to answer; the oldest is most likely a person).
+    if (this.withIsolate > this.o.isolatesMax) {
+      for (const entry of this.parked.values()) {
+        if (!entry.isolate || entry.resuming) continue;
+        entry.isolate = false;
+        this.withIsolate--;
+        this.o.onRelease?.();
+        entry.run.release();
+        break;
+      }
+    }
+    this.wake();
+    return true;
+  }
+
+  /** The parked run's isolate ended by itself (its run ended while parked): it no longer counts as kept. */
+  isolateGone(run: ParkedRun): void {
+    const entry = this.parked.get(run);
+    if (!entry?.isolate) return;
+    entry.isolate = false;
+    this.withIsolate--;
+    this.changed();
+  }
+
+  /** The answer came: the run takes a slot again (before new jobs) and leaves the parked set. */
+  async resume(run: ParkedRun): Promise<void> {
+    const entry = this.parked.get(run);
+    if (entry) entry.resuming = true;
+    await this.acquire(true);
+    this.leave(run);
+  }
+
+  /** The run ended while parked (deadline, cancel, hand-back): it leaves the set holding no slot. */
+  leave(run: ParkedRun): void {
+    const entry = this.parked.get(run);
+    if (!entry) return;
+    this.parked.delete(run);
+    if (entry.isolate) this.withIsolate--;
+    this.changed();
+  }
+
+  /** Wakes every waiting fetch, so one of a closing worker finds it closing and takes nothing. */
+  wakeFetches(): void {
+    const woken = this.fetchWaiters;
+    this.fetchWaiters = [];
+    for (const w of woken) w();
+  }
+
+  private async acquire(resume: boolean): Promise<void> {
+    if (this.busy < this.o.slots && (resume || !this.waiters.some((w) => w.resume))) {
+      this.busy++;
+      this.changed();
+      return;
+    }
+    await new Promise<void>((grant) => {
+      const waiter = { resume, grant };
+      // Coming back from parking goes ahead of new jobs, behind earlier returns.
+      const at = resume ? this.waiters.findIndex((w) => !w.resume) : -1;
+      if (at < 0) this.waiters.push(waiter);
+      else this.waiters.splice(at, 0, waiter);
+    });
+  }
+
+  private wake(): void {
+    while (this.busy < this.o.slots && this.waiters.length > 0) {
+      this.busy++;
+      this.waiters.shift()?.grant();
+    }
+    if (this.room() > 0) this.wakeFetches();
+    this.changed();
+  }
+
+  private changed(): void {
+    this.o.onChange?.(this.state());
+  }
+}

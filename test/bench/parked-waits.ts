@@ -1,0 +1,173 @@
+/**
+ * `npm run bench:parked` (part of `npm run bench`): runs waiting for a person hold no runner slot.
+ * One gateway, one runner with BENCH_SLOTS slots (default 4), default settings (fair share on).
+ * Trivial runs of the same tenant and mode are measured alone, then again while BENCH_WAITING
+ * (default 100) run_code runs wait for decisions held in place; then every decision is answered
+ * and every run must complete, each App call delivered once.
+ *
+ * Rows: slots held per waiting run (goal 0: the busy-slots gauge while only the waiting runs exist,
+ * over their count), the parked-runs gauge (kept isolates / released), trivial runs' p50 and
+ * throughput with the waits against without (same process, same minutes: goal ≈ 1x), and after
+ * the answers: completed runs, App calls sent twice (goal 0), time to drain.
+ *
+ * BENCH_SECONDS (default 3): seconds per throughput measurement.
+ */
+import { startCluster } from '@islet/devstack';
+import { api, type Loose, startAppServer, until } from '../e2e/helpers.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const SLOTS = Number(process.env.BENCH_SLOTS ?? 4);
+const WAITING = Number(process.env.BENCH_WAITING ?? 100);
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
+};
+
+async function main(): Promise<void> {
+  const cluster = await startCluster({
+    gateways: 1,
+    runners: [{ modes: ['read-only'], concurrency: SLOTS }],
+    env: { ISLET_MAX_IN_FLIGHT_RUNS: String(WAITING + 100) },
+  });
+  const app = await startAppServer((d) => ({
+    status: 200,
+    body: JSON.stringify({ structuredContent: { echo: d.body.arguments } }),
+  }));
+  try {
+    const a = api(cluster.url, cluster.devKey);
+    const conn = await a('POST', '/v1/connections', {
+      name: 'Ask',
+      kind: 'http',
+      url: app.url,
+      tools: [{ name: 'ping', policy: 'ask' }],
+    });
+    if (conn.status !== 201) throw new Error(`connection: ${JSON.stringify(conn.body)}`);
+    const runner = cluster.runners[0]!.url;
+    const gauge = async (name: string, label: string) => {
+      const text = await (await fetch(`${runner}/metrics`)).text();
+      return [...text.matchAll(new RegExp(`^${name}\\{[^}]*${label}[^}]*\\} (\\d+)`, 'gm'))].reduce(
+        (s, m) => s + Number(m[1]),
+        0,
+      );
+    };
+    const trivial = async () => {
+      const t0 = performance.now();
+      const r = await a(
+        'POST',
+        '/v1/runs',
+        { code: 'return 1', description: 'Return one', sessionId: 'bench-parked' },
+        { prefer: 'wait=60' },
+      );
+      if (r.body?.status !== 'Completed') throw new Error(`trivial run: ${JSON.stringify(r.body)}`);
+      return performance.now() - t0;
+    };
+    const measure = async () => {
+      for (let i = 0; i < 10; i++) await trivial(); // warm hosts
+      const latencies: number[] = [];
+      for (let i = 0; i < 60; i++) latencies.push(await trivial());
+      let done = 0;
+      const until = performance.now() + SECONDS * 1000;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (performance.now() < until) {
+            await trivial();
+            done++;
+          }
+        }),
+      );
+      return { p50: percentile(latencies, 50), perSec: done / SECONDS };
+    };
+
+    const alone = await measure();
+    const ids: string[] = [];
+    for (let n = 0; n < WAITING; n++) {
+      const r = await a('POST', '/v1/runs', {
+        style: 'run_code',
+        approval: 'hold',
+        code: `const r = await apps.ask.ping({ n: ${n} }); return r.structuredContent.echo.n`,
+        description: 'Ping after a person allows it',
+        sessionId: 'bench-parked',
+        connections: [conn.body.id],
+      });
+      if (r.status !== 202) throw new Error(`waiting run: ${JSON.stringify(r.body)}`);
+      ids.push(r.body.id);
+    }
+    const parkedAt = performance.now();
+    await until(
+      async () => (await gauge('islet_runner_parked_runs', 'mode="read-only"')) === WAITING || undefined,
+      600_000,
+      200,
+    );
+    const parkSeconds = (performance.now() - parkedAt) / 1000;
+    const busyWhileWaiting = await gauge('islet_runner_slots', 'state="busy"');
+    const kept = await gauge('islet_runner_parked_runs', 'isolate="kept"');
+    const released = await gauge('islet_runner_parked_runs', 'isolate="released"');
+    const during = await measure();
+
+    const answeredAt = performance.now();
+    for (const id of ids) {
+      const r = await a('POST', `/v1/code-runs/${id}/decisions`, { index: 0, allow: true });
+      if (r.status !== 200) throw new Error(`decision: ${JSON.stringify(r.body)}`);
+    }
+    const records: Loose[] = await until(
+      async () => {
+        const all = await Promise.all(ids.map(async (id) => (await a('GET', `/v1/code-runs/${id}`)).body));
+        return all.every((r) => !['Running', 'Waiting'].includes(r.status)) && all;
+      },
+      600_000,
+      500,
+    );
+    const drainSeconds = (performance.now() - answeredAt) / 1000;
+    const right = records.filter((r, n) => r.status === 'Completed' && r.result?.value === n).length;
+    const twice = ids.filter(
+      (id) => app.deliveries.filter((d) => d.idempotencyKey === `${id}:0`).length !== 1,
+    ).length;
+
+    const f = (n: number, d = 2) => n.toFixed(d);
+    const rows: [string, string, string, string][] = [
+      [
+        `runner slots held by runs waiting for a person (${WAITING} waiting, ${SLOTS} slots)`,
+        f(busyWhileWaiting / WAITING, 3),
+        `${busyWhileWaiting} busy slots`,
+        '0 per waiting run',
+      ],
+      [
+        'parked runs: isolate kept / released',
+        `${kept} / ${released}`,
+        `all parked in ${f(parkSeconds, 1)} s`,
+        `${WAITING} parked`,
+      ],
+      [
+        'trivial run p50 while they wait (ms)',
+        f(during.p50),
+        `${f(during.p50 / alone.p50)}x alone (${f(alone.p50)} ms)`,
+        '≈ 1x',
+      ],
+      [
+        'trivial runs/s (8 clients) while they wait',
+        f(during.perSec, 1),
+        `${f(during.perSec / alone.perSec)}x alone (${f(alone.perSec, 1)}/s)`,
+        '≈ 1x',
+      ],
+      [
+        'answered: completed with the right result',
+        `${right} / ${WAITING}`,
+        `drained in ${f(drainSeconds, 1)} s`,
+        `${WAITING}`,
+      ],
+      ['App calls not delivered exactly once', String(twice), '', '0'],
+    ];
+    console.log(`\nIslet bench — parked waits, node ${process.version}, ${new Date().toISOString()}`);
+    const widths = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length), 6));
+    const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join(' | ');
+    console.log(line(['figure', 'value', 'against', 'goal']));
+    for (const r of rows) console.log(line(r));
+    if (right !== WAITING || twice !== 0) process.exitCode = 1;
+  } finally {
+    await app.close();
+    await cluster.stop();
+  }
+}
+
+await main();
