@@ -473,7 +473,7 @@ export function createRunsService(deps: GatewayDeps) {
         );
         // A job still waiting in the queue was counted for the runners' fair share (a deferred one
         // was counted off when a runner took it): take the count back.
-        if (removed && state !== 'delayed') await noteUnqueued(redis, config, run.mode, run.tenant);
+        if (removed && state !== 'delayed') await deps.poolDemand.unqueued(run.mode, run.tenant);
         if (removed) await cancelled('the run was cancelled before it started');
       }
     }
