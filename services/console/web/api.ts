@@ -5,9 +5,8 @@
  * settings), imported as types only so nothing but the SDK client reaches the bundle.
  */
 import type { PlatformSettings } from '@islet/core';
-import type { CodeRunRecord, LogLineRecord } from '@islet/protocol';
+import type { CodeRunRecord, Connection, LogLineRecord } from '@islet/protocol';
 import type { DecisionRequest, DecisionState } from '@islet/runs';
-import type { Connection } from '../../gateway/src/connections.ts';
 import { createIsletClient, IsletApiError, type Problem } from '../../sdk/src/client.ts';
 
 export type { CodeRunRecord, LogLineRecord, PlatformSettings, Problem };

@@ -44,8 +44,7 @@ export function isRedisCluster(redis: Redis): boolean {
  * included), so the commands `fn` sends, and those its promise chain sends without waiting for
  * I/O (a BullMQ add behind a script), reach Redis in one write. Redis then reads and runs them in
  * one pass of its loop, and under `appendfsync always` waits for one fsync before answering, not
- * one per command that happened to arrive while it was writing the previous one's (~0.17 ms each
- * on this project's test machine). A Cluster client (no socket of its own) sends as usual.
+ * one per command that happened to arrive while it was writing the previous one's. A Cluster client (no socket of its own) sends as usual.
  */
 export function sendTogether<T>(redis: Redis, fn: () => T): T {
   const socket = isRedisCluster(redis)

@@ -18,8 +18,8 @@ const KID = /^[A-Za-z0-9_-]{1,32}$/;
 const IV_BYTES = 12;
 /**
  * IVs come from one CSPRNG buffer refilled when used up, not a `randomBytes` call each: a gateway
- * seals a few values per binding call, and each call of the generator cost about 14 µs here (the
- * same batching as Node's randomUUID cache). Every IV is still fresh CSPRNG output, used once.
+ * seals a few values per binding call, and a generator call per IV was measurable on that path
+ * (the same batching as Node's randomUUID cache; docs/decisions/measured-costs.md). Every IV is still fresh CSPRNG output, used once.
  */
 const IV_POOL_BYTES = IV_BYTES * 512;
 

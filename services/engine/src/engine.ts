@@ -30,7 +30,7 @@ const DEFAULT_MAX_IDLE_TOTAL = 8;
 const DEFAULT_MAX_STARTING_HOSTS = 4;
 /**
  * A run that takes a host idle for less than this follows its last run back to back: it waits for
- * that host's next isolate (~1.1 ms to make here), which a second host would have ready.
+ * that host's next isolate, which a second host would have ready.
  */
 const BACK_TO_BACK_MS = 2;
 
@@ -94,7 +94,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   /**
    * The pool's host idle the shortest time but long enough to have made its next isolate (its
    * caches are the warmest: taking the one idle longest instead, runs rotated through every idle
-   * host and a sequential run over HTTP took ~0.5 ms longer); when every host became idle just now
+   * host and a sequential run over HTTP took longer); when every host became idle just now
    * (back to back), the one idle longest, whose isolate is the furthest along. Exited hosts are dropped.
    */
   function takeIdle(pool: HostProcess[]): HostProcess | undefined {
@@ -217,8 +217,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     busy.delete(host);
     host.runs++;
     const pool = idle.get(host.partition) ?? [];
-    // After the first run (the baseline) and every 16th: the /proc read cost ~0.1 ms of the
-    // runner's CPU on a run's path, and a host grows a few KiB per run, so 16 runs pass the bound
+    // After the first run (the baseline) and every 16th: the /proc read costs the runner's
+    // CPU on a run's path, and a host grows a few KiB per run, so 16 runs pass the bound
     // by a few hundred KiB at most.
     const checked =
       maxGrowth > 0 && reusable && (host.runs === 1 || host.runs % RESIDENT_CHECK_EVERY_RUNS === 0);
@@ -252,7 +252,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     host.setIdle(true);
     park(host);
     // Its last quarter of runs begins: start the replacement now, so it is ready (a start takes
-    // ~80 ms here, several times that on a loaded core: dozens of runs) before this host retires
+    // as long as dozens of runs, more on a loaded core) before this host retires
     // and no run waits for a host start. Starting it only before the last run left the next run
     // waiting. Once per host: its replacement joins the pool when started, and another would follow.
     if (

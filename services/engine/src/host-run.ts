@@ -82,8 +82,8 @@ export class HostRun {
 
   /**
    * The program's first turn (its synchronous part and the microtasks that follow) runs on this
-   * thread: an isolate entered from another thread costs ~0.3 ms of CPU per run here (isolated-vm's
-   * pool thread, cross-CPU wake-ups and TLB flushes), a quarter of a trivial run. Meanwhile no frame
+   * thread: an isolate entered from another thread costs CPU on every run (isolated-vm's pool thread,
+   * cross-CPU wake-ups and TLB flushes), a large share of a trivial run. Meanwhile no frame
    * is read, so the turn's own deadline is the run's budget, and the engine, told when the turn
    * returned (`turn`, or `done`), kills this process if it must stop the turn sooner (abort).
    */
@@ -188,7 +188,7 @@ export class HostRun {
     // In the first turn nothing deferred runs until the program yields. Its first lines wait for no
     // later one, so what a program printed is out even if the turn never returns (a kill, a long
     // builtin); past them a flood goes out FIRST_TURN_BATCH_LINES at a time (a write and a frame
-    // per line cost the runner ~2.5 µs of CPU per line).
+    // per line cost the runner CPU for every line).
     if (
       this.logBatchBytes >= LOG_FLUSH_BYTES ||
       (this.inFirstTurn &&

@@ -89,8 +89,8 @@ function prepare(memoryMb: number): Prepared {
  * Makes `harnessCache` once, at start, in a throwaway isolate that runs only the harness and
  * WARM_PROGRAM: compiling the same source again there yields a cache that holds every function
  * that ran. A cache made at the first compile holds only the top level, and each run's fresh
- * isolate then compiled the rest lazily: 0.7 of a trivial run's 0.9 ms in `start` (0.2 with this
- * cache). No tenant code ever runs in this isolate, and V8 checks a cache against its source.
+ * isolate then compiled the rest lazily, most of a trivial run's `start` (see
+ * docs/decisions/measured-costs.md). No tenant code ever runs in this isolate, and V8 checks a cache against its source.
  */
 async function warmHarnessCache(): Promise<void> {
   const isolate = new ivm.Isolate({ memoryLimit: DEFAULT_MEMORY_MB });

@@ -61,8 +61,7 @@ export interface RunLimits {
    * Most binding calls in progress (handed to `onCall`, not settled) at once; further calls wait in a
    * queue, in order. Queued calls are dropped, never started, when the program ends. Default 128: a
    * `Promise.all` over a page of 100 items goes out in one wave (at 64 the last 36 waited for the
-   * first answers, ~2 ms more for 100 instant calls over the cluster, and three requests to the
-   * gateway instead of one).
+   * first answers, and three requests to the gateway went instead of one).
    */
   maxConcurrentCalls?: number;
 }
@@ -201,9 +200,8 @@ export type ProcessEvent =
 
 export interface EngineOptions {
   /**
-   * A sandbox host process is replaced after this many runs. Default 1000: a host start costs
-   * ~75 ms of CPU here (`npm run bench:engine`; 0.25 s when first measured, on a loaded machine),
-   * which 100 runs per host spread over every run; memory is bounded by
+   * A sandbox host process is replaced after this many runs. Default 1000: a host start costs as
+   * much CPU as many runs (`npm run bench:engine`), which 100 runs per host spread over every run; memory is bounded by
    * `maxHostResidentGrowthBytes`, which usually retires a host first.
    */
   maxRunsPerProcess?: number;

@@ -71,9 +71,8 @@ export function guardedLookup(resolver: Resolver, allowPrivate: boolean) {
 
 /**
  * One undici Agent per way of resolving and checking, so a pooled connection opened under one set
- * of rules never serves a request made under another. undici, not node:http: in a probe of 100
- * parallel POSTs, 26-36 µs of client CPU per request against 40-50, and a 100-call run finished
- * ~1.5 ms sooner in the call bench (test/bench/README.md, round 9).
+ * of rules never serves a request made under another. undici, not node:http: less client CPU
+ * per request and a faster 100-call run in the call bench (test/bench/README.md).
  */
 const agents = new WeakMap<Resolver, Map<boolean, Agent>>();
 

@@ -201,8 +201,8 @@ export function createAuth(deps: GatewayDeps) {
   /**
    * As `requireScopes`, for a run's submit, with the tenant's rate-limit count off the submit's
    * path. Without an Idempotency-Key the count is left to the run's admission (`request.rateCount`,
-   * counted in the admission's script: 0.3-0.5 ms off a sequential submit's p50 here, as the
-   * count's own round trip and Redis write, fsynced before its answer, no longer come first); the
+   * counted in the admission's script: the count's own round trip and Redis write, fsynced before
+   * its answer, no longer come first); the
    * route must pass `request.rateCount` to the submit and call `countIfUncounted` as it answers
    * (onSend). A replica that saw the window pass its limit refuses the tenant's later submits in it
    * at once (429, not counted again: the count only grows within its window).

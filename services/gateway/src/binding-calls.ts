@@ -1,17 +1,10 @@
-/**
- * Serves one binding call from a runner. The order that makes "never sent twice" hold lives in
- * `@islet/runs`'s call processor (claim → policy → decision → markSent → App call → complete);
- * this module supplies what only the gateway knows: which connection and tool a binding is, its
- * policy, and how the App is reached (`http`: POST to its URL; `client`: the call goes out on the
- * run's event stream and the caller answers, possibly through another gateway replica, via Redis).
- */
-import { channels, keys } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import {
   type CallSource,
+  callEventData,
   createCallProcessor,
-  DEFAULT_MAX_EVENTS_PER_RUN,
   decisionView,
+  jsonOrText,
   type StoredRun,
 } from '@islet/runs';
 import { AnswerTooLargeError, postToApp } from './app-http.ts';
@@ -23,7 +16,6 @@ import { TOO_LARGE_MARK } from './guarded-fetch.ts';
 import { httpAnswerOutcome } from './input-required.ts';
 import { valueDepthExceeds } from './json-depth.ts';
 import type { McpApps } from './mcp-apps.ts';
-import { outcomeRecord } from './record.ts';
 
 const failed = (reason: string, message: string, extra: Record<string, unknown> = {}): BindingOutcome => ({
   type: 'error',
@@ -213,15 +205,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
         policy = 'allow';
     }
 
-    const callEvent = (outcome: BindingOutcome) => ({
-      index: call.index,
-      binding: call.binding,
-      ...(source ? { source } : {}),
-      outcome: outcomeRecord(outcome),
-      // For the console's call list (the record has neither); sealed like every event.
-      arguments: jsonOrText(call.argsJson),
-      durationMs: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
-    });
+    const callEvent = (outcome: BindingOutcome) => callEventData(call, source, outcome, started);
     const processed = await processor.process({
       run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code },
       attempt,
@@ -254,24 +238,16 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
           : clientCall(run, attempt, call, source, ctx);
       },
       onDecisionNeeded: async (decision, created) => {
-        await runs.setStatus(run, 'Waiting', { atCall: call.index });
+        await deps.lifecycle.suspend(run, { atCall: call.index });
         // Once per (run, index): an execution that meets its still-pending decision again (a
         // re-execution after a crash or stall) waits again but does not announce it twice.
         if (created) await runs.appendEvent(run.id, 'decision.needed', { ...decisionView(decision) });
       },
       onDecisionAnswered: async () => {
-        await runs.setStatus(run, 'Running');
+        await deps.lifecycle.resume(run);
       },
       // The console's and SSE's `call` event goes in with the outcome, in the journal's step.
-      eventFor: (outcome) => ({
-        streamKey: keys.runEvents(run.id),
-        maxLen: DEFAULT_MAX_EVENTS_PER_RUN,
-        type: 'call',
-        sealedData: deps.sealer.seal(JSON.stringify(callEvent(outcome))),
-        channel: channels.runEvents,
-        // Tagged: SSE readers wake for it, `Prefer: wait` requests know it is not the end.
-        message: `${run.id} call`,
-      }),
+      eventFor: (outcome) => runs.callEvent(run.id, callEvent(outcome)),
     });
 
     const label = processed.label;
@@ -289,14 +265,6 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
 }
 
 export type BindingCalls = ReturnType<typeof createBindingCalls>;
-
-function jsonOrText(json: string): unknown {
-  try {
-    return JSON.parse(json);
-  } catch {
-    return json;
-  }
-}
 
 /** Most of an App's error body that reaches the program and the record. */
 export const APP_ERROR_BODY_MAX_BYTES = 4096;

@@ -1,5 +1,6 @@
 import { bindingNameProblem, validateBindingNames } from '@islet/engine';
 import { FILES_BINDING_NAMES } from '@islet/kernel-sandbox';
+import type { Connection as ProtocolConnection } from '@islet/protocol';
 import type { BindingSpec } from '@islet/runs';
 import { z } from 'zod';
 import { MAX_PREVIOUS_SECRET_TTL_SECONDS, reservedAppHeader } from './app-signing.ts';
@@ -67,15 +68,12 @@ export const rotateSchema = z.strictObject({
 });
 
 export type ConnectionInput = z.infer<typeof connectionInputSchema>;
-export type Connection = Omit<ConnectionInput, 'headers'> & {
-  id: string;
-  slug: string;
-  createdAt: number;
-  /** `http`, `mcp`: the request headers, sealed (never returned by the API). */
-  sealedHeaders?: string;
-  /** `http`: the Standard Webhooks signing secrets (`SigningState`), sealed; shown once, at creation or rotation. */
-  sealedSigning?: string;
-};
+/** The stored connection: the wire type (`@islet/protocol`), which the validated input must fit. */
+export type Connection = ProtocolConnection;
+// Compile-time check: what the schema accepts (less its headers, sealed apart) is a connection's body.
+type ConnectionBody = Omit<Connection, 'id' | 'slug' | 'createdAt' | 'sealedHeaders' | 'sealedSigning'>;
+const _inputFits = (input: Omit<ConnectionInput, 'headers'>): ConnectionBody => input;
+void _inputFits;
 export type Tool = z.infer<typeof toolSchema>;
 
 /** "Work calendar" → `work_calendar`; "list-events" → `list_events` (plain identifiers). */

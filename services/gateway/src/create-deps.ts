@@ -25,6 +25,7 @@ import {
   createInFlightStore,
   createPoolDemandStore,
   createRunIndex,
+  createRunLifecycle,
   createRunPolicyStore,
   createRunStore,
   createTenantBytesStore,
@@ -123,12 +124,20 @@ export async function createGatewayDeps(
     sealer,
     timeoutMs: config.ISLET_CLIENT_CALL_TIMEOUT_MS,
   });
+  const runs = createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS });
+  const journal = createCallJournal({
+    redis,
+    sealer,
+    ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
+  });
   return {
     config,
     redis,
     sealer,
     clientCalls,
-    runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    runs,
+    lifecycle: createRunLifecycle({ runs, journal }),
     inFlight: createInFlightStore(redis),
     runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
     health: createHealthStore(redis),
@@ -153,12 +162,7 @@ export async function createGatewayDeps(
     // Read on every submit; cached, dropped on the settings channel (see settings-cache.ts).
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
     connections: createConnectionStore(redis, sealer, caches, config.ISLET_TENANT_MAX_CONNECTIONS),
-    journal: createCallJournal({
-      redis,
-      sealer,
-      ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
-      ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
-    }),
+    journal,
     decisions: createDecisionStore({
       redis,
       sealer,

@@ -1,5 +1,5 @@
 /**
- * Decisions at the gateway (issue 4): listing a tenant's pending decisions, answering one, and
+ * Decisions at the gateway: listing a tenant's pending decisions, answering one, and
  * resuming the run afterwards — a stopped run is queued again and replays from the top; a
  * wider-access request either queues the run in its wider mode's pool or ends it without running.
  * A sweeper (every gateway runs one) expires unanswered decisions and repairs a resume that a
@@ -8,13 +8,15 @@
 import { principalOf } from '@islet/core';
 import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
 import {
-  cancelledEnd,
   type DecisionRecord,
   type DecisionRequest,
   type DecisionState,
   decisionView,
   ESCALATION_INDEX,
   expiryMessage,
+  headOf,
+  type RunView,
+  reconcileRun,
   runJobOptions,
   type StoredRun,
   startDecisionExpiry,
@@ -45,7 +47,7 @@ export function createDecisionsService(
   runsService: RunsService,
   options: DecisionsServiceOptions = {},
 ) {
-  const { decisions, runs, queues, logger } = deps;
+  const { decisions, runs, lifecycle, queues, logger } = deps;
   const expireAfterMs = options.expireAfterMs ?? 86_400_000;
 
   async function listPending(caller: Caller): Promise<DecisionView[]> {
@@ -67,7 +69,7 @@ export function createDecisionsService(
     const all = await decisions.listRun(run.id);
     if (all.some((d) => d.state === 'pending')) return;
     const round = all.filter((d) => d.index !== ESCALATION_INDEX).length;
-    await runs.setStatus(run, 'Running', { resumed: true });
+    await lifecycle.resume(run, { resumed: true });
     const noted = deps.poolDemand.queued(run.mode, run.tenant);
     await queues[run.mode].add(
       'run',
@@ -80,7 +82,7 @@ export function createDecisionsService(
   }
 
   async function endWithoutRunning(run: StoredRun, message: string) {
-    const ended = await runs.finish(run, cancelledEnd('Failed', message));
+    const ended = await lifecycle.cancel(run, message, 'Failed');
     if (ended) deps.metrics.runsTotal.inc({ status: 'Failed', kind: 'abort', mode: run.mode });
     await decisions.unmarkPaused(run.id, run.mode);
   }
@@ -149,7 +151,7 @@ export function createDecisionsService(
     });
     if (decision.index === ESCALATION_INDEX) {
       if (body.allow) {
-        await runs.setStatus(run, 'Running', { escalation: 'allowed' });
+        await lifecycle.resume(run, { escalation: 'allowed' });
         await runsService.enqueue(run);
         await decisions.unmarkPaused(run.id, run.mode);
       } else {
@@ -161,41 +163,48 @@ export function createDecisionsService(
     return decisionView(decision);
   }
 
+  const recovery = {
+    graceMs: 0,
+    resumeRepairAfterMs: options.resumeRepairAfterMs ?? 5000,
+  };
+
   async function onExpired(decision: DecisionRecord) {
     const run = await runs.get(decision.runId);
-    if (!run) return;
-    await decisions.closeRun(run.id);
-    const message = expiryMessage(expireAfterMs);
-    const ended = await runs.finish(run, cancelledEnd('Cancelled', message));
-    if (ended) deps.metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: run.mode });
-    // A held call's gateway sees the run end; a stopped run has nothing running.
-    await runs.requestCancel(run.id);
-    await decisions.unmarkPaused(run.id, run.mode);
+    const view: RunView = { record: run && headOf(run), job: { state: 'unknown' }, decisionExpired: true };
+    for (const action of reconcileRun(view, Date.now(), recovery)) {
+      if (action.type !== 'expire' || !run) continue;
+      await decisions.closeRun(run.id);
+      const message = expiryMessage(expireAfterMs);
+      const ended = await lifecycle.cancel(run, message);
+      if (ended) deps.metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: run.mode });
+      // A held call's gateway sees the run end; a stopped run has nothing running.
+      await runs.requestCancel(run.id);
+      await decisions.unmarkPaused(run.id, run.mode);
+    }
   }
 
   /** Paused runs whose decisions are all answered (a resume interrupted by a crash) or that ended. */
   async function repairPaused(): Promise<void> {
     deps.metrics.decisionsPending.set(await decisions.countAllPending());
-    const cutoff = Date.now() - (options.resumeRepairAfterMs ?? 5000);
+    const now = Date.now();
+    const cutoff = now - recovery.resumeRepairAfterMs;
     for (const mode of SANDBOX_MODES) {
-      const ids = await decisions.pausedBefore(mode, cutoff, 100);
-      for (const id of ids) {
+      for (const id of await decisions.pausedBefore(mode, cutoff, 100)) {
         const run = await runs.get(id);
-        if (!run || isFinalStatus(run.status)) {
-          await decisions.unmarkPaused(id, mode);
-          continue;
+        const view: RunView = {
+          record: run && headOf(run),
+          job: { state: 'unknown' },
+          pausedSinceMs: cutoff,
+          decisions: run && !isFinalStatus(run.status) ? await decisions.listRun(id) : [],
+        };
+        for (const action of reconcileRun(view, now, recovery)) {
+          if (action.type === 'unmark-paused') await decisions.unmarkPaused(id, mode);
+          else if (!run) continue;
+          else if (action.type === 'enqueue-escalated') await runsService.enqueue(run);
+          else if (action.type === 'end-without-running')
+            await endWithoutRunning(run, escalationDeniedMessage(run.mode));
+          else if (action.type === 'resume') await resume(run);
         }
-        const all = await decisions.listRun(id);
-        if (all.some((d) => d.state === 'pending')) continue;
-        const escalation = all.find((d) => d.index === ESCALATION_INDEX);
-        if (escalation && all.length === 1) {
-          if (escalation.state === 'allowed') {
-            await runsService.enqueue(run);
-            await decisions.unmarkPaused(id, mode);
-          } else await endWithoutRunning(run, escalationDeniedMessage(run.mode));
-          continue;
-        }
-        await resume(run);
       }
     }
   }

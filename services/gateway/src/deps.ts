@@ -18,6 +18,7 @@ import type {
   PoolDemandStore,
   RunIndex,
   RunJobData,
+  RunLifecycle,
   RunPolicyStore,
   RunStore,
   TenantBytesStore,
@@ -43,6 +44,8 @@ export interface GatewayDeps {
   /** `client` calls' answers: opened and waited for here, delivered by whichever replica gets them. */
   clientCalls: ClientCallMailbox;
   runs: RunStore;
+  /** The only way a run's status changes (admit, attempt, suspend, resume, finish, fail, cancel, give up). */
+  lifecycle: RunLifecycle;
   /** The tenants' in-flight index, walked by recovery (orphan-sweeper.ts). */
   inFlight: InFlightStore;
   /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */

@@ -9,11 +9,13 @@
  * Cluster slot, see run-store.ts): an entry whose record is final (the end's second write was
  * lost) or that has no record and is older than `graceMs` (the create died between its two
  * writes, so the run was never acknowledged) is removed, giving the tenant its quota back.
+ *
+ * What to do with each entry is `reconcileRun`'s (the recovery matrix, `@islet/runs`); this walks
+ * the in-flight index and applies its actions.
  */
+import { type RunView, reconcileRun } from '@islet/runs';
 import type { GatewayDeps } from './deps.ts';
 import type { RunsService } from './runs-service.ts';
-
-const FINAL = new Set(['Completed', 'Failed', 'Cancelled']);
 
 export interface OrphanSweeperOptions {
   /** How often, ms. Default 30000. */
@@ -31,30 +33,36 @@ export function createOrphanSweeper(
   const graceMs = options.graceMs ?? 60_000;
   let timer: NodeJS.Timeout | undefined;
 
+  const policy = { graceMs, resumeRepairAfterMs: 0 };
+
   async function sweepOnce(): Promise<string[]> {
     const requeued: string[] = [];
     if (!(await deps.inFlight.takeSweepLock(Math.max(1000, intervalMs - 500)))) return requeued;
     for await (const { tenant, id, sinceMs } of deps.inFlight.entries()) {
-      const head = await deps.inFlight.head(id);
-      const status = head?.status;
-      if (head === null ? Date.now() - sinceMs >= graceMs : FINAL.has(head.status)) {
-        await deps.inFlight.drop(tenant, id);
-        deps.logger.warn(
-          { runId: id, tenant, status },
-          'in-flight entry of a run that is not in flight; removed',
-        );
-        continue;
+      const record = await deps.inFlight.head(id);
+      const view: RunView = { record, job: { state: 'unknown' }, inFlightSinceMs: sinceMs };
+      let actions = reconcileRun(view, Date.now(), policy);
+      if (actions.some((a) => a.type === 'check-job')) {
+        const mode = record?.mode;
+        if (!mode || !(mode in deps.queues)) continue;
+        const job = (await deps.queues[mode].getJob(id)) ? 'present' : 'missing';
+        actions = reconcileRun({ ...view, job: { state: job } }, Date.now(), policy);
       }
-      if (head?.status !== 'Running' || head.attempts !== 0 || Date.now() - head.createdAt < graceMs)
-        continue;
-      const mode = head.mode;
-      if (!mode || !(mode in deps.queues)) continue;
-      if (await deps.queues[mode].getJob(id)) continue;
-      const run = await deps.runs.get(id);
-      if (!run) continue;
-      await runsService.enqueue(run);
-      requeued.push(id);
-      deps.logger.warn({ runId: id }, 'run had no job; queued it again');
+      for (const action of actions) {
+        if (action.type === 'drop-in-flight') {
+          await deps.inFlight.drop(tenant, id);
+          deps.logger.warn(
+            { runId: id, tenant, status: record?.status },
+            'in-flight entry of a run that is not in flight; removed',
+          );
+        } else if (action.type === 'enqueue') {
+          const run = await deps.runs.get(id);
+          if (!run) continue;
+          await runsService.enqueue(run);
+          requeued.push(id);
+          deps.logger.warn({ runId: id }, 'run had no job; queued it again');
+        }
+      }
     }
     return requeued;
   }

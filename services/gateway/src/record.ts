@@ -1,34 +1,7 @@
-/** Builds the Code Mode record (`GET /v1/code-runs/:id`) from the stored run and its journal. */
-import type { BindingOutcome } from '@islet/engine';
-import type { CallOutcomeRecord, CodeRunCall, CodeRunRecord } from '@islet/protocol';
-import type { JournalCallView, StoredRun } from '@islet/runs';
+import type { CodeRunCall, CodeRunRecord } from '@islet/protocol';
+import { type JournalCallView, outcomeRecord, type StoredRun } from '@islet/runs';
 
-export function outcomeRecord(outcome: BindingOutcome): CallOutcomeRecord {
-  switch (outcome.type) {
-    case 'result':
-      return { _tag: 'Done', result: { _tag: 'Completed', value: safeParse(outcome.valueJson) } };
-    case 'error': {
-      const error: { name: typeof outcome.name; message: string; details?: Record<string, unknown> } = {
-        name: outcome.name,
-        message: outcome.message,
-      };
-      if (outcome.details) error.details = outcome.details;
-      return { _tag: 'Done', result: { _tag: 'Failed', error } };
-    }
-    case 'stop':
-      return outcome.code === 'suspended'
-        ? { _tag: 'Waiting' }
-        : { _tag: 'Done', result: { _tag: 'Stopped', code: outcome.code, message: outcome.message } };
-  }
-}
-
-function safeParse(json: string): unknown {
-  try {
-    return JSON.parse(json);
-  } catch {
-    return json;
-  }
-}
+export { outcomeRecord };
 
 /** `waiting`: the call waits for a decision (its outcome shows `Waiting` until it is answered). */
 export function callRecord(e: JournalCallView, waiting = false): CodeRunCall {

@@ -1,6 +1,6 @@
 /**
  * Submitting, reading, waiting for and cancelling runs: the logic behind the run routes, kept
- * out of the route files so decisions/replay (issue 4) can reuse it.
+ * out of the route files so decisions and replay can reuse it.
  */
 
 import { createHash, randomUUID } from 'node:crypto';
@@ -19,10 +19,8 @@ import {
 import {
   type AdmissionRateCount,
   type BindingSpec,
-  cancelledEnd,
   decisionView,
   ESCALATION_INDEX,
-  failedEnd,
   type JournalCallView,
   type RunLimitsSnapshot,
   runJobOptions,
@@ -58,7 +56,7 @@ function refuse(message: string): never {
 }
 
 export function createRunsService(deps: GatewayDeps) {
-  const { runs, config, settings, connections, journal, queues, hub, runPolicies } = deps;
+  const { runs, lifecycle, config, settings, connections, journal, queues, hub, runPolicies } = deps;
   const ownership = createOwnership(deps);
   const storage = createStorageQuota(deps);
 
@@ -230,7 +228,7 @@ export function createRunsService(deps: GatewayDeps) {
     // can take it); one that is refused or must first wait for a decision is not.
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
     let enqueued = false;
-    const admitted = await runs.create(
+    const admitted = await lifecycle.admit(
       run,
       {
         maxInFlight: limit,
@@ -281,21 +279,18 @@ export function createRunsService(deps: GatewayDeps) {
 
     if (codeModeOff) {
       const message = 'Code Mode is off in the platform settings';
-      await runs.finish(
-        run,
-        failedEnd({
-          status: 'Failed',
-          reason: 'Unavailable',
-          kind: 'sandbox-unavailable',
-          message,
-          kindInResult: false,
-        }),
-      );
+      await lifecycle.fail(run, {
+        status: 'Failed',
+        reason: 'Unavailable',
+        kind: 'sandbox-unavailable',
+        message,
+        kindInResult: false,
+      });
       return (await runs.get(id)) ?? run;
     }
     if (run.request.sandboxPermissions) {
       // Wider access asks before anything runs (run_code: "nothing runs before you answer").
-      // Decisions (issue 4) pick the run up from here; until then it waits.
+      // Decisions pick the run up from here; until then it waits.
       const { decision } = await deps.decisions.request({
         tenant,
         mode,
@@ -306,7 +301,7 @@ export function createRunsService(deps: GatewayDeps) {
         approval: 'stop',
         escalation: { mode, justification: run.request.justification ?? '' },
       });
-      await runs.setStatus(run, 'Waiting', { escalation: true });
+      await lifecycle.suspend(run, { escalation: true });
       await runs.appendEvent(id, 'decision.needed', { ...decisionView(decision) });
       return (await runs.get(id)) ?? run;
     }
@@ -463,7 +458,7 @@ export function createRunsService(deps: GatewayDeps) {
     if (isFinalStatus(run.status))
       throw new HttpProblem('run-finished', `code run ${id} already ended as ${run.status}`);
     await runs.requestCancel(id);
-    const cancelled = async (message: string) => runs.finish(run, cancelledEnd('Cancelled', message));
+    const cancelled = async (message: string) => lifecycle.cancel(run, message);
     if (run.status === 'Waiting') {
       await cancelled('the run was cancelled while it waited');
     } else {

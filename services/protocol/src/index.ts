@@ -1,4 +1,5 @@
 export * from './calls.ts';
+export * from './connections.ts';
 export * from './kinds.ts';
 export * from './problems.ts';
 export * from './queues.ts';

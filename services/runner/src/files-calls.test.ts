@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis, createSealer } from '@islet/core';
 import { closeFilesHelpers, WorkspaceStore } from '@islet/kernel-sandbox';
-import { createCallJournal } from '@islet/runs';
+import { createCallJournal, createRunStore } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,13 +29,21 @@ afterAll(async () => {
 
 const journalFor = () => createCallJournal({ redis, sealer });
 const store = () => new WorkspaceStore({ root });
+const runStore = () => createRunStore(redis, sealer);
 
 describe('createFilesCalls', () => {
   it('journals each call with its source and answers a replay from the journal', async () => {
     const journal = journalFor();
     const run = { id: 'run-files-1', tenant: 't1', session: 's1', mode: 'workspace-write' as const };
     const attempt = await journal.nextAttempt(run.id);
-    const files = createFilesCalls({ journal, store: store(), run, attempt, enforcement: 'full' });
+    const files = createFilesCalls({
+      journal,
+      events: runStore(),
+      store: store(),
+      run,
+      attempt,
+      enforcement: 'full',
+    });
     const wrote = await files.call({
       index: 0,
       binding: 'files.write',
@@ -56,6 +64,7 @@ describe('createFilesCalls', () => {
     // The file changes; a later attempt that reaches the same call gets the journaled outcome.
     await store().workspace('t1', 's1').write('a.txt', Buffer.from('two'));
     const next = createFilesCalls({
+      events: runStore(),
       journal,
       store: store(),
       run,
@@ -82,6 +91,7 @@ describe('createFilesCalls', () => {
     expect(claim.kind).toBe('new');
     await journal.markSent(run.id, 0, claim.kind === 'new' ? claim.token : undefined); // …then the runner died
     const files = createFilesCalls({
+      events: runStore(),
       journal,
       store: store(),
       run,
@@ -97,6 +107,7 @@ describe('createFilesCalls', () => {
     const journal = journalFor();
     const run = { id: 'run-files-3', tenant: 't1', session: 's3', mode: 'read-only' as const };
     const files = createFilesCalls({
+      events: runStore(),
       journal,
       store: store(),
       run,
@@ -113,6 +124,7 @@ describe('createFilesCalls', () => {
     expect((await journal.list(run.id))[0]?.outcome).toEqual(denied.outcome);
 
     const bad = createFilesCalls({
+      events: runStore(),
       journal,
       store: store(),
       run: { ...run, id: 'run-files-4', session: '../escape' },
@@ -132,6 +144,7 @@ describe('createFilesCalls', () => {
       },
     };
     const files = createFilesCalls({
+      events: runStore(),
       journal: broken,
       store: store(),
       run: { id: 'run-files-5', tenant: 't1', session: 's5', mode: 'read-only' },
@@ -144,5 +157,41 @@ describe('createFilesCalls', () => {
       name: 'AppCallFailed',
       details: { reason: 'journal-unavailable' },
     });
+  });
+
+  it("appends the run stream's call event with the outcome, as an App call does, and not again on a replay", async () => {
+    const journal = journalFor();
+    const runs = runStore();
+    const run = { id: 'run-files-6', tenant: 't1', session: 's6', mode: 'workspace-write' as const };
+    const files = createFilesCalls({
+      journal,
+      events: runs,
+      store: store(),
+      run,
+      attempt: 1,
+      enforcement: 'full',
+    });
+    const call = { index: 0, binding: 'files.write', argsJson: '{"path":"e.txt","content":"hi"}' };
+    await files.call(call);
+    const events = (await runs.readEvents(run.id)).filter((e) => e.type === 'call');
+    expect(events).toHaveLength(1);
+    expect(events[0]?.data).toMatchObject({
+      index: 0,
+      binding: 'files.write',
+      source: { connectionId: 'files', connectionName: 'files', name: 'write', kind: 'tool' },
+      outcome: { _tag: 'Done', result: { _tag: 'Completed', value: { path: 'e.txt', sizeBytes: 2 } } },
+      arguments: { path: 'e.txt', content: 'hi' },
+    });
+    // A later attempt that reaches the same call is answered from the journal: no second event.
+    const again = createFilesCalls({
+      journal,
+      events: runs,
+      store: store(),
+      run,
+      attempt: 2,
+      enforcement: 'full',
+    });
+    await again.call(call);
+    expect((await runs.readEvents(run.id)).filter((e) => e.type === 'call')).toHaveLength(1);
   });
 });

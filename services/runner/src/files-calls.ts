@@ -3,8 +3,8 @@
  * sandbox-local: the gateway never sees these calls) and journaled like App calls, so a replayed
  * run sees exactly what it saw before (a read returns the content it read then, not a later write).
  *
- * Order per call: claim (run, index) → markSent → the file operation → complete. Unlike an App
- * call, a file operation whose outcome was never journaled (`unknown`: the runner died between
+ * Order per call, as for an App call: claim and markSent (run, index) → the file operation →
+ * complete, with the run stream's `call` event. Unlike an App call, a file operation whose outcome was never journaled (`unknown`: the runner died between
  * markSent and complete) is performed again: write is atomic and writes the same bytes, read and
  * list have no effect, remove of an already removed file answers `removed: false`. So nothing is
  * lost and nothing is harmed by doing it twice.
@@ -19,10 +19,19 @@ import {
   type WorkspaceStore,
 } from '@islet/kernel-sandbox';
 import type { SandboxMode } from '@islet/protocol';
-import { type CallJournal, type CallSource, JournalConflictError, type LiveOutcome } from '@islet/runs';
+import {
+  type CallJournal,
+  type CallSource,
+  callEventData,
+  createCallProcessor,
+  type LiveOutcome,
+  type RunStore,
+} from '@islet/runs';
 
 export interface FilesCallsOptions {
   journal: CallJournal;
+  /** Builds the run stream's `call` event (the run store's, which seals it). */
+  events: Pick<RunStore, 'callEvent'>;
   store: WorkspaceStore;
   metrics?: Metrics;
   run: { id: string; tenant: string; session: string; mode: SandboxMode };
@@ -39,7 +48,8 @@ const failed = (reason: string, message: string): BindingOutcome => ({
 });
 
 export function createFilesCalls(opts: FilesCallsOptions) {
-  const { journal, run, attempt } = opts;
+  const { run, attempt } = opts;
+  const processor = createCallProcessor({ journal: opts.journal });
   let handler: FilesBindingHandler | undefined;
 
   async function perform(call: BindingCall): Promise<BindingOutcome> {
@@ -81,52 +91,35 @@ export function createFilesCalls(opts: FilesCallsOptions) {
   }
 
   async function journaled(call: BindingCall): Promise<LiveOutcome> {
-    const started = performance.now();
+    const started = process.hrtime.bigint();
     const source: CallSource = {
       connectionId: 'files',
       connectionName: 'files',
       name: call.binding.slice('files.'.length),
       kind: 'tool',
     };
-    const claim = await journal.claim(run.id, attempt, { ...call, source });
-    switch (claim.kind) {
-      case 'done':
-        return { outcome: claim.outcome, deliverySeq: claim.deliverySeq };
-      case 'mismatch':
-        return {
-          outcome: {
-            type: 'stop',
-            code: 'replay-mismatch',
-            message: `call ${call.index} is ${call.binding} with other arguments or binding than last time (${claim.expected.binding})`,
-          },
-        };
-      case 'superseded':
-        return {
-          outcome: { type: 'stop', code: 'cancelled', message: 'a newer execution of this run has started' },
-        };
-      case 'new':
-        try {
-          await journal.markSent(run.id, call.index, claim.token);
-        } catch (err) {
-          if (err instanceof JournalConflictError)
-            return {
-              outcome: {
-                type: 'stop',
-                code: 'cancelled',
-                message: 'a newer execution of this run has started',
-              },
-            };
-          throw err;
-        }
-        break;
-      // 'unknown' / 'in-flight': performed again (see the module comment).
+    // The App calls' claim path (call-processor.ts): claim and markSent in one step, the outcome
+    // journaled with the run stream's `call` event; only an unjournaled call differs (see above).
+    const processed = await processor.process({
+      run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: '', code: '' },
+      attempt,
+      call: { index: call.index, binding: call.binding, argsJson: call.argsJson, source },
+      policy: 'allow',
+      approval: 'stop',
+      unjournaled: 'perform-again',
+      send: () => perform(call),
+      eventFor: (outcome) => opts.events.callEvent(run.id, callEventData(call, source, outcome, started)),
+    });
+    const { outcome, deliverySeq } = processed;
+    if (processed.label !== 'replayed' && processed.label !== 'mismatch' && processed.label !== 'cancelled') {
+      const label = outcome.type === 'result' ? 'result' : isFileSandboxDenial(outcome) ? 'denied' : 'failed';
+      opts.metrics?.bindingCalls.inc({ outcome: label });
+      opts.metrics?.bindingCallDuration.observe(
+        { outcome: label },
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
     }
-    const outcome = await perform(call);
-    const { deliverySeq } = await journal.complete(run.id, call.index, outcome);
-    const label = outcome.type === 'result' ? 'result' : isFileSandboxDenial(outcome) ? 'denied' : 'failed';
-    opts.metrics?.bindingCalls.inc({ outcome: label });
-    opts.metrics?.bindingCallDuration.observe({ outcome: label }, (performance.now() - started) / 1000);
-    return { outcome, deliverySeq };
+    return deliverySeq === undefined ? { outcome } : { outcome, deliverySeq };
   }
 
   return { call };

@@ -97,8 +97,8 @@ const engines = new Map<SandboxMode, Engine>();
 for (const mode of config.ISLET_RUNNER_MODES) {
   const engine: Engine = createEngine({
     // Every slot keeps its host between runs: with fewer idle hosts than slots, each burst of
-    // concurrent runs stopped the surplus hosts and started new ones in the runs' path (~75 ms of
-    // CPU each here, 0.5 s when first measured on a loaded machine). The bench measured this as
+    // concurrent runs stopped the surplus hosts and started new ones in the runs' path, each start
+    // costing as much CPU as many runs. The bench measured this as
     // the largest cost under 16 concurrent clients.
     maxIdlePerPartition: config.ISLET_RUNNER_CONCURRENCY,
     // …but not per tenant without bound: a runner serving many tenants keeps this many at most.

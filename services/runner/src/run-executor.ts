@@ -4,7 +4,7 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import { keys, type Logger, type Metrics, meteredTenant, type SettingsStore } from '@islet/core';
+import { type Logger, type Metrics, meteredTenant, type SettingsStore } from '@islet/core';
 import type { Engine, SandboxFacts } from '@islet/engine';
 import {
   FILES_BINDING_NAMES,
@@ -16,9 +16,12 @@ import { type FailureKind, isFinalStatus, type SandboxMode } from '@islet/protoc
 import {
   type CallJournal,
   createReplayingHandler,
-  failedEnd,
+  createRunLifecycle,
+  headOf,
   type RunStore,
   type RunTimings,
+  type RunView,
+  reconcileRun,
   type StoredRun,
 } from '@islet/runs';
 import { CallParking, type ExecutionSlot } from './call-parking.ts';
@@ -95,6 +98,7 @@ const now = () => performance.timeOrigin + performance.now();
 
 export function createRunExecutor(deps: RunExecutorDeps) {
   const { runs, settings, journal, metrics, logger } = deps;
+  const lifecycle = createRunLifecycle({ runs, journal });
 
   /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
   function meter(run: StoredRun, status: string, text: string, bindingCalls: number, cpuMs = 0) {
@@ -113,23 +117,22 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     kind: FailureKind,
     message: string,
   ) {
-    const done = await runs.finish(run, failedEnd({ status, reason, kind, message }));
-    if (done) {
-      metrics.runsTotal.inc({ status, kind, mode: run.mode });
-      meter(run, status, '', 0);
-    }
+    counted(run, await lifecycle.fail(run, { status, reason, kind, message }), status, kind);
+  }
+
+  /** Counts a run this executor ended outside its program (`done`: the end was written here). */
+  function counted(run: StoredRun, done: boolean, status: 'Failed' | 'Cancelled', kind: FailureKind) {
+    if (!done) return;
+    metrics.runsTotal.inc({ status, kind, mode: run.mode });
+    meter(run, status, '', 0);
   }
 
   async function execute(job: ExecuteJob, replay?: Replay): Promise<ExecuteResult> {
     const pickedUp = replay?.pickedUp ?? now();
     // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
     // its start recorded (Running, status event, wake-up) and the journal read, in one script.
-    const begun = await journal.beginAttempt(
-      job.runId,
-      keys.run(job.runId),
-      runs.attemptStartEvent(job.runId),
-    );
-    const run = runs.fromHash(begun.run);
+    const begun = await lifecycle.beginAttempt(job.runId);
+    const run = begun.run;
     if (!run) {
       logger.warn({ runId: job.runId }, 'job for a run that does not exist; dropped');
       return 'skipped';
@@ -187,6 +190,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       deps.workspaces && run.request.style !== 'code-mode'
         ? createFilesCalls({
             journal,
+            events: runs,
             store: deps.workspaces,
             metrics,
             run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },
@@ -326,7 +330,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         return 'superseded';
       }
       if (
-        await runs.finish(run, {
+        await lifecycle.finish(run, {
           status: 'Cancelled',
           result: mapped.result,
           text: mapped.text,
@@ -341,7 +345,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       return 'cancelled';
     }
     if (
-      await runs.finish(run, {
+      await lifecycle.finish(run, {
         status: mapped.status,
         result: mapped.result,
         text: mapped.text,
@@ -365,7 +369,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   /** Ends a run whose job BullMQ gave up on (attempts used up, stalled too often). */
   async function giveUp(runId: string, why: string) {
     const run = await runs.get(runId);
-    if (run) await end(run, 'Failed', 'Unavailable', 'worker-exit', `Islet could not finish the run: ${why}`);
+    if (!run) return;
+    // The recovery matrix decides (reconcile-run.ts): a run that already ended keeps its end.
+    const view: RunView = { record: headOf(run), job: { state: 'failed', reason: why } };
+    for (const action of reconcileRun(view, now(), { graceMs: 0, resumeRepairAfterMs: 0 }))
+      if (action.type === 'give-up')
+        counted(run, await lifecycle.giveUp(run, action.why), 'Failed', 'worker-exit');
   }
 
   return { execute, giveUp };

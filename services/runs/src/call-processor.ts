@@ -62,6 +62,12 @@ export interface ProcessCallInput {
    * (only when that step stores it; `ProcessedCall.eventAppended` says so).
    */
   eventFor?: (outcome: BindingOutcome, label: CallOutcomeLabel) => CompletionEvent;
+  /**
+   * A call claimed or sent before whose outcome was never journaled (`unknown`, `in-flight`):
+   * `report` it as unknown (App calls: never sent twice), or `perform-again` (an operation that is
+   * harmless twice: the runner's files calls). Default `report`.
+   */
+  unjournaled?: 'report' | 'perform-again';
 }
 
 export interface ProcessedCall {
@@ -73,8 +79,9 @@ export interface ProcessedCall {
   eventAppended?: boolean;
 }
 
-export function createCallProcessor(deps: { journal: CallJournal; decisions: DecisionStore }) {
-  const { journal, decisions } = deps;
+/** `decisions`: needed for calls whose policy is `ask` (absent: the runner's files calls, always allowed). */
+export function createCallProcessor(deps: { journal: CallJournal; decisions?: DecisionStore }) {
+  const { journal } = deps;
 
   const journaled = async (
     input: ProcessCallInput,
@@ -135,53 +142,63 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
       ...(input.takeover ? { takeover: true } : {}),
       ...(sendNow ? { sendNow: true } : {}),
     });
-    switch (claim.kind) {
-      case 'done':
-        return { outcome: claim.outcome, deliverySeq: claim.deliverySeq, label: 'replayed' };
-      case 'mismatch':
-        return {
-          outcome: {
-            type: 'stop',
-            code: 'replay-mismatch',
-            message: `call ${call.index} is ${call.binding} with other arguments or binding than last time (${claim.expected.binding})`,
-          },
-          label: 'mismatch',
-        };
-      case 'superseded':
-        return {
-          outcome: { type: 'stop', code: 'cancelled', message: 'a newer execution of this run has started' },
-          label: 'cancelled',
-        };
-      case 'in-flight':
-        return waitInFlight(input);
-      case 'unknown': {
-        if (!input.takeover && (input.unknownGraceMs ?? 0) > 0) {
-          const got = await journal.waitForOutcome(run.id, call.index, {
-            timeoutMs: input.unknownGraceMs ?? 0,
-            pollMs: 100,
-          });
-          if (got) return { outcome: got.outcome, deliverySeq: got.deliverySeq, label: 'replayed' };
+    // Performed again (see `unjournaled`): straight on to the send, with no new markSent.
+    const again =
+      input.unjournaled === 'perform-again' && (claim.kind === 'unknown' || claim.kind === 'in-flight');
+    if (!again)
+      switch (claim.kind) {
+        case 'done':
+          return { outcome: claim.outcome, deliverySeq: claim.deliverySeq, label: 'replayed' };
+        case 'mismatch':
+          return {
+            outcome: {
+              type: 'stop',
+              code: 'replay-mismatch',
+              message: `call ${call.index} is ${call.binding} with other arguments or binding than last time (${claim.expected.binding})`,
+            },
+            label: 'mismatch',
+          };
+        case 'superseded':
+          return {
+            outcome: {
+              type: 'stop',
+              code: 'cancelled',
+              message: 'a newer execution of this run has started',
+            },
+            label: 'cancelled',
+          };
+        case 'in-flight':
+          return waitInFlight(input);
+        case 'unknown': {
+          if (!input.takeover && (input.unknownGraceMs ?? 0) > 0) {
+            const got = await journal.waitForOutcome(run.id, call.index, {
+              timeoutMs: input.unknownGraceMs ?? 0,
+              pollMs: 100,
+            });
+            if (got) return { outcome: got.outcome, deliverySeq: got.deliverySeq, label: 'replayed' };
+          }
+          return journaled(
+            input,
+            {
+              type: 'error',
+              name: 'AppCallFailed',
+              message: `${call.binding}: ${UNKNOWN_OUTCOME_REASON}`,
+              details: { reason: UNKNOWN_OUTCOME_REASON, operationId: operationIdFor(run.id, call.index) },
+            },
+            'unknown',
+          );
         }
-        return journaled(
-          input,
-          {
-            type: 'error',
-            name: 'AppCallFailed',
-            message: `${call.binding}: ${UNKNOWN_OUTCOME_REASON}`,
-            details: { reason: UNKNOWN_OUTCOME_REASON, operationId: operationIdFor(run.id, call.index) },
-          },
-          'unknown',
-        );
+        case 'new':
+          break;
       }
-      case 'new':
-        break;
-    }
 
     let appInput: unknown;
     if (input.policy === 'deny') {
       return journaled(input, denied(input, 'the policy denies this call'), 'denied');
     }
     if (input.policy === 'ask') {
+      const decisions = deps.decisions;
+      if (!decisions) throw new Error('a call whose policy is ask needs the decision store');
       let decision = await decisions.get(run.id, call.index);
       if (!decision || decision.state === 'pending') {
         const source = call.source;
@@ -251,7 +268,7 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions: Dec
       appInput = decision.answer?.input;
     }
 
-    if (!sendNow) {
+    if (!sendNow && claim.kind === 'new') {
       try {
         await journal.markSent(run.id, call.index, claim.token);
       } catch (error) {

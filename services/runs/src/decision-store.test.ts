@@ -163,7 +163,6 @@ describe('decision store on real Redis', () => {
     const run = newRun();
     await store.markPaused(run, 'workspace-write');
     expect(await r.a.zscore(pausedRunsKey('workspace-write'), run)).not.toBeNull();
-    expect(await store.pausedCount('workspace-write')).toBeGreaterThanOrEqual(1);
     await store.unmarkPaused(run, 'workspace-write');
     expect(await r.a.zscore(pausedRunsKey('workspace-write'), run)).toBeNull();
   });

@@ -306,10 +306,6 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
       await redis.zrem(pausedRunsKey(mode), runId);
     },
 
-    async pausedCount(mode: SandboxMode): Promise<number> {
-      return redis.zcard(pausedRunsKey(mode));
-    },
-
     /** Up to `limit` runs of the mode paused since before `cutoffMs`, longest paused first. */
     async pausedBefore(mode: SandboxMode, cutoffMs: number, limit: number): Promise<string[]> {
       return redis.zrangebyscore(pausedRunsKey(mode), '-inf', cutoffMs, 'LIMIT', 0, limit);

@@ -1,4 +1,5 @@
 export { LuaScript } from '@islet/core/lua-script';
+export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { type CallJournalDeps, createCallJournal, JournalConflictError } from './call-journal.ts';
 export {
   type CallOutcomeLabel,
@@ -41,7 +42,7 @@ export {
 } from './in-flight-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
-export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
+export { operationIdFor } from './operation-id.ts';
 export {
   createPoolDemandStore,
   fairShareOn,
@@ -51,13 +52,27 @@ export {
   type PoolDemandStore,
 } from './pool-demand.ts';
 export {
+  headOf,
+  type JobView,
+  type ReconcilePolicy,
+  type RecoveryAction,
+  type RunView,
+  reconcileRun,
+} from './reconcile-run.ts';
+export {
   createReplayingHandler,
   type LiveOutcome,
   type ReplayingHandler,
   type ReplayingHandlerOptions,
 } from './replaying-handler.ts';
 export * from './run-index.ts';
-export { cancelledEnd, type FailedEnd, type FailureSpec, failedEnd } from './run-lifecycle.ts';
+export {
+  createRunLifecycle,
+  type FailedEnd,
+  type FailureSpec,
+  type RunLifecycle,
+  type RunLifecycleDeps,
+} from './run-lifecycle.ts';
 export {
   createRunPolicyStore,
   type EffectiveRunPolicy,
@@ -66,8 +81,8 @@ export {
   runPolicySchema,
 } from './run-policy-store.ts';
 export * from './run-store.ts';
-export { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
-export { createTenantBytesStore, redisMaxMemoryBytes, type TenantBytesStore } from './tenant-bytes-store.ts';
+export { type TextRef, textRefOf } from './stored-text.ts';
+export { createTenantBytesStore, type TenantBytesStore } from './tenant-bytes-store.ts';
 export type {
   BegunAttempt,
   CallJournal,

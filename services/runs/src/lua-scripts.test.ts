@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { luaSource } from './lua-scripts.ts';
+import { INDEX_CREATE_PARAMS } from './run-index-scripts.ts';
 
 const dir = new URL('./lua/', import.meta.url);
 const scripts = readdirSync(dir).filter((f) => f.endsWith('.lua'));
@@ -23,10 +24,12 @@ describe('the run package Lua scripts', () => {
   it('inlines each include once and refuses a missing or unused parameter', () => {
     const source = luaSource('admit-and-create-14', {
       COUNT_IN_WINDOW: '    local counted = 1',
-      INDEX_CREATE: '-- index',
+      ...INDEX_CREATE_PARAMS,
     });
     expect(source).not.toContain('@include');
     expect(source.match(/local function inFlight\(/g)).toHaveLength(1);
+    // index-create includes the feed; the feed's function is still defined once.
+    expect(source.match(/local function feedAppend\(/g)).toHaveLength(1);
     expect(() => luaSource('admit-and-create-14')).toThrow('no value for $' + '{COUNT_IN_WINDOW}');
     expect(() => luaSource('create-run-2', { EXTRA: 1 })).toThrow('parameter EXTRA is not used');
   });

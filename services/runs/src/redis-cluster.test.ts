@@ -157,7 +157,6 @@ async function exerciseRunStore(redis: Redis, subscriber: Redis): Promise<void> 
   });
   expect(await runs.inFlightCount(tenant)).toBe(2);
   expect((await runs.listSession(tenant, 's1', undefined, 10)).ids.sort()).toEqual([a.id, b.id].sort());
-  expect(await runs.startAttempt(a.id)).toBe(1);
   expect(await runs.setStatus(a, 'Waiting', { why: 'x' })).toBe(true);
   await runs.appendEvent(a.id, 'log', { line: 'hello' });
   await runs.requestCancel(a.id);

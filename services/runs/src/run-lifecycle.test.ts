@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cancelledEnd, failedEnd } from './run-lifecycle.ts';
+import { cancelledEnd, failedEnd, giveUpEnd } from './run-lifecycle.ts';
 
 describe('failure records', () => {
   it('a cancel or an expiry: reason Cancelled, kind abort, the result text naming the kind', () => {
@@ -33,5 +33,19 @@ describe('failure records', () => {
     });
     expect(end.text).toBe('code run failed (sandbox-unavailable): Code Mode is off in the platform settings');
     expect(end.kind).toBe('sandbox-unavailable');
+  });
+
+  it('a runner giving up: Failed, Unavailable, worker-exit, the message saying why', () => {
+    expect(giveUpEnd('the job failed')).toEqual(
+      failedEnd({
+        status: 'Failed',
+        reason: 'Unavailable',
+        kind: 'worker-exit',
+        message: 'Islet could not finish the run: the job failed',
+      }),
+    );
+    expect(giveUpEnd('the job failed').text).toBe(
+      'code run failed (worker-exit): Islet could not finish the run: the job failed',
+    );
   });
 });

@@ -3,7 +3,11 @@
  * outcome (cancelled, expired decision, Code Mode off, a runner giving up) ends with this shape,
  * and its result text names the failure kind the way the engine's does.
  */
+import { keys } from '@islet/core';
 import type { FailureKind, FailureReason, RunResult } from '@islet/protocol';
+import type { RunUsage } from './run-index.ts';
+import type { RunStore } from './run-store.ts';
+import type { CallJournal } from './types.ts';
 
 export interface FailedEnd {
   status: 'Failed' | 'Cancelled';
@@ -34,4 +38,71 @@ export function failedEnd(spec: FailureSpec): FailedEnd {
 /** A run stopped from outside (a cancel, an expired decision): reason Cancelled, kind abort. */
 export function cancelledEnd(status: 'Failed' | 'Cancelled', message: string): FailedEnd {
   return failedEnd({ status, reason: 'Cancelled', kind: 'abort', message });
+}
+
+/** The status changes a run goes through, each in one place. */
+export interface RunLifecycleDeps {
+  runs: RunStore;
+  journal: Pick<CallJournal, 'beginAttempt'>;
+}
+
+/**
+ * The only way a run's status changes: admitted (`RunStore.create`), an attempt begun (Running,
+ * counted, journal read: one script), suspended for a decision or a client call (Waiting), resumed
+ * (Running), finished with its program's outcome, failed or cancelled outside its program, or
+ * given up by a runner. The final ones never overwrite a final status (the first one stands).
+ */
+export function createRunLifecycle(deps: RunLifecycleDeps) {
+  const { runs, journal } = deps;
+  return {
+    /** Admission and the record, one step (see `RunStore.create`). */
+    admit: (...args: Parameters<RunStore['create']>) => runs.create(...args),
+    /**
+     * Counts an attempt and marks the run Running, unless it ended or is being cancelled (then
+     * `attempt` is undefined); returns the record as it was read (null: none) and the journal.
+     */
+    async beginAttempt(runId: string) {
+      const begun = await journal.beginAttempt(runId, keys.run(runId), runs.attemptStartEvent(runId));
+      return { ...begun, run: runs.fromHash(begun.run) };
+    },
+    /** Waiting: for a decision, a client call's answer, a wider mode. */
+    suspend(run: { id: string; tenant: string }, data: Record<string, unknown> = {}) {
+      return runs.setStatus(run, 'Waiting', data);
+    },
+    /** Running again: a decision allowed, a call answered, a resume queued. */
+    resume(run: { id: string; tenant: string }, data: Record<string, unknown> = {}) {
+      return runs.setStatus(run, 'Running', data);
+    },
+    /** The program's own end. False when the run had already ended. */
+    finish: (...args: Parameters<RunStore['finish']>) => runs.finish(...args),
+    /** Failed (or Cancelled) outside its program, with the failure record built here. */
+    fail(run: Parameters<RunStore['finish']>[0], spec: FailureSpec & { usage?: RunUsage }) {
+      const { usage, ...failure } = spec;
+      return runs.finish(run, { ...failedEnd(failure), ...(usage ? { usage } : {}) });
+    },
+    /** Stopped from outside: a cancel, an expired decision. */
+    cancel(
+      run: Parameters<RunStore['finish']>[0],
+      message: string,
+      status: 'Failed' | 'Cancelled' = 'Cancelled',
+    ) {
+      return runs.finish(run, cancelledEnd(status, message));
+    },
+    /** A runner could not finish the run (its job failed for good, it stalled too often). */
+    giveUp(run: Parameters<RunStore['finish']>[0], why: string) {
+      return runs.finish(run, giveUpEnd(why));
+    },
+  };
+}
+
+export type RunLifecycle = ReturnType<typeof createRunLifecycle>;
+
+/** The end of a run a runner gave up on. */
+export function giveUpEnd(why: string): FailedEnd {
+  return failedEnd({
+    status: 'Failed',
+    reason: 'Unavailable',
+    kind: 'worker-exit',
+    message: `Islet could not finish the run: ${why}`,
+  });
 }

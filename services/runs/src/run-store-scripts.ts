@@ -6,7 +6,7 @@
  */
 import { countInWindowLua } from '@islet/core/lua-script';
 import { loadScript } from './lua-scripts.ts';
-import { indexCreateLua } from './run-index-scripts.ts';
+import { INDEX_CREATE_PARAMS } from './run-index-scripts.ts';
 
 /**
  * The most an end message carries of a run's record and journal (their fields' lengths summed),
@@ -19,19 +19,12 @@ export const END_PUSH_MAX_BYTES = 32 * 1024;
 const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
 
 export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES });
-/** The index half of a create's tenant half: index keys from KEYS[k], arguments from ARGV[a]. */
-const indexAt = (k: number, a: number) =>
-  indexCreateLua(
-    [0, 1, 2, 3, 4, 5].map((i) => `KEYS[${k + i}]`),
-    [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `ARGV[${a + i}]`),
-  );
-
-export const CREATE_TENANT = loadScript('create-tenant-8', { INDEX_CREATE: indexAt(3, 3) });
-export const ADMIT_TENANT = loadScript('admit-tenant-12', { COUNT_IN_WINDOW, INDEX_CREATE: indexAt(7, 9) });
+export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
+export const ADMIT_TENANT = loadScript('admit-tenant-12', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
 export const CREATE_RUN = loadScript('create-run-2');
 export const ADMIT_AND_CREATE = loadScript('admit-and-create-14', {
   COUNT_IN_WINDOW,
-  INDEX_CREATE: indexAt(7, 9),
+  ...INDEX_CREATE_PARAMS,
 });
 export const IDEM_RELEASE = loadScript('idem-release-1');
 export const IDEM_TAKE_OVER = loadScript('idem-take-over-2');

@@ -35,6 +35,7 @@ import {
 } from './run-store-scripts.ts';
 import { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
 import { createTenantBytesStore } from './tenant-bytes-store.ts';
+import type { CompletionEvent } from './types.ts';
 
 /**
  * What a create with an admission answers: stored, or refused because the request passed the
@@ -435,11 +436,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     /** A run from its record's fields as read from Redis (null: no record). */
     fromHash,
 
-    /** Counts one more execution; returns its number (the attempt the journal sees). */
-    async startAttempt(id: string): Promise<number> {
-      return redis.hincrby(keys.run(id), 'attempts', 1);
-    },
-
     /** Moves a run to Running or Waiting unless it already ended. */
     async setStatus(
       run: { id: string; tenant: string },
@@ -535,6 +531,22 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         .publish(channels.runEvents, tag ? `${runId} ${tag}` : runId)
         .exec();
       return String(res?.[0]?.[1] ?? '');
+    },
+
+    /**
+     * A binding call's `call` event (call-event.ts), for the journal's `complete` step to append
+     * with the outcome: stream, sealed data, the wake-up tagged `call` (SSE readers wake for it,
+     * `Prefer: wait` requests know it is not the end).
+     */
+    callEvent(runId: string, data: Record<string, unknown>): CompletionEvent {
+      return {
+        streamKey: keys.runEvents(runId),
+        maxLen: Number(maxEvents),
+        type: 'call',
+        sealedData: seal(data),
+        channel: channels.runEvents,
+        message: `${runId} call`,
+      };
     },
 
     /**

@@ -1,5 +1,5 @@
 /**
- * The console (issue 14), registered as one route group: the built front end at `/console` under
+ * The console, registered as one route group: the built front end at `/console` under
  * a strict Content-Security-Policy, the session event stream it watches, the queue board at
  * `/queues` for platform admins, and the interactive API reference at `/docs`.
  */

@@ -1,5 +1,5 @@
 /**
- * Decisions (issue 4). `GET /v1/decisions`: the caller's tenant's pending decisions, each in the
+ * Decisions. `GET /v1/decisions`: the caller's tenant's pending decisions, each in the
  * Code Mode document's request shape. `POST /v1/code-runs/:id/decisions` `{index, allow, input?, scope?, reason?}`:
  * answers one (index -1 = the run's wider-access request); once, a second answer is a 409; another
  * tenant's run is a 404. Both need the `decisions` scope.

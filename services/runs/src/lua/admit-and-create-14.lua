@@ -6,8 +6,9 @@
 -- Returns what admit-tenant-12 returns.
 --- @include "admit-tenant"
 --- @include "create-run"
+--- @include "index-create"
 local refused = admitTenant()
 if refused then return refused end
-${INDEX_CREATE}
+indexCreate(7, 9)
 createRun(13, 17)
 return 'created'

@@ -1,0 +1,54 @@
+/**
+ * A binding call's `call` event on its run's stream (the console's call list, SSE readers), the
+ * same for App calls (served by the gateway) and files calls (served by the runner). It goes in
+ * with the call's outcome, in the journal's `complete` step (RunStore.callEvent).
+ */
+import type { BindingOutcome, CallOutcomeRecord } from '@islet/protocol';
+import type { CallSource } from './types.ts';
+
+/** A call's outcome as records and events show it. */
+export function outcomeRecord(outcome: BindingOutcome): CallOutcomeRecord {
+  switch (outcome.type) {
+    case 'result':
+      return { _tag: 'Done', result: { _tag: 'Completed', value: jsonOrText(outcome.valueJson) } };
+    case 'error': {
+      const error: { name: typeof outcome.name; message: string; details?: Record<string, unknown> } = {
+        name: outcome.name,
+        message: outcome.message,
+      };
+      if (outcome.details) error.details = outcome.details;
+      return { _tag: 'Done', result: { _tag: 'Failed', error } };
+    }
+    case 'stop':
+      return outcome.code === 'suspended'
+        ? { _tag: 'Waiting' }
+        : { _tag: 'Done', result: { _tag: 'Stopped', code: outcome.code, message: outcome.message } };
+  }
+}
+
+/** Parsed JSON, or the text itself when it is not JSON. */
+export function jsonOrText(json: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    return json;
+  }
+}
+
+/** The `call` event's data: the call, its source, its outcome, its arguments and how long it took. */
+export function callEventData(
+  call: { index: number; binding: string; argsJson: string },
+  source: CallSource | undefined,
+  outcome: BindingOutcome,
+  startedNs: bigint,
+): Record<string, unknown> {
+  return {
+    index: call.index,
+    binding: call.binding,
+    ...(source ? { source } : {}),
+    outcome: outcomeRecord(outcome),
+    // For the console's call list (the record has neither); sealed like every event.
+    arguments: jsonOrText(call.argsJson),
+    durationMs: Math.round(Number(process.hrtime.bigint() - startedNs) / 1e6),
+  };
+}
