@@ -56,6 +56,8 @@ export function runnerPool(
       image: 'islet/runner:test',
       scaleUpStabilizationSeconds: 0,
       scaleDownStabilizationSeconds: 0,
+      // What the CRD's default gives a pool on an API server that applies it (the fake does not).
+      replicas: 0,
       ...spec,
     },
   };
