@@ -63,11 +63,15 @@ export function runnerPool(
   };
 }
 
-/** Polls `fn` until it returns something truthy (errors count as not yet); throws naming `what`. */
+/**
+ * Polls `fn` every `intervalMs` until it returns something truthy (errors count as not yet); throws
+ * naming `what`. The kube tests (test/kube) poll a real API server, less often.
+ */
 export async function waitFor<T>(
   what: string,
   fn: () => T | Promise<T>,
   timeoutMs = 15_000,
+  intervalMs = 25,
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -78,7 +82,7 @@ export async function waitFor<T>(
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
