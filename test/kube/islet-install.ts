@@ -3,7 +3,9 @@
  * The chart on the test control plane. The chart targets Kubernetes >= 1.27; the newest API server
  * Debian builds is 1.20, so the rendered objects are converted for it, and only in two ways: PDBs
  * go to policy/v1beta1 (same fields; policy/v1 came in 1.21) and the CRD loses its CEL rule (CEL
- * came in 1.23; the operator's own spec check still answers InvalidSpec). Applied object by object as the test's admin (helm hooks excepted:
+ * came in 1.23; the operator's own spec check still answers InvalidSpec). This 1.20 build also stores
+ * CRDs without their schemas' `default` and `enum` (a build defect: the operator defaults and checks
+ * them itself, and gives a pool without spec.replicas its 0). Applied object by object as the test's admin (helm hooks excepted:
  * they need a kubelet), and operators started in-process with the env the chart gives the operator
  * Deployment, authenticated as the chart's operator ServiceAccount by a bound token.
  */
