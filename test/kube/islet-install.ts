@@ -22,7 +22,7 @@ import {
   waitFor as fixtureWaitFor,
   silentLog,
   testOperatorConfig,
-} from '../../services/operator/src/testing/operator-fixture.ts';
+} from '../../services/operator/test/operator-fixture.ts';
 import { helm, type K8sObject, renderArgs } from '../chart/helm.ts';
 import type { KubeAccess } from './control-plane.ts';
 import { type HangProxy, startHangProxy } from './hang-proxy.ts';
