@@ -43,7 +43,15 @@ RUN npm ci --ignore-scripts --no-audit --no-fund -w @islet/console \
 
 # ---- runtime: no package manager, no shell; uid 10001; read-only root file system ready.
 FROM node:24.22.3-bookworm-slim AS runtime
+# islet_build_info's version and revision (services/core build-info.ts):
+#   --build-arg ISLET_REVISION="$(git rev-parse HEAD)" --build-arg ISLET_VERSION=<release>
+ARG ISLET_VERSION=""
+ARG ISLET_REVISION=unknown
+LABEL org.opencontainers.image.revision="${ISLET_REVISION}" \
+      org.opencontainers.image.version="${ISLET_VERSION}"
 ENV NODE_ENV=production \
+    ISLET_VERSION=${ISLET_VERSION} \
+    ISLET_REVISION=${ISLET_REVISION} \
     ISLET_PORT=8080 \
     ISLET_HOST=0.0.0.0 \
     ISLET_FILES_HELPER_PATH=/usr/local/bin/islet-files

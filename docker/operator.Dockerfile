@@ -11,7 +11,15 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
 FROM node:24.22.3-bookworm-slim AS runtime
+# islet_build_info's version and revision (services/core build-info.ts):
+#   --build-arg ISLET_REVISION="$(git rev-parse HEAD)" --build-arg ISLET_VERSION=<release>
+ARG ISLET_VERSION=""
+ARG ISLET_REVISION=unknown
+LABEL org.opencontainers.image.revision="${ISLET_REVISION}" \
+      org.opencontainers.image.version="${ISLET_VERSION}"
 ENV NODE_ENV=production \
+    ISLET_VERSION=${ISLET_VERSION} \
+    ISLET_REVISION=${ISLET_REVISION} \
     ISLET_OPERATOR_METRICS_PORT=9090
 WORKDIR /app
 COPY --from=deps --chown=0:0 /app/node_modules ./node_modules

@@ -29,7 +29,15 @@ RUN npm ci --omit=dev --no-audit --no-fund \
 
 # ---- runtime
 FROM node:24.22.3-bookworm-slim AS runtime
+# islet_build_info's version and revision (services/core build-info.ts):
+#   --build-arg ISLET_REVISION="$(git rev-parse HEAD)" --build-arg ISLET_VERSION=<release>
+ARG ISLET_VERSION=""
+ARG ISLET_REVISION=unknown
+LABEL org.opencontainers.image.revision="${ISLET_REVISION}" \
+      org.opencontainers.image.version="${ISLET_VERSION}"
 ENV NODE_ENV=production \
+    ISLET_VERSION=${ISLET_VERSION} \
+    ISLET_REVISION=${ISLET_REVISION} \
     ISLET_RUNNER_METRICS_PORT=9464 \
     ISLET_SANDBOX_JAIL=on \
     ISLET_JAIL_PATH=/usr/local/bin/islet-jail \

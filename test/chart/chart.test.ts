@@ -289,7 +289,8 @@ describe('security wiring', () => {
     const verbs = Object.fromEntries(
       role.rules.map((r: any) => [`${r.apiGroups[0]}/${r.resources[0]}`, r.verbs]),
     );
-    expect(verbs['islet.dev/runnerpools']).toEqual(['get', 'list', 'watch']);
+    // patch: spec.replicas defaulted on a pool without it (its /scale is unreadable otherwise).
+    expect(verbs['islet.dev/runnerpools']).toEqual(['get', 'list', 'watch', 'patch']);
     expect(verbs['apps/deployments']).not.toContain('delete');
     expect(verbs['/pods']).toEqual(['get', 'list', 'watch', 'patch']);
     expect(verbs['coordination.k8s.io/leases']).toEqual(['get', 'create', 'update']);

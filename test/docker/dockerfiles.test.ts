@@ -68,6 +68,26 @@ describe.each(COMPONENTS.map((c) => [c]))('docker/%s.Dockerfile', (component) =>
     expect(final.from).toBe(`node:${toolchainNode}-bookworm-slim`);
   });
 
+  it('takes islet_build_info’s revision and version as build arguments into the environment and labels', () => {
+    // Docker's own `${NAME}` substitution, spelled out (not a JS template).
+    const ref = (name: string) => `\${${name}}`;
+    const args = ops(final, 'ARG').map((i) => i.args);
+    expect(args).toContain('ISLET_REVISION=unknown');
+    expect(args).toContain('ISLET_VERSION=""');
+    const env = ops(final, 'ENV')
+      .map((i) => i.args)
+      .join(' ');
+    expect(env).toContain(`ISLET_REVISION=${ref('ISLET_REVISION')}`);
+    expect(env).toContain(`ISLET_VERSION=${ref('ISLET_VERSION')}`);
+    const labels = ops(final, 'LABEL')
+      .map((i) => i.args)
+      .join(' ');
+    expect(labels).toContain(`org.opencontainers.image.revision="${ref('ISLET_REVISION')}"`);
+    // Declared before the ENV that uses it (an ARG is visible only after its line).
+    const order = final.instructions.map((i) => `${i.op} ${i.args.split('=')[0]}`);
+    expect(order.indexOf('ARG ISLET_REVISION')).toBeLessThan(order.findIndex((o) => o.startsWith('ENV')));
+  });
+
   it('runs as a numeric non-root user set after the last RUN of the final stage', () => {
     const idx = final.instructions.findLastIndex((i) => i.op === 'USER');
     expect(idx).toBeGreaterThan(-1);

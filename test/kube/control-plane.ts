@@ -30,7 +30,21 @@ export interface KubeAccess {
 export interface ControlPlane {
   access: KubeAccess;
   dir: string;
+  /** Process group ids of etcd, kube-apiserver and kube-controller-manager (each leads its own). */
+  groups(): number[];
   stop(): Promise<void>;
+}
+
+/** The groups among `groups` that still have a live member (ESRCH: none left). */
+export function liveGroups(groups: number[]): number[] {
+  return groups.filter((g) => {
+    try {
+      process.kill(-g, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code !== 'ESRCH';
+    }
+  });
 }
 
 /** The cache's bin directory, or why there is none (scripts/kube-toolchain.sh --check). */
@@ -238,7 +252,12 @@ export async function startControlPlane(bin: string): Promise<ControlPlane> {
     );
     procs.push(kcm);
     logTo(kcm, 'kube-controller-manager');
-    return { access, dir, stop };
+    return {
+      access,
+      dir,
+      groups: () => procs.map((p) => p.pid).filter((pid): pid is number => pid !== undefined),
+      stop,
+    };
   } catch (err) {
     const logs = ['etcd', 'kube-apiserver', 'kube-controller-manager']
       .map((n) => {

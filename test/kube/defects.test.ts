@@ -67,12 +67,14 @@ describe('defects a real API server showed', () => {
   });
 
   it('a Deployment the API refuses: Ready=False, Stalled=True with the API’s reason; one aggregated Event; backoff', async () => {
-    await islet.createPool('refused', { resources: { limits: { cpu: 'lots' } } });
+    // Valid to the CRD and the operator, refused by the API server's Deployment validation (422).
+    await islet.createPool('refused', { resources: { requests: { cpu: '2' }, limits: { cpu: '1' } } });
     const stalled = await waitFor('Stalled=True', async () => {
       const c = await condition('refused', 'Stalled');
       return c?.status === 'True' ? c : undefined;
     });
-    expect(stalled.message).toContain('quantities must match');
+    expect(stalled.reason).toBe('Invalid');
+    expect(stalled.message).toContain('must be less than or equal to cpu limit');
     const ready = await condition('refused', 'Ready');
     expect(ready?.status).toBe('False');
     expect(ready?.reason).toBe(stalled.reason);
@@ -96,8 +98,8 @@ describe('defects a real API server showed', () => {
       });
       return list.items.length === 1 && (list.items[0]?.count ?? 0) >= 2 ? list.items : undefined;
     });
-    expect(events[0]?.message).toMatch(/^[A-Z][A-Za-z]+: /);
-    expect(events[0]?.message).toContain('quantities must match');
+    expect(events[0]?.message).toMatch(/^Invalid: /);
+    expect(events[0]?.message).toContain('must be less than or equal to cpu limit');
     expect(events[0]?.message).not.toMatch(/GMT|date|Headers/i);
   });
 

@@ -3,7 +3,7 @@
  * started before the files, stopped after them whatever happened.
  */
 import type { TestProject } from 'vitest/node';
-import { type KubeAccess, kubeBinDir, startControlPlane } from './control-plane.ts';
+import { type KubeAccess, kubeBinDir, liveGroups, startControlPlane } from './control-plane.ts';
 import { startKubeletStandin } from './kubelet-standin.ts';
 
 declare module 'vitest' {
@@ -20,7 +20,16 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('kube', cp.access);
   process.stdout.write(`[kube] ${cp.access.version} at ${cp.access.server} (${found.bin})\n`);
   return async () => {
-    await kubelet.stop();
-    await cp.stop();
+    const groups = cp.groups();
+    try {
+      await kubelet.stop();
+    } finally {
+      await cp.stop();
+    }
+    // Nothing of the control plane may outlive the run (CI runs more after it): say so if it did.
+    const left = liveGroups(groups);
+    if (left.length > 0)
+      throw new Error(`control plane process groups still alive after stop: ${left.join(', ')}`);
+    process.stdout.write(`[kube] control plane stopped (${groups.length} process groups, none left)\n`);
   };
 }

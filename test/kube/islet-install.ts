@@ -3,7 +3,9 @@
  * The chart on the test control plane. The chart targets Kubernetes >= 1.27; the newest API server
  * Debian builds is 1.20, so the rendered objects are converted for it, and only in two ways: PDBs
  * go to policy/v1beta1 (same fields; policy/v1 came in 1.21) and the CRD loses its CEL rule (CEL
- * came in 1.23; the operator's own spec check still answers InvalidSpec). Applied object by object as the test's admin (helm hooks excepted:
+ * came in 1.23; the operator's own spec check still answers InvalidSpec). This 1.20 build also stores
+ * CRDs without their schemas' `default` and `enum` (a build defect: the operator defaults and checks
+ * them itself, and gives a pool without spec.replicas its 0). Applied object by object as the test's admin (helm hooks excepted:
  * they need a kubelet), and operators started in-process with the env the chart gives the operator
  * Deployment, authenticated as the chart's operator ServiceAccount by a bound token.
  */
@@ -13,16 +15,21 @@ import * as k8s from '@kubernetes/client-node';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { parseAllDocuments } from 'yaml';
-import { type OperatorConfig, operatorConfigSchema } from '../../services/operator/src/config.ts';
+import type { OperatorConfig } from '../../services/operator/src/config.ts';
 import { type Operator, startOperator } from '../../services/operator/src/operator.ts';
 import type { RunnerPool } from '../../services/operator/src/runner-pool.ts';
+import {
+  waitFor as fixtureWaitFor,
+  silentLog,
+  testOperatorConfig,
+} from '../../services/operator/test/operator-fixture.ts';
 import { helm, type K8sObject, renderArgs } from '../chart/helm.ts';
 import type { KubeAccess } from './control-plane.ts';
 import { type HangProxy, startHangProxy } from './hang-proxy.ts';
 import { adminConfig, serviceAccountConfig } from './kube-clients.ts';
 
 export const RELEASE = 'islet';
-export const silentLog = { info() {}, warn() {}, error() {} };
+export { silentLog };
 
 /** helm template, converted for a 1.20 API server (see the header). */
 export function renderFor120(namespace: string, set: string[] = []): K8sObject[] {
@@ -50,23 +57,13 @@ export function withoutCel<T>(o: T): T {
   return o;
 }
 
-export async function waitFor<T>(
+/** The operator tests' waitFor, with a real API server's patience: 30 s, polled every 100 ms. */
+export function waitFor<T>(
   what: string,
   fn: () => T | Promise<T>,
   timeoutMs = 30_000,
 ): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v) return v as NonNullable<T>;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+  return fixtureWaitFor(what, fn, timeoutMs, 100);
 }
 
 export interface Install {
@@ -94,7 +91,10 @@ export interface Install {
   stop(): Promise<void>;
 }
 
-/** Test timings: a 6 s lease (renew deadline 4 s, requests 2 s), 500 ms retry and resync. */
+/**
+ * On top of the operator fixture's test configuration (testOperatorConfig): a real API server's
+ * timings, a 6 s lease (renew deadline 4 s, requests 2 s), 500 ms retry and resync.
+ */
 const TEST_TIMINGS = {
   ISLET_OPERATOR_LEASE_DURATION_MS: '6000',
   ISLET_OPERATOR_RENEW_DEADLINE_MS: '4000',
@@ -104,6 +104,15 @@ const TEST_TIMINGS = {
   ISLET_OPERATOR_RETRY_BACKOFF_INITIAL_MS: '500',
   ISLET_OPERATOR_RETRY_BACKOFF_MAX_MS: '8000',
 };
+
+/**
+ * The chart's operator env without what belongs to the pod (its metrics port and listen address):
+ * the fixture's port 0 on loopback applies here, so several operators of a file can run at once.
+ */
+function podOnly(env: Record<string, string>): Record<string, string> {
+  const { ISLET_OPERATOR_METRICS_PORT: _port, ISLET_OPERATOR_HOST: _host, ...rest } = env;
+  return rest;
+}
 
 /** The operator Deployment's literal env (values as the chart renders them). */
 function operatorEnv(objects: K8sObject[]): Record<string, string> {
@@ -175,16 +184,14 @@ export async function installIslet(
     (o) => o.kind === 'ServiceAccount' && o.metadata.labels?.['app.kubernetes.io/component'] === 'operator',
   )?.metadata.name;
   if (!operatorSa) throw new Error('the chart rendered no operator ServiceAccount');
-  const configWith = (over: Record<string, string>) =>
-    operatorConfigSchema.parse({
-      ...env,
+  const configWith = (over: Record<string, string>): OperatorConfig =>
+    testOperatorConfig({
+      ...podOnly(env),
       ...TEST_TIMINGS,
       ISLET_NAMESPACE: namespace,
-      ISLET_OPERATOR_METRICS_PORT: '0',
-      ISLET_OPERATOR_HOST: '127.0.0.1',
       ISLET_REDIS_URL: redisServer.url,
       ...over,
-    });
+    } as Parameters<typeof testOperatorConfig>[0]);
   return {
     namespace,
     objects,

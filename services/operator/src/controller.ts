@@ -299,6 +299,7 @@ export class PoolController {
         this.clearRetry(name);
         return;
       }
+      pool = await this.withDefaultReplicas(pool);
       const mode = modeOf(pool);
       this.see(pool);
       // Pools of the same mode share one queue: each scales for its share of the depth, shared only
@@ -361,6 +362,31 @@ export class PoolController {
       }
     } finally {
       metrics.reconcileTotal.inc({ result });
+    }
+  }
+
+  /**
+   * The CRD defaults spec.replicas to 0, but only for objects written after a CRD with that default
+   * was installed (helm never upgrades CRDs) and only where the API server applies CRD defaults; a
+   * pool without it has a /scale subresource that answers 500, which HPA and KEDA read first. Best
+   * effort: a pool that moved meanwhile (or a refused patch) is reconciled as it is, and the write
+   * this makes triggers the next reconcile anyway.
+   */
+  private async withDefaultReplicas(pool: RunnerPool): Promise<RunnerPool> {
+    const spec = pool.spec as { replicas?: unknown } | undefined;
+    if (!spec || typeof spec !== 'object' || spec.replicas !== undefined) return pool;
+    try {
+      return await this.d.kube.defaultPoolReplicas(
+        this.d.namespace,
+        pool.metadata.name ?? '',
+        pool.metadata.resourceVersion ?? '',
+      );
+    } catch (err) {
+      this.d.log.warn(
+        { pool: pool.metadata.name, status: statusOf(err), ...apiFailureOf(err) },
+        'could not default spec.replicas (the pool’s /scale stays unreadable until it is set)',
+      );
+      return pool;
     }
   }
 

@@ -28,6 +28,12 @@ export interface Listed<T> {
 export interface KubeClient {
   listPools(namespace: string): Promise<Listed<RunnerPool>>;
   getPool(namespace: string, name: string): Promise<RunnerPool | undefined>;
+  /**
+   * Sets `spec.replicas: 0` on a pool that has none (JSON patch guarded by its resourceVersion:
+   * 409/422 when it moved, e.g. a scaler wrote a floor meanwhile), so its /scale subresource can be
+   * read: the API server answers GET /scale with an InternalError while specReplicasPath is unset.
+   */
+  defaultPoolReplicas(namespace: string, name: string, resourceVersion: string): Promise<RunnerPool>;
   /** PUT on the status subresource with the pool's resourceVersion (409 when it moved). */
   replacePoolStatus(pool: RunnerPool, status: RunnerPoolStatus): Promise<RunnerPool>;
   listDeployments(namespace: string, labelSelector: string): Promise<Listed<V1Deployment>>;
@@ -132,6 +138,22 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
         metadata?: { resourceVersion?: string };
       };
       return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    async defaultPoolReplicas(namespace, name, resourceVersion) {
+      return (await custom.patchNamespacedCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: PLURAL,
+          name,
+          body: [
+            { op: 'test', path: '/metadata/resourceVersion', value: resourceVersion },
+            { op: 'add', path: '/spec/replicas', value: 0 },
+          ],
+        },
+        jsonPatch,
+      )) as RunnerPool;
     },
     getPool(namespace, name) {
       return orUndefined(

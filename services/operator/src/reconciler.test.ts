@@ -86,6 +86,20 @@ describe('reconcile', () => {
     expect(out.result).toBe('invalid-spec');
   });
 
+  it('a resource quantity the API server cannot parse is an invalid spec, not a write to retry', () => {
+    const out = reconcile({
+      ...base,
+      pool: pool({ spec: { ...spec, resources: { limits: { cpu: 'lots' } } } }),
+      deployment: undefined,
+      depth: depth(0),
+    });
+    expect(out.result).toBe('invalid-spec');
+    const [st] = ofType(out.actions, 'update-status');
+    expect(st!.status.conditions?.find((c) => c.type === 'Stalled')?.message).toContain(
+      'a Kubernetes quantity like 500m or 1Gi',
+    );
+  });
+
   it('holds replicas when Redis cannot be read (never scales on missing data)', () => {
     const out = reconcile({
       ...base,

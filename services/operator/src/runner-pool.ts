@@ -20,8 +20,14 @@ export const MANAGED_BY = 'islet-operator';
 export const POOL_LABEL = 'islet.dev/pool';
 export const MODE_LABEL = 'islet.dev/sandbox-mode';
 
-// Quantities as strings ('500m', '1Gi'); numbers are accepted and kept as their decimal text.
-const quantity = z.union([z.string(), z.number().transform((n) => String(n))]);
+// Quantities as strings ('500m', '1Gi'); numbers are accepted and kept as their decimal text. The
+// API server's own pattern: a Deployment with another string fails to convert, which the API
+// answers with a 500 (not a refusal), so it is caught here as InvalidSpec instead.
+const QUANTITY = /^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$/;
+const quantity = z.union([
+  z.string().regex(QUANTITY, 'a Kubernetes quantity like 500m or 1Gi'),
+  z.number().transform((n) => String(n)),
+]);
 const resourceList = z.record(z.string(), quantity);
 
 export const runnerPoolSpecSchema = z

@@ -56,16 +56,22 @@ export function runnerPool(
       image: 'islet/runner:test',
       scaleUpStabilizationSeconds: 0,
       scaleDownStabilizationSeconds: 0,
+      // What the CRD's default gives a pool on an API server that applies it (the fake does not).
+      replicas: 0,
       ...spec,
     },
   };
 }
 
-/** Polls `fn` until it returns something truthy (errors count as not yet); throws naming `what`. */
+/**
+ * Polls `fn` every `intervalMs` until it returns something truthy (errors count as not yet); throws
+ * naming `what`. The kube tests (test/kube) poll a real API server, less often.
+ */
 export async function waitFor<T>(
   what: string,
   fn: () => T | Promise<T>,
   timeoutMs = 15_000,
+  intervalMs = 25,
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -76,7 +82,7 @@ export async function waitFor<T>(
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }

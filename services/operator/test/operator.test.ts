@@ -182,6 +182,21 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
     await waitFor('min 2 applied', () => fx.replicasOf('ww') === 2);
   });
 
+  it('defaults spec.replicas to 0 on a pool without it (CRD installed before its default), so /scale reads', async () => {
+    const bare = pool('bare', { mode: 'read-only' });
+    delete (bare.spec as { replicas?: number }).replicas;
+    api.apply(POOLS, ns, bare);
+    await waitFor(
+      'spec.replicas 0',
+      () => ((api.get(POOLS, ns, 'bare') as RunnerPool).spec as { replicas?: number }).replicas === 0,
+    );
+    // One JSON patch, guarded by the resourceVersion it read (a scaler's floor written meanwhile wins).
+    const patches = api.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith('/runnerpools/bare'));
+    expect(patches.length).toBe(1);
+    await waitFor('bare reconciled', () => fx.condition('bare', 'Ready')?.status === 'True');
+    api.remove(POOLS, ns, 'bare');
+  });
+
   it('re-establishes dropped watches and re-lists after 410 Expired', async () => {
     const watchesBefore = api.requests.filter((r) => r.query.watch === 'true').length;
     expect(api.dropWatches()).toBe(2);
