@@ -12,15 +12,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { badParameter, onlyKnownParameters, reportScope } from './params.ts';
 
 const MAX_MINUTES = HEALTH_WINDOW_MS / 60_000;
-
-function badParameter(parameter: string, detail: string) {
-  return new HttpProblem('validation', `query parameter ${parameter}: ${detail}`, {
-    parameter,
-    errors: [{ path: `query.${parameter}`, message: detail }],
-  });
-}
 
 export function healthSeriesRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
@@ -28,9 +22,7 @@ export function healthSeriesRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.get('/v1/health', { preHandler: auth.requireScopes() }, async (request) => {
       const caller = callerOf(request);
       const query = request.query as Record<string, unknown>;
-      for (const name of Object.keys(query))
-        if (!['minutes', 'tenant'].includes(name))
-          throw badParameter(name, 'unknown parameter (known: minutes, tenant)');
+      onlyKnownParameters(query, ['minutes', 'tenant']);
       let minutes = MAX_MINUTES;
       if (query.minutes !== undefined) {
         const v = query.minutes;
@@ -38,17 +30,7 @@ export function healthSeriesRoutes(ctx: RouteContext): FastifyPluginAsync {
           throw badParameter('minutes', `expected a whole number from 1 to ${MAX_MINUTES}`);
         minutes = Number(v);
       }
-      const admin = caller.scopes.includes('platform.admin');
-      const tenant = query.tenant;
-      if (tenant !== undefined && (!admin || typeof tenant !== 'string'))
-        throw new HttpProblem('forbidden', 'query parameter tenant needs a key with platform.admin', {
-          parameter: 'tenant',
-          missingScopes: ['platform.admin'],
-        });
-      if (!admin && !caller.scopes.includes('sessions.admin'))
-        throw new HttpProblem('forbidden', "a tenant's health needs a key with sessions.admin", {
-          missingScopes: ['sessions.admin'],
-        });
+      const { admin, tenant } = reportScope(caller, query.tenant, 'health');
       const to = Date.now();
       const from = to - minutes * 60_000;
       if (typeof tenant === 'string') {

@@ -12,17 +12,10 @@ import { z } from 'zod';
 import { type Caller, callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { badParameter, onlyKnownParameters } from './params.ts';
 
 const MAX_LIMIT = 200;
 const STYLES: readonly RunListStyle[] = ['run_code', 'code-mode', 'skill'];
-
-/** A 400 that names the query parameter at fault (`parameter`), so a client can point at it. */
-function badParameter(parameter: string, detail: string): HttpProblem {
-  return new HttpProblem('validation', `query parameter ${parameter}: ${detail}`, {
-    parameter,
-    errors: [{ path: `query.${parameter}`, message: detail }],
-  });
-}
 
 type Query = Record<string, string | string[] | undefined>;
 
@@ -43,8 +36,7 @@ function time(query: Query, name: string): number | undefined {
 }
 
 function common(query: Query, known: readonly string[]) {
-  for (const name of Object.keys(query))
-    if (!known.includes(name)) throw badParameter(name, `unknown parameter (known: ${known.join(', ')})`);
+  onlyKnownParameters(query, known);
   const limitText = single(query, 'limit');
   const limit = limitText === undefined ? 50 : Number(limitText);
   if (!/^\d{1,4}$/.test(limitText ?? '50') || limit < 1 || limit > MAX_LIMIT)

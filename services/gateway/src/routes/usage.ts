@@ -8,16 +8,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
+import { badParameter, onlyKnownParameters, reportScope } from './params.ts';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_DAYS = 366;
-
-function badParameter(parameter: string, detail: string) {
-  return new HttpProblem('validation', `query parameter ${parameter}: ${detail}`, {
-    parameter,
-    errors: [{ path: `query.${parameter}`, message: detail }],
-  });
-}
 
 export function usageRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps } = ctx;
@@ -25,9 +19,7 @@ export function usageRoutes(ctx: RouteContext): FastifyPluginAsync {
     app.get('/v1/usage', { preHandler: auth.requireScopes() }, async (request) => {
       const caller = callerOf(request);
       const query = request.query as Record<string, unknown>;
-      for (const name of Object.keys(query))
-        if (!['from', 'to', 'tenant'].includes(name))
-          throw badParameter(name, 'unknown parameter (known: from, to, tenant)');
+      onlyKnownParameters(query, ['from', 'to', 'tenant']);
       const day = (name: string, fallback: string) => {
         const v = query[name];
         if (v === undefined) return fallback;
@@ -41,17 +33,7 @@ export function usageRoutes(ctx: RouteContext): FastifyPluginAsync {
       const span = (Date.parse(to) - Date.parse(from)) / 86_400_000 + 1;
       if (span < 1) throw badParameter('from', 'must not be after to');
       if (span > MAX_DAYS) throw badParameter('from', `at most ${MAX_DAYS} days from to`);
-      const admin = caller.scopes.includes('platform.admin');
-      const tenant = query.tenant;
-      if (tenant !== undefined && (!admin || typeof tenant !== 'string'))
-        throw new HttpProblem('forbidden', 'query parameter tenant needs a key with platform.admin', {
-          parameter: 'tenant',
-          missingScopes: ['platform.admin'],
-        });
-      if (!admin && !caller.scopes.includes('sessions.admin'))
-        throw new HttpProblem('forbidden', "a tenant's usage needs a key with sessions.admin", {
-          missingScopes: ['sessions.admin'],
-        });
+      const { admin, tenant } = reportScope(caller, query.tenant, 'usage');
       const tenants =
         typeof tenant === 'string'
           ? [tenant]
