@@ -1,21 +1,8 @@
-/**
- * More of the operator's console in Debian's Chromium (playwright-core, never a downloaded
- * browser) against a real local cluster: the Health page draws the gateway's health series and
- * follows new runs with no click; Re-run from the run page keeps the run's connections; a run that
- * printed ~64 MiB (its whole record ~130 MB) opens a usable run page with a bounded DOM and its full
- * output one download away. Pages are
- * saved at 1280 and 390 px in test-output/console/pages/ (gitignored; the README's copies are taken
- * from there).
- */
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { type Cluster, startCluster } from '@islet/devstack';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Api, api, type Loose, startAppServer } from '../e2e/helpers.ts';
-
-const OUT = resolve(import.meta.dirname, '../../test-output/console');
-const CHROMIUM = process.env.ISLET_CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { launchChromium, shots, signIn } from './browser-kit.ts';
 
 let cluster: Cluster;
 let browser: Browser;
@@ -23,16 +10,6 @@ let page: Page;
 let a: Api;
 let base: string;
 let app: Awaited<ReturnType<typeof startAppServer>>;
-
-/** The page as it is, at 1280 px and at 390 px (a phone), for the README. */
-async function shots(p: Page, name: string) {
-  await p.setViewportSize({ width: 1280, height: 900 });
-  await p.screenshot({ path: join(OUT, 'pages', `${name}-1280.png`) });
-  await p.setViewportSize({ width: 390, height: 844 });
-  expect(await p.evaluate('document.documentElement.scrollWidth <= innerWidth')).toBe(true);
-  await p.screenshot({ path: join(OUT, 'pages', `${name}-390.png`) });
-  await p.setViewportSize({ width: 1280, height: 900 });
-}
 
 const wait = { prefer: 'wait=60' };
 const run = async (body: Record<string, unknown>) => {
@@ -42,7 +19,6 @@ const run = async (body: Record<string, unknown>) => {
 };
 
 beforeAll(async () => {
-  mkdirSync(join(OUT, 'pages'), { recursive: true });
   // Room for a run's ~64 MiB of output beside the queues.
   cluster = await startCluster({
     runners: [{ modes: ['read-only'] }],
@@ -54,12 +30,9 @@ beforeAll(async () => {
     status: 200,
     body: JSON.stringify({ structuredContent: { tool: d.body.tool } }),
   }));
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  await page.goto(`${base}/console/`);
-  await page.getByLabel('API key').fill(cluster.devKey);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Console' }).waitFor();
+  await signIn(page, base, cluster.devKey);
 }, 120_000);
 
 afterAll(async () => {

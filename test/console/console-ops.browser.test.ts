@@ -1,20 +1,8 @@
-/**
- * The operator's console in Debian's Chromium (playwright-core, never a downloaded browser)
- * against a real local cluster: the runs table and the decisions inbox update with no click,
- * Allow in the browser completes a run, log lines show while the run runs, a revoked key is
- * refused, and a 600 KB
- * program with unclosed comments highlights only a bounded prefix. Each page is saved at 1280 and
- * 390 px in test-output/console/pages/ (gitignored; the README's copies are taken from there).
- */
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { type Cluster, startCluster } from '@islet/devstack';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Api, api, type Loose, sleep, startAppServer } from '../e2e/helpers.ts';
-
-const OUT = resolve(import.meta.dirname, '../../test-output/console');
-const CHROMIUM = process.env.ISLET_CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { launchChromium, shots, signIn } from './browser-kit.ts';
 
 let cluster: Cluster;
 let browser: Browser;
@@ -33,24 +21,6 @@ const release = () => {
   gateOpen = true;
   for (const w of waiters.splice(0)) w();
 };
-
-/** The page as it is, at 1280 px and at 390 px (a phone), for the README. */
-async function shots(p: Page, name: string) {
-  const size = p.viewportSize() ?? { width: 1280, height: 900 };
-  await p.setViewportSize({ width: 1280, height: 900 });
-  await p.screenshot({ path: join(OUT, 'pages', `${name}-1280.png`) });
-  await p.setViewportSize({ width: 390, height: 844 });
-  expect(await p.evaluate('document.documentElement.scrollWidth <= innerWidth')).toBe(true);
-  await p.screenshot({ path: join(OUT, 'pages', `${name}-390.png`) });
-  await p.setViewportSize(size);
-}
-
-async function signIn(p: Page, key: string) {
-  await p.goto(`${base}/console/`);
-  await p.getByLabel('API key').fill(key);
-  await p.getByRole('button', { name: 'Sign in' }).click();
-  await p.getByRole('navigation', { name: 'Console' }).waitFor();
-}
 
 /** Submits a run_code run and waits for its end (polled: a loaded machine may outlast a Prefer wait). */
 async function runToEnd(code: string, description: string, session = 'sess-ops') {
@@ -73,7 +43,6 @@ async function runToEnd(code: string, description: string, session = 'sess-ops')
 }
 
 beforeAll(async () => {
-  mkdirSync(join(OUT, 'pages'), { recursive: true });
   // Room for a run's ~64 MiB of output (kept in its record) beside the queues.
   cluster = await startCluster({
     runners: [{ modes: ['read-only'], concurrency: 2 }],
@@ -99,9 +68,9 @@ beforeAll(async () => {
   });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   mail = created.body;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  await signIn(page, cluster.devKey);
+  await signIn(page, base, cluster.devKey);
 }, 90_000);
 
 afterAll(async () => {
@@ -153,7 +122,7 @@ describe('live pages', () => {
   it('the inbox shows a decision with no click, in every tab; Allow in the browser completes the run', async () => {
     const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     try {
-      await signIn(other, cluster.devKey);
+      await signIn(other, base, cluster.devKey);
       await other.goto(`${base}/console/#/decisions`);
       await page.goto(`${base}/console/#/decisions`);
       await page.getByRole('heading', { name: /^Waiting decisions/ }).waitFor();

@@ -1,20 +1,9 @@
-/**
- * The console in a real browser: Debian's Chromium driven by playwright-core (never a downloaded
- * browser) against a real local cluster (gateway, runner, Redis). Signs in, watches a run appear
- * and complete live, approves a waiting App call and sees the run complete, denies one and sees
- * AppCallDenied, sees another tenant's run as not found, resolves a settings version conflict,
- * opens the queue board and the API reference, and saves a screenshot of each page under
- * test-output/console/ (gitignored).
- */
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { type Cluster, startCluster } from '@islet/devstack';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Api, api, type Loose, sleep, startAppServer } from '../e2e/helpers.ts';
-
-const OUT = resolve(import.meta.dirname, '../../test-output/console');
-const CHROMIUM = process.env.ISLET_CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { launchChromium, OUT, signIn } from './browser-kit.ts';
 
 let cluster: Cluster;
 let browser: Browser;
@@ -41,15 +30,7 @@ console.warn("about to send");
 const sent = await apps.mail.send_email({ to: "team@example.com", note: note.structuredContent.echo.id });
 return { sent: sent.structuredContent.echo };`;
 
-async function signIn(p: Page, key: string) {
-  await p.goto(`${base}/console/`);
-  await p.getByLabel('API key').fill(key);
-  await p.getByRole('button', { name: 'Sign in' }).click();
-  await p.getByRole('navigation', { name: 'Console' }).waitFor();
-}
-
 beforeAll(async () => {
-  mkdirSync(OUT, { recursive: true });
   cluster = await startCluster({ runners: [{ modes: ['read-only'], concurrency: 2 }] });
   base = cluster.gatewayUrls[0]!;
   a = api(base, cluster.devKey);
@@ -72,7 +53,7 @@ beforeAll(async () => {
   const created = await a('POST', '/v1/connections', { name: 'Mail', kind: 'http', url: app.url, tools });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   mail = created.body;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
 }, 90_000);
 
@@ -93,7 +74,7 @@ describe('the console in Chromium', () => {
     await page.getByLabel('API key').fill('not-a-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'unknown API key' }).waitFor();
-    await signIn(page, cluster.devKey);
+    await signIn(page, base, cluster.devKey);
     // Expressions as text: this file is type-checked without the DOM library.
     const stored = await page.evaluate(
       "({ session: sessionStorage.getItem('islet.apiKey'), local: localStorage.length, cookie: document.cookie })",
@@ -169,7 +150,7 @@ describe('the console in Chromium', () => {
       hasTouch: true,
     });
     try {
-      await signIn(phone, cluster.devKey);
+      await signIn(phone, base, cluster.devKey);
       const card = phone.locator(`[data-decision="${id}:1"]`);
       for (let i = 0; i < 40 && (await card.count()) === 0; i++) {
         await phone.goto(`${base}/console/#/decisions`);
@@ -195,7 +176,7 @@ describe('the console in Chromium', () => {
     const context = await browser.newContext();
     try {
       const other = await context.newPage();
-      await signIn(other, otherKey);
+      await signIn(other, base, otherKey);
       await other.goto(`${base}/console/#/runs/${id}`);
       await other
         .getByRole('alert')
@@ -226,7 +207,7 @@ describe('the console in Chromium', () => {
         };
       }`);
       const p = await context.newPage();
-      await signIn(p, cluster.devKey);
+      await signIn(p, base, cluster.devKey);
       await p.getByRole('heading', { name: 'Waiting decisions' }).waitFor({ timeout: 5000 });
       expect(await p.getByRole('heading', { name: 'Runs', exact: true }).count()).toBe(0);
     } finally {
