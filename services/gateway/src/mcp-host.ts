@@ -8,7 +8,6 @@
 import type { McpCaller, McpHost, McpRunState } from '@islet/mcp';
 import { RunCodeRequestSchema, unknownFieldsMessage, unknownFieldsOf } from '@islet/protocol';
 import type { DecisionRequest, StoredRun } from '@islet/runs';
-import type { FastifyRequest } from 'fastify';
 import type { Caller } from './auth.ts';
 import { declareBindings } from './code-api.ts';
 import { createDecisionsService } from './decisions-service.ts';
@@ -136,15 +135,14 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
       return { ...out, declarations: `/**\n${rules}\n */\n${out.declarations}` };
     },
     async skill(caller, request, sessionId) {
-      const mode = 'workspace-write' as const;
-      // The skills service reads the optional session from the request body; give it that shape.
-      // and the caller (its tenant's in-flight quota counts skills too).
+      // The caller carries its tenant: the tenant's in-flight quota counts skills too.
       const tenant = await deps.tenants.getTenant(caller.tenantId);
-      const asRequest = {
-        body: { sessionId },
-        caller: { ...asCaller(caller), ...(tenant ? { tenant } : {}) },
-      } as unknown as FastifyRequest;
-      return skills.execute(request, { tenant: caller.tenantId, mode }, asRequest);
+      return skills.execute({
+        caller: { ...asCaller(caller), ...(tenant ? { tenant } : {}) } as Caller,
+        mode: 'workspace-write',
+        skill: request,
+        sessionId,
+      });
     },
   };
   return { host, close: () => skills.close() };

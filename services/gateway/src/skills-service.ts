@@ -10,11 +10,9 @@
 
 import { randomUUID } from 'node:crypto';
 import { principalOf } from '@islet/core';
-import type { SkillRequest, SkillResult, SkillRunContext } from '@islet/kernel-sandbox';
-import type { SandboxMode } from '@islet/protocol';
+import type { SandboxMode, SkillRequest, SkillResult } from '@islet/protocol';
 import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
-import type { FastifyRequest } from 'fastify';
-import { type Caller, callerOf } from './auth.ts';
+import type { Caller } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { checkSessionId } from './session-id.ts';
@@ -22,11 +20,14 @@ import { checkSessionId } from './session-id.ts';
 /** Time a skill job may wait for a runner beyond its own timeout before the request gives up, ms. */
 export const SKILL_QUEUE_ALLOWANCE_MS = 60_000;
 
-function field(request: FastifyRequest, name: string): unknown {
-  const body = request.body;
-  return body && typeof body === 'object' && !Array.isArray(body)
-    ? (body as Record<string, unknown>)[name]
-    : undefined;
+/** One skill run as the HTTP route and the MCP tool hand it over. */
+export interface SkillRunInput {
+  /** Who asks: its tenant, principal and scopes (the session claim) and the tenant's in-flight limit. */
+  caller: Caller;
+  mode: SandboxMode;
+  skill: SkillRequest;
+  /** The session whose workspace the skill works in (a scratch directory when absent). */
+  sessionId?: string;
 }
 
 export function createSkillsService(
@@ -43,8 +44,7 @@ export function createSkillsService(
    * default is `workspace-write` (the skill writes in its working directory). `danger-full-access`
    * needs a justified, approved request, which only code runs have (POST /v1/runs).
    */
-  function modeFor(request: FastifyRequest): SandboxMode {
-    const asked = field(request, 'sandbox_permissions');
+  function modeFor(asked: unknown): SandboxMode {
     if (asked === undefined || asked === 'workspace-write') return 'workspace-write';
     if (asked === 'read-only') return 'read-only';
     if (asked === 'danger-full-access')
@@ -55,23 +55,18 @@ export function createSkillsService(
     throw new HttpProblem('validation', 'invalid sandbox_permissions: expected read-only or workspace-write');
   }
 
-  async function execute(
-    skill: SkillRequest,
-    context: SkillRunContext,
-    request: FastifyRequest,
-  ): Promise<SkillResult> {
-    const sessionId = field(request, 'sessionId');
+  async function execute(input: SkillRunInput): Promise<SkillResult> {
+    const { caller, skill, sessionId } = input;
+    const context = { tenant: caller.tenantId, mode: input.mode };
     if (sessionId !== undefined) {
-      if (typeof sessionId !== 'string')
-        throw new HttpProblem('validation', 'invalid sessionId: expected a string');
       checkSessionId(sessionId);
       // A skill works in its session's workspace: the session's owner's, claimed like a run's.
-      await claimSession(callerOf(request), sessionId);
+      await claimSession(caller, sessionId);
     }
     const id = `skill-${randomUUID()}`;
     const ttlMs = (skill.timeout ?? 60_000) + SKILL_QUEUE_ALLOWANCE_MS;
     // Skills count in the tenant's in-flight quota with its runs (and in its fair share on the runners).
-    const limit = callerOf(request).tenant.maxInFlightRuns ?? deps.config.ISLET_MAX_IN_FLIGHT_RUNS;
+    const limit = caller.tenant.maxInFlightRuns ?? deps.config.ISLET_MAX_IN_FLIGHT_RUNS;
     if (!(await deps.runs.reserveSkill(context.tenant, id, ttlMs + 5_000, limit)))
       throw new HttpProblem(
         'quota-exceeded',
@@ -79,14 +74,13 @@ export function createSkillsService(
         { limit },
         { 'retry-after': '1' },
       );
-    const caller = callerOf(request);
     let result: SkillResult | undefined;
     try {
       // Listed with the tenant's runs (style `skill`); a skill has no record, its summary is all.
       await deps.runIndex.skillStarted(context.tenant, {
         id,
         description: `${skill.language} skill`,
-        sessionId: typeof sessionId === 'string' ? sessionId : '',
+        sessionId: sessionId ?? '',
         principal: principalOf(caller),
         mode: context.mode,
         createdAt: Date.now(),
@@ -102,7 +96,7 @@ export function createSkillsService(
             outputBytes: result ? Buffer.byteLength(result.output) + Buffer.byteLength(result.error) : 0,
           },
         })
-        .catch((err: unknown) => request.log.warn({ err }, 'a skill end could not be indexed'));
+        .catch((err: unknown) => deps.logger.warn({ err }, 'a skill end could not be indexed'));
       await deps.runs.releaseSkill(context.tenant, id).catch(() => undefined);
     }
   }
@@ -110,8 +104,8 @@ export function createSkillsService(
   async function enqueueAndWait(
     id: string,
     skill: SkillRequest,
-    context: SkillRunContext,
-    sessionId: unknown,
+    context: { tenant: string; mode: SandboxMode },
+    sessionId: string | undefined,
     ttlMs: number,
   ): Promise<SkillResult> {
     const queueEvents = eventsFor(context.mode);
@@ -122,7 +116,7 @@ export function createSkillsService(
       enqueuedAtMs: Date.now(),
       skill: {
         sealedRequest: deps.sealer.seal(JSON.stringify(skill)),
-        ...(typeof sessionId === 'string' ? { sessionId } : {}),
+        ...(sessionId !== undefined ? { sessionId } : {}),
       },
     };
     const noted = deps.poolDemand.queued(context.mode, context.tenant);

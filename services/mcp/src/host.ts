@@ -3,8 +3,7 @@
  * run submission behind it (the gateway's runs service, whose request shape is still moving) can
  * change without touching this package: the gateway writes the adapter.
  */
-import type { SkillRequest, SkillResult } from '@islet/kernel-sandbox';
-import type { CodeRunRecord, RunCodeRequest, RunStatus } from '@islet/protocol';
+import type { CodeRunRecord, RunCodeRequest, RunStatus, SkillRequest, SkillResult } from '@islet/protocol';
 
 export interface McpCaller {
   tenantId: string;

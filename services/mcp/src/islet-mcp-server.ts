@@ -5,8 +5,7 @@
  * `notifications/cancelled` arriving on another request (or replica) cancels the run.
  */
 import { keys } from '@islet/core';
-import { parseSkillRequest } from '@islet/kernel-sandbox';
-import { isFinalStatus, parseRunCodeRequest, type RunCodeRequest } from '@islet/protocol';
+import { isFinalStatus, parseRunCodeRequest, parseSkillRequest, type RunCodeRequest } from '@islet/protocol';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {

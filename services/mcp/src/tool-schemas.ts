@@ -2,11 +2,16 @@
  * The tools Islet offers an agent, as zod schemas: the only definition. `/mcp`'s `tools/list` and
  * `GET /v1/tools` turn them into JSON Schema with `z.toJSONSchema`, and the call handlers validate
  * with the same schemas, so what a model is shown and what is accepted cannot drift apart. The
- * fields reuse the contract schemas of `@islet/protocol` (run_code) and `@islet/kernel-sandbox`
- * (the skill) and only add the documents' descriptions.
+ * fields reuse the contract schemas of `@islet/protocol` (run_code and the skill) and only add the
+ * documents' descriptions.
  */
-import { skillRequestSchema } from '@islet/kernel-sandbox';
-import { codeRunCallSchema, logLineSchema, RUN_STATUSES, RunCodeRequestSchema } from '@islet/protocol';
+import {
+  codeRunCallSchema,
+  logLineSchema,
+  RUN_STATUSES,
+  RunCodeRequestSchema,
+  skillRequestSchema,
+} from '@islet/protocol';
 import { z } from 'zod';
 
 const run = RunCodeRequestSchema.shape;

@@ -6,4 +6,5 @@ export * from './queues.ts';
 export * from './records.ts';
 export * from './run-request.ts';
 export * from './run-styles.ts';
+export * from './skill-request.ts';
 export * from './unknown-fields.ts';

@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMetrics, createSealer, type Logger } from '@islet/core';
-import { closeFilesHelpers, type SkillResult, WorkspaceStore } from '@islet/kernel-sandbox';
+import { closeFilesHelpers, WorkspaceStore } from '@islet/kernel-sandbox';
+import type { SkillResult } from '@islet/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSkillExecutor } from './skill-executor.ts';
 

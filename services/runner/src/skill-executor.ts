@@ -11,11 +11,9 @@ import {
   JAIL_UNAVAILABLE_EXIT_CODE,
   runSkill,
   SKILL_TIMEOUT_EXIT_CODE,
-  type SkillRequest,
-  type SkillResult,
   type WorkspaceStore,
 } from '@islet/kernel-sandbox';
-import type { SandboxMode } from '@islet/protocol';
+import type { SandboxMode, SkillRequest, SkillResult } from '@islet/protocol';
 import type { SkillJobPayload } from '@islet/runs';
 
 export interface SkillExecutorDeps {

@@ -5,9 +5,9 @@
  * route without an entry here is missing from the document, which the OpenAPI test refuses.
  */
 import type { Scope } from '@islet/core';
-import { MAX_LIST_LIMIT, skillRequestSchema } from '@islet/kernel-sandbox';
+import { MAX_LIST_LIMIT } from '@islet/kernel-sandbox';
 import { mcpSettingsSchema, TOOL_FORMATS } from '@islet/mcp';
-import { codeRunRecordSchema, type ProblemCode } from '@islet/protocol';
+import { codeRunRecordSchema, type ProblemCode, skillRequestSchema } from '@islet/protocol';
 import { runPolicySchema } from '@islet/runs';
 import { z } from 'zod';
 import { connectionInputSchema, rotateSchema } from '../connections.ts';

@@ -12,13 +12,16 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  closeFilesHelpers,
+  createFilesBinding,
+  filesHelperFor,
+  runSkill,
+  WorkspaceStore,
+} from '@islet/kernel-sandbox';
 import Fastify, { type FastifyRequest } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFilesBinding } from './files-binding.ts';
-import { closeFilesHelpers, filesHelperFor } from './files-helper.ts';
-import { filesRoutes } from './http/files-routes.ts';
-import { runSkill } from './skill-runner.ts';
-import { WorkspaceStore } from './workspace-store.ts';
+import { filesRoutes } from './routes/files.ts';
 
 const base = mkdtempSync(join(tmpdir(), 'islet-attack-'));
 chmodSync(base, 0o755); // skill scratch dirs live here; the jailed uid must traverse it

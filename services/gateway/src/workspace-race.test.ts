@@ -13,12 +13,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { closeFilesHelpers, createFilesBinding, WorkspaceStore } from '@islet/kernel-sandbox';
 import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createFilesBinding } from './files-binding.ts';
-import { closeFilesHelpers } from './files-helper.ts';
-import { filesRoutes } from './http/files-routes.ts';
-import { WorkspaceStore } from './workspace-store.ts';
+import { filesRoutes } from './routes/files.ts';
 
 const INSIDE = 'INSIDE-CONTENT';
 const token = `islet-race-${process.pid}-${Date.now()}`;

@@ -1,6 +1,6 @@
 /**
  * `/v1/sessions/{id}/files/*`: tenants put, get, list and delete their session's workspace files.
- * A fastify plugin with injected dependencies; the gateway registers it (encapsulated, so the raw
+ * A fastify plugin with injected dependencies, registered encapsulated by `workspace.ts` (so the raw
  * body parser stays inside). A session of another tenant is simply not found (404, never 403).
  *
  *   PUT    /v1/sessions/:id/files/<path>   body = the file's bytes       → 201 { path, sizeBytes }
@@ -12,9 +12,41 @@
  * Every operation goes through the store's helper (openat2 beneath the workspace): a FIFO, socket
  * or device answers 409 `unsupported-file-type` at once, a symlink 400 `outside-workspace`.
  */
+import {
+  isWorkspaceError,
+  MAX_LIST_LIMIT,
+  type WorkspaceErrorCode,
+  type WorkspaceStore,
+} from '@islet/kernel-sandbox';
+import { problem } from '@islet/protocol';
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
-import { isWorkspaceError, MAX_LIST_LIMIT, type WorkspaceStore } from '../workspace-store.ts';
-import { sendProblem, workspaceProblem } from './problems.ts';
+import { HttpProblem, sendProblem } from '../problem-reply.ts';
+
+/** Workspace errors are the caller's input, never a 500. `reason` repeats the store's stable code. */
+export function workspaceProblem(code: WorkspaceErrorCode, message: string): HttpProblem {
+  const reason = { reason: code };
+  switch (code) {
+    case 'not-found':
+      return new HttpProblem('not-found', message, reason);
+    case 'file-too-large':
+      return new HttpProblem('payload-too-large', message, reason);
+    case 'workspace-full':
+    case 'is-directory':
+      return new HttpProblem('conflict', message, reason);
+    case 'unsupported-file-type':
+      return new HttpProblem('unsupported-file-type', message, reason);
+    case 'busy':
+      return new HttpProblem('unavailable', message, reason, { 'retry-after': '1' });
+    case 'unavailable':
+      return new HttpProblem('unavailable', 'workspace files are unavailable; try again', reason, {
+        'retry-after': '5',
+      });
+    case 'io-error':
+      return new HttpProblem('internal', 'the file operation failed', reason);
+    default:
+      return new HttpProblem('validation', message, reason);
+  }
+}
 
 export interface FilesRoutesDeps {
   /** Authentication preHandler (the gateway's API-key check); replies 401 itself. */
@@ -38,7 +70,10 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       try {
         return await fn();
       } catch (err) {
-        if (isWorkspaceError(err)) return workspaceProblem(reply, err.code, err.message);
+        if (isWorkspaceError(err)) {
+          const p = workspaceProblem(err.code, err.message);
+          return sendProblem(reply, p.problem, p.headers);
+        }
         throw err;
       }
     };
@@ -67,7 +102,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     ) => {
       const tenant = await deps.resolveTenant(request);
       if (!(await deps.store.exists(tenant, request.params.id))) {
-        return sendProblem(reply, 'not-found', 'no such session');
+        return sendProblem(reply, problem('not-found', 'no such session'));
       }
       const q = request.query ?? {};
       let limit: number | undefined;
@@ -76,8 +111,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
         if (!(limit >= 1 && limit <= MAX_LIST_LIMIT))
           return sendProblem(
             reply,
-            'validation',
-            `invalid limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`,
+            problem('validation', `invalid limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`),
           );
       }
       const page = await deps.store.workspace(tenant, request.params.id).listPage(q.prefix ?? '', {
@@ -111,7 +145,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       async (request, reply) =>
         handle(reply, async () => {
           const removed = await (await workspace(request)).remove(request.params['*'] ?? '');
-          if (!removed) return sendProblem(reply, 'not-found', 'no such file');
+          if (!removed) return sendProblem(reply, problem('not-found', 'no such file'));
           return reply.code(204).send();
         }),
     );

@@ -1,13 +1,11 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { closeFilesHelpers, runSkill, WorkspaceStore } from '@islet/kernel-sandbox';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeFilesHelpers } from '../files-helper.ts';
-import { runSkill } from '../skill-runner.ts';
-import { WorkspaceStore } from '../workspace-store.ts';
-import { filesRoutes } from './files-routes.ts';
-import { skillRoutes } from './skill-routes.ts';
+import { filesRoutes } from './files.ts';
+import { skillRoutes } from './skills.ts';
 
 const base = mkdtempSync(join(tmpdir(), 'islet-routes-'));
 chmodSync(base, 0o755); // the skill's scratch dirs live here and the jailed uid must traverse it

@@ -3,10 +3,23 @@
  * to an injected executor — in the cluster that enqueues it on the mode's BullMQ pool; in tests it
  * can be `runSkill` directly. Answers the executor's `{ success, output, error, exitCode, language }`.
  */
-import type { SandboxMode } from '@islet/protocol';
+import {
+  parseSkillRequest,
+  problem,
+  type SandboxMode,
+  type SkillRequest,
+  type SkillResult,
+} from '@islet/protocol';
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
-import { parseSkillRequest, type SkillRequest, type SkillResult } from '../skill-runner.ts';
-import { sendProblem } from './problems.ts';
+import { sendProblem } from '../problem-reply.ts';
+
+/** A top-level field of the request's JSON body (one the host reads itself, e.g. `sessionId`). */
+export function bodyField(request: FastifyRequest, name: string): unknown {
+  const body = request.body;
+  return body && typeof body === 'object' && !Array.isArray(body)
+    ? (body as Record<string, unknown>)[name]
+    : undefined;
+}
 
 export interface SkillRunContext {
   tenant: string;
@@ -38,7 +51,8 @@ export function skillRoutes(deps: SkillRoutesDeps) {
       { preHandler: deps.authenticate, bodyLimit: deps.maxBodyBytes ?? 1024 * 1024 },
       async (request, reply) => {
         const parsed = parseSkillRequest(request.body, deps.extraFields);
-        if (!parsed.ok) return sendProblem(reply, 'validation', parsed.message, { errors: parsed.errors });
+        if (!parsed.ok)
+          return sendProblem(reply, problem('validation', parsed.message, { errors: parsed.errors }));
         const tenant = await deps.resolveTenant(request);
         const mode = (await deps.resolveMode?.(request, tenant)) ?? 'workspace-write';
         const result = await deps.execute(parsed.value, { tenant, mode }, request);
