@@ -1,5 +1,5 @@
 /**
- * Issue 9: workspace files against a hostile tenant, through the real HTTP routes (a listening
+ * Workspace files against a hostile tenant, through the real HTTP routes (a listening
  * fastify server), the files binding and the store.
  * - Special files: a FIFO, a unix socket, a device node and a symlink to /dev/zero are refused at
  *   once with a stable problem type, while another tenant's requests keep answering.

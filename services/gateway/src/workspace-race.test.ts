@@ -1,10 +1,11 @@
 /**
- * The attack of issue 9 §1: a tenant that can change its own workspace (a skill, a program) swaps a
- * directory the store is about to use with a symlink to somewhere else, as fast as it can
- * (renameat2 RENAME_EXCHANGE in a loop), while the store serves thousands of reads, lists, writes,
- * renames and removes through that directory, by the store, the files binding and the HTTP routes. Targets: `/proc/self` (the server's own environment),
- * `/` (the host) and another tenant's workspace. Zero escapes: nothing but the planted inside
- * content is ever returned or listed, and nothing outside the workspace is created, moved or removed.
+ * A check-then-use attack on workspace files: a tenant that can change its own workspace (a skill,
+ * a program) swaps a directory the store is about to use with a symlink to somewhere else, as fast
+ * as it can (renameat2 RENAME_EXCHANGE in a loop), while the store serves thousands of reads, lists,
+ * writes, renames and removes through that directory, by the store, the files binding and the HTTP
+ * routes. Targets: `/proc/self` (the server's own environment), `/` (the host) and another tenant's
+ * workspace. Zero escapes: nothing but the planted inside content is ever returned or listed, and
+ * nothing outside the workspace is created, moved or removed.
  *
  * Against the former path-checking store (lstat/realpath, then open by path) this test found
  * escapes in every target within the first few hundred requests.
