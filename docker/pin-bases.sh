@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Pins every base image of docker/*.Dockerfile to the digest of its image index (the multi-platform
+# manifest list), keeping the tag for readers: FROM node:X-bookworm-slim@sha256:<index digest>.
+# Run it after changing a base tag (e.g. Node in scripts/toolchain.sh) or to take a rebuilt base
+# (Debian security updates keep the tag and change the digest). Needs a registry to ask:
+#   bash docker/pin-bases.sh            resolve with `docker buildx imagetools inspect`
+# Without one, take the digest from the public record of official images,
+# github.com/docker-library/repo-info repos/<image>/remote/<tag>.md (the first `docker pull
+# <image>@sha256:…` line, Manifest MIME ….image.index…), and write it into every FROM by hand.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+docker buildx version >/dev/null 2>&1 || { echo "docker/pin-bases.sh: docker buildx is missing" >&2; exit 2; }
+
+# External bases have a tag; stage references (FROM deps) have none.
+bases="$(grep -hoE '^FROM +[^ ]+' docker/*.Dockerfile | awk '{print $2}' | sed 's/@sha256:.*//' | grep ':' | sort -u)"
+for base in $bases; do
+  digest="$(docker buildx imagetools inspect "$base" | awk '/^Digest:/ { print $2; exit }')"
+  [[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "docker/pin-bases.sh: no digest for $base" >&2; exit 1; }
+  re="$(printf '%s' "$base" | sed 's/[.[\*^$/]/\\&/g')"
+  sed -i -E "s/^FROM +${re}(@sha256:[0-9a-f]{64})?( |\$)/FROM ${base}@${digest}\\2/" docker/*.Dockerfile
+  echo "$base@$digest"
+done
