@@ -19,6 +19,7 @@ for base in $bases; do
   digest="$(docker buildx imagetools inspect "$base" | awk '/^Digest:/ { print $2; exit }')"
   [[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "docker/pin-bases.sh: no digest for $base" >&2; exit 1; }
   re="$(printf '%s' "$base" | sed 's/[.[\*^$/]/\\&/g')"
-  sed -i -E "s/^FROM +${re}(@sha256:[0-9a-f]{64})?( |\$)/FROM ${base}@${digest}\\2/" docker/*.Dockerfile
+  # '|' as the delimiter: image names have slashes (registry.example/team/base:tag).
+  sed -i -E "s|^FROM +${re}(@sha256:[0-9a-f]{64})?( .*)?\$|FROM ${base}@${digest}\\2|" docker/*.Dockerfile
   echo "$base@$digest"
 done
