@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Pins every base image of docker/*.Dockerfile to the digest of its image index (the multi-platform
-# manifest list), keeping the tag for readers: FROM node:X-bookworm-slim@sha256:<index digest>.
+# Pins every base image (and the `# syntax=` frontend) of docker/*.Dockerfile to the digest of its
+# image index (the multi-platform manifest list), keeping the tag for readers: FROM node:X-bookworm-slim@sha256:<index digest>.
 # Run it after changing a base tag (e.g. Node in scripts/toolchain.sh) or to take a rebuilt base
 # (Debian security updates keep the tag and change the digest). Needs a registry to ask:
 #   bash docker/pin-bases.sh            resolve with `docker buildx imagetools inspect`
@@ -13,13 +13,23 @@ cd "$ROOT"
 
 docker buildx version >/dev/null 2>&1 || { echo "docker/pin-bases.sh: docker buildx is missing" >&2; exit 2; }
 
-# External bases have a tag; stage references (FROM deps) have none.
-bases="$(grep -hoE '^FROM +[^ ]+' docker/*.Dockerfile | awk '{print $2}' | sed 's/@sha256:.*//' | grep ':' | sort -u)"
-for base in $bases; do
-  digest="$(docker buildx imagetools inspect "$base" | awk '/^Digest:/ { print $2; exit }')"
-  [[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "docker/pin-bases.sh: no digest for $base" >&2; exit 1; }
-  re="$(printf '%s' "$base" | sed 's/[.[\*^$/]/\\&/g')"
-  # '|' as the delimiter: image names have slashes (registry.example/team/base:tag).
-  sed -i -E "s|^FROM +${re}(@sha256:[0-9a-f]{64})?( .*)?\$|FROM ${base}@${digest}\\2|" docker/*.Dockerfile
-  echo "$base@$digest"
+resolve() {
+  local digest
+  digest="$(docker buildx imagetools inspect "$1" | awk '/^Digest:/ { print $2; exit }')"
+  [[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] || { echo "docker/pin-bases.sh: no digest for $1" >&2; exit 1; }
+  echo "$1@$digest" >&2
+  printf '%s' "$digest"
+}
+quote() { printf '%s' "$1" | sed 's/[.[\*^$/]/\\&/g'; }
+
+# External bases have a tag; stage references (FROM deps) have none. '|' is sed's delimiter:
+# image names have slashes (registry.example/team/base:tag).
+for base in $(grep -hoE '^FROM +[^ ]+' docker/*.Dockerfile | awk '{print $2}' | sed 's/@sha256:.*//' | grep ':' | sort -u); do
+  digest="$(resolve "$base")"
+  sed -i -E "s|^FROM +$(quote "$base")(@sha256:[0-9a-f]{64})?( .*)?\$|FROM ${base}@${digest}\\2|" docker/*.Dockerfile
+done
+# The Dockerfile frontend (# syntax=…) is an image BuildKit runs too.
+for frontend in $(sed -nE 's/^# *syntax=([^ @]+).*/\1/p' docker/*.Dockerfile | sort -u); do
+  digest="$(resolve "$frontend")"
+  sed -i -E "s|^# *syntax=$(quote "$frontend")(@sha256:[0-9a-f]{64})?\$|# syntax=${frontend}@${digest}|" docker/*.Dockerfile
 done

@@ -341,8 +341,15 @@ describe('base images pinned by digest', () => {
         .trim()
         .split('\n');
       expect(calls.filter((c) => c.startsWith('buildx imagetools inspect'))).toEqual(
-        [...new Set(bases.map((b) => b.tag))].map((t) => `buildx imagetools inspect ${t}`),
+        [...[...new Set(bases.map((b) => b.tag))].sort(), 'docker/dockerfile:1.7'].map(
+          (t) => `buildx imagetools inspect ${t}`,
+        ),
       );
+      // The Dockerfile frontend is an image BuildKit pulls and runs too.
+      for (const c of COMPONENTS) {
+        const first = readFileSync(join(work, 'docker', `${c}.Dockerfile`), 'utf8').split('\n')[0];
+        expect(first, c).toBe(`# syntax=docker/dockerfile:1.7@sha256:${'a'.repeat(64)}`);
+      }
       const r2 = pin('b'.repeat(64));
       expect(r2.status, r2.stderr).toBe(0);
       expect(froms().join('\n')).not.toContain('a'.repeat(64));
