@@ -8,10 +8,21 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# npm names the root component after the checkout's directory; the package's name is meant.
+sbom() {
+  npm sbom --sbom-format cyclonedx --sbom-type application --omit dev |
+    node -e '
+      let s = "";
+      process.stdin.on("data", (d) => (s += d)).on("end", () => {
+        const bom = JSON.parse(s);
+        bom.metadata.component.name = require("./package.json").name;
+        process.stdout.write(`${JSON.stringify(bom, null, 2)}\n`);
+      });'
+}
 if [ $# -ge 1 ]; then
   mkdir -p "$(dirname "$1")"
-  npm sbom --sbom-format cyclonedx --sbom-type application --omit dev >"$1.partial"
+  sbom >"$1.partial" || { rm -f "$1.partial"; exit 1; }
   mv "$1.partial" "$1"
 else
-  npm sbom --sbom-format cyclonedx --sbom-type application --omit dev
+  sbom
 fi

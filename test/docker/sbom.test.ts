@@ -41,6 +41,7 @@ describe('scripts/sbom.sh', () => {
     expect(bom!.specVersion).toMatch(/^1\.\d+$/);
     expect(bom!.serialNumber).toMatch(/^urn:uuid:[0-9a-f-]{36}$/);
     expect(bom!.metadata.tools).toContainEqual(expect.objectContaining({ vendor: 'npm', name: 'cli' }));
+    expect(bom!.metadata.component.name).toBe('islet'); // not the checkout directory's name
   });
 
   it('lists the production dependencies at their installed versions, with purls and lock hashes', () => {
