@@ -3,6 +3,8 @@
 #   docker build -f docker/gateway.Dockerfile -t islet/gateway:dev .
 # TypeScript runs directly on Node 24 (type stripping): the image holds sources + production
 # node_modules; the only build output is the web console's bundle (services/console/dist). Node's version matches scripts/toolchain.sh (NODE_VERSION).
+# Releases: `bash docker/build.sh gateway` (provenance and SBOM attestations, islet_build_info's revision).
+# Bases: image:tag@sha256:<image-index digest>, written by docker/pin-bases.sh (docker/README.md).
 
 # ---- files: islet-files, the workspace file helper (every files-API operation resolves beneath the
 # workspace with openat2 in it). Plain C, no libraries beyond libc.

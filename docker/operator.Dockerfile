@@ -2,6 +2,8 @@
 # Islet RunnerPool operator image (also runs the chart's seccomp-profile installer DaemonSet:
 # `node services/operator/src/install-profiles.ts`). Build from the repository root:
 #   docker build -f docker/operator.Dockerfile -t islet/operator:dev .
+# Releases: `bash docker/build.sh operator` (provenance and SBOM attestations, islet_build_info's revision).
+# Bases: image:tag@sha256:<image-index digest>, written by docker/pin-bases.sh (docker/README.md).
 
 FROM node:24.22.3-bookworm-slim AS deps
 WORKDIR /app

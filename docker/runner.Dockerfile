@@ -3,6 +3,8 @@
 # the islet-jail kernel launcher (no_new_privs + seccomp + Landlock + rlimits). python3 and bash
 # are here because the run_code skill runs python and bash programs. Build from the repo root:
 #   docker build -f docker/runner.Dockerfile -t islet/runner:dev .
+# Releases: `bash docker/build.sh runner` (provenance and SBOM attestations, islet_build_info's revision).
+# Bases: image:tag@sha256:<image-index digest>, written by docker/pin-bases.sh (docker/README.md).
 
 # ---- jail: the native launcher, compiled against libseccomp with the profiles compiled in.
 FROM node:24.22.3-bookworm-slim AS jail

@@ -1,8 +1,19 @@
 // Static checks of docker/*.Dockerfile (no container engine runs here): pinned bases, non-root
 // user, no secrets, health checks, and every path they copy or run exists in the repository.
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -65,7 +76,7 @@ describe.each(COMPONENTS.map((c) => [c]))('docker/%s.Dockerfile', (component) =>
       expect(s.from).not.toMatch(/:latest\b/);
     }
     expect(toolchainNode).toBeTruthy();
-    expect(final.from).toBe(`node:${toolchainNode}-bookworm-slim`);
+    expect(final.from.split('@')[0]).toBe(`node:${toolchainNode}-bookworm-slim`);
   });
 
   it('takes islet_build_info’s revision and version as build arguments into the environment and labels', () => {
@@ -238,5 +249,117 @@ describe('runner image specifics', () => {
       .map((i) => i.args)
       .join(' ');
     expect(env).toContain(`ISLET_WORKSPACE_ROOT=${values.workspaces.mountPath}`);
+  });
+});
+
+describe('base images pinned by digest', () => {
+  // External bases (tagged), not stage references, of every Dockerfile.
+  const bases = COMPONENTS.flatMap((c) => {
+    const text = readFileSync(join(ROOT, 'docker', `${c}.Dockerfile`), 'utf8');
+    return parseDockerfile(text)
+      .map((s) => s.from)
+      .filter((from) => from.includes(':'))
+      .map((ref) => ({
+        file: `docker/${c}.Dockerfile`,
+        ref,
+        tag: ref.split('@')[0]!,
+        digest: ref.split('@')[1],
+      }));
+  });
+  // No public record of this tag's digest was at hand when the pins were written (docker/README.md
+  // says where to take it from). Named exactly, so that any other unpinned base fails, a Node bump
+  // needs its digest, and this entry fails once the digest is written.
+  const AWAITING_DIGEST = ['node:24.22.3-bookworm-slim'];
+
+  it('every FROM names its base as image:tag@sha256:<64 hex> (the image index digest)', () => {
+    expect(bases.length).toBeGreaterThanOrEqual(COMPONENTS.length);
+    for (const b of bases) {
+      if (AWAITING_DIGEST.includes(b.tag)) continue;
+      expect(b.ref, b.file).toMatch(/^[\w.\-/]+:[\w.-]+@sha256:[a-f0-9]{64}$/);
+    }
+  });
+
+  it('lists only bases in use and still without a digest as awaiting one', () => {
+    for (const tag of AWAITING_DIGEST) {
+      const uses = bases.filter((b) => b.tag === tag);
+      expect(uses.length, `${tag} is used`).toBeGreaterThan(0);
+      for (const u of uses)
+        expect(u.digest, `${u.file}: ${tag} is pinned now; drop it from AWAITING_DIGEST`).toBe(undefined);
+    }
+  });
+
+  it('pins the same base to the same digest in every stage and every Dockerfile', () => {
+    const byTag = new Map<string, Set<string>>();
+    for (const b of bases) byTag.set(b.tag, (byTag.get(b.tag) ?? new Set()).add(b.digest ?? 'none'));
+    for (const [tag, digests] of byTag) expect([...digests], tag).toHaveLength(1);
+  });
+
+  describe('docker/pin-bases.sh', () => {
+    // A copy of docker/ and a fake `docker` that answers `buildx imagetools inspect` as a registry
+    // would (its first lines: Name, MediaType, Digest of the index).
+    const work = mkdtempSync(join(tmpdir(), 'islet-pin-'));
+    afterAll(() => rmSync(work, { recursive: true, force: true }));
+    cpSync(join(ROOT, 'docker'), join(work, 'docker'), { recursive: true });
+    mkdirSync(join(work, 'bin'));
+    const fakeDocker = join(work, 'bin', 'docker');
+    writeFileSync(
+      fakeDocker,
+      [
+        '#!/usr/bin/env bash',
+        '# fake docker CLI for the test: buildx version, buildx imagetools inspect <ref>',
+        'echo "$*" >> "$(dirname "$0")/calls"',
+        '[ "$1 $2" = "buildx version" ] && exit 0',
+        'echo "Name:      docker.io/library/$4"',
+        'echo "MediaType: application/vnd.oci.image.index.v1+json"',
+        'echo "Digest:    sha256:$FAKE_DIGEST"',
+      ].join('\n'),
+    );
+    chmodSync(fakeDocker, 0o755);
+    const pin = (digestHex: string) =>
+      spawnSync('bash', [join(work, 'docker', 'pin-bases.sh')], {
+        encoding: 'utf8',
+        env: { ...process.env, PATH: `${join(work, 'bin')}:${process.env.PATH}`, FAKE_DIGEST: digestHex },
+      });
+    const froms = () =>
+      COMPONENTS.flatMap((c) =>
+        readFileSync(join(work, 'docker', `${c}.Dockerfile`), 'utf8')
+          .split('\n')
+          .filter((l) => l.startsWith('FROM ')),
+      );
+
+    it('writes the index digest into every FROM of each base, asks once per base, and re-pins over an old digest', () => {
+      const before = froms();
+      const r1 = pin('a'.repeat(64));
+      expect(r1.status, r1.stderr).toBe(0);
+      const once = froms();
+      expect(once).toHaveLength(before.length);
+      for (const [i, line] of once.entries()) {
+        const [, ref, ...rest] = before[i]!.split(' ');
+        expect(line).toBe(['FROM', `${ref}@sha256:${'a'.repeat(64)}`, ...rest].join(' '));
+      }
+      const calls = readFileSync(join(work, 'bin', 'calls'), 'utf8')
+        .trim()
+        .split('\n');
+      expect(calls.filter((c) => c.startsWith('buildx imagetools inspect'))).toEqual(
+        [...[...new Set(bases.map((b) => b.tag))].sort(), 'docker/dockerfile:1.7'].map(
+          (t) => `buildx imagetools inspect ${t}`,
+        ),
+      );
+      // The Dockerfile frontend is an image BuildKit pulls and runs too.
+      for (const c of COMPONENTS) {
+        const first = readFileSync(join(work, 'docker', `${c}.Dockerfile`), 'utf8').split('\n')[0];
+        expect(first, c).toBe(`# syntax=docker/dockerfile:1.7@sha256:${'a'.repeat(64)}`);
+      }
+      const r2 = pin('b'.repeat(64));
+      expect(r2.status, r2.stderr).toBe(0);
+      expect(froms().join('\n')).not.toContain('a'.repeat(64));
+      expect(froms().every((l) => l.includes(`@sha256:${'b'.repeat(64)} `))).toBe(true);
+    });
+
+    it('refuses an answer that is not a sha256 digest, naming the base', () => {
+      const r = pin('not-a-digest');
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('docker/pin-bases.sh: no digest for node:');
+    });
   });
 });
