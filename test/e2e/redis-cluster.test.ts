@@ -77,6 +77,9 @@ beforeAll(async () => {
       { modes: ['workspace-write'], concurrency: 1 },
     ],
     env: {
+      // The fair-share case's holds stand for work that keeps its slots: an App call would park its
+      // run outside the slots (runner README, "Waiting holds no slot"), so parking is off here.
+      ISLET_RUNNER_PARKED_MAX: '0',
       ISLET_TENANT_POOL_SHARE: '0.5',
       ISLET_RUNNER_LOCK_DURATION_MS: '3000',
       ISLET_RUNNER_STALLED_INTERVAL_MS: '1000',
