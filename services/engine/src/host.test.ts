@@ -128,7 +128,6 @@ describe('the sandbox host process', () => {
 
   it('idle hosts do not keep the caller alive: a process that never calls close() still exits', async () => {
     const script = fileURLToPath(new URL('../test/no-close.ts', import.meta.url));
-    const started = Date.now();
     const stdout = await new Promise<string>((resolve, reject) => {
       execFile(
         process.execPath,
@@ -137,8 +136,8 @@ describe('the sandbox host process', () => {
         (e, out) => (e ? reject(e) : resolve(out)),
       );
     });
+    // execFile rejects a process its timeout had to kill: resolving means it exited on its own.
     expect(stdout).toBe('42\n');
-    expect(Date.now() - started).toBeLessThan(15_000);
     const closing = await new Promise<string>((resolve, reject) => {
       execFile(
         process.execPath,
@@ -181,7 +180,6 @@ describe('worker-exit', () => {
 
   it('an uninterruptible builtin is killed by the wall-clock watchdog outside V8 after the budget and grace', async () => {
     const engine = newEngine({ watchdogGraceMs: 50 });
-    const started = Date.now();
     const out = await engine.execute('console.log("go"); Array(2e8).fill(0); return 1', {
       limits: { timeoutMs: 200 },
     });
@@ -189,9 +187,8 @@ describe('worker-exit', () => {
       kind: 'worker-exit',
       message: 'the sandbox host did not stop within 50ms and was killed',
     });
+    // The reason names the watchdog's kill: the builtin did not return on its own.
     expect(out.logs).toEqual([{ level: 'log', text: 'go' }]);
-    // Killed long before the builtin would have returned on its own (about 9 s on this machine).
-    expect(Date.now() - started).toBeLessThan(6000);
     expect((await engine.execute('return 3')).valueJson).toBe('3');
   });
 });
