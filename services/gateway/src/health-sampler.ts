@@ -1,17 +1,17 @@
 /**
  * Samples the gauges of the health series (`GET /v1/health`) once per bucket: per mode the queue
- * depth (waiting, prioritized and delayed jobs), runner slots busy (active jobs) and live (the
- * runners' registrations), decisions pending; per tenant its runs in flight, the slots they hold
+ * depth (waiting, prioritized and delayed jobs), runner slots busy (the fair share's leases; active
+ * jobs with the share off) and live (the runners' registrations), decisions pending; per tenant its runs in flight, the slots they hold
  * and its pending decisions. Every gateway runs it; a per-bucket Redis lock lets one of them
  * sample each bucket. Counters (runs ended, failures, latency) need no sampling: each run's end
  * writes them (@islet/runs health-store.ts).
  */
 import { SANDBOX_MODES } from '@islet/protocol';
-import { HEALTH_BUCKET_MS, healthBucket } from '@islet/runs';
+import { fairShareOn, HEALTH_BUCKET_MS, healthBucket } from '@islet/runs';
 import type { GatewayDeps } from './deps.ts';
 
 export function createHealthSampler(
-  deps: Pick<GatewayDeps, 'health' | 'queues' | 'decisions' | 'tenants' | 'logger'>,
+  deps: Pick<GatewayDeps, 'config' | 'health' | 'queues' | 'decisions' | 'tenants' | 'logger'>,
   options: { intervalMs?: number } = {},
 ) {
   const intervalMs = options.intervalMs ?? HEALTH_BUCKET_MS;
@@ -20,18 +20,22 @@ export function createHealthSampler(
   /** Samples this bucket unless another gateway does; true when this one did. */
   async function sampleOnce(now = Date.now()): Promise<boolean> {
     if (!(await deps.health.lead(healthBucket(now)))) return false;
-    const [counts, slots, decisions] = await Promise.all([
+    // Busy slots from the leases when the runners take them: BullMQ's active jobs also count the
+    // runs parked outside the slots while a binding call waits.
+    const leased = fairShareOn(deps.config);
+    const [counts, slots, decisions, leases] = await Promise.all([
       Promise.all(
         SANDBOX_MODES.map((m) => deps.queues[m].getJobCounts('waiting', 'prioritized', 'delayed', 'active')),
       ),
       deps.health.poolSlots(SANDBOX_MODES, now),
       deps.decisions.countAllPending(),
+      leased ? deps.health.leasedSlots(SANDBOX_MODES, now) : undefined,
     ]);
     const cluster: Record<string, number> = { decisions };
     SANDBOX_MODES.forEach((mode, i) => {
       const c = counts[i] ?? {};
       cluster[`queue:${mode}`] = (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.delayed ?? 0);
-      cluster[`busy:${mode}`] = c.active ?? 0;
+      cluster[`busy:${mode}`] = leases ? (leases[mode] ?? 0) : (c.active ?? 0);
       cluster[`slots:${mode}`] = slots[mode] ?? 0;
     });
     await deps.health.recordGauges(null, now, cluster);

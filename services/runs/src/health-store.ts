@@ -103,6 +103,15 @@ export function createHealthStore(redis: Redis) {
       return out;
     },
 
+    /**
+     * Slots held now per mode, from the fair share's leases (a parked run gave its lease back, so
+     * it is not counted). Only meaningful while the runners take leases (`fairShareOn`).
+     */
+    async leasedSlots(modes: readonly string[], now = Date.now()): Promise<Record<string, number>> {
+      const counts = await Promise.all(modes.map((m) => redis.zcount(keys.poolBusy(m), now, '+inf')));
+      return Object.fromEntries(modes.map((m, i) => [m, counts[i] ?? 0]));
+    },
+
     /** A tenant's runs in flight and the runner slots they hold, now. */
     async tenantGauges(tenant: string, modes: readonly string[], now = Date.now()): Promise<TenantGauges> {
       const [runs, skills, ...leases] = await Promise.all([
