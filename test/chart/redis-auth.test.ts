@@ -359,6 +359,29 @@ describe('external Redis topologies, fair share and operator timings from values
       expect(helm(renderArgs({ valuesFiles: [DEFAULT], set: [bad] })).status, bad).not.toBe(0);
   });
 
+  it('parking: values become the runners’ ISLET_RUNNER_PARK* settings; defaults are the code’s; bad ones fail', async () => {
+    const { configSchema } = await import('@islet/core');
+    const shape = configSchema.shape;
+    expect(config).toMatchObject({ ISLET_RUNNER_PARKED_ISOLATES_MAX: '2' });
+    expect(shape.ISLET_RUNNER_PARKED_ISOLATES_MAX.parse(config.ISLET_RUNNER_PARKED_ISOLATES_MAX)).toBe(2);
+    const defaults = find(
+      render({ valuesFiles: [DEFAULT] }),
+      'ConfigMap',
+      (c) => c.metadata.name === 'islet-config',
+    )[0]!.data;
+    for (const name of [
+      'ISLET_RUNNER_PARK_AFTER_MS',
+      'ISLET_RUNNER_PARKED_MAX',
+      'ISLET_RUNNER_PARKED_ISOLATES_MAX',
+    ] as const)
+      expect(Number(defaults[name]), name).toBe(shape[name].parse(undefined));
+    for (const bad of ['runners.parking.afterMs=0', 'runners.parking.max=-1', 'runners.parking.nope=1'])
+      expect(helm(renderArgs({ valuesFiles: [DEFAULT], set: [bad] })).status, bad).not.toBe(0);
+    expect(
+      helm(renderArgs({ valuesFiles: [DEFAULT], setString: ['extraEnv.ISLET_RUNNER_PARKED_MAX=0'] })).stderr,
+    ).toContain('set runners.parking.max instead');
+  });
+
   it('operator leader-election timings from values, in ms, accepted by the operator; unsafe ones fail', async () => {
     const { leaderTimings } = await import('@islet/operator');
     expect(leaderTimings(operatorConfigOf(objs)!)).toEqual({
