@@ -160,6 +160,13 @@ export async function startAppServer(
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Registers a connection (`POST /v1/connections`) and returns it; anything but 201 throws with the answer. */
+export async function createConnection(on: Api, body: Record<string, unknown>): Promise<Loose> {
+  const res = await on('POST', '/v1/connections', body);
+  if (res.status !== 201) throw new Error(`POST /v1/connections: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
 export async function until<T>(
   fn: () => Promise<T | undefined | false>,
   timeoutMs = 20_000,

@@ -9,7 +9,7 @@
 import { type Cluster, startCluster } from '@islet/devstack';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Api, api, type Loose, startAppServer, until } from './helpers.ts';
+import { type Api, api, createConnection, type Loose, startAppServer, until } from './helpers.ts';
 
 const SLOTS = 4;
 const WAITING = 16;
@@ -33,7 +33,7 @@ beforeAll(async () => {
     status: 200,
     body: JSON.stringify({ structuredContent: { tool: d.body.tool, echo: d.body.arguments } }),
   }));
-  const created = await a('POST', '/v1/connections', {
+  mail = await createConnection(a, {
     name: 'Mail',
     kind: 'http',
     url: app.url,
@@ -42,8 +42,6 @@ beforeAll(async () => {
       { name: 'send_email', policy: 'ask' },
     ],
   });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  mail = created.body;
 }, 90_000);
 
 afterAll(async () => {

@@ -19,7 +19,16 @@ import { codeRunRecordSchema } from '@islet/protocol';
 import { createRunStore } from '@islet/runs';
 import { freePort, type RedisCluster, startRedisCluster } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Api, api, type Loose, readSse, sleep, startAppServer, until } from './helpers.ts';
+import {
+  type Api,
+  api,
+  createConnection,
+  type Loose,
+  readSse,
+  sleep,
+  startAppServer,
+  until,
+} from './helpers.ts';
 import { clusterRedisConfig } from './redis-cluster-config.ts';
 
 let redis: RedisCluster;
@@ -49,12 +58,6 @@ async function newTenant(
     await b('POST', `/v1/admin/tenants/${id}/keys`, { scopes: ['apps.use', 'sessions.read', 'decisions'] })
   ).body.key as string;
   return { api: api(cluster.gatewayUrls[1]!, key), key };
-}
-
-async function connection(on: Api, body: Record<string, unknown>): Promise<Loose> {
-  const res = await on('POST', '/v1/connections', body);
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return res.body;
 }
 
 beforeAll(async () => {
@@ -157,7 +160,12 @@ describe('runs on a Redis Cluster', () => {
 
   it('in-flight quota: a tenant at its limit gets 429 with Retry-After; its runs still end', async () => {
     const { api: q } = await newTenant('quota-rc', { maxInFlightRuns: 2 });
-    const conn = await connection(q, { name: 'Hold', kind: 'http', url: app.url, tools: [{ name: 'hold' }] });
+    const conn = await createConnection(q, {
+      name: 'Hold',
+      kind: 'http',
+      url: app.url,
+      tools: [{ name: 'hold' }],
+    });
     const hold = base({ code: 'await apps.hold.hold({}); return "held"', connections: [conn.id] });
     const r1 = await q('POST', '/v1/runs', { ...hold, callId: 'q1' });
     const r2 = await q('POST', '/v1/runs', { ...hold, callId: 'q2' });
@@ -172,7 +180,7 @@ describe('runs on a Redis Cluster', () => {
 
 describe('binding calls on a Redis Cluster', () => {
   it('http: parallel calls, Idempotency-Key run:index, each delivered once; arguments sealed at rest', async () => {
-    const conn = await connection(a, {
+    const conn = await createConnection(a, {
       name: 'Work calendar',
       kind: 'http',
       url: app.url,
@@ -203,7 +211,7 @@ describe('binding calls on a Redis Cluster', () => {
   });
 
   it('client: the call goes out on the event stream, is answered through the other gateway, SSE resumes', async () => {
-    const conn = await connection(a, {
+    const conn = await createConnection(a, {
       name: 'Phone',
       kind: 'client',
       tools: [{ name: 'ask', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }],
@@ -239,7 +247,7 @@ describe('binding calls on a Redis Cluster', () => {
   });
 
   it('a Code Mode decision: the run stops, is decided on the other gateway, replays and completes; nothing sent twice', async () => {
-    const mail = await connection(a, {
+    const mail = await createConnection(a, {
       name: 'Mail',
       kind: 'http',
       url: app.url,
@@ -332,7 +340,7 @@ describe('platform features on a Redis Cluster', () => {
   it("fair share: alone, a tenant uses the whole read-only pool; another tenant's run takes the first freed slot", async () => {
     const flood = await newTenant('flood-rc');
     const other = await newTenant('other-rc');
-    const conn = await connection(flood.api, {
+    const conn = await createConnection(flood.api, {
       name: 'Hold',
       kind: 'http',
       url: app.url,
