@@ -115,6 +115,44 @@ describe('config backup and restore drill', () => {
   });
 });
 
+describe('import refuses a file that is not what an export writes, writing nothing', () => {
+  const header = () =>
+    JSON.stringify({
+      format: 'islet-config-backup',
+      version: 1,
+      keyLayout: String(KEY_LAYOUT_VERSION),
+      exportedAt: new Date().toISOString(),
+    });
+  const intruder = JSON.stringify({ key: keys.tenants(), type: 'set', value: ['intruder'] });
+  it.each([
+    [
+      'a key that is not configuration',
+      JSON.stringify({ key: 'islet:run:forged', type: 'string', value: 'x' }),
+      'islet:run:forged: not a configuration key an export writes',
+    ],
+    [
+      'a tenant key of a tenant the file does not list',
+      JSON.stringify({ key: keys.connections('ghost'), type: 'hash', value: {} }),
+      `${keys.connections('ghost')}: not a configuration key`,
+    ],
+    ['a line that is not JSON', '{"key": "islet:tenants", "type": "set", "value": [', 'line 3: not JSON'],
+    [
+      'a record of another shape',
+      JSON.stringify({ key: keys.settings(), type: 'list', value: ['a'] }),
+      'line 3: not a backup record',
+    ],
+  ])('%s', async (_name, bad, message) => {
+    const file = join(dir, 'bad.jsonl');
+    writeFileSync(file, `${header()}\n${intruder}\n${bad}\n`);
+    const r = await cli('import', { input: file });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`import failed: ${message}`);
+    // The valid record before the bad one was not written either.
+    expect(await redis.sismember(keys.tenants(), 'intruder')).toBe(0);
+    expect(await redis.exists('islet:run:forged')).toBe(0);
+  });
+});
+
 describe('key layout gate', () => {
   it('a gateway refuses to start on a Redis a newer Islet migrated, naming the versions', async () => {
     await redis.set(keys.keyLayout(), String(KEY_LAYOUT_VERSION + 1));

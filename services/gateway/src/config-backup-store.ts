@@ -11,6 +11,7 @@
  */
 import { KEY_LAYOUT_VERSION, keyLayoutKnown, keys, type Redis } from '@islet/core';
 import { journalKeys } from '@islet/runs';
+import { z } from 'zod';
 
 export const BACKUP_FORMAT = 'islet-config-backup';
 const BACKUP_VERSION = 1;
@@ -30,6 +31,14 @@ type KeyValue =
 
 /** One Redis key; `pttlMs` when it expires (an API key with an expiry, a rotated key's grace). */
 export type BackupRecord = KeyValue & { key: string; pttlMs?: number };
+
+const recordSchema = z
+  .discriminatedUnion('type', [
+    z.object({ type: z.literal('string'), value: z.string() }),
+    z.object({ type: z.literal('hash'), value: z.record(z.string(), z.string()) }),
+    z.object({ type: z.literal('set'), value: z.array(z.string()) }),
+  ])
+  .and(z.object({ key: z.string().min(1), pttlMs: z.number().int().positive().optional() }));
 
 export interface BackupCounts {
   tenants: number;
@@ -108,12 +117,22 @@ export function createConfigBackup(redis: Redis) {
      * another format or of a key layout newer than this build's before writing anything.
      */
     async import(lines: AsyncIterable<string> | Iterable<string>): Promise<BackupCounts> {
-      const counts: BackupCounts = { tenants: 0, apiKeys: 0, keys: 0 };
+      // Read and check the whole file before writing: a bad line, another format, a newer layout
+      // or a key that is not configuration writes nothing (the file is small: no runs in it).
       let header: BackupHeader | undefined;
+      const records: BackupRecord[] = [];
+      let n = 0;
       for await (const line of lines) {
+        n++;
         if (!line.trim()) continue;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(line);
+        } catch {
+          throw new Error(`line ${n}: not JSON`);
+        }
         if (!header) {
-          header = JSON.parse(line) as BackupHeader;
+          header = parsed as BackupHeader;
           if (header.format !== BACKUP_FORMAT || header.version !== BACKUP_VERSION)
             throw new Error(`not an ${BACKUP_FORMAT} version ${BACKUP_VERSION} file`);
           if (!keyLayoutKnown(header.keyLayout))
@@ -122,18 +141,40 @@ export function createConfigBackup(redis: Redis) {
             );
           continue;
         }
-        const record = JSON.parse(line) as BackupRecord;
-        await redis.del(record.key);
-        if (record.type === 'string') await redis.set(record.key, record.value);
-        else if (record.type === 'hash') {
-          if (Object.keys(record.value).length) await redis.hset(record.key, record.value);
-        } else if (record.value.length) await redis.sadd(record.key, ...record.value);
-        if (record.pttlMs) await redis.pexpire(record.key, record.pttlMs);
-        counts.keys++;
-        if (record.key.startsWith(keys.apiKey(''))) counts.apiKeys++;
-        if (record.key === keys.tenants() && record.type === 'set') counts.tenants = record.value.length;
+        const record = recordSchema.safeParse(parsed);
+        if (!record.success)
+          throw new Error(`line ${n}: not a backup record (${record.error.issues[0]?.message})`);
+        records.push(record.data as BackupRecord);
       }
       if (!header) throw new Error('empty backup');
+      // What an export writes, and nothing else: the fixed keys, each listed tenant's keys, and
+      // API key identities.
+      const tenants = records.find((r) => r.key === keys.tenants() && r.type === 'set')?.value as
+        | string[]
+        | undefined;
+      const allowed = new Set([
+        keys.keyLayout(),
+        keys.settings(),
+        keys.tenants(),
+        ...(tenants ?? []).flatMap(tenantKeys),
+      ]);
+      const apiKeyPrefix = keys.apiKey('');
+      for (const r of records)
+        if (!allowed.has(r.key) && !r.key.startsWith(apiKeyPrefix))
+          throw new Error(`${r.key}: not a configuration key an export writes`);
+      const counts: BackupCounts = { tenants: tenants?.length ?? 0, apiKeys: 0, keys: 0 };
+      for (const record of records) {
+        // One record at a time, whole: the key is never seen half written.
+        const tx = redis.multi().del(record.key);
+        if (record.type === 'string') tx.set(record.key, record.value);
+        else if (record.type === 'hash') {
+          if (Object.keys(record.value).length) tx.hset(record.key, record.value);
+        } else if (record.value.length) tx.sadd(record.key, ...record.value);
+        if (record.pttlMs) tx.pexpire(record.key, record.pttlMs);
+        await tx.exec();
+        counts.keys++;
+        if (record.key.startsWith(apiKeyPrefix)) counts.apiKeys++;
+      }
       return counts;
     },
   };
