@@ -1,4 +1,4 @@
-# syntax=docker/dockerfile:1.7
+# syntax=docker/dockerfile:1.7@sha256:a57df69d0ea827fb7266491f2813635de6f17269be881f696fbfdf2d83dda33e
 # Islet gateway image. Build from the repository root:
 #   docker build -f docker/gateway.Dockerfile -t islet/gateway:dev .
 # TypeScript runs directly on Node 24 (type stripping): the image holds sources + production
@@ -8,7 +8,7 @@
 
 # ---- files: islet-files, the workspace file helper (every files-API operation resolves beneath the
 # workspace with openat2 in it). Plain C, no libraries beyond libc.
-FROM node:24.22.3-bookworm-slim AS files
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS files
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
@@ -17,7 +17,7 @@ RUN gcc -O2 -Wall -Wextra -Werror -std=gnu11 -D_FORTIFY_SOURCE=2 -fstack-protect
       -Wl,-z,relro,-z,now -o /out-islet-files /src/islet-files.c
 
 # ---- deps: production dependencies of every workspace, from the lock file exactly.
-FROM node:24.22.3-bookworm-slim AS deps
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY services ./services
@@ -25,7 +25,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
 # ---- harden: islet-harden.node (prctl for Node: non-dumpable, no_new_privs), a Node-API addon.
-FROM node:24.22.3-bookworm-slim AS harden
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS harden
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
@@ -36,7 +36,7 @@ RUN gcc -O2 -Wall -Wextra -Werror -std=gnu11 -shared -fPIC -fstack-protector-str
 
 # ---- console: the web console bundled by esbuild (a dev dependency of the console workspace
 # only; its platform binary is an optional npm package, no install script needed).
-FROM node:24.22.3-bookworm-slim AS console
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS console
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY services ./services
@@ -44,7 +44,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund -w @islet/console \
  && bash services/console/scripts/build.sh
 
 # ---- runtime: no package manager, no shell; uid 10001; read-only root file system ready.
-FROM node:24.22.3-bookworm-slim AS runtime
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS runtime
 # islet_build_info's version and revision (services/core build-info.ts):
 #   --build-arg ISLET_REVISION="$(git rev-parse HEAD)" --build-arg ISLET_VERSION=<release>
 ARG ISLET_VERSION=""

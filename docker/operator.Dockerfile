@@ -1,18 +1,18 @@
-# syntax=docker/dockerfile:1.7
+# syntax=docker/dockerfile:1.7@sha256:a57df69d0ea827fb7266491f2813635de6f17269be881f696fbfdf2d83dda33e
 # Islet RunnerPool operator image (also runs the chart's seccomp-profile installer DaemonSet:
 # `node services/operator/src/install-profiles.ts`). Build from the repository root:
 #   docker build -f docker/operator.Dockerfile -t islet/operator:dev .
 # Releases: `bash docker/build.sh operator` (provenance and SBOM attestations, islet_build_info's revision).
 # Bases: image:tag@sha256:<image-index digest>, written by docker/pin-bases.sh (docker/README.md).
 
-FROM node:24.22.3-bookworm-slim AS deps
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY services ./services
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
-FROM node:24.22.3-bookworm-slim AS runtime
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS runtime
 # islet_build_info's version and revision (services/core build-info.ts):
 #   --build-arg ISLET_REVISION="$(git rev-parse HEAD)" --build-arg ISLET_VERSION=<release>
 ARG ISLET_VERSION=""

@@ -1,4 +1,4 @@
-# syntax=docker/dockerfile:1.7
+# syntax=docker/dockerfile:1.7@sha256:a57df69d0ea827fb7266491f2813635de6f17269be881f696fbfdf2d83dda33e
 # Islet runner image: the broker (BullMQ worker) and the sandbox host processes it starts under
 # the islet-jail kernel launcher (no_new_privs + seccomp + Landlock + rlimits). python3 and bash
 # are here because the run_code skill runs python and bash programs. Build from the repo root:
@@ -7,7 +7,7 @@
 # Bases: image:tag@sha256:<image-index digest>, written by docker/pin-bases.sh (docker/README.md).
 
 # ---- jail: the native launcher, compiled against libseccomp with the profiles compiled in.
-FROM node:24.22.3-bookworm-slim AS jail
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS jail
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev libseccomp-dev python3 \
  && rm -rf /var/lib/apt/lists/*
@@ -22,7 +22,7 @@ RUN bash services/kernel-sandbox/scripts/build.sh \
  && install -m 0755 services/kernel-sandbox/build/islet-harden.node /out-islet-harden.node
 
 # ---- deps: production dependencies (isolated-vm ships its Node 24 binary in the npm package).
-FROM node:24.22.3-bookworm-slim AS deps
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY services ./services
@@ -30,7 +30,7 @@ RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
 # ---- runtime
-FROM node:24.22.3-bookworm-slim AS runtime
+FROM node:24.21.0-bookworm-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS runtime
 # islet_build_info's version and revision (services/core build-info.ts):
 #   --build-arg ISLET_REVISION="$(git rev-parse HEAD)" --build-arg ISLET_VERSION=<release>
 ARG ISLET_VERSION=""

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-NODE_VERSION="24.22.3"
+NODE_VERSION="24.21.0"
 TOOLCHAIN="$ROOT/.toolchain"
 log() { printf '[islet toolchain] %s\n' "$*" >&2; }
 
