@@ -17,8 +17,9 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
-import { createOrphanSweeper } from './orphan-sweeper.ts';
+import { createDecisionsService } from './decisions-service.ts';
 import { queueMetricsCollectors } from './queue-metrics-store.ts';
+import { createGatewayRecovery } from './run-recovery.ts';
 import { createRunsService } from './runs-service.ts';
 import { createSseSlots } from './sse-slot-store.ts';
 
@@ -197,7 +198,11 @@ async function exerciseGateway(g: Gateway): Promise<void> {
 async function exerciseRecovery(g: Gateway): Promise<void> {
   const { deps } = g;
   const tenant = g.tenant;
-  const sweeper = createOrphanSweeper(deps, createRunsService(deps), { intervalMs: 1000, graceMs: 60_000 });
+  const runsService = createRunsService(deps);
+  const recovery = createGatewayRecovery(deps, runsService, createDecisionsService(deps, runsService), {
+    inFlightIntervalMs: 1000,
+    graceMs: 60_000,
+  });
   const old = Date.now() - 120_000;
   // A create that died after its tenant half (in-flight + session index written, no record):
   // exactly what run-store's CREATE_TENANT writes.
@@ -222,7 +227,7 @@ async function exerciseRecovery(g: Gateway): Promise<void> {
   expect(await deps.runs.inFlightCount(tenant)).toBe(3);
 
   await deps.redis.del(keys.orphanSweepLock());
-  await sweeper.sweepOnce();
+  await recovery.tick();
   expect(await deps.redis.zrange(keys.inFlight(tenant), 0, -1)).toEqual(['being-created']);
   // The session listing skips (and prunes) the id whose record never came.
   const list = await g.app.inject({

@@ -3,8 +3,8 @@
  * its decisions, its in-flight and paused entries) and the time, the actions that bring it back
  * on its way to a final status. Level-triggered and idempotent: the same inputs give the same
  * actions, and applying them twice is harmless (a job id names its round, a final status is never
- * overwritten, removing an entry twice removes nothing). The loops that gather the inputs and
- * apply the actions (gateway recovery, the runner's failed-job sweep) hold no rules of their own.
+ * overwritten, removing an entry twice removes nothing). The one loop that gathers the inputs and
+ * applies the actions (run-recovery-loop.ts, driven by gateways and runners) holds no rules of its own.
  */
 import { isFinalStatus } from '@islet/protocol';
 import { type DecisionRecord, ESCALATION_INDEX } from './decision-types.ts';
@@ -106,6 +106,11 @@ function pausedActions(view: RunView, nowMs: number, policy: ReconcilePolicy): R
       ? [{ type: 'enqueue-escalated' }, { type: 'unmark-paused' }]
       : [{ type: 'end-without-running' }];
   return [{ type: 'resume', round: all.filter((d) => d.index !== ESCALATION_INDEX).length }];
+}
+
+/** The message a run ended by decision expiry carries (the `expire` action's). */
+export function expiryMessage(expireAfterMs: number): string {
+  return `decision expired: no answer within ${expireAfterMs}ms; the run was stopped`;
 }
 
 /** The head of a run read whole. */
