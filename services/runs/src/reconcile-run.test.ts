@@ -145,14 +145,34 @@ const rows: Array<[string, RunView, RecoveryAction[]]> = [
     [{ type: 'end-without-running' }],
   ],
   [
-    'paused for wider access, its request expired',
+    'paused for wider access, its request expired (its expiry under way or interrupted): expire',
     {
       record: head('Waiting'),
       job: unknown,
       pausedSinceMs: OLD,
       decisions: [decision(ESCALATION_INDEX, 'expired')],
     },
-    [{ type: 'end-without-running' }],
+    [{ type: 'expire' }],
+  ],
+  [
+    'paused, a call decision expired while another is still pending: expire, never resume',
+    {
+      record: head('Waiting', 1),
+      job: unknown,
+      pausedSinceMs: OLD,
+      decisions: [decision(0, 'expired'), decision(1, 'pending')],
+    },
+    [{ type: 'expire' }],
+  ],
+  [
+    'paused, its only decision expired, the run not ended yet: expire, never resume',
+    {
+      record: head('Waiting', 1),
+      job: unknown,
+      pausedSinceMs: YOUNG,
+      decisions: [decision(0, 'expired')],
+    },
+    [{ type: 'expire' }],
   ],
   [
     'wider access allowed, then a call decision answered: resume round 1',

@@ -55,9 +55,9 @@ export type RecoveryAction =
   | { type: 'enqueue-escalated' }
   /** Its decisions are answered: Running again and queued for the next round (job id `<run>-r<round>`). */
   | { type: 'resume'; round: number }
-  /** Wider access refused (or its request expired): the run ends without running. */
+  /** Wider access refused: the run ends without running. */
   | { type: 'end-without-running' }
-  /** A decision expired unanswered: the run is cancelled with the expiry message. */
+  /** A decision expired unanswered: the run is cancelled with the expiry message (`expiryMessage`). */
   | { type: 'expire' }
   /** Its job failed for good: the run ends Failed (worker-exit), saying why. */
   | { type: 'give-up'; why: string }
@@ -97,6 +97,9 @@ export function reconcileRun(view: RunView, nowMs: number, policy: ReconcilePoli
 
 function pausedActions(view: RunView, nowMs: number, policy: ReconcilePolicy): RecoveryAction[] {
   const all = view.decisions ?? [];
+  // Only an expiry expires a decision, and it ends the run: one under way elsewhere, or one a crash
+  // interrupted, is finished the same way (never resumed, which would run the program again).
+  if (all.some((d) => d.state === 'expired')) return [{ type: 'expire' }];
   if (all.some((d) => d.state === 'pending')) return [];
   // A resume a crash interrupted: left alone until it has had time to finish on its own.
   if (nowMs - (view.pausedSinceMs ?? nowMs) < policy.resumeRepairAfterMs) return [];
