@@ -4,7 +4,7 @@
  * against a real six-node cluster through the Cluster client, and against a slot-checking node
  * through a plain client (any cross-slot MULTI/script/multi-key command fails there with
  * CROSSSLOT). Also the recovery paths of the writes split across the run's and the tenant's slots:
- * a crash between the two halves is simulated by doing only the first, then the orphan sweep runs.
+ * a crash between the two halves is simulated by doing only the first, then the recovery loop's in-flight walk runs.
  */
 import { createLogger, generateSealKey, type IsletConfig, keys, loadConfig } from '@islet/core';
 import {
@@ -257,7 +257,7 @@ describe('gateway on a slot-checking node (plain client: any cross-slot command 
     await exerciseGateway(g);
   });
 
-  it('recovery: the orphan sweep repairs in-flight entries a crash between the halves left', async () => {
+  it('recovery: the in-flight walk repairs in-flight entries a crash between the halves left', async () => {
     await exerciseRecovery(g);
   });
 });
@@ -283,7 +283,7 @@ describe('gateway on a real Redis Cluster (Cluster client)', () => {
     await exerciseGateway(g);
   });
 
-  it('recovery: the orphan sweep repairs in-flight entries a crash between the halves left', async () => {
+  it('recovery: the in-flight walk repairs in-flight entries a crash between the halves left', async () => {
     await exerciseRecovery(g);
   });
 
