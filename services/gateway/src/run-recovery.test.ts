@@ -205,6 +205,24 @@ describe('the recovery loop', () => {
     expect(given).toEqual(['failing-1']);
   });
 
+  it('a paused run whose resume a crash lost is resumed for its next round; one that ended leaves the paused set', async () => {
+    await pausedForDecision('paused-1');
+    const answered = await a.decisions.answer('acme', 'paused-1', 0, { allow: true, by: 'k' });
+    expect(answered.ok).toBe(true);
+    // The answer's own resume never happened (the gateway died): Waiting, still in the paused set.
+    const ended = await pausedForDecision('paused-ended');
+    await a.lifecycle.cancel(ended, 'cancelled by the caller');
+    const applied = await recoveryOf(a).tick();
+    expect(applied).toContainEqual({ runId: 'paused-1', action: { type: 'resume', round: 1 } });
+    expect(applied).toContainEqual({ runId: 'paused-ended', action: { type: 'unmark-paused' } });
+    expect((await a.runs.get('paused-1'))?.status).toBe('Running');
+    expect(await a.queues['read-only'].getJob('paused-1-r1')).toBeTruthy();
+    expect(await a.decisions.pausedBefore('read-only', Date.now(), 10)).toEqual([]);
+    // Level-triggered: nothing left to do for either.
+    const again = await recoveryOf(a).tick();
+    expect(again.filter((x) => x.runId.startsWith('paused-'))).toEqual([]);
+  });
+
   it('a healthy in-flight run is left alone', async () => {
     // Started by a runner (an attempt counted) and waiting on its job; and one queued, not yet started.
     await admit('healthy-started', { attempts: 1 });
