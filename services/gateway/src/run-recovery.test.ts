@@ -4,7 +4,7 @@
  * and two gateways ticking at once apply each recovery once.
  */
 import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import {
   createRunRecoveryLoop,
   expiryMessage,
@@ -182,7 +182,7 @@ describe('the recovery loop', () => {
     const runnerLoop = createRunRecoveryLoop({
       intervalMs: 1000,
       policy: { graceMs: 0, resumeRepairAfterMs: 0 },
-      feeds: [failedJobsFeed(() => [['read-only', queue as FailedJobSource]])],
+      feeds: [failedJobsFeed((): Array<[SandboxMode, FailedJobSource]> => [['read-only', queue]])],
       reads: { head: (id) => a.inFlight.head(id) },
       capabilities: {
         'give-up': async (action, item) => {

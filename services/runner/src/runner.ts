@@ -229,7 +229,7 @@ export function createRunner(deps: RunnerDeps) {
     policy: { graceMs: 0, resumeRepairAfterMs: 0 },
     feeds: [
       failedJobsFeed(() =>
-        [...modeWorkers].map(([mode, m]) => [mode, m.queue] as [SandboxMode, FailedJobSource]),
+        [...modeWorkers].map(([mode, m]): [SandboxMode, FailedJobSource] => [mode, m.queue]),
       ),
     ],
     reads: { head: (runId) => executor.head(runId) },
