@@ -56,7 +56,7 @@ export const keys = {
   idempotency: (tenant: string, key: string) => `${t(tenant)}:idem:${key}`,
   /**
    * ZSET run id → createdAt ms: the tenant's runs not yet ended. Tenant slot, not the run's: the
-   * quota reads it with `skillsInFlight` in one command. The score lets the orphan sweep tell a
+   * quota reads it with `skillsInFlight` in one command. The score lets the recovery loop tell a
    * create still in progress from one that died before writing the run record.
    */
   inFlight: (tenant: string) => `${t(tenant)}:inflight`,
@@ -110,7 +110,7 @@ export const keys = {
   /** HASH key id → when the key last authenticated, ms (written at most once a minute per replica). */
   tenantApiKeysUsed: (tenant: string) => `${t(tenant)}:apikeys:used`,
   settings: () => 'islet:settings',
-  /** Held by the one gateway that runs the orphan sweep this interval (see the gateway's orphan-sweeper.ts). */
+  /** Held by the one gateway that walks the in-flight index this interval (the recovery loop's `inFlightFeed`). */
   orphanSweepLock: () => 'islet:lock:orphan-sweep',
   /** Held by the one process that moves keys of the pre-Cluster layout (key-migration.ts). */
   keyMigrationLock: () => 'islet:lock:key-migration',

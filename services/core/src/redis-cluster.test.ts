@@ -237,7 +237,7 @@ describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Clu
     expect(await redis.hget(keys.connections('old1'), 'c1')).toBe('{}');
     expect(await redis.ttl(keys.connections('old1'))).toBeGreaterThan(900);
     expect(await redis.zscore('islet:tenant:{t:old1}:decisions', 'r\n1')).toBe('5');
-    // The in-flight SET became the ZSET the quota and the orphan sweep read.
+    // The in-flight SET became the ZSET the quota and the recovery loop read.
     expect(await redis.zscore(keys.inFlight('old1'), 'r-old')).toBe('12345');
     expect(Number(await redis.zscore(keys.inFlight('old1'), 'r-gone'))).toBeGreaterThan(Date.now() - 60_000);
     expect(await redis.exists('islet:tenant:old1')).toBe(0);

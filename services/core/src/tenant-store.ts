@@ -105,7 +105,7 @@ export function createTenantStore(redis: Redis) {
       if (input.maxInFlightRuns) tenant.maxInFlightRuns = input.maxInFlightRuns;
       // Two slots (the global tenants set, the tenant's record): index first, record second. A
       // crash in between leaves an id with no record, which every reader skips (listTenants,
-      // the orphan sweep finds an empty in-flight set) and a retried create completes.
+      // the recovery loop finds an empty in-flight set) and a retried create completes.
       await redis.sadd(keys.tenants(), id);
       await redis.set(keys.tenant(id), JSON.stringify(tenant));
       return tenant;

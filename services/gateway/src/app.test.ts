@@ -9,10 +9,11 @@ import { createBindingCalls } from './binding-calls.ts';
 import { declareBindings, schemaToTs } from './code-api.ts';
 import { slugify } from './connections.ts';
 import { createGatewayDeps } from './create-deps.ts';
+import { createDecisionsService } from './decisions-service.ts';
 import { createMcpApps } from './mcp-apps.ts';
-import { createOrphanSweeper } from './orphan-sweeper.ts';
 import { clientGone } from './problem-reply.ts';
 import { registerRoutes } from './routes/index.ts';
+import { createGatewayRecovery } from './run-recovery.ts';
 import { createRunsService } from './runs-service.ts';
 
 let redis: RedisServer;
@@ -585,12 +586,17 @@ describe('runs through inject (no runner)', () => {
     };
     await deps.runs.create(orphan);
     await deps.runs.create({ ...orphan, id: 'young-1', createdAt: now, updatedAt: now });
-    const sweeper = createOrphanSweeper(deps, createRunsService(deps), { intervalMs: 2000 });
-    expect(await sweeper.sweepOnce()).toEqual(['orphan-1']);
+    const runsService = createRunsService(deps);
+    const recovery = createGatewayRecovery(deps, runsService, createDecisionsService(deps, runsService), {
+      inFlightIntervalMs: 2000,
+    });
+    const requeued = async () =>
+      (await recovery.tick()).filter((a) => a.action.type === 'enqueue').map((a) => a.runId);
+    expect(await requeued()).toEqual(['orphan-1']);
     expect(await deps.queues['read-only'].getJob('orphan-1')).toBeTruthy();
     expect(await deps.queues['read-only'].getJob('young-1')).toBeFalsy();
-    // The lock makes a second sweep in the same interval a no-op.
-    expect(await sweeper.sweepOnce()).toEqual([]);
+    // The lock makes a second walk in the same interval a no-op.
+    expect(await requeued()).toEqual([]);
   });
   it('Idempotency-Key: a retry takes over the key of a first request that died before storing its run', async () => {
     const headers = { ...auth(key), 'idempotency-key': 'died-1' };

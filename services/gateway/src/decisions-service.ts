@@ -2,24 +2,18 @@
  * Decisions at the gateway: listing a tenant's pending decisions, answering one, and
  * resuming the run afterwards — a stopped run is queued again and replays from the top; a
  * wider-access request either queues the run in its wider mode's pool or ends it without running.
- * A sweeper (every gateway runs one) expires unanswered decisions and repairs a resume that a
- * crash interrupted, so a paused run never waits forever.
+ * Expiring unanswered decisions and repairing a resume a crash interrupted are the recovery
+ * loop's (run-recovery.ts), which uses `resume` and `endWithoutRunning` from here.
  */
 import { principalOf } from '@islet/core';
-import { isFinalStatus, SANDBOX_MODES } from '@islet/protocol';
+import { isFinalStatus } from '@islet/protocol';
 import {
-  type DecisionRecord,
   type DecisionRequest,
   type DecisionState,
   decisionView,
   ESCALATION_INDEX,
-  expiryMessage,
-  headOf,
-  type RunView,
-  reconcileRun,
   runJobOptions,
   type StoredRun,
-  startDecisionExpiry,
 } from '@islet/runs';
 import type { Caller } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -28,27 +22,13 @@ import type { RunsService } from './runs-service.ts';
 
 export type DecisionView = DecisionRequest & { id: string; state: DecisionState };
 
-export interface DecisionsServiceOptions {
-  /** How often the sweeper looks for expired decisions and stuck paused runs, ms. Default 2000. */
-  sweepIntervalMs?: number;
-  /** A paused run with no pending decision older than this is resumed by the sweeper, ms. Default 5000. */
-  resumeRepairAfterMs?: number;
-  /** The decision expiry the store was built with, for the expiry message, ms. Default 86400000. */
-  expireAfterMs?: number;
-}
-
 /** Message of a run whose wider-access request was denied. */
 export function escalationDeniedMessage(mode: string): string {
   return `wider access (${mode}) was not allowed; the program did not run`;
 }
 
-export function createDecisionsService(
-  deps: GatewayDeps,
-  runsService: RunsService,
-  options: DecisionsServiceOptions = {},
-) {
-  const { decisions, runs, lifecycle, queues, logger } = deps;
-  const expireAfterMs = options.expireAfterMs ?? 86_400_000;
+export function createDecisionsService(deps: GatewayDeps, runsService: RunsService) {
+  const { decisions, runs, lifecycle, queues } = deps;
 
   async function listPending(caller: Caller): Promise<DecisionView[]> {
     const out: DecisionView[] = [];
@@ -163,84 +143,11 @@ export function createDecisionsService(
     return decisionView(decision);
   }
 
-  const recovery = {
-    graceMs: 0,
-    resumeRepairAfterMs: options.resumeRepairAfterMs ?? 5000,
-  };
-
-  async function onExpired(decision: DecisionRecord) {
-    const run = await runs.get(decision.runId);
-    const view: RunView = { record: run && headOf(run), job: { state: 'unknown' }, decisionExpired: true };
-    for (const action of reconcileRun(view, Date.now(), recovery)) {
-      if (action.type !== 'expire' || !run) continue;
-      await decisions.closeRun(run.id);
-      const message = expiryMessage(expireAfterMs);
-      const ended = await lifecycle.cancel(run, message);
-      if (ended) deps.metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: run.mode });
-      // A held call's gateway sees the run end; a stopped run has nothing running.
-      await runs.requestCancel(run.id);
-      await decisions.unmarkPaused(run.id, run.mode);
-    }
-  }
-
-  /** Paused runs whose decisions are all answered (a resume interrupted by a crash) or that ended. */
-  async function repairPaused(): Promise<void> {
-    deps.metrics.decisionsPending.set(await decisions.countAllPending());
-    const now = Date.now();
-    const cutoff = now - recovery.resumeRepairAfterMs;
-    for (const mode of SANDBOX_MODES) {
-      for (const id of await decisions.pausedBefore(mode, cutoff, 100)) {
-        const run = await runs.get(id);
-        const view: RunView = {
-          record: run && headOf(run),
-          job: { state: 'unknown' },
-          pausedSinceMs: cutoff,
-          decisions: run && !isFinalStatus(run.status) ? await decisions.listRun(id) : [],
-        };
-        for (const action of reconcileRun(view, now, recovery)) {
-          if (action.type === 'unmark-paused') await decisions.unmarkPaused(id, mode);
-          else if (!run) continue;
-          else if (action.type === 'enqueue-escalated') await runsService.enqueue(run);
-          else if (action.type === 'end-without-running')
-            await endWithoutRunning(run, escalationDeniedMessage(run.mode));
-          else if (action.type === 'resume') await resume(run);
-        }
-      }
-    }
-  }
-
-  let sweeper: ReturnType<typeof startDecisionExpiry> | undefined;
-  let repairTimer: NodeJS.Timeout | undefined;
   return {
     listPending,
     answer,
     resume,
-    repairPaused,
-    onExpired,
-    start() {
-      const intervalMs = options.sweepIntervalMs ?? 2000;
-      sweeper = startDecisionExpiry({
-        decisions,
-        intervalMs,
-        onExpired,
-        onError: (err) => logger.warn({ err }, 'decision expiry failed'),
-      });
-      let repairing = false;
-      repairTimer = setInterval(() => {
-        if (repairing) return;
-        repairing = true;
-        repairPaused()
-          .catch((err: unknown) => logger.warn({ err }, 'paused-run repair failed'))
-          .finally(() => {
-            repairing = false;
-          });
-      }, intervalMs);
-      repairTimer.unref();
-    },
-    async stop() {
-      clearInterval(repairTimer);
-      await sweeper?.stop();
-    },
+    endWithoutRunning,
   };
 }
 

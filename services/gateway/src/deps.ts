@@ -46,7 +46,7 @@ export interface GatewayDeps {
   runs: RunStore;
   /** The only way a run's status changes (admit, attempt, suspend, resume, finish, fail, cancel, give up). */
   lifecycle: RunLifecycle;
-  /** The tenants' in-flight index, walked by recovery (orphan-sweeper.ts). */
+  /** The tenants' in-flight index, walked by the recovery loop (run-recovery.ts). */
   inFlight: InFlightStore;
   /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
   runIndex: RunIndex;

@@ -4,8 +4,9 @@ import { hardenProcess } from '@islet/kernel-sandbox';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
+import { createDecisionsService } from './decisions-service.ts';
 import { createHealthSampler } from './health-sampler.ts';
-import { createOrphanSweeper } from './orphan-sweeper.ts';
+import { createGatewayRecovery } from './run-recovery.ts';
 import { createRunsService } from './runs-service.ts';
 import { createShutdown } from './shutdown.ts';
 
@@ -26,7 +27,9 @@ const internal = split ? await buildApp(deps, { surface: 'internal' }) : undefin
 const metrics = metricsSplit ? await buildApp(deps, { surface: 'metrics' }) : undefined;
 const apps = [app, internal, metrics].filter((a): a is FastifyInstance => !!a);
 
-const sweeper = createOrphanSweeper(deps, createRunsService(deps));
+const runsService = createRunsService(deps);
+// Decision expiry, paused-run repair and orphaned runs: one recovery loop per gateway.
+const recovery = createGatewayRecovery(deps, runsService, createDecisionsService(deps, runsService));
 const healthSampler = createHealthSampler(deps);
 const shutdown = createShutdown({
   apps,
@@ -34,9 +37,12 @@ const shutdown = createShutdown({
   logger,
   beforeClose: () => {
     healthSampler.stop();
-    sweeper.stop();
   },
-  afterClose: () => deps.close(),
+  // The loop's last tick finishes before Redis closes under it.
+  afterClose: async () => {
+    await recovery.stop();
+    await deps.close();
+  },
 });
 
 const portOf = (a: FastifyInstance | undefined, fallback: number) => {
@@ -49,7 +55,7 @@ await metrics?.listen({ port: config.ISLET_METRICS_PORT, host: config.ISLET_HOST
 const port = portOf(app, config.ISLET_PORT);
 const internalPort = portOf(internal, port);
 const metricsPort = portOf(metrics, port);
-sweeper.start();
+recovery.start();
 healthSampler.start();
 logger.info({ port, internalPort, metricsPort }, 'gateway listening');
 // One machine-readable line for launchers (devstack) that started us on port 0.

@@ -39,9 +39,7 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
       scopes: [...(c.scopes ?? [])],
     } as Caller;
   };
-  const decisions = createDecisionsService(deps, runsService, {
-    expireAfterMs: deps.config.ISLET_DECISION_EXPIRE_MS,
-  });
+  const decisions = createDecisionsService(deps, runsService);
 
   async function state(run: StoredRun): Promise<McpRunState> {
     const decisions =

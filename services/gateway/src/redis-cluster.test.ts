@@ -4,7 +4,7 @@
  * against a real six-node cluster through the Cluster client, and against a slot-checking node
  * through a plain client (any cross-slot MULTI/script/multi-key command fails there with
  * CROSSSLOT). Also the recovery paths of the writes split across the run's and the tenant's slots:
- * a crash between the two halves is simulated by doing only the first, then the orphan sweep runs.
+ * a crash between the two halves is simulated by doing only the first, then the recovery loop's in-flight walk runs.
  */
 import { createLogger, generateSealKey, type IsletConfig, keys, loadConfig } from '@islet/core';
 import {
@@ -17,8 +17,9 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
-import { createOrphanSweeper } from './orphan-sweeper.ts';
+import { createDecisionsService } from './decisions-service.ts';
 import { queueMetricsCollectors } from './queue-metrics-store.ts';
+import { createGatewayRecovery } from './run-recovery.ts';
 import { createRunsService } from './runs-service.ts';
 import { createSseSlots } from './sse-slot-store.ts';
 
@@ -197,7 +198,11 @@ async function exerciseGateway(g: Gateway): Promise<void> {
 async function exerciseRecovery(g: Gateway): Promise<void> {
   const { deps } = g;
   const tenant = g.tenant;
-  const sweeper = createOrphanSweeper(deps, createRunsService(deps), { intervalMs: 1000, graceMs: 60_000 });
+  const runsService = createRunsService(deps);
+  const recovery = createGatewayRecovery(deps, runsService, createDecisionsService(deps, runsService), {
+    inFlightIntervalMs: 1000,
+    graceMs: 60_000,
+  });
   const old = Date.now() - 120_000;
   // A create that died after its tenant half (in-flight + session index written, no record):
   // exactly what run-store's CREATE_TENANT writes.
@@ -222,7 +227,7 @@ async function exerciseRecovery(g: Gateway): Promise<void> {
   expect(await deps.runs.inFlightCount(tenant)).toBe(3);
 
   await deps.redis.del(keys.orphanSweepLock());
-  await sweeper.sweepOnce();
+  await recovery.tick();
   expect(await deps.redis.zrange(keys.inFlight(tenant), 0, -1)).toEqual(['being-created']);
   // The session listing skips (and prunes) the id whose record never came.
   const list = await g.app.inject({
@@ -252,7 +257,7 @@ describe('gateway on a slot-checking node (plain client: any cross-slot command 
     await exerciseGateway(g);
   });
 
-  it('recovery: the orphan sweep repairs in-flight entries a crash between the halves left', async () => {
+  it('recovery: the in-flight walk repairs in-flight entries a crash between the halves left', async () => {
     await exerciseRecovery(g);
   });
 });
@@ -278,7 +283,7 @@ describe('gateway on a real Redis Cluster (Cluster client)', () => {
     await exerciseGateway(g);
   });
 
-  it('recovery: the orphan sweep repairs in-flight entries a crash between the halves left', async () => {
+  it('recovery: the in-flight walk repairs in-flight entries a crash between the halves left', async () => {
     await exerciseRecovery(g);
   });
 

@@ -18,10 +18,9 @@ import {
   createReplayingHandler,
   createRunLifecycle,
   headOf,
+  type RunHead,
   type RunStore,
   type RunTimings,
-  type RunView,
-  reconcileRun,
   type StoredRun,
 } from '@islet/runs';
 import { CallParking, type ExecutionSlot } from './call-parking.ts';
@@ -366,18 +365,22 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         : 'failed';
   }
 
-  /** Ends a run whose job BullMQ gave up on (attempts used up, stalled too often). */
+  /**
+   * Ends a run whose job BullMQ gave up on (attempts used up, stalled too often); the recovery loop
+   * decided it (reconcile-run.ts: a run that already ended keeps its end, and the end is written once).
+   */
   async function giveUp(runId: string, why: string) {
     const run = await runs.get(runId);
-    if (!run) return;
-    // The recovery matrix decides (reconcile-run.ts): a run that already ended keeps its end.
-    const view: RunView = { record: headOf(run), job: { state: 'failed', reason: why } };
-    for (const action of reconcileRun(view, now(), { graceMs: 0, resumeRepairAfterMs: 0 }))
-      if (action.type === 'give-up')
-        counted(run, await lifecycle.giveUp(run, action.why), 'Failed', 'worker-exit');
+    if (run) counted(run, await lifecycle.giveUp(run, why), 'Failed', 'worker-exit');
   }
 
-  return { execute, giveUp };
+  /** The record's head, for the recovery loop (null: no record). */
+  async function head(runId: string): Promise<RunHead | null> {
+    const run = await runs.get(runId);
+    return run && headOf(run);
+  }
+
+  return { execute, giveUp, head };
 }
 
 export type RunExecutor = ReturnType<typeof createRunExecutor>;

@@ -42,7 +42,7 @@ async function setUp(concurrency: number, execute: (job: ExecuteJob) => Promise<
     ISLET_TENANT_POOL_SHARE: '1',
   });
   const metrics = createMetrics({ component: 'runner-test', defaults: false });
-  const executor: RunExecutor = { execute, giveUp: async () => undefined };
+  const executor: RunExecutor = { execute, giveUp: async () => undefined, head: async () => null };
   const logger = createLogger({ name: 'runner-watchdog-test', level: 'silent' });
   const runner: Runner = createRunner({ config, executor, metrics, logger });
   const queue = new Queue<RunJobData>(runQueueName('read-only'), {

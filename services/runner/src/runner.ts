@@ -23,7 +23,7 @@
 import { hostname } from 'node:os';
 import { channels, createRedis, type IsletConfig, type Logger, type Metrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
-import type { RunJobData } from '@islet/runs';
+import { createRunRecoveryLoop, type FailedJobSource, failedJobsFeed, type RunJobData } from '@islet/runs';
 import { DelayedError, type Job, Queue, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createFairShare, type FairShare } from './fair-share.ts';
@@ -65,8 +65,6 @@ export function createRunner(deps: RunnerDeps) {
   const lastPickupAtMs: Partial<Record<SandboxMode, number>> = {};
   const connections: Redis[] = [];
   const modeWorkers = new Map<SandboxMode, ModeWorker>();
-  const givenUp = new Set<string>();
-  let sweepTimer: NodeJS.Timeout | undefined;
   let watchdog: PickupWatchdog | undefined;
   let subscriber: Redis | undefined;
   let share: FairShare | undefined;
@@ -220,25 +218,25 @@ export function createRunner(deps: RunnerDeps) {
   }
 
   /**
-   * BullMQ fails a job that stalled more than maxStalledCount times inside its stalled check,
-   * without a worker `failed` event; this sweep finds such jobs (and any other failed one whose
-   * run never ended) and ends their runs, so every accepted run reaches a final status.
+   * The runner's drive of the recovery loop (`@islet/runs` run-recovery-loop.ts): BullMQ fails a
+   * job that stalled more than maxStalledCount times inside its stalled check, without a worker
+   * `failed` event; the failed-jobs feed finds such jobs (and any other failed one whose run never
+   * ended) and the matrix ends their runs, so every accepted run reaches a final status. A worker
+   * `failed` event is reconciled at once through the same loop.
    */
-  async function sweepFailed() {
-    for (const { queue } of modeWorkers.values()) {
-      try {
-        const jobs = await queue.getFailed(0, 99);
-        for (const job of jobs) {
-          if (!job?.id || job.data.skill || givenUp.has(job.id)) continue;
-          givenUp.add(job.id);
-          if (givenUp.size > 10_000) givenUp.delete(givenUp.values().next().value as string);
-          await executor.giveUp(job.data.runId, job.failedReason || 'the job failed');
-        }
-      } catch (err) {
-        logger.warn({ err: (err as Error).message }, 'failed-job sweep could not run');
-      }
-    }
-  }
+  const recovery = createRunRecoveryLoop({
+    intervalMs: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
+    policy: { graceMs: 0, resumeRepairAfterMs: 0 },
+    feeds: [
+      failedJobsFeed(() =>
+        [...modeWorkers].map(([mode, m]): [SandboxMode, FailedJobSource] => [mode, m.queue]),
+      ),
+    ],
+    reads: { head: (runId) => executor.head(runId) },
+    capabilities: { 'give-up': (action, item) => executor.giveUp(item.runId, action.why) },
+    onError: (err, { feed, runId }) =>
+      logger.warn({ err: (err as Error).message, feed, runId }, 'failed-job sweep could not run'),
+  });
 
   /** A mode's connection, Worker (with its event handlers) and Queue; used at start and by restarts. */
   function createModeWorker(mode: SandboxMode): ModeWorker {
@@ -267,8 +265,8 @@ export function createRunner(deps: RunnerDeps) {
         'job failed',
       );
       if (exhausted && !job.data.skill && !(err instanceof HandBackError))
-        executor
-          .giveUp(job.data.runId, err.message)
+        recovery
+          .reconcile({ runId: job.data.runId, mode, job: { state: 'failed', reason: err.message } })
           .catch((e) => logger.error({ err: e }, 'could not end a failed run'));
     });
     worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
@@ -333,8 +331,7 @@ export function createRunner(deps: RunnerDeps) {
       await share.start(config.ISLET_RUNNER_MODES);
       for (const mode of config.ISLET_RUNNER_MODES) createModeWorker(mode);
       await Promise.all([...modeWorkers.values()].map((m) => m.worker.waitUntilReady()));
-      sweepTimer = setInterval(() => void sweepFailed(), config.ISLET_RUNNER_STALLED_INTERVAL_MS);
-      sweepTimer.unref();
+      recovery.start();
       if (config.ISLET_RUNNER_PICKUP_WATCHDOG_MS > 0) {
         watchdog = createPickupWatchdog({
           modes: config.ISLET_RUNNER_MODES,
@@ -360,7 +357,7 @@ export function createRunner(deps: RunnerDeps) {
      * back (their executions abort and the jobs return to the queue for another runner).
      */
     async close(graceMs = config.ISLET_RUNNER_SHUTDOWN_GRACE_MS) {
-      if (sweepTimer) clearInterval(sweepTimer);
+      await recovery.stop();
       // First, so no restart swaps a worker out from under the close below.
       await watchdog?.close();
       const current = [...modeWorkers.values()];

@@ -1,7 +1,7 @@
 /**
  * The in-flight index read for recovery: each tenant's set of runs not yet ended (run id → when it
  * was added), written by the run's create and end scripts on the tenant's slot, apart from the run
- * record. Recovery walks it under a lock one gateway holds per interval.
+ * record. The recovery loop's in-flight feed walks it under a lock one gateway holds per interval.
  */
 import { keys } from '@islet/core';
 import type { RunStatus, SandboxMode } from '@islet/protocol';
@@ -24,16 +24,25 @@ export interface RunHead {
 
 export function createInFlightStore(redis: Redis) {
   return {
-    /** True when this caller holds the recovery lock for `holdMs` (one sweeper per interval). */
+    /** True when this caller holds the recovery lock for `holdMs` (one in-flight walk per interval). */
     async takeSweepLock(holdMs: number): Promise<boolean> {
       return (await redis.set(keys.orphanSweepLock(), String(process.pid), 'PX', holdMs, 'NX')) === 'OK';
     },
-    /** Every tenant's in-flight entries, tenant by tenant. */
-    async *entries(): AsyncGenerator<InFlightEntry> {
+    /**
+     * Every tenant's in-flight entries, tenant by tenant, read `batch` at a time with a cursor
+     * (ZSCAN): memory stays bounded however many runs a tenant has, and entries removed during the
+     * walk (recovery drops some) make it skip none of those that stay (one may come twice: the
+     * matrix is idempotent).
+     */
+    async *entries(batch = 500): AsyncGenerator<InFlightEntry> {
       for (const tenant of await redis.smembers(keys.tenants())) {
-        const rows = await redis.zrange(keys.inFlight(tenant), 0, -1, 'WITHSCORES');
-        for (let i = 0; i + 1 < rows.length; i += 2)
-          yield { tenant, id: rows[i]!, sinceMs: Number(rows[i + 1]) };
+        let cursor = '0';
+        do {
+          const [next, rows] = await redis.zscan(keys.inFlight(tenant), cursor, 'COUNT', batch);
+          cursor = next;
+          for (let i = 0; i + 1 < rows.length; i += 2)
+            yield { tenant, id: rows[i]!, sinceMs: Number(rows[i + 1]) };
+        } while (cursor !== '0');
       }
     },
     /** The record's unsealed fields recovery needs, without opening the sealed ones. */

@@ -15,7 +15,6 @@ export {
   createClientCallMailbox,
   type Delivery,
 } from './client-call-mailbox.ts';
-export { type DecisionExpiryOptions, expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
 export {
   createDecisionStore,
   type DecisionStore,
@@ -52,6 +51,7 @@ export {
   type PoolDemandStore,
 } from './pool-demand.ts';
 export {
+  expiryMessage,
   headOf,
   type JobView,
   type ReconcilePolicy,
@@ -80,6 +80,21 @@ export {
   type RunPolicyStore,
   runPolicySchema,
 } from './run-policy-store.ts';
+export {
+  type AppliedAction,
+  createRunRecoveryLoop,
+  expiredDecisionsFeed,
+  type FailedJobSource,
+  failedJobsFeed,
+  inFlightFeed,
+  pausedRunsFeed,
+  type RecoveryCapabilities,
+  type RecoveryFeed,
+  type RecoveryItem,
+  type RecoveryReads,
+  type RunRecoveryLoop,
+  type RunRecoveryLoopOptions,
+} from './run-recovery-loop.ts';
 export * from './run-store.ts';
 export { type TextRef, textRefOf } from './stored-text.ts';
 export { createTenantBytesStore, type TenantBytesStore } from './tenant-bytes-store.ts';

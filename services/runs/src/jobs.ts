@@ -47,7 +47,7 @@ export function skillJobOptions(skillId: string) {
  * queue's events stream (trimmed to its default ~10000 entries: bounded memory, and skill waiters
  * read completions there) and, on completion, trims the completed set (3 commands). Keeping
  * completed jobs an hour (not `removeOnComplete: true`) keeps a late duplicate enqueue of the same
- * run id (the orphan sweeper racing a slow submit) a no-op in BullMQ itself, not only in the
+ * run id (the recovery loop racing a slow submit) a no-op in BullMQ itself, not only in the
  * runner's final-status check; it costs those 3 commands, not a round trip. The worker's drain delay (BullMQ default 5 s)
  * only bounds an idle worker's blocking wait for the queue marker: a new job wakes it at once, so
  * it costs no latency and is left at the default.

@@ -1,25 +1,35 @@
 import { describe, expect, it } from 'vitest';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { createTestSealer } from '../test/test-sealer.ts';
-import { expiryMessage, startDecisionExpiry } from './decision-expiry.ts';
 import { createDecisionStore } from './decision-store.ts';
-import type { DecisionRecord } from './decision-types.ts';
+import { expiryMessage } from './reconcile-run.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
+import { createRunRecoveryLoop, expiredDecisionsFeed } from './run-recovery-loop.ts';
 
-describe('decision expiry sweeper', () => {
+describe('decision expiry in the recovery loop', () => {
   const r = useSuiteRedis();
 
-  it('ends each expired run exactly once, from whichever sweeper sees it', async () => {
+  it('ends each expired run exactly once, from whichever loop sees it', async () => {
     const sealer = createTestSealer();
     const decisions = createDecisionStore({ redis: r.a, sealer, expireAfterMs: 100 });
-    const ended: DecisionRecord[] = [];
-    const sweepers = [1, 2].map(() =>
-      startDecisionExpiry({
-        decisions,
-        intervalMs: 25,
-        onExpired: async (d) => {
-          ended.push(d);
+    const expired: string[] = [];
+    const head = {
+      status: 'Waiting' as const,
+      attempts: 1,
+      createdAt: Date.now(),
+      mode: 'read-only' as const,
+    };
+    const loops = [1, 2].map(() =>
+      createRunRecoveryLoop({
+        feeds: [expiredDecisionsFeed(decisions)],
+        reads: { head: async () => head },
+        capabilities: {
+          expire: async (_a, item) => {
+            expired.push(item.runId);
+          },
         },
+        policy: { graceMs: 0, resumeRepairAfterMs: 0 },
+        intervalMs: 25,
       }),
     );
     for (const index of [0, 1]) {
@@ -34,11 +44,14 @@ describe('decision expiry sweeper', () => {
         call: { connectionId: 'conn', tool: 'write', arguments: {} },
       });
     }
+    for (const loop of loops) loop.start();
     await new Promise((r) => setTimeout(r, 400));
-    await Promise.all(sweepers.map((s) => s.stop()));
-    expect(ended.map((d) => [d.runId, d.index, d.state]).sort()).toEqual([
-      ['exp-run', 0, 'expired'],
-      ['exp-run', 1, 'expired'],
+    await Promise.all(loops.map((l) => l.stop()));
+    // One expire per expired decision, whichever loop took it; ending the run twice writes nothing.
+    expect(expired).toEqual(['exp-run', 'exp-run']);
+    expect((await decisions.listRun('exp-run')).map((d) => [d.index, d.state])).toEqual([
+      [0, 'expired'],
+      [1, 'expired'],
     ]);
     expect(expiryMessage(100)).toBe('decision expired: no answer within 100ms; the run was stopped');
   });

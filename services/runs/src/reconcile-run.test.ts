@@ -23,7 +23,7 @@ const missing = { state: 'missing' } as const;
 const present = { state: 'present' } as const;
 
 const rows: Array<[string, RunView, RecoveryAction[]]> = [
-  // In-flight index entries (what the orphan sweep walks).
+  // In-flight index entries (the in-flight feed).
   [
     'entry, no record, old: the create died before its record',
     { record: null, job: unknown, inFlightSinceMs: OLD },
@@ -75,7 +75,7 @@ const rows: Array<[string, RunView, RecoveryAction[]]> = [
     { record: head('Waiting', 1), job: missing, inFlightSinceMs: OLD },
     [],
   ],
-  // Failed jobs (what the runner's failed-job sweep finds).
+  // Failed jobs (the runners' failed-jobs feed).
   [
     'job failed for good, run not ended: give up',
     { record: head('Running', 3), job: { state: 'failed', reason: 'job stalled more than allowable limit' } },
@@ -92,7 +92,7 @@ const rows: Array<[string, RunView, RecoveryAction[]]> = [
     [],
   ],
   ['job failed, no record', { record: null, job: { state: 'failed', reason: 'x' } }, []],
-  // Paused runs (what the paused-run repair walks).
+  // Paused runs (the paused-runs feed).
   ['paused, no record', { record: null, job: unknown, pausedSinceMs: OLD }, [{ type: 'unmark-paused' }]],
   [
     'paused, ended meanwhile',
@@ -145,14 +145,34 @@ const rows: Array<[string, RunView, RecoveryAction[]]> = [
     [{ type: 'end-without-running' }],
   ],
   [
-    'paused for wider access, its request expired',
+    'paused for wider access, its request expired (its expiry under way or interrupted): expire',
     {
       record: head('Waiting'),
       job: unknown,
       pausedSinceMs: OLD,
       decisions: [decision(ESCALATION_INDEX, 'expired')],
     },
-    [{ type: 'end-without-running' }],
+    [{ type: 'expire' }],
+  ],
+  [
+    'paused, a call decision expired while another is still pending: expire, never resume',
+    {
+      record: head('Waiting', 1),
+      job: unknown,
+      pausedSinceMs: OLD,
+      decisions: [decision(0, 'expired'), decision(1, 'pending')],
+    },
+    [{ type: 'expire' }],
+  ],
+  [
+    'paused, its only decision expired, the run not ended yet: expire, never resume',
+    {
+      record: head('Waiting', 1),
+      job: unknown,
+      pausedSinceMs: YOUNG,
+      decisions: [decision(0, 'expired')],
+    },
+    [{ type: 'expire' }],
   ],
   [
     'wider access allowed, then a call decision answered: resume round 1',

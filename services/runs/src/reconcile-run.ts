@@ -3,8 +3,8 @@
  * its decisions, its in-flight and paused entries) and the time, the actions that bring it back
  * on its way to a final status. Level-triggered and idempotent: the same inputs give the same
  * actions, and applying them twice is harmless (a job id names its round, a final status is never
- * overwritten, removing an entry twice removes nothing). The loops that gather the inputs and
- * apply the actions (gateway recovery, the runner's failed-job sweep) hold no rules of their own.
+ * overwritten, removing an entry twice removes nothing). The one loop that gathers the inputs and
+ * applies the actions (run-recovery-loop.ts, driven by gateways and runners) holds no rules of its own.
  */
 import { isFinalStatus } from '@islet/protocol';
 import { type DecisionRecord, ESCALATION_INDEX } from './decision-types.ts';
@@ -55,9 +55,9 @@ export type RecoveryAction =
   | { type: 'enqueue-escalated' }
   /** Its decisions are answered: Running again and queued for the next round (job id `<run>-r<round>`). */
   | { type: 'resume'; round: number }
-  /** Wider access refused (or its request expired): the run ends without running. */
+  /** Wider access refused: the run ends without running. */
   | { type: 'end-without-running' }
-  /** A decision expired unanswered: the run is cancelled with the expiry message. */
+  /** A decision expired unanswered: the run is cancelled with the expiry message (`expiryMessage`). */
   | { type: 'expire' }
   /** Its job failed for good: the run ends Failed (worker-exit), saying why. */
   | { type: 'give-up'; why: string }
@@ -97,6 +97,9 @@ export function reconcileRun(view: RunView, nowMs: number, policy: ReconcilePoli
 
 function pausedActions(view: RunView, nowMs: number, policy: ReconcilePolicy): RecoveryAction[] {
   const all = view.decisions ?? [];
+  // Only an expiry expires a decision, and it ends the run: one under way elsewhere, or one a crash
+  // interrupted, is finished the same way (never resumed, which would run the program again).
+  if (all.some((d) => d.state === 'expired')) return [{ type: 'expire' }];
   if (all.some((d) => d.state === 'pending')) return [];
   // A resume a crash interrupted: left alone until it has had time to finish on its own.
   if (nowMs - (view.pausedSinceMs ?? nowMs) < policy.resumeRepairAfterMs) return [];
@@ -106,6 +109,11 @@ function pausedActions(view: RunView, nowMs: number, policy: ReconcilePolicy): R
       ? [{ type: 'enqueue-escalated' }, { type: 'unmark-paused' }]
       : [{ type: 'end-without-running' }];
   return [{ type: 'resume', round: all.filter((d) => d.index !== ESCALATION_INDEX).length }];
+}
+
+/** The message a run ended by decision expiry carries (the `expire` action's). */
+export function expiryMessage(expireAfterMs: number): string {
+  return `decision expired: no answer within ${expireAfterMs}ms; the run was stopped`;
 }
 
 /** The head of a run read whole. */

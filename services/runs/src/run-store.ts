@@ -9,11 +9,11 @@
  * single-slot scripts in a fixed order, and a crash between them is repaired:
  * - create: tenant half first (in-flight ZADD with createdAt, session index), run half second
  *   (record, first event, the session-runs publish). Died in between: an in-flight id with no
- *   record; the gateway's orphan sweep drops it once older than its grace (session listings skip
+ *   record; the recovery loop's in-flight walk drops it once older than its grace (session listings skip
  *   ids whose record is missing and prune them). On one server an admitted submit writes both
  *   halves in one script (ADMIT_AND_CREATE).
  * - end: the run's final script, then ZREM from in-flight (sent together). Died in between: an
- *   in-flight id whose record is final; the orphan sweep drops it.
+ *   in-flight id whose record is final; the recovery loop's in-flight walk drops it.
  */
 
 import { channels, isRedisCluster, keys, type Sealer, sendTogether } from '@islet/core';
@@ -417,7 +417,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // written, without a round trip in between (the runner cannot find the job before the
       // record). A Cluster puts them on different nodes: there the record's reply is awaited first.
       // Should the record's write fail, its job finds no record and is dropped by the runner, and
-      // the orphan sweep removes the in-flight entry; the submit answers the error.
+      // the recovery loop's in-flight walk removes the in-flight entry; the submit answers the error.
       const stored = CREATE_RUN.runInOrder(redis, runKeys, runArgs);
       stored.catch(() => undefined);
       await Promise.all([stored, then()]);
@@ -472,7 +472,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // The tenant half of the end (run-index-scripts.ts FINISH_TENANT) leaves the in-flight set and
       // records the end in the tenant's index and usage, once, with the status the record kept.
       // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash
-      // in between is dropped by the orphan sweep (the record is final).
+      // in between is dropped by the recovery loop's in-flight walk (the record is final).
       const usage = { outputBytes: Buffer.byteLength(end.text), ...end.usage };
       const tenantHalf = (status: string, record?: string) => {
         const call = finishTenantCall(

@@ -7,7 +7,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { callerOf } from '../auth.ts';
-import { createDecisionsService, type DecisionsServiceOptions } from '../decisions-service.ts';
+import { createDecisionsService } from '../decisions-service.ts';
 import { validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
@@ -31,19 +31,10 @@ export const decisionAnswerSchema = z
     path: ['reason'],
   });
 
-export function decisionsRoutes(
-  ctx: RouteContext,
-  options: DecisionsServiceOptions = {},
-): FastifyPluginAsync {
+export function decisionsRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, deps, runsService } = ctx;
-  const service = createDecisionsService(deps, runsService, {
-    expireAfterMs: deps.config.ISLET_DECISION_EXPIRE_MS,
-    ...options,
-  });
+  const service = createDecisionsService(deps, runsService);
   return async (app) => {
-    app.addHook('onReady', async () => service.start());
-    app.addHook('onClose', async () => service.stop());
-
     app.get('/v1/decisions', { preHandler: auth.requireScopes('decisions') }, async (request) => ({
       items: await service.listPending(callerOf(request)),
     }));

@@ -1,0 +1,264 @@
+/**
+ * The recovery loop on a real Redis, driven as a gateway drives it (run-recovery.ts) and, for failed
+ * jobs, with the runners' feed: each stuck run reaches a final status, a healthy one is left alone,
+ * and two gateways ticking at once apply each recovery once.
+ */
+import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
+import {
+  createRunRecoveryLoop,
+  expiryMessage,
+  type FailedJobSource,
+  failedJobsFeed,
+  type RunJobData,
+  runJobOptions,
+} from '@islet/runs';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGatewayDeps } from './create-deps.ts';
+import { createDecisionsService } from './decisions-service.ts';
+import type { GatewayDeps } from './deps.ts';
+import { createGatewayRecovery } from './run-recovery.ts';
+import { createRunsService } from './runs-service.ts';
+
+const EXPIRE_MS = 1000;
+let redis: RedisServer;
+type Deps = Awaited<ReturnType<typeof createGatewayDeps>>;
+let a: Deps;
+let b: Deps;
+
+beforeAll(async () => {
+  redis = await startRedis({ appendOnly: false });
+  const config = loadConfig({
+    ISLET_REDIS_URL: redis.url,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+    ISLET_DECISION_EXPIRE_MS: String(EXPIRE_MS),
+  });
+  const logger = createLogger({ name: 'test', level: 'silent' });
+  // Two gateways on one Redis.
+  a = await createGatewayDeps(config, logger);
+  b = await createGatewayDeps(config, logger);
+  await a.tenants.createTenant({ id: 'acme', name: 'Acme' });
+});
+
+afterAll(async () => {
+  for (const c of workerConnections) c.disconnect();
+  await a?.close();
+  await b?.close();
+  await redis?.stop();
+});
+
+const workerConnections: Redis[] = [];
+/** A connection for a test worker, closed after the suite (a worker leaves the one it is given open). */
+function workerConnection(): Redis {
+  const c = a.redis.duplicate();
+  workerConnections.push(c);
+  return c;
+}
+
+const recoveryOf = (deps: GatewayDeps) => {
+  const runsService = createRunsService(deps);
+  return createGatewayRecovery(deps, runsService, createDecisionsService(deps, runsService), {
+    inFlightIntervalMs: 60_000,
+    resumeRepairAfterMs: 0,
+  });
+};
+
+/** A stored, admitted run (in its tenant's in-flight index), as a gateway's submit writes it. */
+async function admit(id: string, extra: { createdAt?: number; attempts?: number } = {}) {
+  const createdAt = extra.createdAt ?? Date.now() - 120_000;
+  await a.runs.create({
+    id,
+    tenant: 'acme',
+    session: `s-${id}`,
+    turn: 't',
+    callId: 'c',
+    status: 'Running',
+    mode: 'read-only',
+    code: 'return 1',
+    description: 'Return one',
+    request: { connections: [], bindings: [] },
+    createdAt,
+    updatedAt: createdAt,
+    attempts: extra.attempts ?? 0,
+    cancelRequested: false,
+    clockMs: createdAt,
+    seed: id,
+  });
+  return (await a.runs.get(id))!;
+}
+
+/** A started run stopped for a decision (stop-and-decide): Waiting, paused, its decision pending. */
+async function pausedForDecision(id: string) {
+  const run = await admit(id, { attempts: 1 });
+  await a.decisions.request({
+    tenant: 'acme',
+    mode: 'read-only',
+    runId: id,
+    index: 0,
+    toolCallId: 'c',
+    code: 'x',
+    approval: 'stop',
+    call: { connectionId: 'conn', tool: 'write', arguments: {} },
+  });
+  await a.lifecycle.suspend(run);
+  await a.decisions.markPaused(id, 'read-only');
+  return run;
+}
+
+const cancelledCount = async (deps: GatewayDeps) =>
+  (await deps.metrics.runsTotal.get()).values
+    .filter((v) => v.labels.status === 'Cancelled' && v.labels.kind === 'abort')
+    .reduce((sum, v) => sum + v.value, 0);
+
+const pastExpiry = () => new Promise((r) => setTimeout(r, EXPIRE_MS + 100));
+
+describe('the recovery loop', () => {
+  it('an orphaned run (admitted, its job never queued) is queued again and reaches its final status', async () => {
+    await admit('orphan-1');
+    const worker = new Worker<RunJobData>(
+      runQueueName('read-only'),
+      async (job) => {
+        const run = (await a.runs.get(job.data.runId))!;
+        await a.lifecycle.finish(run, {
+          status: 'Completed',
+          result: { _tag: 'Completed', value: 1, logs: [] },
+          text: '1',
+        });
+      },
+      { connection: workerConnection(), prefix: QUEUE_PREFIX },
+    );
+    try {
+      const applied = await recoveryOf(a).tick();
+      expect(applied).toContainEqual({ runId: 'orphan-1', action: { type: 'enqueue' } });
+      await expect.poll(async () => (await a.runs.get('orphan-1'))?.status).toBe('Completed');
+    } finally {
+      await worker.close();
+    }
+    // The end's tenant half: the in-flight entry is gone, so the next walk finds nothing to do.
+    expect(await a.runs.inFlightCount('acme')).toBe(0);
+  });
+
+  it("an unanswered decision expires: its run ends Cancelled with the contract's text", async () => {
+    await pausedForDecision('expiring-1');
+    const before = await cancelledCount(a);
+    await pastExpiry();
+    const applied = await recoveryOf(a).tick();
+    expect(applied).toContainEqual({ runId: 'expiring-1', action: { type: 'expire' } });
+    const run = (await a.runs.get('expiring-1'))!;
+    expect(run.status).toBe('Cancelled');
+    expect(run.result).toMatchObject({
+      _tag: 'Failed',
+      reason: 'Cancelled',
+      message: expiryMessage(EXPIRE_MS),
+    });
+    expect(expiryMessage(EXPIRE_MS)).toBe('decision expired: no answer within 1000ms; the run was stopped');
+    expect((await a.decisions.listRun('expiring-1'))[0]?.state).toBe('expired');
+    expect(await a.decisions.pausedBefore('read-only', Date.now(), 10)).not.toContain('expiring-1');
+    expect((await cancelledCount(a)) - before).toBe(1);
+  });
+
+  it("a job BullMQ failed for good ends its run Failed (worker-exit), through the runners' feed", async () => {
+    const run = await admit('failing-1', { attempts: 1 });
+    const queue = a.queues['read-only'];
+    await queue.add(
+      'run',
+      { runId: run.id, tenant: 'acme', enqueuedAtMs: Date.now() },
+      runJobOptions(run.id, 1),
+    );
+    const worker = new Worker<RunJobData>(
+      runQueueName('read-only'),
+      async () => {
+        throw new Error('job stalled more than allowable limit');
+      },
+      { connection: workerConnection(), prefix: QUEUE_PREFIX },
+    );
+    await expect.poll(async () => (await queue.getJob(run.id))?.failedReason).toBeTruthy();
+    await worker.close();
+    const given: string[] = [];
+    const runnerLoop = createRunRecoveryLoop({
+      intervalMs: 1000,
+      policy: { graceMs: 0, resumeRepairAfterMs: 0 },
+      feeds: [failedJobsFeed((): Array<[SandboxMode, FailedJobSource]> => [['read-only', queue]])],
+      reads: { head: (id) => a.inFlight.head(id) },
+      capabilities: {
+        'give-up': async (action, item) => {
+          given.push(item.runId);
+          const whole = await a.runs.get(item.runId);
+          if (whole) await a.lifecycle.giveUp(whole, action.why);
+        },
+      },
+    });
+    await runnerLoop.tick();
+    expect(given).toEqual(['failing-1']);
+    const ended = (await a.runs.get('failing-1'))!;
+    expect(ended.status).toBe('Failed');
+    expect(ended.result).toMatchObject({ _tag: 'Failed', reason: 'Unavailable', kind: 'worker-exit' });
+    expect(ended.text).toBe(
+      'code run failed (worker-exit): Islet could not finish the run: job stalled more than allowable limit',
+    );
+    // Seen once: the next tick hands the same failed job on no more.
+    await runnerLoop.tick();
+    expect(given).toEqual(['failing-1']);
+  });
+
+  it('a paused run whose resume a crash lost is resumed for its next round; one that ended leaves the paused set', async () => {
+    await pausedForDecision('paused-1');
+    const answered = await a.decisions.answer('acme', 'paused-1', 0, { allow: true, by: 'k' });
+    expect(answered.ok).toBe(true);
+    // The answer's own resume never happened (the gateway died): Waiting, still in the paused set.
+    const ended = await pausedForDecision('paused-ended');
+    await a.lifecycle.cancel(ended, 'cancelled by the caller');
+    const applied = await recoveryOf(a).tick();
+    expect(applied).toContainEqual({ runId: 'paused-1', action: { type: 'resume', round: 1 } });
+    expect(applied).toContainEqual({ runId: 'paused-ended', action: { type: 'unmark-paused' } });
+    expect((await a.runs.get('paused-1'))?.status).toBe('Running');
+    expect(await a.queues['read-only'].getJob('paused-1-r1')).toBeTruthy();
+    expect(await a.decisions.pausedBefore('read-only', Date.now(), 10)).toEqual([]);
+    // Level-triggered: nothing left to do for either.
+    const again = await recoveryOf(a).tick();
+    expect(again.filter((x) => x.runId.startsWith('paused-'))).toEqual([]);
+  });
+
+  it('a healthy in-flight run is left alone', async () => {
+    // Started by a runner (an attempt counted) and waiting on its job; and one queued, not yet started.
+    await admit('healthy-started', { attempts: 1 });
+    const queued = await admit('healthy-queued');
+    await createRunsService(a).enqueue(queued);
+    await a.redis.del(keys.orphanSweepLock());
+    const applied = await recoveryOf(a).tick();
+    expect(applied.filter((x) => x.runId.startsWith('healthy-'))).toEqual([]);
+    expect((await a.runs.get('healthy-started'))?.status).toBe('Running');
+    expect((await a.runs.get('healthy-queued'))?.status).toBe('Running');
+    expect(await a.queues['read-only'].getJob('healthy-queued')).toBeTruthy();
+  });
+
+  it('two gateways ticking at once apply each recovery once', async () => {
+    await a.redis.del(keys.orphanSweepLock());
+    await admit('orphan-2');
+    await pausedForDecision('expiring-2');
+    await pastExpiry();
+    const before = (await cancelledCount(a)) + (await cancelledCount(b));
+    const [fromA, fromB] = await Promise.all([recoveryOf(a).tick(), recoveryOf(b).tick()]);
+    const all = [...fromA, ...fromB];
+    expect(all.filter((x) => x.runId === 'orphan-2')).toEqual([
+      { runId: 'orphan-2', action: { type: 'enqueue' } },
+    ]);
+    // Both may apply the expire (one from the expiry it was handed, one from the paused run whose
+    // decision it saw expired) or, once it ended, take it out of the paused set; never a resume.
+    // The end is written, and counted, once.
+    const expiring = all.filter((x) => x.runId === 'expiring-2').map((x) => x.action.type);
+    expect(expiring).toContain('expire');
+    expect(expiring.filter((t) => t !== 'expire' && t !== 'unmark-paused')).toEqual([]);
+    expect((await cancelledCount(a)) + (await cancelledCount(b)) - before).toBe(1);
+    expect((await a.runs.get('expiring-2'))?.status).toBe('Cancelled');
+    const jobs = await a.queues['read-only'].getJobs(['waiting', 'prioritized', 'delayed']);
+    expect(jobs.filter((j) => j.data.runId === 'orphan-2').map((j) => j.id)).toEqual(['orphan-2']);
+    // Level-triggered: ticking again finds nothing left to do for either.
+    const again = [...(await recoveryOf(a).tick()), ...(await recoveryOf(b).tick())];
+    expect(again.filter((x) => x.runId === 'orphan-2' || x.runId === 'expiring-2')).toEqual([]);
+  });
+});
