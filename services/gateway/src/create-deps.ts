@@ -32,7 +32,6 @@ import {
   type RunJobData,
   type RunPolicyStore,
 } from '@islet/runs';
-import { Queue } from 'bullmq';
 import { createConnectionStore } from './connection-store.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
@@ -40,6 +39,7 @@ import { createJobEventsStore } from './job-events-store.ts';
 import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createCacheHub } from './read-cache.ts';
 import { createRedisProbeStore } from './redis-probe-store.ts';
+import { createRunQueueStore } from './run-queue-store.ts';
 import { createSseSlots } from './sse-slot-store.ts';
 import { createWindowCountStore } from './window-count-store.ts';
 
@@ -54,14 +54,8 @@ export async function createGatewayDeps(
   const redis = createRedis(config);
   const subscriber = createRedis(config);
   const sealer = sealerFromConfig(config);
-  const queues = Object.fromEntries(
-    SANDBOX_MODES.map((mode) => [
-      mode,
-      new Queue<RunJobData>(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX }),
-    ]),
-  ) as Record<SandboxMode, Queue<RunJobData>>;
-  for (const q of Object.values(queues))
-    q.on('error', (err) => logger.warn({ err }, 'queue connection error'));
+  const runQueue = createRunQueueStore(redis, (err) => logger.warn({ err }, 'queue connection error'));
+  const { queues } = runQueue;
   // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:
   // accurate across replicas, no background loop.
   const metrics = createMetrics({
@@ -171,6 +165,7 @@ export async function createGatewayDeps(
       ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     }),
     queues,
+    runQueue,
     poolDemand: createPoolDemandStore(redis, config),
     hub,
     streamSlots: createSseSlots(redis, {
@@ -191,7 +186,7 @@ export async function createGatewayDeps(
       clientCalls.close();
       caches.close();
       hub.close();
-      await Promise.all(Object.values(queues).map((q) => q.close()));
+      await runQueue.close();
       subscriber.disconnect();
       redis.disconnect();
     },

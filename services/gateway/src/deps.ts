@@ -17,19 +17,18 @@ import type {
   InFlightStore,
   PoolDemandStore,
   RunIndex,
-  RunJobData,
   RunLifecycle,
   RunPolicyStore,
   RunStore,
   TenantBytesStore,
 } from '@islet/runs';
-import type { Queue } from 'bullmq';
 import type { postToApp } from './app-http.ts';
 import type { ConnectionStore } from './connection-store.ts';
 import type { EventHub } from './event-hub.ts';
 import type { JobEventsStore } from './job-events-store.ts';
 import type { CacheHub } from './read-cache.ts';
 import type { RedisProbeStore } from './redis-probe-store.ts';
+import type { RunQueueStore } from './run-queue-store.ts';
 import type { SseSlots } from './sse-slot-store.ts';
 import type { WindowCountStore } from './window-count-store.ts';
 
@@ -61,7 +60,14 @@ export interface GatewayDeps {
   connections: ConnectionStore;
   journal: CallJournal;
   decisions: DecisionStore;
-  queues: Record<SandboxMode, Queue<RunJobData>>;
+  /** Every job command of routes and services: run and skill jobs, removals, depths (run-queue-store.ts). */
+  runQueue: RunQueueStore;
+  /**
+   * The raw BullMQ queues, kept only for the recovery drivers that still call them (the orphan
+   * sweep's job check, the decisions service's re-queue) until they move to `runQueue`;
+   * redis-boundary.test.ts names them.
+   */
+  queues: RunQueueStore['queues'];
   /** Each job put on a mode's queue, counted for its tenant before the add (the runners' fair share). */
   poolDemand: PoolDemandStore;
   hub: EventHub;

@@ -70,7 +70,7 @@ export function boardRoutes(ctx: RouteContext): FastifyPluginAsync {
   const adapter = new FastifyAdapter();
   adapter.setBasePath(BOARD_PATH);
   createBullBoard({
-    queues: Object.values(deps.queues).map((q) => new BullMQAdapter(q)),
+    queues: deps.runQueue.forBoard().map((q) => new BullMQAdapter(q)),
     serverAdapter: adapter,
     options: { uiConfig: { boardTitle: 'Islet queues' } },
   });
