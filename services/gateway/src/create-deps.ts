@@ -16,6 +16,7 @@ import {
   redisPinger,
   sealerFromConfig,
 } from '@islet/core';
+import { createMcpStore } from '@islet/mcp';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   createCallJournal,
@@ -177,7 +178,7 @@ export async function createGatewayDeps(
       logger.warn({ err: err.message, mode }, 'skill queue events error'),
     ),
     redisProbe: createRedisProbeStore(redis),
-    mcpStorage: redis,
+    mcpStorage: createMcpStore(redis),
     caches,
     runPolicies,
     metrics,

@@ -7,7 +7,7 @@ import type {
   SettingsStore,
   TenantStore,
 } from '@islet/core';
-import type { McpRoutesOptions } from '@islet/mcp';
+import type { McpStore } from '@islet/mcp';
 import type { SandboxMode } from '@islet/protocol';
 import type {
   CallJournal,
@@ -80,10 +80,10 @@ export interface GatewayDeps {
   /** `/readyz`: whether Redis answers. */
   redisProbe: RedisProbeStore;
   /**
-   * The connection `@islet/mcp` keeps its own state on (MCP sessions, request→run ids, MCP
-   * settings); handed to its plugin, never used by the gateway itself.
+   * The store `@islet/mcp` keeps its own state in (MCP sessions, request→run ids, elicitation
+   * answers, MCP settings); handed to its plugin, never used by the gateway itself.
    */
-  mcpStorage: McpRoutesOptions['redis'];
+  mcpStorage: McpStore;
   /** Per-replica read caches dropped over pub/sub (read-cache.ts); absent = no caching. */
   caches?: CacheHub;
   /** Tenants' run policies (cached with `caches`). */

@@ -1,7 +1,8 @@
 /**
  * Redis only inside stores: no gateway source file but a store (`*-store.ts`) sends a Redis
  * command or holds a Redis connection, BullMQ's included (a queue's or a job's methods are Redis
- * commands: run-queue-store.ts sends them). The exceptions are named with their reason.
+ * commands: run-queue-store.ts sends them). The exceptions are named with their reason. The same
+ * holds for `@islet/mcp`, which the gateway mounts: its state goes through `mcp-store.ts`.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -9,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const SRC = fileURLToPath(new URL('.', import.meta.url));
+const MCP_SRC = fileURLToPath(new URL('../../mcp/src/', import.meta.url));
 
 const ALLOWED: Record<string, string> = {
   'create-deps.ts': 'wiring: opens the connections and hands them to the stores',
@@ -117,5 +119,32 @@ describe('Redis only inside stores', () => {
   it('GatewayDeps has no Redis connection', () => {
     const deps = code(readFileSync(join(SRC, 'deps.ts'), 'utf8'));
     expect(deps).not.toMatch(/^\s*redis\??:/m);
+  });
+});
+
+describe('Redis only inside stores: @islet/mcp', () => {
+  it('finds the files it looks at', () => {
+    const names = sources(MCP_SRC).map((f) => relative(MCP_SRC, f));
+    expect(names).toContain('mcp-routes.ts');
+    expect(names).toContain('islet-mcp-server.ts');
+    expect(names).toContain('mcp-store.ts');
+  });
+
+  it('no mcp file outside its store sends a Redis command or holds a connection', () => {
+    const offenders: string[] = [];
+    for (const file of sources(MCP_SRC)) {
+      const name = relative(MCP_SRC, file);
+      if (name.endsWith('-store.ts')) continue;
+      const text = code(readFileSync(file, 'utf8'));
+      for (const pattern of [...REDIS_USE, ...QUEUE_USE])
+        if (pattern.test(text)) offenders.push(`${name}: ${pattern}`);
+    }
+    expect(offenders).toEqual([]);
+  });
+
+  it('the plugin is handed a store, not a connection', () => {
+    const routes = code(readFileSync(join(MCP_SRC, 'mcp-routes.ts'), 'utf8'));
+    expect(routes).toMatch(/^\s*storage: McpStore;/m);
+    expect(routes).not.toMatch(/^\s*redis\??:/m);
   });
 });

@@ -21,7 +21,8 @@ export {
   type McpAppTarget,
 } from './mcp-app.ts';
 export { type McpRoutesOptions, mcpRoutes } from './mcp-routes.ts';
-export { createMcpSettingsStore, type McpSettings, mcpSettingsSchema, resolveTools } from './mcp-settings.ts';
+export { type McpSettings, mcpSettingsSchema, resolveTools } from './mcp-settings.ts';
+export { createMcpStore, type McpStore } from './mcp-store.ts';
 export { createMcpToolWatcher, type McpToolWatcher } from './mcp-tool-watcher.ts';
 export { TOOL_FORMATS, type ToolFormat, toolDefinitions } from './tool-definitions.ts';
 export { jsonSchemaOf, SURFACE_DEFINITIONS, SURFACES, type Surface } from './tool-schemas.ts';
