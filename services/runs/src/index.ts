@@ -67,9 +67,11 @@ export {
 } from './replaying-handler.ts';
 export * from './run-index.ts';
 export {
+  cancelledEnd,
   createRunLifecycle,
   type FailedEnd,
   type FailureSpec,
+  failedEnd,
   type RunLifecycle,
   type RunLifecycleDeps,
 } from './run-lifecycle.ts';
