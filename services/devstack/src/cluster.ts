@@ -30,7 +30,7 @@ const JAIL =
   fileURLToPath(new URL('../../kernel-sandbox/build/islet-jail', import.meta.url));
 
 /** A dev Redis is bounded: one tenant's flood fails writes (noeviction) before the machine swaps. */
-export const DEV_REDIS_MAX_MEMORY_BYTES = 512 * 1024 * 1024;
+const DEV_REDIS_MAX_MEMORY_BYTES = 512 * 1024 * 1024;
 
 export interface RunnerSpec {
   modes: SandboxMode[];

@@ -17,7 +17,6 @@ import {
   sealerFromConfig,
 } from '@islet/core';
 import { createMcpStore } from '@islet/mcp';
-import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   createCallJournal,
   createClientCallMailbox,
@@ -30,7 +29,6 @@ import {
   createRunPolicyStore,
   createRunStore,
   createTenantBytesStore,
-  type RunJobData,
   type RunPolicyStore,
 } from '@islet/runs';
 import { createConnectionStore } from './connection-store.ts';

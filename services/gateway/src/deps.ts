@@ -8,7 +8,6 @@ import type {
   TenantStore,
 } from '@islet/core';
 import type { McpStore } from '@islet/mcp';
-import type { SandboxMode } from '@islet/protocol';
 import type {
   CallJournal,
   ClientCallMailbox,

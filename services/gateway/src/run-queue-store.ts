@@ -11,7 +11,7 @@ import { type Job, Queue } from 'bullmq';
 import type { JobEvents } from './job-events-store.ts';
 
 /** A run's job as the gateway names it: one per run (`jobId` = run id) unless `jobId` says otherwise. */
-export interface RunJob {
+interface RunJob {
   runId: string;
   tenant: string;
   mode: SandboxMode;
@@ -22,14 +22,14 @@ export interface RunJob {
 }
 
 /** What a queued run's cancel found: whether its job was taken off the queue, and in what state. */
-export interface QueuedRemoval {
+interface QueuedRemoval {
   removed: boolean;
   /** The job's state before: `waiting`, `prioritized`, `delayed`, `active`, … or `unknown` (no job). */
   state: string;
 }
 
 /** A skill's job, for the one request that waits for it. */
-export interface SkillJob {
+interface SkillJob {
   /** The sealed result the runner returned; rejects after `ttlMs` (`timed out`) or when the job failed. */
   finished(events: JobEvents, ttlMs: number): Promise<unknown>;
   /** Takes the job off the queue (nobody waits for it any more); never rejects. */
@@ -37,7 +37,7 @@ export interface SkillJob {
 }
 
 /** Job counts per mode the health sampler reads. */
-export type QueueDepth = Partial<Record<'waiting' | 'prioritized' | 'delayed' | 'active', number>>;
+type QueueDepth = Partial<Record<'waiting' | 'prioritized' | 'delayed' | 'active', number>>;
 
 export function createRunQueueStore(redis: Redis, onError: (err: Error) => void) {
   const queues = Object.fromEntries(

@@ -34,7 +34,7 @@ import { toRecord } from './record.ts';
 import { type RunCodeFields, runtimeCapabilities } from './run-request.ts';
 import { createStorageQuota, storedSizeOf } from './storage-quota.ts';
 
-export interface SubmitInput {
+interface SubmitInput {
   fields: RunCodeFields;
   style?: RunStyle;
   sessionId?: string;

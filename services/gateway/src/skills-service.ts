@@ -18,10 +18,10 @@ import { HttpProblem } from './problem-reply.ts';
 import { checkSessionId } from './session-id.ts';
 
 /** Time a skill job may wait for a runner beyond its own timeout before the request gives up, ms. */
-export const SKILL_QUEUE_ALLOWANCE_MS = 60_000;
+const SKILL_QUEUE_ALLOWANCE_MS = 60_000;
 
 /** One skill run as the HTTP route and the MCP tool hand it over. */
-export interface SkillRunInput {
+interface SkillRunInput {
   /** Who asks: its tenant, principal and scopes (the session claim) and the tenant's in-flight limit. */
   caller: Caller;
   mode: SandboxMode;

@@ -24,9 +24,9 @@ import { mcpTool } from './tool-definitions.ts';
 import { codeApiInput, codeRunInput, jsonSchemaOf } from './tool-schemas.ts';
 
 /** How often a waiting tool call reports progress when nothing changed, ms. */
-export const PROGRESS_HEARTBEAT_MS = 5_000;
+const PROGRESS_HEARTBEAT_MS = 5_000;
 /** The longest a tool call waits for its run: the run_code ceiling plus time in the queue, ms. */
-export const RUN_WAIT_CAP_MS = 660_000;
+const RUN_WAIT_CAP_MS = 660_000;
 
 /** Ids of Islet's own server→client requests, so their answers are told apart from the SDK's. */
 export const ELICITATION_ID_PREFIX = 'islet-elicit-';
@@ -42,7 +42,7 @@ export type Elicit = (
   { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> | undefined } | undefined
 >;
 
-export interface IsletMcpServerOptions {
+interface IsletMcpServerOptions {
   host: McpHost;
   caller: McpCaller;
   sessionId: string;
@@ -59,7 +59,7 @@ export interface IsletMcpServerOptions {
 }
 
 /** Fetches a run's result later: the answer a run_code call gave, for a run that was still going. */
-export const GET_RUN_TOOL = 'get_run';
+const GET_RUN_TOOL = 'get_run';
 const getRunInput = z.strictObject({
   runId: z.string().min(1).max(200).describe('The run id a run_code answer named.'),
   waitSeconds: z

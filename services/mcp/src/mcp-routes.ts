@@ -28,9 +28,9 @@ import type { McpStore, StoredMcpSession } from './mcp-store.ts';
 import { TOOL_FORMATS, toolDefinitions } from './tool-definitions.ts';
 
 /** An idle MCP session is forgotten after this long, s (each request renews it). */
-export const MCP_SESSION_TTL_SECONDS = 86_400;
+const MCP_SESSION_TTL_SECONDS = 86_400;
 
-export interface McpRoutesOptions {
+interface McpRoutesOptions {
   host: McpHost;
   /** Where MCP sessions, request→run ids, elicitation answers and settings live (mcp-store.ts). */
   storage: McpStore;

@@ -8,7 +8,7 @@ import { renderResultText } from '@islet/engine';
 import { type FailureKind, type RunResult, reasonForFailure, statusForFailure } from '@islet/protocol';
 import { failedEnd } from '@islet/runs';
 
-export type RunEnd =
+type RunEnd =
   | {
       kind: 'final';
       status: 'Completed' | 'Failed' | 'Cancelled';

@@ -12,7 +12,7 @@ import type { RunHead } from './in-flight-store.ts';
 import type { StoredRun } from './run-store.ts';
 
 /** What the run's queue says of its current job. */
-export type JobView =
+type JobView =
   /** Not looked up (the view does not need it). */
   | { state: 'unknown' }
   | { state: 'missing' }
@@ -37,7 +37,7 @@ export interface RunView {
   decisionExpired?: boolean;
 }
 
-export interface ReconcilePolicy {
+interface ReconcilePolicy {
   /** A run younger than this may still be being submitted, ms. */
   graceMs: number;
   /** A paused run whose decisions are answered is resumed once paused this long, ms. */

@@ -10,14 +10,14 @@ import type { RunUsage } from './run-index.ts';
 import type { RunStore } from './run-store.ts';
 import type { CallJournal } from './types.ts';
 
-export interface FailedEnd {
+interface FailedEnd {
   status: 'Failed' | 'Cancelled';
   result: RunResult;
   text: string;
   kind: FailureKind;
 }
 
-export interface FailureSpec {
+interface FailureSpec {
   status: 'Failed' | 'Cancelled';
   reason: FailureReason;
   kind: FailureKind;
@@ -59,7 +59,7 @@ export function cancelledEnd(status: 'Failed' | 'Cancelled', message: string): F
 }
 
 /** The status changes a run goes through, each in one place. */
-export interface RunLifecycleDeps {
+interface RunLifecycleDeps {
   runs: RunStore;
   journal: Pick<CallJournal, 'beginAttempt'>;
 }
