@@ -2,10 +2,18 @@ import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SANDBOX_MODES } from '@islet/protocol';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DENIED_PROBE_OPS, makeLayout, probeUnder, runJailed } from '../test/test-helpers.ts';
+import {
+  DENIED_PROBE_OPS,
+  fsRulesPath,
+  makeLayout,
+  probePath,
+  probeUnder,
+  profilePath,
+  runJailed,
+} from '../test/test-helpers.ts';
 import { FILE_SANDBOX_PARTIAL_TEXT, fileSandboxDeniedText, fileSandboxFacts } from './facts.ts';
 import { JAIL_UNAVAILABLE_EXIT_CODE, jailArgs, probeEnforcement, wrapCommandForMode } from './jail.ts';
-import { fsRulesPath, jailPath, probePath, profilePath } from './paths.ts';
+import { jailPath } from './paths.ts';
 
 const layout = makeLayout();
 // Expectations come from the same rules file the launcher is compiled from.
