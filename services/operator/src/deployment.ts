@@ -96,11 +96,6 @@ export function workspaceVolume(defaults: PodDefaults): V1Volume {
  */
 export const RUNNER_SECCOMP_PROFILE = 'islet/runner.json';
 
-/** The profile islet-jail applies to the sandbox processes of a mode (compiled into the launcher). */
-export function sandboxSeccompProfileFor(mode: string): string {
-  return `islet/${mode}.json`;
-}
-
 /** Where the Secret is mounted; mirrors the chart's `islet.secretMountPath`. */
 export const SECRET_MOUNT_PATH = '/var/run/secrets/islet';
 /**

@@ -25,7 +25,7 @@ export { createPoolDemandStore, fairShareOn, noteQueued, type PoolDemandStore } 
 export { headOf, type RecoveryAction, type RunView, reconcileRun } from './reconcile-run.ts';
 export { createReplayingHandler, type LiveOutcome } from './replaying-handler.ts';
 export * from './run-index.ts';
-export { cancelledEnd, createRunLifecycle, failedEnd, type RunLifecycle } from './run-lifecycle.ts';
+export { createRunLifecycle, failedEnd, type RunLifecycle } from './run-lifecycle.ts';
 export { createRunPolicyStore, type RunPolicyStore, runPolicySchema } from './run-policy-store.ts';
 export * from './run-store.ts';
 export { type TextRef, textRefOf } from './stored-text.ts';
