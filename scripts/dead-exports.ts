@@ -82,7 +82,14 @@ for (const p of progs) {
         const arg = n.arguments[0];
         if (arg && ts.isStringLiteral(arg)) {
           const ms = checker.getSymbolAtLocation(arg);
-          if (ms) for (const e of checker.getExportsOfModule(ms)) record(e);
+          // `const { a, b } = await import('x')` uses a and b; any other use may reach every export.
+          const holder = ts.isAwaitExpression(n.parent) ? n.parent.parent : n.parent;
+          const picked =
+            holder && ts.isVariableDeclaration(holder) && ts.isObjectBindingPattern(holder.name)
+              ? holder.name.elements.map((el) => (el.propertyName ?? el.name).getText())
+              : undefined;
+          if (ms)
+            for (const e of checker.getExportsOfModule(ms)) if (!picked || picked.includes(e.name)) record(e);
         }
       }
       if (ts.isImportTypeNode(n) && n.qualifier) {

@@ -32,7 +32,7 @@ const JAIL =
 /** A dev Redis is bounded: one tenant's flood fails writes (noeviction) before the machine swaps. */
 const DEV_REDIS_MAX_MEMORY_BYTES = 512 * 1024 * 1024;
 
-export interface RunnerSpec {
+interface RunnerSpec {
   modes: SandboxMode[];
   /** ISLET_RUNNER_CONCURRENCY for this runner. Default 4. */
   concurrency?: number;
@@ -82,7 +82,7 @@ export interface ClusterOptions {
   readyTimeoutMs?: number;
 }
 
-export interface ProcessInfo {
+interface ProcessInfo {
   kind: 'gateway' | 'runner';
   index: number;
   url: string;
