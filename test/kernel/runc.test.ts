@@ -14,12 +14,15 @@ import {
   jailArgs,
   jailPath,
   PACKAGE_DIR,
-  probePath,
-  profilePath,
   sandboxRuntime,
   wrapCommandForMode,
 } from '../../services/kernel-sandbox/src/index.ts';
-import { DENIED_PROBE_OPS, requireRoot } from '../../services/kernel-sandbox/test/test-helpers.ts';
+import {
+  DENIED_PROBE_OPS,
+  probePath,
+  profilePath,
+  requireRoot,
+} from '../../services/kernel-sandbox/test/test-helpers.ts';
 import { RuncBundle } from './runc-bundle.ts';
 
 const BUILD_DIR = dirname(probePath());

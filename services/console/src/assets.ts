@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 
-export const CONSOLE_DIST = join(import.meta.dirname, '..', 'dist');
+const CONSOLE_DIST = join(import.meta.dirname, '..', 'dist');
 
 export const CONSOLE_CSP = [
   "default-src 'none'",
@@ -25,7 +25,7 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
 };
 
-export interface ConsoleAsset {
+interface ConsoleAsset {
   body: Buffer;
   type: string;
 }

@@ -44,7 +44,7 @@ export function api<T>(method: string, path: string, body?: unknown): Promise<T>
 }
 
 /** Log bytes a run page reads with a record: the first and last lines within it, the rest downloadable. */
-export const RECORD_LOG_BYTES = 1024 * 1024;
+const RECORD_LOG_BYTES = 1024 * 1024;
 
 /** A record read with `maxLogBytes`: what it left out of the logs and the text. */
 export type BoundedRecord = CodeRunRecord & {

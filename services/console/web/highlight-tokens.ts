@@ -5,12 +5,12 @@
  * position made a 600 KB program quadratic). Only the first `limit` characters are tokenized;
  * the caller shows the rest as plain text with a marker.
  */
-export type TokenKind = 'plain' | 'comment' | 'string' | 'number' | 'keyword';
-export interface Token {
+type TokenKind = 'plain' | 'comment' | 'string' | 'number' | 'keyword';
+interface Token {
   kind: TokenKind;
   text: string;
 }
-export interface Tokenized {
+interface Tokenized {
   tokens: Token[];
   /** Characters of the program the tokens cover (≤ limit). */
   covered: number;

@@ -7,7 +7,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Decision, problemText, readSse, type SseEvent } from './api.ts';
 
-export const TENANT_EVENTS_PATH = '/v1/events';
+const TENANT_EVENTS_PATH = '/v1/events';
 
 type Listener = (e: SseEvent) => void;
 const listeners = new Set<Listener>();
@@ -44,7 +44,7 @@ function ensureStream() {
   );
 }
 
-export const POLL_MS = 2000;
+const POLL_MS = 2000;
 let poll: ReturnType<typeof setInterval> | undefined;
 const polled = new Map<string, string>();
 
@@ -131,7 +131,7 @@ async function loadDecisions(): Promise<void> {
 }
 
 /** Whether a tenant event can change the waiting list: a decision asked or answered, or a run ending. */
-export function touchesDecisions(e: SseEvent, pending: readonly Decision[] | null): boolean {
+function touchesDecisions(e: SseEvent, pending: readonly Decision[] | null): boolean {
   if (e.event.startsWith('decision')) return true;
   if (!e.event.startsWith('run') && e.event !== 'end' && e.event !== 'status') return false;
   const d = (e.data ?? {}) as { id?: string; runId?: string; status?: string };

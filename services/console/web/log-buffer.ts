@@ -5,20 +5,20 @@
  * `lineChars` (one `console.log` of a huge string is one line). Mutable on purpose: a live stream
  * appends thousands of lines a second, and copying an array per batch would be quadratic.
  */
-export interface LogLine {
+interface LogLine {
   level: string;
   text: string;
   /** Characters cut from the end of this line's text (0: shown whole). */
   cut: number;
 }
 
-export interface LogBufferLimits {
+interface LogBufferLimits {
   headLines: number;
   tailLines: number;
   lineChars: number;
 }
 
-export const DEFAULT_LOG_LIMITS: LogBufferLimits = { headLines: 5_000, tailLines: 5_000, lineChars: 2_000 };
+const DEFAULT_LOG_LIMITS: LogBufferLimits = { headLines: 5_000, tailLines: 5_000, lineChars: 2_000 };
 
 export class LogBuffer {
   readonly head: LogLine[] = [];
@@ -106,7 +106,7 @@ export class LogBuffer {
 }
 
 /** A row of the view: a kept line, or the marker standing for the lines dropped between head and tail. */
-export type LogRow = { line: LogLine; n: number } | { gap: { lines: number; chars: number } };
+type LogRow = { line: LogLine; n: number } | { gap: { lines: number; chars: number } };
 
 /** The rows to show for a level filter (`all` or one level), with each line's number in the output. */
 export function logRows(buf: LogBuffer, only: string): LogRow[] {

@@ -30,9 +30,9 @@ const JAIL =
   fileURLToPath(new URL('../../kernel-sandbox/build/islet-jail', import.meta.url));
 
 /** A dev Redis is bounded: one tenant's flood fails writes (noeviction) before the machine swaps. */
-export const DEV_REDIS_MAX_MEMORY_BYTES = 512 * 1024 * 1024;
+const DEV_REDIS_MAX_MEMORY_BYTES = 512 * 1024 * 1024;
 
-export interface RunnerSpec {
+interface RunnerSpec {
   modes: SandboxMode[];
   /** ISLET_RUNNER_CONCURRENCY for this runner. Default 4. */
   concurrency?: number;
@@ -82,7 +82,7 @@ export interface ClusterOptions {
   readyTimeoutMs?: number;
 }
 
-export interface ProcessInfo {
+interface ProcessInfo {
   kind: 'gateway' | 'runner';
   index: number;
   url: string;

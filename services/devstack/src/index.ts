@@ -1,7 +1,1 @@
-export {
-  type Cluster,
-  type ClusterOptions,
-  type ProcessInfo,
-  type RunnerSpec,
-  startCluster,
-} from './cluster.ts';
+export { type Cluster, type ClusterOptions, startCluster } from './cluster.ts';

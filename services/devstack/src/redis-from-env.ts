@@ -12,7 +12,7 @@ const PREFIX = 'ISLET_REDIS_';
 /** The Redis variables of `env` that are secrets (their `_FILE` form is resolved here). */
 const REDIS_SECRETS = SECRET_VARIABLES.filter((n) => n.startsWith(PREFIX));
 
-export interface RedisFromEnv {
+interface RedisFromEnv {
   /** undefined: ISLET_REDIS_URL is not set, the stack starts its own standalone Redis. */
   config: RedisConfig | undefined;
   problems: string[];

@@ -7,11 +7,11 @@
  * may reach `maxMessageBytes`. Anything else is a protocol error: the reader stops and reports it.
  */
 
-export const FRAME_HEADER_BYTES = 5;
+const FRAME_HEADER_BYTES = 5;
 /** Largest payload of one frame. */
-export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024;
+const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024;
 /** Largest message (all frames of it together). */
-export const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+const DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
 
 export interface FrameLimits {
   maxFrameBytes: number;

@@ -14,7 +14,7 @@ import { checkFromHost, type FromHost, type ToHost } from './wire.ts';
 export const HOST_SCRIPT = builtHostScript() ?? fileURLToPath(new URL('./host.ts', import.meta.url));
 const STDERR_KEEP_BYTES = 16 * 1024;
 
-export interface HostEvents {
+interface HostEvents {
   onMessage(message: FromHost): void;
   /** A malformed or oversized message arrived; the host has been killed. */
   onProtocolError(reason: string): void;
@@ -22,7 +22,7 @@ export interface HostEvents {
   onExit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void;
 }
 
-export interface SpawnOptions {
+interface SpawnOptions {
   partition: string;
   wrapCommand?: (command: string, args: string[]) => { command: string; args: string[] };
   startupTimeoutMs: number;

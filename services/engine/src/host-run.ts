@@ -396,7 +396,7 @@ const STACK_TEXT_MAX = 4000;
  * Where the program threw, as the harness found it in the error's stack (JSON text). Re-checked
  * here: the harness runs beside the program, so anything malformed is dropped, never trusted.
  */
-export function programLocation(b: unknown): { where?: { line: number; column: number; stack: string } } {
+function programLocation(b: unknown): { where?: { line: number; column: number; stack: string } } {
   if (typeof b !== 'string' || b.length > STACK_TEXT_MAX * 2) return {};
   try {
     const o = JSON.parse(b) as Record<string, unknown>;

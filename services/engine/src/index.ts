@@ -11,11 +11,5 @@ export {
   outputLimitMessage,
 } from './limits.ts';
 export { bindingNameProblem, validateBindingNames } from './names.ts';
-export {
-  failureLine,
-  NO_OUTPUT_TEXT,
-  PARTIAL_ENFORCEMENT_TEXT,
-  renderResultText,
-  sandboxDeniedLine,
-} from './result-text.ts';
+export { PARTIAL_ENFORCEMENT_TEXT, renderResultText, sandboxDeniedLine } from './result-text.ts';
 export type * from './types.ts';

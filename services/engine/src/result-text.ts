@@ -8,10 +8,10 @@
  */
 import type { RunOutcome } from './types.ts';
 
-export const NO_OUTPUT_TEXT = '(run_code completed with no output)';
+const NO_OUTPUT_TEXT = '(run_code completed with no output)';
 export const PARTIAL_ENFORCEMENT_TEXT = 'File sandbox enforcement is partial on this host.';
 
-export function failureLine(kind: string, message: string): string {
+function failureLine(kind: string, message: string): string {
   return `code run failed (${kind}): ${message}`;
 }
 

@@ -27,7 +27,7 @@ import type {
 import { cutToBytes } from './utf8.ts';
 import type { FromHost, HostDone, RunConfig } from './wire.ts';
 
-export interface RunParams {
+interface RunParams {
   code: string;
   config: RunConfig;
   onCall: BindingHandler | undefined;
@@ -53,7 +53,7 @@ export interface RunParams {
  */
 const RESIDENT_GUARD_MS = 100;
 
-export interface RunResult {
+interface RunResult {
   outcome: Omit<RunOutcome, 'durationMs'>;
   /** The host finished the run cleanly and may serve another. */
   hostReusable: boolean;

@@ -31,7 +31,7 @@ export interface LogLine {
   text: string;
 }
 
-export interface RunLimits {
+interface RunLimits {
   /** Time budget in ms. Default and ceiling: protocol's RUN_CODE_LIMITS. `null` = no deadline (workflows only). */
   timeoutMs?: number | null;
   /** Whether time spent waiting for binding calls counts. Default `elapsed` (run_code). */
@@ -174,7 +174,7 @@ export interface Engine {
   stats?(): EngineStats;
 }
 
-export interface EngineStats {
+interface EngineStats {
   /** Sandbox host processes alive (busy, idle or prewarmed). */
   processes: number;
   /** Of those, running a program now. */

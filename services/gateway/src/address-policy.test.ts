@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { addressClass, isNonPublicAddress } from './address-policy.ts';
+import { addressClass } from './address-policy.ts';
+
+/** A tenant's App must be public unicast: anything else is refused. */
+const isNonPublicAddress = (address: string) => addressClass(address) !== 'public';
 
 describe('App address classification', () => {
   const blocked: Array<[string, string]> = [

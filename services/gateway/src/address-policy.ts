@@ -54,8 +54,3 @@ export function addressClass(address: string): string {
       return range;
   }
 }
-
-/** True for addresses a tenant's App must not be: anything but public unicast. */
-export function isNonPublicAddress(address: string): boolean {
-  return addressClass(address) !== 'public';
-}

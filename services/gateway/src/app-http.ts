@@ -12,7 +12,7 @@ import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
 import { addressClass } from './address-policy.ts';
 
-export { addressClass, isNonPublicAddress } from './address-policy.ts';
+export { addressClass } from './address-policy.ts';
 
 /** The target is not a public address. The message is for the server log, never for the program. */
 export class BlockedAddressError extends Error {

@@ -11,7 +11,7 @@ import type { CallSource, StoredRun } from '@islet/runs';
 import { openSigning, signingSecrets, webhookHeaders } from './app-signing.ts';
 import type { Connection } from './connections.ts';
 
-export interface AppCallContext {
+interface AppCallContext {
   idempotencyKey: string;
   operationId: string;
   input?: unknown;

@@ -9,7 +9,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Sealer } from '@islet/core';
 
-export const SECRET_PREFIX = 'whsec_';
+const SECRET_PREFIX = 'whsec_';
 
 /** How long a rotated-out secret keeps signing unless the rotation says otherwise (Stripe's default). */
 export const DEFAULT_PREVIOUS_SECRET_TTL_SECONDS = 24 * 60 * 60;

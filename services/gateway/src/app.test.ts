@@ -517,7 +517,7 @@ describe('runs through inject (no runner)', () => {
       payload: run({ code: 'return 2' }),
     });
     expectProblem(conflict, 409, 'idempotency-conflict');
-    expect(await deps.queues['read-only'].getJob(rec.id)).toBeTruthy();
+    expect(await deps.runQueue.queues['read-only'].getJob(rec.id)).toBeTruthy();
 
     expect(
       (await app.inject({ method: 'GET', url: `/v1/code-runs/${rec.id}`, headers: auth(key) })).statusCode,
@@ -593,8 +593,8 @@ describe('runs through inject (no runner)', () => {
     const requeued = async () =>
       (await recovery.tick()).filter((a) => a.action.type === 'enqueue').map((a) => a.runId);
     expect(await requeued()).toEqual(['orphan-1']);
-    expect(await deps.queues['read-only'].getJob('orphan-1')).toBeTruthy();
-    expect(await deps.queues['read-only'].getJob('young-1')).toBeFalsy();
+    expect(await deps.runQueue.queues['read-only'].getJob('orphan-1')).toBeTruthy();
+    expect(await deps.runQueue.queues['read-only'].getJob('young-1')).toBeFalsy();
     // The lock makes a second walk in the same interval a no-op.
     expect(await requeued()).toEqual([]);
   });
@@ -804,7 +804,7 @@ describe('runs through inject (no runner)', () => {
   it('the in-flight quota holds under a flood of parallel submits (check and count are one step)', async () => {
     await deps.tenants.createTenant({ id: 'flood', name: 'Flood', maxInFlightRuns: 5 });
     const floodKey = (await deps.tenants.createKey('flood', ['apps.use'])).key;
-    const queue = deps.queues['read-only'];
+    const queue = deps.runQueue.queues['read-only'];
     const jobsBefore = await queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed');
     const answers = await Promise.all(
       Array.from({ length: 40 }, () =>
@@ -830,7 +830,7 @@ describe('runs through inject (no runner)', () => {
     const submit = (k: string) =>
       app.inject({ method: 'POST', url: '/v1/runs', headers: auth(k), payload: run({ sessionId: 'raced' }) });
     const who = Array.from({ length: 20 }, (_, i) => (i % 2 ? 'ann' : 'bob'));
-    const queue = deps.queues['read-only'];
+    const queue = deps.runQueue.queues['read-only'];
     const jobsBefore = await queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed');
     const answers = await Promise.all(who.map((p) => submit(p === 'ann' ? ann : bob)));
     const owners = new Set(who.filter((_, i) => answers[i]?.statusCode === 202));

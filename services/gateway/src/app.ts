@@ -13,7 +13,7 @@ import type { RouteContext } from './routes/context.ts';
 import { registerRoutes, type Surface } from './routes/index.ts';
 import { createRunsService } from './runs-service.ts';
 
-export interface BuildAppOptions {
+interface BuildAppOptions {
   /** Extra route groups (decisions, skills, …), registered after the built-in ones. */
   routes?: Array<(ctx: RouteContext) => Parameters<FastifyInstance['register']>[0]>;
   /** Which routes this listener serves (see `Surface`). Default `all`. */

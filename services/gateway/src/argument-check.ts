@@ -9,7 +9,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 const MAX_CACHED = 500;
 const MAX_REPORTED = 5;
 
-export interface ArgumentProblem {
+interface ArgumentProblem {
   path: string;
   message: string;
 }

@@ -267,14 +267,14 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
 export type BindingCalls = ReturnType<typeof createBindingCalls>;
 
 /** Most of an App's error body that reaches the program and the record. */
-export const APP_ERROR_BODY_MAX_BYTES = 4096;
+const APP_ERROR_BODY_MAX_BYTES = 4096;
 
 /**
  * An App's non-2xx body as the program sees it: `details.body` (JSON when it is JSON and fits,
  * else text cut at `APP_ERROR_BODY_MAX_BYTES`), and a short `: <error>` for the message when
  * the body has an `error` or `message` string.
  */
-export function errorBody(text: string): { summary: string; details: Record<string, unknown> } {
+function errorBody(text: string): { summary: string; details: Record<string, unknown> } {
   if (text.length === 0) return { summary: '', details: {} };
   const bytes = Buffer.byteLength(text);
   if (bytes > APP_ERROR_BODY_MAX_BYTES) {

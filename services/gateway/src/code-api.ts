@@ -69,7 +69,7 @@ const path = { type: 'string', description: "Relative to the session's workspace
  * returns; keep them in step with it. `connectionId`/`connectionName` `files` is what the run's
  * call journal records as their source.
  */
-export const FILES_CONNECTION: Connection = {
+const FILES_CONNECTION: Connection = {
   id: 'files',
   slug: 'files',
   name: 'files',
@@ -154,7 +154,7 @@ export const FILES_CONNECTION: Connection = {
   ],
 };
 
-export interface DeclaredBinding {
+interface DeclaredBinding {
   binding: string;
   connectionId: string;
   connectionName: string;

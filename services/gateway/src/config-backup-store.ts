@@ -13,10 +13,10 @@ import { KEY_LAYOUT_VERSION, keyLayoutKnown, keys, type Redis } from '@islet/cor
 import { journalKeys } from '@islet/runs';
 import { z } from 'zod';
 
-export const BACKUP_FORMAT = 'islet-config-backup';
+const BACKUP_FORMAT = 'islet-config-backup';
 const BACKUP_VERSION = 1;
 
-export interface BackupHeader {
+interface BackupHeader {
   format: typeof BACKUP_FORMAT;
   version: number;
   /** The key layout the keys are named in (`islet:key-layout`; null when none was recorded). */
@@ -30,7 +30,7 @@ type KeyValue =
   | { type: 'set'; value: string[] };
 
 /** One Redis key; `pttlMs` when it expires (an API key with an expiry, a rotated key's grace). */
-export type BackupRecord = KeyValue & { key: string; pttlMs?: number };
+type BackupRecord = KeyValue & { key: string; pttlMs?: number };
 
 const recordSchema = z
   .discriminatedUnion('type', [
@@ -40,7 +40,7 @@ const recordSchema = z
   ])
   .and(z.object({ key: z.string().min(1), pttlMs: z.number().int().positive().optional() }));
 
-export interface BackupCounts {
+interface BackupCounts {
   tenants: number;
   apiKeys: number;
   keys: number;

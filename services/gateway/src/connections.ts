@@ -8,7 +8,7 @@ import { MAX_PREVIOUS_SECRET_TTL_SECONDS, reservedAppHeader } from './app-signin
 const jsonSchema = z.record(z.string(), z.unknown());
 const name = z.string().min(1).max(100);
 
-export const toolSchema = z.strictObject({
+const toolSchema = z.strictObject({
   name,
   description: z.string().max(2000).optional(),
   inputSchema: jsonSchema.default({ type: 'object' }),
@@ -100,7 +100,7 @@ export function bindingsOf(c: Connection): BindingSpec[] {
 }
 
 /** Connection slugs the runtime serves itself (`files` → `apps.files.read` …); a tenant's would be shadowed. */
-export const BUILT_IN_CONNECTION_SLUGS: ReadonlySet<string> = new Set(
+const BUILT_IN_CONNECTION_SLUGS: ReadonlySet<string> = new Set(
   FILES_BINDING_NAMES.map((b) => b.slice(0, b.indexOf('.'))),
 );
 

@@ -16,7 +16,7 @@ import {
   redisPinger,
   sealerFromConfig,
 } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
+import { createMcpStore } from '@islet/mcp';
 import {
   createCallJournal,
   createClientCallMailbox,
@@ -29,10 +29,8 @@ import {
   createRunPolicyStore,
   createRunStore,
   createTenantBytesStore,
-  type RunJobData,
   type RunPolicyStore,
 } from '@islet/runs';
-import { Queue } from 'bullmq';
 import { createConnectionStore } from './connection-store.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
@@ -40,6 +38,7 @@ import { createJobEventsStore } from './job-events-store.ts';
 import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createCacheHub } from './read-cache.ts';
 import { createRedisProbeStore } from './redis-probe-store.ts';
+import { createRunQueueStore } from './run-queue-store.ts';
 import { createSseSlots } from './sse-slot-store.ts';
 import { createWindowCountStore } from './window-count-store.ts';
 
@@ -54,14 +53,8 @@ export async function createGatewayDeps(
   const redis = createRedis(config);
   const subscriber = createRedis(config);
   const sealer = sealerFromConfig(config);
-  const queues = Object.fromEntries(
-    SANDBOX_MODES.map((mode) => [
-      mode,
-      new Queue<RunJobData>(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX }),
-    ]),
-  ) as Record<SandboxMode, Queue<RunJobData>>;
-  for (const q of Object.values(queues))
-    q.on('error', (err) => logger.warn({ err }, 'queue connection error'));
+  const runQueue = createRunQueueStore(redis, (err) => logger.warn({ err }, 'queue connection error'));
+  const { queues } = runQueue;
   // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:
   // accurate across replicas, no background loop.
   const metrics = createMetrics({
@@ -170,7 +163,7 @@ export async function createGatewayDeps(
       // Decisions (and their answers' input) live as long as the run they belong to.
       ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     }),
-    queues,
+    runQueue,
     poolDemand: createPoolDemandStore(redis, config),
     hub,
     streamSlots: createSseSlots(redis, {
@@ -182,7 +175,7 @@ export async function createGatewayDeps(
       logger.warn({ err: err.message, mode }, 'skill queue events error'),
     ),
     redisProbe: createRedisProbeStore(redis),
-    mcpStorage: redis,
+    mcpStorage: createMcpStore(redis),
     caches,
     runPolicies,
     metrics,
@@ -191,7 +184,7 @@ export async function createGatewayDeps(
       clientCalls.close();
       caches.close();
       hub.close();
-      await Promise.all(Object.values(queues).map((q) => q.close()));
+      await runQueue.close();
       subscriber.disconnect();
       redis.disconnect();
     },

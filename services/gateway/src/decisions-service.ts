@@ -12,7 +12,6 @@ import {
   type DecisionState,
   decisionView,
   ESCALATION_INDEX,
-  runJobOptions,
   type StoredRun,
 } from '@islet/runs';
 import type { Caller } from './auth.ts';
@@ -28,7 +27,7 @@ export function escalationDeniedMessage(mode: string): string {
 }
 
 export function createDecisionsService(deps: GatewayDeps, runsService: RunsService) {
-  const { decisions, runs, lifecycle, queues } = deps;
+  const { decisions, runs, lifecycle, runQueue } = deps;
 
   async function listPending(caller: Caller): Promise<DecisionView[]> {
     const out: DecisionView[] = [];
@@ -51,12 +50,14 @@ export function createDecisionsService(deps: GatewayDeps, runsService: RunsServi
     const round = all.filter((d) => d.index !== ESCALATION_INDEX).length;
     await lifecycle.resume(run, { resumed: true });
     const noted = deps.poolDemand.queued(run.mode, run.tenant);
-    await queues[run.mode].add(
-      'run',
-      { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
+    await runQueue.enqueueRun({
+      runId: run.id,
+      tenant: run.tenant,
+      mode: run.mode,
+      attempts: deps.config.ISLET_JOB_ATTEMPTS,
       // A new job id per decision round: the first execution's job may still be completing.
-      { ...runJobOptions(run.id, deps.config.ISLET_JOB_ATTEMPTS), jobId: `${run.id}-r${round}` },
-    );
+      jobId: `${run.id}-r${round}`,
+    });
     await noted;
     await decisions.unmarkPaused(run.id, run.mode);
   }

@@ -7,8 +7,7 @@ import type {
   SettingsStore,
   TenantStore,
 } from '@islet/core';
-import type { McpRoutesOptions } from '@islet/mcp';
-import type { SandboxMode } from '@islet/protocol';
+import type { McpStore } from '@islet/mcp';
 import type {
   CallJournal,
   ClientCallMailbox,
@@ -17,19 +16,18 @@ import type {
   InFlightStore,
   PoolDemandStore,
   RunIndex,
-  RunJobData,
   RunLifecycle,
   RunPolicyStore,
   RunStore,
   TenantBytesStore,
 } from '@islet/runs';
-import type { Queue } from 'bullmq';
 import type { postToApp } from './app-http.ts';
 import type { ConnectionStore } from './connection-store.ts';
 import type { EventHub } from './event-hub.ts';
 import type { JobEventsStore } from './job-events-store.ts';
 import type { CacheHub } from './read-cache.ts';
 import type { RedisProbeStore } from './redis-probe-store.ts';
+import type { RunQueueStore } from './run-queue-store.ts';
 import type { SseSlots } from './sse-slot-store.ts';
 import type { WindowCountStore } from './window-count-store.ts';
 
@@ -61,7 +59,8 @@ export interface GatewayDeps {
   connections: ConnectionStore;
   journal: CallJournal;
   decisions: DecisionStore;
-  queues: Record<SandboxMode, Queue<RunJobData>>;
+  /** Every job command of routes and services: run and skill jobs, removals, depths (run-queue-store.ts). */
+  runQueue: RunQueueStore;
   /** Each job put on a mode's queue, counted for its tenant before the add (the runners' fair share). */
   poolDemand: PoolDemandStore;
   hub: EventHub;
@@ -74,10 +73,10 @@ export interface GatewayDeps {
   /** `/readyz`: whether Redis answers. */
   redisProbe: RedisProbeStore;
   /**
-   * The connection `@islet/mcp` keeps its own state on (MCP sessions, request→run ids, MCP
-   * settings); handed to its plugin, never used by the gateway itself.
+   * The store `@islet/mcp` keeps its own state in (MCP sessions, request→run ids, elicitation
+   * answers, MCP settings); handed to its plugin, never used by the gateway itself.
    */
-  mcpStorage: McpRoutesOptions['redis'];
+  mcpStorage: McpStore;
   /** Per-replica read caches dropped over pub/sub (read-cache.ts); absent = no caching. */
   caches?: CacheHub;
   /** Tenants' run policies (cached with `caches`). */

@@ -11,7 +11,7 @@ import { fairShareOn, HEALTH_BUCKET_MS, healthBucket } from '@islet/runs';
 import type { GatewayDeps } from './deps.ts';
 
 export function createHealthSampler(
-  deps: Pick<GatewayDeps, 'config' | 'health' | 'queues' | 'decisions' | 'tenants' | 'logger'>,
+  deps: Pick<GatewayDeps, 'config' | 'health' | 'runQueue' | 'decisions' | 'tenants' | 'logger'>,
   options: { intervalMs?: number } = {},
 ) {
   const intervalMs = options.intervalMs ?? HEALTH_BUCKET_MS;
@@ -24,9 +24,7 @@ export function createHealthSampler(
     // runs parked outside the slots while a binding call waits.
     const leased = fairShareOn(deps.config);
     const [counts, slots, decisions, leases] = await Promise.all([
-      Promise.all(
-        SANDBOX_MODES.map((m) => deps.queues[m].getJobCounts('waiting', 'prioritized', 'delayed', 'active')),
-      ),
+      deps.runQueue.depths(),
       deps.health.poolSlots(SANDBOX_MODES, now),
       deps.decisions.countAllPending(),
       leased ? deps.health.leasedSlots(SANDBOX_MODES, now) : undefined,

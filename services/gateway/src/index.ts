@@ -1,4 +1,4 @@
-export { type BuildAppOptions, buildApp } from './app.ts';
+export { buildApp } from './app.ts';
 export { declareBindings, schemaToTs } from './code-api.ts';
 export { bindingsOf, slugify } from './connections.ts';
 export { createGatewayDeps } from './create-deps.ts';

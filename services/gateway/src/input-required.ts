@@ -10,7 +10,7 @@ import { jsonDepthExceeds } from './json-depth.ts';
 import { lossyNumberMessage, parseLosslessJson } from './lossless-json.ts';
 
 /** Longest `inputRequired.message`, characters (the same cap as a client's error message). */
-export const INPUT_REQUIRED_MESSAGE_MAX_CHARS = 10_000;
+const INPUT_REQUIRED_MESSAGE_MAX_CHARS = 10_000;
 
 export const inputRequiredSchema = z
   .object({

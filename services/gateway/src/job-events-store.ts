@@ -9,6 +9,8 @@ import type { Redis } from 'ioredis';
 
 export interface JobEvents {
   eventsFor(mode: SandboxMode): QueueEvents;
+  /** Resolves once the mode's events are subscribed (a job added after it is seen ending). */
+  ready(mode: SandboxMode): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -18,7 +20,10 @@ export function createJobEventsStore(redis: Redis, onError: (err: Error, mode: S
     open(): JobEvents {
       const events = new Map<SandboxMode, QueueEvents>();
       const connections: Redis[] = [];
-      return {
+      const handle: JobEvents = {
+        async ready(mode) {
+          await handle.eventsFor(mode).waitUntilReady();
+        },
         eventsFor(mode) {
           let qe = events.get(mode);
           if (!qe) {
@@ -36,6 +41,7 @@ export function createJobEventsStore(redis: Redis, onError: (err: Error, mode: S
           for (const c of connections.splice(0)) c.disconnect();
         },
       };
+      return handle;
     },
   };
 }

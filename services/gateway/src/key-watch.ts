@@ -9,7 +9,7 @@ import type { ApiKeyIdentity } from '@islet/core';
 import type { CacheHub } from './read-cache.ts';
 
 /** How often an open stream re-checks its key, ms (a missed announcement costs at most this). */
-export const KEY_RECHECK_MS = 1000;
+const KEY_RECHECK_MS = 1000;
 
 export interface KeyWatch {
   /** Calls `gone` once when the key with this hash stops working; returns the unwatch function. */

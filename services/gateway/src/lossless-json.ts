@@ -4,7 +4,7 @@
  * silently rounded. The reviver sees each number's source text, so a float such as `0.1` or `1e20`
  * passes and only integers that lose digits, or values that overflow, are refused.
  */
-export type LosslessParse = { ok: true; value: unknown } | { ok: false; source: string; key: string };
+type LosslessParse = { ok: true; value: unknown } | { ok: false; source: string; key: string };
 
 type SourceContext = { source?: string };
 

@@ -21,10 +21,7 @@ import type { GatewayDeps } from './deps.ts';
 import { guardedFetch } from './guarded-fetch.ts';
 
 /** Discovered tools with the tenant's policies (by tool name; default `allow`). */
-export function toolsWithPolicies(
-  found: DiscoveredTool[],
-  policies: ReadonlyMap<string, Tool['policy']>,
-): Tool[] {
+function toolsWithPolicies(found: DiscoveredTool[], policies: ReadonlyMap<string, Tool['policy']>): Tool[] {
   return found.map((t) => ({
     name: t.name,
     ...(t.description ? { description: t.description.slice(0, 2000) } : {}),

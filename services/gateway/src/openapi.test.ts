@@ -2,8 +2,10 @@
  * `/openapi.json` is built from the registered routes and the schemas they validate with: every
  * route is documented, every operation has its success answers and its problem+json refusals,
  * every example request passes the route's own checks, and the `/docs` try-it-out example of
- * `POST /v1/runs` is accepted by a real gateway (real Redis).
+ * `POST /v1/runs` is accepted by a real gateway (real Redis), and the SDK's committed copy
+ * (`services/sdk/openapi.json`, its codegen's input) is the document the gateway serves.
  */
+import { readFileSync } from 'node:fs';
 import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { PROBLEM_BASE, PROBLEMS, type ProblemCode } from '@islet/protocol';
 import { type RedisServer, startRedis } from '@islet/testkit';
@@ -19,6 +21,7 @@ import {
   operationKey,
   undocumentedRoutes,
 } from './openapi.ts';
+import { OPENAPI_FILE, openApiJson } from './openapi-file.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: a parsed JSON document, read field by field
 type Loose = Record<string, any>;
@@ -57,6 +60,15 @@ const operations = () =>
   );
 
 describe('/openapi.json', () => {
+  it("the SDK's committed openapi.json is the document this gateway serves", () => {
+    const committed = readFileSync(OPENAPI_FILE, 'utf8');
+    expect(JSON.parse(committed)).toEqual(doc);
+    expect(
+      committed === openApiJson() ? 'same' : 'differs',
+      'rewrite it: bash scripts/toolchain.sh node services/gateway/src/openapi-file.ts (then the SDK codegen)',
+    ).toBe('same');
+  });
+
   it('documents every registered route, and has no entry for a route that is not registered', () => {
     expect(catalog.routes.length).toBeGreaterThan(30);
     expect(undocumentedRoutes(catalog.routes)).toEqual([]);

@@ -34,7 +34,7 @@ import { runRequestSchema } from './openapi/run-request-doc.ts';
 import { decisionAnswerSchema } from './routes/decisions.ts';
 import { settingsPatchSchema } from './routes/settings.ts';
 
-export interface RegisteredRoute {
+interface RegisteredRoute {
   method: string;
   url: string;
 }
@@ -53,7 +53,7 @@ export function createRouteCatalog() {
 export type RouteCatalog = ReturnType<typeof createRouteCatalog>;
 
 export const operationKey = (route: RegisteredRoute) => `${route.method} ${route.url}`;
-export const isUndocumented = (url: string) =>
+const isUndocumented = (url: string) =>
   UNDOCUMENTED.some((u) => url === u.prefix || url.startsWith(`${u.prefix}/`));
 
 /** Registered routes that have no entry in OPERATIONS and are not under an UNDOCUMENTED prefix. */
@@ -62,7 +62,7 @@ export function undocumentedRoutes(routes: readonly RegisteredRoute[]): Register
 }
 
 /** `/v1/code-runs/:id` → `/v1/code-runs/{id}`; a trailing wildcard is the `{path}` parameter. */
-export function openApiPath(url: string): string {
+function openApiPath(url: string): string {
   return url.replace(/:(\w+)/g, '{$1}').replace(/\/\*$/, '/{path}');
 }
 
@@ -113,7 +113,7 @@ const JSON_BODY_ERRORS: ProblemCode[] = [
 ];
 
 /** Every refusal an operation can give: what its auth, body, query and path imply, plus its own. */
-export function errorCodes(url: string, op: OperationDoc): ProblemCode[] {
+function errorCodes(url: string, op: OperationDoc): ProblemCode[] {
   const codes = new Set<ProblemCode>();
   if (op.auth !== undefined) codes.add('unauthorized');
   if (Array.isArray(op.auth)) {
@@ -207,7 +207,7 @@ function parameters(url: string, op: OperationDoc) {
 const camel = (s: string) =>
   s.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''));
 /** `POST /v1/code-runs/:id/cancel` → `postV1CodeRunsByIdCancel`: stable and unique per route. */
-export function operationId(route: RegisteredRoute): string {
+function operationId(route: RegisteredRoute): string {
   const path = route.url.replace(/:(\w+)/g, 'by-$1').replace(/\*$/, 'path');
   return camel(`${route.method.toLowerCase()}-${path}`);
 }

@@ -13,7 +13,7 @@ import type { Caller } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 
-export const isSessionsAdmin = (caller: Caller) => caller.scopes.includes('sessions.admin');
+const isSessionsAdmin = (caller: Caller) => caller.scopes.includes('sessions.admin');
 
 /** Whether the caller may see and act on the run: its submitter's, or any with `sessions.admin`. */
 export function mayActOn(caller: Caller, run: StoredRun): boolean {
@@ -60,5 +60,3 @@ export function createOwnership(deps: Pick<GatewayDeps, 'runs' | 'sessions' | 'c
     },
   };
 }
-
-export type Ownership = ReturnType<typeof createOwnership>;

@@ -239,6 +239,6 @@ describe("another principal cannot reach Ann's workspace", () => {
       payload: { language: 'bash', code: 'rm -rf ./*', sessionId: 'ann-skill' },
     });
     expectNotFound(res);
-    expect(await deps.queues['workspace-write'].count()).toBe(0);
+    expect(await deps.runQueue.queues['workspace-write'].count()).toBe(0);
   });
 });

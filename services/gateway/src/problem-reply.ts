@@ -78,7 +78,7 @@ export function unknownFieldsProblem(
 }
 
 /** The field names an object schema takes at `path` (through optional, default, array, union). */
-export function knownKeysAt(schema: z.ZodType, path: readonly string[]): string[] {
+function knownKeysAt(schema: z.ZodType, path: readonly string[]): string[] {
   const def = (schema as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
   switch (def.type) {
     case 'optional':
@@ -132,7 +132,7 @@ export function isRedisFull(err: unknown): boolean {
   return err instanceof Error && /^OOM\b/.test(err.message);
 }
 /** What a client is told to wait when Redis is full (space comes back as retained data expires). */
-export const REDIS_FULL_RETRY_AFTER_SECONDS = 30;
+const REDIS_FULL_RETRY_AFTER_SECONDS = 30;
 
 export function isRedisTransient(err: Error): boolean {
   return (

@@ -10,9 +10,9 @@ import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
 
 /** One channel for every cache of every gateway replica. */
-export const CACHE_CHANNEL = channels.gatewayCache;
+const CACHE_CHANNEL = channels.gatewayCache;
 
-export interface ReadCache<T> {
+interface ReadCache<T> {
   get(key: string): Promise<T | null>;
   /** Drops `key` here and on every replica (call after writing it). */
   invalidate(key: string): Promise<void>;

@@ -20,7 +20,7 @@ export const recordQuerySchema = z
   })
   .strict();
 
-export interface LogsOmitted {
+interface LogsOmitted {
   /** Lines left out, between the head and the tail kept. */
   lines: number;
   /** UTF-8 bytes of the lines left out (and of the parts of lines cut). */
@@ -32,7 +32,7 @@ export interface LogsOmitted {
   totalBytes: number;
 }
 
-export type BoundedRecord = CodeRunRecord & { logsOmitted?: LogsOmitted; textOmittedChars?: number };
+type BoundedRecord = CodeRunRecord & { logsOmitted?: LogsOmitted; textOmittedChars?: number };
 
 const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 

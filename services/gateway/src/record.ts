@@ -4,7 +4,7 @@ import { type JournalCallView, outcomeRecord, type StoredRun } from '@islet/runs
 export { outcomeRecord };
 
 /** `waiting`: the call waits for a decision (its outcome shows `Waiting` until it is answered). */
-export function callRecord(e: JournalCallView, waiting = false): CodeRunCall {
+function callRecord(e: JournalCallView, waiting = false): CodeRunCall {
   const call: CodeRunCall = {
     index: e.index,
     binding: e.binding,

@@ -92,7 +92,7 @@ async function exerciseGateway(g: Gateway): Promise<void> {
     payload: { ...runBody(session), code: 'return 2' },
   });
   expect(conflict.statusCode).toBe(409);
-  expect(await deps.queues['read-only'].getJob(id)).toBeTruthy();
+  expect(await deps.runQueue.queues['read-only'].getJob(id)).toBeTruthy();
   expect(await deps.runs.inFlightCount(g.tenant)).toBe(1);
   // The session is ann's: listed for her; to bob (another principal of the tenant) it does not exist.
   const list = await app.inject({
@@ -288,7 +288,7 @@ describe('gateway on a real Redis Cluster (Cluster client)', () => {
   });
 
   it('queue and memory metrics read every master: the fullest one is reported', async () => {
-    const collectors = queueMetricsCollectors(g.deps.redis, g.deps.queues);
+    const collectors = queueMetricsCollectors(g.deps.redis, g.deps.runQueue.queues);
     const masters = await cluster.masters();
     expect(masters).toHaveLength(3);
     const memory = await collectors.readRedisMemory?.();

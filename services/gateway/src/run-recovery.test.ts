@@ -163,7 +163,7 @@ describe('the recovery loop', () => {
 
   it("a job BullMQ failed for good ends its run Failed (worker-exit), through the runners' feed", async () => {
     const run = await admit('failing-1', { attempts: 1 });
-    const queue = a.queues['read-only'];
+    const queue = a.runQueue.queues['read-only'];
     await queue.add(
       'run',
       { runId: run.id, tenant: 'acme', enqueuedAtMs: Date.now() },
@@ -216,7 +216,7 @@ describe('the recovery loop', () => {
     expect(applied).toContainEqual({ runId: 'paused-1', action: { type: 'resume', round: 1 } });
     expect(applied).toContainEqual({ runId: 'paused-ended', action: { type: 'unmark-paused' } });
     expect((await a.runs.get('paused-1'))?.status).toBe('Running');
-    expect(await a.queues['read-only'].getJob('paused-1-r1')).toBeTruthy();
+    expect(await a.runQueue.queues['read-only'].getJob('paused-1-r1')).toBeTruthy();
     expect(await a.decisions.pausedBefore('read-only', Date.now(), 10)).toEqual([]);
     // Level-triggered: nothing left to do for either.
     const again = await recoveryOf(a).tick();
@@ -233,7 +233,7 @@ describe('the recovery loop', () => {
     expect(applied.filter((x) => x.runId.startsWith('healthy-'))).toEqual([]);
     expect((await a.runs.get('healthy-started'))?.status).toBe('Running');
     expect((await a.runs.get('healthy-queued'))?.status).toBe('Running');
-    expect(await a.queues['read-only'].getJob('healthy-queued')).toBeTruthy();
+    expect(await a.runQueue.queues['read-only'].getJob('healthy-queued')).toBeTruthy();
   });
 
   it('two gateways ticking at once apply each recovery once', async () => {
@@ -255,7 +255,7 @@ describe('the recovery loop', () => {
     expect(expiring.filter((t) => t !== 'expire' && t !== 'unmark-paused')).toEqual([]);
     expect((await cancelledCount(a)) + (await cancelledCount(b)) - before).toBe(1);
     expect((await a.runs.get('expiring-2'))?.status).toBe('Cancelled');
-    const jobs = await a.queues['read-only'].getJobs(['waiting', 'prioritized', 'delayed']);
+    const jobs = await a.runQueue.queues['read-only'].getJobs(['waiting', 'prioritized', 'delayed']);
     expect(jobs.filter((j) => j.data.runId === 'orphan-2').map((j) => j.id)).toEqual(['orphan-2']);
     // Level-triggered: ticking again finds nothing left to do for either.
     const again = [...(await recoveryOf(a).tick()), ...(await recoveryOf(b).tick())];

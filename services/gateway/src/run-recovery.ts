@@ -15,7 +15,7 @@
  *
  * Failed jobs are the runners' feed (runner.ts): ending them counts the runner's metrics.
  */
-import { SANDBOX_MODES } from '@islet/protocol';
+import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   createRunRecoveryLoop,
   expiredDecisionsFeed,
@@ -47,7 +47,8 @@ export function createGatewayRecovery(
   decisionsService: DecisionsService,
   options: GatewayRecoveryOptions = {},
 ) {
-  const { decisions, runs, lifecycle, queues, logger, metrics } = deps;
+  const { decisions, runs, lifecycle, logger, metrics } = deps;
+  const isMode = (m: string): m is SandboxMode => (SANDBOX_MODES as readonly string[]).includes(m);
   const resumeRepairAfterMs = options.resumeRepairAfterMs ?? 5000;
   const expireAfterMs = deps.config.ISLET_DECISION_EXPIRE_MS;
 
@@ -71,7 +72,7 @@ export function createGatewayRecovery(
       head: (id) => deps.inFlight.head(id),
       decisions: (id) => decisions.listRun(id),
       job: async (mode, id) =>
-        mode in queues ? ((await queues[mode].getJob(id)) ? 'present' : 'missing') : undefined,
+        isMode(mode) ? ((await deps.runQueue.hasJob(mode, id)) ? 'present' : 'missing') : undefined,
     },
     beforeTick: async () => metrics.decisionsPending.set(await decisions.countAllPending()),
     capabilities: {

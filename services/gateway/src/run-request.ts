@@ -12,7 +12,6 @@ import {
   type RunCodeCapabilities,
   type RunCodeRequest,
   RunCodeRequestSchema,
-  type RunStyle,
 } from '@islet/protocol';
 import { z } from 'zod';
 import { sessionIdSchema } from './session-id.ts';
@@ -54,7 +53,6 @@ export const runPlacementSchema = z.object({
   /** How a call needing a decision waits: `stop` (replay after it) or `hold` (in place). Default: the style's. */
   approval: z.enum(APPROVAL_MODES).optional(),
 });
-export type RunPlacement = z.infer<typeof runPlacementSchema> & { style?: RunStyle };
 
 /** Every field `POST /v1/runs` takes: the run_code request's and Islet's placement. */
 export const RUN_FIELDS: readonly string[] = [

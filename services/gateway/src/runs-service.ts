@@ -23,7 +23,6 @@ import {
   ESCALATION_INDEX,
   type JournalCallView,
   type RunLimitsSnapshot,
-  runJobOptions,
   type StoredRun,
 } from '@islet/runs';
 import { type Caller, rateLimitedProblem } from './auth.ts';
@@ -35,7 +34,7 @@ import { toRecord } from './record.ts';
 import { type RunCodeFields, runtimeCapabilities } from './run-request.ts';
 import { createStorageQuota, storedSizeOf } from './storage-quota.ts';
 
-export interface SubmitInput {
+interface SubmitInput {
   fields: RunCodeFields;
   style?: RunStyle;
   sessionId?: string;
@@ -56,7 +55,7 @@ function refuse(message: string): never {
 }
 
 export function createRunsService(deps: GatewayDeps) {
-  const { runs, lifecycle, config, settings, connections, journal, queues, hub, runPolicies } = deps;
+  const { runs, lifecycle, config, settings, connections, journal, hub, runPolicies } = deps;
   const ownership = createOwnership(deps);
   const storage = createStorageQuota(deps);
 
@@ -247,8 +246,8 @@ export function createRunsService(deps: GatewayDeps) {
     // take it back. A runner that took it first found no record and dropped it; a failed removal
     // leaves it to that.
     if (admitted !== 'created' && enqueued)
-      await queues[mode].remove(run.id).then(
-        (removed) => (removed === 1 ? deps.poolDemand.unqueued(mode, run.tenant) : undefined),
+      await deps.runQueue.takeBack(mode, run.id).then(
+        (removed) => (removed ? deps.poolDemand.unqueued(mode, run.tenant) : undefined),
         (err: unknown) => {
           deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
         },
@@ -352,11 +351,12 @@ export function createRunsService(deps: GatewayDeps) {
   async function enqueue(run: StoredRun) {
     // The count first, on the same connection: a runner never takes the job before it.
     const noted = deps.poolDemand.queued(run.mode, run.tenant);
-    await queues[run.mode].add(
-      'run',
-      { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },
-      runJobOptions(run.id, config.ISLET_JOB_ATTEMPTS),
-    );
+    await deps.runQueue.enqueueRun({
+      runId: run.id,
+      tenant: run.tenant,
+      mode: run.mode,
+      attempts: config.ISLET_JOB_ATTEMPTS,
+    });
     await noted;
   }
 
@@ -464,18 +464,11 @@ export function createRunsService(deps: GatewayDeps) {
     } else {
       // Still queued: take it off the queue and end it here. Active: the runner holding it aborts
       // it on the cancel message (and a runner that picks it up later sees cancelRequested).
-      const job = await queues[run.mode].getJob(id);
-      const state = job ? await job.getState() : 'unknown';
-      if (job && (state === 'waiting' || state === 'delayed' || state === 'prioritized')) {
-        const removed = await job.remove().then(
-          () => true,
-          () => false,
-        );
-        // A job still waiting in the queue was counted for the runners' fair share (a deferred one
-        // was counted off when a runner took it): take the count back.
-        if (removed && state !== 'delayed') await deps.poolDemand.unqueued(run.mode, run.tenant);
-        if (removed) await cancelled('the run was cancelled before it started');
-      }
+      const { removed, state } = await deps.runQueue.removeQueued(run.mode, id);
+      // A job still waiting in the queue was counted for the runners' fair share (a deferred one
+      // was counted off when a runner took it): take the count back.
+      if (removed && state !== 'delayed') await deps.poolDemand.unqueued(run.mode, run.tenant);
+      if (removed) await cancelled('the run was cancelled before it started');
     }
     return (await runs.get(id)) ?? run;
   }

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { HttpProblem } from './problem-reply.ts';
 
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
-export const SESSION_ID_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit";
+const SESSION_ID_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit";
 
 export const sessionIdSchema = z
   .string()

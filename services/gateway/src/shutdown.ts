@@ -9,7 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 
-export interface ShutdownOptions {
+interface ShutdownOptions {
   apps: FastifyInstance[];
   delayMs: number;
   logger: Pick<Logger, 'info'>;
@@ -21,7 +21,7 @@ export interface ShutdownOptions {
   drainTimeoutMs?: number;
 }
 
-export interface Shutdown {
+interface Shutdown {
   draining(): boolean;
   /** Starts the sequence (idempotent); resolves when everything is closed. */
   begin(reason: string): Promise<void>;

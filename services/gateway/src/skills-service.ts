@@ -11,17 +11,17 @@
 import { randomUUID } from 'node:crypto';
 import { principalOf } from '@islet/core';
 import type { SandboxMode, SkillRequest, SkillResult } from '@islet/protocol';
-import { type RunJobData, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
+import type { RunJobData } from '@islet/runs';
 import type { Caller } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { checkSessionId } from './session-id.ts';
 
 /** Time a skill job may wait for a runner beyond its own timeout before the request gives up, ms. */
-export const SKILL_QUEUE_ALLOWANCE_MS = 60_000;
+const SKILL_QUEUE_ALLOWANCE_MS = 60_000;
 
 /** One skill run as the HTTP route and the MCP tool hand it over. */
-export interface SkillRunInput {
+interface SkillRunInput {
   /** Who asks: its tenant, principal and scopes (the session claim) and the tenant's in-flight limit. */
   caller: Caller;
   mode: SandboxMode;
@@ -37,7 +37,6 @@ export function createSkillsService(
 ) {
   // Closed with this service (one QueueEvents per mode, each on a connection of its own).
   const jobEvents = deps.jobEvents.open();
-  const eventsFor = (mode: SandboxMode) => jobEvents.eventsFor(mode);
 
   /**
    * The mode a skill request runs in: `sandbox_permissions` may narrow it to `read-only`; the
@@ -108,8 +107,7 @@ export function createSkillsService(
     sessionId: string | undefined,
     ttlMs: number,
   ): Promise<SkillResult> {
-    const queueEvents = eventsFor(context.mode);
-    await queueEvents.waitUntilReady();
+    await jobEvents.ready(context.mode);
     const data: RunJobData = {
       runId: id,
       tenant: context.tenant,
@@ -120,14 +118,14 @@ export function createSkillsService(
       },
     };
     const noted = deps.poolDemand.queued(context.mode, context.tenant);
-    const job = await deps.queues[context.mode].add(SKILL_JOB_NAME, data, skillJobOptions(id));
+    const job = await deps.runQueue.enqueueSkill(context.mode, data, id);
     await noted;
     let sealed: unknown;
     // Takes the listener off `closing` (which outlives every request) when the wait ends.
     const waitDone = new AbortController();
     try {
       sealed = await Promise.race([
-        job.waitUntilFinished(queueEvents, ttlMs),
+        job.finished(jobEvents, ttlMs),
         new Promise((_, reject) => {
           const onAbort = () => reject(new HttpProblem('unavailable', 'the gateway is shutting down'));
           if (closing.aborted) onAbort();
@@ -138,7 +136,7 @@ export function createSkillsService(
       if (err instanceof HttpProblem) throw err;
       const message = (err as Error).message;
       if (/timed out/i.test(message)) {
-        await job.remove().catch(() => undefined); // still queued: do not run it for nobody
+        await job.remove(); // still queued: do not run it for nobody
         throw new HttpProblem(
           'unavailable',
           `no runner finished the skill within ${ttlMs}ms (is a ${context.mode} runner up?)`,

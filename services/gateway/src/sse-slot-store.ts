@@ -11,7 +11,7 @@ import { keys } from '@islet/core';
 import type { Redis } from 'ioredis';
 
 /** How long a slot is held without renewal, ms (streams renew every few seconds). */
-export const SSE_LEASE_MS = 30_000;
+const SSE_LEASE_MS = 30_000;
 
 // KEYS[1] tenant's set, KEYS[2] key's set. ARGV: nowMs, leaseMs, tenant limit, key limit, streamId.
 // 1 = taken, 0 = the tenant is full, -1 = the key is full.
@@ -33,7 +33,7 @@ export interface SseSlot {
   release(): Promise<void>;
 }
 
-export interface SseLimits {
+interface SseLimits {
   perTenant: number;
   perKey: number;
 }

@@ -57,8 +57,6 @@ export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'conf
   };
 }
 
-export type StorageQuota = ReturnType<typeof createStorageQuota>;
-
 /** About what a new run's record holds once sealed (base64url: 4/3 of the bytes, plus the envelope). */
 export function storedSizeOf(run: { code: string; description: string; request: unknown }): number {
   const plain =

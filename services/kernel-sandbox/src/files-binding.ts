@@ -12,20 +12,20 @@ import { type Enforcement, fileSandboxDeniedText } from './facts.ts';
 import { isWorkspaceError, Workspace, type WorkspaceLimits } from './workspace-store.ts';
 
 export const FILES_BINDING_NAMES = ['files.read', 'files.write', 'files.list', 'files.remove'] as const;
-export type FilesBindingName = (typeof FILES_BINDING_NAMES)[number];
+type FilesBindingName = (typeof FILES_BINDING_NAMES)[number];
 
 const WRITES: ReadonlySet<string> = new Set(['files.write', 'files.remove']);
 
-export interface FilesCall {
+interface FilesCall {
   binding: string;
   argsJson: string;
 }
 
-export type FilesOutcome =
+type FilesOutcome =
   | { type: 'result'; valueJson: string }
   | { type: 'error'; name: 'AppCallFailed'; message: string; details?: Record<string, unknown> };
 
-export interface FilesBindingOptions {
+interface FilesBindingOptions {
   mode: SandboxMode;
   /** The session's workspace directory (used when `workspace` is not given). */
   workspaceDir: string;

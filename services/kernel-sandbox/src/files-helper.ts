@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
 import { filesHelperPath } from './paths.ts';
 import { WorkspaceError, type WorkspaceErrorCode } from './workspace-errors.ts';
 
-export const FILES_OP = {
+const FILES_OP = {
   read: 1,
   write: 2,
   list: 3,
@@ -25,7 +25,7 @@ export const FILES_OP = {
   drop: 9,
   ensure: 10,
 } as const;
-export type FilesOp = keyof typeof FILES_OP;
+type FilesOp = keyof typeof FILES_OP;
 
 /** Status byte → error code; index 0 is success. Mirrors the enum in islet-files.c. */
 const STATUS: ReadonlyArray<WorkspaceErrorCode | undefined> = [
@@ -41,7 +41,7 @@ const STATUS: ReadonlyArray<WorkspaceErrorCode | undefined> = [
   'busy',
 ];
 
-export interface FilesRequest {
+interface FilesRequest {
   op: FilesOp;
   /** The workspace, relative to the root: `tenant/session`, or `.` for the root itself. */
   ws: string;

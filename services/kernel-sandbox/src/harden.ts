@@ -17,7 +17,7 @@ interface HardenAddon {
 }
 
 /** What the kernel holds after `hardenProcess()`, read back with prctl. */
-export interface HardenReport {
+interface HardenReport {
   /** PR_GET_DUMPABLE: 0 when hardened; -1 when the addon is missing. */
   dumpable: number;
   /** PR_GET_NO_NEW_PRIVS: 1 when hardened; -1 when the addon is missing. */
@@ -56,10 +56,4 @@ export function hardenProcess(): HardenReport {
   if (a.setNonDumpable() !== 0) notes.push('prctl(PR_SET_DUMPABLE, 0) failed');
   if (a.setNoNewPrivs() !== 1) notes.push('prctl(PR_SET_NO_NEW_PRIVS, 1) failed');
   return { dumpable: a.getDumpable(), noNewPrivs: a.getNoNewPrivs(), notes };
-}
-
-/** The current state without changing it (tests, diagnostics). */
-export function hardenState(): { dumpable: number; noNewPrivs: number } {
-  const a = load();
-  return a ? { dumpable: a.getDumpable(), noNewPrivs: a.getNoNewPrivs() } : { dumpable: -1, noNewPrivs: -1 };
 }

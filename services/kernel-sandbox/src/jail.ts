@@ -17,7 +17,7 @@ export const JAIL_WORKSPACE_FULL_EXIT_CODE = 153;
 /** islet-jail's exit code when the command itself cannot be executed. */
 export const JAIL_EXEC_FAILED_EXIT_CODE = 127;
 
-export type JailLayer = 'no_new_privs' | 'seccomp' | 'landlock' | 'rlimits';
+type JailLayer = 'no_new_privs' | 'seccomp' | 'landlock' | 'rlimits';
 
 /** The launcher's one-line JSON report of what it applied. */
 export interface EnforcementReport {
@@ -100,7 +100,7 @@ export function protectPaths(paths: string[]): void {
 }
 
 /** Paths the runtime needs to read: Node's install prefix and the application root (sources, node_modules). */
-export function defaultReadPaths(): string[] {
+function defaultReadPaths(): string[] {
   const paths = [resolve(dirname(process.execPath), '..'), resolve(PACKAGE_DIR, '..', '..')];
   return [...new Set(paths)].filter((p) => existsSync(p));
 }
@@ -135,7 +135,7 @@ export function jailArgs(mode: SandboxMode, opts: JailOptions = {}): string[] {
   return args;
 }
 
-export type WrapCommand = (command: string, args: string[]) => { command: string; args: string[] };
+type WrapCommand = (command: string, args: string[]) => { command: string; args: string[] };
 
 /**
  * An `EngineOptions.wrapCommand` that starts the sandbox host under the mode's kernel profile.

@@ -64,7 +64,7 @@ export interface SandboxRuntime {
   map(path: string): string;
 }
 
-export interface RuntimeOptions {
+interface RuntimeOptions {
   /** Where to install when needed. Default $ISLET_SANDBOX_RUNTIME_DIR or /var/lib/islet/runtime. */
   baseDir?: string;
   /** Source application root. Default APP_ROOT. */

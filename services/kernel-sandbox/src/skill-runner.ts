@@ -25,7 +25,7 @@ import { DEFAULT_WORKSPACE_LIMITS } from './workspace-store.ts';
 /** stdout (and, separately, stderr) is captured up to this many bytes. */
 export const SKILL_OUTPUT_CAP_BYTES = 1024 * 1024;
 /** The programs' PATH: system directories only. */
-export const SKILL_PATH = '/usr/local/bin:/usr/bin:/bin';
+const SKILL_PATH = '/usr/local/bin:/usr/bin:/bin';
 /** Exit code reported when the program was killed at its timeout (as GNU timeout does). */
 export const SKILL_TIMEOUT_EXIT_CODE = 124;
 
@@ -121,7 +121,7 @@ async function sweepUid(uid: number): Promise<void> {
   }
 }
 
-export const SKILL_DEFAULT_RLIMITS = {
+const SKILL_DEFAULT_RLIMITS = {
   rlimitAsBytes: 4 * 1024 * 1024 * 1024,
   rlimitNproc: 256,
   rlimitFsizeBytes: 64 * 1024 * 1024,

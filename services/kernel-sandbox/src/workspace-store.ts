@@ -29,7 +29,7 @@ export const DEFAULT_WORKSPACE_LIMITS: Required<WorkspaceLimits> = {
   maxFiles: 1000,
 };
 
-export interface FileEntry {
+interface FileEntry {
   path: string;
   sizeBytes: number;
   modifiedAtMs: number;
@@ -39,7 +39,7 @@ const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const MAX_PATH_CHARS = 1024;
 
 /** Tenant and session ids become directory names: plain, bounded, never `.`/`..`. */
-export function checkId(kind: string, id: string): string {
+function checkId(kind: string, id: string): string {
   if (!ID_RE.test(id) || id.includes('..')) {
     throw new WorkspaceError(
       'invalid-path',
@@ -50,7 +50,7 @@ export function checkId(kind: string, id: string): string {
 }
 
 /** Splits a workspace-relative path into checked segments. */
-export function splitRelativePath(path: string): string[] {
+function splitRelativePath(path: string): string[] {
   if (typeof path !== 'string' || path.length === 0) {
     throw new WorkspaceError('invalid-path', 'invalid path: expected a non-empty relative path');
   }
@@ -72,7 +72,7 @@ export function splitRelativePath(path: string): string[] {
 }
 
 /** One page of a listing: `nextCursor` is present when more files follow. */
-export interface FilePage {
+interface FilePage {
   files: FileEntry[];
   nextCursor?: string;
 }
@@ -80,7 +80,7 @@ export interface FilePage {
 /** Most entries one listing page returns (and its default). */
 export const MAX_LIST_LIMIT = 1000;
 
-export interface WorkspaceUsage {
+interface WorkspaceUsage {
   bytes: number;
   /** Every entry that is not a directory (regular files, and anything else a skill left). */
   files: number;
@@ -89,7 +89,7 @@ export interface WorkspaceUsage {
   over: boolean;
 }
 
-export interface FileStat {
+interface FileStat {
   type: 'file' | 'directory' | 'other';
   sizeBytes: number;
   modifiedAtMs: number;
@@ -245,7 +245,7 @@ export class Workspace {
   }
 }
 
-export interface WorkspaceStoreOptions extends WorkspaceLimits {
+interface WorkspaceStoreOptions extends WorkspaceLimits {
   /** The directory holding `<tenant>/<session>` workspaces. */
   root: string;
 }

@@ -2,11 +2,26 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { SandboxMode } from '@islet/protocol';
 import { type EnforcementReport, type JailOptions, jailArgs } from '../src/jail.ts';
-import { jailPath, probePath } from '../src/paths.ts';
+import { jailPath, PACKAGE_DIR } from '../src/paths.ts';
 import { sandboxRuntime } from '../src/runtime.ts';
+
+/** The test probe that tries denied and allowed operations from inside a sandbox. */
+export function probePath(): string {
+  return resolve(PACKAGE_DIR, 'build', 'islet-probe');
+}
+
+/** The mode's seccomp profile (OCI / Kubernetes Localhost JSON). The chart copies exactly these files. */
+export function profilePath(mode: SandboxMode): string {
+  return resolve(PACKAGE_DIR, 'profiles', `${mode}.json`);
+}
+
+/** The machine-readable file-system rules for every mode. */
+export function fsRulesPath(): string {
+  return resolve(PACKAGE_DIR, 'profiles', 'fs-rules.json');
+}
 
 /** islet-probe ops every mode's seccomp profile must answer with EPERM (under islet-jail and under runc). */
 export const DENIED_PROBE_OPS = [

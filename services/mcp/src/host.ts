@@ -17,7 +17,7 @@ export interface McpCaller {
 /** Which contract's rules a run follows (document 000 or document 003). */
 export type McpRunStyle = 'run_code' | 'code-mode';
 
-export interface McpRunInput {
+interface McpRunInput {
   fields: RunCodeRequest;
   /** The MCP session: the run joins the Islet session of that id (workspace, run list). */
   sessionId: string;
@@ -26,7 +26,7 @@ export interface McpRunInput {
   style: McpRunStyle;
 }
 
-export interface McpPendingDecision {
+interface McpPendingDecision {
   /** `<runId>:<index>` as `GET /v1/decisions` lists it. */
   id: string;
   /** The call index it stops at; -1 for a wider-access request. */
@@ -44,7 +44,7 @@ export interface McpRunState {
   decisions: McpPendingDecision[];
 }
 
-export interface McpRuns {
+interface McpRuns {
   /** Throws the host's own problem for quota, rate and similar refusals. */
   submit(caller: McpCaller, input: McpRunInput): Promise<McpRunState>;
   /** Returns when the run ends, waits for a decision, `ms` pass or `signal` aborts. */

@@ -1,18 +1,8 @@
-export type {
-  McpCaller,
-  McpHost,
-  McpPendingDecision,
-  McpRunInput,
-  McpRunState,
-  McpRunStyle,
-  McpRuns,
-} from './host.ts';
-export { createIsletMcpServer, decisionText, directCallRefusal, GET_RUN_TOOL } from './islet-mcp-server.ts';
+export type { McpCaller, McpHost, McpRunState, McpRunStyle } from './host.ts';
+export { createIsletMcpServer, decisionText, directCallRefusal } from './islet-mcp-server.ts';
 export {
   CLIENT_INFO,
   callMcpApp,
-  type DiscoveredPrompt,
-  type DiscoveredResource,
   type DiscoveredTool,
   type Discovery,
   discover,
@@ -20,8 +10,9 @@ export {
   type McpAppCall,
   type McpAppTarget,
 } from './mcp-app.ts';
-export { type McpRoutesOptions, mcpRoutes } from './mcp-routes.ts';
-export { createMcpSettingsStore, type McpSettings, mcpSettingsSchema, resolveTools } from './mcp-settings.ts';
-export { createMcpToolWatcher, type McpToolWatcher } from './mcp-tool-watcher.ts';
-export { TOOL_FORMATS, type ToolFormat, toolDefinitions } from './tool-definitions.ts';
+export { mcpRoutes } from './mcp-routes.ts';
+export { type McpSettings, mcpSettingsSchema, resolveTools } from './mcp-settings.ts';
+export { createMcpStore, type McpStore } from './mcp-store.ts';
+export { createMcpToolWatcher } from './mcp-tool-watcher.ts';
+export { TOOL_FORMATS, toolDefinitions } from './tool-definitions.ts';
 export { jsonSchemaOf, SURFACE_DEFINITIONS, SURFACES, type Surface } from './tool-schemas.ts';

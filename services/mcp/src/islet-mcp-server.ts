@@ -4,7 +4,6 @@
  * tool name refused as code-call mode requires. A run's MCP request id is recorded so that a
  * `notifications/cancelled` arriving on another request (or replica) cancels the run.
  */
-import { keys } from '@islet/core';
 import { isFinalStatus, parseRunCodeRequest, parseSkillRequest, type RunCodeRequest } from '@islet/protocol';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
@@ -17,17 +16,17 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { McpCaller, McpHost, McpRunState, McpRunStyle } from './host.ts';
 import { type McpSettings, type ResolvedTool, resolveTools } from './mcp-settings.ts';
+import type { McpStore } from './mcp-store.ts';
 import { mcpTool } from './tool-definitions.ts';
 import { codeApiInput, codeRunInput, jsonSchemaOf } from './tool-schemas.ts';
 
 /** How often a waiting tool call reports progress when nothing changed, ms. */
-export const PROGRESS_HEARTBEAT_MS = 5_000;
+const PROGRESS_HEARTBEAT_MS = 5_000;
 /** The longest a tool call waits for its run: the run_code ceiling plus time in the queue, ms. */
-export const RUN_WAIT_CAP_MS = 660_000;
+const RUN_WAIT_CAP_MS = 660_000;
 
 /** Ids of Islet's own server→client requests, so their answers are told apart from the SDK's. */
 export const ELICITATION_ID_PREFIX = 'islet-elicit-';
@@ -43,12 +42,13 @@ export type Elicit = (
   { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> | undefined } | undefined
 >;
 
-export interface IsletMcpServerOptions {
+interface IsletMcpServerOptions {
   host: McpHost;
   caller: McpCaller;
   sessionId: string;
   settings: McpSettings;
-  redis: Redis;
+  /** Which run each JSON-RPC request started (a cancel may reach another replica). */
+  requestRuns: McpStore['requestRuns'];
   /** Aborted when the gateway closes: waits end, runs go on (they are not the client's to lose). */
   closing: AbortSignal;
   version: string;
@@ -59,7 +59,7 @@ export interface IsletMcpServerOptions {
 }
 
 /** Fetches a run's result later: the answer a run_code call gave, for a run that was still going. */
-export const GET_RUN_TOOL = 'get_run';
+const GET_RUN_TOOL = 'get_run';
 const getRunInput = z.strictObject({
   runId: z.string().min(1).max(200).describe('The run id a run_code answer named.'),
   waitSeconds: z
@@ -108,7 +108,7 @@ export function decisionText(state: McpRunState, origin?: string): string {
 }
 
 export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
-  const { host, caller, sessionId, redis } = o;
+  const { host, caller, sessionId, requestRuns } = o;
   const tools = resolveTools(o.settings);
   const server = new Server(
     { name: 'islet', version: o.version },
@@ -151,7 +151,7 @@ export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
   server.setNotificationHandler(CancelledNotificationSchema, async (n) => {
     const requestId = n.params.requestId;
     if (requestId === undefined) return;
-    const runId = await redis.get(keys.mcpRequestRun(sessionId, String(requestId)));
+    const runId = await requestRuns.get(sessionId, String(requestId));
     if (runId) await host.runs.cancel(caller, runId).catch(() => undefined);
   });
 
@@ -162,7 +162,7 @@ export function createIsletMcpServer(o: IsletMcpServerOptions): Server {
       callId: `mcp-${String(extra.requestId)}`,
       style,
     });
-    await redis.set(keys.mcpRequestRun(sessionId, String(extra.requestId)), state.id, 'EX', 3600);
+    await requestRuns.set(sessionId, String(extra.requestId), state.id);
     const token = extra._meta?.progressToken;
     let progress = 0;
     const report = async (s: McpRunState) => {

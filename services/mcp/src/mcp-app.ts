@@ -22,12 +22,12 @@ export interface DiscoveredTool {
   inputSchema: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
 }
-export interface DiscoveredResource {
+interface DiscoveredResource {
   name: string;
   description?: string;
   uri: string;
 }
-export interface DiscoveredPrompt {
+interface DiscoveredPrompt {
   name: string;
   description?: string;
   arguments?: Array<{ name: string; description?: string; required?: boolean }>;
@@ -44,7 +44,7 @@ export type McpAppAnswer =
 
 export const CLIENT_INFO = { name: 'islet', version: '0.1.0' };
 
-export async function withMcpClient<T>(
+async function withMcpClient<T>(
   target: McpAppTarget,
   extraHeaders: Record<string, string>,
   fn: (client: Client) => Promise<T>,

@@ -11,11 +11,9 @@
  * - `GET|PUT /v1/admin/tenants/:id/mcp`: a tenant's surface settings (platform admins).
  */
 import { randomUUID } from 'node:crypto';
-import { keys } from '@islet/core';
 import { PROBLEM_CONTENT_TYPE, type ProblemCode, problem } from '@islet/protocol';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { McpCaller, McpHost } from './host.ts';
 import {
@@ -25,15 +23,17 @@ import {
   ELICITATION_TIMEOUT_MS,
   type Elicit,
 } from './islet-mcp-server.ts';
-import { createMcpSettingsStore, mcpSettingsSchema, resolveTools } from './mcp-settings.ts';
+import { mcpSettingsSchema, resolveTools } from './mcp-settings.ts';
+import type { McpStore, StoredMcpSession } from './mcp-store.ts';
 import { TOOL_FORMATS, toolDefinitions } from './tool-definitions.ts';
 
 /** An idle MCP session is forgotten after this long, s (each request renews it). */
-export const MCP_SESSION_TTL_SECONDS = 86_400;
+const MCP_SESSION_TTL_SECONDS = 86_400;
 
-export interface McpRoutesOptions {
+interface McpRoutesOptions {
   host: McpHost;
-  redis: Redis;
+  /** Where MCP sessions, request→run ids, elicitation answers and settings live (mcp-store.ts). */
+  storage: McpStore;
   /** API key with scope `apps.use`; sets what `resolveCaller` reads. */
   authenticate: preHandlerHookHandler;
   /** API key with scope `platform.admin`. */
@@ -61,17 +61,7 @@ function rpcError(reply: FastifyReply, status: number, message: string) {
 
 const principalOf = (caller: McpCaller) => caller.principal ?? caller.keyId ?? '';
 
-interface StoredSession {
-  id: string;
-  tenant: string;
-  /** The client declared the `elicitation` capability at initialize. */
-  elicitation: boolean;
-  /** Who opened it: another principal of the tenant does not find it (sessions made before: any). */
-  principal?: string;
-}
-
-/** The value of an elicitation's key while Islet waits for its answer. */
-const AWAITED = '?';
+type StoredSession = StoredMcpSession & { id: string };
 
 type Message = { method?: unknown; id?: unknown; params?: { capabilities?: { elicitation?: unknown } } };
 const messagesOf = (body: unknown): Message[] =>
@@ -97,18 +87,17 @@ export function mcpRoutes(o: McpRoutesOptions) {
       const id = `${ELICITATION_ID_PREFIX}${randomUUID()}`;
       // Only an answer to an id Islet minted and still waits for is stored (SET XX on this marker):
       // answers nobody asked for never pile up in Redis.
-      const key = keys.mcpElicitation(sessionId, id);
-      await o.redis.set(key, AWAITED, 'PX', ELICITATION_TIMEOUT_MS + 60_000);
+      await o.storage.elicitations.await(sessionId, id, ELICITATION_TIMEOUT_MS + 60_000);
       await transport.send(
         { jsonrpc: '2.0', id, method: 'elicitation/create', params },
         { relatedRequestId },
       );
       const deadline = Date.now() + ELICITATION_TIMEOUT_MS;
       while (!signal.aborted && Date.now() < deadline) {
-        const raw = await o.redis.get(key);
-        if (raw && raw !== AWAITED) {
-          await o.redis.del(key);
-          const answer = JSON.parse(raw) as { result?: { action?: unknown; content?: unknown } };
+        const answer = (await o.storage.elicitations.take(sessionId, id)) as
+          | { result?: { action?: unknown; content?: unknown } }
+          | undefined;
+        if (answer !== undefined) {
           const action = answer.result?.action;
           if (action === 'accept' || action === 'decline' || action === 'cancel')
             return { action, content: answer.result?.content as Record<string, unknown> | undefined };
@@ -116,21 +105,19 @@ export function mcpRoutes(o: McpRoutesOptions) {
         }
         await new Promise((r) => setTimeout(r, ELICITATION_POLL_MS));
       }
-      await o.redis.del(key);
+      await o.storage.elicitations.drop(sessionId, id);
       return undefined;
     };
 
-  const settings = createMcpSettingsStore(o.redis);
+  const { settings } = o.storage;
 
   async function session(request: FastifyRequest, caller: McpCaller): Promise<StoredSession | undefined> {
     const id = request.headers['mcp-session-id'];
     if (typeof id !== 'string' || !/^[\w-]{1,100}$/.test(id)) return undefined;
-    const key = keys.mcpSession(id);
-    const raw = await o.redis.get(key);
-    const stored = raw ? (JSON.parse(raw) as StoredSession) : undefined;
+    const stored = await o.storage.sessions.get(id);
     if (stored?.tenant !== caller.tenantId) return undefined;
     if (stored.principal !== undefined && stored.principal !== principalOf(caller)) return undefined;
-    await o.redis.expire(key, MCP_SESSION_TTL_SECONDS);
+    await o.storage.sessions.renew(id, MCP_SESSION_TTL_SECONDS);
     return { ...stored, id };
   }
 
@@ -153,7 +140,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
           principal: principalOf(caller),
         };
         const { id, ...stored } = current;
-        await o.redis.set(keys.mcpSession(id), JSON.stringify(stored), 'EX', MCP_SESSION_TTL_SECONDS);
+        await o.storage.sessions.open(id, stored, MCP_SESSION_TTL_SECONDS);
         // Stateless transports do not name sessions: the header is set here and kept by writeHead.
         reply.raw.setHeader('mcp-session-id', id);
       } else {
@@ -165,8 +152,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
         if (answers) {
           // Whichever replica holds the waiting tool call picks the answer up from Redis.
           for (const m of answers) {
-            const key = keys.mcpElicitation(current.id, String(m.id));
-            await o.redis.set(key, JSON.stringify(m), 'KEEPTTL', 'XX');
+            await o.storage.elicitations.answer(current.id, String(m.id), m);
           }
           return reply.code(202).send();
         }
@@ -178,7 +164,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
         caller,
         sessionId,
         settings: await settings.get(caller.tenantId),
-        redis: o.redis,
+        requestRuns: o.storage.requestRuns,
         closing: o.closing,
         version: o.version,
         ...(current.elicitation ? { elicit: elicitOver(transport, sessionId) } : {}),
@@ -205,7 +191,7 @@ export function mcpRoutes(o: McpRoutesOptions) {
     app.delete('/mcp', { preHandler: o.authenticate }, async (request, reply) => {
       const found = await session(request, o.resolveCaller(request));
       if (!found) return rpcError(reply, 404, 'Session not found');
-      await o.redis.del(keys.mcpSession(found.id));
+      await o.storage.sessions.end(found.id);
       return reply.code(200).send({});
     });
 

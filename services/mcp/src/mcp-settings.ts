@@ -1,10 +1,8 @@
 /**
  * A tenant's MCP surface: which of the four tools it offers, under which names and descriptions.
- * Stored as one JSON value per tenant (`keys.mcpSettings`); absent fields take the defaults of
+ * Stored as one JSON value per tenant (`keys.mcpSettings`, mcp-store.ts); absent fields take the defaults of
  * `SURFACE_DEFINITIONS` (every surface on, the documents' names). Platform admins set it.
  */
-import { keys } from '@islet/core';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { SURFACE_DEFINITIONS, SURFACES, type Surface } from './tool-schemas.ts';
 
@@ -60,18 +58,3 @@ export function resolveTools(settings: McpSettings): ResolvedTool[] {
   }
   return out;
 }
-
-export function createMcpSettingsStore(redis: Redis) {
-  return {
-    async get(tenant: string): Promise<McpSettings> {
-      const raw = await redis.get(keys.mcpSettings(tenant));
-      return raw ? (JSON.parse(raw) as McpSettings) : { tools: {} };
-    },
-    async set(tenant: string, settings: McpSettings): Promise<McpSettings> {
-      await redis.set(keys.mcpSettings(tenant), JSON.stringify(settings));
-      return settings;
-    },
-  };
-}
-
-export type McpSettingsStore = ReturnType<typeof createMcpSettingsStore>;

@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { CLIENT_INFO, type DiscoveredTool, listTools, type McpAppTarget } from './mcp-app.ts';
 
-export interface McpToolWatcherOptions {
+interface McpToolWatcherOptions {
   onToolsChanged: (tenant: string, connectionId: string, tools: DiscoveredTool[]) => Promise<void>;
   onError?: (err: Error, tenant: string, connectionId: string) => void;
   /** Watches held at once (streams and sockets); default 32. */
@@ -86,5 +86,3 @@ export function createMcpToolWatcher(o: McpToolWatcherOptions) {
 
   return { watch, unwatch, close, watching: () => watching.size };
 }
-
-export type McpToolWatcher = ReturnType<typeof createMcpToolWatcher>;

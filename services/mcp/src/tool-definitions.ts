@@ -7,7 +7,7 @@ import type { ResolvedTool } from './mcp-settings.ts';
 import { jsonSchemaOf, SURFACE_DEFINITIONS } from './tool-schemas.ts';
 
 export const TOOL_FORMATS = ['mcp', 'openai', 'anthropic'] as const;
-export type ToolFormat = (typeof TOOL_FORMATS)[number];
+type ToolFormat = (typeof TOOL_FORMATS)[number];
 
 export function mcpTool(tool: ResolvedTool): Tool {
   const def = SURFACE_DEFINITIONS[tool.surface];

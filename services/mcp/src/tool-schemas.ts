@@ -17,7 +17,7 @@ import { z } from 'zod';
 const run = RunCodeRequestSchema.shape;
 
 /** run_code (document 000): the parameters and their descriptions as the document writes them. */
-export const runCodeInput = z.object({
+const runCodeInput = z.object({
   code: run.code.describe(
     'The program itself: the body of an async function. Top-level `await` and `return` both work, and the returned value comes back with the run.',
   ),
@@ -61,7 +61,7 @@ export const codeRunInput = z.object({
     .describe('Why the program runs, in one sentence; it is kept as the code run\'s "reason".'),
 });
 
-export const codeRunOutput = z.object({
+const codeRunOutput = z.object({
   runId: z.string(),
   status: z.enum(RUN_STATUSES),
   /** What the program returned (Completed). */
@@ -78,7 +78,7 @@ export const codeRunOutput = z.object({
 const skill = skillRequestSchema.shape;
 
 /** The run_code skill (document 002): its inputSchema's fields and descriptions. */
-export const skillInput = z.object({
+const skillInput = z.object({
   language: skill.language.describe(
     "Language to run the code in. 'python' uses python3, 'javascript' uses node, 'bash' uses bash.",
   ),
@@ -89,7 +89,7 @@ export const skillInput = z.object({
 });
 
 /** The skill's output shape (document 002). */
-export const skillOutput = z.object({
+const skillOutput = z.object({
   success: z.boolean().describe('True if the program exited 0'),
   output: z.string().describe('Captured stdout'),
   error: z.string().describe('Captured stderr (or error message)'),
@@ -101,7 +101,7 @@ export const skillOutput = z.object({
 export const SURFACES = ['run_code', 'code_api', 'code_run', 'skill'] as const;
 export type Surface = (typeof SURFACES)[number];
 
-export interface SurfaceDefinition {
+interface SurfaceDefinition {
   defaultName: string;
   defaultDescription: string;
   input: z.ZodObject;
@@ -142,7 +142,7 @@ export const SURFACE_DEFINITIONS: Record<Surface, SurfaceDefinition> = {
   },
 };
 
-export type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
+type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
 
 /** JSON Schema of a tool's input or output as a model is shown it (draft 2020-12, no `$schema`). */
 export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {

@@ -134,7 +134,7 @@ export const operatorConfigSchema = z.object({
 
 export type OperatorConfig = z.infer<typeof operatorConfigSchema>;
 
-export interface LeaderTimings {
+interface LeaderTimings {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;

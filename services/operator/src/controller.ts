@@ -43,7 +43,7 @@ export interface Logger {
   error(obj: object, msg?: string): void;
 }
 
-export interface ControllerDeps {
+interface ControllerDeps {
   kube: KubeClient;
   watch: Pick<Watch, 'watch'>;
   depth: DepthReader;

@@ -31,9 +31,9 @@ import {
 /** Longest run (600 s, the contract's ceiling) plus time to hand back and flush: 660 s. */
 export const TERMINATION_GRACE_SECONDS = 660;
 /** How long the runner lets runs finish after SIGTERM before handing them back: 630 s. */
-export const RUNNER_SHUTDOWN_GRACE_MS = 630_000;
-export const TEMPLATE_HASH_ANNOTATION = 'islet.dev/template-hash';
-export const RUNNER_UID = 10001;
+const RUNNER_SHUTDOWN_GRACE_MS = 630_000;
+const TEMPLATE_HASH_ANNOTATION = 'islet.dev/template-hash';
+const RUNNER_UID = 10001;
 
 export interface PodDefaults {
   /** ConfigMap with the runner's non-secret environment (REDIS_URL, gateway URL…). */
@@ -74,11 +74,11 @@ export interface PodDefaults {
   redisCaSecret?: { name: string; key: string };
 }
 
-export const DEFAULT_WORKSPACE_MOUNT_PATH = '/workspace';
-export const DEFAULT_WORKSPACE_SIZE_LIMIT = '1Gi';
+const DEFAULT_WORKSPACE_MOUNT_PATH = '/workspace';
+const DEFAULT_WORKSPACE_SIZE_LIMIT = '1Gi';
 
 /** The `workspace` volume; mirrors the chart's `islet.workspace.volume` helper. */
-export function workspaceVolume(defaults: PodDefaults): V1Volume {
+function workspaceVolume(defaults: PodDefaults): V1Volume {
   if (defaults.workspaceClaim)
     return { name: 'workspace', persistentVolumeClaim: { claimName: defaults.workspaceClaim } };
   return {
@@ -94,15 +94,10 @@ export function workspaceVolume(defaults: PodDefaults): V1Volume {
  * profile (`<mode>.json`: no sockets at all) on top. A mode profile at container level would cut the
  * broker off from Redis. See services/kernel-sandbox/README.md ("Which profile goes on the pod").
  */
-export const RUNNER_SECCOMP_PROFILE = 'islet/runner.json';
-
-/** The profile islet-jail applies to the sandbox processes of a mode (compiled into the launcher). */
-export function sandboxSeccompProfileFor(mode: string): string {
-  return `islet/${mode}.json`;
-}
+const RUNNER_SECCOMP_PROFILE = 'islet/runner.json';
 
 /** Where the Secret is mounted; mirrors the chart's `islet.secretMountPath`. */
-export const SECRET_MOUNT_PATH = '/var/run/secrets/islet';
+const SECRET_MOUNT_PATH = '/var/run/secrets/islet';
 /**
  * The Redis password and CA, projected into the same directory from whatever Secret holds them (the
  * release's, or the external Redis's own): one directory for islet-jail to wall off from sandboxes.
@@ -111,13 +106,13 @@ export const SECRET_MOUNT_PATH = '/var/run/secrets/islet';
 export const REDIS_PASSWORD_FILE = `${SECRET_MOUNT_PATH}/redis/password`;
 export const REDIS_CA_FILE = `${SECRET_MOUNT_PATH}/redis/ca.crt`;
 /** Secret keys handed to the process as `<KEY>_FILE` paths (services/core/src/config.ts). */
-export const SECRET_FILE_KEYS = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY'];
+const SECRET_FILE_KEYS = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY'];
 
 /**
  * The secret variables: files in the mounted Secret, never environment values (which leak into
  * /proc/<pid>/environ and child processes). Mirrors the chart's `islet.secretEnv`.
  */
-export function secretEnv(secret: string): NonNullable<V1Container['env']> {
+function secretEnv(secret: string): NonNullable<V1Container['env']> {
   return [
     ...SECRET_FILE_KEYS.map((k) => ({ name: `${k}_FILE`, value: `${SECRET_MOUNT_PATH}/${k}` })),
     {
@@ -132,7 +127,7 @@ export function secretEnv(secret: string): NonNullable<V1Container['env']> {
 }
 
 /** ISLET_REDIS_PASSWORD_FILE / ISLET_REDIS_CA_FILE where the pod has them. Mirrors `islet.redisEnv`. */
-export function redisFileEnv(defaults: PodDefaults): NonNullable<V1Container['env']> {
+function redisFileEnv(defaults: PodDefaults): NonNullable<V1Container['env']> {
   return [
     ...(defaults.redisPasswordSecret
       ? [{ name: 'ISLET_REDIS_PASSWORD_FILE', value: REDIS_PASSWORD_FILE }]
@@ -145,7 +140,7 @@ export function redisFileEnv(defaults: PodDefaults): NonNullable<V1Container['en
  * The `secrets` volume: the release's Secret (every key) plus the Redis password and CA items, one
  * read-only directory (0440; the pod's fsGroup reads it). Mirrors the chart's `islet.secretVolume`.
  */
-export function secretsVolume(defaults: PodDefaults): V1Volume | undefined {
+function secretsVolume(defaults: PodDefaults): V1Volume | undefined {
   const sources: V1VolumeProjection[] = [];
   if (defaults.envSecret) sources.push({ secret: { name: defaults.envSecret } });
   const item = (s: { name: string; key: string }, path: string): V1VolumeProjection => ({
@@ -157,7 +152,7 @@ export function secretsVolume(defaults: PodDefaults): V1Volume | undefined {
   return { name: 'secrets', projected: { sources, defaultMode: 0o440 } };
 }
 
-export function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1PodSpec {
+function buildPodSpec(spec: RunnerPoolSpec, defaults: PodDefaults): V1PodSpec {
   const secrets = secretsVolume(defaults);
   const envFrom: NonNullable<V1Container['envFrom']> = [];
   if (defaults.envConfigMap) envFrom.push({ configMapRef: { name: defaults.envConfigMap } });
@@ -241,7 +236,7 @@ function templateHash(template: V1PodTemplateSpec): string {
 
 const NOT_INHERITED_LABELS = new Set(['helm.sh/chart', MANAGED_BY_LABEL]);
 
-export function poolLabels(poolName: string, mode: string): Record<string, string> {
+function poolLabels(poolName: string, mode: string): Record<string, string> {
   return {
     'app.kubernetes.io/name': 'islet',
     'app.kubernetes.io/component': 'runner',

@@ -9,7 +9,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { QueueDepth } from './scaling.ts';
 
-export interface DepthReading {
+interface DepthReading {
   depth: QueueDepth;
   activeByPod: Map<string, number>;
 }

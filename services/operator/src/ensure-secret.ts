@@ -23,11 +23,11 @@ export const GENERATED_SECRET_KEYS: Record<string, () => string> = {
  * Drawn only when asked (`--redis-password`: the chart's bundled Redis). base64url: nothing Redis's
  * config parser or a JSON file would need escaped.
  */
-export const OPTIONAL_SECRET_KEYS: Record<string, () => string> = {
+const OPTIONAL_SECRET_KEYS: Record<string, () => string> = {
   ISLET_REDIS_PASSWORD: () => randomBytes(32).toString('base64url'),
 };
 
-export type EnsureOutcome = { action: 'created' | 'kept' | 'completed'; added: string[] };
+type EnsureOutcome = { action: 'created' | 'kept' | 'completed'; added: string[] };
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 

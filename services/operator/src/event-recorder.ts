@@ -13,16 +13,16 @@ import { MANAGED_BY, type RunnerPool } from './runner-pool.ts';
 
 /** client-go's defaults (tools/record/events_cache.go). */
 export const AGGREGATE_MAX_DISTINCT = 10;
-export const AGGREGATE_WINDOW_MS = 10 * 60_000;
+const AGGREGATE_WINDOW_MS = 10 * 60_000;
 const CACHE_MAX = 4096;
 
-export interface RecordedEvent {
+interface RecordedEvent {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
 }
 
-export interface EventRecorderDeps {
+interface EventRecorderDeps {
   kube: Pick<KubeClient, 'createEvent' | 'patchEventCount'>;
   namespace: string;
   identity: string;

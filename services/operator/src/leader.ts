@@ -15,7 +15,7 @@
 import { type CoordinationV1Api, type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { statusOf } from './kube.ts';
 
-export interface LeaderElectorOptions {
+interface LeaderElectorOptions {
   api: Pick<CoordinationV1Api, 'readNamespacedLease' | 'createNamespacedLease' | 'replaceNamespacedLease'>;
   namespace: string;
   name: string;

@@ -4,7 +4,7 @@ import { buildInfoLabels } from '@islet/core';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 /** prom-client default gauges whose names end in `_total` although they are not counters. */
-export const NON_COUNTER_TOTALS = [
+const NON_COUNTER_TOTALS = [
   'islet_nodejs_active_handles_total',
   'islet_nodejs_active_requests_total',
   'islet_nodejs_active_resources_total',

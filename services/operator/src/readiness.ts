@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import { statusOf } from './kube.ts';
 import { withTimeout } from './timeout.ts';
 
-export interface ReadinessResult {
+interface ReadinessResult {
   ok: boolean;
   /** Per dependency: 'ok' or why not. */
   checks: Record<'kubernetes' | 'redis', string>;

@@ -36,7 +36,7 @@ export interface PoolEvent {
   message: string;
 }
 
-export interface ReconcileInput {
+interface ReconcileInput {
   pool: RunnerPool;
   deployment: V1Deployment | undefined;
   pods: V1Pod[];
@@ -50,7 +50,7 @@ export interface ReconcileInput {
   defaults: PodDefaults;
 }
 
-export interface ReconcileOutput {
+interface ReconcileOutput {
   actions: Action[];
   events: PoolEvent[];
   history: Recommendation[];
@@ -313,7 +313,7 @@ export function reconcile(input: ReconcileInput): ReconcileOutput {
  * changed), so it is taken to have lasted until now: the previous leader recommended it until it
  * stopped, which is no later than now. A successor may hold longer, never shorter.
  */
-export function takeOverHistory(status: RunnerPoolStatus | undefined, nowMs: number): Recommendation[] {
+function takeOverHistory(status: RunnerPoolStatus | undefined, nowMs: number): Recommendation[] {
   const h = historyFromStatus(status);
   const last = h[h.length - 1];
   if (last && last.atMs < nowMs) h[h.length - 1] = { atMs: nowMs, replicas: last.replicas };
@@ -354,7 +354,7 @@ export function stalledOnItsOwn(pool: RunnerPool): boolean {
 }
 
 /** The persisted stabilization history; entries that do not parse are dropped. */
-export function historyFromStatus(status: RunnerPoolStatus | undefined): Recommendation[] {
+function historyFromStatus(status: RunnerPoolStatus | undefined): Recommendation[] {
   return (status?.recommendations ?? [])
     .map((r) => ({ atMs: Date.parse(r.time), replicas: r.replicas }))
     .filter((r) => Number.isFinite(r.atMs) && Number.isInteger(r.replicas));

@@ -30,7 +30,7 @@ const quantity = z.union([
 ]);
 const resourceList = z.record(z.string(), quantity);
 
-export const runnerPoolSpecSchema = z
+const runnerPoolSpecSchema = z
   .object({
     mode: z.enum(SANDBOX_MODES),
     minReplicas: z.number().int().min(0).default(1),
@@ -84,7 +84,7 @@ export interface RunnerPoolStatus {
   recommendations?: PersistedRecommendation[];
 }
 
-export interface PersistedRecommendation {
+interface PersistedRecommendation {
   time: string;
   replicas: number;
 }
@@ -97,7 +97,7 @@ export interface RunnerPool {
   status?: RunnerPoolStatus;
 }
 
-export type ParsedSpec = { ok: true; spec: RunnerPoolSpec } | { ok: false; message: string };
+type ParsedSpec = { ok: true; spec: RunnerPoolSpec } | { ok: false; message: string };
 
 export function parseSpec(spec: unknown): ParsedSpec {
   const r = runnerPoolSpecSchema.safeParse(spec);

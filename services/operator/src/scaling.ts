@@ -48,7 +48,7 @@ export function shareOf(d: QueueDepth, pools: number): QueueDepth {
   };
 }
 
-export interface ScaleLimits {
+interface ScaleLimits {
   minReplicas: number;
   maxReplicas: number;
   targetWaitingPerReplica: number;
@@ -65,7 +65,7 @@ export interface Recommendation {
   replicas: number;
 }
 
-export interface StabilizeInput {
+interface StabilizeInput {
   current: number;
   recommended: number;
   history: readonly Recommendation[];
@@ -74,7 +74,7 @@ export interface StabilizeInput {
   downWindowMs: number;
 }
 
-export interface StabilizeResult {
+interface StabilizeResult {
   desired: number;
   /** History to keep for the next call (this recommendation appended, old ones pruned). */
   history: Recommendation[];
@@ -103,10 +103,10 @@ export function stabilize(input: StabilizeInput): StabilizeResult {
  * Persisted times are pushed this far into the future, so a reader of a copy written just before a
  * run ended waits longer, never shorter.
  */
-export const HISTORY_GRANULARITY_MS = 15_000;
+const HISTORY_GRANULARITY_MS = 15_000;
 
 /** Keeps the latest entry of each run of equal consecutive recommendations: same min/max in any window. */
-export function compactHistory(history: readonly Recommendation[]): Recommendation[] {
+function compactHistory(history: readonly Recommendation[]): Recommendation[] {
   const out: Recommendation[] = [];
   for (const r of history) {
     const last = out[out.length - 1];

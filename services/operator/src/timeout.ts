@@ -2,7 +2,7 @@
  * Request timeouts for Kubernetes API calls: a hung call (API server or network stalled) rejects
  * after `ms` instead of holding a reconcile, or a Lease renewal, forever.
  */
-export class RequestTimeoutError extends Error {
+class RequestTimeoutError extends Error {
   constructor(what: string, ms: number) {
     super(`${what}: no answer within ${ms} ms`);
     this.name = 'RequestTimeoutError';

@@ -7,9 +7,9 @@ import type { Watch } from '@kubernetes/client-node';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import type { Listed } from './kube.ts';
 
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
-export interface RestartableWatchOptions<T> {
+interface RestartableWatchOptions<T> {
   watch: Pick<Watch, 'watch'>;
   /** API path of the collection, e.g. /apis/apps/v1/namespaces/x/deployments. */
   path: string;

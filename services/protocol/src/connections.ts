@@ -4,10 +4,10 @@
  * stores this shape; the console reads it.
  */
 
-export type ConnectionKind = 'http' | 'client' | 'mcp';
-export type ToolPolicy = 'allow' | 'ask' | 'deny';
+type ConnectionKind = 'http' | 'client' | 'mcp';
+type ToolPolicy = 'allow' | 'ask' | 'deny';
 
-export interface ConnectionTool {
+interface ConnectionTool {
   name: string;
   description?: string | undefined;
   inputSchema: Record<string, unknown>;
@@ -16,7 +16,7 @@ export interface ConnectionTool {
 }
 
 /** A resource or prompt the connection offers (`mcp`: read through its binding). */
-export interface ConnectionRead {
+interface ConnectionRead {
   name: string;
   description?: string | undefined;
   /** `mcp` resources: the URI the binding reads. */

@@ -33,7 +33,7 @@ export const logLineSchema = z.object({
 });
 
 /** Where a binding came from: the connection and the tool, resource or prompt behind it. */
-export const callSourceSchema = z.object({
+const callSourceSchema = z.object({
   connectionId: z.string(),
   connectionName: z.string(),
   name: z.string(),
@@ -41,7 +41,7 @@ export const callSourceSchema = z.object({
 });
 
 /** What one binding call ended with, as the program saw it. */
-export const callResultSchema = z.discriminatedUnion('_tag', [
+const callResultSchema = z.discriminatedUnion('_tag', [
   z.object({ _tag: z.literal('Completed'), value: z.unknown() }),
   z.object({
     _tag: z.literal('Failed'),
@@ -54,7 +54,7 @@ export const callResultSchema = z.discriminatedUnion('_tag', [
   z.object({ _tag: z.literal('Stopped'), code: z.string(), message: z.string() }),
 ]);
 
-export const callOutcomeSchema = z.discriminatedUnion('_tag', [
+const callOutcomeSchema = z.discriminatedUnion('_tag', [
   /** Claimed or sent; no outcome journaled yet. */
   z.object({ _tag: z.literal('Pending') }),
   /** Waits for a decision. */
@@ -70,7 +70,7 @@ export const codeRunCallSchema = z.object({
   outcome: callOutcomeSchema,
 });
 
-export const runResultSchema = z.discriminatedUnion('_tag', [
+const runResultSchema = z.discriminatedUnion('_tag', [
   z.object({ _tag: z.literal('Completed'), value: z.unknown().optional(), logs: z.array(logLineSchema) }),
   z.object({
     _tag: z.literal('Failed'),
@@ -125,13 +125,12 @@ export const codeRunRecordSchema = z.object({
 });
 
 export type LogLineRecord = z.infer<typeof logLineSchema>;
-export type CallSourceRecord = z.infer<typeof callSourceSchema>;
 export type CallOutcomeRecord = z.infer<typeof callOutcomeSchema>;
 export type CodeRunCall = z.infer<typeof codeRunCallSchema>;
 export type RunResult = z.infer<typeof runResultSchema>;
 export type CodeRunRecord = z.infer<typeof codeRunRecordSchema>;
 
-export const FINAL_STATUSES: readonly RunStatus[] = ['Completed', 'Failed', 'Cancelled'];
+const FINAL_STATUSES: readonly RunStatus[] = ['Completed', 'Failed', 'Cancelled'];
 export function isFinalStatus(status: string): boolean {
   return (FINAL_STATUSES as readonly string[]).includes(status);
 }

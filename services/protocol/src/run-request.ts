@@ -54,7 +54,7 @@ export interface RunCodeCapabilities {
   maxTimeoutMs?: number;
 }
 
-export type RunCodeParseResult<T> = { ok: true; value: T } | { ok: false; refusal: string };
+type RunCodeParseResult<T> = { ok: true; value: T } | { ok: false; refusal: string };
 
 /** The order in which refusals are reported when a request has several problems. */
 const FIELD_ORDER = ['code', 'description', 'timeoutMs', 'sandbox_permissions', 'justification'];

@@ -35,12 +35,12 @@ export function runCodeTimeoutMs(requested: number | undefined, ceilingMs?: numb
 }
 
 /** What a style brings when neither the request nor the tenant's run policy says otherwise. */
-export interface RunStyleDefinition {
+interface RunStyleDefinition {
   approval: ApprovalMode;
   timeBudget: TimeBudget;
 }
 
-export const RUN_STYLE_DEFINITIONS: Record<RunStyle, RunStyleDefinition> = {
+const RUN_STYLE_DEFINITIONS: Record<RunStyle, RunStyleDefinition> = {
   run_code: { approval: 'hold', timeBudget: 'elapsed' },
   'code-mode': { approval: 'stop', timeBudget: 'excluding-binding-waits' },
 };
@@ -60,7 +60,7 @@ export function resolveTimeBudget(style: RunStyle, tenant?: TimeBudget): TimeBud
 }
 
 /** One rule of the two styles side by side, with the document it comes from. */
-export interface StyleRule {
+interface StyleRule {
   rule: string;
   runCode: string;
   codeMode: string;

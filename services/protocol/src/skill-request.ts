@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { unknownFieldsMessage, unknownFieldsOf } from './unknown-fields.ts';
 
-export const SKILL_LANGUAGES = ['python', 'javascript', 'bash'] as const;
+const SKILL_LANGUAGES = ['python', 'javascript', 'bash'] as const;
 export type SkillLanguage = (typeof SKILL_LANGUAGES)[number];
 export const SKILL_DEFAULT_TIMEOUT_MS = 60_000;
 export const SKILL_MAX_TIMEOUT_MS = 120_000;

@@ -28,7 +28,7 @@ import {
   type RunStore,
 } from '@islet/runs';
 
-export interface FilesCallsOptions {
+interface FilesCallsOptions {
   journal: CallJournal;
   /** Builds the run stream's `call` event (the run store's, which seals it). */
   events: Pick<RunStore, 'callEvent'>;

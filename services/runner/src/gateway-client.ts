@@ -13,7 +13,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import type { LiveOutcome } from '@islet/runs';
 
-export interface GatewayClientOptions {
+interface GatewayClientOptions {
   urls: string[];
   token: string;
   /** Transport (tests inject one). Default: node:http with keep-alive and no response deadline. */
@@ -36,7 +36,7 @@ export interface GatewayClient {
   call(runId: string, attempt: number, call: BindingCall, signal?: AbortSignal): Promise<LiveOutcome>;
 }
 
-export type PostFn = (
+type PostFn = (
   url: string,
   headers: Record<string, string>,
   body: string,
@@ -47,7 +47,7 @@ export type PostFn = (
  * POSTs a batch; `onLine` gets each line of a 200 answer as it arrives. Resolves when the answer
  * ends, with its status and (not 200) its body.
  */
-export type PostBatchFn = (
+type PostBatchFn = (
   url: string,
   headers: Record<string, string>,
   body: string,
@@ -105,7 +105,7 @@ function postWith<T>(
  * node:http rather than fetch: a call may legitimately take minutes (a client connection's answer,
  * a decision held in place), and fetch's built-in 300 s headers timeout would cut it.
  */
-export function createHttpPost(): PostFn {
+function createHttpPost(): PostFn {
   const agents = keepAliveAgents();
   return (url, headers, body, signal) =>
     postWith(agents, url, headers, body, signal, (res, resolve, reject) => {
@@ -118,7 +118,7 @@ export function createHttpPost(): PostFn {
     });
 }
 
-export function createHttpPostBatch(): PostBatchFn {
+function createHttpPostBatch(): PostBatchFn {
   const agents = keepAliveAgents();
   return (url, headers, body, onLine, signal) =>
     postWith(agents, url, headers, body, signal, (res, resolve, reject) => {

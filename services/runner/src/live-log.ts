@@ -10,7 +10,7 @@
  */
 import type { LogLineRecord as LogLine } from '@islet/protocol';
 
-export interface LiveLogOptions {
+interface LiveLogOptions {
   /** Bytes of log text (UTF-8) sent live per run at most. */
   maxBytes: number;
   /** How long lines gather before they are sent, ms. */
@@ -22,7 +22,7 @@ export interface LiveLogOptions {
   onError?: (err: unknown) => void;
 }
 
-export interface LiveLog {
+interface LiveLog {
   push(lines: LogLine[]): void;
   /** Sends what is left (nothing, if nothing went out yet) and waits for every append. */
   close(): Promise<void>;

@@ -1,9 +1,14 @@
-/** From the engine's RunOutcome to the run's final status, Code Mode result and reason. */
+/**
+ * From the engine's RunOutcome to the run's final status, Code Mode result and reason. Failure
+ * records come from `@islet/runs`' one builder (`failedEnd`), with the program's output and the
+ * engine's result text.
+ */
 import type { RunOutcome } from '@islet/engine';
 import { renderResultText } from '@islet/engine';
 import { type FailureKind, type RunResult, reasonForFailure, statusForFailure } from '@islet/protocol';
+import { failedEnd } from '@islet/runs';
 
-export type RunEnd =
+type RunEnd =
   | {
       kind: 'final';
       status: 'Completed' | 'Failed' | 'Cancelled';
@@ -37,41 +42,36 @@ export function mapOutcome(outcome: RunOutcome): RunEnd {
     const code = outcome.stop?.code;
     const message = outcome.stop?.message ?? 'the run was stopped';
     if (code === 'suspended') return { kind: 'suspended' };
-    if (code === 'replay-mismatch')
+    if (code === 'replay-mismatch') {
       // Code Mode (the only style that replays) names this failure ReplayMismatch: "OpenBot stops
       // it with ReplayMismatch". The text says so rather than passing for a stopped run's abort.
-      return {
-        kind: 'final',
+      const end = failedEnd({
         status: 'Failed',
-        result: { _tag: 'Failed', reason: 'ReplayMismatch', message, logs },
+        reason: 'ReplayMismatch',
+        kind: 'abort',
+        kindInResult: false,
+        message,
+        logs,
         text: renderResultText(outcome, 'ReplayMismatch'),
-        failureKind: 'abort',
-      };
-    return {
-      kind: 'cancelled',
-      result: { _tag: 'Failed', reason: 'Cancelled', kind: 'abort', message, logs },
-      text,
-    };
+      });
+      return { kind: 'final', status: 'Failed', result: end.result, text: end.text, failureKind: end.kind };
+    }
+    const end = failedEnd({ status: 'Cancelled', reason: 'Cancelled', kind: 'abort', message, logs, text });
+    return { kind: 'cancelled', result: end.result, text: end.text };
   }
   const failure = outcome.failure;
   const kind = failure?.kind ?? 'exception';
-  const message = failure?.message ?? '';
-  return {
-    kind: 'final',
+  const end = failedEnd({
     status: statusForFailure(kind),
-    result: {
-      _tag: 'Failed',
-      reason: reasonForFailure(kind, failure?.cause),
-      kind,
-      message,
-      logs,
-      ...(failure?.detail ? { detail: failure.detail } : {}),
-      ...(failure?.line !== undefined && failure.column !== undefined
-        ? { line: failure.line, column: failure.column }
-        : {}),
-      ...(failure?.stack ? { stack: failure.stack } : {}),
-    },
+    reason: reasonForFailure(kind, failure?.cause),
+    kind,
+    message: failure?.message ?? '',
+    logs,
+    ...(failure?.detail ? { detail: failure.detail } : {}),
+    ...(failure?.line !== undefined ? { line: failure.line } : {}),
+    ...(failure?.column !== undefined ? { column: failure.column } : {}),
+    ...(failure?.stack ? { stack: failure.stack } : {}),
     text,
-    failureKind: kind,
-  };
+  });
+  return { kind: 'final', status: end.status, result: end.result, text: end.text, failureKind: end.kind };
 }

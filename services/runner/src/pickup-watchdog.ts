@@ -19,7 +19,7 @@
  */
 import type { Logger } from '@islet/core';
 
-export interface PickupWatchdogOptions<M extends string> {
+interface PickupWatchdogOptions<M extends string> {
   /** Modes (one worker each) to watch. */
   modes: readonly M[];
   /**

@@ -30,7 +30,7 @@ import { createLiveLog } from './live-log.ts';
 import { mapOutcome } from './outcome-mapping.ts';
 import { waitReleased } from './released-wait.ts';
 
-export interface RunExecutorDeps {
+interface RunExecutorDeps {
   runs: RunStore;
   settings: SettingsStore;
   journal: CallJournal;
@@ -87,7 +87,7 @@ interface Replay {
   budgetSpentMs: number;
 }
 
-export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
+type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
 
 /** Live output goes out at once when this much has gathered (a busy printer sends ~64 KiB events). */
 const LIVE_LOG_BATCH_BYTES = 64 * 1024;

@@ -6,7 +6,7 @@
 import type { ExecutionSlot } from './call-parking.ts';
 import type { ParkedRun, SlotGate } from './slot-gate.ts';
 
-export interface TenantLease {
+interface TenantLease {
   release(): Promise<void>;
   reclaim(): Promise<void>;
 }

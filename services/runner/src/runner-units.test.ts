@@ -228,4 +228,76 @@ describe('outcome mapping', () => {
       result: { reason: 'Cancelled' },
     });
   });
+
+  it('builds failure records with the one builder, field for field and in order', () => {
+    const printed: RunOutcome = { ...base, logs: [{ level: 'log', text: 'hi' }] };
+    const thrown = mapOutcome({
+      ...printed,
+      status: 'failed',
+      failure: { kind: 'exception', message: 'boom', detail: 'd', line: 3, column: 7, stack: 'Error: boom' },
+    });
+    expect(JSON.stringify(thrown)).toBe(
+      JSON.stringify({
+        kind: 'final',
+        status: 'Failed',
+        result: {
+          _tag: 'Failed',
+          reason: 'Error',
+          kind: 'exception',
+          message: 'boom',
+          logs: [{ level: 'log', text: 'hi' }],
+          detail: 'd',
+          line: 3,
+          column: 7,
+          stack: 'Error: boom',
+        },
+        text: 'code run failed (exception): boom\n\nCaptured output:\nhi',
+        failureKind: 'exception',
+      }),
+    );
+    // A line without a column is not a place.
+    const noColumn = mapOutcome({
+      ...printed,
+      status: 'failed',
+      failure: { kind: 'exception', message: 'x', line: 3 },
+    });
+    expect(noColumn.kind === 'final' && noColumn.result).not.toHaveProperty('line');
+    const mismatch = mapOutcome({
+      ...printed,
+      status: 'stopped',
+      stop: { code: 'replay-mismatch', message: 'mm', atCall: 1 },
+    });
+    expect(JSON.stringify(mismatch)).toBe(
+      JSON.stringify({
+        kind: 'final',
+        status: 'Failed',
+        result: {
+          _tag: 'Failed',
+          reason: 'ReplayMismatch',
+          message: 'mm',
+          logs: [{ level: 'log', text: 'hi' }],
+        },
+        text: 'code run failed (ReplayMismatch): mm\n\nCaptured output:\nhi',
+        failureKind: 'abort',
+      }),
+    );
+    const cancelled = mapOutcome({
+      ...printed,
+      status: 'stopped',
+      stop: { code: 'cancelled', message: 'cc', atCall: 1 },
+    });
+    expect(JSON.stringify(cancelled)).toBe(
+      JSON.stringify({
+        kind: 'cancelled',
+        result: {
+          _tag: 'Failed',
+          reason: 'Cancelled',
+          kind: 'abort',
+          message: 'cc',
+          logs: [{ level: 'log', text: 'hi' }],
+        },
+        text: 'code run failed (abort): cc\n\nCaptured output:\nhi',
+      }),
+    );
+  });
 });

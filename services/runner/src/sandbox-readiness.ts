@@ -5,9 +5,9 @@
  * (a rollout onto such nodes stalls, the pod is flagged) instead of only in failed runs.
  * `partial` is the explicit opt-out: such a runner is ready with partial enforcement.
  */
-export type EnforcementLevel = 'full' | 'partial' | 'none';
+type EnforcementLevel = 'full' | 'partial' | 'none';
 
-export interface SandboxReadiness {
+interface SandboxReadiness {
   ready: boolean;
   /** Why not, naming the modes and their levels (absent when ready). */
   reason?: string;

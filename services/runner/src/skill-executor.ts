@@ -16,7 +16,7 @@ import {
 import type { SandboxMode, SkillRequest, SkillResult } from '@islet/protocol';
 import type { SkillJobPayload } from '@islet/runs';
 
-export interface SkillExecutorDeps {
+interface SkillExecutorDeps {
   sealer: Sealer;
   workspaces: WorkspaceStore;
   metrics: Metrics;
@@ -25,7 +25,7 @@ export interface SkillExecutorDeps {
   run?: typeof runSkill;
 }
 
-export interface SkillJob {
+interface SkillJob {
   id: string;
   tenant: string;
   mode: SandboxMode;
@@ -34,7 +34,7 @@ export interface SkillJob {
 }
 
 /** run_code failure kind of a skill result, for `islet_runs_total{kind}`. */
-export function skillFailureKind(result: SkillResult): string {
+function skillFailureKind(result: SkillResult): string {
   if (result.success) return 'none';
   if (result.exitCode === SKILL_TIMEOUT_EXIT_CODE) return 'timeout';
   if (result.exitCode === JAIL_UNAVAILABLE_EXIT_CODE) return 'sandbox-unavailable';

@@ -32,13 +32,13 @@ interface Entry {
   resuming: boolean;
 }
 
-export interface SlotGateState {
+interface SlotGateState {
   busy: number;
   parkedWithIsolate: number;
   parkedReleased: number;
 }
 
-export interface SlotGateOptions {
+interface SlotGateOptions {
   slots: number;
   parkedMax: number;
   isolatesMax: number;

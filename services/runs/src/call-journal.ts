@@ -25,7 +25,7 @@ import type {
   Sealer,
 } from './types.ts';
 
-export interface CallJournalDeps {
+interface CallJournalDeps {
   redis: Redis;
   sealer: Sealer;
   /** Prefix of every key. Default `islet:`. */

@@ -17,7 +17,7 @@ export const UNKNOWN_OUTCOME_REASON =
   'outcome unknown: the call was sent but its result was not recorded before a failure; it was not resent';
 
 /** Label values of `islet_binding_calls_total{outcome}`. */
-export type CallOutcomeLabel =
+type CallOutcomeLabel =
   | 'result'
   | 'denied'
   | 'failed'
@@ -28,7 +28,7 @@ export type CallOutcomeLabel =
   | 'suspended'
   | 'cancelled';
 
-export interface ProcessCallInput {
+interface ProcessCallInput {
   run: { id: string; tenant: string; mode: SandboxMode; toolCallId: string; code: string };
   /** The execution's attempt number (`journal.nextAttempt` at execution start). */
   attempt: number;
@@ -70,7 +70,7 @@ export interface ProcessCallInput {
   unjournaled?: 'report' | 'perform-again';
 }
 
-export interface ProcessedCall {
+interface ProcessedCall {
   outcome: BindingOutcome;
   /** Present when the outcome is journaled; the runner releases outcomes in this order. */
   deliverySeq?: number;
@@ -286,5 +286,3 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
 
   return { process };
 }
-
-export type CallProcessor = ReturnType<typeof createCallProcessor>;

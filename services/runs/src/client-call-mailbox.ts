@@ -18,7 +18,7 @@ const POLL_MS = 2000;
 /** How long a delivered answer waits for its waiter, s. */
 const ANSWER_TTL_SECONDS = 600;
 
-export interface ClientCallMailboxDeps {
+interface ClientCallMailboxDeps {
   redis: Redis;
   /** A connection in subscriber mode, shared with the gateway's other channels. */
   subscriber: Redis;
@@ -27,7 +27,7 @@ export interface ClientCallMailboxDeps {
   timeoutMs: number;
 }
 
-export type Delivery = 'accepted' | 'not-pending';
+type Delivery = 'accepted' | 'not-pending';
 
 const member = (runId: string, index: number) => `${runId} ${index}`;
 

@@ -26,7 +26,7 @@ import { loadScript } from './lua-scripts.ts';
 import { FEED_APPEND } from './run-index-scripts.ts';
 import type { Sealer } from './types.ts';
 
-export interface DecisionStoreDeps {
+interface DecisionStoreDeps {
   redis: Redis;
   sealer: Sealer;
   /** Prefix of every key. Default `islet:`. */

@@ -11,7 +11,7 @@
  */
 
 export const HEALTH_BUCKET_MS = 10_000;
-export const HOUR_MS = 3_600_000;
+const HOUR_MS = 3_600_000;
 /** What `GET /v1/health` can show at most: the last hour. */
 export const HEALTH_WINDOW_MS = HOUR_MS;
 /** An hour's hash outlives the hour that follows it: a window of one hour reaches into it. */
@@ -33,7 +33,7 @@ export function healthField(bucket: number, name: string): string {
 }
 
 /** A latency bin's representative value, ms (the geometric middle of its span). */
-export function binMs(bin: number): number {
+function binMs(bin: number): number {
   return 2 ** ((bin + 0.5) / LATENCY_BINS_PER_DOUBLING);
 }
 

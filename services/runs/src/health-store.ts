@@ -20,7 +20,7 @@ import {
 const STATUSES = ['Completed', 'Failed', 'Cancelled'] as const;
 
 /** What a tenant holds right now, as the sampler reads it. */
-export interface TenantGauges {
+interface TenantGauges {
   /** Runs and skills not yet ended. */
   inFlight: number;
   /** Runner slots the tenant's runs and skills hold, per mode (fair-share leases). */
@@ -28,7 +28,7 @@ export interface TenantGauges {
 }
 
 /** Series over the window, one value per bucket; a gauge is null where no gateway sampled. */
-export interface HealthSeries {
+interface HealthSeries {
   bucketMs: number;
   from: number;
   to: number;

@@ -7,7 +7,7 @@ import { keys } from '@islet/core';
 import type { RunStatus, SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 
-export interface InFlightEntry {
+interface InFlightEntry {
   tenant: string;
   id: string;
   /** When the entry was added, ms. */

@@ -1,26 +1,9 @@
 export { LuaScript } from '@islet/core/lua-script';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
-export { type CallJournalDeps, createCallJournal, JournalConflictError } from './call-journal.ts';
-export {
-  type CallOutcomeLabel,
-  type CallProcessor,
-  createCallProcessor,
-  type ProcessCallInput,
-  type ProcessedCall,
-  UNKNOWN_OUTCOME_REASON,
-} from './call-processor.ts';
-export {
-  type ClientCallMailbox,
-  type ClientCallMailboxDeps,
-  createClientCallMailbox,
-  type Delivery,
-} from './client-call-mailbox.ts';
-export {
-  createDecisionStore,
-  type DecisionStore,
-  type DecisionStoreDeps,
-  decisionView,
-} from './decision-store.ts';
+export { createCallJournal, JournalConflictError } from './call-journal.ts';
+export { createCallProcessor, UNKNOWN_OUTCOME_REASON } from './call-processor.ts';
+export { type ClientCallMailbox, createClientCallMailbox } from './client-call-mailbox.ts';
+export { createDecisionStore, type DecisionStore, decisionView } from './decision-store.ts';
 export {
   type AnswerResult,
   type ApprovalMode,
@@ -33,23 +16,11 @@ export {
 } from './decision-types.ts';
 export * from './health-buckets.ts';
 export * from './health-store.ts';
-export {
-  createInFlightStore,
-  type InFlightEntry,
-  type InFlightStore,
-  type RunHead,
-} from './in-flight-store.ts';
+export { createInFlightStore, type InFlightStore, type RunHead } from './in-flight-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export { operationIdFor } from './operation-id.ts';
-export {
-  createPoolDemandStore,
-  fairShareOn,
-  noteQueued,
-  noteUnqueued,
-  type PoolDemandConfig,
-  type PoolDemandStore,
-} from './pool-demand.ts';
+export { createPoolDemandStore, fairShareOn, noteQueued, type PoolDemandStore } from './pool-demand.ts';
 export {
   expiryMessage,
   headOf,
@@ -59,27 +30,10 @@ export {
   type RunView,
   reconcileRun,
 } from './reconcile-run.ts';
-export {
-  createReplayingHandler,
-  type LiveOutcome,
-  type ReplayingHandler,
-  type ReplayingHandlerOptions,
-} from './replaying-handler.ts';
+export { createReplayingHandler, type LiveOutcome } from './replaying-handler.ts';
 export * from './run-index.ts';
-export {
-  createRunLifecycle,
-  type FailedEnd,
-  type FailureSpec,
-  type RunLifecycle,
-  type RunLifecycleDeps,
-} from './run-lifecycle.ts';
-export {
-  createRunPolicyStore,
-  type EffectiveRunPolicy,
-  type RunPolicy,
-  type RunPolicyStore,
-  runPolicySchema,
-} from './run-policy-store.ts';
+export { createRunLifecycle, failedEnd, type RunLifecycle } from './run-lifecycle.ts';
+export { createRunPolicyStore, type RunPolicyStore, runPolicySchema } from './run-policy-store.ts';
 export {
   type AppliedAction,
   createRunRecoveryLoop,

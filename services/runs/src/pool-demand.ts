@@ -9,10 +9,7 @@
 import { type IsletConfig, keys } from '@islet/core';
 import type { Redis } from 'ioredis';
 
-export type PoolDemandConfig = Pick<
-  IsletConfig,
-  'ISLET_TENANT_POOL_SHARE' | 'ISLET_TENANT_MAX_EXECUTING_PER_POOL'
->;
+type PoolDemandConfig = Pick<IsletConfig, 'ISLET_TENANT_POOL_SHARE' | 'ISLET_TENANT_MAX_EXECUTING_PER_POOL'>;
 
 /** Whether the runners enforce a fair share (the same test as the runner's). */
 export function fairShareOn(config: PoolDemandConfig): boolean {
@@ -37,12 +34,7 @@ export function noteQueued(
 }
 
 /** Takes a count back for a queued job removed before any runner took it (a refused submit's). */
-export function noteUnqueued(
-  redis: Redis,
-  config: PoolDemandConfig,
-  mode: string,
-  tenant: string,
-): Promise<void> {
+function noteUnqueued(redis: Redis, config: PoolDemandConfig, mode: string, tenant: string): Promise<void> {
   if (!fairShareOn(config)) return Promise.resolve();
   return redis.hincrby(keys.poolQueued(mode), tenant, -1).then(
     async (left) => {

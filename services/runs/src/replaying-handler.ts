@@ -27,7 +27,7 @@ export interface LiveOutcome {
   deliverySeq?: number;
 }
 
-export interface ReplayingHandlerOptions {
+interface ReplayingHandlerOptions {
   /** The run's journal as loaded at the start of this execution (`journal.list(runId)`). */
   journal: readonly JournalEntry[];
   /** Sends a call that the journal cannot answer (the runner's gateway client). */
@@ -42,7 +42,7 @@ export interface ReplayingHandlerOptions {
   onEvent?: (event: 'replayed' | 'mismatch' | 'live' | 'stall-skip') => void;
 }
 
-export interface ReplayingHandler {
+interface ReplayingHandler {
   handler: BindingHandler;
   /** Stops the stall guard's timer (call when the execution ended). */
   close(): void;

@@ -9,13 +9,13 @@ import { HEALTH_BUCKET_MS, HEALTH_TTL_SECONDS, LATENCY_BINS_PER_DOUBLING } from 
 import { loadScript } from './lua-scripts.ts';
 
 /** Ended runs a create removes from the index at most (those past retention), oldest first. */
-export const PRUNE_PER_CREATE = 4;
+const PRUNE_PER_CREATE = 4;
 
 /** Feed entries kept per tenant (approximate trim): what a reconnecting events stream can resume. */
-export const FEED_MAX_LEN = 1000;
+const FEED_MAX_LEN = 1000;
 
 /** The parameters of includes/feed.lua. */
-export const FEED_PARAMS = { FEED_MAX_LEN, TENANT_FEED_CHANNEL: channels.tenantFeed };
+const FEED_PARAMS = { FEED_MAX_LEN, TENANT_FEED_CHANNEL: channels.tenantFeed };
 /** The parameters of includes/index-create.lua (which includes the feed). */
 export const INDEX_CREATE_PARAMS = { ...FEED_PARAMS, PRUNE_PER_CREATE };
 

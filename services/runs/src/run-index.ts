@@ -34,7 +34,7 @@ export interface RunSummary {
   kind?: string;
 }
 
-export interface SessionSummary {
+interface SessionSummary {
   sessionId: string;
   principal?: string;
   createdAt: number;
@@ -43,7 +43,7 @@ export interface SessionSummary {
   runs: { total: number; active: number; Completed: number; Failed: number; Cancelled: number };
 }
 
-export interface RunListQuery {
+interface RunListQuery {
   limit: number;
   cursor?: string;
   statuses?: RunStatus[];
@@ -71,10 +71,10 @@ export function runIndexKeys(tenant: string) {
 }
 
 /** Usage counters are kept this long (a day's hash expires this long after its last write). */
-export const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
+const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
 
 /** The UTC day (`YYYY-MM-DD`) a time falls on: the usage hash a run's end counts in. */
-export function usageDay(ms: number): string {
+function usageDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
@@ -149,7 +149,7 @@ export function finishTenantCall(
 }
 
 /** A cursor is opaque to clients: `<createdAt>:<id>` of the last item, base64url. */
-export function encodeCursor(score: number | string, id: string): string {
+function encodeCursor(score: number | string, id: string): string {
   return Buffer.from(`${score}:${id}`).toString('base64url');
 }
 
@@ -161,7 +161,7 @@ export function decodeCursor(cursor: string): { score: string; id: string } | nu
 }
 
 /** How many index entries one list request may look at (a filter matching little stops there). */
-export const LIST_SCAN_BUDGET = 20_000;
+const LIST_SCAN_BUDGET = 20_000;
 const SCAN_PER_CALL = 2_000;
 
 export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentionSeconds?: number } = {}) {

@@ -1,38 +1,56 @@
 /**
- * A run's failure records, built in one place: every run that ends without its program's own
- * outcome (cancelled, expired decision, Code Mode off, a runner giving up) ends with this shape,
- * and its result text names the failure kind the way the engine's does.
+ * A run's failure records, built in one place: every run that ends failed or cancelled — its
+ * program's own failure as the runner maps it, or an end outside its program (cancelled, expired
+ * decision, Code Mode off, a runner giving up) — ends with this shape, and its result text names
+ * the failure kind the way the engine's does.
  */
 import { keys } from '@islet/core';
-import type { FailureKind, FailureReason, RunResult } from '@islet/protocol';
+import type { FailureKind, FailureReason, LogLineRecord, RunResult } from '@islet/protocol';
 import type { RunUsage } from './run-index.ts';
 import type { RunStore } from './run-store.ts';
 import type { CallJournal } from './types.ts';
 
-export interface FailedEnd {
+interface FailedEnd {
   status: 'Failed' | 'Cancelled';
   result: RunResult;
   text: string;
   kind: FailureKind;
 }
 
-export interface FailureSpec {
+interface FailureSpec {
   status: 'Failed' | 'Cancelled';
   reason: FailureReason;
   kind: FailureKind;
   message: string;
   /** The result names its kind (default); a run refused before it ran names only its reason. */
   kindInResult?: boolean;
+  /** What the program printed (none for a run that never ran). */
+  logs?: LogLineRecord[];
+  /** Which value could not be carried and how to return it instead. */
+  detail?: string;
+  /** Where an uncaught error was thrown (1-based); kept only with both. */
+  line?: number;
+  column?: number;
+  /** The error's stack, trimmed to the program's frames. */
+  stack?: string;
+  /** The result text when the program ran (the engine renders it with its output); else built here. */
+  text?: string;
 }
 
-/** The end of a run that failed or was cancelled before or outside its program. */
+/** The end of a run that failed or was cancelled, in or outside its program. */
 export function failedEnd(spec: FailureSpec): FailedEnd {
   const { status, reason, kind, message } = spec;
-  const result: RunResult =
-    spec.kindInResult === false
-      ? { _tag: 'Failed', reason, message, logs: [] }
-      : { _tag: 'Failed', reason, kind, message, logs: [] };
-  return { status, result, text: `code run failed (${kind}): ${message}`, kind };
+  const result: RunResult = {
+    _tag: 'Failed',
+    reason,
+    ...(spec.kindInResult === false ? {} : { kind }),
+    message,
+    logs: spec.logs ?? [],
+    ...(spec.detail ? { detail: spec.detail } : {}),
+    ...(spec.line !== undefined && spec.column !== undefined ? { line: spec.line, column: spec.column } : {}),
+    ...(spec.stack ? { stack: spec.stack } : {}),
+  };
+  return { status, result, text: spec.text ?? `code run failed (${kind}): ${message}`, kind };
 }
 
 /** A run stopped from outside (a cancel, an expired decision): reason Cancelled, kind abort. */
@@ -41,7 +59,7 @@ export function cancelledEnd(status: 'Failed' | 'Cancelled', message: string): F
 }
 
 /** The status changes a run goes through, each in one place. */
-export interface RunLifecycleDeps {
+interface RunLifecycleDeps {
   runs: RunStore;
   journal: Pick<CallJournal, 'beginAttempt'>;
 }

@@ -34,9 +34,9 @@ export const runPolicySchema = z
   })
   .strict();
 
-export type RunPolicy = z.infer<typeof runPolicySchema>;
+type RunPolicy = z.infer<typeof runPolicySchema>;
 
-export interface EffectiveRunPolicy {
+interface EffectiveRunPolicy {
   style: RunStyle;
   approval: ApprovalMode;
   timeBudget: TimeBudget;

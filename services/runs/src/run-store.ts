@@ -42,7 +42,7 @@ import type { CompletionEvent } from './types.ts';
  * tenant's rate limit (counted at admission), the session is another principal's, the tenant is at
  * its in-flight quota, or its Idempotency-Key was taken over.
  */
-export type Admission = 'created' | 'rate-limited' | 'session-taken' | 'over-quota' | 'superseded';
+type Admission = 'created' | 'rate-limited' | 'session-taken' | 'over-quota' | 'superseded';
 
 /**
  * A request's count against its tenant's per-minute rate limit, made in the admission's own step
@@ -86,7 +86,7 @@ export interface RunLimitsSnapshot {
   settingsVersion?: number;
 }
 
-export interface RunRequestData {
+interface RunRequestData {
   /** Which contract the run follows: `run_code` (document 000) or `code-mode` (document 003). */
   style?: 'run_code' | 'code-mode';
   /** Absent on runs accepted before limits were snapshotted (the runner reads the settings then). */
@@ -154,15 +154,15 @@ export interface RunTimings {
   hostWaitMs?: number;
 }
 
-export interface RunEvent {
+interface RunEvent {
   id: string;
   type: string;
   data: Record<string, unknown>;
 }
 
-export const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
+const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
 
-export interface RunStoreOptions {
+interface RunStoreOptions {
   /** Events kept per run stream (approximate trim). Default `DEFAULT_MAX_EVENTS_PER_RUN` (2000). */
   maxEventsPerRun?: number;
   /** Lifetime of a finished run's record and events. Default 7 days. */

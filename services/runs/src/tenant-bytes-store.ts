@@ -53,7 +53,7 @@ export function createTenantBytesStore(redis: Redis, options: { retentionSeconds
 export type TenantBytesStore = ReturnType<typeof createTenantBytesStore>;
 
 /** Redis's `maxmemory` in bytes from `INFO memory` (0: none set, or not reported). */
-export async function redisMaxMemoryBytes(redis: Redis): Promise<number> {
+async function redisMaxMemoryBytes(redis: Redis): Promise<number> {
   const info = await redis.info('memory');
   const m = /^maxmemory:(\d+)/m.exec(info);
   return m ? Number(m[1]) : 0;

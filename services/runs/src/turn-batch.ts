@@ -8,7 +8,7 @@
  * `send` answers one result per item, in order; when it throws, every item of the group gets the
  * error (each caller sees it as its own write's failure, as before).
  */
-export interface TurnBatchOptions {
+interface TurnBatchOptions {
   /** Most items in one group; a full group is sent at once. */
   maxItems: number;
   /** Most bytes (as the caller counts them) in one group; an item that would pass it starts a new group. */

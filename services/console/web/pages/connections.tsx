@@ -10,7 +10,7 @@ import { Problem, time } from './util.tsx';
 type View = ConnectionView & { headers?: string[] };
 
 /** `Name: value` lines → a header object (blank lines skipped). */
-export function parseHeaders(text: string): Record<string, string> {
+function parseHeaders(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const line of text.split('\n')) {
     const i = line.indexOf(':');

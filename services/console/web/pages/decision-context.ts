@@ -48,7 +48,7 @@ function runRecord(id: string): Promise<CodeRunRecord | null> {
   return p;
 }
 
-export interface DecisionContext {
+interface DecisionContext {
   appName?: string;
   tool: string;
   description?: string;
@@ -59,7 +59,7 @@ export interface DecisionContext {
 }
 
 /** The lines around the first place the program names the binding (±`around` lines). */
-export function excerptAround(code: string, needles: string[], around = 3): Array<[number, string, boolean]> {
+function excerptAround(code: string, needles: string[], around = 3): Array<[number, string, boolean]> {
   let at = -1;
   for (const n of needles) {
     if (!n) continue;

@@ -11,7 +11,7 @@ import { Problem } from './util.tsx';
 
 type Values = Array<number | null>;
 
-export interface HealthSeries {
+interface HealthSeries {
   scope: 'tenant' | 'cluster';
   tenant?: string;
   bucketMs: number;

@@ -8,7 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, problemText } from '../api.ts';
 import { Problem, time } from './util.tsx';
 
-export const KEY_SCOPES = [
+const KEY_SCOPES = [
   'apps.use',
   'sessions.read',
   'sessions.admin',

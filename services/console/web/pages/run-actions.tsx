@@ -12,7 +12,7 @@ export function isLive(status: string): boolean {
  * A new run with the same request as far as the record tells it: program, description, session,
  * turn, style and the connections (Apps) it was given.
  */
-export async function rerun(id: string): Promise<string> {
+async function rerun(id: string): Promise<string> {
   const r = await readBoundedRecord(id);
   const created = await api<{ id: string }>('POST', '/v1/runs', {
     code: r.code,

@@ -14,7 +14,7 @@ function outcomeText(o: CodeRunRecord['calls'][number]['outcome']): string {
 }
 
 /** Text past this many characters is cut in the page, with a marker and a download of the whole. */
-export const TEXT_LIMIT_CHARS = 64 * 1024;
+const TEXT_LIMIT_CHARS = 64 * 1024;
 
 export function CappedText(props: { text: string; name: string; class?: string }) {
   const { text } = props;

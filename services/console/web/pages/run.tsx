@@ -26,7 +26,7 @@ import { duration, Problem, Status, time } from './util.tsx';
 type Data = Record<string, unknown>;
 
 /** The lines of a `log` event: a batch (`lines` or `logs`) or a single line. */
-export function logLinesOf(data: unknown): Array<{ level: string; text: string }> {
+function logLinesOf(data: unknown): Array<{ level: string; text: string }> {
   const d = (data ?? {}) as Data;
   const list = Array.isArray(d.lines) ? d.lines : Array.isArray(d.logs) ? d.logs : [d];
   const out: Array<{ level: string; text: string }> = [];

@@ -9,7 +9,7 @@ import { useTenantEvents } from '../live.ts';
 import { isLive, RunActions } from './run-actions.tsx';
 import { duration, Problem, Status, time } from './util.tsx';
 
-export interface RunRow {
+interface RunRow {
   id: string;
   status: string;
   description: string;
@@ -25,7 +25,7 @@ type Loose = Record<string, unknown>;
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /** One item of `GET /v1/runs` or one `run` event, whichever names it uses. */
-export function toRow(x: Loose): RunRow | null {
+function toRow(x: Loose): RunRow | null {
   if (typeof x.id !== 'string' || typeof x.status !== 'string') return null;
   const createdAt = Number(x.createdAt ?? 0);
   // The list names a failed run's failure kind (`none` when it completed); the streams its reason.
@@ -44,9 +44,9 @@ export function toRow(x: Loose): RunRow | null {
   };
 }
 
-export const STATUSES = ['Running', 'Waiting', 'Completed', 'Failed', 'Cancelled'] as const;
+const STATUSES = ['Running', 'Waiting', 'Completed', 'Failed', 'Cancelled'] as const;
 
-export interface RunFilters {
+interface RunFilters {
   status: string[];
   sessionId: string;
   principal: string;
@@ -55,7 +55,7 @@ export interface RunFilters {
 }
 const EMPTY: RunFilters = { status: [], sessionId: '', principal: '', q: '', style: '' };
 
-export function matches(r: RunRow, f: RunFilters): boolean {
+function matches(r: RunRow, f: RunFilters): boolean {
   if (f.status.length > 0 && !f.status.includes(r.status)) return false;
   if (f.sessionId && r.session !== f.sessionId) return false;
   if (f.principal && r.principal && r.principal !== f.principal) return false;

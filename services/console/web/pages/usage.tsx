@@ -8,7 +8,7 @@ import { Chart, PALETTE } from '../chart.tsx';
 import { mib } from '../log-view.tsx';
 import { Problem } from './util.tsx';
 
-export interface UsageDay {
+interface UsageDay {
   day: string;
   runs: Record<string, number>;
   wallMs: number;

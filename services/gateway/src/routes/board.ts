@@ -17,14 +17,14 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { sendProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 
-export const BOARD_PATH = '/queues';
+const BOARD_PATH = '/queues';
 const COOKIE = 'islet_board';
 const LIFETIME_MS = 15 * 60_000;
 /**
  * bull-board's page: its own scripts and styles from `/queues/static` (its loading screen has
  * inline styles; no inline script runs: `__UI_CONFIG__` is JSON data), its API on the same origin.
  */
-export const BOARD_CSP =
+const BOARD_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 
 function cookieOf(request: FastifyRequest): string | undefined {
@@ -70,7 +70,7 @@ export function boardRoutes(ctx: RouteContext): FastifyPluginAsync {
   const adapter = new FastifyAdapter();
   adapter.setBasePath(BOARD_PATH);
   createBullBoard({
-    queues: Object.values(deps.queues).map((q) => new BullMQAdapter(q)),
+    queues: deps.runQueue.forBoard().map((q) => new BullMQAdapter(q)),
     serverAdapter: adapter,
     options: { uiConfig: { boardTitle: 'Islet queues' } },
   });

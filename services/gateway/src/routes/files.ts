@@ -23,7 +23,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandl
 import { HttpProblem, sendProblem } from '../problem-reply.ts';
 
 /** Workspace errors are the caller's input, never a 500. `reason` repeats the store's stable code. */
-export function workspaceProblem(code: WorkspaceErrorCode, message: string): HttpProblem {
+function workspaceProblem(code: WorkspaceErrorCode, message: string): HttpProblem {
   const reason = { reason: code };
   switch (code) {
     case 'not-found':
@@ -48,7 +48,7 @@ export function workspaceProblem(code: WorkspaceErrorCode, message: string): Htt
   }
 }
 
-export interface FilesRoutesDeps {
+interface FilesRoutesDeps {
   /** Authentication preHandler (the gateway's API-key check); replies 401 itself. */
   authenticate: preHandlerHookHandler;
   /** The authenticated tenant's id. */

@@ -24,7 +24,7 @@ import { tenantEventsRoutes } from './tenant-events.ts';
 import { usageRoutes } from './usage.ts';
 import { workspaceRoutes } from './workspace.ts';
 
-export const ROUTE_GROUPS = [
+const ROUTE_GROUPS = [
   healthRoutes,
   metricsRoutes,
   runsRoutes,

@@ -19,7 +19,7 @@ import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
 /** Most calls in one batch (the runner sends at most 100; the engine's in-flight cap per run is 128 by default). */
-export const MAX_BATCH_CALLS = 1000;
+const MAX_BATCH_CALLS = 1000;
 
 /** One call as the runner sends it (single or in a batch). */
 const callSchema = z.object({
@@ -43,7 +43,7 @@ const refused = (index: number, code: ProblemCode, detail: string): BatchLine =>
   return { index, status: p.status, problem: p };
 };
 
-export const internalCallSchema = callSchema.extend({
+const internalCallSchema = callSchema.extend({
   attempt: z.number().int().min(1),
   /** The runner lost the gateway that held this call and retries it here. */
   takeover: z.boolean().optional(),

@@ -13,7 +13,7 @@ export function mcpRoutes(ctx: RouteContext): FastifyPluginAsync {
     await app.register(
       mcpPlugin({
         host,
-        redis: ctx.deps.mcpStorage,
+        storage: ctx.deps.mcpStorage,
         authenticate: ctx.auth.requireScopes('apps.use') as unknown as preHandlerHookHandler,
         authenticateAdmin: ctx.auth.requireScopes('platform.admin') as unknown as preHandlerHookHandler,
         resolveCaller: (request) => {

@@ -1,5 +1,4 @@
 import { Readable } from 'node:stream';
-import { keys } from '@islet/core';
 import type { BindingOutcome } from '@islet/engine';
 import { operationIdFor } from '@islet/runs';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';

@@ -21,7 +21,7 @@ import { openSlottedStream } from './sse-stream.ts';
 const SNAPSHOT_RUNS = 200;
 const params = z.object({ sessionId: sessionIdSchema });
 
-export function summary(run: StoredRun) {
+function summary(run: StoredRun) {
   return {
     id: run.id,
     status: run.status,

@@ -21,13 +21,13 @@ export function bodyField(request: FastifyRequest, name: string): unknown {
     : undefined;
 }
 
-export interface SkillRunContext {
+interface SkillRunContext {
   tenant: string;
   /** The sandbox mode the tenant's skill runs use. */
   mode: SandboxMode;
 }
 
-export interface SkillRoutesDeps {
+interface SkillRoutesDeps {
   authenticate: preHandlerHookHandler;
   resolveTenant: (request: FastifyRequest) => string | Promise<string>;
   /** The mode for this tenant's skill runs. Default `workspace-write` (the skill writes locally). */

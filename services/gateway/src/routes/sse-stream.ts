@@ -20,10 +20,7 @@ const HEARTBEAT_MS = 15_000;
 /** Slot leases are renewed at least this often (well inside SSE_LEASE_MS). */
 const RENEW_MS = 10_000;
 
-export async function takeStreamSlot(
-  slots: SseSlots,
-  caller: Pick<Caller, 'tenantId' | 'keyId'>,
-): Promise<SseSlot> {
+async function takeStreamSlot(slots: SseSlots, caller: Pick<Caller, 'tenantId' | 'keyId'>): Promise<SseSlot> {
   const slot = await slots.take(caller.tenantId, caller.keyId);
   if (!('full' in slot)) return slot;
   const limit = slot.full === 'key' ? slots.limits.perKey : slots.limits.perTenant;
@@ -37,7 +34,7 @@ export async function takeStreamSlot(
   );
 }
 
-export function openEventStream(
+function openEventStream(
   reply: FastifyReply,
   closing: AbortSignal,
   key?: { caller: Caller; keyWatch: KeyWatch },
@@ -67,7 +64,7 @@ export function openEventStream(
 }
 
 /** A slotted stream's loop parts (see the header). */
-export interface SlottedStream {
+interface SlottedStream {
   signal: AbortSignal;
   write(text: string): void;
   /** Renews the slot's lease when due and writes a heartbeat when nothing was written for a while. */

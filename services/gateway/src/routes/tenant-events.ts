@@ -28,7 +28,7 @@ const STREAM_ID = /^\d+-\d+$/;
 const EXCERPT_LINES = 3;
 
 /** The program lines around the first use of the called tool (or its start), for a person to read. */
-export function codeExcerpt(code: string, tool: string): { startLine: number; text: string } {
+function codeExcerpt(code: string, tool: string): { startLine: number; text: string } {
   const lines = code.split('\n');
   const at = tool ? lines.findIndex((l) => l.includes(tool)) : -1;
   const center = Math.max(0, at);
@@ -38,7 +38,7 @@ export function codeExcerpt(code: string, tool: string): { startLine: number; te
 }
 
 /** A decision as the inbox shows it. */
-export function decisionItem(decision: DecisionRecord, run: StoredRun) {
+function decisionItem(decision: DecisionRecord, run: StoredRun) {
   const request = decision.request;
   const [connectionId = '', tool = ''] = request.capability.target.split('/');
   const binding = run.request.bindings.find((b) => b.connectionId === connectionId && b.name === tool);

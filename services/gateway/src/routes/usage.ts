@@ -6,7 +6,6 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../auth.ts';
-import { HttpProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { badParameter, onlyKnownParameters, reportScope } from './params.ts';
 

@@ -1,0 +1,81 @@
+// The gateway's job commands against a real redis-server: a run's job is its run id (a second add
+// is a no-op), a decision round's job has its own id, a refused submit's job is taken back, a
+// cancel removes only a job still queued, the depths count per mode, and a skill's job is waited
+// for through the queue events.
+
+import { createRedis, type Redis } from '@islet/core';
+import { SANDBOX_MODES } from '@islet/protocol';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Worker } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createJobEventsStore } from './job-events-store.ts';
+import { createRunQueueStore, type RunQueueStore } from './run-queue-store.ts';
+
+let server: RedisServer;
+let redis: Redis;
+let store: RunQueueStore;
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = createRedis(server.url);
+  store = createRunQueueStore(redis, () => {});
+});
+
+afterAll(async () => {
+  await store?.close();
+  redis?.disconnect();
+  await server?.stop();
+});
+
+describe('run queue store', () => {
+  it('queues a run once under its id, a decision round under its own', async () => {
+    const job = { runId: 'r-1', tenant: 't', mode: 'read-only' as const, attempts: 3 };
+    await store.enqueueRun(job);
+    await store.enqueueRun(job);
+    await store.enqueueRun({ ...job, jobId: 'r-1-r1' });
+    expect(await store.hasJob('read-only', 'r-1')).toBe(true);
+    expect(await store.hasJob('read-only', 'r-1-r1')).toBe(true);
+    expect(await store.hasJob('workspace-write', 'r-1')).toBe(false);
+    const depths = await store.depths();
+    expect(depths).toHaveLength(SANDBOX_MODES.length);
+    expect(depths[SANDBOX_MODES.indexOf('read-only')]?.waiting).toBe(2);
+    expect(depths[SANDBOX_MODES.indexOf('workspace-write')]?.waiting).toBe(0);
+    const added = await store.queues['read-only'].getJob('r-1');
+    expect(added?.data).toMatchObject({ runId: 'r-1', tenant: 't' });
+    expect(added?.opts.attempts).toBe(3);
+  });
+
+  it("takes a refused submit's job back", async () => {
+    await store.enqueueRun({ runId: 'r-2', tenant: 't', mode: 'read-only', attempts: 1 });
+    expect(await store.takeBack('read-only', 'r-2')).toBe(true);
+    expect(await store.hasJob('read-only', 'r-2')).toBe(false);
+  });
+
+  it('removes a queued run on cancel, and tells a missing job apart', async () => {
+    await store.enqueueRun({ runId: 'r-3', tenant: 't', mode: 'workspace-write', attempts: 1 });
+    expect(await store.removeQueued('workspace-write', 'r-3')).toEqual({ removed: true, state: 'waiting' });
+    expect(await store.removeQueued('workspace-write', 'r-3')).toEqual({ removed: false, state: 'unknown' });
+  });
+
+  it("waits for a skill job to finish with the runner's answer", async () => {
+    const mode = 'danger-full-access' as const;
+    const events = createJobEventsStore(redis, () => {}).open();
+    const worker = new Worker(store.queues[mode].name, async (job) => `done:${job.data.runId}`, {
+      connection: redis.duplicate(),
+      prefix: store.queues[mode].opts.prefix,
+    });
+    try {
+      await events.ready(mode);
+      const job = await store.enqueueSkill(
+        mode,
+        { runId: 'skill-1', tenant: 't', enqueuedAtMs: Date.now() },
+        'skill-1',
+      );
+      expect(await job.finished(events, 10_000)).toBe('done:skill-1');
+      await job.remove();
+    } finally {
+      await worker.close();
+      await events.close();
+    }
+  });
+});
