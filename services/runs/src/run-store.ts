@@ -307,6 +307,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         idempotencyKey?: string;
         /** Count the request against its tenant's rate limit here (see AdmissionRateCount). */
         rate?: AdmissionRateCount;
+        /** Bytes the record stores, counted in its tenant's stored bytes when admitted. */
+        storedBytes?: number;
       },
       then?: () => Promise<unknown>,
     ): Promise<Admission> {
@@ -348,6 +350,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         Number(retention),
       );
       const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
+      // Not touched without bytes to count (a counter in the tenant's slot all the same).
+      const charge = storedBytes.chargeArgs(run.tenant, admission?.storedBytes ?? 0);
       const admitKeys = [
         ...tenantKeys,
         keys.skillsInFlight(run.tenant),
@@ -357,6 +361,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // Not touched without a rate count (ditto).
         admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
         ...indexKeys,
+        charge.key,
       ];
       const admitArgs = admission && [
         run.id,
@@ -368,6 +373,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         admission.idempotencyKey ? '1' : '0',
         admission.rate ? admission.rate.limit : '',
         ...indexArgs,
+        ...charge.args,
       ];
       if (admission?.rate) admission.rate.counted = true;
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
