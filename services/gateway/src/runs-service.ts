@@ -21,7 +21,6 @@ import {
   type BindingSpec,
   decisionView,
   ESCALATION_INDEX,
-  fairShareOn,
   type JournalCallView,
   type RunLimitsSnapshot,
   runJobOptions,
@@ -229,7 +228,6 @@ export function createRunsService(deps: GatewayDeps) {
     // can take it); one that is refused or must first wait for a decision is not.
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
     let enqueued = false;
-    let countedByAdmission = false;
     const storedBytes = storedSizeOf(run);
     const admitted = await lifecycle.admit(
       run,
@@ -241,23 +239,20 @@ export function createRunsService(deps: GatewayDeps) {
         // The record's sealed program and request, counted by the admission (its output is
         // counted when it ends, run-store.ts).
         storedBytes,
-        ...(fairShareOn(config) ? { poolQueued: keys.poolQueued(mode) } : {}),
       },
       runsNow
-        ? (queuedCounted) => {
+        ? () => {
             enqueued = true;
-            countedByAdmission = queuedCounted;
-            return enqueue(run, queuedCounted);
+            return enqueue(run);
           }
         : undefined,
     );
     // On one server the job goes out with the record, so a refused one's was sent (runs.create):
-    // take it back (its count too, unless the admission, which refused it, was to count it). A
-    // runner that took it first found no record and dropped it; a failed removal leaves it to that.
+    // take it back. A runner that took it first found no record and dropped it; a failed removal
+    // leaves it to that.
     if (admitted !== 'created' && enqueued)
       await queues[mode].remove(run.id).then(
-        (removed) =>
-          removed === 1 && !countedByAdmission ? deps.poolDemand.unqueued(mode, run.tenant) : undefined,
+        (removed) => (removed === 1 ? deps.poolDemand.unqueued(mode, run.tenant) : undefined),
         (err: unknown) => {
           deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
         },
@@ -357,10 +352,9 @@ export function createRunsService(deps: GatewayDeps) {
     };
   }
 
-  /** `counted`: the job's queued count was sent already (by the admission, just before). */
-  async function enqueue(run: StoredRun, counted = false) {
+  async function enqueue(run: StoredRun) {
     // The count first, on the same connection: a runner never takes the job before it.
-    const noted = counted ? undefined : deps.poolDemand.queued(run.mode, run.tenant);
+    const noted = deps.poolDemand.queued(run.mode, run.tenant);
     await queues[run.mode].add(
       'run',
       { runId: run.id, tenant: run.tenant, enqueuedAtMs: Date.now() },

@@ -1,7 +1,7 @@
 /**
  * The run store's Lua scripts (`lua/*.lua`, each file's header lists its keys and arguments):
  * each touches one hash slot (a run's `{runId}` keys or a tenant's `{t:<tenant>}` keys, see
- * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-16` and
+ * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-15` and
  * `finish-run-13` span both and run only on a server that checks no slots.
  */
 import { countInWindowLua } from '@islet/core/lua-script';
@@ -23,7 +23,7 @@ export const FINISH_RUN = loadScript('finish-run-13', { END_PUSH_MAX_BYTES, ...F
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
 export const ADMIT_TENANT = loadScript('admit-tenant-13', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
 export const CREATE_RUN = loadScript('create-run-2');
-export const ADMIT_AND_CREATE = loadScript('admit-and-create-16', {
+export const ADMIT_AND_CREATE = loadScript('admit-and-create-15', {
   COUNT_IN_WINDOW,
   ...INDEX_CREATE_PARAMS,
 });

@@ -297,8 +297,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
      * must send its commands on this store's connection. On one server with both, admission and
      * record are one script and `then` has run even when the admission refused: the caller
      * removes what it sent (the job; a runner that takes it first finds no record and drops it).
-     * `then` is told whether the admission counted its job in `poolQueued` (only when admitted:
-     * a refused run's job was never counted), else it counts the job itself.
      */
     async create(
       run: StoredRun,
@@ -311,13 +309,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         rate?: AdmissionRateCount;
         /** Bytes the record stores, counted in its tenant's stored bytes when admitted. */
         storedBytes?: number;
-        /**
-         * The run's pool's queued counts (pool-demand.ts; absent with fair share off): where the
-         * admission and `then` are one step, the admission counts the job `then` adds.
-         */
-        poolQueued?: string;
       },
-      then?: (queuedCounted: boolean) => Promise<unknown>,
+      then?: () => Promise<unknown>,
     ): Promise<Admission> {
       const fields: Record<string, string> = {
         id: run.id,
@@ -400,10 +393,10 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         const [admitted, queued] = sendTogether(redis, () => [
           ADMIT_AND_CREATE.runInOrder(
             redis,
-            [...admitKeys, ...runKeys, ...(admission.poolQueued ? [admission.poolQueued] : [])],
+            [...admitKeys, ...runKeys],
             [...admitArgs, ...runArgs],
           ) as Promise<Admission>,
-          then(admission.poolQueued !== undefined),
+          then(),
         ]);
         admitted.catch(() => undefined);
         queued.catch(() => undefined);
@@ -422,7 +415,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       }
       if (!then || !oneServer) {
         await CREATE_RUN.run(redis, runKeys, runArgs);
-        await then?.(false);
+        await then?.();
         return 'created';
       }
       // One server (standalone, sentinel): it runs a connection's commands in the order they were
@@ -433,7 +426,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // the orphan sweep removes the in-flight entry; the submit answers the error.
       const stored = CREATE_RUN.runInOrder(redis, runKeys, runArgs);
       stored.catch(() => undefined);
-      await Promise.all([stored, then(false)]);
+      await Promise.all([stored, then()]);
       return 'created';
     },
 
