@@ -7,7 +7,8 @@
  * - `d:<bin>` run latency (creation to end) histogram, `bin` = ⌊4·log2(ms)⌋ (a bin spans ×1.19, so a
  *   percentile read from it is within ±10 %);
  * - `g:<name>` a sampled gauge (queue depth, slots busy, decisions pending), last write wins.
- * Hashes expire HEALTH_TTL_SECONDS after their last write: the series covers the last hour.
+ * Hashes expire HEALTH_TTL_SECONDS after their last write (a run's end renews it with the first end
+ * of each bucket and status, so at most one bucket earlier): the series covers the last hour.
  */
 
 export const HEALTH_BUCKET_MS = 10_000;
