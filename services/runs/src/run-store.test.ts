@@ -1,4 +1,5 @@
-import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { channels, createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { fieldsOf } from '@islet/core/lua-script';
 import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
@@ -204,6 +205,53 @@ describe('run store on a real redis', () => {
       expect((await bytes()).sum).toBeGreaterThan(2000);
       expect(await redis.ttl(created.keys[0]!)).toBeGreaterThan(3600);
     } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('an end pushed to its waiter carries the record as stored after the end, and the journal', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    const sub = redis.duplicate();
+    try {
+      const runs = createRunStore(redis, sealerFromConfig(base));
+      const messages: string[] = [];
+      sub.on('message', (_c: string, m: string) => messages.push(m));
+      await sub.subscribe(channels.runEvents);
+      const now = Date.now();
+      const run = {
+        id: 'p1',
+        tenant: 't1',
+        session: 's',
+        turn: 't',
+        callId: 'c',
+        status: 'Running' as const,
+        mode: 'read-only' as const,
+        code: 'return 1',
+        description: 'Return one',
+        request: { connections: [], bindings: [] },
+        createdAt: now,
+        updatedAt: now,
+        attempts: 0,
+        cancelRequested: false,
+        clockMs: now,
+        seed: 'p1',
+        pushEnd: true,
+      };
+      await runs.create(run);
+      await redis.hset('islet:journal:{p1}', '#attempt', '1');
+      const result = { _tag: 'Completed' as const, value: 1, logs: [] };
+      expect(await runs.finish(run, { status: 'Completed', result, text: '1', kind: 'none' })).toBe(true);
+      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('p1 end ')); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const pushed = messages.find((m) => m.startsWith('p1 end '));
+      if (!pushed) throw new Error('no end pushed');
+      const [record, journal] = JSON.parse(pushed.slice('p1 end '.length)) as [string[], string[]];
+      expect(fieldsOf(record)).toEqual(await redis.hgetall('islet:run:{p1}'));
+      expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
+    } finally {
+      sub.disconnect();
       redis.disconnect();
       await server.stop();
     }

@@ -14,14 +14,26 @@
 --- @include "finish-tenant"
 --- @include "charge"
 chargeBytes(KEYS[13], ARGV[17], ARGV[18])
-local st = redis.call('HGET', KEYS[1], 'status')
+-- An end pushed to its waiter reads the record whole here, once: its status for the guard, and
+-- the record the push carries (includes/transition.lua applies this write to it).
+local push = ARGV[7] == '1'
+local before, st, kind
+if push then
+  before = redis.call('HGETALL', KEYS[1])
+  for i = 1, #before, 2 do
+    if before[i] == 'status' then st = before[i + 1] elseif before[i] == 'kind' then kind = before[i + 1] end
+  end
+else
+  st = redis.call('HGET', KEYS[1], 'status')
+end
 if not st then
   finishTenant(4, 8, '', '')
   return -1
 end
 if isFinal(st) then
-  finishTenant(4, 8, st, redis.call('HGET', KEYS[1], 'kind') or ARGV[11])
+  if not push then kind = redis.call('HGET', KEYS[1], 'kind') end
+  finishTenant(4, 8, st, kind or ARGV[11])
   return 0
 end
-finishTenant(4, 8, writeTransition(1, 1, 19, ARGV[7] == '1', st), ARGV[11])
+finishTenant(4, 8, writeTransition(1, 1, 19, push, st, before), ARGV[11])
 return 1
