@@ -48,13 +48,14 @@ local function finishTenant(k, a, status, kind)
   if not had[2] then redis.call('EXPIREAT', usage, ARGV[a + 7]) end
   local bucket = math.floor(endedAt / ${HEALTH_BUCKET_MS}) .. '|'
   local latency = math.max(1, endedAt - (tonumber(s.createdAt) or endedAt))
-  -- The hour's expiry is renewed by the first end of each bucket and status (a bucket is
+  -- One counter per status and latency bin (health-buckets.ts: `e:`, read as both `n:` and `d:`).
+  -- The hour's expiry is renewed by the first end of each bucket, status and bin (a bucket is
   -- ${HEALTH_BUCKET_MS} ms): it lapses at most one bucket earlier than one renewed by every end.
-  if redis.call('HINCRBY', health, bucket .. 'n:' .. status, 1) == 1 then
+  local bin = math.floor(${LATENCY_BINS_PER_DOUBLING} * math.log(latency) / math.log(2))
+  if redis.call('HINCRBY', health, bucket .. 'e:' .. status .. ':' .. bin, 1) == 1 then
     redis.call('EXPIRE', health, ${HEALTH_TTL_SECONDS})
   end
   if status == 'Failed' and kind ~= '' and kind ~= 'none' then redis.call('HINCRBY', health, bucket .. 'k:' .. kind, 1) end
-  redis.call('HINCRBY', health, bucket .. 'd:' .. math.floor(${LATENCY_BINS_PER_DOUBLING} * math.log(latency) / math.log(2)), 1)
   feedAppend(KEYS[k + 7], 'run', id, ARGV[a + 8])
   return 1
 end
