@@ -22,6 +22,8 @@ fi
 HEAD=$(git rev-parse --short HEAD)
 restore() {
   git checkout -q "$HEAD" -- services
+  # files only the base has (a script renamed since) were added by its checkout: drop them again
+  git diff --cached --name-only --diff-filter=A "$HEAD" -- services | xargs -r git rm -qf
   node services/engine/src/host-build.ts > /dev/null 2>&1 || true
 }
 trap restore EXIT

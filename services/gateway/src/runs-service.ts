@@ -227,6 +227,7 @@ export function createRunsService(deps: GatewayDeps) {
     // can take it); one that is refused or must first wait for a decision is not.
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
     let enqueued = false;
+    const storedBytes = storedSizeOf(run);
     const admitted = await lifecycle.admit(
       run,
       {
@@ -234,6 +235,9 @@ export function createRunsService(deps: GatewayDeps) {
         sessionTtlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
         ...(idempotencyKey ? { idempotencyKey } : {}),
         ...(rate ? { rate } : {}),
+        // The record's sealed program and request, counted by the admission (its output is
+        // counted when it ends, run-store.ts).
+        storedBytes,
       },
       runsNow
         ? () => {
@@ -273,8 +277,7 @@ export function createRunsService(deps: GatewayDeps) {
         { limit },
         { 'retry-after': '1' },
       );
-    // The record's sealed program and request (its output is counted when it ends, run-store.ts).
-    storage.charge(tenant, storedSizeOf(run));
+    storage.counted(tenant, storedBytes);
 
     if (codeModeOff) {
       const message = 'Code Mode is off in the platform settings';

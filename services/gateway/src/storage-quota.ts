@@ -46,13 +46,10 @@ export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'conf
           { 'retry-after': '60' },
         );
     },
-    /** Counts bytes the tenant just stored (sent, not awaited: accounting never fails a request). */
-    charge(tenant: string, bytes: number): void {
+    /** Bytes the tenant just stored (counted in Redis by the run store's admission): the cached usage follows. */
+    counted(tenant: string, bytes: number): void {
       const seen = usage.get(tenant);
       if (seen) seen.bytes += bytes;
-      deps.storedBytes
-        .charge(tenant, bytes)
-        .catch((err: unknown) => deps.logger.warn({ err, tenant }, 'stored bytes not counted'));
     },
   };
 }

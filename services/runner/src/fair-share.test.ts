@@ -230,6 +230,26 @@ describe('fair share', () => {
     await clean('read-only');
   });
 
+  it('a lone tenant past its share is granted without counting its leases, and a key of lapsed leases keeps the new one', async () => {
+    const r = runner({ ISLET_TENANT_SHARE_LEASE_MS: 1000 });
+    await r.start(['workspace-write']);
+    const leases = keys.poolTenantLeases('workspace-write', 'lone');
+    // Three leases a dead runner left (lapsed), their key about to expire: the share (2 of 4) is
+    // passed by the raw count, but nobody else waits, so the answer is yes without pruning them.
+    await redis.zadd(leases, Date.now() - 10, 'x-0', Date.now() - 10, 'x-1', Date.now() - 10, 'x-2');
+    await redis.pexpire(leases, 50);
+    expect(await r.acquire('workspace-write', 'lone', 'j')).toEqual({ ok: true, limit: 2 });
+    expect(await redis.pttl(leases)).toBeGreaterThan(1000);
+    await new Promise((res) => setTimeout(res, 100));
+    expect(await redis.zscore(leases, 'j')).not.toBeNull();
+    // With another tenant waiting the lapsed ones are dropped and the share decides: 1 live of 2.
+    await queued('workspace-write', 'other');
+    expect((await r.acquire('workspace-write', 'lone', 'k')).ok).toBe(true);
+    expect(await redis.zcard(leases)).toBe(2);
+    expect((await r.acquire('workspace-write', 'lone', 'l')).ok).toBe(false);
+    await r.close();
+    await clean('workspace-write');
+  });
   it('the heartbeat keeps a held lease alive past its period and clears queued counts of an empty queue', async () => {
     let waitingInQueue = 1;
     const r = runner({ ISLET_TENANT_SHARE_LEASE_MS: 1000 }, undefined, async () => waitingInQueue);

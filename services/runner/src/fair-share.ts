@@ -89,8 +89,11 @@ if redis.call('ZSCORE', KEYS[5], job) then
 end
 local oldest = redis.call('ZRANGE', KEYS[6], 0, 0)[1]
 -- Picked up from the queue: no longer queued (a deferred job woken by its recheck was counted then).
+-- mine: the tenant's queued count left, when counted here.
+local mine
 if not oldest or not redis.call('ZSCORE', KEYS[6], job) then
-  if redis.call('HINCRBY', KEYS[3], tenant, -1) <= 0 then redis.call('HDEL', KEYS[3], tenant) end
+  mine = redis.call('HINCRBY', KEYS[3], tenant, -1)
+  if mine <= 0 then redis.call('HDEL', KEYS[3], tenant) end
 end
 -- Lapsed leases (a SIGKILLed runner's) are dropped only when they could make the answer no.
 local function live(key, bound)
@@ -99,27 +102,52 @@ local function live(key, bound)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
   return redis.call('ZCARD', key)
 end
-local held = live(KEYS[5], quota)
-local ok = live(KEYS[2], total) < total and (cap <= 0 or held < cap)
-if ok and held >= quota then
-  local others = redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], tenant)
-  if others <= 0 then
-    others = redis.call('ZCARD', KEYS[4])
-    if others > 0 and redis.call('ZSCORE', KEYS[4], tenant) then others = others - 1 end
+-- Whether another tenant has work waiting: queued (the gateway's counts), else deferred.
+local function othersWait()
+  local n = redis.call('HLEN', KEYS[3])
+  if n > 0 then
+    if mine == nil then n = n - redis.call('HEXISTS', KEYS[3], tenant)
+    elseif mine > 0 then n = n - 1 end
   end
-  ok = others <= 0
+  if n > 0 then return true end
+  n = redis.call('ZCARD', KEYS[4])
+  if n > 0 and redis.call('ZSCORE', KEYS[4], tenant) then n = n - 1 end
+  return n > 0
+end
+-- The tenant's leases, lapsed ones included: at its share they are counted live only when that
+-- decides (a cap, or another tenant waiting). Left uncounted, the key may hold only lapsed leases
+-- and be close to its expiry, so this lease sets it again (fresh).
+local held = redis.call('ZCARD', KEYS[5])
+local fresh = held == 0
+local ok = live(KEYS[2], total) < total
+if ok and held >= quota then
+  local waiting
+  if cap <= 0 then
+    waiting = othersWait()
+    if not waiting then fresh = true end
+  end
+  if cap > 0 or waiting then
+    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+    held = redis.call('ZCARD', KEYS[5])
+    fresh = held == 0
+    if cap > 0 and held >= cap then ok = false
+    elseif held >= quota then
+      if waiting == nil then waiting = othersWait() end
+      ok = not waiting
+    end
+  end
 end
 if not ok then
   defer()
   return { 0, quota }
 end
 if oldest and oldest ~= job then
-  take(oldest, held == 0)
+  take(oldest, fresh)
   redis.call('ZREM', KEYS[6], oldest)
   defer()
   return { 0, quota, oldest }
 end
-take(job, held == 0)
+take(job, fresh)
 if oldest then
   redis.call('ZREM', KEYS[6], job)
   unlisted()

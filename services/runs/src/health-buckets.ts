@@ -6,8 +6,11 @@
  * - `k:<kind>` failed runs by failure kind;
  * - `d:<bin>` run latency (creation to end) histogram, `bin` = ⌊4·log2(ms)⌋ (a bin spans ×1.19, so a
  *   percentile read from it is within ±10 %);
+ * - `e:<status>:<bin>` runs that ended in the bucket with that status and latency bin: what a run's
+ *   end writes (one counter for both), read as `n:<status>` and `d:<bin>` (healthCounters);
  * - `g:<name>` a sampled gauge (queue depth, slots busy, decisions pending), last write wins.
- * Hashes expire HEALTH_TTL_SECONDS after their last write: the series covers the last hour.
+ * Hashes expire HEALTH_TTL_SECONDS after their last write (a run's end renews it with the first end
+ * of each bucket, status and bin, so at most one bucket earlier): the series covers the last hour.
  */
 
 export const HEALTH_BUCKET_MS = 10_000;
@@ -49,4 +52,14 @@ export function quantileMs(histogram: Map<number, number>, q: number): number | 
     if (seen >= rank) return Math.round(binMs(bin));
   }
   return null;
+}
+
+/**
+ * Adds one bucket's counter `name` (its field without the bucket) into `into`: an `e:<status>:<bin>`
+ * as both `n:<status>` and `d:<bin>`, any other name as itself.
+ */
+export function addHealthCounter(into: Map<string, number>, name: string, value: number): void {
+  const both = /^e:([^:]+):(-?\d+)$/.exec(name);
+  const names = both ? [`n:${both[1]}`, `d:${both[2]}`] : [name];
+  for (const n of names) into.set(n, (into.get(n) ?? 0) + value);
 }

@@ -9,6 +9,7 @@
 import { keys } from '@islet/core';
 import type { Redis } from 'ioredis';
 import {
+  addHealthCounter,
   HEALTH_BUCKET_MS,
   HEALTH_TTL_SECONDS,
   healthBucket,
@@ -171,7 +172,7 @@ export function createHealthStore(redis: Redis) {
         for (const [bucket, m] of own) {
           const c = counters.get(bucket) ?? new Map<string, number>();
           counters.set(bucket, c);
-          for (const [name, v] of m) if (!name.startsWith('g:')) c.set(name, (c.get(name) ?? 0) + v);
+          for (const [name, v] of m) if (!name.startsWith('g:')) addHealthCounter(c, name, v);
           if ('tenant' in scope) gauges.set(bucket, new Map([...m].filter(([n]) => n.startsWith('g:'))));
         }
       }

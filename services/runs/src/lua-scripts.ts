@@ -3,7 +3,8 @@
  * it takes (`claim-1.lua`); each file's header lists its KEYS and ARGV. A line
  * `--- @include "<name>"` inlines `lua/includes/<name>.lua` once per script (shared local
  * functions), and `${NAME}` is replaced by a value the caller passes (a constant shared with
- * TypeScript). Every script touches one hash slot except `admit-and-create-14` (one server only).
+ * TypeScript). Every script touches one hash slot except `admit-and-create-15` and `finish-run-13` (one
+ * server only).
  */
 import { readFileSync } from 'node:fs';
 import { LuaScript } from '@islet/core/lua-script';

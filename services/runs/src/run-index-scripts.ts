@@ -1,8 +1,9 @@
 /**
  * The run index's Lua (run-index.ts), as `lua/*.lua` files like the run store's: what a create and
- * an end write into the tenant's index (includes/index-create.lua, finish-tenant-10), the list
+ * an end write into the tenant's index (includes/index-create.lua, includes/finish-tenant.lua), the list
  * scripts and the tenant feed. Every key is in the tenant's `{t:<tenant>}` slot (keys.ts), except
- * the run record an end reads on one server (where no slot is checked).
+ * where run-store-scripts.ts sends them with a run's own keys on one server (where no slot is
+ * checked).
  */
 import { channels } from '@islet/core';
 import { HEALTH_BUCKET_MS, HEALTH_TTL_SECONDS, LATENCY_BINS_PER_DOUBLING } from './health-buckets.ts';
@@ -21,11 +22,13 @@ export const INDEX_CREATE_PARAMS = { ...FEED_PARAMS, PRUNE_PER_CREATE };
 
 export const FEED_APPEND = loadScript('feed-append-1', FEED_PARAMS);
 export const INDEX_CREATE = loadScript('index-create-7', INDEX_CREATE_PARAMS);
-export const FINISH_TENANT = loadScript('finish-tenant-10', {
+/** The parameters of includes/finish-tenant.lua (which includes the feed). */
+export const FINISH_TENANT_PARAMS = {
   ...FEED_PARAMS,
   HEALTH_BUCKET_MS,
   LATENCY_BINS_PER_DOUBLING,
   HEALTH_TTL_SECONDS,
-});
+};
+export const FINISH_TENANT = loadScript('finish-tenant-9', FINISH_TENANT_PARAMS);
 export const LIST_RUNS = loadScript('list-runs-2');
 export const LIST_SESSIONS = loadScript('list-sessions-2');

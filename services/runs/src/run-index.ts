@@ -70,11 +70,11 @@ export function runIndexKeys(tenant: string) {
   };
 }
 
-/** Usage counters are kept this long (a day's hash expires this long after its last write). */
-const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
+/** Usage counters are kept this long (a day's hash expires this long after the day's end). */
+export const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
 
 /** The UTC day (`YYYY-MM-DD`) a time falls on: the usage hash a run's end counts in. */
-function usageDay(ms: number): string {
+export function usageDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
@@ -111,13 +111,12 @@ export interface RunUsage {
 
 /**
  * KEYS and ARGV of FINISH_TENANT for a run of `tenant` ending at `endedAt`: `inFlightKey` is the
- * set it leaves; `recordKey` (one server only) the record whose final status the index copies.
+ * set it leaves.
  */
 export function finishTenantCall(
   tenant: string,
   inFlightKey: string,
   end: { id: string; status: string; endedAt: number; kind?: string; usage?: RunUsage },
-  recordKey?: string,
 ) {
   const k = runIndexKeys(tenant);
   const u = end.usage ?? {};
@@ -132,7 +131,6 @@ export function finishTenantCall(
       keys.usageDay(tenant, usageDay(end.endedAt)),
       k.feed,
       keys.healthHour(tenant, healthHour(end.endedAt)),
-      ...(recordKey ? [recordKey] : []),
     ],
     args: [
       end.id,
@@ -142,7 +140,7 @@ export function finishTenantCall(
       String(Math.round(u.outputBytes ?? 0)),
       String(Math.round(u.bindingCalls ?? 0)),
       String(Math.round(u.cpuMs ?? 0)),
-      String(USAGE_RETENTION_SECONDS),
+      String((Math.floor(end.endedAt / 86_400_000) + 1) * 86_400 + USAGE_RETENTION_SECONDS),
       tenant,
     ],
   };

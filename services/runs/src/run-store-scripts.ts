@@ -1,12 +1,12 @@
 /**
  * The run store's Lua scripts (`lua/*.lua`, each file's header lists its keys and arguments):
  * each touches one hash slot (a run's `{runId}` keys or a tenant's `{t:<tenant>}` keys, see
- * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-14` spans
- * both and runs only on a server that checks no slots.
+ * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-15` and
+ * `finish-run-13` span both and run only on a server that checks no slots.
  */
 import { countInWindowLua } from '@islet/core/lua-script';
 import { loadScript } from './lua-scripts.ts';
-import { INDEX_CREATE_PARAMS } from './run-index-scripts.ts';
+import { FINISH_TENANT_PARAMS, INDEX_CREATE_PARAMS } from './run-index-scripts.ts';
 
 /**
  * The most an end message carries of a run's record and journal (their fields' lengths summed),
@@ -19,10 +19,11 @@ const END_PUSH_MAX_BYTES = 32 * 1024;
 const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
 
 export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES });
+export const FINISH_RUN = loadScript('finish-run-13', { END_PUSH_MAX_BYTES, ...FINISH_TENANT_PARAMS });
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
-export const ADMIT_TENANT = loadScript('admit-tenant-12', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
+export const ADMIT_TENANT = loadScript('admit-tenant-13', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
 export const CREATE_RUN = loadScript('create-run-2');
-export const ADMIT_AND_CREATE = loadScript('admit-and-create-14', {
+export const ADMIT_AND_CREATE = loadScript('admit-and-create-15', {
   COUNT_IN_WINDOW,
   ...INDEX_CREATE_PARAMS,
 });

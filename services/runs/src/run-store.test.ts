@@ -1,6 +1,9 @@
-import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { channels, createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { fieldsOf } from '@islet/core/lua-script';
 import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
+import { USAGE_RETENTION_SECONDS, usageDay } from './run-index.ts';
 import { createRunStore } from './run-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
@@ -97,6 +100,159 @@ describe('run store on a real redis', () => {
       await runs.releaseIdempotency(idem, next);
       expect(await redis.exists(idem)).toBe(0);
     } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it("an end counts once in the index, the day's usage, the hour's health and the stored bytes, each with its expiry", async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    try {
+      const runs = createRunStore(redis, sealerFromConfig(base), { retentionSeconds: 3600 });
+      const now = Date.now();
+      const run = (id: string) => ({
+        id,
+        tenant: 'acct',
+        session: 's',
+        turn: 't',
+        callId: 'c',
+        principal: 'p',
+        status: 'Running' as const,
+        mode: 'read-only' as const,
+        code: 'return 1',
+        description: 'Return one',
+        request: { connections: [], bindings: [] },
+        createdAt: now,
+        updatedAt: now,
+        attempts: 0,
+        cancelRequested: false,
+        clockMs: now,
+        seed: id,
+      });
+      const admission = { maxInFlight: 5, sessionTtlSeconds: 60, storedBytes: 1000 };
+      const bytes = async () => {
+        const found = await redis.keys('islet:tenant:{t:acct}:bytes:*');
+        const values = found.length ? await redis.mget(...found) : [];
+        return { sum: values.reduce((n, v) => n + Number(v), 0), keys: found };
+      };
+      // Both admission paths count the record's bytes: with its enqueue (one script) and alone.
+      expect(await runs.create(run('a'), admission, async () => undefined)).toBe('created');
+      expect(await runs.create(run('b'), admission)).toBe('created');
+      // A refused admission counts nothing.
+      expect(await runs.create(run('c'), { ...admission, maxInFlight: 2 })).toBe('over-quota');
+      const created = await bytes();
+      expect(created.sum).toBe(2000);
+      expect(created.keys).toHaveLength(1);
+      const counterTtl = await redis.ttl(created.keys[0]!);
+      expect(counterTtl).toBeGreaterThan(3600);
+      expect(counterTtl).toBeLessThanOrEqual(3600 + 450 + 1);
+
+      const result = { _tag: 'Completed' as const, value: 1, logs: [] };
+      expect(
+        await runs.finish(run('a'), {
+          status: 'Completed',
+          result,
+          text: 'abc',
+          usage: { bindingCalls: 2, cpuMs: 5 },
+        }),
+      ).toBe(true);
+      expect(
+        await runs.finish(run('b'), {
+          status: 'Failed',
+          result,
+          text: '',
+          kind: 'timeout',
+          usage: { cpuMs: 7 },
+        }),
+      ).toBe(true);
+      // The second end of a run writes nothing and counts nothing (but its bytes, as before).
+      expect(await runs.finish(run('a'), { status: 'Cancelled', result, text: 'zz' })).toBe(false);
+      expect(await runs.inFlightCount('acct')).toBe(0);
+      const summary = JSON.parse((await redis.hget(keys.indexRunSummaries('acct'), 'a')) ?? '{}');
+      expect(summary.status).toBe('Completed');
+
+      const day = keys.usageDay('acct', usageDay(Date.now()));
+      const usage = await redis.hgetall(day);
+      expect(usage).toMatchObject({
+        'runs:Completed': '1',
+        'runs:Failed': '1',
+        outputBytes: '3',
+        bindingCalls: '2',
+        cpuMs: '12',
+      });
+      expect(Number(usage.wallMs)).toBeGreaterThanOrEqual(0);
+      expect(usage['runs:Cancelled']).toBeUndefined();
+      // The day's hash lives the retention past the day's end (at least as long as past its last write).
+      const dayEnd = (Math.floor(Date.now() / 86_400_000) + 1) * 86_400;
+      expect(
+        Math.abs((await redis.ttl(day)) - (dayEnd + USAGE_RETENTION_SECONDS - Date.now() / 1000)),
+      ).toBeLessThan(3);
+
+      const hour = keys.healthHour('acct', healthHour(Date.now()));
+      const health = await redis.hgetall(hour);
+      const sum = (part: RegExp) =>
+        Object.entries(health)
+          .filter(([f]) => part.test(f))
+          .reduce((n, [, v]) => n + Number(v), 0);
+      // One counter per status and latency bin (read as both, health-buckets.ts).
+      expect(sum(/\|e:Completed:\d+$/)).toBe(1);
+      expect(sum(/\|e:Failed:\d+$/)).toBe(1);
+      expect(sum(/\|k:timeout$/)).toBe(1);
+      expect(Object.keys(health)).toHaveLength(3);
+      expect(await redis.ttl(hour)).toBeGreaterThan(HEALTH_TTL_SECONDS - 5);
+
+      // The ends' stored fields were counted (every end, as before), in the same counter.
+      expect((await bytes()).sum).toBeGreaterThan(2000);
+      expect(await redis.ttl(created.keys[0]!)).toBeGreaterThan(3600);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('an end pushed to its waiter carries the record as stored after the end, and the journal', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    const sub = redis.duplicate();
+    try {
+      const runs = createRunStore(redis, sealerFromConfig(base));
+      const messages: string[] = [];
+      sub.on('message', (_c: string, m: string) => messages.push(m));
+      await sub.subscribe(channels.runEvents);
+      const now = Date.now();
+      const run = {
+        id: 'p1',
+        tenant: 't1',
+        session: 's',
+        turn: 't',
+        callId: 'c',
+        status: 'Running' as const,
+        mode: 'read-only' as const,
+        code: 'return 1',
+        description: 'Return one',
+        request: { connections: [], bindings: [] },
+        createdAt: now,
+        updatedAt: now,
+        attempts: 0,
+        cancelRequested: false,
+        clockMs: now,
+        seed: 'p1',
+        pushEnd: true,
+      };
+      await runs.create(run);
+      await redis.hset('islet:journal:{p1}', '#attempt', '1');
+      const result = { _tag: 'Completed' as const, value: 1, logs: [] };
+      expect(await runs.finish(run, { status: 'Completed', result, text: '1', kind: 'none' })).toBe(true);
+      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('p1 end ')); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const pushed = messages.find((m) => m.startsWith('p1 end '));
+      if (!pushed) throw new Error('no end pushed');
+      const [record, journal] = JSON.parse(pushed.slice('p1 end '.length)) as [string[], string[]];
+      expect(fieldsOf(record)).toEqual(await redis.hgetall('islet:run:{p1}'));
+      expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
+    } finally {
+      sub.disconnect();
       redis.disconnect();
       await server.stop();
     }

@@ -12,8 +12,10 @@
  *   record; the recovery loop's in-flight walk drops it once older than its grace (session listings skip
  *   ids whose record is missing and prune them). On one server an admitted submit writes both
  *   halves in one script (ADMIT_AND_CREATE).
- * - end: the run's final script, then ZREM from in-flight (sent together). Died in between: an
- *   in-flight id whose record is final; the recovery loop's in-flight walk drops it.
+ * - end: on one server one script (FINISH_RUN: the final status, the in-flight ZREM, the index,
+ *   usage and health, the stored bytes). On a Cluster the run's final script, then the tenant
+ *   half. Died in between: an in-flight id whose record is final; the recovery loop's in-flight
+ *   walk drops it.
  */
 
 import { channels, isRedisCluster, keys, type Sealer, sendTogether } from '@islet/core';
@@ -27,6 +29,7 @@ import {
   ADMIT_TENANT,
   CREATE_RUN,
   CREATE_TENANT,
+  FINISH_RUN,
   IDEM_RELEASE,
   IDEM_TAKE_OVER,
   IN_FLIGHT_COUNT,
@@ -214,15 +217,13 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     run: { id: string; tenant: string; pushEnd?: boolean },
     fields: Record<string, string>,
     event: { type: string; data: Record<string, unknown> },
-    inOrder = false,
   ): Promise<boolean> {
     const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
     // Tagged `running`: a move to Running (a decision allowed, a call answered) ends no
     // `Prefer: wait` (that waits for a final status or Waiting), so waiters skip it; SSE readers
     // still wake. An attempt's start is tagged the same way (attemptStartEvent).
     const message = fields.status === 'Running' ? `${run.id} running` : run.id;
-    // In order: as EVAL, so a command sent behind it (the end's tenant half) runs after it.
-    const res = await TRANSITION[inOrder ? 'runInOrder' : 'run'](
+    const res = await TRANSITION.run(
       redis,
       // The journal's key with its default prefix, the one the gateway and runner use.
       run.pushEnd
@@ -307,6 +308,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         idempotencyKey?: string;
         /** Count the request against its tenant's rate limit here (see AdmissionRateCount). */
         rate?: AdmissionRateCount;
+        /** Bytes the record stores, counted in its tenant's stored bytes when admitted. */
+        storedBytes?: number;
       },
       then?: () => Promise<unknown>,
     ): Promise<Admission> {
@@ -348,6 +351,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         Number(retention),
       );
       const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
+      // Not touched without bytes to count (a counter in the tenant's slot all the same).
+      const charge = storedBytes.chargeArgs(run.tenant, admission?.storedBytes ?? 0);
       const admitKeys = [
         ...tenantKeys,
         keys.skillsInFlight(run.tenant),
@@ -357,6 +362,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // Not touched without a rate count (ditto).
         admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
         ...indexKeys,
+        charge.key,
       ];
       const admitArgs = admission && [
         run.id,
@@ -368,6 +374,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         admission.idempotencyKey ? '1' : '0',
         admission.rate ? admission.rate.limit : '',
         ...indexArgs,
+        ...charge.args,
       ];
       if (admission?.rate) admission.rate.counted = true;
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
@@ -469,45 +476,60 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       else fields.text = sealer.seal(end.text);
       // Rides in the same script call as the end: stage timings cost no extra round trip.
       if (end.timings) fields.timings = JSON.stringify(end.timings);
-      // The tenant half of the end (run-index-scripts.ts FINISH_TENANT) leaves the in-flight set and
+      // The tenant half of the end (includes/finish-tenant.lua) leaves the in-flight set and
       // records the end in the tenant's index and usage, once, with the status the record kept.
       // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash
-      // in between is dropped by the recovery loop's in-flight walk (the record is final).
+      // in between (a Cluster: two scripts) is dropped by the recovery loop's in-flight walk (the
+      // record is final).
       const usage = { outputBytes: Buffer.byteLength(end.text), ...end.usage };
-      const tenantHalf = (status: string, record?: string) => {
-        const call = finishTenantCall(
-          run.tenant,
-          keys.inFlight(run.tenant),
-          { id: run.id, status, endedAt: Date.now(), kind: end.kind ?? 'none', usage },
-          record,
-        );
-        return FINISH_TENANT.run(redis, call.keys, call.args);
-      };
+      const tenant = finishTenantCall(run.tenant, keys.inFlight(run.tenant), {
+        id: run.id,
+        status: end.status,
+        endedAt: Date.now(),
+        kind: end.kind ?? 'none',
+        usage,
+      });
       // Bytes the end stored count against the tenant's share of Redis (storage-quota).
-      const charge = () =>
-        storedBytes
-          .charge(
-            run.tenant,
-            Object.values(fields).reduce((n, v) => n + v.length, 0),
-          )
-          .catch(() => undefined);
+      const bytes = Object.values(fields).reduce((n, v) => n + v.length, 0);
       const event = { type: 'end', data: { status: end.status } };
       if (await slotFree()) {
-        // One server: both halves sent together (one round trip); the tenant half runs after the
-        // final script and copies the status the record kept, whichever end won a race.
-        const [ended] = await Promise.all(
-          sendTogether(redis, () => [
-            transition(run, fields, event, true),
-            tenantHalf('', keys.run(run.id)),
-            charge(),
-          ]),
+        // One server: the final status, the tenant half and the bytes in one script (it spans the
+        // run's and the tenant's slots); the tenant half copies the status the record kept,
+        // whichever end won a race.
+        const charge = storedBytes.chargeArgs(run.tenant, bytes);
+        const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
+        const res = await FINISH_RUN.run(
+          redis,
+          [
+            keys.run(run.id),
+            keys.runEvents(run.id),
+            journalKeys().journal(run.id),
+            ...tenant.keys,
+            charge.key,
+          ],
+          [
+            run.id,
+            channels.runEvents,
+            event.type,
+            seal(event.data),
+            maxEvents,
+            retention,
+            run.pushEnd ? '1' : '0',
+            ...tenant.args,
+            ...charge.args,
+            ...flat,
+          ],
         );
-        return ended;
+        return res === 1;
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
       // only the end that won counts in the index.
       const ended = await transition(run, fields, event);
-      await Promise.all([tenantHalf(ended ? end.status : ''), charge()]);
+      if (!ended) tenant.args[1] = '';
+      await Promise.all([
+        FINISH_TENANT.run(redis, tenant.keys, tenant.args),
+        storedBytes.charge(run.tenant, bytes).catch(() => undefined),
+      ]);
       return ended;
     },
 

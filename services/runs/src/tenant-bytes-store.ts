@@ -10,32 +10,31 @@
  */
 
 import { keys } from '@islet/core';
-import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
+import { loadScript } from './lua-scripts.ts';
 
 const BUCKETS = 8;
 
-// KEYS[1] the bucket's counter. ARGV: bytes, seconds the counter lives.
-const CHARGE = new LuaScript(`
-redis.call('INCRBY', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-`);
+const CHARGE = loadScript('charge-bytes-1');
 
 export function createTenantBytesStore(redis: Redis, options: { retentionSeconds: number }) {
   const bucketSeconds = Math.max(1, Math.ceil(options.retentionSeconds / BUCKETS));
   const bucketOf = (nowMs: number) => Math.floor(nowMs / 1000 / bucketSeconds);
   return {
-    /** The keys and arguments of a charge, for a caller that sends it with other commands. */
+    /**
+     * The key and arguments of a charge (includes/charge.lua: bytes, then when the counter
+     * expires, unix seconds), for a caller that sends it in a script of its own.
+     */
     chargeArgs(tenant: string, bytes: number, nowMs = Date.now()) {
       const bucket = bucketOf(nowMs);
-      const lives = (bucket + 1) * bucketSeconds + options.retentionSeconds - Math.floor(nowMs / 1000);
-      return { keys: [keys.storedBytes(tenant, bucket)], args: [Math.ceil(bytes), lives] };
+      const expiresAt = (bucket + 1) * bucketSeconds + options.retentionSeconds;
+      return { key: keys.storedBytes(tenant, bucket), args: [Math.ceil(bytes), expiresAt] };
     },
     /** Counts `bytes` more of the tenant's retained data. */
     async charge(tenant: string, bytes: number): Promise<void> {
       if (bytes <= 0) return;
-      const { keys: k, args } = this.chargeArgs(tenant, bytes);
-      await CHARGE.run(redis, k, args);
+      const { key, args } = this.chargeArgs(tenant, bytes);
+      await CHARGE.run(redis, [key], args);
     },
     /** The tenant's retained bytes (an upper bound, see above). */
     async usage(tenant: string, nowMs = Date.now()): Promise<number> {

@@ -14,9 +14,17 @@ local function indexCreate(k, a)
   redis.call('HSET', summaries, id, summary)
   if session ~= '' then
     redis.call('ZADD', sessions, 'GT', createdAt, session)
-    redis.call('HINCRBY', stats, session .. '\ntotal', 1)
-    redis.call('HSETNX', stats, session .. '\ncreated', createdAt)
-    if principal ~= '' then redis.call('HSETNX', stats, session .. '\nprincipal', principal) end
+    -- A session's first entry writes its fields in one HSET (total, created and principal come and
+    -- go together, see the prune below); a later one sets only a principal still missing.
+    if redis.call('HINCRBY', stats, session .. '\ntotal', 1) == 1 then
+      if principal ~= '' then
+        redis.call('HSET', stats, session .. '\ncreated', createdAt, session .. '\nprincipal', principal)
+      else
+        redis.call('HSET', stats, session .. '\ncreated', createdAt)
+      end
+    elseif principal ~= '' then
+      redis.call('HSETNX', stats, session .. '\nprincipal', principal)
+    end
   end
   local gone = redis.call('ZRANGEBYSCORE', ended, '-inf', tonumber(now) - tonumber(retentionMs), 'LIMIT', 0, ${PRUNE_PER_CREATE})
   for _, old in ipairs(gone) do
