@@ -205,6 +205,9 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
           Number(createdAt) - sent,
           t.enqueued! - Number(createdAt),
           t.pickedUp! - t.enqueued!,
+          // NaN (left out) where the runner does not stamp it (an A/B's older base).
+          (t.fetched ?? Number.NaN) - t.enqueued!,
+          t.pickedUp! - (t.fetched ?? Number.NaN),
           t.engineCalled! - t.pickedUp!,
           hostWait,
           t.engineReturned! - t.engineCalled! - hostWait,
@@ -220,6 +223,8 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       'accept → run built (gateway: auth, checks, policy)',
       'run built → enqueue (admission and record script sent, queue add behind it)',
       'enqueue → runner pick-up (BullMQ add, worker fetch)',
+      '  of which enqueue → processor started (add, marker wake-up, moveToActive)',
+      '  of which processor started → pick-up (slot, fair-share acquire)',
       'pick-up → engine called (run read, settings, attempt, Running)',
       'engine: waiting for a sandbox host',
       'engine: isolate ready + program + result back',

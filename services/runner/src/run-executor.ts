@@ -71,6 +71,8 @@ export interface ExecuteJob {
   runId: string;
   mode: SandboxMode;
   enqueuedAtMs: number;
+  /** When the worker handed the job to its processor (stage timings), ms with sub-ms precision. */
+  fetchedAtMs?: number;
   /** Aborted by a cancel request for this run. */
   cancel: AbortSignal;
   /** Aborted when the runner must hand the job back (shutdown grace ran out). */
@@ -296,6 +298,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
+      ...(job.fetchedAtMs !== undefined ? { fetched: job.fetchedAtMs } : {}),
       pickedUp,
       engineCalled,
       engineReturned: now(),

@@ -161,6 +161,7 @@ export function createRunner(deps: RunnerDeps) {
   }
 
   async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
+    const fetchedAtMs = performance.timeOrigin + performance.now();
     held[mode] = (held[mode] ?? 0) + 1;
     lastPickupAtMs[mode] = Date.now();
     const jobId = job.id ?? job.data.runId;
@@ -178,7 +179,7 @@ export function createRunner(deps: RunnerDeps) {
     try {
       await slot.take(token);
       return await withTenantSlot(mode, job, token, () =>
-        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot),
+        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot, fetchedAtMs),
       );
     } finally {
       slot.end();
@@ -191,6 +192,7 @@ export function createRunner(deps: RunnerDeps) {
     job: Job<RunJobData>,
     token: string | undefined,
     slot: RunSlot,
+    fetchedAtMs: number,
   ) {
     const { runId } = job.data;
     const ctl = { cancel: new AbortController(), handBack: new AbortController() };
@@ -200,6 +202,7 @@ export function createRunner(deps: RunnerDeps) {
         runId,
         mode,
         enqueuedAtMs: job.data.enqueuedAtMs,
+        fetchedAtMs,
         cancel: ctl.cancel.signal,
         handBack: ctl.handBack.signal,
         ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
