@@ -213,6 +213,9 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
           t.engineReturned! - t.engineCalled! - hostWait,
           Number(updatedAt) - t.engineReturned!,
           received - Number(updatedAt),
+          // The same hop from the runner's sub-ms stamp: `updatedAt` is whole ms cut down, which
+          // adds half a ms on average to the row above.
+          received - (t.endSent ?? Number.NaN),
         ]);
         // The latency is the request's alone: the read of its stages above is the bench's own work.
         return received - sent;
@@ -230,6 +233,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       'engine: isolate ready + program + result back',
       'engine returned → end written (mapping, finish script)',
       'end written → waiter woken → response received',
+      '  the same, from the sub-ms stamp of the end sent (endSent)',
     ];
     const stages = stageNames.map((name, i) => {
       const col = stageRows.map((r) => r[i]!).filter((x) => Number.isFinite(x));

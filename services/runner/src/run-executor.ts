@@ -332,6 +332,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         logger.info({ runId: run.id, attempt }, 'execution superseded; leaving the run to the newer one');
         return 'superseded';
       }
+      timings.endSent = now();
       if (
         await lifecycle.finish(run, {
           status: 'Cancelled',
@@ -347,6 +348,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       }
       return 'cancelled';
     }
+    timings.endSent = now();
     if (
       await lifecycle.finish(run, {
         status: mapped.status,

@@ -155,6 +155,8 @@ export interface RunTimings {
   engineReturned: number;
   /** Engine time spent waiting for a sandbox host process, ms. */
   hostWaitMs?: number;
+  /** The end's script is about to be sent (`updatedAt` is the same moment in whole ms). */
+  endSent?: number;
 }
 
 export interface RunEvent {
