@@ -41,6 +41,8 @@ export interface RunnerDeps {
   skills?: SkillExecutor;
   metrics: Metrics;
   logger: Logger;
+  /** The pool's fair share (tests wrap it); `createFairShare` by default. */
+  createShare?: typeof createFairShare;
 }
 
 /**
@@ -70,6 +72,8 @@ export function createRunner(deps: RunnerDeps) {
   let watchdog: PickupWatchdog | undefined;
   let subscriber: Redis | undefined;
   let share: FairShare | undefined;
+  /** Lease releases still in flight (they never reject: a failed one is logged and lapses). */
+  const releasing = new Set<Promise<void>>();
 
   /** Promotes a deferred job; true when it will run (promoted, or already back in the queue). */
   async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
@@ -118,7 +122,13 @@ export function createRunner(deps: RunnerDeps) {
     try {
       return await work();
     } finally {
-      await share.release(mode, job.data.tenant, jobId);
+      // Not awaited: the job's completion (BullMQ's moveToCompleted, which fetches this slot's
+      // next job) goes out with it instead of a round trip later. The next job's acquire follows
+      // on the same connection, so Redis sees the release first; a slot the release leases to a
+      // deferred job is reserved for it whichever job BullMQ hands this worker next.
+      const released = share.release(mode, job.data.tenant, jobId);
+      releasing.add(released);
+      void released.finally(() => releasing.delete(released));
     }
   }
 
@@ -323,7 +333,7 @@ export function createRunner(deps: RunnerDeps) {
       const shareConnection = createRedis(config);
       connections.push(shareConnection);
       shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
-      share = createFairShare({
+      share = (deps.createShare ?? createFairShare)({
         redis: shareConnection,
         config,
         logger,
@@ -374,6 +384,7 @@ export function createRunner(deps: RunnerDeps) {
         for (const ctl of active.values()) ctl.handBack.abort();
         await closing;
       }
+      await Promise.all(releasing);
       await share?.close();
       await Promise.all(current.map((m) => m.queue.close().catch(() => undefined)));
       for (const c of [...connections, ...current.map((m) => m.connection)]) c.disconnect();
