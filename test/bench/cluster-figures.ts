@@ -205,11 +205,17 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
           Number(createdAt) - sent,
           t.enqueued! - Number(createdAt),
           t.pickedUp! - t.enqueued!,
+          // NaN (left out) where the runner does not stamp it (an A/B's older base).
+          (t.fetched ?? Number.NaN) - t.enqueued!,
+          t.pickedUp! - (t.fetched ?? Number.NaN),
           t.engineCalled! - t.pickedUp!,
           hostWait,
           t.engineReturned! - t.engineCalled! - hostWait,
           Number(updatedAt) - t.engineReturned!,
           received - Number(updatedAt),
+          // The same hop from the runner's sub-ms stamp: `updatedAt` is whole ms cut down, which
+          // adds half a ms on average to the row above.
+          received - (t.endSent ?? Number.NaN),
         ]);
         // The latency is the request's alone: the read of its stages above is the bench's own work.
         return received - sent;
@@ -220,11 +226,14 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       'accept → run built (gateway: auth, checks, policy)',
       'run built → enqueue (admission and record script sent, queue add behind it)',
       'enqueue → runner pick-up (BullMQ add, worker fetch)',
+      '  of which enqueue → processor started (add, marker wake-up, moveToActive)',
+      '  of which processor started → pick-up (slot, fair-share acquire)',
       'pick-up → engine called (run read, settings, attempt, Running)',
       'engine: waiting for a sandbox host',
       'engine: isolate ready + program + result back',
       'engine returned → end written (mapping, finish script)',
       'end written → waiter woken → response received',
+      '  the same, from the sub-ms stamp of the end sent (endSent)',
     ];
     const stages = stageNames.map((name, i) => {
       const col = stageRows.map((r) => r[i]!).filter((x) => Number.isFinite(x));

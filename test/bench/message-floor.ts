@@ -12,6 +12,13 @@
  * binding call's: runner → gateway and back, the claim, the App and back, the outcome, the host:
  * 2 TCP round trips, 2 fsync'd writes, 1 pipe round trip. The bench's figures divided by these
  * floors say how much of them is the processes' own work (CPU per message), not the messages.
+ *
+ * With the fair share on (default settings, as the cluster bench runs) a run also takes its slot
+ * lease between `moveToActive` and `beginAttempt`: one more fsync'd write on its path (`runShareMs`).
+ * The two notification stages on their own: enqueue → pick-up is the admission with the add, the
+ * marker's wake-up (half a TCP round trip), `moveToActive` and the lease (`pickupMs`: 3 fsync'd
+ * writes); end written → response is the end script, its publish to the gateway and the response
+ * (`endMs`: 1 fsync'd write, 1 TCP round trip).
  */
 import type { ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
@@ -30,6 +37,12 @@ export interface MessageFloor {
   runMs: number;
   /** 2 TCP round trips + 2 fsync'd writes + 1 pipe round trip, ms. */
   callMs: number;
+  /** `runMs` + 1 fsync'd write (the fair share's lease), ms. */
+  runShareMs: number;
+  /** 0.5 TCP round trip + 3 fsync'd writes (enqueue → pick-up, fair share on), ms. */
+  pickupMs: number;
+  /** 1 TCP round trip + 1 fsync'd write (end written → response), ms. */
+  endMs: number;
 }
 
 const PAUSE_MS = 1;
@@ -99,6 +112,9 @@ export async function messageFloor(rounds = 300): Promise<MessageFloor> {
       fsyncWriteMs,
       runMs: 1.5 * tcpMs + 4 * fsyncWriteMs + pipeMs,
       callMs: 2 * tcpMs + 2 * fsyncWriteMs + pipeMs,
+      runShareMs: 1.5 * tcpMs + 5 * fsyncWriteMs + pipeMs,
+      pickupMs: 0.5 * tcpMs + 3 * fsyncWriteMs,
+      endMs: tcpMs + fsyncWriteMs,
     };
   } finally {
     socket?.destroy();

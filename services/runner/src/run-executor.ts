@@ -70,6 +70,8 @@ export interface ExecuteJob {
   runId: string;
   mode: SandboxMode;
   enqueuedAtMs: number;
+  /** When the worker handed the job to its processor (stage timings), ms with sub-ms precision. */
+  fetchedAtMs?: number;
   /** Aborted by a cancel request for this run. */
   cancel: AbortSignal;
   /** Aborted when the runner must hand the job back (shutdown grace ran out). */
@@ -295,6 +297,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
+      ...(job.fetchedAtMs !== undefined ? { fetched: job.fetchedAtMs } : {}),
       pickedUp,
       engineCalled,
       engineReturned: now(),
@@ -328,6 +331,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         logger.info({ runId: run.id, attempt }, 'execution superseded; leaving the run to the newer one');
         return 'superseded';
       }
+      timings.endSent = now();
       if (
         await lifecycle.finish(run, {
           status: 'Cancelled',
@@ -343,6 +347,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       }
       return 'cancelled';
     }
+    timings.endSent = now();
     if (
       await lifecycle.finish(run, {
         status: mapped.status,

@@ -41,6 +41,8 @@ export interface RunnerDeps {
   skills?: SkillExecutor;
   metrics: Metrics;
   logger: Logger;
+  /** The pool's fair share (tests wrap it); `createFairShare` by default. */
+  createShare?: typeof createFairShare;
 }
 
 /**
@@ -68,6 +70,8 @@ export function createRunner(deps: RunnerDeps) {
   let watchdog: PickupWatchdog | undefined;
   let subscriber: Redis | undefined;
   let share: FairShare | undefined;
+  /** Lease releases still in flight (they never reject: a failed one is logged and lapses). */
+  const releasing = new Set<Promise<void>>();
 
   /** Promotes a deferred job; true when it will run (promoted, or already back in the queue). */
   async function promote(mode: SandboxMode, jobId: string): Promise<boolean> {
@@ -116,7 +120,13 @@ export function createRunner(deps: RunnerDeps) {
     try {
       return await work();
     } finally {
-      await share.release(mode, job.data.tenant, jobId);
+      // Not awaited: the job's completion (BullMQ's moveToCompleted, which fetches this slot's
+      // next job) goes out with it instead of a round trip later. The next job's acquire follows
+      // on the same connection, so Redis sees the release first; a slot the release leases to a
+      // deferred job is reserved for it whichever job BullMQ hands this worker next.
+      const released = share.release(mode, job.data.tenant, jobId);
+      releasing.add(released);
+      void released.finally(() => releasing.delete(released));
     }
   }
 
@@ -159,6 +169,7 @@ export function createRunner(deps: RunnerDeps) {
   }
 
   async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
+    const fetchedAtMs = performance.timeOrigin + performance.now();
     held[mode] = (held[mode] ?? 0) + 1;
     lastPickupAtMs[mode] = Date.now();
     const jobId = job.id ?? job.data.runId;
@@ -176,7 +187,7 @@ export function createRunner(deps: RunnerDeps) {
     try {
       await slot.take(token);
       return await withTenantSlot(mode, job, token, () =>
-        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot),
+        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot, fetchedAtMs),
       );
     } finally {
       slot.end();
@@ -189,6 +200,7 @@ export function createRunner(deps: RunnerDeps) {
     job: Job<RunJobData>,
     token: string | undefined,
     slot: RunSlot,
+    fetchedAtMs: number,
   ) {
     const { runId } = job.data;
     const ctl = { cancel: new AbortController(), handBack: new AbortController() };
@@ -198,6 +210,7 @@ export function createRunner(deps: RunnerDeps) {
         runId,
         mode,
         enqueuedAtMs: job.data.enqueuedAtMs,
+        fetchedAtMs,
         cancel: ctl.cancel.signal,
         handBack: ctl.handBack.signal,
         ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
@@ -318,7 +331,7 @@ export function createRunner(deps: RunnerDeps) {
       const shareConnection = createRedis(config);
       connections.push(shareConnection);
       shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
-      share = createFairShare({
+      share = (deps.createShare ?? createFairShare)({
         redis: shareConnection,
         config,
         logger,
@@ -368,6 +381,7 @@ export function createRunner(deps: RunnerDeps) {
         for (const ctl of active.values()) ctl.handBack.abort();
         await closing;
       }
+      await Promise.all(releasing);
       await share?.close();
       await Promise.all(current.map((m) => m.queue.close().catch(() => undefined)));
       for (const c of [...connections, ...current.map((m) => m.connection)]) c.disconnect();

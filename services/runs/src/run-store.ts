@@ -148,6 +148,9 @@ export interface StoredRun {
  */
 export interface RunTimings {
   enqueued: number;
+  /** The runner's worker handed the job to its processor (BullMQ's add, wake-up and fetch done). */
+  fetched?: number;
+  /** The job holds its slot and its fair-share lease: the run's own work starts. */
   pickedUp: number;
   /** Run read, settings read, attempt counted, status Running written: the engine is called. */
   engineCalled: number;
@@ -155,6 +158,8 @@ export interface RunTimings {
   engineReturned: number;
   /** Engine time spent waiting for a sandbox host process, ms. */
   hostWaitMs?: number;
+  /** The end's script is about to be sent (`updatedAt` is the same moment in whole ms). */
+  endSent?: number;
 }
 
 interface RunEvent {
