@@ -140,6 +140,7 @@ describe('alert rules', () => {
       'islet_binding_calls_total',
       'islet_sandbox_processes',
       'islet_sandbox_enforcement',
+      'islet_run_recovery_actions_total',
     ])
       expect(dashboard, m).toContain(m);
   });

@@ -250,6 +250,20 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode'],
       registers,
     }),
+    // Both label sets are fixed: `action` is a recovery action's type (reconcile-run.ts), `feed`
+    // one of the recovery loop's feeds (or `worker-failed`, a runner's own failed-job event).
+    recoveryActions: new Counter({
+      name: 'islet_run_recovery_actions_total',
+      help: 'Actions the run recovery loop applied, by action and by the feed that handed the run in',
+      labelNames: ['action', 'feed'],
+      registers,
+    }),
+    recoveryFailures: new Counter({
+      name: 'islet_run_recovery_failures_total',
+      help: 'Feeds or runs the run recovery loop could not recover in a tick (retried the next tick), by feed',
+      labelNames: ['feed'],
+      registers,
+    }),
     // Usage for billing, by tenant: a tenant is a label value only when an operator lists it
     // (ISLET_METRICS_TENANTS, `meteredTenant`); every other tenant is counted as `other`, so the
     // series stay bounded however many tenants there are. Exact per-tenant figures: GET /v1/usage.

@@ -6,6 +6,7 @@
 import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import {
+  type AppliedAction,
   createRunRecoveryLoop,
   expiryMessage,
   type FailedJobSource,
@@ -114,6 +115,26 @@ const cancelledCount = async (deps: GatewayDeps) =>
     .filter((v) => v.labels.status === 'Cancelled' && v.labels.kind === 'abort')
     .reduce((sum, v) => sum + v.value, 0);
 
+/** islet_run_recovery_actions_total as `action feed` → count. */
+const recoveryCounts = async (deps: GatewayDeps) =>
+  Object.fromEntries(
+    (await deps.metrics.recoveryActions.get()).values.map((v) => [
+      `${v.labels.action} ${v.labels.feed}`,
+      v.value,
+    ]),
+  );
+/** What a step added to islet_run_recovery_actions_total (series that did not move left out). */
+async function recoveryCountsAdded(deps: GatewayDeps, step: () => Promise<unknown>) {
+  const before = await recoveryCounts(deps);
+  await step();
+  const after = await recoveryCounts(deps);
+  return Object.fromEntries(
+    Object.entries(after)
+      .map(([k, v]) => [k, v - (before[k] ?? 0)] as const)
+      .filter(([, d]) => d !== 0),
+  );
+}
+
 const pastExpiry = () => new Promise((r) => setTimeout(r, EXPIRE_MS + 100));
 
 describe('the recovery loop', () => {
@@ -132,8 +153,13 @@ describe('the recovery loop', () => {
       { connection: workerConnection(), prefix: QUEUE_PREFIX },
     );
     try {
-      const applied = await recoveryOf(a).tick();
+      let applied: AppliedAction[] = [];
+      const added = await recoveryCountsAdded(a, async () => {
+        applied = await recoveryOf(a).tick();
+      });
       expect(applied).toContainEqual({ runId: 'orphan-1', action: { type: 'enqueue' } });
+      // Counted once, under the feed that found it (the in-flight walk).
+      expect(added).toEqual({ 'enqueue in-flight': 1 });
       await expect.poll(async () => (await a.runs.get('orphan-1'))?.status).toBe('Completed');
     } finally {
       await worker.close();
@@ -146,8 +172,15 @@ describe('the recovery loop', () => {
     await pausedForDecision('expiring-1');
     const before = await cancelledCount(a);
     await pastExpiry();
-    const applied = await recoveryOf(a).tick();
+    let applied: AppliedAction[] = [];
+    const added = await recoveryCountsAdded(a, async () => {
+      applied = await recoveryOf(a).tick();
+    });
     expect(applied).toContainEqual({ runId: 'expiring-1', action: { type: 'expire' } });
+    // The expiry feed ended it (and took it out of the paused set): the paused-runs feed had nothing left.
+    expect(added).toEqual({ 'expire decision-expiry': 1 });
+    // Level-triggered: a second tick applies, and counts, nothing more for it.
+    expect(await recoveryCountsAdded(a, () => recoveryOf(a).tick())).toEqual({});
     const run = (await a.runs.get('expiring-1'))!;
     expect(run.status).toBe('Cancelled');
     expect(run.result).toMatchObject({
@@ -221,6 +254,39 @@ describe('the recovery loop', () => {
     // Level-triggered: nothing left to do for either.
     const again = await recoveryOf(a).tick();
     expect(again.filter((x) => x.runId.startsWith('paused-'))).toEqual([]);
+  });
+
+  it('a feed that cannot be read is counted as a failure, and the next tick does what it could not', async () => {
+    await pausedForDecision('expiring-3');
+    await pastExpiry();
+    const failures = async () =>
+      (await a.metrics.recoveryFailures.get()).values.find((v) => v.labels.feed === 'decision-expiry')
+        ?.value ?? 0;
+    const before = await failures();
+    const broken: GatewayDeps = {
+      ...a,
+      decisions: {
+        ...a.decisions,
+        expireDue: async () => {
+          throw new Error('Redis went away');
+        },
+      },
+    };
+    // The other feeds still run (the paused-runs feed sees a decision still pending: nothing to do).
+    expect(await recoveryCountsAdded(a, () => recoveryOf(broken).tick())).toEqual({});
+    expect(await failures()).toBe(before + 1);
+    expect((await a.runs.get('expiring-3'))?.status).toBe('Waiting');
+    let applied: AppliedAction[] = [];
+    const added = await recoveryCountsAdded(a, async () => {
+      applied = await recoveryOf(a).tick();
+    });
+    expect(applied).toContainEqual({ runId: 'expiring-3', action: { type: 'expire' } });
+    // One count per applied action (an earlier test's run, ended while paused, may have a decision
+    // expiring now too: its expire is applied, and counted, though the run's end stands).
+    expect(applied.every((x) => x.action.type === 'expire')).toBe(true);
+    expect(added).toEqual({ 'expire decision-expiry': applied.length });
+    expect(await failures()).toBe(before + 1);
+    expect((await a.runs.get('expiring-3'))?.status).toBe('Cancelled');
   });
 
   it('a healthy in-flight run is left alone', async () => {

@@ -13,7 +13,11 @@
  *   is final, or that has no record and is older than `graceMs`, is removed (the tenant's quota
  *   place comes back).
  *
- * Failed jobs are the runners' feed (runner.ts): ending them counts the runner's metrics.
+ * Failed jobs are the runners' feed (runner-recovery.ts): ending them counts the runner's metrics.
+ *
+ * Each applied action counts in `islet_run_recovery_actions_total{action,feed}` (feed:
+ * decision-expiry, paused-repair, in-flight); a feed or run that could not be recovered this tick
+ * in `islet_run_recovery_failures_total{feed}` (before-tick: the pending-decisions gauge refresh).
  */
 import { SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
@@ -106,8 +110,11 @@ export function createGatewayRecovery(
         if (mode) await decisions.unmarkPaused(item.runId, mode);
       },
     },
-    onError: (err, { feed, runId }) =>
-      logger.warn({ err: (err as Error).message, feed, runId }, 'run recovery failed; retried next tick'),
+    onApplied: (action, { feed }) => metrics.recoveryActions.inc({ action: action.type, feed }),
+    onError: (err, { feed, runId }) => {
+      metrics.recoveryFailures.inc({ feed });
+      logger.warn({ err: (err as Error).message, feed, runId }, 'run recovery failed; retried next tick');
+    },
   });
 }
 

@@ -23,7 +23,7 @@
 import { hostname } from 'node:os';
 import { channels, createRedis, type IsletConfig, type Logger, type Metrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
-import { createRunRecoveryLoop, type FailedJobSource, failedJobsFeed, type RunJobData } from '@islet/runs';
+import type { FailedJobSource, RunJobData } from '@islet/runs';
 import { DelayedError, type Job, Queue, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createFairShare, type FairShare } from './fair-share.ts';
@@ -31,6 +31,7 @@ import { ParkingWorker } from './parking-worker.ts';
 import { createPickupWatchdog, type PickupWatchdog } from './pickup-watchdog.ts';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
 import { RunSlot } from './run-slot.ts';
+import { createRunnerRecovery } from './runner-recovery.ts';
 import type { SkillExecutor } from './skill-executor.ts';
 import { SlotGate } from './slot-gate.ts';
 
@@ -230,25 +231,12 @@ export function createRunner(deps: RunnerDeps) {
     }
   }
 
-  /**
-   * The runner's drive of the recovery loop (`@islet/runs` run-recovery-loop.ts): BullMQ fails a
-   * job that stalled more than maxStalledCount times inside its stalled check, without a worker
-   * `failed` event; the failed-jobs feed finds such jobs (and any other failed one whose run never
-   * ended) and the matrix ends their runs, so every accepted run reaches a final status. A worker
-   * `failed` event is reconciled at once through the same loop.
-   */
-  const recovery = createRunRecoveryLoop({
+  const recovery = createRunnerRecovery({
+    executor,
+    metrics,
+    logger,
     intervalMs: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
-    policy: { graceMs: 0, resumeRepairAfterMs: 0 },
-    feeds: [
-      failedJobsFeed(() =>
-        [...modeWorkers].map(([mode, m]): [SandboxMode, FailedJobSource] => [mode, m.queue]),
-      ),
-    ],
-    reads: { head: (runId) => executor.head(runId) },
-    capabilities: { 'give-up': (action, item) => executor.giveUp(item.runId, action.why) },
-    onError: (err, { feed, runId }) =>
-      logger.warn({ err: (err as Error).message, feed, runId }, 'failed-job sweep could not run'),
+    queues: () => [...modeWorkers].map(([mode, m]): [SandboxMode, FailedJobSource] => [mode, m.queue]),
   });
 
   /** A mode's connection, Worker (with its event handlers) and Queue; used at start and by restarts. */
@@ -278,9 +266,7 @@ export function createRunner(deps: RunnerDeps) {
         'job failed',
       );
       if (exhausted && !job.data.skill && !(err instanceof HandBackError))
-        recovery
-          .reconcile({ runId: job.data.runId, mode, job: { state: 'failed', reason: err.message } })
-          .catch((e) => logger.error({ err: e }, 'could not end a failed run'));
+        void recovery.endFailed(job.data.runId, mode, err.message);
     });
     worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
     const queue = new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });

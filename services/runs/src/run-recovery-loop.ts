@@ -74,6 +74,8 @@ export interface RunRecoveryLoopOptions {
   beforeTick?: () => Promise<void>;
   /** A feed or a run that could not be recovered this tick (it is looked at again next tick). */
   onError?: (error: unknown, context: { feed: string; runId?: string }) => void;
+  /** Each action once applied, with the feed that handed its run in (a metric counts them). */
+  onApplied?: (action: RecoveryAction, context: { feed: string; runId: string }) => void;
   now?: () => number;
 }
 
@@ -88,8 +90,11 @@ export function createRunRecoveryLoop(options: RunRecoveryLoopOptions) {
   const now = options.now ?? Date.now;
   const report = options.onError ?? (() => undefined);
 
-  /** Reconciles one run and applies its actions; returns those applied. */
-  async function reconcile(item: RecoveryItem): Promise<AppliedAction[]> {
+  /**
+   * Reconciles one run and applies its actions; returns those applied. `feed` names where the run
+   * came from (a caller reconciling a run it was told of directly names itself).
+   */
+  async function reconcile(item: RecoveryItem, feed = 'direct'): Promise<AppliedAction[]> {
     const record = await reads.head(item.runId);
     const paused = item.pausedSinceMs !== undefined;
     const view: RunView = {
@@ -118,6 +123,7 @@ export function createRunRecoveryLoop(options: RunRecoveryLoopOptions) {
       if (!apply) continue;
       await apply(action, item, record);
       applied.push({ runId: item.runId, action });
+      options.onApplied?.(action, { feed, runId: item.runId });
     }
     return applied;
   }
@@ -130,7 +136,7 @@ export function createRunRecoveryLoop(options: RunRecoveryLoopOptions) {
       try {
         for await (const item of feed.due(now())) {
           try {
-            applied.push(...(await reconcile(item)));
+            applied.push(...(await reconcile(item, feed.name)));
           } catch (error) {
             report(error, { feed: feed.name, runId: item.runId });
           }
