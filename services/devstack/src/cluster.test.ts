@@ -4,7 +4,9 @@
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@islet/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startCluster } from './cluster.ts';
 
@@ -116,5 +118,57 @@ describe('startCluster leaves no process behind', () => {
     expect(names.some((n) => n.includes('runner/src/main.ts'))).toBe(true);
     parent.kill('SIGKILL');
     expect(await waitGone(cluster, 10_000)).toEqual([]);
+  }, 90_000);
+});
+
+describe('startCluster on ports taken after they were picked', () => {
+  it('moves a gateway and a runner whose port another process took to new ports, and runs a program', async () => {
+    // Three listeners hold the first three ports handed out (the gateway's public and internal
+    // ports, the runner's metrics port), as another process taking them between pick and bind.
+    const held = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<Server>((resolve) => {
+            const s = createServer();
+            s.listen(0, '127.0.0.1', () => resolve(s));
+          }),
+      ),
+    );
+    const heldPorts = held.map((s) => (s.address() as AddressInfo).port);
+    const queue = [...heldPorts];
+    let picks = 0;
+    const pickPort = async () => {
+      picks++;
+      return queue.shift() ?? freePort();
+    };
+    const cluster = await startCluster({ modes: ['read-only'], pickPort }).finally(() =>
+      Promise.all(held.map((s) => new Promise((r) => s.close(r)))),
+    );
+    try {
+      expect(heldPorts).not.toContain(cluster.gateways[0]!.port);
+      expect(heldPorts).not.toContain(cluster.runners[0]!.port);
+      // Two picks for the gateway and one for the runner at first, then new ones for each move.
+      expect(picks).toBeGreaterThan(3);
+      const res = await fetch(`${cluster.url}/v1/runs`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${cluster.devKey}`,
+          'content-type': 'application/json',
+          prefer: 'wait=20',
+        },
+        body: JSON.stringify({
+          code: 'return 6 * 7',
+          description: 'Multiply',
+          sessionId: 'sess-ports',
+          turnId: 'turn-1',
+          callId: 'call-1',
+        }),
+      });
+      const body = (await res.json()) as { status: string; text?: string };
+      expect(body.status, JSON.stringify(body)).toBe('Completed');
+      expect(body.text).toContain('42');
+    } finally {
+      await cluster.stop();
+    }
   }, 90_000);
 });

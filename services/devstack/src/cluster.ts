@@ -55,6 +55,12 @@ export interface ClusterOptions {
   gateways?: number;
   /** Fixed port of the first gateway (others get free ports). Default: a free port. */
   gatewayPort?: number;
+  /**
+   * Picks the ports the processes listen on (gateways' public and internal ports, runners'
+   * metrics ports). Default: a port free at the time (`freePort`); a process that then finds its
+   * port taken is moved to a newly picked one, twice at most.
+   */
+  pickPort?: () => Promise<number>;
   /** Runner processes. Default: `runnersPerMode` per mode in `modes`. */
   runners?: RunnerSpec[];
   /** Modes for the default runners. Default all three. */
@@ -234,12 +240,13 @@ async function startClusterProcesses(
   // What the processes get: every secret of `env` as a file, and nothing secret inherited.
   const processEnv = { ...inheritedEnv(), ...secretsToFiles(env, secretDir) };
 
+  const pickPort = options.pickPort ?? freePort;
   const gatewayCount = options.gateways ?? 1;
   const gateways: Child[] = [];
   for (let i = 0; i < gatewayCount; i++) {
-    const port = i === 0 && options.gatewayPort ? options.gatewayPort : await freePort();
+    const port = i === 0 && options.gatewayPort ? options.gatewayPort : await pickPort();
     // The runner channel on its own port, as in production (no public route reaches it).
-    const internalPort = await freePort();
+    const internalPort = await pickPort();
     gateways.push({
       info: {
         kind: 'gateway',
@@ -260,8 +267,6 @@ async function startClusterProcesses(
       lines: [],
     });
   }
-  const gatewayUrls = gateways.map((g) => g.info.url);
-  const internalUrls = gateways.map((g) => g.info.internalUrl!);
   const perMode = options.runnersPerMode ?? 1;
   if (!(Number.isInteger(perMode) && perMode >= 1)) throw new Error(`runnersPerMode: ${perMode}`);
   const specs: RunnerSpec[] =
@@ -271,7 +276,7 @@ async function startClusterProcesses(
     );
   const runners: Child[] = [];
   for (const [i, spec] of specs.entries()) {
-    const port = await freePort();
+    const port = await pickPort();
     runners.push({
       info: {
         kind: 'runner',
@@ -286,7 +291,6 @@ async function startClusterProcesses(
         ...processEnv,
         ISLET_RUNNER_MODES: spec.modes.join(','),
         ISLET_RUNNER_CONCURRENCY: String(spec.concurrency ?? env.ISLET_RUNNER_CONCURRENCY ?? 4),
-        ISLET_GATEWAY_URLS: internalUrls.join(','),
         ISLET_RUNNER_METRICS_PORT: String(port),
         ...spec.env,
       },
@@ -351,6 +355,32 @@ async function startClusterProcesses(
       });
     });
 
+  // A port from freePort() is free when picked, not when the child binds it: any process (an
+  // outgoing connection's ephemeral port included) may take it in between. A child that exits
+  // with EADDRINUSE is moved to new free ports and started again; a port the caller fixed is not.
+  const launchOnFreePorts = async (child: Child) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await launch(child);
+      } catch (err) {
+        const inUse = err instanceof Error ? /EADDRINUSE[^\n]*:(\d+)/.exec(err.message)?.[1] : undefined;
+        const fixed = child.info.kind === 'gateway' && child.info.index === 0 && Boolean(options.gatewayPort);
+        if (!inUse || (fixed && inUse === String(child.info.port)) || attempt >= 3) throw err;
+        child.lines.length = 0;
+        const port = fixed ? child.info.port : await pickPort();
+        child.info.port = port;
+        child.info.url = `http://127.0.0.1:${port}`;
+        if (child.info.kind === 'runner') child.env.ISLET_RUNNER_METRICS_PORT = String(port);
+        else {
+          const internalPort = await pickPort();
+          child.info.internalUrl = `http://127.0.0.1:${internalPort}`;
+          child.env.ISLET_PORT = String(port);
+          child.env.ISLET_INTERNAL_PORT = String(internalPort);
+        }
+      }
+    }
+  };
+
   // The whole group: a runner's sandbox hosts end with it.
   const kill = (child: Child | undefined, signal: NodeJS.Signals = 'SIGKILL') =>
     stopOwned(child?.proc, signal);
@@ -360,10 +390,17 @@ async function startClusterProcesses(
   // Gateways first: runners send binding calls to them. allSettled: a failure stops the others
   // only after every launch has ended, so none is started after the clean-up.
   const settle = async (children: Child[]) => {
-    const failed = (await Promise.allSettled(children.map(launch))).find((r) => r.status === 'rejected');
+    const failed = (await Promise.allSettled(children.map(launchOnFreePorts))).find(
+      (r) => r.status === 'rejected',
+    );
     if (failed) throw failed.reason;
   };
   await settle(gateways);
+  // Known only now: a gateway that lost its port to another process was moved to a new one.
+  const gatewayUrls = gateways.map((g) => g.info.url);
+  const internalUrls = gateways.map((g) => g.info.internalUrl!);
+  for (const [i, r] of runners.entries())
+    if (specs[i]?.env?.ISLET_GATEWAY_URLS === undefined) r.env.ISLET_GATEWAY_URLS = internalUrls.join(',');
   await settle(runners);
 
   const redis = createRedis(redisConfig);
