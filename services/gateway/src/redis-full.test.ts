@@ -98,6 +98,10 @@ describe('a tenant filling Redis', () => {
     expect(String(refused?.headers['content-type'])).toContain('application/problem+json');
     expect(refused?.json().type).toBe('https://islet.dev/problems/storage-quota-exceeded');
     expect(refused?.json().limitBytes).toBeLessThanOrEqual(MAXMEMORY / 4);
+    // Refused by the first submit after its retained runs reached the share: past it by at most the
+    // last run's output (2 MiB) and record, however fast the runs ended.
+    expect(refused?.json().usedBytes).toBeGreaterThanOrEqual(refused?.json().limitBytes);
+    expect(refused?.json().usedBytes).toBeLessThan(refused?.json().limitBytes + 3 * MIB);
     // Refused before Redis is full. used_memory also holds what the allocator and the clients' query
     // buffers have not given back yet after MiB-sized writes (39.6 of 48 MiB seen once), so the
     // bound is "not full", not the share's sum.

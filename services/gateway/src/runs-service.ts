@@ -277,7 +277,6 @@ export function createRunsService(deps: GatewayDeps) {
         { limit },
         { 'retry-after': '1' },
       );
-    storage.counted(tenant, storedBytes);
 
     if (codeModeOff) {
       const message = 'Code Mode is off in the platform settings';

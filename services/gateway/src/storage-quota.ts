@@ -4,19 +4,17 @@
  * data expires, so one tenant cannot fill Redis for every tenant. The share is the smaller of
  * ISLET_TENANT_STORED_MAX_BYTES and ISLET_TENANT_REDIS_SHARE of Redis's `maxmemory`.
  *
- * Usage is read at most once a second per tenant and replica (the check overlaps the submit's
- * other reads); a run's output is counted when the run ends, so a tenant can pass its share by at
- * most what its runs in flight print (its in-flight quota bounds that).
+ * Usage is read on every submit (the check overlaps the submit's other reads); a run's output is
+ * counted when the run ends, so a tenant can pass its share by at most what its runs in flight
+ * print (its in-flight quota bounds that).
  */
 import type { GatewayDeps } from './deps.ts';
 import { HttpProblem } from './problem-reply.ts';
 
-const USAGE_FRESH_MS = 1000;
 const MAXMEMORY_FRESH_MS = 60_000;
 
 export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'config' | 'logger'>) {
   const { config } = deps;
-  const usage = new Map<string, { bytes: number; at: number }>();
   let limit = { bytes: config.ISLET_TENANT_STORED_MAX_BYTES, at: 0 };
 
   async function limitBytes(): Promise<number> {
@@ -30,26 +28,17 @@ export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'conf
   return {
     /** Refuses (507) a tenant whose retained data holds its share. */
     async check(tenant: string): Promise<void> {
-      const now = Date.now();
-      let seen = usage.get(tenant);
-      if (!seen || now - seen.at >= USAGE_FRESH_MS) {
-        if (usage.size > 10_000) usage.clear();
-        seen = { bytes: await deps.storedBytes.usage(tenant), at: now };
-        usage.set(tenant, seen);
-      }
-      const max = await limitBytes();
-      if (seen.bytes >= max)
+      // Read on every submit (one MGET, sent beside the submit's other reads): ends count their
+      // output in Redis, not here, so a cached figure would let a tenant that ends runs quickly
+      // pass its share by whatever it ended within the cache's lifetime.
+      const [bytes, max] = await Promise.all([deps.storedBytes.usage(tenant), limitBytes()]);
+      if (bytes >= max)
         throw new HttpProblem(
           'storage-quota-exceeded',
-          `this tenant's retained runs hold ${seen.bytes} bytes, its share of storage is ${max}; new runs are refused until older ones expire (ISLET_RUN_RETENTION_SECONDS)`,
-          { usedBytes: seen.bytes, limitBytes: max },
+          `this tenant's retained runs hold ${bytes} bytes, its share of storage is ${max}; new runs are refused until older ones expire (ISLET_RUN_RETENTION_SECONDS)`,
+          { usedBytes: bytes, limitBytes: max },
           { 'retry-after': '60' },
         );
-    },
-    /** Bytes the tenant just stored (counted in Redis by the run store's admission): the cached usage follows. */
-    counted(tenant: string, bytes: number): void {
-      const seen = usage.get(tenant);
-      if (seen) seen.bytes += bytes;
     },
   };
 }
