@@ -1,0 +1,93 @@
+/**
+ * Self time of a `.cpuprofile` by file (node_modules folded to their package) and by function,
+ * per run when a run count is given; `node test/bench/profile-summary.ts <file> [function]`
+ * prints the summary, or with a function name the call stacks its self time comes from.
+ */
+import { readFileSync } from 'node:fs';
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+const short = (url: string) => url.replace(/.*node_modules\//, 'nm/').replace(/.*services\//, 's/');
+
+function load(file: string) {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const d = profile.timeDeltas[i] ?? 0;
+    total += d;
+    self.set(id, (self.get(id) ?? 0) + d);
+  });
+  return { profile, byId, self, total };
+}
+
+export function summarize(file: string, runs = 0, top = 30): string {
+  const { byId, self, total } = load(file);
+  const byFn = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  for (const [id, us] of self) {
+    const f = byId.get(id)?.callFrame;
+    if (!f) continue;
+    const where = short(f.url);
+    const pkg = where.startsWith('nm/')
+      ? where
+          .split('/')
+          .slice(0, where.startsWith('nm/@') ? 3 : 2)
+          .join('/')
+      : where || f.functionName;
+    byFn.set(
+      `${f.functionName || '(anonymous)'} ${where}:${f.lineNumber}`,
+      (byFn.get(`${f.functionName || '(anonymous)'} ${where}:${f.lineNumber}`) ?? 0) + us,
+    );
+    byFile.set(pkg, (byFile.get(pkg) ?? 0) + us);
+  }
+  const lines = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(
+        ([k, us]) =>
+          `${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / total).toFixed(1).padStart(5)}%` +
+          `${runs ? ` ${(us / 1000 / runs).toFixed(3).padStart(7)} ms/run` : ''}  ${k}`,
+      )
+      .join('\n');
+  return `total ${(total / 1000).toFixed(0)} ms\n${lines(byFile)}\n--- by function\n${lines(byFn)}`;
+}
+
+export function callersOf(file: string, fn: string, depth = 10): string {
+  const { profile, byId, self } = load(file);
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const stacks = new Map<string, number>();
+  for (const n of profile.nodes) {
+    const us = self.get(n.id) ?? 0;
+    if (n.callFrame.functionName !== fn || us === 0) continue;
+    const path: string[] = [];
+    for (let p = parent.get(n.id); p !== undefined && path.length < depth; p = parent.get(p)) {
+      const f = byId.get(p)?.callFrame;
+      if (f) path.push(`${f.functionName || '?'}@${short(f.url).split('/').pop()}:${f.lineNumber}`);
+    }
+    stacks.set(path.join(' < '), (stacks.get(path.join(' < ')) ?? 0) + us);
+  }
+  return [...stacks]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 15)
+    .map(([k, us]) => `${(us / 1000).toFixed(0).padStart(6)} ms  ${k}`)
+    .join('\n');
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const [file, fn] = process.argv.slice(2);
+  if (!file) throw new Error('usage: profile-summary.ts <file.cpuprofile> [function]');
+  console.log(fn ? callersOf(file, fn) : summarize(file));
+}
