@@ -9,9 +9,29 @@
  * (otherwise every pick-up waited for an empty fetch's round trip before its processor ran). Jobs
  * BullMQ fetches with a completion (moveToCompleted's next job) skip this point; they wait for a
  * slot in the processor (`SlotGate.take`), at most one at a time.
+ *
+ * No fetch for nothing. BullMQ fetches speculatively (again after every job it gets) and its fetch
+ * script costs as much empty as full; and each job it hands out re-adds the queue's marker, which
+ * the worker, once the queue is empty, pops at once and answers with a second empty fetch. A
+ * speculative fetch here first looks at the queue (`claimDrained`: the ready lists and that stale
+ * marker, in one cheap transaction); with nothing ready it answers "no job" as BullMQ's empty fetch
+ * would (the queue is drained: the worker blocks on the marker, which only a new job sets). A fetch
+ * woken by the marker goes straight to BullMQ's (the marker is a job's, nothing stale is left).
+ * A completion fetches the next job with it only while the worker is not blocked on the marker:
+ * a blocked worker already takes the next job the moment it comes, and the completion's fetch
+ * would find nothing, or leave a marker behind for an empty fetch.
  */
 import { type Job, type RedisClient, Worker } from 'bullmq';
+import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
+
+/** BullMQ's fetch-loop state, private there; read and set here to skip fetches it would make for nothing. */
+interface FetchLoopState {
+  drained: boolean;
+  /** Set while the worker blocks on the queue's marker (and fetches on its wake-up). */
+  waiting: Promise<number> | null;
+  updateDelays(limitDelay?: number, delayUntil?: number): void;
+}
 
 export class ParkingWorker<DataType> extends Worker<DataType> {
   gate: SlotGate | undefined;
@@ -19,6 +39,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private readonly unstarted = new Set<string>();
   /** Fetches that went to Redis (tests read it: the count, never a duration). */
   redisFetches = 0;
+  /** Looks at the queue that found it drained, so no fetch went (tests read it). */
+  drainedProbes = 0;
 
   protected override async moveToActive(
     client: RedisClient,
@@ -51,7 +73,18 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
   }
 
+  private get loop(): FetchLoopState {
+    return this as unknown as FetchLoopState;
+  }
+
   private async fetch(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {
+    // Woken by the marker: a job (or a due delayed one) announced itself; BullMQ fetches.
+    if (this.loop.waiting === null && (await claimDrained(client, this.keys))) {
+      this.drainedProbes++;
+      // What BullMQ's empty fetch does: no delays pending (none is delayed), drained (emitted once).
+      this.loop.updateDelays(0, 0);
+      return this.nextJobFromJobData(undefined, undefined, token);
+    }
     this.redisFetches++;
     const job = await super.moveToActive(client, token, name);
     if (job) this.unstarted.add(token);
@@ -61,8 +94,9 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   override processJob(
     ...args: Parameters<Worker<DataType>['processJob']>
   ): ReturnType<Worker<DataType>['processJob']> {
-    this.unstarted.delete(args[1]);
-    return super.processJob(...args);
+    const [job, token, fetchNext] = args;
+    this.unstarted.delete(token);
+    return super.processJob(job, token, () => (fetchNext?.() ?? true) && this.loop.waiting === null);
   }
 
   override async close(force = false): Promise<void> {
