@@ -17,9 +17,6 @@
  * marker, in one cheap transaction); with nothing ready it answers "no job" as BullMQ's empty fetch
  * would (the queue is drained: the worker blocks on the marker, which only a new job sets). A fetch
  * woken by the marker goes straight to BullMQ's (the marker is a job's, nothing stale is left).
- * A completion fetches the next job with it only while the worker is not blocked on the marker:
- * a blocked worker already takes the next job the moment it comes, and the completion's fetch
- * would find nothing, or leave a marker behind for an empty fetch.
  */
 import { type Job, type RedisClient, Worker } from 'bullmq';
 import { claimDrained } from './queue-drain-store.ts';
@@ -28,7 +25,7 @@ import type { SlotGate } from './slot-gate.ts';
 /** BullMQ's fetch-loop state, private there; read and set here to skip fetches it would make for nothing. */
 interface FetchLoopState {
   drained: boolean;
-  /** Set while the worker blocks on the queue's marker (and fetches on its wake-up). */
+  /** Set while the worker blocks on the queue's marker and fetches on its wake-up. */
   waiting: Promise<number> | null;
   updateDelays(limitDelay?: number, delayUntil?: number): void;
 }
@@ -59,7 +56,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       await new Promise((resolve) => setImmediate(resolve));
       // The wake-up that led here may be spent: the next fetch must look at the queue itself,
       // not wait for another (BullMQ keeps this flag private).
-      (this as unknown as { drained: boolean }).drained = false;
+      this.loop.drained = false;
       // No job: what BullMQ's own fetch answers when there is none; it then starts those it holds.
       return undefined as unknown as Job<DataType>;
     }
@@ -94,9 +91,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   override processJob(
     ...args: Parameters<Worker<DataType>['processJob']>
   ): ReturnType<Worker<DataType>['processJob']> {
-    const [job, token, fetchNext] = args;
-    this.unstarted.delete(token);
-    return super.processJob(job, token, () => (fetchNext?.() ?? true) && this.loop.waiting === null);
+    this.unstarted.delete(args[1]);
+    return super.processJob(...args);
   }
 
   override async close(force = false): Promise<void> {
