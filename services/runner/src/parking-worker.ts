@@ -11,12 +11,13 @@
  * slot in the processor (`SlotGate.take`), at most one at a time.
  *
  * No fetch for nothing. BullMQ fetches speculatively (again after every job it gets) and its fetch
- * script costs as much empty as full; and each job it hands out re-adds the queue's marker, which
+ * script is costly even when it finds nothing; and each job it hands out re-adds the queue's marker, which
  * the worker, once the queue is empty, pops at once and answers with a second empty fetch. A
  * speculative fetch here first looks at the queue (`claimDrained`: the ready lists and that stale
  * marker, in one cheap transaction); with nothing ready it answers "no job" as BullMQ's empty fetch
  * would (the queue is drained: the worker blocks on the marker, which only a new job sets). A fetch
- * woken by the marker goes straight to BullMQ's (the marker is a job's, nothing stale is left).
+ * woken by the marker goes straight to BullMQ's (a job's marker, as the look drops the stale one;
+ * another runner's fetch may still leave one, as in BullMQ).
  */
 import { type Job, type RedisClient, Worker } from 'bullmq';
 import { claimDrained } from './queue-drain-store.ts';
