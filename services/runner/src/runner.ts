@@ -135,18 +135,30 @@ export function createRunner(deps: RunnerDeps) {
   function gateFor(mode: SandboxMode): SlotGate {
     let gate = gates.get(mode);
     if (!gate) {
+      // The gauges are set when their value changes: the gate reports every take and end, and
+      // a labelled gauge's set hashes its labels each time (parked counts rarely move).
+      const last = { busy: -1, kept: -1, released: -1 };
       gate = new SlotGate({
         slots: config.ISLET_RUNNER_CONCURRENCY,
         parkedMax: config.ISLET_RUNNER_PARKED_MAX,
         isolatesMax: config.ISLET_RUNNER_PARKED_ISOLATES_MAX,
         onChange: (s) => {
-          metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
-          metrics.runnerSlots.set(
-            { mode, state: 'idle' },
-            Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy),
-          );
-          metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.parkedWithIsolate);
-          metrics.parkedRuns.set({ mode, isolate: 'released' }, s.parkedReleased);
+          if (s.busy !== last.busy) {
+            last.busy = s.busy;
+            metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
+            metrics.runnerSlots.set(
+              { mode, state: 'idle' },
+              Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy),
+            );
+          }
+          if (s.parkedWithIsolate !== last.kept) {
+            last.kept = s.parkedWithIsolate;
+            metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.parkedWithIsolate);
+          }
+          if (s.parkedReleased !== last.released) {
+            last.released = s.parkedReleased;
+            metrics.parkedRuns.set({ mode, isolate: 'released' }, s.parkedReleased);
+          }
         },
         onPark: () => metrics.parkings.inc({ mode, isolate: 'kept' }),
         onRelease: () => metrics.parkings.inc({ mode, isolate: 'released' }),
