@@ -76,6 +76,8 @@ export interface ExecuteJob {
   cancel: AbortSignal;
   /** Aborted when the runner must hand the job back (shutdown grace ran out). */
   handBack: AbortSignal;
+  /** Aborted when either of the two is (given by the runner; else made from them). */
+  stop?: AbortSignal;
   /** The job's slot: given, the run parks while its calls wait (call-parking.ts). */
   slot?: ExecutionSlot;
 }
@@ -185,7 +187,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     // was written by beginAttempt above, before anything of the program runs.
 
     const timeoutMs = limits.timeoutMs;
-    const signal = AbortSignal.any([job.cancel, job.handBack]);
+    const signal = job.stop ?? AbortSignal.any([job.cancel, job.handBack]);
     // File bindings belong to run_code runs; Code Mode programs have no files.
     const files =
       deps.workspaces && run.request.style !== 'code-mode'

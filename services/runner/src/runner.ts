@@ -52,6 +52,21 @@ export interface RunnerDeps {
  */
 const WORKER_CLOSE_TIMEOUT_MS = 3000;
 
+/**
+ * A running job's signals: `stop` is aborted with whichever of the other two is, first, with its
+ * reason (what `AbortSignal.any` would give, without making a composite signal for every run).
+ */
+interface RunControls {
+  cancel: AbortController;
+  handBack: AbortController;
+  stop: AbortController;
+}
+
+function abortRun(ctl: RunControls, which: 'cancel' | 'handBack'): void {
+  ctl[which].abort();
+  ctl.stop.abort(ctl[which].signal.reason);
+}
+
 /** One mode's BullMQ worker and Queue, on one connection; replaced whole by a restart. */
 interface ModeWorker {
   connection: Redis;
@@ -61,7 +76,7 @@ interface ModeWorker {
 
 export function createRunner(deps: RunnerDeps) {
   const { config, executor, metrics, logger } = deps;
-  const active = new Map<string, { cancel: AbortController; handBack: AbortController }>();
+  const active = new Map<string, RunControls>();
   const gates = new Map<SandboxMode, SlotGate>();
   /** Jobs inside process() per mode, deferred ones included: a worker holding any is never restarted. */
   const held: Partial<Record<SandboxMode, number>> = {};
@@ -216,7 +231,11 @@ export function createRunner(deps: RunnerDeps) {
     fetchedAtMs: number,
   ) {
     const { runId } = job.data;
-    const ctl = { cancel: new AbortController(), handBack: new AbortController() };
+    const ctl: RunControls = {
+      cancel: new AbortController(),
+      handBack: new AbortController(),
+      stop: new AbortController(),
+    };
     active.set(runId, ctl);
     try {
       const result = await executor.execute({
@@ -226,6 +245,7 @@ export function createRunner(deps: RunnerDeps) {
         fetchedAtMs,
         cancel: ctl.cancel.signal,
         handBack: ctl.handBack.signal,
+        stop: ctl.stop.signal,
         ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
       });
       logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
@@ -321,7 +341,10 @@ export function createRunner(deps: RunnerDeps) {
     async start() {
       subscriber = createRedis(config);
       connections.push(subscriber);
-      subscriber.on('message', (_ch: string, runId: string) => active.get(runId)?.cancel.abort());
+      subscriber.on('message', (_ch: string, runId: string) => {
+        const ctl = active.get(runId);
+        if (ctl) abortRun(ctl, 'cancel');
+      });
       subscriber.on('error', (err) =>
         logger.warn({ err: err.message }, 'cancel subscriber connection error'),
       );
@@ -376,7 +399,7 @@ export function createRunner(deps: RunnerDeps) {
       const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
       if ((await Promise.race([closing.then(() => 'closed' as const), timer])) === 'timeout') {
         logger.warn({ runs: [...active.keys()] }, 'shutdown grace over; handing running jobs back');
-        for (const ctl of active.values()) ctl.handBack.abort();
+        for (const ctl of active.values()) abortRun(ctl, 'handBack');
         await closing;
       }
       await Promise.all(releasing);
