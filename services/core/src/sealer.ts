@@ -3,7 +3,14 @@
  * rotate: new text uses the active key, old text opens with whichever listed key sealed it.
  * Format: `v1.<kid>.<iv>.<tag>.<ciphertext>` (base64url parts).
  */
-import { createCipheriv, createDecipheriv, randomBytes, randomFillSync } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+  randomFillSync,
+} from 'node:crypto';
 
 export interface Sealer {
   seal(plaintext: string): string;
@@ -40,40 +47,44 @@ function ivSource(): () => Buffer {
   };
 }
 
+/**
+ * A key as the ciphers take it: a KeyObject made once, not the raw bytes, which Node would turn into
+ * a new KeyObject on every cipher (docs/decisions/measured-costs.md); and its id as the AAD.
+ */
+interface PreparedKey {
+  key: KeyObject;
+  aad: Buffer;
+}
+
 export function createSealer(options: { keys: Record<string, Buffer>; activeKeyId: string }): Sealer {
+  const prepared = new Map<string, PreparedKey>();
   for (const [kid, key] of Object.entries(options.keys)) {
     if (!KID.test(kid)) throw new SealError(`seal key id "${kid}" must match ${KID}`);
     if (key.length !== 32) throw new SealError(`seal key "${kid}" must be 32 bytes, got ${key.length}`);
+    prepared.set(kid, { key: createSecretKey(key), aad: Buffer.from(kid) });
   }
-  const active = options.keys[options.activeKeyId];
+  const active = prepared.get(options.activeKeyId);
   if (!active) throw new SealError(`active seal key "${options.activeKeyId}" is not among the keys`);
   const activeKid = options.activeKeyId;
-  const activeAad = Buffer.from(activeKid);
   const nextIv = ivSource();
   return {
     seal(plaintext) {
       const iv = nextIv();
-      const cipher = createCipheriv('aes-256-gcm', active, iv);
+      const cipher = createCipheriv('aes-256-gcm', active.key, iv);
       // The key id is authenticated too, so a record cannot be relabelled to another key.
-      cipher.setAAD(activeAad);
+      cipher.setAAD(active.aad);
       const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
       const tag = cipher.getAuthTag();
-      return [
-        'v1',
-        activeKid,
-        iv.toString('base64url'),
-        tag.toString('base64url'),
-        ct.toString('base64url'),
-      ].join('.');
+      return `v1.${activeKid}.${iv.toString('base64url')}.${tag.toString('base64url')}.${ct.toString('base64url')}`;
     },
     open(sealed) {
       const parts = sealed.split('.');
       if (parts.length !== 5 || parts[0] !== 'v1') throw new SealError('not a sealed value');
       const [, kid, iv, tag, ct] = parts as [string, string, string, string, string];
-      const key = options.keys[kid];
+      const key = prepared.get(kid);
       if (!key) throw new SealError(`no seal key "${kid}" configured`);
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
-      decipher.setAAD(Buffer.from(kid));
+      const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(iv, 'base64url'));
+      decipher.setAAD(key.aad);
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));
       try {
         return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString(

@@ -76,6 +76,8 @@ export interface ExecuteJob {
   cancel: AbortSignal;
   /** Aborted when the runner must hand the job back (shutdown grace ran out). */
   handBack: AbortSignal;
+  /** Aborted when either of the two is (given by the runner; else made from them). */
+  stop?: AbortSignal;
   /** The job's slot: given, the run parks while its calls wait (call-parking.ts). */
   slot?: ExecutionSlot;
 }
@@ -185,7 +187,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     // was written by beginAttempt above, before anything of the program runs.
 
     const timeoutMs = limits.timeoutMs;
-    const signal = AbortSignal.any([job.cancel, job.handBack]);
+    const signal = job.stop ?? AbortSignal.any([job.cancel, job.handBack]);
     // File bindings belong to run_code runs; Code Mode programs have no files.
     const files =
       deps.workspaces && run.request.style !== 'code-mode'
@@ -201,12 +203,17 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         : undefined;
     const parking = job.slot ? new CallParking(job.slot, deps.parkAfterMs ?? 100) : undefined;
     // Requests still open once the run ended for good (a deadline or a cancel while a call was
-    // held) are closed, so no gateway keeps waiting on an answer nobody will read.
-    const callsOver = new AbortController();
-    const callSignal = AbortSignal.any([signal, callsOver.signal]);
+    // held) are closed, so no gateway keeps waiting on an answer nobody will read. Made at the
+    // first gateway call: most runs make none, and aborting a controller builds a DOMException
+    // (a stack capture) on every run.
+    let callsOver: { controller: AbortController; signal: AbortSignal } | undefined;
     const live = async (call: Parameters<typeof deps.gateway.call>[2]) => {
       if (files && isFilesBinding(call.binding)) return files.call(call);
-      return deps.gateway.call(run.id, attempt, call, callSignal);
+      if (!callsOver) {
+        const controller = new AbortController();
+        callsOver = { controller, signal: AbortSignal.any([signal, controller.signal]) };
+      }
+      return deps.gateway.call(run.id, attempt, call, callsOver.signal);
     };
     const replaying = createReplayingHandler({
       journal: journaled,
@@ -293,7 +300,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       }
       if (waited !== 'interrupted') outcome = waited;
     }
-    callsOver.abort();
+    callsOver?.controller.abort();
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,

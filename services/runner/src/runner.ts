@@ -52,6 +52,21 @@ export interface RunnerDeps {
  */
 const WORKER_CLOSE_TIMEOUT_MS = 3000;
 
+/**
+ * A running job's signals: `stop` is aborted with whichever of the other two is, first, with its
+ * reason (what `AbortSignal.any` would give, without making a composite signal for every run).
+ */
+interface RunControls {
+  cancel: AbortController;
+  handBack: AbortController;
+  stop: AbortController;
+}
+
+function abortRun(ctl: RunControls, which: 'cancel' | 'handBack'): void {
+  ctl[which].abort();
+  ctl.stop.abort(ctl[which].signal.reason);
+}
+
 /** One mode's BullMQ worker and Queue, on one connection; replaced whole by a restart. */
 interface ModeWorker {
   connection: Redis;
@@ -61,7 +76,7 @@ interface ModeWorker {
 
 export function createRunner(deps: RunnerDeps) {
   const { config, executor, metrics, logger } = deps;
-  const active = new Map<string, { cancel: AbortController; handBack: AbortController }>();
+  const active = new Map<string, RunControls>();
   const gates = new Map<SandboxMode, SlotGate>();
   /** Jobs inside process() per mode, deferred ones included: a worker holding any is never restarted. */
   const held: Partial<Record<SandboxMode, number>> = {};
@@ -135,18 +150,30 @@ export function createRunner(deps: RunnerDeps) {
   function gateFor(mode: SandboxMode): SlotGate {
     let gate = gates.get(mode);
     if (!gate) {
+      // The gauges are set when their value changes: the gate reports every take and end, and
+      // a labelled gauge's set hashes its labels each time (parked counts rarely move).
+      const last = { busy: -1, kept: -1, released: -1 };
       gate = new SlotGate({
         slots: config.ISLET_RUNNER_CONCURRENCY,
         parkedMax: config.ISLET_RUNNER_PARKED_MAX,
         isolatesMax: config.ISLET_RUNNER_PARKED_ISOLATES_MAX,
         onChange: (s) => {
-          metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
-          metrics.runnerSlots.set(
-            { mode, state: 'idle' },
-            Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy),
-          );
-          metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.parkedWithIsolate);
-          metrics.parkedRuns.set({ mode, isolate: 'released' }, s.parkedReleased);
+          if (s.busy !== last.busy) {
+            last.busy = s.busy;
+            metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
+            metrics.runnerSlots.set(
+              { mode, state: 'idle' },
+              Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy),
+            );
+          }
+          if (s.parkedWithIsolate !== last.kept) {
+            last.kept = s.parkedWithIsolate;
+            metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.parkedWithIsolate);
+          }
+          if (s.parkedReleased !== last.released) {
+            last.released = s.parkedReleased;
+            metrics.parkedRuns.set({ mode, isolate: 'released' }, s.parkedReleased);
+          }
         },
         onPark: () => metrics.parkings.inc({ mode, isolate: 'kept' }),
         onRelease: () => metrics.parkings.inc({ mode, isolate: 'released' }),
@@ -204,7 +231,11 @@ export function createRunner(deps: RunnerDeps) {
     fetchedAtMs: number,
   ) {
     const { runId } = job.data;
-    const ctl = { cancel: new AbortController(), handBack: new AbortController() };
+    const ctl: RunControls = {
+      cancel: new AbortController(),
+      handBack: new AbortController(),
+      stop: new AbortController(),
+    };
     active.set(runId, ctl);
     try {
       const result = await executor.execute({
@@ -214,6 +245,7 @@ export function createRunner(deps: RunnerDeps) {
         fetchedAtMs,
         cancel: ctl.cancel.signal,
         handBack: ctl.handBack.signal,
+        stop: ctl.stop.signal,
         ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
       });
       logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
@@ -309,7 +341,10 @@ export function createRunner(deps: RunnerDeps) {
     async start() {
       subscriber = createRedis(config);
       connections.push(subscriber);
-      subscriber.on('message', (_ch: string, runId: string) => active.get(runId)?.cancel.abort());
+      subscriber.on('message', (_ch: string, runId: string) => {
+        const ctl = active.get(runId);
+        if (ctl) abortRun(ctl, 'cancel');
+      });
       subscriber.on('error', (err) =>
         logger.warn({ err: err.message }, 'cancel subscriber connection error'),
       );
@@ -364,7 +399,7 @@ export function createRunner(deps: RunnerDeps) {
       const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
       if ((await Promise.race([closing.then(() => 'closed' as const), timer])) === 'timeout') {
         logger.warn({ runs: [...active.keys()] }, 'shutdown grace over; handing running jobs back');
-        for (const ctl of active.values()) ctl.handBack.abort();
+        for (const ctl of active.values()) abortRun(ctl, 'handBack');
         await closing;
       }
       await Promise.all(releasing);

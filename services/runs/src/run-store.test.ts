@@ -257,4 +257,63 @@ describe('run store on a real redis', () => {
       await server.stop();
     }
   });
+  it("seals each status event's data once per store and reuses it; every event still opens to its status", async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    try {
+      const inner = sealerFromConfig(base);
+      const sealed: string[] = [];
+      const sealer = {
+        seal: (plaintext: string) => {
+          sealed.push(plaintext);
+          return inner.seal(plaintext);
+        },
+        open: (text: string) => inner.open(text),
+      };
+      const runs = createRunStore(redis, sealer);
+      const first = runs.attemptStartEvent('a1');
+      const second = runs.attemptStartEvent('a2');
+      expect(second.sealedData).toBe(first.sealedData);
+      expect(inner.open(first.sealedData)).toBe('{"status":"Running"}');
+      expect(sealed.filter((p) => p === '{"status":"Running"}')).toHaveLength(1);
+
+      const now = Date.now();
+      const runOf = (id: string) => ({
+        id,
+        tenant: 't1',
+        session: 's',
+        turn: 't',
+        callId: 'c',
+        status: 'Running' as const,
+        mode: 'read-only' as const,
+        code: 'return 1',
+        description: 'Return one',
+        request: { connections: [], bindings: [] },
+        createdAt: now,
+        updatedAt: now,
+        attempts: 0,
+        cancelRequested: false,
+        clockMs: now,
+        seed: id,
+      });
+      const result = { _tag: 'Completed' as const, value: 1, logs: [] };
+      for (const id of ['e1', 'e2', 'e3']) {
+        await runs.create(runOf(id));
+        expect(await runs.finish(runOf(id), { status: 'Completed', result, text: '1' })).toBe(true);
+        const events = await runs.readEvents(id);
+        expect(events.map((e) => [e.type, e.data])).toEqual([
+          ['status', { status: 'Running' }],
+          ['end', { status: 'Completed' }],
+        ]);
+      }
+      // The status events' data was sealed once each; the runs' own results and texts every time.
+      expect(sealed.filter((p) => p === '{"status":"Completed"}')).toHaveLength(1);
+      expect(sealed.filter((p) => p === '{"status":"Running"}')).toHaveLength(1);
+      expect(sealed.filter((p) => p === JSON.stringify(result))).toHaveLength(3);
+      expect(sealed.filter((p) => p === '1')).toHaveLength(3);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
 });

@@ -183,6 +183,20 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
   const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
+  // A status event's data is one of a handful of constants (`{"status":"Running"}` at every
+  // attempt's start, the final status at every end): each is sealed once per store and the sealed
+  // text reused. The same plaintext under the same IV gives the same text, so a reader learns only
+  // that two such events are equal, which their type and position already say; a fresh seal per
+  // run cost the runner two AES-GCM setups a run for nothing.
+  const sealedStatuses = new Map<string, string>();
+  const sealStatus = (status: string): string => {
+    let sealed = sealedStatuses.get(status);
+    if (sealed === undefined) {
+      sealed = seal({ status });
+      sealedStatuses.set(status, sealed);
+    }
+    return sealed;
+  };
   const open = <T>(v: string | undefined): T | undefined =>
     v ? (JSON.parse(sealer.open(v)) as T) : undefined;
 
@@ -387,7 +401,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         channels.sessionRuns,
         keys.sessionRuns(run.tenant, run.session),
         maxEvents,
-        seal({ status: run.status }),
+        sealStatus(run.status),
         ...Object.entries(fields).flat(),
       ];
       const oneServer = !isRedisCluster(redis);
@@ -497,6 +511,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // Bytes the end stored count against the tenant's share of Redis (storage-quota).
       const bytes = Object.values(fields).reduce((n, v) => n + v.length, 0);
       const event = { type: 'end', data: { status: end.status } };
+      const sealedEvent = sealStatus(end.status);
       if (await slotFree()) {
         // One server: the final status, the tenant half and the bytes in one script (it spans the
         // run's and the tenant's slots); the tenant half copies the status the record kept,
@@ -516,7 +531,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
             run.id,
             channels.runEvents,
             event.type,
-            seal(event.data),
+            sealedEvent,
             maxEvents,
             retention,
             run.pushEnd ? '1' : '0',
@@ -585,7 +600,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         streamKey: keys.runEvents(runId),
         maxLen: Number(maxEvents),
         type: 'status',
-        sealedData: seal({ status: 'Running' }),
+        sealedData: sealStatus('Running'),
         channel: channels.runEvents,
         message: `${runId} running`,
       };

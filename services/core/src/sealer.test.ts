@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { createSealer, generateSealKey, parseSealKeys, SealError } from './sealer.ts';
+
+// Sealed by the sealer as it was before keys became KeyObjects (raw Buffer keys), under this key.
+const OLD_KEY = Buffer.alloc(32, 7);
+const OLD_SEALED = 'v1.k1.XaeqN4_433k87sL0.yMsgmq_JhNwl-6cEc-PEWQ.veTjTnMbE-7XsG2g-U35p2_tILbM3dIKzlIdduY';
+const OLD_SEALED_EMPTY = 'v1.k1.dL9BpQ_K1MlIsKHA.71lqnzcUqOaO1i8KbOuzbQ.';
+
+describe('sealer with KeyObject keys', () => {
+  it('opens what the sealer sealed before its keys were KeyObjects', () => {
+    const s = createSealer({ keys: { k1: OLD_KEY }, activeKeyId: 'k1' });
+    expect(s.open(OLD_SEALED)).toBe('sealed before KeyObjects: ✓');
+    expect(s.open(OLD_SEALED_EMPTY)).toBe('');
+  });
+
+  it('round-trips many values with one prepared key, in the v1 format', () => {
+    const s = createSealer({ keys: parseSealKeys(generateSealKey('k9')), activeKeyId: 'k9' });
+    for (const text of ['', 'a', '{"status":"Running"}', 'x'.repeat(100_000), 'ünïcødé 🌍']) {
+      const sealed = s.seal(text);
+      expect(sealed).toMatch(/^v1\.k9\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]*$/);
+      expect(s.open(sealed)).toBe(text);
+    }
+  });
+
+  it('rejects a value sealed under another key with the same id, and a relabelled key id', () => {
+    const keysA = parseSealKeys(`${generateSealKey('a')},${generateSealKey('b')}`);
+    const a = createSealer({ keys: keysA, activeKeyId: 'a' });
+    const wrong = createSealer({ keys: parseSealKeys(generateSealKey('a')), activeKeyId: 'a' });
+    const sealed = a.seal('secret');
+    expect(() => wrong.open(sealed)).toThrow(SealError);
+    expect(() => wrong.open(sealed)).toThrow(/failed authentication under key "a"/);
+    // The key id is in the AAD: the same bytes under key b's label do not open, even with b's key.
+    const relabelled = sealed.replace(/^v1\.a\./, 'v1.b.');
+    expect(() => a.open(relabelled)).toThrow(/failed authentication under key "b"/);
+  });
+
+  it('answers an unknown key id, including inherited property names, as a SealError', () => {
+    const s = createSealer({ keys: { k1: OLD_KEY }, activeKeyId: 'k1' });
+    expect(() => s.open(OLD_SEALED.replace('v1.k1.', 'v1.constructor.'))).toThrow(
+      /no seal key "constructor" configured/,
+    );
+    expect(() => s.open('v2.k1.a.b.c')).toThrow(/not a sealed value/);
+  });
+
+  it('refuses bad keys and an active key id that is not listed', () => {
+    expect(() => createSealer({ keys: { k1: Buffer.alloc(16) }, activeKeyId: 'k1' })).toThrow(/32 bytes/);
+    expect(() => createSealer({ keys: { 'bad id': OLD_KEY }, activeKeyId: 'bad id' })).toThrow(/must match/);
+    expect(() => createSealer({ keys: { k1: OLD_KEY }, activeKeyId: 'k2' })).toThrow(/not among the keys/);
+  });
+});

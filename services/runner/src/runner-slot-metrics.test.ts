@@ -1,0 +1,89 @@
+/**
+ * The slot gauges follow the gate through jobs taken and ended: `islet_runner_slots` busy/idle
+ * (set when the busy count changes) and `islet_runner_parked_runs` (set when a parked count
+ * changes) read right at every step. Real runner, real redis-server, an executor held by the test.
+ */
+import { createLogger, createMetrics, generateSealKey, loadConfig } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { type RunJobData, runJobOptions } from '@islet/runs';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRunner } from './runner.ts';
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('runner: slot gauges', () => {
+  it('busy, idle and parked counts follow jobs taken and ended', async () => {
+    const config = loadConfig({
+      ISLET_REDIS_URL: server.url,
+      ISLET_SEAL_KEYS: generateSealKey(),
+      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+      ISLET_RUNNER_MODES: 'read-only',
+      ISLET_RUNNER_CONCURRENCY: '3',
+    });
+    const metrics = createMetrics({ component: 'runner-slot-metrics-test', defaults: false });
+    const gauge = async (name: string) => {
+      const values: Record<string, number> = {};
+      for (const v of (await metrics.registry.getSingleMetric(name)?.get())?.values ?? [])
+        values[String(v.labels.state ?? v.labels.isolate)] = v.value;
+      return values;
+    };
+    const held = new Map<string, () => void>();
+    const runner = createRunner({
+      config,
+      executor: {
+        execute: (job) =>
+          new Promise((resolve) => {
+            held.set(job.runId, () => resolve('completed'));
+          }),
+        giveUp: async () => undefined,
+        head: async () => null,
+      },
+      metrics,
+      logger: createLogger({ name: 'runner-slot-metrics-test', level: 'silent' }),
+    });
+    const queue = new Queue<RunJobData>(runQueueName('read-only'), {
+      connection: { host: '127.0.0.1', port: server.port },
+      prefix: QUEUE_PREFIX,
+    });
+    let closed = false;
+    try {
+      await runner.start();
+      for (const id of ['g1', 'g2'])
+        await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
+      await until('both jobs to run', () => held.size === 2);
+      expect(await gauge('islet_runner_slots')).toEqual({ busy: 2, idle: 1 });
+      expect(await gauge('islet_runner_parked_runs')).toEqual({ kept: 0, released: 0 });
+      held.get('g1')?.();
+      await until('one job to complete', async () => (await queue.getCompletedCount()) === 1);
+      await until('the gauge to follow', async () => (await gauge('islet_runner_slots')).busy === 1);
+      expect(await gauge('islet_runner_slots')).toEqual({ busy: 1, idle: 2 });
+      held.get('g2')?.();
+      await until('both jobs to complete', async () => (await queue.getCompletedCount()) === 2);
+      await until('the gauge to follow', async () => (await gauge('islet_runner_slots')).busy === 0);
+      expect(await gauge('islet_runner_slots')).toEqual({ busy: 0, idle: 3 });
+      await runner.close(5000);
+      closed = true;
+    } finally {
+      for (const free of held.values()) free();
+      if (!closed) await runner.close(1000).catch(() => undefined);
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+    }
+  });
+});

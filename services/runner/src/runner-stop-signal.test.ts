@@ -1,0 +1,94 @@
+/**
+ * A running job's `stop` signal (what the executor hands the engine) aborts with a cancel request
+ * for its run, and with a hand-back at shutdown, carrying that signal's reason; other runs' stay
+ * as they are. Real runner, real redis-server, an executor that waits for its signals.
+ */
+import { channels, createLogger, createMetrics, createRedis, generateSealKey, loadConfig } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { type RunJobData, runJobOptions } from '@islet/runs';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecuteJob } from './run-executor.ts';
+import { createRunner } from './runner.ts';
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('runner: a job stop signal', () => {
+  it('aborts with a cancel of its run and with a hand-back, with their reasons', async () => {
+    const config = loadConfig({
+      ISLET_REDIS_URL: server.url,
+      ISLET_SEAL_KEYS: generateSealKey(),
+      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+      ISLET_RUNNER_MODES: 'read-only',
+      ISLET_RUNNER_CONCURRENCY: '2',
+    });
+    const jobs = new Map<string, ExecuteJob>();
+    const runner = createRunner({
+      config,
+      executor: {
+        execute: (job) => {
+          jobs.set(job.runId, job);
+          // Ends when its stop aborts, as an execution does: cancelled, or handed back.
+          return new Promise((resolve) =>
+            job.stop?.addEventListener('abort', () =>
+              resolve(job.cancel.aborted ? 'cancelled' : 'completed'),
+            ),
+          );
+        },
+        giveUp: async () => undefined,
+        head: async () => null,
+      },
+      metrics: createMetrics({ component: 'runner-stop-signal-test', defaults: false }),
+      logger: createLogger({ name: 'runner-stop-signal-test', level: 'silent' }),
+    });
+    const queue = new Queue<RunJobData>(runQueueName('read-only'), {
+      connection: { host: '127.0.0.1', port: server.port },
+      prefix: QUEUE_PREFIX,
+    });
+    const publisher = createRedis(server.url);
+    let closed = false;
+    try {
+      await runner.start();
+      for (const id of ['s1', 's2'])
+        await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
+      await until('both jobs to run', () => jobs.size === 2);
+      const [s1, s2] = [jobs.get('s1')!, jobs.get('s2')!];
+      expect(s1.stop?.aborted).toBe(false);
+
+      await publisher.publish(channels.cancel, 's1');
+      await until('s1 to stop', () => s1.stop?.aborted === true);
+      expect(s1.cancel.aborted).toBe(true);
+      expect(s1.handBack.aborted).toBe(false);
+      expect(s1.stop?.reason).toBe(s1.cancel.reason);
+      expect(s2.stop?.aborted).toBe(false);
+
+      // Shutdown with no grace left: s2 is handed back.
+      await runner.close(0);
+      closed = true;
+      expect(s2.handBack.aborted).toBe(true);
+      expect(s2.cancel.aborted).toBe(false);
+      expect(s2.stop?.aborted).toBe(true);
+      expect(s2.stop?.reason).toBe(s2.handBack.reason);
+    } finally {
+      if (!closed) await runner.close(0).catch(() => undefined);
+      publisher.disconnect();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+    }
+  });
+});
