@@ -26,8 +26,8 @@ export interface OwnSealMemo extends Sealer {
 }
 
 export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}): OwnSealMemo {
-  const maxEntries = options.maxEntries ?? 4096;
-  const maxChars = options.maxChars ?? 8 * 1024 * 1024;
+  const maxEntries = options.maxEntries ?? 1024;
+  const maxChars = options.maxChars ?? 4 * 1024 * 1024;
   const maxValueChars = options.maxValueChars ?? 64 * 1024;
   // Insertion order is age order: the first key is the oldest.
   const plainOf = new Map<string, string>();
