@@ -28,6 +28,7 @@ import {
 import { type Caller, rateLimitedProblem } from './auth.ts';
 import { bindingsOf } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
+import { GOING_ON_TAGS } from './event-hub.ts';
 import { createOwnership, mayActOn } from './ownership.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
@@ -409,7 +410,7 @@ export function createRunsService(deps: GatewayDeps) {
     const off = hub.listen(id, (tag, payload) => {
       // A binding call's event, or an attempt starting: the run goes on (every call of a busy run,
       // and every run's start, would cost a read of the whole run and its journal).
-      if (tag === 'call' || tag === 'running' || tag === 'log') return;
+      if (tag !== undefined && GOING_ON_TAGS.has(tag)) return;
       if (tag === 'end' && payload) pushed = payload;
       changed = true;
       wake?.();
