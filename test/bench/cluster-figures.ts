@@ -240,8 +240,14 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       return { name, meanMs: col.reduce((s, x) => s + x, 0) / col.length, p50Ms: pct(col, 50) };
     });
 
+    // By entry point, not by the word: a checkout whose path has "gateway" in it (a worktree named
+    // for its branch) would count every process as the gateway.
     const kindOf = (cmd: string) =>
-      cmd.includes('redis-server') ? 'redis' : cmd.includes('gateway') ? 'gateway' : 'runner + hosts';
+      cmd.includes('redis-server')
+        ? 'redis'
+        : cmd.includes('gateway/src/main.ts')
+          ? 'gateway'
+          : 'runner + hosts';
     // The steady state at 16 clients, as every other phase: the runner's slots each with its host
     // (the sequential phase above needed one), started before the window, whose CPU counts only
     // the runs it measures (a warm-up inside `measure` would add its runs' CPU to the window).

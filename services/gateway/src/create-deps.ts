@@ -35,6 +35,7 @@ import { createConnectionStore } from './connection-store.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
 import { createJobEventsStore } from './job-events-store.ts';
+import { memoizeOwnSeals } from './own-seal-memo.ts';
 import { queueMetricsCollectors } from './queue-metrics-store.ts';
 import { createCacheHub } from './read-cache.ts';
 import { createRedisProbeStore } from './redis-probe-store.ts';
@@ -117,7 +118,11 @@ export async function createGatewayDeps(
     sealer,
     timeoutMs: config.ISLET_CLIENT_CALL_TIMEOUT_MS,
   });
-  const runs = createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS });
+  // A submit's waiter opens the program, description and request it sealed moments before (the
+  // run's pushed end): those come from memory (own-seal-memo.ts), only the result is decrypted.
+  const runs = createRunStore(redis, memoizeOwnSeals(sealer), {
+    retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+  });
   const journal = createCallJournal({
     redis,
     sealer,

@@ -15,11 +15,17 @@ import type { Redis } from 'ioredis';
 /** `payload`: with tag `end`, the ended run's `[record, journal]` (JSON, see run-store's TRANSITION). */
 type Listener = (tag?: string, payload?: string) => void;
 
+/**
+ * Tags of messages that say a run goes on (a binding call's event, an attempt starting or a run
+ * resuming, a printed line): nothing a `Prefer: wait` answers changes, so waiters ignore them.
+ */
+export const GOING_ON_TAGS: ReadonlySet<string> = new Set(['call', 'running', 'log']);
+
 export function createEventHub(subscriber: Redis) {
   const listeners = new Map<string, Set<Listener>>();
   let started: Promise<unknown> | undefined;
-  // Runs a message arrived for lately (id → ms), so a waiter that starts listening just after it
-  // wrote a run can tell whether anything happened to it in between without reading it.
+  // Runs a message arrived for lately (id → ms, GOING_ON_TAGS aside), so a waiter that starts
+  // listening just after it wrote a run can tell whether it ended or waits without reading it.
   const recent = new Map<string, number>();
   // Since when the subscription has been up without a break (0: it is not).
   let upSince = 0;
@@ -41,9 +47,13 @@ export function createEventHub(subscriber: Redis) {
     const cut = rest?.indexOf(' ') ?? -1;
     const tag = cut < 0 ? rest : rest?.slice(0, cut);
     const payload = cut < 0 ? undefined : rest?.slice(cut + 1);
-    if (recent.size >= 10_000) recent.delete(recent.keys().next().value as string);
-    recent.delete(id);
-    recent.set(id, Date.now());
+    // A run's start (or a call) arriving before its submit's waiter listens must not cost that
+    // waiter a read of the run: only messages a waiter acts on are remembered.
+    if (tag === undefined || !GOING_ON_TAGS.has(tag)) {
+      if (recent.size >= 10_000) recent.delete(recent.keys().next().value as string);
+      recent.delete(id);
+      recent.set(id, Date.now());
+    }
     for (const fn of listeners.get(id) ?? []) fn(tag, payload);
   });
   const down = () => {
@@ -68,8 +78,9 @@ export function createEventHub(subscriber: Redis) {
       return started;
     },
     /**
-     * Whether no message about `runId` can have arrived or been missed since `sinceMs` (this
-     * replica wrote the run then): subscribed without a break since before, and nothing arrived.
+     * Whether no message about `runId` that a waiter acts on (any but GOING_ON_TAGS) can have
+     * arrived or been missed since `sinceMs` (this replica wrote the run then): subscribed without
+     * a break since before, and none arrived.
      */
     quietSince(runId: string, sinceMs: number): boolean {
       return upSince > 0 && upSince <= sinceMs && (recent.get(runId) ?? 0) < sinceMs;

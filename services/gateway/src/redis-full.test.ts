@@ -108,6 +108,16 @@ describe('a tenant filling Redis', () => {
     expect(await usedMemory()).toBeLessThan(MAXMEMORY * 0.9);
     // The hog stays refused; the other tenant is not affected.
     expect((await submit(hog)).statusCode).toBe(507);
+    // The share is read beside the run's building: a submit with another refusal met meanwhile (an
+    // unknown connection) still hears the share's, as when the share was read first.
+    const both = await app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { authorization: `Bearer ${hog}` },
+      payload: { code: 'return 1', description: 'one', connections: ['no-such-connection'] },
+    });
+    expect(both.statusCode, both.body).toBe(507);
+    expect(await deps.redis.zcard(keys.inFlight('hog'))).toBe(0);
     const mine = await submit(calm);
     expect(mine.statusCode, mine.body).toBe(202);
     const id = mine.json().id as string;

@@ -28,6 +28,7 @@ import {
 import { type Caller, rateLimitedProblem } from './auth.ts';
 import { bindingsOf } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
+import { GOING_ON_TAGS } from './event-hub.ts';
 import { createOwnership, mayActOn } from './ownership.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
@@ -176,53 +177,17 @@ export function createRunsService(deps: GatewayDeps) {
   ): Promise<StoredRun> {
     const tenant = caller.tenantId;
     const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
-    // Cached reads (settings-cache.ts, the run policy store); the quota and the session are checked
-    // where the run is stored, in one step (runs.create's admission).
-    const [policy, current] = await Promise.all([
-      runPolicies.effective(tenant, input.approval, input.style),
-      settings.get(),
-      storage.check(tenant),
-    ]);
-    const principal = principalOf(caller);
-    const session = input.sessionId ?? `session-${randomUUID()}`;
-    const limits = runLimits(policy.style, input, current);
-    const bindings = await resolveBindings(tenant, input.connections);
-    const now = Date.now();
-    const mode: SandboxMode = input.fields.sandbox_permissions ?? BASE_MODE;
-    const run: StoredRun = {
-      id,
-      tenant,
-      session,
-      turn: input.turnId ?? `turn-${randomUUID()}`,
-      callId: input.callId ?? `call-${randomUUID()}`,
-      principal,
-      status: 'Running',
-      mode,
-      code: input.fields.code,
-      description: input.fields.description,
-      request: {
-        style: policy.style,
-        limits,
-        connections: input.connections ?? [...new Set(bindings.map((b) => b.connectionId))],
-        bindings,
-      },
-      createdAt: now,
-      updatedAt: now,
-      attempts: 0,
-      cancelRequested: false,
-      clockMs: now,
-      seed: id,
-      ...(waits ? { pushEnd: true } : {}),
-    };
-    if (input.fields.timeoutMs !== undefined) run.request.timeoutMs = input.fields.timeoutMs;
-    if (input.fields.sandbox_permissions) run.request.sandboxPermissions = input.fields.sandbox_permissions;
-    if (input.fields.justification) run.request.justification = input.fields.justification;
-    run.request.approval = policy.approval;
-    run.request.timeBudget = policy.timeBudget;
-    run.request.submittedBy = caller.keyId;
-    if (policy.fourEyes) run.request.fourEyes = true;
-    // Code Mode's switch governs Code Mode runs only; run_code runs are the run_code tool's.
-    const codeModeOff = policy.style === 'code-mode' && !current.codeMode.enabled;
+    // The storage quota's read goes out first and is awaited where the run is stored, before
+    // anything is sent (runs.create's `ready`): its round trip overlaps building and sealing the
+    // run. A refusal met meanwhile waits for it, so a tenant past its share hears that one first,
+    // as when the read came first. The session and in-flight quota are checked in the admission.
+    const quota = storage.check(tenant);
+    quota.catch(() => undefined);
+    const { run, codeModeOff } = await buildRun(caller, id, input, waits).catch(async (err: unknown) => {
+      await quota;
+      throw err;
+    });
+    const { mode, session } = run;
     // A run that will simply run is enqueued with its record (one round trip less before the runner
     // can take it); one that is refused or must first wait for a decision is not.
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
@@ -238,6 +203,7 @@ export function createRunsService(deps: GatewayDeps) {
         // The record's sealed program and request, counted by the admission (its output is
         // counted when it ends, run-store.ts).
         storedBytes,
+        ready: quota,
       },
       runsNow
         ? () => {
@@ -307,6 +273,61 @@ export function createRunsService(deps: GatewayDeps) {
       return (await runs.get(id)) ?? run;
     }
     return run;
+  }
+
+  /** The run a submit stores, from its request, its tenant's run policy and the platform settings. */
+  async function buildRun(
+    caller: Caller,
+    id: string,
+    input: SubmitInput,
+    waits: boolean,
+  ): Promise<{ run: StoredRun; codeModeOff: boolean }> {
+    const tenant = caller.tenantId;
+    // Cached reads (settings-cache.ts, the run policy store).
+    const [policy, current] = await Promise.all([
+      runPolicies.effective(tenant, input.approval, input.style),
+      settings.get(),
+    ]);
+    const principal = principalOf(caller);
+    const session = input.sessionId ?? `session-${randomUUID()}`;
+    const limits = runLimits(policy.style, input, current);
+    const bindings = await resolveBindings(tenant, input.connections);
+    const now = Date.now();
+    const mode: SandboxMode = input.fields.sandbox_permissions ?? BASE_MODE;
+    const run: StoredRun = {
+      id,
+      tenant,
+      session,
+      turn: input.turnId ?? `turn-${randomUUID()}`,
+      callId: input.callId ?? `call-${randomUUID()}`,
+      principal,
+      status: 'Running',
+      mode,
+      code: input.fields.code,
+      description: input.fields.description,
+      request: {
+        style: policy.style,
+        limits,
+        connections: input.connections ?? [...new Set(bindings.map((b) => b.connectionId))],
+        bindings,
+      },
+      createdAt: now,
+      updatedAt: now,
+      attempts: 0,
+      cancelRequested: false,
+      clockMs: now,
+      seed: id,
+      ...(waits ? { pushEnd: true } : {}),
+    };
+    if (input.fields.timeoutMs !== undefined) run.request.timeoutMs = input.fields.timeoutMs;
+    if (input.fields.sandbox_permissions) run.request.sandboxPermissions = input.fields.sandbox_permissions;
+    if (input.fields.justification) run.request.justification = input.fields.justification;
+    run.request.approval = policy.approval;
+    run.request.timeBudget = policy.timeBudget;
+    run.request.submittedBy = caller.keyId;
+    if (policy.fourEyes) run.request.fourEyes = true;
+    // Code Mode's switch governs Code Mode runs only; run_code runs are the run_code tool's.
+    return { run, codeModeOff: policy.style === 'code-mode' && !current.codeMode.enabled };
   }
 
   /**
@@ -389,7 +410,7 @@ export function createRunsService(deps: GatewayDeps) {
     const off = hub.listen(id, (tag, payload) => {
       // A binding call's event, or an attempt starting: the run goes on (every call of a busy run,
       // and every run's start, would cost a read of the whole run and its journal).
-      if (tag === 'call' || tag === 'running' || tag === 'log') return;
+      if (tag !== undefined && GOING_ON_TAGS.has(tag)) return;
       if (tag === 'end' && payload) pushed = payload;
       changed = true;
       wake?.();

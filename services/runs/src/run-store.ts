@@ -329,6 +329,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         rate?: AdmissionRateCount;
         /** Bytes the record stores, counted in its tenant's stored bytes when admitted. */
         storedBytes?: number;
+        /**
+         * A check the caller started (a read): awaited once the record is sealed and its
+         * arguments built, before anything is sent, so its round trip overlaps that work. A
+         * rejection is thrown with nothing written or counted.
+         */
+        ready?: Promise<unknown>;
       },
       then?: () => Promise<unknown>,
     ): Promise<Admission> {
@@ -395,7 +401,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         ...indexArgs,
         ...charge.args,
       ];
-      if (admission?.rate) admission.rate.counted = true;
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
       const runArgs = [
         channels.sessionRuns,
@@ -404,6 +409,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         sealStatus(run.status),
         ...Object.entries(fields).flat(),
       ];
+      if (admission?.ready) await admission.ready;
+      if (admission?.rate) admission.rate.counted = true;
       const oneServer = !isRedisCluster(redis);
       if (admitArgs && then && (await slotFree())) {
         // One server, admitted and enqueued: admission and record are one script (it spans the

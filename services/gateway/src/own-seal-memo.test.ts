@@ -1,0 +1,83 @@
+import { createSealer, type Sealer } from '@islet/core';
+import { describe, expect, it } from 'vitest';
+import { memoizeOwnSeals } from './own-seal-memo.ts';
+
+function countingSealer() {
+  const inner = createSealer({ keys: { k1: Buffer.alloc(32, 7) }, activeKeyId: 'k1' });
+  const counts = { seal: 0, open: 0 };
+  const sealer: Sealer = {
+    seal: (p) => {
+      counts.seal++;
+      return inner.seal(p);
+    },
+    open: (s) => {
+      counts.open++;
+      return inner.open(s);
+    },
+  };
+  return { sealer, counts, inner };
+}
+
+describe('memoizeOwnSeals', () => {
+  it('opens what it sealed from memory, and everything else with the wrapped sealer', () => {
+    const { sealer, counts, inner } = countingSealer();
+    const memo = memoizeOwnSeals(sealer);
+    const sealed = memo.seal('return 1');
+    // A real ciphertext: any other process with the key opens it.
+    expect(inner.open(sealed)).toBe('return 1');
+    expect(memo.open(sealed)).toBe('return 1');
+    expect(memo.open(sealed)).toBe('return 1');
+    expect(counts.open).toBe(0);
+    expect(memo.hits).toBe(2);
+    const foreign = inner.seal('sealed elsewhere');
+    expect(memo.open(foreign)).toBe('sealed elsewhere');
+    expect(counts.open).toBe(1);
+  });
+
+  it('seals the same text twice to two ciphertexts, each opening to it', () => {
+    const { sealer, counts } = countingSealer();
+    const memo = memoizeOwnSeals(sealer);
+    const a = memo.seal('same');
+    const b = memo.seal('same');
+    expect(a).not.toBe(b);
+    expect([memo.open(a), memo.open(b)]).toEqual(['same', 'same']);
+    expect(counts).toEqual({ seal: 2, open: 0 });
+  });
+
+  it('a tampered ciphertext is not in memory: the wrapped sealer refuses it', () => {
+    const memo = memoizeOwnSeals(countingSealer().sealer);
+    const sealed = memo.seal('secret');
+    const tampered = `${sealed.slice(0, -2)}${sealed.endsWith('AA') ? 'AB' : 'AA'}`;
+    expect(() => memo.open(tampered)).toThrow();
+  });
+
+  it('forgets the oldest past its entry and character bounds, and never holds a large value', () => {
+    const { sealer, counts } = countingSealer();
+    const memo = memoizeOwnSeals(sealer, { maxEntries: 2, maxValueChars: 10 });
+    const first = memo.seal('one');
+    const second = memo.seal('two');
+    const third = memo.seal('three');
+    expect([memo.open(second), memo.open(third)]).toEqual(['two', 'three']);
+    expect(counts.open).toBe(0);
+    expect(memo.open(first)).toBe('one');
+    expect(counts.open).toBe(1);
+    const large = memo.seal('x'.repeat(11));
+    expect(memo.open(large)).toBe('x'.repeat(11));
+    expect(counts.open).toBe(2);
+    // The large value pushed nothing out.
+    expect(memo.open(third)).toBe('three');
+    expect(counts.open).toBe(2);
+
+    // A one-character value's ciphertext is 48 characters: two entries hold 98, a third passes 120.
+    const byChars = memoizeOwnSeals(sealer, { maxChars: 120 });
+    const a = byChars.seal('a');
+    expect(a.length + 1).toBe(49);
+    const b = byChars.seal('b');
+    byChars.seal('c');
+    const before = counts.open;
+    expect(byChars.open(b)).toBe('b');
+    expect(counts.open).toBe(before);
+    expect(byChars.open(a)).toBe('a');
+    expect(counts.open).toBe(before + 1);
+  });
+});

@@ -1,0 +1,62 @@
+/**
+ * A sealer that remembers the plaintext of what it sealed lately, so opening one of those
+ * ciphertexts again needs no decryption. A submit seals its run's program, description and request,
+ * and the same gateway opens them again moments later from the run's pushed end (`Prefer: wait`,
+ * an MCP run) to answer the submit: three decryptions per run that give back text it just had.
+ *
+ * Exact: a ciphertext is only ever produced by its own seal (a fresh IV each time) and opens to
+ * exactly the text sealed, so the remembered text is what decryption would return. Anything else
+ * (sealed by another process, or forgotten) is opened by the wrapped sealer, which also does every
+ * seal. Bounded by entries and by characters held; the oldest are forgotten first, and values
+ * larger than `maxValueChars` are not remembered at all.
+ */
+import type { Sealer } from '@islet/core';
+
+interface OwnSealMemoOptions {
+  maxEntries?: number;
+  /** Characters held (ciphertexts and plaintexts together). */
+  maxChars?: number;
+  /** Plaintexts longer than this are sealed without being remembered. */
+  maxValueChars?: number;
+}
+
+export interface OwnSealMemo extends Sealer {
+  /** Opens answered from memory (what a test asserts; the wrapped sealer's opens are the rest). */
+  readonly hits: number;
+}
+
+export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}): OwnSealMemo {
+  const maxEntries = options.maxEntries ?? 1024;
+  const maxChars = options.maxChars ?? 4 * 1024 * 1024;
+  const maxValueChars = options.maxValueChars ?? 64 * 1024;
+  // Insertion order is age order: the first key is the oldest.
+  const plainOf = new Map<string, string>();
+  let chars = 0;
+  let hits = 0;
+  const forgetOldest = () => {
+    const oldest = plainOf.keys().next();
+    if (oldest.done) return;
+    chars -= oldest.value.length + (plainOf.get(oldest.value)?.length ?? 0);
+    plainOf.delete(oldest.value);
+  };
+  return {
+    seal(plaintext) {
+      const sealed = sealer.seal(plaintext);
+      if (plaintext.length <= maxValueChars) {
+        plainOf.set(sealed, plaintext);
+        chars += sealed.length + plaintext.length;
+        while (plainOf.size > maxEntries || chars > maxChars) forgetOldest();
+      }
+      return sealed;
+    },
+    open(sealed) {
+      const plain = plainOf.get(sealed);
+      if (plain === undefined) return sealer.open(sealed);
+      hits++;
+      return plain;
+    },
+    get hits() {
+      return hits;
+    },
+  };
+}
