@@ -1,6 +1,5 @@
 /**
- * A job's fair-share lease released by a script of its own (a skill's, a run's on a Cluster) is
- * released without holding up the job's completion: BullMQ's
+ * A run's fair-share lease is released without holding up the job's completion: BullMQ's
  * moveToCompleted (which fetches the slot's next job) goes out while the release is still in
  * flight, and a graceful close still waits for it. Real runner, real redis-server, a fake
  * executor; the release is held by a wrapper, so the order is asserted, not a duration.
@@ -54,9 +53,6 @@ describe('runner: the lease release', () => {
         const real = createFairShare(d);
         return {
           ...real,
-          // The release of its own (a skill's, or any job's on a Cluster): the run's lease is not
-          // left to its start and end scripts (lease-in-scripts.test.ts covers those).
-          runLease: async () => undefined,
           release: async (...args: Parameters<typeof real.release>) => {
             releases.started++;
             await held;

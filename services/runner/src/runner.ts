@@ -134,8 +134,9 @@ export function createRunner(deps: RunnerDeps) {
       // next job) goes out with it instead of a round trip later. The next job's acquire follows
       // on the same connection, so Redis sees the release first; a slot the release leases to a
       // deferred job is reserved for it whichever job BullMQ hands this worker next. Nothing to
-      // give back when the run's end gave it back, or its start was refused (or never answered).
-      if (!lease || (lease.answer?.ok && !lease.endReleased)) {
+      // give back when the run's end gave it back or its start refused it; a start that never
+      // answered (its reply lost) may have taken it, and a release of nothing is harmless.
+      if (!lease || !lease.answer || (lease.answer.ok && !lease.endReleased)) {
         const released = share.release(mode, job.data.tenant, jobId);
         releasing.add(released);
         void released.finally(() => releasing.delete(released));
