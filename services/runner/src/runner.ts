@@ -136,7 +136,7 @@ export function createRunner(deps: RunnerDeps) {
       // deferred job is reserved for it whichever job BullMQ hands this worker next. Nothing to
       // give back when the run's end gave it back or its start refused it; a start that never
       // answered (its reply lost) may have taken it, and a release of nothing is harmless.
-      if (!lease || !lease.answer || (lease.answer.ok && !lease.endReleased)) {
+      if (!lease?.answer || (lease.answer.ok && !lease.endReleased)) {
         const released = share.release(mode, job.data.tenant, jobId);
         releasing.add(released);
         void released.finally(() => releasing.delete(released));
