@@ -14,11 +14,12 @@
  * floors say how much of them is the processes' own work (CPU per message), not the messages.
  *
  * With the fair share on (default settings, as the cluster bench runs) a run also takes its slot
- * lease between `moveToActive` and `beginAttempt`: one more fsync'd write on its path (`runShareMs`).
- * The two notification stages on their own: enqueue → pick-up is the admission with the add, the
- * marker's wake-up (half a TCP round trip), `moveToActive` and the lease (`pickupMs`: 3 fsync'd
- * writes); end written → response is the end script, its publish to the gateway and the response
- * (`endMs`: 1 fsync'd write, 1 TCP round trip).
+ * lease: on one server (the bench's) inside `beginAttempt`'s script and given back inside the end
+ * script, so no write of its own; on a Cluster one more fsync'd write between `moveToActive` and
+ * `beginAttempt` (`runShareMs`). The two notification stages on their own: enqueue → pick-up is
+ * the admission with the add, the marker's wake-up (half a TCP round trip) and `moveToActive`
+ * (`pickupMs`: 2 fsync'd writes); end written → response is the end script, its publish to the
+ * gateway and the response (`endMs`: 1 fsync'd write, 1 TCP round trip).
  */
 import type { ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
@@ -37,9 +38,9 @@ export interface MessageFloor {
   runMs: number;
   /** 2 TCP round trips + 2 fsync'd writes + 1 pipe round trip, ms. */
   callMs: number;
-  /** `runMs` + 1 fsync'd write (the fair share's lease), ms. */
+  /** `runMs` + 1 fsync'd write (the fair share's lease on a Cluster), ms. */
   runShareMs: number;
-  /** 0.5 TCP round trip + 3 fsync'd writes (enqueue → pick-up, fair share on), ms. */
+  /** 0.5 TCP round trip + 2 fsync'd writes (enqueue → pick-up), ms. */
   pickupMs: number;
   /** 1 TCP round trip + 1 fsync'd write (end written → response), ms. */
   endMs: number;
@@ -113,7 +114,7 @@ export async function messageFloor(rounds = 300): Promise<MessageFloor> {
       runMs: 1.5 * tcpMs + 4 * fsyncWriteMs + pipeMs,
       callMs: 2 * tcpMs + 2 * fsyncWriteMs + pipeMs,
       runShareMs: 1.5 * tcpMs + 5 * fsyncWriteMs + pipeMs,
-      pickupMs: 0.5 * tcpMs + 3 * fsyncWriteMs,
+      pickupMs: 0.5 * tcpMs + 2 * fsyncWriteMs,
       endMs: tcpMs + fsyncWriteMs,
     };
   } finally {

@@ -44,6 +44,9 @@ async function exerciseFairShare(redis: Redis): Promise<void> {
   );
   try {
     for (const r of runners) await r.start(['read-only']);
+    // The pool's keys and a run's are in different slots here: a run's lease keeps scripts of its
+    // own instead of riding in the attempt's start and end.
+    expect(await runners[0]!.runLease('read-only', tenant, 'job-0')).toBeUndefined();
     await noteQueued(redis, on, 'read-only', tenant);
     // Pool = 2 × 4 slots; a lone tenant gets all 8, whichever runner asks.
     const results = await Promise.all(

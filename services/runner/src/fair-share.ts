@@ -7,7 +7,8 @@
  * their share first. Live pool slots = the sum over runners that registered in the last lease period.
  *
  * Before a run or a skill executes, the runner takes a lease on a slot (Lua, atomic across
- * runners). "Waiting work" is known in two places, both in the pool's hash slot: the gateway counts
+ * runners; on one server a run's lease is taken by its attempt's start script and given back by
+ * its end script, see `runLease`). "Waiting work" is known in two places, both in the pool's hash slot: the gateway counts
  * each enqueue per tenant (`poolQueued`, @islet/runs pool-demand.ts) and the acquire counts the
  * pick-up, so a quiet tenant's job queued behind another's flood is seen before a runner reaches
  * it; and the tenants with deferred jobs (`poolWaiting`). A job that may not run now goes back to
@@ -34,9 +35,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type IsletConfig, keys, type Logger } from '@islet/core';
+import { type IsletConfig, isRedisCluster, keys, type Logger } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import type { SandboxMode } from '@islet/protocol';
+import {
+  acquireCall,
+  LEASE_ACQUIRE,
+  LEASE_RELEASE,
+  type LeaseAnswer,
+  type LeaseTerms,
+  leaseAnswerOf,
+  type RunLease,
+  releaseCall,
+} from '@islet/runs';
 import type { Redis } from 'ioredis';
 
 const NOW_MS = `
@@ -44,158 +55,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
-// Live pool slots (dropping lapsed registrations) and the share under contention. Needs KEYS[1]
-// (the pool's slots) and the locals share and cap.
-const POOL = `
-local total = 0
-local rows = redis.call('HGETALL', KEYS[1])
-for i = 1, #rows, 2 do
-  local slots, exp = string.match(rows[i + 1], '^(%d+):(%d+)$')
-  if slots and tonumber(exp) > now then total = total + tonumber(slots)
-  else redis.call('HDEL', KEYS[1], rows[i]) end
-end
-if total < 1 then total = 1 end
-local quota = math.floor(total * share + 1e-9)
-if quota < 1 then quota = 1 end
-if cap > 0 and cap < quota then quota = cap end
-`;
-
-// KEYS: pool slots, pool busy, pool queued, pool waiting, tenant leases, tenant deferred.
-// ARGV: job id, tenant, share, absolute cap, lease ms.
-// Returns { 1 | 0, quota[, job id whose reservation the caller must promote] }.
-const ACQUIRE = new LuaScript(`${NOW_MS}
-local job, tenant = ARGV[1], ARGV[2]
-local share, cap, lease = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-${POOL}
--- A new key gets its expiry here; while it holds leases the heartbeat's renewals extend it.
-local function take(id, fresh)
-  redis.call('ZADD', KEYS[5], now + lease, id)
-  if fresh then redis.call('PEXPIRE', KEYS[5], lease * 2) end
-  redis.call('ZADD', KEYS[2], now + lease, id)
-end
-local function defer()
-  redis.call('ZADD', KEYS[6], 'NX', now, job)
-  redis.call('PEXPIRE', KEYS[6], 86400000)
-  redis.call('ZADD', KEYS[4], 'NX', now, tenant)
-end
-local function unlisted()
-  if redis.call('ZCARD', KEYS[6]) == 0 then redis.call('ZREM', KEYS[4], tenant) end
-end
--- A reservation made for this job by a release, or a stalled job taken over: it keeps its slot.
-if redis.call('ZSCORE', KEYS[5], job) then
-  take(job, false)
-  if redis.call('ZREM', KEYS[6], job) == 1 then unlisted() end
-  return { 1, quota }
-end
-local oldest = redis.call('ZRANGE', KEYS[6], 0, 0)[1]
--- Picked up from the queue: no longer queued (a deferred job woken by its recheck was counted then).
--- mine: the tenant's queued count left, when counted here.
-local mine
-if not oldest or not redis.call('ZSCORE', KEYS[6], job) then
-  mine = redis.call('HINCRBY', KEYS[3], tenant, -1)
-  if mine <= 0 then redis.call('HDEL', KEYS[3], tenant) end
-end
--- Lapsed leases (a SIGKILLed runner's) are dropped only when they could make the answer no.
-local function live(key, bound)
-  local n = redis.call('ZCARD', key)
-  if n < bound then return n end
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  return redis.call('ZCARD', key)
-end
--- Whether another tenant has work waiting: queued (the gateway's counts), else deferred.
-local function othersWait()
-  local n = redis.call('HLEN', KEYS[3])
-  if n > 0 then
-    if mine == nil then n = n - redis.call('HEXISTS', KEYS[3], tenant)
-    elseif mine > 0 then n = n - 1 end
-  end
-  if n > 0 then return true end
-  n = redis.call('ZCARD', KEYS[4])
-  if n > 0 and redis.call('ZSCORE', KEYS[4], tenant) then n = n - 1 end
-  return n > 0
-end
--- The tenant's leases, lapsed ones included: at its share they are counted live only when that
--- decides (a cap, or another tenant waiting). Left uncounted, the key may hold only lapsed leases
--- and be close to its expiry, so this lease sets it again (fresh).
-local held = redis.call('ZCARD', KEYS[5])
-local fresh = held == 0
-local ok = live(KEYS[2], total) < total
-if ok and held >= quota then
-  local waiting
-  if cap <= 0 then
-    waiting = othersWait()
-    if not waiting then fresh = true end
-  end
-  if cap > 0 or waiting then
-    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-    held = redis.call('ZCARD', KEYS[5])
-    fresh = held == 0
-    if cap > 0 and held >= cap then ok = false
-    elseif held >= quota then
-      if waiting == nil then waiting = othersWait() end
-      ok = not waiting
-    end
-  end
-end
-if not ok then
-  defer()
-  return { 0, quota }
-end
-if oldest and oldest ~= job then
-  take(oldest, fresh)
-  redis.call('ZREM', KEYS[6], oldest)
-  defer()
-  return { 0, quota, oldest }
-end
-take(job, fresh)
-if oldest then
-  redis.call('ZREM', KEYS[6], job)
-  unlisted()
-end
-return { 1, quota }
-`);
-
-// KEYS: pool slots, pool busy, pool queued, pool waiting, tenant leases.
-// ARGV: job id ('' = none), share, absolute cap, lease ms, pool tenant key prefix.
-// Ends the lease; while the pool has a free slot, leases it to the oldest deferred job of the next
-// tenant in turn (under its share first; over it only when no other tenant has queued work) and
-// returns { job id, tenant } for the caller to promote, else false.
-const RELEASE = new LuaScript(`
-if ARGV[1] ~= '' then
-  redis.call('ZREM', KEYS[5], ARGV[1])
-  redis.call('ZREM', KEYS[2], ARGV[1])
-end
-if redis.call('ZCARD', KEYS[4]) == 0 then return false end
-${NOW_MS}
-local share, cap, lease, prefix = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-${POOL}
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if redis.call('ZCARD', KEYS[2]) >= total then return false end
-local pick, over
-for _, tenant in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-  local leases = prefix .. tenant .. ':leases'
-  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-  local held = redis.call('ZCARD', leases)
-  if held < quota then pick = tenant break end
-  if not over and (cap <= 0 or held < cap) then over = tenant end
-end
-if not pick and over and redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], over) <= 0 then
-  pick = over
-end
-if not pick then return false end
-local leases, deferred = prefix .. pick .. ':leases', prefix .. pick .. ':deferred'
-local oldest = redis.call('ZRANGE', deferred, 0, 0)[1]
-if oldest then
-  redis.call('ZREM', deferred, oldest)
-  redis.call('ZADD', leases, now + lease, oldest)
-  redis.call('PEXPIRE', leases, lease * 2)
-  redis.call('ZADD', KEYS[2], now + lease, oldest)
-end
-if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', KEYS[4], pick)
-else redis.call('ZADD', KEYS[4], 'XX', now, pick) end
-if not oldest then return false end
-return { oldest, pick }
-`);
+// Taking and giving back a lease: @islet/runs' lease scripts (lua/includes/lease-acquire.lua,
+// lease-release.lua), which a run's attempt start and end also carry on one server.
 
 // KEYS: tenant leases, pool busy. ARGV: job id, lease ms. Renews only a lease that still exists.
 const RENEW = new LuaScript(`${NOW_MS}
@@ -250,6 +111,8 @@ export function createFairShare(deps: FairShareDeps) {
   const instance = `${config.ISLET_RUNNER_NAME ?? hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const leaseMs = config.ISLET_TENANT_SHARE_LEASE_MS;
   const held = new Map<string, { mode: SandboxMode; tenant: string; jobId: string }>();
+  /** Promotions of jobs a slot was leased to, still in flight (close waits for them). */
+  const pending = new Set<Promise<void>>();
   let modes: SandboxMode[] = [];
   let timer: NodeJS.Timeout | undefined;
   const heldKey = (mode: SandboxMode, jobId: string) => `${mode}\u0000${jobId}`;
@@ -288,22 +151,58 @@ export function createFairShare(deps: FairShareDeps) {
    * Ends a lease (jobId '' = none) and promotes the job the freed slot went to; a promoted job
    * that is gone gives the slot on to the next one.
    */
+  const terms = (mode: SandboxMode, tenant: string, jobId: string): LeaseTerms => ({
+    mode,
+    tenant,
+    jobId,
+    share,
+    cap,
+    leaseMs,
+  });
+
+  /**
+   * Ends a lease (jobId '' = none) and promotes the job the freed slot went to; a promoted job
+   * that is gone gives the slot on to the next one.
+   */
   async function giveOn(mode: SandboxMode, tenant: string, jobId: string): Promise<void> {
     for (let i = 0, t = tenant, release = jobId; i < 5; i++) {
-      const next = (await RELEASE.run(
-        redis,
-        [
-          keys.poolSlots(mode),
-          keys.poolBusy(mode),
-          keys.poolQueued(mode),
-          keys.poolWaiting(mode),
-          keys.poolTenantLeases(mode, t),
-        ],
-        [release, share, cap, leaseMs, keys.poolTenantPrefix(mode)],
-      )) as [string, string] | null;
+      const call = releaseCall(terms(mode, t, release));
+      const next = (await LEASE_RELEASE.run(redis, call.keys, call.args)) as [string, string] | null;
       if (!next || (await deps.promote(mode, next[0]))) return;
       [release, t] = next;
     }
+  }
+
+  /** Promotes a job a slot was leased to; gone, its slot goes on to the next deferred job. */
+  function handOn(mode: SandboxMode, tenant: string, jobId: string): void {
+    const done = (async () => {
+      if (!(await deps.promote(mode, jobId))) await giveOn(mode, tenant, jobId);
+    })().catch((err: Error) => logger.warn({ err: err.message, jobId }, 'fair-share promote failed'));
+    pending.add(done);
+    void done.finally(() => pending.delete(done));
+  }
+
+  /** An acquire's answer taken in: a granted lease is renewed by the heartbeat. */
+  function granted(mode: SandboxMode, tenant: string, jobId: string, answer: LeaseAnswer): void {
+    if (answer.ok) held.set(heldKey(mode, jobId), { mode, tenant, jobId });
+    if (answer.swapped) handOn(mode, tenant, answer.swapped);
+  }
+
+  // Whether the server checks no hash slots (standalone, sentinel): then a run's lease rides in its
+  // attempt's start and end (the pool's keys and the run's are in different slots). A server that
+  // will not say is asked again next time, and meanwhile gets the separate scripts.
+  let slotFreeAnswer: Promise<boolean> | undefined;
+  function slotFree(): Promise<boolean> {
+    slotFreeAnswer ??= isRedisCluster(redis)
+      ? Promise.resolve(false)
+      : redis.info('cluster').then(
+          (text) => !/^cluster_enabled:1/m.test(text),
+          () => {
+            slotFreeAnswer = undefined;
+            return false;
+          },
+        );
+    return slotFreeAnswer;
   }
 
   return {
@@ -328,26 +227,36 @@ export function createFairShare(deps: FairShareDeps) {
     async acquire(mode: SandboxMode, tenant: string, jobId: string): Promise<{ ok: boolean; limit: number }> {
       if (off) return { ok: true, limit: Number.POSITIVE_INFINITY };
       // EVALSHA: the script's 40-byte hash instead of its source on every run.
-      const [ok, limit, swapped] = (await ACQUIRE.run(
-        redis,
-        [
-          keys.poolSlots(mode),
-          keys.poolBusy(mode),
-          keys.poolQueued(mode),
-          keys.poolWaiting(mode),
-          keys.poolTenantLeases(mode, tenant),
-          keys.poolTenantDeferred(mode, tenant),
-        ],
-        [jobId, tenant, share, cap, leaseMs],
-      )) as [number, number, string | undefined];
-      if (ok === 1) held.set(heldKey(mode, jobId), { mode, tenant, jobId });
-      if (swapped)
-        void (async () => {
-          if (!(await deps.promote(mode, swapped))) await giveOn(mode, tenant, swapped);
-        })().catch((err: Error) =>
-          logger.warn({ err: err.message, jobId: swapped }, 'fair-share promote failed'),
-        );
-      return { ok: ok === 1, limit };
+      const call = acquireCall(terms(mode, tenant, jobId));
+      const answer = leaseAnswerOf(await LEASE_ACQUIRE.run(redis, call.keys, call.args));
+      granted(mode, tenant, jobId, answer);
+      return { ok: answer.ok, limit: answer.limit };
+    },
+
+    /**
+     * A run's lease for its attempt's start to take and its end to give back, in their own
+     * scripts (one server only: undefined on a Cluster, and with fair share off). The same
+     * decisions as `acquire` and `release`; `answer` is the acquire's once taken, and `endReleased`
+     * tells that the end gave it back (the caller then releases nothing).
+     */
+    async runLease(mode: SandboxMode, tenant: string, jobId: string): Promise<JobLease | undefined> {
+      if (off || !(await slotFree())) return undefined;
+      const lease: JobLease = {
+        ...terms(mode, tenant, jobId),
+        answer: undefined,
+        endReleased: false,
+        acquired(answer) {
+          lease.answer = answer;
+          granted(mode, tenant, jobId, answer);
+        },
+        held: () => held.has(heldKey(mode, jobId)),
+        released(next) {
+          held.delete(heldKey(mode, jobId));
+          lease.endReleased = true;
+          if (next) handOn(mode, next.tenant, next.jobId);
+        },
+      };
+      return lease;
     },
 
     /** Gives the slot back; the pool's next deferred job in turn gets it. */
@@ -379,6 +288,7 @@ export function createFairShare(deps: FairShareDeps) {
 
     async close() {
       if (timer) clearInterval(timer);
+      await Promise.all(pending);
       if (off) return;
       await Promise.all(modes.map((m) => redis.hdel(keys.poolSlots(m), instance).catch(() => 0)));
     },
@@ -386,3 +296,11 @@ export function createFairShare(deps: FairShareDeps) {
 }
 
 export type FairShare = ReturnType<typeof createFairShare>;
+
+/** A run's lease taken and given back by its own scripts (`runLease`), with what they answered. */
+export interface JobLease extends RunLease {
+  /** The acquire's answer; undefined until the attempt's start answered. */
+  answer: LeaseAnswer | undefined;
+  /** The run's end gave the lease back. */
+  endReleased: boolean;
+}

@@ -19,6 +19,7 @@ import {
   createRunLifecycle,
   headOf,
   type RunHead,
+  type RunLease,
   type RunStore,
   type RunTimings,
   type StoredRun,
@@ -80,6 +81,8 @@ export interface ExecuteJob {
   stop?: AbortSignal;
   /** The job's slot: given, the run parks while its calls wait (call-parking.ts). */
   slot?: ExecutionSlot;
+  /** The job's slot lease in its pool, taken by the attempt's start (one server; runner.ts). */
+  lease?: RunLease;
 }
 
 /** What a replay after a release carries over from the executions before it. */
@@ -91,7 +94,7 @@ interface Replay {
   budgetSpentMs: number;
 }
 
-type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded';
+type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped' | 'superseded' | 'deferred';
 
 /** Live output goes out at once when this much has gathered (a busy printer sends ~64 KiB events). */
 const LIVE_LOG_BATCH_BYTES = 64 * 1024;
@@ -134,7 +137,9 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const pickedUp = replay?.pickedUp ?? now();
     // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
     // its start recorded (Running, status event, wake-up) and the journal read, in one script.
-    const begun = await lifecycle.beginAttempt(job.runId);
+    // The job's lease rides in its first start; refused, nothing of the run was touched.
+    const begun = await lifecycle.beginAttempt(job.runId, replay ? undefined : job.lease);
+    if (begun.deferred) return 'deferred';
     const run = begun.run;
     if (!run) {
       logger.warn({ runId: job.runId }, 'job for a run that does not exist; dropped');

@@ -9,7 +9,9 @@
  *
  * Every job (run or skill) first takes a slot lease in the pool (fair-share.ts); a job that must
  * wait (its tenant over its share while others wait) goes back to the queue delayed, without
- * spending an attempt.
+ * spending an attempt. On one server a run's lease is taken in its attempt's start script and
+ * given back in its end script (no round trip of its own); skills, and runs on a Cluster, take and
+ * give it back in scripts of their own.
  *
  * Slots (slot-gate.ts) bound CPU work: a run whose binding call waits parks (call-parking.ts),
  * giving its slot and its tenant's lease back, so the worker holds up to slots +
@@ -26,7 +28,7 @@ import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import type { FailedJobSource, RunJobData } from '@islet/runs';
 import { DelayedError, type Job, Queue, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { createFairShare, type FairShare } from './fair-share.ts';
+import { createFairShare, type FairShare, type JobLease } from './fair-share.ts';
 import { ParkingWorker } from './parking-worker.ts';
 import { createPickupWatchdog, type PickupWatchdog } from './pickup-watchdog.ts';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
@@ -113,18 +115,19 @@ export function createRunner(deps: RunnerDeps) {
 
   /**
    * Runs `work` inside one of the tenant's slots of the pool, or sends the job back to the queue
-   * (delayed, no attempt spent; it has not started) when the tenant already holds its share.
+   * (delayed, no attempt spent; it has not started) when the tenant already holds its share. On
+   * one server a run's lease is taken by its attempt's start (`work` gets it, the executor passes
+   * it on) and given back by its end; a skill's, or any run's on a Cluster, is taken here first.
    */
   async function withTenantSlot<T>(
     mode: SandboxMode,
     job: Job<RunJobData>,
     token: string | undefined,
-    work: () => Promise<T>,
+    work: (lease?: JobLease) => Promise<T>,
   ): Promise<T> {
     const jobId = job.id ?? job.data.runId;
     if (!share || !token) return work();
-    const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
-    if (!ok) {
+    const defer = async (limit: number): Promise<never> => {
       metrics.shareDeferrals.inc({ mode });
       logger.debug(
         { jobId, tenant: job.data.tenant, mode, limit },
@@ -132,18 +135,30 @@ export function createRunner(deps: RunnerDeps) {
       );
       await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
       throw new DelayedError();
+    };
+    const lease = job.data.skill ? undefined : await share.runLease(mode, job.data.tenant, jobId);
+    if (!lease) {
+      const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
+      if (!ok) return defer(limit);
     }
+    let result: T;
     try {
-      return await work();
+      result = await work(lease);
     } finally {
       // Not awaited: the job's completion (BullMQ's moveToCompleted, which fetches this slot's
       // next job) goes out with it instead of a round trip later. The next job's acquire follows
       // on the same connection, so Redis sees the release first; a slot the release leases to a
-      // deferred job is reserved for it whichever job BullMQ hands this worker next.
-      const released = share.release(mode, job.data.tenant, jobId);
-      releasing.add(released);
-      void released.finally(() => releasing.delete(released));
+      // deferred job is reserved for it whichever job BullMQ hands this worker next. Nothing to
+      // give back when the run's end gave it back or its start refused it; a start that never
+      // answered (its reply lost) may have taken it, and a release of nothing is harmless.
+      if (!lease?.answer || (lease.answer.ok && !lease.endReleased)) {
+        const released = share.release(mode, job.data.tenant, jobId);
+        releasing.add(released);
+        void released.finally(() => releasing.delete(released));
+      }
     }
+    if (lease?.answer && !lease.answer.ok) return defer(lease.answer.limit);
+    return result;
   }
 
   /** A mode's slots and parked runs; kept across worker restarts (the jobs they count outlive a worker). */
@@ -214,8 +229,8 @@ export function createRunner(deps: RunnerDeps) {
     );
     try {
       await slot.take(token);
-      return await withTenantSlot(mode, job, token, () =>
-        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot, fetchedAtMs),
+      return await withTenantSlot(mode, job, token, (lease) =>
+        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot, fetchedAtMs, lease),
       );
     } finally {
       slot.end();
@@ -229,6 +244,7 @@ export function createRunner(deps: RunnerDeps) {
     token: string | undefined,
     slot: RunSlot,
     fetchedAtMs: number,
+    lease: JobLease | undefined,
   ) {
     const { runId } = job.data;
     const ctl: RunControls = {
@@ -247,6 +263,7 @@ export function createRunner(deps: RunnerDeps) {
         handBack: ctl.handBack.signal,
         stop: ctl.stop.signal,
         ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
+        ...(lease ? { lease } : {}),
       });
       logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
       return result;

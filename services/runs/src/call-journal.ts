@@ -9,6 +9,7 @@ import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { journalKeys } from './keys.ts';
+import { acquireCall, type LeaseTerms, leaseAnswerOf } from './lease-scripts.ts';
 import { loadScript } from './lua-scripts.ts';
 import { operationIdFor } from './operation-id.ts';
 import { TurnBatch } from './turn-batch.ts';
@@ -77,6 +78,7 @@ const COMPLETE_FIELDS = 5;
 const COMPLETE = loadScript('complete-2', { COMPLETE_FIELDS });
 
 const BEGIN_ATTEMPT = loadScript('begin-attempt-3');
+const LEASE_AND_BEGIN = loadScript('lease-and-begin-9');
 
 /**
  * A group's bounds: the engine lets a run have 128 calls in flight by default, and a script call
@@ -227,18 +229,26 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
     get,
 
-    async beginAttempt(runId: string, runKey: string, start?: CompletionEvent): Promise<BegunAttempt> {
+    async beginAttempt(
+      runId: string,
+      runKey: string,
+      start?: CompletionEvent,
+      lease?: LeaseTerms,
+    ): Promise<BegunAttempt> {
       const args: (string | number)[] = [ttlSeconds];
       if (start) args.push(start.maxLen, start.type, start.sealedData, start.channel, start.message, now());
-      const [runFlat, attempt, journalFlat] = (await BEGIN_ATTEMPT.run(
-        redis,
-        start ? [keyOf(runId), runKey, start.streamKey] : [keyOf(runId), runKey],
-        args,
-      )) as [string[], number, string[]];
+      const keys = start ? [keyOf(runId), runKey, start.streamKey] : [keyOf(runId), runKey];
+      if (lease && !start) throw new Error('a lease rides only in an attempt start with its event');
+      // With a lease: one script decides it first and, only when granted, begins the attempt.
+      const acquire = lease && acquireCall(lease);
+      const [runFlat, attempt, journalFlat, leaseReply] = (await (acquire
+        ? LEASE_AND_BEGIN.run(redis, [...acquire.keys, ...keys], [...acquire.args, ...args])
+        : BEGIN_ATTEMPT.run(redis, keys, args))) as [string[], number, string[], unknown];
       return {
         run: fieldsOf(runFlat),
         attempt: attempt > 0 ? attempt : undefined,
         entries: entriesOf(fieldsOf(journalFlat)),
+        ...(acquire ? { lease: leaseAnswerOf(leaseReply) } : {}),
       };
     },
 

@@ -19,6 +19,16 @@ export * from './health-store.ts';
 export { createInFlightStore, type InFlightStore, type RunHead } from './in-flight-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
+export {
+  acquireCall,
+  LEASE_ACQUIRE,
+  LEASE_RELEASE,
+  type LeaseAnswer,
+  type LeaseTerms,
+  leaseAnswerOf,
+  type RunLease,
+  releaseCall,
+} from './lease-scripts.ts';
 export { operationIdFor } from './operation-id.ts';
 export { createPoolDemandStore, fairShareOn, noteQueued, type PoolDemandStore } from './pool-demand.ts';
 export {

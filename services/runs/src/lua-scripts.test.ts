@@ -1,7 +1,12 @@
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRedis } from '@islet/core';
+import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
-import { luaSource } from './lua-scripts.ts';
+import { LEASE_ACQUIRE, LEASE_RELEASE } from './lease-scripts.ts';
+import { compactLua, luaSource } from './lua-scripts.ts';
 import { INDEX_CREATE_PARAMS } from './run-index-scripts.ts';
+import * as runStoreScripts from './run-store-scripts.ts';
 
 const dir = new URL('./lua/', import.meta.url);
 const scripts = readdirSync(dir).filter((f) => f.endsWith('.lua'));
@@ -32,5 +37,26 @@ describe('the run package Lua scripts', () => {
     expect(source.match(/local function feedAppend\(/g)).toHaveLength(1);
     expect(() => luaSource('admit-and-create-15')).toThrow('no value for $' + '{COUNT_IN_WINDOW}');
     expect(() => luaSource('create-run-2', { EXTRA: 1 })).toThrow('parameter EXTRA is not used');
+  });
+
+  it('sends each script compacted (no comment lines, no indentation), hashed as sent, and Redis compiles it', async () => {
+    const raw = 'local a = 1\n  -- why\n\n  if a then\n    return a -- kept: not a whole line\n  end\n';
+    expect(compactLua(raw)).toBe('local a = 1\nif a then\nreturn a -- kept: not a whole line\nend');
+    const scripts = [...Object.values(runStoreScripts), LEASE_ACQUIRE, LEASE_RELEASE];
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    try {
+      for (const script of scripts) {
+        expect(script.source).not.toMatch(/^\s*--/m);
+        expect(script.source).not.toMatch(/^\s/m);
+        expect(script.sha).toBe(createHash('sha1').update(script.source).digest('hex'));
+        expect(await redis.script('LOAD', script.source)).toBe(script.sha);
+      }
+      // The admission's EVAL (sent with its source on every submit) lost its comments.
+      expect(runStoreScripts.ADMIT_AND_CREATE.source.length).toBeLessThan(4000);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
   });
 });

@@ -3,8 +3,9 @@
  * it takes (`claim-1.lua`); each file's header lists its KEYS and ARGV. A line
  * `--- @include "<name>"` inlines `lua/includes/<name>.lua` once per script (shared local
  * functions), and `${NAME}` is replaced by a value the caller passes (a constant shared with
- * TypeScript). Every script touches one hash slot except `admit-and-create-15` and `finish-run-13` (one
- * server only).
+ * TypeScript). Every script touches one hash slot except `admit-and-create-15`, `finish-run-13`,
+ * `finish-run-release-18` and `lease-and-begin-9` (one server only). Sources go out compacted
+ * (`compactLua`): the files keep their comments, EVAL and EVALSHA send and hash less.
  */
 import { readFileSync } from 'node:fs';
 import { LuaScript } from '@islet/core/lua-script';
@@ -25,7 +26,23 @@ function expand(source: string, included: Set<string>): string {
   });
 }
 
-/** The source of `lua/<name>.lua` with its includes inlined and its parameters filled in. */
+/**
+ * A script as sent: without its comment lines, indentation and blank lines, so an EVAL sends (and
+ * Redis hashes and compiles) less, and its SHA is that of what is sent. Only whole-line comments
+ * go: no script has a string spanning lines (`[[ ]]`), so a line starting `--` is never in one.
+ */
+export function compactLua(source: string): string {
+  return source
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('--'))
+    .join('\n');
+}
+
+/**
+ * The source of `lua/<name>.lua` with its includes inlined and its parameters filled in, compacted
+ * (`compactLua`).
+ */
 export function luaSource(name: string, params: Record<string, string | number> = {}): string {
   const used = new Set<string>();
   const source = expand(read(`${name}.lua`), new Set()).replace(PARAM, (_m, key: string) => {
@@ -37,7 +54,7 @@ export function luaSource(name: string, params: Record<string, string | number> 
   for (const key of Object.keys(params)) {
     if (!used.has(key)) throw new Error(`lua/${name}.lua: parameter ${key} is not used`);
   }
-  return source;
+  return compactLua(source);
 }
 
 /** `lua/<name>.lua` as a script sent by its hash (see LuaScript). */

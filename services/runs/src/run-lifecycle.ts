@@ -6,6 +6,7 @@
  */
 import { keys } from '@islet/core';
 import type { FailureKind, FailureReason, LogLineRecord, RunResult } from '@islet/protocol';
+import type { RunLease } from './lease-scripts.ts';
 import type { RunUsage } from './run-index.ts';
 import type { RunStore } from './run-store.ts';
 import type { CallJournal } from './types.ts';
@@ -78,10 +79,16 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
     /**
      * Counts an attempt and marks the run Running, unless it ended or is being cancelled (then
      * `attempt` is undefined); returns the record as it was read (null: none) and the journal.
+     * With a slot lease (one server), the lease is decided first in the same script: refused
+     * (`deferred`), nothing of the run was read or written; granted, the run carries the lease, so
+     * its end (`finish`, `fail`, `cancel`) gives it back in the end's own script.
      */
-    async beginAttempt(runId: string) {
-      const begun = await journal.beginAttempt(runId, keys.run(runId), runs.attemptStartEvent(runId));
-      return { ...begun, run: runs.fromHash(begun.run) };
+    async beginAttempt(runId: string, lease?: RunLease) {
+      const begun = await journal.beginAttempt(runId, keys.run(runId), runs.attemptStartEvent(runId), lease);
+      if (lease && begun.lease) lease.acquired(begun.lease);
+      if (begun.lease && !begun.lease.ok) return { ...begun, run: null, deferred: true };
+      const run = runs.fromHash(begun.run);
+      return { ...begun, run: run && lease ? { ...run, lease } : run, deferred: false };
     },
     /** Waiting: for a decision, a client call's answer, a wider mode. */
     suspend(run: { id: string; tenant: string }, data: Record<string, unknown> = {}) {

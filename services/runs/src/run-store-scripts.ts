@@ -1,8 +1,9 @@
 /**
  * The run store's Lua scripts (`lua/*.lua`, each file's header lists its keys and arguments):
  * each touches one hash slot (a run's `{runId}` keys or a tenant's `{t:<tenant>}` keys, see
- * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-15` and
- * `finish-run-13` span both and run only on a server that checks no slots.
+ * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-15`,
+ * `finish-run-13` and `finish-run-release-18` (also the pool's slot) span both and run only on a
+ * server that checks no slots.
  */
 import { countInWindowLua } from '@islet/core/lua-script';
 import { loadScript } from './lua-scripts.ts';
@@ -20,6 +21,10 @@ const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
 
 export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES });
 export const FINISH_RUN = loadScript('finish-run-13', { END_PUSH_MAX_BYTES, ...FINISH_TENANT_PARAMS });
+export const FINISH_RUN_RELEASE = loadScript('finish-run-release-18', {
+  END_PUSH_MAX_BYTES,
+  ...FINISH_TENANT_PARAMS,
+});
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
 export const ADMIT_TENANT = loadScript('admit-tenant-13', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
 export const CREATE_RUN = loadScript('create-run-2');

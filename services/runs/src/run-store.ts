@@ -13,7 +13,8 @@
  *   ids whose record is missing and prune them). On one server an admitted submit writes both
  *   halves in one script (ADMIT_AND_CREATE).
  * - end: on one server one script (FINISH_RUN: the final status, the in-flight ZREM, the index,
- *   usage and health, the stored bytes). On a Cluster the run's final script, then the tenant
+ *   usage and health, the stored bytes; with the runner's slot lease still held, the lease given
+ *   back too: FINISH_RUN_RELEASE). On a Cluster the run's final script, then the tenant
  *   half. Died in between: an in-flight id whose record is final; the recovery loop's in-flight
  *   walk drops it.
  */
@@ -22,6 +23,7 @@ import { channels, isRedisCluster, keys, type Sealer, sendTogether } from '@isle
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { journalKeys } from './keys.ts';
+import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index.ts';
 import { FINISH_TENANT } from './run-index-scripts.ts';
 import {
@@ -30,6 +32,7 @@ import {
   CREATE_RUN,
   CREATE_TENANT,
   FINISH_RUN,
+  FINISH_RUN_RELEASE,
   IDEM_RELEASE,
   IDEM_TAKE_OVER,
   IN_FLIGHT_COUNT,
@@ -480,7 +483,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
 
     /** Ends a run. False when it had already ended (the first final status stands). */
     async finish(
-      run: { id: string; tenant: string; pushEnd?: boolean },
+      run: { id: string; tenant: string; pushEnd?: boolean; lease?: RunLease },
       end: {
         status: 'Completed' | 'Failed' | 'Cancelled';
         result: RunResult;
@@ -525,28 +528,35 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // whichever end won a race.
         const charge = storedBytes.chargeArgs(run.tenant, bytes);
         const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
-        const res = await FINISH_RUN.run(
+        const endKeys = [
+          keys.run(run.id),
+          keys.runEvents(run.id),
+          journalKeys().journal(run.id),
+          ...tenant.keys,
+          charge.key,
+        ];
+        const endArgs = [
+          run.id,
+          channels.runEvents,
+          event.type,
+          sealedEvent,
+          maxEvents,
+          retention,
+          run.pushEnd ? '1' : '0',
+          ...tenant.args,
+          ...charge.args,
+        ];
+        const lease = run.lease?.held() ? run.lease : undefined;
+        if (!lease) return (await FINISH_RUN.run(redis, endKeys, [...endArgs, ...flat])) === 1;
+        // The runner holding the run's slot lease gives it back in the same script (whichever end
+        // won), and learns which deferred job the freed slot went to.
+        const release = releaseCall(lease);
+        const [res, nextJob, nextTenant] = (await FINISH_RUN_RELEASE.run(
           redis,
-          [
-            keys.run(run.id),
-            keys.runEvents(run.id),
-            journalKeys().journal(run.id),
-            ...tenant.keys,
-            charge.key,
-          ],
-          [
-            run.id,
-            channels.runEvents,
-            event.type,
-            sealedEvent,
-            maxEvents,
-            retention,
-            run.pushEnd ? '1' : '0',
-            ...tenant.args,
-            ...charge.args,
-            ...flat,
-          ],
-        );
+          [...endKeys, ...release.keys],
+          [...endArgs, ...release.args, ...flat],
+        )) as [number, string | undefined, string | undefined];
+        lease.released(nextJob && nextTenant ? { jobId: nextJob, tenant: nextTenant } : undefined);
         return res === 1;
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so

@@ -4,6 +4,7 @@
  * journal to replay a run from the top.
  */
 import type { BindingOutcome } from '@islet/protocol';
+import type { LeaseAnswer, LeaseTerms } from './lease-scripts.ts';
 
 /** Seals text at rest (AES-256-GCM in `@islet/core`); injected so the journal holds no keys. */
 export interface Sealer {
@@ -134,8 +135,17 @@ export interface CallJournal {
    * With `start` (the run's event stream and its `Running` status event), a started attempt also
    * marks the record Running and appends that event with the attempt number in a plain `attempt`
    * field, then publishes: the attempt's start costs no second round trip.
+   *
+   * With `lease` (one server only; needs `start`), the run's slot lease in its pool is decided
+   * first in the same script (lease-and-begin-9): refused, nothing of the run is read or written
+   * (the record comes back empty, no attempt); granted, the attempt begins as above.
    */
-  beginAttempt(runId: string, runKey: string, start?: CompletionEvent): Promise<BegunAttempt>;
+  beginAttempt(
+    runId: string,
+    runKey: string,
+    start?: CompletionEvent,
+    lease?: LeaseTerms,
+  ): Promise<BegunAttempt>;
   /** Polls until the call is `done` (for `in-flight` duplicates); undefined when `timeoutMs` passes first. */
   waitForOutcome(
     runId: string,
@@ -154,4 +164,6 @@ export interface BegunAttempt {
   attempt: number | undefined;
   /** Every journaled call of the run, by index (empty when no attempt started). */
   entries: JournalEntry[];
+  /** The lease's answer, when one was asked for. */
+  lease?: LeaseAnswer;
 }

@@ -1,0 +1,15 @@
+-- A run's end (includes/finish-run.lua) written by the runner that holds the run's slot lease, and
+-- the lease given back (includes/lease-release.lua) in the same step, one server only. The lease
+-- is given back whether or not this end was the one written: the runner is done with the run.
+-- KEYS[1..13] as finish-run-13's, KEYS[14] pool slots, KEYS[15] pool busy, KEYS[16] pool queued,
+--   KEYS[17] pool waiting, KEYS[18] tenant leases (lease-release-5's KEYS[1..5]).
+-- ARGV[1..18] as finish-run-13's, ARGV[19..23] lease-release-5's ARGV[1..5], ARGV[24..] field,
+--   value, ...
+-- Returns {1 | 0 | -1 (as finish-run-13's)[, job id, tenant: the deferred job the freed slot was
+-- leased to, for the caller to promote]}.
+--- @include "finish-run"
+--- @include "lease-release"
+local ended = finishRun(24)
+local given = releaseLease(14, 19)
+if given then return {ended, given[1], given[2]} end
+return {ended}

@@ -1,0 +1,35 @@
+-- beginAttempt(k, a): an execution's start: the record as read; unless it is missing, ended or
+-- asked to cancel, the next attempt (journal `#attempt`, its expiry, the record's `attempts`), and
+-- with KEYS[k+2] the record marked Running at nowMs and a status event carrying the attempt in a
+-- plain `attempt` field (it is known only here; the sealed data cannot hold it), published.
+-- KEYS[k] journal, KEYS[k+1] run record, KEYS[k+2] (optional) the run's event stream (one slot:
+--   `{runId}`).
+-- ARGV[a] ttlSeconds, then with KEYS[k+2]: ARGV[a+1] maxLen, ARGV[a+2] eventType,
+--   ARGV[a+3] sealedEventData, ARGV[a+4] channel, ARGV[a+5] message, ARGV[a+6] nowMs.
+-- Returns {record, attempt | 0, journal}, hashes flattened.
+local function beginAttempt(k, a)
+  local journal, record, events = KEYS[k], KEYS[k + 1], KEYS[k + 2]
+  local run = redis.call('HGETALL', record)
+  if #run == 0 then return {run, 0, {}} end
+  -- status, cancelRequested and attempts from the fields just read (no command of their own)
+  local st, cancel, attempts
+  for i = 1, #run, 2 do
+    local f = run[i]
+    if f == 'status' then st = run[i + 1]
+    elseif f == 'cancelRequested' then cancel = run[i + 1]
+    elseif f == 'attempts' then attempts = run[i + 1] end
+  end
+  if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
+  if cancel == '1' then return {run, 0, {}} end
+  local attempt = redis.call('HINCRBY', journal, '#attempt', 1)
+  redis.call('EXPIRE', journal, tonumber(ARGV[a]))
+  if events then
+    -- the record's count in the same HSET as its status (the script is atomic: as exact as HINCRBY)
+    redis.call('HSET', record, 'attempts', (tonumber(attempts) or 0) + 1, 'status', 'Running', 'updatedAt', ARGV[a + 6])
+    redis.call('XADD', events, 'MAXLEN', '~', ARGV[a + 1], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attempt)
+    redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5])
+  else
+    redis.call('HINCRBY', record, 'attempts', 1)
+  end
+  return {run, attempt, redis.call('HGETALL', journal)}
+end

@@ -1,0 +1,41 @@
+-- finishRun(f): both halves of a run's end in one step, for one server only (its keys span the
+-- run's and the tenant's slots, so never on a Cluster): the final status (includes/transition.lua,
+-- refused once the run is final), the tenant half (includes/finish-tenant.lua) and the stored
+-- bytes the end adds to its tenant's count (includes/charge.lua).
+-- KEYS[1] run record, KEYS[2] events, KEYS[3] the run's journal, KEYS[4..12] finish-tenant-9's
+--   KEYS[1..9], KEYS[13] the tenant's stored-bytes counter.
+-- ARGV[1..6] as transition-3's, ARGV[7] '1' = push the end to its waiter (transition-3's KEYS[3]),
+--   ARGV[8..16] finish-tenant-9's ARGV[1..9], ARGV[17] bytes, ARGV[18] when the counter expires
+--   (unix seconds), ARGV[f..] field, value, ...
+-- The tenant half copies the status the record keeps: this end's, or when another end won, that
+-- one's (recorded once all the same). The bytes are counted whoever won.
+-- Returns 1 (written), 0 (already final: nothing written), -1 (no record).
+--- @include "transition"
+--- @include "finish-tenant"
+--- @include "charge"
+local function finishRun(f)
+  chargeBytes(KEYS[13], ARGV[17], ARGV[18])
+  -- An end pushed to its waiter reads the record whole here, once: its status for the guard, and
+  -- the record the push carries (includes/transition.lua applies this write to it).
+  local push = ARGV[7] == '1'
+  local before, st, kind
+  if push then
+    before = redis.call('HGETALL', KEYS[1])
+    for i = 1, #before, 2 do
+      if before[i] == 'status' then st = before[i + 1] elseif before[i] == 'kind' then kind = before[i + 1] end
+    end
+  else
+    st = redis.call('HGET', KEYS[1], 'status')
+  end
+  if not st then
+    finishTenant(4, 8, '', '')
+    return -1
+  end
+  if isFinal(st) then
+    if not push then kind = redis.call('HGET', KEYS[1], 'kind') end
+    finishTenant(4, 8, st, kind or ARGV[11])
+    return 0
+  end
+  finishTenant(4, 8, writeTransition(1, 1, f, push, st, before), ARGV[11])
+  return 1
+end

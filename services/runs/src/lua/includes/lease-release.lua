@@ -1,0 +1,45 @@
+-- releaseLease(k, a): ends a job's slot lease (a lease already ended: nothing to end, so a second
+-- release only does what any release does) and, while the pool has a free slot, leases it to the
+-- oldest deferred job of the next tenant in turn (under its share first; over it only when no other
+-- tenant has queued work).
+-- KEYS[k..k+4] pool slots, pool busy, pool queued, pool waiting, tenant leases (one slot:
+--   `{pool:<mode>}`).
+-- ARGV[a..a+4] job id ('' = none), share, absolute cap, lease ms, pool tenant key prefix.
+-- Returns { job id, tenant } for the caller to promote, else false.
+--- @include "pool-quota"
+local function releaseLease(k, a)
+  local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  if ARGV[a] ~= '' then
+    redis.call('ZREM', KEYS[k + 4], ARGV[a])
+    redis.call('ZREM', busy, ARGV[a])
+  end
+  if redis.call('ZCARD', waitingKey) == 0 then return false end
+  local cap, lease, prefix = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4]
+  local now, total, quota = poolQuota(slots, tonumber(ARGV[a + 1]), cap)
+  redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
+  if redis.call('ZCARD', busy) >= total then return false end
+  local pick, over
+  for _, tenant in ipairs(redis.call('ZRANGE', waitingKey, 0, -1)) do
+    local leases = prefix .. tenant .. ':leases'
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    local held = redis.call('ZCARD', leases)
+    if held < quota then pick = tenant break end
+    if not over and (cap <= 0 or held < cap) then over = tenant end
+  end
+  if not pick and over and redis.call('HLEN', queued) - redis.call('HEXISTS', queued, over) <= 0 then
+    pick = over
+  end
+  if not pick then return false end
+  local leases, deferred = prefix .. pick .. ':leases', prefix .. pick .. ':deferred'
+  local oldest = redis.call('ZRANGE', deferred, 0, 0)[1]
+  if oldest then
+    redis.call('ZREM', deferred, oldest)
+    redis.call('ZADD', leases, now + lease, oldest)
+    redis.call('PEXPIRE', leases, lease * 2)
+    redis.call('ZADD', busy, now + lease, oldest)
+  end
+  if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, pick)
+  else redis.call('ZADD', waitingKey, 'XX', now, pick) end
+  if not oldest then return false end
+  return { oldest, pick }
+end
