@@ -112,6 +112,10 @@ export function RunPage(props: { id: string }) {
       `/v1/code-runs/${encodeURIComponent(props.id)}/events`,
       (e) => {
         if (e.event === 'log') {
+          // Once the ended run's record is read, its lines are the whole output: log events the
+          // stream replays after that read (an ended run's stream replays from the start) are
+          // lines the page already has, and counting them again overstated the total.
+          if (final) return;
           for (const l of logLinesOf(e.data)) logs.current.push(l.level, l.text);
           // The stream stops sending lines past its per-run cap; the record has them at the end.
           if ((e.data as Data | null)?.truncated) setLiveCapped(true);
