@@ -7,13 +7,14 @@
  * CPU row), the gateway's own serving time (`islet_binding_call_duration_seconds`), Redis commands
  * (INFO commandstats, with their mean server time), and the runner's requests by route (a lone call
  * or a batch). Sequential calls are also read against what a lone call's messages alone cost on
- * this machine (`message-floor.ts`, measured before the cluster starts).
+ * this machine (`message-floor.ts`, measured before the cluster starts), and against the same
+ * floor with its fsync'd write timed on the cluster's Redis during the calls (a probe every 10 ms).
  */
 import { createServer } from 'node:http';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
-import { cpuMsOfDescendants, measure, parallelCalls, sequentialCalls } from './baselines.ts';
+import { cpuMsOfDescendants, measure, parallelCalls, pct, sequentialCalls } from './baselines.ts';
 import { messageFloor } from './message-floor.ts';
 
 const CALLS = Number(process.env.CALLS ?? 20);
@@ -80,8 +81,24 @@ try {
     redis: await redis.info('commandstats'),
   };
   const own = process.cpuUsage();
+  // The floor's fsync'd write again, on the cluster's Redis while the calls run: on a machine
+  // others load, a floor taken minutes apart says little. SETRANGE: a write nothing else sends.
+  const probe = createRedis(cluster.redisUrl);
+  const probeMs: number[] = [];
+  let probing = !PARALLEL;
+  const probed = (async () => {
+    while (probing) {
+      await new Promise((r) => setTimeout(r, 10));
+      const t = performance.now();
+      await probe.setrange('bench:fsync-probe', 0, 'x');
+      probeMs.push(performance.now() - t);
+    }
+  })();
   // Warmed up above: every run measured is inside the before/after snapshots.
   const withCalls = await measure(() => run(program), { seconds: SECONDS, warmup: 0, minRuns: 10 });
+  probing = false;
+  await probed;
+  probe.disconnect();
   const ownMs = (({ user, system }) => (user + system) / 1000)(process.cpuUsage(own));
   const after = {
     text: await metrics(),
@@ -105,7 +122,7 @@ try {
     .map(
       ([name, [n, usec]]) => [name, n - (r0.get(name)?.[0] ?? 0), usec - (r0.get(name)?.[1] ?? 0)] as const,
     )
-    .filter(([name, n]) => n > 0 && name !== 'info')
+    .filter(([name, n]) => n > 0 && name !== 'info' && name !== 'setrange')
     .sort((x, y) => y[1] - x[1]);
 
   console.log(
@@ -121,6 +138,12 @@ try {
       `a lone call's messages alone: ${floor.callMs.toFixed(3)} ms (2 TCP round trips of ${floor.tcpMs.toFixed(3)}, ` +
         `2 fsync'd writes of ${floor.fsyncWriteMs.toFixed(3)}, a pipe round trip of ${floor.pipeMs.toFixed(3)}); ` +
         `the round trip is ${(perCall / floor.callMs).toFixed(2)}x that`,
+    );
+    const fsyncNow = pct(probeMs, 50);
+    const floorNow = 2 * floor.tcpMs + 2 * fsyncNow + floor.pipeMs;
+    console.log(
+      `an fsync'd write on the cluster's Redis while the calls ran: p50 ${fsyncNow.toFixed(3)} ms (${probeMs.length} probes); ` +
+        `the floor with it: ${floorNow.toFixed(3)} ms, the round trip is ${(perCall / floorNow).toFixed(2)}x that`,
     );
   }
   const cpu = Object.entries(after.cpu).map(

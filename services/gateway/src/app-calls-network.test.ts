@@ -175,6 +175,42 @@ describe('http App calls through the gateway', () => {
   });
 });
 
+describe('a lone call on the wire', () => {
+  it("costs the run's journal two Redis commands, the claim's and the outcome's scripts, and nothing else", async () => {
+    const { app, deps, connect, submit } = await startGateway({ ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true' });
+    const connection = await connect(`http://127.0.0.1:${port}/`);
+    const id = await submit([connection.id]);
+    const attempt = await deps.journal.nextAttempt(id);
+    const call = (index: number) =>
+      app.inject({
+        method: 'POST',
+        url: `/internal/v1/code-runs/${id}/calls`,
+        headers: { authorization: `Bearer ${INTERNAL}` },
+        payload: { attempt, index, binding: `${connection.slug}.go`, argsJson: '{}' },
+      });
+    // The first call fills the gateway's caches (the run's record, the connection).
+    expect((await call(0)).json().outcome).toEqual({ type: 'result', valueJson: '{"ok":true}' });
+    const sent: string[][] = [];
+    const send = deps.redis.sendCommand.bind(deps.redis);
+    deps.redis.sendCommand = ((command: { name: string; args: unknown[] }) => {
+      sent.push([command.name, ...command.args.map(String)]);
+      return send(command as never);
+    }) as typeof deps.redis.sendCommand;
+    try {
+      const served = await call(1);
+      expect(served.json()).toEqual({
+        outcome: { type: 'result', valueJson: '{"ok":true}' },
+        deliverySeq: 2,
+      });
+    } finally {
+      deps.redis.sendCommand = send;
+    }
+    // Any read or write of this run's record, journal or events would name the run.
+    const ofRun = sent.filter((c) => c.some((a) => a.includes(id)));
+    expect(ofRun.map((c) => c[0])).toEqual(['evalsha', 'evalsha']);
+  });
+});
+
 describe('call batches (one request, one NDJSON line per call as soon as it is journaled)', () => {
   it('answers each call on its own line, early ones first, and refuses what a single call refuses', async () => {
     // The silent App's call ends at 2.5 s; the fast ones' lines must come long before it.

@@ -11,6 +11,30 @@ import type { CallSource, StoredRun } from '@islet/runs';
 import { openSigning, signingSecrets, webhookHeaders } from './app-signing.ts';
 import type { Connection } from './connections.ts';
 
+/**
+ * A connection's headers and signing secrets as opened lately, by ciphertext: every call of a
+ * program opened both again, to the same text. Exact: a ciphertext opens to one text only (it is
+ * authenticated), and an edit or a rotation seals anew, which is a new key here.
+ */
+const MAX_OPENED = 256;
+const openedBy = new WeakMap<Sealer, Map<string, unknown>>();
+
+function openedOnce<T>(sealer: Sealer, sealed: string, open: (sealer: Sealer, sealed: string) => T): T {
+  let opened = openedBy.get(sealer);
+  if (!opened) {
+    opened = new Map();
+    openedBy.set(sealer, opened);
+  }
+  if (opened.has(sealed)) return opened.get(sealed) as T;
+  const value = open(sealer, sealed);
+  if (opened.size >= MAX_OPENED) opened.delete(opened.keys().next().value as string);
+  opened.set(sealed, value);
+  return value;
+}
+
+const openHeaders = (sealer: Sealer, sealed: string) =>
+  JSON.parse(sealer.open(sealed)) as Record<string, string>;
+
 interface AppCallContext {
   idempotencyKey: string;
   operationId: string;
@@ -41,9 +65,7 @@ export function appRequest(
     idempotencyKey: ctx.idempotencyKey,
   };
   const text = JSON.stringify(body);
-  const own = connection.sealedHeaders
-    ? (JSON.parse(sealer.open(connection.sealedHeaders)) as Record<string, string>)
-    : {};
+  const own = connection.sealedHeaders ? openedOnce(sealer, connection.sealedHeaders, openHeaders) : {};
   const headers: Record<string, string> = {
     ...own,
     'content-type': 'application/json',
@@ -53,7 +75,8 @@ export function appRequest(
     'x-islet-operation-id': ctx.operationId,
   };
   if (connection.sealedSigning) {
-    const secrets = signingSecrets(openSigning(sealer, connection.sealedSigning), now);
+    // Which secrets sign is decided per call: a rotated-out one stops when it expires.
+    const secrets = signingSecrets(openedOnce(sealer, connection.sealedSigning, openSigning), now);
     Object.assign(headers, webhookHeaders(secrets, ctx.idempotencyKey, text, now));
   }
   return { text, headers };

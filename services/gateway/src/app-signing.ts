@@ -6,7 +6,7 @@
  * secrets sign, space-separated, as the spec allows, so an App that still holds the previous
  * secret keeps verifying until it switches. The secrets are sealed with the connection.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import type { Sealer } from '@islet/core';
 
 const SECRET_PREFIX = 'whsec_';
@@ -26,11 +26,22 @@ export function newSigningSecret(): string {
   return SECRET_PREFIX + randomBytes(24).toString('base64');
 }
 
-function keyOf(secret: string): Buffer {
-  return Buffer.from(
+/** Secrets' keys made lately; every http App call signs, and a raw key costs a new KeyObject each. */
+const MAX_KEYS = 256;
+const keys = new Map<string, KeyObject | Buffer>();
+
+function keyOf(secret: string): KeyObject | Buffer {
+  const known = keys.get(secret);
+  if (known) return known;
+  const raw = Buffer.from(
     secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
     'base64',
   );
+  // A KeyObject cannot be empty; an HMAC with an empty key is what the raw bytes gave before.
+  const key = raw.length > 0 ? createSecretKey(raw) : raw;
+  if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value as string);
+  keys.set(secret, key);
+  return key;
 }
 
 /** One `v1,<base64>` signature of the message. */

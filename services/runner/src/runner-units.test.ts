@@ -86,6 +86,24 @@ describe('gateway client batches', () => {
   const line = (index: number, extra: Record<string, unknown>) => `${JSON.stringify({ index, ...extra })}\n`;
   const result = (v: string) => ({ status: 200, outcome: { type: 'result', valueJson: JSON.stringify(v) } });
 
+  it("sends a program's lone calls one after another on one kept-alive connection", async () => {
+    const gw = await gateway();
+    let connections = 0;
+    gw.server.on('connection', () => connections++);
+    try {
+      const client = createGatewayClient({ urls: [gw.url], token: 'tok', retryDelayMs: 5 });
+      for (let index = 0; index < 5; index++) {
+        const got = await client.call('run-1', 1, { index, binding: 'a.b', argsJson: '{}' });
+        expect(got.outcome).toEqual({ type: 'result', valueJson: `"single ${index}"` });
+      }
+      expect(gw.singles.map((b) => b.index)).toEqual([0, 1, 2, 3, 4]);
+      expect(connections).toBe(1);
+    } finally {
+      gw.server.closeAllConnections();
+      await new Promise((r) => gw.server.close(r));
+    }
+  });
+
   it('sends the calls of one turn as one batch and settles each from its own line, in any order', async () => {
     const gw = await gateway((calls, res) => {
       // Out of order, in two writes: call 2 first, then 0 (with its delivery sequence) and 1 refused.
