@@ -4,6 +4,7 @@
  * isolated-vm in this process (new isolate + context + eval + dispose, as test/bench/baselines.ts),
  * measured before and after `ROUNDS` (default 3) rounds of `RUNS` (default 400) host runs each.
  * JAIL=1: the host under the kernel launcher (read-only mode), as a runner with ISLET_SANDBOX_JAIL=on.
+ * CLIENTS (default 1): concurrent runs (hosts) in the rounds; raw stays sequential.
  * PERF=1 prints the host's pid and waits 2 s before each round's host runs (for `perf record -p`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { createEngine } from '../src/index.ts';
 
 const RUNS = Number(process.env.RUNS ?? 400);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
 const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
 const TICK_MS = 10;
 
@@ -64,32 +66,43 @@ const engine = createEngine({
   // One host for every measured run: its start and its replacement are not what is measured here.
   maxRunsPerProcess: 1_000_000,
   maxHostResidentGrowthBytes: 0,
-  maxIdlePerPartition: 1,
+  maxIdlePerPartition: CLIENTS,
   onProcessEvent: (e) => {
     if (e.type === 'started' && e.pid !== undefined) pids.push(e.pid);
   },
 });
 try {
-  for (let i = 0; i < 20; i++) await engine.execute(PROGRAM);
-  const hostPid = pids[0]!;
+  const once = async () => {
+    const out = await engine.execute(PROGRAM);
+    if (out.valueJson !== '12') throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
+  };
+  const loops = async (runs: number) => {
+    let left = runs;
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (left-- > 0) await once();
+      }),
+    );
+  };
+  await loops(20 * CLIENTS);
+  const hostTicksAll = (what: 'ticks' | 'faults' = 'ticks') =>
+    pids.reduce((sum, pid) => sum + hostTicks(pid, what), 0);
   const rawBefore = await raw();
   const hostRuns: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     if (process.env.PERF) {
-      console.log(`host pid ${hostPid}`);
+      console.log(`host pid ${pids.join(' ')}`);
       await new Promise((res) => setTimeout(res, 2000));
     }
-    const t0 = hostTicks(hostPid);
-    const f0 = hostTicks(hostPid, 'faults');
+    const started = pids.length;
+    const t0 = hostTicksAll();
+    const f0 = hostTicksAll('faults');
     const e0 = ownMs();
-    for (let i = 0; i < RUNS; i++) {
-      const out = await engine.execute(PROGRAM);
-      if (out.valueJson !== '12') throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
-    }
+    await loops(RUNS);
     const engineMs = (ownMs() - e0) / RUNS;
-    const hostMs = ((hostTicks(hostPid) - t0) * TICK_MS) / RUNS;
-    if (pids.length !== 1) throw new Error(`hosts started: ${pids.length}`);
-    const faults = (hostTicks(hostPid, 'faults') - f0) / RUNS;
+    const hostMs = ((hostTicksAll() - t0) * TICK_MS) / RUNS;
+    if (pids.length !== started) throw new Error('a host was started during a round');
+    const faults = (hostTicksAll('faults') - f0) / RUNS;
     hostRuns.push(hostMs);
     console.log(
       `round ${r + 1}: host ${hostMs.toFixed(2)} ms/run, ${faults.toFixed(0)} page faults/run; engine side ${engineMs.toFixed(2)} ms/run`,
