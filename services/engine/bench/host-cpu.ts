@@ -4,6 +4,7 @@
  * isolated-vm in this process (new isolate + context + eval + dispose, as test/bench/baselines.ts),
  * measured before and after `ROUNDS` (default 3) rounds of `RUNS` (default 400) host runs each.
  * JAIL=1: the host under the kernel launcher (read-only mode), as a runner with ISLET_SANDBOX_JAIL=on.
+ * MEMORY_MB: the runs' heap limit (default the engine's, 512).
  * CLIENTS (default 1): concurrent runs (hosts) in the rounds; raw stays sequential.
  * PERF=1 prints the host's pid and waits 2 s before each round's host runs (for `perf record -p`).
  */
@@ -14,6 +15,7 @@ import { createEngine } from '../src/index.ts';
 const RUNS = Number(process.env.RUNS ?? 400);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const CLIENTS = Number(process.env.CLIENTS ?? 1);
+const MEMORY_MB = process.env.MEMORY_MB ? Number(process.env.MEMORY_MB) : undefined;
 const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
 const TICK_MS = 10;
 
@@ -73,7 +75,7 @@ const engine = createEngine({
 });
 try {
   const once = async () => {
-    const out = await engine.execute(PROGRAM);
+    const out = await engine.execute(PROGRAM, MEMORY_MB ? { limits: { memoryMb: MEMORY_MB } } : undefined);
     if (out.valueJson !== '12') throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
   };
   const loops = async (runs: number) => {
