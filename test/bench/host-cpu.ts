@@ -1,5 +1,5 @@
 /**
- * `node --no-node-snapshot services/engine/bench/host-cpu.ts`: CPU per trivial run of one sandbox
+ * `node --no-node-snapshot test/bench/host-cpu.ts`: CPU per trivial run of one sandbox
  * host (its own /proc utime+stime, host starts excluded: one host serves every run) against raw
  * isolated-vm in this process (new isolate + context + eval + dispose, as test/bench/baselines.ts),
  * measured before and after `ROUNDS` (default 3) rounds of `RUNS` (default 400) host runs each.
@@ -9,8 +9,8 @@
  * PERF=1 prints the host's pid and waits 2 s before each round's host runs (for `perf record -p`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { createEngine } from '@islet/engine';
 import ivm from 'isolated-vm';
-import { createEngine } from '../src/index.ts';
 
 const RUNS = Number(process.env.RUNS ?? 400);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
