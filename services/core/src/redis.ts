@@ -35,6 +35,28 @@ export function createRedis(target: RedisTarget, options: RedisOptions = {}): Re
 export type { Redis };
 
 /** Whether a connection from `createRedis` is a Redis Cluster client. */
+/**
+ * Whether the server checks no hash slots (standalone, sentinel), so one script may span keys of
+ * different slots; asked once (`INFO cluster`). A cluster-enabled server refuses that even through
+ * a plain client; a server that will not say (INFO refused, unreachable) gets single-slot scripts
+ * and is asked again next time.
+ */
+export function slotFreeCheck(redis: Redis): () => Promise<boolean> {
+  let answer: Promise<boolean> | undefined;
+  return () => {
+    answer ??= isRedisCluster(redis)
+      ? Promise.resolve(false)
+      : redis.info('cluster').then(
+          (text) => !/^cluster_enabled:1/m.test(text),
+          () => {
+            answer = undefined;
+            return false;
+          },
+        );
+    return answer;
+  };
+}
+
 export function isRedisCluster(redis: Redis): boolean {
   return redis.isCluster;
 }

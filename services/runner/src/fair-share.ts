@@ -35,7 +35,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type IsletConfig, isRedisCluster, keys, type Logger } from '@islet/core';
+import { type IsletConfig, keys, type Logger, slotFreeCheck } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import type { SandboxMode } from '@islet/protocol';
 import {
@@ -188,22 +188,9 @@ export function createFairShare(deps: FairShareDeps) {
     if (answer.swapped) handOn(mode, tenant, answer.swapped);
   }
 
-  // Whether the server checks no hash slots (standalone, sentinel): then a run's lease rides in its
-  // attempt's start and end (the pool's keys and the run's are in different slots). A server that
-  // will not say is asked again next time, and meanwhile gets the separate scripts.
-  let slotFreeAnswer: Promise<boolean> | undefined;
-  function slotFree(): Promise<boolean> {
-    slotFreeAnswer ??= isRedisCluster(redis)
-      ? Promise.resolve(false)
-      : redis.info('cluster').then(
-          (text) => !/^cluster_enabled:1/m.test(text),
-          () => {
-            slotFreeAnswer = undefined;
-            return false;
-          },
-        );
-    return slotFreeAnswer;
-  }
+  // A run's lease rides in its attempt's start and end only where one script may span the pool's
+  // keys and the run's (different slots).
+  const slotFree = slotFreeCheck(redis);
 
   return {
     /** Registers this runner's slots for its modes and starts the heartbeat. */

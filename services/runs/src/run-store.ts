@@ -19,7 +19,7 @@
  *   walk drops it.
  */
 
-import { channels, isRedisCluster, keys, type Sealer, sendTogether } from '@islet/core';
+import { channels, isRedisCluster, keys, type Sealer, sendTogether, slotFreeCheck } from '@islet/core';
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { journalKeys } from './keys.ts';
@@ -256,23 +256,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     return res === 1;
   }
 
-  // Whether the server checks no hash slots (standalone, sentinel), so one script may span the
-  // tenant's and the run's keys. A cluster-enabled server refuses that even through a plain
-  // client; a server that will not say (INFO refused, unreachable) gets single-slot scripts, and
-  // is asked again next time.
-  let slotFreeAnswer: Promise<boolean> | undefined;
-  function slotFree(): Promise<boolean> {
-    slotFreeAnswer ??= isRedisCluster(redis)
-      ? Promise.resolve(false)
-      : redis.info('cluster').then(
-          (text) => !/^cluster_enabled:1/m.test(text),
-          () => {
-            slotFreeAnswer = undefined;
-            return false;
-          },
-        );
-    return slotFreeAnswer;
-  }
+  const slotFree = slotFreeCheck(redis);
 
   /**
    * Takes an Idempotency-Key (`key`, its Redis key) over from a first request that stored no run,
