@@ -31,7 +31,7 @@ try {
     if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
   };
   for (let i = 0; i < 50; i++) await once();
-  await redis.config('SET', 'slowlog-log-slower-than', '0');
+  await redis.config('SET', 'slowlog-log-slower-than', process.env.SLOWLOG_US ?? '0');
   await redis.config('SET', 'slowlog-max-len', '1000000');
   await redis.slowlog('RESET');
   for (let i = 0; i < RUNS; i++) await once();

@@ -329,6 +329,8 @@ describe('security wiring', () => {
     expect(conf).toMatch(/^appendonly yes$/m);
     // A journaled call must survive a Redis crash, or it would be sent to its App again.
     expect(conf).toMatch(/^appendfsync always$/m);
+    // Per-command latency histograms cost CPU on every command a script runs; nothing reads them.
+    expect(conf).toMatch(/^latency-tracking no$/m);
     expect(conf).toMatch(/^maxmemory 2gb$/m);
     const sts = find(objs, 'StatefulSet')[0]!;
     expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('20Gi');

@@ -33,6 +33,13 @@ describe('startRedis', () => {
     expect(policy).toContain('noeviction');
   });
 
+  it('keeps no per-command latency histograms', async () => {
+    expect(await ping(redis.port, 'CONFIG GET latency-tracking\r\n')).toContain('no');
+    await ping(redis.port, 'SET probe 1\r\n');
+    const stats = await ping(redis.port, 'INFO latencystats\r\n');
+    expect(stats).not.toContain('latency_percentiles_usec_set');
+  });
+
   it('keeps data across a SIGKILL through the append-only file', async () => {
     expect(await ping(redis.port, 'SET k v\r\n')).toBe('+OK\r\n');
     await new Promise((r) => setTimeout(r, 1200)); // appendfsync everysec
