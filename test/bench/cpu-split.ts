@@ -1,8 +1,10 @@
 /**
  * `node test/bench/cpu-split.ts`: CPU per trivial run of each process of a local cluster (1
  * gateway, 1 runner with `BENCH_SLOTS` slots, default 4), with the runner apart from its sandbox
- * hosts, which `bench:cluster` reports together. 16 clients (`CLIENTS`) run 96 runs to start every
- * slot's host, then `RUNS` (default 600) are measured from /proc: the runner's own time, its
+ * hosts, which `bench:cluster` reports together. 16 clients (`CLIENTS`) run `WARM` runs (default
+ * 96, enough to start every slot's host; a few thousand also let V8 finish compiling the gateway's
+ * and runner's hot code, which it still does through the first thousand), then `RUNS` (default
+ * 600) are measured from /proc: the runner's own time, its
  * hosts' (live ones, and the ones it reaped), the gateway's and redis-server's. Also prints how
  * many hosts were started during the window (a replacement's start is the hosts' largest cost).
  */
@@ -14,6 +16,7 @@ import { leanPost } from './cluster-figures.ts';
 const TICKS_PER_SECOND = 100;
 const RUNS = Number(process.env.RUNS ?? 600);
 const CLIENTS = Number(process.env.CLIENTS ?? 16);
+const WARM = Number(process.env.WARM ?? 96);
 
 function times(pid: number | string) {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -86,7 +89,7 @@ try {
       }),
     );
   };
-  await burst(96);
+  await burst(WARM);
   seeHosts();
   const before = new Set(hosts);
   const watch = setInterval(seeHosts, 50);

@@ -6,6 +6,7 @@ import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
 import { jsonDepthExceeds } from './json-depth.ts';
+import { lazyChildLoggerFactory } from './lazy-request-logger.ts';
 import { createMcpApps } from './mcp-apps.ts';
 import type { RouteCatalog } from './openapi.ts';
 import { HttpProblem, installProblemHandlers, sendProblem } from './problem-reply.ts';
@@ -30,6 +31,8 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     bodyLimit: deps.config.ISLET_BODY_LIMIT_BYTES,
     // No per-request log lines (a busy gateway would log two per run); errors are logged where handled.
     logController: new LogController({ disableRequestLogging: true }),
+    // Nor a pino child per request: made when a request first logs (lazy-request-logger.ts).
+    childLoggerFactory: lazyChildLoggerFactory,
     return503OnClosing: true,
     // ids arrive in URLs; keep them bounded
     routerOptions: { maxParamLength: 256 },

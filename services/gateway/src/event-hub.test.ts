@@ -53,3 +53,127 @@ describe('event hub: quietSince', () => {
     hub.close();
   });
 });
+
+/** A fake subscriber that records (UN)SUBSCRIBEs and answers SUBSCRIBE when the test says so. */
+function recordingSubscriber() {
+  const emitter = new EventEmitter();
+  const commands: string[] = [];
+  const pending: Array<() => void> = [];
+  const subscriber = Object.assign(emitter, {
+    subscribe: (...names: string[]) => {
+      commands.push(`SUBSCRIBE ${names.join(' ')}`);
+      if (names.includes(channels.runEvents)) return Promise.resolve(names.length);
+      return new Promise<number>((resolve) => pending.push(() => resolve(names.length)));
+    },
+    unsubscribe: async (...names: string[]) => {
+      commands.push(`UNSUBSCRIBE ${names.join(' ')}`);
+      return 0;
+    },
+  });
+  return {
+    subscriber: subscriber as unknown as Redis,
+    commands,
+    answer: () => {
+      for (const fn of pending.splice(0)) fn();
+    },
+    emit: (channel: string, message: string) => emitter.emit('message', channel, message),
+  };
+}
+
+describe('event hub: session and feed channels on demand', () => {
+  it('subscribes to the run-event channel only at start', async () => {
+    const { subscriber, commands } = recordingSubscriber();
+    const hub = createEventHub(subscriber);
+    await hub.start();
+    expect(commands).toEqual([`SUBSCRIBE ${channels.runEvents}`]);
+    hub.close();
+  });
+
+  it("subscribes at a session's first listener, resolves once subscribed, and leaves at its last", async () => {
+    const { subscriber, commands, answer, emit } = recordingSubscriber();
+    const hub = createEventHub(subscriber);
+    await hub.start();
+    commands.length = 0;
+    let firstReady = false;
+    const heard: string[] = [];
+    const first = hub
+      .listenSession('idx-a', () => heard.push('a1'))
+      .then((off) => {
+        firstReady = true;
+        return off;
+      });
+    const second = hub.listenSession('idx-b', () => heard.push('b'));
+    await Promise.resolve();
+    // One SUBSCRIBE for both listeners, and neither is told it listens before Redis answered.
+    expect(commands).toEqual([`SUBSCRIBE ${channels.sessionRuns}`]);
+    expect(firstReady).toBe(false);
+    answer();
+    const offA = await first;
+    const offB = await second;
+    expect(firstReady).toBe(true);
+    emit(channels.sessionRuns, 'idx-a');
+    emit(channels.sessionRuns, 'idx-b');
+    emit(channels.sessionRuns, 'idx-other');
+    expect(heard).toEqual(['a1', 'b']);
+    expect(hub.onDemandState().session).toEqual({ listeners: 2, subscribes: 1 });
+    offA();
+    offA();
+    expect(commands).toEqual([`SUBSCRIBE ${channels.sessionRuns}`]);
+    offB();
+    expect(commands).toEqual([`SUBSCRIBE ${channels.sessionRuns}`, `UNSUBSCRIBE ${channels.sessionRuns}`]);
+    expect(hub.onDemandState().session).toEqual({ listeners: 0, subscribes: 1 });
+    emit(channels.sessionRuns, 'idx-a');
+    expect(heard).toEqual(['a1', 'b']);
+    // A listener after the last left subscribes again.
+    const again = hub.listenSession('idx-a', () => heard.push('a2'));
+    answer();
+    const offAgain = await again;
+    emit(channels.sessionRuns, 'idx-a');
+    expect(heard).toEqual(['a1', 'b', 'a2']);
+    expect(hub.onDemandState().session).toEqual({ listeners: 1, subscribes: 2 });
+    offAgain();
+    hub.close();
+  });
+
+  it("keys a tenant's feed listeners by tenant, apart from the session channel", async () => {
+    const { subscriber, commands, answer, emit } = recordingSubscriber();
+    const hub = createEventHub(subscriber);
+    await hub.start();
+    commands.length = 0;
+    const heard: string[] = [];
+    const listening = hub.listenFeed('t1', () => heard.push('t1'));
+    answer();
+    const off = await listening;
+    expect(commands).toEqual([`SUBSCRIBE ${channels.tenantFeed}`]);
+    emit(channels.tenantFeed, 't2');
+    emit(channels.tenantFeed, 't1');
+    // A session index key equal to the tenant id is not the tenant's feed.
+    emit(channels.sessionRuns, 't1');
+    expect(heard).toEqual(['t1']);
+    expect(hub.onDemandState()).toEqual({
+      session: { listeners: 0, subscribes: 0 },
+      feed: { listeners: 1, subscribes: 1 },
+    });
+    off();
+    expect(commands).toEqual([`SUBSCRIBE ${channels.tenantFeed}`, `UNSUBSCRIBE ${channels.tenantFeed}`]);
+    hub.close();
+  });
+
+  it('still resolves when the SUBSCRIBE fails (the stream falls back to its polling)', async () => {
+    const emitter = new EventEmitter();
+    const subscriber = Object.assign(emitter, {
+      subscribe: async (...names: string[]) => {
+        if (names.includes(channels.sessionRuns)) throw new Error('Connection is closed.');
+        return names.length;
+      },
+      unsubscribe: async () => 0,
+    }) as unknown as Redis;
+    const hub = createEventHub(subscriber);
+    await hub.start();
+    const off = await hub.listenSession('idx', () => {});
+    expect(hub.onDemandState().session.listeners).toBe(1);
+    off();
+    expect(hub.onDemandState().session.listeners).toBe(0);
+    hub.close();
+  });
+});

@@ -7,7 +7,11 @@
  * pushed end), so a lost message costs at most a poll interval, never correctness. It also
  * listens on `islet:session-runs`, whose messages are a session's index key (a new run there),
  * for the session event stream, and on `islet:tenant-feed` (a tenant id: its feed grew), whose
- * listeners are keyed `feed:<tenant>` (the tenant event stream).
+ * listeners are keyed `feed:<tenant>` (the tenant event stream). Those two channels carry a
+ * message at every run's create and end (three a trivial run) whether or not a stream listens, so
+ * each is subscribed only while a listener of its own is there (`listenSession`, `listenFeed`,
+ * which resolve once the SUBSCRIBE has landed): an idle channel costs Redis no write and this
+ * process no read.
  */
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
@@ -21,8 +25,41 @@ type Listener = (tag?: string, payload?: string) => void;
  */
 export const GOING_ON_TAGS: ReadonlySet<string> = new Set(['call', 'running', 'log']);
 
+/** A channel subscribed while it has listeners: `count` of them, `ready` its SUBSCRIBE's answer. */
+interface OnDemand {
+  channel: string;
+  count: number;
+  ready: Promise<void>;
+  /** SUBSCRIBE commands sent so far (the tests read it). */
+  subscribes: number;
+}
+
 export function createEventHub(subscriber: Redis) {
   const listeners = new Map<string, Set<Listener>>();
+  const onDemand = (channel: string): OnDemand => ({
+    channel,
+    count: 0,
+    ready: Promise.resolve(),
+    subscribes: 0,
+  });
+  const sessionChannel = onDemand(channels.sessionRuns);
+  const feedChannel = onDemand(channels.tenantFeed);
+  // Commands on one connection run in order, so an UNSUBSCRIBE followed by a SUBSCRIBE leaves the
+  // channel subscribed; a failed SUBSCRIBE (the connection closing) leaves the listener to its
+  // stream's polling, as a lost message would.
+  const join = (c: OnDemand): Promise<void> => {
+    if (c.count++ === 0) {
+      c.subscribes++;
+      c.ready = subscriber.subscribe(c.channel).then(
+        () => undefined,
+        () => undefined,
+      );
+    }
+    return c.ready;
+  };
+  const leave = (c: OnDemand) => {
+    if (--c.count === 0) void subscriber.unsubscribe(c.channel).catch(() => {});
+  };
   let started: Promise<unknown> | undefined;
   // Runs a message arrived for lately (id → ms, GOING_ON_TAGS aside), so a waiter that starts
   // listening just after it wrote a run can tell whether it ended or waits without reading it.
@@ -61,6 +98,28 @@ export function createEventHub(subscriber: Redis) {
   };
   subscriber.on('close', down);
   subscriber.on('reconnecting', down);
+  function listen(key: string, fn: Listener): () => void {
+    const set = listeners.get(key) ?? new Set<Listener>();
+    listeners.set(key, set);
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0) listeners.delete(key);
+    };
+  }
+  async function listenOnDemand(c: OnDemand, key: string, fn: () => void): Promise<() => void> {
+    const ready = join(c);
+    const off = listen(key, () => fn());
+    let left = false;
+    const stop = () => {
+      if (left) return;
+      left = true;
+      off();
+      leave(c);
+    };
+    await ready;
+    return stop;
+  }
   let subscribed = false;
   subscriber.on('ready', () => {
     // ioredis resubscribes by itself after a reconnect; give its SUBSCRIBE time to land.
@@ -68,13 +127,11 @@ export function createEventHub(subscriber: Redis) {
   });
   return {
     start() {
-      started ??= subscriber
-        .subscribe(channels.runEvents, channels.sessionRuns, channels.tenantFeed)
-        .then((n) => {
-          subscribed = true;
-          upSince = Date.now();
-          return n;
-        });
+      started ??= subscriber.subscribe(channels.runEvents).then((n) => {
+        subscribed = true;
+        upSince = Date.now();
+        return n;
+      });
       return started;
     },
     /**
@@ -85,14 +142,25 @@ export function createEventHub(subscriber: Redis) {
     quietSince(runId: string, sinceMs: number): boolean {
       return upSince > 0 && upSince <= sinceMs && (recent.get(runId) ?? 0) < sinceMs;
     },
-    /** Calls `fn` whenever the run's events change (or, for a session index key, a run is added); returns the unsubscribe function. */
-    listen(runId: string, fn: Listener): () => void {
-      const set = listeners.get(runId) ?? new Set<Listener>();
-      listeners.set(runId, set);
-      set.add(fn);
-      return () => {
-        set.delete(fn);
-        if (set.size === 0) listeners.delete(runId);
+    /** Calls `fn` whenever the run's events change; returns the unsubscribe function. */
+    listen,
+    /**
+     * Calls `fn` whenever a run is added to the session index `indexKey` (`keys.sessionRuns`);
+     * resolves to the unsubscribe function once `islet:session-runs` is subscribed, so a read made
+     * after it misses no message.
+     */
+    async listenSession(indexKey: string, fn: () => void): Promise<() => void> {
+      return listenOnDemand(sessionChannel, indexKey, fn);
+    },
+    /** As `listenSession`, for the tenant's feed (`islet:tenant-feed`). */
+    async listenFeed(tenant: string, fn: () => void): Promise<() => void> {
+      return listenOnDemand(feedChannel, `feed:${tenant}`, fn);
+    },
+    /** How many listeners each on-demand channel has and how many SUBSCRIBEs it sent (tests). */
+    onDemandState() {
+      return {
+        session: { listeners: sessionChannel.count, subscribes: sessionChannel.subscribes },
+        feed: { listeners: feedChannel.count, subscribes: feedChannel.subscribes },
       };
     },
     /** Resolves after the next change or `timeoutMs`, whichever comes first. */

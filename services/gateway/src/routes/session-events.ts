@@ -49,7 +49,7 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const index = keys.sessionRuns(caller.tenantId, sessionId);
         const stream = await openSlottedStream(ctx, request, reply, caller);
         const offs = new Map<string, () => void>();
-        offs.set(index, deps.hub.listen(index, stream.poke));
+        offs.set(index, await deps.hub.listenSession(index, stream.poke));
         const seen = new Map<string, number>();
         let since = '-inf';
         const send = (run: StoredRun) => {

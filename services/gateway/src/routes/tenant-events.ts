@@ -103,7 +103,7 @@ export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           seesAll(caller) || s.principal === principalOf(caller);
         const decisionsToo = caller.scopes.includes('decisions');
         const offs = new Map<string, () => void>();
-        offs.set('feed', deps.hub.listen(`feed:${tenant}`, stream.poke));
+        offs.set('feed', await deps.hub.listenFeed(tenant, stream.poke));
         // Runs shown not yet ended: their records' status moves without the feed.
         const shown = new Map<string, string>();
         const sendRun = (s: RunSummary, id?: string) => {
