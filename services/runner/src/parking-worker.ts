@@ -131,9 +131,11 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     try {
       return await super.processJob(...args);
     } finally {
-      // Not taken (the processor failed before its start): nothing of it is kept.
+      // Not taken (the processor failed before its start): nothing of it is kept, and a slot
+      // reserved for the job that never took it goes back.
       const id = args[0].id;
       if (id !== undefined) this.started.delete(id);
+      this.gate?.fetched(args[1], false);
     }
   }
 
