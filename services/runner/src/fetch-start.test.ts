@@ -264,6 +264,33 @@ describe('a fetch that starts its run (one server)', () => {
     }
   });
 
+  it('a job taken over from a dead runner keeps its lease and counts its next attempt', async () => {
+    const t = await setUp('redelivered', true);
+    try {
+      // What a runner killed mid-run leaves: its lease (the member is the job id) and one attempt.
+      await newRun('f5');
+      const now = (await redis.time())[0];
+      const leaseUntil = Number(now) * 1000 + 30_000;
+      await redis.zadd(keys.poolTenantLeases(mode, 'acme'), leaseUntil, 'f5');
+      await redis.zadd(keys.poolBusy(mode), leaseUntil, 'f5');
+      await redis.hset('islet:journal:{f5}', '#attempt', '1');
+      await redis.hset(keys.run('f5'), 'attempts', '1');
+      const m = await monitor();
+      try {
+        await t.add('f5');
+        await until('f5 to complete', async () => t.outcomes.length === 1);
+      } finally {
+        m.stop();
+      }
+      expect(m.seen.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
+      expect(t.outcomes).toEqual(['completed 2']);
+      expect(await redis.hget(keys.run('f5'), 'attempts')).toBe('2');
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
   it("a skill's job is fetched as BullMQ's and takes its lease apart, given back at its end", async () => {
     const ran: string[] = [];
     const skills = (async (job: { id: string }) => {

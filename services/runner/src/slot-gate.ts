@@ -10,8 +10,10 @@
  *
  * The BullMQ worker's concurrency is slots + parkedMax, so it can hold parked jobs; `whenFetchable`
  * keeps it from taking a new job unless a slot is free for it (reserved by the fetch's token until
- * the job takes it), so a runner never hoards jobs it cannot start while other runners could. Runs
- * coming back from parking go before new jobs: they have started, and their budget is counting.
+ * the job takes it; nothing else takes a reserved slot, since the fetch may hold the run's lease
+ * already), so a runner never hoards jobs it cannot start while other runners could. Runs coming
+ * back from parking go before new jobs waiting for a slot: they have started, and their budget is
+ * counting.
  */
 
 /**
