@@ -21,7 +21,7 @@
  *
  * The fetch starts the run. With `fetchStart` (one server, fair share on) a fetch that goes to
  * Redis is BullMQ's script with the run's lease and attempt start after it, in one call
- * (fetch-start-store.ts); the answer waits in `fetchedStart` for the processor to take.
+ * (fetch-start-store.ts); the answer waits here until the processor takes it (`takeFetchedStart`).
  */
 import { type Job, type RedisClient, Worker } from 'bullmq';
 import { startingClient } from './fetch-start-store.ts';
