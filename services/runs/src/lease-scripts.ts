@@ -2,7 +2,8 @@
  * The fair share's slot lease scripts (the runner's fair-share.ts decides with them): taken alone
  * (`lease-acquire-6`) or, on one server, with a run's attempt start (`lease-and-begin-9`, the
  * journal's beginAttempt); given back alone (`lease-release-5`) or, on one server, with the run's
- * end (`finish-run-release-18`, the run store's finish). Their Lua lives here, beside the run's
+ * end (`finish-run-release-18`, the run store's finish); and, on one server, taken with the attempt's
+ * start inside the runner's BullMQ fetch (`fetch-lease-begin-11`). Their Lua lives here, beside the run's
  * scripts they are combined with, so each decision is written once.
  */
 import { keys } from '@islet/core';
