@@ -59,7 +59,7 @@ async function main(): Promise<void> {
     [
       'one client sequential p50 / p99 (ms)',
       `${f(cluster.sequential.p50)} / ${f(cluster.sequential.p99)}`,
-      `${x(cluster.sequential.p50 / raw.p50)} raw p50, ${x(cluster.sequential.p50 / floor.runMs)} its messages' (${x(cluster.sequential.p50 / floor.runShareMs)} with a Cluster's lease write)`,
+      `${x(cluster.sequential.p50 / raw.p50)} raw p50, ${x(cluster.sequential.p50 / floor.runMs)} its messages' (${x(cluster.sequential.p50 / floor.runShareMs)} on a Cluster's path)`,
       "≤ 5 / ≤ 25 ms; ≤ 2.5x its messages'",
     ],
     [

@@ -7,18 +7,20 @@
  *
  * A sequential trivial run's path, message by message: client → gateway and back (one TCP round
  * trip), the admission script with BullMQ's add, the marker waking the runner (half a round trip),
- * `moveToActive`, `beginAttempt`, the sandbox host (a pipe round trip), and the end script whose
- * publish wakes the gateway: 1.5 TCP round trips, 4 fsync'd writes, 1 pipe round trip. A lone
+ * the worker's fetch (`moveToActive`; on one server with the fair share on, the default, the run's
+ * lease and `beginAttempt` ride in it: `fetch-lease-begin-11`), the sandbox host (a pipe round
+ * trip), and the end script whose publish wakes the gateway: 1.5 TCP round trips, 3 fsync'd writes,
+ * 1 pipe round trip (4 with the fair share off: `beginAttempt` is then a write of its own). A lone
  * binding call's: runner → gateway and back, the claim, the App and back, the outcome, the host:
  * 2 TCP round trips, 2 fsync'd writes, 1 pipe round trip. The bench's figures divided by these
  * floors say how much of them is the processes' own work (CPU per message), not the messages.
  *
  * With the fair share on (default settings, as the cluster bench runs) a run also takes its slot
- * lease: on one server (the bench's) inside `beginAttempt`'s script and given back inside the end
- * script, so no write of its own; on a Cluster one more fsync'd write between `moveToActive` and
- * `beginAttempt` (`runShareMs`). The two notification stages on their own: enqueue → pick-up is
- * the admission with the add, the marker's wake-up (half a TCP round trip) and `moveToActive`
- * (`pickupMs`: 2 fsync'd writes); end written → response is the end script, its publish to the
+ * lease: on one server (the bench's) inside the fetch's script and given back inside the end
+ * script, so no write of its own; on a Cluster `moveToActive`, the lease and `beginAttempt` are
+ * three writes (`runShareMs`: two more). The two notification stages on their own: enqueue →
+ * pick-up is the admission with the add, the marker's wake-up (half a TCP round trip) and the
+ * fetch (`pickupMs`: 2 fsync'd writes; on one server the fetch also began the attempt); end written → response is the end script, its publish to the
  * gateway and the response (`endMs`: 1 fsync'd write, 1 TCP round trip).
  */
 import type { ChildProcess } from 'node:child_process';
@@ -34,11 +36,11 @@ export interface MessageFloor {
   pipeMs: number;
   /** p50 of a SET to an idle redis-server with `appendfsync always`, ms (its fsync included). */
   fsyncWriteMs: number;
-  /** 1.5 TCP round trips + 4 fsync'd writes + 1 pipe round trip, ms. */
+  /** 1.5 TCP round trips + 3 fsync'd writes + 1 pipe round trip, ms (one server, fair share on). */
   runMs: number;
   /** 2 TCP round trips + 2 fsync'd writes + 1 pipe round trip, ms. */
   callMs: number;
-  /** `runMs` + 1 fsync'd write (the fair share's lease on a Cluster), ms. */
+  /** `runMs` + 2 fsync'd writes (a Cluster's: the lease and `beginAttempt` apart from the fetch), ms. */
   runShareMs: number;
   /** 0.5 TCP round trip + 2 fsync'd writes (enqueue → pick-up), ms. */
   pickupMs: number;
@@ -111,7 +113,7 @@ export async function messageFloor(rounds = 300): Promise<MessageFloor> {
       tcpMs,
       pipeMs,
       fsyncWriteMs,
-      runMs: 1.5 * tcpMs + 4 * fsyncWriteMs + pipeMs,
+      runMs: 1.5 * tcpMs + 3 * fsyncWriteMs + pipeMs,
       callMs: 2 * tcpMs + 2 * fsyncWriteMs + pipeMs,
       runShareMs: 1.5 * tcpMs + 5 * fsyncWriteMs + pipeMs,
       pickupMs: 0.5 * tcpMs + 2 * fsyncWriteMs,

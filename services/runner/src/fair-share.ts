@@ -226,10 +226,17 @@ export function createFairShare(deps: FairShareDeps) {
      * decisions as `acquire` and `release`; `answer` is the acquire's once taken, and `endReleased`
      * tells that the end gave it back (the caller then releases nothing).
      */
-    async runLease(mode: SandboxMode, tenant: string, jobId: string): Promise<JobLease | undefined> {
-      if (off || !(await slotFree())) return undefined;
+    async runLease(
+      mode: SandboxMode,
+      tenant: string,
+      jobId: string,
+      begun?: unknown,
+    ): Promise<JobLease | undefined> {
+      // A fetch that began the attempt (`startsInFetch`) took the lease already: its answer rides on.
+      if (off || (begun === undefined && !(await slotFree()))) return undefined;
       const lease: JobLease = {
         ...terms(mode, tenant, jobId),
+        ...(begun === undefined ? {} : { begun }),
         answer: undefined,
         endReleased: false,
         acquired(answer) {
@@ -245,6 +252,17 @@ export function createFairShare(deps: FairShareDeps) {
       };
       return lease;
     },
+
+    /**
+     * Whether a worker's fetch may take a run's lease and begin its attempt in its own script
+     * (`runLease`'s condition: one server, fair share on); that answer then goes to `runLease`.
+     */
+    async startsInFetch(): Promise<boolean> {
+      return !off && (await slotFree());
+    },
+
+    /** The pool's terms of every lease (a fetch's start computes the tenant's part itself). */
+    leaseTerms: (mode: SandboxMode) => ({ mode, share, cap, leaseMs }),
 
     /** Gives the slot back; the pool's next deferred job in turn gets it. */
     async release(mode: SandboxMode, tenant: string, jobId: string): Promise<void> {

@@ -18,8 +18,13 @@
  * would (the queue is drained: the worker blocks on the marker, which only a new job sets). A fetch
  * woken by the marker goes straight to BullMQ's (a job's marker, as the look drops the stale one;
  * another runner's fetch may still leave one, as in BullMQ).
+ *
+ * The fetch starts the run. With `fetchStart` (one server, fair share on) a fetch that goes to
+ * Redis is BullMQ's script with the run's lease and attempt start after it, in one call
+ * (fetch-start-store.ts); the answer waits here until the processor takes it (`takeFetchedStart`).
  */
 import { type Job, type RedisClient, Worker } from 'bullmq';
+import { startingClient } from './fetch-start-store.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
 
@@ -31,8 +36,19 @@ interface FetchLoopState {
   updateDelays(limitDelay?: number, delayUntil?: number): void;
 }
 
+/** How this worker's fetches start their runs (runner.ts); absent: BullMQ's fetch alone. */
+export interface FetchStart {
+  /** Whether a fetch may start its run (one server, fair share on); asked at each fetch. */
+  on(): Promise<boolean>;
+  /** The start's arguments after BullMQ's (made at each fetch). */
+  args(): (string | number)[];
+}
+
 export class ParkingWorker<DataType> extends Worker<DataType> {
   gate: SlotGate | undefined;
+  fetchStart: FetchStart | undefined;
+  /** Answers of run starts made by fetches, by job id, until the processor takes them. */
+  private readonly started = new Map<string, unknown>();
   /** Tokens of jobs a fetch brought that BullMQ has not handed to `processJob` yet. */
   private readonly unstarted = new Set<string>();
   /** Fetches that went to Redis (tests read it: the count, never a duration). */
@@ -84,16 +100,43 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       return this.nextJobFromJobData(undefined, undefined, token);
     }
     this.redisFetches++;
-    const job = await super.moveToActive(client, token, name);
+    const start = this.fetchStart;
+    const starting =
+      start && (await start.on())
+        ? startingClient(
+            client,
+            () => start.args(),
+            (jobId, begun) => this.started.set(jobId, begun),
+          )
+        : client;
+    const job = await super.moveToActive(starting, token, name);
     if (job) this.unstarted.add(token);
     return job;
   }
 
-  override processJob(
+  /**
+   * The run start the fetch of job `jobId` made (its script's answer), taken once: the processor
+   * passes it to the attempt's start instead of asking Redis again.
+   */
+  takeFetchedStart(jobId: string): unknown {
+    const begun = this.started.get(jobId);
+    this.started.delete(jobId);
+    return begun;
+  }
+
+  override async processJob(
     ...args: Parameters<Worker<DataType>['processJob']>
   ): ReturnType<Worker<DataType>['processJob']> {
     this.unstarted.delete(args[1]);
-    return super.processJob(...args);
+    try {
+      return await super.processJob(...args);
+    } finally {
+      // Not taken (the processor failed before its start): nothing of it is kept, and a slot
+      // reserved for the job that never took it goes back.
+      const id = args[0].id;
+      if (id !== undefined) this.started.delete(id);
+      this.gate?.fetched(args[1], false);
+    }
   }
 
   override async close(force = false): Promise<void> {

@@ -397,7 +397,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     return run && headOf(run);
   }
 
-  return { execute, giveUp, head };
+  /** A fetch's arguments that also take the run's lease and begin its attempt (parking-worker.ts). */
+  const fetchedStartArgs = lifecycle.fetchedStartArgs;
+
+  return { execute, giveUp, head, fetchedStartArgs };
 }
 
-export type RunExecutor = ReturnType<typeof createRunExecutor>;
+/** An executor; one without `fetchedStartArgs` (a test's) leaves every start to its processor. */
+export type RunExecutor = Omit<ReturnType<typeof createRunExecutor>, 'fetchedStartArgs'> &
+  Partial<Pick<ReturnType<typeof createRunExecutor>, 'fetchedStartArgs'>>;

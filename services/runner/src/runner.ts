@@ -124,6 +124,7 @@ export function createRunner(deps: RunnerDeps) {
     job: Job<RunJobData>,
     token: string | undefined,
     work: (lease?: JobLease) => Promise<T>,
+    fetchedStart?: unknown,
   ): Promise<T> {
     const jobId = job.id ?? job.data.runId;
     if (!share || !token) return work();
@@ -136,7 +137,11 @@ export function createRunner(deps: RunnerDeps) {
       await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
       throw new DelayedError();
     };
-    const lease = job.data.skill ? undefined : await share.runLease(mode, job.data.tenant, jobId);
+    // The fetch may have taken the lease and begun the attempt already (one server): the lease
+    // then carries that answer to the attempt's start, which asks Redis nothing more.
+    const lease = job.data.skill
+      ? undefined
+      : await share.runLease(mode, job.data.tenant, jobId, fetchedStart);
     if (!lease) {
       const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
       if (!ok) return defer(limit);
@@ -211,7 +216,12 @@ export function createRunner(deps: RunnerDeps) {
     });
   }
 
-  async function process(mode: SandboxMode, job: Job<RunJobData>, token?: string) {
+  async function process(
+    mode: SandboxMode,
+    job: Job<RunJobData>,
+    token: string | undefined,
+    worker: ParkingWorker<RunJobData>,
+  ) {
     const fetchedAtMs = performance.timeOrigin + performance.now();
     held[mode] = (held[mode] ?? 0) + 1;
     lastPickupAtMs[mode] = Date.now();
@@ -228,9 +238,15 @@ export function createRunner(deps: RunnerDeps) {
       (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
     );
     try {
+      const fetchedStart = worker.takeFetchedStart(jobId);
       await slot.take(token);
-      return await withTenantSlot(mode, job, token, (lease) =>
-        job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot, fetchedAtMs, lease),
+      return await withTenantSlot(
+        mode,
+        job,
+        token,
+        (lease) =>
+          job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot, fetchedAtMs, lease),
+        fetchedStart,
       );
     } finally {
       slot.end();
@@ -292,9 +308,9 @@ export function createRunner(deps: RunnerDeps) {
   function createModeWorker(mode: SandboxMode): ModeWorker {
     const connection = createRedis(config);
     const gate = gateFor(mode);
-    const worker = new ParkingWorker<RunJobData>(
+    const worker: ParkingWorker<RunJobData> = new ParkingWorker<RunJobData>(
       runQueueName(mode),
-      (job, token) => process(mode, job, token),
+      (job, token) => process(mode, job, token, worker),
       {
         connection,
         prefix: QUEUE_PREFIX,
@@ -306,6 +322,15 @@ export function createRunner(deps: RunnerDeps) {
       },
     );
     worker.gate = gate;
+    const fairShare = share;
+    const fetchedStartArgs = executor.fetchedStartArgs;
+    // On one server with the fair share on, a fetch also takes a run's lease and begins its
+    // attempt (fetch-start-store.ts): the pick-up is one script call.
+    if (fairShare && fetchedStartArgs)
+      worker.fetchStart = {
+        on: () => fairShare.startsInFetch(),
+        args: () => fetchedStartArgs(fairShare.leaseTerms(mode)),
+      };
     worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!job) return;

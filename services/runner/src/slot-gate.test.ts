@@ -76,6 +76,25 @@ describe('SlotGate', () => {
     expect(gate.state().busy).toBe(0);
   });
 
+  it('a slot reserved for a fetched job is its own: a job waiting for a slot does not take it', async () => {
+    const gate = new SlotGate({ slots: 1, parkedMax: 4, isolatesMax: 4 });
+    expect(await gate.whenFetchable('t1', () => false)).toBe('fetch');
+    // A job BullMQ fetched with a completion waits; the reserved job takes its slot at once.
+    let waited = false;
+    const other = gate.take().then(() => {
+      waited = true;
+    });
+    await tick();
+    expect(waited).toBe(false);
+    await gate.take('t1');
+    expect(gate.state().busy).toBe(1);
+    await tick();
+    expect(waited).toBe(false);
+    gate.release();
+    await other;
+    expect(gate.state().busy).toBe(1);
+  });
+
   it('a closing worker’s fetch is let through', async () => {
     const gate = new SlotGate({ slots: 1, parkedMax: 0, isolatesMax: 0 });
     await gate.take();

@@ -10,8 +10,10 @@
  *
  * The BullMQ worker's concurrency is slots + parkedMax, so it can hold parked jobs; `whenFetchable`
  * keeps it from taking a new job unless a slot is free for it (reserved by the fetch's token until
- * the job takes it), so a runner never hoards jobs it cannot start while other runners could. Runs
- * coming back from parking go before new jobs: they have started, and their budget is counting.
+ * the job takes it; nothing else takes a reserved slot, since the fetch may hold the run's lease
+ * already), so a runner never hoards jobs it cannot start while other runners could. Runs coming
+ * back from parking go before new jobs waiting for a slot: they have started, and their budget is
+ * counting.
  */
 
 /**
@@ -89,7 +91,7 @@ export class SlotGate {
    */
   async whenFetchable(token: string, closing: () => boolean): Promise<'fetch' | 'later'> {
     for (;;) {
-      this.lapseReservations();
+      if (this.lapseReservations()) this.wake();
       if (closing() || this.room() > 0) break;
       if (this.reserved.size > 0) return 'later';
       await new Promise<void>((resolve) => this.fetchWaiters.push(resolve));
@@ -104,11 +106,17 @@ export class SlotGate {
   }
 
   /**
-   * Takes a slot for a job the worker fetched (its reservation, when it has one; a job BullMQ
-   * fetched on its own, with the previous job's completion, waits like any other).
+   * Takes a slot for a job the worker fetched: its reservation, when it has one, at once (no
+   * waiter takes a reserved slot: the fetch may have taken the run's fair-share lease already, and
+   * a lease must not wait for a slot); a job BullMQ fetched on its own, with the previous job's
+   * completion, waits like any other.
    */
   async take(token?: string): Promise<void> {
-    if (token !== undefined) this.reserved.delete(token);
+    if (token !== undefined && this.reserved.delete(token)) {
+      this.busy++;
+      this.changed();
+      return;
+    }
     await this.acquire(false);
   }
 
@@ -116,9 +124,20 @@ export class SlotGate {
     return this.o.slots - this.busy - this.reserved.size - this.waiters.length;
   }
 
-  private lapseReservations(): void {
+  /** Slots neither taken nor reserved. */
+  private unreserved(): number {
+    return this.o.slots - this.busy - this.reserved.size;
+  }
+
+  private lapseReservations(): boolean {
     const old = Date.now() - RESERVATION_LAPSE_MS;
-    for (const [token, at] of this.reserved) if (at < old) this.reserved.delete(token);
+    let lapsed = false;
+    for (const [token, at] of this.reserved)
+      if (at < old) {
+        this.reserved.delete(token);
+        lapsed = true;
+      }
+    return lapsed;
   }
 
   /** Gives a slot back (the job ended, or it was deferred before it ran). */
@@ -187,7 +206,8 @@ export class SlotGate {
   }
 
   private async acquire(resume: boolean): Promise<void> {
-    if (this.busy < this.o.slots && (resume || !this.waiters.some((w) => w.resume))) {
+    this.lapseReservations();
+    if (this.unreserved() > 0 && (resume || !this.waiters.some((w) => w.resume))) {
       this.busy++;
       this.changed();
       return;
@@ -202,7 +222,8 @@ export class SlotGate {
   }
 
   private wake(): void {
-    while (this.busy < this.o.slots && this.waiters.length > 0) {
+    this.lapseReservations();
+    while (this.unreserved() > 0 && this.waiters.length > 0) {
       this.busy++;
       this.waiters.shift()?.grant();
     }

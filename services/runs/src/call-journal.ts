@@ -9,7 +9,14 @@ import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { journalKeys } from './keys.ts';
-import { acquireCall, type LeaseTerms, leaseAnswerOf } from './lease-scripts.ts';
+import {
+  acquireCall,
+  type FetchedStartTerms,
+  fetchedStartArgs,
+  type LeaseTerms,
+  leaseAnswerOf,
+  type RunLease,
+} from './lease-scripts.ts';
 import { loadScript } from './lua-scripts.ts';
 import { operationIdFor } from './operation-id.ts';
 import { TurnBatch } from './turn-batch.ts';
@@ -149,6 +156,17 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     return (await COMPLETE.run(redis, keys, [...head, ...calls.flat()])) as string[][];
   }, GROUP_LIMITS);
 
+  /** lease-and-begin-9's or begin-attempt-3's answer (fetch-lease-begin-11 carries the former). */
+  const begunOf = (reply: unknown, withLease: boolean): BegunAttempt => {
+    const [runFlat, attempt, journalFlat, leaseReply] = reply as [string[], number, string[], unknown];
+    return {
+      run: fieldsOf(runFlat),
+      attempt: attempt > 0 ? attempt : undefined,
+      entries: entriesOf(fieldsOf(journalFlat)),
+      ...(withLease ? { lease: leaseAnswerOf(leaseReply) } : {}),
+    };
+  };
+
   const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
     const raw = await redis.hget(keyOf(runId), String(index));
     return raw ? toEntry(JSON.parse(raw) as StoredEntry) : undefined;
@@ -233,23 +251,28 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       runId: string,
       runKey: string,
       start?: CompletionEvent,
-      lease?: LeaseTerms,
+      lease?: LeaseTerms | RunLease,
     ): Promise<BegunAttempt> {
+      // The worker's fetch made this start already (fetch-lease-begin-11): its answer is read once.
+      const fetched = lease && 'begun' in lease ? lease.begun : undefined;
+      if (fetched !== undefined) {
+        (lease as RunLease).begun = undefined;
+        return begunOf(fetched, true);
+      }
       const args: (string | number)[] = [ttlSeconds];
       if (start) args.push(start.maxLen, start.type, start.sealedData, start.channel, start.message, now());
       const keys = start ? [keyOf(runId), runKey, start.streamKey] : [keyOf(runId), runKey];
       if (lease && !start) throw new Error('a lease rides only in an attempt start with its event');
       // With a lease: one script decides it first and, only when granted, begins the attempt.
       const acquire = lease && acquireCall(lease);
-      const [runFlat, attempt, journalFlat, leaseReply] = (await (acquire
+      const reply = await (acquire
         ? LEASE_AND_BEGIN.run(redis, [...acquire.keys, ...keys], [...acquire.args, ...args])
-        : BEGIN_ATTEMPT.run(redis, keys, args))) as [string[], number, string[], unknown];
-      return {
-        run: fieldsOf(runFlat),
-        attempt: attempt > 0 ? attempt : undefined,
-        entries: entriesOf(fieldsOf(journalFlat)),
-        ...(acquire ? { lease: leaseAnswerOf(leaseReply) } : {}),
-      };
+        : BEGIN_ATTEMPT.run(redis, keys, args));
+      return begunOf(reply, acquire !== undefined);
+    },
+
+    fetchedStartArgs(terms: Omit<FetchedStartTerms, 'journalKey' | 'ttlSeconds' | 'nowMs'>) {
+      return fetchedStartArgs({ ...terms, journalKey: keyOf, ttlSeconds, nowMs: now() });
     },
 
     async nextAttempt(runId: string): Promise<number> {

@@ -21,6 +21,8 @@ export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export {
   acquireCall,
+  type FetchedStartTerms,
+  fetchLeaseBeginScript,
   LEASE_ACQUIRE,
   LEASE_RELEASE,
   type LeaseAnswer,

@@ -2,11 +2,14 @@
  * The fair share's slot lease scripts (the runner's fair-share.ts decides with them): taken alone
  * (`lease-acquire-6`) or, on one server, with a run's attempt start (`lease-and-begin-9`, the
  * journal's beginAttempt); given back alone (`lease-release-5`) or, on one server, with the run's
- * end (`finish-run-release-18`, the run store's finish). Their Lua lives here, beside the run's
+ * end (`finish-run-release-18`, the run store's finish); and, on one server, taken with the attempt's
+ * start inside the runner's BullMQ fetch (`fetch-lease-begin-11`). Their Lua lives here, beside the run's
  * scripts they are combined with, so each decision is written once.
  */
 import { keys } from '@islet/core';
-import { loadScript } from './lua-scripts.ts';
+import { LuaScript } from '@islet/core/lua-script';
+import { loadScript, luaSource } from './lua-scripts.ts';
+import type { CompletionEvent } from './types.ts';
 
 export const LEASE_ACQUIRE = loadScript('lease-acquire-6');
 export const LEASE_RELEASE = loadScript('lease-release-5');
@@ -37,6 +40,12 @@ export interface LeaseAnswer {
  * deferred job the freed slot went to, if any.
  */
 export interface RunLease extends LeaseTerms {
+  /**
+   * The lease's and the attempt's start as the worker's fetch already made them
+   * (`fetch-lease-begin-11`'s fifth element): the attempt's start reads it instead of running its
+   * script, once (it is taken out when read).
+   */
+  begun?: unknown;
   acquired(answer: LeaseAnswer): void;
   held(): boolean;
   released(next: { jobId: string; tenant: string } | undefined): void;
@@ -75,4 +84,74 @@ export function releaseCall(t: LeaseTerms): { keys: string[]; args: (string | nu
 export function leaseAnswerOf(reply: unknown): LeaseAnswer {
   const [ok, limit, swapped] = reply as [number, number, string | undefined];
   return { ok: ok === 1, limit, ...(swapped ? { swapped } : {}) };
+}
+
+/** Arguments `fetch-lease-begin-11` takes after BullMQ's. */
+const FETCHED_ARGS = 24;
+
+/**
+ * The worker's fetch with its run's lease and attempt start (one server only): BullMQ's fetch
+ * script `fetchBody` (moveToActive-11, its includes resolved, as BullMQ sends it) becomes a local
+ * function whose answer `lua/fetch-lease-begin-11.lua` reads. BullMQ's text goes as it is (its
+ * block comments are not whole-line comments `compactLua` could drop); the tail is compacted.
+ */
+export function fetchLeaseBeginScript(fetchBody: string): LuaScript {
+  return new LuaScript(
+    `local function fetchJob()\n${fetchBody}\nend\n${luaSource('fetch-lease-begin-11', { FETCHED_ARGS })}`,
+  );
+}
+
+/** What a fetch's lease and attempt start need beside the job (all known before the fetch). */
+export interface FetchedStartTerms extends Omit<LeaseTerms, 'tenant' | 'jobId'> {
+  journalKey: (runId: string) => string;
+  /** The run's record key. */
+  runKey: (runId: string) => string;
+  /** The attempt's start event of a run (the run store's `attemptStartEvent`). */
+  start: (runId: string) => CompletionEvent;
+  /** The journal's expiry, seconds. */
+  ttlSeconds: number;
+  nowMs: number;
+}
+
+/** A key's text before and after the tenant or run id in it. */
+function around(make: (id: string) => string): [string, string] {
+  const marker = '\u0000';
+  const [before, after, ...rest] = make(marker).split(marker);
+  if (after === undefined || rest.length > 0) throw new Error(`a key must hold its id once: ${make(marker)}`);
+  return [before ?? '', after];
+}
+
+/** The attempt's wake-up message is the run id and a fixed text after it. */
+function wakeUpAfterRunId(start: FetchedStartTerms['start']): string {
+  const [before, after] = around((runId) => start(runId).message);
+  if (before !== '') throw new Error('an attempt start wake-up must begin with its run id');
+  return after;
+}
+
+/** `fetch-lease-begin-11`'s arguments after BullMQ's (its header names them). */
+export function fetchedStartArgs(t: FetchedStartTerms): (string | number)[] {
+  const start = t.start('\u0000');
+  const args: (string | number)[] = [
+    keys.poolSlots(t.mode),
+    keys.poolBusy(t.mode),
+    keys.poolQueued(t.mode),
+    keys.poolWaiting(t.mode),
+    ...around((tenant) => keys.poolTenantLeases(t.mode, tenant)),
+    ...around((tenant) => keys.poolTenantDeferred(t.mode, tenant)),
+    ...around(t.journalKey),
+    ...around(t.runKey),
+    ...around((runId) => t.start(runId).streamKey),
+    t.share,
+    t.cap,
+    t.leaseMs,
+    t.ttlSeconds,
+    start.maxLen,
+    start.type,
+    start.sealedData,
+    start.channel,
+    wakeUpAfterRunId(t.start),
+    t.nowMs,
+  ];
+  if (args.length !== FETCHED_ARGS) throw new Error('fetch-lease-begin-11: argument count');
+  return args;
 }

@@ -6,7 +6,7 @@
  */
 import { keys } from '@islet/core';
 import type { FailureKind, FailureReason, LogLineRecord, RunResult } from '@islet/protocol';
-import type { RunLease } from './lease-scripts.ts';
+import type { LeaseTerms, RunLease } from './lease-scripts.ts';
 import type { RunUsage } from './run-index.ts';
 import type { RunStore } from './run-store.ts';
 import type { CallJournal } from './types.ts';
@@ -62,7 +62,7 @@ export function cancelledEnd(status: 'Failed' | 'Cancelled', message: string): F
 /** The status changes a run goes through, each in one place. */
 interface RunLifecycleDeps {
   runs: RunStore;
-  journal: Pick<CallJournal, 'beginAttempt'>;
+  journal: Pick<CallJournal, 'beginAttempt' | 'fetchedStartArgs'>;
 }
 
 /**
@@ -89,6 +89,18 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
       if (begun.lease && !begun.lease.ok) return { ...begun, run: null, deferred: true };
       const run = runs.fromHash(begun.run);
       return { ...begun, run: run && lease ? { ...run, lease } : run, deferred: false };
+    },
+    /**
+     * What a worker's fetch adds to BullMQ's arguments so that it also takes the job's lease and
+     * begins its run's attempt, as `beginAttempt` with a lease would (one server only; see
+     * `CallJournal.fetchedStartArgs`). Made at each fetch: the start's time is the fetch's.
+     */
+    fetchedStartArgs(lease: Omit<LeaseTerms, 'tenant' | 'jobId'>) {
+      return journal.fetchedStartArgs({
+        ...lease,
+        runKey: keys.run,
+        start: (runId) => runs.attemptStartEvent(runId),
+      });
     },
     /** Waiting: for a decision, a client call's answer, a wider mode. */
     suspend(run: { id: string; tenant: string }, data: Record<string, unknown> = {}) {

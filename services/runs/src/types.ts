@@ -4,7 +4,7 @@
  * journal to replay a run from the top.
  */
 import type { BindingOutcome } from '@islet/protocol';
-import type { LeaseAnswer, LeaseTerms } from './lease-scripts.ts';
+import type { FetchedStartTerms, LeaseAnswer, LeaseTerms, RunLease } from './lease-scripts.ts';
 
 /** Seals text at rest (AES-256-GCM in `@islet/core`); injected so the journal holds no keys. */
 export interface Sealer {
@@ -144,8 +144,16 @@ export interface CallJournal {
     runId: string,
     runKey: string,
     start?: CompletionEvent,
-    lease?: LeaseTerms,
+    lease?: LeaseTerms | RunLease,
   ): Promise<BegunAttempt>;
+  /**
+   * The arguments a worker's fetch adds to BullMQ's so that the same script also takes the job's
+   * lease and begins its run's attempt (`fetch-lease-begin-11`, one server only); the lease's
+   * `begun` then carries its answer to `beginAttempt`, which runs no script of its own.
+   */
+  fetchedStartArgs(
+    terms: Omit<FetchedStartTerms, 'journalKey' | 'ttlSeconds' | 'nowMs'>,
+  ): (string | number)[];
   /** Polls until the call is `done` (for `in-flight` duplicates); undefined when `timeoutMs` passes first. */
   waitForOutcome(
     runId: string,

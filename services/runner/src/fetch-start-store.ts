@@ -1,0 +1,46 @@
+/**
+ * A worker's fetch that also starts its run (one server only): BullMQ's own fetch script
+ * (moveToActive-11, the text BullMQ itself sends, its includes resolved) runs as a local function
+ * of `@islet/runs`' `fetch-lease-begin-11`, which then takes the job's slot lease and begins its
+ * run's attempt, exactly as `lease-and-begin-9` would once the processor started: one script call
+ * instead of two between the marker's wake-up and the run's own work. Only the fetch's call is
+ * replaced: BullMQ builds its keys and arguments and reads the answer as usual (the answer has one
+ * more element, which BullMQ does not read).
+ */
+import { fetchLeaseBeginScript } from '@islet/runs';
+import type { RedisClient } from 'bullmq';
+import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
+import { version } from 'bullmq/dist/esm/version.js';
+import type { Redis } from 'ioredis';
+
+const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(moveToActive.content);
+/** The fused script's hash (tests tell its calls from others' by it). */
+export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
+/** The name BullMQ's fetch calls its script by, and what it passes: 11 keys, 3 arguments. */
+const FETCH_COMMAND = `moveToActive:${version}`;
+const FETCH_KEYS = moveToActive.keys;
+const FETCH_ARGS = FETCH_KEYS + 3;
+
+/**
+ * `client` for BullMQ's fetch, with the fetch's script call replaced by the fused one
+ * (`extraArgs`: the run's start's arguments, `lifecycle.fetchedStartArgs`). A run's job comes back
+ * with its start's answer, given to `started` (job id, answer) before BullMQ sees the job.
+ */
+export function startingClient(
+  client: RedisClient,
+  extraArgs: () => (string | number)[],
+  started: (jobId: string, begun: unknown) => void,
+): RedisClient {
+  const runCommand = async (name: string, args: unknown[]): Promise<unknown> => {
+    // Another BullMQ than the one this was written against: its own fetch, as it is.
+    if (name !== FETCH_COMMAND || args.length !== FETCH_ARGS) return client.runCommand(name, args);
+    const reply = (await FETCH_LEASE_BEGIN.run(
+      client as unknown as Redis,
+      args.slice(0, FETCH_KEYS) as string[],
+      [...(args.slice(FETCH_KEYS) as (string | number)[]), ...extraArgs()],
+    )) as unknown[];
+    if (reply.length > 4 && typeof reply[1] === 'string') started(reply[1], reply[4]);
+    return reply;
+  };
+  return { runCommand } as unknown as RedisClient;
+}

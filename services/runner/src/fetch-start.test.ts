@@ -1,0 +1,316 @@
+/**
+ * On one server a worker's fetch also takes its run's lease and begins its attempt
+ * (fetch-start-store.ts): between the job's add (its marker wakes the worker) and the run's own
+ * work, Redis runs one script call, not BullMQ's fetch and then the attempt's start. A refused
+ * lease still writes nothing of the run and defers the job as before; a skill's job takes its lease
+ * apart as before. Real redis-server, real BullMQ, real fair share, run store and journal; the
+ * calls are read from MONITOR (their order and names), never from time.
+ */
+import {
+  createLogger,
+  createMetrics,
+  createRedis,
+  generateSealKey,
+  keys,
+  loadConfig,
+  sealerFromConfig,
+} from '@islet/core';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import {
+  createCallJournal,
+  createRunLifecycle,
+  createRunStore,
+  noteQueued,
+  type RunJobData,
+  runJobOptions,
+} from '@islet/runs';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFairShare } from './fair-share.ts';
+import { FETCH_START_SHA } from './fetch-start-store.ts';
+import type { RunExecutor } from './run-executor.ts';
+import { createRunner } from './runner.ts';
+import type { SkillExecutor } from './skill-executor.ts';
+
+let server: RedisServer;
+let redis: Redis;
+const logger = createLogger({ name: 'fetch-start-test', level: 'silent' });
+const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
+const closers: Array<() => Promise<void>> = [];
+const sealer = sealerFromConfig(base);
+const mode = 'read-only' as const;
+
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+  redis = createRedis(server.url);
+});
+afterAll(async () => {
+  for (const close of closers.reverse()) await close().catch(() => undefined);
+  redis?.disconnect();
+  await server?.stop();
+});
+
+const lifecycle = () =>
+  createRunLifecycle({ runs: createRunStore(redis, sealer), journal: createCallJournal({ redis, sealer }) });
+
+async function newRun(id: string, tenant = 'acme') {
+  const now = Date.now();
+  const run = {
+    id,
+    tenant,
+    session: 's',
+    turn: 't',
+    callId: 'c',
+    status: 'Running' as const,
+    mode,
+    code: 'return 1',
+    description: 'Return one',
+    request: { connections: [], bindings: [] },
+    createdAt: now,
+    updatedAt: now,
+    attempts: 0,
+    cancelRequested: false,
+    clockMs: now,
+    seed: id,
+  };
+  await createRunStore(redis, sealer).create(run);
+  return run;
+}
+
+const done = {
+  status: 'Completed' as const,
+  result: { _tag: 'Completed' as const, value: 1, logs: [] },
+  text: '1',
+};
+
+async function until(what: string, ok: () => Promise<boolean>) {
+  const deadline = Date.now() + 10_000;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Commands Redis ran, in order, as MONITOR shows them (name lower-cased, then arguments). */
+async function monitor(): Promise<{ seen: string[][]; stop: () => void }> {
+  const mon = await redis.monitor();
+  const seen: string[][] = [];
+  mon.on('monitor', (_time: string, args: string[]) => {
+    seen.push([String(args[0]).toLowerCase(), ...args.slice(1).map(String)]);
+  });
+  return { seen, stop: () => mon.disconnect() };
+}
+
+/**
+ * A runner of one mode, fair share on, around an executor that begins the attempt with the job's
+ * lease (the real lifecycle), marks the run's own work with an ECHO, then ends the run. `fused`:
+ * the executor lets fetches start runs (as the real one does); else each start is its own script.
+ */
+async function setUp(queueTag: string, fused: boolean, skills?: SkillExecutor) {
+  const config = loadConfig({
+    ISLET_REDIS_URL: server.url,
+    ...base,
+    ISLET_RUNNER_MODES: mode,
+    ISLET_RUNNER_CONCURRENCY: '4',
+    ISLET_TENANT_POOL_SHARE: '0.5',
+    ISLET_TENANT_SHARE_RECHECK_MS: '60000',
+  });
+  const life = lifecycle();
+  const outcomes: string[] = [];
+  const executor: RunExecutor = {
+    execute: async (job) => {
+      const begun = await life.beginAttempt(job.runId, job.lease);
+      if (begun.deferred) {
+        outcomes.push('deferred');
+        return 'deferred';
+      }
+      if (!begun.run || begun.attempt === undefined) {
+        outcomes.push('skipped');
+        return 'skipped';
+      }
+      await redis.echo(`work ${job.runId} ${queueTag}`);
+      await life.finish(begun.run, done);
+      outcomes.push(`completed ${begun.attempt}`);
+      return 'completed';
+    },
+    giveUp: async () => undefined,
+    head: async () => null,
+    ...(fused ? { fetchedStartArgs: life.fetchedStartArgs } : {}),
+  };
+  const metrics = createMetrics({ component: 'fetch-start-test', defaults: false });
+  const runner = createRunner({ config, executor, metrics, logger, ...(skills ? { skills } : {}) });
+  const queue = new Queue<RunJobData>(runQueueName(mode), {
+    connection: { host: '127.0.0.1', port: server.port },
+    prefix: QUEUE_PREFIX,
+  });
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await runner.close(1000);
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    const found = await redis.keys('islet:{pool:read-only}:*');
+    if (found.length) await redis.del(...found);
+  };
+  closers.push(close);
+  await runner.start();
+  const add = (id: string, tenant = 'acme', attempts = 1) =>
+    queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
+  return { config, queue, outcomes, metrics, add, close };
+}
+
+/** The script calls (EVAL, EVALSHA: their hash, or `eval`) before the ECHO that marks `runId`'s work. */
+function scriptsBeforeWork(seen: string[][], runId: string): string[] {
+  const work = seen.findIndex((c) => c[0] === 'echo' && c[1]?.startsWith(`work ${runId} `));
+  expect(work).toBeGreaterThan(0);
+  return seen
+    .slice(0, work)
+    .filter((c) => c[0] === 'evalsha' || c[0] === 'eval')
+    .map((c) => (c[0] === 'evalsha' ? (c[1] ?? '') : 'eval'));
+}
+
+describe('a fetch that starts its run (one server)', () => {
+  it('the pick-up is one script call after the add: the fetch took the lease and began the attempt', async () => {
+    const t = await setUp('fused', true);
+    try {
+      // Loads the scripts, so the calls counted below are the path's own (no NOSCRIPT retry).
+      await newRun('warm');
+      await t.add('warm');
+      await until('warm to complete', async () => (await t.queue.getCompletedCount()) === 1);
+
+      await newRun('f1');
+      const m = await monitor();
+      try {
+        await t.add('f1');
+        await until('f1 to complete', async () => t.outcomes.length === 2);
+      } finally {
+        m.stop();
+      }
+      // The add's script, then the fused fetch: nothing else ran a script before the run's work.
+      const scripts = scriptsBeforeWork(m.seen, 'f1');
+      expect(scripts).toHaveLength(2);
+      expect(scripts[1]).toBe(FETCH_START_SHA);
+      expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
+      // The start as the attempt's script writes it: Running, counted, its event, then the end's
+      // release (nothing left leased).
+      expect(await redis.hget(keys.run('f1'), 'attempts')).toBe('1');
+      expect(await redis.hget(keys.run('f1'), 'status')).toBe('Completed');
+      expect(await redis.hget('islet:journal:{f1}', '#attempt')).toBe('1');
+      const events = await redis.xrange(keys.runEvents('f1'), '-', '+');
+      expect(events.some(([, f]) => f.includes('attempt') && f[f.indexOf('attempt') + 1] === '1')).toBe(true);
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+      expect(await redis.zcard(keys.poolTenantLeases(mode, 'acme'))).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('without it (an executor that does not start runs in fetches), the same pick-up takes two script calls', async () => {
+    const t = await setUp('apart', false);
+    try {
+      await newRun('warm2');
+      await t.add('warm2');
+      await until('warm2 to complete', async () => (await t.queue.getCompletedCount()) === 1);
+      await newRun('a1');
+      const m = await monitor();
+      try {
+        await t.add('a1');
+        await until('a1 to complete', async () => t.outcomes.length === 2);
+      } finally {
+        m.stop();
+      }
+      const scripts = scriptsBeforeWork(m.seen, 'a1');
+      expect(scripts).toHaveLength(3);
+      expect(scripts).not.toContain(FETCH_START_SHA);
+      expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a refused lease writes nothing of the run and defers the job without spending an attempt', async () => {
+    const t = await setUp('refused', true);
+    try {
+      // acme holds its share (two leases of four slots) while another tenant has work queued.
+      const fair = createFairShare({ redis, logger, promote: async () => true, config: t.config });
+      for (const id of ['x1', 'x2']) expect((await fair.acquire(mode, 'acme', id)).ok).toBe(true);
+      await noteQueued(redis, t.config, mode, 'other');
+      await newRun('f3');
+      const record = await redis.hgetall(keys.run('f3'));
+      const m = await monitor();
+      try {
+        await t.add('f3', 'acme', 2);
+        await until('f3 to be deferred', async () => (await t.queue.getDelayedCount()) === 1);
+      } finally {
+        m.stop();
+      }
+      // It went through the fused fetch, which refused it.
+      expect(m.seen.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
+      expect((await t.queue.getJob('f3'))?.attemptsMade).toBe(0);
+      expect(t.outcomes).toEqual(['deferred']);
+      expect(await redis.hgetall(keys.run('f3'))).toEqual(record);
+      expect(await redis.exists('islet:journal:{f3}')).toBe(0);
+      expect(await redis.zscore(keys.poolTenantDeferred(mode, 'acme'), 'f3')).not.toBeNull();
+      expect(await redis.zscore(keys.poolTenantLeases(mode, 'acme'), 'f3')).toBeNull();
+      const deferrals = await t.metrics.registry.getSingleMetricAsString(
+        'islet_tenant_share_deferrals_total',
+      );
+      expect(deferrals).toMatch(/islet_tenant_share_deferrals_total\{[^}]*mode="read-only"[^}]*\} 1/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a job taken over from a dead runner keeps its lease and counts its next attempt', async () => {
+    const t = await setUp('redelivered', true);
+    try {
+      // What a runner killed mid-run leaves: its lease (the member is the job id) and one attempt.
+      await newRun('f5');
+      const now = (await redis.time())[0];
+      const leaseUntil = Number(now) * 1000 + 30_000;
+      await redis.zadd(keys.poolTenantLeases(mode, 'acme'), leaseUntil, 'f5');
+      await redis.zadd(keys.poolBusy(mode), leaseUntil, 'f5');
+      await redis.hset('islet:journal:{f5}', '#attempt', '1');
+      await redis.hset(keys.run('f5'), 'attempts', '1');
+      const m = await monitor();
+      try {
+        await t.add('f5');
+        await until('f5 to complete', async () => t.outcomes.length === 1);
+      } finally {
+        m.stop();
+      }
+      expect(m.seen.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
+      expect(t.outcomes).toEqual(['completed 2']);
+      expect(await redis.hget(keys.run('f5'), 'attempts')).toBe('2');
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("a skill's job is fetched as BullMQ's and takes its lease apart, given back at its end", async () => {
+    const ran: string[] = [];
+    const skills = (async (job: { id: string }) => {
+      ran.push(job.id);
+      expect(await redis.zscore(keys.poolBusy(mode), job.id)).not.toBeNull();
+      return 'sealed';
+    }) as unknown as SkillExecutor;
+    const t = await setUp('skill', true, skills);
+    try {
+      await t.queue.add(
+        'skill',
+        { runId: 'skill-1', tenant: 'acme', enqueuedAtMs: Date.now(), skill: { sealedRequest: 'x' } },
+        { jobId: 'skill-1' },
+      );
+      await until('the skill to complete', async () => (await t.queue.getCompletedCount()) === 1);
+      expect(ran).toEqual(['skill-1']);
+      expect(await redis.exists('islet:journal:{skill-1}')).toBe(0);
+      await until('its lease given back', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
+    } finally {
+      await t.close();
+    }
+  });
+});
