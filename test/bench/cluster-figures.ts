@@ -123,6 +123,41 @@ export function leanPost(url: string, key: string): (body: unknown) => Promise<u
     });
 }
 
+/**
+ * One trivial run over `leanPost` (`Prefer: wait`) on a local cluster's dev key, as every per-run
+ * bench submits it; throws unless the run Completed. It names no Apps (`connections: []`) unless
+ * `tenantApps`: then it sends no `connections` and the gateway reads the tenant's Apps at submit,
+ * which command-count has always counted.
+ */
+export function trivialRun(
+  cluster: { url: string; devKey: string },
+  description: string,
+  { tenantApps = false } = {},
+): () => Promise<void> {
+  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
+  return async () => {
+    const body = (await post({
+      code: PROGRAM,
+      description,
+      sessionId: 'bench',
+      turnId: 't',
+      callId: 'c',
+      ...(tenantApps ? {} : { connections: [] }),
+    })) as { status?: string };
+    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
+  };
+}
+
+/** `runs` runs of `run` from `clients` clients, each starting its next run as its last one ends. */
+export async function burst(run: () => Promise<void>, runs: number, clients: number): Promise<void> {
+  let left = runs;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (left-- > 0) await run();
+    }),
+  );
+}
+
 /** `quick`: the ratio guard's short form (fewer runs, no binding-call figures, NaN there). */
 export async function clusterFigures(seconds: number, quick = false): Promise<ClusterFigures> {
   const app = createServer((req, res) => {

@@ -9,8 +9,7 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster } from '@islet/devstack';
-import { PROGRAM } from './baselines.ts';
-import { leanPost } from './cluster-figures.ts';
+import { trivialRun } from './cluster-figures.ts';
 import { summarize } from './profile-summary.ts';
 
 const dir = process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-prof-'));
@@ -25,18 +24,7 @@ const cluster = await startCluster({
 let runs = 0;
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 try {
-  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  const once = async () => {
-    const body = (await post({
-      code: PROGRAM,
-      description: 'Profile a trivial program',
-      sessionId: 'bench',
-      turnId: 't',
-      callId: 'c',
-      connections: [],
-    })) as { status?: string };
-    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-  };
+  const once = trivialRun(cluster, 'Profile a trivial program');
   const end = Date.now() + Number(process.env.SECS ?? 10) * 1000;
   await Promise.all(
     Array.from({ length: Number(process.env.CLIENTS ?? 16) }, async () => {

@@ -8,8 +8,7 @@
  */
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
-import { PROGRAM } from './baselines.ts';
-import { leanPost } from './cluster-figures.ts';
+import { burst, trivialRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 200);
 
@@ -21,25 +20,8 @@ const cluster = await startCluster({
     ...(process.env.BENCH_ENV ? JSON.parse(process.env.BENCH_ENV) : {}),
   },
 });
-const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-const one = async () => {
-  const body = (await post({
-    code: PROGRAM,
-    description: 'Benchmark a trivial program',
-    sessionId: 'bench',
-    turnId: 't',
-    callId: 'c',
-  })) as { status: string };
-  if (body.status !== 'Completed') throw new Error(JSON.stringify(body));
-};
-const load = async (n: number) => {
-  let left = n;
-  await Promise.all(
-    Array.from({ length: 16 }, async () => {
-      while (left-- > 0) await one();
-    }),
-  );
-};
+const one = trivialRun(cluster, 'Benchmark a trivial program', { tenantApps: true });
+const load = (n: number) => burst(one, n, 16);
 
 const shape = (key: string | undefined) =>
   (key ?? '')

@@ -10,8 +10,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { startCluster } from '@islet/devstack';
-import { PROGRAM } from './baselines.ts';
-import { leanPost } from './cluster-figures.ts';
+import { burst, trivialRun } from './cluster-figures.ts';
 
 const TICKS_PER_SECOND = 100;
 const RUNS = Number(process.env.RUNS ?? 600);
@@ -70,32 +69,15 @@ const seeHosts = () => {
 };
 
 try {
-  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  const burst = async (n: number) => {
-    let left = n;
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async () => {
-        while (left-- > 0) {
-          const body = (await post({
-            code: PROGRAM,
-            description: 'CPU split',
-            sessionId: 'bench',
-            turnId: 't',
-            callId: 'c',
-            connections: [],
-          })) as { status?: string };
-          if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-        }
-      }),
-    );
-  };
-  await burst(WARM);
+  const once = trivialRun(cluster, 'CPU split');
+  const load = (n: number) => burst(once, n, CLIENTS);
+  await load(WARM);
   seeHosts();
   const before = new Set(hosts);
   const watch = setInterval(seeHosts, 50);
   const a = ticks();
   const started = Date.now();
-  await burst(RUNS);
+  await load(RUNS);
   const b = ticks();
   clearInterval(watch);
   seeHosts();

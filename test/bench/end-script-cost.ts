@@ -10,7 +10,7 @@
 import { channels, createRedis, generateSealKey, sealerFromConfig } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { createCallJournal, createRunStore } from '@islet/runs';
-import { startRedis } from '@islet/testkit';
+import { runFixture, startRedis } from '@islet/testkit';
 import { luaSource } from '../../services/runs/src/lua-scripts.ts';
 import { FINISH_TENANT_PARAMS } from '../../services/runs/src/run-index-scripts.ts';
 import { PROGRAM } from './baselines.ts';
@@ -26,25 +26,14 @@ try {
   const runs = createRunStore(redis, sealer);
   const journal = createCallJournal({ redis, sealer });
   const now = Date.now();
-  const run = {
-    id: 'bench-run-0001',
+  const run = runFixture('bench-run-0001', {
+    createdAt: now,
     tenant: 'dev',
     session: 'bench',
-    turn: 't',
-    callId: 'c',
-    status: 'Running' as const,
-    mode: 'read-only' as const,
     code: PROGRAM,
     description: 'Measure a trivial program',
-    request: { connections: [], bindings: [] },
-    createdAt: now,
-    updatedAt: now,
-    attempts: 0,
-    cancelRequested: false,
-    clockMs: now,
-    seed: 'bench-run-0001',
     pushEnd: true,
-  };
+  });
   await runs.create(run);
   await journal.beginAttempt(run.id, `islet:run:{${run.id}}`, runs.attemptStartEvent(run.id));
   const names = await redis.keys('*');

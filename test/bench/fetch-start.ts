@@ -10,7 +10,7 @@
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { QUEUE_PREFIX } from '@islet/protocol';
 import { createCallJournal, createRunLifecycle, createRunStore, type RunLease } from '@islet/runs';
-import { startRedis } from '@islet/testkit';
+import { runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
@@ -50,24 +50,7 @@ const fetchArgs = (token: string) => [
 
 async function newJob(id: string) {
   const now = Date.now();
-  await runs.create({
-    id,
-    tenant: 'acme',
-    session: 's',
-    turn: 't',
-    callId: 'c',
-    status: 'Running',
-    mode,
-    code: 'return 1',
-    description: 'Return one',
-    request: { connections: [], bindings: [] },
-    createdAt: now,
-    updatedAt: now,
-    attempts: 0,
-    cancelRequested: false,
-    clockMs: now,
-    seed: id,
-  });
+  await runs.create(runFixture(id, { mode, createdAt: now }));
   await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: now }, { jobId: id });
 }
 

@@ -8,8 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { startCluster } from '@islet/devstack';
-import { PROGRAM } from './baselines.ts';
-import { leanPost } from './cluster-figures.ts';
+import { burst, trivialRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 300);
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ). */
@@ -27,29 +26,11 @@ const cluster = await startCluster({
   env: { ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
 });
 try {
-  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  const once = async () => {
-    const body = (await post({
-      code: PROGRAM,
-      description: 'Measure a trivial program',
-      sessionId: 'bench',
-      turnId: 't',
-      callId: 'c',
-      connections: [],
-    })) as { status?: string };
-    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-  };
+  const once = trivialRun(cluster, 'Measure a trivial program');
   const gateway = cluster.gateways[0]?.pid;
   const runner = cluster.runners[0]?.pid;
   for (const clients of [1, 16]) {
-    const batch = async (n: number) => {
-      let left = n;
-      await Promise.all(
-        Array.from({ length: clients }, async () => {
-          while (left-- > 0) await once();
-        }),
-      );
-    };
+    const batch = (n: number) => burst(once, n, clients);
     await batch(Math.max(50, clients * 4));
     const before = [cpuMs(gateway), cpuMs(runner)] as const;
     const started = performance.now();

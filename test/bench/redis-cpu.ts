@@ -16,8 +16,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
-import { PROGRAM } from './baselines.ts';
-import { leanPost } from './cluster-figures.ts';
+import { burst, trivialRun } from './cluster-figures.ts';
 
 const TICKS_PER_SECOND = 100;
 const RUNS = Number(process.env.RUNS ?? 600);
@@ -79,25 +78,8 @@ async function info() {
   return out;
 }
 
-const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-const burst = async (n: number) => {
-  let left = n;
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      while (left-- > 0) {
-        const body = (await post({
-          code: PROGRAM,
-          description: 'Redis CPU',
-          sessionId: 'bench',
-          turnId: 't',
-          callId: 'c',
-          connections: [],
-        })) as { status?: string };
-        if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-      }
-    }),
-  );
-};
+const once = trivialRun(cluster, 'Redis CPU');
+const load = (n: number) => burst(once, n, CLIENTS);
 
 /** What changed over a window, per unit (a run, or a second idle). */
 async function measure(work: () => Promise<void>) {
@@ -139,7 +121,7 @@ function report(label: string, unit: 'run' | 's', per: number, m: Awaited<Return
 
 let tracer: ChildProcess | undefined;
 try {
-  await burst(96);
+  await load(96);
   if (process.env.PERF === '1')
     tracer = spawn(
       'perf',
@@ -174,7 +156,7 @@ try {
   else if (process.env.STRACE === '1')
     tracer = spawn('strace', ['-c', '-f', '-p', redisPid], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (tracer) await new Promise((r) => setTimeout(r, 500));
-  const busy = await measure(() => burst(RUNS));
+  const busy = await measure(() => load(RUNS));
   if (tracer) {
     const done = new Promise((r) => tracer?.once('exit', r));
     tracer.kill('SIGINT');

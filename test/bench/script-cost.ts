@@ -7,8 +7,7 @@
  */
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
-import { PROGRAM } from './baselines.ts';
-import { leanPost } from './cluster-figures.ts';
+import { trivialRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 200);
 const cluster = await startCluster({
@@ -18,18 +17,7 @@ const cluster = await startCluster({
 });
 const redis = createRedis(cluster.redisConfig);
 try {
-  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  const once = async () => {
-    const body = (await post({
-      code: PROGRAM,
-      description: 'Measure a trivial program',
-      sessionId: 'bench',
-      turnId: 't',
-      callId: 'c',
-      connections: [],
-    })) as { status?: string };
-    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-  };
+  const once = trivialRun(cluster, 'Measure a trivial program');
   for (let i = 0; i < 50; i++) await once();
   await redis.config('SET', 'slowlog-log-slower-than', process.env.SLOWLOG_US ?? '0');
   await redis.config('SET', 'slowlog-max-len', '1000000');

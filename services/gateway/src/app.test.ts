@@ -1,6 +1,6 @@
 import { EventEmitter, getEventListeners } from 'node:events';
 import { channels, createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from './app.ts';
@@ -566,24 +566,7 @@ describe('runs through inject (no runner)', () => {
   });
   it('re-queues a run left without a job (gateway died between record and queue)', async () => {
     const now = Date.now();
-    const orphan = {
-      id: 'orphan-1',
-      tenant: 'acme',
-      session: 's-orphan',
-      turn: 't',
-      callId: 'c',
-      status: 'Running' as const,
-      mode: 'read-only' as const,
-      code: 'return 1',
-      description: 'Return one',
-      request: { connections: [], bindings: [] },
-      createdAt: now - 120_000,
-      updatedAt: now - 120_000,
-      attempts: 0,
-      cancelRequested: false,
-      clockMs: now,
-      seed: 'orphan-1',
-    };
+    const orphan = runFixture('orphan-1', { session: 's-orphan', createdAt: now - 120_000, clockMs: now });
     await deps.runs.create(orphan);
     await deps.runs.create({ ...orphan, id: 'young-1', createdAt: now, updatedAt: now });
     const runsService = createRunsService(deps);

@@ -14,7 +14,7 @@ import {
   type RunJobData,
   runJobOptions,
 } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,24 +71,7 @@ const recoveryOf = (deps: GatewayDeps) => {
 /** A stored, admitted run (in its tenant's in-flight index), as a gateway's submit writes it. */
 async function admit(id: string, extra: { createdAt?: number; attempts?: number } = {}) {
   const createdAt = extra.createdAt ?? Date.now() - 120_000;
-  await a.runs.create({
-    id,
-    tenant: 'acme',
-    session: `s-${id}`,
-    turn: 't',
-    callId: 'c',
-    status: 'Running',
-    mode: 'read-only',
-    code: 'return 1',
-    description: 'Return one',
-    request: { connections: [], bindings: [] },
-    createdAt,
-    updatedAt: createdAt,
-    attempts: extra.attempts ?? 0,
-    cancelRequested: false,
-    clockMs: createdAt,
-    seed: id,
-  });
+  await a.runs.create(runFixture(id, { session: `s-${id}`, createdAt, attempts: extra.attempts ?? 0 }));
   return (await a.runs.get(id))!;
 }
 

@@ -24,7 +24,7 @@ import {
   type RunJobData,
   runJobOptions,
 } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,25 +56,7 @@ const lifecycle = () =>
   createRunLifecycle({ runs: createRunStore(redis, sealer), journal: createCallJournal({ redis, sealer }) });
 
 async function newRun(id: string, tenant = 'acme') {
-  const now = Date.now();
-  const run = {
-    id,
-    tenant,
-    session: 's',
-    turn: 't',
-    callId: 'c',
-    status: 'Running' as const,
-    mode,
-    code: 'return 1',
-    description: 'Return one',
-    request: { connections: [], bindings: [] },
-    createdAt: now,
-    updatedAt: now,
-    attempts: 0,
-    cancelRequested: false,
-    clockMs: now,
-    seed: id,
-  };
+  const run = runFixture(id, { tenant, mode });
   await createRunStore(redis, sealer).create(run);
   return run;
 }

@@ -24,7 +24,7 @@ import {
   type RunJobData,
   runJobOptions,
 } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,25 +70,7 @@ function share(promote: FairShareDeps['promote'] = async () => true, concurrency
 }
 
 async function newRun(id: string, tenant = 'acme') {
-  const now = Date.now();
-  const run = {
-    id,
-    tenant,
-    session: 's',
-    turn: 't',
-    callId: 'c',
-    status: 'Running' as const,
-    mode: 'read-only' as const,
-    code: 'return 1',
-    description: 'Return one',
-    request: { connections: [], bindings: [] },
-    createdAt: now,
-    updatedAt: now,
-    attempts: 0,
-    cancelRequested: false,
-    clockMs: now,
-    seed: id,
-  };
+  const run = runFixture(id, { tenant });
   await runs().create(run);
   return run;
 }

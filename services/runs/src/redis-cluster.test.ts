@@ -12,6 +12,7 @@ import type { BindingOutcome } from '@islet/protocol';
 import { pausedRunsKey } from '@islet/protocol';
 import {
   type RedisCluster,
+  runFixture,
   type SlotCheckingRedis,
   startRedisCluster,
   startSlotCheckingRedis,
@@ -95,24 +96,7 @@ async function exerciseJournalStores(redis: Redis, prefix: string): Promise<void
 
 function newRun(tenant: string, session = 's1', createdAt = Date.now()): StoredRun {
   const id = `run-${process.pid}-${Date.now()}-${seq++}`;
-  return {
-    id,
-    tenant,
-    session,
-    turn: 't',
-    callId: 'c',
-    status: 'Running',
-    mode: 'read-only',
-    code: 'return 1',
-    description: 'Return one',
-    request: { connections: [], bindings: [] },
-    createdAt,
-    updatedAt: createdAt,
-    attempts: 0,
-    cancelRequested: false,
-    clockMs: createdAt,
-    seed: id,
-  };
+  return runFixture(id, { tenant, session, createdAt });
 }
 
 /** Every operation of the run store; each asserts what it did. */

@@ -4,7 +4,7 @@
  * count (the request's count stays its caller's to make).
  */
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
-import { startRedis } from '@islet/testkit';
+import { runFixture, startRedis } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunStore } from './run-store.ts';
 
@@ -22,27 +22,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const runOf = (id: string) => {
-  const now = Date.now();
-  return {
-    id,
-    tenant: 'ready',
-    session: 's',
-    turn: 't',
-    callId: 'c',
-    status: 'Running' as const,
-    mode: 'read-only' as const,
-    code: 'return 1',
-    description: 'Return one',
-    request: { connections: [], bindings: [] },
-    createdAt: now,
-    updatedAt: now,
-    attempts: 0,
-    cancelRequested: false,
-    clockMs: now,
-    seed: id,
-  };
-};
+const runOf = (id: string) => runFixture(id, { tenant: 'ready' });
 
 describe('run store create with a ready check', () => {
   it('sends nothing before the check passes, and nothing at all when it fails', async () => {

@@ -1,6 +1,6 @@
 import { channels, createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
-import { startRedis } from '@islet/testkit';
+import { runFixture, startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
 import { USAGE_RETENTION_SECONDS, usageDay } from './run-index.ts';
@@ -15,25 +15,7 @@ describe('run store on a real redis', () => {
     try {
       const sealer = sealerFromConfig(base);
       const runs = createRunStore(redis, sealer);
-      const now = Date.now();
-      const run = {
-        id: 'r1',
-        tenant: 't1',
-        session: 's',
-        turn: 't',
-        callId: 'c',
-        status: 'Running' as const,
-        mode: 'read-only' as const,
-        code: 'return 1',
-        description: 'Return one',
-        request: { connections: [], bindings: [] },
-        createdAt: now,
-        updatedAt: now,
-        attempts: 0,
-        cancelRequested: false,
-        clockMs: now,
-        seed: 'r1',
-      };
+      const run = runFixture('r1', { tenant: 't1' });
       await runs.create(run);
       expect(await redis.hget('islet:run:{r1}', 'code')).toMatch(/^v1\.k1\./);
       const done = {
@@ -110,26 +92,9 @@ describe('run store on a real redis', () => {
     const redis = createRedis(server.url);
     try {
       const runs = createRunStore(redis, sealerFromConfig(base), { retentionSeconds: 3600 });
+      // One creation time for every call: a run's end is given the run as it was created.
       const now = Date.now();
-      const run = (id: string) => ({
-        id,
-        tenant: 'acct',
-        session: 's',
-        turn: 't',
-        callId: 'c',
-        principal: 'p',
-        status: 'Running' as const,
-        mode: 'read-only' as const,
-        code: 'return 1',
-        description: 'Return one',
-        request: { connections: [], bindings: [] },
-        createdAt: now,
-        updatedAt: now,
-        attempts: 0,
-        cancelRequested: false,
-        clockMs: now,
-        seed: id,
-      });
+      const run = (id: string) => runFixture(id, { tenant: 'acct', principal: 'p', createdAt: now });
       const admission = { maxInFlight: 5, sessionTtlSeconds: 60, storedBytes: 1000 };
       const bytes = async () => {
         const found = await redis.keys('islet:tenant:{t:acct}:bytes:*');
@@ -220,26 +185,7 @@ describe('run store on a real redis', () => {
       const messages: string[] = [];
       sub.on('message', (_c: string, m: string) => messages.push(m));
       await sub.subscribe(channels.runEvents);
-      const now = Date.now();
-      const run = {
-        id: 'p1',
-        tenant: 't1',
-        session: 's',
-        turn: 't',
-        callId: 'c',
-        status: 'Running' as const,
-        mode: 'read-only' as const,
-        code: 'return 1',
-        description: 'Return one',
-        request: { connections: [], bindings: [] },
-        createdAt: now,
-        updatedAt: now,
-        attempts: 0,
-        cancelRequested: false,
-        clockMs: now,
-        seed: 'p1',
-        pushEnd: true,
-      };
+      const run = runFixture('p1', { tenant: 't1', pushEnd: true });
       await runs.create(run);
       await redis.hset('islet:journal:{p1}', '#attempt', '1');
       const result = { _tag: 'Completed' as const, value: 1, logs: [] };
@@ -278,24 +224,7 @@ describe('run store on a real redis', () => {
       expect(sealed.filter((p) => p === '{"status":"Running"}')).toHaveLength(1);
 
       const now = Date.now();
-      const runOf = (id: string) => ({
-        id,
-        tenant: 't1',
-        session: 's',
-        turn: 't',
-        callId: 'c',
-        status: 'Running' as const,
-        mode: 'read-only' as const,
-        code: 'return 1',
-        description: 'Return one',
-        request: { connections: [], bindings: [] },
-        createdAt: now,
-        updatedAt: now,
-        attempts: 0,
-        cancelRequested: false,
-        clockMs: now,
-        seed: id,
-      });
+      const runOf = (id: string) => runFixture(id, { tenant: 't1', createdAt: now });
       const result = { _tag: 'Completed' as const, value: 1, logs: [] };
       for (const id of ['e1', 'e2', 'e3']) {
         await runs.create(runOf(id));

@@ -10,3 +10,4 @@ export {
 } from './redis-cluster.ts';
 export { type SentinelGroup, startSentinelGroup } from './redis-sentinel-group.ts';
 export { type RedisServer, startRedis } from './redis-server.ts';
+export { type RunFixture, runFixture } from './run-fixture.ts';
