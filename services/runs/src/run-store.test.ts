@@ -196,6 +196,57 @@ describe('run store on a real redis', () => {
     }
   });
 
+  it("a session's later runs do not look for its principal while its owner stays theirs; a fresh claim still sets a missing one", async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    try {
+      const runs = createRunStore(redis, sealerFromConfig(base));
+      const now = Date.now();
+      const run = (id: string, session: string, principal?: string) => ({
+        id,
+        tenant: 'ss',
+        session,
+        turn: 't',
+        callId: 'c',
+        ...(principal ? { principal } : {}),
+        status: 'Running' as const,
+        mode: 'read-only' as const,
+        code: 'return 1',
+        description: 'Return one',
+        request: { connections: [], bindings: [] },
+        createdAt: now,
+        updatedAt: now,
+        attempts: 0,
+        cancelRequested: false,
+        clockMs: now,
+        seed: id,
+      });
+      const hsetnxCalls = async () =>
+        Number(/^cmdstat_hsetnx:calls=(\d+)/m.exec(await redis.info('commandstats'))?.[1] ?? 0);
+      const admission = { maxInFlight: 10, sessionTtlSeconds: 60 };
+      const stats = keys.indexSessionStats('ss');
+      // One session, its principal's runs, on both paths: only the first writes the principal.
+      expect(await runs.create(run('a1', 's1', 'p'), admission, async () => undefined)).toBe('created');
+      const before = await hsetnxCalls();
+      expect(await runs.create(run('a2', 's1', 'p'), admission, async () => undefined)).toBe('created');
+      expect(await runs.create(run('a3', 's1', 'p'), admission)).toBe('created');
+      expect(await hsetnxCalls()).toBe(before);
+      expect(await redis.hget(stats, 's1\nprincipal')).toBe('p');
+      expect(await redis.hget(stats, 's1\ntotal')).toBe('3');
+      // A session whose first entry had no principal (a create without admission): the admission
+      // that claims it for its principal sets it, and later ones find it.
+      await runs.create(run('b1', 's2'));
+      expect(await redis.hget(stats, 's2\nprincipal')).toBeNull();
+      expect(await runs.create(run('b2', 's2', 'q'), admission)).toBe('created');
+      expect(await redis.hget(stats, 's2\nprincipal')).toBe('q');
+      expect(await runs.create(run('b3', 's2', 'q'), admission)).toBe('created');
+      expect(await redis.hget(stats, 's2\nprincipal')).toBe('q');
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
   it("an end counts once in the index, the day's usage, the hour's health and the stored bytes, each with its expiry", async () => {
     const server = await startRedis({ appendOnly: false });
     const redis = createRedis(server.url);

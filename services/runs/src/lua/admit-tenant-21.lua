@@ -11,8 +11,8 @@
 --- @include "admit-tenant"
 --- @include "index-create"
 --- @include "charge"
-local refused = admitTenant()
+local refused, owned = admitTenant()
 if refused then return refused end
-indexCreate(7, 9)
+indexCreate(7, 9, owned)
 chargeBytes(KEYS[13], ARGV[17], ARGV[18])
 return 'created'

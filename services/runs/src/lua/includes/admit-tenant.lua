@@ -11,7 +11,8 @@
 -- dead: idem-take-over). The session goes to its first principal (refreshed for it); the quota
 -- counts runs not ended plus skills whose reservation is live.
 -- Returns nil (admitted: in-flight and session index written) or the refusal: 'over-storage
--- <bytes>', 'rate-limited', 'superseded', 'session-taken' or 'over-quota'.
+-- <bytes>', 'rate-limited', 'superseded', 'session-taken' or 'over-quota'; admitted, also whether
+-- the session's owner key already named the principal (includes/index-create.lua's `owned`).
 --- @include "in-flight"
 --- @include "stored-bytes"
 local function admitTenant()
@@ -37,5 +38,5 @@ ${COUNT_IN_WINDOW}
   if n >= tonumber(ARGV[3]) then return 'over-quota' end
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-  return nil
+  return nil, owner ~= false
 end
