@@ -108,8 +108,8 @@ describe('a tenant filling Redis', () => {
     expect(await usedMemory()).toBeLessThan(MAXMEMORY * 0.9);
     // The hog stays refused; the other tenant is not affected.
     expect((await submit(hog)).statusCode).toBe(507);
-    // The share is read beside the run's building: a submit with another refusal met meanwhile (an
-    // unknown connection) still hears the share's, as when the share was read first.
+    // The share is read in the admission: a submit refused before it (an unknown connection)
+    // still hears the share's, as when the share was read first.
     const both = await app.inject({
       method: 'POST',
       url: '/v1/runs',

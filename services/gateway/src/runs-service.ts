@@ -18,6 +18,7 @@ import {
 } from '@islet/protocol';
 import {
   type AdmissionRateCount,
+  type AdmissionStorage,
   type BindingSpec,
   decisionView,
   ESCALATION_INDEX,
@@ -33,7 +34,7 @@ import { createOwnership, mayActOn } from './ownership.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
 import { type RunCodeFields, runtimeCapabilities } from './run-request.ts';
-import { createStorageQuota, storedSizeOf } from './storage-quota.ts';
+import { createStorageQuota, storageQuotaProblem, storedSizeOf } from './storage-quota.ts';
 
 interface SubmitInput {
   fields: RunCodeFields;
@@ -177,14 +178,13 @@ export function createRunsService(deps: GatewayDeps) {
   ): Promise<StoredRun> {
     const tenant = caller.tenantId;
     const limit = caller.tenant.maxInFlightRuns ?? config.ISLET_MAX_IN_FLIGHT_RUNS;
-    // The storage quota's read goes out first and is awaited where the run is stored, before
-    // anything is sent (runs.create's `ready`): its round trip overlaps building and sealing the
-    // run. A refusal met meanwhile waits for it, so a tenant past its share hears that one first,
-    // as when the read came first. The session and in-flight quota are checked in the admission.
-    const quota = storage.check(tenant);
-    quota.catch(() => undefined);
+    // The storage quota is checked in the admission, first (its share here: cached, a Redis INFO
+    // at most once a minute, overlapping building and sealing the run). A refusal met before the
+    // admission reads the usage first, so a tenant past its share hears that one first, as from
+    // the admission. The session and in-flight quota are checked in the admission too.
+    const storageLimit = storage.limitBytes();
     const { run, codeModeOff } = await buildRun(caller, id, input, waits).catch(async (err: unknown) => {
-      await quota;
+      await storage.check(tenant);
       throw err;
     });
     const { mode, session } = run;
@@ -193,6 +193,7 @@ export function createRunsService(deps: GatewayDeps) {
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
     let enqueued = false;
     const storedBytes = storedSizeOf(run);
+    const admissionStorage: AdmissionStorage = { limitBytes: await storageLimit };
     const admitted = await lifecycle.admit(
       run,
       {
@@ -203,7 +204,7 @@ export function createRunsService(deps: GatewayDeps) {
         // The record's sealed program and request, counted by the admission (its output is
         // counted when it ends, run-store.ts).
         storedBytes,
-        ready: quota,
+        storage: admissionStorage,
       },
       runsNow
         ? () => {
@@ -222,6 +223,8 @@ export function createRunsService(deps: GatewayDeps) {
           deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
         },
       );
+    if (admitted === 'over-storage')
+      throw storageQuotaProblem(admissionStorage.usedBytes ?? 0, admissionStorage.limitBytes);
     // A session belongs to the principal that opened it (its first run). Another principal's run
     // in it is refused as if the session did not exist (walls do not tell what is behind them).
     if (admitted === 'session-taken') throw new HttpProblem('not-found', `no session ${session}`);

@@ -4,8 +4,11 @@
  * data expires, so one tenant cannot fill Redis for every tenant. The share is the smaller of
  * ISLET_TENANT_STORED_MAX_BYTES and ISLET_TENANT_REDIS_SHARE of Redis's `maxmemory`.
  *
- * Usage is read on every submit (the check overlaps the submit's other reads); a run's output is
- * counted when the run ends, so a tenant can pass its share by at most what its runs in flight
+ * Usage is read on every submit, inside the run's admission script (`limitBytes` is the share it
+ * checks; `@islet/runs` run-store.ts AdmissionStorage), so the check costs the submit no round
+ * trip of its own; a submit refused before its admission (an invalid request) is checked here
+ * (`check`), so a tenant past its share hears that first either way. A run's output is counted
+ * when the run ends, so a tenant can pass its share by at most what its runs in flight
  * print (its in-flight quota bounds that).
  */
 import type { GatewayDeps } from './deps.ts';
@@ -26,21 +29,27 @@ export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'conf
   }
 
   return {
+    /** The share of storage of each tenant, bytes (Infinity: none). */
+    limitBytes,
     /** Refuses (507) a tenant whose retained data holds its share. */
     async check(tenant: string): Promise<void> {
-      // Read on every submit (one MGET, sent beside the submit's other reads): ends count their
-      // output in Redis, not here, so a cached figure would let a tenant that ends runs quickly
-      // pass its share by whatever it ended within the cache's lifetime.
+      // Read afresh (one MGET): ends count their output in Redis, not here, so a cached figure
+      // would let a tenant that ends runs quickly pass its share by whatever it ended within the
+      // cache's lifetime.
       const [bytes, max] = await Promise.all([deps.storedBytes.usage(tenant), limitBytes()]);
-      if (bytes >= max)
-        throw new HttpProblem(
-          'storage-quota-exceeded',
-          `this tenant's retained runs hold ${bytes} bytes, its share of storage is ${max}; new runs are refused until older ones expire (ISLET_RUN_RETENTION_SECONDS)`,
-          { usedBytes: bytes, limitBytes: max },
-          { 'retry-after': '60' },
-        );
+      if (bytes >= max) throw storageQuotaProblem(bytes, max);
     },
   };
+}
+
+/** The 507 of a tenant whose retained data holds `usedBytes`, its share being `limitBytes`. */
+export function storageQuotaProblem(usedBytes: number, limitBytes: number): HttpProblem {
+  return new HttpProblem(
+    'storage-quota-exceeded',
+    `this tenant's retained runs hold ${usedBytes} bytes, its share of storage is ${limitBytes}; new runs are refused until older ones expire (ISLET_RUN_RETENTION_SECONDS)`,
+    { usedBytes, limitBytes },
+    { 'retry-after': '60' },
+  );
 }
 
 /** About what a new run's record holds once sealed (base64url: 4/3 of the bytes, plus the envelope). */

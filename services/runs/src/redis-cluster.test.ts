@@ -134,6 +134,16 @@ async function exerciseRunStore(redis: Redis, subscriber: Redis): Promise<void> 
     }),
   ).toBe('over-quota');
   expect(called).toBe(false);
+  // The storage share is read in the same tenant-slot script (its counters share the slot).
+  await redis.set(keys.storedBytes(tenant, Math.floor(Date.now() / 1000 / 8)), '5');
+  const full: { limitBytes: number; usedBytes?: number } = { limitBytes: 5 };
+  expect(
+    await runs.create(
+      { ...newRun(tenant), session: 's-followed', principal: 'bob' },
+      { ...roomy, storage: full },
+    ),
+  ).toBe('over-storage');
+  expect(full.usedBytes).toBe(5);
   await runs.finish(followed, {
     status: 'Completed',
     result: { _tag: 'Completed', value: 1, logs: [] },

@@ -1,7 +1,7 @@
 /**
  * The run store's Lua scripts (`lua/*.lua`, each file's header lists its keys and arguments):
  * each touches one hash slot (a run's `{runId}` keys or a tenant's `{t:<tenant>}` keys, see
- * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-15`,
+ * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-23`,
  * `finish-run-13` and `finish-run-release-18` (also the pool's slot) span both and run only on a
  * server that checks no slots.
  */
@@ -26,9 +26,9 @@ export const FINISH_RUN_RELEASE = loadScript('finish-run-release-18', {
   ...FINISH_TENANT_PARAMS,
 });
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
-export const ADMIT_TENANT = loadScript('admit-tenant-13', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
+export const ADMIT_TENANT = loadScript('admit-tenant-21', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
 export const CREATE_RUN = loadScript('create-run-2');
-export const ADMIT_AND_CREATE = loadScript('admit-and-create-15', {
+export const ADMIT_AND_CREATE = loadScript('admit-and-create-23', {
   COUNT_IN_WINDOW,
   ...INDEX_CREATE_PARAMS,
 });

@@ -87,6 +87,148 @@ describe('run store on a real redis', () => {
     }
   });
 
+  it("the tenant's storage share is checked in the admission's own step: one command, refused first, still counted", async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    try {
+      const runs = createRunStore(redis, sealerFromConfig(base), { retentionSeconds: 3600 });
+      const now = Date.now();
+      const run = (id: string) => ({
+        id,
+        tenant: 'full',
+        session: 's',
+        turn: 't',
+        callId: 'c',
+        principal: 'p',
+        status: 'Running' as const,
+        mode: 'read-only' as const,
+        code: 'return 1',
+        description: 'Return one',
+        request: { connections: [], bindings: [] },
+        createdAt: now,
+        updatedAt: now,
+        attempts: 0,
+        cancelRequested: false,
+        clockMs: now,
+        seed: id,
+      });
+      // The connection's own checks (ready, the slot check) made by a first create elsewhere.
+      await runs.create(
+        { ...run('warm'), tenant: 'warm' },
+        { maxInFlight: 5, sessionTtlSeconds: 60 },
+        async () => {},
+      );
+      // What the store sends, command by command (a script is one).
+      const sent: string[] = [];
+      const send = redis.sendCommand.bind(redis);
+      redis.sendCommand = (command, stream) => {
+        sent.push(command.name);
+        return send(command, stream);
+      };
+      const rateKey = keys.rateWindow('full', 0);
+      const admission = (limitBytes: number) => ({
+        maxInFlight: 5,
+        sessionTtlSeconds: 60,
+        storedBytes: 1000,
+        storage: { limitBytes } as { limitBytes: number; usedBytes?: number },
+        rate: { key: rateKey, limit: 1, counted: false },
+      });
+      // Under the share: admitted, on both paths, with nothing sent but the script (and `then`'s).
+      const first = admission(1500);
+      expect(await runs.create(run('a'), first, async () => undefined)).toBe('created');
+      expect(sent).toEqual(['eval']);
+      expect(first.storage.usedBytes).toBeUndefined();
+      sent.length = 0;
+      // The share is read across every live bucket: an older bucket's bytes count too.
+      // (Buckets of an eighth of the retention: 450 s.)
+      const older = keys.storedBytes('full', Math.floor(now / 1000 / 450) - 3);
+      await redis.set(older, '400');
+      sent.length = 0;
+      // 1000 + 400 held, under 1500: admitted (the tenant half alone: its script, by hash, then by
+      // text the first time; no read of its own).
+      const second = admission(1500);
+      second.rate.limit = 100;
+      expect(await runs.create(run('b'), second)).toBe('created');
+      expect(sent.filter((name) => name !== 'evalsha' && name !== 'eval')).toHaveLength(0);
+      sent.length = 0;
+      // Now 2400 ≥ 1500: refused with the bytes held, before the rate limit (already passed:
+      // limit 1 after two counts), its request counted all the same, nothing of the run written.
+      for (const then of [async () => undefined, undefined]) {
+        const over = admission(1500);
+        const counted = Number((await redis.get(rateKey)) ?? 0);
+        sent.length = 0;
+        expect(await runs.create(run('c'), over, then)).toBe('over-storage');
+        const byCreate = [...sent];
+        expect(over.storage.usedBytes).toBe(2400);
+        expect(over.rate.counted).toBe(true);
+        expect(Number(await redis.get(rateKey))).toBe(counted + 1);
+        expect(await redis.exists('islet:run:{c}')).toBe(0);
+        expect(await redis.zscore(keys.inFlight('full'), 'c')).toBeNull();
+        expect(byCreate.filter((name) => name !== 'evalsha' && name !== 'eval')).toHaveLength(0);
+        expect(byCreate.length).toBeLessThanOrEqual(2);
+      }
+      // No share (Infinity): nothing read, admitted (rate limited now: the share is checked first,
+      // then the limit).
+      const none = admission(Number.POSITIVE_INFINITY);
+      expect(await runs.create(run('d'), none)).toBe('rate-limited');
+      expect(none.storage.usedBytes).toBeUndefined();
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it("a session's later runs do not look for its principal while its owner stays theirs; a fresh claim still sets a missing one", async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    try {
+      const runs = createRunStore(redis, sealerFromConfig(base));
+      const now = Date.now();
+      const run = (id: string, session: string, principal?: string) => ({
+        id,
+        tenant: 'ss',
+        session,
+        turn: 't',
+        callId: 'c',
+        ...(principal ? { principal } : {}),
+        status: 'Running' as const,
+        mode: 'read-only' as const,
+        code: 'return 1',
+        description: 'Return one',
+        request: { connections: [], bindings: [] },
+        createdAt: now,
+        updatedAt: now,
+        attempts: 0,
+        cancelRequested: false,
+        clockMs: now,
+        seed: id,
+      });
+      const hsetnxCalls = async () =>
+        Number(/^cmdstat_hsetnx:calls=(\d+)/m.exec(await redis.info('commandstats'))?.[1] ?? 0);
+      const admission = { maxInFlight: 10, sessionTtlSeconds: 60 };
+      const stats = keys.indexSessionStats('ss');
+      // One session, its principal's runs, on both paths: only the first writes the principal.
+      expect(await runs.create(run('a1', 's1', 'p'), admission, async () => undefined)).toBe('created');
+      const before = await hsetnxCalls();
+      expect(await runs.create(run('a2', 's1', 'p'), admission, async () => undefined)).toBe('created');
+      expect(await runs.create(run('a3', 's1', 'p'), admission)).toBe('created');
+      expect(await hsetnxCalls()).toBe(before);
+      expect(await redis.hget(stats, 's1\nprincipal')).toBe('p');
+      expect(await redis.hget(stats, 's1\ntotal')).toBe('3');
+      // A session whose first entry had no principal (a create without admission): the admission
+      // that claims it for its principal sets it, and later ones find it.
+      await runs.create(run('b1', 's2'));
+      expect(await redis.hget(stats, 's2\nprincipal')).toBeNull();
+      expect(await runs.create(run('b2', 's2', 'q'), admission)).toBe('created');
+      expect(await redis.hget(stats, 's2\nprincipal')).toBe('q');
+      expect(await runs.create(run('b3', 's2', 'q'), admission)).toBe('created');
+      expect(await redis.hget(stats, 's2\nprincipal')).toBe('q');
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
   it("an end counts once in the index, the day's usage, the hour's health and the stored bytes, each with its expiry", async () => {
     const server = await startRedis({ appendOnly: false });
     const redis = createRedis(server.url);

@@ -44,11 +44,12 @@ import { createTenantBytesStore } from './tenant-bytes-store.ts';
 import type { CompletionEvent } from './types.ts';
 
 /**
- * What a create with an admission answers: stored, or refused because the request passed the
+ * What a create with an admission answers: stored, or refused because the tenant's retained data
+ * holds its share of storage (checked first, see AdmissionStorage), the request passed the
  * tenant's rate limit (counted at admission), the session is another principal's, the tenant is at
  * its in-flight quota, or its Idempotency-Key was taken over.
  */
-type Admission = 'created' | 'rate-limited' | 'session-taken' | 'over-quota' | 'superseded';
+type Admission = 'created' | 'over-storage' | 'rate-limited' | 'session-taken' | 'over-quota' | 'superseded';
 
 /**
  * A request's count against its tenant's per-minute rate limit, made in the admission's own step
@@ -64,6 +65,19 @@ export interface AdmissionRateCount {
   counted: boolean;
   /** Set by the caller when the admission answered 'rate-limited'. */
   refused?: boolean;
+}
+
+/**
+ * The tenant's share of Redis bytes (the gateway's storage-quota.ts), checked by the admission's
+ * own step against the tenant's stored-bytes counters (tenant-bytes-store.ts): no read of its own
+ * before the submit. A tenant holding its share is refused ('over-storage') before any other
+ * check, its request still counted against its rate limit; the store sets `usedBytes` then.
+ */
+export interface AdmissionStorage {
+  /** Bytes the tenant may hold (Infinity: no share, nothing read). */
+  limitBytes: number;
+  /** Set by the store when the admission answered 'over-storage': the bytes the tenant holds. */
+  usedBytes?: number;
 }
 
 /** A binding a run may call, resolved at submit from the run's connections. */
@@ -316,6 +330,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         rate?: AdmissionRateCount;
         /** Bytes the record stores, counted in its tenant's stored bytes when admitted. */
         storedBytes?: number;
+        /** Refuse a tenant holding its share of storage (see AdmissionStorage). */
+        storage?: AdmissionStorage;
         /**
          * A check the caller started (a read): awaited once the record is sealed and its
          * arguments built, before anything is sent, so its round trip overlaps that work. A
@@ -363,8 +379,11 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         Number(retention),
       );
       const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
-      // Not touched without bytes to count (a counter in the tenant's slot all the same).
-      const charge = storedBytes.chargeArgs(run.tenant, admission?.storedBytes ?? 0);
+      // Not touched without bytes to count (a counter in the tenant's slot all the same). The
+      // counter charged is the newest of those the storage check sums (one `now` for both).
+      const chargedAt = Date.now();
+      const charge = storedBytes.chargeArgs(run.tenant, admission?.storedBytes ?? 0, chargedAt);
+      const storageLimit = admission?.storage?.limitBytes ?? Number.POSITIVE_INFINITY;
       const admitKeys = [
         ...tenantKeys,
         keys.skillsInFlight(run.tenant),
@@ -375,6 +394,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
         ...indexKeys,
         charge.key,
+        // Not read without a share to check (ditto).
+        ...storedBytes.usageKeys(run.tenant, chargedAt).slice(0, -1),
       ];
       const admitArgs = admission && [
         run.id,
@@ -387,6 +408,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         admission.rate ? admission.rate.limit : '',
         ...indexArgs,
         ...charge.args,
+        Number.isFinite(storageLimit) ? storageLimit : '',
       ];
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
       const runArgs = [
@@ -396,6 +418,13 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         sealStatus(run.status),
         ...Object.entries(fields).flat(),
       ];
+      // The script's answer; 'over-storage <bytes>' leaves the bytes with the caller.
+      const admissionOf = (answer: unknown): Admission => {
+        const text = String(answer);
+        if (!text.startsWith('over-storage ')) return text as Admission;
+        if (admission?.storage) admission.storage.usedBytes = Number(text.slice('over-storage '.length));
+        return 'over-storage';
+      };
       if (admission?.ready) await admission.ready;
       if (admission?.rate) admission.rate.counted = true;
       const oneServer = !isRedisCluster(redis);
@@ -405,11 +434,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // it on the same connection, so a submit costs one round trip. A refused admission writes
         // nothing of the run, but its job went out: the caller removes it (see `create`'s doc).
         const [admitted, queued] = sendTogether(redis, () => [
-          ADMIT_AND_CREATE.runInOrder(
-            redis,
-            [...admitKeys, ...runKeys],
-            [...admitArgs, ...runArgs],
-          ) as Promise<Admission>,
+          ADMIT_AND_CREATE.runInOrder(redis, [...admitKeys, ...runKeys], [...admitArgs, ...runArgs]).then(
+            admissionOf,
+          ),
           then(),
         ]);
         admitted.catch(() => undefined);
@@ -422,7 +449,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // Tenant half first, awaited: a record never exists without its in-flight entry, so every
       // run the sweep cannot see was never acknowledged (see the header for the recovery path).
       if (admitArgs) {
-        const admitted = (await ADMIT_TENANT.run(redis, admitKeys, admitArgs)) as Admission;
+        const admitted = admissionOf(await ADMIT_TENANT.run(redis, admitKeys, admitArgs));
         if (admitted !== 'created') return admitted;
       } else {
         await CREATE_TENANT.run(redis, [...tenantKeys, ...indexKeys], [run.id, run.createdAt, ...indexArgs]);

@@ -4,7 +4,8 @@
  *
  * Data expires with the retention period, silently: so the count is kept in buckets of an eighth
  * of the retention, each expiring one retention after its own end, and a tenant's usage is the sum
- * of the buckets that may still hold live data (nine keys, one slot, one MGET). The count errs
+ * of the buckets that may still hold live data (nine keys, one slot, one MGET; a submit's is read
+ * inside its admission script, run-store.ts). The count errs
  * high by at most one bucket's age: data is counted up to an eighth of the retention longer than
  * it lives, never shorter.
  */
@@ -36,12 +37,19 @@ export function createTenantBytesStore(redis: Redis, options: { retentionSeconds
       const { key, args } = this.chargeArgs(tenant, bytes);
       await CHARGE.run(redis, [key], args);
     },
-    /** The tenant's retained bytes (an upper bound, see above). */
-    async usage(tenant: string, nowMs = Date.now()): Promise<number> {
+    /**
+     * The counters whose sum is the tenant's retained bytes, oldest first: the last is the one a
+     * charge at `nowMs` counts in (`chargeArgs`'s key).
+     */
+    usageKeys(tenant: string, nowMs = Date.now()): string[] {
       const last = bucketOf(nowMs);
       const names: string[] = [];
       for (let b = last - BUCKETS; b <= last; b++) names.push(keys.storedBytes(tenant, b));
-      const counts = await redis.mget(...names);
+      return names;
+    },
+    /** The tenant's retained bytes (an upper bound, see above). */
+    async usage(tenant: string, nowMs = Date.now()): Promise<number> {
+      const counts = await redis.mget(...this.usageKeys(tenant, nowMs));
       return counts.reduce((sum, c) => sum + Number(c ?? 0), 0);
     },
     /** Redis's `maxmemory` in bytes (0: none set, or not reported). */

@@ -3,19 +3,25 @@
 -- the tenant's rate-limit window. ARGV[1..8]: runId, createdAt, maxInFlight, principal,
 -- sessionTtlSeconds, nowMs, checkIdempotency ('1'|'0'), rateLimit ('' = the request was counted
 -- already).
--- With a rate limit the request is counted first, in the counter the gateway's own counts use
--- (countInWindowLua), and refused past the limit before anything else. With the check, the
+-- The tenant's stored bytes are read first (KEYS[13..21] against ARGV[19], includes/stored-bytes.lua):
+-- a tenant holding its share is refused with that before anything else, its request still counted.
+-- With a rate limit the request is counted, in the counter the gateway's own counts use
+-- (countInWindowLua), and refused past the limit before the checks that follow. With the check, the
 -- Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
 -- dead: idem-take-over). The session goes to its first principal (refreshed for it); the quota
 -- counts runs not ended plus skills whose reservation is live.
--- Returns nil (admitted: in-flight and session index written) or the refusal: 'rate-limited',
--- 'superseded', 'session-taken' or 'over-quota'.
+-- Returns nil (admitted: in-flight and session index written) or the refusal: 'over-storage
+-- <bytes>', 'rate-limited', 'superseded', 'session-taken' or 'over-quota'; admitted, also whether
+-- the session's owner key already named the principal (includes/index-create.lua's `owned`).
 --- @include "in-flight"
+--- @include "stored-bytes"
 local function admitTenant()
+  local overStorage = storedBytesOver(13, 21, ARGV[19])
   if ARGV[8] ~= '' then
 ${COUNT_IN_WINDOW}
-    if counted > tonumber(ARGV[8]) then return 'rate-limited' end
+    if not overStorage and counted > tonumber(ARGV[8]) then return 'rate-limited' end
   end
+  if overStorage then return overStorage end
   if ARGV[7] == '1' then
     local held = redis.call('GET', KEYS[5])
     if not held or cjson.decode(held).runId ~= ARGV[1] then return 'superseded' end
@@ -32,5 +38,5 @@ ${COUNT_IN_WINDOW}
   if n >= tonumber(ARGV[3]) then return 'over-quota' end
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-  return nil
+  return nil, owner ~= false
 end

@@ -1,10 +1,11 @@
--- indexCreate(k, a): the index half of a run's create, in the tenant's slot. KEYS[k..k+5]: runs
+-- indexCreate(k, a, owned): the index half of a run's create, in the tenant's slot. KEYS[k..k+5]: runs
 -- (ZSET id → createdAt), summaries (HASH id → summary JSON), ended (ZSET id → endedAt), sessions
 -- (ZSET session → last activity), session stats (HASH `<session>\n<field>`), the tenant's feed.
 -- ARGV[a..a+7]: run id, createdAt, summary JSON, session, principal ('' = none), now ms,
 -- retention ms, tenant. Also prunes up to ${PRUNE_PER_CREATE} runs whose records have expired.
+-- `owned`: the admission found the session's owner key already naming this principal (see below).
 --- @include "feed"
-local function indexCreate(k, a)
+local function indexCreate(k, a, owned)
   local runs, summaries, ended = KEYS[k], KEYS[k + 1], KEYS[k + 2]
   local sessions, stats, feed = KEYS[k + 3], KEYS[k + 4], KEYS[k + 5]
   local id, createdAt, summary, session = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
@@ -15,14 +16,18 @@ local function indexCreate(k, a)
   if session ~= '' then
     redis.call('ZADD', sessions, 'GT', createdAt, session)
     -- A session's first entry writes its fields in one HSET (total, created and principal come and
-    -- go together, see the prune below); a later one sets only a principal still missing.
+    -- go together, see the prune below); a later one sets only a principal still missing: one a
+    -- first entry without a principal left out (a create without admission). Not looked for when
+    -- the admission found the owner key already naming this principal (`owned`): runs and skills
+    -- all carry their principal, and an admission that claims the session looks, so a session
+    -- held by its principal since has it.
     if redis.call('HINCRBY', stats, session .. '\ntotal', 1) == 1 then
       if principal ~= '' then
         redis.call('HSET', stats, session .. '\ncreated', createdAt, session .. '\nprincipal', principal)
       else
         redis.call('HSET', stats, session .. '\ncreated', createdAt)
       end
-    elseif principal ~= '' then
+    elseif principal ~= '' and not owned then
       redis.call('HSETNX', stats, session .. '\nprincipal', principal)
     end
   end
