@@ -162,6 +162,24 @@ try {
   );
   const pick = sorted[Math.floor(sorted.length / 2)]!;
   const lines = readFileSync(OUT, 'utf8').split('\n');
+  // Per run over the traced runs: each process's write-type syscalls and Redis's fsyncs.
+  const first = runs[0]!.sent;
+  const last = runs.at(-1)!.received;
+  const counts = new Map<string, number>();
+  for (const line of lines) {
+    const m = /^(\d+)\s+(\d+\.\d+)\s+(\w+)/.exec(line);
+    if (!m || Number(m[2]) < first || Number(m[2]) > last) continue;
+    const call = m[3]!.replace(/^sys_(enter|exit)_/, '');
+    if (!/^(fdatasync|write|writev)$/.test(call) || m[3]!.startsWith('sys_exit_')) continue;
+    const who = `${(label.get(Number(m[1])) ?? '?').split(':')[0]} ${call}`;
+    counts.set(who, (counts.get(who) ?? 0) + 1);
+  }
+  console.log(
+    `per run: ${[...counts]
+      .sort()
+      .map(([k, n]) => `${k} ${(n / runs.length).toFixed(2)}`)
+      .join(', ')}`,
+  );
   console.log(`run ${pick.id}: ${((pick.received - pick.sent) * 1000).toFixed(2)} ms`);
   for (const line of lines) {
     const m = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/.exec(line);
