@@ -4,8 +4,8 @@
  * of `@islet/runs`' `fetch-lease-begin-11`, which then takes the job's slot lease and begins its
  * run's attempt, exactly as `lease-and-begin-9` would once the processor started: one script call
  * instead of two between the marker's wake-up and the run's own work. Only the fetch's call is
- * replaced: BullMQ builds its keys and arguments and reads the answer as usual (the answer has one
- * more element, which BullMQ does not read).
+ * replaced: BullMQ builds its keys and arguments and reads the answer as usual (the answer has two
+ * more elements, which BullMQ does not read).
  *
  * The fetch also looks at the queue behind the job it took, as `claimDrained` (queue-drain-store.ts)
  * would on the worker's next, speculative fetch: nothing waiting, prioritized or delayed, it drops
