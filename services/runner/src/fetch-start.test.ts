@@ -115,12 +115,17 @@ async function monitor(): Promise<{ seen: string[][]; sent: string[][]; stop: ()
  * lease (the real lifecycle), marks the run's own work with an ECHO, then ends the run. `fused`:
  * the executor lets fetches start runs (as the real one does); else each start is its own script.
  */
-async function setUp(queueTag: string, fused: boolean, skills?: SkillExecutor) {
+async function setUp(
+  queueTag: string,
+  fused: boolean,
+  skills?: SkillExecutor,
+  opts: { slots?: number; hold?: Promise<void> } = {},
+) {
   const config = loadConfig({
     ISLET_REDIS_URL: server.url,
     ...base,
     ISLET_RUNNER_MODES: mode,
-    ISLET_RUNNER_CONCURRENCY: '4',
+    ISLET_RUNNER_CONCURRENCY: String(opts.slots ?? 4),
     ISLET_TENANT_POOL_SHARE: '0.5',
     ISLET_TENANT_SHARE_RECHECK_MS: '60000',
   });
@@ -138,6 +143,7 @@ async function setUp(queueTag: string, fused: boolean, skills?: SkillExecutor) {
         return 'skipped';
       }
       await redis.echo(`work ${job.runId} ${queueTag}`);
+      await opts.hold;
       await life.finish(begun.run, done);
       outcomes.push(`completed ${begun.attempt}`);
       return 'completed';
@@ -245,6 +251,35 @@ describe('a fetch that starts its run (one server)', () => {
       expect(await redis.zscore(`${QUEUE_PREFIX}:${runQueueName(mode)}:marker`, '0')).toBeNull();
       expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
     } finally {
+      await t.close();
+    }
+  });
+
+  it('a fetch with a job behind its own keeps the ready marker for other workers (one slot, held)', async () => {
+    const marker = `${QUEUE_PREFIX}:${runQueueName(mode)}:marker`;
+    let release = () => {};
+    const hold = new Promise<void>((r) => {
+      release = r;
+    });
+    const t = await setUp('marker', true, undefined, { slots: 1, hold });
+    try {
+      for (const id of ['m1', 'm2']) await newRun(id);
+      // Two jobs in one write: the fetch takes m1 with m2 behind it, and m1 holds the only slot.
+      await t.queue.addBulk(
+        ['m1', 'm2'].map((id) => ({
+          name: 'run',
+          data: { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() },
+          opts: runJobOptions(id, 1),
+        })),
+      );
+      await until('m1 to start', async () => (await redis.hget(keys.run('m1'), 'attempts')) === '1');
+      // Kept for other workers: a job still waits (and the fetch said so: no look is spared).
+      expect(await redis.zscore(marker, '0')).not.toBeNull();
+      expect(t.worker().drainedByFetch).toBe(0);
+      release();
+      await until('m1 and m2 to complete', async () => (await t.queue.getCompletedCount()) === 2);
+    } finally {
+      release();
       await t.close();
     }
   });
