@@ -158,6 +158,60 @@ export async function burst(run: () => Promise<void>, runs: number, clients: num
   );
 }
 
+/** A sequential run's stages, in the order of `STAGE_NAMES`. */
+export const STAGE_NAMES = [
+  'accept → run built (gateway: auth, checks, policy)',
+  'run built → enqueue (admission and record script sent, queue add behind it)',
+  'enqueue → runner pick-up (BullMQ add, worker fetch)',
+  '  of which enqueue → processor started (add, marker wake-up, fetch; on one server the lease and attempt start in it)',
+  '  of which processor started → pick-up (slot; fair-share acquire on a Cluster)',
+  'pick-up → engine called (run read, attempt, Running, settings; on one server read from the fetch)',
+  'engine: waiting for a sandbox host',
+  'engine: isolate ready + program + result back',
+  'engine returned → end written (mapping, finish script)',
+  'end written → waiter woken → response received',
+  '  the same, from the sub-ms stamp of the end sent (endSent)',
+];
+
+/**
+ * One run's stages (ms, `STAGE_NAMES`' order) from the client's send and receipt and the record's
+ * `createdAt`, `updatedAt` and `timings` as stored (NaN where a stamp is missing).
+ */
+export function stageRow(
+  sent: number,
+  received: number,
+  createdAt: string | null | undefined,
+  updatedAt: string | null | undefined,
+  timings: string | null | undefined,
+): number[] {
+  const t = JSON.parse(timings ?? '{}') as Record<string, number>;
+  const hostWait = t.hostWaitMs ?? 0;
+  return [
+    Number(createdAt) - sent,
+    t.enqueued! - Number(createdAt),
+    t.pickedUp! - t.enqueued!,
+    // NaN (left out) where the runner does not stamp it (an A/B's older base).
+    (t.fetched ?? Number.NaN) - t.enqueued!,
+    t.pickedUp! - (t.fetched ?? Number.NaN),
+    t.engineCalled! - t.pickedUp!,
+    hostWait,
+    t.engineReturned! - t.engineCalled! - hostWait,
+    Number(updatedAt) - t.engineReturned!,
+    received - Number(updatedAt),
+    // The same hop from the runner's sub-ms stamp: `updatedAt` is whole ms cut down, which adds
+    // half a ms on average to the row above.
+    received - (t.endSent ?? Number.NaN),
+  ];
+}
+
+/** Mean and p50 of each stage over `rows` (`stageRow`'s). */
+export function stagesOf(rows: number[][]): Stage[] {
+  return STAGE_NAMES.map((name, i) => {
+    const col = rows.map((r) => r[i]!).filter((x) => Number.isFinite(x));
+    return { name, meanMs: col.reduce((s, x) => s + x, 0) / col.length, p50Ms: pct(col, 50) };
+  });
+}
+
 /** `quick`: the ratio guard's short form (fewer runs, no binding-call figures, NaN there). */
 export async function clusterFigures(seconds: number, quick = false): Promise<ClusterFigures> {
   const app = createServer((req, res) => {
@@ -234,46 +288,13 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
           'updatedAt',
           'timings',
         );
-        const t = JSON.parse(timings ?? '{}') as Record<string, number>;
-        const hostWait = t.hostWaitMs ?? 0;
-        stageRows.push([
-          Number(createdAt) - sent,
-          t.enqueued! - Number(createdAt),
-          t.pickedUp! - t.enqueued!,
-          // NaN (left out) where the runner does not stamp it (an A/B's older base).
-          (t.fetched ?? Number.NaN) - t.enqueued!,
-          t.pickedUp! - (t.fetched ?? Number.NaN),
-          t.engineCalled! - t.pickedUp!,
-          hostWait,
-          t.engineReturned! - t.engineCalled! - hostWait,
-          Number(updatedAt) - t.engineReturned!,
-          received - Number(updatedAt),
-          // The same hop from the runner's sub-ms stamp: `updatedAt` is whole ms cut down, which
-          // adds half a ms on average to the row above.
-          received - (t.endSent ?? Number.NaN),
-        ]);
+        stageRows.push(stageRow(sent, received, createdAt, updatedAt, timings));
         // The latency is the request's alone: the read of its stages above is the bench's own work.
         return received - sent;
       },
       { seconds, warmup: 0, minRuns: quick ? 10 : 30 },
     );
-    const stageNames = [
-      'accept → run built (gateway: auth, checks, policy)',
-      'run built → enqueue (admission and record script sent, queue add behind it)',
-      'enqueue → runner pick-up (BullMQ add, worker fetch)',
-      '  of which enqueue → processor started (add, marker wake-up, fetch; on one server the lease and attempt start in it)',
-      '  of which processor started → pick-up (slot; fair-share acquire on a Cluster)',
-      'pick-up → engine called (run read, attempt, Running, settings; on one server read from the fetch)',
-      'engine: waiting for a sandbox host',
-      'engine: isolate ready + program + result back',
-      'engine returned → end written (mapping, finish script)',
-      'end written → waiter woken → response received',
-      '  the same, from the sub-ms stamp of the end sent (endSent)',
-    ];
-    const stages = stageNames.map((name, i) => {
-      const col = stageRows.map((r) => r[i]!).filter((x) => Number.isFinite(x));
-      return { name, meanMs: col.reduce((s, x) => s + x, 0) / col.length, p50Ms: pct(col, 50) };
-    });
+    const stages = stagesOf(stageRows);
 
     // By entry point, not by the word: a checkout whose path has "gateway" in it (a worktree named
     // for its branch) would count every process as the gateway.

@@ -4,12 +4,19 @@
  * mean. The cluster bench's 3-second sequential phase (~500 runs, between other phases) moves by
  * ±0.3 ms from one invocation to the next here; this runs `RUNS` (default 2000) and nothing else,
  * for A/Bs of a change to a run's path: `bash test/bench/ab.sh <base> 2 "node test/bench/sequential.ts"`.
+ * `STAGES=1` also prints the cluster bench's stage breakdown (p50 and mean) over the same runs; the
+ * read of each run's stamps goes between runs, outside the latencies, but the next submit then no
+ * longer follows its predecessor's response at once (what Redis still does for the previous run,
+ * BullMQ's completion, no longer meets it), so p50s with and without it differ.
  */
+import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { PROGRAM, pct } from './baselines.ts';
-import { leanPost } from './cluster-figures.ts';
+import { leanPost, stageRow, stagesOf } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
+const STAGES = process.env.STAGES === '1';
+const now = () => performance.timeOrigin + performance.now();
 
 const cluster = await startCluster({
   gateways: 1,
@@ -21,10 +28,12 @@ const cluster = await startCluster({
     ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
   },
 });
+const redis = STAGES ? createRedis(cluster.redisUrl) : undefined;
+const stageRows: number[][] = [];
 try {
   const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
   const once = async () => {
-    const started = performance.now();
+    const started = now();
     const body = (await post({
       code: PROGRAM,
       description: 'Benchmark a trivial program',
@@ -32,18 +41,34 @@ try {
       turnId: 't',
       callId: 'c',
       connections: [],
-    })) as { status?: string };
+    })) as { id: string; status?: string };
+    const received = now();
     if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-    return performance.now() - started;
+    return { ms: received - started, sent: started, received, id: body.id };
   };
   for (let i = 0; i < 50; i++) await once();
   const lat: number[] = [];
-  for (let i = 0; i < RUNS; i++) lat.push(await once());
+  for (let i = 0; i < RUNS; i++) {
+    const run = await once();
+    lat.push(run.ms);
+    if (redis) {
+      const [createdAt, updatedAt, timings] = await redis.hmget(
+        keys.run(run.id),
+        'createdAt',
+        'updatedAt',
+        'timings',
+      );
+      stageRows.push(stageRow(run.sent, run.received, createdAt, updatedAt, timings));
+    }
+  }
   const mean = lat.reduce((a, b) => a + b, 0) / lat.length;
   console.log(
     `${RUNS} sequential runs: p50 ${pct(lat, 50).toFixed(2)} / p90 ${pct(lat, 90).toFixed(2)} / ` +
       `p99 ${pct(lat, 99).toFixed(2)} ms, mean ${mean.toFixed(2)} ms`,
   );
+  for (const s of STAGES ? stagesOf(stageRows) : [])
+    console.log(`  ${s.name}: p50 ${s.p50Ms.toFixed(2)} ms, mean ${s.meanMs.toFixed(2)} ms`);
 } finally {
+  redis?.disconnect();
   await cluster.stop();
 }

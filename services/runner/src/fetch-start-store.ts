@@ -4,8 +4,14 @@
  * of `@islet/runs`' `fetch-lease-begin-11`, which then takes the job's slot lease and begins its
  * run's attempt, exactly as `lease-and-begin-9` would once the processor started: one script call
  * instead of two between the marker's wake-up and the run's own work. Only the fetch's call is
- * replaced: BullMQ builds its keys and arguments and reads the answer as usual (the answer has one
- * more element, which BullMQ does not read).
+ * replaced: BullMQ builds its keys and arguments and reads the answer as usual (the answer has two
+ * more elements, which BullMQ does not read).
+ *
+ * The fetch also looks at the queue behind the job it took, as `claimDrained` (queue-drain-store.ts)
+ * would on the worker's next, speculative fetch: nothing waiting, prioritized or delayed, it drops
+ * the ready marker BullMQ's fetch just re-added and says so. That next fetch then blocks on the
+ * marker at once, without a look of its own: no round trip, and no fsync'd write of its own
+ * (the marker's removal lands in the fetch's) while the run's program runs.
  */
 import { fetchLeaseBeginScript } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
@@ -13,7 +19,29 @@ import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
 
-const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(moveToActive.content);
+/**
+ * BullMQ's fetch, then (when it took a job) the look behind it: answer element 6 is 1 when the
+ * queue is drained (its stale ready marker dropped), 0 when not (the marker stays for other
+ * workers). Element 5 is the run's start, set by `fetch-lease-begin-11` (nil for a skill's job).
+ * Keys are moveToActive-11's: 1 wait, 3 prioritized, 7 delayed, 11 marker.
+ */
+const FETCH_AND_LOOK = `local function bullFetch()
+${moveToActive.content}
+end
+local fetched = bullFetch()
+if type(fetched[1]) == 'table' then
+  local drained = 0
+  if redis.call('LLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[3]) == 0
+    and redis.call('ZCARD', KEYS[7]) == 0 then
+    redis.call('ZREM', KEYS[11], '0')
+    drained = 1
+  end
+  fetched[5] = false
+  fetched[6] = drained
+end
+return fetched`;
+
+const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(FETCH_AND_LOOK);
 /** The fused script's hash (tests tell its calls from others' by it). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
 /** The name BullMQ's fetch calls its script by, and what it passes: 11 keys, 3 arguments. */
@@ -24,12 +52,14 @@ const FETCH_ARGS = FETCH_KEYS + 3;
 /**
  * `client` for BullMQ's fetch, with the fetch's script call replaced by the fused one
  * (`extraArgs`: the run's start's arguments, `lifecycle.fetchedStartArgs`). A run's job comes back
- * with its start's answer, given to `started` (job id, answer) before BullMQ sees the job.
+ * with its start's answer, given to `started` (job id, answer) before BullMQ sees the job; any
+ * job with what the fetch saw behind it, given to `behind` (true: drained, its marker dropped).
  */
 export function startingClient(
   client: RedisClient,
   extraArgs: () => (string | number)[],
   started: (jobId: string, begun: unknown) => void,
+  behind: (drained: boolean) => void = () => undefined,
 ): RedisClient {
   const runCommand = async (name: string, args: unknown[]): Promise<unknown> => {
     // Another BullMQ than the one this was written against: its own fetch, as it is.
@@ -39,7 +69,8 @@ export function startingClient(
       args.slice(0, FETCH_KEYS) as string[],
       [...(args.slice(FETCH_KEYS) as (string | number)[]), ...extraArgs()],
     )) as unknown[];
-    if (reply.length > 4 && typeof reply[1] === 'string') started(reply[1], reply[4]);
+    if (reply.length > 4 && typeof reply[1] === 'string' && reply[4] !== null) started(reply[1], reply[4]);
+    if (reply.length > 5) behind(reply[5] === 1);
     return reply;
   };
   return { runCommand } as unknown as RedisClient;

@@ -30,6 +30,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFairShare } from './fair-share.ts';
 import { FETCH_START_SHA } from './fetch-start-store.ts';
+import type { ParkingWorker } from './parking-worker.ts';
 import type { RunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
 import type { SkillExecutor } from './skill-executor.ts';
@@ -75,14 +76,20 @@ async function until(what: string, ok: () => Promise<boolean>) {
   }
 }
 
-/** Commands Redis ran, in order, as MONITOR shows them (name lower-cased, then arguments). */
-async function monitor(): Promise<{ seen: string[][]; stop: () => void }> {
+/**
+ * Commands Redis ran, in order, as MONITOR shows them (name lower-cased, then arguments); `sent`:
+ * those a client sent (a script's own commands left out).
+ */
+async function monitor(): Promise<{ seen: string[][]; sent: string[][]; stop: () => void }> {
   const mon = await redis.monitor();
   const seen: string[][] = [];
-  mon.on('monitor', (_time: string, args: string[]) => {
-    seen.push([String(args[0]).toLowerCase(), ...args.slice(1).map(String)]);
+  const sent: string[][] = [];
+  mon.on('monitor', (_time: string, args: string[], source: string) => {
+    const command = [String(args[0]).toLowerCase(), ...args.slice(1).map(String)];
+    seen.push(command);
+    if (source !== 'lua') sent.push(command);
   });
-  return { seen, stop: () => mon.disconnect() };
+  return { seen, sent, stop: () => mon.disconnect() };
 }
 
 /**
@@ -90,12 +97,17 @@ async function monitor(): Promise<{ seen: string[][]; stop: () => void }> {
  * lease (the real lifecycle), marks the run's own work with an ECHO, then ends the run. `fused`:
  * the executor lets fetches start runs (as the real one does); else each start is its own script.
  */
-async function setUp(queueTag: string, fused: boolean, skills?: SkillExecutor) {
+async function setUp(
+  queueTag: string,
+  fused: boolean,
+  skills?: SkillExecutor,
+  opts: { slots?: number; hold?: Promise<void> } = {},
+) {
   const config = loadConfig({
     ISLET_REDIS_URL: server.url,
     ...base,
     ISLET_RUNNER_MODES: mode,
-    ISLET_RUNNER_CONCURRENCY: '4',
+    ISLET_RUNNER_CONCURRENCY: String(opts.slots ?? 4),
     ISLET_TENANT_POOL_SHARE: '0.5',
     ISLET_TENANT_SHARE_RECHECK_MS: '60000',
   });
@@ -113,6 +125,7 @@ async function setUp(queueTag: string, fused: boolean, skills?: SkillExecutor) {
         return 'skipped';
       }
       await redis.echo(`work ${job.runId} ${queueTag}`);
+      await opts.hold;
       await life.finish(begun.run, done);
       outcomes.push(`completed ${begun.attempt}`);
       return 'completed';
@@ -141,7 +154,8 @@ async function setUp(queueTag: string, fused: boolean, skills?: SkillExecutor) {
   await runner.start();
   const add = (id: string, tenant = 'acme', attempts = 1) =>
     queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
-  return { config, queue, outcomes, metrics, add, close };
+  const worker = () => runner.workersForTest().get(mode) as ParkingWorker<RunJobData>;
+  return { config, queue, outcomes, metrics, add, close, worker };
 }
 
 /** The script calls (EVAL, EVALSHA: their hash, or `eval`) before the ECHO that marks `runId`'s work. */
@@ -186,6 +200,68 @@ describe('a fetch that starts its run (one server)', () => {
       expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
       expect(await redis.zcard(keys.poolTenantLeases(mode, 'acme'))).toBe(0);
     } finally {
+      await t.close();
+    }
+  });
+
+  it('a fetch that leaves the queue drained spares the next fetch its look: the worker blocks on the marker at once', async () => {
+    const t = await setUp('behind', true);
+    try {
+      await newRun('warm3');
+      await t.add('warm3');
+      await until('warm3 to complete', async () => (await t.queue.getCompletedCount()) === 1);
+      await newRun('b1');
+      const before = { byFetch: t.worker().drainedByFetch, probes: t.worker().drainedProbes };
+      const m = await monitor();
+      try {
+        await t.add('b1');
+        await until('b1 to complete', async () => t.outcomes.length === 2);
+        await until('the worker to block again', async () => t.worker().drainedByFetch > before.byFetch);
+        // BullMQ's completion goes out after the run's end; the worker's next blocking pop after it.
+        await until('its blocking pop', async () =>
+          m.sent.some((c, i) => c[0] === 'bzpopmin' && i > m.sent.findIndex((d) => d[0] === 'echo')),
+        );
+      } finally {
+        m.stop();
+      }
+      // The fused fetch, then no look (MULTI with LLEN, ZCARD, ZREM) from the worker: it blocked.
+      expect(m.sent.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
+      expect(m.sent.filter((c) => c[0] === 'multi' || c[0] === 'llen')).toEqual([]);
+      expect(t.worker().drainedByFetch).toBe(before.byFetch + 1);
+      expect(t.worker().drainedProbes).toBe(before.probes);
+      // The marker the fetch re-added was dropped in the fetch: none is left to wake the worker.
+      expect(await redis.zscore(`${QUEUE_PREFIX}:${runQueueName(mode)}:marker`, '0')).toBeNull();
+      expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a fetch with a job behind its own keeps the ready marker for other workers (one slot, held)', async () => {
+    const marker = `${QUEUE_PREFIX}:${runQueueName(mode)}:marker`;
+    let release = () => {};
+    const hold = new Promise<void>((r) => {
+      release = r;
+    });
+    const t = await setUp('marker', true, undefined, { slots: 1, hold });
+    try {
+      for (const id of ['m1', 'm2']) await newRun(id);
+      // Two jobs in one write: the fetch takes m1 with m2 behind it, and m1 holds the only slot.
+      await t.queue.addBulk(
+        ['m1', 'm2'].map((id) => ({
+          name: 'run',
+          data: { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() },
+          opts: runJobOptions(id, 1),
+        })),
+      );
+      await until('m1 to start', async () => (await redis.hget(keys.run('m1'), 'attempts')) === '1');
+      // Kept for other workers: a job still waits (and the fetch said so: no look is spared).
+      expect(await redis.zscore(marker, '0')).not.toBeNull();
+      expect(t.worker().drainedByFetch).toBe(0);
+      release();
+      await until('m1 and m2 to complete', async () => (await t.queue.getCompletedCount()) === 2);
+    } finally {
+      release();
       await t.close();
     }
   });

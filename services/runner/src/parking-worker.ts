@@ -55,6 +55,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   redisFetches = 0;
   /** Looks at the queue that found it drained, so no fetch went (tests read it). */
   drainedProbes = 0;
+  /** Speculative fetches answered by what the last fetch saw behind its job: no look went (tests read it). */
+  drainedByFetch = 0;
+  /** The last fetch that started its run found the queue drained behind its job; for the next fetch only. */
+  private drainedBehind = false;
 
   protected override async moveToActive(
     client: RedisClient,
@@ -92,9 +96,14 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   }
 
   private async fetch(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {
-    // Woken by the marker: a job (or a due delayed one) announced itself; BullMQ fetches.
-    if (this.loop.waiting === null && (await claimDrained(client, this.keys))) {
-      this.drainedProbes++;
+    const drainedBehind = this.drainedBehind;
+    this.drainedBehind = false;
+    // Woken by the marker: a job (or a due delayed one) announced itself; BullMQ fetches. Else
+    // the previous fetch's look (its stale marker dropped then; a job added since set its own),
+    // or a look now.
+    if (this.loop.waiting === null && (drainedBehind || (await claimDrained(client, this.keys)))) {
+      if (drainedBehind) this.drainedByFetch++;
+      else this.drainedProbes++;
       // What BullMQ's empty fetch does: no delays pending (none is delayed), drained (emitted once).
       this.loop.updateDelays(0, 0);
       return this.nextJobFromJobData(undefined, undefined, token);
@@ -107,6 +116,9 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
             client,
             () => start.args(),
             (jobId, begun) => this.started.set(jobId, begun),
+            (drained) => {
+              this.drainedBehind = drained;
+            },
           )
         : client;
     const job = await super.moveToActive(starting, token, name);

@@ -1,0 +1,197 @@
+/**
+ * Where a sequential run's time goes, syscall by syscall: a local cluster as `sequential.ts` sets
+ * it up, `WARM` runs first, then `strace -f -ttt` attached to every process of the cluster (Redis,
+ * gateway, runner, sandbox hosts) while `RUNS` more go one after another. Prints, for the run
+ * whose latency is the median, each traced syscall between the client's send and its receipt,
+ * labelled by process and thread, with the time since the send. strace slows each syscall, so
+ * the gaps are inflated; what it shows is the order of the messages and every wait between them
+ * (an `epoll_wait` that returns 0 is a timer firing, a read of EAGAIN a wake-up for nothing).
+ *
+ * `PERF=1` uses `perf record` of syscall tracepoints instead (a few µs a syscall, monotonic
+ * clock): writes and reads with their sizes, fdatasync's entry and exit, epoll wake-ups; the
+ * gaps are then close to the real ones, and the order is the same.
+ *
+ *   node test/bench/hop-trace.ts                 (BENCH_TENANT_SHARE default 0.5, RUNS 30)
+ *   PERF=1 RUNS=60 node test/bench/hop-trace.ts
+ *   TRACE='read,write,writev,epoll_wait,epoll_pwait,fdatasync' node test/bench/hop-trace.ts
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { startCluster } from '@islet/devstack';
+import { PROGRAM } from './baselines.ts';
+import { leanPost } from './cluster-figures.ts';
+
+const RUNS = Number(process.env.RUNS ?? 30);
+const WARM = Number(process.env.WARM ?? 300);
+const TRACE =
+  process.env.TRACE ??
+  'read,write,writev,readv,sendto,recvfrom,sendmsg,recvmsg,epoll_wait,epoll_pwait,epoll_pwait2,fdatasync,fsync,futex,io_uring_enter,openat';
+const OUT = process.env.OUT ?? `/tmp/hop-trace-${process.pid}.txt`;
+const PERF = process.env.PERF === '1';
+const PERF_EVENTS = [
+  'syscalls:sys_enter_write',
+  'syscalls:sys_enter_writev',
+  'syscalls:sys_exit_read',
+  'syscalls:sys_enter_fdatasync',
+  'syscalls:sys_exit_fdatasync',
+  'syscalls:sys_exit_epoll_wait',
+  'syscalls:sys_exit_epoll_pwait',
+];
+
+function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {}
+  }
+  const out: number[] = [];
+  const queue = [root];
+  while (queue.length > 0)
+    for (const c of children.get(queue.shift()!) ?? []) {
+      out.push(c);
+      queue.push(c);
+    }
+  return out;
+}
+
+const kindOf = (cmd: string) =>
+  cmd.includes('redis-server')
+    ? 'redis'
+    : cmd.includes('gateway/src/main.ts')
+      ? 'gateway'
+      : cmd.includes('runner/src/main.ts')
+        ? 'runner'
+        : cmd.includes('host')
+          ? 'host'
+          : undefined;
+
+const cluster = await startCluster({
+  gateways: 1,
+  runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
+  env: {
+    ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE ?? '0.5',
+    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+  },
+});
+// perf stamps with CLOCK_MONOTONIC (this kernel's perf has no realtime clock), strace with the wall clock.
+const now = () =>
+  PERF ? Number(process.hrtime.bigint()) / 1e9 : (performance.timeOrigin + performance.now()) / 1000;
+try {
+  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
+  const once = async () => {
+    const sent = now();
+    const body = (await post({
+      code: PROGRAM,
+      description: 'Benchmark a trivial program',
+      sessionId: 'bench',
+      turnId: 't',
+      callId: 'c',
+      connections: [],
+    })) as { id: string; status?: string };
+    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
+    return { sent, received: now(), id: body.id };
+  };
+  for (let i = 0; i < WARM; i++) await once();
+  const label = new Map<number, string>();
+  const pids: number[] = [];
+  for (const pid of descendants(process.pid)) {
+    let cmd = '';
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    } catch {
+      continue;
+    }
+    const kind = kindOf(cmd);
+    if (!kind) continue;
+    pids.push(pid);
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      let comm = '';
+      try {
+        comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      } catch {}
+      label.set(Number(tid), `${kind}:${comm}`);
+    }
+  }
+  // PERF=1: kernel tracepoints instead of ptrace (a few µs a syscall, not tens).
+  const tracer = PERF
+    ? spawn(
+        'perf',
+        [
+          'record',
+          '-q',
+          '-k',
+          'mono',
+          '-o',
+          `${OUT}.data`,
+          '-p',
+          pids.join(','),
+          ...PERF_EVENTS.flatMap((e) => ['-e', e]),
+        ],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      )
+    : spawn(
+        'strace',
+        ['-f', '-ttt', '-T', '-e', `trace=${TRACE}`, '-o', OUT, ...pids.flatMap((p) => ['-p', String(p)])],
+        { stdio: ['ignore', 'ignore', 'inherit'] },
+      );
+  await new Promise((r) => setTimeout(r, 1500));
+  const runs: { sent: number; received: number; id: string }[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await once());
+  await new Promise((r) => setTimeout(r, 300));
+  if (tracer.exitCode !== null) throw new Error(`the tracer exited early (${tracer.exitCode})`);
+  const exited = new Promise((r) => tracer.once('exit', r));
+  tracer.kill('SIGINT');
+  await exited;
+  if (PERF)
+    writeFileSync(
+      OUT,
+      execFileSync('perf', ['script', '-i', `${OUT}.data`, '-F', 'tid,time,event,trace'], {
+        maxBuffer: 1 << 30,
+      })
+        .toString()
+        // `tid time: event: args` into strace's `tid time args` shape
+        .replace(/^\s*(\d+)\s+(\d+\.\d+):\s+syscalls:(\S+):?\s*/gm, '$1 $2 $3 '),
+    );
+  const sorted = [...runs].sort((a, b) => a.received - a.sent - (b.received - b.sent));
+  console.log(
+    `latencies under the tracer (ms): ${sorted.map((r) => ((r.received - r.sent) * 1000).toFixed(1)).join(' ')}`,
+  );
+  const pick = sorted[Math.floor(sorted.length / 2)]!;
+  const lines = readFileSync(OUT, 'utf8').split('\n');
+  // Per run over the traced runs: each process's write-type syscalls and Redis's fsyncs.
+  const first = runs[0]!.sent;
+  const last = runs.at(-1)!.received;
+  const counts = new Map<string, number>();
+  for (const line of lines) {
+    const m = /^(\d+)\s+(\d+\.\d+)\s+(\w+)/.exec(line);
+    if (!m || Number(m[2]) < first || Number(m[2]) > last) continue;
+    const call = m[3]!.replace(/^sys_(enter|exit)_/, '');
+    if (!/^(fdatasync|write|writev)$/.test(call) || m[3]!.startsWith('sys_exit_')) continue;
+    const who = `${(label.get(Number(m[1])) ?? '?').split(':')[0]} ${call}`;
+    counts.set(who, (counts.get(who) ?? 0) + 1);
+  }
+  console.log(
+    `per run: ${[...counts]
+      .sort()
+      .map(([k, n]) => `${k} ${(n / runs.length).toFixed(2)}`)
+      .join(', ')}`,
+  );
+  console.log(`run ${pick.id}: ${((pick.received - pick.sent) * 1000).toFixed(2)} ms`);
+  for (const line of lines) {
+    const m = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const t = Number(m[2]);
+    if (t < pick.sent - 0.0005 || t > pick.received + 0.0005) continue;
+    const who = label.get(Number(m[1])) ?? `?:${m[1]}`;
+    console.log(
+      `${((t - pick.sent) * 1000).toFixed(3).padStart(8)}  ${who.padEnd(22)} ${m[3]!.slice(0, 150)}`,
+    );
+  }
+  console.log(`full trace: ${OUT}`);
+} finally {
+  await cluster.stop();
+}
