@@ -33,6 +33,14 @@ export interface Prepared {
   readonly sink: { run: HostRun | undefined };
 }
 
+/** Where a run's frames go: the host's stdout (host-output.ts); a test hands its own. */
+export interface HostOutput {
+  send: typeof send;
+  flush: typeof flush;
+}
+
+const STDOUT: HostOutput = { send, flush };
+
 export class HostRun {
   private readonly isolate: ivm.Isolate;
   /** The isolate's CPU time when this run adopted it, ns. */
@@ -59,10 +67,17 @@ export class HostRun {
   private flushScheduled = false;
   private readonly poll: NodeJS.Timeout;
   private readonly onFinished: () => void;
+  private readonly out: HostOutput;
 
-  constructor(msg: Extract<ToHost, { t: 'run' }>, prepared: Prepared, onFinished: () => void) {
+  constructor(
+    msg: Extract<ToHost, { t: 'run' }>,
+    prepared: Prepared,
+    onFinished: () => void,
+    out: HostOutput = STDOUT,
+  ) {
     this.msg = msg;
     this.onFinished = onFinished;
+    this.out = out;
     this.allowed = new Set(msg.config.bindings);
     this.prepared = prepared;
     this.isolate = prepared.isolate;
@@ -101,8 +116,8 @@ export class HostRun {
       this.inFirstTurn = false;
     }
     // With the calls the turn made, in one write; a program that ended sends `done` next instead.
-    if (!this.finished) send({ t: 'turn' }, true);
-    flush();
+    if (!this.finished) this.out.send({ t: 'turn' }, true);
+    this.out.flush();
   }
 
   private afterIsolateError(e: unknown): void {
@@ -211,7 +226,7 @@ export class HostRun {
     this.logBatch = [];
     this.logBatchBytes = 0;
     if (truncated) this.truncationReported = true;
-    send({ t: 'logs', lines, ...(truncated ? { truncated: true } : {}) });
+    this.out.send({ t: 'logs', lines, ...(truncated ? { truncated: true } : {}) });
   }
 
   onCall(id: unknown, binding: unknown, argsJson: unknown): void {
@@ -242,7 +257,7 @@ export class HostRun {
       }
       this.nextCallId++;
       this.flushLogs();
-      send({ t: 'call', id, binding, argsJson }, true);
+      this.out.send({ t: 'call', id, binding, argsJson }, true);
     } catch (e) {
       this.internalError(e);
     }
@@ -345,7 +360,7 @@ export class HostRun {
     const forget = () => {
       this.tasks.delete(task);
       // The isolate's turn ended: the calls it made go out together.
-      flush();
+      this.out.flush();
     };
     task.then(forget, forget);
     return task;
@@ -366,11 +381,17 @@ export class HostRun {
     // deferred runs before it returns: the isolate is stopped here, at once, and `start` returns.
     // Also when the program ended: work it left behind (a detached promise chain that spins) would
     // otherwise hold the turn, and the run, until the deadline.
+    const stoppedHere = this.inFirstTurn && !this.isolate.isDisposed && this.tasks.size === 0;
     if (this.inFirstTurn && !this.isolate.isDisposed) this.isolate.dispose();
-    // Dispose first so the program runs no further, then report once the isolate's thread has
-    // really stopped: dispose() returns at once, but an uninterruptible builtin keeps running until
-    // it returns. If that takes too long, the engine's watchdog kills this process (worker-exit).
-    // Deferred: we may be inside a synchronous callback from the isolate's thread.
+    // Stopped on this thread, the program runs no further: V8 ends it as this callback returns, and
+    // no delivery is in flight (they begin after `turn`). So the run is reported now, and V8 tears
+    // the isolate down after (when the turn unwinds, most of a trivial run's time in this host),
+    // while the engine already goes on with the result.
+    if (stoppedHere) this.report(done, cpuMs);
+    // Otherwise dispose first so the program runs no further, then report once the isolate's thread
+    // has really stopped: dispose() returns at once, but an uninterruptible builtin keeps running
+    // until it returns. If that takes too long, the engine's watchdog kills this process
+    // (worker-exit). Deferred: we may be inside a synchronous callback from the isolate's thread.
     setImmediate(() => {
       try {
         this.prepared.startRef.release();
@@ -380,12 +401,14 @@ export class HostRun {
       } catch {
         // already disposed
       }
-      void Promise.allSettled([...this.tasks]).then(() => {
-        this.flushLogs();
-        send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
-        this.onFinished();
-      });
+      if (!stoppedHere) void Promise.allSettled([...this.tasks]).then(() => this.report(done, cpuMs));
     });
+  }
+
+  private report(done: HostDone, cpuMs: number | undefined): void {
+    this.flushLogs();
+    this.out.send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
+    this.onFinished();
   }
 }
 
