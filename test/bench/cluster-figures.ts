@@ -148,6 +148,31 @@ export function trivialRun(
   };
 }
 
+/**
+ * One trivial run as `sequential.ts` and `hop-trace.ts` submit it, stamped with `now` right before
+ * the send and right after the response; throws unless the run Completed.
+ */
+export function stampedRun(
+  cluster: { url: string; devKey: string },
+  now: () => number,
+): () => Promise<{ sent: number; received: number; id: string }> {
+  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
+  return async () => {
+    const sent = now();
+    const body = (await post({
+      code: PROGRAM,
+      description: 'Benchmark a trivial program',
+      sessionId: 'bench',
+      turnId: 't',
+      callId: 'c',
+      connections: [],
+    })) as { id: string; status?: string };
+    const received = now();
+    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
+    return { sent, received, id: body.id };
+  };
+}
+
 /** `runs` runs of `run` from `clients` clients, each starting its next run as its last one ends. */
 export async function burst(run: () => Promise<void>, runs: number, clients: number): Promise<void> {
   let left = runs;

@@ -18,8 +18,8 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { startCluster } from '@islet/devstack';
-import { PROGRAM } from './baselines.ts';
-import { leanPost } from './cluster-figures.ts';
+import { processTree } from './capacity-cpu.ts';
+import { stampedRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
 const WARM = Number(process.env.WARM ?? 300);
@@ -37,26 +37,6 @@ const PERF_EVENTS = [
   'syscalls:sys_exit_epoll_wait',
   'syscalls:sys_exit_epoll_pwait',
 ];
-
-function descendants(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-    } catch {}
-  }
-  const out: number[] = [];
-  const queue = [root];
-  while (queue.length > 0)
-    for (const c of children.get(queue.shift()!) ?? []) {
-      out.push(c);
-      queue.push(c);
-    }
-  return out;
-}
 
 const kindOf = (cmd: string) =>
   cmd.includes('redis-server')
@@ -81,24 +61,11 @@ const cluster = await startCluster({
 const now = () =>
   PERF ? Number(process.hrtime.bigint()) / 1e9 : (performance.timeOrigin + performance.now()) / 1000;
 try {
-  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  const once = async () => {
-    const sent = now();
-    const body = (await post({
-      code: PROGRAM,
-      description: 'Benchmark a trivial program',
-      sessionId: 'bench',
-      turnId: 't',
-      callId: 'c',
-      connections: [],
-    })) as { id: string; status?: string };
-    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-    return { sent, received: now(), id: body.id };
-  };
+  const once = stampedRun(cluster, now);
   for (let i = 0; i < WARM; i++) await once();
   const label = new Map<number, string>();
   const pids: number[] = [];
-  for (const pid of descendants(process.pid)) {
+  for (const pid of processTree(process.pid).slice(1)) {
     let cmd = '';
     try {
       cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');

@@ -11,8 +11,8 @@
  */
 import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
-import { PROGRAM, pct } from './baselines.ts';
-import { leanPost, stageRow, stagesOf } from './cluster-figures.ts';
+import { pct } from './baselines.ts';
+import { stageRow, stagesOf, stampedRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
 const STAGES = process.env.STAGES === '1';
@@ -31,20 +31,10 @@ const cluster = await startCluster({
 const redis = STAGES ? createRedis(cluster.redisUrl) : undefined;
 const stageRows: number[][] = [];
 try {
-  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
+  const stamped = stampedRun(cluster, now);
   const once = async () => {
-    const started = now();
-    const body = (await post({
-      code: PROGRAM,
-      description: 'Benchmark a trivial program',
-      sessionId: 'bench',
-      turnId: 't',
-      callId: 'c',
-      connections: [],
-    })) as { id: string; status?: string };
-    const received = now();
-    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-    return { ms: received - started, sent: started, received, id: body.id };
+    const run = await stamped();
+    return { ...run, ms: run.received - run.sent };
   };
   for (let i = 0; i < 50; i++) await once();
   const lat: number[] = [];

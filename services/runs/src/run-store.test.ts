@@ -8,11 +8,42 @@ import { createRunStore } from './run-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
 
+/** A fresh Redis (no append-only file) and a client on it, both gone when `body` settles. */
+async function withRedis(body: (redis: ReturnType<typeof createRedis>) => Promise<void>): Promise<void> {
+  const server = await startRedis({ appendOnly: false });
+  const redis = createRedis(server.url);
+  try {
+    await body(redis);
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+}
+
+/** A running read-only run's record, created at `now` (no principal when none is given). */
+const record = (now: number, id: string, tenant: string, session: string, principal?: string) => ({
+  id,
+  tenant,
+  session,
+  turn: 't',
+  callId: 'c',
+  ...(principal ? { principal } : {}),
+  status: 'Running' as const,
+  mode: 'read-only' as const,
+  code: 'return 1',
+  description: 'Return one',
+  request: { connections: [], bindings: [] },
+  createdAt: now,
+  updatedAt: now,
+  attempts: 0,
+  cancelRequested: false,
+  clockMs: now,
+  seed: id,
+});
+
 describe('run store on a real redis', () => {
   it('a single final status; admission and the Idempotency-Key take-over', async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = createRedis(server.url);
-    try {
+    await withRedis(async (redis) => {
       const sealer = sealerFromConfig(base);
       const runs = createRunStore(redis, sealer);
       const run = runFixture('r1', { tenant: 't1' });
@@ -81,37 +112,14 @@ describe('run store on a real redis', () => {
       expect(await redis.get(idem)).toBe(next);
       await runs.releaseIdempotency(idem, next);
       expect(await redis.exists(idem)).toBe(0);
-    } finally {
-      redis.disconnect();
-      await server.stop();
-    }
+    });
   });
 
   it("the tenant's storage share is checked in the admission's own step: one command, refused first, still counted", async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = createRedis(server.url);
-    try {
+    await withRedis(async (redis) => {
       const runs = createRunStore(redis, sealerFromConfig(base), { retentionSeconds: 3600 });
       const now = Date.now();
-      const run = (id: string) => ({
-        id,
-        tenant: 'full',
-        session: 's',
-        turn: 't',
-        callId: 'c',
-        principal: 'p',
-        status: 'Running' as const,
-        mode: 'read-only' as const,
-        code: 'return 1',
-        description: 'Return one',
-        request: { connections: [], bindings: [] },
-        createdAt: now,
-        updatedAt: now,
-        attempts: 0,
-        cancelRequested: false,
-        clockMs: now,
-        seed: id,
-      });
+      const run = (id: string) => record(now, id, 'full', 's', 'p');
       // The connection's own checks (ready, the slot check) made by a first create elsewhere.
       await runs.create(
         { ...run('warm'), tenant: 'warm' },
@@ -172,37 +180,15 @@ describe('run store on a real redis', () => {
       const none = admission(Number.POSITIVE_INFINITY);
       expect(await runs.create(run('d'), none)).toBe('rate-limited');
       expect(none.storage.usedBytes).toBeUndefined();
-    } finally {
-      redis.disconnect();
-      await server.stop();
-    }
+    });
   });
 
   it("a session's later runs do not look for its principal while its owner stays theirs; a fresh claim still sets a missing one", async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = createRedis(server.url);
-    try {
+    await withRedis(async (redis) => {
       const runs = createRunStore(redis, sealerFromConfig(base));
       const now = Date.now();
-      const run = (id: string, session: string, principal?: string) => ({
-        id,
-        tenant: 'ss',
-        session,
-        turn: 't',
-        callId: 'c',
-        ...(principal ? { principal } : {}),
-        status: 'Running' as const,
-        mode: 'read-only' as const,
-        code: 'return 1',
-        description: 'Return one',
-        request: { connections: [], bindings: [] },
-        createdAt: now,
-        updatedAt: now,
-        attempts: 0,
-        cancelRequested: false,
-        clockMs: now,
-        seed: id,
-      });
+      const run = (id: string, session: string, principal?: string) =>
+        record(now, id, 'ss', session, principal);
       const hsetnxCalls = async () =>
         Number(/^cmdstat_hsetnx:calls=(\d+)/m.exec(await redis.info('commandstats'))?.[1] ?? 0);
       const admission = { maxInFlight: 10, sessionTtlSeconds: 60 };
@@ -223,16 +209,11 @@ describe('run store on a real redis', () => {
       expect(await redis.hget(stats, 's2\nprincipal')).toBe('q');
       expect(await runs.create(run('b3', 's2', 'q'), admission)).toBe('created');
       expect(await redis.hget(stats, 's2\nprincipal')).toBe('q');
-    } finally {
-      redis.disconnect();
-      await server.stop();
-    }
+    });
   });
 
   it("an end counts once in the index, the day's usage, the hour's health and the stored bytes, each with its expiry", async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = createRedis(server.url);
-    try {
+    await withRedis(async (redis) => {
       const runs = createRunStore(redis, sealerFromConfig(base), { retentionSeconds: 3600 });
       // One creation time for every call: a run's end is given the run as it was created.
       const now = Date.now();
@@ -312,10 +293,7 @@ describe('run store on a real redis', () => {
       // The ends' stored fields were counted (every end, as before), in the same counter.
       expect((await bytes()).sum).toBeGreaterThan(2000);
       expect(await redis.ttl(created.keys[0]!)).toBeGreaterThan(3600);
-    } finally {
-      redis.disconnect();
-      await server.stop();
-    }
+    });
   });
 
   it('an end pushed to its waiter carries the record as stored after the end, and the journal', async () => {
@@ -346,9 +324,7 @@ describe('run store on a real redis', () => {
     }
   });
   it("seals each status event's data once per store and reuses it; every event still opens to its status", async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = createRedis(server.url);
-    try {
+    await withRedis(async (redis) => {
       const inner = sealerFromConfig(base);
       const sealed: string[] = [];
       const sealer = {
@@ -382,9 +358,6 @@ describe('run store on a real redis', () => {
       expect(sealed.filter((p) => p === '{"status":"Running"}')).toHaveLength(1);
       expect(sealed.filter((p) => p === JSON.stringify(result))).toHaveLength(3);
       expect(sealed.filter((p) => p === '1')).toHaveLength(3);
-    } finally {
-      redis.disconnect();
-      await server.stop();
-    }
+    });
   });
 });
