@@ -158,6 +158,13 @@ async function setUp(
   return { config, queue, outcomes, metrics, add, close, worker };
 }
 
+/** A first run through `t`'s runner to completion: it loads the scripts, so later calls are the path's own. */
+async function warmUp(t: Awaited<ReturnType<typeof setUp>>, id: string): Promise<void> {
+  await newRun(id);
+  await t.add(id);
+  await until(`${id} to complete`, async () => (await t.queue.getCompletedCount()) === 1);
+}
+
 /** The script calls (EVAL, EVALSHA: their hash, or `eval`) before the ECHO that marks `runId`'s work. */
 function scriptsBeforeWork(seen: string[][], runId: string): string[] {
   const work = seen.findIndex((c) => c[0] === 'echo' && c[1]?.startsWith(`work ${runId} `));
@@ -173,9 +180,7 @@ describe('a fetch that starts its run (one server)', () => {
     const t = await setUp('fused', true);
     try {
       // Loads the scripts, so the calls counted below are the path's own (no NOSCRIPT retry).
-      await newRun('warm');
-      await t.add('warm');
-      await until('warm to complete', async () => (await t.queue.getCompletedCount()) === 1);
+      await warmUp(t, 'warm');
 
       await newRun('f1');
       const m = await monitor();
@@ -207,9 +212,7 @@ describe('a fetch that starts its run (one server)', () => {
   it('a fetch that leaves the queue drained spares the next fetch its look: the worker blocks on the marker at once', async () => {
     const t = await setUp('behind', true);
     try {
-      await newRun('warm3');
-      await t.add('warm3');
-      await until('warm3 to complete', async () => (await t.queue.getCompletedCount()) === 1);
+      await warmUp(t, 'warm3');
       await newRun('b1');
       const before = { byFetch: t.worker().drainedByFetch, probes: t.worker().drainedProbes };
       const m = await monitor();
@@ -269,9 +272,7 @@ describe('a fetch that starts its run (one server)', () => {
   it('without it (an executor that does not start runs in fetches), the same pick-up takes two script calls', async () => {
     const t = await setUp('apart', false);
     try {
-      await newRun('warm2');
-      await t.add('warm2');
-      await until('warm2 to complete', async () => (await t.queue.getCompletedCount()) === 1);
+      await warmUp(t, 'warm2');
       await newRun('a1');
       const m = await monitor();
       try {
