@@ -20,27 +20,6 @@ async function withRedis(body: (redis: ReturnType<typeof createRedis>) => Promis
   }
 }
 
-/** A running read-only run's record, created at `now` (no principal when none is given). */
-const record = (now: number, id: string, tenant: string, session: string, principal?: string) => ({
-  id,
-  tenant,
-  session,
-  turn: 't',
-  callId: 'c',
-  ...(principal ? { principal } : {}),
-  status: 'Running' as const,
-  mode: 'read-only' as const,
-  code: 'return 1',
-  description: 'Return one',
-  request: { connections: [], bindings: [] },
-  createdAt: now,
-  updatedAt: now,
-  attempts: 0,
-  cancelRequested: false,
-  clockMs: now,
-  seed: id,
-});
-
 describe('run store on a real redis', () => {
   it('a single final status; admission and the Idempotency-Key take-over', async () => {
     await withRedis(async (redis) => {
@@ -119,7 +98,7 @@ describe('run store on a real redis', () => {
     await withRedis(async (redis) => {
       const runs = createRunStore(redis, sealerFromConfig(base), { retentionSeconds: 3600 });
       const now = Date.now();
-      const run = (id: string) => record(now, id, 'full', 's', 'p');
+      const run = (id: string) => runFixture(id, { tenant: 'full', principal: 'p', createdAt: now });
       // The connection's own checks (ready, the slot check) made by a first create elsewhere.
       await runs.create(
         { ...run('warm'), tenant: 'warm' },
@@ -188,7 +167,7 @@ describe('run store on a real redis', () => {
       const runs = createRunStore(redis, sealerFromConfig(base));
       const now = Date.now();
       const run = (id: string, session: string, principal?: string) =>
-        record(now, id, 'ss', session, principal);
+        runFixture(id, { tenant: 'ss', session, ...(principal ? { principal } : {}), createdAt: now });
       const hsetnxCalls = async () =>
         Number(/^cmdstat_hsetnx:calls=(\d+)/m.exec(await redis.info('commandstats'))?.[1] ?? 0);
       const admission = { maxInFlight: 10, sessionTtlSeconds: 60 };
