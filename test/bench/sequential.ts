@@ -7,11 +7,14 @@
  * `STAGES=1` also prints the cluster bench's stage breakdown (p50 and mean) over the same runs; the
  * read of each run's stamps goes between runs, outside the latencies, but the next submit then no
  * longer follows its predecessor's response at once (what Redis still does for the previous run,
- * BullMQ's completion, no longer meets it), so p50s with and without it differ.
+ * BullMQ's completion, no longer meets it), so p50s with and without it differ. `CALLS=1` also
+ * prints script calls (EVALSHA + EVAL) and all commands (scripts' own included) per run, from
+ * `INFO commandstats` before and after the timed runs.
  */
 import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { pct } from './baselines.ts';
+import { commandCalls } from './bullmq-floor.ts';
 import { stageRow, stagesOf, stampedRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
@@ -28,7 +31,8 @@ const cluster = await startCluster({
     ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
   },
 });
-const redis = STAGES ? createRedis(cluster.redisUrl) : undefined;
+const CALLS = process.env.CALLS === '1';
+const redis = STAGES || CALLS ? createRedis(cluster.redisUrl) : undefined;
 const stageRows: number[][] = [];
 try {
   const stamped = stampedRun(cluster, now);
@@ -37,11 +41,12 @@ try {
     return { ...run, ms: run.received - run.sent };
   };
   for (let i = 0; i < 50; i++) await once();
+  const callsBefore = CALLS && redis ? commandCalls(await redis.info('commandstats')) : undefined;
   const lat: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const run = await once();
     lat.push(run.ms);
-    if (redis) {
+    if (STAGES && redis) {
       const [createdAt, updatedAt, timings] = await redis.hmget(
         keys.run(run.id),
         'createdAt',
@@ -56,6 +61,15 @@ try {
     `${RUNS} sequential runs: p50 ${pct(lat, 50).toFixed(2)} / p90 ${pct(lat, 90).toFixed(2)} / ` +
       `p99 ${pct(lat, 99).toFixed(2)} ms, mean ${mean.toFixed(2)} ms`,
   );
+  if (callsBefore && redis) {
+    const after = commandCalls(await redis.info('commandstats'));
+    const delta = (name: string) => (after.get(name) ?? 0) - (callsBefore.get(name) ?? 0);
+    const all = [...after.keys()].filter((n) => n !== 'info').reduce((n, name) => n + delta(name), 0);
+    console.log(
+      `  per run: ${((delta('evalsha') + delta('eval')) / RUNS).toFixed(2)} script calls, ` +
+        `${(all / RUNS).toFixed(1)} commands (scripts' own included)`,
+    );
+  }
   for (const s of STAGES ? stagesOf(stageRows) : [])
     console.log(`  ${s.name}: p50 ${s.p50Ms.toFixed(2)} ms, mean ${s.meanMs.toFixed(2)} ms`);
 } finally {
