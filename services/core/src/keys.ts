@@ -157,8 +157,17 @@ export const keys = {
 export const channels = {
   /** A run was asked to stop: every runner aborts it if it holds it. */
   cancel: 'islet:cancel',
-  /** A run's event stream grew: gateways wake SSE readers and `Prefer: wait` requests. */
+  /**
+   * A run's event stream grew with something a `Prefer: wait` request acts on (a status other than
+   * Running, an end, a decision, a `client` call): gateways wake waiters and SSE readers.
+   */
   runEvents: 'islet:run-events',
+  /**
+   * A run's event stream grew with progress only (`<id> running`, `<id> call`, `<id> log`): an
+   * attempt's start, a move back to Running, a binding call's event, printed output. Only SSE
+   * readers want these, so a gateway subscribes to it only while one of its streams listens.
+   */
+  runProgress: 'islet:run-progress',
   /** A run was created; the message is the session's index key (`keys.sessionRuns`), which the
    * console's session stream listens on. */
   sessionRuns: 'islet:session-runs',

@@ -80,7 +80,7 @@ function recordingSubscriber() {
   };
 }
 
-describe('event hub: session and feed channels on demand', () => {
+describe('event hub: session, feed and progress channels on demand', () => {
   it('subscribes to the run-event channel only at start', async () => {
     const { subscriber, commands } = recordingSubscriber();
     const hub = createEventHub(subscriber);
@@ -153,9 +153,45 @@ describe('event hub: session and feed channels on demand', () => {
     expect(hub.onDemandState()).toEqual({
       session: { listeners: 0, subscribes: 0 },
       feed: { listeners: 1, subscribes: 1 },
+      progress: { listeners: 0, subscribes: 0 },
     });
     off();
     expect(commands).toEqual([`SUBSCRIBE ${channels.tenantFeed}`, `UNSUBSCRIBE ${channels.tenantFeed}`]);
+    hub.close();
+  });
+
+  it("hears runs' progress only while a stream follows it; progress never counts against quietSince", async () => {
+    const { subscriber, commands, answer, emit } = recordingSubscriber();
+    const hub = createEventHub(subscriber);
+    await hub.start();
+    commands.length = 0;
+    const written = Date.now();
+    const heard: Array<string | undefined> = [];
+    const off = hub.listen('r1', (tag) => heard.push(tag));
+    // Nobody follows: nothing is subscribed, so nothing arrives (a message here stands for one
+    // Redis would not send).
+    expect(commands).toEqual([]);
+    const following = hub.followProgress();
+    answer();
+    const unfollow = await following;
+    expect(commands).toEqual([`SUBSCRIBE ${channels.runProgress}`]);
+    emit(channels.runProgress, 'r1 running');
+    emit(channels.runProgress, 'r1 call');
+    emit(channels.runProgress, 'r1 log');
+    expect(heard).toEqual(['running', 'call', 'log']);
+    expect(hub.quietSince('r1', written)).toBe(true);
+    // An older runner's progress on the run-event channel still reaches the listeners.
+    emit(channels.runEvents, 'r1 running');
+    expect(heard).toEqual(['running', 'call', 'log', 'running']);
+    expect(hub.quietSince('r1', written)).toBe(true);
+    unfollow();
+    unfollow();
+    expect(commands).toEqual([`SUBSCRIBE ${channels.runProgress}`, `UNSUBSCRIBE ${channels.runProgress}`]);
+    expect(hub.onDemandState().progress).toEqual({ listeners: 0, subscribes: 1 });
+    emit(channels.runEvents, 'r1 end [[],[]]');
+    expect(heard.at(-1)).toBe('end');
+    expect(hub.quietSince('r1', written)).toBe(false);
+    off();
     hub.close();
   });
 

@@ -1,17 +1,19 @@
 /**
  * One subscriber connection per gateway on `islet:run-events`: wakes SSE readers and
- * `Prefer: wait` requests of this replica when any process appends to a run's event stream.
- * The message carries the run id (and optionally, after a space, a tag saying what changed:
- * `call`, `running`, `end` followed by the ended run's record and journal when its submit's
+ * `Prefer: wait` requests of this replica when any process appends to a run's event stream
+ * something a waiter acts on. The message carries the run id (and optionally, after a space, a
+ * tag saying what changed: `end` followed by the ended run's record and journal when its submit's
  * caller waits, see run-store's TRANSITION); listeners read the state from Redis (or take the
- * pushed end), so a lost message costs at most a poll interval, never correctness. It also
- * listens on `islet:session-runs`, whose messages are a session's index key (a new run there),
- * for the session event stream, and on `islet:tenant-feed` (a tenant id: its feed grew), whose
- * listeners are keyed `feed:<tenant>` (the tenant event stream). Those two channels carry a
- * message at every run's create and end (three a trivial run) whether or not a stream listens, so
- * each is subscribed only while a listener of its own is there (`listenSession`, `listenFeed`,
- * which resolve once the SUBSCRIBE has landed): an idle channel costs Redis no write and this
- * process no read.
+ * pushed end), so a lost message costs at most a poll interval, never correctness. A run's
+ * progress (`<id> running`, `<id> call`, `<id> log`: GOING_ON_TAGS, which no waiter acts on) is
+ * published on `islet:run-progress` instead, and reaches the same listeners while an SSE stream
+ * of this replica follows it (`followProgress`). It also listens on `islet:session-runs`, whose
+ * messages are a session's index key (a new run there), for the session event stream, and on
+ * `islet:tenant-feed` (a tenant id: its feed grew), whose listeners are keyed `feed:<tenant>`
+ * (the tenant event stream). Those three channels carry a message at every run's create, start
+ * or end whether or not a stream listens, so each is subscribed only while a listener of its own
+ * is there (`followProgress`, `listenSession`, `listenFeed`, which resolve once the SUBSCRIBE has
+ * landed): an idle channel costs Redis no write and this process no wake-up.
  */
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
@@ -44,6 +46,7 @@ export function createEventHub(subscriber: Redis) {
   });
   const sessionChannel = onDemand(channels.sessionRuns);
   const feedChannel = onDemand(channels.tenantFeed);
+  const progressChannel = onDemand(channels.runProgress);
   // Commands on one connection run in order, so an UNSUBSCRIBE followed by a SUBSCRIBE leaves the
   // channel subscribed; a failed SUBSCRIBE (the connection closing) leaves the listener to its
   // stream's polling, as a lost message would.
@@ -75,9 +78,11 @@ export function createEventHub(subscriber: Redis) {
       for (const fn of listeners.get(message) ?? []) fn();
       return;
     }
-    if (channel !== channels.runEvents) return;
+    const progress = channel === channels.runProgress;
+    if (!progress && channel !== channels.runEvents) return;
     // `<runId>`, `<runId> <tag>` or `<runId> <tag> <payload>`: a tag says what changed (`call`: a
-    // binding call's event); only `end` has a payload.
+    // binding call's event); only `end` has a payload. The progress channel carries the same
+    // format (a runner or gateway of an older version sends its progress on `islet:run-events`).
     const space = message.indexOf(' ');
     const id = space < 0 ? message : message.slice(0, space);
     const rest = space < 0 ? undefined : message.slice(space + 1);
@@ -86,7 +91,7 @@ export function createEventHub(subscriber: Redis) {
     const payload = cut < 0 ? undefined : rest?.slice(cut + 1);
     // A run's start (or a call) arriving before its submit's waiter listens must not cost that
     // waiter a read of the run: only messages a waiter acts on are remembered.
-    if (tag === undefined || !GOING_ON_TAGS.has(tag)) {
+    if (!progress && (tag === undefined || !GOING_ON_TAGS.has(tag))) {
       if (recent.size >= 10_000) recent.delete(recent.keys().next().value as string);
       recent.delete(id);
       recent.set(id, Date.now());
@@ -107,14 +112,15 @@ export function createEventHub(subscriber: Redis) {
       if (set.size === 0) listeners.delete(key);
     };
   }
-  async function listenOnDemand(c: OnDemand, key: string, fn: () => void): Promise<() => void> {
+  /** Holds `c` subscribed (with `key`'s listener, if any) until the returned function is called. */
+  async function holdOnDemand(c: OnDemand, key?: string, fn?: () => void): Promise<() => void> {
     const ready = join(c);
-    const off = listen(key, () => fn());
+    const off = key !== undefined && fn ? listen(key, () => fn()) : undefined;
     let left = false;
     const stop = () => {
       if (left) return;
       left = true;
-      off();
+      off?.();
       leave(c);
     };
     await ready;
@@ -150,17 +156,26 @@ export function createEventHub(subscriber: Redis) {
      * after it misses no message.
      */
     async listenSession(indexKey: string, fn: () => void): Promise<() => void> {
-      return listenOnDemand(sessionChannel, indexKey, fn);
+      return holdOnDemand(sessionChannel, indexKey, fn);
     },
     /** As `listenSession`, for the tenant's feed (`islet:tenant-feed`). */
     async listenFeed(tenant: string, fn: () => void): Promise<() => void> {
-      return listenOnDemand(feedChannel, `feed:${tenant}`, fn);
+      return holdOnDemand(feedChannel, `feed:${tenant}`, fn);
+    },
+    /**
+     * Until the returned function is called, runs' progress (`islet:run-progress`) reaches the
+     * `listen`ers too: an SSE stream holds it for its life. Resolves once the channel is
+     * subscribed, so a read made after it misses no message.
+     */
+    async followProgress(): Promise<() => void> {
+      return holdOnDemand(progressChannel);
     },
     /** How many listeners each on-demand channel has and how many SUBSCRIBEs it sent (tests). */
     onDemandState() {
       return {
         session: { listeners: sessionChannel.count, subscribes: sessionChannel.subscribes },
         feed: { listeners: feedChannel.count, subscribes: feedChannel.subscribes },
+        progress: { listeners: progressChannel.count, subscribes: progressChannel.subscribes },
       };
     },
     /** Resolves after the next change or `timeoutMs`, whichever comes first. */

@@ -256,16 +256,19 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   ): Promise<boolean> {
     const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
     // Tagged `running`: a move to Running (a decision allowed, a call answered) ends no
-    // `Prefer: wait` (that waits for a final status or Waiting), so waiters skip it; SSE readers
-    // still wake. An attempt's start is tagged the same way (attemptStartEvent).
-    const message = fields.status === 'Running' ? `${run.id} running` : run.id;
+    // `Prefer: wait` (that waits for a final status or Waiting), so it goes on the progress
+    // channel, which only gateways with an SSE reader subscribe to. An attempt's start is
+    // tagged and sent the same way (attemptStartEvent).
+    const running = fields.status === 'Running';
+    const message = running ? `${run.id} running` : run.id;
+    const channel = running ? channels.runProgress : channels.runEvents;
     const res = await TRANSITION.run(
       redis,
       // The journal's key with its default prefix, the one the gateway and runner use.
       run.pushEnd
         ? [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)]
         : [keys.run(run.id), keys.runEvents(run.id)],
-      [message, channels.runEvents, event.type, seal(event.data), maxEvents, retention, ...flat],
+      [message, channel, event.type, seal(event.data), maxEvents, retention, ...flat],
     );
     return res === 1;
   }
@@ -587,7 +590,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
 
     /**
      * Appends an event to the run's stream (sealed) and wakes its readers. `tag` rides on the
-     * wake-up (`<id> <tag>`): `log` (live output) wakes SSE readers but no `Prefer: wait` waiter.
+     * wake-up (`<id> <tag>`): `log` (live output) is progress, published on the progress channel
+     * for SSE readers; untagged events wake waiters too (`islet:run-events`).
      */
     async appendEvent(
       runId: string,
@@ -598,15 +602,15 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const res = await redis
         .multi()
         .xadd(keys.runEvents(runId), 'MAXLEN', '~', maxEvents, '*', 'type', type, 'data', seal(data))
-        .publish(channels.runEvents, tag ? `${runId} ${tag}` : runId)
+        .publish(tag ? channels.runProgress : channels.runEvents, tag ? `${runId} ${tag}` : runId)
         .exec();
       return String(res?.[0]?.[1] ?? '');
     },
 
     /**
      * A binding call's `call` event (call-event.ts), for the journal's `complete` step to append
-     * with the outcome: stream, sealed data, the wake-up tagged `call` (SSE readers wake for it,
-     * `Prefer: wait` requests know it is not the end).
+     * with the outcome: stream, sealed data, the wake-up tagged `call` on the progress channel
+     * (SSE readers wake for it; it ends no `Prefer: wait`).
      */
     callEvent(runId: string, data: Record<string, unknown>): CompletionEvent {
       return {
@@ -614,14 +618,15 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         maxLen: Number(maxEvents),
         type: 'call',
         sealedData: seal(data),
-        channel: channels.runEvents,
+        channel: channels.runProgress,
         message: `${runId} call`,
       };
     },
 
     /**
      * The `Running` status event of an attempt's start, for journal.beginAttempt (which adds the
-     * attempt number when it knows it): stream, sealed data, the tagged wake-up.
+     * attempt number when it knows it): stream, sealed data, the tagged wake-up on the progress
+     * channel (a run's start ends no `Prefer: wait`, so no gateway without an SSE reader wakes).
      */
     attemptStartEvent(runId: string) {
       return {
@@ -629,7 +634,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         maxLen: Number(maxEvents),
         type: 'status',
         sealedData: sealStatus('Running'),
-        channel: channels.runEvents,
+        channel: channels.runProgress,
         message: `${runId} running`,
       };
     },

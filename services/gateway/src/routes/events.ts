@@ -1,7 +1,8 @@
 /**
  * `GET /v1/code-runs/:id/events`: Server-Sent Events from the run's Redis stream. The SSE `id` is
  * the stream entry id, so `Last-Event-ID` resumes exactly after the last event a client saw, on
- * any gateway replica. The stream ends after the `end` event.
+ * any gateway replica. The stream ends after the `end` event. While it is open its gateway follows
+ * runs' progress (`islet:run-progress`: starts, calls, printed output), which no other reader needs.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { callerOf } from '../auth.ts';
@@ -30,7 +31,11 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           throw new HttpProblem('validation', 'Last-Event-ID must be an event id from this stream');
         const stream = await openSlottedStream(ctx, request, reply, caller);
         let last = resume;
+        let unfollow: (() => void) | undefined;
         try {
+          // The run's start, calls and output are published for SSE readers only: listened to
+          // from before the first read, so none is missed.
+          unfollow = await deps.hub.followProgress();
           stream.write('retry: 1000\n\n');
           while (!stream.signal.aborted) {
             await stream.tick();
@@ -47,6 +52,7 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         } catch (err) {
           request.log.warn({ err, runId: id }, 'event stream broke off');
         } finally {
+          unfollow?.();
           await stream.close();
         }
       },

@@ -2,7 +2,8 @@
  * `GET /v1/sessions/:sessionId/events`: Server-Sent Events for a whole session, what the console's
  * session page shows live. First a `run` event for each of the session's latest runs (oldest
  * first), then one whenever a run appears (run creation publishes the session's index key on
- * `islet:session-runs`) or one of its unfinished runs changes (its own run-events message). Each
+ * `islet:session-runs`) or one of its unfinished runs changes (its own run-events or run-progress
+ * message). Each
  * `run` event is a summary: id, status, reason (the description), times and the failure reason.
  * After the snapshot a `ready` event. Nothing to resume: a reconnecting client gets the snapshot again.
  */
@@ -50,6 +51,8 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const stream = await openSlottedStream(ctx, request, reply, caller);
         const offs = new Map<string, () => void>();
         offs.set(index, await deps.hub.listenSession(index, stream.poke));
+        // A run's move to Running is published as progress, for SSE readers only.
+        const unfollow = await deps.hub.followProgress();
         const seen = new Map<string, number>();
         let since = '-inf';
         const send = (run: StoredRun) => {
@@ -90,6 +93,7 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           request.log.warn({ err, sessionId }, 'session event stream broke off');
         } finally {
           for (const off of offs.values()) off();
+          unfollow();
           await stream.close();
         }
       },

@@ -104,6 +104,8 @@ export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const decisionsToo = caller.scopes.includes('decisions');
         const offs = new Map<string, () => void>();
         offs.set('feed', await deps.hub.listenFeed(tenant, stream.poke));
+        // A run's move to Running is published as progress, for SSE readers only.
+        const unfollow = await deps.hub.followProgress();
         // Runs shown not yet ended: their records' status moves without the feed.
         const shown = new Map<string, string>();
         const sendRun = (s: RunSummary, id?: string) => {
@@ -159,6 +161,7 @@ export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           request.log.warn({ err }, 'tenant event stream broke off');
         } finally {
           for (const off of offs.values()) off();
+          unfollow();
           await stream.close();
         }
       },
