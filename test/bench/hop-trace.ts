@@ -129,15 +129,21 @@ try {
   );
   const pick = sorted[Math.floor(sorted.length / 2)]!;
   const lines = readFileSync(OUT, 'utf8').split('\n');
-  // Per run over the traced runs: each process's write-type syscalls and Redis's fsyncs.
+  // Per run over the traced runs: each process's write-type syscalls and Redis's fsyncs, and with
+  // PERF its reads and wake-ups (an epoll wait that returned events; one returning none is a
+  // zero-timeout poll or a timer).
   const first = runs[0]!.sent;
   const last = runs.at(-1)!.received;
   const counts = new Map<string, number>();
   for (const line of lines) {
-    const m = /^(\d+)\s+(\d+\.\d+)\s+(\w+)/.exec(line);
+    const m = /^(\d+)\s+(\d+\.\d+)\s+(\w+):?\s*(\S*)/.exec(line);
     if (!m || Number(m[2]) < first || Number(m[2]) > last) continue;
-    const call = m[3]!.replace(/^sys_(enter|exit)_/, '');
-    if (!/^(fdatasync|write|writev)$/.test(call) || m[3]!.startsWith('sys_exit_')) continue;
+    let call = m[3]!.replace(/^sys_(enter|exit)_/, '');
+    if (PERF && m[3] === 'sys_exit_read') call = 'read';
+    else if (PERF && /^sys_exit_epoll/.test(m[3]!)) {
+      if (m[4] === '0x0') continue;
+      call = 'wake-up';
+    } else if (!/^(fdatasync|write|writev)$/.test(call) || m[3]!.startsWith('sys_exit_')) continue;
     const who = `${(label.get(Number(m[1])) ?? '?').split(':')[0]} ${call}`;
     counts.set(who, (counts.get(who) ?? 0) + 1);
   }
