@@ -116,6 +116,8 @@ describe('run progress on its own channel', () => {
       const res = await answer;
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({ id, status: 'Completed', result: { value: 1 } });
+      // This gateway's subscriber dispatched the end only (the end answered the waiter).
+      expect(heard).toEqual(['end']);
       await until(
         () => published.filter((m) => m.includes(id)).length,
         (n) => n >= 4,
@@ -127,8 +129,6 @@ describe('run progress on its own channel', () => {
         `${channels.runProgress} ${id} log`,
         `${channels.runEvents} ${id} end`,
       ]);
-      // This gateway's subscriber dispatched the end only.
-      expect(heard).toEqual(['end']);
       expect(deps.hub.onDemandState().progress).toEqual({ listeners: 0, subscribes: 0 });
     } finally {
       off();
