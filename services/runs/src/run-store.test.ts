@@ -3,7 +3,7 @@ import { fieldsOf } from '@islet/core/lua-script';
 import { runFixture, startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
-import { USAGE_RETENTION_SECONDS, usageDay } from './run-index.ts';
+import { foldPendingEnds, USAGE_RETENTION_SECONDS, usageDay } from './run-index.ts';
 import { createRunStore } from './run-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
@@ -236,6 +236,11 @@ describe('run store on a real redis', () => {
       // The second end of a run writes nothing and counts nothing (but its bytes, as before).
       expect(await runs.finish(run('a'), { status: 'Cancelled', result, text: 'zz' })).toBe(false);
       expect(await runs.inFlightCount('acct')).toBe(0);
+      // The ends wait in the tenant's pending list (three entries: the second end of `a` too) until
+      // a reader folds them, as every reader does first; the fold counts `a` once.
+      expect(await redis.llen(keys.indexPending('acct'))).toBe(3);
+      expect(await foldPendingEnds(redis, 'acct')).toBe(3);
+      expect(await redis.exists(keys.indexPending('acct'))).toBe(0);
       const summary = JSON.parse((await redis.hget(keys.indexRunSummaries('acct'), 'a')) ?? '{}');
       expect(summary.status).toBe('Completed');
 
