@@ -196,7 +196,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
 
   const k0 = (tenant: string) => {
     const k = runIndexKeys(tenant);
-    return [k.runs, k.summaries, k.ended, k.sessions, k.sessionStats, k.feed];
+    return [k.pending, k.summaries, k.ended, k.sessions, k.sessionStats, k.feed];
   };
 
   return {

@@ -17,7 +17,7 @@ local function finishTenant(k, a, status, kind)
   redis.call('ZREM', KEYS[k], id)
   if not isFinal(status) then return 0 end
   local entry = cjson.encode({
-    i = id, s = status, e = tonumber(ARGV[a + 2]), k = kind or '',
+    i = id, s = status, e = ARGV[a + 2], k = kind or '',
     o = tonumber(ARGV[a + 4]) or 0, b = tonumber(ARGV[a + 5]) or 0, c = tonumber(ARGV[a + 6]) or 0,
     u = KEYS[k + 6], x = ARGV[a + 7], h = KEYS[k + 8],
   })
