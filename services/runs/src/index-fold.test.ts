@@ -90,7 +90,7 @@ describe("a tenant's pending list of creates and ends, folded", () => {
     }
   });
 
-  it('the write that fills the list folds it, and a fold applies each entry once, across a Redis SIGKILL and restart', async () => {
+  it('the end that fills the list folds it, and a fold applies each entry once, across a Redis SIGKILL and restart', async () => {
     const server = await startRedis({ appendFsync: 'always' });
     const redis = new Redis(server.url);
     redis.on('error', () => undefined); // refused while the server is down; it reconnects
@@ -140,6 +140,26 @@ describe("a tenant's pending list of creates and ends, folded", () => {
         Completed: n,
         Failed: 3,
       });
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+  it('a create only appends (the admission stays small); the next end past the fold size folds creates and ends alike', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = new Redis(server.url);
+    try {
+      const runs = createRunStore(redis, sealer);
+      const run = (id: string) => runFixture(id, { tenant: 'tc', session: 'sc', createdAt: Date.now() });
+      for (let i = 0; i < FOLD_AT + 2; i++)
+        expect(await runs.create(run(`c${i}`), { maxInFlight: 1000, sessionTtlSeconds: 60 })).toBe('created');
+      expect(await redis.llen(keys.indexPending('tc'))).toBe(FOLD_AT + 2);
+      expect(await redis.exists(keys.indexRuns('tc'))).toBe(0);
+      expect(await runs.finish(run('c0'), { status: 'Completed', result, text: '' })).toBe(true);
+      expect(await redis.llen(keys.indexPending('tc'))).toBe(0);
+      expect(await redis.zcard(keys.indexRuns('tc'))).toBe(FOLD_AT + 2);
+      expect(await redis.hget(keys.indexSessionStats('tc'), 'sc\ntotal')).toBe(String(FOLD_AT + 2));
+      expect(await redis.hget(keys.indexSessionStats('tc'), 'sc\nCompleted')).toBe('1');
     } finally {
       redis.disconnect();
       await server.stop();

@@ -183,7 +183,7 @@ async function exerciseRunStore(redis: Redis, subscriber: Redis): Promise<void> 
     b.id,
   ]);
   expect(await foldPendingEnds(redis, tenant)).toBe(0);
-  // The write that fills the pending list folds it in its own script.
+  // The end that fills the pending list folds it in its own script.
   for (let i = 0; i < FOLD_AT / 2; i++) {
     const r = { ...newRun(tenant), session: 's-many' };
     await runs.create(r);

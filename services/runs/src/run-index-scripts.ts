@@ -20,18 +20,18 @@ const FEED_PARAMS = { FEED_MAX_LEN, TENANT_FEED_CHANNEL: channels.tenantFeed };
 export const FEED_APPEND = loadScript('feed-append-1', FEED_PARAMS);
 
 /**
- * Entries (creates and ends) a tenant's pending list holds before the write that reaches this
- * many folds them (includes/index-fold.lua): the fold's writes, one per key, are shared by them.
+ * Entries (creates and ends) a tenant's pending list holds before the end that reaches this many
+ * folds them (includes/index-fold.lua): the fold's writes, one per key, are shared by them.
  */
 export const FOLD_AT = 64;
 
 /** The parameters of includes/index-fold.lua. */
 const FOLD_PARAMS = { HEALTH_BUCKET_MS, LATENCY_BINS_PER_DOUBLING, HEALTH_TTL_SECONDS, PRUNE_PER_CREATE };
-/** The parameters of includes/index-create.lua and includes/finish-tenant.lua (feed and fold). */
-export const INDEX_WRITE_PARAMS = { ...FEED_PARAMS, ...FOLD_PARAMS, FOLD_AT };
-export const INDEX_CREATE_PARAMS = INDEX_WRITE_PARAMS;
-export const FINISH_TENANT_PARAMS = INDEX_WRITE_PARAMS;
-export const INDEX_CREATE = loadScript('index-create-7', INDEX_WRITE_PARAMS);
+/** The parameters of includes/index-create.lua (which includes the feed; a create only appends). */
+export const INDEX_CREATE_PARAMS = FEED_PARAMS;
+/** The parameters of includes/finish-tenant.lua (which includes the feed and the fold). */
+export const FINISH_TENANT_PARAMS = { ...FEED_PARAMS, ...FOLD_PARAMS, FOLD_AT };
+export const INDEX_CREATE = loadScript('index-create-7', INDEX_CREATE_PARAMS);
 export const FINISH_TENANT = loadScript('finish-tenant-9', FINISH_TENANT_PARAMS);
 export const FOLD_INDEX = loadScript('fold-index-5', FOLD_PARAMS);
 export const LIST_RUNS = loadScript('list-runs-2');

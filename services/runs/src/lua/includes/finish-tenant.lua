@@ -2,7 +2,7 @@
 -- when `status` is final, appends the end to the tenant's pending list, which includes/index-fold.lua
 -- applies to the index, the day's usage and the hour's health (the end's bucket of
 -- ${HEALTH_BUCKET_MS} ms counts its status, its failure kind and its latency, creation to end, in
--- a log-scale histogram) once: here when the list reaches ${FOLD_AT} ends, else whenever a reader of
+-- a log-scale histogram) once: here when the list holds ${FOLD_AT} entries or more, else whenever a reader of
 -- those keys folds it first (run-index.ts). The feed hears the end at once.
 -- KEYS[k] inflight, KEYS[k+1] pending list, KEYS[k+2..k+5] summaries, ended, sessions, session
 --   stats, KEYS[k+6] usage day (HASH), KEYS[k+7] feed, KEYS[k+8] health hour (HASH).
