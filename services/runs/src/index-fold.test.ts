@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { healthHour } from './health-buckets.ts';
 import { createHealthStore } from './health-store.ts';
 import { createRunIndex, foldPendingEnds, usageDay } from './run-index.ts';
-import { FOLD_AT } from './run-index-scripts.ts';
+import { FOLD_AT, FOLD_MAX } from './run-index-scripts.ts';
 import { createRunStore } from './run-store.ts';
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
@@ -160,6 +160,23 @@ describe("a tenant's pending list of creates and ends, folded", () => {
       expect(await redis.zcard(keys.indexRuns('tc'))).toBe(FOLD_AT + 2);
       expect(await redis.hget(keys.indexSessionStats('tc'), 'sc\ntotal')).toBe(String(FOLD_AT + 2));
       expect(await redis.hget(keys.indexSessionStats('tc'), 'sc\nCompleted')).toBe('1');
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+  it('a fold takes at most FOLD_MAX entries; a reader folds again until the list is empty', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = new Redis(server.url);
+    try {
+      const runs = createRunStore(redis, sealer);
+      const run = (id: string) => runFixture(id, { tenant: 'tm', session: 'sm', createdAt: Date.now() });
+      for (let i = 0; i < FOLD_MAX + 10; i++) await runs.create(run(`m${i}`));
+      expect(await redis.llen(keys.indexPending('tm'))).toBe(FOLD_MAX + 10);
+      expect(await foldPendingEnds(redis, 'tm')).toBe(FOLD_MAX + 10);
+      expect(await redis.exists(keys.indexPending('tm'))).toBe(0);
+      expect(await redis.zcard(keys.indexRuns('tm'))).toBe(FOLD_MAX + 10);
+      expect(await redis.hget(keys.indexSessionStats('tm'), 'sm\ntotal')).toBe(String(FOLD_MAX + 10));
     } finally {
       redis.disconnect();
       await server.stop();

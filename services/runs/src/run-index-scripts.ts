@@ -25,8 +25,17 @@ export const FEED_APPEND = loadScript('feed-append-1', FEED_PARAMS);
  */
 export const FOLD_AT = 64;
 
+/** Entries one fold takes at most (a reader folds again while a fold took this many). */
+export const FOLD_MAX = 1024;
+
 /** The parameters of includes/index-fold.lua. */
-const FOLD_PARAMS = { HEALTH_BUCKET_MS, LATENCY_BINS_PER_DOUBLING, HEALTH_TTL_SECONDS, PRUNE_PER_CREATE };
+const FOLD_PARAMS = {
+  HEALTH_BUCKET_MS,
+  LATENCY_BINS_PER_DOUBLING,
+  HEALTH_TTL_SECONDS,
+  PRUNE_PER_CREATE,
+  FOLD_MAX,
+};
 /** The parameters of includes/index-create.lua (which includes the feed; a create only appends). */
 export const INDEX_CREATE_PARAMS = FEED_PARAMS;
 /** The parameters of includes/finish-tenant.lua (which includes the feed and the fold). */

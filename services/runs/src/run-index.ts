@@ -15,7 +15,14 @@ import { keys, type Sealer } from '@islet/core';
 import { isFinalStatus, type RunStatus } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { healthHour } from './health-buckets.ts';
-import { FINISH_TENANT, FOLD_INDEX, INDEX_CREATE, LIST_RUNS, LIST_SESSIONS } from './run-index-scripts.ts';
+import {
+  FINISH_TENANT,
+  FOLD_INDEX,
+  FOLD_MAX,
+  INDEX_CREATE,
+  LIST_RUNS,
+  LIST_SESSIONS,
+} from './run-index-scripts.ts';
 
 export type RunListStyle = 'run_code' | 'code-mode' | 'skill';
 
@@ -79,9 +86,14 @@ export function runIndexKeys(tenant: string) {
  */
 export async function foldPendingEnds(redis: Redis, tenant: string): Promise<number> {
   const k = runIndexKeys(tenant);
-  return Number(
-    await FOLD_INDEX.run(redis, [k.pending, k.summaries, k.ended, k.sessions, k.sessionStats], []),
-  );
+  let total = 0;
+  for (;;) {
+    const n = Number(
+      await FOLD_INDEX.run(redis, [k.pending, k.summaries, k.ended, k.sessions, k.sessionStats], []),
+    );
+    total += n;
+    if (n < FOLD_MAX) return total;
+  }
 }
 
 /** Usage counters are kept this long (a day's hash expires this long after the day's end). */

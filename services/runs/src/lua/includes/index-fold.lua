@@ -1,8 +1,8 @@
 -- foldIndex(pending, summaries, ended, sessions, stats): applies the creates and ends waiting in a
 -- tenant's pending list (includes/index-create.lua and includes/finish-tenant.lua append one JSON
--- entry each) to its index, the days' usage and the hours' health, in their order, and empties the
--- list, in one step: an entry is applied exactly once (the script is atomic; the list is deleted
--- with the writes it made). Each key is written once per fold, however many runs it carries: one
+-- entry each) to its index, the days' usage and the hours' health, in their order, and removes
+-- them from the list, in one step: an entry is applied exactly once (the script is atomic; what it
+-- applied leaves the list with the writes it made). Each key is written once per fold, however many runs it carries: one
 -- ZADD of the runs, one HSET of the summaries, one ZADD of the ended set and of the sessions, one
 -- HMGET + HSET of the session counters, per usage day and per health hour one HMGET + HSET (+ its
 -- expiry when new). The runs key is the pending key's sibling (`…:index:runs`, keys.ts); every key
@@ -16,13 +16,15 @@
 --   o output bytes, b binding calls, c sandbox CPU ms, u usage day key, x when it expires (unix s),
 --   h health hour key. Counted once per run: a run whose summary is missing or already final counts
 --   nothing (a second end's entry, or the end of a run pruned meanwhile).
+-- At most ${FOLD_MAX} entries a call (the oldest; the rest stay for the next fold), so no command
+-- gets more arguments than Lua can unpack however long the list grew.
 -- Returns how many entries it took.
 --- @include "run-final"
 local function foldIndex(pending, summaries, ended, sessions, stats)
-  local rows = redis.call('LRANGE', pending, 0, -1)
+  local rows = redis.call('LRANGE', pending, 0, ${FOLD_MAX} - 1)
   if #rows == 0 then return 0 end
   local runs = string.sub(pending, 1, #pending - #'pending') .. 'runs'
-  local entries, creates, created = {}, 0, {}
+  local entries, creates, created, createdIn = {}, 0, {}, {}
   local now, retention
   for _, raw in ipairs(rows) do
     local ok, e = pcall(cjson.decode, raw)
@@ -31,6 +33,7 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
       if e.t == 'c' then
         creates = creates + 1
         created[e.i] = true
+        createdIn[e.i] = e.s
         now, retention = tonumber(e.n), tonumber(e.r)
       end
     end
@@ -89,10 +92,8 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
     if e.t ~= 'c' and isFinal(e.s) then
       local s = sums[e.i]
       if s == nil and created[e.i] then
-        -- ended in this fold too: its session is known from the create entry below
-        for _, c in ipairs(entries) do
-          if c.t == 'c' and c.i == e.i and c.s ~= '' then statsOf(c.s, e.s) end
-        end
+        -- created in this fold too: its session is the create entry's
+        if createdIn[e.i] ~= '' then statsOf(createdIn[e.i], e.s) end
       elseif s and s.sessionId ~= '' then
         statsOf(s.sessionId, e.s)
       end
@@ -248,6 +249,6 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
       redis.call('EXPIRE', key, ${HEALTH_TTL_SECONDS})
     end
   end
-  redis.call('DEL', pending)
+  redis.call('LTRIM', pending, #rows, -1)
   return #rows
 end
