@@ -1,6 +1,6 @@
 /**
  * `node test/bench/command-count.ts`: where a trivial run's Redis commands go. A local cluster
- * (default settings, the rate limit aside as in the cluster bench), 16 clients; MONITOR records
+ * (default settings, the rate limit aside as in the cluster bench), 16 clients (`CLIENTS`); MONITOR records
  * every command while RUNS runs (default 200) go through, then for as long again with no runs
  * (what the processes poll on their own, per second, is printed apart). Commands are grouped by
  * name, scripts (EVAL/EVALSHA/FCALL) by their first key's shape; MONITOR shows the commands a
@@ -11,6 +11,8 @@ import { startCluster } from '@islet/devstack';
 import { burst, trivialRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 200);
+/** Concurrent clients (default 16; `CLIENTS=1`: a sequential client's runs, itemized). */
+const CLIENTS = Number(process.env.CLIENTS ?? 16);
 
 const cluster = await startCluster({
   gateways: 1,
@@ -21,7 +23,7 @@ const cluster = await startCluster({
   },
 });
 const one = trivialRun(cluster, 'Benchmark a trivial program', { tenantApps: true });
-const load = (n: number) => burst(one, n, 16);
+const load = (n: number) => burst(one, n, CLIENTS);
 
 const shape = (key: string | undefined) =>
   (key ?? '')

@@ -29,7 +29,7 @@ const LEVEL = {
    * since the bench runs with default settings, the fair share's leases included (2026-12-02); 105
    * with a run's end in one script (2026-12-02, test/bench/README.md)
    */
-  redisCommandsPerRun: 110,
+  redisCommandsPerRun: 95,
   /** a lone tenant's runs/s at 16 clients / two tenants' (work-conserving fair share: ~1) */
   loneVsTwoTenants: 0.85,
   /**

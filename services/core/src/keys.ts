@@ -85,6 +85,13 @@ export const keys = {
   indexRunSummaries: (tenant: string) => `${t(tenant)}:index:summaries`,
   /** ZSET run id → ended ms: the order runs leave the index once their records expired. */
   indexRunsEnded: (tenant: string) => `${t(tenant)}:index:ended`,
+  /**
+   * LIST of run creates and ends not yet applied to the index, the day's usage and the hour's
+   * health (one JSON entry each, appended by a create's and an end's tenant half; folded many at a
+   * time by @islet/runs' includes/index-fold.lua, which reads `index:runs` as this key's sibling).
+   * Every reader of those keys folds it first.
+   */
+  indexPending: (tenant: string) => `${t(tenant)}:index:pending`,
   /** ZSET session → last activity ms (a run created or ended in it). */
   indexSessions: (tenant: string) => `${t(tenant)}:index:sessions`,
   /** HASH `<session>\n<field>` → total, a count per final status, principal, created. */

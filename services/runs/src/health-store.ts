@@ -1,7 +1,7 @@
 /**
  * The health series behind `GET /v1/health` and the console's Health page (layout:
- * health-buckets.ts). Run ends count themselves into their tenant's hour hash in the end script
- * (run-index-scripts.ts FINISH_TENANT); gauges (queue depth, runner slots busy and live, decisions
+ * health-buckets.ts). Run ends count themselves into their tenant's hour hash through the end
+ * script's pending list (run-index-scripts.ts FINISH_TENANT; folded before each read here); gauges (queue depth, runner slots busy and live, decisions
  * pending, runs in flight) are written here by the gateway's sampler, one gateway per bucket, for
  * the cluster and for each tenant with something to show (an idle tenant writes nothing).
  * A tenant's series is its own hash; the cluster's counters are the sum of every tenant's.
@@ -17,6 +17,7 @@ import {
   healthHour,
   quantileMs,
 } from './health-buckets.ts';
+import { foldPendingEnds } from './run-index.ts';
 
 const STATUSES = ['Completed', 'Failed', 'Cancelled'] as const;
 
@@ -163,6 +164,8 @@ export function createHealthStore(redis: Redis) {
       for (const hash of clusterHashes) addInto(cluster, hash, first, last);
       for (const [bucket, m] of cluster) if (m.has('g:decisions')) sampled.add(bucket);
       const tenants = 'tenant' in scope ? [scope.tenant] : scope.cluster;
+      // Ends waiting in a tenant's pending list are counted first (run-index.ts).
+      await Promise.all(tenants.map((tenant) => foldPendingEnds(redis, tenant)));
       const hashes = await Promise.all(
         tenants.flatMap((tenant) => hours.map((h) => redis.hgetall(keys.healthHour(tenant, h)))),
       );

@@ -22,6 +22,8 @@ import { createTestSealer } from '../test/test-sealer.ts';
 import { createCallJournal } from './call-journal.ts';
 import { createDecisionStore } from './decision-store.ts';
 import { journalKeys } from './keys.ts';
+import { createRunIndex, foldPendingEnds, usageDay } from './run-index.ts';
+import { FOLD_AT } from './run-index-scripts.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
 import { createRunStore, type StoredRun } from './run-store.ts';
 
@@ -172,6 +174,23 @@ async function exerciseRunStore(redis: Redis, subscriber: Redis): Promise<void> 
   expect(await redis.ttl(keys.run(a.id))).toBeGreaterThan(0);
   expect(await runs.finish(b, { ...end, status: 'Failed' })).toBe(true);
   expect(await runs.inFlightCount(tenant)).toBe(0);
+  // The index's readers fold the tenant's pending creates and ends first (one tenant-slot script;
+  // the usage and health keys the entries name share the slot).
+  const index = createRunIndex(redis, sealer);
+  const today = usageDay(Date.now());
+  expect((await index.usage(tenant, today, today))[0]?.runs).toEqual({ Completed: 2, Failed: 1 });
+  expect((await index.listRuns(tenant, { limit: 10, statuses: ['Failed'] })).items.map((s) => s.id)).toEqual([
+    b.id,
+  ]);
+  expect(await foldPendingEnds(redis, tenant)).toBe(0);
+  // The end that fills the pending list folds it in its own script.
+  for (let i = 0; i < FOLD_AT / 2; i++) {
+    const r = { ...newRun(tenant), session: 's-many' };
+    await runs.create(r);
+    await runs.finish(r, end);
+  }
+  expect(await redis.llen(keys.indexPending(tenant))).toBe(0);
+  expect(await redis.hget(keys.indexSessionStats(tenant), 's-many\nCompleted')).toBe(String(FOLD_AT / 2));
   // The session stream's wake-up came through the subscriber (pub/sub on the same client kind).
   await expect.poll(() => heard.filter((m) => m === keys.sessionRuns(tenant, 's1')).length).toBe(2);
   await subscriber.unsubscribe('islet:session-runs');

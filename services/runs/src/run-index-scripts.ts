@@ -1,7 +1,7 @@
 /**
  * The run index's Lua (run-index.ts), as `lua/*.lua` files like the run store's: what a create and
- * an end write into the tenant's index (includes/index-create.lua, includes/finish-tenant.lua), the list
- * scripts and the tenant feed. Every key is in the tenant's `{t:<tenant>}` slot (keys.ts), except
+ * an end write into the tenant's index (includes/index-create.lua, includes/finish-tenant.lua), the fold
+ * of pending ends (includes/index-fold.lua, fold-index-5), the list scripts and the tenant feed. Every key is in the tenant's `{t:<tenant>}` slot (keys.ts), except
  * where run-store-scripts.ts sends them with a run's own keys on one server (where no slot is
  * checked).
  */
@@ -17,18 +17,31 @@ const FEED_MAX_LEN = 1000;
 
 /** The parameters of includes/feed.lua. */
 const FEED_PARAMS = { FEED_MAX_LEN, TENANT_FEED_CHANNEL: channels.tenantFeed };
-/** The parameters of includes/index-create.lua (which includes the feed). */
-export const INDEX_CREATE_PARAMS = { ...FEED_PARAMS, PRUNE_PER_CREATE };
-
 export const FEED_APPEND = loadScript('feed-append-1', FEED_PARAMS);
-export const INDEX_CREATE = loadScript('index-create-7', INDEX_CREATE_PARAMS);
-/** The parameters of includes/finish-tenant.lua (which includes the feed). */
-export const FINISH_TENANT_PARAMS = {
-  ...FEED_PARAMS,
+
+/**
+ * Entries (creates and ends) a tenant's pending list holds before the end that reaches this many
+ * folds them (includes/index-fold.lua): the fold's writes, one per key, are shared by them.
+ */
+export const FOLD_AT = 64;
+
+/** Entries one fold takes at most (a reader folds again while a fold took this many). */
+export const FOLD_MAX = 1024;
+
+/** The parameters of includes/index-fold.lua. */
+const FOLD_PARAMS = {
   HEALTH_BUCKET_MS,
   LATENCY_BINS_PER_DOUBLING,
   HEALTH_TTL_SECONDS,
+  PRUNE_PER_CREATE,
+  FOLD_MAX,
 };
+/** The parameters of includes/index-create.lua (which includes the feed; a create only appends). */
+export const INDEX_CREATE_PARAMS = FEED_PARAMS;
+/** The parameters of includes/finish-tenant.lua (which includes the feed and the fold). */
+export const FINISH_TENANT_PARAMS = { ...FEED_PARAMS, ...FOLD_PARAMS, FOLD_AT };
+export const INDEX_CREATE = loadScript('index-create-7', INDEX_CREATE_PARAMS);
 export const FINISH_TENANT = loadScript('finish-tenant-9', FINISH_TENANT_PARAMS);
+export const FOLD_INDEX = loadScript('fold-index-5', FOLD_PARAMS);
 export const LIST_RUNS = loadScript('list-runs-2');
 export const LIST_SESSIONS = loadScript('list-sessions-2');

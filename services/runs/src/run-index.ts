@@ -1,8 +1,9 @@
 /**
  * The tenant's index of runs and sessions, what `GET /v1/runs` and `GET /v1/sessions` list from.
  * Written by the run store in the same script calls that create and end a run (its tenant half,
- * run-index-scripts.ts), so it never lags the records; every key is in the tenant's `{t:<tenant>}`
- * slot. A summary holds what a list shows and filters on — no code, no logs; the description is
+ * run-index-scripts.ts); an end is appended to the tenant's pending list there and applied with
+ * many others by a fold (includes/index-fold.lua), which every read below runs first, so a read
+ * never lags the records; every key is in the tenant's `{t:<tenant>}` slot. A summary holds what a list shows and filters on — no code, no logs; the description is
  * sealed like the record's — so a page costs one script call and no record read, except for the
  * live status of runs not yet ended (their records change without the tenant's slot).
  *
@@ -14,7 +15,14 @@ import { keys, type Sealer } from '@islet/core';
 import { isFinalStatus, type RunStatus } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { healthHour } from './health-buckets.ts';
-import { FINISH_TENANT, INDEX_CREATE, LIST_RUNS, LIST_SESSIONS } from './run-index-scripts.ts';
+import {
+  FINISH_TENANT,
+  FOLD_INDEX,
+  FOLD_MAX,
+  INDEX_CREATE,
+  LIST_RUNS,
+  LIST_SESSIONS,
+} from './run-index-scripts.ts';
 
 export type RunListStyle = 'run_code' | 'code-mode' | 'skill';
 
@@ -67,7 +75,25 @@ export function runIndexKeys(tenant: string) {
     sessions: keys.indexSessions(tenant),
     sessionStats: keys.indexSessionStats(tenant),
     feed: keys.tenantFeed(tenant),
+    pending: keys.indexPending(tenant),
   };
+}
+
+/**
+ * Applies the tenant's pending run ends (includes/index-fold.lua) before a read of its index,
+ * usage or health, so the read sees every end written before it: what each reader does first.
+ * Returns how many it applied (0: nothing was pending).
+ */
+export async function foldPendingEnds(redis: Redis, tenant: string): Promise<number> {
+  const k = runIndexKeys(tenant);
+  let total = 0;
+  for (;;) {
+    const n = Number(
+      await FOLD_INDEX.run(redis, [k.pending, k.summaries, k.ended, k.sessions, k.sessionStats], []),
+    );
+    total += n;
+    if (n < FOLD_MAX) return total;
+  }
 }
 
 /** Usage counters are kept this long (a day's hash expires this long after the day's end). */
@@ -123,7 +149,7 @@ export function finishTenantCall(
   return {
     keys: [
       inFlightKey,
-      k.runs,
+      k.pending,
       k.summaries,
       k.ended,
       k.sessions,
@@ -182,7 +208,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
 
   const k0 = (tenant: string) => {
     const k = runIndexKeys(tenant);
-    return [k.runs, k.summaries, k.ended, k.sessions, k.sessionStats, k.feed];
+    return [k.pending, k.summaries, k.ended, k.sessions, k.sessionStats, k.feed];
   };
 
   return {
@@ -231,6 +257,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
     /** Summaries of these runs (unsealed; live status for runs not yet ended); missing ones left out. */
     async summaries(tenant: string, ids: string[]): Promise<RunSummary[]> {
       if (ids.length === 0) return [];
+      await foldPendingEnds(redis, tenant);
       const raws = await redis.hmget(keys.indexRunSummaries(tenant), ...ids);
       const found = raws.flatMap((raw) => (raw ? [JSON.parse(raw) as RunSummary] : []));
       const unended = found.filter((s) => !isFinalStatus(s.status)).map((s) => s.id);
@@ -246,6 +273,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
       const days: string[] = [];
       for (let t = Date.parse(from); t <= Date.parse(to) && days.length < 400; t += 86_400_000)
         days.push(usageDay(t));
+      await foldPendingEnds(redis, tenant);
       const rows = await Promise.all(days.map((day) => redis.hgetall(keys.usageDay(tenant, day))));
       return days.map((day, i) => {
         const h = rows[i] ?? {};
@@ -277,6 +305,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
       const items: RunSummary[] = [];
       let scanned = 0;
       let next: string | null = null;
+      await foldPendingEnds(redis, tenant);
       while (items.length < query.limit && scanned < LIST_SCAN_BUDGET) {
         const [rows, after, count] = (await LIST_RUNS.run(
           redis,
@@ -340,6 +369,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
     ) {
       const k = runIndexKeys(tenant);
       const position = query.cursor ? decodeCursor(query.cursor) : null;
+      await foldPendingEnds(redis, tenant);
       const [rows, after] = (await LIST_SESSIONS.run(
         redis,
         [k.sessions, k.sessionStats],

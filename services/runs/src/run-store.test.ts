@@ -3,7 +3,7 @@ import { fieldsOf } from '@islet/core/lua-script';
 import { runFixture, startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
-import { USAGE_RETENTION_SECONDS, usageDay } from './run-index.ts';
+import { foldPendingEnds, USAGE_RETENTION_SECONDS, usageDay } from './run-index.ts';
 import { createRunStore } from './run-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
@@ -172,22 +172,27 @@ describe('run store on a real redis', () => {
         Number(/^cmdstat_hsetnx:calls=(\d+)/m.exec(await redis.info('commandstats'))?.[1] ?? 0);
       const admission = { maxInFlight: 10, sessionTtlSeconds: 60 };
       const stats = keys.indexSessionStats('ss');
+      // The session's counters as a reader sees them: the pending creates folded first.
+      const stat = async (field: string) => {
+        await foldPendingEnds(redis, 'ss');
+        return redis.hget(stats, field);
+      };
       // One session, its principal's runs, on both paths: only the first writes the principal.
       expect(await runs.create(run('a1', 's1', 'p'), admission, async () => undefined)).toBe('created');
       const before = await hsetnxCalls();
       expect(await runs.create(run('a2', 's1', 'p'), admission, async () => undefined)).toBe('created');
       expect(await runs.create(run('a3', 's1', 'p'), admission)).toBe('created');
       expect(await hsetnxCalls()).toBe(before);
-      expect(await redis.hget(stats, 's1\nprincipal')).toBe('p');
-      expect(await redis.hget(stats, 's1\ntotal')).toBe('3');
+      expect(await stat('s1\nprincipal')).toBe('p');
+      expect(await stat('s1\ntotal')).toBe('3');
       // A session whose first entry had no principal (a create without admission): the admission
       // that claims it for its principal sets it, and later ones find it.
       await runs.create(run('b1', 's2'));
-      expect(await redis.hget(stats, 's2\nprincipal')).toBeNull();
+      expect(await stat('s2\nprincipal')).toBeNull();
       expect(await runs.create(run('b2', 's2', 'q'), admission)).toBe('created');
-      expect(await redis.hget(stats, 's2\nprincipal')).toBe('q');
+      expect(await stat('s2\nprincipal')).toBe('q');
       expect(await runs.create(run('b3', 's2', 'q'), admission)).toBe('created');
-      expect(await redis.hget(stats, 's2\nprincipal')).toBe('q');
+      expect(await stat('s2\nprincipal')).toBe('q');
     });
   });
 
@@ -236,6 +241,12 @@ describe('run store on a real redis', () => {
       // The second end of a run writes nothing and counts nothing (but its bytes, as before).
       expect(await runs.finish(run('a'), { status: 'Cancelled', result, text: 'zz' })).toBe(false);
       expect(await runs.inFlightCount('acct')).toBe(0);
+      // The creates and ends wait in the tenant's pending list (two creates, three ends: the second
+      // end of `a` too) until a reader folds them, as every reader does first; the fold counts `a`
+      // once.
+      expect(await redis.llen(keys.indexPending('acct'))).toBe(5);
+      expect(await foldPendingEnds(redis, 'acct')).toBe(5);
+      expect(await redis.exists(keys.indexPending('acct'))).toBe(0);
       const summary = JSON.parse((await redis.hget(keys.indexRunSummaries('acct'), 'a')) ?? '{}');
       expect(summary.status).toBe('Completed');
 

@@ -365,7 +365,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       if (run.pushEnd) fields.pushEnd = '1';
       // The tenant's run index is written in the same tenant-half script (run-index.ts).
       const ik = runIndexKeys(run.tenant);
-      const indexKeys = [ik.runs, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
+      const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
       const indexArgs = indexCreateArgs(
         run.tenant,
         sealer,
