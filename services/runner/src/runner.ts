@@ -237,19 +237,35 @@ export function createRunner(deps: RunnerDeps) {
         : undefined,
       (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
     );
+    // The fetch started the run (one server): its end goes with the job's completion, one script
+    // call (end-complete-store.ts). The slot goes back once that call is on the worker's
+    // connection, not when the processor returns: a fetch the freed slot lets through goes out
+    // behind it on the same connection, so its lease sees this run's given back (as when the
+    // end's own script had answered first).
+    let slotAfterEnd = false;
     try {
       const fetchedStart = worker.takeFetchedStart(jobId);
       await slot.take(token);
+      const fuseEnd = fetchedStart !== undefined && !job.data.skill;
       return await withTenantSlot(
         mode,
         job,
         token,
-        (lease) =>
-          job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot, fetchedAtMs, lease),
+        (lease) => {
+          if (lease && fuseEnd)
+            lease.deferEnd = (keys, args) => {
+              const ended = worker.deferEnd(jobId, keys, args, () => slot.end());
+              if (ended) slotAfterEnd = true;
+              return ended;
+            };
+          return job.data.skill
+            ? processSkill(mode, job)
+            : processRun(mode, job, token, slot, fetchedAtMs, lease);
+        },
         fetchedStart,
       );
     } finally {
-      slot.end();
+      if (!slotAfterEnd) slot.end();
       held[mode] = (held[mode] ?? 1) - 1;
     }
   }
