@@ -130,7 +130,7 @@ async function setUp(
       }
       await redis.echo(`work ${job.runId} ${queueTag}`);
       await opts.hold;
-      await life.finish(begun.run, done);
+      await life.finish(begun.run, { ...done, onEnded: (ended) => outcomes.push(`ended ${ended}`) });
       outcomes.push(`completed ${begun.attempt}`);
       return 'completed';
     },
@@ -207,6 +207,8 @@ describe("a run's end in its job's completion (one server)", () => {
       expect(t.worker().fusedCompletions).toBe(fused + 1);
       expect(await redis.hget(keys.run('e1'), 'status')).toBe('Completed');
       expect(await endEvents('e1')).toBe(1);
+      // The end's answer reaches the run's caller once the fused call answered: this end was written.
+      await until('the end told', async () => t.outcomes.filter((o) => o === 'ended true').length === 2);
       await until('the end to be heard', async () => heard.some((h) => h.startsWith('e1')));
       expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
       expect(await redis.zcard(keys.poolTenantLeases(mode, 'acme'))).toBe(0);
