@@ -571,10 +571,10 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // The runner holding the run's slot lease gives it back in the same script (whichever end
         // won), and learns which deferred job the freed slot went to.
         const release = releaseCall(lease);
-        const deferred = lease.deferEnd?.(
-          [...endKeys, ...release.keys],
-          [...endArgs, ...release.args, ...flat],
-        );
+        // Only an end whose caller learns its answer later (`onEnded`) is handed over.
+        const deferred =
+          end.onEnded &&
+          lease.deferEnd?.([...endKeys, ...release.keys], [...endArgs, ...release.args, ...flat]);
         if (deferred) {
           // The worker's completion writes the end (and its wake-up) first in its own script; the
           // runner is done with the lease now, the deferred job the slot goes to follows.
