@@ -33,21 +33,13 @@ export interface PendingEnd {
   args: (string | number)[];
   resolve(answer: unknown): void;
   reject(err: unknown): void;
-  /**
-   * Called once the end's call is on the connection (before its answer): commands sent after it
-   * on the same connection, such as a fetch that takes a lease, see the end's lease given back.
-   */
-  sent(): void;
 }
 
 /** The end's own script, for an end whose fused call failed or never went. */
 export async function runEndAlone(client: Redis, end: PendingEnd): Promise<void> {
   try {
-    const ended = FINISH_RUN_RELEASE.run(client, end.keys, end.args);
-    end.sent();
-    end.resolve(await ended);
+    end.resolve(await FINISH_RUN_RELEASE.run(client, end.keys, end.args));
   } catch (err) {
-    end.sent();
     end.reject(err);
   }
 }
@@ -72,13 +64,11 @@ export function completingExec(
     const bullArgs = args.slice(COMPLETE_KEYS) as (string | number)[];
     let reply: unknown[];
     try {
-      const call = END_AND_COMPLETE.run(
+      reply = (await END_AND_COMPLETE.run(
         redis,
         [...(args.slice(0, COMPLETE_KEYS) as string[]), ...end.keys],
         [...bullArgs, ...end.args, COMPLETE_KEYS, bullArgs.length],
-      );
-      end.sent();
-      reply = (await call) as unknown[];
+      )) as unknown[];
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.
       await runEndAlone(redis, end);

@@ -218,6 +218,59 @@ describe("a run's end in its job's completion (one server)", () => {
     }
   });
 
+  it("a job waiting for the slot takes its lease only after the fused call gave the ended run's back: no deferral", async () => {
+    // One slot in the pool, one tenant: a lease seen still held means a full pool, and a deferral.
+    let hold!: () => void;
+    const held = new Promise<void>((r) => {
+      hold = r;
+    });
+    const t = await setUp('fused-order', true, undefined, { slots: 1, hold: held });
+    try {
+      // The fused call reaches Redis late (a busy connection, a slow network): a job let through
+      // when it was sent, before its answer, would take its lease first, on another connection.
+      const client = (await t.worker().client) as unknown as Redis;
+      const evalsha = client.evalsha.bind(client) as (...a: unknown[]) => Promise<unknown>;
+      let late = 0;
+      (client as unknown as { evalsha: (...a: unknown[]) => Promise<unknown> }).evalsha = (...a) => {
+        if (a[0] !== END_AND_COMPLETE_SHA) return evalsha(...a);
+        late++;
+        return new Promise((r) => setTimeout(r, 100)).then(() => evalsha(...a));
+      };
+      for (const id of ['o1', 'o2', 'o3']) await newRun(id);
+      await t.queue.addBulk(
+        ['o1', 'o2', 'o3'].map((id) => ({
+          name: 'run',
+          data: { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() },
+          opts: runJobOptions(id, 1),
+        })),
+      );
+      await until('o1 to start', async () => (await redis.hget(keys.run('o1'), 'status')) === 'Running');
+      hold();
+      const deferrals = async () =>
+        Number(
+          /islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/.exec(
+            await t.metrics.registry.getSingleMetricAsString('islet_tenant_share_deferrals_total'),
+          )?.[1] ?? 0,
+        );
+      await until(
+        'the three to complete, or one deferred',
+        async () => (await deferrals()) > 0 || (await t.queue.getCompletedCount()) === 3,
+      );
+      expect(await deferrals()).toBe(0);
+      expect(await t.queue.getDelayedCount()).toBe(0);
+      expect(late).toBeGreaterThanOrEqual(2);
+      for (const id of ['o1', 'o2', 'o3']) expect(await redis.hget(keys.run(id), 'status')).toBe('Completed');
+      expect(t.outcomes.filter((o) => o.startsWith('completed'))).toEqual([
+        'completed 1',
+        'completed 1',
+        'completed 1',
+      ]);
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('a completion whose fused call fails still leaves the run ended, once: the end alone follows', async () => {
     let hold!: () => void;
     const held = new Promise<void>((r) => {

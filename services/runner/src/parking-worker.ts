@@ -75,16 +75,11 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
 
   /**
    * The run's end (`finish-run-release-18`'s keys and arguments) goes with the job's completion
-   * (end-complete-store.ts); resolves with the end's answer. `sent` runs once the end's call is
-   * on the worker's connection (the job's slot goes back then: see runner.ts). Undefined: this worker cannot fuse
-   * (BullMQ's scripts are not where this expects them), the caller runs the end itself.
+   * (end-complete-store.ts); resolves with the end's answer, rejects when neither the fused call
+   * nor the end's own script after it answered. Undefined: this worker cannot fuse (BullMQ's
+   * scripts are not where this expects them), the caller runs the end itself.
    */
-  deferEnd(
-    jobId: string,
-    keys: string[],
-    args: (string | number)[],
-    sent: () => void,
-  ): Promise<unknown> | undefined {
+  deferEnd(jobId: string, keys: string[], args: (string | number)[]): Promise<unknown> | undefined {
     const scripts = (this as unknown as { scripts?: ExecScripts }).scripts;
     if (!scripts || typeof scripts.execCommand !== 'function' || this.pendingEnds.has(jobId))
       return undefined;
@@ -100,9 +95,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       });
       scripts.fused = true;
     }
-    return new Promise((resolve, reject) =>
-      this.pendingEnds.set(jobId, { keys, args, resolve, reject, sent }),
-    );
+    return new Promise((resolve, reject) => this.pendingEnds.set(jobId, { keys, args, resolve, reject }));
   }
 
   protected override async moveToActive(

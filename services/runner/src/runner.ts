@@ -238,10 +238,11 @@ export function createRunner(deps: RunnerDeps) {
       (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
     );
     // The fetch started the run (one server): its end goes with the job's completion, one script
-    // call (end-complete-store.ts). The slot goes back once that call is on the worker's
-    // connection, not when the processor returns: a fetch the freed slot lets through goes out
-    // behind it on the same connection, so its lease sees this run's given back (as when the
-    // end's own script had answered first).
+    // call (end-complete-store.ts). The slot goes back once that call answered (the lease given
+    // back), not when the processor returns nor when the call is sent: a job waiting for the slot
+    // (one BullMQ fetched with a completion) takes its lease in its attempt's start, on the run
+    // store's connection, which Redis may serve before the worker's; seeing this run's lease still
+    // held, a full pool would defer it (see test/bench/README.md, round 17).
     let slotAfterEnd = false;
     try {
       const fetchedStart = worker.takeFetchedStart(jobId);
@@ -254,8 +255,12 @@ export function createRunner(deps: RunnerDeps) {
         (lease) => {
           if (lease && fuseEnd)
             lease.deferEnd = (keys, args) => {
-              const ended = worker.deferEnd(jobId, keys, args, () => slot.end());
-              if (ended) slotAfterEnd = true;
+              const ended = worker.deferEnd(jobId, keys, args);
+              if (ended) {
+                slotAfterEnd = true;
+                const free = () => slot.end();
+                void ended.then(free, free);
+              }
               return ended;
             };
           return job.data.skill
