@@ -139,6 +139,10 @@ async function main(): Promise<void> {
   for (const [name, value, ratio, goal] of rows)
     console.log(`${name.padEnd(56)}${value.padStart(16)}  ${ratio.padEnd(60)}${goal}`);
   console.log(`Redis commands per run, top: ${cluster.redisTopCommands}`);
+  const d = cluster.deferralsPerRun;
+  console.log(
+    `fair-share deferrals per run (16 clients): lone ${f(d.lone, 3)}, two tenants ${f(d.two, 3)}, lone again ${f(d.loneAgain, 3)}, commands counted ${f(d.counted, 3)}`,
+  );
   console.log(`stages of a sequential run (${cluster.sequential.runs} runs)             mean ms   p50 ms`);
   for (const s of cluster.stages)
     console.log(`  ${s.name.padEnd(62)}${f(s.meanMs).padStart(8)}${f(s.p50Ms).padStart(9)}`);

@@ -46,6 +46,8 @@ export interface ClusterFigures {
   stages: Stage[];
   /** 16 clients of one tenant (mean of two windows) against 16 clients of two tenants, runs/s. */
   fairShare: { lonePerSec: number; twoPerSec: number };
+  /** The runner's fair-share deferrals per run in each 16-client phase (its metrics). */
+  deferralsPerRun: { lone: number; two: number; loneAgain: number; counted: number };
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -337,6 +339,15 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
         for (let i = 0; i < 3; i++) await completed(PROGRAM);
       }),
     );
+    /** The runner's fair-share deferrals so far. */
+    const deferrals = async () => {
+      const text = await (await fetch(`${cluster.runners[0]!.url}/metrics`)).text();
+      return [...text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)].reduce(
+        (n, m) => n + Number(m[1]),
+        0,
+      );
+    };
+    const deferred0 = await deferrals();
     const cpuBefore = cpuMsOfDescendants(kindOf);
     const concurrent16 = await measure(async () => void (await completed(PROGRAM)), {
       seconds,
@@ -345,6 +356,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       minRuns: quick ? 16 : 32,
     });
     const cpuAfter = cpuMsOfDescendants(kindOf);
+    const deferred1 = await deferrals();
     const cpuMsPerRun: Record<string, number> = {};
     for (const [kind, ms] of Object.entries(cpuAfter))
       cpuMsPerRun[kind] = (ms - (cpuBefore[kind] ?? 0)) / concurrent16.runs;
@@ -365,6 +377,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     // The second tenant's first runs (its key, tenant and policies into the gateway's caches).
     await Promise.all(Array.from({ length: 8 }, () => completed(PROGRAM, [], post2)));
     let turn = 0;
+    const deferred2 = await deferrals();
     const twoTenants = await measure(
       async () => void (await completed(PROGRAM, [], turn++ % 2 ? post2 : post)),
       {
@@ -374,6 +387,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
         minRuns: quick ? 16 : 32,
       },
     );
+    const deferred3 = await deferrals();
     const loneAgain = quick
       ? concurrent16
       : await measure(async () => void (await completed(PROGRAM)), {
@@ -382,6 +396,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
           warmup: 0,
           minRuns: 32,
         });
+    const deferred4 = await deferrals();
     const fairShare = {
       lonePerSec: (concurrent16.perSec + loneAgain.perSec) / 2,
       twoPerSec: twoTenants.perSec,
@@ -398,6 +413,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       }),
     );
     const after = commandStats(await redis.info('commandstats'));
+    const deferred5 = await deferrals();
     const delta: [string, number][] = [...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]);
     const total = delta.reduce((s, [k, v]) => s + (k === 'info' ? Math.max(0, v - 1) : v), 0);
     const top = delta
@@ -458,6 +474,12 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       idleHosts: hosts.length,
       waitingRuns: waitingIds.length,
       fairShare,
+      deferralsPerRun: {
+        lone: (deferred1 - deferred0) / concurrent16.runs,
+        two: (deferred3 - deferred2) / twoTenants.runs,
+        loneAgain: quick ? Number.NaN : (deferred4 - deferred3) / loneAgain.runs,
+        counted: (deferred5 - deferred4) / counted,
+      },
       isolatesHeldWhileWaiting: busy,
       stages,
     };

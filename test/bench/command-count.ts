@@ -61,9 +61,19 @@ async function record(
   return { counts, seconds };
 }
 
+/** The runner's fair-share deferrals so far (its metrics endpoint; 0 when it has none yet). */
+async function deferrals(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${cluster.runners[0]!.port}/metrics`)).text();
+  let n = 0;
+  for (const m of text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
+  return n;
+}
+
 try {
   await load(64);
+  const deferredBefore = await deferrals();
   const busy = await record(() => load(RUNS));
+  const deferred = (await deferrals()) - deferredBefore;
   const idle = await record(Math.round(busy.seconds * 1000));
   const perSecIdle = (k: string) => (idle.counts.get(k) ?? 0) / idle.seconds;
   const rows = [...busy.counts].map(([k, v]) => {
@@ -76,6 +86,7 @@ try {
   console.log(
     `${RUNS} runs in ${busy.seconds.toFixed(1)} s: ${total.toFixed(1)} commands a run, ${net.toFixed(1)} net of what the idle cluster sends in as long (${(idleTotal / idle.seconds).toFixed(1)}/s)`,
   );
+  console.log(`fair-share deferrals: ${(deferred / RUNS).toFixed(3)} a run (${deferred} in ${RUNS} runs)`);
   // Each call with the commands it ran: calls per run, then in total (call + inside), per run.
   const tops = new Map<string, { calls: number; all: number; inner: Map<string, number> }>();
   for (const r of rows) {

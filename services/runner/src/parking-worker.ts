@@ -24,6 +24,8 @@
  * (fetch-start-store.ts); the answer waits here until the processor takes it (`takeFetchedStart`).
  */
 import { type Job, type RedisClient, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { completingExec, type PendingEnd, runEndAlone } from './end-complete-store.ts';
 import { startingClient } from './fetch-start-store.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
@@ -44,6 +46,13 @@ export interface FetchStart {
   args(): (string | number)[];
 }
 
+/** BullMQ's Scripts, private there: its calls go through `execCommand`. */
+interface ExecScripts {
+  execCommand(client: RedisClient, name: string, args: unknown[]): Promise<unknown>;
+  version: string;
+  fused?: boolean;
+}
+
 export class ParkingWorker<DataType> extends Worker<DataType> {
   gate: SlotGate | undefined;
   fetchStart: FetchStart | undefined;
@@ -59,6 +68,35 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   drainedByFetch = 0;
   /** The last fetch that started its run found the queue drained behind its job; for the next fetch only. */
   private drainedBehind = false;
+  /** Run ends handed to their job's completion (`deferEnd`), by job id, until it runs them. */
+  private readonly pendingEnds = new Map<string, PendingEnd>();
+  /** Completions that ran their run's end in the same script (tests read it). */
+  fusedCompletions = 0;
+
+  /**
+   * The run's end (`finish-run-release-18`'s keys and arguments) goes with the job's completion
+   * (end-complete-store.ts); resolves with the end's answer, rejects when neither the fused call
+   * nor the end's own script after it answered. Undefined: this worker cannot fuse (BullMQ's
+   * scripts are not where this expects them), the caller runs the end itself.
+   */
+  deferEnd(jobId: string, keys: string[], args: (string | number)[]): Promise<unknown> | undefined {
+    const scripts = (this as unknown as { scripts?: ExecScripts }).scripts;
+    if (!scripts || typeof scripts.execCommand !== 'function' || this.pendingEnds.has(jobId))
+      return undefined;
+    if (!scripts.fused) {
+      const exec = scripts.execCommand.bind(scripts);
+      scripts.execCommand = completingExec(scripts.version, exec, (id) => {
+        const end = this.pendingEnds.get(id);
+        if (end) {
+          this.pendingEnds.delete(id);
+          this.fusedCompletions++;
+        }
+        return end;
+      });
+      scripts.fused = true;
+    }
+    return new Promise((resolve, reject) => this.pendingEnds.set(jobId, { keys, args, resolve, reject }));
+  }
 
   protected override async moveToActive(
     client: RedisClient,
@@ -148,6 +186,13 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       const id = args[0].id;
       if (id !== undefined) this.started.delete(id);
       this.gate?.fetched(args[1], false);
+      // An end whose completion never ran it (the job failed or was moved after the end was
+      // handed over, or BullMQ skipped its completion): written by its own script now.
+      const end = id === undefined ? undefined : this.pendingEnds.get(id);
+      if (id !== undefined && end) {
+        this.pendingEnds.delete(id);
+        await runEndAlone((await this.client) as unknown as Redis, end);
+      }
     }
   }
 

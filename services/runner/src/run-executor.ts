@@ -344,37 +344,39 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         return 'superseded';
       }
       timings.endSent = now();
-      if (
-        await lifecycle.finish(run, {
-          status: 'Cancelled',
-          result: mapped.result,
-          text: mapped.text,
-          kind: 'abort',
-          timings,
-          usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
-        })
-      ) {
-        metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
-        meter(run, 'Cancelled', mapped.text, outcome.calls.length, outcome.cpuMs);
-      }
+      // Counted once the end is known written (an end handed to the job's completion is written
+      // after this returns).
+      await lifecycle.finish(run, {
+        status: 'Cancelled',
+        result: mapped.result,
+        text: mapped.text,
+        kind: 'abort',
+        timings,
+        usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
+        onEnded: (ended) => {
+          if (!ended) return;
+          metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
+          meter(run, 'Cancelled', mapped.text, outcome.calls.length, outcome.cpuMs);
+        },
+      });
       return 'cancelled';
     }
     timings.endSent = now();
-    if (
-      await lifecycle.finish(run, {
-        status: mapped.status,
-        result: mapped.result,
-        text: mapped.text,
-        kind: mapped.failureKind,
-        timings,
-        usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
-      })
-    ) {
-      metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
-      meter(run, mapped.status, mapped.text, outcome.calls.length, outcome.cpuMs);
-      if (mapped.result._tag === 'Failed' && mapped.result.reason === 'ReplayMismatch')
-        metrics.replayMismatches.inc();
-    }
+    await lifecycle.finish(run, {
+      status: mapped.status,
+      result: mapped.result,
+      text: mapped.text,
+      kind: mapped.failureKind,
+      timings,
+      usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
+      onEnded: (ended) => {
+        if (!ended) return;
+        metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
+        meter(run, mapped.status, mapped.text, outcome.calls.length, outcome.cpuMs);
+        if (mapped.result._tag === 'Failed' && mapped.result.reason === 'ReplayMismatch')
+          metrics.replayMismatches.inc();
+      },
+    });
     return mapped.status === 'Completed'
       ? 'completed'
       : mapped.status === 'Cancelled'

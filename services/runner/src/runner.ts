@@ -237,19 +237,40 @@ export function createRunner(deps: RunnerDeps) {
         : undefined,
       (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
     );
+    // The fetch started the run (one server): its end goes with the job's completion, one script
+    // call (end-complete-store.ts). The slot goes back once that call answered (the lease given
+    // back), not when the processor returns nor when the call is sent: a job waiting for the slot
+    // (one BullMQ fetched with a completion) takes its lease in its attempt's start, on the run
+    // store's connection, which Redis may serve before the worker's; seeing this run's lease still
+    // held, a full pool would defer it (see test/bench/README.md, round 17).
+    let slotAfterEnd = false;
     try {
       const fetchedStart = worker.takeFetchedStart(jobId);
       await slot.take(token);
+      const fuseEnd = fetchedStart !== undefined && !job.data.skill;
       return await withTenantSlot(
         mode,
         job,
         token,
-        (lease) =>
-          job.data.skill ? processSkill(mode, job) : processRun(mode, job, token, slot, fetchedAtMs, lease),
+        (lease) => {
+          if (lease && fuseEnd)
+            lease.deferEnd = (keys, args) => {
+              const ended = worker.deferEnd(jobId, keys, args);
+              if (ended) {
+                slotAfterEnd = true;
+                const free = () => slot.end();
+                void ended.then(free, free);
+              }
+              return ended;
+            };
+          return job.data.skill
+            ? processSkill(mode, job)
+            : processRun(mode, job, token, slot, fetchedAtMs, lease);
+        },
         fetchedStart,
       );
     } finally {
-      slot.end();
+      if (!slotAfterEnd) slot.end();
       held[mode] = (held[mode] ?? 1) - 1;
     }
   }

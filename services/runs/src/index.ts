@@ -21,6 +21,7 @@ export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export {
   acquireCall,
+  endAndCompleteScript,
   type FetchedStartTerms,
   fetchLeaseBeginScript,
   LEASE_ACQUIRE,
@@ -62,6 +63,7 @@ export {
   type RunRecoveryLoopOptions,
 } from './run-recovery-loop.ts';
 export * from './run-store.ts';
+export { FINISH_RUN_RELEASE } from './run-store-scripts.ts';
 export { type TextRef, textRefOf } from './stored-text.ts';
 export { createTenantBytesStore, type TenantBytesStore } from './tenant-bytes-store.ts';
 export type {

@@ -9,6 +9,7 @@
 import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { loadScript, luaSource } from './lua-scripts.ts';
+import { FINISH_RUN_RELEASE } from './run-store-scripts.ts';
 import type { CompletionEvent } from './types.ts';
 
 export const LEASE_ACQUIRE = loadScript('lease-acquire-6');
@@ -49,6 +50,12 @@ export interface RunLease extends LeaseTerms {
   acquired(answer: LeaseAnswer): void;
   held(): boolean;
   released(next: { jobId: string; tenant: string } | undefined): void;
+  /**
+   * Hands the end's `finish-run-release-18` call (keys, arguments) to the worker's completion,
+   * which runs it first in its own script (one server only); resolves with the end's answer.
+   * Undefined (or absent): the end runs its script itself.
+   */
+  deferEnd?(keys: string[], args: (string | number)[]): Promise<unknown> | undefined;
 }
 
 /** lease-acquire-6's keys and arguments (KEYS[1..6], ARGV[1..5]). */
@@ -99,6 +106,29 @@ export function fetchLeaseBeginScript(fetchBody: string): LuaScript {
   return new LuaScript(
     `local function fetchJob()\n${fetchBody}\nend\n${luaSource('fetch-lease-begin-11', { FETCHED_ARGS })}`,
   );
+}
+
+/**
+ * A run's end with its lease given back (`finish-run-release-18`), then BullMQ's completion
+ * `completeBody` (moveToFinished-14 as BullMQ sends it), in one script (one server only). The
+ * keys and arguments are the completion's, then the end's, then the completion's key and
+ * argument counts; each part reads its own as KEYS and ARGV. The end goes first, so its
+ * wake-up is sent with the end durable whatever the completion answers. Returns {the end's
+ * answer, the completion's}.
+ */
+export function endAndCompleteScript(completeBody: string): LuaScript {
+  return new LuaScript(`local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
+local BK, BA, EK, EA = {}, {}, {}, {}
+for i = 1, #KEYS do if i <= nk then BK[#BK + 1] = KEYS[i] else EK[#EK + 1] = KEYS[i] end end
+for i = 1, #ARGV - 2 do if i <= na then BA[#BA + 1] = ARGV[i] else EA[#EA + 1] = ARGV[i] end end
+local function runEnd(KEYS, ARGV)
+${FINISH_RUN_RELEASE.source}
+end
+local function complete(KEYS, ARGV)
+${completeBody}
+end
+local ended = runEnd(EK, EA)
+return {ended, complete(BK, BA)}`);
 }
 
 /** What a fetch's lease and attempt start need beside the job (all known before the fetch). */

@@ -25,6 +25,7 @@ export const FINISH_RUN_RELEASE = loadScript('finish-run-release-18', {
   END_PUSH_MAX_BYTES,
   ...FINISH_TENANT_PARAMS,
 });
+
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
 export const ADMIT_TENANT = loadScript('admit-tenant-21', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
 export const CREATE_RUN = loadScript('create-run-2');

@@ -506,8 +506,17 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         timings?: RunTimings;
         /** What the run used, for its tenant's usage of the day (output bytes default to `text`'s). */
         usage?: RunUsage;
+        /**
+         * Told whether this end was the one written, once it is known: an end handed to the
+         * worker's completion (`RunLease.deferEnd`) is written after `finish` returns.
+         */
+        onEnded?: (ended: boolean) => void;
       },
     ): Promise<boolean> {
+      const told = (ended: boolean): boolean => {
+        end.onEnded?.(ended);
+        return ended;
+      };
       const fields: Record<string, string> = {
         status: end.status,
         result: seal(end.result),
@@ -561,17 +570,37 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           ...charge.args,
         ];
         const lease = run.lease?.held() ? run.lease : undefined;
-        if (!lease) return (await FINISH_RUN.run(redis, endKeys, [...endArgs, ...flat])) === 1;
+        if (!lease) return told((await FINISH_RUN.run(redis, endKeys, [...endArgs, ...flat])) === 1);
         // The runner holding the run's slot lease gives it back in the same script (whichever end
         // won), and learns which deferred job the freed slot went to.
         const release = releaseCall(lease);
+        // Only an end whose caller learns its answer later (`onEnded`) is handed over.
+        const deferred =
+          end.onEnded &&
+          lease.deferEnd?.([...endKeys, ...release.keys], [...endArgs, ...release.args, ...flat]);
+        if (deferred) {
+          // The worker's completion writes the end (and its wake-up) first in its own script; the
+          // runner is done with the lease now, the deferred job the slot goes to follows.
+          lease.released(undefined);
+          // `true`: handed over; whether it was the end written goes to `onEnded` (a call that
+          // failed in every way leaves the run to its job's recovery, as a failed end script does).
+          void deferred.then(
+            (answer) => {
+              const [res, nextJob, nextTenant] = answer as [number, string | undefined, string | undefined];
+              if (nextJob && nextTenant) lease.released({ jobId: nextJob, tenant: nextTenant });
+              told(res === 1);
+            },
+            () => undefined,
+          );
+          return true;
+        }
         const [res, nextJob, nextTenant] = (await FINISH_RUN_RELEASE.run(
           redis,
           [...endKeys, ...release.keys],
           [...endArgs, ...release.args, ...flat],
         )) as [number, string | undefined, string | undefined];
         lease.released(nextJob && nextTenant ? { jobId: nextJob, tenant: nextTenant } : undefined);
-        return res === 1;
+        return told(res === 1);
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
       // only the end that won counts in the index.
@@ -581,7 +610,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         FINISH_TENANT.run(redis, tenant.keys, tenant.args),
         storedBytes.charge(run.tenant, bytes).catch(() => undefined),
       ]);
-      return ended;
+      return told(ended);
     },
 
     async requestCancel(id: string): Promise<void> {

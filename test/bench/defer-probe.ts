@@ -1,0 +1,78 @@
+/**
+ * `node test/bench/defer-probe.ts`: the runner's fair-share deferrals per run, phase by phase, at
+ * 16 clients on a local cluster (one runner, 4 slots, default settings): a lone tenant, two
+ * tenants (8 clients each), then the lone tenant again four times; after each phase the pool's
+ * queued counts, waiting tenants and busy leases. A lone tenant is never held to its share (no
+ * other tenant waits), so any deferral there is a lease seen held that was already given back.
+ */
+import { createRedis, keys } from '@islet/core';
+import { startCluster } from '@islet/devstack';
+import { api } from '../e2e/helpers.ts';
+import { PROGRAM } from './baselines.ts';
+import { burst, leanPost } from './cluster-figures.ts';
+
+const cluster = await startCluster({
+  gateways: 1,
+  runners: [{ modes: ['read-only'], concurrency: 4 }],
+  env: { ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
+});
+const redis = createRedis(cluster.redisUrl);
+const a = api(cluster.url, cluster.devKey);
+const run = (post: (b: unknown) => Promise<unknown>) => async () => {
+  const body = (await post({
+    code: PROGRAM,
+    description: 'x',
+    sessionId: 'bench',
+    turnId: 't',
+    callId: 'c',
+    connections: [],
+  })) as { status?: string };
+  if (body?.status !== 'Completed') throw new Error(JSON.stringify(body));
+};
+const post1 = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
+const deferrals = async () => {
+  const text = await (await fetch(`${cluster.runners[0]!.url}/metrics`)).text();
+  return [...text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)].reduce(
+    (n, m) => n + Number(m[1]),
+    0,
+  );
+};
+const state = async () => {
+  const m = 'read-only';
+  return JSON.stringify({
+    queued: await redis.hgetall(keys.poolQueued(m)),
+    waiting: await redis.zrange(keys.poolWaiting(m), 0, -1),
+    busy: await redis.zcard(keys.poolBusy(m)),
+    slots: await redis.hgetall(keys.poolSlots(m)),
+  });
+};
+let last = 0;
+const phase = async (name: string, fn: () => Promise<void>, n: number) => {
+  const t = performance.now();
+  await fn();
+  const d = await deferrals();
+  console.log(
+    `${name}: ${(n / ((performance.now() - t) / 1000)).toFixed(1)}/s deferrals ${d - last} (${((d - last) / n).toFixed(3)}/run) ${await state()}`,
+  );
+  last = d;
+};
+try {
+  await phase('warm', () => burst(run(post1), 64, 16), 64);
+  await phase('lone', () => burst(run(post1), 300, 16), 300);
+  const second = 'bench-second';
+  await a('POST', '/v1/admin/tenants', { id: second, name: second });
+  const key = (
+    (await a('POST', `/v1/admin/tenants/${second}/keys`, { scopes: ['apps.use', 'sessions.read'] })).body as {
+      key: string;
+    }
+  ).key;
+  const post2 = leanPost(`${cluster.url}/v1/runs`, key);
+  await phase('second warm', () => burst(run(post2), 8, 8), 8);
+  let turn = 0;
+  await phase('two', () => burst(() => run(turn++ % 2 ? post2 : post1)(), 300, 16), 300);
+  for (let i = 0; i < 4; i++) await phase(`lone ${i}`, () => burst(run(post1), 200, 16), 200);
+} finally {
+  redis.disconnect();
+  await cluster.stop();
+}
+process.exit(0);
