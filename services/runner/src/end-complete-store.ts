@@ -25,7 +25,6 @@ export const END_AND_COMPLETE_SHA = END_AND_COMPLETE.sha;
  */
 const COMPLETE_COMMAND = 'moveToFinished';
 const COMPLETE_KEYS = moveToFinished.keys;
-const COMPLETE_ARGS = COMPLETE_KEYS + 9;
 
 /** An end handed to the completion: its call, and who waits for its answer. */
 export interface PendingEnd {
@@ -53,8 +52,9 @@ export function completingExec(
   exec: (client: RedisClient, name: string, args: unknown[]) => Promise<unknown>,
   take: (jobId: string) => PendingEnd | undefined,
 ): (client: RedisClient, name: string, args: unknown[]) => Promise<unknown> {
+  // Scripts of another BullMQ than the one whose completion text is embedded: theirs, as they are.
+  if (scriptsVersion !== version) return exec;
   return async (client, name, args) => {
-    // Another BullMQ than the one this was written against: its completion, as it is.
     const end =
       name === COMPLETE_COMMAND && args.length > COMPLETE_KEYS
         ? take(String(args[COMPLETE_KEYS]))

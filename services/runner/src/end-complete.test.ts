@@ -23,7 +23,6 @@ import {
   createRunLifecycle,
   createRunStore,
   FINISH_RUN_RELEASE,
-  noteQueued,
   type RunJobData,
   runJobOptions,
 } from '@islet/runs';
@@ -33,7 +32,6 @@ import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { END_AND_COMPLETE_SHA } from './end-complete-store.ts';
-import { createFairShare } from './fair-share.ts';
 import type { ParkingWorker } from './parking-worker.ts';
 import type { RunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
