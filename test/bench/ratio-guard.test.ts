@@ -27,7 +27,8 @@ const LEVEL = {
    * not a ratio: it does not depend on load (BullMQ's own polling aside); 160 on main at de5a090,
    * 98 at c835457, 90 with the gateway's caches and fused scripts (BENCH_QUICK, 2026-11-30); 120
    * since the bench runs with default settings, the fair share's leases included (2026-12-02); 105
-   * with a run's end in one script (2026-12-02, test/bench/README.md)
+   * with a run's end in one script (2026-12-02, test/bench/README.md); 95 with the run index,
+   * usage and health folded from a pending list (2026-12-03)
    */
   redisCommandsPerRun: 95,
   /** a lone tenant's runs/s at 16 clients / two tenants' (work-conserving fair share: ~1) */
