@@ -36,25 +36,32 @@ export interface GatewayAppUnderTest extends GatewayDepsUnderTest {
   app: FastifyInstance;
 }
 
+/** What `make` returns; if it throws, `undo` runs first (what was started so far is stopped). */
+async function orUndo<T>(make: () => Promise<T>, undo: () => Promise<void>): Promise<T> {
+  try {
+    return await make();
+  } catch (err) {
+    await undo();
+    throw err;
+  }
+}
+
 /** A redis-server, the config on it (fresh seal key, plus `env`) and the gateway's deps. */
 export async function startGatewayDeps(env: Record<string, string> = {}): Promise<GatewayDepsUnderTest> {
   const server = await startRedis({ appendOnly: false });
-  try {
-    const config = gatewayTestConfig(server.url, env);
-    const deps = await createGatewayDeps(config, testLogger());
-    return {
-      server,
-      config,
-      deps,
-      close: async () => {
-        await deps.close();
-        await server.stop();
-      },
-    };
-  } catch (err) {
+  const config = await orUndo(
+    async () => gatewayTestConfig(server.url, env),
+    () => server.stop(),
+  );
+  const deps = await orUndo(
+    () => createGatewayDeps(config, testLogger()),
+    () => server.stop(),
+  );
+  const close = async () => {
+    await deps.close();
     await server.stop();
-    throw err;
-  }
+  };
+  return { server, config, deps, close };
 }
 
 /** As `startGatewayDeps`, and the app built over the deps (not listening; `app` is buildApp's options). */
@@ -62,18 +69,10 @@ export async function startGatewayApp(
   options: { env?: Record<string, string>; app?: Parameters<typeof buildApp>[1] } = {},
 ): Promise<GatewayAppUnderTest> {
   const started = await startGatewayDeps(options.env);
-  try {
-    const app = await buildApp(started.deps, options.app);
-    return {
-      ...started,
-      app,
-      close: async () => {
-        await app.close();
-        await started.close();
-      },
-    };
-  } catch (err) {
+  const app = await orUndo(() => buildApp(started.deps, options.app), started.close);
+  const close = async () => {
+    await app.close();
     await started.close();
-    throw err;
-  }
+  };
+  return { ...started, app, close };
 }
