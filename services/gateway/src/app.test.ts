@@ -1,14 +1,13 @@
 import { EventEmitter, getEventListeners } from 'node:events';
-import { channels, createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { channels, keys } from '@islet/core';
+import { runFixture } from '@islet/testkit';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildApp } from './app.ts';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import { declareBindings, schemaToTs } from './code-api.ts';
 import { slugify } from './connections.ts';
-import { createGatewayDeps } from './create-deps.ts';
 import { createDecisionsService } from './decisions-service.ts';
 import { createMcpApps } from './mcp-apps.ts';
 import { clientGone } from './problem-reply.ts';
@@ -16,9 +15,9 @@ import { registerRoutes } from './routes/index.ts';
 import { createGatewayRecovery } from './run-recovery.ts';
 import { createRunsService } from './runs-service.ts';
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let key: string;
 let otherKey: string;
 let adminKey: string;
@@ -35,15 +34,8 @@ const run = (extra: Record<string, unknown> = {}) => ({
 });
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-    ISLET_BODY_LIMIT_BYTES: '65536',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  gateway = await startGatewayApp({ env: { ISLET_BODY_LIMIT_BYTES: '65536' } });
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   await deps.tenants.createTenant({ id: 'other', name: 'Other' });
   await deps.tenants.createTenant({ id: 'limited', name: 'Limited', rateLimitPerMinute: 3 });
@@ -53,11 +45,7 @@ beforeAll(async () => {
   adminKey = (await deps.tenants.createKey('acme', ['platform.admin'])).key;
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 function expectProblem(
   res: { statusCode: number; headers: Record<string, unknown>; json(): unknown },

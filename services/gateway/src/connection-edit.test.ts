@@ -3,16 +3,13 @@
  * policy and description, the url, an mcp server's headers (write-only); bad input is a 400 with
  * the problem type, another tenant's connection a 404, and the name (the binding prefix) stays.
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let key: string;
 let otherKey: string;
 let id: string;
@@ -27,14 +24,8 @@ const patch = (payload: unknown, k = key, target = id) =>
   });
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  gateway = await startGatewayApp();
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   await deps.tenants.createTenant({ id: 'other', name: 'Other' });
   key = (await deps.tenants.createKey('acme', ['apps.use'])).key;
@@ -57,11 +48,7 @@ beforeAll(async () => {
   id = created.json().id;
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 describe('PATCH /v1/connections/:id', () => {
   it("changes one tool's policy and the url, keeps the rest, and the next read sees it", async () => {

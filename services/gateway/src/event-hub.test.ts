@@ -80,6 +80,15 @@ function recordingSubscriber() {
   };
 }
 
+/** A hub started on a recording subscriber, its start's SUBSCRIBE already cleared from `commands`. */
+async function startedHub() {
+  const recording = recordingSubscriber();
+  const hub = createEventHub(recording.subscriber);
+  await hub.start();
+  recording.commands.length = 0;
+  return { hub, ...recording };
+}
+
 describe('event hub: session, feed and progress channels on demand', () => {
   it('subscribes to the run-event channel only at start', async () => {
     const { subscriber, commands } = recordingSubscriber();
@@ -90,10 +99,7 @@ describe('event hub: session, feed and progress channels on demand', () => {
   });
 
   it("subscribes at a session's first listener, resolves once subscribed, and leaves at its last", async () => {
-    const { subscriber, commands, answer, emit } = recordingSubscriber();
-    const hub = createEventHub(subscriber);
-    await hub.start();
-    commands.length = 0;
+    const { hub, commands, answer, emit } = await startedHub();
     let firstReady = false;
     const heard: string[] = [];
     const first = hub
@@ -136,10 +142,7 @@ describe('event hub: session, feed and progress channels on demand', () => {
   });
 
   it("keys a tenant's feed listeners by tenant, apart from the session channel", async () => {
-    const { subscriber, commands, answer, emit } = recordingSubscriber();
-    const hub = createEventHub(subscriber);
-    await hub.start();
-    commands.length = 0;
+    const { hub, commands, answer, emit } = await startedHub();
     const heard: string[] = [];
     const listening = hub.listenFeed('t1', () => heard.push('t1'));
     answer();
@@ -161,10 +164,7 @@ describe('event hub: session, feed and progress channels on demand', () => {
   });
 
   it("hears runs' progress only while a stream follows it; progress never counts against quietSince", async () => {
-    const { subscriber, commands, answer, emit } = recordingSubscriber();
-    const hub = createEventHub(subscriber);
-    await hub.start();
-    commands.length = 0;
+    const { hub, commands, answer, emit } = await startedHub();
     const written = Date.now();
     const heard: Array<string | undefined> = [];
     const off = hub.listen('r1', (tag) => heard.push(tag));

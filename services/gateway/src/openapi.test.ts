@@ -6,13 +6,10 @@
  * (`services/sdk/openapi.json`, its codegen's input) is the document the gateway serves.
  */
 import { readFileSync } from 'node:fs';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { PROBLEM_BASE, PROBLEMS, type ProblemCode } from '@islet/protocol';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 import { OPERATIONS } from './openapi/operations.ts';
 import {
   createRouteCatalog,
@@ -26,33 +23,23 @@ import { OPENAPI_FILE, openApiJson } from './openapi-file.ts';
 // biome-ignore lint/suspicious/noExplicitAny: a parsed JSON document, read field by field
 type Loose = Record<string, any>;
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let key: string;
 let doc: Loose;
 const catalog = createRouteCatalog();
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps, { routeCatalog: catalog });
+  gateway = await startGatewayApp({ app: { routeCatalog: catalog } });
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read', 'decisions', 'platform.admin']))
     .key;
   doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 const operations = () =>
   Object.entries(doc.paths as Record<string, Record<string, Loose>>).flatMap(([path, ops]) =>

@@ -3,16 +3,14 @@
  * cursor, the walls (tenant, principal, platform admin), bad parameters, and the index kept with
  * the run's own writes (create, end, prune) and the day's usage counted at the end.
  */
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 const k = { ann: '', bob: '', lead: '', platform: '', other: '', noread: '' };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
@@ -67,14 +65,8 @@ async function list(key: string, query: string): Promise<Page> {
 const ids = { a1: '', a2: '', a3: '', b1: '', o1: '' };
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  gateway = await startGatewayApp();
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   await deps.tenants.createTenant({ id: 'other', name: 'Other' });
   const read = ['apps.use', 'sessions.read'] as const;
@@ -120,11 +112,7 @@ beforeAll(async () => {
   await deps.runIndex.skillEnded('acme', 'skill-1', { status: 'Completed', usage: { outputBytes: 5 } });
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 describe('GET /v1/runs', () => {
   it("lists the principal's own runs newest first, as summaries without code or logs", async () => {

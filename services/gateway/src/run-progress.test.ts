@@ -7,17 +7,15 @@
  * subscriber dispatched) and from Redis (`PUBSUB NUMSUB`), never from timing.
  */
 import type { AddressInfo } from 'node:net';
-import { channels, createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { channels, keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let observer: Redis;
 let base: string;
 let key: string;
@@ -26,14 +24,8 @@ const published: string[] = [];
 const auth = (k: string) => ({ authorization: `Bearer ${k}` });
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  gateway = await startGatewayApp();
+  ({ app, deps } = gateway);
   await app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
@@ -48,9 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   observer?.disconnect();
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
+  await gateway?.close();
 });
 
 const numsub = async (channel: string) =>

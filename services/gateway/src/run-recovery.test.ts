@@ -3,7 +3,7 @@
  * jobs, with the runners' feed: each stuck run reaches a final status, a healthy one is left alone,
  * and two gateways ticking at once apply each recovery once.
  */
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
+import { keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import {
   type AppliedAction,
@@ -14,10 +14,16 @@ import {
   type RunJobData,
   runJobOptions,
 } from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { runFixture } from '@islet/testkit';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type GatewayDepsUnderTest,
+  startGatewayDeps,
+  type TestGatewayDeps,
+  testLogger,
+} from '../test/gateway-harness.ts';
 import { createGatewayDeps } from './create-deps.ts';
 import { createDecisionsService } from './decisions-service.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -25,31 +31,23 @@ import { createGatewayRecovery } from './run-recovery.ts';
 import { createRunsService } from './runs-service.ts';
 
 const EXPIRE_MS = 1000;
-let redis: RedisServer;
-type Deps = Awaited<ReturnType<typeof createGatewayDeps>>;
+let gateway: GatewayDepsUnderTest;
+type Deps = TestGatewayDeps;
 let a: Deps;
 let b: Deps;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-    ISLET_DECISION_EXPIRE_MS: String(EXPIRE_MS),
-  });
-  const logger = createLogger({ name: 'test', level: 'silent' });
+  gateway = await startGatewayDeps({ ISLET_DECISION_EXPIRE_MS: String(EXPIRE_MS) });
   // Two gateways on one Redis.
-  a = await createGatewayDeps(config, logger);
-  b = await createGatewayDeps(config, logger);
+  a = gateway.deps;
+  b = await createGatewayDeps(gateway.config, testLogger());
   await a.tenants.createTenant({ id: 'acme', name: 'Acme' });
 });
 
 afterAll(async () => {
   for (const c of workerConnections) c.disconnect();
-  await a?.close();
   await b?.close();
-  await redis?.stop();
+  await gateway?.close();
 });
 
 const workerConnections: Redis[] = [];

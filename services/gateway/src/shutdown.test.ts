@@ -3,34 +3,30 @@
  * SIGTERM: readiness off at once on every listener, full service during the delay, then long waits
  * end with what they have and in-flight requests finish before the listeners close.
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type GatewayDepsUnderTest,
+  startGatewayDeps,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
 import { createShutdown } from './shutdown.ts';
 
-let redis: RedisServer;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let gateway: GatewayDepsUnderTest;
+let deps: TestGatewayDeps;
 let key: string;
 const opened: FastifyInstance[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  gateway = await startGatewayDeps();
+  ({ deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read'])).key;
 });
 afterAll(async () => {
   for (const a of opened) await a.close();
-  await deps?.close();
-  await redis?.stop();
+  await gateway?.close();
 });
 
 const build = async (options: Parameters<typeof buildApp>[1]) => {

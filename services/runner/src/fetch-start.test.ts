@@ -6,164 +6,24 @@
  * apart as before. Real redis-server, real BullMQ, real fair share, run store and journal; the
  * calls are read from MONITOR (their order and names), never from time.
  */
-import {
-  createLogger,
-  createMetrics,
-  createRedis,
-  generateSealKey,
-  keys,
-  loadConfig,
-  sealerFromConfig,
-} from '@islet/core';
+import { keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import {
-  createCallJournal,
-  createRunLifecycle,
-  createRunStore,
-  noteQueued,
-  type RunJobData,
-  runJobOptions,
-} from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
-import { Queue } from 'bullmq';
+import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mode, runnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { FETCH_START_SHA } from './fetch-start-store.ts';
-import type { ParkingWorker } from './parking-worker.ts';
-import type { RunExecutor } from './run-executor.ts';
-import { createRunner } from './runner.ts';
 import type { SkillExecutor } from './skill-executor.ts';
 
-let server: RedisServer;
 let redis: Redis;
-const logger = createLogger({ name: 'fetch-start-test', level: 'silent' });
-const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
-const closers: Array<() => Promise<void>> = [];
-const sealer = sealerFromConfig(base);
-const mode = 'read-only' as const;
+const h = runnerHarness('fetch-start-test');
+const { logger, newRun, monitor, setUp, warmUp } = h;
 
 beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
+  ({ redis } = await h.start());
 });
-afterAll(async () => {
-  for (const close of closers.reverse()) await close().catch(() => undefined);
-  redis?.disconnect();
-  await server?.stop();
-});
-
-const lifecycle = () =>
-  createRunLifecycle({ runs: createRunStore(redis, sealer), journal: createCallJournal({ redis, sealer }) });
-
-async function newRun(id: string, tenant = 'acme') {
-  const run = runFixture(id, { tenant, mode });
-  await createRunStore(redis, sealer).create(run);
-  return run;
-}
-
-const done = {
-  status: 'Completed' as const,
-  result: { _tag: 'Completed' as const, value: 1, logs: [] },
-  text: '1',
-};
-
-async function until(what: string, ok: () => Promise<boolean>) {
-  const deadline = Date.now() + 10_000;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/**
- * Commands Redis ran, in order, as MONITOR shows them (name lower-cased, then arguments); `sent`:
- * those a client sent (a script's own commands left out).
- */
-async function monitor(): Promise<{ seen: string[][]; sent: string[][]; stop: () => void }> {
-  const mon = await redis.monitor();
-  const seen: string[][] = [];
-  const sent: string[][] = [];
-  mon.on('monitor', (_time: string, args: string[], source: string) => {
-    const command = [String(args[0]).toLowerCase(), ...args.slice(1).map(String)];
-    seen.push(command);
-    if (source !== 'lua') sent.push(command);
-  });
-  return { seen, sent, stop: () => mon.disconnect() };
-}
-
-/**
- * A runner of one mode, fair share on, around an executor that begins the attempt with the job's
- * lease (the real lifecycle), marks the run's own work with an ECHO, then ends the run. `fused`:
- * the executor lets fetches start runs (as the real one does); else each start is its own script.
- */
-async function setUp(
-  queueTag: string,
-  fused: boolean,
-  skills?: SkillExecutor,
-  opts: { slots?: number; hold?: Promise<void> } = {},
-) {
-  const config = loadConfig({
-    ISLET_REDIS_URL: server.url,
-    ...base,
-    ISLET_RUNNER_MODES: mode,
-    ISLET_RUNNER_CONCURRENCY: String(opts.slots ?? 4),
-    ISLET_TENANT_POOL_SHARE: '0.5',
-    ISLET_TENANT_SHARE_RECHECK_MS: '60000',
-  });
-  const life = lifecycle();
-  const outcomes: string[] = [];
-  const executor: RunExecutor = {
-    execute: async (job) => {
-      const begun = await life.beginAttempt(job.runId, job.lease);
-      if (begun.deferred) {
-        outcomes.push('deferred');
-        return 'deferred';
-      }
-      if (!begun.run || begun.attempt === undefined) {
-        outcomes.push('skipped');
-        return 'skipped';
-      }
-      await redis.echo(`work ${job.runId} ${queueTag}`);
-      await opts.hold;
-      await life.finish(begun.run, done);
-      outcomes.push(`completed ${begun.attempt}`);
-      return 'completed';
-    },
-    giveUp: async () => undefined,
-    head: async () => null,
-    ...(fused ? { fetchedStartArgs: life.fetchedStartArgs } : {}),
-  };
-  const metrics = createMetrics({ component: 'fetch-start-test', defaults: false });
-  const runner = createRunner({ config, executor, metrics, logger, ...(skills ? { skills } : {}) });
-  const queue = new Queue<RunJobData>(runQueueName(mode), {
-    connection: { host: '127.0.0.1', port: server.port },
-    prefix: QUEUE_PREFIX,
-  });
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await runner.close(1000);
-    await queue.obliterate({ force: true }).catch(() => undefined);
-    await queue.close();
-    const found = await redis.keys('islet:{pool:read-only}:*');
-    if (found.length) await redis.del(...found);
-  };
-  closers.push(close);
-  await runner.start();
-  const add = (id: string, tenant = 'acme', attempts = 1) =>
-    queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
-  const worker = () => runner.workersForTest().get(mode) as ParkingWorker<RunJobData>;
-  return { config, queue, outcomes, metrics, add, close, worker };
-}
-
-/** A first run through `t`'s runner to completion: it loads the scripts, so later calls are the path's own. */
-async function warmUp(t: Awaited<ReturnType<typeof setUp>>, id: string): Promise<void> {
-  await newRun(id);
-  await t.add(id);
-  await until(`${id} to complete`, async () => (await t.queue.getCompletedCount()) === 1);
-}
+afterAll(() => h.close());
 
 /** The script calls (EVAL, EVALSHA: their hash, or `eval`) before the ECHO that marks `runId`'s work. */
 function scriptsBeforeWork(seen: string[][], runId: string): string[] {

@@ -6,52 +6,30 @@
  * released by the runner. Real redis-server, real fair share, run store and journal; counted by
  * Redis's own command statistics, never by time.
  */
-import {
-  createLogger,
-  createMetrics,
-  createRedis,
-  generateSealKey,
-  keys,
-  loadConfig,
-  sealerFromConfig,
-} from '@islet/core';
+import { createMetrics, keys, loadConfig } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import {
-  createCallJournal,
-  createRunLifecycle,
-  createRunStore,
-  noteQueued,
-  type RunJobData,
-  runJobOptions,
-} from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { createRunStore, noteQueued, type RunJobData, runJobOptions } from '@islet/runs';
+import { type RedisServer, runFixture } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { done, runnerHarness } from '../test/runner-harness.ts';
 import { createFairShare, type FairShareDeps } from './fair-share.ts';
 import type { RunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
 
 let server: RedisServer;
 let redis: Redis;
-const logger = createLogger({ name: 'lease-in-scripts-test', level: 'silent' });
-const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
-const closers: Array<() => Promise<void>> = [];
+const h = runnerHarness('lease-in-scripts-test');
+const { logger, base, sealer, lifecycle } = h;
 
 beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
+  ({ server, redis } = await h.start());
 });
-afterAll(async () => {
-  for (const close of closers.reverse()) await close().catch(() => undefined);
-  redis?.disconnect();
-  await server?.stop();
-});
+afterAll(() => h.close());
 
 const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
-const sealer = sealerFromConfig(base);
 const runs = () => createRunStore(redis, sealer);
-const lifecycle = () => createRunLifecycle({ runs: runs(), journal: createCallJournal({ redis, sealer }) });
 
 function share(promote: FairShareDeps['promote'] = async () => true, concurrency = 4) {
   const s = createFairShare({
@@ -65,7 +43,7 @@ function share(promote: FairShareDeps['promote'] = async () => true, concurrency
       ...on,
     },
   });
-  closers.push(() => s.close());
+  h.onClose(() => s.close());
   return s;
 }
 
@@ -83,11 +61,6 @@ async function scriptCalls(): Promise<number> {
   return n;
 }
 
-const done = {
-  status: 'Completed' as const,
-  result: { _tag: 'Completed' as const, value: 1, logs: [] },
-  text: '1',
-};
 const leases = (tenant = 'acme') => keys.poolTenantLeases('read-only', tenant);
 
 async function clean() {
@@ -230,7 +203,7 @@ describe('a run lease in the attempt start and end scripts (one server)', () => 
       connection: { host: '127.0.0.1', port: server.port },
       prefix: QUEUE_PREFIX,
     });
-    closers.push(async () => {
+    h.onClose(async () => {
       await runner.close(1000);
       await queue.obliterate({ force: true }).catch(() => undefined);
       await queue.close();

@@ -2,6 +2,7 @@ import { generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { runFixture, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { withRedis } from '../test/test-redis.ts';
 import { healthHour } from './health-buckets.ts';
 import { createHealthStore } from './health-store.ts';
 import { createRunIndex, foldPendingEnds, usageDay } from './run-index.ts';
@@ -27,10 +28,8 @@ function delta(before: Map<string, number>, after: Map<string, number>): Record<
 }
 
 describe("a tenant's pending list of creates and ends, folded", () => {
-  it('appends one entry per create and end, and the index, usage and health readers see every run at once', async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = new Redis(server.url);
-    try {
+  it('appends one entry per create and end, and the index, usage and health readers see every run at once', () =>
+    withRedis(async (redis) => {
       const runs = createRunStore(redis, sealer);
       const index = createRunIndex(redis, sealer);
       const now = Date.now();
@@ -84,11 +83,7 @@ describe("a tenant's pending list of creates and ends, folded", () => {
       expect(health.totals.runs).toMatchObject({ Completed: 1, Failed: 1, Cancelled: 1 });
       expect(health.totals.failures).toEqual({ timeout: 1 });
       expect(await foldPendingEnds(redis, 'tf')).toBe(0);
-    } finally {
-      redis.disconnect();
-      await server.stop();
-    }
-  });
+    }));
 
   it('the end that fills the list folds it, and a fold applies each entry once, across a Redis SIGKILL and restart', async () => {
     const server = await startRedis({ appendFsync: 'always' });
@@ -145,10 +140,8 @@ describe("a tenant's pending list of creates and ends, folded", () => {
       await server.stop();
     }
   });
-  it('a create only appends (the admission stays small); the next end past the fold size folds creates and ends alike', async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = new Redis(server.url);
-    try {
+  it('a create only appends (the admission stays small); the next end past the fold size folds creates and ends alike', () =>
+    withRedis(async (redis) => {
       const runs = createRunStore(redis, sealer);
       const run = (id: string) => runFixture(id, { tenant: 'tc', session: 'sc', createdAt: Date.now() });
       for (let i = 0; i < FOLD_AT + 2; i++)
@@ -160,15 +153,9 @@ describe("a tenant's pending list of creates and ends, folded", () => {
       expect(await redis.zcard(keys.indexRuns('tc'))).toBe(FOLD_AT + 2);
       expect(await redis.hget(keys.indexSessionStats('tc'), 'sc\ntotal')).toBe(String(FOLD_AT + 2));
       expect(await redis.hget(keys.indexSessionStats('tc'), 'sc\nCompleted')).toBe('1');
-    } finally {
-      redis.disconnect();
-      await server.stop();
-    }
-  });
-  it('a fold takes at most FOLD_MAX entries; a reader folds again until the list is empty', async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = new Redis(server.url);
-    try {
+    }));
+  it('a fold takes at most FOLD_MAX entries; a reader folds again until the list is empty', () =>
+    withRedis(async (redis) => {
       const runs = createRunStore(redis, sealer);
       const run = (id: string) => runFixture(id, { tenant: 'tm', session: 'sm', createdAt: Date.now() });
       for (let i = 0; i < FOLD_MAX + 10; i++) await runs.create(run(`m${i}`));
@@ -177,9 +164,5 @@ describe("a tenant's pending list of creates and ends, folded", () => {
       expect(await redis.exists(keys.indexPending('tm'))).toBe(0);
       expect(await redis.zcard(keys.indexRuns('tm'))).toBe(FOLD_MAX + 10);
       expect(await redis.hget(keys.indexSessionStats('tm'), 'sm\ntotal')).toBe(String(FOLD_MAX + 10));
-    } finally {
-      redis.disconnect();
-      await server.stop();
-    }
-  });
+    }));
 });

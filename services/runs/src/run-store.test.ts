@@ -2,23 +2,12 @@ import { channels, createRedis, generateSealKey, keys, sealerFromConfig } from '
 import { fieldsOf } from '@islet/core/lua-script';
 import { runFixture, startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { withRedis } from '../test/test-redis.ts';
 import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
 import { foldPendingEnds, USAGE_RETENTION_SECONDS, usageDay } from './run-index.ts';
 import { createRunStore } from './run-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
-
-/** A fresh Redis (no append-only file) and a client on it, both gone when `body` settles. */
-async function withRedis(body: (redis: ReturnType<typeof createRedis>) => Promise<void>): Promise<void> {
-  const server = await startRedis({ appendOnly: false });
-  const redis = createRedis(server.url);
-  try {
-    await body(redis);
-  } finally {
-    redis.disconnect();
-    await server.stop();
-  }
-}
 
 describe('run store on a real redis', () => {
   it('a single final status; admission and the Idempotency-Key take-over', async () => {

@@ -25,3 +25,15 @@ export function useSuiteRedis(): SuiteRedis {
   });
   return r;
 }
+
+/** Runs `body` against a redis-server of its own (no append-only file), both stopped when `body` settles. */
+export async function withRedis(body: (redis: Redis) => Promise<void>): Promise<void> {
+  const server = await startRedis({ appendOnly: false });
+  const redis = new Redis(server.url);
+  try {
+    await body(redis);
+  } finally {
+    redis.disconnect();
+    await server.stop();
+  }
+}

@@ -1,27 +1,26 @@
 /** The console's routes without a browser: static files under CSP, the queue board's walls, /docs. */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type GatewayAppUnderTest,
+  gatewayTestConfig,
+  startGatewayApp,
+  type TestGatewayDeps,
+  testLogger,
+} from '../../test/gateway-harness.ts';
 import { buildApp } from '../app.ts';
 import { createGatewayDeps } from '../create-deps.ts';
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let adminKey: string;
 let adminKeyId: string;
 let userKey: string;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  gateway = await startGatewayApp();
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   const admin = await deps.tenants.createKey('acme', ['platform.admin']);
   adminKey = admin.key;
@@ -29,11 +28,7 @@ beforeAll(async () => {
   userKey = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read', 'decisions'])).key;
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 const get = (url: string, headers: Record<string, string> = {}) =>
   app.inject({ method: 'GET', url, headers });
@@ -127,13 +122,8 @@ describe('/queues (bull-board)', () => {
 
 describe('/queues cookie on a plain-http development stack', () => {
   it('is not Secure only when ISLET_DEV_PLAIN_HTTP says so', async () => {
-    const config = loadConfig({
-      ISLET_REDIS_URL: redis.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-      ISLET_DEV_PLAIN_HTTP: 'true',
-    });
-    const devDeps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+    const config = gatewayTestConfig(gateway.server.url, { ISLET_DEV_PLAIN_HTTP: 'true' });
+    const devDeps = await createGatewayDeps(config, testLogger());
     const dev = await buildApp(devDeps);
     const admin = (await devDeps.tenants.createKey('acme', ['platform.admin'])).key;
     try {

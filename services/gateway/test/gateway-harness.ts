@@ -1,0 +1,78 @@
+/**
+ * Shared set-up of the gateway's tests on real Redis: a redis-server of their own, a config with a
+ * fresh seal key, the gateway's deps and (for most) the app over them. A test file starts one in
+ * `beforeAll` and closes it in `afterAll`; `close` stops what it started, last first, and is safe to
+ * call when the start failed half-way.
+ */
+import { createLogger, generateSealKey, type IsletConfig, loadConfig } from '@islet/core';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app.ts';
+import { createGatewayDeps } from '../src/create-deps.ts';
+
+export type TestGatewayDeps = Awaited<ReturnType<typeof createGatewayDeps>>;
+
+/** The gateway's config on `redisUrl` with a fresh seal key, plus `env`. */
+export function gatewayTestConfig(redisUrl: string, env: Record<string, string> = {}): IsletConfig {
+  return loadConfig({
+    ISLET_REDIS_URL: redisUrl,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+    ...env,
+  });
+}
+
+/** A silent logger for deps a test makes besides the harness's. */
+export const testLogger = () => createLogger({ name: 'test', level: 'silent' });
+
+export interface GatewayDepsUnderTest {
+  server: RedisServer;
+  config: IsletConfig;
+  deps: TestGatewayDeps;
+  close(): Promise<void>;
+}
+
+export interface GatewayAppUnderTest extends GatewayDepsUnderTest {
+  app: FastifyInstance;
+}
+
+/** What `make` returns; if it throws, `undo` runs first (what was started so far is stopped). */
+async function orUndo<T>(make: () => Promise<T>, undo: () => Promise<void>): Promise<T> {
+  try {
+    return await make();
+  } catch (err) {
+    await undo();
+    throw err;
+  }
+}
+
+/** A redis-server, the config on it (fresh seal key, plus `env`) and the gateway's deps. */
+export async function startGatewayDeps(env: Record<string, string> = {}): Promise<GatewayDepsUnderTest> {
+  const server = await startRedis({ appendOnly: false });
+  const config = await orUndo(
+    async () => gatewayTestConfig(server.url, env),
+    () => server.stop(),
+  );
+  const deps = await orUndo(
+    () => createGatewayDeps(config, testLogger()),
+    () => server.stop(),
+  );
+  const close = async () => {
+    await deps.close();
+    await server.stop();
+  };
+  return { server, config, deps, close };
+}
+
+/** As `startGatewayDeps`, and the app built over the deps (not listening; `app` is buildApp's options). */
+export async function startGatewayApp(
+  options: { env?: Record<string, string>; app?: Parameters<typeof buildApp>[1] } = {},
+): Promise<GatewayAppUnderTest> {
+  const started = await startGatewayDeps(options.env);
+  const app = await orUndo(() => buildApp(started.deps, options.app), started.close);
+  const close = async () => {
+    await app.close();
+    await started.close();
+  };
+  return { ...started, app, close };
+}

@@ -1,0 +1,211 @@
+/**
+ * Shared set-up of the runner's one-server script tests (fetch-start, end-complete, lease-in-scripts):
+ * a redis-server of their own, the real run store and journal, and a runner of one mode (fair share
+ * on) around an executor that runs the real lifecycle. Each test file makes one harness, starts it
+ * in `beforeAll` and closes it in `afterAll`; `close` also closes every runner and share it made.
+ */
+import {
+  createLogger,
+  createMetrics,
+  createRedis,
+  generateSealKey,
+  type Logger,
+  loadConfig,
+  type Sealer,
+  sealerFromConfig,
+} from '@islet/core';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import {
+  createCallJournal,
+  createRunLifecycle,
+  createRunStore,
+  type RunJobData,
+  runJobOptions,
+} from '@islet/runs';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { ParkingWorker } from '../src/parking-worker.ts';
+import type { RunExecutor } from '../src/run-executor.ts';
+import { createRunner } from '../src/runner.ts';
+import type { SkillExecutor } from '../src/skill-executor.ts';
+
+/** The one mode these tests run in. */
+export const mode = 'read-only' as const;
+
+/** A run's successful end, as the executor hands it to `finish`. */
+export const done = {
+  status: 'Completed' as const,
+  result: { _tag: 'Completed' as const, value: 1, logs: [] },
+  text: '1',
+};
+
+/** Polls `ok` until it holds; fails after 10 s naming `what`. */
+export async function until(what: string, ok: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export interface RunnerSetUpOptions {
+  slots?: number;
+  /** Held by the executor between the run's work and its end. */
+  hold?: Promise<void>;
+  /** Also notes `ended <true|false>` in `outcomes` when the end answers. */
+  noteEnds?: boolean;
+}
+
+/** A started harness's Redis: the server and one client on it. */
+export interface RunnerHarnessRedis {
+  server: RedisServer;
+  redis: Redis;
+}
+
+export type RunnerHarness = ReturnType<typeof runnerHarness>;
+export type RunnerUnderTest = Awaited<ReturnType<RunnerHarness['setUp']>>;
+
+/** `name`: the logger's and the metrics' component name. */
+export function runnerHarness(name: string) {
+  const logger: Logger = createLogger({ name, level: 'silent' });
+  const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
+  const sealer: Sealer = sealerFromConfig(base);
+  const closers: Array<() => Promise<void>> = [];
+  let started: RunnerHarnessRedis | undefined;
+
+  const current = (): RunnerHarnessRedis => {
+    if (!started) throw new Error('runner harness not started');
+    return started;
+  };
+
+  /** Starts the redis-server and its client. */
+  async function start(): Promise<RunnerHarnessRedis> {
+    const server = await startRedis({ appendOnly: false });
+    started = { server, redis: createRedis(server.url) };
+    return started;
+  }
+
+  /** Closes what `onClose` was given (last first), then the client and the server. Safe after a failed start. */
+  async function close(): Promise<void> {
+    for (const c of closers.reverse()) await c().catch(() => undefined);
+    closers.length = 0;
+    started?.redis.disconnect();
+    await started?.server.stop();
+    started = undefined;
+  }
+
+  /** Runs `c` on `close`, before the server stops. */
+  const onClose = (c: () => Promise<void>): void => {
+    closers.push(c);
+  };
+
+  const lifecycle = () => {
+    const { redis } = current();
+    return createRunLifecycle({
+      runs: createRunStore(redis, sealer),
+      journal: createCallJournal({ redis, sealer }),
+    });
+  };
+
+  async function newRun(id: string, tenant = 'acme') {
+    const run = runFixture(id, { tenant, mode });
+    await createRunStore(current().redis, sealer).create(run);
+    return run;
+  }
+
+  /**
+   * Commands Redis ran, in order, as MONITOR shows them (name lower-cased, then arguments); `sent`:
+   * those a client sent (a script's own commands left out).
+   */
+  async function monitor(): Promise<{ seen: string[][]; sent: string[][]; stop: () => void }> {
+    const mon = await current().redis.monitor();
+    const seen: string[][] = [];
+    const sent: string[][] = [];
+    mon.on('monitor', (_time: string, args: string[], source: string) => {
+      const command = [String(args[0]).toLowerCase(), ...args.slice(1).map(String)];
+      seen.push(command);
+      if (source !== 'lua') sent.push(command);
+    });
+    return { seen, sent, stop: () => mon.disconnect() };
+  }
+
+  /**
+   * A runner of one mode, fair share on, around an executor that begins the attempt with the job's
+   * lease (the real lifecycle), marks the run's own work with an ECHO, then ends the run. `fused`:
+   * the executor lets fetches start runs (as the real one does); else each start is its own script.
+   */
+  async function setUp(
+    queueTag: string,
+    fused: boolean,
+    skills?: SkillExecutor,
+    opts: RunnerSetUpOptions = {},
+  ) {
+    const { server, redis } = current();
+    const config = loadConfig({
+      ISLET_REDIS_URL: server.url,
+      ...base,
+      ISLET_RUNNER_MODES: mode,
+      ISLET_RUNNER_CONCURRENCY: String(opts.slots ?? 4),
+      ISLET_TENANT_POOL_SHARE: '0.5',
+      ISLET_TENANT_SHARE_RECHECK_MS: '60000',
+    });
+    const life = lifecycle();
+    const outcomes: string[] = [];
+    const executor: RunExecutor = {
+      execute: async (job) => {
+        const begun = await life.beginAttempt(job.runId, job.lease);
+        if (begun.deferred) {
+          outcomes.push('deferred');
+          return 'deferred';
+        }
+        if (!begun.run || begun.attempt === undefined) {
+          outcomes.push('skipped');
+          return 'skipped';
+        }
+        await redis.echo(`work ${job.runId} ${queueTag}`);
+        await opts.hold;
+        await life.finish(
+          begun.run,
+          opts.noteEnds ? { ...done, onEnded: (ended) => outcomes.push(`ended ${ended}`) } : done,
+        );
+        outcomes.push(`completed ${begun.attempt}`);
+        return 'completed';
+      },
+      giveUp: async () => undefined,
+      head: async () => null,
+      ...(fused ? { fetchedStartArgs: life.fetchedStartArgs } : {}),
+    };
+    const metrics = createMetrics({ component: name, defaults: false });
+    const runner = createRunner({ config, executor, metrics, logger, ...(skills ? { skills } : {}) });
+    const queue = new Queue<RunJobData>(runQueueName(mode), {
+      connection: { host: '127.0.0.1', port: server.port },
+      prefix: QUEUE_PREFIX,
+    });
+    let closed = false;
+    const closeRunner = async () => {
+      if (closed) return;
+      closed = true;
+      await runner.close(1000);
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      const found = await redis.keys('islet:{pool:read-only}:*');
+      if (found.length) await redis.del(...found);
+    };
+    onClose(closeRunner);
+    await runner.start();
+    const add = (id: string, tenant = 'acme', attempts = 1) =>
+      queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
+    const worker = () => runner.workersForTest().get(mode) as ParkingWorker<RunJobData>;
+    return { config, queue, outcomes, metrics, add, close: closeRunner, worker };
+  }
+
+  /** A first run through `t`'s runner to completion: it loads the scripts, so later calls are the path's own. */
+  async function warmUp(t: { add: (id: string) => Promise<unknown>; queue: Queue<RunJobData> }, id: string) {
+    await newRun(id);
+    await t.add(id);
+    await until(`${id} to complete`, async () => (await t.queue.getCompletedCount()) === 1);
+  }
+
+  return { logger, base, sealer, start, close, onClose, lifecycle, newRun, monitor, setUp, warmUp };
+}
