@@ -46,6 +46,12 @@ export const keys = {
   /** ZSET run id → createdAt: a session's runs (tenant slot: written by the tenant half of a create). */
   sessionRuns: (tenant: string, session: string) => `${t(tenant)}:session:${session}:runs`,
   /**
+   * Set (with an expiry, refreshed) while a session's events stream listens: a create publishes
+   * on `channels.sessionRuns` only then. The admission derives the name from `sessionRuns`'s
+   * (`<session runs>:listeners`).
+   */
+  sessionRunsListeners: (tenant: string, session: string) => `${t(tenant)}:session:${session}:runs:listeners`,
+  /**
    * HASH `<connectionId>\n<tool>` → keyId, "allow for the session": ask-policy tools a person allowed
    * for every later call of one session (session-store.ts); lives as long as the runs do
    * (ISLET_RUN_RETENTION_SECONDS). One structure per session, so no session id names another's grant.
@@ -102,6 +108,12 @@ export const keys = {
    * `channels.tenantFeed`.
    */
   tenantFeed: (tenant: string) => `${t(tenant)}:feed`,
+  /**
+   * Set (with an expiry, refreshed) while a gateway's events stream of the tenant listens: a create
+   * announces its feed entry on `channels.tenantFeed` only then. The admission derives the name from
+   * `tenantFeed`'s (`<feed>:listeners`, run index Lua).
+   */
+  tenantFeedListeners: (tenant: string) => `${t(tenant)}:feed:listeners`,
   /** HASH of a tenant's usage on one UTC day (`YYYY-MM-DD`): counters added at each run's end. */
   usageDay: (tenant: string, day: string) => `${t(tenant)}:usage:${day}`,
   /**

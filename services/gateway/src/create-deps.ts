@@ -28,6 +28,7 @@ import {
   createRunLifecycle,
   createRunPolicyStore,
   createRunStore,
+  createStreamListenersStore,
   createTenantBytesStore,
   type RunPolicyStore,
 } from '@islet/runs';
@@ -138,6 +139,7 @@ export async function createGatewayDeps(
     lifecycle: createRunLifecycle({ runs, journal }),
     inFlight: createInFlightStore(redis),
     runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    streamListeners: createStreamListenersStore(redis),
     health: createHealthStore(redis),
     tenants: {
       ...tenantStore,

@@ -19,6 +19,7 @@ import type {
   RunLifecycle,
   RunPolicyStore,
   RunStore,
+  StreamListenersStore,
   TenantBytesStore,
 } from '@islet/runs';
 import type { postToApp } from './app-http.ts';
@@ -48,6 +49,8 @@ export interface GatewayDeps {
   inFlight: InFlightStore;
   /** The tenants' run and session index (`GET /v1/runs`, `GET /v1/sessions`). */
   runIndex: RunIndex;
+  /** Markers of the tenant and session events streams listening (a create publishes only then). */
+  streamListeners: StreamListenersStore;
   /** Health series (`GET /v1/health`): run ends count in them, the health sampler adds gauges. */
   health: HealthStore;
   tenants: TenantStore;

@@ -45,9 +45,9 @@ describe("a tenant's pending list of creates and ends, folded", () => {
       const written = delta(before, await commandCalls(redis));
       // Nothing of the index, usage or health is written per run: one RPUSH per create and end.
       expect(written.rpush).toBe(5);
-      // (The two HGETs are the ends' status guards, the run's own.)
-      expect(written.hget).toBe(2);
-      for (const name of ['hincrby', 'hmget', 'zrangebyscore']) expect(written[name]).toBeUndefined();
+      // (The two HMGETs are the ends' status guards, the run's own: status, kind and `quiet`.)
+      expect(written.hmget).toBe(2);
+      for (const name of ['hincrby', 'hget', 'zrangebyscore']) expect(written[name]).toBeUndefined();
       // ZADDs left per run: the admission's in-flight entry and the session's run list.
       expect(written.zadd).toBe(6);
       expect(await redis.llen(keys.indexPending('tf'))).toBe(5);

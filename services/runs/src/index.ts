@@ -65,6 +65,11 @@ export {
 export * from './run-store.ts';
 export { FINISH_RUN_RELEASE } from './run-store-scripts.ts';
 export { type TextRef, textRefOf } from './stored-text.ts';
+export {
+  createStreamListenersStore,
+  STREAM_LISTENER_REFRESH_MS,
+  type StreamListenersStore,
+} from './stream-listeners-store.ts';
 export { createTenantBytesStore, type TenantBytesStore } from './tenant-bytes-store.ts';
 export type {
   BegunAttempt,

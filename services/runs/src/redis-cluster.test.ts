@@ -26,6 +26,7 @@ import { createRunIndex, foldPendingEnds, usageDay } from './run-index.ts';
 import { FOLD_AT } from './run-index-scripts.ts';
 import { createRunPolicyStore } from './run-policy-store.ts';
 import { createRunStore, type StoredRun } from './run-store.ts';
+import { createStreamListenersStore } from './stream-listeners-store.ts';
 
 const sealer = createTestSealer();
 let seq = 0;
@@ -193,7 +194,18 @@ async function exerciseRunStore(redis: Redis, subscriber: Redis): Promise<void> 
   expect(await redis.hget(keys.indexSessionStats(tenant), 's-many\nCompleted')).toBe(String(FOLD_AT / 2));
   // The session stream's wake-up came through the subscriber (pub/sub on the same client kind).
   await expect.poll(() => heard.filter((m) => m === keys.sessionRuns(tenant, 's1')).length).toBe(2);
-  await subscriber.unsubscribe('islet:session-runs');
+  // An admitted create announces the tenant's feed only while a stream's marker is set: the
+  // admission reads it in its MGET, by a name derived from a declared key (the tenant's slot).
+  const quiet = `t-${seq++}`;
+  await subscriber.subscribe('islet:tenant-feed');
+  expect(await runs.create({ ...newRun(quiet), principal: 'bob' }, roomy)).toBe('created');
+  await createStreamListenersStore(redis).markFeed(quiet);
+  expect(await runs.create({ ...newRun(quiet), principal: 'bob' }, roomy)).toBe('created');
+  // A barrier published from the tenant's node behind them: all before it has arrived.
+  await redis.eval("return redis.call('PUBLISH', 'islet:tenant-feed', 'barrier')", 1, keys.tenantFeed(quiet));
+  await expect.poll(() => heard.includes('barrier')).toBe(true);
+  expect(heard.filter((m) => m === quiet).length).toBe(1);
+  await subscriber.unsubscribe('islet:session-runs', 'islet:tenant-feed');
 }
 
 describe('journal stores on a slot-checking node', () => {

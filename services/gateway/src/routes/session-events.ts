@@ -5,12 +5,13 @@
  * `islet:session-runs`) or one of its unfinished runs changes (its own run-events or run-progress
  * message). Each
  * `run` event is a summary: id, status, reason (the description), times and the failure reason.
- * After the snapshot a `ready` event. Nothing to resume: a reconnecting client gets the snapshot again.
+ * The stream marks the session listened to while it lasts (`@islet/runs` stream-listeners-store.ts):
+ * a create publishes on `islet:session-runs` only then. After the snapshot a `ready` event. Nothing to resume: a reconnecting client gets the snapshot again.
  */
 
 import { keys } from '@islet/core';
 import { isFinalStatus } from '@islet/protocol';
-import type { StoredRun } from '@islet/runs';
+import { STREAM_LISTENER_REFRESH_MS, type StoredRun } from '@islet/runs';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { callerOf } from '../auth.ts';
@@ -50,6 +51,9 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         const index = keys.sessionRuns(caller.tenantId, sessionId);
         const stream = await openSlottedStream(ctx, request, reply, caller);
         const offs = new Map<string, () => void>();
+        // Marked before the snapshot is read: creates publish the session's index key from here on.
+        await deps.streamListeners.markSession(caller.tenantId, sessionId);
+        let markedAt = Date.now();
         offs.set(index, await deps.hub.listenSession(index, stream.poke));
         // A run's move to Running is published as progress, for SSE readers only.
         const unfollow = await deps.hub.followProgress();
@@ -80,6 +84,10 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
             await stream.wait(2000);
             if (stream.signal.aborted) break;
             await stream.tick();
+            if (Date.now() - markedAt >= STREAM_LISTENER_REFRESH_MS) {
+              markedAt = Date.now();
+              await deps.streamListeners.markSession(caller.tenantId, sessionId);
+            }
             const fresh = await deps.runs.sessionEntries(caller.tenantId, sessionId, { since });
             const check = new Set([...offs.keys()].filter((k) => k !== index));
             for (const entry of fresh) {

@@ -10,13 +10,19 @@
  * Creations, ends and decisions come from the tenant's feed (`@islet/runs` run-index: written in
  * the same scripts as the changes), so the SSE `id` is the feed's and `Last-Event-ID` resumes on any
  * replica; status changes between are read from the runs' records as their event streams move
- * (no `id`). Same walls as the lists: a principal sees its own runs. Bounded like the other
+ * (no `id`). The stream marks the tenant's feed listened to while it lasts (`@islet/runs`
+ * stream-listeners-store.ts): creates and ends nobody listens to are not announced. Same walls as the lists: a principal sees its own runs. Bounded like the other
  * streams (ISLET_SSE_STREAMS_PER_KEY and _PER_TENANT, 429 past them).
  */
 
 import { principalOf } from '@islet/core';
 import { isFinalStatus } from '@islet/protocol';
-import type { DecisionRecord, RunSummary, StoredRun } from '@islet/runs';
+import {
+  type DecisionRecord,
+  type RunSummary,
+  STREAM_LISTENER_REFRESH_MS,
+  type StoredRun,
+} from '@islet/runs';
 import type { FastifyPluginAsync } from 'fastify';
 import { type Caller, callerOf } from '../auth.ts';
 import { HttpProblem } from '../problem-reply.ts';
@@ -103,6 +109,12 @@ export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           seesAll(caller) || s.principal === principalOf(caller);
         const decisionsToo = caller.scopes.includes('decisions');
         const offs = new Map<string, () => void>();
+        // Marked before anything is read: creates announce their feed entries from here on. A run
+        // created unannounced (no stream listened) ends unannounced on the feed too, so the runs in
+        // flight now are followed on their own channel, whose end message always comes.
+        for (const id of await deps.streamListeners.markFeed(tenant))
+          offs.set(id, deps.hub.listen(id, stream.poke));
+        let markedAt = Date.now();
         offs.set('feed', await deps.hub.listenFeed(tenant, stream.poke));
         // A run's move to Running is published as progress, for SSE readers only.
         const unfollow = await deps.hub.followProgress();
@@ -130,6 +142,10 @@ export function tenantEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
             await stream.wait(2000);
             if (stream.signal.aborted) break;
             await stream.tick();
+            if (Date.now() - markedAt >= STREAM_LISTENER_REFRESH_MS) {
+              markedAt = Date.now();
+              await deps.streamListeners.refreshFeed(tenant);
+            }
             const entries = await deps.runIndex.readFeed(tenant, last);
             const runIds = [...new Set(entries.filter((e) => e.type === 'run').map((e) => e.ref))];
             const summaries = new Map(

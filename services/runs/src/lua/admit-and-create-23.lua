@@ -9,9 +9,9 @@
 --- @include "create-run"
 --- @include "index-create"
 --- @include "charge"
-local refused, owned = admitTenant()
+local refused, owned, heard = admitTenant()
 if refused then return refused end
-indexCreate(7, 9, owned)
+indexCreate(7, 9, owned, not heard[1])
 chargeBytes(KEYS[13], ARGV[17], ARGV[18])
-createRun(22, 20)
+createRun(22, 20, heard)
 return 'created'

@@ -10,13 +10,17 @@
 -- Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
 -- dead: idem-take-over). The session goes to its first principal (refreshed for it); the quota
 -- counts runs not ended plus skills whose reservation is live.
+-- The same MGET reads whether an events stream listens to the tenant's feed (KEYS[12] ..
+-- ':listeners') and to the session's runs (KEYS[2] .. ':listeners'): markers the gateway sets before
+-- such a stream subscribes (run-index.ts), so a create nobody listens to publishes nothing.
 -- Returns nil (admitted: in-flight and session index written) or the refusal: 'over-storage
 -- <bytes>', 'rate-limited', 'superseded', 'session-taken' or 'over-quota'; admitted, also whether
--- the session's owner key already named the principal (includes/index-create.lua's `owned`).
+-- the session's owner key already named the principal (includes/index-create.lua's `owned`) and
+-- {feed, session}: whether each has a listener.
 --- @include "in-flight"
 --- @include "stored-bytes"
 local function admitTenant()
-  local overStorage = storedBytesOver(13, 21, ARGV[19])
+  local overStorage, heard = storedBytesOver(13, 21, ARGV[19], { KEYS[12] .. ':listeners', KEYS[2] .. ':listeners' })
   if ARGV[8] ~= '' then
 ${COUNT_IN_WINDOW}
     if not overStorage and counted > tonumber(ARGV[8]) then return 'rate-limited' end
@@ -38,5 +42,5 @@ ${COUNT_IN_WINDOW}
   if n >= tonumber(ARGV[3]) then return 'over-quota' end
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-  return nil, owner ~= false
+  return nil, owner ~= false, heard
 end

@@ -1,9 +1,17 @@
--- The run half of a create, its keys from KEYS[k] and its arguments from ARGV[a] on.
--- KEYS: run, events. ARGV: channel, message, maxlen, sealedStatusEvent, field, value, ...
-local function createRun(k, a)
+-- createRun(k, a, heard): the run half of a create, its keys from KEYS[k] and its arguments from
+-- ARGV[a] on. KEYS: run, events. ARGV: channel, message, maxlen, sealedStatusEvent, field, value, ...
+-- `heard` (from includes/admit-tenant.lua; nil = not looked: publish as ever): without a session
+-- listener the message is not published; without a feed listener the record keeps `quiet` '1',
+-- which lets the run's end leave its feed entry unannounced (includes/finish-run.lua): a tenant
+-- stream that starts later follows the runs then in flight by their own channel (tenant-events.ts).
+local function createRun(k, a, heard)
   local fields = {}
   for i = a + 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+  if heard and not heard[1] then
+    fields[#fields + 1] = 'quiet'
+    fields[#fields + 1] = '1'
+  end
   redis.call('HSET', KEYS[k], unpack(fields))
   redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 2], '*', 'type', 'status', 'data', ARGV[a + 3])
-  redis.call('PUBLISH', ARGV[a], ARGV[a + 1])
+  if not heard or heard[2] then redis.call('PUBLISH', ARGV[a], ARGV[a + 1]) end
 end

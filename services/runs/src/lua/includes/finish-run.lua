@@ -8,7 +8,9 @@
 --   ARGV[8..16] finish-tenant-9's ARGV[1..9], ARGV[17] bytes, ARGV[18] when the counter expires
 --   (unix seconds), ARGV[f..] field, value, ...
 -- The tenant half copies the status the record keeps: this end's, or when another end won, that
--- one's (recorded once all the same). The bytes are counted whoever won.
+-- one's (recorded once all the same). The bytes are counted whoever won. A record created with
+-- `quiet` '1' (includes/create-run.lua: no tenant stream listened then) ends without announcing its
+-- feed entry: any tenant stream since follows the run on its own channel, which the end publishes.
 -- Returns 1 (written), 0 (already final: nothing written), -1 (no record).
 --- @include "transition"
 --- @include "finish-tenant"
@@ -18,24 +20,28 @@ local function finishRun(f)
   -- An end pushed to its waiter reads the record whole here, once: its status for the guard, and
   -- the record the push carries (includes/transition.lua applies this write to it).
   local push = ARGV[7] == '1'
-  local before, st, kind
+  local before, st, kind, quiet
   if push then
     before = redis.call('HGETALL', KEYS[1])
     for i = 1, #before, 2 do
-      if before[i] == 'status' then st = before[i + 1] elseif before[i] == 'kind' then kind = before[i + 1] end
+      local name = before[i]
+      if name == 'status' then st = before[i + 1]
+      elseif name == 'kind' then kind = before[i + 1]
+      elseif name == 'quiet' then quiet = before[i + 1] end
     end
   else
-    st = redis.call('HGET', KEYS[1], 'status')
+    local got = redis.call('HMGET', KEYS[1], 'status', 'kind', 'quiet')
+    st, kind, quiet = got[1], got[2], got[3]
   end
+  quiet = quiet == '1'
   if not st then
     finishTenant(4, 8, '', '')
     return -1
   end
   if isFinal(st) then
-    if not push then kind = redis.call('HGET', KEYS[1], 'kind') end
-    finishTenant(4, 8, st, kind or ARGV[11])
+    finishTenant(4, 8, st, kind or ARGV[11], quiet)
     return 0
   end
-  finishTenant(4, 8, writeTransition(1, 1, f, push, st, before), ARGV[11])
+  finishTenant(4, 8, writeTransition(1, 1, f, push, st, before), ARGV[11], quiet)
   return 1
 end

@@ -1,9 +1,10 @@
--- finishTenant(k, a, status, kind): the tenant half of a run's end. Leaves the in-flight set and,
+-- finishTenant(k, a, status, kind, quiet): the tenant half of a run's end. Leaves the in-flight set and,
 -- when `status` is final, appends the end to the tenant's pending list, which includes/index-fold.lua
 -- applies to the index, the day's usage and the hour's health (the end's bucket of
 -- ${HEALTH_BUCKET_MS} ms counts its status, its failure kind and its latency, creation to end, in
 -- a log-scale histogram) once: here when the list holds ${FOLD_AT} entries or more, else whenever a reader of
--- those keys folds it first (run-index.ts). The feed hears the end at once.
+-- those keys folds it first (run-index.ts). The feed hears the end at once (announced unless
+-- `quiet`: includes/feed.lua).
 -- KEYS[k] inflight, KEYS[k+1] pending list, KEYS[k+2..k+5] summaries, ended, sessions, session
 --   stats, KEYS[k+6] usage day (HASH), KEYS[k+7] feed, KEYS[k+8] health hour (HASH).
 -- ARGV[a] run id, ARGV[a+2] ended ms, ARGV[a+4] output bytes, ARGV[a+5] binding calls,
@@ -12,7 +13,7 @@
 --- @include "feed"
 --- @include "run-final"
 --- @include "index-fold"
-local function finishTenant(k, a, status, kind)
+local function finishTenant(k, a, status, kind, quiet)
   local id = ARGV[a]
   redis.call('ZREM', KEYS[k], id)
   if not isFinal(status) then return 0 end
@@ -24,6 +25,6 @@ local function finishTenant(k, a, status, kind)
   if redis.call('RPUSH', KEYS[k + 1], entry) >= ${FOLD_AT} then
     foldIndex(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   end
-  feedAppend(KEYS[k + 7], 'run', id, ARGV[a + 8])
+  feedAppend(KEYS[k + 7], 'run', id, ARGV[a + 8], quiet)
   return 1
 end

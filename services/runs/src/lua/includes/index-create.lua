@@ -1,11 +1,11 @@
--- indexCreate(k, a, owned): the index half of a run's create, in the tenant's slot: appended to the
+-- indexCreate(k, a, owned, quiet): the index half of a run's create, in the tenant's slot: appended to the
 -- tenant's pending list, which includes/index-fold.lua applies to the index (the run's entry and
 -- summary, its session's activity and counters, and the prune of runs whose records expired) when
 -- an end brings the list to its fold size (includes/finish-tenant.lua), or a reader of the index
 -- folds it first (run-index.ts). A create does not fold: the admission goes as EVAL, its text with
 -- every submit (run-store.ts), and the fold would more than double it; the list stays bounded,
 -- as every create's run ends (each end may fold) and those not ended are within the in-flight
--- quota. The feed hears the create at once.
+-- quota. The feed hears the create at once (announced unless `quiet`: includes/feed.lua).
 -- KEYS[k..k+5]: pending list, summaries (HASH id → summary JSON), ended (ZSET id → endedAt),
 -- sessions (ZSET session → last activity), session stats (HASH `<session>\n<field>`), the tenant's
 -- feed.
@@ -15,11 +15,11 @@
 -- then does not look for a missing principal: runs and skills all carry theirs, and an admission
 -- that claims the session looks, so a session held by its principal since has it).
 --- @include "feed"
-local function indexCreate(k, a, owned)
+local function indexCreate(k, a, owned, quiet)
   local entry = cjson.encode({
     t = 'c', i = ARGV[a], a = ARGV[a + 1], m = ARGV[a + 2], s = ARGV[a + 3], p = ARGV[a + 4],
     o = owned and 1 or 0, n = ARGV[a + 5], r = ARGV[a + 6],
   })
-  feedAppend(KEYS[k + 5], 'run', ARGV[a], ARGV[a + 7])
+  feedAppend(KEYS[k + 5], 'run', ARGV[a], ARGV[a + 7], quiet)
   redis.call('RPUSH', KEYS[k], entry)
 end

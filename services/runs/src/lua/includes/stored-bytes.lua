@@ -1,13 +1,21 @@
--- storedBytesOver(first, last, limit): the refusal of a tenant whose retained data holds its share
--- of Redis (tenant-bytes-store.ts: the sum of the counters of its buckets that may still hold live
--- data, KEYS[first..last]): 'over-storage <bytes>' once the sum reaches `limit` (bytes; '' = no
--- share: nothing read), else nil.
-local function storedBytesOver(first, last, limit)
-  if limit == '' then return nil end
+-- storedBytesOver(first, last, limit, extra): the refusal of a tenant whose retained data holds its
+-- share of Redis (tenant-bytes-store.ts: the sum of the counters of its buckets that may still hold
+-- live data, KEYS[first..last]): 'over-storage <bytes>' once the sum reaches `limit` (bytes; '' = no
+-- share: the counters not read), else nil; and whether each key named in `extra` exists, read in
+-- the same MGET (its own without a share).
+local function storedBytesOver(first, last, limit, extra)
   local names = {}
-  for i = first, last do names[#names + 1] = KEYS[i] end
+  if limit ~= '' then
+    for i = first, last do names[#names + 1] = KEYS[i] end
+  end
+  local from = #names
+  for _, name in ipairs(extra) do names[#names + 1] = name end
+  local got = redis.call('MGET', unpack(names))
+  local found = {}
+  for i = 1, #extra do found[i] = got[from + i] ~= false end
+  if limit == '' then return nil, found end
   local used = 0
-  for _, c in ipairs(redis.call('MGET', unpack(names))) do used = used + (tonumber(c) or 0) end
-  if used >= tonumber(limit) then return 'over-storage ' .. string.format('%.0f', used) end
-  return nil
+  for i = 1, from do used = used + (tonumber(got[i]) or 0) end
+  if used >= tonumber(limit) then return 'over-storage ' .. string.format('%.0f', used), found end
+  return nil, found
 end
