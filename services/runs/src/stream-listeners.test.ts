@@ -1,5 +1,5 @@
 /**
- * A create and an end announce a tenant's feed and a session's new runs only while an events
+ * The admission reads the session's owner in its MGET. A create and an end announce a tenant's feed and a session's new runs only while an events
  * stream's marker says one listens (stream-listeners-store.ts), at no command of their own: the
  * markers are read in the admission's MGET, and the end learns from its record's `quiet` what its
  * create saw. Commands counted with `INFO commandstats`, on a real Redis.
@@ -79,6 +79,8 @@ describe('announcements only while a stream listens', () => {
         // The markers cost no command: the admission's MGET reads them (its only one without a share).
         expect(quietCreate.mget).toBe(1);
         expect(loudCreate.mget).toBe(1);
+        // The session's owner is read in it too: no GET of its own.
+        expect(quietCreate.get).toBeUndefined();
         expect(loudCreate.all - quietCreate.all).toBe(2);
         expect(loudEnd.all - quietEnd.all).toBe(1);
         // Only the session listened to: the feed stays quiet, the session's new run is published.

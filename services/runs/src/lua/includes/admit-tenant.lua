@@ -10,27 +10,30 @@
 -- Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
 -- dead: idem-take-over). The session goes to its first principal (refreshed for it); the quota
 -- counts runs not ended plus skills whose reservation is live.
--- The same MGET reads whether an events stream listens to the tenant's feed (KEYS[12] ..
--- ':listeners') and to the session's runs (KEYS[2] .. ':listeners'): markers the gateway sets before
--- such a stream subscribes (run-index.ts), so a create nobody listens to publishes nothing.
+-- The same MGET reads the session's owner, the Idempotency-Key (with the check) and whether an
+-- events stream listens to the tenant's feed (KEYS[12] .. ':listeners') and to the session's runs
+-- (KEYS[2] .. ':listeners'): markers the gateway sets before such a stream subscribes
+-- (stream-listeners-store.ts), so a create nobody listens to publishes nothing.
 -- Returns nil (admitted: in-flight and session index written) or the refusal: 'over-storage
 -- <bytes>', 'rate-limited', 'superseded', 'session-taken' or 'over-quota'; admitted, also whether
 -- the session's owner key already named the principal (includes/index-create.lua's `owned`) and
--- {feed, session}: whether each has a listener.
+-- `heard`: what the MGET read, {feed marker, session marker, owner, idempotency} (false: none).
 --- @include "in-flight"
 --- @include "stored-bytes"
 local function admitTenant()
-  local overStorage, heard = storedBytesOver(13, 21, ARGV[19], { KEYS[12] .. ':listeners', KEYS[2] .. ':listeners' })
+  local overStorage, heard = storedBytesOver(13, 21, ARGV[19], {
+    KEYS[12] .. ':listeners', KEYS[2] .. ':listeners', KEYS[4], ARGV[7] == '1' and KEYS[5] or nil,
+  })
   if ARGV[8] ~= '' then
 ${COUNT_IN_WINDOW}
     if not overStorage and counted > tonumber(ARGV[8]) then return 'rate-limited' end
   end
   if overStorage then return overStorage end
   if ARGV[7] == '1' then
-    local held = redis.call('GET', KEYS[5])
+    local held = heard[4]
     if not held or cjson.decode(held).runId ~= ARGV[1] then return 'superseded' end
   end
-  local owner = redis.call('GET', KEYS[4])
+  local owner = heard[3]
   if not owner then
     redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5])
   elseif owner ~= ARGV[4] then

@@ -1,9 +1,10 @@
 -- createRun(k, a, heard): the run half of a create, its keys from KEYS[k] and its arguments from
 -- ARGV[a] on. KEYS: run, events. ARGV: channel, message, maxlen, sealedStatusEvent, field, value, ...
--- `heard` (from includes/admit-tenant.lua; nil = not looked: publish as ever): without a session
--- listener the message is not published; without a feed listener the record keeps `quiet` '1',
--- which lets the run's end leave its feed entry unannounced (includes/finish-run.lua): a tenant
--- stream that starts later follows the runs then in flight by their own channel (tenant-events.ts).
+-- `heard` (includes/admit-tenant.lua: [1] the feed's marker, [2] the session's; nil = not looked:
+-- publish as ever): without a session listener the message is not published; without a feed
+-- listener the record keeps `quiet` '1', which lets the run's end leave its feed entry unannounced
+-- (includes/finish-run.lua): a tenant stream that starts later follows the runs then in flight by
+-- their own channel (tenant-events.ts).
 local function createRun(k, a, heard)
   local fields = {}
   for i = a + 4, #ARGV do fields[#fields + 1] = ARGV[i] end
