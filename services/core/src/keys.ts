@@ -148,6 +148,11 @@ export const keys = {
    * quota with `inFlight` (same slot); an entry whose gateway died expires on its own.
    */
   skillsInFlight: (tenant: string) => `${t(tenant)}:skills`,
+  /**
+   * Set with `skillsInFlight`'s own expiry at each reservation: missing, no skill's reservation is
+   * live, and a submit's admission does not count them. The Lua derives it (`<skills>:live`).
+   */
+  skillsInFlightLive: (tenant: string) => `${t(tenant)}:skills:live`,
   /*
    * Fair share (runner's fair-share.ts). One hash tag per pool, `{pool:<mode>}`: the scripts touch
    * a pool's slot registry, its lease and waiting indexes and its tenants' leases and deferred

@@ -146,3 +146,34 @@ describe('announcements only while a stream listens', () => {
     }
   });
 });
+
+describe("the admission's one MGET", () => {
+  it("counts skills in the quota only while one's reservation may be live (their marker, set with the set's own expiry)", () =>
+    withRedis(async (redis) => {
+      const runs = createRunStore(redis, sealer);
+      const run = (id: string) => runFixture(id, { tenant: 'ts', session: 'ss', createdAt: Date.now() });
+      const quota = { ...admission(true), maxInFlight: 2 };
+      await runs.create(run('w0'), quota, enqueue);
+      await runs.finish(run('w0'), end);
+      // No skill ever reserved: the runs alone are counted, no ZCOUNT, no GET.
+      const plain = await counted(redis, () => runs.create(run('a1'), quota, enqueue));
+      expect(plain.zcount).toBeUndefined();
+      expect(plain.get).toBeUndefined();
+      expect(plain.zcard).toBe(1);
+      // A skill reserved: its marker expires with the set, and the admission counts it.
+      expect(await runs.reserveSkill('ts', 'sk1', 60_000, 10)).toBe(true);
+      const expiry = async (k: string) => Number(await redis.call('PEXPIRETIME', k));
+      expect(await expiry(keys.skillsInFlightLive('ts'))).toBe(await expiry(keys.skillsInFlight('ts')));
+      expect(await expiry(keys.skillsInFlightLive('ts'))).toBeGreaterThan(0);
+      let answer = '';
+      const counting = await counted(redis, async () => {
+        answer = await runs.create(run('a2'), quota, enqueue);
+      });
+      expect(answer).toBe('over-quota');
+      expect(counting.zcount).toBe(1);
+      // Released: counted again (none live), so the run fits.
+      await runs.releaseSkill('ts', 'sk1');
+      expect(await runs.create(run('a2'), quota, enqueue)).toBe('created');
+      expect(await runs.create(run('a3'), quota, enqueue)).toBe('over-quota');
+    }));
+});

@@ -6,4 +6,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
 if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
 redis.call('ZADD', KEYS[1], tonumber(ARGV[2]) + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
+-- Lives exactly as long as the set (same expiry, same step): an admission that finds it missing
+-- knows no reservation is live without counting them (includes/in-flight.lua).
+redis.call('SET', KEYS[1] .. ':live', '1', 'PX', ARGV[5])
 return 1

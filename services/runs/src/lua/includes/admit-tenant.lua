@@ -10,19 +10,22 @@
 -- Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
 -- dead: idem-take-over). The session goes to its first principal (refreshed for it); the quota
 -- counts runs not ended plus skills whose reservation is live.
--- The same MGET reads the session's owner, the Idempotency-Key (with the check) and whether an
+-- The same MGET reads the session's owner, the Idempotency-Key (with the check), whether a skill's
+-- reservation may be live (`<skills>:live`: without it the quota does not count them) and whether an
 -- events stream listens to the tenant's feed (KEYS[12] .. ':listeners') and to the session's runs
 -- (KEYS[2] .. ':listeners'): markers the gateway sets before such a stream subscribes
 -- (stream-listeners-store.ts), so a create nobody listens to publishes nothing.
 -- Returns nil (admitted: in-flight and session index written) or the refusal: 'over-storage
 -- <bytes>', 'rate-limited', 'superseded', 'session-taken' or 'over-quota'; admitted, also whether
 -- the session's owner key already named the principal (includes/index-create.lua's `owned`) and
--- `heard`: what the MGET read, {feed marker, session marker, owner, idempotency} (false: none).
+-- `heard`: what the MGET read, {feed marker, session marker, owner, skills' marker, idempotency}
+-- (false: none).
 --- @include "in-flight"
 --- @include "stored-bytes"
 local function admitTenant()
   local overStorage, heard = storedBytesOver(13, 21, ARGV[19], {
-    KEYS[12] .. ':listeners', KEYS[2] .. ':listeners', KEYS[4], ARGV[7] == '1' and KEYS[5] or nil,
+    KEYS[12] .. ':listeners', KEYS[2] .. ':listeners', KEYS[4], KEYS[3] .. ':live',
+    ARGV[7] == '1' and KEYS[5] or nil,
   })
   if ARGV[8] ~= '' then
 ${COUNT_IN_WINDOW}
@@ -30,7 +33,7 @@ ${COUNT_IN_WINDOW}
   end
   if overStorage then return overStorage end
   if ARGV[7] == '1' then
-    local held = heard[4]
+    local held = heard[5]
     if not held or cjson.decode(held).runId ~= ARGV[1] then return 'superseded' end
   end
   local owner = heard[3]
@@ -41,7 +44,7 @@ ${COUNT_IN_WINDOW}
   else
     redis.call('EXPIRE', KEYS[4], ARGV[5])
   end
-  local n = inFlight(KEYS[1], KEYS[3], ARGV[6])
+  local n = inFlight(KEYS[1], KEYS[3], ARGV[6], heard[4] ~= false)
   if n >= tonumber(ARGV[3]) then return 'over-quota' end
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
