@@ -104,8 +104,8 @@ export const keys = {
   indexSessionStats: (tenant: string) => `${t(tenant)}:index:session-stats`,
   /**
    * STREAM of the tenant's run and decision changes (`type` run|decision, `id`), what
-   * `GET /v1/events` serves; written with the change, MAXLEN ~1000, each append announced on
-   * `channels.tenantFeed`.
+   * `GET /v1/events` serves; written with the change, MAXLEN ~1000, a run's append announced on
+   * `channels.tenantFeed` while a stream listens (`tenantFeedListeners`), a decision's always.
    */
   tenantFeed: (tenant: string) => `${t(tenant)}:feed`,
   /**
@@ -193,7 +193,7 @@ export const channels = {
    */
   runProgress: 'islet:run-progress',
   /** A run was created; the message is the session's index key (`keys.sessionRuns`), which the
-   * console's session stream listens on. */
+   * console's session stream listens on (published while one does: `keys.sessionRunsListeners`). */
   sessionRuns: 'islet:session-runs',
   /** Platform settings changed. */
   settings: 'islet:settings-changed',

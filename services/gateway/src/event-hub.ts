@@ -10,9 +10,10 @@
  * of this replica follows it (`followProgress`). It also listens on `islet:session-runs`, whose
  * messages are a session's index key (a new run there), for the session event stream, and on
  * `islet:tenant-feed` (a tenant id: its feed grew), whose listeners are keyed `feed:<tenant>`
- * (the tenant event stream). Those three channels carry a message at every run's create, start
- * or end whether or not a stream listens, so each is subscribed only while a listener of its own
- * is there (`followProgress`, `listenSession`, `listenFeed`, which resolve once the SUBSCRIBE has
+ * (the tenant event stream). A run's start publishes on the progress channel whether or not a
+ * stream listens; a create or end publishes on the other two only while a stream's marker says one
+ * listens (`@islet/runs` stream-listeners-store.ts). Each is subscribed only while a listener of its
+ * own is there (`followProgress`, `listenSession`, `listenFeed`, which resolve once the SUBSCRIBE has
  * landed): an idle channel costs Redis no write and this process no wake-up.
  */
 import { channels } from '@islet/core';
