@@ -12,6 +12,7 @@ import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSse, type SseStream } from '../test/sse-stream.ts';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 
@@ -29,54 +30,9 @@ const listened: string[] = [];
 const fired: string[] = [];
 const auth = { authorization: '' };
 
-interface Sse {
-  event: string;
-  data: Record<string, unknown>;
-}
-
-/** An open SSE stream at `path`: events as they arrive, `next(pred)` waits for one. */
-async function open(path: string) {
-  const ac = new AbortController();
-  const res = await fetch(`${base}${path}`, { headers: auth, signal: ac.signal });
-  expect(res.status).toBe(200);
-  const events: Sse[] = [];
-  const done = (async () => {
-    const decoder = new TextDecoder();
-    let buf = '';
-    try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buf += decoder.decode(chunk, { stream: true });
-        for (let cut = buf.indexOf('\n\n'); cut >= 0; cut = buf.indexOf('\n\n')) {
-          const block = buf.slice(0, cut);
-          buf = buf.slice(cut + 2);
-          const e: Sse = { event: 'message', data: {} };
-          for (const line of block.split('\n')) {
-            if (line.startsWith('event: ')) e.event = line.slice(7);
-            else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
-          }
-          if (block.includes('event: ')) events.push(e);
-        }
-      }
-    } catch {
-      // aborted
-    }
-  })();
-  return {
-    events,
-    async next(pred: (e: Sse) => boolean, timeoutMs = 10_000): Promise<Sse> {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const found = events.find(pred);
-        if (found) return found;
-        if (Date.now() > until) throw new Error(`no such event; got ${JSON.stringify(events)}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
-    async close() {
-      ac.abort();
-      await done;
-    },
-  };
+/** An open SSE stream at `path`: events as they arrive, `some(pred)` waits for one. */
+function open(path: string): Promise<SseStream> {
+  return openSse(`${base}${path}`, auth, true);
 }
 
 async function submit(sessionId: string): Promise<string> {
@@ -168,15 +124,15 @@ describe('announcements only while a stream listens', () => {
   it('the tenant and session streams hear a create and an end at once, through their channels', async () => {
     const feed = await open('/v1/events');
     const session = await open('/v1/sessions/s-loud/events');
-    await feed.next((e) => e.event === 'ready');
-    await session.next((e) => e.event === 'ready');
+    await feed.some((e) => e.event === 'ready');
+    await session.some((e) => e.event === 'ready');
     const from = heard.length;
     const id = await submit('s-loud');
-    await feed.next((e) => e.event === 'run' && e.data.id === id);
-    await session.next((e) => e.event === 'run' && e.data.id === id);
+    await feed.some((e) => e.event === 'run' && e.data.id === id);
+    await session.some((e) => e.event === 'run' && e.data.id === id);
     await finish(id);
-    await feed.next((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
-    await session.next((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
+    await feed.some((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
+    await session.some((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
     await allHeard();
     const index = keys.sessionRuns('acme', 's-loud');
     expect(heard.slice(from, -1).sort()).toEqual(
@@ -200,12 +156,12 @@ describe('announcements only while a stream listens', () => {
     const id = await submit('s-mid');
     expect(await client.hget(keys.run(id), 'quiet')).toBe('1');
     const feed = await open('/v1/events');
-    await feed.next((e) => e.event === 'ready');
+    await feed.some((e) => e.event === 'ready');
     // Followed from the mark, before anything was read.
     expect(listened).toContain(id);
     const from = heard.length;
     await finish(id);
-    await feed.next((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
+    await feed.some((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
     await allHeard();
     // The end was not announced on the feed; the run's own message woke the stream.
     expect(heard.slice(from, -1)).toEqual([`islet:run-events ${id}`]);
@@ -224,11 +180,11 @@ describe('announcements only while a stream listens', () => {
         return s;
       }),
     );
-    for (const s of streams) await s.next((e) => e.event === 'ready');
+    for (const s of streams) await s.some((e) => e.event === 'ready');
     await Promise.all(ids.map(finish));
     for (const s of streams)
       for (const id of ids)
-        await s.next((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
+        await s.some((e) => e.event === 'run' && e.data.id === id && e.data.status === 'Completed');
     for (const s of streams) await s.close();
   });
 });

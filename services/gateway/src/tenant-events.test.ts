@@ -8,6 +8,7 @@ import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSse, type SseStream } from '../test/sse-stream.ts';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 
@@ -19,64 +20,12 @@ const k = { ann: '', bob: '', lead: '' };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 const STREAMS = 4;
 
-interface Sse {
-  id?: string;
-  event: string;
-  data: Record<string, unknown>;
-}
-
 /** An open stream: events as they arrive, `next(pred)` waits for one. */
-async function open(key: string, lastEventId?: string) {
-  const ac = new AbortController();
-  const res = await fetch(`${base}/v1/events`, {
-    headers: { ...auth(key), ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
-    signal: ac.signal,
+function open(key: string, lastEventId?: string): Promise<SseStream> {
+  return openSse(`${base}/v1/events`, {
+    ...auth(key),
+    ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
   });
-  const events: Sse[] = [];
-  let seen = 0;
-  const done = (async () => {
-    if (res.status !== 200) return;
-    const decoder = new TextDecoder();
-    let buf = '';
-    try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buf += decoder.decode(chunk, { stream: true });
-        for (let cut = buf.indexOf('\n\n'); cut >= 0; cut = buf.indexOf('\n\n')) {
-          const block = buf.slice(0, cut);
-          buf = buf.slice(cut + 2);
-          const e: Sse = { event: 'message', data: {} };
-          for (const line of block.split('\n')) {
-            if (line.startsWith('id: ')) e.id = line.slice(4);
-            else if (line.startsWith('event: ')) e.event = line.slice(7);
-            else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
-          }
-          if (block.includes('event: ')) events.push(e);
-        }
-      }
-    } catch {
-      // aborted
-    }
-  })();
-  return {
-    status: res.status,
-    events,
-    async next(pred: (e: Sse) => boolean, timeoutMs = 10_000): Promise<Sse> {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const i = events.findIndex((e, n) => n >= seen && pred(e));
-        if (i >= 0) {
-          seen = i + 1;
-          return events[i] as Sse;
-        }
-        if (Date.now() > until) throw new Error(`no such event; got ${JSON.stringify(events)}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
-    async close() {
-      ac.abort();
-      await done;
-    },
-  };
 }
 
 async function submit(key: string, body: Record<string, unknown>): Promise<string> {
