@@ -22,9 +22,10 @@ local function acquireLease(k, a)
   end
   -- A lapsed lease (a SIGKILLed runner's) is dropped as soon as it is seen.
   if lapsed then redis.call('ZREMRANGEBYSCORE', leases, '-inf', now) end
-  -- The key's expiry is set again only when no other live lease's holder renews it (its heartbeat
-  -- does within a third of a lease) and it may be close to lapsing: it held lapsed leases only. A
-  -- key this lease creates has no expiry until its own heartbeat sets one, or its release deletes it.
+  -- The key's expiry comes from its holders' heartbeats (every third of a lease). Set here only when
+  -- the key held a dead runner's lapsed leases alone: a key with another live lease is kept by that
+  -- lease's holder, and a key this lease creates gets one from its own heartbeat, or its release
+  -- deletes it.
   local fresh = live == 0 and #rows > 0
   local function take(id)
     redis.call('ZADD', leases, now + lease, id)
