@@ -49,6 +49,17 @@ export function createConnectionStore(
   };
   const cache = caches?.cache('connection', read);
   const cacheKey = (tenant: string, id: string) => `${tenant}\0${id}`;
+  const readAll = async (tenant: string): Promise<Connection[]> => {
+    const all = await redis.hvals(keys.connections(tenant));
+    return all.map((raw) => JSON.parse(raw) as Connection).sort((a, b) => a.createdAt - b.createdAt);
+  };
+  // Every submit that names no connection reads the tenant's whole list: cached like a single
+  // connection, and dropped on every replica by any change to one of them, a create included.
+  const lists = caches?.cache('connections', readAll);
+  const changed = async (tenant: string, id: string) => {
+    await cache?.invalidate(cacheKey(tenant, id));
+    await lists?.invalidate(tenant);
+  };
   return {
     async create(
       tenant: string,
@@ -58,7 +69,8 @@ export function createConnectionStore(
       const slug = slugify(input.name);
       const reserved = reservedNameProblem(input);
       if (reserved) return reserved;
-      const existing = await this.list(tenant);
+      // Read, not cached: a name another replica took a moment ago is a conflict.
+      const existing = await readAll(tenant);
       if (existing.length >= maxConnections) return quotaRefusal(maxConnections);
       if (existing.some((c) => c.slug === slug))
         return {
@@ -94,6 +106,7 @@ export function createConnectionStore(
         [connection.id, JSON.stringify(connection), maxConnections],
       );
       if (Number(stored) !== 1) return quotaRefusal(maxConnections);
+      await lists?.invalidate(tenant);
       return { ok: true, connection, ...(signingSecret ? { signingSecret } : {}) };
     },
     /**
@@ -118,7 +131,7 @@ export function createConnectionStore(
         );
         const next = JSON.stringify({ ...c, sealedSigning: sealSigning(sealer, state) });
         if ((await redis.eval(SWAP_FIELD, 1, key, id, raw, next)) !== 1) continue;
-        await cache?.invalidate(cacheKey(tenant, id));
+        await changed(tenant, id);
         return {
           signingSecret: state.current,
           ...(state.previous ? { previousExpiresAt: state.previous.expiresAt } : {}),
@@ -129,20 +142,20 @@ export function createConnectionStore(
       return (cache ?? { get: read }).get(cacheKey(tenant, id));
     },
     async list(tenant: string): Promise<Connection[]> {
-      const all = await redis.hvals(keys.connections(tenant));
-      return all.map((raw) => JSON.parse(raw) as Connection).sort((a, b) => a.createdAt - b.createdAt);
+      // A copy: the cached array is shared by every caller.
+      return lists ? [...((await lists.get(tenant)) ?? [])] : readAll(tenant);
     },
     /** Rewrites an existing connection (an `mcp` server's refreshed tool list); false if it is gone. */
     async replace(tenant: string, connection: Connection): Promise<boolean> {
       const key = keys.connections(tenant);
       if (!(await redis.hexists(key, connection.id))) return false;
       await redis.hset(key, connection.id, JSON.stringify(connection));
-      await cache?.invalidate(cacheKey(tenant, connection.id));
+      await changed(tenant, connection.id);
       return true;
     },
     async remove(tenant: string, id: string): Promise<boolean> {
       const removed = (await redis.hdel(keys.connections(tenant), id)) === 1;
-      await cache?.invalidate(cacheKey(tenant, id));
+      await changed(tenant, id);
       return removed;
     },
   };

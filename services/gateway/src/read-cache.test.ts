@@ -75,6 +75,51 @@ describe('read caches across replicas', () => {
     expect(await eventually(async () => (await b.deps.connections.get('acme', id)) === null)).toBe(true);
   });
 
+  it('a tenant’s connection list is read once per replica and dropped on both by a create, a change or a removal on either', async () => {
+    const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
+    const probe = createRedis(redis.url);
+    const hvals = async () =>
+      Number(/cmdstat_hvals:calls=(\d+)/.exec(await probe.info('commandstats'))?.[1] ?? 0);
+    const ids = async (r: (typeof replicas)[0]) => (await r.deps.connections.list('lists')).map((c) => c.id);
+    const input = (name: string) => ({
+      name,
+      kind: 'http' as const,
+      url: 'http://127.0.0.1:9/',
+      tools: [{ name: 'read', inputSchema: {}, policy: 'allow' as const }],
+      resources: [],
+      prompts: [],
+    });
+    try {
+      expect(await ids(b)).toEqual([]);
+      const before = await hvals();
+      expect(await ids(b)).toEqual([]);
+      expect(await ids(b)).toEqual([]);
+      expect(await hvals()).toBe(before); // an empty list is cached too: a create drops it
+      const made = await a.deps.connections.create('lists', input('One'));
+      if (!made.ok) throw new Error('connection');
+      const one = made.connection.id;
+      expect(await eventually(async () => (await ids(b)).join() === one)).toBe(true);
+      // A caller changing its copy changes nobody else's.
+      (await b.deps.connections.list('lists')).pop();
+      expect(await ids(b)).toEqual([one]);
+      // A name is checked against the stored list, not a cached one.
+      expect(await b.deps.connections.create('lists', input('One'))).toMatchObject({
+        ok: false,
+        code: 'conflict',
+      });
+      await a.deps.connections.replace('lists', { ...made.connection, url: 'http://127.0.0.1:10/' });
+      expect(
+        await eventually(
+          async () => (await b.deps.connections.list('lists'))[0]?.url === 'http://127.0.0.1:10/',
+        ),
+      ).toBe(true);
+      await b.deps.connections.remove('lists', one);
+      expect(await eventually(async () => (await ids(a)).length === 0)).toBe(true);
+    } finally {
+      probe.disconnect();
+    }
+  });
+
   it('a run policy set through one replica applies to the next run accepted by the other', async () => {
     const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
     expect((await b.deps.runPolicies!.effective('acme')).style).toBe('run_code');

@@ -6,7 +6,8 @@
 --   `{runId}`).
 -- ARGV[a] ttlSeconds, then with KEYS[k+2]: ARGV[a+1] maxLen, ARGV[a+2] eventType,
 --   ARGV[a+3] sealedEventData, ARGV[a+4] channel, ARGV[a+5] message, ARGV[a+6] nowMs.
--- Returns {record, attempt | 0, journal}, hashes flattened.
+-- Returns {record, attempt | 0, journal}, hashes flattened (a first attempt's journal as it must be,
+--   unread).
 local function beginAttempt(k, a)
   local journal, record, events = KEYS[k], KEYS[k + 1], KEYS[k + 2]
   local run = redis.call('HGETALL', record)
@@ -31,5 +32,8 @@ local function beginAttempt(k, a)
   else
     redis.call('HINCRBY', record, 'attempts', 1)
   end
+  -- A first attempt's journal holds only the count just made: a call is journaled under an
+  -- attempt this script counted, so none can precede the first (the journal is read for replays).
+  if attempt == 1 then return {run, 1, {'#attempt', '1'}} end
   return {run, attempt, redis.call('HGETALL', journal)}
 end

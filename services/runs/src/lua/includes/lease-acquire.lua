@@ -11,8 +11,23 @@ local function acquireLease(k, a)
   local job, tenant = ARGV[a], ARGV[a + 1]
   local share, cap, lease = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local now, total, quota = poolQuota(slots, share, cap)
-  -- A new key gets its expiry here; while it holds leases the heartbeat's renewals extend it.
-  local function take(id, fresh)
+  -- The tenant's leases with their expiries, read once: this job's reservation, the live count the
+  -- share compares, whether another live lease keeps the key alive, and lapsed ones to drop.
+  local rows = redis.call('ZRANGE', leases, 0, -1, 'WITHSCORES')
+  local reserved, live, lapsed = false, 0, false
+  for i = 1, #rows, 2 do
+    if rows[i] == job then reserved = true
+    elseif tonumber(rows[i + 1]) > now then live = live + 1
+    else lapsed = true end
+  end
+  -- A lapsed lease (a SIGKILLed runner's) is dropped as soon as it is seen.
+  if lapsed then redis.call('ZREMRANGEBYSCORE', leases, '-inf', now) end
+  -- The key's expiry comes from its holders' heartbeats (every third of a lease). Set here only when
+  -- the key held a dead runner's lapsed leases alone: a key with another live lease is kept by that
+  -- lease's holder, and a key this lease creates gets one from its own heartbeat, or its release
+  -- deletes it.
+  local fresh = live == 0 and #rows > 0
+  local function take(id)
     redis.call('ZADD', leases, now + lease, id)
     if fresh then redis.call('PEXPIRE', leases, lease * 2) end
     redis.call('ZADD', busy, now + lease, id)
@@ -26,72 +41,64 @@ local function acquireLease(k, a)
     if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, tenant) end
   end
   -- A reservation made for this job by a release, or a stalled job taken over: it keeps its slot.
-  if redis.call('ZSCORE', leases, job) then
-    take(job, false)
+  if reserved then
+    fresh = false
+    take(job)
     if redis.call('ZREM', deferred, job) == 1 then unlisted() end
     return { 1, quota }
   end
-  local oldest = redis.call('ZRANGE', deferred, 0, 0)[1]
+  -- The tenants with deferred jobs, as far as they decide: a tenant with a deferred job is always
+  -- listed (every script that empties its deferred set unlists it after, never before), so an
+  -- empty list answers for this tenant's order and for the others at once.
+  local listed = redis.call('ZRANGE', waitingKey, 0, 1)
+  local mineListed, othersDeferred = false, false
+  for _, t in ipairs(listed) do
+    if t == tenant then mineListed = true else othersDeferred = true end
+  end
+  if #listed == 2 and not mineListed then mineListed = redis.call('ZSCORE', waitingKey, tenant) ~= false end
+  local oldest
+  if mineListed then oldest = redis.call('ZRANGE', deferred, 0, 0)[1] end
   -- Picked up from the queue: no longer queued (a deferred job woken by its recheck was counted
   -- then). mine: the tenant's queued count left, when counted here.
   local mine
-  if not oldest or not redis.call('ZSCORE', deferred, job) then
+  if not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job)) then
     mine = redis.call('HINCRBY', queued, tenant, -1)
     if mine <= 0 then redis.call('HDEL', queued, tenant) end
   end
-  -- Lapsed leases (a SIGKILLed runner's) are dropped only when they could make the answer no.
-  local function live(key, bound)
-    local n = redis.call('ZCARD', key)
-    if n < bound then return n end
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-    return redis.call('ZCARD', key)
+  -- Lapsed busy slots (a SIGKILLed runner's) are dropped only when they could make the answer no.
+  local function liveBusy()
+    local n = redis.call('ZCARD', busy)
+    if n < total then return n end
+    redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
+    return redis.call('ZCARD', busy)
   end
-  -- Whether another tenant has work waiting: queued (the gateway's counts), else deferred.
+  -- Whether another tenant has work waiting: deferred (read above), else queued (the gateway's counts).
   local function othersWait()
+    if othersDeferred then return true end
     local n = redis.call('HLEN', queued)
     if n > 0 then
       if mine == nil then n = n - redis.call('HEXISTS', queued, tenant)
       elseif mine > 0 then n = n - 1 end
     end
-    if n > 0 then return true end
-    n = redis.call('ZCARD', waitingKey)
-    if n > 0 and redis.call('ZSCORE', waitingKey, tenant) then n = n - 1 end
     return n > 0
   end
-  -- The tenant's leases, lapsed ones included: at its share they are counted live only when that
-  -- decides (a cap, or another tenant waiting). Left uncounted, the key may hold only lapsed leases
-  -- and be close to its expiry, so this lease sets it again (fresh).
-  local held = redis.call('ZCARD', leases)
-  local fresh = held == 0
-  local ok = live(busy, total) < total
-  if ok and held >= quota then
-    local waiting
-    if cap <= 0 then
-      waiting = othersWait()
-      if not waiting then fresh = true end
-    end
-    if cap > 0 or waiting then
-      redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-      held = redis.call('ZCARD', leases)
-      fresh = held == 0
-      if cap > 0 and held >= cap then ok = false
-      elseif held >= quota then
-        if waiting == nil then waiting = othersWait() end
-        ok = not waiting
-      end
-    end
+  -- Work-conserving: at or past its share a tenant is held back only while another one waits.
+  local ok = liveBusy() < total
+  if ok then
+    if cap > 0 and live >= cap then ok = false
+    elseif live >= quota then ok = not othersWait() end
   end
   if not ok then
     defer()
     return { 0, quota }
   end
   if oldest and oldest ~= job then
-    take(oldest, fresh)
+    take(oldest)
     redis.call('ZREM', deferred, oldest)
     defer()
     return { 0, quota, oldest }
   end
-  take(job, fresh)
+  take(job)
   if oldest then
     redis.call('ZREM', deferred, job)
     unlisted()
