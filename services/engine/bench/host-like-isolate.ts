@@ -47,6 +47,21 @@ export function warmHarnessCache(): Cache {
   }
 }
 
+/** The harness's code cache from its first compile: its top level only (what host.ts had before warming). */
+export function topLevelHarnessCache(): Cache {
+  const isolate = new ivm.Isolate({ memoryLimit: 512 });
+  try {
+    const script = isolate.compileScriptSync(SOURCE, {
+      filename: 'islet:harness',
+      produceCachedData: true,
+    } as ivm.ScriptInfo) as CachedScript;
+    if (!script.cachedData) throw new Error('no code cache');
+    return script.cachedData;
+  } finally {
+    isolate.dispose();
+  }
+}
+
 /**
  * One trivial run in a fresh host-like isolate; `lap(stage)` is called after each stage.
  * `disposeAfter`: dispose once the first turn returned rather than from `done`.

@@ -4,11 +4,12 @@
  * harness from its warmed code cache, its top level, the two references, the first turn of a
  * trivial program ending in a dispose from `done`) against raw isolated-vm's (isolate, context,
  * the program by `evalSync`, dispose), both in this process, `ROUNDS` (default 2) interleaved rounds of `RUNS`
- * (default 300); page faults per isolate from `process.resourceUsage`.
+ * (default 300); page faults per isolate from `process.resourceUsage`. DISPOSE_AFTER=1 and
+ * CACHE=top: see below.
  */
 import { setFlagsFromString } from 'node:v8';
 import ivm from 'isolated-vm';
-import { hostLikeRun, TRIVIAL_PROGRAM, warmHarnessCache } from './host-like-isolate.ts';
+import { hostLikeRun, TRIVIAL_PROGRAM, topLevelHarnessCache, warmHarnessCache } from './host-like-isolate.ts';
 
 // As the host: `--max-semi-space-size` (if given, for this process's heap) must not reach the isolates.
 setFlagsFromString('--max-semi-space-size=0');
@@ -16,7 +17,8 @@ const RUNS = Number(process.env.RUNS ?? 300);
 const ROUNDS = Number(process.env.ROUNDS ?? 2);
 /** DISPOSE_AFTER=1: the host-like isolate is disposed after its first turn returned, not from `done`. */
 const DISPOSE_AFTER = process.env.DISPOSE_AFTER === '1';
-const cache = warmHarnessCache();
+/** CACHE=top: the harness from a top-level-only code cache instead of the warmed one. */
+const cache = process.env.CACHE === 'top' ? topLevelHarnessCache() : warmHarnessCache();
 const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
