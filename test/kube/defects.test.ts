@@ -62,8 +62,9 @@ describe('defects a real API server showed', () => {
     expect(ws).toEqual({ name: 'workspace', persistentVolumeClaim: { claimName: 'islet-workspaces' } });
     const ours = (d.metadata?.managedFields ?? []).filter((f) => f.manager === 'islet-operator');
     expect(ours.map((f) => f.operation)).toEqual(['Apply']);
-    const stalled = await condition('legacy', 'Stalled');
-    expect(stalled?.status).toBe('False');
+    // The Deployment is applied before the pool's status is written: wait for the condition.
+    const stalled = await waitFor('Stalled reported', () => condition('legacy', 'Stalled'));
+    expect(stalled.status).toBe('False');
   });
 
   it('a Deployment the API refuses: Ready=False, Stalled=True with the API’s reason; one aggregated Event; backoff', async () => {
