@@ -105,23 +105,22 @@ export function usageDay(ms: number): string {
 }
 
 /**
- * ARGV for indexCreateLua (run-index-scripts.ts): the run's summary, sealed description, and the
- * retention that prunes ended runs.
+ * ARGV for indexCreateLua (run-index-scripts.ts): the run's summary, its description already sealed
+ * (a run's record holds the same sealed text: one seal serves both), and the retention that prunes
+ * ended runs.
  */
 export function indexCreateArgs(
   tenant: string,
-  sealer: Sealer,
-  entry: Omit<RunSummary, 'endedAt' | 'kind'>,
+  summary: Omit<RunSummary, 'endedAt' | 'kind'>,
   retentionSeconds: number,
   now = Date.now(),
 ): string[] {
-  const summary: RunSummary = { ...entry, description: sealer.seal(entry.description) };
   return [
-    entry.id,
-    String(entry.createdAt),
+    summary.id,
+    String(summary.createdAt),
     JSON.stringify(summary),
-    entry.sessionId,
-    entry.principal ?? '',
+    summary.sessionId,
+    summary.principal ?? '',
     String(now),
     String(retentionSeconds * 1000),
     tenant,
@@ -216,8 +215,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
     async skillStarted(tenant: string, entry: Omit<RunSummary, 'endedAt' | 'kind' | 'style' | 'status'>) {
       const args = indexCreateArgs(
         tenant,
-        sealer,
-        { ...entry, style: 'skill', status: 'Running' },
+        { ...entry, description: sealer.seal(entry.description), style: 'skill', status: 'Running' },
         retentionSeconds,
       );
       const session = entry.sessionId ? [keys.sessionRuns(tenant, entry.sessionId)] : [];

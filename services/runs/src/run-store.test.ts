@@ -339,4 +339,32 @@ describe('run store on a real redis', () => {
       expect(sealed.filter((p) => p === '1')).toHaveLength(3);
     });
   });
+  it("seals a submit's description once: its record and its index summary hold the same sealed text", async () => {
+    await withRedis(async (redis) => {
+      const inner = sealerFromConfig(base);
+      const sealed: string[] = [];
+      const sealer = {
+        seal: (plaintext: string) => {
+          sealed.push(plaintext);
+          return inner.seal(plaintext);
+        },
+        open: (text: string) => inner.open(text),
+      };
+      const runs = createRunStore(redis, sealer);
+      const run = { ...runFixture('d1', { tenant: 't1' }), description: 'why the program runs' };
+      expect(await runs.create(run, { maxInFlight: 5, sessionTtlSeconds: 60 }, async () => undefined)).toBe(
+        'created',
+      );
+      expect(sealed.filter((p) => p === run.description)).toHaveLength(1);
+      await foldPendingEnds(redis, 't1');
+      const inRecord = await redis.hget(keys.run('d1'), 'description');
+      const summary = JSON.parse((await redis.hget(keys.indexRunSummaries('t1'), 'd1')) ?? '{}') as {
+        description?: string;
+      };
+      expect(inRecord).toMatch(/^v1\.k1\./);
+      expect(summary.description).toBe(inRecord);
+      expect(inner.open(inRecord ?? '')).toBe(run.description);
+      expect((await runs.get('d1'))?.description).toBe(run.description);
+    });
+  });
 });

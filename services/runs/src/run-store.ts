@@ -344,6 +344,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       },
       then?: () => Promise<unknown>,
     ): Promise<Admission> {
+      // The record's and the summary's description: one plaintext, sealed once for both.
+      const description = sealer.seal(run.description);
       const fields: Record<string, string> = {
         id: run.id,
         tenant: run.tenant,
@@ -353,7 +355,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         status: run.status,
         mode: run.mode,
         code: sealer.seal(run.code),
-        description: sealer.seal(run.description),
+        description,
         request: seal(run.request),
         createdAt: String(run.createdAt),
         updatedAt: String(run.updatedAt),
@@ -368,11 +370,10 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
       const indexArgs = indexCreateArgs(
         run.tenant,
-        sealer,
         {
           id: run.id,
           status: run.status,
-          description: run.description,
+          description,
           sessionId: run.session,
           ...(run.principal ? { principal: run.principal } : {}),
           style: run.request.style ?? 'run_code',
