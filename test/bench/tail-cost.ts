@@ -38,7 +38,7 @@ const run: StoredRun = {
     limits: { timeoutMs: 30000, memoryMb: 128, outputBytes: 1048576, outputCap: 'shared' },
     connections: [],
     bindings: [],
-    approval: 'ask',
+    approval: 'stop',
     submittedBy: 'dev-key',
   },
   createdAt: now,
@@ -75,7 +75,12 @@ function pushedEnd(): string {
       result: runnerSealer.seal(JSON.stringify(result)),
       kind: 'none',
       text: runnerSealer.seal('12'),
-      timings: JSON.stringify({ enqueued: now, pickedUp: now + 1, engineCalled: now + 2, engineReturned: now + 3 }),
+      timings: JSON.stringify({
+        enqueued: now,
+        pickedUp: now + 1,
+        engineCalled: now + 2,
+        engineReturned: now + 3,
+      }),
     }).flat(),
   ];
   return JSON.stringify([flat, []]);

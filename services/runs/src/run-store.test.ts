@@ -367,4 +367,33 @@ describe('run store on a real redis', () => {
       expect((await runs.get('d1'))?.description).toBe(run.description);
     });
   });
+  it('opens a run\'s description only when it is read: a record read for its attempt decrypts none', async () => {
+    await withRedis(async (redis) => {
+      const inner = sealerFromConfig(base);
+      const opened: string[] = [];
+      const sealer = {
+        seal: (plaintext: string) => inner.seal(plaintext),
+        open: (text: string) => {
+          const plain = inner.open(text);
+          opened.push(plain);
+          return plain;
+        },
+      };
+      const runs = createRunStore(redis, sealer);
+      const run = { ...runFixture('l1', { tenant: 't1' }), description: 'read only by answers' };
+      await runs.create(run);
+      const read = await runs.get('l1');
+      expect(read?.code).toBe(run.code);
+      expect(opened.filter((p) => p === run.description)).toHaveLength(0);
+      // Read, it is the text sealed, opened once however often it is read; copies carry it.
+      expect(read?.description).toBe(run.description);
+      expect(read?.description).toBe(run.description);
+      expect(opened.filter((p) => p === run.description)).toHaveLength(1);
+      expect(JSON.parse(JSON.stringify(read)).description).toBe(run.description);
+      expect({ ...read }.description).toBe(run.description);
+      // An empty description stays the empty string, with nothing to open.
+      await runs.create({ ...runFixture('l2', { tenant: 't1' }), description: '' });
+      expect((await runs.get('l2'))?.description).toBe('');
+    });
+  });
 });
