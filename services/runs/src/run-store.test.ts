@@ -367,7 +367,7 @@ describe('run store on a real redis', () => {
       expect((await runs.get('d1'))?.description).toBe(run.description);
     });
   });
-  it('opens a run\'s description only when it is read: a record read for its attempt decrypts none', async () => {
+  it("opens a run's description only when it is read: a record read for its attempt decrypts none", async () => {
     await withRedis(async (redis) => {
       const inner = sealerFromConfig(base);
       const opened: string[] = [];
