@@ -99,9 +99,19 @@ export async function foldPendingEnds(redis: Redis, tenant: string): Promise<num
 /** Usage counters are kept this long (a day's hash expires this long after the day's end). */
 export const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
 
+const DAY_MS = 24 * 3600 * 1000;
+// The last day named and the times it spans: every run's end asks for the day, and all but the
+// first end of a day find it here instead of formatting a date.
+let lastDay = { from: 0, to: 0, day: '' };
+
 /** The UTC day (`YYYY-MM-DD`) a time falls on: the usage hash a run's end counts in. */
 export function usageDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  if (ms >= lastDay.from && ms < lastDay.to) return lastDay.day;
+  const day = new Date(ms).toISOString().slice(0, 10);
+  // UTC days are exactly DAY_MS long in JavaScript time (no leap seconds).
+  const from = Math.floor(ms / DAY_MS) * DAY_MS;
+  lastDay = { from, to: from + DAY_MS, day };
+  return day;
 }
 
 /**
