@@ -721,6 +721,12 @@ describe('runs through inject (no runner)', () => {
       expect(body.calls).toEqual([expect.objectContaining({ index: 0, binding: 'crm.find' })]);
       expect(get).not.toHaveBeenCalled();
       expect(list).not.toHaveBeenCalled();
+      // The answer from the pushed end is byte for byte the record a read of the run answers
+      // (its description, opened when the record is built, included).
+      const read = await app.inject({ method: 'GET', url: `/v1/code-runs/${id}`, headers: auth(key) });
+      expect(read.statusCode).toBe(200);
+      expect(res.body).toBe(read.body);
+      expect(body.reason).toBe(stored.description);
     } finally {
       get.mockRestore();
       list.mockRestore();

@@ -99,29 +99,38 @@ export async function foldPendingEnds(redis: Redis, tenant: string): Promise<num
 /** Usage counters are kept this long (a day's hash expires this long after the day's end). */
 export const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
 
+const DAY_MS = 24 * 3600 * 1000;
+// The last day named and the times it spans: every run's end asks for the day, and all but the
+// first end of a day find it here instead of formatting a date.
+let lastDay = { from: 0, to: 0, day: '' };
+
 /** The UTC day (`YYYY-MM-DD`) a time falls on: the usage hash a run's end counts in. */
 export function usageDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  if (ms >= lastDay.from && ms < lastDay.to) return lastDay.day;
+  const day = new Date(ms).toISOString().slice(0, 10);
+  // UTC days are exactly DAY_MS long in JavaScript time (no leap seconds).
+  const from = Math.floor(ms / DAY_MS) * DAY_MS;
+  lastDay = { from, to: from + DAY_MS, day };
+  return day;
 }
 
 /**
- * ARGV for indexCreateLua (run-index-scripts.ts): the run's summary, sealed description, and the
- * retention that prunes ended runs.
+ * ARGV for indexCreateLua (run-index-scripts.ts): the run's summary, its description already sealed
+ * (a run's record holds the same sealed text: one seal serves both), and the retention that prunes
+ * ended runs.
  */
 export function indexCreateArgs(
   tenant: string,
-  sealer: Sealer,
-  entry: Omit<RunSummary, 'endedAt' | 'kind'>,
+  summary: Omit<RunSummary, 'endedAt' | 'kind'>,
   retentionSeconds: number,
   now = Date.now(),
 ): string[] {
-  const summary: RunSummary = { ...entry, description: sealer.seal(entry.description) };
   return [
-    entry.id,
-    String(entry.createdAt),
+    summary.id,
+    String(summary.createdAt),
     JSON.stringify(summary),
-    entry.sessionId,
-    entry.principal ?? '',
+    summary.sessionId,
+    summary.principal ?? '',
     String(now),
     String(retentionSeconds * 1000),
     tenant,
@@ -216,8 +225,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
     async skillStarted(tenant: string, entry: Omit<RunSummary, 'endedAt' | 'kind' | 'style' | 'status'>) {
       const args = indexCreateArgs(
         tenant,
-        sealer,
-        { ...entry, style: 'skill', status: 'Running' },
+        { ...entry, description: sealer.seal(entry.description), style: 'skill', status: 'Running' },
         retentionSeconds,
       );
       const session = entry.sessionId ? [keys.sessionRuns(tenant, entry.sessionId)] : [];

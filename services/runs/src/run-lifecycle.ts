@@ -88,7 +88,8 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
       if (lease && begun.lease) lease.acquired(begun.lease);
       if (begun.lease && !begun.lease.ok) return { ...begun, run: null, deferred: true };
       const run = runs.fromHash(begun.run);
-      return { ...begun, run: run && lease ? { ...run, lease } : run, deferred: false };
+      // The lease joins the run read (not a copy of it, which would read its every field).
+      return { ...begun, run: run && lease ? Object.assign(run, { lease }) : run, deferred: false };
     },
     /**
      * What a worker's fetch adds to BullMQ's arguments so that it also takes the job's lease and

@@ -339,4 +339,61 @@ describe('run store on a real redis', () => {
       expect(sealed.filter((p) => p === '1')).toHaveLength(3);
     });
   });
+  it("seals a submit's description once: its record and its index summary hold the same sealed text", async () => {
+    await withRedis(async (redis) => {
+      const inner = sealerFromConfig(base);
+      const sealed: string[] = [];
+      const sealer = {
+        seal: (plaintext: string) => {
+          sealed.push(plaintext);
+          return inner.seal(plaintext);
+        },
+        open: (text: string) => inner.open(text),
+      };
+      const runs = createRunStore(redis, sealer);
+      const run = { ...runFixture('d1', { tenant: 't1' }), description: 'why the program runs' };
+      expect(await runs.create(run, { maxInFlight: 5, sessionTtlSeconds: 60 }, async () => undefined)).toBe(
+        'created',
+      );
+      expect(sealed.filter((p) => p === run.description)).toHaveLength(1);
+      await foldPendingEnds(redis, 't1');
+      const inRecord = await redis.hget(keys.run('d1'), 'description');
+      const summary = JSON.parse((await redis.hget(keys.indexRunSummaries('t1'), 'd1')) ?? '{}') as {
+        description?: string;
+      };
+      expect(inRecord).toMatch(/^v1\.k1\./);
+      expect(summary.description).toBe(inRecord);
+      expect(inner.open(inRecord ?? '')).toBe(run.description);
+      expect((await runs.get('d1'))?.description).toBe(run.description);
+    });
+  });
+  it("opens a run's description only when it is read: a record read for its attempt decrypts none", async () => {
+    await withRedis(async (redis) => {
+      const inner = sealerFromConfig(base);
+      const opened: string[] = [];
+      const sealer = {
+        seal: (plaintext: string) => inner.seal(plaintext),
+        open: (text: string) => {
+          const plain = inner.open(text);
+          opened.push(plain);
+          return plain;
+        },
+      };
+      const runs = createRunStore(redis, sealer);
+      const run = { ...runFixture('l1', { tenant: 't1' }), description: 'read only by answers' };
+      await runs.create(run);
+      const read = await runs.get('l1');
+      expect(read?.code).toBe(run.code);
+      expect(opened.filter((p) => p === run.description)).toHaveLength(0);
+      // Read, it is the text sealed, opened once however often it is read; copies carry it.
+      expect(read?.description).toBe(run.description);
+      expect(read?.description).toBe(run.description);
+      expect(opened.filter((p) => p === run.description)).toHaveLength(1);
+      expect(JSON.parse(JSON.stringify(read)).description).toBe(run.description);
+      expect({ ...read }.description).toBe(run.description);
+      // An empty description stays the empty string, with nothing to open.
+      await runs.create({ ...runFixture('l2', { tenant: 't1' }), description: '' });
+      expect((await runs.get('l2'))?.description).toBe('');
+    });
+  });
 });

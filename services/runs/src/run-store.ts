@@ -229,7 +229,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       status: h.status as RunStatus,
       mode: h.mode as SandboxMode,
       code: h.code ? sealer.open(h.code) : '',
-      description: h.description ? sealer.open(h.description) : '',
+      description: '',
       request: open<RunRequestData>(h.request) ?? { connections: [], bindings: [] },
       createdAt: Number(h.createdAt),
       updatedAt: Number(h.updatedAt),
@@ -246,7 +246,28 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     if (h.kind) run.kind = h.kind;
     if (h.principal) run.principal = h.principal;
     if (h.pushEnd === '1') run.pushEnd = true;
+    if (h.description) openOnRead(run, h.description);
     return run;
+  }
+
+  /**
+   * The run's description opened when first read: a runner starting an attempt reads the record
+   * but never its description (only answers and lists show it), and an open is a decryption.
+   * Read, it is the text the eager open gave (and a corrupt seal throws there instead).
+   */
+  function openOnRead(run: StoredRun, sealed: string): void {
+    let text: string | undefined;
+    Object.defineProperty(run, 'description', {
+      configurable: true,
+      enumerable: true,
+      get: () => {
+        text ??= sealer.open(sealed);
+        return text;
+      },
+      set: (value: string) => {
+        text = value;
+      },
+    });
   }
 
   async function transition(
@@ -344,6 +365,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       },
       then?: () => Promise<unknown>,
     ): Promise<Admission> {
+      // The record's and the summary's description: one plaintext, sealed once for both.
+      const description = sealer.seal(run.description);
       const fields: Record<string, string> = {
         id: run.id,
         tenant: run.tenant,
@@ -353,7 +376,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         status: run.status,
         mode: run.mode,
         code: sealer.seal(run.code),
-        description: sealer.seal(run.description),
+        description,
         request: seal(run.request),
         createdAt: String(run.createdAt),
         updatedAt: String(run.updatedAt),
@@ -368,11 +391,10 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
       const indexArgs = indexCreateArgs(
         run.tenant,
-        sealer,
         {
           id: run.id,
           status: run.status,
-          description: run.description,
+          description,
           sessionId: run.session,
           ...(run.principal ? { principal: run.principal } : {}),
           style: run.request.style ?? 'run_code',
