@@ -127,7 +127,20 @@ export function runnerHarness(name: string) {
       seen.push(command);
       if (source !== 'lua') sent.push(command);
     });
-    return { seen, sent, stop: () => mon.disconnect() };
+    // Lines still in flight when the monitor is disconnected reach ioredis as replies to no
+    // command, which it reports as an `error` event: harmless once stopped, a failure before.
+    let stopped = false;
+    mon.on('error', (err: Error) => {
+      if (!stopped) throw err;
+    });
+    return {
+      seen,
+      sent,
+      stop: () => {
+        stopped = true;
+        mon.disconnect();
+      },
+    };
   }
 
   /**
