@@ -23,10 +23,12 @@
  * Redis is BullMQ's script with the run's lease and attempt start after it, in one call
  * (fetch-start-store.ts); the answer waits here until the processor takes it (`takeFetchedStart`).
  */
-import { type Job, type RedisClient, Worker } from 'bullmq';
+import { Job, type RedisClient, Worker } from 'bullmq';
+import { raw2NextJobData } from 'bullmq/dist/esm/classes/scripts.js';
 import type { Redis } from 'ioredis';
 import { completingExec, type PendingEnd, runEndAlone } from './end-complete-store.ts';
-import { startingClient } from './fetch-start-store.ts';
+import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
+import { deregister, type Handed, type HandOffKeys, registerAndPop } from './handoff-store.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
 
@@ -45,6 +47,21 @@ export interface FetchStart {
   /** The start's arguments after BullMQ's (made at each fetch). */
   args(): (string | number)[];
 }
+
+/** Direct hand-off (handoff-store.ts): how this worker registers itself idle. */
+export interface HandOff {
+  /** The worker's hand-off keys: idle, idle args, its own. */
+  keys: HandOffKeys;
+  /** BullMQ's moveToActive-11 keys of the queue. */
+  fetchKeys: string[];
+  /** How long a registration lives past its blocking pop's timeout, ms (bounds a dead worker's). */
+  graceMs: number;
+  /** Gives back the lease a job handed over took (the worker closed before it popped the job). */
+  giveBack?: (tenant: string, jobId: string) => Promise<void>;
+}
+
+/** BullMQ's private wait on the queue's marker (worker.js `waitForJob`). */
+type WaitForJob = (bclient: RedisClient, blockUntil: number) => Promise<number>;
 
 /** BullMQ's Scripts, private there: its calls go through `execCommand`. */
 interface ExecScripts {
@@ -72,6 +89,87 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private readonly pendingEnds = new Map<string, PendingEnd>();
   /** Completions that ran their run's end in the same script (tests read it). */
   fusedCompletions = 0;
+  /** Direct hand-off: set (runner.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
+  handOff: HandOff | undefined;
+  /** The registration this worker blocks under: its lock token and the slot reserved for it. */
+  private idle: { token: string } | undefined;
+  private idleTokens = 0;
+  /** A job the blocking pop brought, for the fetch that follows it. */
+  private handed: Handed | undefined;
+  /** Jobs taken from a hand-off (the pop's or a fetch's), with no fetch of their own (tests read it). */
+  handOffs = 0;
+  /** Registrations written (tests read it). */
+  idleRegistrations = 0;
+
+  /** Starts watching for hand-offs: BullMQ's marker wait becomes the registration and a pop on both keys. */
+  enableHandOff(handOff: HandOff): void {
+    this.handOff = handOff;
+    const self = this as unknown as { waitForJob: WaitForJob };
+    const wait = self.waitForJob.bind(this);
+    self.waitForJob = (bclient, blockUntil) => this.waitIdle(wait, bclient, blockUntil);
+  }
+
+  private async waitIdle(wait: WaitForJob, bclient: RedisClient, blockUntil: number): Promise<number> {
+    const handOff = this.handOff;
+    const start = this.fetchStart;
+    if (!handOff || !start || this.closing || this.unstarted.size > 0) return wait(bclient, blockUntil);
+    if (!this.idle) {
+      const token = `${this.id}:h:${this.idleTokens++}`;
+      if (!(await start.on()) || (this.gate && !this.gate.reserveIdle(token)))
+        return wait(bclient, blockUntil);
+      this.idle = { token };
+    } else this.gate?.reserveIdle(this.idle.token);
+    const idle = this.idle;
+    const blocking: RedisClient = Object.create(bclient);
+    (blocking as unknown as { bzpopmin: unknown }).bzpopmin = async (marker: string, timeoutS: number) => {
+      const opts = this.opts;
+      const popped = await registerAndPop(
+        bclient,
+        handOff.keys,
+        this.id,
+        {
+          keys: handOff.fetchKeys,
+          prefix: this.keys[''] ?? '',
+          token: idle.token,
+          lockDuration: opts.lockDuration ?? 30_000,
+          name: opts.name ?? '',
+          startArgs: start.args().map(String),
+          handOff: handOff.keys[2],
+        },
+        Math.ceil(timeoutS * 1000) + handOff.graceMs,
+        marker,
+        timeoutS,
+      );
+      this.idleRegistrations++;
+      if (popped && 'handed' in popped) {
+        this.handed = popped.handed;
+        // A job to take now: what BullMQ reads as the marker of a job due at once.
+        return [marker, '0', '0'];
+      }
+      return popped ? popped.marker : null;
+    };
+    return wait(blocking, blockUntil);
+  }
+
+  /** A handed job as BullMQ's fetch would have brought it, its run's start kept for the processor. */
+  private async takeHanded(handed: Handed): Promise<Job<DataType>> {
+    const reply = handed.answer;
+    fetchedAnswer(
+      reply,
+      (jobId, begun) => this.started.set(jobId, begun),
+      (drained) => {
+        this.drainedBehind = drained;
+      },
+    );
+    const [jobData, id, rateLimitDelay, delayUntil] = raw2NextJobData(reply);
+    this.loop.updateDelays(rateLimitDelay, delayUntil);
+    const job = await this.nextJobFromJobData(jobData, id, handed.token);
+    if (job) {
+      this.unstarted.add(handed.token);
+      this.handOffs++;
+    }
+    return job;
+  }
 
   /**
    * The run's end (`finish-run-release-18`'s keys and arguments) goes with the job's completion
@@ -106,6 +204,11 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     // BullMQ's loop stops fetching on this answer and starts the job it holds, which takes that
     // job's token out of the set; so this never spins.
     if (this.unstarted.size > 0) return undefined as unknown as Job<DataType>;
+    const idle = this.idle;
+    if (idle) return this.fetchIdle(client, idle.token, name);
+    // Popped as the worker's close removed its registration: still this worker's to run.
+    const handed = this.handed;
+    if (handed) return this.fetchIdle(client, handed.token, name);
     const gate = this.gate;
     if (!gate) return this.fetch(client, token, name);
     const go = await gate.whenFetchable(token, () => this.closing !== undefined);
@@ -129,17 +232,50 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
   }
 
+  /**
+   * The fetch after an idle wait: under the registration's token, whose slot is reserved already.
+   * A job handed over (by the pop, or pending when this fetch runs) is the answer; else the fused
+   * fetch, which removes the registration in the same script.
+   */
+  private async fetchIdle(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {
+    this.idle = undefined;
+    const handed = this.handed;
+    this.handed = undefined;
+    let got = false;
+    try {
+      const job = handed ? await this.takeHanded(handed) : await this.fetch(client, token, name, true);
+      got = job !== undefined;
+      return job;
+    } finally {
+      this.gate?.fetched(token, got);
+    }
+  }
+
+  private async giveBackHanded(handed: Handed, handOff: HandOff): Promise<void> {
+    const [jobData, id] = raw2NextJobData(handed.answer);
+    if (!jobData || id === undefined) return;
+    const job = Job.fromJSON(this, jobData, id);
+    await job.moveToWait(handed.token);
+    const data = job.data as { tenant?: unknown; skill?: unknown };
+    if (typeof data.tenant === 'string' && !data.skill) await handOff.giveBack?.(data.tenant, String(id));
+  }
+
   private get loop(): FetchLoopState {
     return this as unknown as FetchLoopState;
   }
 
-  private async fetch(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {
+  private async fetch(
+    client: RedisClient,
+    token: string,
+    name?: string,
+    idle = false,
+  ): Promise<Job<DataType>> {
     const drainedBehind = this.drainedBehind;
     this.drainedBehind = false;
     // Woken by the marker: a job (or a due delayed one) announced itself; BullMQ fetches. Else
     // the previous fetch's look (its stale marker dropped then; a job added since set its own),
     // or a look now.
-    if (this.loop.waiting === null && (drainedBehind || (await claimDrained(client, this.keys)))) {
+    if (!idle && this.loop.waiting === null && (drainedBehind || (await claimDrained(client, this.keys)))) {
       if (drainedBehind) this.drainedByFetch++;
       else this.drainedProbes++;
       // What BullMQ's empty fetch does: no delays pending (none is delayed), drained (emitted once).
@@ -148,8 +284,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
     this.redisFetches++;
     const start = this.fetchStart;
+    // Registered idle: the fused fetch goes whatever `on` says now, since it is what removes the
+    // registration and takes a job handed meanwhile.
     const starting =
-      start && (await start.on())
+      start && (idle || (await start.on()))
         ? startingClient(
             client,
             () => start.args(),
@@ -157,6 +295,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
             (drained) => {
               this.drainedBehind = drained;
             },
+            idle && this.handOff ? { keys: this.handOff.keys, workerId: this.id } : undefined,
           )
         : client;
     const job = await super.moveToActive(starting, token, name);
@@ -198,8 +337,18 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
 
   override async close(force = false): Promise<void> {
     const closing = super.close(force);
-    // A fetch waiting for a slot must not hold the close up: woken, it finds the worker closing.
-    this.gate?.wakeFetches();
+    // No hand-off after this. A job handed meanwhile and not popped goes back to the queue (its
+    // lock given up, its lease given back), as a handed-back run's does; its run's next attempt
+    // begins where another worker takes it.
+    if (this.handOff && this.idle) {
+      const handOff = this.handOff;
+      try {
+        const pending = await deregister(await this.client, handOff.keys, this.id);
+        if (pending) await this.giveBackHanded(pending, handOff);
+      } catch (err) {
+        this.emit('error', err as Error);
+      }
+    }
     return closing;
   }
 }

@@ -14,6 +14,15 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export {
+  DEREGISTER_IDLE,
+  fetchAndLook,
+  handOffAddScript,
+  handOffKeys,
+  type IdleTerms,
+  idleFetchScript,
+  REGISTER_IDLE,
+} from './handoff-scripts.ts';
 export * from './health-buckets.ts';
 export * from './health-store.ts';
 export { createInFlightStore, type InFlightStore, type RunHead } from './in-flight-store.ts';

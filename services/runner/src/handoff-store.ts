@@ -1,0 +1,128 @@
+/**
+ * The idle worker's side of the direct hand-off (`@islet/runs` handoff-scripts.ts, one server
+ * only): its registration, written in the same write as its blocking pop, which watches its own
+ * hand-off key before the queue's marker; and its removal at close. A job handed over comes back
+ * as the fused fetch's answer would, with the token its lock was taken with.
+ */
+import { DEREGISTER_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE } from '@islet/runs';
+import type { RedisClient } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { unpack } from 'msgpackr';
+
+/** The keys of a worker's hand-off: idle, idle args, its own hand-off key. */
+export type HandOffKeys = [string, string, string];
+
+/** A job handed to the worker: its lock's token and the fused fetch's answer. */
+export interface Handed {
+  token: string;
+  answer: unknown[];
+}
+
+/** What the blocking pop brought: a hand-off, the marker's pop as BullMQ reads it, or nothing. */
+export type IdlePop = { handed: Handed } | { marker: [string, string, string] } | null;
+
+/**
+ * A Lua value as Redis answers it (cmsgpack keeps what RESP drops): false is nil, true 1, a
+ * number its integer part, a table an array up to its first hole.
+ */
+function asReply(v: unknown): unknown {
+  if (v === false || v === null || v === undefined) return null;
+  if (v === true) return 1;
+  if (typeof v === 'number') return Math.trunc(v);
+  if (Array.isArray(v)) {
+    const out: unknown[] = [];
+    for (const e of v) {
+      if (e === null || e === undefined) break;
+      out.push(asReply(e));
+    }
+    return out;
+  }
+  if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
+    const get = (i: number): unknown =>
+      v instanceof Map ? (v.get(i) ?? v.get(String(i))) : (v as Record<string, unknown>)[String(i)];
+    const out: unknown[] = [];
+    for (let i = 1; ; i++) {
+      const e = get(i);
+      if (e === null || e === undefined || e === false) break;
+      out.push(asReply(e));
+    }
+    return out;
+  }
+  if (v instanceof Uint8Array) return Buffer.from(v).toString();
+  return v;
+}
+
+/** A hand-off key's member (cmsgpack of {token, answer}). */
+export function handedOf(member: Buffer): Handed {
+  const [token, answer] = unpack(member) as [unknown, unknown];
+  return { token: String(asReply(token)), answer: asReply(answer) as unknown[] };
+}
+
+/**
+ * Registers the worker idle (`ttlMs`) and blocks on its hand-off key and the queue's marker for
+ * `timeoutS`, in one write. Registration is refused while a hand-off to it is pending: the pop
+ * takes that one at once.
+ */
+export async function registerAndPop(
+  bclient: RedisClient,
+  keys: HandOffKeys,
+  workerId: string,
+  terms: IdleTerms,
+  ttlMs: number,
+  marker: string,
+  timeoutS: number,
+): Promise<IdlePop> {
+  const redis = bclient as unknown as Redis;
+  const register = REGISTER_IDLE.runInOrder(redis, keys, [workerId, ttlMs, JSON.stringify(terms)]);
+  const popped = redis.bzpopminBuffer(keys[2], marker, timeoutS);
+  await register;
+  const result = await popped;
+  if (!result) return null;
+  const [key, member, score] = result;
+  if (key.toString() === keys[2]) return { handed: handedOf(member) };
+  return { marker: [key.toString(), member.toString(), score.toString()] };
+}
+
+/** Removes the worker's registration; returns a job handed to it meanwhile, if any. */
+export async function deregister(
+  client: RedisClient,
+  keys: HandOffKeys,
+  workerId: string,
+): Promise<Handed | undefined> {
+  const redis = client as unknown as Redis;
+  const pending = (await redis.callBuffer(
+    'EVAL',
+    DEREGISTER_IDLE.source,
+    keys.length,
+    ...keys,
+    workerId,
+  )) as Buffer | null;
+  return pending ? handedOf(pending) : undefined;
+}
+
+/** How long a registration outlives its pop's timeout, ms: the pop's reply and the next registration in between. */
+const IDLE_GRACE_MS = 1_000;
+
+/** A worker's hand-off terms from its queue's keys (BullMQ's `keys`) and its id. */
+export function handOffOf(worker: { id: string; keys: Record<string, string> }) {
+  const k = worker.keys;
+  const own = handOffKeys(k[''] ?? '', worker.id);
+  const fetchKeys = [
+    'wait',
+    'active',
+    'prioritized',
+    'events',
+    'stalled',
+    'limiter',
+    'delayed',
+    'paused',
+    'meta',
+    'pc',
+    'marker',
+  ].map((name) => k[name] ?? '');
+  return {
+    keys: [own.idle, own.idleArgs, own.handOff] as HandOffKeys,
+    fetchKeys,
+    graceMs: IDLE_GRACE_MS,
+  };
+}
