@@ -35,7 +35,7 @@ const FETCH_ARGS = FETCH_KEYS + 3;
 
 /** A worker registered idle: its hand-off keys (idle, idle args, its own) and id. */
 export interface IdleFetch {
-  keys: [string, string, string];
+  keys: [string, string, string, ...string[]];
   workerId: string;
 }
 
@@ -73,7 +73,7 @@ export function startingClient(
       idle
         ? await IDLE_FETCH.run(
             client as unknown as Redis,
-            [...keys, ...idle.keys],
+            [...keys, ...idle.keys.slice(0, 3)],
             [...bullArgs, idle.workerId, ...extraArgs()],
           )
         : await FETCH_LEASE_BEGIN.run(client as unknown as Redis, keys, [...bullArgs, ...extraArgs()])

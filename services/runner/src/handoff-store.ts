@@ -4,13 +4,13 @@
  * hand-off key before the queue's marker; and its removal at close. A job handed over comes back
  * as the fused fetch's answer would, with the token its lock was taken with.
  */
-import { DEREGISTER_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE } from '@islet/runs';
-import type { RedisClient } from 'bullmq';
+import { CLOSE_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE, TAKE_LEFT } from '@islet/runs';
+import type { JobJsonRaw, RedisClient } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
 
-/** The keys of a worker's hand-off: idle, idle args, its own hand-off key. */
-export type HandOffKeys = [string, string, string];
+/** The keys of a worker's hand-off: idle, idle args, its own hand-off key, its closed mark. */
+export type HandOffKeys = [string, string, string, string];
 
 /** A job handed to the worker: its lock's token and the fused fetch's answer. */
 export interface Handed {
@@ -19,7 +19,7 @@ export interface Handed {
 }
 
 /** What the blocking pop brought: a hand-off, the marker's pop as BullMQ reads it, or nothing. */
-export type IdlePop = { handed: Handed } | { marker: [string, string, string] } | null;
+export type IdlePop = { handed: Handed } | { closing: true } | { marker: [string, string, string] } | null;
 
 /**
  * A Lua value as Redis answers it (cmsgpack keeps what RESP drops): false is nil, true 1, a
@@ -52,6 +52,22 @@ function asReply(v: unknown): unknown {
   return v;
 }
 
+/**
+ * A fetch's answer as BullMQ's own fetch hands it on (its `raw2NextJobData`, whose module Node cannot
+ * load on its own): the job's fields as an object, its id, the rate limit's and next delay's times.
+ */
+export function nextJobData(reply: unknown[]): [JobJsonRaw | undefined, string | undefined, number, number] {
+  const fields = reply[0];
+  let data: JobJsonRaw | undefined;
+  if (Array.isArray(fields)) {
+    const o: Record<string, unknown> = {};
+    for (let i = 0; i + 1 < fields.length; i += 2) o[String(fields[i])] = fields[i + 1];
+    data = o as unknown as JobJsonRaw;
+  }
+  const id = typeof reply[1] === 'string' ? reply[1] : undefined;
+  return [data, id, Number(reply[2] ?? 0), Number(reply[3] ?? 0)];
+}
+
 /** A hand-off key's member (cmsgpack of {token, answer}). */
 export function handedOf(member: Buffer): Handed {
   const [token, answer] = unpack(member) as [unknown, unknown];
@@ -71,33 +87,37 @@ export async function registerAndPop(
   ttlMs: number,
   marker: string,
   timeoutS: number,
+  registered: (yes: boolean) => void = () => undefined,
 ): Promise<IdlePop> {
   const redis = bclient as unknown as Redis;
   const register = REGISTER_IDLE.runInOrder(redis, keys, [workerId, ttlMs, JSON.stringify(terms)]);
   const popped = redis.bzpopminBuffer(keys[2], marker, timeoutS);
-  await register;
+  registered((await register) === 1);
   const result = await popped;
   if (!result) return null;
   const [key, member, score] = result;
-  if (key.toString() === keys[2]) return { handed: handedOf(member) };
+  if (key.toString() === keys[2])
+    return score.toString() === '0' ? { handed: handedOf(member) } : { closing: true };
   return { marker: [key.toString(), member.toString(), score.toString()] };
 }
 
-/** Removes the worker's registration; returns a job handed to it meanwhile, if any. */
-export async function deregister(
-  client: RedisClient,
-  keys: HandOffKeys,
-  workerId: string,
-): Promise<Handed | undefined> {
-  const redis = client as unknown as Redis;
-  const pending = (await redis.callBuffer(
+/** How long a closed worker's mark refuses a late registration of it, ms. */
+const CLOSING_MARK_MS = 60_000;
+
+/** Removes a closing worker's registration and wakes its blocking pop (`CLOSE_IDLE`). */
+export async function closeIdle(client: RedisClient, keys: HandOffKeys, workerId: string): Promise<void> {
+  await CLOSE_IDLE.run(client as unknown as Redis, keys, [workerId, CLOSING_MARK_MS]);
+}
+
+/** Empties a closing worker's hand-off key; returns a job handed to it that it never popped. */
+export async function takeLeft(client: RedisClient, keys: HandOffKeys): Promise<Handed | undefined> {
+  const left = (await (client as unknown as Redis).callBuffer(
     'EVAL',
-    DEREGISTER_IDLE.source,
-    keys.length,
-    ...keys,
-    workerId,
+    TAKE_LEFT.source,
+    1,
+    keys[2],
   )) as Buffer | null;
-  return pending ? handedOf(pending) : undefined;
+  return left ? handedOf(left) : undefined;
 }
 
 /** How long a registration outlives its pop's timeout, ms: the pop's reply and the next registration in between. */
@@ -121,7 +141,7 @@ export function handOffOf(worker: { id: string; keys: Record<string, string> }) 
     'marker',
   ].map((name) => k[name] ?? '');
   return {
-    keys: [own.idle, own.idleArgs, own.handOff] as HandOffKeys,
+    keys: [own.idle, own.idleArgs, own.handOff, own.closed] as HandOffKeys,
     fetchKeys,
     graceMs: IDLE_GRACE_MS,
   };

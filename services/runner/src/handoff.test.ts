@@ -221,8 +221,9 @@ describe('direct hand-off to an idle worker (one server)', () => {
       await idle(t);
       const id = t.worker().id;
       await newRun('c1');
-      // The add and the close race: either the job was handed before the close (the worker runs
-      // it or it is taken back as stalled) or it waits; it runs once either way.
+      // The add and the close race: the job was handed before the close (the worker popped and ran
+      // it, or the close gave it back to the queue) or it waits for a worker; within this test's
+      // wait, so never left under the closed worker's 30 s lock, and it runs once.
       await Promise.all([addOn(q, 'c1', 2), t.stop()]);
       expect(await redis.zscore(idleKey, id)).toBeNull();
       next = await setUp('closing2', true, undefined, {

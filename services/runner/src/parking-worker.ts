@@ -24,11 +24,17 @@
  * (fetch-start-store.ts); the answer waits here until the processor takes it (`takeFetchedStart`).
  */
 import { Job, type RedisClient, Worker } from 'bullmq';
-import { raw2NextJobData } from 'bullmq/dist/esm/classes/scripts.js';
 import type { Redis } from 'ioredis';
 import { completingExec, type PendingEnd, runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
-import { deregister, type Handed, type HandOffKeys, registerAndPop } from './handoff-store.ts';
+import {
+  closeIdle,
+  type Handed,
+  type HandOffKeys,
+  nextJobData,
+  registerAndPop,
+  takeLeft,
+} from './handoff-store.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
 
@@ -59,6 +65,9 @@ export interface HandOff {
   /** Gives back the lease a job handed over took (the worker closed before it popped the job). */
   giveBack?: (tenant: string, jobId: string) => Promise<void>;
 }
+
+/** How long a close waits for its woken pop to come back before closing anyway, ms. */
+const CLOSE_WAKE_WAIT_MS = 2_000;
 
 /** BullMQ's private wait on the queue's marker (worker.js `waitForJob`). */
 type WaitForJob = (bclient: RedisClient, blockUntil: number) => Promise<number>;
@@ -100,6 +109,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   handOffs = 0;
   /** Registrations written (tests read it). */
   idleRegistrations = 0;
+  /** The close removed the registration: none is written again. */
+  private handOffClosed = false;
 
   /** Starts watching for hand-offs: BullMQ's marker wait becomes the registration and a pop on both keys. */
   enableHandOff(handOff: HandOff): void {
@@ -112,7 +123,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private async waitIdle(wait: WaitForJob, bclient: RedisClient, blockUntil: number): Promise<number> {
     const handOff = this.handOff;
     const start = this.fetchStart;
-    if (!handOff || !start || this.closing || this.unstarted.size > 0) return wait(bclient, blockUntil);
+    if (!handOff || !start || this.closing || this.handOffClosed || this.unstarted.size > 0)
+      return wait(bclient, blockUntil);
     if (!this.idle) {
       const token = `${this.id}:h:${this.idleTokens++}`;
       if (!(await start.on()) || (this.gate && !this.gate.reserveIdle(token)))
@@ -139,8 +151,16 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         Math.ceil(timeoutS * 1000) + handOff.graceMs,
         marker,
         timeoutS,
+        (yes) => {
+          if (yes) this.idleRegistrations++;
+        },
       );
-      this.idleRegistrations++;
+      if (popped && 'closing' in popped) {
+        // Woken by its own close: no fetch (a time far off, as BullMQ reads a marker), the slot back.
+        this.idle = undefined;
+        this.gate?.fetched(idle.token, false);
+        return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
+      }
       if (popped && 'handed' in popped) {
         this.handed = popped.handed;
         // A job to take now: what BullMQ reads as the marker of a job due at once.
@@ -161,7 +181,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         this.drainedBehind = drained;
       },
     );
-    const [jobData, id, rateLimitDelay, delayUntil] = raw2NextJobData(reply);
+    const [jobData, id, rateLimitDelay, delayUntil] = nextJobData(reply);
     this.loop.updateDelays(rateLimitDelay, delayUntil);
     const job = await this.nextJobFromJobData(jobData, id, handed.token);
     if (job) {
@@ -243,6 +263,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     this.handed = undefined;
     let got = false;
     try {
+      // Closing, with its registration gone: nothing more to take.
+      if (!handed && this.closing) return undefined as unknown as Job<DataType>;
       const job = handed ? await this.takeHanded(handed) : await this.fetch(client, token, name, true);
       got = job !== undefined;
       return job;
@@ -251,8 +273,36 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
   }
 
+  /**
+   * Before BullMQ's close drops the blocking connection (a reply in flight on it would be lost):
+   * the registration goes and the pop is woken, so a job handed before that is either popped by
+   * the worker (and run, as any fetched job at a close) or left on its key and given back here.
+   */
+  private async closeHandOff(handOff: HandOff): Promise<void> {
+    this.handOffClosed = true;
+    try {
+      const client = await this.client;
+      await closeIdle(client, handOff.keys, this.id);
+      const waiting = this.idle ? this.loop.waiting : null;
+      if (waiting) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          waiting.catch(() => 0),
+          new Promise((resolve) => {
+            timer = setTimeout(resolve, CLOSE_WAKE_WAIT_MS);
+          }),
+        ]);
+        clearTimeout(timer);
+      }
+      const left = await takeLeft(client, handOff.keys);
+      if (left) await this.giveBackHanded(left, handOff);
+    } catch (err) {
+      this.emit('error', err as Error);
+    }
+  }
+
   private async giveBackHanded(handed: Handed, handOff: HandOff): Promise<void> {
-    const [jobData, id] = raw2NextJobData(handed.answer);
+    const [jobData, id] = nextJobData(handed.answer);
     if (!jobData || id === undefined) return;
     const job = Job.fromJSON(this, jobData, id);
     await job.moveToWait(handed.token);
@@ -336,19 +386,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   }
 
   override async close(force = false): Promise<void> {
+    if (this.handOff && !this.closing && !this.handOffClosed) await this.closeHandOff(this.handOff);
     const closing = super.close(force);
-    // No hand-off after this. A job handed meanwhile and not popped goes back to the queue (its
-    // lock given up, its lease given back), as a handed-back run's does; its run's next attempt
-    // begins where another worker takes it.
-    if (this.handOff && this.idle) {
-      const handOff = this.handOff;
-      try {
-        const pending = await deregister(await this.client, handOff.keys, this.id);
-        if (pending) await this.giveBackHanded(pending, handOff);
-      } catch (err) {
-        this.emit('error', err as Error);
-      }
-    }
+    // A fetch waiting for a slot must not hold the close up: woken, it finds the worker closing.
+    this.gate?.wakeFetches();
     return closing;
   }
 }

@@ -21,6 +21,8 @@ export function handOffKeys(queuePrefix: string, workerId: string) {
     idle: `${queuePrefix}idle`,
     idleArgs: `${queuePrefix}idle:args`,
     handOff: `${queuePrefix}handoff:${workerId}`,
+    /** Set by the worker's close: a registration of it arriving later is refused. */
+    closed: `${queuePrefix}handoff:${workerId}:closed`,
   };
 }
 
@@ -75,28 +77,46 @@ export function idleFetchScript(fetchBody: string): LuaScript {
   const fused = fetchLeaseBeginScript(fetchBody).source;
   return new LuaScript(`redis.call('ZREM', KEYS[12], ARGV[4])
 redis.call('HDEL', KEYS[13], ARGV[4])
-local pending = redis.call('ZPOPMIN', KEYS[14])
-if pending[1] then return cmsgpack.unpack(pending[1])[2] end
+local pending = redis.call('ZRANGEBYSCORE', KEYS[14], 0, 0, 'LIMIT', 0, 1)
+if pending[1] then
+  redis.call('ZREM', KEYS[14], pending[1])
+  return cmsgpack.unpack(pending[1])[2]
+end
 ${fused}`);
 }
 
 /**
  * Registers a worker idle unless a hand-off to it is still pending (its blocking pop takes that
- * first). KEYS idle, idle args, the worker's hand-off key; ARGV worker id, time to live ms, terms
+ * first) or it closed. KEYS idle, idle args, the worker's hand-off key, its closed mark; ARGV worker
+ * id, time to live ms, terms
  * (JSON of `IdleTerms`). Returns 1 when registered.
  */
-export const REGISTER_IDLE = new LuaScript(`if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+export const REGISTER_IDLE = new LuaScript(`if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1`);
 
-/** Removes a worker's registration; returns a hand-off still pending (cmsgpack of {token, answer}) or nil. */
-export const DEREGISTER_IDLE = new LuaScript(`redis.call('ZREM', KEYS[1], ARGV[1])
+/** What a closing worker puts on its hand-off key to end its blocking pop (after any hand-off: score 1). */
+const CLOSING_MEMBER = 'closing';
+
+/**
+ * A closing worker's registration goes (no hand-off after this), and its blocking pop is woken
+ * (`CLOSING_MEMBER`, behind any job handed to it); its closed mark (for ARGV[2] ms) refuses a
+ * registration still on its way. KEYS idle, idle args, the worker's hand-off key, its closed mark;
+ * ARGV the worker id, the mark's life ms.
+ */
+export const CLOSE_IDLE = new LuaScript(`redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
-local pending = redis.call('ZPOPMIN', KEYS[3])
-return pending[1]`);
+redis.call('ZADD', KEYS[3], 1, '${CLOSING_MEMBER}')
+redis.call('SET', KEYS[4], 1, 'PX', ARGV[2])
+return 1`);
+
+/** Empties a closing worker's hand-off key; returns a job handed to it and never popped (cmsgpack of {token, answer}) or nil. */
+export const TAKE_LEFT = new LuaScript(`local left = redis.call('ZRANGEBYSCORE', KEYS[1], 0, 0, 'LIMIT', 0, 1)
+redis.call('DEL', KEYS[1])
+return left[1]`);
 
 /**
  * BullMQ's add (`addBody`, addStandardJob-9 as BullMQ sends it) and, when a worker of the queue is

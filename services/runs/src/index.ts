@@ -15,13 +15,14 @@ export {
   type NewDecision,
 } from './decision-types.ts';
 export {
-  DEREGISTER_IDLE,
+  CLOSE_IDLE,
   fetchAndLook,
   handOffAddScript,
   handOffKeys,
   type IdleTerms,
   idleFetchScript,
   REGISTER_IDLE,
+  TAKE_LEFT,
 } from './handoff-scripts.ts';
 export * from './health-buckets.ts';
 export * from './health-store.ts';
