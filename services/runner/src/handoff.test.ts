@@ -5,9 +5,10 @@
  * hashes) and from the worker's counters, never from time. Real redis-server, real BullMQ, real
  * fair share, run store and journal; the add is the gateway's (handoff-add-store.ts).
  */
-import { keys } from '@islet/core';
+import { createRedis, keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { handOffKeys, runJobOptions } from '@islet/runs';
+import { startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +16,7 @@ import { HAND_OFF_ADD_SHA, handingAdds } from '../../gateway/src/handoff-add-sto
 import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { FETCH_START_SHA, IDLE_FETCH_SHA } from './fetch-start-store.ts';
+import { registerAndPop } from './handoff-store.ts';
 
 let redis: Redis;
 const h = runnerHarness('handoff-test');
@@ -117,6 +119,46 @@ describe('direct hand-off to an idle worker (one server)', () => {
     expect(handed).toEqual([HAND_OFF_ADD_SHA]);
     expect(woken).toHaveLength(2);
     expect(woken[1]).toBe(FETCH_START_SHA);
+  });
+
+  it("a worker's registration is no write to the append-only file (no fsync'd write of its own)", async () => {
+    const server = await startRedis({ appendFsync: 'always' });
+    const r = createRedis(server.url);
+    const blocking = r.duplicate();
+    try {
+      const aofSize = async () => Number(/aof_current_size:(\d+)/.exec(await r.info('persistence'))?.[1]);
+      const own = handOffKeys(prefix, 'w1');
+      await r.set('warm', '1');
+      const before = await aofSize();
+      const popped = await registerAndPop(
+        blocking as unknown as Parameters<typeof registerAndPop>[0],
+        [own.idle, own.idleArgs, own.handOff, own.closed],
+        'w1',
+        {
+          keys: [],
+          prefix,
+          token: 'w1:h:0',
+          lockDuration: 1000,
+          name: '',
+          startArgs: [],
+          handOff: own.handOff,
+        },
+        60_000,
+        `${prefix}marker`,
+        0.05,
+      );
+      expect(popped).toBeNull();
+      // Registered in memory, nothing appended for it.
+      expect(await r.zscore(own.idle, 'w1')).not.toBeNull();
+      expect(await aofSize()).toBe(before);
+      // A write beside it is appended as ever.
+      await r.set('other', '1');
+      expect(await aofSize()).toBeGreaterThan(before);
+    } finally {
+      blocking.disconnect();
+      r.disconnect();
+      await server.stop();
+    }
   });
 
   it('a marker wake-up racing a hand-off loses nothing: the fetch takes the pending hand-off first', async () => {

@@ -91,7 +91,8 @@ ${fused}`);
  * id, time to live ms, terms
  * (JSON of `IdleTerms`). Returns 1 when registered.
  */
-export const REGISTER_IDLE = new LuaScript(`if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return 0 end
+export const REGISTER_IDLE = new LuaScript(`redis.set_repl(redis.REPL_NONE)
+if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
