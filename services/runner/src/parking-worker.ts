@@ -123,9 +123,11 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private async waitIdle(wait: WaitForJob, bclient: RedisClient, blockUntil: number): Promise<number> {
     const handOff = this.handOff;
     const start = this.fetchStart;
-    if (!handOff || !start || this.closing || this.handOffClosed || this.unstarted.size > 0)
-      return wait(bclient, blockUntil);
+    // A job handed over and not taken yet: no wait, the fetch that follows takes it.
+    if (this.handed) return 0;
+    if (!handOff || !start || this.closing || this.handOffClosed) return wait(bclient, blockUntil);
     if (!this.idle) {
+      if (this.unstarted.size > 0) return wait(bclient, blockUntil);
       const token = `${this.id}:h:${this.idleTokens++}`;
       if (!(await start.on()) || (this.gate && !this.gate.reserveIdle(token)))
         return wait(bclient, blockUntil);
@@ -162,7 +164,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
       }
       if (popped && 'handed' in popped) {
+        // The hand-off used the registration: the job keeps its token and reserved slot, and a
+        // later wait registers under a new token.
         this.handed = popped.handed;
+        this.idle = undefined;
         // A job to take now: what BullMQ reads as the marker of a job due at once.
         return [marker, '0', '0'];
       }
@@ -223,12 +228,12 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   ): Promise<Job<DataType>> {
     // BullMQ's loop stops fetching on this answer and starts the job it holds, which takes that
     // job's token out of the set; so this never spins.
+    // Handed over (popped, even as the close removed the registration): already this worker's.
+    const handed = this.handed;
+    if (handed) return this.takeHandedOnce(handed);
     if (this.unstarted.size > 0) return undefined as unknown as Job<DataType>;
     const idle = this.idle;
     if (idle) return this.fetchIdle(client, idle.token, name);
-    // Popped as the worker's close removed its registration: still this worker's to run.
-    const handed = this.handed;
-    if (handed) return this.fetchIdle(client, handed.token, name);
     const gate = this.gate;
     if (!gate) return this.fetch(client, token, name);
     const go = await gate.whenFetchable(token, () => this.closing !== undefined);
@@ -252,20 +257,31 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
   }
 
-  /**
-   * The fetch after an idle wait: under the registration's token, whose slot is reserved already.
-   * A job handed over (by the pop, or pending when this fetch runs) is the answer; else the fused
-   * fetch, which removes the registration in the same script.
-   */
-  private async fetchIdle(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {
-    this.idle = undefined;
-    const handed = this.handed;
+  /** A job the blocking pop brought, taken once, under its token and the slot reserved for it. */
+  private async takeHandedOnce(handed: Handed): Promise<Job<DataType>> {
     this.handed = undefined;
     let got = false;
     try {
+      const job = await this.takeHanded(handed);
+      got = job !== undefined;
+      return job;
+    } finally {
+      this.gate?.fetched(handed.token, got);
+    }
+  }
+
+  /**
+   * The fetch after an idle wait woken by the marker or its timeout: under the registration's
+   * token, whose slot is reserved already; the fused fetch removes the registration in the same
+   * script, and a job handed meanwhile is its answer.
+   */
+  private async fetchIdle(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {
+    this.idle = undefined;
+    let got = false;
+    try {
       // Closing, with its registration gone: nothing more to take.
-      if (!handed && this.closing) return undefined as unknown as Job<DataType>;
-      const job = handed ? await this.takeHanded(handed) : await this.fetch(client, token, name, true);
+      if (this.closing) return undefined as unknown as Job<DataType>;
+      const job = await this.fetch(client, token, name, true);
       got = job !== undefined;
       return job;
     } finally {
