@@ -213,7 +213,7 @@ export const configSchema = z.object({
    * and the gateway's submit moves the job to active for it, takes its lease and begins its attempt
    * in the add's own script (no fetch). Read by the gateway (hands off) and the runner (registers).
    */
-  ISLET_IDLE_HANDOFF: z.enum(['on', 'off']).default('off'),
+  ISLET_IDLE_HANDOFF: z.enum(['on', 'off']).default('on'),
   /** BullMQ attempts per run (a run whose processor crashed is retried). */
   ISLET_JOB_ATTEMPTS: int(3, 1),
   /**

@@ -13,7 +13,7 @@
  * marker at once, without a look of its own: no round trip, and no fsync'd write of its own
  * (the marker's removal lands in the fetch's) while the run's program runs.
  */
-import { fetchAndLook, fetchLeaseBeginScript, idleFetchScript } from '@islet/runs';
+import { fetchAndLook, fetchLeaseBeginScript } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
@@ -22,22 +22,13 @@ import type { Redis } from 'ioredis';
 /** BullMQ's fetch and the look behind it (`fetchAndLook`), the body of every fused fetch. */
 export const FETCH_AND_LOOK = fetchAndLook(moveToActive.content);
 const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(FETCH_AND_LOOK);
-/** The fused fetch of a worker registered idle (handoff-store.ts): its registration goes, a pending hand-off answers. */
-const IDLE_FETCH = idleFetchScript(FETCH_AND_LOOK);
+
 /** The fused script's hash (tests tell its calls from others' by it). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
-/** The idle worker's fused fetch's hash (tests count its calls). */
-export const IDLE_FETCH_SHA = IDLE_FETCH.sha;
 /** The name BullMQ's fetch calls its script by, and what it passes: 11 keys, 3 arguments. */
 const FETCH_COMMAND = `moveToActive:${version}`;
 const FETCH_KEYS = moveToActive.keys;
 const FETCH_ARGS = FETCH_KEYS + 3;
-
-/** A worker registered idle: its hand-off keys (idle, idle args, its own) and id. */
-export interface IdleFetch {
-  keys: [string, string, string, ...string[]];
-  workerId: string;
-}
 
 /** Reads a fused fetch's answer (or a hand-off's, the same): the run's start, what is behind the job. */
 export function fetchedAnswer(
@@ -54,30 +45,21 @@ export function fetchedAnswer(
  * (`extraArgs`: the run's start's arguments, `lifecycle.fetchedStartArgs`). A run's job comes back
  * with its start's answer, given to `started` (job id, answer) before BullMQ sees the job; any
  * job with what the fetch saw behind it, given to `behind` (true: drained, its marker dropped).
- * `idle`: the worker registered itself idle; its registration goes with this fetch, and a job
- * handed to it meanwhile is the answer.
  */
 export function startingClient(
   client: RedisClient,
   extraArgs: () => (string | number)[],
   started: (jobId: string, begun: unknown) => void,
   behind: (drained: boolean) => void = () => undefined,
-  idle?: IdleFetch,
 ): RedisClient {
   const runCommand = async (name: string, args: unknown[]): Promise<unknown> => {
     // Another BullMQ than the one this was written against: its own fetch, as it is.
     if (name !== FETCH_COMMAND || args.length !== FETCH_ARGS) return client.runCommand(name, args);
-    const keys = args.slice(0, FETCH_KEYS) as string[];
-    const bullArgs = args.slice(FETCH_KEYS) as (string | number)[];
-    const reply = (
-      idle
-        ? await IDLE_FETCH.run(
-            client as unknown as Redis,
-            [...keys, ...idle.keys.slice(0, 3)],
-            [...bullArgs, idle.workerId, ...extraArgs()],
-          )
-        : await FETCH_LEASE_BEGIN.run(client as unknown as Redis, keys, [...bullArgs, ...extraArgs()])
-    ) as unknown[];
+    const reply = (await FETCH_LEASE_BEGIN.run(
+      client as unknown as Redis,
+      args.slice(0, FETCH_KEYS) as string[],
+      [...(args.slice(FETCH_KEYS) as (string | number)[]), ...extraArgs()],
+    )) as unknown[];
     fetchedAnswer(reply, started, behind);
     return reply;
   };

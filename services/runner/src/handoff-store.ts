@@ -4,7 +4,7 @@
  * hand-off key before the queue's marker; and its removal at close. A job handed over comes back
  * as the fused fetch's answer would, with the token its lock was taken with.
  */
-import { CLOSE_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE, TAKE_LEFT } from '@islet/runs';
+import { CLOSE_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE, TAKE_BACK, TAKE_LEFT } from '@islet/runs';
 import type { JobJsonRaw, RedisClient } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
@@ -18,8 +18,15 @@ export interface Handed {
   answer: unknown[];
 }
 
-/** What the blocking pop brought: a hand-off, the marker's pop as BullMQ reads it, or nothing. */
-export type IdlePop = { handed: Handed } | { closing: true } | { marker: [string, string, string] } | null;
+/**
+ * What the blocking pop brought (the marker's pop as BullMQ reads it, its close's wake-up, or
+ * nothing) and a job handed to the worker, by the pop or taken right behind it.
+ */
+export interface IdlePop {
+  marker?: [string, string, string];
+  closing?: true;
+  handed?: Handed;
+}
 
 /**
  * A Lua value as Redis answers it (cmsgpack keeps what RESP drops): false is nil, true 1, a
@@ -90,15 +97,30 @@ export async function registerAndPop(
   registered: (yes: boolean) => void = () => undefined,
 ): Promise<IdlePop> {
   const redis = bclient as unknown as Redis;
+  // One write: the registration, the pop, and (run the moment the pop returns) its removal.
   const register = REGISTER_IDLE.runInOrder(redis, keys, [workerId, ttlMs, JSON.stringify(terms)]);
   const popped = redis.bzpopminBuffer(keys[2], marker, timeoutS);
+  const takeBack = redis.callBuffer(
+    'EVAL',
+    TAKE_BACK.source,
+    3,
+    keys[0],
+    keys[1],
+    keys[2],
+    workerId,
+  ) as Promise<Buffer | null>;
+  // A dropped connection (the worker's close) rejects all three: none is left unhandled.
+  for (const p of [register, popped, takeBack]) p.catch(() => undefined);
   registered((await register) === 1);
   const result = await popped;
-  if (!result) return null;
+  const behind = await takeBack;
+  const out: IdlePop = behind ? { handed: handedOf(behind) } : {};
+  if (!result) return out;
   const [key, member, score] = result;
-  if (key.toString() === keys[2])
-    return score.toString() === '0' ? { handed: handedOf(member) } : { closing: true };
-  return { marker: [key.toString(), member.toString(), score.toString()] };
+  if (key.toString() !== keys[2])
+    return { ...out, marker: [key.toString(), member.toString(), score.toString()] };
+  if (score.toString() === '0') return { handed: handedOf(member) };
+  return { ...out, closing: true };
 }
 
 /** How long a closed worker's mark refuses a late registration of it, ms. */

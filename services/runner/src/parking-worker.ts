@@ -31,6 +31,7 @@ import {
   closeIdle,
   type Handed,
   type HandOffKeys,
+  type IdlePop,
   nextJobData,
   registerAndPop,
   takeLeft,
@@ -100,7 +101,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   fusedCompletions = 0;
   /** Direct hand-off: set (runner.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
   handOff: HandOff | undefined;
-  /** The registration this worker blocks under: its lock token and the slot reserved for it. */
+  /** The registration of the pop under way: its lock token (its slot reserved for it). */
   private idle: { token: string } | undefined;
   private idleTokens = 0;
   /** A job the blocking pop brought, for the fetch that follows it. */
@@ -125,53 +126,49 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     const start = this.fetchStart;
     // A job handed over and not taken yet: no wait, the fetch that follows takes it.
     if (this.handed) return 0;
-    if (!handOff || !start || this.closing || this.handOffClosed) return wait(bclient, blockUntil);
-    if (!this.idle) {
-      if (this.unstarted.size > 0) return wait(bclient, blockUntil);
-      const token = `${this.id}:h:${this.idleTokens++}`;
-      if (!(await start.on()) || (this.gate && !this.gate.reserveIdle(token)))
-        return wait(bclient, blockUntil);
-      this.idle = { token };
-    } else this.gate?.reserveIdle(this.idle.token);
-    const idle = this.idle;
+    if (!handOff || !start || this.closing || this.handOffClosed || this.unstarted.size > 0)
+      return wait(bclient, blockUntil);
+    const token = `${this.id}:h:${this.idleTokens++}`;
+    if (!(await start.on()) || (this.gate && !this.gate.reserveIdle(token))) return wait(bclient, blockUntil);
     const blocking: RedisClient = Object.create(bclient);
     (blocking as unknown as { bzpopmin: unknown }).bzpopmin = async (marker: string, timeoutS: number) => {
       const opts = this.opts;
-      const popped = await registerAndPop(
-        bclient,
-        handOff.keys,
-        this.id,
-        {
-          keys: handOff.fetchKeys,
-          prefix: this.keys[''] ?? '',
-          token: idle.token,
-          lockDuration: opts.lockDuration ?? 30_000,
-          name: opts.name ?? '',
-          startArgs: start.args().map(String),
-          handOff: handOff.keys[2],
-        },
-        Math.ceil(timeoutS * 1000) + handOff.graceMs,
-        marker,
-        timeoutS,
-        (yes) => {
-          if (yes) this.idleRegistrations++;
-        },
-      );
-      if (popped && 'closing' in popped) {
-        // Woken by its own close: no fetch (a time far off, as BullMQ reads a marker), the slot back.
+      this.idle = { token };
+      let popped: IdlePop;
+      try {
+        popped = await registerAndPop(
+          bclient,
+          handOff.keys,
+          this.id,
+          {
+            keys: handOff.fetchKeys,
+            prefix: this.keys[''] ?? '',
+            token,
+            lockDuration: opts.lockDuration ?? 30_000,
+            name: opts.name ?? '',
+            startArgs: start.args().map(String),
+            handOff: handOff.keys[2],
+          },
+          Math.ceil(timeoutS * 1000) + handOff.graceMs,
+          marker,
+          timeoutS,
+          (yes) => {
+            if (yes) this.idleRegistrations++;
+          },
+        );
+      } finally {
         this.idle = undefined;
-        this.gate?.fetched(idle.token, false);
-        return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
       }
-      if (popped && 'handed' in popped) {
-        // The hand-off used the registration: the job keeps its token and reserved slot, and a
-        // later wait registers under a new token.
+      if (popped.handed) {
+        // The job keeps the registration's token and the slot reserved for it; BullMQ fetches
+        // at once (what it reads as the marker of a job due now) and gets it.
         this.handed = popped.handed;
-        this.idle = undefined;
-        // A job to take now: what BullMQ reads as the marker of a job due at once.
         return [marker, '0', '0'];
       }
-      return popped ? popped.marker : null;
+      this.gate?.fetched(token, false);
+      // Woken by its own close: no fetch (a time far off, as BullMQ reads a marker).
+      if (popped.closing) return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
+      return popped.marker ?? null;
     };
     return wait(blocking, blockUntil);
   }
@@ -232,8 +229,6 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     const handed = this.handed;
     if (handed) return this.takeHandedOnce(handed);
     if (this.unstarted.size > 0) return undefined as unknown as Job<DataType>;
-    const idle = this.idle;
-    if (idle) return this.fetchIdle(client, idle.token, name);
     const gate = this.gate;
     if (!gate) return this.fetch(client, token, name);
     const go = await gate.whenFetchable(token, () => this.closing !== undefined);
@@ -267,25 +262,6 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       return job;
     } finally {
       this.gate?.fetched(handed.token, got);
-    }
-  }
-
-  /**
-   * The fetch after an idle wait woken by the marker or its timeout: under the registration's
-   * token, whose slot is reserved already; the fused fetch removes the registration in the same
-   * script, and a job handed meanwhile is its answer.
-   */
-  private async fetchIdle(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {
-    this.idle = undefined;
-    let got = false;
-    try {
-      // Closing, with its registration gone: nothing more to take.
-      if (this.closing) return undefined as unknown as Job<DataType>;
-      const job = await this.fetch(client, token, name, true);
-      got = job !== undefined;
-      return job;
-    } finally {
-      this.gate?.fetched(token, got);
     }
   }
 
@@ -330,18 +306,13 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     return this as unknown as FetchLoopState;
   }
 
-  private async fetch(
-    client: RedisClient,
-    token: string,
-    name?: string,
-    idle = false,
-  ): Promise<Job<DataType>> {
+  private async fetch(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {
     const drainedBehind = this.drainedBehind;
     this.drainedBehind = false;
     // Woken by the marker: a job (or a due delayed one) announced itself; BullMQ fetches. Else
     // the previous fetch's look (its stale marker dropped then; a job added since set its own),
     // or a look now.
-    if (!idle && this.loop.waiting === null && (drainedBehind || (await claimDrained(client, this.keys)))) {
+    if (this.loop.waiting === null && (drainedBehind || (await claimDrained(client, this.keys)))) {
       if (drainedBehind) this.drainedByFetch++;
       else this.drainedProbes++;
       // What BullMQ's empty fetch does: no delays pending (none is delayed), drained (emitted once).
@@ -350,10 +321,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
     this.redisFetches++;
     const start = this.fetchStart;
-    // Registered idle: the fused fetch goes whatever `on` says now, since it is what removes the
-    // registration and takes a job handed meanwhile.
     const starting =
-      start && (idle || (await start.on()))
+      start && (await start.on())
         ? startingClient(
             client,
             () => start.args(),
@@ -361,7 +330,6 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
             (drained) => {
               this.drainedBehind = drained;
             },
-            idle && this.handOff ? { keys: this.handOff.keys, workerId: this.id } : undefined,
           )
         : client;
     const job = await super.moveToActive(starting, token, name);

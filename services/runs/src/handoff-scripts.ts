@@ -9,8 +9,9 @@
  * Keys (all in the queue's hash slot): `<queue>idle` (sorted set: worker id → registration's expiry,
  * ms), `<queue>idle:args` (hash: worker id → its fetch's terms, JSON), `<queue>handoff:<worker id>`
  * (sorted set: the answers handed to that worker, at most one). A registration is used once (the
- * hand-off removes it); the worker's next fetch removes its own and takes a hand-off still pending,
- * so a worker woken by the marker while a job was handed to it loses nothing.
+ * hand-off removes it), and never outlives the worker's pop: a script sent right behind the pop
+ * (`TAKE_BACK`) removes it and takes a job handed after the pop was served, so a worker woken by
+ * the marker while a job was handed to it loses nothing.
  */
 import { LuaScript } from '@islet/core/lua-script';
 import { fetchLeaseBeginScript } from './lease-scripts.ts';
@@ -68,24 +69,6 @@ return fetched`;
 }
 
 /**
- * The fused fetch of a worker that registered itself idle: its registration goes (no hand-off
- * after this fetch), and a hand-off already pending is the answer instead of a fetch. KEYS[12..14]
- * idle, idle args, the worker's hand-off key; ARGV[4] the worker id; the rest as
- * `fetch-lease-begin-11`'s (BullMQ's three arguments first, the start's last).
- */
-export function idleFetchScript(fetchBody: string): LuaScript {
-  const fused = fetchLeaseBeginScript(fetchBody).source;
-  return new LuaScript(`redis.call('ZREM', KEYS[12], ARGV[4])
-redis.call('HDEL', KEYS[13], ARGV[4])
-local pending = redis.call('ZRANGEBYSCORE', KEYS[14], 0, 0, 'LIMIT', 0, 1)
-if pending[1] then
-  redis.call('ZREM', KEYS[14], pending[1])
-  return cmsgpack.unpack(pending[1])[2]
-end
-${fused}`);
-}
-
-/**
  * Registers a worker idle unless a hand-off to it is still pending (its blocking pop takes that
  * first) or it closed. KEYS idle, idle args, the worker's hand-off key, its closed mark; ARGV worker
  * id, time to live ms, terms
@@ -98,6 +81,23 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1`);
+
+/**
+ * Sent right behind the worker's blocking pop on the same connection, so it runs the moment the pop
+ * returned (whatever woke it): the registration goes, and a job handed after the pop was served
+ * (the marker came first) is taken. Nothing of a registration outlives its pop. Not propagated
+ * when it only removes the registration (nothing to replay); a hand-off it takes was the gateway's
+ * propagated write, so that removal is propagated as usual. KEYS idle, idle args, the worker's
+ * hand-off key; ARGV the worker id. Returns the hand-off taken (cmsgpack of {token, answer}) or nil.
+ */
+export const TAKE_BACK = new LuaScript(`redis.set_repl(redis.REPL_NONE)
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+local pending = redis.call('ZRANGEBYSCORE', KEYS[3], 0, 0, 'LIMIT', 0, 1)
+if not pending[1] then return false end
+redis.set_repl(redis.REPL_ALL)
+redis.call('ZREM', KEYS[3], pending[1])
+return pending[1]`);
 
 /** What a closing worker puts on its hand-off key to end its blocking pop (after any hand-off: score 1). */
 const CLOSING_MEMBER = 'closing';

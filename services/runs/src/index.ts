@@ -20,8 +20,8 @@ export {
   handOffAddScript,
   handOffKeys,
   type IdleTerms,
-  idleFetchScript,
   REGISTER_IDLE,
+  TAKE_BACK,
   TAKE_LEFT,
 } from './handoff-scripts.ts';
 export * from './health-buckets.ts';
