@@ -4,6 +4,7 @@
  * hand-off key before the queue's marker; and its removal at close. A job handed over comes back
  * as the fused fetch's answer would, with the token its lock was taken with.
  */
+import { type Redis as CoreRedis, sendTogether } from '@islet/core';
 import { CLOSE_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE, TAKE_BACK, TAKE_LEFT } from '@islet/runs';
 import type { JobJsonRaw, RedisClient } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -98,17 +99,23 @@ export async function registerAndPop(
 ): Promise<IdlePop> {
   const redis = bclient as unknown as Redis;
   // One write: the registration, the pop, and (run the moment the pop returns) its removal.
-  const register = REGISTER_IDLE.runInOrder(redis, keys, [workerId, ttlMs, JSON.stringify(terms)]);
-  const popped = redis.bzpopminBuffer(keys[2], marker, timeoutS);
-  const takeBack = redis.callBuffer(
-    'EVAL',
-    TAKE_BACK.source,
-    3,
-    keys[0],
-    keys[1],
-    keys[2],
-    workerId,
-  ) as Promise<Buffer | null>;
+  const [register, popped, takeBack] = sendTogether(
+    bclient as unknown as CoreRedis,
+    () =>
+      [
+        REGISTER_IDLE.runInOrder(redis, keys, [workerId, ttlMs, JSON.stringify(terms)]),
+        redis.bzpopminBuffer(keys[2], marker, timeoutS),
+        redis.callBuffer(
+          'EVAL',
+          TAKE_BACK.source,
+          3,
+          keys[0],
+          keys[1],
+          keys[2],
+          workerId,
+        ) as Promise<Buffer | null>,
+      ] as const,
+  );
   // A dropped connection (the worker's close) rejects all three: none is left unhandled.
   for (const p of [register, popped, takeBack]) p.catch(() => undefined);
   registered((await register) === 1);
