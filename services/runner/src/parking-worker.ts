@@ -22,6 +22,10 @@
  * The fetch starts the run. With `fetchStart` (one server, fair share on) a fetch that goes to
  * Redis is BullMQ's script with the run's lease and attempt start after it, in one call
  * (fetch-start-store.ts); the answer waits here until the processor takes it (`takeFetchedStart`).
+ *
+ * Direct hand-off (`enableHandOff`, handoff-store.ts): while it blocks idle with a slot reserved,
+ * the worker is registered, and a submit may run that same fetch for it in its add's script; the
+ * blocking pop then brings the job and its run's start, and BullMQ's next fetch gets it from here.
  */
 import { Job, type RedisClient, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
