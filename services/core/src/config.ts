@@ -208,6 +208,12 @@ export const configSchema = z.object({
   ISLET_RUNNER_PICKUP_WATCHDOG_MS: int(5_000, 0).refine((ms) => ms === 0 || ms >= 100, {
     message: 'ISLET_RUNNER_PICKUP_WATCHDOG_MS is 0 (off) or at least 100',
   }),
+  /**
+   * Direct hand-off (one server, fair share on): a runner's worker blocked idle registers itself,
+   * and the gateway's submit moves the job to active for it, takes its lease and begins its attempt
+   * in the add's own script (no fetch). Read by the gateway (hands off) and the runner (registers).
+   */
+  ISLET_IDLE_HANDOFF: z.enum(['on', 'off']).default('on'),
   /** BullMQ attempts per run (a run whose processor crashed is retried). */
   ISLET_JOB_ATTEMPTS: int(3, 1),
   /**

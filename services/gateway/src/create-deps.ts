@@ -55,7 +55,11 @@ export async function createGatewayDeps(
   const redis = createRedis(config);
   const subscriber = createRedis(config);
   const sealer = sealerFromConfig(config);
-  const runQueue = createRunQueueStore(redis, (err) => logger.warn({ err }, 'queue connection error'));
+  const runQueue = createRunQueueStore(
+    redis,
+    (err) => logger.warn({ err }, 'queue connection error'),
+    config.ISLET_IDLE_HANDOFF === 'on',
+  );
   const { queues } = runQueue;
   // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:
   // accurate across replicas, no background loop.

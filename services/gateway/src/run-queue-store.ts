@@ -8,6 +8,7 @@ import type { Redis } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import { type RunJobData, runJobOptions, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
 import { type Job, Queue } from 'bullmq';
+import { handingAdds } from './handoff-add-store.ts';
 import type { JobEvents } from './job-events-store.ts';
 
 /** A run's job as the gateway names it: one per run (`jobId` = run id) unless `jobId` says otherwise. */
@@ -39,14 +40,21 @@ interface SkillJob {
 /** Job counts per mode the health sampler reads. */
 type QueueDepth = Partial<Record<'waiting' | 'prioritized' | 'delayed' | 'active', number>>;
 
-export function createRunQueueStore(redis: Redis, onError: (err: Error) => void) {
+/**
+ * `handOff`: a run's add also hands its job to a worker registered idle (handoff-add-store.ts,
+ * ISLET_IDLE_HANDOFF); a registration exists only where runners fetch with the run's start (one server).
+ */
+export function createRunQueueStore(redis: Redis, onError: (err: Error) => void, handOff = false) {
   const queues = Object.fromEntries(
     SANDBOX_MODES.map((mode) => [
       mode,
       new Queue<RunJobData>(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX }),
     ]),
   ) as Record<SandboxMode, Queue<RunJobData>>;
-  for (const q of Object.values(queues)) q.on('error', onError);
+  for (const q of Object.values(queues)) {
+    q.on('error', onError);
+    if (handOff) handingAdds(q);
+  }
 
   return {
     /**

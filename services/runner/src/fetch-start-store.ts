@@ -13,41 +13,32 @@
  * marker at once, without a look of its own: no round trip, and no fsync'd write of its own
  * (the marker's removal lands in the fetch's) while the run's program runs.
  */
-import { fetchLeaseBeginScript } from '@islet/runs';
+import { fetchAndLook, fetchLeaseBeginScript } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
 
-/**
- * BullMQ's fetch, then (when it took a job) the look behind it: answer element 6 is 1 when the
- * queue is drained (its stale ready marker dropped), 0 when not (the marker stays for other
- * workers). Element 5 is the run's start, set by `fetch-lease-begin-11` (nil for a skill's job).
- * Keys are moveToActive-11's: 1 wait, 3 prioritized, 7 delayed, 11 marker.
- */
-const FETCH_AND_LOOK = `local function bullFetch()
-${moveToActive.content}
-end
-local fetched = bullFetch()
-if type(fetched[1]) == 'table' then
-  local drained = 0
-  if redis.call('LLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[3]) == 0
-    and redis.call('ZCARD', KEYS[7]) == 0 then
-    redis.call('ZREM', KEYS[11], '0')
-    drained = 1
-  end
-  fetched[5] = false
-  fetched[6] = drained
-end
-return fetched`;
-
+/** BullMQ's fetch and the look behind it (`fetchAndLook`), the body of every fused fetch. */
+export const FETCH_AND_LOOK = fetchAndLook(moveToActive.content);
 const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(FETCH_AND_LOOK);
+
 /** The fused script's hash (tests tell its calls from others' by it). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
 /** The name BullMQ's fetch calls its script by, and what it passes: 11 keys, 3 arguments. */
 const FETCH_COMMAND = `moveToActive:${version}`;
 const FETCH_KEYS = moveToActive.keys;
 const FETCH_ARGS = FETCH_KEYS + 3;
+
+/** Reads a fused fetch's answer (or a hand-off's, the same): the run's start, what is behind the job. */
+export function fetchedAnswer(
+  reply: unknown[],
+  started: (jobId: string, begun: unknown) => void,
+  behind: (drained: boolean) => void,
+): void {
+  if (reply.length > 4 && typeof reply[1] === 'string' && reply[4] !== null) started(reply[1], reply[4]);
+  if (reply.length > 5) behind(reply[5] === 1);
+}
 
 /**
  * `client` for BullMQ's fetch, with the fetch's script call replaced by the fused one
@@ -69,8 +60,7 @@ export function startingClient(
       args.slice(0, FETCH_KEYS) as string[],
       [...(args.slice(FETCH_KEYS) as (string | number)[]), ...extraArgs()],
     )) as unknown[];
-    if (reply.length > 4 && typeof reply[1] === 'string' && reply[4] !== null) started(reply[1], reply[4]);
-    if (reply.length > 5) behind(reply[5] === 1);
+    fetchedAnswer(reply, started, behind);
     return reply;
   };
   return { runCommand } as unknown as RedisClient;

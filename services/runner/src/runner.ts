@@ -29,6 +29,7 @@ import type { FailedJobSource, RunJobData } from '@islet/runs';
 import { DelayedError, type Job, Queue, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createFairShare, type FairShare, type JobLease } from './fair-share.ts';
+import { handOffOf } from './handoff-store.ts';
 import { ParkingWorker } from './parking-worker.ts';
 import { createPickupWatchdog, type PickupWatchdog } from './pickup-watchdog.ts';
 import { HandBackError, type RunExecutor } from './run-executor.ts';
@@ -347,11 +348,18 @@ export function createRunner(deps: RunnerDeps) {
     const fetchedStartArgs = executor.fetchedStartArgs;
     // On one server with the fair share on, a fetch also takes a run's lease and begins its
     // attempt (fetch-start-store.ts): the pick-up is one script call.
-    if (fairShare && fetchedStartArgs)
+    if (fairShare && fetchedStartArgs) {
       worker.fetchStart = {
         on: () => fairShare.startsInFetch(),
         args: () => fetchedStartArgs(fairShare.leaseTerms(mode)),
       };
+      // And while idle, a submit may do that fetch for it (handoff-store.ts).
+      if (config.ISLET_IDLE_HANDOFF === 'on')
+        worker.enableHandOff({
+          ...handOffOf(worker),
+          giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
+        });
+    }
     worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
     worker.on('failed', (job, err) => {
       if (!job) return;

@@ -100,6 +100,22 @@ export class SlotGate {
     return 'fetch';
   }
 
+  /**
+   * A slot reserved for a job a submit may hand to the idle worker (its token), only when one is
+   * free beside a slot for every parked run (a run coming back must never wait behind a worker
+   * that sits idle). `fetched(token, false)` returns it.
+   */
+  reserveIdle(token: string): boolean {
+    if (this.reserved.has(token)) {
+      this.reserved.set(token, Date.now());
+      return true;
+    }
+    this.lapseReservations();
+    if (this.room() - this.parked.size <= 0) return false;
+    this.reserved.set(token, Date.now());
+    return true;
+  }
+
   /** After a fetch `whenFetchable` let through: `got` false returns its reservation. */
   fetched(token: string, got: boolean): void {
     if (!got && this.reserved.delete(token)) this.wake();

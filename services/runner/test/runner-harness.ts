@@ -25,6 +25,7 @@ import {
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import type { ParkingWorker } from '../src/parking-worker.ts';
 import type { RunExecutor } from '../src/run-executor.ts';
 import { createRunner } from '../src/runner.ts';
@@ -55,6 +56,13 @@ export interface RunnerSetUpOptions {
   hold?: Promise<void>;
   /** Also notes `ended <true|false>` in `outcomes` when the end answers. */
   noteEnds?: boolean;
+  /**
+   * Direct hand-off on (ISLET_IDLE_HANDOFF): the runner registers while idle and `add` hands off
+   * as the gateway's does (its run-queue store's add script). Off by default.
+   */
+  handOff?: boolean;
+  /** More of the runner's settings. */
+  env?: Record<string, string>;
 }
 
 /** A started harness's Redis: the server and one client on it. */
@@ -162,6 +170,8 @@ export function runnerHarness(name: string) {
       ISLET_RUNNER_CONCURRENCY: String(opts.slots ?? 4),
       ISLET_TENANT_POOL_SHARE: '0.5',
       ISLET_TENANT_SHARE_RECHECK_MS: '60000',
+      ISLET_IDLE_HANDOFF: opts.handOff ? 'on' : 'off',
+      ...opts.env,
     });
     const life = lifecycle();
     const outcomes: string[] = [];
@@ -195,6 +205,7 @@ export function runnerHarness(name: string) {
       connection: { host: '127.0.0.1', port: server.port },
       prefix: QUEUE_PREFIX,
     });
+    if (opts.handOff) handingAdds(queue);
     let closed = false;
     const closeRunner = async () => {
       if (closed) return;
@@ -210,7 +221,9 @@ export function runnerHarness(name: string) {
     const add = (id: string, tenant = 'acme', attempts = 1) =>
       queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
     const worker = () => runner.workersForTest().get(mode) as ParkingWorker<RunJobData>;
-    return { config, queue, outcomes, metrics, add, close: closeRunner, worker };
+    /** The runner's close alone (the queue and its jobs stay). */
+    const stop = () => runner.close(1000);
+    return { config, queue, outcomes, metrics, add, close: closeRunner, stop, worker };
   }
 
   /** A first run through `t`'s runner to completion: it loads the scripts, so later calls are the path's own. */

@@ -14,6 +14,16 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export {
+  CLOSE_IDLE,
+  fetchAndLook,
+  handOffAddScript,
+  handOffKeys,
+  type IdleTerms,
+  REGISTER_IDLE,
+  TAKE_BACK,
+  TAKE_LEFT,
+} from './handoff-scripts.ts';
 export * from './health-buckets.ts';
 export * from './health-store.ts';
 export { createInFlightStore, type InFlightStore, type RunHead } from './in-flight-store.ts';

@@ -1,0 +1,41 @@
+/**
+ * The submit's side of the direct hand-off (`@islet/runs` handoff-scripts.ts): BullMQ's add of a
+ * standard job runs in a script that, when a worker of the queue is registered idle, also runs that
+ * worker's fused fetch (BullMQ's moveToActive-11 with the worker's token and lock, the look behind
+ * the job, the run's lease and attempt start) and pushes the answer to the worker's blocking pop.
+ * Only the add's call is replaced: BullMQ builds its keys and arguments and reads its answer as usual.
+ */
+import { fetchAndLook, handOffAddScript, handOffKeys } from '@islet/runs';
+import type { Queue, RedisClient } from 'bullmq';
+import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
+import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
+import { version } from 'bullmq/dist/esm/version.js';
+import type { Redis } from 'ioredis';
+
+const HAND_OFF_ADD = handOffAddScript(addStandardJob.content, fetchAndLook(moveToActive.content));
+/** The script's hash (tests count its calls). */
+export const HAND_OFF_ADD_SHA = HAND_OFF_ADD.sha;
+const ADD_COMMAND = 'addStandardJob';
+const ADD_KEYS = addStandardJob.keys;
+
+/** BullMQ's Scripts, private there: its calls go through `execCommand`. */
+interface ExecScripts {
+  execCommand(client: RedisClient, name: string, args: unknown[]): Promise<unknown>;
+  version: string;
+}
+
+/** Makes `queue`'s standard adds hand their job to an idle worker (scripts of another BullMQ: as they are). */
+export function handingAdds(queue: Queue): void {
+  const scripts = (queue as unknown as { scripts?: ExecScripts }).scripts;
+  if (!scripts || typeof scripts.execCommand !== 'function' || scripts.version !== version) return;
+  const exec = scripts.execCommand.bind(scripts);
+  const { idle, idleArgs } = handOffKeys(queue.keys[''] ?? '', '');
+  scripts.execCommand = (client, name, args) => {
+    if (name !== ADD_COMMAND || args.length !== ADD_KEYS + 3) return exec(client, name, args);
+    return HAND_OFF_ADD.run(
+      client as unknown as Redis,
+      [...(args.slice(0, ADD_KEYS) as string[]), idle, idleArgs],
+      args.slice(ADD_KEYS) as (string | number)[],
+    );
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * The idle worker's side of the direct hand-off (`@islet/runs` handoff-scripts.ts, one server
+ * only): its registration, written in the same write as its blocking pop, which watches its own
+ * hand-off key before the queue's marker; and its removal at close. A job handed over comes back
+ * as the fused fetch's answer would, with the token its lock was taken with.
+ */
+import { type Redis as CoreRedis, sendTogether } from '@islet/core';
+import { CLOSE_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE, TAKE_BACK, TAKE_LEFT } from '@islet/runs';
+import type { JobJsonRaw, RedisClient } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { unpack } from 'msgpackr';
+
+/** The keys of a worker's hand-off: idle, idle args, its own hand-off key, its closed mark. */
+export type HandOffKeys = [string, string, string, string];
+
+/** A job handed to the worker: its lock's token and the fused fetch's answer. */
+export interface Handed {
+  token: string;
+  answer: unknown[];
+}
+
+/**
+ * What the blocking pop brought (the marker's pop as BullMQ reads it, its close's wake-up, or
+ * nothing) and a job handed to the worker, by the pop or taken right behind it.
+ */
+export interface IdlePop {
+  marker?: [string, string, string];
+  closing?: true;
+  handed?: Handed;
+}
+
+/**
+ * A Lua value as Redis answers it (cmsgpack keeps what RESP drops): false is nil, true 1, a
+ * number its integer part, a table an array up to its first hole.
+ */
+function asReply(v: unknown): unknown {
+  if (v === false || v === null || v === undefined) return null;
+  if (v === true) return 1;
+  if (typeof v === 'number') return Math.trunc(v);
+  if (Array.isArray(v)) {
+    const out: unknown[] = [];
+    for (const e of v) {
+      if (e === null || e === undefined) break;
+      out.push(asReply(e));
+    }
+    return out;
+  }
+  if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
+    const get = (i: number): unknown =>
+      v instanceof Map ? (v.get(i) ?? v.get(String(i))) : (v as Record<string, unknown>)[String(i)];
+    const out: unknown[] = [];
+    for (let i = 1; ; i++) {
+      const e = get(i);
+      if (e === null || e === undefined || e === false) break;
+      out.push(asReply(e));
+    }
+    return out;
+  }
+  if (v instanceof Uint8Array) return Buffer.from(v).toString();
+  return v;
+}
+
+/**
+ * A fetch's answer as BullMQ's own fetch hands it on (its `raw2NextJobData`, whose module Node cannot
+ * load on its own): the job's fields as an object, its id, the rate limit's and next delay's times.
+ */
+export function nextJobData(reply: unknown[]): [JobJsonRaw | undefined, string | undefined, number, number] {
+  const fields = reply[0];
+  let data: JobJsonRaw | undefined;
+  if (Array.isArray(fields)) {
+    const o: Record<string, unknown> = {};
+    for (let i = 0; i + 1 < fields.length; i += 2) o[String(fields[i])] = fields[i + 1];
+    data = o as unknown as JobJsonRaw;
+  }
+  const id = typeof reply[1] === 'string' ? reply[1] : undefined;
+  return [data, id, Number(reply[2] ?? 0), Number(reply[3] ?? 0)];
+}
+
+/** A hand-off key's member (cmsgpack of {token, answer}). */
+export function handedOf(member: Buffer): Handed {
+  const [token, answer] = unpack(member) as [unknown, unknown];
+  return { token: String(asReply(token)), answer: asReply(answer) as unknown[] };
+}
+
+/**
+ * Registers the worker idle (`ttlMs`) and blocks on its hand-off key and the queue's marker for
+ * `timeoutS`, in one write. Registration is refused while a hand-off to it is pending: the pop
+ * takes that one at once.
+ */
+export async function registerAndPop(
+  bclient: RedisClient,
+  keys: HandOffKeys,
+  workerId: string,
+  terms: IdleTerms,
+  ttlMs: number,
+  marker: string,
+  timeoutS: number,
+  registered: (yes: boolean) => void = () => undefined,
+): Promise<IdlePop> {
+  const redis = bclient as unknown as Redis;
+  // One write: the registration, the pop, and (run the moment the pop returns) its removal.
+  const [register, popped, takeBack] = sendTogether(
+    bclient as unknown as CoreRedis,
+    () =>
+      [
+        REGISTER_IDLE.runInOrder(redis, keys, [workerId, ttlMs, JSON.stringify(terms)]),
+        redis.bzpopminBuffer(keys[2], marker, timeoutS),
+        redis.callBuffer(
+          'EVAL',
+          TAKE_BACK.source,
+          3,
+          keys[0],
+          keys[1],
+          keys[2],
+          workerId,
+        ) as Promise<Buffer | null>,
+      ] as const,
+  );
+  // A dropped connection (the worker's close) rejects all three: none is left unhandled.
+  for (const p of [register, popped, takeBack]) p.catch(() => undefined);
+  registered((await register) === 1);
+  const result = await popped;
+  const behind = await takeBack;
+  const out: IdlePop = behind ? { handed: handedOf(behind) } : {};
+  if (!result) return out;
+  const [key, member, score] = result;
+  if (key.toString() !== keys[2])
+    return { ...out, marker: [key.toString(), member.toString(), score.toString()] };
+  if (score.toString() === '0') return { handed: handedOf(member) };
+  return { ...out, closing: true };
+}
+
+/** How long a closed worker's mark refuses a late registration of it, ms. */
+const CLOSING_MARK_MS = 60_000;
+
+/** Removes a closing worker's registration and wakes its blocking pop (`CLOSE_IDLE`). */
+export async function closeIdle(client: RedisClient, keys: HandOffKeys, workerId: string): Promise<void> {
+  await CLOSE_IDLE.run(client as unknown as Redis, keys, [workerId, CLOSING_MARK_MS]);
+}
+
+/** Empties a closing worker's hand-off key; returns a job handed to it that it never popped. */
+export async function takeLeft(client: RedisClient, keys: HandOffKeys): Promise<Handed | undefined> {
+  const left = (await (client as unknown as Redis).callBuffer(
+    'EVAL',
+    TAKE_LEFT.source,
+    1,
+    keys[2],
+  )) as Buffer | null;
+  return left ? handedOf(left) : undefined;
+}
+
+/** How long a registration outlives its pop's timeout, ms: the pop's reply and the next registration in between. */
+const IDLE_GRACE_MS = 1_000;
+
+/** A worker's hand-off terms from its queue's keys (BullMQ's `keys`) and its id. */
+export function handOffOf(worker: { id: string; keys: Record<string, string> }) {
+  const k = worker.keys;
+  const own = handOffKeys(k[''] ?? '', worker.id);
+  const fetchKeys = [
+    'wait',
+    'active',
+    'prioritized',
+    'events',
+    'stalled',
+    'limiter',
+    'delayed',
+    'paused',
+    'meta',
+    'pc',
+    'marker',
+  ].map((name) => k[name] ?? '');
+  return {
+    keys: [own.idle, own.idleArgs, own.handOff, own.closed] as HandOffKeys,
+    fetchKeys,
+    graceMs: IDLE_GRACE_MS,
+  };
+}

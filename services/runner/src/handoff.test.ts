@@ -1,0 +1,340 @@
+/**
+ * Direct hand-off (one server): a worker blocked idle registers itself, and the submit's add runs
+ * its fetch, lease and attempt start in the add's own script and hands the answer to the worker's
+ * blocking pop. The pick-up then has no fetch: the calls are read from MONITOR (names, order,
+ * hashes) and from the worker's counters, never from time. Real redis-server, real BullMQ, real
+ * fair share, run store and journal; the add is the gateway's (handoff-add-store.ts).
+ */
+import { createRedis, keys } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { handOffKeys, runJobOptions } from '@islet/runs';
+import { startRedis } from '@islet/testkit';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HAND_OFF_ADD_SHA, handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
+import { createFairShare } from './fair-share.ts';
+import { FETCH_START_SHA } from './fetch-start-store.ts';
+import { registerAndPop } from './handoff-store.ts';
+
+let redis: Redis;
+const h = runnerHarness('handoff-test');
+const { logger, newRun, monitor, setUp, warmUp } = h;
+const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
+const idleKey = handOffKeys(prefix, '').idle;
+const idleArgsKey = handOffKeys(prefix, '').idleArgs;
+
+beforeAll(async () => {
+  ({ redis } = await h.start());
+});
+afterAll(() => h.close());
+
+/**
+ * The script calls (their hash, or `eval`) a client sent before the ECHO that marks `runId`'s work;
+ * the worker's own registration and its removal behind the pop (not propagated, no fetch) left out.
+ */
+function scriptsBeforeWork(seen: string[][], runId: string): string[] {
+  const work = seen.findIndex((c) => c[0] === 'echo' && c[1]?.startsWith(`work ${runId} `));
+  expect(work).toBeGreaterThan(0);
+  return seen
+    .slice(0, work)
+    .filter(
+      (c) => c[0] === 'evalsha' || (c[0] === 'eval' && !c[1]?.startsWith('redis.set_repl(redis.REPL_NONE)')),
+    )
+    .map((c) => (c[0] === 'evalsha' ? (c[1] ?? '') : 'eval'));
+}
+
+/** Waits until `t`'s worker is registered idle (and so blocked on its pop). */
+async function idle(t: RunnerUnderTest): Promise<void> {
+  await until(
+    'the worker registered idle',
+    async () => (await redis.zscore(idleKey, t.worker().id)) !== null,
+  );
+}
+
+/** A queue whose adds hand off, as the gateway's. */
+function handingQueue(): Queue {
+  const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
+  handingAdds(q);
+  return q;
+}
+
+const addOn = (q: Queue, id: string, attempts = 1) =>
+  q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
+
+describe('direct hand-off to an idle worker (one server)', () => {
+  it('a submit hands its job to the idle worker: one script call, no fetch, the run started in it', async () => {
+    const t = await setUp('handed', true, undefined, { handOff: true });
+    try {
+      await warmUp(t, 'hw');
+      await idle(t);
+      const before = { handOffs: t.worker().handOffs, fetches: t.worker().redisFetches };
+      await newRun('h1');
+      const m = await monitor();
+      try {
+        await t.add('h1');
+        await until('h1 to complete', async () => t.outcomes.length === 2);
+      } finally {
+        m.stop();
+      }
+      // The add's script did it all: no fetch script (fused or idle) before the run's work.
+      const scripts = scriptsBeforeWork(m.sent, 'h1');
+      expect(scripts).toEqual([HAND_OFF_ADD_SHA]);
+      expect(m.sent.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(false);
+      expect(t.worker().handOffs).toBe(before.handOffs + 1);
+      expect(t.worker().redisFetches).toBe(before.fetches);
+      expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
+      expect(await redis.hget(keys.run('h1'), 'attempts')).toBe('1');
+      expect(await redis.hget(keys.run('h1'), 'status')).toBe('Completed');
+      expect(await redis.hget('islet:journal:{h1}', '#attempt')).toBe('1');
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+      expect(await redis.zcard(keys.poolTenantLeases(mode, 'acme'))).toBe(0);
+      // The job's lock was the registration's token, and it completed under it.
+      expect((await t.queue.getJob('h1'))?.finishedOn).toBeGreaterThan(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a pick-up by hand-off costs one written script call where a woken fetch costs two', async () => {
+    const writes = async (handOff: boolean, tag: string) => {
+      const t = await setUp(tag, true, undefined, { handOff });
+      try {
+        await warmUp(t, `${tag}w`);
+        if (handOff) await idle(t);
+        else await until('the worker blocked', async () => t.worker().drainedByFetch > 0);
+        await newRun(`${tag}1`);
+        const m = await monitor();
+        try {
+          await t.add(`${tag}1`);
+          await until(`${tag}1 to complete`, async () => t.outcomes.length === 2);
+        } finally {
+          m.stop();
+        }
+        return scriptsBeforeWork(m.sent, `${tag}1`);
+      } finally {
+        await t.close();
+      }
+    };
+    const handed = await writes(true, 'wh');
+    const woken = await writes(false, 'wf');
+    expect(handed).toEqual([HAND_OFF_ADD_SHA]);
+    expect(woken).toHaveLength(2);
+    expect(woken[1]).toBe(FETCH_START_SHA);
+  });
+
+  it("a worker's registration and its removal behind the pop are no writes to the append-only file (no fsync'd write)", async () => {
+    const server = await startRedis({ appendFsync: 'always' });
+    const r = createRedis(server.url);
+    const blocking = r.duplicate();
+    try {
+      const aofSize = async () => Number(/aof_current_size:(\d+)/.exec(await r.info('persistence'))?.[1]);
+      const own = handOffKeys(prefix, 'w1');
+      await r.set('warm', '1');
+      const before = await aofSize();
+      let registered = false;
+      const popped = await registerAndPop(
+        blocking as unknown as Parameters<typeof registerAndPop>[0],
+        [own.idle, own.idleArgs, own.handOff, own.closed],
+        'w1',
+        {
+          keys: [],
+          prefix,
+          token: 'w1:h:0',
+          lockDuration: 1000,
+          name: '',
+          startArgs: [],
+          handOff: own.handOff,
+        },
+        60_000,
+        `${prefix}marker`,
+        0.05,
+        (yes) => {
+          registered = yes;
+        },
+      );
+      // Registered for the pop, removed right behind it, and nothing appended for either.
+      expect(registered).toBe(true);
+      expect(popped).toEqual({});
+      expect(await r.zscore(own.idle, 'w1')).toBeNull();
+      expect(await r.hget(own.idleArgs, 'w1')).toBeNull();
+      expect(await aofSize()).toBe(before);
+      // A write beside it is appended as ever.
+      await r.set('other', '1');
+      expect(await aofSize()).toBeGreaterThan(before);
+    } finally {
+      blocking.disconnect();
+      r.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('a marker wake-up racing a hand-off loses nothing: the fetch takes the pending hand-off first', async () => {
+    const t = await setUp('race', true, undefined, { handOff: true });
+    const q = handingQueue();
+    try {
+      await warmUp(t, 'rw');
+      await idle(t);
+      await newRun('r1');
+      await newRun('r2');
+      // One write: a plain add (its marker wakes the worker), then a handing add while the worker's
+      // registration still stands (its fetch has not run yet): BullMQ's fetch in it takes r1.
+      const plain = new Queue(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX });
+      const m = await monitor();
+      try {
+        await Promise.all([addOn(plain, 'r1'), addOn(q, 'r2')]);
+        await until('r1 and r2 to complete', async () => t.outcomes.length === 3);
+      } finally {
+        m.stop();
+        await plain.close();
+      }
+      expect(t.outcomes).toEqual(['completed 1', 'completed 1', 'completed 1']);
+      for (const id of ['r1', 'r2']) expect(await redis.hget(keys.run(id), 'attempts')).toBe('1');
+      // Whether the handing add found the registration (the worker then took the job right behind
+      // its pop) or not, nothing is left on the worker's key.
+      expect(await redis.exists(handOffKeys(prefix, t.worker().id).handOff)).toBe(0);
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+      expect(await t.queue.getCompletedCount()).toBe(3);
+    } finally {
+      await q.close();
+      await t.close();
+    }
+  });
+
+  it("an expired registration (a dead worker's) is skipped and dropped: the job waits for a live one", async () => {
+    const q = handingQueue();
+    try {
+      const dead = handOffKeys(prefix, 'dead-1');
+      const now = Number((await redis.time())[0]) * 1000;
+      await redis.zadd(idleKey, now - 1000, 'dead-1');
+      await redis.hset(idleArgsKey, 'dead-1', JSON.stringify({ handOff: dead.handOff }));
+      await newRun('e1');
+      await addOn(q, 'e1');
+      expect(await q.getJobState('e1')).toBe('waiting');
+      expect(await redis.exists(dead.handOff)).toBe(0);
+      expect(await redis.zcard(idleKey)).toBe(0);
+      expect(await redis.hlen(idleArgsKey)).toBe(0);
+    } finally {
+      await q.obliterate({ force: true });
+      await q.close();
+    }
+  });
+
+  it('a worker killed after being handed a job: the job is taken back as stalled and its run ends once', async () => {
+    const first = await setUp('killed', true, undefined, { handOff: true });
+    const q = handingQueue();
+    let second: RunnerUnderTest | undefined;
+    try {
+      await warmUp(first, 'kw');
+      await idle(first);
+      // What a killed worker leaves: its registration (copied under another id and hand-off key,
+      // a short lock), while it no longer pops.
+      const terms = JSON.parse((await redis.hget(idleArgsKey, first.worker().id)) ?? '{}');
+      await first.close();
+      const dead = handOffKeys(prefix, 'killed-1');
+      const now = Number((await redis.time())[0]) * 1000;
+      await redis.zadd(idleKey, now + 60_000, 'killed-1');
+      await redis.hset(
+        idleArgsKey,
+        'killed-1',
+        JSON.stringify({ ...terms, token: 'killed-1:h:0', lockDuration: 1000, handOff: dead.handOff }),
+      );
+      await newRun('k1');
+      await addOn(q, 'k1', 2);
+      expect(await q.getJobState('k1')).toBe('active');
+      expect(await redis.zcard(dead.handOff)).toBe(1);
+      expect(await redis.hget(keys.run('k1'), 'attempts')).toBe('1');
+      // Another runner's stalled check takes it back once its lock lapsed; it runs it.
+      second = await setUp('killed2', true, undefined, {
+        handOff: true,
+        env: { ISLET_RUNNER_STALLED_INTERVAL_MS: '500' },
+      });
+      await until('k1 to complete', async () => (await q.getJobState('k1')) === 'completed');
+      expect(second.outcomes).toEqual(['completed 2']);
+      expect(await redis.hget(keys.run('k1'), 'status')).toBe('Completed');
+      await until('no lease left', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
+      await redis.del(dead.handOff);
+    } finally {
+      await q.close();
+      await second?.close();
+      await first.close();
+    }
+  });
+
+  it('a worker closed while idle leaves no registration; a job added then waits for the next worker', async () => {
+    const t = await setUp('closing', true, undefined, { handOff: true });
+    const q = handingQueue();
+    let next: RunnerUnderTest | undefined;
+    try {
+      await warmUp(t, 'cw');
+      await idle(t);
+      const id = t.worker().id;
+      await newRun('c1');
+      // The add and the close race: the job was handed before the close (the worker popped and ran
+      // it, or the close gave it back to the queue) or it waits for a worker; within this test's
+      // wait, so never left under the closed worker's 30 s lock, and it runs once.
+      await Promise.all([addOn(q, 'c1', 2), t.stop()]);
+      expect(await redis.zscore(idleKey, id)).toBeNull();
+      next = await setUp('closing2', true, undefined, {
+        handOff: true,
+        env: { ISLET_RUNNER_STALLED_INTERVAL_MS: '500', ISLET_RUNNER_LOCK_DURATION_MS: '1000' },
+      });
+      await until('c1 to complete', async () => (await redis.hget(keys.run('c1'), 'status')) === 'Completed');
+      expect([...t.outcomes, ...next.outcomes].filter((o) => o.startsWith('completed')).length).toBe(2);
+    } finally {
+      await q.close();
+      await next?.close();
+      await t.close();
+    }
+  });
+
+  it('a lease refused in the hand-off defers the job as the fused fetch would; it runs once the slot is back', async () => {
+    const t = await setUp('refused', true, undefined, { handOff: true, slots: 1 });
+    try {
+      await warmUp(t, 'fw');
+      await idle(t);
+      // The pool's one slot held by another tenant's job: acme's lease is refused.
+      const fair = createFairShare({
+        redis,
+        logger,
+        config: t.config,
+        promote: async (_mode, jobId) => {
+          await (await t.queue.getJob(jobId))?.promote();
+          return true;
+        },
+      });
+      expect((await fair.acquire(mode, 'other', 'x1')).ok).toBe(true);
+      await newRun('d1');
+      const before = t.worker().handOffs;
+      await t.add('d1', 'acme', 2);
+      await until('d1 to be deferred', async () => t.outcomes.includes('deferred'));
+      expect(t.worker().handOffs).toBe(before + 1);
+      expect((await t.queue.getJob('d1'))?.attemptsMade).toBe(0);
+      expect(await redis.zscore(keys.poolTenantDeferred(mode, 'acme'), 'd1')).not.toBeNull();
+      expect(await redis.exists('islet:journal:{d1}')).toBe(0);
+      // The slot back: the deferred job is promoted and runs, its first attempt.
+      await fair.release(mode, 'other', 'x1');
+      await until('d1 to complete', async () => (await redis.hget(keys.run('d1'), 'status')) === 'Completed');
+      expect(t.outcomes.filter((o) => o.startsWith('completed'))).toEqual(['completed 1', 'completed 1']);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('with the flag off the worker registers nothing and the pick-up is the fused fetch', async () => {
+    const t = await setUp('off', true, undefined, { handOff: false });
+    try {
+      await warmUp(t, 'ow');
+      await until('the worker blocked', async () => t.worker().drainedByFetch > 0);
+      expect(await redis.exists(idleKey)).toBe(0);
+      expect(t.worker().idleRegistrations).toBe(0);
+      await newRun('o1');
+      await t.add('o1');
+      await until('o1 to complete', async () => t.outcomes.length === 2);
+      expect(t.worker().handOffs).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -1,0 +1,170 @@
+/**
+ * Direct hand-off (one server only): a worker blocked idle on its queue registers itself, and the
+ * submit that adds a job runs that worker's fetch in the add's own script — BullMQ's fetch
+ * (moveToActive-11, with the worker's token and lock), the look behind it, the run's lease and
+ * attempt start (`fetchLeaseBeginScript`, the fused fetch's very text) — and pushes the fetch's
+ * answer to the worker's hand-off key, which its blocking pop watches beside the queue's marker.
+ * The pick-up then costs no fetch: no round trip, no fsync'd write of its own.
+ *
+ * Keys (all in the queue's hash slot): `<queue>idle` (sorted set: worker id → registration's expiry,
+ * ms), `<queue>idle:args` (hash: worker id → its fetch's terms, JSON), `<queue>handoff:<worker id>`
+ * (sorted set: the answers handed to that worker, at most one). A registration is used once (the
+ * hand-off removes it), and never outlives the worker's pop: a script sent right behind the pop
+ * (`TAKE_BACK`) removes it and takes a job handed after the pop was served, so a worker woken by
+ * the marker while a job was handed to it loses nothing.
+ */
+import { LuaScript } from '@islet/core/lua-script';
+import { fetchLeaseBeginScript } from './lease-scripts.ts';
+
+/** The hand-off's keys of a queue (`queuePrefix`: BullMQ's `keys['']`, e.g. `islet:{runs-x}:`). */
+export function handOffKeys(queuePrefix: string, workerId: string) {
+  return {
+    idle: `${queuePrefix}idle`,
+    idleArgs: `${queuePrefix}idle:args`,
+    handOff: `${queuePrefix}handoff:${workerId}`,
+    /** Set by the worker's close: a registration of it arriving later is refused. */
+    closed: `${queuePrefix}handoff:${workerId}:closed`,
+  };
+}
+
+/** What a registration holds: the worker's fetch as BullMQ would send it, and where to answer. */
+export interface IdleTerms {
+  /** moveToActive-11's keys. */
+  keys: string[];
+  /** BullMQ's key prefix (moveToActive's ARGV[1]). */
+  prefix: string;
+  /** The lock token the handed job will carry. */
+  token: string;
+  lockDuration: number;
+  /** The worker's name (BullMQ's opts.name), '' for none. */
+  name: string;
+  /** `fetch-lease-begin-11`'s arguments after BullMQ's (`fetchedStartArgs`); its last one, the time, is replaced by the hand-off's. */
+  startArgs: (string | number)[];
+  /** The worker's hand-off key. */
+  handOff: string;
+}
+
+/**
+ * BullMQ's fetch, then (when it took a job) the look behind it: answer element 6 is 1 when the
+ * queue is drained (its stale ready marker dropped), 0 when not (the marker stays for other
+ * workers). Element 5 is the run's start, set by `fetch-lease-begin-11` (nil for a skill's job).
+ * Keys are moveToActive-11's: 1 wait, 3 prioritized, 7 delayed, 11 marker.
+ */
+export function fetchAndLook(moveToActiveBody: string): string {
+  return `local function bullFetch()
+${moveToActiveBody}
+end
+local fetched = bullFetch()
+if type(fetched[1]) == 'table' then
+  local drained = 0
+  if redis.call('LLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[3]) == 0
+    and redis.call('ZCARD', KEYS[7]) == 0 then
+    redis.call('ZREM', KEYS[11], '0')
+    drained = 1
+  end
+  fetched[5] = false
+  fetched[6] = drained
+end
+return fetched`;
+}
+
+/**
+ * Registers a worker idle unless a hand-off to it is still pending (its blocking pop takes that
+ * first) or it closed. KEYS idle, idle args, the worker's hand-off key, its closed mark; ARGV worker
+ * id, time to live ms, terms
+ * (JSON of `IdleTerms`). Returns 1 when registered.
+ */
+export const REGISTER_IDLE = new LuaScript(`redis.set_repl(redis.REPL_NONE)
+if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+return 1`);
+
+/**
+ * Sent right behind the worker's blocking pop on the same connection, so it runs the moment the pop
+ * returned (whatever woke it): the registration goes, and a job handed after the pop was served
+ * (the marker came first) is taken. Nothing of a registration outlives its pop. Not propagated
+ * when it only removes the registration (nothing to replay); a hand-off it takes was the gateway's
+ * propagated write, so that removal is propagated as usual. KEYS idle, idle args, the worker's
+ * hand-off key; ARGV the worker id. Returns the hand-off taken (cmsgpack of {token, answer}) or nil.
+ */
+export const TAKE_BACK = new LuaScript(`redis.set_repl(redis.REPL_NONE)
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+local pending = redis.call('ZRANGEBYSCORE', KEYS[3], 0, 0, 'LIMIT', 0, 1)
+if not pending[1] then return false end
+redis.set_repl(redis.REPL_ALL)
+redis.call('ZREM', KEYS[3], pending[1])
+return pending[1]`);
+
+/** What a closing worker puts on its hand-off key to end its blocking pop (after any hand-off: score 1). */
+const CLOSING_MEMBER = 'closing';
+
+/**
+ * A closing worker's registration goes (no hand-off after this), and its blocking pop is woken
+ * (`CLOSING_MEMBER`, behind any job handed to it); its closed mark (for ARGV[2] ms) refuses a
+ * registration still on its way. KEYS idle, idle args, the worker's hand-off key, its closed mark;
+ * ARGV the worker id, the mark's life ms.
+ */
+export const CLOSE_IDLE = new LuaScript(`redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], 1, '${CLOSING_MEMBER}')
+redis.call('SET', KEYS[4], 1, 'PX', ARGV[2])
+return 1`);
+
+/** Empties a closing worker's hand-off key; returns a job handed to it and never popped (cmsgpack of {token, answer}) or nil. */
+export const TAKE_LEFT = new LuaScript(`local left = redis.call('ZRANGEBYSCORE', KEYS[1], 0, 0, 'LIMIT', 0, 1)
+redis.call('DEL', KEYS[1])
+return left[1]`);
+
+/**
+ * BullMQ's add (`addBody`, addStandardJob-9 as BullMQ sends it) and, when a worker of the queue is
+ * registered idle, that worker's fused fetch (`fetchBody` = `fetchAndLook(moveToActive-11)`) run
+ * for it, its answer pushed to the worker's hand-off key (cmsgpack of {token, answer}). KEYS: the
+ * add's, then idle and idle args; ARGV the add's. Returns the add's answer. A fetch that found no
+ * job (the queue paused, rate limited, the job delayed) leaves the registration as it was; a lease
+ * refused is handed over as the fused fetch answers it (the worker defers the job).
+ */
+export function handOffAddScript(addBody: string, fetchBody: string): LuaScript {
+  const fused = fetchLeaseBeginScript(fetchBody).source;
+  return new LuaScript(`local idleKey, idleArgsKey = KEYS[#KEYS - 1], KEYS[#KEYS]
+local AK = {}
+for i = 1, #KEYS - 2 do AK[i] = KEYS[i] end
+local function add(KEYS, ARGV)
+${addBody}
+end
+local added = add(AK, ARGV)
+if redis.call('EXISTS', idleKey) == 0 then return added end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local dead = redis.call('ZRANGEBYSCORE', idleKey, '-inf', now)
+if #dead > 0 then
+  redis.call('ZREMRANGEBYSCORE', idleKey, '-inf', now)
+  redis.call('HDEL', idleArgsKey, unpack(dead))
+end
+local live = redis.call('ZREVRANGE', idleKey, 0, 0)
+if not live[1] then return added end
+local worker = live[1]
+local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
+if not ok or type(terms) ~= 'table' then
+  redis.call('ZREM', idleKey, worker)
+  redis.call('HDEL', idleArgsKey, worker)
+  return added
+end
+local opts = {token = terms.token, lockDuration = tonumber(terms.lockDuration)}
+if terms.name ~= '' then opts.name = terms.name end
+local FA = {terms.prefix, now, cmsgpack.pack(opts)}
+for i = 1, #terms.startArgs do FA[#FA + 1] = terms.startArgs[i] end
+FA[#FA] = now
+local function fetchFor(KEYS, ARGV)
+${fused}
+end
+local answer = fetchFor(terms.keys, FA)
+if type(answer[1]) ~= 'table' then return added end
+redis.call('ZREM', idleKey, worker)
+redis.call('HDEL', idleArgsKey, worker)
+redis.call('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
+return added`);
+}
