@@ -28,9 +28,10 @@ const LEVEL = {
    * 98 at c835457, 90 with the gateway's caches and fused scripts (BENCH_QUICK, 2026-11-30); 120
    * since the bench runs with default settings, the fair share's leases included (2026-12-02); 105
    * with a run's end in one script (2026-12-02, test/bench/README.md); 95 with the run index,
-   * usage and health folded from a pending list (2026-12-03)
+   * usage and health folded from a pending list (2026-12-03); 85 with announcements only while a
+   * stream listens and the lease read once (2026-12-03, round 18: 83.5 at 16 clients)
    */
-  redisCommandsPerRun: 95,
+  redisCommandsPerRun: 85,
   /** a lone tenant's runs/s at 16 clients / two tenants' (work-conserving fair share: ~1) */
   loneVsTwoTenants: 0.85,
   /**
