@@ -17,6 +17,7 @@ import { version } from 'bullmq/dist/esm/version.js';
 import { pack } from 'msgpackr';
 import { LuaScript } from '../../services/core/src/lua-script.ts';
 import { startingClient } from '../../services/runner/src/fetch-start-store.ts';
+import { FETCH_KEY_NAMES } from '../../services/runner/src/handoff-store.ts';
 
 const RUNS = Number(process.env.RUNS ?? 300);
 const mode = 'read-only';
@@ -29,19 +30,7 @@ const queueConnection = redis.duplicate();
 const queue = new Queue('fetch-start-bench', { connection: queueConnection, prefix: QUEUE_PREFIX });
 const FETCH = new LuaScript(moveToActive.content);
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
-const fetchKeys = [
-  'wait',
-  'active',
-  'prioritized',
-  'events',
-  'stalled',
-  'limiter',
-  'delayed',
-  'paused',
-  'meta',
-  'pc',
-  'marker',
-].map((k) => queue.keys[k] ?? '');
+const fetchKeys = FETCH_KEY_NAMES.map((k) => queue.keys[k] ?? '');
 const fetchArgs = (token: string) => [
   queue.toKey(''),
   Date.now(),

@@ -11,7 +11,7 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { mode, runnerHarness, scriptsBeforeWork, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { FETCH_START_SHA } from './fetch-start-store.ts';
 import type { SkillExecutor } from './skill-executor.ts';
@@ -24,16 +24,6 @@ beforeAll(async () => {
   ({ redis } = await h.start());
 });
 afterAll(() => h.close());
-
-/** The script calls (EVAL, EVALSHA: their hash, or `eval`) before the ECHO that marks `runId`'s work. */
-function scriptsBeforeWork(seen: string[][], runId: string): string[] {
-  const work = seen.findIndex((c) => c[0] === 'echo' && c[1]?.startsWith(`work ${runId} `));
-  expect(work).toBeGreaterThan(0);
-  return seen
-    .slice(0, work)
-    .filter((c) => c[0] === 'evalsha' || c[0] === 'eval')
-    .map((c) => (c[0] === 'evalsha' ? (c[1] ?? '') : 'eval'));
-}
 
 describe('a fetch that starts its run (one server)', () => {
   it('the pick-up is one script call after the add: the fetch took the lease and began the attempt', async () => {

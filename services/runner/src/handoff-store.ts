@@ -152,23 +152,26 @@ export async function takeLeft(client: RedisClient, keys: HandOffKeys): Promise<
 /** How long a registration outlives its pop's timeout, ms: the pop's reply and the next registration in between. */
 const IDLE_GRACE_MS = 1_000;
 
+/** BullMQ's queue keys its fetch (moveToActive-11) takes, in its order. */
+export const FETCH_KEY_NAMES = [
+  'wait',
+  'active',
+  'prioritized',
+  'events',
+  'stalled',
+  'limiter',
+  'delayed',
+  'paused',
+  'meta',
+  'pc',
+  'marker',
+] as const;
+
 /** A worker's hand-off terms from its queue's keys (BullMQ's `keys`) and its id. */
 export function handOffOf(worker: { id: string; keys: Record<string, string> }) {
   const k = worker.keys;
   const own = handOffKeys(k[''] ?? '', worker.id);
-  const fetchKeys = [
-    'wait',
-    'active',
-    'prioritized',
-    'events',
-    'stalled',
-    'limiter',
-    'delayed',
-    'paused',
-    'meta',
-    'pc',
-    'marker',
-  ].map((name) => k[name] ?? '');
+  const fetchKeys = FETCH_KEY_NAMES.map((name) => k[name] ?? '');
   return {
     keys: [own.idle, own.idleArgs, own.handOff, own.closed] as HandOffKeys,
     fetchKeys,

@@ -13,7 +13,13 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HAND_OFF_ADD_SHA, handingAdds } from '../../gateway/src/handoff-add-store.ts';
-import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
+import {
+  mode,
+  type RunnerUnderTest,
+  runnerHarness,
+  scriptsBeforeWork,
+  until,
+} from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { FETCH_START_SHA } from './fetch-start-store.ts';
 import { registerAndPop } from './handoff-store.ts';
@@ -29,21 +35,6 @@ beforeAll(async () => {
   ({ redis } = await h.start());
 });
 afterAll(() => h.close());
-
-/**
- * The script calls (their hash, or `eval`) a client sent before the ECHO that marks `runId`'s work;
- * the worker's own registration and its removal behind the pop (not propagated, no fetch) left out.
- */
-function scriptsBeforeWork(seen: string[][], runId: string): string[] {
-  const work = seen.findIndex((c) => c[0] === 'echo' && c[1]?.startsWith(`work ${runId} `));
-  expect(work).toBeGreaterThan(0);
-  return seen
-    .slice(0, work)
-    .filter(
-      (c) => c[0] === 'evalsha' || (c[0] === 'eval' && !c[1]?.startsWith('redis.set_repl(redis.REPL_NONE)')),
-    )
-    .map((c) => (c[0] === 'evalsha' ? (c[1] ?? '') : 'eval'));
-}
 
 /** Waits until `t`'s worker is registered idle (and so blocked on its pop). */
 async function idle(t: RunnerUnderTest): Promise<void> {

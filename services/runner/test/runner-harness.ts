@@ -25,6 +25,7 @@ import {
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { expect } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import type { ParkingWorker } from '../src/parking-worker.ts';
 import type { RunExecutor } from '../src/run-executor.ts';
@@ -234,4 +235,20 @@ export function runnerHarness(name: string) {
   }
 
   return { logger, base, sealer, start, close, onClose, lifecycle, newRun, monitor, setUp, warmUp };
+}
+
+/**
+ * The script calls a client sent (their hash, or `eval`) before the ECHO that marks `runId`'s work
+ * (`runnerHarness`'s executor); an idle worker's registration and its removal behind the pop (not
+ * propagated, never a fetch) left out.
+ */
+export function scriptsBeforeWork(seen: string[][], runId: string): string[] {
+  const work = seen.findIndex((c) => c[0] === 'echo' && c[1]?.startsWith(`work ${runId} `));
+  expect(work).toBeGreaterThan(0);
+  return seen
+    .slice(0, work)
+    .filter(
+      (c) => c[0] === 'evalsha' || (c[0] === 'eval' && !c[1]?.startsWith('redis.set_repl(redis.REPL_NONE)')),
+    )
+    .map((c) => (c[0] === 'evalsha' ? (c[1] ?? '') : 'eval'));
 }

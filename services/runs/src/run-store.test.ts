@@ -9,6 +9,25 @@ import { createRunStore } from './run-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
 
+/** A real sealer that records every plaintext it seals and every one it opens. */
+function countingSealer() {
+  const inner = sealerFromConfig(base);
+  const sealed: string[] = [];
+  const opened: string[] = [];
+  const sealer = {
+    seal: (plaintext: string) => {
+      sealed.push(plaintext);
+      return inner.seal(plaintext);
+    },
+    open: (text: string) => {
+      const plain = inner.open(text);
+      opened.push(plain);
+      return plain;
+    },
+  };
+  return { inner, sealed, opened, sealer };
+}
+
 describe('run store on a real redis', () => {
   it('a single final status; admission and the Idempotency-Key take-over', async () => {
     await withRedis(async (redis) => {
@@ -304,15 +323,7 @@ describe('run store on a real redis', () => {
   });
   it("seals each status event's data once per store and reuses it; every event still opens to its status", async () => {
     await withRedis(async (redis) => {
-      const inner = sealerFromConfig(base);
-      const sealed: string[] = [];
-      const sealer = {
-        seal: (plaintext: string) => {
-          sealed.push(plaintext);
-          return inner.seal(plaintext);
-        },
-        open: (text: string) => inner.open(text),
-      };
+      const { inner, sealed, sealer } = countingSealer();
       const runs = createRunStore(redis, sealer);
       const first = runs.attemptStartEvent('a1');
       const second = runs.attemptStartEvent('a2');
@@ -341,15 +352,7 @@ describe('run store on a real redis', () => {
   });
   it("seals a submit's description once: its record and its index summary hold the same sealed text", async () => {
     await withRedis(async (redis) => {
-      const inner = sealerFromConfig(base);
-      const sealed: string[] = [];
-      const sealer = {
-        seal: (plaintext: string) => {
-          sealed.push(plaintext);
-          return inner.seal(plaintext);
-        },
-        open: (text: string) => inner.open(text),
-      };
+      const { inner, sealed, sealer } = countingSealer();
       const runs = createRunStore(redis, sealer);
       const run = { ...runFixture('d1', { tenant: 't1' }), description: 'why the program runs' };
       expect(await runs.create(run, { maxInFlight: 5, sessionTtlSeconds: 60 }, async () => undefined)).toBe(
@@ -369,16 +372,7 @@ describe('run store on a real redis', () => {
   });
   it("opens a run's description only when it is read: a record read for its attempt decrypts none", async () => {
     await withRedis(async (redis) => {
-      const inner = sealerFromConfig(base);
-      const opened: string[] = [];
-      const sealer = {
-        seal: (plaintext: string) => inner.seal(plaintext),
-        open: (text: string) => {
-          const plain = inner.open(text);
-          opened.push(plain);
-          return plain;
-        },
-      };
+      const { opened, sealer } = countingSealer();
       const runs = createRunStore(redis, sealer);
       const run = { ...runFixture('l1', { tenant: 't1' }), description: 'read only by answers' };
       await runs.create(run);
