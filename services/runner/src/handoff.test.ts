@@ -253,6 +253,58 @@ describe('direct hand-off to an idle worker (one server)', () => {
     }
   });
 
+  it("the add's hand-off with a live registration reads only what decides: no expired scan, one removal each", async () => {
+    const first = await setUp('counted', true, undefined, { handOff: true });
+    const q = handingQueue();
+    let second: RunnerUnderTest | undefined;
+    try {
+      await warmUp(first, 'nw');
+      await idle(first);
+      // A live registration no worker pops (the killed worker's of the test above), so the add's
+      // script is the only caller while the counts are read.
+      const terms = JSON.parse((await redis.hget(idleArgsKey, first.worker().id)) ?? '{}');
+      await first.close();
+      const dead = handOffKeys(prefix, 'counted-1');
+      const now = Number((await redis.time())[0]) * 1000;
+      await redis.zadd(idleKey, now + 60_000, 'counted-1');
+      await redis.hset(
+        idleArgsKey,
+        'counted-1',
+        JSON.stringify({ ...terms, token: 'counted-1:h:0', lockDuration: 1000, handOff: dead.handOff }),
+      );
+      await newRun('n1');
+      await redis.config('RESETSTAT');
+      await addOn(q, 'n1', 2);
+      const stats = await redis.info('commandstats');
+      const calls = (name: string) =>
+        Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+      const all = [...stats.matchAll(/cmdstat_([^:]+):calls=(\d+)/g)]
+        .filter(([, name]) => name !== 'config|resetstat')
+        .reduce((sum, [, , n]) => sum + Number(n), 0);
+      expect(await redis.zcard(dead.handOff)).toBe(1);
+      expect(await redis.zscore(idleKey, 'counted-1')).toBeNull();
+      expect(await redis.hget(idleArgsKey, 'counted-1')).toBeNull();
+      // The add's one call and what it ran: BullMQ's add and fetch, the lease and the attempt's
+      // start (38), and the hand-off's own six: the latest registration (live, so no scan for
+      // expired ones), the time, its terms, its removal from the set and from the hash, the push.
+      expect(calls('evalsha')).toBe(1);
+      expect(calls('zrevrange')).toBe(1);
+      expect(calls('zremrangebyscore')).toBe(0);
+      expect(all).toBe(45);
+      second = await setUp('counted2', true, undefined, {
+        handOff: true,
+        env: { ISLET_RUNNER_STALLED_INTERVAL_MS: '500' },
+      });
+      await until('n1 to complete', async () => (await q.getJobState('n1')) === 'completed');
+      await until('no lease left', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
+      await redis.del(dead.handOff);
+    } finally {
+      await q.close();
+      await second?.close();
+      await first.close();
+    }
+  });
+
   it('a worker closed while idle leaves no registration; a job added then waits for the next worker', async () => {
     const t = await setUp('closing', true, undefined, { handOff: true });
     const q = handingQueue();

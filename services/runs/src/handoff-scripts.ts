@@ -87,12 +87,16 @@ return 1`);
  * returned (whatever woke it): the registration goes, and a job handed after the pop was served
  * (the marker came first) is taken. Nothing of a registration outlives its pop. Not propagated
  * when it only removes the registration (nothing to replay); a hand-off it takes was the gateway's
- * propagated write, so that removal is propagated as usual. KEYS idle, idle args, the worker's
+ * propagated write, so that removal is propagated as usual. A registration still standing was
+ * taken by no hand-off (the hand-off removes it with its terms), so nothing is looked for; one gone
+ * took its terms with it (every script removes both), so only a hand-off is. KEYS idle, idle args, the worker's
  * hand-off key; ARGV the worker id. Returns the hand-off taken (cmsgpack of {token, answer}) or nil.
  */
 export const TAKE_BACK = new LuaScript(`redis.set_repl(redis.REPL_NONE)
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HDEL', KEYS[2], ARGV[1])
+  return false
+end
 local pending = redis.call('ZRANGEBYSCORE', KEYS[3], 0, 0, 'LIMIT', 0, 1)
 if not pending[1] then return false end
 redis.set_repl(redis.REPL_ALL)
@@ -125,7 +129,11 @@ return left[1]`);
  * for it, its answer pushed to the worker's hand-off key (cmsgpack of {token, answer}). KEYS: the
  * add's, then idle and idle args; ARGV the add's. Returns the add's answer. A fetch that found no
  * job (the queue paused, rate limited, the job delayed) leaves the registration as it was; a lease
- * refused is handed over as the fused fetch answers it (the worker defers the job).
+ * refused is handed over as the fused fetch answers it (the worker defers the job). The latest
+ * expiry decides: when it is live, that registration is used and expired ones below it (skipped,
+ * never chosen) stay until an add finds the latest expired too, which drops them all (the idle set
+ * and its terms hold registrations only, paired: every script removes both); read on every add
+ * with a live registration, such a scan was most of the hand-off's bookkeeping.
  */
 export function handOffAddScript(addBody: string, fetchBody: string): LuaScript {
   const fused = fetchLeaseBeginScript(fetchBody).source;
@@ -136,17 +144,15 @@ local function add(KEYS, ARGV)
 ${addBody}
 end
 local added = add(AK, ARGV)
-if redis.call('EXISTS', idleKey) == 0 then return added end
+local top = redis.call('ZREVRANGE', idleKey, 0, 0, 'WITHSCORES')
+if not top[1] then return added end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local dead = redis.call('ZRANGEBYSCORE', idleKey, '-inf', now)
-if #dead > 0 then
-  redis.call('ZREMRANGEBYSCORE', idleKey, '-inf', now)
-  redis.call('HDEL', idleArgsKey, unpack(dead))
+if tonumber(top[2]) <= now then
+  redis.call('DEL', idleKey, idleArgsKey)
+  return added
 end
-local live = redis.call('ZREVRANGE', idleKey, 0, 0)
-if not live[1] then return added end
-local worker = live[1]
+local worker = top[1]
 local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
 if not ok or type(terms) ~= 'table' then
   redis.call('ZREM', idleKey, worker)
