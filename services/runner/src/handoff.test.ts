@@ -54,6 +54,27 @@ function handingQueue(): Queue {
 const addOn = (q: Queue, id: string, attempts = 1) =>
   q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
 
+/**
+ * What a killed worker leaves: `runner`'s registration (after a warm-up run tagged `tag`) copied
+ * under `id`, with its own hand-off key, a 1 s lock and a minute to live, and `runner` closed, so
+ * nothing pops it. Returns the dead worker's keys.
+ */
+async function deadRegistration(runner: RunnerUnderTest, tag: string, id: string) {
+  await warmUp(runner, tag);
+  await idle(runner);
+  const terms = JSON.parse((await redis.hget(idleArgsKey, runner.worker().id)) ?? '{}');
+  await runner.close();
+  const dead = handOffKeys(prefix, id);
+  const now = Number((await redis.time())[0]) * 1000;
+  await redis.zadd(idleKey, now + 60_000, id);
+  await redis.hset(
+    idleArgsKey,
+    id,
+    JSON.stringify({ ...terms, token: `${id}:h:0`, lockDuration: 1000, handOff: dead.handOff }),
+  );
+  return dead;
+}
+
 describe('direct hand-off to an idle worker (one server)', () => {
   it('a submit hands its job to the idle worker: one script call, no fetch, the run started in it', async () => {
     const t = await setUp('handed', true, undefined, { handOff: true });
@@ -217,20 +238,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
     const q = handingQueue();
     let second: RunnerUnderTest | undefined;
     try {
-      await warmUp(first, 'kw');
-      await idle(first);
-      // What a killed worker leaves: its registration (copied under another id and hand-off key,
-      // a short lock), while it no longer pops.
-      const terms = JSON.parse((await redis.hget(idleArgsKey, first.worker().id)) ?? '{}');
-      await first.close();
-      const dead = handOffKeys(prefix, 'killed-1');
-      const now = Number((await redis.time())[0]) * 1000;
-      await redis.zadd(idleKey, now + 60_000, 'killed-1');
-      await redis.hset(
-        idleArgsKey,
-        'killed-1',
-        JSON.stringify({ ...terms, token: 'killed-1:h:0', lockDuration: 1000, handOff: dead.handOff }),
-      );
+      const dead = await deadRegistration(first, 'kw', 'killed-1');
       await newRun('k1');
       await addOn(q, 'k1', 2);
       expect(await q.getJobState('k1')).toBe('active');
@@ -258,20 +266,9 @@ describe('direct hand-off to an idle worker (one server)', () => {
     const q = handingQueue();
     let second: RunnerUnderTest | undefined;
     try {
-      await warmUp(first, 'nw');
-      await idle(first);
-      // A live registration no worker pops (the killed worker's of the test above), so the add's
-      // script is the only caller while the counts are read.
-      const terms = JSON.parse((await redis.hget(idleArgsKey, first.worker().id)) ?? '{}');
-      await first.close();
-      const dead = handOffKeys(prefix, 'counted-1');
-      const now = Number((await redis.time())[0]) * 1000;
-      await redis.zadd(idleKey, now + 60_000, 'counted-1');
-      await redis.hset(
-        idleArgsKey,
-        'counted-1',
-        JSON.stringify({ ...terms, token: 'counted-1:h:0', lockDuration: 1000, handOff: dead.handOff }),
-      );
+      // A live registration no worker pops, so the add's script is the only caller while the
+      // counts are read.
+      const dead = await deadRegistration(first, 'nw', 'counted-1');
       await newRun('n1');
       await redis.config('RESETSTAT');
       await addOn(q, 'n1', 2);
