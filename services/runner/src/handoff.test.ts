@@ -55,6 +55,27 @@ const addOn = (q: Queue, id: string, attempts = 1) =>
   q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
 
 /**
+ * Another runner (`tag`), whose stalled check runs every 500 ms, takes `jobId` back once its lock
+ * lapsed and runs it to completion, its lease given back. `keep` gets the runner as soon as it
+ * started, so the caller closes it even when the wait fails.
+ */
+async function runStalled(
+  tag: string,
+  q: Queue,
+  jobId: string,
+  keep: (r: RunnerUnderTest) => void,
+): Promise<RunnerUnderTest> {
+  const r = await setUp(tag, true, undefined, {
+    handOff: true,
+    env: { ISLET_RUNNER_STALLED_INTERVAL_MS: '500' },
+  });
+  keep(r);
+  await until(`${jobId} to complete`, async () => (await q.getJobState(jobId)) === 'completed');
+  await until('no lease left', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
+  return r;
+}
+
+/**
  * What a killed worker leaves: `runner`'s registration (after a warm-up run tagged `tag`) copied
  * under `id`, with its own hand-off key, a 1 s lock and a minute to live, and `runner` closed, so
  * nothing pops it. Returns the dead worker's keys.
@@ -245,14 +266,11 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(await redis.zcard(dead.handOff)).toBe(1);
       expect(await redis.hget(keys.run('k1'), 'attempts')).toBe('1');
       // Another runner's stalled check takes it back once its lock lapsed; it runs it.
-      second = await setUp('killed2', true, undefined, {
-        handOff: true,
-        env: { ISLET_RUNNER_STALLED_INTERVAL_MS: '500' },
+      second = await runStalled('killed2', q, 'k1', (r) => {
+        second = r;
       });
-      await until('k1 to complete', async () => (await q.getJobState('k1')) === 'completed');
       expect(second.outcomes).toEqual(['completed 2']);
       expect(await redis.hget(keys.run('k1'), 'status')).toBe('Completed');
-      await until('no lease left', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
       await redis.del(dead.handOff);
     } finally {
       await q.close();
@@ -288,12 +306,9 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(calls('zrevrange')).toBe(1);
       expect(calls('zremrangebyscore')).toBe(0);
       expect(all).toBe(45);
-      second = await setUp('counted2', true, undefined, {
-        handOff: true,
-        env: { ISLET_RUNNER_STALLED_INTERVAL_MS: '500' },
+      second = await runStalled('counted2', q, 'n1', (r) => {
+        second = r;
       });
-      await until('n1 to complete', async () => (await q.getJobState('n1')) === 'completed');
-      await until('no lease left', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
       await redis.del(dead.handOff);
     } finally {
       await q.close();
