@@ -11,8 +11,9 @@
  * the same scripts as the changes), so the SSE `id` is the feed's and `Last-Event-ID` resumes on any
  * replica; status changes between are read from the runs' records as their event streams move
  * (no `id`). The stream marks the tenant's feed listened to while it lasts (`@islet/runs`
- * stream-listeners-store.ts): creates and ends nobody listens to are not announced. Same walls as the lists: a principal sees its own runs. Bounded like the other
- * streams (ISLET_SSE_STREAMS_PER_KEY and _PER_TENANT, 429 past them).
+ * stream-listeners-store.ts): creates and ends nobody listens to are not announced. Same walls as
+ * the lists: a principal sees its own runs. Bounded like the other streams
+ * (ISLET_SSE_STREAMS_PER_KEY and _PER_TENANT, 429 past them).
  */
 
 import { principalOf } from '@islet/core';
