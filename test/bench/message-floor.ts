@@ -5,22 +5,23 @@
  * fsync, as the cluster's does). Each round trip starts after a 1 ms pause, as in a sequential
  * run, where every process sleeps between its messages (a hot loop reads faster than any run sees).
  *
- * A sequential trivial run's path, message by message: client → gateway and back (one TCP round
- * trip), the admission script with BullMQ's add, the marker waking the runner (half a round trip),
- * the worker's fetch (`moveToActive`; on one server with the fair share on, the default, the run's
- * lease and `beginAttempt` ride in it: `fetch-lease-begin-11`), the sandbox host (a pipe round
- * trip), and the end script whose publish wakes the gateway: 1.5 TCP round trips, 3 fsync'd writes,
- * 1 pipe round trip (4 with the fair share off: `beginAttempt` is then a write of its own). A lone
+ * A sequential trivial run's path, message by message, on one server with an idle runner (the
+ * default: `ISLET_IDLE_HANDOFF` on, the fair share on): client → gateway and back (one TCP round
+ * trip), the admission script with BullMQ's add, which hands the job, moved to active with its
+ * lease and attempt start, to the runner blocked on its hand-off key (half a round trip, after the
+ * add's fsync), the sandbox host (a pipe round trip), and the end script whose publish wakes the
+ * gateway: 1.5 TCP round trips, 2 fsync'd writes, 1 pipe round trip (3 without the hand-off: the
+ * marker wakes the runner, whose fetch, `fetch-lease-begin-11`, is a write of its own). A lone
  * binding call's: runner → gateway and back, the claim, the App and back, the outcome, the host:
  * 2 TCP round trips, 2 fsync'd writes, 1 pipe round trip. The bench's figures divided by these
  * floors say how much of them is the processes' own work (CPU per message), not the messages.
  *
  * With the fair share on (default settings, as the cluster bench runs) a run also takes its slot
- * lease: on one server (the bench's) inside the fetch's script and given back inside the end
+ * lease: on one server (the bench's) inside the hand-off (or the fetch's script) and given back inside the end
  * script, so no write of its own; on a Cluster `moveToActive`, the lease and `beginAttempt` are
- * three writes (`runShareMs`: two more). The two notification stages on their own: enqueue →
- * pick-up is the admission with the add, the marker's wake-up (half a TCP round trip) and the
- * fetch (`pickupMs`: 2 fsync'd writes; on one server the fetch also began the attempt); end written → response is the end script, its publish to the
+ * three writes (`runShareMs`: 5 fsync'd writes in all). The two notification stages on their own:
+ * enqueue → pick-up is the admission with the add and the hand-off to the idle runner (`pickupMs`:
+ * 1 fsync'd write and half a TCP round trip); end written → response is the end script, its publish to the
  * gateway and the response (`endMs`: 1 fsync'd write, 1 TCP round trip).
  */
 import type { ChildProcess } from 'node:child_process';
@@ -36,13 +37,13 @@ export interface MessageFloor {
   pipeMs: number;
   /** p50 of a SET to an idle redis-server with `appendfsync always`, ms (its fsync included). */
   fsyncWriteMs: number;
-  /** 1.5 TCP round trips + 3 fsync'd writes + 1 pipe round trip, ms (one server, fair share on). */
+  /** 1.5 TCP round trips + 2 fsync'd writes + 1 pipe round trip, ms (one server, idle runner, hand-off). */
   runMs: number;
   /** 2 TCP round trips + 2 fsync'd writes + 1 pipe round trip, ms. */
   callMs: number;
-  /** `runMs` + 2 fsync'd writes (a Cluster's: the lease and `beginAttempt` apart from the fetch), ms. */
+  /** 1.5 TCP round trips + 5 fsync'd writes + 1 pipe round trip (a Cluster's: no hand-off; fetch, lease, `beginAttempt` apart), ms. */
   runShareMs: number;
-  /** 0.5 TCP round trip + 2 fsync'd writes (enqueue → pick-up), ms. */
+  /** 0.5 TCP round trip + 1 fsync'd write (enqueue → pick-up with the hand-off), ms. */
   pickupMs: number;
   /** 1 TCP round trip + 1 fsync'd write (end written → response), ms. */
   endMs: number;
@@ -79,7 +80,7 @@ function roundTrip(write: (b: string) => void, readable: NodeJS.ReadableStream):
 export async function messageFloor(rounds = 300): Promise<MessageFloor> {
   const tcpEcho = echoChild(
     "const s = require('net').createServer((c) => { c.setNoDelay(true); c.on('data', (d) => c.write(d)); });" +
-      "s.listen(0, '127.0.0.1', () => process.stdout.write(`${s.address().port}\\n`));",
+      "s.listen(0, '127.0.0.1', () => process.stdout.write(s.address().port + '\\n'));",
   );
   const pipeEcho = echoChild("process.stdin.on('data', (d) => process.stdout.write(d));");
   const redisServer = await startRedis({ appendFsync: 'always' }).catch(async (e: unknown) => {
@@ -113,10 +114,10 @@ export async function messageFloor(rounds = 300): Promise<MessageFloor> {
       tcpMs,
       pipeMs,
       fsyncWriteMs,
-      runMs: 1.5 * tcpMs + 3 * fsyncWriteMs + pipeMs,
+      runMs: 1.5 * tcpMs + 2 * fsyncWriteMs + pipeMs,
       callMs: 2 * tcpMs + 2 * fsyncWriteMs + pipeMs,
       runShareMs: 1.5 * tcpMs + 5 * fsyncWriteMs + pipeMs,
-      pickupMs: 0.5 * tcpMs + 2 * fsyncWriteMs,
+      pickupMs: 0.5 * tcpMs + fsyncWriteMs,
       endMs: tcpMs + fsyncWriteMs,
     };
   } finally {
