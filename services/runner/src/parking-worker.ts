@@ -235,10 +235,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     const handed = this.handed;
     if (handed) return this.takeHandedOnce(handed);
     if (this.unstarted.size > 0) return undefined as unknown as Job<DataType>;
-    // The job just fetched (or handed over) left the queue drained: this fetch will answer "no
-    // job" and the worker then block (and register idle). That waits one turn of the event loop,
-    // so the run's start, which BullMQ's loop interleaves with this fetch, reaches its sandbox
-    // host first.
+    // The job just fetched (or handed over) left the queue drained: this fetch can only answer
+    // "no job", after which the worker blocks (and registers idle). It first waits one turn of the
+    // event loop, so the run's start, which BullMQ's loop interleaves with it, reaches its sandbox
+    // host before it.
     if (this.drainedBehind) {
       await new Promise((resolve) => setImmediate(resolve));
       this.deferredFetches++;
