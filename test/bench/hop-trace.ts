@@ -153,6 +153,7 @@ try {
       .map(([k, n]) => `${k} ${(n / runs.length).toFixed(2)}`)
       .join(', ')}`,
   );
+  if (PERF) console.log(runnerGaps(lines, runs, label));
   console.log(`run ${pick.id}: ${((pick.received - pick.sent) * 1000).toFixed(2)} ms`);
   for (const line of lines) {
     const m = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/.exec(line);
@@ -167,4 +168,58 @@ try {
   console.log(`full trace: ${OUT}`);
 } finally {
   await cluster.stop();
+}
+
+/**
+ * The runner's own gaps on a run's path, p50 (mean) over the traced runs (PERF only): from the
+ * start's reply (its first read over 1 KiB in the run: the hand-off's pop, or the fused fetch's
+ * answer) to its next write (the program to its host); from the host's `done` (its write to
+ * stdout) to the runner's next read; from that read to the runner's next write (the end).
+ */
+function runnerGaps(
+  lines: string[],
+  runs: { sent: number; received: number }[],
+  label: Map<number, string>,
+): string {
+  const events = lines.flatMap((line) => {
+    const m = /^(\d+)\s+(\d+\.\d+)\s+(\w+):?\s*(.*)$/.exec(line);
+    const who = m && (label.get(Number(m[1])) ?? '').split(':')[0];
+    return m && (who === 'runner' || who === 'host')
+      ? [{ t: Number(m[2]), who, ev: m[3]!, args: m[4]! }]
+      : [];
+  });
+  const gaps: Record<'reply → program' | 'done → read' | 'done read → end sent', number[]> = {
+    'reply → program': [],
+    'done → read': [],
+    'done read → end sent': [],
+  };
+  for (const run of runs) {
+    const inRun = events.filter((e) => e.t >= run.sent && e.t <= run.received);
+    const next = (from: number, ok: (e: (typeof inRun)[number]) => boolean) =>
+      inRun.find((e, i) => i > from && ok(e));
+    const reply = inRun.findIndex(
+      (e) => e.who === 'runner' && e.ev === 'sys_exit_read' && Number.parseInt(e.args, 16) > 1024,
+    );
+    if (reply < 0) continue;
+    const program = next(reply, (e) => e.who === 'runner' && e.ev === 'sys_enter_write');
+    if (!program) continue;
+    gaps['reply → program'].push(program.t - inRun[reply]!.t);
+    const done = inRun.findIndex(
+      (e) => e.t > program.t && e.who === 'host' && e.ev === 'sys_enter_write' && /fd: 0x0+1,/.test(e.args),
+    );
+    if (done < 0) continue;
+    const readAt = inRun.findIndex((e, i) => i > done && e.who === 'runner' && e.ev === 'sys_exit_read');
+    if (readAt < 0) continue;
+    gaps['done → read'].push(inRun[readAt]!.t - inRun[done]!.t);
+    const end = next(readAt, (e) => e.who === 'runner' && /^sys_enter_write/.test(e.ev));
+    if (end) gaps['done read → end sent'].push(end.t - inRun[readAt]!.t);
+  }
+  const fmt = (a: number[]) => {
+    const s = [...a].sort((x, y) => x - y);
+    const mean = a.reduce((x, y) => x + y, 0) / (a.length || 1);
+    return `${((s[Math.floor(s.length / 2)] ?? Number.NaN) * 1000).toFixed(2)} (${(mean * 1000).toFixed(2)})`;
+  };
+  return `runner gaps, ms p50 (mean): ${Object.entries(gaps)
+    .map(([k, a]) => `${k} ${fmt(a)} [${a.length}]`)
+    .join('; ')}`;
 }

@@ -97,6 +97,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   drainedProbes = 0;
   /** Speculative fetches answered by what the last fetch saw behind its job: no look went (tests read it). */
   drainedByFetch = 0;
+  /** Fetches that first let a turn of the event loop pass, the job before them drained the queue (tests read it). */
+  deferredFetches = 0;
   /** The last fetch that started its run found the queue drained behind its job; for the next fetch only. */
   private drainedBehind = false;
   /** Run ends handed to their job's completion (`deferEnd`), by job id, until it runs them. */
@@ -233,6 +235,14 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     const handed = this.handed;
     if (handed) return this.takeHandedOnce(handed);
     if (this.unstarted.size > 0) return undefined as unknown as Job<DataType>;
+    // The job just fetched (or handed over) left the queue drained: this fetch can only answer
+    // "no job", after which the worker blocks (and registers idle). It first waits one turn of the
+    // event loop, so the run's start, which BullMQ's loop interleaves with it, reaches its sandbox
+    // host before it.
+    if (this.drainedBehind) {
+      await new Promise((resolve) => setImmediate(resolve));
+      this.deferredFetches++;
+    }
     const gate = this.gate;
     if (!gate) return this.fetch(client, token, name);
     const go = await gate.whenFetchable(token, () => this.closing !== undefined);

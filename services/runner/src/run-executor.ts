@@ -99,6 +99,14 @@ type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'waiting' | 'skipped
 /** Live output goes out at once when this much has gathered (a busy printer sends ~64 KiB events). */
 const LIVE_LOG_BATCH_BYTES = 64 * 1024;
 
+/**
+ * Bookkeeping a run's path does not wait for (metrics): run once the current turn of the event
+ * loop is over, so the program's write to its host, and the end's to Redis, go first.
+ */
+const afterward = (work: () => void): void => {
+  setImmediate(work);
+};
+
 /** ms since epoch with sub-ms precision, comparable across processes on one machine. */
 const now = () => performance.timeOrigin + performance.now();
 
@@ -185,8 +193,10 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       );
       return 'failed';
     }
-    if (!replay)
-      metrics.queueWait.observe({ mode: job.mode }, Math.max(0, Date.now() - job.enqueuedAtMs) / 1000);
+    if (!replay) {
+      const waitedS = Math.max(0, Date.now() - job.enqueuedAtMs) / 1000;
+      afterward(() => metrics.queueWait.observe({ mode: job.mode }, waitedS));
+    }
     const journaled = begun.entries;
     // The attempt's start (record Running, its status event with the attempt, the tagged wake-up)
     // was written by beginAttempt above, before anything of the program runs.
@@ -321,15 +331,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       throw new HandBackError('runner shutting down; run handed back');
     const mapped = mapOutcome(outcome);
     // Latency by outcome (bounded labels): a slow Completed and a slow timeout are different pages.
-    metrics.runDuration.observe(
-      {
-        mode: job.mode,
-        status:
-          mapped.kind === 'final' ? mapped.status : mapped.kind === 'cancelled' ? 'Cancelled' : 'Waiting',
-        kind: mapped.kind === 'final' ? mapped.failureKind : mapped.kind === 'cancelled' ? 'abort' : 'none',
-      },
-      elapsedSeconds,
-    );
+    const durationLabels = {
+      mode: job.mode,
+      status: mapped.kind === 'final' ? mapped.status : mapped.kind === 'cancelled' ? 'Cancelled' : 'Waiting',
+      kind: mapped.kind === 'final' ? mapped.failureKind : mapped.kind === 'cancelled' ? 'abort' : 'none',
+    };
+    afterward(() => metrics.runDuration.observe(durationLabels, elapsedSeconds));
     if (mapped.kind === 'suspended') {
       // The gateway already set Waiting and published the decision; the job ends, the slot frees.
       // (No status write here: the gateway set Waiting when it asked, and a quick answer may

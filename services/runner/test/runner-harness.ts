@@ -64,6 +64,8 @@ export interface RunnerSetUpOptions {
   handOff?: boolean;
   /** More of the runner's settings. */
   env?: Record<string, string>;
+  /** Called as the run's own work begins (where the real executor sends the program). */
+  onWork?: (runId: string) => void;
 }
 
 /** A started harness's Redis: the server and one client on it. */
@@ -187,6 +189,7 @@ export function runnerHarness(name: string) {
           outcomes.push('skipped');
           return 'skipped';
         }
+        opts.onWork?.(job.runId);
         await redis.echo(`work ${job.runId} ${queueTag}`);
         await opts.hold;
         await life.finish(

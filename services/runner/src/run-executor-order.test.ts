@@ -1,0 +1,96 @@
+/**
+ * What the executor does around a run's two writes: the program to its sandbox host and the end
+ * to Redis. Its metrics (the queue wait, the run's duration) are observed once the turn of the
+ * event loop that made each write is over, not before it. Read as an order of calls (a fake
+ * engine, the real run store and journal on a real redis-server), never from time.
+ */
+import {
+  createLogger,
+  createMetrics,
+  createRedis,
+  generateSealKey,
+  keys,
+  sealerFromConfig,
+} from '@islet/core';
+import type { Engine, RunOutcome } from '@islet/engine';
+import { createCallJournal, createRunStore } from '@islet/runs';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayClient } from './gateway-client.ts';
+import { createRunExecutor } from './run-executor.ts';
+
+let server: RedisServer;
+let redis: Redis;
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+  redis = createRedis(server.url);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+});
+
+describe('the executor around its writes', () => {
+  it('observes the queue wait after the program is sent and the duration after the end is handed over', async () => {
+    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+    const runs = createRunStore(redis, sealer);
+    const order: string[] = [];
+    const finish = runs.finish.bind(runs);
+    runs.finish = (...args) => {
+      order.push('end');
+      return finish(...args);
+    };
+    const metrics = createMetrics({ component: 'run-executor-order', defaults: false });
+    for (const name of ['queueWait', 'runDuration'] as const) {
+      const histogram = metrics[name];
+      const observe = histogram.observe.bind(histogram) as (...args: unknown[]) => void;
+      histogram.observe = ((...args: unknown[]) => {
+        order.push(name);
+        observe(...args);
+      }) as typeof histogram.observe;
+    }
+    const outcome: RunOutcome = {
+      status: 'completed',
+      valueJson: '1',
+      logs: [],
+      outputTruncated: false,
+      calls: [],
+      durationMs: 1,
+    };
+    const engine = {
+      execute: async () => {
+        order.push('program');
+        return outcome;
+      },
+    } as unknown as Engine;
+    const executor = createRunExecutor({
+      runs,
+      settings: { get: async () => ({}) } as never,
+      journal: createCallJournal({ redis, sealer }),
+      engineFor: () => engine,
+      gateway: {} as GatewayClient,
+      metrics,
+      logger: createLogger({ name: 'run-executor-order-test', level: 'silent' }),
+    });
+    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+    await runs.create(
+      runFixture('ro-1', { request: { connections: [] as string[], bindings: [] as never[], limits } }),
+    );
+    const signal = new AbortController().signal;
+    const result = await executor.execute({
+      runId: 'ro-1',
+      mode: 'read-only',
+      enqueuedAtMs: Date.now(),
+      cancel: signal,
+      handBack: signal,
+    });
+    expect(result).toBe('completed');
+    await new Promise((r) => setImmediate(r));
+    expect(await redis.hget(keys.run('ro-1'), 'status')).toBe('Completed');
+    expect(order.filter((o) => o === 'queueWait')).toHaveLength(1);
+    expect(order.filter((o) => o === 'runDuration')).toHaveLength(1);
+    expect(order.indexOf('queueWait')).toBeGreaterThan(order.indexOf('program'));
+    expect(order.indexOf('runDuration')).toBeGreaterThan(order.indexOf('end'));
+  });
+});
