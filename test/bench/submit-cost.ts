@@ -1,0 +1,152 @@
+/**
+ * `node test/bench/submit-cost.ts`: the gateway's CPU per `POST /v1/runs`, in its own process: the
+ * real app (`createGatewayDeps` + `buildApp`) against a redis-server of its own, the admission
+ * script and BullMQ's add real, no runner (the runs stay queued, so the answer is the 202 with the
+ * record; a `Prefer: wait` run's head is the same up to its one write). The client is another
+ * process (`HTTP=1`, the default: real HTTP on loopback, keep-alive) or `inject()` (`HTTP=0`: no
+ * socket, light-my-request's own CPU counted). `N` submits (default 2000) a round after `WARM`
+ * (default 2000) to warm up, `ROUNDS` rounds (default 7), `CLIENTS` concurrent (default 1); prints
+ * each round's µs of this process's CPU per submit (`process.cpuUsage`: user + system, every
+ * thread) and wall per submit, and their medians. Compare heads with `ab.sh`, which swaps
+ * `services/` under this file. `PROFILE=<file>` writes a `.cpuprofile` of the measured rounds
+ * (`node test/bench/profile-summary.ts <file>` reads it).
+ */
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { loadavg } from 'node:os';
+import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { startRedis } from '@islet/testkit';
+import { buildApp } from '../../services/gateway/src/app.ts';
+import { createGatewayDeps } from '../../services/gateway/src/create-deps.ts';
+import { PROGRAM } from './baselines.ts';
+
+const N = Number(process.env.N ?? 2000);
+const WARM = Number(process.env.WARM ?? 2000);
+const ROUNDS = Number(process.env.ROUNDS ?? 7);
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
+const HTTP = process.env.HTTP !== '0';
+const PROFILE = process.env.PROFILE;
+
+/** The body every per-run bench sends (cluster-figures.ts `trivialRun`). */
+const BODY = JSON.stringify({
+  code: PROGRAM,
+  description: 'Measure a trivial program',
+  sessionId: 'bench',
+  turnId: 't',
+  callId: 'c',
+  connections: [],
+});
+
+/** The client, run in a child process so its CPU is not the gateway's: `<n> <clients>` → `done`. */
+const CLIENT = `
+const http = require('node:http');
+const [url, key, body] = process.argv.slice(1);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+const headers = { authorization: 'Bearer ' + key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+const post = () => new Promise((resolve, reject) => {
+  const req = http.request(url, { method: 'POST', agent, headers }, (res) => {
+    res.resume();
+    res.on('end', () => (res.statusCode === 202 ? resolve() : reject(new Error('status ' + res.statusCode))));
+  });
+  req.on('error', reject);
+  req.end(body);
+});
+async function batch(n, clients) {
+  let left = n;
+  await Promise.all(Array.from({ length: clients }, async () => { while (left-- > 0) await post(); }));
+}
+let buf = '';
+process.stdin.on('data', (d) => {
+  buf += d;
+  for (let i; (i = buf.indexOf('\\n')) >= 0; ) {
+    const [n, c] = buf.slice(0, i).split(' ').map(Number);
+    buf = buf.slice(i + 1);
+    batch(n, c).then(() => process.stdout.write('done\\n'), (e) => { console.error(e); process.exit(1); });
+  }
+});
+`;
+
+const server = await startRedis({ appendOnly: false });
+const logger = createLogger({ name: 'submit-cost', level: 'silent' });
+const config = loadConfig({
+  ISLET_REDIS_URL: server.url,
+  ISLET_SEAL_KEYS: generateSealKey(),
+  ISLET_INTERNAL_TOKEN: 'internal-token-for-bench',
+  ISLET_RATE_LIMIT_PER_MINUTE: '100000000',
+  ISLET_MAX_IN_FLIGHT_RUNS: '100000000',
+  ISLET_LOG_LEVEL: 'silent',
+});
+const deps = await createGatewayDeps(config, logger);
+const app = await buildApp(deps);
+let child: ReturnType<typeof spawn> | undefined;
+try {
+  await deps.tenants.createTenant({ id: 'bench', name: 'bench' });
+  const { key } = await deps.tenants.createKey('bench', ['apps.use', 'sessions.read']);
+  let batch: (n: number) => Promise<void>;
+  if (HTTP) {
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    const c = spawn(process.execPath, ['-e', CLIENT, `${url}/v1/runs`, key, BODY], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    child = c;
+    let waiting: (() => void) | undefined;
+    c.stdout?.on('data', (d: Buffer) => {
+      for (const _ of d.toString().match(/done\n/g) ?? []) waiting?.();
+    });
+    batch = (n) =>
+      new Promise<void>((resolve) => {
+        waiting = resolve;
+        c.stdin?.write(`${n} ${CLIENTS}\n`);
+      });
+  } else {
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const post = async () => {
+      const res = await app.inject({ method: 'POST', url: '/v1/runs', headers, payload: BODY });
+      if (res.statusCode !== 202) throw new Error(`status ${res.statusCode}: ${res.body}`);
+    };
+    batch = async (n) => {
+      let left = n;
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async () => {
+          while (left-- > 0) await post();
+        }),
+      );
+    };
+  }
+  await batch(WARM);
+  const session = PROFILE ? new Session() : undefined;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 100 });
+    await session.post('Profiler.start');
+  }
+  console.log(
+    `load ${loadavg()[0]?.toFixed(2)}, ${HTTP ? 'HTTP' : 'inject'}, ${CLIENTS} client(s), N ${N}, ${ROUNDS} rounds`,
+  );
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await batch(N);
+    const used = process.cpuUsage(c0);
+    wall.push(((performance.now() - t0) * 1000) / N);
+    cpu.push((used.user + used.system) / N);
+  }
+  if (session) {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(PROFILE as string, JSON.stringify(profile));
+    session.disconnect();
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  const list = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' ');
+  console.log(`CPU µs/submit: ${list(cpu)}; median ${median(cpu).toFixed(1)}`);
+  console.log(`wall µs/submit: ${list(wall)}; median ${median(wall).toFixed(1)}`);
+} finally {
+  child?.kill();
+  await app.close();
+  await deps.close();
+  await server.stop();
+}
