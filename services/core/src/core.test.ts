@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
@@ -5,6 +6,7 @@ import { createLogger } from './logger.ts';
 import { createRedis } from './redis.ts';
 import { createSealer, generateSealKey, parseSealKeys, sealerFromConfig } from './sealer.ts';
 import { createSettingsStore } from './settings-store.ts';
+import { hashApiKey } from './tenant-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
 
@@ -78,6 +80,13 @@ describe('sealer', () => {
     expect(() => createSealer({ keys: onlyNew, activeKeyId: 'new' }).open(before)).toThrow(
       /no seal key "old"/,
     );
+  });
+});
+
+describe('hashApiKey', () => {
+  it("is the key's SHA-256 in hex, as the stored identities are named", () => {
+    for (const key of ['isk_abc', 'dev-key', 'ключ-ü', 'x'.repeat(300)])
+      expect(hashApiKey(key)).toBe(createHash('sha256').update(key).digest('hex'));
   });
 });
 
