@@ -10,15 +10,23 @@
  * thread) and wall per submit, and their medians. Compare heads with `ab.sh`, which swaps
  * `services/` under this file. `PROFILE=<file>` writes a `.cpuprofile` of the measured rounds
  * (`node test/bench/profile-summary.ts <file>` reads it).
+ *
+ * `PAIRS=1`: instead, the submit's pieces this round cut, before and after alternated round by round
+ * in this process (no Redis): µs per op hot (`N` × `ROUNDS`, median), and p50 of one op each 2 ms
+ * (caches cold between ops, as a sequential client's submits find them).
  */
 import { spawn } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { createLogger, generateSealKey, hashApiKey, loadConfig } from '@islet/core';
+import { runJobOptions } from '@islet/runs';
 import { startRedis } from '@islet/testkit';
+import { Queue } from 'bullmq';
 import { buildApp } from '../../services/gateway/src/app.ts';
 import { createGatewayDeps } from '../../services/gateway/src/create-deps.ts';
+import { runAdds } from '../../services/gateway/src/run-add-store.ts';
 import { PROGRAM } from './baselines.ts';
 
 const N = Number(process.env.N ?? 2000);
@@ -66,6 +74,68 @@ process.stdin.on('data', (d) => {
   }
 });
 `;
+
+type Op = () => unknown;
+
+/** Before and after alternated round by round; then one op each 2 ms, p50 (caches gone cold). */
+async function pair(name: string, before: Op, after: Op): Promise<void> {
+  const hot: [number[], number[]] = [[], []];
+  for (let i = 0; i < N; i++) {
+    await before();
+    await after();
+  }
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [side, op] of [before, after].entries()) {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < N; i++) await op();
+      hot[side]?.push(Number(process.hrtime.bigint() - t0) / 1000 / N);
+    }
+  }
+  const spaced: [number[], number[]] = [[], []];
+  for (let i = 0; i < 200; i++) {
+    for (const [side, op] of [before, after].entries()) {
+      await new Promise((r) => setTimeout(r, 2));
+      const t0 = process.hrtime.bigint();
+      await op();
+      spaced[side]?.push(Number(process.hrtime.bigint() - t0) / 1000);
+    }
+  }
+  const median = (xs: number[] = []) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  console.log(
+    `${name.padEnd(44)} hot ${median(hot[0]).toFixed(2)} -> ${median(hot[1]).toFixed(2)} µs; one each 2 ms ${median(spaced[0]).toFixed(1)} -> ${median(spaced[1]).toFixed(1)} µs`,
+  );
+}
+
+if (process.env.PAIRS === '1') {
+  console.log(`load ${loadavg()[0]?.toFixed(2)}, N ${N}, median of ${ROUNDS}; before -> after`);
+  const key = `isk_${randomBytes(24).toString('base64url')}`;
+  let sink: unknown;
+  await pair(
+    'API key hash (createHash -> crypto.hash)',
+    () => {
+      sink = createHash('sha256').update(key).digest('hex');
+    },
+    () => {
+      sink = hashApiKey(key);
+    },
+  );
+  // The add's building, the script call answered at once: what the submit's CPU pays before its write.
+  const queue = new Queue('bench', { connection: { lazyConnect: true }, prefix: 'islet' });
+  queue.on('error', () => undefined);
+  const scripts = (queue as unknown as { scripts: { execCommand: (...a: unknown[]) => Promise<unknown> } })
+    .scripts;
+  scripts.execCommand = async (_c, _n, args) => (args as unknown[])[1];
+  Object.defineProperty(queue, 'client', { value: Promise.resolve({}) });
+  const add = runAdds(queue);
+  const data = () => ({ runId: randomUUID(), tenant: 'bench', enqueuedAtMs: Date.now() });
+  await pair(
+    "a run's BullMQ add (Queue.add -> run-add-store)",
+    () => queue.add('run', data(), runJobOptions(randomUUID(), 3)),
+    () => add('run', data(), runJobOptions(randomUUID(), 3)),
+  );
+  void sink;
+  process.exit(0);
+}
 
 const server = await startRedis({ appendOnly: false });
 const logger = createLogger({ name: 'submit-cost', level: 'silent' });
