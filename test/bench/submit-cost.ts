@@ -24,6 +24,7 @@ import { createLogger, generateSealKey, hashApiKey, loadConfig } from '@islet/co
 import { runJobOptions } from '@islet/runs';
 import { startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
+import Fastify from 'fastify';
 import { buildApp } from '../../services/gateway/src/app.ts';
 import { createGatewayDeps } from '../../services/gateway/src/create-deps.ts';
 import { runAdds } from '../../services/gateway/src/run-add-store.ts';
@@ -132,6 +133,29 @@ if (process.env.PAIRS === '1') {
     "a run's BullMQ add (Queue.add -> run-add-store)",
     () => queue.add('run', data(), runJobOptions(randomUUID(), 3)),
     () => add('run', data(), runJobOptions(randomUUID(), 3)),
+  );
+  // The request path's four hooks (shutdown's onRequest and onSend, the submit's onSend, the
+  // metrics' onResponse), async against callback-style, around a route that answers at once.
+  const hooked = async (style: 'async' | 'callback') => {
+    const app = Fastify();
+    for (let i = 0; i < 2; i++)
+      if (style === 'async') app.addHook('onSend', async (_q, _r, payload) => payload);
+      else app.addHook('onSend', (_q, _r, payload, done) => done(null, payload));
+    if (style === 'async') {
+      app.addHook('onRequest', async () => undefined);
+      app.addHook('onResponse', async () => undefined);
+    } else {
+      app.addHook('onRequest', (_q, _r, done) => done());
+      app.addHook('onResponse', (_q, _r, done) => done());
+    }
+    app.post('/v1/runs', async () => ({ id: 'x', status: 'Running' }));
+    await app.ready();
+    return () => app.inject({ method: 'POST', url: '/v1/runs', payload: { code: 'x' } });
+  };
+  await pair(
+    'four request hooks, inject (async -> callback)',
+    await hooked('async'),
+    await hooked('callback'),
   );
   void sink;
   process.exit(0);
