@@ -28,6 +28,7 @@ import Fastify from 'fastify';
 import { buildApp } from '../../services/gateway/src/app.ts';
 import { createGatewayDeps } from '../../services/gateway/src/create-deps.ts';
 import { runAdds } from '../../services/gateway/src/run-add-store.ts';
+import { ADMIT_AND_CREATE } from '../../services/runs/src/run-store-scripts.ts';
 import { PROGRAM } from './baselines.ts';
 
 const N = Number(process.env.N ?? 2000);
@@ -133,6 +134,20 @@ if (process.env.PAIRS === '1') {
     "a run's BullMQ add (Queue.add -> run-add-store)",
     () => queue.add('run', data(), runJobOptions(randomUUID(), 3)),
     () => add('run', data(), runJobOptions(randomUUID(), 3)),
+  );
+  // The admission's EVAL as ioredis writes it (RESP text, then UTF-8 into the socket's writev),
+  // its source as read from its files (a two-byte string) against the one-byte copy LuaScript holds.
+  const args = Array.from({ length: 55 }, (_, i) => `islet:tenant:{t:bench}:arg-${i}-${randomUUID()}`);
+  const command = (source: string) => () => {
+    let text = `*${args.length + 3}\r\n$4\r\nEVAL\r\n$${Buffer.byteLength(source)}\r\n${source}\r\n`;
+    for (const a of args) text += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
+    sink = Buffer.from(text);
+  };
+  await pair(
+    "the admission's EVAL encoded (source as read -> one-byte)",
+    // The same text held two bytes a character, as compacting a file with a non-ASCII comment leaves it.
+    command(`\u2014\n${ADMIT_AND_CREATE.source}`.split('\n').slice(1).join('\n')),
+    command(ADMIT_AND_CREATE.source),
   );
   // The request path's four hooks (shutdown's onRequest and onSend, the submit's onSend, the
   // metrics' onResponse), async against callback-style, around a route that answers at once.
