@@ -1,10 +1,14 @@
+import { createHash } from 'node:crypto';
+import v8 from 'node:v8';
 import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
+import { LuaScript } from './lua-script.ts';
 import { createRedis } from './redis.ts';
 import { createSealer, generateSealKey, parseSealKeys, sealerFromConfig } from './sealer.ts';
 import { createSettingsStore } from './settings-store.ts';
+import { hashApiKey } from './tenant-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
 
@@ -78,6 +82,36 @@ describe('sealer', () => {
     expect(() => createSealer({ keys: onlyNew, activeKeyId: 'new' }).open(before)).toThrow(
       /no seal key "old"/,
     );
+  });
+});
+
+describe('hashApiKey', () => {
+  it("is the key's SHA-256 in hex, as the stored identities are named", () => {
+    for (const key of ['isk_abc', 'dev-key', 'ключ-ü', 'x'.repeat(300)])
+      expect(hashApiKey(key)).toBe(createHash('sha256').update(key).digest('hex'));
+  });
+});
+
+describe('LuaScript', () => {
+  // V8's serializer tags a string by how it holds it: '"' one byte a character, 'c' two.
+  const held = (text: string) => String.fromCharCode(v8.serialize(text)[2] ?? 0);
+  it('holds an ASCII source as one-byte text (a two-byte file read compacted to ASCII), same text and hash', () => {
+    const read = ['-- a comment — with a dash', "return redis.call('GET', KEYS[1])"].join('\n');
+    const compacted = read
+      .split('\n')
+      .filter((line) => !line.startsWith('--'))
+      .join('\n');
+    expect(held(compacted)).toBe('c');
+    const script = new LuaScript(compacted);
+    expect(script.source).toBe(compacted);
+    expect(held(script.source)).toBe('"');
+    expect(script.sha).toBe(createHash('sha1').update(compacted).digest('hex'));
+  });
+  it('keeps a source with non-ASCII text as it is', () => {
+    const source = "return 'é — ok'";
+    const script = new LuaScript(source);
+    expect(script.source).toBe(source);
+    expect(script.sha).toBe(createHash('sha1').update(source).digest('hex'));
   });
 });
 

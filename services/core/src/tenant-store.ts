@@ -3,7 +3,7 @@
  * so a Redis dump does not leak usable keys. Keys are long random strings, so a fast hash is
  * enough (no dictionary to guess from).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { channels, keys } from './keys.ts';
 
@@ -78,8 +78,9 @@ export function keyUsable(identity: ApiKeyIdentity | null, now = Date.now()): id
 
 const PREFIX_CHARS = 12;
 
+/** Every authenticated request hashes its key: one-shot, without a Hash stream object per call. */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 const TENANT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;

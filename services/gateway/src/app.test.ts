@@ -680,6 +680,34 @@ describe('runs through inject (no runner)', () => {
       get.mockRestore();
     }
   });
+  it('a 202 answers the run as accepted without reading its journal; a later read does', async () => {
+    const listCalls = vi.spyOn(deps.journal, 'listCalls');
+    try {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/runs',
+        headers: auth(key),
+        payload: run({ sessionId: 'no-journal-read' }),
+      });
+      expect(res.statusCode).toBe(202);
+      const body = res.json() as { id: string; status: string; calls: unknown[] };
+      expect(body).toMatchObject({ status: 'Running', calls: [] });
+      expect(listCalls).not.toHaveBeenCalled();
+      // A call journaled afterwards shows in a read of the run (which reads the journal).
+      const attempt = await deps.journal.nextAttempt(body.id);
+      await deps.journal.claim(body.id, attempt, {
+        index: 0,
+        binding: 'crm.find',
+        argsJson: '{}',
+        sendNow: true,
+      });
+      const read = await app.inject({ method: 'GET', url: `/v1/code-runs/${body.id}`, headers: auth(key) });
+      expect(listCalls).toHaveBeenCalledWith(body.id);
+      expect(read.json().calls).toEqual([expect.objectContaining({ index: 0, binding: 'crm.find' })]);
+    } finally {
+      listCalls.mockRestore();
+    }
+  });
   it('Prefer: wait: the end is pushed with the record and journal, and answered without reading them', async () => {
     const answer = app.inject({
       method: 'POST',

@@ -62,10 +62,12 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     jsonParser(request, body as string, done);
   });
   installProblemHandlers(app);
-  app.addHook('onResponse', async (request, reply) => {
+  // Callback-style hooks (here and on the request path): no promise and microtask per request.
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     deps.metrics.httpRequests.inc({ route, method: request.method, code: String(reply.statusCode) });
     deps.metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    done();
   });
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());

@@ -10,6 +10,7 @@ import { type RunJobData, runJobOptions, SKILL_JOB_NAME, skillJobOptions } from 
 import { type Job, Queue } from 'bullmq';
 import { handingAdds } from './handoff-add-store.ts';
 import type { JobEvents } from './job-events-store.ts';
+import { type RunAdd, runAdds } from './run-add-store.ts';
 
 /** A run's job as the gateway names it: one per run (`jobId` = run id) unless `jobId` says otherwise. */
 interface RunJob {
@@ -55,6 +56,10 @@ export function createRunQueueStore(redis: Redis, onError: (err: Error) => void,
     q.on('error', onError);
     if (handOff) handingAdds(q);
   }
+  const adds = Object.fromEntries(SANDBOX_MODES.map((mode) => [mode, runAdds(queues[mode])])) as Record<
+    SandboxMode,
+    RunAdd
+  >;
 
   return {
     /**
@@ -64,7 +69,7 @@ export function createRunQueueStore(redis: Redis, onError: (err: Error) => void,
     queues,
 
     async enqueueRun(job: RunJob): Promise<void> {
-      await queues[job.mode].add(
+      await adds[job.mode](
         'run',
         { runId: job.runId, tenant: job.tenant, enqueuedAtMs: Date.now() },
         {

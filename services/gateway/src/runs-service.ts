@@ -275,6 +275,9 @@ export function createRunsService(deps: GatewayDeps) {
       await runs.appendEvent(id, 'decision.needed', { ...decisionView(decision) });
       return (await runs.get(id)) ?? run;
     }
+    // The submit answers the run as it was accepted, and no call is journaled before the
+    // admission that stored it: its record needs no journal read (a round trip a 202 paid).
+    journalWithRun.set(run, NO_CALLS);
     return run;
   }
 
@@ -389,6 +392,7 @@ export function createRunsService(deps: GatewayDeps) {
   // The journal read with a run's final state, keyed by that run object: `record` uses it instead
   // of reading again (the two reads go out together, one round trip).
   const journalWithRun = new WeakMap<StoredRun, Promise<JournalCallView[]>>();
+  const NO_CALLS: Promise<JournalCallView[]> = Promise.resolve([]);
 
   /**
    * Waits until the run ends, or waits for a decision (nothing will happen without one, so the

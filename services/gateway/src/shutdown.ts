@@ -40,16 +40,20 @@ export function createShutdown(options: ShutdownOptions): Shutdown {
   let draining = false;
   let done: Promise<void> | undefined;
   for (const app of options.apps) {
-    app.addHook('onRequest', async (request, reply) => {
-      if (draining && request.url.split('?')[0] === '/readyz')
-        return reply.code(503).type('application/problem+json').send(NOT_READY);
+    // Callback-style: every request passes these two; no promise and microtask each.
+    app.addHook('onRequest', (request, reply, done) => {
+      if (draining && request.url.split('?')[0] === '/readyz') {
+        reply.code(503).type('application/problem+json').send(NOT_READY);
+        return;
+      }
+      done();
     });
     // No further request on a connection once draining: it ends after this response (including a
     // long wait that began before SIGTERM), so clients and proxies reconnect to a ready pod, and
     // a keep-alive connection gone idle after close() began cannot hold the close up.
-    app.addHook('onSend', async (_request, reply, payload) => {
+    app.addHook('onSend', (_request, reply, payload, done) => {
       if (draining) reply.header('connection', 'close');
-      return payload;
+      done(null, payload);
     });
   }
   return {

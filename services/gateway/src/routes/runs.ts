@@ -58,9 +58,14 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
     // trip overlaps the body's checks: a submit's latency is a row of round trips (auth.ts).
     const preHandler = auth.requireScopesOverlappingRateLimit('apps.use');
     // A submit answered before its admission counted it is counted as it is answered.
-    const onSend = async (request: FastifyRequest, _reply: unknown, payload: unknown) => {
+    const onSend = (
+      request: FastifyRequest,
+      _reply: unknown,
+      payload: unknown,
+      done: (err: null, payload: unknown) => void,
+    ) => {
       auth.countIfUncounted(request);
-      return payload;
+      done(null, payload);
     };
     app.post('/v1/runs', { preHandler, onSend }, async (request, reply) => {
       const caller = callerOf(request);

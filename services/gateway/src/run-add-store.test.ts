@@ -1,0 +1,128 @@
+// A run's add built without Queue.add (run-add-store.ts) against BullMQ's own, on a real
+// redis-server: the script call's arguments byte for byte, the job BullMQ reads back, the hand-off
+// applied alike, and what goes to Queue.add (a `waiting` listener, ids BullMQ refuses).
+
+import { createRedis, type Redis } from '@islet/core';
+import { QUEUE_PREFIX } from '@islet/protocol';
+import { runJobOptions } from '@islet/runs';
+import { type RedisServer, startRedis } from '@islet/testkit';
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { HAND_OFF_ADD_SHA, handingAdds } from './handoff-add-store.ts';
+import { runAdds } from './run-add-store.ts';
+
+let server: RedisServer;
+let redis: Redis;
+const queues: Queue[] = [];
+
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+  redis = createRedis(server.url);
+});
+
+afterAll(async () => {
+  await Promise.all(queues.map((q) => q.close()));
+  redis?.disconnect();
+  await server?.stop();
+});
+
+function queue(name: string): Queue {
+  const q = new Queue(name, { connection: redis, prefix: QUEUE_PREFIX });
+  queues.push(q);
+  return q;
+}
+
+/** Every `execCommand` call's name and arguments, passed on to the real one. */
+function recordCalls(q: Queue): Array<{ name: string; args: unknown[] }> {
+  const scripts = (
+    q as unknown as { scripts: { execCommand(c: unknown, n: string, a: unknown[]): Promise<unknown> } }
+  ).scripts;
+  const exec = scripts.execCommand.bind(scripts);
+  const calls: Array<{ name: string; args: unknown[] }> = [];
+  scripts.execCommand = (client, name, args) => {
+    calls.push({ name, args });
+    return exec(client, name, args);
+  };
+  return calls;
+}
+
+const data = {
+  runId: '3f1c0b8e-8a77-4c55-9d0e-2b1f3f1d9a10',
+  tenant: 'acme',
+  enqueuedAtMs: 1_764_000_000_123,
+};
+
+describe('a run job added without Queue.add', () => {
+  it("sends BullMQ's addStandardJob with byte-identical arguments, for a run and for a decision round", async () => {
+    const q = queue('add-bytes');
+    const calls = recordCalls(q);
+    const add = runAdds(q);
+    const now = vi.spyOn(Date, 'now').mockReturnValue(1_764_000_000_456);
+    try {
+      for (const opts of [
+        runJobOptions(data.runId, 3),
+        { ...runJobOptions(data.runId, 1), jobId: `${data.runId}-r2` },
+      ]) {
+        calls.length = 0;
+        await q.add('run', data, opts);
+        // The same id again: BullMQ answers it as a duplicate, the arguments are what is compared.
+        expect(await add('run', data, opts)).toBe(opts.jobId);
+        expect(calls).toHaveLength(2);
+        const [bullmq, direct] = calls;
+        expect(bullmq?.name).toBe('addStandardJob');
+        expect(direct?.name).toBe('addStandardJob');
+        expect(direct?.args).toHaveLength(bullmq?.args.length ?? -1);
+        direct?.args.forEach((arg, i) => {
+          const theirs = bullmq?.args[i];
+          if (Buffer.isBuffer(theirs)) expect(Buffer.compare(arg as Buffer, theirs)).toBe(0);
+          else expect(arg).toStrictEqual(theirs);
+        });
+      }
+    } finally {
+      now.mockRestore();
+    }
+  });
+
+  it('stores the job BullMQ reads back as its own add would', async () => {
+    const q = queue('add-read');
+    const add = runAdds(q);
+    await q.add('run', data, runJobOptions('via-queue', 3));
+    expect(await add('run', data, runJobOptions('direct', 3))).toBe('direct');
+    const [theirs, ours] = await Promise.all([q.getJob('via-queue'), q.getJob('direct')]);
+    expect(ours?.name).toBe('run');
+    expect(ours?.data).toEqual(theirs?.data);
+    expect(ours?.opts).toEqual({ ...theirs?.opts, jobId: 'direct' });
+    expect(await ours?.getState()).toBe('waiting');
+    expect((await q.getJobCounts('waiting')).waiting).toBe(2);
+  });
+
+  it('goes through the hand-off when the queue hands its adds off', async () => {
+    const q = queue('add-handoff');
+    handingAdds(q);
+    expect(await redis.script('EXISTS', HAND_OFF_ADD_SHA)).toEqual([0]);
+    expect(await runAdds(q)('run', data, runJobOptions('handed', 3))).toBe('handed');
+    expect(await redis.script('EXISTS', HAND_OFF_ADD_SHA)).toEqual([1]);
+    expect(await q.getJob('handed')).toBeTruthy();
+  });
+
+  it('leaves to Queue.add a queue someone listens to for waiting jobs, and the ids BullMQ refuses', async () => {
+    const q = queue('add-fallback');
+    const add = runAdds(q);
+    const viaQueue = vi.spyOn(q, 'add');
+    try {
+      const waiting = vi.fn();
+      q.on('waiting', waiting);
+      await add('run', data, runJobOptions('listened', 3));
+      expect(viaQueue).toHaveBeenCalledTimes(1);
+      expect(waiting).toHaveBeenCalledTimes(1);
+      q.off('waiting', waiting);
+      await expect(add('run', data, runJobOptions('a:b', 3))).rejects.toThrow('Custom Id cannot contain :');
+      await expect(add('run', data, runJobOptions('42', 3))).rejects.toThrow('Custom Id cannot be integers');
+      expect(viaQueue).toHaveBeenCalledTimes(3);
+      await add('run', data, runJobOptions('plain', 3));
+      expect(viaQueue).toHaveBeenCalledTimes(3);
+    } finally {
+      viaQueue.mockRestore();
+    }
+  });
+});

@@ -1,0 +1,82 @@
+/**
+ * A run's job added without BullMQ's `Queue.add`: the same call of its `addStandardJob` script
+ * (through `Scripts.execCommand`, so the hand-off of handoff-add-store.ts applies alike) with the
+ * same keys and byte-identical arguments, built here without the `Job` object, its JSON of unset
+ * fields, its option checks and the layers of promises `Queue.add` goes through on every submit.
+ * Only the options a run's job has (`runJobOptions`, plus `jobId`), a queue without default job
+ * options, nobody listening for the queue's `waiting` event and the BullMQ version this was
+ * written against: anything else goes to `Queue.add` (`run-add-store.test.ts` holds both to the
+ * same bytes).
+ */
+import type { Queue, RedisClient } from 'bullmq';
+import { version } from 'bullmq/dist/esm/version.js';
+import { Packr } from 'msgpackr';
+
+/** BullMQ's encoder of a job's options and its script arguments (its `scripts.js`). */
+const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
+
+/** The options of a run's job (`@islet/runs` `runJobOptions`). */
+export interface RunJobOptions {
+  jobId: string;
+  attempts: number;
+  backoff: { type: 'fixed'; delay: number };
+  removeOnComplete: { age: number; count: number };
+  removeOnFail: { age: number };
+}
+
+const OPTION_NAMES = ['jobId', 'attempts', 'backoff', 'removeOnComplete', 'removeOnFail'];
+
+interface AddScripts {
+  execCommand(client: RedisClient, name: string, args: unknown[]): Promise<unknown>;
+  finishedErrors(args: { code: number; command: string }): Error;
+  version: string;
+}
+
+/** Adds a job as `queue.add(name, data, opts)` would; resolves to its id. */
+export type RunAdd = (name: string, data: unknown, opts: RunJobOptions) => Promise<string>;
+
+/** `queue`'s adds of run jobs, built here where they can be (see the header), else `queue.add`. */
+export function runAdds(queue: Queue): RunAdd {
+  const viaQueue: RunAdd = async (name, data, opts) => (await queue.add(name, data, opts)).id ?? opts.jobId;
+  const scripts = (queue as unknown as { scripts?: AddScripts }).scripts;
+  const defaults = (queue as unknown as { jobsOpts?: object }).jobsOpts;
+  if (
+    // Telemetry puts its context into each job's options.
+    queue.opts.telemetry !== undefined ||
+    !scripts ||
+    typeof scripts.execCommand !== 'function' ||
+    typeof scripts.finishedErrors !== 'function' ||
+    scripts.version !== version ||
+    (defaults !== undefined && Object.keys(defaults).length > 0)
+  )
+    return viaQueue;
+  const k = queue.keys;
+  // addStandardJobArgs' keys, in its order.
+  const keys = [k.wait, k.paused, k.meta, k.id, k.completed, k.delayed, k.active, k.events, k.marker];
+  const prefix = k[''];
+  return async (name, data, opts) => {
+    const id = opts.jobId;
+    if (
+      queue.listenerCount('waiting') > 0 ||
+      // BullMQ's own refusals of an id ('0', an integer, a ':' outside its repeat form): its words.
+      id === '' ||
+      id.includes(':') ||
+      `${Number.parseInt(id, 10)}` === id ||
+      Object.keys(opts).some((o) => !OPTION_NAMES.includes(o))
+    )
+      return viaQueue(name, data, opts);
+    const client = await queue.client;
+    // As the Job's constructor orders them: `attempts` first, then the add's options as given.
+    const encodedOpts = packer.pack(Object.assign({ attempts: 0 }, opts));
+    const args = packer.pack([prefix, id, name, Date.now(), null, null, undefined, undefined, null]);
+    const result = await scripts.execCommand(client, 'addStandardJob', [
+      ...keys,
+      args,
+      JSON.stringify(data === undefined ? {} : data),
+      encodedOpts,
+    ]);
+    if (typeof result === 'number' && result < 0)
+      throw scripts.finishedErrors({ code: result, command: 'addJob' });
+    return String(result);
+  };
+}
