@@ -256,7 +256,7 @@ export function createRunner(deps: RunnerDeps) {
         (lease) => {
           if (lease && fuseEnd)
             lease.deferEnd = (keys, args) => {
-              const ended = worker.deferEnd(jobId, keys, args);
+              const ended = worker.deferEnd(jobId, keys, args, slot.active ? token : undefined);
               if (ended) {
                 slotAfterEnd = true;
                 const free = () => slot.end();
@@ -352,6 +352,7 @@ export function createRunner(deps: RunnerDeps) {
       worker.fetchStart = {
         on: () => fairShare.startsInFetch(),
         args: () => fetchedStartArgs(fairShare.leaseTerms(mode)),
+        giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
       };
       // And while idle, a submit may do that fetch for it (handoff-store.ts).
       if (config.ISLET_IDLE_HANDOFF === 'on')
