@@ -108,6 +108,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private readonly pendingEnds = new Map<string, PendingEnd>();
   /** Completions that ran their run's end in the same script (tests read it). */
   fusedCompletions = 0;
+  /** Tokens whose completion brought a next job started (its id): its slot stays reserved for it. */
+  private readonly keptFor = new Map<string, string>();
   /** Completions that also started their next job's run (tests read it). */
   completionStarts = 0;
   /** Direct hand-off: set (runner.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
@@ -242,6 +244,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
             args: () => start.args(),
             started: (nextId: string, begun: unknown) => {
               this.started.set(nextId, begun);
+              this.keptFor.set(slotToken, nextId);
               gate?.keepFor(slotToken);
               this.completionStarts++;
             },
@@ -384,15 +387,22 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   override async processJob(
     ...args: Parameters<Worker<DataType>['processJob']>
   ): ReturnType<Worker<DataType>['processJob']> {
-    this.unstarted.delete(args[1]);
+    const token = args[1];
+    this.unstarted.delete(token);
+    let next: Awaited<ReturnType<Worker<DataType>['processJob']>> | undefined;
     try {
-      return await super.processJob(...args);
+      next = await super.processJob(...args);
+      return next;
     } finally {
       // Not taken (the processor failed before its start): nothing of it is kept, and a slot
-      // reserved for the job that never took it goes back.
+      // reserved for the job that never took it goes back. A next job the completion brought
+      // started keeps the slot reserved for it (the same token); BullMQ dropped it: it goes back.
       const id = args[0].id;
       if (id !== undefined && this.started.has(id)) this.giveBackUntaken(args[0], this.started.get(id));
-      this.gate?.fetched(args[1], false);
+      const nextId = this.keptFor.get(token);
+      this.keptFor.delete(token);
+      if (nextId !== undefined && !next) this.started.delete(nextId);
+      if (nextId === undefined || !next) this.gate?.fetched(token, false);
       // An end whose completion never ran it (the job failed or was moved after the end was
       // handed over, or BullMQ skipped its completion): written by its own script now.
       const end = id === undefined ? undefined : this.pendingEnds.get(id);
