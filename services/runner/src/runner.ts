@@ -243,7 +243,8 @@ export function createRunner(deps: RunnerDeps) {
     // back), not when the processor returns nor when the call is sent: a job waiting for the slot
     // (one BullMQ fetched with a completion) takes its lease in its attempt's start, on the run
     // store's connection, which Redis may serve before the worker's; seeing this run's lease still
-    // held, a full pool would defer it (see test/bench/README.md, round 17).
+    // held, a full pool would defer it (see test/bench/README.md, round 17). A next job the
+    // completion itself started gets the slot kept for it (ParkingWorker.deferEnd, round 19).
     let slotAfterEnd = false;
     try {
       const fetchedStart = worker.takeFetchedStart(jobId);
