@@ -9,16 +9,26 @@
  * completion that fails after it leaves the end written; a call that fails (or never goes: the
  * processor's job ended without a completion) is followed by the end's own script, which writes
  * nothing a second time (the first final status stands; a lease given back twice frees nothing).
+ *
+ * A completion that fetches its worker's next job (BullMQ's fetch-next) also starts that job's run
+ * (`endCompleteStartScript`): its lease and attempt start as the fused fetch takes them
+ * (fetch-start-store.ts), the answer handed over (`startNext.started`) before BullMQ sees the job.
  */
-import { endAndCompleteScript, FINISH_RUN_RELEASE } from '@islet/runs';
+import { endAndCompleteScript, endCompleteStartScript, FINISH_RUN_RELEASE } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
+import { fetchedAnswer } from './fetch-start-store.ts';
 
 const END_AND_COMPLETE = endAndCompleteScript(moveToFinished.content);
 /** The fused script's hash (tests tell its calls from others' by it). */
 export const END_AND_COMPLETE_SHA = END_AND_COMPLETE.sha;
+const END_COMPLETE_START = endCompleteStartScript(moveToFinished.content);
+/** The hash of the fused call that also starts the next job's run. */
+export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
+/** moveToFinished's `fetchNext` argument (1: the completion brings the worker's next job), after its keys. */
+const FETCH_NEXT_ARG = 5;
 /**
  * The name BullMQ's Scripts call the completion by (`execCommand` adds the version), its keys and
  * arguments (the job id first).
@@ -32,6 +42,13 @@ export interface PendingEnd {
   args: (string | number)[];
   resolve(answer: unknown): void;
   reject(err: unknown): void;
+  /** Set: a next job the completion brings has its run started in the same call. */
+  startNext?: {
+    /** `fetch-lease-begin-11`'s arguments after BullMQ's (`fetchedStartArgs`). */
+    args(): (string | number)[];
+    /** The next job's id and its start's answer, before the end's answer is given. */
+    started(jobId: string, begun: unknown): void;
+  };
 }
 
 /** The end's own script, for an end whose fused call failed or never went. */
@@ -62,18 +79,20 @@ export function completingExec(
     if (!end) return exec(client, name, args);
     const redis = client as unknown as Redis;
     const bullArgs = args.slice(COMPLETE_KEYS) as (string | number)[];
+    const next = Number(bullArgs[FETCH_NEXT_ARG]) === 1 ? end.startNext : undefined;
     let reply: unknown[];
     try {
-      reply = (await END_AND_COMPLETE.run(
+      reply = (await (next ? END_COMPLETE_START : END_AND_COMPLETE).run(
         redis,
         [...(args.slice(0, COMPLETE_KEYS) as string[]), ...end.keys],
-        [...bullArgs, ...end.args, COMPLETE_KEYS, bullArgs.length],
+        [...bullArgs, ...end.args, COMPLETE_KEYS, bullArgs.length, ...(next ? next.args() : [])],
       )) as unknown[];
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.
       await runEndAlone(redis, end);
       throw err;
     }
+    if (next && Array.isArray(reply[1])) fetchedAnswer(reply[1], next.started, () => undefined);
     end.resolve(reply[0]);
     return reply[1];
   };

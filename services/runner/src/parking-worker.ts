@@ -22,6 +22,9 @@
  * The fetch starts the run. With `fetchStart` (one server, fair share on) a fetch that goes to
  * Redis is BullMQ's script with the run's lease and attempt start after it, in one call
  * (fetch-start-store.ts); the answer waits here until the processor takes it (`takeFetchedStart`).
+ * So does a completion that ends its run and brings the worker's next job (`deferEnd`,
+ * end-complete-store.ts): the ended run's slot is kept for that job. A start no processor took
+ * gives its lease back.
  *
  * Direct hand-off (`enableHandOff`, handoff-store.ts): while it blocks idle with a slot reserved,
  * the worker is registered, and a submit may run that same fetch for it in its add's script; the
@@ -57,6 +60,8 @@ export interface FetchStart {
   on(): Promise<boolean>;
   /** The start's arguments after BullMQ's (made at each fetch). */
   args(): (string | number)[];
+  /** Gives back the lease of a job whose start no processor took (BullMQ never ran it). */
+  giveBack?: (tenant: string, jobId: string) => Promise<void>;
 }
 
 /** Direct hand-off (handoff-store.ts): how this worker registers itself idle. */
@@ -105,6 +110,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private readonly pendingEnds = new Map<string, PendingEnd>();
   /** Completions that ran their run's end in the same script (tests read it). */
   fusedCompletions = 0;
+  /** Tokens whose completion brought a next job started (its id): its slot stays reserved for it. */
+  private readonly keptFor = new Map<string, string>();
+  /** Completions that also started their next job's run (tests read it). */
+  completionStarts = 0;
   /** Direct hand-off: set (runner.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
   handOff: HandOff | undefined;
   /** The registration of the pop under way: its lock token (its slot reserved for it). */
@@ -203,9 +212,17 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
    * The run's end (`finish-run-release-18`'s keys and arguments) goes with the job's completion
    * (end-complete-store.ts); resolves with the end's answer, rejects when neither the fused call
    * nor the end's own script after it answered. Undefined: this worker cannot fuse (BullMQ's
-   * scripts are not where this expects them), the caller runs the end itself.
+   * scripts are not where this expects them), the caller runs the end itself. `slotToken`: the
+   * ended run holds its slot (the job's token); a next job the completion brings then has its run
+   * started in the same call and takes that slot (`SlotGate.keepFor`), unless a parked run waits
+   * for one (it goes first; the next job then starts as BullMQ's own).
    */
-  deferEnd(jobId: string, keys: string[], args: (string | number)[]): Promise<unknown> | undefined {
+  deferEnd(
+    jobId: string,
+    keys: string[],
+    args: (string | number)[],
+    slotToken?: string,
+  ): Promise<unknown> | undefined {
     const scripts = (this as unknown as { scripts?: ExecScripts }).scripts;
     if (!scripts || typeof scripts.execCommand !== 'function' || this.pendingEnds.has(jobId))
       return undefined;
@@ -221,7 +238,23 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       });
       scripts.fused = true;
     }
-    return new Promise((resolve, reject) => this.pendingEnds.set(jobId, { keys, args, resolve, reject }));
+    const start = this.fetchStart;
+    const gate = this.gate;
+    const startNext =
+      start && slotToken !== undefined && (gate?.noResumeWaiting() ?? true)
+        ? {
+            args: () => start.args(),
+            started: (nextId: string, begun: unknown) => {
+              this.started.set(nextId, begun);
+              this.keptFor.set(slotToken, nextId);
+              gate?.keepFor(slotToken);
+              this.completionStarts++;
+            },
+          }
+        : undefined;
+    return new Promise((resolve, reject) =>
+      this.pendingEnds.set(jobId, { keys, args, resolve, reject, ...(startNext ? { startNext } : {}) }),
+    );
   }
 
   protected override async moveToActive(
@@ -364,15 +397,22 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   override async processJob(
     ...args: Parameters<Worker<DataType>['processJob']>
   ): ReturnType<Worker<DataType>['processJob']> {
-    this.unstarted.delete(args[1]);
+    const token = args[1];
+    this.unstarted.delete(token);
+    let next: Awaited<ReturnType<Worker<DataType>['processJob']>> | undefined;
     try {
-      return await super.processJob(...args);
+      next = await super.processJob(...args);
+      return next;
     } finally {
       // Not taken (the processor failed before its start): nothing of it is kept, and a slot
-      // reserved for the job that never took it goes back.
+      // reserved for the job that never took it goes back. A next job the completion brought
+      // started keeps the slot reserved for it (the same token); BullMQ dropped it: it goes back.
       const id = args[0].id;
-      if (id !== undefined) this.started.delete(id);
-      this.gate?.fetched(args[1], false);
+      if (id !== undefined && this.started.has(id)) this.giveBackUntaken(args[0], this.started.get(id));
+      const nextId = this.keptFor.get(token);
+      this.keptFor.delete(token);
+      if (nextId !== undefined && !next) this.started.delete(nextId);
+      if (nextId === undefined || !next) this.gate?.fetched(token, false);
       // An end whose completion never ran it (the job failed or was moved after the end was
       // handed over, or BullMQ skipped its completion): written by its own script now.
       const end = id === undefined ? undefined : this.pendingEnds.get(id);
@@ -381,6 +421,16 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         await runEndAlone((await this.client) as unknown as Redis, end);
       }
     }
+  }
+
+  /** A start no processor took: forgotten, and its lease, when granted, given back (not awaited). */
+  private giveBackUntaken(job: Job<DataType>, begun: unknown): void {
+    const id = String(job.id);
+    this.started.delete(id);
+    const lease = Array.isArray(begun) ? begun[3] : undefined;
+    const tenant = (job.data as { tenant?: unknown }).tenant;
+    if (Array.isArray(lease) && lease[0] === 1 && typeof tenant === 'string')
+      void this.fetchStart?.giveBack?.(tenant, id);
   }
 
   override async close(force = false): Promise<void> {

@@ -32,6 +32,11 @@ export class RunSlot implements ExecutionSlot {
     this.state = 'active';
   }
 
+  /** The job holds a slot now (not parked, not over). */
+  get active(): boolean {
+    return this.state === 'active';
+  }
+
   park(release: () => void): boolean {
     if (this.state !== 'active') return false;
     const handle: ParkedRun = { release };

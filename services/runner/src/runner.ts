@@ -243,7 +243,8 @@ export function createRunner(deps: RunnerDeps) {
     // back), not when the processor returns nor when the call is sent: a job waiting for the slot
     // (one BullMQ fetched with a completion) takes its lease in its attempt's start, on the run
     // store's connection, which Redis may serve before the worker's; seeing this run's lease still
-    // held, a full pool would defer it (see test/bench/README.md, round 17).
+    // held, a full pool would defer it (see test/bench/README.md, round 17). A next job the
+    // completion itself started gets the slot kept for it (ParkingWorker.deferEnd, round 19).
     let slotAfterEnd = false;
     try {
       const fetchedStart = worker.takeFetchedStart(jobId);
@@ -256,7 +257,7 @@ export function createRunner(deps: RunnerDeps) {
         (lease) => {
           if (lease && fuseEnd)
             lease.deferEnd = (keys, args) => {
-              const ended = worker.deferEnd(jobId, keys, args);
+              const ended = worker.deferEnd(jobId, keys, args, slot.active ? token : undefined);
               if (ended) {
                 slotAfterEnd = true;
                 const free = () => slot.end();
@@ -352,6 +353,7 @@ export function createRunner(deps: RunnerDeps) {
       worker.fetchStart = {
         on: () => fairShare.startsInFetch(),
         args: () => fetchedStartArgs(fairShare.leaseTerms(mode)),
+        giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
       };
       // And while idle, a submit may do that fetch for it (handoff-store.ts).
       if (config.ISLET_IDLE_HANDOFF === 'on')

@@ -125,6 +125,50 @@ describe('SlotGate', () => {
     await tick();
     expect(third).toBe('fetch');
   });
+
+  it("a slot kept for a completion's started next job: a waiting fetch says `later`, only that job takes it", async () => {
+    const gate = new SlotGate({ slots: 1, parkedMax: 4, isolatesMax: 4 });
+    await gate.take();
+    let fetch: string | undefined;
+    void gate
+      .whenFetchable('t1', () => false)
+      .then((go) => {
+        fetch = go;
+      });
+    await tick();
+    expect(fetch).toBeUndefined();
+    // The run ends; its completion brought the next job (the same token), its lease taken already.
+    gate.keepFor('t0');
+    gate.release();
+    await tick();
+    expect(fetch).toBe('later');
+    let waited = false;
+    const other = gate.take().then(() => {
+      waited = true;
+    });
+    await tick();
+    expect(waited).toBe(false);
+    await gate.take('t0');
+    expect(gate.state().busy).toBe(1);
+    gate.release();
+    await other;
+    expect(waited).toBe(true);
+  });
+
+  it('a parked run waiting to come back is seen, so no slot is kept past it', async () => {
+    const gate = new SlotGate({ slots: 1, parkedMax: 4, isolatesMax: 4 });
+    const run = parkedRun();
+    await gate.take();
+    gate.park(run);
+    await gate.take();
+    expect(gate.noResumeWaiting()).toBe(true);
+    const back = gate.resume(run);
+    await tick();
+    expect(gate.noResumeWaiting()).toBe(false);
+    gate.release();
+    await back;
+    expect(gate.noResumeWaiting()).toBe(true);
+  });
 });
 
 describe('CallParking', () => {

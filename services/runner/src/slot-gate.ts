@@ -116,6 +116,22 @@ export class SlotGate {
     return true;
   }
 
+  /** Whether no parked run waits to come back (a slot passed on to a new job would keep it waiting). */
+  noResumeWaiting(): boolean {
+    return !this.waiters.some((w) => w.resume);
+  }
+
+  /**
+   * A job BullMQ's completion brought with its run's lease taken already (its token): the slot
+   * of the run that completed, released right after, is reserved for it, so no fetch takes it in
+   * between (a lease must not wait for a slot). Waiting fetches are woken to answer `later`, so
+   * the worker starts the job rather than wait for a slot itself.
+   */
+  keepFor(token: string): void {
+    this.reserved.set(token, Date.now());
+    this.wakeFetches();
+  }
+
   /** After a fetch `whenFetchable` let through: `got` false returns its reservation. */
   fetched(token: string, got: boolean): void {
     if (!got && this.reserved.delete(token)) this.wake();

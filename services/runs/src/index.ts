@@ -32,6 +32,7 @@ export { journalKeys } from './keys.ts';
 export {
   acquireCall,
   endAndCompleteScript,
+  endCompleteStartScript,
   type FetchedStartTerms,
   fetchLeaseBeginScript,
   LEASE_ACQUIRE,

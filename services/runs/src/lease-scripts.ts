@@ -3,7 +3,8 @@
  * (`lease-acquire-6`) or, on one server, with a run's attempt start (`lease-and-begin-9`, the
  * journal's beginAttempt); given back alone (`lease-release-5`) or, on one server, with the run's
  * end (`finish-run-release-18`, the run store's finish); and, on one server, taken with the attempt's
- * start inside the runner's BullMQ fetch (`fetch-lease-begin-11`). Their Lua lives here, beside the run's
+ * start inside the runner's BullMQ fetch (`fetch-lease-begin-11`) or its completion's fetch of the
+ * next job (`endCompleteStartScript`). Their Lua lives here, beside the run's
  * scripts they are combined with, so each decision is written once.
  */
 import { keys } from '@islet/core';
@@ -129,6 +130,34 @@ ${completeBody}
 end
 local ended = runEnd(EK, EA)
 return {ended, complete(BK, BA)}`);
+}
+
+/**
+ * `endAndCompleteScript` whose completion also brings its worker's next job (BullMQ's fetch-next)
+ * and, when that is a run's, takes its lease and begins its attempt in the same script: the tail
+ * of `lua/fetch-lease-begin-11.lua` reads the completion's answer (a fetch's very shape) as it reads
+ * the fetch's (one server only). The arguments are `endAndCompleteScript`'s, then those of
+ * `fetchedStartArgs`. Returns {the end's answer, the completion's}, the
+ * completion's with the start's answer as its fifth element when it brought a run's job.
+ */
+export function endCompleteStartScript(completeBody: string): LuaScript {
+  return new LuaScript(`local ended, completed
+local function fetchJob()
+local EA = {}
+for i = 1, #ARGV - ${FETCHED_ARGS} do EA[i] = ARGV[i] end
+local function endAndComplete(KEYS, ARGV)
+${endAndCompleteScript(completeBody).source}
+end
+local both = endAndComplete(KEYS, EA)
+ended, completed = both[1], both[2]
+if type(completed) == 'table' then return completed end
+return {}
+end
+local function startNext()
+${luaSource('fetch-lease-begin-11', { FETCHED_ARGS })}
+end
+startNext()
+return {ended, completed}`);
 }
 
 /** What a fetch's lease and attempt start need beside the job (all known before the fetch). */

@@ -5,7 +5,8 @@
  * functions), and `${NAME}` is replaced by a value the caller passes (a constant shared with
  * TypeScript). Every script touches one hash slot except `admit-and-create-23`, `finish-run-13`,
  * `finish-run-release-18`, `lease-and-begin-9` and `fetch-lease-begin-11` (one server only; the
- * last runs after BullMQ's fetch script, put before it by `fetchLeaseBeginScript`). Sources go out compacted
+ * last runs after BullMQ's fetch script, put before it by `fetchLeaseBeginScript`, or after its
+ * completion by `endCompleteStartScript`). Sources go out compacted
  * (`compactLua`): the files keep their comments, EVAL and EVALSHA send and hash less.
  */
 import { readFileSync } from 'node:fs';

@@ -2,7 +2,9 @@
 -- only (the queue's keys, the pool's and the run's are in different slots, and the pool's and the
 -- run's are known only from the job the fetch returns, so they are not declared: never on a
 -- Cluster). The caller puts BullMQ's own fetch script (moveToActive-11) before this text, wrapped
--- as `local function fetchJob() ... end` (`fetchLeaseBeginSource`), so its returns come back here.
+-- as `local function fetchJob() ... end` (`fetchLeaseBeginScript`), so its returns come back here;
+-- or, as `endCompleteStartScript`'s `fetchJob`, BullMQ's completion fetching its worker's next job
+-- (the same answer's shape), after the run's end (its own keys and arguments).
 -- With no job, or a skill's job (it takes its lease apart), BullMQ's answer is returned as it is.
 -- Else the lease and the start are those of lease-and-begin-9 (the same includes): the lease is
 -- decided first; refused, nothing of the run is read or written.

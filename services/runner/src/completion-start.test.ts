@@ -1,0 +1,247 @@
+/**
+ * On one server a completion that brings its worker's next job (BullMQ's fetch-next) also starts
+ * that job's run: the run's end, BullMQ's completion, the next job's lease and its attempt start are
+ * one script call (end-complete-store.ts, `endCompleteStartScript`), and the ended run's slot is
+ * kept for that job. A lease refused there defers the job without spending an attempt; a tenant's
+ * own order and another tenant's turn are kept; a job leased this way whose runner dies is taken
+ * back and its run ends once. Real redis-server, real BullMQ, real fair share, run store and
+ * journal; calls read from MONITOR (hashes, keys, order), never from time.
+ */
+import { keys } from '@islet/core';
+import { noteQueued, runJobOptions } from '@islet/runs';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
+import { END_COMPLETE_START_SHA } from './end-complete-store.ts';
+import { createFairShare } from './fair-share.ts';
+
+let redis: Redis;
+const h = runnerHarness('completion-start-test');
+const { logger, newRun, monitor, setUp, warmUp } = h;
+
+beforeAll(async () => {
+  ({ redis } = await h.start());
+});
+afterAll(() => h.close());
+
+/** Script calls taking a lease apart from a fetch or a completion: lease-and-begin-9, lease-acquire-6. */
+const apartLeases = (sent: string[][]) =>
+  sent.filter((c) => c[0] === 'evalsha' && c[3] === keys.poolSlots(mode) && (c[2] === '9' || c[2] === '6'));
+const fusedStarts = (sent: string[][]) =>
+  sent.filter((c) => c[0] === 'evalsha' && c[1] === END_COMPLETE_START_SHA).length;
+/** The order in which runs' work began (the harness's executor ECHOes it). */
+const workOrder = (seen: string[][]) =>
+  seen.filter((c) => c[0] === 'echo' && c[1]?.startsWith('work ')).map((c) => c[1]?.split(' ')[1]);
+
+/** The end events of a run's stream. */
+async function endEvents(runId: string): Promise<number> {
+  const events = await redis.xrange(keys.runEvents(runId), '-', '+');
+  return events.filter(([, f]) => f[f.indexOf('type') + 1] === 'end').length;
+}
+
+/** What the executor told of each run, the ends' own notes left out. */
+const told = (t: RunnerUnderTest) => t.outcomes.filter((o) => !o.startsWith('ended'));
+
+async function deferrals(t: RunnerUnderTest): Promise<number> {
+  const text = await t.metrics.registry.getSingleMetricAsString('islet_tenant_share_deferrals_total');
+  let n = 0;
+  for (const m of text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
+  return n;
+}
+
+/**
+ * A hold the harness's executor awaits (a thenable, awaited afresh by each run): open at first (the
+ * warm-up passes), `close()` holds the runs that reach it, `open()` lets them all through.
+ */
+function gate() {
+  let closed = false;
+  const waiting: (() => void)[] = [];
+  const held = {
+    // biome-ignore lint/suspicious/noThenProperty: awaited by the executor, once per run.
+    then(resolve: () => void) {
+      if (closed) waiting.push(resolve);
+      else resolve();
+    },
+  } as unknown as Promise<void>;
+  return {
+    held,
+    /** Runs held now. */
+    waiting: () => waiting.length,
+    close: () => {
+      closed = true;
+    },
+    open: () => {
+      closed = false;
+      for (const w of waiting.splice(0)) w();
+    },
+  };
+}
+
+/** Adds `ids` in one write (a backlog behind the first), each counted queued as the gateway does. */
+async function backlog(t: RunnerUnderTest, ids: string[], tenant = 'acme') {
+  for (const id of ids) await newRun(id, tenant);
+  for (const _ of ids) await noteQueued(redis, t.config, mode, tenant);
+  await t.queue.addBulk(
+    ids.map((id) => ({
+      name: 'run',
+      data: { runId: id, tenant, enqueuedAtMs: Date.now() },
+      opts: runJobOptions(id, 2),
+    })),
+  );
+}
+
+describe("a completion that starts its next job's run (one server)", () => {
+  it('with a backlog, each next job starts in the completion: no lease or start script of its own', async () => {
+    const g = gate();
+    const t = await setUp('backlog', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
+    try {
+      await warmUp(t, 'bw');
+      g.close();
+      const m = await monitor();
+      try {
+        await backlog(t, ['c1', 'c2', 'c3', 'c4']);
+        await until('c1 to start', async () => (await redis.hget(keys.run('c1'), 'status')) === 'Running');
+        g.open();
+        await until('the four to complete', async () => (await t.queue.getCompletedCount()) === 5);
+      } finally {
+        m.stop();
+      }
+      // c1 came with the fused fetch; c2, c3, c4 each with the completion before it.
+      expect(fusedStarts(m.sent)).toBeGreaterThanOrEqual(3);
+      expect(t.worker().completionStarts).toBe(3);
+      expect(apartLeases(m.sent)).toEqual([]);
+      expect(workOrder(m.seen)).toEqual(['c1', 'c2', 'c3', 'c4']);
+      expect(told(t).slice(1)).toEqual(['completed 1', 'completed 1', 'completed 1', 'completed 1']);
+      expect(await deferrals(t)).toBe(0);
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+      expect(await redis.zcard(keys.poolTenantLeases(mode, 'acme'))).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a lease refused in the completion defers the job, no attempt spent; it runs once the slot frees', async () => {
+    const g = gate();
+    const t = await setUp('refused', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
+    // The slot freed by another tenant's lease goes to the deferred job, promoted here.
+    const fair = createFairShare({
+      redis,
+      logger,
+      config: t.config,
+      promote: async (_m, jobId) => {
+        await (await t.queue.getJob(jobId))?.promote();
+        return true;
+      },
+    });
+    try {
+      await warmUp(t, 'rw');
+      g.close();
+      await backlog(t, ['r1', 'r2']);
+      await until('r1 to start', async () => (await redis.hget(keys.run('r1'), 'status')) === 'Running');
+      // Another runner's lease (tenant other) fills the pool's one slot once r1's is given back.
+      const until30s = Number((await redis.time())[0]) * 1000 + 30_000;
+      await redis.zadd(keys.poolTenantLeases(mode, 'other'), until30s, 'ghost');
+      await redis.zadd(keys.poolBusy(mode), until30s, 'ghost');
+      const record = await redis.hgetall(keys.run('r2'));
+      const m = await monitor();
+      try {
+        g.open();
+        await until('r2 to be deferred', async () => (await t.queue.getDelayedCount()) === 1);
+      } finally {
+        m.stop();
+      }
+      expect(fusedStarts(m.sent)).toBe(1);
+      expect(apartLeases(m.sent)).toEqual([]);
+      expect((await t.queue.getJob('r2'))?.attemptsMade).toBe(0);
+      expect(await redis.hgetall(keys.run('r2'))).toEqual(record);
+      expect(await redis.exists('islet:journal:{r2}')).toBe(0);
+      expect(await redis.zscore(keys.poolTenantDeferred(mode, 'acme'), 'r2')).not.toBeNull();
+      expect(await redis.zscore(keys.poolTenantLeases(mode, 'acme'), 'r2')).toBeNull();
+      expect(await deferrals(t)).toBe(1);
+      // The other tenant's lease given back: r2 gets the slot and runs, at its first attempt.
+      await fair.release(mode, 'other', 'ghost');
+      await until('r2 to complete', async () => (await t.queue.getJobState('r2')) === 'completed');
+      expect(told(t).slice(1)).toEqual(['completed 1', 'deferred', 'completed 1']);
+      expect(await redis.hget(keys.run('r2'), 'attempts')).toBe('1');
+      await until('no lease left', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
+    } finally {
+      await fair.close();
+      await t.close();
+    }
+  });
+
+  it("another tenant's job takes its turn while a flood's next jobs come with completions; the flood keeps its order", async () => {
+    const g = gate();
+    const t = await setUp('turns', true, undefined, { slots: 2, hold: g.held, noteEnds: true });
+    try {
+      await warmUp(t, 'tw');
+      g.close();
+      const m = await monitor();
+      try {
+        await backlog(t, ['a1', 'a2', 'a3', 'a4', 'a5']);
+        await until('a1 and a2 to start', async () => (await redis.zcard(keys.poolBusy(mode))) === 2);
+        // A quiet tenant's job, queued behind the flood.
+        await backlog(t, ['b1'], 'beta');
+        g.open();
+        await until('all six to complete', async () => (await t.queue.getCompletedCount()) === 7);
+      } finally {
+        m.stop();
+      }
+      const order = workOrder(m.seen);
+      // The flood in its own order; the quiet tenant's job before the flood's last three.
+      expect(order.filter((id) => id?.startsWith('a'))).toEqual(['a1', 'a2', 'a3', 'a4', 'a5']);
+      expect(order.indexOf('b1')).toBeLessThan(order.indexOf('a3'));
+      expect(fusedStarts(m.sent)).toBeGreaterThanOrEqual(1);
+      expect(apartLeases(m.sent)).toEqual([]);
+      // Deferrals (the share's work) spent no attempt.
+      expect(t.outcomes.filter((o) => o.startsWith('completed'))).toEqual(Array(7).fill('completed 1'));
+      await until('no lease left', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
+    } finally {
+      await t.close();
+    }
+  });
+  it('a runner killed holding a job its completion leased and started: taken back as stalled, its run ends once', async () => {
+    const g = gate();
+    const first = await setUp('killed', true, undefined, {
+      slots: 1,
+      hold: g.held,
+      noteEnds: true,
+      // Its stalled checks as often as the taker's: BullMQ runs one check per interval per queue.
+      env: { ISLET_RUNNER_LOCK_DURATION_MS: '1000', ISLET_RUNNER_STALLED_INTERVAL_MS: '500' },
+    });
+    let second: RunnerUnderTest | undefined;
+    try {
+      await warmUp(first, 'kw');
+      g.close();
+      await backlog(first, ['k1', 'k2']);
+      await until('k1 at its hold', async () => g.waiting() === 1);
+      // k1 goes on; k2, brought and started by k1's completion, is held at its work.
+      g.open();
+      g.close();
+      await until('k2 started by the completion', async () => first.worker().completionStarts === 1);
+      await until('k2 to start', async () => (await redis.hget(keys.run('k2'), 'attempts')) === '1');
+      expect(await redis.zscore(keys.poolTenantLeases(mode, 'acme'), 'k2')).not.toBeNull();
+      // The runner dies: its worker's connection gone, no lock renewed, k2 never finished there.
+      await first.worker().close(true);
+      second = await setUp('killed2', true, undefined, {
+        noteEnds: true,
+        env: { ISLET_RUNNER_STALLED_INTERVAL_MS: '500' },
+      });
+      const taker = second;
+      await until('k2 to complete', async () => (await taker.queue.getJobState('k2')) === 'completed');
+      expect(told(taker)).toEqual(['completed 2']);
+      expect(await redis.hget(keys.run('k2'), 'status')).toBe('Completed');
+      expect(await redis.hget(keys.run('k2'), 'attempts')).toBe('2');
+      await until('no lease left', async () => (await redis.zcard(keys.poolBusy(mode))) === 0);
+      // The dead runner's attempt, let go now, writes no second end.
+      g.open();
+      await until('the dead attempt to return', async () => told(first).length === 3);
+      expect(await endEvents('k2')).toBe(1);
+      expect(await redis.hget(keys.run('k2'), 'status')).toBe('Completed');
+    } finally {
+      g.open();
+      await second?.close();
+      await first.close();
+    }
+  });
+});
