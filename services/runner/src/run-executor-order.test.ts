@@ -5,6 +5,7 @@
  * engine, the real run store and journal on a real redis-server), never from time.
  */
 import {
+  channels,
   createLogger,
   createMetrics,
   createRedis,
@@ -12,6 +13,7 @@ import {
   keys,
   sealerFromConfig,
 } from '@islet/core';
+import { fieldsOf } from '@islet/core/lua-script';
 import type { Engine, RunOutcome } from '@islet/engine';
 import { createCallJournal, createRunStore } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
@@ -92,5 +94,105 @@ describe('the executor around its writes', () => {
     expect(order.filter((o) => o === 'runDuration')).toHaveLength(1);
     expect(order.indexOf('queueWait')).toBeGreaterThan(order.indexOf('program'));
     expect(order.indexOf('runDuration')).toBeGreaterThan(order.indexOf('end'));
+  });
+});
+
+describe('what the executor tells the end about its calls', () => {
+  it('an attempt that sent no call says so; one that sent a call does not, and its waiter gets the call', async () => {
+    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+    const runs = createRunStore(redis, sealer);
+    const journal = createCallJournal({ redis, sealer });
+    const told = new Map<string, boolean | undefined>();
+    const finish = runs.finish.bind(runs);
+    runs.finish = (run, end) => {
+      told.set(run.id, end.sentNoCall);
+      return finish(run, end);
+    };
+    const sub = redis.duplicate();
+    const pushed: string[] = [];
+    sub.on('message', (_c: string, m: string) => pushed.push(m));
+    await sub.subscribe(channels.runEvents);
+    // The program calls its binding once when asked to (`code` 'call'); the gateway's part, the
+    // claim that journals the call, done here as the gateway does it.
+    const engine = {
+      execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
+        const calls = [];
+        if (code === 'call') {
+          const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
+          await opts?.onCall?.(call, undefined as never);
+          calls.push(call);
+        }
+        return {
+          status: 'completed',
+          valueJson: '1',
+          logs: [],
+          outputTruncated: false,
+          calls,
+          durationMs: 1,
+        };
+      },
+    } as unknown as Engine;
+    const gateway = {
+      call: async (
+        runId: string,
+        attempt: number,
+        call: { index: number; binding: string; argsJson: string },
+      ) => {
+        await journal.claim(runId, attempt, call);
+        return { outcome: { type: 'result', valueJson: '1' } };
+      },
+    } as unknown as GatewayClient;
+    const executor = createRunExecutor({
+      runs,
+      settings: { get: async () => ({}) } as never,
+      journal,
+      engineFor: () => engine,
+      gateway,
+      metrics: createMetrics({ component: 'run-executor-calls', defaults: false }),
+      logger: createLogger({ name: 'run-executor-calls-test', level: 'silent' }),
+    });
+    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+    const signal = new AbortController().signal;
+    try {
+      for (const [id, code] of [
+        ['nc-1', 'none'],
+        ['nc-2', 'call'],
+      ] as const) {
+        await runs.create(
+          runFixture(id, {
+            code,
+            pushEnd: true,
+            request: {
+              connections: [] as string[],
+              bindings: [{ binding: 'notes.read' }] as never[],
+              limits,
+            },
+          }),
+        );
+        const result = await executor.execute({
+          runId: id,
+          mode: 'read-only',
+          enqueuedAtMs: Date.now(),
+          cancel: signal,
+          handBack: signal,
+        });
+        expect(result).toBe('completed');
+      }
+      expect(told.get('nc-1')).toBe(true);
+      expect(told.get('nc-2')).toBe(false);
+      for (let i = 0; i < 100 && pushed.filter((m) => / end /.test(m)).length < 2; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const journalOf = (id: string) => {
+        const m = pushed.find((p) => p.startsWith(`${id} end `));
+        if (!m) throw new Error(`no end pushed for ${id}`);
+        return journal.callsOf(
+          fieldsOf((JSON.parse(m.slice(`${id} end `.length)) as [string[], string[]])[1]),
+        );
+      };
+      expect(journalOf('nc-1')).toEqual([]);
+      expect(journalOf('nc-2').map((c) => c.index)).toEqual([0]);
+    } finally {
+      sub.disconnect();
+    }
   });
 });

@@ -222,7 +222,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     // first gateway call: most runs make none, and aborting a controller builds a DOMException
     // (a stack capture) on every run.
     let callsOver: { controller: AbortController; signal: AbortSignal } | undefined;
+    // Every call this attempt sends goes through `live`: with none sent, the journal holds nothing
+    // the end's push must read (run-store's `sentNoCall`).
+    let sent = 0;
     const live = async (call: Parameters<typeof deps.gateway.call>[2]) => {
+      sent++;
       if (files && isFilesBinding(call.binding)) return files.call(call);
       if (!callsOver) {
         const controller = new AbortController();
@@ -360,6 +364,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         kind: 'abort',
         timings,
         usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
+        sentNoCall: sent === 0,
         onEnded: (ended) => {
           if (!ended) return;
           metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
@@ -376,6 +381,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       kind: mapped.failureKind,
       timings,
       usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
+      sentNoCall: sent === 0,
       onEnded: (ended) => {
         if (!ended) return;
         metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });

@@ -529,6 +529,11 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         /** What the run used, for its tenant's usage of the day (output bytes default to `text`'s). */
         usage?: RunUsage;
         /**
+         * The caller executed the run's attempt and sent no binding call in it: when no other
+         * attempt began, the pushed end's journal is known without reading it (includes/finish-run.lua).
+         */
+        sentNoCall?: boolean;
+        /**
          * Told whether this end was the one written, once it is known: an end handed to the
          * worker's completion (`RunLease.deferEnd`) is written after `finish` returns.
          */
@@ -587,7 +592,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           sealedEvent,
           maxEvents,
           retention,
-          run.pushEnd ? '1' : '0',
+          run.pushEnd ? (end.sentNoCall ? '2' : '1') : '0',
           ...tenant.args,
           ...charge.args,
         ];

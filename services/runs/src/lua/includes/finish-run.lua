@@ -5,6 +5,9 @@
 -- KEYS[1] run record, KEYS[2] events, KEYS[3] the run's journal, KEYS[4..12] finish-tenant-9's
 --   KEYS[1..9], KEYS[13] the tenant's stored-bytes counter.
 -- ARGV[1..6] as transition-3's, ARGV[7] '1' = push the end to its waiter (transition-3's KEYS[3]),
+--   '2' = push it, and the end's caller executed the run's attempt and sent no call in it: with the
+--   record's `attempts` at 1 (no other attempt began) the journal holds that count alone, as
+--   includes/begin-attempt.lua returns it, and is not read,
 --   ARGV[8..16] finish-tenant-9's ARGV[1..9], ARGV[17] bytes, ARGV[18] when the counter expires
 --   (unix seconds), ARGV[f..] field, value, ...
 -- The tenant half copies the status the record keeps: this end's, or when another end won, that
@@ -19,15 +22,16 @@ local function finishRun(f)
   chargeBytes(KEYS[13], ARGV[17], ARGV[18])
   -- An end pushed to its waiter reads the record whole here, once: its status for the guard, and
   -- the record the push carries (includes/transition.lua applies this write to it).
-  local push = ARGV[7] == '1'
-  local before, st, kind, quiet
+  local push = ARGV[7] == '1' or ARGV[7] == '2'
+  local before, st, kind, quiet, attempts
   if push then
     before = redis.call('HGETALL', KEYS[1])
     for i = 1, #before, 2 do
       local name = before[i]
       if name == 'status' then st = before[i + 1]
       elseif name == 'kind' then kind = before[i + 1]
-      elseif name == 'quiet' then quiet = before[i + 1] end
+      elseif name == 'quiet' then quiet = before[i + 1]
+      elseif name == 'attempts' then attempts = before[i + 1] end
     end
   else
     local got = redis.call('HMGET', KEYS[1], 'status', 'kind', 'quiet')
@@ -42,6 +46,7 @@ local function finishRun(f)
     finishTenant(4, 8, st, kind or ARGV[11], quiet)
     return 0
   end
-  finishTenant(4, 8, writeTransition(1, 1, f, push, st, before), ARGV[11], quiet)
+  local firstOnly = ARGV[7] == '2' and attempts == '1'
+  finishTenant(4, 8, writeTransition(1, 1, f, push, st, before, firstOnly), ARGV[11], quiet)
   return 1
 end

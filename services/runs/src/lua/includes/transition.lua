@@ -1,5 +1,7 @@
--- writeTransition(k, a, f, push, old, before): a run's status change, once the caller saw it is not
--- final (its status `old`; `before`: the record as the caller read it whole, or nil).
+-- writeTransition(k, a, f, push, old, before, firstOnly): a run's status change, once the caller saw
+-- it is not final (its status `old`; `before`: the record as the caller read it whole, or nil).
+-- `firstOnly`: the caller knows the journal holds its first attempt's count alone (no call was ever
+-- sent: includes/finish-run.lua), so the push carries it as it must be, unread.
 -- KEYS[k] run record, KEYS[k+1] events, KEYS[k+2] the run's journal (read with `push`).
 -- ARGV[a] message (the run id, then optionally a space and a tag), ARGV[a+1] channel,
 --   ARGV[a+2] eventType, ARGV[a+3] sealedEventData, ARGV[a+4] maxlen, ARGV[a+5] ttlSeconds,
@@ -9,7 +11,7 @@
 -- gateway holding the submit answers it without reading them back. With `before` the record
 -- pushed is `before` with this write applied as HSET applies it (no second read).
 -- Returns the status the write leaves (the old one when no status is given).
-local function writeTransition(k, a, f, push, old, before)
+local function writeTransition(k, a, f, push, old, before, firstOnly)
   local fields = {}
   local newStatus = old
   for i = f, #ARGV do
@@ -47,7 +49,8 @@ local function writeTransition(k, a, f, push, old, before)
     else
       run = redis.call('HGETALL', KEYS[k])
     end
-    local journal = redis.call('HGETALL', KEYS[k + 2])
+    local journal
+    if firstOnly then journal = {'#attempt', '1'} else journal = redis.call('HGETALL', KEYS[k + 2]) end
     local size = 0
     for _, v in ipairs(run) do size = size + #v end
     for _, v in ipairs(journal) do size = size + #v end
