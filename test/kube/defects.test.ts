@@ -115,13 +115,32 @@ describe('defects a real API server showed', () => {
 
   it('writes a pool’s status only when it changes', async () => {
     await waitFor('healthy settled', async () => (await condition('healthy', 'Ready'))?.status === 'True');
+    // A write may still come after the settle with something in it (the scale-down just before
+    // leaves recommendations that age out of the history): the defect is a write with nothing
+    // changed, so each write is compared with the pool as it was before it.
+    type Seen = { metadata?: { name?: string; resourceVersion?: string }; spec?: unknown; status?: unknown };
+    const content = (o: Seen) => JSON.stringify({ spec: o.spec, status: o.status });
+    const last = new Map<string, string>();
+    const pools = (await islet.custom.listNamespacedCustomObject({
+      group: 'islet.dev',
+      version: 'v1alpha1',
+      namespace: islet.namespace,
+      plural: 'runnerpools',
+    })) as { items: Seen[] };
+    for (const p of pools.items) last.set(p.metadata?.name ?? '', content(p));
     const writes: string[] = [];
+    const unchanged: string[] = [];
     const watch = new k8s.Watch(islet.admin);
     const req = await watch.watch(
       `/apis/islet.dev/v1alpha1/namespaces/${islet.namespace}/runnerpools`,
       {},
-      (type, obj: { metadata?: { name?: string; resourceVersion?: string } }) => {
-        if (type === 'MODIFIED') writes.push(`${obj.metadata?.name}@${obj.metadata?.resourceVersion}`);
+      (type, obj: Seen) => {
+        if (type !== 'MODIFIED') return;
+        const name = obj.metadata?.name ?? '';
+        const now = content(obj);
+        writes.push(`${name}@${obj.metadata?.resourceVersion}`);
+        if (last.get(name) === now) unchanged.push(`${name}@${obj.metadata?.resourceVersion}`);
+        last.set(name, now);
       },
       () => {},
     );
@@ -131,7 +150,10 @@ describe('defects a real API server showed', () => {
     } finally {
       req.abort();
     }
-    expect(writes).toEqual([]);
+    expect(unchanged).toEqual([]);
+    // Nothing changes the pools in this window but the history's own ageing: a write or two, never
+    // one per resync (forty).
+    expect(writes.length).toBeLessThanOrEqual(3);
   });
 
   it('the bundled Redis can be evicted (a drain moves it) and runner drains are not one at a time', async () => {
