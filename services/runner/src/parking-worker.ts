@@ -26,23 +26,17 @@
  * end-complete-store.ts): the ended run's slot is kept for that job. A start no processor took
  * gives its lease back.
  *
- * Direct hand-off (`enableHandOff`, handoff-store.ts): while it blocks idle with a slot reserved,
- * the worker is registered, and a submit may run that same fetch for it in its add's script; the
- * blocking pop then brings the job and its run's start, and BullMQ's next fetch gets it from here.
+ * Direct hand-off (`enableHandOff`; its idle wait and close in handoff-wait.ts, their Redis calls
+ * in handoff-store.ts): while it blocks idle with a slot reserved, the worker is registered, and a
+ * submit may run that same fetch for it in its add's script; the blocking pop then brings the job
+ * and its run's start, and BullMQ's next fetch gets it from here.
  */
-import { Job, type RedisClient, Worker } from 'bullmq';
+import { type Job, type RedisClient, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { completingExec, type PendingEnd, runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
-import {
-  closeIdle,
-  type Handed,
-  type HandOffKeys,
-  type IdlePop,
-  nextJobData,
-  registerAndPop,
-  takeLeft,
-} from './handoff-store.ts';
+import { type Handed, nextJobData } from './handoff-store.ts';
+import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
 
@@ -63,24 +57,6 @@ export interface FetchStart {
   /** Gives back the lease of a job whose start no processor took (BullMQ never ran it). */
   giveBack?: (tenant: string, jobId: string) => Promise<void>;
 }
-
-/** Direct hand-off (handoff-store.ts): how this worker registers itself idle. */
-export interface HandOff {
-  /** The worker's hand-off keys: idle, idle args, its own. */
-  keys: HandOffKeys;
-  /** BullMQ's moveToActive-11 keys of the queue. */
-  fetchKeys: string[];
-  /** How long a registration lives past its blocking pop's timeout, ms (bounds a dead worker's). */
-  graceMs: number;
-  /** Gives back the lease a job handed over took (the worker closed before it popped the job). */
-  giveBack?: (tenant: string, jobId: string) => Promise<void>;
-}
-
-/** How long a close waits for its woken pop to come back before closing anyway, ms. */
-const CLOSE_WAKE_WAIT_MS = 2_000;
-
-/** BullMQ's private wait on the queue's marker (worker.js `waitForJob`). */
-type WaitForJob = (bclient: RedisClient, blockUntil: number) => Promise<number>;
 
 /** BullMQ's Scripts, private there: its calls go through `execCommand`. */
 interface ExecScripts {
@@ -116,76 +92,28 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   completionStarts = 0;
   /** Direct hand-off: set (runner.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
   handOff: HandOff | undefined;
-  /** The registration of the pop under way: its lock token (its slot reserved for it). */
-  private idle: { token: string } | undefined;
-  private idleTokens = 0;
-  /** A job the blocking pop brought, for the fetch that follows it. */
-  private handed: Handed | undefined;
+  /** Its idle wait (handoff-wait.ts), with `handOff`. */
+  private handOffWait: HandOffWait<DataType> | undefined;
   /** Jobs taken from a hand-off (the pop's or a fetch's), with no fetch of their own (tests read it). */
   handOffs = 0;
   /** Registrations written (tests read it). */
-  idleRegistrations = 0;
-  /** The close removed the registration: none is written again. */
-  private handOffClosed = false;
+  get idleRegistrations(): number {
+    return this.handOffWait?.registrations ?? 0;
+  }
 
   /** Starts watching for hand-offs: BullMQ's marker wait becomes the registration and a pop on both keys. */
   enableHandOff(handOff: HandOff): void {
     this.handOff = handOff;
+    const idle = new HandOffWait(handOff, this as Worker<DataType>, {
+      gate: () => this.gate,
+      start: () => this.fetchStart,
+      unstarted: () => this.unstarted.size > 0,
+      waiting: () => this.loop.waiting,
+    });
+    this.handOffWait = idle;
     const self = this as unknown as { waitForJob: WaitForJob };
     const wait = self.waitForJob.bind(this);
-    self.waitForJob = (bclient, blockUntil) => this.waitIdle(wait, bclient, blockUntil);
-  }
-
-  private async waitIdle(wait: WaitForJob, bclient: RedisClient, blockUntil: number): Promise<number> {
-    const handOff = this.handOff;
-    const start = this.fetchStart;
-    // A job handed over and not taken yet: no wait, the fetch that follows takes it.
-    if (this.handed) return 0;
-    if (!handOff || !start || this.closing || this.handOffClosed || this.unstarted.size > 0)
-      return wait(bclient, blockUntil);
-    const token = `${this.id}:h:${this.idleTokens++}`;
-    if (!(await start.on()) || (this.gate && !this.gate.reserveIdle(token))) return wait(bclient, blockUntil);
-    const blocking: RedisClient = Object.create(bclient);
-    (blocking as unknown as { bzpopmin: unknown }).bzpopmin = async (marker: string, timeoutS: number) => {
-      const opts = this.opts;
-      this.idle = { token };
-      let popped: IdlePop;
-      try {
-        popped = await registerAndPop(
-          bclient,
-          handOff.keys,
-          this.id,
-          {
-            keys: handOff.fetchKeys,
-            prefix: this.keys[''] ?? '',
-            token,
-            lockDuration: opts.lockDuration ?? 30_000,
-            name: opts.name ?? '',
-            startArgs: start.args().map(String),
-            handOff: handOff.keys[2],
-          },
-          Math.ceil(timeoutS * 1000) + handOff.graceMs,
-          marker,
-          timeoutS,
-          (yes) => {
-            if (yes) this.idleRegistrations++;
-          },
-        );
-      } finally {
-        this.idle = undefined;
-      }
-      if (popped.handed) {
-        // The job keeps the registration's token and the slot reserved for it; BullMQ fetches
-        // at once (what it reads as the marker of a job due now) and gets it.
-        this.handed = popped.handed;
-        return [marker, '0', '0'];
-      }
-      this.gate?.fetched(token, false);
-      // Woken by its own close: no fetch (a time far off, as BullMQ reads a marker).
-      if (popped.closing) return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
-      return popped.marker ?? null;
-    };
-    return wait(blocking, blockUntil);
+    self.waitForJob = (bclient, blockUntil) => idle.wait(wait, bclient, blockUntil);
   }
 
   /** A handed job as BullMQ's fetch would have brought it, its run's start kept for the processor. */
@@ -265,7 +193,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     // BullMQ's loop stops fetching on this answer and starts the job it holds, which takes that
     // job's token out of the set; so this never spins.
     // Handed over (popped, even as the close removed the registration): already this worker's.
-    const handed = this.handed;
+    const handed = this.handOffWait?.take();
     if (handed) return this.takeHandedOnce(handed);
     if (this.unstarted.size > 0) return undefined as unknown as Job<DataType>;
     // The job just fetched (or handed over) left the queue drained: this fetch can only answer
@@ -301,7 +229,6 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
 
   /** A job the blocking pop brought, taken once, under its token and the slot reserved for it. */
   private async takeHandedOnce(handed: Handed): Promise<Job<DataType>> {
-    this.handed = undefined;
     let got = false;
     try {
       const job = await this.takeHanded(handed);
@@ -310,43 +237,6 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     } finally {
       this.gate?.fetched(handed.token, got);
     }
-  }
-
-  /**
-   * Before BullMQ's close drops the blocking connection (a reply in flight on it would be lost):
-   * the registration goes and the pop is woken, so a job handed before that is either popped by
-   * the worker (and run, as any fetched job at a close) or left on its key and given back here.
-   */
-  private async closeHandOff(handOff: HandOff): Promise<void> {
-    this.handOffClosed = true;
-    try {
-      const client = await this.client;
-      await closeIdle(client, handOff.keys, this.id);
-      const waiting = this.idle ? this.loop.waiting : null;
-      if (waiting) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          waiting.catch(() => 0),
-          new Promise((resolve) => {
-            timer = setTimeout(resolve, CLOSE_WAKE_WAIT_MS);
-          }),
-        ]);
-        clearTimeout(timer);
-      }
-      const left = await takeLeft(client, handOff.keys);
-      if (left) await this.giveBackHanded(left, handOff);
-    } catch (err) {
-      this.emit('error', err as Error);
-    }
-  }
-
-  private async giveBackHanded(handed: Handed, handOff: HandOff): Promise<void> {
-    const [jobData, id] = nextJobData(handed.answer);
-    if (!jobData || id === undefined) return;
-    const job = Job.fromJSON(this, jobData, id);
-    await job.moveToWait(handed.token);
-    const data = job.data as { tenant?: unknown; skill?: unknown };
-    if (typeof data.tenant === 'string' && !data.skill) await handOff.giveBack?.(data.tenant, String(id));
   }
 
   private get loop(): FetchLoopState {
@@ -434,7 +324,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   }
 
   override async close(force = false): Promise<void> {
-    if (this.handOff && !this.closing && !this.handOffClosed) await this.closeHandOff(this.handOff);
+    const idle = this.handOffWait;
+    if (idle && !this.closing && !idle.closed) await idle.close();
     const closing = super.close(force);
     // A fetch waiting for a slot must not hold the close up: woken, it finds the worker closing.
     this.gate?.wakeFetches();

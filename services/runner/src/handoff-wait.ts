@@ -1,0 +1,169 @@
+/**
+ * The idle side of a ParkingWorker's direct hand-off (its Redis calls are handoff-store.ts'):
+ * BullMQ's wait on the queue's marker becomes the worker's registration and a blocking pop on its
+ * own hand-off key and that marker, with a slot reserved for a job a submit hands to it; the job
+ * the pop brings waits here for the fetch that follows. At close the registration goes and the pop
+ * is woken, so a job handed before that is either popped (and run, as any fetched job at a close)
+ * or left on its key and given back.
+ */
+import { Job, type RedisClient, type Worker } from 'bullmq';
+import {
+  closeIdle,
+  type Handed,
+  type HandOffKeys,
+  type IdlePop,
+  nextJobData,
+  registerAndPop,
+  takeLeft,
+} from './handoff-store.ts';
+import type { SlotGate } from './slot-gate.ts';
+
+/** Direct hand-off (handoff-store.ts): how a worker registers itself idle. */
+export interface HandOff {
+  /** The worker's hand-off keys: idle, idle args, its own. */
+  keys: HandOffKeys;
+  /** BullMQ's moveToActive-11 keys of the queue. */
+  fetchKeys: string[];
+  /** How long a registration lives past its blocking pop's timeout, ms (bounds a dead worker's). */
+  graceMs: number;
+  /** Gives back the lease a job handed over took (the worker closed before it popped the job). */
+  giveBack?: (tenant: string, jobId: string) => Promise<void>;
+}
+
+/** BullMQ's private wait on the queue's marker (worker.js `waitForJob`). */
+export type WaitForJob = (bclient: RedisClient, blockUntil: number) => Promise<number>;
+
+/** What the wait reads of its worker at each wait (set on it after it was made). */
+export interface HandOffHooks {
+  gate(): SlotGate | undefined;
+  /** The worker's fetch start: whether a fetch may start its run now, and its arguments. */
+  start(): { on(): Promise<boolean>; args(): (string | number)[] } | undefined;
+  /** Jobs a fetch brought have not started yet: the worker waits as BullMQ does, unregistered. */
+  unstarted(): boolean;
+  /** BullMQ's marker wait under way (its private `waiting`). */
+  waiting(): Promise<number> | null;
+}
+
+/** How long a close waits for its woken pop to come back before closing anyway, ms. */
+const CLOSE_WAKE_WAIT_MS = 2_000;
+
+export class HandOffWait<DataType> {
+  /** Registrations written. */
+  registrations = 0;
+  /** The close removed the registration: none is written again. */
+  closed = false;
+  /** The registration of the pop under way: its lock token (its slot reserved for it). */
+  private idle: { token: string } | undefined;
+  private tokens = 0;
+  /** A job the blocking pop brought, for the fetch that follows it. */
+  private handed: Handed | undefined;
+  private readonly handOff: HandOff;
+  private readonly worker: Worker<DataType>;
+  private readonly hooks: HandOffHooks;
+
+  constructor(handOff: HandOff, worker: Worker<DataType>, hooks: HandOffHooks) {
+    this.handOff = handOff;
+    this.worker = worker;
+    this.hooks = hooks;
+  }
+
+  /** BullMQ's marker wait (`wait`) as the registration and the pop on both keys, when it may be. */
+  async wait(wait: WaitForJob, bclient: RedisClient, blockUntil: number): Promise<number> {
+    const handOff = this.handOff;
+    const start = this.hooks.start();
+    const gate = this.hooks.gate();
+    // A job handed over and not taken yet: no wait, the fetch that follows takes it.
+    if (this.handed) return 0;
+    if (!start || this.worker.closing || this.closed || this.hooks.unstarted())
+      return wait(bclient, blockUntil);
+    const token = `${this.worker.id}:h:${this.tokens++}`;
+    if (!(await start.on()) || (gate && !gate.reserveIdle(token))) return wait(bclient, blockUntil);
+    const blocking: RedisClient = Object.create(bclient);
+    (blocking as unknown as { bzpopmin: unknown }).bzpopmin = async (marker: string, timeoutS: number) => {
+      const opts = this.worker.opts;
+      this.idle = { token };
+      let popped: IdlePop;
+      try {
+        popped = await registerAndPop(
+          bclient,
+          handOff.keys,
+          this.worker.id,
+          {
+            keys: handOff.fetchKeys,
+            prefix: this.worker.keys[''] ?? '',
+            token,
+            lockDuration: opts.lockDuration ?? 30_000,
+            name: opts.name ?? '',
+            startArgs: start.args().map(String),
+            handOff: handOff.keys[2],
+          },
+          Math.ceil(timeoutS * 1000) + handOff.graceMs,
+          marker,
+          timeoutS,
+          (yes) => {
+            if (yes) this.registrations++;
+          },
+        );
+      } finally {
+        this.idle = undefined;
+      }
+      if (popped.handed) {
+        // The job keeps the registration's token and the slot reserved for it; BullMQ fetches
+        // at once (what it reads as the marker of a job due now) and gets it.
+        this.handed = popped.handed;
+        return [marker, '0', '0'];
+      }
+      gate?.fetched(token, false);
+      // Woken by its own close: no fetch (a time far off, as BullMQ reads a marker).
+      if (popped.closing) return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
+      return popped.marker ?? null;
+    };
+    return wait(blocking, blockUntil);
+  }
+
+  /** The job the pop brought, taken once (undefined: none). */
+  take(): Handed | undefined {
+    const handed = this.handed;
+    this.handed = undefined;
+    return handed;
+  }
+
+  /**
+   * Before BullMQ's close drops the blocking connection (a reply in flight on it would be lost):
+   * the registration goes and the pop is woken, so a job handed before that is either popped by
+   * the worker (and run, as any fetched job at a close) or left on its key and given back here.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    const handOff = this.handOff;
+    try {
+      const client = await this.worker.client;
+      await closeIdle(client, handOff.keys, this.worker.id);
+      const waiting = this.idle ? this.hooks.waiting() : null;
+      if (waiting) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          waiting.catch(() => 0),
+          new Promise((resolve) => {
+            timer = setTimeout(resolve, CLOSE_WAKE_WAIT_MS);
+          }),
+        ]);
+        clearTimeout(timer);
+      }
+      const left = await takeLeft(client, handOff.keys);
+      if (left) await this.giveBack(left);
+    } catch (err) {
+      this.worker.emit('error', err as Error);
+    }
+  }
+
+  private async giveBack(handed: Handed): Promise<void> {
+    const [jobData, id] = nextJobData(handed.answer);
+    if (!jobData || id === undefined) return;
+    const job = Job.fromJSON(this.worker, jobData, id);
+    await job.moveToWait(handed.token);
+    const data = job.data as { tenant?: unknown; skill?: unknown };
+    if (typeof data.tenant === 'string' && !data.skill)
+      await this.handOff.giveBack?.(data.tenant, String(id));
+  }
+}
