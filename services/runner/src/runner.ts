@@ -464,12 +464,15 @@ export function createRunner(deps: RunnerDeps) {
      * back (their executions abort and the jobs return to the queue for another runner).
      */
     async close(graceMs = config.ISLET_RUNNER_SHUTDOWN_GRACE_MS) {
+      // The grace counts from the stop request (as a pod's termination grace counts from its
+      // SIGTERM), not from after a recovery pass or a watchdog probe in flight has ended: a slow
+      // pass on a loaded node must not let runs go on past it.
+      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
       await recovery.stop();
       // First, so no restart swaps a worker out from under the close below.
       await watchdog?.close();
       const current = [...modeWorkers.values()];
       const closing = Promise.all(current.map((m) => m.worker.close()));
-      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
       if ((await Promise.race([closing.then(() => 'closed' as const), timer])) === 'timeout') {
         logger.warn({ runs: [...active.keys()] }, 'shutdown grace over; handing running jobs back');
         for (const ctl of active.values()) abortRun(ctl, 'handBack');
