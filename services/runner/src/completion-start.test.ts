@@ -138,10 +138,12 @@ describe("a completion that starts its next job's run (one server)", () => {
       g.close();
       await backlog(t, ['r1', 'r2']);
       await until('r1 to start', async () => (await redis.hget(keys.run('r1'), 'status')) === 'Running');
-      // Another runner's lease (tenant other) fills the pool's one slot once r1's is given back.
+      // Another runner's lease (tenant other, with more work queued: acme is not alone) fills the
+      // pool's one slot once r1's is given back.
       const until30s = Number((await redis.time())[0]) * 1000 + 30_000;
       await redis.zadd(keys.poolTenantLeases(mode, 'other'), until30s, 'ghost');
       await redis.zadd(keys.poolBusy(mode), until30s, 'ghost');
+      await redis.hset(keys.poolQueued(mode), 'other', '1');
       const record = await redis.hgetall(keys.run('r2'));
       const m = await monitor();
       try {

@@ -50,12 +50,15 @@ async function exerciseFairShare(redis: Redis): Promise<void> {
     await noteQueued(redis, on, 'read-only', tenant);
     // Pool = 2 × 4 slots; a lone tenant gets all 8, whichever runner asks.
     const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => runners[i % 2]!.acquire('read-only', tenant, `job-${i}`)),
+      Array.from({ length: 8 }, (_, i) => runners[i % 2]!.acquire('read-only', tenant, `job-${i}`)),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(8);
-    expect(await redis.zcard(keys.poolTenantDeferred('read-only', tenant))).toBe(2);
-    // Another tenant's job meets a full pool and waits; the next freed slot is its (under its share).
+    // Another tenant's job queued: the full pool holds the first tenant's next jobs back, and the
+    // other's job, met in the full pool, waits; the next freed slot is its (under its share).
     await noteQueued(redis, on, 'read-only', other);
+    for (const id of ['job-8', 'job-9'])
+      expect((await runners[1]!.acquire('read-only', tenant, id)).ok).toBe(false);
+    expect(await redis.zcard(keys.poolTenantDeferred('read-only', tenant))).toBe(2);
     expect((await runners[1]!.acquire('read-only', other, 'other-0')).ok).toBe(false);
     const holder = results.findIndex((r) => r.ok);
     await runners[0]!.release('read-only', tenant, `job-${holder}`);

@@ -1,9 +1,10 @@
 /**
- * The fair-share scripts against a real redis-server: a lone tenant gets every free slot (runners
- * racing for it grant exactly the pool); under contention a tenant holds its share and a quiet
- * tenant's queued job gets the slot; freed slots go round robin to tenants with deferred jobs,
- * under their share first, each tenant's own order kept; the share follows the pool's live slots,
- * a lease that is not renewed (a SIGKILLed runner) lapses, and queued counts heal.
+ * The fair-share scripts against a real redis-server: a lone tenant gets every free slot, never
+ * deferred for a pool seen full, its deferrals ending with the next pick-up; under contention a
+ * tenant holds its share (runners racing grant exactly it) and a quiet tenant's queued job gets
+ * the slot; freed slots go round robin to tenants with deferred jobs, under their share first,
+ * each tenant's own order kept; the share follows the pool's live slots, a lease that is not
+ * renewed (a SIGKILLed runner) lapses, and queued counts heal.
  */
 import { createLogger, createRedis, keys } from '@islet/core';
 import { noteQueued } from '@islet/runs';
@@ -61,21 +62,29 @@ async function clean(mode: string) {
 }
 
 describe('fair share', () => {
-  it('a lone tenant gets every free slot: three runners racing grant exactly the pool', async () => {
+  it('a lone tenant gets every free slot; under contention three runners racing grant exactly its share', async () => {
     const runners = [runner(), runner(), runner()];
     for (const r of runners) await r.start(['read-only']);
     await queued('read-only', 'acme', 30);
-    // Pool = 3 × 4 slots; nobody else waits, so all 12 go to acme (the share, 6, binds only under contention).
-    const results = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => runners[i % 3]!.acquire('read-only', 'acme', `job-${i}`)),
+    // Pool = 3 × 4 slots; nobody else waits, so each job of acme a runner took into a free slot of
+    // its own is granted (the share, 6, binds only under contention).
+    const alone = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => runners[i % 3]!.acquire('read-only', 'acme', `job-${i}`)),
     );
-    expect(results.filter((r) => r.ok)).toHaveLength(12);
-    expect(results[0]!.limit).toBe(6);
-    expect(await redis.zcard(keys.poolTenantDeferred('read-only', 'acme'))).toBe(18);
+    expect(alone.filter((r) => r.ok)).toHaveLength(12);
+    expect(alone[0]!.limit).toBe(6);
+    for (let i = 0; i < 12; i++) await runners[i % 3]!.release('read-only', 'acme', `job-${i}`);
+    // Another tenant waits: the racing acquires grant acme exactly its share, the rest deferred.
+    await queued('read-only', 'other');
+    const results = await Promise.all(
+      Array.from({ length: 18 }, (_, i) => runners[i % 3]!.acquire('read-only', 'acme', `job-${12 + i}`)),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(6);
+    expect(await redis.zcard(keys.poolTenantDeferred('read-only', 'acme'))).toBe(12);
     // Every pick-up was counted off the tenant's queued jobs.
     expect(await redis.hget(keys.poolQueued('read-only'), 'acme')).toBeNull();
     // A job that holds a lease gets it again (a stalled job taken over keeps its slot).
-    const holder = results.findIndex((r) => r.ok);
+    const holder = 12 + results.findIndex((r) => r.ok);
     expect((await runners[1]!.acquire('read-only', 'acme', `job-${holder}`)).ok).toBe(true);
     for (const r of runners) await r.close();
     await clean('read-only');
@@ -95,13 +104,15 @@ describe('fair share', () => {
     await r.release('read-only', 'flood', 'f-0');
     expect(promoted).toEqual([]); // nothing deferred: the slot is simply free
     // quiet's job is queued behind the flood: flood (3 of 4, over its share of 2) is moved aside.
-    await queued('read-only', 'quiet');
+    await queued('read-only', 'quiet', 2);
     expect((await r.acquire('read-only', 'flood', 'f-4')).ok).toBe(false);
     expect((await r.acquire('read-only', 'quiet', 'q-0')).ok).toBe(true);
-    expect(await redis.hget(keys.poolQueued('read-only'), 'quiet')).toBeNull();
-    // With the pool full, flood's next job waits too; a freed slot of flood's goes back to flood
-    // once quiet has nothing waiting (work-conserving), its oldest deferred job first.
+    expect(await redis.hget(keys.poolQueued('read-only'), 'quiet')).toBe('1');
+    // With the pool full and quiet's second job waiting, flood's next job waits too; a freed slot
+    // of flood's goes back to flood once quiet has nothing waiting (work-conserving; here its
+    // second job was cancelled, the gateway took its count back), its oldest deferred job first.
     expect((await r.acquire('read-only', 'flood', 'f-5')).ok).toBe(false);
+    await redis.hdel(keys.poolQueued('read-only'), 'quiet');
     await r.release('read-only', 'flood', 'f-1');
     expect(promoted).toEqual(['f-4']);
     expect((await r.acquire('read-only', 'flood', 'f-4')).ok).toBe(true); // its reservation
@@ -147,11 +158,12 @@ describe('fair share', () => {
 
   it("a tenant's own order is kept: a later job granted a slot hands it to its oldest deferred job", async () => {
     const promoted: string[] = [];
-    const r = runner({}, async (_m, id) => {
+    const r = runner({ ISLET_RUNNER_CONCURRENCY: 8 }, async (_m, id) => {
       promoted.push(id);
       return true;
     });
     await r.start(['read-only']);
+    await queued('read-only', 'other'); // contention: o is held to its share (4 of 8)
     for (let i = 0; i < 4; i++) expect((await r.acquire('read-only', 'o', `o${i}`)).ok).toBe(true);
     for (const id of ['o4', 'o5']) {
       expect((await r.acquire('read-only', 'o', id)).ok).toBe(false);
@@ -166,6 +178,54 @@ describe('fair share', () => {
     expect((await r.acquire('read-only', 'o', 'o4')).ok).toBe(true);
     expect(await redis.zrange(keys.poolTenantDeferred('read-only', 'o'), 0, -1)).toEqual(['o5']);
     await r.close();
+    await clean('read-only');
+  });
+
+  it('alone, a tenant is never deferred for a pool seen full, and a job finding an older deferred one takes a slot for both', async () => {
+    const promoted: string[] = [];
+    const r = runner({}, async (_m, id) => {
+      promoted.push(id);
+      return true;
+    });
+    await r.start(['read-only']);
+    const deferred = keys.poolTenantDeferred('read-only', 'l');
+    const waiting = keys.poolWaiting('read-only');
+    // Four busy members no runner counts a slot for (leases given back late): the count says full,
+    // but the job is in its runner's own free slot and nobody else waits.
+    const later = Date.now() + 60_000;
+    await redis.zadd(keys.poolBusy('read-only'), later, 'g0', later, 'g1', later, 'g2', later, 'g3');
+    expect((await r.acquire('read-only', 'l', 'l1')).ok).toBe(true);
+    // One deferral left from before: the next pick-up runs and the older job keeps a slot too
+    // (promoted), so no deferral follows from it.
+    await redis.zadd(deferred, Date.now() - 5, 'old');
+    await redis.zadd(waiting, Date.now() - 5, 'l');
+    expect((await r.acquire('read-only', 'l', 'l2')).ok).toBe(true);
+    await until(() => promoted.length === 1);
+    expect(promoted).toEqual(['old']);
+    expect(await redis.zcard(deferred)).toBe(0);
+    expect(await redis.zcard(waiting)).toBe(0);
+    expect((await redis.zrange(keys.poolTenantLeases('read-only', 'l'), 0, -1)).sort()).toEqual([
+      'l1',
+      'l2',
+      'old',
+    ]);
+    expect((await r.acquire('read-only', 'l', 'old')).ok).toBe(true); // its reservation
+    await r.close();
+    await clean('read-only');
+    // Under a cap that cannot hold both, the tenant's order: the older job gets the slot.
+    const capped = runner({ ISLET_TENANT_MAX_EXECUTING_PER_POOL: 3 }, async (_m, id) => {
+      promoted.push(id);
+      return true;
+    });
+    await capped.start(['read-only']);
+    for (const id of ['c1', 'c2']) expect((await capped.acquire('read-only', 'l', id)).ok).toBe(true);
+    await redis.zadd(deferred, Date.now() - 5, 'old2');
+    await redis.zadd(waiting, Date.now() - 5, 'l');
+    expect((await capped.acquire('read-only', 'l', 'c3')).ok).toBe(false);
+    await until(() => promoted.length === 2);
+    expect(promoted[1]).toBe('old2');
+    expect(await redis.zrange(deferred, 0, -1)).toEqual(['c3']);
+    await capped.close();
     await clean('read-only');
   });
 
@@ -277,10 +337,12 @@ describe('fair share', () => {
     await r.start(['workspace-write']);
     for (const id of ['first-running', 'other-running'])
       expect((await r.acquire('workspace-write', 'p', id)).ok).toBe(true);
+    await queued('workspace-write', 'other'); // contention while p's jobs are deferred
     for (const id of ['second', 'third', 'fourth']) {
       expect((await r.acquire('workspace-write', 'p', id)).ok).toBe(false);
       await new Promise((res) => setTimeout(res, 2));
     }
+    await redis.hdel(keys.poolQueued('workspace-write'), 'other'); // its job cancelled: p is alone
     await r.release('workspace-write', 'p', 'first-running');
     expect(promoted).toEqual(['second', 'third']);
     expect(await redis.zrange(keys.poolTenantDeferred('workspace-write', 'p'), 0, -1)).toEqual(['fourth']);
@@ -304,7 +366,9 @@ describe('fair share', () => {
     const busy = keys.poolBusy('danger-full-access');
     for (const id of ['held', 'other'])
       expect((await r.acquire('danger-full-access', 'w', id)).ok).toBe(true);
+    await queued('danger-full-access', 'x'); // contention while w's next job is deferred
     expect((await r.acquire('danger-full-access', 'w', 'next')).ok).toBe(false);
+    await redis.hdel(keys.poolQueued('danger-full-access'), 'x'); // its job cancelled: w is alone
     // `held` parks: its slot goes to the tenant's deferred job.
     await r.release('danger-full-access', 'w', 'held');
     expect(promoted).toEqual(['next']);

@@ -19,7 +19,12 @@
  * job (a reservation: that job is granted when a runner takes it) and promotes it. Every deferred
  * job also checks again after ISLET_TENANT_SHARE_RECHECK_MS in case that promotion was lost (a
  * runner killed in between). A tenant's own order is kept: a job granted while its tenant has
- * older deferred jobs gives its slot to the oldest of them and waits behind it.
+ * older deferred jobs gives its slot to the oldest of them and waits behind it — under contention.
+ * A tenant alone (no other tenant's work waits) is never deferred for a pool seen full (the job is
+ * in its runner's own free slot; the count can only be full of reservations not taken yet or
+ * leases given back late), and a job of it that finds an older deferred one takes a slot for that
+ * one and one for itself: the older job is never passed over for a slot, and one deferral does not
+ * make the next pick-up's (the chain of test/bench/README.md, round 20).
  *
  * The queued counts drift only when a queued job leaves without a pick-up and without the
  * gateway taking its count back (cancels and refused submits do), or when on Cluster a count

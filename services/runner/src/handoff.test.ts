@@ -349,7 +349,8 @@ describe('direct hand-off to an idle worker (one server)', () => {
     try {
       await warmUp(t, 'fw');
       await idle(t);
-      // The pool's one slot held by another tenant's job: acme's lease is refused.
+      // The pool's one slot held by another tenant's job, more of its work queued (acme is not
+      // alone): acme's lease is refused.
       const fair = createFairShare({
         redis,
         logger,
@@ -360,6 +361,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
         },
       });
       expect((await fair.acquire(mode, 'other', 'x1')).ok).toBe(true);
+      await redis.hset(keys.poolQueued(mode), 'other', '1');
       await newRun('d1');
       const before = t.worker().handOffs;
       await t.add('d1', 'acme', 2);
