@@ -297,8 +297,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       // Not taken (the processor failed before its start): nothing of it is kept, and a slot
       // reserved for the job that never took it goes back. A next job the completion brought
       // started keeps the slot reserved for it (the same token); BullMQ dropped it: it goes back.
+      // Given back before the slot frees: a fetch the freed slot makes must not find the lease
+      // still counted in the pool (a full count there defers a job under contention).
       const id = args[0].id;
-      if (id !== undefined && this.started.has(id)) this.giveBackUntaken(args[0], this.started.get(id));
+      if (id !== undefined && this.started.has(id)) await this.giveBackUntaken(args[0], this.started.get(id));
       const nextId = this.keptFor.get(token);
       this.keptFor.delete(token);
       if (nextId !== undefined && !next) this.started.delete(nextId);
@@ -313,14 +315,14 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
   }
 
-  /** A start no processor took: forgotten, and its lease, when granted, given back (not awaited). */
-  private giveBackUntaken(job: Job<DataType>, begun: unknown): void {
+  /** A start no processor took: forgotten, and its lease, when granted, given back. */
+  private async giveBackUntaken(job: Job<DataType>, begun: unknown): Promise<void> {
     const id = String(job.id);
     this.started.delete(id);
     const lease = Array.isArray(begun) ? begun[3] : undefined;
     const tenant = (job.data as { tenant?: unknown }).tenant;
     if (Array.isArray(lease) && lease[0] === 1 && typeof tenant === 'string')
-      void this.fetchStart?.giveBack?.(tenant, id);
+      await this.fetchStart?.giveBack?.(tenant, id);
   }
 
   override async close(force = false): Promise<void> {

@@ -147,21 +147,27 @@ export function createRunner(deps: RunnerDeps) {
       const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
       if (!ok) return defer(limit);
     }
+    // Nothing to give back when the run's end gave it back or its start refused it; a start that
+    // never answered (its reply lost) may have taken it, and a release of nothing is harmless.
+    const mustRelease = () => !lease?.answer || (lease.answer.ok && !lease.endReleased);
     let result: T;
     try {
       result = await work(lease);
-    } finally {
-      // Not awaited: the job's completion (BullMQ's moveToCompleted, which fetches this slot's
-      // next job) goes out with it instead of a round trip later. The next job's acquire follows
-      // on the same connection, so Redis sees the release first; a slot the release leases to a
-      // deferred job is reserved for it whichever job BullMQ hands this worker next. Nothing to
-      // give back when the run's end gave it back or its start refused it; a start that never
-      // answered (its reply lost) may have taken it, and a release of nothing is harmless.
-      if (!lease?.answer || (lease.answer.ok && !lease.endReleased)) {
-        const released = share.release(mode, job.data.tenant, jobId);
-        releasing.add(released);
-        void released.finally(() => releasing.delete(released));
-      }
+    } catch (err) {
+      // Thrown past the executor: given back before the slot frees (the processor's end), or this
+      // worker's next fetch may take its lease on its own connection before Redis has the release
+      // and read a full pool (a deferral under contention). A round trip on a failure only.
+      if (mustRelease()) await share.release(mode, job.data.tenant, jobId);
+      throw err;
+    }
+    // Not awaited: the job's completion (BullMQ's moveToCompleted, which fetches this slot's
+    // next job) goes out with it instead of a round trip later. The next job's acquire follows
+    // on the same connection, so Redis sees the release first; a slot the release leases to a
+    // deferred job is reserved for it whichever job BullMQ hands this worker next.
+    if (mustRelease()) {
+      const released = share.release(mode, job.data.tenant, jobId);
+      releasing.add(released);
+      void released.finally(() => releasing.delete(released));
     }
     if (lease?.answer && !lease.answer.ok) return defer(lease.answer.limit);
     return result;

@@ -29,7 +29,7 @@ import { expect } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import type { ParkingWorker } from '../src/parking-worker.ts';
 import type { RunExecutor } from '../src/run-executor.ts';
-import { createRunner } from '../src/runner.ts';
+import { createRunner, type RunnerDeps } from '../src/runner.ts';
 import type { SkillExecutor } from '../src/skill-executor.ts';
 
 /** The one mode these tests run in. */
@@ -66,6 +66,8 @@ export interface RunnerSetUpOptions {
   env?: Record<string, string>;
   /** Called as the run's own work begins (where the real executor sends the program). */
   onWork?: (runId: string) => void;
+  /** The runner's fair share (a wrapper around the real one). */
+  createShare?: RunnerDeps['createShare'];
 }
 
 /** A started harness's Redis: the server and one client on it. */
@@ -204,7 +206,14 @@ export function runnerHarness(name: string) {
       ...(fused ? { fetchedStartArgs: life.fetchedStartArgs } : {}),
     };
     const metrics = createMetrics({ component: name, defaults: false });
-    const runner = createRunner({ config, executor, metrics, logger, ...(skills ? { skills } : {}) });
+    const runner = createRunner({
+      config,
+      executor,
+      metrics,
+      logger,
+      ...(skills ? { skills } : {}),
+      ...(opts.createShare ? { createShare: opts.createShare } : {}),
+    });
     const queue = new Queue<RunJobData>(runQueueName(mode), {
       connection: { host: '127.0.0.1', port: server.port },
       prefix: QUEUE_PREFIX,
