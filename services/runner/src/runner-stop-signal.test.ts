@@ -1,7 +1,10 @@
 /**
  * A running job's `stop` signal (what the executor hands the engine) aborts with a cancel request
  * for its run, and with a hand-back at shutdown, carrying that signal's reason; other runs' stay
- * as they are. Real runner, real redis-server, an executor that waits for its signals.
+ * as they are. The shutdown grace counts from the stop request, also while a recovery pass the
+ * close waits for is in flight (held open here past the grace: the run is handed back as the pass
+ * ends, not a grace later; timers read in their firing order, never a duration). Real runner, real
+ * redis-server, an executor that waits for its signals.
  */
 import { channels, createLogger, createMetrics, createRedis, generateSealKey, loadConfig } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
@@ -9,7 +12,7 @@ import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExecuteJob } from './run-executor.ts';
+import { type ExecuteJob, HandBackError } from './run-executor.ts';
 import { createRunner } from './runner.ts';
 
 let server: RedisServer;
@@ -87,6 +90,93 @@ describe('runner: a job stop signal', () => {
     } finally {
       if (!closed) await runner.close(0).catch(() => undefined);
       publisher.disconnect();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+    }
+  });
+
+  it('the shutdown grace counts from the stop request, a recovery pass still in flight included', async () => {
+    const config = loadConfig({
+      ISLET_REDIS_URL: server.url,
+      ISLET_SEAL_KEYS: generateSealKey(),
+      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+      ISLET_RUNNER_MODES: 'read-only',
+      ISLET_RUNNER_CONCURRENCY: '2',
+      ISLET_RUNNER_STALLED_INTERVAL_MS: '500',
+    });
+    const jobs = new Map<string, ExecuteJob>();
+    // The recovery pass reads the head of a failed job's run: held open here until `open`.
+    let heads = 0;
+    let open: () => void = () => undefined;
+    const pass = new Promise<void>((r) => {
+      open = r;
+    });
+    const runner = createRunner({
+      config,
+      executor: {
+        execute: async (job) => {
+          if (job.runId === 'f1') throw new Error('fails for good: its run is for the recovery pass');
+          jobs.set(job.runId, job);
+          // Handed back as the real executor hands a run back (the job returns to the queue).
+          return new Promise((resolve, reject) =>
+            job.stop?.addEventListener('abort', () =>
+              job.handBack.aborted ? reject(new HandBackError('handed back')) : resolve('cancelled'),
+            ),
+          );
+        },
+        giveUp: async () => undefined,
+        head: async (runId) => {
+          if (runId === 'f1') {
+            heads++;
+            await pass;
+          }
+          return null;
+        },
+      },
+      metrics: createMetrics({ component: 'runner-stop-signal-test', defaults: false }),
+      logger: createLogger({ name: 'runner-stop-signal-test', level: 'silent' }),
+    });
+    const queue = new Queue<RunJobData>(runQueueName('read-only'), {
+      connection: { host: '127.0.0.1', port: server.port },
+      prefix: QUEUE_PREFIX,
+    });
+    let closed = false;
+    try {
+      await runner.start();
+      await queue.add(
+        'run',
+        { runId: 'r1', tenant: 'acme', enqueuedAtMs: Date.now() },
+        runJobOptions('r1', 1),
+      );
+      await until('r1 to run', () => jobs.has('r1'));
+      await queue.add(
+        'run',
+        { runId: 'f1', tenant: 'acme', enqueuedAtMs: Date.now() },
+        runJobOptions('f1', 1),
+      );
+      // Two reads of f1's head held: the worker's own `failed` reconcile makes at most one, so a
+      // pass of the loop (what the close waits for) is in flight.
+      await until('a recovery pass to be held', () => heads >= 2);
+      const graceMs = 300;
+      const closing = runner.close(graceMs).then(() => {
+        closed = true;
+      });
+      // The pass ends only after the grace is over: this timer, set after the close's own with the
+      // same delay, fires after it. Then the run must be handed back at once: by the time a second
+      // grace set now is over (the timer the close set when it counted from after the pass) it was.
+      const handedBackBeforeASecondGrace = new Promise<boolean>((resolve) =>
+        setTimeout(() => {
+          open();
+          setTimeout(() => resolve(jobs.get('r1')?.handBack.aborted === true), graceMs);
+        }, graceMs),
+      );
+      expect(await handedBackBeforeASecondGrace).toBe(true);
+      await closing;
+      expect(jobs.get('r1')?.cancel.aborted).toBe(false);
+      expect(['delayed', 'waiting']).toContain(await queue.getJobState('r1'));
+    } finally {
+      open();
+      if (!closed) await runner.close(0).catch(() => undefined);
       await queue.obliterate({ force: true }).catch(() => undefined);
       await queue.close();
     }
