@@ -4,6 +4,7 @@
  * tenants (8 clients each), then the lone tenant again four times; after each phase the pool's
  * queued counts, waiting tenants and busy leases. A lone tenant is never held to its share (no
  * other tenant waits), so any deferral there is a lease seen held that was already given back.
+ * `SEED=1` adds a lone burst seeded with one busy member no runner holds (round 20's chain).
  */
 import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
@@ -71,6 +72,29 @@ try {
   let turn = 0;
   await phase('two', () => burst(() => run(turn++ % 2 ? post2 : post1)(), 300, 16), 300);
   for (let i = 0; i < 4; i++) await phase(`lone ${i}`, () => burst(run(post1), 200, 16), 200);
+  // SEED=1: a lone burst with one seed of the chain (round 20): after its 50th run, a busy member
+  // no runner holds (a release that lands late), lapsing 2 s later; the deferrals after it count.
+  if (process.env.SEED === '1')
+    await phase(
+      'lone seeded',
+      async () => {
+        let done = 0;
+        let seeded = false;
+        await burst(
+          async () => {
+            await run(post1)();
+            if (++done === 50 && !seeded) {
+              seeded = true;
+              const [s] = await redis.time();
+              await redis.zadd(keys.poolBusy('read-only'), Number(s) * 1000 + 2000, 'late');
+            }
+          },
+          400,
+          16,
+        );
+      },
+      400,
+    );
 } finally {
   redis.disconnect();
   await cluster.stop();
