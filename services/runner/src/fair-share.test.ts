@@ -52,7 +52,7 @@ function runner(
 }
 
 const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
-const queued = (mode: 'read-only' | 'workspace-write', tenant: string, n = 1) =>
+const queued = (mode: 'read-only' | 'workspace-write' | 'danger-full-access', tenant: string, n = 1) =>
   Promise.all(Array.from({ length: n }, () => noteQueued(redis, on, mode, tenant)));
 const grants = (rs: Array<{ ok: boolean }>) => rs.map((r) => r.ok);
 

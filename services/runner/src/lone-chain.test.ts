@@ -9,13 +9,15 @@
 import { keys } from '@islet/core';
 import { runJobOptions } from '@islet/runs';
 import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
 
 const h = runnerHarness('lone-chain-test');
+let client: Redis;
 
 beforeAll(async () => {
-  await h.start();
+  ({ redis: client } = await h.start());
 });
 afterAll(() => h.close());
 
@@ -47,7 +49,6 @@ describe('a lone tenant under a steady backlog', () => {
   it('one deferred job seeds no chain: the deferrals stop at once', async () => {
     const t = await h.setUp('chain', true);
     await h.warmUp(t, 'warm');
-    const client = await t.queue.client;
     // The state one deferral leaves (withTenantSlot's defer, lease-acquire's defer()): the job
     // back in the queue as a delayed job (its recheck far off), in its tenant's deferred set, the
     // tenant listed among the pool's waiting tenants. Seeded mid-backlog: the pool's 4 slots full,
@@ -84,7 +85,6 @@ describe('a lone tenant under a steady backlog', () => {
   it('a lease Redis still counts that no runner holds (given back late) defers nothing', async () => {
     const t = await h.setUp('ghost', true);
     await h.warmUp(t, 'warm-ghost');
-    const client = await t.queue.client;
     const ids = await backlog(t, 'g', 240);
     await until('the backlog to be under way', async () => (await t.queue.getCompletedCount()) >= 20);
     // Mid-backlog, a busy member for a slot no runner's gate counts (a release that has not landed
