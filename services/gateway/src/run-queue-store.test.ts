@@ -9,7 +9,7 @@ import { type RedisServer, startRedis } from '@islet/testkit';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJobEventsStore } from './job-events-store.ts';
-import { createRunQueueStore, type RunQueueStore } from './run-queue-store.ts';
+import { createRunQueueStore, enqueueStamp, type RunQueueStore } from './run-queue-store.ts';
 
 let server: RedisServer;
 let redis: Redis;
@@ -28,6 +28,21 @@ afterAll(async () => {
 });
 
 describe('run queue store', () => {
+  it("stamps a run's job with the enqueue time's fraction of a ms, on the wall clock", async () => {
+    const job = { runId: 'r-stamp', tenant: 't', mode: 'read-only' as const, attempts: 1 };
+    const before = Date.now();
+    await store.enqueueRun(job);
+    const after = Date.now();
+    const stamped = (await store.queues['read-only'].getJob('r-stamp'))?.data.enqueuedAtMs as number;
+    // The clock the runner's own stamps of the run use (`timings`), not `Date.now()`'s whole ms.
+    expect(Number.isInteger(stamped)).toBe(false);
+    expect(stamped).toBeGreaterThanOrEqual(before - 2);
+    expect(stamped).toBeLessThanOrEqual(after + 2);
+    expect(await store.takeBack('read-only', 'r-stamp')).toBe(true);
+    const stamps = Array.from({ length: 50 }, enqueueStamp);
+    expect(stamps.some((t) => !Number.isInteger(t))).toBe(true);
+  });
+
   it('queues a run once under its id, a decision round under its own', async () => {
     const job = { runId: 'r-1', tenant: 't', mode: 'read-only' as const, attempts: 3 };
     await store.enqueueRun(job);

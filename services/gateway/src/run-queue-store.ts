@@ -42,6 +42,19 @@ interface SkillJob {
 type QueueDepth = Partial<Record<'waiting' | 'prioritized' | 'delayed' | 'active', number>>;
 
 /**
+ * A job's enqueue time, ms since the epoch with its fraction. The runner stamps the same run
+ * (`timings`: pick-up, engine, end) as `performance.timeOrigin + performance.now()`; `Date.now()`'s
+ * whole ms read every enqueue → pick-up span half a ms long on average (round 20). Where this
+ * process's monotonic clock has drifted from the wall clock (a step, a long slew), the wall
+ * clock's ms: the runner's queue-wait metric subtracts it from its own `Date.now()`.
+ */
+export function enqueueStamp(): number {
+  const precise = performance.timeOrigin + performance.now();
+  const wall = Date.now();
+  return Math.abs(precise - wall) < 2 ? precise : wall;
+}
+
+/**
  * `handOff`: a run's add also hands its job to a worker registered idle (handoff-add-store.ts,
  * ISLET_IDLE_HANDOFF); a registration exists only where runners fetch with the run's start (one server).
  */
@@ -71,7 +84,7 @@ export function createRunQueueStore(redis: Redis, onError: (err: Error) => void,
     async enqueueRun(job: RunJob): Promise<void> {
       await adds[job.mode](
         'run',
-        { runId: job.runId, tenant: job.tenant, enqueuedAtMs: Date.now() },
+        { runId: job.runId, tenant: job.tenant, enqueuedAtMs: enqueueStamp() },
         {
           ...runJobOptions(job.runId, job.attempts),
           ...(job.jobId !== undefined ? { jobId: job.jobId } : {}),

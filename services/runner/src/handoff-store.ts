@@ -1,7 +1,8 @@
 /**
  * The idle worker's side of the direct hand-off (`@islet/runs` handoff-scripts.ts, one server
  * only): its registration, written in the same write as its blocking pop, which watches its own
- * hand-off key before the queue's marker; and its removal at close. A job handed over comes back
+ * hand-off key before the queue's marker; its removal after a pop that brought no hand-off; and its
+ * removal at close. A job handed over comes back
  * as the fused fetch's answer would, with the token its lock was taken with.
  */
 import { type Redis as CoreRedis, sendTogether } from '@islet/core';
@@ -21,7 +22,7 @@ export interface Handed {
 
 /**
  * What the blocking pop brought (the marker's pop as BullMQ reads it, its close's wake-up, or
- * nothing) and a job handed to the worker, by the pop or taken right behind it.
+ * nothing) and a job handed to the worker, by the pop or taken back after it.
  */
 export interface IdlePop {
   marker?: [string, string, string];
@@ -85,7 +86,10 @@ export function handedOf(member: Buffer): Handed {
 /**
  * Registers the worker idle (`ttlMs`) and blocks on its hand-off key and the queue's marker for
  * `timeoutS`, in one write. Registration is refused while a hand-off to it is pending: the pop
- * takes that one at once.
+ * takes that one at once. A pop that brought a hand-off is all: the add removed the registration
+ * with its hand-off, and no other can follow. Any other end of the pop (the marker, the timeout)
+ * leaves the registration standing, so `TAKE_BACK` goes then, before the worker fetches: it
+ * removes it and takes a job handed in between (counted by `tookBack`).
  */
 export async function registerAndPop(
   bclient: RedisClient,
@@ -96,38 +100,41 @@ export async function registerAndPop(
   marker: string,
   timeoutS: number,
   registered: (yes: boolean) => void = () => undefined,
+  tookBack: () => void = () => undefined,
 ): Promise<IdlePop> {
   const redis = bclient as unknown as Redis;
-  // One write: the registration, the pop, and (run the moment the pop returns) its removal.
-  const [register, popped, takeBack] = sendTogether(
+  // One write: the registration and the pop.
+  const [register, popped] = sendTogether(
     bclient as unknown as CoreRedis,
     () =>
       [
         REGISTER_IDLE.runInOrder(redis, keys, [workerId, ttlMs, JSON.stringify(terms)]),
         redis.bzpopminBuffer(keys[2], marker, timeoutS),
-        redis.callBuffer(
-          'EVAL',
-          TAKE_BACK.source,
-          3,
-          keys[0],
-          keys[1],
-          keys[2],
-          workerId,
-        ) as Promise<Buffer | null>,
       ] as const,
   );
-  // A dropped connection (the worker's close) rejects all three: none is left unhandled.
-  for (const p of [register, popped, takeBack]) p.catch(() => undefined);
+  // A dropped connection (the worker's close) rejects both: neither is left unhandled.
+  for (const p of [register, popped]) p.catch(() => undefined);
   registered((await register) === 1);
   const result = await popped;
-  const behind = await takeBack;
+  if (result && result[0].toString() === keys[2]) {
+    // Its own key: a hand-off (score 0), or its close's wake-up (1), which removed the
+    // registration first; a hand-off before that would have been popped first (lower score).
+    if (result[2].toString() === '0') return { handed: handedOf(result[1]) };
+    return { closing: true };
+  }
+  tookBack();
+  const behind = (await redis.callBuffer(
+    'EVAL',
+    TAKE_BACK.source,
+    3,
+    keys[0],
+    keys[1],
+    keys[2],
+    workerId,
+  )) as Buffer | null;
   const out: IdlePop = behind ? { handed: handedOf(behind) } : {};
   if (!result) return out;
-  const [key, member, score] = result;
-  if (key.toString() !== keys[2])
-    return { ...out, marker: [key.toString(), member.toString(), score.toString()] };
-  if (score.toString() === '0') return { handed: handedOf(member) };
-  return { ...out, closing: true };
+  return { ...out, marker: [result[0].toString(), result[1].toString(), result[2].toString()] };
 }
 
 /** How long a closed worker's mark refuses a late registration of it, ms. */

@@ -50,6 +50,8 @@ const CLOSE_WAKE_WAIT_MS = 2_000;
 export class HandOffWait<DataType> {
   /** Registrations written. */
   registrations = 0;
+  /** Registrations removed by `TAKE_BACK` after a pop that brought no hand-off (tests read it). */
+  takeBacks = 0;
   /** The close removed the registration: none is written again. */
   closed = false;
   /** The registration of the pop under way: its lock token (its slot reserved for it). */
@@ -102,6 +104,9 @@ export class HandOffWait<DataType> {
           timeoutS,
           (yes) => {
             if (yes) this.registrations++;
+          },
+          () => {
+            this.takeBacks++;
           },
         );
       } finally {

@@ -11,6 +11,7 @@ import { handOffKeys, runJobOptions } from '@islet/runs';
 import { startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HAND_OFF_ADD_SHA, handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import {
@@ -200,6 +201,119 @@ describe('direct hand-off to an idle worker (one server)', () => {
       blocking.disconnect();
       r.disconnect();
       await server.stop();
+    }
+  });
+
+  it('a pop that brought a hand-off sends no take-back; one woken by the marker does, and takes a job handed before it', async () => {
+    const server = await startRedis();
+    const r = createRedis(server.url);
+    const blocking = r.duplicate();
+    try {
+      const own = handOffKeys(prefix, 'w2');
+      const ownKeys: [string, string, string, string] = [own.idle, own.idleArgs, own.handOff, own.closed];
+      const marker = `${prefix}marker`;
+      const terms = {
+        keys: [],
+        prefix,
+        token: 'w2:h:0',
+        lockDuration: 1000,
+        name: '',
+        startArgs: [],
+        handOff: own.handOff,
+      };
+      const member = (token: string) => pack([token, [['id', 'j'], 'j', 0, 0]]);
+      // What the add's script does with a live registration: the registration goes, the answer is pushed.
+      const handOff = (token: string) =>
+        r.multi().zrem(own.idle, 'w2').hdel(own.idleArgs, 'w2').zadd(own.handOff, 0, member(token));
+      const pop = (tookBack: () => void) =>
+        registerAndPop(
+          blocking as unknown as Parameters<typeof registerAndPop>[0],
+          ownKeys,
+          'w2',
+          terms,
+          60_000,
+          marker,
+          5,
+          () => undefined,
+          tookBack,
+        );
+      const evals = async () =>
+        Number(/cmdstat_eval:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
+      const registered = () => until('w2 registered', async () => (await r.zscore(own.idle, 'w2')) !== null);
+
+      // Handed: the pop brings it, and the registration call is the only script.
+      await r.config('RESETSTAT');
+      let takeBacks = 0;
+      const handed = pop(() => takeBacks++);
+      await registered();
+      await handOff('w2:h:0').exec();
+      expect(await handed).toEqual({ handed: { token: 'w2:h:0', answer: [['id', 'j'], 'j', 0, 0] } });
+      expect(takeBacks).toBe(0);
+      expect(await evals()).toBe(1);
+      expect(await r.exists(own.idle, own.idleArgs, own.handOff)).toBe(0);
+
+      // The marker first, a hand-off in the same step: the pop is served the marker (set first), and
+      // the take-back sent after it brings the hand-off; nothing of the registration is left.
+      const woken = pop(() => takeBacks++);
+      await registered();
+      await r
+        .multi()
+        .zadd(marker, 0, '0')
+        .zrem(own.idle, 'w2')
+        .hdel(own.idleArgs, 'w2')
+        .zadd(own.handOff, 0, member('w2:h:1'))
+        .exec();
+      const got = await woken;
+      expect(got.marker?.[0]).toBe(marker);
+      expect(got.handed?.token).toBe('w2:h:1');
+      expect(takeBacks).toBe(1);
+      expect(await r.exists(own.idle, own.idleArgs, own.handOff)).toBe(0);
+
+      // The marker alone: the take-back removes the standing registration and brings nothing.
+      await r.del(marker);
+      const plain = pop(() => takeBacks++);
+      await registered();
+      await r.zadd(marker, 0, '0');
+      const woke = await plain;
+      expect(woke.marker?.[0]).toBe(marker);
+      expect(woke.handed).toBeUndefined();
+      expect(takeBacks).toBe(2);
+      expect(await r.exists(own.idle, own.idleArgs)).toBe(0);
+    } finally {
+      blocking.disconnect();
+      r.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('sequential hand-offs: each pop brings its job, and no take-back follows any of them', async () => {
+    const t = await setUp('seqhand', true, undefined, { handOff: true });
+    const q = handingQueue();
+    try {
+      await warmUp(t, 'sw');
+      await idle(t);
+      const before = { handOffs: t.worker().handOffs, takeBacks: t.worker().idleTakeBacks };
+      const m = await monitor();
+      try {
+        for (const id of ['s1', 's2', 's3']) {
+          await newRun(id);
+          await idle(t);
+          const done = t.outcomes.length;
+          await addOn(q, id);
+          await until(`${id} to complete`, async () => t.outcomes.length === done + 1);
+        }
+      } finally {
+        m.stop();
+      }
+      expect(t.worker().handOffs).toBe(before.handOffs + 3);
+      expect(t.worker().idleTakeBacks).toBe(before.takeBacks);
+      // TAKE_BACK is the one script that reads the worker's hand-off key with ZRANGEBYSCORE.
+      expect(m.sent.filter((c) => c[0] === 'eval' && c[1]?.includes("'ZRANGEBYSCORE'"))).toEqual([]);
+      for (const id of ['s1', 's2', 's3']) expect(await redis.hget(keys.run(id), 'attempts')).toBe('1');
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await q.close();
+      await t.close();
     }
   });
 

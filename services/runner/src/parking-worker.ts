@@ -100,6 +100,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   get idleRegistrations(): number {
     return this.handOffWait?.registrations ?? 0;
   }
+  /** `TAKE_BACK`s sent, one per pop that brought no hand-off (tests read it). */
+  get idleTakeBacks(): number {
+    return this.handOffWait?.takeBacks ?? 0;
+  }
 
   /** Starts watching for hand-offs: BullMQ's marker wait becomes the registration and a pop on both keys. */
   enableHandOff(handOff: HandOff): void {

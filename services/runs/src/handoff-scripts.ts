@@ -9,9 +9,10 @@
  * Keys (all in the queue's hash slot): `<queue>idle` (sorted set: worker id → registration's expiry,
  * ms), `<queue>idle:args` (hash: worker id → its fetch's terms, JSON), `<queue>handoff:<worker id>`
  * (sorted set: the answers handed to that worker, at most one). A registration is used once (the
- * hand-off removes it), and never outlives the worker's pop: a script sent right behind the pop
- * (`TAKE_BACK`) removes it and takes a job handed after the pop was served, so a worker woken by
- * the marker while a job was handed to it loses nothing.
+ * hand-off removes it), and never outlives the worker's wake-up: a pop that brought no hand-off (the
+ * marker, the timeout) is followed, before the worker fetches, by `TAKE_BACK`, which removes it and
+ * takes a job handed after the pop was served, so a worker woken by the marker while a job was
+ * handed to it loses nothing. A pop that brought one needs none (the hand-off removed it).
  */
 import { LuaScript } from '@islet/core/lua-script';
 import { fetchLeaseBeginScript } from './lease-scripts.ts';
@@ -83,9 +84,9 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1`);
 
 /**
- * Sent right behind the worker's blocking pop on the same connection, so it runs the moment the pop
- * returned (whatever woke it): the registration goes, and a job handed after the pop was served
- * (the marker came first) is taken. Nothing of a registration outlives its pop. Not propagated
+ * Sent after the worker's blocking pop returned without a hand-off (the marker, the timeout), before
+ * it fetches: the registration goes, and a job handed after the pop was served (the marker came
+ * first, or in between) is taken. Nothing of a registration outlives that. Not propagated
  * when it only removes the registration (nothing to replay); a hand-off it takes was the gateway's
  * propagated write, so that removal is propagated as usual. A registration still standing was
  * taken by no hand-off (the hand-off removes it with its terms), so nothing is looked for; one gone
