@@ -20,12 +20,13 @@
  */
 
 import { channels, isRedisCluster, keys, type Sealer, sendTogether, slotFreeCheck } from '@islet/core';
-import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
+import type { RunResult } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { journalKeys } from './keys.ts';
 import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index.ts';
 import { FINISH_TENANT } from './run-index-scripts.ts';
+import { createRunReads } from './run-reads.ts';
 import {
   ADMIT_AND_CREATE,
   ADMIT_TENANT,
@@ -33,166 +34,30 @@ import {
   CREATE_TENANT,
   FINISH_RUN,
   FINISH_RUN_RELEASE,
-  IDEM_RELEASE,
-  IDEM_TAKE_OVER,
-  IN_FLIGHT_COUNT,
-  RESERVE_SKILL,
   TRANSITION,
 } from './run-store-scripts.ts';
-import { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
+import type {
+  Admission,
+  AdmissionRateCount,
+  AdmissionStorage,
+  RunStoreOptions,
+  RunTimings,
+  StoredRun,
+} from './run-store-types.ts';
+import { textRefOf } from './stored-text.ts';
 import { createTenantBytesStore } from './tenant-bytes-store.ts';
-import type { CompletionEvent } from './types.ts';
+import { createTenantRuns } from './tenant-runs.ts';
 
-/**
- * What a create with an admission answers: stored, or refused because the tenant's retained data
- * holds its share of storage (checked first, see AdmissionStorage), the request passed the
- * tenant's rate limit (counted at admission), the session is another principal's, the tenant is at
- * its in-flight quota, or its Idempotency-Key was taken over.
- */
-type Admission = 'created' | 'over-storage' | 'rate-limited' | 'session-taken' | 'over-quota' | 'superseded';
-
-/**
- * A request's count against its tenant's per-minute rate limit, made in the admission's own step
- * (no round trip, and no Redis write of its own to wait for, before the submit). The store sets
- * `counted` once the count is on its way; a request that never got that far is counted by its
- * caller (auth.ts).
- */
-export interface AdmissionRateCount {
-  /** The window's counter (keys.rateWindow: the tenant's slot). */
-  key: string;
-  /** Requests allowed in the window; the one past it is refused ('rate-limited'). */
-  limit: number;
-  counted: boolean;
-  /** Set by the caller when the admission answered 'rate-limited'. */
-  refused?: boolean;
-}
-
-/**
- * The tenant's share of Redis bytes (the gateway's storage-quota.ts), checked by the admission's
- * own step against the tenant's stored-bytes counters (tenant-bytes-store.ts): no read of its own
- * before the submit. A tenant holding its share is refused ('over-storage') before any other
- * check, its request still counted against its rate limit; the store sets `usedBytes` then.
- */
-export interface AdmissionStorage {
-  /** Bytes the tenant may hold (Infinity: no share, nothing read). */
-  limitBytes: number;
-  /** Set by the store when the admission answered 'over-storage': the bytes the tenant holds. */
-  usedBytes?: number;
-}
-
-/** A binding a run may call, resolved at submit from the run's connections. */
-export interface BindingSpec {
-  /** `slug.capability`, as the engine takes it (`apps.slug.capability` in the program). */
-  binding: string;
-  connectionId: string;
-  connectionName: string;
-  /** The tool, resource or prompt name as the connection declares it. */
-  name: string;
-  kind: 'tool' | 'resource' | 'prompt';
-}
-
-/**
- * The limits a run executes under, fixed when it is accepted: every execution and replay of the
- * run uses these, whatever the platform settings say later.
- */
-export interface RunLimitsSnapshot {
-  /** `null`: no deadline (a workflow principal asked for none). */
-  timeoutMs: number | null;
-  memoryMb: number;
-  outputBytes: number;
-  /** `shared` (run_code: lines and value share the cap) or `separate` (Code Mode `outputBytes`). */
-  outputCap: 'shared' | 'separate';
-  /** The platform settings version the limits were taken from (`code-mode` runs). */
-  settingsVersion?: number;
-}
-
-interface RunRequestData {
-  /** Which contract the run follows: `run_code` (document 000) or `code-mode` (document 003). */
-  style?: 'run_code' | 'code-mode';
-  /** Absent on runs accepted before limits were snapshotted (the runner reads the settings then). */
-  limits?: RunLimitsSnapshot;
-  timeoutMs?: number;
-  connections: string[];
-  bindings: BindingSpec[];
-  sandboxPermissions?: SandboxMode;
-  justification?: string;
-  /** How an `ask` waits (helper-5, resolved at submit from request and tenant run policy). */
-  approval?: 'hold' | 'stop';
-  /** Whether waiting for binding calls counts against the budget (resolved at submit). */
-  timeBudget?: TimeBudget;
-  /** API key id that submitted the run (for the four-eyes rule). */
-  submittedBy?: string;
-  /** The tenant's four-eyes rule was on at submit: `submittedBy` cannot approve this run. */
-  fourEyes?: boolean;
-}
-
-export interface StoredRun {
-  id: string;
-  tenant: string;
-  session: string;
-  turn: string;
-  callId: string;
-  /** The principal (owner of the API key) that submitted the run; absent on older runs. */
-  principal?: string;
-  status: RunStatus;
-  mode: SandboxMode;
-  code: string;
-  description: string;
-  request: RunRequestData;
-  result?: RunResult;
-  text?: string;
-  kind?: string;
-  createdAt: number;
-  updatedAt: number;
-  /** Times a runner started executing it (1 on the first execution). */
-  attempts: number;
-  cancelRequested: boolean;
-  /** Fixed `Date.now()` and `Math.random()` seed, the same in every execution of the run. */
-  clockMs: number;
-  seed: string;
-  /**
-   * The submit's caller waits for the end (`Prefer: wait`, an MCP run): the final transition
-   * publishes the record and journal with its end message (TRANSITION), so the gateway holding
-   * that request answers without reading them back.
-   */
-  pushEnd?: boolean;
-}
-
-/**
- * When a runner's execution passed each stage, ms since epoch with sub-ms precision
- * (`performance.timeOrigin + performance.now()`). Stored unsealed beside the end (no program data
- * in it) for `npm run bench`'s per-stage breakdown; nothing else reads it.
- */
-export interface RunTimings {
-  enqueued: number;
-  /** The runner's worker handed the job to its processor (BullMQ's add, wake-up and fetch done). */
-  fetched?: number;
-  /** The job holds its slot and its fair-share lease: the run's own work starts. */
-  pickedUp: number;
-  /** Run read, settings read, attempt counted, status Running written: the engine is called. */
-  engineCalled: number;
-  /** The engine returned (a sandbox host acquired, the isolate made ready, the program ran). */
-  engineReturned: number;
-  /** Engine time spent waiting for a sandbox host process, ms. */
-  hostWaitMs?: number;
-  /** The end's script is about to be sent (`updatedAt` is the same moment in whole ms). */
-  endSent?: number;
-}
-
-interface RunEvent {
-  id: string;
-  type: string;
-  data: Record<string, unknown>;
-}
+export type {
+  AdmissionRateCount,
+  AdmissionStorage,
+  BindingSpec,
+  RunLimitsSnapshot,
+  RunTimings,
+  StoredRun,
+} from './run-store-types.ts';
 
 const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
-
-interface RunStoreOptions {
-  /** Events kept per run stream (approximate trim). Default `DEFAULT_MAX_EVENTS_PER_RUN` (2000). */
-  maxEventsPerRun?: number;
-  /** Lifetime of a finished run's record and events. Default 7 days. */
-  retentionSeconds?: number;
-}
 
 export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
   const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
@@ -214,61 +79,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     }
     return sealed;
   };
-  const open = <T>(v: string | undefined): T | undefined =>
-    v ? (JSON.parse(sealer.open(v)) as T) : undefined;
-
-  /** A run from its record's fields as read from Redis (null: no record). */
-  function fromHash(h: Record<string, string>): StoredRun | null {
-    if (!h.id) return null;
-    const run: StoredRun = {
-      id: h.id,
-      tenant: h.tenant ?? '',
-      session: h.session ?? '',
-      turn: h.turn ?? '',
-      callId: h.callId ?? '',
-      status: h.status as RunStatus,
-      mode: h.mode as SandboxMode,
-      code: h.code ? sealer.open(h.code) : '',
-      description: '',
-      request: open<RunRequestData>(h.request) ?? { connections: [], bindings: [] },
-      createdAt: Number(h.createdAt),
-      updatedAt: Number(h.updatedAt),
-      attempts: Number(h.attempts ?? 0),
-      cancelRequested: h.cancelRequested === '1',
-      clockMs: Number(h.clockMs),
-      seed: h.seed ?? h.id,
-    };
-    const result = open<RunResult>(h.result);
-    if (result) run.result = result;
-    if (h.text) run.text = sealer.open(h.text);
-    const ref = open<TextRef>(h.textRef);
-    if (ref && result) run.text = textFromRef(ref, result);
-    if (h.kind) run.kind = h.kind;
-    if (h.principal) run.principal = h.principal;
-    if (h.pushEnd === '1') run.pushEnd = true;
-    if (h.description) openOnRead(run, h.description);
-    return run;
-  }
-
-  /**
-   * The run's description opened when first read: a runner starting an attempt reads the record
-   * but never its description (only answers and lists show it), and an open is a decryption.
-   * Read, it is the text the eager open gave (and a corrupt seal throws there instead).
-   */
-  function openOnRead(run: StoredRun, sealed: string): void {
-    let text: string | undefined;
-    Object.defineProperty(run, 'description', {
-      configurable: true,
-      enumerable: true,
-      get: () => {
-        text ??= sealer.open(sealed);
-        return text;
-      },
-      set: (value: string) => {
-        text = value;
-      },
-    });
-  }
+  const reads = createRunReads(redis, sealer, { maxEvents, seal, sealStatus });
+  const tenantRuns = createTenantRuns(redis);
 
   async function transition(
     run: { id: string; tenant: string; pushEnd?: boolean },
@@ -295,42 +107,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   }
 
   const slotFree = slotFreeCheck(redis);
-
-  /**
-   * Takes an Idempotency-Key (`key`, its Redis key) over from a first request that stored no run,
-   * for the retry that read `expected` from it (IDEM_TAKE_OVER says when it may). True: the key now
-   * holds `replacement`, and the first request can no longer be admitted.
-   */
-  async function takeOverIdempotency(
-    tenant: string,
-    key: string,
-    expected: string,
-    replacement: string,
-    ttlSeconds: number,
-    firstRunId: string,
-  ): Promise<boolean> {
-    const taken = await IDEM_TAKE_OVER.run(
-      redis,
-      [key, keys.inFlight(tenant)],
-      [expected, replacement, ttlSeconds, firstRunId],
-    );
-    return taken === 1;
-  }
-
-  /** Drops an Idempotency-Key whose request failed, while it still holds `value` (that request's). */
-  async function releaseIdempotency(key: string, value: string): Promise<void> {
-    await IDEM_RELEASE.run(redis, [key], [value]);
-  }
-
-  /** Runs not yet ended plus skills queued or running: what the in-flight quota counts. */
-  async function inFlightCount(tenant: string): Promise<number> {
-    const res = await IN_FLIGHT_COUNT.run(
-      redis,
-      [keys.inFlight(tenant), keys.skillsInFlight(tenant)],
-      [Date.now()],
-    );
-    return Number(res ?? 0);
-  }
 
   return {
     /**
@@ -496,17 +272,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       return 'created';
     },
 
-    async get(id: string): Promise<StoredRun | null> {
-      return fromHash(await redis.hgetall(keys.run(id)));
-    },
-
-    /** The run's status alone (null: no record), without opening the sealed fields. */
-    async status(id: string): Promise<RunStatus | null> {
-      return (await redis.hget(keys.run(id), 'status')) as RunStatus | null;
-    },
-
-    /** A run from its record's fields as read from Redis (null: no record). */
-    fromHash,
+    ...reads,
 
     /** Moves a run to Running or Waiting unless it already ended. */
     async setStatus(
@@ -644,158 +410,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       await redis.multi().hset(keys.run(id), 'cancelRequested', '1').publish(channels.cancel, id).exec();
     },
 
-    /**
-     * Appends an event to the run's stream (sealed) and wakes its readers. `tag` rides on the
-     * wake-up (`<id> <tag>`): `log` (live output) is progress, published on the progress channel
-     * for SSE readers; untagged events wake waiters too (`islet:run-events`).
-     */
-    async appendEvent(
-      runId: string,
-      type: string,
-      data: Record<string, unknown>,
-      tag?: 'log',
-    ): Promise<string> {
-      const res = await redis
-        .multi()
-        .xadd(keys.runEvents(runId), 'MAXLEN', '~', maxEvents, '*', 'type', type, 'data', seal(data))
-        .publish(tag ? channels.runProgress : channels.runEvents, tag ? `${runId} ${tag}` : runId)
-        .exec();
-      return String(res?.[0]?.[1] ?? '');
-    },
-
-    /**
-     * A binding call's `call` event (call-event.ts), for the journal's `complete` step to append
-     * with the outcome: stream, sealed data, the wake-up tagged `call` on the progress channel
-     * (SSE readers wake for it; it ends no `Prefer: wait`).
-     */
-    callEvent(runId: string, data: Record<string, unknown>): CompletionEvent {
-      return {
-        streamKey: keys.runEvents(runId),
-        maxLen: Number(maxEvents),
-        type: 'call',
-        sealedData: seal(data),
-        channel: channels.runProgress,
-        message: `${runId} call`,
-      };
-    },
-
-    /**
-     * The `Running` status event of an attempt's start, for journal.beginAttempt (which adds the
-     * attempt number when it knows it): stream, sealed data, the tagged wake-up on the progress
-     * channel (a run's start ends no `Prefer: wait`, so no gateway without an SSE reader wakes).
-     */
-    attemptStartEvent(runId: string) {
-      return {
-        streamKey: keys.runEvents(runId),
-        maxLen: Number(maxEvents),
-        type: 'status',
-        sealedData: sealStatus('Running'),
-        channel: channels.runProgress,
-        message: `${runId} running`,
-      };
-    },
-
-    /** Events after `afterId` (exclusive; `0` = from the start). */
-    async readEvents(runId: string, afterId = '0', count = 500): Promise<RunEvent[]> {
-      const start = afterId === '0' ? '-' : `(${afterId}`;
-      const rows = await redis.xrange(keys.runEvents(runId), start, '+', 'COUNT', count);
-      return rows.map(([id, f]) => {
-        const m: Record<string, string> = {};
-        for (let i = 0; i + 1 < f.length; i += 2) m[f[i]!] = f[i + 1]!;
-        const data = open<Record<string, unknown>>(m.data) ?? {};
-        // An attempt's start carries its number beside the sealed data (journal.beginAttempt).
-        if (m.attempt !== undefined) data.attempt = Number(m.attempt);
-        return { id, type: m.type ?? 'unknown', data };
-      });
-    },
-
-    /** Run ids of a session, oldest first, from `cursor` (exclusive createdAt:id). */
-    /**
-     * Run ids of a session, oldest first. The cursor is `<createdAt>:<id>` of the last item seen, so
-     * pages stay stable while runs are added or pruned.
-     */
-    async listSession(tenant: string, session: string, cursor: string | undefined, limit: number) {
-      const key = keys.sessionRuns(tenant, session);
-      const m = cursor ? /^(\d+):(.+)$/.exec(cursor) : null;
-      const min = m ? m[1]! : '-inf';
-      const rows = await redis.zrangebyscore(key, min, '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 100);
-      const items: Array<{ id: string; score: string }> = [];
-      for (let i = 0; i + 1 < rows.length; i += 2) {
-        const id = rows[i]!;
-        const score = rows[i + 1]!;
-        // Same-score members come in id order: skip up to and including the cursor's id.
-        if (m && score === m[1] && id <= m[2]!) continue;
-        items.push({ id, score });
-      }
-      const page = items.slice(0, limit);
-      const last = page.at(-1);
-      return {
-        ids: page.map((x) => x.id),
-        next: items.length > limit && last ? `${last.score}:${last.id}` : null,
-      };
-    },
-
-    /**
-     * The session's index from `since` (a score, exclusive of nothing: `-inf` for all) on, oldest
-     * first, or with `latest` its newest `latest` entries, oldest first.
-     */
-    async sessionEntries(
-      tenant: string,
-      session: string,
-      from: { since: string } | { latest: number },
-    ): Promise<Array<{ id: string; score: string }>> {
-      const key = keys.sessionRuns(tenant, session);
-      const rows =
-        'latest' in from
-          ? await redis.zrevrange(key, 0, from.latest - 1, 'WITHSCORES')
-          : await redis.zrangebyscore(key, from.since, '+inf', 'WITHSCORES');
-      const out: Array<{ id: string; score: string }> = [];
-      for (let i = 0; i + 1 < rows.length; i += 2) out.push({ id: rows[i]!, score: rows[i + 1]! });
-      return 'latest' in from ? out.reverse() : out;
-    },
-
-    /** Drops a run from its session's index (its record is past retention). */
-    async forgetSessionRun(tenant: string, session: string, id: string): Promise<void> {
-      await redis.zrem(keys.sessionRuns(tenant, session), id);
-    },
-
-    inFlightCount,
-
-    /**
-     * Stores `value` under an Idempotency-Key (`key`, its Redis key) unless it holds one: true when
-     * this request took it; false with what the key holds.
-     */
-    async claimIdempotency(
-      key: string,
-      value: string,
-      ttlSeconds: number,
-    ): Promise<{ taken: true } | { taken: false; held: string | null }> {
-      if ((await redis.set(key, value, 'EX', ttlSeconds, 'NX')) === 'OK') return { taken: true };
-      return { taken: false, held: await redis.get(key) };
-    },
-
-    takeOverIdempotency,
-
-    releaseIdempotency,
-
-    /**
-     * Counts a skill in the tenant's in-flight quota until `releaseSkill` (or `ttlMs`, if its
-     * gateway dies). One script on the tenant's slot counts runs and skills and reserves, so a
-     * parallel burst of skills lets exactly the free places through. False, and nothing kept, when
-     * the tenant is at `limit`.
-     */
-    async reserveSkill(tenant: string, skillId: string, ttlMs: number, limit: number): Promise<boolean> {
-      const res = await RESERVE_SKILL.run(
-        redis,
-        [keys.skillsInFlight(tenant), keys.inFlight(tenant)],
-        [skillId, Date.now(), ttlMs, limit, Math.max(ttlMs * 2, 3_600_000)],
-      );
-      return res === 1;
-    },
-
-    async releaseSkill(tenant: string, skillId: string): Promise<void> {
-      await redis.zrem(keys.skillsInFlight(tenant), skillId);
-    },
+    ...tenantRuns,
   };
 }
 

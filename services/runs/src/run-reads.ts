@@ -1,0 +1,155 @@
+/**
+ * A run read back, and its event stream apart from its transitions: a record's fields decoded
+ * (fromHash), the record and status reads, the events read and appended, and the events the
+ * journal's scripts append (a binding call's, an attempt's start). Composed into the run store
+ * (run-store.ts), which hands over the sealing it shares: one status seal cache per store.
+ */
+
+import { channels, keys, type Sealer } from '@islet/core';
+import type { RunResult, RunStatus, SandboxMode } from '@islet/protocol';
+import type { Redis } from 'ioredis';
+import type { RunEvent, RunRequestData, StoredRun } from './run-store-types.ts';
+import { type TextRef, textFromRef } from './stored-text.ts';
+import type { CompletionEvent } from './types.ts';
+
+export function createRunReads(
+  redis: Redis,
+  sealer: Sealer,
+  shared: { maxEvents: string; seal: (v: unknown) => string; sealStatus: (status: string) => string },
+) {
+  const { maxEvents, seal, sealStatus } = shared;
+  const open = <T>(v: string | undefined): T | undefined =>
+    v ? (JSON.parse(sealer.open(v)) as T) : undefined;
+
+  /** A run from its record's fields as read from Redis (null: no record). */
+  function fromHash(h: Record<string, string>): StoredRun | null {
+    if (!h.id) return null;
+    const run: StoredRun = {
+      id: h.id,
+      tenant: h.tenant ?? '',
+      session: h.session ?? '',
+      turn: h.turn ?? '',
+      callId: h.callId ?? '',
+      status: h.status as RunStatus,
+      mode: h.mode as SandboxMode,
+      code: h.code ? sealer.open(h.code) : '',
+      description: '',
+      request: open<RunRequestData>(h.request) ?? { connections: [], bindings: [] },
+      createdAt: Number(h.createdAt),
+      updatedAt: Number(h.updatedAt),
+      attempts: Number(h.attempts ?? 0),
+      cancelRequested: h.cancelRequested === '1',
+      clockMs: Number(h.clockMs),
+      seed: h.seed ?? h.id,
+    };
+    const result = open<RunResult>(h.result);
+    if (result) run.result = result;
+    if (h.text) run.text = sealer.open(h.text);
+    const ref = open<TextRef>(h.textRef);
+    if (ref && result) run.text = textFromRef(ref, result);
+    if (h.kind) run.kind = h.kind;
+    if (h.principal) run.principal = h.principal;
+    if (h.pushEnd === '1') run.pushEnd = true;
+    if (h.description) openOnRead(run, h.description);
+    return run;
+  }
+
+  /**
+   * The run's description opened when first read: a runner starting an attempt reads the record
+   * but never its description (only answers and lists show it), and an open is a decryption.
+   * Read, it is the text the eager open gave (and a corrupt seal throws there instead).
+   */
+  function openOnRead(run: StoredRun, sealed: string): void {
+    let text: string | undefined;
+    Object.defineProperty(run, 'description', {
+      configurable: true,
+      enumerable: true,
+      get: () => {
+        text ??= sealer.open(sealed);
+        return text;
+      },
+      set: (value: string) => {
+        text = value;
+      },
+    });
+  }
+
+  return {
+    async get(id: string): Promise<StoredRun | null> {
+      return fromHash(await redis.hgetall(keys.run(id)));
+    },
+
+    /** The run's status alone (null: no record), without opening the sealed fields. */
+    async status(id: string): Promise<RunStatus | null> {
+      return (await redis.hget(keys.run(id), 'status')) as RunStatus | null;
+    },
+
+    /** A run from its record's fields as read from Redis (null: no record). */
+    fromHash,
+
+    /**
+     * Appends an event to the run's stream (sealed) and wakes its readers. `tag` rides on the
+     * wake-up (`<id> <tag>`): `log` (live output) is progress, published on the progress channel
+     * for SSE readers; untagged events wake waiters too (`islet:run-events`).
+     */
+    async appendEvent(
+      runId: string,
+      type: string,
+      data: Record<string, unknown>,
+      tag?: 'log',
+    ): Promise<string> {
+      const res = await redis
+        .multi()
+        .xadd(keys.runEvents(runId), 'MAXLEN', '~', maxEvents, '*', 'type', type, 'data', seal(data))
+        .publish(tag ? channels.runProgress : channels.runEvents, tag ? `${runId} ${tag}` : runId)
+        .exec();
+      return String(res?.[0]?.[1] ?? '');
+    },
+
+    /**
+     * A binding call's `call` event (call-event.ts), for the journal's `complete` step to append
+     * with the outcome: stream, sealed data, the wake-up tagged `call` on the progress channel
+     * (SSE readers wake for it; it ends no `Prefer: wait`).
+     */
+    callEvent(runId: string, data: Record<string, unknown>): CompletionEvent {
+      return {
+        streamKey: keys.runEvents(runId),
+        maxLen: Number(maxEvents),
+        type: 'call',
+        sealedData: seal(data),
+        channel: channels.runProgress,
+        message: `${runId} call`,
+      };
+    },
+
+    /**
+     * The `Running` status event of an attempt's start, for journal.beginAttempt (which adds the
+     * attempt number when it knows it): stream, sealed data, the tagged wake-up on the progress
+     * channel (a run's start ends no `Prefer: wait`, so no gateway without an SSE reader wakes).
+     */
+    attemptStartEvent(runId: string) {
+      return {
+        streamKey: keys.runEvents(runId),
+        maxLen: Number(maxEvents),
+        type: 'status',
+        sealedData: sealStatus('Running'),
+        channel: channels.runProgress,
+        message: `${runId} running`,
+      };
+    },
+
+    /** Events after `afterId` (exclusive; `0` = from the start). */
+    async readEvents(runId: string, afterId = '0', count = 500): Promise<RunEvent[]> {
+      const start = afterId === '0' ? '-' : `(${afterId}`;
+      const rows = await redis.xrange(keys.runEvents(runId), start, '+', 'COUNT', count);
+      return rows.map(([id, f]) => {
+        const m: Record<string, string> = {};
+        for (let i = 0; i + 1 < f.length; i += 2) m[f[i]!] = f[i + 1]!;
+        const data = open<Record<string, unknown>>(m.data) ?? {};
+        // An attempt's start carries its number beside the sealed data (journal.beginAttempt).
+        if (m.attempt !== undefined) data.attempt = Number(m.attempt);
+        return { id, type: m.type ?? 'unknown', data };
+      });
+    },
+  };
+}

@@ -1,0 +1,161 @@
+/**
+ * The run store's types (run-store.ts): a stored run, what its submit is admitted with, its limits,
+ * bindings and stage timings. Kept apart so the store's file holds its methods.
+ */
+
+import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
+
+/**
+ * What a create with an admission answers: stored, or refused because the tenant's retained data
+ * holds its share of storage (checked first, see AdmissionStorage), the request passed the
+ * tenant's rate limit (counted at admission), the session is another principal's, the tenant is at
+ * its in-flight quota, or its Idempotency-Key was taken over.
+ */
+export type Admission =
+  | 'created'
+  | 'over-storage'
+  | 'rate-limited'
+  | 'session-taken'
+  | 'over-quota'
+  | 'superseded';
+
+/**
+ * A request's count against its tenant's per-minute rate limit, made in the admission's own step
+ * (no round trip, and no Redis write of its own to wait for, before the submit). The store sets
+ * `counted` once the count is on its way; a request that never got that far is counted by its
+ * caller (auth.ts).
+ */
+export interface AdmissionRateCount {
+  /** The window's counter (keys.rateWindow: the tenant's slot). */
+  key: string;
+  /** Requests allowed in the window; the one past it is refused ('rate-limited'). */
+  limit: number;
+  counted: boolean;
+  /** Set by the caller when the admission answered 'rate-limited'. */
+  refused?: boolean;
+}
+
+/**
+ * The tenant's share of Redis bytes (the gateway's storage-quota.ts), checked by the admission's
+ * own step against the tenant's stored-bytes counters (tenant-bytes-store.ts): no read of its own
+ * before the submit. A tenant holding its share is refused ('over-storage') before any other
+ * check, its request still counted against its rate limit; the store sets `usedBytes` then.
+ */
+export interface AdmissionStorage {
+  /** Bytes the tenant may hold (Infinity: no share, nothing read). */
+  limitBytes: number;
+  /** Set by the store when the admission answered 'over-storage': the bytes the tenant holds. */
+  usedBytes?: number;
+}
+
+/** A binding a run may call, resolved at submit from the run's connections. */
+export interface BindingSpec {
+  /** `slug.capability`, as the engine takes it (`apps.slug.capability` in the program). */
+  binding: string;
+  connectionId: string;
+  connectionName: string;
+  /** The tool, resource or prompt name as the connection declares it. */
+  name: string;
+  kind: 'tool' | 'resource' | 'prompt';
+}
+
+/**
+ * The limits a run executes under, fixed when it is accepted: every execution and replay of the
+ * run uses these, whatever the platform settings say later.
+ */
+export interface RunLimitsSnapshot {
+  /** `null`: no deadline (a workflow principal asked for none). */
+  timeoutMs: number | null;
+  memoryMb: number;
+  outputBytes: number;
+  /** `shared` (run_code: lines and value share the cap) or `separate` (Code Mode `outputBytes`). */
+  outputCap: 'shared' | 'separate';
+  /** The platform settings version the limits were taken from (`code-mode` runs). */
+  settingsVersion?: number;
+}
+
+export interface RunRequestData {
+  /** Which contract the run follows: `run_code` (document 000) or `code-mode` (document 003). */
+  style?: 'run_code' | 'code-mode';
+  /** Absent on runs accepted before limits were snapshotted (the runner reads the settings then). */
+  limits?: RunLimitsSnapshot;
+  timeoutMs?: number;
+  connections: string[];
+  bindings: BindingSpec[];
+  sandboxPermissions?: SandboxMode;
+  justification?: string;
+  /** How an `ask` waits (helper-5, resolved at submit from request and tenant run policy). */
+  approval?: 'hold' | 'stop';
+  /** Whether waiting for binding calls counts against the budget (resolved at submit). */
+  timeBudget?: TimeBudget;
+  /** API key id that submitted the run (for the four-eyes rule). */
+  submittedBy?: string;
+  /** The tenant's four-eyes rule was on at submit: `submittedBy` cannot approve this run. */
+  fourEyes?: boolean;
+}
+
+export interface StoredRun {
+  id: string;
+  tenant: string;
+  session: string;
+  turn: string;
+  callId: string;
+  /** The principal (owner of the API key) that submitted the run; absent on older runs. */
+  principal?: string;
+  status: RunStatus;
+  mode: SandboxMode;
+  code: string;
+  description: string;
+  request: RunRequestData;
+  result?: RunResult;
+  text?: string;
+  kind?: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Times a runner started executing it (1 on the first execution). */
+  attempts: number;
+  cancelRequested: boolean;
+  /** Fixed `Date.now()` and `Math.random()` seed, the same in every execution of the run. */
+  clockMs: number;
+  seed: string;
+  /**
+   * The submit's caller waits for the end (`Prefer: wait`, an MCP run): the final transition
+   * publishes the record and journal with its end message (TRANSITION), so the gateway holding
+   * that request answers without reading them back.
+   */
+  pushEnd?: boolean;
+}
+
+/**
+ * When a runner's execution passed each stage, ms since epoch with sub-ms precision
+ * (`performance.timeOrigin + performance.now()`). Stored unsealed beside the end (no program data
+ * in it) for `npm run bench`'s per-stage breakdown; nothing else reads it.
+ */
+export interface RunTimings {
+  enqueued: number;
+  /** The runner's worker handed the job to its processor (BullMQ's add, wake-up and fetch done). */
+  fetched?: number;
+  /** The job holds its slot and its fair-share lease: the run's own work starts. */
+  pickedUp: number;
+  /** Run read, settings read, attempt counted, status Running written: the engine is called. */
+  engineCalled: number;
+  /** The engine returned (a sandbox host acquired, the isolate made ready, the program ran). */
+  engineReturned: number;
+  /** Engine time spent waiting for a sandbox host process, ms. */
+  hostWaitMs?: number;
+  /** The end's script is about to be sent (`updatedAt` is the same moment in whole ms). */
+  endSent?: number;
+}
+
+export interface RunEvent {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface RunStoreOptions {
+  /** Events kept per run stream (approximate trim). Default `DEFAULT_MAX_EVENTS_PER_RUN` (2000). */
+  maxEventsPerRun?: number;
+  /** Lifetime of a finished run's record and events. Default 7 days. */
+  retentionSeconds?: number;
+}
