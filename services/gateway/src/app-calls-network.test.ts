@@ -209,6 +209,40 @@ describe('a lone call on the wire', () => {
     const ofRun = sent.filter((c) => c.some((a) => a.includes(id)));
     expect(ofRun.map((c) => c[0])).toEqual(['evalsha', 'evalsha']);
   });
+
+  it("refuses a call body the schema refuses, with the schema's own problem, and serves a well-formed one whatever else it carries", async () => {
+    const { app, deps, connect, submit } = await startGateway({ ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true' });
+    const connection = await connect(`http://127.0.0.1:${port}/`);
+    const id = await submit([connection.id]);
+    const attempt = await deps.journal.nextAttempt(id);
+    const good = { attempt, index: 0, binding: `${connection.slug}.go`, argsJson: '{}' };
+    const post = (payload: unknown) =>
+      app.inject({
+        method: 'POST',
+        url: `/internal/v1/code-runs/${id}/calls`,
+        headers: { authorization: `Bearer ${INTERNAL}` },
+        payload: payload as Record<string, unknown>,
+      });
+    for (const bad of [
+      { ...good, index: -1 },
+      { ...good, index: 1.5 },
+      { ...good, index: '0' },
+      { ...good, attempt: 0 },
+      { ...good, binding: '' },
+      { ...good, binding: 'x'.repeat(301) },
+      { ...good, argsJson: 7 },
+      { ...good, takeover: 'yes' },
+      { ...good, takeover: null },
+      [good],
+    ]) {
+      const refused = await post(bad);
+      expect(refused.statusCode, JSON.stringify(bad)).toBe(400);
+      expect(refused.json().type).toBe('https://islet.dev/problems/validation');
+    }
+    expect(await deps.journal.list(id)).toEqual([]);
+    const served = await post({ ...good, takeover: false, extra: 'ignored' });
+    expect(served.json()).toEqual({ outcome: { type: 'result', valueJson: '{"ok":true}' }, deliverySeq: 1 });
+  });
 });
 
 describe('call batches (one request, one NDJSON line per call as soon as it is journaled)', () => {

@@ -328,6 +328,86 @@ describe('call journal on real Redis', () => {
     }
   });
 
+  it('claims and completes with one hash read and one hash write a script, whatever the group, and a call twice in a group sees its own first write', async () => {
+    const journal = createCallJournal({ redis: r.a, sealer });
+    const run = newRun();
+    const stats = async () => {
+      const t = await r.b.info('commandstats');
+      return new Map([...t.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+    };
+    const delta = async (body: () => Promise<unknown>) => {
+      const before = await stats();
+      await body();
+      const after = await stats();
+      const out: Record<string, number> = {};
+      for (const [name, n] of after) {
+        const d = n - (before.get(name) ?? 0);
+        if (d > 0 && name !== 'info') out[name] = d;
+      }
+      return out;
+    };
+    // A journal no attempt started: the claim sets its expiry.
+    expect(await delta(() => journal.claim(run, 1, { ...call(0), sendNow: true }))).toEqual({
+      evalsha: 1,
+      hmget: 1,
+      hset: 1,
+      expire: 1,
+    });
+    const event = {
+      streamKey: `islet:run:{${run}}:events`,
+      maxLen: 100,
+      type: 'call',
+      sealedData: 'event',
+      channel: 'test:count-events',
+      message: `${run} call`,
+    };
+    expect(await delta(() => journal.complete(run, 0, result(0), event))).toEqual({
+      evalsha: 1,
+      hmget: 1,
+      hset: 1,
+      expire: 1,
+      xadd: 1,
+      publish: 1,
+    });
+    const attempt = await journal.nextAttempt(run);
+    // 20 calls together: still one read and one write each way.
+    expect(
+      await delta(() =>
+        Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            journal.claim(run, attempt, { ...call(i + 1), sendNow: true }),
+          ),
+        ),
+      ),
+    ).toEqual({ evalsha: 1, hmget: 1, hset: 1 });
+    expect(
+      await delta(() =>
+        Promise.all(Array.from({ length: 20 }, (_, i) => journal.complete(run, i + 1, result(i + 1)))),
+      ),
+    ).toEqual({ evalsha: 1, hmget: 1, hset: 1, expire: 1 });
+    // The same call twice in one group, as two scripts one after another would see it.
+    const twice = await Promise.all([
+      journal.claim(run, attempt, { ...call(30), sendNow: true }),
+      journal.claim(run, attempt, { ...call(30), sendNow: true }),
+      journal.claim(run, attempt, call(31)),
+      journal.claim(run, attempt, { ...call(31), takeover: true, sendNow: true }),
+    ]);
+    expect(twice.map((c) => c.kind)).toEqual(['new', 'in-flight', 'new', 'new']);
+    expect((await journal.get(run, 31))?.state).toBe('sent');
+    const done = await Promise.all([
+      journal.complete(run, 30, result('first')),
+      journal.complete(run, 30, result('second')),
+      journal.complete(run, 31, result('other')),
+    ]);
+    expect(done).toEqual([
+      { deliverySeq: 22, stored: true },
+      { deliverySeq: 22, stored: false },
+      { deliverySeq: 23, stored: true },
+    ]);
+    expect((await journal.get(run, 30))?.outcome).toEqual(result('first'));
+    expect(await r.a.hget(`islet:journal:{${run}}`, '#seq')).toBe('23');
+  });
+
   it('lets exactly one of two concurrently claiming clients (two gateways) send each call', async () => {
     const ja = createCallJournal({ redis: r.a, sealer });
     const jb = createCallJournal({ redis: r.b, sealer });

@@ -6,13 +6,22 @@
 -- A call's event is appended only when this call stored the outcome (never for a kept one), in
 -- the same step, so the answer to the runner waits for one round trip, not two; one PUBLISH wakes
 -- the stream's readers for all the events appended.
+-- One HMGET reads `#seq` and every call's entry, one HSET writes the stored outcomes and the new
+-- `#seq`: two commands for a group of any size (plus the events). A call stored earlier in the
+-- same group is read from `written`, so a group behaves exactly as its calls one after another.
 -- Replies per call: {'stored', seq}, {'kept', seq} or {'missing'}.
 local first = 2
 if KEYS[2] then first = 5 end
+local fields = {'#seq'}
+for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do fields[#fields + 1] = ARGV[b + 1] end
+local got = redis.call('HMGET', KEYS[1], unpack(fields))
+local seq = tonumber(got[1] or '0')
+local written, order = {}, {}
 local replies = {}
-local stored, appended = false, false
+local appended = false
 for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do
-  local raw = redis.call('HGET', KEYS[1], ARGV[b + 1])
+  local field = ARGV[b + 1]
+  local raw = written[field] or got[#replies + 2]
   if not raw then
     replies[#replies + 1] = {'missing'}
   else
@@ -20,13 +29,13 @@ for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do
     if e.st == 'done' then
       replies[#replies + 1] = {'kept', tostring(e.seq)}
     else
-      local seq = redis.call('HINCRBY', KEYS[1], '#seq', 1)
+      seq = seq + 1
       e.st = 'done'
       e.o = ARGV[b + 2]
       e.seq = seq
       e.t1 = tonumber(ARGV[b + 3])
-      redis.call('HSET', KEYS[1], ARGV[b + 1], cjson.encode(e))
-      stored = true
+      if not written[field] then order[#order + 1] = field end
+      written[field] = cjson.encode(e)
       if KEYS[2] then
         redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'data', ARGV[b + 5])
         appended = true
@@ -35,6 +44,14 @@ for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do
     end
   end
 end
-if stored then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1])) end
+if #order > 0 then
+  local args = {'#seq', tostring(seq)}
+  for _, f in ipairs(order) do
+    args[#args + 1] = f
+    args[#args + 1] = written[f]
+  end
+  redis.call('HSET', KEYS[1], unpack(args))
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
+end
 if appended then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
 return replies

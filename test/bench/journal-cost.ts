@@ -1,0 +1,84 @@
+/**
+ * What the call journal's two steps cost Redis per call, alone (no cluster): on a redis-server of
+ * its own, `RUNS` runs of `CALLS` calls each, claimed (`sendNow`, as an `allow` call) and completed
+ * with their `call` event (stream append and wake-up) as the gateway does, one call at a time or,
+ * with `PARALLEL=1`, each run's calls claimed together and completed together (one group each way).
+ * Prints per call: commands (`INFO commandstats`, by name) and Redis's own time in the scripts
+ * (`EVALSHA`'s usec). The counts do not depend on load; the time does, less than a round trip.
+ */
+import { createCallJournal } from '@islet/runs';
+import { startRedis } from '@islet/testkit';
+import { Redis } from 'ioredis';
+import { createTestSealer } from '../../services/runs/test/test-sealer.ts';
+
+const RUNS = Number(process.env.RUNS ?? 200);
+const CALLS = Number(process.env.CALLS ?? 20);
+const PARALLEL = process.env.PARALLEL === '1';
+
+const server = await startRedis({ appendOnly: false });
+const redis = new Redis(server.url);
+try {
+  const journal = createCallJournal({ redis, sealer: createTestSealer() });
+  const result = { type: 'result' as const, valueJson: '{"ok":true}' };
+  const event = (runId: string) => ({
+    streamKey: `islet:run:{${runId}}:events`,
+    maxLen: 1000,
+    type: 'call',
+    sealedData: 'x'.repeat(200),
+    channel: 'bench:progress',
+    message: `${runId} call`,
+  });
+  const call = (i: number) => ({
+    index: i,
+    binding: 'bench.ping',
+    argsJson: JSON.stringify({ i }),
+    sendNow: true,
+  });
+  const oneRun = async (r: number) => {
+    const runId = `run-${r}`;
+    const attempt = await journal.nextAttempt(runId);
+    if (PARALLEL) {
+      await Promise.all(Array.from({ length: CALLS }, (_, i) => journal.claim(runId, attempt, call(i))));
+      await Promise.all(
+        Array.from({ length: CALLS }, (_, i) => journal.complete(runId, i, result, event(runId))),
+      );
+    } else
+      for (let i = 0; i < CALLS; i++) {
+        await journal.claim(runId, attempt, call(i));
+        await journal.complete(runId, i, result, event(runId));
+      }
+  };
+  for (let r = 0; r < 20; r++) await oneRun(-1 - r);
+  const stats = async () =>
+    new Map(
+      [...(await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)].map(
+        (m) => [m[1]!, [Number(m[2]), Number(m[3])] as const],
+      ),
+    );
+  const before = await stats();
+  for (let r = 0; r < RUNS; r++) await oneRun(r);
+  const after = await stats();
+  const calls = RUNS * CALLS;
+  // nextAttempt's MULTI (HINCRBY, EXPIRE) is the run's, not its calls': taken off.
+  const ofRuns: Record<string, number> = { multi: RUNS, exec: RUNS, hincrby: RUNS, expire: RUNS };
+  const rows = [...after]
+    .map(
+      ([name, [n, us]]) =>
+        [
+          name,
+          n - (before.get(name)?.[0] ?? 0) - (ofRuns[name] ?? 0),
+          us - (before.get(name)?.[1] ?? 0),
+        ] as const,
+    )
+    .filter(([name, n]) => n > 0 && name !== 'info');
+  const total = rows.reduce((s, [, n]) => s + n, 0);
+  const evalsha = rows.find(([name]) => name === 'evalsha');
+  console.log(
+    `${RUNS} runs of ${CALLS} ${PARALLEL ? 'parallel' : 'sequential'} calls: ${(total / calls).toFixed(2)} commands a call ` +
+      `(${rows.map(([name, n]) => `${name} ${(n / calls).toFixed(2)}`).join(', ')}); ` +
+      `scripts' Redis time a call ${evalsha ? (evalsha[2] / calls).toFixed(1) : '?'} µs`,
+  );
+} finally {
+  redis.disconnect();
+  await server.stop();
+}
