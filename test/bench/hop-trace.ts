@@ -316,7 +316,7 @@ function endGaps(
       run.received - t(done),
       run.received - t(end),
     ];
-    hops.forEach((h, i) => gaps.get(names[i]!)!.push(h));
+    for (const [i, h] of hops.entries()) gaps.get(names[i]!)!.push(h);
   }
   const fmt = (a: number[]) => {
     const s = [...a].sort((x, y) => x - y);
