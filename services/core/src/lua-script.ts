@@ -82,7 +82,9 @@ function send(
       ...(redis.options.keyPrefix ? { keyPrefix: redis.options.keyPrefix } : {}),
       ...(redis.options.showFriendlyErrorStack ? { errorStack: new Error() } : {}),
     };
-    return redis.sendCommand(new OneCopyCommand(name, [head, keys.length, ...keys, ...args], options));
+    const command = new OneCopyCommand(name, [head, keys.length, ...keys, ...args], options);
+    redis.sendCommand(command);
+    return command.promise as Promise<unknown>;
   }
   return name === 'evalsha'
     ? redis.evalsha(head, keys.length, ...keys, ...args)
