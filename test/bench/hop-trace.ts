@@ -154,6 +154,7 @@ try {
       .join(', ')}`,
   );
   if (PERF) console.log(runnerGaps(lines, runs, label));
+  if (PERF) console.log(endGaps(lines, runs, label));
   console.log(`run ${pick.id}: ${((pick.received - pick.sent) * 1000).toFixed(2)} ms`);
   for (const line of lines) {
     const m = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/.exec(line);
@@ -222,4 +223,107 @@ function runnerGaps(
   return `runner gaps, ms p50 (mean): ${Object.entries(gaps)
     .map(([k, a]) => `${k} ${fmt(a)} [${a.length}]`)
     .join('; ')}`;
+}
+
+/**
+ * The end's hops, p50 (mean) over the traced runs (PERF only), each from the one before: the
+ * host's `done` (its write to stdout) → the runner reads it → the runner writes the end (its next
+ * write to Redis: a write of the size Redis then reads) → Redis reads it → Redis's fsync starts →
+ * ends → Redis's reply to the runner (its first write after the fsync) → the message to the waiter
+ * (Redis's write of the size the gateway then reads) → the gateway reads it → the gateway writes
+ * the response → the client has it (the bench's own stamp, same clock).
+ */
+function endGaps(
+  lines: string[],
+  runs: { sent: number; received: number }[],
+  label: Map<number, string>,
+): string {
+  const events = lines.flatMap((line) => {
+    const m = /^(\d+)\s+(\d+\.\d+)\s+(\w+):?\s*(.*)$/.exec(line);
+    const who = m && (label.get(Number(m[1])) ?? '').split(':')[0];
+    if (!m || !who) return [];
+    const ev = m[3]!;
+    const args = m[4]!;
+    const size =
+      ev === 'sys_exit_read'
+        ? Number.parseInt(args, 16)
+        : Number.parseInt(/count: (0x[0-9a-f]+)/.exec(args)?.[1] ?? 'NaN', 16);
+    return [{ t: Number(m[2]), who, ev, size, stdout: /fd: 0x0+1,/.test(args) }];
+  });
+  const names = [
+    'done → runner reads',
+    'read → end written',
+    'end written → Redis reads',
+    'Redis reads → fsync starts (the script)',
+    'fsync',
+    'fsync → reply to runner',
+    'reply → message to waiter',
+    'message → gateway reads',
+    'gateway reads → response written',
+    'response written → client has it',
+    'all: done → client',
+    'all: end written → client',
+  ] as const;
+  const gaps = new Map<string, number[]>(names.map((n) => [n, []]));
+  for (const run of runs) {
+    const inRun = events.filter((e) => e.t >= run.sent && e.t <= run.received);
+    const after = (from: number, ok: (e: (typeof inRun)[number]) => boolean) => {
+      for (let i = from + 1; i < inRun.length; i++) if (ok(inRun[i]!)) return i;
+      return -1;
+    };
+    // The host's last write to stdout in the run is its `done`.
+    let done = -1;
+    for (let i = inRun.length - 1; i >= 0 && done < 0; i--)
+      if (inRun[i]!.who === 'host' && inRun[i]!.ev === 'sys_enter_write' && inRun[i]!.stdout) done = i;
+    if (done < 0) continue;
+    const read = after(done, (e) => e.who === 'runner' && e.ev === 'sys_exit_read');
+    // The end: the runner's first write after it (to Redis: nothing else goes out before it).
+    const end = read < 0 ? -1 : after(read, (e) => e.who === 'runner' && /^sys_enter_write/.test(e.ev));
+    if (end < 0) continue;
+    const redisRead = after(
+      end,
+      (e) =>
+        e.who === 'redis' &&
+        e.ev === 'sys_exit_read' &&
+        (Number.isNaN(inRun[end]!.size) || e.size === inRun[end]!.size),
+    );
+    if (redisRead < 0) continue;
+    const fsync = after(redisRead, (e) => e.who === 'redis' && e.ev === 'sys_enter_fdatasync');
+    const fsynced = after(fsync, (e) => e.who === 'redis' && e.ev === 'sys_exit_fdatasync');
+    const reply = after(fsynced, (e) => e.who === 'redis' && /^sys_enter_write/.test(e.ev));
+    const gwRead = after(fsynced, (e) => e.who === 'gateway' && e.ev === 'sys_exit_read');
+    const msg =
+      gwRead < 0
+        ? -1
+        : after(
+            fsynced,
+            (e) => e.who === 'redis' && /^sys_enter_write/.test(e.ev) && e.size === inRun[gwRead]!.size,
+          );
+    const response = after(gwRead, (e) => e.who === 'gateway' && /^sys_enter_write/.test(e.ev));
+    if ([fsync, fsynced, reply, gwRead, msg, response].some((i) => i < 0)) continue;
+    const t = (i: number) => inRun[i]!.t;
+    const hops = [
+      t(read) - t(done),
+      t(end) - t(read),
+      t(redisRead) - t(end),
+      t(fsync) - t(redisRead),
+      t(fsynced) - t(fsync),
+      t(reply) - t(fsynced),
+      t(msg) - t(reply),
+      t(gwRead) - t(msg),
+      t(response) - t(gwRead),
+      run.received - t(response),
+      run.received - t(done),
+      run.received - t(end),
+    ];
+    for (const [i, h] of hops.entries()) gaps.get(names[i]!)!.push(h);
+  }
+  const fmt = (a: number[]) => {
+    const s = [...a].sort((x, y) => x - y);
+    const mean = a.reduce((x, y) => x + y, 0) / (a.length || 1);
+    return `${((s[Math.floor(s.length / 2)] ?? Number.NaN) * 1000).toFixed(3)} (${(mean * 1000).toFixed(3)})`;
+  };
+  return `the end's hops, ms p50 (mean) [runs]:\n${[...gaps]
+    .map(([k, a]) => `  ${k.padEnd(42)} ${fmt(a)} [${a.length}]`)
+    .join('\n')}`;
 }

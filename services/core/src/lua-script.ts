@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { Command, type Redis } from 'ioredis';
 
 /**
  * A hash's fields from the flattened form a script returns for HGETALL (`[field, value, …]`);
@@ -35,6 +35,63 @@ export function oneByte(text: string): string {
 }
 
 /**
+ * A command whose arguments hold a Buffer, encoded with one text-to-bytes conversion per stretch
+ * of text between its Buffers. ioredis encodes such a command part by part: each argument's length
+ * twice and one copy call per part (three a text argument), ~280 calls for the ~105 arguments of a
+ * run's end with BullMQ's completion (whose options BullMQ packs into a Buffer), 0.1–0.25 ms of the
+ * runner's main thread on a run's path between the host's `done` and the end's write
+ * (test/bench/README.md, round 20). The bytes are ioredis's, the same RESP; commands without a Buffer go
+ * as ioredis writes them (one string).
+ */
+export class OneCopyCommand extends Command {
+  override toWritable(socket: object): string | Buffer {
+    const self = this as unknown as { bufferMode?: boolean; args: (string | Buffer)[]; name: string };
+    if (!self.bufferMode) return super.toWritable(socket);
+    const parts: Buffer[] = [];
+    let text = `*${self.args.length + 1}\r\n$${Buffer.byteLength(self.name)}\r\n${self.name}\r\n`;
+    for (const arg of self.args) {
+      if (Buffer.isBuffer(arg)) {
+        parts.push(Buffer.from(`${text}$${arg.length}\r\n`), arg);
+        text = '\r\n';
+      } else text += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+    }
+    parts.push(Buffer.from(text));
+    return Buffer.concat(parts);
+  }
+}
+
+/** Whether an argument is a Buffer (BullMQ's packed options ride among a fused script's arguments). */
+const anyBuffer = (args: readonly unknown[]): boolean => args.some((a) => Buffer.isBuffer(a));
+
+/**
+ * EVALSHA, or EVAL, through `OneCopyCommand` when an argument is a Buffer on a plain client
+ * (a Cluster's routing and ioredis's auto-pipelining stay with ioredis's own commands).
+ */
+function send(
+  redis: Redis,
+  name: 'evalsha' | 'eval',
+  head: string,
+  keys: string[],
+  args: (string | number)[],
+): Promise<unknown> {
+  const plain = !(redis as { isCluster?: boolean }).isCluster && !redis.options?.enableAutoPipelining;
+  if (plain && anyBuffer(args)) {
+    // Replies as `redis.evalsha` gives them (text; ioredis's `…Buffer` commands alone give bytes).
+    const options = {
+      replyEncoding: 'utf8' as const,
+      ...(redis.options.keyPrefix ? { keyPrefix: redis.options.keyPrefix } : {}),
+      ...(redis.options.showFriendlyErrorStack ? { errorStack: new Error() } : {}),
+    };
+    const command = new OneCopyCommand(name, [head, keys.length, ...keys, ...args], options);
+    redis.sendCommand(command);
+    return command.promise as Promise<unknown>;
+  }
+  return name === 'evalsha'
+    ? redis.evalsha(head, keys.length, ...keys, ...args)
+    : redis.eval(head, keys.length, ...keys, ...args);
+}
+
+/**
  * A Lua script sent as EVALSHA (a 40-byte hash instead of the source on every call), falling back
  * to EVAL when the node does not know it yet (first use, a restart, a Cluster node just promoted).
  * Its keys must share one hash slot (see keys.ts).
@@ -54,15 +111,15 @@ export class LuaScript {
    * EVAL after them.
    */
   runInOrder(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
-    return redis.eval(this.source, keys.length, ...keys, ...args);
+    return send(redis, 'eval', this.source, keys, args);
   }
 
   async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
-      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+      return await send(redis, 'evalsha', this.sha, keys, args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-      return redis.eval(this.source, keys.length, ...keys, ...args);
+      return send(redis, 'eval', this.source, keys, args);
     }
   }
 }
