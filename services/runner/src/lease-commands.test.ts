@@ -81,7 +81,7 @@ async function leaseAndBegin(fair: ReturnType<typeof share>, id: string, tenant 
 }
 
 describe('a lone tenant lease and attempt start, counted', () => {
-  it("a lone tenant's start runs 14 commands, the script call included, under its share and at it alike: the pool's size and busy count are not read", async () => {
+  it("a lone tenant's start runs 14 commands, the script call included, under its share, at it and on its last queued job alike: the pool's size and busy count are not read", async () => {
     await clean();
     const fair = share();
     await fair.start([mode]);
@@ -100,16 +100,16 @@ describe('a lone tenant lease and attempt start, counted', () => {
     });
     expect(begun?.begun.attempt).toBe(1);
     expect(begun?.lease.answer?.ok).toBe(true);
-    // Lease: TIME, leases and waiting ZRANGE, queued HINCRBY and HLEN (nobody else: granted, so no
-    // registrations HGETALL, no busy ZCARD), two ZADDs; start: record HGETALL, journal HINCRBY +
-    // EXPIRE, record HSET, XADD + PUBLISH.
+    // Lease: TIME, leases and waiting ZRANGE, a sample of the queued counts (HRANDFIELD: nobody
+    // else, so granted with no registrations HGETALL and no busy ZCARD) and this one's HINCRBY, two
+    // ZADDs; start: record HGETALL, journal HINCRBY + EXPIRE, record HSET, XADD + PUBLISH.
     const lone = {
       evalsha: 1,
       time: 1,
       hgetall: 1,
       zrange: 2,
       hincrby: 2,
-      hlen: 1,
+      hrandfield: 1,
       zadd: 2,
       expire: 1,
       hset: 1,
@@ -129,11 +129,12 @@ describe('a lone tenant lease and attempt start, counted', () => {
     expect(third.by).toEqual(lone);
     expect(await redis.zcard(leases())).toBe(3);
 
-    // Its last queued job (a sequential client's every run): the count's HDEL, one more.
+    // Its last queued job (a sequential client's every run): the sampled count's HDEL instead of
+    // its HINCRBY, the same 14.
     await redis.hset(keys.poolQueued(mode), 'acme', 1);
     await newRun('c4');
     const last = await counted(() => leaseAndBegin(fair, 'c4'));
-    expect(last.by).toEqual({ ...lone, hdel: 1 });
+    expect(last.by).toEqual({ ...lone, hincrby: 1, hdel: 1 });
     expect(await redis.exists(keys.poolQueued(mode))).toBe(0);
     await fair.close();
     await clean();
@@ -154,7 +155,7 @@ describe('a lone tenant lease and attempt start, counted', () => {
     // The lone path's commands, and the registrations HGETALL and busy ZCARD.
     expect(under.by.hgetall).toBe(2);
     expect(under.by.zcard).toBe(1);
-    expect(under.by.hlen).toBe(1);
+    expect(under.by.hrandfield).toBe(1);
     expect(under.total).toBe(16);
     await newRun('d2');
     expect((await leaseAndBegin(fair, 'd2')).lease.answer?.ok).toBe(true);
@@ -171,6 +172,28 @@ describe('a lone tenant lease and attempt start, counted', () => {
 });
 
 describe('each skipped command where it would have mattered', () => {
+  it("a sample of the queued counts that misses this tenant's takes its pick-up off all the same", async () => {
+    await clean();
+    const fair = share();
+    await fair.start([mode]);
+    // Three tenants queued: a sample of two fields holds this one's count or not (at random); the
+    // count left is the same either way, over enough rounds to see both.
+    const pool = [keys.poolQueued(mode), keys.poolBusy(mode), keys.poolWaiting(mode), leases()];
+    for (let round = 0; round < 12; round++) {
+      await redis.del(...pool, keys.poolTenantDeferred(mode, 'acme'));
+      await redis.hset(keys.poolQueued(mode), 'other-1', 1, 'other-2', 1, 'acme', 2);
+      expect((await fair.acquire(mode, 'acme', `s${round}-1`)).ok).toBe(true);
+      expect(await redis.hget(keys.poolQueued(mode), 'acme')).toBe('1');
+      expect((await fair.acquire(mode, 'acme', `s${round}-2`)).ok).toBe(true);
+      expect(await redis.hexists(keys.poolQueued(mode), 'acme')).toBe(0);
+      // At its share with others queued: deferred, and a count it no longer has stays absent.
+      expect(await fair.acquire(mode, 'acme', `s${round}-3`)).toEqual({ ok: false, limit: 2 });
+      expect(await redis.hgetall(keys.poolQueued(mode))).toEqual({ 'other-1': '1', 'other-2': '1' });
+    }
+    await fair.close();
+    await clean();
+  });
+
   it('a tenant listed past the first two waiting keeps its order: its new job gives the slot to its oldest deferred one', async () => {
     await clean();
     const promoted: string[] = [];

@@ -68,12 +68,8 @@ local function acquireLease(k, a)
   local oldest
   if mineListed then oldest = redis.call('ZRANGE', deferred, 0, 0)[1] end
   -- Picked up from the queue: no longer queued (a deferred job woken by its recheck was counted
-  -- then). mine: the tenant's queued count left, when counted here.
-  local mine
-  if not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job)) then
-    mine = redis.call('HINCRBY', queued, tenant, -1)
-    if mine <= 0 then redis.call('HDEL', queued, tenant) end
-  end
+  -- then); the count is taken off below, after the decision (which reads the counts as they were).
+  local counted = not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job))
   -- Lapsed busy slots (a SIGKILLed runner's) are dropped only when they could make the answer no.
   local function liveBusy()
     pool()
@@ -82,30 +78,47 @@ local function acquireLease(k, a)
     redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
     return redis.call('ZCARD', busy)
   end
-  -- Whether another tenant has work waiting: deferred (read above), else queued (the gateway's counts).
+  -- Whether another tenant has work waiting: deferred (read above), else queued (the gateway's
+  -- counts): a sample of two fields of the queued hash (all of a hash of two or fewer) holds another
+  -- tenant's whenever there is one, and this tenant's count when it is all of the hash or sampled.
+  local mine, known
   local function othersWait()
     if othersDeferred then return true end
-    local n = redis.call('HLEN', queued)
-    if n > 0 then
-      if mine == nil then n = n - redis.call('HEXISTS', queued, tenant)
-      elseif mine > 0 then n = n - 1 end
+    local sample = redis.call('HRANDFIELD', queued, 2, 'WITHVALUES')
+    local others = false
+    for i = 1, #sample, 2 do
+      if sample[i] == tenant then mine = tonumber(sample[i + 1]) else others = true end
     end
-    return n > 0
+    known = mine ~= nil or #sample < 4
+    return others
+  end
+  -- The pick-up's count taken off: from the count sampled, one write (none when it had none); else
+  -- as the gateway does it (a count left at 0 or below is deleted).
+  local function pickedUp()
+    if not counted then return end
+    if known then
+      if mine == nil then return end
+      if mine > 1 then redis.call('HINCRBY', queued, tenant, -1)
+      else redis.call('HDEL', queued, tenant) end
+    elseif redis.call('HINCRBY', queued, tenant, -1) <= 0 then
+      redis.call('HDEL', queued, tenant)
+    end
   end
   -- Work-conserving: at or past its share, or in a pool seen full, a tenant is held back only while
   -- another one waits. Alone, the slot it runs in is its runner's own (a runner picks a job up only
   -- into a free slot of its own), so a full count of busy members (a reservation whose job is not
   -- taken yet, a lease given back late) holds no one else's slot: deferring would only start a
   -- chain (each later pick-up deferred behind the one before, see test/bench/README.md, round 20).
-  -- So whether it is alone is asked first (the waiting list is read already; the queued count's
-  -- size is one HLEN), and only a tenant with company reads the pool's size and busy count: the
-  -- same answer as `under its share in a pool not full, or alone`, in fewer reads.
+  -- So whether it is alone is asked first (the waiting list is read already; the queued counts are
+  -- one sample), and only a tenant with company reads the pool's size and busy count: the same
+  -- answer as `under its share in a pool not full, or alone`, in fewer reads.
   local ok, alone
   if cap > 0 and live >= cap then ok = false
   else
     alone = not othersWait()
     ok = alone or (liveBusy() < total and live < quota)
   end
+  pickedUp()
   if not ok then
     defer()
     return { 0, pool() }
