@@ -72,7 +72,8 @@ describe('fair share', () => {
       Array.from({ length: 12 }, (_, i) => runners[i % 3]!.acquire('read-only', 'acme', `job-${i}`)),
     );
     expect(alone.filter((r) => r.ok)).toHaveLength(12);
-    expect(alone[0]!.limit).toBe(6);
+    // Alone, the pool's size is not read (no limit to report).
+    expect(alone[0]!.limit).toBe(0);
     for (let i = 0; i < 12; i++) await runners[i % 3]!.release('read-only', 'acme', `job-${i}`);
     // Another tenant waits: the racing acquires grant acme exactly its share, the rest deferred.
     await queued('read-only', 'other');
@@ -80,6 +81,7 @@ describe('fair share', () => {
       Array.from({ length: 18 }, (_, i) => runners[i % 3]!.acquire('read-only', 'acme', `job-${12 + i}`)),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(6);
+    expect(results.find((r) => !r.ok)?.limit).toBe(6);
     expect(await redis.zcard(keys.poolTenantDeferred('read-only', 'acme'))).toBe(12);
     // Every pick-up was counted off the tenant's queued jobs.
     expect(await redis.hget(keys.poolQueued('read-only'), 'acme')).toBeNull();
@@ -260,12 +262,13 @@ describe('fair share', () => {
   it('the absolute cap applies even with the pool free, and a tenant always gets at least one slot', async () => {
     const capped = runner({ ISLET_TENANT_MAX_EXECUTING_PER_POOL: 1 });
     await capped.start(['workspace-write']);
-    expect((await capped.acquire('workspace-write', 't1', 'a')).limit).toBe(1);
-    expect((await capped.acquire('workspace-write', 't1', 'b')).ok).toBe(false);
+    expect(await capped.acquire('workspace-write', 't1', 'a')).toEqual({ ok: true, limit: 0 });
+    expect(await capped.acquire('workspace-write', 't1', 'b')).toEqual({ ok: false, limit: 1 });
     await capped.close();
     await clean('workspace-write');
     const tiny = runner({ ISLET_RUNNER_CONCURRENCY: 1, ISLET_TENANT_POOL_SHARE: 0.5 });
     await tiny.start(['danger-full-access']);
+    await queued('danger-full-access', 'other'); // contention: the share is read and reported
     expect(await tiny.acquire('danger-full-access', 't1', 'a')).toEqual({ ok: true, limit: 1 });
     await tiny.close();
     await clean('danger-full-access');
@@ -298,7 +301,7 @@ describe('fair share', () => {
     // passed by the raw count, but nobody else waits, so the answer is yes without pruning them.
     await redis.zadd(leases, Date.now() - 10, 'x-0', Date.now() - 10, 'x-1', Date.now() - 10, 'x-2');
     await redis.pexpire(leases, 50);
-    expect(await r.acquire('workspace-write', 'lone', 'j')).toEqual({ ok: true, limit: 2 });
+    expect(await r.acquire('workspace-write', 'lone', 'j')).toEqual({ ok: true, limit: 0 });
     expect(await redis.pttl(leases)).toBeGreaterThan(1000);
     await new Promise((res) => setTimeout(res, 100));
     expect(await redis.zscore(leases, 'j')).not.toBeNull();

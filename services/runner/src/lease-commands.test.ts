@@ -81,7 +81,7 @@ async function leaseAndBegin(fair: ReturnType<typeof share>, id: string, tenant 
 }
 
 describe('a lone tenant lease and attempt start, counted', () => {
-  it('a first start under the share runs 15 commands, the script call included; at the share with nobody else waiting, one more', async () => {
+  it("a lone tenant's start runs 14 commands, the script call included, under its share, at it and on its last queued job alike: the pool's size and busy count are not read", async () => {
     await clean();
     const fair = share();
     await fair.start([mode]);
@@ -100,41 +100,100 @@ describe('a lone tenant lease and attempt start, counted', () => {
     });
     expect(begun?.begun.attempt).toBe(1);
     expect(begun?.lease.answer?.ok).toBe(true);
-    // Lease: TIME, registrations HGETALL, leases and waiting ZRANGE, queued HINCRBY, busy ZCARD, two
+    // Lease: TIME, leases and waiting ZRANGE, a sample of the queued counts (HRANDFIELD: nobody
+    // else, so granted with no registrations HGETALL and no busy ZCARD) and this one's HINCRBY, two
     // ZADDs; start: record HGETALL, journal HINCRBY + EXPIRE, record HSET, XADD + PUBLISH.
-    expect(first.by).toEqual({
+    const lone = {
       evalsha: 1,
       time: 1,
-      hgetall: 2,
+      hgetall: 1,
       zrange: 2,
       hincrby: 2,
-      zcard: 1,
+      hrandfield: 1,
       zadd: 2,
       expire: 1,
       hset: 1,
       xadd: 1,
       publish: 1,
-    });
-    expect(first.total).toBe(15);
+    };
+    expect(first.by).toEqual(lone);
+    expect(first.total).toBe(14);
     // A new lease key gets no expiry from the start (its heartbeat or its release see to it).
     expect(await redis.pttl(leases())).toBe(-1);
 
-    // At its share (pool 4, share 2; c1 and c2 held) with nobody else waiting: one HLEN says so.
+    // At its share (pool 4, share 2; c1 and c2 held) with nobody else waiting: the same commands.
     await newRun('c2');
     await leaseAndBegin(fair, 'c2');
     await newRun('c3');
     const third = await counted(() => leaseAndBegin(fair, 'c3'));
-    expect(third.by.hlen).toBe(1);
-    expect(third.by.pexpire).toBeUndefined();
-    expect(third.by.zscore).toBeUndefined();
-    expect(third.total).toBe(16);
+    expect(third.by).toEqual(lone);
     expect(await redis.zcard(leases())).toBe(3);
+
+    // Its last queued job (a sequential client's every run): the sampled count's HDEL instead of
+    // its HINCRBY, the same 14.
+    await redis.hset(keys.poolQueued(mode), 'acme', 1);
+    await newRun('c4');
+    const last = await counted(() => leaseAndBegin(fair, 'c4'));
+    expect(last.by).toEqual({ ...lone, hincrby: 1, hdel: 1 });
+    expect(await redis.exists(keys.poolQueued(mode))).toBe(0);
+    await fair.close();
+    await clean();
+  });
+
+  it("with another tenant's job queued the pool's size and busy count decide: under the share granted, at it deferred", async () => {
+    await clean();
+    const fair = share();
+    await fair.start([mode]);
+    await newRun('warm2');
+    const warm = await leaseAndBegin(fair, 'warm2');
+    if (!warm.begun.run) throw new Error('no run');
+    await lifecycle().finish(warm.begun.run, done);
+    await noteQueued(redis, on, mode, 'other');
+    for (let i = 0; i < 3; i++) await noteQueued(redis, on, mode, 'acme');
+    await newRun('d1');
+    const under = await counted(() => leaseAndBegin(fair, 'd1'));
+    // The lone path's commands, and the registrations HGETALL and busy ZCARD.
+    expect(under.by.hgetall).toBe(2);
+    expect(under.by.zcard).toBe(1);
+    expect(under.by.hrandfield).toBe(1);
+    expect(under.total).toBe(16);
+    await newRun('d2');
+    expect((await leaseAndBegin(fair, 'd2')).lease.answer?.ok).toBe(true);
+    // At the share (2 of 4) with another tenant waiting: deferred, the share reported, no attempt.
+    await newRun('d3');
+    const refused = await leaseAndBegin(fair, 'd3');
+    expect(refused.lease.answer).toEqual({ ok: false, limit: 2 });
+    expect(refused.begun.deferred).toBe(true);
+    expect(await redis.hget(keys.run('d3'), 'attempts')).toBe('0'); // no attempt spent
+    expect(await redis.zrange(keys.poolTenantDeferred(mode, 'acme'), 0, -1)).toEqual(['d3']);
     await fair.close();
     await clean();
   });
 });
 
 describe('each skipped command where it would have mattered', () => {
+  it("a sample of the queued counts that misses this tenant's takes its pick-up off all the same", async () => {
+    await clean();
+    const fair = share();
+    await fair.start([mode]);
+    // Three tenants queued: a sample of two fields holds this one's count or not (at random); the
+    // count left is the same either way, over enough rounds to see both.
+    const pool = [keys.poolQueued(mode), keys.poolBusy(mode), keys.poolWaiting(mode), leases()];
+    for (let round = 0; round < 12; round++) {
+      await redis.del(...pool, keys.poolTenantDeferred(mode, 'acme'));
+      await redis.hset(keys.poolQueued(mode), 'other-1', 1, 'other-2', 1, 'acme', 2);
+      expect((await fair.acquire(mode, 'acme', `s${round}-1`)).ok).toBe(true);
+      expect(await redis.hget(keys.poolQueued(mode), 'acme')).toBe('1');
+      expect((await fair.acquire(mode, 'acme', `s${round}-2`)).ok).toBe(true);
+      expect(await redis.hexists(keys.poolQueued(mode), 'acme')).toBe(0);
+      // At its share with others queued: deferred, and a count it no longer has stays absent.
+      expect(await fair.acquire(mode, 'acme', `s${round}-3`)).toEqual({ ok: false, limit: 2 });
+      expect(await redis.hgetall(keys.poolQueued(mode))).toEqual({ 'other-1': '1', 'other-2': '1' });
+    }
+    await fair.close();
+    await clean();
+  });
+
   it('a tenant listed past the first two waiting keeps its order: its new job gives the slot to its oldest deferred one', async () => {
     await clean();
     const promoted: string[] = [];
@@ -238,7 +297,7 @@ describe('each skipped command where it would have mattered', () => {
       expect(second.attempt).toBe(2);
       expect(second.entries.map((e) => e.index)).toEqual([0]);
     });
-    expect(again.by.hgetall).toBe(3); // registrations, record, journal
+    expect(again.by.hgetall).toBe(2); // record, journal (alone: no registrations read)
     await fair.close();
     await clean();
   });

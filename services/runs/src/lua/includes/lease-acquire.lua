@@ -3,14 +3,23 @@
 -- KEYS[k..k+5] pool slots, pool busy, pool queued, pool waiting, tenant leases, tenant deferred
 --   (one slot: `{pool:<mode>}`).
 -- ARGV[a..a+4] job id, tenant, share, absolute cap, lease ms.
--- Returns { 1 | 0, quota[, job id whose reservation the caller must promote] }.
+-- Returns { 1 | 0, quota[, job id whose reservation the caller must promote] }; quota is 0 on a grant
+--   that did not need the pool's size (alone, or a reservation): only a deferral reports it.
 --- @include "pool-quota"
 local function acquireLease(k, a)
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local leases, deferred = KEYS[k + 4], KEYS[k + 5]
   local job, tenant = ARGV[a], ARGV[a + 1]
   local share, cap, lease = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local now, total, quota = poolQuota(slots, share, cap)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- The pool's size (its registrations) is read only when it decides: a tenant alone is granted
+  -- whatever the pool's count (below), so its common start skips this read and the busy count.
+  local total, quota
+  local function pool()
+    if not total then total, quota = select(2, poolQuota(slots, share, cap, now)) end
+    return quota
+  end
   -- The tenant's leases with their expiries, read once: this job's reservation, the live count the
   -- share compares, whether another live lease keeps the key alive, and lapsed ones to drop.
   local rows = redis.call('ZRANGE', leases, 0, -1, 'WITHSCORES')
@@ -45,7 +54,7 @@ local function acquireLease(k, a)
     fresh = false
     take(job)
     if redis.call('ZREM', deferred, job) == 1 then unlisted() end
-    return { 1, quota }
+    return { 1, 0 }
   end
   -- The tenants with deferred jobs, as far as they decide: a tenant with a deferred job is always
   -- listed (every script that empties its deferred set unlists it after, never before), so an
@@ -59,65 +68,80 @@ local function acquireLease(k, a)
   local oldest
   if mineListed then oldest = redis.call('ZRANGE', deferred, 0, 0)[1] end
   -- Picked up from the queue: no longer queued (a deferred job woken by its recheck was counted
-  -- then). mine: the tenant's queued count left, when counted here.
-  local mine
-  if not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job)) then
-    mine = redis.call('HINCRBY', queued, tenant, -1)
-    if mine <= 0 then redis.call('HDEL', queued, tenant) end
-  end
+  -- then); the count is taken off below, after the decision (which reads the counts as they were).
+  local counted = not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job))
   -- Lapsed busy slots (a SIGKILLed runner's) are dropped only when they could make the answer no.
   local function liveBusy()
+    pool()
     local n = redis.call('ZCARD', busy)
     if n < total then return n end
     redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
     return redis.call('ZCARD', busy)
   end
-  -- Whether another tenant has work waiting: deferred (read above), else queued (the gateway's counts).
+  -- Whether another tenant has work waiting: deferred (read above), else queued (the gateway's
+  -- counts): a sample of two fields of the queued hash (all of a hash of two or fewer) holds another
+  -- tenant's whenever there is one, and this tenant's count when it is all of the hash or sampled.
+  local mine, known
   local function othersWait()
     if othersDeferred then return true end
-    local n = redis.call('HLEN', queued)
-    if n > 0 then
-      if mine == nil then n = n - redis.call('HEXISTS', queued, tenant)
-      elseif mine > 0 then n = n - 1 end
+    local sample = redis.call('HRANDFIELD', queued, 2, 'WITHVALUES')
+    local others = false
+    for i = 1, #sample, 2 do
+      if sample[i] == tenant then mine = tonumber(sample[i + 1]) else others = true end
     end
-    return n > 0
+    known = mine ~= nil or #sample < 4
+    return others
+  end
+  -- The pick-up's count taken off: from the count sampled, one write (none when it had none); else
+  -- as the gateway does it (a count left at 0 or below is deleted).
+  local function pickedUp()
+    if not counted then return end
+    if known then
+      if mine == nil then return end
+      if mine > 1 then redis.call('HINCRBY', queued, tenant, -1)
+      else redis.call('HDEL', queued, tenant) end
+    elseif redis.call('HINCRBY', queued, tenant, -1) <= 0 then
+      redis.call('HDEL', queued, tenant)
+    end
   end
   -- Work-conserving: at or past its share, or in a pool seen full, a tenant is held back only while
   -- another one waits. Alone, the slot it runs in is its runner's own (a runner picks a job up only
   -- into a free slot of its own), so a full count of busy members (a reservation whose job is not
   -- taken yet, a lease given back late) holds no one else's slot: deferring would only start a
   -- chain (each later pick-up deferred behind the one before, see test/bench/README.md, round 20).
+  -- So whether it is alone is asked first (the waiting list is read already; the queued counts are
+  -- one sample), and only a tenant with company reads the pool's size and busy count: the same
+  -- answer as `under its share in a pool not full, or alone`, in fewer reads.
   local ok, alone
   if cap > 0 and live >= cap then ok = false
-  elseif liveBusy() < total and live < quota then ok = true
   else
     alone = not othersWait()
-    ok = alone
+    ok = alone or (liveBusy() < total and live < quota)
   end
+  pickedUp()
   if not ok then
     defer()
-    return { 0, quota }
+    return { 0, pool() }
   end
   if oldest and oldest ~= job then
     take(oldest)
     redis.call('ZREM', deferred, oldest)
     -- Alone (and under its cap with both), the older job keeps its slot and this one runs too: no
     -- deferral follows from the one before, and nobody else waits for either slot.
-    if alone == nil then alone = not othersWait() end
     if alone and (cap <= 0 or live + 2 <= cap) then
       fresh = false
       take(job)
       redis.call('ZREM', deferred, job)
       unlisted()
-      return { 1, quota, oldest }
+      return { 1, quota or 0, oldest }
     end
     defer()
-    return { 0, quota, oldest }
+    return { 0, pool(), oldest }
   end
   take(job)
   if oldest then
     redis.call('ZREM', deferred, job)
     unlisted()
   end
-  return { 1, quota }
+  return { 1, quota or 0 }
 end

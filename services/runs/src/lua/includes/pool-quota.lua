@@ -1,9 +1,12 @@
--- poolQuota(slots, share, cap): Redis's time (ms), the pool's live slots (the sum over runners
--- registered in `slots`, a HASH runner → `<slots>:<expiry ms>`; lapsed registrations are dropped)
--- and a tenant's share under contention: max(1, floor(live slots × share)), at most `cap` when set.
-local function poolQuota(slots, share, cap)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- poolQuota(slots, share, cap[, now]): Redis's time (ms; read here unless given), the pool's live
+-- slots (the sum over runners registered in `slots`, a HASH runner → `<slots>:<expiry ms>`; lapsed
+-- registrations are dropped) and a tenant's share under contention: max(1, floor(live slots ×
+-- share)), at most `cap` when set.
+local function poolQuota(slots, share, cap, now)
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
   local total = 0
   local rows = redis.call('HGETALL', slots)
   for i = 1, #rows, 2 do
