@@ -12,7 +12,7 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { handOffKeys } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
 
 let redis: Redis;
 const h = runnerHarness('handback-close-test');
@@ -29,6 +29,7 @@ it('a run handed back while the worker closes goes back to the queue; the closin
     release = r;
   });
   const starts: string[] = [];
+  let next: RunnerUnderTest | undefined;
   const t = await h.setUp('hb', true, undefined, {
     handOff: true,
     hold,
@@ -61,9 +62,49 @@ it('a run handed back while the worker closes goes back to the queue; the closin
     expect(await redis.hget(keys.run('hb1'), 'status')).not.toBe('Completed');
     expect(['delayed', 'waiting']).toContain(await t.queue.getJobState('hb1'));
     // Another runner takes it and runs it to its end.
-    const next = await h.setUp('hb2', true);
+    next = await h.setUp('hb2', true);
     await until('hb1 to complete', async () => (await redis.hget(keys.run('hb1'), 'status')) === 'Completed');
     expect(next.outcomes.filter((o) => o.startsWith('completed'))).toHaveLength(1);
+  } finally {
+    release();
+    await next?.close();
+    await t.close();
+  }
+});
+
+it('a run that ends while its worker closes brings no next job: its completion fetches nothing, the waiting job stays queued', async () => {
+  let release: () => void = () => undefined;
+  const hold = new Promise<void>((r) => {
+    release = r;
+  });
+  const starts: string[] = [];
+  const t = await h.setUp('hc', true, undefined, {
+    handOff: true,
+    slots: 1,
+    hold,
+    onWork: (id) => starts.push(id),
+  });
+  try {
+    await h.newRun('hc1');
+    await h.newRun('hc2');
+    await t.add('hc1');
+    await until('hc1 to start', async () => starts.length === 1);
+    await t.add('hc2');
+    const worker = t.worker();
+    const idle = (worker as unknown as { handOffWait: { close(): Promise<void> } }).handOffWait;
+    const closeIdle = idle.close.bind(idle);
+    // The run ends inside the close's first step: its completion (the fused end, completion and
+    // next start) goes while BullMQ's `closing` is not set yet.
+    idle.close = async () => {
+      release();
+      await until('hc1 to complete', async () => (await t.queue.getJobState('hc1')) === 'completed');
+      return closeIdle();
+    };
+    await t.stop();
+    expect(starts).toEqual(['hc1']);
+    expect(await t.queue.getJobState('hc2')).toBe('waiting');
+    expect(worker.completionStarts).toBe(0);
+    expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
   } finally {
     release();
     await t.close();
