@@ -37,33 +37,11 @@ import { completingExec, type PendingEnd, runEndAlone } from './end-complete-sto
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
 import { type Handed, nextJobData } from './handoff-store.ts';
 import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
+import type { ExecScripts, FetchLoopState, FetchStart } from './parking-worker-types.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
 
-/** BullMQ's fetch-loop state, private there; read and set here to skip fetches it would make for nothing. */
-interface FetchLoopState {
-  drained: boolean;
-  /** Set while the worker blocks on the queue's marker and fetches on its wake-up. */
-  waiting: Promise<number> | null;
-  updateDelays(limitDelay?: number, delayUntil?: number): void;
-}
-
-/** How this worker's fetches start their runs (runner.ts); absent: BullMQ's fetch alone. */
-export interface FetchStart {
-  /** Whether a fetch may start its run (one server, fair share on); asked at each fetch. */
-  on(): Promise<boolean>;
-  /** The start's arguments after BullMQ's (made at each fetch). */
-  args(): (string | number)[];
-  /** Gives back the lease of a job whose start no processor took (BullMQ never ran it). */
-  giveBack?: (tenant: string, jobId: string) => Promise<void>;
-}
-
-/** BullMQ's Scripts, private there: its calls go through `execCommand`. */
-interface ExecScripts {
-  execCommand(client: RedisClient, name: string, args: unknown[]): Promise<unknown>;
-  version: string;
-  fused?: boolean;
-}
+export type { FetchStart } from './parking-worker-types.ts';
 
 export class ParkingWorker<DataType> extends Worker<DataType> {
   gate: SlotGate | undefined;
