@@ -68,14 +68,19 @@ export function completingExec(
   scriptsVersion: string,
   exec: (client: RedisClient, name: string, args: unknown[]) => Promise<unknown>,
   take: (jobId: string) => PendingEnd | undefined,
+  closing: () => boolean = () => false,
 ): (client: RedisClient, name: string, args: unknown[]) => Promise<unknown> {
   // Scripts of another BullMQ than the one whose completion text is embedded: theirs, as they are.
   if (scriptsVersion !== version) return exec;
   return async (client, name, args) => {
-    const end =
-      name === COMPLETE_COMMAND && args.length > COMPLETE_KEYS
-        ? take(String(args[COMPLETE_KEYS]))
-        : undefined;
+    const completion = name === COMPLETE_COMMAND && args.length > COMPLETE_KEYS;
+    // A worker whose close began fetches nothing more, decided as the call goes (BullMQ read its
+    // state when it built the arguments, a turn earlier): its completion brings no next job.
+    if (completion && closing() && Number(args[COMPLETE_KEYS + FETCH_NEXT_ARG]) === 1) {
+      args = [...args];
+      args[COMPLETE_KEYS + FETCH_NEXT_ARG] = 0;
+    }
+    const end = completion ? take(String(args[COMPLETE_KEYS])) : undefined;
     if (!end) return exec(client, name, args);
     const redis = client as unknown as Redis;
     const bullArgs = args.slice(COMPLETE_KEYS) as (string | number)[];

@@ -3,8 +3,8 @@
  * BullMQ's wait on the queue's marker becomes the worker's registration and a blocking pop on its
  * own hand-off key and that marker, with a slot reserved for a job a submit hands to it; the job
  * the pop brings waits here for the fetch that follows. At close the registration goes and the pop
- * is woken, so a job handed before that is either popped (and run, as any fetched job at a close)
- * or left on its key and given back.
+ * is woken, so a job handed before that is popped or left on its key, and given back either way:
+ * a closing worker runs no job it had not started.
  */
 import { Job, type RedisClient, type Worker } from 'bullmq';
 import {
@@ -42,6 +42,8 @@ export interface HandOffHooks {
   unstarted(): boolean;
   /** BullMQ's marker wait under way (its private `waiting`). */
   waiting(): Promise<number> | null;
+  /** The worker's close began (set before this wait's close and BullMQ's `closing`). */
+  closing(): boolean;
 }
 
 /** How long a close waits for its woken pop to come back before closing anyway, ms. */
@@ -52,6 +54,8 @@ export class HandOffWait<DataType> {
   registrations = 0;
   /** Registrations removed by `TAKE_BACK` after a pop that brought no hand-off (tests read it). */
   takeBacks = 0;
+  /** Jobs popped or left on the key at close, given back to the queue (tests read it). */
+  givenBack = 0;
   /** The close removed the registration: none is written again. */
   closed = false;
   /** The registration of the pop under way: its lock token (its slot reserved for it). */
@@ -76,7 +80,7 @@ export class HandOffWait<DataType> {
     const gate = this.hooks.gate();
     // A job handed over and not taken yet: no wait, the fetch that follows takes it.
     if (this.handed) return 0;
-    if (!start || this.worker.closing || this.closed || this.hooks.unstarted())
+    if (!start || this.hooks.closing() || this.closed || this.hooks.unstarted())
       return wait(bclient, blockUntil);
     const token = `${this.worker.id}:h:${this.tokens++}`;
     if (!(await start.on()) || (gate && !gate.reserveIdle(token))) return wait(bclient, blockUntil);
@@ -112,6 +116,11 @@ export class HandOffWait<DataType> {
       } finally {
         this.idle = undefined;
       }
+      if (popped.handed && this.hooks.closing()) {
+        // Popped as the close began (its registration not removed yet): never run here.
+        this.handed = popped.handed;
+        return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
+      }
       if (popped.handed) {
         // The job keeps the registration's token and the slot reserved for it; BullMQ fetches
         // at once (what it reads as the marker of a job due now) and gets it.
@@ -135,8 +144,8 @@ export class HandOffWait<DataType> {
 
   /**
    * Before BullMQ's close drops the blocking connection (a reply in flight on it would be lost):
-   * the registration goes and the pop is woken, so a job handed before that is either popped by
-   * the worker (and run, as any fetched job at a close) or left on its key and given back here.
+   * the registration goes and the pop is woken, so a job handed before that is either popped or
+   * left on its key; either way it is given back here (or by the refused fetch that takes it).
    */
   async close(): Promise<void> {
     this.closed = true;
@@ -155,14 +164,25 @@ export class HandOffWait<DataType> {
         ]);
         clearTimeout(timer);
       }
+      // Popped as the close began: given back, never run by a worker that is leaving.
+      const popped = this.take();
+      if (popped) {
+        this.hooks.gate()?.fetched(popped.token, false);
+        this.givenBack++;
+        await this.giveBack(popped);
+      }
       const left = await takeLeft(client, handOff.keys);
-      if (left) await this.giveBack(left);
+      if (left) {
+        this.givenBack++;
+        await this.giveBack(left);
+      }
     } catch (err) {
       this.worker.emit('error', err as Error);
     }
   }
 
-  private async giveBack(handed: Handed): Promise<void> {
+  /** A job handed over that this worker will not run: back to the queue, its lease given back. */
+  async giveBack(handed: Handed): Promise<void> {
     const [jobData, id] = nextJobData(handed.answer);
     if (!jobData || id === undefined) return;
     const job = Job.fromJSON(this.worker, jobData, id);

@@ -37,33 +37,11 @@ import { completingExec, type PendingEnd, runEndAlone } from './end-complete-sto
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
 import { type Handed, nextJobData } from './handoff-store.ts';
 import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
+import type { ExecScripts, FetchLoopState, FetchStart } from './parking-worker-types.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
 
-/** BullMQ's fetch-loop state, private there; read and set here to skip fetches it would make for nothing. */
-interface FetchLoopState {
-  drained: boolean;
-  /** Set while the worker blocks on the queue's marker and fetches on its wake-up. */
-  waiting: Promise<number> | null;
-  updateDelays(limitDelay?: number, delayUntil?: number): void;
-}
-
-/** How this worker's fetches start their runs (runner.ts); absent: BullMQ's fetch alone. */
-export interface FetchStart {
-  /** Whether a fetch may start its run (one server, fair share on); asked at each fetch. */
-  on(): Promise<boolean>;
-  /** The start's arguments after BullMQ's (made at each fetch). */
-  args(): (string | number)[];
-  /** Gives back the lease of a job whose start no processor took (BullMQ never ran it). */
-  giveBack?: (tenant: string, jobId: string) => Promise<void>;
-}
-
-/** BullMQ's Scripts, private there: its calls go through `execCommand`. */
-interface ExecScripts {
-  execCommand(client: RedisClient, name: string, args: unknown[]): Promise<unknown>;
-  version: string;
-  fused?: boolean;
-}
+export type { FetchStart } from './parking-worker-types.ts';
 
 export class ParkingWorker<DataType> extends Worker<DataType> {
   gate: SlotGate | undefined;
@@ -90,6 +68,18 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private readonly keptFor = new Map<string, string>();
   /** Completions that also started their next job's run (tests read it). */
   completionStarts = 0;
+  /**
+   * Set as `close` is called, before the hand-off's close and BullMQ's (which set `closing` only
+   * after it): from then on this worker takes no job by any path (fetch, fetch-next, hand-off).
+   */
+  private stopping = false;
+  /** Resolves once BullMQ's close began (`closing` set: its loop then ends). */
+  private readonly bullClosing: Promise<void>;
+  private closeBegan: () => void = () => undefined;
+  /** Fetches refused because the worker was closing (tests read it). */
+  fetchesRefusedClosing = 0;
+  /** Jobs that reached this worker after its close began (a fetch-next or a pop in flight), given back unrun (tests read it). */
+  jobsGivenBackClosing = 0;
   /** Direct hand-off: set (runner.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
   handOff: HandOff | undefined;
   /** Its idle wait (handoff-wait.ts), with `handOff`. */
@@ -105,6 +95,18 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     return this.handOffWait?.takeBacks ?? 0;
   }
 
+  constructor(...args: ConstructorParameters<typeof Worker<DataType>>) {
+    super(...args);
+    this.bullClosing = new Promise((resolve) => {
+      this.closeBegan = resolve;
+    });
+  }
+
+  /** Whether the close began: read where a job could be taken, at the moment it would be. */
+  get isClosing(): boolean {
+    return this.stopping || this.closing !== undefined;
+  }
+
   /** Starts watching for hand-offs: BullMQ's marker wait becomes the registration and a pop on both keys. */
   enableHandOff(handOff: HandOff): void {
     this.handOff = handOff;
@@ -113,6 +115,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       start: () => this.fetchStart,
       unstarted: () => this.unstarted.size > 0,
       waiting: () => this.loop.waiting,
+      closing: () => this.isClosing,
     });
     this.handOffWait = idle;
     const self = this as unknown as { waitForJob: WaitForJob };
@@ -160,20 +163,25 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       return undefined;
     if (!scripts.fused) {
       const exec = scripts.execCommand.bind(scripts);
-      scripts.execCommand = completingExec(scripts.version, exec, (id) => {
-        const end = this.pendingEnds.get(id);
-        if (end) {
-          this.pendingEnds.delete(id);
-          this.fusedCompletions++;
-        }
-        return end;
-      });
+      scripts.execCommand = completingExec(
+        scripts.version,
+        exec,
+        (id) => {
+          const end = this.pendingEnds.get(id);
+          if (end) {
+            this.pendingEnds.delete(id);
+            this.fusedCompletions++;
+          }
+          return end;
+        },
+        () => this.isClosing,
+      );
       scripts.fused = true;
     }
     const start = this.fetchStart;
     const gate = this.gate;
     const startNext =
-      start && slotToken !== undefined && (gate?.noResumeWaiting() ?? true)
+      start && slotToken !== undefined && !this.isClosing && (gate?.noResumeWaiting() ?? true)
         ? {
             args: () => start.args(),
             started: (nextId: string, begun: unknown) => {
@@ -196,6 +204,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   ): Promise<Job<DataType>> {
     // BullMQ's loop stops fetching on this answer and starts the job it holds, which takes that
     // job's token out of the set; so this never spins.
+    // Closing: no job, whichever path asks (BullMQ's loop, a failure's fetch-next). BullMQ's own
+    // check (`closing`) comes only after the hand-off's close, and a run handed back meanwhile
+    // (due in 50 ms) was fetched again here and run by this very runner.
+    if (this.isClosing) return this.refuseClosing();
     // Handed over (popped, even as the close removed the registration): already this worker's.
     const handed = this.handOffWait?.take();
     if (handed) return this.takeHandedOnce(handed);
@@ -210,8 +222,12 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
     const gate = this.gate;
     if (!gate) return this.fetch(client, token, name);
-    const go = await gate.whenFetchable(token, () => this.closing !== undefined);
-    if (go === 'later' || this.closing) {
+    const go = await gate.whenFetchable(token, () => this.isClosing);
+    if (this.isClosing) {
+      gate.fetched(token, false);
+      return this.refuseClosing();
+    }
+    if (go === 'later') {
       gate.fetched(token, false);
       // Never a loop of promises only: the event loop (lock renewals, the runs' own I/O) goes first.
       await new Promise((resolve) => setImmediate(resolve));
@@ -229,6 +245,22 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     } finally {
       gate.fetched(token, got);
     }
+  }
+
+  /**
+   * A fetch while closing: no job, and no loop of refusals either; it answers once BullMQ's close
+   * began (its loop then stops fetching). A job handed over by a pop and not taken goes back.
+   */
+  private async refuseClosing(): Promise<Job<DataType>> {
+    this.fetchesRefusedClosing++;
+    const handed = this.handOffWait?.take();
+    if (handed) {
+      this.gate?.fetched(handed.token, false);
+      this.jobsGivenBackClosing++;
+      await this.handOffWait?.giveBack(handed);
+    }
+    await this.bullClosing;
+    return undefined as unknown as Job<DataType>;
   }
 
   /** A job the blocking pop brought, taken once, under its token and the slot reserved for it. */
@@ -293,6 +325,12 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   ): ReturnType<Worker<DataType>['processJob']> {
     const token = args[1];
     this.unstarted.delete(token);
+    // No fetch-next once closing, decided when BullMQ builds the completion (or failure).
+    const fetchNext = args[2];
+    args[2] = () => (fetchNext?.() ?? true) && !this.isClosing;
+    // A job that reached the worker after its close began (a fetch-next or pop answered late):
+    // back to the queue unrun, for another runner.
+    if (this.isClosing) return this.giveBackClosing(args[0], token);
     let next: Awaited<ReturnType<Worker<DataType>['processJob']>> | undefined;
     try {
       next = await super.processJob(...args);
@@ -319,6 +357,24 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
   }
 
+  /** A job BullMQ brought after the close began: moved back to wait under its lock, its start's lease given back. */
+  private async giveBackClosing(job: Job<DataType>, token: string): Promise<undefined> {
+    this.jobsGivenBackClosing++;
+    try {
+      await job.moveToWait(token);
+    } catch (err) {
+      // Its lock lapses then, and the stalled check of another runner takes it back.
+      this.emit('error', err as Error);
+    }
+    const id = job.id;
+    if (id !== undefined && this.started.has(id)) await this.giveBackUntaken(job, this.started.get(id));
+    const nextId = this.keptFor.get(token);
+    this.keptFor.delete(token);
+    if (nextId !== undefined) this.started.delete(nextId);
+    this.gate?.fetched(token, false);
+    return undefined;
+  }
+
   /** A start no processor took: forgotten, and its lease, when granted, given back. */
   private async giveBackUntaken(job: Job<DataType>, begun: unknown): Promise<void> {
     const id = String(job.id);
@@ -330,9 +386,13 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   }
 
   override async close(force = false): Promise<void> {
+    // First, before any await: a job handed back meanwhile must not be fetched here again.
+    this.stopping = true;
+    this.gate?.wakeFetches();
     const idle = this.handOffWait;
     if (idle && !this.closing && !idle.closed) await idle.close();
     const closing = super.close(force);
+    this.closeBegan();
     // A fetch waiting for a slot must not hold the close up: woken, it finds the worker closing.
     this.gate?.wakeFetches();
     return closing;

@@ -89,6 +89,8 @@ export function createRunner(deps: RunnerDeps) {
   let watchdog: PickupWatchdog | undefined;
   let subscriber: Redis | undefined;
   let share: FairShare | undefined;
+  /** The runner's close began: no worker is made any more (a restart in flight makes none). */
+  let stopping = false;
   /** Lease releases still in flight (they never reject: a failed one is logged and lapses). */
   const releasing = new Set<Promise<void>>();
 
@@ -413,7 +415,8 @@ export function createRunner(deps: RunnerDeps) {
       );
     clearTimeout(timer);
     old.connection.disconnect();
-    createModeWorker(mode);
+    // A worker made once the close began would be one the close never closes, taking jobs.
+    if (!stopping) createModeWorker(mode);
   }
 
   return {
@@ -474,6 +477,7 @@ export function createRunner(deps: RunnerDeps) {
       // SIGTERM), not from after a recovery pass or a watchdog probe in flight has ended: a slow
       // pass on a loaded node must not let runs go on past it.
       const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref());
+      stopping = true;
       await recovery.stop();
       // First, so no restart swaps a worker out from under the close below.
       await watchdog?.close();

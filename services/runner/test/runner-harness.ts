@@ -28,7 +28,7 @@ import type { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import type { ParkingWorker } from '../src/parking-worker.ts';
-import type { RunExecutor } from '../src/run-executor.ts';
+import { HandBackError, type RunExecutor } from '../src/run-executor.ts';
 import { createRunner, type RunnerDeps } from '../src/runner.ts';
 import type { SkillExecutor } from '../src/skill-executor.ts';
 
@@ -193,7 +193,16 @@ export function runnerHarness(name: string) {
         }
         opts.onWork?.(job.runId);
         await redis.echo(`work ${job.runId} ${queueTag}`);
-        await opts.hold;
+        // A hand-back (the close's grace over) while held: the job goes back, as the real one's.
+        await new Promise<void>((resolve, reject) => {
+          const handBack = () => reject(new HandBackError('handed back'));
+          if (job.handBack.aborted) return handBack();
+          job.handBack.addEventListener('abort', handBack, { once: true });
+          void Promise.resolve(opts.hold).then(resolve);
+        }).catch((err: unknown) => {
+          outcomes.push('handed back');
+          throw err;
+        });
         await life.finish(
           begun.run,
           opts.noteEnds ? { ...done, onEnded: (ended) => outcomes.push(`ended ${ended}`) } : done,

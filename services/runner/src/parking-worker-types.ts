@@ -1,0 +1,30 @@
+/**
+ * The shapes ParkingWorker (parking-worker.ts) reads of BullMQ's privates, and its fetch start's
+ * hooks; apart so the worker stays under ~400 lines.
+ */
+import type { RedisClient } from 'bullmq';
+
+/** BullMQ's fetch-loop state, private there; read and set here to skip fetches it would make for nothing. */
+export interface FetchLoopState {
+  drained: boolean;
+  /** Set while the worker blocks on the queue's marker and fetches on its wake-up. */
+  waiting: Promise<number> | null;
+  updateDelays(limitDelay?: number, delayUntil?: number): void;
+}
+
+/** How this worker's fetches start their runs (runner.ts); absent: BullMQ's fetch alone. */
+export interface FetchStart {
+  /** Whether a fetch may start its run (one server, fair share on); asked at each fetch. */
+  on(): Promise<boolean>;
+  /** The start's arguments after BullMQ's (made at each fetch). */
+  args(): (string | number)[];
+  /** Gives back the lease of a job whose start no processor took (BullMQ never ran it). */
+  giveBack?: (tenant: string, jobId: string) => Promise<void>;
+}
+
+/** BullMQ's Scripts, private there: its calls go through `execCommand`. */
+export interface ExecScripts {
+  execCommand(client: RedisClient, name: string, args: unknown[]): Promise<unknown>;
+  version: string;
+  fused?: boolean;
+}
