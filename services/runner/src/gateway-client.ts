@@ -8,14 +8,15 @@
  * a lost handler from a duplicate delivery. A gateway without the batch route (an older replica)
  * answers 404 for it, and its calls go alone instead.
  */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import type { LiveOutcome } from '@islet/runs';
-import { Agent, request } from 'undici';
 
 interface GatewayClientOptions {
   urls: string[];
   token: string;
-  /** Transport (tests inject one). Default: undici with keep-alive and no response deadline. */
+  /** Transport (tests inject one). Default: node:http with keep-alive and no response deadline. */
   post?: PostFn;
   /**
    * Tries per call across gateways before the call fails as AppCallFailed. Default 40 (about 35 s
@@ -25,7 +26,7 @@ interface GatewayClientOptions {
   maxTries?: number;
   /** Pause between tries, ms (grows linearly up to 5×). Default 200. */
   retryDelayMs?: number;
-  /** Transport of a batch (tests inject one). Default: undici, like `post`. */
+  /** Transport of a batch (tests inject one). Default: node:http, like `post`. */
   postBatch?: PostBatchFn;
   /** Send an execution's calls made in the same turn as one batch. Default true. */
   batch?: boolean;
@@ -67,54 +68,78 @@ interface BatchLine {
 const MAX_BATCH_CALLS = 100;
 const MAX_BATCH_ARGS_BYTES = 64 * 1024;
 
-/**
- * undici, not node:http: a request costs the runner ~50 µs less CPU on the call's path (node:http's
- * ClientRequest and URL building were the largest part of the runner's time between a call's frame
- * and its POST: test/bench/README.md, round 20 `call-path`). Keep-alive, and no headers or body
- * deadline: a call may legitimately take minutes (a client connection's answer, a decision held in
- * place); the run's own signal ends it.
- */
-const newAgent = () => new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+type Agents = { http: HttpAgent; https: HttpsAgent };
+const keepAliveAgents = (): Agents => ({
+  http: new HttpAgent({ keepAlive: true }),
+  https: new HttpsAgent({ keepAlive: true }),
+});
 
+/** One POST on a keep-alive agent; `read` turns its response into the result. */
+function postWith<T>(
+  agents: Agents,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  signal: AbortSignal | undefined,
+  read: (res: IncomingMessage, resolve: (value: T) => void, reject: (err: Error) => void) => void,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const secure = u.protocol === 'https:';
+    const req = (secure ? httpsRequest : httpRequest)(
+      u,
+      {
+        method: 'POST',
+        agent: secure ? agents.https : agents.http,
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        ...(signal ? { signal } : {}),
+      },
+      (res) => read(res, resolve, reject),
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * node:http rather than fetch: a call may legitimately take minutes (a client connection's answer,
+ * a decision held in place), and fetch's built-in 300 s headers timeout would cut it.
+ */
 function createHttpPost(): PostFn {
-  const agent = newAgent();
-  return async (url, headers, body, signal) => {
-    const res = await request(url, {
-      method: 'POST',
-      dispatcher: agent,
-      headers,
-      body,
-      ...(signal ? { signal } : {}),
+  const agents = keepAliveAgents();
+  return (url, headers, body, signal) =>
+    postWith(agents, url, headers, body, signal, (res, resolve, reject) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+      );
+      res.on('error', reject);
     });
-    return { status: res.statusCode, text: await res.body.text() };
-  };
 }
 
 function createHttpPostBatch(): PostBatchFn {
-  const agent = newAgent();
-  return async (url, headers, body, onLine, signal) => {
-    const res = await request(url, {
-      method: 'POST',
-      dispatcher: agent,
-      headers,
-      body,
-      ...(signal ? { signal } : {}),
+  const agents = keepAliveAgents();
+  return (url, headers, body, onLine, signal) =>
+    postWith(agents, url, headers, body, signal, (res, resolve, reject) => {
+      const status = res.statusCode ?? 0;
+      let rest = '';
+      const chunks: Buffer[] = [];
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        if (status !== 200) return void chunks.push(Buffer.from(c));
+        rest += c;
+        for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
+          const line = rest.slice(0, nl);
+          rest = rest.slice(nl + 1);
+          if (line) onLine(line);
+        }
+      });
+      res.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
+      // A stream cut mid-way (the gateway died) is an error, not an end: its unanswered calls retry.
+      res.on('aborted', () => reject(new Error('the gateway closed the batch before it ended')));
+      res.on('error', reject);
     });
-    const status = res.statusCode;
-    if (status !== 200) return { status, text: await res.body.text() };
-    let rest = '';
-    res.body.setEncoding('utf8');
-    // A stream cut mid-way (the gateway died) throws here, not an end: its unanswered calls retry.
-    for await (const chunk of res.body as AsyncIterable<string>) {
-      rest += chunk;
-      for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
-        const line = rest.slice(0, nl);
-        rest = rest.slice(nl + 1);
-        if (line) onLine(line);
-      }
-    }
-    return { status, text: '' };
-  };
 }
 
 const failed = (reason: string, message: string): BindingOutcome => ({
