@@ -8,7 +8,8 @@
  * marker far longer than a test waits (`drainDelay`), so a job picked up came by its wake-up.
  */
 import { type RedisServer, startRedis } from '@islet/testkit';
-import { DelayedError, type Job, Queue, Worker } from 'bullmq';
+import { DelayedError, type Job, Queue, type RedisClient, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ParkingWorker } from './parking-worker.ts';
 import { SlotGate } from './slot-gate.ts';
@@ -71,6 +72,27 @@ function setUp(name: string, process?: (job: Job<{ n: number }>, token?: string)
       await queue.close();
     },
   };
+}
+
+/**
+ * Counts fetches BullMQ's loop made with no turn of the event loop between them: past 1000 it is
+ * spinning on promises alone (no reply can be read); the guard notes it and lets one turn pass,
+ * so a test that finds a spin fails instead of freezing its process.
+ */
+class SpinGuardWorker<T> extends ParkingWorker<T> {
+  spins = 0;
+  private inTurn = 0;
+  protected override async moveToActive(client: RedisClient, token: string, name?: string): Promise<Job<T>> {
+    if (++this.inTurn === 1)
+      setImmediate(() => {
+        this.inTurn = 0;
+      });
+    if (this.inTurn > 1000) {
+      this.spins++;
+      await new Promise((r) => setImmediate(r));
+    }
+    return super.moveToActive(client, token, name);
+  }
 }
 
 describe('ParkingWorker', () => {
@@ -170,6 +192,75 @@ describe('ParkingWorker', () => {
       expect(t.started.map((s) => s.id)).toEqual(['a', 'a']);
     } finally {
       await t.stop();
+    }
+  });
+
+  it('a job a deferred job fetched starts, while that deferral gives its start back (no spin on promises)', async () => {
+    // The defer-probe's stuck run: a deferred job's processJob fetches the next job under its own
+    // token (BullMQ's handleFailed), and its end then gives the start of its fetch back (a round
+    // trip). Another job deferred meanwhile sends BullMQ's loop around; its fetches must not
+    // answer "no job" in promises only, or the reply that ends the first deferral is never read:
+    // the runner froze, the job it fetched (its run begun, its lease held) never ran.
+    const connection = { host: '127.0.0.1', port: server.port };
+    const name = 'pw-defer-spin';
+    const queue = new Queue(name, { connection });
+    const redis = new Redis(connection);
+    const started: string[] = [];
+    let freeX: () => void = () => undefined;
+    const xHeld = new Promise<void>((r) => {
+      freeX = r;
+    });
+    let xDeferred = false;
+    const worker: SpinGuardWorker<{ tenant: string }> = new SpinGuardWorker<{ tenant: string }>(
+      name,
+      async (job, token) => {
+        await worker.gate?.take(token);
+        try {
+          started.push(job.id ?? '');
+          if (job.id === 'b') return;
+          if (job.id === 'a') await queue.add('run', { tenant: 't' }, { jobId: 'b' });
+          else await xHeld;
+          // Both deferred, as the fair share does; b, queued by a, comes with a's deferral.
+          await job.moveToDelayed(Date.now() + 60_000, token);
+          if (job.id === 'x') xDeferred = true;
+          throw new DelayedError();
+        } finally {
+          worker.gate?.release();
+        }
+      },
+      // Two slots, both taken (x, a): BullMQ's loop itself fetches nothing until one ends.
+      { connection, concurrency: 2, autorun: false, drainDelay: DRAIN_DELAY_S },
+    );
+    worker.gate = new SlotGate({ slots: 2, parkedMax: 0, isolatesMax: 0 });
+    let givenBack = 0;
+    worker.fetchStart = {
+      on: async () => false,
+      args: () => [],
+      // a's start is given back once x was deferred too, by a round trip.
+      giveBack: async () => {
+        freeX();
+        await until('x deferred', () => xDeferred);
+        await redis.get('anything');
+        givenBack++;
+      },
+    };
+    // a's fetch began its run with a lease granted (what fetch-lease-begin answers); its
+    // processor never takes it (deferred before its start), so its end gives it back.
+    (worker as unknown as { started: Map<string, unknown> }).started.set('a', [[], 0, [], [1, 2]]);
+    try {
+      await queue.add('run', { tenant: 't' }, { jobId: 'x' });
+      await queue.add('run', { tenant: 't' }, { jobId: 'a' });
+      void worker.run();
+      await until('b started', () => started.includes('b'));
+      expect(givenBack).toBe(1);
+      expect(worker.spins).toBe(0);
+      expect(started).toEqual(['x', 'a', 'b']);
+    } finally {
+      freeX();
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      redis.disconnect();
     }
   });
 

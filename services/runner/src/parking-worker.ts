@@ -50,6 +50,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private readonly started = new Map<string, unknown>();
   /** Tokens of jobs a fetch brought that BullMQ has not handed to `processJob` yet. */
   private readonly unstarted = new Set<string>();
+  /** Tokens of the processJob calls under way (a fetch inside one brings a job under its token). */
+  private readonly processing = new Set<string>();
   /** Fetches that went to Redis (tests read it: the count, never a duration). */
   redisFetches = 0;
   /** Looks at the queue that found it drained, so no fetch went (tests read it). */
@@ -211,7 +213,14 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     // Handed over (popped, even as the close removed the registration): already this worker's.
     const handed = this.handOffWait?.take();
     if (handed) return this.takeHandedOnce(handed);
-    if (this.unstarted.size > 0) return undefined as unknown as Job<DataType>;
+    if (this.unstarted.size > 0) {
+      // A job fetched inside a processJob (a deferred job's fetch in BullMQ's handleFailed) reaches
+      // the loop only when that processJob returns, and its end may wait on Redis (the start it
+      // gives back): answered at once, the loop would fetch again in promises only, the reply
+      // never read, the runner frozen with every job it holds (the defer-probe's stuck run).
+      if (this.inProcessJob()) await new Promise((resolve) => setImmediate(resolve));
+      return undefined as unknown as Job<DataType>;
+    }
     // The job just fetched (or handed over) left the queue drained: this fetch can only answer
     // "no job", after which the worker blocks (and registers idle). It first waits one turn of the
     // event loop, so the run's start, which BullMQ's loop interleaves with it, reaches its sandbox
@@ -320,6 +329,12 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     return begun;
   }
 
+  /** Whether a job fetched but not started is one a processJob still holds (fetched in it). */
+  private inProcessJob(): boolean {
+    for (const token of this.unstarted) if (this.processing.has(token)) return true;
+    return false;
+  }
+
   override async processJob(
     ...args: Parameters<Worker<DataType>['processJob']>
   ): ReturnType<Worker<DataType>['processJob']> {
@@ -331,6 +346,11 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     // A job that reached the worker after its close began (a fetch-next or pop answered late):
     // back to the queue unrun, for another runner.
     if (this.isClosing) return this.giveBackClosing(args[0], token);
+    this.processing.add(token);
+    // The start this job's fetch made: the only one its end may give back (a fetch of the same job
+    // after its deferral, this processJob's own included, brings a start of its own).
+    const id = args[0].id;
+    const ownStart = id === undefined ? undefined : this.started.get(id);
     let next: Awaited<ReturnType<Worker<DataType>['processJob']>> | undefined;
     try {
       next = await super.processJob(...args);
@@ -341,18 +361,24 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       // started keeps the slot reserved for it (the same token); BullMQ dropped it: it goes back.
       // Given back before the slot frees: a fetch the freed slot makes must not find the lease
       // still counted in the pool (a full count there defers a job under contention).
-      const id = args[0].id;
-      if (id !== undefined && this.started.has(id)) await this.giveBackUntaken(args[0], this.started.get(id));
-      const nextId = this.keptFor.get(token);
-      this.keptFor.delete(token);
-      if (nextId !== undefined && !next) this.started.delete(nextId);
-      if (nextId === undefined || !next) this.gate?.fetched(token, false);
-      // An end whose completion never ran it (the job failed or was moved after the end was
-      // handed over, or BullMQ skipped its completion): written by its own script now.
-      const end = id === undefined ? undefined : this.pendingEnds.get(id);
-      if (id !== undefined && end) {
-        this.pendingEnds.delete(id);
-        await runEndAlone((await this.client) as unknown as Redis, end);
+      try {
+        if (id !== undefined && ownStart !== undefined && this.started.get(id) === ownStart)
+          await this.giveBackUntaken(args[0], ownStart);
+        const nextId = this.keptFor.get(token);
+        this.keptFor.delete(token);
+        if (nextId !== undefined && !next) this.started.delete(nextId);
+        // A next job fetched under this token (a deferred job's fetch) keeps the slot reserved
+        // for it: its fetch may hold its lease, and a lease must not wait for a slot.
+        if (!next || (nextId === undefined && !this.unstarted.has(token))) this.gate?.fetched(token, false);
+        // An end whose completion never ran it (the job failed or was moved after the end was
+        // handed over, or BullMQ skipped its completion): written by its own script now.
+        const end = id === undefined ? undefined : this.pendingEnds.get(id);
+        if (id !== undefined && end) {
+          this.pendingEnds.delete(id);
+          await runEndAlone((await this.client) as unknown as Redis, end);
+        }
+      } finally {
+        this.processing.delete(token);
       }
     }
   }
