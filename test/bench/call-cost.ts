@@ -10,12 +10,12 @@
  * this machine (`message-floor.ts`, measured before the cluster starts), and against the same
  * floor with its fsync'd write timed on the cluster's Redis during the calls (a probe every 10 ms).
  */
-import { createServer } from 'node:http';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { cpuMsOfDescendants, measure, parallelCalls, pct, sequentialCalls } from './baselines.ts';
 import { messageFloor } from './message-floor.ts';
+import { pingConnection, startPingApp } from './ping-app.ts';
 
 const CALLS = Number(process.env.CALLS ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -35,11 +35,7 @@ const commandStats = (info: string) =>
 
 // Before the cluster starts, so nothing else runs meanwhile.
 const floor = PARALLEL ? undefined : await messageFloor();
-const app = createServer((req, res) => {
-  req.resume();
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-});
-await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+const { app, port } = await startPingApp();
 const cluster = await startCluster({
   gateways: 1,
   runners: [{ modes: ['read-only'], concurrency: 4 }],
@@ -50,17 +46,7 @@ const redis = createRedis(cluster.redisUrl);
 const a = api(cluster.url, cluster.devKey);
 const metrics = async () => (await fetch(`${cluster.url}/metrics`)).text();
 try {
-  const port = (app.address() as { port: number }).port;
-  const connection = (
-    (
-      await a('POST', '/v1/connections', {
-        name: 'Bench',
-        kind: 'http',
-        url: `http://127.0.0.1:${port}/`,
-        tools: [{ name: 'ping', policy: 'allow' }],
-      })
-    ).body as { id: string }
-  ).id;
+  const connection = await pingConnection(a, port);
   const run = async (code: string) => {
     const res = await a(
       'POST',

@@ -5,21 +5,17 @@
  * time by file and by function per call (`profile-summary.ts`). The profiles stay in `PROF_DIR`.
  */
 import { mkdtempSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
+import { pingConnection, startPingApp } from './ping-app.ts';
 import { summarize } from './profile-summary.ts';
 
 const CALLS = Number(process.env.CALLS ?? 20);
 const dir = process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-call-prof-'));
-const app = createServer((req, res) => {
-  req.resume();
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-});
-await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+const { app, port } = await startPingApp();
 const cluster = await startCluster({
   gateways: 1,
   runners: [{ modes: ['read-only'], concurrency: 4 }],
@@ -33,17 +29,7 @@ const a = api(cluster.url, cluster.devKey);
 let runs = 0;
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 try {
-  const port = (app.address() as { port: number }).port;
-  const connection = (
-    (
-      await a('POST', '/v1/connections', {
-        name: 'Bench',
-        kind: 'http',
-        url: `http://127.0.0.1:${port}/`,
-        tools: [{ name: 'ping', policy: 'allow' }],
-      })
-    ).body as { id: string }
-  ).id;
+  const connection = await pingConnection(a, port);
   const program = sequentialCalls(CALLS);
   const end = Date.now() + Number(process.env.SECS ?? 10) * 1000;
   while (Date.now() < end) {

@@ -14,11 +14,11 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
+import { pingConnection, processKind, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 10);
 const CALLS = Number(process.env.CALLS ?? 40);
@@ -33,22 +33,9 @@ const EVENTS = [
   'syscalls:sys_exit_epoll_pwait',
 ];
 
-const kindOf = (cmd: string) =>
-  cmd.includes('redis-server')
-    ? 'redis'
-    : cmd.includes('gateway/src/main.ts')
-      ? 'gateway'
-      : cmd.includes('runner/src/main.ts')
-        ? 'runner'
-        : cmd.includes('host')
-          ? 'host'
-          : undefined;
+const kindOf = processKind;
 
-const app = createServer((req, res) => {
-  req.resume();
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-});
-await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+const { app, port } = await startPingApp();
 const cluster = await startCluster({
   gateways: 1,
   runners: [{ modes: ['read-only'], concurrency: 4 }],
@@ -56,17 +43,7 @@ const cluster = await startCluster({
 });
 const a = api(cluster.url, cluster.devKey);
 try {
-  const port = (app.address() as { port: number }).port;
-  const connection = (
-    (
-      await a('POST', '/v1/connections', {
-        name: 'Bench',
-        kind: 'http',
-        url: `http://127.0.0.1:${port}/`,
-        tools: [{ name: 'ping', policy: 'allow' }],
-      })
-    ).body as { id: string }
-  ).id;
+  const connection = await pingConnection(a, port);
   const program = sequentialCalls(CALLS);
   const run = async () => {
     const sent = Number(process.hrtime.bigint()) / 1e9;

@@ -20,6 +20,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { startCluster } from '@islet/devstack';
 import { processTree } from './capacity-cpu.ts';
 import { stampedRun } from './cluster-figures.ts';
+import { processKind } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
 const WARM = Number(process.env.WARM ?? 300);
@@ -38,16 +39,7 @@ const PERF_EVENTS = [
   'syscalls:sys_exit_epoll_pwait',
 ];
 
-const kindOf = (cmd: string) =>
-  cmd.includes('redis-server')
-    ? 'redis'
-    : cmd.includes('gateway/src/main.ts')
-      ? 'gateway'
-      : cmd.includes('runner/src/main.ts')
-        ? 'runner'
-        : cmd.includes('host')
-          ? 'host'
-          : undefined;
+const kindOf = processKind;
 
 const cluster = await startCluster({
   gateways: 1,

@@ -1,0 +1,42 @@
+/**
+ * What the call benches share: a loopback App whose one tool `ping` answers `{"ok":true}`, its
+ * connection on a cluster, and the process kinds their traces and CPU splits count by.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Api } from '../e2e/helpers.ts';
+
+/** The App, listening on a free loopback port. */
+export async function startPingApp(): Promise<{ app: Server; port: number }> {
+  const app = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+  });
+  await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+  return { app, port: (app.address() as { port: number }).port };
+}
+
+/** The App's connection (tool `ping`, policy allow) for the caller's tenant; its id. */
+export async function pingConnection(a: Api, port: number): Promise<string> {
+  const res = await a('POST', '/v1/connections', {
+    name: 'Bench',
+    kind: 'http',
+    url: `http://127.0.0.1:${port}/`,
+    tools: [{ name: 'ping', policy: 'allow' }],
+  });
+  return (res.body as { id: string }).id;
+}
+
+/**
+ * A process's kind by its entry point, not by a word: a checkout whose path holds "gateway" (a
+ * worktree named for its branch) would count every process as the gateway.
+ */
+export const processKind = (cmd: string): 'redis' | 'gateway' | 'runner' | 'host' | undefined =>
+  cmd.includes('redis-server')
+    ? 'redis'
+    : cmd.includes('gateway/src/main.ts')
+      ? 'gateway'
+      : cmd.includes('runner/src/main.ts')
+        ? 'runner'
+        : cmd.includes('host')
+          ? 'host'
+          : undefined;
