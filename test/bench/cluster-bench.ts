@@ -21,7 +21,7 @@ const QUICK = process.env.BENCH_QUICK === '1';
 
 async function main(): Promise<void> {
   const { engineBaseline, rawIsolateBaseline, spawnBaseline } = await import('./baselines.ts');
-  const { clusterFigures } = await import('./cluster-figures.ts');
+  const { clockStepNote, clusterFigures } = await import('./cluster-figures.ts');
   const { bullmqCommandsPerJob } = await import('./bullmq-floor.ts');
   const { messageFloor } = await import('./message-floor.ts');
   const started = performance.now();
@@ -146,6 +146,8 @@ async function main(): Promise<void> {
   console.log(`stages of a sequential run (${cluster.sequential.runs} runs)             mean ms   p50 ms`);
   for (const s of cluster.stages)
     console.log(`  ${s.name.padEnd(62)}${f(s.meanMs).padStart(8)}${f(s.p50Ms).padStart(9)}`);
+  const clockNote = clockStepNote(cluster.clockStepMs);
+  if (clockNote) console.log(clockNote);
   console.log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);
   if (process.env.BENCH_JSON)
     writeFileSync(

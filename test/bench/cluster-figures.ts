@@ -44,6 +44,8 @@ export interface ClusterFigures {
   waitingRuns: number;
   isolatesHeldWhileWaiting: number;
   stages: Stage[];
+  /** How far the wall clock moved against the monotonic one while the cluster ran, ms (`clockWatch`). */
+  clockStepMs: number;
   /** 16 clients of one tenant (mean of two windows) against 16 clients of two tenants, runs/s. */
   fairShare: { lonePerSec: number; twoPerSec: number };
   /** The runner's fair-share deferrals per run in each 16-client phase (its metrics). */
@@ -51,6 +53,28 @@ export interface ClusterFigures {
 }
 
 const now = () => performance.timeOrigin + performance.now();
+
+/**
+ * Watches the wall clock against this process's monotonic one; the returned function gives how far
+ * it moved since, ms. Stage stamps come from several processes (`Date.now()`, and each process's
+ * `performance.timeOrigin`, read from the wall clock when it started), so a step of the clock (an
+ * NTP correction, a VM's resume) while a bench runs shifts one process's stamps against another's
+ * and reads as negative or inflated stages; the benches print a warning past 1 ms.
+ */
+export function clockWatch(): () => number {
+  const offset = () => Date.now() - now();
+  const start = offset();
+  return () => offset() - start;
+}
+
+/** The warning the benches print when `clockWatch` saw the wall clock move past 1 ms. */
+export function clockStepNote(stepMs: number): string | undefined {
+  if (Math.abs(stepMs) <= 1) return undefined;
+  return (
+    `note: the wall clock moved ${stepMs.toFixed(1)} ms against the monotonic clock during this bench; ` +
+    'stage figures (stamps from several processes) are not to be read'
+  );
+}
 
 /** Calls per command in `INFO commandstats`. */
 function commandStats(info: string): Map<string, number> {
@@ -248,6 +272,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   const appPort = (app.address() as { port: number }).port;
   const slots = Number(process.env.BENCH_SLOTS ?? 4);
+  const clockStep = clockWatch();
   const cluster = await startCluster({
     gateways: 1,
     runners: [{ modes: ['read-only'], concurrency: slots }],
@@ -482,6 +507,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       },
       isolatesHeldWhileWaiting: busy,
       stages,
+      clockStepMs: clockStep(),
     };
   } finally {
     redis.disconnect();

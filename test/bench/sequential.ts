@@ -15,12 +15,13 @@ import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { pct } from './baselines.ts';
 import { commandCalls } from './bullmq-floor.ts';
-import { stageRow, stagesOf, stampedRun } from './cluster-figures.ts';
+import { clockStepNote, clockWatch, stageRow, stagesOf, stampedRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
 const STAGES = process.env.STAGES === '1';
 const now = () => performance.timeOrigin + performance.now();
 
+const clockStep = clockWatch();
 const cluster = await startCluster({
   gateways: 1,
   runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
@@ -72,6 +73,8 @@ try {
   }
   for (const s of STAGES ? stagesOf(stageRows) : [])
     console.log(`  ${s.name}: p50 ${s.p50Ms.toFixed(2)} ms, mean ${s.meanMs.toFixed(2)} ms`);
+  const clockNote = STAGES ? clockStepNote(clockStep()) : undefined;
+  if (clockNote) console.log(`  ${clockNote}`);
 } finally {
   redis?.disconnect();
   await cluster.stop();
