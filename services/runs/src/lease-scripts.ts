@@ -102,11 +102,12 @@ const FETCHED_ARGS = 24;
  * script `fetchBody` (moveToActive-11, its includes resolved, as BullMQ sends it) becomes a local
  * function whose answer `lua/fetch-lease-begin-11.lua` reads. BullMQ's text goes as it is (its
  * block comments are not whole-line comments `compactLua` could drop); the tail is compacted.
+ * `now`: the name of a local holding Redis's time (ms) that the text embedding this one read
+ * already, which the lease then takes instead of reading `TIME` again ('nil': none).
  */
-export function fetchLeaseBeginScript(fetchBody: string): LuaScript {
-  return new LuaScript(
-    `local function fetchJob()\n${fetchBody}\nend\n${luaSource('fetch-lease-begin-11', { FETCHED_ARGS, POOL_SEEN: 'nil' })}`,
-  );
+export function fetchLeaseBeginScript(fetchBody: string, now = 'nil'): LuaScript {
+  const tail = luaSource('fetch-lease-begin-11', { FETCHED_ARGS, POOL_SEEN: 'nil', POOL_NOW: now });
+  return new LuaScript(`local function fetchJob()\n${fetchBody}\nend\n${tail}`);
 }
 
 /**
@@ -158,7 +159,7 @@ if type(completed) == 'table' then return completed end
 return {}
 end
 local function startNext()
-${luaSource('fetch-lease-begin-11', { FETCHED_ARGS, POOL_SEEN: 'poolSeen' })}
+${luaSource('fetch-lease-begin-11', { FETCHED_ARGS, POOL_SEEN: 'poolSeen', POOL_NOW: 'nil' })}
 end
 startNext()
 return {ended, completed}`);
