@@ -132,7 +132,8 @@ describe("a completion that starts its next job's run (one server)", () => {
     const g = gate();
     const t = await setUp('waiting-once', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
     const waiting = keys.poolWaiting(mode);
-    const onWaiting = (seen: string[][], name: string) => seen.filter((c) => c[0] === name && c[1] === waiting).length;
+    const onWaiting = (seen: string[][], name: string) =>
+      seen.filter((c) => c[0] === name && c[1] === waiting).length;
     try {
       await warmUp(t, 'ww');
       g.close();
@@ -153,7 +154,9 @@ describe("a completion that starts its next job's run (one server)", () => {
       // The three starts in the completions read no waiting list (2533efc..c8c85cf: one ZRANGE each).
       expect(onWaiting(m.seen, 'zrange')).toBe(0);
       // Redis's own count agrees: each start read only its tenant's leases.
-      const zrangeLeases = m.seen.filter((c) => c[0] === 'zrange' && c[1] === keys.poolTenantLeases(mode, 'acme'));
+      const zrangeLeases = m.seen.filter(
+        (c) => c[0] === 'zrange' && c[1] === keys.poolTenantLeases(mode, 'acme'),
+      );
       expect(zrangeLeases.length).toBe(3);
       expect((after.get('zrange') ?? 0) - (before.get('zrange') ?? 0)).toBe(
         m.seen.filter((c) => c[0] === 'zrange').length,

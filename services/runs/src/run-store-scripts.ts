@@ -29,7 +29,11 @@ export const FINISH_RUN_RELEASE = new LuaScript(finishRunReleaseSource('nil'));
  * (`endCompleteStartScript`).
  */
 export function finishRunReleaseSource(poolSeen: string): string {
-  return luaSource('finish-run-release-18', { END_PUSH_MAX_BYTES, ...FINISH_TENANT_PARAMS, POOL_SEEN: poolSeen });
+  return luaSource('finish-run-release-18', {
+    END_PUSH_MAX_BYTES,
+    ...FINISH_TENANT_PARAMS,
+    POOL_SEEN: poolSeen,
+  });
 }
 
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
