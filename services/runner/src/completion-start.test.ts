@@ -77,6 +77,14 @@ function gate() {
   };
 }
 
+/** Commands Redis executed so far, by name (a script's own commands counted, as Redis counts them). */
+async function commandStats(): Promise<Map<string, number>> {
+  const text = await redis.info('commandstats');
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) out.set(m[1] as string, Number(m[2]));
+  return out;
+}
+
 /** Adds `ids` in one write (a backlog behind the first), each counted queued as the gateway does. */
 async function backlog(t: RunnerUnderTest, ids: string[], tenant = 'acme') {
   for (const id of ids) await newRun(id, tenant);
@@ -115,6 +123,47 @@ describe("a completion that starts its next job's run (one server)", () => {
       expect(await deferrals(t)).toBe(0);
       expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
       expect(await redis.zcard(keys.poolTenantLeases(mode, 'acme'))).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("the end's release reads the pool's waiting list and the next job's acquire does not read it again (INFO commandstats)", async () => {
+    const g = gate();
+    const t = await setUp('waiting-once', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
+    const waiting = keys.poolWaiting(mode);
+    const onWaiting = (seen: string[][], name: string) =>
+      seen.filter((c) => c[0] === name && c[1] === waiting).length;
+    try {
+      await warmUp(t, 'ww');
+      g.close();
+      await backlog(t, ['w1', 'w2', 'w3', 'w4']);
+      await until('w1 to start', async () => (await redis.hget(keys.run('w1'), 'status')) === 'Running');
+      const m = await monitor();
+      const before = await commandStats();
+      try {
+        g.open();
+        await until('the four to complete', async () => (await t.queue.getCompletedCount()) === 5);
+      } finally {
+        m.stop();
+      }
+      const after = await commandStats();
+      // w2, w3 and w4 each came with the completion of the run before; four ends gave their leases back.
+      expect(t.worker().completionStarts).toBe(3);
+      expect(onWaiting(m.seen, 'zcard')).toBe(4);
+      // The three starts in the completions read no waiting list (2533efc..c8c85cf: one ZRANGE each).
+      expect(onWaiting(m.seen, 'zrange')).toBe(0);
+      // Redis's own count agrees: each start read only its tenant's leases.
+      const zrangeLeases = m.seen.filter(
+        (c) => c[0] === 'zrange' && c[1] === keys.poolTenantLeases(mode, 'acme'),
+      );
+      expect(zrangeLeases.length).toBe(3);
+      expect((after.get('zrange') ?? 0) - (before.get('zrange') ?? 0)).toBe(
+        m.seen.filter((c) => c[0] === 'zrange').length,
+      );
+      expect(workOrder(m.seen)).toEqual(['w2', 'w3', 'w4']);
+      expect(await deferrals(t)).toBe(0);
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
     } finally {
       await t.close();
     }

@@ -414,13 +414,17 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(await redis.zscore(idleKey, 'counted-1')).toBeNull();
       expect(await redis.hget(idleArgsKey, 'counted-1')).toBeNull();
       // The add's one call and what it ran: BullMQ's add and fetch, the lease and the attempt's
-      // start (35: a lone tenant's lease reads neither the pool's registrations nor its busy count,
-      // and a job with no queued count writes none), and the hand-off's own six: the latest registration (live, so no scan for
-      // expired ones), the time, its terms, its removal from the set and from the hash, the push.
+      // start (34: a lone tenant's lease reads neither the pool's registrations nor its busy count,
+      // nor the time, which the hand-off read; a job with no queued count writes none), and the
+      // hand-off's own five: the latest registration popped (live, so no scan for expired ones),
+      // the time, its terms, their removal from the hash, the push (c8c85cf: 42, the registration
+      // read and removed apart, the time read twice).
       expect(calls('evalsha')).toBe(1);
-      expect(calls('zrevrange')).toBe(1);
+      expect(calls('zpopmax')).toBe(1);
+      expect(calls('zrevrange')).toBe(0);
+      expect(calls('time')).toBe(1);
       expect(calls('zremrangebyscore')).toBe(0);
-      expect(all).toBe(42);
+      expect(all).toBe(40);
       second = await runStalled('counted2', q, 'n1', (r) => {
         second = r;
       });
@@ -428,6 +432,34 @@ describe('direct hand-off to an idle worker (one server)', () => {
     } finally {
       await q.close();
       await second?.close();
+      await first.close();
+    }
+  });
+
+  it('an add whose hand-off fetch finds no job (the queue paused) leaves the registration as it was', async () => {
+    const first = await setUp('paused', true, undefined, { handOff: true });
+    const q = handingQueue();
+    try {
+      const dead = await deadRegistration(first, 'pw', 'paused-1');
+      const score = await redis.zscore(idleKey, 'paused-1');
+      const terms = await redis.hget(idleArgsKey, 'paused-1');
+      await q.pause();
+      await newRun('p1');
+      const record = await redis.hgetall(keys.run('p1'));
+      await addOn(q, 'p1');
+      expect(await q.getJobState('p1')).toBe('waiting');
+      expect(await redis.exists(dead.handOff)).toBe(0);
+      expect(await redis.zscore(idleKey, 'paused-1')).toBe(score);
+      expect(await redis.hget(idleArgsKey, 'paused-1')).toBe(terms);
+      // No fetch, so no lease taken and no attempt begun.
+      expect(await redis.hgetall(keys.run('p1'))).toEqual(record);
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await redis.zrem(idleKey, 'paused-1');
+      await redis.hdel(idleArgsKey, 'paused-1');
+      await q.resume();
+      await q.obliterate({ force: true });
+      await q.close();
       await first.close();
     }
   });

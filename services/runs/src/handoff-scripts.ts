@@ -134,10 +134,13 @@ return left[1]`);
  * expiry decides: when it is live, that registration is used and expired ones below it (skipped,
  * never chosen) stay until an add finds the latest expired too, which drops them all (the idle set
  * and its terms hold registrations only, paired: every script removes both); read on every add
- * with a live registration, such a scan was most of the hand-off's bookkeeping.
+ * with a live registration, such a scan was most of the hand-off's bookkeeping. The latest is
+ * popped (`ZPOPMAX`: read and removed in one command) and put back, its score unchanged, only when
+ * its fetch found no job; the script is atomic, so no reader sees it out in between.
  */
 export function handOffAddScript(addBody: string, fetchBody: string): LuaScript {
-  const fused = fetchLeaseBeginScript(fetchBody).source;
+  // The fused fetch's lease takes the time read below (`now`) rather than reading it again.
+  const fused = fetchLeaseBeginScript(fetchBody, 'now').source;
   return new LuaScript(`local idleKey, idleArgsKey = KEYS[#KEYS - 1], KEYS[#KEYS]
 local AK = {}
 for i = 1, #KEYS - 2 do AK[i] = KEYS[i] end
@@ -145,7 +148,7 @@ local function add(KEYS, ARGV)
 ${addBody}
 end
 local added = add(AK, ARGV)
-local top = redis.call('ZREVRANGE', idleKey, 0, 0, 'WITHSCORES')
+local top = redis.call('ZPOPMAX', idleKey)
 if not top[1] then return added end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -156,7 +159,6 @@ end
 local worker = top[1]
 local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
 if not ok or type(terms) ~= 'table' then
-  redis.call('ZREM', idleKey, worker)
   redis.call('HDEL', idleArgsKey, worker)
   return added
 end
@@ -169,8 +171,10 @@ local function fetchFor(KEYS, ARGV)
 ${fused}
 end
 local answer = fetchFor(terms.keys, FA)
-if type(answer[1]) ~= 'table' then return added end
-redis.call('ZREM', idleKey, worker)
+if type(answer[1]) ~= 'table' then
+  redis.call('ZADD', idleKey, top[2], worker)
+  return added
+end
 redis.call('HDEL', idleArgsKey, worker)
 redis.call('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
 return added`);

@@ -10,7 +10,7 @@
 import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { loadScript, luaSource } from './lua-scripts.ts';
-import { FINISH_RUN_RELEASE } from './run-store-scripts.ts';
+import { finishRunReleaseSource } from './run-store-scripts.ts';
 import type { CompletionEvent } from './types.ts';
 
 export const LEASE_ACQUIRE = loadScript('lease-acquire-6');
@@ -102,11 +102,12 @@ const FETCHED_ARGS = 24;
  * script `fetchBody` (moveToActive-11, its includes resolved, as BullMQ sends it) becomes a local
  * function whose answer `lua/fetch-lease-begin-11.lua` reads. BullMQ's text goes as it is (its
  * block comments are not whole-line comments `compactLua` could drop); the tail is compacted.
+ * `now`: the name of a local holding Redis's time (ms) that the text embedding this one read
+ * already, which the lease then takes instead of reading `TIME` again ('nil': none).
  */
-export function fetchLeaseBeginScript(fetchBody: string): LuaScript {
-  return new LuaScript(
-    `local function fetchJob()\n${fetchBody}\nend\n${luaSource('fetch-lease-begin-11', { FETCHED_ARGS })}`,
-  );
+export function fetchLeaseBeginScript(fetchBody: string, now = 'nil'): LuaScript {
+  const tail = luaSource('fetch-lease-begin-11', { FETCHED_ARGS, POOL_SEEN: 'nil', POOL_NOW: now });
+  return new LuaScript(`local function fetchJob()\n${fetchBody}\nend\n${tail}`);
 }
 
 /**
@@ -115,15 +116,15 @@ export function fetchLeaseBeginScript(fetchBody: string): LuaScript {
  * keys and arguments are the completion's, then the end's, then the completion's key and
  * argument counts; each part reads its own as KEYS and ARGV. The end goes first, so its
  * wake-up is sent with the end durable whatever the completion answers. Returns {the end's
- * answer, the completion's}.
+ * answer, the completion's}. `poolSeen`: as `finishRunReleaseSource`'s.
  */
-export function endAndCompleteScript(completeBody: string): LuaScript {
+export function endAndCompleteScript(completeBody: string, poolSeen = 'nil'): LuaScript {
   return new LuaScript(`local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
 local BK, BA, EK, EA = {}, {}, {}, {}
 for i = 1, #KEYS do if i <= nk then BK[#BK + 1] = KEYS[i] else EK[#EK + 1] = KEYS[i] end end
 for i = 1, #ARGV - 2 do if i <= na then BA[#BA + 1] = ARGV[i] else EA[#EA + 1] = ARGV[i] end end
 local function runEnd(KEYS, ARGV)
-${FINISH_RUN_RELEASE.source}
+${finishRunReleaseSource(poolSeen)}
 end
 local function complete(KEYS, ARGV)
 ${completeBody}
@@ -138,15 +139,19 @@ return {ended, complete(BK, BA)}`);
  * of `lua/fetch-lease-begin-11.lua` reads the completion's answer (a fetch's very shape) as it reads
  * the fetch's (one server only). The arguments are `endAndCompleteScript`'s, then those of
  * `fetchedStartArgs`. Returns {the end's answer, the completion's}, the
- * completion's with the start's answer as its fifth element when it brought a run's job.
+ * completion's with the start's answer as its fifth element when it brought a run's job. The
+ * end's lease release notes a pool waiting list it read empty (`poolSeen`), and the next job's
+ * acquire takes it as read: nothing in between (BullMQ's completion and fetch) touches the pool's
+ * keys, so the answer is the one a second read would give, one command fewer a run.
  */
 export function endCompleteStartScript(completeBody: string): LuaScript {
   return new LuaScript(`local ended, completed
+local poolSeen = {}
 local function fetchJob()
 local EA = {}
 for i = 1, #ARGV - ${FETCHED_ARGS} do EA[i] = ARGV[i] end
 local function endAndComplete(KEYS, ARGV)
-${endAndCompleteScript(completeBody).source}
+${endAndCompleteScript(completeBody, 'poolSeen').source}
 end
 local both = endAndComplete(KEYS, EA)
 ended, completed = both[1], both[2]
@@ -154,7 +159,7 @@ if type(completed) == 'table' then return completed end
 return {}
 end
 local function startNext()
-${luaSource('fetch-lease-begin-11', { FETCHED_ARGS })}
+${luaSource('fetch-lease-begin-11', { FETCHED_ARGS, POOL_SEEN: 'poolSeen', POOL_NOW: 'nil' })}
 end
 startNext()
 return {ended, completed}`);

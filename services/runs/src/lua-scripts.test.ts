@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRedis } from '@islet/core';
+import { LuaScript } from '@islet/core/lua-script';
 import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { LEASE_ACQUIRE, LEASE_RELEASE } from './lease-scripts.ts';
@@ -42,7 +43,12 @@ describe('the run package Lua scripts', () => {
   it('sends each script compacted (no comment lines, no indentation), hashed as sent, and Redis compiles it', async () => {
     const raw = 'local a = 1\n  -- why\n\n  if a then\n    return a -- kept: not a whole line\n  end\n';
     expect(compactLua(raw)).toBe('local a = 1\nif a then\nreturn a -- kept: not a whole line\nend');
-    const scripts = [...Object.values(runStoreScripts), LEASE_ACQUIRE, LEASE_RELEASE];
+    // The module's scripts (it also exports `finishRunReleaseSource`, a text for the composites).
+    const scripts = [
+      ...Object.values(runStoreScripts).filter((v): v is LuaScript => v instanceof LuaScript),
+      LEASE_ACQUIRE,
+      LEASE_RELEASE,
+    ];
     const server = await startRedis({ appendOnly: false });
     const redis = createRedis(server.url);
     try {

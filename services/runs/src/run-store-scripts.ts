@@ -5,8 +5,8 @@
  * `finish-run-13` and `finish-run-release-18` (also the pool's slot) span both and run only on a
  * server that checks no slots.
  */
-import { countInWindowLua } from '@islet/core/lua-script';
-import { loadScript } from './lua-scripts.ts';
+import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
+import { loadScript, luaSource } from './lua-scripts.ts';
 import { FINISH_TENANT_PARAMS, INDEX_CREATE_PARAMS } from './run-index-scripts.ts';
 
 /**
@@ -21,10 +21,20 @@ const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
 
 export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES });
 export const FINISH_RUN = loadScript('finish-run-13', { END_PUSH_MAX_BYTES, ...FINISH_TENANT_PARAMS });
-export const FINISH_RUN_RELEASE = loadScript('finish-run-release-18', {
-  END_PUSH_MAX_BYTES,
-  ...FINISH_TENANT_PARAMS,
-});
+export const FINISH_RUN_RELEASE = new LuaScript(finishRunReleaseSource('nil'));
+
+/**
+ * `finish-run-release-18`'s text; `poolSeen` names the table its release notes a waiting key read
+ * empty in ('nil': none), which a lease acquire later in the same script reads instead of the key
+ * (`endCompleteStartScript`).
+ */
+export function finishRunReleaseSource(poolSeen: string): string {
+  return luaSource('finish-run-release-18', {
+    END_PUSH_MAX_BYTES,
+    ...FINISH_TENANT_PARAMS,
+    POOL_SEEN: poolSeen,
+  });
+}
 
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
 export const ADMIT_TENANT = loadScript('admit-tenant-21', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });

@@ -14,6 +14,10 @@
 --   the journal's, the record's and the event stream's key, each as the text before and after the
 --   tenant (the first two) or the run id; share, cap, lease ms; ttlSeconds, maxLen, eventType, sealedEventData,
 --   channel, the wake-up's text after the run id, nowMs.
+-- POOL_SEEN (a parameter): nil, or (in `endCompleteStartScript`) what the run's end before it read of the pool
+--   (includes/lease-acquire.lua's `seen`).
+-- POOL_NOW (a parameter): nil, or (in the hand-off's add) the name of the caller's `now`, Redis's
+--   time it read (includes/lease-acquire.lua's `now`).
 -- Returns BullMQ's answer; with a run's job, a fifth element: lease-and-begin-9's answer.
 local fetched = fetchJob()
 local fields = fetched[1]
@@ -42,7 +46,7 @@ local ARGV = {
 }
 --- @include "lease-acquire"
 --- @include "begin-attempt"
-local lease = acquireLease(1, 1)
+local lease = acquireLease(1, 1, ${POOL_SEEN}, ${POOL_NOW})
 if lease[1] ~= 1 then
   fetched[5] = {{}, 0, {}, lease}
   return fetched

@@ -3,16 +3,22 @@
 -- KEYS[k..k+5] pool slots, pool busy, pool queued, pool waiting, tenant leases, tenant deferred
 --   (one slot: `{pool:<mode>}`).
 -- ARGV[a..a+4] job id, tenant, share, absolute cap, lease ms.
+-- `seen` (optional): waiting keys a release earlier in the same script read empty
+--   (includes/lease-release.lua); such a key is known empty without reading it.
+-- `now` (optional): Redis's time in ms as the calling script read it already (the hand-off's add,
+--   handoff-scripts.ts), else read here.
 -- Returns { 1 | 0, quota[, job id whose reservation the caller must promote] }; quota is 0 on a grant
 --   that did not need the pool's size (alone, or a reservation): only a deferral reports it.
 --- @include "pool-quota"
-local function acquireLease(k, a)
+local function acquireLease(k, a, seen, now)
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local leases, deferred = KEYS[k + 4], KEYS[k + 5]
   local job, tenant = ARGV[a], ARGV[a + 1]
   local share, cap, lease = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
   -- The pool's size (its registrations) is read only when it decides: a tenant alone is granted
   -- whatever the pool's count (below), so its common start skips this read and the busy count.
   local total, quota
@@ -59,7 +65,8 @@ local function acquireLease(k, a)
   -- The tenants with deferred jobs, as far as they decide: a tenant with a deferred job is always
   -- listed (every script that empties its deferred set unlists it after, never before), so an
   -- empty list answers for this tenant's order and for the others at once.
-  local listed = redis.call('ZRANGE', waitingKey, 0, 1)
+  local listed = {}
+  if not (seen and seen[waitingKey]) then listed = redis.call('ZRANGE', waitingKey, 0, 1) end
   local mineListed, othersDeferred = false, false
   for _, t in ipairs(listed) do
     if t == tenant then mineListed = true else othersDeferred = true end

@@ -5,15 +5,22 @@
 -- KEYS[k..k+4] pool slots, pool busy, pool queued, pool waiting, tenant leases (one slot:
 --   `{pool:<mode>}`).
 -- ARGV[a..a+4] job id ('' = none), share, absolute cap, lease ms, pool tenant key prefix.
+-- `seen` (optional, a table): a waiting key this release reads empty is noted in it (`seen[key] =
+--   true`), for an acquire later in the same script (includes/lease-acquire.lua), which then need
+--   not read it again: only the composite `endCompleteStartScript` passes one, where nothing between
+--   the two touches the pool's keys (BullMQ's completion and fetch in between know only the queue's).
 -- Returns { job id, tenant } for the caller to promote, else false.
 --- @include "pool-quota"
-local function releaseLease(k, a)
+local function releaseLease(k, a, seen)
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   if ARGV[a] ~= '' then
     redis.call('ZREM', KEYS[k + 4], ARGV[a])
     redis.call('ZREM', busy, ARGV[a])
   end
-  if redis.call('ZCARD', waitingKey) == 0 then return false end
+  if redis.call('ZCARD', waitingKey) == 0 then
+    if seen then seen[waitingKey] = true end
+    return false
+  end
   local cap, lease, prefix = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4]
   local now, total, quota = poolQuota(slots, tonumber(ARGV[a + 1]), cap)
   redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
