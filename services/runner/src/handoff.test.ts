@@ -414,13 +414,18 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(await redis.zscore(idleKey, 'counted-1')).toBeNull();
       expect(await redis.hget(idleArgsKey, 'counted-1')).toBeNull();
       // The add's one call and what it ran: BullMQ's add and fetch, the lease and the attempt's
-      // start (35: a lone tenant's lease reads neither the pool's registrations nor its busy count,
-      // and a job with no queued count writes none), and the hand-off's own six: the latest registration (live, so no scan for
-      // expired ones), the time, its terms, its removal from the set and from the hash, the push.
+      // start (25: a lone tenant's lease reads neither the pool's registrations nor its busy count,
+      // and a job with no queued count writes none; BullMQ's part through bull-quiet.ts: no events
+      // stream, no job counter, meta read and marker set once, the look one EXISTS), and the
+      // hand-off's own six: the latest registration (live, so no scan for expired ones), the time,
+      // its terms, its removal from the set and from the hash, the push.
       expect(calls('evalsha')).toBe(1);
       expect(calls('zrevrange')).toBe(1);
       expect(calls('zremrangebyscore')).toBe(0);
-      expect(all).toBe(42);
+      expect(calls('xadd')).toBe(1); // the run's own stream, not the queue's
+      expect(calls('incr')).toBe(0);
+      expect(calls('hmget')).toBe(1);
+      expect(all).toBe(32);
       second = await runStalled('counted2', q, 'n1', (r) => {
         second = r;
       });
