@@ -5,14 +5,14 @@
  * the job, the run's lease and attempt start) and pushes the answer to the worker's blocking pop.
  * Only the add's call is replaced: BullMQ builds its keys and arguments and reads its answer as usual.
  */
-import { fetchAndLook, handOffAddScript, handOffKeys } from '@islet/runs';
+import { handOffAddScript, handOffKeys } from '@islet/runs';
 import type { Queue, RedisClient } from 'bullmq';
 import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
 
-const HAND_OFF_ADD = handOffAddScript(addStandardJob.content, fetchAndLook(moveToActive.content));
+const HAND_OFF_ADD = handOffAddScript(addStandardJob.content, moveToActive.content);
 /** The script's hash (tests count its calls). */
 export const HAND_OFF_ADD_SHA = HAND_OFF_ADD.sha;
 const ADD_COMMAND = 'addStandardJob';

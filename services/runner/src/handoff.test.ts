@@ -414,17 +414,22 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(await redis.zscore(idleKey, 'counted-1')).toBeNull();
       expect(await redis.hget(idleArgsKey, 'counted-1')).toBeNull();
       // The add's one call and what it ran: BullMQ's add and fetch, the lease and the attempt's
-      // start (34: a lone tenant's lease reads neither the pool's registrations nor its busy count,
-      // nor the time, which the hand-off read; a job with no queued count writes none), and the
-      // hand-off's own five: the latest registration popped (live, so no scan for expired ones),
-      // the time, its terms, their removal from the hash, the push (c8c85cf: 42, the registration
-      // read and removed apart, the time read twice).
+      // start (25: a lone tenant's lease reads neither the pool's registrations nor its busy count,
+      // nor the time, which the hand-off read; a job with no queued count writes none; BullMQ's
+      // part through bull-quiet.ts: no events stream, no job counter, meta read and marker set
+      // once, the look one EXISTS), and the hand-off's own five: the latest registration popped
+      // (live, so no scan for expired ones), the time, its terms, their removal from the hash, the
+      // push (c8c85cf: 42, the registration read and removed apart, the time read twice, BullMQ's
+      // add and fetch whole).
       expect(calls('evalsha')).toBe(1);
       expect(calls('zpopmax')).toBe(1);
       expect(calls('zrevrange')).toBe(0);
       expect(calls('time')).toBe(1);
       expect(calls('zremrangebyscore')).toBe(0);
-      expect(all).toBe(40);
+      expect(calls('xadd')).toBe(1); // the run's own stream, not the queue's
+      expect(calls('incr')).toBe(0);
+      expect(calls('hmget')).toBe(1);
+      expect(all).toBe(30);
       second = await runStalled('counted2', q, 'n1', (r) => {
         second = r;
       });

@@ -15,6 +15,7 @@
  * handed to it loses nothing. A pop that brought one needs none (the hand-off removed it).
  */
 import { LuaScript } from '@islet/core/lua-script';
+import { BULL_QUIET_PRELUDE, quietAdd, quietFetch } from './bull-quiet.ts';
 import { fetchLeaseBeginScript } from './lease-scripts.ts';
 
 /** The hand-off's keys of a queue (`queuePrefix`: BullMQ's `keys['']`, e.g. `islet:{runs-x}:`). */
@@ -49,18 +50,20 @@ export interface IdleTerms {
  * BullMQ's fetch, then (when it took a job) the look behind it: answer element 6 is 1 when the
  * queue is drained (its stale ready marker dropped), 0 when not (the marker stays for other
  * workers). Element 5 is the run's start, set by `fetch-lease-begin-11` (nil for a skill's job).
- * Keys are moveToActive-11's: 1 wait, 3 prioritized, 7 delayed, 11 marker.
+ * Keys are moveToActive-11's: 1 wait, 3 prioritized, 7 delayed, 11 marker. BullMQ's text runs
+ * through bull-quiet.ts' `bullCall`; `ownPrelude` false: the enclosing script defines it (an add
+ * and a fetch in one script share what it knows).
  */
-export function fetchAndLook(moveToActiveBody: string): string {
-  return `local function bullFetch()
-${moveToActiveBody}
+export function fetchAndLook(moveToActiveBody: string, ownPrelude = true): string {
+  return `${ownPrelude ? `${BULL_QUIET_PRELUDE}\n` : ''}local function bullFetch()
+${quietFetch(moveToActiveBody)}
 end
 local fetched = bullFetch()
 if type(fetched[1]) == 'table' then
   local drained = 0
-  if redis.call('LLEN', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[3]) == 0
-    and redis.call('ZCARD', KEYS[7]) == 0 then
-    redis.call('ZREM', KEYS[11], '0')
+  -- Empty lists and sets do not exist: one EXISTS answers for the three.
+  if bullRaw('EXISTS', KEYS[1], KEYS[3], KEYS[7]) == 0 then
+    bullCall('ZREM', KEYS[11], '0')
     drained = 1
   end
   fetched[5] = false
@@ -126,7 +129,8 @@ return left[1]`);
 
 /**
  * BullMQ's add (`addBody`, addStandardJob-9 as BullMQ sends it) and, when a worker of the queue is
- * registered idle, that worker's fused fetch (`fetchBody` = `fetchAndLook(moveToActive-11)`) run
+ * registered idle, that worker's fused fetch (`fetchAndLook` of `moveToActiveBody`, moveToActive-11;
+ * both of BullMQ's texts through bull-quiet.ts, sharing what it knows) run
  * for it, its answer pushed to the worker's hand-off key (cmsgpack of {token, answer}). KEYS: the
  * add's, then idle and idle args; ARGV the add's. Returns the add's answer. A fetch that found no
  * job (the queue paused, rate limited, the job delayed) leaves the registration as it was; a lease
@@ -138,14 +142,15 @@ return left[1]`);
  * popped (`ZPOPMAX`: read and removed in one command) and put back, its score unchanged, only when
  * its fetch found no job; the script is atomic, so no reader sees it out in between.
  */
-export function handOffAddScript(addBody: string, fetchBody: string): LuaScript {
+export function handOffAddScript(addBody: string, moveToActiveBody: string): LuaScript {
   // The fused fetch's lease takes the time read below (`now`) rather than reading it again.
-  const fused = fetchLeaseBeginScript(fetchBody, 'now').source;
-  return new LuaScript(`local idleKey, idleArgsKey = KEYS[#KEYS - 1], KEYS[#KEYS]
+  const fused = fetchLeaseBeginScript(fetchAndLook(moveToActiveBody, false), 'now').source;
+  return new LuaScript(`${BULL_QUIET_PRELUDE}
+local idleKey, idleArgsKey = KEYS[#KEYS - 1], KEYS[#KEYS]
 local AK = {}
 for i = 1, #KEYS - 2 do AK[i] = KEYS[i] end
 local function add(KEYS, ARGV)
-${addBody}
+${quietAdd(addBody)}
 end
 local added = add(AK, ARGV)
 local top = redis.call('ZPOPMAX', idleKey)

@@ -43,9 +43,9 @@ export function skillJobOptions(skillId: string) {
  * BullMQ's stalled-job check instead (runner side: lockDuration / stalledInterval).
  *
  * Cost per run, measured with `npm run bench` (Redis commands per run, MONITOR): the add, the
- * fetch and the completion are one script each; inside them BullMQ writes ~4 entries to the
- * queue's events stream (trimmed to its default ~10000 entries: bounded memory, and skill waiters
- * read completions there) and, on completion, trims the completed set (3 commands). Keeping
+ * fetch and the completion are one script each, BullMQ's texts run through bull-quiet.ts on one
+ * server (no events stream entries: skill waiters read skill jobs' completions, which BullMQ's
+ * own script writes; the completed set trimmed, 3 commands, on 1 completion in 8). Keeping
  * completed jobs an hour (not `removeOnComplete: true`) keeps a late duplicate enqueue of the same
  * run id (the recovery loop racing a slow submit) a no-op in BullMQ itself, not only in the
  * runner's final-status check; it costs those 3 commands, not a round trip. The worker's drain delay (BullMQ default 5 s)

@@ -1,0 +1,186 @@
+/**
+ * BullMQ's part of a run's fused scripts (the gateway's add with its hand-off, the runner's fetch,
+ * the end with its completion), through `@islet/runs`' bull-quiet.ts: counted command by command
+ * (`INFO commandstats`; MONITOR where the runner's own background would blur the totals), and
+ * held to what BullMQ's own scripts leave in Redis. Mixed releases: a job added by the fused add
+ * is run by a stock BullMQ worker (an older runner), and a job added by BullMQ's own add (an
+ * older gateway) is run by the fused fetch and completion. Real redis-server, real BullMQ.
+ */
+import { createRedis, keys } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { runJobOptions } from '@islet/runs';
+import type { RedisServer } from '@islet/testkit';
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { END_AND_COMPLETE_SHA, END_COMPLETE_START_SHA } from './end-complete-store.ts';
+
+let server: RedisServer;
+let redis: Redis;
+const h = runnerHarness('queue-commands-test');
+const { newRun, setUp, warmUp } = h;
+
+beforeAll(async () => {
+  ({ server, redis } = await h.start());
+});
+afterAll(() => h.close());
+
+const queueKey = (name: string, q = runQueueName(mode)) => `${QUEUE_PREFIX}:${q}:${name}`;
+
+/** Commands Redis executed so far, by name (a script's own commands counted, as Redis counts them). */
+async function commandStats(): Promise<Map<string, number>> {
+  const text = await redis.info('commandstats');
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) out.set(m[1] as string, Number(m[2]));
+  return out;
+}
+
+/** The commands `fn` made Redis run, by name. */
+async function counted(fn: () => Promise<unknown>): Promise<Record<string, number>> {
+  const before = await commandStats();
+  await fn();
+  const after = await commandStats();
+  const by: Record<string, number> = {};
+  for (const [name, calls] of after) {
+    const n = calls - (before.get(name) ?? 0);
+    if (n > 0 && name !== 'info') by[name] = n;
+  }
+  return by;
+}
+
+/** Each script call MONITOR saw, with the commands it ran inside (name, first key). */
+async function scriptCalls(server: RedisServer, fn: () => Promise<unknown>) {
+  const mon = await createRedis(server.url).monitor();
+  const calls: { args: string[]; inner: [string, string][] }[] = [];
+  mon.on('monitor', (_t: string, args: string[], source: string) => {
+    if (source === 'lua') calls.at(-1)?.inner.push([String(args[0]).toLowerCase(), String(args[1])]);
+    else calls.push({ args: args.map(String), inner: [] });
+  });
+  let stopped = false;
+  mon.on('error', (err: Error) => {
+    if (!stopped) throw err;
+  });
+  try {
+    await fn();
+    await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    stopped = true;
+    mon.disconnect();
+  }
+  return calls;
+}
+
+describe("BullMQ's part of a run's scripts, counted", () => {
+  it("the add of a run's job runs 6 commands of BullMQ's, not 10: no events stream, no job counter", async () => {
+    const q = new Queue('qc-add', {
+      connection: { host: '127.0.0.1', port: server.port },
+      prefix: QUEUE_PREFIX,
+    });
+    handingAdds(q);
+    try {
+      await q.add('run', { runId: 'warm', tenant: 'acme', enqueuedAtMs: 1 }, runJobOptions('warm', 1));
+      const by = await counted(() =>
+        q.add('run', { runId: 'a1', tenant: 'acme', enqueuedAtMs: 1 }, runJobOptions('a1', 1)),
+      );
+      // The call, the job's EXISTS and HMSET, meta's HMGET, the LPUSH, the marker's ZADD; the
+      // hand-off's pop of the latest idle worker (none). BullMQ's own add also sends INCR, HGET of
+      // opts.maxLenEvents and two XADDs.
+      expect(by).toEqual({ evalsha: 1, exists: 1, hmset: 1, hmget: 1, lpush: 1, zadd: 1, zpopmax: 1 });
+      expect(await redis.xlen(queueKey('events', 'qc-add'))).toBe(0);
+      // The job as BullMQ's own add stores it.
+      const stock = new Queue('qc-add', {
+        connection: { host: '127.0.0.1', port: server.port },
+        prefix: QUEUE_PREFIX,
+      });
+      await stock.add('run', { runId: 'a2', tenant: 'acme', enqueuedAtMs: 1 }, runJobOptions('a2', 1));
+      await stock.close();
+      const ours = await redis.hgetall(queueKey('a1', 'qc-add'));
+      const theirs = await redis.hgetall(queueKey('a2', 'qc-add'));
+      expect(Object.keys(ours).sort()).toEqual(Object.keys(theirs).sort());
+      expect(ours.opts).toBe(theirs.opts?.replaceAll('a2', 'a1'));
+      expect(await redis.lrange(queueKey('wait', 'qc-add'), 0, -1)).toEqual(['a2', 'a1', 'warm']);
+    } finally {
+      await q.obliterate({ force: true });
+      await q.close();
+    }
+  });
+
+  it("a run's end with its job's completion: BullMQ's part is 10 commands (12 with the next fetch), none of them the events stream's", async () => {
+    // An end whose caller learns its answer later (`onEnded`) is the one handed to the completion.
+    const t = await setUp('qc-end', true, undefined, { noteEnds: true });
+    try {
+      await warmUp(t, 'cw');
+      await newRun('c1');
+      const eventsBefore = await redis.xlen(queueKey('events'));
+      const calls = await scriptCalls(server, async () => {
+        await t.add('c1');
+        await until('c1 to complete', async () => (await t.queue.getCompletedCount()) === 2);
+      });
+      const fused = calls.filter((c) =>
+        [END_AND_COMPLETE_SHA, END_COMPLETE_START_SHA].includes(c.args[1] ?? ''),
+      );
+      expect(fused.map((c) => c.args[0]?.toLowerCase())).toEqual(['evalsha']);
+      const bull = fused[0]!.inner.filter(([, key]) => key.startsWith(`${QUEUE_PREFIX}:{runs-`));
+      const names = bull.map(([name]) => name);
+      // The absent keys' EXISTS (dependencies, unsuccessful, prioritized, pc, delayed); the job's
+      // EXISTS, lock GET and DEL, stalled SREM, parent HMGET, active LREM, atm HINCRBY, the
+      // completed ZADD and HSET; the retention trim on 1 completion in 8 (3 commands); the next
+      // fetch, when asked: meta HMGET and the RPOPLPUSH that finds none. BullMQ's own: 27.
+      const trim = ['zrevrangebyscore', 'zrevrange', 'zremrangebyrank'];
+      const untrimmed = names.filter((n) => !trim.includes(n));
+      const fetchedNext = fused[0]!.args[1] === END_COMPLETE_START_SHA;
+      expect(untrimmed.length).toBe(fetchedNext ? 12 : 10);
+      expect(names.length - untrimmed.length === 0 || names.length - untrimmed.length === 3).toBe(true);
+      for (const absent of ['xadd', 'xtrim', 'scard', 'zcard', 'llen', 'zpopmin', 'hget', 'zrangebyscore'])
+        expect(names).not.toContain(absent);
+      // The fetch (the worker's own here) wrote none either: only the stock add's two entries.
+      expect((await redis.xlen(queueKey('events'))) - eventsBefore).toBe(2);
+      const job = await t.queue.getJob('c1');
+      expect(await job?.getState()).toBe('completed');
+      expect(job?.attemptsMade).toBe(1);
+      expect(job?.finishedOn).toBeGreaterThan(0);
+      expect(await redis.exists(`${queueKey('c1')}:lock`)).toBe(0);
+      expect(await redis.llen(queueKey('active'))).toBe(0);
+      expect(await redis.hget(keys.run('c1'), 'status')).toBe('Completed');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('mixed releases on one queue', () => {
+  it("a job added by the fused add is run and completed by BullMQ's stock worker (an older runner)", async () => {
+    const q = new Queue('qc-mixed', {
+      connection: { host: '127.0.0.1', port: server.port },
+      prefix: QUEUE_PREFIX,
+    });
+    handingAdds(q);
+    const done: string[] = [];
+    const worker = new Worker(
+      'qc-mixed',
+      async (job) => {
+        done.push(job.id ?? '');
+        return 'ok';
+      },
+      { connection: { host: '127.0.0.1', port: server.port }, prefix: QUEUE_PREFIX },
+    );
+    try {
+      for (const id of ['m1', 'm2', 'm3'])
+        await q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: 1 }, runJobOptions(id, 1));
+      await until('the stock worker to run all three', async () => (await q.getCompletedCount()) === 3);
+      expect(done).toEqual(['m1', 'm2', 'm3']);
+      const job = await q.getJob('m2');
+      expect(job?.returnvalue).toBe('ok');
+      expect(job?.attemptsMade).toBe(1);
+      // Its completions are BullMQ's own: their events are there for a QueueEvents reader.
+      const events = await redis.xrange(queueKey('events', 'qc-mixed'), '-', '+');
+      expect(events.filter(([, f]) => f[1] === 'completed')).toHaveLength(3);
+    } finally {
+      await worker.close();
+      await q.obliterate({ force: true });
+      await q.close();
+    }
+  });
+});

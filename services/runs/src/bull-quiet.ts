@@ -1,0 +1,135 @@
+/**
+ * BullMQ's own script texts (addStandardJob-9, moveToActive-11, moveToFinished-14, as BullMQ sends
+ * them) run inside Islet's fused scripts with a `redis` of their own: `bullCall` answers, without
+ * asking Redis, the commands whose effect no reader of this system needs, and sends every other
+ * command as it is. What it leaves out, and why that is safe:
+ * - The queue's events stream (`<queue>events`: XADD of added, waiting, active, completed, drained;
+ *   XTRIM; the `opts.maxLenEvents` HGET in meta that sizes both). Its one reader is BullMQ's
+ *   `QueueEvents`, used only by the skills service, which waits for a skill job's `completed` or
+ *   `failed` entry: a skill job's completion never runs here (a fused completion carries a run's
+ *   end), so those entries are still written by BullMQ's own script. Bull-board, the console, the
+ *   operator's depth and the runner read lists, sets and job hashes, never the stream.
+ * - The job counter's INCR (`<queue>id`) for a job added with its own id (every run and skill
+ *   job): BullMQ uses the counter only to name a job added without one ("increases the job counter
+ *   if needed", its script's words).
+ * - A second identical read of the queue's meta (`HMGET paused concurrency max duration`: the add
+ *   and the fetch run in one script), and a second `ZADD marker 0 0` with no marker command in
+ *   between (the add's and then the fetch's): Redis would answer the same, and change nothing.
+ * - Reads of keys that one multi-key EXISTS (`bullProbe`) found absent, and no-op removals from
+ *   them (the job's `:dependencies`/`:unsuccessful`, the prioritized and delayed sets, the priority
+ *   counter `pc`), answered as Redis answers for an absent key, until a command that could create
+ *   one of them goes (it goes to Redis, and the key is no longer taken as absent).
+ * - The drained check behind a completion that brought no next job (two LLENs and a ZCARD whose
+ *   one use is the `drained` entry of the events stream; taken out of the text when it is there).
+ * - The completed (or failed) set's retention trim (`removeOnComplete`/`removeOnFail`: the age's
+ *   ZREVRANGEBYSCORE, the count's ZREVRANGE and ZREMRANGEBYRANK) on 7 completions in 8 (the
+ *   completion's time, ms, not a multiple of 8): the one that trims removes every job past the
+ *   count and up to 1000 past the age, as BullMQ does on each. The set bounds memory; no reader
+ *   needs it cut to the exact count at every moment (bull-board lists it; a late duplicate add of
+ *   a run finds its job kept a little longer, as the hour's retention wants), and BullMQ's own
+ *   completions (older runners, skill jobs) trim it on each as before.
+ * Nothing else differs: the job hash, the wait/active/completed lists and sets, the lock, stalled
+ * set and marker are written as BullMQ writes them, so BullMQ's own scripts (an older runner or
+ * gateway on the same queue, a skill job's completion) read and write them as before; they go on
+ * writing their events, trimmed by their own XADDs' MAXLEN.
+ */
+
+/** Defines `bullQ` (the script's knowledge), `bullRaw`, `bullCall`, `bullProbe`, `bullRedis`. Once a script. */
+export const BULL_QUIET_PRELUDE = `local bullQ = {absent = {}, meta = {}}
+local bullRaw = redis.call
+local BULL_EMPTY = {ZRANGEBYSCORE = 1, ZRANGE = 1, ZREVRANGE = 1, ZREVRANGEBYSCORE = 1, ZPOPMIN = 1,
+  HGETALL = 1, LRANGE = 1, SMEMBERS = 1, ZCARD = 0, LLEN = 0, SCARD = 0, EXISTS = 0, DEL = 0,
+  ZREM = 0, SREM = 0, LREM = 0, HDEL = 0, HGET = false, GET = false, RPOPLPUSH = false}
+local function bullCall(cmd, key, ...)
+  local c = string.upper(cmd)
+  if key == bullQ.events then
+    if c == 'XADD' then return '0-0' end
+    if c == 'XTRIM' then return 0 end
+  elseif key == bullQ.metaKey then
+    if c == 'HGET' and select('#', ...) == 1 and ... == 'opts.maxLenEvents' then return '10000' end
+    if c == 'HMGET' then
+      local fields = table.concat({...}, '\\n')
+      local seen = bullQ.meta[fields]
+      if not seen then
+        seen = bullRaw(cmd, key, ...)
+        bullQ.meta[fields] = seen
+      end
+      return seen
+    end
+    bullQ.meta = {}
+  elseif key == bullQ.marker then
+    if c == 'ZADD' and select('#', ...) == 2 and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
+      if bullQ.marked then return 0 end
+      bullQ.marked = true
+    else
+      bullQ.marked = false
+    end
+  elseif key == bullQ.id and c == 'INCR' and bullQ.ownId then
+    return 0
+  elseif key == bullQ.untrimmed then
+    if c == 'ZREMRANGEBYRANK' then return 0 end
+    if c == 'ZREVRANGE' or c == 'ZREVRANGEBYSCORE' then return {} end
+  end
+  if bullQ.absent[key] then
+    local empty = BULL_EMPTY[c]
+    if empty ~= nil and (c ~= 'EXISTS' or select('#', ...) == 0) then
+      if empty == 1 then return {} end
+      return empty
+    end
+    bullQ.absent[key] = nil
+  end
+  return bullRaw(cmd, key, ...)
+end
+local function bullProbe(...)
+  if bullRaw('EXISTS', ...) ~= 0 then return false end
+  for _, k in ipairs({...}) do bullQ.absent[k] = true end
+  return true
+end
+local bullRedis = setmetatable({call = bullCall}, {__index = redis})`;
+
+/**
+ * addStandardJob-9's text run through `bullCall` (in a script that has the prelude): KEYS[8] is
+ * its events stream, KEYS[3] meta, KEYS[4] the job counter, KEYS[9] the marker.
+ */
+export function quietAdd(addBody: string): string {
+  return `local redis = bullRedis
+bullQ.events, bullQ.metaKey, bullQ.id, bullQ.marker = KEYS[8], KEYS[3], KEYS[4], KEYS[9]
+local bullArgs = cmsgpack.unpack(ARGV[1])
+bullQ.ownId = type(bullArgs[2]) == 'string' and bullArgs[2] ~= ''
+${addBody}`;
+}
+
+/** moveToActive-11's text run through `bullCall`: KEYS[4] events, KEYS[9] meta, KEYS[11] marker. */
+export function quietFetch(fetchBody: string): string {
+  return `local redis = bullRedis
+bullQ.events, bullQ.metaKey, bullQ.marker = KEYS[4], KEYS[9], KEYS[11]
+${fetchBody}`;
+}
+
+/** One completion in this many trims the completed/failed set (by its time, ms). */
+const TRIM_EVERY = 8;
+
+/** moveToFinished-14's check for the `drained` event, as BullMQ 5 writes it. */
+const DRAINED_CHECK =
+  /local waitLen = rcall\("LLEN", KEYS\[1\]\)\s*if waitLen == 0 then\s*local activeLen = rcall\("LLEN", KEYS\[2\]\)\s*if activeLen == 0 then\s*local prioritizedLen = rcall\("ZCARD", KEYS\[3\]\)\s*if prioritizedLen == 0 then\s*rcall\("XADD", eventStreamKey, "\*", "event", "drained"\)\s*end\s*end\s*end/;
+
+/**
+ * moveToFinished-14's text run through `bullCall`, with its own prelude: KEYS[4] events, KEYS[9]
+ * meta, KEYS[14] marker. A completion first asks, in one EXISTS, whether the job's
+ * `:dependencies` and `:unsuccessful` (read before a completion), the prioritized set, the priority
+ * counter and the delayed set (read by the fetch of the next job) all are absent; a queue holding
+ * delayed jobs (fair-share deferrals) asks again without it.
+ */
+export function quietComplete(completeBody: string): string {
+  return `${BULL_QUIET_PRELUDE}
+local redis = bullRedis
+bullQ.events, bullQ.metaKey, bullQ.marker = KEYS[4], KEYS[9], KEYS[14]
+if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullQ.untrimmed = KEYS[11] end
+if ARGV[5] == 'completed' then
+  local deps, failedDeps = KEYS[12] .. ':dependencies', KEYS[12] .. ':unsuccessful'
+  if not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
+    bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
+  end
+end
+${completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')}`;
+}
