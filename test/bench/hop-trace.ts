@@ -17,9 +17,11 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { processTree } from './capacity-cpu.ts';
 import { stampedRun } from './cluster-figures.ts';
+import { pickupGaps, type TracedRun } from './pickup-gaps.ts';
 import { processKind } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
@@ -29,6 +31,8 @@ const TRACE =
   'read,write,writev,readv,sendto,recvfrom,sendmsg,recvmsg,epoll_wait,epoll_pwait,epoll_pwait2,fdatasync,fsync,futex,io_uring_enter,openat';
 const OUT = process.env.OUT ?? `/tmp/hop-trace-${process.pid}.txt`;
 const PERF = process.env.PERF === '1';
+/** `SCHED=1` (with PERF=1): the scheduler's switches and wake-ups too, each line with its CPU. */
+const SCHED = process.env.SCHED === '1';
 const PERF_EVENTS = [
   'syscalls:sys_enter_write',
   'syscalls:sys_enter_writev',
@@ -37,6 +41,7 @@ const PERF_EVENTS = [
   'syscalls:sys_exit_fdatasync',
   'syscalls:sys_exit_epoll_wait',
   'syscalls:sys_exit_epoll_pwait',
+  ...(SCHED ? ['sched:sched_switch', 'sched:sched_wakeup'] : []),
 ];
 
 const kindOf = processKind;
@@ -108,12 +113,15 @@ try {
   if (PERF)
     writeFileSync(
       OUT,
-      execFileSync('perf', ['script', '-i', `${OUT}.data`, '-F', 'tid,time,event,trace'], {
+      execFileSync('perf', ['script', '-i', `${OUT}.data`, '-F', 'tid,cpu,time,event,trace'], {
         maxBuffer: 1 << 30,
       })
         .toString()
-        // `tid time: event: args` into strace's `tid time args` shape
-        .replace(/^\s*(\d+)\s+(\d+\.\d+):\s+syscalls:(\S+):?\s*/gm, '$1 $2 $3 '),
+        // `tid [cpu] time: event: args` into strace's `tid time args` shape, the CPU last
+        .replace(
+          /^\s*(\d+)\s+\[(\d+)\]\s+(\d+\.\d+):\s+(?:syscalls|sched):(\S+):?\s*(.*)$/gm,
+          '$1 $3 $4 $5 cpu=$2',
+        ),
     );
   const sorted = [...runs].sort((a, b) => a.received - a.sent - (b.received - b.sent));
   console.log(
@@ -147,6 +155,7 @@ try {
   );
   if (PERF) console.log(runnerGaps(lines, runs, label));
   if (PERF) console.log(endGaps(lines, runs, label));
+  if (PERF) console.log(pickupGaps(lines, await withStamps(runs), label));
   console.log(`run ${pick.id}: ${((pick.received - pick.sent) * 1000).toFixed(2)} ms`);
   for (const line of lines) {
     const m = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/.exec(line);
@@ -161,6 +170,30 @@ try {
   console.log(`full trace: ${OUT}`);
 } finally {
   await cluster.stop();
+}
+
+/**
+ * The runs with their `enqueued` and `pickedUp` stamps (the wall clock of `performance` in the
+ * gateway and the runner) on the monotonic clock, by this process's offset between the two.
+ */
+async function withStamps(runs: { sent: number; received: number; id: string }[]): Promise<TracedRun[]> {
+  const redis = createRedis(cluster.redisUrl);
+  try {
+    const offsetS =
+      (performance.timeOrigin + performance.now()) / 1000 - Number(process.hrtime.bigint()) / 1e9;
+    return await Promise.all(
+      runs.map(async (run) => {
+        const t = JSON.parse((await redis.hget(keys.run(run.id), 'timings')) ?? '{}') as Record<
+          string,
+          number
+        >;
+        const mono = (ms: number | undefined) => (ms === undefined ? undefined : ms / 1000 - offsetS);
+        return { ...run, enqueued: mono(t.enqueued), pickedUp: mono(t.pickedUp) };
+      }),
+    );
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /**
