@@ -106,12 +106,19 @@ export function createSealer(options: SealerOptions): Sealer {
     while (stock.length < ready) stock.push(made());
   };
   restock();
+  // Deferred, a failure must not escape as an uncaught exception: the next seal makes its own
+  // cipher and meets it there, as a seal without a stock would.
+  const restockLater = () => {
+    try {
+      restock();
+    } catch {}
+  };
   return {
     seal(plaintext) {
       const { iv, cipher } = stock.pop() ?? made();
       if (ready > 0 && !restocking) {
         restocking = true;
-        setImmediate(restock).unref();
+        setImmediate(restockLater).unref();
       }
       const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
       const tag = cipher.getAuthTag();
