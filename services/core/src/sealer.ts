@@ -4,6 +4,7 @@
  * Format: `v1.<kid>.<iv>.<tag>.<ciphertext>` (base64url parts).
  */
 import {
+  type CipherGCM,
   createCipheriv,
   createDecipheriv,
   createSecretKey,
@@ -56,7 +57,30 @@ interface PreparedKey {
   aad: Buffer;
 }
 
-export function createSealer(options: { keys: Record<string, Buffer>; activeKeyId: string }): Sealer {
+/**
+ * How many ciphers a sealer keeps made for its next seals (`ready`). Making a cipher (its context,
+ * the key's schedule, the IV, the AAD) is most of a seal when the code runs cold, as on a runner's
+ * path from a program's end to the end's write, where two seals (result, text) wait for it
+ * (test/bench/README.md, round 21): made beforehand, off that path, a seal only encrypts.
+ */
+export interface SealerOptions {
+  keys: Record<string, Buffer>;
+  activeKeyId: string;
+  /**
+   * Ciphers kept ready (default 0: each seal makes its own). Those a seal used are made again
+   * once the current turn of the event loop is over (`setImmediate`), so the caller's own write
+   * goes first. Each holds an IV of its own, drawn as a seal draws it and used once.
+   */
+  ready?: number;
+}
+
+/** A cipher made before its seal: the IV it encrypts under, and the AAD already given. */
+interface ReadyCipher {
+  iv: Buffer;
+  cipher: CipherGCM;
+}
+
+export function createSealer(options: SealerOptions): Sealer {
   const prepared = new Map<string, PreparedKey>();
   for (const [kid, key] of Object.entries(options.keys)) {
     if (!KID.test(kid)) throw new SealError(`seal key id "${kid}" must match ${KID}`);
@@ -67,12 +91,35 @@ export function createSealer(options: { keys: Record<string, Buffer>; activeKeyI
   if (!active) throw new SealError(`active seal key "${options.activeKeyId}" is not among the keys`);
   const activeKid = options.activeKeyId;
   const nextIv = ivSource();
+  const made = (): ReadyCipher => {
+    const iv = nextIv();
+    const cipher = createCipheriv('aes-256-gcm', active.key, iv);
+    // The key id is authenticated too, so a record cannot be relabelled to another key.
+    cipher.setAAD(active.aad);
+    return { iv, cipher };
+  };
+  const ready = Math.max(0, Math.floor(options.ready ?? 0));
+  const stock: ReadyCipher[] = [];
+  let restocking = false;
+  const restock = () => {
+    restocking = false;
+    while (stock.length < ready) stock.push(made());
+  };
+  restock();
+  // Deferred, a failure must not escape as an uncaught exception: the next seal makes its own
+  // cipher and meets it there, as a seal without a stock would.
+  const restockLater = () => {
+    try {
+      restock();
+    } catch {}
+  };
   return {
     seal(plaintext) {
-      const iv = nextIv();
-      const cipher = createCipheriv('aes-256-gcm', active.key, iv);
-      // The key id is authenticated too, so a record cannot be relabelled to another key.
-      cipher.setAAD(active.aad);
+      const { iv, cipher } = stock.pop() ?? made();
+      if (ready > 0 && !restocking) {
+        restocking = true;
+        setImmediate(restockLater).unref();
+      }
       const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
       const tag = cipher.getAuthTag();
       return `v1.${activeKid}.${iv.toString('base64url')}.${tag.toString('base64url')}.${ct.toString('base64url')}`;
@@ -110,13 +157,16 @@ export function parseSealKeys(text: string): Record<string, Buffer> {
   return keys;
 }
 
-export function sealerFromConfig(config: {
-  ISLET_SEAL_KEYS: string;
-  ISLET_SEAL_ACTIVE_KEY_ID?: string;
-}): Sealer {
+export function sealerFromConfig(
+  config: {
+    ISLET_SEAL_KEYS: string;
+    ISLET_SEAL_ACTIVE_KEY_ID?: string;
+  },
+  options: Pick<SealerOptions, 'ready'> = {},
+): Sealer {
   const keys = parseSealKeys(config.ISLET_SEAL_KEYS);
   const activeKeyId = config.ISLET_SEAL_ACTIVE_KEY_ID ?? Object.keys(keys)[0]!;
-  return createSealer({ keys, activeKeyId });
+  return createSealer({ keys, activeKeyId, ...options });
 }
 
 /** A fresh `kid:base64` entry, for dev stacks and tests. */

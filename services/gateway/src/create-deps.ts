@@ -54,7 +54,9 @@ export async function createGatewayDeps(
 ): Promise<GatewayDeps & { redis: Redis; close(): Promise<void> }> {
   const redis = createRedis(config);
   const subscriber = createRedis(config);
-  const sealer = sealerFromConfig(config);
+  // A submit seals its program, description and request before its one write: their ciphers are
+  // made beforehand (core's sealer, `ready`).
+  const sealer = sealerFromConfig(config, { ready: 3 });
   const runQueue = createRunQueueStore(
     redis,
     (err) => logger.warn({ err }, 'queue connection error'),

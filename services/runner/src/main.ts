@@ -50,7 +50,9 @@ settingsSubscriber.on('error', (err) =>
   logger.warn({ err: err.message }, 'settings subscriber connection error'),
 );
 redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
-const sealer = sealerFromConfig(config);
+// A run's end seals its result and text between the program's end and the end's write: their
+// ciphers are made beforehand (core's sealer, `ready`).
+const sealer = sealerFromConfig(config, { ready: 2 });
 
 // What the kernel launcher can enforce here, per mode: reported as a metric and carried into
 // each run's result text ("File sandbox enforcement is partial on this host.").

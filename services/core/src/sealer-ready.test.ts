@@ -1,0 +1,75 @@
+import { setImmediate as turn } from 'node:timers/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+// Every cipher a sealer makes goes through createCipheriv: counted, and made as Node makes it.
+const made = vi.hoisted(() => ({ count: 0 }));
+vi.mock('node:crypto', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:crypto')>();
+  return {
+    ...real,
+    createCipheriv: (...args: Parameters<typeof real.createCipheriv>) => {
+      made.count++;
+      return real.createCipheriv(...args);
+    },
+  };
+});
+
+const { createSealer, parseSealKeys, generateSealKey } = await import('./sealer.ts');
+
+const keys = parseSealKeys(generateSealKey('k1'));
+
+describe('a sealer with ciphers kept ready', () => {
+  afterEach(() => {
+    made.count = 0;
+  });
+
+  it('seals with ciphers made beforehand, and makes the used ones again after the turn', async () => {
+    const s = createSealer({ keys, activeKeyId: 'k1', ready: 2 });
+    expect(made.count).toBe(2);
+    // A run's end: its result and its text, sealed in one turn, make no cipher.
+    const result = s.seal('{"_tag":"Completed","value":42}');
+    const text = s.seal('42');
+    expect(made.count).toBe(2);
+    await turn();
+    expect(made.count).toBe(4);
+    // More seals in one turn than kept ready: the rest make their own, as without a stock.
+    for (let i = 0; i < 3; i++) s.seal(`more ${i}`);
+    expect(made.count).toBe(5);
+    await turn();
+    expect(made.count).toBe(7);
+    // The same format, opened by a sealer that keeps nothing ready (another process's).
+    const plain = createSealer({ keys, activeKeyId: 'k1' });
+    expect(result).toMatch(/^v1\.k1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]*$/);
+    expect(plain.open(result)).toBe('{"_tag":"Completed","value":42}');
+    expect(plain.open(text)).toBe('42');
+  });
+
+  it('uses each IV once, the ready ciphers and those made at the seal alike', async () => {
+    const s = createSealer({ keys, activeKeyId: 'k1', ready: 2 });
+    const plain = createSealer({ keys, activeKeyId: 'k1' });
+    const ivs = new Set<string>();
+    let seals = 0;
+    for (let round = 0; round < 300; round++) {
+      // One to four seals a turn: from the stock, then made at the seal.
+      for (let i = 0; i <= round % 4; i++) {
+        const text = `value ${round}.${i}`;
+        const sealed = s.seal(text);
+        ivs.add(sealed.split('.')[2] ?? '');
+        expect(plain.open(sealed)).toBe(text);
+        seals++;
+      }
+      await turn();
+    }
+    expect(ivs.size).toBe(seals);
+  });
+
+  it('keeps nothing ready by default: one cipher a seal, made at the seal', async () => {
+    const s = createSealer({ keys, activeKeyId: 'k1' });
+    expect(made.count).toBe(0);
+    s.seal('a');
+    s.seal('b');
+    expect(made.count).toBe(2);
+    await turn();
+    expect(made.count).toBe(2);
+  });
+});
