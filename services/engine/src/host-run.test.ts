@@ -58,7 +58,7 @@ function runMessage(code: string, bindings: string[] = []): Extract<ToHost, { t:
 }
 
 /** Runs `code`'s first turn and records, in order, each frame (with whether the isolate was disposed then), the turn's return and `onFinished`. */
-function firstTurn(code: string, bindings?: string[]) {
+function firstTurn(code: string, bindings?: string[], flushes = false) {
   const prepared = prepare();
   const events: string[] = [];
   const frames: FromHost[] = [];
@@ -71,7 +71,9 @@ function firstTurn(code: string, bindings?: string[]) {
       frames.push(m);
       events.push(`${m.t}${prepared.isolate.isDisposed ? ' (isolate disposed)' : ''}`);
     },
-    flush: () => undefined,
+    flush: () => {
+      if (flushes) events.push('flush');
+    },
   };
   const run = new HostRun(
     runMessage(code, bindings),
@@ -185,3 +187,18 @@ describe("a call's outcome starts the next turn", () => {
 async function waitFor(ok: () => boolean): Promise<void> {
   for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
 }
+
+describe('a turn on the host thread is written', () => {
+  it('with its calls at its return; one that made no call and printed nothing leaves its `turn` for the next write', () => {
+    const { run, events } = firstTurn(
+      'const [a, b] = await Promise.all([apps.a.b({}), apps.a.b({})]); await apps.a.b([a, b]);',
+      ['a.b'],
+      true,
+    );
+    expect(events).toEqual(['call', 'call', 'turn', 'flush', 'first turn returned']);
+    run.deliverResult({ t: 'result', id: 0, valueJson: '"x"', turnMs: 5000 });
+    expect(events.slice(5)).toEqual(['turn']);
+    run.deliverResult({ t: 'result', id: 1, valueJson: '"y"', turnMs: 5000 });
+    expect(events.slice(6)).toEqual(['call', 'turn', 'flush']);
+  });
+});

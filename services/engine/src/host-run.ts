@@ -58,6 +58,8 @@ export class HostRun {
   /** Work running on isolated-vm's thread: result deliveries with their microtasks. */
   private readonly tasks = new Set<Promise<unknown>>();
   private nextCallId = 0;
+  /** Calls made in the current turn on this thread. */
+  private callsThisTurn = 0;
   private outputUsed = 0;
   private logsFull = false;
   private logsTruncated = false;
@@ -119,10 +121,19 @@ export class HostRun {
   }
 
   /** With the calls (and lines) the turn made, in one write; a program that ended sent `done` instead. */
-  private turnReturned(): void {
+  private turnReturned(later = false): void {
     if (!this.finished) {
+      const news =
+        this.callsThisTurn > 0 ||
+        this.logBatch.length > 0 ||
+        (this.logsTruncated && !this.truncationReported);
+      this.callsThisTurn = 0;
       this.flushLogs(true);
       this.out.send({ t: 'turn' }, true);
+      // A later turn that made no call and printed nothing (one of a Promise.all's outcomes): its
+      // answer waits for the next write or the fallback's (host-output.ts), not a write and a
+      // wake-up of the runner of its own.
+      if (later && !news) return;
     }
     this.out.flush();
   }
@@ -180,6 +191,7 @@ export class HostRun {
         : [m.id, 'error', m.name, m.message, m.detailsJson];
     if (m.turnMs !== undefined && this.tasks.size === 0) {
       this.onThisThread = true;
+      this.callsThisTurn = 0;
       try {
         this.deliver.applySync(undefined, [...args, true], { timeout: Math.max(1, m.turnMs) });
       } catch (e) {
@@ -187,7 +199,7 @@ export class HostRun {
       } finally {
         this.onThisThread = false;
       }
-      this.turnReturned();
+      this.turnReturned(true);
       return;
     }
     try {
@@ -294,6 +306,7 @@ export class HostRun {
         return;
       }
       this.nextCallId++;
+      this.callsThisTurn++;
       this.flushLogs();
       this.out.send({ t: 'call', id, binding, argsJson }, true);
     } catch (e) {
