@@ -126,7 +126,7 @@ describe('bindings', () => {
     expect(new Set(seen.map(([, t]) => t)).size).toBe(1);
   });
 
-  it('a call made before a long computation goes out while it runs; in the first turn, when that turn returns', async () => {
+  it("a call made before a long computation goes out while it runs on isolated-vm's thread; on the host's (the first turn, a later one with a deadline), when that turn returns", async () => {
     // Programs that never end by themselves: what ends them says whether the call went out.
     const seen: number[] = [];
     const stopAt =
@@ -137,8 +137,8 @@ describe('bindings', () => {
           ? { type: 'stop', code: 'suspended', message: 'the call went out' }
           : echo(c);
       };
-    // After the first turn the isolate runs on another thread than the host's: the call leaves
-    // while the loop spins, and only its stop can end the run (there is no deadline).
+    // Without a deadline a later turn runs on isolated-vm's thread, not the host's: the call leaves
+    // while the loop spins, and only its stop can end the run.
     const later = await run(
       `await apps.bench.ping({}); apps.bench.ping({}).catch(() => undefined); for (;;) {}`,
       {
@@ -166,6 +166,25 @@ describe('bindings', () => {
     clearTimeout(aborting);
     expect(spun.failure).toEqual({ kind: 'abort', message: 'the run was aborted: checked' });
     expect(seen).toEqual([]);
+    // With a deadline, a later turn runs on the host's thread as the first does (no thread hop a
+    // call): its calls too go out when it returns, so one that never returns never sends them.
+    seen.length = 0;
+    const ac2 = new AbortController();
+    const spunLater = await run(
+      `await apps.bench.ping({}); apps.bench.ping({}).catch(() => undefined); for (;;) {}`,
+      {
+        bindings: ['bench.ping'],
+        onCall: async (c) => {
+          seen.push(c.index);
+          if (c.index === 0) setTimeout(() => ac2.abort('checked'), 300);
+          return echo(c);
+        },
+        limits: { timeoutMs: 60_000 },
+        signal: ac2.signal,
+      },
+    );
+    expect(spunLater.failure).toEqual({ kind: 'abort', message: 'the run was aborted: checked' });
+    expect(seen).toEqual([0]);
   });
 
   it('a binding the program was not given never reaches the callback', async () => {

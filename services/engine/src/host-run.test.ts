@@ -58,7 +58,7 @@ function runMessage(code: string, bindings: string[] = []): Extract<ToHost, { t:
 }
 
 /** Runs `code`'s first turn and records, in order, each frame (with whether the isolate was disposed then), the turn's return and `onFinished`. */
-function firstTurn(code: string, bindings?: string[]) {
+function firstTurn(code: string, bindings?: string[], flushes = false) {
   const prepared = prepare();
   const events: string[] = [];
   const frames: FromHost[] = [];
@@ -71,7 +71,9 @@ function firstTurn(code: string, bindings?: string[]) {
       frames.push(m);
       events.push(`${m.t}${prepared.isolate.isDisposed ? ' (isolate disposed)' : ''}`);
     },
-    flush: () => undefined,
+    flush: () => {
+      if (flushes) events.push('flush');
+    },
   };
   const run = new HostRun(
     runMessage(code, bindings),
@@ -110,5 +112,93 @@ describe('a run reports its end', () => {
     await ended;
     expect(events.slice(3)).toEqual(['done (isolate disposed)', 'finished']);
     expect(frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '42' });
+  });
+});
+
+describe("a call's outcome starts the next turn", () => {
+  it("with turnMs on the host thread: the next call and the turn's return are out before the delivery returns", () => {
+    const { run, events, frames } = firstTurn(
+      'let n = 0; for (let i = 0; i < 3; i++) n += (await apps.a.b({ i })).n; console.log("sum", n); return n;',
+      ['a.b'],
+    );
+    expect(events).toEqual(['call', 'turn', 'first turn returned']);
+    run.deliverResult({ t: 'result', id: 0, valueJson: '{"n":1}', turnMs: 5000 });
+    // No thread hop: the program ran up to its next call inside this very call.
+    expect(events.slice(3)).toEqual(['call', 'turn']);
+    expect(frames.at(-2)).toMatchObject({ t: 'call', id: 1, binding: 'a.b', argsJson: '{"i":1}' });
+    run.deliverResult({ t: 'error', id: 1, name: 'E', message: 'no', detailsJson: '{}', turnMs: 5000 });
+    // An error outcome rejects the await; the program's throw ends the run in that same turn.
+    expect(events.slice(5)).toEqual(['done (isolate disposed)', 'finished']);
+    expect(frames.at(-1)).toMatchObject({ t: 'done', status: 'failed', kind: 'exception' });
+  });
+
+  it("with turnMs: the lines printed after the turn's last call go out with its return, and its end is reported in it", () => {
+    const { run, events, frames } = firstTurn(
+      'const a = await apps.a.b({}); console.log("got", a.n); const b = await apps.a.b({}); console.log("again"); return a.n + b.n;',
+      ['a.b'],
+    );
+    run.deliverResult({ t: 'result', id: 0, valueJson: '{"n":1}', turnMs: 5000 });
+    expect(events.slice(3)).toEqual(['logs', 'call', 'turn']);
+    run.deliverResult({ t: 'result', id: 1, valueJson: '{"n":2}', turnMs: 5000 });
+    expect(events.slice(6)).toEqual(['logs', 'done (isolate disposed)', 'finished']);
+    expect(frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '3' });
+  });
+
+  it('with turnMs, a turn that outlives it ends the run as timeout from inside that turn', () => {
+    const { run, events, frames } = firstTurn('await apps.a.b({}); console.log("spin"); for (;;) {}', [
+      'a.b',
+    ]);
+    run.deliverResult({ t: 'result', id: 0, valueJson: '1', turnMs: 50 });
+    expect(events.slice(3)).toEqual(['logs', 'done (isolate disposed)', 'finished']);
+    expect(frames.at(-1)).toMatchObject({ t: 'done', status: 'failed', kind: 'timeout' });
+  });
+
+  it("without turnMs on isolated-vm's thread: nothing is out when the delivery returns, and no `turn` follows", async () => {
+    const { run, events, frames, ended } = firstTurn(
+      'const a = await apps.a.b({}); const b = await apps.a.b({}); return a + b;',
+      ['a.b'],
+    );
+    run.deliverResult({ t: 'result', id: 0, valueJson: '1' });
+    expect(events.slice(3)).toEqual([]);
+    await waitFor(() => frames.length === 3);
+    expect(frames.at(-1)).toMatchObject({ t: 'call', id: 1 });
+    // The next one with turnMs, while none is on isolated-vm's thread any more: on this thread.
+    run.deliverResult({ t: 'result', id: 1, valueJson: '2', turnMs: 5000 });
+    await ended;
+    expect(events.slice(3)).toEqual(['call', 'done (isolate disposed)', 'finished']);
+  });
+
+  it("with turnMs while an earlier delivery is still on isolated-vm's thread: queued behind it, in order, and answered", async () => {
+    const { run, frames } = firstTurn(
+      'const [a, b] = await Promise.all([apps.a.b({}), apps.a.b({})]); await apps.a.b([a, b]);',
+      ['a.b'],
+    );
+    run.deliverResult({ t: 'result', id: 0, valueJson: '"x"' });
+    run.deliverResult({ t: 'result', id: 1, valueJson: '"y"', turnMs: 5000 });
+    expect(frames.length).toBe(3);
+    await waitFor(() => frames.length === 5);
+    expect(frames.slice(3)).toEqual([
+      { t: 'call', id: 2, binding: 'a.b', argsJson: '["x","y"]' },
+      { t: 'turn' },
+    ]);
+  });
+});
+
+async function waitFor(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
+}
+
+describe('a turn on the host thread is written', () => {
+  it('with its calls at its return; one that made no call and printed nothing leaves its `turn` for the next write', () => {
+    const { run, events } = firstTurn(
+      'const [a, b] = await Promise.all([apps.a.b({}), apps.a.b({})]); await apps.a.b([a, b]);',
+      ['a.b'],
+      true,
+    );
+    expect(events).toEqual(['call', 'call', 'turn', 'flush', 'first turn returned']);
+    run.deliverResult({ t: 'result', id: 0, valueJson: '"x"', turnMs: 5000 });
+    expect(events.slice(5)).toEqual(['turn']);
+    run.deliverResult({ t: 'result', id: 1, valueJson: '"y"', turnMs: 5000 });
+    expect(events.slice(6)).toEqual(['call', 'turn', 'flush']);
   });
 });

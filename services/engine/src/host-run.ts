@@ -51,13 +51,15 @@ export class HostRun {
   private readonly context: ivm.Context;
   private readonly deliver: ivm.Reference;
   private finished = false;
-  /** Inside `start`: the isolate runs on this thread, called from here. */
-  private inFirstTurn = false;
-  /** Lines printed in the first turn so far. */
-  private firstTurnLines = 0;
+  /** Inside `start` or a delivery's turn on this thread: the isolate runs here, called from here. */
+  private onThisThread = false;
+  /** Lines printed in turns on this thread so far. */
+  private thisThreadLines = 0;
   /** Work running on isolated-vm's thread: result deliveries with their microtasks. */
   private readonly tasks = new Set<Promise<unknown>>();
   private nextCallId = 0;
+  /** Calls made in the current turn on this thread. */
+  private callsThisTurn = 0;
   private outputUsed = 0;
   private logsFull = false;
   private logsTruncated = false;
@@ -103,7 +105,7 @@ export class HostRun {
    * returned (`turn`, or `done`), kills this process if it must stop the turn sooner (abort).
    */
   start(): void {
-    this.inFirstTurn = true;
+    this.onThisThread = true;
     try {
       this.prepared.startRef.applySync(
         undefined,
@@ -113,10 +115,26 @@ export class HostRun {
     } catch (e) {
       this.afterIsolateError(e);
     } finally {
-      this.inFirstTurn = false;
+      this.onThisThread = false;
     }
-    // With the calls the turn made, in one write; a program that ended sends `done` next instead.
-    if (!this.finished) this.out.send({ t: 'turn' }, true);
+    this.turnReturned();
+  }
+
+  /** With the calls (and lines) the turn made, in one write; a program that ended sent `done` instead. */
+  private turnReturned(later = false): void {
+    if (!this.finished) {
+      const news =
+        this.callsThisTurn > 0 ||
+        this.logBatch.length > 0 ||
+        (this.logsTruncated && !this.truncationReported);
+      this.callsThisTurn = 0;
+      this.flushLogs(true);
+      this.out.send({ t: 'turn' }, true);
+      // A later turn that made no call and printed nothing (one of a Promise.all's outcomes): its
+      // answer waits for the next write or the fallback's (host-output.ts), not a write and a
+      // wake-up of the runner of its own.
+      if (later && !news) return;
+    }
     this.out.flush();
   }
 
@@ -127,7 +145,7 @@ export class HostRun {
       this.memoryExceeded();
       return;
     }
-    if (this.inFirstTurn && /timed out/i.test(text) && this.msg.budgetMs !== undefined) {
+    if (this.onThisThread && /timed out/i.test(text) && this.msg.budgetMs !== undefined) {
       this.finish({ status: 'failed', kind: 'timeout', message: deadlineMessage(this.msg.budgetMs) });
       return;
     }
@@ -154,12 +172,43 @@ export class HostRun {
     this.finish(done);
   }
 
+  /**
+   * A call's outcome into the program, and the turn it starts. With `turnMs` (the run's clock runs:
+   * the engine's deadline is that far) and no delivery still on isolated-vm's thread (their order is
+   * kept), the turn runs on this thread as the first turn does: the outcome goes in and the calls the
+   * turn makes come out in this one call, two thread hops a call fewer (a wake-up of isolated-vm's
+   * thread and one of this thread). Meanwhile no frame is read: an `end` waits for the turn, whose own
+   * deadline is `turnMs`, and the engine kills this process if the turn does not return soon after
+   * an `end` (run.ts `armTurnGrace`). Without `turnMs` (no deadline, or the clock paused while other
+   * calls are out, whose waits a turn here would count) the turn runs on isolated-vm's thread.
+   * A turn started with `turnMs` is answered with `turn` either way.
+   */
   deliverResult(m: Extract<ToHost, { t: 'result' | 'error' }>): void {
     if (this.finished) return;
     const args =
-      m.t === 'result' ? [m.id, 'result', m.valueJson] : [m.id, 'error', m.name, m.message, m.detailsJson];
+      m.t === 'result'
+        ? [m.id, 'result', m.valueJson, undefined, undefined]
+        : [m.id, 'error', m.name, m.message, m.detailsJson];
+    if (m.turnMs !== undefined && this.tasks.size === 0) {
+      this.onThisThread = true;
+      this.callsThisTurn = 0;
+      try {
+        this.deliver.applySync(undefined, [...args, true], { timeout: Math.max(1, m.turnMs) });
+      } catch (e) {
+        this.afterIsolateError(e);
+      } finally {
+        this.onThisThread = false;
+      }
+      this.turnReturned(true);
+      return;
+    }
     try {
-      this.track(this.deliver.apply(undefined, args)).catch((e: unknown) => this.afterIsolateError(e));
+      let turn = this.deliver.apply(undefined, args);
+      if (m.turnMs !== undefined)
+        turn = turn.finally(() => {
+          if (!this.finished) this.out.send({ t: 'turn' }, true);
+        });
+      this.track(turn).catch((e: unknown) => this.afterIsolateError(e));
     } catch (e) {
       this.afterIsolateError(e);
     }
@@ -200,14 +249,14 @@ export class HostRun {
   private pushLog(level: string, text: string): void {
     this.logBatch.push([level as 'log', text]);
     this.logBatchBytes += text.length;
-    // In the first turn nothing deferred runs until the program yields. Its first lines wait for no
-    // later one, so what a program printed is out even if the turn never returns (a kill, a long
-    // builtin); past them a flood goes out FIRST_TURN_BATCH_LINES at a time (a write and a frame
-    // per line cost the runner CPU for every line).
+    // In a turn on this thread nothing deferred runs until the program yields. A run's first lines
+    // there wait for no later one, so what a program printed is out even if the turn never returns
+    // (a kill, a long builtin); past them a flood goes out FIRST_TURN_BATCH_LINES at a time (a write
+    // and a frame per line cost the runner CPU for every line), the rest with the turn's return.
     if (
       this.logBatchBytes >= LOG_FLUSH_BYTES ||
-      (this.inFirstTurn &&
-        (++this.firstTurnLines <= FIRST_TURN_EAGER_LINES || this.logBatch.length >= FIRST_TURN_BATCH_LINES))
+      (this.onThisThread &&
+        (++this.thisThreadLines <= FIRST_TURN_EAGER_LINES || this.logBatch.length >= FIRST_TURN_BATCH_LINES))
     )
       this.flushLogs();
     else if (!this.flushScheduled) {
@@ -219,14 +268,15 @@ export class HostRun {
     }
   }
 
-  private flushLogs(): void {
+  /** `gather`: written with what follows (a turn's return), not now. */
+  private flushLogs(gather = false): void {
     const truncated = this.logsTruncated && !this.truncationReported;
     if (this.logBatch.length === 0 && !truncated) return;
     const lines = this.logBatch;
     this.logBatch = [];
     this.logBatchBytes = 0;
     if (truncated) this.truncationReported = true;
-    this.out.send({ t: 'logs', lines, ...(truncated ? { truncated: true } : {}) });
+    this.out.send({ t: 'logs', lines, ...(truncated ? { truncated: true } : {}) }, gather);
   }
 
   onCall(id: unknown, binding: unknown, argsJson: unknown): void {
@@ -256,6 +306,7 @@ export class HostRun {
         return;
       }
       this.nextCallId++;
+      this.callsThisTurn++;
       this.flushLogs();
       this.out.send({ t: 'call', id, binding, argsJson }, true);
     } catch (e) {
@@ -377,14 +428,14 @@ export class HostRun {
     } catch {
       // disposed under us (memory limit)
     }
-    // In the first turn the program runs on this thread, under this very callback, and nothing
-    // deferred runs before it returns: the isolate is stopped here, at once, and `start` returns.
+    // In a turn on this thread the program runs under this very callback, and nothing deferred
+    // runs before it returns: the isolate is stopped here, at once, and the turn returns.
     // Also when the program ended: work it left behind (a detached promise chain that spins) would
     // otherwise hold the turn, and the run, until the deadline.
-    const stoppedHere = this.inFirstTurn && !this.isolate.isDisposed && this.tasks.size === 0;
-    if (this.inFirstTurn && !this.isolate.isDisposed) this.isolate.dispose();
+    const stoppedHere = this.onThisThread && !this.isolate.isDisposed && this.tasks.size === 0;
+    if (this.onThisThread && !this.isolate.isDisposed) this.isolate.dispose();
     // Stopped on this thread, the program runs no further: V8 ends it as this callback returns, and
-    // no delivery is in flight (they begin after `turn`). So the run is reported now, and V8 tears
+    // no delivery is in flight on isolated-vm's thread (see deliverResult). So the run is reported now, and V8 tears
     // the isolate down after (when the turn unwinds, most of a trivial run's time in this host),
     // while the engine already goes on with the result.
     if (stoppedHere) this.report(done, cpuMs);

@@ -333,6 +333,58 @@ describe('abort', () => {
     expect((await engine.execute('return 7')).valueJson).toBe('7');
   });
 
+  it("a later turn on the host's thread that never yields: its own deadline, or the host ended after an abort's grace", async () => {
+    // A call's outcome, delivered while the clock runs, starts its turn on the host's own thread
+    // (no hop to isolated-vm's), which reads nothing until that turn returns. The deadline is the
+    // turn's own; an abort or a stop waits a short grace for the `end` to be read, then ends the
+    // host, as in the first turn. This engine's watchdog outlasts the test: only these end the runs.
+    const events: ProcessEvent[] = [];
+    const patient = createEngine({ watchdogGraceMs: 3_600_000, onProcessEvent: (e) => events.push(e) });
+    try {
+      const timed = await patient.execute('await t(); console.log("spinning"); for (;;) {}', {
+        limits: { timeoutMs: 400 },
+        bindings: ['t'],
+        onCall: async () => ok(),
+      });
+      expect(timed.failure).toEqual({ kind: 'timeout', message: deadlineMessage(400) });
+      expect(timed.logs).toEqual([{ level: 'log', text: 'spinning' }]);
+
+      for (const budget of ['elapsed', 'excluding-binding-waits'] as const) {
+        const ac = new AbortController();
+        const before = events.length;
+        const out = await patient.execute('await t(); console.log("spinning"); for (;;) {}', {
+          signal: ac.signal,
+          limits: { timeoutMs: 60_000, timeBudget: budget },
+          bindings: ['t'],
+          onCall: async () => {
+            setTimeout(() => ac.abort('user pressed stop'), 50);
+            return ok();
+          },
+        });
+        expect(out.failure).toEqual({ kind: 'abort', message: 'the run was aborted: user pressed stop' });
+        expect(out.logs).toEqual([{ level: 'log', text: 'spinning' }]);
+        expect(events.slice(before).filter((e) => e.type === 'retired')).toEqual([
+          expect.objectContaining({ type: 'retired', reason: 'killed' }),
+        ]);
+      }
+
+      // A stop for a call made in a busy later turn: stopped at that call, the host ended.
+      let n = 0;
+      const stopped = await patient.execute('await t(); t(); console.log("spinning"); for (;;) {}', {
+        limits: { timeoutMs: 60_000 },
+        bindings: ['t'],
+        onCall: async () =>
+          n++ === 0 ? ok() : ({ type: 'stop', code: 'cancelled', message: 'not allowed' } as const),
+      });
+      expect(stopped.status).toBe('stopped');
+      expect(stopped.stop).toEqual({ code: 'cancelled', message: 'not allowed', atCall: 1 });
+      expect(stopped.logs).toEqual([{ level: 'log', text: 'spinning' }]);
+      expect((await patient.execute('return 7')).valueJson).toBe('7');
+    } finally {
+      await patient.close();
+    }
+  });
+
   it('keeps the order of many lines and calls printed in the first turn and after it', async () => {
     const seen: number[] = [];
     const out = await engine.execute(

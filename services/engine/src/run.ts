@@ -52,6 +52,13 @@ interface RunParams {
  * the check is outside the host, so it holds while the host's thread runs the program.
  */
 const RESIDENT_GUARD_MS = 100;
+/**
+ * How long a host that may be in a later turn on its own thread (a delivery sent with `turnMs`,
+ * not answered yet) has to answer an `end` before it is killed, ms (at most the watchdog's grace).
+ * A turn is short (a call's outcome in, the next call out) or runs into its own deadline, which is
+ * the engine's; one that does neither (busy while the run is aborted or stopped) is not waited for.
+ */
+const TURN_END_GRACE_MS = 200;
 
 interface RunResult {
   outcome: Omit<RunOutcome, 'durationMs'>;
@@ -87,6 +94,12 @@ export class Run {
    * (or a grace passed) and the run may close.
    */
   private firstTurn: 'pending' | 'running' | 'returned' | 'killed' | 'drained' = 'pending';
+  /**
+   * Deliveries sent with `turnMs` the host has not answered with `turn` yet: it may be running one
+   * of their turns on its own thread, reading no frame (host-run.ts `deliverResult`). `killed` and
+   * `drained` above then also mean a host ended in such a turn.
+   */
+  private turnsOut = 0;
   private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
   private residentTimer: NodeJS.Timeout | undefined;
@@ -193,9 +206,11 @@ export class Run {
         return;
       case 'turn':
         if (this.firstTurn === 'running') this.firstTurn = 'returned';
+        else if (this.turnsOut > 0) this.turnsOut--;
         return;
       case 'done':
         if (this.firstTurn === 'running') this.firstTurn = 'returned';
+        this.turnsOut = 0;
         if (m.cpuMs !== undefined) this.cpuMs = m.cpuMs;
         this.onHostDone(m);
         return;
@@ -312,28 +327,37 @@ export class Run {
         this.dropQueue();
         if (this.phase === 'running') {
           this.phase = 'ending';
-          if (this.firstTurn === 'running') this.killHostInFirstTurn();
+          if (this.firstTurn === 'running') this.killHostInTurn();
           else {
             this.host.send({ t: 'end', kind: 'stop' });
-            this.armWatchdog();
+            this.armEndWait();
           }
         }
       }
     } else if (this.phase === 'running') {
+      // While the clock runs, the turn this outcome starts may run on the host's own thread with
+      // what is left as its deadline (no thread hop); paused (other calls out, their waits not
+      // counted) or without a deadline, on isolated-vm's thread, where an `end` reaches it.
+      const turn =
+        this.p.timeoutMs !== null && this.budget.running()
+          ? { turnMs: Math.max(1, Math.ceil(this.budget.remainingMs())) }
+          : {};
       const sent =
         outcome.type === 'result'
-          ? this.host.send({ t: 'result', id: call.index, valueJson: outcome.valueJson })
+          ? this.host.send({ t: 'result', id: call.index, valueJson: outcome.valueJson, ...turn })
           : this.host.send({
               t: 'error',
               id: call.index,
               name: outcome.name,
               message: outcome.message,
               detailsJson: JSON.stringify(outcome.details ?? {}),
+              ...turn,
             });
       if (!sent && !this.host.exited) {
         this.endNow({ kind: 'protocol', message: 'a binding result is too large for the sandbox channel' });
         return;
       }
+      if (sent && turn.turnMs !== undefined) this.turnsOut++;
       const next = this.queue.shift();
       if (next) this.startCall(next);
     }
@@ -388,7 +412,7 @@ export class Run {
 
   private onHostExit(info: { code: number | null; signal: NodeJS.Signals | null; stderr: string }): void {
     if (this.phase === 'done') return;
-    // Killed on purpose: the run closes once its output was read (`killHostInFirstTurn`).
+    // Killed on purpose: the run closes once its output was read (`killHostInTurn`).
     if (this.firstTurn === 'killed' || this.firstTurn === 'drained') return;
     if (this.hostDone !== undefined && this.phase === 'closing') {
       // The program had ended; only the host's idle process went away.
@@ -426,18 +450,41 @@ export class Run {
     }
     if (this.firstTurn === 'running' && failure.kind !== 'timeout') {
       // Ends now, as asked (a deadline the host keeps itself).
-      this.killHostInFirstTurn();
+      this.killHostInTurn();
       return;
     }
     this.host.send({ t: 'end', kind: failure.kind });
-    this.armWatchdog();
+    this.armEndWait();
   }
 
   /**
-   * The host runs the program's first turn on its own thread and would read an `end` only when the
-   * program yields, which a busy one never does: the program is ended by ending its host.
+   * After an `end`: the watchdog, or, when the host may be in a later turn on its own thread (it
+   * reads the `end` only when that turn returns, its own deadline the engine's), a short grace
+   * after which the program is ended by ending its host, as in the first turn, with the failure
+   * asked for (not `worker-exit`: the host did nothing wrong, it could not read).
    */
-  private killHostInFirstTurn(): void {
+  private armEndWait(): void {
+    if (this.turnsOut === 0) {
+      this.armWatchdog();
+      return;
+    }
+    clearTimeout(this.watchdogTimer);
+    this.watchdogTimer = setTimeout(
+      () =>
+        this.guard(() => {
+          if (this.phase === 'ending' && this.hostDone === undefined && this.firstTurn !== 'killed')
+            this.killHostInTurn();
+        }),
+      Math.min(TURN_END_GRACE_MS, this.p.watchdogGraceMs),
+    );
+  }
+
+  /**
+   * The host runs the program's first turn (and, with `turnMs`, later ones) on its own thread and
+   * would read an `end` only when the program yields, which a busy one never does: the program is
+   * ended by ending its host.
+   */
+  private killHostInTurn(): void {
     this.firstTurn = 'killed';
     this.hostReusable = false;
     this.host.kill();

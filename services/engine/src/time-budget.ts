@@ -36,6 +36,11 @@ export class TimeBudget {
     clearTimeout(this.timer);
   }
 
+  /** The deadline is counting down now (a deadline exists and the clock is not paused). */
+  running(): boolean {
+    return this.startedAt !== undefined;
+  }
+
   /** What is left now, ms (Infinity without a deadline). */
   remainingMs(): number {
     return this.startedAt === undefined ? this.leftMs : this.leftMs - (Date.now() - this.startedAt);

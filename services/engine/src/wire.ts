@@ -27,8 +27,13 @@ export type ToHost =
        */
       budgetMs?: number;
     }
-  | { t: 'result'; id: number; valueJson: string }
-  | { t: 'error'; id: number; name: string; message: string; detailsJson: string }
+  /**
+   * A call's outcome. `turnMs` (present while the run's clock runs): the host may run the turn it
+   * starts on its own thread with this as its deadline, and answers it with `turn` (see HostRun
+   * `deliverResult`); absent, the turn runs on isolated-vm's thread and is not answered.
+   */
+  | { t: 'result'; id: number; valueJson: string; turnMs?: number }
+  | { t: 'error'; id: number; name: string; message: string; detailsJson: string; turnMs?: number }
   /** End the current run now (deadline, abort, stop). The host answers with `done`. */
   | { t: 'end'; kind: FailureKind | 'stop' };
 
@@ -50,8 +55,9 @@ export type FromHost =
   | { t: 'logs'; lines: [LogLevel, string][]; truncated?: boolean }
   | { t: 'call'; id: number; binding: string; argsJson: string }
   /**
-   * The program's first turn returned and the program still runs (it waits on calls): the host
-   * reads frames again. A program that ended in its first turn sends `done` instead.
+   * The program's first turn, or a delivery's turn started with `turnMs`, returned and the program
+   * still runs (it waits on calls): the host reads frames again. One per such turn, in order; a
+   * program that ended in the turn sends `done` instead.
    */
   | { t: 'turn' }
   /** `cpuMs`: CPU time the run's isolate used (isolated-vm's count), what usage bills as sandbox CPU. */

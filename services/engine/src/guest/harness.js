@@ -2,7 +2,7 @@
 // host callbacks off the global object, builds the program's environment (apps, flat tools, console,
 // fixed clock, seeded Math.random), removes what a program must not have, and leaves exactly two
 // entry points for the host: __islet_start(code, configJson, onHostThread) and
-// __islet_deliver(id, kind, a, b, c).
+// __islet_deliver(id, kind, a, b, c, onHostThread).
 // Everything crossing to the host is a string made here; the host re-checks every string, so a
 // program that tampers with this harness can only lie about its own values.
 (() => {
@@ -204,7 +204,8 @@
   // the host has taken it and all before it, so what a program can queue outside its heap is bounded.
   // The program's first turn runs on the host's own thread, where a handed-over item would wait
   // until that turn returned and arrive after later waited ones: there every item is waited (a
-  // plain call on the same thread, no hop). Deliveries run on another thread and queue again.
+  // plain call on the same thread, no hop). So does a delivery the host runs on its own thread;
+  // one on isolated-vm's thread queues again.
   const QUEUE_ITEMS = 64;
   const QUEUE_CHARS = 1048576;
   let queuedItems = 0;
@@ -260,8 +261,8 @@
       handOver(hostCall, hostCallWait, argsJson.length, id, name, argsJson);
     });
   }
-  function deliver(id, kind, a, b, c) {
-    waitEach = false;
+  function deliver(id, kind, a, b, c, onHostThread) {
+    waitEach = onHostThread === true;
     const p = ReflectApply(MapGet, pending, [id]);
     if (p === undefined) return;
     ReflectApply(MapDelete, pending, [id]);
