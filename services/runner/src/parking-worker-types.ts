@@ -12,7 +12,7 @@ export interface FetchLoopState {
   updateDelays(limitDelay?: number, delayUntil?: number): void;
 }
 
-/** How this worker's fetches start their runs (runner.ts); absent: BullMQ's fetch alone. */
+/** How this worker's fetches start their runs (mode-worker.ts); absent: BullMQ's fetch alone. */
 export interface FetchStart {
   /** Whether a fetch may start its run (one server, fair share on); asked at each fetch. */
   on(): Promise<boolean>;

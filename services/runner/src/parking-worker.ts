@@ -33,10 +33,11 @@
  */
 import { type Job, type RedisClient, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { completingExec, type PendingEnd, runEndAlone } from './end-complete-store.ts';
+import { type PendingEnd, runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
 import { type Handed, nextJobData } from './handoff-store.ts';
 import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
+import { type DeferEndHost, deferRunEnd } from './parking-worker-end.ts';
 import type { ExecScripts, FetchLoopState, FetchStart } from './parking-worker-types.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
@@ -82,7 +83,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   fetchesRefusedClosing = 0;
   /** Jobs that reached this worker after its close began (a fetch-next or a pop in flight), given back unrun (tests read it). */
   jobsGivenBackClosing = 0;
-  /** Direct hand-off: set (runner.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
+  /** Direct hand-off: set (mode-worker.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
   handOff: HandOff | undefined;
   /** Its idle wait (handoff-wait.ts), with `handOff`. */
   private handOffWait: HandOffWait<DataType> | undefined;
@@ -145,58 +146,29 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     return job;
   }
 
-  /**
-   * The run's end (`finish-run-release-18`'s keys and arguments) goes with the job's completion
-   * (end-complete-store.ts); resolves with the end's answer, rejects when neither the fused call
-   * nor the end's own script after it answered. Undefined: this worker cannot fuse (BullMQ's
-   * scripts are not where this expects them), the caller runs the end itself. `slotToken`: the
-   * ended run holds its slot (the job's token); a next job the completion brings then has its run
-   * started in the same call and takes that slot (`SlotGate.keepFor`), unless a parked run waits
-   * for one (it goes first; the next job then starts as BullMQ's own).
-   */
+  /** The run's end goes with the job's completion: `deferRunEnd` (parking-worker-end.ts). */
   deferEnd(
     jobId: string,
     keys: string[],
     args: (string | number)[],
     slotToken?: string,
   ): Promise<unknown> | undefined {
-    const scripts = (this as unknown as { scripts?: ExecScripts }).scripts;
-    if (!scripts || typeof scripts.execCommand !== 'function' || this.pendingEnds.has(jobId))
-      return undefined;
-    if (!scripts.fused) {
-      const exec = scripts.execCommand.bind(scripts);
-      scripts.execCommand = completingExec(
-        scripts.version,
-        exec,
-        (id) => {
-          const end = this.pendingEnds.get(id);
-          if (end) {
-            this.pendingEnds.delete(id);
-            this.fusedCompletions++;
-          }
-          return end;
-        },
-        () => this.isClosing,
-      );
-      scripts.fused = true;
-    }
-    const start = this.fetchStart;
-    const gate = this.gate;
-    const startNext =
-      start && slotToken !== undefined && !this.isClosing && (gate?.noResumeWaiting() ?? true)
-        ? {
-            args: () => start.args(),
-            started: (nextId: string, begun: unknown) => {
-              this.started.set(nextId, begun);
-              this.keptFor.set(slotToken, nextId);
-              gate?.keepFor(slotToken);
-              this.completionStarts++;
-            },
-          }
-        : undefined;
-    return new Promise((resolve, reject) =>
-      this.pendingEnds.set(jobId, { keys, args, resolve, reject, ...(startNext ? { startNext } : {}) }),
-    );
+    const host: DeferEndHost = {
+      scripts: (this as unknown as { scripts?: ExecScripts }).scripts,
+      pendingEnds: this.pendingEnds,
+      started: this.started,
+      keptFor: this.keptFor,
+      fetchStart: this.fetchStart,
+      gate: this.gate,
+      isClosing: () => this.isClosing,
+      fused: () => {
+        this.fusedCompletions++;
+      },
+      completionStarted: () => {
+        this.completionStarts++;
+      },
+    };
+    return deferRunEnd(host, jobId, keys, args, slotToken);
   }
 
   protected override async moveToActive(

@@ -1,0 +1,116 @@
+/**
+ * A mode's worker (runner.ts): its connection, ParkingWorker (with its event handlers) and Queue,
+ * made at start and replaced whole when the pick-up watchdog (pickup-watchdog.ts) restarts it.
+ */
+
+import { hostname } from 'node:os';
+import { createRedis } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
+import type { RunJobData } from '@islet/runs';
+import { Queue } from 'bullmq';
+import { handOffOf } from './handoff-store.ts';
+import { ParkingWorker } from './parking-worker.ts';
+import { HandBackError } from './run-executor.ts';
+import { processModeJob } from './run-processing.ts';
+import { gateFor, type ModeWorker, type RunnerContext } from './runner-context.ts';
+import type { RunnerRecovery } from './runner-recovery.ts';
+
+/**
+ * How long a restart waits for the old worker's `close(true)`: a worker that stopped fetching may
+ * also never finish closing, and the restart must not wait on the very thing that is stuck.
+ */
+const WORKER_CLOSE_TIMEOUT_MS = 3000;
+
+/** A mode's connection, Worker (with its event handlers) and Queue; used at start and by restarts. */
+export function createModeWorker(
+  ctx: RunnerContext,
+  recovery: Pick<RunnerRecovery, 'endFailed'>,
+  mode: SandboxMode,
+): ModeWorker {
+  const { config, executor, logger, modeWorkers } = ctx;
+  const connection = createRedis(config);
+  const gate = gateFor(ctx, mode);
+  const worker: ParkingWorker<RunJobData> = new ParkingWorker<RunJobData>(
+    runQueueName(mode),
+    (job, token) => processModeJob(ctx, mode, job, token, worker),
+    {
+      connection,
+      prefix: QUEUE_PREFIX,
+      name: config.ISLET_RUNNER_NAME ?? hostname(),
+      concurrency: gate.concurrency,
+      lockDuration: config.ISLET_RUNNER_LOCK_DURATION_MS,
+      stalledInterval: config.ISLET_RUNNER_STALLED_INTERVAL_MS,
+      maxStalledCount: config.ISLET_RUNNER_MAX_STALLED_COUNT,
+    },
+  );
+  worker.gate = gate;
+  const fairShare = ctx.share;
+  const fetchedStartArgs = executor.fetchedStartArgs;
+  // On one server with the fair share on, a fetch also takes a run's lease and begins its
+  // attempt (fetch-start-store.ts): the pick-up is one script call.
+  if (fairShare && fetchedStartArgs) {
+    worker.fetchStart = {
+      on: () => fairShare.startsInFetch(),
+      args: () => fetchedStartArgs(fairShare.leaseTerms(mode)),
+      giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
+    };
+    // And while idle, a submit may do that fetch for it (handoff-store.ts).
+    if (config.ISLET_IDLE_HANDOFF === 'on')
+      worker.enableHandOff({
+        ...handOffOf(worker),
+        giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
+      });
+  }
+  worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
+  worker.on('failed', (job, err) => {
+    if (!job) return;
+    const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(err.message);
+    logger.warn(
+      { runId: job.data.runId, err: err.message, attemptsMade: job.attemptsMade, exhausted },
+      'job failed',
+    );
+    if (exhausted && !job.data.skill && !(err instanceof HandBackError))
+      void recovery.endFailed(job.data.runId, mode, err.message);
+  });
+  worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
+  const queue = new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });
+  const created = { connection, worker, queue };
+  modeWorkers.set(mode, created);
+  gate.wakeFetches();
+  return created;
+}
+
+/**
+ * Replaces a mode's worker that stopped fetching (the watchdog calls this only while it holds no
+ * job). The old one is closed first, so it cannot take a job the new one also sees; forced,
+ * since it has nothing to wait for, and bounded, since a stuck worker may never finish closing.
+ * Its handlers stay attached: a late `error` event without a listener would crash the process.
+ */
+export async function restartModeWorker(
+  ctx: RunnerContext,
+  recovery: Pick<RunnerRecovery, 'endFailed'>,
+  mode: SandboxMode,
+): Promise<void> {
+  const { logger } = ctx;
+  const old = ctx.modeWorkers.get(mode);
+  if (!old) return;
+  let timer: NodeJS.Timeout | undefined;
+  const closed = Promise.all([
+    old.worker
+      .close(true)
+      .catch((err: Error) => logger.warn({ mode, err: err.message }, 'old worker close failed')),
+    old.queue.close().catch(() => undefined),
+  ]).then(() => 'closed' as const);
+  const late = new Promise<'timeout'>((r) => {
+    timer = setTimeout(() => r('timeout'), WORKER_CLOSE_TIMEOUT_MS);
+  });
+  if ((await Promise.race([closed, late])) === 'timeout')
+    logger.warn(
+      { mode, timeoutMs: WORKER_CLOSE_TIMEOUT_MS },
+      'old worker did not close in time; dropping it',
+    );
+  clearTimeout(timer);
+  old.connection.disconnect();
+  // A worker made once the close began would be one the close never closes, taking jobs.
+  if (!ctx.stopping) createModeWorker(ctx, recovery, mode);
+}

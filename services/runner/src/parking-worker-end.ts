@@ -1,0 +1,76 @@
+/**
+ * A run's end handed to its job's completion (ParkingWorker.deferEnd, parking-worker.ts): the
+ * worker's scripts fused with end-complete-store.ts once, the end kept until the completion runs it.
+ */
+import { completingExec, type PendingEnd } from './end-complete-store.ts';
+import type { ExecScripts, FetchStart } from './parking-worker-types.ts';
+import type { SlotGate } from './slot-gate.ts';
+
+/** What the end reads and writes of its worker (its private maps, counters and state). */
+export interface DeferEndHost {
+  scripts: ExecScripts | undefined;
+  pendingEnds: Map<string, PendingEnd>;
+  started: Map<string, unknown>;
+  keptFor: Map<string, string>;
+  fetchStart: FetchStart | undefined;
+  gate: SlotGate | undefined;
+  isClosing(): boolean;
+  /** Counts a completion that ran its run's end (`fusedCompletions`). */
+  fused(): void;
+  /** Counts a completion that also started its next job's run (`completionStarts`). */
+  completionStarted(): void;
+}
+
+/**
+ * The run's end (`finish-run-release-18`'s keys and arguments) goes with the job's completion
+ * (end-complete-store.ts); resolves with the end's answer, rejects when neither the fused call
+ * nor the end's own script after it answered. Undefined: this worker cannot fuse (BullMQ's
+ * scripts are not where this expects them), the caller runs the end itself. `slotToken`: the
+ * ended run holds its slot (the job's token); a next job the completion brings then has its run
+ * started in the same call and takes that slot (`SlotGate.keepFor`), unless a parked run waits
+ * for one (it goes first; the next job then starts as BullMQ's own).
+ */
+export function deferRunEnd(
+  host: DeferEndHost,
+  jobId: string,
+  keys: string[],
+  args: (string | number)[],
+  slotToken?: string,
+): Promise<unknown> | undefined {
+  const scripts = host.scripts;
+  if (!scripts || typeof scripts.execCommand !== 'function' || host.pendingEnds.has(jobId)) return undefined;
+  if (!scripts.fused) {
+    const exec = scripts.execCommand.bind(scripts);
+    scripts.execCommand = completingExec(
+      scripts.version,
+      exec,
+      (id) => {
+        const end = host.pendingEnds.get(id);
+        if (end) {
+          host.pendingEnds.delete(id);
+          host.fused();
+        }
+        return end;
+      },
+      () => host.isClosing(),
+    );
+    scripts.fused = true;
+  }
+  const start = host.fetchStart;
+  const gate = host.gate;
+  const startNext =
+    start && slotToken !== undefined && !host.isClosing() && (gate?.noResumeWaiting() ?? true)
+      ? {
+          args: () => start.args(),
+          started: (nextId: string, begun: unknown) => {
+            host.started.set(nextId, begun);
+            host.keptFor.set(slotToken, nextId);
+            gate?.keepFor(slotToken);
+            host.completionStarted();
+          },
+        }
+      : undefined;
+  return new Promise((resolve, reject) =>
+    host.pendingEnds.set(jobId, { keys, args, resolve, reject, ...(startNext ? { startNext } : {}) }),
+  );
+}

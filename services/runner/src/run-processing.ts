@@ -1,0 +1,134 @@
+/**
+ * A mode worker's processor (runner.ts): a job takes a slot (slot-gate.ts) and its tenant's lease
+ * (tenant-slot.ts), then runs as a skill or a run; a run's end may go with its job's completion.
+ */
+
+import type { SandboxMode } from '@islet/protocol';
+import type { RunJobData } from '@islet/runs';
+import { DelayedError, type Job } from 'bullmq';
+import type { JobLease } from './fair-share.ts';
+import type { ParkingWorker } from './parking-worker.ts';
+import { HandBackError } from './run-executor.ts';
+import { RunSlot } from './run-slot.ts';
+import { gateFor, type RunControls, type RunnerContext } from './runner-context.ts';
+import { withTenantSlot } from './tenant-slot.ts';
+
+/** A skill job holds a slot like a run; it is not cancellable and not handed back (not journaled). */
+async function processSkill(ctx: RunnerContext, mode: SandboxMode, job: Job<RunJobData>) {
+  const skill = job.data.skill;
+  if (!skill || !ctx.skills) throw new Error('this runner does not run skills');
+  return ctx.skills({
+    id: job.data.runId,
+    tenant: job.data.tenant,
+    mode,
+    enqueuedAtMs: job.data.enqueuedAtMs,
+    skill,
+  });
+}
+
+export async function processModeJob(
+  ctx: RunnerContext,
+  mode: SandboxMode,
+  job: Job<RunJobData>,
+  token: string | undefined,
+  worker: ParkingWorker<RunJobData>,
+) {
+  const { held, lastPickupAtMs, logger } = ctx;
+  const fetchedAtMs = performance.timeOrigin + performance.now();
+  held[mode] = (held[mode] ?? 0) + 1;
+  lastPickupAtMs[mode] = Date.now();
+  const jobId = job.id ?? job.data.runId;
+  const fairShare = ctx.share;
+  const slot = new RunSlot(
+    gateFor(ctx, mode),
+    fairShare && token
+      ? {
+          release: () => fairShare.release(mode, job.data.tenant, jobId),
+          reclaim: () => fairShare.reclaim(mode, job.data.tenant, jobId),
+        }
+      : undefined,
+    (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
+  );
+  // The fetch started the run (one server): its end goes with the job's completion, one script
+  // call (end-complete-store.ts). The slot goes back once that call answered (the lease given
+  // back), not when the processor returns nor when the call is sent: a job waiting for the slot
+  // (one BullMQ fetched with a completion) takes its lease in its attempt's start, on the run
+  // store's connection, which Redis may serve before the worker's; seeing this run's lease still
+  // held, a full pool would defer it (see test/bench/README.md, round 17). A next job the
+  // completion itself started gets the slot kept for it (ParkingWorker.deferEnd, round 19).
+  let slotAfterEnd = false;
+  try {
+    const fetchedStart = worker.takeFetchedStart(jobId);
+    await slot.take(token);
+    const fuseEnd = fetchedStart !== undefined && !job.data.skill;
+    return await withTenantSlot(
+      ctx,
+      mode,
+      job,
+      token,
+      (lease) => {
+        if (lease && fuseEnd)
+          lease.deferEnd = (keys, args) => {
+            const ended = worker.deferEnd(jobId, keys, args, slot.active ? token : undefined);
+            if (ended) {
+              slotAfterEnd = true;
+              const free = () => slot.end();
+              void ended.then(free, free);
+            }
+            return ended;
+          };
+        return job.data.skill
+          ? processSkill(ctx, mode, job)
+          : processRun(ctx, mode, job, token, slot, fetchedAtMs, lease);
+      },
+      fetchedStart,
+    );
+  } finally {
+    if (!slotAfterEnd) slot.end();
+    held[mode] = (held[mode] ?? 1) - 1;
+  }
+}
+
+async function processRun(
+  ctx: RunnerContext,
+  mode: SandboxMode,
+  job: Job<RunJobData>,
+  token: string | undefined,
+  slot: RunSlot,
+  fetchedAtMs: number,
+  lease: JobLease | undefined,
+) {
+  const { config, executor, logger, active } = ctx;
+  const { runId } = job.data;
+  const ctl: RunControls = {
+    cancel: new AbortController(),
+    handBack: new AbortController(),
+    stop: new AbortController(),
+  };
+  active.set(runId, ctl);
+  try {
+    const result = await executor.execute({
+      runId,
+      mode,
+      enqueuedAtMs: job.data.enqueuedAtMs,
+      fetchedAtMs,
+      cancel: ctl.cancel.signal,
+      handBack: ctl.handBack.signal,
+      stop: ctl.stop.signal,
+      ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
+      ...(lease ? { lease } : {}),
+    });
+    logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
+    return result;
+  } catch (err) {
+    // Handing back is not a failure: put the job back (due at once) without spending an
+    // attempt, so rolling restarts never use up a run's retries.
+    if (err instanceof HandBackError && token) {
+      await job.moveToDelayed(Date.now() + 50, token);
+      throw new DelayedError();
+    }
+    throw err;
+  } finally {
+    active.delete(runId);
+  }
+}

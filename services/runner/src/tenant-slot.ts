@@ -1,0 +1,91 @@
+/**
+ * A job's slot lease in its pool (fair-share.ts), around its processor (runner.ts): taken (or
+ * carried by the run's start), given back, or the job deferred; and a deferred job's promotion.
+ */
+
+import type { SandboxMode } from '@islet/protocol';
+import type { RunJobData } from '@islet/runs';
+import { DelayedError, type Job } from 'bullmq';
+import type { JobLease } from './fair-share.ts';
+import type { RunnerContext } from './runner-context.ts';
+
+/** Promotes a deferred job; true when it will run (promoted, or already back in the queue). */
+export async function promote(ctx: RunnerContext, mode: SandboxMode, jobId: string): Promise<boolean> {
+  const job = await ctx.modeWorkers.get(mode)?.queue.getJob(jobId);
+  if (!job) return false;
+  // A job still active was deferred a moment ago and its runner has not moved it to the delayed
+  // set yet: wait for the move rather than leave it to its recheck.
+  for (let tries = 0; tries < 20; tries++) {
+    if (
+      await job.promote().then(
+        () => true,
+        () => false,
+      )
+    )
+      return true;
+    const state = await job.getState();
+    if (state === 'waiting' || state === 'prioritized') return true;
+    if (state !== 'active') return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return false;
+}
+
+/**
+ * Runs `work` inside one of the tenant's slots of the pool, or sends the job back to the queue
+ * (delayed, no attempt spent; it has not started) when the tenant already holds its share. On
+ * one server a run's lease is taken by its attempt's start (`work` gets it, the executor passes
+ * it on) and given back by its end; a skill's, or any run's on a Cluster, is taken here first.
+ */
+export async function withTenantSlot<T>(
+  ctx: RunnerContext,
+  mode: SandboxMode,
+  job: Job<RunJobData>,
+  token: string | undefined,
+  work: (lease?: JobLease) => Promise<T>,
+  fetchedStart?: unknown,
+): Promise<T> {
+  const { config, metrics, logger, share, releasing } = ctx;
+  const jobId = job.id ?? job.data.runId;
+  if (!share || !token) return work();
+  const defer = async (limit: number): Promise<never> => {
+    metrics.shareDeferrals.inc({ mode });
+    logger.debug(
+      { jobId, tenant: job.data.tenant, mode, limit },
+      'job deferred: it waits for a slot of the pool',
+    );
+    await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
+    throw new DelayedError();
+  };
+  // The fetch may have taken the lease and begun the attempt already (one server): the lease
+  // then carries that answer to the attempt's start, which asks Redis nothing more.
+  const lease = job.data.skill ? undefined : await share.runLease(mode, job.data.tenant, jobId, fetchedStart);
+  if (!lease) {
+    const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
+    if (!ok) return defer(limit);
+  }
+  // Nothing to give back when the run's end gave it back or its start refused it; a start that
+  // never answered (its reply lost) may have taken it, and a release of nothing is harmless.
+  const mustRelease = () => !lease?.answer || (lease.answer.ok && !lease.endReleased);
+  let result: T;
+  try {
+    result = await work(lease);
+  } catch (err) {
+    // Thrown past the executor: given back before the slot frees (the processor's end), or this
+    // worker's next fetch may take its lease on its own connection before Redis has the release
+    // and read a full pool (a deferral under contention). A round trip on a failure only.
+    if (mustRelease()) await share.release(mode, job.data.tenant, jobId);
+    throw err;
+  }
+  // Not awaited: the job's completion (BullMQ's moveToCompleted, which fetches this slot's
+  // next job) goes out with it instead of a round trip later. The next job's acquire follows
+  // on the same connection, so Redis sees the release first; a slot the release leases to a
+  // deferred job is reserved for it whichever job BullMQ hands this worker next.
+  if (mustRelease()) {
+    const released = share.release(mode, job.data.tenant, jobId);
+    releasing.add(released);
+    void released.finally(() => releasing.delete(released));
+  }
+  if (lease?.answer && !lease.answer.ok) return defer(lease.answer.limit);
+  return result;
+}
