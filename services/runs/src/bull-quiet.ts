@@ -28,6 +28,12 @@
  *   needs it cut to the exact count at every moment (bull-board lists it; a late duplicate add of
  *   a run finds its job kept a little longer, as the hour's retention wants), and BullMQ's own
  *   completions (older runners, skill jobs) trim it on each as before.
+ * - The job's start (`processedOn` and `pb` by HMSET, `ats` by HINCRBY, then HGETALL, whose
+ *   answer is the job the worker runs) as one HGETALL and one HSET of the same fields with `ats`
+ *   one more than the HGETALL read, the answer patched with them: the hash ends as BullMQ's three
+ *   commands leave it, the worker gets the same fields, and the marker's ZADD between them (another
+ *   key) is done first. HINCRBY's answer was unused; a text without these lines, or an `ats` that
+ *   is not an integer, keeps BullMQ's three commands.
  * Nothing else differs: the job hash, the wait/active/completed lists and sets, the lock, stalled
  * set and marker are written as BullMQ writes them, so BullMQ's own scripts (an older runner or
  * gateway on the same queue, a skill job's completion) read and write them as before; they go on
@@ -85,7 +91,51 @@ local function bullProbe(...)
   for _, k in ipairs({...}) do bullQ.absent[k] = true end
   return true
 end
-local bullRedis = setmetatable({call = bullCall}, {__index = redis})`;
+local bullRedis = setmetatable({call = bullCall}, {__index = redis})
+local function bullStartJob(jobKey, processedOn, extra)
+  local fields, values = {'processedOn'}, {processedOn}
+  for i = 1, #extra, 2 do
+    table.insert(fields, extra[i])
+    table.insert(values, extra[i + 1])
+  end
+  local job = bullCall('HGETALL', jobKey)
+  local ats = 0
+  for i = 1, #job, 2 do
+    if job[i] == 'ats' then ats = tonumber(job[i + 1]) end
+  end
+  local exact = ats ~= nil and ats == math.floor(ats) and ats < 2 ^ 52
+  for n, v in ipairs(values) do
+    -- A whole number (the hand-off's \`now\`) is stored as Redis writes it: its digits.
+    if type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 52 then
+      values[n] = string.format('%d', v)
+    elseif type(v) ~= 'string' then
+      exact = false
+    end
+  end
+  if not exact then
+    bullCall('HMSET', jobKey, 'processedOn', processedOn, unpack(extra))
+    bullCall('HINCRBY', jobKey, 'ats', 1)
+    return bullCall('HGETALL', jobKey)
+  end
+  table.insert(fields, 'ats')
+  table.insert(values, string.format('%d', ats + 1))
+  local args, at = {}, {}
+  for i = 1, #job, 2 do at[job[i]] = i end
+  for n, f in ipairs(fields) do
+    table.insert(args, f)
+    table.insert(args, values[n])
+    local i = at[f]
+    if i then
+      job[i + 1] = values[n]
+    else
+      table.insert(job, f)
+      table.insert(job, values[n])
+      at[f] = #job - 1
+    end
+  end
+  bullCall('HSET', jobKey, unpack(args))
+  return job
+end`;
 
 /**
  * addStandardJob-9's text run through `bullCall` (in a script that has the prelude): KEYS[8] is
@@ -99,11 +149,23 @@ bullQ.ownId = type(bullArgs[2]) == 'string' and bullArgs[2] ~= ''
 ${addBody}`;
 }
 
+/** The job's start in prepareJobForProcessing (moveToActive-11 and moveToFinished-14), BullMQ 5. */
+const START_JOB =
+  /rcall\("HMSET", jobKey, "processedOn", processedOn, unpack\(optionalValues\)\)\s*rcall\("HINCRBY", jobKey, "ats", 1\)\s*addBaseMarkerIfNeeded\(markerKey, false\)\s*(?:--[^\n]*\s*)*return \{rcall\("HGETALL", jobKey\), jobId, 0, 0\}/g;
+
+/** A text's job start as `bullStartJob` (the text unchanged where it is not BullMQ 5's). */
+function quietStart(body: string): string {
+  return body.replace(
+    START_JOB,
+    'addBaseMarkerIfNeeded(markerKey, false)\n  return {bullStartJob(jobKey, processedOn, optionalValues), jobId, 0, 0} -- (bull-quiet.ts)',
+  );
+}
+
 /** moveToActive-11's text run through `bullCall`: KEYS[4] events, KEYS[9] meta, KEYS[11] marker. */
 export function quietFetch(fetchBody: string): string {
   return `local redis = bullRedis
 bullQ.events, bullQ.metaKey, bullQ.marker = KEYS[4], KEYS[9], KEYS[11]
-${fetchBody}`;
+${quietStart(fetchBody)}`;
 }
 
 /** One completion in this many trims the completed/failed set (by its time, ms). */
@@ -131,5 +193,5 @@ if ARGV[5] == 'completed' then
     bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
   end
 end
-${completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')}`;
+${quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)'))}`;
 }
