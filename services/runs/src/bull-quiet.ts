@@ -34,6 +34,10 @@
  *   commands leave it, the worker gets the same fields, and the marker's ZADD between them (another
  *   key) is done first. HINCRBY's answer was unused; a text without these lines, or an `ats` that
  *   is not an integer, keeps BullMQ's three commands.
+ * - A completion's `atm` (attempts made) by HINCRBY before its HSET of the result and finish time:
+ *   the job's HMGET just before (parent, dedup id) reads `atm` too, and the HSET writes it, one
+ *   more; nothing between them touches the job's `atm`, and HINCRBY's answer is the same number.
+ *   An `atm` that is not an integer keeps the HINCRBY (the HSET then writes what it answered).
  * Nothing else differs: the job hash, the wait/active/completed lists and sets, the lock, stalled
  * set and marker are written as BullMQ writes them, so BullMQ's own scripts (an older runner or
  * gateway on the same queue, a skill job's completion) read and write them as before; they go on
@@ -92,6 +96,11 @@ local function bullProbe(...)
   return true
 end
 local bullRedis = setmetatable({call = bullCall}, {__index = redis})
+local function bullAttempts(jobKey, atm)
+  local n = tonumber(atm or '0')
+  if n and n == math.floor(n) and n >= 0 and n < 2 ^ 52 then return n + 1 end
+  return bullRaw('HINCRBY', jobKey, 'atm', 1)
+end
 local function bullStartJob(jobKey, processedOn, extra)
   local fields, values = {'processedOn'}, {processedOn}
   for i = 1, #extra, 2 do
@@ -175,6 +184,20 @@ const TRIM_EVERY = 8;
 const DRAINED_CHECK =
   /local waitLen = rcall\("LLEN", KEYS\[1\]\)\s*if waitLen == 0 then\s*local activeLen = rcall\("LLEN", KEYS\[2\]\)\s*if activeLen == 0 then\s*local prioritizedLen = rcall\("ZCARD", KEYS\[3\]\)\s*if prioritizedLen == 0 then\s*rcall\("XADD", eventStreamKey, "\*", "event", "drained"\)\s*end\s*end\s*end/;
 
+/** moveToFinished-14's `atm` increment and the writes around it, as BullMQ 5 writes them. */
+const ATM_READ = 'local jobAttributes = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid")';
+const ATM_INCR = 'local attemptsMade = rcall("HINCRBY", jobIdKey, "atm", 1)';
+const ATM_WRITE = 'rcall("HSET", jobIdKey, ARGV[3], ARGV[4], "finishedOn", timestamp)';
+
+/** A completion's `atm` read with the job's attributes and written with its result (all three lines there, or none changed). */
+function quietAttempts(body: string): string {
+  if (![ATM_READ, ATM_INCR, ATM_WRITE].every((line) => body.split(line).length === 2)) return body;
+  return body
+    .replace(ATM_READ, 'local jobAttributes = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid", "atm")')
+    .replace(ATM_INCR, 'local attemptsMade = bullAttempts(jobIdKey, jobAttributes[4]) -- (bull-quiet.ts)')
+    .replace(ATM_WRITE, 'rcall("HSET", jobIdKey, ARGV[3], ARGV[4], "finishedOn", timestamp, "atm", attemptsMade)');
+}
+
 /**
  * moveToFinished-14's text run through `bullCall`, with its own prelude: KEYS[4] events, KEYS[9]
  * meta, KEYS[14] marker. A completion first asks, in one EXISTS, whether the job's
@@ -193,5 +216,5 @@ if ARGV[5] == 'completed' then
     bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
   end
 end
-${quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)'))}`;
+${quietAttempts(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')))}`;
 }
