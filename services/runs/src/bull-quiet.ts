@@ -38,6 +38,12 @@
  *   the job's HMGET just before (parent, dedup id) reads `atm` too, and the HSET writes it, one
  *   more; nothing between them touches the job's `atm`, and HINCRBY's answer is the same number.
  *   An `atm` that is not an integer keeps the HINCRBY (the HSET then writes what it answered).
+ * - A run's completion's SREM of its job from the stalled set (removeLock, after the lock's DEL).
+ *   The set's one reader is BullMQ's stalled check (moveStalledJobsToWait, every runner's own),
+ *   which acts on a member only when its lock is missing and an LREM finds it in `active`, and then
+ *   replaces the set with `active`'s jobs; the completed job has left `active` in the same script,
+ *   and is back there only by a fetch that locks it, so the member it leaves (only a job that was
+ *   active at the last check is in the set at all) changes nothing and is gone at the next check.
  * Nothing else differs: the job hash, the wait/active/completed lists and sets, the lock, stalled
  * set and marker are written as BullMQ writes them, so BullMQ's own scripts (an older runner or
  * gateway on the same queue, a skill job's completion) read and write them as before; they go on
@@ -74,6 +80,8 @@ local function bullCall(cmd, key, ...)
     else
       bullQ.marked = false
     end
+  elseif key == bullQ.stalled and c == 'SREM' then
+    return 0
   elseif key == bullQ.id and c == 'INCR' and bullQ.ownId then
     return 0
   elseif key == bullQ.untrimmed then
@@ -195,12 +203,15 @@ function quietAttempts(body: string): string {
   return body
     .replace(ATM_READ, 'local jobAttributes = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid", "atm")')
     .replace(ATM_INCR, 'local attemptsMade = bullAttempts(jobIdKey, jobAttributes[4]) -- (bull-quiet.ts)')
-    .replace(ATM_WRITE, 'rcall("HSET", jobIdKey, ARGV[3], ARGV[4], "finishedOn", timestamp, "atm", attemptsMade)');
+    .replace(
+      ATM_WRITE,
+      'rcall("HSET", jobIdKey, ARGV[3], ARGV[4], "finishedOn", timestamp, "atm", attemptsMade)',
+    );
 }
 
 /**
- * moveToFinished-14's text run through `bullCall`, with its own prelude: KEYS[4] events, KEYS[9]
- * meta, KEYS[14] marker. A completion first asks, in one EXISTS, whether the job's
+ * moveToFinished-14's text run through `bullCall`, with its own prelude: KEYS[4] events, KEYS[5]
+ * stalled, KEYS[9] meta, KEYS[14] marker. A completion first asks, in one EXISTS, whether the job's
  * `:dependencies` and `:unsuccessful` (read before a completion), the prioritized set, the priority
  * counter and the delayed set (read by the fetch of the next job) all are absent; a queue holding
  * delayed jobs (fair-share deferrals) asks again without it.
@@ -211,6 +222,7 @@ local redis = bullRedis
 bullQ.events, bullQ.metaKey, bullQ.marker = KEYS[4], KEYS[9], KEYS[14]
 if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullQ.untrimmed = KEYS[11] end
 if ARGV[5] == 'completed' then
+  bullQ.stalled = KEYS[5]
   local deps, failedDeps = KEYS[12] .. ':dependencies', KEYS[12] .. ':unsuccessful'
   if not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
     bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
