@@ -8,6 +8,7 @@
  * journal; calls read from MONITOR (hashes, keys, order), never from time.
  */
 import { keys } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +124,19 @@ describe("a completion that starts its next job's run (one server)", () => {
       expect(await deferrals(t)).toBe(0);
       expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
       expect(await redis.zcard(keys.poolTenantLeases(mode, 'acme'))).toBe(0);
+      // Each job started and completed once, its hash as BullMQ's scripts leave it, with no
+      // HINCRBY of its own (bull-quiet.ts: the start's `ats` and the completion's `atm` ride in
+      // one HSET each; e9f77c6 sent 2 a job) and no HMSET but its add's.
+      for (const id of ['c1', 'c2', 'c3', 'c4']) {
+        const jobKey = `${QUEUE_PREFIX}:${runQueueName(mode)}:${id}`;
+        const onJob = (name: string) => m.seen.filter((c) => c[0] === name && c[1] === jobKey).length;
+        expect([onJob('hincrby'), onJob('hmset')]).toEqual([0, 1]);
+        const job = await redis.hgetall(jobKey);
+        expect([job.ats, job.atm]).toEqual(['1', '1']);
+        expect(Number(job.processedOn)).toBeGreaterThan(0);
+        expect(Number(job.finishedOn)).toBeGreaterThanOrEqual(Number(job.processedOn));
+        expect(job.returnvalue).toBeDefined();
+      }
     } finally {
       await t.close();
     }

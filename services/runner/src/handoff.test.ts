@@ -420,8 +420,13 @@ describe('direct hand-off to an idle worker (one server)', () => {
       // once, the look one EXISTS), and the hand-off's own five: the latest registration popped
       // (live, so no scan for expired ones), the time, its terms, their removal from the hash, the
       // push (c8c85cf: 42, the registration read and removed apart, the time read twice, BullMQ's
-      // add and fetch whole).
+      // add and fetch whole). The fetch starts the job with one HGETALL and one HSET (BullMQ: HMSET
+      // of processedOn, HINCRBY of ats, HGETALL; e9f77c6: 30), so the one HMSET is the add's and
+      // the one HINCRBY the journal's attempt.
       expect(calls('evalsha')).toBe(1);
+      expect(calls('hmset')).toBe(1);
+      expect(calls('hincrby')).toBe(1);
+      expect(calls('hgetall')).toBe(2); // the job's and the run record's
       expect(calls('zpopmax')).toBe(1);
       expect(calls('zrevrange')).toBe(0);
       expect(calls('time')).toBe(1);
@@ -429,7 +434,11 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(calls('xadd')).toBe(1); // the run's own stream, not the queue's
       expect(calls('incr')).toBe(0);
       expect(calls('hmget')).toBe(1);
-      expect(all).toBe(30);
+      expect(all).toBe(29);
+      // The job hash as BullMQ's fetch leaves it: started once, by the worker named in the fetch.
+      const job = await redis.hmget(`${prefix}n1`, 'ats', 'processedOn', 'pb');
+      expect(job[0]).toBe('1');
+      expect(Number(job[1])).toBeGreaterThan(0);
       second = await runStalled('counted2', q, 'n1', (r) => {
         second = r;
       });

@@ -28,6 +28,22 @@
  *   needs it cut to the exact count at every moment (bull-board lists it; a late duplicate add of
  *   a run finds its job kept a little longer, as the hour's retention wants), and BullMQ's own
  *   completions (older runners, skill jobs) trim it on each as before.
+ * - The job's start (`processedOn` and `pb` by HMSET, `ats` by HINCRBY, then HGETALL, whose
+ *   answer is the job the worker runs) as one HGETALL and one HSET of the same fields with `ats`
+ *   one more than the HGETALL read, the answer patched with them: the hash ends as BullMQ's three
+ *   commands leave it, the worker gets the same fields, and the marker's ZADD between them (another
+ *   key) is done first. HINCRBY's answer was unused; a text without these lines, or an `ats` that
+ *   is not an integer, keeps BullMQ's three commands.
+ * - A completion's `atm` (attempts made) by HINCRBY before its HSET of the result and finish time:
+ *   the job's HMGET just before (parent, dedup id) reads `atm` too, and the HSET writes it, one
+ *   more; nothing between them touches the job's `atm`, and HINCRBY's answer is the same number.
+ *   An `atm` that is not an integer keeps the HINCRBY (the HSET then writes what it answered).
+ * - A run's completion's SREM of its job from the stalled set (removeLock, after the lock's DEL).
+ *   The set's one reader is BullMQ's stalled check (moveStalledJobsToWait, every runner's own),
+ *   which acts on a member only when its lock is missing and an LREM finds it in `active`, and then
+ *   replaces the set with `active`'s jobs; the completed job has left `active` in the same script,
+ *   and is back there only by a fetch that locks it, so the member it leaves (only a job that was
+ *   active at the last check is in the set at all) changes nothing and is gone at the next check.
  * Nothing else differs: the job hash, the wait/active/completed lists and sets, the lock, stalled
  * set and marker are written as BullMQ writes them, so BullMQ's own scripts (an older runner or
  * gateway on the same queue, a skill job's completion) read and write them as before; they go on
@@ -64,6 +80,8 @@ local function bullCall(cmd, key, ...)
     else
       bullQ.marked = false
     end
+  elseif key == bullQ.stalled and c == 'SREM' then
+    return 0
   elseif key == bullQ.id and c == 'INCR' and bullQ.ownId then
     return 0
   elseif key == bullQ.untrimmed then
@@ -85,7 +103,56 @@ local function bullProbe(...)
   for _, k in ipairs({...}) do bullQ.absent[k] = true end
   return true
 end
-local bullRedis = setmetatable({call = bullCall}, {__index = redis})`;
+local bullRedis = setmetatable({call = bullCall}, {__index = redis})
+local function bullAttempts(jobKey, atm)
+  local n = tonumber(atm or '0')
+  if n and n == math.floor(n) and n >= 0 and n < 2 ^ 52 then return n + 1 end
+  return bullRaw('HINCRBY', jobKey, 'atm', 1)
+end
+local function bullStartJob(jobKey, processedOn, extra)
+  local fields, values = {'processedOn'}, {processedOn}
+  for i = 1, #extra, 2 do
+    table.insert(fields, extra[i])
+    table.insert(values, extra[i + 1])
+  end
+  local job = bullCall('HGETALL', jobKey)
+  local ats = 0
+  for i = 1, #job, 2 do
+    if job[i] == 'ats' then ats = tonumber(job[i + 1]) end
+  end
+  local exact = ats ~= nil and ats == math.floor(ats) and ats < 2 ^ 52
+  for n, v in ipairs(values) do
+    -- A whole number (the hand-off's \`now\`) is stored as Redis writes it: its digits.
+    if type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 52 then
+      values[n] = string.format('%d', v)
+    elseif type(v) ~= 'string' then
+      exact = false
+    end
+  end
+  if not exact then
+    bullCall('HMSET', jobKey, 'processedOn', processedOn, unpack(extra))
+    bullCall('HINCRBY', jobKey, 'ats', 1)
+    return bullCall('HGETALL', jobKey)
+  end
+  table.insert(fields, 'ats')
+  table.insert(values, string.format('%d', ats + 1))
+  local args, at = {}, {}
+  for i = 1, #job, 2 do at[job[i]] = i end
+  for n, f in ipairs(fields) do
+    table.insert(args, f)
+    table.insert(args, values[n])
+    local i = at[f]
+    if i then
+      job[i + 1] = values[n]
+    else
+      table.insert(job, f)
+      table.insert(job, values[n])
+      at[f] = #job - 1
+    end
+  end
+  bullCall('HSET', jobKey, unpack(args))
+  return job
+end`;
 
 /**
  * addStandardJob-9's text run through `bullCall` (in a script that has the prelude): KEYS[8] is
@@ -99,11 +166,23 @@ bullQ.ownId = type(bullArgs[2]) == 'string' and bullArgs[2] ~= ''
 ${addBody}`;
 }
 
+/** The job's start in prepareJobForProcessing (moveToActive-11 and moveToFinished-14), BullMQ 5. */
+const START_JOB =
+  /rcall\("HMSET", jobKey, "processedOn", processedOn, unpack\(optionalValues\)\)\s*rcall\("HINCRBY", jobKey, "ats", 1\)\s*addBaseMarkerIfNeeded\(markerKey, false\)\s*(?:--[^\n]*\s*)*return \{rcall\("HGETALL", jobKey\), jobId, 0, 0\}/g;
+
+/** A text's job start as `bullStartJob` (the text unchanged where it is not BullMQ 5's). */
+function quietStart(body: string): string {
+  return body.replace(
+    START_JOB,
+    'addBaseMarkerIfNeeded(markerKey, false)\n  return {bullStartJob(jobKey, processedOn, optionalValues), jobId, 0, 0} -- (bull-quiet.ts)',
+  );
+}
+
 /** moveToActive-11's text run through `bullCall`: KEYS[4] events, KEYS[9] meta, KEYS[11] marker. */
 export function quietFetch(fetchBody: string): string {
   return `local redis = bullRedis
 bullQ.events, bullQ.metaKey, bullQ.marker = KEYS[4], KEYS[9], KEYS[11]
-${fetchBody}`;
+${quietStart(fetchBody)}`;
 }
 
 /** One completion in this many trims the completed/failed set (by its time, ms). */
@@ -113,9 +192,26 @@ const TRIM_EVERY = 8;
 const DRAINED_CHECK =
   /local waitLen = rcall\("LLEN", KEYS\[1\]\)\s*if waitLen == 0 then\s*local activeLen = rcall\("LLEN", KEYS\[2\]\)\s*if activeLen == 0 then\s*local prioritizedLen = rcall\("ZCARD", KEYS\[3\]\)\s*if prioritizedLen == 0 then\s*rcall\("XADD", eventStreamKey, "\*", "event", "drained"\)\s*end\s*end\s*end/;
 
+/** moveToFinished-14's `atm` increment and the writes around it, as BullMQ 5 writes them. */
+const ATM_READ = 'local jobAttributes = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid")';
+const ATM_INCR = 'local attemptsMade = rcall("HINCRBY", jobIdKey, "atm", 1)';
+const ATM_WRITE = 'rcall("HSET", jobIdKey, ARGV[3], ARGV[4], "finishedOn", timestamp)';
+
+/** A completion's `atm` read with the job's attributes and written with its result (all three lines there, or none changed). */
+function quietAttempts(body: string): string {
+  if (![ATM_READ, ATM_INCR, ATM_WRITE].every((line) => body.split(line).length === 2)) return body;
+  return body
+    .replace(ATM_READ, 'local jobAttributes = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid", "atm")')
+    .replace(ATM_INCR, 'local attemptsMade = bullAttempts(jobIdKey, jobAttributes[4]) -- (bull-quiet.ts)')
+    .replace(
+      ATM_WRITE,
+      'rcall("HSET", jobIdKey, ARGV[3], ARGV[4], "finishedOn", timestamp, "atm", attemptsMade)',
+    );
+}
+
 /**
- * moveToFinished-14's text run through `bullCall`, with its own prelude: KEYS[4] events, KEYS[9]
- * meta, KEYS[14] marker. A completion first asks, in one EXISTS, whether the job's
+ * moveToFinished-14's text run through `bullCall`, with its own prelude: KEYS[4] events, KEYS[5]
+ * stalled, KEYS[9] meta, KEYS[14] marker. A completion first asks, in one EXISTS, whether the job's
  * `:dependencies` and `:unsuccessful` (read before a completion), the prioritized set, the priority
  * counter and the delayed set (read by the fetch of the next job) all are absent; a queue holding
  * delayed jobs (fair-share deferrals) asks again without it.
@@ -126,10 +222,11 @@ local redis = bullRedis
 bullQ.events, bullQ.metaKey, bullQ.marker = KEYS[4], KEYS[9], KEYS[14]
 if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullQ.untrimmed = KEYS[11] end
 if ARGV[5] == 'completed' then
+  bullQ.stalled = KEYS[5]
   local deps, failedDeps = KEYS[12] .. ':dependencies', KEYS[12] .. ':unsuccessful'
   if not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
     bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
   end
 end
-${completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')}`;
+${quietAttempts(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')))}`;
 }
