@@ -11,12 +11,40 @@ import {
   MAX_TIMEOUT_MS,
   renderResultText,
 } from './index.ts';
-import type { BindingCall, BindingOutcome, ProcessEvent } from './types.ts';
+import type { BindingCall, BindingOutcome, Engine, ExecuteOptions, ProcessEvent } from './types.ts';
 
 const engine = createEngine();
 afterAll(() => engine.close());
 
 const ok = (valueJson = '"ok"'): BindingOutcome => ({ type: 'result', valueJson });
+
+/**
+ * Runs `code` (it calls `t`, prints "spinning", then never yields) on `engine`, aborting 50 ms
+ * after the call: the run ends as an abort with its line kept, and its host is killed (`events`).
+ */
+async function abortedSpinning(
+  engine: Engine,
+  events: ProcessEvent[],
+  code: string,
+  limits: ExecuteOptions['limits'],
+): Promise<void> {
+  const ac = new AbortController();
+  const before = events.length;
+  const out = await engine.execute(code, {
+    signal: ac.signal,
+    limits,
+    bindings: ['t'],
+    onCall: async () => {
+      setTimeout(() => ac.abort('user pressed stop'), 50);
+      return ok();
+    },
+  });
+  expect(out.failure).toEqual({ kind: 'abort', message: 'the run was aborted: user pressed stop' });
+  expect(out.logs).toEqual([{ level: 'log', text: 'spinning' }]);
+  expect(events.slice(before).filter((e) => e.type === 'retired')).toEqual([
+    expect.objectContaining({ type: 'retired', reason: 'killed' }),
+  ]);
+}
 
 describe('the time budget', () => {
   it('defaults to 120000 ms, is capped at 600000 ms, and names the budget in its message', () => {
@@ -304,24 +332,8 @@ describe('abort', () => {
     const events: ProcessEvent[] = [];
     const patient = createEngine({ watchdogGraceMs: 3_600_000, onProcessEvent: (e) => events.push(e) });
     try {
-      for (const timeoutMs of [null, 60_000]) {
-        const ac = new AbortController();
-        const before = events.length;
-        const out = await patient.execute('t(); console.log("spinning"); for (;;) {}', {
-          signal: ac.signal,
-          limits: { timeoutMs },
-          bindings: ['t'],
-          onCall: async () => {
-            setTimeout(() => ac.abort('user pressed stop'), 50);
-            return ok();
-          },
-        });
-        expect(out.failure).toEqual({ kind: 'abort', message: 'the run was aborted: user pressed stop' });
-        expect(out.logs).toEqual([{ level: 'log', text: 'spinning' }]);
-        expect(events.slice(before).filter((e) => e.type === 'retired')).toEqual([
-          expect.objectContaining({ type: 'retired', reason: 'killed' }),
-        ]);
-      }
+      for (const timeoutMs of [null, 60_000])
+        await abortedSpinning(patient, events, 't(); console.log("spinning"); for (;;) {}', { timeoutMs });
     } finally {
       await patient.close();
     }
@@ -349,24 +361,11 @@ describe('abort', () => {
       expect(timed.failure).toEqual({ kind: 'timeout', message: deadlineMessage(400) });
       expect(timed.logs).toEqual([{ level: 'log', text: 'spinning' }]);
 
-      for (const budget of ['elapsed', 'excluding-binding-waits'] as const) {
-        const ac = new AbortController();
-        const before = events.length;
-        const out = await patient.execute('await t(); console.log("spinning"); for (;;) {}', {
-          signal: ac.signal,
-          limits: { timeoutMs: 60_000, timeBudget: budget },
-          bindings: ['t'],
-          onCall: async () => {
-            setTimeout(() => ac.abort('user pressed stop'), 50);
-            return ok();
-          },
+      for (const timeBudget of ['elapsed', 'excluding-binding-waits'] as const)
+        await abortedSpinning(patient, events, 'await t(); console.log("spinning"); for (;;) {}', {
+          timeoutMs: 60_000,
+          timeBudget,
         });
-        expect(out.failure).toEqual({ kind: 'abort', message: 'the run was aborted: user pressed stop' });
-        expect(out.logs).toEqual([{ level: 'log', text: 'spinning' }]);
-        expect(events.slice(before).filter((e) => e.type === 'retired')).toEqual([
-          expect.objectContaining({ type: 'retired', reason: 'killed' }),
-        ]);
-      }
 
       // A stop for a call made in a busy later turn: stopped at that call, the host ended.
       let n = 0;
