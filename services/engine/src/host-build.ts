@@ -20,6 +20,7 @@ const SOURCES = [
   'host.ts',
   'host-run.ts',
   'host-output.ts',
+  'host-program-end.ts',
   'frame.ts',
   'limits.ts',
   'utf8.ts',

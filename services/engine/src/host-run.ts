@@ -4,20 +4,15 @@
  */
 import type ivm from 'isolated-vm';
 import { flush, send } from './host-output.ts';
+import { encodeFailure, programEnd } from './host-program-end.ts';
 import { deadlineMessage, heapLimitMessage, outputLimitMessage } from './limits.ts';
 import { cutToBytes } from './utf8.ts';
 import type { FromHost, HostDone, ToHost } from './wire.ts';
 
-const ERROR_TEXT_MAX = 64 * 1024;
 const LOG_FLUSH_BYTES = 1024 * 1024;
 /** Lines of the first turn written one by one (see `pushLog`); later ones in batches of this many. */
 const FIRST_TURN_EAGER_LINES = 64;
 const FIRST_TURN_BATCH_LINES = 64;
-const KNOWN_ENCODE_LINES = new Set([
-  'binding arguments must be lossless JSON',
-  'program completion must be lossless JSON',
-  'cannot encode a sparse JSON array',
-]);
 
 /**
  * An isolate with its context and the guest harness installed, made while the host is idle so a
@@ -317,16 +312,7 @@ export class HostRun {
   onFail(message: unknown, detail?: unknown): void {
     try {
       if (this.finished) return;
-      const line =
-        typeof message === 'string' && KNOWN_ENCODE_LINES.has(message)
-          ? message
-          : 'binding arguments must be lossless JSON';
-      this.finish({
-        status: 'failed',
-        kind: 'exception',
-        message: line,
-        ...(typeof detail === 'string' ? { detail: detail.slice(0, 1000) } : {}),
-      });
+      this.finish(encodeFailure(message, detail));
     } catch (e) {
       this.internalError(e);
     }
@@ -335,70 +321,11 @@ export class HostRun {
   onDone(kind: unknown, a: unknown, b: unknown): void {
     try {
       if (this.finished) return;
-      if (kind === 'value') {
-        if (a === undefined) {
-          this.finish({ status: 'completed' });
-          return;
-        }
-        if (typeof a !== 'string') {
-          this.invalidOutput('program completion must be lossless JSON');
-          return;
-        }
-        try {
-          JSON.parse(a);
-        } catch {
-          this.invalidOutput('program completion must be lossless JSON');
-          return;
-        }
-        const bytes = Buffer.byteLength(a, 'utf8');
-        const used = this.msg.outputCap === 'separate' ? 0 : this.outputUsed;
-        if (used + bytes > this.msg.outputBytes) {
-          this.finish({
-            status: 'failed',
-            kind: 'output-limit',
-            message: outputLimitMessage(this.msg.outputBytes),
-          });
-          return;
-        }
-        this.finish({ status: 'completed', valueJson: a });
-        return;
-      }
-      if (kind === 'invalid') {
-        const line =
-          a === 'cannot encode a sparse JSON array'
-            ? a
-            : ('program completion must be lossless JSON' as const);
-        this.invalidOutput(line, typeof b === 'string' ? b : undefined);
-        return;
-      }
-      // 'throw'
-      if (b === true || typeof a !== 'string') {
-        this.finish({
-          status: 'failed',
-          kind: 'exception',
-          message: 'program threw an unrenderable value',
-        });
-        return;
-      }
-      this.finish({
-        status: 'failed',
-        kind: 'exception',
-        message: a.slice(0, ERROR_TEXT_MAX),
-        ...programLocation(b),
-      });
-      return;
+      const used = this.msg.outputCap === 'separate' ? 0 : this.outputUsed;
+      this.finish(programEnd(kind, a, b, used, this.msg.outputBytes));
     } catch (e) {
       this.internalError(e);
     }
-  }
-
-  private invalidOutput(message: string, detail?: string): void {
-    this.finish({
-      status: 'failed',
-      kind: 'invalid-output',
-      message,
-      ...(detail !== undefined ? { detail: detail.slice(0, 1000) } : {}),
-    });
   }
 
   private internalError(e: unknown): void {
@@ -460,27 +387,5 @@ export class HostRun {
     this.flushLogs();
     this.out.send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
     this.onFinished();
-  }
-}
-
-/** Longest program stack kept on a failure, characters. */
-const STACK_TEXT_MAX = 4000;
-
-/**
- * Where the program threw, as the harness found it in the error's stack (JSON text). Re-checked
- * here: the harness runs beside the program, so anything malformed is dropped, never trusted.
- */
-function programLocation(b: unknown): { where?: { line: number; column: number; stack: string } } {
-  if (typeof b !== 'string' || b.length > STACK_TEXT_MAX * 2) return {};
-  try {
-    const o = JSON.parse(b) as Record<string, unknown>;
-    const { line, column, stack } = o;
-    if (!Number.isSafeInteger(line) || !Number.isSafeInteger(column) || typeof stack !== 'string') return {};
-    if ((line as number) < 1 || (column as number) < 1) return {};
-    return {
-      where: { line: line as number, column: column as number, stack: stack.slice(0, STACK_TEXT_MAX) },
-    };
-  } catch {
-    return {};
   }
 }
