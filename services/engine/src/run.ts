@@ -2,6 +2,7 @@
  * One run as the engine drives it: sends the program to a sandbox host, relays binding calls to
  * `onCall`, keeps the time budget (time-budget.ts) with a watchdog that kills the host when it does
  * not stop, collects log lines and settles into a RunOutcome.
+ * Its parameters and timings are in run-params.ts, the outcome and failures it reports in run-outcome.ts.
  * Over ~400 lines on purpose: what remains is one state machine (running/closing/ending/done) whose
  * transitions read each other's fields; split further, each half would need the other's internals.
  */
@@ -13,60 +14,18 @@ import {
 } from './binding-outcome.ts';
 import type { HostProcess } from './host-process.ts';
 import { deadlineMessage, heapLimitMessage, hostResidentLimitBytes, outputLimitMessage } from './limits.ts';
+import { abortMessage, hostExitFailure, programFailure, runOutcome } from './run-outcome.ts';
+import {
+  type Phase,
+  RESIDENT_GUARD_MS,
+  type RunParams,
+  type RunResult,
+  TURN_END_GRACE_MS,
+} from './run-params.ts';
 import { TimeBudget } from './time-budget.ts';
-import type {
-  BindingCall,
-  BindingHandler,
-  BindingOutcome,
-  CallLogEntry,
-  LogLine,
-  RunFailure,
-  RunOutcome,
-  StopCode,
-} from './types.ts';
+import type { BindingCall, BindingOutcome, CallLogEntry, LogLine, RunFailure, StopCode } from './types.ts';
 import { cutToBytes } from './utf8.ts';
-import type { FromHost, HostDone, RunConfig } from './wire.ts';
-
-interface RunParams {
-  code: string;
-  config: RunConfig;
-  onCall: BindingHandler | undefined;
-  timeoutMs: number | null;
-  /** Of `timeoutMs`, spent by earlier executions of the run (ExecuteOptions.limits.spentMs). */
-  spentMs: number;
-  excludeBindingWaits: boolean;
-  memoryMb: number;
-  outputBytes: number;
-  outputCap: 'shared' | 'separate';
-  maxConcurrentCalls: number;
-  watchdogGraceMs: number;
-  signal: AbortSignal | undefined;
-  /** Live log lines (ExecuteOptions.onLog). */
-  onLog?: ((lines: LogLine[]) => void) | undefined;
-  /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
-  readResident: () => number | undefined;
-}
-
-/**
- * How often a running host's resident memory is read, ms. A run that ends sooner is never read;
- * the check is outside the host, so it holds while the host's thread runs the program.
- */
-const RESIDENT_GUARD_MS = 100;
-/**
- * How long a host that may be in a later turn on its own thread (a delivery sent with `turnMs`,
- * not answered yet) has to answer an `end` before it is killed, ms (at most the watchdog's grace).
- * A turn is short (a call's outcome in, the next call out) or runs into its own deadline, which is
- * the engine's; one that does neither (busy while the run is aborted or stopped) is not waited for.
- */
-const TURN_END_GRACE_MS = 200;
-
-interface RunResult {
-  outcome: Omit<RunOutcome, 'durationMs'>;
-  /** The host finished the run cleanly and may serve another. */
-  hostReusable: boolean;
-}
-
-type Phase = 'running' | 'closing' | 'ending' | 'done';
+import type { FromHost, HostDone } from './wire.ts';
 
 export class Run {
   private readonly host: HostProcess;
@@ -395,15 +354,7 @@ export class Run {
       this.phase = 'closing';
       if (done.status === 'completed') this.valueJson = done.valueJson;
       else {
-        this.failure = {
-          kind: done.kind,
-          message: done.message,
-          ...(done.cause ? { cause: done.cause } : {}),
-          ...(done.detail ? { detail: done.detail } : {}),
-          ...(done.where
-            ? { line: done.where.line, column: done.where.column, stack: done.where.stack }
-            : {}),
-        };
+        this.failure = programFailure(done);
       }
       if (this.p.excludeBindingWaits) this.resumeClock();
     }
@@ -419,15 +370,7 @@ export class Run {
       this.hostReusable = false;
       return;
     }
-    const how = info.signal ? `signal ${info.signal}` : `exit code ${info.code}`;
-    const memory = /out of memory|heap limit|allocation failed/i.test(info.stderr);
-    this.finishNow({
-      kind: 'worker-exit',
-      message: memory
-        ? `the sandbox host process ran out of memory (${how})`
-        : `the sandbox host process ended early (${how})`,
-      ...(memory ? { cause: 'memory' as const } : {}),
-    });
+    this.finishNow(hostExitFailure(info));
   }
 
   // ---- ending -----------------------------------------------------------------------------------
@@ -562,32 +505,7 @@ export class Run {
     this.callsEnded?.abort();
     this.dropQueue();
     const failure = this.ending ?? this.failure;
-    let outcome: Omit<RunOutcome, 'durationMs'>;
-    if (this.stop !== undefined && (failure === undefined || failure.kind !== 'worker-exit')) {
-      outcome = {
-        status: 'stopped',
-        stop: this.stop,
-        logs: this.logs,
-        outputTruncated: this.truncated,
-        calls: this.calls,
-      };
-    } else if (failure !== undefined) {
-      outcome = {
-        status: 'failed',
-        failure,
-        logs: this.logs,
-        outputTruncated: this.truncated,
-        calls: this.calls,
-      };
-    } else {
-      outcome = {
-        status: 'completed',
-        ...(this.valueJson !== undefined ? { valueJson: this.valueJson } : {}),
-        logs: this.logs,
-        outputTruncated: this.truncated,
-        calls: this.calls,
-      };
-    }
+    const outcome = runOutcome(this.stop, failure, this.valueJson, this.logs, this.truncated, this.calls);
     if (outcome.status === 'failed') this.hostReusable = false;
     if (failure?.kind === 'output-limit') outcome.outputTruncated = true;
     if (this.cpuMs !== undefined) outcome.cpuMs = this.cpuMs;
@@ -595,13 +513,4 @@ export class Run {
     if (spent !== undefined) outcome.budgetSpentMs = Math.max(0, Math.round(spent));
     this.resolve({ outcome, hostReusable: this.hostReusable && !this.host.exited });
   }
-}
-
-function abortMessage(signal: AbortSignal | undefined): string {
-  const reason: unknown = signal?.reason;
-  if (typeof reason === 'string' && reason !== '') return `the run was aborted: ${reason}`;
-  if (reason instanceof Error && reason.name !== 'AbortError' && reason.message !== '') {
-    return `the run was aborted: ${reason.message}`;
-  }
-  return 'the run was aborted';
 }

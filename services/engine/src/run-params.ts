@@ -1,0 +1,46 @@
+/**
+ * What a Run (run.ts) is given and gives back, its phases, and the intervals it keeps.
+ */
+import type { BindingHandler, LogLine, RunOutcome } from './types.ts';
+import type { RunConfig } from './wire.ts';
+
+export interface RunParams {
+  code: string;
+  config: RunConfig;
+  onCall: BindingHandler | undefined;
+  timeoutMs: number | null;
+  /** Of `timeoutMs`, spent by earlier executions of the run (ExecuteOptions.limits.spentMs). */
+  spentMs: number;
+  excludeBindingWaits: boolean;
+  memoryMb: number;
+  outputBytes: number;
+  outputCap: 'shared' | 'separate';
+  maxConcurrentCalls: number;
+  watchdogGraceMs: number;
+  signal: AbortSignal | undefined;
+  /** Live log lines (ExecuteOptions.onLog). */
+  onLog?: ((lines: LogLine[]) => void) | undefined;
+  /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
+  readResident: () => number | undefined;
+}
+
+/**
+ * How often a running host's resident memory is read, ms. A run that ends sooner is never read;
+ * the check is outside the host, so it holds while the host's thread runs the program.
+ */
+export const RESIDENT_GUARD_MS = 100;
+/**
+ * How long a host that may be in a later turn on its own thread (a delivery sent with `turnMs`,
+ * not answered yet) has to answer an `end` before it is killed, ms (at most the watchdog's grace).
+ * A turn is short (a call's outcome in, the next call out) or runs into its own deadline, which is
+ * the engine's; one that does neither (busy while the run is aborted or stopped) is not waited for.
+ */
+export const TURN_END_GRACE_MS = 200;
+
+export interface RunResult {
+  outcome: Omit<RunOutcome, 'durationMs'>;
+  /** The host finished the run cleanly and may serve another. */
+  hostReusable: boolean;
+}
+
+export type Phase = 'running' | 'closing' | 'ending' | 'done';
