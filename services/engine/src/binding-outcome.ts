@@ -3,7 +3,7 @@
  * JSON inside reaches the program; anything else ends the run.
  */
 import { APP_ERROR_NAMES, STOP_CODES } from '@islet/protocol';
-import type { AppErrorName, BindingOutcome, StopCode } from './types.ts';
+import type { AppErrorName, BindingCall, BindingHandler, BindingOutcome, StopCode } from './types.ts';
 
 const APP_ERRORS = new Set<string>(APP_ERROR_NAMES);
 const STOPS = new Set<string>(STOP_CODES);
@@ -18,7 +18,7 @@ export function isLosslessJson(text: unknown): boolean {
   }
 }
 
-export function noHandlerOutcome(): BindingOutcome {
+function noHandlerOutcome(): BindingOutcome {
   return {
     type: 'error',
     name: 'AppCallFailed',
@@ -34,6 +34,23 @@ export function handlerFailedOutcome(): BindingOutcome {
     message: 'the binding call failed',
     details: { reason: 'host-error' },
   };
+}
+
+/** Hands a call to the run's handler: what it gives back, unchecked; a handler that throws gives a failed call. */
+export function callHandler(
+  handler: BindingHandler | undefined,
+  call: BindingCall,
+  signal: AbortSignal,
+): Promise<BindingOutcome> {
+  try {
+    return handler === undefined
+      ? Promise.resolve(noHandlerOutcome())
+      : Promise.resolve(
+          handler({ index: call.index, binding: call.binding, argsJson: call.argsJson }, { signal }),
+        );
+  } catch {
+    return Promise.resolve(handlerFailedOutcome());
+  }
 }
 
 /** A well-formed outcome with lossless JSON inside, or undefined. */

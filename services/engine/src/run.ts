@@ -2,18 +2,17 @@
  * One run as the engine drives it: sends the program to a sandbox host, relays binding calls to
  * `onCall`, keeps the time budget (time-budget.ts) with a watchdog that kills the host when it does
  * not stop, collects log lines and settles into a RunOutcome.
- * Its parameters and timings are in run-params.ts, the outcome and failures it reports in run-outcome.ts.
- * Over ~400 lines on purpose: what remains is one state machine (running/closing/ending/done) whose
- * transitions read each other's fields; split further, each half would need the other's internals.
+ * Its parameters and timings are in run-params.ts, the outcome and failures it reports in
+ * run-outcome.ts, the frames it sends and its checks of those it reads in run-frames.ts, the log it
+ * keeps in run-log.ts; handing a call to `onCall` is binding-outcome.ts's `callHandler`.
+ * What remains is one state machine (running/closing/ending/done) whose transitions read each
+ * other's fields; split further, each half would need the other's internals.
  */
-import {
-  handlerFailedOutcome,
-  isLosslessJson,
-  noHandlerOutcome,
-  normalizeOutcome,
-} from './binding-outcome.ts';
+import { callHandler, handlerFailedOutcome, normalizeOutcome } from './binding-outcome.ts';
 import type { HostProcess } from './host-process.ts';
 import { deadlineMessage, heapLimitMessage, hostResidentLimitBytes, outputLimitMessage } from './limits.ts';
+import { callRefusal, checkedDone, outcomeFrame, runFrame } from './run-frames.ts';
+import { RunLog } from './run-log.ts';
 import { abortMessage, hostExitFailure, programFailure, runOutcome } from './run-outcome.ts';
 import {
   type Phase,
@@ -23,17 +22,14 @@ import {
   TURN_END_GRACE_MS,
 } from './run-params.ts';
 import { TimeBudget } from './time-budget.ts';
-import type { BindingCall, BindingOutcome, CallLogEntry, LogLine, RunFailure, StopCode } from './types.ts';
-import { cutToBytes } from './utf8.ts';
+import type { BindingCall, CallLogEntry, LogLine, RunFailure, StopCode } from './types.ts';
 import type { FromHost, HostDone } from './wire.ts';
 
 export class Run {
   private readonly host: HostProcess;
   private readonly p: RunParams;
   private phase: Phase = 'running';
-  private readonly logs: LogLine[] = [];
-  private logBytes = 0;
-  private truncated = false;
+  private readonly log: RunLog;
   private readonly calls: CallLogEntry[] = [];
   private readonly inFlight = new Set<number>();
   private readonly queue: BindingCall[] = [];
@@ -73,6 +69,7 @@ export class Run {
   constructor(host: HostProcess, params: RunParams) {
     this.host = host;
     this.p = params;
+    this.log = new RunLog(params.outputBytes);
     this.budget = new TimeBudget(
       params.timeoutMs,
       () => this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) }),
@@ -109,18 +106,7 @@ export class Run {
       this.finishNow({ kind: 'abort', message: abortMessage(this.p.signal) });
       return result;
     }
-    const sent = this.host.send({
-      t: 'run',
-      code: this.p.code,
-      config: this.p.config,
-      memoryMb: this.p.memoryMb,
-      outputBytes: this.p.outputBytes,
-      outputCap: this.p.outputCap,
-      // What is left of the budget (a replay's first turn must not outlive the run's deadline).
-      ...(this.p.timeoutMs === null
-        ? {}
-        : { budgetMs: Math.max(1, Math.ceil(Math.min(this.p.timeoutMs, this.budget.remainingMs()))) }),
-    });
+    const sent = this.host.send(runFrame(this.p, () => this.budget.remainingMs()));
     if (!sent) {
       this.finishNow({ kind: 'protocol', message: 'the program is too large for the sandbox channel' });
       return result;
@@ -158,7 +144,7 @@ export class Run {
     switch (m.t) {
       case 'logs':
         this.onLogs(m.lines);
-        if (m.truncated) this.truncated = true;
+        if (m.truncated) this.log.truncated = true;
         return;
       case 'call':
         this.onCallMessage(m);
@@ -180,51 +166,26 @@ export class Run {
   }
 
   private onLogs(lines: [LogLine['level'], string][]): void {
-    const from = this.logs.length;
-    this.keepLogs(lines);
-    if (this.p.onLog && this.logs.length > from) {
+    const from = this.log.lines.length;
+    // Code Mode keeps the most log text it may and goes on; run_code fails the run.
+    if (this.log.keep(lines) && this.p.outputCap === 'shared')
+      this.endNow({ kind: 'output-limit', message: outputLimitMessage(this.p.outputBytes) });
+    if (this.p.onLog && this.log.lines.length > from) {
       try {
-        this.p.onLog(this.logs.slice(from));
+        this.p.onLog(this.log.lines.slice(from));
       } catch {
         // A live-log listener's failure must not touch the run.
       }
     }
   }
 
-  private keepLogs(lines: [LogLine['level'], string][]): void {
-    for (const [level, text] of lines) {
-      if (this.truncated) return;
-      const bytes = Buffer.byteLength(text, 'utf8');
-      if (this.logBytes + bytes > this.p.outputBytes) {
-        // The host enforces the cap; this is the engine's own check of what it keeps.
-        const fitting = cutToBytes(text, this.p.outputBytes - this.logBytes);
-        if (fitting !== '') this.logs.push({ level, text: fitting });
-        this.logBytes = this.p.outputBytes;
-        this.truncated = true;
-        // Code Mode keeps the most log text it may and goes on; run_code fails the run.
-        if (this.p.outputCap === 'shared') {
-          this.endNow({ kind: 'output-limit', message: outputLimitMessage(this.p.outputBytes) });
-        }
-        return;
-      }
-      this.logBytes += bytes;
-      this.logs.push({ level, text });
-    }
-  }
-
   private onCallMessage(m: Extract<FromHost, { t: 'call' }>): void {
-    if (m.id !== this.calls.length) {
-      this.finishNow({ kind: 'protocol', message: 'the sandbox host sent a call out of order' });
+    const refusal = callRefusal(m, this.calls.length, this.p.config.bindings);
+    if (refusal !== undefined) {
+      this.finishNow({ kind: 'protocol', message: refusal });
       return;
     }
     const call: BindingCall = { index: m.id, binding: m.binding, argsJson: m.argsJson };
-    if (!this.p.config.bindings.includes(m.binding) || !isLosslessJson(m.argsJson)) {
-      this.finishNow({
-        kind: 'protocol',
-        message: 'the sandbox host sent a call the program was not given',
-      });
-      return;
-    }
     this.calls.push({
       index: call.index,
       binding: call.binding,
@@ -244,24 +205,8 @@ export class Run {
     entry.startedAtMs = Date.now();
     this.inFlight.add(call.index);
     if (this.p.excludeBindingWaits && this.inFlight.size === 1) this.budget.pause();
-    const handler = this.p.onCall;
     this.callsEnded ??= new AbortController();
-    const callsEnded = this.callsEnded.signal;
-    let pending: Promise<BindingOutcome>;
-    try {
-      pending =
-        handler === undefined
-          ? Promise.resolve(noHandlerOutcome())
-          : Promise.resolve(
-              handler(
-                { index: call.index, binding: call.binding, argsJson: call.argsJson },
-                { signal: callsEnded },
-              ),
-            );
-    } catch {
-      pending = Promise.resolve(handlerFailedOutcome());
-    }
-    pending.then(
+    callHandler(this.p.onCall, call, this.callsEnded.signal).then(
       (outcome) => this.guard(() => this.onCallSettled(call, outcome)),
       () => this.guard(() => this.onCallSettled(call, handlerFailedOutcome())),
     );
@@ -301,17 +246,7 @@ export class Run {
         this.p.timeoutMs !== null && this.budget.running()
           ? { turnMs: Math.max(1, Math.ceil(this.budget.remainingMs())) }
           : {};
-      const sent =
-        outcome.type === 'result'
-          ? this.host.send({ t: 'result', id: call.index, valueJson: outcome.valueJson, ...turn })
-          : this.host.send({
-              t: 'error',
-              id: call.index,
-              name: outcome.name,
-              message: outcome.message,
-              detailsJson: JSON.stringify(outcome.details ?? {}),
-              ...turn,
-            });
+      const sent = this.host.send(outcomeFrame(call.index, outcome, turn));
       if (!sent && !this.host.exited) {
         this.endNow({ kind: 'protocol', message: 'a binding result is too large for the sandbox channel' });
         return;
@@ -332,19 +267,11 @@ export class Run {
       this.finishNow({ kind: 'protocol', message: 'the sandbox host reported the run done twice' });
       return;
     }
-    if (
-      reported.status === 'completed' &&
-      reported.valueJson !== undefined &&
-      !isLosslessJson(reported.valueJson)
-    ) {
-      this.finishNow({ kind: 'protocol', message: 'the sandbox host sent a value that is not JSON' });
+    const { failure, done } = checkedDone(reported, this.p.timeoutMs);
+    if (failure !== undefined) {
+      this.finishNow(failure);
       return;
     }
-    // The host names the budget it was given, which for a replay is only what was left of it.
-    const done: HostDone =
-      reported.status === 'failed' && reported.kind === 'timeout' && this.p.timeoutMs !== null
-        ? { ...reported, message: deadlineMessage(this.p.timeoutMs) }
-        : reported;
     this.hostDone = done;
     clearTimeout(this.watchdogTimer);
     this.hostReusable = this.firstTurn !== 'killed' && this.firstTurn !== 'drained';
@@ -505,7 +432,14 @@ export class Run {
     this.callsEnded?.abort();
     this.dropQueue();
     const failure = this.ending ?? this.failure;
-    const outcome = runOutcome(this.stop, failure, this.valueJson, this.logs, this.truncated, this.calls);
+    const outcome = runOutcome(
+      this.stop,
+      failure,
+      this.valueJson,
+      this.log.lines,
+      this.log.truncated,
+      this.calls,
+    );
     if (outcome.status === 'failed') this.hostReusable = false;
     if (failure?.kind === 'output-limit') outcome.outputTruncated = true;
     if (this.cpuMs !== undefined) outcome.cpuMs = this.cpuMs;
