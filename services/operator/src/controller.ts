@@ -1,29 +1,25 @@
 /**
  * The RunnerPool controller: watches pools and their Deployments, reconciles a pool whenever one
  * of them changes and every resync interval (queue depth has no watch), and executes the
- * reconciler's actions. One reconcile at a time: pools are few and this keeps writes ordered.
+ * reconciler's actions (pool-actions.ts). One reconcile at a time: pools are few and this keeps
+ * writes ordered. A failing pool's retries are in pool-retries.ts, its labelled metric series in
+ * pool-series.ts.
  */
 
 import type { SandboxMode } from '@islet/protocol';
 import { SANDBOX_MODES } from '@islet/protocol';
 import type { Watch } from '@kubernetes/client-node';
-import { Backoff, type BackoffOptions } from './backoff.ts';
+import type { BackoffOptions } from './backoff.ts';
 import type { PodDefaults } from './deployment.ts';
 import type { DepthReader } from './depth.ts';
 import { EventRecorder } from './event-recorder.ts';
-import { apiFailureOf, type KubeClient, statusOf } from './kube.ts';
+import { apiFailureOf, type KubeClient, refusedByApi, statusOf } from './kube.ts';
 import { migrateManagedFields } from './managed-fields.ts';
 import type { OperatorMetrics, ReconcileResult } from './metrics.ts';
-import {
-  DELETION_COST_ANNOTATION,
-  DRAIN_COST,
-  DRAINING_ANNOTATION,
-  ownedBy,
-  type PoolEvent,
-  reconcile,
-  stalledOnItsOwn,
-  writeFailedStatus,
-} from './reconciler.ts';
+import { type ActionTarget, executeActions } from './pool-actions.ts';
+import { PoolRetries } from './pool-retries.ts';
+import { PoolSeries } from './pool-series.ts';
+import { ownedBy, type PoolEvent, reconcile, stalledOnItsOwn, writeFailedStatus } from './reconciler.ts';
 import {
   deploymentNameFor,
   GROUP,
@@ -70,14 +66,6 @@ interface Peer {
   stalled: boolean;
 }
 
-interface Retry {
-  backoff: Backoff;
-  failures: number;
-  delayMs: number;
-  generation: number | undefined;
-  timer: NodeJS.Timeout | undefined;
-}
-
 /** The Stalled reason of each reconcile result (undefined: not Stalled). */
 const STALLED_REASON: Record<string, string | undefined> = {
   'invalid-spec': 'InvalidSpec',
@@ -85,42 +73,37 @@ const STALLED_REASON: Record<string, string | undefined> = {
   'depth-unavailable': 'QueueDepthUnavailable',
 };
 
-const DEFAULT_RETRY: BackoffOptions = { initialMs: 1_000, maxMs: 300_000 };
-
-/**
- * The API server answered and refused (400, 403, 422, …): retrying the same write will not help until
- * someone changes something. Timeouts, network errors, 5xx, 408, 429 and a vanished object (404,
- * 410: the next reconcile reads the new state) are transient.
- */
-function refusedByApi(err: unknown): boolean {
-  const code = statusOf(err);
-  return code !== undefined && code >= 400 && code < 500 && ![404, 408, 409, 410, 429].includes(code);
-}
-
 export class PoolController {
   private readonly d: ControllerDeps;
   private readonly now: () => number;
   private readonly histories = new Map<string, Recommendation[]>();
   private readonly pending = new Set<string>();
   /** Pools failing to reconcile: retried after an exponential delay, not on every event or resync. */
-  private readonly retries = new Map<string, Retry>();
+  private readonly retries: PoolRetries;
   private readonly known = new Set<string>();
   /** Every pool seen (watch + reconciles): pools of one mode that can serve split its queue's depth. */
   private readonly peers = new Map<string, Peer>();
   private readonly events: EventRecorder;
-  /** The reason islet_operator_pool_stalled was last set with, per pool (to remove that series). */
-  private readonly stalledReasons = new Map<string, string>();
-  /** The mode islet_operator_max_replicas was last set with, per pool (to remove that series). */
-  private readonly maxModes = new Map<string, string>();
+  private readonly series: PoolSeries;
   private running = false;
   private draining: Promise<void> = Promise.resolve();
   private busy = false;
   private resyncTimer: NodeJS.Timeout | undefined;
   private readonly watches: { start(): void; stop(): void }[];
+  /** Where a reconcile's actions are written (pool-actions.ts). */
+  private readonly target: ActionTarget;
 
   constructor(deps: ControllerDeps) {
     this.d = deps;
     this.now = deps.now ?? Date.now;
+    this.retries = new PoolRetries(deps.retryBackoff);
+    this.series = new PoolSeries(deps.metrics);
+    this.target = {
+      kube: deps.kube,
+      namespace: deps.namespace,
+      running: () => this.running,
+      emit: (pool, e) => this.emit(pool, e),
+    };
     this.events = new EventRecorder({
       kube: deps.kube,
       namespace: deps.namespace,
@@ -150,13 +133,9 @@ export class PoolController {
             this.known.delete(name);
             this.peers.delete(name);
             this.histories.delete(name);
-            this.clearRetry(name);
-            this.setStalled(name, undefined);
+            this.retries.clear(name);
+            this.series.forget(name);
             this.events.forget(obj.metadata?.uid);
-            this.d.metrics.desiredReplicas.remove(name);
-            const maxMode = this.maxModes.get(name);
-            if (maxMode !== undefined) this.d.metrics.maxReplicas.remove({ pool: name, mode: maxMode });
-            this.maxModes.delete(name);
             return;
           }
           this.see(obj as RunnerPool);
@@ -192,7 +171,7 @@ export class PoolController {
   async stop(): Promise<void> {
     this.running = false;
     if (this.resyncTimer) clearTimeout(this.resyncTimer);
-    for (const r of this.retries.values()) clearTimeout(r.timer);
+    this.retries.stopTimers();
     for (const w of this.watches) w.stop();
     this.pending.clear();
     await this.draining;
@@ -210,19 +189,7 @@ export class PoolController {
 
   /** The retry state of a pool that is failing (tests read it), else undefined. */
   retryState(name: string): { failures: number; delayMs: number } | undefined {
-    const r = this.retries.get(name);
-    return r ? { failures: r.failures, delayMs: r.delayMs } : undefined;
-  }
-
-  private setStalled(name: string, reason: string | undefined): void {
-    const before = this.stalledReasons.get(name);
-    if (before === reason) return;
-    if (before !== undefined) this.d.metrics.poolStalled.remove({ pool: name, reason: before });
-    if (reason === undefined) this.stalledReasons.delete(name);
-    else {
-      this.stalledReasons.set(name, reason);
-      this.d.metrics.poolStalled.set({ pool: name, reason }, 1);
-    }
+    return this.retries.state(name);
   }
 
   private see(p: RunnerPool): void {
@@ -234,8 +201,7 @@ export class PoolController {
   private enqueueChanged(p: RunnerPool): void {
     const name = p.metadata?.name;
     if (!name) return;
-    const r = this.retries.get(name);
-    if (r && r.generation !== undefined && p.metadata.generation !== r.generation) this.clearRetry(name);
+    if (this.retries.changedSince(name, p.metadata.generation)) this.retries.clear(name);
     this.enqueueUnlessBackingOff(name);
   }
 
@@ -245,26 +211,6 @@ export class PoolController {
       return;
     }
     this.enqueue(name);
-  }
-
-  private clearRetry(name: string): void {
-    const r = this.retries.get(name);
-    if (r) clearTimeout(r.timer);
-    this.retries.delete(name);
-  }
-
-  private scheduleRetry(name: string, generation: number | undefined): void {
-    const opts = this.d.retryBackoff ?? DEFAULT_RETRY;
-    const prev = this.retries.get(name);
-    if (prev) clearTimeout(prev.timer);
-    const backoff = prev?.backoff ?? new Backoff(opts);
-    const delayMs = backoff.next();
-    const r: Retry = { backoff, failures: backoff.attempts, delayMs, generation, timer: undefined };
-    r.timer = setTimeout(() => {
-      r.timer = undefined;
-      this.enqueue(name);
-    }, delayMs);
-    this.retries.set(name, r);
   }
 
   enqueue(name: string | undefined): void {
@@ -296,7 +242,7 @@ export class PoolController {
       if (!pool) {
         this.known.delete(name);
         this.peers.delete(name);
-        this.clearRetry(name);
+        this.retries.clear(name);
         return;
       }
       pool = await this.withDefaultReplicas(pool);
@@ -330,21 +276,16 @@ export class PoolController {
       if (deployment && ownedBy(deployment, pool)) await this.migrateFieldOwnership(deployment);
       // Counted once the Deployment write lands: a later step that fails (a status write timing
       // out) must not lose it, since the retry finds the replicas already changed.
-      await this.execute(pool, out.actions, out.events, () => {
+      await executeActions(this.target, pool, out.actions, out.events, () => {
         if (out.scale) metrics.scaleEventsTotal.inc({ pool: name, direction: out.scale });
       });
-      this.clearRetry(name);
+      this.retries.clear(name);
       const peer = this.peers.get(name);
       if (peer) peer.stalled = out.result === 'invalid-spec' || out.result === 'not-owned';
-      this.setStalled(name, STALLED_REASON[out.result]);
+      this.series.setStalled(name, STALLED_REASON[out.result]);
       if (out.desiredReplicas !== undefined) metrics.desiredReplicas.set({ pool: name }, out.desiredReplicas);
       const max = (pool.spec as { maxReplicas?: unknown } | undefined)?.maxReplicas;
-      if (typeof max === 'number' && typeof mode === 'string') {
-        const before = this.maxModes.get(name);
-        if (before !== undefined && before !== mode) metrics.maxReplicas.remove({ pool: name, mode: before });
-        this.maxModes.set(name, mode);
-        metrics.maxReplicas.set({ pool: name, mode }, max);
-      }
+      if (typeof max === 'number' && typeof mode === 'string') this.series.setMaxReplicas(name, mode, max);
       if (out.scale) log.info({ pool: name, desired: out.desiredReplicas, direction: out.scale }, 'scaled');
     } catch (err) {
       // A 409 means someone wrote in between (the API server, another writer): reconcile again.
@@ -358,7 +299,7 @@ export class PoolController {
         if (this.running) setTimeout(() => this.enqueue(name), 50);
       } else {
         if (pool) await this.recordFailure(pool, failure, refusedByApi(err));
-        if (this.running) this.scheduleRetry(name, pool?.metadata.generation);
+        if (this.running) this.retries.schedule(name, pool?.metadata.generation, () => this.enqueue(name));
       }
     } finally {
       metrics.reconcileTotal.inc({ result });
@@ -412,7 +353,7 @@ export class PoolController {
     if (refused) {
       const peer = this.peers.get(name);
       if (peer) peer.stalled = true;
-      this.setStalled(name, failure.reason);
+      this.series.setStalled(name, failure.reason);
     }
     await this.emit(pool, {
       type: 'Warning',
@@ -441,61 +382,5 @@ export class PoolController {
       migrated,
     );
     this.d.log.info({ deployment: name }, 'field ownership migrated to server-side apply');
-  }
-
-  /** Runs the actions in order; the Events go out once the Deployment/pod writes are done (before the status write, which may conflict and be retried without them). */
-  private async execute(
-    pool: RunnerPool,
-    actions: ReturnType<typeof reconcile>['actions'],
-    events: readonly PoolEvent[],
-    deploymentWritten: () => void,
-  ): Promise<void> {
-    const { kube, namespace } = this.d;
-    let emitted = false;
-    const emitAll = async () => {
-      if (emitted) return;
-      emitted = true;
-      for (const e of events) await this.emit(pool, e);
-    };
-    for (const a of actions) {
-      if (a.type === 'update-status') await emitAll();
-      // Stopped leading mid-reconcile (e.g. renew deadline passed): no further writes.
-      if (!this.running) throw new Error('stopped leading: reconcile abandoned');
-      switch (a.type) {
-        case 'create-deployment':
-          await kube.createDeployment(namespace, a.deployment);
-          deploymentWritten();
-          break;
-        case 'apply-deployment':
-          await kube.applyDeployment(namespace, a.deployment);
-          deploymentWritten();
-          break;
-        case 'mark-draining':
-          // Before replicas drop: the ReplicaSet deletes the lowest pod-deletion-cost first.
-          for (const pod of a.pods) {
-            await kube.patchPodAnnotations(namespace, pod, {
-              [DELETION_COST_ANNOTATION]: DRAIN_COST,
-              [DRAINING_ANNOTATION]: 'true',
-            });
-          }
-          break;
-        case 'unmark-draining':
-          for (const pod of a.pods) {
-            await kube
-              .patchPodAnnotations(namespace, pod, {
-                [DELETION_COST_ANNOTATION]: null,
-                [DRAINING_ANNOTATION]: null,
-              })
-              .catch((err: unknown) => {
-                if (statusOf(err) !== 404) throw err;
-              });
-          }
-          break;
-        case 'update-status':
-          await kube.replacePoolStatus(pool, a.status);
-          break;
-      }
-    }
-    await emitAll();
   }
 }

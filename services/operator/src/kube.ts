@@ -87,6 +87,16 @@ export function statusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/**
+ * The API server answered and refused (400, 403, 422, …): retrying the same write will not help until
+ * someone changes something. Timeouts, network errors, 5xx, 408, 429 and a vanished object (404,
+ * 410: the next reconcile reads the new state) are transient.
+ */
+export function refusedByApi(err: unknown): boolean {
+  const code = statusOf(err);
+  return code !== undefined && code >= 400 && code < 500 && ![404, 408, 409, 410, 429].includes(code);
+}
+
 /** The API's own `reason` and `message` (a metav1.Status body), without the response headers. */
 export function apiFailureOf(err: unknown): { reason: string; message: string } {
   let body: unknown = err && typeof err === 'object' ? (err as { body?: unknown }).body : undefined;
