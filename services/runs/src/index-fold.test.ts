@@ -5,8 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { withRedis } from '../test/test-redis.ts';
 import { healthHour } from './health-buckets.ts';
 import { createHealthStore } from './health-store.ts';
-import { createRunIndex, foldPendingEnds, usageDay } from './run-index.ts';
+import { createRunIndex, foldPendingEnds } from './run-index.ts';
 import { FOLD_AT, FOLD_MAX } from './run-index-scripts.ts';
+import { usageDay } from './run-index-writes.ts';
 import { createRunStore } from './run-store.ts';
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });

@@ -57,6 +57,7 @@ export {
 } from './reconcile-run.ts';
 export { createReplayingHandler, type LiveOutcome } from './replaying-handler.ts';
 export * from './run-index.ts';
+export * from './run-index-writes.ts';
 export { createRunLifecycle, failedEnd, type RunLifecycle } from './run-lifecycle.ts';
 export { createRunPolicyStore, type RunPolicyStore, runPolicySchema } from './run-policy-store.ts';
 export {

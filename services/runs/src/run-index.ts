@@ -5,7 +5,8 @@
  * many others by a fold (includes/index-fold.lua), which every read below runs first, so a read
  * never lags the records; every key is in the tenant's `{t:<tenant>}` slot. A summary holds what a list shows and filters on — no code, no logs; the description is
  * sealed like the record's — so a page costs one script call and no record read, except for the
- * live status of runs not yet ended (their records change without the tenant's slot).
+ * live status of runs not yet ended (their records change without the tenant's slot). What the
+ * create and end scripts are called with (the index's keys, the usage day) is in run-index-writes.ts.
  *
  * Retention: an ended run's summary leaves the index once its record has expired
  * (ISLET_RUN_RETENTION_SECONDS after its end), a few at a time by each later create.
@@ -14,7 +15,6 @@
 import { keys, type Sealer } from '@islet/core';
 import { isFinalStatus, type RunStatus } from '@islet/protocol';
 import type { Redis } from 'ioredis';
-import { healthHour } from './health-buckets.ts';
 import {
   FINISH_TENANT,
   FOLD_INDEX,
@@ -23,6 +23,13 @@ import {
   LIST_RUNS,
   LIST_SESSIONS,
 } from './run-index-scripts.ts';
+import {
+  finishTenantCall,
+  indexCreateArgs,
+  type RunUsage,
+  runIndexKeys,
+  usageDay,
+} from './run-index-writes.ts';
 
 export type RunListStyle = 'run_code' | 'code-mode' | 'skill';
 
@@ -66,19 +73,6 @@ interface RunListQuery {
   style?: RunListStyle;
 }
 
-/** The keys of a tenant's index (all in its slot). */
-export function runIndexKeys(tenant: string) {
-  return {
-    runs: keys.indexRuns(tenant),
-    summaries: keys.indexRunSummaries(tenant),
-    ended: keys.indexRunsEnded(tenant),
-    sessions: keys.indexSessions(tenant),
-    sessionStats: keys.indexSessionStats(tenant),
-    feed: keys.tenantFeed(tenant),
-    pending: keys.indexPending(tenant),
-  };
-}
-
 /**
  * Applies the tenant's pending run ends (includes/index-fold.lua) before a read of its index,
  * usage or health, so the read sees every end written before it: what each reader does first.
@@ -94,91 +88,6 @@ export async function foldPendingEnds(redis: Redis, tenant: string): Promise<num
     total += n;
     if (n < FOLD_MAX) return total;
   }
-}
-
-/** Usage counters are kept this long (a day's hash expires this long after the day's end). */
-export const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
-
-const DAY_MS = 24 * 3600 * 1000;
-// The last day named and the times it spans: every run's end asks for the day, and all but the
-// first end of a day find it here instead of formatting a date.
-let lastDay = { from: 0, to: 0, day: '' };
-
-/** The UTC day (`YYYY-MM-DD`) a time falls on: the usage hash a run's end counts in. */
-export function usageDay(ms: number): string {
-  if (ms >= lastDay.from && ms < lastDay.to) return lastDay.day;
-  const day = new Date(ms).toISOString().slice(0, 10);
-  // UTC days are exactly DAY_MS long in JavaScript time (no leap seconds).
-  const from = Math.floor(ms / DAY_MS) * DAY_MS;
-  lastDay = { from, to: from + DAY_MS, day };
-  return day;
-}
-
-/**
- * ARGV for indexCreateLua (run-index-scripts.ts): the run's summary, its description already sealed
- * (a run's record holds the same sealed text: one seal serves both), and the retention that prunes
- * ended runs.
- */
-export function indexCreateArgs(
-  tenant: string,
-  summary: Omit<RunSummary, 'endedAt' | 'kind'>,
-  retentionSeconds: number,
-  now = Date.now(),
-): string[] {
-  return [
-    summary.id,
-    String(summary.createdAt),
-    JSON.stringify(summary),
-    summary.sessionId,
-    summary.principal ?? '',
-    String(now),
-    String(retentionSeconds * 1000),
-    tenant,
-  ];
-}
-
-/** What a run's end adds to its tenant's usage besides its status and wall time. */
-export interface RunUsage {
-  outputBytes?: number;
-  bindingCalls?: number;
-  cpuMs?: number;
-}
-
-/**
- * KEYS and ARGV of FINISH_TENANT for a run of `tenant` ending at `endedAt`: `inFlightKey` is the
- * set it leaves.
- */
-export function finishTenantCall(
-  tenant: string,
-  inFlightKey: string,
-  end: { id: string; status: string; endedAt: number; kind?: string; usage?: RunUsage },
-) {
-  const k = runIndexKeys(tenant);
-  const u = end.usage ?? {};
-  return {
-    keys: [
-      inFlightKey,
-      k.pending,
-      k.summaries,
-      k.ended,
-      k.sessions,
-      k.sessionStats,
-      keys.usageDay(tenant, usageDay(end.endedAt)),
-      k.feed,
-      keys.healthHour(tenant, healthHour(end.endedAt)),
-    ],
-    args: [
-      end.id,
-      end.status,
-      String(end.endedAt),
-      end.kind ?? '',
-      String(Math.round(u.outputBytes ?? 0)),
-      String(Math.round(u.bindingCalls ?? 0)),
-      String(Math.round(u.cpuMs ?? 0)),
-      String((Math.floor(end.endedAt / 86_400_000) + 1) * 86_400 + USAGE_RETENTION_SECONDS),
-      tenant,
-    ],
-  };
 }
 
 /** A cursor is opaque to clients: `<createdAt>:<id>` of the last item, base64url. */

@@ -7,7 +7,7 @@
 import { keys } from '@islet/core';
 import type { FailureKind, FailureReason, LogLineRecord, RunResult } from '@islet/protocol';
 import type { LeaseTerms, RunLease } from './lease-scripts.ts';
-import type { RunUsage } from './run-index.ts';
+import type { RunUsage } from './run-index-writes.ts';
 import type { RunStore } from './run-store.ts';
 import type { CallJournal } from './types.ts';
 

@@ -4,7 +4,8 @@ import { runFixture, startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { withRedis } from '../test/test-redis.ts';
 import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
-import { foldPendingEnds, USAGE_RETENTION_SECONDS, usageDay } from './run-index.ts';
+import { foldPendingEnds } from './run-index.ts';
+import { USAGE_RETENTION_SECONDS, usageDay } from './run-index-writes.ts';
 import { createRunStore } from './run-store.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };

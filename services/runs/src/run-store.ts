@@ -24,8 +24,8 @@ import type { RunResult } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { journalKeys } from './keys.ts';
 import { type RunLease, releaseCall } from './lease-scripts.ts';
-import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index.ts';
 import { FINISH_TENANT } from './run-index-scripts.ts';
+import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index-writes.ts';
 import { createRunReads } from './run-reads.ts';
 import {
   ADMIT_AND_CREATE,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { usageDay } from './run-index.ts';
+import { usageDay } from './run-index-writes.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
 const formatted = (ms: number) => new Date(ms).toISOString().slice(0, 10);

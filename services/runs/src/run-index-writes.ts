@@ -1,0 +1,107 @@
+/**
+ * What the run store's create and end scripts (run-index-scripts.ts) are called with for their
+ * tenant half — the index's keys, a summary's ARGV, a run's end's KEYS/ARGV and the usage day it
+ * counts in — and the index's own skill entries (run-index.ts) use the same.
+ */
+
+import { keys } from '@islet/core';
+import { healthHour } from './health-buckets.ts';
+import type { RunSummary } from './run-index.ts';
+
+/** The keys of a tenant's index (all in its slot). */
+export function runIndexKeys(tenant: string) {
+  return {
+    runs: keys.indexRuns(tenant),
+    summaries: keys.indexRunSummaries(tenant),
+    ended: keys.indexRunsEnded(tenant),
+    sessions: keys.indexSessions(tenant),
+    sessionStats: keys.indexSessionStats(tenant),
+    feed: keys.tenantFeed(tenant),
+    pending: keys.indexPending(tenant),
+  };
+}
+
+/** Usage counters are kept this long (a day's hash expires this long after the day's end). */
+export const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
+
+const DAY_MS = 24 * 3600 * 1000;
+// The last day named and the times it spans: every run's end asks for the day, and all but the
+// first end of a day find it here instead of formatting a date.
+let lastDay = { from: 0, to: 0, day: '' };
+
+/** The UTC day (`YYYY-MM-DD`) a time falls on: the usage hash a run's end counts in. */
+export function usageDay(ms: number): string {
+  if (ms >= lastDay.from && ms < lastDay.to) return lastDay.day;
+  const day = new Date(ms).toISOString().slice(0, 10);
+  // UTC days are exactly DAY_MS long in JavaScript time (no leap seconds).
+  const from = Math.floor(ms / DAY_MS) * DAY_MS;
+  lastDay = { from, to: from + DAY_MS, day };
+  return day;
+}
+
+/**
+ * ARGV for indexCreateLua (run-index-scripts.ts): the run's summary, its description already sealed
+ * (a run's record holds the same sealed text: one seal serves both), and the retention that prunes
+ * ended runs.
+ */
+export function indexCreateArgs(
+  tenant: string,
+  summary: Omit<RunSummary, 'endedAt' | 'kind'>,
+  retentionSeconds: number,
+  now = Date.now(),
+): string[] {
+  return [
+    summary.id,
+    String(summary.createdAt),
+    JSON.stringify(summary),
+    summary.sessionId,
+    summary.principal ?? '',
+    String(now),
+    String(retentionSeconds * 1000),
+    tenant,
+  ];
+}
+
+/** What a run's end adds to its tenant's usage besides its status and wall time. */
+export interface RunUsage {
+  outputBytes?: number;
+  bindingCalls?: number;
+  cpuMs?: number;
+}
+
+/**
+ * KEYS and ARGV of FINISH_TENANT for a run of `tenant` ending at `endedAt`: `inFlightKey` is the
+ * set it leaves.
+ */
+export function finishTenantCall(
+  tenant: string,
+  inFlightKey: string,
+  end: { id: string; status: string; endedAt: number; kind?: string; usage?: RunUsage },
+) {
+  const k = runIndexKeys(tenant);
+  const u = end.usage ?? {};
+  return {
+    keys: [
+      inFlightKey,
+      k.pending,
+      k.summaries,
+      k.ended,
+      k.sessions,
+      k.sessionStats,
+      keys.usageDay(tenant, usageDay(end.endedAt)),
+      k.feed,
+      keys.healthHour(tenant, healthHour(end.endedAt)),
+    ],
+    args: [
+      end.id,
+      end.status,
+      String(end.endedAt),
+      end.kind ?? '',
+      String(Math.round(u.outputBytes ?? 0)),
+      String(Math.round(u.bindingCalls ?? 0)),
+      String(Math.round(u.cpuMs ?? 0)),
+      String((Math.floor(end.endedAt / 86_400_000) + 1) * 86_400 + USAGE_RETENTION_SECONDS),
+      tenant,
+    ],
+  };
+}
