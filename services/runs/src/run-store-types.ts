@@ -48,6 +48,26 @@ export interface AdmissionStorage {
   usedBytes?: number;
 }
 
+/** What `create` checks and counts in the tenant half of a new run (see RunStore `create`). */
+export interface CreateAdmission {
+  maxInFlight: number;
+  sessionTtlSeconds: number;
+  /** The submit's Idempotency-Key (its Redis key): admitted only while it names this run. */
+  idempotencyKey?: string;
+  /** Count the request against its tenant's rate limit here (see AdmissionRateCount). */
+  rate?: AdmissionRateCount;
+  /** Bytes the record stores, counted in its tenant's stored bytes when admitted. */
+  storedBytes?: number;
+  /** Refuse a tenant holding its share of storage (see AdmissionStorage). */
+  storage?: AdmissionStorage;
+  /**
+   * A check the caller started (a read): awaited once the record is sealed and its
+   * arguments built, before anything is sent, so its round trip overlaps that work. A
+   * rejection is thrown with nothing written or counted.
+   */
+  ready?: Promise<unknown>;
+}
+
 /** A binding a run may call, resolved at submit from the run's connections. */
 export interface BindingSpec {
   /** `slug.capability`, as the engine takes it (`apps.slug.capability` in the program). */

@@ -17,6 +17,9 @@
  *   back too: FINISH_RUN_RELEASE). On a Cluster the run's final script, then the tenant
  *   half. Died in between: an in-flight id whose record is final; the recovery loop's in-flight
  *   walk drops it.
+ *
+ * What the scripts are called with (the record's fields, a create's admission KEYS/ARGV, an end's
+ * fields) is built in run-store-args.ts; the reads are run-reads.ts, a tenant's runs tenant-runs.ts.
  */
 
 import { channels, isRedisCluster, keys, type Sealer, sendTogether, slotFreeCheck } from '@islet/core';
@@ -27,6 +30,7 @@ import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { FINISH_TENANT } from './run-index-scripts.ts';
 import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index-writes.ts';
 import { createRunReads } from './run-reads.ts';
+import { admissionAnswer, admitCall, endFields, recordFields, summaryOf } from './run-store-args.ts';
 import {
   ADMIT_AND_CREATE,
   ADMIT_TENANT,
@@ -38,13 +42,11 @@ import {
 } from './run-store-scripts.ts';
 import type {
   Admission,
-  AdmissionRateCount,
-  AdmissionStorage,
+  CreateAdmission,
   RunStoreOptions,
   RunTimings,
   StoredRun,
 } from './run-store-types.ts';
-import { textRefOf } from './stored-text.ts';
 import { createTenantBytesStore } from './tenant-bytes-store.ts';
 import { createTenantRuns } from './tenant-runs.ts';
 
@@ -121,96 +123,29 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
      */
     async create(
       run: StoredRun,
-      admission?: {
-        maxInFlight: number;
-        sessionTtlSeconds: number;
-        /** The submit's Idempotency-Key (its Redis key): admitted only while it names this run. */
-        idempotencyKey?: string;
-        /** Count the request against its tenant's rate limit here (see AdmissionRateCount). */
-        rate?: AdmissionRateCount;
-        /** Bytes the record stores, counted in its tenant's stored bytes when admitted. */
-        storedBytes?: number;
-        /** Refuse a tenant holding its share of storage (see AdmissionStorage). */
-        storage?: AdmissionStorage;
-        /**
-         * A check the caller started (a read): awaited once the record is sealed and its
-         * arguments built, before anything is sent, so its round trip overlaps that work. A
-         * rejection is thrown with nothing written or counted.
-         */
-        ready?: Promise<unknown>;
-      },
+      admission?: CreateAdmission,
       then?: () => Promise<unknown>,
     ): Promise<Admission> {
       // The record's and the summary's description: one plaintext, sealed once for both.
       const description = sealer.seal(run.description);
-      const fields: Record<string, string> = {
-        id: run.id,
-        tenant: run.tenant,
-        session: run.session,
-        turn: run.turn,
-        callId: run.callId,
-        status: run.status,
-        mode: run.mode,
-        code: sealer.seal(run.code),
-        description,
-        request: seal(run.request),
-        createdAt: String(run.createdAt),
-        updatedAt: String(run.updatedAt),
-        attempts: String(run.attempts),
-        clockMs: String(run.clockMs),
-        seed: run.seed,
-      };
-      if (run.principal) fields.principal = run.principal;
-      if (run.pushEnd) fields.pushEnd = '1';
+      const fields = recordFields(run, sealer, seal, description);
       // The tenant's run index is written in the same tenant-half script (run-index.ts).
       const ik = runIndexKeys(run.tenant);
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
-      const indexArgs = indexCreateArgs(
-        run.tenant,
-        {
-          id: run.id,
-          status: run.status,
-          description,
-          sessionId: run.session,
-          ...(run.principal ? { principal: run.principal } : {}),
-          style: run.request.style ?? 'run_code',
-          mode: run.mode,
-          createdAt: run.createdAt,
-        },
-        Number(retention),
-      );
+      const indexArgs = indexCreateArgs(run.tenant, summaryOf(run, description), Number(retention));
       const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
       // Not touched without bytes to count (a counter in the tenant's slot all the same). The
       // counter charged is the newest of those the storage check sums (one `now` for both).
       const chargedAt = Date.now();
       const charge = storedBytes.chargeArgs(run.tenant, admission?.storedBytes ?? 0, chargedAt);
-      const storageLimit = admission?.storage?.limitBytes ?? Number.POSITIVE_INFINITY;
-      const admitKeys = [
-        ...tenantKeys,
-        keys.skillsInFlight(run.tenant),
-        keys.sessionOwner(run.tenant, run.session),
-        // Not read without an Idempotency-Key (a name in the tenant's slot all the same).
-        admission?.idempotencyKey ?? keys.idempotency(run.tenant, ''),
-        // Not touched without a rate count (ditto).
-        admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
-        ...indexKeys,
-        charge.key,
-        // Not read without a share to check (ditto).
-        ...storedBytes.usageKeys(run.tenant, chargedAt).slice(0, -1),
-      ];
-      const admitArgs = admission && [
-        run.id,
-        run.createdAt,
-        admission.maxInFlight,
-        run.principal ?? '',
-        admission.sessionTtlSeconds,
-        Date.now(),
-        admission.idempotencyKey ? '1' : '0',
-        admission.rate ? admission.rate.limit : '',
-        ...indexArgs,
-        ...charge.args,
-        Number.isFinite(storageLimit) ? storageLimit : '',
-      ];
+      const usageKeys = storedBytes.usageKeys(run.tenant, chargedAt);
+      const { admitKeys, admitArgs } = admitCall(run, admission, {
+        tenantKeys,
+        indexKeys,
+        indexArgs,
+        charge,
+        usageKeys,
+      });
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
       const runArgs = [
         channels.sessionRuns,
@@ -219,13 +154,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         sealStatus(run.status),
         ...Object.entries(fields).flat(),
       ];
-      // The script's answer; 'over-storage <bytes>' leaves the bytes with the caller.
-      const admissionOf = (answer: unknown): Admission => {
-        const text = String(answer);
-        if (!text.startsWith('over-storage ')) return text as Admission;
-        if (admission?.storage) admission.storage.usedBytes = Number(text.slice('over-storage '.length));
-        return 'over-storage';
-      };
+      const admissionOf = (answer: unknown) => admissionAnswer(answer, admission);
       if (admission?.ready) await admission.ready;
       if (admission?.rate) admission.rate.counted = true;
       const oneServer = !isRedisCluster(redis);
@@ -310,17 +239,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         end.onEnded?.(ended);
         return ended;
       };
-      const fields: Record<string, string> = {
-        status: end.status,
-        result: seal(end.result),
-        kind: end.kind ?? 'none',
-      };
-      // The output once: the text's copy of the printed lines becomes a reference (stored-text.ts).
-      const ref = textRefOf(end.text, end.result);
-      if (ref) fields.textRef = seal(ref);
-      else fields.text = sealer.seal(end.text);
-      // Rides in the same script call as the end: stage timings cost no extra round trip.
-      if (end.timings) fields.timings = JSON.stringify(end.timings);
+      const fields = endFields(end, sealer, seal);
       // The tenant half of the end (includes/finish-tenant.lua) leaves the in-flight set and
       // records the end in the tenant's index and usage, once, with the status the record kept.
       // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash

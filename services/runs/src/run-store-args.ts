@@ -1,0 +1,128 @@
+/**
+ * What the run store's scripts (run-store-scripts.ts) are called with: a new run's record fields
+ * and index summary, its admission's KEYS and ARGV and the admission's answer, an end's fields.
+ * Pure: run-store.ts keeps the order of the calls.
+ */
+import { keys, type Sealer } from '@islet/core';
+import type { RunResult } from '@islet/protocol';
+import type { RunSummary } from './run-index.ts';
+import type { Admission, CreateAdmission, RunTimings, StoredRun } from './run-store-types.ts';
+import { textRefOf } from './stored-text.ts';
+
+type Seal = (v: unknown) => string;
+
+/** A new run's record (its hash fields); `description` is already sealed (the summary's too). */
+export function recordFields(
+  run: StoredRun,
+  sealer: Sealer,
+  seal: Seal,
+  description: string,
+): Record<string, string> {
+  const fields: Record<string, string> = {
+    id: run.id,
+    tenant: run.tenant,
+    session: run.session,
+    turn: run.turn,
+    callId: run.callId,
+    status: run.status,
+    mode: run.mode,
+    code: sealer.seal(run.code),
+    description,
+    request: seal(run.request),
+    createdAt: String(run.createdAt),
+    updatedAt: String(run.updatedAt),
+    attempts: String(run.attempts),
+    clockMs: String(run.clockMs),
+    seed: run.seed,
+  };
+  if (run.principal) fields.principal = run.principal;
+  if (run.pushEnd) fields.pushEnd = '1';
+  return fields;
+}
+
+/** A new run's summary in its tenant's index (run-index.ts). */
+export function summaryOf(run: StoredRun, description: string): Omit<RunSummary, 'endedAt' | 'kind'> {
+  return {
+    id: run.id,
+    status: run.status,
+    description,
+    sessionId: run.session,
+    ...(run.principal ? { principal: run.principal } : {}),
+    style: run.request.style ?? 'run_code',
+    mode: run.mode,
+    createdAt: run.createdAt,
+  };
+}
+
+/**
+ * KEYS and ARGV of a create's admission (ADMIT_TENANT, the first half of ADMIT_AND_CREATE); no
+ * ARGV without an admission. `usageKeys`: the tenant's stored-bytes counters (the last is `charge`'s).
+ */
+export function admitCall(
+  run: StoredRun,
+  admission: CreateAdmission | undefined,
+  x: {
+    tenantKeys: string[];
+    indexKeys: string[];
+    indexArgs: string[];
+    charge: { key: string; args: (string | number)[] };
+    usageKeys: string[];
+  },
+): { admitKeys: string[]; admitArgs: (string | number)[] | undefined } {
+  const storageLimit = admission?.storage?.limitBytes ?? Number.POSITIVE_INFINITY;
+  const admitKeys = [
+    ...x.tenantKeys,
+    keys.skillsInFlight(run.tenant),
+    keys.sessionOwner(run.tenant, run.session),
+    // Not read without an Idempotency-Key (a name in the tenant's slot all the same).
+    admission?.idempotencyKey ?? keys.idempotency(run.tenant, ''),
+    // Not touched without a rate count (ditto).
+    admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
+    ...x.indexKeys,
+    x.charge.key,
+    // Not read without a share to check (ditto).
+    ...x.usageKeys.slice(0, -1),
+  ];
+  const admitArgs = admission && [
+    run.id,
+    run.createdAt,
+    admission.maxInFlight,
+    run.principal ?? '',
+    admission.sessionTtlSeconds,
+    Date.now(),
+    admission.idempotencyKey ? '1' : '0',
+    admission.rate ? admission.rate.limit : '',
+    ...x.indexArgs,
+    ...x.charge.args,
+    Number.isFinite(storageLimit) ? storageLimit : '',
+  ];
+  return { admitKeys, admitArgs };
+}
+
+/** The admission script's answer; 'over-storage <bytes>' leaves the bytes with the caller. */
+export function admissionAnswer(answer: unknown, admission: CreateAdmission | undefined): Admission {
+  const text = String(answer);
+  if (!text.startsWith('over-storage ')) return text as Admission;
+  if (admission?.storage) admission.storage.usedBytes = Number(text.slice('over-storage '.length));
+  return 'over-storage';
+}
+
+/** An end's record fields (the final status, the sealed result and text). */
+export function endFields(
+  end: { status: string; result: RunResult; text: string; kind?: string; timings?: RunTimings },
+  sealer: Sealer,
+  seal: Seal,
+): Record<string, string> {
+  const fields: Record<string, string> = {
+    status: end.status,
+    result: seal(end.result),
+    kind: end.kind ?? 'none',
+  };
+  // The output once: the text's copy of the printed lines becomes a reference (stored-text.ts).
+  const ref = textRefOf(end.text, end.result);
+  if (ref) fields.textRef = seal(ref);
+  else fields.text = sealer.seal(end.text);
+  // Rides in the same script call as the end: stage timings cost no extra round trip.
+  if (end.timings) fields.timings = JSON.stringify(end.timings);
+  return fields;
+}
