@@ -3,10 +3,11 @@
  * redis-server on a free port (or an existing Redis of any mode: standalone, Sentinel, Cluster),
  * N gateways, M runners per sandbox mode — plus a dev
  * tenant with a key. Used by `npm start`, the e2e and chaos tests and the Prometheus scrape test.
+ * A child process's start and ready line are in cluster-child.ts, the children's environment
+ * (secrets as files) in cluster-env.ts.
  */
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,10 +18,11 @@ import {
   generateSealKey,
   type RedisConfig,
   SCOPES,
-  SECRET_VARIABLES,
 } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
-import { freePort, type RedisServer, spawnOwned, startRedis, stopOwned } from '@islet/testkit';
+import { freePort, type RedisServer, startRedis, stopOwned } from '@islet/testkit';
+import { type Child, launchChild, type ProcessInfo, relaunchOnFreePorts } from './cluster-child.ts';
+import { inheritedEnv, secretsToFiles } from './cluster-env.ts';
 
 const GATEWAY_MAIN = fileURLToPath(new URL('../../gateway/src/main.ts', import.meta.url));
 const RUNNER_MAIN = fileURLToPath(new URL('../../runner/src/main.ts', import.meta.url));
@@ -88,18 +90,6 @@ export interface ClusterOptions {
   readyTimeoutMs?: number;
 }
 
-interface ProcessInfo {
-  kind: 'gateway' | 'runner';
-  index: number;
-  url: string;
-  port: number;
-  /** Gateways: where runners send binding calls (its own port, like in production). */
-  internalUrl?: string;
-  pid: number | undefined;
-  alive: boolean;
-  modes?: SandboxMode[];
-}
-
 export interface Cluster {
   gatewayUrls: string[];
   /** The first gateway's URL. */
@@ -133,44 +123,6 @@ export interface Cluster {
   /** Last output lines of a child (for test failure messages). */
   output(kind: 'gateway' | 'runner', i: number): string;
   stop(): Promise<void>;
-}
-
-interface Child {
-  info: ProcessInfo;
-  proc?: ChildProcess;
-  env: Record<string, string>;
-  script: string;
-  lines: string[];
-}
-
-/**
- * Writes each secret of `env` into a 0600 file of `dir` (0700) and returns the environment with
- * `X_FILE` in place of `X`: what a process shows in /proc/<pid>/environ holds no secret.
- */
-function secretsToFiles(env: Record<string, string>, dir: string): Record<string, string> {
-  const out: Record<string, string> = { ...env };
-  for (const name of SECRET_VARIABLES) {
-    const value = out[name];
-    if (value === undefined) continue;
-    const file = join(dir, name.toLowerCase());
-    writeFileSync(file, value, { mode: 0o600 });
-    delete out[name];
-    out[`${name}_FILE`] = file;
-  }
-  return out;
-}
-
-/**
- * This process's environment without any secret (nor its `_FILE`) and without any ISLET_REDIS_*
- * variable (the stack's Redis configuration is the only one its children see: an inherited
- * ISLET_REDIS_MODE=cluster must not meet the stack's own standalone Redis): the children's base.
- */
-function inheritedEnv(): Record<string, string> {
-  const out: Record<string, string> = {};
-  const secret = new Set<string>(SECRET_VARIABLES.flatMap((n) => [n, `${n}_FILE`]));
-  for (const [k, v] of Object.entries(process.env))
-    if (v !== undefined && !secret.has(k) && !k.startsWith('ISLET_REDIS_')) out[k] = v;
-  return out;
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
@@ -300,86 +252,10 @@ async function startClusterProcesses(
   }
 
   const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
-  const launch = (child: Child) =>
-    new Promise<void>((resolve, reject) => {
-      // Its own process group (sandbox hosts included), killed with this process whatever happens.
-      const proc = spawnOwned(process.execPath, [child.script], {
-        env: child.env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.proc = proc;
-      child.info.pid = proc.pid;
-      let ready = false;
-      const timer = setTimeout(() => {
-        if (!ready)
-          reject(
-            new Error(
-              `${child.info.kind} ${child.info.index} not ready in ${readyTimeoutMs} ms:\n${child.lines.join('\n')}`,
-            ),
-          );
-      }, readyTimeoutMs);
-      const onLine = (line: string) => {
-        child.lines.push(line);
-        if (child.lines.length > 200) child.lines.shift();
-        if (options.verbose) process.stderr.write(`[${child.info.kind}-${child.info.index}] ${line}\n`);
-        if (!ready && line.includes(`"islet":"${child.info.kind}-ready"`)) {
-          ready = true;
-          child.info.alive = true;
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      for (const stream of [proc.stdout, proc.stderr]) {
-        let buf = '';
-        stream?.setEncoding('utf8');
-        stream?.on('data', (chunk: string) => {
-          buf += chunk;
-          let nl = buf.indexOf('\n');
-          while (nl >= 0) {
-            onLine(buf.slice(0, nl));
-            buf = buf.slice(nl + 1);
-            nl = buf.indexOf('\n');
-          }
-        });
-      }
-      proc.once('exit', (code, signal) => {
-        child.info.alive = false;
-        if (!ready) {
-          clearTimeout(timer);
-          reject(
-            new Error(
-              `${child.info.kind} ${child.info.index} exited (${code ?? signal}) before ready:\n${child.lines.join('\n')}`,
-            ),
-          );
-        }
-      });
-    });
+  const launch = (child: Child) => launchChild(child, { readyTimeoutMs, verbose: options.verbose });
 
-  // A port from freePort() is free when picked, not when the child binds it: any process (an
-  // outgoing connection's ephemeral port included) may take it in between. A child that exits
-  // with EADDRINUSE is moved to new free ports and started again; a port the caller fixed is not.
-  const launchOnFreePorts = async (child: Child) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await launch(child);
-      } catch (err) {
-        const inUse = err instanceof Error ? /EADDRINUSE[^\n]*:(\d+)/.exec(err.message)?.[1] : undefined;
-        const fixed = child.info.kind === 'gateway' && child.info.index === 0 && Boolean(options.gatewayPort);
-        if (!inUse || (fixed && inUse === String(child.info.port)) || attempt >= 3) throw err;
-        child.lines.length = 0;
-        const port = fixed ? child.info.port : await pickPort();
-        child.info.port = port;
-        child.info.url = `http://127.0.0.1:${port}`;
-        if (child.info.kind === 'runner') child.env.ISLET_RUNNER_METRICS_PORT = String(port);
-        else {
-          const internalPort = await pickPort();
-          child.info.internalUrl = `http://127.0.0.1:${internalPort}`;
-          child.env.ISLET_PORT = String(port);
-          child.env.ISLET_INTERNAL_PORT = String(internalPort);
-        }
-      }
-    }
-  };
+  const launchOnFreePorts = (child: Child) =>
+    relaunchOnFreePorts(child, launch, pickPort, Boolean(options.gatewayPort));
 
   // The whole group: a runner's sandbox hosts end with it.
   const kill = (child: Child | undefined, signal: NodeJS.Signals = 'SIGKILL') =>
