@@ -18,6 +18,12 @@ const { createSealer, parseSealKeys, generateSealKey } = await import('./sealer.
 
 const keys = parseSealKeys(generateSealKey('k1'));
 
+/** Past the next turn's check phase, where the used ciphers are made again. */
+const nextTurn = async () => {
+  await turn();
+  await turn();
+};
+
 describe('a sealer with ciphers kept ready', () => {
   afterEach(() => {
     made.count = 0;
@@ -30,12 +36,12 @@ describe('a sealer with ciphers kept ready', () => {
     const result = s.seal('{"_tag":"Completed","value":42}');
     const text = s.seal('42');
     expect(made.count).toBe(2);
-    await turn();
+    await nextTurn();
     expect(made.count).toBe(4);
     // More seals in one turn than kept ready: the rest make their own, as without a stock.
     for (let i = 0; i < 3; i++) s.seal(`more ${i}`);
     expect(made.count).toBe(5);
-    await turn();
+    await nextTurn();
     expect(made.count).toBe(7);
     // The same format, opened by a sealer that keeps nothing ready (another process's).
     const plain = createSealer({ keys, activeKeyId: 'k1' });
@@ -69,7 +75,21 @@ describe('a sealer with ciphers kept ready', () => {
     s.seal('a');
     s.seal('b');
     expect(made.count).toBe(2);
-    await turn();
+    await nextTurn();
     expect(made.count).toBe(2);
+  });
+
+  it("makes the used ciphers after a write its caller put off to the same turn's check phase", async () => {
+    const s = createSealer({ keys, activeKeyId: 'k1', ready: 3 });
+    expect(made.count).toBe(3);
+    // A binding call's complete: its event and outcome sealed, then its script call queued for
+    // the check phase (services/runs turn-batch.ts), in that order.
+    s.seal('{"type":"call"}');
+    s.seal('{"type":"result","valueJson":"1"}');
+    const atTheWrite = await new Promise<number>((resolve) => setImmediate(() => resolve(made.count)));
+    expect(atTheWrite).toBe(3);
+    // Made in the next turn, while the caller waits for the write's answer.
+    await turn();
+    expect(made.count).toBe(5);
   });
 });

@@ -67,9 +67,11 @@ export interface SealerOptions {
   keys: Record<string, Buffer>;
   activeKeyId: string;
   /**
-   * Ciphers kept ready (default 0: each seal makes its own). Those a seal used are made again
-   * once the current turn of the event loop is over (`setImmediate`), so the caller's own write
-   * goes first. Each holds an IV of its own, drawn as a seal draws it and used once.
+   * Ciphers kept ready (default 0: each seal makes its own). Those a seal used are made again in
+   * the next turn of the event loop's check phase, so the caller's own write goes first, also one
+   * the caller itself put off to this turn's check phase (a turn batch's script call, undici's
+   * write on a kept-alive socket). Each holds an IV of its own, drawn as a seal draws it and used
+   * once.
    */
   ready?: number;
 }
@@ -113,12 +115,21 @@ export function createSealer(options: SealerOptions): Sealer {
       restock();
     } catch {}
   };
+  // Two hops: immediates run in the order they were queued, and a seal comes before the write it
+  // is for, so one hop would make the ciphers in front of a write its caller queued after the seal
+  // (a binding call's claim and complete: their script call waits for this turn's check phase).
+  // The second hop is queued while this phase runs, so it waits for the next turn, while the caller
+  // waits for its answer; it is ref'd, else the next turn's poll could block until an event comes
+  // and the making would sit in front of that event's own deferred write.
+  const restockAfterTurn = () => {
+    setImmediate(restockLater);
+  };
   return {
     seal(plaintext) {
       const { iv, cipher } = stock.pop() ?? made();
       if (ready > 0 && !restocking) {
         restocking = true;
-        setImmediate(restockLater).unref();
+        setImmediate(restockAfterTurn).unref();
       }
       const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
       const tag = cipher.getAuthTag();
