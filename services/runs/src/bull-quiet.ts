@@ -55,21 +55,20 @@
  * script. `bullCall` runs for every command of BullMQ's texts, so its common case (a key with no
  * role, not taken as absent) costs two table reads and the call: a key's role (`bullRole`, set by
  * `bullSet`) picks the one branch that can apply, and only a command on a key with a role, or one
- * taken as absent, reads its name (`BULL_NAME`: the name as written, BullMQ's upper case, read by
- * one table lookup; another spelling is upper-cased once and kept). The queue's keys with a role
- * (events, meta, id, marker, stalled, the completed set) are distinct keys, one role each.
+ * taken as absent, upper-cases its name (a handful a script: a table of names, made each script
+ * call, cost more than it saved, test/bench/lua-cost.ts). Tables a script may not need (the meta
+ * reads kept, what an absent key answers) are made when first needed. The queue's keys with a
+ * role (events, meta, id, marker, stalled, the completed set) are distinct keys, one role each.
  */
-export const BULL_QUIET_PRELUDE = `local bullQ = {absent = {}, meta = {}}
+export const BULL_QUIET_PRELUDE = `local bullQ = {absent = {}}
 local bullRaw = redis.call
 local bullRole, bullAbsent = {}, bullQ.absent
-local BULL_EMPTY = {ZRANGEBYSCORE = 1, ZRANGE = 1, ZREVRANGE = 1, ZREVRANGEBYSCORE = 1, ZPOPMIN = 1,
-  HGETALL = 1, LRANGE = 1, SMEMBERS = 1, ZCARD = 0, LLEN = 0, SCARD = 0, EXISTS = 0, DEL = 0,
-  ZREM = 0, SREM = 0, LREM = 0, HDEL = 0, HGET = false, GET = false, RPOPLPUSH = false}
-local BULL_NAME = setmetatable({}, {__index = function(names, cmd)
-  local c = string.upper(cmd)
-  names[cmd] = c
-  return c
-end})
+-- What Redis answers for an absent key, by command: made when a key is first taken as absent.
+local function bullEmpty()
+  return {ZRANGEBYSCORE = 1, ZRANGE = 1, ZREVRANGE = 1, ZREVRANGEBYSCORE = 1, ZPOPMIN = 1,
+    HGETALL = 1, LRANGE = 1, SMEMBERS = 1, ZCARD = 0, LLEN = 0, SCARD = 0, EXISTS = 0, DEL = 0,
+    ZREM = 0, SREM = 0, LREM = 0, HDEL = 0, HGET = false, GET = false, RPOPLPUSH = false}
+end
 -- A role's key: the key it had before has it no more.
 local function bullSet(role, key)
   local old = bullQ[role]
@@ -80,22 +79,27 @@ end
 local function bullCall(cmd, key, ...)
   local role = bullRole[key]
   if role then
-    local c = BULL_NAME[cmd]
+    local c = string.upper(cmd)
     if role == 'events' then
       if c == 'XADD' then return '0-0' end
       if c == 'XTRIM' then return 0 end
     elseif role == 'metaKey' then
       if c == 'HMGET' then
         local fields = table.concat({...}, '\\n')
-        local seen = bullQ.meta[fields]
+        local memo = bullQ.meta
+        if not memo then
+          memo = {}
+          bullQ.meta = memo
+        end
+        local seen = memo[fields]
         if not seen then
           seen = bullRaw(cmd, key, ...)
-          bullQ.meta[fields] = seen
+          memo[fields] = seen
         end
         return seen
       end
       if c == 'HGET' and select('#', ...) == 1 and ... == 'opts.maxLenEvents' then return '10000' end
-      bullQ.meta = {}
+      bullQ.meta = nil
     elseif role == 'marker' then
       if c == 'ZADD' and select('#', ...) == 2 and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
         if bullQ.marked then return 0 end
@@ -113,8 +117,9 @@ local function bullCall(cmd, key, ...)
     end
   end
   if bullAbsent[key] then
-    local c = BULL_NAME[cmd]
-    local empty = BULL_EMPTY[c]
+    local c = string.upper(cmd)
+    bullQ.empty = bullQ.empty or bullEmpty()
+    local empty = bullQ.empty[c]
     if empty ~= nil and (c ~= 'EXISTS' or select('#', ...) == 0) then
       if empty == 1 then return {} end
       return empty
