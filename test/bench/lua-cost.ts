@@ -3,7 +3,10 @@
  * of the queue's fused scripts' BullMQ parts, each run `N` times (default 2000) in phases against a
  * private redis-server (no AOF, nothing else connected), so a phase's figure is that script's
  * alone: no network, no fsync, no other client's commands. Scripts as `@islet/runs` builds them
- * (bull-quiet.ts around BullMQ's own texts), arguments as BullMQ builds them.
+ * (bull-quiet.ts around BullMQ's own texts), arguments as BullMQ builds them. Beside usec_per_call
+ * (wall time inside the command: a server taken off its CPU by a busy machine counts there), the
+ * server's main thread's time on a CPU a call (`/proc/<pid>/schedstat`: the script, and reading
+ * the call and writing its answer, the same for both sides of an A/B), steadier on a loaded machine.
  * - `wrapper, common key` / `raw`: a script of bull-quiet's prelude and role setting running
  *   `CALLS` HGETs of a key with no role (the limiter's, absent) through the local `redis.call` (`bullCall`), against the
  *   same loop through `bullRaw`: their difference over `CALLS` is the wrapper's cost a call. Same
@@ -19,6 +22,7 @@
  * Run it against a base with `test/bench/ab.sh` (it measures whatever `services/` holds).
  */
 
+import { readdirSync, readFileSync } from 'node:fs';
 import { LuaScript } from '@islet/core/lua-script';
 import { QUEUE_PREFIX } from '@islet/protocol';
 import {
@@ -43,6 +47,21 @@ const FETCHED_ARGS = 24;
 const TOKEN = 'bench-token';
 
 const server = await startRedis({ appendOnly: false });
+/** The server's process (this process's child on its port). */
+const redisPid = readdirSync('/proc')
+  .filter((d) => /^\d+$/.test(d))
+  .find((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`:${server.port}`);
+    } catch {
+      return false;
+    }
+  });
+/** The server's main thread's time on a CPU, ns (a script runs there; time it waited for one is not counted). */
+const onCpu = () =>
+  redisPid ? Number(readFileSync(`/proc/${redisPid}/schedstat`, 'utf8').split(' ')[0]) : Number.NaN;
 const redis = new Redis(server.url);
 // `lockDuration` (a worker's option) is what a completion that fetches the next job locks it for.
 const queueOpts = {
@@ -59,14 +78,16 @@ async function evalsha(): Promise<{ calls: number; usec: number }> {
   return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
 }
 
-const rows: [string, number, number][] = [];
+const rows: [string, number, number, number][] = [];
 /** Runs `one(i)` for i in [0, n), and notes the EVALSHAs' usec a call. */
 async function phase(name: string, n: number, one: (i: number) => Promise<unknown>) {
   const before = await evalsha();
+  const cpu0 = onCpu();
   for (let i = 0; i < n; i++) await one(i);
+  const cpu1 = onCpu();
   const after = await evalsha();
   const calls = after.calls - before.calls;
-  rows.push([name, calls, (after.usec - before.usec) / calls]);
+  rows.push([name, calls, (after.usec - before.usec) / calls, (cpu1 - cpu0) / 1000 / n]);
 }
 
 const k = queue.keys;
@@ -140,15 +161,22 @@ try {
   console.log(
     `lua-cost: ${N} calls a phase (wrapper loops: ${Math.ceil(N / 10)} calls of ${CALLS} commands)`,
   );
-  for (const [name, calls, us] of rows)
-    console.log(`  ${name.padEnd(22)} calls ${String(calls).padStart(5)}  usec_per_call ${us.toFixed(2)}`);
+  for (const [name, calls, us, cpu] of rows)
+    console.log(
+      `  ${name.padEnd(22)} calls ${String(calls).padStart(5)}  usec_per_call ${us.toFixed(2).padStart(7)}  server CPU µs a call ${cpu.toFixed(2).padStart(7)}`,
+    );
   const per = (a: string, b: string) => {
     const x = rows.find((r) => r[0] === a)?.[2] ?? 0;
     const y = rows.find((r) => r[0] === b)?.[2] ?? 0;
     return (((x - y) * 1000) / CALLS).toFixed(0);
   };
+  const perCpu = (a: string, b: string) => {
+    const x = rows.find((r) => r[0] === a)?.[3] ?? 0;
+    const y = rows.find((r) => r[0] === b)?.[3] ?? 0;
+    return (((x - y) * 1000) / CALLS).toFixed(0);
+  };
   console.log(
-    `  bullCall's cost a call, ns: common key ${per('wrapper, common key', 'raw, common key')}, role key ${per('wrapper, role key', 'raw, role key')}`,
+    `  bullCall's cost a call, ns: common key ${per('wrapper, common key', 'raw, common key')}, role key ${per('wrapper, role key', 'raw, role key')}; by server CPU: ${perCpu('wrapper, common key', 'raw, common key')}, ${perCpu('wrapper, role key', 'raw, role key')}`,
   );
   console.log(
     `  completed ${await redis.zcard(String(k.completed))}, wait ${await redis.llen(String(k.wait))}, active ${await redis.llen(String(k.active))}`,
