@@ -50,51 +50,81 @@
  * writing their events, trimmed by their own XADDs' MAXLEN.
  */
 
-/** Defines `bullQ` (the script's knowledge), `bullRaw`, `bullCall`, `bullProbe`, `bullRedis`. Once a script. */
-export const BULL_QUIET_PRELUDE = `local bullQ = {absent = {}, meta = {}}
+/**
+ * Defines `bullQ` (the script's knowledge), `bullRaw`, `bullCall`, `bullProbe`, `bullRedis`. Once a
+ * script. `bullCall` runs for every command of BullMQ's texts, so its common case (a key with no
+ * role, not taken as absent) costs two table reads and the call: a key's role (`bullRole`, set by
+ * `bullSet`) picks the one branch that can apply, and only a command on a key with a role, or one
+ * taken as absent, upper-cases its name (a handful a script: a table of names, made each script
+ * call, cost more than it saved, test/bench/lua-cost.ts). Tables a script may not need (the meta
+ * reads kept, what an absent key answers) are made when first needed. The queue's keys with a
+ * role (events, meta, id, marker, stalled, the completed set) are distinct keys, one role each.
+ */
+export const BULL_QUIET_PRELUDE = `local bullQ = {absent = {}}
 local bullRaw = redis.call
-local BULL_EMPTY = {ZRANGEBYSCORE = 1, ZRANGE = 1, ZREVRANGE = 1, ZREVRANGEBYSCORE = 1, ZPOPMIN = 1,
-  HGETALL = 1, LRANGE = 1, SMEMBERS = 1, ZCARD = 0, LLEN = 0, SCARD = 0, EXISTS = 0, DEL = 0,
-  ZREM = 0, SREM = 0, LREM = 0, HDEL = 0, HGET = false, GET = false, RPOPLPUSH = false}
+local bullRole, bullAbsent = {}, bullQ.absent
+-- What Redis answers for an absent key, by command: made when a key is first taken as absent.
+local function bullEmpty()
+  return {ZRANGEBYSCORE = 1, ZRANGE = 1, ZREVRANGE = 1, ZREVRANGEBYSCORE = 1, ZPOPMIN = 1,
+    HGETALL = 1, LRANGE = 1, SMEMBERS = 1, ZCARD = 0, LLEN = 0, SCARD = 0, EXISTS = 0, DEL = 0,
+    ZREM = 0, SREM = 0, LREM = 0, HDEL = 0, HGET = false, GET = false, RPOPLPUSH = false}
+end
+-- A role's key: the key it had before has it no more.
+local function bullSet(role, key)
+  local old = bullQ[role]
+  if old ~= nil and bullRole[old] == role then bullRole[old] = nil end
+  bullQ[role] = key
+  if key ~= nil then bullRole[key] = role end
+end
 local function bullCall(cmd, key, ...)
-  local c = string.upper(cmd)
-  if key == bullQ.events then
-    if c == 'XADD' then return '0-0' end
-    if c == 'XTRIM' then return 0 end
-  elseif key == bullQ.metaKey then
-    if c == 'HGET' and select('#', ...) == 1 and ... == 'opts.maxLenEvents' then return '10000' end
-    if c == 'HMGET' then
-      local fields = table.concat({...}, '\\n')
-      local seen = bullQ.meta[fields]
-      if not seen then
-        seen = bullRaw(cmd, key, ...)
-        bullQ.meta[fields] = seen
+  local role = bullRole[key]
+  if role then
+    local c = string.upper(cmd)
+    if role == 'events' then
+      if c == 'XADD' then return '0-0' end
+      if c == 'XTRIM' then return 0 end
+    elseif role == 'metaKey' then
+      if c == 'HMGET' then
+        local fields = table.concat({...}, '\\n')
+        local memo = bullQ.meta
+        if not memo then
+          memo = {}
+          bullQ.meta = memo
+        end
+        local seen = memo[fields]
+        if not seen then
+          seen = bullRaw(cmd, key, ...)
+          memo[fields] = seen
+        end
+        return seen
       end
-      return seen
+      if c == 'HGET' and select('#', ...) == 1 and ... == 'opts.maxLenEvents' then return '10000' end
+      bullQ.meta = nil
+    elseif role == 'marker' then
+      if c == 'ZADD' and select('#', ...) == 2 and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
+        if bullQ.marked then return 0 end
+        bullQ.marked = true
+      else
+        bullQ.marked = false
+      end
+    elseif role == 'stalled' then
+      if c == 'SREM' then return 0 end
+    elseif role == 'id' then
+      if c == 'INCR' and bullQ.ownId then return 0 end
+    elseif role == 'untrimmed' then
+      if c == 'ZREMRANGEBYRANK' then return 0 end
+      if c == 'ZREVRANGE' or c == 'ZREVRANGEBYSCORE' then return {} end
     end
-    bullQ.meta = {}
-  elseif key == bullQ.marker then
-    if c == 'ZADD' and select('#', ...) == 2 and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
-      if bullQ.marked then return 0 end
-      bullQ.marked = true
-    else
-      bullQ.marked = false
-    end
-  elseif key == bullQ.stalled and c == 'SREM' then
-    return 0
-  elseif key == bullQ.id and c == 'INCR' and bullQ.ownId then
-    return 0
-  elseif key == bullQ.untrimmed then
-    if c == 'ZREMRANGEBYRANK' then return 0 end
-    if c == 'ZREVRANGE' or c == 'ZREVRANGEBYSCORE' then return {} end
   end
-  if bullQ.absent[key] then
-    local empty = BULL_EMPTY[c]
+  if bullAbsent[key] then
+    local c = string.upper(cmd)
+    bullQ.empty = bullQ.empty or bullEmpty()
+    local empty = bullQ.empty[c]
     if empty ~= nil and (c ~= 'EXISTS' or select('#', ...) == 0) then
       if empty == 1 then return {} end
       return empty
     end
-    bullQ.absent[key] = nil
+    bullAbsent[key] = nil
   end
   return bullRaw(cmd, key, ...)
 end
@@ -112,8 +142,8 @@ end
 local function bullStartJob(jobKey, processedOn, extra)
   local fields, values = {'processedOn'}, {processedOn}
   for i = 1, #extra, 2 do
-    table.insert(fields, extra[i])
-    table.insert(values, extra[i + 1])
+    fields[#fields + 1] = extra[i]
+    values[#values + 1] = extra[i + 1]
   end
   local job = bullCall('HGETALL', jobKey)
   local ats = 0
@@ -121,7 +151,8 @@ local function bullStartJob(jobKey, processedOn, extra)
     if job[i] == 'ats' then ats = tonumber(job[i + 1]) end
   end
   local exact = ats ~= nil and ats == math.floor(ats) and ats < 2 ^ 52
-  for n, v in ipairs(values) do
+  for n = 1, #values do
+    local v = values[n]
     -- A whole number (the hand-off's \`now\`) is stored as Redis writes it: its digits.
     if type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 52 then
       values[n] = string.format('%d', v)
@@ -134,33 +165,50 @@ local function bullStartJob(jobKey, processedOn, extra)
     bullCall('HINCRBY', jobKey, 'ats', 1)
     return bullCall('HGETALL', jobKey)
   end
-  table.insert(fields, 'ats')
-  table.insert(values, string.format('%d', ats + 1))
-  local args, at = {}, {}
-  for i = 1, #job, 2 do at[job[i]] = i end
-  for n, f in ipairs(fields) do
-    table.insert(args, f)
-    table.insert(args, values[n])
+  fields[#fields + 1] = 'ats'
+  values[#values + 1] = string.format('%d', ats + 1)
+  local args, at, size = {}, {}, #job
+  for i = 1, size, 2 do at[job[i]] = i end
+  for n = 1, #fields do
+    local f, v = fields[n], values[n]
+    args[2 * n - 1] = f
+    args[2 * n] = v
     local i = at[f]
     if i then
-      job[i + 1] = values[n]
+      job[i + 1] = v
     else
-      table.insert(job, f)
-      table.insert(job, values[n])
-      at[f] = #job - 1
+      job[size + 1] = f
+      job[size + 2] = v
+      at[f] = size + 1
+      size = size + 2
     end
   end
   bullCall('HSET', jobKey, unpack(args))
   return job
 end`;
 
+/** addStandardJob-9's INCR of the job counter, as BullMQ 5 writes it (its `args[2]`: the job's own id, or ''). */
+const ADD_COUNTER = 'local jobCounter = rcall("INCR", KEYS[4])';
+
 /**
  * addStandardJob-9's text run through `bullCall` (in a script that has the prelude): KEYS[8] is
- * its events stream, KEYS[3] meta, KEYS[4] the job counter, KEYS[9] the marker.
+ * its events stream, KEYS[3] meta, KEYS[9] the marker. The job counter's INCR goes only for a job
+ * without an id of its own: decided by BullMQ's own unpacked arguments where the text is BullMQ 5's,
+ * else by unpacking them once more (KEYS[4], the counter, answered 0 for a job with its own id).
  */
 export function quietAdd(addBody: string): string {
-  return `local redis = bullRedis
-bullQ.events, bullQ.metaKey, bullQ.id, bullQ.marker = KEYS[8], KEYS[3], KEYS[4], KEYS[9]
+  const roles = `local redis = bullRedis
+bullSet('events', KEYS[8])
+bullSet('metaKey', KEYS[3])
+bullSet('marker', KEYS[9])`;
+  if (addBody.split(ADD_COUNTER).length === 2)
+    return `${roles}
+${addBody.replace(
+  ADD_COUNTER,
+  'local jobCounter = (type(args[2]) == "string" and args[2] ~= "") and 0 or rcall("INCR", KEYS[4]) -- (bull-quiet.ts)',
+)}`;
+  return `${roles}
+bullSet('id', KEYS[4])
 local bullArgs = cmsgpack.unpack(ARGV[1])
 bullQ.ownId = type(bullArgs[2]) == 'string' and bullArgs[2] ~= ''
 ${addBody}`;
@@ -181,7 +229,9 @@ function quietStart(body: string): string {
 /** moveToActive-11's text run through `bullCall`: KEYS[4] events, KEYS[9] meta, KEYS[11] marker. */
 export function quietFetch(fetchBody: string): string {
   return `local redis = bullRedis
-bullQ.events, bullQ.metaKey, bullQ.marker = KEYS[4], KEYS[9], KEYS[11]
+bullSet('events', KEYS[4])
+bullSet('metaKey', KEYS[9])
+bullSet('marker', KEYS[11])
 ${quietStart(fetchBody)}`;
 }
 
@@ -219,10 +269,12 @@ function quietAttempts(body: string): string {
 export function quietComplete(completeBody: string): string {
   return `${BULL_QUIET_PRELUDE}
 local redis = bullRedis
-bullQ.events, bullQ.metaKey, bullQ.marker = KEYS[4], KEYS[9], KEYS[14]
-if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullQ.untrimmed = KEYS[11] end
+bullSet('events', KEYS[4])
+bullSet('metaKey', KEYS[9])
+bullSet('marker', KEYS[14])
+if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullSet('untrimmed', KEYS[11]) end
 if ARGV[5] == 'completed' then
-  bullQ.stalled = KEYS[5]
+  bullSet('stalled', KEYS[5])
   local deps, failedDeps = KEYS[12] .. ':dependencies', KEYS[12] .. ':unsuccessful'
   if not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
     bullProbe(deps, failedDeps, KEYS[3], KEYS[10])

@@ -147,8 +147,7 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string): Lua
   const fused = fetchLeaseBeginScript(fetchAndLook(moveToActiveBody, false), 'now').source;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
 local idleKey, idleArgsKey = KEYS[#KEYS - 1], KEYS[#KEYS]
-local AK = {}
-for i = 1, #KEYS - 2 do AK[i] = KEYS[i] end
+local AK = {unpack(KEYS, 1, #KEYS - 2)}
 local function add(KEYS, ARGV)
 ${quietAdd(addBody)}
 end

@@ -120,9 +120,11 @@ export function fetchLeaseBeginScript(fetchBody: string, now = 'nil'): LuaScript
  */
 export function endAndCompleteScript(completeBody: string, poolSeen = 'nil'): LuaScript {
   return new LuaScript(`local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
-local BK, BA, EK, EA = {}, {}, {}, {}
-for i = 1, #KEYS do if i <= nk then BK[#BK + 1] = KEYS[i] else EK[#EK + 1] = KEYS[i] end end
-for i = 1, #ARGV - 2 do if i <= na then BA[#BA + 1] = ARGV[i] else EA[#EA + 1] = ARGV[i] end end
+-- Copied by unpack (C, the tables made at their size): an element-by-element loop over the ~120
+-- keys and arguments cost ~6 µs a call (test/bench/README.md, round 22).
+local kn, an = math.max(0, math.min(nk, #KEYS)), math.max(0, math.min(na, #ARGV - 2))
+local BK, EK = {unpack(KEYS, 1, kn)}, {unpack(KEYS, kn + 1, #KEYS)}
+local BA, EA = {unpack(ARGV, 1, an)}, {unpack(ARGV, an + 1, #ARGV - 2)}
 local function runEnd(KEYS, ARGV)
 ${finishRunReleaseSource(poolSeen)}
 end
@@ -148,8 +150,7 @@ export function endCompleteStartScript(completeBody: string): LuaScript {
   return new LuaScript(`local ended, completed
 local poolSeen = {}
 local function fetchJob()
-local EA = {}
-for i = 1, #ARGV - ${FETCHED_ARGS} do EA[i] = ARGV[i] end
+local EA = {unpack(ARGV, 1, #ARGV - ${FETCHED_ARGS})}
 local function endAndComplete(KEYS, ARGV)
 ${endAndCompleteScript(completeBody, 'poolSeen').source}
 end
