@@ -15,6 +15,11 @@ export const sessionIdSchema = z
   .regex(SESSION_ID, `expected ${SESSION_ID_RULE}`)
   .refine((s) => !s.includes('..'), `expected ${SESSION_ID_RULE} (no '..')`);
 
+/** Whether `value` is a session id `sessionIdSchema` takes (the same two rules, without zod's parse). */
+export function isSessionId(value: string): boolean {
+  return SESSION_ID.test(value) && !value.includes('..');
+}
+
 /** A 400 naming the field unless `value` is a well-formed session id. */
 export function checkSessionId(value: string, field = 'sessionId'): void {
   const parsed = sessionIdSchema.safeParse(value);

@@ -9,6 +9,7 @@ import { clientGone, HttpProblem, unknownFieldsProblem, validationProblem } from
 import { boundRecord, logText, recordQuerySchema } from '../record-bounds.ts';
 import {
   parseRunCodeFields,
+  placementOf,
   RUN_FIELD_HINTS,
   RUN_FIELDS,
   runPlacementSchema,
@@ -42,6 +43,13 @@ function body(raw: unknown): Record<string, unknown> {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw))
     throw new HttpProblem('validation', 'the body must be a JSON object');
   return raw as Record<string, unknown>;
+}
+
+/** The placement fields by the schema: its value, or its refusal (placementOf gave none). */
+function parsedPlacement(b: Record<string, unknown>) {
+  const placement = runPlacementSchema.safeParse(b);
+  if (!placement.success) throw validationProblem(placement.error);
+  return placement.data;
 }
 
 /** `Prefer: wait=N` (RFC 7240), capped by ISLET_PREFER_WAIT_MAX_SECONDS. */
@@ -78,8 +86,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
         runtimeCapabilities(deps.config),
       );
       if (!fields.ok) throw new HttpProblem('validation', fields.refusal, { refusal: fields.refusal });
-      const placement = runPlacementSchema.safeParse(b);
-      if (!placement.success) throw validationProblem(placement.error);
+      const placement = placementOf(b) ?? parsedPlacement(b);
       // After the contract's own refusals, so each request that has one gets exactly its text.
       const unknown = unknownFieldsProblem(b, RUN_FIELDS, RUN_FIELD_HINTS);
       if (unknown) throw unknown;
@@ -88,7 +95,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       await rateLimitPassed(request);
       const { run, created } = await runsService.submit(
         caller,
-        { fields: fields.value, ...placement.data, ...(noDeadline ? { noDeadline } : {}) },
+        { fields: fields.value, ...placement, ...(noDeadline ? { noDeadline } : {}) },
         typeof idem === 'string' ? idem : undefined,
         { waits: wait > 0, ...(request.rateCount ? { rate: request.rateCount } : {}) },
       );
