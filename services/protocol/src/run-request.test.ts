@@ -101,3 +101,48 @@ describe('run_code request refusals (run_code contract)', () => {
     expect(parseRunCodeRequest(base, {}, Extended)).toEqual({ ok: false, refusal: 'invalid sessionId' });
   });
 });
+
+// parseRunCodeRequest answers a request whose fields all pass without zod's parse: its value must
+// be the schema's exactly (keys, their order, undefined ones kept), and every refusal the schema's.
+describe('parseRunCodeRequest without the schema parse', () => {
+  const viaSchema = (input: Record<string, unknown>) => {
+    const parsed = RunCodeRequestSchema.safeParse(input);
+    return parsed.success ? parsed.data : parsed.error.issues.map((i) => i.message);
+  };
+  const requests: Record<string, unknown>[] = [
+    { code: 'x', description: 'd' },
+    { description: 'd', code: 'x' },
+    {
+      code: 'x',
+      description: 'd',
+      timeoutMs: undefined,
+      sandbox_permissions: undefined,
+      justification: undefined,
+    },
+    { code: 'x', description: 'd', timeoutMs: 5000 },
+    { code: 'x', description: 'd', timeoutMs: 0 },
+    { code: 'x', description: 'd', timeoutMs: Number.NaN },
+    { code: 'x', description: 'd', timeoutMs: Number.POSITIVE_INFINITY },
+    { code: 'x', description: 'd', timeoutMs: '5' },
+    { code: 'x', description: 'd', sandbox_permissions: 'workspace-write', justification: 'needs it' },
+    { code: 'x', description: 'd', sandbox_permissions: 'nope', justification: 'j' },
+    { code: 'x', description: 'd', justification: ' ' },
+    { code: '  ', description: 'd' },
+    { code: 'x', description: '' },
+    { code: 1, description: 'd' },
+    { description: 'd' },
+    { code: 'x', description: 'd', other: 1 },
+  ];
+  it.each(requests.map((r) => [JSON.stringify(r), r]))('agrees with the schema: %s', (_, input) => {
+    const ours = parseRunCodeRequest(input);
+    const schema = viaSchema(input);
+    if (ours.ok) {
+      expect(Array.isArray(schema)).toBe(false);
+      expect(Object.keys(ours.value)).toEqual(Object.keys(schema));
+      expect(ours.value).toEqual(schema);
+    }
+    const viaExtended = parseRunCodeRequest(input, {}, RunCodeRequestSchema.extend({}));
+    expect(ours).toEqual(viaExtended);
+    if (ours.ok && viaExtended.ok) expect(Object.keys(ours.value)).toEqual(Object.keys(viaExtended.value));
+  });
+});
