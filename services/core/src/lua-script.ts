@@ -74,13 +74,16 @@ function send(
   keys: string[],
   args: (string | number)[],
 ): Promise<unknown> {
-  const plain = !(redis as { isCluster?: boolean }).isCluster && !redis.options?.enableAutoPipelining;
+  // Read once: a runner's client is BullMQ's Proxy of ioredis, where every property read runs
+  // its trap (an `in`, a `Reflect.get`, a bind for own functions).
+  const clientOptions = redis.options;
+  const plain = !(redis as { isCluster?: boolean }).isCluster && !clientOptions?.enableAutoPipelining;
   if (plain && anyBuffer(args)) {
     // Replies as `redis.evalsha` gives them (text; ioredis's `…Buffer` commands alone give bytes).
     const options = {
       replyEncoding: 'utf8' as const,
-      ...(redis.options.keyPrefix ? { keyPrefix: redis.options.keyPrefix } : {}),
-      ...(redis.options.showFriendlyErrorStack ? { errorStack: new Error() } : {}),
+      ...(clientOptions.keyPrefix ? { keyPrefix: clientOptions.keyPrefix } : {}),
+      ...(clientOptions.showFriendlyErrorStack ? { errorStack: new Error() } : {}),
     };
     const command = new OneCopyCommand(name, [head, keys.length, ...keys, ...args], options);
     redis.sendCommand(command);

@@ -77,8 +77,19 @@ export function bindingNameProblem(name: string): string | undefined {
 export function validateBindingNames(names: readonly string[]): string | undefined {
   for (const name of names) {
     if (typeof name !== 'string') return `invalid binding name: ${String(name)} (not a plain identifier)`;
+    if (VALID_NAMES.has(name)) continue;
     const problem = bindingNameProblem(name);
     if (problem) return `invalid binding name: ${name} (${problem})`;
+    if (VALID_NAMES.size >= VALID_NAMES_MAX) VALID_NAMES.clear();
+    VALID_NAMES.add(name);
   }
   return undefined;
 }
+
+/**
+ * Names found valid before: a runner checks the same few names (a tenant's Apps' capabilities)
+ * before every run, each a regex and four set lookups. Only valid names are kept (a bad one is
+ * checked again and refused again); bounded, cleared when full.
+ */
+const VALID_NAMES = new Set<string>();
+const VALID_NAMES_MAX = 10_000;
