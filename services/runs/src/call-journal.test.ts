@@ -209,7 +209,9 @@ describe('call journal on real Redis', () => {
       expect(await r.a.hget(journalKey, '#attempt')).toBeNull();
       const second = await journal.beginAttempt(run, runKey);
       expect(second.attempt).toBe(2);
-      expect(second.entries.map((e) => [e.index, e.attempt, e.state])).toEqual(firstCalled ? [[0, 1, 'pending']] : []);
+      expect(second.entries.map((e) => [e.index, e.attempt, e.state])).toEqual(
+        firstCalled ? [[0, 1, 'pending']] : [],
+      );
       expect(await r.a.hget(journalKey, '#attempt')).toBe('2');
       expect(await r.a.hget(runKey, 'attempts')).toBe('2');
       expect(await r.a.ttl(journalKey)).toBeGreaterThan(0);
