@@ -196,6 +196,32 @@ describe('call journal on real Redis', () => {
     expect(await r.a.hget(`islet:journal:{${run}}`, '#attempt')).toBe('2');
   });
 
+  it('numbers a start past the record when the journal counts fewer (no `#attempt` after a first start): the earlier execution stays fenced', async () => {
+    // The shape the next release's first starts leave (the journal's count unwritten, −2 commands a
+    // run), read by this release's start: with a call journaled by the first attempt and without.
+    const journal = createCallJournal({ redis: r.a, sealer });
+    for (const firstCalled of [true, false]) {
+      const run = newRun();
+      const runKey = `islet:run:{${run}}`;
+      const journalKey = `islet:journal:{${run}}`;
+      await r.a.hset(runKey, { id: run, status: 'Running', attempts: '1' });
+      if (firstCalled) expect((await journal.claim(run, 1, call(0))).kind).toBe('new');
+      expect(await r.a.hget(journalKey, '#attempt')).toBeNull();
+      const second = await journal.beginAttempt(run, runKey);
+      expect(second.attempt).toBe(2);
+      expect(second.entries.map((e) => [e.index, e.attempt, e.state])).toEqual(
+        firstCalled ? [[0, 1, 'pending']] : [],
+      );
+      expect(await r.a.hget(journalKey, '#attempt')).toBe('2');
+      expect(await r.a.hget(runKey, 'attempts')).toBe('2');
+      expect(await r.a.ttl(journalKey)).toBeGreaterThan(0);
+      // The first attempt's execution, still alive, is told a newer one started.
+      expect(await journal.claim(run, 1, call(1))).toEqual({ kind: 'superseded' });
+      expect((await journal.claim(run, 2, call(1))).kind).toBe('new');
+      expect((await journal.beginAttempt(run, runKey)).attempt).toBe(3);
+    }
+  });
+
   it('with the start event, a started attempt marks the record Running, appends its status event with the attempt, and publishes; a refused one writes nothing', async () => {
     const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();

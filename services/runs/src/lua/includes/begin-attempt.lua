@@ -23,10 +23,18 @@ local function beginAttempt(k, a)
   if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
   if cancel == '1' then return {run, 0, {}} end
   local attempt = redis.call('HINCRBY', journal, '#attempt', 1)
+  -- The record counts every start; a journal may count fewer (it expired, or its run's first attempt
+  -- left `#attempt` unwritten, as the next release's first starts will): the attempt goes past the
+  -- record's count and the journal is raised to it, so an earlier execution's claims stay fenced.
+  local before = tonumber(attempts) or 0
+  if attempt <= before then
+    attempt = before + 1
+    redis.call('HSET', journal, '#attempt', attempt)
+  end
   redis.call('EXPIRE', journal, tonumber(ARGV[a]))
   if events then
     -- the record's count in the same HSET as its status (the script is atomic: as exact as HINCRBY)
-    redis.call('HSET', record, 'attempts', (tonumber(attempts) or 0) + 1, 'status', 'Running', 'updatedAt', ARGV[a + 6])
+    redis.call('HSET', record, 'attempts', before + 1, 'status', 'Running', 'updatedAt', ARGV[a + 6])
     redis.call('XADD', events, 'MAXLEN', '~', ARGV[a + 1], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attempt)
     redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5])
   else
