@@ -281,3 +281,18 @@ export function cpuMsOfTree(): number {
   }
   return (ticks * 1000) / TICKS;
 }
+
+/** The pid of this process's child whose command line contains `part` (e.g. a redis-server's port). */
+export function childPidWith(part: string): string | undefined {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .find((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(part);
+      } catch {
+        return false;
+      }
+    });
+}

@@ -22,7 +22,7 @@
  * Run it against a base with `test/bench/ab.sh` (it measures whatever `services/` holds).
  */
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { LuaScript } from '@islet/core/lua-script';
 import { QUEUE_PREFIX } from '@islet/protocol';
 import {
@@ -39,6 +39,7 @@ import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { handingAdds } from '../../services/gateway/src/handoff-add-store.ts';
+import { childPidWith } from './baselines.ts';
 
 const N = Number(process.env.N ?? 2000);
 const CALLS = Number(process.env.CALLS ?? 200);
@@ -48,17 +49,7 @@ const TOKEN = 'bench-token';
 
 const server = await startRedis({ appendOnly: false });
 /** The server's process (this process's child on its port). */
-const redisPid = readdirSync('/proc')
-  .filter((d) => /^\d+$/.test(d))
-  .find((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`:${server.port}`);
-    } catch {
-      return false;
-    }
-  });
+const redisPid = childPidWith(`:${server.port}`);
 /** The server's main thread's time on a CPU, ns (a script runs there; time it waited for one is not counted). */
 const onCpu = () =>
   redisPid ? Number(readFileSync(`/proc/${redisPid}/schedstat`, 'utf8').split(' ')[0]) : Number.NaN;

@@ -13,9 +13,10 @@
  * inclusive shares (`perf report --children`).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
+import { childPidWith } from './baselines.ts';
 import { burst, trivialRun } from './cluster-figures.ts';
 
 const TICKS_PER_SECOND = 100;
@@ -31,17 +32,7 @@ const cluster = await startCluster({
     ...(process.env.BENCH_ENV ? JSON.parse(process.env.BENCH_ENV) : {}),
   },
 });
-const redisPid = readdirSync('/proc')
-  .filter((d) => /^\d+$/.test(d))
-  .find((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server');
-    } catch {
-      return false;
-    }
-  });
+const redisPid = childPidWith('redis-server');
 if (!redisPid) throw new Error('redis-server not found');
 const admin = createRedis(cluster.redisUrl);
 // `REDIS_CONFIG` ('{"latency-tracking":"no"}'): CONFIG SET before the runs, to try a setting.
