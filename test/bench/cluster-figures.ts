@@ -515,3 +515,19 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     app.close();
   }
 }
+
+/**
+ * The one-client benches' cluster: one gateway, one read-only runner (`BENCH_SLOTS`, default 4),
+ * no rate limit; the fair share `BENCH_TENANT_SHARE` or `defaultShare` (one tenant drives it).
+ */
+export function startOneClientCluster(defaultShare: string, env: Record<string, string> = {}) {
+  return startCluster({
+    gateways: 1,
+    runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
+    env: {
+      ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE ?? defaultShare,
+      ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+      ...env,
+    },
+  });
+}

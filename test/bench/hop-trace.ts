@@ -18,9 +18,8 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
-import { startCluster } from '@islet/devstack';
 import { processTree } from './capacity-cpu.ts';
-import { stampedRun } from './cluster-figures.ts';
+import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { pickupGaps, type TracedRun } from './pickup-gaps.ts';
 import { processKind } from './ping-app.ts';
 
@@ -46,14 +45,7 @@ const PERF_EVENTS = [
 
 const kindOf = processKind;
 
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
-  env: {
-    ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE ?? '0.5',
-    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
-  },
-});
+const cluster = await startOneClientCluster('0.5');
 // perf stamps with CLOCK_MONOTONIC (this kernel's perf has no realtime clock), strace with the wall clock.
 const now = () =>
   PERF ? Number(process.hrtime.bigint()) / 1e9 : (performance.timeOrigin + performance.now()) / 1000;

@@ -13,8 +13,7 @@
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startCluster } from '@islet/devstack';
-import { trivialRun } from './cluster-figures.ts';
+import { startOneClientCluster, trivialRun } from './cluster-figures.ts';
 import { summarize } from './profile-summary.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
@@ -22,15 +21,10 @@ const WARM = Number(process.env.WARM ?? 1500);
 const PROF = process.env.PROF === '1';
 const dir = PROF ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-seq-prof-'))) : '';
 
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
-  env: {
-    ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE ?? '0.5',
-    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
-    ...(PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100` } : {}),
-  },
-});
+const cluster = await startOneClientCluster(
+  '0.5',
+  PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100` } : {},
+);
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 
 function cpu(pid: number | undefined) {

@@ -12,26 +12,25 @@
  * `INFO commandstats` before and after the timed runs.
  */
 import { createRedis, keys } from '@islet/core';
-import { startCluster } from '@islet/devstack';
 import { pct } from './baselines.ts';
 import { commandCalls } from './bullmq-floor.ts';
-import { clockStepNote, clockWatch, stageRow, stagesOf, stampedRun } from './cluster-figures.ts';
+import {
+  clockStepNote,
+  clockWatch,
+  stageRow,
+  stagesOf,
+  stampedRun,
+  startOneClientCluster,
+} from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
 const STAGES = process.env.STAGES === '1';
 const now = () => performance.timeOrigin + performance.now();
 
 const clockStep = clockWatch();
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
-  // One tenant drives it: no fair share (unless BENCH_TENANT_SHARE sets one: the cluster bench's
-  // default settings are 0.5) and no rate limit in the way.
-  env: {
-    ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE ?? '1',
-    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
-  },
-});
+// One tenant drives it: no fair share unless BENCH_TENANT_SHARE sets one (the cluster bench's
+// default settings are 0.5).
+const cluster = await startOneClientCluster('1');
 const CALLS = process.env.CALLS === '1';
 const redis = STAGES || CALLS ? createRedis(cluster.redisUrl) : undefined;
 const stageRows: number[][] = [];
