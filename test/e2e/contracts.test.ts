@@ -171,7 +171,7 @@ describe('run_code (document 000)', () => {
     expect(pending).toMatchObject({ approval: 'hold' });
     await a('POST', `/v1/code-runs/${id}/decisions`, { index: 0, allow: true });
     expect((await final(id)).result.value).toBe('sent');
-    expect(await redis.hget(`islet:journal:{${id}}`, '#attempt')).toBe('1'); // held, never replayed
+    expect(await redis.hget(`islet:run:{${id}}`, 'attempts')).toBe('1'); // held, never replayed
   });
 
   it('a workflow principal may ask for no deadline; a chat key may not', async () => {

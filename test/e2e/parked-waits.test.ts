@@ -130,7 +130,7 @@ describe('runs waiting for a person hold no runner slot', () => {
       for (const index of [0, 1])
         expect(app.deliveries.filter((d) => d.idempotencyKey === `${id}:${index}`)).toHaveLength(1);
     // Released runs replayed from the journal (a second attempt); those that kept their isolate did not.
-    const attempts = await Promise.all(ids.map((id) => redis.hget(`islet:journal:{${id}}`, '#attempt')));
+    const attempts = await Promise.all(ids.map((id) => redis.hget(`islet:run:{${id}}`, 'attempts')));
     expect(attempts.filter((n) => n === '1')).toHaveLength(KEPT);
     expect(attempts.filter((n) => Number(n) >= 2)).toHaveLength(WAITING - KEPT);
     expect(await parked()).toEqual({ kept: 0, released: 0 });
@@ -173,7 +173,7 @@ describe('a parked run keeps counting its elapsed budget', () => {
     });
     // Nothing was replayed or sent: one attempt each, no delivery of the held call.
     for (const id of ids) {
-      expect(await redis.hget(`islet:journal:{${id}}`, '#attempt')).toBe('1');
+      expect(await redis.hget(`islet:run:{${id}}`, 'attempts')).toBe('1');
       expect(app.deliveries.filter((d) => d.idempotencyKey === `${id}:0`)).toHaveLength(0);
     }
     expect(await parked()).toEqual({ kept: 0, released: 0 });

@@ -219,8 +219,8 @@ describe('hold in place', () => {
     await b('POST', `/v1/code-runs/${id}/decisions`, { index: 1, allow: true });
     const done = await status(id, 'Completed');
     expect(done.result.value.sent).toEqual({ to: 'team@example.com', note: 7 });
-    // One execution only: the journal's attempt counter never moved past 1.
-    expect(await redis.hget(`islet:journal:{${id}}`, '#attempt')).toBe('1');
+    // One execution only: the record's attempt count never moved past 1.
+    expect(await redis.hget(`islet:run:{${id}}`, 'attempts')).toBe('1');
     expect(deliveriesOf(`${id}:0`)).toHaveLength(1);
   });
 });

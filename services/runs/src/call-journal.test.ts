@@ -179,8 +179,12 @@ describe('call journal on real Redis', () => {
     // The record as read, before it was counted.
     expect(first.run).toMatchObject({ id: run, status: 'Running', attempts: '0' });
     expect(await r.a.hget(runKey, 'attempts')).toBe('1');
-    expect(await r.a.ttl(`islet:journal:{${run}}`)).toBeGreaterThan(0);
+    // A first start writes no journal: the record's count fences it; the first call's claim
+    // creates the journal with its expiry.
+    expect(await r.a.exists(`islet:journal:{${run}}`)).toBe(0);
     expect((await journal.claim(run, 1, call(0))).kind).toBe('new');
+    expect(await r.a.ttl(`islet:journal:{${run}}`)).toBeGreaterThan(0);
+    expect(await r.a.hget(`islet:journal:{${run}}`, '#attempt')).toBeNull();
     const second = await journal.beginAttempt(run, runKey);
     expect(second.attempt).toBe(2);
     expect(second.entries.map((e) => [e.index, e.attempt, e.state])).toEqual([[0, 1, 'pending']]);

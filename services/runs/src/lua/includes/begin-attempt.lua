@@ -1,5 +1,6 @@
 -- beginAttempt(k, a): an execution's start: the record as read; unless it is missing, ended or
--- asked to cancel, the next attempt (journal `#attempt`, its expiry, the record's `attempts`), and
+-- asked to cancel, the next attempt (the record's `attempts`; after the first, journal `#attempt`
+-- and its expiry too), and
 -- with KEYS[k+2] the record marked Running at nowMs and a status event carrying the attempt in a
 -- plain `attempt` field (it is known only here; the sealed data cannot hold it), published.
 -- KEYS[k] journal, KEYS[k+1] run record, KEYS[k+2] (optional) the run's event stream (one slot:
@@ -22,16 +23,22 @@ local function beginAttempt(k, a)
   end
   if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
   if cancel == '1' then return {run, 0, {}} end
-  local attempt = redis.call('HINCRBY', journal, '#attempt', 1)
-  -- The record counts every start; a journal may count fewer (it expired, or its run's first attempt
-  -- left `#attempt` unwritten, as the next release's first starts will): the attempt goes past the
-  -- record's count and the journal is raised to it, so an earlier execution's claims stay fenced.
+  -- A first start leaves the journal unwritten (a call's claim creates it, with its expiry): the
+  -- record's count says no execution came before, and any later start numbers past that count
+  -- (below), so an execution of this first attempt is fenced as if `#attempt` said 1.
   local before = tonumber(attempts) or 0
-  if attempt <= before then
-    attempt = before + 1
-    redis.call('HSET', journal, '#attempt', attempt)
+  local attempt = 1
+  if before > 0 then
+    attempt = redis.call('HINCRBY', journal, '#attempt', 1)
+    -- The record counts every start; a journal may count fewer (it expired, or its first start
+    -- left `#attempt` unwritten): the attempt goes past the record's count and the journal is
+    -- raised to it, so an earlier execution's claims stay fenced.
+    if attempt <= before then
+      attempt = before + 1
+      redis.call('HSET', journal, '#attempt', attempt)
+    end
+    redis.call('EXPIRE', journal, tonumber(ARGV[a]))
   end
-  redis.call('EXPIRE', journal, tonumber(ARGV[a]))
   if events then
     -- the record's count in the same HSET as its status (the script is atomic: as exact as HINCRBY)
     redis.call('HSET', record, 'attempts', before + 1, 'status', 'Running', 'updatedAt', ARGV[a + 6])
