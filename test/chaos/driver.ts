@@ -375,6 +375,42 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         report.violations.push(
           `run ${i} (${id}) never ended: ${r?.status} ${r?.body?.status ?? ''} attempts ${attempts} calls [${calls}]`,
         );
+        if (process.env.CHAOS_DIAG) {
+          const rec = await journalRedis.hgetall(keys.run(id)).catch(() => ({}) as Record<string, string>);
+          const { code: _c, request: _q, description: _d, ...head } = rec;
+          const jr = await journalRedis.hgetall(`islet:journal:{${id}}`).catch(() => ({}));
+          const jttl = await journalRedis.ttl(`islet:journal:{${id}}`).catch(() => -3);
+          const bull = await journalRedis.keys(`*${id}*`).catch(() => [] as string[]);
+          const jobs: Record<string, unknown> = {};
+          for (const k of bull) {
+            const t = await journalRedis.type(k);
+            if (t === 'hash' && k.includes('bull')) {
+              const h = await journalRedis.hgetall(k);
+              delete h.data;
+              jobs[k] = h;
+            } else jobs[k] = t;
+          }
+          const where: string[] = [];
+          for (const st of ['wait', 'active', 'paused', 'delayed', 'prioritized', 'waiting-children']) {
+            for (const q of await journalRedis.keys(`*runs-read-only*:${st}`)) {
+              const t = await journalRedis.type(q);
+              const has =
+                t === 'list'
+                  ? (await journalRedis.lpos(q, id)) !== null
+                  : t === 'zset'
+                    ? (await journalRedis.zscore(q, id)) !== null
+                    : false;
+              if (has) where.push(q);
+            }
+          }
+          for (const st of ['completed', 'failed']) {
+            for (const q of await journalRedis.keys(`*runs-read-only*:${st}`))
+              if ((await journalRedis.zscore(q, id)) !== null) where.push(q);
+          }
+          console.log(
+            `DIAG run ${i} ${id}: record ${JSON.stringify(head)} journal(ttl ${jttl}) ${JSON.stringify(jr)} in ${JSON.stringify(where)} keys ${JSON.stringify(jobs)}`,
+          );
+        }
       }
       for (const { count } of app.deliveries.values()) {
         report.deliveries += count;
