@@ -366,6 +366,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         if (attempts > planned) report.extraExecutions++;
       }
       report.lost = ids.size - final.size;
+      if (process.env.CHAOS_DIAG) {
+        // After the settle no submit hands anything over: a job still on a worker's hand-off key
+        // (score 0) went to a registration whose runner was SIGKILLed before its pop (one begun
+        // attempt that only the stalled check takes back). And every run's starts, summed.
+        let deadHandOffs = 0;
+        for (const k of await journalRedis.keys('*:handoff:*')) {
+          if (k.endsWith(':closed') || (await journalRedis.type(k)) !== 'zset') continue;
+          deadHandOffs += await journalRedis.zcount(k, 0, 0);
+        }
+        const byAttempts = new Map<number, number>();
+        for (const id of ids.values()) {
+          const n = Number(await journalRedis.hget(keys.run(id), 'attempts'));
+          byAttempts.set(n, (byAttempts.get(n) ?? 0) + 1);
+        }
+        const hist = [...byAttempts].sort(([a], [b]) => a - b).map(([n, c]) => `${n}:${c}`);
+        console.log(
+          `DIAG hand-offs left to dead workers ${deadHandOffs}; runs by attempts ${hist.join(' ')}; not ended ${report.lost}`,
+        );
+      }
       for (const [i, id] of ids) {
         if (final.has(id)) continue;
         // Where it got stuck: its status, executions and calls (a lost job, an unanswered decision…).
