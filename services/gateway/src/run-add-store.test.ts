@@ -111,7 +111,8 @@ describe('a run job added without Queue.add', () => {
     const add = runAdds(q);
     const calls = async () => {
       const info = await redis.info('commandstats');
-      const n = (name: string) => Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+      const n = (name: string) =>
+        Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
       return { exists: n('exists'), zpopmax: n('zpopmax') };
     };
     const before = await calls();
