@@ -59,6 +59,12 @@ export const keys = {
   sessionGrants: (tenant: string, session: string) => `${t(tenant)}:session:${session}:grants`,
   /** The principal that opened a session (set by its first run; `sessions.read` shows only your own). */
   sessionOwner: (tenant: string, session: string) => `${t(tenant)}:session:${session}:owner`,
+  /**
+   * Set for a while after a run's admission refreshed the session's owner (session-store.ts
+   * `ownerFreshLua`): later creates meanwhile leave the owner as it is. The admission derives the
+   * name from `sessionOwner`'s (`<owner>:fresh`).
+   */
+  sessionOwnerFresh: (tenant: string, session: string) => `${t(tenant)}:session:${session}:owner:fresh`,
   idempotency: (tenant: string, key: string) => `${t(tenant)}:idem:${key}`,
   /**
    * ZSET run id → createdAt ms: the tenant's runs not yet ended. Tenant slot, not the run's: the

@@ -13,14 +13,24 @@ import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 import { LuaScript } from './lua-script.ts';
 
-// KEYS[1] the owner key. ARGV: principal, ttl seconds. Returns the owner after the claim.
+/**
+ * Lua for how long a refresh of a session's owner stands, seconds, from its time to live `ttl` (a
+ * Lua expression): a run's admission (@islet/runs includes/admit-tenant.lua) refreshes the owner to
+ * `ttl` plus this and marks it fresh (`<owner>:fresh`) for as long; creates that find the mark
+ * write nothing of the owner. Below 1: every create refreshes it, to `ttl`.
+ */
+export const ownerFreshLua = (ttl: string) => `math.min(3600, math.floor(tonumber(${ttl}) / 64))`;
+
+// KEYS[1] the owner key. ARGV: principal, ttl seconds. Returns the owner after the claim. The
+// owner's own refresh goes as far as an admission's does (past `ttl` by its fresh seconds): while
+// an admission's fresh mark stands, the owner never has less to live than that admission left it.
 const CLAIM = new LuaScript(`
 local owner = redis.call('GET', KEYS[1])
 if not owner then
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
   return ARGV[1]
 end
-if owner == ARGV[1] then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+if owner == ARGV[1] then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[2]) + math.max(0, ${ownerFreshLua('ARGV[2]')})) end
 return owner
 `);
 

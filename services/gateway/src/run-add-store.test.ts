@@ -4,7 +4,7 @@
 
 import { createRedis, type Redis } from '@islet/core';
 import { QUEUE_PREFIX } from '@islet/protocol';
-import { runJobOptions } from '@islet/runs';
+import { handOffKeys, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -103,6 +103,35 @@ describe('a run job added without Queue.add', () => {
     expect(await runAdds(q)('run', data, runJobOptions('handed', 3))).toBe('handed');
     expect(await redis.script('EXISTS', HAND_OFF_ADD_SHA)).toEqual([1]);
     expect(await q.getJob('handed')).toBeTruthy();
+  });
+
+  it("asks whether a worker idles in the add's own EXISTS: no ZPOPMAX of an absent idle set", async () => {
+    const q = queue('add-idle');
+    handingAdds(q);
+    const add = runAdds(q);
+    const calls = async () => {
+      const info = await redis.info('commandstats');
+      const n = (name: string) =>
+        Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+      return { exists: n('exists'), zpopmax: n('zpopmax') };
+    };
+    const before = await calls();
+    expect(await add('run', data, runJobOptions('idle-1', 3))).toBe('idle-1');
+    const after = await calls();
+    // Before: the add's EXISTS, then the ZPOPMAX of the idle set, which no worker had registered in.
+    expect(after.zpopmax - before.zpopmax).toBe(0);
+    expect(after.exists - before.exists).toBe(1);
+    // The job counted twice in that EXISTS: a duplicate is still answered as one.
+    expect(await add('run', data, runJobOptions('idle-1', 3))).toBe('idle-1');
+    expect((await q.getJobCounts('waiting')).waiting).toBe(1);
+    // A registration there (expired: nothing is handed) is popped, as ever.
+    const { idle } = handOffKeys(q.keys[''] ?? '', '');
+    await redis.zadd(idle, 1, 'gone');
+    const was = await calls();
+    expect(await add('run', data, runJobOptions('idle-2', 3))).toBe('idle-2');
+    expect((await calls()).zpopmax - was.zpopmax).toBe(1);
+    expect(await redis.exists(idle)).toBe(0);
+    expect((await q.getJobCounts('waiting')).waiting).toBe(2);
   });
 
   it('leaves to Queue.add a queue someone listens to for waiting jobs, and the ids BullMQ refuses', async () => {

@@ -159,11 +159,12 @@ export function createRunsService(deps: GatewayDeps) {
         // counted when it ends, run-store.ts).
         storedBytes,
         storage: admissionStorage,
+        ...(runsNow && deps.poolDemand.on ? { countQueued: true } : {}),
       },
       runsNow
-        ? () => {
+        ? (counted) => {
             enqueued = true;
-            return enqueue(run);
+            return enqueue(run, counted);
           }
         : undefined,
     );
@@ -235,9 +236,10 @@ export function createRunsService(deps: GatewayDeps) {
     return run;
   }
 
-  async function enqueue(run: StoredRun) {
+  /** `counted`: the admission's script counted the job in its pool's queued counts already. */
+  async function enqueue(run: StoredRun, counted = false) {
     // The count first, on the same connection: a runner never takes the job before it.
-    const noted = deps.poolDemand.queued(run.mode, run.tenant);
+    const noted = counted ? undefined : deps.poolDemand.queued(run.mode, run.tenant);
     await deps.runQueue.enqueueRun({
       runId: run.id,
       tenant: run.tenant,

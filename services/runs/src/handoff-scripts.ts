@@ -127,6 +127,15 @@ export const TAKE_LEFT = new LuaScript(`local left = redis.call('ZRANGEBYSCORE',
 redis.call('DEL', KEYS[1])
 return left[1]`);
 
+/** addStandardJob-9's check for a job of the same id (a job added with its own id: every run's), BullMQ 5. */
+const JOB_EXISTS = 'if rcall("EXISTS", jobIdKey) == 1 then';
+/**
+ * The same check in one EXISTS with the idle set: the job's key counted twice, so an odd answer says
+ * the idle set exists and one of 2 or more the job does. An add that found the set absent pops
+ * nothing from it (ZPOPMAX of an absent key: an empty answer, the script then returns the add's).
+ */
+const JOB_AND_IDLE = 'if jobOrIdle(jobIdKey) == 1 then -- (handoff-scripts.ts)';
+
 /**
  * BullMQ's add (`addBody`, addStandardJob-9 as BullMQ sends it) and, when a worker of the queue is
  * registered idle, that worker's fused fetch (`fetchAndLook` of `moveToActiveBody`, moveToActive-11;
@@ -145,13 +154,22 @@ return left[1]`);
 export function handOffAddScript(addBody: string, moveToActiveBody: string): LuaScript {
   // The fused fetch's lease takes the time read below (`now`) rather than reading it again.
   const fused = fetchLeaseBeginScript(fetchAndLook(moveToActiveBody, false), 'now').source;
+  // The add's check for a job of the same id asks about the idle set too (JOB_EXISTS).
+  const body = addBody.split(JOB_EXISTS).length === 2 ? addBody.replace(JOB_EXISTS, JOB_AND_IDLE) : addBody;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
 local idleKey, idleArgsKey = KEYS[#KEYS - 1], KEYS[#KEYS]
 local AK = {unpack(KEYS, 1, #KEYS - 2)}
+local idleSeen
+local function jobOrIdle(jobKey)
+  local n = redis.call('EXISTS', jobKey, jobKey, idleKey)
+  idleSeen = n % 2 == 1
+  return n >= 2 and 1 or 0
+end
 local function add(KEYS, ARGV)
-${quietAdd(addBody)}
+${quietAdd(body)}
 end
 local added = add(AK, ARGV)
+if idleSeen == false then return added end
 local top = redis.call('ZPOPMAX', idleKey)
 if not top[1] then return added end
 local t = redis.call('TIME')

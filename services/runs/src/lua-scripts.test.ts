@@ -28,15 +28,16 @@ describe('the run package Lua scripts', () => {
   });
 
   it('inlines each include once and refuses a missing or unused parameter', () => {
-    const source = luaSource('admit-and-create-23', {
+    const source = luaSource('admit-and-create-24', {
       COUNT_IN_WINDOW: '    local counted = 1',
+      OWNER_FRESH: '60',
       ...INDEX_CREATE_PARAMS,
     });
     expect(source).not.toContain('@include');
     expect(source.match(/local function inFlight\(/g)).toHaveLength(1);
     // index-create includes the feed; the feed's function is still defined once.
     expect(source.match(/local function feedAppend\(/g)).toHaveLength(1);
-    expect(() => luaSource('admit-and-create-23')).toThrow('no value for $' + '{COUNT_IN_WINDOW}');
+    expect(() => luaSource('admit-and-create-24')).toThrow('no value for $' + '{COUNT_IN_WINDOW}');
     expect(() => luaSource('create-run-2', { EXTRA: 1 })).toThrow('parameter EXTRA is not used');
   });
 

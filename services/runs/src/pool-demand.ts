@@ -47,6 +47,8 @@ function noteUnqueued(redis: Redis, config: PoolDemandConfig, mode: string, tena
 /** The gateway's side as a store: the enqueue counts on the connection its queues share. */
 export function createPoolDemandStore(redis: Redis, config: PoolDemandConfig) {
   return {
+    /** Whether enqueues are counted (fair share on): a submit's admission then counts its job. */
+    on: fairShareOn(config),
     queued: (mode: string, tenant: string) => noteQueued(redis, config, mode, tenant),
     unqueued: (mode: string, tenant: string) => noteUnqueued(redis, config, mode, tenant),
   };

@@ -1,10 +1,11 @@
 /**
  * The run store's Lua scripts (`lua/*.lua`, each file's header lists its keys and arguments):
  * each touches one hash slot (a run's `{runId}` keys or a tenant's `{t:<tenant>}` keys, see
- * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-23`,
+ * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-24`,
  * `finish-run-13` and `finish-run-release-18` (also the pool's slot) span both and run only on a
  * server that checks no slots.
  */
+import { ownerFreshLua } from '@islet/core';
 import { countInWindowLua, LuaScript } from '@islet/core/lua-script';
 import { loadScript, luaSource } from './lua-scripts.ts';
 import { FINISH_TENANT_PARAMS, INDEX_CREATE_PARAMS } from './run-index-scripts.ts';
@@ -18,6 +19,8 @@ const END_PUSH_MAX_BYTES = 32 * 1024;
 
 /** A submit's rate-limit count, in the same counter the gateway's own counts use. */
 const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
+/** How long the admission's refresh of a session's owner stands (its ttl is ARGV[5]). */
+const OWNER_FRESH = ownerFreshLua('ARGV[5]');
 
 export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES });
 export const FINISH_RUN = loadScript('finish-run-13', { END_PUSH_MAX_BYTES, ...FINISH_TENANT_PARAMS });
@@ -37,10 +40,15 @@ export function finishRunReleaseSource(poolSeen: string): string {
 }
 
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
-export const ADMIT_TENANT = loadScript('admit-tenant-21', { COUNT_IN_WINDOW, ...INDEX_CREATE_PARAMS });
-export const CREATE_RUN = loadScript('create-run-2');
-export const ADMIT_AND_CREATE = loadScript('admit-and-create-23', {
+export const ADMIT_TENANT = loadScript('admit-tenant-21', {
   COUNT_IN_WINDOW,
+  OWNER_FRESH,
+  ...INDEX_CREATE_PARAMS,
+});
+export const CREATE_RUN = loadScript('create-run-2');
+export const ADMIT_AND_CREATE = loadScript('admit-and-create-24', {
+  COUNT_IN_WINDOW,
+  OWNER_FRESH,
   ...INDEX_CREATE_PARAMS,
 });
 export const IDEM_RELEASE = loadScript('idem-release-1');

@@ -61,6 +61,12 @@ export interface CreateAdmission {
   /** Refuse a tenant holding its share of storage (see AdmissionStorage). */
   storage?: AdmissionStorage;
   /**
+   * The run's job goes on its mode's queue with the create and counts in the pool's queued counts
+   * (fair share on, pool-demand.ts): on one server the admission's script counts it, and `create`
+   * tells its `then` so (no HINCRBY of its own before the add).
+   */
+  countQueued?: boolean;
+  /**
    * A check the caller started (a read): awaited once the record is sealed and its
    * arguments built, before anything is sent, so its round trip overlaps that work. A
    * rejection is thrown with nothing written or counted.

@@ -120,11 +120,13 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
      * must send its commands on this store's connection. On one server with both, admission and
      * record are one script and `then` has run even when the admission refused: the caller
      * removes what it sent (the job; a runner that takes it first finds no record and drops it).
+     * `then` is told whether the admission counted the job in its pool's queued counts
+     * (`countQueued`, one server: in the same script, before the job's add).
      */
     async create(
       run: StoredRun,
       admission?: CreateAdmission,
-      then?: () => Promise<unknown>,
+      then?: (counted: boolean) => Promise<unknown>,
     ): Promise<Admission> {
       // The record's and the summary's description: one plaintext, sealed once for both.
       const description = sealer.seal(run.description);
@@ -163,11 +165,13 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // tenant's and the run's slots, which one server allows), and the job is sent right behind
         // it on the same connection, so a submit costs one round trip. A refused admission writes
         // nothing of the run, but its job went out: the caller removes it (see `create`'s doc).
+        // With fair share on, the job's queued count rides in the script too (KEYS[24]), counted
+        // whatever the answer, as the caller's own HINCRBY was: one command less a submit.
+        const counted = admission?.countQueued === true;
+        const createKeys = [...admitKeys, ...runKeys, ...(counted ? [keys.poolQueued(run.mode)] : [])];
         const [admitted, queued] = sendTogether(redis, () => [
-          ADMIT_AND_CREATE.runInOrder(redis, [...admitKeys, ...runKeys], [...admitArgs, ...runArgs]).then(
-            admissionOf,
-          ),
-          then(),
+          ADMIT_AND_CREATE.runInOrder(redis, createKeys, [...admitArgs, ...runArgs]).then(admissionOf),
+          then(counted),
         ]);
         admitted.catch(() => undefined);
         queued.catch(() => undefined);
@@ -186,7 +190,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       }
       if (!then || !oneServer) {
         await CREATE_RUN.run(redis, runKeys, runArgs);
-        await then?.();
+        await then?.(false);
         return 'created';
       }
       // One server (standalone, sentinel): it runs a connection's commands in the order they were
@@ -197,7 +201,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // the recovery loop's in-flight walk removes the in-flight entry; the submit answers the error.
       const stored = CREATE_RUN.runInOrder(redis, runKeys, runArgs);
       stored.catch(() => undefined);
-      await Promise.all([stored, then()]);
+      await Promise.all([stored, then(false)]);
       return 'created';
     },
 
