@@ -183,7 +183,7 @@ describe("a completion that starts its next job's run (one server)", () => {
     }
   });
 
-  it("a completion that starts the next run reads no TIME, its job once and its lock by one GETDEL (INFO commandstats)", async () => {
+  it('a completion that starts the next run reads no TIME, its job once and its lock by one GETDEL (INFO commandstats)', async () => {
     const g = gate();
     const t = await setUp('fused-cmds', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
     try {
@@ -246,7 +246,7 @@ describe("a completion that starts its next job's run (one server)", () => {
     }
   });
 
-  it("a completion whose lock another worker holds (the job stalled and was taken again) leaves that lock, its token, and a live expiry", async () => {
+  it('a completion whose lock another worker holds (the job stalled and was taken again) leaves that lock, its token, and a live expiry', async () => {
     const g = gate();
     const t = await setUp('lock-kept', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
     const lock = `${QUEUE_PREFIX}:${runQueueName(mode)}:k1:lock`;
@@ -260,7 +260,13 @@ describe("a completion that starts its next job's run (one server)", () => {
       const m = await monitor();
       g.open();
       await until('k1 to end', async () => (await redis.hget(keys.run('k1'), 'status')) === 'Completed');
-      await until('the completion to be refused', async () => (await redis.zscore(`${QUEUE_PREFIX}:${runQueueName(mode)}:completed`, 'k1')) === null && (await redis.lpos(`${QUEUE_PREFIX}:${runQueueName(mode)}:active`, 'k1')) !== null && t.outcomes.includes('completed 1'));
+      await until(
+        'the completion to be refused',
+        async () =>
+          (await redis.zscore(`${QUEUE_PREFIX}:${runQueueName(mode)}:completed`, 'k1')) === null &&
+          (await redis.lpos(`${QUEUE_PREFIX}:${runQueueName(mode)}:active`, 'k1')) !== null &&
+          t.outcomes.includes('completed 1'),
+      );
       m.stop();
       expect(await redis.get(lock)).toBe('another-worker:1');
       expect(await redis.pttl(lock)).toBeGreaterThan(0);

@@ -299,7 +299,8 @@ if bullJob[5] or rcall("EXISTS", jobIdKey) == 1 then -- Make sure job exists (bu
 }
 
 /** removeLock's token check and removal, its mismatch, and moveToFinished-14's call of it (BullMQ 5). */
-const LOCK_TAKE = /local lockToken = rcall\("GET", lockKey\)\s*if lockToken == token then\s*rcall\("DEL", lockKey\)/g;
+const LOCK_TAKE =
+  /local lockToken = rcall\("GET", lockKey\)\s*if lockToken == token then\s*rcall\("DEL", lockKey\)/g;
 const LOCK_MISMATCH = /if lockToken then\s*-- Lock exists but token does not match\s*return -6/g;
 const LOCK_CALL = 'local errorCode = removeLock(jobIdKey, KEYS[5], token, ARGV[1])';
 
@@ -308,8 +309,14 @@ function quietLock(body: string): string {
   const once = (re: RegExp) => (body.match(re) ?? []).length === 1;
   if (!once(LOCK_TAKE) || !once(LOCK_MISMATCH) || body.split(LOCK_CALL).length !== 2) return body;
   return body
-    .replace(LOCK_TAKE, 'local lockToken = rcall("GETDEL", lockKey) -- (bull-quiet.ts)\n    if lockToken == token then')
-    .replace(LOCK_MISMATCH, 'if lockToken then\n        bullKeepLock(lockKey, lockToken) -- (bull-quiet.ts)\n        return -6')
+    .replace(
+      LOCK_TAKE,
+      'local lockToken = rcall("GETDEL", lockKey) -- (bull-quiet.ts)\n    if lockToken == token then',
+    )
+    .replace(
+      LOCK_MISMATCH,
+      'if lockToken then\n        bullKeepLock(lockKey, lockToken) -- (bull-quiet.ts)\n        return -6',
+    )
     .replace(LOCK_CALL, `bullQ.lockMs = opts['lockDuration']\n    ${LOCK_CALL}`);
 }
 
