@@ -183,6 +183,106 @@ describe("a completion that starts its next job's run (one server)", () => {
     }
   });
 
+  it('a completion that starts the next run reads no TIME, its job once and its lock by one GETDEL (INFO commandstats)', async () => {
+    const g = gate();
+    const t = await setUp('fused-cmds', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
+    try {
+      await warmUp(t, 'fw');
+      g.close();
+      await backlog(t, ['f1', 'f2', 'f3', 'f4']);
+      await until('f1 to start', async () => (await redis.hget(keys.run('f1'), 'status')) === 'Running');
+      const m = await monitor();
+      const before = await commandStats();
+      try {
+        g.open();
+        await until('the four to complete', async () => (await t.queue.getCompletedCount()) === 5);
+      } finally {
+        m.stop();
+      }
+      const after = await commandStats();
+      const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+      const seenOf = (name: string) => m.seen.filter((c) => c[0] === name).length;
+      // Each fused call with the commands it ran (MONITOR lists a script's own after its call).
+      const sent = new Set(m.sent);
+      const calls: string[][][] = [];
+      for (const c of m.seen) {
+        if (sent.has(c)) calls.push([c]);
+        else calls[calls.length - 1]?.push(c);
+      }
+      const fused = calls.filter((c) => c[0]?.[0] === 'evalsha' && c[0][1] === END_COMPLETE_START_SHA);
+      expect(t.worker().completionStarts).toBe(3);
+      const starting = fused.filter((c) => c.some(([n, k]) => n === 'zadd' && k === keys.poolBusy(mode)));
+      expect(starting.length).toBe(3);
+      for (const call of starting) {
+        const inner = call.slice(1);
+        // The next job's lease takes the time the run's end stamped on its event (ff4c7cc: a TIME).
+        expect(inner.filter(([n]) => n === 'time')).toEqual([]);
+        const endEvent = inner.find(([n, k]) => n === 'xadd' && k?.startsWith('islet:run:'));
+        const endId = (await redis.xrange(endEvent?.[1] ?? '', '-', '+')).at(-1)?.[0] ?? '';
+        const lease = inner.find(([n, k]) => n === 'zadd' && k === keys.poolBusy(mode));
+        expect(Number(lease?.[2]) - Number(endId.split('-')[0])).toBe(t.config.ISLET_TENANT_SHARE_LEASE_MS);
+        // The completed job: read by one HMGET (ff4c7cc: EXISTS, then HMGET), its lock by GETDEL
+        // (ff4c7cc: GET, then DEL); the one EXISTS left is the absent keys' probe.
+        const jobKey = inner.find(([n]) => n === 'lrem')?.[3] ?? '';
+        const onJob = inner.filter(([, k]) => k === `${QUEUE_PREFIX}:${runQueueName(mode)}:${jobKey}`);
+        expect(onJob.map(([n]) => n)).toEqual(['hmget', 'hset']);
+        const onLock = inner.filter(([, k]) => k?.endsWith(`:${jobKey}:lock`));
+        expect(onLock.map(([n]) => n)).toEqual(['getdel']);
+        expect(inner.filter(([n]) => n === 'exists').length).toBe(1);
+      }
+      // Redis's own counts agree with what MONITOR saw: no TIME, GET or job EXISTS hidden anywhere.
+      for (const name of ['time', 'get', 'getdel', 'exists', 'del']) expect(delta(name)).toBe(seenOf(name));
+      expect(delta('getdel')).toBeGreaterThanOrEqual(4);
+      expect(workOrder(m.seen)).toEqual(['f2', 'f3', 'f4']);
+      for (const id of ['f1', 'f2', 'f3', 'f4']) {
+        const job = await t.queue.getJob(id);
+        expect(await job?.getState()).toBe('completed');
+        expect(job?.attemptsMade).toBe(1);
+        expect(await redis.exists(`${QUEUE_PREFIX}:${runQueueName(mode)}:${id}:lock`)).toBe(0);
+      }
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a completion whose lock another worker holds (the job stalled and was taken again) leaves that lock, its token, and a live expiry', async () => {
+    const g = gate();
+    const t = await setUp('lock-kept', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
+    const lock = `${QUEUE_PREFIX}:${runQueueName(mode)}:k1:lock`;
+    try {
+      await warmUp(t, 'kw');
+      g.close();
+      await backlog(t, ['k1']);
+      await until('k1 to start', async () => (await redis.hget(keys.run('k1'), 'status')) === 'Running');
+      // Another worker's lock, as a stalled job's fetch by another runner sets it.
+      await redis.set(lock, 'another-worker:1', 'PX', 600_000);
+      const m = await monitor();
+      g.open();
+      await until('k1 to end', async () => (await redis.hget(keys.run('k1'), 'status')) === 'Completed');
+      await until(
+        'the completion to be refused',
+        async () =>
+          (await redis.zscore(`${QUEUE_PREFIX}:${runQueueName(mode)}:completed`, 'k1')) === null &&
+          (await redis.lpos(`${QUEUE_PREFIX}:${runQueueName(mode)}:active`, 'k1')) !== null &&
+          t.outcomes.includes('completed 1'),
+      );
+      m.stop();
+      expect(await redis.get(lock)).toBe('another-worker:1');
+      expect(await redis.pttl(lock)).toBeGreaterThan(0);
+      // Taken by the completion's GETDEL and put back at once, with its token (bull-quiet.ts).
+      // (the test's own GETs, a MONITOR line late, left out)
+      const onLock = m.seen
+        .filter((c) => c[1] === lock && c[0] !== 'get')
+        .map((c) => c.slice(0, 3).join(' '));
+      expect(onLock).toEqual(['getdel ' + lock, `set ${lock} another-worker:1`]);
+      expect(await (await t.queue.getJob('k1'))?.getState()).toBe('active');
+    } finally {
+      await redis.del(lock);
+      await t.close();
+    }
+  });
+
   it('a lease refused in the completion defers the job, no attempt spent; it runs once the slot frees', async () => {
     const g = gate();
     const t = await setUp('refused', true, undefined, { slots: 1, hold: g.held, noteEnds: true });

@@ -107,7 +107,7 @@ describe("BullMQ's part of a run's scripts, counted", () => {
     }
   });
 
-  it("a run's end with its job's completion: BullMQ's part is 8 commands (10 with the next fetch), none of them the events stream's", async () => {
+  it("a run's end with its job's completion: BullMQ's part is 6 commands (8 with the next fetch), none of them the events stream's", async () => {
     // An end whose caller learns its answer later (`onEnded`) is the one handed to the completion.
     const t = await setUp('qc-end', true, undefined, { noteEnds: true });
     try {
@@ -125,14 +125,17 @@ describe("BullMQ's part of a run's scripts, counted", () => {
       const bull = fused[0]!.inner.filter(([, key]) => key.startsWith(`${QUEUE_PREFIX}:{runs-`));
       const names = bull.map(([name]) => name);
       // The absent keys' EXISTS (dependencies, unsuccessful, prioritized, pc, delayed); the job's
-      // EXISTS, lock GET and DEL (no stalled SREM: e9f77c6 sent it), parent HMGET (with atm), active LREM, the
-      // completed ZADD and HSET (with atm one more: e9f77c6 sent BullMQ's HINCRBY); the retention
-      // trim on 1 completion in 8 (3 commands); the next fetch, when asked: meta HMGET and the
-      // RPOPLPUSH that finds none. BullMQ's own: 27.
+      // parent HMGET (with atm and timestamp: its EXISTS, ff4c7cc), the lock's GETDEL (GET and DEL,
+      // ff4c7cc; no stalled SREM: e9f77c6 sent it), active LREM, the completed ZADD and HSET (with
+      // atm one more: e9f77c6 sent BullMQ's HINCRBY); the retention trim on 1 completion in 64 (3
+      // commands); the next fetch, when asked: meta HMGET and the RPOPLPUSH that finds none.
+      // BullMQ's own: 27.
       const trim = ['zrevrangebyscore', 'zrevrange', 'zremrangebyrank'];
       const untrimmed = names.filter((n) => !trim.includes(n));
       const fetchedNext = fused[0]!.args[1] === END_COMPLETE_START_SHA;
-      expect(untrimmed.length).toBe(fetchedNext ? 10 : 8);
+      expect(untrimmed.length).toBe(fetchedNext ? 8 : 6);
+      expect(names.filter((n) => n === 'exists').length).toBe(1);
+      expect(names.filter((n) => ['get', 'del', 'getdel'].includes(n))).toEqual(['getdel']);
       expect(names).not.toContain('hincrby');
       expect(names).not.toContain('srem');
       expect(names.length - untrimmed.length === 0 || names.length - untrimmed.length === 3).toBe(true);

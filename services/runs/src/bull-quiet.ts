@@ -22,8 +22,8 @@
  * - The drained check behind a completion that brought no next job (two LLENs and a ZCARD whose
  *   one use is the `drained` entry of the events stream; taken out of the text when it is there).
  * - The completed (or failed) set's retention trim (`removeOnComplete`/`removeOnFail`: the age's
- *   ZREVRANGEBYSCORE, the count's ZREVRANGE and ZREMRANGEBYRANK) on 7 completions in 8 (the
- *   completion's time, ms, not a multiple of 8): the one that trims removes every job past the
+ *   ZREVRANGEBYSCORE, the count's ZREVRANGE and ZREMRANGEBYRANK) on 63 completions in 64 (the
+ *   completion's time, ms, not a multiple of 64): the one that trims removes every job past the
  *   count and up to 1000 past the age, as BullMQ does on each. The set bounds memory; no reader
  *   needs it cut to the exact count at every moment (bull-board lists it; a late duplicate add of
  *   a run finds its job kept a little longer, as the hour's retention wants), and BullMQ's own
@@ -44,6 +44,16 @@
  *   replaces the set with `active`'s jobs; the completed job has left `active` in the same script,
  *   and is back there only by a fetch that locks it, so the member it leaves (only a job that was
  *   active at the last check is in the set at all) changes nothing and is gone at the next check.
+ * - A completion's `EXISTS` of its job: the job's `HMGET` of parent, dedup id and `atm` (read a few
+ *   lines later) goes there instead, with `timestamp`, which every add writes; a job with one
+ *   exists, and only a job without it (missing, or a hash no add wrote) is asked by EXISTS as before.
+ *   Nothing between the two reads writes the job, unless BullMQ's `fieldsToUpdate` (ARGV[9]) is
+ *   given: then the later HMGET goes as it did.
+ * - A completion's lock `GET` then `DEL` (removeLock, the token's check): one `GETDEL`. A lock
+ *   another worker holds (its token not ours: the job stalled and was fetched again) is put back at
+ *   once with its token and the completing worker's lock duration (the runners share one), as its
+ *   holder's next renewal would set it; only its remaining time is lost (at most a duration more
+ *   before a dead holder's job is found stalled, on a path that follows a stall already).
  * Nothing else differs: the job hash, the wait/active/completed lists and sets, the lock, stalled
  * set and marker are written as BullMQ writes them, so BullMQ's own scripts (an older runner or
  * gateway on the same queue, a skill job's completion) read and write them as before; they go on
@@ -134,6 +144,11 @@ local function bullProbe(...)
   return true
 end
 local bullRedis = setmetatable({call = bullCall}, {__index = redis})
+-- A lock of another worker's taken by removeLock's GETDEL: put back (its time left unknown: the
+-- duration a renewal gives, the completing worker's, BullMQ's default without one).
+local function bullKeepLock(key, token)
+  bullRaw('SET', key, token, 'PX', tonumber(bullQ.lockMs) or 30000)
+end
 local function bullAttempts(jobKey, atm)
   local n = tonumber(atm or '0')
   if n and n == math.floor(n) and n >= 0 and n < 2 ^ 52 then return n + 1 end
@@ -236,7 +251,7 @@ ${quietStart(fetchBody)}`;
 }
 
 /** One completion in this many trims the completed/failed set (by its time, ms). */
-const TRIM_EVERY = 8;
+const TRIM_EVERY = 64;
 
 /** moveToFinished-14's check for the `drained` event, as BullMQ 5 writes it. */
 const DRAINED_CHECK =
@@ -257,6 +272,52 @@ function quietAttempts(body: string): string {
       ATM_WRITE,
       'rcall("HSET", jobIdKey, ARGV[3], ARGV[4], "finishedOn", timestamp, "atm", attemptsMade)',
     );
+}
+
+/** moveToFinished-14's check that the job exists, as BullMQ 5 writes it. */
+const JOB_EXISTS = 'if rcall("EXISTS", jobIdKey) == 1 then -- Make sure job exists';
+/** The job's attributes as `quietAttempts` reads them. */
+const ATM_READ_QUIET = 'local jobAttributes = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid", "atm")';
+
+/**
+ * A completion's job read once: its attributes (`quietAttempts`' HMGET) at the existence check, with
+ * the `timestamp` every add writes; EXISTS only when that is missing. Both lines there, or none changed.
+ */
+function quietExists(body: string): string {
+  if (![JOB_EXISTS, ATM_READ_QUIET].every((line) => body.split(line).length === 2)) return body;
+  return body
+    .replace(
+      JOB_EXISTS,
+      `local bullJob = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid", "atm", "timestamp")
+if bullJob[5] or rcall("EXISTS", jobIdKey) == 1 then -- Make sure job exists (bull-quiet.ts)`,
+    )
+    .replace(
+      ATM_READ_QUIET,
+      `local jobAttributes = bullJob -- (bull-quiet.ts)
+    if (ARGV[9] or '') ~= '' then jobAttributes = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid", "atm") end`,
+    );
+}
+
+/** removeLock's token check and removal, its mismatch, and moveToFinished-14's call of it (BullMQ 5). */
+const LOCK_TAKE =
+  /local lockToken = rcall\("GET", lockKey\)\s*if lockToken == token then\s*rcall\("DEL", lockKey\)/g;
+const LOCK_MISMATCH = /if lockToken then\s*-- Lock exists but token does not match\s*return -6/g;
+const LOCK_CALL = 'local errorCode = removeLock(jobIdKey, KEYS[5], token, ARGV[1])';
+
+/** A completion's lock checked and removed by one GETDEL (all three there once, or none changed). */
+function quietLock(body: string): string {
+  const once = (re: RegExp) => (body.match(re) ?? []).length === 1;
+  if (!once(LOCK_TAKE) || !once(LOCK_MISMATCH) || body.split(LOCK_CALL).length !== 2) return body;
+  return body
+    .replace(
+      LOCK_TAKE,
+      'local lockToken = rcall("GETDEL", lockKey) -- (bull-quiet.ts)\n    if lockToken == token then',
+    )
+    .replace(
+      LOCK_MISMATCH,
+      'if lockToken then\n        bullKeepLock(lockKey, lockToken) -- (bull-quiet.ts)\n        return -6',
+    )
+    .replace(LOCK_CALL, `bullQ.lockMs = opts['lockDuration']\n    ${LOCK_CALL}`);
 }
 
 /**
@@ -280,5 +341,5 @@ if ARGV[5] == 'completed' then
     bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
   end
 end
-${quietAttempts(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')))}`;
+${quietLock(quietExists(quietAttempts(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')))))}`;
 }

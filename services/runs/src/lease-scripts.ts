@@ -145,6 +145,7 @@ return {ended, complete(BK, BA)}`);
  * end's lease release notes a pool waiting list it read empty (`poolSeen`), and the next job's
  * acquire takes it as read: nothing in between (BullMQ's completion and fetch) touches the pool's
  * keys, so the answer is the one a second read would give, one command fewer a run.
+ * The end's event id (Redis's ms) is noted there too (`#now`), and the acquire takes it for `TIME`.
  */
 export function endCompleteStartScript(completeBody: string): LuaScript {
   return new LuaScript(`local ended, completed

@@ -6,12 +6,12 @@
 -- ARGV[1..18] as finish-run-13's, ARGV[19..23] lease-release-5's ARGV[1..5], ARGV[24..] field,
 --   value, ...
 -- POOL_SEEN (a parameter): nil, or (in `endCompleteStartScript`) the table its next job's acquire reads
---   (includes/lease-release.lua's `seen`).
+--   (includes/lease-release.lua's `seen`; the end's time, includes/finish-run.lua's `note`).
 -- Returns {1 | 0 | -1 (as finish-run-13's)[, job id, tenant: the deferred job the freed slot was
 -- leased to, for the caller to promote]}.
 --- @include "finish-run"
 --- @include "lease-release"
-local ended = finishRun(24)
+local ended = finishRun(24, ${POOL_SEEN})
 local given = releaseLease(14, 19, ${POOL_SEEN})
 if given then return {ended, given[1], given[2]} end
 return {ended}

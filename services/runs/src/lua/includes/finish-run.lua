@@ -14,11 +14,14 @@
 -- one's (recorded once all the same). The bytes are counted whoever won. A record created with
 -- `quiet` '1' (includes/create-run.lua: no tenant stream listened then) ends without announcing its
 -- feed entry: any tenant stream since follows the run on its own channel, which the end publishes.
+-- `note` (optional, a table): an end written notes there the time its event's stream id carries
+-- (`note['#now']`, Redis's ms), which a lease later in the same script takes instead of reading
+-- TIME again (lease-scripts.ts `endCompleteStartScript`: the next job's acquire).
 -- Returns 1 (written), 0 (already final: nothing written), -1 (no record).
 --- @include "transition"
 --- @include "finish-tenant"
 --- @include "charge"
-local function finishRun(f)
+local function finishRun(f, note)
   chargeBytes(KEYS[13], ARGV[17], ARGV[18])
   -- An end pushed to its waiter reads the record whole here, once: its status for the guard, and
   -- the record the push carries (includes/transition.lua applies this write to it).
@@ -47,6 +50,8 @@ local function finishRun(f)
     return 0
   end
   local firstOnly = ARGV[7] == '2' and attempts == '1'
-  finishTenant(4, 8, writeTransition(1, 1, f, push, st, before, firstOnly), ARGV[11], quiet)
+  local status, at = writeTransition(1, 1, f, push, st, before, firstOnly)
+  if note then note['#now'] = tonumber(string.match(at, '^%d+')) end
+  finishTenant(4, 8, status, ARGV[11], quiet)
   return 1
 end

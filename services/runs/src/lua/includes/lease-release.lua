@@ -9,6 +9,7 @@
 --   true`), for an acquire later in the same script (includes/lease-acquire.lua), which then need
 --   not read it again: only the composite `endCompleteStartScript` passes one, where nothing between
 --   the two touches the pool's keys (BullMQ's completion and fetch in between know only the queue's).
+--   Its `#now` (the run's end before, includes/finish-run.lua) is Redis's time, read already.
 -- Returns { job id, tenant } for the caller to promote, else false.
 --- @include "pool-quota"
 local function releaseLease(k, a, seen)
@@ -22,7 +23,7 @@ local function releaseLease(k, a, seen)
     return false
   end
   local cap, lease, prefix = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4]
-  local now, total, quota = poolQuota(slots, tonumber(ARGV[a + 1]), cap)
+  local now, total, quota = poolQuota(slots, tonumber(ARGV[a + 1]), cap, seen and seen['#now'])
   redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
   if redis.call('ZCARD', busy) >= total then return false end
   local pick, over

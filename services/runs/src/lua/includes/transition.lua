@@ -10,7 +10,9 @@
 -- cjson encodes them: an empty one is `{}`) when they fit ${END_PUSH_MAX_BYTES} bytes, so the
 -- gateway holding the submit answers it without reading them back. With `before` the record
 -- pushed is `before` with this write applied as HSET applies it (no second read).
--- Returns the status the write leaves (the old one when no status is given).
+-- Returns the status the write leaves (the old one when no status is given), and the id of the
+-- event it appended (`<ms>-<n>`: Redis's clock, as TIME reads it, or later than the stream's last
+-- entry should that clock have stepped back).
 local function writeTransition(k, a, f, push, old, before, firstOnly)
   local fields = {}
   local newStatus = old
@@ -25,7 +27,7 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
     redis.call('EXPIRE', KEYS[k], ARGV[a + 5])
     redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 5])
   end
-  redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 4], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3])
+  local at = redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 4], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3])
   local message = ARGV[a]
   if ended and push then
     local run
@@ -57,5 +59,5 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
     if size <= ${END_PUSH_MAX_BYTES} then message = ARGV[a] .. ' end ' .. cjson.encode({run, journal}) end
   end
   redis.call('PUBLISH', ARGV[a + 1], message)
-  return newStatus
+  return newStatus, at
 end
