@@ -84,10 +84,10 @@ describe("BullMQ's part of a run's scripts, counted", () => {
       const by = await counted(() =>
         q.add('run', { runId: 'a1', tenant: 'acme', enqueuedAtMs: 1 }, runJobOptions('a1', 1)),
       );
-      // The call, the job's EXISTS and HMSET, meta's HMGET, the LPUSH, the marker's ZADD; the
-      // hand-off's pop of the latest idle worker (none). BullMQ's own add also sends INCR, HGET of
-      // opts.maxLenEvents and two XADDs.
-      expect(by).toEqual({ evalsha: 1, exists: 1, hmset: 1, hmget: 1, lpush: 1, zadd: 1, zpopmax: 1 });
+      // The call, the job's EXISTS (which also asks whether any worker is idle) and HMSET, meta's
+      // HMGET, the LPUSH, the marker's ZADD; no idle worker, so no hand-off pop (round 23's
+      // cmd-submit). BullMQ's own add also sends INCR, HGET of opts.maxLenEvents and two XADDs.
+      expect(by).toEqual({ evalsha: 1, exists: 1, hmset: 1, hmget: 1, lpush: 1, zadd: 1 });
       expect(await redis.xlen(queueKey('events', 'qc-add'))).toBe(0);
       // The job as BullMQ's own add stores it.
       const stock = new Queue('qc-add', {
