@@ -196,3 +196,94 @@ describe('what the executor tells the end about its calls', () => {
     }
   });
 });
+
+describe("what serves a run's calls", () => {
+  it('is made at the first call: a run that makes none starts no stall timer, one that does starts one and stops it', async () => {
+    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+    const runs = createRunStore(redis, sealer);
+    const journal = createCallJournal({ redis, sealer });
+    const engine = {
+      execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
+        const calls = [];
+        if (code === 'call') {
+          const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
+          expect(await opts?.onCall?.(call, undefined as never)).toEqual({ type: 'result', valueJson: '1' });
+          calls.push(call);
+        }
+        return {
+          status: 'completed',
+          valueJson: '1',
+          logs: [],
+          outputTruncated: false,
+          calls,
+          durationMs: 1,
+        };
+      },
+    } as unknown as Engine;
+    const gateway = {
+      call: async (
+        runId: string,
+        attempt: number,
+        call: { index: number; binding: string; argsJson: string },
+      ) => {
+        await journal.claim(runId, attempt, call);
+        return { outcome: { type: 'result', valueJson: '1' } };
+      },
+    } as unknown as GatewayClient;
+    const executor = createRunExecutor({
+      runs,
+      settings: { get: async () => ({}) } as never,
+      journal,
+      engineFor: () => engine,
+      gateway,
+      metrics: createMetrics({ component: 'run-executor-side', defaults: false }),
+      logger: createLogger({ name: 'run-executor-side-test', level: 'silent' }),
+    });
+    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+    const signal = new AbortController().signal;
+    // The replaying handler's stall timer (runs' replaying-handler.ts) is the one interval an
+    // execution starts: counted, with the ones stopped, while each execution runs.
+    const run = async (id: string, code: string) => {
+      await runs.create(
+        runFixture(id, {
+          code,
+          request: { connections: [] as string[], bindings: [{ binding: 'notes.read' }] as never[], limits },
+        }),
+      );
+      const started: unknown[] = [];
+      const stopped: unknown[] = [];
+      const setI = globalThis.setInterval;
+      const clearI = globalThis.clearInterval;
+      globalThis.setInterval = ((...args: Parameters<typeof setInterval>) => {
+        const t = setI(...args);
+        started.push(t);
+        return t;
+      }) as typeof setInterval;
+      globalThis.clearInterval = ((t: Parameters<typeof clearInterval>[0]) => {
+        stopped.push(t);
+        clearI(t);
+      }) as typeof clearInterval;
+      try {
+        const result = await executor.execute({
+          runId: id,
+          mode: 'read-only',
+          enqueuedAtMs: Date.now(),
+          cancel: signal,
+          handBack: signal,
+        });
+        return { result, started, stopped };
+      } finally {
+        globalThis.setInterval = setI;
+        globalThis.clearInterval = clearI;
+      }
+    };
+    const none = await run('cs-1', 'none');
+    expect(none.result).toBe('completed');
+    expect(none.started).toHaveLength(0);
+    const one = await run('cs-2', 'call');
+    expect(one.result).toBe('completed');
+    expect(one.started).toHaveLength(1);
+    // Stopped when the execution ended (the executor's `finally`), as before.
+    expect(one.stopped).toEqual(one.started);
+  });
+});

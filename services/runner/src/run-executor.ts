@@ -31,6 +31,12 @@ import {
 
 export { type ExecuteJob, HandBackError } from './run-executor-types.ts';
 
+/** What serves an execution's calls (made at its first call). */
+interface CallSide {
+  parking: CallParking | undefined;
+  replaying: ReturnType<typeof createReplayingHandler>;
+}
+
 /** Live output goes out at once when this much has gathered (a busy printer sends ~64 KiB events). */
 const LIVE_LOG_BATCH_BYTES = 64 * 1024;
 
@@ -139,19 +145,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const timeoutMs = limits.timeoutMs;
     const signal = job.stop ?? AbortSignal.any([job.cancel, job.handBack]);
     // File bindings belong to run_code runs; Code Mode programs have no files.
-    const files =
-      deps.workspaces && run.request.style !== 'code-mode'
-        ? createFilesCalls({
-            journal,
-            events: runs,
-            store: deps.workspaces,
-            metrics,
-            run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },
-            attempt,
-            enforcement: facts?.enforcement ?? 'none',
-          })
-        : undefined;
-    const parking = job.slot ? new CallParking(job.slot, deps.parkAfterMs ?? 100) : undefined;
+    const workspaces = run.request.style !== 'code-mode' ? deps.workspaces : undefined;
     // Requests still open once the run ended for good (a deadline or a cancel while a call was
     // held) are closed, so no gateway keeps waiting on an answer nobody will read. Made at the
     // first gateway call: most runs make none, and aborting a controller builds a DOMException
@@ -160,28 +154,58 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     // Every call this attempt sends goes through `live`: with none sent, the journal holds nothing
     // the end's push must read (run-store's `sentNoCall`).
     let sent = 0;
-    const live = async (call: Parameters<typeof deps.gateway.call>[2]) => {
-      sent++;
-      if (files && isFilesBinding(call.binding)) return files.call(call);
-      if (!callsOver) {
-        const controller = new AbortController();
-        callsOver = { controller, signal: AbortSignal.any([signal, controller.signal]) };
-      }
-      return deps.gateway.call(run.id, attempt, call, callsOver.signal);
-    };
-    const replaying = createReplayingHandler({
-      journal: journaled,
-      live: parking ? parking.wrap(live) : live,
-      stallMs: Math.min(timeoutMs ?? 30_000, 30_000),
-      onEvent: (e) => {
-        if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
-      },
-    });
     // A refused file change marks the run's sandbox facts `denied`, so a run that fails (e.g. the
     // program did not catch the error) keeps `File sandbox: <mode>; enforcement: <e>; operation denied`.
     let denied = false;
-    const onCall: typeof replaying.handler = async (call, context) => {
-      const outcome = await replaying.handler(call, context);
+    // What serves the program's calls (the files binding, parking, the replaying handler and its
+    // stall timer) is made at its first call, on that call's turn: a run that makes none (most)
+    // never builds it, and one that does has sent its program to the host first. The same as made
+    // up front: before a call the replaying handler holds nothing (its timer acts only on held
+    // outcomes, and each call restarts its stall clock), parking has nothing to park, files nothing
+    // to do.
+    let callSide: CallSide | undefined;
+    // The execution is over (its engine call returned): a side made after it is closed at once.
+    let over = false;
+    const callSideOf = (): CallSide => {
+      if (callSide) return callSide;
+      const files = workspaces
+        ? createFilesCalls({
+            journal,
+            events: runs,
+            store: workspaces,
+            metrics,
+            run: { id: run.id, tenant: run.tenant, session: run.session, mode: job.mode },
+            attempt,
+            enforcement: facts?.enforcement ?? 'none',
+          })
+        : undefined;
+      const parking = job.slot ? new CallParking(job.slot, deps.parkAfterMs ?? 100) : undefined;
+      const live = async (call: Parameters<typeof deps.gateway.call>[2]) => {
+        sent++;
+        if (files && isFilesBinding(call.binding)) return files.call(call);
+        if (!callsOver) {
+          const controller = new AbortController();
+          callsOver = { controller, signal: AbortSignal.any([signal, controller.signal]) };
+        }
+        return deps.gateway.call(run.id, attempt, call, callsOver.signal);
+      };
+      const replaying = createReplayingHandler({
+        journal: journaled,
+        live: parking ? parking.wrap(live) : live,
+        stallMs: Math.min(timeoutMs ?? 30_000, 30_000),
+        onEvent: (e) => {
+          if (e === 'replayed') metrics.bindingCalls.inc({ outcome: 'replayed' });
+        },
+      });
+      callSide = { parking, replaying };
+      if (over) {
+        replaying.close();
+        parking?.close();
+      }
+      return callSide;
+    };
+    const onCall: ReturnType<typeof createReplayingHandler>['handler'] = async (call, context) => {
+      const outcome = await callSideOf().replaying.handler(call, context);
       if (isFilesBinding(call.binding) && isFileSandboxDenial(outcome)) denied = true;
       return outcome;
     };
@@ -210,7 +234,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         : undefined;
     try {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
-        bindings: files ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
+        bindings: workspaces ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
         onCall,
         ...(liveLog ? { onLog: (lines) => liveLog.push(lines) } : {}),
         limits: {
@@ -228,11 +252,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         ...(facts ? { sandbox: facts } : {}),
       });
     } finally {
-      replaying.close();
-      parking?.close();
+      over = true;
+      callSide?.replaying.close();
+      callSide?.parking?.close();
       // What was printed goes out before the end is written: `log` events precede `end`.
       await liveLog?.close();
     }
+    const parking = callSide?.parking;
     if (parking?.released && job.slot) {
       const deadlineAt =
         timeBudget === 'elapsed' && typeof timeoutMs === 'number' ? firstEngineCalled + timeoutMs : undefined;
