@@ -123,8 +123,10 @@ export interface CallJournal {
   /** One call's entry, or undefined. */
   get(runId: string, index: number): Promise<JournalEntry | undefined>;
   /**
-   * Allocates the next attempt number of a run (1, 2, …): the runner takes one at the start of
-   * every execution (first run, replay after a decision, recovery) and sends it with each call.
+   * Allocates the next attempt number of a run (1, 2, …) from the journal alone, for callers with no
+   * run record (tests and tools driving calls by hand). An execution's start uses `beginAttempt`,
+   * which also reads the record's `attempts`: since a first start writes no journal, this counter
+   * does not see a run begun that way.
    */
   nextAttempt(runId: string): Promise<number>;
   /**
