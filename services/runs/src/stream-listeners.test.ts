@@ -193,9 +193,7 @@ describe("an attempt's start publishes its progress only while a stream may foll
         // A create without an admission (skills', internal) did not look: its starts publish.
         await runs.create(run('i1'));
         expect((await counted(redis, () => start('i1'))).publish).toBe(1);
-        await expect
-          .poll(() => heard)
-          .toEqual(['u1 running', 'u2 running', 's1 running', 'i1 running']);
+        await expect.poll(() => heard).toEqual(['u1 running', 'u2 running', 's1 running', 'i1 running']);
       } finally {
         sub.disconnect();
       }
