@@ -16,10 +16,18 @@
  * that dies leaves none behind; a marker that lapses while a stream still listens (the gateway
  * stalled past the expiry) costs that stream's runs their announcement only, which its re-check
  * every 2 s reads all the same.
+ *
+ * A run's starts publish their progress (`islet:run-progress`) only when a stream may follow it
+ * (includes/begin-attempt.lua): its create saw a feed or session marker, or a stream marked its
+ * record `followed` (`followRuns`) before subscribing and reading. The runs a tenant stream finds
+ * in flight are marked by `markFeed`; a run's own stream and a session stream mark theirs.
  */
 
 import { keys } from '@islet/core';
 import type { Redis } from 'ioredis';
+import { loadScript } from './lua-scripts.ts';
+
+const FOLLOW_RUN = loadScript('follow-run-1');
 
 /** How long a marker lives without a refresh. */
 const TTL_MS = 60_000;
@@ -28,6 +36,10 @@ const TTL_MS = 60_000;
 export const STREAM_LISTENER_REFRESH_MS = 20_000;
 
 export function createStreamListenersStore(redis: Redis) {
+  /** Marks runs' records `followed` (a missing record stays missing): their starts publish. */
+  async function followRuns(ids: readonly string[]): Promise<void> {
+    await Promise.all(ids.map((id) => FOLLOW_RUN.run(redis, [keys.run(id)], [])));
+  }
   return {
     /**
      * Marks the tenant's feed as listened to; answers the tenant's runs in flight (not yet ended)
@@ -41,8 +53,11 @@ export function createStreamListenersStore(redis: Redis) {
         .exec();
       const ids = replies?.[1]?.[1];
       if (replies?.some(([err]) => err) || !Array.isArray(ids)) throw new Error('feed listener mark failed');
-      return ids.map(String);
+      const runs = ids.map(String);
+      await followRuns(runs);
+      return runs;
     },
+    followRuns,
     /** Refreshes the tenant feed's marker (a stream that marked it still listens). */
     async refreshFeed(tenant: string): Promise<void> {
       await redis.set(keys.tenantFeedListeners(tenant), '1', 'PX', TTL_MS);

@@ -9,6 +9,7 @@ import { runFixture, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { withRedis } from '../test/test-redis.ts';
+import { createCallJournal } from './call-journal.ts';
 import { createRunStore } from './run-store.ts';
 import { createStreamListenersStore } from './stream-listeners-store.ts';
 
@@ -145,6 +146,58 @@ describe('announcements only while a stream listens', () => {
       await server.stop();
     }
   });
+});
+
+describe("an attempt's start publishes its progress only while a stream may follow the run", () => {
+  it('no marker at the create and none followed: no PUBLISH; a followed run, a watched create and a create without an admission publish', () =>
+    withRedis(async (redis) => {
+      const runs = createRunStore(redis, sealer);
+      const journal = createCallJournal({ redis, sealer });
+      const listeners = createStreamListenersStore(redis);
+      const run = (id: string) => runFixture(id, { tenant: 'tp', session: 'sp', createdAt: Date.now() });
+      const start = (id: string) => journal.beginAttempt(id, keys.run(id), runs.attemptStartEvent(id));
+      await runs.create(run('w0'), admission(true), enqueue);
+      await start('w0');
+      const sub = new Redis(redis.options.port ?? 6379, redis.options.host ?? '127.0.0.1');
+      try {
+        const heard: string[] = [];
+        sub.on('message', (_channel: string, message: string) => heard.push(message));
+        await sub.subscribe('islet:run-progress');
+        // Nobody listened at the create, nobody follows: the start writes its event, publishes nothing.
+        await runs.create(run('u1'), admission(true), enqueue);
+        expect(await redis.hget(keys.run('u1'), 'unwatched')).toBe('1');
+        const unwatched = await counted(redis, () => start('u1'));
+        expect(unwatched.publish).toBeUndefined();
+        expect((await start('u1')).attempt).toBe(2);
+        const events = await runs.readEvents('u1');
+        expect(events.map((e) => [e.type, e.data.attempt])).toEqual([
+          ['status', undefined],
+          ['status', 1],
+          ['status', 2],
+        ]);
+        // A run's own stream marks it before it subscribes: its next start publishes.
+        await listeners.followRuns(['u1', 'gone']);
+        expect(await redis.exists(keys.run('gone'))).toBe(0);
+        const followed = await counted(redis, () => start('u1'));
+        expect(followed.publish).toBe(1);
+        // A tenant stream's mark follows the runs then in flight; a session stream's marker at the
+        // create leaves the run watched (its record without `unwatched`).
+        await runs.create(run('u2'), admission(true), enqueue);
+        expect(await listeners.markFeed('tp')).toEqual(['w0', 'u1', 'u2']);
+        expect((await counted(redis, () => start('u2'))).publish).toBe(1);
+        await redis.del(keys.tenantFeedListeners('tp'));
+        await listeners.markSession('tp', 'sp');
+        await runs.create(run('s1'), admission(true), enqueue);
+        expect(await redis.hget(keys.run('s1'), 'unwatched')).toBeNull();
+        expect((await counted(redis, () => start('s1'))).publish).toBe(1);
+        // A create without an admission (skills', internal) did not look: its starts publish.
+        await runs.create(run('i1'));
+        expect((await counted(redis, () => start('i1'))).publish).toBe(1);
+        await expect.poll(() => heard).toEqual(['u1 running', 'u2 running', 's1 running', 'i1 running']);
+      } finally {
+        sub.disconnect();
+      }
+    }));
 });
 
 describe("the admission's one MGET", () => {

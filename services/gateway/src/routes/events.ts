@@ -34,7 +34,9 @@ export function eventsRoutes(ctx: RouteContext): FastifyPluginAsync {
         let unfollow: (() => void) | undefined;
         try {
           // The run's start, calls and output are published for SSE readers only: listened to
-          // from before the first read, so none is missed.
+          // from before the first read, so none is missed; the run marked followed first, or a run
+          // nobody watched at its create would start unannounced (includes/begin-attempt.lua).
+          await deps.streamListeners.followRuns([id]);
           unfollow = await deps.hub.followProgress();
           stream.write('retry: 1000\n\n');
           while (!stream.signal.aborted) {

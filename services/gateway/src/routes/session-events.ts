@@ -66,7 +66,12 @@ export function sessionEventsRoutes(ctx: RouteContext): FastifyPluginAsync {
           if (isFinalStatus(run.status)) {
             offs.get(run.id)?.();
             offs.delete(run.id);
-          } else if (!offs.has(run.id)) offs.set(run.id, deps.hub.listen(run.id, stream.poke));
+          } else if (!offs.has(run.id)) {
+            offs.set(run.id, deps.hub.listen(run.id, stream.poke));
+            // A run created before the session's mark starts unannounced unless marked followed
+            // (a start before the mark lands is read at the next re-check, 2 s at most).
+            void deps.streamListeners.followRuns([run.id]).catch(() => {});
+          }
         };
         try {
           stream.write('retry: 1000\n\n');

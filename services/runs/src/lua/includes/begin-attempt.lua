@@ -2,7 +2,11 @@
 -- asked to cancel, the next attempt (the record's `attempts`; after the first, journal `#attempt`
 -- and its expiry too), and
 -- with KEYS[k+2] the record marked Running at nowMs and a status event carrying the attempt in a
--- plain `attempt` field (it is known only here; the sealed data cannot hold it), published.
+-- plain `attempt` field (it is known only here; the sealed data cannot hold it), published unless
+-- the record says no stream can be listening: `unwatched` (its create saw no tenant or session
+-- stream's marker, includes/create-run.lua) and not `followed` (set by every stream that follows
+-- the run's progress before it subscribes and reads, stream-listeners-store.ts). A stream that
+-- marks the run after this start reads the event from the stream; one that marked it before hears it.
 -- KEYS[k] journal, KEYS[k+1] run record, KEYS[k+2] (optional) the run's event stream (one slot:
 --   `{runId}`).
 -- ARGV[a] ttlSeconds, then with KEYS[k+2]: ARGV[a+1] maxLen, ARGV[a+2] eventType,
@@ -14,12 +18,14 @@ local function beginAttempt(k, a)
   local run = redis.call('HGETALL', record)
   if #run == 0 then return {run, 0, {}} end
   -- status, cancelRequested and attempts from the fields just read (no command of their own)
-  local st, cancel, attempts
+  local st, cancel, attempts, unwatched, followed
   for i = 1, #run, 2 do
     local f = run[i]
     if f == 'status' then st = run[i + 1]
     elseif f == 'cancelRequested' then cancel = run[i + 1]
-    elseif f == 'attempts' then attempts = run[i + 1] end
+    elseif f == 'attempts' then attempts = run[i + 1]
+    elseif f == 'unwatched' then unwatched = run[i + 1]
+    elseif f == 'followed' then followed = run[i + 1] end
   end
   if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
   if cancel == '1' then return {run, 0, {}} end
@@ -43,7 +49,7 @@ local function beginAttempt(k, a)
     -- the record's count in the same HSET as its status (the script is atomic: as exact as HINCRBY)
     redis.call('HSET', record, 'attempts', before + 1, 'status', 'Running', 'updatedAt', ARGV[a + 6])
     redis.call('XADD', events, 'MAXLEN', '~', ARGV[a + 1], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attempt)
-    redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5])
+    if unwatched ~= '1' or followed == '1' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5]) end
   else
     redis.call('HINCRBY', record, 'attempts', 1)
   end

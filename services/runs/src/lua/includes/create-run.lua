@@ -4,13 +4,19 @@
 -- publish as ever): without a session listener the message is not published; without a feed
 -- listener the record keeps `quiet` '1', which lets the run's end leave its feed entry unannounced
 -- (includes/finish-run.lua): a tenant stream that starts later follows the runs then in flight by
--- their own channel (tenant-events.ts).
+-- their own channel (tenant-events.ts). With neither listener the record keeps `unwatched` '1' too:
+-- its attempts' starts publish no progress unless a stream marks it `followed` first
+-- (includes/begin-attempt.lua, stream-listeners-store.ts `followRuns`).
 local function createRun(k, a, heard)
   local fields = {}
   for i = a + 4, #ARGV do fields[#fields + 1] = ARGV[i] end
   if heard and not heard[1] then
     fields[#fields + 1] = 'quiet'
     fields[#fields + 1] = '1'
+    if not heard[2] then
+      fields[#fields + 1] = 'unwatched'
+      fields[#fields + 1] = '1'
+    end
   end
   redis.call('HSET', KEYS[k], unpack(fields))
   redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 2], '*', 'type', 'status', 'data', ARGV[a + 3])
