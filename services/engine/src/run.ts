@@ -4,25 +4,22 @@
  * not stop, collects log lines and settles into a RunOutcome.
  * Its parameters and timings are in run-params.ts, the outcome and failures it reports in
  * run-outcome.ts, the frames it sends and its checks of those it reads in run-frames.ts, the log it
- * keeps in run-log.ts; handing a call to `onCall` is binding-outcome.ts's `callHandler`.
+ * keeps in run-log.ts, its calls (logged, in flight, waiting) in run-calls.ts, its resident-memory guard
+ * in resident-guard.ts; handing a call to `onCall` is binding-outcome.ts's `callHandler`.
  * What remains is one state machine (running/closing/ending/done) whose transitions read each
  * other's fields; split further, each half would need the other's internals.
  */
 import { callHandler, handlerFailedOutcome, normalizeOutcome } from './binding-outcome.ts';
 import type { HostProcess } from './host-process.ts';
-import { deadlineMessage, heapLimitMessage, hostResidentLimitBytes, outputLimitMessage } from './limits.ts';
+import { deadlineMessage, outputLimitMessage } from './limits.ts';
+import { ResidentGuard } from './resident-guard.ts';
+import { RunCalls } from './run-calls.ts';
 import { callRefusal, checkedDone, outcomeFrame, runFrame } from './run-frames.ts';
 import { RunLog } from './run-log.ts';
 import { abortMessage, hostExitFailure, programFailure, runOutcome } from './run-outcome.ts';
-import {
-  type Phase,
-  RESIDENT_GUARD_MS,
-  type RunParams,
-  type RunResult,
-  TURN_END_GRACE_MS,
-} from './run-params.ts';
+import { type Phase, type RunParams, type RunResult, TURN_END_GRACE_MS } from './run-params.ts';
 import { TimeBudget } from './time-budget.ts';
-import type { BindingCall, CallLogEntry, LogLine, RunFailure, StopCode } from './types.ts';
+import type { BindingCall, LogLine, RunFailure, StopCode } from './types.ts';
 import type { FromHost, HostDone } from './wire.ts';
 
 export class Run {
@@ -30,9 +27,7 @@ export class Run {
   private readonly p: RunParams;
   private phase: Phase = 'running';
   private readonly log: RunLog;
-  private readonly calls: CallLogEntry[] = [];
-  private readonly inFlight = new Set<number>();
-  private readonly queue: BindingCall[] = [];
+  private readonly calls: RunCalls;
   private hostDone: HostDone | undefined;
   /** The isolate's CPU time as the host reported it with `done`. */
   private cpuMs: number | undefined;
@@ -57,19 +52,16 @@ export class Run {
   private turnsOut = 0;
   private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
-  private residentTimer: NodeJS.Timeout | undefined;
+  private readonly resident: ResidentGuard;
   private resolve!: (r: RunResult) => void;
-  /**
-   * Aborted when the run ends: tells binding handlers their outcome is no longer used. Made at the
-   * first call: aborting one costs a DOMException (a stack capture), and most runs call nothing.
-   */
-  private callsEnded: AbortController | undefined;
   private readonly onAbort = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.signal) });
 
   constructor(host: HostProcess, params: RunParams) {
     this.host = host;
     this.p = params;
     this.log = new RunLog(params.outputBytes);
+    this.calls = new RunCalls(params.maxConcurrentCalls);
+    this.resident = new ResidentGuard(params.memoryMb, params.readResident, (f) => this.finishNow(f));
     this.budget = new TimeBudget(
       params.timeoutMs,
       () => this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) }),
@@ -114,23 +106,8 @@ export class Run {
     // After the program's write, in the same turn: nothing can abort the signal in between (no
     // other code runs), and an EventTarget listener is ~15-20 µs of cold code on a run's start.
     this.p.signal?.addEventListener('abort', this.onAbort, { once: true });
-    this.guardResident();
+    this.resident.start();
     return result;
-  }
-
-  /** Ends the run as out of memory when its host's resident size passes its bound. */
-  private guardResident(): void {
-    const limit = hostResidentLimitBytes(this.p.memoryMb);
-    const check = () => {
-      if (this.phase === 'done') return;
-      const resident = this.p.readResident();
-      if (resident !== undefined && resident > limit) {
-        this.finishNow({ kind: 'worker-exit', cause: 'memory', message: heapLimitMessage(this.p.memoryMb) });
-        return;
-      }
-      this.residentTimer = setTimeout(check, RESIDENT_GUARD_MS);
-    };
-    this.residentTimer = setTimeout(check, RESIDENT_GUARD_MS);
   }
 
   // ---- time budget ------------------------------------------------------------------------------
@@ -182,33 +159,21 @@ export class Run {
   }
 
   private onCallMessage(m: Extract<FromHost, { t: 'call' }>): void {
-    const refusal = callRefusal(m, this.calls.length, this.p.config.bindings);
+    const refusal = callRefusal(m, this.calls.log.length, this.p.config.bindings);
     if (refusal !== undefined) {
       this.finishNow({ kind: 'protocol', message: refusal });
       return;
     }
     const call: BindingCall = { index: m.id, binding: m.binding, argsJson: m.argsJson };
-    this.calls.push({
-      index: call.index,
-      binding: call.binding,
-      argsJson: call.argsJson,
-      startedAtMs: Date.now(),
-    });
-    if (this.phase !== 'running') {
-      this.calls[call.index]!.dropped = true;
-      return;
-    }
-    if (this.inFlight.size < this.p.maxConcurrentCalls) this.startCall(call);
-    else this.queue.push(call);
+    const dropped = this.phase !== 'running';
+    this.calls.add(call, dropped);
+    if (!dropped && this.calls.admit(call)) this.startCall(call);
   }
 
   private startCall(call: BindingCall): void {
-    const entry = this.calls[call.index]!;
-    entry.startedAtMs = Date.now();
-    this.inFlight.add(call.index);
-    if (this.p.excludeBindingWaits && this.inFlight.size === 1) this.budget.pause();
-    this.callsEnded ??= new AbortController();
-    callHandler(this.p.onCall, call, this.callsEnded.signal).then(
+    const inFlight = this.calls.start(call);
+    if (this.p.excludeBindingWaits && inFlight === 1) this.budget.pause();
+    callHandler(this.p.onCall, call, this.calls.signal()).then(
       (outcome) => this.guard(() => this.onCallSettled(call, outcome)),
       () => this.guard(() => this.onCallSettled(call, handlerFailedOutcome())),
     );
@@ -217,20 +182,16 @@ export class Run {
   private onCallSettled(call: BindingCall, raw: unknown): void {
     // The outcome handed to the caller is final: a call settling after the run ended is not recorded.
     if (this.phase === 'done') return;
-    const entry = this.calls[call.index]!;
-    this.inFlight.delete(call.index);
     const outcome = normalizeOutcome(raw);
-    entry.outcome = outcome ?? handlerFailedOutcome();
-    entry.settledAtMs = Date.now();
-    if (this.p.excludeBindingWaits && this.inFlight.size === 0 && this.phase !== 'closing')
-      this.resumeClock();
+    const inFlight = this.calls.settle(call, outcome ?? handlerFailedOutcome());
+    if (this.p.excludeBindingWaits && inFlight === 0 && this.phase !== 'closing') this.resumeClock();
     if (outcome === undefined) {
       // The host gave something that is not a lossless JSON outcome: the program cannot receive it.
       this.endNow({ kind: 'exception', message: 'binding resolution must be lossless JSON' });
     } else if (outcome.type === 'stop') {
       if (this.stop === undefined) {
         this.stop = { code: outcome.code, message: outcome.message, atCall: call.index };
-        this.dropQueue();
+        this.calls.dropQueue();
         if (this.phase === 'running') {
           this.phase = 'ending';
           if (this.firstTurn === 'running') this.killHostInTurn();
@@ -254,14 +215,10 @@ export class Run {
         return;
       }
       if (sent && turn.turnMs !== undefined) this.turnsOut++;
-      const next = this.queue.shift();
+      const next = this.calls.next();
       if (next) this.startCall(next);
     }
     this.maybeFinish();
-  }
-
-  private dropQueue(): void {
-    for (const call of this.queue.splice(0)) this.calls[call.index]!.dropped = true;
   }
 
   private onHostDone(reported: HostDone): void {
@@ -277,7 +234,7 @@ export class Run {
     this.hostDone = done;
     clearTimeout(this.watchdogTimer);
     this.hostReusable = this.firstTurn !== 'killed' && this.firstTurn !== 'drained';
-    this.dropQueue();
+    this.calls.dropQueue();
     if (this.phase === 'running') {
       // The program ended by itself: calls already started settle before the run closes.
       this.phase = 'closing';
@@ -315,7 +272,7 @@ export class Run {
     }
     this.ending = failure;
     this.phase = 'ending';
-    this.dropQueue();
+    this.calls.dropQueue();
     if (this.hostDone !== undefined) {
       this.finish();
       return;
@@ -389,12 +346,12 @@ export class Run {
 
   private maybeFinish(): void {
     if (this.phase === 'done') return;
-    if (this.phase === 'closing' && this.inFlight.size === 0) {
+    if (this.phase === 'closing' && this.calls.inFlightCount === 0) {
       this.finish();
       return;
     }
     if (this.phase === 'ending' && (this.hostDone !== undefined || this.firstTurn === 'drained')) {
-      if (this.stop !== undefined && this.inFlight.size > 0) return;
+      if (this.stop !== undefined && this.calls.inFlightCount > 0) return;
       this.finish();
       return;
     }
@@ -428,11 +385,11 @@ export class Run {
     this.phase = 'done';
     this.budget.stop();
     clearTimeout(this.watchdogTimer);
-    clearTimeout(this.residentTimer);
+    this.resident.stop();
     this.p.signal?.removeEventListener('abort', this.onAbort);
     this.host.attach(undefined);
-    this.callsEnded?.abort();
-    this.dropQueue();
+    this.calls.end();
+    this.calls.dropQueue();
     const failure = this.ending ?? this.failure;
     const outcome = runOutcome(
       this.stop,
@@ -440,7 +397,7 @@ export class Run {
       this.valueJson,
       this.log.lines,
       this.log.truncated,
-      this.calls,
+      this.calls.log,
     );
     if (outcome.status === 'failed') this.hostReusable = false;
     if (failure?.kind === 'output-limit') outcome.outputTruncated = true;
