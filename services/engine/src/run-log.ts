@@ -1,6 +1,6 @@
 /**
  * The log lines a Run (run.ts) keeps, within the output cap: the host enforces the cap; this is the
- * engine's own check of what it keeps.
+ * engine's own check of what it keeps; it hands new lines to a live-log listener.
  */
 import type { LogLine } from './types.ts';
 import { cutToBytes } from './utf8.ts';
@@ -32,5 +32,16 @@ export class RunLog {
       this.lines.push({ level, text });
     }
     return false;
+  }
+
+  /** Hands the lines kept from index `from` on to a live-log listener, if any and if there are some. */
+  tell(from: number, onLog: ((lines: LogLine[]) => void) | undefined): void {
+    if (onLog && this.lines.length > from) {
+      try {
+        onLog(this.lines.slice(from));
+      } catch {
+        // A live-log listener's failure must not touch the run.
+      }
+    }
   }
 }

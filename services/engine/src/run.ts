@@ -149,13 +149,7 @@ export class Run {
     // Code Mode keeps the most log text it may and goes on; run_code fails the run.
     if (this.log.keep(lines) && this.p.outputCap === 'shared')
       this.endNow({ kind: 'output-limit', message: outputLimitMessage(this.p.outputBytes) });
-    if (this.p.onLog && this.log.lines.length > from) {
-      try {
-        this.p.onLog(this.log.lines.slice(from));
-      } catch {
-        // A live-log listener's failure must not touch the run.
-      }
-    }
+    this.log.tell(from, this.p.onLog);
   }
 
   private onCallMessage(m: Extract<FromHost, { t: 'call' }>): void {
