@@ -321,13 +321,28 @@ function quietLock(body: string): string {
 }
 
 /**
+ * The keys a completion (moveToFinished-14's `KEYS`, `ARGV`, named by `keys` and `argv`) asks in its
+ * first probe, as a Lua expression: a list, or nil for a completion that probes nothing (a failure).
+ * A caller that asks them before the completion (with a key of its own, in one EXISTS) hands the
+ * answer to `quietComplete`'s `seen`.
+ */
+export function quietCompleteProbe(keys: string, argv: string): string {
+  return `(${argv}[5] == 'completed' and {${keys}[12] .. ':dependencies', ${keys}[12] .. ':unsuccessful', ${keys}[3], ${keys}[10], ${keys}[7]} or nil)`;
+}
+
+/**
  * moveToFinished-14's text run through `bullCall`, with its own prelude: KEYS[4] events, KEYS[5]
  * stalled, KEYS[9] meta, KEYS[14] marker. A completion first asks, in one EXISTS, whether the job's
  * `:dependencies` and `:unsuccessful` (read before a completion), the prioritized set, the priority
  * counter and the delayed set (read by the fetch of the next job) all are absent; a queue holding
  * delayed jobs (fair-share deferrals) asks again without it.
+ * `seen` (a Lua expression, 'nil' for none): a table whose `#absent` says what the caller's own
+ * EXISTS of those keys (`quietCompleteProbe`) answered, earlier in the same script with nothing
+ * of the queue's written between: true, all absent (no probe here); false, one of them or the
+ * caller's own key was there (the second probe only, as a queue holding deferrals asks); nil, not
+ * asked (both probes here, as before).
  */
-export function quietComplete(completeBody: string): string {
+export function quietComplete(completeBody: string, seen = 'nil'): string {
   return `${BULL_QUIET_PRELUDE}
 local redis = bullRedis
 bullSet('events', KEYS[4])
@@ -337,7 +352,11 @@ if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullSet('untrimmed', KEYS[11]) en
 if ARGV[5] == 'completed' then
   bullSet('stalled', KEYS[5])
   local deps, failedDeps = KEYS[12] .. ':dependencies', KEYS[12] .. ':unsuccessful'
-  if not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
+  local bullSeen = ${seen}
+  local asked = bullSeen and bullSeen['#absent']
+  if asked then
+    for _, k in ipairs({deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]}) do bullQ.absent[k] = true end
+  elseif asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
     bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
   end
 end

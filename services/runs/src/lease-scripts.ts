@@ -9,6 +9,7 @@
  */
 import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
+import { quietComplete, quietCompleteProbe } from './bull-quiet.ts';
 import { loadScript, luaSource } from './lua-scripts.ts';
 import { finishRunReleaseSource } from './run-store-scripts.ts';
 import type { CompletionEvent } from './types.ts';
@@ -112,24 +113,31 @@ export function fetchLeaseBeginScript(fetchBody: string, now = 'nil'): LuaScript
 
 /**
  * A run's end with its lease given back (`finish-run-release-18`), then BullMQ's completion
- * `completeBody` (moveToFinished-14 as BullMQ sends it), in one script (one server only). The
- * keys and arguments are the completion's, then the end's, then the completion's key and
- * argument counts; each part reads its own as KEYS and ARGV. The end goes first, so its
- * wake-up is sent with the end durable whatever the completion answers. Returns {the end's
- * answer, the completion's}. `poolSeen`: as `finishRunReleaseSource`'s.
+ * `moveToFinished` (moveToFinished-14 as BullMQ sends it, run through bull-quiet.ts's
+ * `quietComplete`), in one script (one server only). The keys and arguments are the completion's,
+ * then the end's, then the completion's key and argument counts; each part reads its own as KEYS
+ * and ARGV. The end goes first, so its wake-up is sent with the end durable whatever the
+ * completion answers. Returns {the end's answer, the completion's}. `poolSeen`: as
+ * `finishRunReleaseSource`'s ('nil': the script's own table, read by nothing after it).
+ * The release's read of the pool's waiting list and the completion's probe of BullMQ's absent
+ * keys go as one EXISTS (`#probe`, includes/lease-release.lua): the end writes none of the
+ * queue's keys, and a release that finds the list empty writes none either, so the completion's
+ * keys are as the EXISTS found them. One command a run fewer while nothing is deferred.
  */
-export function endAndCompleteScript(completeBody: string, poolSeen = 'nil'): LuaScript {
+export function endAndCompleteScript(moveToFinished: string, poolSeen = 'nil'): LuaScript {
+  const seen = poolSeen === 'nil' ? 'endSeen' : poolSeen;
   return new LuaScript(`local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
 -- Copied by unpack (C, the tables made at their size): an element-by-element loop over the ~120
 -- keys and arguments cost ~6 µs a call (test/bench/README.md, round 22).
 local kn, an = math.max(0, math.min(nk, #KEYS)), math.max(0, math.min(na, #ARGV - 2))
 local BK, EK = {unpack(KEYS, 1, kn)}, {unpack(KEYS, kn + 1, #KEYS)}
 local BA, EA = {unpack(ARGV, 1, an)}, {unpack(ARGV, an + 1, #ARGV - 2)}
+${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${seen}['#probe'] = ${quietCompleteProbe('BK', 'BA')}
 local function runEnd(KEYS, ARGV)
-${finishRunReleaseSource(poolSeen)}
+${finishRunReleaseSource(seen)}
 end
 local function complete(KEYS, ARGV)
-${completeBody}
+${quietComplete(moveToFinished, seen)}
 end
 local ended = runEnd(EK, EA)
 return {ended, complete(BK, BA)}`);
@@ -147,13 +155,13 @@ return {ended, complete(BK, BA)}`);
  * keys, so the answer is the one a second read would give, one command fewer a run.
  * The end's event id (Redis's ms) is noted there too (`#now`), and the acquire takes it for `TIME`.
  */
-export function endCompleteStartScript(completeBody: string): LuaScript {
+export function endCompleteStartScript(moveToFinished: string): LuaScript {
   return new LuaScript(`local ended, completed
 local poolSeen = {}
 local function fetchJob()
 local EA = {unpack(ARGV, 1, #ARGV - ${FETCHED_ARGS})}
 local function endAndComplete(KEYS, ARGV)
-${endAndCompleteScript(completeBody, 'poolSeen').source}
+${endAndCompleteScript(moveToFinished, 'poolSeen').source}
 end
 local both = endAndComplete(KEYS, EA)
 ended, completed = both[1], both[2]
