@@ -164,7 +164,19 @@ describe("a completion that starts its next job's run (one server)", () => {
       const after = await commandStats();
       // w2, w3 and w4 each came with the completion of the run before; four ends gave their leases back.
       expect(t.worker().completionStarts).toBe(3);
-      expect(onWaiting(m.seen, 'zcard')).toBe(4);
+      // Each release asked the waiting list with the completion's absent keys, in one EXISTS (b95bfd1:
+      // a ZCARD of the list, then the completion's own EXISTS of the five).
+      expect(onWaiting(m.seen, 'zcard')).toBe(0);
+      const asked = m.seen.filter((c) => c[0] === 'exists' && c[1] === waiting);
+      expect(asked.length).toBe(4);
+      for (const c of asked) {
+        expect(c.length).toBe(7);
+        expect(c.slice(2, 4).map((k) => k.split(':').at(-1))).toEqual(['dependencies', 'unsuccessful']);
+      }
+      expect(m.seen.filter((c) => c[0] === 'exists').length).toBe(4);
+      expect((after.get('zcard') ?? 0) - (before.get('zcard') ?? 0)).toBe(
+        m.seen.filter((c) => c[0] === 'zcard').length,
+      );
       // The three starts in the completions read no waiting list (2533efc..c8c85cf: one ZRANGE each).
       expect(onWaiting(m.seen, 'zrange')).toBe(0);
       // Redis's own count agrees: each start read only its tenant's leases.
@@ -228,10 +240,12 @@ describe("a completion that starts its next job's run (one server)", () => {
         expect(onJob.map(([n]) => n)).toEqual(['hmget', 'hset']);
         const onLock = inner.filter(([, k]) => k?.endsWith(`:${jobKey}:lock`));
         expect(onLock.map(([n]) => n)).toEqual(['getdel']);
-        expect(inner.filter(([n]) => n === 'exists').length).toBe(1);
+        // ... asked with the pool's waiting list (b95bfd1: its ZCARD, then the probe).
+        expect(inner.filter(([n]) => n === 'exists').map(([, k]) => k)).toEqual([keys.poolWaiting(mode)]);
+        expect(inner.filter(([n]) => n === 'zcard')).toEqual([]);
       }
       // Redis's own counts agree with what MONITOR saw: no TIME, GET or job EXISTS hidden anywhere.
-      for (const name of ['time', 'get', 'getdel', 'exists', 'del']) expect(delta(name)).toBe(seenOf(name));
+      for (const name of ['time', 'get', 'getdel', 'exists', 'del', 'zcard']) expect(delta(name)).toBe(seenOf(name));
       expect(delta('getdel')).toBeGreaterThanOrEqual(4);
       expect(workOrder(m.seen)).toEqual(['f2', 'f3', 'f4']);
       for (const id of ['f1', 'f2', 'f3', 'f4']) {

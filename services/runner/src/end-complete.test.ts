@@ -134,6 +134,46 @@ describe("a run's end in its job's completion (one server)", () => {
     }
   });
 
+  it("with a delayed job queued, the release's one EXISTS finds a key: the waiting list read by ZCARD, the completion probes its other four; the run ends and completes once", async () => {
+    const t = await setUp('fused-probe', true, undefined, { noteEnds: true });
+    try {
+      await warmUp(t, 'pw');
+      // Another job, delayed an hour: BullMQ's delayed set exists (as with fair-share deferrals).
+      await t.queue.add('run', { runId: 'later', tenant: 'acme', enqueuedAtMs: Date.now() }, {
+        ...runJobOptions('later', 2),
+        delay: 3_600_000,
+      });
+      await newRun('p1');
+      const m = await monitor();
+      try {
+        await t.add('p1');
+        await until('p1 to complete', async () => (await t.queue.getCompletedCount()) === 2);
+      } finally {
+        m.stop();
+      }
+      const waiting = keys.poolWaiting(mode);
+      const jobKey = `${QUEUE_PREFIX}:${runQueueName(mode)}:p1`;
+      const reads = m.seen
+        .filter((c) => (c[0] === 'exists' || c[0] === 'zcard') && (c[1] === waiting || c[1] === `${jobKey}:dependencies`))
+        .map((c) => [c[0], c.length - 1, c[1] === waiting ? 'waiting' : c[1]]);
+      // b95bfd1: a ZCARD, then the probe of five, then of four.
+      expect(reads).toEqual([
+        ['exists', 6, 'waiting'],
+        ['zcard', 1, 'waiting'],
+        ['exists', 4, `${jobKey}:dependencies`],
+      ]);
+      expect(await redis.hget(keys.run('p1'), 'status')).toBe('Completed');
+      expect(await endEvents('p1')).toBe(1);
+      expect(await t.queue.getJobState('p1')).toBe('completed');
+      expect((await t.queue.getJob('p1'))?.attemptsMade).toBe(1);
+      expect(await t.queue.getJobState('later')).toBe('delayed');
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await (await t.queue.getJob('later'))?.remove();
+      await t.close();
+    }
+  });
+
   it('a completion whose fused call fails still leaves the run ended, once: the end alone follows', async () => {
     let hold!: () => void;
     const held = new Promise<void>((r) => {
