@@ -202,8 +202,36 @@ function wakeUpAfterRunId(start: FetchedStartTerms['start']): string {
   return after;
 }
 
-/** `fetch-lease-begin-11`'s arguments after BullMQ's (its header names them). */
+/** A worker's fixed start arguments (all but the time), by its start event's maker and its terms. */
+const startArgsMade = new WeakMap<
+  FetchedStartTerms['start'],
+  Map<string, { journalKey: FetchedStartTerms['journalKey']; runKey: FetchedStartTerms['runKey']; args: (string | number)[] }>
+>();
+
+/**
+ * `fetch-lease-begin-11`'s arguments after BullMQ's (its header names them). Made on every fetch
+ * and every completion that fetches (the end's path, before its call is written), they are all the
+ * same but the time: the rest is made once per start maker, key makers and terms, and copied (the
+ * makers give the same text for the same id: the run store seals each status once).
+ */
 export function fetchedStartArgs(t: FetchedStartTerms): (string | number)[] {
+  let made = startArgsMade.get(t.start);
+  if (!made) {
+    made = new Map();
+    startArgsMade.set(t.start, made);
+  }
+  const terms = `${t.mode}\u0000${t.share}\u0000${t.cap}\u0000${t.leaseMs}\u0000${t.ttlSeconds}`;
+  let fixed = made.get(terms);
+  if (!fixed || fixed.journalKey !== t.journalKey || fixed.runKey !== t.runKey) {
+    fixed = { journalKey: t.journalKey, runKey: t.runKey, args: startArgsOf(t).slice(0, -1) };
+    made.set(terms, fixed);
+  }
+  const args = fixed.args.slice();
+  args.push(t.nowMs);
+  return args;
+}
+
+function startArgsOf(t: FetchedStartTerms): (string | number)[] {
   const start = t.start('\u0000');
   const args: (string | number)[] = [
     keys.poolSlots(t.mode),
