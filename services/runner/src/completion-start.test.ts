@@ -245,7 +245,8 @@ describe("a completion that starts its next job's run (one server)", () => {
         expect(inner.filter(([n]) => n === 'zcard')).toEqual([]);
       }
       // Redis's own counts agree with what MONITOR saw: no TIME, GET or job EXISTS hidden anywhere.
-      for (const name of ['time', 'get', 'getdel', 'exists', 'del', 'zcard']) expect(delta(name)).toBe(seenOf(name));
+      for (const name of ['time', 'get', 'getdel', 'exists', 'del', 'zcard'])
+        expect(delta(name)).toBe(seenOf(name));
       expect(delta('getdel')).toBeGreaterThanOrEqual(4);
       expect(workOrder(m.seen)).toEqual(['f2', 'f3', 'f4']);
       for (const id of ['f1', 'f2', 'f3', 'f4']) {

@@ -139,10 +139,14 @@ describe("a run's end in its job's completion (one server)", () => {
     try {
       await warmUp(t, 'pw');
       // Another job, delayed an hour: BullMQ's delayed set exists (as with fair-share deferrals).
-      await t.queue.add('run', { runId: 'later', tenant: 'acme', enqueuedAtMs: Date.now() }, {
-        ...runJobOptions('later', 2),
-        delay: 3_600_000,
-      });
+      await t.queue.add(
+        'run',
+        { runId: 'later', tenant: 'acme', enqueuedAtMs: Date.now() },
+        {
+          ...runJobOptions('later', 2),
+          delay: 3_600_000,
+        },
+      );
       await newRun('p1');
       const m = await monitor();
       try {
@@ -154,7 +158,11 @@ describe("a run's end in its job's completion (one server)", () => {
       const waiting = keys.poolWaiting(mode);
       const jobKey = `${QUEUE_PREFIX}:${runQueueName(mode)}:p1`;
       const reads = m.seen
-        .filter((c) => (c[0] === 'exists' || c[0] === 'zcard') && (c[1] === waiting || c[1] === `${jobKey}:dependencies`))
+        .filter(
+          (c) =>
+            (c[0] === 'exists' || c[0] === 'zcard') &&
+            (c[1] === waiting || c[1] === `${jobKey}:dependencies`),
+        )
         .map((c) => [c[0], c.length - 1, c[1] === waiting ? 'waiting' : c[1]]);
       // b95bfd1: a ZCARD, then the probe of five, then of four.
       expect(reads).toEqual([

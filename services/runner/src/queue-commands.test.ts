@@ -139,7 +139,9 @@ describe("BullMQ's part of a run's scripts, counted", () => {
       expect(names.filter((n) => n === 'exists').length).toBe(0);
       const probe = fused[0]!.inner.filter(([name]) => name === 'exists');
       expect(probe.map(([, key]) => key)).toEqual([keys.poolWaiting(mode)]);
-      expect(fused[0]!.inner.filter(([name, key]) => name === 'zcard' && key === keys.poolWaiting(mode))).toEqual([]);
+      expect(
+        fused[0]!.inner.filter(([name, key]) => name === 'zcard' && key === keys.poolWaiting(mode)),
+      ).toEqual([]);
       expect(names.filter((n) => ['get', 'del', 'getdel'].includes(n))).toEqual(['getdel']);
       expect(names).not.toContain('hincrby');
       expect(names).not.toContain('srem');

@@ -205,7 +205,14 @@ function wakeUpAfterRunId(start: FetchedStartTerms['start']): string {
 /** A worker's fixed start arguments (all but the time), by its start event's maker and its terms. */
 const startArgsMade = new WeakMap<
   FetchedStartTerms['start'],
-  Map<string, { journalKey: FetchedStartTerms['journalKey']; runKey: FetchedStartTerms['runKey']; args: (string | number)[] }>
+  Map<
+    string,
+    {
+      journalKey: FetchedStartTerms['journalKey'];
+      runKey: FetchedStartTerms['runKey'];
+      args: (string | number)[];
+    }
+  >
 >();
 
 /**

@@ -67,7 +67,16 @@ describe("a fetch's start arguments", () => {
     };
     const journalKey = (id: string) => `islet:journal:{${id}}`;
     const runKey = (id: string) => `islet:run:{${id}}`;
-    const terms = { mode: 'code', share: 0.5, cap: 0, leaseMs: 30_000, journalKey, runKey, start, ttlSeconds: 600 };
+    const terms = {
+      mode: 'code',
+      share: 0.5,
+      cap: 0,
+      leaseMs: 30_000,
+      journalKey,
+      runKey,
+      start,
+      ttlSeconds: 600,
+    };
     const first = fetchedStartArgs({ ...terms, nowMs: 1 });
     const second = fetchedStartArgs({ ...terms, nowMs: 2 });
     expect(made).toBe(3);
