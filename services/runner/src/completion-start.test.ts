@@ -164,15 +164,20 @@ describe("a completion that starts its next job's run (one server)", () => {
       const after = await commandStats();
       // w2, w3 and w4 each came with the completion of the run before; four ends gave their leases back.
       expect(t.worker().completionStarts).toBe(3);
-      // Each release asked the waiting list with the completion's absent keys, in one EXISTS (b95bfd1:
-      // a ZCARD of the list, then the completion's own EXISTS of the five).
+      // Each release asked the waiting list with the completion's absent keys and the wait list (named
+      // seven times), in one EXISTS (b95bfd1: a ZCARD of the list, then the completion's own EXISTS
+      // of five).
       expect(onWaiting(m.seen, 'zcard')).toBe(0);
       const asked = m.seen.filter((c) => c[0] === 'exists' && c[1] === waiting);
       expect(asked.length).toBe(4);
+      const wait = `${QUEUE_PREFIX}:${runQueueName(mode)}:wait`;
       for (const c of asked) {
-        expect(c.length).toBe(7);
         expect(c.slice(2, 4).map((k) => k.split(':').at(-1))).toEqual(['dependencies', 'unsuccessful']);
+        expect(c.slice(7)).toEqual(Array(7).fill(wait));
       }
+      // The next fetches popped w2, w3, w4 from the wait list; the last completion found it empty in
+      // that EXISTS and sent no RPOPLPUSH (b95bfd1: four).
+      expect(m.seen.filter((c) => c[0] === 'rpoplpush' && c[1] === wait).length).toBe(3);
       expect(m.seen.filter((c) => c[0] === 'exists').length).toBe(4);
       expect((after.get('zcard') ?? 0) - (before.get('zcard') ?? 0)).toBe(
         m.seen.filter((c) => c[0] === 'zcard').length,

@@ -134,7 +134,7 @@ describe("a run's end in its job's completion (one server)", () => {
     }
   });
 
-  it("with a delayed job queued, the release's one EXISTS finds a key: the waiting list read by ZCARD, the completion probes its other four; the run ends and completes once", async () => {
+  it("with a delayed job queued, the release's one EXISTS finds a key: the waiting list read by ZCARD, the completion probes its other four, the empty wait list is not popped; the run ends and completes once", async () => {
     const t = await setUp('fused-probe', true, undefined, { noteEnds: true });
     try {
       await warmUp(t, 'pw');
@@ -164,12 +164,20 @@ describe("a run's end in its job's completion (one server)", () => {
             (c[1] === waiting || c[1] === `${jobKey}:dependencies`),
         )
         .map((c) => [c[0], c.length - 1, c[1] === waiting ? 'waiting' : c[1]]);
-      // b95bfd1: a ZCARD, then the probe of five, then of four.
+      // b95bfd1: a ZCARD, then the probe of five, then of four. The wait list was empty (named seven
+      // times in the EXISTS): no RPOPLPUSH (b95bfd1: one).
       expect(reads).toEqual([
-        ['exists', 6, 'waiting'],
+        ['exists', 13, 'waiting'],
         ['zcard', 1, 'waiting'],
         ['exists', 4, `${jobKey}:dependencies`],
       ]);
+      const sent = new Set(m.sent);
+      const at = m.seen.findIndex((c) => c[0] === 'evalsha' && fusedCall(c[1]));
+      expect(at).toBeGreaterThanOrEqual(0);
+      const next = m.seen.findIndex((c, i) => i > at && sent.has(c));
+      const fused = m.seen.slice(at + 1, next < 0 ? undefined : next);
+      expect(fused.filter((c) => c[0] === 'exists').length).toBe(2);
+      expect(fused.filter((c) => c[0] === 'rpoplpush')).toEqual([]);
       expect(await redis.hget(keys.run('p1'), 'status')).toBe('Completed');
       expect(await endEvents('p1')).toBe(1);
       expect(await t.queue.getJobState('p1')).toBe('completed');

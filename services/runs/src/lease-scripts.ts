@@ -9,7 +9,7 @@
  */
 import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
-import { quietComplete, quietCompleteProbe } from './bull-quiet.ts';
+import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
 import { loadScript, luaSource } from './lua-scripts.ts';
 import { finishRunReleaseSource } from './run-store-scripts.ts';
 import type { CompletionEvent } from './types.ts';
@@ -119,10 +119,12 @@ export function fetchLeaseBeginScript(fetchBody: string, now = 'nil'): LuaScript
  * and ARGV. The end goes first, so its wake-up is sent with the end durable whatever the
  * completion answers. Returns {the end's answer, the completion's}. `poolSeen`: as
  * `finishRunReleaseSource`'s ('nil': the script's own table, read by nothing after it).
- * The release's read of the pool's waiting list and the completion's probe of BullMQ's absent
- * keys go as one EXISTS (`#probe`, includes/lease-release.lua): the end writes none of the
- * queue's keys, and a release that finds the list empty writes none either, so the completion's
- * keys are as the EXISTS found them. One command a run fewer while nothing is deferred.
+ * The release's read of the pool's waiting list (its KEYS[17]), the completion's probe of BullMQ's
+ * absent keys and whether the wait list is there for the next fetch go as one EXISTS first
+ * (bull-quiet.ts `quietCompleteAsk`): the end writes none of the queue's or the pool's keys, and a
+ * release that finds the list empty writes none of the queue's, so the keys are as the EXISTS
+ * found them when the release and the completion run. While nothing is deferred: one command a
+ * run fewer, two when the wait list is empty (the fetch's RPOPLPUSH answered in the script).
  */
 export function endAndCompleteScript(moveToFinished: string, poolSeen = 'nil'): LuaScript {
   const seen = poolSeen === 'nil' ? 'endSeen' : poolSeen;
@@ -132,7 +134,8 @@ export function endAndCompleteScript(moveToFinished: string, poolSeen = 'nil'): 
 local kn, an = math.max(0, math.min(nk, #KEYS)), math.max(0, math.min(na, #ARGV - 2))
 local BK, EK = {unpack(KEYS, 1, kn)}, {unpack(KEYS, kn + 1, #KEYS)}
 local BA, EA = {unpack(ARGV, 1, an)}, {unpack(ARGV, an + 1, #ARGV - 2)}
-${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${seen}['#probe'] = ${quietCompleteProbe('BK', 'BA')}
+${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[17]')}
+if ${seen}['#absent'] then ${seen}[EK[17]] = true end
 local function runEnd(KEYS, ARGV)
 ${finishRunReleaseSource(seen)}
 end

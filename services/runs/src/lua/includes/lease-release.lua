@@ -10,11 +10,9 @@
 --   not read it again: only the composite `endCompleteStartScript` passes one, where nothing between
 --   the two touches the pool's keys (BullMQ's completion and fetch in between know only the queue's).
 --   Its `#now` (the run's end before, includes/finish-run.lua) is Redis's time, read already.
---   Its `#probe` (optional, a list of keys): asked with the waiting key in one EXISTS; none of them
---   there, the waiting list is empty without its ZCARD, and `#absent` is noted true (the caller's
---   keys are all absent); else the ZCARD goes as ever and `#absent` is noted false (one of the
---   caller's keys may be there). The composite end + completion asks there for BullMQ's keys its
---   completion would probe (bull-quiet.ts): one command for two reads while nothing is deferred.
+--   A waiting key already noted there when the release begins is known empty (the composite end
+--   + completion asked it in one EXISTS with BullMQ's keys, nothing of the pool's written since,
+--   lease-scripts.ts `endAndCompleteScript`): no ZCARD.
 -- Returns { job id, tenant } for the caller to promote, else false.
 --- @include "pool-quota"
 local function releaseLease(k, a, seen)
@@ -23,16 +21,7 @@ local function releaseLease(k, a, seen)
     redis.call('ZREM', KEYS[k + 4], ARGV[a])
     redis.call('ZREM', busy, ARGV[a])
   end
-  local probe = seen and seen['#probe']
-  local empty
-  if probe and redis.call('EXISTS', waitingKey, unpack(probe)) == 0 then
-    seen['#absent'] = true
-    empty = true
-  else
-    if probe then seen['#absent'] = false end
-    empty = redis.call('ZCARD', waitingKey) == 0
-  end
-  if empty then
+  if (seen and seen[waitingKey]) or redis.call('ZCARD', waitingKey) == 0 then
     if seen then seen[waitingKey] = true end
     return false
   end
