@@ -190,6 +190,56 @@ describe("a run's end in its job's completion (one server)", () => {
     }
   });
 
+  it("a delayed job come due while the wait list was empty: the completion's fetch promotes it, then pops and starts it (the wait list's absence ends with the push)", async () => {
+    let hold!: () => void;
+    const held = new Promise<void>((r) => {
+      hold = r;
+    });
+    const t = await setUp('fused-due', true, undefined, { slots: 1, hold: held, noteEnds: true });
+    try {
+      await newRun('q1');
+      await newRun('q2');
+      await t.add('q1');
+      await until('q1 to start', async () => (await redis.hget(keys.run('q1'), 'status')) === 'Running');
+      await t.queue.add(
+        'run',
+        { runId: 'q2', tenant: 'acme', enqueuedAtMs: Date.now() },
+        {
+          ...runJobOptions('q2', 2),
+          delay: 3_600_000,
+        },
+      );
+      expect(await t.queue.getJobState('q2')).toBe('delayed');
+      // Made due (a past score, BullMQ's ms × 4096) without a marker: only a fetch's promotion moves it.
+      const [now] = await redis.time();
+      const delayed = `${QUEUE_PREFIX}:${runQueueName(mode)}:delayed`;
+      expect(await redis.zadd(delayed, 'XX', 'CH', (Number(now) - 60) * 1000 * 4096, 'q2')).toBe(1);
+      const starts = t.worker().completionStarts;
+      const m = await monitor();
+      try {
+        hold();
+        await until('q2 to complete', async () => (await t.queue.getJobState('q2')) === 'completed');
+      } finally {
+        m.stop();
+      }
+      const wait = `${QUEUE_PREFIX}:${runQueueName(mode)}:wait`;
+      const asked = m.seen.find((c) => c[0] === 'exists' && c[1] === keys.poolWaiting(mode));
+      // The wait list was absent when asked (the delayed set counted once, under 7) ...
+      expect(asked?.slice(7)).toEqual(Array(7).fill(wait));
+      // ... and the fetch's promotion pushed q2 there, which the RPOPLPUSH then took.
+      const onWait = m.seen.filter((c) => c[1] === wait).map((c) => c[0]);
+      expect(onWait.slice(0, 2)).toEqual(['lpush', 'rpoplpush']);
+      expect(t.worker().completionStarts).toBe(starts + 1);
+      for (const id of ['q1', 'q2']) {
+        expect(await redis.hget(keys.run(id), 'status')).toBe('Completed');
+        expect(await endEvents(id)).toBe(1);
+        expect((await t.queue.getJob(id))?.attemptsMade).toBe(1);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
   it('a completion whose fused call fails still leaves the run ended, once: the end alone follows', async () => {
     let hold!: () => void;
     const held = new Promise<void>((r) => {
