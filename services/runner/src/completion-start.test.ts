@@ -164,7 +164,24 @@ describe("a completion that starts its next job's run (one server)", () => {
       const after = await commandStats();
       // w2, w3 and w4 each came with the completion of the run before; four ends gave their leases back.
       expect(t.worker().completionStarts).toBe(3);
-      expect(onWaiting(m.seen, 'zcard')).toBe(4);
+      // Each release asked the waiting list with the completion's absent keys and the wait list (named
+      // seven times), in one EXISTS (b95bfd1: a ZCARD of the list, then the completion's own EXISTS
+      // of five).
+      expect(onWaiting(m.seen, 'zcard')).toBe(0);
+      const asked = m.seen.filter((c) => c[0] === 'exists' && c[1] === waiting);
+      expect(asked.length).toBe(4);
+      const wait = `${QUEUE_PREFIX}:${runQueueName(mode)}:wait`;
+      for (const c of asked) {
+        expect(c.slice(2, 4).map((k) => k.split(':').at(-1))).toEqual(['dependencies', 'unsuccessful']);
+        expect(c.slice(7)).toEqual(Array(7).fill(wait));
+      }
+      // The next fetches popped w2, w3, w4 from the wait list; the last completion found it empty in
+      // that EXISTS and sent no RPOPLPUSH (b95bfd1: four).
+      expect(m.seen.filter((c) => c[0] === 'rpoplpush' && c[1] === wait).length).toBe(3);
+      expect(m.seen.filter((c) => c[0] === 'exists').length).toBe(4);
+      expect((after.get('zcard') ?? 0) - (before.get('zcard') ?? 0)).toBe(
+        m.seen.filter((c) => c[0] === 'zcard').length,
+      );
       // The three starts in the completions read no waiting list (2533efc..c8c85cf: one ZRANGE each).
       expect(onWaiting(m.seen, 'zrange')).toBe(0);
       // Redis's own count agrees: each start read only its tenant's leases.
@@ -228,10 +245,13 @@ describe("a completion that starts its next job's run (one server)", () => {
         expect(onJob.map(([n]) => n)).toEqual(['hmget', 'hset']);
         const onLock = inner.filter(([, k]) => k?.endsWith(`:${jobKey}:lock`));
         expect(onLock.map(([n]) => n)).toEqual(['getdel']);
-        expect(inner.filter(([n]) => n === 'exists').length).toBe(1);
+        // ... asked with the pool's waiting list (b95bfd1: its ZCARD, then the probe).
+        expect(inner.filter(([n]) => n === 'exists').map(([, k]) => k)).toEqual([keys.poolWaiting(mode)]);
+        expect(inner.filter(([n]) => n === 'zcard')).toEqual([]);
       }
       // Redis's own counts agree with what MONITOR saw: no TIME, GET or job EXISTS hidden anywhere.
-      for (const name of ['time', 'get', 'getdel', 'exists', 'del']) expect(delta(name)).toBe(seenOf(name));
+      for (const name of ['time', 'get', 'getdel', 'exists', 'del', 'zcard'])
+        expect(delta(name)).toBe(seenOf(name));
       expect(delta('getdel')).toBeGreaterThanOrEqual(4);
       expect(workOrder(m.seen)).toEqual(['f2', 'f3', 'f4']);
       for (const id of ['f1', 'f2', 'f3', 'f4']) {

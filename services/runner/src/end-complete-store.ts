@@ -15,17 +15,17 @@
  * (`endCompleteStartScript`): its lease and attempt start as the fused fetch takes them
  * (fetch-start-store.ts), the answer handed over (`startNext.started`) before BullMQ sees the job.
  */
-import { endAndCompleteScript, endCompleteStartScript, FINISH_RUN_RELEASE, quietComplete } from '@islet/runs';
+import { endAndCompleteScript, endCompleteStartScript, FINISH_RUN_RELEASE } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
 import { fetchedAnswer } from './fetch-start-store.ts';
 
-const END_AND_COMPLETE = endAndCompleteScript(quietComplete(moveToFinished.content));
+const END_AND_COMPLETE = endAndCompleteScript(moveToFinished.content);
 /** The fused script's hash (tests tell its calls from others' by it). */
 export const END_AND_COMPLETE_SHA = END_AND_COMPLETE.sha;
-const END_COMPLETE_START = endCompleteStartScript(quietComplete(moveToFinished.content));
+const END_COMPLETE_START = endCompleteStartScript(moveToFinished.content);
 /** The hash of the fused call that also starts the next job's run. */
 export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
 /** moveToFinished's `fetchNext` argument (1: the completion brings the worker's next job), after its keys. */

@@ -134,6 +134,112 @@ describe("a run's end in its job's completion (one server)", () => {
     }
   });
 
+  it("with a delayed job queued, the release's one EXISTS finds a key: the waiting list read by ZCARD, the completion probes its other four, the empty wait list is not popped; the run ends and completes once", async () => {
+    const t = await setUp('fused-probe', true, undefined, { noteEnds: true });
+    try {
+      await warmUp(t, 'pw');
+      // Another job, delayed an hour: BullMQ's delayed set exists (as with fair-share deferrals).
+      await t.queue.add(
+        'run',
+        { runId: 'later', tenant: 'acme', enqueuedAtMs: Date.now() },
+        {
+          ...runJobOptions('later', 2),
+          delay: 3_600_000,
+        },
+      );
+      await newRun('p1');
+      const m = await monitor();
+      try {
+        await t.add('p1');
+        await until('p1 to complete', async () => (await t.queue.getCompletedCount()) === 2);
+      } finally {
+        m.stop();
+      }
+      const waiting = keys.poolWaiting(mode);
+      const jobKey = `${QUEUE_PREFIX}:${runQueueName(mode)}:p1`;
+      const reads = m.seen
+        .filter(
+          (c) =>
+            (c[0] === 'exists' || c[0] === 'zcard') &&
+            (c[1] === waiting || c[1] === `${jobKey}:dependencies`),
+        )
+        .map((c) => [c[0], c.length - 1, c[1] === waiting ? 'waiting' : c[1]]);
+      // b95bfd1: a ZCARD, then the probe of five, then of four. The wait list was empty (named seven
+      // times in the EXISTS): no RPOPLPUSH (b95bfd1: one).
+      expect(reads).toEqual([
+        ['exists', 13, 'waiting'],
+        ['zcard', 1, 'waiting'],
+        ['exists', 4, `${jobKey}:dependencies`],
+      ]);
+      const sent = new Set(m.sent);
+      const at = m.seen.findIndex((c) => c[0] === 'evalsha' && fusedCall(c[1]));
+      expect(at).toBeGreaterThanOrEqual(0);
+      const next = m.seen.findIndex((c, i) => i > at && sent.has(c));
+      const fused = m.seen.slice(at + 1, next < 0 ? undefined : next);
+      expect(fused.filter((c) => c[0] === 'exists').length).toBe(2);
+      expect(fused.filter((c) => c[0] === 'rpoplpush')).toEqual([]);
+      expect(await redis.hget(keys.run('p1'), 'status')).toBe('Completed');
+      expect(await endEvents('p1')).toBe(1);
+      expect(await t.queue.getJobState('p1')).toBe('completed');
+      expect((await t.queue.getJob('p1'))?.attemptsMade).toBe(1);
+      expect(await t.queue.getJobState('later')).toBe('delayed');
+      expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await (await t.queue.getJob('later'))?.remove();
+      await t.close();
+    }
+  });
+
+  it("a delayed job come due while the wait list was empty: the completion's fetch promotes it, then pops and starts it (the wait list's absence ends with the push)", async () => {
+    let hold!: () => void;
+    const held = new Promise<void>((r) => {
+      hold = r;
+    });
+    const t = await setUp('fused-due', true, undefined, { slots: 1, hold: held, noteEnds: true });
+    try {
+      await newRun('q1');
+      await newRun('q2');
+      await t.add('q1');
+      await until('q1 to start', async () => (await redis.hget(keys.run('q1'), 'status')) === 'Running');
+      await t.queue.add(
+        'run',
+        { runId: 'q2', tenant: 'acme', enqueuedAtMs: Date.now() },
+        {
+          ...runJobOptions('q2', 2),
+          delay: 3_600_000,
+        },
+      );
+      expect(await t.queue.getJobState('q2')).toBe('delayed');
+      // Made due (a past score, BullMQ's ms × 4096) without a marker: only a fetch's promotion moves it.
+      const [now] = await redis.time();
+      const delayed = `${QUEUE_PREFIX}:${runQueueName(mode)}:delayed`;
+      expect(await redis.zadd(delayed, 'XX', 'CH', (Number(now) - 60) * 1000 * 4096, 'q2')).toBe(1);
+      const starts = t.worker().completionStarts;
+      const m = await monitor();
+      try {
+        hold();
+        await until('q2 to complete', async () => (await t.queue.getJobState('q2')) === 'completed');
+      } finally {
+        m.stop();
+      }
+      const wait = `${QUEUE_PREFIX}:${runQueueName(mode)}:wait`;
+      const asked = m.seen.find((c) => c[0] === 'exists' && c[1] === keys.poolWaiting(mode));
+      // The wait list was absent when asked (the delayed set counted once, under 7) ...
+      expect(asked?.slice(7)).toEqual(Array(7).fill(wait));
+      // ... and the fetch's promotion pushed q2 there, which the RPOPLPUSH then took.
+      const onWait = m.seen.filter((c) => c[1] === wait).map((c) => c[0]);
+      expect(onWait.slice(0, 2)).toEqual(['lpush', 'rpoplpush']);
+      expect(t.worker().completionStarts).toBe(starts + 1);
+      for (const id of ['q1', 'q2']) {
+        expect(await redis.hget(keys.run(id), 'status')).toBe('Completed');
+        expect(await endEvents(id)).toBe(1);
+        expect((await t.queue.getJob(id))?.attemptsMade).toBe(1);
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
   it('a completion whose fused call fails still leaves the run ended, once: the end alone follows', async () => {
     let hold!: () => void;
     const held = new Promise<void>((r) => {

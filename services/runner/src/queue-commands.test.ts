@@ -107,7 +107,7 @@ describe("BullMQ's part of a run's scripts, counted", () => {
     }
   });
 
-  it("a run's end with its job's completion: BullMQ's part is 6 commands (8 with the next fetch), none of them the events stream's", async () => {
+  it("a run's end with its job's completion: BullMQ's part is 5 commands (6 with the next fetch, finding none) and an EXISTS shared with the release, none of them the events stream's", async () => {
     // An end whose caller learns its answer later (`onEnded`) is the one handed to the completion.
     const t = await setUp('qc-end', true, undefined, { noteEnds: true });
     try {
@@ -124,17 +124,27 @@ describe("BullMQ's part of a run's scripts, counted", () => {
       expect(fused.map((c) => c.args[0]?.toLowerCase())).toEqual(['evalsha']);
       const bull = fused[0]!.inner.filter(([, key]) => key.startsWith(`${QUEUE_PREFIX}:{runs-`));
       const names = bull.map(([name]) => name);
-      // The absent keys' EXISTS (dependencies, unsuccessful, prioritized, pc, delayed); the job's
+      // The absent keys' EXISTS (dependencies, unsuccessful, prioritized, pc, delayed: asked with
+      // the pool's waiting list by the end's release, so its first key is not the queue's, b95bfd1:
+      // the completion's own, after the release's ZCARD, counted in the 6); the job's
       // parent HMGET (with atm and timestamp: its EXISTS, ff4c7cc), the lock's GETDEL (GET and DEL,
       // ff4c7cc; no stalled SREM: e9f77c6 sent it), active LREM, the completed ZADD and HSET (with
       // atm one more: e9f77c6 sent BullMQ's HINCRBY); the retention trim on 1 completion in 64 (3
-      // commands); the next fetch, when asked: meta HMGET and the RPOPLPUSH that finds none.
+      // commands); the next fetch, when asked: meta HMGET (below).
       // BullMQ's own: 27.
       const trim = ['zrevrangebyscore', 'zrevrange', 'zremrangebyrank'];
       const untrimmed = names.filter((n) => !trim.includes(n));
       const fetchedNext = fused[0]!.args[1] === END_COMPLETE_START_SHA;
-      expect(untrimmed.length).toBe(fetchedNext ? 8 : 6);
-      expect(names.filter((n) => n === 'exists').length).toBe(1);
+      // The next fetch, when asked: meta's HMGET only; the wait list was empty in that EXISTS, so no
+      // RPOPLPUSH (b95bfd1: one, finding none).
+      expect(untrimmed.length).toBe(fetchedNext ? 6 : 5);
+      expect(names).not.toContain('rpoplpush');
+      expect(names.filter((n) => n === 'exists').length).toBe(0);
+      const probe = fused[0]!.inner.filter(([name]) => name === 'exists');
+      expect(probe.map(([, key]) => key)).toEqual([keys.poolWaiting(mode)]);
+      expect(
+        fused[0]!.inner.filter(([name, key]) => name === 'zcard' && key === keys.poolWaiting(mode)),
+      ).toEqual([]);
       expect(names.filter((n) => ['get', 'del', 'getdel'].includes(n))).toEqual(['getdel']);
       expect(names).not.toContain('hincrby');
       expect(names).not.toContain('srem');

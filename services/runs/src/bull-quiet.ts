@@ -320,14 +320,43 @@ function quietLock(body: string): string {
     .replace(LOCK_CALL, `bullQ.lockMs = opts['lockDuration']\n    ${LOCK_CALL}`);
 }
 
+/** How many times the ask names the wait list: more than all its other keys together. */
+const WAIT_WEIGHT = 7;
+
+/**
+ * What a completion (moveToFinished-14's `KEYS`, `ARGV`, named by `keys` and `argv`) would ask
+ * in its first probe, asked earlier in the caller's script with a key of the caller's own
+ * (`own`, a Lua expression) in one EXISTS, the answers noted in the table `seen` for
+ * `quietComplete`: `#absent` (true: `own` and the probe's five keys all absent) and `#noWait`
+ * (true: the wait list is absent, so the next fetch's RPOPLPUSH finds nothing and is answered
+ * here). EXISTS counts a key named n times n times: the wait list is named 7 times, more
+ * than the six others can add up to, so the count answers both questions. A failure's completion
+ * probes nothing: nothing is asked. The caller must write none of the queue's keys before the
+ * completion runs (the run's end and a release that finds its waiting list empty write none).
+ */
+export function quietCompleteAsk(keys: string, argv: string, seen: string, own: string): string {
+  const wait = Array.from({ length: WAIT_WEIGHT }, () => `${keys}[1]`).join(', ');
+  return `if ${argv}[5] == 'completed' then
+  local job = ${keys}[12]
+  local n = redis.call('EXISTS', ${own}, job .. ':dependencies', job .. ':unsuccessful', ${keys}[3], ${keys}[10], ${keys}[7], ${wait})
+  ${seen}['#absent'] = n % ${WAIT_WEIGHT} == 0
+  ${seen}['#noWait'] = n < ${WAIT_WEIGHT}
+end`;
+}
+
 /**
  * moveToFinished-14's text run through `bullCall`, with its own prelude: KEYS[4] events, KEYS[5]
  * stalled, KEYS[9] meta, KEYS[14] marker. A completion first asks, in one EXISTS, whether the job's
  * `:dependencies` and `:unsuccessful` (read before a completion), the prioritized set, the priority
  * counter and the delayed set (read by the fetch of the next job) all are absent; a queue holding
  * delayed jobs (fair-share deferrals) asks again without it.
+ * `seen` (a Lua expression, 'nil' for none): the table `quietCompleteAsk` noted its answers in,
+ * earlier in the same script with nothing of the queue's written between. `#absent` true: all
+ * absent (no probe here); false: one of them or the caller's own key was there (the second probe
+ * only, as a queue holding deferrals asks); nil: not asked (both probes here, as before).
+ * `#noWait`: the wait list is taken as absent too (until a command that could create it goes).
  */
-export function quietComplete(completeBody: string): string {
+export function quietComplete(completeBody: string, seen = 'nil'): string {
   return `${BULL_QUIET_PRELUDE}
 local redis = bullRedis
 bullSet('events', KEYS[4])
@@ -337,7 +366,12 @@ if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullSet('untrimmed', KEYS[11]) en
 if ARGV[5] == 'completed' then
   bullSet('stalled', KEYS[5])
   local deps, failedDeps = KEYS[12] .. ':dependencies', KEYS[12] .. ':unsuccessful'
-  if not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
+  local bullSeen = ${seen}
+  local asked = bullSeen and bullSeen['#absent']
+  if bullSeen and bullSeen['#noWait'] then bullQ.absent[KEYS[1]] = true end
+  if asked then
+    for _, k in ipairs({deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]}) do bullQ.absent[k] = true end
+  elseif asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
     bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
   end
 end

@@ -9,6 +9,7 @@
  */
 import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
+import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
 import { loadScript, luaSource } from './lua-scripts.ts';
 import { finishRunReleaseSource } from './run-store-scripts.ts';
 import type { CompletionEvent } from './types.ts';
@@ -112,24 +113,34 @@ export function fetchLeaseBeginScript(fetchBody: string, now = 'nil'): LuaScript
 
 /**
  * A run's end with its lease given back (`finish-run-release-18`), then BullMQ's completion
- * `completeBody` (moveToFinished-14 as BullMQ sends it), in one script (one server only). The
- * keys and arguments are the completion's, then the end's, then the completion's key and
- * argument counts; each part reads its own as KEYS and ARGV. The end goes first, so its
- * wake-up is sent with the end durable whatever the completion answers. Returns {the end's
- * answer, the completion's}. `poolSeen`: as `finishRunReleaseSource`'s.
+ * `moveToFinished` (moveToFinished-14 as BullMQ sends it, run through bull-quiet.ts's
+ * `quietComplete`), in one script (one server only). The keys and arguments are the completion's,
+ * then the end's, then the completion's key and argument counts; each part reads its own as KEYS
+ * and ARGV. The end goes first, so its wake-up is sent with the end durable whatever the
+ * completion answers. Returns {the end's answer, the completion's}. `poolSeen`: as
+ * `finishRunReleaseSource`'s ('nil': the script's own table, read by nothing after it).
+ * The release's read of the pool's waiting list (its KEYS[17]), the completion's probe of BullMQ's
+ * absent keys and whether the wait list is there for the next fetch go as one EXISTS first
+ * (bull-quiet.ts `quietCompleteAsk`): the end writes none of the queue's or the pool's keys, and a
+ * release that finds the list empty writes none of the queue's, so the keys are as the EXISTS
+ * found them when the release and the completion run. While nothing is deferred: one command a
+ * run fewer, two when the wait list is empty (the fetch's RPOPLPUSH answered in the script).
  */
-export function endAndCompleteScript(completeBody: string, poolSeen = 'nil'): LuaScript {
+export function endAndCompleteScript(moveToFinished: string, poolSeen = 'nil'): LuaScript {
+  const seen = poolSeen === 'nil' ? 'endSeen' : poolSeen;
   return new LuaScript(`local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
 -- Copied by unpack (C, the tables made at their size): an element-by-element loop over the ~120
 -- keys and arguments cost ~6 µs a call (test/bench/README.md, round 22).
 local kn, an = math.max(0, math.min(nk, #KEYS)), math.max(0, math.min(na, #ARGV - 2))
 local BK, EK = {unpack(KEYS, 1, kn)}, {unpack(KEYS, kn + 1, #KEYS)}
 local BA, EA = {unpack(ARGV, 1, an)}, {unpack(ARGV, an + 1, #ARGV - 2)}
+${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[17]')}
+if ${seen}['#absent'] then ${seen}[EK[17]] = true end
 local function runEnd(KEYS, ARGV)
-${finishRunReleaseSource(poolSeen)}
+${finishRunReleaseSource(seen)}
 end
 local function complete(KEYS, ARGV)
-${completeBody}
+${quietComplete(moveToFinished, seen)}
 end
 local ended = runEnd(EK, EA)
 return {ended, complete(BK, BA)}`);
@@ -147,13 +158,13 @@ return {ended, complete(BK, BA)}`);
  * keys, so the answer is the one a second read would give, one command fewer a run.
  * The end's event id (Redis's ms) is noted there too (`#now`), and the acquire takes it for `TIME`.
  */
-export function endCompleteStartScript(completeBody: string): LuaScript {
+export function endCompleteStartScript(moveToFinished: string): LuaScript {
   return new LuaScript(`local ended, completed
 local poolSeen = {}
 local function fetchJob()
 local EA = {unpack(ARGV, 1, #ARGV - ${FETCHED_ARGS})}
 local function endAndComplete(KEYS, ARGV)
-${endAndCompleteScript(completeBody, 'poolSeen').source}
+${endAndCompleteScript(moveToFinished, 'poolSeen').source}
 end
 local both = endAndComplete(KEYS, EA)
 ended, completed = both[1], both[2]
@@ -194,8 +205,43 @@ function wakeUpAfterRunId(start: FetchedStartTerms['start']): string {
   return after;
 }
 
-/** `fetch-lease-begin-11`'s arguments after BullMQ's (its header names them). */
+/** A worker's fixed start arguments (all but the time), by its start event's maker and its terms. */
+const startArgsMade = new WeakMap<
+  FetchedStartTerms['start'],
+  Map<
+    string,
+    {
+      journalKey: FetchedStartTerms['journalKey'];
+      runKey: FetchedStartTerms['runKey'];
+      args: (string | number)[];
+    }
+  >
+>();
+
+/**
+ * `fetch-lease-begin-11`'s arguments after BullMQ's (its header names them). Made on every fetch
+ * and every completion that fetches (the end's path, before its call is written), they are all the
+ * same but the time: the rest is made once per start maker, key makers and terms, and copied (the
+ * makers give the same text for the same id: the run store seals each status once).
+ */
 export function fetchedStartArgs(t: FetchedStartTerms): (string | number)[] {
+  let made = startArgsMade.get(t.start);
+  if (!made) {
+    made = new Map();
+    startArgsMade.set(t.start, made);
+  }
+  const terms = `${t.mode}\u0000${t.share}\u0000${t.cap}\u0000${t.leaseMs}\u0000${t.ttlSeconds}`;
+  let fixed = made.get(terms);
+  if (!fixed || fixed.journalKey !== t.journalKey || fixed.runKey !== t.runKey) {
+    fixed = { journalKey: t.journalKey, runKey: t.runKey, args: startArgsOf(t).slice(0, -1) };
+    made.set(terms, fixed);
+  }
+  const args = fixed.args.slice();
+  args.push(t.nowMs);
+  return args;
+}
+
+function startArgsOf(t: FetchedStartTerms): (string | number)[] {
   const start = t.start('\u0000');
   const args: (string | number)[] = [
     keys.poolSlots(t.mode),

@@ -73,6 +73,8 @@ interface RunLifecycleDeps {
  */
 export function createRunLifecycle(deps: RunLifecycleDeps) {
   const { runs, journal } = deps;
+  // One maker for every fetch: the start's fixed arguments are made once for it (lease-scripts.ts).
+  const startEvent = (runId: string) => runs.attemptStartEvent(runId);
   return {
     /** Admission and the record, one step (see `RunStore.create`). */
     admit: (...args: Parameters<RunStore['create']>) => runs.create(...args),
@@ -100,7 +102,7 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
       return journal.fetchedStartArgs({
         ...lease,
         runKey: keys.run,
-        start: (runId) => runs.attemptStartEvent(runId),
+        start: startEvent,
       });
     },
     /** Waiting: for a decision, a client call's answer, a wider mode. */

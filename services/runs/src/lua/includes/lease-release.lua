@@ -10,6 +10,9 @@
 --   not read it again: only the composite `endCompleteStartScript` passes one, where nothing between
 --   the two touches the pool's keys (BullMQ's completion and fetch in between know only the queue's).
 --   Its `#now` (the run's end before, includes/finish-run.lua) is Redis's time, read already.
+--   A waiting key already noted there when the release begins is known empty (the composite end
+--   + completion asked it in one EXISTS with BullMQ's keys, nothing of the pool's written since,
+--   lease-scripts.ts `endAndCompleteScript`): no ZCARD.
 -- Returns { job id, tenant } for the caller to promote, else false.
 --- @include "pool-quota"
 local function releaseLease(k, a, seen)
@@ -18,7 +21,7 @@ local function releaseLease(k, a, seen)
     redis.call('ZREM', KEYS[k + 4], ARGV[a])
     redis.call('ZREM', busy, ARGV[a])
   end
-  if redis.call('ZCARD', waitingKey) == 0 then
+  if (seen and seen[waitingKey]) or redis.call('ZCARD', waitingKey) == 0 then
     if seen then seen[waitingKey] = true end
     return false
   end
