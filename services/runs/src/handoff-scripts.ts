@@ -130,11 +130,37 @@ return left[1]`);
 /** addStandardJob-9's check for a job of the same id (a job added with its own id: every run's), BullMQ 5. */
 const JOB_EXISTS = 'if rcall("EXISTS", jobIdKey) == 1 then';
 /**
- * The same check in one EXISTS with the idle set: the job's key counted twice, so an odd answer says
- * the idle set exists and one of 2 or more the job does. An add that found the set absent pops
- * nothing from it (ZPOPMAX of an absent key: an empty answer, the script then returns the add's).
+ * The same check in one EXISTS with the idle set and the delayed set: the job's key counted four
+ * times and the idle set's twice, so an answer of 4 or more says the job exists, its remainder by 4
+ * of 2 or 3 that the idle set does, an odd one that the delayed set does. An add that found the
+ * idle set absent pops nothing from it (ZPOPMAX of an absent key: an empty answer, the script then
+ * returns the add's); one that found the delayed set absent lets the hand-off's fetch take it as
+ * absent (its promotion of due delayed jobs reads nothing: the prelude's `bullAbsent`, until a
+ * command that could create the set goes).
  */
 const JOB_AND_IDLE = 'if jobOrIdle(jobIdKey) == 1 then -- (handoff-scripts.ts)';
+
+/**
+ * The base marker's `ZADD marker 0 0` (BullMQ's add's, then its fetch's: the add's marker is its
+ * KEYS[9], the fetch's the same key) held back once the add's check found a worker registered idle:
+ * a job handed over that drains the queue has the marker removed again by the look behind it
+ * (`fetchAndLook`'s ZREM), so ZADD then ZREM is that ZREM alone. Every other way out (no live
+ * registration, no job fetched, a job left behind it, an error in the fetch) sets it (`marked`),
+ * still inside the script: no reader sees the queue without it. BullMQ's fetch reads no marker.
+ */
+const HELD_MARKER = `local markerKey, held = AK[9], false
+local bullRedis = setmetatable({call = function(cmd, key, ...)
+  if idleSeen and key == markerKey and cmd == 'ZADD' and select('#', ...) == 2
+    and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
+    held = true
+    return 1
+  end
+  return bullCall(cmd, key, ...)
+end}, {__index = bullRedis})
+local function marked(answer)
+  if held then bullCall('ZADD', markerKey, 0, '0') end
+  return answer
+end`;
 
 /**
  * BullMQ's add (`addBody`, addStandardJob-9 as BullMQ sends it) and, when a worker of the queue is
@@ -160,29 +186,33 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string): Lua
 local idleKey, idleArgsKey = KEYS[#KEYS - 1], KEYS[#KEYS]
 local AK = {unpack(KEYS, 1, #KEYS - 2)}
 local idleSeen
+local delayedKey = AK[6]
 local function jobOrIdle(jobKey)
-  local n = redis.call('EXISTS', jobKey, jobKey, idleKey)
-  idleSeen = n % 2 == 1
-  return n >= 2 and 1 or 0
+  local n = redis.call('EXISTS', jobKey, jobKey, jobKey, jobKey, idleKey, idleKey, delayedKey)
+  idleSeen = n % 4 >= 2
+  -- An absent delayed set is answered by the hand-off's fetch without asking (bull-quiet.ts).
+  if n % 2 == 0 then bullAbsent[delayedKey] = true end
+  return n >= 4 and 1 or 0
 end
+${HELD_MARKER}
 local function add(KEYS, ARGV)
 ${quietAdd(body)}
 end
 local added = add(AK, ARGV)
 if idleSeen == false then return added end
 local top = redis.call('ZPOPMAX', idleKey)
-if not top[1] then return added end
+if not top[1] then return marked(added) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if tonumber(top[2]) <= now then
   redis.call('DEL', idleKey, idleArgsKey)
-  return added
+  return marked(added)
 end
 local worker = top[1]
 local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
 if not ok or type(terms) ~= 'table' then
   redis.call('HDEL', idleArgsKey, worker)
-  return added
+  return marked(added)
 end
 local opts = {token = terms.token, lockDuration = tonumber(terms.lockDuration)}
 if terms.name ~= '' then opts.name = terms.name end
@@ -192,12 +222,18 @@ FA[#FA] = now
 local function fetchFor(KEYS, ARGV)
 ${fused}
 end
-local answer = fetchFor(terms.keys, FA)
+local fine, answer = pcall(fetchFor, terms.keys, FA)
+if not fine then
+  marked(added)
+  error(answer)
+end
 if type(answer[1]) ~= 'table' then
   redis.call('ZADD', idleKey, top[2], worker)
-  return added
+  return marked(added)
 end
 redis.call('HDEL', idleArgsKey, worker)
 redis.call('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
-return added`);
+-- Drained: the look behind the job removed the base marker (ZREM), which the held ZADD would have set first.
+if answer[6] == 1 then return added end
+return marked(added)`);
 }
