@@ -81,6 +81,18 @@ try {
   }
   console.log(`a submit's scripts, ${N} submits a phase (private redis-server, no AOF):`);
   for (const row of rows) console.log(`  ${row}`);
+  if (process.env.INNER) {
+    // One more phase of each shape: every command's usec a submit (a script's own commands apart).
+    for (const ride of [true, false]) {
+      await stats.config('RESETSTAT');
+      for (let i = 0; i < N; i++) await submit(ride);
+      const text = await stats.info('commandstats');
+      const parts = [...text.matchAll(/^cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)/gm)]
+        .filter((m) => m[1] !== 'info' && m[1] !== 'config|resetstat')
+        .map((m) => `${m[1]} ${(Number(m[3]) / N).toFixed(1)} (${(Number(m[2]) / N).toFixed(1)})`);
+      console.log(`  ${ride ? 'ride ' : 'apart'} usec (calls) a submit: ${parts.join(', ')}`);
+    }
+  }
 } finally {
   await Promise.all(Object.values(queue.queues).map((q) => q.close()));
   redis.disconnect();
