@@ -58,7 +58,9 @@ async function record(
       seq = [];
       lastCall.set(g, seq);
     }
-    seq.push(`${(args[0] ?? '').toLowerCase()} ${shape(args[1])}${args[2] !== undefined && !Number.isNaN(Number(args[2])) ? ` ${args[2]}` : ''}`);
+    seq.push(
+      `${(args[0] ?? '').toLowerCase()} ${shape(args[1])}${args[2] !== undefined && !Number.isNaN(Number(args[2])) ? ` ${args[2]}` : ''}`,
+    );
     counts.set(g, (counts.get(g) ?? 0) + 1);
   });
   // Lines still in flight at the disconnect reach ioredis as replies to no command, reported as
@@ -119,7 +121,8 @@ try {
     const inner = [...t.inner].sort((a, b) => b[1] - a[1]);
     if (inner.length)
       console.log(`${''.padStart(16)}${inner.map(([n, v]) => `${n} ${v.toFixed(1)}`).join(', ')}`);
-    if (process.env.TRACE) console.log(`${''.padStart(16)}last call: ${(lastCall.get(k) ?? []).slice(1).join(' | ')}`);
+    if (process.env.TRACE)
+      console.log(`${''.padStart(16)}last call: ${(lastCall.get(k) ?? []).slice(1).join(' | ')}`);
   }
 } finally {
   await cluster.stop();

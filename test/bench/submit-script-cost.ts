@@ -28,7 +28,7 @@ const onCpu = () =>
   redisPid ? Number(readFileSync(`/proc/${redisPid}/schedstat`, 'utf8').split(' ')[0]) : Number.NaN;
 const redis = new Redis(server.url);
 const stats = new Redis(server.url);
-const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) });
+const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 const runs = createRunStore(redis, sealer);
 const queue = createRunQueueStore(redis, () => undefined, true);
 

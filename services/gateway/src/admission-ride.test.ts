@@ -24,7 +24,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) });
+const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 
 /** Calls of each command Redis ran since the last reset (a script's own commands included). */
 async function calls(): Promise<Record<string, number>> {

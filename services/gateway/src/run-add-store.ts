@@ -39,7 +39,12 @@ interface AddScripts {
  * admission, carried in the add's script where the queue's adds hand off (handoff-add-store.ts),
  * else sent alone right before the add; a refused admission adds nothing (resolves to '').
  */
-export type RunAdd = (name: string, data: unknown, opts: RunJobOptions, ride?: AdmissionRide) => Promise<string>;
+export type RunAdd = (
+  name: string,
+  data: unknown,
+  opts: RunJobOptions,
+  ride?: AdmissionRide,
+) => Promise<string>;
 
 /** `queue`'s adds of run jobs, built here where they can be (see the header), else `queue.add`. */
 export function runAdds(queue: Queue): RunAdd {
@@ -81,7 +86,9 @@ export function runAdds(queue: Queue): RunAdd {
     const addArgs = [...keys, args, JSON.stringify(data === undefined ? {} : data), encodedOpts];
     const riding = ride && ridingAddOf(queue);
     if (ride && !riding) ride.alone();
-    const result = riding ? await riding(ride, addArgs) : await scripts.execCommand(client, 'addStandardJob', addArgs);
+    const result = riding
+      ? await riding(ride, addArgs)
+      : await scripts.execCommand(client, 'addStandardJob', addArgs);
     // The admission refused: nothing added.
     if (result === undefined) return '';
     if (typeof result === 'number' && result < 0)

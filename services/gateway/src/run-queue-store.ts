@@ -6,7 +6,13 @@
  */
 import type { Redis } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
-import { type AdmissionRide, type RunJobData, runJobOptions, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
+import {
+  type AdmissionRide,
+  type RunJobData,
+  runJobOptions,
+  SKILL_JOB_NAME,
+  skillJobOptions,
+} from '@islet/runs';
 import { type Job, Queue } from 'bullmq';
 import { handingAdds } from './handoff-add-store.ts';
 import type { JobEvents } from './job-events-store.ts';

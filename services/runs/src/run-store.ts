@@ -122,7 +122,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
      * record are one script and `then` has run even when the admission refused: the caller
      * removes what it sent (the job; a runner that takes it first finds no record and drops it).
      * `then` is told whether the admission counted the job in its pool's queued counts
-     * (`countQueued`, one server: in the same script, before the job's add).
+     * (`countQueued`, one server: in the same script, before the job's add). With `carriesAdd` (one
+     * server) `then` also gets an `AdmissionRide` and sends the admission with its add (one script:
+     * a refused admission adds and counts nothing) or alone before it (admitted-add.ts).
      */
     async create(
       run: StoredRun,
@@ -172,7 +174,13 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         if (admission?.carriesAdd) {
           // The job's add carries the admission (admitted-add.ts): one script, sent as EVALSHA.
           const queuedKey = counted ? keys.poolQueued(run.mode) : undefined;
-          const ridden = await rideAdmission(redis, [...admitKeys, ...runKeys], queuedKey, [...admitArgs, ...runArgs], then);
+          const ridden = await rideAdmission(
+            redis,
+            [...admitKeys, ...runKeys],
+            queuedKey,
+            [...admitArgs, ...runArgs],
+            then,
+          );
           ridden.queued.catch(() => undefined);
           const answer = admissionOf(ridden.answer);
           if (answer === 'created') await ridden.queued;
