@@ -43,10 +43,11 @@ export function handingAdds(queue: Queue): void {
   if (!scripts || typeof scripts.execCommand !== 'function' || scripts.version !== version) return;
   const exec = scripts.execCommand.bind(scripts);
   const { idle, idleArgs } = handOffKeys(queue.keys[''] ?? '', '');
+  const prioritized = queue.keys.prioritized ?? '';
   ridingAdds.set(queue, (ride, args) =>
     ride.send(
       HAND_OFF_ADD,
-      [...(args.slice(0, ADD_KEYS) as string[]), idle, idleArgs],
+      [...(args.slice(0, ADD_KEYS) as string[]), prioritized, idle, idleArgs],
       args.slice(ADD_KEYS) as (string | Buffer)[],
     ),
   );
@@ -54,7 +55,7 @@ export function handingAdds(queue: Queue): void {
     if (name !== ADD_COMMAND || args.length !== ADD_KEYS + 3) return exec(client, name, args);
     return HAND_OFF_ADD.run(
       client as unknown as Redis,
-      [...(args.slice(0, ADD_KEYS) as string[]), idle, idleArgs],
+      [...(args.slice(0, ADD_KEYS) as string[]), prioritized, idle, idleArgs],
       args.slice(ADD_KEYS) as (string | number)[],
     );
   };

@@ -438,13 +438,15 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(calls('hmget')).toBe(1);
       // The base marker: its ZADD held while the hand-off may follow, and the queue drained by the
       // handed job, so the look behind it sends only its ZREM (b95bfd1: ZADD then ZREM); the
-      // delayed set's absence read in the add's EXISTS, so the fetch's promotion reads nothing
-      // (b95bfd1: a ZRANGEBYSCORE). The three ZADDs: the lease's two, the hand-off's push.
+      // delayed and prioritized sets' absence read in the add's EXISTS, so the fetch's promotion
+      // reads nothing (b95bfd1: a ZRANGEBYSCORE), and with the job the wait list's only one (its
+      // LPUSH answered 1) the look behind it knows the queue drained (b95bfd1: a second EXISTS).
+      // The three ZADDs: the lease's two, the hand-off's push.
       expect(calls('zadd')).toBe(3);
       expect(calls('zrem')).toBe(1);
       expect(calls('zrangebyscore')).toBe(0);
-      expect(calls('exists')).toBe(2);
-      expect(all).toBe(25);
+      expect(calls('exists')).toBe(1);
+      expect(all).toBe(24);
       expect(await redis.zscore(`${prefix}marker`, '0')).toBeNull();
       // The job hash as BullMQ's fetch leaves it: started once, by the worker named in the fetch.
       const job = await redis.hmget(`${prefix}n1`, 'ats', 'processedOn', 'pb');
@@ -482,6 +484,8 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(await q.getJobState('b2')).toBe('waiting');
       expect(await redis.zscore(`${prefix}marker`, '0')).toBe('0');
       expect(/cmdstat_zrem:/.test(stats)).toBe(false);
+      // Its LPUSH answered 2: the look behind the handed job asks (the add's EXISTS, then its own).
+      expect(/cmdstat_exists:calls=2,/.test(stats)).toBe(true);
       second = await runStalled('behind2', q, 'b1', (r) => {
         second = r;
       });
