@@ -246,9 +246,9 @@ if type(answer[1]) ~= 'table' then
   redis.call('ZADD', idleKey, top[2], worker)
   return marked(added)
 end
+-- Drained: the look behind the job removed the base marker (ZREM), which the held ZADD would have set first.
+if answer[6] ~= 1 then marked() end
 redis.call('HDEL', idleArgsKey, worker)
 redis.call('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
--- Drained: the look behind the job removed the base marker (ZREM), which the held ZADD would have set first.
-if answer[6] == 1 then return added end
-return marked(added)`);
+return added`);
 }
