@@ -39,17 +39,28 @@ function group(args: string[]): string {
   return name;
 }
 
+/** Each call's last command sequence (`TRACE=1` prints them): the call, then its commands in order. */
+const lastCall = new Map<string, string[]>();
+
 async function record(
   ms: number | (() => Promise<void>),
 ): Promise<{ counts: Map<string, number>; seconds: number }> {
   const monitor = createRedis(cluster.redisUrl);
   const counts = new Map<string, number>();
   let script = '';
+  let seq: string[] = [];
   const m = await monitor.monitor();
   m.on('monitor', (_time: string, args: string[], source: string) => {
     // A script's own commands follow its call: counted under it.
     const g = source === 'lua' ? `${script}  > ${group(args)}` : group(args);
-    if (source !== 'lua') script = g;
+    if (source !== 'lua') {
+      script = g;
+      seq = [];
+      lastCall.set(g, seq);
+    }
+    seq.push(
+      `${(args[0] ?? '').toLowerCase()} ${shape(args[1])}${args[2] !== undefined && !Number.isNaN(Number(args[2])) ? ` ${args[2]}` : ''}`,
+    );
     counts.set(g, (counts.get(g) ?? 0) + 1);
   });
   // Lines still in flight at the disconnect reach ioredis as replies to no command, reported as
@@ -110,6 +121,8 @@ try {
     const inner = [...t.inner].sort((a, b) => b[1] - a[1]);
     if (inner.length)
       console.log(`${''.padStart(16)}${inner.map(([n, v]) => `${n} ${v.toFixed(1)}`).join(', ')}`);
+    if (process.env.TRACE)
+      console.log(`${''.padStart(16)}last call: ${(lastCall.get(k) ?? []).slice(1).join(' | ')}`);
   }
 } finally {
   await cluster.stop();

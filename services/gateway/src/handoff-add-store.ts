@@ -5,7 +5,7 @@
  * the job, the run's lease and attempt start) and pushes the answer to the worker's blocking pop.
  * Only the add's call is replaced: BullMQ builds its keys and arguments and reads its answer as usual.
  */
-import { handOffAddScript, handOffKeys } from '@islet/runs';
+import { type AdmissionRide, handOffAddScript, handOffKeys } from '@islet/runs';
 import type { Queue, RedisClient } from 'bullmq';
 import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
@@ -24,17 +24,38 @@ interface ExecScripts {
   version: string;
 }
 
+/** A queue's add (addStandardJob's keys and arguments, as to `execCommand`) carrying a submit's admission. */
+export type RidingAdd = (ride: AdmissionRide, args: unknown[]) => Promise<unknown>;
+
+const ridingAdds = new WeakMap<Queue, RidingAdd>();
+
+/**
+ * The add of `queue` that carries a submit's admission in its own script (`@islet/runs`
+ * admitted-add.ts), where `handingAdds` made its adds hand off; undefined elsewhere.
+ */
+export function ridingAddOf(queue: Queue): RidingAdd | undefined {
+  return ridingAdds.get(queue);
+}
+
 /** Makes `queue`'s standard adds hand their job to an idle worker (scripts of another BullMQ: as they are). */
 export function handingAdds(queue: Queue): void {
   const scripts = (queue as unknown as { scripts?: ExecScripts }).scripts;
   if (!scripts || typeof scripts.execCommand !== 'function' || scripts.version !== version) return;
   const exec = scripts.execCommand.bind(scripts);
   const { idle, idleArgs } = handOffKeys(queue.keys[''] ?? '', '');
+  const prioritized = queue.keys.prioritized ?? '';
+  ridingAdds.set(queue, (ride, args) =>
+    ride.send(
+      HAND_OFF_ADD,
+      [...(args.slice(0, ADD_KEYS) as string[]), prioritized, idle, idleArgs],
+      args.slice(ADD_KEYS) as (string | Buffer)[],
+    ),
+  );
   scripts.execCommand = (client, name, args) => {
     if (name !== ADD_COMMAND || args.length !== ADD_KEYS + 3) return exec(client, name, args);
     return HAND_OFF_ADD.run(
       client as unknown as Redis,
-      [...(args.slice(0, ADD_KEYS) as string[]), idle, idleArgs],
+      [...(args.slice(0, ADD_KEYS) as string[]), prioritized, idle, idleArgs],
       args.slice(ADD_KEYS) as (string | number)[],
     );
   };

@@ -8,9 +8,11 @@
  * written against: anything else goes to `Queue.add` (`run-add-store.test.ts` holds both to the
  * same bytes).
  */
+import type { AdmissionRide } from '@islet/runs';
 import type { Queue, RedisClient } from 'bullmq';
 import { version } from 'bullmq/dist/esm/version.js';
 import { Packr } from 'msgpackr';
+import { ridingAddOf } from './handoff-add-store.ts';
 
 /** BullMQ's encoder of a job's options and its script arguments (its `scripts.js`). */
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
@@ -32,12 +34,24 @@ interface AddScripts {
   version: string;
 }
 
-/** Adds a job as `queue.add(name, data, opts)` would; resolves to its id. */
-export type RunAdd = (name: string, data: unknown, opts: RunJobOptions) => Promise<string>;
+/**
+ * Adds a job as `queue.add(name, data, opts)` would; resolves to its id. `ride`: a submit's
+ * admission, carried in the add's script where the queue's adds hand off (handoff-add-store.ts),
+ * else sent alone right before the add; a refused admission adds nothing (resolves to '').
+ */
+export type RunAdd = (
+  name: string,
+  data: unknown,
+  opts: RunJobOptions,
+  ride?: AdmissionRide,
+) => Promise<string>;
 
 /** `queue`'s adds of run jobs, built here where they can be (see the header), else `queue.add`. */
 export function runAdds(queue: Queue): RunAdd {
-  const viaQueue: RunAdd = async (name, data, opts) => (await queue.add(name, data, opts)).id ?? opts.jobId;
+  const viaQueue: RunAdd = async (name, data, opts, ride) => {
+    ride?.alone();
+    return (await queue.add(name, data, opts)).id ?? opts.jobId;
+  };
   const scripts = (queue as unknown as { scripts?: AddScripts }).scripts;
   const defaults = (queue as unknown as { jobsOpts?: object }).jobsOpts;
   if (
@@ -54,7 +68,7 @@ export function runAdds(queue: Queue): RunAdd {
   // addStandardJobArgs' keys, in its order.
   const keys = [k.wait, k.paused, k.meta, k.id, k.completed, k.delayed, k.active, k.events, k.marker];
   const prefix = k[''];
-  return async (name, data, opts) => {
+  return async (name, data, opts, ride) => {
     const id = opts.jobId;
     if (
       queue.listenerCount('waiting') > 0 ||
@@ -64,17 +78,19 @@ export function runAdds(queue: Queue): RunAdd {
       `${Number.parseInt(id, 10)}` === id ||
       Object.keys(opts).some((o) => !OPTION_NAMES.includes(o))
     )
-      return viaQueue(name, data, opts);
+      return viaQueue(name, data, opts, ride);
     const client = await queue.client;
     // As the Job's constructor orders them: `attempts` first, then the add's options as given.
     const encodedOpts = packer.pack(Object.assign({ attempts: 0 }, opts));
     const args = packer.pack([prefix, id, name, Date.now(), null, null, undefined, undefined, null]);
-    const result = await scripts.execCommand(client, 'addStandardJob', [
-      ...keys,
-      args,
-      JSON.stringify(data === undefined ? {} : data),
-      encodedOpts,
-    ]);
+    const addArgs = [...keys, args, JSON.stringify(data === undefined ? {} : data), encodedOpts];
+    const riding = ride && ridingAddOf(queue);
+    if (ride && !riding) ride.alone();
+    const result = riding
+      ? await riding(ride, addArgs)
+      : await scripts.execCommand(client, 'addStandardJob', addArgs);
+    // The admission refused: nothing added.
+    if (result === undefined) return '';
     if (typeof result === 'number' && result < 0)
       throw scripts.finishedErrors({ code: result, command: 'addJob' });
     return String(result);

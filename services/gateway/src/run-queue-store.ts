@@ -6,7 +6,13 @@
  */
 import type { Redis } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
-import { type RunJobData, runJobOptions, SKILL_JOB_NAME, skillJobOptions } from '@islet/runs';
+import {
+  type AdmissionRide,
+  type RunJobData,
+  runJobOptions,
+  SKILL_JOB_NAME,
+  skillJobOptions,
+} from '@islet/runs';
 import { type Job, Queue } from 'bullmq';
 import { handingAdds } from './handoff-add-store.ts';
 import type { JobEvents } from './job-events-store.ts';
@@ -81,7 +87,8 @@ export function createRunQueueStore(redis: Redis, onError: (err: Error) => void,
      */
     queues,
 
-    async enqueueRun(job: RunJob): Promise<void> {
+    /** `ride`: the submit's admission, sent with the add (run-add-store.ts `RunAdd`). */
+    async enqueueRun(job: RunJob, ride?: AdmissionRide): Promise<void> {
       await adds[job.mode](
         'run',
         { runId: job.runId, tenant: job.tenant, enqueuedAtMs: enqueueStamp() },
@@ -89,6 +96,7 @@ export function createRunQueueStore(redis: Redis, onError: (err: Error) => void,
           ...runJobOptions(job.runId, job.attempts),
           ...(job.jobId !== undefined ? { jobId: job.jobId } : {}),
         },
+        ride,
       );
     },
 

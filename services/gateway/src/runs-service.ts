@@ -9,6 +9,7 @@ import { fieldsOf } from '@islet/core/lua-script';
 import { type CodeRunRecord, isFinalStatus } from '@islet/protocol';
 import {
   type AdmissionRateCount,
+  type AdmissionRide,
   type AdmissionStorage,
   decisionView,
   ESCALATION_INDEX,
@@ -146,6 +147,7 @@ export function createRunsService(deps: GatewayDeps) {
     // can take it); one that is refused or must first wait for a decision is not.
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
     let enqueued = false;
+    let ride: AdmissionRide | undefined;
     const storedBytes = storedSizeOf(run);
     const admissionStorage: AdmissionStorage = { limitBytes: await storageLimit };
     const admitted = await lifecycle.admit(
@@ -160,18 +162,21 @@ export function createRunsService(deps: GatewayDeps) {
         storedBytes,
         storage: admissionStorage,
         ...(runsNow && deps.poolDemand.on ? { countQueued: true } : {}),
+        ...(runsNow ? { carriesAdd: true } : {}),
       },
       runsNow
-        ? (counted) => {
+        ? (counted, carrier) => {
             enqueued = true;
-            return enqueue(run, counted);
+            ride = carrier;
+            return enqueue(run, counted, carrier);
           }
         : undefined,
     );
     // On one server the job goes out with the record, so a refused one's was sent (runs.create):
     // take it back. A runner that took it first found no record and dropped it; a failed removal
     // leaves it to that.
-    if (admitted !== 'created' && enqueued)
+    // (A job that carried its admission was added only when admitted: nothing to take back.)
+    if (admitted !== 'created' && enqueued && !ride?.carried)
       await deps.runQueue.takeBack(mode, run.id).then(
         (removed) => (removed ? deps.poolDemand.unqueued(mode, run.tenant) : undefined),
         (err: unknown) => {
@@ -237,15 +242,13 @@ export function createRunsService(deps: GatewayDeps) {
   }
 
   /** `counted`: the admission's script counted the job in its pool's queued counts already. */
-  async function enqueue(run: StoredRun, counted = false) {
+  async function enqueue(run: StoredRun, counted = false, ride?: AdmissionRide) {
     // The count first, on the same connection: a runner never takes the job before it.
     const noted = counted ? undefined : deps.poolDemand.queued(run.mode, run.tenant);
-    await deps.runQueue.enqueueRun({
-      runId: run.id,
-      tenant: run.tenant,
-      mode: run.mode,
-      attempts: config.ISLET_JOB_ATTEMPTS,
-    });
+    await deps.runQueue.enqueueRun(
+      { runId: run.id, tenant: run.tenant, mode: run.mode, attempts: config.ISLET_JOB_ATTEMPTS },
+      ride,
+    );
     await noted;
   }
 

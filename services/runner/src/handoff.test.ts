@@ -436,7 +436,18 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(calls('xadd')).toBe(1); // the run's own stream, not the queue's
       expect(calls('incr')).toBe(0);
       expect(calls('hmget')).toBe(1);
-      expect(all).toBe(27);
+      // The base marker: its ZADD held while the hand-off may follow, and the queue drained by the
+      // handed job, so the look behind it sends only its ZREM (b95bfd1: ZADD then ZREM); the
+      // delayed and prioritized sets' absence read in the add's EXISTS, so the fetch's promotion
+      // reads nothing (b95bfd1: a ZRANGEBYSCORE), and with the job the wait list's only one (its
+      // LPUSH answered 1) the look behind it knows the queue drained (b95bfd1: a second EXISTS).
+      // The three ZADDs: the lease's two, the hand-off's push.
+      expect(calls('zadd')).toBe(3);
+      expect(calls('zrem')).toBe(1);
+      expect(calls('zrangebyscore')).toBe(0);
+      expect(calls('exists')).toBe(1);
+      expect(all).toBe(24);
+      expect(await redis.zscore(`${prefix}marker`, '0')).toBeNull();
       // The job hash as BullMQ's fetch leaves it: started once, by the worker named in the fetch.
       const job = await redis.hmget(`${prefix}n1`, 'ats', 'processedOn', 'pb');
       expect(job[0]).toBe('1');
@@ -446,6 +457,42 @@ describe('direct hand-off to an idle worker (one server)', () => {
       });
       await redis.del(dead.handOff);
     } finally {
+      await q.close();
+      await second?.close();
+      await first.close();
+    }
+  });
+
+  it("an add handing over an older job leaves its own waiting with the base marker set (held, then set at the script's end)", async () => {
+    const first = await setUp('behind', true, undefined, { handOff: true });
+    const q = handingQueue();
+    const plain = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
+    let second: RunnerUnderTest | undefined;
+    try {
+      const dead = await deadRegistration(first, 'bw', 'behind-1');
+      await newRun('b1');
+      await newRun('b2');
+      // An older job waiting (a stock add), its marker gone (consumed by a worker's wake-up).
+      await addOn(plain, 'b1', 2);
+      await redis.zrem(`${prefix}marker`, '0');
+      await redis.config('RESETSTAT');
+      await addOn(q, 'b2', 2);
+      const stats = await redis.info('commandstats');
+      // The fetch took the older job; the new one waits behind it, so the marker is set.
+      expect(await redis.zcard(dead.handOff)).toBe(1);
+      expect(await q.getJobState('b1')).toBe('active');
+      expect(await q.getJobState('b2')).toBe('waiting');
+      expect(await redis.zscore(`${prefix}marker`, '0')).toBe('0');
+      expect(/cmdstat_zrem:/.test(stats)).toBe(false);
+      // Its LPUSH answered 2: the look behind the handed job asks (the add's EXISTS, then its own).
+      expect(/cmdstat_exists:calls=2,/.test(stats)).toBe(true);
+      second = await runStalled('behind2', q, 'b1', (r) => {
+        second = r;
+      });
+      await until('b2 to complete', async () => (await q.getJobState('b2')) === 'completed');
+      await redis.del(dead.handOff);
+    } finally {
+      await plain.close();
       await q.close();
       await second?.close();
       await first.close();

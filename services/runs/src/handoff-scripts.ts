@@ -49,12 +49,12 @@ export interface IdleTerms {
 /**
  * BullMQ's fetch, then (when it took a job) the look behind it: answer element 6 is 1 when the
  * queue is drained (its stale ready marker dropped), 0 when not (the marker stays for other
- * workers). Element 5 is the run's start, set by `fetch-lease-begin-11` (nil for a skill's job).
+ * workers; `knownEmpty`: a Lua expression that, true, says so without asking). Element 5 is the run's start, set by `fetch-lease-begin-11` (nil for a skill's job).
  * Keys are moveToActive-11's: 1 wait, 3 prioritized, 7 delayed, 11 marker. BullMQ's text runs
  * through bull-quiet.ts' `bullCall`; `ownPrelude` false: the enclosing script defines it (an add
  * and a fetch in one script share what it knows).
  */
-export function fetchAndLook(moveToActiveBody: string, ownPrelude = true): string {
+export function fetchAndLook(moveToActiveBody: string, ownPrelude = true, knownEmpty?: string): string {
   return `${ownPrelude ? `${BULL_QUIET_PRELUDE}\n` : ''}local function bullFetch()
 ${quietFetch(moveToActiveBody)}
 end
@@ -62,7 +62,7 @@ local fetched = bullFetch()
 if type(fetched[1]) == 'table' then
   local drained = 0
   -- Empty lists and sets do not exist: one EXISTS answers for the three.
-  if bullRaw('EXISTS', KEYS[1], KEYS[3], KEYS[7]) == 0 then
+  if ${knownEmpty ? `${knownEmpty} or ` : ''}bullRaw('EXISTS', KEYS[1], KEYS[3], KEYS[7]) == 0 then
     bullCall('ZREM', KEYS[11], '0')
     drained = 1
   end
@@ -130,18 +130,57 @@ return left[1]`);
 /** addStandardJob-9's check for a job of the same id (a job added with its own id: every run's), BullMQ 5. */
 const JOB_EXISTS = 'if rcall("EXISTS", jobIdKey) == 1 then';
 /**
- * The same check in one EXISTS with the idle set: the job's key counted twice, so an odd answer says
- * the idle set exists and one of 2 or more the job does. An add that found the set absent pops
- * nothing from it (ZPOPMAX of an absent key: an empty answer, the script then returns the add's).
+ * The same check in one EXISTS with the idle, delayed and prioritized sets: the job's key counted
+ * eight times, the idle set's four, the delayed set's twice, so each key's bit reads off the answer
+ * (8 or more: the job exists). An add that found the idle set absent pops nothing from it (ZPOPMAX
+ * of an absent key: an empty answer, the script then returns the add's); delayed and prioritized
+ * sets found absent are taken as absent by the hand-off's fetch (its promotion of due delayed jobs
+ * reads nothing, and the look behind the job is answered: `SOLE_JOB`) through the prelude's
+ * `bullAbsent`, until a command that could create one goes.
  */
 const JOB_AND_IDLE = 'if jobOrIdle(jobIdKey) == 1 then -- (handoff-scripts.ts)';
+
+/**
+ * The base marker's `ZADD marker 0 0` (BullMQ's add's, then its fetch's: the add's marker is its
+ * KEYS[9], the fetch's the same key) held back once the add's check found a worker registered idle:
+ * a job handed over that drains the queue has the marker removed again by the look behind it
+ * (`fetchAndLook`'s ZREM), so ZADD then ZREM is that ZREM alone. Every other way out (no live
+ * registration, no job fetched, a job left behind it, an error in the fetch) sets it (`marked`),
+ * still inside the script: no reader sees the queue without it. BullMQ's fetch reads no marker.
+ */
+const HELD_MARKER = `local markerKey, held, soleWait = AK[9], false, false
+local bullRedis = setmetatable({call = function(cmd, key, ...)
+  if idleSeen and key == markerKey and cmd == 'ZADD' and select('#', ...) == 2
+    and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
+    held = true
+    return 1
+  end
+  if key == AK[1] and cmd == 'LPUSH' then
+    local n = bullCall(cmd, key, ...)
+    soleWait = n == 1
+    return n
+  end
+  return bullCall(cmd, key, ...)
+end}, {__index = bullRedis})
+local function marked(answer)
+  if held then bullCall('ZADD', markerKey, 0, '0') end
+  return answer
+end`;
+
+/**
+ * The look behind a handed job answered without its EXISTS (in the fetch's scope: its KEYS): the
+ * add's LPUSH made the job the wait list's only one (answered 1), the fetch took a job, so from
+ * there (moveToActive takes the wait list's before the prioritized set's), and the add's EXISTS
+ * found the prioritized and delayed sets absent with nothing since that could create them.
+ */
+const SOLE_JOB = '(soleWait and KEYS[1] == AK[1] and bullAbsent[KEYS[3]] and bullAbsent[KEYS[7]])';
 
 /**
  * BullMQ's add (`addBody`, addStandardJob-9 as BullMQ sends it) and, when a worker of the queue is
  * registered idle, that worker's fused fetch (`fetchAndLook` of `moveToActiveBody`, moveToActive-11;
  * both of BullMQ's texts through bull-quiet.ts, sharing what it knows) run
  * for it, its answer pushed to the worker's hand-off key (cmsgpack of {token, answer}). KEYS: the
- * add's, then idle and idle args; ARGV the add's. Returns the add's answer. A fetch that found no
+ * add's, then the queue's prioritized set, idle and idle args; ARGV the add's. Returns the add's answer. A fetch that found no
  * job (the queue paused, rate limited, the job delayed) leaves the registration as it was; a lease
  * refused is handed over as the fused fetch answers it (the worker defers the job). The latest
  * expiry decides: when it is live, that registration is used and expired ones below it (skipped,
@@ -153,36 +192,42 @@ const JOB_AND_IDLE = 'if jobOrIdle(jobIdKey) == 1 then -- (handoff-scripts.ts)';
  */
 export function handOffAddScript(addBody: string, moveToActiveBody: string): LuaScript {
   // The fused fetch's lease takes the time read below (`now`) rather than reading it again.
-  const fused = fetchLeaseBeginScript(fetchAndLook(moveToActiveBody, false), 'now').source;
+  const fused = fetchLeaseBeginScript(fetchAndLook(moveToActiveBody, false, SOLE_JOB), 'now').source;
   // The add's check for a job of the same id asks about the idle set too (JOB_EXISTS).
   const body = addBody.split(JOB_EXISTS).length === 2 ? addBody.replace(JOB_EXISTS, JOB_AND_IDLE) : addBody;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
-local idleKey, idleArgsKey = KEYS[#KEYS - 1], KEYS[#KEYS]
-local AK = {unpack(KEYS, 1, #KEYS - 2)}
+local prioritizedKey, idleKey, idleArgsKey = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
+local AK = {unpack(KEYS, 1, #KEYS - 3)}
 local idleSeen
+local delayedKey = AK[6]
 local function jobOrIdle(jobKey)
-  local n = redis.call('EXISTS', jobKey, jobKey, idleKey)
-  idleSeen = n % 2 == 1
-  return n >= 2 and 1 or 0
+  local j, i, d = jobKey, idleKey, delayedKey
+  local n = redis.call('EXISTS', j, j, j, j, j, j, j, j, i, i, i, i, d, d, prioritizedKey)
+  idleSeen = n % 8 >= 4
+  -- Absent sets are answered by the hand-off's fetch without asking (bull-quiet.ts' bullAbsent).
+  if n % 4 < 2 then bullAbsent[delayedKey] = true end
+  if n % 2 == 0 then bullAbsent[prioritizedKey] = true end
+  return n >= 8 and 1 or 0
 end
+${HELD_MARKER}
 local function add(KEYS, ARGV)
 ${quietAdd(body)}
 end
 local added = add(AK, ARGV)
 if idleSeen == false then return added end
 local top = redis.call('ZPOPMAX', idleKey)
-if not top[1] then return added end
+if not top[1] then return marked(added) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if tonumber(top[2]) <= now then
   redis.call('DEL', idleKey, idleArgsKey)
-  return added
+  return marked(added)
 end
 local worker = top[1]
 local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
 if not ok or type(terms) ~= 'table' then
   redis.call('HDEL', idleArgsKey, worker)
-  return added
+  return marked(added)
 end
 local opts = {token = terms.token, lockDuration = tonumber(terms.lockDuration)}
 if terms.name ~= '' then opts.name = terms.name end
@@ -192,11 +237,17 @@ FA[#FA] = now
 local function fetchFor(KEYS, ARGV)
 ${fused}
 end
-local answer = fetchFor(terms.keys, FA)
+local fine, answer = pcall(fetchFor, terms.keys, FA)
+if not fine then
+  marked(added)
+  error(answer)
+end
 if type(answer[1]) ~= 'table' then
   redis.call('ZADD', idleKey, top[2], worker)
-  return added
+  return marked(added)
 end
+-- Drained: the look behind the job removed the base marker (ZREM), which the held ZADD would have set first.
+if answer[6] ~= 1 then marked() end
 redis.call('HDEL', idleArgsKey, worker)
 redis.call('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
 return added`);

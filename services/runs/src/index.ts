@@ -1,4 +1,5 @@
 export { LuaScript } from '@islet/core/lua-script';
+export { type AdmissionRide, admittedAddScript } from './admitted-add.ts';
 export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietFetch } from './bull-quiet.ts';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { createCallJournal, JournalConflictError } from './call-journal.ts';

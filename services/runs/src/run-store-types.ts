@@ -67,6 +67,11 @@ export interface CreateAdmission {
    */
   countQueued?: boolean;
   /**
+   * `create`'s `then` takes a ride (admitted-add.ts `AdmissionRide`) and sends the job with the
+   * admission in one script, or the admission alone before its add (one server, as `then` goes).
+   */
+  carriesAdd?: boolean;
+  /**
    * A check the caller started (a read): awaited once the record is sealed and its
    * arguments built, before anything is sent, so its round trip overlaps that work. A
    * rejection is thrown with nothing written or counted.

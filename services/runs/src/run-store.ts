@@ -25,6 +25,7 @@
 import { channels, isRedisCluster, keys, type Sealer, sendTogether, slotFreeCheck } from '@islet/core';
 import type { RunResult } from '@islet/protocol';
 import type { Redis } from 'ioredis';
+import { type AdmissionRide, rideAdmission } from './admitted-add.ts';
 import { journalKeys } from './keys.ts';
 import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { FINISH_TENANT } from './run-index-scripts.ts';
@@ -121,12 +122,14 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
      * record are one script and `then` has run even when the admission refused: the caller
      * removes what it sent (the job; a runner that takes it first finds no record and drops it).
      * `then` is told whether the admission counted the job in its pool's queued counts
-     * (`countQueued`, one server: in the same script, before the job's add).
+     * (`countQueued`, one server: in the same script, before the job's add). With `carriesAdd` (one
+     * server) `then` also gets an `AdmissionRide` and sends the admission with its add (one script:
+     * a refused admission adds and counts nothing) or alone before it (admitted-add.ts).
      */
     async create(
       run: StoredRun,
       admission?: CreateAdmission,
-      then?: (counted: boolean) => Promise<unknown>,
+      then?: (counted: boolean, ride?: AdmissionRide) => Promise<unknown>,
     ): Promise<Admission> {
       // The record's and the summary's description: one plaintext, sealed once for both.
       const description = sealer.seal(run.description);
@@ -168,6 +171,21 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // With fair share on, the job's queued count rides in the script too (KEYS[24]), counted
         // whatever the answer, as the caller's own HINCRBY was: one command less a submit.
         const counted = admission?.countQueued === true;
+        if (admission?.carriesAdd) {
+          // The job's add carries the admission (admitted-add.ts): one script, sent as EVALSHA.
+          const queuedKey = counted ? keys.poolQueued(run.mode) : undefined;
+          const ridden = await rideAdmission(
+            redis,
+            [...admitKeys, ...runKeys],
+            queuedKey,
+            [...admitArgs, ...runArgs],
+            then,
+          );
+          ridden.queued.catch(() => undefined);
+          const answer = admissionOf(ridden.answer);
+          if (answer === 'created') await ridden.queued;
+          return answer;
+        }
         const createKeys = [...admitKeys, ...runKeys, ...(counted ? [keys.poolQueued(run.mode)] : [])];
         const [admitted, queued] = sendTogether(redis, () => [
           ADMIT_AND_CREATE.runInOrder(redis, createKeys, [...admitArgs, ...runArgs]).then(admissionOf),

@@ -5,6 +5,7 @@
 --   tenant (ARGV[16], the index's) whatever the answer: the caller's job goes out right behind this
 --   script either way, and a refused submit's job is taken back with its count as before. Here it
 --   costs no command of its own, and it still precedes the job's add on the same connection.
+--   Carried in the job's add (admitted-add.ts) the count is that script's, for an admitted run only.
 -- A refused admission writes nothing of the run (a rate-limited one, or one over its storage
 -- share, only its count).
 -- Returns what admit-tenant-21 returns.

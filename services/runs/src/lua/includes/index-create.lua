@@ -2,8 +2,8 @@
 -- tenant's pending list, which includes/index-fold.lua applies to the index (the run's entry and
 -- summary, its session's activity and counters, and the prune of runs whose records expired) when
 -- an end brings the list to its fold size (includes/finish-tenant.lua), or a reader of the index
--- folds it first (run-index.ts). A create does not fold: the admission goes as EVAL, its text with
--- every submit (run-store.ts), and the fold would more than double it; the list stays bounded,
+-- folds it first (run-index.ts). A create does not fold (a create's script stays short; where the
+-- admission still goes as EVAL, its text goes with every submit); the list stays bounded,
 -- as every create's run ends (each end may fold) and those not ended are within the in-flight
 -- quota. The feed hears the create at once (announced unless `quiet`: includes/feed.lua).
 -- KEYS[k..k+5]: pending list, summaries (HASH id → summary JSON), ended (ZSET id → endedAt),

@@ -1,0 +1,126 @@
+// A submit's admission carried in its job's add (`@islet/runs` admitted-add.ts) on a real
+// redis-server with real BullMQ queues, counted with `INFO commandstats`: one script call a
+// submit, sent as EVALSHA; a refused admission adds and counts nothing; a NOSCRIPT runs nothing,
+// its EVAL retry carries the add; an add that cannot carry it sends the admission alone, first.
+
+import { createRedis, generateSealKey, keys, type Redis, sealerFromConfig } from '@islet/core';
+import { type AdmissionRide, createRunStore } from '@islet/runs';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRunQueueStore } from './run-queue-store.ts';
+
+let server: RedisServer;
+let redis: Redis;
+const closers: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+  redis = createRedis(server.url);
+});
+
+afterAll(async () => {
+  for (const close of closers) await close().catch(() => undefined);
+  redis?.disconnect();
+  await server?.stop();
+});
+
+const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+
+/** Calls of each command Redis ran since the last reset (a script's own commands included). */
+async function calls(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm))
+    out[m[1] ?? ''] = Number(m[2]);
+  return out;
+}
+
+/** The gateway's submit as runs-service.ts sends it: the admission, its job's add behind it. */
+function submitter(handOff: boolean, maxInFlight = 100) {
+  const runs = createRunStore(redis, sealer);
+  const queue = createRunQueueStore(redis, () => undefined, handOff);
+  closers.push(() => Promise.all(Object.values(queue.queues).map((q) => q.close())));
+  const rides: Array<AdmissionRide | undefined> = [];
+  const submit = (id: string, tenant: string) => {
+    const run = runFixture(id, { tenant, session: 's', principal: 'p' });
+    return runs.create(
+      run,
+      { maxInFlight, sessionTtlSeconds: 6400, countQueued: true, carriesAdd: true },
+      (counted, ride) => {
+        expect(counted).toBe(true);
+        rides.push(ride);
+        return queue.enqueueRun({ runId: id, tenant, mode: run.mode, attempts: 1 }, ride);
+      },
+    );
+  };
+  return { submit, rides, queue: queue.queues['read-only'] };
+}
+
+describe("a submit's admission carried in its job's add (one server)", () => {
+  it('an admitted submit is one EVALSHA: admission, record, queued count and add; the tenant order kept', async () => {
+    const { submit, queue } = submitter(true);
+    // The script's first call loads it (NOSCRIPT, then EVAL).
+    expect(await submit('w0', 'ta')).toBe('created');
+    await redis.config('RESETSTAT');
+    const ids = ['a1', 'a2', 'a3'];
+    expect(await Promise.all(ids.map((id) => submit(id, 'ta')))).toEqual(['created', 'created', 'created']);
+    const c = await calls();
+    // Before: the admission's EVAL (its ~3 KB text) and the add's EVALSHA, each submit.
+    expect(c.eval ?? 0).toBe(0);
+    expect(c.evalsha).toBe(3);
+    expect(c.hincrby).toBe(3);
+    expect(c.lpush).toBe(3);
+    for (const id of ids) {
+      expect(await redis.exists(keys.run(id))).toBe(1);
+      expect(await queue.getJobState(id)).toBe('waiting');
+    }
+    // Added in the order submitted (BullMQ lists the oldest first).
+    expect((await queue.getWaiting()).map((j) => j.id)).toEqual(['w0', 'a1', 'a2', 'a3']);
+    expect(await redis.hget(keys.poolQueued('read-only'), 'ta')).toBe('4');
+  });
+
+  it('a refused admission adds and counts nothing, so nothing is taken back', async () => {
+    const { submit, rides, queue } = submitter(true, 1);
+    expect(await submit('r0', 'tr')).toBe('created');
+    await redis.config('RESETSTAT');
+    expect(await submit('r1', 'tr')).toBe('over-quota');
+    const c = await calls();
+    expect(c.evalsha).toBe(1);
+    expect(c.hincrby ?? 0).toBe(0);
+    expect(c.exists ?? 0).toBe(0);
+    expect(rides[1]?.carried).toBe(true);
+    expect(await queue.getJob('r1')).toBeUndefined();
+    expect(await redis.exists(keys.run('r1'))).toBe(0);
+    expect(await redis.hget(keys.poolQueued('read-only'), 'tr')).toBe('1');
+  });
+
+  it('a NOSCRIPT runs nothing of it: the EVAL retry carries the add, each written once', async () => {
+    const { submit, queue } = submitter(true);
+    expect(await submit('n0', 'tn')).toBe('created');
+    await redis.script('FLUSH');
+    await redis.config('RESETSTAT');
+    expect(await submit('n1', 'tn')).toBe('created');
+    const c = await calls();
+    expect(c.eval).toBe(1);
+    expect(c.hincrby).toBe(1);
+    expect(c.lpush).toBe(1);
+    expect(c.hset).toBe(1);
+    expect(await queue.getJobState('n1')).toBe('waiting');
+    expect(await redis.hget(keys.poolQueued('read-only'), 'tn')).toBe('2');
+  });
+
+  it('an add that cannot carry it (no hand-off) sends the admission alone, before the add, as before', async () => {
+    const { submit, rides, queue } = submitter(false, 1);
+    expect(await submit('s0', 'ts')).toBe('created');
+    await redis.config('RESETSTAT');
+    expect(await submit('s1', 'ts')).toBe('over-quota');
+    const c = await calls();
+    // The admission's EVAL (counting the job whatever the answer) and BullMQ's own add: the
+    // refused job went out, for the caller to take back (runs-service.ts).
+    expect(c.eval).toBe(1);
+    expect(c.hincrby).toBe(1);
+    expect(rides[1]?.carried).toBe(false);
+    expect(await queue.getJobState('s0')).toBe('waiting');
+    expect(await queue.getJobState('s1')).toBe('waiting');
+    expect(await redis.hget(keys.poolQueued('read-only'), 'ts')).toBe('2');
+  });
+});
