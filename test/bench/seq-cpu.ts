@@ -6,8 +6,9 @@
  * still compiles hot code through the first thousand) it reads, over `RUNS` (default 1000): each
  * process's main thread's time on a CPU (`/proc/<pid>/schedstat`, ns: the thread a run's path
  * waits for) and the whole process's (`/proc/<pid>/stat`, 10 ms ticks: GC and compiler threads
- * too). CPU time does not depend on the wait for a core as latency does, so a change's figure is
- * read at any load (caches colder under load still move it by some %). `PROF=1` also takes
+ * too), and how often each main thread slept and was woken (voluntary context switches: a wake-up
+ * costs its thread the scheduler's work, tens of µs on this machine). CPU time does not depend on
+ * the wait for a core as latency does, so a change's figure is read at any load (caches colder under load still move it by some %). `PROF=1` also takes
  * `--cpu-prof` profiles of both (`PROF_DIR`; the profiler's own cost is in the figures then) and
  * prints their self time per run over the measured runs only (`profile-summary.ts`; the profile's
  * clock is `process.hrtime`'s). `ALLOC=1` samples the gateway's allocations over the measured runs
@@ -49,11 +50,14 @@ const cluster = await startOneClientCluster(
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 
 function cpu(pid: number | undefined) {
-  if (pid === undefined) return { main: 0, all: 0 };
+  if (pid === undefined) return { main: 0, all: 0, wakes: 0 };
   const main = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000 };
+  // The main thread's sleeps (each a wake-up: the scheduler's work is part of `main`).
+  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+  const wakes = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000, wakes };
 }
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -112,10 +116,12 @@ try {
     console.log(`=== gateway allocations (${file}), per run over the ${RUNS} measured runs`);
     console.log(summarizeAllocations(file, RUNS, Number(process.env.TOP ?? 40)));
   }
-  const per = (who: 'gateway' | 'runner', k: 'main' | 'all') => ((b[who][k] - a[who][k]) / RUNS).toFixed(0);
+  const per = (who: 'gateway' | 'runner', k: 'main' | 'all' | 'wakes') =>
+    ((b[who][k] - a[who][k]) / RUNS).toFixed(k === 'wakes' ? 2 : 0);
   line =
     `${RUNS} runs (${CLIENTS} client${CLIENTS > 1 ? 's' : ''}) in ${((Date.now() - started) / 1000).toFixed(1)} s; CPU µs/run, main thread (whole process): ` +
-    `gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), runner ${per('runner', 'main')} (${per('runner', 'all')})`;
+    `gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), runner ${per('runner', 'main')} (${per('runner', 'all')}); ` +
+    `main-thread wake-ups a run: gateway ${per('gateway', 'wakes')}, runner ${per('runner', 'wakes')}`;
 } finally {
   await cluster.stop();
 }
