@@ -8,8 +8,8 @@
  * waits for) and the whole process's (`/proc/<pid>/stat`, 10 ms ticks: GC and compiler threads
  * too), and how often each main thread slept and was woken (voluntary context switches: a wake-up
  * costs its thread the scheduler's work, tens of µs on this machine). CPU time does not depend on
- * the wait for a core as latency does, so a change's figure is read at any load (caches colder under load still move it by some %). `PROF=1` also takes
- * `--cpu-prof` profiles of both (`PROF_DIR`; the profiler's own cost is in the figures then) and
+ * the wait for a core as latency does, so a change's figure is read at any load (caches colder
+ * under load still move it by some %). `PROF=1` also takes `--cpu-prof` profiles of both (`PROF_DIR`; the profiler's own cost is in the figures then) and
  * prints their self time per run over the measured runs only (`profile-summary.ts`; the profile's
  * clock is `process.hrtime`'s). `ALLOC=1` samples the gateway's allocations over the measured runs
  * (`alloc-sampler.ts`, objects already collected included) and prints the bytes a run by site.
