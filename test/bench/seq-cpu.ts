@@ -99,7 +99,7 @@ try {
     perf.kill('SIGINT');
     await exited;
     console.log(
-      `=== gateway main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
+      `=== gateway (pid ${pids.gateway}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
     );
     const script = execFileSync('perf', ['script', '-i', join(dir, 'gateway.perf')], {
       encoding: 'utf8',
