@@ -41,7 +41,7 @@ export interface MetricsOptions {
  * prom-client's default, 10, is a libuv timer that wakes every process's main thread 100 times a
  * second whether or not it has work: an idle gateway or runner spent ~7.4 ms of CPU a second on
  * it (~47 µs a wake-up on this machine's scheduler), and a one-client gateway waiting for Redis or
- * the runner between a run's messages was woken by it about every other run. At 100 the lag is
+ * the runner between a run's messages was woken by it 0.3–0.8 times a run. At 100 the lag is
  * still sampled ten times a second (150 samples a 15 s scrape); idle CPU fell to ~3.2 ms a second
  * (test/bench/README.md, round 24).
  */

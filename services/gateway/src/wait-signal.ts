@@ -3,7 +3,8 @@
  * finished, or the app closing. `clientGone` (problem-reply.ts) gives that as an AbortSignal: an
  * AbortController a request, a listener added to and removed from the app's closing signal (Node's
  * EventTarget, with its weak-listener bookkeeping) and another on the request's own signal for
- * each wait, ~25–30 µs of the gateway's main thread a waited run (test/bench/README.md, round 24).
+ * each wait, 21–32 µs of the gateway's main thread on CPU a waited run (test/bench/README.md,
+ * round 24).
  * A waiter needs only `aborted` and one wake-up: here the closing signal has one listener for all
  * requests (a Set of the requests still open), and a request's state is two plain fields.
  */
