@@ -1,61 +1,136 @@
 /**
  * `node test/bench/seq-cpu.ts`: the gateway's and the runner's CPU per one-client sequential run
  * (`Prefer: wait`, trivial program, `BENCH_TENANT_SHARE` as `sequential.ts`, default 0.5), the
- * row "one client, sequential" charges to their JavaScript. After `WARM` runs (default 1500: V8
+ * row "one client, sequential" charges to their JavaScript (`CLIENTS`, default 1: that many
+ * clients at once instead, e.g. 16 as `cpu-split.ts`). After `WARM` runs (default 1500: V8
  * still compiles hot code through the first thousand) it reads, over `RUNS` (default 1000): each
  * process's main thread's time on a CPU (`/proc/<pid>/schedstat`, ns: the thread a run's path
  * waits for) and the whole process's (`/proc/<pid>/stat`, 10 ms ticks: GC and compiler threads
- * too). CPU time does not depend on the wait for a core as latency does, so a change's figure is
- * read at any load (caches colder under load still move it by some %). `PROF=1` also takes
- * `--cpu-prof` profiles of both (`PROF_DIR`; the profiler's own cost is in the figures then) and
- * prints their self time per run over the whole process life (`profile-summary.ts`).
+ * too), and how often each main thread slept and was woken (voluntary context switches: a wake-up
+ * costs its thread the scheduler's work, tens of µs on this machine). CPU time does not depend on
+ * the wait for a core as latency does, so a change's figure is read at any load (caches colder
+ * under load still move it by some %). `PROF=1` also takes `--cpu-prof` profiles of both (`PROF_DIR`; the profiler's own cost is in the figures then) and
+ * prints their self time per run over the measured runs only (`profile-summary.ts`; the profile's
+ * clock is `process.hrtime`'s). `ALLOC=1` samples the gateway's allocations over the measured runs
+ * (`alloc-sampler.ts`, objects already collected included) and prints the bytes a run by site.
+ * `PERF=1` records the gateway's main thread with `perf record -e cpu-clock` over the measured
+ * runs (on-CPU samples only: the V8 profiler's are wall-clock, and charge a thread's time off its
+ * CPU to the frame it was in) and prints its time a run by innermost JS frame (a builtin's, V8's or
+ * the kernel's time goes to the JS function it ran for; JIT frames are named through
+ * `--perf-basic-prof-only-functions`), the data left in `PROF_DIR` for `perf report`.
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startOneClientCluster, trivialRun } from './cluster-figures.ts';
-import { summarize } from './profile-summary.ts';
+import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
+import { summarize, summarizeAllocations, summarizePerfScript, type Window } from './profile-summary.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
+// 1: the sequential path; more: as many concurrent clients (each waiting for its run's end).
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
 const WARM = Number(process.env.WARM ?? 1500);
 const PROF = process.env.PROF === '1';
-const dir = PROF ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-seq-prof-'))) : '';
+const ALLOC = process.env.ALLOC === '1';
+const PERF = process.env.PERF === '1';
+const PERF_HZ = 4999;
+const dir =
+  PROF || ALLOC || PERF ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-seq-prof-'))) : '';
+if (dir) mkdirSync(dir, { recursive: true });
+const options = [
+  ...(PROF ? [`--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100`] : []),
+  ...(ALLOC ? [`--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`] : []),
+  ...(PERF ? ['--perf-basic-prof-only-functions'] : []),
+];
 
 const cluster = await startOneClientCluster(
   '0.5',
-  PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100` } : {},
+  options.length ? { NODE_OPTIONS: options.join(' '), ...(ALLOC ? { BENCH_ALLOC_DIR: dir } : {}) } : {},
 );
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 
 function cpu(pid: number | undefined) {
-  if (pid === undefined) return { main: 0, all: 0 };
+  if (pid === undefined) return { main: 0, all: 0, wakes: 0 };
   const main = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000 };
+  // The main thread's sleeps (each a wake-up: the scheduler's work is part of `main`).
+  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+  const wakes = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000, wakes };
 }
 
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 let line = '';
+let window: Window = [0, 0];
 try {
   const once = trivialRun(cluster, 'Sequential CPU');
-  for (let i = 0; i < WARM; i++) await once();
+  await burst(once, WARM, CLIENTS);
+  if (ALLOC && pids.gateway) process.kill(pids.gateway, 'SIGUSR2');
+  const perf =
+    PERF && pids.gateway
+      ? spawn(
+          'perf',
+          [
+            'record',
+            '-q',
+            '-g',
+            '-e',
+            'cpu-clock',
+            '-F',
+            String(PERF_HZ),
+            '-t',
+            String(pids.gateway),
+            '-o',
+            join(dir, 'gateway.perf'),
+          ],
+          { stdio: 'ignore' },
+        )
+      : undefined;
+  if (perf) await new Promise((r) => setTimeout(r, 500));
   const a = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
   const started = Date.now();
-  for (let i = 0; i < RUNS; i++) await once();
+  const from = nowUs();
+  await burst(once, RUNS, CLIENTS);
+  window = [from, nowUs()];
   const b = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
-  const per = (who: 'gateway' | 'runner', k: 'main' | 'all') => ((b[who][k] - a[who][k]) / RUNS).toFixed(0);
+  if (perf) {
+    const exited = new Promise((r) => (perf.exitCode === null ? perf.on('exit', r) : r(null)));
+    perf.kill('SIGINT');
+    await exited;
+    console.log(
+      `=== gateway (pid ${pids.gateway}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
+    );
+    const script = execFileSync('perf', ['script', '-i', join(dir, 'gateway.perf')], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 30,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    console.log(summarizePerfScript(script, RUNS, PERF_HZ, Number(process.env.TOP ?? 40)));
+  }
+  if (ALLOC && pids.gateway) {
+    process.kill(pids.gateway, 'SIGUSR2');
+    const file = join(dir, `alloc.${pids.gateway}.heapprofile`);
+    for (let i = 0; i < 100 && !readdirSync(dir).includes(`alloc.${pids.gateway}.heapprofile`); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    console.log(`=== gateway allocations (${file}), per run over the ${RUNS} measured runs`);
+    console.log(summarizeAllocations(file, RUNS, Number(process.env.TOP ?? 40)));
+  }
+  const per = (who: 'gateway' | 'runner', k: 'main' | 'all' | 'wakes') =>
+    ((b[who][k] - a[who][k]) / RUNS).toFixed(k === 'wakes' ? 2 : 0);
   line =
-    `${RUNS} runs in ${((Date.now() - started) / 1000).toFixed(1)} s; CPU µs/run, main thread (whole process): ` +
-    `gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), runner ${per('runner', 'main')} (${per('runner', 'all')})`;
+    `${RUNS} runs (${CLIENTS} client${CLIENTS > 1 ? 's' : ''}) in ${((Date.now() - started) / 1000).toFixed(1)} s; CPU µs/run, main thread (whole process): ` +
+    `gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), runner ${per('runner', 'main')} (${per('runner', 'all')}); ` +
+    `main-thread wake-ups a run: gateway ${per('gateway', 'wakes')}, runner ${per('runner', 'wakes')}`;
 } finally {
   await cluster.stop();
 }
 console.log(line);
 if (PROF) {
-  for (const f of readdirSync(dir)) {
+  for (const f of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
     const who = Object.entries(pids).find(([, pid]) => pid !== undefined && f.includes(`.${pid}.`))?.[0];
     if (!who) continue;
-    console.log(`=== ${who} (${join(dir, f)}), per run over the whole life (${WARM + RUNS} runs)`);
-    console.log(summarize(join(dir, f), WARM + RUNS + 50, Number(process.env.TOP ?? 40)));
+    console.log(`=== ${who} (${join(dir, f)}), per run over the ${RUNS} measured runs`);
+    console.log(summarize(join(dir, f), RUNS, Number(process.env.TOP ?? 40), window));
   }
 }

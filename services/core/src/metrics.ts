@@ -36,11 +36,26 @@ export interface MetricsOptions {
   pingRedis?: () => Promise<number | undefined>;
 }
 
+/**
+ * How often the event-loop lag metrics (`islet_nodejs_eventloop_lag_*`) sample the loop, ms.
+ * prom-client's default, 10, is a libuv timer that wakes every process's main thread 100 times a
+ * second whether or not it has work: an idle gateway or runner spent ~7.4 ms of CPU a second on
+ * it (~47 µs a wake-up on this machine's scheduler), and a one-client gateway waiting for Redis or
+ * the runner between a run's messages was woken by it 0.3–0.8 times a run. At 100 the lag is
+ * still sampled ten times a second (150 samples a 15 s scrape); idle CPU fell to ~3.2 ms a second
+ * (test/bench/README.md, round 24).
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 export function createMetrics(options: MetricsOptions) {
   const registry = new Registry();
   registry.setDefaultLabels({ component: options.component });
   if (options.defaults !== false) {
-    collectDefaultMetrics({ register: registry, prefix: 'islet_' });
+    collectDefaultMetrics({
+      register: registry,
+      prefix: 'islet_',
+      eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+    });
     // prom-client names three gauges `..._total`, a suffix Prometheus reserves for counters
     // (`promtool check metrics` rejects them; test/prometheus checks every component): drop them.
     for (const name of ['active_handles', 'active_requests', 'active_resources'])

@@ -24,6 +24,7 @@ import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
 import { createRunBuilder, type SubmitInput } from './run-build.ts';
 import { createStorageQuota, storageQuotaProblem, storedSizeOf } from './storage-quota.ts';
+import { asWaitSignal, type WaitSignal } from './wait-signal.ts';
 
 export function createRunsService(deps: GatewayDeps) {
   const { runs, lifecycle, config, journal, hub } = deps;
@@ -266,9 +267,10 @@ export function createRunsService(deps: GatewayDeps) {
   async function waitForEnd(
     id: string,
     ms: number,
-    signal?: AbortSignal,
+    abortSignal?: AbortSignal | WaitSignal,
     writtenAt?: number,
   ): Promise<StoredRun | null> {
+    const signal = abortSignal && asWaitSignal(abortSignal);
     const deadline = Date.now() + ms;
     // Listen before reading: a change published while the status read is in flight (the message
     // can arrive on the subscriber connection before the read's reply) wakes the next wait at
@@ -315,13 +317,13 @@ export function createRunsService(deps: GatewayDeps) {
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
-            signal?.removeEventListener('abort', done);
+            offAbort?.();
             wake = undefined;
             resolve();
           };
           const timer = setTimeout(done, Math.min(1000, deadline - Date.now()));
           wake = done;
-          signal?.addEventListener('abort', done, { once: true });
+          const offAbort = signal?.onAbort(done);
         });
       }
     } finally {

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { callerOf, rateLimitPassed } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
-import { clientGone, HttpProblem, unknownFieldsProblem, validationProblem } from '../problem-reply.ts';
+import { HttpProblem, unknownFieldsProblem, validationProblem } from '../problem-reply.ts';
 import { boundRecord, logText, recordQuerySchema } from '../record-bounds.ts';
 import {
   parseRunCodeFields,
@@ -15,6 +15,7 @@ import {
   runtimeCapabilities,
 } from '../run-request.ts';
 import { sessionIdSchema } from '../session-id.ts';
+import { createRequestGone } from '../wait-signal.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
@@ -57,6 +58,8 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
     // The rate-limit count is made in the run's admission, or (with an Idempotency-Key) its round
     // trip overlaps the body's checks: a submit's latency is a row of round trips (auth.ts).
     const preHandler = auth.requireScopesOverlappingRateLimit('apps.use');
+    // A waiting submit's end by its client or the app's close, without an AbortController a request.
+    const requestGone = createRequestGone(ctx.closing);
     // A submit answered before its admission counted it is counted as it is answered.
     const onSend = (
       request: FastifyRequest,
@@ -99,8 +102,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
         // A run this request just wrote, still Running: no need to read it before anything happens.
         const writtenAt = created && run.status === 'Running' ? run.createdAt : undefined;
         current =
-          (await runsService.waitForEnd(run.id, wait * 1000, clientGone(reply, ctx.closing), writtenAt)) ??
-          run;
+          (await runsService.waitForEnd(run.id, wait * 1000, requestGone.gone(reply), writtenAt)) ?? run;
         reply.header('preference-applied', `wait=${wait}`);
       }
       const record = await runsService.record(current);

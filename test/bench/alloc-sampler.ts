@@ -1,0 +1,30 @@
+/**
+ * Preloaded into a bench's cluster processes (`--import`) when `BENCH_ALLOC_DIR` is set: the first
+ * SIGUSR2 starts V8's sampling heap profiler with the objects GC has already collected kept (so it
+ * counts what was allocated, not what is still alive), the second writes
+ * `<dir>/alloc.<pid>.heapprofile` and stops. `seq-cpu.ts` `ALLOC=1` signals the gateway around its
+ * measured runs and prints the bytes allocated a run by site (`profile-summary.ts`).
+ */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+
+const dir = process.env.BENCH_ALLOC_DIR;
+if (dir) {
+  const session = new Session();
+  session.connect();
+  let sampling = false;
+  process.on('SIGUSR2', () => {
+    sampling = !sampling;
+    if (sampling) {
+      void session.post('HeapProfiler.startSampling', {
+        samplingInterval: Number(process.env.BENCH_ALLOC_INTERVAL ?? 1024),
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+      return;
+    }
+    void session.post('HeapProfiler.stopSampling').then(({ profile }) => {
+      writeFileSync(`${dir}/alloc.${process.pid}.heapprofile`, JSON.stringify(profile));
+    });
+  });
+}
