@@ -13,11 +13,15 @@
  * prints their self time per run over the measured runs only (`profile-summary.ts`; the profile's
  * clock is `process.hrtime`'s). `ALLOC=1` samples the gateway's allocations over the measured runs
  * (`alloc-sampler.ts`, objects already collected included) and prints the bytes a run by site.
- * `PERF=1` records the gateway's main thread with `perf record -e cpu-clock` over the measured
- * runs (on-CPU samples only: the V8 profiler's are wall-clock, and charge a thread's time off its
+ * `PERF=1` records the gateway's main thread (`PERF_WHO=runner`: the runner's) with `perf record
+ * -e cpu-clock` over the measured runs (on-CPU samples only: the V8 profiler's are wall-clock, and charge a thread's time off its
  * CPU to the frame it was in) and prints its time a run by innermost JS frame (a builtin's, V8's or
  * the kernel's time goes to the JS function it ran for; JIT frames are named through
- * `--perf-basic-prof-only-functions`), the data left in `PROF_DIR` for `perf report`.
+ * `--perf-basic-prof-only-functions`), the data left in `PROF_DIR` for `perf report`. It also
+ * prints each process's minor page faults a run: V8's young generation grows to 2 × 64 MB under
+ * this load and each page is faulted in at its first use (~10 µs a fault on this VM), which lasts
+ * past 1500 warm runs (round 24 `seq-sweep`: ~15 a run, ~230 µs of the gateway's main thread);
+ * `WARM=5000` measures after it. `BENCH_NODE_FLAGS` adds Node/V8 flags to both processes.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -34,10 +38,14 @@ const PROF = process.env.PROF === '1';
 const ALLOC = process.env.ALLOC === '1';
 const PERF = process.env.PERF === '1';
 const PERF_HZ = 4999;
+// PERF_WHO=runner records the runner's main thread instead of the gateway's.
+const PERF_WHO: 'gateway' | 'runner' = process.env.PERF_WHO === 'runner' ? 'runner' : 'gateway';
 const dir =
   PROF || ALLOC || PERF ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-seq-prof-'))) : '';
 if (dir) mkdirSync(dir, { recursive: true });
 const options = [
+  // BENCH_NODE_FLAGS: V8/Node flags for the gateway and runner (e.g. a young generation's size).
+  ...(process.env.BENCH_NODE_FLAGS ? [process.env.BENCH_NODE_FLAGS] : []),
   ...(PROF ? [`--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100`] : []),
   ...(ALLOC ? [`--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`] : []),
   ...(PERF ? ['--perf-basic-prof-only-functions'] : []),
@@ -50,14 +58,17 @@ const cluster = await startOneClientCluster(
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 
 function cpu(pid: number | undefined) {
-  if (pid === undefined) return { main: 0, all: 0, wakes: 0 };
+  if (pid === undefined) return { main: 0, all: 0, wakes: 0, faults: 0 };
   const main = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // The main thread's sleeps (each a wake-up: the scheduler's work is part of `main`).
   const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
   const wakes = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000, wakes };
+  // Minor page faults, the whole process: each a trip through the kernel (~µs on this VM), most
+  // of them V8 touching young-generation pages the OS had taken back.
+  const faults = Number(f[7]);
+  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000, wakes, faults };
 }
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
@@ -68,7 +79,7 @@ try {
   await burst(once, WARM, CLIENTS);
   if (ALLOC && pids.gateway) process.kill(pids.gateway, 'SIGUSR2');
   const perf =
-    PERF && pids.gateway
+    PERF && pids[PERF_WHO]
       ? spawn(
           'perf',
           [
@@ -80,9 +91,9 @@ try {
             '-F',
             String(PERF_HZ),
             '-t',
-            String(pids.gateway),
+            String(pids[PERF_WHO]),
             '-o',
-            join(dir, 'gateway.perf'),
+            join(dir, `${PERF_WHO}.perf`),
           ],
           { stdio: 'ignore' },
         )
@@ -99,9 +110,9 @@ try {
     perf.kill('SIGINT');
     await exited;
     console.log(
-      `=== gateway (pid ${pids.gateway}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
+      `=== ${PERF_WHO} (pid ${pids[PERF_WHO]}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
     );
-    const script = execFileSync('perf', ['script', '-i', join(dir, 'gateway.perf')], {
+    const script = execFileSync('perf', ['script', '-i', join(dir, `${PERF_WHO}.perf`)], {
       encoding: 'utf8',
       maxBuffer: 1 << 30,
       stdio: ['ignore', 'pipe', 'ignore'],
@@ -116,12 +127,13 @@ try {
     console.log(`=== gateway allocations (${file}), per run over the ${RUNS} measured runs`);
     console.log(summarizeAllocations(file, RUNS, Number(process.env.TOP ?? 40)));
   }
-  const per = (who: 'gateway' | 'runner', k: 'main' | 'all' | 'wakes') =>
-    ((b[who][k] - a[who][k]) / RUNS).toFixed(k === 'wakes' ? 2 : 0);
+  const per = (who: 'gateway' | 'runner', k: 'main' | 'all' | 'wakes' | 'faults') =>
+    ((b[who][k] - a[who][k]) / RUNS).toFixed(k === 'main' || k === 'all' ? 0 : 2);
   line =
     `${RUNS} runs (${CLIENTS} client${CLIENTS > 1 ? 's' : ''}) in ${((Date.now() - started) / 1000).toFixed(1)} s; CPU µs/run, main thread (whole process): ` +
     `gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), runner ${per('runner', 'main')} (${per('runner', 'all')}); ` +
-    `main-thread wake-ups a run: gateway ${per('gateway', 'wakes')}, runner ${per('runner', 'wakes')}`;
+    `main-thread wake-ups a run: gateway ${per('gateway', 'wakes')}, runner ${per('runner', 'wakes')}; ` +
+    `minor page faults a run: gateway ${per('gateway', 'faults')}, runner ${per('runner', 'faults')}`;
 } finally {
   await cluster.stop();
 }
