@@ -41,22 +41,33 @@ export function oneByte(text: string): string {
  * run's end with BullMQ's completion (whose options BullMQ packs into a Buffer), 0.1–0.25 ms of the
  * runner's main thread on a run's path between the host's `done` and the end's write
  * (test/bench/README.md, round 20). The bytes are ioredis's, the same RESP; commands without a Buffer go
- * as ioredis writes them (one string).
+ * as ioredis writes them (one string). The stretches are written straight into the one buffer sent
+ * (measured first, then filled): no buffer a stretch and no concatenation of them, whose copies of a
+ * run's end or submit (4–5 KB each, past Node's buffer pool) were malloc'd afresh each run, and
+ * faulted in anew after glibc gave the heap's top back (round 24 `seq-sweep`).
  */
 export class OneCopyCommand extends Command {
   override toWritable(socket: object): string | Buffer {
     const self = this as unknown as { bufferMode?: boolean; args: (string | Buffer)[]; name: string };
     if (!self.bufferMode) return super.toWritable(socket);
-    const parts: Buffer[] = [];
+    // Text stretches and Buffers in their order (a stretch, then a Buffer, …, then the last stretch).
+    const parts: (string | Buffer)[] = [];
+    let size = 0;
     let text = `*${self.args.length + 1}\r\n$${Buffer.byteLength(self.name)}\r\n${self.name}\r\n`;
     for (const arg of self.args) {
       if (Buffer.isBuffer(arg)) {
-        parts.push(Buffer.from(`${text}$${arg.length}\r\n`), arg);
+        text += `$${arg.length}\r\n`;
+        size += Buffer.byteLength(text) + arg.length;
+        parts.push(text, arg);
         text = '\r\n';
       } else text += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
     }
-    parts.push(Buffer.from(text));
-    return Buffer.concat(parts);
+    size += Buffer.byteLength(text);
+    parts.push(text);
+    const out = Buffer.allocUnsafe(size);
+    let at = 0;
+    for (const part of parts) at += typeof part === 'string' ? out.write(part, at, 'utf8') : part.copy(out, at);
+    return out;
   }
 }
 
