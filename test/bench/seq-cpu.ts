@@ -14,8 +14,8 @@
  * clock is `process.hrtime`'s). `ALLOC=1` samples the gateway's allocations over the measured runs
  * (`alloc-sampler.ts`, objects already collected included) and prints the bytes a run by site.
  * `PERF=1` records the gateway's main thread (`PERF_WHO=runner`: the runner's) with `perf record
- * -e cpu-clock` over the measured runs (on-CPU samples only: the V8 profiler's are wall-clock, and charge a thread's time off its
- * CPU to the frame it was in) and prints its time a run by innermost JS frame (a builtin's, V8's or
+ * -e cpu-clock` over the measured runs (on-CPU samples only: the V8 profiler's are wall-clock,
+ * and charge a thread's time off its CPU to the frame it was in) and prints its time a run by innermost JS frame (a builtin's, V8's or
  * the kernel's time goes to the JS function it ran for; JIT frames are named through
  * `--perf-basic-prof-only-functions`), the data left in `PROF_DIR` for `perf report`. It also
  * prints each process's minor page faults a run: V8's young generation grows to 2 × 64 MB under

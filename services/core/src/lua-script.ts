@@ -66,7 +66,8 @@ export class OneCopyCommand extends Command {
     parts.push(text);
     const out = Buffer.allocUnsafe(size);
     let at = 0;
-    for (const part of parts) at += typeof part === 'string' ? out.write(part, at, 'utf8') : part.copy(out, at);
+    for (const part of parts)
+      at += typeof part === 'string' ? out.write(part, at, 'utf8') : part.copy(out, at);
     return out;
   }
 }
