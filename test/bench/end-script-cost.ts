@@ -114,9 +114,15 @@ try {
     for (const v of variants) console.log(`${v.best.toFixed(1).padStart(7)} us/call  ${v.label}`);
     console.log(`commands of "${variants[0]?.label}" (us per call / calls): ${variants[0]?.commands}`);
   };
+  // A variant whose text the scripts no longer hold is skipped (said so), not fatal: the parts
+  // moved between rounds (round 22 took the summary's decode out of the end).
   const without = (what: string, from: string, to: string) => {
-    if (!full.includes(from)) throw new Error(`variant "${what}": text not found`);
-    return full.replace(from, to);
+    if (full.includes(from)) return full.replace(from, to);
+    console.log(`variant "${what}": text not in finish-run-13 any more, skipped`);
+    return undefined;
+  };
+  const measureIf = async (label: string, source: string | undefined) => {
+    if (source !== undefined) await measure(label, source);
   };
   await restore();
   const before = await redis.hgetall(`islet:run:{${run.id}}`);
@@ -131,20 +137,35 @@ try {
   const noPush = [...args];
   noPush[6] = '0';
   await measure('end not pushed (ARGV[7] = 0)', full, noPush);
-  await measure('push without cjson.encode', without('push', 'cjson.encode({run, journal})', "'x'"));
-  await measure(
-    'tenant half without the summary decode/encode',
-    without(
-      'summary',
-      'local s = cjson.decode(raw)',
-      "local s = { status = 'Running', createdAt = 0, sessionId = '' }",
-    ).replace("redis.call('HSET', summaries, id, cjson.encode(s))", "redis.call('HSET', summaries, id, 'x')"),
+  await measureIf('push without cjson.encode', without('push', 'cjson.encode({run, journal})', "'x'"));
+  const summary = without(
+    'summary',
+    'local s = cjson.decode(raw)',
+    "local s = { status = 'Running', createdAt = 0, sessionId = '' }",
   );
-  await measure(
+  await measureIf(
+    'tenant half without the summary decode/encode',
+    summary?.replace(
+      "redis.call('HSET', summaries, id, cjson.encode(s))",
+      "redis.call('HSET', summaries, id, 'x')",
+    ),
+  );
+  await measureIf(
     'no health counters',
     without('health', "if redis.call('HINCRBY', health,", "if false and redis.call('HINCRBY', health,"),
   );
-  await measure('no feed append', without('feed', "feedAppend(KEYS[k + 7], 'run', id, ARGV[a + 8])", ''));
+  await measureIf(
+    'no feed append',
+    without('feed', "feedAppend(KEYS[k + 7], 'run', id, ARGV[a + 8], quiet)", ''),
+  );
+  await measureIf(
+    'no events XADD (its id made up)',
+    without(
+      'events',
+      "redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 4], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3])",
+      "'1-1'",
+    ),
+  );
   await measure('return at once', `do return 1 end\n${full}`);
   await runAll();
 } finally {
