@@ -8,8 +8,8 @@
  * Settings: the defaults, but for the tenant's request rate limit (raised: see below).
  *
  * Rows: slots held per waiting run (goal 0: the busy-slots gauge while only the waiting runs exist,
- * over their count), the parked-runs gauge (kept isolates / released), trivial runs' p50 and
- * throughput with the waits against without (before and after them, same process, same minutes:
+ * over their count), the parked-runs gauge (kept isolates / released), trivial runs' p50,
+ * throughput and the cluster's CPU per run (which load moves far less) with the waits against without (before and after them, same process, same minutes:
  * goal ≈ 1x), and after
  * the answers: completed runs, App calls sent twice (goal 0), time to drain.
  *
@@ -17,8 +17,15 @@
  */
 import { startCluster } from '@islet/devstack';
 import { api, type Loose, startAppServer, until } from '../e2e/helpers.ts';
-import { pct } from './baselines.ts';
+import { cpuMsOfDescendants, pct } from './baselines.ts';
 import { leanPost, metricsOf } from './cluster-figures.ts';
+
+/**
+ * CPU so far of every process the cluster runs under this one (gateway, runner and its sandbox
+ * hosts, redis-server), ms: over an 8-client window, divided by its runs, what a trivial run costs
+ * the machine, the waiting runs' own upkeep (timers, heartbeats, kept isolates) included.
+ */
+const clusterCpuMs = () => Object.values(cpuMsOfDescendants(() => 'all')).reduce((a, b) => a + b, 0);
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 4);
@@ -81,6 +88,7 @@ async function main(): Promise<void> {
       const latencies: number[] = [];
       for (let i = 0; i < 100; i++) latencies.push(await trivial());
       let done = 0;
+      const cpu0 = clusterCpuMs();
       const started = performance.now();
       const until = started + SECONDS * 1000;
       await Promise.all(
@@ -92,7 +100,8 @@ async function main(): Promise<void> {
         }),
       );
       // Over the window as it ran: the clients finish the runs they began past its nominal end.
-      return { p50: pct(latencies, 50), perSec: done / ((performance.now() - started) / 1000) };
+      const perSec = done / ((performance.now() - started) / 1000);
+      return { p50: pct(latencies, 50), perSec, cpuMsPerRun: (clusterCpuMs() - cpu0) / done };
     };
 
     const before = await measure();
@@ -144,7 +153,11 @@ async function main(): Promise<void> {
     // Alone again once they are gone: the first measurement also carried the stack's warm-up, so
     // the baseline is the mean of both (as the cluster bench does with raw isolated-vm).
     const after = await measure();
-    const alone = { p50: (before.p50 + after.p50) / 2, perSec: (before.perSec + after.perSec) / 2 };
+    const alone = {
+      p50: (before.p50 + after.p50) / 2,
+      perSec: (before.perSec + after.perSec) / 2,
+      cpuMsPerRun: (before.cpuMsPerRun + after.cpuMsPerRun) / 2,
+    };
     const right = records.filter((r, n) => r.status === 'Completed' && r.result?.value === n).length;
     const twice = ids.filter(
       (id) => app.deliveries.filter((d) => d.idempotencyKey === `${id}:0`).length !== 1,
@@ -175,6 +188,12 @@ async function main(): Promise<void> {
         f(during.perSec, 1),
         `${f(during.perSec / alone.perSec)}x alone (${f(before.perSec, 1)}/s before, ${f(after.perSec, 1)}/s after)`,
         '≈ 1x',
+      ],
+      [
+        'CPU per trivial run, cluster processes, while they wait (ms)',
+        f(during.cpuMsPerRun),
+        `${f(during.cpuMsPerRun / alone.cpuMsPerRun)}x alone (${f(before.cpuMsPerRun)} before, ${f(after.cpuMsPerRun)} after)`,
+        "≈ 1x (the waits' own cost; load moves it far less than a rate)",
       ],
       [
         'answered: completed with the right result',
