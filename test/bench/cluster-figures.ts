@@ -15,17 +15,11 @@ import {
   measure,
   PROGRAM,
   parallelCalls,
-  pct,
   type Sample,
   sequentialCalls,
 } from './baselines.ts';
 import { processParents } from './capacity-cpu.ts';
-
-export interface Stage {
-  name: string;
-  meanMs: number;
-  p50Ms: number;
-}
+import { clockWatch, type StageSummary, stageRow, stagesOf } from './stages.ts';
 
 export interface ClusterFigures {
   slots: number;
@@ -43,7 +37,9 @@ export interface ClusterFigures {
   idleHosts: number;
   waitingRuns: number;
   isolatesHeldWhileWaiting: number;
-  stages: Stage[];
+  stages: StageSummary;
+  /** The settings that are not the defaults (environment of the cluster's processes). */
+  settings: Record<string, string>;
   /** How far the wall clock moved against the monotonic one while the cluster ran, ms (`clockWatch`). */
   clockStepMs: number;
   /** 16 clients of one tenant (mean of two windows) against 16 clients of two tenants, runs/s. */
@@ -55,25 +51,14 @@ export interface ClusterFigures {
 const now = () => performance.timeOrigin + performance.now();
 
 /**
- * Watches the wall clock against this process's monotonic one; the returned function gives how far
- * it moved since, ms. Stage stamps come from several processes (`Date.now()`, and each process's
- * `performance.timeOrigin`, read from the wall clock when it started), so a step of the clock (an
- * NTP correction, a VM's resume) while a bench runs shifts one process's stamps against another's
- * and reads as negative or inflated stages; the benches print a warning past 1 ms.
+ * A process's `/metrics` text; throws on any other answer, so a refused or failed scrape never
+ * reads as a gauge at 0 (the slots-held row's goal).
  */
-export function clockWatch(): () => number {
-  const offset = () => Date.now() - now();
-  const start = offset();
-  return () => offset() - start;
-}
-
-/** The warning the benches print when `clockWatch` saw the wall clock move past 1 ms. */
-export function clockStepNote(stepMs: number): string | undefined {
-  if (Math.abs(stepMs) <= 1) return undefined;
-  return (
-    `note: the wall clock moved ${stepMs.toFixed(1)} ms against the monotonic clock during this bench; ` +
-    'stage figures (stamps from several processes) are not to be read'
-  );
+export async function metricsOf(baseUrl: string): Promise<string> {
+  const res = await fetch(`${baseUrl}/metrics`);
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${baseUrl}/metrics answered ${res.status}: ${text.slice(0, 200)}`);
+  return text;
 }
 
 /** Calls per command in `INFO commandstats`. */
@@ -209,60 +194,6 @@ export async function burst(run: () => Promise<void>, runs: number, clients: num
   );
 }
 
-/** A sequential run's stages, in the order of `STAGE_NAMES`. */
-export const STAGE_NAMES = [
-  'accept → run built (gateway: auth, checks, policy)',
-  'run built → enqueue (admission and record script sent, queue add behind it)',
-  'enqueue → runner pick-up (BullMQ add, worker fetch)',
-  '  of which enqueue → processor started (add, marker wake-up, fetch; on one server the lease and attempt start in it)',
-  '  of which processor started → pick-up (slot; fair-share acquire on a Cluster)',
-  'pick-up → engine called (run read, attempt, Running, settings; on one server read from the fetch)',
-  'engine: waiting for a sandbox host',
-  'engine: isolate ready + program + result back',
-  'engine returned → end written (mapping, finish script)',
-  'end written → waiter woken → response received',
-  '  the same, from the sub-ms stamp of the end sent (endSent)',
-];
-
-/**
- * One run's stages (ms, `STAGE_NAMES`' order) from the client's send and receipt and the record's
- * `createdAt`, `updatedAt` and `timings` as stored (NaN where a stamp is missing).
- */
-export function stageRow(
-  sent: number,
-  received: number,
-  createdAt: string | null | undefined,
-  updatedAt: string | null | undefined,
-  timings: string | null | undefined,
-): number[] {
-  const t = JSON.parse(timings ?? '{}') as Record<string, number>;
-  const hostWait = t.hostWaitMs ?? 0;
-  return [
-    Number(createdAt) - sent,
-    t.enqueued! - Number(createdAt),
-    t.pickedUp! - t.enqueued!,
-    // NaN (left out) where the runner does not stamp it (an A/B's older base).
-    (t.fetched ?? Number.NaN) - t.enqueued!,
-    t.pickedUp! - (t.fetched ?? Number.NaN),
-    t.engineCalled! - t.pickedUp!,
-    hostWait,
-    t.engineReturned! - t.engineCalled! - hostWait,
-    Number(updatedAt) - t.engineReturned!,
-    received - Number(updatedAt),
-    // The same hop from the runner's sub-ms stamp: `updatedAt` is whole ms cut down, which adds
-    // half a ms on average to the row above.
-    received - (t.endSent ?? Number.NaN),
-  ];
-}
-
-/** Mean and p50 of each stage over `rows` (`stageRow`'s). */
-export function stagesOf(rows: number[][]): Stage[] {
-  return STAGE_NAMES.map((name, i) => {
-    const col = rows.map((r) => r[i]!).filter((x) => Number.isFinite(x));
-    return { name, meanMs: col.reduce((s, x) => s + x, 0) / col.length, p50Ms: pct(col, 50) };
-  });
-}
-
 /** `quick`: the ratio guard's short form (fewer runs, no binding-call figures, NaN there). */
 export async function clusterFigures(seconds: number, quick = false): Promise<ClusterFigures> {
   const app = createServer((req, res) => {
@@ -273,17 +204,18 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
   const appPort = (app.address() as { port: number }).port;
   const slots = Number(process.env.BENCH_SLOTS ?? 4);
   const clockStep = clockWatch();
+  // Default settings, the fair share included (work-conserving: a lone tenant has the whole
+  // pool), but the per-tenant rate limit (1,200 requests a minute): the 16-client phases send
+  // ~15,000 a minute, and a limit's 429s would measure the policy, not the pipeline.
+  // BENCH_TENANT_SHARE sets the share, BENCH_SLOTS the runner's slots; the bench prints each.
+  const env: Record<string, string> = {
+    ...(process.env.BENCH_TENANT_SHARE ? { ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE } : {}),
+    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+  };
   const cluster = await startCluster({
     gateways: 1,
     runners: [{ modes: ['read-only'], concurrency: slots }],
-    // Default settings, the fair share included (work-conserving: a lone tenant has the whole
-    // pool). The per-tenant rate limit (1200 requests a minute) is a policy that would measure
-    // itself, not the pipeline: it throttled the later phases into 429 retries. BENCH_TENANT_SHARE
-    // sets the share.
-    env: {
-      ...(process.env.BENCH_TENANT_SHARE ? { ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE } : {}),
-      ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
-    },
+    env,
   });
   const redis = createRedis(cluster.redisUrl);
   const a = api(cluster.url, cluster.devKey);
@@ -311,40 +243,36 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     return body;
   };
   try {
-    const connection = async (name: string, policy: 'allow' | 'ask') =>
-      (
-        (
-          await a('POST', '/v1/connections', {
-            name,
-            kind: 'http',
-            url: `http://127.0.0.1:${appPort}/`,
-            tools: [{ name: 'ping', policy }],
-          })
-        ).body as { id: string }
-      ).id;
+    const connection = async (name: string, policy: 'allow' | 'ask') => {
+      const made = await a('POST', '/v1/connections', {
+        name,
+        kind: 'http',
+        url: `http://127.0.0.1:${appPort}/`,
+        tools: [{ name: 'ping', policy }],
+      });
+      if (made.status !== 201)
+        throw new Error(`connection ${name}: ${made.status} ${JSON.stringify(made.body)}`);
+      return (made.body as { id: string }).id;
+    };
     const bench = await connection('Bench', 'allow');
     const ask = await connection('Ask', 'ask');
 
     for (let i = 0; i < (quick ? 3 : 10); i++) await completed(PROGRAM);
 
     // Sequential, with each run's stages.
-    const stageRows: number[][] = [];
+    const stageRows: { stages: number[]; latencyMs: number }[] = [];
     const sequential = await measure(
       async () => {
         const sent = now();
         const { id } = await completed(PROGRAM);
         const received = now();
-        const [createdAt, updatedAt, timings] = await redis.hmget(
-          keys.run(id),
-          'createdAt',
-          'updatedAt',
-          'timings',
-        );
-        stageRows.push(stageRow(sent, received, createdAt, updatedAt, timings));
+        const [createdAt, timings] = await redis.hmget(keys.run(id), 'createdAt', 'timings');
+        stageRows.push({ stages: stageRow(sent, received, createdAt, timings), latencyMs: received - sent });
         // The latency is the request's alone: the read of its stages above is the bench's own work.
         return received - sent;
       },
-      { seconds, warmup: 0, minRuns: quick ? 10 : 30 },
+      // At least 200 runs: a p99 over fewer is the slowest run or next to it.
+      { seconds, warmup: 0, minRuns: quick ? 10 : 200 },
     );
     const stages = stagesOf(stageRows);
 
@@ -366,7 +294,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     );
     /** The runner's fair-share deferrals so far. */
     const deferrals = async () => {
-      const text = await (await fetch(`${cluster.runners[0]!.url}/metrics`)).text();
+      const text = await metricsOf(cluster.runners[0]!.url);
       return [...text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)].reduce(
         (n, m) => n + Number(m[1]),
         0,
@@ -391,13 +319,15 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     // measured again right after, so the two sides share the machine's minutes. A work-conserving
     // share gives a lone tenant the whole pool: the ratio is ~1; a share that caps it, ~0.5-0.65.
     const second = 'bench-second';
-    await a('POST', '/v1/admin/tenants', { id: second, name: second });
-    const secondKey = (
-      (await a('POST', `/v1/admin/tenants/${second}/keys`, { scopes: ['apps.use', 'sessions.read'] }))
-        .body as {
-        key: string;
-      }
-    ).key;
+    const tenant = await a('POST', '/v1/admin/tenants', { id: second, name: second });
+    if (tenant.status !== 201)
+      throw new Error(`second tenant: ${tenant.status} ${JSON.stringify(tenant.body)}`);
+    const keyed = await a('POST', `/v1/admin/tenants/${second}/keys`, {
+      scopes: ['apps.use', 'sessions.read'],
+    });
+    if (keyed.status !== 201)
+      throw new Error(`second tenant's key: ${keyed.status} ${JSON.stringify(keyed.body)}`);
+    const secondKey = (keyed.body as { key: string }).key;
     const post2 = leanPost(`${cluster.url}/v1/runs`, secondKey);
     // The second tenant's first runs (its key, tenant and policies into the gateway's caches).
     await Promise.all(Array.from({ length: 8 }, () => completed(PROGRAM, [], post2)));
@@ -477,7 +407,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       waitingIds.push(body.id);
     }
     await new Promise((r) => setTimeout(r, 500));
-    const metrics = await (await fetch(`${cluster.runners[0]!.url}/metrics`)).text();
+    const metrics = await metricsOf(cluster.runners[0]!.url);
     const busy = [...metrics.matchAll(/^islet_runner_slots\{[^}]*state="busy"[^}]*\} (\d+)/gm)].reduce(
       (s, m) => s + Number(m[1]),
       0,
@@ -507,6 +437,8 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       },
       isolatesHeldWhileWaiting: busy,
       stages,
+      // The runner's slots are its spec's (devstack), not the environment's.
+      settings: { ...env, ...(slots !== 4 ? { ISLET_RUNNER_CONCURRENCY: String(slots) } : {}) },
       clockStepMs: clockStep(),
     };
   } finally {

@@ -6,23 +6,30 @@
  * run, where every process sleeps between its messages (a hot loop reads faster than any run sees).
  *
  * A sequential trivial run's path, message by message, on one server with an idle runner (the
- * default: `ISLET_IDLE_HANDOFF` on, the fair share on): client → gateway and back (one TCP round
- * trip), the admission script with BullMQ's add, which hands the job, moved to active with its
- * lease and attempt start, to the runner blocked on its hand-off key (half a round trip, after the
- * add's fsync), the sandbox host (a pipe round trip), and the end script whose publish wakes the
- * gateway: 1.5 TCP round trips, 2 fsync'd writes, 1 pipe round trip (3 without the hand-off: the
- * marker wakes the runner, whose fetch, `fetch-lease-begin-11`, is a write of its own). A lone
- * binding call's: runner → gateway and back, the claim, the App and back, the outcome, the host:
- * 2 TCP round trips, 2 fsync'd writes, 1 pipe round trip. The bench's figures divided by these
- * floors say how much of them is the processes' own work (CPU per message), not the messages.
+ * default: `ISLET_IDLE_HANDOFF` on, the fair share on). A write's round trip (`fsyncWriteMs`: there,
+ * the fsync, back) counts once even where its answer goes to another process than the writer (the
+ * same one-way hop back, in parallel with the writer's own reply): client → gateway (half a TCP
+ * round trip); the admission script with BullMQ's add, whose hand-off answers the runner blocked on
+ * its hand-off key with the job, moved to active with its lease and attempt start (one fsync'd
+ * write); the sandbox host (a pipe round trip); the end script, whose publish wakes the gateway
+ * (one fsync'd write); the response (half a TCP round trip): 1 TCP round trip, 2 fsync'd writes,
+ * 1 pipe round trip (3 writes without the hand-off: the marker wakes the runner, whose fetch,
+ * `fetch-lease-begin-11`, is a write of its own). A lone binding call's: runner → gateway and
+ * back, the claim, the App and back, the outcome, the host: 2 TCP round trips, 2 fsync'd writes,
+ * 1 pipe round trip. The bench's figures divided by these floors say how much of them is the
+ * processes' own work (CPU per message), not the messages. (Before round 25 the run's floor counted
+ * 1.5 TCP round trips, the pick-up's half a round trip more and the end's half a round trip more
+ * than these: a hop counted twice, once as a write's answer and once as the wake-up it carries.)
  *
  * With the fair share on (default settings, as the cluster bench runs) a run also takes its slot
- * lease: on one server (the bench's) inside the hand-off (or the fetch's script) and given back inside the end
- * script, so no write of its own; on a Cluster `moveToActive`, the lease and `beginAttempt` are
- * three writes (`runShareMs`: 5 fsync'd writes in all). The two notification stages on their own:
- * enqueue → pick-up is the admission with the add and the hand-off to the idle runner (`pickupMs`:
- * 1 fsync'd write and half a TCP round trip); end written → response is the end script, its publish to the
- * gateway and the response (`endMs`: 1 fsync'd write, 1 TCP round trip).
+ * lease: on one server (the bench's) inside the hand-off (or the fetch's script) and given back
+ * inside the end script, so no write of its own; on a Cluster the fetch (`moveToActive`), the
+ * lease and `beginAttempt` are three writes of their own (`runShareMs`: 5 fsync'd writes in all).
+ * The two notification stages on their own, from the stamps the stage table uses: enqueue (the
+ * gateway's stamp before its script is sent) → pick-up is the admission with the add and its
+ * hand-off to the idle runner (`pickupMs`: 1 fsync'd write); end sent (the runner's stamp before
+ * the end script is sent) → response received is the end script, its publish to the gateway and
+ * the response (`endMs`: 1 fsync'd write and half a TCP round trip).
  */
 import type { ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
@@ -37,15 +44,15 @@ export interface MessageFloor {
   pipeMs: number;
   /** p50 of a SET to an idle redis-server with `appendfsync always`, ms (its fsync included). */
   fsyncWriteMs: number;
-  /** 1.5 TCP round trips + 2 fsync'd writes + 1 pipe round trip, ms (one server, idle runner, hand-off). */
+  /** 1 TCP round trip + 2 fsync'd writes + 1 pipe round trip, ms (one server, idle runner, hand-off). */
   runMs: number;
   /** 2 TCP round trips + 2 fsync'd writes + 1 pipe round trip, ms. */
   callMs: number;
-  /** 1.5 TCP round trips + 5 fsync'd writes + 1 pipe round trip (a Cluster's: no hand-off; fetch, lease, `beginAttempt` apart), ms. */
+  /** 1 TCP round trip + 5 fsync'd writes + 1 pipe round trip (a Cluster's: no hand-off; fetch, lease, `beginAttempt` apart), ms. */
   runShareMs: number;
-  /** 0.5 TCP round trip + 1 fsync'd write (enqueue → pick-up with the hand-off), ms. */
+  /** 1 fsync'd write (enqueue → pick-up with the hand-off), ms. */
   pickupMs: number;
-  /** 1 TCP round trip + 1 fsync'd write (end written → response), ms. */
+  /** 1 fsync'd write + 0.5 TCP round trip (end sent → response received), ms. */
   endMs: number;
 }
 
@@ -114,11 +121,11 @@ export async function messageFloor(rounds = 300): Promise<MessageFloor> {
       tcpMs,
       pipeMs,
       fsyncWriteMs,
-      runMs: 1.5 * tcpMs + 2 * fsyncWriteMs + pipeMs,
+      runMs: tcpMs + 2 * fsyncWriteMs + pipeMs,
       callMs: 2 * tcpMs + 2 * fsyncWriteMs + pipeMs,
-      runShareMs: 1.5 * tcpMs + 5 * fsyncWriteMs + pipeMs,
-      pickupMs: 0.5 * tcpMs + fsyncWriteMs,
-      endMs: tcpMs + fsyncWriteMs,
+      runShareMs: tcpMs + 5 * fsyncWriteMs + pipeMs,
+      pickupMs: fsyncWriteMs,
+      endMs: fsyncWriteMs + 0.5 * tcpMs,
     };
   } finally {
     socket?.destroy();

@@ -14,14 +14,8 @@
 import { createRedis, keys } from '@islet/core';
 import { pct } from './baselines.ts';
 import { commandCalls } from './bullmq-floor.ts';
-import {
-  clockStepNote,
-  clockWatch,
-  stageRow,
-  stagesOf,
-  stampedRun,
-  startOneClientCluster,
-} from './cluster-figures.ts';
+import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
+import { clockStepNote, clockWatch, stageLines, stageRow, stagesOf } from './stages.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
 const STAGES = process.env.STAGES === '1';
@@ -33,7 +27,7 @@ const clockStep = clockWatch();
 const cluster = await startOneClientCluster('1');
 const CALLS = process.env.CALLS === '1';
 const redis = STAGES || CALLS ? createRedis(cluster.redisUrl) : undefined;
-const stageRows: number[][] = [];
+const stageRows: { stages: number[]; latencyMs: number }[] = [];
 try {
   const stamped = stampedRun(cluster, now);
   const once = async () => {
@@ -47,13 +41,8 @@ try {
     const run = await once();
     lat.push(run.ms);
     if (STAGES && redis) {
-      const [createdAt, updatedAt, timings] = await redis.hmget(
-        keys.run(run.id),
-        'createdAt',
-        'updatedAt',
-        'timings',
-      );
-      stageRows.push(stageRow(run.sent, run.received, createdAt, updatedAt, timings));
+      const [createdAt, timings] = await redis.hmget(keys.run(run.id), 'createdAt', 'timings');
+      stageRows.push({ stages: stageRow(run.sent, run.received, createdAt, timings), latencyMs: run.ms });
     }
   }
   const mean = lat.reduce((a, b) => a + b, 0) / lat.length;
@@ -70,8 +59,10 @@ try {
         `${(all / RUNS).toFixed(1)} commands (scripts' own included)`,
     );
   }
-  for (const s of STAGES ? stagesOf(stageRows) : [])
-    console.log(`  ${s.name}: p50 ${s.p50Ms.toFixed(2)} ms, mean ${s.meanMs.toFixed(2)} ms`);
+  if (STAGES) {
+    console.log(`${'  stages (sub-ms stamps)'.padEnd(94)}${'mean ms'.padStart(8)}${'p50 ms'.padStart(9)}`);
+    for (const line of stageLines(stagesOf(stageRows))) console.log(line);
+  }
   const clockNote = STAGES ? clockStepNote(clockStep()) : undefined;
   if (clockNote) console.log(`  ${clockNote}`);
 } finally {

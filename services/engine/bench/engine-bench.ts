@@ -42,9 +42,11 @@ async function main(): Promise<void> {
     ['spawn a node process per run', spawned],
   ] as const;
   const cpu = (s: { cpuMsPerRun?: number }) => (s.cpuMsPerRun ?? Number.NaN).toFixed(2).padStart(11);
+  // A p99 over fewer than 100 runs is the slowest run: not printed as one.
+  const p99 = (s: { runs: number; p99: number }) => (s.runs >= 100 ? f(s.p99) : '—'.padStart(9));
   for (const [name, s] of rows)
     console.log(
-      `${name.padEnd(44)}${String(s.runs).padStart(7)}${f(s.perSec, 1)}${f(s.p50)}${f(s.p99)}${cpu(s)}`,
+      `${name.padEnd(44)}${String(s.runs).padStart(7)}${f(s.perSec, 1)}${f(s.p50)}${p99(s)}${cpu(s)}`,
     );
   console.log('ratios (raw = mean of before and after):');
   console.log(
