@@ -10,6 +10,7 @@
  * (`message-floor.ts`).
  *
  * BENCH_SECONDS (default 3): seconds per measured mode. BENCH_SLOTS: runner concurrency (default 4).
+ * BENCH_SEQ_WARM (default 300): sequential runs before the sequential phase (steady state, JIT warm).
  * BENCH_JSON=<file>: also write the figures as JSON (the ratio guard test reads it).
  * BENCH_QUICK=1: the ratio guard's short form (fewer runs, no binding-call figures).
  */
