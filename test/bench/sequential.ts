@@ -11,6 +11,7 @@
  * prints script calls (EVALSHA + EVAL) and all commands (scripts' own included) per run, from
  * `INFO commandstats` before and after the timed runs.
  */
+import { writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { pct } from './baselines.ts';
 import { commandCalls } from './bullmq-floor.ts';
@@ -22,9 +23,20 @@ import {
   stampedRun,
   startOneClientCluster,
 } from './cluster-figures.ts';
+import {
+  clusterPids,
+  fsyncTrace,
+  type Sched,
+  schedDelta,
+  schedNow,
+  type TailRun,
+  tailCauses,
+} from './tail-causes.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
-const STAGES = process.env.STAGES === '1';
+// TAIL=1 (implies STAGES): the slow runs' stages and what overlapped them (tail-causes.ts).
+const TAIL = process.env.TAIL === '1';
+const STAGES = process.env.STAGES === '1' || TAIL;
 const now = () => performance.timeOrigin + performance.now();
 
 const clockStep = clockWatch();
@@ -34,14 +46,36 @@ const cluster = await startOneClientCluster('1');
 const CALLS = process.env.CALLS === '1';
 const redis = STAGES || CALLS ? createRedis(cluster.redisUrl) : undefined;
 const stageRows: number[][] = [];
+const tail: TailRun[] = [];
 try {
   const stamped = stampedRun(cluster, now);
+  let pids = new Map<number, string>();
+  let sched: Sched | undefined;
+  let hostPids: number[] = [];
   const once = async () => {
+    // Read again each run: the engine replaces hosts (runs or resident growth), and a new host's pid
+    // must count from its start.
+    if (TAIL && pids.size) pids = clusterPids();
+    const before = TAIL ? schedNow(pids) : undefined;
     const run = await stamped();
+    if (before) {
+      sched = schedDelta(before, schedNow(pids));
+      hostPids = [...pids].filter(([, k]) => k === 'host').map(([p]) => p);
+    }
     return { ...run, ms: run.received - run.sent };
   };
   for (let i = 0; i < 50; i++) await once();
+  pids = TAIL ? clusterPids() : pids;
+  const redisPid = [...pids].find(([, kind]) => kind === 'redis')?.[0];
+  const fsyncs =
+    TAIL && redisPid && process.env.FSYNC_TRACE !== '0'
+      ? fsyncTrace(redisPid, `/tmp/tail-fsync-${process.pid}.txt`)
+      : undefined;
+  if (fsyncs) await new Promise((r) => setTimeout(r, 500));
   const callsBefore = CALLS && redis ? commandCalls(await redis.info('commandstats')) : undefined;
+  // Redis's own slow events (AOF write/fsync, expiry cycles, commands) of 1 ms and more.
+  if (TAIL && redis) await redis.config('SET', 'latency-monitor-threshold', '1');
+  const infoBefore = TAIL && redis ? await redis.info() : '';
   const lat: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const run = await once();
@@ -53,7 +87,17 @@ try {
         'updatedAt',
         'timings',
       );
-      stageRows.push(stageRow(run.sent, run.received, createdAt, updatedAt, timings));
+      const row = stageRow(run.sent, run.received, createdAt, updatedAt, timings);
+      stageRows.push(row);
+      if (TAIL)
+        tail.push({
+          sent: run.sent,
+          received: run.received,
+          ms: run.ms,
+          stages: row,
+          hostPids,
+          ...(sched ? { sched } : {}),
+        });
     }
   }
   const mean = lat.reduce((a, b) => a + b, 0) / lat.length;
@@ -72,6 +116,36 @@ try {
   }
   for (const s of STAGES ? stagesOf(stageRows) : [])
     console.log(`  ${s.name}: p50 ${s.p50Ms.toFixed(2)} ms, mean ${s.meanMs.toFixed(2)} ms`);
+  const fsyncList = fsyncs ? await fsyncs.stop() : [];
+  // TAIL_DUMP=<file>: every run's figures and the fsyncs, for a read of one's own.
+  if (TAIL && process.env.TAIL_DUMP)
+    writeFileSync(
+      process.env.TAIL_DUMP,
+      JSON.stringify({
+        runs: tail.map((r) => ({ ...r, sched: Object.fromEntries(r.sched ?? []) })),
+        fsyncs: fsyncList,
+      }),
+    );
+  if (TAIL) for (const line of tailCauses(tail, process.env.GC_LOG_DIR, fsyncList)) console.log(`  ${line}`);
+  if (TAIL && redis) {
+    const field = (info: string, f: string) => Number(new RegExp(`^${f}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+    const infoAfter = await redis.info();
+    const moved = [
+      'aof_rewrites',
+      'rdb_bgsave_in_progress',
+      'expired_keys',
+      'evicted_keys',
+      'aof_delayed_fsync',
+    ]
+      .map((f) => `${f} +${field(infoAfter, f) - field(infoBefore, f)}`)
+      .join(', ');
+    console.log(`  redis over the runs: ${moved}`);
+    const latest = (await redis.call('LATENCY', 'LATEST')) as [string, number, number, number][];
+    for (const [event, , , max] of latest) {
+      const seconds = ((await redis.call('LATENCY', 'HISTORY', event)) as unknown[]).length;
+      console.log(`  redis latency event ${event}: in ${seconds} seconds, max ${max} ms`);
+    }
+  }
   const clockNote = STAGES ? clockStepNote(clockStep()) : undefined;
   if (clockNote) console.log(`  ${clockNote}`);
 } finally {
