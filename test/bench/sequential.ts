@@ -9,13 +9,15 @@
  * longer follows its predecessor's response at once (what Redis still does for the previous run,
  * BullMQ's completion, no longer meets it), so p50s with and without it differ. `CALLS=1` also
  * prints script calls (EVALSHA + EVAL) and all commands (scripts' own included) per run, from
- * `INFO commandstats` before and after the timed runs.
+ * `INFO commandstats` before and after the timed runs. `CLIENTS=16`: that many clients at once (the
+ * stages and `TAIL=1` still per run; `TAIL=1` then reads no per-run scheduling).
  */
 import { writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { pct } from './baselines.ts';
 import { commandCalls } from './bullmq-floor.ts';
 import {
+  burst,
   clockStepNote,
   clockWatch,
   stageRow,
@@ -34,6 +36,8 @@ import {
 } from './tail-causes.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
+/** `CLIENTS=16`: that many clients, each submitting its next run as its last one's response comes. */
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
 // TAIL=1 (implies STAGES): the slow runs' stages and what overlapped them (tail-causes.ts).
 const TAIL = process.env.TAIL === '1';
 const STAGES = process.env.STAGES === '1' || TAIL;
@@ -50,21 +54,18 @@ const tail: TailRun[] = [];
 try {
   const stamped = stampedRun(cluster, now);
   let pids = new Map<number, string>();
-  let sched: Sched | undefined;
-  let hostPids: number[] = [];
   const once = async () => {
     // Read again each run: the engine replaces hosts (runs or resident growth), and a new host's pid
     // must count from its start.
     if (TAIL && pids.size) pids = clusterPids();
-    const before = TAIL ? schedNow(pids) : undefined;
+    // With several clients a process's scheduling over one run is every run's: not read.
+    const before = TAIL && CLIENTS === 1 ? schedNow(pids) : undefined;
     const run = await stamped();
-    if (before) {
-      sched = schedDelta(before, schedNow(pids));
-      hostPids = [...pids].filter(([, k]) => k === 'host').map(([p]) => p);
-    }
-    return { ...run, ms: run.received - run.sent };
+    const sched: Sched | undefined = before ? schedDelta(before, schedNow(pids)) : undefined;
+    const hostPids = [...pids].filter(([, k]) => k === 'host').map(([p]) => p);
+    return { ...run, ms: run.received - run.sent, sched, hostPids };
   };
-  for (let i = 0; i < 50; i++) await once();
+  await burst(async () => void (await once()), 50, CLIENTS);
   pids = TAIL ? clusterPids() : pids;
   const redisPid = [...pids].find(([, kind]) => kind === 'redis')?.[0];
   const fsyncs =
@@ -77,7 +78,7 @@ try {
   if (TAIL && redis) await redis.config('SET', 'latency-monitor-threshold', '1');
   const infoBefore = TAIL && redis ? await redis.info() : '';
   const lat: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
+  const record = async () => {
     const run = await once();
     lat.push(run.ms);
     if (STAGES && redis) {
@@ -95,14 +96,15 @@ try {
           received: run.received,
           ms: run.ms,
           stages: row,
-          hostPids,
-          ...(sched ? { sched } : {}),
+          hostPids: run.hostPids,
+          ...(run.sched ? { sched: run.sched } : {}),
         });
     }
-  }
+  };
+  await burst(record, RUNS, CLIENTS);
   const mean = lat.reduce((a, b) => a + b, 0) / lat.length;
   console.log(
-    `${RUNS} sequential runs: p50 ${pct(lat, 50).toFixed(2)} / p90 ${pct(lat, 90).toFixed(2)} / ` +
+    `${RUNS} ${CLIENTS === 1 ? 'sequential runs' : `runs from ${CLIENTS} clients`}: p50 ${pct(lat, 50).toFixed(2)} / p90 ${pct(lat, 90).toFixed(2)} / ` +
       `p99 ${pct(lat, 99).toFixed(2)} ms, mean ${mean.toFixed(2)} ms`,
   );
   if (callsBefore && redis) {
