@@ -21,8 +21,6 @@ import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, R
 const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
 const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 5 * 1024 * 1024;
 const RESIDENT_CHECK_EVERY_RUNS = 16;
-/** How many runs a host past its growth bound may serve while its replacement starts. */
-const OVER_BOUND_RUNS = 4 * RESIDENT_CHECK_EVERY_RUNS;
 /** Within this of its growth bound, a host's replacement starts ahead (as in a host's last runs). */
 const SPARE_LEAD_RESIDENT_BYTES = 2 * 1024 * 1024;
 const MIN_MEMORY_MB = 8;
@@ -233,16 +231,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
         ? resident - host.baselineResidentBytes
         : 0;
     if (grown > maxGrowth && host.overBoundAtRun === undefined) host.overBoundAtRun = host.runs;
-    // Past its bound, a host serves on until a replacement is ready (one started below), at most
-    // four checks' worth of runs more: retired at once, the next run waited for a whole host start
-    // (~150-850 ms on a loaded machine, `sequential.ts TAIL=1`, the slowest runs of their 1000). A
-    // host's growth steps ~3 MiB at its 512th run here, so its lead and its bound often pass in one
-    // check, and hosts started together (a runner's slots) pass them together.
+    // Past its bound, a host serves on until its replacement is ready (started below), at most one
+    // check's worth of runs more: retired at once, the next run waited for a whole host start
+    // (~150-250 ms on a loaded machine, sequential.ts TAIL=1: the one-client p99's slowest runs),
+    // as the growth comes in steps and often passes the lead and the bound in one check.
     const spare = spares.get(host.partition);
     const replacementReady = pool.length > 0 || (spare !== undefined && readySpares.has(spare));
     const tooBig =
       host.overBoundAtRun !== undefined &&
-      (replacementReady || !prewarm || host.runs - host.overBoundAtRun >= OVER_BOUND_RUNS);
+      (replacementReady || !prewarm || host.runs - host.overBoundAtRun >= RESIDENT_CHECK_EVERY_RUNS);
     const spent = host.runs >= maxRunsPerProcess || tooBig;
     if (closed || !reusable || host.exited || spent || pool.length >= maxIdle) {
       if (!closed && (!reusable || host.exited || spent)) {
@@ -269,9 +266,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
     // as long as dozens of runs, more on a loaded core) before this host retires
     // and no run waits for a host start. Starting it only before the last run left the next run
     // waiting. Once per host: its replacement joins the pool when started, and another would follow.
-    // Kept past its bound: a spare for it whenever none is starting (one at a time per partition,
-    // and each one ready lets one such host go).
-    if (host.overBoundAtRun !== undefined) startSpare(host.partition, true);
     if (
       !host.replacementStarted &&
       (host.runs >= maxRunsPerProcess - spareLeadRuns ||
