@@ -9,16 +9,31 @@
  * longer follows its predecessor's response at once (what Redis still does for the previous run,
  * BullMQ's completion, no longer meets it), so p50s with and without it differ. `CALLS=1` also
  * prints script calls (EVALSHA + EVAL) and all commands (scripts' own included) per run, from
- * `INFO commandstats` before and after the timed runs.
+ * `INFO commandstats` before and after the timed runs. `CLIENTS=16`: that many clients at once (the
+ * stages and `TAIL=1` still per run; `TAIL=1` then reads no per-run scheduling).
  */
+import { writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { pct } from './baselines.ts';
 import { commandCalls } from './bullmq-floor.ts';
-import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
+import { burst, stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { clockStepNote, clockWatch, stageLines, stageRow, stagesOf } from './stages.ts';
+import {
+  clusterPids,
+  fsyncTrace,
+  type Sched,
+  schedDelta,
+  schedNow,
+  type TailRun,
+  tailCauses,
+} from './tail-causes.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
-const STAGES = process.env.STAGES === '1';
+/** `CLIENTS=16`: that many clients, each submitting its next run as its last one's response comes. */
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
+// TAIL=1 (implies STAGES): the slow runs' stages and what overlapped them (tail-causes.ts).
+const TAIL = process.env.TAIL === '1';
+const STAGES = process.env.STAGES === '1' || TAIL;
 const now = () => performance.timeOrigin + performance.now();
 
 const clockStep = clockWatch();
@@ -28,26 +43,56 @@ const cluster = await startOneClientCluster('1');
 const CALLS = process.env.CALLS === '1';
 const redis = STAGES || CALLS ? createRedis(cluster.redisUrl) : undefined;
 const stageRows: { stages: number[]; latencyMs: number }[] = [];
+const tail: TailRun[] = [];
 try {
   const stamped = stampedRun(cluster, now);
+  let pids = new Map<number, string>();
   const once = async () => {
+    // Read again each run: the engine replaces hosts (runs or resident growth), and a new host's pid
+    // must count from its start.
+    if (TAIL && pids.size) pids = clusterPids();
+    // With several clients a process's scheduling over one run is every run's: not read.
+    const before = TAIL && CLIENTS === 1 ? schedNow(pids) : undefined;
     const run = await stamped();
-    return { ...run, ms: run.received - run.sent };
+    const sched: Sched | undefined = before ? schedDelta(before, schedNow(pids)) : undefined;
+    const hostPids = [...pids].filter(([, k]) => k === 'host').map(([p]) => p);
+    return { ...run, ms: run.received - run.sent, sched, hostPids };
   };
-  for (let i = 0; i < 50; i++) await once();
+  await burst(async () => void (await once()), 50, CLIENTS);
+  pids = TAIL ? clusterPids() : pids;
+  const redisPid = [...pids].find(([, kind]) => kind === 'redis')?.[0];
+  const fsyncs =
+    TAIL && redisPid && process.env.FSYNC_TRACE !== '0'
+      ? fsyncTrace(redisPid, `/tmp/tail-fsync-${process.pid}.txt`)
+      : undefined;
+  if (fsyncs) await new Promise((r) => setTimeout(r, 500));
   const callsBefore = CALLS && redis ? commandCalls(await redis.info('commandstats')) : undefined;
+  // Redis's own slow events (AOF write/fsync, expiry cycles, commands) of 1 ms and more.
+  if (TAIL && redis) await redis.config('SET', 'latency-monitor-threshold', '1');
+  const infoBefore = TAIL && redis ? await redis.info() : '';
   const lat: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
+  const record = async () => {
     const run = await once();
     lat.push(run.ms);
     if (STAGES && redis) {
       const [createdAt, timings] = await redis.hmget(keys.run(run.id), 'createdAt', 'timings');
-      stageRows.push({ stages: stageRow(run.sent, run.received, createdAt, timings), latencyMs: run.ms });
+      const row = stageRow(run.sent, run.received, createdAt, timings);
+      stageRows.push({ stages: row, latencyMs: run.ms });
+      if (TAIL)
+        tail.push({
+          sent: run.sent,
+          received: run.received,
+          ms: run.ms,
+          stages: row,
+          hostPids: run.hostPids,
+          ...(run.sched ? { sched: run.sched } : {}),
+        });
     }
-  }
+  };
+  await burst(record, RUNS, CLIENTS);
   const mean = lat.reduce((a, b) => a + b, 0) / lat.length;
   console.log(
-    `${RUNS} sequential runs: p50 ${pct(lat, 50).toFixed(2)} / p90 ${pct(lat, 90).toFixed(2)} / ` +
+    `${RUNS} ${CLIENTS === 1 ? 'sequential runs' : `runs from ${CLIENTS} clients`}: p50 ${pct(lat, 50).toFixed(2)} / p90 ${pct(lat, 90).toFixed(2)} / ` +
       `p99 ${pct(lat, 99).toFixed(2)} ms, mean ${mean.toFixed(2)} ms`,
   );
   if (callsBefore && redis) {
@@ -62,6 +107,36 @@ try {
   if (STAGES) {
     console.log(`${'  stages (sub-ms stamps)'.padEnd(94)}${'mean ms'.padStart(8)}${'p50 ms'.padStart(9)}`);
     for (const line of stageLines(stagesOf(stageRows))) console.log(line);
+  }
+  const fsyncList = fsyncs ? await fsyncs.stop() : [];
+  // TAIL_DUMP=<file>: every run's figures and the fsyncs, for a read of one's own.
+  if (TAIL && process.env.TAIL_DUMP)
+    writeFileSync(
+      process.env.TAIL_DUMP,
+      JSON.stringify({
+        runs: tail.map((r) => ({ ...r, sched: Object.fromEntries(r.sched ?? []) })),
+        fsyncs: fsyncList,
+      }),
+    );
+  if (TAIL) for (const line of tailCauses(tail, process.env.GC_LOG_DIR, fsyncList)) console.log(`  ${line}`);
+  if (TAIL && redis) {
+    const field = (info: string, f: string) => Number(new RegExp(`^${f}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+    const infoAfter = await redis.info();
+    const moved = [
+      'aof_rewrites',
+      'rdb_bgsave_in_progress',
+      'expired_keys',
+      'evicted_keys',
+      'aof_delayed_fsync',
+    ]
+      .map((f) => `${f} +${field(infoAfter, f) - field(infoBefore, f)}`)
+      .join(', ');
+    console.log(`  redis over the runs: ${moved}`);
+    const latest = (await redis.call('LATENCY', 'LATEST')) as [string, number, number, number][];
+    for (const [event, , , max] of latest) {
+      const seconds = ((await redis.call('LATENCY', 'HISTORY', event)) as unknown[]).length;
+      console.log(`  redis latency event ${event}: in ${seconds} seconds, max ${max} ms`);
+    }
   }
   const clockNote = STAGES ? clockStepNote(clockStep()) : undefined;
   if (clockNote) console.log(`  ${clockNote}`);

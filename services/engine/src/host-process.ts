@@ -145,6 +145,9 @@ export class HostProcess {
   /** The engine has started this host's replacement ahead of its retirement. */
   replacementStarted = false;
 
+  /** Its run count when a check first found it past its resident growth bound. */
+  overBoundAtRun: number | undefined;
+
   /** When the host last became idle (performance.now()); the engine retires the longest idle first. */
   idleSince = 0;
 

@@ -76,12 +76,40 @@ describe('onProcessEvent and stats()', () => {
     const last = await engine.execute('return 32', { partition: 't1' });
     expect(last.hostPid).toBe(first.hostPid);
     expect(reads).toHaveLength(3);
+    // Past its bound with no other host to take the next run: it serves on while its replacement
+    // starts, so no run waits for a host start.
+    expect(events.some((e) => e.type === 'retired')).toBe(false);
+    await until(() => events.filter((e) => e.type === 'started').length === 2);
+    const spare = events.filter((e) => e.type === 'started')[1]!.pid;
+    // The replacement is ready: the run it took then was the old host's last.
+    const lastOfOld = await engine.execute('return 33', { partition: 't1' });
+    expect(lastOfOld.hostPid).toBe(first.hostPid);
     expect(events).toContainEqual(
       expect.objectContaining({ type: 'retired', reason: 'max-memory', pid: first.hostPid }),
     );
     const next = await engine.execute('return 2', { partition: 't1' });
     expect(next.valueJson).toBe('2');
-    expect(next.hostPid).not.toBe(first.hostPid);
+    expect(next.hostPid).toBe(spare);
+    expect(events.filter((e) => e.type === 'started')).toHaveLength(2);
+  });
+
+  it('retires a host past its growth bound at once when no replacement starts ahead (prewarm off)', async () => {
+    const events: ProcessEvent[] = [];
+    const MiB = 1024 * 1024;
+    let reads = 0;
+    // No spares (prewarm off): nothing is ready ahead, so the bound holds at the check that finds it.
+    engine = createEngine({
+      maxHostResidentGrowthBytes: 1 * MiB,
+      maxIdlePerPartition: 1,
+      prewarm: false,
+      residentBytesOf: () => (engine!.stats!().busy > 0 ? 70 * MiB : 70 * MiB + (reads++ > 0 ? 2 * MiB : 0)),
+      onProcessEvent: (e) => events.push(e),
+    });
+    const first = await engine.execute('return 1', { partition: 't1' });
+    for (let i = 2; i <= 16; i++) await engine.execute('return 1', { partition: 't1' });
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'retired', reason: 'max-memory', pid: first.hostPid }),
+    );
   });
 
   it('ends a run whose host passes twice its heap limit plus 256 MiB resident, even in a first turn that never yields', async () => {
