@@ -63,7 +63,7 @@ describe('a slot leased to a deferred job under contention', () => {
         const next = mon.seen
           .slice(i + 1)
           .find((n) => n[1] === wait && (n[0] === 'rpush' || n[0] === 'lpush'));
-        if (next?.[2] === c[2]) pushes.push({ how: next[0]!, id: c[2]!, at: i });
+        if (next && next[2] === c[2]) pushes.push({ how: next[0]!, id: c[2]!, at: i });
       }
     });
     const locks = mon.seen.flatMap((c, i) =>
