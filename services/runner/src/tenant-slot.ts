@@ -25,6 +25,10 @@ export async function promote(ctx: RunnerContext, mode: SandboxMode, jobId: stri
       return true;
     const state = await job.getState();
     if (state === 'waiting' || state === 'prioritized') return true;
+    // Moved to delayed between the promote and this read (its runner's move landed): promoted
+    // now. Answered "gone" instead, its slot was given on and the job waited for its recheck
+    // (ISLET_TENANT_SHARE_RECHECK_MS), out of its tenant's deferred set (reserved-promote.test.ts).
+    if (state === 'delayed') continue;
     if (state !== 'active') return false;
     await new Promise((r) => setTimeout(r, 10));
   }
