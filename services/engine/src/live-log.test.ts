@@ -65,9 +65,17 @@ describe('onLog (live log lines)', () => {
     });
     expect(out.status).toBe('completed');
     expect(out.outputTruncated).toBe(true);
+    // The 40 bytes' worth, the last line cut (as limits.test.ts reads the outcome), nothing after it.
+    expect(told.map((l) => l.text)).toEqual([
+      'line 0',
+      'line 1',
+      'line 2',
+      'line 3',
+      'line 4',
+      'line 5',
+      'line',
+    ]);
     expect(told).toEqual(out.logs);
-    expect(told.length).toBeGreaterThan(0);
-    expect(told.length).toBeLessThan(50);
   });
 
   it('a listener that throws changes nothing: same logs, same value, later lines still told', async () => {

@@ -133,7 +133,7 @@ describe('onProcessEvent and stats()', () => {
     setTimeout(() => {
       resident = bound + 1;
     }, 150);
-    const started = Date.now();
+    // Ended by the guard (cause `memory`), not by the 20 s budget (kind `timeout`).
     const past = await engine.execute('console.log("growing"); for (;;) {}', { partition: 't1', limits });
     expect(past.failure).toEqual({
       kind: 'worker-exit',
@@ -141,7 +141,6 @@ describe('onProcessEvent and stats()', () => {
       message: 'the program exceeded its heap limit of 64 MiB',
     });
     expect(past.logs).toEqual([{ level: 'log', text: 'growing' }]);
-    expect(Date.now() - started).toBeLessThan(5000);
     // The tenant's program, not a crash: the alert must not page on it.
     expect(events).toContainEqual(
       expect.objectContaining({ type: 'retired', reason: 'killed', pid: past.hostPid }),
@@ -182,11 +181,13 @@ describe('onProcessEvent and stats()', () => {
     expect((await run()).hostPid).toBe(first.hostPid);
     expect((await run()).hostPid).toBe(first.hostPid);
     expect(events).toContainEqual(expect.objectContaining({ type: 'retired', reason: 'max-runs' }));
-    // The next run takes the started spare: a different, fresh process, and no wait for its start.
+    // The next run takes the spare whose start had already finished (`started` is emitted once a
+    // host is ready) before the run began: no wait for a start, and no third start.
+    const spare = events.filter((e) => e.type === 'started')[1]!.pid;
     const next = await run();
     expect(next.valueJson).toBe('1');
+    expect(next.hostPid).toBe(spare);
     expect(next.hostPid).not.toBe(first.hostPid);
-    expect(next.hostWaitMs).toBeLessThan(100);
     expect(starts()).toBe(2);
   });
 
