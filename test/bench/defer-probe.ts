@@ -9,8 +9,7 @@
 import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
-import { PROGRAM } from './baselines.ts';
-import { burst, leanPost } from './cluster-figures.ts';
+import { burst, trivialRun } from './cluster-figures.ts';
 
 const cluster = await startCluster({
   gateways: 1,
@@ -19,18 +18,7 @@ const cluster = await startCluster({
 });
 const redis = createRedis(cluster.redisUrl);
 const a = api(cluster.url, cluster.devKey);
-const run = (post: (b: unknown) => Promise<unknown>) => async () => {
-  const body = (await post({
-    code: PROGRAM,
-    description: 'x',
-    sessionId: 'bench',
-    turnId: 't',
-    callId: 'c',
-    connections: [],
-  })) as { status?: string };
-  if (body?.status !== 'Completed') throw new Error(JSON.stringify(body));
-};
-const post1 = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
+const one1 = trivialRun(cluster, 'x');
 const deferrals = async () => {
   const text = await (await fetch(`${cluster.runners[0]!.url}/metrics`)).text();
   return [...text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)].reduce(
@@ -58,8 +46,8 @@ const phase = async (name: string, fn: () => Promise<void>, n: number) => {
   last = d;
 };
 try {
-  await phase('warm', () => burst(run(post1), 64, 16), 64);
-  await phase('lone', () => burst(run(post1), 300, 16), 300);
+  await phase('warm', () => burst(one1, 64, 16), 64);
+  await phase('lone', () => burst(one1, 300, 16), 300);
   const second = 'bench-second';
   await a('POST', '/v1/admin/tenants', { id: second, name: second });
   const key = (
@@ -67,11 +55,11 @@ try {
       key: string;
     }
   ).key;
-  const post2 = leanPost(`${cluster.url}/v1/runs`, key);
-  await phase('second warm', () => burst(run(post2), 8, 8), 8);
+  const one2 = trivialRun({ url: cluster.url, devKey: key }, 'x');
+  await phase('second warm', () => burst(one2, 8, 8), 8);
   let turn = 0;
-  await phase('two', () => burst(() => run(turn++ % 2 ? post2 : post1)(), 300, 16), 300);
-  for (let i = 0; i < 4; i++) await phase(`lone ${i}`, () => burst(run(post1), 200, 16), 200);
+  await phase('two', () => burst(() => (turn++ % 2 ? one2 : one1)(), 300, 16), 300);
+  for (let i = 0; i < 4; i++) await phase(`lone ${i}`, () => burst(one1, 200, 16), 200);
   // SEED=1: a lone burst with one seed of the chain (round 20): after its 50th run, a busy member
   // no runner holds (a release that lands late), lapsing 2 s later; the deferrals after it count.
   if (process.env.SEED === '1')
@@ -82,7 +70,7 @@ try {
         let seeded = false;
         await burst(
           async () => {
-            await run(post1)();
+            await one1();
             if (++done === 50 && !seeded) {
               seeded = true;
               const [s] = await redis.time();

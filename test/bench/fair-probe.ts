@@ -10,12 +10,13 @@
  * the delayed set; promoted and in the wait list), the queue's waiting and delayed jobs, and the
  * runner's slots idle while some job waits. No MONITOR (it would slow Redis): counts and samples.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
-import { cpuMsOfDescendants, PROGRAM } from './baselines.ts';
-import { burst, leanPost, metricsOf } from './cluster-figures.ts';
+import { cpuMsOfDescendants } from './baselines.ts';
+import { processTree } from './capacity-cpu.ts';
+import { burst, metricsOf, trivialRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 600);
 const SAMPLE_MS = Number(process.env.SAMPLE_MS ?? 10);
@@ -32,42 +33,18 @@ const redis = createRedis(cluster.redisUrl);
 const sampler = createRedis(cluster.redisUrl);
 const a = api(cluster.url, cluster.devKey);
 const runnerPid = cluster.runners[0]!.pid!;
-const run = (post: (b: unknown) => Promise<unknown>) => async () => {
-  const body = (await post({
-    code: PROGRAM,
-    description: 'x',
-    sessionId: 'bench',
-    turnId: 't',
-    callId: 'c',
-    connections: [],
-  })) as { status?: string };
-  if (body?.status !== 'Completed') throw new Error(JSON.stringify(body));
-};
 
 /** Host processes (node --no-node-snapshot) under the runner. */
 function hostPids(): number[] {
-  const parent = new Map<number, number>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone
-    }
-  }
-  const out: number[] = [];
-  for (const pid of parent.keys()) {
-    let p = parent.get(pid);
-    while (p !== undefined && p > 1 && p !== runnerPid) p = parent.get(p);
-    if (p !== runnerPid) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--no-node-snapshot')) out.push(pid);
-    } catch {
-      // gone
-    }
-  }
-  return out;
+  return processTree(runnerPid)
+    .slice(1)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--no-node-snapshot');
+      } catch {
+        return false; // gone
+      }
+    });
 }
 const seenHosts = new Set<number>(hostPids());
 
@@ -160,22 +137,22 @@ async function phase(name: string, fn: () => Promise<void>, n: number) {
 }
 
 try {
-  const post1 = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  await burst(run(post1), 64, 16);
+  const one1 = trivialRun(cluster, 'x');
+  await burst(one1, 64, 16);
   const second = 'bench-second';
   await a('POST', '/v1/admin/tenants', { id: second, name: second });
   const made = await a('POST', `/v1/admin/tenants/${second}/keys`, { scopes: ['apps.use', 'sessions.read'] });
   if (made.status !== 201) throw new Error(`key: ${made.status}`);
-  const post2 = leanPost(`${cluster.url}/v1/runs`, (made.body as { key: string }).key);
-  await burst(run(post2), 8, 8);
+  const one2 = trivialRun({ url: cluster.url, devKey: (made.body as { key: string }).key }, 'x');
+  await burst(one2, 8, 8);
   last = await deferrals();
   for (const p of hostPids()) seenHosts.add(p);
   console.log(`hosts before the phases: ${seenHosts.size}`);
   for (let r = 0; r < Number(process.env.ROUNDS ?? 1); r++) {
-    await phase('lone', () => burst(run(post1), RUNS, 16), RUNS);
+    await phase('lone', () => burst(one1, RUNS, 16), RUNS);
     let turn = 0;
-    await phase('two', () => burst(() => run(turn++ % 2 ? post2 : post1)(), RUNS, 16), RUNS);
-    await phase('lone again', () => burst(run(post1), RUNS, 16), RUNS);
+    await phase('two', () => burst(() => (turn++ % 2 ? one2 : one1)(), RUNS, 16), RUNS);
+    await phase('lone again', () => burst(one1, RUNS, 16), RUNS);
   }
 } finally {
   redis.disconnect();

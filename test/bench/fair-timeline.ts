@@ -11,8 +11,7 @@
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
-import { PROGRAM } from './baselines.ts';
-import { burst, leanPost } from './cluster-figures.ts';
+import { burst, trivialRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 150);
 const cluster = await startCluster({
@@ -21,17 +20,6 @@ const cluster = await startCluster({
   env: { ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
 });
 const a = api(cluster.url, cluster.devKey);
-const run = (post: (b: unknown) => Promise<unknown>) => async () => {
-  const body = (await post({
-    code: PROGRAM,
-    description: 'x',
-    sessionId: 'bench',
-    turnId: 't',
-    callId: 'c',
-    connections: [],
-  })) as { status?: string };
-  if (body?.status !== 'Completed') throw new Error(JSON.stringify(body));
-};
 const steps = new Map<string, [string, number][]>();
 const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 function step(time: string, args: string[], source: string) {
@@ -63,17 +51,17 @@ function step(time: string, args: string[], source: string) {
   steps.set(id, list);
 }
 try {
-  const post1 = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  await burst(run(post1), 64, 16);
+  const one1 = trivialRun(cluster, 'x');
+  await burst(one1, 64, 16);
   await a('POST', '/v1/admin/tenants', { id: 'bench-second', name: 'bench-second' });
   const made = await a('POST', '/v1/admin/tenants/bench-second/keys', {
     scopes: ['apps.use', 'sessions.read'],
   });
   if (made.status !== 201) throw new Error(`key: ${made.status}`);
-  const post2 = leanPost(`${cluster.url}/v1/runs`, (made.body as { key: string }).key);
-  await burst(run(post2), 8, 8);
+  const one2 = trivialRun({ url: cluster.url, devKey: (made.body as { key: string }).key }, 'x');
+  await burst(one2, 8, 8);
   let turn = 0;
-  const two = () => run(turn++ % 2 ? post2 : post1)();
+  const two = () => (turn++ % 2 ? one2 : one1)();
   await burst(two, 200, 16);
   const watcher = createRedis(cluster.redisUrl);
   const monitor = await watcher.monitor();
