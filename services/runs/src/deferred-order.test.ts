@@ -134,4 +134,48 @@ describe('jobs of one tenant deferred in the same millisecond', () => {
     expect(await redis.zscore(deferred, 'a')).toBe(first);
     expect(await redis.zrange(deferred, 0, -1)).toEqual(['b', 'a', 'c']);
   });
+
+  it('a listed tenant’s deferral costs one TIME and one ZADD whichever way its time came: no more commands than before', async () => {
+    await contended();
+    expect((await acquire('first')).ok).toBe(false); // acme listed among the waiting tenants now
+    for (const script of [LEASE_ACQUIRE, FETCHED]) await redis.script('LOAD', script.source);
+    const bySelf = await counted(() => acquire('self'));
+    const data = JSON.stringify({ runId: 'given', tenant: 'acme', enqueuedAtMs: 0 });
+    const args = ['given', ...fetchedStartArgs({ ...startTerms, nowMs: Date.now() })];
+    const byGiven = await counted(() => FETCHED.run(redis, ['test:unused'], [data, ...args]));
+    // The tenant's listing (ZADD NX on the waiting list) is not written again: it would write
+    // nothing. That pays for the TIME the deferral reads when its time came in whole ms.
+    for (const c of [bySelf, byGiven]) {
+      expect(c.by.time).toBe(1);
+      expect(c.by.zadd).toBe(1);
+    }
+    // On the base (e04c4af) 12 and 11: its own time read, one TIME and two ZADDs; the caller's, no
+    // TIME and two ZADDs. Now 11 both: one fewer, or as many.
+    expect(bySelf.total).toBe(11);
+    expect(byGiven.total).toBe(11);
+    expect(await redis.zrange(keys.poolTenantDeferred(mode, 'acme'), 0, -1)).toEqual(['first', 'self', 'given']);
+  });
 });
+
+/** The commands `fn` made Redis run (a script's own counted, as Redis counts them), by name. */
+async function counted(fn: () => Promise<unknown>): Promise<{ by: Record<string, number>; total: number }> {
+  const stats = async () =>
+    new Map(
+      [...(await redis.info('commandstats')).matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].map((m) => [
+        m[1] ?? '',
+        Number(m[2]),
+      ]),
+    );
+  const before = await stats();
+  await fn();
+  const by: Record<string, number> = {};
+  let total = 0;
+  for (const [name, calls] of await stats()) {
+    const n = calls - (before.get(name) ?? 0);
+    if (n > 0 && name !== 'info') {
+      by[name] = n;
+      total += n;
+    }
+  }
+  return { by, total };
+}
