@@ -39,9 +39,9 @@ afterAll(async () => {
   await server?.stop();
 });
 
-// A fetch that took the job (BullMQ's answer: its hash's fields, its id, no limit, no delay) with the time in ms given
-// by the caller, as the end's and the hand-off's fused fetches give it (here: the start's `nowMs`,
-// the lease's last argument).
+// A fetch that took the job (BullMQ's answer: its hash's fields, its id, no limit, no delay), with
+// the time in whole ms given by the caller as the end's and the hand-off's fused fetches give it
+// (here: the start's `nowMs`, the lease's last argument).
 const FETCHED = fetchLeaseBeginScript(`return {{'data', ARGV[1]}, ARGV[2], 0, 0}`, 'tonumber(ARGV[12])');
 const start: FetchedStartTerms['start'] = (runId) => ({
   streamKey: `test:${runId}:events`,
@@ -112,7 +112,8 @@ describe('jobs of one tenant deferred in the same millisecond', () => {
     const ms = new Set(scored.filter((_, i) => i % 2 === 1).map((s) => Math.floor(Number(s))));
     expect(ms.size).toBeLessThan(queued.length / 2);
     // Each score still a time in ms (an older release writes and reads it so).
-    for (let i = 1; i < scored.length; i += 2) expect(Math.abs(Number(scored[i]) - Date.now())).toBeLessThan(60_000);
+    for (let i = 1; i < scored.length; i += 2)
+      expect(Math.abs(Number(scored[i]) - Date.now())).toBeLessThan(60_000);
     expect(scored.filter((_, i) => i % 2 === 0)).toEqual(queued);
     // The slots freed one at a time go to acme's deferred jobs in its queue order.
     const granted: string[] = [];
@@ -153,7 +154,11 @@ describe('jobs of one tenant deferred in the same millisecond', () => {
     // TIME and two ZADDs. Now 11 both: one fewer, or as many.
     expect(bySelf.total).toBe(11);
     expect(byGiven.total).toBe(11);
-    expect(await redis.zrange(keys.poolTenantDeferred(mode, 'acme'), 0, -1)).toEqual(['first', 'self', 'given']);
+    expect(await redis.zrange(keys.poolTenantDeferred(mode, 'acme'), 0, -1)).toEqual([
+      'first',
+      'self',
+      'given',
+    ]);
   });
 });
 
