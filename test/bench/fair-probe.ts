@@ -129,7 +129,7 @@ async function phase(name: string, fn: () => Promise<void>, n: number) {
       `mean busy slots ${avg(samples.busy)} pool leases ${avg(samples.leases)} waiting ${avg(samples.wait)} delayed ${avg(samples.delayed)} ` +
       `busy leases' jobs: active ${avg(where.active)} delayed ${avg(where.delayed)} waiting ${avg(where.waiting)} other ${avg(where.other)} ` +
       `idle slots while runs wait ${avg(samples.idleWithWaiting)} (${samples.n} samples)  per run: evalsha ${per('evalsha')} ` +
-      `hgetall ${per('hgetall')} bzpopmin ${per('bzpopmin')} total ${(
+      `hgetall ${per('hgetall')} bzpopmin ${per('bzpopmin')} zadd ${per('zadd')} time ${per('time')} total ${(
         [...cmdAfter].reduce((s, [k, v]) => s + v - (cmdBefore.get(k) ?? 0), 0) / n
       ).toFixed(1)}`,
   );

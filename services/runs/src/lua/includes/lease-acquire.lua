@@ -18,9 +18,10 @@ local function acquireLease(k, a, seen, now)
   local job, tenant = ARGV[a], ARGV[a + 1]
   local share, cap, lease = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   if not now and seen then now = seen['#now'] end
+  local clock
   if not now then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    clock = redis.call('TIME')
+    now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
   end
   -- The pool's size (its registrations) is read only when it decides: a tenant alone is granted
   -- whatever the pool's count (below), so its common start skips this read and the busy count.
@@ -45,15 +46,29 @@ local function acquireLease(k, a, seen, now)
   -- lease's holder, and a key this lease creates gets one from its own heartbeat, or its release
   -- deletes it.
   local fresh = live == 0 and #rows > 0
+  -- Whether this tenant is in the pool's waiting list (read below, before any deferral).
+  local mineListed, othersDeferred = false, false
   local function take(id)
     redis.call('ZADD', leases, now + lease, id)
     if fresh then redis.call('PEXPIRE', leases, lease * 2) end
     redis.call('ZADD', busy, now + lease, id)
   end
+  -- A deferred job's place in its tenant's line: Redis's time in ms with the microseconds as three
+  -- decimals, so jobs deferred in the same ms keep the order their scripts ran in (their fetches':
+  -- the queue's) instead of their ids' text order ("r-100" before "r-99"; run ids: at random).
+  -- Still a time in ms, as an older release writes it (test/bench/README.md, round 26, `fair-tie`).
+  -- Written as text: Lua prints a number with 14 digits, which drops them. Redis keeps the nearest
+  -- double, 2^-12 ms apart below 2^41 ms (2039), so distinct microseconds stay distinct and in
+  -- order up to 2^43 ms. NX keeps a job's first place when it is deferred again while still in the
+  -- set (its recheck; a fetch of it before its promotion).
   local function defer()
-    redis.call('ZADD', deferred, 'NX', now, job)
+    local t = clock or redis.call('TIME')
+    local us = tonumber(t[2])
+    redis.call('ZADD', deferred, 'NX', string.format('%s%03d.%03d', t[1], math.floor(us / 1000), us % 1000), job)
     redis.call('PEXPIRE', deferred, 86400000)
-    redis.call('ZADD', waitingKey, 'NX', now, tenant)
+    -- Listed already (read above), the NX would write nothing: skipped, which pays for the TIME a
+    -- deferral reads when its caller gave the time in whole ms (the end's, the hand-off's).
+    if not mineListed then redis.call('ZADD', waitingKey, 'NX', now, tenant) end
   end
   local function unlisted()
     if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, tenant) end
@@ -70,7 +85,6 @@ local function acquireLease(k, a, seen, now)
   -- empty list answers for this tenant's order and for the others at once.
   local listed = {}
   if not (seen and seen[waitingKey]) then listed = redis.call('ZRANGE', waitingKey, 0, 1) end
-  local mineListed, othersDeferred = false, false
   for _, t in ipairs(listed) do
     if t == tenant then mineListed = true else othersDeferred = true end
   end
