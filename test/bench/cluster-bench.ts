@@ -179,7 +179,7 @@ async function main(): Promise<void> {
   );
   console.log(
     `fair-share row (fair-row.ts): ${fair.segmentsPerSide} segments of ${f(fair.segmentSeconds, 1)} s a side, ABBA then BAAB, ` +
-      `each counted from when every client runs its side to its end; samples every ${fair.sampleMs} ms (pool-sampler.ts)`,
+      `each counted from when every client runs its side to its end; samples every ${fair.sampleMs} ms (pool-sampler.ts); ${f(fair.wallSeconds, 1)} s in all`,
   );
   for (const side of ['lone', 'two'] as const) {
     const s = fair[side];

@@ -20,7 +20,7 @@ import {
 } from './baselines.ts';
 import { processParents } from './capacity-cpu.ts';
 import { type FairRow, fairRow } from './fair-row.ts';
-import { deferralsOf } from './pool-sampler.ts';
+import { deferralsOf, samplePool } from './pool-sampler.ts';
 import { clockWatch, type StageSummary, stageRow, stagesOf } from './stages.ts';
 
 export interface ClusterFigures {
@@ -336,18 +336,23 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     const post2 = leanPost(`${cluster.url}/v1/runs`, secondKey);
     // The second tenant's first runs (its key, tenant and policies into the gateway's caches).
     await Promise.all(Array.from({ length: 8 }, () => completed(PROGRAM, [], post2)));
+    const fairSampleMs = Number(process.env.BENCH_FAIR_SAMPLE_MS ?? 25);
     const fair = await fairRow({
       lone: async () => void (await completed(PROGRAM)),
       other: async () => void (await completed(PROGRAM, [], post2)),
       clients: 16,
       segmentsPerSide: quick ? 2 : Number(process.env.BENCH_FAIR_SEGMENTS ?? 4),
       segmentSeconds: Number(process.env.BENCH_FAIR_SEGMENT_SECONDS ?? seconds / 2),
-      runnerUrl: cluster.runners[0]!.url,
-      redisUrl: cluster.redisUrl,
-      mode: 'read-only',
-      slots,
-      sampleMs: Number(process.env.BENCH_FAIR_SAMPLE_MS ?? 25),
-      kindOf,
+      deferrals,
+      cpu: () => cpuMsOfDescendants(kindOf),
+      sampler: samplePool({
+        redisUrl: cluster.redisUrl,
+        runnerUrl: cluster.runners[0]!.url,
+        mode: 'read-only',
+        slots,
+        everyMs: fairSampleMs,
+      }),
+      sampleMs: fairSampleMs,
     });
     const deferred2 = await deferrals();
     const fairShare = { lonePerSec: fair.lone.perSec, twoPerSec: fair.two.perSec };

@@ -9,8 +9,7 @@
  * the rates, what explains them per side: the runner's deferrals a run, CPU a run, and the pool's
  * samples (`pool-sampler.ts`).
  */
-import { cpuMsOfDescendants } from './baselines.ts';
-import { deferralsOf, type PoolSamples, poolMeans, samplePool } from './pool-sampler.ts';
+import { type PoolSamples, poolMeans } from './pool-sampler.ts';
 
 export interface FairSide {
   /** Runs ended inside the side's windows, and the windows' seconds. */
@@ -24,17 +23,28 @@ export interface FairSide {
   pool: PoolSamples;
 }
 
+/** A counted window: its side, runs ended inside it, and when it opened and closed (`performance.now()`). */
+export interface FairWindow {
+  side: Side;
+  runs: number;
+  openAt: number;
+  closeAt: number;
+}
+
 export interface FairRow {
   lone: FairSide;
   two: FairSide;
   /** Each cycle's (ABBA or BAAB) rates, runs/s: the row's spread inside one run. */
   cycles: { lonePerSec: number; twoPerSec: number }[];
+  windows: FairWindow[];
   segmentSeconds: number;
   segmentsPerSide: number;
   sampleMs: number;
+  /** The row's whole wall time, s: windows, switches and counter reads. */
+  wallSeconds: number;
 }
 
-type Side = 'lone' | 'two';
+export type Side = 'lone' | 'two';
 
 export async function fairRow(o: {
   /** One run of the lone tenant, and one of the second tenant. */
@@ -44,13 +54,15 @@ export async function fairRow(o: {
   /** Even: whole cycles, two segments of each side a cycle. */
   segmentsPerSide: number;
   segmentSeconds: number;
-  runnerUrl: string;
-  redisUrl: string;
-  mode: string;
-  slots: number;
+  /** The runner's fair-share deferrals so far (`deferralsOf`). */
+  deferrals: () => Promise<number>;
+  /** CPU ms so far of the cluster's processes by kind (`cpuMsOfDescendants`). */
+  cpu: () => Record<string, number>;
+  /** The pool's samples, tagged with the side whose window is open (`samplePool`). */
+  sampler: { tag(side: Side | undefined): void; stop(): Promise<Map<string, PoolSamples>> };
   sampleMs: number;
-  kindOf: (cmdline: string) => string;
 }): Promise<FairRow> {
+  const began = performance.now();
   const cycles = Math.max(1, Math.round(o.segmentsPerSide / 2));
   const order: Side[] = [];
   for (let c = 0; c < cycles; c++)
@@ -93,13 +105,7 @@ export async function fairRow(o: {
   // A client's failed run ends the row at once instead of leaving a window that never opens.
   const failed = clients.then(() => new Promise<never>(() => {}));
   failed.catch(() => {}); // read by the races below and by `await clients`
-  const sampler = samplePool({
-    redisUrl: o.redisUrl,
-    runnerUrl: o.runnerUrl,
-    mode: o.mode,
-    slots: o.slots,
-    everyMs: o.sampleMs,
-  });
+  const sampler = o.sampler;
   const sums: Record<Side, { deferrals: number; cpu: Record<string, number> }> = {
     lone: { deferrals: 0, cpu: {} },
     two: { deferrals: 0, cpu: {} },
@@ -110,16 +116,16 @@ export async function fairRow(o: {
       current = i;
       const s = segments[i]!;
       await Promise.race([s.open, failed]);
-      const deferred = await deferralsOf(o.runnerUrl);
-      const cpu = cpuMsOfDescendants(o.kindOf);
+      const deferred = await o.deferrals();
+      const cpu = o.cpu();
       s.openAt = performance.now();
       sampler.tag(s.side);
       await Promise.race([new Promise((r) => setTimeout(r, o.segmentSeconds * 1000)), failed]);
       s.closeAt = performance.now();
       sampler.tag(undefined);
-      const cpuAfter = cpuMsOfDescendants(o.kindOf);
+      const cpuAfter = o.cpu();
       const sum = sums[s.side];
-      sum.deferrals += (await deferralsOf(o.runnerUrl)) - deferred;
+      sum.deferrals += (await o.deferrals()) - deferred;
       for (const [k, ms] of Object.entries(cpuAfter)) sum.cpu[k] = (sum.cpu[k] ?? 0) + ms - (cpu[k] ?? 0);
     }
   } finally {
@@ -152,8 +158,15 @@ export async function fairRow(o: {
       lonePerSec: windowsOf('lone', c * 4, c * 4 + 4).perSec,
       twoPerSec: windowsOf('two', c * 4, c * 4 + 4).perSec,
     })),
+    windows: segments.map((s) => ({
+      side: s.side,
+      runs: s.runs,
+      openAt: s.openAt ?? 0,
+      closeAt: s.closeAt ?? 0,
+    })),
     segmentSeconds: o.segmentSeconds,
     segmentsPerSide: cycles * 2,
     sampleMs: o.sampleMs,
+    wallSeconds: (performance.now() - began) / 1000,
   };
 }
