@@ -181,6 +181,9 @@ async function main(): Promise<void> {
     `fair-share row (fair-row.ts): ${fair.segmentsPerSide} segments of ${f(fair.segmentSeconds, 1)} s a side, ABBA then BAAB, ` +
       `each counted from when every client runs its side to its end; samples every ${fair.sampleMs} ms (pool-sampler.ts); ${f(fair.wallSeconds, 1)} s in all`,
   );
+  console.log(
+    `  windows in order, runs/s: ${fair.windows.map((w) => `${w.side} ${f((w.runs * 1000) / (w.closeAt - w.openAt), 1)}`).join(', ')}`,
+  );
   for (const side of ['lone', 'two'] as const) {
     const s = fair[side];
     const cpu = Object.entries(s.cpuMsPerRun)
