@@ -19,6 +19,8 @@ import {
   sequentialCalls,
 } from './baselines.ts';
 import { processParents } from './capacity-cpu.ts';
+import { type FairRow, fairRow } from './fair-row.ts';
+import { deferralsOf, samplePool } from './pool-sampler.ts';
 import { clockWatch, type StageSummary, stageRow, stagesOf } from './stages.ts';
 
 export interface ClusterFigures {
@@ -42,10 +44,15 @@ export interface ClusterFigures {
   settings: Record<string, string>;
   /** How far the wall clock moved against the monotonic one while the cluster ran, ms (`clockWatch`). */
   clockStepMs: number;
-  /** 16 clients of one tenant (mean of two windows) against 16 clients of two tenants, runs/s. */
+  /** The fair-share row's rates, runs/s: 16 clients of one tenant against 16 of two tenants (`fair`). */
   fairShare: { lonePerSec: number; twoPerSec: number };
-  /** The runner's fair-share deferrals per run in each 16-client phase (its metrics). */
-  deferralsPerRun: { lone: number; two: number; loneAgain: number; counted: number };
+  /** The fair-share row whole: each side's rate and counts, each cycle's rates (`fair-row.ts`). */
+  fair: FairRow;
+  /**
+   * The runner's fair-share deferrals per run in the 16-client window and the commands' window
+   * (the fair-share row's sides carry their own).
+   */
+  deferralsPerRun: { lone: number; counted: number };
 }
 
 const now = () => performance.timeOrigin + performance.now();
@@ -62,7 +69,7 @@ export async function metricsOf(baseUrl: string): Promise<string> {
 }
 
 /** Calls per command in `INFO commandstats`. */
-function commandStats(info: string): Map<string, number> {
+export function commandStats(info: string): Map<string, number> {
   const out = new Map<string, number>();
   for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
   return out;
@@ -296,14 +303,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
         for (let i = 0; i < 3; i++) await completed(PROGRAM);
       }),
     );
-    /** The runner's fair-share deferrals so far. */
-    const deferrals = async () => {
-      const text = await metricsOf(cluster.runners[0]!.url);
-      return [...text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)].reduce(
-        (n, m) => n + Number(m[1]),
-        0,
-      );
-    };
+    const deferrals = () => deferralsOf(cluster.runners[0]!.url);
     const deferred0 = await deferrals();
     const cpuBefore = cpuMsOfDescendants(kindOf);
     const concurrent16 = await measure(async () => void (await completed(PROGRAM)), {
@@ -319,9 +319,10 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       cpuMsPerRun[kind] = (ms - (cpuBefore[kind] ?? 0)) / concurrent16.runs;
     cpuMsPerRun.total = Object.values(cpuMsPerRun).reduce((a, b) => a + b, 0);
 
-    // Fair share, same stack: 16 clients of two tenants (8 each) against the lone tenant's 16,
-    // measured again right after, so the two sides share the machine's minutes. A work-conserving
-    // share gives a lone tenant the whole pool: the ratio is ~1; a share that caps it, ~0.5-0.65.
+    // Fair share, same stack (`fair-row.ts`): the lone tenant's 16 clients against 16 clients of
+    // two tenants (8 each), switched in ABBA / BAAB segments of the same minutes. A work-conserving
+    // share gives a lone tenant the whole pool and wastes nothing under contention: lone ÷ two ≈ 1;
+    // a share that caps a lone tenant reads ~0.5-0.65; well above 1, two tenants leave slots idle.
     const second = 'bench-second';
     const tenant = await a('POST', '/v1/admin/tenants', { id: second, name: second });
     if (tenant.status !== 201)
@@ -335,31 +336,26 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     const post2 = leanPost(`${cluster.url}/v1/runs`, secondKey);
     // The second tenant's first runs (its key, tenant and policies into the gateway's caches).
     await Promise.all(Array.from({ length: 8 }, () => completed(PROGRAM, [], post2)));
-    let turn = 0;
+    const fairSampleMs = Number(process.env.BENCH_FAIR_SAMPLE_MS ?? 25);
+    const fair = await fairRow({
+      lone: async () => void (await completed(PROGRAM)),
+      other: async () => void (await completed(PROGRAM, [], post2)),
+      clients: 16,
+      segmentsPerSide: quick ? 2 : Number(process.env.BENCH_FAIR_SEGMENTS ?? 4),
+      segmentSeconds: Number(process.env.BENCH_FAIR_SEGMENT_SECONDS ?? seconds / 2),
+      deferrals,
+      cpu: () => cpuMsOfDescendants(kindOf),
+      sampler: samplePool({
+        redisUrl: cluster.redisUrl,
+        runnerUrl: cluster.runners[0]!.url,
+        mode: 'read-only',
+        slots,
+        everyMs: fairSampleMs,
+      }),
+      sampleMs: fairSampleMs,
+    });
     const deferred2 = await deferrals();
-    const twoTenants = await measure(
-      async () => void (await completed(PROGRAM, [], turn++ % 2 ? post2 : post)),
-      {
-        seconds,
-        clients: 16,
-        warmup: 0,
-        minRuns: quick ? 16 : 32,
-      },
-    );
-    const deferred3 = await deferrals();
-    const loneAgain = quick
-      ? concurrent16
-      : await measure(async () => void (await completed(PROGRAM)), {
-          seconds,
-          clients: 16,
-          warmup: 0,
-          minRuns: 32,
-        });
-    const deferred4 = await deferrals();
-    const fairShare = {
-      lonePerSec: (concurrent16.perSec + loneAgain.perSec) / 2,
-      twoPerSec: twoTenants.perSec,
-    };
+    const fairShare = { lonePerSec: fair.lone.perSec, twoPerSec: fair.two.perSec };
 
     // Redis commands per run: everything the cluster sent while 100 runs went through (the INFO
     // calls themselves excluded), so background polling during that time counts against the runs.
@@ -372,7 +368,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       }),
     );
     const after = commandStats(await redis.info('commandstats'));
-    const deferred5 = await deferrals();
+    const deferred3 = await deferrals();
     const delta: [string, number][] = [...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]);
     const total = delta.reduce((s, [k, v]) => s + (k === 'info' ? Math.max(0, v - 1) : v), 0);
     const top = delta
@@ -433,11 +429,10 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       idleHosts: hosts.length,
       waitingRuns: waitingIds.length,
       fairShare,
+      fair,
       deferralsPerRun: {
         lone: (deferred1 - deferred0) / concurrent16.runs,
-        two: (deferred3 - deferred2) / twoTenants.runs,
-        loneAgain: quick ? Number.NaN : (deferred4 - deferred3) / loneAgain.runs,
-        counted: (deferred5 - deferred4) / counted,
+        counted: (deferred3 - deferred2) / counted,
       },
       isolatesHeldWhileWaiting: busy,
       stages,
