@@ -100,7 +100,7 @@ describe('a fetch whose lease is refused', () => {
       // d1 never reached the processor; d2 runs.
       expect(t.outcomes).toEqual(['completed 1']);
       expect(await redis.hget(keys.run('d2'), 'status')).toBe('Running');
-      expect(await redis.lrange(t.queue.keys.active, 0, -1)).toEqual(['d2']);
+      expect(await redis.lrange(`${t.queue.qualifiedName}:active`, 0, -1)).toEqual(['d2']);
       // d1 as the runner's moveToDelayed (skipAttempt) left it: delayed for the recheck, no
       // attempt spent, its run untouched, deferred in its tenant's set, the deferral counted.
       expect(await t.queue.getJobState('d1')).toBe('delayed');

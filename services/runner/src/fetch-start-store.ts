@@ -12,6 +12,11 @@
  * the ready marker BullMQ's fetch just re-added and says so. That next fetch then blocks on the
  * marker at once, without a look of its own: no round trip, and no fsync'd write of its own
  * (the marker's removal lands in the fetch's) while the run's program runs.
+ *
+ * A run's job whose lease the fetch refuses is moved to the delayed set by the same script (BullMQ's
+ * moveToDelayed with skipAttempt, as the processor's `job.moveToDelayed` would a round trip and a
+ * turn of the event loop later), and the worker's next job fetched in its place: the worker never
+ * holds a job it may not run (test/bench/README.md, round 26, `fair-fetch`).
  */
 import { fetchAndLook, fetchLeaseBeginScript } from '@islet/runs';
 import type { RedisClient } from 'bullmq';

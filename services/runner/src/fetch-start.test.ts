@@ -166,12 +166,12 @@ describe('a fetch that starts its run (one server)', () => {
       expect(fetchAt).toBeGreaterThanOrEqual(0);
       const delayed = t.queue.keys.delayed;
       const moveAt = m.seen.findIndex((c) => c[0] === 'zadd' && c[1] === delayed && c[3] === 'f3');
-      const callAt = m.seen.findIndex((c) => c === m.sent[fetchAt]);
+      const callAt = m.seen.indexOf(m.sent[fetchAt] ?? []);
       expect(moveAt).toBeGreaterThan(callAt);
       expect(m.seen.slice(callAt + 1, moveAt).every((c) => !m.sent.includes(c))).toBe(true);
       expect(t.outcomes).toEqual([]);
       expect(await redis.exists(`${t.queue.qualifiedName}:f3:lock`)).toBe(0);
-      expect(await redis.lrange(t.queue.keys.active, 0, -1)).toEqual([]);
+      expect(await redis.lrange(`${t.queue.qualifiedName}:active`, 0, -1)).toEqual([]);
       const job = await t.queue.getJob('f3');
       expect(job?.attemptsMade).toBe(0);
       expect(await redis.hget(`${t.queue.qualifiedName}:f3`, 'delay')).toBe('60000');

@@ -105,6 +105,10 @@ const FETCHED_ARGS = 24;
  * block comments are not whole-line comments `compactLua` could drop); the tail is compacted.
  * `now`: the name of a local holding Redis's time (ms) that the text embedding this one read
  * already, which the lease then takes instead of reading `TIME` again ('nil': none).
+ * `defers`: a run's job whose lease is refused is moved to delayed here and `fetchJob` called
+ * again for the next (the tail's DEFER); the script then takes the delay as its last argument
+ * (`DEFER_MS`). The hand-off's add does not: its arguments are a registration's, which runners of
+ * the release before read and write too.
  */
 export function fetchLeaseBeginScript(fetchBody: string, now = 'nil', defers = false): LuaScript {
   const tail = luaSource('fetch-lease-begin-11', {
@@ -197,6 +201,9 @@ return {ended, complete(BK, BA)}`);
  * acquire takes it as read: nothing in between (BullMQ's completion and fetch) touches the pool's
  * keys, so the answer is the one a second read would give, one command fewer a run.
  * The end's event id (Redis's ms) is noted there too (`#now`), and the acquire takes it for `TIME`.
+ * `fetchBody` (the fused fetch's body, `fetchAndLook` of moveToActive-11): a next job whose lease is
+ * refused is moved to delayed in the call and the one after it fetched with that body on the
+ * completion's keys (the tail's DEFER and REFETCH); the delay is then the last argument.
  */
 export function endCompleteStartScript(moveToFinished: string, fetchBody?: string): LuaScript {
   // The completion's keys are moveToActive-11's but for the marker (its 14th): the refetch's.
