@@ -6,7 +6,7 @@
  * test/bench/README.md, round 26, `fair-fetch`). The move is BullMQ's moveToDelayed with
  * skipAttempt, the deferral counted and kept in the tenant's deferred set as before. Real
  * redis-server, real BullMQ, real fair share and run store; calls and their order read from
- * MONITOR, never time.
+ * MONITOR, never time. A capped queue falls back to the processor's move.
  */
 import { keys } from '@islet/core';
 import { noteQueued, runJobOptions } from '@islet/runs';
@@ -124,6 +124,29 @@ describe('a fetch whose lease is refused', () => {
       expect(await redis.zcard(keys.poolTenantDeferred(mode, 'acme'))).toBe(0);
       await fair.close();
     } finally {
+      await t.close();
+    }
+  });
+  it('on a concurrency-capped queue is answered as before: the processor moves the job', async () => {
+    const t = await setUp('capped', true);
+    try {
+      await warmUp(t, 'warm-c');
+      // BullMQ's global concurrency (the queue's meta), far above what runs here: a capped (or
+      // paused) queue's refusal is left to the processor's own BullMQ moveToDelayed, as the end's
+      // in-script promotion leaves such a queue's to the runner (round 25).
+      await t.queue.setGlobalConcurrency(100);
+      const fair = createFairShare({ redis, logger, promote: async () => true, config: t.config });
+      for (const id of ['y1', 'y2']) expect((await fair.acquire(mode, 'acme', id)).ok).toBe(true);
+      await noteQueued(redis, t.config, mode, 'other');
+      await newRun('c1', 'acme');
+      await t.add('c1', 'acme', 2);
+      await until('c1 to be deferred', async () => t.outcomes.includes('deferred'));
+      await until('c1 to be delayed', async () => (await t.queue.getJobState('c1')) === 'delayed');
+      expect((await t.queue.getJob('c1'))?.attemptsMade).toBe(0);
+      expect(await redis.zscore(keys.poolTenantDeferred(mode, 'acme'), 'c1')).not.toBeNull();
+      await fair.close();
+    } finally {
+      await t.queue.removeGlobalConcurrency().catch(() => undefined);
       await t.close();
     }
   });
