@@ -20,12 +20,12 @@ import type { RedisClient } from 'bullmq';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
-import { fetchedAnswer } from './fetch-start-store.ts';
+import { deferArg, FETCH_AND_LOOK, type FetchedHooks, fetchedAnswer } from './fetch-start-store.ts';
 
 const END_AND_COMPLETE = endAndCompleteScript(moveToFinished.content);
 /** The fused script's hash (tests tell its calls from others' by it). */
 export const END_AND_COMPLETE_SHA = END_AND_COMPLETE.sha;
-const END_COMPLETE_START = endCompleteStartScript(moveToFinished.content);
+const END_COMPLETE_START = endCompleteStartScript(moveToFinished.content, FETCH_AND_LOOK);
 /** The hash of the fused call that also starts the next job's run. */
 export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
 /** moveToFinished's `fetchNext` argument (1: the completion brings the worker's next job), after its keys. */
@@ -49,6 +49,8 @@ export interface PendingEnd {
     args(): (string | number)[];
     /** The next job's id and its start's answer, before the end's answer is given. */
     started(jobId: string, begun: unknown): void;
+    /** A next job refused is moved to delayed in the call, and the one after it fetched (`FetchedHooks`). */
+    hooks?: FetchedHooks;
   };
 }
 
@@ -91,14 +93,21 @@ export function completingExec(
       reply = (await (next ? END_COMPLETE_START : END_AND_COMPLETE).run(
         redis,
         [...(args.slice(0, COMPLETE_KEYS) as string[]), ...end.keys],
-        [...bullArgs, ...end.args, COMPLETE_KEYS, bullArgs.length, ...(next ? next.args() : [])],
+        [
+          ...bullArgs,
+          ...end.args,
+          COMPLETE_KEYS,
+          bullArgs.length,
+          ...(next ? [...next.args(), deferArg(next.hooks)] : []),
+        ],
       )) as unknown[];
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.
       await runEndAlone(redis, end);
       throw err;
     }
-    if (next && Array.isArray(reply[1])) fetchedAnswer(reply[1], next.started, () => undefined);
+    if (next && Array.isArray(reply[1]))
+      fetchedAnswer(reply[1], next.started, () => undefined, next.hooks?.moved);
     end.resolve(reply[0]);
     return reply[1];
   };

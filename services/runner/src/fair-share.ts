@@ -266,6 +266,15 @@ export function createFairShare(deps: FairShareDeps) {
       return !off && (await slotFree());
     },
 
+    /**
+     * A job whose lease a fetch's script refused and which that script moved to delayed itself
+     * (fetch-start-store.ts): the reservation its refusal made for its tenant's older deferred job
+     * is promoted, as `acquire` does for a refusal it answers.
+     */
+    movedInFetch(mode: SandboxMode, tenant: string, swapped: string | undefined): void {
+      if (!off && swapped) handOn(mode, tenant, swapped);
+    },
+
     /** The pool's terms of every lease (a fetch's start computes the tenant's part itself). */
     leaseTerms: (mode: SandboxMode) => ({ mode, share, cap, leaseMs }),
 

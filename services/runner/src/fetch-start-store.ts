@@ -12,6 +12,11 @@
  * the ready marker BullMQ's fetch just re-added and says so. That next fetch then blocks on the
  * marker at once, without a look of its own: no round trip, and no fsync'd write of its own
  * (the marker's removal lands in the fetch's) while the run's program runs.
+ *
+ * A run's job whose lease the fetch refuses is moved to the delayed set by the same script (BullMQ's
+ * moveToDelayed with skipAttempt, as the processor's `job.moveToDelayed` would a round trip and a
+ * turn of the event loop later), and the worker's next job fetched in its place: the worker never
+ * holds a job it may not run (test/bench/README.md, round 26, `fair-fetch`).
  */
 import { fetchAndLook, fetchLeaseBeginScript } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
@@ -21,7 +26,7 @@ import type { Redis } from 'ioredis';
 
 /** BullMQ's fetch and the look behind it (`fetchAndLook`), the body of every fused fetch. */
 export const FETCH_AND_LOOK = fetchAndLook(moveToActive.content);
-const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(FETCH_AND_LOOK);
+const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(FETCH_AND_LOOK, 'nil', true);
 
 /** The fused script's hash (tests tell its calls from others' by it). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
@@ -30,14 +35,49 @@ const FETCH_COMMAND = `moveToActive:${version}`;
 const FETCH_KEYS = moveToActive.keys;
 const FETCH_ARGS = FETCH_KEYS + 3;
 
-/** Reads a fused fetch's answer (or a hand-off's, the same): the run's start, what is behind the job. */
+/** A job whose lease a fused fetch refused and which it moved to the delayed set itself. */
+export interface MovedJob {
+  jobId: string;
+  tenant: string;
+  /** The tenant's quota the refusal reported. */
+  limit: number;
+  /** A deferred job the refusal gave its slot to (its tenant's older one): the runner promotes it. */
+  swapped?: string;
+}
+
+/** What a fused fetch's caller is told of beside BullMQ's job. */
+export interface FetchedHooks {
+  /** The deferral's delay (ISLET_TENANT_SHARE_RECHECK_MS) a refused job is moved with; absent: none moved. */
+  deferMs?: number;
+  /** Jobs the fetch refused and moved to delayed (none reach BullMQ). */
+  moved?: (jobs: MovedJob[]) => void;
+}
+
+/**
+ * Reads a fused fetch's answer (or a hand-off's, the same): the run's start, what is behind the
+ * job, the refused jobs it moved to delayed (`lua/fetch-lease-begin-11.lua`'s seventh element).
+ */
 export function fetchedAnswer(
   reply: unknown[],
   started: (jobId: string, begun: unknown) => void,
   behind: (drained: boolean) => void,
+  moved?: (jobs: MovedJob[]) => void,
 ): void {
   if (reply.length > 4 && typeof reply[1] === 'string' && reply[4] !== null) started(reply[1], reply[4]);
-  if (reply.length > 5) behind(reply[5] === 1);
+  if (reply.length > 5 && reply[5] !== null) behind(reply[5] === 1);
+  const list = reply[6];
+  if (moved && Array.isArray(list) && list.length > 0)
+    moved(
+      list.map((m) => {
+        const [jobId, tenant, limit, swapped] = m as [string, string, number, string];
+        return { jobId, tenant, limit: Number(limit), ...(swapped ? { swapped } : {}) };
+      }),
+    );
+}
+
+/** The fused fetch's last argument: the deferral's delay, or -1 (none moved in the script). */
+export function deferArg(hooks: FetchedHooks | undefined): number {
+  return hooks?.deferMs !== undefined && hooks.deferMs >= 0 ? hooks.deferMs : -1;
 }
 
 /**
@@ -45,12 +85,15 @@ export function fetchedAnswer(
  * (`extraArgs`: the run's start's arguments, `lifecycle.fetchedStartArgs`). A run's job comes back
  * with its start's answer, given to `started` (job id, answer) before BullMQ sees the job; any
  * job with what the fetch saw behind it, given to `behind` (true: drained, its marker dropped).
+ * With `hooks.deferMs`, a run's job whose lease is refused is moved to delayed by the script itself
+ * and the worker's next job fetched in its place (`hooks.moved` is told which were moved).
  */
 export function startingClient(
   client: RedisClient,
   extraArgs: () => (string | number)[],
   started: (jobId: string, begun: unknown) => void,
   behind: (drained: boolean) => void = () => undefined,
+  hooks?: FetchedHooks,
 ): RedisClient {
   const runCommand = async (name: string, args: unknown[]): Promise<unknown> => {
     // Another BullMQ than the one this was written against: its own fetch, as it is.
@@ -58,9 +101,9 @@ export function startingClient(
     const reply = (await FETCH_LEASE_BEGIN.run(
       client as unknown as Redis,
       args.slice(0, FETCH_KEYS) as string[],
-      [...(args.slice(FETCH_KEYS) as (string | number)[]), ...extraArgs()],
+      [...(args.slice(FETCH_KEYS) as (string | number)[]), ...extraArgs(), deferArg(hooks)],
     )) as unknown[];
-    fetchedAnswer(reply, started, behind);
+    fetchedAnswer(reply, started, behind, hooks?.moved);
     return reply;
   };
   return { runCommand } as unknown as RedisClient;

@@ -157,10 +157,25 @@ describe('a fetch that starts its run (one server)', () => {
       } finally {
         m.stop();
       }
-      // It went through the fused fetch, which refused it.
-      expect(m.seen.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
-      expect((await t.queue.getJob('f3'))?.attemptsMade).toBe(0);
-      expect(t.outcomes).toEqual(['deferred']);
+      // It went through the fused fetch, which refused it and moved it to delayed in the same
+      // script: no call the runner sent after the fetch's (a moveToDelayed of its own), the
+      // processor never had it (no outcome), the worker never held it (BullMQ's lock deleted
+      // with the move), and as BullMQ's moveToDelayed with skipAttempt leaves it: no attempt
+      // spent, due after the recheck.
+      const fetchAt = m.sent.findIndex((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA);
+      expect(fetchAt).toBeGreaterThanOrEqual(0);
+      const delayed = t.queue.keys.delayed;
+      const moveAt = m.seen.findIndex((c) => c[0] === 'zadd' && c[1] === delayed && c[3] === 'f3');
+      const callAt = m.seen.indexOf(m.sent[fetchAt] ?? []);
+      expect(moveAt).toBeGreaterThan(callAt);
+      expect(m.seen.slice(callAt + 1, moveAt).every((c) => !m.sent.includes(c))).toBe(true);
+      expect(t.outcomes).toEqual([]);
+      expect(await redis.exists(`${t.queue.qualifiedName}:f3:lock`)).toBe(0);
+      expect(await redis.lrange(`${t.queue.qualifiedName}:active`, 0, -1)).toEqual([]);
+      const job = await t.queue.getJob('f3');
+      expect(job?.attemptsMade).toBe(0);
+      expect(await redis.hget(`${t.queue.qualifiedName}:f3`, 'delay')).toBe('60000');
+      expect(await t.queue.getJobState('f3')).toBe('delayed');
       expect(await redis.hgetall(keys.run('f3'))).toEqual(record);
       expect(await redis.exists('islet:journal:{f3}')).toBe(0);
       expect(await redis.zscore(keys.poolTenantDeferred(mode, 'acme'), 'f3')).not.toBeNull();

@@ -53,6 +53,16 @@ export function createModeWorker(
       on: () => fairShare.startsInFetch(),
       args: () => fetchedStartArgs(fairShare.leaseTerms(mode)),
       giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
+      // A refused job is moved to delayed by the fetch's own script, which fetches the next job in
+      // its place: no slot holds a job it may not run (test/bench/README.md, round 26, `fair-fetch`).
+      deferMs: config.ISLET_TENANT_SHARE_RECHECK_MS,
+      moved: (jobs) => {
+        for (const { jobId, tenant, limit, swapped } of jobs) {
+          ctx.metrics.shareDeferrals.inc({ mode });
+          logger.debug({ jobId, tenant, mode, limit }, 'job deferred: it waits for a slot of the pool');
+          fairShare.movedInFetch(mode, tenant, swapped);
+        }
+      },
     };
     // And while idle, a submit may do that fetch for it (handoff-store.ts).
     if (config.ISLET_IDLE_HANDOFF === 'on')

@@ -62,6 +62,7 @@ export function deferRunEnd(
     start && slotToken !== undefined && !host.isClosing() && (gate?.noResumeWaiting() ?? true)
       ? {
           args: () => start.args(),
+          hooks: start,
           started: (nextId: string, begun: unknown) => {
             host.started.set(nextId, begun);
             host.keptFor.set(slotToken, nextId);

@@ -3,6 +3,7 @@
  * hooks; apart so the worker stays under ~400 lines.
  */
 import type { RedisClient } from 'bullmq';
+import type { MovedJob } from './fetch-start-store.ts';
 
 /** BullMQ's fetch-loop state, private there; read and set here to skip fetches it would make for nothing. */
 export interface FetchLoopState {
@@ -20,6 +21,14 @@ export interface FetchStart {
   args(): (string | number)[];
   /** Gives back the lease of a job whose start no processor took (BullMQ never ran it). */
   giveBack?: (tenant: string, jobId: string) => Promise<void>;
+  /**
+   * A fetch (or a completion's fetch of the next job) moves a run's job whose lease is refused to
+   * delayed itself, with this delay (ISLET_TENANT_SHARE_RECHECK_MS), and fetches the next one in
+   * its place; absent, the refusal reaches the processor, which moves the job (fetch-start-store.ts).
+   */
+  deferMs?: number;
+  /** Jobs a fetch moved so (their deferral counted, a swapped reservation promoted). */
+  moved?: (jobs: MovedJob[]) => void;
 }
 
 /** BullMQ's Scripts, private there: its calls go through `execCommand`. */

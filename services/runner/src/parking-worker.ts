@@ -284,6 +284,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
             (drained) => {
               this.drainedBehind = drained;
             },
+            start,
           )
         : client;
     const job = await super.moveToActive(starting, token, name);

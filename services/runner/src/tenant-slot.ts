@@ -40,6 +40,9 @@ export async function promote(ctx: RunnerContext, mode: SandboxMode, jobId: stri
  * (delayed, no attempt spent; it has not started) when the tenant already holds its share. On
  * one server a run's lease is taken by its attempt's start (`work` gets it, the executor passes
  * it on) and given back by its end; a skill's, or any run's on a Cluster, is taken here first.
+ * A refusal the fused fetch made is mostly moved to delayed by that fetch's script already (the job
+ * never gets here, fetch-start-store.ts); what reaches `defer` is the rest: a hand-off's refusal, a
+ * paused or capped queue, a fetch past its moves, a Cluster's or a skill's lease.
  */
 export async function withTenantSlot<T>(
   ctx: RunnerContext,

@@ -105,10 +105,35 @@ const FETCHED_ARGS = 24;
  * block comments are not whole-line comments `compactLua` could drop); the tail is compacted.
  * `now`: the name of a local holding Redis's time (ms) that the text embedding this one read
  * already, which the lease then takes instead of reading `TIME` again ('nil': none).
+ * `defers`: a run's job whose lease is refused is moved to delayed here and `fetchJob` called
+ * again for the next (the tail's DEFER); the script then takes the delay as its last argument
+ * (`DEFER_MS`). The hand-off's add does not: its arguments are a registration's, which runners of
+ * the release before read and write too.
  */
-export function fetchLeaseBeginScript(fetchBody: string, now = 'nil'): LuaScript {
-  const tail = luaSource('fetch-lease-begin-11', { FETCHED_ARGS, POOL_SEEN: 'nil', POOL_NOW: now });
-  return new LuaScript(`local function fetchJob()\n${fetchBody}\nend\n${tail}`);
+export function fetchLeaseBeginScript(fetchBody: string, now = 'nil', defers = false): LuaScript {
+  const tail = luaSource('fetch-lease-begin-11', {
+    FETCHED_ARGS,
+    POOL_SEEN: 'nil',
+    POOL_NOW: now,
+    DEFER: defers ? deferTerms(FETCH_QUEUE) : 'nil',
+    REFETCH: 'fetchJob',
+  });
+  return new LuaScript(`${defers ? DEFER_MS : ''}local function fetchJob()\n${fetchBody}\nend\n${tail}`);
+}
+
+/**
+ * A script that moves refused jobs itself (`fetch-lease-begin-11`'s DEFER) takes the deferral's
+ * delay (ISLET_TENANT_SHARE_RECHECK_MS; below 0: none moved, as before) as its last argument,
+ * after the start's, and takes it off ARGV before anything reads ARGV.
+ */
+const DEFER_MS = 'local deferMs = tonumber(table.remove(ARGV))\n';
+
+/** Where the queue's keys and BullMQ's prefix and timestamp are: moveToActive-11's, moveToFinished-14's. */
+const FETCH_QUEUE = { active: 2, stalled: 5, delayed: 7, marker: 11, meta: 9, prefix: 1, ts: 2 };
+const COMPLETE_QUEUE = { active: 2, stalled: 5, delayed: 7, marker: 14, meta: 9, prefix: 7, ts: 2 };
+
+function deferTerms(q: typeof FETCH_QUEUE): string {
+  return `(deferMs and deferMs >= 0) and {ms = deferMs, active = KEYS[${q.active}], stalled = KEYS[${q.stalled}], delayed = KEYS[${q.delayed}], marker = KEYS[${q.marker}], meta = KEYS[${q.meta}], prefix = ARGV[${q.prefix}], ts = ARGV[${q.ts}]} or nil`;
 }
 
 /**
@@ -176,9 +201,24 @@ return {ended, complete(BK, BA)}`);
  * acquire takes it as read: nothing in between (BullMQ's completion and fetch) touches the pool's
  * keys, so the answer is the one a second read would give, one command fewer a run.
  * The end's event id (Redis's ms) is noted there too (`#now`), and the acquire takes it for `TIME`.
+ * `fetchBody` (the fused fetch's body, `fetchAndLook` of moveToActive-11): a next job whose lease is
+ * refused is moved to delayed in the call and the one after it fetched with that body on the
+ * completion's keys (the tail's DEFER and REFETCH); the delay is then the last argument.
  */
-export function endCompleteStartScript(moveToFinished: string): LuaScript {
-  return new LuaScript(`local ended, completed
+export function endCompleteStartScript(moveToFinished: string, fetchBody?: string): LuaScript {
+  // The completion's keys are moveToActive-11's but for the marker (its 14th): the refetch's.
+  const refetch = fetchBody
+    ? `${DEFER_MS}local function fetchWith(KEYS, ARGV)
+${fetchBody}
+end
+local function refetch()
+  local K = {unpack(KEYS, 1, 10)}
+  K[11] = KEYS[14]
+  return fetchWith(K, {ARGV[7], ARGV[2], ARGV[8]})
+end
+`
+    : '';
+  return new LuaScript(`${refetch}local ended, completed
 local poolSeen = {}
 local function fetchJob()
 local EA = {unpack(ARGV, 1, #ARGV - ${FETCHED_ARGS})}
@@ -191,9 +231,17 @@ if type(completed) == 'table' then return completed end
 return {}
 end
 local function startNext()
-${luaSource('fetch-lease-begin-11', { FETCHED_ARGS, POOL_SEEN: 'poolSeen', POOL_NOW: 'nil' })}
+${luaSource('fetch-lease-begin-11', {
+  FETCHED_ARGS,
+  POOL_SEEN: 'poolSeen',
+  POOL_NOW: 'nil',
+  DEFER: fetchBody ? deferTerms(COMPLETE_QUEUE) : 'nil',
+  REFETCH: fetchBody ? 'refetch' : 'fetchJob',
+})}
 end
-startNext()
+-- The answer the start made: the completion's own, or the job fetched in place of one it moved.
+local started = startNext()
+if type(completed) == 'table' then completed = started end
 return {ended, completed}`);
 }
 

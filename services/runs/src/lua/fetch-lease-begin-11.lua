@@ -18,40 +18,97 @@
 --   (includes/lease-acquire.lua's `seen`).
 -- POOL_NOW (a parameter): nil, or (in the hand-off's add) the name of the caller's `now`, Redis's
 --   time it read (includes/lease-acquire.lua's `now`).
--- Returns BullMQ's answer; with a run's job, a fifth element: lease-and-begin-9's answer.
-local fetched = fetchJob()
-local fields = fetched[1]
-if type(fields) ~= 'table' then return fetched end
+-- DEFER (a parameter): nil, or a Lua expression (read before anything of the job) of the queue's
+--   keys and the deferral's delay: {ms, active, stalled, delayed, marker, meta, prefix, ts} (`ts`
+--   BullMQ's timestamp of the fetch, the worker's clock, as its moveToDelayed takes). With it a job
+--   whose lease is refused is moved to the delayed set here, as the runner's `job.moveToDelayed`
+--   (skipAttempt) would move it a round trip later, and REFETCH brings the worker's next job
+--   instead: the worker's slot never holds a refused job (test/bench/README.md, round 26,
+--   `fair-fetch`). A paused or concurrency-capped queue, or past MOVES moves in one call, the
+--   refusal is answered as before (the runner moves the job).
+-- REFETCH (a parameter): with DEFER, the name of a function bringing the worker's next job (BullMQ's
+--   fetch with the look behind it: moveToActive-11's answer).
+-- Returns BullMQ's answer; with a run's job, a fifth element: lease-and-begin-9's answer; with jobs
+--   moved here, a seventh: {job id, tenant, quota, job id whose reservation the runner must promote
+--   or ''} a job moved (the fifth and sixth then false when unset).
+local Q = ${DEFER}
 local o = #ARGV - ${FETCHED_ARGS}
 local A = ARGV
-local data
-for i = 1, #fields, 2 do
-  if fields[i] == 'data' then data = fields[i + 1] end
-end
-local decoded, job = pcall(cjson.decode, data or '')
-if not decoded or type(job) ~= 'table' then return fetched end
-local runId, tenant = job.runId, job.tenant
-if (job.skill ~= nil and job.skill ~= cjson.null) or type(runId) ~= 'string' or type(tenant) ~= 'string' then
-  return fetched
-end
--- The includes read KEYS and ARGV: these locals, declared before them, are the ones they see.
-local function key(i, id) return A[o + i] .. id .. A[o + i + 1] end
-local KEYS = {
-  A[o + 1], A[o + 2], A[o + 3], A[o + 4], key(5, tenant), key(7, tenant),
-  key(9, runId), key(11, runId), key(13, runId),
-}
-local ARGV = {
-  fetched[2], tenant, A[o + 15], A[o + 16], A[o + 17],
-  A[o + 18], A[o + 19], A[o + 20], A[o + 21], A[o + 22], runId .. A[o + 23], A[o + 24],
-}
+-- The includes read KEYS and ARGV: these locals, declared before them, are the ones they see
+-- (set for each job taken).
+local KEYS, ARGV
 --- @include "lease-acquire"
 --- @include "begin-attempt"
-local lease = acquireLease(1, 1, ${POOL_SEEN}, ${POOL_NOW})
-if lease[1] ~= 1 then
-  fetched[5] = {{}, 0, {}, lease}
+local function key(i, id) return A[o + i] .. id .. A[o + i + 1] end
+-- A fetch's answer with its run's start; refused, also the acquire's answer and the tenant.
+local function startRun(fetched, seen)
+  local fields = fetched[1]
+  if type(fields) ~= 'table' then return fetched end
+  local data
+  for i = 1, #fields, 2 do
+    if fields[i] == 'data' then data = fields[i + 1] end
+  end
+  local decoded, job = pcall(cjson.decode, data or '')
+  if not decoded or type(job) ~= 'table' then return fetched end
+  local runId, tenant = job.runId, job.tenant
+  if (job.skill ~= nil and job.skill ~= cjson.null) or type(runId) ~= 'string' or type(tenant) ~= 'string' then
+    return fetched
+  end
+  KEYS = {
+    A[o + 1], A[o + 2], A[o + 3], A[o + 4], key(5, tenant), key(7, tenant),
+    key(9, runId), key(11, runId), key(13, runId),
+  }
+  ARGV = {
+    fetched[2], tenant, A[o + 15], A[o + 16], A[o + 17],
+    A[o + 18], A[o + 19], A[o + 20], A[o + 21], A[o + 22], runId .. A[o + 23], A[o + 24],
+  }
+  local lease = acquireLease(1, 1, seen, ${POOL_NOW})
+  if lease[1] ~= 1 then
+    fetched[5] = {{}, 0, {}, lease}
+    return fetched, lease, tenant
+  end
+  local begun = beginAttempt(7, 6)
+  begun[4] = lease
+  fetched[5] = begun
   return fetched
 end
-local begun = beginAttempt(7, 6)
-begun[4] = lease
-fetched[5] = begun
+local fetched, refused, tenant = startRun(fetchJob(), ${POOL_SEEN})
+if not refused or not Q then return fetched end
+-- BullMQ's moveToDelayed (skipAttempt: `atm` untouched, as the runner's call sends it), with the
+-- job fetched in this very call: its lock is the one this fetch just set (its token's), so it is
+-- deleted without a read. Its `delayed` event is not written (bull-quiet.ts: the stream's one
+-- reader waits for skill jobs' ends; a skill's job never gets here).
+local function moveToDelayed(id)
+  local jobKey = Q.prefix .. id
+  redis.call('DEL', jobKey .. ':lock')
+  redis.call('SREM', Q.stalled, id)
+  redis.call('LREM', Q.active, -1, id)
+  -- getDelayedScore's: the due time's ms shifted by 12 bits, one more than the last of that ms.
+  local due = tonumber(Q.ts) + Q.ms
+  local score, top = due * 0x1000, (due + 1) * 0x1000 - 1
+  local last = redis.call('ZREVRANGEBYSCORE', Q.delayed, top, score, 'WITHSCORES', 'LIMIT', 0, 1)
+  local at = tonumber(last[2])
+  if at then score = math.min(at + 1, top) end
+  redis.call('HSET', jobKey, 'delay', Q.ms)
+  redis.call('ZADD', Q.delayed, score, id)
+end
+local moved, MOVES = {}, 4
+while refused and #moved < MOVES do
+  local meta = redis.call('HMGET', Q.meta, 'paused', 'concurrency')
+  if meta[1] or meta[2] then break end
+  local id = fetched[2]
+  moveToDelayed(id)
+  moved[#moved + 1] = {id, tenant, refused[2], refused[3] or ''}
+  -- The pool's waiting list changed (this refusal listed its tenant): the acquire reads it again.
+  fetched, refused, tenant = startRun(${REFETCH}(), nil)
+end
+if #moved == 0 then return fetched end
+if type(fetched[1]) ~= 'table' then
+  -- No job after all: addDelayMarkerIfNeeded's, so a worker blocked on the marker wakes for it.
+  local first = redis.call('ZRANGE', Q.delayed, 0, 0, 'WITHSCORES')
+  if first[2] then redis.call('ZADD', Q.marker, tonumber(first[2]) / 0x1000, '1') end
+end
+if fetched[5] == nil then fetched[5] = false end
+if fetched[6] == nil then fetched[6] = false end
+fetched[7] = moved
 return fetched
