@@ -21,8 +21,12 @@ import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, R
 const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
 const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 5 * 1024 * 1024;
 const RESIDENT_CHECK_EVERY_RUNS = 16;
-/** Within this of its growth bound, a host's replacement starts ahead (as in a host's last runs). */
-const SPARE_LEAD_RESIDENT_BYTES = 2 * 1024 * 1024;
+/**
+ * A host due for retirement serves on until its own replacement is ready, but at most this many runs
+ * (and a quarter of its run bound) and this much resident growth past its size when it came due.
+ */
+const MAX_OVERSHOOT_RUNS = 256;
+const MAX_OVERSHOOT_RESIDENT_BYTES = 2 * 1024 * 1024;
 const MIN_MEMORY_MB = 8;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
@@ -45,6 +49,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
   const maxIdleTotal = Math.max(0, Math.floor(options.maxIdleTotal ?? DEFAULT_MAX_IDLE_TOTAL));
   const spareLeadRuns = Math.max(1, Math.min(25, Math.floor(maxRunsPerProcess / 4)));
+  const maxOvershootRuns = Math.min(MAX_OVERSHOOT_RUNS, Math.floor(maxRunsPerProcess / 4));
   const maxGrowth = Math.max(
     0,
     Math.floor(options.maxHostResidentGrowthBytes ?? DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES),
@@ -57,6 +62,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
   /** Spares started and waiting aside (no room in their pool) for a run that finds the pool empty. */
   const readySpares = new WeakSet<Promise<HostProcess | undefined>>();
   const prewarm = options.prewarm !== false;
+  /** Hosts' own replacements still starting, and those started and waiting aside for their host. */
+  const replacements = new Set<Promise<void>>();
+  const aside = new Set<HostProcess>();
   const maxStarting = positiveInt(options.maxStartingHosts, DEFAULT_MAX_STARTING_HOSTS);
   let starting = 0;
   /** Runs waiting for a start slot or a freed host; woken whenever either may have appeared. */
@@ -128,7 +136,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
           host.runs > 0 &&
           performance.now() - host.idleSince < BACK_TO_BACK_MS &&
           maxIdle >= 2 &&
-          othersOf(partition) === 0
+          othersOf(partition) === 0 &&
+          // its own replacement, starting, is to take its place, not to be a second host
+          host.replacement === undefined
         )
           startSpare(partition, true);
         host.setIdle(false);
@@ -215,6 +225,86 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
   }
 
+  /** Past its growth bound or at its run bound: it retires once its own replacement is ready. */
+  const isDue = (host: HostProcess) =>
+    host.overBoundAtRun !== undefined || host.runs >= maxRunsPerProcess;
+
+  function retiredEvent(host: HostProcess, reason: 'crashed' | 'killed' | 'max-runs' | 'max-memory') {
+    emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
+  }
+
+  /** A started host joins its partition's pool if there is room (as the latest idle); else it goes. */
+  function adopt(host: HostProcess): void {
+    if (!closed && !host.exited && (idle.get(host.partition)?.length ?? 0) < maxIdle) {
+      host.setIdle(true);
+      park(host);
+    } else void host.stop();
+  }
+
+  /**
+   * A host leaves service: its replacement takes its place if started, or when it is (true), so no
+   * second start follows; false when it has none coming.
+   */
+  function retire(host: HostProcess): boolean {
+    host.retired = true;
+    void host.stop();
+    const ready = host.replacementHost;
+    host.replacementHost = undefined;
+    if (ready) {
+      aside.delete(ready);
+      adopt(ready);
+      return true;
+    }
+    return host.replacement !== undefined && !host.replacementFailed;
+  }
+
+  /**
+   * Starts this host's own replacement in the background (once a host). Started, it waits aside;
+   * the host retires at its first release (or at once, if idle) once it is due, and the replacement
+   * takes its place. One per host, not one per partition: a runner's hosts, started together, come
+   * due together (16 clients on 4 slots: several in one second), and with one spare a partition
+   * the others retired with nothing ready, or a spare joined the pool as a fifth host and another
+   * host was stopped as surplus; the next runs waited for whole host starts (sequential.ts
+   * CLIENTS=16 TAIL=1).
+   */
+  function startReplacement(host: HostProcess): void {
+    if (!prewarm || closed || host.replacement) return;
+    const partition = host.partition;
+    // Spawned after this turn, as a spare: the release asking for it has its result to hand on.
+    const starting: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => (closed ? Promise.reject(new Error('engine closed')) : spawnHost(partition)))
+      .then(
+        (replacement) => {
+          replacements.delete(starting);
+          if (closed) {
+            void replacement.stop();
+            return;
+          }
+          if (host.retired || host.exited) {
+            adopt(replacement);
+            return;
+          }
+          replacement.setIdle(true);
+          host.replacementHost = replacement;
+          aside.add(replacement);
+          // Due and idle: the swap need not wait for its next run.
+          const pool = idle.get(partition);
+          const at = pool?.indexOf(host) ?? -1;
+          if (pool && at >= 0 && isDue(host)) {
+            pool.splice(at, 1);
+            retiredEvent(host, host.overBoundAtRun !== undefined ? 'max-memory' : 'max-runs');
+            retire(host);
+          }
+        },
+        () => {
+          replacements.delete(starting);
+          host.replacementFailed = true;
+        },
+      );
+    host.replacement = starting;
+    replacements.add(starting);
+  }
+
   function release(host: HostProcess, reusable: boolean, crashed = false): void {
     busy.delete(host);
     host.runs++;
@@ -230,50 +320,54 @@ export function createEngine(options: EngineOptions = {}): Engine {
       resident !== undefined && host.baselineResidentBytes !== undefined
         ? resident - host.baselineResidentBytes
         : 0;
-    if (grown > maxGrowth && host.overBoundAtRun === undefined) host.overBoundAtRun = host.runs;
-    // Past its bound, a host serves on until its replacement is ready (started below), at most one
-    // check's worth of runs more: retired at once, the next run waited for a whole host start
-    // (~150-250 ms on a loaded machine, sequential.ts TAIL=1: the one-client p99's slowest runs),
-    // as the growth comes in steps and often passes the lead and the bound in one check.
-    const spare = spares.get(host.partition);
-    const replacementReady = pool.length > 0 || (spare !== undefined && readySpares.has(spare));
-    const tooBig =
-      host.overBoundAtRun !== undefined &&
-      (replacementReady || !prewarm || host.runs - host.overBoundAtRun >= RESIDENT_CHECK_EVERY_RUNS);
-    const spent = host.runs >= maxRunsPerProcess || tooBig;
+    if (grown > maxGrowth && host.overBoundAtRun === undefined) {
+      host.overBoundAtRun = host.runs;
+      host.overBoundGrowth = grown;
+    }
+    // Due (past its growth bound, or at its run bound), a host serves on until its own replacement
+    // is ready: retired at once, the next run waited for a whole host start (~150-1500 ms on a
+    // loaded machine: the slowest runs at one client and at 16). Bounded: a quarter of its run
+    // bound and 256 runs at most past the point it came due, 2 MiB of growth past its size then
+    // (growth comes in steps: 5-8 MiB when found past a 5 MiB bound), and none when it came due
+    // past twice its bound (a leak, not a step).
+    const dueAt = Math.min(host.overBoundAtRun ?? Number.POSITIVE_INFINITY, maxRunsPerProcess);
+    const ready = host.replacementHost !== undefined && !host.replacementHost.exited;
+    const spent =
+      isDue(host) &&
+      (ready ||
+        !prewarm ||
+        host.replacementFailed ||
+        host.runs - dueAt >= maxOvershootRuns ||
+        (host.overBoundAtRun !== undefined &&
+          (host.overBoundGrowth > 2 * maxGrowth ||
+            grown > host.overBoundGrowth + MAX_OVERSHOOT_RESIDENT_BYTES)));
     if (closed || !reusable || host.exited || spent || pool.length >= maxIdle) {
       if (!closed && (!reusable || host.exited || spent)) {
         // `crashed`: the host died under a run (a platform fault to page on); `killed`: the run
         // left it unusable (the watchdog ended a runaway program, an abort or stop ended one in its
         // first turn, it passed its resident bound: the tenant's doing, not ours).
-        const reason = crashed
-          ? 'crashed'
-          : !reusable || host.exited
-            ? 'killed'
-            : tooBig
-              ? 'max-memory'
-              : 'max-runs';
-        emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
+        retiredEvent(
+          host,
+          crashed
+            ? 'crashed'
+            : !reusable || host.exited
+              ? 'killed'
+              : host.overBoundAtRun !== undefined
+                ? 'max-memory'
+                : 'max-runs',
+        );
       }
-      void host.stop();
-      startSpare(host.partition);
+      // Its replacement (started or starting) takes its place; else a spare starts.
+      if (!retire(host)) startSpare(host.partition);
       wakeAll(); // a run waiting for a start slot may take the replacement
       return;
     }
     host.setIdle(true);
     park(host);
-    // Its last quarter of runs begins: start the replacement now, so it is ready (a start takes
-    // as long as dozens of runs, more on a loaded core) before this host retires
-    // and no run waits for a host start. Starting it only before the last run left the next run
-    // waiting. Once per host: its replacement joins the pool when started, and another would follow.
-    if (
-      !host.replacementStarted &&
-      (host.runs >= maxRunsPerProcess - spareLeadRuns ||
-        (maxGrowth > 0 && grown > maxGrowth - SPARE_LEAD_RESIDENT_BYTES))
-    ) {
-      host.replacementStarted = true;
-      startSpare(host.partition, true);
-    }
+    // Due, or its last quarter of runs begins: its replacement starts now, so it is ready (a start
+    // takes as long as dozens of runs, more on a loaded core) when the host retires. Starting it
+    // only before the last run left the next run waiting.
+    if (isDue(host) || host.runs >= maxRunsPerProcess - spareLeadRuns) startReplacement(host);
   }
 
   async function execute(code: string, opts: ExecuteOptions = {}): Promise<RunOutcome> {
@@ -375,7 +469,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
     wakeAll();
     const starting = await Promise.all(spares.values());
     spares.clear();
-    const all = [...busy, ...[...idle.values()].flat(), ...starting.filter((h) => h !== undefined)];
+    // Replacements still starting stop themselves once started (the engine is closed).
+    await Promise.all(replacements);
+    const all = [
+      ...busy,
+      ...[...idle.values()].flat(),
+      ...aside,
+      ...starting.filter((h) => h !== undefined),
+    ];
+    aside.clear();
     idle.clear();
     await Promise.all(all.map((h) => h.stop()));
   }
