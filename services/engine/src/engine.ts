@@ -226,8 +226,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
 
   /** Past its growth bound or at its run bound: it retires once its own replacement is ready. */
-  const isDue = (host: HostProcess) =>
-    host.overBoundAtRun !== undefined || host.runs >= maxRunsPerProcess;
+  const isDue = (host: HostProcess) => host.overBoundAtRun !== undefined || host.runs >= maxRunsPerProcess;
 
   function retiredEvent(host: HostProcess, reason: 'crashed' | 'killed' | 'max-runs' | 'max-memory') {
     emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
@@ -471,12 +470,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     spares.clear();
     // Replacements still starting stop themselves once started (the engine is closed).
     await Promise.all(replacements);
-    const all = [
-      ...busy,
-      ...[...idle.values()].flat(),
-      ...aside,
-      ...starting.filter((h) => h !== undefined),
-    ];
+    const all = [...busy, ...[...idle.values()].flat(), ...aside, ...starting.filter((h) => h !== undefined)];
     aside.clear();
     idle.clear();
     await Promise.all(all.map((h) => h.stop()));
