@@ -57,14 +57,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const readResident = options.residentBytesOf;
   const idle = new Map<string, HostProcess[]>();
   const busy = new Set<HostProcess>();
-  // A replacement started in the background after a host was retired, one per partition.
+  // A host started in the background for a partition (one at a time), for a run that finds its
+  // pool empty: after a host retired with none coming, a second host for back-to-back runs, or a
+  // retired host's own replacement still starting. Started with no run waiting, it joins the pool.
   const spares = new Map<string, Promise<HostProcess | undefined>>();
-  /** Spares started and waiting aside (no room in their pool) for a run that finds the pool empty. */
-  const readySpares = new WeakSet<Promise<HostProcess | undefined>>();
   const prewarm = options.prewarm !== false;
   /** Hosts' own replacements still starting, and those started and waiting aside for their host. */
-  const replacements = new Set<Promise<void>>();
+  const replacements = new Set<Promise<HostProcess | undefined>>();
   const aside = new Set<HostProcess>();
+  const spareOfRetired = new WeakSet<Promise<HostProcess | undefined>>();
   const maxStarting = positiveInt(options.maxStartingHosts, DEFAULT_MAX_STARTING_HOSTS);
   let starting = 0;
   /** Runs waiting for a start slot or a freed host; woken whenever either may have appeared. */
@@ -111,13 +112,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const now = performance.now();
     for (let i = pool.length - 1; i >= 0; i--) {
       const host = pool[i]!;
-      if (host.exited) pool.splice(i, 1);
-      else if (now - host.idleSince >= BACK_TO_BACK_MS) return pool.splice(i, 1)[0];
+      if (host.exited) {
+        pool.splice(i, 1);
+        retire(host); // its replacement, if any, takes its place
+      } else if (now - host.idleSince >= BACK_TO_BACK_MS) return pool.splice(i, 1)[0];
     }
     return pool.shift();
   }
 
-  /** The partition's hosts idle, busy or starting as a spare (not one just taken from its pool). */
+  /** The partition's hosts idle, taken by a run (from acquire on) or starting as a spare. */
   function othersOf(partition: string): number {
     let n = (idle.get(partition)?.length ?? 0) + (spares.has(partition) ? 1 : 0);
     for (const host of busy) if (host.partition === partition) n++;
@@ -142,6 +145,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         )
           startSpare(partition, true);
         host.setIdle(false);
+        busy.add(host);
         return host;
       }
       const spare = spares.get(partition);
@@ -150,6 +154,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         const host = await spare;
         if (host && !host.exited) {
           host.setIdle(false);
+          busy.add(host);
           return host;
         }
         continue;
@@ -160,7 +165,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     starting++;
     try {
-      return await spawnHost(partition);
+      const host = await spawnHost(partition);
+      busy.add(host);
+      return host;
     } finally {
       starting--;
       wakeAll();
@@ -191,7 +198,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           if (spares.get(partition) === spare && (idle.get(partition)?.length ?? 0) < maxIdle) {
             spares.delete(partition);
             park(host, true);
-          } else readySpares.add(spare);
+          }
           return host;
         },
         () => undefined,
@@ -254,7 +261,14 @@ export function createEngine(options: EngineOptions = {}): Engine {
       adopt(ready);
       return true;
     }
-    return host.replacement !== undefined && !host.replacementFailed;
+    if (!host.replacement || host.replacementFailed) return false;
+    // Still starting: the partition's spare, so a run that finds the pool empty waits for it
+    // rather than starting another.
+    if (!spares.has(host.partition)) {
+      spares.set(host.partition, host.replacement);
+      spareOfRetired.add(host.replacement);
+    }
+    return true;
   }
 
   /**
@@ -270,18 +284,21 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (!prewarm || closed || host.replacement) return;
     const partition = host.partition;
     // Spawned after this turn, as a spare: the release asking for it has its result to hand on.
-    const starting: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+    const starting: Promise<HostProcess | undefined> = new Promise<void>((resolve) => setImmediate(resolve))
       .then(() => (closed ? Promise.reject(new Error('engine closed')) : spawnHost(partition)))
       .then(
         (replacement) => {
           replacements.delete(starting);
           if (closed) {
             void replacement.stop();
-            return;
+            return undefined;
           }
           if (host.retired || host.exited) {
+            // The partition's spare since its host retired: a run took it (and has it now), or none did.
+            if (spareOfRetired.has(starting) && spares.get(partition) !== starting) return replacement;
+            if (spares.get(partition) === starting) spares.delete(partition);
             adopt(replacement);
-            return;
+            return undefined;
           }
           replacement.setIdle(true);
           host.replacementHost = replacement;
@@ -294,10 +311,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
             retiredEvent(host, host.overBoundAtRun !== undefined ? 'max-memory' : 'max-runs');
             retire(host);
           }
+          return undefined;
         },
         () => {
           replacements.delete(starting);
           host.replacementFailed = true;
+          return undefined;
         },
       );
     host.replacement = starting;
@@ -408,10 +427,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
       }
       if (closed) {
         // Closed while this run waited for its host: the host is stopped, not left behind.
+        busy.delete(host);
         void host.stop();
         return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       }
-      busy.add(host);
       const hostWaitMs = performance.now() - acquiring;
       const run = new Run(host, {
         code,

@@ -143,7 +143,7 @@ export class HostProcess {
   }
 
   /** Its own replacement, starting (the engine's; settles once that host is ready or failed). */
-  replacement: Promise<void> | undefined;
+  replacement: Promise<HostProcess | undefined> | undefined;
 
   /** Its replacement, started and waiting aside (in no pool) to take this host's place. */
   replacementHost: HostProcess | undefined;
