@@ -4,30 +4,16 @@
  * after `maxRunsPerProcess` runs, or once its resident memory grew by `maxHostResidentGrowthBytes`.
  * `execute` never throws.
  */
-import { randomBytes } from 'node:crypto';
-import { RUN_CODE_REFUSALS } from '@islet/protocol';
 import { HostProcess } from './host-process.ts';
-import {
-  DEFAULT_MAX_CONCURRENT_CALLS,
-  DEFAULT_MEMORY_MB,
-  DEFAULT_OUTPUT_BYTES,
-  DEFAULT_WATCHDOG_GRACE_MS,
-  effectiveTimeoutMs,
-} from './limits.ts';
-import { validateBindingNames } from './names.ts';
+import { isDue, type RetirementBounds, type RetirementReason, retirementOf } from './host-retirement.ts';
+import { DEFAULT_WATCHDOG_GRACE_MS } from './limits.ts';
 import { Run } from './run.ts';
+import { checkRequest, positiveInt, runParams, sandboxFacts } from './run-request.ts';
 import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
 
 const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
 const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 5 * 1024 * 1024;
 const RESIDENT_CHECK_EVERY_RUNS = 16;
-/**
- * A host due for retirement serves on until its own replacement is ready, but at most this many runs
- * (and a quarter of its run bound) and this much resident growth past its size when it came due.
- */
-const MAX_OVERSHOOT_RUNS = 256;
-const MAX_OVERSHOOT_RESIDENT_BYTES = 2 * 1024 * 1024;
-const MIN_MEMORY_MB = 8;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
 const DEFAULT_MAX_IDLE_TOTAL = 8;
@@ -38,10 +24,6 @@ const DEFAULT_MAX_STARTING_HOSTS = 4;
  */
 const BACK_TO_BACK_MS = 2;
 
-function positiveInt(value: number | undefined, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback;
-}
-
 export function createEngine(options: EngineOptions = {}): Engine {
   const maxRunsPerProcess = positiveInt(options.maxRunsPerProcess, DEFAULT_MAX_RUNS_PER_PROCESS);
   const watchdogGraceMs = positiveInt(options.watchdogGraceMs, DEFAULT_WATCHDOG_GRACE_MS);
@@ -49,7 +31,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
   const maxIdleTotal = Math.max(0, Math.floor(options.maxIdleTotal ?? DEFAULT_MAX_IDLE_TOTAL));
   const spareLeadRuns = Math.max(1, Math.min(25, Math.floor(maxRunsPerProcess / 4)));
-  const maxOvershootRuns = Math.min(MAX_OVERSHOOT_RUNS, Math.floor(maxRunsPerProcess / 4));
   const maxGrowth = Math.max(
     0,
     Math.floor(options.maxHostResidentGrowthBytes ?? DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES),
@@ -232,10 +213,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
   }
 
-  /** Past its growth bound or at its run bound: it retires once its own replacement is ready. */
-  const isDue = (host: HostProcess) => host.overBoundAtRun !== undefined || host.runs >= maxRunsPerProcess;
+  const bounds: RetirementBounds = { maxRunsPerProcess, maxGrowth, prewarm };
 
-  function retiredEvent(host: HostProcess, reason: 'crashed' | 'killed' | 'max-runs' | 'max-memory') {
+  function retiredEvent(host: HostProcess, reason: RetirementReason) {
     emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
   }
 
@@ -306,7 +286,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           // Due and idle: the swap need not wait for its next run.
           const pool = idle.get(partition);
           const at = pool?.indexOf(host) ?? -1;
-          if (pool && at >= 0 && isDue(host)) {
+          if (pool && at >= 0 && isDue(host, bounds)) {
             pool.splice(at, 1);
             retiredEvent(host, host.overBoundAtRun !== undefined ? 'max-memory' : 'max-runs');
             retire(host);
@@ -338,43 +318,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
       resident !== undefined && host.baselineResidentBytes !== undefined
         ? resident - host.baselineResidentBytes
         : 0;
-    if (grown > maxGrowth && host.overBoundAtRun === undefined) {
-      host.overBoundAtRun = host.runs;
-      host.overBoundGrowth = grown;
-    }
-    // Due (past its growth bound, or at its run bound), a host serves on until its own replacement
-    // is ready: retired at once, the next run waited for a whole host start (~150-1500 ms on a
-    // loaded machine: the slowest runs at one client and at 16). Bounded: a quarter of its run
-    // bound and 256 runs at most past the point it came due, 2 MiB of growth past its size then
-    // (growth comes in steps: 5-8 MiB when found past a 5 MiB bound), and none when it came due
-    // past twice its bound (a leak, not a step).
-    const dueAt = Math.min(host.overBoundAtRun ?? Number.POSITIVE_INFINITY, maxRunsPerProcess);
-    const ready = host.replacementHost !== undefined && !host.replacementHost.exited;
-    const spent =
-      isDue(host) &&
-      (ready ||
-        !prewarm ||
-        host.replacementFailed ||
-        host.runs - dueAt >= maxOvershootRuns ||
-        (host.overBoundAtRun !== undefined &&
-          (host.overBoundGrowth > 2 * maxGrowth ||
-            grown > host.overBoundGrowth + MAX_OVERSHOOT_RESIDENT_BYTES)));
-    if (closed || !reusable || host.exited || spent || pool.length >= maxIdle) {
-      if (!closed && (!reusable || host.exited || spent)) {
-        // `crashed`: the host died under a run (a platform fault to page on); `killed`: the run
-        // left it unusable (the watchdog ended a runaway program, an abort or stop ended one in its
-        // first turn, it passed its resident bound: the tenant's doing, not ours).
-        retiredEvent(
-          host,
-          crashed
-            ? 'crashed'
-            : !reusable || host.exited
-              ? 'killed'
-              : host.overBoundAtRun !== undefined
-                ? 'max-memory'
-                : 'max-runs',
-        );
-      }
+    const reason = closed ? undefined : retirementOf(host, { reusable, crashed, grown }, bounds);
+    if (closed || reason || pool.length >= maxIdle) {
+      if (reason) retiredEvent(host, reason);
       // Its replacement (started or starting) takes its place; else a spare starts.
       if (!retire(host)) startSpare(host.partition);
       wakeAll(); // a run waiting for a start slot may take the replacement
@@ -385,7 +331,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     // Due, or its last quarter of runs begins: its replacement starts now, so it is ready (a start
     // takes as long as dozens of runs, more on a loaded core) when the host retires. Starting it
     // only before the last run left the next run waiting.
-    if (isDue(host) || host.runs >= maxRunsPerProcess - spareLeadRuns) startReplacement(host);
+    if (isDue(host, bounds) || host.runs >= maxRunsPerProcess - spareLeadRuns) startReplacement(host);
   }
 
   async function execute(code: string, opts: ExecuteOptions = {}): Promise<RunOutcome> {
@@ -400,21 +346,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
       ...(opts.sandbox ? { sandbox: sandboxFacts(opts.sandbox) } : {}),
     });
     try {
-      if (typeof code !== 'string')
-        return failed({ kind: 'exception', message: 'the program is not a string' });
-      const bindings = [...new Set(opts.bindings ?? [])];
-      const refusal = validateBindingNames(bindings);
-      if (refusal) return failed({ kind: 'exception', message: refusal });
-      const timeoutMs = effectiveTimeoutMs(opts.limits?.timeoutMs);
-      if (timeoutMs === 'invalid') {
-        return failed({ kind: 'exception', message: RUN_CODE_REFUSALS.timeoutMs });
-      }
-      if (opts.sandbox?.requireFullEnforcement && opts.sandbox.enforcement !== 'full') {
-        return failed({
-          kind: 'sandbox-unavailable',
-          message: `file sandbox enforcement for ${opts.sandbox.mode} is only partial on this host`,
-        });
-      }
+      const checked = checkRequest(code, opts);
+      if ('kind' in checked) return failed(checked);
       if (closed) return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       if (opts.signal?.aborted) return failed({ kind: 'abort', message: 'the run was aborted' });
 
@@ -432,34 +365,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       }
       const hostWaitMs = performance.now() - acquiring;
-      const run = new Run(host, {
-        code,
-        config: {
-          bindings,
-          clockMs:
-            typeof opts.clockMs === 'number' && Number.isFinite(opts.clockMs) ? opts.clockMs : Date.now(),
-          seed: opts.randomSeed ?? randomBytes(16).toString('hex'),
-        },
-        onCall: opts.onCall,
-        timeoutMs,
-        spentMs:
-          typeof opts.limits?.spentMs === 'number' && Number.isFinite(opts.limits.spentMs)
-            ? Math.max(0, opts.limits.spentMs)
-            : 0,
-        excludeBindingWaits: opts.limits?.timeBudget === 'excluding-binding-waits',
-        // isolated-vm's smallest heap is 8 MiB.
-        memoryMb: Math.max(MIN_MEMORY_MB, positiveInt(opts.limits?.memoryMb, DEFAULT_MEMORY_MB)),
-        outputBytes: Math.min(
-          positiveInt(opts.limits?.outputBytes, DEFAULT_OUTPUT_BYTES),
-          DEFAULT_OUTPUT_BYTES,
-        ),
-        outputCap: opts.limits?.outputCap === 'separate' ? 'separate' : 'shared',
-        maxConcurrentCalls: positiveInt(opts.limits?.maxConcurrentCalls, DEFAULT_MAX_CONCURRENT_CALLS),
-        watchdogGraceMs,
-        signal: opts.signal,
-        onLog: opts.onLog,
-        readResident: () => host.residentBytes(readResident),
-      });
+      const run = new Run(host, runParams(code, opts, checked, host, { watchdogGraceMs, readResident }));
       const { outcome, hostReusable } = await run.execute();
       release(
         host,
@@ -502,8 +408,4 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
 
   return { execute, close, stats };
-}
-
-function sandboxFacts(s: NonNullable<ExecuteOptions['sandbox']>): NonNullable<RunOutcome['sandbox']> {
-  return { mode: s.mode, enforcement: s.enforcement, ...(s.denied ? { denied: true } : {}) };
 }
