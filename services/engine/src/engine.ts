@@ -4,26 +4,16 @@
  * after `maxRunsPerProcess` runs, or once its resident memory grew by `maxHostResidentGrowthBytes`.
  * `execute` never throws.
  */
-import { randomBytes } from 'node:crypto';
-import { RUN_CODE_REFUSALS } from '@islet/protocol';
 import { HostProcess } from './host-process.ts';
-import {
-  DEFAULT_MAX_CONCURRENT_CALLS,
-  DEFAULT_MEMORY_MB,
-  DEFAULT_OUTPUT_BYTES,
-  DEFAULT_WATCHDOG_GRACE_MS,
-  effectiveTimeoutMs,
-} from './limits.ts';
-import { validateBindingNames } from './names.ts';
+import { isDue, type RetirementBounds, type RetirementReason, retirementOf } from './host-retirement.ts';
+import { DEFAULT_WATCHDOG_GRACE_MS } from './limits.ts';
 import { Run } from './run.ts';
+import { checkRequest, positiveInt, runParams, sandboxFacts } from './run-request.ts';
 import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
 
 const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
 const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 5 * 1024 * 1024;
 const RESIDENT_CHECK_EVERY_RUNS = 16;
-/** Within this of its growth bound, a host's replacement starts ahead (as in a host's last runs). */
-const SPARE_LEAD_RESIDENT_BYTES = 2 * 1024 * 1024;
-const MIN_MEMORY_MB = 8;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
 const DEFAULT_MAX_IDLE_TOTAL = 8;
@@ -33,10 +23,6 @@ const DEFAULT_MAX_STARTING_HOSTS = 4;
  * that host's next isolate, which a second host would have ready.
  */
 const BACK_TO_BACK_MS = 2;
-
-function positiveInt(value: number | undefined, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback;
-}
 
 export function createEngine(options: EngineOptions = {}): Engine {
   const maxRunsPerProcess = positiveInt(options.maxRunsPerProcess, DEFAULT_MAX_RUNS_PER_PROCESS);
@@ -52,11 +38,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const readResident = options.residentBytesOf;
   const idle = new Map<string, HostProcess[]>();
   const busy = new Set<HostProcess>();
-  // A replacement started in the background after a host was retired, one per partition.
+  // A host started in the background for a partition (one at a time), for a run that finds its
+  // pool empty: after a host retired with none coming, a second host for back-to-back runs, or a
+  // retired host's own replacement still starting. Started with no run waiting, it joins the pool.
   const spares = new Map<string, Promise<HostProcess | undefined>>();
-  /** Spares started and waiting aside (no room in their pool) for a run that finds the pool empty. */
-  const readySpares = new WeakSet<Promise<HostProcess | undefined>>();
   const prewarm = options.prewarm !== false;
+  /** Hosts' own replacements still starting, and those started and waiting aside for their host. */
+  const replacements = new Set<Promise<HostProcess | undefined>>();
+  const aside = new Set<HostProcess>();
+  const spareOfRetired = new WeakSet<Promise<HostProcess | undefined>>();
   const maxStarting = positiveInt(options.maxStartingHosts, DEFAULT_MAX_STARTING_HOSTS);
   let starting = 0;
   /** Runs waiting for a start slot or a freed host; woken whenever either may have appeared. */
@@ -103,13 +93,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const now = performance.now();
     for (let i = pool.length - 1; i >= 0; i--) {
       const host = pool[i]!;
-      if (host.exited) pool.splice(i, 1);
-      else if (now - host.idleSince >= BACK_TO_BACK_MS) return pool.splice(i, 1)[0];
+      if (host.exited) {
+        pool.splice(i, 1);
+        retire(host); // its replacement, if any, takes its place
+      } else if (now - host.idleSince >= BACK_TO_BACK_MS) return pool.splice(i, 1)[0];
     }
     return pool.shift();
   }
 
-  /** The partition's hosts idle, busy or starting as a spare (not one just taken from its pool). */
+  /** The partition's hosts idle, taken by a run (from acquire on) or starting as a spare. */
   function othersOf(partition: string): number {
     let n = (idle.get(partition)?.length ?? 0) + (spares.has(partition) ? 1 : 0);
     for (const host of busy) if (host.partition === partition) n++;
@@ -128,10 +120,13 @@ export function createEngine(options: EngineOptions = {}): Engine {
           host.runs > 0 &&
           performance.now() - host.idleSince < BACK_TO_BACK_MS &&
           maxIdle >= 2 &&
-          othersOf(partition) === 0
+          othersOf(partition) === 0 &&
+          // its own replacement, starting, is to take its place, not to be a second host
+          host.replacement === undefined
         )
           startSpare(partition, true);
         host.setIdle(false);
+        busy.add(host);
         return host;
       }
       const spare = spares.get(partition);
@@ -140,6 +135,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         const host = await spare;
         if (host && !host.exited) {
           host.setIdle(false);
+          busy.add(host);
           return host;
         }
         continue;
@@ -150,7 +146,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     starting++;
     try {
-      return await spawnHost(partition);
+      const host = await spawnHost(partition);
+      busy.add(host);
+      return host;
     } finally {
       starting--;
       wakeAll();
@@ -181,7 +179,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           if (spares.get(partition) === spare && (idle.get(partition)?.length ?? 0) < maxIdle) {
             spares.delete(partition);
             park(host, true);
-          } else readySpares.add(spare);
+          }
           return host;
         },
         () => undefined,
@@ -215,6 +213,96 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
   }
 
+  const bounds: RetirementBounds = { maxRunsPerProcess, maxGrowth, prewarm };
+
+  function retiredEvent(host: HostProcess, reason: RetirementReason) {
+    emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
+  }
+
+  /** A started host joins its partition's pool if there is room (as the latest idle); else it goes. */
+  function adopt(host: HostProcess): void {
+    if (!closed && !host.exited && (idle.get(host.partition)?.length ?? 0) < maxIdle) {
+      host.setIdle(true);
+      park(host);
+    } else void host.stop();
+  }
+
+  /**
+   * A host leaves service: its replacement takes its place if started, or when it is (true), so no
+   * second start follows; false when it has none coming.
+   */
+  function retire(host: HostProcess): boolean {
+    host.retired = true;
+    void host.stop();
+    const ready = host.replacementHost;
+    host.replacementHost = undefined;
+    if (ready) {
+      aside.delete(ready);
+      adopt(ready);
+      return true;
+    }
+    if (!host.replacement || host.replacementFailed) return false;
+    // Still starting: the partition's spare, so a run that finds the pool empty waits for it
+    // rather than starting another.
+    if (!spares.has(host.partition)) {
+      spares.set(host.partition, host.replacement);
+      spareOfRetired.add(host.replacement);
+    }
+    return true;
+  }
+
+  /**
+   * Starts this host's own replacement in the background (once a host). Started, it waits aside;
+   * the host retires at its first release (or at once, if idle) once it is due, and the replacement
+   * takes its place. One per host, not one per partition: a runner's hosts, started together, come
+   * due together (16 clients on 4 slots: several in one second), and with one spare a partition
+   * the others retired with nothing ready, or a spare joined the pool as a fifth host and another
+   * host was stopped as surplus; the next runs waited for whole host starts (sequential.ts
+   * CLIENTS=16 TAIL=1).
+   */
+  function startReplacement(host: HostProcess): void {
+    if (!prewarm || closed || host.replacement) return;
+    const partition = host.partition;
+    // Spawned after this turn, as a spare: the release asking for it has its result to hand on.
+    const starting: Promise<HostProcess | undefined> = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => (closed ? Promise.reject(new Error('engine closed')) : spawnHost(partition)))
+      .then(
+        (replacement) => {
+          replacements.delete(starting);
+          if (closed) {
+            void replacement.stop();
+            return undefined;
+          }
+          if (host.retired || host.exited) {
+            // The partition's spare since its host retired: a run took it (and has it now), or none did.
+            if (spareOfRetired.has(starting) && spares.get(partition) !== starting) return replacement;
+            if (spares.get(partition) === starting) spares.delete(partition);
+            adopt(replacement);
+            return undefined;
+          }
+          replacement.setIdle(true);
+          host.replacementHost = replacement;
+          aside.add(replacement);
+          // Due and idle: the swap need not wait for its next run.
+          const pool = idle.get(partition);
+          const at = pool?.indexOf(host) ?? -1;
+          if (pool && at >= 0 && isDue(host, bounds)) {
+            pool.splice(at, 1);
+            retiredEvent(host, host.overBoundAtRun !== undefined ? 'max-memory' : 'max-runs');
+            retire(host);
+          }
+          return undefined;
+        },
+        () => {
+          replacements.delete(starting);
+          host.replacementFailed = true;
+          return undefined;
+        },
+      );
+    host.replacement = starting;
+    replacements.add(starting);
+  }
+
   function release(host: HostProcess, reusable: boolean, crashed = false): void {
     busy.delete(host);
     host.runs++;
@@ -230,50 +318,20 @@ export function createEngine(options: EngineOptions = {}): Engine {
       resident !== undefined && host.baselineResidentBytes !== undefined
         ? resident - host.baselineResidentBytes
         : 0;
-    if (grown > maxGrowth && host.overBoundAtRun === undefined) host.overBoundAtRun = host.runs;
-    // Past its bound, a host serves on until its replacement is ready (started below), at most one
-    // check's worth of runs more: retired at once, the next run waited for a whole host start
-    // (~150-250 ms on a loaded machine, sequential.ts TAIL=1: the one-client p99's slowest runs),
-    // as the growth comes in steps and often passes the lead and the bound in one check.
-    const spare = spares.get(host.partition);
-    const replacementReady = pool.length > 0 || (spare !== undefined && readySpares.has(spare));
-    const tooBig =
-      host.overBoundAtRun !== undefined &&
-      (replacementReady || !prewarm || host.runs - host.overBoundAtRun >= RESIDENT_CHECK_EVERY_RUNS);
-    const spent = host.runs >= maxRunsPerProcess || tooBig;
-    if (closed || !reusable || host.exited || spent || pool.length >= maxIdle) {
-      if (!closed && (!reusable || host.exited || spent)) {
-        // `crashed`: the host died under a run (a platform fault to page on); `killed`: the run
-        // left it unusable (the watchdog ended a runaway program, an abort or stop ended one in its
-        // first turn, it passed its resident bound: the tenant's doing, not ours).
-        const reason = crashed
-          ? 'crashed'
-          : !reusable || host.exited
-            ? 'killed'
-            : tooBig
-              ? 'max-memory'
-              : 'max-runs';
-        emit({ type: 'retired', partition: host.partition, pid: host.pid, reason });
-      }
-      void host.stop();
-      startSpare(host.partition);
+    const reason = closed ? undefined : retirementOf(host, { reusable, crashed, grown }, bounds);
+    if (closed || reason || pool.length >= maxIdle) {
+      if (reason) retiredEvent(host, reason);
+      // Its replacement (started or starting) takes its place; else a spare starts.
+      if (!retire(host)) startSpare(host.partition);
       wakeAll(); // a run waiting for a start slot may take the replacement
       return;
     }
     host.setIdle(true);
     park(host);
-    // Its last quarter of runs begins: start the replacement now, so it is ready (a start takes
-    // as long as dozens of runs, more on a loaded core) before this host retires
-    // and no run waits for a host start. Starting it only before the last run left the next run
-    // waiting. Once per host: its replacement joins the pool when started, and another would follow.
-    if (
-      !host.replacementStarted &&
-      (host.runs >= maxRunsPerProcess - spareLeadRuns ||
-        (maxGrowth > 0 && grown > maxGrowth - SPARE_LEAD_RESIDENT_BYTES))
-    ) {
-      host.replacementStarted = true;
-      startSpare(host.partition, true);
-    }
+    // Due, or its last quarter of runs begins: its replacement starts now, so it is ready (a start
+    // takes as long as dozens of runs, more on a loaded core) when the host retires. Starting it
+    // only before the last run left the next run waiting.
+    if (isDue(host, bounds) || host.runs >= maxRunsPerProcess - spareLeadRuns) startReplacement(host);
   }
 
   async function execute(code: string, opts: ExecuteOptions = {}): Promise<RunOutcome> {
@@ -288,21 +346,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
       ...(opts.sandbox ? { sandbox: sandboxFacts(opts.sandbox) } : {}),
     });
     try {
-      if (typeof code !== 'string')
-        return failed({ kind: 'exception', message: 'the program is not a string' });
-      const bindings = [...new Set(opts.bindings ?? [])];
-      const refusal = validateBindingNames(bindings);
-      if (refusal) return failed({ kind: 'exception', message: refusal });
-      const timeoutMs = effectiveTimeoutMs(opts.limits?.timeoutMs);
-      if (timeoutMs === 'invalid') {
-        return failed({ kind: 'exception', message: RUN_CODE_REFUSALS.timeoutMs });
-      }
-      if (opts.sandbox?.requireFullEnforcement && opts.sandbox.enforcement !== 'full') {
-        return failed({
-          kind: 'sandbox-unavailable',
-          message: `file sandbox enforcement for ${opts.sandbox.mode} is only partial on this host`,
-        });
-      }
+      const checked = checkRequest(code, opts);
+      if ('kind' in checked) return failed(checked);
       if (closed) return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       if (opts.signal?.aborted) return failed({ kind: 'abort', message: 'the run was aborted' });
 
@@ -315,39 +360,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
       }
       if (closed) {
         // Closed while this run waited for its host: the host is stopped, not left behind.
+        busy.delete(host);
         void host.stop();
         return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       }
-      busy.add(host);
       const hostWaitMs = performance.now() - acquiring;
-      const run = new Run(host, {
-        code,
-        config: {
-          bindings,
-          clockMs:
-            typeof opts.clockMs === 'number' && Number.isFinite(opts.clockMs) ? opts.clockMs : Date.now(),
-          seed: opts.randomSeed ?? randomBytes(16).toString('hex'),
-        },
-        onCall: opts.onCall,
-        timeoutMs,
-        spentMs:
-          typeof opts.limits?.spentMs === 'number' && Number.isFinite(opts.limits.spentMs)
-            ? Math.max(0, opts.limits.spentMs)
-            : 0,
-        excludeBindingWaits: opts.limits?.timeBudget === 'excluding-binding-waits',
-        // isolated-vm's smallest heap is 8 MiB.
-        memoryMb: Math.max(MIN_MEMORY_MB, positiveInt(opts.limits?.memoryMb, DEFAULT_MEMORY_MB)),
-        outputBytes: Math.min(
-          positiveInt(opts.limits?.outputBytes, DEFAULT_OUTPUT_BYTES),
-          DEFAULT_OUTPUT_BYTES,
-        ),
-        outputCap: opts.limits?.outputCap === 'separate' ? 'separate' : 'shared',
-        maxConcurrentCalls: positiveInt(opts.limits?.maxConcurrentCalls, DEFAULT_MAX_CONCURRENT_CALLS),
-        watchdogGraceMs,
-        signal: opts.signal,
-        onLog: opts.onLog,
-        readResident: () => host.residentBytes(readResident),
-      });
+      const run = new Run(host, runParams(code, opts, checked, host, { watchdogGraceMs, readResident }));
       const { outcome, hostReusable } = await run.execute();
       release(
         host,
@@ -375,7 +393,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
     wakeAll();
     const starting = await Promise.all(spares.values());
     spares.clear();
-    const all = [...busy, ...[...idle.values()].flat(), ...starting.filter((h) => h !== undefined)];
+    // Replacements still starting stop themselves once started (the engine is closed).
+    await Promise.all(replacements);
+    const all = [...busy, ...[...idle.values()].flat(), ...aside, ...starting.filter((h) => h !== undefined)];
+    aside.clear();
     idle.clear();
     await Promise.all(all.map((h) => h.stop()));
   }
@@ -387,8 +408,4 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
 
   return { execute, close, stats };
-}
-
-function sandboxFacts(s: NonNullable<ExecuteOptions['sandbox']>): NonNullable<RunOutcome['sandbox']> {
-  return { mode: s.mode, enforcement: s.enforcement, ...(s.denied ? { denied: true } : {}) };
 }

@@ -142,11 +142,21 @@ export class HostProcess {
     this.events = events;
   }
 
-  /** The engine has started this host's replacement ahead of its retirement. */
-  replacementStarted = false;
+  /** Its own replacement, starting (the engine's; settles once that host is ready or failed). */
+  replacement: Promise<HostProcess | undefined> | undefined;
 
-  /** Its run count when a check first found it past its resident growth bound. */
+  /** Its replacement, started and waiting aside (in no pool) to take this host's place. */
+  replacementHost: HostProcess | undefined;
+
+  /** Its replacement failed to start: it retires at its bound as if none were coming. */
+  replacementFailed = false;
+
+  /** The engine has taken it out of service for good (its replacement, if any, is handed on). */
+  retired = false;
+
+  /** Its run count, and its growth, when a check first found it past its resident growth bound. */
   overBoundAtRun: number | undefined;
+  overBoundGrowth = 0;
 
   /** When the host last became idle (performance.now()); the engine retires the longest idle first. */
   idleSince = 0;

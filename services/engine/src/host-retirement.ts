@@ -1,0 +1,64 @@
+/**
+ * When a host leaves service after a run: at once after a failure; once due (past its resident
+ * growth bound, or at its run bound), when its own replacement is ready (engine.ts), within bounds.
+ */
+import type { HostProcess } from './host-process.ts';
+
+/**
+ * A due host serves on until its own replacement is ready, at most this many runs (and a quarter of
+ * its run bound) past the run it came due, and this much resident growth past its size then.
+ */
+const MAX_OVERSHOOT_RUNS = 256;
+const MAX_OVERSHOOT_RESIDENT_BYTES = 2 * 1024 * 1024;
+
+export type RetirementReason = 'crashed' | 'killed' | 'max-runs' | 'max-memory';
+
+export interface RetirementBounds {
+  maxRunsPerProcess: number;
+  /** Resident growth since its first run, bytes (0: not checked). */
+  maxGrowth: number;
+  /** Replacements start ahead (EngineOptions.prewarm): without them, a due host goes at once. */
+  prewarm: boolean;
+}
+
+export function isDue(host: HostProcess, bounds: RetirementBounds): boolean {
+  return host.overBoundAtRun !== undefined || host.runs >= bounds.maxRunsPerProcess;
+}
+
+/**
+ * Why the host goes after the run just released (`grown`: its growth read at this release, 0 when
+ * not read), or undefined: it serves on. Marks the run at which it first passed its growth bound.
+ */
+export function retirementOf(
+  host: HostProcess,
+  run: { reusable: boolean; crashed: boolean; grown: number },
+  bounds: RetirementBounds,
+): RetirementReason | undefined {
+  // `crashed`: the host died under a run (a platform fault to page on); `killed`: the run left it
+  // unusable (the watchdog ended a runaway program, an abort or stop ended one in its first turn,
+  // it passed its resident bound: the tenant's doing, not ours).
+  if (run.crashed) return 'crashed';
+  if (!run.reusable || host.exited) return 'killed';
+  const { maxGrowth, maxRunsPerProcess } = bounds;
+  if (run.grown > maxGrowth && host.overBoundAtRun === undefined) {
+    host.overBoundAtRun = host.runs;
+    host.overBoundGrowth = run.grown;
+  }
+  if (!isDue(host, bounds)) return undefined;
+  // Retired at once, the next run waited for a whole host start (150-1500 ms on a loaded machine:
+  // the slowest runs at one client and at 16, sequential.ts TAIL=1). Bounded: growth comes in steps
+  // (5-8 MiB when a check finds a host past a 5 MiB bound), so 2 MiB more than then, and none for
+  // a host found past twice its bound (a leak, not a step).
+  const dueAt = Math.min(host.overBoundAtRun ?? Number.POSITIVE_INFINITY, maxRunsPerProcess);
+  const overshootRuns = Math.min(MAX_OVERSHOOT_RUNS, Math.floor(maxRunsPerProcess / 4));
+  const spent =
+    (host.replacementHost !== undefined && !host.replacementHost.exited) ||
+    !bounds.prewarm ||
+    host.replacementFailed ||
+    host.runs - dueAt >= overshootRuns ||
+    (host.overBoundAtRun !== undefined &&
+      (host.overBoundGrowth > 2 * maxGrowth ||
+        run.grown > host.overBoundGrowth + MAX_OVERSHOOT_RESIDENT_BYTES));
+  if (!spent) return undefined;
+  return host.overBoundAtRun !== undefined ? 'max-memory' : 'max-runs';
+}
