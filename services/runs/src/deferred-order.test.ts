@@ -106,11 +106,13 @@ describe('jobs of one tenant deferred in the same millisecond', () => {
       return (lease as number[])[0];
     });
     expect(refused).toEqual(queued.map(() => 0));
-    // Many in the same millisecond (the case the ids' text order decided).
+    // Some in the same millisecond (the case the ids' text order decided: any two tied jobs here
+    // are in reverse text order). Usually 5–18 distinct ms; a stalled Redis spreads them more,
+    // which only weakens the case, so one tie is all this asks.
     const deferred = keys.poolTenantDeferred(mode, 'acme');
     const scored = await redis.zrange(deferred, 0, -1, 'WITHSCORES');
     const ms = new Set(scored.filter((_, i) => i % 2 === 1).map((s) => Math.floor(Number(s))));
-    expect(ms.size).toBeLessThan(queued.length / 2);
+    expect(ms.size).toBeLessThan(queued.length);
     // Each score still a time in ms (an older release writes and reads it so).
     for (let i = 1; i < scored.length; i += 2)
       expect(Math.abs(Number(scored[i]) - Date.now())).toBeLessThan(60_000);
