@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine } from './engine.ts';
-import type { Engine, ProcessEvent } from './types.ts';
+import type { Engine, EngineOptions, ProcessEvent } from './types.ts';
 
 let engine: Engine | undefined;
 afterEach(async () => {
@@ -18,6 +18,15 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const started = (events: ProcessEvent[]) => events.filter((e) => e.type === 'started');
 const retired = (events: ProcessEvent[]) =>
   events.filter((e): e is Extract<ProcessEvent, { type: 'retired' }> => e.type === 'retired');
+type Wrap = NonNullable<EngineOptions['wrapCommand']>;
+/** The engine's first host starts as is; every later start runs as `later` makes it. */
+function laterStarts(later: Wrap): { wrapCommand: Wrap; count: () => number } {
+  let spawns = 0;
+  return {
+    wrapCommand: (command, args) => (spawns++ === 0 ? { command, args } : later(command, args)),
+    count: () => spawns,
+  };
+}
 
 describe('a host due for retirement and its own replacement', () => {
   it('gives each of four hosts due at once its own replacement; none retires before it, no run waits for a start', async () => {
@@ -69,16 +78,16 @@ describe('a host due for retirement and its own replacement', () => {
 
   it('retires a due host whose replacement is still starting after a quarter of its run bound, and the next run waits for that replacement, not a third start', async () => {
     const events: ProcessEvent[] = [];
-    let spawns = 0;
+    // Every start after the first takes 5 s longer than the runs: a loaded machine's start.
+    const starts = laterStarts((command, args) => ({
+      command: '/bin/sh',
+      args: ['-c', 'sleep 5; exec "$0" "$@"', command, ...args],
+    }));
     engine = createEngine({
       // Replacement starts at run 6 (its last quarter), due at 8, served on for 2 runs at most.
       maxRunsPerProcess: 8,
       maxIdlePerPartition: 1,
-      // Every start after the first takes 5 s longer than the runs: a loaded machine's start.
-      wrapCommand: (command, args) =>
-        spawns++ === 0
-          ? { command, args }
-          : { command: '/bin/sh', args: ['-c', 'sleep 5; exec "$0" "$@"', command, ...args] },
+      wrapCommand: starts.wrapCommand,
       onProcessEvent: (e) => events.push(e),
     });
     const first = await engine.execute('return 1', { partition: 't1' });
@@ -94,24 +103,23 @@ describe('a host due for retirement and its own replacement', () => {
     expect(next.valueJson).toBe('11');
     expect(started(events)).toHaveLength(2);
     expect(next.hostPid).toBe(started(events)[1]!.pid);
-    expect(spawns).toBe(2);
+    expect(starts.count()).toBe(2);
   });
 
   it('retires a due host at its next run when its replacement fails to start', async () => {
     const events: ProcessEvent[] = [];
-    let spawns = 0;
+    const starts = laterStarts(() => ({ command: '/bin/sh', args: ['-c', 'exit 3'] }));
     engine = createEngine({
       maxRunsPerProcess: 8,
       maxIdlePerPartition: 1,
-      wrapCommand: (command, args) =>
-        spawns++ === 0 ? { command, args } : { command: '/bin/sh', args: ['-c', 'exit 3'] },
+      wrapCommand: starts.wrapCommand,
       onProcessEvent: (e) => events.push(e),
     });
     const first = await engine.execute('return 1', { partition: 't1' });
     for (let i = 2; i <= 6; i++) await engine.execute('return 1', { partition: 't1' });
     // The replacement asked for at run 6 has failed before run 8 ends.
     await pause(1500);
-    expect(spawns).toBe(2);
+    expect(starts.count()).toBe(2);
     await engine.execute('return 7', { partition: 't1' });
     expect(retired(events)).toHaveLength(0);
     await engine.execute('return 8', { partition: 't1' });
