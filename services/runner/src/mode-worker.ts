@@ -14,6 +14,7 @@ import { HandBackError } from './run-executor.ts';
 import { processModeJob } from './run-processing.ts';
 import { gateFor, type ModeWorker, type RunnerContext } from './runner-context.ts';
 import type { RunnerRecovery } from './runner-recovery.ts';
+import { noteDeferral } from './tenant-slot.ts';
 
 /**
  * How long a restart waits for the old worker's `close(true)`: a worker that stopped fetching may
@@ -58,8 +59,7 @@ export function createModeWorker(
       deferMs: config.ISLET_TENANT_SHARE_RECHECK_MS,
       moved: (jobs) => {
         for (const { jobId, tenant, limit, swapped } of jobs) {
-          ctx.metrics.shareDeferrals.inc({ mode });
-          logger.debug({ jobId, tenant, mode, limit }, 'job deferred: it waits for a slot of the pool');
+          noteDeferral(ctx, mode, { jobId, tenant, limit });
           fairShare.movedInFetch(mode, tenant, swapped);
         }
       },

@@ -36,6 +36,19 @@ export async function promote(ctx: RunnerContext, mode: SandboxMode, jobId: stri
 }
 
 /**
+ * A job deferred (its tenant at its share, or the pool full): counted and logged, whether the
+ * processor moves it (`withTenantSlot`) or the fetch's script did (mode-worker.ts).
+ */
+export function noteDeferral(
+  ctx: Pick<RunnerContext, 'metrics' | 'logger'>,
+  mode: SandboxMode,
+  job: { jobId: string; tenant: string; limit: number },
+): void {
+  ctx.metrics.shareDeferrals.inc({ mode });
+  ctx.logger.debug({ ...job, mode }, 'job deferred: it waits for a slot of the pool');
+}
+
+/**
  * Runs `work` inside one of the tenant's slots of the pool, or sends the job back to the queue
  * (delayed, no attempt spent; it has not started) when the tenant already holds its share. On
  * one server a run's lease is taken by its attempt's start (`work` gets it, the executor passes
@@ -52,15 +65,11 @@ export async function withTenantSlot<T>(
   work: (lease?: JobLease) => Promise<T>,
   fetchedStart?: unknown,
 ): Promise<T> {
-  const { config, metrics, logger, share, releasing } = ctx;
+  const { config, share, releasing } = ctx;
   const jobId = job.id ?? job.data.runId;
   if (!share || !token) return work();
   const defer = async (limit: number): Promise<never> => {
-    metrics.shareDeferrals.inc({ mode });
-    logger.debug(
-      { jobId, tenant: job.data.tenant, mode, limit },
-      'job deferred: it waits for a slot of the pool',
-    );
+    noteDeferral(ctx, mode, { jobId, tenant: job.data.tenant, limit });
     await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
     throw new DelayedError();
   };
