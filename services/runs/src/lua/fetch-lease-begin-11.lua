@@ -93,16 +93,16 @@ local function moveToDelayed(id)
   redis.call('ZADD', Q.delayed, score, id)
 end
 local moved, MOVES = {}, 4
+-- Paused or capped (nothing in this call changes either): the runner moves the job, as before.
+local meta = redis.call('HMGET', Q.meta, 'paused', 'concurrency')
+if meta[1] or meta[2] then return fetched end
 while refused and #moved < MOVES do
-  local meta = redis.call('HMGET', Q.meta, 'paused', 'concurrency')
-  if meta[1] or meta[2] then break end
   local id = fetched[2]
   moveToDelayed(id)
   moved[#moved + 1] = {id, tenant, refused[2], refused[3] or ''}
   -- The pool's waiting list changed (this refusal listed its tenant): the acquire reads it again.
   fetched, refused, tenant = startRun(${REFETCH}(), nil)
 end
-if #moved == 0 then return fetched end
 if type(fetched[1]) ~= 'table' then
   -- No job after all: addDelayMarkerIfNeeded's, so a worker blocked on the marker wakes for it.
   local first = redis.call('ZRANGE', Q.delayed, 0, 0, 'WITHSCORES')
