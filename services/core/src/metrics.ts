@@ -218,6 +218,12 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode', 'reason'],
       registers,
     }),
+    sandboxStartFailures: new Counter({
+      name: 'islet_sandbox_process_start_failures_total',
+      help: 'Sandbox host process starts that never became ready (spawn, jail or start-up failed)',
+      labelNames: ['mode'],
+      registers,
+    }),
     sandboxEnforcement: new Gauge({
       name: 'islet_sandbox_enforcement',
       help: '1 on the sandbox enforcement level in effect',

@@ -68,12 +68,25 @@ export function createEngine(options: EngineOptions = {}): Engine {
   };
 
   async function spawnHost(partition: string): Promise<HostProcess> {
-    const host = await HostProcess.start({
-      partition,
-      startupTimeoutMs,
-      ...(options.wrapCommand ? { wrapCommand: options.wrapCommand } : {}),
-      ...(options.hostEnv ? { env: options.hostEnv } : {}),
-    });
+    let host: HostProcess;
+    try {
+      host = await HostProcess.start({
+        partition,
+        startupTimeoutMs,
+        ...(options.wrapCommand ? { wrapCommand: options.wrapCommand } : {}),
+        ...(options.hostEnv ? { env: options.hostEnv } : {}),
+      });
+    } catch (err) {
+      // A spare's failure reaches no run: without the event it would be seen nowhere.
+      if (!closed)
+        emit({
+          type: 'start-failed',
+          partition,
+          pid: undefined,
+          message: String((err as Error)?.message ?? err),
+        });
+      throw err;
+    }
     alive.add(host);
     emit({ type: 'started', partition, pid: host.pid });
     void host.whenExited().then(() => {

@@ -108,18 +108,28 @@ describe('a host due for retirement and its own replacement', () => {
 
   it('retires a due host at its next run when its replacement fails to start', async () => {
     const events: ProcessEvent[] = [];
+    let startFailed: () => void = () => {};
+    const failedStart = new Promise<void>((resolve) => {
+      startFailed = resolve;
+    });
     const starts = laterStarts(() => ({ command: '/bin/sh', args: ['-c', 'exit 3'] }));
     engine = createEngine({
       maxRunsPerProcess: 8,
       maxIdlePerPartition: 1,
       wrapCommand: starts.wrapCommand,
-      onProcessEvent: (e) => events.push(e),
+      onProcessEvent: (e) => {
+        events.push(e);
+        if (e.type === 'start-failed') startFailed();
+      },
     });
     const first = await engine.execute('return 1', { partition: 't1' });
     for (let i = 2; i <= 6; i++) await engine.execute('return 1', { partition: 't1' });
-    // The replacement asked for at run 6 has failed before run 8 ends.
-    await pause(1500);
+    // The replacement asked for at run 6 fails (before run 7, so run 8 finds no replacement).
+    await failedStart;
     expect(starts.count()).toBe(2);
+    expect(events.filter((e) => e.type === 'start-failed')).toEqual([
+      { type: 'start-failed', partition: 't1', pid: undefined, message: expect.stringMatching(/\S/) },
+    ]);
     await engine.execute('return 7', { partition: 't1' });
     expect(retired(events)).toHaveLength(0);
     await engine.execute('return 8', { partition: 't1' });

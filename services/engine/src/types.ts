@@ -182,7 +182,8 @@ interface EngineStats {
 }
 
 /**
- * Lifecycle of sandbox host processes, for metrics: `started` (ready for runs), `exited` (gone, for
+ * Lifecycle of sandbox host processes, for metrics: `started` (ready for runs), `start-failed` (a
+ * start that never became ready, whether a run or a spare asked for it), `exited` (gone, for
  * any reason), `retired` (the engine replaced it: `crashed` when it died under a run (worker-exit),
  * `killed` after a run that left it unusable (the watchdog ended a runaway program, an abort or a
  * stop ended one inside its first turn, it passed its resident bound), `max-runs`
@@ -191,6 +192,8 @@ interface EngineStats {
  */
 export type ProcessEvent =
   | { type: 'started' | 'exited'; partition: string; pid: number | undefined }
+  /** A host that never became ready (its spawn, jail or start-up failed): no process to count. */
+  | { type: 'start-failed'; partition: string; pid: undefined; message: string }
   | {
       type: 'retired';
       partition: string;

@@ -110,7 +110,10 @@ for (const mode of config.ISLET_RUNNER_MODES) {
       : {}),
     onProcessEvent(event) {
       if (event.type === 'retired') metrics.sandboxRestarts.inc({ mode, reason: event.reason });
-      else metrics.sandboxProcesses.set({ mode }, engine.stats?.().processes ?? 0);
+      else if (event.type === 'start-failed') {
+        metrics.sandboxStartFailures.inc({ mode });
+        logger.warn({ mode, err: event.message }, 'sandbox host failed to start');
+      } else metrics.sandboxProcesses.set({ mode }, engine.stats?.().processes ?? 0);
     },
   });
   engines.set(mode, engine);
