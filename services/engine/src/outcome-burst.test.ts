@@ -22,7 +22,7 @@ const execute = (code: string) =>
   });
 
 describe("a burst of call outcomes to a host's pipe", () => {
-  it("100 outcomes settled together cost a few writes, and every one reaches the program", async () => {
+  it('100 outcomes settled together cost a few writes, and every one reaches the program', async () => {
     const code = 'return (await Promise.all(Array.from({ length: 100 }, (_, i) => t({ i })))).join(",")';
     await execute(code); // the host started and warm
     const before = writeSyscalls();
