@@ -1,15 +1,16 @@
 /**
  * `node test/bench/call-profile.ts`: CPU profiles (`--cpu-prof`) of a local cluster's gateway and
  * runner (and its sandbox hosts) while one client runs programs of `CALLS` (default 20) sequential
- * binding calls to an instant App in this process for `SECS` (default 10), then each profile's self
- * time by file and by function per call (`profile-summary.ts`). The profiles stay in `PROF_DIR`.
+ * binding calls (with `PARALLEL=1`, one `Promise.all` of them) to an instant App in this process for
+ * `SECS` (default 10), then each profile's self time by file and by function per call
+ * (`profile-summary.ts`). The profiles stay in `PROF_DIR`.
  */
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
-import { sequentialCalls } from './baselines.ts';
+import { parallelCalls, sequentialCalls } from './baselines.ts';
 import { pingConnection, startPingApp } from './ping-app.ts';
 import { summarize } from './profile-summary.ts';
 
@@ -26,13 +27,18 @@ const cluster = await startCluster({
   },
 });
 const a = api(cluster.url, cluster.devKey);
+// The first runs load modules and warm up: the summaries count only the samples after them.
+const WARMUP = 5;
 let runs = 0;
+let from = 0;
+let to = 0;
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 try {
   const connection = await pingConnection(a, port);
-  const program = sequentialCalls(CALLS);
+  const program = process.env.PARALLEL === '1' ? parallelCalls(CALLS) : sequentialCalls(CALLS);
   const end = Date.now() + Number(process.env.SECS ?? 10) * 1000;
   while (Date.now() < end) {
+    if (runs === WARMUP) from = Number(process.hrtime.bigint() / 1000n);
     const res = await a(
       'POST',
       '/v1/runs',
@@ -44,13 +50,14 @@ try {
     runs++;
   }
 } finally {
+  to = Number(process.hrtime.bigint() / 1000n);
   await cluster.stop();
   app.close();
 }
-console.log(`${runs} runs of ${CALLS} calls; profiles in ${dir}`);
+console.log(`${runs} runs of ${CALLS} calls; profiles in ${dir}; window ${from}–${to} µs`);
 for (const f of readdirSync(dir)) {
   const who = Object.entries(pids).find(([, pid]) => pid !== undefined && f.includes(`.${pid}.`))?.[0];
   if (!who) continue;
   console.log(`=== ${who} (${f}), per call`);
-  console.log(summarize(join(dir, f), runs * CALLS, 25));
+  console.log(summarize(join(dir, f), (runs - WARMUP) * CALLS, 25, [from, to]));
 }

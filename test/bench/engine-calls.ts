@@ -2,11 +2,13 @@
  * `node test/bench/engine-calls.ts`: a binding call through the engine alone (a sandbox host, its
  * isolate, the frames both ways, an `onCall` that answers at once; no runner, gateway, Redis or
  * App), the part of a call's round trip that is the host's and the engine's. Runs programs of
- * `CALLS` (default 200) sequential calls for `BENCH_SECONDS` (default 4) after one run of warm-up,
+ * `CALLS` (default 200) sequential calls (with `PARALLEL=1`, one `Promise.all` of them) for
+ * `BENCH_SECONDS` (default 4) after one run of warm-up,
  * and prints per call: the round trip (p50 of each run's mean), CPU (this process,
  * the hosts: /proc, exited threads included) and the hosts' context switches and task clock
  * (`perf stat -p`, every thread: a switch is a thread that slept and was woken, the thread hops of
- * a call). `BUDGET=excluding` runs the programs with `excluding-binding-waits`, `BUDGET=none`
+ * a call), and their read and write syscalls (/proc/<pid>/io: a frame chunk read or written is one,
+ * the isolate's own work none). `BUDGET=excluding` runs the programs with `excluding-binding-waits`, `BUDGET=none`
  * without a deadline.
  */
 import { spawn } from 'node:child_process';
@@ -36,7 +38,10 @@ const limits =
     : BUDGET === 'excluding'
       ? { timeoutMs: 60_000, timeBudget: 'excluding-binding-waits' as const }
       : { timeoutMs: 60_000 };
-const code = `let n = 0; for (let i = 0; i < ${CALLS}; i++) n += (await t({ i })).n; return n;`;
+const PARALLEL = process.env.PARALLEL === '1';
+const code = PARALLEL
+  ? `return (await Promise.all(Array.from({ length: ${CALLS} }, (_, i) => t({ i })))).length;`
+  : `let n = 0; for (let i = 0; i < ${CALLS}; i++) n += (await t({ i })).n; return n;`;
 const run = () =>
   engine.execute(code, {
     bindings: ['t'],
@@ -60,6 +65,22 @@ function cpuMs(pids: number[]): number {
   return ms;
 }
 
+/** Read and write syscalls of `pids` (/proc/<pid>/io: every thread, exited ones included). */
+function syscalls(pids: number[]): { reads: number; writes: number } {
+  let reads = 0;
+  let writes = 0;
+  for (const pid of pids) {
+    try {
+      const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+      reads += Number(/^syscr: (\d+)/m.exec(io)?.[1] ?? 0);
+      writes += Number(/^syscw: (\d+)/m.exec(io)?.[1] ?? 0);
+    } catch {
+      // gone
+    }
+  }
+  return { reads, writes };
+}
+
 for (let i = 0; i < 3; i++) {
   const warm = await run();
   if (warm.status !== 'completed')
@@ -68,6 +89,8 @@ for (let i = 0; i < 3; i++) {
 await new Promise((r) => setTimeout(r, 200));
 const pids = [...hosts];
 const hostBefore = cpuMs(pids);
+const ioBefore = syscalls(pids);
+const selfIoBefore = syscalls([process.pid]);
 const perf = spawn(
   'perf',
   ['stat', '-x', ',', '-e', 'context-switches,cpu-migrations,task-clock', '-p', pids.join(',')],
@@ -94,13 +117,15 @@ while (Date.now() < until) {
 }
 const self = process.cpuUsage(selfBefore);
 const hostCpu = cpuMs(pids) - hostBefore;
+const ioAfter = syscalls(pids);
+const selfIoAfter = syscalls([process.pid]);
 const replaced = [...served].some((p) => !pids.includes(p));
 perf.kill('SIGINT');
 await perfDone;
 const counter = (name: string) =>
   Number(/^([\d.]+),[^,]*,(\S+?),/m.exec(perfText.split('\n').find((l) => l.includes(name)) ?? '')?.[1]);
 console.log(
-  `${perCall.length} runs of ${CALLS} sequential calls, budget ${BUDGET}, hosts ${pids.join(', ')}${replaced ? ' (a run served by a host started meanwhile: not counted)' : ''}`,
+  `${perCall.length} runs of ${CALLS} ${PARALLEL ? 'parallel' : 'sequential'} calls, budget ${BUDGET}, hosts ${pids.join(', ')}${replaced ? ' (a run served by a host started meanwhile: not counted)' : ''}`,
 );
 console.log(
   `round trip per call, µs: p50 ${pct(perCall, 50).toFixed(1)}, p10 ${pct(perCall, 10).toFixed(1)}, p90 ${pct(perCall, 90).toFixed(1)}`,
@@ -110,5 +135,8 @@ console.log(
 );
 console.log(
   `hosts per call (perf stat, all threads): context switches ${(counter('context-switches') / calls).toFixed(2)}, CPU migrations ${(counter('cpu-migrations') / calls).toFixed(2)}, task clock ${((counter('task-clock') / calls) * 1000).toFixed(1)} µs`,
+);
+console.log(
+  `syscalls per call (/proc io): engine (this process) reads ${((selfIoAfter.reads - selfIoBefore.reads) / calls).toFixed(2)}, writes ${((selfIoAfter.writes - selfIoBefore.writes) / calls).toFixed(2)}; hosts reads ${((ioAfter.reads - ioBefore.reads) / calls).toFixed(2)}, writes ${((ioAfter.writes - ioBefore.writes) / calls).toFixed(2)}`,
 );
 await engine.close();

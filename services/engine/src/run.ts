@@ -203,7 +203,7 @@ export class Run {
         this.p.timeoutMs !== null && this.budget.running()
           ? { turnMs: Math.max(1, Math.ceil(this.budget.remainingMs())) }
           : {};
-      const sent = this.host.send(outcomeFrame(call.index, outcome, turn));
+      const sent = this.host.send(outcomeFrame(call.index, outcome, turn), true);
       if (!sent && !this.host.exited) {
         this.endNow({ kind: 'protocol', message: 'a binding result is too large for the sandbox channel' });
         return;

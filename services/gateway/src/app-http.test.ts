@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AnswerTooLargeError,
+  AppTimeoutError,
   BlockedAddressError,
   guardedLookup,
   postToApp,
@@ -18,6 +19,7 @@ let server: Server;
 let port: number;
 let hits = 0;
 let streamed = 0;
+let trickleClosed = 0;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -34,6 +36,16 @@ beforeAll(async () => {
         };
         res.on('close', () => undefined);
         pump();
+        return;
+      }
+      if (req.url === '/trickle') {
+        // A byte every 50 ms, each well inside the idle timeouts: only the whole deadline ends it.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const timer = setInterval(() => res.write(' '), 50);
+        res.on('close', () => {
+          clearInterval(timer);
+          trickleClosed++;
+        });
         return;
       }
       if (req.url === '/declared') {
@@ -195,5 +207,36 @@ describe('App HTTP client: no way into the platform network', () => {
     await expect(postToApp(`http://127.0.0.1:${port}/declared`, {}, '{}', allow)).rejects.toBeInstanceOf(
       AnswerTooLargeError,
     );
+  });
+
+  it("ends a trickling answer at the call's whole deadline and drops its connection", async () => {
+    const allow = { ...opts, allowPrivate: true, timeoutMs: 400 };
+    const err = await postToApp(`http://127.0.0.1:${port}/trickle`, {}, '{}', allow).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppTimeoutError);
+    await expect.poll(() => trickleClosed).toBe(1);
+    // The next call on the same rules gets a connection and its answer.
+    expect(await postToApp(`http://127.0.0.1:${port}/`, {}, '{}', allow)).toEqual({
+      status: 200,
+      text: '{"ok":true}',
+    });
+  });
+
+  it('makes no AbortSignal per call (its timer and listener were a call cost): one timer of its own', async () => {
+    const real = AbortSignal.timeout;
+    let made = 0;
+    AbortSignal.timeout = (ms: number) => {
+      made++;
+      return real.call(AbortSignal, ms);
+    };
+    try {
+      const allow = { ...opts, allowPrivate: true };
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => postToApp(`http://127.0.0.1:${port}/`, {}, '{}', allow)),
+      );
+      expect(answers.every((a) => a.status === 200 && a.text === '{"ok":true}')).toBe(true);
+      expect(made).toBe(0);
+    } finally {
+      AbortSignal.timeout = real;
+    }
   });
 });

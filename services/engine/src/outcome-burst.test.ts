@@ -1,0 +1,64 @@
+/**
+ * A burst of call outcomes to one sandbox host (a `Promise.all`'s outcomes settling in one tick)
+ * goes out in a few pipe writes, not one each; a lone outcome is written at once. Counted as this
+ * process's write syscalls (/proc/self/io: the engine's only writes are the frames to its hosts;
+ * the test pool's own messages are few) and as the host's `pipeWrites`. Real engine, real host.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEngine } from './engine.ts';
+import { HostProcess } from './host-process.ts';
+
+const writeSyscalls = () => Number(/^syscw: (\d+)/m.exec(readFileSync('/proc/self/io', 'utf8'))?.[1]);
+const engine = createEngine({ maxIdlePerPartition: 1 });
+afterAll(() => engine.close());
+
+const execute = (code: string) =>
+  engine.execute(code, {
+    bindings: ['t'],
+    limits: { timeoutMs: 30_000 },
+    partition: 'burst',
+    onCall: async (call) => ({ type: 'result', valueJson: String(JSON.parse(call.argsJson).i) }),
+  });
+
+describe("a burst of call outcomes to a host's pipe", () => {
+  it('100 outcomes settled together cost a few writes, and every one reaches the program', async () => {
+    const code = 'return (await Promise.all(Array.from({ length: 100 }, (_, i) => t({ i })))).join(",")';
+    await execute(code); // the host started and warm
+    const before = writeSyscalls();
+    const out = await execute(code);
+    const writes = writeSyscalls() - before;
+    expect(out.status).toBe('completed');
+    expect(JSON.parse(out.valueJson ?? '""')).toBe(Array.from({ length: 100 }, (_, i) => i).join(','));
+    // The run frame, then per chunk of calls read: the first outcome at once, the rest in one write.
+    // One write each (the base) is over 100.
+    expect(writes).toBeLessThan(30);
+  });
+
+  it('sequential outcomes are each written at once, in their own tick', async () => {
+    const code = 'let s = 0; for (let i = 0; i < 20; i++) s += await t({ i }); return s';
+    await execute(code);
+    const before = writeSyscalls();
+    const out = await execute(code);
+    expect(out.status).toBe('completed');
+    expect(out.valueJson).toBe('190');
+    expect(writeSyscalls() - before).toBeGreaterThanOrEqual(20);
+  });
+
+  it('counts a gathered burst as one write after the first, and keeps an ungathered frame behind it', async () => {
+    const host = await HostProcess.start({ partition: 'burst-unit', startupTimeoutMs: 20_000 });
+    try {
+      const result = (id: number) => ({ t: 'result' as const, id, valueJson: '1' });
+      const before = host.pipeWrites;
+      for (let id = 0; id < 10; id++) host.send(result(id), true);
+      host.send({ t: 'end', kind: 'abort' });
+      expect(host.pipeWrites - before).toBe(1);
+      await new Promise((r) => process.nextTick(r));
+      expect(host.pipeWrites - before).toBe(2);
+      host.send(result(10), true);
+      expect(host.pipeWrites - before).toBe(3);
+    } finally {
+      await host.stop();
+    }
+  });
+});
