@@ -34,7 +34,7 @@ async function queued(redis: Redis, tenant: string, n = 1): Promise<void> {
 async function setUp(redis: Redis, leaseMs = 30_000) {
   const queue = new Queue<RunJobData>(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX });
   await queue.obliterate({ force: true });
-  for (const k of await poolKeys(redis)) await redis.del(k);
+  for (const k of poolKeys()) await redis.del(k);
   const worker = new Worker<RunJobData>(runQueueName(mode), null, {
     connection: redis,
     prefix: QUEUE_PREFIX,
@@ -74,17 +74,15 @@ async function setUp(redis: Redis, leaseMs = 30_000) {
   return { queue, share, add, fetch, acquire, deferred, close };
 }
 
-async function poolKeys(redis: Redis): Promise<string[]> {
-  // One slot ({pool:<mode>}): on a Cluster every key is on the node that holds it.
-  const found: string[] = [];
+/** The pool's keys these tests write (one slot, `{pool:<mode>}`). */
+function poolKeys(): string[] {
+  const found = [keys.poolBusy(mode), keys.poolQueued(mode), keys.poolWaiting(mode), keys.poolSlots(mode)];
   for (const t of ['acme', 'beta'])
-    for (const k of [
+    found.push(
       keys.poolTenantLeases(mode, t),
       keys.poolTenantDeferred(mode, t),
       `${keys.poolTenantPrefix(mode)}${t}:reserved`,
-    ])
-      found.push(k);
-  found.push(keys.poolBusy(mode), keys.poolQueued(mode), keys.poolWaiting(mode), keys.poolSlots(mode));
+    );
   return found;
 }
 
