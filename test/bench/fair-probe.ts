@@ -9,10 +9,16 @@
  * (reservations included) by where each one's job is (taken by a worker; a reservation still in
  * the delayed set; promoted and in the wait list), the queue's waiting and delayed jobs, and the
  * runner's slots idle while some job waits. No MONITOR (it would slow Redis): counts and samples.
+ * `BENCH_QUEUE_CONCURRENCY=<n>` sets the queue's global concurrency (BullMQ's meta `concurrency`;
+ * with n = the runner's 4 slots nothing is held back): the fused fetch then leaves a refusal to the
+ * processor and the end leaves a reservation's promotion to the runner, so the fair share runs by
+ * the paths a Cluster, a skill or a capped queue takes (round 27, `fair-order`).
  */
 import { readFileSync } from 'node:fs';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { Queue } from 'bullmq';
 import { api } from '../e2e/helpers.ts';
 import { cpuMsOfDescendants } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
@@ -31,6 +37,11 @@ const cluster = await startCluster({
   },
 });
 const redis = createRedis(cluster.redisUrl);
+if (process.env.BENCH_QUEUE_CONCURRENCY) {
+  const queue = new Queue(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX });
+  await queue.setGlobalConcurrency(Number(process.env.BENCH_QUEUE_CONCURRENCY));
+  console.log(`settings: the queue's global concurrency ${process.env.BENCH_QUEUE_CONCURRENCY}`);
+}
 const a = api(cluster.url, cluster.devKey);
 const runnerPid = cluster.runners[0]!.pid!;
 

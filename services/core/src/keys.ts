@@ -170,6 +170,13 @@ export const keys = {
   poolTenantLeases: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:leases`,
   /** ZSET job id → first deferral ms: the tenant's jobs sent back for being over its share, oldest first. */
   poolTenantDeferred: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:deferred`,
+  /**
+   * ZSET job id → its first deferral ms (its score in `deferred`): the tenant's jobs holding a
+   * reservation (a slot a release or a swap leased to them, not taken yet). A reservation given up
+   * untaken (its job still active, or the lease lapsed) puts its job back in `deferred` with this
+   * score, so it keeps its first place in its tenant's order.
+   */
+  poolTenantReserved: (mode: string, tenant: string) => `islet:{pool:${mode}}:tenant:${tenant}:reserved`,
   /** The prefix of a pool's tenant keys (`<prefix><tenant>:leases`), for scripts that pick the tenant. */
   poolTenantPrefix: (mode: string) => `islet:{pool:${mode}}:tenant:`,
   /** ZSET job id → lease expiry ms: every tenant's leases in the pool (how many slots are taken). */

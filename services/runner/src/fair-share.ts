@@ -45,6 +45,7 @@ import { LuaScript } from '@islet/core/lua-script';
 import type { SandboxMode } from '@islet/protocol';
 import {
   acquireCall,
+  type GivenUp,
   LEASE_ACQUIRE,
   LEASE_RELEASE,
   type LeaseAnswer,
@@ -104,9 +105,11 @@ export interface FairShareDeps {
   logger: Logger;
   /**
    * Promotes a deferred job a slot was leased to: true when it will run (promoted, or already
-   * back in the queue), false when it is gone (removed, ended): its slot is then given on.
+   * back in the queue), false when it is gone (removed, ended), `busy` when it is still there but
+   * could not be promoted (still active): its slot is then given on, and a `busy` job goes back to
+   * its first place in its tenant's deferred set (lua/includes/reserved-place.lua).
    */
-  promote: (mode: SandboxMode, jobId: string) => Promise<boolean>;
+  promote: (mode: SandboxMode, jobId: string) => Promise<boolean | 'busy'>;
   /** Jobs waiting in the mode's queue (heals the queued counts when none wait); omitted: never healed. */
   queuedJobs?: (mode: SandboxMode) => Promise<number>;
 }
@@ -152,10 +155,7 @@ export function createFairShare(deps: FairShareDeps) {
     }
   }
 
-  /**
-   * Ends a lease (jobId '' = none) and promotes the job the freed slot went to; a promoted job
-   * that is gone gives the slot on to the next one.
-   */
+  /** A lease's terms for the lease scripts. */
   const terms = (mode: SandboxMode, tenant: string, jobId: string): LeaseTerms => ({
     mode,
     tenant,
@@ -165,23 +165,31 @@ export function createFairShare(deps: FairShareDeps) {
     leaseMs,
   });
 
+  /** How a reservation is given up, by what its job's promote answered (not true). */
+  const givenUpAs = (promoted: boolean | 'busy'): GivenUp => (promoted === 'busy' ? 'back' : 'gone');
+
   /**
    * Ends a lease (jobId '' = none) and promotes the job the freed slot went to; a promoted job
-   * that is gone gives the slot on to the next one.
+   * that is gone (or still active) gives the slot on to the next one. `givenUp`: the lease ended is
+   * a reservation its promote did not fill, and how (lease-release-5).
    */
-  async function giveOn(mode: SandboxMode, tenant: string, jobId: string): Promise<void> {
-    for (let i = 0, t = tenant, release = jobId; i < 5; i++) {
-      const call = releaseCall(terms(mode, t, release));
+  async function giveOn(mode: SandboxMode, tenant: string, jobId: string, givenUp?: GivenUp): Promise<void> {
+    for (let i = 0, t = tenant, release = jobId, how = givenUp; i < 5; i++) {
+      const call = releaseCall(terms(mode, t, release), how);
       const next = (await LEASE_RELEASE.run(redis, call.keys, call.args)) as [string, string] | null;
-      if (!next || (await deps.promote(mode, next[0]))) return;
+      if (!next) return;
+      const promoted = await deps.promote(mode, next[0]);
+      if (promoted === true) return;
       [release, t] = next;
+      how = givenUpAs(promoted);
     }
   }
 
-  /** Promotes a job a slot was leased to; gone, its slot goes on to the next deferred job. */
+  /** Promotes a job a slot was leased to; gone (or still active), its slot goes on to the next deferred job. */
   function handOn(mode: SandboxMode, tenant: string, jobId: string): void {
     const done = (async () => {
-      if (!(await deps.promote(mode, jobId))) await giveOn(mode, tenant, jobId);
+      const promoted = await deps.promote(mode, jobId);
+      if (promoted !== true) await giveOn(mode, tenant, jobId, givenUpAs(promoted));
     })().catch((err: Error) => logger.warn({ err: err.message, jobId }, 'fair-share promote failed'));
     pending.add(done);
     void done.finally(() => pending.delete(done));

@@ -4,25 +4,53 @@
  */
 
 import type { SandboxMode } from '@islet/protocol';
-import type { RunJobData } from '@islet/runs';
+import { promoteReserved, type RunJobData } from '@islet/runs';
 import { DelayedError, type Job } from 'bullmq';
 import type { JobLease } from './fair-share.ts';
 import type { RunnerContext } from './runner-context.ts';
 
-/** Promotes a deferred job; true when it will run (promoted, or already back in the queue). */
-export async function promote(ctx: RunnerContext, mode: SandboxMode, jobId: string): Promise<boolean> {
-  const job = await ctx.modeWorkers.get(mode)?.queue.getJob(jobId);
-  if (!job) return false;
+/**
+ * Promotes a job a slot was leased to (a reservation): true when it will run (promoted, or already
+ * back in the queue), false when it is gone (removed, ended), `busy` when it is still there but was
+ * not promoted (still active after the tries: its runner's move to delayed has not landed). Its
+ * reservation is then given up (fair-share.ts), and a `busy` job back in its first place in its
+ * tenant's order.
+ */
+export async function promote(
+  ctx: RunnerContext,
+  mode: SandboxMode,
+  jobId: string,
+): Promise<boolean | 'busy'> {
+  const worker = ctx.modeWorkers.get(mode);
+  const job = await worker?.queue.getJob(jobId);
+  if (!worker || !job) return false;
+  const { queue } = worker;
+  const [delayed, wait, paused, meta, active, marker] = [
+    'delayed',
+    'wait',
+    'paused',
+    'meta',
+    'active',
+    'marker',
+  ].map((name) => queue.toKey(name)) as [string, string, string, string, string, string];
+  const keys = { delayed, wait, paused, meta, active, marker };
+  // To where the next fetch pops, as the end's own script promotes (promote-reserved-6.lua says
+  // why); BullMQ's promote (the other end of the wait list) only for a prioritized job.
+  const moved = () =>
+    promoteReserved(worker.connection, { keys, prefix: queue.toKey('') }, jobId).then(
+      (how) =>
+        how === 'promoted' ||
+        (how === 'prioritized' &&
+          job.promote().then(
+            () => true,
+            () => false,
+          )),
+      () => false,
+    );
   // A job still active was deferred a moment ago and its runner has not moved it to the delayed
   // set yet: wait for the move rather than leave it to its recheck.
   for (let tries = 0; tries < 20; tries++) {
-    if (
-      await job.promote().then(
-        () => true,
-        () => false,
-      )
-    )
-      return true;
+    if (await moved()) return true;
     const state = await job.getState();
     if (state === 'waiting' || state === 'prioritized') return true;
     // Moved to delayed between the promote and this read (its runner's move landed): promoted
@@ -32,7 +60,7 @@ export async function promote(ctx: RunnerContext, mode: SandboxMode, jobId: stri
     if (state !== 'active') return false;
     await new Promise((r) => setTimeout(r, 10));
   }
-  return false;
+  return 'busy';
 }
 
 /**

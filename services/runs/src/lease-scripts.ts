@@ -9,6 +9,7 @@
  */
 import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
+import type { Redis } from 'ioredis';
 import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
 import { loadScript, luaSource } from './lua-scripts.ts';
 import { finishRunReleaseSource } from './run-store-scripts.ts';
@@ -16,6 +17,37 @@ import type { CompletionEvent } from './types.ts';
 
 export const LEASE_ACQUIRE = loadScript('lease-acquire-6');
 export const LEASE_RELEASE = loadScript('lease-release-5');
+const PROMOTE_RESERVED = loadScript('promote-reserved-6');
+
+/** The queue's keys a reserved job's promotion touches (BullMQ's `queue.keys`). */
+export interface PromoteQueueKeys {
+  delayed: string;
+  wait: string;
+  paused: string;
+  meta: string;
+  active: string;
+  marker: string;
+}
+
+/**
+ * Promotes a reserved job from the delayed set to the end of the wait list the next fetch pops, as
+ * the end's own script does (`lua/promote-reserved-6.lua` says why). `promoted`; `absent` (not in
+ * the delayed set: still active, already promoted, or gone); `prioritized` (left in the delayed set
+ * for BullMQ's promote, which places it by its priority).
+ */
+export async function promoteReserved(
+  redis: Redis,
+  queue: { keys: PromoteQueueKeys; prefix: string },
+  jobId: string,
+): Promise<'promoted' | 'absent' | 'prioritized'> {
+  const k = queue.keys;
+  const reply = await PROMOTE_RESERVED.run(
+    redis,
+    [k.delayed, k.wait, k.paused, k.meta, k.active, k.marker],
+    [queue.prefix, jobId],
+  );
+  return reply === 0 ? 'promoted' : reply === -2 ? 'prioritized' : 'absent';
+}
 
 /** What a lease's scripts need of the job and the pool's fair share. */
 export interface LeaseTerms {
@@ -75,8 +107,20 @@ export function acquireCall(t: LeaseTerms): { keys: string[]; args: (string | nu
   };
 }
 
-/** lease-release-5's keys and arguments (KEYS[1..5], ARGV[1..5]); jobId '' releases none. */
-export function releaseCall(t: LeaseTerms): { keys: string[]; args: (string | number)[] } {
+/**
+ * How a reservation was given up untaken (lease-release-5's ARGV[7]): `back`, its job is still
+ * there (active: its runner's move to delayed has not landed) and goes back to its first place in
+ * its tenant's deferred set; `gone`, its job is not (removed, ended) and that place is forgotten.
+ */
+export type GivenUp = 'back' | 'gone';
+
+/**
+ * lease-release-5's keys and arguments (KEYS[1..5], ARGV[1..5], with `givenUp` ARGV[6..7]); jobId ''
+ * releases none.
+ */
+export function releaseCall(t: LeaseTerms, givenUp?: GivenUp): { keys: string[]; args: (string | number)[] } {
+  const args: (string | number)[] = [t.jobId, t.share, t.cap, t.leaseMs, keys.poolTenantPrefix(t.mode)];
+  if (givenUp) args.push(t.tenant, givenUp);
   return {
     keys: [
       keys.poolSlots(t.mode),
@@ -85,7 +129,7 @@ export function releaseCall(t: LeaseTerms): { keys: string[]; args: (string | nu
       keys.poolWaiting(t.mode),
       keys.poolTenantLeases(t.mode, t.tenant),
     ],
-    args: [t.jobId, t.share, t.cap, t.leaseMs, keys.poolTenantPrefix(t.mode)],
+    args,
   };
 }
 

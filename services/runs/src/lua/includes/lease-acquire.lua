@@ -12,6 +12,7 @@
 -- Returns { 1 | 0, quota[, job id whose reservation the caller must promote] }; quota is 0 on a grant
 --   that did not need the pool's size (alone, or a reservation): only a deferral reports it.
 --- @include "pool-quota"
+--- @include "reserved-place"
 local function acquireLease(k, a, seen, now)
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local leases, deferred = KEYS[k + 4], KEYS[k + 5]
@@ -39,8 +40,12 @@ local function acquireLease(k, a, seen, now)
     elseif tonumber(rows[i + 1]) > now then live = live + 1
     else lapsed = true end
   end
-  -- A lapsed lease (a SIGKILLed runner's) is dropped as soon as it is seen.
-  if lapsed then redis.call('ZREMRANGEBYSCORE', leases, '-inf', now) end
+  -- A lapsed lease (a SIGKILLed runner's) is dropped as soon as it is seen; a lapsed reservation's
+  -- job goes back to its first place in the deferred set (includes/reserved-place.lua).
+  if lapsed then
+    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    putBackLapsed(leases, deferred, waitingKey, tenant, now)
+  end
   -- The key's expiry comes from its holders' heartbeats (every third of a lease). Set here only when
   -- the key held a dead runner's lapsed leases alone: a key with another live lease is kept by that
   -- lease's holder, and a key this lease creates gets one from its own heartbeat, or its release
@@ -77,6 +82,7 @@ local function acquireLease(k, a, seen, now)
   if reserved then
     fresh = false
     take(job)
+    redis.call('ZREM', reservedKey(deferred), job)
     if redis.call('ZREM', deferred, job) == 1 then unlisted() end
     return { 1, 0 }
   end
@@ -89,8 +95,11 @@ local function acquireLease(k, a, seen, now)
     if t == tenant then mineListed = true else othersDeferred = true end
   end
   if #listed == 2 and not mineListed then mineListed = redis.call('ZSCORE', waitingKey, tenant) ~= false end
-  local oldest
-  if mineListed then oldest = redis.call('ZRANGE', deferred, 0, 0)[1] end
+  local oldest, oldestAt
+  if mineListed then
+    local first = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
+    oldest, oldestAt = first[1], first[2]
+  end
   -- Picked up from the queue: no longer queued (a deferred job woken by its recheck was counted
   -- then); the count is taken off below, after the decision (which reads the counts as they were).
   local counted = not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job))
@@ -150,6 +159,7 @@ local function acquireLease(k, a, seen, now)
   if oldest and oldest ~= job then
     take(oldest)
     redis.call('ZREM', deferred, oldest)
+    keepPlace(deferred, oldest, oldestAt)
     -- Alone (and under its cap with both), the older job keeps its slot and this one runs too: no
     -- deferral follows from the one before, and nobody else waits for either slot.
     if alone and (cap <= 0 or live + 2 <= cap) then

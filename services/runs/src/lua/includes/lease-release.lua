@@ -13,44 +13,67 @@
 --   A waiting key already noted there when the release begins is known empty (the composite end
 --   + completion asked it in one EXISTS with BullMQ's keys, nothing of the pool's written since,
 --   lease-scripts.ts `endAndCompleteScript`): no ZCARD.
+-- `givenUp` (optional): {tenant, back} when the lease released is a reservation given up untaken
+--   (the runner's promote did not promote its job): `back` true (the job is still there) puts the
+--   job back in its tenant's deferred set at its first score once the freed slot went on, false
+--   (the job is gone) only forgets that score (includes/reserved-place.lua).
 -- Returns { job id, tenant } for the caller to promote, else false.
 --- @include "pool-quota"
-local function releaseLease(k, a, seen)
+--- @include "reserved-place"
+local function releaseLease(k, a, seen, givenUp)
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   if ARGV[a] ~= '' then
     redis.call('ZREM', KEYS[k + 4], ARGV[a])
     redis.call('ZREM', busy, ARGV[a])
   end
-  if (seen and seen[waitingKey]) or redis.call('ZCARD', waitingKey) == 0 then
-    if seen then seen[waitingKey] = true end
-    return false
+  local prefix = ARGV[a + 4]
+  local function grant()
+    if (seen and seen[waitingKey]) or redis.call('ZCARD', waitingKey) == 0 then
+      if seen then seen[waitingKey] = true end
+      return false
+    end
+    local cap, lease = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+    local now, total, quota = poolQuota(slots, tonumber(ARGV[a + 1]), cap, seen and seen['#now'])
+    redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
+    if redis.call('ZCARD', busy) >= total then return false end
+    local pick, over
+    for _, tenant in ipairs(redis.call('ZRANGE', waitingKey, 0, -1)) do
+      local leases = prefix .. tenant .. ':leases'
+      -- A lapsed reservation's job back to its first place (includes/reserved-place.lua): it is then
+      -- this tenant's oldest, the one a grant below leases the slot to.
+      if redis.call('ZREMRANGEBYSCORE', leases, '-inf', now) > 0 then
+        putBackLapsed(leases, prefix .. tenant .. ':deferred', waitingKey, tenant, now)
+      end
+      local held = redis.call('ZCARD', leases)
+      if held < quota then pick = tenant break end
+      if not over and (cap <= 0 or held < cap) then over = tenant end
+    end
+    if not pick and over and redis.call('HLEN', queued) - redis.call('HEXISTS', queued, over) <= 0 then
+      pick = over
+    end
+    if not pick then return false end
+    local leases, deferred = prefix .. pick .. ':leases', prefix .. pick .. ':deferred'
+    local first = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
+    local oldest = first[1]
+    if oldest then
+      redis.call('ZREM', deferred, oldest)
+      redis.call('ZADD', leases, now + lease, oldest)
+      redis.call('PEXPIRE', leases, lease * 2)
+      redis.call('ZADD', busy, now + lease, oldest)
+      keepPlace(deferred, oldest, first[2])
+    end
+    if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, pick)
+    else redis.call('ZADD', waitingKey, 'XX', now, pick) end
+    if not oldest then return false end
+    return { oldest, pick }
   end
-  local cap, lease, prefix = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4]
-  local now, total, quota = poolQuota(slots, tonumber(ARGV[a + 1]), cap, seen and seen['#now'])
-  redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
-  if redis.call('ZCARD', busy) >= total then return false end
-  local pick, over
-  for _, tenant in ipairs(redis.call('ZRANGE', waitingKey, 0, -1)) do
-    local leases = prefix .. tenant .. ':leases'
-    redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-    local held = redis.call('ZCARD', leases)
-    if held < quota then pick = tenant break end
-    if not over and (cap <= 0 or held < cap) then over = tenant end
+  local given = grant()
+  -- After the grant, so the freed slot goes to the next job in line, not straight back to the one
+  -- whose promote just failed (still active: its runner's move to delayed has not landed).
+  if givenUp and ARGV[a] ~= '' then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    putBack(prefix .. givenUp[1] .. ':deferred', waitingKey, givenUp[1], ARGV[a], now, givenUp[2])
   end
-  if not pick and over and redis.call('HLEN', queued) - redis.call('HEXISTS', queued, over) <= 0 then
-    pick = over
-  end
-  if not pick then return false end
-  local leases, deferred = prefix .. pick .. ':leases', prefix .. pick .. ':deferred'
-  local oldest = redis.call('ZRANGE', deferred, 0, 0)[1]
-  if oldest then
-    redis.call('ZREM', deferred, oldest)
-    redis.call('ZADD', leases, now + lease, oldest)
-    redis.call('PEXPIRE', leases, lease * 2)
-    redis.call('ZADD', busy, now + lease, oldest)
-  end
-  if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, pick)
-  else redis.call('ZADD', waitingKey, 'XX', now, pick) end
-  if not oldest then return false end
-  return { oldest, pick }
+  return given
 end

@@ -1,0 +1,30 @@
+-- A reserved job promoted by the runner (its tenant-slot.ts `promote`: a Cluster, a skill, a paused
+-- or concurrency-capped queue, a refusal past the fused fetch's moves): BullMQ's promote (promote-9)
+-- but to the consumer's end of the list, where the end's own script puts the job it promotes
+-- (lease-scripts.ts `endAndCompleteScript`: RPUSH). A worker's fetch takes the wait list from
+-- that end (moveToActive's RPOPLPUSH) and BullMQ's add and promote LPUSH to the other: a job that
+-- holds a slot's reservation is its tenant's oldest waiting one and the pool's longest-waiting
+-- grant, so it is fetched next, not after the whole backlog (whose jobs would each be refused
+-- meanwhile: the reservation counts against their tenant's share and the pool), and whichever
+-- promoter moved it, it is in the same place (test/bench/README.md, round 27, `fair-order`).
+-- The `waiting` event is not written (bull-quiet.ts: the stream's one reader waits for skill jobs'
+-- ends).
+-- KEYS[1] delayed, KEYS[2] wait, KEYS[3] paused, KEYS[4] meta, KEYS[5] active, KEYS[6] marker (the
+--   queue's, one slot).
+-- ARGV[1] the queue's key prefix (`queue.toKey('')`), ARGV[2] job id.
+-- Returns 0 promoted, -3 not in the delayed set, -2 prioritized (not moved: BullMQ's promote
+-- places it by its priority).
+local id = ARGV[2]
+local jobKey = ARGV[1] .. id
+if (tonumber(redis.call('HGET', jobKey, 'priority')) or 0) ~= 0 then return -2 end
+if redis.call('ZREM', KEYS[1], id) == 0 then return -3 end
+-- getTargetQueueList's: a paused queue's jobs wait in its paused list (renamed to the wait list on
+-- resume, the order kept), a capped one's in the wait list without a marker.
+local meta = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
+local target, held = KEYS[2], false
+if meta[1] then target, held = KEYS[3], true
+elseif meta[2] and redis.call('LLEN', KEYS[5]) >= tonumber(meta[2]) then held = true end
+redis.call('RPUSH', target, id)
+if not held then redis.call('ZADD', KEYS[6], 0, '0') end
+redis.call('HSET', jobKey, 'delay', 0)
+return 0
