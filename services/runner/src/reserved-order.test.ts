@@ -234,6 +234,50 @@ async function lapsedReservationOrder(redis: Redis): Promise<void> {
   }
 }
 
+/**
+ * A reservation its job took (fetched on its recheck, its acquire found the reservation) while a
+ * promote of it saw it active and gave up: the promote cannot tell that job from one refused and not
+ * yet moved. The give-up must leave the running job's lease alone: released, acme would run one
+ * job over its share and the running job would be listed as deferred.
+ */
+async function takenReservationGivenUp(redis: Redis): Promise<void> {
+  const s = await setUp(redis);
+  try {
+    for (const t of ['acme', 'beta']) await noteQueued(redis, on, mode, t);
+    for (const [t, id] of [
+      ['acme', 'a1'],
+      ['acme', 'a2'],
+      ['beta', 'b1'],
+      ['beta', 'b2'],
+    ] as const)
+      expect((await s.acquire(t, id)).ok).toBe(true);
+    await queued(redis, 'beta', 5);
+    await s.add('d1', 'acme');
+    expect(await s.fetch()).toBe('d1');
+    expect((await s.acquire('acme', 'd1')).ok).toBe(false);
+    await (await s.queue.getJob('d1'))?.moveToDelayed(Date.now() + 60_000, 'token');
+    // a1's end reserves its slot for d1 (promoted), which is fetched and takes the reservation.
+    await s.share.release(mode, 'acme', 'a1');
+    expect(await s.fetch()).toBe('d1');
+    expect((await s.acquire('acme', 'd1')).ok).toBe(true);
+    const leases = keys.poolTenantLeases(mode, 'acme');
+    expect((await redis.zrange(leases, 0, -1)).sort()).toEqual(['a2', 'd1']);
+    // A promote of d1 that found it active gives the reservation up ('back'): nothing happens.
+    const call = releaseCall(
+      { mode, tenant: 'acme', jobId: 'd1', share: 0.5, cap: 0, leaseMs: 30_000 },
+      'back',
+    );
+    expect(await LEASE_RELEASE.run(redis, call.keys, call.args)).toBeNull();
+    expect((await redis.zrange(leases, 0, -1)).sort()).toEqual(['a2', 'd1']);
+    expect(await redis.zscore(keys.poolBusy(mode), 'd1')).not.toBeNull();
+    expect(await s.deferred('acme')).toEqual([]);
+    // acme is at its share still: its next job is refused.
+    expect((await s.acquire('acme', 'd2')).ok).toBe(false);
+  } finally {
+    await s.close();
+  }
+}
+
 describe('a tenant’s order around reservations, one redis-server', () => {
   let server: RedisServer;
   let redis: Redis;
@@ -254,6 +298,9 @@ describe('a tenant’s order around reservations, one redis-server', () => {
   });
   it('a reservation that lapses untaken puts its job back first in its tenant’s line', async () => {
     await lapsedReservationOrder(redis);
+  });
+  it('a reservation its job already took is not given up by a promote that saw the job active', async () => {
+    await takenReservationGivenUp(redis);
   });
 });
 

@@ -22,11 +22,20 @@
 --- @include "reserved-place"
 local function releaseLease(k, a, seen, givenUp)
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local prefix = ARGV[a + 4]
+  -- Given up because its job is still active, but its place is no longer kept: its acquire took the
+  -- reservation (the promote cannot tell a job refused and not yet moved from one running), so the
+  -- lease is that running job's. Released, its tenant would run one job over its share and the job
+  -- be deferred while it runs. A reservation an older release made keeps no place: it is left to
+  -- lapse, as before that release's runners promoted anything.
+  if givenUp and givenUp[2] and ARGV[a] ~= ''
+    and not redis.call('ZSCORE', reservedKey(prefix .. givenUp[1] .. ':deferred'), ARGV[a]) then
+    return false
+  end
   if ARGV[a] ~= '' then
     redis.call('ZREM', KEYS[k + 4], ARGV[a])
     redis.call('ZREM', busy, ARGV[a])
   end
-  local prefix = ARGV[a + 4]
   local function grant()
     if (seen and seen[waitingKey]) or redis.call('ZCARD', waitingKey) == 0 then
       if seen then seen[waitingKey] = true end
