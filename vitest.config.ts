@@ -1,10 +1,25 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Unit and service tests that hold a wall-clock bound or rebuild a file other tests read: they run
+ * with the cross-service tests, one file at a time, not beside another file.
+ */
+const ALONE = [
+  'services/kernel-sandbox/src/supervise.test.ts', // closes within the deadline + 1.5 s
+  'services/kernel-sandbox/src/skill-runner.test.ts', // ends within the timeout + 15 s
+  'services/gateway/src/workspace-attack.test.ts', // each attempt answers within 1 s
+  'services/operator/test/operator.test.ts', // a takeover within 6 s
+  'services/sdk/src/package.test.ts', // `npm pack` rebuilds services/sdk/dist in the repository
+];
+
 // One suite for the whole repository: unit tests beside their code, cross-service tests under test/.
 // Forks, not threads: several suites load isolated-vm and spawn processes that must not share a heap.
+// vitest's default is one worker fewer than the cores: on a 2-core machine one file at a time. The
+// services' own tests (each starts at most its own redis-server, and much of a file's time is its
+// import or a wait on Redis) run two files at a time first; then the cross-service tests, which
+// start whole clusters and browsers, run one at a time as before, as do the files in ALONE.
 export default defineConfig({
   test: {
-    include: ['services/*/src/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     // test/bench: the ratio guard runs alone first (vitest.guard.config.ts); test/kube needs the
     // control plane scripts/kube-toolchain.sh builds (npm run test:kube, vitest.kube.config.ts).
     exclude: ['**/node_modules/**', 'test/chaos/**', 'test/bench/**', 'test/kube/**'],
@@ -12,5 +27,27 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: ['default', './test/support/summary-reporter.ts'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'services',
+          include: ['services/*/src/**/*.test.ts', 'services/*/test/**/*.test.ts'],
+          exclude: ['**/node_modules/**', ...ALONE],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'cross-service',
+          include: ['test/**/*.test.ts', ...ALONE],
+          exclude: ['**/node_modules/**', 'test/chaos/**', 'test/bench/**', 'test/kube/**'],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });
