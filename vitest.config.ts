@@ -1,14 +1,21 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Unit and service tests that hold a wall-clock bound or rebuild a file other tests read: they run
- * with the cross-service tests, one file at a time, not beside another file.
+ * Services' tests that start Islet's own processes (a gateway, runner or operator from its main:
+ * seconds of module loading, CPU a file beside them would share, under a bounded wait), hold a
+ * wall-clock bound, or rebuild a file other tests read: they run with the cross-service tests, one
+ * file at a time. (redis-auth's operators missed their 15 s readiness wait when run beside another
+ * file on a machine at load 14.)
  */
 const ALONE = [
+  'services/devstack/src/cluster.test.ts', // a whole devstack cluster
+  'services/sdk/src/cli-stack.test.ts', // a whole devstack cluster
+  'services/operator/test/redis-auth.test.ts', // two operator mains, ready within 15 s
+  'services/operator/test/operator.test.ts', // operator mains; a takeover within 6 s
+  'services/runner/test/skill-nonroot.test.ts', // a runner started as main.ts starts it
   'services/kernel-sandbox/src/supervise.test.ts', // closes within the deadline + 1.5 s
   'services/kernel-sandbox/src/skill-runner.test.ts', // ends within the timeout + 15 s
   'services/gateway/src/workspace-attack.test.ts', // each attempt answers within 1 s
-  'services/operator/test/operator.test.ts', // a takeover within 6 s
   'services/sdk/src/package.test.ts', // `npm pack` rebuilds services/sdk/dist in the repository
 ];
 
