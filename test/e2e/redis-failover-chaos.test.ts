@@ -19,6 +19,7 @@ it.concurrent.for([
   ['the Sentinel group master is', 'sentinel', 1],
 ] as const)(
   'runs with binding calls and decisions while %s SIGKILLed: nothing lost, nothing sent twice',
+  { timeout: 150_000 },
   async ([_what, redis, kills], { expect }) => {
     const report = await runChaos({
       redis,
@@ -42,5 +43,4 @@ it.concurrent.for([
     expect(report.failoverMs).toHaveLength(kills);
     expect(report.decisions).toBeGreaterThan(0);
   },
-  150_000,
 );
