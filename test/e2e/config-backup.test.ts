@@ -124,7 +124,9 @@ describe('import refuses a file that is not what an export writes, writing nothi
       exportedAt: new Date().toISOString(),
     });
   const intruder = JSON.stringify({ key: keys.tenants(), type: 'set', value: ['intruder'] });
-  it.each([
+  // Each case is a CLI process of its own (most of its time is loading the gateway's modules) on
+  // its own file; none writes: they run at the same time.
+  it.concurrent.for([
     [
       'a key that is not configuration',
       JSON.stringify({ key: 'islet:run:forged', type: 'string', value: 'x' }),
@@ -141,8 +143,8 @@ describe('import refuses a file that is not what an export writes, writing nothi
       JSON.stringify({ key: keys.settings(), type: 'list', value: ['a'] }),
       'line 3: not a backup record',
     ],
-  ])('%s', async (_name, bad, message) => {
-    const file = join(dir, 'bad.jsonl');
+  ] as const)('%s', async ([name, bad, message], { expect }) => {
+    const file = join(dir, `bad-${name.replaceAll(' ', '-')}.jsonl`);
     writeFileSync(file, `${header()}\n${intruder}\n${bad}\n`);
     const r = await cli('import', { input: file });
     expect(r.code).toBe(1);
