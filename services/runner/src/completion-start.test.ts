@@ -118,7 +118,7 @@ describe("a completion that starts its next job's run (one server)", () => {
         g.open();
         await until('the four to complete', async () => (await t.queue.getCompletedCount()) === 5);
       } finally {
-        m.stop();
+        await m.stop();
       }
       // c1 came with the fused fetch; c2, c3, c4 each with the completion before it.
       expect(fusedStarts(m.sent)).toBeGreaterThanOrEqual(3);
@@ -167,7 +167,7 @@ describe("a completion that starts its next job's run (one server)", () => {
         after = await commandStats();
         await until('MONITOR to list the second INFO', async () => statsReads(m.seen).length === 2);
       } finally {
-        m.stop();
+        await m.stop();
       }
       const [from, to] = statsReads(m.seen);
       const inStats = m.seen.slice(from, to);
@@ -228,7 +228,7 @@ describe("a completion that starts its next job's run (one server)", () => {
         // commands between the two (a background command outside them once read 4 against 2).
         await until('MONITOR to list the second INFO', async () => statsReads(m.seen).length === 2);
       } finally {
-        m.stop();
+        await m.stop();
       }
       const [from, to] = statsReads(m.seen);
       const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
@@ -301,7 +301,7 @@ describe("a completion that starts its next job's run (one server)", () => {
           (await redis.lpos(`${QUEUE_PREFIX}:${runQueueName(mode)}:active`, 'k1')) !== null &&
           t.outcomes.includes('completed 1'),
       );
-      m.stop();
+      await m.stop();
       expect(await redis.get(lock)).toBe('another-worker:1');
       expect(await redis.pttl(lock)).toBeGreaterThan(0);
       // Taken by the completion's GETDEL and put back at once, with its token (bull-quiet.ts).
@@ -347,7 +347,7 @@ describe("a completion that starts its next job's run (one server)", () => {
         g.open();
         await until('r2 to be deferred', async () => (await t.queue.getDelayedCount()) === 1);
       } finally {
-        m.stop();
+        await m.stop();
       }
       expect(fusedStarts(m.sent)).toBe(1);
       expect(apartLeases(m.sent)).toEqual([]);
@@ -386,7 +386,7 @@ describe("a completion that starts its next job's run (one server)", () => {
         g.open();
         await until('all six to complete', async () => (await t.queue.getCompletedCount()) === 7);
       } finally {
-        m.stop();
+        await m.stop();
       }
       const order = workOrder(m.seen);
       // The flood in its own order; the quiet tenant's job before the flood's last three.

@@ -58,7 +58,7 @@ describe("a run's end in its job's completion (one server)", () => {
         await t.add('e1');
         await until('e1 to complete', async () => (await t.queue.getCompletedCount()) === 2);
       } finally {
-        m.stop();
+        await m.stop();
       }
       const sent = shas(m.sent);
       expect(sent.filter(fusedCall)).toHaveLength(1);
@@ -153,7 +153,7 @@ describe("a run's end in its job's completion (one server)", () => {
         await t.add('p1');
         await until('p1 to complete', async () => (await t.queue.getCompletedCount()) === 2);
       } finally {
-        m.stop();
+        await m.stop();
       }
       const waiting = keys.poolWaiting(mode);
       const jobKey = `${QUEUE_PREFIX}:${runQueueName(mode)}:p1`;
@@ -220,7 +220,7 @@ describe("a run's end in its job's completion (one server)", () => {
         hold();
         await until('q2 to complete', async () => (await t.queue.getJobState('q2')) === 'completed');
       } finally {
-        m.stop();
+        await m.stop();
       }
       const wait = `${QUEUE_PREFIX}:${runQueueName(mode)}:wait`;
       const asked = m.seen.find((c) => c[0] === 'exists' && c[1] === keys.poolWaiting(mode));
@@ -259,7 +259,7 @@ describe("a run's end in its job's completion (one server)", () => {
         hold();
         await until('the end alone', async () => shas(m.sent).includes(FINISH_RUN_RELEASE.sha));
       } finally {
-        m.stop();
+        await m.stop();
       }
       const sent = shas(m.sent);
       const fusedAt = sent.findIndex(fusedCall);

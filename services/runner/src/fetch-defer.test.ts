@@ -65,7 +65,7 @@ describe('a fetch whose lease is refused', () => {
         ]);
         await until('d2 to be held', async () => held.length === 1);
       } finally {
-        m.stop();
+        await m.stop();
       }
       const q = t.queue.qualifiedName;
       const at = (pred: (c: string[]) => boolean) => m.seen.findIndex(pred);

@@ -38,7 +38,7 @@ describe('a fetch that starts its run (one server)', () => {
         await t.add('f1');
         await until('f1 to complete', async () => t.outcomes.length === 2);
       } finally {
-        m.stop();
+        await m.stop();
       }
       // The add's script, then the fused fetch: nothing else ran a script before the run's work.
       const scripts = scriptsBeforeWork(m.seen, 'f1');
@@ -76,7 +76,7 @@ describe('a fetch that starts its run (one server)', () => {
           m.sent.some((c, i) => c[0] === 'bzpopmin' && i > m.sent.findIndex((d) => d[0] === 'echo')),
         );
       } finally {
-        m.stop();
+        await m.stop();
       }
       // The fused fetch, then no look (MULTI with LLEN, ZCARD, ZREM) from the worker: it blocked.
       expect(m.sent.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
@@ -130,7 +130,7 @@ describe('a fetch that starts its run (one server)', () => {
         await t.add('a1');
         await until('a1 to complete', async () => t.outcomes.length === 2);
       } finally {
-        m.stop();
+        await m.stop();
       }
       const scripts = scriptsBeforeWork(m.seen, 'a1');
       expect(scripts).toHaveLength(3);
@@ -155,7 +155,7 @@ describe('a fetch that starts its run (one server)', () => {
         await t.add('f3', 'acme', 2);
         await until('f3 to be deferred', async () => (await t.queue.getDelayedCount()) === 1);
       } finally {
-        m.stop();
+        await m.stop();
       }
       // It went through the fused fetch, which refused it and moved it to delayed in the same
       // script: no call the runner sent after the fetch's (a moveToDelayed of its own), the
@@ -205,7 +205,7 @@ describe('a fetch that starts its run (one server)', () => {
         await t.add('f5');
         await until('f5 to complete', async () => t.outcomes.length === 1);
       } finally {
-        m.stop();
+        await m.stop();
       }
       expect(m.seen.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
       expect(t.outcomes).toEqual(['completed 2']);

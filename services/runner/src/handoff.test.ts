@@ -110,7 +110,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
         await t.add('h1');
         await until('h1 to complete', async () => t.outcomes.length === 2);
       } finally {
-        m.stop();
+        await m.stop();
       }
       // The add's script did it all: no fetch script (fused or idle) before the run's work.
       const scripts = scriptsBeforeWork(m.sent, 'h1');
@@ -145,7 +145,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
           await t.add(`${tag}1`);
           await until(`${tag}1 to complete`, async () => t.outcomes.length === 2);
         } finally {
-          m.stop();
+          await m.stop();
         }
         return scriptsBeforeWork(m.sent, `${tag}1`);
       } finally {
@@ -304,7 +304,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
           await until(`${id} to complete`, async () => t.outcomes.length === done + 1);
         }
       } finally {
-        m.stop();
+        await m.stop();
       }
       expect(t.worker().handOffs).toBe(before.handOffs + 3);
       expect(t.worker().idleTakeBacks).toBe(before.takeBacks);
@@ -334,7 +334,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
         await Promise.all([addOn(plain, 'r1'), addOn(q, 'r2')]);
         await until('r1 and r2 to complete', async () => t.outcomes.length === 3);
       } finally {
-        m.stop();
+        await m.stop();
         await plain.close();
       }
       expect(t.outcomes).toEqual(['completed 1', 'completed 1', 'completed 1']);

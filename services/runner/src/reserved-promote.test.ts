@@ -52,7 +52,7 @@ describe('a slot leased to a deferred job under contention', () => {
       // pick-up's promotion, so a lost promotion leaves the queue undrained.
       await until('the backlog to drain', async () => (await t.queue.getCompletedCount()) === ids.length + 1);
     } finally {
-      mon.stop();
+      await mon.stop();
     }
     const wait = t.queue.keys.wait;
     const delayed = t.queue.keys.delayed;

@@ -131,12 +131,25 @@ export function runnerHarness(name: string) {
    * Commands Redis ran, in order, as MONITOR shows them (name lower-cased, then arguments); `sent`:
    * those a client sent (a script's own commands left out).
    */
-  async function monitor(): Promise<{ seen: string[][]; sent: string[][]; stop: () => void }> {
+  let monitors = 0;
+  /**
+   * MONITOR from now on. `stop` first sends an ECHO of its own and waits until MONITOR shows it:
+   * MONITOR's lines come on their own connection, so a reply on another (the count a test waited
+   * for) can be read before the lines of the commands that ran before it; stopped at once, a
+   * capture could miss them (seen empty under load). The marker is left out of what is captured.
+   */
+  async function monitor(): Promise<{ seen: string[][]; sent: string[][]; stop: () => Promise<void> }> {
     const mon = await current().redis.monitor();
     const seen: string[][] = [];
     const sent: string[][] = [];
+    const marker = `islet-monitor-end-${process.pid}-${++monitors}`;
+    let markerSeen: () => void = () => {};
+    const reached = new Promise<void>((resolve) => {
+      markerSeen = resolve;
+    });
     mon.on('monitor', (_time: string, args: string[], source: string) => {
       const command = [String(args[0]).toLowerCase(), ...args.slice(1).map(String)];
+      if (command[0] === 'echo' && command[1] === marker) return markerSeen();
       seen.push(command);
       if (source !== 'lua') sent.push(command);
     });
@@ -149,9 +162,19 @@ export function runnerHarness(name: string) {
     return {
       seen,
       sent,
-      stop: () => {
-        stopped = true;
-        mon.disconnect();
+      stop: async () => {
+        if (stopped) return;
+        try {
+          // Best effort: a test that stopped Redis on purpose still stops its monitor (bounded wait).
+          await current().redis.echo(marker);
+          let bound: NodeJS.Timeout | undefined;
+          await Promise.race([reached, new Promise((r) => (bound = setTimeout(r, 10_000)))]);
+          clearTimeout(bound);
+        } catch {
+        } finally {
+          stopped = true;
+          mon.disconnect();
+        }
       },
     };
   }
