@@ -196,11 +196,10 @@ describe('App HTTP client: no way into the platform network', () => {
 
   it('stops reading an answer at the cap, declared or streamed', async () => {
     const allow = { ...opts, allowPrivate: true, maxResponseBytes: 256 * 1024 };
-    const started = Date.now();
     const err = await postToApp(`http://127.0.0.1:${port}/big`, {}, '{}', allow).catch((e: unknown) => e);
+    // Refused for its size (not a timeout: the server never ends this answer).
     expect(err).toBeInstanceOf(AnswerTooLargeError);
     expect((err as AnswerTooLargeError).maxBytes).toBe(256 * 1024);
-    expect(Date.now() - started).toBeLessThan(3000);
     // The server could not push much more than the cap plus socket buffers before the hang-up.
     await new Promise((r) => setTimeout(r, 100));
     expect(streamed).toBeLessThan(32 * 1024 * 1024);
