@@ -74,6 +74,19 @@ async function setUp(redis: Redis, leaseMs = 30_000) {
   return { queue, share, add, fetch, acquire, deferred, close };
 }
 
+/** acme (`a1`, `a2`) and beta (`b1`, `b2`) each at their share: the pool's 4 slots full. */
+async function bothAtShare(s: {
+  acquire: (tenant: string, id: string) => Promise<{ ok: boolean }>;
+}): Promise<void> {
+  for (const [t, id] of [
+    ['acme', 'a1'],
+    ['acme', 'a2'],
+    ['beta', 'b1'],
+    ['beta', 'b2'],
+  ] as const)
+    expect((await s.acquire(t, id)).ok).toBe(true);
+}
+
 /** The pool's keys these tests write (one slot, `{pool:<mode>}`). */
 function poolKeys(): string[] {
   const found = [keys.poolBusy(mode), keys.poolQueued(mode), keys.poolWaiting(mode), keys.poolSlots(mode)];
@@ -98,13 +111,7 @@ async function promotedReservationOrder(redis: Redis): Promise<void> {
   const s = await setUp(redis);
   try {
     for (const t of ['acme', 'beta']) await noteQueued(redis, on, mode, t);
-    for (const [t, id] of [
-      ['acme', 'a1'],
-      ['acme', 'a2'],
-      ['beta', 'b1'],
-      ['beta', 'b2'],
-    ] as const)
-      expect((await s.acquire(t, id)).ok).toBe(true);
+    await bothAtShare(s);
     await s.add('a3', 'acme');
     await s.add('a4', 'acme');
     await s.add('a5', 'acme');
@@ -151,13 +158,7 @@ async function givenUpReservationOrder(redis: Redis): Promise<void> {
   const s = await setUp(redis);
   try {
     for (const t of ['acme', 'beta']) await noteQueued(redis, on, mode, t);
-    for (const [t, id] of [
-      ['acme', 'a1'],
-      ['acme', 'a2'],
-      ['beta', 'b1'],
-      ['beta', 'b2'],
-    ] as const)
-      expect((await s.acquire(t, id)).ok).toBe(true);
+    await bothAtShare(s);
     await queued(redis, 'beta', 5);
     for (const id of ['d1', 'd2', 'd3']) await s.add(id, 'acme');
     for (const id of ['d1', 'd2', 'd3']) {
@@ -201,13 +202,7 @@ async function lapsedReservationOrder(redis: Redis): Promise<void> {
   const s = await setUp(redis, 1000);
   try {
     for (const t of ['acme', 'beta']) await queued(redis, t);
-    for (const [t, id] of [
-      ['acme', 'a1'],
-      ['acme', 'a2'],
-      ['beta', 'b1'],
-      ['beta', 'b2'],
-    ] as const)
-      expect((await s.acquire(t, id)).ok).toBe(true);
+    await bothAtShare(s);
     await queued(redis, 'beta', 5);
     for (const id of ['d1', 'd2']) expect((await s.acquire('acme', id)).ok).toBe(false);
     const first = await redis.zscore(keys.poolTenantDeferred(mode, 'acme'), 'd1');
@@ -244,13 +239,7 @@ async function takenReservationGivenUp(redis: Redis): Promise<void> {
   const s = await setUp(redis);
   try {
     for (const t of ['acme', 'beta']) await noteQueued(redis, on, mode, t);
-    for (const [t, id] of [
-      ['acme', 'a1'],
-      ['acme', 'a2'],
-      ['beta', 'b1'],
-      ['beta', 'b2'],
-    ] as const)
-      expect((await s.acquire(t, id)).ok).toBe(true);
+    await bothAtShare(s);
     await queued(redis, 'beta', 5);
     await s.add('d1', 'acme');
     expect(await s.fetch()).toBe('d1');
