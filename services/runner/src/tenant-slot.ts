@@ -25,19 +25,10 @@ export async function promote(
   const job = await worker?.queue.getJob(jobId);
   if (!worker || !job) return false;
   const { queue } = worker;
-  const [delayed, wait, paused, meta, active, marker] = [
-    'delayed',
-    'wait',
-    'paused',
-    'meta',
-    'active',
-    'marker',
-  ].map((name) => queue.toKey(name)) as [string, string, string, string, string, string];
-  const keys = { delayed, wait, paused, meta, active, marker };
   // To where the next fetch pops, as the end's own script promotes (promote-reserved-6.lua says
   // why); BullMQ's promote (the other end of the wait list) only for a prioritized job.
   const moved = () =>
-    promoteReserved(worker.connection, { keys, prefix: queue.toKey('') }, jobId).then(
+    promoteReserved(worker.connection, queue, jobId).then(
       (how) =>
         how === 'promoted' ||
         (how === 'prioritized' &&

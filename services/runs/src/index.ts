@@ -43,7 +43,6 @@ export {
   type LeaseAnswer,
   type LeaseTerms,
   leaseAnswerOf,
-  type PromoteQueueKeys,
   promoteReserved,
   type RunLease,
   releaseCall,

@@ -19,32 +19,21 @@ export const LEASE_ACQUIRE = loadScript('lease-acquire-6');
 export const LEASE_RELEASE = loadScript('lease-release-5');
 const PROMOTE_RESERVED = loadScript('promote-reserved-6');
 
-/** The queue's keys a reserved job's promotion touches (BullMQ's `queue.keys`). */
-export interface PromoteQueueKeys {
-  delayed: string;
-  wait: string;
-  paused: string;
-  meta: string;
-  active: string;
-  marker: string;
-}
-
 /**
  * Promotes a reserved job from the delayed set to the end of the wait list the next fetch pops, as
  * the end's own script does (`lua/promote-reserved-6.lua` says why). `promoted`; `absent` (not in
  * the delayed set: still active, already promoted, or gone); `prioritized` (left in the delayed set
- * for BullMQ's promote, which places it by its priority).
+ * for BullMQ's promote, which places it by its priority). `queue`: BullMQ's queue (its `toKey`).
  */
 export async function promoteReserved(
   redis: Redis,
-  queue: { keys: PromoteQueueKeys; prefix: string },
+  queue: { toKey: (name: string) => string },
   jobId: string,
 ): Promise<'promoted' | 'absent' | 'prioritized'> {
-  const k = queue.keys;
   const reply = await PROMOTE_RESERVED.run(
     redis,
-    [k.delayed, k.wait, k.paused, k.meta, k.active, k.marker],
-    [queue.prefix, jobId],
+    ['delayed', 'wait', 'paused', 'meta', 'active', 'marker'].map((name) => queue.toKey(name)),
+    [queue.toKey(''), jobId],
   );
   return reply === 0 ? 'promoted' : reply === -2 ? 'prioritized' : 'absent';
 }
