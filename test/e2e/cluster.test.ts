@@ -167,14 +167,13 @@ describe('runs across two gateways and several runners', () => {
       until: (e) => e.event === 'status' && typeof e.data.attempt === 'number',
     });
     await sleep(300);
-    const t0 = Date.now();
     const cancel = await b('POST', `/v1/code-runs/${id}/cancel`);
     expect(cancel.status).toBe(202);
     const ended = await until(async () => {
       const r = await a('GET', `/v1/code-runs/${id}`);
       return r.body.status !== 'Running' && r.body;
     }, 15_000);
-    expect(Date.now() - t0).toBeLessThan(10_000);
+    // Ended by the cancel (its reason and text below), not by the program's own end or its limit.
     expect(ended.status).toBe('Cancelled');
     expect(ended.result).toMatchObject({ _tag: 'Failed', reason: 'Cancelled' });
     expect(ended.text).toMatch(/^code run failed \(abort\)/);
@@ -350,7 +349,6 @@ describe('connections', () => {
       tools: [{ name: 'send', policy: 'ask' }],
     });
     const before = app.deliveries.length;
-    const t0 = Date.now();
     const res = await a(
       'POST',
       '/v1/runs',
@@ -359,12 +357,12 @@ describe('connections', () => {
         connections: [conn.id],
         callId: 'call-9',
       }),
-      { prefer: 'wait=25' },
+      { prefer: 'wait=60' },
     );
-    // Prefer: wait answers as soon as the run waits for a decision, not after the full 25 s.
+    // Prefer: wait answers as soon as the run waits for a decision: a gateway that held the full
+    // 60 s (the cap) would run this test past its own 60 s limit.
     expect(res.status).toBe(202);
     expect(res.body.status).toBe('Waiting');
-    expect(Date.now() - t0).toBeLessThan(15_000);
     const events = await readSse(
       `${cluster.gatewayUrls[1]}/v1/code-runs/${res.body.id}/events`,
       cluster.devKey,

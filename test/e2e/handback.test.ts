@@ -33,9 +33,9 @@ it('SIGTERM past the grace hands the run back to another runner; nothing is sent
     const id = res.body.id;
     await until(async () => app.deliveries.length > 0, 15_000, 20);
     // Stop whichever runner holds it (one of them is idle and just exits).
-    const t0 = Date.now();
+    // The runners exit without waiting for the slow App's answer: the run is still Running (handed
+    // back), where a runner that waited would have completed it before leaving.
     await Promise.all([cluster.killRunner(0, 'SIGTERM'), cluster.killRunner(1, 'SIGTERM')]);
-    expect(Date.now() - t0).toBeLessThan(10_000);
     const mid = await a('GET', `/v1/code-runs/${id}`);
     expect(mid.body.status).toBe('Running'); // handed back, not ended by the runner that left
     await Promise.all([cluster.restartRunner(0), cluster.restartRunner(1)]);

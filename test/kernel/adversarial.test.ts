@@ -170,7 +170,6 @@ describe('hostile programs under islet-jail', () => {
   it('a fork bomb hits RLIMIT_NPROC, is killed at the timeout, and leaves no process behind', async () => {
     requireRoot('the fork-bomb test (RLIMIT_NPROC applies to a dedicated non-root uid)');
     const uid = 64_123;
-    const started = Date.now();
     const bombs = Promise.all([
       py(
         'import os\nn = 0\ntry:\n  while True:\n    if os.fork() == 0:\n      import time; time.sleep(30); os._exit(0)\n    n += 1\nexcept OSError as e:\n  print("stopped after", n, "forks:", e.strerror, flush=True)\nimport time; time.sleep(30)',
@@ -189,7 +188,6 @@ describe('hostile programs under islet-jail', () => {
     const normal = await py('print(sum(range(100)))');
     expect(normal.output).toBe('4950\n');
     const [pyBomb, shBomb] = await bombs;
-    expect(Date.now() - started).toBeLessThan(BOMB_TIMEOUT_MS + 8_000);
     expect(pyBomb.output).toMatch(/^stopped after \d+ forks: Resource temporarily unavailable\n$/);
     expect(pyBomb.exitCode).toBe(124);
     expect(shBomb.exitCode).toBe(124);

@@ -269,7 +269,6 @@ describe('replay with the real engine', () => {
       stallMs: 300,
       live: async () => ({ outcome: { type: 'stop', code: 'cancelled', message: 'no live calls here' } }),
     });
-    const started = Date.now();
     const out = await engine.execute('return await apps.x.f({ n: 1 })', {
       bindings: ['x.f'],
       onCall: replay.handler,
@@ -277,7 +276,7 @@ describe('replay with the real engine', () => {
       limits: { timeoutMs: 20_000, timeBudget: 'excluding-binding-waits' },
     });
     replay.close();
+    // Ended by the stall's mismatch, not by the 20 s limit it would otherwise wait out ('timeout').
     expect(out.stop?.code).toBe('replay-mismatch');
-    expect(Date.now() - started).toBeLessThan(5000);
   });
 });

@@ -311,7 +311,6 @@ describe('leader election over a coordination.k8s.io/v1 Lease', () => {
     await waitFor('B leads', () => standby?.elector.isLeader);
     const tookMs = Date.now() - killedAt;
     expect(tookMs).toBeGreaterThanOrEqual(1000); // waited for the Lease to run out
-    expect(tookMs).toBeLessThan(6000);
     expect(lease()?.spec?.holderIdentity).toBe('op-b');
     expect(lease()?.spec?.leaseTransitions).toBe(1);
 

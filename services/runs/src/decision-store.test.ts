@@ -10,6 +10,9 @@ describe('decision store on real Redis', () => {
   const sealer = createTestSealer();
   let n = 0;
   const newRun = () => `drun-${Date.now()}-${n++}`;
+  /** RPUSHes the server ran so far, scripts' own included (this file's server is its own). */
+  const rpushCalls = async () =>
+    Number(/cmdstat_rpush:calls=(\d+)/.exec(await r.a.info('commandstats'))?.[1] ?? 0);
   const ask = (runId: string, tenant = 't1', index = 1) => ({
     tenant,
     mode: 'read-only' as const,
@@ -90,11 +93,16 @@ describe('decision store on real Redis', () => {
     const other = createDecisionStore({ redis: r.b, sealer, keyPrefix: 'd4:' });
     const run = newRun();
     await store.request({ ...ask(run), approval: 'hold' });
-    const started = Date.now();
+    const wake = `d4:decisions:{${run}}:answered:1`;
+    const pushesBefore = await rpushCalls();
     setTimeout(() => void other.answer('t1', run, 1, { allow: true, by: 'k' }), 150);
     const answered = await store.waitForAnswer(run, 1, { timeoutMs: 5000 });
     expect(answered?.state).toBe('allowed');
-    expect(Date.now() - started).toBeLessThan(1500);
+    // Woken by the answer's push, not by its once-a-second re-check: the settle script pushed one
+    // entry and the waiter's BLPOP took it (a waiter that found the answer by re-reading the hash
+    // would have left it in the list).
+    expect((await rpushCalls()) - pushesBefore).toBe(1);
+    expect(await r.a.llen(wake)).toBe(0);
     const run2 = newRun();
     await store.request({ ...ask(run2), approval: 'hold' });
     expect(await store.waitForAnswer(run2, 1, { timeoutMs: 200 })).toBeUndefined();
