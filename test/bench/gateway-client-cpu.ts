@@ -44,7 +44,8 @@ const [chunk] = (await once(server.stdout!, 'data')) as [Buffer];
 const url = `http://127.0.0.1:${chunk.toString().trim()}`;
 try {
   const client = createGatewayClient({ urls: [url], token: 'x'.repeat(24) });
-  const call = (index: number) => client.call('bench-run', 1, { index, binding: 'ping.ping', argsJson: '{"n":1}' });
+  const call = (index: number) =>
+    client.call('bench-run', 1, { index, binding: 'ping.ping', argsJson: '{"n":1}' });
   for (let i = 0; i < 300; i++) await call(i);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
