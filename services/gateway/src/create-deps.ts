@@ -127,8 +127,11 @@ export async function createGatewayDeps(
   });
   // A submit's waiter opens the program, description and request it sealed moments before (the
   // run's pushed end): those come from memory (own-seal-memo.ts), only the result is decrypted.
+  // A binding call's events are sealed past the memo: this gateway never opens them on a run's
+  // path, and a hundred-call program's hundred would push other runs' submit entries out of it.
   const runs = createRunStore(redis, memoizeOwnSeals(sealer), {
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    eventSealer: sealer,
   });
   const journal = createCallJournal({
     redis,

@@ -3,6 +3,8 @@
  * ciphertexts again needs no decryption. A submit seals its run's program, description and request,
  * and the same gateway opens them again moments later from the run's pushed end (`Prefer: wait`,
  * an MCP run) to answer the submit: three decryptions per run that give back text it just had.
+ * A binding call's events do not come through here (create-deps.ts gives the run store the plain
+ * sealer for them): one a call, never opened on a run's path, they would push the submits out.
  *
  * Exact: a ciphertext is only ever produced by its own seal (a fresh IV each time) and opens to
  * exactly the text sealed, so the remembered text is what decryption would return. Anything else

@@ -8,15 +8,15 @@
  * a lost handler from a duplicate delivery. A gateway without the batch route (an older replica)
  * answers 404 for it, and its calls go alone instead.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import type { LiveOutcome } from '@islet/runs';
+import { Agent, type Dispatcher } from 'undici';
 
 interface GatewayClientOptions {
   urls: string[];
   token: string;
-  /** Transport (tests inject one). Default: node:http with keep-alive and no response deadline. */
+  /** Transport (tests inject one). Default: undici's dispatch, keep-alive, no response deadline. */
   post?: PostFn;
   /**
    * Tries per call across gateways before the call fails as AppCallFailed. Default 40 (about 35 s
@@ -26,7 +26,7 @@ interface GatewayClientOptions {
   maxTries?: number;
   /** Pause between tries, ms (grows linearly up to 5×). Default 200. */
   retryDelayMs?: number;
-  /** Transport of a batch (tests inject one). Default: node:http, like `post`. */
+  /** Transport of a batch (tests inject one). Default: undici's dispatch, like `post`. */
   postBatch?: PostBatchFn;
   /** Send an execution's calls made in the same turn as one batch. Default true. */
   batch?: boolean;
@@ -68,78 +68,102 @@ interface BatchLine {
 const MAX_BATCH_CALLS = 100;
 const MAX_BATCH_ARGS_BYTES = 64 * 1024;
 
-type Agents = { http: HttpAgent; https: HttpsAgent };
-const keepAliveAgents = (): Agents => ({
-  http: new HttpAgent({ keepAlive: true }),
-  https: new HttpsAgent({ keepAlive: true }),
-});
-
-/** One POST on a keep-alive agent; `read` turns its response into the result. */
-function postWith<T>(
-  agents: Agents,
+/**
+ * One POST through undici's `dispatch` with a handler of our own: no `ClientRequest`, no response
+ * stream and its events, no AbortSignal listener of node:http's per call (a sequential call's
+ * request and answer are both on the runner's path; README round 28, call-seq). `onData` gets the
+ * answer's chunks as they arrive; resolves with the status when it ends. No deadline: a call may
+ * take minutes (a client connection's answer, a decision held in place); `signal` ends it.
+ */
+function dispatchPost(
+  agent: Agent,
   url: string,
   headers: Record<string, string>,
   body: string,
   signal: AbortSignal | undefined,
-  read: (res: IncomingMessage, resolve: (value: T) => void, reject: (err: Error) => void) => void,
-): Promise<T> {
+  onData: (status: number, chunk: Buffer) => void,
+): Promise<number> {
   return new Promise((resolve, reject) => {
-    const u = new URL(url);
-    const secure = u.protocol === 'https:';
-    const req = (secure ? httpsRequest : httpRequest)(
-      u,
-      {
-        method: 'POST',
-        agent: secure ? agents.https : agents.http,
-        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
-        ...(signal ? { signal } : {}),
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch (err) {
+      return reject(err);
+    }
+    let settled = false;
+    let controller: Dispatcher.DispatchController | undefined;
+    let status = 0;
+    const onAbort = () => fail(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+    const fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      reject(err);
+      controller?.abort(err);
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (settled) c.abort(new Error('aborted'));
       },
-      (res) => read(res, resolve, reject),
-    );
-    req.on('error', reject);
-    req.end(body);
+      onResponseStart(_c, statusCode) {
+        status = statusCode;
+      },
+      onResponseData(_c, chunk) {
+        if (!settled) onData(status, chunk);
+      },
+      onResponseEnd() {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        resolve(status);
+      },
+      onResponseError(_c, err) {
+        fail(err);
+      },
+    };
+    try {
+      agent.dispatch(
+        { origin: u.origin, path: `${u.pathname}${u.search}`, method: 'POST', headers, body },
+        handler,
+      );
+    } catch (err) {
+      fail(err as Error);
+    }
   });
 }
 
-/**
- * node:http rather than fetch: a call may legitimately take minutes (a client connection's answer,
- * a decision held in place), and fetch's built-in 300 s headers timeout would cut it.
- */
+/** Keep-alive connections, no headers or body deadline (see `dispatchPost`). */
+const callAgent = () => new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+
 function createHttpPost(): PostFn {
-  const agents = keepAliveAgents();
-  return (url, headers, body, signal) =>
-    postWith(agents, url, headers, body, signal, (res, resolve, reject) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
-      );
-      res.on('error', reject);
-    });
+  const agent = callAgent();
+  return async (url, headers, body, signal) => {
+    const chunks: Buffer[] = [];
+    const status = await dispatchPost(agent, url, headers, body, signal, (_s, c) => chunks.push(c));
+    return { status, text: Buffer.concat(chunks).toString('utf8') };
+  };
 }
 
 function createHttpPostBatch(): PostBatchFn {
-  const agents = keepAliveAgents();
-  return (url, headers, body, onLine, signal) =>
-    postWith(agents, url, headers, body, signal, (res, resolve, reject) => {
-      const status = res.statusCode ?? 0;
-      let rest = '';
-      const chunks: Buffer[] = [];
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        if (status !== 200) return void chunks.push(Buffer.from(c));
-        rest += c;
-        for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
-          const line = rest.slice(0, nl);
-          rest = rest.slice(nl + 1);
-          if (line) onLine(line);
-        }
-      });
-      res.on('end', () => resolve({ status, text: Buffer.concat(chunks).toString('utf8') }));
-      // A stream cut mid-way (the gateway died) is an error, not an end: its unanswered calls retry.
-      res.on('aborted', () => reject(new Error('the gateway closed the batch before it ended')));
-      res.on('error', reject);
+  const agent = callAgent();
+  return async (url, headers, body, onLine, signal) => {
+    const decoder = new TextDecoder();
+    let rest = '';
+    const chunks: Buffer[] = [];
+    const status = await dispatchPost(agent, url, headers, body, signal, (status, c) => {
+      if (status !== 200) return void chunks.push(c);
+      rest += decoder.decode(c, { stream: true });
+      for (let nl = rest.indexOf('\n'); nl >= 0; nl = rest.indexOf('\n')) {
+        const line = rest.slice(0, nl);
+        rest = rest.slice(nl + 1);
+        if (line) onLine(line);
+      }
     });
+    return { status, text: Buffer.concat(chunks).toString('utf8') };
+  };
 }
 
 const failed = (reason: string, message: string): BindingOutcome => ({

@@ -15,9 +15,9 @@ import type { CompletionEvent } from './types.ts';
 export function createRunReads(
   redis: Redis,
   sealer: Sealer,
-  shared: { maxEvents: string; seal: (v: unknown) => string; sealStatus: (status: string) => string },
+  shared: { maxEvents: string; sealEvent: (v: unknown) => string; sealStatus: (status: string) => string },
 ) {
-  const { maxEvents, seal, sealStatus } = shared;
+  const { maxEvents, sealEvent, sealStatus } = shared;
   const open = <T>(v: string | undefined): T | undefined =>
     v ? (JSON.parse(sealer.open(v)) as T) : undefined;
 
@@ -100,7 +100,7 @@ export function createRunReads(
     ): Promise<string> {
       const res = await redis
         .multi()
-        .xadd(keys.runEvents(runId), 'MAXLEN', '~', maxEvents, '*', 'type', type, 'data', seal(data))
+        .xadd(keys.runEvents(runId), 'MAXLEN', '~', maxEvents, '*', 'type', type, 'data', sealEvent(data))
         .publish(tag ? channels.runProgress : channels.runEvents, tag ? `${runId} ${tag}` : runId)
         .exec();
       return String(res?.[0]?.[1] ?? '');
@@ -116,7 +116,7 @@ export function createRunReads(
         streamKey: keys.runEvents(runId),
         maxLen: Number(maxEvents),
         type: 'call',
-        sealedData: seal(data),
+        sealedData: sealEvent(data),
         channel: channels.runProgress,
         message: `${runId} call`,
       };

@@ -3,6 +3,7 @@
  * bindings and stage timings. Kept apart so the store's file holds its methods.
  */
 
+import type { Sealer } from '@islet/core';
 import type { RunResult, RunStatus, SandboxMode, TimeBudget } from '@islet/protocol';
 
 /**
@@ -189,4 +190,11 @@ export interface RunStoreOptions {
   maxEventsPerRun?: number;
   /** Lifetime of a finished run's record and events. Default 7 days. */
   retentionSeconds?: number;
+  /**
+   * Seals the events a run's calls add (`appendEvent`, `callEvent`); default the store's own
+   * sealer. The gateway's store seals through its own-seal memo, which is there for the submit's
+   * fields its waiter opens moments later; a call's events are opened only by a stream reader, and
+   * a hundred-call run's hundred would push other runs' submit entries out of it.
+   */
+  eventSealer?: Sealer;
 }

@@ -82,7 +82,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     }
     return sealed;
   };
-  const reads = createRunReads(redis, sealer, { maxEvents, seal, sealStatus });
+  const eventSealer = options.eventSealer;
+  const sealEvent = eventSealer ? (v: unknown) => eventSealer.seal(JSON.stringify(v)) : seal;
+  const reads = createRunReads(redis, sealer, { maxEvents, sealEvent, sealStatus });
   const tenantRuns = createTenantRuns(redis);
 
   async function transition(

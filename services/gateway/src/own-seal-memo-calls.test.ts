@@ -1,0 +1,56 @@
+/**
+ * The gateway's own-seal memo (own-seal-memo.ts) as its run store uses it (create-deps.ts): a
+ * run's submit fields are opened from memory however many binding calls other runs make
+ * meanwhile. A call's events are sealed past the memo; when they went through it, a thousand of
+ * them (ten clients' hundred-call programs) pushed the submit's entries out and its waiter
+ * decrypted them again.
+ */
+import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createGatewayDeps } from './create-deps.ts';
+
+let redis: RedisServer;
+let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+
+beforeAll(async () => {
+  redis = await startRedis({ appendOnly: false });
+  const config = loadConfig({
+    ISLET_REDIS_URL: redis.url,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-memo-tests',
+  });
+  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+});
+
+afterAll(async () => {
+  await deps?.close();
+  await redis?.stop();
+});
+
+describe('own-seal memo under binding calls', () => {
+  it('a submit’s fields open from memory after 2000 call events and appended events', async () => {
+    const run = runFixture('memo-run', { tenant: 't1' });
+    await deps.runs.create(run);
+    for (let i = 0; i < 2000; i++) {
+      const event = deps.runs.callEvent(`other-${i % 20}`, {
+        index: i,
+        binding: 'notes.read',
+        outcome: { _tag: 'Done', result: { _tag: 'Completed', value: { ok: i } } },
+        arguments: { n: i },
+        durationMs: 1,
+      });
+      // Still a real seal: any process with the key opens it.
+      if (i === 0) expect(JSON.parse(deps.sealer.open(event.sealedData))).toMatchObject({ index: 0 });
+    }
+    for (let i = 0; i < 50; i++) await deps.runs.appendEvent(`other-${i}`, 'call.requested', { index: i });
+    const opens = vi.spyOn(deps.sealer, 'open');
+    const read = await deps.runs.get(run.id);
+    expect(read?.code).toBe(run.code);
+    expect(read?.description).toBe(run.description);
+    expect(read?.request).toEqual(run.request);
+    // Program, description and request came from memory: no decryption.
+    expect(opens).not.toHaveBeenCalled();
+    opens.mockRestore();
+  });
+});

@@ -1,0 +1,91 @@
+/**
+ * The runner's default transport to the gateway (gateway-client.ts): undici's `dispatch` with a
+ * handler of its own, not node:http's `ClientRequest` with its response stream and abort listener
+ * (README round 28, call-seq). Seen through the diagnostics channels each client publishes on.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { createServer } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGatewayClient } from './gateway-client.ts';
+
+let url: string;
+let held: (() => void) | undefined;
+const server = createServer((req, res) => {
+  let s = '';
+  req.on('data', (c) => {
+    s += c;
+  });
+  req.on('end', () => {
+    const body = JSON.parse(s) as { index?: number; calls?: Array<{ index: number }> };
+    if (req.url?.endsWith('/call-batch')) {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      // One line split across two writes: a line is taken whole.
+      const lines = body.calls!.map((c) =>
+        JSON.stringify({ index: c.index, status: 200, outcome: { type: 'result', valueJson: `${c.index}` } }),
+      );
+      const text = `${lines.join('\n')}\n`;
+      res.write(text.slice(0, 7));
+      setTimeout(() => res.end(text.slice(7)), 5);
+      return;
+    }
+    if (body.index === 7) {
+      held = () => res.end('{}');
+      return;
+    }
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(
+        JSON.stringify({ outcome: { type: 'result', valueJson: `${body.index}` }, deliverySeq: body.index }),
+      );
+  });
+});
+
+beforeAll(async () => {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+});
+afterAll(async () => {
+  held?.();
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+describe('gateway client transport', () => {
+  it('lone and batched calls go through undici, none through a node:http ClientRequest', async () => {
+    const counts = { nodeHttp: 0, undici: 0 };
+    const onNodeHttp = () => counts.nodeHttp++;
+    const onUndici = () => counts.undici++;
+    subscribe('http.client.request.start', onNodeHttp);
+    subscribe('undici:request:create', onUndici);
+    try {
+      const client = createGatewayClient({ urls: [url], token: 'tok', retryDelayMs: 5 });
+      for (let index = 0; index < 5; index++) {
+        const got = await client.call('run-1', 1, { index, binding: 'a.b', argsJson: '{}' });
+        expect(got).toEqual({ outcome: { type: 'result', valueJson: `${index}` }, deliverySeq: index });
+      }
+      const together = await Promise.all(
+        [10, 11, 12].map((index) => client.call('run-1', 1, { index, binding: 'a.b', argsJson: '{}' })),
+      );
+      expect(together.map((t) => t.outcome)).toEqual(
+        [10, 11, 12].map((i) => ({ type: 'result', valueJson: `${i}` })),
+      );
+      expect(counts).toEqual({ nodeHttp: 0, undici: 6 });
+    } finally {
+      unsubscribe('http.client.request.start', onNodeHttp);
+      unsubscribe('undici:request:create', onUndici);
+    }
+  });
+
+  it('a call still unanswered when its signal aborts ends as stopped', async () => {
+    const client = createGatewayClient({ urls: [url], token: 'tok', retryDelayMs: 5, batch: false });
+    const ac = new AbortController();
+    const pending = client.call('run-1', 1, { index: 7, binding: 'a.b', argsJson: '{}' }, ac.signal);
+    await new Promise((r) => setTimeout(r, 50));
+    ac.abort();
+    expect((await pending).outcome).toEqual({
+      type: 'stop',
+      code: 'cancelled',
+      message: 'the run was stopped',
+    });
+  });
+});
