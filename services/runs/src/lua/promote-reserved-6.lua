@@ -18,17 +18,21 @@
 -- KEYS[1] delayed, KEYS[2] wait, KEYS[3] paused, KEYS[4] meta, KEYS[5] active, KEYS[6] marker (the
 --   queue's, one slot).
 -- ARGV[1] the queue's key prefix (`queue.toKey('')`), ARGV[2] job id.
--- Returns 0 promoted, -3 not in the delayed set (nor waiting behind the backlog), -2 prioritized
--- (not moved: BullMQ's promote places it by its priority).
+-- Returns 0 promoted, -3 not in the delayed set (nor waiting behind the backlog), -4 active, -2
+-- prioritized (not moved: BullMQ's promote places it by its priority).
 local id = ARGV[2]
 local jobKey = ARGV[1] .. id
 local job = redis.call('HMGET', jobKey, 'priority', 'ats', 'rsv')
 if (tonumber(job[1]) or 0) ~= 0 then return -2 end
 local fetches = job[2] or '0'
 local delayed = redis.call('ZREM', KEYS[1], id) == 1
--- Not delayed: still active (its runner's move to delayed has not landed; the active list is as short
--- as the workers' slots), at the front already, or gone.
-if not delayed and (job[3] == fetches or redis.call('LPOS', KEYS[5], id)) then return -3 end
+-- Not delayed: at the front already, still active (its runner's move to delayed has not landed; the
+-- active list is as short as the workers' slots: the caller waits for the move without asking
+-- BullMQ for the job's state), or gone.
+if not delayed then
+  if job[3] == fetches then return -3 end
+  if redis.call('LPOS', KEYS[5], id) then return -4 end
+end
 -- getTargetQueueList's: a paused queue's jobs wait in its paused list (renamed to the wait list on
 -- resume, the order kept), a capped one's in the wait list without a marker.
 local meta = redis.call('HMGET', KEYS[4], 'paused', 'concurrency')
