@@ -13,6 +13,7 @@
  * with n = the runner's 4 slots nothing is held back): the fused fetch then leaves a refusal to the
  * processor and the end leaves a reservation's promotion to the runner, so the fair share runs by
  * the paths a Cluster, a skill or a capped queue takes (round 27, `fair-order`).
+ * `BENCH_COMMANDS=1` adds each phase's calls a run of every command.
  */
 import { readFileSync } from 'node:fs';
 import { createRedis } from '@islet/core';
@@ -99,6 +100,16 @@ async function phase(name: string, fn: () => Promise<void>, n: number) {
         [...cmdAfter].reduce((s, [k, v]) => s + v - (cmdBefore.get(k) ?? 0), 0) / n
       ).toFixed(1)}`,
   );
+  // `BENCH_COMMANDS=1`: every command's calls a run (≥ 0.01), to tell which ones a change moved.
+  if (process.env.BENCH_COMMANDS)
+    console.log(
+      `${' '.repeat(12)} commands a run: ${[...cmdAfter]
+        .map(([k, v]) => [k, (v - (cmdBefore.get(k) ?? 0)) / n] as const)
+        .filter(([, v]) => v >= 0.01)
+        .sort((x, y) => y[1] - x[1])
+        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+        .join(', ')}`,
+    );
   last = d;
 }
 

@@ -64,6 +64,15 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // Taking and giving back a lease: @islet/runs' lease scripts (lua/includes/lease-acquire.lua,
 // lease-release.lua), which a run's attempt start and end also carry on one server.
 
+// The tenant's leases key kept for two lease periods past its holders' last heartbeat, never
+// shortened: a key holding a reservation lives a day (lua/includes/reserved-place.lua `keepPlace`),
+// so that its lapse is seen and its job put back in its place.
+const KEEP_LEASES = `
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) * 2 then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
+end
+`;
+
 // KEYS: tenant leases, pool busy. ARGV: job id, lease ms. Renews only a lease that still exists.
 const RENEW = new LuaScript(`${NOW_MS}
 local exp = now + tonumber(ARGV[2])
@@ -71,8 +80,7 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   redis.call('ZADD', KEYS[1], exp, ARGV[1])
   redis.call('ZADD', KEYS[2], exp, ARGV[1])
 end
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
-`);
+${KEEP_LEASES}`);
 
 // --- parking (run-slot.ts) ---
 // KEYS: tenant leases, tenant deferred, pool busy. ARGV: job id, lease ms. Takes the lease (and
@@ -81,10 +89,9 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
 const RECLAIM = new LuaScript(`${NOW_MS}
 local exp = now + tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], exp, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], exp, ARGV[1])
-`);
+${KEEP_LEASES}`);
 // --- end parking ---
 
 // KEYS: pool slots. ARGV: runner instance, slots, lease ms.

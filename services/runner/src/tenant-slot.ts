@@ -27,22 +27,26 @@ export async function promote(
   const { queue } = worker;
   // To where the next fetch pops, as the end's own script promotes (promote-reserved-6.lua says
   // why); BullMQ's promote (the other end of the wait list) only for a prioritized job.
-  const moved = () =>
+  const moved = (): Promise<boolean | 'active'> =>
     promoteReserved(worker.connection, queue, jobId).then(
       (how) =>
-        how === 'promoted' ||
-        (how === 'prioritized' &&
-          job.promote().then(
-            () => true,
-            () => false,
-          )),
+        how === 'active'
+          ? how
+          : how === 'promoted' ||
+            (how === 'prioritized' &&
+              job.promote().then(
+                () => true,
+                () => false,
+              )),
       () => false,
     );
   // A job still active was deferred a moment ago and its runner has not moved it to the delayed
   // set yet: wait for the move rather than leave it to its recheck.
   for (let tries = 0; tries < 20; tries++) {
-    if (await moved()) return true;
-    const state = await job.getState();
+    const how = await moved();
+    if (how === true) return true;
+    // The script saw it active: BullMQ's state (a script of its own) need not be asked.
+    const state = how === 'active' ? how : await job.getState();
     if (state === 'waiting' || state === 'prioritized') return true;
     // Moved to delayed between the promote and this read (its runner's move landed): promoted
     // now. Answered "gone" instead, its slot was given on and the job waited for its recheck

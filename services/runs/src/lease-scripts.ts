@@ -21,21 +21,23 @@ const PROMOTE_RESERVED = loadScript('promote-reserved-6');
 
 /**
  * Promotes a reserved job from the delayed set to the end of the wait list the next fetch pops, as
- * the end's own script does (`lua/promote-reserved-6.lua` says why). `promoted`; `absent` (not in
- * the delayed set: still active, already promoted, or gone); `prioritized` (left in the delayed set
- * for BullMQ's promote, which places it by its priority). `queue`: BullMQ's queue (its `toKey`).
+ * the end's own script does (`lua/promote-reserved-6.lua` says why), behind the reserved jobs
+ * promoted there before it; a job its recheck promoted to the other end first is moved there too.
+ * `promoted`; `active` (its runner's move to delayed has not landed); `absent` (not in the delayed
+ * set: already at the front, or gone); `prioritized` (left in the delayed set for BullMQ's promote,
+ * which places it by its priority). `queue`: BullMQ's queue (its `toKey`).
  */
 export async function promoteReserved(
   redis: Redis,
   queue: { toKey: (name: string) => string },
   jobId: string,
-): Promise<'promoted' | 'absent' | 'prioritized'> {
+): Promise<'promoted' | 'active' | 'absent' | 'prioritized'> {
   const reply = await PROMOTE_RESERVED.run(
     redis,
     ['delayed', 'wait', 'paused', 'meta', 'active', 'marker'].map((name) => queue.toKey(name)),
     [queue.toKey(''), jobId],
   );
-  return reply === 0 ? 'promoted' : reply === -2 ? 'prioritized' : 'absent';
+  return reply === 0 ? 'promoted' : reply === -2 ? 'prioritized' : reply === -4 ? 'active' : 'absent';
 }
 
 /** What a lease's scripts need of the job and the pool's fair share. */

@@ -159,7 +159,7 @@ local function acquireLease(k, a, seen, now)
   if oldest and oldest ~= job then
     take(oldest)
     redis.call('ZREM', deferred, oldest)
-    keepPlace(deferred, oldest, oldestAt)
+    keepPlace(deferred, oldest, oldestAt, leases)
     -- Alone (and under its cap with both), the older job keeps its slot and this one runs too: no
     -- deferral follows from the one before, and nobody else waits for either slot.
     if alone and (cap <= 0 or live + 2 <= cap) then

@@ -67,9 +67,8 @@ local function releaseLease(k, a, seen, givenUp)
     if oldest then
       redis.call('ZREM', deferred, oldest)
       redis.call('ZADD', leases, now + lease, oldest)
-      redis.call('PEXPIRE', leases, lease * 2)
       redis.call('ZADD', busy, now + lease, oldest)
-      keepPlace(deferred, oldest, first[2])
+      keepPlace(deferred, oldest, first[2], leases)
     end
     if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, pick)
     else redis.call('ZADD', waitingKey, 'XX', now, pick) end

@@ -10,11 +10,17 @@ local function reservedKey(deferred)
   return string.sub(deferred, 1, -10) .. ':reserved'
 end
 
--- A reservation made for `id`, whose deferred score was `at`.
-local function keepPlace(deferred, id, at)
+-- A reservation made for `id`, whose deferred score was `at`, its lease just added to `leases`. The
+-- leases key then lives as long as the kept score (a day): a lapse is seen only in that key (the
+-- tenant's next acquire, a release's walk over the waiting tenants), and with the key's usual two
+-- lease periods a reservation whose runner died before its promote lapsed unseen when no live lease
+-- of its tenant renewed the key, its job's place lost to the tenant's younger deferred jobs (round
+-- 28, `fair-edges`). A lease's renewal (fair-share.ts) never shortens it; the key goes when empty.
+local function keepPlace(deferred, id, at, leases)
   local kept = reservedKey(deferred)
   redis.call('ZADD', kept, at, id)
   redis.call('PEXPIRE', kept, 86400000)
+  redis.call('PEXPIRE', leases, 86400000)
 end
 
 -- A reservation given up untaken: `id` back in its tenant's deferred set at its kept score (NX: a
