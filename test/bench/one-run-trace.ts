@@ -28,7 +28,9 @@ try {
     if (source !== 'lua' && (name === 'evalsha' || name === 'eval')) {
       const nk = Number(args[2]);
       const argBytes = args.slice(3 + nk).reduce((s, a) => s + a.length, 0);
-      lines.push(`${name} ${nk} keys, ${args.length - 3 - nk} args (${argBytes} B): ${args.slice(3, 5).map(cut).join(' ')}`);
+      lines.push(
+        `${name} ${nk} keys, ${args.length - 3 - nk} args (${argBytes} B): ${args.slice(3, 5).map(cut).join(' ')}`,
+      );
     } else lines.push(`${source === 'lua' ? '    ' : ''}${args.map(cut).join(' ')}`);
   });
   m.on('error', () => {});

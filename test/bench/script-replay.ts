@@ -14,10 +14,11 @@
  * the idle set is given a live expiry at each restore (the recording is older than its 6 s).
  * A/B through `test/bench/ab.sh`: each side records and replays its own scripts.
  */
+
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { spawn } from 'node:child_process';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { freePort, startRedis } from '@islet/testkit';
@@ -125,8 +126,7 @@ try {
       inner.get(recorded.length - 1)?.push(cmd);
       // Every argument that may be a key (extra names are harmless: they are restored as they were).
       for (const a of m.args.slice(1)) if (a.length < 200) innerKeys.add(a.toString('latin1'));
-    }
-    else if (cmd === 'evalsha' && !loaded.has(m.args[1]!.toString())) {
+    } else if (cmd === 'evalsha' && !loaded.has(m.args[1]!.toString())) {
       // After the flush an EVALSHA of a script not sent in full yet fails (NOSCRIPT): its EVAL follows.
     } else {
       if (cmd === 'eval') loaded.add(createHash('sha1').update(m.args[1]!).digest('hex'));
@@ -142,8 +142,11 @@ const name = (c: Buffer[]) => c[0]!.toString().toLowerCase();
 const key = (c: Buffer[], i: number) => c[3 + i]?.toString() ?? '';
 const isScript = (c: Buffer[]) => name(c) === 'eval' || name(c) === 'evalsha';
 const submitAt = recorded.findIndex((c) => isScript(c) && key(c, 0).endsWith(':inflight'));
-const endAt = recorded.findIndex((c) => isScript(c) && key(c, 0).endsWith(':wait') && key(c, 1).endsWith(':active'));
-if (submitAt < 0 || endAt < submitAt) throw new Error(`no submit / end recorded: ${recorded.map(name).join(' ')}`);
+const endAt = recorded.findIndex(
+  (c) => isScript(c) && key(c, 0).endsWith(':wait') && key(c, 1).endsWith(':active'),
+);
+if (submitAt < 0 || endAt < submitAt)
+  throw new Error(`no submit / end recorded: ${recorded.map(name).join(' ')}`);
 const handedOff = inner.get(submitAt)?.filter((n) => n === 'zadd').length;
 console.log(
   `recorded ${recorded.length} calls; submit #${submitAt} (${inner.get(submitAt)?.length} inside, hand-off ${handedOff ? 'yes' : 'NO'}), end #${endAt} (${inner.get(endAt)?.length} inside)`,
@@ -154,13 +157,28 @@ console.log(
  * `REDIS_BIN`: another redis-server binary for the replay (e.g. one built with symbols, for
  * `PERF=1`: `perf record -g` of the replaying server over the measured rounds, to `PERF_OUT`).
  */
-const server = process.env.REDIS_BIN ? await ownRedis(process.env.REDIS_BIN) : await startRedis({ appendOnly: false });
+const server = process.env.REDIS_BIN
+  ? await ownRedis(process.env.REDIS_BIN)
+  : await startRedis({ appendOnly: false });
 const pid = childPidWith(`:${server.port}`);
 const perf =
   process.env.PERF && pid
-    ? spawn('perf', ['record', '-F', '2999', '-g', '-p', pid, '-o', process.env.PERF_OUT ?? '/tmp/script-replay.perf.data'], {
-        stdio: 'ignore',
-      })
+    ? spawn(
+        'perf',
+        [
+          'record',
+          '-F',
+          '2999',
+          '-g',
+          '-p',
+          pid,
+          '-o',
+          process.env.PERF_OUT ?? '/tmp/script-replay.perf.data',
+        ],
+        {
+          stdio: 'ignore',
+        },
+      )
     : undefined;
 const onCpu = () => (pid ? Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) : Number.NaN);
 const r = new Redis(server.url);
@@ -270,10 +288,23 @@ try {
     { label: 'end', state: preEnd, call: end, changed: await touched(preEnd, end) },
   ];
   if (submitPatched)
-    sides.push({ label: 'submit patched', state: preSubmit, call: submitPatched, changed: await touched(preSubmit, submitPatched) });
-  if (endPatched) sides.push({ label: 'end patched', state: preEnd, call: endPatched, changed: await touched(preEnd, endPatched) });
+    sides.push({
+      label: 'submit patched',
+      state: preSubmit,
+      call: submitPatched,
+      changed: await touched(preSubmit, submitPatched),
+    });
+  if (endPatched)
+    sides.push({
+      label: 'end patched',
+      state: preEnd,
+      call: endPatched,
+      changed: await touched(preEnd, endPatched),
+    });
   for (const s of sides)
-    console.log(`${s.label}: ${s.changed.length} keys restored after each call${process.env.KEYS_SHOWN ? `: ${s.changed.join(' ')}` : ''}`);
+    console.log(
+      `${s.label}: ${s.changed.length} keys restored after each call${process.env.KEYS_SHOWN ? `: ${s.changed.join(' ')}` : ''}`,
+    );
   const got = new Map<string, { us: number[]; cpu: number[] }>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const s of round % 2 ? [...sides].reverse() : sides) {
@@ -321,7 +352,9 @@ try {
       rr.us += us;
       rows.set(cmd, rr);
     }
-    console.log(`${s.label} with SLOWLOG: ${(scriptUs / n).toFixed(1)} µs a call; inner commands, µs a call (count):`);
+    console.log(
+      `${s.label} with SLOWLOG: ${(scriptUs / n).toFixed(1)} µs a call; inner commands, µs a call (count):`,
+    );
     console.log(
       [...rows]
         .sort((a, b) => b[1].us - a[1].us)
@@ -338,9 +371,24 @@ process.exit(0);
 
 async function ownRedis(bin: string): Promise<{ port: number; url: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--latency-tracking', 'no'], {
-    stdio: 'ignore',
-  });
+  const proc = spawn(
+    bin,
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--latency-tracking',
+      'no',
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
   for (let i = 0; i < 100; i++) {
     const up = await new Redis(port, { lazyConnect: true, maxRetriesPerRequest: 0 }).connect().then(
       () => true,

@@ -145,7 +145,12 @@ const FETCHED_ARGS = 24;
  * (`DEFER_MS`). The hand-off's add does not: its arguments are a registration's, which runners of
  * the release before read and write too.
  */
-export function fetchLeaseBeginScript(fetchBody: string, now = 'nil', defers = false, knownRun = 'nil'): LuaScript {
+export function fetchLeaseBeginScript(
+  fetchBody: string,
+  now = 'nil',
+  defers = false,
+  knownRun = 'nil',
+): LuaScript {
   const tail = luaSource('fetch-lease-begin-11', {
     FETCHED_ARGS,
     POOL_SEEN: 'nil',
