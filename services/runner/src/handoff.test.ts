@@ -6,14 +6,16 @@
  * fair share, run store and journal; the add is the gateway's (handoff-add-store.ts).
  */
 import { createRedis, keys } from '@islet/core';
+import { fieldsOf } from '@islet/core/lua-script';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { handOffKeys, runJobOptions } from '@islet/runs';
-import { startRedis } from '@islet/testkit';
+import { createRunStore, handOffKeys, runJobOptions } from '@islet/runs';
+import { runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { pack } from 'msgpackr';
+import { pack, unpack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HAND_OFF_ADD_SHA, handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
 import {
   mode,
   type RunnerUnderTest,
@@ -27,7 +29,7 @@ import { registerAndPop } from './handoff-store.ts';
 
 let redis: Redis;
 const h = runnerHarness('handoff-test');
-const { logger, newRun, monitor, setUp, warmUp } = h;
+const { logger, newRun, monitor, setUp, warmUp, sealer } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 const idleKey = handOffKeys(prefix, '').idle;
 const idleArgsKey = handOffKeys(prefix, '').idleArgs;
@@ -421,14 +423,16 @@ describe('direct hand-off to an idle worker (one server)', () => {
       // once, the look one EXISTS), and the hand-off's own five: the latest registration popped
       // (live, so no scan for expired ones), the time, its terms, their removal from the hash, the
       // push (c8c85cf: 42, the registration read and removed apart, the time read twice, BullMQ's
-      // add and fetch whole). The fetch starts the job with one HGETALL and one HSET (BullMQ: HMSET
-      // of processedOn, HINCRBY of ats, HGETALL; e9f77c6: 30), so the one HMSET is the add's. A
-      // first start writes no journal (23b3897: 29, its `#attempt` HINCRBY and EXPIRE).
+      // add and fetch whole). The fetch starts the job with one HSET (BullMQ: HMSET of processedOn,
+      // HINCRBY of ats, HGETALL; e9f77c6: 30, one HGETALL and one HSET), so the one HMSET is the
+      // add's, and the job it handed is read from that HMSET (66c64b5: 24, an HGETALL of the job
+      // the add had just written). A first start writes no journal (23b3897: 29, its `#attempt`
+      // HINCRBY and EXPIRE).
       expect(calls('evalsha')).toBe(1);
       expect(calls('hmset')).toBe(1);
       expect(calls('hincrby')).toBe(0);
       expect(calls('expire')).toBe(0);
-      expect(calls('hgetall')).toBe(2); // the job's and the run record's
+      expect(calls('hgetall')).toBe(1); // the run record's (created apart, by newRun)
       expect(calls('zpopmax')).toBe(1);
       expect(calls('zrevrange')).toBe(0);
       expect(calls('time')).toBe(1);
@@ -446,12 +450,19 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(calls('zrem')).toBe(1);
       expect(calls('zrangebyscore')).toBe(0);
       expect(calls('exists')).toBe(1);
-      expect(all).toBe(24);
+      expect(all).toBe(23);
       expect(await redis.zscore(`${prefix}marker`, '0')).toBeNull();
       // The job hash as BullMQ's fetch leaves it: started once, by the worker named in the fetch.
       const job = await redis.hmget(`${prefix}n1`, 'ats', 'processedOn', 'pb');
       expect(job[0]).toBe('1');
       expect(Number(job[1])).toBeGreaterThan(0);
+      // What the hand-off carries is the job as an HGETALL would read it: every field the hash
+      // holds, with the values it holds (the hand-off's start patched in).
+      const [, answer] = unpack(Buffer.from((await redis.zrangeBuffer(dead.handOff, 0, 0))[0] ?? [])) as [
+        string,
+        [string[]],
+      ];
+      expect(fieldsOf(answer[0])).toEqual(await redis.hgetall(`${prefix}n1`));
       second = await runStalled('counted2', q, 'n1', (r) => {
         second = r;
       });
@@ -460,6 +471,52 @@ describe('direct hand-off to an idle worker (one server)', () => {
       await q.close();
       await second?.close();
       await first.close();
+    }
+  });
+
+  it("a submit's admission carried in the add handed to an idle worker reads back neither the record nor the job it wrote", async () => {
+    const t = await setUp('ride', true, undefined, { handOff: true });
+    const queues = createRunQueueStore(redis, () => undefined, true);
+    try {
+      await warmUp(t, 'rw');
+      await idle(t);
+      const handOffs = t.worker().handOffs;
+      const run = runFixture('ride1', { tenant: 'acme', mode, session: 's', principal: 'p' });
+      const m = await monitor();
+      let answer: unknown;
+      try {
+        // The gateway's submit (runs-service.ts): admission, record, queued count and the add in one call.
+        answer = await createRunStore(redis, sealer).create(
+          run,
+          { maxInFlight: 100, sessionTtlSeconds: 6400, countQueued: true, carriesAdd: true },
+          (_counted, ride) => queues.enqueueRun({ runId: run.id, tenant: 'acme', mode, attempts: 1 }, ride),
+        );
+        await until('ride1 to complete', async () => t.outcomes.length === 2);
+      } finally {
+        await m.stop();
+      }
+      expect(answer).toBe('created');
+      // The submit's call and the commands it ran (up to the next call a client sent): the last
+      // one sent (a first EVALSHA is answered NOSCRIPT and sent again as EVAL).
+      const sent = new Set(m.sent);
+      const at = m.seen.findLastIndex((c) => c[0]?.startsWith('eval') && c[3] === keys.inFlight('acme'));
+      expect(at).toBeGreaterThanOrEqual(0);
+      const next = m.seen.findIndex((c, i) => i > at && sent.has(c));
+      const inner = m.seen.slice(at + 1, next < 0 ? undefined : next).map((c) => `${c[0]} ${c[1]}`);
+      // It wrote the record and the job, handed the job over with the run started, and read
+      // neither back: the start took the record the admission had just created, the fetch the job
+      // the add had just written (66c64b5: an HGETALL of each).
+      expect(inner).toContain(`hset ${keys.run(run.id)}`);
+      expect(inner).toContain(`hmset ${prefix}${run.id}`);
+      expect(inner.filter((c) => c.startsWith('zadd ') && c.includes(':handoff:'))).toHaveLength(1);
+      expect(inner.filter((c) => c.startsWith('hgetall '))).toEqual([]);
+      expect(t.worker().handOffs).toBe(handOffs + 1);
+      expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
+      expect(await redis.hmget(keys.run(run.id), 'attempts', 'status')).toEqual(['1', 'Completed']);
+      expect(await redis.hget(`${prefix}${run.id}`, 'ats')).toBe('1');
+    } finally {
+      await Promise.all(Object.values(queues.queues).map((q) => q.close()));
+      await t.close();
     }
   });
 

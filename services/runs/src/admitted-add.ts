@@ -6,7 +6,9 @@
  * counts nothing, so nothing is taken back. Being one script, it goes as EVALSHA: a NOSCRIPT
  * means nothing of it ran, and its EVAL retry carries the add along, so the add can never run
  * un-admitted (the reason a separate admission went as EVAL, its 3.2 KB text every submit). And
- * the add's own top-level command (EVALSHA) is gone: one command less a run.
+ * the add's own top-level command (EVALSHA) is gone: one command less a run. When the add hands its
+ * job to an idle worker, the run's attempt start in it reads the record the admission just created
+ * from the admission's answer (`CREATED_RUN`), not by HGETALL.
  *
  * KEYS: the admission's (admit-and-create-24's first 23), the pool's queued counts when counted,
  * then the add's. ARGV: the admission's key count, its argument count, 1 when counted, the
@@ -14,6 +16,7 @@
  */
 import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
+import { CREATED_RUN } from './handoff-scripts.ts';
 import { ADMIT_AND_CREATE } from './run-store-scripts.ts';
 
 /** The admission's argument that names the tenant in the pool's queued counts (ARGV[16], the index's). */
@@ -30,7 +33,7 @@ local AA = {unpack(ARGV, 4, 3 + na)}
 local function admit(KEYS, ARGV)
 ${ADMIT_AND_CREATE.source}
 end
-local answer = admit({unpack(KEYS, 1, nk)}, AA)
+local answer, createdRun = admit({unpack(KEYS, 1, nk)}, AA)
 if answer ~= 'created' then return {answer} end
 local first = nk + 1
 if counted then
@@ -38,7 +41,7 @@ if counted then
   first = first + 1
 end
 local function add(KEYS, ARGV)
-${add.source}
+${add.source.split(CREATED_RUN).join('createdRun')}
 end
 return {answer, add({unpack(KEYS, first, #KEYS)}, {unpack(ARGV, 4 + na, #ARGV)})}`);
   composites.set(add, script);

@@ -33,7 +33,10 @@
  *   one more than the HGETALL read, the answer patched with them: the hash ends as BullMQ's three
  *   commands leave it, the worker gets the same fields, and the marker's ZADD between them (another
  *   key) is done first. HINCRBY's answer was unused; a text without these lines, or an `ats` that
- *   is not an integer, keeps BullMQ's three commands.
+ *   is not an integer, keeps BullMQ's three commands. In the hand-off's add (handoff-scripts.ts),
+ *   the HGETALL of a job that add itself has just created (its one HMSET, nothing since) is
+ *   answered from what that HMSET wrote (`bullQ.known`): the same fields and values, which the
+ *   worker reads by name.
  * - A completion's `atm` (attempts made) by HINCRBY before its HSET of the result and finish time:
  *   the job's HMGET just before (parent, dedup id) reads `atm` too, and the HSET writes it, one
  *   more; nothing between them touches the job's `atm`, and HINCRBY's answer is the same number.
@@ -160,7 +163,11 @@ local function bullStartJob(jobKey, processedOn, extra)
     fields[#fields + 1] = extra[i]
     values[#values + 1] = extra[i + 1]
   end
-  local job = bullCall('HGETALL', jobKey)
+  -- A job its own script added a moment before (the hand-off's add: handoff-scripts.ts) is read from
+  -- what the add wrote.
+  local known, job = bullQ.known, nil
+  bullQ.known = nil
+  if known and known[1] == jobKey then job = known[2] else job = bullCall('HGETALL', jobKey) end
   local ats = 0
   for i = 1, #job, 2 do
     if job[i] == 'ats' then ats = tonumber(job[i + 1]) end

@@ -127,6 +127,13 @@ export const TAKE_LEFT = new LuaScript(`local left = redis.call('ZRANGEBYSCORE',
 redis.call('DEL', KEYS[1])
 return left[1]`);
 
+/**
+ * Where the hand-off's attempt start names a record created earlier in the same script: `nil` in
+ * the add alone; a submit's admission carried in the add (admitted-add.ts) puts its created record
+ * there (includes/begin-attempt.lua's `known`).
+ */
+export const CREATED_RUN = '(nil --[[islet:created-run]])';
+
 /** addStandardJob-9's check for a job of the same id (a job added with its own id: every run's), BullMQ 5. */
 const JOB_EXISTS = 'if rcall("EXISTS", jobIdKey) == 1 then';
 /**
@@ -150,6 +157,7 @@ const JOB_AND_IDLE = 'if jobOrIdle(jobIdKey) == 1 then -- (handoff-scripts.ts)';
  */
 const HELD_MARKER = `local markerKey, held, soleWait = AK[9], false, false
 local bullRedis = setmetatable({call = function(cmd, key, ...)
+  if key == newJob then jobWritten(cmd, key, ...) end
   if idleSeen and key == markerKey and cmd == 'ZADD' and select('#', ...) == 2
     and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
     held = true
@@ -165,6 +173,33 @@ end}, {__index = bullRedis})
 local function marked(answer)
   if held then bullCall('ZADD', markerKey, 0, '0') end
   return answer
+end`;
+
+/**
+ * A new job's hash as the add's HMSET writes it (the add's check found no job of its id), noted in
+ * the prelude's `bullQ.known` for the hand-off's fetch: when it takes that very job, its start
+ * (bull-quiet.ts `bullStartJob`) reads the fields from there instead of by HGETALL. Any other
+ * command of BullMQ's texts on the job's key forgets them; none runs there between the two
+ * (Islet's own commands never name a job's key). A number is noted as Redis stores it (`%.17g`); an
+ * argument of another type, or an odd count, notes nothing.
+ */
+const NEW_JOB = `local jobNoted = false
+local function jobWritten(cmd, key, ...)
+  bullQ.known = nil
+  local n = select('#', ...)
+  -- The first write only (BullMQ 5's add writes the hash once): any later command forgets it.
+  if jobNoted or cmd ~= 'HMSET' or n % 2 ~= 0 then
+    jobNoted = true
+    return
+  end
+  jobNoted = true
+  local flat = {...}
+  for i = 1, n do
+    local v = flat[i]
+    if type(v) == 'number' then flat[i] = string.format('%.17g', v)
+    elseif type(v) ~= 'string' then return end
+  end
+  bullQ.known = {key, flat}
 end`;
 
 /**
@@ -191,24 +226,32 @@ const SOLE_JOB = '(soleWait and KEYS[1] == AK[1] and bullAbsent[KEYS[3]] and bul
  * its fetch found no job; the script is atomic, so no reader sees it out in between.
  */
 export function handOffAddScript(addBody: string, moveToActiveBody: string): LuaScript {
-  // The fused fetch's lease takes the time read below (`now`) rather than reading it again.
-  const fused = fetchLeaseBeginScript(fetchAndLook(moveToActiveBody, false, SOLE_JOB), 'now').source;
+  // The fused fetch's lease takes the time read below (`now`) rather than reading it again; its
+  // attempt start, a record created earlier in the same script (CREATED_RUN).
+  const fused = fetchLeaseBeginScript(
+    fetchAndLook(moveToActiveBody, false, SOLE_JOB),
+    'now',
+    false,
+    CREATED_RUN,
+  ).source;
   // The add's check for a job of the same id asks about the idle set too (JOB_EXISTS).
   const body = addBody.split(JOB_EXISTS).length === 2 ? addBody.replace(JOB_EXISTS, JOB_AND_IDLE) : addBody;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
 local prioritizedKey, idleKey, idleArgsKey = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
 local AK = {unpack(KEYS, 1, #KEYS - 3)}
-local idleSeen
+local idleSeen, newJob
 local delayedKey = AK[6]
 local function jobOrIdle(jobKey)
   local j, i, d = jobKey, idleKey, delayedKey
   local n = redis.call('EXISTS', j, j, j, j, j, j, j, j, i, i, i, i, d, d, prioritizedKey)
   idleSeen = n % 8 >= 4
+  if n < 8 then newJob = jobKey end
   -- Absent sets are answered by the hand-off's fetch without asking (bull-quiet.ts' bullAbsent).
   if n % 4 < 2 then bullAbsent[delayedKey] = true end
   if n % 2 == 0 then bullAbsent[prioritizedKey] = true end
   return n >= 8 and 1 or 0
 end
+${NEW_JOB}
 ${HELD_MARKER}
 local function add(KEYS, ARGV)
 ${quietAdd(body)}

@@ -140,16 +140,24 @@ const FETCHED_ARGS = 24;
  * block comments are not whole-line comments `compactLua` could drop); the tail is compacted.
  * `now`: the name of a local holding Redis's time (ms) that the text embedding this one read
  * already, which the lease then takes instead of reading `TIME` again ('nil': none).
+ * `knownRun`: a Lua expression for the tail's KNOWN_RUN (a record the embedding script created,
+ * which the attempt's start reads from there: the hand-off's add inside a submit's admission).
  * `defers`: a run's job whose lease is refused is moved to delayed here and `fetchJob` called
  * again for the next (the tail's DEFER); the script then takes the delay as its last argument
  * (`DEFER_MS`). The hand-off's add does not: its arguments are a registration's, which runners of
  * the release before read and write too.
  */
-export function fetchLeaseBeginScript(fetchBody: string, now = 'nil', defers = false): LuaScript {
+export function fetchLeaseBeginScript(
+  fetchBody: string,
+  now = 'nil',
+  defers = false,
+  knownRun = 'nil',
+): LuaScript {
   const tail = luaSource('fetch-lease-begin-11', {
     FETCHED_ARGS,
     POOL_SEEN: 'nil',
     POOL_NOW: now,
+    KNOWN_RUN: knownRun,
     DEFER: defers ? deferTerms(FETCH_QUEUE) : 'nil',
     REFETCH: 'fetchJob',
   });
@@ -270,6 +278,7 @@ ${luaSource('fetch-lease-begin-11', {
   FETCHED_ARGS,
   POOL_SEEN: 'poolSeen',
   POOL_NOW: 'nil',
+  KNOWN_RUN: 'nil',
   DEFER: fetchBody ? deferTerms(COMPLETE_QUEUE) : 'nil',
   REFETCH: fetchBody ? 'refetch' : 'fetchJob',
 })}

@@ -8,7 +8,9 @@
 --   Carried in the job's add (admitted-add.ts) the count is that script's, for an admitted run only.
 -- A refused admission writes nothing of the run (a rate-limited one, or one over its storage
 -- share, only its count).
--- Returns what admit-tenant-21 returns.
+-- Returns what admit-tenant-21 returns; a script embedding this one (admitted-add.ts) also gets, as
+-- a second value, the record as created (includes/create-run.lua's answer), which a run's start
+-- later in the same script takes for its HGETALL (Redis keeps a script's first value only).
 --- @include "admit-tenant"
 --- @include "create-run"
 --- @include "index-create"
@@ -18,5 +20,4 @@ local refused, owned, heard = admitTenant()
 if refused then return refused end
 indexCreate(7, 9, owned, not heard[1])
 chargeBytes(KEYS[13], ARGV[17], ARGV[18])
-createRun(22, 20, heard)
-return 'created'
+return 'created', createRun(22, 20, heard)

@@ -18,6 +18,8 @@
 --   (includes/lease-acquire.lua's `seen`).
 -- POOL_NOW (a parameter): nil, or (in the hand-off's add) the name of the caller's `now`, Redis's
 --   time it read (includes/lease-acquire.lua's `now`).
+-- KNOWN_RUN (a parameter): nil, or (in the hand-off's add) a Lua expression: a record the same
+--   script created, as includes/begin-attempt.lua's `known` takes it.
 -- DEFER (a parameter): nil, or a Lua expression (read before anything of the job) of the queue's
 --   keys and the deferral's delay: {ms, active, stalled, delayed, marker, meta, prefix, ts} (`ts`
 --   BullMQ's timestamp of the fetch, the worker's clock, as its moveToDelayed takes). With it a job
@@ -67,7 +69,7 @@ local function startRun(fetched, seen)
     fetched[5] = {{}, 0, {}, lease}
     return fetched, lease, tenant
   end
-  local begun = beginAttempt(7, 6)
+  local begun = beginAttempt(7, 6, ${KNOWN_RUN})
   begun[4] = lease
   fetched[5] = begun
   return fetched

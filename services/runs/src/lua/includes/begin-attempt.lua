@@ -11,11 +11,15 @@
 --   `{runId}`).
 -- ARGV[a] ttlSeconds, then with KEYS[k+2]: ARGV[a+1] maxLen, ARGV[a+2] eventType,
 --   ARGV[a+3] sealedEventData, ARGV[a+4] channel, ARGV[a+5] message, ARGV[a+6] nowMs.
+-- `known` (optional): {record key, its fields flattened} as the same script created it a moment
+--   before (includes/create-run.lua's answer): read from there, when it is this record, instead of
+--   by HGETALL (nothing between the create and this start writes the record).
 -- Returns {record, attempt | 0, journal}, hashes flattened (a first attempt's journal as it must be,
 --   unread).
-local function beginAttempt(k, a)
+local function beginAttempt(k, a, known)
   local journal, record, events = KEYS[k], KEYS[k + 1], KEYS[k + 2]
-  local run = redis.call('HGETALL', record)
+  local run
+  if known and known[1] == record then run = known[2] else run = redis.call('HGETALL', record) end
   if #run == 0 then return {run, 0, {}} end
   -- status, cancelRequested and attempts from the fields just read (no command of their own)
   local st, cancel, attempts, unwatched, followed

@@ -7,6 +7,9 @@
 -- their own channel (tenant-events.ts). With neither listener the record keeps `unwatched` '1' too:
 -- its attempts' starts publish no progress unless a stream marks it `followed` first
 -- (includes/begin-attempt.lua, stream-listeners-store.ts `followRuns`).
+-- Returns {record key, its fields flattened} when every field written was new (the record is then
+-- exactly what HGETALL would read, in another order: a run's start later in the same script reads
+-- it from here, includes/begin-attempt.lua), else nil.
 local function createRun(k, a, heard)
   local fields = {}
   for i = a + 4, #ARGV do fields[#fields + 1] = ARGV[i] end
@@ -18,7 +21,8 @@ local function createRun(k, a, heard)
       fields[#fields + 1] = '1'
     end
   end
-  redis.call('HSET', KEYS[k], unpack(fields))
+  local added = redis.call('HSET', KEYS[k], unpack(fields))
   redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 2], '*', 'type', 'status', 'data', ARGV[a + 3])
   if not heard or heard[2] then redis.call('PUBLISH', ARGV[a], ARGV[a + 1]) end
+  if added * 2 == #fields then return {KEYS[k], fields} end
 end

@@ -1,0 +1,407 @@
+/**
+ * `node test/bench/script-replay.ts`: Redis's own time for a sequential trivial run's two scripts
+ * (the submit's admission + add + hand-off; the runner's fused end + completion), each replayed hot
+ * on a private redis-server (no AOF, nothing else connected) from the very state it met live. A
+ * local cluster (default settings, the rate limit lifted) runs `WARM` runs (default 60); then,
+ * with its runner idle, every key is dumped, the script cache flushed (so the next run's scripts
+ * come as EVAL with their source) and one run is recorded by MONITOR. On the private server the
+ * dump is restored and the recorded commands replayed up to each script; each script is then run
+ * `N` times (default 2000) by EVALSHA, the keys it changed restored after each call, in `ROUNDS`
+ * (default 5) alternating phases. Per call: `INFO commandstats` usec of EVALSHA (the commands
+ * inside included) and the server's main thread's time on a CPU (`/proc/<pid>/schedstat`, the
+ * restores' commands included: printed as measured, for comparing two sides), then each inner
+ * command's µs (SLOWLOG at 0, one phase apart: logging adds its own time). The registration in
+ * the idle set is given a live expiry at each restore (the recording is older than its 6 s).
+ * A/B through `test/bench/ab.sh`: each side records and replays its own scripts.
+ */
+
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { createRedis } from '@islet/core';
+import { startCluster } from '@islet/devstack';
+import { freePort, startRedis } from '@islet/testkit';
+import { Redis } from 'ioredis';
+import { childPidWith } from './baselines.ts';
+import { trivialRun } from './cluster-figures.ts';
+
+const WARM = Number(process.env.WARM ?? 60);
+const N = Number(process.env.N ?? 2000);
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
+
+/** One MONITOR line's arguments (Redis's `sdscatrepr` escapes undone) and whether Lua sent it. */
+function parseMonitor(line: string): { lua: boolean; args: Buffer[] } | undefined {
+  const close = line.indexOf('] ');
+  if (close < 0) return undefined;
+  const lua = line.slice(line.indexOf('[') + 1, close).endsWith('lua');
+  const args: Buffer[] = [];
+  let i = close + 2;
+  while (i < line.length) {
+    if (line[i] !== '"') {
+      i++;
+      continue;
+    }
+    i++;
+    const bytes: number[] = [];
+    while (i < line.length && line[i] !== '"') {
+      const c = line[i]!;
+      if (c === '\\') {
+        const n = line[i + 1]!;
+        const simple: Record<string, number> = { n: 10, r: 13, t: 9, a: 7, b: 8, '\\': 92, '"': 34 };
+        if (n === 'x') {
+          bytes.push(Number.parseInt(line.slice(i + 2, i + 4), 16));
+          i += 4;
+        } else {
+          bytes.push(simple[n] ?? n.charCodeAt(0));
+          i += 2;
+        }
+      } else {
+        bytes.push(...Buffer.from(c, 'latin1'));
+        i++;
+      }
+    }
+    args.push(Buffer.from(bytes));
+    i++;
+  }
+  return { lua, args };
+}
+
+async function dumpAll(redis: Redis): Promise<Map<string, Buffer>> {
+  const names = await redis.keys('*');
+  const pipe = redis.pipeline();
+  for (const k of names) pipe.dumpBuffer(k);
+  const got = (await pipe.exec()) ?? [];
+  const out = new Map<string, Buffer>();
+  names.forEach((k, i) => {
+    const v = got[i]?.[1];
+    if (Buffer.isBuffer(v)) out.set(k, v);
+  });
+  return out;
+}
+
+// 1. Record one run live.
+const cluster = await startCluster({
+  gateways: 1,
+  runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
+  env: { ISLET_RATE_LIMIT_PER_MINUTE: '1000000', ...JSON.parse(process.env.BENCH_ENV ?? '{}') },
+});
+let before: Map<string, Buffer>;
+const recorded: Buffer[][] = [];
+const inner = new Map<number, string[]>();
+/** Whatever the scripts' own commands named: the keys a replay may change. */
+const innerKeys = new Set<string>();
+try {
+  const once = trivialRun(cluster, 'Replay a trivial program', { tenantApps: true });
+  for (let i = 0; i < WARM; i++) await once();
+  const admin = createRedis(cluster.redisUrl);
+  await new Promise((r) => setTimeout(r, 200));
+  await admin.script('FLUSH');
+  before = await dumpAll(admin);
+  const url = new URL(cluster.redisUrl);
+  const sock = createConnection(Number(url.port), url.hostname);
+  let text = '';
+  const lines: string[] = [];
+  sock.on('data', (d) => {
+    text += d.toString('latin1');
+    let at = text.indexOf('\r\n');
+    while (at >= 0) {
+      lines.push(text.slice(0, at));
+      text = text.slice(at + 2);
+      at = text.indexOf('\r\n');
+    }
+  });
+  sock.write('MONITOR\r\n');
+  await new Promise((r) => setTimeout(r, 50));
+  await once();
+  await new Promise((r) => setTimeout(r, 100));
+  sock.destroy();
+  admin.disconnect();
+  const loaded = new Set<string>();
+  for (const line of lines) {
+    const m = parseMonitor(line);
+    if (!m || m.args.length === 0) continue;
+    const cmd = m.args[0]!.toString().toLowerCase();
+    if (m.lua) {
+      inner.get(recorded.length - 1)?.push(cmd);
+      // Every argument that may be a key (extra names are harmless: they are restored as they were).
+      for (const a of m.args.slice(1)) if (a.length < 200) innerKeys.add(a.toString('latin1'));
+    } else if (cmd === 'evalsha' && !loaded.has(m.args[1]!.toString())) {
+      // After the flush an EVALSHA of a script not sent in full yet fails (NOSCRIPT): its EVAL follows.
+    } else {
+      if (cmd === 'eval') loaded.add(createHash('sha1').update(m.args[1]!).digest('hex'));
+      recorded.push(m.args);
+      inner.set(recorded.length - 1, []);
+    }
+  }
+} finally {
+  await cluster.stop();
+}
+
+const name = (c: Buffer[]) => c[0]!.toString().toLowerCase();
+const key = (c: Buffer[], i: number) => c[3 + i]?.toString() ?? '';
+const isScript = (c: Buffer[]) => name(c) === 'eval' || name(c) === 'evalsha';
+const submitAt = recorded.findIndex((c) => isScript(c) && key(c, 0).endsWith(':inflight'));
+const endAt = recorded.findIndex(
+  (c) => isScript(c) && key(c, 0).endsWith(':wait') && key(c, 1).endsWith(':active'),
+);
+if (submitAt < 0 || endAt < submitAt)
+  throw new Error(`no submit / end recorded: ${recorded.map(name).join(' ')}`);
+const handedOff = inner.get(submitAt)?.filter((n) => n === 'zadd').length;
+console.log(
+  `recorded ${recorded.length} calls; submit #${submitAt} (${inner.get(submitAt)?.length} inside, hand-off ${handedOff ? 'yes' : 'NO'}), end #${endAt} (${inner.get(endAt)?.length} inside)`,
+);
+
+// 2. Replay on a private server.
+/**
+ * `REDIS_BIN`: another redis-server binary for the replay (e.g. one built with symbols, for
+ * `PERF=1`: `perf record -g` of the replaying server over the measured rounds, to `PERF_OUT`).
+ */
+const server = process.env.REDIS_BIN
+  ? await ownRedis(process.env.REDIS_BIN)
+  : await startRedis({ appendOnly: false });
+const pid = childPidWith(`:${server.port}`);
+const perf =
+  process.env.PERF && pid
+    ? spawn(
+        'perf',
+        [
+          'record',
+          '-F',
+          '2999',
+          '-g',
+          '-p',
+          pid,
+          '-o',
+          process.env.PERF_OUT ?? '/tmp/script-replay.perf.data',
+        ],
+        {
+          stdio: 'ignore',
+        },
+      )
+    : undefined;
+const onCpu = () => (pid ? Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) : Number.NaN);
+const r = new Redis(server.url);
+/** Restores, dumps and stats go on their own connection: SLOWLOG tells them apart by address. */
+const w = new Redis(server.url);
+const restorer = await (async () => {
+  const list = (await w.client('LIST')) as string;
+  const mine = /id=(\d+) addr=(\S+)/g;
+  const id = String(await w.client('ID'));
+  for (const m of list.matchAll(mine)) if (m[1] === id) return m[2];
+  return '';
+})();
+try {
+  await w.config('SET', 'save', '');
+  /** The idle registrations of the state last loaded (given a live expiry at every restore). */
+  let idle: [string, string][] = [];
+  const liveIdle = (pipe: ReturnType<Redis['pipeline']>) => {
+    for (const [k, m] of idle) pipe.zadd(k, Date.now() + 3_600_000, m);
+  };
+  const load = async (state: Map<string, Buffer>) => {
+    await w.flushall();
+    const pipe = w.pipeline();
+    for (const [k, v] of state) pipe.restore(k, 0, v, 'REPLACE');
+    await pipe.exec();
+    idle = [];
+    for (const k of await w.keys('*:idle')) for (const m of await w.zrange(k, 0, -1)) idle.push([k, m]);
+    const fix = w.pipeline();
+    liveIdle(fix);
+    await fix.exec();
+  };
+  /** A recorded script as EVALSHA (its source loaded). */
+  const asSha = async (c: Buffer[]) => {
+    if (name(c) === 'evalsha') return c;
+    const sha = (await w.script('LOAD', c[1]!)) as string;
+    return [Buffer.from(sha), ...c.slice(2)];
+  };
+  const evalsha = (c: Buffer[]) => r.callBuffer('evalsha', ...c);
+  const send = (c: Buffer[]) => r.callBuffer(c[0]!.toString(), ...c.slice(1));
+  await load(before);
+  for (let i = 0; i < submitAt; i++) await send(recorded[i]!).catch(() => undefined);
+  const preSubmit = await dumpAll(w);
+  const submit = await asSha(recorded[submitAt]!);
+  await evalsha(submit);
+  for (let i = submitAt + 1; i < endAt; i++) {
+    const c = recorded[i]!;
+    if (isScript(c)) await evalsha(await asSha(c));
+    else await send(c);
+  }
+  const preEnd = await dumpAll(w);
+  const end = await asSha(recorded[endAt]!);
+  if (process.env.SOURCES_TO) {
+    writeFileSync(`${process.env.SOURCES_TO}/submit.lua`, recorded[submitAt]![1]!);
+    writeFileSync(`${process.env.SOURCES_TO}/end.lua`, recorded[endAt]![1]!);
+  }
+  /**
+   * `PATCH_SUBMIT` / `PATCH_END` (JSON: [[find, replace], …], each find's every occurrence): a
+   * variant of that script, measured beside it in the same rounds (what a part costs).
+   */
+  const variant = async (label: string, base: Buffer[], patch: string | undefined) => {
+    if (!patch) return undefined;
+    let source = recorded[label === 'submit' ? submitAt : endAt]![1]!.toString('latin1');
+    for (const [find, replace] of JSON.parse(patch) as [string, string][]) {
+      if (!source.includes(find)) throw new Error(`${label} patch: not found: ${find}`);
+      source = source.split(find).join(replace);
+    }
+    const sha = (await w.script('LOAD', Buffer.from(source, 'latin1'))) as string;
+    return [Buffer.from(sha), ...base.slice(1)];
+  };
+  const submitPatched = await variant('submit', submit, process.env.PATCH_SUBMIT);
+  const endPatched = await variant('end', end, process.env.PATCH_END);
+
+  /** Keys a call may change from `state` (restored after each call): those the recorded scripts named. */
+  const touched = async (state: Map<string, Buffer>, call: Buffer[]) => {
+    await load(state);
+    await evalsha(call);
+    const after = new Set(await w.keys('*'));
+    return [...new Set([...state.keys(), ...after])].filter((k) => innerKeys.has(k) || !state.has(k));
+  };
+  const restore = async (state: Map<string, Buffer>, changed: string[]) => {
+    const pipe = w.pipeline();
+    for (const k of changed) {
+      const v = state.get(k);
+      if (v) pipe.restore(k, 0, v, 'REPLACE');
+      else pipe.del(k);
+    }
+    liveIdle(pipe);
+    await pipe.exec();
+  };
+  const stats = async () => {
+    const t = await w.info('commandstats');
+    const m = /^cmdstat_evalsha:calls=(\d+),usec=(\d+)/m.exec(t);
+    return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
+  };
+  const phase = async (state: Map<string, Buffer>, call: Buffer[], changed: string[], n: number) => {
+    await load(state);
+    const s0 = await stats();
+    const c0 = onCpu();
+    for (let i = 0; i < n; i++) {
+      await evalsha(call);
+      await restore(state, changed);
+    }
+    const s1 = await stats();
+    return { us: (s1.usec - s0.usec) / (s1.calls - s0.calls), cpu: (onCpu() - c0) / 1000 / n };
+  };
+  const sides = [
+    { label: 'submit', state: preSubmit, call: submit, changed: await touched(preSubmit, submit) },
+    { label: 'end', state: preEnd, call: end, changed: await touched(preEnd, end) },
+  ];
+  if (submitPatched)
+    sides.push({
+      label: 'submit patched',
+      state: preSubmit,
+      call: submitPatched,
+      changed: await touched(preSubmit, submitPatched),
+    });
+  if (endPatched)
+    sides.push({
+      label: 'end patched',
+      state: preEnd,
+      call: endPatched,
+      changed: await touched(preEnd, endPatched),
+    });
+  for (const s of sides)
+    console.log(
+      `${s.label}: ${s.changed.length} keys restored after each call${process.env.KEYS_SHOWN ? `: ${s.changed.join(' ')}` : ''}`,
+    );
+  const got = new Map<string, { us: number[]; cpu: number[] }>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const s of round % 2 ? [...sides].reverse() : sides) {
+      const p = await phase(s.state, s.call, s.changed, N);
+      const g = got.get(s.label) ?? { us: [], cpu: [] };
+      g.us.push(p.us);
+      g.cpu.push(p.cpu);
+      got.set(s.label, g);
+    }
+  }
+  if (perf) {
+    perf.kill('SIGINT');
+    await new Promise((r) => perf.once('exit', r));
+  }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  for (const [label, g] of got)
+    console.log(
+      `${label}: usec a call median ${med(g.us).toFixed(2)} (min ${Math.min(...g.us).toFixed(2)}; ${g.us.map((x) => x.toFixed(1)).join(' ')}); server CPU a call with its restores ${med(g.cpu).toFixed(1)} µs`,
+    );
+  // Each inner command's time, from SLOWLOG at 0 (one phase of each; logging adds its own time).
+  for (const s of sides) {
+    await w.config('SET', 'slowlog-log-slower-than', '0');
+    await w.config('SET', 'slowlog-max-len', '1000000');
+    const n = Math.min(N, 500);
+    await load(s.state);
+    await w.slowlog('RESET');
+    for (let i = 0; i < n; i++) {
+      await evalsha(s.call);
+      await restore(s.state, s.changed);
+    }
+    await w.config('SET', 'slowlog-log-slower-than', '10000');
+    const log = (await w.slowlog('GET', 1_000_000)) as [number, number, number, string[], string, string][];
+    const rows = new Map<string, { calls: number; us: number }>();
+    let scriptUs = 0;
+    // Only the replaying connection's commands: the script and what it ran (the restores go on `w`).
+    for (const [, , us, args, addr] of log) {
+      if (addr === restorer) continue;
+      const cmd = String(args[0]).toLowerCase();
+      if (cmd === 'evalsha') {
+        scriptUs += us;
+        continue;
+      }
+      const rr = rows.get(cmd) ?? { calls: 0, us: 0 };
+      rr.calls++;
+      rr.us += us;
+      rows.set(cmd, rr);
+    }
+    console.log(
+      `${s.label} with SLOWLOG: ${(scriptUs / n).toFixed(1)} µs a call; inner commands, µs a call (count):`,
+    );
+    console.log(
+      [...rows]
+        .sort((a, b) => b[1].us - a[1].us)
+        .map(([k, v]) => `${k} ${(v.us / n).toFixed(2)} (${(v.calls / n).toFixed(1)})`)
+        .join(', '),
+    );
+  }
+} finally {
+  r.disconnect();
+  w.disconnect();
+  await server.stop();
+}
+process.exit(0);
+
+async function ownRedis(bin: string): Promise<{ port: number; url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const proc = spawn(
+    bin,
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--latency-tracking',
+      'no',
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
+  for (let i = 0; i < 100; i++) {
+    const up = await new Redis(port, { lazyConnect: true, maxRetriesPerRequest: 0 }).connect().then(
+      () => true,
+      () => false,
+    );
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    stop: async () => {
+      proc.kill('SIGKILL');
+    },
+  };
+}
