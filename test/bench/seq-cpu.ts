@@ -37,6 +37,10 @@ const WARM = Number(process.env.WARM ?? 1500);
 const PROF = process.env.PROF === '1';
 const ALLOC = process.env.ALLOC === '1';
 const PERF = process.env.PERF === '1';
+// PERF_JIT=1: V8's jitdump (`--perf-prof`, `perf inject --jit`) names JIT code by when it lived, so
+// code collected and its address reused is not charged to another function (the map file of
+// `--perf-basic-prof` is one name an address for the process's life).
+const PERF_JIT = PERF && process.env.PERF_JIT === '1';
 const PERF_HZ = 4999;
 // PERF_WHO=runner records the runner's main thread instead of the gateway's.
 const PERF_WHO: 'gateway' | 'runner' = process.env.PERF_WHO === 'runner' ? 'runner' : 'gateway';
@@ -48,7 +52,9 @@ const options = [
   ...(process.env.BENCH_NODE_FLAGS ? [process.env.BENCH_NODE_FLAGS] : []),
   ...(PROF ? [`--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100`] : []),
   ...(ALLOC ? [`--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`] : []),
-  ...(PERF ? ['--perf-basic-prof-only-functions'] : []),
+  ...(PERF
+    ? [PERF_JIT ? '--perf-prof --interpreted-frames-native-stack' : '--perf-basic-prof-only-functions']
+    : []),
 ];
 
 const cluster = await startOneClientCluster(
@@ -85,6 +91,7 @@ try {
           [
             'record',
             '-q',
+            ...(PERF_JIT ? ['-k', 'mono'] : []),
             '-g',
             '-e',
             'cpu-clock',
@@ -112,7 +119,12 @@ try {
     console.log(
       `=== ${PERF_WHO} (pid ${pids[PERF_WHO]}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
     );
-    const script = execFileSync('perf', ['script', '-i', join(dir, `${PERF_WHO}.perf`)], {
+    let data = join(dir, `${PERF_WHO}.perf`);
+    if (PERF_JIT) {
+      execFileSync('perf', ['inject', '--jit', '-i', data, '-o', `${data}.jit`], { stdio: 'ignore' });
+      data = `${data}.jit`;
+    }
+    const script = execFileSync('perf', ['script', '-i', data], {
       encoding: 'utf8',
       maxBuffer: 1 << 30,
       stdio: ['ignore', 'pipe', 'ignore'],
