@@ -24,7 +24,7 @@
  * `WARM=5000` measures after it. `BENCH_NODE_FLAGS` adds Node/V8 flags to both processes.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
@@ -130,6 +130,12 @@ try {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     console.log(summarizePerfScript(script, RUNS, PERF_HZ, Number(process.env.TOP ?? 40)));
+    // The jitdumps (written to the processes' working directory, this one's: the path is not a
+    // NODE_OPTIONS flag) and the code objects `perf inject` wrote beside them.
+    if (PERF_JIT)
+      for (const f of readdirSync('.'))
+        if (Object.values(pids).some((pid) => f === `jit-${pid}.dump` || f.startsWith(`jitted-${pid}-`)))
+          rmSync(f, { force: true });
   }
   if (ALLOC && pids.gateway) {
     process.kill(pids.gateway, 'SIGUSR2');
