@@ -2,7 +2,7 @@
  * `node test/bench/hub-messages.ts`: the gateway's event hub (`services/gateway/src/event-hub.ts`)
  * as a long-lived gateway runs it, in process: `RUNS` runs' end messages (default 40,000, each a
  * distinct run id, with a `Prefer: wait` listener as the submit's waiter holds), delivered by a
- * fake subscriber, CPU µs a message (`process.cpuUsage`, this thread) in windows of `WINDOW`
+ * fake subscriber, main-thread CPU µs a message (`process.threadCpuUsage`: not the GC's helper threads) in windows of `WINDOW`
  * (default 5,000). A gateway remembers runs it heard about (`quietSince`); what that memory costs
  * a message once it is full (past 10,000 runs) is what this reads. `ROUNDS` (default 3) repeats
  * it on fresh hubs; every round's windows are printed.
@@ -25,16 +25,16 @@ for (let round = 1; round <= ROUNDS; round++) {
   await hub.start();
   const windows: string[] = [];
   let heard = 0;
-  let from = process.cpuUsage();
+  let from = process.threadCpuUsage();
   for (let i = 0; i < RUNS; i++) {
     const id = `0b9e${i.toString(16).padStart(8, '0')}-5a3c-4e7f-9d21-6f0e2c1b7a45`;
     const off = hub.listen(id, () => heard++);
     emitter.emit('message', channels.runEvents, `${id} end ${payload}`);
     off();
     if ((i + 1) % WINDOW === 0) {
-      const used = process.cpuUsage(from);
+      const used = process.threadCpuUsage(from);
       windows.push(((used.user + used.system) / WINDOW).toFixed(2));
-      from = process.cpuUsage();
+      from = process.threadCpuUsage();
     }
   }
   hub.close();
