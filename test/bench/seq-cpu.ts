@@ -82,7 +82,9 @@ let line = '';
 let window: Window = [0, 0];
 try {
   const once = trivialRun(cluster, 'Sequential CPU');
-  await burst(once, WARM, CLIENTS);
+  // WARM_CLIENTS: the warm-up's clients (default CLIENTS); more reach a long-lived gateway's state
+  // (past 10,000 runs, say) sooner.
+  await burst(once, WARM, Number(process.env.WARM_CLIENTS ?? CLIENTS));
   if (ALLOC && pids.gateway) process.kill(pids.gateway, 'SIGUSR2');
   const perf =
     PERF && pids[PERF_WHO]
