@@ -24,7 +24,7 @@
  * `WARM=5000` measures after it. `BENCH_NODE_FLAGS` adds Node/V8 flags to both processes.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
@@ -37,6 +37,10 @@ const WARM = Number(process.env.WARM ?? 1500);
 const PROF = process.env.PROF === '1';
 const ALLOC = process.env.ALLOC === '1';
 const PERF = process.env.PERF === '1';
+// PERF_JIT=1: V8's jitdump (`--perf-prof`, `perf inject --jit`) names JIT code by when it lived, so
+// code collected and its address reused is not charged to another function (the map file of
+// `--perf-basic-prof` is one name an address for the process's life).
+const PERF_JIT = PERF && process.env.PERF_JIT === '1';
 const PERF_HZ = 4999;
 // PERF_WHO=runner records the runner's main thread instead of the gateway's.
 const PERF_WHO: 'gateway' | 'runner' = process.env.PERF_WHO === 'runner' ? 'runner' : 'gateway';
@@ -48,7 +52,9 @@ const options = [
   ...(process.env.BENCH_NODE_FLAGS ? [process.env.BENCH_NODE_FLAGS] : []),
   ...(PROF ? [`--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100`] : []),
   ...(ALLOC ? [`--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`] : []),
-  ...(PERF ? ['--perf-basic-prof-only-functions'] : []),
+  ...(PERF
+    ? [PERF_JIT ? '--perf-prof --interpreted-frames-native-stack' : '--perf-basic-prof-only-functions']
+    : []),
 ];
 
 const cluster = await startOneClientCluster(
@@ -76,7 +82,9 @@ let line = '';
 let window: Window = [0, 0];
 try {
   const once = trivialRun(cluster, 'Sequential CPU');
-  await burst(once, WARM, CLIENTS);
+  // WARM_CLIENTS: the warm-up's clients (default CLIENTS); more reach a long-lived gateway's state
+  // (past 10,000 runs, say) sooner.
+  await burst(once, WARM, Number(process.env.WARM_CLIENTS ?? CLIENTS));
   if (ALLOC && pids.gateway) process.kill(pids.gateway, 'SIGUSR2');
   const perf =
     PERF && pids[PERF_WHO]
@@ -85,6 +93,7 @@ try {
           [
             'record',
             '-q',
+            ...(PERF_JIT ? ['-k', 'mono'] : []),
             '-g',
             '-e',
             'cpu-clock',
@@ -112,12 +121,23 @@ try {
     console.log(
       `=== ${PERF_WHO} (pid ${pids[PERF_WHO]}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
     );
-    const script = execFileSync('perf', ['script', '-i', join(dir, `${PERF_WHO}.perf`)], {
+    let data = join(dir, `${PERF_WHO}.perf`);
+    if (PERF_JIT) {
+      execFileSync('perf', ['inject', '--jit', '-i', data, '-o', `${data}.jit`], { stdio: 'ignore' });
+      data = `${data}.jit`;
+    }
+    const script = execFileSync('perf', ['script', '-i', data], {
       encoding: 'utf8',
       maxBuffer: 1 << 30,
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     console.log(summarizePerfScript(script, RUNS, PERF_HZ, Number(process.env.TOP ?? 40)));
+    // The jitdumps (written to the processes' working directory, this one's: the path is not a
+    // NODE_OPTIONS flag) and the code objects `perf inject` wrote beside them.
+    if (PERF_JIT)
+      for (const f of readdirSync('.'))
+        if (Object.values(pids).some((pid) => f === `jit-${pid}.dump` || f.startsWith(`jitted-${pid}-`)))
+          rmSync(f, { force: true });
   }
   if (ALLOC && pids.gateway) {
     process.kill(pids.gateway, 'SIGUSR2');

@@ -28,6 +28,9 @@ type Listener = (tag?: string, payload?: string) => void;
  */
 export const GOING_ON_TAGS: ReadonlySet<string> = new Set(['call', 'running', 'log']);
 
+/** Runs whose last message a waiter acts on are remembered for (`quietSince`): at least this many. */
+export const RECENT_RUNS = 10_000;
+
 /** A channel subscribed while it has listeners: `count` of them, `ready` its SUBSCRIBE's answer. */
 interface OnDemand {
   channel: string;
@@ -67,7 +70,12 @@ export function createEventHub(subscriber: Redis) {
   let started: Promise<unknown> | undefined;
   // Runs a message arrived for lately (id → ms, GOING_ON_TAGS aside), so a waiter that starts
   // listening just after it wrote a run can tell whether it ended or waits without reading it.
-  const recent = new Map<string, number>();
+  // Two generations of RECENT_RUNS each: the last RECENT_RUNS runs' messages at least are
+  // remembered, and forgetting costs one swap per RECENT_RUNS. (Forgetting the oldest entry one
+  // message at a time cost every message past the first RECENT_RUNS a walk over the deleted
+  // entries a Map keeps at its front: ~12 µs a message at 10,000, test/bench/README.md round 28.)
+  let recent = new Map<string, number>();
+  let older = new Map<string, number>();
   // Since when the subscription has been up without a break (0: it is not).
   let upSince = 0;
   subscriber.on('message', (channel: string, message: string) => {
@@ -93,8 +101,10 @@ export function createEventHub(subscriber: Redis) {
     // A run's start (or a call) arriving before its submit's waiter listens must not cost that
     // waiter a read of the run: only messages a waiter acts on are remembered.
     if (!progress && (tag === undefined || !GOING_ON_TAGS.has(tag))) {
-      if (recent.size >= 10_000) recent.delete(recent.keys().next().value as string);
-      recent.delete(id);
+      if (recent.size >= RECENT_RUNS) {
+        older = recent;
+        recent = new Map();
+      }
       recent.set(id, Date.now());
     }
     for (const fn of listeners.get(id) ?? []) fn(tag, payload);
@@ -147,7 +157,7 @@ export function createEventHub(subscriber: Redis) {
      * a break since before, and none arrived.
      */
     quietSince(runId: string, sinceMs: number): boolean {
-      return upSince > 0 && upSince <= sinceMs && (recent.get(runId) ?? 0) < sinceMs;
+      return upSince > 0 && upSince <= sinceMs && (recent.get(runId) ?? older.get(runId) ?? 0) < sinceMs;
     },
     /** Calls `fn` whenever the run's events change; returns the unsubscribe function. */
     listen,

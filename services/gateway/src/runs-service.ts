@@ -337,7 +337,8 @@ export function createRunsService(deps: GatewayDeps) {
     let entries: JournalCallView[];
     try {
       const [runFlat, journalFlat] = JSON.parse(payload) as [unknown, unknown];
-      run = runs.fromHash(fieldsOf(runFlat));
+      // Its record is built at once (the answer), description included.
+      run = runs.fromHash(fieldsOf(runFlat), true);
       entries = journal.callsOf(fieldsOf(journalFlat));
     } catch (err) {
       deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');

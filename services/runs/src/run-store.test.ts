@@ -391,4 +391,26 @@ describe('run store on a real redis', () => {
       expect((await runs.get('l2'))?.description).toBe('');
     });
   });
+  it('opens the description at once, a plain field, for a caller that answers with the record', async () => {
+    await withRedis(async (redis) => {
+      const { opened, sealer } = countingSealer();
+      const runs = createRunStore(redis, sealer);
+      const run = { ...runFixture('e1', { tenant: 't1' }), description: 'in the answer' };
+      await runs.create(run);
+      const fields = await redis.hgetall(keys.run('e1'));
+      const now = runs.fromHash(fields, true);
+      // Opened in fromHash itself, held as a value (no accessor defined on the run).
+      expect(opened.filter((p) => p === run.description)).toHaveLength(1);
+      expect(Object.getOwnPropertyDescriptor(now, 'description')).toMatchObject({
+        value: run.description,
+        enumerable: true,
+        writable: true,
+      });
+      // Without it (a runner's attempt), still opened only when read; read, the same run field for field.
+      const lazy = runs.fromHash(fields);
+      expect(Object.getOwnPropertyDescriptor(lazy, 'description')?.get).toBeTypeOf('function');
+      expect(opened.filter((p) => p === run.description)).toHaveLength(1);
+      expect(JSON.parse(JSON.stringify(now))).toEqual(JSON.parse(JSON.stringify(lazy)));
+    });
+  });
 });
