@@ -36,6 +36,8 @@ const CLIENTS = Number(process.env.CLIENTS ?? 1);
 const WARM = Number(process.env.WARM ?? 1500);
 const PROF = process.env.PROF === '1';
 const ALLOC = process.env.ALLOC === '1';
+// ALLOC_WHO=runner samples the runner's allocations instead of the gateway's.
+const ALLOC_WHO: 'gateway' | 'runner' = process.env.ALLOC_WHO === 'runner' ? 'runner' : 'gateway';
 const PERF = process.env.PERF === '1';
 const PERF_HZ = 4999;
 // PERF_WHO=runner records the runner's main thread instead of the gateway's.
@@ -77,7 +79,7 @@ let window: Window = [0, 0];
 try {
   const once = trivialRun(cluster, 'Sequential CPU');
   await burst(once, WARM, CLIENTS);
-  if (ALLOC && pids.gateway) process.kill(pids.gateway, 'SIGUSR2');
+  if (ALLOC && pids[ALLOC_WHO]) process.kill(pids[ALLOC_WHO], 'SIGUSR2');
   const perf =
     PERF && pids[PERF_WHO]
       ? spawn(
@@ -119,12 +121,13 @@ try {
     });
     console.log(summarizePerfScript(script, RUNS, PERF_HZ, Number(process.env.TOP ?? 40)));
   }
-  if (ALLOC && pids.gateway) {
-    process.kill(pids.gateway, 'SIGUSR2');
-    const file = join(dir, `alloc.${pids.gateway}.heapprofile`);
-    for (let i = 0; i < 100 && !readdirSync(dir).includes(`alloc.${pids.gateway}.heapprofile`); i++)
+  const allocPid = pids[ALLOC_WHO];
+  if (ALLOC && allocPid) {
+    process.kill(allocPid, 'SIGUSR2');
+    const file = join(dir, `alloc.${allocPid}.heapprofile`);
+    for (let i = 0; i < 100 && !readdirSync(dir).includes(`alloc.${allocPid}.heapprofile`); i++)
       await new Promise((r) => setTimeout(r, 100));
-    console.log(`=== gateway allocations (${file}), per run over the ${RUNS} measured runs`);
+    console.log(`=== ${ALLOC_WHO} allocations (${file}), per run over the ${RUNS} measured runs`);
     console.log(summarizeAllocations(file, RUNS, Number(process.env.TOP ?? 40)));
   }
   const per = (who: 'gateway' | 'runner', k: 'main' | 'all' | 'wakes' | 'faults') =>
