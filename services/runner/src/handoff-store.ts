@@ -32,19 +32,23 @@ export interface IdlePop {
 
 /**
  * A Lua value as Redis answers it (cmsgpack keeps what RESP drops): false is nil, true 1, a
- * number its integer part, a table an array up to its first hole.
+ * number its integer part, a table an array up to its first hole. An array is converted in place
+ * (the unpacked value is this module's own): a hand-off's answer is ~60 values in nested arrays,
+ * which were copied whole on the pick-up's path.
  */
 function asReply(v: unknown): unknown {
   if (v === false || v === null || v === undefined) return null;
   if (v === true) return 1;
   if (typeof v === 'number') return Math.trunc(v);
   if (Array.isArray(v)) {
-    const out: unknown[] = [];
-    for (const e of v) {
+    let n = 0;
+    for (; n < v.length; n++) {
+      const e: unknown = v[n];
       if (e === null || e === undefined) break;
-      out.push(asReply(e));
+      v[n] = asReply(e);
     }
-    return out;
+    v.length = n;
+    return v;
   }
   if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
     const get = (i: number): unknown =>
