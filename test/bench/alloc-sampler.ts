@@ -5,7 +5,7 @@
  * `<dir>/alloc.<pid>.heapprofile` and stops. `seq-cpu.ts` `ALLOC=1` signals the gateway around its
  * measured runs and prints the bytes allocated a run by site (`profile-summary.ts`).
  */
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 
 const dir = process.env.BENCH_ALLOC_DIR;
@@ -24,7 +24,10 @@ if (dir) {
       return;
     }
     void session.post('HeapProfiler.stopSampling').then(({ profile }) => {
-      writeFileSync(`${dir}/alloc.${process.pid}.heapprofile`, JSON.stringify(profile));
+      // Written aside, then renamed: the bench reads the file as soon as its name appears.
+      const file = `${dir}/alloc.${process.pid}.heapprofile`;
+      writeFileSync(`${file}.part`, JSON.stringify(profile));
+      renameSync(`${file}.part`, file);
     });
   });
 }

@@ -36,6 +36,8 @@ const CLIENTS = Number(process.env.CLIENTS ?? 1);
 const WARM = Number(process.env.WARM ?? 1500);
 const PROF = process.env.PROF === '1';
 const ALLOC = process.env.ALLOC === '1';
+// ALLOC_WHO=runner samples the runner's allocations instead of the gateway's.
+const ALLOC_WHO: 'gateway' | 'runner' = process.env.ALLOC_WHO === 'runner' ? 'runner' : 'gateway';
 const PERF = process.env.PERF === '1';
 // PERF_JIT=1: V8's jitdump (`--perf-prof`, `perf inject --jit`) names JIT code by when it lived, so
 // code collected and its address reused is not charged to another function (the map file of
@@ -85,7 +87,7 @@ try {
   // WARM_CLIENTS: the warm-up's clients (default CLIENTS); more reach a long-lived gateway's state
   // (past 10,000 runs, say) sooner.
   await burst(once, WARM, Number(process.env.WARM_CLIENTS ?? CLIENTS));
-  if (ALLOC && pids.gateway) process.kill(pids.gateway, 'SIGUSR2');
+  if (ALLOC && pids[ALLOC_WHO]) process.kill(pids[ALLOC_WHO], 'SIGUSR2');
   const perf =
     PERF && pids[PERF_WHO]
       ? spawn(
@@ -139,12 +141,13 @@ try {
         if (Object.values(pids).some((pid) => f === `jit-${pid}.dump` || f.startsWith(`jitted-${pid}-`)))
           rmSync(f, { force: true });
   }
-  if (ALLOC && pids.gateway) {
-    process.kill(pids.gateway, 'SIGUSR2');
-    const file = join(dir, `alloc.${pids.gateway}.heapprofile`);
-    for (let i = 0; i < 100 && !readdirSync(dir).includes(`alloc.${pids.gateway}.heapprofile`); i++)
+  const allocPid = pids[ALLOC_WHO];
+  if (ALLOC && allocPid) {
+    process.kill(allocPid, 'SIGUSR2');
+    const file = join(dir, `alloc.${allocPid}.heapprofile`);
+    for (let i = 0; i < 100 && !readdirSync(dir).includes(`alloc.${allocPid}.heapprofile`); i++)
       await new Promise((r) => setTimeout(r, 100));
-    console.log(`=== gateway allocations (${file}), per run over the ${RUNS} measured runs`);
+    console.log(`=== ${ALLOC_WHO} allocations (${file}), per run over the ${RUNS} measured runs`);
     console.log(summarizeAllocations(file, RUNS, Number(process.env.TOP ?? 40)));
   }
   const per = (who: 'gateway' | 'runner', k: 'main' | 'all' | 'wakes' | 'faults') =>

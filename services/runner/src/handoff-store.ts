@@ -32,19 +32,23 @@ export interface IdlePop {
 
 /**
  * A Lua value as Redis answers it (cmsgpack keeps what RESP drops): false is nil, true 1, a
- * number its integer part, a table an array up to its first hole.
+ * number its integer part, a table an array up to its first hole. An array is converted in place
+ * (the unpacked value is this module's own): a hand-off's answer is ~60 values in nested arrays,
+ * which were copied whole on the pick-up's path.
  */
 function asReply(v: unknown): unknown {
   if (v === false || v === null || v === undefined) return null;
   if (v === true) return 1;
   if (typeof v === 'number') return Math.trunc(v);
   if (Array.isArray(v)) {
-    const out: unknown[] = [];
-    for (const e of v) {
+    let n = 0;
+    for (; n < v.length; n++) {
+      const e: unknown = v[n];
       if (e === null || e === undefined) break;
-      out.push(asReply(e));
+      v[n] = asReply(e);
     }
-    return out;
+    v.length = n;
+    return v;
   }
   if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
     const get = (i: number): unknown =>
@@ -83,6 +87,66 @@ export function handedOf(member: Buffer): Handed {
   return { token: String(asReply(token)), answer: asReply(answer) as unknown[] };
 }
 
+/** A registration's terms but its token and its start's time (`IdleTerms`, `startArgs` raw). */
+export type IdleTermsInput = Omit<IdleTerms, 'startArgs'> & { startArgs: readonly (string | number)[] };
+
+/**
+ * Writes a worker's registration terms as `JSON.stringify` writes them (`startArgs` as strings),
+ * the same text: all but the lock token and the start's time (its last argument) are the same at
+ * every registration of a worker, so their text is made once and those two spliced in, where each
+ * registration escaped the ~40 strings of a ~2 KB text anew. Made again when any of them changes.
+ */
+export class IdleTermsWriter {
+  private made:
+    | {
+        terms: IdleTermsInput;
+        fixed: readonly (string | number)[];
+        head: string;
+        middle: string;
+        tail: string;
+      }
+    | undefined;
+  /** Times the fixed text was made (tests read it). */
+  builds = 0;
+
+  write(terms: IdleTermsInput): string {
+    const args = terms.startArgs;
+    const last = args.length - 1;
+    let made = this.made;
+    if (!made || !this.same(made.terms, made.fixed, terms)) {
+      const fixed = args.slice(0, Math.max(0, last));
+      const t = terms;
+      const fixedText = fixed.map((a) => JSON.stringify(String(a))).join(',');
+      made = {
+        terms: t,
+        fixed,
+        head: `{"keys":${JSON.stringify(t.keys)},"prefix":${JSON.stringify(t.prefix)},"token":`,
+        middle: `,"lockDuration":${JSON.stringify(t.lockDuration)},"name":${JSON.stringify(t.name)},"startArgs":[${fixedText}${fixed.length > 0 && last >= 0 ? ',' : ''}`,
+        tail: `],"handOff":${JSON.stringify(t.handOff)}}`,
+      };
+      this.made = made;
+      this.builds++;
+    }
+    const time = last >= 0 ? JSON.stringify(String(args[last])) : '';
+    return made.head + JSON.stringify(terms.token) + made.middle + time + made.tail;
+  }
+
+  private same(was: IdleTermsInput, fixed: readonly (string | number)[], now: IdleTermsInput): boolean {
+    if (
+      was.prefix !== now.prefix ||
+      was.lockDuration !== now.lockDuration ||
+      was.name !== now.name ||
+      was.handOff !== now.handOff ||
+      now.startArgs.length !== fixed.length + 1 ||
+      (was.keys !== now.keys &&
+        (was.keys.length !== now.keys.length || was.keys.some((k, i) => k !== now.keys[i])))
+    )
+      return false;
+    for (let i = 0; i < fixed.length; i++) if (fixed[i] !== now.startArgs[i]) return false;
+    return true;
+  }
+}
+
 /**
  * Registers the worker idle (`ttlMs`) and blocks on its hand-off key and the queue's marker for
  * `timeoutS`, in one write. Registration is refused while a hand-off to it is pending: the pop
@@ -95,7 +159,7 @@ export async function registerAndPop(
   bclient: RedisClient,
   keys: HandOffKeys,
   workerId: string,
-  terms: IdleTerms,
+  terms: IdleTerms | string,
   ttlMs: number,
   marker: string,
   timeoutS: number,
@@ -108,7 +172,11 @@ export async function registerAndPop(
     bclient as unknown as CoreRedis,
     () =>
       [
-        REGISTER_IDLE.runInOrder(redis, keys, [workerId, ttlMs, JSON.stringify(terms)]),
+        REGISTER_IDLE.runInOrder(redis, keys, [
+          workerId,
+          ttlMs,
+          typeof terms === 'string' ? terms : JSON.stringify(terms),
+        ]),
         redis.bzpopminBuffer(keys[2], marker, timeoutS),
       ] as const,
   );

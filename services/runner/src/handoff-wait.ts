@@ -12,6 +12,7 @@ import {
   type Handed,
   type HandOffKeys,
   type IdlePop,
+  IdleTermsWriter,
   nextJobData,
   registerAndPop,
   takeLeft,
@@ -58,6 +59,8 @@ export class HandOffWait<DataType> {
   givenBack = 0;
   /** The close removed the registration: none is written again. */
   closed = false;
+  /** Its registrations' terms as text (the same text at every one but the token and time). */
+  readonly terms = new IdleTermsWriter();
   /** The registration of the pop under way: its lock token (its slot reserved for it). */
   private idle: { token: string } | undefined;
   private tokens = 0;
@@ -94,15 +97,15 @@ export class HandOffWait<DataType> {
           bclient,
           handOff.keys,
           this.worker.id,
-          {
+          this.terms.write({
             keys: handOff.fetchKeys,
             prefix: this.worker.keys[''] ?? '',
             token,
             lockDuration: opts.lockDuration ?? 30_000,
             name: opts.name ?? '',
-            startArgs: start.args().map(String),
+            startArgs: start.args(),
             handOff: handOff.keys[2],
-          },
+          }),
           Math.ceil(timeoutS * 1000) + handOff.graceMs,
           marker,
           timeoutS,

@@ -18,9 +18,21 @@ import type { Engine, RunOutcome } from '@islet/engine';
 import { createCallJournal, createRunStore } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { GatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
+
+// Live logs made, counted around the real one (every case here goes through it).
+const liveLogs = vi.hoisted(() => ({ made: 0 }));
+vi.mock('./live-log.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('./live-log.ts')>();
+  return {
+    createLiveLog: (...args: Parameters<typeof real.createLiveLog>) => {
+      liveLogs.made++;
+      return real.createLiveLog(...args);
+    },
+  };
+});
 
 let server: RedisServer;
 let redis: Redis;
@@ -285,5 +297,60 @@ describe("what serves a run's calls", () => {
     expect(one.started).toHaveLength(1);
     // Stopped when the execution ended (the executor's `finally`), as before.
     expect(one.stopped).toEqual(one.started);
+  });
+});
+
+describe("a run's live log", () => {
+  it('is made at the first lines printed: a run that prints nothing makes none', async () => {
+    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+    const runs = createRunStore(redis, sealer);
+    const engine = {
+      execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
+        const logs = code === 'print' ? [{ level: 'log' as const, text: 'hi' }] : [];
+        if (logs.length > 0) opts?.onLog?.(logs);
+        return {
+          status: 'completed',
+          valueJson: '1',
+          logs,
+          outputTruncated: false,
+          calls: [],
+          durationMs: 1,
+        };
+      },
+    } as unknown as Engine;
+    const executor = createRunExecutor({
+      runs,
+      settings: { get: async () => ({}) } as never,
+      journal: createCallJournal({ redis, sealer }),
+      engineFor: () => engine,
+      gateway: {} as GatewayClient,
+      metrics: createMetrics({ component: 'run-executor-live-log', defaults: false }),
+      logger: createLogger({ name: 'run-executor-live-log-test', level: 'silent' }),
+      liveLog: { maxBytes: 1024 * 1024, flushMs: 10 },
+    });
+    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+    const signal = new AbortController().signal;
+    const made: number[] = [];
+    for (const [id, code] of [
+      ['ll-1', 'quiet'],
+      ['ll-2', 'print'],
+    ] as const) {
+      await runs.create(
+        runFixture(id, { code, request: { connections: [] as string[], bindings: [] as never[], limits } }),
+      );
+      const before = liveLogs.made;
+      const result = await executor.execute({
+        runId: id,
+        mode: 'read-only',
+        enqueuedAtMs: Date.now(),
+        cancel: signal,
+        handBack: signal,
+      });
+      expect(result).toBe('completed');
+      made.push(liveLogs.made - before);
+    }
+    expect(made).toEqual([0, 1]);
+    expect(await redis.hget(keys.run('ll-1'), 'status')).toBe('Completed');
+    expect(await redis.hget(keys.run('ll-2'), 'status')).toBe('Completed');
   });
 });

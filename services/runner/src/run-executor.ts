@@ -7,7 +7,7 @@
 import { meteredTenant } from '@islet/core';
 import type { Engine } from '@islet/engine';
 import { FILES_BINDING_NAMES, isFileSandboxDenial, isFilesBinding } from '@islet/kernel-sandbox';
-import { type FailureKind, isFinalStatus } from '@islet/protocol';
+import { type FailureKind, isFinalStatus, type LogLineRecord } from '@islet/protocol';
 import {
   createReplayingHandler,
   createRunLifecycle,
@@ -223,20 +223,26 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         : replay.budgetSpentMs;
     let outcome: Awaited<ReturnType<Engine['execute']>>;
     // A replay prints again from the top: each event carries its attempt, so a reader can start over.
-    const liveLog =
-      deps.liveLog && deps.liveLog.maxBytes > 0
-        ? createLiveLog({
-            ...deps.liveLog,
+    // Made at the program's first lines: a run that prints nothing (most) makes none, and has none
+    // to wait for before its end (the same as one made up front: until lines come it sends nothing).
+    const liveTerms = deps.liveLog && deps.liveLog.maxBytes > 0 ? deps.liveLog : undefined;
+    let liveLog: ReturnType<typeof createLiveLog> | undefined;
+    const onLog = liveTerms
+      ? (lines: LogLineRecord[]) => {
+          liveLog ??= createLiveLog({
+            ...liveTerms,
             batchBytes: LIVE_LOG_BATCH_BYTES,
             append: (data) => runs.appendEvent(run.id, 'log', { ...data, attempt }, 'log'),
             onError: (err) => logger.warn({ err, runId: run.id }, 'live output could not be sent'),
-          })
-        : undefined;
+          });
+          liveLog.push(lines);
+        }
+      : undefined;
     try {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
         bindings: workspaces ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
         onCall,
-        ...(liveLog ? { onLog: (lines) => liveLog.push(lines) } : {}),
+        ...(onLog ? { onLog } : {}),
         limits: {
           timeoutMs,
           timeBudget,
@@ -256,7 +262,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       callSide?.replaying.close();
       callSide?.parking?.close();
       // What was printed goes out before the end is written: `log` events precede `end`.
-      await liveLog?.close();
+      if (liveLog) await liveLog.close();
     }
     const parking = callSide?.parking;
     if (parking?.released && job.slot) {

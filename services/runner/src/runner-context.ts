@@ -57,36 +57,67 @@ export interface RunnerContext {
   releasing: Set<Promise<void>>;
 }
 
+/**
+ * Every runner's gates by the metrics they report to (one a process, outside tests), read when the
+ * gauges are scraped.
+ */
+const gatesByMetrics = new WeakMap<Metrics, Set<RunnerContext>>();
+
+/**
+ * `islet_runner_slots` and `islet_runner_parked_runs` are read from the gates when scraped (prom-client's
+ * `collect`), not set at every change: a run's take and end changed the busy count, and each change
+ * set two labelled gauges (a label hash, a sort and a validation each) on the pick-up's path and the
+ * end's (test/bench/README.md, round 28 `runner-path`). The values are the same: the gates' counts
+ * at the moment of the scrape. Runners sharing one registry (tests) report their sums.
+ */
+function gaugesAtScrape(ctx: RunnerContext): void {
+  const { metrics } = ctx;
+  let contexts = gatesByMetrics.get(metrics);
+  if (contexts) {
+    contexts.add(ctx);
+    return;
+  }
+  contexts = new Set([ctx]);
+  gatesByMetrics.set(metrics, contexts);
+  const all = contexts;
+  const sums = () => {
+    const by = new Map<SandboxMode, { busy: number; idle: number; kept: number; released: number }>();
+    for (const c of all)
+      for (const [mode, gate] of c.gates) {
+        const s = gate.state();
+        const sum = by.get(mode) ?? { busy: 0, idle: 0, kept: 0, released: 0 };
+        sum.busy += s.busy;
+        sum.idle += Math.max(0, c.config.ISLET_RUNNER_CONCURRENCY - s.busy);
+        sum.kept += s.parkedWithIsolate;
+        sum.released += s.parkedReleased;
+        by.set(mode, sum);
+      }
+    return by;
+  };
+  (metrics.runnerSlots as { collect?: () => void }).collect = () => {
+    for (const [mode, s] of sums()) {
+      metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
+      metrics.runnerSlots.set({ mode, state: 'idle' }, s.idle);
+    }
+  };
+  (metrics.parkedRuns as { collect?: () => void }).collect = () => {
+    for (const [mode, s] of sums()) {
+      metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.kept);
+      metrics.parkedRuns.set({ mode, isolate: 'released' }, s.released);
+    }
+  };
+}
+
 /** A mode's slots and parked runs; kept across worker restarts (the jobs they count outlive a worker). */
 export function gateFor(ctx: RunnerContext, mode: SandboxMode): SlotGate {
   const { config, gates, metrics } = ctx;
   let gate = gates.get(mode);
   if (!gate) {
-    // The gauges are set when their value changes: the gate reports every take and end, and
-    // a labelled gauge's set hashes its labels each time (parked counts rarely move).
-    const last = { busy: -1, kept: -1, released: -1 };
+    if (gates.size === 0) gaugesAtScrape(ctx);
     gate = new SlotGate({
       slots: config.ISLET_RUNNER_CONCURRENCY,
       parkedMax: config.ISLET_RUNNER_PARKED_MAX,
       isolatesMax: config.ISLET_RUNNER_PARKED_ISOLATES_MAX,
-      onChange: (s) => {
-        if (s.busy !== last.busy) {
-          last.busy = s.busy;
-          metrics.runnerSlots.set({ mode, state: 'busy' }, s.busy);
-          metrics.runnerSlots.set(
-            { mode, state: 'idle' },
-            Math.max(0, config.ISLET_RUNNER_CONCURRENCY - s.busy),
-          );
-        }
-        if (s.parkedWithIsolate !== last.kept) {
-          last.kept = s.parkedWithIsolate;
-          metrics.parkedRuns.set({ mode, isolate: 'kept' }, s.parkedWithIsolate);
-        }
-        if (s.parkedReleased !== last.released) {
-          last.released = s.parkedReleased;
-          metrics.parkedRuns.set({ mode, isolate: 'released' }, s.parkedReleased);
-        }
-      },
       onPark: () => metrics.parkings.inc({ mode, isolate: 'kept' }),
       onRelease: () => metrics.parkings.inc({ mode, isolate: 'released' }),
     });

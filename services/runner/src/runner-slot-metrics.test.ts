@@ -1,7 +1,7 @@
 /**
- * The slot gauges follow the gate through jobs taken and ended: `islet_runner_slots` busy/idle
- * (set when the busy count changes) and `islet_runner_parked_runs` (set when a parked count
- * changes) read right at every step. Real runner, real redis-server, an executor held by the test.
+ * The slot gauges follow the gate through jobs taken and ended: `islet_runner_slots` busy/idle and
+ * `islet_runner_parked_runs` read right at every step, read from the gates when scraped: no gauge
+ * is set by a job's take or end (round 28). Real runner, real redis-server, an executor held by the test.
  */
 import { createLogger, createMetrics, generateSealKey, loadConfig } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
@@ -37,10 +37,25 @@ describe('runner: slot gauges', () => {
       ISLET_RUNNER_CONCURRENCY: '3',
     });
     const metrics = createMetrics({ component: 'runner-slot-metrics-test', defaults: false });
+    // Gauge sets made outside a scrape (a job's take or end setting them as it goes).
+    let scraping = false;
+    let setsOutsideScrape = 0;
+    for (const g of [metrics.runnerSlots, metrics.parkedRuns]) {
+      const set = g.set.bind(g) as (...a: unknown[]) => void;
+      (g as unknown as { set: (...a: unknown[]) => void }).set = (...a) => {
+        if (!scraping) setsOutsideScrape++;
+        set(...a);
+      };
+    }
     const gauge = async (name: string) => {
       const values: Record<string, number> = {};
-      for (const v of (await metrics.registry.getSingleMetric(name)?.get())?.values ?? [])
-        values[String(v.labels.state ?? v.labels.isolate)] = v.value;
+      scraping = true;
+      try {
+        for (const v of (await metrics.registry.getSingleMetric(name)?.get())?.values ?? [])
+          values[String(v.labels.state ?? v.labels.isolate)] = v.value;
+      } finally {
+        scraping = false;
+      }
       return values;
     };
     const held = new Map<string, () => void>();
@@ -77,6 +92,9 @@ describe('runner: slot gauges', () => {
       await until('both jobs to complete', async () => (await queue.getCompletedCount()) === 2);
       await until('the gauge to follow', async () => (await gauge('islet_runner_slots')).busy === 0);
       expect(await gauge('islet_runner_slots')).toEqual({ busy: 0, idle: 3 });
+      expect(await gauge('islet_runner_parked_runs')).toEqual({ kept: 0, released: 0 });
+      // Two jobs taken and ended, and not one gauge set for them: the scrapes read the gates.
+      expect(setsOutsideScrape).toBe(0);
       await runner.close(5000);
       closed = true;
     } finally {

@@ -44,8 +44,6 @@ interface SlotGateOptions {
   slots: number;
   parkedMax: number;
   isolatesMax: number;
-  /** After every change (metrics). */
-  onChange?: (state: SlotGateState) => void;
   /** A run parked (with its isolate). */
   onPark?: () => void;
   /** A parked run's isolate was released to stay within the budget. */
@@ -67,7 +65,6 @@ export class SlotGate {
 
   constructor(options: SlotGateOptions) {
     this.o = options;
-    this.changed();
   }
 
   /** Jobs the worker may hold at once: the slots and the parked runs. */
@@ -75,6 +72,7 @@ export class SlotGate {
     return this.o.slots + this.o.parkedMax;
   }
 
+  /** Its counts now: the slot gauges read them when scraped (runner-context.ts). */
   state(): SlotGateState {
     return {
       busy: this.busy,
@@ -146,7 +144,6 @@ export class SlotGate {
   async take(token?: string): Promise<void> {
     if (token !== undefined && this.reserved.delete(token)) {
       this.busy++;
-      this.changed();
       return;
     }
     await this.acquire(false);
@@ -210,7 +207,6 @@ export class SlotGate {
     if (!entry?.isolate) return;
     entry.isolate = false;
     this.withIsolate--;
-    this.changed();
   }
 
   /** The answer came: the run takes a slot again (before new jobs) and leaves the parked set. */
@@ -227,7 +223,6 @@ export class SlotGate {
     if (!entry) return;
     this.parked.delete(run);
     if (entry.isolate) this.withIsolate--;
-    this.changed();
   }
 
   /** Wakes every waiting fetch, so one of a closing worker finds it closing and takes nothing. */
@@ -241,7 +236,6 @@ export class SlotGate {
     this.lapseReservations();
     if (this.unreserved() > 0 && (resume || !this.waiters.some((w) => w.resume))) {
       this.busy++;
-      this.changed();
       return;
     }
     await new Promise<void>((grant) => {
@@ -260,10 +254,5 @@ export class SlotGate {
       this.waiters.shift()?.grant();
     }
     if (this.room() > 0) this.wakeFetches();
-    this.changed();
-  }
-
-  private changed(): void {
-    this.o.onChange?.(this.state());
   }
 }
