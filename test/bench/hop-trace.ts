@@ -20,6 +20,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { processTree } from './capacity-cpu.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
+import { hostAfterGaps } from './host-after-gaps.ts';
 import { pickupGaps, type TracedRun } from './pickup-gaps.ts';
 import { processKind } from './ping-app.ts';
 
@@ -148,6 +149,7 @@ try {
   if (PERF) console.log(runnerGaps(lines, runs, label));
   if (PERF) console.log(endGaps(lines, runs, label));
   if (PERF) console.log(pickupGaps(lines, await withStamps(runs), label));
+  if (PERF && SCHED) console.log(hostAfterGaps(lines, runs, label));
   console.log(`run ${pick.id}: ${((pick.received - pick.sent) * 1000).toFixed(2)} ms`);
   for (const line of lines) {
     const m = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/.exec(line);
