@@ -23,7 +23,7 @@ const NODE_TIMERS: PrepareTimers = {
 };
 
 /** How long after a run's `done` the host makes its next isolate, ms (see above). */
-export const PREPARE_AFTER_RUN_MS = 1;
+export const PREPARE_AFTER_RUN_MS = 3;
 
 export class PrepareAhead<T> {
   private ready: T | undefined;
