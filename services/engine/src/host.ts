@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { FrameReader } from './frame.ts';
 import { send } from './host-output.ts';
-import { PrepareAhead } from './host-prepare.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import { DEFAULT_MEMORY_MB, releaseHostSemiSpaceFlag } from './limits.ts';
 import type { ToHost } from './wire.ts';
@@ -125,16 +124,32 @@ async function warmHarnessCache(): Promise<void> {
 }
 
 let current: HostRun | undefined;
-/** The isolate for the next run, made while idle (host-prepare.ts); its heap limit is the last run's. */
+/** The isolate for the next run, made while idle; its heap limit is the last run's. */
+let prepared: Prepared | undefined;
 let nextMemoryMb = DEFAULT_MEMORY_MB;
-const ahead = new PrepareAhead<Prepared>(
-  () => prepare(nextMemoryMb),
-  (unused) => {
-    unused.context.release();
-    unused.isolate.dispose();
-  },
-  (e) => process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`),
-);
+
+function prepareAhead(): void {
+  setImmediate(() => {
+    if (current !== undefined || prepared !== undefined) return;
+    try {
+      prepared = prepare(nextMemoryMb);
+    } catch (e) {
+      // The run will try again on its own path and report what fails.
+      process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`);
+    }
+  });
+}
+
+function take(memoryMb: number): Prepared {
+  const ready = prepared;
+  prepared = undefined;
+  if (ready && ready.memoryMb === memoryMb) return ready;
+  if (ready) {
+    ready.context.release();
+    ready.isolate.dispose();
+  }
+  return prepare(memoryMb);
+}
 
 const reader = new FrameReader((event) => {
   if (event.type === 'error') {
@@ -150,20 +165,11 @@ const reader = new FrameReader((event) => {
       }
       nextMemoryMb = m.memoryMb;
       try {
-        current = new HostRun(
-          m,
-          ahead.take(
-            (ready) => ready.memoryMb === m.memoryMb,
-            () => prepare(m.memoryMb),
-          ),
-          () => {
-            current = undefined;
-            ahead.idle();
-            ahead.schedule(true);
-          },
-        );
+        current = new HostRun(m, take(m.memoryMb), () => {
+          current = undefined;
+          prepareAhead();
+        });
       } catch (e) {
-        ahead.idle();
         send({
           t: 'done',
           status: 'failed',
@@ -191,4 +197,4 @@ process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
 process.stdin.on('end', () => process.exit(0));
 await warmHarnessCache();
 send({ t: 'ready', pid: process.pid });
-ahead.schedule(false);
+prepareAhead();
