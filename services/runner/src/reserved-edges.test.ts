@@ -13,27 +13,14 @@
  * Real redis-server and Redis Cluster (testkit), real BullMQ queue and fetches, the real fair share
  * and lease scripts, the runner's own promote.
  */
-import { createLogger, createRedis, keys, type Redis } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import {
-  acquireCall,
-  LEASE_ACQUIRE,
-  LEASE_RELEASE,
-  leaseAnswerOf,
-  noteQueued,
-  type RunJobData,
-  releaseCall,
-} from '@islet/runs';
+import { createRedis, keys, type Redis } from '@islet/core';
+import { acquireCall, LEASE_ACQUIRE, LEASE_RELEASE, leaseAnswerOf, releaseCall } from '@islet/runs';
 import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from '@islet/testkit';
-import { Queue, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFairShare } from './fair-share.ts';
+import { bothAtShare as bothFull, mode, queued, setUpQueue } from '../test/reserved-queue.ts';
 import type { RunnerContext } from './runner-context.ts';
 import { promote } from './tenant-slot.ts';
 
-const mode = 'read-only' as const;
-const logger = createLogger({ name: 'reserved-edges-test', level: 'silent' });
-const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
 const terms = (tenant: string, jobId: string, leaseMs: number) => ({
   mode,
   tenant,
@@ -42,10 +29,6 @@ const terms = (tenant: string, jobId: string, leaseMs: number) => ({
   cap: 0,
   leaseMs,
 });
-
-async function queued(redis: Redis, tenant: string, n = 1): Promise<void> {
-  for (let i = 0; i < n; i++) await noteQueued(redis, on, mode, tenant);
-}
 
 /** A lease script called as the runner's scripts call it, without the share's heartbeat behind it. */
 async function rawAcquire(redis: Redis, tenant: string, jobId: string, leaseMs: number) {
@@ -57,44 +40,10 @@ async function rawRelease(redis: Redis, tenant: string, jobId: string, leaseMs: 
   return LEASE_RELEASE.run(redis, call.keys, call.args);
 }
 
-/** A mode's queue, a worker that fetches only when asked, a fair share promoting through the runner's `promote`. */
+/** The shared queue and share (`test/reserved-queue.ts`), with a refusal and a drain as a runner makes them. */
 async function setUp(redis: Redis, leaseMs = 30_000) {
-  const queue = new Queue<RunJobData>(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX });
-  await queue.obliterate({ force: true });
-  const found = [keys.poolBusy(mode), keys.poolQueued(mode), keys.poolWaiting(mode), keys.poolSlots(mode)];
-  for (const t of ['acme', 'beta'])
-    found.push(
-      keys.poolTenantLeases(mode, t),
-      keys.poolTenantDeferred(mode, t),
-      keys.poolTenantReserved(mode, t),
-    );
-  for (const k of found) await redis.del(k);
-  const worker = new Worker<RunJobData>(runQueueName(mode), null, {
-    connection: redis,
-    prefix: QUEUE_PREFIX,
-    autorun: false,
-  });
-  const ctx = {
-    modeWorkers: new Map([[mode, { connection: redis, queue, worker }]]),
-  } as unknown as RunnerContext;
-  const share = createFairShare({
-    redis,
-    logger,
-    promote: (m, jobId) => promote(ctx, m, jobId),
-    config: {
-      ISLET_RUNNER_CONCURRENCY: 4,
-      ISLET_RUNNER_NAME: undefined,
-      ISLET_TENANT_POOL_SHARE: 0.5,
-      ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0,
-      ISLET_TENANT_SHARE_LEASE_MS: leaseMs,
-    },
-  });
-  await share.start([mode]);
-  const add = (id: string, tenant: string) =>
-    queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, { jobId: id });
-  const fetch = async () => (await worker.getNextJob('token', { block: false }))?.id;
-  const acquire = (tenant: string, id: string) => share.acquire(mode, tenant, id);
-  const deferred = (tenant: string) => redis.zrange(keys.poolTenantDeferred(mode, tenant), 0, -1);
+  const base = await setUpQueue(redis, leaseMs);
+  const { queue, fetch, acquire } = base;
   /** Fetched, refused and moved to delayed as its runner's processor does (a Cluster's path). */
   const refuse = async (id: string, tenant: string, delayMs = 60_000) => {
     expect(await fetch()).toBe(id);
@@ -113,12 +62,7 @@ async function setUp(redis: Redis, leaseMs = 30_000) {
     }
     return { fetched, granted };
   };
-  const close = async () => {
-    await share.close();
-    await worker.close();
-    await queue.close();
-  };
-  return { queue, share, add, fetch, acquire, deferred, refuse, drain, close };
+  return { ...base, refuse, drain };
 }
 
 type Setup = Awaited<ReturnType<typeof setUp>>;
@@ -126,13 +70,7 @@ type Setup = Awaited<ReturnType<typeof setUp>>;
 /** acme (`a1`, `a2`) and beta (`b1`, `b2`) each at their share: the pool's 4 slots full, beta's work queued. */
 async function bothAtShare(redis: Redis, s: Setup): Promise<void> {
   for (const t of ['acme', 'beta']) await queued(redis, t);
-  for (const [t, id] of [
-    ['acme', 'a1'],
-    ['acme', 'a2'],
-    ['beta', 'b1'],
-    ['beta', 'b2'],
-  ] as const)
-    expect((await s.acquire(t, id)).ok).toBe(true);
+  await bothFull(s);
   // beta's work still waiting: acme is under contention, held to its share.
   await queued(redis, 'beta', 3);
 }

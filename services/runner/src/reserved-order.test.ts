@@ -12,92 +12,11 @@
  * Real redis-server and Redis Cluster (testkit), real BullMQ queue and fetches, the real fair share
  * and the runner's own promote.
  */
-import { createLogger, createRedis, keys, type Redis } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { LEASE_RELEASE, noteQueued, type RunJobData, releaseCall } from '@islet/runs';
+import { createRedis, keys, type Redis } from '@islet/core';
+import { LEASE_RELEASE, noteQueued, releaseCall } from '@islet/runs';
 import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from '@islet/testkit';
-import { Queue, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFairShare } from './fair-share.ts';
-import type { RunnerContext } from './runner-context.ts';
-import { promote } from './tenant-slot.ts';
-
-const mode = 'read-only' as const;
-const logger = createLogger({ name: 'reserved-order-test', level: 'silent' });
-const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
-/** Jobs of `tenant` counted as queued, as the gateway's add counts each (pool-demand.ts). */
-async function queued(redis: Redis, tenant: string, n = 1): Promise<void> {
-  for (let i = 0; i < n; i++) await noteQueued(redis, on, mode, tenant);
-}
-
-/** A mode's queue, a worker that fetches only when asked, and a fair share promoting through the runner's `promote`. */
-async function setUp(redis: Redis, leaseMs = 30_000) {
-  const queue = new Queue<RunJobData>(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX });
-  await queue.obliterate({ force: true });
-  for (const k of poolKeys()) await redis.del(k);
-  const worker = new Worker<RunJobData>(runQueueName(mode), null, {
-    connection: redis,
-    prefix: QUEUE_PREFIX,
-    autorun: false,
-  });
-  const ctx = {
-    modeWorkers: new Map([[mode, { connection: redis, queue, worker }]]),
-  } as unknown as RunnerContext;
-  const share = createFairShare({
-    redis,
-    logger,
-    promote: (m, jobId) => promote(ctx, m, jobId),
-    config: {
-      ISLET_RUNNER_CONCURRENCY: 4,
-      ISLET_RUNNER_NAME: undefined,
-      ISLET_TENANT_POOL_SHARE: 0.5,
-      ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0,
-      ISLET_TENANT_SHARE_LEASE_MS: leaseMs,
-    },
-  });
-  await share.start([mode]);
-  const add = (id: string, tenant: string, delay = 0) =>
-    queue.add(
-      'run',
-      { runId: id, tenant, enqueuedAtMs: Date.now() },
-      { jobId: id, ...(delay ? { delay } : {}) },
-    );
-  /** The next job a worker's fetch takes (BullMQ's own fetch script). */
-  const fetch = async () => (await worker.getNextJob('token', { block: false }))?.id;
-  const acquire = (tenant: string, id: string) => share.acquire(mode, tenant, id);
-  const deferred = (tenant: string) => redis.zrange(keys.poolTenantDeferred(mode, tenant), 0, -1);
-  const close = async () => {
-    await share.close();
-    await worker.close();
-    await queue.close();
-  };
-  return { queue, share, add, fetch, acquire, deferred, close };
-}
-
-/** acme (`a1`, `a2`) and beta (`b1`, `b2`) each at their share: the pool's 4 slots full. */
-async function bothAtShare(s: {
-  acquire: (tenant: string, id: string) => Promise<{ ok: boolean }>;
-}): Promise<void> {
-  for (const [t, id] of [
-    ['acme', 'a1'],
-    ['acme', 'a2'],
-    ['beta', 'b1'],
-    ['beta', 'b2'],
-  ] as const)
-    expect((await s.acquire(t, id)).ok).toBe(true);
-}
-
-/** The pool's keys these tests write (one slot, `{pool:<mode>}`). */
-function poolKeys(): string[] {
-  const found = [keys.poolBusy(mode), keys.poolQueued(mode), keys.poolWaiting(mode), keys.poolSlots(mode)];
-  for (const t of ['acme', 'beta'])
-    found.push(
-      keys.poolTenantLeases(mode, t),
-      keys.poolTenantDeferred(mode, t),
-      `${keys.poolTenantPrefix(mode)}${t}:reserved`,
-    );
-  return found;
-}
+import { bothAtShare, mode, on, queued, setUpQueue as setUp } from '../test/reserved-queue.ts';
 
 /**
  * acme and beta each at their share (2 of 4 slots: the pool full); acme's `a3` fetched, refused
