@@ -1,6 +1,6 @@
 import { channels, createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
-import { runFixture, startRedis } from '@islet/testkit';
+import { clearOfBoundary, runFixture, startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { withRedis } from '../test/test-redis.ts';
 import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
@@ -208,6 +208,8 @@ describe('run store on a real redis', () => {
   it("an end counts once in the index, the day's usage, the hour's health and the stored bytes, each with its expiry", async () => {
     await withRedis(async (redis) => {
       const runs = createRunStore(redis, sealerFromConfig(base), { retentionSeconds: 3600 });
+      // Inside one bytes bucket (450 s), hour and day: the counts below are read from one each.
+      await clearOfBoundary(450_000, 5_000);
       // One creation time for every call: a run's end is given the run as it was created.
       const now = Date.now();
       const run = (id: string) => runFixture(id, { tenant: 'acct', principal: 'p', createdAt: now });

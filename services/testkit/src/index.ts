@@ -1,3 +1,4 @@
+export { clearOfBoundary } from './clear-of-boundary.ts';
 export { freePort } from './free-port.ts';
 export { spawnOwned, stopOwned } from './owned-process.ts';
 export {
