@@ -16,6 +16,8 @@ export interface ProcessInfo {
   internalUrl?: string;
   pid: number | undefined;
   alive: boolean;
+  /** How the last launch ended: its exit code, or the signal that killed it (SIGKILL: it outlived its grace). */
+  exit?: { code: number | null; signal: NodeJS.Signals | null };
   modes?: SandboxMode[];
 }
 
@@ -44,6 +46,7 @@ export function launchChild(child: Child, options: LaunchOptions): Promise<void>
     });
     child.proc = proc;
     child.info.pid = proc.pid;
+    child.info.exit = undefined;
     let ready = false;
     const timer = setTimeout(() => {
       if (!ready)
@@ -79,6 +82,7 @@ export function launchChild(child: Child, options: LaunchOptions): Promise<void>
     }
     proc.once('exit', (code, signal) => {
       child.info.alive = false;
+      child.info.exit = { code, signal };
       if (!ready) {
         clearTimeout(timer);
         reject(

@@ -3,7 +3,7 @@
  * SIGTERM: readiness off at once on every listener, full service during the delay, then long waits
  * end with what they have and in-flight requests finish before the listeners close.
  */
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type GatewayDepsUnderTest,
@@ -67,7 +67,7 @@ describe('drain on SIGTERM', () => {
     const shutdown = createShutdown({
       apps: [pub, metrics],
       delayMs: 800,
-      logger: { info: () => {} } as never,
+      logger: { info: () => {}, warn: () => {} } as never,
       afterClose: async () => {
         closedDeps = true;
       },
@@ -122,5 +122,33 @@ describe('drain on SIGTERM', () => {
     await expect(fetch(`${pubUrl}/healthz`)).rejects.toThrow();
     // begin() is idempotent (SIGTERM then SIGINT).
     await shutdown.begin('SIGINT');
+  });
+
+  it('a request still running at the drain deadline is cut, and the cut is logged at warn', async () => {
+    const slow = Fastify();
+    opened.push(slow);
+    let arrived = false;
+    slow.get('/hang', () => {
+      arrived = true;
+      return new Promise(() => {});
+    });
+    const warned: string[] = [];
+    const shutdown = createShutdown({
+      apps: [slow],
+      delayMs: 0,
+      drainTimeoutMs: 200,
+      logger: { info: () => {}, warn: (_: unknown, msg: string) => warned.push(msg) } as never,
+      afterClose: async () => {},
+    });
+    await slow.listen({ port: 0, host: '127.0.0.1' });
+    const port = (slow.server.address() as { port: number }).port;
+    const hanging = fetch(`http://127.0.0.1:${port}/hang`).then(
+      () => 'answered',
+      () => 'cut',
+    );
+    while (!arrived) await new Promise((r) => setTimeout(r, 10));
+    await shutdown.begin('SIGTERM');
+    expect(await hanging).toBe('cut');
+    expect(warned).toEqual(['gateway drain deadline passed: cutting the connections still open']);
   });
 });

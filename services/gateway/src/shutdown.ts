@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 interface ShutdownOptions {
   apps: FastifyInstance[];
   delayMs: number;
-  logger: Pick<Logger, 'info'>;
+  logger: Pick<Logger, 'info' | 'warn'>;
   /** Runs after the delay, before the listeners close (stop background loops). */
   beforeClose?: () => void;
   /** Runs after every listener closed (close Redis, queues). */
@@ -68,9 +68,13 @@ export function createShutdown(options: ShutdownOptions): Shutdown {
         const closed = Promise.all(options.apps.map((a) => a.close()));
         // Idle keep-alive connections are closed at once; a request still running at the deadline
         // (a client that never reads its response) does not hold the pod past its grace period.
+        const drainTimeoutMs = options.drainTimeoutMs ?? 30_000;
         const cut = setTimeout(() => {
+          // Said once, at warn: whoever was cut off (a client that never read its answer) saw a
+          // reset, and the operator should know the pod did not drain cleanly.
+          options.logger.warn({ drainTimeoutMs }, 'gateway drain deadline passed: cutting the connections still open');
           for (const a of options.apps) a.server.closeAllConnections();
-        }, options.drainTimeoutMs ?? 30_000);
+        }, drainTimeoutMs);
         await closed;
         clearTimeout(cut);
         await options.afterClose();
