@@ -72,7 +72,10 @@ export function createShutdown(options: ShutdownOptions): Shutdown {
         const cut = setTimeout(() => {
           // Said once, at warn: whoever was cut off (a client that never read its answer) saw a
           // reset, and the operator should know the pod did not drain cleanly.
-          options.logger.warn({ drainTimeoutMs }, 'gateway drain deadline passed: cutting the connections still open');
+          options.logger.warn(
+            { drainTimeoutMs },
+            'gateway drain deadline passed: cutting the connections still open',
+          );
           for (const a of options.apps) a.server.closeAllConnections();
         }, drainTimeoutMs);
         await closed;
