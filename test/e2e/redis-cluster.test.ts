@@ -36,8 +36,19 @@ let cluster: Cluster;
 let a: Api; // dev tenant on gateway 0
 let b: Api; // dev tenant on gateway 1
 let app: Awaited<ReturnType<typeof startAppServer>>;
-/** How long the App's `hold` tool answers after (fair share). */
-const HOLD_MS = 6000;
+/**
+ * The App's `hold` tool answers only when the test lets it: a hold never ends on a timer that a
+ * loaded machine could outlast while the test is still filling the pool.
+ */
+let holdsOpen = false;
+const heldCalls: Array<() => void> = [];
+const releaseHolds = (count: number) => {
+  for (const release of heldCalls.splice(0, count)) release();
+};
+const openHolds = () => {
+  holdsOpen = true;
+  releaseHolds(heldCalls.length);
+};
 
 const base = (extra: Record<string, unknown> = {}) => ({
   code: 'return 1',
@@ -63,7 +74,7 @@ async function newTenant(
 beforeAll(async () => {
   redis = await startRedisCluster({ masters: 3, replicasPerMaster: 1, password: 'rc-test-pass' });
   app = await startAppServer(async (d) => {
-    if (d.body.tool === 'hold') await sleep(HOLD_MS);
+    if (d.body.tool === 'hold' && !holdsOpen) await new Promise<void>((release) => heldCalls.push(release));
     return {
       status: 200,
       body: JSON.stringify({
@@ -94,6 +105,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  openHolds();
   await cluster?.stop();
   await app?.close();
   await redis?.stop();
@@ -173,6 +185,7 @@ describe('runs on a Redis Cluster', () => {
     const r3 = await q('POST', '/v1/runs', { ...hold, callId: 'q3' });
     expect(r3.status).toBe(429);
     expect(Number(r3.headers.get('retry-after'))).toBeGreaterThan(0);
+    openHolds();
     for (const id of [r1.body.id, r2.body.id])
       await until(async () => (await q('GET', `/v1/code-runs/${id}`)).body.status === 'Completed', 30_000);
   });
@@ -338,6 +351,7 @@ describe('platform features on a Redis Cluster', () => {
   });
 
   it("fair share: alone, a tenant uses the whole read-only pool; another tenant's run takes the first freed slot", async () => {
+    holdsOpen = false;
     const flood = await newTenant('flood-rc');
     const other = await newTenant('other-rc');
     const conn = await createConnection(flood.api, {
@@ -357,18 +371,29 @@ describe('platform features on a Redis Cluster', () => {
       expect(r.status).toBe(202);
       ids.push(r.body.id);
     };
-    // Four holds 300 ms apart (their slots free 300 ms apart): nobody else waits, so all four run.
+    // Four holds one after another: nobody else waits, so all four run (the whole pool).
     for (let i = 0; i < 4; i++) {
       await submit(i);
       await until(async () => app.deliveries.length - before >= i + 1, 20_000, 20);
-      await sleep(300);
     }
     await submit(4);
     await submit(5);
     await sleep(300);
+    // Every slot is held (no hold answers until released): the last two wait in the queue.
     expect(app.deliveries.slice(before).filter((d) => d.body.tool === 'hold')).toHaveLength(4);
-    const quick = await other.api('POST', '/v1/runs', base({ code: 'return 6 * 7' }), { prefer: 'wait=30' });
-    expect(quick.body).toMatchObject({ status: 'Completed', result: { value: 42 } });
+    const quick = await other.api('POST', '/v1/runs', base({ code: 'return 6 * 7' }));
+    expect(quick.status).toBe(202);
+    // One slot frees: the other tenant's run takes it, ahead of the flood's two queued before it.
+    releaseHolds(1);
+    await until(
+      async () => (await other.api('GET', `/v1/code-runs/${quick.body.id}`)).body.status === 'Completed',
+      30_000,
+      50,
+    );
+    expect((await other.api('GET', `/v1/code-runs/${quick.body.id}`)).body.result).toMatchObject({
+      value: 42,
+    });
+    openHolds();
     await until(
       async () => {
         const all = await Promise.all(ids.map((id) => flood.api('GET', `/v1/code-runs/${id}`)));

@@ -127,18 +127,28 @@ describe('the operator process against a Redis that requires a password', () => 
     writeFileSync(file, 'op-redis-pw "quoted" \\ back\n', { mode: 0o600 });
     const withFile = startMain('op-file', { ISLET_REDIS_PASSWORD_FILE: file });
     const without = startMain('op-none', {});
-    const ok = await waitFor('ready with the file', async () => {
-      const r = await withFile.readyz();
-      return r?.status === 200 ? r : undefined;
-    });
+    // Two operator processes start from TypeScript at once: on a loaded 2-core machine that alone
+    // has taken over 15 s, so each wait gets most of the test's limit (a ceiling, not a measure).
+    const ok = await waitFor(
+      'ready with the file',
+      async () => {
+        const r = await withFile.readyz();
+        return r?.status === 200 ? r : undefined;
+      },
+      45_000,
+    );
     expect(ok.body).toContain('redis: ok');
-    const refused = await waitFor('readyz without a password', async () => {
-      const r = await without.readyz();
-      return r?.status === 503 ? r : undefined;
-    });
+    const refused = await waitFor(
+      'readyz without a password',
+      async () => {
+        const r = await without.readyz();
+        return r?.status === 503 ? r : undefined;
+      },
+      45_000,
+    );
     expect(refused.body).toMatch(/redis: .*(NOAUTH|Authentication)/i);
     // The secret left the process's environment once read (scrubSecretEnv): not even the path stays.
     const environ = readFileSync(`/proc/${withFile.child.pid}/environ`, 'utf8');
     expect(environ).not.toContain('op-redis-pw');
-  }, 40_000);
+  }, 100_000);
 });
