@@ -301,6 +301,12 @@ try {
       call: endPatched,
       changed: await touched(preEnd, endPatched),
     });
+  // `PATCH_ENDS` (JSON: a list of PATCH_END's patches): several variants of the end in the same
+  // rounds, e.g. the script cut short at successive points (what each part costs).
+  for (const [i, patch] of ((JSON.parse(process.env.PATCH_ENDS ?? '[]') as unknown[]) ?? []).entries()) {
+    const call = (await variant('end', end, JSON.stringify(patch)))!;
+    sides.push({ label: `end patched ${i + 1}`, state: preEnd, call, changed: await touched(preEnd, call) });
+  }
   for (const s of sides)
     console.log(
       `${s.label}: ${s.changed.length} keys restored after each call${process.env.KEYS_SHOWN ? `: ${s.changed.join(' ')}` : ''}`,
