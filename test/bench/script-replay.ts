@@ -301,6 +301,21 @@ try {
       call: endPatched,
       changed: await touched(preEnd, endPatched),
     });
+  // `PATCH_ENDS` (JSON: a list of PATCH_END's patches): several variants of the end in the same
+  // rounds, e.g. the script cut short at successive points (what each part costs). An entry may
+  // also be `{"patch": […], "drop": [k, n]}`: the call then goes without the n arguments that end
+  // k before its last (`[1, 24]`: the fused end's 24 start arguments, before its deferral).
+  for (const [i, entry] of (JSON.parse(process.env.PATCH_ENDS ?? '[]') as unknown[]).entries()) {
+    const { patch, drop } = Array.isArray(entry)
+      ? { patch: entry, drop: undefined }
+      : (entry as { patch: unknown[]; drop?: [number, number] });
+    let call = (await variant('end', end, JSON.stringify(patch)))!;
+    if (drop) {
+      const [k, n] = drop;
+      call = [...call.slice(0, call.length - k - n), ...call.slice(call.length - k)];
+    }
+    sides.push({ label: `end patched ${i + 1}`, state: preEnd, call, changed: await touched(preEnd, call) });
+  }
   for (const s of sides)
     console.log(
       `${s.label}: ${s.changed.length} keys restored after each call${process.env.KEYS_SHOWN ? `: ${s.changed.join(' ')}` : ''}`,

@@ -5,6 +5,8 @@
  * store's, tested with real Redis in the app tests).
  */
 import { EventEmitter } from 'node:events';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
@@ -67,6 +69,34 @@ describe('event hub: quietSince', () => {
     for (let i = 0; i < 2 * RECENT_RUNS; i++) publish(`new-${i} end [[],[]]`);
     expect(hub.quietSince('r1', written)).toBe(true);
     expect(hub.quietSince(`new-${2 * RECENT_RUNS - 1}`, written)).toBe(false);
+    hub.close();
+  });
+
+  it('remembers a run by its id alone, not by the end message the id was cut from', async () => {
+    const { subscriber, publish } = fakeSubscriber();
+    const hub = createEventHub(subscriber);
+    await hub.start();
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const written = Date.now();
+    // Each end as ioredis hands it over: a string of its own, decoded from the socket's bytes,
+    // carrying the pushed record (here 8 KB). The ids are as long as a run id (a slice of 13
+    // characters or more is a view into its whole string in V8).
+    const pushed = JSON.stringify([['status', 'Completed', 'result', 'x'.repeat(8 * 1024)], []]);
+    const RUNS = 12_000;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < RUNS; i++) {
+      const id = `run-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`;
+      publish(Buffer.from(`${id} end ${pushed}`).toString());
+    }
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    // Remembered by id: ~100 bytes a run (the base kept every message whole: 12,000 x 8 KB, ~98 MB).
+    expect(grown).toBeLessThan(RUNS * 1024);
+    expect(
+      hub.quietSince(`run-${String(RUNS - 1).padStart(8, '0')}-0000-4000-8000-000000000000`, written),
+    ).toBe(false);
     hub.close();
   });
 
