@@ -192,7 +192,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         argsHash(runId, call.index, call.argsJson),
         sealedArgs,
         call.source ? JSON.stringify(call.source) : '',
-        operationIdFor(runId, call.index),
+        call.operationId ?? operationIdFor(runId, call.index),
         now(),
         call.takeover ? '1' : '0',
         ttlSeconds,
