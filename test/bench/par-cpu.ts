@@ -6,7 +6,7 @@
  * (`/proc/<pid>/task/<pid>/schedstat`: time on a CPU, not time waiting for one, so it reads at any
  * load) and whole-process CPU a call, their main threads' wake-ups a run, Redis commands a run
  * (`INFO commandstats`: `evalsha` is the script calls, the commands inside are counted too), and the
- * App's side: requests, new connections a run and the most requests open at once. `PERF=1` records
+ * App's side: requests and new connections a run, connections in all. `PERF=1` records
  * the gateway's main thread (`PERF_WHO=runner`: the runner's) with `perf record -e cpu-clock` over
  * the measured runs and prints its on-CPU time a call by innermost JS frame (`PERF_JIT=1`: V8's
  * jitdump, see seq-cpu.ts).
@@ -33,17 +33,13 @@ const PERF_HZ = 4999;
 const dir = PERF ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-par-prof-'))) : '';
 if (dir) mkdirSync(dir, { recursive: true });
 
-// The App: counts its requests, new connections and the most requests open at once.
-const app = { requests: 0, connections: 0, open: 0, maxOpen: 0 };
+// The App: counts its requests and new connections (a call that waited for a free connection
+// would show as fewer connections than calls in flight, or as new ones a run).
+const app = { requests: 0, connections: 0 };
 const server = createServer((req, res) => {
   app.requests++;
-  app.open++;
-  if (app.open > app.maxOpen) app.maxOpen = app.open;
   req.resume();
-  req.on('end', () => {
-    app.open--;
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-  });
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
 });
 server.on('connection', () => app.connections++);
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -111,8 +107,7 @@ try {
         )
       : undefined;
   if (perf) await new Promise((r) => setTimeout(r, 500));
-  const app0 = { ...app, maxOpen: 0 };
-  app.maxOpen = 0;
+  const app0 = { ...app };
   const r0 = commandStats(await redis.info('commandstats'));
   const a = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
   const started = performance.now();
@@ -163,8 +158,7 @@ try {
       .map(([name, n]) => `${name} ${n.toFixed(2)}`)
       .join(', ')}\n` +
     `App: requests a run ${((app.requests - app0.requests) / RUNS).toFixed(1)}, new connections a run ` +
-    `${((app.connections - app0.connections) / RUNS).toFixed(2)}, most open at once ${app.maxOpen}, ` +
-    `connections in all ${app.connections}`;
+    `${((app.connections - app0.connections) / RUNS).toFixed(2)}, connections in all ${app.connections}`;
 } finally {
   redis.disconnect();
   await cluster.stop();

@@ -55,6 +55,19 @@ try {
   if (!c.ok) throw new Error(c.detail);
   const connectionId = c.connection.id;
   const bindingCalls = createBindingCalls(deps);
+  // Counts a run: decryptions (the journal's outcome memo wraps this sealer) and JSON parses with
+  // a reviver (the App answer's lossless parse).
+  const counts = { opens: 0, revived: 0 };
+  const open = deps.sealer.open.bind(deps.sealer);
+  deps.sealer.open = (sealed: string) => {
+    counts.opens++;
+    return open(sealed);
+  };
+  const parse = JSON.parse;
+  JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown) => {
+    if (reviver) counts.revived++;
+    return parse(text, reviver);
+  }) as typeof JSON.parse;
   const signal = new AbortController().signal;
   let n = 0;
   const oneRun = async (): Promise<number> => {
@@ -82,11 +95,14 @@ try {
   };
   for (let i = 0; i < WARM; i++) await oneRun();
   let us = 0;
+  counts.opens = 0;
+  counts.revived = 0;
   const started = performance.now();
   for (let i = 0; i < RUNS; i++) us += await oneRun();
   line =
     `${RUNS} runs of ${CALLS} parallel calls served in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
-    `this thread's CPU a call (serve + the end's journal read): ${(us / RUNS / CALLS).toFixed(1)} µs`;
+    `this thread's CPU a call (serve + the end's journal read): ${(us / RUNS / CALLS).toFixed(1)} µs; ` +
+    `a run: ${(counts.opens / RUNS).toFixed(1)} decryptions, ${(counts.revived / RUNS).toFixed(1)} parses with a reviver`;
 } finally {
   await deps.close();
   await redis.stop();
