@@ -7,8 +7,9 @@
  * entry a seal (the first key of one Map, as before): the wrapped sealer is a stand-in that costs
  * nothing, so only the memo's own work is timed.
  */
-import { memoizeOwnSeals } from '../../services/gateway/src/own-seal-memo.ts';
+
 import { parseLosslessJson } from '../../services/gateway/src/lossless-json.ts';
+import { memoizeOwnSeals } from '../../services/gateway/src/own-seal-memo.ts';
 
 const N = Number(process.env.N ?? 100_000);
 const time = (name: string, f: (i: number) => unknown) => {
@@ -31,7 +32,12 @@ const revived = (text: string) => {
 };
 const small = '{"ok":true}';
 const big = JSON.stringify({
-  items: Array.from({ length: 20 }, (_, i) => ({ id: i, name: `item ${i}`, price: i * 1.5, tags: ['a', 'b'] })),
+  items: Array.from({ length: 20 }, (_, i) => ({
+    id: i,
+    name: `item ${i}`,
+    price: i * 1.5,
+    tags: ['a', 'b'],
+  })),
 });
 time('answer {"ok":true}, reviver parse (before)', () => revived(small));
 time('answer {"ok":true}, parseLosslessJson (now)', () => parseLosslessJson(small));

@@ -19,13 +19,25 @@ try {
   const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
   const code = parallelCalls(CALLS);
   const run = async () => {
-    const body = (await post({ code, description: 'Parallel calls', sessionId: 'bench', turnId: 't', callId: 'c', connections: [connection] })) as { status?: string };
+    const body = (await post({
+      code,
+      description: 'Parallel calls',
+      sessionId: 'bench',
+      turnId: 't',
+      callId: 'c',
+      connections: [connection],
+    })) as { status?: string };
     if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
   };
   for (let i = 0; i < 20; i++) await run();
   const monitor = await redis.monitor();
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    lines.push(`${source} ${args.slice(0, 4).map((a) => a.slice(0, 60)).join(' ')}`);
+    lines.push(
+      `${source} ${args
+        .slice(0, 4)
+        .map((a) => a.slice(0, 60))
+        .join(' ')}`,
+    );
   });
   await new Promise((r) => setTimeout(r, 200));
   lines.length = 0;

@@ -77,14 +77,21 @@ try {
         tenant,
         request: {
           connections: [connectionId],
-          bindings: [{ binding: 'bench.ping', connectionId, connectionName: 'Bench', name: 'ping', kind: 'tool' }],
+          bindings: [
+            { binding: 'bench.ping', connectionId, connectionName: 'Bench', name: 'ping', kind: 'tool' },
+          ],
         },
       }) as never,
     );
     const t0 = process.threadCpuUsage();
     const served = await Promise.all(
       Array.from({ length: CALLS }, (_, index) =>
-        bindingCalls.serve(id, 1, { index, binding: 'bench.ping', argsJson: JSON.stringify({ i: index }) }, signal),
+        bindingCalls.serve(
+          id,
+          1,
+          { index, binding: 'bench.ping', argsJson: JSON.stringify({ i: index }) },
+          signal,
+        ),
       ),
     );
     const calls = await deps.journal.listCalls(id);

@@ -110,7 +110,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const argsHash = (runId: string, index: number, argsJson: string) =>
     createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
 
-  const openOutcome = (sealed: string): BindingOutcome => JSON.parse(outcomeSealer.open(sealed)) as BindingOutcome;
+  const openOutcome = (sealed: string): BindingOutcome =>
+    JSON.parse(outcomeSealer.open(sealed)) as BindingOutcome;
 
   const toView = (stored: StoredEntry): JournalCallView => {
     const view: JournalCallView = {
