@@ -136,6 +136,10 @@ export async function createGatewayDeps(
   const journal = createCallJournal({
     redis,
     sealer,
+    // A run's waiter reads back every outcome this gateway journaled for it (its record's calls):
+    // from memory, not a decryption each. A memo of its own, so a hundred-call run's outcomes do
+    // not push the submits' entries out of the run store's.
+    outcomeSealer: memoizeOwnSeals(sealer, { maxEntries: 4096, maxValueChars: 16 * 1024 }),
     ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
   });

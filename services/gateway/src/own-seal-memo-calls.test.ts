@@ -3,7 +3,8 @@
  * run's submit fields are opened from memory however many binding calls other runs make
  * meanwhile. A call's events are sealed past the memo; when they went through it, a thousand of
  * them (ten clients' hundred-call programs) pushed the submit's entries out and its waiter
- * decrypted them again.
+ * decrypted them again. The journal's outcomes go through a memo of their own: a run's waiter reads
+ * back every outcome this gateway journaled for it (the record's calls) without decrypting them.
  */
 import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
@@ -52,5 +53,36 @@ describe('own-seal memo under binding calls', () => {
     // Program, description and request came from memory: no decryption.
     expect(opens).not.toHaveBeenCalled();
     opens.mockRestore();
+  });
+
+  it('a hundred-call run’s outcomes, journaled here, are read back at its end without a decryption', async () => {
+    const runId = 'memo-outcomes';
+    const index = Array.from({ length: 100 }, (_, i) => i);
+    await Promise.all(
+      index.map(async (i) => {
+        const claim = await deps.journal.claim(runId, 1, {
+          index: i,
+          binding: 'bench.ping',
+          argsJson: JSON.stringify({ i }),
+          sendNow: true,
+        });
+        expect(claim.kind).toBe('new');
+        await deps.journal.complete(runId, i, { type: 'result', valueJson: JSON.stringify({ ok: i }) });
+      }),
+    );
+    const opens = vi.spyOn(deps.sealer, 'open');
+    const calls = await deps.journal.listCalls(runId);
+    expect(calls.map((c) => c.outcome)).toEqual(
+      index.map((i) => ({ type: 'result', valueJson: JSON.stringify({ ok: i }) })),
+    );
+    // Opened from memory; the base decrypted all 100.
+    expect(opens).not.toHaveBeenCalled();
+    opens.mockRestore();
+    // Still real seals: another process (a journal of the plain sealer) opens them.
+    const [stored] = Object.values(await deps.redis.hgetall(`islet:journal:{${runId}}`)).filter((v) =>
+      v.startsWith('{'),
+    );
+    const sealedOutcome = (JSON.parse(stored ?? '{}') as { o?: string }).o ?? '';
+    expect(JSON.parse(deps.sealer.open(sealedOutcome))).toMatchObject({ type: 'result' });
   });
 });

@@ -9,8 +9,8 @@
  * Exact: a ciphertext is only ever produced by its own seal (a fresh IV each time) and opens to
  * exactly the text sealed, so the remembered text is what decryption would return. Anything else
  * (sealed by another process, or forgotten) is opened by the wrapped sealer, which also does every
- * seal. Bounded by entries and by characters held; the oldest are forgotten first, and values
- * larger than `maxValueChars` are not remembered at all.
+ * seal. Bounded by entries and by characters held; the oldest are forgotten first (half the
+ * bounds at a time), and values larger than `maxValueChars` are not remembered at all.
  */
 import type { Sealer } from '@islet/core';
 
@@ -28,31 +28,37 @@ export interface OwnSealMemo extends Sealer {
 }
 
 export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}): OwnSealMemo {
-  const maxEntries = options.maxEntries ?? 1024;
+  const maxEntries = options.maxEntries ?? 2048;
   const maxChars = options.maxChars ?? 4 * 1024 * 1024;
   const maxValueChars = options.maxValueChars ?? 64 * 1024;
-  // Insertion order is age order: the first key is the oldest.
-  const plainOf = new Map<string, string>();
-  let chars = 0;
+  // Two generations, each up to half the bounds: a full young one becomes the old one and the old
+  // one is dropped whole. Forgetting one oldest entry a seal (the first key of one Map) cost a walk
+  // over the deleted entries V8 keeps at a Map's front until it rehashes: ~2 µs a seal at 1024
+  // entries, ~8 at 4096 (test/bench/README.md, round 29 `par-calls`; the event hub's round 28 fix).
+  const half = { entries: Math.max(1, Math.floor(maxEntries / 2)), chars: maxChars / 2 };
+  let young = new Map<string, string>();
+  let old = new Map<string, string>();
+  let youngChars = 0;
   let hits = 0;
-  const forgetOldest = () => {
-    const oldest = plainOf.keys().next();
-    if (oldest.done) return;
-    chars -= oldest.value.length + (plainOf.get(oldest.value)?.length ?? 0);
-    plainOf.delete(oldest.value);
-  };
   return {
     seal(plaintext) {
       const sealed = sealer.seal(plaintext);
       if (plaintext.length <= maxValueChars) {
-        plainOf.set(sealed, plaintext);
-        chars += sealed.length + plaintext.length;
-        while (plainOf.size > maxEntries || chars > maxChars) forgetOldest();
+        const chars = sealed.length + plaintext.length;
+        if (young.size > 0 && (young.size >= half.entries || youngChars + chars > half.chars)) {
+          old = young;
+          young = new Map();
+          youngChars = 0;
+        }
+        if (chars <= half.chars) {
+          young.set(sealed, plaintext);
+          youngChars += chars;
+        }
       }
       return sealed;
     },
     open(sealed) {
-      const plain = plainOf.get(sealed);
+      const plain = young.get(sealed) ?? old.get(sealed);
       if (plain === undefined) return sealer.open(sealed);
       hits++;
       return plain;

@@ -36,6 +36,12 @@ import type {
 interface CallJournalDeps {
   redis: Redis;
   sealer: Sealer;
+  /**
+   * Seals and opens the calls' outcomes (default `sealer`). The gateway passes a memo of its own
+   * seals (own-seal-memo.ts): the waiter of a run whose calls it served reads every outcome back
+   * at the run's end (the record's `calls`), a decryption each of text it sealed moments before.
+   */
+  outcomeSealer?: Sealer;
   /** Prefix of every key. Default `islet:`. */
   keyPrefix?: string;
   /** How long a run's journal lives after its last write, seconds. Default 604800 (7 days). */
@@ -95,6 +101,7 @@ const GROUP_LIMITS = { maxItems: 128, maxBytes: 4 * 1024 * 1024 };
 
 export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const { redis, sealer } = deps;
+  const outcomeSealer = deps.outcomeSealer ?? sealer;
   const prefix = deps.keyPrefix ?? 'islet:';
   const ttlSeconds = deps.ttlSeconds ?? 604_800;
   const hashKey = deps.argsHashKey ?? 'islet-journal-args';
@@ -103,7 +110,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const argsHash = (runId: string, index: number, argsJson: string) =>
     createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
 
-  const openOutcome = (sealed: string): BindingOutcome => JSON.parse(sealer.open(sealed)) as BindingOutcome;
+  const openOutcome = (sealed: string): BindingOutcome =>
+    JSON.parse(outcomeSealer.open(sealed)) as BindingOutcome;
 
   const toView = (stored: StoredEntry): JournalCallView => {
     const view: JournalCallView = {
@@ -185,7 +193,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         argsHash(runId, call.index, call.argsJson),
         sealedArgs,
         call.source ? JSON.stringify(call.source) : '',
-        operationIdFor(runId, call.index),
+        call.operationId ?? operationIdFor(runId, call.index),
         now(),
         call.takeover ? '1' : '0',
         ttlSeconds,
@@ -220,7 +228,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     },
 
     async complete(runId: string, index: number, outcome: BindingOutcome, event?: CompletionEvent) {
-      const sealedOutcome = sealer.seal(JSON.stringify(outcome));
+      const sealedOutcome = outcomeSealer.seal(JSON.stringify(outcome));
       const fields = [String(index), sealedOutcome, now(), event?.type ?? '', event?.sealedData ?? ''];
       // Outcomes gather by run and by what they share in the script call (the stream and its wake-up).
       const group = event

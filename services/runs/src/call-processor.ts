@@ -137,8 +137,10 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
     // An allowed call is sent right after its claim, so the two are one journal step: from there
     // on a crash makes its outcome `unknown`, exactly as with a separate markSent.
     const sendNow = input.policy === 'allow';
+    const operationId = operationIdFor(run.id, call.index);
     const claim = await journal.claim(run.id, input.attempt, {
       ...call,
+      operationId,
       ...(input.takeover ? { takeover: true } : {}),
       ...(sendNow ? { sendNow: true } : {}),
     });
@@ -278,7 +280,7 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
     }
     const outcome = await input.send({
       idempotencyKey: idempotencyKeyFor(run.id, call.index),
-      operationId: operationIdFor(run.id, call.index),
+      operationId,
       ...(appInput !== undefined ? { input: appInput } : {}),
     });
     return journaled(input, outcome, labelOf(outcome));

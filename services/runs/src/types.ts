@@ -54,6 +54,8 @@ export interface ClaimCall {
    * journaled as `sent` in the same step, with no separate `markSent`.
    */
   sendNow?: boolean;
+  /** The call's `operationIdFor(runId, index)` when the caller has it already (one SHA-1 a call, not two). */
+  operationId?: string;
 }
 
 /**

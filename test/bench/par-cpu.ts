@@ -1,0 +1,167 @@
+/**
+ * `node test/bench/par-cpu.ts`: the bill of a run's `CALLS` (default 100) parallel binding calls
+ * (one `Promise.all` to an instant loopback App in this process), by count and by CPU, for the row
+ * "100 parallel binding calls in one run". After `WARM` runs (default 150) it reads, over `RUNS`
+ * (default 100) runs one after another: the gateway's and the runner's main-thread CPU a call
+ * (`/proc/<pid>/task/<pid>/schedstat`: time on a CPU, not time waiting for one, so it reads at any
+ * load) and whole-process CPU a call, their main threads' wake-ups a run, Redis commands a run
+ * (`INFO commandstats`: `evalsha` is the script calls, the commands inside are counted too), and the
+ * App's side: requests and new connections a run, connections in all. `PERF=1` records
+ * the gateway's main thread (`PERF_WHO=runner`: the runner's) with `perf record -e cpu-clock` over
+ * the measured runs and prints its on-CPU time a call by innermost JS frame (`PERF_JIT=1`: V8's
+ * jitdump, see seq-cpu.ts).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRedis } from '@islet/core';
+import { api } from '../e2e/helpers.ts';
+import { parallelCalls } from './baselines.ts';
+import { commandStats, leanPost, startOneClientCluster } from './cluster-figures.ts';
+import { pingConnection } from './ping-app.ts';
+import { summarizePerfScript } from './profile-summary.ts';
+
+const CALLS = Number(process.env.CALLS ?? 100);
+const WARM = Number(process.env.WARM ?? 150);
+const RUNS = Number(process.env.RUNS ?? 100);
+const PERF = process.env.PERF === '1';
+const PERF_JIT = PERF && process.env.PERF_JIT === '1';
+const PERF_WHO: 'gateway' | 'runner' = process.env.PERF_WHO === 'runner' ? 'runner' : 'gateway';
+const PERF_HZ = 4999;
+const dir = PERF ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-par-prof-'))) : '';
+if (dir) mkdirSync(dir, { recursive: true });
+
+// The App: counts its requests and new connections (a call that waited for a free connection
+// would show as fewer connections than calls in flight, or as new ones a run).
+const app = { requests: 0, connections: 0 };
+const server = createServer((req, res) => {
+  app.requests++;
+  req.resume();
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+});
+server.on('connection', () => app.connections++);
+await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+const port = (server.address() as { port: number }).port;
+
+const cluster = await startOneClientCluster(
+  '1',
+  PERF
+    ? {
+        NODE_OPTIONS: PERF_JIT
+          ? '--perf-prof --interpreted-frames-native-stack'
+          : '--perf-basic-prof-only-functions',
+      }
+    : {},
+);
+const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
+const redis = createRedis(cluster.redisUrl);
+
+function cpu(pid: number | undefined) {
+  if (pid === undefined) return { main: 0, all: 0, wakes: 0 };
+  const main = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+  const wakes = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000, wakes };
+}
+
+let out = '';
+try {
+  const connection = await pingConnection(api(cluster.url, cluster.devKey), port);
+  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
+  const code = parallelCalls(CALLS);
+  const run = async () => {
+    const body = (await post({
+      code,
+      description: 'Parallel calls CPU',
+      sessionId: 'bench',
+      turnId: 't',
+      callId: 'c',
+      connections: [connection],
+    })) as { status?: string };
+    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
+  };
+  for (let i = 0; i < WARM; i++) await run();
+  const perf =
+    PERF && pids[PERF_WHO]
+      ? spawn(
+          'perf',
+          [
+            'record',
+            '-q',
+            ...(PERF_JIT ? ['-k', 'mono'] : []),
+            '-g',
+            '-e',
+            'cpu-clock',
+            '-F',
+            String(PERF_HZ),
+            '-t',
+            String(pids[PERF_WHO]),
+            '-o',
+            join(dir, `${PERF_WHO}.perf`),
+          ],
+          { stdio: 'ignore' },
+        )
+      : undefined;
+  if (perf) await new Promise((r) => setTimeout(r, 500));
+  const app0 = { ...app };
+  const r0 = commandStats(await redis.info('commandstats'));
+  const a = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
+  const started = performance.now();
+  const ms: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const t = performance.now();
+    await run();
+    ms.push(performance.now() - t);
+  }
+  const wall = performance.now() - started;
+  const b = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
+  const r1 = commandStats(await redis.info('commandstats'));
+  const calls = RUNS * CALLS;
+  if (perf) {
+    const exited = new Promise((r) => (perf.exitCode === null ? perf.on('exit', r) : r(null)));
+    perf.kill('SIGINT');
+    await exited;
+    let data = join(dir, `${PERF_WHO}.perf`);
+    if (PERF_JIT) {
+      execFileSync('perf', ['inject', '--jit', '-i', data, '-o', `${data}.jit`], { stdio: 'ignore' });
+      data = `${data}.jit`;
+    }
+    const script = execFileSync('perf', ['script', '-i', data], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 30,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    out += `=== ${PERF_WHO} main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a call by innermost JS frame (self); data in ${dir}\n`;
+    out += `${summarizePerfScript(script, calls, PERF_HZ, Number(process.env.TOP ?? 50))}\n`;
+    if (PERF_JIT)
+      for (const f of readdirSync('.'))
+        if (Object.values(pids).some((pid) => f === `jit-${pid}.dump` || f.startsWith(`jitted-${pid}-`)))
+          rmSync(f, { force: true });
+  }
+  ms.sort((x, y) => x - y);
+  const per = (who: 'gateway' | 'runner', k: 'main' | 'all') => ((b[who][k] - a[who][k]) / calls).toFixed(1);
+  const wakes = (who: 'gateway' | 'runner') => ((b[who].wakes - a[who].wakes) / RUNS).toFixed(1);
+  const commands = [...r1]
+    .map(([name, n]) => [name, (n - (r0.get(name) ?? 0)) / RUNS] as const)
+    .filter(([name, n]) => n > 0 && name !== 'info')
+    .sort((x, y) => y[1] - x[1]);
+  out +=
+    `${RUNS} runs of ${CALLS} parallel calls in ${(wall / 1000).toFixed(1)} s, run p50 ${ms[Math.floor(RUNS / 2)]?.toFixed(1)} ms\n` +
+    `CPU µs a call, main thread (whole process): gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), ` +
+    `runner ${per('runner', 'main')} (${per('runner', 'all')}); main-thread wake-ups a run: gateway ${wakes('gateway')}, runner ${wakes('runner')}\n` +
+    `Redis commands a run: ${commands.reduce((s, [, n]) => s + n, 0).toFixed(1)}; ${commands
+      .slice(0, 12)
+      .map(([name, n]) => `${name} ${n.toFixed(2)}`)
+      .join(', ')}\n` +
+    `App: requests a run ${((app.requests - app0.requests) / RUNS).toFixed(1)}, new connections a run ` +
+    `${((app.connections - app0.connections) / RUNS).toFixed(2)}, connections in all ${app.connections}`;
+} finally {
+  redis.disconnect();
+  await cluster.stop();
+  server.close();
+}
+console.log(out);

@@ -1,0 +1,118 @@
+/**
+ * `node test/bench/serve-cpu.ts`: the gateway's own CPU for a run's `CALLS` (default 100) parallel
+ * binding calls, without the cluster around it: real gateway deps (`createGatewayDeps`) on a real
+ * redis-server, `bindingCalls.serve` for every call of a run at once (what the batch route does),
+ * then the run's journal read back as its waiter reads it (`journal.listCalls`, the record's
+ * calls), against a loopback App in a child process (`{"ok":true}`, or `ANSWER`'s text). Prints
+ * this thread's CPU a call (`process.threadCpuUsage`) over `RUNS` runs (default 300) after
+ * `WARM` (default 300): no runner, host, App or client shares the thread, so it reads the
+ * gateway's per-call work with less noise than the cluster's /proc figures.
+ */
+import { spawn } from 'node:child_process';
+import { createLogger, generateSealKey, loadConfig } from '@islet/core';
+import { runFixture, startRedis } from '@islet/testkit';
+import { createBindingCalls } from '../../services/gateway/src/binding-calls.ts';
+import { createGatewayDeps } from '../../services/gateway/src/create-deps.ts';
+
+const CALLS = Number(process.env.CALLS ?? 100);
+const WARM = Number(process.env.WARM ?? 300);
+const RUNS = Number(process.env.RUNS ?? 300);
+const ANSWER = process.env.ANSWER ?? '{"ok":true}';
+
+const appSource = `
+const http = require('node:http');
+const answer = ${JSON.stringify(ANSWER)};
+const s = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(answer));
+});
+s.listen(0, '127.0.0.1', () => console.log(s.address().port));
+`;
+const appProcess = spawn(process.execPath, ['-e', appSource], { stdio: ['ignore', 'pipe', 'inherit'] });
+const port = await new Promise<number>((resolve) =>
+  appProcess.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
+);
+const redis = await startRedis({ appendOnly: false });
+const config = loadConfig({
+  ISLET_REDIS_URL: redis.url,
+  ISLET_SEAL_KEYS: generateSealKey(),
+  ISLET_INTERNAL_TOKEN: 'internal-token-for-the-serve-bench',
+  ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
+});
+const deps = await createGatewayDeps(config, createLogger({ name: 'bench', level: 'silent' }));
+let line = '';
+try {
+  const tenant = 'bench';
+  await deps.tenants.createTenant({ id: tenant, name: tenant });
+  const c = await deps.connections.create(tenant, {
+    name: 'Bench',
+    kind: 'http',
+    url: `http://127.0.0.1:${port}/`,
+    tools: [{ name: 'ping', inputSchema: {}, policy: 'allow' }],
+    resources: [],
+    prompts: [],
+  });
+  if (!c.ok) throw new Error(c.detail);
+  const connectionId = c.connection.id;
+  const bindingCalls = createBindingCalls(deps);
+  // Counts a run: decryptions (the journal's outcome memo wraps this sealer) and JSON parses with
+  // a reviver (the App answer's lossless parse).
+  const counts = { opens: 0, revived: 0 };
+  const open = deps.sealer.open.bind(deps.sealer);
+  deps.sealer.open = (sealed: string) => {
+    counts.opens++;
+    return open(sealed);
+  };
+  const parse = JSON.parse;
+  JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown) => {
+    if (reviver) counts.revived++;
+    return parse(text, reviver);
+  }) as typeof JSON.parse;
+  const signal = new AbortController().signal;
+  let n = 0;
+  const oneRun = async (): Promise<number> => {
+    const id = `serve-cpu-${process.pid}-${n++}`;
+    await deps.runs.create(
+      runFixture(id, {
+        tenant,
+        request: {
+          connections: [connectionId],
+          bindings: [
+            { binding: 'bench.ping', connectionId, connectionName: 'Bench', name: 'ping', kind: 'tool' },
+          ],
+        },
+      }) as never,
+    );
+    const t0 = process.threadCpuUsage();
+    const served = await Promise.all(
+      Array.from({ length: CALLS }, (_, index) =>
+        bindingCalls.serve(
+          id,
+          1,
+          { index, binding: 'bench.ping', argsJson: JSON.stringify({ i: index }) },
+          signal,
+        ),
+      ),
+    );
+    const calls = await deps.journal.listCalls(id);
+    const t1 = process.threadCpuUsage(t0);
+    if (served.some((s) => s?.outcome.type !== 'result') || calls.length !== CALLS)
+      throw new Error(`a call failed: ${JSON.stringify(served.find((s) => s?.outcome.type !== 'result'))}`);
+    return t1.user + t1.system;
+  };
+  for (let i = 0; i < WARM; i++) await oneRun();
+  let us = 0;
+  counts.opens = 0;
+  counts.revived = 0;
+  const started = performance.now();
+  for (let i = 0; i < RUNS; i++) us += await oneRun();
+  line =
+    `${RUNS} runs of ${CALLS} parallel calls served in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
+    `this thread's CPU a call (serve + the end's journal read): ${(us / RUNS / CALLS).toFixed(1)} µs; ` +
+    `a run: ${(counts.opens / RUNS).toFixed(1)} decryptions, ${(counts.revived / RUNS).toFixed(1)} parses with a reviver`;
+} finally {
+  await deps.close();
+  await redis.stop();
+  appProcess.kill();
+}
+console.log(line);
