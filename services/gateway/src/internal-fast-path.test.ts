@@ -389,7 +389,8 @@ describe('the internal fast path', () => {
         await exchange(plain.port, post('/internal/v1/code-runs/outage-a/calls', good, runner)),
       ];
       expect(a).toEqual(b);
-      expect(a.head).toMatch(/^HTTP\/1\.1 503 [^]*retry-after: 1/);
+      expect(a.head).toMatch(/^HTTP\/1\.1 503 /);
+      expect(a.head).toContain('retry-after: 1');
       deps.runs.get = async () => {
         throw new Error('a bug');
       };
