@@ -16,9 +16,14 @@
  * calls go at once, each loop one call after another: one loop makes every call a cold wake-up of
  * the gateway, more keep it busy (what it costs hot).
  *
+ * `COUNT=1` then counts the async resources (promises, immediates, ticks, fastify's body
+ * `AsyncResource`, …) this process creates a call on each side, by type, over one more block each
+ * (`async_hooks`, on only for those blocks: a count no load moves).
+ *
  *   node test/bench/internal-transport-cpu.ts
  *   LOOPS=8 LONE=8000 node test/bench/internal-transport-cpu.ts
  */
+import { createHook } from 'node:async_hooks';
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -100,6 +105,26 @@ try {
         `fastify ${show(got.fastify)} (mean ${mean(got.fastify).toFixed(1)})`,
     );
   }
+  if (process.env.COUNT === '1')
+    for (const mode of ['lone', 'batch'] as const)
+      for (const side of ['fast', 'fastify'] as const) {
+        const calls = 1000;
+        const byType = new Map<string, number>();
+        const hook = createHook({
+          init(_id, type) {
+            byType.set(type, (byType.get(type) ?? 0) + 1);
+          },
+        });
+        hook.enable();
+        await send(sides[side], calls, mode);
+        hook.disable();
+        const total = [...byType.values()].reduce((s, n) => s + n, 0);
+        const top = [...byType]
+          .sort((a, b) => b[1] - a[1])
+          .map(([type, n]) => `${type} ${(n / calls).toFixed(2)}`)
+          .join(', ');
+        console.log(`async resources a call, ${mode}, ${side}: ${(total / calls).toFixed(2)} (${top})`);
+      }
 } finally {
   child.kill();
   for (const app of apps) await app.close();
