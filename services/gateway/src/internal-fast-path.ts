@@ -115,6 +115,8 @@ export function installInternalFastPath(app: FastifyInstance, options: FastPathO
   };
   const refuse = (res: ServerResponse, err: unknown, closeAfter = false) => {
     const { problem, headers } = problemOfError(err as Error, logger);
+    // Failed after its head went out: nothing else can be said on this response.
+    if (res.headersSent) return void res.destroy();
     answer(res, problem.status, PROBLEM_TYPE, JSON.stringify(problem satisfies Problem), headers, closeAfter);
   };
 
@@ -153,10 +155,11 @@ export function installInternalFastPath(app: FastifyInstance, options: FastPathO
       });
       if (parseError) return refuse(res, parseError, true);
       if (!batch) {
-        calls.one(id, body, responseGone(res)).then(
-          (served) => answer(res, 200, JSON_TYPE, JSON.stringify(served)),
-          (err: unknown) => refuse(res, err),
-        );
+        calls
+          .one(id, body, responseGone(res))
+          // A throw while answering (serializing) is refused like the serve's own, as fastify's 500.
+          .then((served) => answer(res, 200, JSON_TYPE, JSON.stringify(served)))
+          .catch((err: unknown) => refuse(res, err));
         return;
       }
       let checked: ReturnType<InternalCalls['batch']>;
