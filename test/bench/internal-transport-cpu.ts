@@ -40,6 +40,8 @@ const INDEXES = 100;
 const BINDING = 'none.such';
 /** Lone calls' loops at once (1: one call after another, each a wake-up; more: a busy gateway). */
 const LOOPS = Number(process.env.LOOPS ?? 1);
+/** `fast` or `fastify`: measure that side alone (to profile it: `node --cpu-prof …`). */
+const ONLY = process.env.ONLY;
 
 const gateway = await startGatewayDeps();
 const { deps, config } = gateway;
@@ -109,7 +111,7 @@ try {
     const got: Record<'fast' | 'fastify', number[]> = { fast: [], fastify: [] };
     for (let c = 0; c < CYCLES; c++)
       for (const side of ['fast', 'fastify', 'fastify', 'fast'] as const)
-        got[side].push(await block(sides[side], calls, mode));
+        if (!ONLY || ONLY === side) got[side].push(await block(sides[side], calls, mode));
     const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
     const show = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(', ');
     console.log(
