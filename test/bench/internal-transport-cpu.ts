@@ -96,7 +96,7 @@ try {
     // gateway work is its transport (and the serve's few lookups in memory).
     const outcome = {
       type: 'error' as const,
-      name: 'AppCallFailed',
+      name: 'AppCallFailed' as const,
       message: 'stub',
       details: { reason: 'unknown-binding' },
     };
