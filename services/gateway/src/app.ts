@@ -5,6 +5,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
+import { createInternalCalls } from './internal-calls.ts';
+import { installInternalFastPath } from './internal-fast-path.ts';
 import { jsonDepthExceeds } from './json-depth.ts';
 import { lazyChildLoggerFactory } from './lazy-request-logger.ts';
 import { createMcpApps } from './mcp-apps.ts';
@@ -23,6 +25,11 @@ interface BuildAppOptions {
   metrics?: boolean;
   /** Collects the registered routes (the OpenAPI document's paths); default: a fresh one. */
   routeCatalog?: RouteCatalog;
+  /**
+   * Serve the runner's calls ahead of fastify on this listener (`internal-fast-path.ts`) when it
+   * serves the internal routes. Default true; false leaves every request to fastify (tests compare).
+   */
+  internalFastPath?: boolean;
 }
 
 export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
@@ -82,6 +89,16 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     mcpApps,
     ...(options.routeCatalog ? { routes: options.routeCatalog } : {}),
   };
-  await registerRoutes(app, ctx, options.routes, options.surface, options.metrics ?? true);
+  const surface = options.surface ?? 'all';
+  if ((surface === 'all' || surface === 'internal') && options.internalFastPath !== false)
+    installInternalFastPath(app, {
+      calls: createInternalCalls(ctx.bindingCalls, maxDepth),
+      token: deps.config.ISLET_INTERNAL_TOKEN,
+      maxDepth,
+      jsonParser: (body, done) => jsonParser(undefined as never, body, done),
+      metrics: deps.metrics,
+      logger: deps.logger,
+    });
+  await registerRoutes(app, ctx, options.routes, surface, options.metrics ?? true);
   return app;
 }
