@@ -5,8 +5,6 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
-import { createInternalCalls } from './internal-calls.ts';
-import { installInternalFastPath } from './internal-fast-path.ts';
 import { jsonDepthExceeds } from './json-depth.ts';
 import { lazyChildLoggerFactory } from './lazy-request-logger.ts';
 import { createMcpApps } from './mcp-apps.ts';
@@ -25,11 +23,6 @@ interface BuildAppOptions {
   metrics?: boolean;
   /** Collects the registered routes (the OpenAPI document's paths); default: a fresh one. */
   routeCatalog?: RouteCatalog;
-  /**
-   * Serve the runner's calls ahead of fastify on this listener (`internal-fast-path.ts`) when it
-   * serves the internal routes. Default true; false leaves every request to fastify (tests compare).
-   */
-  internalFastPath?: boolean;
 }
 
 export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
@@ -89,16 +82,6 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     mcpApps,
     ...(options.routeCatalog ? { routes: options.routeCatalog } : {}),
   };
-  const surface = options.surface ?? 'all';
-  if ((surface === 'all' || surface === 'internal') && options.internalFastPath !== false)
-    installInternalFastPath(app, {
-      calls: createInternalCalls(ctx.bindingCalls, maxDepth),
-      token: deps.config.ISLET_INTERNAL_TOKEN,
-      maxDepth,
-      jsonParser: (body, done) => jsonParser(undefined as never, body, done),
-      metrics: deps.metrics,
-      logger: deps.logger,
-    });
-  await registerRoutes(app, ctx, options.routes, surface, options.metrics ?? true);
+  await registerRoutes(app, ctx, options.routes, options.surface, options.metrics ?? true);
   return app;
 }

@@ -3,8 +3,6 @@
  * wrong content type, body too large, unknown route) are mapped to the same table, so no input
  * ever yields a 5xx.
  */
-
-import type { ServerResponse } from 'node:http';
 import {
   PROBLEM_CONTENT_TYPE,
   type Problem,
@@ -144,43 +142,33 @@ export function isRedisTransient(err: Error): boolean {
   );
 }
 
-/**
- * What an error thrown on a request's path is answered with: its problem and extra headers. One
- * table for fastify's error handler and the internal fast path (`internal-fast-path.ts`).
- */
-export function problemOfError(
-  err: Error & { code?: string; statusCode?: number },
-  log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void },
-): { problem: Problem; headers?: Record<string, string> } {
-  if (err instanceof HttpProblem) return { problem: err.problem, headers: err.headers };
-  if (err instanceof ZodError) return { problem: validationProblem(err).problem };
-  const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
-  if (mapped) return { problem: problem(mapped, err.message) };
-  if (err instanceof SyntaxError) return { problem: problem('malformed-json', err.message) };
-  const status = err.statusCode ?? 500;
-  if (status >= 400 && status < 500) return { problem: { ...problem('validation', err.message), status } };
-  if (isRedisTransient(err)) {
-    log.warn({ err: err.message }, 'Redis unavailable; answered 503');
-    return {
-      problem: problem('unavailable', 'Redis is failing over; retry shortly'),
-      headers: { 'retry-after': '1' },
-    };
-  }
-  if (isRedisFull(err)) {
-    log.warn({ err: err.message }, 'Redis is at maxmemory; answered 503');
-    return {
-      problem: problem('unavailable', 'storage is full; retry later'),
-      headers: { 'retry-after': String(REDIS_FULL_RETRY_AFTER_SECONDS) },
-    };
-  }
-  log.error({ err }, 'unhandled error');
-  return { problem: problem('internal', 'an internal error occurred; it was logged') };
-}
-
 export function installProblemHandlers(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    const { problem: p, headers } = problemOfError(err, request.log);
-    return sendProblem(reply, p, headers);
+    if (err instanceof HttpProblem) return sendProblem(reply, err.problem, err.headers);
+    if (err instanceof ZodError) {
+      const p = validationProblem(err);
+      return sendProblem(reply, p.problem);
+    }
+    const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
+    if (mapped) return sendProblem(reply, problem(mapped, err.message));
+    if (err instanceof SyntaxError) return sendProblem(reply, problem('malformed-json', err.message));
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500)
+      return sendProblem(reply, { ...problem('validation', err.message), status });
+    if (isRedisTransient(err)) {
+      request.log.warn({ err: err.message }, 'Redis unavailable; answered 503');
+      return sendProblem(reply, problem('unavailable', 'Redis is failing over; retry shortly'), {
+        'retry-after': '1',
+      });
+    }
+    if (isRedisFull(err)) {
+      request.log.warn({ err: err.message }, 'Redis is at maxmemory; answered 503');
+      return sendProblem(reply, problem('unavailable', 'storage is full; retry later'), {
+        'retry-after': String(REDIS_FULL_RETRY_AFTER_SECONDS),
+      });
+    }
+    request.log.error({ err }, 'unhandled error');
+    return sendProblem(reply, problem('internal', 'an internal error occurred; it was logged'));
   });
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, problem('not-found', `no route ${request.method} ${request.url.split('?')[0]}`)),
@@ -189,18 +177,13 @@ export function installProblemHandlers(app: FastifyInstance) {
 
 /** An AbortSignal that fires when the client goes away before the response is finished. */
 export function clientGone(reply: FastifyReply, also?: AbortSignal): AbortSignal {
-  return responseGone(reply.raw, also);
-}
-
-/** `clientGone` of a node:http response (the internal fast path has no fastify reply). */
-export function responseGone(res: ServerResponse, also?: AbortSignal): AbortSignal {
   const ac = new AbortController();
   const abort = () => ac.abort();
   also?.addEventListener('abort', abort, { once: true });
-  res.once('close', () => {
+  reply.raw.once('close', () => {
     // `also` (the app's closing signal) outlives every request: do not leave a listener on it.
     also?.removeEventListener('abort', abort);
-    if (!res.writableFinished) ac.abort();
+    if (!reply.raw.writableFinished) ac.abort();
   });
   return ac.signal;
 }

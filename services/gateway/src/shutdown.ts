@@ -8,7 +8,6 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { drainFastPath } from './internal-fast-path.ts';
 
 interface ShutdownOptions {
   apps: FastifyInstance[];
@@ -56,8 +55,6 @@ export function createShutdown(options: ShutdownOptions): Shutdown {
       if (draining) reply.header('connection', 'close');
       done(null, payload);
     });
-    // The runner's calls answered ahead of fastify (internal-fast-path.ts) close the same way.
-    drainFastPath(app, () => draining);
   }
   return {
     draining: () => draining,

@@ -1,40 +1,120 @@
 /**
- * The runner → gateway channel through fastify, authenticated with ISLET_INTERNAL_TOKEN. Any
- * replica serves any call; a call's answer is sent only after the journal holds its outcome. What
- * the two routes check, serve and answer is `internal-calls.ts`; the runner's own requests reach it
- * through the fast path on the listener (`internal-fast-path.ts`), which hands every other request
- * for these paths (a refused token, an odd header, a body fastify must refuse) to these routes.
+ * The runner → gateway channel, authenticated with ISLET_INTERNAL_TOKEN. Any replica serves any
+ * call; a call's answer is sent only after the journal holds its outcome.
+ * - `POST /internal/v1/code-runs/:id/calls`: one call per request.
+ * - `POST /internal/v1/code-runs/:id/call-batch`: the calls a program made together (a
+ *   `Promise.all`), one request; the answer is NDJSON, one line per call as soon as it is
+ *   journaled (the program's `Promise.race` still sees the first), lines finished together written
+ *   together. One request instead of a hundred: the per-request work (routing, auth, headers, a
+ *   socket write each way) was most of a parallel call's gateway CPU.
  */
+import type { BindingCall } from '@islet/engine';
+import { type Problem, type ProblemCode, problem } from '@islet/protocol';
 import type { FastifyPluginAsync } from 'fastify';
-import {
-  BATCH_HEADERS,
-  BATCH_ROUTE,
-  CALLS_ROUTE,
-  createInternalCalls,
-  INTERNAL_BODY_LIMIT,
-} from '../internal-calls.ts';
-import { clientGone } from '../problem-reply.ts';
+import { z } from 'zod';
+import type { ServedCall } from '../binding-calls.ts';
+import { jsonDepthExceeds } from '../json-depth.ts';
+import { clientGone, HttpProblem, isRedisTransient, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
 
+/** Most calls in one batch (the runner sends at most 100; the engine's in-flight cap per run is 128 by default). */
+const MAX_BATCH_CALLS = 1000;
+
+const MAX_ARGS_CHARS = 16 * 1024 * 1024;
+
+/** One call as the runner sends it (single or in a batch). */
+const callSchema = z.object({
+  index: z.number().int().min(0),
+  binding: z.string().min(1).max(300),
+  argsJson: z.string().max(MAX_ARGS_CHARS),
+});
+
+const batchSchema = z.object({
+  attempt: z.number().int().min(1),
+  calls: z.array(callSchema).min(1).max(MAX_BATCH_CALLS),
+});
+
+/** One line of a batch's answer: the call's served body, or its problem with the status a single call would get. */
+type BatchLine =
+  | ({ index: number; status: 200 } & ServedCall)
+  | { index: number; status: number; problem: Problem };
+
+const refused = (index: number, code: ProblemCode, detail: string): BatchLine => {
+  const p = problem(code, detail);
+  return { index, status: p.status, problem: p };
+};
+
+const internalCallSchema = callSchema.extend({
+  attempt: z.number().int().min(1),
+  /** The runner lost the gateway that held this call and retries it here. */
+  takeover: z.boolean().optional(),
+});
+
 export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
-  const { auth } = ctx;
-  const calls = createInternalCalls(ctx.bindingCalls, ctx.deps.config.ISLET_JSON_MAX_DEPTH);
-  const options = { preHandler: auth.requireInternal, bodyLimit: INTERNAL_BODY_LIMIT };
+  const { auth, bindingCalls } = ctx;
+  // Arguments may be as large as the engine's output cap (64 MiB).
+  const options = { preHandler: auth.requireInternal, bodyLimit: 67_108_864 + 65_536 };
+  const maxDepth = ctx.deps.config.ISLET_JSON_MAX_DEPTH;
+  /** The refusal of arguments nested deeper than ISLET_JSON_MAX_DEPTH, or undefined. */
+  const tooDeep = (argsJson: string) =>
+    jsonDepthExceeds(argsJson, maxDepth)
+      ? `the call's arguments nest deeper than ${maxDepth} levels`
+      : undefined;
   return async (app) => {
-    app.post(CALLS_ROUTE, options, async (request, reply) => {
+    app.post('/internal/v1/code-runs/:id/calls', options, async (request, reply) => {
       const { id } = idParams.parse(request.params);
-      return calls.one(id, request.body, clientGone(reply));
+      const parsed = internalCallSchema.safeParse(request.body);
+      if (!parsed.success) throw validationProblem(parsed.error);
+      const { attempt, ...call } = parsed.data;
+      const deep = tooDeep(call.argsJson);
+      if (deep) throw new HttpProblem('json-too-deep', deep);
+      const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));
+      if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
+      return served;
     });
 
-    app.post(BATCH_ROUTE, options, async (request, reply) => {
+    app.post('/internal/v1/code-runs/:id/call-batch', options, async (request, reply) => {
       const { id } = idParams.parse(request.params);
-      const { attempt, calls: batch } = calls.batch(request.body);
+      const parsed = batchSchema.safeParse(request.body);
+      if (!parsed.success) throw validationProblem(parsed.error);
+      const { attempt, calls } = parsed.data;
       const gone = clientGone(reply);
       reply.hijack();
       const res = reply.raw;
-      res.writeHead(200, BATCH_HEADERS);
-      await calls.stream(id, attempt, batch, gone, res, request.log);
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+      let pending: string[] = [];
+      let flushing = false;
+      const write = (line: BatchLine) => {
+        pending.push(JSON.stringify(line));
+        if (flushing) return;
+        flushing = true;
+        // Lines finished in the same turn go out in one write.
+        setImmediate(() => {
+          flushing = false;
+          const text = `${pending.join('\n')}\n`;
+          pending = [];
+          if (!res.destroyed) res.write(text);
+        });
+      };
+      const serveOne = async (call: BindingCall): Promise<BatchLine> => {
+        const deep = tooDeep(call.argsJson);
+        if (deep) return refused(call.index, 'json-too-deep', deep);
+        try {
+          const served = await bindingCalls.serve(id, attempt, call, gone);
+          if (!served) return refused(call.index, 'not-found', `no code run ${id}`);
+          return { index: call.index, status: 200, ...served };
+        } catch (err) {
+          const e = err as Error;
+          // As a single call's 5xx: the runner tries the call again on another gateway (takeover).
+          if (!isRedisTransient(e))
+            request.log.error({ err: e, runId: id, index: call.index }, 'batch call failed');
+          return refused(call.index, 'unavailable', 'the call could not be served; retry');
+        }
+      };
+      await Promise.all(calls.map(async (call) => write(await serveOne(call))));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (!res.destroyed) res.end();
     });
   };
 }
