@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
-import { createRedis, keys } from '@islet/core';
+import { createRedis, keys, wallNow } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import {
@@ -55,7 +55,7 @@ export interface ClusterFigures {
   deferralsPerRun: { lone: number; counted: number };
 }
 
-const now = () => performance.timeOrigin + performance.now();
+const now = wallNow;
 
 /**
  * A process's `/metrics` text; throws on any other answer, so a refused or failed scrape never
