@@ -62,6 +62,8 @@ export function enqueueStamp(): number {
  * ISLET_IDLE_HANDOFF); a registration exists only where runners fetch with the run's start (one server).
  */
 export function createRunQueueStore(redis: Redis, onError: (err: Error) => void, handOff = false) {
+  // The stamps' clock offset read now (a few ms of spinning, once), not at the first submit.
+  enqueueStamp();
   const queues = Object.fromEntries(
     SANDBOX_MODES.map((mode) => [
       mode,

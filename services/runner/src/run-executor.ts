@@ -53,6 +53,8 @@ const now = wallNow;
 
 export function createRunExecutor(deps: RunExecutorDeps) {
   const { runs, settings, journal, metrics, logger } = deps;
+  // The clock's offset read now (a few ms of spinning, once), not at the first run's pick-up.
+  now();
   const lifecycle = createRunLifecycle({ runs, journal });
 
   /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
