@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
-import { createRedis, keys, wallNow } from '@islet/core';
+import { createRedis, keys } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import {
@@ -18,6 +18,7 @@ import {
   type Sample,
   sequentialCalls,
 } from './baselines.ts';
+import { benchNow } from './bench-clock.ts';
 import { processParents } from './capacity-cpu.ts';
 import { type FairRow, fairRow } from './fair-row.ts';
 import { deferralsOf, samplePool } from './pool-sampler.ts';
@@ -55,7 +56,7 @@ export interface ClusterFigures {
   deferralsPerRun: { lone: number; counted: number };
 }
 
-const now = wallNow;
+const now = benchNow;
 
 /**
  * A process's `/metrics` text; throws on any other answer, so a refused or failed scrape never
