@@ -18,6 +18,7 @@ import {
   type Sample,
   sequentialCalls,
 } from './baselines.ts';
+import { benchNow } from './bench-clock.ts';
 import { processParents } from './capacity-cpu.ts';
 import { type FairRow, fairRow } from './fair-row.ts';
 import { deferralsOf, samplePool } from './pool-sampler.ts';
@@ -55,7 +56,7 @@ export interface ClusterFigures {
   deferralsPerRun: { lone: number; counted: number };
 }
 
-const now = () => performance.timeOrigin + performance.now();
+const now = benchNow;
 
 /**
  * A process's `/metrics` text; throws on any other answer, so a refused or failed scrape never

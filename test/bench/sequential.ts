@@ -15,6 +15,7 @@
 import { writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { pct } from './baselines.ts';
+import { benchNow } from './bench-clock.ts';
 import { commandCalls } from './bullmq-floor.ts';
 import { burst, stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { clockStepNote, clockWatch, stageLines, stageRow, stagesOf } from './stages.ts';
@@ -34,7 +35,7 @@ const CLIENTS = Number(process.env.CLIENTS ?? 1);
 // TAIL=1 (implies STAGES): the slow runs' stages and what overlapped them (tail-causes.ts).
 const TAIL = process.env.TAIL === '1';
 const STAGES = process.env.STAGES === '1' || TAIL;
-const now = () => performance.timeOrigin + performance.now();
+const now = benchNow;
 
 const clockStep = clockWatch();
 // One tenant drives it: no fair share unless BENCH_TENANT_SHARE sets one (the cluster bench's

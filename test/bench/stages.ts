@@ -1,7 +1,7 @@
 /**
  * Where a sequential run's time goes, stage by stage, from the client's send and receipt and the
  * timings the runner stores with a run's end (RunTimings in @islet/runs). Every top-level stage is
- * the difference of two sub-ms stamps (`performance.timeOrigin + performance.now()` in the client,
+ * the difference of two sub-ms stamps (core's `wallNow` in the client,
  * the gateway's enqueue stamp, the runner's), consecutive on the run's path, so the top-level
  * stages of a run add up to its latency exactly; `stagesOf` checks it.
  *
@@ -139,17 +139,18 @@ export function stageLines(summary: StageSummary): string[] {
   return lines;
 }
 
-const now = () => performance.timeOrigin + performance.now();
+/** This process's monotonic clock on the epoch's scale (a step of the wall clock shows against it). */
+const monotonic = () => performance.timeOrigin + performance.now();
 
 /**
  * Watches the wall clock against this process's monotonic one; the returned function gives how far
- * it moved since, ms. Stage stamps come from several processes (each process's
- * `performance.timeOrigin`, read from the wall clock when it started), so a step of the clock (an
- * NTP correction, a VM's resume) while a bench runs shifts one process's stamps against another's
- * and reads as negative or inflated stages; the benches print a warning past 1 ms.
+ * it moved since, ms. Stage stamps come from several processes (core's `wallNow`: each process's
+ * offset from its monotonic clock, read again past a 1.5 ms step), so a step of the clock (an NTP
+ * correction, a VM's resume) while a bench runs may shift one process's stamps against another's
+ * until each reads it; the benches print a warning past 1 ms.
  */
 export function clockWatch(): () => number {
-  const offset = () => Date.now() - now();
+  const offset = () => Date.now() - monotonic();
   const start = offset();
   return () => offset() - start;
 }

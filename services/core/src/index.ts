@@ -13,3 +13,4 @@ export * from './session-store.ts';
 export * from './settings-cache.ts';
 export * from './settings-store.ts';
 export * from './tenant-store.ts';
+export * from './wall-clock.ts';

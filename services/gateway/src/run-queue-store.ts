@@ -4,7 +4,7 @@
  * a queued run's removal on cancel, the depth the health sampler reads, a skill's wait for its end.
  * Routes and services call these methods; none of them holds a `Queue`.
  */
-import type { Redis } from '@islet/core';
+import { type Redis, wallNow } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   type AdmissionRide,
@@ -48,16 +48,13 @@ interface SkillJob {
 type QueueDepth = Partial<Record<'waiting' | 'prioritized' | 'delayed' | 'active', number>>;
 
 /**
- * A job's enqueue time, ms since the epoch with its fraction. The runner stamps the same run
- * (`timings`: pick-up, engine, end) as `performance.timeOrigin + performance.now()`; `Date.now()`'s
- * whole ms read every enqueue → pick-up span half a ms long on average (round 20). Where this
- * process's monotonic clock has drifted from the wall clock (a step, a long slew), the wall
- * clock's ms: the runner's queue-wait metric subtracts it from its own `Date.now()`.
+ * A job's enqueue time, ms since the epoch with its fraction, on the clock the runner stamps the
+ * same run with (`timings`: pick-up, engine, end; core's `wallNow`, comparable between processes);
+ * `Date.now()`'s whole ms read every enqueue → pick-up span half a ms long on average (round 20).
+ * The runner's queue-wait metric subtracts it from its own `Date.now()`.
  */
 export function enqueueStamp(): number {
-  const precise = performance.timeOrigin + performance.now();
-  const wall = Date.now();
-  return Math.abs(precise - wall) < 2 ? precise : wall;
+  return wallNow();
 }
 
 /**
@@ -65,6 +62,8 @@ export function enqueueStamp(): number {
  * ISLET_IDLE_HANDOFF); a registration exists only where runners fetch with the run's start (one server).
  */
 export function createRunQueueStore(redis: Redis, onError: (err: Error) => void, handOff = false) {
+  // The stamps' clock offset read now (a few ms of spinning, once), not at the first submit.
+  enqueueStamp();
   const queues = Object.fromEntries(
     SANDBOX_MODES.map((mode) => [
       mode,

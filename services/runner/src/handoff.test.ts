@@ -450,7 +450,13 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(calls('zrem')).toBe(1);
       expect(calls('zrangebyscore')).toBe(0);
       expect(calls('exists')).toBe(1);
-      expect(all).toBe(23);
+      // The job pushed once, onto active: the add's check found the wait list absent, so its LPUSH
+      // to wait was held and the fetch's RPOPLPUSH answered with it (724a10f: LPUSH and RPOPLPUSH).
+      expect(calls('lpush')).toBe(1);
+      expect(calls('rpoplpush')).toBe(0);
+      expect(all).toBe(22);
+      expect(await redis.exists(`${prefix}wait`)).toBe(0);
+      expect(await redis.lrange(`${prefix}active`, 0, -1)).toEqual(['n1']);
       expect(await redis.zscore(`${prefix}marker`, '0')).toBeNull();
       // The job hash as BullMQ's fetch leaves it: started once, by the worker named in the fetch.
       const job = await redis.hmget(`${prefix}n1`, 'ats', 'processedOn', 'pb');

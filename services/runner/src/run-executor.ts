@@ -4,7 +4,7 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import { meteredTenant } from '@islet/core';
+import { meteredTenant, wallNow } from '@islet/core';
 import type { Engine } from '@islet/engine';
 import { FILES_BINDING_NAMES, isFileSandboxDenial, isFilesBinding } from '@islet/kernel-sandbox';
 import { type FailureKind, isFinalStatus, type LogLineRecord } from '@islet/protocol';
@@ -48,11 +48,13 @@ const afterward = (work: () => void): void => {
   setImmediate(work);
 };
 
-/** ms since epoch with sub-ms precision, comparable across processes on one machine. */
-const now = () => performance.timeOrigin + performance.now();
+/** ms since epoch with sub-ms precision, comparable across processes on one machine (core's wall-clock.ts). */
+const now = wallNow;
 
 export function createRunExecutor(deps: RunExecutorDeps) {
   const { runs, settings, journal, metrics, logger } = deps;
+  // The clock's offset read now (a few ms of spinning, once), not at the first run's pick-up.
+  now();
   const lifecycle = createRunLifecycle({ runs, journal });
 
   /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */

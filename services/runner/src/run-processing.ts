@@ -3,6 +3,7 @@
  * (tenant-slot.ts), then runs as a skill or a run; a run's end may go with its job's completion.
  */
 
+import { wallNow } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
 import type { RunJobData } from '@islet/runs';
 import { DelayedError, type Job } from 'bullmq';
@@ -34,7 +35,7 @@ export async function processModeJob(
   worker: ParkingWorker<RunJobData>,
 ) {
   const { held, lastPickupAtMs, logger } = ctx;
-  const fetchedAtMs = performance.timeOrigin + performance.now();
+  const fetchedAtMs = wallNow();
   held[mode] = (held[mode] ?? 0) + 1;
   lastPickupAtMs[mode] = Date.now();
   const jobId = job.id ?? job.data.runId;

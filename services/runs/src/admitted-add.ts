@@ -8,7 +8,8 @@
  * un-admitted (the reason a separate admission went as EVAL, its 3.2 KB text every submit). And
  * the add's own top-level command (EVALSHA) is gone: one command less a run. When the add hands its
  * job to an idle worker, the run's attempt start in it reads the record the admission just created
- * from the admission's answer (`CREATED_RUN`), not by HGETALL.
+ * from the admission's answer (`CREATED_RUN`), not by HGETALL; and its count in the pool's queued
+ * counts is the add's to write (`QUEUED_COUNT`): none when the job is handed over at once.
  *
  * KEYS: the admission's (admit-and-create-24's first 23), the pool's queued counts when counted,
  * then the add's. ARGV: the admission's key count, its argument count, 1 when counted, the
@@ -16,7 +17,7 @@
  */
 import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
-import { CREATED_RUN } from './handoff-scripts.ts';
+import { CREATED_RUN, QUEUED_COUNT } from './handoff-scripts.ts';
 import { ADMIT_AND_CREATE } from './run-store-scripts.ts';
 
 /** The admission's argument that names the tenant in the pool's queued counts (ARGV[16], the index's). */
@@ -28,6 +29,9 @@ const composites = new WeakMap<LuaScript, LuaScript>();
 export function admittedAddScript(add: LuaScript): LuaScript {
   const known = composites.get(add);
   if (known) return known;
+  // An add that takes the job's count (the hand-off's: QUEUED_COUNT) counts it, or leaves it out
+  // when its own fetch takes the job; any other add has the job counted here first.
+  const takesCount = add.source.includes(QUEUED_COUNT);
   const script = new LuaScript(`local nk, na, counted = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local AA = {unpack(ARGV, 4, 3 + na)}
 local function admit(KEYS, ARGV)
@@ -36,12 +40,13 @@ end
 local answer, createdRun = admit({unpack(KEYS, 1, nk)}, AA)
 if answer ~= 'created' then return {answer} end
 local first = nk + 1
+local admittedCount
 if counted then
-  redis.pcall('HINCRBY', KEYS[first], AA[${TENANT_ARG}], 1)
+  ${takesCount ? `admittedCount = {KEYS[first], AA[${TENANT_ARG}]}` : `redis.pcall('HINCRBY', KEYS[first], AA[${TENANT_ARG}], 1)`}
   first = first + 1
 end
 local function add(KEYS, ARGV)
-${add.source.split(CREATED_RUN).join('createdRun')}
+${add.source.split(CREATED_RUN).join('createdRun').split(QUEUED_COUNT).join('admittedCount')}
 end
 return {answer, add({unpack(KEYS, first, #KEYS)}, {unpack(ARGV, 4 + na, #ARGV)})}`);
   composites.set(add, script);

@@ -134,18 +134,54 @@ return left[1]`);
  */
 export const CREATED_RUN = '(nil --[[islet:created-run]])';
 
+/**
+ * Where the hand-off's add takes a submit's count of its job in the pool's queued counts: `nil` in
+ * the add alone; a submit's admission carried in the add (admitted-add.ts) puts {queued key,
+ * tenant} there instead of counting the job itself, and the add counts it, unless the fetch it runs
+ * for an idle worker takes that very job: its lease would take the count off again in the same
+ * script (`HINCRBY +1`, then `HDEL` or `HINCRBY -1`), so neither write goes.
+ */
+export const QUEUED_COUNT = '(nil --[[islet:queued-count]])';
+
 /** addStandardJob-9's check for a job of the same id (a job added with its own id: every run's), BullMQ 5. */
 const JOB_EXISTS = 'if rcall("EXISTS", jobIdKey) == 1 then';
 /**
- * The same check in one EXISTS with the idle, delayed and prioritized sets: the job's key counted
- * eight times, the idle set's four, the delayed set's twice, so each key's bit reads off the answer
- * (8 or more: the job exists). An add that found the idle set absent pops nothing from it (ZPOPMAX
- * of an absent key: an empty answer, the script then returns the add's); delayed and prioritized
+ * The same check in one EXISTS with the wait list and the idle, delayed and prioritized sets: the
+ * job's key counted sixteen times, the wait list's eight, the idle set's four, the delayed set's
+ * twice, so each key's bit reads off the answer (16 or more: the job exists). A wait list found
+ * absent, with a worker registered idle, lets the add hold its job's push (`HELD_PUSH`). An add
+ * that found the idle set absent pops nothing from it (ZPOPMAX of an absent key: an empty answer,
+ * the script then returns the add's); delayed and prioritized
  * sets found absent are taken as absent by the hand-off's fetch (its promotion of due delayed jobs
  * reads nothing, and the look behind the job is answered: `SOLE_JOB`) through the prelude's
  * `bullAbsent`, until a command that could create one goes.
  */
 const JOB_AND_IDLE = 'if jobOrIdle(jobIdKey) == 1 then -- (handoff-scripts.ts)';
+
+/**
+ * The add's `LPUSH wait <job>` held back (`heldPush`) when its check found the wait list absent and a
+ * worker registered idle (the new job would be the list's only one), and the hand-off's fetch's
+ * `RPOPLPUSH wait active` answered with it as one `LPUSH active <job>`: the lists end as the two
+ * commands leave them (the wait list absent again, the job at the head of active), one command
+ * and the wait list's making and removal fewer. Any other command on the wait list writes the push
+ * first (`pushHeld`), and so does every way out but the hand-off (`marked`): no reader outside the
+ * script sees the queue without it. BullMQ 5 blocks no client on the wait list (its workers block
+ * on the marker), so no one is woken by the push either way.
+ */
+const HELD_PUSH = `    if cmd == 'LPUSH' and idleSeen and waitAbsent and newJob and not heldPush and select('#', ...) == 1 then
+      heldPush = ...
+      soleWait = true
+      return 1
+    end
+    if heldPush then
+      if cmd == 'RPOPLPUSH' and select('#', ...) == 1 then
+        local id = heldPush
+        heldPush = nil
+        bullCall('LPUSH', (...), id)
+        return id
+      end
+      pushHeld()
+    end`;
 
 /**
  * The base marker's `ZADD marker 0 0` (BullMQ's add's, then its fetch's: the add's marker is its
@@ -156,6 +192,14 @@ const JOB_AND_IDLE = 'if jobOrIdle(jobIdKey) == 1 then -- (handoff-scripts.ts)';
  * still inside the script: no reader sees the queue without it. BullMQ's fetch reads no marker.
  */
 const HELD_MARKER = `local markerKey, held, soleWait = AK[9], false, false
+local heldPush
+local function pushHeld()
+  if heldPush then
+    local id = heldPush
+    heldPush = nil
+    bullCall('LPUSH', AK[1], id)
+  end
+end
 local bullRedis = setmetatable({call = function(cmd, key, ...)
   if key == newJob then jobWritten(cmd, key, ...) end
   if idleSeen and key == markerKey and cmd == 'ZADD' and select('#', ...) == 2
@@ -163,15 +207,29 @@ local bullRedis = setmetatable({call = function(cmd, key, ...)
     held = true
     return 1
   end
-  if key == AK[1] and cmd == 'LPUSH' then
-    local n = bullCall(cmd, key, ...)
-    soleWait = n == 1
-    return n
+  if key == AK[1] then
+${HELD_PUSH}
+    if cmd == 'LPUSH' then
+      local n = bullCall(cmd, key, ...)
+      soleWait = n == 1
+      return n
+    end
   end
   return bullCall(cmd, key, ...)
 end}, {__index = bullRedis})
+local queuedCount, uncounted = ${QUEUED_COUNT}, nil
+-- The admission's count of the job, unless the lease of the fetch below decided on it uncounted.
+local function countHeld()
+  if queuedCount and not (uncounted and uncounted.decided) then
+    redis.pcall('HINCRBY', queuedCount[1], queuedCount[2], 1)
+  end
+  queuedCount = nil
+end
+-- Every way out but a hand-off of the job: what the add held back is written, still inside the script.
 local function marked(answer)
+  pushHeld()
   if held then bullCall('ZADD', markerKey, 0, '0') end
+  countHeld()
   return answer
 end`;
 
@@ -233,23 +291,26 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string): Lua
     'now',
     false,
     CREATED_RUN,
+    'uncounted',
   ).source;
   // The add's check for a job of the same id asks about the idle set too (JOB_EXISTS).
   const body = addBody.split(JOB_EXISTS).length === 2 ? addBody.replace(JOB_EXISTS, JOB_AND_IDLE) : addBody;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
 local prioritizedKey, idleKey, idleArgsKey = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
 local AK = {unpack(KEYS, 1, #KEYS - 3)}
-local idleSeen, newJob
+local idleSeen, newJob, waitAbsent
 local delayedKey = AK[6]
 local function jobOrIdle(jobKey)
-  local j, i, d = jobKey, idleKey, delayedKey
-  local n = redis.call('EXISTS', j, j, j, j, j, j, j, j, i, i, i, i, d, d, prioritizedKey)
+  local j, w, i, d = jobKey, AK[1], idleKey, delayedKey
+  local n = redis.call('EXISTS', j, j, j, j, j, j, j, j, j, j, j, j, j, j, j, j,
+    w, w, w, w, w, w, w, w, i, i, i, i, d, d, prioritizedKey)
   idleSeen = n % 8 >= 4
-  if n < 8 then newJob = jobKey end
+  waitAbsent = n % 16 < 8
+  if n < 16 then newJob = jobKey end
   -- Absent sets are answered by the hand-off's fetch without asking (bull-quiet.ts' bullAbsent).
   if n % 4 < 2 then bullAbsent[delayedKey] = true end
   if n % 2 == 0 then bullAbsent[prioritizedKey] = true end
-  return n >= 8 and 1 or 0
+  return n >= 16 and 1 or 0
 end
 ${NEW_JOB}
 ${HELD_MARKER}
@@ -257,6 +318,9 @@ local function add(KEYS, ARGV)
 ${quietAdd(body)}
 end
 local added = add(AK, ARGV)
+-- The fetch below takes this very job only from a held push (the wait list's only one): else the
+-- job is counted now, as the admission would have before the add.
+if heldPush then uncounted = {job = added} else countHeld() end
 if idleSeen == false then return added end
 local top = redis.call('ZPOPMAX', idleKey)
 if not top[1] then return marked(added) end
@@ -290,7 +354,12 @@ if type(answer[1]) ~= 'table' then
   return marked(added)
 end
 -- Drained: the look behind the job removed the base marker (ZREM), which the held ZADD would have set first.
-if answer[6] ~= 1 then marked() end
+if answer[6] ~= 1 then
+  marked()
+else
+  pushHeld()
+  countHeld()
+end
 redis.call('HDEL', idleArgsKey, worker)
 redis.call('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
 return added`);

@@ -142,6 +142,8 @@ const FETCHED_ARGS = 24;
  * already, which the lease then takes instead of reading `TIME` again ('nil': none).
  * `knownRun`: a Lua expression for the tail's KNOWN_RUN (a record the embedding script created,
  * which the attempt's start reads from there: the hand-off's add inside a submit's admission).
+ * `uncounted`: a Lua expression for the tail's UNCOUNTED ({job = id}: a job its pool's queued
+ * counts do not hold, so its pick-up takes no count off; the hand-off's add).
  * `defers`: a run's job whose lease is refused is moved to delayed here and `fetchJob` called
  * again for the next (the tail's DEFER); the script then takes the delay as its last argument
  * (`DEFER_MS`). The hand-off's add does not: its arguments are a registration's, which runners of
@@ -152,12 +154,14 @@ export function fetchLeaseBeginScript(
   now = 'nil',
   defers = false,
   knownRun = 'nil',
+  uncounted = 'nil',
 ): LuaScript {
   const tail = luaSource('fetch-lease-begin-11', {
     FETCHED_ARGS,
     POOL_SEEN: 'nil',
     POOL_NOW: now,
     KNOWN_RUN: knownRun,
+    UNCOUNTED: uncounted,
     DEFER: defers ? deferTerms(FETCH_QUEUE) : 'nil',
     REFETCH: 'fetchJob',
   });
@@ -279,6 +283,7 @@ ${luaSource('fetch-lease-begin-11', {
   POOL_SEEN: 'poolSeen',
   POOL_NOW: 'nil',
   KNOWN_RUN: 'nil',
+  UNCOUNTED: 'nil',
   DEFER: fetchBody ? deferTerms(COMPLETE_QUEUE) : 'nil',
   REFETCH: fetchBody ? 'refetch' : 'fetchJob',
 })}

@@ -160,7 +160,7 @@ export interface StoredRun {
 
 /**
  * When a runner's execution passed each stage, ms since epoch with sub-ms precision
- * (`performance.timeOrigin + performance.now()`). Stored unsealed beside the end (no program data
+ * (core's `wallNow`, comparable between processes). Stored unsealed beside the end (no program data
  * in it) for `npm run bench`'s per-stage breakdown; nothing else reads it.
  */
 export interface RunTimings {

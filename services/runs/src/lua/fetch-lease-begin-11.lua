@@ -20,6 +20,8 @@
 --   time it read (includes/lease-acquire.lua's `now`).
 -- KNOWN_RUN (a parameter): nil, or (in the hand-off's add) a Lua expression: a record the same
 --   script created, as includes/begin-attempt.lua's `known` takes it.
+-- UNCOUNTED (a parameter): nil, or (in the hand-off's add) a Lua expression: {job = id} of a job the
+--   pool's queued counts do not hold, as includes/lease-acquire.lua's `uncounted` takes it.
 -- DEFER (a parameter): nil, or a Lua expression (read before anything of the job) of the queue's
 --   keys and the deferral's delay: {ms, active, stalled, delayed, marker, meta, prefix, ts} (`ts`
 --   BullMQ's timestamp of the fetch, the worker's clock, as its moveToDelayed takes). With it a job
@@ -64,7 +66,7 @@ local function startRun(fetched, seen)
     fetched[2], tenant, A[o + 15], A[o + 16], A[o + 17],
     A[o + 18], A[o + 19], A[o + 20], A[o + 21], A[o + 22], runId .. A[o + 23], A[o + 24],
   }
-  local lease = acquireLease(1, 1, seen, ${POOL_NOW})
+  local lease = acquireLease(1, 1, seen, ${POOL_NOW}, ${UNCOUNTED})
   if lease[1] ~= 1 then
     fetched[5] = {{}, 0, {}, lease}
     return fetched, lease, tenant

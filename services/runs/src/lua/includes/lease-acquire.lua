@@ -9,11 +9,14 @@
 --   (includes/finish-run.lua), taken as `now` when none is given.
 -- `now` (optional): Redis's time in ms as the calling script read it already (the hand-off's add,
 --   handoff-scripts.ts), else read here.
+-- `uncounted` (optional): {job = id} of a job not in the pool's queued counts (the hand-off's add
+--   held its admission's count back: counted and taken off in one script, the two writes cancel);
+--   its pick-up takes no count off, and `decided` is set on it once this acquire ran for that job.
 -- Returns { 1 | 0, quota[, job id whose reservation the caller must promote] }; quota is 0 on a grant
 --   that did not need the pool's size (alone, or a reservation): only a deferral reports it.
 --- @include "pool-quota"
 --- @include "reserved-place"
-local function acquireLease(k, a, seen, now)
+local function acquireLease(k, a, seen, now, uncounted)
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local leases, deferred = KEYS[k + 4], KEYS[k + 5]
   local job, tenant = ARGV[a], ARGV[a + 1]
@@ -102,7 +105,13 @@ local function acquireLease(k, a, seen, now)
   end
   -- Picked up from the queue: no longer queued (a deferred job woken by its recheck was counted
   -- then); the count is taken off below, after the decision (which reads the counts as they were).
-  local counted = not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job))
+  local counted
+  if uncounted and uncounted.job == job then
+    counted = false
+    uncounted.decided = true
+  else
+    counted = not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job))
+  end
   -- Lapsed busy slots (a SIGKILLed runner's) are dropped only when they could make the answer no.
   local function liveBusy()
     pool()

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { wallClockReads, wallNow } from './wall-clock.ts';
+
+describe('wallNow', () => {
+  it("stamps on the wall clock, not on a process's `performance.timeOrigin` read off at its start", () => {
+    // A process preempted between Node's two reads of its origin keeps the gap for life (40 ms seen
+    // at load 10): stand in for one by moving this process's origin 30 ms.
+    const real = performance.timeOrigin;
+    Object.defineProperty(performance, 'timeOrigin', { value: real - 30, configurable: true });
+    try {
+      const apart: number[] = [];
+      for (let i = 0; i < 2000; i++) {
+        const stamp = wallNow();
+        apart.push(stamp - Date.now());
+      }
+      // Date.now() floors the same clock: every stamp within [its ms - a read, its ms + 1 + a read).
+      const off = apart.filter((a) => a < -0.5 || a > 1.5);
+      expect(off.length).toBeLessThan(20);
+      expect(apart.some((a) => !Number.isInteger(a))).toBe(true);
+    } finally {
+      Object.defineProperty(performance, 'timeOrigin', { value: real, configurable: true });
+    }
+  });
+
+  it('reads its offset once, and again only after a step of the wall clock', () => {
+    wallNow();
+    const before = wallClockReads.anchors;
+    for (let i = 0; i < 1000; i++) wallNow();
+    expect(wallClockReads.anchors - before).toBeLessThanOrEqual(1);
+    const realNow = Date.now;
+    Date.now = () => realNow() + 50;
+    try {
+      const stamp = wallNow();
+      expect(wallClockReads.anchors).toBeGreaterThan(before);
+      expect(Math.abs(stamp - Date.now())).toBeLessThan(2);
+    } finally {
+      Date.now = realNow;
+    }
+    wallNow();
+  });
+});
