@@ -38,4 +38,22 @@ describe('wallNow', () => {
     }
     wallNow();
   });
+
+  it('does not read its offset again for a stamp descheduled between its two reads', () => {
+    wallNow();
+    const before = wallClockReads.anchors;
+    const realNow = Date.now;
+    // The process stands still for 3 ms between the stamp's monotonic read and its Date.now().
+    Date.now = () => {
+      const t = performance.now();
+      while (performance.now() - t < 3) {}
+      return realNow();
+    };
+    try {
+      wallNow();
+    } finally {
+      Date.now = realNow;
+    }
+    expect(wallClockReads.anchors).toBe(before);
+  });
 });

@@ -69,6 +69,9 @@ export function wallNow(): number {
   // preemption between the two reads moves that by its length, so only a clear step re-reads.
   const apart = stamp - Date.now();
   if (apart < -1.5 || apart > 2.5) {
+    // Descheduled between the two reads (a loaded machine) is no step: the stamp stands, and no
+    // anchor's few ms of spinning land on a run's path for it.
+    if (performance.now() - mono > 1) return stamp;
     o = anchor();
     offset = o;
     return o + performance.now();
