@@ -135,11 +135,19 @@ export function createEngine(options: EngineOptions = {}): Engine {
     return furthest < 0 ? undefined : pool.splice(furthest, 1)[0];
   }
 
-  function askToPrepare(host: HostProcess, now: number): void {
+  /** Hosts asked to prepare by a run's take, told once its program is written (its host wakes first). */
+  let toAsk: HostProcess[] = [];
+  function askToPrepare(host: HostProcess, now: number, later: boolean): void {
     host.deferred = false;
     host.askedAt = now;
     isolates.asked++;
-    host.send({ t: 'prepare' });
+    if (later) toAsk.push(host);
+    else host.send({ t: 'prepare' });
+  }
+  function sendAsks(): void {
+    const asked = toAsk;
+    toAsk = [];
+    for (const h of asked) h.send({ t: 'prepare' });
   }
 
   /**
@@ -158,7 +166,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     for (let i = pool.length - 1; i >= 0 && have < need; i--) {
       const h = pool[i]!;
       if (h.exited || h === taken || preparing(h, now)) continue;
-      askToPrepare(h, now);
+      askToPrepare(h, now, taken !== undefined);
       have++;
     }
     return have >= need;
@@ -437,13 +445,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
         // Closed while this run waited for its host: the host is stopped, not left behind.
         busy.delete(host);
         void host.stop();
+        sendAsks();
         return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       }
       const hostWaitMs = performance.now() - acquiring;
       const params = runParams(code, opts, checked, host, { watchdogGraceMs, readResident });
       if (host.nextIsolateLater) params.nextIsolateAfterMs = idlePrepareMs;
       const run = new Run(host, params);
-      const { outcome, hostReusable } = await run.execute();
+      const running = run.execute();
+      sendAsks();
+      const { outcome, hostReusable } = await running;
       release(
         host,
         hostReusable,
@@ -460,6 +471,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         ...(opts.sandbox ? { sandbox: sandboxFacts(opts.sandbox) } : {}),
       };
     } catch (e) {
+      sendAsks();
       // A bug of ours; still never throw.
       return failed({ kind: 'sandbox-unavailable', message: `the engine failed: ${(e as Error).message}` });
     }

@@ -62,6 +62,27 @@ function runOn(host: HostProcess, ...frames: ToHost[]): Promise<Extract<FromHost
   });
 }
 
+/** A run that waits in a call until released: its host stays busy meanwhile. */
+function holdOne(engine: Engine) {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let called: () => void = () => undefined;
+  const inCall = new Promise<void>((resolve) => {
+    called = resolve;
+  });
+  const done = engine.execute('await apps.hold.on({}); return 1;', {
+    bindings: ['hold.on'],
+    onCall: async () => {
+      called();
+      await held;
+      return { type: 'result', valueJson: 'null' };
+    },
+  });
+  return { inCall, release, done };
+}
+
 describe('the host makes its next isolate when the engine needs it', () => {
   it('after a run sent with nextIsolateAfterMs, the next run waits for its isolate unless `prepare` came first', async () => {
     const host = await startHost();
@@ -87,10 +108,13 @@ describe('the host makes its next isolate when the engine needs it', () => {
 
   it('with one run and an idle pool, the freed host builds only when its partition runs short of ready isolates', async () => {
     const engine = newEngine({ maxIdlePerPartition: 2 });
-    // Two runs at once: two hosts, each taken with the other busy, so each makes its next at once.
-    const pair = await Promise.all([engine.execute(FRESH), engine.execute(FRESH)]);
-    expect(pair.map((o) => o.valueJson)).toEqual(['1', '1']);
-    expect(new Set(pair.map((o) => o.hostPid)).size).toBe(2);
+    // Two hosts, each taken with the other busy (one run held in a call), so each makes its next at once.
+    const held = holdOne(engine);
+    await held.inCall;
+    const second = await engine.execute(FRESH);
+    expect(second.valueJson).toBe('1');
+    held.release();
+    expect((await held.done).valueJson).toBe('1');
     const base = engine.stats!().isolates!;
     expect(base.deferred).toBe(0);
 
@@ -123,23 +147,8 @@ describe('the host makes its next isolate when the engine needs it', () => {
     await Promise.all([engine.execute(FRESH), engine.execute(FRESH), engine.execute(FRESH)]);
     const base = engine.stats!().isolates!;
     // A run held in a call keeps one host busy while the others serve runs one at a time.
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let called: () => void = () => undefined;
-    const inCall = new Promise<void>((resolve) => {
-      called = resolve;
-    });
-    const long = engine.execute('await apps.hold.on({}); return 1;', {
-      bindings: ['hold.on'],
-      onCall: async () => {
-        called();
-        await held;
-        return { type: 'result', valueJson: 'null' };
-      },
-    });
-    await inCall;
+    const held = holdOne(engine);
+    await held.inCall;
     // Each run is taken with the held run in flight: its partition wants two ready isolates (one for
     // the next run, one behind the held run) and its one other idle host holds one, so the host
     // taken makes its next at once.
@@ -147,8 +156,8 @@ describe('the host makes its next isolate when the engine needs it', () => {
     const counts = engine.stats!().isolates!;
     expect(counts.deferred - base.deferred).toBe(0);
     expect(counts.madeOnPath - base.madeOnPath).toBe(0);
-    release();
-    expect((await long).valueJson).toBe('1');
+    held.release();
+    expect((await held.done).valueJson).toBe('1');
   });
 
   it('idlePrepareMs 0 keeps every build at once (the previous behaviour)', async () => {

@@ -244,7 +244,7 @@ export interface EngineOptions {
   /**
    * A host freed while other idle hosts of its partition hold enough ready isolates makes its next
    * one only when the engine asks (a ready one was taken) or once idle this long, ms; 0: always at
-   * once. Default 50.
+   * once. Default 1000.
    */
   idlePrepareMs?: number;
   /** Idle sandbox host processes kept per partition for the next run. Default 2. */
