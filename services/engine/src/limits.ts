@@ -22,7 +22,7 @@ export const DEFAULT_WATCHDOG_GRACE_MS = 1000;
  * this long, ms (EngineOptions.idlePrepareMs): after a quiet spell every idle host holds a ready
  * isolate for a burst. The engine counts such a host as preparing from then on.
  */
-export const DEFAULT_IDLE_PREPARE_MS = 3;
+export const DEFAULT_IDLE_PREPARE_MS = 1000;
 
 /**
  * Resident memory a sandbox host may reach during a run, bytes: twice the isolate's heap limit
