@@ -6,7 +6,8 @@
  * each `RUNS` (default 500) runs: one caller with `GAP` ms (default 4, about a run over HTTP's time
  * outside the engine) before each run, then `CALLERS` (default 4, a runner's slots; comma-separated for more phases) callers back to back. A
  * partition's hosts are started first by a burst of `IDLE` callers. Also each phase's p50 of
- * `engine.execute` (noise on a loaded box: the counts are the figures).
+ * `engine.execute` (noise on a loaded box: the counts are the figures). `IDLE_PREPARE_MS` (default
+ * 1000) is the engine's `idlePrepareMs`; 0, the engine's default, defers nothing.
  */
 import { createEngine } from '@islet/engine';
 import { PROGRAM } from './baselines.ts';
@@ -15,8 +16,10 @@ const RUNS = Number(process.env.RUNS ?? 500);
 const GAP = Number(process.env.GAP ?? 4);
 const IDLE = Number(process.env.IDLE ?? 4);
 const CALLERS = (process.env.CALLERS ?? '4').split(',').map(Number);
+/** The engine's `idlePrepareMs` (its default, 0, defers nothing). */
+const IDLE_PREPARE_MS = Number(process.env.IDLE_PREPARE_MS ?? 1000);
 
-const engine = createEngine({ maxIdlePerPartition: IDLE });
+const engine = createEngine({ maxIdlePerPartition: IDLE, idlePrepareMs: IDLE_PREPARE_MS });
 const counts = () => engine.stats?.().isolates ?? { deferred: NaN, asked: NaN, madeOnPath: NaN };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
