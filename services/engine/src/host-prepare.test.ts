@@ -160,8 +160,9 @@ describe('the host makes its next isolate when the engine needs it', () => {
     expect((await held.done).valueJson).toBe('1');
   });
 
-  it('idlePrepareMs 0 keeps every build at once (the previous behaviour)', async () => {
-    const engine = newEngine({ maxIdlePerPartition: 2, idlePrepareMs: 0 });
+  it('by default (idlePrepareMs 0) every build is at once, as before', async () => {
+    const engine = createEngine({ prewarm: false, maxIdlePerPartition: 2 });
+    engines.push(engine);
     await Promise.all([engine.execute(FRESH), engine.execute(FRESH)]);
     for (let i = 0; i < 4; i++) expect((await engine.execute(FRESH)).valueJson).toBe('1');
     expect(engine.stats!().isolates).toMatchObject({ deferred: 0, asked: 0 });

@@ -243,8 +243,8 @@ export interface EngineOptions {
   startupTimeoutMs?: number;
   /**
    * A host freed while other idle hosts of its partition hold enough ready isolates makes its next
-   * one only when the engine asks (a ready one was taken) or once idle this long, ms; 0: always at
-   * once. Default 1000.
+   * one only when the engine asks (a ready one was taken) or once idle this long, ms (1000 was
+   * measured); 0: always at once. Default 0 (limits.ts DEFAULT_IDLE_PREPARE_MS says why).
    */
   idlePrepareMs?: number;
   /** Idle sandbox host processes kept per partition for the next run. Default 2. */
