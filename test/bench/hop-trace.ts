@@ -19,7 +19,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { processTree } from './capacity-cpu.ts';
-import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
+import { burst, stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { hostAfterGaps } from './host-after-gaps.ts';
 import { pickupGaps, type TracedRun } from './pickup-gaps.ts';
 import { processKind } from './ping-app.ts';
@@ -52,6 +52,10 @@ const now = () =>
   PERF ? Number(process.hrtime.bigint()) / 1e9 : (performance.timeOrigin + performance.now()) / 1000;
 try {
   const once = stampedRun(cluster, now);
+  // `WARM_CLIENTS=4`: a first burst at that many clients starts as many sandbox hosts (a one-client
+  // warm-up leaves one), as after the cluster bench's 16-client phase.
+  const warmClients = Number(process.env.WARM_CLIENTS ?? 1);
+  if (warmClients > 1) await burst(async () => void (await once()), 100, warmClients);
   for (let i = 0; i < WARM; i++) await once();
   const label = new Map<number, string>();
   const pids: number[] = [];

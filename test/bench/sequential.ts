@@ -59,6 +59,10 @@ try {
     const hostPids = [...pids].filter(([, k]) => k === 'host').map(([p]) => p);
     return { ...run, ms: run.received - run.sent, sched, hostPids };
   };
+  // `WARM_CLIENTS=4`: the warm-up at that many clients starts as many sandbox hosts (one client's
+  // leaves one), as after the cluster bench's 16-client phase.
+  const warmClients = Number(process.env.WARM_CLIENTS ?? CLIENTS);
+  if (warmClients !== CLIENTS) await burst(async () => void (await once()), 100, warmClients);
   await burst(async () => void (await once()), 50, CLIENTS);
   pids = TAIL ? clusterPids() : pids;
   const redisPid = [...pids].find(([, kind]) => kind === 'redis')?.[0];
