@@ -6,7 +6,7 @@
  */
 import { HostProcess } from './host-process.ts';
 import { isDue, type RetirementBounds, type RetirementReason, retirementOf } from './host-retirement.ts';
-import { DEFAULT_IDLE_PREPARE_MS, DEFAULT_WATCHDOG_GRACE_MS } from './limits.ts';
+import { DEFAULT_WATCHDOG_GRACE_MS } from './limits.ts';
 import { Run } from './run.ts';
 import { checkRequest, positiveInt, runParams, sandboxFacts } from './run-request.ts';
 import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
@@ -28,7 +28,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const maxRunsPerProcess = positiveInt(options.maxRunsPerProcess, DEFAULT_MAX_RUNS_PER_PROCESS);
   const watchdogGraceMs = positiveInt(options.watchdogGraceMs, DEFAULT_WATCHDOG_GRACE_MS);
   const startupTimeoutMs = positiveInt(options.startupTimeoutMs, DEFAULT_STARTUP_TIMEOUT_MS);
-  const idlePrepareMs = Math.max(0, Math.floor(options.idlePrepareMs ?? DEFAULT_IDLE_PREPARE_MS));
   const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
   const maxIdleTotal = Math.max(0, Math.floor(options.maxIdleTotal ?? DEFAULT_MAX_IDLE_TOTAL));
   const spareLeadRuns = Math.max(1, Math.min(25, Math.floor(maxRunsPerProcess / 4)));
@@ -59,7 +58,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
   };
   const alive = new Set<HostProcess>();
   let closed = false;
-  const isolates = { deferred: 0, asked: 0, madeOnPath: 0 };
 
   const emit = (event: ProcessEvent) => {
     try {
@@ -99,91 +97,21 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
 
   /**
-   * When an idle host's next isolate should be ready (performance.now()): its build starts as it
-   * goes idle, when the engine asks for it (`prepare`), or, deferred and not asked, once it has
-   * idled `idlePrepareMs`; a build takes about BACK_TO_BACK_MS.
-   */
-  function readyAt(host: HostProcess): number {
-    if (host.deferred) return host.idleSince + idlePrepareMs + BACK_TO_BACK_MS;
-    return Math.max(host.idleSince, host.askedAt) + BACK_TO_BACK_MS;
-  }
-
-  /** Its next isolate is made or being made. */
-  function preparing(host: HostProcess, now: number): boolean {
-    return !host.deferred || now - host.idleSince >= idlePrepareMs;
-  }
-
-  /**
-   * The pool's host idle the shortest time among those whose next isolate should be ready (its
+   * The pool's host idle the shortest time but long enough to have made its next isolate (its
    * caches are the warmest: taking the one idle longest instead, runs rotated through every idle
-   * host and a sequential run over HTTP took longer); when none should be (every host became idle
-   * just now, back to back, or deferred its build), the one whose isolate is the furthest along.
-   * Exited hosts are dropped.
+   * host and a sequential run over HTTP took longer); when every host became idle just now
+   * (back to back), the one idle longest, whose isolate is the furthest along. Exited hosts are dropped.
    */
   function takeIdle(pool: HostProcess[]): HostProcess | undefined {
     const now = performance.now();
-    let furthest = -1;
     for (let i = pool.length - 1; i >= 0; i--) {
       const host = pool[i]!;
       if (host.exited) {
         pool.splice(i, 1);
         retire(host); // its replacement, if any, takes its place
-        if (furthest > i) furthest--;
-      } else if (now >= readyAt(host)) return pool.splice(i, 1)[0];
-      else if (furthest < 0 || readyAt(host) <= readyAt(pool[furthest]!)) furthest = i;
+      } else if (now - host.idleSince >= BACK_TO_BACK_MS) return pool.splice(i, 1)[0];
     }
-    return furthest < 0 ? undefined : pool.splice(furthest, 1)[0];
-  }
-
-  /** Hosts asked to prepare by a run's take, told once its program is written (its host wakes first). */
-  let toAsk: HostProcess[] = [];
-  function askToPrepare(host: HostProcess, now: number, later: boolean): void {
-    host.deferred = false;
-    host.askedAt = now;
-    isolates.asked++;
-    if (later) toAsk.push(host);
-    else host.send({ t: 'prepare' });
-  }
-  function sendAsks(): void {
-    const asked = toAsk;
-    toAsk = [];
-    for (const h of asked) h.send({ t: 'prepare' });
-  }
-
-  /**
-   * Ready isolates a partition should hold in idle hosts: one for the next run, one for each run
-   * its other hosts are running now (each may be followed at once by another: 16 clients on 4
-   * slots), one for each run waiting for a host. Short of it, the partition's deferred idle hosts
-   * are asked to prepare, the latest idle first (caches warmest); true when it holds enough.
-   */
-  function enoughReady(partition: string, taken: HostProcess | undefined, now: number): boolean {
-    let need = 1 + wakers.length;
-    for (const h of busy) if (h.partition === partition && h !== taken) need++;
-    const pool = idle.get(partition);
-    if (!pool) return false;
-    let have = 0;
-    for (const h of pool) if (!h.exited && h !== taken && preparing(h, now)) have++;
-    for (let i = pool.length - 1; i >= 0 && have < need; i--) {
-      const h = pool[i]!;
-      if (h.exited || h === taken || preparing(h, now)) continue;
-      askToPrepare(h, now, taken !== undefined);
-      have++;
-    }
-    return have >= need;
-  }
-
-  /**
-   * A host taken for a run: its next isolate waits (`nextIsolate: 'later'`) when the partition's other
-   * idle hosts hold enough ready ones, so the build is not on this run's end (the end's processes
-   * waited for a CPU while the host made it, round 28's host-after); else it is made at once, as
-   * when runs follow back to back, where a deferred build would fall on the next run's path.
-   */
-  function taken(host: HostProcess): HostProcess {
-    host.deferred = false;
-    host.nextIsolateLater = idlePrepareMs > 0 && enoughReady(host.partition, host, performance.now());
-    host.setIdle(false);
-    busy.add(host);
-    return host;
+    return pool.shift();
   }
 
   /** The partition's hosts idle, taken by a run (from acquire on) or starting as a spare. */
@@ -210,13 +138,19 @@ export function createEngine(options: EngineOptions = {}): Engine {
           host.replacement === undefined
         )
           startSpare(partition, true);
-        return taken(host);
+        host.setIdle(false);
+        busy.add(host);
+        return host;
       }
       const spare = spares.get(partition);
       if (spare) {
         spares.delete(partition);
         const host = await spare;
-        if (host && !host.exited) return taken(host);
+        if (host && !host.exited) {
+          host.setIdle(false);
+          busy.add(host);
+          return host;
+        }
         continue;
       }
       if (closed) throw new Error('the engine is closed');
@@ -225,7 +159,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     starting++;
     try {
-      return taken(await spawnHost(partition));
+      const host = await spawnHost(partition);
+      busy.add(host);
+      return host;
     } finally {
       starting--;
       wakeAll();
@@ -383,7 +319,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
   function release(host: HostProcess, reusable: boolean, crashed = false): void {
     busy.delete(host);
     host.runs++;
-    if (host.lastRunMadeOnPath) isolates.madeOnPath++;
     const pool = idle.get(host.partition) ?? [];
     // After the first run (the baseline) and every 16th: the /proc read costs the runner's
     // CPU on a run's path, and a host grows a few KiB per run, so 16 runs pass the bound
@@ -405,12 +340,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return;
     }
     host.setIdle(true);
-    host.deferred = host.nextIsolateLater;
     park(host);
-    // Deferred, but the partition's other hosts were taken meanwhile (runs in flight want ready
-    // isolates behind them): it prepares now, as the latest idle.
-    if (host.deferred) enoughReady(host.partition, undefined, performance.now());
-    if (host.deferred) isolates.deferred++;
     // Due, or its last quarter of runs begins: its replacement starts now, so it is ready (a start
     // takes as long as dozens of runs, more on a loaded core) when the host retires. Starting it
     // only before the last run left the next run waiting.
@@ -445,16 +375,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
         // Closed while this run waited for its host: the host is stopped, not left behind.
         busy.delete(host);
         void host.stop();
-        sendAsks();
         return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       }
       const hostWaitMs = performance.now() - acquiring;
-      const params = runParams(code, opts, checked, host, { watchdogGraceMs, readResident });
-      if (host.nextIsolateLater) params.nextIsolateAfterMs = idlePrepareMs;
-      const run = new Run(host, params);
-      const running = run.execute();
-      sendAsks();
-      const { outcome, hostReusable } = await running;
+      const run = new Run(host, runParams(code, opts, checked, host, { watchdogGraceMs, readResident }));
+      const { outcome, hostReusable } = await run.execute();
       release(
         host,
         hostReusable,
@@ -471,7 +396,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
         ...(opts.sandbox ? { sandbox: sandboxFacts(opts.sandbox) } : {}),
       };
     } catch (e) {
-      sendAsks();
       // A bug of ours; still never throw.
       return failed({ kind: 'sandbox-unavailable', message: `the engine failed: ${(e as Error).message}` });
     }
@@ -493,7 +417,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   function stats() {
     let processes = 0;
     for (const host of alive) if (!host.exited) processes++;
-    return { processes, busy: busy.size, isolates: { ...isolates } };
+    return { processes, busy: busy.size };
   }
 
   return { execute, close, stats };

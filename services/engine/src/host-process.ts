@@ -161,18 +161,6 @@ export class HostProcess {
   /** When the host last became idle (performance.now()); the engine retires the longest idle first. */
   idleSince = 0;
 
-  /**
-   * Its run was sent with `nextIsolateAfterMs` (set when taken): idle after it, the host makes its
-   * next isolate only when asked (`prepare`) or after that long.
-   */
-  nextIsolateLater = false;
-  /** Idle with its next isolate deferred and not asked for yet. */
-  deferred = false;
-  /** When the engine last sent it `prepare` (performance.now()). */
-  askedAt = 0;
-  /** Its last run's isolate was made on the run's path (the host's `done` said `madeOnPath`). */
-  lastRunMadeOnPath = false;
-
   /** An idle host does not keep the caller's event loop alive; a busy one does. */
   setIdle(idle: boolean): void {
     if (idle) this.idleSince = performance.now();

@@ -26,8 +26,6 @@ export interface Prepared {
   readonly deliver: ivm.Reference;
   readonly memoryMb: number;
   readonly sink: { run: HostRun | undefined };
-  /** Made when the run's frame came (none was ready): the run waited for it. */
-  readonly madeOnPath?: true;
 }
 
 /** Where a run's frames go: the host's stdout (host-output.ts); a test hands its own. */
@@ -387,12 +385,7 @@ export class HostRun {
 
   private report(done: HostDone, cpuMs: number | undefined): void {
     this.flushLogs();
-    this.out.send({
-      t: 'done',
-      ...done,
-      ...(cpuMs !== undefined ? { cpuMs } : {}),
-      ...(this.prepared.madeOnPath ? { madeOnPath: true } : {}),
-    });
+    this.out.send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
     this.onFinished();
   }
 }

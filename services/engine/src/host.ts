@@ -53,7 +53,7 @@ function installCallbacks(context: ivm.Context, cb: HostCallbacks): void {
   jail.setSync('__islet_fail', new ivm.Callback(cb.fail, { sync: true }));
 }
 
-function prepare(memoryMb: number, madeOnPath = false): Prepared {
+function prepare(memoryMb: number): Prepared {
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
   try {
     const sink: Prepared['sink'] = { run: undefined };
@@ -78,15 +78,7 @@ function prepare(memoryMb: number, madeOnPath = false): Prepared {
     const deliver = jail.getSync('__islet_deliver', { reference: true }) as ivm.Reference;
     jail.deleteSync('__islet_start');
     jail.deleteSync('__islet_deliver');
-    return {
-      isolate,
-      context,
-      startRef,
-      deliver,
-      memoryMb,
-      sink,
-      ...(madeOnPath ? { madeOnPath: true as const } : {}),
-    };
+    return { isolate, context, startRef, deliver, memoryMb, sink };
   } catch (e) {
     if (!isolate.isDisposed) isolate.dispose();
     throw e;
@@ -135,43 +127,17 @@ let current: HostRun | undefined;
 /** The isolate for the next run, made while idle; its heap limit is the last run's. */
 let prepared: Prepared | undefined;
 let nextMemoryMb = DEFAULT_MEMORY_MB;
-/**
- * After the current run, make the next isolate at once (undefined); else (the run frame's
- * `nextIsolateAfterMs`) only when the engine sends `prepare` or the host has idled this long, ms:
- * another idle host holds a ready isolate, and the build would take a CPU from the end of the run
- * just finished.
- */
-let deferAfterRunMs: number | undefined;
-let idleTimer: NodeJS.Timeout | undefined;
-
-function afterRun(): void {
-  current = undefined;
-  if (deferAfterRunMs === undefined) prepareAhead();
-  else
-    idleTimer = setTimeout(() => {
-      idleTimer = undefined;
-      prepareAhead();
-    }, deferAfterRunMs);
-}
-
-function cancelIdleTimer(): void {
-  if (idleTimer === undefined) return;
-  clearTimeout(idleTimer);
-  idleTimer = undefined;
-}
-
-function prepareNow(): void {
-  if (current !== undefined || prepared !== undefined) return;
-  try {
-    prepared = prepare(nextMemoryMb);
-  } catch (e) {
-    // The run will try again on its own path and report what fails.
-    process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`);
-  }
-}
 
 function prepareAhead(): void {
-  setImmediate(prepareNow);
+  setImmediate(() => {
+    if (current !== undefined || prepared !== undefined) return;
+    try {
+      prepared = prepare(nextMemoryMb);
+    } catch (e) {
+      // The run will try again on its own path and report what fails.
+      process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`);
+    }
+  });
 }
 
 function take(memoryMb: number): Prepared {
@@ -182,7 +148,7 @@ function take(memoryMb: number): Prepared {
     ready.context.release();
     ready.isolate.dispose();
   }
-  return prepare(memoryMb, true);
+  return prepare(memoryMb);
 }
 
 const reader = new FrameReader((event) => {
@@ -198,10 +164,11 @@ const reader = new FrameReader((event) => {
         process.exit(65);
       }
       nextMemoryMb = m.memoryMb;
-      cancelIdleTimer();
-      deferAfterRunMs = m.nextIsolateAfterMs;
       try {
-        current = new HostRun(m, take(m.memoryMb), afterRun);
+        current = new HostRun(m, take(m.memoryMb), () => {
+          current = undefined;
+          prepareAhead();
+        });
       } catch (e) {
         send({
           t: 'done',
@@ -219,13 +186,6 @@ const reader = new FrameReader((event) => {
       break;
     case 'end':
       current?.end(m.kind);
-      break;
-    case 'prepare':
-      cancelIdleTimer();
-      // Made in this turn, before any later frame is read: the engine may hand this host its next
-      // run right behind the `prepare`.
-      if (current !== undefined) deferAfterRunMs = undefined;
-      else prepareNow();
       break;
     default:
       process.stderr.write('islet host: unknown message\n');

@@ -18,16 +18,6 @@ export const DEFAULT_MAX_CONCURRENT_CALLS = 128;
 export const DEFAULT_WATCHDOG_GRACE_MS = 1000;
 
 /**
- * A host whose next isolate was deferred (wire.ts `nextIsolateAfterMs`) makes it anyway once idle
- * this long, ms (EngineOptions.idlePrepareMs): after a quiet spell every idle host holds a ready
- * isolate for a burst. The engine counts such a host as preparing from then on. 0: no deferral, the
- * default: on a loaded 2-core box (round 29, `host-prepare` in test/bench/README.md) 1000 moved the
- * build from the end's stage into the engine's (one client) and no shorter total was shown; 3 put
- * more host CPU in the end's window than 1000.
- */
-export const DEFAULT_IDLE_PREPARE_MS = 0;
-
-/**
  * Resident memory a sandbox host may reach during a run, bytes: twice the isolate's heap limit
  * plus headroom. Past it the run ends as if out of heap: memory V8 does not count against the
  * isolate (a defect, a new kind of buffer) cannot grow without bound.

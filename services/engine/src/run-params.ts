@@ -22,8 +22,6 @@ export interface RunParams {
   onLog?: ((lines: LogLine[]) => void) | undefined;
   /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
   readResident: () => number | undefined;
-  /** The host makes its next isolate only when asked or idle this long, ms (wire.ts `nextIsolateAfterMs`). */
-  nextIsolateAfterMs?: number;
 }
 
 /**

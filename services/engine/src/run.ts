@@ -136,7 +136,6 @@ export class Run {
         if (this.firstTurn === 'running') this.firstTurn = 'returned';
         this.turnsOut = 0;
         if (m.cpuMs !== undefined) this.cpuMs = m.cpuMs;
-        this.host.lastRunMadeOnPath = m.madeOnPath === true;
         this.onHostDone(m);
         return;
       default:

@@ -179,12 +179,6 @@ interface EngineStats {
   processes: number;
   /** Of those, running a program now. */
   busy: number;
-  /**
-   * Since the engine started: runs after which the host's next isolate was deferred (other idle
-   * hosts held ready ones), `prepare`s sent to idle hosts, and runs whose isolate was made on their
-   * path (none was ready: the run waited for the build; a host's first run after it started too).
-   */
-  isolates?: { deferred: number; asked: number; madeOnPath: number };
 }
 
 /**
@@ -241,12 +235,6 @@ export interface EngineOptions {
   watchdogGraceMs?: number;
   /** How long a new sandbox host may take to start before the run fails `sandbox-unavailable`, ms. Default 15000. */
   startupTimeoutMs?: number;
-  /**
-   * A host freed while other idle hosts of its partition hold enough ready isolates makes its next
-   * one only when the engine asks (a ready one was taken) or once idle this long, ms (1000 was
-   * measured); 0: always at once. Default 0 (limits.ts DEFAULT_IDLE_PREPARE_MS says why).
-   */
-  idlePrepareMs?: number;
   /** Idle sandbox host processes kept per partition for the next run. Default 2. */
   maxIdlePerPartition?: number;
   /**

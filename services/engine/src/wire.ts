@@ -26,12 +26,6 @@ export type ToHost =
        * thread, which cannot read an `end` meanwhile: past this the isolate stops it (timeout).
        */
       budgetMs?: number;
-      /**
-       * After this run the host makes its next isolate only when told (`prepare`) or once idle this
-       * long, ms, not at once (absent: at once). The engine defers it when other idle hosts hold
-       * ready isolates, so the build stays off this run's end.
-       */
-      nextIsolateAfterMs?: number;
     }
   /**
    * A call's outcome. `turnMs` (present while the run's clock runs): the host may run the turn it
@@ -41,9 +35,7 @@ export type ToHost =
   | { t: 'result'; id: number; valueJson: string; turnMs?: number }
   | { t: 'error'; id: number; name: string; message: string; detailsJson: string; turnMs?: number }
   /** End the current run now (deadline, abort, stop). The host answers with `done`. */
-  | { t: 'end'; kind: FailureKind | 'stop' }
-  /** Make the next isolate now (after the current run, if one is running). Not answered. */
-  | { t: 'prepare' };
+  | { t: 'end'; kind: FailureKind | 'stop' };
 
 export type HostDone =
   | { status: 'completed'; valueJson?: string }
@@ -68,12 +60,8 @@ export type FromHost =
    * program that ended in the turn sends `done` instead.
    */
   | { t: 'turn' }
-  /**
-   * `cpuMs`: CPU time the run's isolate used (isolated-vm's count), what usage bills as sandbox CPU.
-   * `madeOnPath`: the run's isolate was made when its `run` frame came (none was ready): the run
-   * waited for the build.
-   */
-  | ({ t: 'done'; cpuMs?: number; madeOnPath?: true } & HostDone);
+  /** `cpuMs`: CPU time the run's isolate used (isolated-vm's count), what usage bills as sandbox CPU. */
+  | ({ t: 'done'; cpuMs?: number } & HostDone);
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
 const KINDS = new Set<string>(FAILURE_KINDS);
@@ -115,7 +103,6 @@ export function checkFromHost(m: unknown): { ok: true; message: FromHost } | { o
       return { ok: true, message: o as FromHost };
     case 'done':
       if (o.cpuMs !== undefined && (typeof o.cpuMs !== 'number' || !(o.cpuMs >= 0))) break;
-      if (o.madeOnPath !== undefined && o.madeOnPath !== true) break;
       if (o.status === 'completed' && (o.valueJson === undefined || typeof o.valueJson === 'string')) {
         return { ok: true, message: o as FromHost };
       }
