@@ -1,3 +1,4 @@
+export * from './bounded-map.ts';
 export * from './build-info.ts';
 export * from './config.ts';
 export * from './key-migration.ts';

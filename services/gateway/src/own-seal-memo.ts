@@ -31,20 +31,32 @@ export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}
   const maxEntries = options.maxEntries ?? 1024;
   const maxChars = options.maxChars ?? 4 * 1024 * 1024;
   const maxValueChars = options.maxValueChars ?? 64 * 1024;
-  // Insertion order is age order: the first key is the oldest.
   const plainOf = new Map<string, string>();
+  // The keys in the order sealed, oldest at `head`: a Map's own first key (`keys().next()`) is found
+  // by stepping over the holes its deletes left at the front, hundreds once the memo is full
+  // (~0.5–1 µs a seal; test/bench/README.md, round 29 `gw-cpu`). Entries leave only from here.
+  let order: string[] = [];
+  let head = 0;
   let chars = 0;
   let hits = 0;
   const forgetOldest = () => {
-    const oldest = plainOf.keys().next();
-    if (oldest.done) return;
-    chars -= oldest.value.length + (plainOf.get(oldest.value)?.length ?? 0);
-    plainOf.delete(oldest.value);
+    const oldest = order[head];
+    if (oldest === undefined) return;
+    order[head++] = '';
+    // Drop the forgotten front now and then, so the array stays within twice what it holds.
+    if (head > 1024 && head * 2 > order.length) {
+      order = order.slice(head);
+      head = 0;
+    }
+    chars -= oldest.length + (plainOf.get(oldest)?.length ?? 0);
+    plainOf.delete(oldest);
   };
   return {
     seal(plaintext) {
       const sealed = sealer.seal(plaintext);
       if (plaintext.length <= maxValueChars) {
+        if (plainOf.has(sealed)) chars -= sealed.length + (plainOf.get(sealed)?.length ?? 0);
+        else order.push(sealed);
         plainOf.set(sealed, plaintext);
         chars += sealed.length + plaintext.length;
         while (plainOf.size > maxEntries || chars > maxChars) forgetOldest();
