@@ -4,6 +4,7 @@ export * from './config.ts';
 export * from './key-migration.ts';
 export * from './keys.ts';
 export * from './logger.ts';
+export * from './metric-series.ts';
 export * from './metrics.ts';
 export * from './redis.ts';
 export * from './redis-connection.ts';
