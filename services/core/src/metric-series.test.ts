@@ -54,7 +54,9 @@ describe('counterSeries / histogramSeries', () => {
     // A value prom-client refuses is refused the same way.
     const h = histogramSeries(fast.httpDuration, { route: '/v1/runs', method: 'POST' });
     expect(() => h(Number.NaN)).toThrow(TypeError);
-    expect(() => slow.httpDuration.observe({ route: '/v1/runs', method: 'POST' }, Number.NaN)).toThrow(TypeError);
+    expect(() => slow.httpDuration.observe({ route: '/v1/runs', method: 'POST' }, Number.NaN)).toThrow(
+      TypeError,
+    );
     // A caller recording through prom-client meets the same series.
     fast.httpRequests.inc({ route: '/v1/runs', method: 'POST', code: '200' });
     slow.httpRequests.inc({ route: '/v1/runs', method: 'POST', code: '200' });

@@ -66,7 +66,12 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
   // Callback-style hooks (here and on the request path): no promise and microtask per request.
   const recordHttp = httpRecorder(deps.metrics);
   app.addHook('onResponse', (request, reply, done) => {
-    recordHttp(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+    recordHttp(
+      request.routeOptions.url ?? 'unmatched',
+      request.method,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
     done();
   });
   const closing = new AbortController();

@@ -20,7 +20,10 @@ afterEach(() => vi.restoreAllMocks());
 describe('bounded caches', () => {
   it("signing keys: past the bound, no walk; every signature still the secret's HMAC", () => {
     const watched = keys();
-    const secrets = Array.from({ length: 600 }, (_, i) => `whsec_${Buffer.from(`secret-${i}`).toString('base64')}`);
+    const secrets = Array.from(
+      { length: 600 },
+      (_, i) => `whsec_${Buffer.from(`secret-${i}`).toString('base64')}`,
+    );
     const signatures = secrets.map((s) => signatureOf(s, 'msg', 1, '{}'));
     expect(watched).not.toHaveBeenCalled();
     const i = 599;
