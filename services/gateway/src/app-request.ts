@@ -5,7 +5,7 @@
  * body's `context` and in the signed `webhook-id` (the idempotency key, `<run>:<index>`); the
  * `x-islet-*` headers repeat them for routing and logs.
  */
-import type { Sealer } from '@islet/core';
+import { BoundedMap, type Sealer } from '@islet/core';
 import type { BindingCall } from '@islet/engine';
 import type { CallSource, StoredRun } from '@islet/runs';
 import { openSigning, signingSecrets, webhookHeaders } from './app-signing.ts';
@@ -17,17 +17,16 @@ import type { Connection } from './connections.ts';
  * authenticated), and an edit or a rotation seals anew, which is a new key here.
  */
 const MAX_OPENED = 256;
-const openedBy = new WeakMap<Sealer, Map<string, unknown>>();
+const openedBy = new WeakMap<Sealer, BoundedMap<string, unknown>>();
 
 function openedOnce<T>(sealer: Sealer, sealed: string, open: (sealer: Sealer, sealed: string) => T): T {
   let opened = openedBy.get(sealer);
   if (!opened) {
-    opened = new Map();
+    opened = new BoundedMap(MAX_OPENED);
     openedBy.set(sealer, opened);
   }
   if (opened.has(sealed)) return opened.get(sealed) as T;
   const value = open(sealer, sealed);
-  if (opened.size >= MAX_OPENED) opened.delete(opened.keys().next().value as string);
   opened.set(sealed, value);
   return value;
 }

@@ -5,7 +5,7 @@
  */
 import { EventEmitter, getEventListeners } from 'node:events';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startAppFixture } from '../test/app-fixture.ts';
 import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
 import { createAuth } from './auth.ts';
@@ -39,6 +39,35 @@ describe('runs through inject (no runner)', () => {
     expect(docs.body).toContain('swagger-ui');
     expect(docs.headers['content-security-policy']).not.toMatch(/https:|validator|upgrade-insecure/);
     expect((await app.inject({ method: 'GET', url: '/docs/json' })).json()).toEqual(doc);
+  });
+  it('counts each response in its route, method and code series, calling prom-client once a series', async () => {
+    const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const series = (body: string, line: RegExp) => Number(line.exec(body)?.[1] ?? 0);
+    const healthz = /^islet_http_requests_total\{route="\/healthz",method="GET",code="200"[^}]*\} (\d+)$/m;
+    const healthzCount =
+      /^islet_http_request_duration_seconds_count\{[^}]*route="\/healthz",method="GET"[^}]*\} (\d+)$/m;
+    const missing = /^islet_http_requests_total\{route="unmatched",method="GET",code="404"[^}]*\} (\d+)$/m;
+    await app.inject({ method: 'GET', url: '/healthz' });
+    await app.inject({ method: 'GET', url: '/no-such-route' });
+    const before = await scrape();
+    // The labels were resolved to their series once: after that, no prom-client inc/observe a response
+    // (each hashed and checked its labels: round 29 gw-cpu).
+    const inc = vi.spyOn(deps.metrics.httpRequests, 'inc');
+    const observe = vi.spyOn(deps.metrics.httpDuration, 'observe');
+    try {
+      for (let i = 0; i < 20; i++) await app.inject({ method: 'GET', url: '/healthz' });
+      for (let i = 0; i < 3; i++) await app.inject({ method: 'GET', url: '/no-such-route' });
+      // The scrapes before and after count as /metrics' own series (resolved by the first).
+      expect(inc).not.toHaveBeenCalled();
+      expect(observe).not.toHaveBeenCalled();
+    } finally {
+      inc.mockRestore();
+      observe.mockRestore();
+    }
+    const after = await scrape();
+    expect(series(after, healthz) - series(before, healthz)).toBe(20);
+    expect(series(after, healthzCount) - series(before, healthzCount)).toBe(20);
+    expect(series(after, missing) - series(before, missing)).toBe(3);
   });
   it('describes every registered route in /openapi.json, and nothing else', async () => {
     // A bare instance with an onRoute hook sees every route registerRoutes adds (buildApp's too).

@@ -7,7 +7,7 @@
  * secret keeps verifying until it switches. The secrets are sealed with the connection.
  */
 import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
-import type { Sealer } from '@islet/core';
+import { BoundedMap, type Sealer } from '@islet/core';
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -28,7 +28,7 @@ export function newSigningSecret(): string {
 
 /** Secrets' keys made lately; every http App call signs, and a raw key costs a new KeyObject each. */
 const MAX_KEYS = 256;
-const keys = new Map<string, KeyObject | Buffer>();
+const keys = new BoundedMap<string, KeyObject | Buffer>(MAX_KEYS);
 
 function keyOf(secret: string): KeyObject | Buffer {
   const known = keys.get(secret);
@@ -39,7 +39,6 @@ function keyOf(secret: string): KeyObject | Buffer {
   );
   // A KeyObject cannot be empty; an HMAC with an empty key is what the raw bytes gave before.
   const key = raw.length > 0 ? createSecretKey(raw) : raw;
-  if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value as string);
   keys.set(secret, key);
   return key;
 }

@@ -1,5 +1,6 @@
 /** `buildApp(deps)`: the fastify app without `listen`, so tests drive it through `inject()`. */
 
+import { counterSeries, histogramSeries, type Metrics } from '@islet/core';
 import { problem } from '@islet/protocol';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { createAuth } from './auth.ts';
@@ -63,10 +64,14 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
   });
   installProblemHandlers(app);
   // Callback-style hooks (here and on the request path): no promise and microtask per request.
+  const recordHttp = httpRecorder(deps.metrics);
   app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    deps.metrics.httpRequests.inc({ route, method: request.method, code: String(reply.statusCode) });
-    deps.metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    recordHttp(
+      request.routeOptions.url ?? 'unmatched',
+      request.method,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
     done();
   });
   const closing = new AbortController();
@@ -84,4 +89,26 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
   };
   await registerRoutes(app, ctx, options.routes, options.surface, options.metrics ?? true);
   return app;
+}
+
+/**
+ * `islet_http_requests_total` and `islet_http_request_duration_seconds` for one response, through
+ * series resolved once per route, method and code (metric-series.ts): the same series and values
+ * as `inc`/`observe` with the labels, without prom-client's per-call label work.
+ */
+export function httpRecorder(metrics: Pick<Metrics, 'httpRequests' | 'httpDuration'>) {
+  const byKey = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
+  return (route: string, method: string, statusCode: number, seconds: number) => {
+    const key = `${statusCode} ${method} ${route}`;
+    let series = byKey.get(key);
+    if (!series) {
+      series = {
+        count: counterSeries(metrics.httpRequests, { route, method, code: String(statusCode) }),
+        observe: histogramSeries(metrics.httpDuration, { route, method }),
+      };
+      byKey.set(key, series);
+    }
+    series.count();
+    series.observe(seconds);
+  };
 }

@@ -4,6 +4,7 @@
  * sees it (`pattern` is not checked here: see below). Compiled validators are kept per schema text (bounded), so a program's many calls to
  * one tool compile once. A schema Ajv cannot compile checks nothing (the App decides, as before).
  */
+import { BoundedMap } from '@islet/core';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 
 const MAX_CACHED = 500;
@@ -19,7 +20,7 @@ export function createArgumentCheck() {
   // A tenant's `pattern` would run a tenant's regular expression on the gateway's thread over a
   // program's strings (catastrophic backtracking): patterns are left to the App.
   ajv.removeKeyword('pattern');
-  const compiled = new Map<string, ValidateFunction | null>();
+  const compiled = new BoundedMap<string, ValidateFunction | null>(MAX_CACHED);
 
   function validatorFor(schema: Record<string, unknown>): ValidateFunction | null {
     const key = JSON.stringify(schema);
@@ -30,7 +31,6 @@ export function createArgumentCheck() {
       } catch {
         v = null;
       }
-      if (compiled.size >= MAX_CACHED) compiled.delete(compiled.keys().next().value as string);
       compiled.set(key, v);
     }
     return v;

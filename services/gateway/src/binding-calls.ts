@@ -1,3 +1,4 @@
+import { BoundedMap } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import {
   type CallSource,
@@ -155,12 +156,11 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
   // What a call needs from its run (tenant, mode, program, bindings, approval) never changes after
   // submit, so it is cached briefly: a program's many calls cost one record read, not one each.
   // The read itself is shared, so a burst of parallel calls (Promise.all) waits on one read.
-  const runCache = new Map<string, { run: Promise<StoredRun | null>; at: number }>();
+  const runCache = new BoundedMap<string, { run: Promise<StoredRun | null>; at: number }>(1000);
   function immutableRun(runId: string): Promise<StoredRun | null> {
     const hit = runCache.get(runId);
     if (hit && Date.now() - hit.at < 30_000) return hit.run;
     const run = runs.get(runId);
-    if (runCache.size >= 1000) runCache.delete(runCache.keys().next().value as string);
     const entry = { run, at: Date.now() };
     runCache.set(runId, entry);
     // Only a run that exists stays cached.

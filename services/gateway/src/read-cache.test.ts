@@ -7,7 +7,7 @@
 import { createLogger, createRedis, generateSealKey, loadConfig } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 import { createCacheHub } from './read-cache.ts';
@@ -154,6 +154,42 @@ describe('read caches across replicas', () => {
     expect((await from(a, '203.0.113.10', 'Bearer nope-again')).statusCode).toBe(429);
     expect((await from(a, '203.0.113.10', `Bearer ${key}`)).statusCode).toBe(200);
     expect((await from(b, '203.0.113.11', `Bearer ${key}`)).statusCode).toBe(200);
+  });
+
+  it('holds at most maxEntries, forgetting the oldest without walking its entries, and drops a key everywhere', async () => {
+    const subscriber = createRedis(redis.url);
+    const publisher = createRedis(redis.url);
+    const hub = createCacheHub(subscriber, publisher, { maxEntries: 100 });
+    const reads = new Map<string, number>();
+    const cache = hub.cache('bounded', async (k) => {
+      reads.set(k, (reads.get(k) ?? 0) + 1);
+      return k;
+    });
+    try {
+      expect(await eventually(async () => hub.listening())).toBe(true);
+      // Past the bound, forgetting one entry at a time walked the holes at the Map's front on
+      // every insert (round 29 gw-cpu): no iteration now.
+      const keys = vi.spyOn(Map.prototype, 'keys');
+      try {
+        for (let i = 0; i < 1000; i++) await cache.get(`k${i}`);
+        expect(keys).not.toHaveBeenCalled();
+      } finally {
+        keys.mockRestore();
+      }
+      // The last 50 (half the bound) at least are held; the first is read again.
+      for (let i = 950; i < 1000; i++) await cache.get(`k${i}`);
+      expect([...reads.values()].every((n) => n === 1)).toBe(true);
+      await cache.get('k0');
+      expect(reads.get('k0')).toBe(2);
+      // An invalidated key is read again, wherever it was held.
+      await cache.invalidate('k999');
+      await cache.get('k999');
+      expect(reads.get('k999')).toBe(2);
+    } finally {
+      hub.close();
+      subscriber.disconnect();
+      publisher.disconnect();
+    }
   });
 
   it('caches nothing while its subscriber is down, and drops everything when it comes back', async () => {

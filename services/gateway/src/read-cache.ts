@@ -6,7 +6,7 @@
  * subscriber is not ready (messages may have been missed) and no entry is older than `maxAgeMs`.
  * Misses (null) are not cached: a key or connection created on another replica is seen at once.
  */
-import { channels } from '@islet/core';
+import { BoundedMap, channels } from '@islet/core';
 import type { Redis } from 'ioredis';
 
 /** One channel for every cache of every gateway replica. */
@@ -68,7 +68,9 @@ export function createCacheHub(
 
   return {
     cache<T>(kind: string, load: (key: string) => Promise<T | null>, maxAgeMs = 5000): ReadCache<T> {
-      const entries = new Map<string, { value: Promise<T | null>; at: number; generation: number }>();
+      const entries = new BoundedMap<string, { value: Promise<T | null>; at: number; generation: number }>(
+        maxEntries,
+      );
       // Bumped on every drop, so a read that started before a change is never cached after it.
       let generation = 0;
       droppers.set(kind, (key) => {
@@ -84,7 +86,6 @@ export function createCacheHub(
           if (hit && hit.generation === generation && now - hit.at < maxAgeMs) return hit.value;
           const value = load(key);
           const entry = { value, at: now, generation };
-          if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
           entries.set(key, entry);
           value.then(
             (v) => {

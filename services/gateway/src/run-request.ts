@@ -12,9 +12,10 @@ import {
   type RunCodeCapabilities,
   type RunCodeRequest,
   RunCodeRequestSchema,
+  requestTimeoutMs,
 } from '@islet/protocol';
 import { z } from 'zod';
-import { sessionIdSchema } from './session-id.ts';
+import { isSessionId, sessionIdSchema } from './session-id.ts';
 
 export type RunCodeFields = RunCodeRequest;
 
@@ -65,3 +66,54 @@ export const RUN_FIELD_HINTS: Readonly<Record<string, string>> = {
   language:
     'language is a field of the run_code skill (POST /v1/skills/run_code: python, javascript, bash); /v1/runs runs JavaScript and takes no language',
 };
+
+export type RunPlacement = z.infer<typeof runPlacementSchema>;
+
+const isId = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= 200;
+const nonEmpty = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
+const PLACEMENT_CHECKS: ReadonlyArray<[keyof RunPlacement, (v: unknown) => boolean]> = [
+  ['style', (v) => (RUN_STYLES as readonly unknown[]).includes(v)],
+  ['sessionId', isSessionId],
+  ['turnId', isId],
+  ['callId', isId],
+  ['connections', (v) => Array.isArray(v) && v.length <= 100 && v.every(isId)],
+  ['approval', (v) => (APPROVAL_MODES as readonly unknown[]).includes(v)],
+];
+
+/**
+ * A submit's body checked without zod when every field it has is plainly valid (what agents send:
+ * a program, a description, ids, a list of connections, maybe a `timeoutMs`): the same values as
+ * `parseRunCodeFields` and `runPlacementSchema.safeParse` give it, keys and their order included.
+ * Anything else (an escalation, a field of another type, a value out of bounds) is `undefined`,
+ * and the caller asks zod, so every refusal, its text and its order stay zod's and the contract's.
+ * Why: zod's two parses were ~20–50 µs of a loaded gateway's CPU a submit, most of it its generic
+ * machinery's code run cold between runs (test/bench/README.md, round 29 `gw-cpu`).
+ * `run-request-plain.test.ts` holds it to zod's answers over every mix of valid and invalid fields.
+ */
+export function plainRunBody(
+  body: Record<string, unknown>,
+  capabilities: RunCodeCapabilities = {},
+): { fields: RunCodeFields; placement: RunPlacement } | undefined {
+  const { code, description, timeoutMs, sandbox_permissions, justification } = body;
+  if (!nonEmpty(code) || !nonEmpty(description)) return undefined;
+  if (sandbox_permissions !== undefined || justification !== undefined) return undefined;
+  if (
+    timeoutMs !== undefined &&
+    (capabilities.timeoutMs === false ||
+      typeof timeoutMs !== 'number' ||
+      !Number.isFinite(timeoutMs) ||
+      timeoutMs <= 0)
+  )
+    return undefined;
+  // As zod's object gives them: its shape's keys in order, each key the input has (an undefined too).
+  const fields: RunCodeFields = { code, description, timeoutMs, sandbox_permissions, justification };
+  if (timeoutMs !== undefined) fields.timeoutMs = requestTimeoutMs(fields, capabilities);
+  const placement: Record<string, unknown> = {};
+  for (const [key, valid] of PLACEMENT_CHECKS) {
+    if (!(key in body)) continue;
+    const v = body[key];
+    if (v !== undefined && !valid(v)) return undefined;
+    placement[key] = Array.isArray(v) ? [...v] : v;
+  }
+  return { fields, placement: placement as RunPlacement };
+}

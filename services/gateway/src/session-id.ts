@@ -15,6 +15,11 @@ export const sessionIdSchema = z
   .regex(SESSION_ID, `expected ${SESSION_ID_RULE}`)
   .refine((s) => !s.includes('..'), `expected ${SESSION_ID_RULE} (no '..')`);
 
+/** What `sessionIdSchema` accepts, as a predicate (a submit's check without zod: run-request.ts). */
+export function isSessionId(value: unknown): value is string {
+  return typeof value === 'string' && SESSION_ID.test(value) && !value.includes('..');
+}
+
 /** A 400 naming the field unless `value` is a well-formed session id. */
 export function checkSessionId(value: string, field = 'sessionId'): void {
   const parsed = sessionIdSchema.safeParse(value);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AGGREGATE_MAX_DISTINCT, EventRecorder } from './event-recorder.ts';
 import type { RunnerPool } from './runner-pool.ts';
 
@@ -52,6 +52,28 @@ describe('EventRecorder (client-go’s correlator)', () => {
       `(combined from similar events): m${AGGREGATE_MAX_DISTINCT + 1}`,
       `(combined from similar events): m${AGGREGATE_MAX_DISTINCT + 2}`,
     ]);
+  });
+
+  it('remembers the Events it wrote, bounded, without walking its memory a write', async () => {
+    const { r, created, patched } = recorder();
+    // Past its bound, forgetting the oldest Event one write at a time walked the deleted entries
+    // at the Map's front on every write (round 29 gw-cpu): no iteration of the memory now.
+    const keys = vi.spyOn(Map.prototype, 'keys');
+    try {
+      for (let i = 0; i < 6000; i++) await r.record(pool, { type: 'Normal', reason: `R${i}`, message: 'm' });
+      expect(keys).not.toHaveBeenCalled();
+    } finally {
+      keys.mockRestore();
+    }
+    expect(created).toHaveLength(6000);
+    // The latest is remembered: its repeat is a count raised, not another Event.
+    await r.record(pool, { type: 'Normal', reason: 'R5999', message: 'm' });
+    expect(created).toHaveLength(6000);
+    expect(patched.map((p) => p.count)).toEqual([2]);
+    // Forgetting a pool still finds its Events in both generations.
+    r.forget('u1');
+    await r.record(pool, { type: 'Normal', reason: 'R5999', message: 'm' });
+    expect(created).toHaveLength(6001);
   });
 
   it('writes a new Event when the old one is gone', async () => {

@@ -7,6 +7,7 @@
  * Event that cannot be written never fails a reconcile.
  */
 import { randomBytes } from 'node:crypto';
+import { BoundedMap } from '@islet/core';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { KubeClient } from './kube.ts';
 import { MANAGED_BY, type RunnerPool } from './runner-pool.ts';
@@ -42,7 +43,7 @@ interface Similar {
 }
 
 export class EventRecorder {
-  private readonly written = new Map<string, Written>();
+  private readonly written = new BoundedMap<string, Written>(CACHE_MAX);
   private readonly similar = new Map<string, Similar>();
 
   private readonly d: EventRecorderDeps;
@@ -98,7 +99,6 @@ export class EventRecorder {
     };
     try {
       await this.d.kube.createEvent(this.d.namespace, event);
-      if (this.written.size >= CACHE_MAX) this.written.delete(this.written.keys().next().value as string);
       this.written.set(key, { name: event.metadata.name ?? '', count: 1, firstTimestamp: now });
     } catch (err) {
       this.d.warn({ pool: name, reason: e.reason, err: String(err) }, 'event not recorded');
@@ -108,7 +108,7 @@ export class EventRecorder {
   /** Forgets a deleted pool's Events (its Events go with it). */
   forget(uid: string | undefined): void {
     if (!uid) return;
-    for (const k of this.written.keys()) if (k.startsWith(`${uid}\u0000`)) this.written.delete(k);
+    for (const k of [...this.written.keys()]) if (k.startsWith(`${uid}\u0000`)) this.written.delete(k);
     for (const k of this.similar.keys()) if (k.startsWith(`${uid}\u0000`)) this.similar.delete(k);
   }
 

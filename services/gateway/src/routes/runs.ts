@@ -9,6 +9,7 @@ import { HttpProblem, unknownFieldsProblem, validationProblem } from '../problem
 import { boundRecord, logText, recordQuerySchema } from '../record-bounds.ts';
 import {
   parseRunCodeFields,
+  plainRunBody,
   RUN_FIELD_HINTS,
   RUN_FIELDS,
   runPlacementSchema,
@@ -60,6 +61,15 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
     const preHandler = auth.requireScopesOverlappingRateLimit('apps.use');
     // A waiting submit's end by its client or the app's close, without an AbortController a request.
     const requestGone = createRequestGone(ctx.closing);
+    const capabilities = runtimeCapabilities(deps.config);
+    /** The contract's refusal first, then the placement's, as zod reports them. */
+    const zodChecked = (b: Record<string, unknown>, asked: Record<string, unknown>) => {
+      const fields = parseRunCodeFields(asked, capabilities);
+      if (!fields.ok) throw new HttpProblem('validation', fields.refusal, { refusal: fields.refusal });
+      const placement = runPlacementSchema.safeParse(b);
+      if (!placement.success) throw validationProblem(placement.error);
+      return { fields: fields.value, placement: placement.data };
+    };
     // A submit answered before its admission counted it is counted as it is answered.
     const onSend = (
       request: FastifyRequest,
@@ -76,13 +86,9 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       // No deadline: only for a principal that is another part of the platform (a workflow); a
       // chat's run_code call gets the contract's refusal for a non-positive timeoutMs.
       const noDeadline = b.timeoutMs === null && caller.scopes.includes('workflows');
-      const fields = parseRunCodeFields(
-        noDeadline ? { ...b, timeoutMs: undefined } : b,
-        runtimeCapabilities(deps.config),
-      );
-      if (!fields.ok) throw new HttpProblem('validation', fields.refusal, { refusal: fields.refusal });
-      const placement = runPlacementSchema.safeParse(b);
-      if (!placement.success) throw validationProblem(placement.error);
+      const asked = noDeadline ? { ...b, timeoutMs: undefined } : b;
+      // A plainly valid body skips zod (the same values); any other is zod's, with its refusals.
+      const checked = plainRunBody(asked, capabilities) ?? zodChecked(b, asked);
       // After the contract's own refusals, so each request that has one gets exactly its text.
       const unknown = unknownFieldsProblem(b, RUN_FIELDS, RUN_FIELD_HINTS);
       if (unknown) throw unknown;
@@ -91,7 +97,7 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       await rateLimitPassed(request);
       const { run, created } = await runsService.submit(
         caller,
-        { fields: fields.value, ...placement.data, ...(noDeadline ? { noDeadline } : {}) },
+        { fields: checked.fields, ...checked.placement, ...(noDeadline ? { noDeadline } : {}) },
         typeof idem === 'string' ? idem : undefined,
         { waits: wait > 0, ...(request.rateCount ? { rate: request.rateCount } : {}) },
       );
