@@ -41,10 +41,13 @@ if (import.meta.main) {
     const written = installProfiles(from, to);
     if (written.length) console.log(JSON.stringify({ msg: 'seccomp profiles installed', to, written }));
   };
-  run();
-  const timer = setInterval(run, intervalMs);
+  // Told to stop at any moment, the first pass included (a pod deleted as it starts), it exits 0:
+  // the handler is in place before anything is said or done.
+  let timer: NodeJS.Timeout | undefined;
   process.on('SIGTERM', () => {
     clearInterval(timer);
     process.exit(0);
   });
+  run();
+  timer = setInterval(run, intervalMs);
 }
