@@ -13,26 +13,28 @@ import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
-import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
+import {
+  handOff,
+  mode,
+  type RunnerUnderTest,
+  runnerHarness,
+  until,
+  untilIdle,
+} from '../test/runner-harness.ts';
 
 let redis: Redis;
 const h = runnerHarness('handoff-count-test');
 const { monitor, setUp, warmUp, sealer } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
-const idleKey = handOffKeys(prefix, '').idle;
-const idleArgsKey = handOffKeys(prefix, '').idleArgs;
+const idleKey = handOff.idle;
+const idleArgsKey = handOff.idleArgs;
 
 beforeAll(async () => {
   ({ redis } = await h.start());
 });
 afterAll(() => h.close());
 
-async function idle(t: RunnerUnderTest): Promise<void> {
-  await until(
-    'the worker registered idle',
-    async () => (await redis.zscore(idleKey, t.worker().id)) !== null,
-  );
-}
+const idle = (t: RunnerUnderTest) => untilIdle(redis, t);
 
 /** The gateway's submit (runs-service.ts): admission, record, queued count and the add in one call. */
 function submit(queues: ReturnType<typeof createRunQueueStore>, id: string) {

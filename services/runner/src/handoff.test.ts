@@ -17,11 +17,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HAND_OFF_ADD_SHA, handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
 import {
+  handOff,
   mode,
   type RunnerUnderTest,
   runnerHarness,
   scriptsBeforeWork,
   until,
+  untilIdle,
 } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { FETCH_START_SHA } from './fetch-start-store.ts';
@@ -31,21 +33,15 @@ let redis: Redis;
 const h = runnerHarness('handoff-test');
 const { logger, newRun, monitor, setUp, warmUp, sealer } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
-const idleKey = handOffKeys(prefix, '').idle;
-const idleArgsKey = handOffKeys(prefix, '').idleArgs;
+const idleKey = handOff.idle;
+const idleArgsKey = handOff.idleArgs;
 
 beforeAll(async () => {
   ({ redis } = await h.start());
 });
 afterAll(() => h.close());
 
-/** Waits until `t`'s worker is registered idle (and so blocked on its pop). */
-async function idle(t: RunnerUnderTest): Promise<void> {
-  await until(
-    'the worker registered idle',
-    async () => (await redis.zscore(idleKey, t.worker().id)) !== null,
-  );
-}
+const idle = (t: RunnerUnderTest) => untilIdle(redis, t);
 
 /** A queue whose adds hand off, as the gateway's. */
 function handingQueue(): Queue {

@@ -19,6 +19,7 @@ import {
   createCallJournal,
   createRunLifecycle,
   createRunStore,
+  handOffKeys,
   type RunJobData,
   runJobOptions,
 } from '@islet/runs';
@@ -41,6 +42,17 @@ export const done = {
   result: { _tag: 'Completed' as const, value: 1, logs: [] },
   text: '1',
 };
+
+/** The hand-off's keys of `mode`'s queue: idle workers and their registered terms. */
+export const handOff = handOffKeys(`${QUEUE_PREFIX}:${runQueueName(mode)}:`, '');
+
+/** Waits until `t`'s worker is registered idle (and so blocked on its pop). */
+export async function untilIdle(redis: Redis, t: RunnerUnderTest): Promise<void> {
+  await until(
+    'the worker registered idle',
+    async () => (await redis.zscore(handOff.idle, t.worker().id)) !== null,
+  );
+}
 
 /** Polls `ok` until it holds; fails after 10 s naming `what`. */
 export async function until(what: string, ok: () => Promise<boolean>): Promise<void> {
