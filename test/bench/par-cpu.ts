@@ -17,10 +17,8 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis } from '@islet/core';
-import { api } from '../e2e/helpers.ts';
-import { parallelCalls } from './baselines.ts';
-import { commandStats, leanPost, startOneClientCluster } from './cluster-figures.ts';
-import { pingConnection } from './ping-app.ts';
+import { commandStats, startOneClientCluster } from './cluster-figures.ts';
+import { parallelCallRun } from './parallel-run.ts';
 import { summarizePerfScript } from './profile-summary.ts';
 
 const CALLS = Number(process.env.CALLS ?? 100);
@@ -70,20 +68,7 @@ function cpu(pid: number | undefined) {
 
 let out = '';
 try {
-  const connection = await pingConnection(api(cluster.url, cluster.devKey), port);
-  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  const code = parallelCalls(CALLS);
-  const run = async () => {
-    const body = (await post({
-      code,
-      description: 'Parallel calls CPU',
-      sessionId: 'bench',
-      turnId: 't',
-      callId: 'c',
-      connections: [connection],
-    })) as { status?: string };
-    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-  };
+  const run = await parallelCallRun(cluster, port, CALLS, 'Parallel calls CPU');
   for (let i = 0; i < WARM; i++) await run();
   const perf =
     PERF && pids[PERF_WHO]

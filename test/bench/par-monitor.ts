@@ -4,10 +4,9 @@
  * script's first key, commands inside them indented), for reading what a parallel run sends.
  */
 import { createRedis } from '@islet/core';
-import { api } from '../e2e/helpers.ts';
-import { parallelCalls } from './baselines.ts';
-import { leanPost, startOneClientCluster } from './cluster-figures.ts';
-import { pingConnection, startPingApp } from './ping-app.ts';
+import { startOneClientCluster } from './cluster-figures.ts';
+import { parallelCallRun } from './parallel-run.ts';
+import { startPingApp } from './ping-app.ts';
 
 const CALLS = Number(process.env.CALLS ?? 100);
 const { app, port } = await startPingApp();
@@ -15,20 +14,7 @@ const cluster = await startOneClientCluster('1');
 const redis = createRedis(cluster.redisUrl);
 const lines: string[] = [];
 try {
-  const connection = await pingConnection(api(cluster.url, cluster.devKey), port);
-  const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-  const code = parallelCalls(CALLS);
-  const run = async () => {
-    const body = (await post({
-      code,
-      description: 'Parallel calls',
-      sessionId: 'bench',
-      turnId: 't',
-      callId: 'c',
-      connections: [connection],
-    })) as { status?: string };
-    if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-  };
+  const run = await parallelCallRun(cluster, port, CALLS, 'Parallel calls');
   for (let i = 0; i < 20; i++) await run();
   const monitor = await redis.monitor();
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
