@@ -9,7 +9,7 @@ import { type Redis as CoreRedis, sendTogether } from '@islet/core';
 import { CLOSE_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE, TAKE_BACK, TAKE_LEFT } from '@islet/runs';
 import type { JobJsonRaw, RedisClient } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { unpack } from 'msgpackr';
+import { decodeLuaValue } from './handed-decode.ts';
 
 /** The keys of a worker's hand-off: idle, idle args, its own hand-off key, its closed mark. */
 export type HandOffKeys = [string, string, string, string];
@@ -31,41 +31,6 @@ export interface IdlePop {
 }
 
 /**
- * A Lua value as Redis answers it (cmsgpack keeps what RESP drops): false is nil, true 1, a
- * number its integer part, a table an array up to its first hole. An array is converted in place
- * (the unpacked value is this module's own): a hand-off's answer is ~60 values in nested arrays,
- * which were copied whole on the pick-up's path.
- */
-function asReply(v: unknown): unknown {
-  if (v === false || v === null || v === undefined) return null;
-  if (v === true) return 1;
-  if (typeof v === 'number') return Math.trunc(v);
-  if (Array.isArray(v)) {
-    let n = 0;
-    for (; n < v.length; n++) {
-      const e: unknown = v[n];
-      if (e === null || e === undefined) break;
-      v[n] = asReply(e);
-    }
-    v.length = n;
-    return v;
-  }
-  if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
-    const get = (i: number): unknown =>
-      v instanceof Map ? (v.get(i) ?? v.get(String(i))) : (v as Record<string, unknown>)[String(i)];
-    const out: unknown[] = [];
-    for (let i = 1; ; i++) {
-      const e = get(i);
-      if (e === null || e === undefined || e === false) break;
-      out.push(asReply(e));
-    }
-    return out;
-  }
-  if (v instanceof Uint8Array) return Buffer.from(v).toString();
-  return v;
-}
-
-/**
  * A fetch's answer as BullMQ's own fetch hands it on (its `raw2NextJobData`, whose module Node cannot
  * load on its own): the job's fields as an object, its id, the rate limit's and next delay's times.
  */
@@ -81,10 +46,10 @@ export function nextJobData(reply: unknown[]): [JobJsonRaw | undefined, string |
   return [data, id, Number(reply[2] ?? 0), Number(reply[3] ?? 0)];
 }
 
-/** A hand-off key's member (cmsgpack of {token, answer}). */
+/** A hand-off key's member (cmsgpack of {token, answer}), read as Redis would answer the Lua value. */
 export function handedOf(member: Buffer): Handed {
-  const [token, answer] = unpack(member) as [unknown, unknown];
-  return { token: String(asReply(token)), answer: asReply(answer) as unknown[] };
+  const [token, answer] = decodeLuaValue(member) as [unknown, unknown];
+  return { token: String(token ?? null), answer: (answer ?? null) as unknown[] };
 }
 
 /** A registration's terms but its token and its start's time (`IdleTerms`, `startArgs` raw). */

@@ -1,0 +1,180 @@
+/**
+ * The hand-off member's reader (handed-decode.ts) against what the runner read before it
+ * (msgpackr's `unpack`, then a walk turning the Lua value into Redis's answer of it), on values
+ * packed by a real redis-server's cmsgpack: random tables with holes, false, maps, 64-bit and
+ * fractional numbers, strings short and long, ASCII and not.
+ */
+import { runFixture, startRedis } from '@islet/testkit';
+import type { Redis } from 'ioredis';
+import { unpack } from 'msgpackr';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeLuaValue } from './handed-decode.ts';
+import { handedOf } from './handoff-store.ts';
+
+let server: Awaited<ReturnType<typeof startRedis>>;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+  const { createRedis } = await import('@islet/core');
+  redis = createRedis(server.url);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+});
+
+/** The reader before: a Lua value as Redis answers it, from msgpackr's unpacked value. */
+function asReply(v: unknown): unknown {
+  if (v === false || v === null || v === undefined) return null;
+  if (v === true) return 1;
+  if (typeof v === 'number') return Math.trunc(v);
+  if (Array.isArray(v)) {
+    let n = 0;
+    for (; n < v.length; n++) {
+      const e: unknown = v[n];
+      if (e === null || e === undefined) break;
+      v[n] = asReply(e);
+    }
+    v.length = n;
+    return v;
+  }
+  if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
+    const get = (i: number): unknown =>
+      v instanceof Map ? (v.get(i) ?? v.get(String(i))) : (v as Record<string, unknown>)[String(i)];
+    const out: unknown[] = [];
+    for (let i = 1; ; i++) {
+      const e = get(i);
+      if (e === null || e === undefined || e === false) break;
+      out.push(asReply(e));
+    }
+    return out;
+  }
+  if (v instanceof Uint8Array) return Buffer.from(v).toString();
+  return v;
+}
+
+/** A small deterministic generator, so a failure names its seed. */
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const STRINGS = [
+  '',
+  'a',
+  'run',
+  'x'.repeat(31),
+  'y'.repeat(32),
+  'z'.repeat(33),
+  'é',
+  'ü-tenant',
+  '日本語',
+  'k'.repeat(300),
+];
+const NUMBERS = [
+  '0',
+  '1',
+  '-1',
+  '127',
+  '128',
+  '255',
+  '256',
+  '-32',
+  '-33',
+  '-128',
+  '-129',
+  '65535',
+  '65536',
+  '-32768',
+  '-32769',
+  '4294967295',
+  '4294967296',
+  '-2147483648',
+  '-2147483649',
+  '1796443210812',
+  '-1796443210812',
+  '1.5',
+  '-2.75',
+  '0.1',
+  '1e10 + 0.5',
+  '9007199254740993',
+  '2^53',
+  '-2^53',
+];
+
+/** A Lua expression of a random value `depth` deep. */
+function luaValue(r: () => number, depth: number): string {
+  const k = r();
+  if (depth <= 0 || k < 0.45) {
+    const leaf = r();
+    if (leaf < 0.35) return JSON.stringify(STRINGS[Math.floor(r() * STRINGS.length)]);
+    if (leaf < 0.75) return `(${NUMBERS[Math.floor(r() * NUMBERS.length)]})`;
+    if (leaf < 0.85) return 'true';
+    if (leaf < 0.93) return 'false';
+    return 'nil';
+  }
+  const n = Math.floor(r() * 6);
+  const items: string[] = [];
+  if (k < 0.8) for (let i = 0; i < n; i++) items.push(luaValue(r, depth - 1));
+  // Keys of its own: holes, a key past the end, string keys.
+  else
+    for (let i = 0; i < n; i++) {
+      const key =
+        r() < 0.7 ? `[${1 + Math.floor(r() * 5)}]` : `[${JSON.stringify(STRINGS[Math.floor(r() * 4)])}]`;
+      items.push(`${key} = ${luaValue(r, depth - 1)}`);
+    }
+  return `{${items.join(', ')}}`;
+}
+
+async function packed(expr: string): Promise<Buffer> {
+  return (await redis.callBuffer('EVAL', `return cmsgpack.pack(${expr})`, 0)) as Buffer;
+}
+
+describe("the hand-off member read in one pass (cmsgpack's values)", () => {
+  it('reads every random value as the msgpackr reading did', async () => {
+    for (let seed = 1; seed <= 400; seed++) {
+      const expr = luaValue(rng(seed), 4);
+      const buf = await packed(expr);
+      const want = asReply(unpack(buf));
+      expect({ seed, expr, got: decodeLuaValue(buf) }).toEqual({ seed, expr, got: want });
+    }
+  });
+
+  it('reads the edges: every number width, strings across 32 bytes and non-ASCII, holes and false', async () => {
+    for (const n of NUMBERS) {
+      const buf = await packed(`{${n}}`);
+      expect(decodeLuaValue(buf)).toEqual(asReply(unpack(buf)));
+    }
+    for (const s of STRINGS) {
+      const buf = await packed(`{${JSON.stringify(s)}, ${JSON.stringify(s)}}`);
+      expect(decodeLuaValue(buf)).toEqual([s, s]);
+    }
+    for (const expr of [
+      '{1, nil, 3}',
+      '{1, false, 3}',
+      '{[1] = 1, [2] = false, [3] = 3}',
+      '{}',
+      '{a = 1}',
+      'nil',
+      'false',
+      'true',
+    ]) {
+      const buf = await packed(expr);
+      expect({ expr, got: decodeLuaValue(buf) }).toEqual({ expr, got: asReply(unpack(buf)) });
+    }
+  });
+
+  it("a hand-off as the add's script writes it: token and answer as before (a 64-bit number a BigInt)", async () => {
+    const run = runFixture('hd1', { tenant: 'acme', mode: 'read-only' });
+    const expr = `{'w1:h:0', {{'name', 'run', 'data', ${JSON.stringify(JSON.stringify({ runId: run.id, tenant: run.tenant }))}, 'ats', '1'}, '${run.id}', 0, 1796443210812, {{'id', '${run.id}', 'status', 'Running'}, 1, {'#attempt', '1'}, {1, 0}}, 1}}`;
+    const buf = await packed(expr);
+    const before = unpack(buf) as [unknown, unknown];
+    const want = { token: String(asReply(before[0])), answer: asReply(before[1]) };
+    expect(handedOf(buf)).toEqual(want);
+    expect(handedOf(buf).answer[3]).toBe(1796443210812n);
+  });
+});

@@ -1,0 +1,110 @@
+/**
+ * `node test/bench/handed-decode-cost.ts`: the runner's read of a hand-off (its key's member,
+ * `cmsgpack.pack({token, answer})`, 1.4 KB as a trivial run's hand-off is) by handed-decode.ts
+ * against the read before round 30 (msgpackr's `unpack`, then a walk turning the Lua value into
+ * Redis's answer of it), on a member a real redis-server's cmsgpack packed. Warm: a hot loop of `N`.
+ * Cold: one read after each sleep of `GAP_MS` (default 5; a sequential run's pick-up comes after the
+ * runner slept that long), `SAMPLES` a side (default 400), the two alternating: the cost the
+ * pick-up pays, each step of its JavaScript running from caches the other processes emptied.
+ */
+import { createRedis } from '@islet/core';
+import { startRedis } from '@islet/testkit';
+import { unpack } from 'msgpackr';
+import { decodeLuaValue } from '../../services/runner/src/handed-decode.ts';
+
+const N = Number(process.env.N ?? 50_000);
+const GAP_MS = Number(process.env.GAP_MS ?? 5);
+const SAMPLES = Number(process.env.SAMPLES ?? 400);
+
+/** The read before round 30 (handoff-store.ts' `asReply` of msgpackr's value). */
+function asReply(v: unknown): unknown {
+  if (v === false || v === null || v === undefined) return null;
+  if (v === true) return 1;
+  if (typeof v === 'number') return Math.trunc(v);
+  if (Array.isArray(v)) {
+    let n = 0;
+    for (; n < v.length; n++) {
+      const e: unknown = v[n];
+      if (e === null || e === undefined) break;
+      v[n] = asReply(e);
+    }
+    v.length = n;
+    return v;
+  }
+  if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
+    const get = (i: number): unknown =>
+      v instanceof Map ? (v.get(i) ?? v.get(String(i))) : (v as Record<string, unknown>)[String(i)];
+    const out: unknown[] = [];
+    for (let i = 1; ; i++) {
+      const e = get(i);
+      if (e === null || e === undefined || e === false) break;
+      out.push(asReply(e));
+    }
+    return out;
+  }
+  if (v instanceof Uint8Array) return Buffer.from(v).toString();
+  return v;
+}
+
+const before = (b: Buffer) => {
+  const [token, answer] = unpack(b) as [unknown, unknown];
+  return { token: String(asReply(token)), answer: asReply(answer) };
+};
+const now = (b: Buffer) => {
+  const [token, answer] = decodeLuaValue(b) as [unknown, unknown];
+  return { token: String(token ?? null), answer: answer ?? null };
+};
+
+const server = await startRedis({ appendOnly: false });
+const redis = createRedis(server.url);
+try {
+  const id = '2e170edf-2803-4d31-b4a0-b4e3acd378ac';
+  const sealed = (n: number) =>
+    `v1.dev1.${'mk75DqnI5GisOYB_C3zvDuqSoPy'.repeat(Math.ceil(n / 27)).slice(0, n)}`;
+  const data = JSON.stringify({ runId: id, tenant: 'dev', enqueuedAtMs: 1796443210815.7046 });
+  const opts = JSON.stringify({
+    removeOnFail: { age: 86400 },
+    jobId: id,
+    removeOnComplete: { age: 3600, count: 10000 },
+    backoff: { delay: 500, type: 'fixed' },
+    attempts: 3,
+  });
+  const q = (s: string) => JSON.stringify(s);
+  const fields = `{'name','run','data',${q(data)},'opts',${q(opts)},'timestamp','1796443210817','delay','0','priority','0','processedOn','1796443210823','pb','vm','ats','1'}`;
+  const record = `{'id',${q(id)},'tenant','dev','session','bench','turn','t','callId','c','status','Running','mode','read-only','code',${q(sealed(140))},'description',${q(sealed(70))},'request',${q(sealed(330))},'createdAt','1796443210812','updatedAt','1796443210812','attempts','0','clockMs','1796443210812','seed',${q(id)},'principal','key-bc1ffc028ef4','pushEnd','1','quiet','1','unwatched','1'}`;
+  const expr = `{'84890ccb-0c45-41dd-9c5a-95d3e91c1e42:h:0', {${fields}, ${q(id)}, 0, 0, {${record}, 1, {'#attempt','1'}, {1,0}}, 1}}`;
+  const member = (await redis.callBuffer('EVAL', `return cmsgpack.pack(${expr})`, 0)) as Buffer;
+  const same = JSON.stringify(before(member), (_k, v) => (typeof v === 'bigint' ? `${v}n` : v));
+  if (same !== JSON.stringify(now(member), (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)))
+    throw new Error('the two reads differ');
+  console.log(`member ${member.length} bytes`);
+
+  for (const [name, read] of [
+    ['msgpackr unpack + asReply (before)', before],
+    ['decodeLuaValue (round 30)', now],
+  ] as const) {
+    for (let i = 0; i < N / 5; i++) read(member);
+    const t = process.hrtime.bigint();
+    for (let i = 0; i < N; i++) read(member);
+    console.log(`warm  ${name.padEnd(36)} ${(Number(process.hrtime.bigint() - t) / N / 1000).toFixed(2)} µs`);
+  }
+
+  const cold: Record<'before' | 'now', number[]> = { before: [], now: [] };
+  for (let i = 0; i < 2 * SAMPLES; i++) {
+    await new Promise((r) => setTimeout(r, GAP_MS));
+    const side = i % 2 === 0 ? 'before' : 'now';
+    const t = performance.now();
+    (side === 'before' ? before : now)(member);
+    cold[side].push((performance.now() - t) * 1000);
+  }
+  for (const side of ['before', 'now'] as const) {
+    const s = cold[side].sort((a, b) => a - b);
+    const at = (p: number) => (s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? 0).toFixed(1);
+    console.log(
+      `cold  ${(side === 'before' ? 'msgpackr unpack + asReply (before)' : 'decodeLuaValue (round 30)').padEnd(36)} p25 ${at(0.25)} / p50 ${at(0.5)} / p90 ${at(0.9)} µs (after ${GAP_MS} ms asleep, ${s.length} reads)`,
+    );
+  }
+} finally {
+  redis.disconnect();
+  await server.stop();
+}
