@@ -2,14 +2,21 @@
  * The hand-off member's reader (handed-decode.ts) against what the runner read before it
  * (msgpackr's `unpack`, then a walk turning the Lua value into Redis's answer of it), on values
  * packed by a real redis-server's cmsgpack: random tables with holes, false, maps, 64-bit and
- * fractional numbers, strings short and long, ASCII and not.
+ * fractional numbers, strings short and long, ASCII and not. And the runner's read of a member
+ * (`handedOf`) calls no msgpackr `unpack`.
  */
 import { runFixture, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { decodeLuaValue } from './handed-decode.ts';
 import { handedOf } from './handoff-store.ts';
+
+// msgpackr as it is, its `unpack` counted: the pick-up's read must not call it.
+vi.mock('msgpackr', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('msgpackr')>();
+  return { ...actual, unpack: vi.fn(actual.unpack) };
+});
 
 let server: Awaited<ReturnType<typeof startRedis>>;
 let redis: Redis;
@@ -168,13 +175,16 @@ describe("the hand-off member read in one pass (cmsgpack's values)", () => {
     }
   });
 
-  it("a hand-off as the add's script writes it: token and answer as before (a 64-bit number a BigInt)", async () => {
+  it("a hand-off as the add's script writes it: token and answer as before (a 64-bit number a BigInt), no msgpackr unpack", async () => {
     const run = runFixture('hd1', { tenant: 'acme', mode: 'read-only' });
     const expr = `{'w1:h:0', {{'name', 'run', 'data', ${JSON.stringify(JSON.stringify({ runId: run.id, tenant: run.tenant }))}, 'ats', '1'}, '${run.id}', 0, 1796443210812, {{'id', '${run.id}', 'status', 'Running'}, 1, {'#attempt', '1'}, {1, 0}}, 1}}`;
     const buf = await packed(expr);
     const before = unpack(buf) as [unknown, unknown];
     const want = { token: String(asReply(before[0])), answer: asReply(before[1]) };
+    vi.mocked(unpack).mockClear();
     expect(handedOf(buf)).toEqual(want);
+    // One pass of its own: msgpackr's general reader is not on the pick-up's path.
+    expect(vi.mocked(unpack)).not.toHaveBeenCalled();
     expect(handedOf(buf).answer[3]).toBe(1796443210812n);
   });
 });
