@@ -7,8 +7,11 @@
  * the `call` frame the runner reads); each event of the cycle (a write, Redis's fdatasync) is one
  * stage, timed from the event before it, and named by its process, thread and file descriptor.
  * Cycles whose sequence of stages is the most common one are summed position by position: p50 and
- * mean of each stage, so the breakdown adds up to the cycle (the round trip of one call). Also
- * counts, per call, each process's writes, reads and wake-ups, and Redis's fdatasyncs.
+ * mean of each stage, so the breakdown adds up to the cycle (the round trip of one call). Each
+ * stage is also split where its thread returned from `epoll` with events: the wake-up (the message
+ * in flight, the scheduler waking the thread) and the thread's own work up to its event (round 30,
+ * call-lone). Also counts, per call, each process's writes, reads and wake-ups, and Redis's
+ * fdatasyncs.
  *
  *   node test/bench/call-trace.ts                (RUNS 10, CALLS 40)
  */
@@ -189,13 +192,40 @@ function report(
   );
   const p50 = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)] ?? Number.NaN;
   const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / (a.length || 1);
-  out.push('stage (the event ending it; from the event before it): p50 / mean, µs');
+  out.push(
+    "stage (the event ending it; from the event before it): p50 / mean, µs; then p50 of its two parts: the wake-up (the event before → the stage's thread back from epoll) and its work (→ the event)",
+  );
+  // Each thread's returns from epoll with events (its wake-ups), in time order, to split a stage.
+  const wakes = new Map<string, number[]>();
+  for (const e of events)
+    if (/^epoll/.test(e.ev) && e.ret > 0) wakes.set(e.who, [...(wakes.get(e.who) ?? []), e.t]);
+  /** The stage's thread's first wake-up after `from` and before `to`, if any (none: it never slept). */
+  const wokeAt = (who: string, from: number, to: number): number | undefined => {
+    const list = wakes.get(who) ?? [];
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (list[mid]! <= from) lo = mid + 1;
+      else hi = mid;
+    }
+    const t = list[lo];
+    return t !== undefined && t < to ? t : undefined;
+  };
   const n = modal[0]!.length;
   for (let i = 0; i < n; i++) {
     const gaps = modal.map((c) => (i === 0 ? Number.NaN : (c[i]!.t - c[i - 1]!.t) * 1e6));
     if (i === 0) continue;
+    const split = modal.flatMap((c) => {
+      const at = wokeAt(c[i]!.who, c[i - 1]!.t, c[i]!.t);
+      return at === undefined ? [] : [[(at - c[i - 1]!.t) * 1e6, (c[i]!.t - at) * 1e6] as const];
+    });
+    const parts =
+      split.length > modal.length / 2
+        ? `   wake-up ${p50(split.map((x) => x[0])).toFixed(0)}, work ${p50(split.map((x) => x[1])).toFixed(0)} (${split.length} woke)`
+        : '   (its thread did not sleep)';
     out.push(
-      `  ${name(modal[0]![i]!).padEnd(36)} ${p50(gaps).toFixed(0).padStart(6)} / ${mean(gaps).toFixed(0)}`,
+      `  ${name(modal[0]![i]!).padEnd(36)} ${p50(gaps).toFixed(0).padStart(6)} / ${mean(gaps).toFixed(0)}${parts}`,
     );
   }
   const tail = modal.map((c) => {
@@ -203,8 +233,14 @@ function report(
     return next && next[0]!.t - c.at(-1)!.t < 0.05 ? (next[0]!.t - c.at(-1)!.t) * 1e6 : Number.NaN;
   });
   const tails = tail.filter((x) => !Number.isNaN(x));
+  const tailSplit = modal.flatMap((c) => {
+    const next = cycles.find((d) => d[0]!.t > c[0]!.t);
+    if (!next || next[0]!.t - c.at(-1)!.t >= 0.05) return [];
+    const at = wokeAt(next[0]!.who, c.at(-1)!.t, next[0]!.t);
+    return at === undefined ? [] : [[(at - c.at(-1)!.t) * 1e6, (next[0]!.t - at) * 1e6] as const];
+  });
   out.push(
-    `  ${'→ host call frame (next call)'.padEnd(36)} ${p50(tails).toFixed(0).padStart(6)} / ${mean(tails).toFixed(0)}`,
+    `  ${'→ host call frame (next call)'.padEnd(36)} ${p50(tails).toFixed(0).padStart(6)} / ${mean(tails).toFixed(0)}   wake-up ${p50(tailSplit.map((x) => x[0])).toFixed(0)}, work ${p50(tailSplit.map((x) => x[1])).toFixed(0)} (${tailSplit.length} woke)`,
   );
   // The whole cycle of a modal call: its call frame to the next call frame (the next call's).
   const cyc = modal.flatMap((c) => {

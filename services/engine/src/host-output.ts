@@ -26,9 +26,14 @@ export function flush(): void {
   process.stdout.write(out);
 }
 
-/** `gather`: a call, written with the rest of its turn (see `unsent`). */
-export function send(message: FromHost, gather = false): void {
+/**
+ * `gather`: a call, written with the rest of its turn (see `unsent`). `'turn'`: the same, in a turn
+ * on this thread, which the caller flushes when the turn returns: no fallback timer, since none could
+ * fire before that (the thread is in the turn), and making and clearing one was a timer on every
+ * call's path (README round 30, call-lone).
+ */
+export function send(message: FromHost, gather: boolean | 'turn' = false): void {
   for (const buf of encodeMessage(message)) unsent.push(buf);
-  if (gather) fallback ??= setTimeout(flush, FLUSH_FALLBACK_MS);
-  else flush();
+  if (gather === true) fallback ??= setTimeout(flush, FLUSH_FALLBACK_MS);
+  else if (gather === false) flush();
 }

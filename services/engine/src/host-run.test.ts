@@ -4,9 +4,11 @@
  * down; a program that ends in a later turn is reported once that turn's work settled. Real
  * isolated-vm and the real harness, prepared as host.ts prepares them; frames go to a recorder.
  */
+import { createHook } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { FrameReader } from './frame.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import type { FromHost, ToHost } from './wire.ts';
 
@@ -200,5 +202,55 @@ describe('a turn on the host thread is written', () => {
     expect(events.slice(5)).toEqual(['turn']);
     run.deliverResult({ t: 'result', id: 1, valueJson: '"y"', turnMs: 5000 });
     expect(events.slice(6)).toEqual(['call', 'turn', 'flush']);
+  });
+});
+
+describe('a call on the host thread', () => {
+  it("makes no timer on its path: its frame goes out at its turn's return (real output, stdout captured)", async () => {
+    const writes: Buffer[] = [];
+    const write = vi
+      .spyOn(process.stdout, 'write')
+      .mockImplementation((chunk: string | Uint8Array) => writes.push(Buffer.from(chunk)) > 0);
+    let timers = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'Timeout') timers++;
+      },
+    });
+    const prepared = prepare();
+    // The run's own memory poll (an interval) is made here, before the count starts.
+    const run = new HostRun(
+      runMessage('let n = 0; for (let i = 0; i < 4; i++) n += (await apps.a.b({ i })).n; return n;', ['a.b']),
+      prepared,
+      () => undefined,
+    );
+    let ended: () => void = () => undefined;
+    const done = new Promise<void>((r) => {
+      ended = r;
+    });
+    try {
+      hook.enable();
+      run.start();
+      for (let id = 0; id < 3; id++)
+        run.deliverResult({ t: 'result', id, valueJson: '{"n":1}', turnMs: 5000 });
+      hook.disable();
+      expect(timers).toBe(0);
+    } finally {
+      hook.disable();
+      // Ended while stdout is still captured: its `done` is written after a turn of the loop.
+      run.end('stop');
+      setImmediate(() => setImmediate(ended));
+      await done;
+      write.mockRestore();
+    }
+    writes.pop();
+    // Each turn's call and return went out in one write, in order.
+    const frames = writes.map((w) => {
+      const out: unknown[] = [];
+      const reader = new FrameReader((e) => e.type === 'message' && out.push(e.message));
+      reader.push(w);
+      return out.map((m) => (m as FromHost).t).join(',');
+    });
+    expect(frames).toEqual(['call,turn', 'call,turn', 'call,turn', 'call,turn']);
   });
 });

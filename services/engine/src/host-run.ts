@@ -123,12 +123,13 @@ export class HostRun {
         this.logBatch.length > 0 ||
         (this.logsTruncated && !this.truncationReported);
       this.callsThisTurn = 0;
-      this.flushLogs(true);
-      this.out.send({ t: 'turn' }, true);
       // A later turn that made no call and printed nothing (one of a Promise.all's outcomes): its
       // answer waits for the next write or the fallback's (host-output.ts), not a write and a
-      // wake-up of the runner of its own.
-      if (later && !news) return;
+      // wake-up of the runner of its own. Any other is written below, at once: no fallback.
+      const held = later && !news;
+      this.flushLogs(held || 'turn');
+      this.out.send({ t: 'turn' }, held || 'turn');
+      if (held) return;
     }
     this.out.flush();
   }
@@ -263,8 +264,8 @@ export class HostRun {
     }
   }
 
-  /** `gather`: written with what follows (a turn's return), not now. */
-  private flushLogs(gather = false): void {
+  /** `gather`: written with what follows (a turn's return), not now (see host-output.ts `send`). */
+  private flushLogs(gather: boolean | 'turn' = false): void {
     const truncated = this.logsTruncated && !this.truncationReported;
     if (this.logBatch.length === 0 && !truncated) return;
     const lines = this.logBatch;
@@ -303,7 +304,8 @@ export class HostRun {
       this.nextCallId++;
       this.callsThisTurn++;
       this.flushLogs();
-      this.out.send({ t: 'call', id, binding, argsJson }, true);
+      // In a turn on this thread the turn's return writes it (turnReturned): no fallback timer.
+      this.out.send({ t: 'call', id, binding, argsJson }, this.onThisThread ? 'turn' : true);
     } catch (e) {
       this.internalError(e);
     }

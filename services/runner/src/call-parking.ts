@@ -35,7 +35,14 @@ export class CallParking {
   released = false;
   private parked = false;
   private inFlight = 0;
+  /**
+   * Made at the first call and restarted (`refresh`) at the first call of each later stretch with
+   * calls out; between stretches it is left to lapse, not cleared: a call one after another made
+   * and cleared a timer each, both on the call's path (README round 30, call-lone).
+   */
   private timer: NodeJS.Timeout | undefined;
+  /** The timer counts down the current stretch with calls out. */
+  private armed = false;
   private resuming: Promise<void> | undefined;
   private readonly early = new Set<() => void>();
   private readonly real = new Set<Promise<unknown>>();
@@ -72,7 +79,7 @@ export class CallParking {
           // Released meanwhile: the engine already has its stop; the journal keeps this answer.
           if (!this.early.delete(answerNow)) return;
           settle();
-          if (this.inFlight === 0) this.disarm();
+          if (this.inFlight === 0) this.armed = false;
           else this.arm();
         };
         real.then(
@@ -105,20 +112,29 @@ export class CallParking {
   }
 
   private arm(): void {
-    if (this.timer || this.parked || this.closed || this.released) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      if (this.inFlight === 0 || this.parked || this.closed || this.released) return;
-      this.parked = this.slot.park(() => this.release());
-      // No room among the parked runs: it keeps its slot and tries again later.
-      if (!this.parked) this.arm();
-    }, this.parkAfterMs);
-    this.timer.unref();
+    if (this.armed || this.parked || this.closed || this.released) return;
+    this.armed = true;
+    if (this.timer) this.timer.refresh();
+    else {
+      this.timer = setTimeout(() => this.lapse(), this.parkAfterMs);
+      this.timer.unref();
+    }
+  }
+
+  private lapse(): void {
+    const armed = this.armed;
+    this.armed = false;
+    // A stretch that ended before its time was up: nothing to park.
+    if (!armed || this.inFlight === 0 || this.parked || this.closed || this.released) return;
+    this.parked = this.slot.park(() => this.release());
+    // No room among the parked runs: it keeps its slot and tries again later.
+    if (!this.parked) this.arm();
   }
 
   private disarm(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.armed = false;
   }
 
   private release(): void {
