@@ -57,7 +57,19 @@ try {
   const bindingCalls = createBindingCalls(deps);
   // Counts a run: decryptions (the journal's outcome memo wraps this sealer) and JSON parses with
   // a reviver (the App answer's lossless parse).
-  const counts = { opens: 0, revived: 0 };
+  const counts = { opens: 0, revived: 0, prom: 0 };
+  // prom-client's own recording calls for the binding call metrics (label checks and keying each).
+  const { bindingCalls: callCounter, bindingCallDuration: callHistogram } = deps.metrics;
+  const inc = callCounter.inc.bind(callCounter);
+  callCounter.inc = ((...a: Parameters<typeof inc>) => {
+    counts.prom++;
+    return inc(...a);
+  }) as typeof inc;
+  const observe = callHistogram.observe.bind(callHistogram);
+  callHistogram.observe = ((...a: Parameters<typeof observe>) => {
+    counts.prom++;
+    return observe(...a);
+  }) as typeof observe;
   const open = deps.sealer.open.bind(deps.sealer);
   deps.sealer.open = (sealed: string) => {
     counts.opens++;
@@ -106,6 +118,7 @@ try {
   let us = 0;
   counts.opens = 0;
   counts.revived = 0;
+  counts.prom = 0;
   systemUs = 0;
   const started = performance.now();
   for (let i = 0; i < RUNS; i++) us += await oneRun();
@@ -113,7 +126,8 @@ try {
     `${RUNS} runs of ${CALLS} parallel calls served in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
     `this thread's CPU a call (serve + the end's journal read): ${(us / RUNS / CALLS).toFixed(1)} µs ` +
     `(in the kernel ${(systemUs / RUNS / CALLS).toFixed(1)}); ` +
-    `a run: ${(counts.opens / RUNS).toFixed(1)} decryptions, ${(counts.revived / RUNS).toFixed(1)} parses with a reviver`;
+    `a run: ${(counts.opens / RUNS).toFixed(1)} decryptions, ${(counts.revived / RUNS).toFixed(1)} parses with a reviver, ` +
+    `${(counts.prom / RUNS).toFixed(1)} prom-client inc/observe calls`;
 } finally {
   await deps.close();
   await redis.stop();
