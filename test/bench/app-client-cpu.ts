@@ -113,7 +113,7 @@ const viaRaw = () =>
   new Promise<string>((resolve, reject) => {
     const socket = idle.pop() ?? connect(port, '127.0.0.1');
     socket.setNoDelay(true);
-    let got = Buffer.alloc(0);
+    let got: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       got = got.length ? Buffer.concat([got, chunk]) : chunk;
       const end = got.indexOf('\r\n\r\n');
