@@ -5,7 +5,6 @@ import {
   callEventData,
   createCallProcessor,
   decisionView,
-  jsonOrText,
   type StoredRun,
 } from '@islet/runs';
 import { AnswerTooLargeError, postToApp } from './app-http.ts';
@@ -65,8 +64,18 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     source: CallSource,
     connection: Connection,
     ctx: { idempotencyKey: string; operationId: string; input?: unknown },
+    parsedArgs: { value: unknown } | undefined,
   ): Promise<BindingOutcome> {
-    const { text: body, headers } = appRequest(deps.sealer, run, call, source, connection, ctx);
+    const { text: body, headers } = appRequest(
+      deps.sealer,
+      run,
+      call,
+      source,
+      connection,
+      ctx,
+      Date.now(),
+      parsedArgs,
+    );
     let res: { status: number; text: string };
     try {
       res = await post(connection.url!, headers, body, {
@@ -210,8 +219,16 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     };
     const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
     const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
+    // The arguments parsed once for the check, the App's request and the call event (each parsed
+    // them again); none of them changes the value. Text that is not JSON stays text, as
+    // `jsonOrText` has it, and an App request of it fails in its own parse as before.
+    let parsedArgs: { value: unknown } | undefined;
+    try {
+      parsedArgs = { value: JSON.parse(call.argsJson) };
+    } catch {}
+    const args = parsedArgs ? parsedArgs.value : call.argsJson;
     // Arguments that do not fit the tool's inputSchema are never sent, nor put to a person.
-    const argumentProblems = tool ? checkArguments(tool.inputSchema, jsonOrText(call.argsJson)) : undefined;
+    const argumentProblems = tool ? checkArguments(tool.inputSchema, args) : undefined;
     // Reads (resources, prompts) are always allowed; a vanished connection or tool fails the call.
     let policy = tool?.policy ?? 'allow';
     if (argumentProblems && policy === 'ask') policy = 'allow';
@@ -221,7 +238,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
         policy = 'allow';
     }
 
-    const callEvent = (outcome: BindingOutcome) => callEventData(call, source, outcome, started);
+    const callEvent = (outcome: BindingOutcome) => callEventData(call, source, outcome, started, args);
     const processed = await processor.process({
       run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code },
       attempt,
@@ -250,7 +267,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
           });
         if (connection.kind === 'mcp') return mcpCall(run, call, connection, source, ctx);
         return connection.kind === 'http'
-          ? httpCall(run, call, source, connection, ctx)
+          ? httpCall(run, call, source, connection, ctx, parsedArgs)
           : clientCall(run, attempt, call, source, ctx);
       },
       onDecisionNeeded: async (decision, created) => {
