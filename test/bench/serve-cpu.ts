@@ -18,6 +18,42 @@ const CALLS = Number(process.env.CALLS ?? 100);
 const WARM = Number(process.env.WARM ?? 300);
 const RUNS = Number(process.env.RUNS ?? 300);
 const ANSWER = process.env.ANSWER ?? '{"ok":true}';
+// `REAL=1`: a tool as Apps describe theirs (an inputSchema of ~1.3 KB: ten described fields, two
+// required) and arguments of ~600 bytes that fit it, instead of `{}` and `{"i":n}`.
+const REAL = process.env.REAL === '1';
+const field = (type: string, description: string) => ({ type, description });
+const realSchema = {
+  type: 'object',
+  properties: {
+    i: field('number', 'The call number within the run, used to correlate requests with answers.'),
+    title: field('string', 'A short title for the record that is created or updated by this call.'),
+    body: field('string', 'The body text of the record; markdown is accepted and kept as written.'),
+    labels: { type: 'array', items: { type: 'string' }, description: 'Labels to attach to the record.' },
+    assignee: field('string', 'The user name of the person the record is assigned to, if any.'),
+    priority: { type: 'string', enum: ['low', 'normal', 'high', 'urgent'], description: 'How urgent it is.' },
+    due: field('string', 'A due date in ISO 8601 form (YYYY-MM-DD), or absent when there is none.'),
+    project: field('string', 'The project the record belongs to; the default project when absent.'),
+    notify: field('boolean', 'Whether watchers of the project are notified of the change.'),
+    meta: { type: 'object', additionalProperties: { type: 'string' }, description: 'Free-form metadata.' },
+  },
+  required: ['i', 'title'],
+  additionalProperties: false,
+};
+const argsOf = (i: number): string =>
+  REAL
+    ? JSON.stringify({
+        i,
+        title: `Record number ${i} of the parallel bench run`,
+        body: 'Some text for the body of the record. '.repeat(10),
+        labels: ['bench', 'parallel', `n${i % 7}`],
+        assignee: 'someone',
+        priority: 'normal',
+        due: '2026-12-31',
+        project: 'islet',
+        notify: false,
+        meta: { source: 'serve-cpu', kind: 'bench' },
+      })
+    : JSON.stringify({ i });
 
 const appSource = `
 const http = require('node:http');
@@ -48,7 +84,7 @@ try {
     name: 'Bench',
     kind: 'http',
     url: `http://127.0.0.1:${port}/`,
-    tools: [{ name: 'ping', inputSchema: {}, policy: 'allow' }],
+    tools: [{ name: 'ping', inputSchema: REAL ? realSchema : {}, policy: 'allow' }],
     resources: [],
     prompts: [],
   });
@@ -99,12 +135,7 @@ try {
     const t0 = process.threadCpuUsage();
     const served = await Promise.all(
       Array.from({ length: CALLS }, (_, index) =>
-        bindingCalls.serve(
-          id,
-          1,
-          { index, binding: 'bench.ping', argsJson: JSON.stringify({ i: index }) },
-          signal,
-        ),
+        bindingCalls.serve(id, 1, { index, binding: 'bench.ping', argsJson: argsOf(index) }, signal),
       ),
     );
     const calls = await deps.journal.listCalls(id);
