@@ -93,7 +93,9 @@ try {
   const bindingCalls = createBindingCalls(deps);
   // Counts a run: decryptions (the journal's outcome memo wraps this sealer) and JSON parses with
   // a reviver (the App answer's lossless parse).
-  const counts = { opens: 0, revived: 0, prom: 0 };
+  const counts = { opens: 0, revived: 0, prom: 0, argParses: 0 };
+  // This run's calls' argument texts: parses of them are counted.
+  const argTexts = new Set<string>();
   // prom-client's own recording calls for the binding call metrics (label checks and keying each).
   const { bindingCalls: callCounter, bindingCallDuration: callHistogram } = deps.metrics;
   const inc = callCounter.inc.bind(callCounter);
@@ -114,9 +116,15 @@ try {
   const parse = JSON.parse;
   JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown) => {
     if (reviver) counts.revived++;
+    if (argTexts.has(text)) counts.argParses++;
     return parse(text, reviver);
   }) as typeof JSON.parse;
   const signal = new AbortController().signal;
+  const argText = (index: number) => {
+    const text = argsOf(index);
+    argTexts.add(text);
+    return text;
+  };
   let n = 0;
   let systemUs = 0;
   const oneRun = async (): Promise<number> => {
@@ -135,7 +143,7 @@ try {
     const t0 = process.threadCpuUsage();
     const served = await Promise.all(
       Array.from({ length: CALLS }, (_, index) =>
-        bindingCalls.serve(id, 1, { index, binding: 'bench.ping', argsJson: argsOf(index) }, signal),
+        bindingCalls.serve(id, 1, { index, binding: 'bench.ping', argsJson: argText(index) }, signal),
       ),
     );
     const calls = await deps.journal.listCalls(id);
@@ -150,6 +158,7 @@ try {
   counts.opens = 0;
   counts.revived = 0;
   counts.prom = 0;
+  counts.argParses = 0;
   systemUs = 0;
   const started = performance.now();
   for (let i = 0; i < RUNS; i++) us += await oneRun();
@@ -158,7 +167,8 @@ try {
     `this thread's CPU a call (serve + the end's journal read): ${(us / RUNS / CALLS).toFixed(1)} µs ` +
     `(in the kernel ${(systemUs / RUNS / CALLS).toFixed(1)}); ` +
     `a run: ${(counts.opens / RUNS).toFixed(1)} decryptions, ${(counts.revived / RUNS).toFixed(1)} parses with a reviver, ` +
-    `${(counts.prom / RUNS).toFixed(1)} prom-client inc/observe calls`;
+    `${(counts.prom / RUNS).toFixed(1)} prom-client inc/observe calls, ` +
+    `${(counts.argParses / RUNS / CALLS).toFixed(2)} parses of a call's arguments`;
 } finally {
   await deps.close();
   await redis.stop();
