@@ -18,6 +18,42 @@ const CALLS = Number(process.env.CALLS ?? 100);
 const WARM = Number(process.env.WARM ?? 300);
 const RUNS = Number(process.env.RUNS ?? 300);
 const ANSWER = process.env.ANSWER ?? '{"ok":true}';
+// `REAL=1`: a tool as Apps describe theirs (an inputSchema of ~1.3 KB: ten described fields, two
+// required) and arguments of ~600 bytes that fit it, instead of `{}` and `{"i":n}`.
+const REAL = process.env.REAL === '1';
+const field = (type: string, description: string) => ({ type, description });
+const realSchema = {
+  type: 'object',
+  properties: {
+    i: field('number', 'The call number within the run, used to correlate requests with answers.'),
+    title: field('string', 'A short title for the record that is created or updated by this call.'),
+    body: field('string', 'The body text of the record; markdown is accepted and kept as written.'),
+    labels: { type: 'array', items: { type: 'string' }, description: 'Labels to attach to the record.' },
+    assignee: field('string', 'The user name of the person the record is assigned to, if any.'),
+    priority: { type: 'string', enum: ['low', 'normal', 'high', 'urgent'], description: 'How urgent it is.' },
+    due: field('string', 'A due date in ISO 8601 form (YYYY-MM-DD), or absent when there is none.'),
+    project: field('string', 'The project the record belongs to; the default project when absent.'),
+    notify: field('boolean', 'Whether watchers of the project are notified of the change.'),
+    meta: { type: 'object', additionalProperties: { type: 'string' }, description: 'Free-form metadata.' },
+  },
+  required: ['i', 'title'],
+  additionalProperties: false,
+};
+const argsOf = (i: number): string =>
+  REAL
+    ? JSON.stringify({
+        i,
+        title: `Record number ${i} of the parallel bench run`,
+        body: 'Some text for the body of the record. '.repeat(10),
+        labels: ['bench', 'parallel', `n${i % 7}`],
+        assignee: 'someone',
+        priority: 'normal',
+        due: '2026-12-31',
+        project: 'islet',
+        notify: false,
+        meta: { source: 'serve-cpu', kind: 'bench' },
+      })
+    : JSON.stringify({ i });
 
 const appSource = `
 const http = require('node:http');
@@ -48,7 +84,7 @@ try {
     name: 'Bench',
     kind: 'http',
     url: `http://127.0.0.1:${port}/`,
-    tools: [{ name: 'ping', inputSchema: {}, policy: 'allow' }],
+    tools: [{ name: 'ping', inputSchema: REAL ? realSchema : {}, policy: 'allow' }],
     resources: [],
     prompts: [],
   });
@@ -57,7 +93,21 @@ try {
   const bindingCalls = createBindingCalls(deps);
   // Counts a run: decryptions (the journal's outcome memo wraps this sealer) and JSON parses with
   // a reviver (the App answer's lossless parse).
-  const counts = { opens: 0, revived: 0 };
+  const counts = { opens: 0, revived: 0, prom: 0, argParses: 0 };
+  // This run's calls' argument texts: parses of them are counted.
+  const argTexts = new Set<string>();
+  // prom-client's own recording calls for the binding call metrics (label checks and keying each).
+  const { bindingCalls: callCounter, bindingCallDuration: callHistogram } = deps.metrics;
+  const inc = callCounter.inc.bind(callCounter);
+  callCounter.inc = ((...a: Parameters<typeof inc>) => {
+    counts.prom++;
+    return inc(...a);
+  }) as typeof inc;
+  const observe = callHistogram.observe.bind(callHistogram);
+  callHistogram.observe = ((...a: Parameters<typeof observe>) => {
+    counts.prom++;
+    return observe(...a);
+  }) as typeof observe;
   const open = deps.sealer.open.bind(deps.sealer);
   deps.sealer.open = (sealed: string) => {
     counts.opens++;
@@ -66,10 +116,17 @@ try {
   const parse = JSON.parse;
   JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown) => {
     if (reviver) counts.revived++;
+    if (argTexts.has(text)) counts.argParses++;
     return parse(text, reviver);
   }) as typeof JSON.parse;
   const signal = new AbortController().signal;
+  const argText = (index: number) => {
+    const text = argsOf(index);
+    argTexts.add(text);
+    return text;
+  };
   let n = 0;
+  let systemUs = 0;
   const oneRun = async (): Promise<number> => {
     const id = `serve-cpu-${process.pid}-${n++}`;
     await deps.runs.create(
@@ -86,30 +143,32 @@ try {
     const t0 = process.threadCpuUsage();
     const served = await Promise.all(
       Array.from({ length: CALLS }, (_, index) =>
-        bindingCalls.serve(
-          id,
-          1,
-          { index, binding: 'bench.ping', argsJson: JSON.stringify({ i: index }) },
-          signal,
-        ),
+        bindingCalls.serve(id, 1, { index, binding: 'bench.ping', argsJson: argText(index) }, signal),
       ),
     );
     const calls = await deps.journal.listCalls(id);
     const t1 = process.threadCpuUsage(t0);
     if (served.some((s) => s?.outcome.type !== 'result') || calls.length !== CALLS)
       throw new Error(`a call failed: ${JSON.stringify(served.find((s) => s?.outcome.type !== 'result'))}`);
+    systemUs += t1.system;
     return t1.user + t1.system;
   };
   for (let i = 0; i < WARM; i++) await oneRun();
   let us = 0;
   counts.opens = 0;
   counts.revived = 0;
+  counts.prom = 0;
+  counts.argParses = 0;
+  systemUs = 0;
   const started = performance.now();
   for (let i = 0; i < RUNS; i++) us += await oneRun();
   line =
     `${RUNS} runs of ${CALLS} parallel calls served in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
-    `this thread's CPU a call (serve + the end's journal read): ${(us / RUNS / CALLS).toFixed(1)} µs; ` +
-    `a run: ${(counts.opens / RUNS).toFixed(1)} decryptions, ${(counts.revived / RUNS).toFixed(1)} parses with a reviver`;
+    `this thread's CPU a call (serve + the end's journal read): ${(us / RUNS / CALLS).toFixed(1)} µs ` +
+    `(in the kernel ${(systemUs / RUNS / CALLS).toFixed(1)}); ` +
+    `a run: ${(counts.opens / RUNS).toFixed(1)} decryptions, ${(counts.revived / RUNS).toFixed(1)} parses with a reviver, ` +
+    `${(counts.prom / RUNS).toFixed(1)} prom-client inc/observe calls, ` +
+    `${(counts.argParses / RUNS / CALLS).toFixed(2)} parses of a call's arguments`;
 } finally {
   await deps.close();
   await redis.stop();

@@ -48,11 +48,13 @@ export function appRequest(
   connection: Connection,
   ctx: AppCallContext,
   now = Date.now(),
+  /** `call.argsJson` already parsed by the caller (binding-calls.ts parses a call's arguments once). */
+  parsedArgs?: { value: unknown },
 ): { text: string; headers: Record<string, string> } {
   const body: Record<string, unknown> = {
     tool: source.name,
     kind: source.kind,
-    arguments: JSON.parse(call.argsJson),
+    arguments: parsedArgs ? parsedArgs.value : JSON.parse(call.argsJson),
   };
   if (ctx.input !== undefined) body.input = ctx.input;
   body.context = {

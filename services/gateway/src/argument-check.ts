@@ -21,8 +21,14 @@ export function createArgumentCheck() {
   // program's strings (catastrophic backtracking): patterns are left to the App.
   ajv.removeKeyword('pattern');
   const compiled = new BoundedMap<string, ValidateFunction | null>(MAX_CACHED);
+  // By the schema object too: a connection read from the gateway's cache hands every call the same
+  // tool object, and keying by text stringified the whole schema each call (a tool's schema is
+  // often kilobytes). The text key still finds a validator for an equal schema read afresh.
+  const bySchema = new WeakMap<object, ValidateFunction | null>();
 
   function validatorFor(schema: Record<string, unknown>): ValidateFunction | null {
+    const known = bySchema.get(schema);
+    if (known !== undefined) return known;
     const key = JSON.stringify(schema);
     let v = compiled.get(key);
     if (v === undefined) {
@@ -33,6 +39,7 @@ export function createArgumentCheck() {
       }
       compiled.set(key, v);
     }
+    bySchema.set(schema, v);
     return v;
   }
 

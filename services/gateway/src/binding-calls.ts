@@ -1,11 +1,10 @@
-import { BoundedMap } from '@islet/core';
+import { BoundedMap, counterSeries, histogramSeries } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import {
   type CallSource,
   callEventData,
   createCallProcessor,
   decisionView,
-  jsonOrText,
   type StoredRun,
 } from '@islet/runs';
 import { AnswerTooLargeError, postToApp } from './app-http.ts';
@@ -42,6 +41,22 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
   const post = deps.postToApp ?? postToApp;
   const processor = createCallProcessor({ journal, decisions });
   const checkArguments = createArgumentCheck();
+  // Each outcome's count and duration series, found once (core's metric-series.ts): prom-client's
+  // own `inc(labels)` / `observe(labels, v)` check and key the labels every call, a hundred times a
+  // hundred-call run. Outcome labels are a closed set (CallOutcomeLabel), so this stays small.
+  const recorded = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
+  const record = (outcome: string, seconds: number) => {
+    let series = recorded.get(outcome);
+    if (!series) {
+      series = {
+        count: counterSeries(metrics.bindingCalls, { outcome }),
+        observe: histogramSeries(metrics.bindingCallDuration, { outcome }),
+      };
+      recorded.set(outcome, series);
+    }
+    series.count();
+    series.observe(seconds);
+  };
 
   async function httpCall(
     run: StoredRun,
@@ -49,8 +64,18 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     source: CallSource,
     connection: Connection,
     ctx: { idempotencyKey: string; operationId: string; input?: unknown },
+    parsedArgs: { value: unknown } | undefined,
   ): Promise<BindingOutcome> {
-    const { text: body, headers } = appRequest(deps.sealer, run, call, source, connection, ctx);
+    const { text: body, headers } = appRequest(
+      deps.sealer,
+      run,
+      call,
+      source,
+      connection,
+      ctx,
+      Date.now(),
+      parsedArgs,
+    );
     let res: { status: number; text: string };
     try {
       res = await post(connection.url!, headers, body, {
@@ -194,8 +219,16 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     };
     const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
     const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
+    // The arguments parsed once for the check, the App's request and the call event (each parsed
+    // them again); none of them changes the value. Text that is not JSON stays text, as
+    // `jsonOrText` has it, and an App request of it fails in its own parse as before.
+    let parsedArgs: { value: unknown } | undefined;
+    try {
+      parsedArgs = { value: JSON.parse(call.argsJson) };
+    } catch {}
+    const args = parsedArgs ? parsedArgs.value : call.argsJson;
     // Arguments that do not fit the tool's inputSchema are never sent, nor put to a person.
-    const argumentProblems = tool ? checkArguments(tool.inputSchema, jsonOrText(call.argsJson)) : undefined;
+    const argumentProblems = tool ? checkArguments(tool.inputSchema, args) : undefined;
     // Reads (resources, prompts) are always allowed; a vanished connection or tool fails the call.
     let policy = tool?.policy ?? 'allow';
     if (argumentProblems && policy === 'ask') policy = 'allow';
@@ -205,7 +238,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
         policy = 'allow';
     }
 
-    const callEvent = (outcome: BindingOutcome) => callEventData(call, source, outcome, started);
+    const callEvent = (outcome: BindingOutcome) => callEventData(call, source, outcome, started, args);
     const processed = await processor.process({
       run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code },
       attempt,
@@ -234,7 +267,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
           });
         if (connection.kind === 'mcp') return mcpCall(run, call, connection, source, ctx);
         return connection.kind === 'http'
-          ? httpCall(run, call, source, connection, ctx)
+          ? httpCall(run, call, source, connection, ctx, parsedArgs)
           : clientCall(run, attempt, call, source, ctx);
       },
       onDecisionNeeded: async (decision, created) => {
@@ -251,8 +284,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     });
 
     const label = processed.label;
-    metrics.bindingCalls.inc({ outcome: label });
-    metrics.bindingCallDuration.observe({ outcome: label }, Number(process.hrtime.bigint() - started) / 1e9);
+    record(label, Number(process.hrtime.bigint() - started) / 1e9);
     if (label !== 'replayed' && !processed.eventAppended)
       await runs.appendEvent(run.id, 'call', callEvent(processed.outcome));
     logger.debug({ runId, index: call.index, label }, 'binding call served');

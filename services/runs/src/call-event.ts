@@ -41,6 +41,8 @@ export function callEventData(
   source: CallSource | undefined,
   outcome: BindingOutcome,
   startedNs: bigint,
+  /** The arguments as `jsonOrText(call.argsJson)` gives them, when the caller has them already. */
+  args: unknown = jsonOrText(call.argsJson),
 ): Record<string, unknown> {
   return {
     index: call.index,
@@ -48,7 +50,7 @@ export function callEventData(
     ...(source ? { source } : {}),
     outcome: outcomeRecord(outcome),
     // For the console's call list (the record has neither); sealed like every event.
-    arguments: jsonOrText(call.argsJson),
+    arguments: args,
     durationMs: Math.round(Number(process.hrtime.bigint() - startedNs) / 1e6),
   };
 }
