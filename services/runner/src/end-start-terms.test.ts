@@ -7,10 +7,14 @@
  * run store; calls read from MONITOR.
  */
 import { keys } from '@islet/core';
+import { QUEUE_PREFIX, type RunJobData, runQueueName } from '@islet/protocol';
+import { runJobOptions } from '@islet/runs';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunnerUnderTest, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { mode, type RunnerUnderTest, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 import { END_AND_COMPLETE_SHA, END_COMPLETE_START_SHA } from './end-complete-store.ts';
+import { FETCH_START_SHA } from './fetch-start-store.ts';
 
 let redis: Redis;
 const h = runnerHarness('end-start-terms-test');
@@ -80,6 +84,74 @@ describe("a run's end and its job's completion, one call", () => {
       // Each was handed to the registered worker (no fetch of its own took it).
       expect(t.worker().handOffs).toBeGreaterThanOrEqual(3);
     } finally {
+      await t.close();
+    }
+  });
+
+  it('a job its completion brings all the same (left waiting with no marker) is started by its processor, once', async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let holding = false;
+    const hold = {
+      // biome-ignore lint/suspicious/noThenProperty: awaited by the executor, once per run.
+      then(resolve: () => void) {
+        if (holding) void held.then(resolve);
+        else resolve();
+      },
+    } as unknown as Promise<void>;
+    const t = await setUp('idle-late', true, undefined, { handOff: true, noteEnds: true, hold });
+    // An older gateway's add: BullMQ's own, no hand-off.
+    const stock = new Queue<RunJobData>(runQueueName(mode), {
+      connection: redis.duplicate(),
+      prefix: QUEUE_PREFIX,
+    });
+    const meta = `${QUEUE_PREFIX}:${runQueueName(mode)}:meta`;
+    try {
+      await warmUp(t, 'lw');
+      holding = true;
+      await untilIdle(redis, t);
+      await newRun('k1');
+      await t.add('k1');
+      await until('k1 to be held', async () => (await redis.hget(keys.run('k1'), 'status')) === 'Running');
+      await untilIdle(redis, t);
+      // The add finds the queue at its concurrency: the job waits and sets no marker, so the
+      // registered pop stays asleep (as in the instant before a pop takes a marker).
+      await redis.hset(meta, 'concurrency', 1);
+      await newRun('k2');
+      await stock.add(
+        'run',
+        { runId: 'k2', tenant: 'acme', enqueuedAtMs: Date.now() },
+        runJobOptions('k2', 1),
+      );
+      await redis.hdel(meta, 'concurrency');
+      expect(await redis.lrange(`${QUEUE_PREFIX}:${runQueueName(mode)}:wait`, 0, -1)).toEqual(['k2']);
+      const m = await monitor();
+      try {
+        holding = false;
+        release();
+        await until('k1 and k2 to end', async () => t.outcomes.filter((o) => o === 'ended true').length >= 3);
+      } finally {
+        await m.stop();
+      }
+      // k1's end went without start terms; its completion brought k2, started apart by its processor.
+      expect(fusedEnds(m.sent, 'k1').map((e) => e.sha)).toEqual([END_AND_COMPLETE_SHA]);
+      // Its lease and attempt start by lease-and-begin-9 (9 keys, the pool's slots first), no fetch's
+      // (the worker's one fetch after the completion, with its start terms, found the queue empty).
+      const apart = m.sent.filter((c) => c[0] === 'evalsha' && c[2] === '9' && c[3] === keys.poolSlots(mode));
+      expect(apart.map((c) => c.includes(keys.run('k2')) || c.includes('k2'))).toEqual([true]);
+      expect(m.sent.filter((c) => c[1] === FETCH_START_SHA).length).toBeLessThanOrEqual(1);
+      for (const id of ['k1', 'k2']) {
+        expect(await redis.hmget(keys.run(id), 'status', 'attempts')).toEqual(['Completed', '1']);
+        const events = await redis.xrange(keys.runEvents(id), '-', '+');
+        expect(events.filter(([, f]) => f[f.indexOf('type') + 1] === 'end')).toHaveLength(1);
+      }
+      expect(await t.queue.getCompletedCount()).toBe(3);
+    } finally {
+      release();
+      await redis.hdel(meta, 'concurrency');
+      await stock.close();
       await t.close();
     }
   });
