@@ -7,8 +7,8 @@
  * run store; calls read from MONITOR.
  */
 import { keys } from '@islet/core';
-import { QUEUE_PREFIX, type RunJobData, runQueueName } from '@islet/protocol';
-import { runJobOptions } from '@islet/runs';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { type RunJobData, runJobOptions } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
