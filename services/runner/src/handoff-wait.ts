@@ -138,6 +138,14 @@ export class HandOffWait<DataType> {
     return wait(blocking, blockUntil);
   }
 
+  /**
+   * A registration's pop is under way: a job a submit adds now is handed to it, not left waiting
+   * for a completion's fetch-next (parking-worker-end.ts sends no start terms with one then).
+   */
+  get registered(): boolean {
+    return this.idle !== undefined;
+  }
+
   /** The job the pop brought, taken once (undefined: none). */
   take(): Handed | undefined {
     const handed = this.handed;

@@ -126,7 +126,10 @@ const engineFor = (mode: SandboxMode) => {
 };
 
 const executor = createRunExecutor({
-  runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+  runs: createRunStore(redis, sealer, {
+    retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    endSeal: config.ISLET_END_SEAL,
+  }),
   settings: createSettingsCache(createSettingsStore(redis), settingsSubscriber),
   journal: createCallJournal({
     redis,

@@ -15,6 +15,8 @@ export interface DeferEndHost {
   fetchStart: FetchStart | undefined;
   gate: SlotGate | undefined;
   isClosing(): boolean;
+  /** The worker is registered idle, its pop under way (handoff-wait.ts `registered`). */
+  idleRegistered(): boolean;
   /** Counts a completion that ran its run's end (`fusedCompletions`). */
   fused(): void;
   /** Counts a completion that also started its next job's run (`completionStarts`). */
@@ -58,8 +60,17 @@ export function deferRunEnd(
   }
   const start = host.fetchStart;
   const gate = host.gate;
+  // Registered idle (the queue was drained when this worker's loop last looked, and a submit since
+  // was handed to its pop): the completion's fetch-next finds no job, so its start terms (24
+  // arguments, their building and Redis's copy of them) go only with a completion that may bring
+  // one. A job it brings all the same (an older gateway's add, a delayed one come due) is started
+  // by its processor, as one BullMQ brings without a start.
   const startNext =
-    start && slotToken !== undefined && !host.isClosing() && (gate?.noResumeWaiting() ?? true)
+    start &&
+    slotToken !== undefined &&
+    !host.isClosing() &&
+    !host.idleRegistered() &&
+    (gate?.noResumeWaiting() ?? true)
       ? {
           args: () => start.args(),
           hooks: start,

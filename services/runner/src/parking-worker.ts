@@ -161,6 +161,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       fetchStart: this.fetchStart,
       gate: this.gate,
       isClosing: () => this.isClosing,
+      idleRegistered: () => this.handOffWait?.registered ?? false,
       fused: () => {
         this.fusedCompletions++;
       },

@@ -1,0 +1,27 @@
+/**
+ * Preloaded into a process (`--import`, by `end-crypto.ts`): counts its AES-GCM cipher and
+ * decipher constructions (`createCipheriv`, `createDecipheriv`: one a seal, one an open), and on
+ * SIGUSR2 writes the counts so far to `$BENCH_CRYPTO_DIR/<pid>.json`. Named imports of
+ * `node:crypto` see the wrapped functions (`syncBuiltinESMExports`), so must load after this.
+ */
+import crypto from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+
+const counts = { ciphers: 0, deciphers: 0 };
+const cipher = crypto.createCipheriv;
+const decipher = crypto.createDecipheriv;
+crypto.createCipheriv = ((...args: Parameters<typeof cipher>) => {
+  counts.ciphers++;
+  return cipher(...args);
+}) as typeof cipher;
+crypto.createDecipheriv = ((...args: Parameters<typeof decipher>) => {
+  counts.deciphers++;
+  return decipher(...args);
+}) as typeof decipher;
+syncBuiltinESMExports();
+const dir = process.env.BENCH_CRYPTO_DIR;
+if (dir)
+  process.on('SIGUSR2', () => {
+    writeFileSync(`${dir}/${process.pid}.json`, JSON.stringify(counts));
+  });

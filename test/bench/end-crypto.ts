@@ -1,0 +1,53 @@
+/**
+ * `node test/bench/end-crypto.ts`: AES-GCM ciphers and deciphers made a sequential trivial run by
+ * the gateway and by the runner (`crypto-count.ts` preloaded into both; `BENCH_ENV` as
+ * `sequential.ts`, e.g. `{"ISLET_END_SEAL":"together"}`), over `RUNS` (default 200) after `WARM`
+ * (default 50). A count, not a time: each is an OpenSSL context made (its cipher fetch, the key's
+ * schedule), ~5 µs hot and 30–65 µs on a loaded path (test/bench/README.md, rounds 29 and 30).
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
+
+const RUNS = Number(process.env.RUNS ?? 200);
+const WARM = Number(process.env.WARM ?? 50);
+const dir = mkdtempSync(join(tmpdir(), 'islet-crypto-'));
+const cluster = await startOneClientCluster('0.5', {
+  NODE_OPTIONS: `--import ${join(import.meta.dirname, 'crypto-count.ts')}`,
+  BENCH_CRYPTO_DIR: dir,
+});
+const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
+type Counts = { ciphers: number; deciphers: number };
+async function read(): Promise<Record<string, Counts>> {
+  const out: Record<string, Counts> = {};
+  for (const [who, pid] of Object.entries(pids)) {
+    if (pid === undefined) continue;
+    rmSync(join(dir, `${pid}.json`), { force: true });
+    process.kill(pid, 'SIGUSR2');
+    for (let i = 0; i < 100; i++) {
+      try {
+        out[who] = JSON.parse(readFileSync(join(dir, `${pid}.json`), 'utf8')) as Counts;
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  }
+  return out;
+}
+try {
+  const once = trivialRun(cluster, 'Crypto count');
+  await burst(once, WARM, 1);
+  const a = await read();
+  await burst(once, RUNS, 1);
+  const b = await read();
+  for (const who of Object.keys(b)) {
+    const per = (k: keyof Counts) => ((b[who]![k] - (a[who]?.[k] ?? 0)) / RUNS).toFixed(2);
+    console.log(`${who}: ${per('ciphers')} ciphers, ${per('deciphers')} deciphers a run (${RUNS} runs)`);
+  }
+} finally {
+  await cluster.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+process.exit(0);
