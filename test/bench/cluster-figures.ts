@@ -459,8 +459,6 @@ export function startOneClientCluster(defaultShare: string, env: Record<string, 
     env: {
       ISLET_TENANT_POOL_SHARE: process.env.BENCH_TENANT_SHARE ?? defaultShare,
       ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
-      // `BENCH_ENV`: JSON of further settings (an ABBA of a setting's two values, say).
-      ...(process.env.BENCH_ENV ? (JSON.parse(process.env.BENCH_ENV) as Record<string, string>) : {}),
       ...env,
     },
   });

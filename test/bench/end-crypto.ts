@@ -1,7 +1,7 @@
 /**
  * `node test/bench/end-crypto.ts`: AES-GCM ciphers and deciphers made a sequential trivial run by
  * the gateway and by the runner (`crypto-count.ts` preloaded into both; `BENCH_ENV` as
- * `sequential.ts`, e.g. `{"ISLET_END_SEAL":"together"}`), over `RUNS` (default 200) after `WARM`
+ * `sequential.ts`), over `RUNS` (default 200) after `WARM`
  * (default 50). A count, not a time: each is an OpenSSL context made (its cipher fetch, the key's
  * schedule), ~5 µs hot and 30–65 µs on a loaded path (test/bench/README.md, rounds 29 and 30).
  */

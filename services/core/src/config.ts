@@ -133,14 +133,6 @@ export const configSchema = z.object({
   /** Run records, events and idempotency keys live this long. */
   ISLET_RUN_RETENTION_SECONDS: int(7 * 24 * 3600, 60),
   /**
-   * How a run's end stores its result and text: `apart` (two sealed fields, read by every release)
-   * or `together` (one sealed field, `output`: one AES-GCM seal by the writer and one open by each
-   * reader instead of two). Releases before round 30's do not read `together`: set it once every
-   * gateway and runner is of that release or later (and not across a rollback past it). Read by
-   * gateway and runner (both end runs).
-   */
-  ISLET_END_SEAL: z.enum(['apart', 'together']).default('apart'),
-  /**
    * Bytes of Redis one tenant's retained runs may hold (sealed code, request, result and logs,
    * counted as written, kept for the retention period): past it the tenant's submits get 507 and
    * other tenants are not affected. The effective bound is the smaller of this and

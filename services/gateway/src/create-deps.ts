@@ -131,7 +131,6 @@ export async function createGatewayDeps(
   // path, and a hundred-call program's hundred would push other runs' submit entries out of it.
   const runs = createRunStore(redis, memoizeOwnSeals(sealer), {
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
-    endSeal: config.ISLET_END_SEAL,
     eventSealer: sealer,
   });
   const journal = createCallJournal({

@@ -126,10 +126,7 @@ const engineFor = (mode: SandboxMode) => {
 };
 
 const executor = createRunExecutor({
-  runs: createRunStore(redis, sealer, {
-    retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
-    endSeal: config.ISLET_END_SEAL,
-  }),
+  runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
   settings: createSettingsCache(createSettingsStore(redis), settingsSubscriber),
   journal: createCallJournal({
     redis,

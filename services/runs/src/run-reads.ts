@@ -9,7 +9,7 @@ import { channels, keys, type Sealer } from '@islet/core';
 import type { RunResult, RunStatus, SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import type { RunEvent, RunRequestData, StoredRun } from './run-store-types.ts';
-import { fromOutput, type TextRef, textFromRef } from './stored-text.ts';
+import { type TextRef, textFromRef } from './stored-text.ts';
 import type { CompletionEvent } from './types.ts';
 
 export function createRunReads(
@@ -47,18 +47,11 @@ export function createRunReads(
       clockMs: Number(h.clockMs),
       seed: h.seed ?? h.id,
     };
-    if (h.output) {
-      // Sealed together (`EndSeal` `together`): one decipher for both.
-      const { result, text } = fromOutput(sealer.open(h.output));
-      run.result = result;
-      run.text = text;
-    } else {
-      const result = open<RunResult>(h.result);
-      if (result) run.result = result;
-      if (h.text) run.text = sealer.open(h.text);
-      const ref = open<TextRef>(h.textRef);
-      if (ref && result) run.text = textFromRef(ref, result);
-    }
+    const result = open<RunResult>(h.result);
+    if (result) run.result = result;
+    if (h.text) run.text = sealer.open(h.text);
+    const ref = open<TextRef>(h.textRef);
+    if (ref && result) run.text = textFromRef(ref, result);
     if (h.kind) run.kind = h.kind;
     if (h.principal) run.principal = h.principal;
     if (h.pushEnd === '1') run.pushEnd = true;

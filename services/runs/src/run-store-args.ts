@@ -6,8 +6,8 @@
 import { keys, type Sealer } from '@islet/core';
 import type { RunResult } from '@islet/protocol';
 import type { RunSummary } from './run-index.ts';
-import type { Admission, CreateAdmission, EndSeal, RunTimings, StoredRun } from './run-store-types.ts';
-import { outputOf, textRefOf } from './stored-text.ts';
+import type { Admission, CreateAdmission, RunTimings, StoredRun } from './run-store-types.ts';
+import { textRefOf } from './stored-text.ts';
 
 type Seal = (v: unknown) => string;
 
@@ -112,14 +112,7 @@ export function endFields(
   end: { status: string; result: RunResult; text: string; kind?: string; timings?: RunTimings },
   sealer: Sealer,
   seal: Seal,
-  endSeal: EndSeal = 'apart',
 ): Record<string, string> {
-  if (endSeal === 'together')
-    return withTimings(end, {
-      status: end.status,
-      output: sealer.seal(outputOf(end.result, end.text)),
-      kind: end.kind ?? 'none',
-    });
   const fields: Record<string, string> = {
     status: end.status,
     result: seal(end.result),
@@ -129,10 +122,6 @@ export function endFields(
   const ref = textRefOf(end.text, end.result);
   if (ref) fields.textRef = seal(ref);
   else fields.text = sealer.seal(end.text);
-  return withTimings(end, fields);
-}
-
-function withTimings(end: { timings?: RunTimings }, fields: Record<string, string>): Record<string, string> {
   // Rides in the same script call as the end: stage timings cost no extra round trip.
   if (end.timings) fields.timings = JSON.stringify(end.timings);
   return fields;

@@ -185,17 +185,7 @@ export interface RunEvent {
   data: Record<string, unknown>;
 }
 
-/**
- * How an end's result and text are sealed: `apart` (`result`, and `text` or `textRef`, one seal
- * each: what every release reads) or `together` (one seal, field `output`: one cipher for the
- * runner, one decipher for each reader of the end instead of two; read from round 30's release on,
- * see `outputOf`). `together` is for a deployment whose gateways and runners all read it.
- */
-export type EndSeal = 'apart' | 'together';
-
 export interface RunStoreOptions {
-  /** How an end's result and text are sealed (`EndSeal`); default `apart`. */
-  endSeal?: EndSeal;
   /** Events kept per run stream (approximate trim). Default `DEFAULT_MAX_EVENTS_PER_RUN` (2000). */
   maxEventsPerRun?: number;
   /** Lifetime of a finished run's record and events. Default 7 days. */

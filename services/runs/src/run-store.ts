@@ -263,7 +263,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         end.onEnded?.(ended);
         return ended;
       };
-      const fields = endFields(end, sealer, seal, options.endSeal);
+      const fields = endFields(end, sealer, seal);
       // The tenant half of the end (includes/finish-tenant.lua) leaves the in-flight set and
       // records the end in the tenant's index and usage, once, with the status the record kept.
       // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash

@@ -31,24 +31,3 @@ export function textRefOf(text: string, result: RunResult): TextRef | undefined 
 export function textFromRef(ref: TextRef, result: RunResult): string {
   return ref.rest.slice(0, ref.at) + joinedLines(result) + ref.rest.slice(ref.at);
 }
-
-/**
- * A result and its text as one plaintext, sealed once (record field `output`, `EndSeal`
- * `together`): the result's JSON, a newline, then `t` and the text as it is, or `r` and the JSON
- * of its reference to the result's lines. JSON.stringify writes no raw newline (one inside a string
- * is escaped), so the first newline ends the result; the text is not escaped, nor parsed on read.
- */
-export function outputOf(result: RunResult, text: string): string {
-  const ref = textRefOf(text, result);
-  return `${JSON.stringify(result)}\n${ref ? `r${JSON.stringify(ref)}` : `t${text}`}`;
-}
-
-/** The result and text `outputOf` put together. */
-export function fromOutput(plain: string): { result: RunResult; text: string } {
-  const cut = plain.indexOf('\n');
-  if (cut < 0) throw new SyntaxError('a run output without its text');
-  const result = JSON.parse(plain.slice(0, cut)) as RunResult;
-  const rest = plain.slice(cut + 2);
-  const text = plain[cut + 1] === 'r' ? textFromRef(JSON.parse(rest) as TextRef, result) : rest;
-  return { result, text };
-}
