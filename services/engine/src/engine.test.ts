@@ -186,6 +186,34 @@ describe('bindings', () => {
     expect(seen).toEqual([0]);
   });
 
+  it("the run's end aborts the signal its handlers were given: an AbortError, made without a stack capture", async () => {
+    // The run's end aborts the signal handed with every call (an outcome still to come is no
+    // longer used). Its reason is the AbortError a plain abort() gives, with no stack frames: a
+    // plain abort() captures a stack, once a run that made a call.
+    const signals: AbortSignal[] = [];
+    const out = await run('await apps.bench.ping({}); await apps.bench.ping({}); return 1;', {
+      bindings: ['bench.ping'],
+      onCall: async (c, { signal }) => {
+        signals.push(signal);
+        expect(signal.aborted).toBe(false);
+        return echo(c);
+      },
+    });
+    expect(out.status).toBe('completed');
+    expect(signals).toHaveLength(2);
+    expect(signals[1]).toBe(signals[0]);
+    const signal = signals[0]!;
+    expect(signal.aborted).toBe(true);
+    const reason = signal.reason as DOMException;
+    expect(reason).toBeInstanceOf(DOMException);
+    expect([reason.name, reason.message, reason.code]).toEqual([
+      'AbortError',
+      'This operation was aborted',
+      20,
+    ]);
+    expect(reason.stack).toBe('AbortError: This operation was aborted');
+  });
+
   it('a binding the program was not given never reaches the callback', async () => {
     const seen: BindingCall[] = [];
     const out = await run(

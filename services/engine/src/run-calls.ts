@@ -2,6 +2,7 @@
  * The binding calls of one run (run.ts): every call the host asked for (the outcome's `calls`), those
  * handed to `onCall` and not settled, and those waiting in order for one of `maxConcurrentCalls`.
  */
+import { abortQuietly } from './abort-reason.ts';
 import type { BindingCall, BindingOutcome, CallLogEntry } from './types.ts';
 
 export class RunCalls {
@@ -12,7 +13,8 @@ export class RunCalls {
   private readonly maxConcurrent: number;
   /**
    * Aborted when the run ends: tells binding handlers their outcome is no longer used. Made at the
-   * first call: aborting one costs a DOMException (a stack capture), and most runs call nothing.
+   * first call, and most runs call nothing; aborted with a reason made without a stack capture
+   * (abort-reason.ts).
    */
   private ended: AbortController | undefined;
 
@@ -75,6 +77,6 @@ export class RunCalls {
 
   /** The run ended: handlers' outcomes are no longer used. */
   end(): void {
-    this.ended?.abort();
+    if (this.ended) abortQuietly(this.ended);
   }
 }

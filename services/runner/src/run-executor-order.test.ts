@@ -232,12 +232,17 @@ describe("what serves a run's calls", () => {
         };
       },
     } as unknown as Engine;
+    // The signal each call's request was sent with (closed when the run is over).
+    const callSignals: AbortSignal[] = [];
     const gateway = {
       call: async (
         runId: string,
         attempt: number,
         call: { index: number; binding: string; argsJson: string },
+        callSignal: AbortSignal,
       ) => {
+        callSignals.push(callSignal);
+        expect(callSignal.aborted).toBe(false);
         await journal.claim(runId, attempt, call);
         return { outcome: { type: 'result', valueJson: '1' } };
       },
@@ -297,6 +302,16 @@ describe("what serves a run's calls", () => {
     expect(one.started).toHaveLength(1);
     // Stopped when the execution ended (the executor's `finally`), as before.
     expect(one.stopped).toEqual(one.started);
+    // The call's request is closed once the run is over, with the AbortError a plain abort()
+    // gives but made without a stack capture (one a run that called something, before).
+    expect(callSignals).toHaveLength(1);
+    const reason = callSignals[0]?.reason as DOMException;
+    expect(callSignals[0]?.aborted).toBe(true);
+    expect([reason.name, reason.message, reason.stack]).toEqual([
+      'AbortError',
+      'This operation was aborted',
+      'AbortError: This operation was aborted',
+    ]);
   });
 });
 

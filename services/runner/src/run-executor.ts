@@ -5,7 +5,7 @@
  * isolate lives in a sandbox host process.
  */
 import { meteredTenant, wallNow } from '@islet/core';
-import type { Engine } from '@islet/engine';
+import { abortQuietly, type Engine } from '@islet/engine';
 import { FILES_BINDING_NAMES, isFileSandboxDenial, isFilesBinding } from '@islet/kernel-sandbox';
 import { type FailureKind, isFinalStatus, type LogLineRecord } from '@islet/protocol';
 import {
@@ -150,8 +150,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const workspaces = run.request.style !== 'code-mode' ? deps.workspaces : undefined;
     // Requests still open once the run ended for good (a deadline or a cancel while a call was
     // held) are closed, so no gateway keeps waiting on an answer nobody will read. Made at the
-    // first gateway call: most runs make none, and aborting a controller builds a DOMException
-    // (a stack capture) on every run.
+    // first gateway call: most runs make none; aborted with a reason made without a stack capture
+    // (@islet/engine's abortQuietly).
     let callsOver: { controller: AbortController; signal: AbortSignal } | undefined;
     // Every call this attempt sends goes through `live`: with none sent, the journal holds nothing
     // the end's push must read (run-store's `sentNoCall`).
@@ -288,7 +288,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       }
       if (waited !== 'interrupted') outcome = waited;
     }
-    callsOver?.controller.abort();
+    if (callsOver) abortQuietly(callsOver.controller);
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
