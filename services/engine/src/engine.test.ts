@@ -186,25 +186,30 @@ describe('bindings', () => {
     expect(seen).toEqual([0]);
   });
 
-  it("the run's end aborts the signal its handlers were given: an AbortError, made without a stack capture", async () => {
+  it("the run's end aborts the signal its handlers were given: an AbortError made once, not one a run", async () => {
     // The run's end aborts the signal handed with every call (an outcome still to come is no
-    // longer used). Its reason is the AbortError a plain abort() gives, with no stack frames: a
-    // plain abort() captures a stack, once a run that made a call.
+    // longer used). Its reason is the AbortError a plain abort() gives, but the same frozen one
+    // every run, with no stack frames: a plain abort() builds one and captures a stack, each run
+    // that made a call.
     const signals: AbortSignal[] = [];
-    const out = await run('await apps.bench.ping({}); await apps.bench.ping({}); return 1;', {
-      bindings: ['bench.ping'],
-      onCall: async (c, { signal }) => {
-        signals.push(signal);
-        expect(signal.aborted).toBe(false);
-        return echo(c);
-      },
-    });
-    expect(out.status).toBe('completed');
-    expect(signals).toHaveLength(2);
+    for (let i = 0; i < 2; i++) {
+      const out = await run('await apps.bench.ping({}); await apps.bench.ping({}); return 1;', {
+        bindings: ['bench.ping'],
+        onCall: async (c, { signal }) => {
+          signals.push(signal);
+          expect(signal.aborted).toBe(false);
+          return echo(c);
+        },
+      });
+      expect(out.status).toBe('completed');
+    }
+    expect(signals).toHaveLength(4);
+    // One signal a run, aborted at its end.
     expect(signals[1]).toBe(signals[0]);
-    const signal = signals[0]!;
-    expect(signal.aborted).toBe(true);
-    const reason = signal.reason as DOMException;
+    expect(signals[3]).toBe(signals[2]);
+    expect(signals[2]).not.toBe(signals[0]);
+    expect(signals.every((s) => s.aborted)).toBe(true);
+    const reason = signals[0]?.reason as DOMException;
     expect(reason).toBeInstanceOf(DOMException);
     expect([reason.name, reason.message, reason.code]).toEqual([
       'AbortError',
@@ -212,6 +217,8 @@ describe('bindings', () => {
       20,
     ]);
     expect(reason.stack).toBe('AbortError: This operation was aborted');
+    expect(Object.isFrozen(reason)).toBe(true);
+    expect(signals[2]?.reason).toBe(reason);
   });
 
   it('a binding the program was not given never reaches the callback', async () => {

@@ -303,7 +303,8 @@ describe("what serves a run's calls", () => {
     // Stopped when the execution ended (the executor's `finally`), as before.
     expect(one.stopped).toEqual(one.started);
     // The call's request is closed once the run is over, with the AbortError a plain abort()
-    // gives but made without a stack capture (one a run that called something, before).
+    // gives, made once, frozen, with no stack frames (a plain abort() builds one and captures a
+    // stack, each run that called something).
     expect(callSignals).toHaveLength(1);
     const reason = callSignals[0]?.reason as DOMException;
     expect(callSignals[0]?.aborted).toBe(true);
@@ -312,6 +313,7 @@ describe("what serves a run's calls", () => {
       'This operation was aborted',
       'AbortError: This operation was aborted',
     ]);
+    expect(Object.isFrozen(reason)).toBe(true);
   });
 });
 
