@@ -222,6 +222,13 @@ describe("what serves a run's calls", () => {
           expect(await opts?.onCall?.(call, undefined as never)).toEqual({ type: 'result', valueJson: '1' });
           calls.push(call);
         }
+        // The execution ends with its call still unanswered (as at a deadline).
+        if (code === 'held') {
+          const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
+          void opts?.onCall?.(call, undefined as never);
+          await reached;
+          calls.push(call);
+        }
         return {
           status: 'completed',
           valueJson: '1',
@@ -232,8 +239,13 @@ describe("what serves a run's calls", () => {
         };
       },
     } as unknown as Engine;
-    // The signal each call's request was sent with (closed when the run is over).
+    // The signal each call's request was sent with (closed when the run is over with a call
+    // unanswered); a `held` run's call is answered only once its request is closed.
     const callSignals: AbortSignal[] = [];
+    let reachedGateway: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => {
+      reachedGateway = resolve;
+    });
     const gateway = {
       call: async (
         runId: string,
@@ -244,6 +256,10 @@ describe("what serves a run's calls", () => {
         callSignals.push(callSignal);
         expect(callSignal.aborted).toBe(false);
         await journal.claim(runId, attempt, call);
+        if (runId === 'cs-3') {
+          reachedGateway();
+          await new Promise((resolve) => callSignal.addEventListener('abort', resolve, { once: true }));
+        }
         return { outcome: { type: 'result', valueJson: '1' } };
       },
     } as unknown as GatewayClient;
@@ -302,12 +318,18 @@ describe("what serves a run's calls", () => {
     expect(one.started).toHaveLength(1);
     // Stopped when the execution ended (the executor's `finally`), as before.
     expect(one.stopped).toEqual(one.started);
-    // The call's request is closed once the run is over, with the AbortError a plain abort()
-    // gives, made once, frozen, with no stack frames (a plain abort() builds one and captures a
-    // stack, each run that called something).
+    // Its call answered, its request is left to end by itself: an abort would close a batch
+    // still open for its end, and its kept-alive socket with it.
     expect(callSignals).toHaveLength(1);
-    const reason = callSignals[0]?.reason as DOMException;
-    expect(callSignals[0]?.aborted).toBe(true);
+    expect(callSignals[0]?.aborted).toBe(false);
+    // A call unanswered when the execution is over: its request is closed, with the AbortError a
+    // plain abort() gives, made once, frozen, without stack frames (a plain abort() builds one
+    // and captures a stack).
+    const held = await run('cs-3', 'held');
+    expect(held.result).toBe('completed');
+    expect(callSignals).toHaveLength(2);
+    expect(callSignals[1]?.aborted).toBe(true);
+    const reason = callSignals[1]?.reason as DOMException;
     expect([reason.name, reason.message, reason.stack]).toEqual([
       'AbortError',
       'This operation was aborted',

@@ -150,9 +150,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const workspaces = run.request.style !== 'code-mode' ? deps.workspaces : undefined;
     // Requests still open once the run ended for good (a deadline or a cancel while a call was
     // held) are closed, so no gateway keeps waiting on an answer nobody will read. Made at the
-    // first gateway call: most runs make none; aborted with a reason made without a stack capture
-    // (@islet/engine's abortQuietly).
+    // first gateway call: most runs make none. Aborted only with a call unanswered (`unanswered`):
+    // with every call answered no gateway waits, and a batch whose last line was read may still be
+    // open for its end; aborting it destroyed its kept-alive socket (undici), every run of
+    // parallel calls (test/bench/README.md, round 30 `runner-cpu`).
     let callsOver: { controller: AbortController; signal: AbortSignal } | undefined;
+    let unanswered = 0;
     // Every call this attempt sends goes through `live`: with none sent, the journal holds nothing
     // the end's push must read (run-store's `sentNoCall`).
     let sent = 0;
@@ -189,7 +192,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           const controller = new AbortController();
           callsOver = { controller, signal: AbortSignal.any([signal, controller.signal]) };
         }
-        return deps.gateway.call(run.id, attempt, call, callsOver.signal);
+        unanswered++;
+        try {
+          return await deps.gateway.call(run.id, attempt, call, callsOver.signal);
+        } finally {
+          unanswered--;
+        }
       };
       const replaying = createReplayingHandler({
         journal: journaled,
@@ -288,7 +296,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       }
       if (waited !== 'interrupted') outcome = waited;
     }
-    if (callsOver) abortQuietly(callsOver.controller);
+    if (callsOver && unanswered > 0) abortQuietly(callsOver.controller);
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
