@@ -393,3 +393,70 @@ describe("a run's live log", () => {
     expect(await redis.hget(keys.run('ll-2'), 'status')).toBe('Completed');
   });
 });
+
+describe("a run's metrics", () => {
+  it('are recorded into their series, prom-client called once a series, not once a run; the scrape counts every run', async () => {
+    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+    const runs = createRunStore(redis, sealer);
+    const metrics = createMetrics({ component: 'run-executor-metrics', defaults: false });
+    const spies = [
+      vi.spyOn(metrics.queueWait, 'observe'),
+      vi.spyOn(metrics.runDuration, 'observe'),
+      vi.spyOn(metrics.runsTotal, 'inc'),
+      vi.spyOn(metrics.tenantRuns, 'inc'),
+      vi.spyOn(metrics.tenantRunSeconds, 'inc'),
+      vi.spyOn(metrics.tenantOutputBytes, 'inc'),
+      vi.spyOn(metrics.tenantSandboxCpuSeconds, 'inc'),
+    ];
+    const engine = {
+      execute: async () => ({
+        status: 'completed',
+        valueJson: '1',
+        logs: [],
+        outputTruncated: false,
+        calls: [],
+        durationMs: 1,
+        cpuMs: 2,
+      }),
+    } as unknown as Engine;
+    const executor = createRunExecutor({
+      runs,
+      settings: { get: async () => ({}) } as never,
+      journal: createCallJournal({ redis, sealer }),
+      engineFor: () => engine,
+      gateway: {} as GatewayClient,
+      metrics,
+      logger: createLogger({ name: 'run-executor-metrics-test', level: 'silent' }),
+    });
+    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+    const signal = new AbortController().signal;
+    for (const id of ['rm-1', 'rm-2', 'rm-3']) {
+      await runs.create(
+        runFixture(id, { request: { connections: [] as string[], bindings: [] as never[], limits } }),
+      );
+      const result = await executor.execute({
+        runId: id,
+        mode: 'read-only',
+        enqueuedAtMs: Date.now(),
+        cancel: signal,
+        handBack: signal,
+      });
+      expect(result).toBe('completed');
+      await new Promise((r) => setImmediate(r));
+    }
+    // Each series' first value went through prom-client (it makes the series); the next two runs'
+    // were added to it directly (before: every value, prom-client's label checks and key each time).
+    for (const spy of spies) expect(spy).toHaveBeenCalledTimes(1);
+    const scrape = (await metrics.registry.metrics()).split('\n');
+    // A series' line by its name and labels (a histogram's list the component first).
+    const line = (name: string, ...labels: string[]) =>
+      scrape.find((l) => l.startsWith(`${name}{`) && labels.every((x) => l.includes(x)));
+    expect(line('islet_runs_total', 'status="Completed"', 'kind="none"', 'mode="read-only"')).toMatch(/ 3$/);
+    expect(line('islet_queue_wait_seconds_count', 'mode="read-only"')).toMatch(/ 3$/);
+    expect(
+      line('islet_run_duration_seconds_count', 'mode="read-only"', 'status="Completed"', 'kind="none"'),
+    ).toMatch(/ 3$/);
+    expect(line('islet_tenant_runs_total', 'tenant="other"', 'status="Completed"')).toMatch(/ 3$/);
+    expect(line('islet_tenant_sandbox_cpu_seconds_total', 'tenant="other"')).toMatch(/ 0\.006$/);
+  });
+});

@@ -4,7 +4,7 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import { meteredTenant, wallNow } from '@islet/core';
+import { wallNow } from '@islet/core';
 import { abortQuietly, type Engine } from '@islet/engine';
 import { FILES_BINDING_NAMES, isFileSandboxDenial, isFilesBinding } from '@islet/kernel-sandbox';
 import { type FailureKind, isFinalStatus, type LogLineRecord } from '@islet/protocol';
@@ -28,6 +28,7 @@ import {
   type Replay,
   type RunExecutorDeps,
 } from './run-executor-types.ts';
+import { createRunMetrics } from './run-metrics.ts';
 
 export { type ExecuteJob, HandBackError } from './run-executor-types.ts';
 
@@ -57,14 +58,16 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   now();
   const lifecycle = createRunLifecycle({ runs, journal });
 
+  const runMetrics = createRunMetrics(metrics, deps.meteredTenants);
+
   /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
   function meter(run: StoredRun, status: string, text: string, bindingCalls: number, cpuMs = 0) {
-    const tenant = meteredTenant(deps.meteredTenants ?? [], run.tenant);
-    metrics.tenantRuns.inc({ tenant, status });
-    metrics.tenantRunSeconds.inc({ tenant }, Math.max(0, Date.now() - run.createdAt) / 1000);
-    if (bindingCalls > 0) metrics.tenantBindingCalls.inc({ tenant }, bindingCalls);
-    metrics.tenantOutputBytes.inc({ tenant }, Buffer.byteLength(text));
-    if (cpuMs > 0) metrics.tenantSandboxCpuSeconds.inc({ tenant }, cpuMs / 1000);
+    runMetrics.usage(run.tenant, status, {
+      seconds: Math.max(0, Date.now() - run.createdAt) / 1000,
+      bindingCalls,
+      outputBytes: Buffer.byteLength(text),
+      cpuSeconds: cpuMs / 1000,
+    });
   }
 
   async function end(
@@ -80,7 +83,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   /** Counts a run this executor ended outside its program (`done`: the end was written here). */
   function counted(run: StoredRun, done: boolean, status: 'Failed' | 'Cancelled', kind: FailureKind) {
     if (!done) return;
-    metrics.runsTotal.inc({ status, kind, mode: run.mode });
+    runMetrics.ended(status, kind, run.mode);
     meter(run, status, '', 0);
   }
 
@@ -138,7 +141,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     }
     if (!replay) {
       const waitedS = Math.max(0, Date.now() - job.enqueuedAtMs) / 1000;
-      afterward(() => metrics.queueWait.observe({ mode: job.mode }, waitedS));
+      afterward(() => runMetrics.queueWait(job.mode, waitedS));
     }
     const journaled = begun.entries;
     // The attempt's start (record Running, its status event with the attempt, the tagged wake-up)
@@ -312,12 +315,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       throw new HandBackError('runner shutting down; run handed back');
     const mapped = mapOutcome(outcome);
     // Latency by outcome (bounded labels): a slow Completed and a slow timeout are different pages.
-    const durationLabels = {
-      mode: job.mode,
-      status: mapped.kind === 'final' ? mapped.status : mapped.kind === 'cancelled' ? 'Cancelled' : 'Waiting',
-      kind: mapped.kind === 'final' ? mapped.failureKind : mapped.kind === 'cancelled' ? 'abort' : 'none',
-    };
-    afterward(() => metrics.runDuration.observe(durationLabels, elapsedSeconds));
+    const durationStatus =
+      mapped.kind === 'final' ? mapped.status : mapped.kind === 'cancelled' ? 'Cancelled' : 'Waiting';
+    const durationKind =
+      mapped.kind === 'final' ? mapped.failureKind : mapped.kind === 'cancelled' ? 'abort' : 'none';
+    afterward(() => runMetrics.duration(job.mode, durationStatus, durationKind, elapsedSeconds));
     if (mapped.kind === 'suspended') {
       // The gateway already set Waiting and published the decision; the job ends, the slot frees.
       // (No status write here: the gateway set Waiting when it asked, and a quick answer may
@@ -344,7 +346,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         sentNoCall: sent === 0,
         onEnded: (ended) => {
           if (!ended) return;
-          metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
+          runMetrics.ended('Cancelled', 'abort', job.mode);
           meter(run, 'Cancelled', mapped.text, outcome.calls.length, outcome.cpuMs);
         },
       });
@@ -361,7 +363,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       sentNoCall: sent === 0,
       onEnded: (ended) => {
         if (!ended) return;
-        metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
+        runMetrics.ended(mapped.status, mapped.failureKind, job.mode);
         meter(run, mapped.status, mapped.text, outcome.calls.length, outcome.cpuMs);
         if (mapped.result._tag === 'Failed' && mapped.result.reason === 'ReplayMismatch')
           metrics.replayMismatches.inc();
