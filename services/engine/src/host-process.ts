@@ -246,7 +246,7 @@ export class HostProcess {
     try {
       this.statusFd ??= openSync(`/proc/${this.child.pid}/status`, 'r');
       const n = readSync(this.statusFd, statusBytes, 0, statusBytes.length, 0);
-      const kb = VM_RSS.exec(statusBytes.latin1Slice(0, n))?.[1];
+      const kb = VM_RSS.exec(statusBytes.toString('latin1', 0, n))?.[1];
       return kb === undefined ? undefined : Number(kb) * 1024;
     } catch {
       return undefined;

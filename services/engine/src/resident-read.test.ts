@@ -25,7 +25,7 @@ function statusDescriptors(pid: number): number {
 describe("a host's resident memory", () => {
   it('is read through one descriptor a host, kept open across its runs, closed when the host exits', async () => {
     const seen: number[] = [];
-    const host = createEngine({ maxIdle: 1 });
+    const host = createEngine();
     try {
       // The release reads a host after its first run and every 16th (its growth check): two reads
       // of one host, 15 runs apart.
