@@ -63,4 +63,26 @@ describe('counterSeries / histogramSeries', () => {
     record(['/v1/runs', 'POST', '200', 0.3]);
     expect(await fast.registry.metrics()).toBe(await slow.registry.metrics());
   });
+
+  it('a counter series by a value scrapes as inc(labels, value) would; one prom-client refuses is refused the same', async () => {
+    const slow = createMetrics({ component: 'runner', defaults: false });
+    const fast = createMetrics({ component: 'runner', defaults: false });
+    const seconds = counterSeries(fast.tenantRunSeconds, { tenant: 'other' });
+    const inc = vi.spyOn(fast.tenantRunSeconds, 'inc');
+    for (const v of [0.25, 0, 1.5, 3, 0.125]) {
+      slow.tenantRunSeconds.inc({ tenant: 'other' }, v);
+      seconds(v);
+    }
+    expect(inc).toHaveBeenCalledTimes(1);
+    expect(await fast.registry.metrics()).toBe(await slow.registry.metrics());
+    expect(await fast.registry.metrics()).toContain(
+      'islet_tenant_run_seconds_total{tenant="other",component="runner"} 4.875',
+    );
+    expect(() => seconds(-1)).toThrow('It is not possible to decrease a counter');
+    expect(() => slow.tenantRunSeconds.inc({ tenant: 'other' }, -1)).toThrow(
+      'It is not possible to decrease a counter',
+    );
+    expect(() => seconds(Number.POSITIVE_INFINITY)).toThrow(TypeError);
+    expect(await fast.registry.metrics()).toBe(await slow.registry.metrics());
+  });
 });

@@ -36,17 +36,21 @@ function keyOf(hashMap: Record<string, Series>, labels: Labels): string | undefi
   return undefined;
 }
 
-/** `inc()` of the counter's series with these labels (by 1). */
-export function counterSeries<T extends string>(counter: Counter<T>, labels: Record<T, string>): () => void {
+/** `inc(by)` of the counter's series with these labels (by 1 unless given). */
+export function counterSeries<T extends string>(
+  counter: Counter<T>,
+  labels: Record<T, string>,
+): (by?: number) => void {
   const store = counter as unknown as { hashMap: Record<string, CounterSeries> };
   let key: string | undefined;
-  return () => {
+  return (by = 1) => {
     const series = key === undefined ? undefined : store.hashMap[key];
-    if (series) {
-      series.value += 1;
+    // Not finite or negative: through prom-client, which refuses it (or adds it) as before.
+    if (series && Number.isFinite(by) && by >= 0) {
+      series.value += by;
       return;
     }
-    counter.inc(labels);
+    counter.inc(labels, by);
     key = keyOf(store.hashMap, labels);
   };
 }

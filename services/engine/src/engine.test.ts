@@ -186,6 +186,55 @@ describe('bindings', () => {
     expect(seen).toEqual([0]);
   });
 
+  it("the run's end aborts its handlers' signal only with an outcome still to come, with one AbortError made once", async () => {
+    // Every call answered: each outcome was used, so nothing is aborted (an abort a calling run,
+    // before). A call held past the deadline: its handler's signal is aborted, with the AbortError
+    // a plain abort() gives, but the same frozen one every run and without stack frames (a plain
+    // abort() builds one and captures a stack).
+    const answered: AbortSignal[] = [];
+    const out = await run('await apps.bench.ping({}); await apps.bench.ping({}); return 1;', {
+      bindings: ['bench.ping'],
+      onCall: async (c, { signal }) => {
+        answered.push(signal);
+        return echo(c);
+      },
+    });
+    expect(out.status).toBe('completed');
+    expect(answered).toHaveLength(2);
+    expect(answered[1]).toBe(answered[0]);
+    expect(answered[0]?.aborted).toBe(false);
+
+    const held: AbortSignal[] = [];
+    for (let i = 0; i < 2; i++) {
+      const late = await run('await apps.bench.ping({}); return 1;', {
+        bindings: ['bench.ping'],
+        limits: { timeoutMs: 300 },
+        onCall: (_c, { signal }) => {
+          held.push(signal);
+          return new Promise<BindingOutcome>((resolve) =>
+            signal.addEventListener('abort', () => resolve({ type: 'result', valueJson: '1' }), {
+              once: true,
+            }),
+          );
+        },
+      });
+      expect(late.failure?.kind).toBe('timeout');
+    }
+    expect(held).toHaveLength(2);
+    expect(held[1]).not.toBe(held[0]);
+    expect(held.every((s) => s.aborted)).toBe(true);
+    const reason = held[0]?.reason as DOMException;
+    expect(reason).toBeInstanceOf(DOMException);
+    expect([reason.name, reason.message, reason.code]).toEqual([
+      'AbortError',
+      'This operation was aborted',
+      20,
+    ]);
+    expect(reason.stack).toBe('AbortError: This operation was aborted');
+    expect(Object.isFrozen(reason)).toBe(true);
+    expect(held[1]?.reason).toBe(reason);
+  });
+
   it('a binding the program was not given never reaches the callback', async () => {
     const seen: BindingCall[] = [];
     const out = await run(

@@ -1,3 +1,4 @@
+export { abortQuietly } from './abort-reason.ts';
 export { createEngine } from './engine.ts';
 /** Absolute path of the sandbox host script (for the kernel sandbox's read rules). */
 export { HOST_SCRIPT } from './host-process.ts';

@@ -222,6 +222,13 @@ describe("what serves a run's calls", () => {
           expect(await opts?.onCall?.(call, undefined as never)).toEqual({ type: 'result', valueJson: '1' });
           calls.push(call);
         }
+        // The execution ends with its call still unanswered (as at a deadline).
+        if (code === 'held') {
+          const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
+          void opts?.onCall?.(call, undefined as never);
+          await reached;
+          calls.push(call);
+        }
         return {
           status: 'completed',
           valueJson: '1',
@@ -232,13 +239,27 @@ describe("what serves a run's calls", () => {
         };
       },
     } as unknown as Engine;
+    // The signal each call's request was sent with (closed when the run is over with a call
+    // unanswered); a `held` run's call is answered only once its request is closed.
+    const callSignals: AbortSignal[] = [];
+    let reachedGateway: () => void = () => undefined;
+    const reached = new Promise<void>((resolve) => {
+      reachedGateway = resolve;
+    });
     const gateway = {
       call: async (
         runId: string,
         attempt: number,
         call: { index: number; binding: string; argsJson: string },
+        callSignal: AbortSignal,
       ) => {
+        callSignals.push(callSignal);
+        expect(callSignal.aborted).toBe(false);
         await journal.claim(runId, attempt, call);
+        if (runId === 'cs-3') {
+          reachedGateway();
+          await new Promise((resolve) => callSignal.addEventListener('abort', resolve, { once: true }));
+        }
         return { outcome: { type: 'result', valueJson: '1' } };
       },
     } as unknown as GatewayClient;
@@ -297,6 +318,24 @@ describe("what serves a run's calls", () => {
     expect(one.started).toHaveLength(1);
     // Stopped when the execution ended (the executor's `finally`), as before.
     expect(one.stopped).toEqual(one.started);
+    // Its call answered, its request is left to end by itself: an abort would close a batch
+    // still open for its end, and its kept-alive socket with it.
+    expect(callSignals).toHaveLength(1);
+    expect(callSignals[0]?.aborted).toBe(false);
+    // A call unanswered when the execution is over: its request is closed, with the AbortError a
+    // plain abort() gives, made once, frozen, without stack frames (a plain abort() builds one
+    // and captures a stack).
+    const held = await run('cs-3', 'held');
+    expect(held.result).toBe('completed');
+    expect(callSignals).toHaveLength(2);
+    expect(callSignals[1]?.aborted).toBe(true);
+    const reason = callSignals[1]?.reason as DOMException;
+    expect([reason.name, reason.message, reason.stack]).toEqual([
+      'AbortError',
+      'This operation was aborted',
+      'AbortError: This operation was aborted',
+    ]);
+    expect(Object.isFrozen(reason)).toBe(true);
   });
 });
 
@@ -352,5 +391,72 @@ describe("a run's live log", () => {
     expect(made).toEqual([0, 1]);
     expect(await redis.hget(keys.run('ll-1'), 'status')).toBe('Completed');
     expect(await redis.hget(keys.run('ll-2'), 'status')).toBe('Completed');
+  });
+});
+
+describe("a run's metrics", () => {
+  it('are recorded into their series, prom-client called once a series, not once a run; the scrape counts every run', async () => {
+    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+    const runs = createRunStore(redis, sealer);
+    const metrics = createMetrics({ component: 'run-executor-metrics', defaults: false });
+    const spies = [
+      vi.spyOn(metrics.queueWait, 'observe'),
+      vi.spyOn(metrics.runDuration, 'observe'),
+      vi.spyOn(metrics.runsTotal, 'inc'),
+      vi.spyOn(metrics.tenantRuns, 'inc'),
+      vi.spyOn(metrics.tenantRunSeconds, 'inc'),
+      vi.spyOn(metrics.tenantOutputBytes, 'inc'),
+      vi.spyOn(metrics.tenantSandboxCpuSeconds, 'inc'),
+    ];
+    const engine = {
+      execute: async () => ({
+        status: 'completed',
+        valueJson: '1',
+        logs: [],
+        outputTruncated: false,
+        calls: [],
+        durationMs: 1,
+        cpuMs: 2,
+      }),
+    } as unknown as Engine;
+    const executor = createRunExecutor({
+      runs,
+      settings: { get: async () => ({}) } as never,
+      journal: createCallJournal({ redis, sealer }),
+      engineFor: () => engine,
+      gateway: {} as GatewayClient,
+      metrics,
+      logger: createLogger({ name: 'run-executor-metrics-test', level: 'silent' }),
+    });
+    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+    const signal = new AbortController().signal;
+    for (const id of ['rm-1', 'rm-2', 'rm-3']) {
+      await runs.create(
+        runFixture(id, { request: { connections: [] as string[], bindings: [] as never[], limits } }),
+      );
+      const result = await executor.execute({
+        runId: id,
+        mode: 'read-only',
+        enqueuedAtMs: Date.now(),
+        cancel: signal,
+        handBack: signal,
+      });
+      expect(result).toBe('completed');
+      await new Promise((r) => setImmediate(r));
+    }
+    // Each series' first value went through prom-client (it makes the series); the next two runs'
+    // were added to it directly (before: every value, prom-client's label checks and key each time).
+    for (const spy of spies) expect(spy).toHaveBeenCalledTimes(1);
+    const scrape = (await metrics.registry.metrics()).split('\n');
+    // A series' line by its name and labels (a histogram's list the component first).
+    const line = (name: string, ...labels: string[]) =>
+      scrape.find((l) => l.startsWith(`${name}{`) && labels.every((x) => l.includes(x)));
+    expect(line('islet_runs_total', 'status="Completed"', 'kind="none"', 'mode="read-only"')).toMatch(/ 3$/);
+    expect(line('islet_queue_wait_seconds_count', 'mode="read-only"')).toMatch(/ 3$/);
+    expect(
+      line('islet_run_duration_seconds_count', 'mode="read-only"', 'status="Completed"', 'kind="none"'),
+    ).toMatch(/ 3$/);
+    expect(line('islet_tenant_runs_total', 'tenant="other"', 'status="Completed"')).toMatch(/ 3$/);
+    expect(line('islet_tenant_sandbox_cpu_seconds_total', 'tenant="other"')).toMatch(/ 0\.006$/);
   });
 });

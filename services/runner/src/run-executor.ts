@@ -4,8 +4,8 @@
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
  * isolate lives in a sandbox host process.
  */
-import { meteredTenant, wallNow } from '@islet/core';
-import type { Engine } from '@islet/engine';
+import { wallNow } from '@islet/core';
+import { abortQuietly, type Engine } from '@islet/engine';
 import { FILES_BINDING_NAMES, isFileSandboxDenial, isFilesBinding } from '@islet/kernel-sandbox';
 import { type FailureKind, isFinalStatus, type LogLineRecord } from '@islet/protocol';
 import {
@@ -28,6 +28,7 @@ import {
   type Replay,
   type RunExecutorDeps,
 } from './run-executor-types.ts';
+import { createRunMetrics } from './run-metrics.ts';
 
 export { type ExecuteJob, HandBackError } from './run-executor-types.ts';
 
@@ -57,14 +58,16 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   now();
   const lifecycle = createRunLifecycle({ runs, journal });
 
+  const runMetrics = createRunMetrics(metrics, deps.meteredTenants);
+
   /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
   function meter(run: StoredRun, status: string, text: string, bindingCalls: number, cpuMs = 0) {
-    const tenant = meteredTenant(deps.meteredTenants ?? [], run.tenant);
-    metrics.tenantRuns.inc({ tenant, status });
-    metrics.tenantRunSeconds.inc({ tenant }, Math.max(0, Date.now() - run.createdAt) / 1000);
-    if (bindingCalls > 0) metrics.tenantBindingCalls.inc({ tenant }, bindingCalls);
-    metrics.tenantOutputBytes.inc({ tenant }, Buffer.byteLength(text));
-    if (cpuMs > 0) metrics.tenantSandboxCpuSeconds.inc({ tenant }, cpuMs / 1000);
+    runMetrics.usage(run.tenant, status, {
+      seconds: Math.max(0, Date.now() - run.createdAt) / 1000,
+      bindingCalls,
+      outputBytes: Buffer.byteLength(text),
+      cpuSeconds: cpuMs / 1000,
+    });
   }
 
   async function end(
@@ -80,7 +83,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   /** Counts a run this executor ended outside its program (`done`: the end was written here). */
   function counted(run: StoredRun, done: boolean, status: 'Failed' | 'Cancelled', kind: FailureKind) {
     if (!done) return;
-    metrics.runsTotal.inc({ status, kind, mode: run.mode });
+    runMetrics.ended(status, kind, run.mode);
     meter(run, status, '', 0);
   }
 
@@ -138,7 +141,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     }
     if (!replay) {
       const waitedS = Math.max(0, Date.now() - job.enqueuedAtMs) / 1000;
-      afterward(() => metrics.queueWait.observe({ mode: job.mode }, waitedS));
+      afterward(() => runMetrics.queueWait(job.mode, waitedS));
     }
     const journaled = begun.entries;
     // The attempt's start (record Running, its status event with the attempt, the tagged wake-up)
@@ -150,9 +153,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     const workspaces = run.request.style !== 'code-mode' ? deps.workspaces : undefined;
     // Requests still open once the run ended for good (a deadline or a cancel while a call was
     // held) are closed, so no gateway keeps waiting on an answer nobody will read. Made at the
-    // first gateway call: most runs make none, and aborting a controller builds a DOMException
-    // (a stack capture) on every run.
+    // first gateway call: most runs make none. Aborted only with a call unanswered (`unanswered`):
+    // with every call answered no gateway waits, and a batch whose last line was read may still be
+    // open for its end; aborting it destroyed its kept-alive socket (undici), every run of
+    // parallel calls (test/bench/README.md, round 30 `runner-cpu`).
     let callsOver: { controller: AbortController; signal: AbortSignal } | undefined;
+    let unanswered = 0;
     // Every call this attempt sends goes through `live`: with none sent, the journal holds nothing
     // the end's push must read (run-store's `sentNoCall`).
     let sent = 0;
@@ -189,7 +195,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           const controller = new AbortController();
           callsOver = { controller, signal: AbortSignal.any([signal, controller.signal]) };
         }
-        return deps.gateway.call(run.id, attempt, call, callsOver.signal);
+        unanswered++;
+        try {
+          return await deps.gateway.call(run.id, attempt, call, callsOver.signal);
+        } finally {
+          unanswered--;
+        }
       };
       const replaying = createReplayingHandler({
         journal: journaled,
@@ -288,7 +299,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       }
       if (waited !== 'interrupted') outcome = waited;
     }
-    callsOver?.controller.abort();
+    if (callsOver && unanswered > 0) abortQuietly(callsOver.controller);
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {
       enqueued: job.enqueuedAtMs,
@@ -304,12 +315,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       throw new HandBackError('runner shutting down; run handed back');
     const mapped = mapOutcome(outcome);
     // Latency by outcome (bounded labels): a slow Completed and a slow timeout are different pages.
-    const durationLabels = {
-      mode: job.mode,
-      status: mapped.kind === 'final' ? mapped.status : mapped.kind === 'cancelled' ? 'Cancelled' : 'Waiting',
-      kind: mapped.kind === 'final' ? mapped.failureKind : mapped.kind === 'cancelled' ? 'abort' : 'none',
-    };
-    afterward(() => metrics.runDuration.observe(durationLabels, elapsedSeconds));
+    const durationStatus =
+      mapped.kind === 'final' ? mapped.status : mapped.kind === 'cancelled' ? 'Cancelled' : 'Waiting';
+    const durationKind =
+      mapped.kind === 'final' ? mapped.failureKind : mapped.kind === 'cancelled' ? 'abort' : 'none';
+    afterward(() => runMetrics.duration(job.mode, durationStatus, durationKind, elapsedSeconds));
     if (mapped.kind === 'suspended') {
       // The gateway already set Waiting and published the decision; the job ends, the slot frees.
       // (No status write here: the gateway set Waiting when it asked, and a quick answer may
@@ -336,7 +346,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         sentNoCall: sent === 0,
         onEnded: (ended) => {
           if (!ended) return;
-          metrics.runsTotal.inc({ status: 'Cancelled', kind: 'abort', mode: job.mode });
+          runMetrics.ended('Cancelled', 'abort', job.mode);
           meter(run, 'Cancelled', mapped.text, outcome.calls.length, outcome.cpuMs);
         },
       });
@@ -353,7 +363,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       sentNoCall: sent === 0,
       onEnded: (ended) => {
         if (!ended) return;
-        metrics.runsTotal.inc({ status: mapped.status, kind: mapped.failureKind, mode: job.mode });
+        runMetrics.ended(mapped.status, mapped.failureKind, job.mode);
         meter(run, mapped.status, mapped.text, outcome.calls.length, outcome.cpuMs);
         if (mapped.result._tag === 'Failed' && mapped.result.reason === 'ReplayMismatch')
           metrics.replayMismatches.inc();
