@@ -11,40 +11,11 @@ import { createRedis } from '@islet/core';
 import { startRedis } from '@islet/testkit';
 import { unpack } from 'msgpackr';
 import { decodeLuaValue } from '../../services/runner/src/handed-decode.ts';
+import { asReply } from '../../services/runner/test/handed-reference.ts';
 
 const N = Number(process.env.N ?? 50_000);
 const GAP_MS = Number(process.env.GAP_MS ?? 5);
 const SAMPLES = Number(process.env.SAMPLES ?? 400);
-
-/** The read before round 30 (handoff-store.ts' `asReply` of msgpackr's value). */
-function asReply(v: unknown): unknown {
-  if (v === false || v === null || v === undefined) return null;
-  if (v === true) return 1;
-  if (typeof v === 'number') return Math.trunc(v);
-  if (Array.isArray(v)) {
-    let n = 0;
-    for (; n < v.length; n++) {
-      const e: unknown = v[n];
-      if (e === null || e === undefined) break;
-      v[n] = asReply(e);
-    }
-    v.length = n;
-    return v;
-  }
-  if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
-    const get = (i: number): unknown =>
-      v instanceof Map ? (v.get(i) ?? v.get(String(i))) : (v as Record<string, unknown>)[String(i)];
-    const out: unknown[] = [];
-    for (let i = 1; ; i++) {
-      const e = get(i);
-      if (e === null || e === undefined || e === false) break;
-      out.push(asReply(e));
-    }
-    return out;
-  }
-  if (v instanceof Uint8Array) return Buffer.from(v).toString();
-  return v;
-}
 
 const before = (b: Buffer) => {
   const [token, answer] = unpack(b) as [unknown, unknown];

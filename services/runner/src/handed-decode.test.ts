@@ -9,6 +9,7 @@ import { runFixture, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { asReply } from '../test/handed-reference.ts';
 import { decodeLuaValue } from './handed-decode.ts';
 import { handedOf } from './handoff-store.ts';
 
@@ -30,36 +31,6 @@ afterAll(async () => {
   redis?.disconnect();
   await server?.stop();
 });
-
-/** The reader before: a Lua value as Redis answers it, from msgpackr's unpacked value. */
-function asReply(v: unknown): unknown {
-  if (v === false || v === null || v === undefined) return null;
-  if (v === true) return 1;
-  if (typeof v === 'number') return Math.trunc(v);
-  if (Array.isArray(v)) {
-    let n = 0;
-    for (; n < v.length; n++) {
-      const e: unknown = v[n];
-      if (e === null || e === undefined) break;
-      v[n] = asReply(e);
-    }
-    v.length = n;
-    return v;
-  }
-  if (v instanceof Map || (typeof v === 'object' && !(v instanceof Uint8Array))) {
-    const get = (i: number): unknown =>
-      v instanceof Map ? (v.get(i) ?? v.get(String(i))) : (v as Record<string, unknown>)[String(i)];
-    const out: unknown[] = [];
-    for (let i = 1; ; i++) {
-      const e = get(i);
-      if (e === null || e === undefined || e === false) break;
-      out.push(asReply(e));
-    }
-    return out;
-  }
-  if (v instanceof Uint8Array) return Buffer.from(v).toString();
-  return v;
-}
 
 /** A small deterministic generator, so a failure names its seed. */
 function rng(seed: number) {
