@@ -3,45 +3,32 @@
  * `call` event (each parsed `argsJson` again), and a tool's inputSchema is not stringified for its
  * validator's cache key at every call (the connection's cached tool object finds it).
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type GatewayDepsUnderTest, startGatewayDeps, toolRun } from '../test/gateway-harness.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { Connection } from './connections.ts';
-import { createGatewayDeps } from './create-deps.ts';
 
-let redis: RedisServer;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let gateway: GatewayDepsUnderTest;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-call-args',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  gateway = await startGatewayDeps();
 });
 
 afterAll(async () => {
-  await deps?.close();
-  await redis?.stop();
+  await gateway?.close();
 });
 
 describe('a binding call’s arguments', () => {
   it('are parsed once a call and its tool’s schema is not stringified a call; the check, request and event unchanged', async () => {
+    const deps = gateway.deps;
     const tenant = 'args';
-    await deps.tenants.createTenant({ id: tenant, name: tenant });
-    const made = await deps.connections.create(tenant, {
-      name: 'Args',
-      kind: 'http',
-      url: 'http://app.example/',
-      tools: [{ name: 'put', inputSchema: {}, policy: 'allow' }],
-      resources: [],
-      prompts: [],
+    const runId = 'args-run';
+    const { connectionId, binding } = await toolRun(deps, {
+      tenant,
+      connectionName: 'Args',
+      tool: 'put',
+      runId,
     });
-    if (!made.ok) throw new Error(made.detail);
-    const connectionId = made.connection.id;
     const stored = (await deps.connections.get(tenant, connectionId)) as Connection;
     // The schema's `required` is read whenever the schema is walked (stringified, compiled).
     let schemaReads = 0;
@@ -69,32 +56,17 @@ describe('a binding call’s arguments', () => {
     };
     const bindingCalls = createBindingCalls(deps);
     const signal = new AbortController().signal;
-    const runId = 'args-run';
-    await deps.runs.create(
-      runFixture(runId, {
-        tenant,
-        request: {
-          connections: [connectionId],
-          bindings: [{ binding: 'app.put', connectionId, connectionName: 'Args', name: 'put', kind: 'tool' }],
-        },
-      }) as never,
-    );
     const argsOf = (i: number) => JSON.stringify({ n: i, note: `call number ${i}` });
     // Call 0 compiles the tool's validator (the schema walked); the rest find it.
-    await bindingCalls.serve(runId, 1, { index: 0, binding: 'app.put', argsJson: argsOf(0) }, signal);
+    await bindingCalls.serve(runId, 1, { index: 0, binding, argsJson: argsOf(0) }, signal);
     const readsAfterFirst = schemaReads;
     const parse = vi.spyOn(JSON, 'parse');
     const served = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        bindingCalls.serve(runId, 1, { index: i + 1, binding: 'app.put', argsJson: argsOf(i + 1) }, signal),
+        bindingCalls.serve(runId, 1, { index: i + 1, binding, argsJson: argsOf(i + 1) }, signal),
       ),
     );
-    const bad = await bindingCalls.serve(
-      runId,
-      1,
-      { index: 21, binding: 'app.put', argsJson: '{"note":"x"}' },
-      signal,
-    );
+    const bad = await bindingCalls.serve(runId, 1, { index: 21, binding, argsJson: '{"note":"x"}' }, signal);
     const parsesOfArgs = (i: number) => parse.mock.calls.filter((c) => c[0] === argsOf(i)).length;
     const perCall = Array.from({ length: 20 }, (_, i) => parsesOfArgs(i + 1));
     parse.mockRestore();

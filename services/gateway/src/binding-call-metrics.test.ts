@@ -4,28 +4,18 @@
  * / `observe(labels, v)`, which check and key the labels every call: a hundred times a
  * hundred-call run. The scrape is prom-client's own and counts every call.
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type GatewayDepsUnderTest, startGatewayDeps, toolRun } from '../test/gateway-harness.ts';
 import { createBindingCalls } from './binding-calls.ts';
-import { createGatewayDeps } from './create-deps.ts';
 
-let redis: RedisServer;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let gateway: GatewayDepsUnderTest;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-call-metrics',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  gateway = await startGatewayDeps();
 });
 
 afterAll(async () => {
-  await deps?.close();
-  await redis?.stop();
+  await gateway?.close();
 });
 
 const sample = (text: string, name: string, outcome: string): number => {
@@ -35,18 +25,14 @@ const sample = (text: string, name: string, outcome: string): number => {
 
 describe('binding call metrics', () => {
   it('counts every call in its outcome series, calling prom-client once a series', async () => {
-    const tenant = 'metrics';
-    await deps.tenants.createTenant({ id: tenant, name: tenant });
-    const made = await deps.connections.create(tenant, {
-      name: 'Counted',
-      kind: 'http',
-      url: 'http://app.example/',
-      tools: [{ name: 'ping', inputSchema: {}, policy: 'allow' }],
-      resources: [],
-      prompts: [],
+    const deps = gateway.deps;
+    const runId = 'metrics-run';
+    const { binding } = await toolRun(deps, {
+      tenant: 'metrics',
+      connectionName: 'Counted',
+      tool: 'ping',
+      runId,
     });
-    if (!made.ok) throw new Error(made.detail);
-    const connectionId = made.connection.id;
     const sent: number[] = [];
     // The App answers odd calls with HTTP 500 (a failed call), even ones with a result.
     deps.postToApp = async (_url, _headers, body) => {
@@ -58,22 +44,10 @@ describe('binding call metrics', () => {
     const observe = vi.spyOn(deps.metrics.bindingCallDuration, 'observe');
     const bindingCalls = createBindingCalls(deps);
     const signal = new AbortController().signal;
-    const runId = 'metrics-run';
-    await deps.runs.create(
-      runFixture(runId, {
-        tenant,
-        request: {
-          connections: [connectionId],
-          bindings: [
-            { binding: 'app.ping', connectionId, connectionName: 'Counted', name: 'ping', kind: 'tool' },
-          ],
-        },
-      }) as never,
-    );
     const serveAll = (from: number, count: number) =>
       Promise.all(
         Array.from({ length: count }, (_, i) =>
-          bindingCalls.serve(runId, 1, { index: from + i, binding: 'app.ping', argsJson: '{}' }, signal),
+          bindingCalls.serve(runId, 1, { index: from + i, binding, argsJson: '{}' }, signal),
         ),
       );
     const first = await serveAll(0, 40);

@@ -6,27 +6,24 @@
  * decrypted them again. The journal's outcomes go through a memo of their own: a run's waiter reads
  * back every outcome this gateway journaled for it (the record's calls) without decrypting them.
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { runFixture } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createGatewayDeps } from './create-deps.ts';
+import {
+  type GatewayDepsUnderTest,
+  startGatewayDeps,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 
-let redis: RedisServer;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let gateway: GatewayDepsUnderTest | undefined;
+let deps: TestGatewayDeps;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-memo-tests',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  gateway = await startGatewayDeps();
+  deps = gateway.deps;
 });
 
 afterAll(async () => {
-  await deps?.close();
-  await redis?.stop();
+  await gateway?.close();
 });
 
 describe('own-seal memo under binding calls', () => {

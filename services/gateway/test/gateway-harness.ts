@@ -5,7 +5,7 @@
  * call when the start failed half-way.
  */
 import { createLogger, generateSealKey, type IsletConfig, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
 import { createGatewayDeps } from '../src/create-deps.ts';
@@ -75,4 +75,37 @@ export async function startGatewayApp(
     await started.close();
   };
   return { ...started, app, close };
+}
+
+/**
+ * A tenant with one http connection of one allowed tool (`app.<tool>`, an empty schema) and a run
+ * of `runId` bound to it, stored: what `createBindingCalls(deps).serve` needs to serve its calls.
+ */
+export async function toolRun(
+  deps: TestGatewayDeps,
+  opts: { tenant: string; connectionName: string; tool: string; runId: string },
+): Promise<{ connectionId: string; binding: string }> {
+  const { tenant, connectionName, tool, runId } = opts;
+  await deps.tenants.createTenant({ id: tenant, name: tenant });
+  const made = await deps.connections.create(tenant, {
+    name: connectionName,
+    kind: 'http',
+    url: 'http://app.example/',
+    tools: [{ name: tool, inputSchema: {}, policy: 'allow' }],
+    resources: [],
+    prompts: [],
+  });
+  if (!made.ok) throw new Error(made.detail);
+  const connectionId = made.connection.id;
+  const binding = `app.${tool}`;
+  await deps.runs.create(
+    runFixture(runId, {
+      tenant,
+      request: {
+        connections: [connectionId],
+        bindings: [{ binding, connectionId, connectionName, name: tool, kind: 'tool' }],
+      },
+    }) as never,
+  );
+  return { connectionId, binding };
 }
