@@ -11,15 +11,14 @@
  * the measured runs and prints its on-CPU time a call by innermost JS frame (`PERF_JIT=1`: V8's
  * jitdump, see seq-cpu.ts).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis } from '@islet/core';
 import { commandStats, startOneClientCluster } from './cluster-figures.ts';
 import { parallelCallRun } from './parallel-run.ts';
-import { summarizePerfScript } from './profile-summary.ts';
+import { threadCpu as cpu, PERF_HZ, perfNodeFlag, recordThread } from './thread-perf.ts';
 
 const CALLS = Number(process.env.CALLS ?? 100);
 const WARM = Number(process.env.WARM ?? 150);
@@ -27,7 +26,6 @@ const RUNS = Number(process.env.RUNS ?? 100);
 const PERF = process.env.PERF === '1';
 const PERF_JIT = PERF && process.env.PERF_JIT === '1';
 const PERF_WHO: 'gateway' | 'runner' = process.env.PERF_WHO === 'runner' ? 'runner' : 'gateway';
-const PERF_HZ = 4999;
 const dir = PERF ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-par-prof-'))) : '';
 if (dir) mkdirSync(dir, { recursive: true });
 
@@ -47,51 +45,22 @@ const cluster = await startOneClientCluster(
   '1',
   PERF
     ? {
-        NODE_OPTIONS: PERF_JIT
-          ? '--perf-prof --interpreted-frames-native-stack'
-          : '--perf-basic-prof-only-functions',
+        NODE_OPTIONS: perfNodeFlag(PERF_JIT),
       }
     : {},
 );
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 const redis = createRedis(cluster.redisUrl);
 
-function cpu(pid: number | undefined) {
-  if (pid === undefined) return { main: 0, all: 0, wakes: 0 };
-  const main = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
-  const wakes = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000, wakes };
-}
-
 let out = '';
 try {
   const run = await parallelCallRun(cluster, port, CALLS, 'Parallel calls CPU');
   for (let i = 0; i < WARM; i++) await run();
+  const perfPid = pids[PERF_WHO];
   const perf =
-    PERF && pids[PERF_WHO]
-      ? spawn(
-          'perf',
-          [
-            'record',
-            '-q',
-            ...(PERF_JIT ? ['-k', 'mono'] : []),
-            '-g',
-            '-e',
-            'cpu-clock',
-            '-F',
-            String(PERF_HZ),
-            '-t',
-            String(pids[PERF_WHO]),
-            '-o',
-            join(dir, `${PERF_WHO}.perf`),
-          ],
-          { stdio: 'ignore' },
-        )
+    PERF && perfPid
+      ? await recordThread({ pid: perfPid, who: PERF_WHO, dir, jit: PERF_JIT, pids: Object.values(pids) })
       : undefined;
-  if (perf) await new Promise((r) => setTimeout(r, 500));
   const app0 = { ...app };
   const r0 = commandStats(await redis.info('commandstats'));
   const a = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
@@ -107,25 +76,8 @@ try {
   const r1 = commandStats(await redis.info('commandstats'));
   const calls = RUNS * CALLS;
   if (perf) {
-    const exited = new Promise((r) => (perf.exitCode === null ? perf.on('exit', r) : r(null)));
-    perf.kill('SIGINT');
-    await exited;
-    let data = join(dir, `${PERF_WHO}.perf`);
-    if (PERF_JIT) {
-      execFileSync('perf', ['inject', '--jit', '-i', data, '-o', `${data}.jit`], { stdio: 'ignore' });
-      data = `${data}.jit`;
-    }
-    const script = execFileSync('perf', ['script', '-i', data], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 30,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
     out += `=== ${PERF_WHO} main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a call by innermost JS frame (self); data in ${dir}\n`;
-    out += `${summarizePerfScript(script, calls, PERF_HZ, Number(process.env.TOP ?? 50))}\n`;
-    if (PERF_JIT)
-      for (const f of readdirSync('.'))
-        if (Object.values(pids).some((pid) => f === `jit-${pid}.dump` || f.startsWith(`jitted-${pid}-`)))
-          rmSync(f, { force: true });
+    out += `${await perf.stop(calls, Number(process.env.TOP ?? 50))}\n`;
   }
   ms.sort((x, y) => x - y);
   const per = (who: 'gateway' | 'runner', k: 'main' | 'all') => ((b[who][k] - a[who][k]) / calls).toFixed(1);

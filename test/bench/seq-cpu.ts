@@ -23,12 +23,12 @@
  * past 1500 warm runs (round 24 `seq-sweep`: ~15 a run, ~230 µs of the gateway's main thread);
  * `WARM=5000` measures after it. `BENCH_NODE_FLAGS` adds Node/V8 flags to both processes.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
-import { summarize, summarizeAllocations, summarizePerfScript, type Window } from './profile-summary.ts';
+import { summarize, summarizeAllocations, type Window } from './profile-summary.ts';
+import { threadCpu as cpu, PERF_HZ, perfNodeFlag, recordThread } from './thread-perf.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
 // 1: the sequential path; more: as many concurrent clients (each waiting for its run's end).
@@ -39,11 +39,8 @@ const ALLOC = process.env.ALLOC === '1';
 // ALLOC_WHO=runner samples the runner's allocations instead of the gateway's.
 const ALLOC_WHO: 'gateway' | 'runner' = process.env.ALLOC_WHO === 'runner' ? 'runner' : 'gateway';
 const PERF = process.env.PERF === '1';
-// PERF_JIT=1: V8's jitdump (`--perf-prof`, `perf inject --jit`) names JIT code by when it lived, so
-// code collected and its address reused is not charged to another function (the map file of
-// `--perf-basic-prof` is one name an address for the process's life).
+// PERF_JIT=1: V8's jitdump (thread-perf.ts' perfNodeFlag).
 const PERF_JIT = PERF && process.env.PERF_JIT === '1';
-const PERF_HZ = 4999;
 // PERF_WHO=runner records the runner's main thread instead of the gateway's.
 const PERF_WHO: 'gateway' | 'runner' = process.env.PERF_WHO === 'runner' ? 'runner' : 'gateway';
 const dir =
@@ -54,9 +51,7 @@ const options = [
   ...(process.env.BENCH_NODE_FLAGS ? [process.env.BENCH_NODE_FLAGS] : []),
   ...(PROF ? [`--cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100`] : []),
   ...(ALLOC ? [`--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`] : []),
-  ...(PERF
-    ? [PERF_JIT ? '--perf-prof --interpreted-frames-native-stack' : '--perf-basic-prof-only-functions']
-    : []),
+  ...(PERF ? [perfNodeFlag(PERF_JIT)] : []),
 ];
 
 const cluster = await startOneClientCluster(
@@ -64,20 +59,6 @@ const cluster = await startOneClientCluster(
   options.length ? { NODE_OPTIONS: options.join(' '), ...(ALLOC ? { BENCH_ALLOC_DIR: dir } : {}) } : {},
 );
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
-
-function cpu(pid: number | undefined) {
-  if (pid === undefined) return { main: 0, all: 0, wakes: 0, faults: 0 };
-  const main = Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // The main thread's sleeps (each a wake-up: the scheduler's work is part of `main`).
-  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
-  const wakes = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  // Minor page faults, the whole process: each a trip through the kernel (~µs on this VM), most
-  // of them V8 touching young-generation pages the OS had taken back.
-  const faults = Number(f[7]);
-  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000, wakes, faults };
-}
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 let line = '';
@@ -88,28 +69,11 @@ try {
   // (past 10,000 runs, say) sooner.
   await burst(once, WARM, Number(process.env.WARM_CLIENTS ?? CLIENTS));
   if (ALLOC && pids[ALLOC_WHO]) process.kill(pids[ALLOC_WHO], 'SIGUSR2');
+  const perfPid = pids[PERF_WHO];
   const perf =
-    PERF && pids[PERF_WHO]
-      ? spawn(
-          'perf',
-          [
-            'record',
-            '-q',
-            ...(PERF_JIT ? ['-k', 'mono'] : []),
-            '-g',
-            '-e',
-            'cpu-clock',
-            '-F',
-            String(PERF_HZ),
-            '-t',
-            String(pids[PERF_WHO]),
-            '-o',
-            join(dir, `${PERF_WHO}.perf`),
-          ],
-          { stdio: 'ignore' },
-        )
+    PERF && perfPid
+      ? await recordThread({ pid: perfPid, who: PERF_WHO, dir, jit: PERF_JIT, pids: Object.values(pids) })
       : undefined;
-  if (perf) await new Promise((r) => setTimeout(r, 500));
   const a = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
   const started = Date.now();
   const from = nowUs();
@@ -117,29 +81,10 @@ try {
   window = [from, nowUs()];
   const b = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
   if (perf) {
-    const exited = new Promise((r) => (perf.exitCode === null ? perf.on('exit', r) : r(null)));
-    perf.kill('SIGINT');
-    await exited;
     console.log(
-      `=== ${PERF_WHO} (pid ${pids[PERF_WHO]}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
+      `=== ${PERF_WHO} (pid ${perfPid}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
     );
-    let data = join(dir, `${PERF_WHO}.perf`);
-    if (PERF_JIT) {
-      execFileSync('perf', ['inject', '--jit', '-i', data, '-o', `${data}.jit`], { stdio: 'ignore' });
-      data = `${data}.jit`;
-    }
-    const script = execFileSync('perf', ['script', '-i', data], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 30,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    console.log(summarizePerfScript(script, RUNS, PERF_HZ, Number(process.env.TOP ?? 40)));
-    // The jitdumps (written to the processes' working directory, this one's: the path is not a
-    // NODE_OPTIONS flag) and the code objects `perf inject` wrote beside them.
-    if (PERF_JIT)
-      for (const f of readdirSync('.'))
-        if (Object.values(pids).some((pid) => f === `jit-${pid}.dump` || f.startsWith(`jitted-${pid}-`)))
-          rmSync(f, { force: true });
+    console.log(await perf.stop(RUNS, Number(process.env.TOP ?? 40)));
   }
   const allocPid = pids[ALLOC_WHO];
   if (ALLOC && allocPid) {
