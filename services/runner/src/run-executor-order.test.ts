@@ -45,10 +45,75 @@ afterAll(async () => {
   await server?.stop();
 });
 
+const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+const signal = new AbortController().signal;
+
+/** A run's outcome as a fake engine answers it: completed with 1, nothing printed, `extra` over it. */
+const completed = (extra: Record<string, unknown> = {}): RunOutcome =>
+  ({
+    status: 'completed',
+    valueJson: '1',
+    logs: [],
+    outputTruncated: false,
+    calls: [],
+    durationMs: 1,
+    ...extra,
+  }) as RunOutcome;
+
+/** The real run store (and journal unless given) on the test Redis under a fresh seal key. */
+function stores() {
+  const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+  return { runs: createRunStore(redis, sealer), journal: createCallJournal({ redis, sealer }) };
+}
+
+/** An executor over `engine` and the stores; `name` names its metrics' component and its logger. */
+function executorOf(
+  name: string,
+  engine: Engine,
+  { runs, journal }: ReturnType<typeof stores>,
+  extra: Partial<Parameters<typeof createRunExecutor>[0]> = {},
+) {
+  return createRunExecutor({
+    runs,
+    settings: { get: async () => ({}) } as never,
+    journal,
+    engineFor: () => engine,
+    gateway: {} as GatewayClient,
+    metrics: createMetrics({ component: name, defaults: false }),
+    logger: createLogger({ name: `${name}-test`, level: 'silent' }),
+    ...extra,
+  });
+}
+
+/** Stores run `id` (its `code`; a `notes.read` binding with `calls`) and executes it. */
+async function executeRun(
+  executor: ReturnType<typeof createRunExecutor>,
+  { runs }: ReturnType<typeof stores>,
+  id: string,
+  opts: { code?: string; calls?: boolean; pushEnd?: boolean } = {},
+) {
+  const code = opts.code ?? 'return 1';
+  const request = {
+    connections: [] as string[],
+    bindings: (opts.calls ? [{ binding: 'notes.read' }] : []) as never[],
+    limits,
+  };
+  await runs.create(
+    opts.pushEnd ? runFixture(id, { code, pushEnd: true, request }) : runFixture(id, { code, request }),
+  );
+  return executor.execute({
+    runId: id,
+    mode: 'read-only',
+    enqueuedAtMs: Date.now(),
+    cancel: signal,
+    handBack: signal,
+  });
+}
+
 describe('the executor around its writes', () => {
   it('observes the queue wait after the program is sent and the duration after the end is handed over', async () => {
-    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-    const runs = createRunStore(redis, sealer);
+    const store = stores();
+    const { runs } = store;
     const order: string[] = [];
     const finish = runs.finish.bind(runs);
     runs.finish = (...args) => {
@@ -64,42 +129,14 @@ describe('the executor around its writes', () => {
         observe(...args);
       }) as typeof histogram.observe;
     }
-    const outcome: RunOutcome = {
-      status: 'completed',
-      valueJson: '1',
-      logs: [],
-      outputTruncated: false,
-      calls: [],
-      durationMs: 1,
-    };
     const engine = {
       execute: async () => {
         order.push('program');
-        return outcome;
+        return completed();
       },
     } as unknown as Engine;
-    const executor = createRunExecutor({
-      runs,
-      settings: { get: async () => ({}) } as never,
-      journal: createCallJournal({ redis, sealer }),
-      engineFor: () => engine,
-      gateway: {} as GatewayClient,
-      metrics,
-      logger: createLogger({ name: 'run-executor-order-test', level: 'silent' }),
-    });
-    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
-    await runs.create(
-      runFixture('ro-1', { request: { connections: [] as string[], bindings: [] as never[], limits } }),
-    );
-    const signal = new AbortController().signal;
-    const result = await executor.execute({
-      runId: 'ro-1',
-      mode: 'read-only',
-      enqueuedAtMs: Date.now(),
-      cancel: signal,
-      handBack: signal,
-    });
-    expect(result).toBe('completed');
+    const executor = executorOf('run-executor-order', engine, store, { metrics });
+    expect(await executeRun(executor, store, 'ro-1')).toBe('completed');
     await new Promise((r) => setImmediate(r));
     expect(await redis.hget(keys.run('ro-1'), 'status')).toBe('Completed');
     expect(order.filter((o) => o === 'queueWait')).toHaveLength(1);
@@ -111,9 +148,8 @@ describe('the executor around its writes', () => {
 
 describe('what the executor tells the end about its calls', () => {
   it('an attempt that sent no call says so; one that sent a call does not, and its waiter gets the call', async () => {
-    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-    const runs = createRunStore(redis, sealer);
-    const journal = createCallJournal({ redis, sealer });
+    const store = stores();
+    const { runs, journal } = store;
     const told = new Map<string, boolean | undefined>();
     const finish = runs.finish.bind(runs);
     runs.finish = (run, end) => {
@@ -134,14 +170,7 @@ describe('what the executor tells the end about its calls', () => {
           await opts?.onCall?.(call, undefined as never);
           calls.push(call);
         }
-        return {
-          status: 'completed',
-          valueJson: '1',
-          logs: [],
-          outputTruncated: false,
-          calls,
-          durationMs: 1,
-        };
+        return completed({ calls });
       },
     } as unknown as Engine;
     const gateway = {
@@ -154,42 +183,13 @@ describe('what the executor tells the end about its calls', () => {
         return { outcome: { type: 'result', valueJson: '1' } };
       },
     } as unknown as GatewayClient;
-    const executor = createRunExecutor({
-      runs,
-      settings: { get: async () => ({}) } as never,
-      journal,
-      engineFor: () => engine,
-      gateway,
-      metrics: createMetrics({ component: 'run-executor-calls', defaults: false }),
-      logger: createLogger({ name: 'run-executor-calls-test', level: 'silent' }),
-    });
-    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
-    const signal = new AbortController().signal;
+    const executor = executorOf('run-executor-calls', engine, store, { gateway });
     try {
       for (const [id, code] of [
         ['nc-1', 'none'],
         ['nc-2', 'call'],
-      ] as const) {
-        await runs.create(
-          runFixture(id, {
-            code,
-            pushEnd: true,
-            request: {
-              connections: [] as string[],
-              bindings: [{ binding: 'notes.read' }] as never[],
-              limits,
-            },
-          }),
-        );
-        const result = await executor.execute({
-          runId: id,
-          mode: 'read-only',
-          enqueuedAtMs: Date.now(),
-          cancel: signal,
-          handBack: signal,
-        });
-        expect(result).toBe('completed');
-      }
+      ] as const)
+        expect(await executeRun(executor, store, id, { code, calls: true, pushEnd: true })).toBe('completed');
       expect(told.get('nc-1')).toBe(true);
       expect(told.get('nc-2')).toBe(false);
       for (let i = 0; i < 100 && pushed.filter((m) => / end /.test(m)).length < 2; i++)
@@ -211,9 +211,8 @@ describe('what the executor tells the end about its calls', () => {
 
 describe("what serves a run's calls", () => {
   it('is made at the first call: a run that makes none starts no stall timer, one that does starts one and stops it', async () => {
-    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-    const runs = createRunStore(redis, sealer);
-    const journal = createCallJournal({ redis, sealer });
+    const store = stores();
+    const { journal } = store;
     const engine = {
       execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
         const calls = [];
@@ -229,14 +228,7 @@ describe("what serves a run's calls", () => {
           await reached;
           calls.push(call);
         }
-        return {
-          status: 'completed',
-          valueJson: '1',
-          logs: [],
-          outputTruncated: false,
-          calls,
-          durationMs: 1,
-        };
+        return completed({ calls });
       },
     } as unknown as Engine;
     // The signal each call's request was sent with (closed when the run is over with a call
@@ -263,26 +255,10 @@ describe("what serves a run's calls", () => {
         return { outcome: { type: 'result', valueJson: '1' } };
       },
     } as unknown as GatewayClient;
-    const executor = createRunExecutor({
-      runs,
-      settings: { get: async () => ({}) } as never,
-      journal,
-      engineFor: () => engine,
-      gateway,
-      metrics: createMetrics({ component: 'run-executor-side', defaults: false }),
-      logger: createLogger({ name: 'run-executor-side-test', level: 'silent' }),
-    });
-    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
-    const signal = new AbortController().signal;
+    const executor = executorOf('run-executor-side', engine, store, { gateway });
     // The replaying handler's stall timer (runs' replaying-handler.ts) is the one interval an
     // execution starts: counted, with the ones stopped, while each execution runs.
     const run = async (id: string, code: string) => {
-      await runs.create(
-        runFixture(id, {
-          code,
-          request: { connections: [] as string[], bindings: [{ binding: 'notes.read' }] as never[], limits },
-        }),
-      );
       const started: unknown[] = [];
       const stopped: unknown[] = [];
       const setI = globalThis.setInterval;
@@ -297,13 +273,7 @@ describe("what serves a run's calls", () => {
         clearI(t);
       }) as typeof clearInterval;
       try {
-        const result = await executor.execute({
-          runId: id,
-          mode: 'read-only',
-          enqueuedAtMs: Date.now(),
-          cancel: signal,
-          handBack: signal,
-        });
+        const result = await executeRun(executor, store, id, { code, calls: true });
         return { result, started, stopped };
       } finally {
         globalThis.setInterval = setI;
@@ -341,51 +311,24 @@ describe("what serves a run's calls", () => {
 
 describe("a run's live log", () => {
   it('is made at the first lines printed: a run that prints nothing makes none', async () => {
-    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-    const runs = createRunStore(redis, sealer);
+    const store = stores();
     const engine = {
       execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
         const logs = code === 'print' ? [{ level: 'log' as const, text: 'hi' }] : [];
         if (logs.length > 0) opts?.onLog?.(logs);
-        return {
-          status: 'completed',
-          valueJson: '1',
-          logs,
-          outputTruncated: false,
-          calls: [],
-          durationMs: 1,
-        };
+        return completed({ logs });
       },
     } as unknown as Engine;
-    const executor = createRunExecutor({
-      runs,
-      settings: { get: async () => ({}) } as never,
-      journal: createCallJournal({ redis, sealer }),
-      engineFor: () => engine,
-      gateway: {} as GatewayClient,
-      metrics: createMetrics({ component: 'run-executor-live-log', defaults: false }),
-      logger: createLogger({ name: 'run-executor-live-log-test', level: 'silent' }),
+    const executor = executorOf('run-executor-live-log', engine, store, {
       liveLog: { maxBytes: 1024 * 1024, flushMs: 10 },
     });
-    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
-    const signal = new AbortController().signal;
     const made: number[] = [];
     for (const [id, code] of [
       ['ll-1', 'quiet'],
       ['ll-2', 'print'],
     ] as const) {
-      await runs.create(
-        runFixture(id, { code, request: { connections: [] as string[], bindings: [] as never[], limits } }),
-      );
       const before = liveLogs.made;
-      const result = await executor.execute({
-        runId: id,
-        mode: 'read-only',
-        enqueuedAtMs: Date.now(),
-        cancel: signal,
-        handBack: signal,
-      });
-      expect(result).toBe('completed');
+      expect(await executeRun(executor, store, id, { code })).toBe('completed');
       made.push(liveLogs.made - before);
     }
     expect(made).toEqual([0, 1]);
@@ -396,8 +339,7 @@ describe("a run's live log", () => {
 
 describe("a run's metrics", () => {
   it('are recorded into their series, prom-client called once a series, not once a run; the scrape counts every run', async () => {
-    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-    const runs = createRunStore(redis, sealer);
+    const store = stores();
     const metrics = createMetrics({ component: 'run-executor-metrics', defaults: false });
     const spies = [
       vi.spyOn(metrics.queueWait, 'observe'),
@@ -408,40 +350,10 @@ describe("a run's metrics", () => {
       vi.spyOn(metrics.tenantOutputBytes, 'inc'),
       vi.spyOn(metrics.tenantSandboxCpuSeconds, 'inc'),
     ];
-    const engine = {
-      execute: async () => ({
-        status: 'completed',
-        valueJson: '1',
-        logs: [],
-        outputTruncated: false,
-        calls: [],
-        durationMs: 1,
-        cpuMs: 2,
-      }),
-    } as unknown as Engine;
-    const executor = createRunExecutor({
-      runs,
-      settings: { get: async () => ({}) } as never,
-      journal: createCallJournal({ redis, sealer }),
-      engineFor: () => engine,
-      gateway: {} as GatewayClient,
-      metrics,
-      logger: createLogger({ name: 'run-executor-metrics-test', level: 'silent' }),
-    });
-    const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
-    const signal = new AbortController().signal;
+    const engine = { execute: async () => completed({ cpuMs: 2 }) } as unknown as Engine;
+    const executor = executorOf('run-executor-metrics', engine, store, { metrics });
     for (const id of ['rm-1', 'rm-2', 'rm-3']) {
-      await runs.create(
-        runFixture(id, { request: { connections: [] as string[], bindings: [] as never[], limits } }),
-      );
-      const result = await executor.execute({
-        runId: id,
-        mode: 'read-only',
-        enqueuedAtMs: Date.now(),
-        cancel: signal,
-        handBack: signal,
-      });
-      expect(result).toBe('completed');
+      expect(await executeRun(executor, store, id)).toBe('completed');
       await new Promise((r) => setImmediate(r));
     }
     // Each series' first value went through prom-client (it makes the series); the next two runs'
