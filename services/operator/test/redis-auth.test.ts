@@ -129,23 +129,18 @@ describe('the operator process against a Redis that requires a password', () => 
     const without = startMain('op-none', {});
     // Two operator processes start from TypeScript at once: on a loaded 2-core machine that alone
     // has taken over 15 s, so each wait gets most of the test's limit (a ceiling, not a measure).
-    const ok = await waitFor(
-      'ready with the file',
-      async () => {
-        const r = await withFile.readyz();
-        return r?.status === 200 ? r : undefined;
-      },
-      45_000,
-    );
+    const readyz = (what: string, op: typeof withFile, status: number) =>
+      waitFor(
+        what,
+        async () => {
+          const r = await op.readyz();
+          return r?.status === status ? r : undefined;
+        },
+        45_000,
+      );
+    const ok = await readyz('ready with the file', withFile, 200);
     expect(ok.body).toContain('redis: ok');
-    const refused = await waitFor(
-      'readyz without a password',
-      async () => {
-        const r = await without.readyz();
-        return r?.status === 503 ? r : undefined;
-      },
-      45_000,
-    );
+    const refused = await readyz('readyz without a password', without, 503);
     expect(refused.body).toMatch(/redis: .*(NOAUTH|Authentication)/i);
     // The secret left the process's environment once read (scrubSecretEnv): not even the path stays.
     const environ = readFileSync(`/proc/${withFile.child.pid}/environ`, 'utf8');
