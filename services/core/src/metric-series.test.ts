@@ -1,5 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
-import { counterSeries, histogramSeries } from './metric-series.ts';
+import {
+  counterSeries,
+  counterSeriesByLabels,
+  histogramSeries,
+  histogramSeriesByLabels,
+} from './metric-series.ts';
 import { createMetrics } from './metrics.ts';
 
 // (route, method, code, seconds): repeats, a value on a bucket's bound, one above the last bound, 0.
@@ -84,5 +89,32 @@ describe('counterSeries / histogramSeries', () => {
     );
     expect(() => seconds(Number.POSITIVE_INFINITY)).toThrow(TypeError);
     expect(await fast.registry.metrics()).toBe(await slow.registry.metrics());
+  });
+
+  it('by labels: one handle a label set met, whatever the order of calls; the scrape is inc/observe’s', async () => {
+    const slow = createMetrics({ component: 'gateway', defaults: false });
+    const fast = createMetrics({ component: 'gateway', defaults: false });
+    const count = counterSeriesByLabels(fast.httpRequests);
+    const observe = histogramSeriesByLabels(fast.httpDuration);
+    const inc = vi.spyOn(fast.httpRequests, 'inc');
+    const observed = vi.spyOn(fast.httpDuration, 'observe');
+    for (let round = 0; round < 3; round++)
+      for (const [route, method, code, s] of responses) {
+        slow.httpRequests.inc({ route, method, code });
+        slow.httpDuration.observe({ route, method }, s);
+        count({ route, method, code });
+        observe({ route, method }, s);
+      }
+    // Five (route, method, code) sets and three (route, method) ones among the responses.
+    expect(inc).toHaveBeenCalledTimes(5);
+    expect(observed).toHaveBeenCalledTimes(3);
+    expect(await fast.registry.metrics()).toBe(await slow.registry.metrics());
+    // A value by labels: added to its series.
+    const seconds = counterSeriesByLabels(fast.tenantRunSeconds);
+    seconds({ tenant: 'other' }, 0.5);
+    seconds({ tenant: 'other' }, 0.25);
+    expect(await fast.registry.metrics()).toContain(
+      'islet_tenant_run_seconds_total{tenant="other",component="gateway"} 0.75',
+    );
   });
 });

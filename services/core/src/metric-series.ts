@@ -85,3 +85,39 @@ export function histogramSeries<T extends string>(
     }
   };
 }
+
+/**
+ * `counterSeries` for each label set met, made at its first value and kept: for a caller whose
+ * labels vary over a bounded set (outcomes, modes, statuses, metered tenants), which is what keeps
+ * the handles bounded. The label values, joined, find the handle.
+ */
+export function counterSeriesByLabels<T extends string>(
+  counter: Counter<T>,
+): (labels: Record<T, string>, by?: number) => void {
+  const handles = new Map<string, (by?: number) => void>();
+  return (labels, by) => {
+    const key = Object.values(labels).join('\u0000');
+    let record = handles.get(key);
+    if (!record) {
+      record = counterSeries(counter, labels);
+      handles.set(key, record);
+    }
+    record(by);
+  };
+}
+
+/** `histogramSeries` for each label set met, as `counterSeriesByLabels`. */
+export function histogramSeriesByLabels<T extends string>(
+  histogram: Histogram<T>,
+): (labels: Record<T, string>, value: number) => void {
+  const handles = new Map<string, (value: number) => void>();
+  return (labels, value) => {
+    const key = Object.values(labels).join('\u0000');
+    let record = handles.get(key);
+    if (!record) {
+      record = histogramSeries(histogram, labels);
+      handles.set(key, record);
+    }
+    record(value);
+  };
+}

@@ -1,4 +1,4 @@
-import { BoundedMap, counterSeries, histogramSeries } from '@islet/core';
+import { BoundedMap, counterSeriesByLabels, histogramSeriesByLabels } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import {
   type CallSource,
@@ -44,19 +44,8 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
   // Each outcome's count and duration series, found once (core's metric-series.ts): prom-client's
   // own `inc(labels)` / `observe(labels, v)` check and key the labels every call, a hundred times a
   // hundred-call run. Outcome labels are a closed set (CallOutcomeLabel), so this stays small.
-  const recorded = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
-  const record = (outcome: string, seconds: number) => {
-    let series = recorded.get(outcome);
-    if (!series) {
-      series = {
-        count: counterSeries(metrics.bindingCalls, { outcome }),
-        observe: histogramSeries(metrics.bindingCallDuration, { outcome }),
-      };
-      recorded.set(outcome, series);
-    }
-    series.count();
-    series.observe(seconds);
-  };
+  const countCall = counterSeriesByLabels(metrics.bindingCalls);
+  const observeCall = histogramSeriesByLabels(metrics.bindingCallDuration);
 
   async function httpCall(
     run: StoredRun,
@@ -284,7 +273,8 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     });
 
     const label = processed.label;
-    record(label, Number(process.hrtime.bigint() - started) / 1e9);
+    countCall({ outcome: label });
+    observeCall({ outcome: label }, Number(process.hrtime.bigint() - started) / 1e9);
     if (label !== 'replayed' && !processed.eventAppended)
       await runs.appendEvent(run.id, 'call', callEvent(processed.outcome));
     logger.debug({ runId, index: call.index, label }, 'binding call served');
