@@ -31,17 +31,18 @@ interface SpawnOptions {
   env?: Record<string, string>;
 }
 
+const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
+
 /** VmRSS of /proc/<pid>/status, bytes; undefined when it cannot be read. */
 export function readResidentBytes(pid: number): number | undefined {
   try {
-    const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1];
+    const kb = VM_RSS.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1];
     return kb === undefined ? undefined : Number(kb) * 1024;
   } catch {
     return undefined;
   }
 }
 
-const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
 /** /proc/<pid>/status's first 4 KiB: VmRSS is in its first ~25 lines. Shared: read and parsed at once. */
 const statusBytes = Buffer.alloc(4096);
 
