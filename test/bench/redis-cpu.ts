@@ -38,6 +38,15 @@ const admin = createRedis(cluster.redisUrl);
 // `REDIS_CONFIG` ('{"latency-tracking":"no"}'): CONFIG SET before the runs, to try a setting.
 for (const [k, v] of Object.entries(JSON.parse(process.env.REDIS_CONFIG ?? '{}') as Record<string, string>))
   await admin.config('SET', k, v);
+// `LUA_GC` ('setpause=400,setstepmul=200'): the scripts' Lua VM's collector set before the runs
+// (`collectgarbage`, as a script may call it), to weigh the collector's share of a run.
+for (const part of (process.env.LUA_GC ?? '').split(',').filter(Boolean)) {
+  const [opt, value] = part.split('=');
+  console.log(
+    `collectgarbage('${opt}', ${value}) was`,
+    await admin.eval(`return collectgarbage('${opt}', ${Number(value)})`, 0),
+  );
+}
 
 function cpu() {
   // All threads (bio threads fsync only under everysec; `always` fsyncs on the main thread).
@@ -46,6 +55,7 @@ function cpu() {
   const status = readFileSync(`/proc/${redisPid}/status`, 'utf8');
   const ctx = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return {
+    minflt: Number(s[7]),
     user: Number(s[11]),
     sys: Number(s[12]),
     vol: ctx('voluntary_ctxt_switches'),
@@ -102,7 +112,7 @@ function report(label: string, unit: 'run' | 's', per: number, m: Awaited<Return
       `scripts' usec/${unit} ${f(scriptUsec, 0)} (their commands included); commands ${f(d('total_commands_processed'))}, ` +
       `reads ${f(d('total_reads_processed'))}, writes ${f(d('total_writes_processed'))}, ` +
       `bytes in ${f(d('total_net_input_bytes'), 0)} out ${f(d('total_net_output_bytes'), 0)}, AOF ${f(d('aof_current_size'), 0)}, ` +
-      `context switches ${f(c1.vol - c0.vol)} + ${f(c1.invol - c0.invol)} involuntary`,
+      `context switches ${f(c1.vol - c0.vol)} + ${f(c1.invol - c0.invol)} involuntary, minor faults ${f(c1.minflt - c0.minflt, 2)}`,
   );
   for (const r of rows.sort((a, b) => b.usec - a.usec).slice(0, Number(process.env.TOP ?? 12)))
     console.log(
