@@ -22,10 +22,10 @@ const cluster = await startOneClientCluster('0.5');
 const admin = createRedis(cluster.redisUrl);
 const one = trivialRun(cluster, 'Benchmark a trivial program');
 
+const key = (k: string | undefined) =>
+  (k ?? '').replace(/\{[^}]*\}/g, '{…}').replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>');
 const shape = (args: string[]) => {
   const name = (args[0] ?? '').toLowerCase();
-  const key = (k: string | undefined) =>
-    (k ?? '').replace(/\{[^}]*\}/g, '{…}').replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>');
   if (name === 'evalsha' || name === 'eval') return `${name} ${key(args[3])} ${key(args[4])}`;
   return name;
 };
@@ -101,7 +101,13 @@ if (slow) {
       pending.push({ name: s, us });
       continue;
     }
-    const c = calls.get(s) ?? { n: 0, us: [], inner: new Map(), innerUs: 0, argc: 0 };
+    const c = calls.get(s) ?? {
+      n: 0,
+      us: [] as number[],
+      inner: new Map<string, number>(),
+      innerUs: 0,
+      argc: 0,
+    };
     c.n++;
     c.argc += argc(args);
     c.us.push(us);
@@ -134,18 +140,13 @@ if (slow) {
   }
 }
 const buf = readFileSync(file).subarray(from, to);
-const blocks = new Map<
-  string,
-  { n: number; bytes: number; cmds: number; names: Map<string, number>; dump?: string[][] }
->();
+type Block = { n: number; bytes: number; cmds: number; names: Map<string, number>; dump?: string[][] };
+const blocks = new Map<string, Block>();
 let cur: { args: string[][]; bytes: number } | undefined;
 const close = (args: string[][], bytes: number) => {
   const first = args.find((a) => !['multi', 'select'].includes((a[0] ?? '').toLowerCase())) ?? [];
-  const s = `${(first[0] ?? '').toLowerCase()} ${shape(['x', '', '', first[1] ?? ''])
-    .split(' ')
-    .slice(1)
-    .join(' ')}`;
-  const b = blocks.get(s) ?? { n: 0, bytes: 0, cmds: 0, names: new Map() };
+  const s = `${(first[0] ?? '').toLowerCase()} ${key(first[1])}`;
+  const b: Block = blocks.get(s) ?? { n: 0, bytes: 0, cmds: 0, names: new Map<string, number>() };
   b.n++;
   b.bytes += bytes;
   b.cmds += args.length;
