@@ -323,7 +323,7 @@ export function createRunsService(deps: GatewayDeps) {
             wake = undefined;
             resolve();
           };
-          const unfile = recheck.at(Math.min(Date.now() + 1000, deadline), done);
+          const unfile = recheck.after(Math.min(1000, deadline - Date.now()), done);
           wake = done;
           const offAbort = signal?.onAbort(done);
         });

@@ -120,7 +120,7 @@ describe('the waits’ re-check clock', () => {
     const { timers, armed, cleared } = countedTimers();
     const clock = createRecheckClock(16, timers);
     for (let i = 0; i < 200; i++) {
-      const takeBack = clock.at(Date.now() + 1000, () => {
+      const takeBack = clock.after(1000, () => {
         throw new Error('a wait taken back was woken');
       });
       takeBack();
@@ -133,10 +133,11 @@ describe('the waits’ re-check clock', () => {
   it('wakes each wait once, not before its due time, in due order; a taken-back one never', async () => {
     const { timers, armed } = countedTimers();
     const clock = createRecheckClock(16, timers);
-    const start = Date.now();
     const woken: { name: string; late: number }[] = [];
-    const file = (name: string, offset: number) =>
-      clock.at(start + offset, () => woken.push({ name, late: Date.now() - (start + offset) }));
+    const file = (name: string, ms: number) => {
+      const due = performance.now() + ms;
+      return clock.after(ms, () => woken.push({ name, late: performance.now() - due }));
+    };
     file('c', 90);
     file('a', 10);
     const takeBack = file('x', 40);

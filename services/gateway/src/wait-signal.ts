@@ -104,8 +104,9 @@ const globalTimers: ClockTimers = {
  * of a timer made and cleared by each: a waited run ends by its pushed end long before its
  * re-check, so each run paid a timer's insertion and its removal (~20 µs each on CPU cold, the
  * removal on the path from the end's message to the response; test/bench/README.md, round 31
- * `gw-steps`) for a timer that never fired. Here `at(due, fn)` files `fn` under its due time, rounded up to
- * `slotMs` (so a wait ends at most that much after its due time, never before); the one timer is
+ * `gw-steps`) for a timer that never fired. Here `after(ms, fn)` files `fn` under its due time
+ * (monotonic, as a timer's: a step of the wall clock moves nothing), rounded up to `slotMs` (so a
+ * wait ends at most that much after its due time, never before); the one timer is
  * armed for the earliest slot and is not disarmed when a wait leaves: it fires, wakes what is due,
  * and arms itself for the earliest slot left, if any. One client's runs, each waiting a few ms,
  * cost a timer about once a second, not twice a run. Unref'd: a wait is held by its request.
@@ -118,13 +119,13 @@ export function createRecheckClock(slotMs = 16, timers: ClockTimers = globalTime
     if (slot >= armedFor) return;
     if (timer) timers.clear(timer);
     armedFor = slot;
-    timer = timers.set(fire, Math.max(0, slot - Date.now()));
+    timer = timers.set(fire, Math.max(0, slot - performance.now()));
     timer.unref();
   };
   function fire() {
     timer = undefined;
     armedFor = Number.POSITIVE_INFINITY;
-    const now = Date.now();
+    const now = performance.now();
     const due: (() => void)[] = [];
     let next = Number.POSITIVE_INFINITY;
     for (const [slot, fns] of slots) {
@@ -137,9 +138,9 @@ export function createRecheckClock(slotMs = 16, timers: ClockTimers = globalTime
     for (const fn of due) fn();
   }
   return {
-    /** Calls `fn` once at or after `dueMs` (epoch ms); the returned function takes it back. */
-    at(dueMs: number, fn: () => void): () => void {
-      const slot = Math.ceil(dueMs / slotMs) * slotMs;
+    /** Calls `fn` once, `ms` or a little more from now; the returned function takes it back. */
+    after(ms: number, fn: () => void): () => void {
+      const slot = Math.ceil((performance.now() + Math.max(0, ms)) / slotMs) * slotMs;
       let fns = slots.get(slot);
       if (!fns) {
         fns = new Set();
