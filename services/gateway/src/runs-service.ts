@@ -24,13 +24,15 @@ import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
 import { createRunBuilder, type SubmitInput } from './run-build.ts';
 import { createStorageQuota, storageQuotaProblem, storedSizeOf } from './storage-quota.ts';
-import { asWaitSignal, type WaitSignal } from './wait-signal.ts';
+import { asWaitSignal, createRecheckClock, type WaitSignal } from './wait-signal.ts';
 
 export function createRunsService(deps: GatewayDeps) {
   const { runs, lifecycle, config, journal, hub } = deps;
   const ownership = createOwnership(deps);
   const storage = createStorageQuota(deps);
   const buildRun = createRunBuilder(deps);
+  // The waits' re-checks share one timer (wait-signal.ts): a waited run makes and clears none.
+  const recheck = createRecheckClock();
 
   async function record(run: StoredRun): Promise<CodeRunRecord> {
     // Calls that wait for a decision show `Waiting` (helper-5).
@@ -316,12 +318,12 @@ export function createRunsService(deps: GatewayDeps) {
         if (changed) continue;
         await new Promise<void>((resolve) => {
           const done = () => {
-            clearTimeout(timer);
+            unfile();
             offAbort?.();
             wake = undefined;
             resolve();
           };
-          const timer = setTimeout(done, Math.min(1000, deadline - Date.now()));
+          const unfile = recheck.after(Math.min(1000, deadline - Date.now()), done);
           wake = done;
           const offAbort = signal?.onAbort(done);
         });

@@ -6,11 +6,17 @@
  */
 import { EventEmitter, getEventListeners } from 'node:events';
 import type { FastifyReply } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type GatewayAppUnderTest, startGatewayApp } from '../test/gateway-harness.ts';
 import { clientGone } from './problem-reply.ts';
 import { createRunsService } from './runs-service.ts';
-import { createRequestGone, type WaitSignal, waitSignalOf } from './wait-signal.ts';
+import {
+  type ClockTimers,
+  createRecheckClock,
+  createRequestGone,
+  type WaitSignal,
+  waitSignalOf,
+} from './wait-signal.ts';
 
 class FakeRaw extends EventEmitter {
   writableFinished = false;
@@ -92,6 +98,60 @@ describe('a request’s WaitSignal', () => {
   });
 });
 
+/** Real timers, counted: what the clock arms and clears. */
+function countedTimers() {
+  const armed: number[] = [];
+  let cleared = 0;
+  const timers: ClockTimers = {
+    set: (fn, ms) => {
+      armed.push(ms);
+      return setTimeout(fn, ms);
+    },
+    clear: (t) => {
+      cleared++;
+      clearTimeout(t as NodeJS.Timeout);
+    },
+  };
+  return { timers, armed, cleared: () => cleared };
+}
+
+describe('the waits’ re-check clock', () => {
+  it('arms one timer for many waits that each leave before their re-check', () => {
+    const { timers, armed, cleared } = countedTimers();
+    const clock = createRecheckClock(16, timers);
+    for (let i = 0; i < 200; i++) {
+      const takeBack = clock.after(1000, () => {
+        throw new Error('a wait taken back was woken');
+      });
+      takeBack();
+    }
+    expect(armed).toHaveLength(1);
+    expect(cleared()).toBe(0);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('wakes each wait once, not before its due time, in due order; a taken-back one never', async () => {
+    const { timers, armed } = countedTimers();
+    const clock = createRecheckClock(16, timers);
+    const woken: { name: string; late: number }[] = [];
+    const file = (name: string, ms: number) => {
+      const due = performance.now() + ms;
+      return clock.after(ms, () => woken.push({ name, late: performance.now() - due }));
+    };
+    file('c', 90);
+    file('a', 10);
+    const takeBack = file('x', 40);
+    file('b', 50);
+    takeBack();
+    while (clock.pending > 0) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(woken.map((w) => w.name)).toEqual(['a', 'b', 'c']);
+    for (const w of woken) expect(w.late).toBeGreaterThanOrEqual(0);
+    // An earlier wait re-arms (c, then a), each firing arms the next slot left (b, c): never one a wait.
+    expect(armed.length).toBeLessThanOrEqual(4);
+  });
+});
+
 describe('waitForEnd with a WaitSignal', () => {
   let gateway: GatewayAppUnderTest;
   let key: string;
@@ -167,6 +227,44 @@ describe('waitForEnd with a WaitSignal', () => {
       expect(made).toBe(unwaited);
     } finally {
       globalThis.AbortController = Real;
+    }
+  });
+
+  it('waits ended by their runs’ ends arm no re-check timer of their own', async () => {
+    const service = createRunsService(gateway.deps);
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const created = await submit();
+      expect(created.statusCode).toBe(202);
+      ids.push(created.json().id as string);
+    }
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    // The re-check a wait had (1 s), whoever arms it: the service's clock or the wait itself.
+    const rechecks = () => spy.mock.calls.filter(([, ms]) => Number(ms) >= 900 && Number(ms) <= 1100).length;
+    try {
+      for (const id of ids) {
+        const run = await gateway.deps.runs.get(id);
+        if (!run) throw new Error('run not stored');
+        const waited = service.waitForEnd(id, 60_000);
+        await gateway.deps.runs.finish(run, {
+          status: 'Cancelled',
+          result: {
+            _tag: 'Failed',
+            reason: 'Cancelled',
+            kind: 'abort',
+            message: 'ended by the test',
+            logs: [],
+          },
+          text: 'code run failed (abort): ended by the test',
+          kind: 'abort',
+        });
+        expect((await waited)?.status).toBe('Cancelled');
+      }
+      // One wait after another, each a few ms: the first arms the clock and the rest find it armed
+      // (a second at most, should the test outlast the first re-check). Each wait armed its own before.
+      expect(rechecks()).toBeLessThanOrEqual(2);
+    } finally {
+      spy.mockRestore();
     }
   });
 });
