@@ -27,9 +27,28 @@ interface SpawnOptions {
   wrapCommand?: (command: string, args: string[]) => { command: string; args: string[] };
   startupTimeoutMs: number;
   frameLimits?: FrameLimits;
-  /** Environment of the host: empty unless given. */
+  /** Environment of the host, beside HOST_ENV (a name given here wins). */
   env?: Record<string, string>;
 }
+
+const MIB = 1024 * 1024;
+/**
+ * What every host's environment holds: glibc malloc's thresholds fixed at the values its dynamic
+ * threshold reaches once a host has freed a few MiB, instead of starting at 128 KiB. A fresh host
+ * at the defaults moved its heap's top with `brk` 0.5–2.7 times a run (grow, then trim, each
+ * freeing or faulting pages: ~11 µs a page on this VM), and large blocks went to mmap+munmap and
+ * were faulted in again; with these, 0 `brk` a trivial run and 15–45 fewer page faults a run that
+ * returns ~300 KB (test/bench/README.md, round 31 `host-faults`). Freed memory kept at the heap's
+ * top is bounded by the trim threshold, below what the dynamic default may keep (twice its mmap
+ * threshold, up to 64 MiB). Ignored where Node is not linked with glibc.
+ */
+export const HOST_ENV: Readonly<Record<string, string>> = {
+  GLIBC_TUNABLES: [
+    `glibc.malloc.mmap_threshold=${4 * MIB}`,
+    `glibc.malloc.trim_threshold=${8 * MIB}`,
+    `glibc.malloc.top_pad=${1 * MIB}`,
+  ].join(':'),
+};
 
 const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
 
@@ -86,7 +105,7 @@ export class HostProcess {
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn(command, args, { env: options.env ?? {}, stdio: ['pipe', 'pipe', 'pipe'] });
+        child = spawn(command, args, { env: { ...HOST_ENV, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
       } catch (e) {
         reject(new Error(`cannot start the sandbox host: ${(e as Error).message}`));
         return;
