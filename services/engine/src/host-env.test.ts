@@ -35,9 +35,9 @@ async function hostEnvironment(hostEnv?: Record<string, string>): Promise<Record
 }
 
 describe("the sandbox host's environment", () => {
-  it('holds glibc malloc thresholds fixed above their 128 KiB start, and nothing else by default', async () => {
+  it('holds glibc malloc's top pad and mmap threshold, and nothing else by default', async () => {
     expect(HOST_ENV.GLIBC_TUNABLES).toBe(
-      'glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608:glibc.malloc.top_pad=1048576',
+      'glibc.malloc.top_pad=1048576:glibc.malloc.mmap_threshold=4194304',
     );
     expect(await hostEnvironment()).toEqual({ GLIBC_TUNABLES: HOST_ENV.GLIBC_TUNABLES });
   });

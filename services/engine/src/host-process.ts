@@ -33,21 +33,16 @@ interface SpawnOptions {
 
 const MIB = 1024 * 1024;
 /**
- * What every host's environment holds: glibc malloc's thresholds fixed at the values its dynamic
- * threshold reaches once a host has freed a few MiB, instead of starting at 128 KiB. A fresh host
- * at the defaults moved its heap's top with `brk` 0.5–2.7 times a run (grow, then trim, each
- * freeing or faulting pages: ~11 µs a page on this VM), and large blocks went to mmap+munmap and
- * were faulted in again; with these, 0 `brk` a trivial run and 15–45 fewer page faults a run that
- * returns ~300 KB (test/bench/README.md, round 31 `host-faults`). Freed memory kept at the heap's
- * top is bounded by the trim threshold, below what the dynamic default may keep (twice its mmap
- * threshold, up to 64 MiB). Ignored where Node is not linked with glibc.
+ * What every host's environment holds: glibc malloc's heap top kept 1 MiB past what is in use, and
+ * blocks under 4 MiB from the heap rather than each its own mmap. At glibc's defaults a host moved
+ * its heap's top with `brk` 0.5–2.7 times a trivial run (grow, then trim: pages freed and faulted
+ * in again, ~11 µs a page on this VM) and a run with a few large blocks mapped and unmapped each
+ * (test/bench/README.md, round 31 `host-faults`). The trim threshold stays glibc's 128 KiB: a
+ * larger one kept more freed memory resident and replaced hosts for resident growth twice as often.
+ * Ignored where Node is not linked with glibc.
  */
 export const HOST_ENV: Readonly<Record<string, string>> = {
-  GLIBC_TUNABLES: [
-    `glibc.malloc.mmap_threshold=${4 * MIB}`,
-    `glibc.malloc.trim_threshold=${8 * MIB}`,
-    `glibc.malloc.top_pad=${1 * MIB}`,
-  ].join(':'),
+  GLIBC_TUNABLES: [`glibc.malloc.top_pad=${MIB}`, `glibc.malloc.mmap_threshold=${4 * MIB}`].join(':'),
 };
 
 const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
