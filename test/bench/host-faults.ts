@@ -15,6 +15,9 @@
  * HOST_FLAGS: node/V8 flags added to the host's command line (space separated); HOST_ENV: its
  * environment (`A=1 B=2`, added to what the engine gives it). JAIL=1: under the kernel launcher.
  * PERF=1: prints the host's pid and waits 2 s before each round (for `perf record -p`).
+ * SPLIT=1: also `perf record --call-graph dwarf` of the round's page faults and page-table syscalls,
+ * each given to the stage its stack shows (isolate made, context, harness compiled from its cache,
+ * dispose, optimizing compile, GC, the program; first match in that order), a run.
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -114,6 +117,54 @@ function perfStat(pid: number): { stop: () => Promise<Map<string, number>> } | u
   };
 }
 
+/** Stages by the frames their stacks hold; the first that matches wins. */
+const STAGES: [string, RegExp][] = [
+  ['dispose', /Isolate::Delete|Isolate::Deinit|Heap::TearDown|~IsolateEnvironment/],
+  ['isolate', /StartupDeserializer|Snapshot::Initialize|IsolateCtor|Isolate::Init\b/],
+  ['context', /ContextDeserializer|NewContext|Context::New|CreateContext|Genesis/],
+  ['harness compile', /CodeSerializer|CompileScript|ScriptCompiler/],
+  ['optimizing compile', /maglev::|compiler::|baseline::/],
+  ['gc', /Scavenge|MarkCompact|Sweeper|CollectGarbage/],
+  ['program', /Execution::|Builtins_JSEntry/],
+];
+
+/** `perf record` of faults and page-table syscalls on pid: stop() gives counts by (event, stage). */
+function perfSplit(pid: number): { stop: () => Promise<Map<string, number>> } | undefined {
+  if (!process.env.SPLIT) return undefined;
+  const data = `/tmp/host-faults-${process.pid}.data`;
+  const events = ['page-faults', ...SYSCALLS.map((s) => `syscalls:sys_enter_${s}`)].join(',');
+  const child = spawn(
+    'perf',
+    ['record', '-q', '-c', '1', '-e', events, '--call-graph', 'dwarf,16384', '-p', String(pid), '-o', data],
+    { stdio: 'ignore' },
+  );
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  return {
+    async stop() {
+      child.kill('SIGINT');
+      await exited;
+      const script = spawn('perf', ['script', '-i', data, '-F', 'event,ip,sym'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      let text = '';
+      script.stdout.on('data', (c: Buffer) => {
+        text += c.toString();
+      });
+      await new Promise<void>((r) => script.on('exit', () => r()));
+      const counts = new Map<string, number>();
+      for (const sample of text.split(/\n\s*\n/)) {
+        const event = /(page-faults|sys_enter_\w+)/.exec(sample)?.[1]?.replace('sys_enter_', '');
+        if (!event) continue;
+        const stage = STAGES.find(([, re]) => re.test(sample))?.[0] ?? 'other';
+        const key = `${event} ${stage}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      spawn('rm', ['-f', data]);
+      return counts;
+    },
+  };
+}
+
 const pids: number[] = [];
 const jail = process.env.JAIL
   ? (await import('@islet/kernel-sandbox')).wrapCommandForMode('read-only')
@@ -138,7 +189,8 @@ const settle = () => new Promise((r) => setTimeout(r, 300));
 try {
   const once = async () => {
     const out = await engine.execute(PROGRAM);
-    if (out.status !== 'completed' || (PROGRAM === TRIVIAL && out.valueJson !== '12')) throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
+    if (out.status !== 'completed' || (PROGRAM === TRIVIAL && out.valueJson !== '12'))
+      throw new Error(`engine run failed: ${JSON.stringify(out.failure)}`);
   };
   for (let i = 0; i < 30; i++) await once();
   await settle();
@@ -153,7 +205,8 @@ try {
       await new Promise((res) => setTimeout(res, 2000));
     }
     const perf = perfStat(pid);
-    if (perf) await new Promise((res) => setTimeout(res, 500));
+    const split = perfSplit(pid);
+    if (perf || split) await new Promise((res) => setTimeout(res, split ? 1500 : 500));
     const a = snapshot(pid);
     for (let i = 0; i < RUNS; i++) await once();
     await settle();
@@ -173,6 +226,20 @@ try {
     const line = `round ${r + 1}: faults ${per(b.minflt - a.minflt)} minor ${per(b.majflt - a.majflt)} major a run (${threads}); syscalls ${per(sys.get('all') ?? 0)}: ${sc}; host CPU ${(((b.ticks - a.ticks) * TICK_MS) / RUNS).toFixed(2)} ms a run; idle RSS ${residentMiB(pid).toFixed(1)} MiB`;
     rows.push(line);
     console.log(line);
+    const stages = await split?.stop();
+    if (stages) {
+      const byEvent = new Map<string, { parts: string[]; n: number }>();
+      for (const [key, n] of [...stages].sort((x, y) => y[1] - x[1])) {
+        const [event, ...stage] = key.split(' ');
+        const row = byEvent.get(event!) ?? { parts: [], n: 0 };
+        row.parts.push(`${stage.join(' ')} ${per(n)}`);
+        row.n += n;
+        byEvent.set(event!, row);
+      }
+      // perf drops samples when its buffer fills (a dwarf stack each): the recorded total is shown.
+      for (const [event, row] of byEvent)
+        console.log(`  ${event} a run by stage (${per(row.n)} recorded): ${row.parts.join(', ')}`);
+    }
   }
 } finally {
   await engine.close();

@@ -100,7 +100,10 @@ export class HostProcess {
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn(command, args, { env: { ...HOST_ENV, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+        child = spawn(command, args, {
+          env: { ...HOST_ENV, ...options.env },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
       } catch (e) {
         reject(new Error(`cannot start the sandbox host: ${(e as Error).message}`));
         return;
