@@ -18,6 +18,14 @@ interface Variant {
 const MIB = 1024 * 1024;
 const ALL: Variant[] = [
   { name: 'base', flags: [], env: {} },
+  // glibc's own dynamic thresholds, as hosts had before HOST_ENV (host-process.ts) fixed them.
+  { name: 'malloc-dynamic', flags: [], env: { GLIBC_TUNABLES: '' } },
+  { name: 'pad-1m', flags: [], env: { GLIBC_TUNABLES: `glibc.malloc.top_pad=${MIB}` } },
+  {
+    name: 'pad-1m-mmap-4m',
+    flags: [],
+    env: { GLIBC_TUNABLES: `glibc.malloc.top_pad=${MIB}:glibc.malloc.mmap_threshold=${4 * MIB}` },
+  },
   { name: 'arena-1', flags: [], env: { GLIBC_TUNABLES: 'glibc.malloc.arena_max=1' } },
   { name: 'arena-2', flags: [], env: { GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' } },
   { name: 'trim-128k', flags: [], env: { GLIBC_TUNABLES: `glibc.malloc.trim_threshold=${128 * 1024}` } },

@@ -256,7 +256,7 @@ export interface EngineOptions {
    * Background replacements (`prewarm`) are not counted.
    */
   maxStartingHosts?: number;
-  /** Environment of the sandbox host process. Default: empty. */
+  /** Environment of the sandbox host process, beside host-process.ts' HOST_ENV (a name here wins). */
   hostEnv?: Record<string, string>;
   /** Told about every sandbox host process start, exit and replacement (metrics). Must not throw. */
   onProcessEvent?: (event: ProcessEvent) => void;
