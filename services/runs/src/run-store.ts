@@ -313,7 +313,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // Only an end whose caller learns its answer later (`onEnded`) is handed over.
         const deferred =
           end.onEnded &&
-          lease.deferEnd?.([...endKeys, ...release.keys], [...endArgs, ...release.args, ...flat]);
+          lease.deferEnd?.([...endKeys, ...release.keys], [...endArgs, ...release.args, ...flat], end.status);
         if (deferred) {
           // The worker's completion writes the end (and its wake-up) first in its own script; the
           // runner is done with the lease now, the deferred job the slot goes to follows.
