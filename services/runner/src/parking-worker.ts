@@ -108,6 +108,12 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
 
   constructor(...args: ConstructorParameters<typeof Worker<DataType>>) {
     super(...args);
+    void this.client.then(
+      (client) => {
+        this.readyClient = client;
+      },
+      () => undefined,
+    );
     this.bullClosing = new Promise((resolve) => {
       this.closeBegan = resolve;
     });
@@ -186,20 +192,12 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     const ended = deferRunEnd(host, jobId, keys, args, slotToken);
     if (!ended || !complete) return ended;
     const bull = this as unknown as { connection: { closing: boolean }; paused: boolean };
-    // BullMQ's `handleCompleted` sends nothing once its connection closes: neither does this.
-    if (bull.connection.closing) return ended;
-    if (!this.readyClient) {
-      // The first end of this worker goes with BullMQ's call; the ones after it, at once.
-      void this.client.then(
-        (client) => {
-          this.readyClient = client;
-        },
-        () => undefined,
-      );
-      return ended;
-    }
+    // BullMQ's `handleCompleted` sends nothing once its connection closes, nor does this; an end
+    // before the client resolved goes with BullMQ's call.
+    if (bull.connection.closing || !this.readyClient) return ended;
     const fetchNext = (this.fetchNexts.get(complete.token)?.() ?? true) && !(this.closing || bull.paused);
-    if (completeAtEnd(host, jobId, { ...complete, fetchNext, client: this.readyClient })) this.completionsAtEnd++;
+    if (completeAtEnd(host, jobId, { ...complete, fetchNext, client: this.readyClient }))
+      this.completionsAtEnd++;
     return ended;
   }
 
