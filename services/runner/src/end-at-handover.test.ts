@@ -7,6 +7,7 @@
  */
 import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
+import { Scripts } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
@@ -23,6 +24,8 @@ afterAll(() => h.close());
 
 describe("a run's end and its job's completion, sent as the end is handed over", () => {
   it('goes before the processor returns and before BullMQ builds its completion; BullMQ sends nothing more; each run ended and completed once', async () => {
+    // Spied before the worker binds it (its first end): what BullMQ's completion arguments cost.
+    const built = vi.spyOn(Scripts.prototype, 'moveToCompletedArgs');
     const t = await setUp('handover', true, undefined, { handOff: true, noteEnds: true });
     const original = LuaScript.prototype.run;
     const run = vi.spyOn(LuaScript.prototype, 'run');
@@ -79,7 +82,11 @@ describe("a run's end and its job's completion, sent as the end is handed over",
         expect(await job?.getState()).toBe('completed');
       }
       expect(await t.queue.getCompletedCount()).toBe(4);
+      // Built once a run: BullMQ's own completion reuses the arguments sent (no second `pack`).
+      for (const id of ids)
+        expect(built.mock.calls.filter((c) => (c[0] as { id?: string }).id === id)).toHaveLength(1);
     } finally {
+      built.mockRestore();
       run.mockRestore();
       await t.close();
     }

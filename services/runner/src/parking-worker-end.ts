@@ -12,8 +12,11 @@ import type { SlotGate } from './slot-gate.ts';
 export interface DeferEndHost {
   scripts: ExecScripts | undefined;
   pendingEnds: Map<string, PendingEnd>;
-  /** Completions sent as their run's end was handed over (`completeAtEnd`), by job id, until BullMQ's own call takes the answer. */
-  sentEarly: Map<string, Promise<unknown>>;
+  /**
+   * Completions sent as their run's end was handed over (`completeAtEnd`), by job id: their
+   * arguments and answer, until BullMQ's own completion takes them.
+   */
+  sentEarly: Map<string, SentEarly>;
   started: Map<string, unknown>;
   keptFor: Map<string, string>;
   fetchStart: FetchStart | undefined;
@@ -62,9 +65,15 @@ export function deferRunEnd(
       (id) => {
         const sent = host.sentEarly.get(id);
         if (sent) host.sentEarly.delete(id);
-        return sent;
+        return sent?.answer;
       },
     );
+    // BullMQ's completion of a job whose completion went already builds no arguments again: it
+    // gets those sent (its `finishedOn` then reads the timestamp Redis stored).
+    const argsOf = scripts.moveToCompletedArgs?.bind(scripts);
+    if (argsOf)
+      scripts.moveToCompletedArgs = (job, ...rest) =>
+        host.sentEarly.get(String((job as { id?: unknown }).id))?.args ?? argsOf(job, ...rest);
     scripts.fused = true;
   }
   const start = host.fetchStart;
@@ -96,6 +105,12 @@ export function deferRunEnd(
   );
 }
 
+/** A completion sent at its run's end's hand-over: what was sent, and its answer. */
+export interface SentEarly {
+  args: unknown[];
+  answer: Promise<unknown>;
+}
+
 /** The job's completion as BullMQ's `handleCompleted` would send it, known when the run's end is handed over. */
 export interface CompletionTerms {
   job: { id?: string; opts: { removeOnComplete?: unknown } };
@@ -116,7 +131,7 @@ export interface CompletionTerms {
  * The arguments are BullMQ's own (`moveToCompletedArgs`, with the value the processor returns);
  * the call goes through the worker's wrapped `execCommand`, so it takes the pending end as BullMQ's
  * call would have. BullMQ's call comes after (its bookkeeping: the job's fields, events, the next
- * job) and gets this call's answer (`sentEarly`), sending nothing. False: not sent (no fused
+ * job) and gets these arguments and this call's answer (`sentEarly`), building and sending nothing. False: not sent (no fused
  * scripts, no client yet, no end pending); BullMQ's completion runs the end as before.
  */
 export function completeAtEnd(host: DeferEndHost, jobId: string, terms: CompletionTerms): boolean {
@@ -136,9 +151,9 @@ export function completeAtEnd(host: DeferEndHost, jobId: string, terms: Completi
     terms.token,
     terms.fetchNext,
   );
-  const sent = scripts.execCommand(terms.client, 'moveToFinished', args);
+  const answer = scripts.execCommand(terms.client, 'moveToFinished', args);
   // Its failure is BullMQ's completion's to meet (it gets this promise); the end's own script ran already.
-  sent.catch(() => undefined);
-  host.sentEarly.set(jobId, sent);
+  answer.catch(() => undefined);
+  host.sentEarly.set(jobId, { args, answer });
   return true;
 }

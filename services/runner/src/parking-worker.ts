@@ -37,7 +37,7 @@ import { type PendingEnd, runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
 import { type Handed, nextJobData } from './handoff-store.ts';
 import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
-import { completeAtEnd, type DeferEndHost, deferRunEnd } from './parking-worker-end.ts';
+import { completeAtEnd, type DeferEndHost, deferRunEnd, type SentEarly } from './parking-worker-end.ts';
 import type { ExecScripts, FetchLoopState, FetchStart } from './parking-worker-types.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
@@ -70,7 +70,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   /** Completions sent as their run's end was handed over (`completeAtEnd`; tests read it). */
   completionsAtEnd = 0;
   /** Their answers, by job id, until BullMQ's own completion call takes them. */
-  private readonly sentEarly = new Map<string, Promise<unknown>>();
+  private readonly sentEarly = new Map<string, SentEarly>();
   /** Each job's `fetchNext` callback as its `processJob` was given it (wrapped), by token. */
   private readonly fetchNexts = new Map<string, () => boolean>();
   /** The worker's client once resolved: a completion sent at the end's hand-over goes on it. */
