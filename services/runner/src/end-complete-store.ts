@@ -65,13 +65,17 @@ export async function runEndAlone(client: Redis, end: PendingEnd): Promise<void>
 
 /**
  * Wraps BullMQ's `execCommand(client, name, args)`: a completion whose job has an end pending
- * (`take(jobId)` hands it over once) runs fused with it. The other calls go as they are.
+ * (`take(jobId)` hands it over once) runs fused with it. The other calls go as they are. A
+ * completion already sent for the job (`sent(jobId)`, once: the worker sent it as the end was
+ * handed over, parking-worker-end.ts `completeAtEnd`) is not sent again: BullMQ's own call gets
+ * that call's answer.
  */
 export function completingExec(
   scriptsVersion: string,
   exec: (client: RedisClient, name: string, args: unknown[]) => Promise<unknown>,
   take: (jobId: string) => PendingEnd | undefined,
   closing: () => boolean = () => false,
+  sent: (jobId: string) => Promise<unknown> | undefined = () => undefined,
 ): (client: RedisClient, name: string, args: unknown[]) => Promise<unknown> {
   // Scripts of another BullMQ than the one whose completion text is embedded: theirs, as they are.
   if (scriptsVersion !== version) return exec;
@@ -83,6 +87,8 @@ export function completingExec(
       args = [...args];
       args[COMPLETE_KEYS + FETCH_NEXT_ARG] = 0;
     }
+    const early = completion ? sent(String(args[COMPLETE_KEYS])) : undefined;
+    if (early) return early;
     const end = completion ? take(String(args[COMPLETE_KEYS])) : undefined;
     if (!end) return exec(client, name, args);
     const redis = client as unknown as Redis;

@@ -268,6 +268,8 @@ describe("a run's end in its job's completion (one server)", () => {
       expect(await redis.hget(keys.run('x1'), 'status')).toBe('Completed');
       expect(await endEvents('x1')).toBe(1);
       expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+      // The fused call went as the end was handed over (completeAtEnd); BullMQ's completion met its failure.
+      expect(t.worker().completionsAtEnd).toBe(1);
       await redis.del(completedKey);
     } finally {
       await t.close();

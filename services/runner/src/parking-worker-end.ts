@@ -1,7 +1,9 @@
 /**
  * A run's end handed to its job's completion (ParkingWorker.deferEnd, parking-worker.ts): the
- * worker's scripts fused with end-complete-store.ts once, the end kept until the completion runs it.
+ * worker's scripts fused with end-complete-store.ts once, the end kept until the completion runs it,
+ * or the completion sent at once (`completeAtEnd`).
  */
+import type { RedisClient } from 'bullmq';
 import { completingExec, type PendingEnd } from './end-complete-store.ts';
 import type { ExecScripts, FetchStart } from './parking-worker-types.ts';
 import type { SlotGate } from './slot-gate.ts';
@@ -10,6 +12,11 @@ import type { SlotGate } from './slot-gate.ts';
 export interface DeferEndHost {
   scripts: ExecScripts | undefined;
   pendingEnds: Map<string, PendingEnd>;
+  /**
+   * Completions sent as their run's end was handed over (`completeAtEnd`), by job id: their
+   * arguments and answer, until BullMQ's own completion takes them.
+   */
+  sentEarly: Map<string, SentEarly>;
   started: Map<string, unknown>;
   keptFor: Map<string, string>;
   fetchStart: FetchStart | undefined;
@@ -55,7 +62,18 @@ export function deferRunEnd(
         return end;
       },
       () => host.isClosing(),
+      (id) => {
+        const sent = host.sentEarly.get(id);
+        if (sent) host.sentEarly.delete(id);
+        return sent?.answer;
+      },
     );
+    // BullMQ's completion of a job whose completion went already builds no arguments again: it
+    // gets those sent (its `finishedOn` then reads the timestamp Redis stored).
+    const argsOf = scripts.moveToCompletedArgs?.bind(scripts);
+    if (argsOf)
+      scripts.moveToCompletedArgs = (job, ...rest) =>
+        host.sentEarly.get(String((job as { id?: unknown }).id))?.args ?? argsOf(job, ...rest);
     scripts.fused = true;
   }
   const start = host.fetchStart;
@@ -85,4 +103,57 @@ export function deferRunEnd(
   return new Promise((resolve, reject) =>
     host.pendingEnds.set(jobId, { keys, args, resolve, reject, ...(startNext ? { startNext } : {}) }),
   );
+}
+
+/** A completion sent at its run's end's hand-over: what was sent, and its answer. */
+export interface SentEarly {
+  args: unknown[];
+  answer: Promise<unknown>;
+}
+
+/** The job's completion as BullMQ's `handleCompleted` would send it, known when the run's end is handed over. */
+export interface CompletionTerms {
+  job: { id?: string; opts: { removeOnComplete?: unknown } };
+  token: string;
+  /** The processor's return value (BullMQ stores its JSON as the job's return value). */
+  result: string;
+  /** BullMQ's `fetchNextCallback() && !(closing || paused)`, read now. */
+  fetchNext: boolean;
+  /** The worker's client, once resolved (BullMQ's completion awaits `queue.client`). */
+  client: RedisClient | undefined;
+}
+
+/**
+ * Sends the job's completion, fused with its run's end just handed over (`deferRunEnd`), at once:
+ * BullMQ's own completion would follow only once the processor has returned, through its
+ * `processJob` tail, `handleCompleted` and `Job.moveToCompleted` (~60-90 µs of cold code a run
+ * between the host's `done` and the end's write: test/bench/README.md, round 31 `runner-end`).
+ * The arguments are BullMQ's own (`moveToCompletedArgs`, with the value the processor returns);
+ * the call goes through the worker's wrapped `execCommand`, so it takes the pending end as BullMQ's
+ * call would have. BullMQ's call comes after (its bookkeeping: the job's fields, events, the next
+ * job) and gets these arguments and this call's answer (`sentEarly`), building and sending nothing. False: not sent (no fused
+ * scripts, no client yet, no end pending); BullMQ's completion runs the end as before.
+ */
+export function completeAtEnd(host: DeferEndHost, jobId: string, terms: CompletionTerms): boolean {
+  const scripts = host.scripts;
+  if (
+    !scripts?.fused ||
+    typeof scripts.moveToCompletedArgs !== 'function' ||
+    !terms.client ||
+    !host.pendingEnds.has(jobId) ||
+    host.sentEarly.has(jobId)
+  )
+    return false;
+  const args = scripts.moveToCompletedArgs(
+    terms.job,
+    JSON.stringify(terms.result),
+    terms.job.opts.removeOnComplete,
+    terms.token,
+    terms.fetchNext,
+  );
+  const answer = scripts.execCommand(terms.client, 'moveToFinished', args);
+  // Its failure is BullMQ's completion's to meet (it gets this promise); the end's own script ran already.
+  answer.catch(() => undefined);
+  host.sentEarly.set(jobId, { args, answer });
+  return true;
 }

@@ -34,6 +34,14 @@ export interface FetchStart {
 /** BullMQ's Scripts, private there: its calls go through `execCommand`. */
 export interface ExecScripts {
   execCommand(client: RedisClient, name: string, args: unknown[]): Promise<unknown>;
+  /** BullMQ's completion's keys and arguments, as its `Job.moveToCompleted` builds them. */
+  moveToCompletedArgs?(
+    job: unknown,
+    returnvalue: string,
+    removeOnComplete: unknown,
+    token: string,
+    fetchNext: boolean,
+  ): unknown[];
   version: string;
   fused?: boolean;
 }

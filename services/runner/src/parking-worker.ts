@@ -37,7 +37,7 @@ import { type PendingEnd, runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
 import { type Handed, nextJobData } from './handoff-store.ts';
 import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
-import { type DeferEndHost, deferRunEnd } from './parking-worker-end.ts';
+import { completeAtEnd, type DeferEndHost, deferRunEnd, type SentEarly } from './parking-worker-end.ts';
 import type { ExecScripts, FetchLoopState, FetchStart } from './parking-worker-types.ts';
 import { claimDrained } from './queue-drain-store.ts';
 import type { SlotGate } from './slot-gate.ts';
@@ -67,6 +67,14 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private readonly pendingEnds = new Map<string, PendingEnd>();
   /** Completions that ran their run's end in the same script (tests read it). */
   fusedCompletions = 0;
+  /** Completions sent as their run's end was handed over (`completeAtEnd`; tests read it). */
+  completionsAtEnd = 0;
+  /** Their answers, by job id, until BullMQ's own completion call takes them. */
+  private readonly sentEarly = new Map<string, SentEarly>();
+  /** Each job's `fetchNext` callback as its `processJob` was given it (wrapped), by token. */
+  private readonly fetchNexts = new Map<string, () => boolean>();
+  /** The worker's client once resolved: a completion sent at the end's hand-over goes on it. */
+  private readyClient: RedisClient | undefined;
   /** Tokens whose completion brought a next job started (its id): its slot stays reserved for it. */
   private readonly keptFor = new Map<string, string>();
   /** Completions that also started their next job's run (tests read it). */
@@ -100,6 +108,12 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
 
   constructor(...args: ConstructorParameters<typeof Worker<DataType>>) {
     super(...args);
+    void this.client.then(
+      (client) => {
+        this.readyClient = client;
+      },
+      () => undefined,
+    );
     this.bullClosing = new Promise((resolve) => {
       this.closeBegan = resolve;
     });
@@ -146,16 +160,22 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     return job;
   }
 
-  /** The run's end goes with the job's completion: `deferRunEnd` (parking-worker-end.ts). */
+  /**
+   * The run's end goes with the job's completion: `deferRunEnd` (parking-worker-end.ts). With
+   * `complete` (the job, its token and what its processor returns), the completion is sent now
+   * (`completeAtEnd`), not once the processor has returned.
+   */
   deferEnd(
     jobId: string,
     keys: string[],
     args: (string | number)[],
     slotToken?: string,
+    complete?: { job: Job<DataType>; token: string; result: string },
   ): Promise<unknown> | undefined {
     const host: DeferEndHost = {
       scripts: (this as unknown as { scripts?: ExecScripts }).scripts,
       pendingEnds: this.pendingEnds,
+      sentEarly: this.sentEarly,
       started: this.started,
       keptFor: this.keptFor,
       fetchStart: this.fetchStart,
@@ -169,7 +189,16 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         this.completionStarts++;
       },
     };
-    return deferRunEnd(host, jobId, keys, args, slotToken);
+    const ended = deferRunEnd(host, jobId, keys, args, slotToken);
+    if (!ended || !complete) return ended;
+    const bull = this as unknown as { connection: { closing: boolean }; paused: boolean };
+    // BullMQ's `handleCompleted` sends nothing once its connection closes, nor does this; an end
+    // before the client resolved goes with BullMQ's call.
+    if (bull.connection.closing || !this.readyClient) return ended;
+    const fetchNext = (this.fetchNexts.get(complete.token)?.() ?? true) && !(this.closing || bull.paused);
+    if (completeAtEnd(host, jobId, { ...complete, fetchNext, client: this.readyClient }))
+      this.completionsAtEnd++;
+    return ended;
   }
 
   protected override async moveToActive(
@@ -321,6 +350,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     // back to the queue unrun, for another runner.
     if (this.isClosing) return this.giveBackClosing(args[0], token);
     this.processing.add(token);
+    this.fetchNexts.set(token, args[2]);
     // The start this job's fetch made: the only one its end may give back (a fetch of the same job
     // after its deferral, this processJob's own included, brings a start of its own).
     const id = args[0].id;
@@ -353,6 +383,9 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         }
       } finally {
         this.processing.delete(token);
+        this.fetchNexts.delete(token);
+        // Taken by BullMQ's completion; left only when it made none (the job failed after its end).
+        if (id !== undefined) this.sentEarly.delete(id);
       }
     }
   }

@@ -81,3 +81,11 @@ export type ExecuteResult =
   | 'skipped'
   | 'superseded'
   | 'deferred';
+
+/**
+ * What `execute` returns for a run whose end it wrote with `status`: its job's return value,
+ * which BullMQ stores; a completion sent as the end is handed over (run-processing.ts) stores it
+ * before `execute` has returned it.
+ */
+export const endedResult = (status: 'Completed' | 'Failed' | 'Cancelled'): ExecuteResult =>
+  status === 'Completed' ? 'completed' : status === 'Cancelled' ? 'cancelled' : 'failed';

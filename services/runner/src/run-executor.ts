@@ -24,6 +24,7 @@ import { waitReleased } from './released-wait.ts';
 import {
   type ExecuteJob,
   type ExecuteResult,
+  endedResult,
   HandBackError,
   type Replay,
   type RunExecutorDeps,
@@ -369,11 +370,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           metrics.replayMismatches.inc();
       },
     });
-    return mapped.status === 'Completed'
-      ? 'completed'
-      : mapped.status === 'Cancelled'
-        ? 'cancelled'
-        : 'failed';
+    return endedResult(mapped.status);
   }
 
   /**

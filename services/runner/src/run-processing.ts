@@ -10,6 +10,7 @@ import { DelayedError, type Job } from 'bullmq';
 import type { JobLease } from './fair-share.ts';
 import type { ParkingWorker } from './parking-worker.ts';
 import { HandBackError } from './run-executor.ts';
+import { endedResult } from './run-executor-types.ts';
 import { RunSlot } from './run-slot.ts';
 import { gateFor, type RunControls, type RunnerContext } from './runner-context.ts';
 import { withTenantSlot } from './tenant-slot.ts';
@@ -69,8 +70,11 @@ export async function processModeJob(
       token,
       (lease) => {
         if (lease && fuseEnd)
-          lease.deferEnd = (keys, args) => {
-            const ended = worker.deferEnd(jobId, keys, args, slot.active ? token : undefined);
+          lease.deferEnd = (keys, args, status) => {
+            // With the end's status, the job's completion goes at once, with what this processor
+            // will return for it (`endedResult`, the executor's), not after the processor returns.
+            const complete = status && token ? { job, token, result: endedResult(status) } : undefined;
+            const ended = worker.deferEnd(jobId, keys, args, slot.active ? token : undefined, complete);
             if (ended) {
               slotAfterEnd = true;
               const free = () => slot.end();

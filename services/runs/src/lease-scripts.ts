@@ -78,9 +78,14 @@ export interface RunLease extends LeaseTerms {
   /**
    * Hands the end's `finish-run-release-18` call (keys, arguments) to the worker's completion,
    * which runs it first in its own script (one server only); resolves with the end's answer.
-   * Undefined (or absent): the end runs its script itself.
+   * Undefined (or absent): the end runs its script itself. `status`: the end's final status (the
+   * runner's job then completes with what its processor returns for it, sent at once).
    */
-  deferEnd?(keys: string[], args: (string | number)[]): Promise<unknown> | undefined;
+  deferEnd?(
+    keys: string[],
+    args: (string | number)[],
+    status?: 'Completed' | 'Failed' | 'Cancelled',
+  ): Promise<unknown> | undefined;
 }
 
 /** lease-acquire-6's keys and arguments (KEYS[1..6], ARGV[1..5]). */
