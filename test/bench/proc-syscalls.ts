@@ -28,6 +28,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { createRedis } from '@islet/core';
 import { processTree } from './capacity-cpu.ts';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 import { processKind } from './ping-app.ts';
@@ -37,6 +38,7 @@ const WARM = Number(process.env.WARM ?? 300);
 const PRIME = Number(process.env.PRIME ?? 2000);
 const CLIENTS = (process.env.CLIENTS ?? '1,16').split(',').map(Number);
 const SYSCALLS = process.env.SYSCALLS !== '0';
+const FAULTS = process.env.FAULTS === '1';
 const TOP = Number(process.env.TOP ?? 8);
 const EXTRA_ENV = JSON.parse(process.env.BENCH_ENV ?? '{}') as Record<string, string>;
 
@@ -51,6 +53,21 @@ interface ThreadCounts {
 }
 
 /** Every thread of the cluster's processes (this bench and its tracer excluded), by tid. */
+/** Resident memory of each kind's processes at the window's end, MB (the sandbox hosts summed). */
+function residentMb(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of processTree(process.pid).slice(1)) {
+    try {
+      const kind = processKind(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '));
+      const kb = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+      if (kind) out.set(kind, (out.get(kind) ?? 0) + kb / 1024);
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
 function threads(): Map<number, ThreadCounts> {
   const out = new Map<number, ThreadCounts>();
   for (const pid of processTree(process.pid).slice(1)) {
@@ -151,8 +168,83 @@ function syscallCounts(text: string, labelOf: (tid: number, comm: string) => str
   return { calls, idle, lost };
 }
 
+/**
+ * `perf <args>` started disabled, switched on and off through its control pipe (fd 3, acks on fd
+ * 4): it counts exactly the runs between, not its own start-up's second.
+ */
+function controlledPerf(args: string[]) {
+  const perf = spawn('perf', [...args, '-D', '-1', '--control', 'fd:3,4'], {
+    stdio: ['ignore', 'ignore', 'inherit', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<void>((r) => perf.once('exit', () => r()));
+  return {
+    control: async (command: 'enable' | 'disable') => {
+      const acked = new Promise<boolean>((r) => (perf.stdio[4] as Readable).once('data', () => r(true)));
+      (perf.stdio[3] as Writable).write(`${command}\n`);
+      if (!(await Promise.race([acked, exited.then(() => false)])))
+        throw new Error(`perf exited before it acknowledged "${command}" (code ${perf.exitCode})`);
+    },
+    stop: async () => {
+      perf.kill('SIGINT');
+      await exited;
+    },
+  };
+}
+
+/**
+ * Where a kind's faults come from: each sampled fault's first frame that names a cause (V8's heap
+ * and compiler, glibc malloc, Node's C++, Redis's own functions), else its leaf, by thread group.
+ */
+function faultSources(
+  data: string,
+  labelOf: (tid: number, comm: string) => string,
+): Map<string, Map<string, number>> {
+  const text = execFileSync('perf', ['script', '-i', data, '-F', 'comm,tid,period,ip,sym'], {
+    maxBuffer: 2 ** 30,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  }).toString();
+  const out = new Map<string, Map<string, number>>();
+  for (const sample of text.split(/\n\s*\n/)) {
+    const [head, ...frames] = sample.split('\n').filter((l) => l.trim());
+    const m = head ? /^\s*(.*?)\s+(\d+)\s+(\d+)\s*$/.exec(head) : null;
+    if (!m) continue;
+    const syms = frames.map((f) =>
+      f
+        .trim()
+        .replace(/^[0-9a-f]+\s*/, '')
+        .replace(/\s+\(.*\)$/, ''),
+    );
+    // A leaf without a symbol is V8's generated code: JS allocating in the young generation.
+    const cause = /^(\[unknown\])?$/.test(syms[0] ?? '')
+      ? '(JS code)'
+      : (syms.find((f) =>
+          /v8::internal::(?!Scavenger::|BodyDescriptor|Heap::CollectGarbage)|node::|_int_malloc|malloc|^uv_|lpNew|sdsnewlen|createEmbeddedString|dictAdd/.test(
+            f,
+          ),
+        ) ??
+        syms[0] ??
+        '?');
+    const label = labelOf(Number(m[2]), m[1]!);
+    const byCause = out.get(label) ?? new Map<string, number>();
+    out.set(label, byCause);
+    const short = cause
+      .replace(/^v8::internal::/, '')
+      .replace(/\(.*$/, '')
+      .slice(0, 70);
+    byCause.set(short, (byCause.get(short) ?? 0) + Number(m[3]));
+  }
+  return out;
+}
+
 const cluster = await startOneClientCluster('0.5', EXTRA_ENV);
 const dir = mkdtempSync(join(tmpdir(), 'proc-syscalls-'));
+const redis = createRedis(cluster.redisUrl);
+/** Redis's dataset and its allocator's resident bytes: a fault a new page, while they grow. */
+const redisMemory = async () => {
+  const info = await redis.info('memory');
+  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return { used: field('used_memory'), resident: field('allocator_resident') };
+};
 try {
   const once = trivialRun(cluster, 'proc-syscalls');
   console.log(
@@ -177,35 +269,28 @@ try {
         }
       });
     const data = join(dir, `trace-${clients}.data`);
-    // perf's control pipe (fd 3) and its acks (fd 4): tracing on for exactly the counted runs.
     const tracer = SYSCALLS
-      ? spawn(
-          'perf',
-          ['trace', 'record', '-q', '-o', data, '-D', '-1', '--control', 'fd:3,4', '-p', pids.join(',')],
-          { stdio: ['ignore', 'ignore', 'inherit', 'pipe', 'pipe'] },
-        )
+      ? controlledPerf(['trace', 'record', '-q', '-o', data, '-p', pids.join(',')])
       : undefined;
-    const exited = tracer ? new Promise<void>((r) => tracer.once('exit', () => r())) : undefined;
-    const control = async (command: 'enable' | 'disable') => {
-      if (!tracer || !exited) return;
-      const acks = tracer.stdio[4] as Readable;
-      const acked = new Promise<boolean>((r) => acks.once('data', () => r(true)));
-      (tracer.stdio[3] as Writable).write(`${command}\n`);
-      if (!(await Promise.race([acked, exited.then(() => false)])))
-        throw new Error(`perf exited before it acknowledged "${command}" (code ${tracer.exitCode})`);
-    };
-    if (tracer) await new Promise((r) => setTimeout(r, 1500));
-    await control('enable');
+    const faultData = join(dir, `faults-${clients}.data`);
+    const faults = FAULTS
+      ? controlledPerf(['record', '-q', '-e', 'page-faults', '-g', '-o', faultData, '-p', pids.join(',')])
+      : undefined;
+    if (tracer || faults) await new Promise((r) => setTimeout(r, 1500));
+    await tracer?.control('enable');
+    await faults?.control('enable');
+    const memA = await redisMemory();
     const a = threads();
     const started = performance.now();
     await burst(once, RUNS, clients);
     const ms = performance.now() - started;
     const b = threads();
-    await control('disable');
-    if (tracer) {
-      tracer.kill('SIGINT');
-      await exited;
-    }
+    const rss = residentMb();
+    const memB = await redisMemory();
+    await faults?.control('disable');
+    await tracer?.control('disable');
+    await tracer?.stop();
+    await faults?.stop();
     console.log(`\n== ${clients} client(s): ${RUNS} runs in ${(ms / 1000).toFixed(1)} s; per run:`);
     // /proc counts by kind and thread group.
     const byGroup = new Map<
@@ -234,29 +319,29 @@ try {
     }
     const gone = [...a.keys()].filter((tid) => !b.has(tid)).length;
     const per = (n: number) => (n / RUNS).toFixed(2);
+    const labelOf = (tid: number, comm: string) => {
+      const t = b.get(tid) ?? a.get(tid);
+      return t ? `${t.kind}:${t.group}` : `new:${comm.replace(/\d+$/, '')}`;
+    };
     let traced: SyscallCounts | undefined;
     if (tracer) {
-      const labelOf = (tid: number, comm: string) => {
-        const t = b.get(tid) ?? a.get(tid);
-        return t ? `${t.kind}:${t.group}` : `new:${comm.replace(/\d+$/, '')}`;
-      };
       execFileSync('perf', ['trace', '-i', data, '-o', `${data}.txt`], { stdio: 'ignore' });
-      const text = readFileSync(`${data}.txt`, 'utf8');
-      traced = syscallCounts(text, labelOf);
+      traced = syscallCounts(readFileSync(`${data}.txt`, 'utf8'), labelOf);
     }
+    const sources = faults ? faultSources(faultData, labelOf) : undefined;
     const kinds = [...new Set([...byKind.keys()])].sort();
     for (const kind of kinds) {
       const k = byKind.get(kind)!;
       // Only the hosts started inside the window are traced (the perf note above): no syscalls for them.
       const seen = kind === 'host' ? undefined : traced;
       const sys = seen
-        ? [...traced.calls]
+        ? [...seen.calls]
             .filter(([l]) => l.startsWith(`${kind}:`))
             .reduce((s, [, m]) => s + [...m.values()].reduce((x, y) => x + y, 0), 0)
         : Number.NaN;
       console.log(
         `${kind}: syscalls ${seen ? per(sys) : '-'}, faults ${per(k.minflt)} (major ${per(k.majflt)}), ` +
-          `switches voluntary ${per(k.vol)}, involuntary ${per(k.invol)}`,
+          `switches voluntary ${per(k.vol)}, involuntary ${per(k.invol)}; RSS ${(rss.get(kind) ?? 0).toFixed(0)} MB`,
       );
       for (const [key, g] of [...byGroup].filter(([l]) => l.startsWith(`${kind}:`)).sort()) {
         const m = seen?.calls.get(key);
@@ -277,12 +362,28 @@ try {
               : '') +
             (top ? `\n      ${top}` : ''),
         );
+        const bySource = sources?.get(key);
+        if (bySource) {
+          const all = [...bySource.values()].reduce((x, y) => x + y, 0);
+          console.log(
+            `      faults from: ${[...bySource]
+              .sort((x, y) => y[1] - x[1])
+              .slice(0, 4)
+              .map(([c, n]) => `${c} ${Math.round((100 * n) / all)}%`)
+              .join(', ')}`,
+          );
+        }
       }
     }
+    console.log(
+      `  redis memory a run: dataset ${((memB.used - memA.used) / RUNS / 1024).toFixed(1)} KB, ` +
+        `allocator resident ${((memB.resident - memA.resident) / RUNS / 1024).toFixed(1)} KB (4 KB a fault)`,
+    );
     if (gone) console.log(`  threads gone in the window (their counts lost): ${gone}`);
     if (traced?.lost) console.log(`  perf lost events ${traced.lost} times: syscall counts are short`);
   }
 } finally {
+  redis.disconnect();
   await cluster.stop();
   if (process.env.KEEP !== '1') rmSync(dir, { recursive: true, force: true });
 }
