@@ -23,6 +23,7 @@ const commandLine = (pid: number | undefined) =>
 
 describe('the services’ Node flags', () => {
   it('are on the gateway’s and the runner’s command lines, before their entry point', () => {
+    expect(SERVICE_NODE_FLAGS.gateway).toContain('--max-semi-space-size=16');
     expect(SERVICE_NODE_FLAGS.runner).toContain('--max-semi-space-size=16');
     for (const [kind, info] of [
       ['gateway', cluster!.gateways[0]],
