@@ -1,27 +1,32 @@
 /**
  * `node test/bench/proc-syscalls.ts`: what a trivial run costs each process of a local cluster in
  * the kernel — syscalls by name, page faults, context switches and wake-ups for nothing — per run
- * and per process kind (`processKind`: redis, gateway, runner, host), thread by thread (the main
- * thread, V8's GC workers, libuv's threadpool, Redis's bio/io threads). On this PVM guest a
- * syscall costs ~1 µs, a first-touch fault 10–15 µs and a wake-up a few µs: their counts a run
- * are real costs, and a loaded machine moves them much less than a time.
+ * and per process kind (`processKind`: redis, gateway, runner, host), thread group by thread group
+ * (`MainThread`, `V8Worker` = V8's platform threads, `libuv-worker`, `redis-server`,
+ * `jemalloc_bg_thd`, `bio_*`: a thread's `comm` with its digits cut). On this PVM guest a syscall
+ * costs ~1 µs, a first-touch fault 10–15 µs and a wake-up a few µs: their counts a run are real
+ * costs, and a loaded machine moves them much less than a time.
  *
- * The cluster is `startOneClientCluster`'s (`BENCH_SLOTS`, default 4). For each client count of
- * `CLIENTS` (default `1,16`), after `PRIME` runs at 16 clients (default 2000: every slot's sandbox
- * host started, the hot code compiled): `WARM` runs (default 300), then `RUNS` (default 500) counted from /proc (each thread's minflt,
- * majflt, voluntary and involuntary switches) and, unless `SYSCALLS=0`, by `perf trace record`
- * enabled over exactly those runs (its control pipe): every syscall with its thread and result.
- * Threads are named by their `comm` with digits cut (`V8 DefaultWorke`, `libuv-worker`,
- * `bio_aof`, `io_thd_`); a thread started inside the window counts from zero. Wake-ups for
- * nothing: epoll waits that returned 0 (a timer or a zero-timeout poll), reads and recvs that
- * failed EAGAIN.
+ * The cluster is `startOneClientCluster`'s (`BENCH_SLOTS`, default 4). First `PRIME` runs at 16
+ * clients (default 2000: every slot's sandbox host started, the hot code compiled; before that V8's
+ * compile jobs fault and wake its workers), then for each client count of `CLIENTS` (default
+ * `1,16`) `WARM` runs (default 300) and `RUNS` counted (default 500): from /proc each thread's
+ * minor and major faults and voluntary and involuntary switches (a thread started inside the window
+ * counts from zero; one gone is reported), each kind's RSS at the end, Redis's dataset and
+ * allocator growth; unless `SYSCALLS=0`, every syscall of the gateway, runner and Redis threads
+ * with its result (`perf trace record`, switched on and off around exactly those runs). Wake-ups
+ * for nothing: epoll waits with a timeout that returned no event (a timer), epoll calls with
+ * timeout 0 (a poll: the loop had work queued), futex wakes that woke a thread, reads and recvs
+ * that failed EAGAIN. `FAULTS=1`: where each thread group's faults come from (`perf record -e
+ * page-faults -g`, the first frame naming a cause). `KEEP=1` keeps perf's files.
  *
  *   node test/bench/proc-syscalls.ts
  *   CLIENTS=1 RUNS=1000 SYSCALLS=0 node test/bench/proc-syscalls.ts
- *   BENCH_ENV='{"NODE_OPTIONS":"--single-threaded-gc"}' node test/bench/proc-syscalls.ts
+ *   ISLET_DEV_NODE_FLAGS=--single-threaded-gc FAULTS=1 node test/bench/proc-syscalls.ts
  *
- * `BENCH_ENV` (a JSON object) is extra environment for the gateway and the runner. `TOP` (default
- * 8) is how many syscalls a thread group lists.
+ * `BENCH_ENV` (a JSON object) is extra environment for the gateway and the runner;
+ * `ISLET_DEV_NODE_FLAGS` (devstack) extra Node flags for both. `TOP` (default 8) is how many
+ * syscalls a thread group lists.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
