@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { SERVICE_NODE_FLAGS } from '../../services/core/src/node-flags.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const COMPONENTS = ['gateway', 'runner', 'operator'] as const;
@@ -156,8 +157,11 @@ describe.each(COMPONENTS.map((c) => [c]))('docker/%s.Dockerfile', (component) =>
     const entry = JSON.parse(ops(final, 'ENTRYPOINT')[0]!.args) as string[];
     // An init is PID 1: node alone as PID 1 gets no default signal handling and reaps no zombies.
     expect(entry.slice(0, 3)).toEqual(['/usr/bin/tini', '--', 'node']);
-    expect(entry[3]).toBe(`services/${component}/src/main.ts`);
-    expect(existsSync(join(ROOT, entry[3]!))).toBe(true);
+    // The gateway's and the runner's Node flags are SERVICE_NODE_FLAGS', the local stack's too.
+    const flags = component === 'gateway' || component === 'runner' ? SERVICE_NODE_FLAGS[component] : [];
+    expect(entry.slice(3, -1)).toEqual(flags);
+    expect(entry.at(-1)).toBe(`services/${component}/src/main.ts`);
+    expect(existsSync(join(ROOT, entry.at(-1)!))).toBe(true);
     const runs = ops(final, 'RUN').map((i) => i.args);
     expect(runs.join(' ')).toMatch(/apt-get install -y --no-install-recommends [^&]*\btini\b/);
   });

@@ -6,6 +6,7 @@ export * from './keys.ts';
 export * from './logger.ts';
 export * from './metric-series.ts';
 export * from './metrics.ts';
+export * from './node-flags.ts';
 export * from './redis.ts';
 export * from './redis-connection.ts';
 export * from './redis-probe.ts';

@@ -4,6 +4,7 @@
  * one of its ports first.
  */
 import type { ChildProcess } from 'node:child_process';
+import { SERVICE_NODE_FLAGS } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
 import { spawnOwned } from '@islet/testkit';
 
@@ -40,7 +41,11 @@ export function launchChild(child: Child, options: LaunchOptions): Promise<void>
   const { readyTimeoutMs } = options;
   return new Promise<void>((resolve, reject) => {
     // Its own process group (sandbox hosts included), killed with this process whatever happens.
-    const proc = spawnOwned(process.execPath, [child.script], {
+    // The services' own Node flags, as the images' entry points give them (`SERVICE_NODE_FLAGS`);
+    // `ISLET_DEV_NODE_FLAGS` (space-separated) adds to them, for a bench trying another flag.
+    const extra = process.env.ISLET_DEV_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+    const flags = [...SERVICE_NODE_FLAGS[child.info.kind], ...extra];
+    const proc = spawnOwned(process.execPath, [...flags, child.script], {
       env: child.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
