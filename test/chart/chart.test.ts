@@ -331,6 +331,8 @@ describe('security wiring', () => {
     expect(conf).toMatch(/^appendfsync always$/m);
     // Per-command latency histograms cost CPU on every command a script runs; nothing reads them.
     expect(conf).toMatch(/^latency-tracking no$/m);
+    // A run's events stream would keep a 4 KB preallocated node for its whole retention.
+    expect(conf).toMatch(/^stream-node-max-bytes 1024$/m);
     expect(conf).toMatch(/^maxmemory 2gb$/m);
     const sts = find(objs, 'StatefulSet')[0]!;
     expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('20Gi');

@@ -33,6 +33,14 @@ describe('startRedis', () => {
     expect(policy).toContain('noeviction');
   });
 
+  it("preallocates a stream's node at 1 KB, not 4 KB (a run's events stream is a few entries)", async () => {
+    expect(await ping(redis.port, 'CONFIG GET stream-node-max-bytes\r\n')).toContain('1024');
+    await ping(redis.port, 'XADD probe-stream * a 1\r\n');
+    const usage = await ping(redis.port, 'MEMORY USAGE probe-stream\r\n');
+    // At the default 4096 a one-entry stream reads ~4.7 KB.
+    expect(Number(/:(\d+)/.exec(usage)?.[1])).toBeLessThan(2048);
+  });
+
   it('keeps no per-command latency histograms', async () => {
     expect(await ping(redis.port, 'CONFIG GET latency-tracking\r\n')).toContain('no');
     await ping(redis.port, 'SET probe 1\r\n');
