@@ -251,6 +251,7 @@ describe('waitForEnd with a WaitSignal', () => {
     const spy = vi.spyOn(globalThis, 'setTimeout');
     // The re-check a wait had (1 s), whoever arms it: the service's clock or the wait itself.
     const rechecks = () => spy.mock.calls.filter(([, ms]) => Number(ms) >= 900 && Number(ms) <= 1100).length;
+    const began = performance.now();
     try {
       for (const id of ids) {
         const run = await gateway.deps.runs.get(id);
@@ -271,8 +272,8 @@ describe('waitForEnd with a WaitSignal', () => {
         expect((await waited)?.status).toBe('Cancelled');
       }
       // One wait after another, each a few ms: the first arms the clock and the rest find it armed
-      // (a second at most, should the test outlast the first re-check). Each wait armed its own before.
-      expect(rechecks()).toBeLessThanOrEqual(2);
+      // (one more for each second the test outlasts, on a loaded machine). Each wait armed its own before.
+      expect(rechecks()).toBeLessThanOrEqual(1 + Math.ceil((performance.now() - began) / 1000));
     } finally {
       spy.mockRestore();
     }
