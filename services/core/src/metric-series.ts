@@ -94,28 +94,26 @@ export function histogramSeries<T extends string>(
 export function counterSeriesByLabels<T extends string>(
   counter: Counter<T>,
 ): (labels: Record<T, string>, by?: number) => void {
-  const handles = new Map<string, (by?: number) => void>();
-  return (labels, by) => {
-    const key = Object.values(labels).join('\u0000');
-    let record = handles.get(key);
-    if (!record) {
-      record = counterSeries(counter, labels);
-      handles.set(key, record);
-    }
-    record(by);
-  };
+  return seriesByLabels((labels: Record<T, string>) => counterSeries(counter, labels));
 }
 
 /** `histogramSeries` for each label set met, as `counterSeriesByLabels`. */
 export function histogramSeriesByLabels<T extends string>(
   histogram: Histogram<T>,
 ): (labels: Record<T, string>, value: number) => void {
-  const handles = new Map<string, (value: number) => void>();
+  return seriesByLabels((labels: Record<T, string>) => histogramSeries(histogram, labels));
+}
+
+/** A series handle for each label set met (`make`), kept by its values joined. */
+function seriesByLabels<T extends string, V extends number | undefined>(
+  make: (labels: Record<T, string>) => (value: V) => void,
+): (labels: Record<T, string>, value: V) => void {
+  const handles = new Map<string, (value: V) => void>();
   return (labels, value) => {
     const key = Object.values(labels).join('\u0000');
     let record = handles.get(key);
     if (!record) {
-      record = histogramSeries(histogram, labels);
+      record = make(labels);
       handles.set(key, record);
     }
     record(value);
