@@ -7,7 +7,7 @@ import { channels, keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auth, run, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
+import { endedByTest, type GatewayAppUnderTest, type TestGatewayDeps } from '../test/gateway-harness.ts';
 import { createRunsService } from './runs-service.ts';
 
 let gateway: GatewayAppUnderTest | undefined;
@@ -41,18 +41,7 @@ describe('runs through inject (no runner)', () => {
       expect(await deps.runs.setStatus(created, 'Running', { attempt: 1 })).toBe(true);
       await new Promise((r) => setTimeout(r, 300));
       expect(get.mock.calls.length).toBe(readsBefore);
-      await deps.runs.finish(created, {
-        status: 'Cancelled',
-        result: {
-          _tag: 'Failed',
-          reason: 'Cancelled',
-          kind: 'abort',
-          message: 'ended by the test',
-          logs: [],
-        },
-        text: 'code run failed (abort): ended by the test',
-        kind: 'abort',
-      });
+      await deps.runs.finish(created, endedByTest());
       expect((await waiting)?.status).toBe('Cancelled');
       expect(get.mock.calls.length).toBe(readsBefore + 1);
     } finally {

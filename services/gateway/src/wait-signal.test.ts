@@ -7,7 +7,7 @@
 import { EventEmitter, getEventListeners } from 'node:events';
 import type { FastifyReply } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type GatewayAppUnderTest, startGatewayApp } from '../test/gateway-harness.ts';
+import { endedByTest, type GatewayAppUnderTest, startGatewayApp } from '../test/gateway-harness.ts';
 import { clientGone } from './problem-reply.ts';
 import { createRunsService } from './runs-service.ts';
 import {
@@ -257,18 +257,7 @@ describe('waitForEnd with a WaitSignal', () => {
         const run = await gateway.deps.runs.get(id);
         if (!run) throw new Error('run not stored');
         const waited = service.waitForEnd(id, 60_000);
-        await gateway.deps.runs.finish(run, {
-          status: 'Cancelled',
-          result: {
-            _tag: 'Failed',
-            reason: 'Cancelled',
-            kind: 'abort',
-            message: 'ended by the test',
-            logs: [],
-          },
-          text: 'code run failed (abort): ended by the test',
-          kind: 'abort',
-        });
+        await gateway.deps.runs.finish(run, endedByTest());
         expect((await waited)?.status).toBe('Cancelled');
       }
       // One wait after another, each a few ms: the first arms the clock and the rest find it armed

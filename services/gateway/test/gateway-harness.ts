@@ -109,3 +109,19 @@ export async function toolRun(
   );
   return { connectionId, binding };
 }
+
+/** A run's end as a test ends it from outside (`runs.finish(run, endedByTest())`): Cancelled, kind abort. */
+export function endedByTest() {
+  return {
+    status: 'Cancelled' as const,
+    result: {
+      _tag: 'Failed' as const,
+      reason: 'Cancelled' as const,
+      kind: 'abort' as const,
+      message: 'ended by the test',
+      logs: [],
+    },
+    text: 'code run failed (abort): ended by the test',
+    kind: 'abort',
+  };
+}
