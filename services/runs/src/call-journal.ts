@@ -86,6 +86,13 @@ const CLAIM = loadScript('claim-1', { CLAIM_FIELDS });
 
 const MARK_SENT = loadScript('mark-sent-1');
 
+/** One outcome for `lua/complete-2.lua`, with what its group shares. */
+interface Completion {
+  runId: string;
+  event: CompletionEvent | undefined;
+  fields: (string | number)[];
+}
+
 /** Arguments per call of `lua/complete-2.lua`. */
 const COMPLETE_FIELDS = 5;
 const COMPLETE = loadScript('complete-2', { COMPLETE_FIELDS });
@@ -151,17 +158,15 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     async (runId, calls) => (await CLAIM.run(redis, [keyOf(runId)], calls.flat())) as string[][],
     GROUP_LIMITS,
   );
-  const completions = new TurnBatch<(string | number)[], string[]>(async (group, calls) => {
-    const [runId, streamKey, maxLen, channel, message] = JSON.parse(group) as [
-      string,
-      string?,
-      number?,
-      string?,
-      string?,
-    ];
-    const keys = streamKey ? [keyOf(runId), streamKey] : [keyOf(runId)];
-    const head = streamKey ? [ttlSeconds, maxLen ?? 0, channel ?? '', message ?? ''] : [ttlSeconds];
-    return (await COMPLETE.run(redis, keys, [...head, ...calls.flat()])) as string[][];
+  // Each item carries what its group shares (the group's key is made of it), read from the first.
+  const completions = new TurnBatch<Completion, string[]>(async (_group, calls) => {
+    const { runId, event } = calls[0] as Completion;
+    const keys = event ? [keyOf(runId), event.streamKey] : [keyOf(runId)];
+    const args: (string | number)[] = event
+      ? [ttlSeconds, event.maxLen, event.channel, event.message]
+      : [ttlSeconds];
+    for (const call of calls) args.push(...call.fields);
+    return (await COMPLETE.run(redis, keys, args)) as string[][];
   }, GROUP_LIMITS);
 
   /** lease-and-begin-9's or begin-attempt-3's answer (fetch-lease-begin-11 carries the former). */
@@ -227,16 +232,23 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       }
     },
 
-    async complete(runId: string, index: number, outcome: BindingOutcome, event?: CompletionEvent) {
-      const sealedOutcome = outcomeSealer.seal(JSON.stringify(outcome));
+    async complete(
+      runId: string,
+      index: number,
+      outcome: BindingOutcome,
+      event?: CompletionEvent,
+      outcomeJson?: string,
+    ) {
+      const sealedOutcome = outcomeSealer.seal(outcomeJson ?? JSON.stringify(outcome));
       const fields = [String(index), sealedOutcome, now(), event?.type ?? '', event?.sealedData ?? ''];
       // Outcomes gather by run and by what they share in the script call (the stream and its wake-up).
+      // (Run ids are unreserved characters: no NUL within a part.)
       const group = event
-        ? JSON.stringify([runId, event.streamKey, event.maxLen, event.channel, event.message])
-        : JSON.stringify([runId]);
+        ? `e\0${runId}\0${event.streamKey}\0${event.maxLen}\0${event.channel}\0${event.message}`
+        : `n\0${runId}`;
       const reply = await completions.add(
         group,
-        fields,
+        { runId, event, fields },
         sealedOutcome.length + (event?.sealedData.length ?? 0),
       );
       if (reply[0] === 'missing') throw new Error(`journal: complete of unclaimed call ${runId}#${index}`);
