@@ -4,6 +4,8 @@
  * for the journal's seal and the runner's answer both (the base stringified it again for the batch
  * line and for the lone call's reply). The answers are the bytes they were.
  */
+import { createHmac } from 'node:crypto';
+import { createRedis } from '@islet/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type GatewayDepsUnderTest, startGatewayDeps, toolRun } from '../test/gateway-harness.ts';
 import { buildApp } from './app.ts';
@@ -27,6 +29,8 @@ const isAppBody = (v: unknown) =>
   v !== null && typeof v === 'object' && 'context' in v && 'tool' in v && 'arguments' in v;
 const isResult = (v: unknown) =>
   v !== null && typeof v === 'object' && (v as { type?: unknown }).type === 'result' && 'valueJson' in v;
+const isSource = (v: unknown) =>
+  v !== null && typeof v === 'object' && Object.keys(v).join() === 'connectionId,connectionName,name,kind';
 /** An outcome, or an answer carrying one (a batch line, a lone call's reply). */
 const isOutcome = (v: unknown) =>
   isResult(v) || (v !== null && typeof v === 'object' && isResult((v as { outcome?: unknown }).outcome));
@@ -50,10 +54,12 @@ describe('an allowed http call on the gateway', () => {
     // How many App bodies were made when each claim's reply came back.
     let bodiesMade = 0;
     let outcomesSerialised = 0;
+    let sourcesSerialised = 0;
     const stringify = JSON.stringify;
     const spy = vi.spyOn(JSON, 'stringify').mockImplementation(((value: unknown, ...rest: never[]) => {
       if (isAppBody(value)) bodiesMade++;
       if (isOutcome(value)) outcomesSerialised++;
+      if (isSource(value)) sourcesSerialised++;
       return stringify(value, ...rest);
     }) as typeof JSON.stringify);
     const claim = deps.journal.claim.bind(deps.journal);
@@ -94,6 +100,8 @@ describe('an allowed http call on the gateway', () => {
     // One serialisation of each outcome (the base: a second for the answer's line or reply).
     expect(outcomesSerialised).toBe(21);
     expect(bodiesMade).toBe(21);
+    // The binding's source serialised for the journal once for the run (the base: once a call).
+    expect(sourcesSerialised).toBe(1);
 
     // The answers are the bytes JSON.stringify made of them.
     const lines = text.split('\n').filter(Boolean);
@@ -135,6 +143,18 @@ describe('an allowed http call on the gateway', () => {
     const journaled = await deps.journal.listCalls(runId);
     expect(journaled.map((c) => c.state)).toEqual(Array(21).fill('done'));
     expect(new Set(journaled.map((c) => c.deliverySeq)).size).toBe(21);
+    // Stored as the previous release stores them: its source text, and its arguments' HMAC (the
+    // key given as a string), so either release's claim of the same call matches.
+    const redis = createRedis(gateway.server.url);
+    try {
+      const raw = await redis.hget(`islet:journal:{${runId}}`, '3');
+      const entry = JSON.parse(raw ?? '{}') as { h: string; s: string };
+      const key = gateway.config.ISLET_JOURNAL_ARGS_KEY || 'islet-journal-args';
+      expect(entry.h).toBe(createHmac('sha256', key).update(`${runId}\0${3}\0{"n":3}`).digest('base64url'));
+      expect(entry.s).toBe(stringify({ connectionId, connectionName: 'Early', name: 'put', kind: 'tool' }));
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('makes no request early in a later execution, whose calls replay', async () => {

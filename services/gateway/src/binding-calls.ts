@@ -205,6 +205,23 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     return run;
   }
 
+  // A binding's source, one object for all its calls (the run's spec object is cached with the
+  // run): the journal serialises it once, not once a call.
+  const sources = new WeakMap<object, CallSource>();
+  const sourceOf = (spec: StoredRun['request']['bindings'][number]): CallSource => {
+    let source = sources.get(spec);
+    if (!source) {
+      source = {
+        connectionId: spec.connectionId,
+        connectionName: spec.connectionName,
+        name: spec.name,
+        kind: spec.kind,
+      };
+      sources.set(spec, source);
+    }
+    return source;
+  };
+
   // Requests made while their calls' claims are on their way to Redis: one check-phase callback
   // for all the calls of a turn, queued after the journal's own (turn-batch.ts), so the claims'
   // script call is written first and the requests are made while Redis runs it and fsyncs.
@@ -229,12 +246,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     const run = await immutableRun(runId);
     if (!run) return null;
     const spec = run.request.bindings.find((b) => b.binding === call.binding);
-    const source: CallSource | undefined = spec && {
-      connectionId: spec.connectionId,
-      connectionName: spec.connectionName,
-      name: spec.name,
-      kind: spec.kind,
-    };
+    const source = spec && sourceOf(spec);
     const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
     const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
     // The arguments parsed once for the check, the App's request and the call event (each parsed

@@ -4,7 +4,7 @@
  * and outcome sealed), `#seq` counts delivered outcomes, `#attempt` the run's executions.
  * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, createSecretKey, randomUUID } from 'node:crypto';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
@@ -111,11 +111,25 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const outcomeSealer = deps.outcomeSealer ?? sealer;
   const prefix = deps.keyPrefix ?? 'islet:';
   const ttlSeconds = deps.ttlSeconds ?? 604_800;
-  const hashKey = deps.argsHashKey ?? 'islet-journal-args';
+  const rawKey = deps.argsHashKey ?? 'islet-journal-args';
+  // A key object made once: a string or Buffer key is imported again at every HMAC (same digest;
+  // a KeyObject cannot be empty, and an empty key stays the raw bytes).
+  const hashKey = rawKey.length > 0 ? createSecretKey(Buffer.from(rawKey)) : rawKey;
   const now = deps.now ?? Date.now;
   const keyOf = journalKeys(prefix).journal;
   const argsHash = (runId: string, index: number, argsJson: string) =>
     createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
+
+  // A run's calls of one binding share one source object (the gateway's), serialised once.
+  const sourceTexts = new WeakMap<CallSource, string>();
+  const sourceJson = (source: CallSource): string => {
+    let text = sourceTexts.get(source);
+    if (text === undefined) {
+      text = JSON.stringify(source);
+      sourceTexts.set(source, text);
+    }
+    return text;
+  };
 
   const openOutcome = (sealed: string): BindingOutcome =>
     JSON.parse(outcomeSealer.open(sealed)) as BindingOutcome;
@@ -197,7 +211,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         call.binding,
         argsHash(runId, call.index, call.argsJson),
         sealedArgs,
-        call.source ? JSON.stringify(call.source) : '',
+        call.source ? sourceJson(call.source) : '',
         call.operationId ?? operationIdFor(runId, call.index),
         now(),
         call.takeover ? '1' : '0',

@@ -12,7 +12,7 @@ import type { BindingCall } from '@islet/engine';
 import { type Problem, type ProblemCode, problem } from '@islet/protocol';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { type ServedCall, servedJson } from '../binding-calls.ts';
+import { servedJson } from '../binding-calls.ts';
 import { jsonDepthExceeds } from '../json-depth.ts';
 import { clientGone, HttpProblem, isRedisTransient, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
