@@ -273,12 +273,14 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     // An allowed call to an http App is sent as soon as its claim is journaled, and what it sends
     // (the body, the connection's headers, the webhook signature) does not depend on the claim's
     // answer: it is made while the claim's script runs and fsyncs, not after its reply (README
-    // round 32, call-cpu). Only in a run's first execution: a later one replays journaled calls,
-    // whose request would be thrown away.
+    // round 32, call-cpu). Only in a run's first execution and not on a takeover: a later
+    // execution replays journaled calls, and a taken-over call was sent already, so their claims
+    // rarely come back `new` and the request would be thrown away.
     let prepared: AppRequestText | undefined;
     let sending = false;
     const prepareEarly =
       attempt === 1 &&
+      !call.takeover &&
       policy === 'allow' &&
       !argumentProblems &&
       parsedArgs !== undefined &&
