@@ -6,7 +6,10 @@
  * calls), against a loopback App in a child process (`{"ok":true}`, or `ANSWER`'s text). Prints
  * this thread's CPU a call (`process.threadCpuUsage`) over `RUNS` runs (default 300) after
  * `WARM` (default 300): no runner, host, App or client shares the thread, so it reads the
- * gateway's per-call work with less noise than the cluster's /proc figures.
+ * gateway's per-call work with less noise than the cluster's /proc figures. Counts a run beside it:
+ * decryptions, reviver parses, prom-client recording calls, parses of a call's arguments, App
+ * requests made before their call's claim came back (round 32) and serialisations of the binding's
+ * source.
  */
 import { spawn } from 'node:child_process';
 import { createLogger, generateSealKey, loadConfig } from '@islet/core';
@@ -93,7 +96,25 @@ try {
   const bindingCalls = createBindingCalls(deps);
   // Counts a run: decryptions (the journal's outcome memo wraps this sealer) and JSON parses with
   // a reviver (the App answer's lossless parse).
-  const counts = { opens: 0, revived: 0, prom: 0, argParses: 0 };
+  const counts = { opens: 0, revived: 0, prom: 0, argParses: 0, early: 0, sources: 0 };
+  // App request bodies made (`<run>:<index>`), and serialisations of a binding's source: a call
+  // whose request was made before its claim's reply came back is counted `early` (round 32).
+  const made = new Set<string>();
+  const stringify = JSON.stringify;
+  JSON.stringify = ((value: unknown, ...rest: never[]) => {
+    if (value !== null && typeof value === 'object') {
+      const ctx = (value as { context?: { run?: string; callIndex?: number } }).context;
+      if (ctx?.run !== undefined && 'tool' in value) made.add(`${ctx.run}:${ctx.callIndex}`);
+      else if (Object.keys(value).join() === 'connectionId,connectionName,name,kind') counts.sources++;
+    }
+    return stringify(value, ...rest);
+  }) as typeof JSON.stringify;
+  const claim = deps.journal.claim.bind(deps.journal);
+  deps.journal.claim = async (runId, attempt, call) => {
+    const reply = await claim(runId, attempt, call);
+    if (made.has(`${runId}:${call.index}`)) counts.early++;
+    return reply;
+  };
   // This run's calls' argument texts: parses of them are counted.
   const argTexts = new Set<string>();
   // prom-client's own recording calls for the binding call metrics (label checks and keying each).
@@ -148,6 +169,7 @@ try {
     );
     const calls = await deps.journal.listCalls(id);
     const t1 = process.threadCpuUsage(t0);
+    made.clear();
     if (served.some((s) => s?.outcome.type !== 'result') || calls.length !== CALLS)
       throw new Error(`a call failed: ${JSON.stringify(served.find((s) => s?.outcome.type !== 'result'))}`);
     systemUs += t1.system;
@@ -159,6 +181,8 @@ try {
   counts.revived = 0;
   counts.prom = 0;
   counts.argParses = 0;
+  counts.early = 0;
+  counts.sources = 0;
   systemUs = 0;
   const started = performance.now();
   for (let i = 0; i < RUNS; i++) us += await oneRun();
@@ -168,7 +192,9 @@ try {
     `(in the kernel ${(systemUs / RUNS / CALLS).toFixed(1)}); ` +
     `a run: ${(counts.opens / RUNS).toFixed(1)} decryptions, ${(counts.revived / RUNS).toFixed(1)} parses with a reviver, ` +
     `${(counts.prom / RUNS).toFixed(1)} prom-client inc/observe calls, ` +
-    `${(counts.argParses / RUNS / CALLS).toFixed(2)} parses of a call's arguments`;
+    `${(counts.argParses / RUNS / CALLS).toFixed(2)} parses of a call's arguments, ` +
+    `${(counts.early / RUNS / CALLS).toFixed(2)} App requests made before their claim's reply a call, ` +
+    `${(counts.sources / RUNS).toFixed(1)} serialisations of the binding's source`;
 } finally {
   await deps.close();
   await redis.stop();

@@ -5,6 +5,8 @@ import {
   callEventData,
   createCallProcessor,
   decisionView,
+  idempotencyKeyFor,
+  operationIdFor,
   type StoredRun,
 } from '@islet/runs';
 import { AnswerTooLargeError, postToApp } from './app-http.ts';
@@ -34,7 +36,25 @@ export const APP_UNREACHABLE_MESSAGE = 'the App could not be reached or did not 
 export interface ServedCall {
   outcome: BindingOutcome;
   deliverySeq?: number;
+  /**
+   * `JSON.stringify(outcome)` when this gateway journaled it (the text it sealed), for the answer's
+   * text (`servedJson`); not part of the answer itself.
+   */
+  outcomeJson?: string;
 }
+
+/**
+ * The answer's JSON for a served call, `prefix` (`{"index":1,"status":200,` or `{`) before its
+ * fields: the same bytes as `JSON.stringify` of `{ ...prefix's fields, outcome, deliverySeq }`,
+ * with the outcome's text reused when the journal step made it.
+ */
+export function servedJson(prefix: string, served: ServedCall): string {
+  const outcome = served.outcomeJson ?? JSON.stringify(served.outcome);
+  const seq = served.deliverySeq === undefined ? '' : `,"deliverySeq":${JSON.stringify(served.deliverySeq)}`;
+  return `${prefix}"outcome":${outcome}${seq}}`;
+}
+
+type AppRequestText = ReturnType<typeof appRequest>;
 
 export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
   const { runs, journal, decisions, connections, config, metrics, logger } = deps;
@@ -54,17 +74,13 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     connection: Connection,
     ctx: { idempotencyKey: string; operationId: string; input?: unknown },
     parsedArgs: { value: unknown } | undefined,
+    /** The request as made while the claim was on its way (`prepareSoon`), for a call without input. */
+    prepared: AppRequestText | undefined,
   ): Promise<BindingOutcome> {
-    const { text: body, headers } = appRequest(
-      deps.sealer,
-      run,
-      call,
-      source,
-      connection,
-      ctx,
-      Date.now(),
-      parsedArgs,
-    );
+    const { text: body, headers } =
+      prepared && ctx.input === undefined
+        ? prepared
+        : appRequest(deps.sealer, run, call, source, connection, ctx, Date.now(), parsedArgs);
     let res: { status: number; text: string };
     try {
       res = await post(connection.url!, headers, body, {
@@ -189,6 +205,36 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     return run;
   }
 
+  // A binding's source, one object for all its calls (the run's spec object is cached with the
+  // run): the journal serialises it once, not once a call.
+  const sources = new WeakMap<object, CallSource>();
+  const sourceOf = (spec: StoredRun['request']['bindings'][number]): CallSource => {
+    let source = sources.get(spec);
+    if (!source) {
+      source = {
+        connectionId: spec.connectionId,
+        connectionName: spec.connectionName,
+        name: spec.name,
+        kind: spec.kind,
+      };
+      sources.set(spec, source);
+    }
+    return source;
+  };
+
+  // Requests made while their calls' claims are on their way to Redis: one check-phase callback
+  // for all the calls of a turn, queued after the journal's own (turn-batch.ts), so the claims'
+  // script call is written first and the requests are made while Redis runs it and fsyncs.
+  let preparing: (() => void)[] = [];
+  const prepareAll = () => {
+    const now = preparing;
+    preparing = [];
+    for (const prepare of now) prepare();
+  };
+  const prepareSoon = (prepare: () => void) => {
+    if (preparing.push(prepare) === 1) setImmediate(prepareAll);
+  };
+
   /** Null when the run does not exist. */
   async function serve(
     runId: string,
@@ -200,12 +246,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     const run = await immutableRun(runId);
     if (!run) return null;
     const spec = run.request.bindings.find((b) => b.binding === call.binding);
-    const source: CallSource | undefined = spec && {
-      connectionId: spec.connectionId,
-      connectionName: spec.connectionName,
-      name: spec.name,
-      kind: spec.kind,
-    };
+    const source = spec && sourceOf(spec);
     const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
     const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
     // The arguments parsed once for the check, the App's request and the call event (each parsed
@@ -228,7 +269,26 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     }
 
     const callEvent = (outcome: BindingOutcome) => callEventData(call, source, outcome, started, args);
-    const processed = await processor.process({
+    const operationId = operationIdFor(run.id, call.index);
+    // An allowed call to an http App is sent as soon as its claim is journaled, and what it sends
+    // (the body, the connection's headers, the webhook signature) does not depend on the claim's
+    // answer: it is made while the claim's script runs and fsyncs, not after its reply (README
+    // round 32, call-cpu). Only in a run's first execution and not on a takeover: a later
+    // execution replays journaled calls, and a taken-over call was sent already, so their claims
+    // rarely come back `new` and the request would be thrown away.
+    let prepared: AppRequestText | undefined;
+    let sending = false;
+    const prepareEarly =
+      attempt === 1 &&
+      !call.takeover &&
+      policy === 'allow' &&
+      !argumentProblems &&
+      parsedArgs !== undefined &&
+      spec !== undefined &&
+      source !== undefined &&
+      connection?.kind === 'http' &&
+      (spec.kind !== 'tool' || tool !== undefined);
+    const processing = processor.process({
       run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code },
       attempt,
       call: {
@@ -243,8 +303,10 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       // A call an earlier attempt sent may still finish on a live gateway: wait for it before 'unknown'.
       unknownGraceMs: config.ISLET_APP_CALL_TIMEOUT_MS,
       ...(call.takeover ? { takeover: true } : {}),
+      operationId,
       signal,
       send: async (ctx) => {
+        sending = true;
         if (!spec || !source) return failed('unknown-binding', `the run has no binding "${call.binding}"`);
         if (!connection)
           return failed('connection-removed', `connection ${spec.connectionId} no longer exists`);
@@ -256,7 +318,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
           });
         if (connection.kind === 'mcp') return mcpCall(run, call, connection, source, ctx);
         return connection.kind === 'http'
-          ? httpCall(run, call, source, connection, ctx, parsedArgs)
+          ? httpCall(run, call, source, connection, ctx, parsedArgs, prepared)
           : clientCall(run, attempt, call, source, ctx);
       },
       onDecisionNeeded: async (decision, created) => {
@@ -271,6 +333,27 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       // The console's and SSE's `call` event goes in with the outcome, in the journal's step.
       eventFor: (outcome) => runs.callEvent(run.id, callEvent(outcome)),
     });
+    // `process` has handed the claim to the journal's turn batch by now (synchronously, before its
+    // first await), so this is queued after the batch's send.
+    if (prepareEarly && connection)
+      prepareSoon(() => {
+        if (sending || !source) return;
+        try {
+          prepared = appRequest(
+            deps.sealer,
+            run,
+            call,
+            source,
+            connection,
+            { idempotencyKey: idempotencyKeyFor(run.id, call.index), operationId },
+            Date.now(),
+            parsedArgs,
+          );
+        } catch {
+          // Made again at the send, which fails there as it always did.
+        }
+      });
+    const processed = await processing;
 
     const label = processed.label;
     countCall({ outcome: label });
@@ -280,6 +363,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     logger.debug({ runId, index: call.index, label }, 'binding call served');
     const out: ServedCall = { outcome: processed.outcome };
     if (processed.deliverySeq !== undefined) out.deliverySeq = processed.deliverySeq;
+    if (processed.outcomeJson !== undefined) out.outcomeJson = processed.outcomeJson;
     return out;
   }
 

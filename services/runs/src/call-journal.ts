@@ -4,7 +4,7 @@
  * and outcome sealed), `#seq` counts delivered outcomes, `#attempt` the run's executions.
  * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, createSecretKey, randomUUID } from 'node:crypto';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
@@ -86,6 +86,13 @@ const CLAIM = loadScript('claim-1', { CLAIM_FIELDS });
 
 const MARK_SENT = loadScript('mark-sent-1');
 
+/** One outcome for `lua/complete-2.lua`, with what its group shares. */
+interface Completion {
+  runId: string;
+  event: CompletionEvent | undefined;
+  fields: (string | number)[];
+}
+
 /** Arguments per call of `lua/complete-2.lua`. */
 const COMPLETE_FIELDS = 5;
 const COMPLETE = loadScript('complete-2', { COMPLETE_FIELDS });
@@ -104,11 +111,25 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const outcomeSealer = deps.outcomeSealer ?? sealer;
   const prefix = deps.keyPrefix ?? 'islet:';
   const ttlSeconds = deps.ttlSeconds ?? 604_800;
-  const hashKey = deps.argsHashKey ?? 'islet-journal-args';
+  const rawKey = deps.argsHashKey ?? 'islet-journal-args';
+  // A key object made once: a string or Buffer key is imported again at every HMAC (same digest;
+  // a KeyObject cannot be empty, and an empty key stays the raw bytes).
+  const hashKey = rawKey.length > 0 ? createSecretKey(Buffer.from(rawKey)) : rawKey;
   const now = deps.now ?? Date.now;
   const keyOf = journalKeys(prefix).journal;
   const argsHash = (runId: string, index: number, argsJson: string) =>
     createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
+
+  // A run's calls of one binding share one source object (the gateway's), serialised once.
+  const sourceTexts = new WeakMap<CallSource, string>();
+  const sourceJson = (source: CallSource): string => {
+    let text = sourceTexts.get(source);
+    if (text === undefined) {
+      text = JSON.stringify(source);
+      sourceTexts.set(source, text);
+    }
+    return text;
+  };
 
   const openOutcome = (sealed: string): BindingOutcome =>
     JSON.parse(outcomeSealer.open(sealed)) as BindingOutcome;
@@ -151,17 +172,15 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     async (runId, calls) => (await CLAIM.run(redis, [keyOf(runId)], calls.flat())) as string[][],
     GROUP_LIMITS,
   );
-  const completions = new TurnBatch<(string | number)[], string[]>(async (group, calls) => {
-    const [runId, streamKey, maxLen, channel, message] = JSON.parse(group) as [
-      string,
-      string?,
-      number?,
-      string?,
-      string?,
-    ];
-    const keys = streamKey ? [keyOf(runId), streamKey] : [keyOf(runId)];
-    const head = streamKey ? [ttlSeconds, maxLen ?? 0, channel ?? '', message ?? ''] : [ttlSeconds];
-    return (await COMPLETE.run(redis, keys, [...head, ...calls.flat()])) as string[][];
+  // Each item carries what its group shares (the group's key is made of it), read from the first.
+  const completions = new TurnBatch<Completion, string[]>(async (_group, calls) => {
+    const { runId, event } = calls[0] as Completion;
+    const keys = event ? [keyOf(runId), event.streamKey] : [keyOf(runId)];
+    const args: (string | number)[] = event
+      ? [ttlSeconds, event.maxLen, event.channel, event.message]
+      : [ttlSeconds];
+    for (const call of calls) args.push(...call.fields);
+    return (await COMPLETE.run(redis, keys, args)) as string[][];
   }, GROUP_LIMITS);
 
   /** lease-and-begin-9's or begin-attempt-3's answer (fetch-lease-begin-11 carries the former). */
@@ -192,7 +211,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         call.binding,
         argsHash(runId, call.index, call.argsJson),
         sealedArgs,
-        call.source ? JSON.stringify(call.source) : '',
+        call.source ? sourceJson(call.source) : '',
         call.operationId ?? operationIdFor(runId, call.index),
         now(),
         call.takeover ? '1' : '0',
@@ -227,16 +246,23 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       }
     },
 
-    async complete(runId: string, index: number, outcome: BindingOutcome, event?: CompletionEvent) {
-      const sealedOutcome = outcomeSealer.seal(JSON.stringify(outcome));
+    async complete(
+      runId: string,
+      index: number,
+      outcome: BindingOutcome,
+      event?: CompletionEvent,
+      outcomeJson?: string,
+    ) {
+      const sealedOutcome = outcomeSealer.seal(outcomeJson ?? JSON.stringify(outcome));
       const fields = [String(index), sealedOutcome, now(), event?.type ?? '', event?.sealedData ?? ''];
       // Outcomes gather by run and by what they share in the script call (the stream and its wake-up).
+      // (Run ids are unreserved characters: no NUL within a part.)
       const group = event
-        ? JSON.stringify([runId, event.streamKey, event.maxLen, event.channel, event.message])
-        : JSON.stringify([runId]);
+        ? `e\0${runId}\0${event.streamKey}\0${event.maxLen}\0${event.channel}\0${event.message}`
+        : `n\0${runId}`;
       const reply = await completions.add(
         group,
-        fields,
+        { runId, event, fields },
         sealedOutcome.length + (event?.sealedData.length ?? 0),
       );
       if (reply[0] === 'missing') throw new Error(`journal: complete of unclaimed call ${runId}#${index}`);

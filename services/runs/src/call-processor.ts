@@ -41,6 +41,8 @@ interface ProcessCallInput {
   holdTimeoutMs?: number;
   /** The runner retries this call after losing the gateway that held it. */
   takeover?: boolean;
+  /** The call's operation id when the caller derived it already (`operationIdFor(run.id, call.index)`). */
+  operationId?: string;
   /** Performs the App call. Must not throw: App errors are `AppCallFailed` outcomes. */
   send: (ctx: { idempotencyKey: string; operationId: string; input?: unknown }) => Promise<BindingOutcome>;
   signal?: AbortSignal;
@@ -72,6 +74,8 @@ interface ProcessCallInput {
 
 interface ProcessedCall {
   outcome: BindingOutcome;
+  /** `JSON.stringify(outcome)`, when this call journaled it (the text that was sealed). */
+  outcomeJson?: string;
   /** Present when the outcome is journaled; the runner releases outcomes in this order. */
   deliverySeq?: number;
   label: CallOutcomeLabel;
@@ -91,8 +95,11 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
     const runId = input.run.id;
     const index = input.call.index;
     const event = input.eventFor?.(outcome, label);
-    const { deliverySeq, stored } = await journal.complete(runId, index, outcome, event);
-    if (stored) return { outcome, deliverySeq, label, ...(event ? { eventAppended: true } : {}) };
+    // Serialised once: sealed into the journal and, by the gateway, written into the runner's answer.
+    const outcomeJson = JSON.stringify(outcome);
+    const { deliverySeq, stored } = await journal.complete(runId, index, outcome, event, outcomeJson);
+    if (stored)
+      return { outcome, outcomeJson, deliverySeq, label, ...(event ? { eventAppended: true } : {}) };
     // Someone journaled first (a takeover raced a slow handler): the journal's outcome is the truth.
     const entry = await journal.get(runId, index);
     return { outcome: entry?.outcome ?? outcome, deliverySeq, label: 'replayed' };
@@ -137,7 +144,7 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
     // An allowed call is sent right after its claim, so the two are one journal step: from there
     // on a crash makes its outcome `unknown`, exactly as with a separate markSent.
     const sendNow = input.policy === 'allow';
-    const operationId = operationIdFor(run.id, call.index);
+    const operationId = input.operationId ?? operationIdFor(run.id, call.index);
     const claim = await journal.claim(run.id, input.attempt, {
       ...call,
       operationId,

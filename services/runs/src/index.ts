@@ -47,7 +47,7 @@ export {
   type RunLease,
   releaseCall,
 } from './lease-scripts.ts';
-export { operationIdFor } from './operation-id.ts';
+export { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
 export { createPoolDemandStore, fairShareOn, noteQueued, type PoolDemandStore } from './pool-demand.ts';
 export {
   expiryMessage,

@@ -105,13 +105,15 @@ export interface CallJournal {
   markSent(runId: string, index: number, token?: string): Promise<void>;
   /**
    * Journals the outcome once. A second `complete` of the same call keeps the first outcome and
-   * answers its `deliverySeq` with `stored: false`.
+   * answers its `deliverySeq` with `stored: false`. `outcomeJson`: `JSON.stringify(outcome)` when
+   * the caller has it already (it is what gets sealed).
    */
   complete(
     runId: string,
     index: number,
     outcome: BindingOutcome,
     event?: CompletionEvent,
+    outcomeJson?: string,
   ): Promise<{ deliverySeq: number; stored: boolean }>;
   /** Every journaled call of the run, by index. */
   list(runId: string): Promise<JournalEntry[]>;

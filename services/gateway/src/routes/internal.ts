@@ -12,7 +12,7 @@ import type { BindingCall } from '@islet/engine';
 import { type Problem, type ProblemCode, problem } from '@islet/protocol';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import type { ServedCall } from '../binding-calls.ts';
+import { servedJson } from '../binding-calls.ts';
 import { jsonDepthExceeds } from '../json-depth.ts';
 import { clientGone, HttpProblem, isRedisTransient, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
@@ -36,13 +36,12 @@ const batchSchema = z.object({
 });
 
 /** One line of a batch's answer: the call's served body, or its problem with the status a single call would get. */
-type BatchLine =
-  | ({ index: number; status: 200 } & ServedCall)
-  | { index: number; status: number; problem: Problem };
+type BatchLine = { index: number; status: number; problem: Problem };
 
-const refused = (index: number, code: ProblemCode, detail: string): BatchLine => {
+/** A refused call's line, as JSON. */
+const refused = (index: number, code: ProblemCode, detail: string): string => {
   const p = problem(code, detail);
-  return { index, status: p.status, problem: p };
+  return JSON.stringify({ index, status: p.status, problem: p } satisfies BatchLine);
 };
 
 const internalCallSchema = callSchema.extend({
@@ -71,7 +70,9 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (deep) throw new HttpProblem('json-too-deep', deep);
       const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));
       if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
-      return served;
+      // The bytes fastify's serializer made of `{ outcome, deliverySeq }`, the outcome's text reused.
+      reply.type('application/json; charset=utf-8');
+      return servedJson('{', served);
     });
 
     app.post('/internal/v1/code-runs/:id/call-batch', options, async (request, reply) => {
@@ -85,8 +86,8 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
       res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
       let pending: string[] = [];
       let flushing = false;
-      const write = (line: BatchLine) => {
-        pending.push(JSON.stringify(line));
+      const write = (line: string) => {
+        pending.push(line);
         if (flushing) return;
         flushing = true;
         // Lines finished in the same turn go out in one write.
@@ -97,13 +98,13 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
           if (!res.destroyed) res.write(text);
         });
       };
-      const serveOne = async (call: BindingCall): Promise<BatchLine> => {
+      const serveOne = async (call: BindingCall): Promise<string> => {
         const deep = tooDeep(call.argsJson);
         if (deep) return refused(call.index, 'json-too-deep', deep);
         try {
           const served = await bindingCalls.serve(id, attempt, call, gone);
           if (!served) return refused(call.index, 'not-found', `no code run ${id}`);
-          return { index: call.index, status: 200, ...served };
+          return servedJson(`{"index":${call.index},"status":200,`, served);
         } catch (err) {
           const e = err as Error;
           // As a single call's 5xx: the runner tries the call again on another gateway (takeover).
