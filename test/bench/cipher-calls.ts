@@ -9,12 +9,16 @@
  * first cipher apart from the rest of its batch. The ESM bindings of `node:crypto` are re-synced, so `import { createCipheriv }`
  * sees the counted functions.
  */
-import { createRequire, syncBuiltinESMExports } from 'node:module';
+
 import { writeFileSync } from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 
 const dir = process.env.CIPHER_CALLS_DIR;
 if (dir) {
-  const crypto = createRequire(import.meta.url)('node:crypto') as Record<string, (...a: unknown[]) => unknown>;
+  const crypto = createRequire(import.meta.url)('node:crypto') as Record<
+    string,
+    (...a: unknown[]) => unknown
+  >;
   const counts = new Map<string, number>();
   const add = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
   let inBatch = false;
@@ -43,8 +47,8 @@ if (dir) {
       const made = real.apply(this, a);
       const ns = Number(process.hrtime.bigint() - t0);
       const kind = `${name} ${where}${where === 'restock' ? (first ? ' (first of its batch)' : ' (the rest)') : ''}`;
-      let list = times.get(kind);
-      if (!list) times.set(kind, (list = []));
+      const list = times.get(kind) ?? [];
+      if (list.length === 0) times.set(kind, list);
       list.push(ns);
       return made;
     };
@@ -56,7 +60,9 @@ if (dir) {
       const sorted = [...list].sort((x, y) => x - y);
       const sum = list.reduce((x, y) => x + y, 0);
       const p50 = sorted[Math.floor(sorted.length / 2)] ?? 0;
-      lines.push(`µs a call, ${kind}: p50 ${(p50 / 1e3).toFixed(1)}, mean ${(sum / list.length / 1e3).toFixed(1)} (${list.length} calls)`);
+      lines.push(
+        `µs a call, ${kind}: p50 ${(p50 / 1e3).toFixed(1)}, mean ${(sum / list.length / 1e3).toFixed(1)} (${list.length} calls)`,
+      );
     }
     writeFileSync(`${dir}/ciphers-${process.pid}.txt`, `${process.argv.join(' ')}\n${lines.join('\n')}\n`);
   };

@@ -45,7 +45,7 @@ import { createSseSlots } from './sse-slot-store.ts';
 import { createWindowCountStore } from './window-count-store.ts';
 
 /** The gateway sealer's cipher stock (core's `SealerOptions`); see `createGatewayDeps`. */
-export const GATEWAY_SEAL_STOCK = { ready: 64, restockBelow: 40 } as const;
+const GATEWAY_SEAL_STOCK = { ready: 64, restockBelow: 40 } as const;
 
 /**
  * The gateway's dependencies, plus `redis`: the connection its stores share, for the process that
