@@ -69,6 +69,25 @@ describe('a sealer with ciphers kept ready', () => {
     expect(ivs.size).toBe(seals);
   });
 
+  it('with `restockBelow`, makes the used ciphers again only once the stock is below it, all in one go', async () => {
+    const s = createSealer({ keys, activeKeyId: 'k1', ready: 6, restockBelow: 3 });
+    expect(made.count).toBe(6);
+    // Three seals (one submit's) leave three: none made, now or after the turn.
+    for (const text of ['code', 'description', 'request']) s.seal(text);
+    await nextTurn();
+    expect(made.count).toBe(6);
+    // The next seal takes the stock below three: the four used are made after the turn, together.
+    s.seal('one more');
+    expect(made.count).toBe(6);
+    await nextTurn();
+    expect(made.count).toBe(10);
+    // Past the stock in one turn: the rest are made at their seals, as without one.
+    for (let i = 0; i < 8; i++) s.seal(`burst ${i}`);
+    expect(made.count).toBe(12);
+    await nextTurn();
+    expect(made.count).toBe(18);
+  });
+
   it('keeps nothing ready by default: one cipher a seal, made at the seal', async () => {
     const s = createSealer({ keys, activeKeyId: 'k1' });
     expect(made.count).toBe(0);

@@ -74,6 +74,15 @@ export interface SealerOptions {
    * once.
    */
   ready?: number;
+  /**
+   * Restock only once the stock is below this many (default `ready`: every seal's cipher is made
+   * again after its turn), then back up to `ready` in one go. A cipher made alone after the
+   * caller's write runs cold, like the seal it is for (~30 µs of a gateway's CPU each, three a
+   * submit); made a few dozen in a row they share warm code and caches, and the making runs once
+   * every few submits instead of right behind each one's write (test/bench/README.md, round 32
+   * `gw-seal`). The gap (`ready` minus this) is what a restock makes at least.
+   */
+  restockBelow?: number;
 }
 
 /** A cipher made before its seal: the IV it encrypts under, and the AAD already given. */
@@ -105,6 +114,7 @@ export function createSealer(options: SealerOptions): Sealer {
     return { iv, cipher };
   };
   const ready = Math.max(0, Math.floor(options.ready ?? 0));
+  const restockBelow = Math.min(ready, Math.max(1, Math.floor(options.restockBelow ?? ready)));
   const stock: ReadyCipher[] = [];
   let restocking = false;
   const restock = () => {
@@ -131,7 +141,7 @@ export function createSealer(options: SealerOptions): Sealer {
   return {
     seal(plaintext) {
       const { iv, cipher } = stock.pop() ?? made();
-      if (ready > 0 && !restocking) {
+      if (ready > 0 && stock.length < restockBelow && !restocking) {
         restocking = true;
         setImmediate(restockAfterTurn).unref();
       }
@@ -175,7 +185,7 @@ export function sealerFromConfig(
     ISLET_SEAL_KEYS: string;
     ISLET_SEAL_ACTIVE_KEY_ID?: string;
   },
-  options: Pick<SealerOptions, 'ready'> = {},
+  options: Pick<SealerOptions, 'ready' | 'restockBelow'> = {},
 ): Sealer {
   const keys = parseSealKeys(config.ISLET_SEAL_KEYS);
   const activeKeyId = config.ISLET_SEAL_ACTIVE_KEY_ID ?? Object.keys(keys)[0]!;

@@ -44,6 +44,9 @@ import { createRunQueueStore } from './run-queue-store.ts';
 import { createSseSlots } from './sse-slot-store.ts';
 import { createWindowCountStore } from './window-count-store.ts';
 
+/** The gateway sealer's cipher stock (core's `SealerOptions`); see `createGatewayDeps`. */
+const GATEWAY_SEAL_STOCK = { ready: 64, restockBelow: 40 } as const;
+
 /**
  * The gateway's dependencies, plus `redis`: the connection its stores share, for the process that
  * owns it (shutdown, tests); routes and services get `GatewayDeps`, which has none.
@@ -55,8 +58,9 @@ export async function createGatewayDeps(
   const redis = createRedis(config);
   const subscriber = createRedis(config);
   // A submit seals its program, description and request before its one write: their ciphers are
-  // made beforehand (core's sealer, `ready`).
-  const sealer = sealerFromConfig(config, { ready: 3 });
+  // made beforehand (core's sealer, `ready`), in batches of at least 24 (8 submits' worth), and
+  // 40 or more are left when a batch is due: 13 submits arriving in one turn find theirs made.
+  const sealer = sealerFromConfig(config, GATEWAY_SEAL_STOCK);
   const runQueue = createRunQueueStore(
     redis,
     (err) => logger.warn({ err }, 'queue connection error'),
