@@ -17,6 +17,8 @@ import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 
 const WARM = Number(process.env.WARM ?? 300);
 const RUNS = Number(process.env.RUNS ?? 500);
+/** Concurrent clients (default 1: the sequential path; 16: the cluster bench's load). */
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
 
 const cluster = await startOneClientCluster('0.5');
 const admin = createRedis(cluster.redisUrl);
@@ -66,7 +68,7 @@ function* commands(buf: Buffer) {
   }
 }
 
-await burst(one, WARM, 1);
+await burst(one, WARM, CLIENTS);
 const file = await aofFile();
 const slow = process.env.SLOW !== '0';
 if (slow) {
@@ -75,7 +77,7 @@ if (slow) {
   await admin.slowlog('RESET');
 }
 const from = statSync(file).size;
-await burst(one, RUNS, 1);
+await burst(one, RUNS, CLIENTS);
 const to = statSync(file).size;
 if (slow) {
   await admin.config('SET', 'slowlog-log-slower-than', '10000');
