@@ -3,7 +3,8 @@
  * own bookkeeping — the registration's removal from the idle set and its terms, the answer put on
  * the worker's hand-off key — is not in the AOF (nor sent to replicas): the registration never was,
  * and the worker's pop takes the answer in the same event loop turn, its ZPOPMIN propagated after
- * it. The job's and the run's writes are, as before. Read from the AOF itself; real redis-server,
+ * it. The job's and the run's writes are, as before; the start writes no status the record already
+ * holds. Read from the AOF itself; real redis-server,
  * BullMQ, fair share, run store; the submit is the gateway's (run-queue-store.ts).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -47,10 +48,10 @@ function incrAof(): string {
   return file;
 }
 
-/** The AOF's commands (`NAME key`, the name upper-cased) from byte `from` on. */
-function aofCommands(file: string, from: number): string[] {
+/** The AOF's commands (their arguments, the name upper-cased) from byte `from` on. */
+function aofCommands(file: string, from: number): string[][] {
   const buf = readFileSync(file).subarray(from);
-  const out: string[] = [];
+  const out: string[][] = [];
   let i = 0;
   const line = () => {
     const end = buf.indexOf('\r\n', i);
@@ -66,7 +67,7 @@ function aofCommands(file: string, from: number): string[] {
       args.push(buf.toString('latin1', i, i + len));
       i += len + 2;
     }
-    out.push(`${(args[0] ?? '').toUpperCase()} ${args[1] ?? ''}`.trim());
+    out.push([(args[0] ?? '').toUpperCase(), ...args.slice(1)]);
   }
   return out;
 }
@@ -104,7 +105,8 @@ describe("a handed submit's add (one server), in the AOF", () => {
       expect(t.outcomes.at(-1)).toBe('completed 1');
       expect(await redis.hmget(keys.run('a1'), 'attempts', 'status')).toEqual(['1', 'Completed']);
 
-      const aof = aofCommands(file, from);
+      const written = aofCommands(file, from);
+      const aof = written.map((c) => `${c[0]} ${c[1] ?? ''}`.trim());
       // The job taken as the fetch takes it, its lock, the run's start: propagated.
       expect(aof).toContain(`LPUSH ${prefix}active`);
       expect(aof).toContain(`SET ${prefix}a1:lock`);
@@ -114,6 +116,15 @@ describe("a handed submit's add (one server), in the AOF", () => {
       // Base 802db19: `ZPOPMAX idle`, `HDEL idle:args` and `ZADD handoff:<worker>` (~1.4 KB) here.
       expect(aof.filter((c) => c.includes(handOff.idle) || c.startsWith(`ZADD ${own}`))).toEqual([]);
       expect(await redis.exists(own)).toBe(0);
+      // The record's status is written by its create (Running) and not again by the start in the
+      // same script (base 802db19: `status Running` in the start's HSET too); then by the end.
+      const statusOf = (c: string[]) => {
+        for (let i = 2; i + 1 < c.length; i += 2) if (c[i] === 'status') return c[i + 1];
+        return undefined;
+      };
+      const records = written.filter((c) => c[0] === 'HSET' && c[1] === keys.run('a1'));
+      expect(records.map(statusOf)).toEqual(['Running', undefined, 'Completed']);
+      expect(records[1]?.slice(2).filter((_, i) => i % 2 === 0)).toEqual(['attempts', 'updatedAt']);
     } finally {
       await Promise.all(Object.values(queues.queues).map((q) => q.close()));
       await t.close();
