@@ -25,7 +25,9 @@ try {
     return { user: Number(f[11]) / TICKS, sys: Number(f[12]) / TICKS };
   };
   const aof = async () => Number((await redis.info('persistence')).match(/aof_current_size:(\d+)/)?.[1]);
-  const body = (quiet: boolean) => `${quiet ? 'redis.set_repl(redis.REPL_NONE)\n' : ''}redis.call('ZADD', KEYS[1], 0, ARGV[1])
+  const body = (
+    quiet: boolean,
+  ) => `${quiet ? 'redis.set_repl(redis.REPL_NONE)\n' : ''}redis.call('ZADD', KEYS[1], 0, ARGV[1])
 ${quiet ? 'redis.set_repl(redis.REPL_ALL)\n' : ''}redis.call('ZPOPMIN', KEYS[1])
 return 1`;
   const shas = {

@@ -32,7 +32,11 @@ beforeAll(async () => {
   await redis.config('SET', 'appendonly', 'yes');
   await until('the AOF rewrite', async () => {
     const info = await redis.info('persistence');
-    return /aof_enabled:1/.test(info) && /aof_rewrite_in_progress:0/.test(info) && /aof_rewrite_scheduled:0/.test(info);
+    return (
+      /aof_enabled:1/.test(info) &&
+      /aof_rewrite_in_progress:0/.test(info) &&
+      /aof_rewrite_scheduled:0/.test(info)
+    );
   });
 });
 afterAll(() => h.close());
