@@ -4,15 +4,15 @@
  * the worker's hand-off key — is not in the AOF (nor sent to replicas): the registration never was,
  * and the worker's pop takes the answer in the same event loop turn, its ZPOPMIN propagated after
  * it. The job's and the run's writes are, as before; the start writes no status the record already
- * holds. Read from the AOF itself; real redis-server,
- * BullMQ, fair share, run store; the submit is the gateway's (run-queue-store.ts).
+ * holds; the AOF replayed holds the run and its job as the server does. Read from the AOF itself;
+ * real redis-server, BullMQ, fair share, run store; the submit is the gateway's (run-queue-store.ts).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { keys } from '@islet/core';
+import { createRedis, keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { createRunStore, handOffKeys } from '@islet/runs';
-import { runFixture } from '@islet/testkit';
+import { runFixture, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
@@ -129,6 +129,31 @@ describe("a handed submit's add (one server), in the AOF", () => {
       const records = written.filter((c) => c[0] === 'HSET' && c[1] === keys.run('a1'));
       expect(records.map(statusOf)).toEqual(['Running', undefined, 'Completed']);
       expect(records[1]?.slice(2).filter((_, i) => i % 2 === 0)).toEqual(['attempts', 'updatedAt']);
+
+      // The AOF replayed on another server (what a restart or a replica holds) has the run, its job
+      // and the queue's lists as the server has them, and no hand-off key.
+      const replay = await startRedis();
+      let again: Redis | undefined;
+      try {
+        await replay.kill();
+        rmSync(join(replay.dir, 'appendonlydir'), { recursive: true, force: true });
+        cpSync(join(dir, 'appendonlydir'), join(replay.dir, 'appendonlydir'), { recursive: true });
+        await replay.restart();
+        again = createRedis(replay.url);
+        for (const key of [keys.run('a1'), `${prefix}a1`])
+          expect(await again.hgetall(key)).toEqual(await redis.hgetall(key));
+        for (const list of ['active', 'wait'])
+          expect(await again.lrange(`${prefix}${list}`, 0, -1)).toEqual(
+            await redis.lrange(`${prefix}${list}`, 0, -1),
+          );
+        expect(await again.zscore(`${prefix}completed`, 'a1')).toBe(
+          await redis.zscore(`${prefix}completed`, 'a1'),
+        );
+        expect(await again.exists(own, `${prefix}a1:lock`)).toBe(0);
+      } finally {
+        again?.disconnect();
+        await replay.stop();
+      }
     } finally {
       await Promise.all(Object.values(queues.queues).map((q) => q.close()));
       await t.close();
