@@ -5,6 +5,7 @@
  * (what the processes poll on their own, per second, is printed apart). Commands are grouped by
  * name, scripts (EVAL/EVALSHA/FCALL) by their first key's shape; MONITOR shows the commands a
  * script runs inside it too, so both levels are counted as `INFO commandstats` counts them.
+ * `TRACE=1` prints each call's last sequence of commands, `TRACE=common` its most common one.
  */
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
@@ -41,6 +42,14 @@ function group(args: string[]): string {
 
 /** Each call's last command sequence (`TRACE=1` prints them): the call, then its commands in order. */
 const lastCall = new Map<string, string[]>();
+/** `TRACE=common`: each call's sequences with their counts (the most common is printed, not the last). */
+const sequences = new Map<string, Map<string, number>>();
+const noteSequence = (g: string, seq: string[]) => {
+  const m = sequences.get(g) ?? new Map<string, number>();
+  const k = seq.slice(1).join(' | ');
+  m.set(k, (m.get(k) ?? 0) + 1);
+  sequences.set(g, m);
+};
 
 async function record(
   ms: number | (() => Promise<void>),
@@ -54,6 +63,7 @@ async function record(
     // A script's own commands follow its call: counted under it.
     const g = source === 'lua' ? `${script}  > ${group(args)}` : group(args);
     if (source !== 'lua') {
+      if (script && seq.length > 1) noteSequence(script, seq);
       script = g;
       seq = [];
       lastCall.set(g, seq);
@@ -121,7 +131,10 @@ try {
     const inner = [...t.inner].sort((a, b) => b[1] - a[1]);
     if (inner.length)
       console.log(`${''.padStart(16)}${inner.map(([n, v]) => `${n} ${v.toFixed(1)}`).join(', ')}`);
-    if (process.env.TRACE)
+    const common = [...(sequences.get(k) ?? [])].sort((a, b) => b[1] - a[1])[0];
+    if (process.env.TRACE === 'common' && common)
+      console.log(`${''.padStart(16)}most common (${common[1]} calls): ${common[0]}`);
+    else if (process.env.TRACE)
       console.log(`${''.padStart(16)}last call: ${(lastCall.get(k) ?? []).slice(1).join(' | ')}`);
   }
 } finally {

@@ -8,7 +8,7 @@
  * run, their summed duration; then the AOF written over the same runs, split into its
  * MULTI … EXEC blocks (a script's effects; one block a script) by the block's first command and
  * key shape: blocks a run, bytes a block, commands a block, and (`DUMP=1`) one block of each shape
- * printed. `SLOW=0` skips the SLOWLOG (the AOF only: SLOWLOG's own copies cost Redis time).
+ * printed (`DUMP=full`: its arguments uncut). `SLOW=0` skips the SLOWLOG (the AOF only: SLOWLOG's own copies cost Redis time).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +17,8 @@ import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 
 const WARM = Number(process.env.WARM ?? 300);
 const RUNS = Number(process.env.RUNS ?? 500);
+/** Concurrent clients (default 1: the sequential path; 16: the cluster bench's load). */
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
 
 const cluster = await startOneClientCluster('0.5');
 const admin = createRedis(cluster.redisUrl);
@@ -66,7 +68,7 @@ function* commands(buf: Buffer) {
   }
 }
 
-await burst(one, WARM, 1);
+await burst(one, WARM, CLIENTS);
 const file = await aofFile();
 const slow = process.env.SLOW !== '0';
 if (slow) {
@@ -75,7 +77,7 @@ if (slow) {
   await admin.slowlog('RESET');
 }
 const from = statSync(file).size;
-await burst(one, RUNS, 1);
+await burst(one, RUNS, CLIENTS);
 const to = statSync(file).size;
 if (slow) {
   await admin.config('SET', 'slowlog-log-slower-than', '10000');
@@ -175,9 +177,11 @@ for (const [s, b] of [...blocks].sort((x, y) => y[1].bytes - x[1].bytes)) {
     `  ${(b.n / RUNS).toFixed(2)} a run  ${s.padEnd(56)} ${(b.bytes / b.n).toFixed(0)} B, ${(b.cmds / b.n).toFixed(1)} commands: ` +
       [...b.names].map(([k, v]) => `${k} ${(v / b.n).toFixed(1)}`).join(', '),
   );
-  if (process.env.DUMP === '1' && b.dump)
+  if ((process.env.DUMP === '1' || process.env.DUMP === 'full') && b.dump)
     for (const a of b.dump)
-      console.log(`      ${a.map((x) => (x.length > 80 ? `${x.slice(0, 60)}…(${x.length})` : x)).join(' ')}`);
+      console.log(
+        `      ${a.map((x) => (x.length > 80 && process.env.DUMP !== 'full' ? `${x.slice(0, 60)}…(${x.length})` : x)).join(' ')}`,
+      );
 }
 admin.disconnect();
 await cluster.stop();

@@ -90,8 +90,9 @@ return 1`);
  * Sent after the worker's blocking pop returned without a hand-off (the marker, the timeout), before
  * it fetches: the registration goes, and a job handed after the pop was served (the marker came
  * first, or in between) is taken. Nothing of a registration outlives that. Not propagated
- * when it only removes the registration (nothing to replay); a hand-off it takes was the gateway's
- * propagated write, so that removal is propagated as usual. A registration still standing was
+ * when it only removes the registration (nothing to replay); the removal of a hand-off it takes is
+ * propagated: an add of the previous release propagated the hand-off (a newer one does not, and the
+ * removal then replays as a no-op). A registration still standing was
  * taken by no hand-off (the hand-off removes it with its terms), so nothing is looked for; one gone
  * took its terms with it (every script removes both), so only a hand-off is. KEYS idle, idle args, the worker's
  * hand-off key; ARGV the worker id. Returns the hand-off taken (cmsgpack of {token, answer}) or nil.
@@ -282,6 +283,17 @@ const SOLE_JOB = '(soleWait and KEYS[1] == AK[1] and bullAbsent[KEYS[3]] and bul
  * with a live registration, such a scan was most of the hand-off's bookkeeping. The latest is
  * popped (`ZPOPMAX`: read and removed in one command) and put back, its score unchanged, only when
  * its fetch found no job; the script is atomic, so no reader sees it out in between.
+ *
+ * What the script writes to the idle set, its terms and the worker's hand-off key is not propagated
+ * (`unpropagated`: not in the AOF, not sent to replicas). The registration it removes was never
+ * propagated (`REGISTER_IDLE`), and the worker's blocking pop takes the answer in the same event
+ * loop turn as the script (Redis serves a client blocked on a key the script wrote before the turn's
+ * AOF write and fsync), so the AOF and a replica held the answer (~1.4 KB: the job's fields and the
+ * created record, both also in the propagated HMSET and HSET) only from the script to the pop's
+ * ZPOPMIN right after it. Only an answer waiting on the key (its worker between a pop that brought
+ * none and its `TAKE_BACK`, or dead) can be lost by a restart or a failover: its job stays active
+ * with its lock and lease, and BullMQ's stalled check gives it back as for a worker that died
+ * (test/bench/README.md, round 32 `redis-aof`).
  */
 export function handOffAddScript(addBody: string, moveToActiveBody: string): LuaScript {
   // The fused fetch's lease takes the time read below (`now`) rather than reading it again; its
@@ -297,6 +309,13 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string): Lua
   const body = addBody.split(JOB_EXISTS).length === 2 ? addBody.replace(JOB_EXISTS, JOB_AND_IDLE) : addBody;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
 local prioritizedKey, idleKey, idleArgsKey = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
+-- The hand-off's own bookkeeping: not propagated (see handOffAddScript).
+local function unpropagated(...)
+  redis.set_repl(redis.REPL_NONE)
+  local r = redis.call(...)
+  redis.set_repl(redis.REPL_ALL)
+  return r
+end
 local AK = {unpack(KEYS, 1, #KEYS - 3)}
 local idleSeen, newJob, waitAbsent
 local delayedKey = AK[6]
@@ -322,18 +341,18 @@ local added = add(AK, ARGV)
 -- job is counted now, as the admission would have before the add.
 if heldPush then uncounted = {job = added} else countHeld() end
 if idleSeen == false then return added end
-local top = redis.call('ZPOPMAX', idleKey)
+local top = unpropagated('ZPOPMAX', idleKey)
 if not top[1] then return marked(added) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if tonumber(top[2]) <= now then
-  redis.call('DEL', idleKey, idleArgsKey)
+  unpropagated('DEL', idleKey, idleArgsKey)
   return marked(added)
 end
 local worker = top[1]
 local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
 if not ok or type(terms) ~= 'table' then
-  redis.call('HDEL', idleArgsKey, worker)
+  unpropagated('HDEL', idleArgsKey, worker)
   return marked(added)
 end
 local opts = {token = terms.token, lockDuration = tonumber(terms.lockDuration)}
@@ -350,7 +369,7 @@ if not fine then
   error(answer)
 end
 if type(answer[1]) ~= 'table' then
-  redis.call('ZADD', idleKey, top[2], worker)
+  unpropagated('ZADD', idleKey, top[2], worker)
   return marked(added)
 end
 -- Drained: the look behind the job removed the base marker (ZREM), which the held ZADD would have set first.
@@ -360,7 +379,7 @@ else
   pushHeld()
   countHeld()
 end
-redis.call('HDEL', idleArgsKey, worker)
-redis.call('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
+unpropagated('HDEL', idleArgsKey, worker)
+unpropagated('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
 return added`);
 }
