@@ -4,7 +4,8 @@
  * `runner.perf.jit` seq-cpu.ts leaves in `PROF_DIR` with `PERF=1 PERF_JIT=1 PERF_WHO=runner`: a
  * frame counts once a sample however often it is on the stack. `UNDER` (a regex): only the samples
  * with a frame matching it; `SHOW` (a regex): only the frames matching it are printed. seq-cpu.ts'
- * own summary is by innermost frame (self); this is what a step costs with all it calls.
+ * own summary is by innermost frame (self); this is what a step costs with all it calls, its JIT
+ * tiers merged.
  *
  *   PROF_DIR=/tmp/p PERF=1 PERF_JIT=1 PERF_WHO=runner RUNS=800 node test/bench/seq-cpu.ts
  *   SHOW='beginAttempt|fromHash|fromFields|fieldsOf|begunOf' node test/bench/perf-inclusive.ts /tmp/p/runner.perf.jit 800
@@ -32,7 +33,10 @@ for (const block of script.split('\n\n')) {
       .trim()
       .replace(/^[0-9a-f]+ /, '')
       .replace(/\+0x[0-9a-f]+/, '')
-      .replace(/ \(.*\)$/, ''),
+      .replace(/ \(.*\)$/, '')
+      // One function under every tier V8 ran it in (`~` interpreted, `^` baseline, `+` Maglev,
+      // `*` TurboFan): a step's cost is not split by how hot its code was in that sample.
+      .replace(/^JS:[~^+*]'?/, 'JS:'),
   );
   if (under && !frames.some((f) => under.test(f))) continue;
   samples++;
