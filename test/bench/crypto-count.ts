@@ -3,16 +3,19 @@
  * decipher constructions (`createCipheriv`, `createDecipheriv`: one a seal, one an open), and on
  * SIGUSR2 writes the counts so far to `$BENCH_CRYPTO_DIR/<pid>.json`. Named imports of
  * `node:crypto` see the wrapped functions (`syncBuiltinESMExports`), so must load after this.
+ * `onSpot`: ciphers made by a seal itself (its caller's path) rather than by the sealer's restock
+ * after the turn (core's sealer.ts `ready`), told apart by the stack (`restock` in it).
  */
 import crypto from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 
-const counts = { ciphers: 0, deciphers: 0 };
+const counts = { ciphers: 0, deciphers: 0, onSpot: 0 };
 const cipher = crypto.createCipheriv;
 const decipher = crypto.createDecipheriv;
 crypto.createCipheriv = ((...args: Parameters<typeof cipher>) => {
   counts.ciphers++;
+  if (!new Error().stack?.includes('restock')) counts.onSpot++;
   return cipher(...args);
 }) as typeof cipher;
 crypto.createDecipheriv = ((...args: Parameters<typeof decipher>) => {

@@ -2,7 +2,8 @@
  * `node test/bench/end-crypto.ts`: AES-GCM ciphers and deciphers made a sequential trivial run by
  * the gateway and by the runner (`crypto-count.ts` preloaded into both; `BENCH_ENV` as
  * `sequential.ts`), over `RUNS` (default 200) after `WARM`
- * (default 50). A count, not a time: each is an OpenSSL context made (its cipher fetch, the key's
+ * (default 50), from `CLIENTS` clients at once (default 1), and of the ciphers those made on a seal's
+ * own path (none ready: made by the seal, not by the sealer's restock after the turn). A count, not a time: each is an OpenSSL context made (its cipher fetch, the key's
  * schedule), ~5 µs hot and 30–65 µs on a loaded path (test/bench/README.md, rounds 29 and 30).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,13 +13,14 @@ import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 200);
 const WARM = Number(process.env.WARM ?? 50);
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
 const dir = mkdtempSync(join(tmpdir(), 'islet-crypto-'));
 const cluster = await startOneClientCluster('0.5', {
   NODE_OPTIONS: `--import ${join(import.meta.dirname, 'crypto-count.ts')}`,
   BENCH_CRYPTO_DIR: dir,
 });
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
-type Counts = { ciphers: number; deciphers: number };
+type Counts = { ciphers: number; deciphers: number; onSpot: number };
 async function read(): Promise<Record<string, Counts>> {
   const out: Record<string, Counts> = {};
   for (const [who, pid] of Object.entries(pids)) {
@@ -38,13 +40,15 @@ async function read(): Promise<Record<string, Counts>> {
 }
 try {
   const once = trivialRun(cluster, 'Crypto count');
-  await burst(once, WARM, 1);
+  await burst(once, WARM, CLIENTS);
   const a = await read();
-  await burst(once, RUNS, 1);
+  await burst(once, RUNS, CLIENTS);
   const b = await read();
   for (const who of Object.keys(b)) {
     const per = (k: keyof Counts) => ((b[who]![k] - (a[who]?.[k] ?? 0)) / RUNS).toFixed(2);
-    console.log(`${who}: ${per('ciphers')} ciphers, ${per('deciphers')} deciphers a run (${RUNS} runs)`);
+    console.log(
+      `${who}: ${per('ciphers')} ciphers (${per('onSpot')} made on a seal's path), ${per('deciphers')} deciphers a run (${RUNS} runs, ${CLIENTS} client(s))`,
+    );
   }
 } finally {
   await cluster.stop();

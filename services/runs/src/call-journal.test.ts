@@ -1,3 +1,4 @@
+import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -171,13 +172,15 @@ describe('call journal on real Redis', () => {
     const journal = createCallJournal({ redis: r.a, sealer });
     const run = newRun();
     const runKey = `islet:run:{${run}}`;
-    expect(await journal.beginAttempt(run, runKey)).toEqual({ run: {}, attempt: undefined, entries: [] });
+    const missing = await journal.beginAttempt(run, runKey);
+    expect(missing).toMatchObject({ attempt: undefined, entries: [] });
+    expect(fieldsOf(missing.runFields)).toEqual({});
     expect(await r.a.exists(`islet:journal:{${run}}`)).toBe(0);
     await r.a.hset(runKey, { id: run, status: 'Running', attempts: '0' });
     const first = await journal.beginAttempt(run, runKey);
     expect(first).toMatchObject({ attempt: 1, entries: [] });
     // The record as read, before it was counted.
-    expect(first.run).toMatchObject({ id: run, status: 'Running', attempts: '0' });
+    expect(fieldsOf(first.runFields)).toMatchObject({ id: run, status: 'Running', attempts: '0' });
     expect(await r.a.hget(runKey, 'attempts')).toBe('1');
     // A first start writes no journal: the record's count fences it; the first call's claim
     // creates the journal with its expiry.
@@ -195,7 +198,7 @@ describe('call journal on real Redis', () => {
     await r.a.hset(runKey, { cancelRequested: '0', status: 'Completed' });
     const ended = await journal.beginAttempt(run, runKey);
     expect(ended).toMatchObject({ attempt: undefined, entries: [] });
-    expect(ended.run.status).toBe('Completed');
+    expect(fieldsOf(ended.runFields).status).toBe('Completed');
     expect(await r.a.hget(runKey, 'attempts')).toBe('2');
     expect(await r.a.hget(`islet:journal:{${run}}`, '#attempt')).toBe('2');
   });

@@ -187,7 +187,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const begunOf = (reply: unknown, withLease: boolean): BegunAttempt => {
     const [runFlat, attempt, journalFlat, leaseReply] = reply as [string[], number, string[], unknown];
     return {
-      run: fieldsOf(runFlat),
+      runFields: runFlat,
       attempt: attempt > 0 ? attempt : undefined,
       entries: entriesOf(fieldsOf(journalFlat)),
       ...(withLease ? { lease: leaseAnswerOf(leaseReply) } : {}),

@@ -88,10 +88,11 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
     async beginAttempt(runId: string, lease?: RunLease) {
       const begun = await journal.beginAttempt(runId, keys.run(runId), runs.attemptStartEvent(runId), lease);
       if (lease && begun.lease) lease.acquired(begun.lease);
-      if (begun.lease && !begun.lease.ok) return { ...begun, run: null, deferred: true };
-      const run = runs.fromHash(begun.run);
+      const { runFields, ...rest } = begun;
+      if (begun.lease && !begun.lease.ok) return { ...rest, run: null, deferred: true };
+      const run = runs.fromFields(runFields);
       // The lease joins the run read (not a copy of it, which would read its every field).
-      return { ...begun, run: run && lease ? Object.assign(run, { lease }) : run, deferred: false };
+      return { ...rest, run: run && lease ? Object.assign(run, { lease }) : run, deferred: false };
     },
     /**
      * What a worker's fetch adds to BullMQ's arguments so that it also takes the job's lease and

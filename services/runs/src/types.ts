@@ -172,8 +172,11 @@ export interface CallJournal {
 
 /** What `beginAttempt` found and did. */
 export interface BegunAttempt {
-  /** The run record's fields as read before the attempt was counted (empty: no record). */
-  run: Record<string, string>;
+  /**
+   * The run record's fields and values in turn as read before the attempt was counted (HGETALL's
+   * flat answer, as the script gave it; empty: no record): the run store's `fromFields` reads it.
+   */
+  runFields: readonly unknown[];
   /** The attempt started; undefined when the run was missing, ended or asked to cancel. */
   attempt: number | undefined;
   /** Every journaled call of the run, by index (empty when no attempt started). */
