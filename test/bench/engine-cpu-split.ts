@@ -10,7 +10,11 @@
  * pool threads, `libuv-worker`), the bench process (the engine side) and the host apart; voluntary
  * context switches (each a sleep and a wake-up) and minor faults a run. `SYSCALLS=1`: also `perf
  * stat` of all syscalls of the host and of this process over the engine's rounds (a run).
- * HOST_FLAGS: node/V8 flags added to the host's command line (space separated).
+ * HOST_FLAGS: node/V8 flags added to the host's command line (space separated); HOST_ENV: its
+ * environment (`A=1 B=2`). Two hosts compared in one process, their rounds interleaved (A B, B A,
+ * ...) with the same engine side: `A_SCRIPT` / `B_SCRIPT` (another host script for A / B, e.g. a
+ * copy of a base commit's `services/engine/src/host.ts` beside a `node_modules` link), `B_ENV`.
+ * Each round also prints the host's RSS. The engine runs pass a seed (no CSPRNG draw a run).
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -56,8 +60,8 @@ function snapshot(pid: number): Snapshot {
   for (const t of readdirSync(`/proc/${pid}/task`)) {
     const r = readTask(pid, Number(t));
     if (!r) continue;
-    let g = out.get(r.name);
-    if (!g) out.set(r.name, (g = new Map()));
+    const g = out.get(r.name) ?? new Map<number, Counts>();
+    out.set(r.name, g);
     g.set(Number(t), r.c);
   }
   return out;
@@ -157,7 +161,7 @@ async function oneHost(label: string, script: string | undefined, env: Record<st
     hostEnv: env,
     wrapCommand: (command, args) => ({
       command,
-      args: [...EXTRA_FLAGS, ...args.map((a) => (script && a.endsWith('/host.ts') ? script : a))],
+      args: [...EXTRA_FLAGS, ...args.map((a) => (script && /\/host\.[jt]s$/.test(a) ? script : a))],
     }),
     onProcessEvent: (e) => {
       if (e.type === 'started' && e.pid !== undefined) pid = e.pid;
@@ -181,7 +185,7 @@ const envOf = (text: string | undefined): Record<string, string> =>
   );
 
 async function main(): Promise<void> {
-  const hosts = [await oneHost('A', undefined, envOf(process.env.HOST_ENV))];
+  const hosts = [await oneHost('A', process.env.A_SCRIPT, envOf(process.env.HOST_ENV))];
   // B: another host script (e.g. the base's host.ts in a copy of services/engine) or environment,
   // its rounds interleaved with A's (A B B A ...) in this one process.
   if (process.env.B_SCRIPT || process.env.B_ENV !== undefined)
