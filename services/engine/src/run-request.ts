@@ -45,7 +45,7 @@ export function checkRequest(code: unknown, opts: ExecuteOptions): RunFailure | 
 
 /**
  * Random bytes for runs' seeds, drawn from the CSPRNG a page at a time: `randomBytes(16)` a run
- * cost ~35 µs here (OpenSSL's per-call work, a `getpid` among it), the same bytes from a filled
+ * cost 6–35 µs here (OpenSSL's per-call work, a `getpid` among it), the same bytes from a filled
  * pool ~1 µs. Each seed's bytes are used once.
  */
 const SEED_BYTES = 16;
