@@ -218,7 +218,6 @@ describe('a call on the host thread', () => {
       },
     });
     const prepared = prepare();
-    // The run's own memory poll (an interval) is made here, before the count starts.
     const run = new HostRun(
       runMessage('let n = 0; for (let i = 0; i < 4; i++) n += (await apps.a.b({ i })).n; return n;', ['a.b']),
       prepared,
@@ -234,7 +233,8 @@ describe('a call on the host thread', () => {
       for (let id = 0; id < 3; id++)
         run.deliverResult({ t: 'result', id, valueJson: '{"n":1}', turnMs: 5000 });
       hook.disable();
-      expect(timers).toBe(0);
+      // One: the run's memory poll, armed as its first turn returned with the run going on.
+      expect(timers).toBe(1);
     } finally {
       hook.disable();
       // Ended while stdout is still captured: its `done` is written after a turn of the loop.
@@ -252,5 +252,46 @@ describe('a call on the host thread', () => {
       return out.map((m) => (m as FromHost).t).join(',');
     });
     expect(frames).toEqual(['call,turn', 'call,turn', 'call,turn', 'call,turn']);
+  });
+});
+
+describe('a run that ends in its first turn', () => {
+  it('makes no timer: its memory is polled only once a first turn returns with the run going on', async () => {
+    const made: string[] = [];
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'Timeout') made.push(type);
+      },
+    });
+    hook.enable();
+    try {
+      const { ended, frames } = firstTurn('return [1, 2, 3].length * 4;');
+      await ended;
+      expect(frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '12' });
+    } finally {
+      hook.disable();
+    }
+    expect(made).toEqual([]);
+  });
+
+  it("formats no stack for the error its isolate's dispose ends the turn with, and puts the limit back", async () => {
+    const limit = Error.stackTraceLimit;
+    const formatted: number[] = [];
+    const before = Error.prepareStackTrace;
+    // Node calls a user's prepareStackTrace for every error whose stack is read, with its frames.
+    Error.prepareStackTrace = (error, frames) => {
+      formatted.push(frames.length);
+      return `${String(error)}`;
+    };
+    try {
+      const { ended, frames, prepared } = firstTurn('return [1, 2, 3].length * 4;');
+      await ended;
+      expect(prepared.isolate.isDisposed).toBe(true);
+      expect(frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '12' });
+    } finally {
+      Error.prepareStackTrace = before;
+    }
+    expect(formatted.filter((n) => n > 0)).toEqual([]);
+    expect(Error.stackTraceLimit).toBe(limit);
   });
 });

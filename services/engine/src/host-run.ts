@@ -36,6 +36,21 @@ export interface HostOutput {
 
 const STDOUT: HostOutput = { send, flush };
 
+/**
+ * A turn on this thread that ends the run disposes its isolate from a callback (`finish`), so
+ * isolated-vm ends `applySync` with a new Error ("Isolate was disposed during execution") in this
+ * process, which it builds with this thread's stack: V8 captured and formatted ~10 frames for it on
+ * every run (Node's prepareStackTrace, call sites' positions and names; ~2 % of a host's main
+ * thread by `perf`), to be thrown away (only its message is read). Frames are not captured in those
+ * turns (an internal error in a callback of one is logged with its message only); the limit is
+ * put back as the turn returns. Returns the limit to put back.
+ */
+function quietStacks(): number {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  return limit;
+}
+
 export class HostRun {
   private readonly isolate: ivm.Isolate;
   /** The isolate's CPU time when this run adopted it, ns. */
@@ -62,7 +77,8 @@ export class HostRun {
   private logBatch: [FromHost & { t: 'logs' }][0]['lines'] = [];
   private logBatchBytes = 0;
   private flushScheduled = false;
-  private readonly poll: NodeJS.Timeout;
+  /** The memory-limit poll, armed only once the run outlives its first turn (`watchMemory`). */
+  private poll: NodeJS.Timeout | undefined;
   private readonly onFinished: () => void;
   private readonly out: HostOutput;
 
@@ -83,9 +99,17 @@ export class HostRun {
     // The isolate was prepared (harness installed) while the host idled: the run is billed from here.
     this.cpuAtStart = this.isolate.cpuTime;
     prepared.sink.run = this;
-    // isolated-vm disposes an isolate that passes its memory limit; nothing else disposes it but us.
-    // (The process's resident size is the engine's to watch, from outside: this thread is busy
-    // with the program's first turn.)
+  }
+
+  /**
+   * isolated-vm disposes an isolate that passes its memory limit; nothing else disposes it but us.
+   * Polled only once the first turn returned with the run still going: no timer can fire while that
+   * turn holds this thread, and a limit passed in it ends `applySync` with an error read at once
+   * (`afterIsolateError`), so a run that ends in its first turn (most) makes and clears no timer.
+   * (The process's resident size is the engine's to watch, from outside.)
+   */
+  private watchMemory(): void {
+    if (this.finished || this.poll !== undefined) return;
     this.poll = setInterval(() => {
       if (this.finished) return;
       if (this.isolate.isDisposed) return this.memoryExceeded();
@@ -101,6 +125,7 @@ export class HostRun {
    */
   start(): void {
     this.onThisThread = true;
+    const stackLimit = quietStacks();
     try {
       this.prepared.startRef.applySync(
         undefined,
@@ -110,9 +135,11 @@ export class HostRun {
     } catch (e) {
       this.afterIsolateError(e);
     } finally {
+      Error.stackTraceLimit = stackLimit;
       this.onThisThread = false;
     }
     this.turnReturned();
+    this.watchMemory();
   }
 
   /** With the calls (and lines) the turn made, in one write; a program that ended sent `done` instead. */
@@ -188,11 +215,13 @@ export class HostRun {
     if (m.turnMs !== undefined && this.tasks.size === 0) {
       this.onThisThread = true;
       this.callsThisTurn = 0;
+      const stackLimit = quietStacks();
       try {
         this.deliver.applySync(undefined, [...args, true], { timeout: Math.max(1, m.turnMs) });
       } catch (e) {
         this.afterIsolateError(e);
       } finally {
+        Error.stackTraceLimit = stackLimit;
         this.onThisThread = false;
       }
       this.turnReturned(true);
@@ -349,7 +378,7 @@ export class HostRun {
   private finish(done: HostDone): void {
     if (this.finished) return;
     this.finished = true;
-    clearInterval(this.poll);
+    if (this.poll !== undefined) clearInterval(this.poll);
     // Read before the isolate is disposed (its counters go with it); a disposed one counts nothing.
     let cpuMs: number | undefined;
     try {
