@@ -2,7 +2,7 @@
  * An `execute` call's request, read: what is refused before any host is taken, and the Run's
  * parameters (run-params.ts) from the caller's options with the engine's defaults and bounds.
  */
-import { randomFillSync } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { RUN_CODE_REFUSALS } from '@islet/protocol';
 import type { HostProcess } from './host-process.ts';
 import {
@@ -43,26 +43,6 @@ export function checkRequest(code: unknown, opts: ExecuteOptions): RunFailure | 
   return { bindings, timeoutMs };
 }
 
-/**
- * Random bytes for runs' seeds, drawn from the CSPRNG a page at a time: `randomBytes(16)` a run
- * cost 6–35 µs here (OpenSSL's per-call work, a `getpid` among it), the same bytes from a filled
- * pool ~1 µs. Each seed's bytes are used once.
- */
-const SEED_BYTES = 16;
-const seedPool = Buffer.alloc(4096);
-let seedOffset = seedPool.length;
-
-/** A fresh random seed (32 hex digits) for a run that was given none. */
-export function randomSeed(): string {
-  if (seedOffset + SEED_BYTES > seedPool.length) {
-    randomFillSync(seedPool);
-    seedOffset = 0;
-  }
-  const start = seedOffset;
-  seedOffset += SEED_BYTES;
-  return seedPool.toString('hex', start, seedOffset);
-}
-
 export function runParams(
   code: string,
   opts: ExecuteOptions,
@@ -76,7 +56,7 @@ export function runParams(
     config: {
       bindings: checked.bindings,
       clockMs: typeof opts.clockMs === 'number' && Number.isFinite(opts.clockMs) ? opts.clockMs : Date.now(),
-      seed: opts.randomSeed ?? randomSeed(),
+      seed: opts.randomSeed ?? randomBytes(16).toString('hex'),
     },
     onCall: opts.onCall,
     timeoutMs: checked.timeoutMs,
