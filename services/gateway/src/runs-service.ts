@@ -339,8 +339,9 @@ export function createRunsService(deps: GatewayDeps) {
     let entries: JournalCallView[];
     try {
       const [runFlat, journalFlat] = JSON.parse(payload) as [unknown, unknown];
-      // Its record is built at once (the answer), description included.
-      run = runs.fromHash(fieldsOf(runFlat), true);
+      // Its record is built at once (the answer), description included; read from the flat answer
+      // as the runner's pick-up reads its run (`fromFields`), not through a record of its fields.
+      run = runs.fromFields(runFlat, true);
       entries = journal.callsOf(fieldsOf(journalFlat));
     } catch (err) {
       deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');
