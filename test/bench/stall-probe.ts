@@ -1,11 +1,14 @@
 /**
  * `node test/bench/stall-probe.ts`: hunts a run not picked up (round 32, `stall-hunt`). A local
  * cluster as `seq-cpu.ts` starts it (1 gateway, 1 read-only runner, `BENCH_SLOTS` slots), `CLIENTS`
- * (default 16) clients sending trivial runs with `Prefer: wait=30` until `RUNS` (default 20000) or
- * `SECONDS`. A request still unanswered after `STALL_MS` (default 2000) has its queue's state
+ * (default 16) clients sending trivial runs with `Prefer: wait=30` in bursts of `BURST` runs
+ * (default 200) up to `GAP_MS` apart (default 300: the runner goes idle between them, as between
+ * a bench's warm-up and its measured runs), until `RUNS` (default 20000) or `SECONDS`. The last
+ * line counts the runs not Completed and those answered after `STALL_MS` (the first burst, which
+ * starts the sandbox hosts, not counted); `QUIET=1` prints only that. A request still unanswered after `STALL_MS` (default 2000) has its queue's state
  * captured at that moment (BullMQ's lists, the hand-off registrations and keys, the pool's sets)
  * with the runner's and the gateway's last log lines; the run's own record and job once it is
- * answered. `LOG_LEVEL` sets the children's (default warn).
+ * answered (`SLOW_STATE=1`: for a slow Completed one too). `LOG_LEVEL` sets the children's (default warn).
  */
 import { request, Agent } from 'node:http';
 import { createRedis } from '@islet/core';
@@ -95,6 +98,10 @@ function post(body: unknown): Promise<{ status: number; body: Record<string, unk
 let left = RUNS;
 let done = 0;
 let stalls = 0;
+/** Runs answered Completed but after STALL_MS, and the longest answer, ms. */
+let slow = 0;
+let longest = 0;
+let bursts = 0;
 const deadline = Date.now() + SECONDS * 1000;
 const started = Date.now();
 const log = (s: string) => process.stdout.write(`${new Date().toISOString()} ${s}\n`);
@@ -118,9 +125,12 @@ async function burst(): Promise<void> {
         });
         clearTimeout(timer);
         done++;
+        if (bursts > 0) longest = Math.max(longest, Date.now() - sentAt);
         if (res.body.status === 'Completed' && snap) {
+          // The first burst starts the sandbox hosts (seconds at load): not counted.
+          if (bursts > 0) slow++;
           const id = String(res.body.id);
-          log(`slow client ${client}: ${Date.now() - sentAt} ms, run ${id}`);
+          if (process.env.QUIET !== '1') log(`slow client ${client}: ${Date.now() - sentAt} ms, run ${id}`);
           if (process.env.SLOW_STATE === '1') {
             log(`state at ${STALL_MS} ms: ${JSON.stringify(await snap)}`);
             log(`job now: ${JSON.stringify(await redis.hgetall(`${q}${id}`)).slice(0, 1500)}`);
@@ -147,10 +157,13 @@ async function burst(): Promise<void> {
 try {
   while (left > 0 && Date.now() < deadline) {
     await burst();
+    bursts++;
     await new Promise((r) => setTimeout(r, Math.random() * GAP_MS));
   }
 } finally {
-  log(`end: ${done} runs in ${((Date.now() - started) / 1000).toFixed(0)} s, ${stalls} stalled`);
+  log(
+    `end: ${done} runs (${bursts} bursts of ${BURST}, the first not counted) in ${((Date.now() - started) / 1000).toFixed(0)} s, ${stalls} not Completed, ${slow} Completed after > ${STALL_MS} ms, longest ${longest} ms`,
+  );
   redis.disconnect();
   await cluster.stop();
 }
