@@ -10,7 +10,7 @@
  * with the runner's and the gateway's last log lines; the run's own record and job once it is
  * answered (`SLOW_STATE=1`: for a slow Completed one too). `LOG_LEVEL` sets the children's (default warn).
  */
-import { request, Agent } from 'node:http';
+import { Agent, request } from 'node:http';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { PROGRAM } from './baselines.ts';
@@ -53,7 +53,8 @@ async function snapshot(): Promise<Record<string, unknown>> {
     else if (type === 'set') out[key] = await redis.smembers(key);
     else if (type === 'hash') {
       const h = await redis.hgetall(key);
-      out[key] = key.endsWith(':meta') || key.includes('pool') || key.endsWith('idle:args') ? h : Object.keys(h);
+      out[key] =
+        key.endsWith(':meta') || key.includes('pool') || key.endsWith('idle:args') ? h : Object.keys(h);
     } else if (type === 'string') out[key] = (await redis.get(key))?.slice(0, 200);
     else if (type === 'stream') out[key] = `stream ${await redis.xlen(key)}`;
     else out[key] = type;
@@ -83,7 +84,10 @@ function post(body: unknown): Promise<{ status: number; body: Record<string, unk
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           try {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+            resolve({
+              status: res.statusCode ?? 0,
+              body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+            });
           } catch (e) {
             reject(e);
           }
@@ -149,7 +153,10 @@ async function burst(): Promise<void> {
           log(`runner log:\n${cluster.output('runner', 0)}`);
           log(`gateway log:\n${cluster.output('gateway', 0)}`);
         }
-        if (done % 2000 === 0) log(`${done} runs, ${stalls} stalls, load ${(await import('node:fs')).readFileSync('/proc/loadavg', 'utf8').trim()}`);
+        if (done % 2000 === 0)
+          log(
+            `${done} runs, ${stalls} stalls, load ${(await import('node:fs')).readFileSync('/proc/loadavg', 'utf8').trim()}`,
+          );
       }
     }),
   );
