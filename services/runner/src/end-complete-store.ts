@@ -44,10 +44,10 @@ export interface PendingEnd {
   resolve(answer: unknown): void;
   reject(err: unknown): void;
   /**
-   * Without `startNext`: a next job the completion brings all the same (its id), before the end's
-   * answer is given (the ended run's slot then kept for it, parking-worker-end.ts).
+   * The completion brings no next job (its `fetchNext` sent as 0): the worker was registered idle
+   * when the end was handed over (parking-worker-end.ts says why).
    */
-  brought?(jobId: string): void;
+  fetchNone?: true;
   /** Set: a next job the completion brings has its run started in the same call. */
   startNext?: {
     /** `fetch-lease-begin-11`'s arguments after BullMQ's (`fetchedStartArgs`). */
@@ -96,6 +96,10 @@ export function completingExec(
     if (early) return early;
     const end = completion ? take(String(args[COMPLETE_KEYS])) : undefined;
     if (!end) return exec(client, name, args);
+    if (end.fetchNone && Number(args[COMPLETE_KEYS + FETCH_NEXT_ARG]) === 1) {
+      args = [...args];
+      args[COMPLETE_KEYS + FETCH_NEXT_ARG] = 0;
+    }
     const redis = client as unknown as Redis;
     const bullArgs = args.slice(COMPLETE_KEYS) as (string | number)[];
     const next = Number(bullArgs[FETCH_NEXT_ARG]) === 1 ? end.startNext : undefined;
@@ -118,10 +122,8 @@ export function completingExec(
       await runEndAlone(redis, end);
       throw err;
     }
-    const bull = reply[1];
-    if (next && Array.isArray(bull)) fetchedAnswer(bull, next.started, () => undefined, next.hooks?.moved);
-    else if (end.brought && Array.isArray(bull) && Array.isArray(bull[0]) && typeof bull[1] === 'string')
-      end.brought(bull[1]);
+    if (next && Array.isArray(reply[1]))
+      fetchedAnswer(reply[1], next.started, () => undefined, next.hooks?.moved);
     end.resolve(reply[0]);
     return reply[1];
   };
