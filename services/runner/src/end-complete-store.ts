@@ -43,6 +43,11 @@ export interface PendingEnd {
   args: (string | number)[];
   resolve(answer: unknown): void;
   reject(err: unknown): void;
+  /**
+   * The completion brings no next job (its `fetchNext` sent as 0): the worker was registered idle
+   * when the end was handed over (parking-worker-end.ts says why).
+   */
+  fetchNone?: true;
   /** Set: a next job the completion brings has its run started in the same call. */
   startNext?: {
     /** `fetch-lease-begin-11`'s arguments after BullMQ's (`fetchedStartArgs`). */
@@ -91,6 +96,10 @@ export function completingExec(
     if (early) return early;
     const end = completion ? take(String(args[COMPLETE_KEYS])) : undefined;
     if (!end) return exec(client, name, args);
+    if (end.fetchNone && Number(args[COMPLETE_KEYS + FETCH_NEXT_ARG]) === 1) {
+      args = [...args];
+      args[COMPLETE_KEYS + FETCH_NEXT_ARG] = 0;
+    }
     const redis = client as unknown as Redis;
     const bullArgs = args.slice(COMPLETE_KEYS) as (string | number)[];
     const next = Number(bullArgs[FETCH_NEXT_ARG]) === 1 ? end.startNext : undefined;

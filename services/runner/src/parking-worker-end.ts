@@ -78,17 +78,19 @@ export function deferRunEnd(
   }
   const start = host.fetchStart;
   const gate = host.gate;
-  // Registered idle (the queue was drained when this worker's loop last looked, and a submit since
-  // was handed to its pop): the completion's fetch-next finds no job, so its start terms (24
-  // arguments, their building and Redis's copy of them) go only with a completion that may bring
-  // one. A job it brings all the same (an older gateway's add, a delayed one come due) is started
-  // by its processor, as one BullMQ brings without a start.
+  // Registered idle (the queue was drained when this worker's loop last looked): its pop is under
+  // way, and every job queued since either was handed to it or set the queue's marker, which wakes
+  // it, so its own loop fetches that job, with a slot reserved and the run started in the fetch.
+  // The completion then fetches nothing (no start terms either: 24 arguments, their building and
+  // Redis's copy of them). It could find one: the registration was taken by a submit's hand-off and
+  // more submits queued behind it while the pop's answer was on its way (16 clients at an idle
+  // runner). Fetched here, that job came without its run's start and without the ended run's slot
+  // kept for it, and waited in the slot gate while every other slot passed from each run's end to
+  // the next job its completion started (`keepFor`): until the queue drained, 30 s and more under
+  // a long burst (test/bench/README.md, round 32 `stall-hunt`).
+  const registered = host.idleRegistered();
   const startNext =
-    start &&
-    slotToken !== undefined &&
-    !host.isClosing() &&
-    !host.idleRegistered() &&
-    (gate?.noResumeWaiting() ?? true)
+    start && slotToken !== undefined && !host.isClosing() && !registered && (gate?.noResumeWaiting() ?? true)
       ? {
           args: () => start.args(),
           hooks: start,
@@ -101,7 +103,14 @@ export function deferRunEnd(
         }
       : undefined;
   return new Promise((resolve, reject) =>
-    host.pendingEnds.set(jobId, { keys, args, resolve, reject, ...(startNext ? { startNext } : {}) }),
+    host.pendingEnds.set(jobId, {
+      keys,
+      args,
+      resolve,
+      reject,
+      ...(startNext ? { startNext } : {}),
+      ...(registered ? { fetchNone: true as const } : {}),
+    }),
   );
 }
 
