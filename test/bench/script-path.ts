@@ -10,9 +10,10 @@
  * key shape: blocks a run, bytes a block, commands a block, and (`DUMP=1`) one block of each shape
  * printed (`DUMP=full`: its arguments uncut). `SLOW=0` skips the SLOWLOG (the AOF only: SLOWLOG's own copies cost Redis time).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRedis } from '@islet/core';
+import { aofCommands, newestIncrAof } from '@islet/testkit';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 
 const WARM = Number(process.env.WARM ?? 300);
@@ -36,36 +37,7 @@ async function aofFile() {
   const [, dir] = (await admin.config('GET', 'dir')) as string[];
   const [, sub] = (await admin.config('GET', 'appenddirname')) as string[];
   const d = join(dir ?? '', sub ?? '');
-  const incr = readdirSync(d)
-    .filter((f) => f.endsWith('.incr.aof'))
-    .map((f) => join(d, f))
-    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-  if (!incr) throw new Error(`no incr AOF in ${d}`);
-  return incr;
-}
-
-/** RESP arrays of bulk strings, as the AOF holds them; each with its byte length. */
-function* commands(buf: Buffer) {
-  let i = 0;
-  const line = () => {
-    const end = buf.indexOf('\r\n', i);
-    const s = buf.toString('latin1', i, end);
-    i = end + 2;
-    return s;
-  };
-  while (i < buf.length) {
-    const start = i;
-    const head = line();
-    if (!head.startsWith('*')) throw new Error(`AOF: '${head}' at ${start}`);
-    const n = Number(head.slice(1));
-    const args: string[] = [];
-    for (let k = 0; k < n; k++) {
-      const len = Number(line().slice(1));
-      args.push(buf.toString('latin1', i, i + len));
-      i += len + 2;
-    }
-    yield { args, bytes: i - start };
-  }
+  return newestIncrAof(d);
 }
 
 await burst(one, WARM, CLIENTS);
@@ -159,7 +131,7 @@ const close = (args: string[][], bytes: number) => {
   b.dump ??= args;
   blocks.set(s, b);
 };
-for (const { args, bytes } of commands(buf)) {
+for (const { args, bytes } of aofCommands(buf)) {
   const name = (args[0] ?? '').toLowerCase();
   if (name === 'multi') cur = { args: [args], bytes };
   else if (cur) {

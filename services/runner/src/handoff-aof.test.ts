@@ -7,12 +7,12 @@
  * holds; the AOF replayed holds the run and its job as the server does. Read from the AOF itself;
  * real redis-server, BullMQ, fair share, run store; the submit is the gateway's (run-queue-store.ts).
  */
-import { cpSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRedis, keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { createRunStore, handOffKeys } from '@islet/runs';
-import { runFixture, startRedis } from '@islet/testkit';
+import { aofCommands, newestIncrAof, runFixture, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
@@ -42,39 +42,14 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 /** The newest incremental AOF file. */
-function incrAof(): string {
-  const d = join(dir, 'appendonlydir');
-  const file = readdirSync(d)
-    .filter((f) => f.endsWith('.incr.aof'))
-    .map((f) => join(d, f))
-    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-  if (!file) throw new Error(`no incremental AOF in ${d}`);
-  return file;
-}
+const incrAof = () => newestIncrAof(join(dir, 'appendonlydir'));
 
 /** The AOF's commands (their arguments, the name upper-cased) from byte `from` on. */
-function aofCommands(file: string, from: number): string[][] {
-  const buf = readFileSync(file).subarray(from);
-  const out: string[][] = [];
-  let i = 0;
-  const line = () => {
-    const end = buf.indexOf('\r\n', i);
-    const s = buf.toString('latin1', i, end);
-    i = end + 2;
-    return s;
-  };
-  while (i < buf.length) {
-    const n = Number(line().slice(1));
-    const args: string[] = [];
-    for (let k = 0; k < n; k++) {
-      const len = Number(line().slice(1));
-      args.push(buf.toString('latin1', i, i + len));
-      i += len + 2;
-    }
-    out.push([(args[0] ?? '').toUpperCase(), ...args.slice(1)]);
-  }
-  return out;
-}
+const commandsFrom = (file: string, from: number): string[][] =>
+  Array.from(aofCommands(readFileSync(file).subarray(from)), ({ args }) => [
+    (args[0] ?? '').toUpperCase(),
+    ...args.slice(1),
+  ]);
 
 describe("a handed submit's add (one server), in the AOF", () => {
   it("propagates the job's and the run's writes, not the registration's removal nor the answer handed", async () => {
@@ -109,7 +84,7 @@ describe("a handed submit's add (one server), in the AOF", () => {
       expect(t.outcomes.at(-1)).toBe('completed 1');
       expect(await redis.hmget(keys.run('a1'), 'attempts', 'status')).toEqual(['1', 'Completed']);
 
-      const written = aofCommands(file, from);
+      const written = commandsFrom(file, from);
       const aof = written.map((c) => `${c[0]} ${c[1] ?? ''}`.trim());
       // The job taken as the fetch takes it, its lock, the run's start: propagated.
       expect(aof).toContain(`LPUSH ${prefix}active`);

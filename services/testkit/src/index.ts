@@ -1,3 +1,4 @@
+export { aofCommands, newestIncrAof } from './aof.ts';
 export { clearOfBoundary } from './clear-of-boundary.ts';
 export { freePort } from './free-port.ts';
 export { spawnOwned, stopOwned } from './owned-process.ts';
