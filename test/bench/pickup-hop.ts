@@ -9,7 +9,9 @@
  *   the AOF's write, fdatasync's entry and exit, the replies' writes), `PERF=0` to leave it out;
  *   SLOWLOG at 0 µs (each script's own time in Redis), `INFO commandstats` and `LATENCY LATEST`
  *   over the timed runs;
- * - each run's `enqueued` and `pickedUp` stamps (its record's `timings`).
+ * - each run's `enqueued` and `pickedUp` stamps (its record's `timings`; written on the wall clock
+ *   of `performance` in each process, moved here by this process's offset, so they carry each
+ *   process's `timeOrigin` error, tens to hundreds of µs: the hops between them are on one clock).
  *
  * Prints each hop's p50 / mean / p90 from the one before, µs, over the runs where all were found;
  * which of the two woken processes ran first after the fsync (the gateway's reply or the runner's
@@ -49,15 +51,24 @@ let perf: ChildProcess | undefined;
 try {
   const once = stampedRun(cluster, mono);
   for (let i = 0; i < WARM; i++) await once();
-  const redisPid = processTree(process.pid)
-    .slice(1)
-    .find((pid) => {
-      try {
-        return processKind(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ')) === 'redis';
-      } catch {
-        return false;
-      }
-    });
+  const pidOf = (kind: string) =>
+    processTree(process.pid)
+      .slice(1)
+      .find((pid) => {
+        try {
+          return processKind(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ')) === kind;
+        } catch {
+          return false;
+        }
+      });
+  const redisPid = pidOf('redis');
+  // NICE_GATEWAY=5: the gateway's threads at that nice value, so where it and the runner are woken
+  // together by the fsync (its reply, the runner's hand-off) and one CPU is free, the runner tends
+  // to get it: a probe of how much of the runner's wake-up is that race, not a setting to keep.
+  const gatewayPid = pidOf('gateway');
+  if (process.env.NICE_GATEWAY && gatewayPid !== undefined)
+    for (const tid of readdirSync(`/proc/${gatewayPid}/task`))
+      execFileSync('renice', ['-n', process.env.NICE_GATEWAY, '-p', tid], { stdio: 'ignore' });
   if (PERF && redisPid !== undefined) {
     perf = spawn(
       'perf',
@@ -114,7 +125,9 @@ try {
   perf?.kill('SIGINT');
   redis.disconnect();
   await cluster.stop();
-  rmSync(dir, { recursive: true, force: true });
+  // KEEP=1: the stamp files and Redis's perf data stay for a look of one's own.
+  if (process.env.KEEP === '1') console.log(`stamps kept in ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
 }
 
 interface Ev {
@@ -202,6 +215,8 @@ function report(
     'gateway reply `data` − runner `data` (+: runner first)',
     'gateway: its reply `data` → the end of that turn (its JS on the reply)',
     'runner: its `data` → the end of that turn',
+    'hand-off written → runner `data`, runs where the runner came first',
+    'hand-off written → runner `data`, runs where the gateway came first',
   ] as const;
   const col = new Map<string, number[]>(names.map((n) => [n, []]));
   const put = (n: (typeof names)[number], from: number | undefined, to: number | undefined) => {
@@ -254,6 +269,7 @@ function report(
       put(names[4], fsIn?.t, fsOut?.t);
       put(names[5], fsOut?.t, hand?.t);
       put(names[6], hand?.t, rdata?.t);
+      if (rdata && gdata) put(rdata.t < gdata.t ? names[20] : names[21], hand?.t, rdata.t);
       if (hand && gwReply) {
         if (hand.t <= gwReply.t) handoffWriteFirst++;
         else handoffWriteSecond++;
