@@ -217,6 +217,7 @@ function report(
     'runner: its `data` → the end of that turn',
     'hand-off written → runner `data`, runs where the runner came first',
     'hand-off written → runner `data`, runs where the gateway came first',
+    "Redis: the hand-off's write → the gateway's reply's write",
   ] as const;
   const col = new Map<string, number[]>(names.map((n) => [n, []]));
   const put = (n: (typeof names)[number], from: number | undefined, to: number | undefined) => {
@@ -228,10 +229,9 @@ function report(
   let handoffWriteFirst = 0;
   let handoffWriteSecond = 0;
   for (const run of runs) {
-    if (run.enqueued === undefined || run.pickedUp === undefined) continue;
     const ev = all.filter((e) => e.t >= run.sent && e.t <= run.received);
     const find = (from: number, ok: (e: Ev) => boolean) => ev.find((e) => e.t >= from && ok(e));
-    const gw = find(run.enqueued, (e) => e.who === 'gateway' && e.ev === 'write-evalsha');
+    const gw = find(run.sent, (e) => e.who === 'gateway' && e.ev === 'write-evalsha');
     if (!gw) continue;
     const rdata = find(gw.t, (e) => e.who === 'runner' && e.ev === 'data' && e.size >= 1000);
     const gdata = find(gw.t, (e) => e.who === 'gateway' && e.ev === 'data');
@@ -259,10 +259,15 @@ function report(
         fsOut &&
         rdata &&
         find(fsOut.t, (e) => e.who === 'redis' && /^write/.test(e.ev) && e.size === rdata.size);
+      // The other reply the fsync released: the first write after it on another connection (a
+      // writev's size is not in perf's record, so not matched by size).
       const gwReply =
         fsOut &&
-        gdata &&
-        find(fsOut.t, (e) => e.who === 'redis' && /^write/.test(e.ev) && e.size === gdata.size);
+        hand &&
+        find(
+          fsOut.t,
+          (e) => e.who === 'redis' && /^write/.test(e.ev) && e.fd !== hand.fd && e.fd !== fsIn.fd,
+        );
       put(names[1], gw.t, rread?.t);
       put(names[2], rread?.t, aof?.t);
       put(names[3], aof?.t, fsIn?.t);
@@ -271,6 +276,7 @@ function report(
       put(names[6], hand?.t, rdata?.t);
       if (rdata && gdata) put(rdata.t < gdata.t ? names[20] : names[21], hand?.t, rdata.t);
       if (hand && gwReply) {
+        col.get(names[22])!.push((gwReply.t - hand.t) * 1e6);
         if (hand.t <= gwReply.t) handoffWriteFirst++;
         else handoffWriteSecond++;
       }
