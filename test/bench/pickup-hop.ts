@@ -224,6 +224,8 @@ function report(
     if (from !== undefined && to !== undefined) col.get(n)!.push((to - from) * 1e6);
   };
   const steps = new Map<string, number[]>();
+  let sameTurn = 0;
+  let laterTurn = 0;
   let runnerFirst = 0;
   let gatewayFirst = 0;
   let handoffWriteFirst = 0;
@@ -297,6 +299,13 @@ function report(
     put(names[13], pj?.t, proc?.t);
     put(names[14], proc?.t, run.pickedUp);
     put(names[16], rdata.t, proc?.t);
+    // Whether anything on the way let the event loop turn (a timer, `setImmediate`, more I/O first):
+    // the `setImmediate` made at the pop's reply then runs before the processor starts.
+    const turnEnd = parsed && find(parsed.t, (e) => e.who === 'runner' && e.ev === 'turn-end-bzpopmin');
+    if (proc && turnEnd) {
+      if (proc.t < turnEnd.t) sameTurn++;
+      else laterTurn++;
+    }
     put(names[15], run.enqueued, run.pickedUp);
     // Every runner stamp from its data event to the processor, each from the one before.
     if (proc) {
@@ -325,6 +334,9 @@ function report(
       `  ${k.padEnd(58)} ${pct(xs, 50).toFixed(1).padStart(8)} ${mean.toFixed(1).padStart(8)} [${(xs.length / runs.length).toFixed(2)}]`,
     );
   }
+  lines.push(
+    `the processor started in the pop's reply's own event-loop turn: ${sameTurn}, in a later one: ${laterTurn}`,
+  );
   lines.push(
     `after the fsync, which process's data event came first: runner ${runnerFirst}, gateway ${gatewayFirst}`,
   );
