@@ -36,6 +36,9 @@ const commandStats = (info: string) =>
 // Before the cluster starts, so nothing else runs meanwhile.
 const floor = PARALLEL ? undefined : await messageFloor();
 const { app, port } = await startPingApp();
+// The App's TCP connections opened: a keep-alive pool reused run after run opens none a run.
+let appConnections = 0;
+app.on('connection', () => appConnections++);
 const cluster = await startCluster({
   gateways: 1,
   runners: [{ modes: ['read-only'], concurrency: 4 }],
@@ -67,6 +70,7 @@ try {
     redis: await redis.info('commandstats'),
   };
   const own = process.cpuUsage();
+  const connectionsBefore = appConnections;
   // The floor's fsync'd write again, on the cluster's Redis while the calls run: on a machine
   // others load, a floor taken minutes apart says little. SETRANGE: a write nothing else sends.
   const probe = createRedis(cluster.redisUrl);
@@ -85,6 +89,7 @@ try {
   probing = false;
   await probed;
   probe.disconnect();
+  const connectionsOpened = appConnections - connectionsBefore;
   const ownMs = (({ user, system }) => (user + system) / 1000)(process.cpuUsage(own));
   const after = {
     text: await metrics(),
@@ -156,6 +161,10 @@ try {
     route(before.text, '/internal/v1/code-runs/:id/call-batch');
   console.log(
     `runner requests per run: ${(alone / withCalls.runs).toFixed(1)} lone calls, ${(batches / withCalls.runs).toFixed(1)} batches`,
+  );
+  const evalsha = (r1.get('evalsha')?.[0] ?? 0) - (r0.get('evalsha')?.[0] ?? 0);
+  console.log(
+    `script calls (EVALSHA) per run: ${(evalsha / withCalls.runs).toFixed(2)}; App connections opened per run: ${(connectionsOpened / withCalls.runs).toFixed(2)}`,
   );
 } finally {
   redis.disconnect();
