@@ -105,13 +105,6 @@ const LEASE_AND_BEGIN = loadScript('lease-and-begin-9');
  * of a few MiB keeps Redis's other clients waiting no longer than one large call would.
  */
 const GROUP_LIMITS = { maxItems: 128, maxBytes: 4 * 1024 * 1024 };
-/**
- * A run's outcomes wait while its last outcome script is in flight (turn-batch.ts `oneInFlight`):
- * a hundred parallel calls' answers, arriving a few a turn, go as a few script calls (each one
- * fsync, one answer to the runner, one burst to the sandbox host), not one a turn. A lone call's
- * outcome finds nothing in flight and goes at the end of its turn, as before.
- */
-const COMPLETION_LIMITS = { ...GROUP_LIMITS, oneInFlight: true };
 
 export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const { redis, sealer } = deps;
@@ -174,8 +167,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const entriesOf = (all: Record<string, string>): JournalEntry[] => storedOf(all).map(toEntry);
   const callsOf = (all: Record<string, string>): JournalCallView[] => storedOf(all).map(toView);
 
-  // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts),
-  // gathered further while the run's last outcome script is in flight.
+  // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
   const claims = new TurnBatch<(string | number)[], string[]>(
     async (runId, calls) => (await CLAIM.run(redis, [keyOf(runId)], calls.flat())) as string[][],
     GROUP_LIMITS,
@@ -189,7 +181,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       : [ttlSeconds];
     for (const call of calls) args.push(...call.fields);
     return (await COMPLETE.run(redis, keys, args)) as string[][];
-  }, COMPLETION_LIMITS);
+  }, GROUP_LIMITS);
 
   /** lease-and-begin-9's or begin-attempt-3's answer (fetch-lease-begin-11 carries the former). */
   const begunOf = (reply: unknown, withLease: boolean): BegunAttempt => {

@@ -7,22 +7,12 @@
  *
  * `send` answers one result per item, in order; when it throws, every item of the group gets the
  * error (each caller sees it as its own write's failure, as before).
- *
- * With `oneInFlight`, a key's next group is held while its last one is in flight and goes at the
- * check phase of the turn its reply came in, with everything gathered meanwhile: writes that
- * arrive over several turns while Redis runs and fsyncs the one before (the outcomes of a hundred
- * parallel calls, answered by their Apps a few at a time) go as a few script calls, not one a
- * turn. A write that finds nothing in flight for its key waits only for the rest of its turn, as
- * without it; a held one waits at most for the reply to the write queued ahead of it on the same
- * connection. Items keep their order across groups.
  */
 interface TurnBatchOptions {
   /** Most items in one group; a full group is sent at once. */
   maxItems: number;
   /** Most bytes (as the caller counts them) in one group; an item that would pass it starts a new group. */
   maxBytes: number;
-  /** Hold a key's next group while one of its groups is in flight (see above). Default false. */
-  oneInFlight?: boolean;
 }
 
 interface Waiter<R> {
@@ -41,8 +31,6 @@ export class TurnBatch<T, R> {
   readonly #options: TurnBatchOptions;
   #groups = new Map<string, Group<T, R>>();
   #scheduled = false;
-  /** Groups sent and not answered yet, by key (`oneInFlight` only). */
-  readonly #inFlight = new Map<string, number>();
 
   constructor(send: (key: string, items: T[]) => Promise<R[]>, options: TurnBatchOptions) {
     this.#send = send;
@@ -67,42 +55,22 @@ export class TurnBatch<T, R> {
       if (group.items.length >= this.#options.maxItems) {
         this.#groups.delete(key);
         this.#flush(key, group);
-      } else this.#schedule();
+      } else if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => this.#flushAll());
+      }
     });
-  }
-
-  #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    setImmediate(() => this.#flushAll());
   }
 
   #flushAll(): void {
     this.#scheduled = false;
     const groups = this.#groups;
     this.#groups = new Map();
-    for (const [key, group] of groups) {
-      // Held: sent when the group ahead of it is answered (`#flush`'s settle schedules it).
-      if (this.#inFlight.has(key)) this.#groups.set(key, group);
-      else this.#flush(key, group);
-    }
+    for (const [key, group] of groups) this.#flush(key, group);
   }
 
   #flush(key: string, group: Group<T, R>): void {
     const { items, waiters } = group;
-    const hold = this.#options.oneInFlight === true;
-    if (hold) this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
-    // The key's held group, if any, goes at the check phase of the turn this answer came in; scheduled
-    // before this group's waiters run, so its write goes ahead of what they queue for that phase.
-    const settled = () => {
-      if (!hold) return;
-      const left = (this.#inFlight.get(key) ?? 1) - 1;
-      if (left > 0) this.#inFlight.set(key, left);
-      else {
-        this.#inFlight.delete(key);
-        if (this.#groups.has(key)) this.#schedule();
-      }
-    };
     let sent: Promise<R[]>;
     try {
       sent = this.#send(key, items);
@@ -111,14 +79,12 @@ export class TurnBatch<T, R> {
     }
     sent.then(
       (results) => {
-        settled();
         for (const [i, w] of waiters.entries()) {
           if (i < results.length) w.resolve(results[i] as R);
           else w.reject(new Error(`turn batch: ${results.length} results for ${items.length} items`));
         }
       },
       (error: unknown) => {
-        settled();
         for (const w of waiters) w.reject(error);
       },
     );
