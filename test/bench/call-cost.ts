@@ -53,6 +53,11 @@ const userSystemByKind = (): Map<string, [number, number]> => {
       out.set(kind, [u + Number(f[11]) * 10, s + Number(f[12]) * 10]);
       // Each host apart too: the one serving the runs against the pool's idle ones.
       if (kind === 'host') out.set(`host ${name}`, [Number(f[11]) * 10, Number(f[12]) * 10]);
+      // The main thread's wake-ups from a wait (voluntary context switches), kept as `wakeups <kind>`.
+      const status = readFileSync(`/proc/${name}/task/${name}/status`, 'utf8');
+      const woken = Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      const [w] = out.get(`wakeups ${kind}`) ?? [0];
+      out.set(`wakeups ${kind}`, [w + woken, 0]);
     } catch {}
   }
   return out;
@@ -219,10 +224,17 @@ try {
   const restarts = [...after.restarts].map(
     ([reason, n]) => `${reason} ${n - (before.restarts.get(reason) ?? 0)}`,
   );
-  const split = [...after.userSystem].map(([kind, [u, s]]) => {
-    const [u0, s0] = before.userSystem.get(kind) ?? [0, 0];
-    return `${kind} ${((u - u0) / calls).toFixed(3)} / ${((s - s0) / calls).toFixed(3)}`;
-  });
+  const delta = (key: string) =>
+    (after.userSystem.get(key)?.[0] ?? 0) - (before.userSystem.get(key)?.[0] ?? 0);
+  console.log(
+    `main-thread wake-ups per call: ${['gateway', 'runner', 'host', 'redis'].map((k) => `${k} ${(delta(`wakeups ${k}`) / calls).toFixed(2)}`).join(', ')}`,
+  );
+  const split = [...after.userSystem]
+    .filter(([kind]) => !kind.startsWith('wakeups'))
+    .map(([kind, [u, s]]) => {
+      const [u0, s0] = before.userSystem.get(kind) ?? [0, 0];
+      return `${kind} ${((u - u0) / calls).toFixed(3)} / ${((s - s0) / calls).toFixed(3)}`;
+    });
   console.log(`CPU per call by process, user / system ms: ${split.join(', ')}`);
   console.log(`sandbox hosts replaced in ${withCalls.runs} runs: ${restarts.join(', ') || 'none'}`);
 } finally {
