@@ -53,11 +53,10 @@ const userSystemByKind = (): Map<string, [number, number]> => {
       out.set(kind, [u + Number(f[11]) * 10, s + Number(f[12]) * 10]);
       // Each host apart too: the one serving the runs against the pool's idle ones.
       if (kind === 'host') out.set(`host ${name}`, [Number(f[11]) * 10, Number(f[12]) * 10]);
-      // The main thread's wake-ups from a wait (voluntary context switches), kept as `wakeups <kind>`.
+      // The main thread's wake-ups from a wait (voluntary context switches), as `wakeups <kind> <pid>`.
       const status = readFileSync(`/proc/${name}/task/${name}/status`, 'utf8');
       const woken = Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-      const [w] = out.get(`wakeups ${kind}`) ?? [0];
-      out.set(`wakeups ${kind}`, [w + woken, 0]);
+      out.set(`wakeups ${kind} ${name}`, [woken, 0]);
     } catch {}
   }
   return out;
@@ -224,10 +223,17 @@ try {
   const restarts = [...after.restarts].map(
     ([reason, n]) => `${reason} ${n - (before.restarts.get(reason) ?? 0)}`,
   );
-  const delta = (key: string) =>
-    (after.userSystem.get(key)?.[0] ?? 0) - (before.userSystem.get(key)?.[0] ?? 0);
+  // Over the processes alive at both ends only: a host replaced meanwhile is in neither sum.
+  const delta = (kind: string) => {
+    let sum = 0;
+    for (const [key, [n]] of after.userSystem) {
+      const was = before.userSystem.get(key);
+      if (key.startsWith(`wakeups ${kind} `) && was) sum += n - was[0];
+    }
+    return sum;
+  };
   console.log(
-    `main-thread wake-ups per call: ${['gateway', 'runner', 'host', 'redis'].map((k) => `${k} ${(delta(`wakeups ${k}`) / calls).toFixed(2)}`).join(', ')}`,
+    `main-thread wake-ups per call: ${['gateway', 'runner', 'host', 'redis'].map((k) => `${k} ${(delta(k) / calls).toFixed(2)}`).join(', ')}`,
   );
   const split = [...after.userSystem]
     .filter(([kind]) => !kind.startsWith('wakeups'))
