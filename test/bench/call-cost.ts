@@ -10,16 +10,57 @@
  * this machine (`message-floor.ts`, measured before the cluster starts), and against the same
  * floor with its fsync'd write timed on the cluster's Redis during the calls (a probe every 10 ms).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { cpuMsOfDescendants, measure, parallelCalls, pct, sequentialCalls } from './baselines.ts';
 import { messageFloor } from './message-floor.ts';
-import { pingConnection, startPingApp } from './ping-app.ts';
+import { pingConnection, processKind, startPingApp } from './ping-app.ts';
 
 const CALLS = Number(process.env.CALLS ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const PARALLEL = process.env.PARALLEL === '1';
+
+/**
+ * User and system CPU (ms) of each live process of the cluster by its own kind (the runner apart
+ * from its hosts; hosts that exited are in the runner's reaped children's time, not counted).
+ */
+const userSystemByKind = (): Map<string, [number, number]> => {
+  const out = new Map<string, [number, number]>();
+  const parents = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {}
+  }
+  // This bench's cluster only (other benches on the machine run processes of the same kinds).
+  const ours = (pid: number): boolean => {
+    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p))
+      if (p === process.pid) return true;
+    return false;
+  };
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || !ours(Number(name))) continue;
+    try {
+      const kind = processKind(readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' '));
+      if (!kind) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const [u, s] = out.get(kind) ?? [0, 0];
+      out.set(kind, [u + Number(f[11]) * 10, s + Number(f[12]) * 10]);
+      // Each host apart too: the one serving the runs against the pool's idle ones.
+      if (kind === 'host') out.set(`host ${name}`, [Number(f[11]) * 10, Number(f[12]) * 10]);
+      // The main thread's wake-ups from a wait (voluntary context switches), as `wakeups <kind> <pid>`.
+      const status = readFileSync(`/proc/${name}/task/${name}/status`, 'utf8');
+      const woken = Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      out.set(`wakeups ${kind} ${name}`, [woken, 0]);
+    } catch {}
+  }
+  return out;
+};
 
 const kindOf = (cmd: string) =>
   cmd.includes('redis-server') ? 'redis' : cmd.includes('gateway') ? 'gateway' : 'runner + hosts';
@@ -36,6 +77,9 @@ const commandStats = (info: string) =>
 // Before the cluster starts, so nothing else runs meanwhile.
 const floor = PARALLEL ? undefined : await messageFloor();
 const { app, port } = await startPingApp();
+// The App's TCP connections opened: a keep-alive pool reused run after run opens none a run.
+let appConnections = 0;
+app.on('connection', () => appConnections++);
 const cluster = await startCluster({
   gateways: 1,
   runners: [{ modes: ['read-only'], concurrency: 4 }],
@@ -45,6 +89,15 @@ const cluster = await startCluster({
 const redis = createRedis(cluster.redisUrl);
 const a = api(cluster.url, cluster.devKey);
 const metrics = async () => (await fetch(`${cluster.url}/metrics`)).text();
+const runnerMetrics = async () =>
+  (await fetch(`http://127.0.0.1:${cluster.runners[0]!.port}/metrics`)).text();
+/** Sandbox hosts replaced, by reason (the runner's `islet_sandbox_process_restarts_total`). */
+const restartsOf = (text: string) =>
+  new Map(
+    [...text.matchAll(/^islet_sandbox_process_restarts_total\{[^}]*reason="([^"]+)"[^}]*\} (\d+)/gm)].map(
+      (m) => [m[1]!, Number(m[2])] as const,
+    ),
+  );
 try {
   const connection = await pingConnection(a, port);
   const run = async (code: string) => {
@@ -62,11 +115,14 @@ try {
   const trivial = await measure(() => run('return 1'), { seconds: SECONDS / 2, minRuns: 20 });
 
   const before = {
+    restarts: restartsOf(await runnerMetrics()),
+    userSystem: userSystemByKind(),
     text: await metrics(),
     cpu: cpuMsOfDescendants(kindOf),
     redis: await redis.info('commandstats'),
   };
   const own = process.cpuUsage();
+  const connectionsBefore = appConnections;
   // The floor's fsync'd write again, on the cluster's Redis while the calls run: on a machine
   // others load, a floor taken minutes apart says little. SETRANGE: a write nothing else sends.
   const probe = createRedis(cluster.redisUrl);
@@ -85,8 +141,11 @@ try {
   probing = false;
   await probed;
   probe.disconnect();
+  const connectionsOpened = appConnections - connectionsBefore;
   const ownMs = (({ user, system }) => (user + system) / 1000)(process.cpuUsage(own));
   const after = {
+    restarts: restartsOf(await runnerMetrics()),
+    userSystem: userSystemByKind(),
     text: await metrics(),
     cpu: cpuMsOfDescendants(kindOf),
     redis: await redis.info('commandstats'),
@@ -157,6 +216,33 @@ try {
   console.log(
     `runner requests per run: ${(alone / withCalls.runs).toFixed(1)} lone calls, ${(batches / withCalls.runs).toFixed(1)} batches`,
   );
+  const evalsha = (r1.get('evalsha')?.[0] ?? 0) - (r0.get('evalsha')?.[0] ?? 0);
+  console.log(
+    `script calls (EVALSHA) per run: ${(evalsha / withCalls.runs).toFixed(2)}; App connections opened per run: ${(connectionsOpened / withCalls.runs).toFixed(2)}`,
+  );
+  const restarts = [...after.restarts].map(
+    ([reason, n]) => `${reason} ${n - (before.restarts.get(reason) ?? 0)}`,
+  );
+  // Over the processes alive at both ends only: a host replaced meanwhile is in neither sum.
+  const delta = (kind: string) => {
+    let sum = 0;
+    for (const [key, [n]] of after.userSystem) {
+      const was = before.userSystem.get(key);
+      if (key.startsWith(`wakeups ${kind} `) && was) sum += n - was[0];
+    }
+    return sum;
+  };
+  console.log(
+    `main-thread wake-ups per call: ${['gateway', 'runner', 'host', 'redis'].map((k) => `${k} ${(delta(k) / calls).toFixed(2)}`).join(', ')}`,
+  );
+  const split = [...after.userSystem]
+    .filter(([kind]) => !kind.startsWith('wakeups'))
+    .map(([kind, [u, s]]) => {
+      const [u0, s0] = before.userSystem.get(kind) ?? [0, 0];
+      return `${kind} ${((u - u0) / calls).toFixed(3)} / ${((s - s0) / calls).toFixed(3)}`;
+    });
+  console.log(`CPU per call by process, user / system ms: ${split.join(', ')}`);
+  console.log(`sandbox hosts replaced in ${withCalls.runs} runs: ${restarts.join(', ') || 'none'}`);
 } finally {
   redis.disconnect();
   await cluster.stop();

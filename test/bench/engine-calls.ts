@@ -9,7 +9,10 @@
  * (`perf stat -p`, every thread: a switch is a thread that slept and was woken, the thread hops of
  * a call), and their read and write syscalls (/proc/<pid>/io: a frame chunk read or written is one,
  * the isolate's own work none). `BUDGET=excluding` runs the programs with `excluding-binding-waits`, `BUDGET=none`
- * without a deadline.
+ * without a deadline. `BURSTS=k` (with `PARALLEL=1`): the outcomes are answered in k bursts,
+ * `BURST_GAP_MS` (default 1) apart, each burst resolved in one callback (as the runner hands a
+ * gateway's answer chunk to the host), instead of all in the turn they were asked in: what a host
+ * pays for each burst of outcomes it is woken for.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -42,12 +45,41 @@ const PARALLEL = process.env.PARALLEL === '1';
 const code = PARALLEL
   ? `return (await Promise.all(Array.from({ length: ${CALLS} }, (_, i) => t({ i })))).length;`
   : `let n = 0; for (let i = 0; i < ${CALLS}; i++) n += (await t({ i })).n; return n;`;
+const BURSTS = Number(process.env.BURSTS ?? 0);
+const BURST_GAP_MS = Number(process.env.BURST_GAP_MS ?? 1);
+const answer = { type: 'result' as const, valueJson: '{"n":1}' };
+// A burst's callers, answered together by one timer (one callback: one burst of frames to the host).
+const bursts = new Map<number, (() => void)[]>();
+const inBurst = (i: number): Promise<void> =>
+  new Promise((resolve) => {
+    const b = i % BURSTS;
+    let waiting = bursts.get(b);
+    if (!waiting) {
+      const list: (() => void)[] = [];
+      waiting = list;
+      bursts.set(b, list);
+      setTimeout(
+        () => {
+          bursts.delete(b);
+          for (const r of list) r();
+        },
+        BURST_GAP_MS * (b + 1),
+      );
+    }
+    waiting.push(resolve);
+  });
 const run = () =>
   engine.execute(code, {
     bindings: ['t'],
     limits,
     partition: 'bench',
-    onCall: async () => ({ type: 'result', valueJson: '{"n":1}' }),
+    onCall:
+      BURSTS > 0
+        ? async (call) => {
+            await inBurst((JSON.parse(call.argsJson) as { i: number }).i);
+            return answer;
+          }
+        : async () => answer,
   });
 
 /** CPU ms of `pids`, every thread they had (exited ones included). */

@@ -13,6 +13,11 @@ const LOG_FLUSH_BYTES = 1024 * 1024;
 /** Lines of the first turn written one by one (see `pushLog`); later ones in batches of this many. */
 const FIRST_TURN_EAGER_LINES = 64;
 const FIRST_TURN_BATCH_LINES = 64;
+/**
+ * How often a run past its first turn checks that its isolate was not disposed, ms. Only a disposal
+ * outside any turn needs it (see `watchMemory`); it was 20 until round 33 (README, `call-path`).
+ */
+const MEMORY_POLL_MS = 250;
 
 /**
  * An isolate with its context and the guest harness installed, made while the host is idle so a
@@ -106,6 +111,9 @@ export class HostRun {
    * Polled only once the first turn returned with the run still going: no timer can fire while that
    * turn holds this thread, and a limit passed in it ends `applySync` with an error read at once
    * (`afterIsolateError`), so a run that ends in its first turn (most) makes and clears no timer.
+   * A later turn reports its own too (`applySync`'s error here, the `apply` promise's rejection on
+   * isolated-vm's thread: `deliverResult`), so the poll is for a disposal outside any turn only, and
+   * slow (`MEMORY_POLL_MS`): a run waiting on its calls is not woken 50 times a second for it.
    * (The process's resident size is the engine's to watch, from outside.)
    */
   private watchMemory(): void {
@@ -113,7 +121,7 @@ export class HostRun {
     this.poll = setInterval(() => {
       if (this.finished) return;
       if (this.isolate.isDisposed) return this.memoryExceeded();
-    }, 20);
+    }, MEMORY_POLL_MS);
   }
 
   /**
