@@ -9,7 +9,7 @@ import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HAND_OFF_ADD_SHA, handingAdds } from './handoff-add-store.ts';
-import { addPackCount, runAdds } from './run-add-store.ts';
+import { runAdds } from './run-add-store.ts';
 
 let server: RedisServer;
 let redis: Redis;
@@ -81,50 +81,6 @@ describe('a run job added without Queue.add', () => {
     } finally {
       now.mockRestore();
     }
-  });
-
-  it("packs no msgpack a submit once warm, its bytes still BullMQ's for every id, time and option", async () => {
-    const q = queue('add-templates');
-    const calls = recordCalls(q);
-    const add = runAdds(q);
-    // BullMQ's own add of the same job at the same ms: its arguments are the reference.
-    const reference = async (id: string, at: number, opts: ReturnType<typeof runJobOptions>) => {
-      const now = vi.spyOn(Date, 'now').mockReturnValue(at);
-      try {
-        calls.length = 0;
-        await q.add('run', data, opts);
-        await add('run', data, opts);
-      } finally {
-        now.mockRestore();
-      }
-      const [bullmq, direct] = calls;
-      expect(direct?.args).toHaveLength(bullmq?.args.length ?? -1);
-      direct?.args.forEach((arg, i) => {
-        const theirs = bullmq?.args[i];
-        if (Buffer.isBuffer(theirs))
-          expect(Buffer.compare(arg as Buffer, theirs), `${id} ${at} ${i}`).toBe(0);
-        else expect(arg).toStrictEqual(theirs);
-      });
-    };
-    // Shapes: a run's id, a decision round's, short and long ids, times across float64 exponents
-    // and a whole second, options of another attempt count, and options packed as given.
-    const times = [1_764_000_000_456, 1_764_000_001_000, 4_294_967_296, 2 ** 45 + 7, 8_640_000_000_000];
-    const ids = [data.runId, `${data.runId}-r2`, 'a', 'x'.repeat(31), 'y'.repeat(32), 'z'.repeat(300)];
-    for (const id of ids)
-      for (const at of times)
-        for (const opts of [
-          runJobOptions(id, 3),
-          runJobOptions(id, 1),
-          { ...runJobOptions(id, 2), jobId: id },
-        ])
-          await reference(id, at, opts);
-    await reference('ä-non-ascii', times[0] ?? 0, runJobOptions('ä-non-ascii', 3));
-    await reference('4000000000', 4_000_000_000, runJobOptions('r-4000000000', 3));
-    // Warm: a submit's add packs nothing (the base packed its options and its arguments: 2).
-    const before = addPackCount();
-    for (let i = 0; i < 20; i++)
-      await add('run', data, runJobOptions(`${data.runId.slice(0, -2)}${10 + i}`, 3));
-    expect(addPackCount() - before).toBe(0);
   });
 
   it('stores the job BullMQ reads back as its own add would', async () => {
