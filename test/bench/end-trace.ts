@@ -62,14 +62,20 @@ try {
     }
   }
   const main = (kind: string) =>
-    [...label].find(([tid, l]) => l.startsWith(`${kind}:`) && (kind !== 'redis' || l === 'redis:redis-server') && (kind === 'redis' || l.endsWith(':MainThread') || kind === 'client'))?.[0];
+    [...label].find(
+      ([tid, l]) =>
+        l.startsWith(`${kind}:`) &&
+        (kind !== 'redis' || l === 'redis:redis-server') &&
+        (kind === 'redis' || l.endsWith(':MainThread') || kind === 'client'),
+    )?.[0];
   const mains = {
     runner: main('runner'),
     redis: main('redis'),
     gateway: main('gateway'),
     client: process.pid,
   };
-  if (Object.values(mains).some((t) => t === undefined)) throw new Error(`threads not found: ${JSON.stringify(mains)}`);
+  if (Object.values(mains).some((t) => t === undefined))
+    throw new Error(`threads not found: ${JSON.stringify(mains)}`);
   // The syscalls of the cluster's threads only (the whole machine's would cost every process a
   // record a syscall); the scheduler's events of every process.
   const only = [...label.keys()].map((tid) => `common_pid == ${tid}`).join(' || ');
@@ -132,7 +138,9 @@ function analyse(
   const waits = new Map<number, [number, number][]>();
   for (const e of evs) {
     if (e.ev === 'sched_switch') {
-      const m = /prev_comm=(.*?) prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/.exec(e.args);
+      const m = /prev_comm=(.*?) prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/.exec(
+        e.args,
+      );
       if (!m) continue;
       const prev = Number(m[2]);
       const next = Number(m[5]);
@@ -209,6 +217,9 @@ function analyse(
   const cpuSteps = names.map(() => [] as number[]);
   const extra: Record<string, number[]> = {
     'Redis writes the reply before the push (of runs)': [],
+    'runs whose end was announced (of runs)': [],
+    'announcement written → end written': [],
+    'gateway CPU, announcement written → push written': [],
     'gateway CPU, read → response written': [],
     'runner CPU in the same window': [],
     'host CPU in the same window': [],
@@ -227,27 +238,66 @@ function analyse(
     const woken = (start: number, tid: number) =>
       find(start, (e) => e.ev === 'sched_wakeup' && new RegExp(`pid=${tid} `).test(e.args));
     const onAt = (start: number, tid: number) =>
-      find(start, (e) => (e.ev === 'sched_switch' && new RegExp(`next_pid=${tid}( |$)`).test(e.args)) || (e.tid === tid && e.ev !== 'sched_switch'));
+      find(
+        start,
+        (e) =>
+          (e.ev === 'sched_switch' && new RegExp(`next_pid=${tid}( |$)`).test(e.args)) ||
+          (e.tid === tid && e.ev !== 'sched_switch'),
+      );
     const startAt = find(from, (e) => e.t >= a);
     if (startAt < 0) continue;
-    const endW = find(startAt, (e) => e.tid === mains.runner && /^sys_enter_write/.test(e.ev));
+    // The end: the first runner write after endSent whose bytes Redis reads and then fsyncs (an
+    // announcement of the end's sealed values, `channels.runEnding`, goes before it: a PUBLISH,
+    // not in the AOF).
+    let endW = -1;
+    let rRead = -1;
+    let announced = -1;
+    for (let w = startAt; ; w++) {
+      w = find(w, (e) => e.tid === mains.runner && /^sys_enter_write/.test(e.ev));
+      if (w < 0) break;
+      const rr = find(
+        w,
+        (e) => e.tid === mains.redis && e.ev === 'sys_exit_read' && size(e) === size(evs[w]!),
+      );
+      if (rr < 0) break;
+      const next = find(
+        rr + 1,
+        (e) => e.tid === mains.redis && (e.ev === 'sys_exit_read' || e.ev === 'sys_enter_fdatasync'),
+      );
+      if (next >= 0 && evs[next]!.ev === 'sys_enter_fdatasync') {
+        endW = w;
+        rRead = rr;
+        break;
+      }
+      if (announced < 0) announced = w;
+    }
     if (endW < 0) continue;
     const rWake = woken(endW, mains.redis);
-    const rRead = find(endW, (e) => e.tid === mains.redis && e.ev === 'sys_exit_read' && size(e) === size(evs[endW]!));
-    if (rRead < 0) continue;
     const rOn = rWake >= 0 && rWake < rRead ? onAt(rWake, mains.redis) : rRead;
     const fs = find(rRead, (e) => e.tid === mains.redis && e.ev === 'sys_enter_fdatasync');
     const fe = fs < 0 ? -1 : find(fs, (e) => e.tid === mains.redis && e.ev === 'sys_exit_fdatasync');
-    const gRead = fe < 0 ? -1 : find(fe, (e) => e.tid === mains.gateway && e.ev === 'sys_exit_read');
+    // The pushed end (the record: over 512 B; an announcement is a few hundred).
+    const gRead =
+      fe < 0 ? -1 : find(fe, (e) => e.tid === mains.gateway && e.ev === 'sys_exit_read' && size(e) >= 512);
     if (gRead < 0) continue;
-    const push = find(fe, (e) => e.tid === mains.redis && /^sys_enter_write/.test(e.ev) && e.ev === 'sys_enter_write' && size(e) === size(evs[gRead]!));
+    const push = find(
+      fe,
+      (e) =>
+        e.tid === mains.redis &&
+        /^sys_enter_write/.test(e.ev) &&
+        e.ev === 'sys_enter_write' &&
+        size(e) === size(evs[gRead]!),
+    );
     const reply = find(fe, (e) => e.tid === mains.redis && /^sys_enter_write/.test(e.ev));
     if (push < 0) continue;
     const gWake = woken(push, mains.gateway);
     const gOn = gWake >= 0 && gWake < gRead ? onAt(gWake, mains.gateway) : gRead;
     const resp = find(gRead, (e) => e.tid === mains.gateway && /^sys_enter_write/.test(e.ev));
     if (resp < 0) continue;
-    const cRead = find(resp, (e) => e.tid === mains.client && e.ev === 'sys_exit_read' && size(e) === size(evs[resp]!));
+    const cRead = find(
+      resp,
+      (e) => e.tid === mains.client && e.ev === 'sys_exit_read' && size(e) === size(evs[resp]!),
+    );
     if (cRead < 0) continue;
     const cWake = woken(resp, mains.client);
     const cOn = cWake >= 0 && cWake < cRead ? onAt(cWake, mains.client) : cRead;
@@ -281,10 +331,19 @@ function analyse(
       if (tid) blame(tid, x, y, names[k]!);
     }
     extra['Redis writes the reply before the push (of runs)']!.push(reply < push ? 1 : 0);
+    extra['runs whose end was announced (of runs)']!.push(announced >= 0 ? 1 : 0);
+    if (announced >= 0) {
+      extra['announcement written → end written']!.push(T(endW) - T(announced));
+      extra['gateway CPU, announcement written → push written']!.push(
+        cpuIn(mains.gateway, T(announced), T(push)),
+      );
+    }
     extra['gateway CPU, read → response written']!.push(cpuIn(mains.gateway, T(gRead), T(resp)));
     for (const who of ['runner', 'host', 'redis'] as const)
       extra[`${who} CPU in the same window`]!.push(
-        [...label].filter(([, l]) => l.startsWith(`${who}:`)).reduce((s, [tid]) => s + cpuIn(tid, T(gRead), T(resp)), 0),
+        [...label]
+          .filter(([, l]) => l.startsWith(`${who}:`))
+          .reduce((s, [tid]) => s + cpuIn(tid, T(gRead), T(resp)), 0),
       );
     used++;
   }
@@ -301,7 +360,8 @@ function analyse(
           ? `   cpu ${ms(mean(cpuSteps[k]!))}  wait ${ms(mean(waitSteps[k]!))}`
           : ''),
     );
-  for (const [k, v] of Object.entries(extra)) out.push(`  ${k}: p50 ${k.includes('of runs') ? mean(v).toFixed(2) : `${ms(p50(v))} (${ms(mean(v))})`}`);
+  for (const [k, v] of Object.entries(extra))
+    out.push(`  ${k}: p50 ${k.includes('of runs') ? mean(v).toFixed(2) : `${ms(p50(v))} (${ms(mean(v))})`}`);
   const total = [...heldWhileWaiting.values()].reduce((x, y) => x + y, 0);
   out.push(
     `  while a step's process waited for a CPU, the CPUs ran (ms a run): ${[...heldWhileWaiting]
