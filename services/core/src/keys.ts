@@ -205,14 +205,6 @@ export const channels = {
    * readers want these, so a gateway subscribes to it only while one of its streams listens.
    */
   runProgress: 'islet:run-progress',
-  /**
-   * `<id> <sealed> [<sealed>]`: a runner is about to write the end of a run whose submit's caller
-   * waits, and these are the end's sealed result and text as it will store them. A gateway holding
-   * that waiter opens them while the end's script runs and Redis fsyncs (the pushed end then finds
-   * them opened); the answer still waits for the pushed end. Nothing reads state from it: a lost or
-   * unheard one costs the decryptions at the push, as before it existed.
-   */
-  runEnding: 'islet:run-ending',
   /** A run was created; the message is the session's index key (`keys.sessionRuns`), which the
    * console's session stream listens on (published while one does: `keys.sessionRunsListeners`). */
   sessionRuns: 'islet:session-runs',

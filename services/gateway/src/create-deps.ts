@@ -92,11 +92,7 @@ export async function createGatewayDeps(
   }
   // An installation upgraded in place keeps its tenants' keys (see key-migration.ts).
   await migrateKeyLayout(redis, logger);
-  // A submit's waiter opens the program, description and request it sealed moments before (the
-  // run's pushed end): those come from memory (own-seal-memo.ts). Its result and text are opened
-  // when the runner announces them, while the end's script runs and Redis fsyncs (event-hub.ts).
-  const runSeals = memoizeOwnSeals(sealer);
-  const hub = createEventHub(subscriber, { openAhead: (sealed) => runSeals.openAhead(sealed) });
+  const hub = createEventHub(subscriber);
   await hub.start();
   const caches = createCacheHub(subscriber, redis);
   const tenantStore = createTenantStore(redis);
@@ -133,10 +129,11 @@ export async function createGatewayDeps(
     sealer,
     timeoutMs: config.ISLET_CLIENT_CALL_TIMEOUT_MS,
   });
-  // A binding call's events are sealed past the memo (`runSeals`, above): this gateway never opens
-  // them on a run's path, and a hundred-call program's hundred would push other runs' submit
-  // entries out of it.
-  const runs = createRunStore(redis, runSeals, {
+  // A submit's waiter opens the program, description and request it sealed moments before (the
+  // run's pushed end): those come from memory (own-seal-memo.ts), only the result is decrypted.
+  // A binding call's events are sealed past the memo: this gateway never opens them on a run's
+  // path, and a hundred-call program's hundred would push other runs' submit entries out of it.
+  const runs = createRunStore(redis, memoizeOwnSeals(sealer), {
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     eventSealer: sealer,
   });

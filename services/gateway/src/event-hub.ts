@@ -52,16 +52,7 @@ export function ownCopy(slice: string): string {
   return ` ${slice}`.slice(1);
 }
 
-export interface EventHubOptions {
-  /**
-   * Opens a sealed end field ahead of its pushed end (own-seal-memo.ts `openAhead`): called for
-   * each value of a `channels.runEnding` announcement whose run has a listener here (its waiter).
-   */
-  openAhead?: (sealed: string) => void;
-}
-
-export function createEventHub(subscriber: Redis, options: EventHubOptions = {}) {
-  const { openAhead } = options;
+export function createEventHub(subscriber: Redis) {
   const listeners = new Map<string, Set<Listener>>();
   const onDemand = (channel: string): OnDemand => ({
     channel,
@@ -100,14 +91,6 @@ export function createEventHub(subscriber: Redis, options: EventHubOptions = {})
   // Since when the subscription has been up without a break (0: it is not).
   let upSince = 0;
   subscriber.on('message', (channel: string, message: string) => {
-    if (channel === channels.runEnding) {
-      // `<id> <sealed> [<sealed>]`: only the gateway holding the run's waiter opens them (every
-      // replica hears every announcement); the pushed end that follows finds them opened.
-      const space = message.indexOf(' ');
-      if (space < 0 || !openAhead || !listeners.has(message.slice(0, space))) return;
-      for (const sealed of message.slice(space + 1).split(' ')) if (sealed) openAhead(sealed);
-      return;
-    }
     if (channel === channels.tenantFeed) {
       for (const fn of listeners.get(`feed:${message}`) ?? []) fn();
       return;
@@ -173,9 +156,7 @@ export function createEventHub(subscriber: Redis, options: EventHubOptions = {})
   });
   return {
     start() {
-      // The announcements only when something opens them (a store without the memo has no use).
-      const ours = openAhead ? [channels.runEvents, channels.runEnding] : [channels.runEvents];
-      started ??= subscriber.subscribe(...ours).then((n) => {
+      started ??= subscriber.subscribe(channels.runEvents).then((n) => {
         subscribed = true;
         upSince = Date.now();
         return n;

@@ -9,8 +9,7 @@
  * Exact: a ciphertext is only ever produced by its own seal (a fresh IV each time) and opens to
  * exactly the text sealed, so the remembered text is what decryption would return. Anything else
  * (sealed by another process, or forgotten) is opened by the wrapped sealer, which also does every
- * seal. A value opened ahead (`openAhead`: a waited run's end fields, announced by its runner) is
- * remembered as the wrapped sealer opened it, so it is exact too. Bounded by entries and by characters held; the oldest are forgotten first (half the
+ * seal. Bounded by entries and by characters held; the oldest are forgotten first (half the
  * bounds at a time), and values larger than `maxValueChars` are not remembered at all.
  */
 import type { Sealer } from '@islet/core';
@@ -26,13 +25,6 @@ interface OwnSealMemoOptions {
 export interface OwnSealMemo extends Sealer {
   /** Opens answered from memory (what a test asserts; the wrapped sealer's opens are the rest). */
   readonly hits: number;
-  /**
-   * Opens `sealed` now (through the wrapped sealer) and remembers its text, so its open moments
-   * later is answered from memory: a waited run's end fields, announced by its runner before the
-   * end is written (channels.runEnding). A value that does not open is left to that later open,
-   * which throws as it would have.
-   */
-  openAhead(sealed: string): void;
 }
 
 export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}): OwnSealMemo {
@@ -48,34 +40,22 @@ export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}
   let old = new Map<string, string>();
   let youngChars = 0;
   let hits = 0;
-  const remember = (sealed: string, plaintext: string) => {
-    if (plaintext.length > maxValueChars) return;
-    const chars = sealed.length + plaintext.length;
-    if (young.size > 0 && (young.size >= half.entries || youngChars + chars > half.chars)) {
-      old = young;
-      young = new Map();
-      youngChars = 0;
-    }
-    if (chars <= half.chars) {
-      young.set(sealed, plaintext);
-      youngChars += chars;
-    }
-  };
   return {
     seal(plaintext) {
       const sealed = sealer.seal(plaintext);
-      remember(sealed, plaintext);
-      return sealed;
-    },
-    openAhead(sealed) {
-      if (young.has(sealed) || old.has(sealed)) return;
-      let plaintext: string;
-      try {
-        plaintext = sealer.open(sealed);
-      } catch {
-        return;
+      if (plaintext.length <= maxValueChars) {
+        const chars = sealed.length + plaintext.length;
+        if (young.size > 0 && (young.size >= half.entries || youngChars + chars > half.chars)) {
+          old = young;
+          young = new Map();
+          youngChars = 0;
+        }
+        if (chars <= half.chars) {
+          young.set(sealed, plaintext);
+          youngChars += chars;
+        }
       }
-      remember(sealed, plaintext);
+      return sealed;
     },
     open(sealed) {
       const plain = young.get(sealed) ?? old.get(sealed);

@@ -127,12 +127,7 @@ const engineFor = (mode: SandboxMode) => {
 };
 
 const executor = createRunExecutor({
-  // A waited run's end announces its sealed result and text before the end's script goes, so the
-  // waiter's gateway opens them while Redis runs and fsyncs it (run-store-types.ts `announceEnds`).
-  runs: createRunStore(redis, sealer, {
-    retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
-    announceEnds: true,
-  }),
+  runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
   settings: createSettingsCache(createSettingsStore(redis), settingsSubscriber),
   journal: createCallJournal({
     redis,

@@ -15,7 +15,7 @@ import { FINISH_TENANT_PARAMS, INDEX_CREATE_PARAMS } from './run-index-scripts.t
  * bytes. Every gateway replica receives every end message, and on a Redis Cluster every node
  * relays it: a larger run's end goes out as its bare id and its waiter reads the run instead.
  */
-export const END_PUSH_MAX_BYTES = 32 * 1024;
+const END_PUSH_MAX_BYTES = 32 * 1024;
 
 /** A submit's rate-limit count, in the same counter the gateway's own counts use. */
 const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');

@@ -197,11 +197,4 @@ export interface RunStoreOptions {
    * a hundred-call run's hundred would push other runs' submit entries out of it.
    */
   eventSealer?: Sealer;
-  /**
-   * A run's end that will be pushed to its waiter (`pushEnd`) first announces its sealed result and
-   * text on `channels.runEnding`, a message of its own sent before the end's script: the waiter's
-   * gateway opens them while the script runs and Redis fsyncs, off the answer's path (round 33,
-   * `end-wake`). The runner's store turns it on. Default off.
-   */
-  announceEnds?: boolean;
 }

@@ -37,7 +37,6 @@ import {
   ADMIT_TENANT,
   CREATE_RUN,
   CREATE_TENANT,
-  END_PUSH_MAX_BYTES,
   FINISH_RUN,
   FINISH_RUN_RELEASE,
   TRANSITION,
@@ -69,16 +68,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
   const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
-  const announceEnds = options.announceEnds === true;
-  // Its own write, sent now: Redis delivers a message only after the fsync of the event-loop turn
-  // that ran it, so one that went with the end's script would arrive with the pushed end. Only the
-  // sealed values (what the push will carry anyway), within the push's bound; an unheard or failed
-  // one costs the gateway its decryptions at the push, as before.
-  const announceEnd = (id: string, fields: Record<string, string>) => {
-    const sealed = [fields.result, fields.text ?? fields.textRef].filter((v) => v !== undefined);
-    if (sealed.reduce((n, v) => n + v.length, 0) > END_PUSH_MAX_BYTES) return;
-    redis.publish(channels.runEnding, `${id} ${sealed.join(' ')}`).catch(() => undefined);
-  };
   // A status event's data is one of a handful of constants (`{"status":"Running"}` at every
   // attempt's start, the final status at every end): each is sealed once per store and the sealed
   // text reused. The same plaintext under the same IV gives the same text, so a reader learns only
@@ -275,7 +264,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         return ended;
       };
       const fields = endFields(end, sealer, seal);
-      if (announceEnds && run.pushEnd) announceEnd(run.id, fields);
       // The tenant half of the end (includes/finish-tenant.lua) leaves the in-flight set and
       // records the end in the tenant's index and usage, once, with the status the record kept.
       // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash
