@@ -62,29 +62,6 @@ export interface PendingEnd {
 /** The end's argument saying whether it is pushed to a waiter (finish-run-release-18's ARGV[7]: '0' not). */
 const PUSH_ARG = 6;
 
-/**
- * Sends `call` (the fused end, one command written at once) behind a PING in the same socket
- * write when the end is pushed to a waiter, so Redis writes the pushed end before this call's
- * answer. After the end's fsync Redis writes its clients' pending output newest first (7.0:
- * `putClientInPendingWriteQueue` links a client at the head of the list): the subscriber, given
- * the push during the script, went after this client, given the script's answer after it. Made
- * pending by the PING first, this client goes after the subscriber: the waiter's gateway is
- * written to, and woken, one loopback write (and a runner woken onto a CPU) earlier. Both still
- * follow the fsync. Otherwise (no waiter, the connection not up: queued commands go out apart) the
- * call goes alone.
- */
-function pushFirst(redis: Redis, end: PendingEnd, call: () => Promise<unknown>): Promise<unknown> {
-  const stream = end.args[PUSH_ARG] !== '0' && redis.status === 'ready' ? redis.stream : undefined;
-  if (!stream) return call();
-  stream.cork();
-  try {
-    redis.ping().catch(() => undefined);
-    return call();
-  } finally {
-    stream.uncork();
-  }
-}
-
 /** The end's own script, for an end whose fused call failed or never went. */
 export async function runEndAlone(client: Redis, end: PendingEnd): Promise<void> {
   try {
@@ -138,9 +115,11 @@ export function completingExec(
       : bullArgs.concat(end.args, counts);
     let reply: unknown[];
     try {
-      reply = (await pushFirst(redis, end, () =>
-        (next ? END_COMPLETE_START : END_AND_COMPLETE).run(redis, fusedKeys, fusedArgs),
-      )) as unknown[];
+      // A pushed end's waiter is written to before this call's answer (core's `runAnsweredLast`).
+      const script = next ? END_COMPLETE_START : END_AND_COMPLETE;
+      reply = (await (end.args[PUSH_ARG] !== '0'
+        ? script.runAnsweredLast(redis, fusedKeys, fusedArgs)
+        : script.run(redis, fusedKeys, fusedArgs))) as unknown[];
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.
       await runEndAlone(redis, end);
