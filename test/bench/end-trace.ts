@@ -227,9 +227,14 @@ function analyse(
   };
   let used = 0;
   let from = 0;
+  const skipped = new Map<string, number>();
+  const skip = (why: string) => skipped.set(why, (skipped.get(why) ?? 0) + 1);
   for (const [i, run] of runs.entries()) {
     const a = endSent[i]!;
-    if (!Number.isFinite(a)) continue;
+    if (!Number.isFinite(a)) {
+      skip('no endSent');
+      continue;
+    }
     while (from < evs.length && evs[from]!.t < a - 0.001) from++;
     const find = (start: number, ok: (e: Ev) => boolean) => {
       for (let j = start; j < evs.length && evs[j]!.t <= run.received + 0.001; j++) if (ok(evs[j]!)) return j;
@@ -255,9 +260,11 @@ function analyse(
     for (let w = startAt; ; w++) {
       w = find(w, (e) => e.tid === mains.runner && /^sys_enter_write/.test(e.ev));
       if (w < 0) break;
+      // A writev's size is not in its record: then the next read.
+      const sent = evs[w]!.ev === 'sys_enter_write' ? size(evs[w]!) : Number.NaN;
       const rr = find(
         w,
-        (e) => e.tid === mains.redis && e.ev === 'sys_exit_read' && size(e) === size(evs[w]!),
+        (e) => e.tid === mains.redis && e.ev === 'sys_exit_read' && (Number.isNaN(sent) || size(e) === sent),
       );
       if (rr < 0) break;
       const next = find(
@@ -271,7 +278,10 @@ function analyse(
       }
       if (announced < 0) announced = w;
     }
-    if (endW < 0) continue;
+    if (endW < 0) {
+      skip('no end write');
+      continue;
+    }
     const rWake = woken(endW, mains.redis);
     const rOn = rWake >= 0 && rWake < rRead ? onAt(rWake, mains.redis) : rRead;
     const fs = find(rRead, (e) => e.tid === mains.redis && e.ev === 'sys_enter_fdatasync');
@@ -279,7 +289,10 @@ function analyse(
     // The pushed end (the record: over 512 B; an announcement is a few hundred).
     const gRead =
       fe < 0 ? -1 : find(fe, (e) => e.tid === mains.gateway && e.ev === 'sys_exit_read' && size(e) >= 512);
-    if (gRead < 0) continue;
+    if (gRead < 0) {
+      skip('no push read');
+      continue;
+    }
     const push = find(
       fe,
       (e) =>
@@ -288,17 +301,27 @@ function analyse(
         e.ev === 'sys_enter_write' &&
         size(e) === size(evs[gRead]!),
     );
-    const reply = find(fe, (e) => e.tid === mains.redis && /^sys_enter_write/.test(e.ev));
-    if (push < 0) continue;
+    const pushEv = push < 0 ? undefined : evs[push];
+    const reply = find(fe, (e) => e.tid === mains.redis && /^sys_enter_write/.test(e.ev) && e !== pushEv);
+    if (push < 0) {
+      skip('no push write');
+      continue;
+    }
     const gWake = woken(push, mains.gateway);
     const gOn = gWake >= 0 && gWake < gRead ? onAt(gWake, mains.gateway) : gRead;
     const resp = find(gRead, (e) => e.tid === mains.gateway && /^sys_enter_write/.test(e.ev));
-    if (resp < 0) continue;
+    if (resp < 0) {
+      skip('no response');
+      continue;
+    }
     const cRead = find(
       resp,
       (e) => e.tid === mains.client && e.ev === 'sys_exit_read' && size(e) === size(evs[resp]!),
     );
-    if (cRead < 0) continue;
+    if (cRead < 0) {
+      skip('no client read');
+      continue;
+    }
     const cWake = woken(resp, mains.client);
     const cOn = cWake >= 0 && cWake < cRead ? onAt(cWake, mains.client) : cRead;
     const T = (j: number) => evs[j]!.t;
@@ -351,7 +374,7 @@ function analyse(
   const p50 = (v: number[]) => [...v].sort((x, y) => x - y)[Math.floor(v.length / 2)] ?? Number.NaN;
   const mean = (v: number[]) => v.reduce((x, y) => x + y, 0) / (v.length || 1);
   const out = [
-    `the end's stage, step by step, ${used} of ${runs.length} runs; ms p50 (mean); of the waiting process: on a CPU (mean), runnable but waiting for one (mean)`,
+    `the end's stage, step by step, ${used} of ${runs.length} runs${skipped.size ? ` (left out: ${[...skipped].map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}; ms p50 (mean); of the waiting process: on a CPU (mean), runnable but waiting for one (mean)`,
   ];
   for (const [k, n] of names.entries())
     out.push(
