@@ -63,7 +63,7 @@ try {
   }
   const main = (kind: string) =>
     [...label].find(
-      ([tid, l]) =>
+      ([, l]) =>
         l.startsWith(`${kind}:`) &&
         (kind !== 'redis' || l === 'redis:redis-server') &&
         (kind === 'redis' || l.endsWith(':MainThread') || kind === 'client'),
