@@ -129,28 +129,6 @@ export class LuaScript {
     return send(redis, 'eval', this.source, keys, args);
   }
 
-  /**
-   * As `run`, behind a PING in the same socket write, so what the script sends other clients (a
-   * PUBLISH's message: a run's end pushed to its waiter) is written before this call's answer.
-   * Redis writes its clients' pending output after the turn's AOF fsync, newest first (7.0:
-   * `putClientInPendingWriteQueue` links a client at the head of the list): a subscriber given a
-   * message during the script went after this client, given the script's answer after it; made
-   * pending by the PING's answer first, this client goes last. Both still follow the fsync. On a
-   * connection not up (commands queue and go out apart) or a Cluster, it is `run`.
-   */
-  runAnsweredLast(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
-    const stream =
-      redis.status === 'ready' && !(redis as { isCluster?: boolean }).isCluster ? redis.stream : undefined;
-    if (!stream) return this.run(redis, keys, args);
-    stream.cork();
-    try {
-      redis.ping().catch(() => undefined);
-      return this.run(redis, keys, args);
-    } finally {
-      stream.uncork();
-    }
-  }
-
   async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
       return await send(redis, 'evalsha', this.sha, keys, args);

@@ -59,9 +59,6 @@ export interface PendingEnd {
   };
 }
 
-/** The end's argument saying whether it is pushed to a waiter (finish-run-release-18's ARGV[7]: '0' not). */
-const PUSH_ARG = 6;
-
 /** The end's own script, for an end whose fused call failed or never went. */
 export async function runEndAlone(client: Redis, end: PendingEnd): Promise<void> {
   try {
@@ -115,11 +112,11 @@ export function completingExec(
       : bullArgs.concat(end.args, counts);
     let reply: unknown[];
     try {
-      // A pushed end's waiter is written to before this call's answer (core's `runAnsweredLast`).
-      const script = next ? END_COMPLETE_START : END_AND_COMPLETE;
-      reply = (await (end.args[PUSH_ARG] !== '0'
-        ? script.runAnsweredLast(redis, fusedKeys, fusedArgs)
-        : script.run(redis, fusedKeys, fusedArgs))) as unknown[];
+      reply = (await (next ? END_COMPLETE_START : END_AND_COMPLETE).run(
+        redis,
+        fusedKeys,
+        fusedArgs,
+      )) as unknown[];
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.
       await runEndAlone(redis, end);

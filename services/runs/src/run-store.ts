@@ -314,10 +314,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           ...tenant.args,
           ...charge.args,
         ];
-        // A pushed end's waiter is written to before the call's answer (core's `runAnsweredLast`).
-        const send = run.pushEnd ? 'runAnsweredLast' : 'run';
         const lease = run.lease?.held() ? run.lease : undefined;
-        if (!lease) return told((await FINISH_RUN[send](redis, endKeys, [...endArgs, ...flat])) === 1);
+        if (!lease) return told((await FINISH_RUN.run(redis, endKeys, [...endArgs, ...flat])) === 1);
         // The runner holding the run's slot lease gives it back in the same script (whichever end
         // won), and learns which deferred job the freed slot went to.
         const release = releaseCall(lease);
@@ -341,7 +339,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           );
           return true;
         }
-        const [res, nextJob, nextTenant] = (await FINISH_RUN_RELEASE[send](
+        const [res, nextJob, nextTenant] = (await FINISH_RUN_RELEASE.run(
           redis,
           [...endKeys, ...release.keys],
           [...endArgs, ...release.args, ...flat],
