@@ -120,7 +120,8 @@ function fetchedWaitsAtScrape(metrics: Metrics, all: Set<RunnerContext>): void {
   const add = (counter: Metrics['fetchedWaits'], mode: SandboxMode, kind: string, total: number) => {
     const key = `${mode} ${kind}`;
     const more = total - (counted.get(key) ?? 0);
-    if (more > 0) counter.inc({ mode }, more);
+    // Inc'd by 0 too: the series shows from the first scrape.
+    counter.inc({ mode }, Math.max(0, more));
     counted.set(key, total);
   };
   const read = () => {
