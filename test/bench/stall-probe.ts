@@ -191,7 +191,7 @@ async function burst(): Promise<void> {
           // The first burst starts the sandbox hosts (seconds at load): not counted.
           if (bursts > 0) slow++;
           const id = String(res.body.id);
-          if (parks) slowParked++;
+          if (bursts > 0 && parks) slowParked++;
           if (process.env.QUIET !== '1')
             log(`slow client ${client}: ${Date.now() - sentAt} ms, run ${id}${parks ? ' (parks)' : ''}`);
           if (process.env.SLOW_STATE === '1') {
