@@ -36,9 +36,8 @@ export interface DeferEndHost {
  * nor the end's own script after it answered. Undefined: this worker cannot fuse (BullMQ's
  * scripts are not where this expects them), the caller runs the end itself. `slotToken`: the
  * ended run holds its slot (the job's token); a next job the completion brings then has its run
- * started in the same call and takes that slot (`SlotGate.keepFor`), unless anyone waits for one
- * (a parked run coming back, a job fetched without a slot): the completion then brings no job and
- * the freed slot goes to the one waiting longest.
+ * started in the same call and takes that slot (`SlotGate.keepFor`), unless a parked run waits
+ * for one (it goes first; the next job then starts as BullMQ's own).
  */
 export function deferRunEnd(
   host: DeferEndHost,
@@ -89,13 +88,9 @@ export function deferRunEnd(
   // kept for it, and waited in the slot gate while every other slot passed from each run's end to
   // the next job its completion started (`keepFor`): until the queue drained, 30 s and more under
   // a long burst (test/bench/README.md, round 32 `stall-hunt`).
-  // Nor while anyone waits for a slot (a fetched job, a parked run coming back): the slot this run
-  // frees goes to the one waiting longest, where a next job started here would take it (`keepFor`)
-  // and one brought without a start would wait too (round 33 `slot-bound`).
   const registered = host.idleRegistered();
-  const fetchNone = registered || (gate?.anyWaiting() ?? false);
   const startNext =
-    start && slotToken !== undefined && !host.isClosing() && !fetchNone
+    start && slotToken !== undefined && !host.isClosing() && !registered && (gate?.noResumeWaiting() ?? true)
       ? {
           args: () => start.args(),
           hooks: start,
@@ -114,7 +109,7 @@ export function deferRunEnd(
       resolve,
       reject,
       ...(startNext ? { startNext } : {}),
-      ...(fetchNone ? { fetchNone: true as const } : {}),
+      ...(registered ? { fetchNone: true as const } : {}),
     }),
   );
 }

@@ -347,9 +347,11 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   ): ReturnType<Worker<DataType>['processJob']> {
     const token = args[1];
     this.unstarted.delete(token);
-    // No fetch-next once closing, decided when BullMQ builds the completion (or failure).
+    // No fetch-next once closing, decided when BullMQ builds the completion (or failure), nor while
+    // anyone waits for a slot: the slot this job frees goes to the one waiting longest, where a job
+    // fetched here would take it (its run started, the slot kept for it) or wait too (round 33).
     const fetchNext = args[2];
-    args[2] = () => (fetchNext?.() ?? true) && !this.isClosing;
+    args[2] = () => (fetchNext?.() ?? true) && !this.isClosing && !this.gate?.anyWaiting();
     // A job that reached the worker after its close began (a fetch-next or pop answered late):
     // back to the queue unrun, for another runner.
     if (this.isClosing) return giveBackClosing(this.closeHost, args[0], token);
