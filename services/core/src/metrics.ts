@@ -253,6 +253,36 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode', 'isolate'],
       registers,
     }),
+    fetchedUnstarted: new Gauge({
+      name: 'islet_runner_fetched_unstarted',
+      help: 'Jobs the runner fetched (active, their lock held) whose run waits for a slot',
+      labelNames: ['mode'],
+      registers,
+    }),
+    fetchedWaitOldest: new Gauge({
+      name: 'islet_runner_fetched_wait_oldest_seconds',
+      help: 'How long the fetched job waiting longest for a slot has waited so far (0: none waits)',
+      labelNames: ['mode'],
+      registers,
+    }),
+    fetchedWaitLongest: new Gauge({
+      name: 'islet_runner_fetched_wait_longest_seconds',
+      help: 'The longest wait for a slot of a fetched job that got one, since the runner started',
+      labelNames: ['mode'],
+      registers,
+    }),
+    fetchedWaits: new Counter({
+      name: 'islet_runner_fetched_waits_total',
+      help: 'Fetched jobs that had to wait for a slot (fetched without one kept for them)',
+      labelNames: ['mode'],
+      registers,
+    }),
+    slotsPassedOver: new Counter({
+      name: 'islet_runner_slots_passed_over_total',
+      help: 'Slots kept for a job a completion started while a job fetched before it waited for one',
+      labelNames: ['mode'],
+      registers,
+    }),
     parkings: new Counter({
       name: 'islet_runner_parkings_total',
       help: 'Runs parked while a binding call waited (gave their slot back), by what happened to their isolate',

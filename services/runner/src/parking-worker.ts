@@ -37,6 +37,7 @@ import { type PendingEnd, runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
 import { type Handed, nextJobData } from './handoff-store.ts';
 import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
+import { type CloseHost, giveBackClosing, giveBackUntaken, refuseClosing } from './parking-worker-close.ts';
 import { completeAtEnd, type DeferEndHost, deferRunEnd, type SentEarly } from './parking-worker-end.ts';
 import type { ExecScripts, FetchLoopState, FetchStart } from './parking-worker-types.ts';
 import { claimDrained } from './queue-drain-store.ts';
@@ -211,7 +212,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     // Closing: no job, whichever path asks (BullMQ's loop, a failure's fetch-next). BullMQ's own
     // check (`closing`) comes only after the hand-off's close, and a run handed back meanwhile
     // (due in 50 ms) was fetched again here and run by this very runner.
-    if (this.isClosing) return this.refuseClosing();
+    if (this.isClosing) return refuseClosing(this.closeHost);
     // Handed over (popped, even as the close removed the registration): already this worker's.
     const handed = this.handOffWait?.take();
     if (handed) return this.takeHandedOnce(handed);
@@ -236,7 +237,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     const go = await gate.whenFetchable(token, () => this.isClosing);
     if (this.isClosing) {
       gate.fetched(token, false);
-      return this.refuseClosing();
+      return refuseClosing(this.closeHost);
     }
     if (go === 'later') {
       gate.fetched(token, false);
@@ -258,22 +259,6 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
   }
 
-  /**
-   * A fetch while closing: no job, and no loop of refusals either; it answers once BullMQ's close
-   * began (its loop then stops fetching). A job handed over by a pop and not taken goes back.
-   */
-  private async refuseClosing(): Promise<Job<DataType>> {
-    this.fetchesRefusedClosing++;
-    const handed = this.handOffWait?.take();
-    if (handed) {
-      this.gate?.fetched(handed.token, false);
-      this.jobsGivenBackClosing++;
-      await this.handOffWait?.giveBack(handed);
-    }
-    await this.bullClosing;
-    return undefined as unknown as Job<DataType>;
-  }
-
   /** A job the blocking pop brought, taken once, under its token and the slot reserved for it. */
   private async takeHandedOnce(handed: Handed): Promise<Job<DataType>> {
     let got = false;
@@ -284,6 +269,25 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     } finally {
       this.gate?.fetched(handed.token, got);
     }
+  }
+
+  /** What the close's give-backs (parking-worker-close.ts) read and write of this worker. */
+  private get closeHost(): CloseHost {
+    return {
+      started: this.started,
+      keptFor: this.keptFor,
+      gate: this.gate,
+      fetchStart: this.fetchStart,
+      handOffWait: this.handOffWait,
+      bullClosing: this.bullClosing,
+      refused: () => {
+        this.fetchesRefusedClosing++;
+      },
+      givenBack: () => {
+        this.jobsGivenBackClosing++;
+      },
+      emitError: (err) => this.emit('error', err),
+    };
   }
 
   private get loop(): FetchLoopState {
@@ -343,12 +347,14 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   ): ReturnType<Worker<DataType>['processJob']> {
     const token = args[1];
     this.unstarted.delete(token);
-    // No fetch-next once closing, decided when BullMQ builds the completion (or failure).
+    // No fetch-next once closing, decided when BullMQ builds the completion (or failure), nor while
+    // anyone waits for a slot: the slot this job frees goes to the one waiting longest, where a job
+    // fetched here would take it (its run started, the slot kept for it) or wait too (round 33).
     const fetchNext = args[2];
-    args[2] = () => (fetchNext?.() ?? true) && !this.isClosing;
+    args[2] = () => (fetchNext?.() ?? true) && !this.isClosing && !this.gate?.anyWaiting();
     // A job that reached the worker after its close began (a fetch-next or pop answered late):
     // back to the queue unrun, for another runner.
-    if (this.isClosing) return this.giveBackClosing(args[0], token);
+    if (this.isClosing) return giveBackClosing(this.closeHost, args[0], token);
     this.processing.add(token);
     this.fetchNexts.set(token, args[2]);
     // The start this job's fetch made: the only one its end may give back (a fetch of the same job
@@ -367,13 +373,14 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
       // still counted in the pool (a full count there defers a job under contention).
       try {
         if (id !== undefined && ownStart !== undefined && this.started.get(id) === ownStart)
-          await this.giveBackUntaken(args[0], ownStart);
+          await giveBackUntaken(this.closeHost, args[0], ownStart);
         const nextId = this.keptFor.get(token);
         this.keptFor.delete(token);
         if (nextId !== undefined && !next) this.started.delete(nextId);
         // A next job fetched under this token (a deferred job's fetch) keeps the slot reserved
-        // for it: its fetch may hold its lease, and a lease must not wait for a slot.
-        if (!next || (nextId === undefined && !this.unstarted.has(token))) this.gate?.fetched(token, false);
+        // for it: its fetch may hold its lease, and a lease must not wait for a slot. So does one
+        // BullMQ's own completion brought: the processor kept the ended run's slot for it.
+        if (!next) this.gate?.fetched(token, false);
         // An end whose completion never ran it (the job failed or was moved after the end was
         // handed over, or BullMQ skipped its completion): written by its own script now.
         const end = id === undefined ? undefined : this.pendingEnds.get(id);
@@ -388,34 +395,6 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         if (id !== undefined) this.sentEarly.delete(id);
       }
     }
-  }
-
-  /** A job BullMQ brought after the close began: moved back to wait under its lock, its start's lease given back. */
-  private async giveBackClosing(job: Job<DataType>, token: string): Promise<undefined> {
-    this.jobsGivenBackClosing++;
-    try {
-      await job.moveToWait(token);
-    } catch (err) {
-      // Its lock lapses then, and the stalled check of another runner takes it back.
-      this.emit('error', err as Error);
-    }
-    const id = job.id;
-    if (id !== undefined && this.started.has(id)) await this.giveBackUntaken(job, this.started.get(id));
-    const nextId = this.keptFor.get(token);
-    this.keptFor.delete(token);
-    if (nextId !== undefined) this.started.delete(nextId);
-    this.gate?.fetched(token, false);
-    return undefined;
-  }
-
-  /** A start no processor took: forgotten, and its lease, when granted, given back. */
-  private async giveBackUntaken(job: Job<DataType>, begun: unknown): Promise<void> {
-    const id = String(job.id);
-    this.started.delete(id);
-    const lease = Array.isArray(begun) ? begun[3] : undefined;
-    const tenant = (job.data as { tenant?: unknown }).tenant;
-    if (Array.isArray(lease) && lease[0] === 1 && typeof tenant === 'string')
-      await this.fetchStart?.giveBack?.(tenant, id);
   }
 
   override async close(force = false): Promise<void> {

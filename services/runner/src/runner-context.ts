@@ -12,7 +12,7 @@ import type { FairShare } from './fair-share.ts';
 import type { ParkingWorker } from './parking-worker.ts';
 import type { RunExecutor } from './run-executor.ts';
 import type { SkillExecutor } from './skill-executor.ts';
-import { SlotGate } from './slot-gate.ts';
+import { type FetchedWaits, SlotGate } from './slot-gate.ts';
 
 /**
  * A running job's signals: `stop` is aborted with whichever of the other two is, first, with its
@@ -106,6 +106,54 @@ function gaugesAtScrape(ctx: RunnerContext): void {
       metrics.parkedRuns.set({ mode, isolate: 'released' }, s.released);
     }
   };
+  fetchedWaitsAtScrape(metrics, all);
+}
+
+/**
+ * The fetched jobs' waits for a slot (`SlotGate.waits`), read when scraped as the slots are: the
+ * operator's view of the bound that no fetched job waits past about one run for a slot
+ * (test/bench/README.md, round 33 `slot-bound`). The counters report what the gates counted since
+ * the last scrape.
+ */
+function fetchedWaitsAtScrape(metrics: Metrics, all: Set<RunnerContext>): void {
+  const counted = new Map<string, number>();
+  const add = (counter: Metrics['fetchedWaits'], mode: SandboxMode, kind: string, total: number) => {
+    const key = `${mode} ${kind}`;
+    const more = total - (counted.get(key) ?? 0);
+    // Inc'd by 0 too: the series shows from the first scrape.
+    counter.inc({ mode }, Math.max(0, more));
+    counted.set(key, total);
+  };
+  const read = () => {
+    const by = new Map<SandboxMode, FetchedWaits>();
+    for (const c of all)
+      for (const [mode, gate] of c.gates) {
+        const w = gate.waits();
+        const sum = by.get(mode) ?? { waiting: 0, oldestMs: 0, longestMs: 0, waited: 0, passedOver: 0 };
+        sum.waiting += w.waiting;
+        sum.oldestMs = Math.max(sum.oldestMs, w.oldestMs);
+        sum.longestMs = Math.max(sum.longestMs, w.longestMs);
+        sum.waited += w.waited;
+        sum.passedOver += w.passedOver;
+        by.set(mode, sum);
+      }
+    for (const [mode, s] of by) {
+      metrics.fetchedUnstarted.set({ mode }, s.waiting);
+      metrics.fetchedWaitOldest.set({ mode }, s.oldestMs / 1000);
+      metrics.fetchedWaitLongest.set({ mode }, s.longestMs / 1000);
+      add(metrics.fetchedWaits, mode, 'waited', s.waited);
+      add(metrics.slotsPassedOver, mode, 'passedOver', s.passedOver);
+    }
+  };
+  // Each of the five reads them all (a scrape collects each metric in turn): a few gates' counts.
+  for (const m of [
+    metrics.fetchedUnstarted,
+    metrics.fetchedWaitOldest,
+    metrics.fetchedWaitLongest,
+    metrics.fetchedWaits,
+    metrics.slotsPassedOver,
+  ])
+    (m as { collect?: () => void }).collect = read;
 }
 
 /** A mode's slots and parked runs; kept across worker restarts (the jobs they count outlive a worker). */

@@ -14,6 +14,14 @@
  * already), so a runner never hoards jobs it cannot start while other runners could. Runs coming
  * back from parking go before new jobs waiting for a slot: they have started, and their budget is
  * counting.
+ *
+ * A job fetched with no slot for it (one a completion brought without its run's start) waits here,
+ * and the only thing that can pass it over is a completion that starts its worker's next job: the
+ * ended run's slot is kept for that job (`keepFor`). So while anyone waits (`anyWaiting`) a
+ * completion fetches nothing (ParkingWorker.processJob's fetch-next), and the slot its run frees
+ * goes to the one waiting longest; otherwise every slot could pass from chain to chain until the
+ * queue drained (test/bench/README.md, round 33 `slot-bound`). `waits()` counts those waits and
+ * the overtakings.
  */
 
 /**
@@ -50,7 +58,21 @@ interface SlotGateOptions {
   onRelease?: () => void;
 }
 
-type Waiter = { resume: boolean; grant: () => void };
+type Waiter = { resume: boolean; grant: () => void; since: number };
+
+/** Fetched jobs' waits for a slot, as `SlotGate.waits()` reports them. */
+export interface FetchedWaits {
+  /** Fetched jobs waiting for a slot now (their run not started). */
+  waiting: number;
+  /** How long the one waiting longest has waited so far, ms (0: none waits). */
+  oldestMs: number;
+  /** Fetched jobs that had to wait for a slot, since the gate was made. */
+  waited: number;
+  /** The longest such wait that ended, ms. */
+  longestMs: number;
+  /** Slots kept for a job a completion started while a fetched job already waited (it was overtaken). */
+  passedOver: number;
+}
 
 export class SlotGate {
   private busy = 0;
@@ -62,6 +84,9 @@ export class SlotGate {
   private readonly parked = new Map<ParkedRun, Entry>();
   private withIsolate = 0;
   private readonly o: SlotGateOptions;
+  private fetchedWaited = 0;
+  private longestFetchedWaitMs = 0;
+  private passedOver = 0;
 
   constructor(options: SlotGateOptions) {
     this.o = options;
@@ -78,6 +103,24 @@ export class SlotGate {
       busy: this.busy,
       parkedWithIsolate: this.withIsolate,
       parkedReleased: this.parked.size - this.withIsolate,
+    };
+  }
+
+  /** Fetched jobs' waits for a slot (read when the metrics are scraped, and by tests). */
+  waits(): FetchedWaits {
+    let waiting = 0;
+    let oldest: number | undefined;
+    for (const w of this.waiters)
+      if (!w.resume) {
+        waiting++;
+        if (oldest === undefined || w.since < oldest) oldest = w.since;
+      }
+    return {
+      waiting,
+      oldestMs: oldest === undefined ? 0 : Date.now() - oldest,
+      waited: this.fetchedWaited,
+      longestMs: this.longestFetchedWaitMs,
+      passedOver: this.passedOver,
     };
   }
 
@@ -120,12 +163,24 @@ export class SlotGate {
   }
 
   /**
+   * Whether anyone waits for a slot: a fetched job or a parked run coming back. A completion then
+   * brings no next job: the slot its run frees goes to the one waiting longest, not to a job fetched
+   * after it (`keepFor`), nor to one more job waiting behind it.
+   */
+  anyWaiting(): boolean {
+    return this.waiters.length > 0;
+  }
+
+  /**
    * A job BullMQ's completion brought with its run's lease taken already (its token): the slot
    * of the run that completed, released right after, is reserved for it, so no fetch takes it in
    * between (a lease must not wait for a slot). Waiting fetches are woken to answer `later`, so
    * the worker starts the job rather than wait for a slot itself.
    */
   keepFor(token: string): void {
+    // Decided before a job waited (the completion was on its way): counted, and bounded, since the
+    // completions sent from now on fetch nothing while it waits (`anyWaiting`).
+    if (this.waiters.some((w) => !w.resume)) this.passedOver++;
     this.reserved.set(token, Date.now());
     this.wakeFetches();
   }
@@ -238,8 +293,10 @@ export class SlotGate {
       this.busy++;
       return;
     }
+    const since = Date.now();
+    if (!resume) this.fetchedWaited++;
     await new Promise<void>((grant) => {
-      const waiter = { resume, grant };
+      const waiter = { resume, grant, since };
       // Coming back from parking goes ahead of new jobs, behind earlier returns.
       const at = resume ? this.waiters.findIndex((w) => !w.resume) : -1;
       if (at < 0) this.waiters.push(waiter);
@@ -251,7 +308,10 @@ export class SlotGate {
     this.lapseReservations();
     while (this.unreserved() > 0 && this.waiters.length > 0) {
       this.busy++;
-      this.waiters.shift()?.grant();
+      const waiter = this.waiters.shift();
+      if (waiter && !waiter.resume)
+        this.longestFetchedWaitMs = Math.max(this.longestFetchedWaitMs, Date.now() - waiter.since);
+      waiter?.grant();
     }
     if (this.room() > 0) this.wakeFetches();
   }

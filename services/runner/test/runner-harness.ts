@@ -78,6 +78,11 @@ export interface RunnerSetUpOptions {
   env?: Record<string, string>;
   /** Called as the run's own work begins (where the real executor sends the program). */
   onWork?: (runId: string) => void;
+  /**
+   * Read at each run's work, after `onWork`: a promise parks the run (its slot and lease given back,
+   * as a binding call that waits) until it settles; the run then takes a slot again (`resume`).
+   */
+  parkFor?: (runId: string) => Promise<void> | undefined;
   /** The runner's fair share (a wrapper around the real one). */
   createShare?: RunnerDeps['createShare'];
 }
@@ -228,6 +233,11 @@ export function runnerHarness(name: string) {
         }
         opts.onWork?.(job.runId);
         await redis.echo(`work ${job.runId} ${queueTag}`);
+        const answer = opts.parkFor?.(job.runId);
+        if (answer && job.slot?.park(() => undefined)) {
+          await answer;
+          await job.slot.resume();
+        }
         // A hand-back (the close's grace over) while held: the job goes back, as the real one's.
         await new Promise<void>((resolve, reject) => {
           const handBack = () => reject(new HandBackError('handed back'));
