@@ -19,6 +19,9 @@ import { hostLikeRun, TRIVIAL_PROGRAM, warmHarnessCache } from './host-like-isol
 const RUNS = Number(process.env.RUNS ?? 3000);
 const EVERY = Number(process.env.EVERY ?? 100);
 const WARM = Number(process.env.WARM ?? 500);
+/** The runs between which mappings are compared. */
+const DIFF_FROM = Number(process.env.DIFF_FROM ?? WARM);
+const DIFF_TO = Number(process.env.DIFF_TO ?? RUNS);
 const BOUND_KIB = 5 * 1024;
 const timeoutEnv = process.env.TIMEOUT_MS;
 const timeoutMs = timeoutEnv === 'none' ? null : timeoutEnv === undefined ? undefined : Number(timeoutEnv);
@@ -113,6 +116,15 @@ function report(label: string, samples: Sample[]): void {
     `${label}: runs ${samples.at(-1)!.run}; slope KiB a run past run ${WARM}: rss ${f('rss')} anon ${f('anon')} ` +
       `heap ${f('heap')} other-anon ${f('otherAnon')}; first past +5 MiB at run ${over?.run ?? `none (of ${samples.at(-1)!.run})`}`,
   );
+  if (process.env.STEPS === '1')
+    for (let i = 1; i < samples.length; i++) {
+      const a = samples[i - 1]!;
+      const b = samples[i]!;
+      if (Math.abs(b.anon - a.anon) >= 200)
+        console.log(
+          `  step runs ${a.run}-${b.run}: anon ${b.anon - a.anon > 0 ? '+' : ''}${b.anon - a.anon} heap ${b.heap - a.heap} other-anon ${b.otherAnon - a.otherAnon} KiB`,
+        );
+    }
   for (const s of samples.filter(
     (_, i) => i % Math.max(1, Math.floor(samples.length / 10)) === 0 || i === samples.length - 1,
   ))
@@ -164,8 +176,8 @@ async function hostMode(): Promise<void> {
       });
       if (out.status !== 'completed') throw new Error(`run ${run}: ${JSON.stringify(out)}`);
       if (run === 1 || run % EVERY === 0) samples.push(sample(pid!, run));
-      if (run === WARM) atWarm = mappings(pid!);
-      if (run === RUNS) atEnd = mappings(pid!);
+      if (run === DIFF_FROM) atWarm = mappings(pid!);
+      if (run === DIFF_TO) atEnd = mappings(pid!);
     }
   } finally {
     await engine.close();
