@@ -1,6 +1,7 @@
 /**
- * The sandbox host's frames to the engine, on stdout (a pipe, written synchronously). Only frames
- * may reach stdout: host.ts sends console output to stderr.
+ * The sandbox host's frames to the engine, on stdout (a non-blocking socket pair: written straight
+ * while it has room, the rest through stdout's stream). Only frames may reach stdout: host.ts sends
+ * console output to stderr.
  */
 import fs from 'node:fs';
 import { encodeMessage } from './frame.ts';
