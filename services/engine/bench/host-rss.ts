@@ -9,6 +9,8 @@
  * the host's environment beside HOST_ENV (e.g. '{"GLIBC_TUNABLES":"glibc.malloc.arena_max=1"}').
  * `HOST_FLAGS`: node flags for the host (e.g. `--import /tmp/probe.mjs`).
  * `HOST_WRAP`: a command the host runs under (its command line follows), e.g. a profiler's.
+ * `RETIREMENTS=1`: instead, the engine at its defaults: host starts and retirements (by reason) a
+ * `RUNS` sequential runs.
  * `LOOP=1`: instead, the same isolates made and run in this process (host-like-isolate.ts), the
  * plain loop to compare with (run it with the host's flags and environment).
  */
@@ -189,6 +191,28 @@ async function hostMode(): Promise<void> {
   );
 }
 
+/** The engine at its defaults (growth bound, prewarm): its hosts' starts and retirements a RUNS runs. */
+async function retirementsMode(): Promise<void> {
+  const counts = new Map<string, number>();
+  const engine = createEngine({
+    onProcessEvent: (e) => {
+      const key = e.type === 'retired' ? `retired ${e.reason}` : e.type;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    },
+  });
+  try {
+    for (let run = 1; run <= RUNS; run++) {
+      const out = await engine.execute(TRIVIAL_PROGRAM, { partition: 'rss' });
+      if (out.status !== 'completed') throw new Error(`run ${run}: ${JSON.stringify(out)}`);
+    }
+  } finally {
+    await engine.close();
+  }
+  console.log(
+    `engine defaults, ${RUNS} sequential runs: ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}`,
+  );
+}
+
 async function loopMode(): Promise<void> {
   const cache = warmHarnessCache();
   const samples: Sample[] = [];
@@ -204,4 +228,8 @@ async function loopMode(): Promise<void> {
   report('plain loop', samples);
 }
 
-await (process.env.LOOP === '1' ? loopMode() : hostMode());
+await (process.env.LOOP === '1'
+  ? loopMode()
+  : process.env.RETIREMENTS === '1'
+    ? retirementsMode()
+    : hostMode());
