@@ -10,7 +10,7 @@
  * `HOST_FLAGS`: node flags for the host (e.g. `--import /tmp/probe.mjs`).
  * `HOST_WRAP`: a command the host runs under (its command line follows), e.g. a profiler's.
  * `RETIREMENTS=1`: instead, the engine at its defaults: host starts and retirements (by reason) a
- * `RUNS` sequential runs.
+ * `RUNS` sequential runs; `HOST_DROP`: host arguments to leave out (comma-separated).
  * `LOOP=1`: instead, the same isolates made and run in this process (host-like-isolate.ts), the
  * plain loop to compare with (run it with the host's flags and environment).
  */
@@ -194,7 +194,17 @@ async function hostMode(): Promise<void> {
 /** The engine at its defaults (growth bound, prewarm): its hosts' starts and retirements a RUNS runs. */
 async function retirementsMode(): Promise<void> {
   const counts = new Map<string, number>();
+  const drop = process.env.HOST_DROP?.split(',') ?? [];
   const engine = createEngine({
+    // HOST_DROP: host command-line arguments left out (the head without one of its flags).
+    ...(drop.length > 0
+      ? {
+          wrapCommand: (command: string, args: string[]) => ({
+            command,
+            args: args.filter((a) => !drop.includes(a)),
+          }),
+        }
+      : {}),
     onProcessEvent: (e) => {
       const key = e.type === 'retired' ? `retired ${e.reason}` : e.type;
       counts.set(key, (counts.get(key) ?? 0) + 1);
