@@ -93,12 +93,6 @@ export class HostProcess {
       '--no-node-snapshot',
       // The host's own heap only: host.ts unsets it before any program's isolate is made.
       `--max-semi-space-size=${HOST_SEMI_SPACE_MB}`,
-      // V8's optimizing compilers (Maglev, Turbofan) run on this process's own thread, not on its
-      // worker threads: their zones were freed into those threads' glibc arenas and stayed resident
-      // there, ~+1 MiB near run 256 and ~+2 MiB at run 512 as the host's own code tiered up, so a host
-      // passed its growth bound at run 512; now near run 1800 (test/bench/README.md round 33
-      // `host-rss`). The same compiles and CPU, on the thread that asked for them.
-      '--no-concurrent-recompilation',
       '--disable-warning=ExperimentalWarning',
       HOST_SCRIPT,
     ];

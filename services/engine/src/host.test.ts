@@ -69,14 +69,12 @@ describe('the sandbox host process', () => {
     expect(first.valueJson).toBe(again.valueJson);
   });
 
-  it('runs isolates in a child process started with --no-node-snapshot, optimizing on its own thread, and only HOST_ENV for environment', async () => {
+  it('runs isolates in a child process started with --no-node-snapshot and only HOST_ENV for environment', async () => {
     const engine = newEngine();
     const pid = await hostPidOf(engine);
     expect(childPids()).toContain(pid);
     expect(pid).not.toBe(process.pid);
     expect(cmdlineOf(pid)).toContain('--no-node-snapshot');
-    // Optimizing compiles on the host's own thread: its workers' arenas kept their zones (host-process.ts).
-    expect(cmdlineOf(pid)).toContain('--no-concurrent-recompilation');
     // glibc splits GLIBC_TUNABLES at its `:`s in place (host-env.test.ts): joined back here.
     expect(environOf(pid).join(':')).toBe(`GLIBC_TUNABLES=${HOST_ENV.GLIBC_TUNABLES}`);
   });
