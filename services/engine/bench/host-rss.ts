@@ -194,7 +194,7 @@ async function hostMode(): Promise<void> {
 /** The engine at its defaults (growth bound, prewarm): its hosts' starts and retirements a RUNS runs. */
 async function retirementsMode(): Promise<void> {
   const counts = new Map<string, number>();
-  const drop = process.env.HOST_DROP?.split(',') ?? [];
+  const drop = (process.env.HOST_DROP ?? '').split(',').filter(Boolean);
   const engine = createEngine({
     // HOST_DROP: host command-line arguments left out (the head without one of its flags).
     ...(drop.length > 0
