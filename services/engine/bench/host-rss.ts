@@ -195,7 +195,11 @@ async function hostMode(): Promise<void> {
 async function retirementsMode(): Promise<void> {
   const counts = new Map<string, number>();
   const drop = (process.env.HOST_DROP ?? '').split(',').filter(Boolean);
+  const hostEnv = process.env.HOST_ENV_JSON
+    ? (JSON.parse(process.env.HOST_ENV_JSON) as Record<string, string>)
+    : undefined;
   const engine = createEngine({
+    ...(hostEnv ? { hostEnv } : {}),
     // HOST_DROP: host command-line arguments left out (the head without one of its flags).
     ...(drop.length > 0
       ? {
