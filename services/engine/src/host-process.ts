@@ -39,18 +39,10 @@ const MIB = 1024 * 1024;
  * in again, ~11 µs a page on this VM) and a run with a few large blocks mapped and unmapped each
  * (test/bench/README.md, round 31 `host-faults`). The trim threshold stays glibc's 128 KiB: a
  * larger one kept more freed memory resident and replaced hosts for resident growth twice as often.
- * One arena for every thread: V8's optimizing compiles of the host's own code run on its worker
- * threads, whose arenas kept their freed zones resident (~+1 MiB near run 256, ~+2 MiB at run 512),
- * so a host passed its growth bound at run 512; in the one arena every run's isolate reuses them
- * (host retirements for memory 6–8 → 2–3 a 5000 sequential runs: test/bench/README.md round 33
- * `host-rss`). Ignored where Node is not linked with glibc.
+ * Ignored where Node is not linked with glibc.
  */
 export const HOST_ENV: Readonly<Record<string, string>> = {
-  GLIBC_TUNABLES: [
-    `glibc.malloc.top_pad=${MIB}`,
-    `glibc.malloc.mmap_threshold=${4 * MIB}`,
-    'glibc.malloc.arena_max=1',
-  ].join(':'),
+  GLIBC_TUNABLES: [`glibc.malloc.top_pad=${MIB}`, `glibc.malloc.mmap_threshold=${4 * MIB}`].join(':'),
 };
 
 const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
