@@ -1,7 +1,9 @@
 /**
- * The sandbox host's frames to the engine, on stdout (a pipe, written synchronously). Only frames
- * may reach stdout: host.ts sends console output to stderr.
+ * The sandbox host's frames to the engine, on stdout (a non-blocking socket pair: written straight
+ * while it has room, the rest through stdout's stream). Only frames may reach stdout: host.ts sends
+ * console output to stderr.
  */
+import fs from 'node:fs';
 import { encodeMessage } from './frame.ts';
 import type { FromHost } from './wire.ts';
 
@@ -23,6 +25,26 @@ export function flush(): void {
   if (unsent.length === 0) return;
   const out = unsent.length === 1 ? unsent[0]! : Buffer.concat(unsent);
   unsent = [];
+  write(out);
+}
+
+/**
+ * Straight to the pipe when nothing waits in stdout's stream queue (the common case: a frame or a
+ * turn's frames fit the pipe): one write(2), none of the stream's JavaScript. Whatever the pipe
+ * does not take now (full: EAGAIN, or a part) goes through the stream, as does any write while
+ * something queued there is unwritten, so the order of bytes is kept.
+ */
+function write(out: Buffer): void {
+  if (process.stdout.writableLength === 0) {
+    let written = 0;
+    try {
+      written = fs.writeSync(1, out);
+    } catch {
+      // EAGAIN (the pipe is full) or anything else: the stream writes it, or reports it, as before.
+    }
+    if (written === out.length) return;
+    out = out.subarray(written);
+  }
   process.stdout.write(out);
 }
 

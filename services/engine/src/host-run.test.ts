@@ -5,7 +5,7 @@
  * isolated-vm and the real harness, prepared as host.ts prepares them; frames go to a recorder.
  */
 import { createHook } from 'node:async_hooks';
-import { readFileSync } from 'node:fs';
+import fs, { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FrameReader } from './frame.ts';
@@ -211,6 +211,17 @@ describe('a call on the host thread', () => {
     const write = vi
       .spyOn(process.stdout, 'write')
       .mockImplementation((chunk: string | Uint8Array) => writes.push(Buffer.from(chunk)) > 0);
+    // Frames go straight to fd 1 while stdout's stream holds nothing (host-output.ts).
+    const writeSync = fs.writeSync;
+    const direct = vi.spyOn(fs, 'writeSync').mockImplementation(((
+      fd: number,
+      chunk: Uint8Array,
+      ...rest: never[]
+    ) => {
+      if (fd !== 1) return writeSync(fd, chunk, ...rest);
+      writes.push(Buffer.from(chunk));
+      return chunk.length;
+    }) as typeof fs.writeSync);
     let timers = 0;
     const hook = createHook({
       init(_id, type) {
@@ -242,6 +253,7 @@ describe('a call on the host thread', () => {
       setImmediate(() => setImmediate(ended));
       await done;
       write.mockRestore();
+      direct.mockRestore();
     }
     writes.pop();
     // Each turn's call and return went out in one write, in order.
