@@ -19,7 +19,7 @@ const BIG = 4 * 1024 * 1024;
 /** Runs `send` in a child with piped stdout; its messages as read, and how often it used stdout's stream. */
 async function childSends(
   sent: unknown[],
-  pauseMs: number,
+  holdUntilSent: boolean,
 ): Promise<{ messages: unknown[]; streamWrites: number }> {
   const script = join(dir, 'child.mjs');
   writeFileSync(
@@ -46,9 +46,17 @@ process.stderr.write(JSON.stringify({ streamWrites }));
     child.stderr!.on('data', (c: Buffer) => {
       stderr += c.toString();
     });
-    // Not read at first: the big message fills the pipe and its writer waits for this reader.
+    // Not read until the child has sent everything (its stderr line comes after its sends), when
+    // asked: the big message then fills the pipe whatever the load, and its rest waits in the
+    // child's stream. (A paused stream reads no more than its high-water mark: far below 4 MiB.)
     child.stdout!.pause();
-    await new Promise((r) => setTimeout(r, pauseMs));
+    if (holdUntilSent)
+      await new Promise((r) => {
+        child.stderr!.on('data', () => {
+          if (stderr.includes('}')) r(undefined);
+        });
+        child.once('exit', r);
+      });
     child.stdout!.on('data', (c: Buffer) => reader.push(c));
     child.stdout!.resume();
     const code = await new Promise((r) => child.on('close', r));
@@ -62,14 +70,14 @@ process.stderr.write(JSON.stringify({ streamWrites }));
 describe("the host's frames on stdout", () => {
   it("go straight to the pipe while it has room, without stdout's stream", async () => {
     const sent = [{ t: 'ready', pid: 1 }, { t: 'logs', lines: [['log', 'a line']] }, { t: 'turn' }];
-    const { messages, streamWrites } = await childSends(sent, 0);
+    const { messages, streamWrites } = await childSends(sent, false);
     expect(messages).toEqual(sent);
     expect(streamWrites).toBe(0);
   });
 
   it('hand what the full pipe does not take, and what follows it, to the stream: whole and in order', async () => {
     const sent = [{ t: 'ready', pid: 1 }, { t: 'logs', lines: [['log', 'x'.repeat(BIG)]] }, { t: 'turn' }];
-    const { messages, streamWrites } = await childSends(sent, 200);
+    const { messages, streamWrites } = await childSends(sent, true);
     expect(messages).toEqual(sent);
     // The big one's rest, and the frame after it (queued behind it).
     expect(streamWrites).toBe(2);
