@@ -378,9 +378,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         this.keptFor.delete(token);
         if (nextId !== undefined && !next) this.started.delete(nextId);
         // A next job fetched under this token (a deferred job's fetch) keeps the slot reserved
-        // for it: its fetch may hold its lease, and a lease must not wait for a slot. So does one
-        // BullMQ's own completion brought: the processor kept the ended run's slot for it.
-        if (!next) this.gate?.fetched(token, false);
+        // for it: its fetch may hold its lease, and a lease must not wait for a slot.
+        if (!next || (nextId === undefined && !this.unstarted.has(token))) this.gate?.fetched(token, false);
         // An end whose completion never ran it (the job failed or was moved after the end was
         // handed over, or BullMQ skipped its completion): written by its own script now.
         const end = id === undefined ? undefined : this.pendingEnds.get(id);

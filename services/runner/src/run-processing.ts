@@ -41,9 +41,8 @@ export async function processModeJob(
   lastPickupAtMs[mode] = Date.now();
   const jobId = job.id ?? job.data.runId;
   const fairShare = ctx.share;
-  const gate = gateFor(ctx, mode);
   const slot = new RunSlot(
-    gate,
+    gateFor(ctx, mode),
     fairShare && token
       ? {
           release: () => fairShare.release(mode, job.data.tenant, jobId),
@@ -90,16 +89,7 @@ export async function processModeJob(
       fetchedStart,
     );
   } finally {
-    if (!slotAfterEnd) {
-      // The end went on its own: BullMQ's completion comes next and may bring the worker's next
-      // job (its fetch-next). The slot stays reserved for that job, under this token, so it neither
-      // waits for one nor lets the worker's loop fetch a job in its place (one fetched job per slot
-      // waited so, at 16 clients up to 12 held by one runner: round 33 `slot-bound`);
-      // ParkingWorker.processJob gives the slot back when none came. Not while anyone waits for a
-      // slot: the completion then fetches nothing, and the slot goes to the one waiting.
-      if (token && slot.active && !gate.anyWaiting()) gate.keepFor(token);
-      slot.end();
-    }
+    if (!slotAfterEnd) slot.end();
     held[mode] = (held[mode] ?? 1) - 1;
   }
 }
