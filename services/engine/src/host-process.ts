@@ -107,7 +107,6 @@ export class HostProcess {
         child = spawn(command, args, {
           env: { ...HOST_ENV, ...options.env },
           stdio: ['pipe', 'pipe', 'pipe'],
-          detached: Boolean(options.nice),
         });
       } catch (e) {
         reject(new Error(`cannot start the sandbox host: ${(e as Error).message}`));

@@ -4,7 +4,7 @@
  * engine only through frames on stdin/stdout. Every callback the isolate can reach is synchronous,
  * never throws and accepts only strings and numbers; anything else ends the run.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { FrameReader } from './frame.ts';
 import { send } from './host-output.ts';
@@ -15,12 +15,7 @@ import type { ToHost } from './wire.ts';
 
 // Below the engine in the scheduler before any work of ours (host-nice.ts).
 const nice = niceFromArgv(process.argv);
-if (nice !== undefined) {
-  niceAllThreads(nice);
-  try {
-    writeFileSync('/proc/self/autogroup', String(nice));
-  } catch {}
-}
+if (nice !== undefined) niceAllThreads(nice);
 
 // `--max-semi-space-size` was for this process's own heap only; programs' isolates come next.
 releaseHostSemiSpaceFlag();
