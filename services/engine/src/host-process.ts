@@ -100,6 +100,10 @@ export class HostProcess {
       HOST_SCRIPT,
       ...(options.nice ? [`${HOST_NICE_ARG}${options.nice}`] : []),
     ];
+    if (options.nice) {
+      args = ['--idle', '0', command, ...args];
+      command = 'chrt';
+    }
     if (options.wrapCommand) ({ command, args } = options.wrapCommand(command, args));
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
