@@ -5,7 +5,6 @@
  * `execute` never throws.
  */
 import { HostProcess } from './host-process.ts';
-import { hostNiceOf } from './host-nice.ts';
 import { isDue, type RetirementBounds, type RetirementReason, retirementOf } from './host-retirement.ts';
 import { DEFAULT_WATCHDOG_GRACE_MS } from './limits.ts';
 import { Run } from './run.ts';
@@ -49,7 +48,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const aside = new Set<HostProcess>();
   const spareOfRetired = new WeakSet<Promise<HostProcess | undefined>>();
   const maxStarting = positiveInt(options.maxStartingHosts, DEFAULT_MAX_STARTING_HOSTS);
-  const hostNice = hostNiceOf(options.hostNice);
   let starting = 0;
   /** Runs waiting for a start slot or a freed host; woken whenever either may have appeared. */
   let wakers: (() => void)[] = [];
@@ -77,7 +75,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
         startupTimeoutMs,
         ...(options.wrapCommand ? { wrapCommand: options.wrapCommand } : {}),
         ...(options.hostEnv ? { env: options.hostEnv } : {}),
-        nice: hostNice,
       });
     } catch (err) {
       // A spare's failure reaches no run: without the event it would be seen nowhere.

@@ -7,7 +7,6 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
 import { builtHostScript } from './host-build.ts';
-import { HOST_NICE_ARG } from './host-nice.ts';
 import { HOST_SEMI_SPACE_MB } from './limits.ts';
 import { checkFromHost, type FromHost, type ToHost } from './wire.ts';
 
@@ -30,8 +29,6 @@ interface SpawnOptions {
   frameLimits?: FrameLimits;
   /** Environment of the host, beside HOST_ENV (a name given here wins). */
   env?: Record<string, string>;
-  /** The host's nice value, set by the host itself on all its threads (host-nice.ts); 0 or absent: none. */
-  nice?: number;
 }
 
 const MIB = 1024 * 1024;
@@ -98,12 +95,7 @@ export class HostProcess {
       `--max-semi-space-size=${HOST_SEMI_SPACE_MB}`,
       '--disable-warning=ExperimentalWarning',
       HOST_SCRIPT,
-      ...(options.nice ? [`${HOST_NICE_ARG}${options.nice}`] : []),
     ];
-    if (options.nice) {
-      args = ['--idle', '0', command, ...args];
-      command = 'chrt';
-    }
     if (options.wrapCommand) ({ command, args } = options.wrapCommand(command, args));
     return new Promise((resolve, reject) => {
       let child: ChildProcess;

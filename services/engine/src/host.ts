@@ -8,14 +8,9 @@ import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { FrameReader } from './frame.ts';
 import { send } from './host-output.ts';
-import { niceAllThreads, niceFromArgv } from './host-nice.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import { DEFAULT_MEMORY_MB, releaseHostSemiSpaceFlag } from './limits.ts';
 import type { ToHost } from './wire.ts';
-
-// Below the engine in the scheduler before any work of ours (host-nice.ts).
-const nice = niceFromArgv(process.argv);
-if (nice !== undefined) niceAllThreads(nice);
 
 // `--max-semi-space-size` was for this process's own heap only; programs' isolates come next.
 releaseHostSemiSpaceFlag();

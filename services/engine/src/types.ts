@@ -258,13 +258,6 @@ export interface EngineOptions {
   maxStartingHosts?: number;
   /** Environment of the sandbox host process, beside host-process.ts' HOST_ENV (a name here wins). */
   hostEnv?: Record<string, string>;
-  /**
-   * Nice value of the sandbox hosts (0..19; 0: the engine's own priority), set by each host on all its
-   * threads at start: the runner's own work (a run's end, the next pick-up) preempts hosts' after-run
-   * work and programs on a shared core. Nice orders, it does not cap: a program still gets any CPU
-   * nothing else wants, and its time limit is unchanged. Default 10 (host-nice.ts).
-   */
-  hostNice?: number;
   /** Told about every sandbox host process start, exit and replacement (metrics). Must not throw. */
   onProcessEvent?: (event: ProcessEvent) => void;
 }
