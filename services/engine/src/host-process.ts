@@ -42,7 +42,7 @@ const MIB = 1024 * 1024;
  * Ignored where Node is not linked with glibc.
  */
 export const HOST_ENV: Readonly<Record<string, string>> = {
-  GLIBC_TUNABLES: [`glibc.malloc.top_pad=${MIB}`, `glibc.malloc.mmap_threshold=${4 * MIB}`, 'glibc.malloc.arena_max=1'].join(':'),
+  GLIBC_TUNABLES: [`glibc.malloc.top_pad=${MIB}`, `glibc.malloc.mmap_threshold=${4 * MIB}`].join(':'),
 };
 
 const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
