@@ -97,8 +97,6 @@ export class HostProcess {
       HOST_SCRIPT,
     ];
     if (options.wrapCommand) ({ command, args } = options.wrapCommand(command, args));
-    args = ['--idle', '0', command, ...args];
-    command = 'chrt';
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
