@@ -13,7 +13,8 @@
  *
  * Each step's p50 and mean, and for each the time the process that step waits on was runnable but
  * not on a CPU (a wake-up's or a preemption's wait), with who held the CPUs meanwhile (by process
- * kind: runner, host, redis, gateway, client, or `other:<comm>`). So the stage splits into
+ * kind: runner, host, redis, gateway, client, or `other:<comm>`; both CPUs', then the CPU's it waited
+ * on alone: a wake-up's target_cpu or the CPU it was preempted on). So the stage splits into
  * messages, fsync, each process's own work on a CPU, and waits for a CPU.
  *
  *   PERF_EVENTS_EXTRA=… RUNS=150 node test/bench/end-trace.ts
@@ -132,10 +133,11 @@ function analyse(
   }
   const comms = new Map<number, string>();
   // Who runs on each CPU, when; and each thread's runnable-but-not-running intervals.
-  const onCpu: { tid: number; from: number; to: number }[] = [];
+  const onCpu: { tid: number; cpu: number; from: number; to: number }[] = [];
   const running = new Map<number, { tid: number; from: number }>();
-  const runnableSince = new Map<number, number>();
-  const waits = new Map<number, [number, number][]>();
+  // Where it waits: the CPU it was woken onto (target_cpu) or was preempted on.
+  const runnableSince = new Map<number, { t: number; cpu: number }>();
+  const waits = new Map<number, [number, number, number][]>();
   for (const e of evs) {
     if (e.ev === 'sched_switch') {
       const m = /prev_comm=(.*?) prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/.exec(
@@ -147,22 +149,23 @@ function analyse(
       comms.set(prev, m[1]!);
       comms.set(next, m[4]!);
       const was = running.get(e.cpu);
-      if (was) onCpu.push({ tid: was.tid, from: was.from, to: e.t });
+      if (was) onCpu.push({ tid: was.tid, cpu: e.cpu, from: was.from, to: e.t });
       running.set(e.cpu, { tid: next, from: e.t });
       // Preempted while runnable: it waits for a CPU from now.
-      if (prev !== 0 && (m[3] === 'R' || m[3] === 'R+')) runnableSince.set(prev, e.t);
+      if (prev !== 0 && (m[3] === 'R' || m[3] === 'R+')) runnableSince.set(prev, { t: e.t, cpu: e.cpu });
       const since = runnableSince.get(next);
       if (since !== undefined) {
         const list = waits.get(next) ?? [];
-        list.push([since, e.t]);
+        list.push([since.t, e.t, since.cpu]);
         waits.set(next, list);
         runnableSince.delete(next);
       }
     } else if (e.ev === 'sched_wakeup') {
       const m = /pid=(\d+)/.exec(e.args);
       const tid = Number(m?.[1]);
+      const target = Number(/target_cpu=(\d+)/.exec(e.args)?.[1] ?? e.cpu);
       if ([...running.values()].some((r) => r.tid === tid)) continue;
-      if (!runnableSince.has(tid)) runnableSince.set(tid, e.t);
+      if (!runnableSince.has(tid)) runnableSince.set(tid, { t: e.t, cpu: target });
     }
   }
   const kindOf = (tid: number) =>
@@ -173,11 +176,13 @@ function analyse(
     onCpu.reduce((s, r) => (r.tid === tid ? s + Math.max(0, Math.min(r.to, b) - Math.max(r.from, a)) : s), 0);
   // Who held the CPUs while `tid` waited for one in [a, b].
   const heldWhileWaiting = new Map<string, number>();
+  // The same, on the CPU it waited on only (the other CPU's occupant does not keep it waiting there).
+  const heldOwnCpu = new Map<string, number>();
   const heldByStep = new Map<string, Map<string, number>>();
   const blame = (tid: number, a: number, b: number, step: string) => {
     const mine = heldByStep.get(step) ?? new Map<string, number>();
     heldByStep.set(step, mine);
-    for (const [x, y] of waits.get(tid) ?? []) {
+    for (const [x, y, cpu] of waits.get(tid) ?? []) {
       const lo = Math.max(x, a);
       const hi = Math.min(y, b);
       if (hi <= lo) continue;
@@ -186,6 +191,7 @@ function analyse(
         if (o > 0 && r.tid !== tid) {
           heldWhileWaiting.set(kindOf(r.tid), (heldWhileWaiting.get(kindOf(r.tid)) ?? 0) + o);
           mine.set(kindOf(r.tid), (mine.get(kindOf(r.tid)) ?? 0) + o);
+          if (r.cpu === cpu) heldOwnCpu.set(kindOf(r.tid), (heldOwnCpu.get(kindOf(r.tid)) ?? 0) + o);
         }
       }
     }
@@ -392,6 +398,14 @@ function analyse(
       .slice(0, 12)
       .map(([k, v]) => `${k} ${ms(v / (used || 1))}`)
       .join(', ')} (all ${ms(total / (used || 1))})`,
+  );
+  const ownTotal = [...heldOwnCpu.values()].reduce((x, y) => x + y, 0);
+  out.push(
+    `    of which on the CPU it waited on (woken onto, or preempted on): ${[...heldOwnCpu]
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, 8)
+      .map(([k, v]) => `${k} ${ms(v / (used || 1))}`)
+      .join(', ')} (all ${ms(ownTotal / (used || 1))})`,
   );
   for (const [step, m] of heldByStep) {
     const all = [...m.values()].reduce((x, y) => x + y, 0);
