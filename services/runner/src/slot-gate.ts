@@ -17,10 +17,10 @@
  *
  * A job fetched with no slot for it (one a completion brought without its run's start) waits here,
  * and the only thing that can pass it over is a completion that starts its worker's next job: the
- * ended run's slot is kept for that job (`keepFor`). So while anyone waits (`anyWaiting`) a
- * completion fetches nothing (ParkingWorker.processJob's fetch-next), and the slot its run frees
- * goes to the one waiting longest; otherwise every slot could pass from chain to chain until the
- * queue drained (test/bench/README.md, round 33 `slot-bound`). `waits()` counts those waits and
+ * ended run's slot is kept for that job (`keepFor`, with starts in the fetch only). So while anyone
+ * waits (`anyWaiting`) such a completion fetches nothing (ParkingWorker.processJob's fetch-next),
+ * and the slot its run frees goes to the one waiting longest; otherwise every slot could pass from
+ * chain to chain until the queue drained (test/bench/README.md, round 33 `slot-bound`). `waits()` counts those waits and
  * the overtakings.
  */
 
