@@ -267,6 +267,34 @@ describe('a call on the host thread', () => {
   });
 });
 
+describe('a run waiting on a call', () => {
+  it("polls its isolate's disposal a few times a second, not every 20 ms (a later turn reports its own)", async () => {
+    // Fake intervals only: a second passes on the poll's own clock, whatever the machine's load.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    let ticks = 0;
+    const fake = globalThis.setInterval;
+    const armed = vi.spyOn(globalThis, 'setInterval').mockImplementation(((fn: () => void, ms?: number) =>
+      fake(() => {
+        ticks++;
+        fn();
+      }, ms)) as typeof setInterval);
+    try {
+      const { run, ended, frames } = firstTurn('return (await apps.a.b({})).n + 1;', ['a.b']);
+      expect(armed).toHaveBeenCalledTimes(1);
+      vi.advanceTimersByTime(1000);
+      // The base's 20 ms poll: 50 in that second. Still armed (a disposal outside any turn).
+      expect(ticks).toBeGreaterThan(0);
+      expect(ticks).toBeLessThanOrEqual(4);
+      run.deliverResult({ t: 'result', id: 0, valueJson: '{"n":41}' });
+      await ended;
+      expect(frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '42' });
+    } finally {
+      armed.mockRestore();
+      vi.useRealTimers();
+    }
+  });
+});
+
 describe('a run that ends in its first turn', () => {
   it('makes no timer: its memory is polled only once a first turn returns with the run going on', async () => {
     const made: string[] = [];
