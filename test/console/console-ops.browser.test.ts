@@ -119,6 +119,44 @@ describe('live pages', () => {
     await row.waitFor();
   });
 
+  it('a run whose events arrive while the table is still being read appears in it', async () => {
+    // The table's first read is answered before the run exists and handed to the page only after
+    // the run's events (created, Running) have reached the tabs: the page must not drop them.
+    hold();
+    const late = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    let answer = () => {};
+    const answered = new Promise<void>((r) => {
+      answer = r;
+    });
+    let read = 0;
+    try {
+      await late.route(/\/v1\/runs\?/, async (route) => {
+        const response = await route.fetch();
+        read += 1;
+        await answered;
+        await route.fulfill({ response });
+      });
+      await signIn(late, base, cluster.devKey);
+      await late.getByText(/^Live:/).waitFor();
+      await expect.poll(() => read).toBeGreaterThan(0);
+      const id = await submit('await apps.mail.slow({});\nreturn "late";', 'Created while the table is read');
+      await expect.poll(() => statusOf(id), { timeout: 20_000 }).toBe('Running');
+      // Another tab shows it: the stream has sent its events.
+      await page.goto(`${base}/console/#/`);
+      await page.locator(`tr[data-run="${id}"]`).waitFor({ timeout: 20_000 });
+      answer();
+      const row = late.locator(`tr[data-run="${id}"]`);
+      await row.waitFor({ timeout: 20_000 });
+      expect(await row.textContent()).toContain('Created while the table is read');
+      release();
+      await late.locator(`tr[data-run="${id}"][data-status="Completed"]`).waitFor({ timeout: 30_000 });
+    } finally {
+      answer();
+      release();
+      await late.close();
+    }
+  });
+
   it('the inbox shows a decision with no click, in every tab; Allow in the browser completes the run', async () => {
     const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     try {

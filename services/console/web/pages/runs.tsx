@@ -3,7 +3,7 @@
  * cursor (`GET /v1/runs`), and live — a run submitted anywhere appears at the top, and rows change
  * status in place, from the tab's tenant stream (`run` events), with no reload.
  */
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, problemText, type SseEvent } from '../api.ts';
 import { useTenantEvents } from '../live.ts';
 import { isLive, RunActions } from './run-actions.tsx';
@@ -64,6 +64,22 @@ function matches(r: RunRow, f: RunFilters): boolean {
   return true;
 }
 
+/**
+ * `rows` with one run's summary applied: its row updated in place (unless the row is newer: an event
+ * kept across a page load may be older than the page), or added when it matches.
+ */
+function applyRow(rows: RunRow[], row: RunRow, f: RunFilters): RunRow[] {
+  const i = rows.findIndex((r) => r.id === row.id);
+  if (i >= 0) {
+    if (rows[i]!.updatedAt > row.updatedAt) return rows;
+    const next = rows.slice();
+    next[i] = { ...rows[i]!, ...row, principal: row.principal || rows[i]!.principal };
+    return next;
+  }
+  if (!matches(row, f)) return rows;
+  return [row, ...rows].sort((a, b) => b.createdAt - a.createdAt);
+}
+
 function query(f: RunFilters, cursor?: string): string {
   const p = new URLSearchParams();
   for (const s of f.status) p.append('status', s);
@@ -101,16 +117,26 @@ export function RunsPage() {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
 
+  // The first page's latest read and the run events that arrived since it was sent: the page may
+  // have been read before them (a run created and started meanwhile), so they are applied over it.
+  // An older read answered after a newer one is dropped (a reconnect reads again while one is out).
+  const reading = useRef<{ missed: RunRow[] } | null>(null);
   const load = useCallback(async (f: RunFilters, after?: string) => {
     setBusy(true);
+    const read = after ? null : { missed: [] as RunRow[] };
+    if (read) reading.current = read;
     try {
       const page = await api<{ items: Loose[]; nextCursor: string | null }>(
         'GET',
         `/v1/runs?${query(f, after)}`,
       );
+      if (read) {
+        if (reading.current !== read) return;
+        reading.current = null;
+      }
       const got = page.items.map(toRow).filter((r): r is RunRow => r !== null);
       setRows((prev) => {
-        if (!after || !prev) return got;
+        if (read || !prev) return (read?.missed ?? []).reduce((acc, row) => applyRow(acc, row, f), got);
         const seen = new Set(prev.map((r) => r.id));
         return [...prev, ...got.filter((r) => !seen.has(r.id))];
       });
@@ -137,17 +163,8 @@ export function RunsPage() {
       if (e.event !== 'run' && !e.event.startsWith('run.')) return;
       const row = toRow(e.data as Loose);
       if (!row) return;
-      setRows((prev) => {
-        if (!prev) return prev;
-        const i = prev.findIndex((r) => r.id === row.id);
-        if (i >= 0) {
-          const next = prev.slice();
-          next[i] = { ...prev[i]!, ...row, principal: row.principal || prev[i]!.principal };
-          return next;
-        }
-        if (!matches(row, filters)) return prev;
-        return [row, ...prev].sort((a, b) => b.createdAt - a.createdAt);
-      });
+      reading.current?.missed.push(row);
+      setRows((prev) => (prev ? applyRow(prev, row, filters) : prev));
     },
     [filters, load],
   );
