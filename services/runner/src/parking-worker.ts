@@ -35,6 +35,7 @@ import { type Job, type RedisClient, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { type PendingEnd, runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
+import { HandedNext } from './handed-next.ts';
 import { type Handed, nextJobData } from './handoff-store.ts';
 import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
 import { type CloseHost, giveBackClosing, giveBackUntaken, refuseClosing } from './parking-worker-close.ts';
@@ -52,6 +53,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   private readonly started = new Map<string, unknown>();
   /** Tokens of jobs a fetch brought that BullMQ has not handed to `processJob` yet. */
   private readonly unstarted = new Set<string>();
+  /** A "later" fetch's pause, ended as a completion's next job reaches BullMQ's loop (handed-next.ts). */
+  readonly handedNext = new HandedNext();
   /** Tokens of the processJob calls under way (a fetch inside one brings a job under its token). */
   private readonly processing = new Set<string>();
   /** Fetches that went to Redis (tests read it: the count, never a duration). */
@@ -241,8 +244,9 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     }
     if (go === 'later') {
       gate.fetched(token, false);
-      // Never a loop of promises only: the event loop (lock renewals, the runs' own I/O) goes first.
-      await new Promise((resolve) => setImmediate(resolve));
+      // Never a loop of promises only: the event loop (lock renewals, the runs' own I/O) goes first,
+      // unless the job a completion started reaches BullMQ's loop before (handed-next.ts).
+      await this.handedNext.pause();
       // The wake-up that led here may be spent: the next fetch must look at the queue itself,
       // not wait for another (BullMQ keeps this flag private).
       this.loop.drained = false;
@@ -347,6 +351,7 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
   ): ReturnType<Worker<DataType>['processJob']> {
     const token = args[1];
     this.unstarted.delete(token);
+    this.handedNext.begun(token);
     // No fetch-next once closing, decided when BullMQ builds the completion (or failure), nor, with
     // starts in the fetch, while anyone waits for a slot: the slot this job frees goes to the one
     // waiting longest, where a job fetched here would take it (its run started, the slot kept for
@@ -398,6 +403,8 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         this.fetchNexts.delete(token);
         // Taken by BullMQ's completion; left only when it made none (the job failed after its end).
         if (id !== undefined) this.sentEarly.delete(id);
+        // Last, with nothing awaited after it: the next job reaches BullMQ's loop with this return.
+        if (next) this.handedNext.hand(token);
       }
     }
   }
