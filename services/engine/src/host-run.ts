@@ -227,12 +227,7 @@ export class HostRun {
    */
   deliverResults(ms: Extract<ToHost, { t: 'result' | 'error' }>[]): void {
     const all = this.prepared.deliverAll;
-    if (
-      ms.length === 1 ||
-      all === undefined ||
-      this.tasks.size > 0 ||
-      ms.some((m) => m.turnMs === undefined)
-    ) {
+    if (ms.length === 1 || all === undefined || this.tasks.size > 0 || ms.some((m) => m.turnMs === undefined)) {
       for (const m of ms) this.deliverResult(m);
       return;
     }
