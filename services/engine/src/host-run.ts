@@ -29,8 +29,6 @@ export interface Prepared {
   readonly context: ivm.Context;
   readonly startRef: ivm.Reference;
   readonly deliver: ivm.Reference;
-  /** The harness's `__islet_deliver_all`: several outcomes in one entry (absent: one at a time). */
-  readonly deliverAll?: ivm.Reference;
   readonly memoryMb: number;
   readonly sink: { run: HostRun | undefined };
 }
@@ -216,45 +214,6 @@ export class HostRun {
    * calls are out, whose waits a turn here would count) the turn runs on isolated-vm's thread.
    * A turn started with `turnMs` is answered with `turn` either way.
    */
-  /**
-   * Outcomes that came in one read, in order. While each may run its turn on this thread
-   * (`deliverResult`), they go in together: one `applySync` with the smallest of their deadlines,
-   * then a `turn` for each (the engine counts one a delivery). One isolate entry and one isolated-vm
-   * timeout for the burst, not one each: isolated-vm keeps a timeout's record until it would have
-   * fired, ~0.2 KiB a call for the run's budget (test/bench/README.md, round 34 `par-calls`). The
-   * program's continuations of the burst's outcomes run after all of them are in, as they would
-   * have had they come a moment later together.
-   */
-  deliverResults(ms: Extract<ToHost, { t: 'result' | 'error' }>[]): void {
-    const all = this.prepared.deliverAll;
-    if (ms.length === 1 || all === undefined || this.tasks.size > 0 || ms.some((m) => m.turnMs === undefined)) {
-      for (const m of ms) this.deliverResult(m);
-      return;
-    }
-    if (this.finished) return;
-    const flat: unknown[] = [true];
-    let turnMs = Number.POSITIVE_INFINITY;
-    for (const m of ms) {
-      turnMs = Math.min(turnMs, m.turnMs!);
-      if (m.t === 'result') flat.push(m.id, 'result', m.valueJson, undefined, undefined);
-      else flat.push(m.id, 'error', m.name, m.message, m.detailsJson);
-    }
-    this.onThisThread = true;
-    this.callsThisTurn = 0;
-    const stackLimit = quietStacks();
-    try {
-      all.applySync(undefined, flat, { timeout: Math.max(1, turnMs) });
-    } catch (e) {
-      this.afterIsolateError(e);
-    } finally {
-      Error.stackTraceLimit = stackLimit;
-      this.onThisThread = false;
-    }
-    // The engine counts a `turn` a delivery sent with `turnMs`: the others come first, held.
-    for (let i = 1; i < ms.length && !this.finished; i++) this.out.send({ t: 'turn' }, 'turn');
-    this.turnReturned(true);
-  }
-
   deliverResult(m: Extract<ToHost, { t: 'result' | 'error' }>): void {
     if (this.finished) return;
     const args =

@@ -76,11 +76,9 @@ function prepare(memoryMb: number): Prepared {
     harness.runSync(context);
     const startRef = jail.getSync('__islet_start', { reference: true }) as ivm.Reference;
     const deliver = jail.getSync('__islet_deliver', { reference: true }) as ivm.Reference;
-    const deliverAll = jail.getSync('__islet_deliver_all', { reference: true }) as ivm.Reference;
     jail.deleteSync('__islet_start');
     jail.deleteSync('__islet_deliver');
-    jail.deleteSync('__islet_deliver_all');
-    return { isolate, context, startRef, deliver, deliverAll, memoryMb, sink };
+    return { isolate, context, startRef, deliver, memoryMb, sink };
   } catch (e) {
     if (!isolate.isDisposed) isolate.dispose();
     throw e;
@@ -153,31 +151,12 @@ function take(memoryMb: number): Prepared {
   return prepare(memoryMb);
 }
 
-/**
- * Outcomes read in the current stdin chunk, delivered together once the chunk is parsed (or before
- * any other frame of it): the engine writes a burst of outcomes (a gateway answer's chunk) in one
- * write, and each delivery on its own was an isolate entry and an isolated-vm timeout record that
- * lives until its timeout would have fired (the run's budget), ~0.2 KiB a call (round 34).
- */
-let outcomes: Extract<ToHost, { t: 'result' | 'error' }>[] = [];
-const deliverOutcomes = () => {
-  if (outcomes.length === 0) return;
-  const burst = outcomes;
-  outcomes = [];
-  current?.deliverResults(burst);
-};
-
 const reader = new FrameReader((event) => {
   if (event.type === 'error') {
     process.stderr.write(`islet host: ${event.message}\n`);
     process.exit(65);
   }
   const m = event.message as ToHost;
-  if (m.t === 'result' || m.t === 'error') {
-    outcomes.push(m);
-    return;
-  }
-  deliverOutcomes();
   switch (m.t) {
     case 'run':
       if (current !== undefined) {
@@ -201,6 +180,10 @@ const reader = new FrameReader((event) => {
       }
       current.start();
       break;
+    case 'result':
+    case 'error':
+      current?.deliverResult(m);
+      break;
     case 'end':
       current?.end(m.kind);
       break;
@@ -210,10 +193,7 @@ const reader = new FrameReader((event) => {
   }
 });
 
-process.stdin.on('data', (chunk: Buffer) => {
-  reader.push(chunk);
-  deliverOutcomes();
-});
+process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
 process.stdin.on('end', () => process.exit(0));
 await warmHarnessCache();
 send({ t: 'ready', pid: process.pid });

@@ -1,9 +1,8 @@
 // The guest harness: evaluated first in every fresh isolate context, before the program. It takes the
 // host callbacks off the global object, builds the program's environment (apps, flat tools, console,
 // fixed clock, seeded Math.random), removes what a program must not have, and leaves exactly two
-// entry points for the host: __islet_start(code, configJson, onHostThread),
-// __islet_deliver(id, kind, a, b, c, onHostThread) and __islet_deliver_all(onHostThread, ...outcomes),
-// the latter several outcomes of five values each at once.
+// entry points for the host: __islet_start(code, configJson, onHostThread) and
+// __islet_deliver(id, kind, a, b, c, onHostThread).
 // Everything crossing to the host is a string made here; the host re-checks every string, so a
 // program that tampers with this harness can only lie about its own values.
 (() => {
@@ -277,14 +276,6 @@
     p.reject(err);
   }
 
-  // Several outcomes in one entry from the host (a burst the engine wrote together): one isolate
-  // entry and one isolated-vm timeout for them all, not one each (host-run.ts `deliverResults`).
-  // The rest array is this function's own: its elements are own properties, no setter runs.
-  function deliverAll(onHostThread, ...outcomes) {
-    for (let i = 0; i + 4 < outcomes.length; i += 5)
-      deliver(outcomes[i], outcomes[i + 1], outcomes[i + 2], outcomes[i + 3], outcomes[i + 4], onHostThread);
-  }
-
   // ---- What exists, for a program that named something that does not -------------------------
   // `apps.nope.x()` would read "Cannot read properties of undefined": the names that do exist say
   // more. Bounded, so a run with thousands of bindings does not put them all in one message.
@@ -542,5 +533,4 @@
 
   ObjectDefineProperty(g, '__islet_start', { value: start, configurable: true });
   ObjectDefineProperty(g, '__islet_deliver', { value: deliver, configurable: true });
-  ObjectDefineProperty(g, '__islet_deliver_all', { value: deliverAll, configurable: true });
 })();
