@@ -1,7 +1,7 @@
 /**
  * createEngine: the public entry. Keeps sandbox host processes per partition (tenants never share
  * one), runs one program per host at a time in a fresh isolate, replaces a host after any failure
- * after `maxRunsPerProcess` runs, or once its resident memory grew by `maxHostResidentGrowthBytes`.
+ * after `maxRunsPerProcess` runs, or once its private resident memory grew by `maxHostResidentGrowthBytes`.
  * `execute` never throws.
  */
 import { HostProcess } from './host-process.ts';
@@ -325,7 +325,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     // by a few hundred KiB at most.
     const checked =
       maxGrowth > 0 && reusable && (host.runs === 1 || host.runs % RESIDENT_CHECK_EVERY_RUNS === 0);
-    const resident = checked ? host.residentBytes(readResident) : undefined;
+    // Private memory (RssAnon + RssShmem), not VmRSS: the node binary's code pages a host maps in
+    // once its own JavaScript gets optimized are file-backed and shared, not a leak (host-process.ts).
+    const resident = checked ? host.privateBytes(readResident) : undefined;
     if (host.runs === 1 && resident !== undefined) host.baselineResidentBytes = resident;
     const grown =
       resident !== undefined && host.baselineResidentBytes !== undefined

@@ -57,7 +57,17 @@ export function readResidentBytes(pid: number): number | undefined {
   }
 }
 
-/** /proc/<pid>/status's first 4 KiB: VmRSS is in its first ~25 lines. Shared: read and parsed at once. */
+const RSS_ANON = /^RssAnon:\s+(\d+) kB/m;
+const RSS_SHMEM = /^RssShmem:\s+(\d+) kB/m;
+
+/** RssAnon + RssShmem of a /proc/<pid>/status text, bytes; undefined when either is missing. */
+export function privateBytesOf(status: string): number | undefined {
+  const anon = RSS_ANON.exec(status)?.[1];
+  const shmem = RSS_SHMEM.exec(status)?.[1];
+  return anon === undefined || shmem === undefined ? undefined : (Number(anon) + Number(shmem)) * 1024;
+}
+
+/** /proc/<pid>/status's first 4 KiB: VmRSS and RssAnon/RssShmem are in its first ~30 lines. Shared: read and parsed at once. */
 const statusBytes = Buffer.alloc(4096);
 
 export class HostProcess {
@@ -247,7 +257,7 @@ export class HostProcess {
     return this.child.pid;
   }
 
-  /** Resident memory after this host's first run, bytes (the engine's baseline for its growth). */
+  /** Private resident memory after this host's first run, bytes (the engine's baseline for its growth). */
   baselineResidentBytes: number | undefined;
 
   /**
@@ -257,15 +267,37 @@ export class HostProcess {
   residentBytes(read?: (pid: number) => number | undefined): number | undefined {
     if (this.exited || this.child.pid === undefined) return undefined;
     if (read) return read(this.child.pid);
-    // The status file kept open and read again from its start: an open and a close fewer each of
-    // a run's reads (the resident guard's every RESIDENT_GUARD_MS, the release's), ~25 against ~15
-    // µs each (test/bench/README.md, round 30 `runner-cpu`). The descriptor names this process, not
-    // its pid: once it is gone a read fails (undefined), it never reads a reused pid's.
+    const kb = VM_RSS.exec(this.status() ?? '')?.[1];
+    return kb === undefined ? undefined : Number(kb) * 1024;
+  }
+
+  /**
+   * The process's private resident memory, bytes: anonymous and shared-memory pages (RssAnon +
+   * RssShmem), not file-backed ones (RssFile). What the growth bound reads: a leak is anonymous
+   * memory, while the file-backed growth of a host is the node binary's code pages the first time
+   * V8's optimizing compiler runs in it (~5 MiB of Turbofan at once, clean pages of one copy in the
+   * page cache shared by every node process; test/bench/README.md, round 33 `host-rss`), which
+   * alone retired a host every ~20 runs of 100 calls (round 34 `par-calls`). With an injected
+   * reader (tests), that reader's figure.
+   */
+  privateBytes(read?: (pid: number) => number | undefined): number | undefined {
+    if (this.exited || this.child.pid === undefined) return undefined;
+    if (read) return read(this.child.pid);
+    return privateBytesOf(this.status() ?? '');
+  }
+
+  /**
+   * /proc/<pid>/status's text. The file kept open and read again from its start: an open and a
+   * close fewer each of a run's reads (the resident guard's every RESIDENT_GUARD_MS, the release's),
+   * ~25 against ~15 µs each (test/bench/README.md, round 30 `runner-cpu`). The descriptor names
+   * this process, not its pid: once it is gone a read fails (undefined), it never reads a reused
+   * pid's.
+   */
+  private status(): string | undefined {
     try {
       this.statusFd ??= openSync(`/proc/${this.child.pid}/status`, 'r');
       const n = readSync(this.statusFd, statusBytes, 0, statusBytes.length, 0);
-      const kb = VM_RSS.exec(statusBytes.toString('latin1', 0, n))?.[1];
-      return kb === undefined ? undefined : Number(kb) * 1024;
+      return statusBytes.toString('latin1', 0, n);
     } catch {
       return undefined;
     }

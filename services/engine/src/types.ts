@@ -209,22 +209,27 @@ export interface EngineOptions {
    */
   maxRunsPerProcess?: number;
   /**
-   * A sandbox host process whose resident memory grew by more than this since its first run is
-   * replaced, bytes (read from /proc after the first and every 16th run). Default 5 MiB: a host is
+   * A sandbox host process whose private resident memory (RssAnon + RssShmem: not the node
+   * binary's code pages, file-backed and shared, which V8's optimizing compiler maps in once in a
+   * host's life, ~5 MiB, and which alone replaced a host every ~20 runs of 100 calls) grew by more
+   * than this since its first run is replaced, bytes (read from /proc after the first and every
+   * 16th run). Default 5 MiB: a host is
    * about 55 MiB after its first run here and grows ~5-10 KiB per trivial run (allocator
    * fragmentation, what a program left in native memory; its own young generation is capped, see
    * `HOST_SEMI_SPACE_MB`), so it is replaced after ~800 runs here, and an idle pooled host stays
    * about at the 60 MB budget however long it lives (the cluster bench's idle hosts: 54-60 MiB, 60.2
    * once; 4 MiB, which would keep the oldest under it, cost 13 % more CPU per run in the engine
-   * bench; 8 MiB let old hosts reach 63 MiB). A host running call-heavy programs grows faster and
-   * is replaced about every 30 runs of 100 calls: ~5.4 MB of that growth is the node binary's code
-   * pages (file-backed, shared by every node process: code only call-heavy runs execute), the rest
-   * anonymous memory that levels off at ~+8 MB. Growth, not a fixed size: a
+   * bench; 8 MiB let old hosts reach 63 MiB). A host running call-heavy programs grows faster:
+   * isolated-vm keeps each `applySync` timeout's record until that timeout would have fired (the
+   * run's budget), ~0.2 KiB a call delivered (test/bench/README.md, round 34 `par-calls`). Growth, not a fixed size: a
    * machine whose fresh host is larger would otherwise replace every host after 16 runs. 0 turns
    * the check off.
    */
   maxHostResidentGrowthBytes?: number;
-  /** Reads a process's resident memory, bytes (tests). Default: VmRSS from /proc/<pid>/status. */
+  /**
+   * Reads a process's resident memory, bytes (tests): the run's guard and the growth bound both.
+   * Default: VmRSS from /proc/<pid>/status for the guard, RssAnon + RssShmem for the growth bound.
+   */
   residentBytesOf?: (pid: number) => number | undefined;
   /**
    * Wraps the sandbox host's command line, e.g. to start it under the kernel sandbox launcher
