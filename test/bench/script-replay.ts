@@ -15,7 +15,7 @@
  * A/B through `test/bench/ab.sh`: each side records and replays its own scripts.
  */
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
@@ -160,7 +160,8 @@ console.log(
 const server = process.env.REDIS_BIN
   ? await ownRedis(process.env.REDIS_BIN)
   : await startRedis({ appendOnly: false });
-const pid = childPidWith(`:${server.port}`);
+// A server of our own (`REDIS_BIN`, exec'd by a wrapper or not) keeps its child's pid.
+const pid = 'pid' in server && server.pid ? String(server.pid) : childPidWith(`:${server.port}`);
 const perf =
   process.env.PERF && pid
     ? spawn(
@@ -272,16 +273,34 @@ try {
     const m = /^cmdstat_evalsha:calls=(\d+),usec=(\d+)/m.exec(t);
     return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
   };
+  /**
+   * `CALLGRIND=1` (with `REDIS_BIN` a wrapper running redis-server under `valgrind
+   * --tool=callgrind --toggle-collect=evalGenericCommand`): instructions a script call, read with
+   * `callgrind_control -e` around each phase (only the scripts' calls are collected, not the
+   * restores): a count no load moves, for comparing variants of a script.
+   */
+  const instructions = () => {
+    if (!process.env.CALLGRIND || !pid) return Number.NaN;
+    const out = execFileSync('callgrind_control', ['-e', pid], { encoding: 'utf8' });
+    const m = /Th 1\s+([\d,]+)/.exec(out);
+    return m ? Number(m[1]!.replaceAll(',', '')) : Number.NaN;
+  };
   const phase = async (state: Map<string, Buffer>, call: Buffer[], changed: string[], n: number) => {
     await load(state);
     const s0 = await stats();
     const c0 = onCpu();
+    const i0 = instructions();
     for (let i = 0; i < n; i++) {
       await evalsha(call);
       await restore(state, changed);
     }
+    const i1 = instructions();
     const s1 = await stats();
-    return { us: (s1.usec - s0.usec) / (s1.calls - s0.calls), cpu: (onCpu() - c0) / 1000 / n };
+    return {
+      us: (s1.usec - s0.usec) / (s1.calls - s0.calls),
+      cpu: (onCpu() - c0) / 1000 / n,
+      ir: (i1 - i0) / n,
+    };
   };
   const sides = [
     { label: 'submit', state: preSubmit, call: submit, changed: await touched(preSubmit, submit) },
@@ -316,17 +335,29 @@ try {
     }
     sides.push({ label: `end patched ${i + 1}`, state: preEnd, call, changed: await touched(preEnd, call) });
   }
+  // `PATCH_SUBMITS` (JSON: a list of PATCH_SUBMIT's patches): several variants of the submit in the
+  // same rounds (with `CALLGRIND=1`: what each costs in instructions).
+  for (const [i, patch] of (JSON.parse(process.env.PATCH_SUBMITS ?? '[]') as unknown[]).entries()) {
+    const call = (await variant('submit', submit, JSON.stringify(patch)))!;
+    sides.push({
+      label: `submit patched ${i + 1}`,
+      state: preSubmit,
+      call,
+      changed: await touched(preSubmit, call),
+    });
+  }
   for (const s of sides)
     console.log(
       `${s.label}: ${s.changed.length} keys restored after each call${process.env.KEYS_SHOWN ? `: ${s.changed.join(' ')}` : ''}`,
     );
-  const got = new Map<string, { us: number[]; cpu: number[] }>();
+  const got = new Map<string, { us: number[]; cpu: number[]; ir: number[] }>();
   for (let round = 0; round < ROUNDS; round++) {
     for (const s of round % 2 ? [...sides].reverse() : sides) {
       const p = await phase(s.state, s.call, s.changed, N);
-      const g = got.get(s.label) ?? { us: [], cpu: [] };
+      const g = got.get(s.label) ?? { us: [], cpu: [], ir: [] };
       g.us.push(p.us);
       g.cpu.push(p.cpu);
+      g.ir.push(p.ir);
       got.set(s.label, g);
     }
   }
@@ -337,10 +368,10 @@ try {
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   for (const [label, g] of got)
     console.log(
-      `${label}: usec a call median ${med(g.us).toFixed(2)} (min ${Math.min(...g.us).toFixed(2)}; ${g.us.map((x) => x.toFixed(1)).join(' ')}); server CPU a call with its restores ${med(g.cpu).toFixed(1)} µs`,
+      `${label}: usec a call median ${med(g.us).toFixed(2)} (min ${Math.min(...g.us).toFixed(2)}; ${g.us.map((x) => x.toFixed(1)).join(' ')}); server CPU a call with its restores ${med(g.cpu).toFixed(1)} µs${process.env.CALLGRIND ? `; instructions a call ${g.ir.map((x) => x.toFixed(0)).join(' ')}` : ''}`,
     );
   // Each inner command's time, from SLOWLOG at 0 (one phase of each; logging adds its own time).
-  for (const s of sides) {
+  for (const s of process.env.CALLGRIND ? [] : sides) {
     await w.config('SET', 'slowlog-log-slower-than', '0');
     await w.config('SET', 'slowlog-max-len', '1000000');
     const n = Math.min(N, 500);
@@ -384,7 +415,9 @@ try {
 }
 process.exit(0);
 
-async function ownRedis(bin: string): Promise<{ port: number; url: string; stop: () => Promise<void> }> {
+async function ownRedis(
+  bin: string,
+): Promise<{ port: number; url: string; pid: number | undefined; stop: () => Promise<void> }> {
   const port = await freePort();
   const proc = spawn(
     bin,
@@ -415,8 +448,12 @@ async function ownRedis(bin: string): Promise<{ port: number; url: string; stop:
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    pid: proc.pid,
+    // SIGTERM, awaited: a server under valgrind (REDIS_BIN a wrapper) writes its counts at exit.
     stop: async () => {
-      proc.kill('SIGKILL');
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
     },
   };
 }

@@ -8,9 +8,11 @@
 import { createRedis, keys } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { createRunStore, handOffKeys, runJobOptions } from '@islet/runs';
+import { createRunStore, handOffAddScript, handOffKeys, runJobOptions } from '@islet/runs';
 import { runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
+import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
+import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import type { Redis } from 'ioredis';
 import { pack, unpack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -310,6 +312,42 @@ describe('direct hand-off to an idle worker (one server)', () => {
       expect(m.sent.filter((c) => c[0] === 'eval' && c[1]?.includes("'ZRANGEBYSCORE'"))).toEqual([]);
       for (const id of ['s1', 's2', 's3']) expect(await redis.hget(keys.run(id), 'attempts')).toBe('1');
       expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);
+    } finally {
+      await q.close();
+      await t.close();
+    }
+  });
+
+  it("the hand-off's fetch takes the worker's options as a table: the lock is its token for its lockDuration, nothing packed for it", async () => {
+    // The script's text: the registration's options are made once and read by BullMQ's fetch as
+    // they are, not packed into the fetch's ARGV[3] and unpacked there again (round 34, `seq-path`).
+    const source = handOffAddScript(addStandardJob.content, moveToActive.content).source;
+    expect(source).not.toContain('cmsgpack.pack(opts)');
+    // The add's own options are still BullMQ's packed argument (its one unpack left).
+    expect(source.split('cmsgpack.unpack(ARGV[3])').length).toBe(2);
+    expect(source).toContain("local opts = opts -- the worker's options");
+    const t = await setUp('optshand', true, undefined, { handOff: true });
+    const q = handingQueue();
+    try {
+      await warmUp(t, 'ow');
+      await idle(t);
+      const terms = JSON.parse((await redis.hget(idleArgsKey, t.worker().id)) ?? '{}');
+      const before = t.worker().handOffs;
+      await newRun('o1');
+      const m = await monitor();
+      try {
+        const done = t.outcomes.length;
+        await addOn(q, 'o1');
+        await until('o1 to complete', async () => t.outcomes.length === done + 1);
+      } finally {
+        await m.stop();
+      }
+      expect(t.worker().handOffs).toBe(before + 1);
+      // BullMQ's fetch, inside the add's script, locked the job with the registration's terms.
+      expect(m.seen.filter((c) => c[0] === 'set' && c[1] === `${prefix}o1:lock`)).toEqual([
+        ['set', `${prefix}o1:lock`, terms.token, 'PX', String(terms.lockDuration)],
+      ]);
+      expect(await redis.hget(keys.run('o1'), 'status')).toBe('Completed');
     } finally {
       await q.close();
       await t.close();

@@ -269,6 +269,11 @@ end`;
  */
 const SOLE_JOB = '(soleWait and KEYS[1] == AK[1] and bullAbsent[KEYS[3]] and bullAbsent[KEYS[7]])';
 
+/** moveToActive-11's read of the worker's options (its ARGV[3], packed), as BullMQ 5 writes it. */
+const FETCH_OPTS_READ = 'local opts = cmsgpack.unpack(ARGV[3])';
+/** The hand-off's fetch reads them from the table the script made them in (`opts`, above `fetchFor`). */
+const FETCH_OPTS = "local opts = opts -- the worker's options as made by the hand-off (handoff-scripts.ts)";
+
 /**
  * BullMQ's add (`addBody`, addStandardJob-9 as BullMQ sends it) and, when a worker of the queue is
  * registered idle, that worker's fused fetch (`fetchAndLook` of `moveToActiveBody`, moveToActive-11;
@@ -305,6 +310,12 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string): Lua
     CREATED_RUN,
     'uncounted',
   ).source;
+  // The worker's options go to its fetch as the table they are made as (FETCH_OPTS), not packed
+  // here for BullMQ's text to unpack again: ~14 K of the submit's ~1.1 M instructions a call
+  // (test/bench/README.md, round 34, `seq-path`). Taken only where the fetch reads them once.
+  const fetchBody =
+    fused.split(FETCH_OPTS_READ).length === 2 ? fused.replace(FETCH_OPTS_READ, FETCH_OPTS) : fused;
+  const fetchArgs = fetchBody === fused ? 'cmsgpack.pack(opts)' : "''";
   // The add's check for a job of the same id asks about the idle set too (JOB_EXISTS).
   const body = addBody.split(JOB_EXISTS).length === 2 ? addBody.replace(JOB_EXISTS, JOB_AND_IDLE) : addBody;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
@@ -357,11 +368,11 @@ if not ok or type(terms) ~= 'table' then
 end
 local opts = {token = terms.token, lockDuration = tonumber(terms.lockDuration)}
 if terms.name ~= '' then opts.name = terms.name end
-local FA = {terms.prefix, now, cmsgpack.pack(opts)}
+local FA = {terms.prefix, now, ${fetchArgs}}
 for i = 1, #terms.startArgs do FA[#FA + 1] = terms.startArgs[i] end
 FA[#FA] = now
 local function fetchFor(KEYS, ARGV)
-${fused}
+${fetchBody}
 end
 local fine, answer = pcall(fetchFor, terms.keys, FA)
 if not fine then
