@@ -101,12 +101,14 @@ try {
     await burst(once, WARM, clients);
     const pids = kinds();
     const ports = portKinds(redisPort, pids);
-    const monitor = redis.duplicate();
+    let monitor: { disconnect(): void } | undefined;
     const commands = new Map<string, Map<string, number>>();
     let unknown = 0;
     await new Promise<void>((resolve, reject) => {
-      monitor.monitor((error, m) => {
+      redis.monitor((error, m) => {
         if (error || !m) return reject(error);
+        // its own connection: left open it reconnects forever once the cluster's Redis stops
+        monitor = m;
         m.on('monitor', (_time: string, args: string[], source: string) => {
           const port = source.split(':').at(-1) ?? '';
           let kind = ports.get(port);
@@ -130,7 +132,7 @@ try {
     const ms = performance.now() - started;
     const after = new Map([...pids.keys()].map((pid) => [pid, procCounts(pid)]));
     await new Promise((r) => setTimeout(r, 200));
-    monitor.disconnect();
+    monitor?.disconnect();
     console.log(`\n== ${clients} client(s): ${RUNS} runs in ${(ms / 1000).toFixed(1)} s; per run:`);
     console.log('| kind | CPU ms | rchar B | wchar B | read syscalls | write syscalls | vol switches | invol |');
     console.log('|---|---|---|---|---|---|---|---|');
