@@ -14,7 +14,7 @@
  *   bash test/bench/ab.sh 0ce2f42 1 "node test/bench/gw-counts.ts"
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRedis } from '@islet/core';
 import { processTree } from './capacity-cpu.ts';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
@@ -50,7 +50,6 @@ interface ProcCounts {
 
 function procCounts(pid: number): ProcCounts {
   const io = readFileSync(`/proc/${pid}/io`, 'utf8');
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const num = (text: string, name: string) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1]);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -59,7 +58,7 @@ function procCounts(pid: number): ProcCounts {
     wchar: num(io, 'wchar'),
     syscr: num(io, 'syscr'),
     syscw: num(io, 'syscw'),
-    // the process's own line counts its main thread only; sum every thread's
+    // /proc/<pid>/status counts the main thread only: every thread's, summed
     vol: threadsSum(pid, 'voluntary_ctxt_switches'),
     invol: threadsSum(pid, 'nonvoluntary_ctxt_switches'),
     cpuMs: (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS,
@@ -68,7 +67,7 @@ function procCounts(pid: number): ProcCounts {
 
 function threadsSum(pid: number, field: string): number {
   let sum = 0;
-  for (const tid of execFileSync('ls', [`/proc/${pid}/task`], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const text = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
       sum += Number(new RegExp(`^${field}:\\s*(\\d+)`, 'm').exec(text)?.[1] ?? 0);
@@ -80,12 +79,14 @@ function threadsSum(pid: number, field: string): number {
 /** Client port → kind, from `ss -tnp` (the client side of each connection to Redis's port). */
 function portKinds(redisPort: number, pids: Map<number, string>): Map<string, string> {
   const out = new Map<string, string>();
-  const text = execFileSync('ss', ['-tnpH', 'state', 'established', `dport = :${redisPort}`], { encoding: 'utf8' });
+  const text = execFileSync('ss', ['-tnpH', 'state', 'established', `dport = :${redisPort}`], {
+    encoding: 'utf8',
+  });
   for (const line of text.split('\n')) {
     const local = /\s(\S+):(\d+)\s+\S+:\d+\s/.exec(line);
     const pid = /pid=(\d+)/.exec(line);
     if (!local || !pid) continue;
-    out.set(local[2], pids.get(Number(pid[1])) ?? (Number(pid[1]) === process.pid ? 'bench' : 'other'));
+    out.set(local[2] ?? '', pids.get(Number(pid[1])) ?? (Number(pid[1]) === process.pid ? 'bench' : 'other'));
   }
   return out;
 }
@@ -134,7 +135,9 @@ try {
     await new Promise((r) => setTimeout(r, 200));
     monitor?.disconnect();
     console.log(`\n== ${clients} client(s): ${RUNS} runs in ${(ms / 1000).toFixed(1)} s; per run:`);
-    console.log('| kind | CPU ms | rchar B | wchar B | read syscalls | write syscalls | vol switches | invol |');
+    console.log(
+      '| kind | CPU ms | rchar B | wchar B | read syscalls | write syscalls | vol switches | invol |',
+    );
     console.log('|---|---|---|---|---|---|---|---|');
     for (const [pid, kind] of pids) {
       const a = before.get(pid) as ProcCounts;
