@@ -127,9 +127,18 @@ let current: HostRun | undefined;
 /** The isolate for the next run, made while idle; its heap limit is the last run's. */
 let prepared: Prepared | undefined;
 let nextMemoryMb = DEFAULT_MEMORY_MB;
+/**
+ * How long a host that just sent a run's end sleeps before making its next isolate (~1 ms of CPU on
+ * its main thread). Begun at once, that CPU went ahead of the runner woken by the end whenever the
+ * two shared a CPU: the scheduler (EEVDF) does not preempt the host for the woken runner, so the
+ * runner read the end only once the isolate was made — the engine stage 0.5 → ~2 ms on every run
+ * (the one-client bench's "slow mode", bench/README round 34 `engine-mode`). Asleep, the host
+ * gives way; a run that comes first makes its isolate on arrival, as it would have waited for it.
+ */
+const PREPARE_AFTER_RUN_DELAY_MS = 1;
 
-function prepareAhead(): void {
-  setImmediate(() => {
+function prepareAhead(delayMs = 0): void {
+  const make = () => {
     if (current !== undefined || prepared !== undefined) return;
     try {
       prepared = prepare(nextMemoryMb);
@@ -137,7 +146,9 @@ function prepareAhead(): void {
       // The run will try again on its own path and report what fails.
       process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`);
     }
-  });
+  };
+  if (delayMs > 0) setTimeout(make, delayMs);
+  else setImmediate(make);
 }
 
 function take(memoryMb: number): Prepared {
@@ -167,7 +178,7 @@ const reader = new FrameReader((event) => {
       try {
         current = new HostRun(m, take(m.memoryMb), () => {
           current = undefined;
-          prepareAhead();
+          prepareAhead(PREPARE_AFTER_RUN_DELAY_MS);
         });
       } catch (e) {
         send({
