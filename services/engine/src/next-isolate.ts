@@ -16,12 +16,16 @@ export const PREPARE_AFTER_RUN_DELAY_MS = 1;
 export class NextIsolate<T extends { memoryMb: number }> {
   private ready: T | undefined;
   private running = false;
+  private readonly make: (memoryMb: number) => T;
+  private readonly discard: (made: T) => void;
+  private readonly failed: (error: unknown) => void;
 
-  constructor(
-    private readonly make: (memoryMb: number) => T,
-    private readonly discard: (made: T) => void,
-    private readonly failed: (error: unknown) => void,
-  ) {}
+  // Fields set by hand: the host runs with types stripped, which refuses parameter properties.
+  constructor(make: (memoryMb: number) => T, discard: (made: T) => void, failed: (error: unknown) => void) {
+    this.make = make;
+    this.discard = discard;
+    this.failed = failed;
+  }
 
   /** The host's start: made on the next turn (the host has nothing else to do). */
   atStart(memoryMb: number): void {
