@@ -46,7 +46,8 @@ function read(pid: number): Proc | undefined {
       }
     }
     const sched = readFileSync(`/proc/${pid}/sched`, 'utf8');
-    const field = (f: string) => Number(new RegExp(`^${f}\\s+:\\s+(\\d+)`, 'm').exec(sched)?.[1] ?? Number.NaN);
+    const field = (f: string) =>
+      Number(new RegExp(`^${f}\\s+:\\s+(\\d+)`, 'm').exec(sched)?.[1] ?? Number.NaN);
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const processor = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[36]);
     return { cpu, wait, switches: field('nr_switches'), migrations: field('se.nr_migrations'), processor };
@@ -116,7 +117,14 @@ for (let cycle = 0; cycle < CYCLES; cycle++) {
   const redis = createRedis(cluster.redisUrl);
   try {
     const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
-    const body = { code: 'return 1', description: 'w', sessionId: 'bench', turnId: 't', callId: 'c', connections: [] };
+    const body = {
+      code: 'return 1',
+      description: 'w',
+      sessionId: 'bench',
+      turnId: 't',
+      callId: 'c',
+      connections: [],
+    };
     for (let i = 0; i < WARM; i++) await post(body);
     const stamped = stampedRun(cluster, benchNow);
     const runner = [...clusterPids()].find(([, k]) => k === 'runner')![0];
@@ -175,12 +183,24 @@ for (let cycle = 0; cycle < CYCLES; cycle++) {
       });
     }
     const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-    console.log(`cycle ${cycle} (${t0}–${new Date().toISOString().slice(11, 19)} UTC, load ${load}, PRE=${PRE ? 1 : 0}, PIN=${process.env.PIN ?? '-'})`);
+    console.log(
+      `cycle ${cycle} (${t0}–${new Date().toISOString().slice(11, 19)} UTC, load ${load}, PRE=${PRE ? 1 : 0}, PIN=${process.env.PIN ?? '-'})`,
+    );
     console.log(`  ${summary(rows, 'all')}`);
     console.log(`  ${summary(rows.slice(0, RUNS / 2), 'first half')}`);
     console.log(`  ${summary(rows.slice(RUNS / 2), 'second half')}`);
-    console.log(`  ${summary(rows.filter((r) => r.engineMs < 0.7), 'engine < 0.7 ms')}`);
-    console.log(`  ${summary(rows.filter((r) => r.engineMs >= 0.7), 'engine ≥ 0.7 ms')}`);
+    console.log(
+      `  ${summary(
+        rows.filter((r) => r.engineMs < 0.7),
+        'engine < 0.7 ms',
+      )}`,
+    );
+    console.log(
+      `  ${summary(
+        rows.filter((r) => r.engineMs >= 0.7),
+        'engine ≥ 0.7 ms',
+      )}`,
+    );
     for (const [p, n] of served) {
       const mine = rows.filter((r) => r.host === p);
       console.log(`  ${summary(mine, `host ${p} (${n} runs)`)}`);
