@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { NextIsolate, PREPARE_AFTER_RUN_DELAY_MS } from './next-isolate.ts';
+import { NextIsolate, sleepThread, YIELD_AFTER_RUN_MS } from './next-isolate.ts';
 
 interface Made {
   memoryMb: number;
@@ -9,45 +9,52 @@ interface Made {
 function harness() {
   const made: number[] = [];
   const discarded: number[] = [];
+  /** What happened, in order: `sleep <ms>` and `make <MB>`. */
+  const events: string[] = [];
   const next = new NextIsolate<Made>(
     (memoryMb) => {
       made.push(memoryMb);
+      events.push(`make ${memoryMb}`);
       return { memoryMb, n: made.length };
     },
     (m) => discarded.push(m.n),
     () => {},
+    (ms) => events.push(`sleep ${ms}`),
   );
-  return { next, made, discarded };
+  return { next, made, discarded, events };
 }
 
 describe('NextIsolate (the host isolate made ahead of a run)', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
-  it('after a run ends, makes the next isolate only once the host has slept, not on its next turn', () => {
-    const { next, made } = harness();
+  it('after a run ends, gives the CPU away before making the next isolate; at start it makes it at once', () => {
+    const { next, made, events } = harness();
     next.atStart(128);
     vi.advanceTimersByTime(0);
-    expect(made).toEqual([128]);
+    expect(events).toEqual(['make 128']);
     expect(next.take(128).n).toBe(1);
     next.afterRun(128);
-    // The base made it on the next turn (setImmediate), ahead of a runner waiting for the same CPU.
-    vi.advanceTimersByTime(0);
+    // Not in the turn that sent the end; the base made it in the next one without sleeping first.
     expect(made).toHaveLength(1);
-    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
-    expect(made).toHaveLength(2);
+    vi.advanceTimersByTime(0);
+    expect(events).toEqual(['make 128', `sleep ${YIELD_AFTER_RUN_MS}`, 'make 128']);
     expect(next.take(128).n).toBe(2);
     expect(made).toHaveLength(2);
   });
 
-  it('a run that comes before the delay makes its isolate on arrival, and the delay makes none while it runs', () => {
-    const { next, made } = harness();
+  it('sleepThread waits on a futex nobody wakes until its timeout', () => {
+    expect(sleepThread(YIELD_AFTER_RUN_MS)).toBe('timed-out');
+  });
+
+  it('a run that comes first makes its isolate on arrival, and none is made (nor slept for) while it runs', () => {
+    const { next, made, events } = harness();
     next.afterRun(128);
     expect(next.take(128).n).toBe(1);
-    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 5);
-    expect(made).toEqual([128]);
+    vi.advanceTimersByTime(5);
+    expect(events).toEqual(['make 128']);
     next.afterRun(128);
-    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    vi.advanceTimersByTime(0);
     expect(made).toEqual([128, 128]);
   });
 
@@ -56,14 +63,14 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     next.afterRun(128);
     next.take(128);
     next.afterRun(128);
-    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 2);
+    vi.advanceTimersByTime(0);
     expect(made).toEqual([128, 128]);
   });
 
   it("makes it with the last run's heap limit; a run with another one discards it and gets its own", () => {
     const { next, made, discarded } = harness();
     next.afterRun(256);
-    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    vi.advanceTimersByTime(0);
     expect(made).toEqual([256]);
     const taken = next.take(64);
     expect(taken).toEqual({ memoryMb: 64, n: 2 });
