@@ -21,6 +21,7 @@ const SOURCES = [
   'host-run.ts',
   'host-output.ts',
   'host-program-end.ts',
+  'next-isolate.ts',
   'frame.ts',
   'limits.ts',
   'utf8.ts',

@@ -10,6 +10,7 @@ import { FrameReader } from './frame.ts';
 import { send } from './host-output.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import { DEFAULT_MEMORY_MB, releaseHostSemiSpaceFlag } from './limits.ts';
+import { NextIsolate } from './next-isolate.ts';
 import type { ToHost } from './wire.ts';
 
 // `--max-semi-space-size` was for this process's own heap only; programs' isolates come next.
@@ -125,31 +126,14 @@ async function warmHarnessCache(): Promise<void> {
 
 let current: HostRun | undefined;
 /** The isolate for the next run, made while idle; its heap limit is the last run's. */
-let prepared: Prepared | undefined;
-let nextMemoryMb = DEFAULT_MEMORY_MB;
-
-function prepareAhead(): void {
-  setImmediate(() => {
-    if (current !== undefined || prepared !== undefined) return;
-    try {
-      prepared = prepare(nextMemoryMb);
-    } catch (e) {
-      // The run will try again on its own path and report what fails.
-      process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`);
-    }
-  });
-}
-
-function take(memoryMb: number): Prepared {
-  const ready = prepared;
-  prepared = undefined;
-  if (ready && ready.memoryMb === memoryMb) return ready;
-  if (ready) {
+const next = new NextIsolate<Prepared>(
+  prepare,
+  (ready) => {
     ready.context.release();
     ready.isolate.dispose();
-  }
-  return prepare(memoryMb);
-}
+  },
+  (e) => process.stderr.write(`islet host: could not prepare an isolate: ${String(e)}\n`),
+);
 
 const reader = new FrameReader((event) => {
   if (event.type === 'error') {
@@ -163,11 +147,11 @@ const reader = new FrameReader((event) => {
         process.stderr.write('islet host: run while another run is active\n');
         process.exit(65);
       }
-      nextMemoryMb = m.memoryMb;
       try {
-        current = new HostRun(m, take(m.memoryMb), () => {
+        const memoryMb = m.memoryMb;
+        current = new HostRun(m, next.take(memoryMb), () => {
           current = undefined;
-          prepareAhead();
+          next.afterRun(memoryMb);
         });
       } catch (e) {
         send({
@@ -197,4 +181,4 @@ process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
 process.stdin.on('end', () => process.exit(0));
 await warmHarnessCache();
 send({ t: 'ready', pid: process.pid });
-prepareAhead();
+next.atStart(DEFAULT_MEMORY_MB);

@@ -1,0 +1,113 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DELAY_ONLY_AFTER_GAP_MS, NextIsolate, PREPARE_AFTER_RUN_DELAY_MS } from './next-isolate.ts';
+
+interface Made {
+  memoryMb: number;
+  n: number;
+}
+
+function harness() {
+  const made: number[] = [];
+  const discarded: number[] = [];
+  const next = new NextIsolate<Made>(
+    (memoryMb) => {
+      made.push(memoryMb);
+      return { memoryMb, n: made.length };
+    },
+    (m) => discarded.push(m.n),
+    () => {},
+  );
+  return { next, made, discarded };
+}
+
+describe('NextIsolate (the host isolate made ahead of a run)', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('after a run ends, makes the next isolate only once the host has slept, not on its next turn', () => {
+    const { next, made } = harness();
+    next.atStart(128);
+    vi.advanceTimersByTime(0);
+    expect(made).toEqual([128]);
+    expect(next.take(128).n).toBe(1);
+    next.afterRun(128);
+    // The base made it on the next turn (setImmediate), ahead of a runner waiting for the same CPU.
+    vi.advanceTimersByTime(0);
+    expect(made).toHaveLength(1);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toHaveLength(2);
+    expect(next.take(128).n).toBe(2);
+    expect(made).toHaveLength(2);
+  });
+
+  it('a run that comes before the delay makes its isolate on arrival, and the delay makes none while it runs', () => {
+    const { next, made } = harness();
+    next.afterRun(128);
+    expect(next.take(128).n).toBe(1);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 5);
+    expect(made).toEqual([128]);
+    next.afterRun(128);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toEqual([128, 128]);
+  });
+
+  it('makes one isolate ahead however many runs ended within the delay', () => {
+    const { next, made } = harness();
+    next.afterRun(128);
+    next.take(128);
+    next.afterRun(128);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 2);
+    expect(made).toEqual([128, 128]);
+  });
+
+  it("makes it with the last run's heap limit; a run with another one discards it and gets its own", () => {
+    const { next, made, discarded } = harness();
+    next.afterRun(256);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toEqual([256]);
+    const taken = next.take(64);
+    expect(taken).toEqual({ memoryMb: 64, n: 2 });
+    expect(discarded).toEqual([1]);
+  });
+
+  it('a failed make reaches no run: the run makes its own', () => {
+    let fail = true;
+    const errors: unknown[] = [];
+    const next = new NextIsolate<Made>(
+      (memoryMb) => {
+        if (fail) throw new Error('no isolate');
+        return { memoryMb, n: 1 };
+      },
+      () => {},
+      (e) => errors.push(e),
+    );
+    next.atStart(128);
+    vi.advanceTimersByTime(0);
+    expect(errors).toHaveLength(1);
+    fail = false;
+    expect(next.take(128).n).toBe(1);
+  });
+
+  it('runs back to back (the last one came soon after the one before) make the next isolate at once', () => {
+    const { next, made } = harness();
+    next.atStart(128);
+    vi.advanceTimersByTime(0);
+    next.take(128);
+    next.afterRun(128);
+    // The next run comes before the gap that earns the delay (back to back, or two hosts alternating).
+    vi.advanceTimersByTime(DELAY_ONLY_AFTER_GAP_MS - 1);
+    expect(made).toHaveLength(2);
+    next.take(128);
+    next.afterRun(128);
+    vi.advanceTimersByTime(0);
+    expect(made).toHaveLength(3);
+    // A long idle before the next run: after it, the delay again.
+    vi.advanceTimersByTime(DELAY_ONLY_AFTER_GAP_MS + 10);
+    next.take(128);
+    next.afterRun(128);
+    vi.advanceTimersByTime(0);
+    expect(made).toHaveLength(3);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toHaveLength(4);
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * The sandbox host's isolate for its next run, made while the host idles (a fresh isolate with the
+ * harness installed, ~1 ms of CPU on the host's main thread), so that a run starts in a ready one.
+ */
+
+/**
+ * How long a host that just sent a run's end waits (asleep, in its event loop) before making the
+ * next isolate. Made at once, that CPU went ahead of the runner woken by the end whenever the two
+ * shared a CPU (a busy machine, or two cores with the rest of a cluster on them): the scheduler
+ * (EEVDF) does not preempt the host for the woken runner, so the runner read the end only once the
+ * isolate was made, ~1.5 ms later on every run (bench/README, round 34 `engine-mode`).
+ */
+export const PREPARE_AFTER_RUN_DELAY_MS = 1;
+/**
+ * A host whose last run came sooner than this after the run before (back to back, or two hosts of a
+ * partition alternating) makes its next isolate at once: waiting would leave the next run to make
+ * it on arrival (the engine's back-to-back runs lost 14 % with the delay on every run).
+ */
+export const DELAY_ONLY_AFTER_GAP_MS = 3;
+
+export class NextIsolate<T extends { memoryMb: number }> {
+  private ready: T | undefined;
+  private running = false;
+  private endedAt: number | undefined;
+  /** How long the host idled before its last run, ms (Infinity before a second run). */
+  private lastGapMs = Number.POSITIVE_INFINITY;
+  private readonly make: (memoryMb: number) => T;
+  private readonly discard: (made: T) => void;
+  private readonly failed: (error: unknown) => void;
+
+  // Fields set by hand: the host runs with types stripped, which refuses parameter properties.
+  constructor(make: (memoryMb: number) => T, discard: (made: T) => void, failed: (error: unknown) => void) {
+    this.make = make;
+    this.discard = discard;
+    this.failed = failed;
+  }
+
+  /** The host's start: made on the next turn (the host has nothing else to do). */
+  atStart(memoryMb: number): void {
+    setImmediate(() => this.makeAhead(memoryMb));
+  }
+
+  /**
+   * A run ended (its end sent): made `PREPARE_AFTER_RUN_DELAY_MS` later, or on the next turn when
+   * runs come back to back; unless a run came first.
+   */
+  afterRun(memoryMb: number): void {
+    this.running = false;
+    this.endedAt = performance.now();
+    if (this.lastGapMs >= DELAY_ONLY_AFTER_GAP_MS)
+      setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
+    else setImmediate(() => this.makeAhead(memoryMb));
+  }
+
+  /** A run's isolate: the one made ahead if its heap limit is the run's, else one made now. */
+  take(memoryMb: number): T {
+    this.running = true;
+    if (this.endedAt !== undefined) this.lastGapMs = performance.now() - this.endedAt;
+    const ready = this.ready;
+    this.ready = undefined;
+    if (ready && ready.memoryMb === memoryMb) return ready;
+    if (ready) this.discard(ready);
+    return this.make(memoryMb);
+  }
+
+  private makeAhead(memoryMb: number): void {
+    if (this.running || this.ready !== undefined) return;
+    try {
+      this.ready = this.make(memoryMb);
+    } catch (e) {
+      // The run will try again on its own path and report what fails.
+      this.failed(e);
+    }
+  }
+}
