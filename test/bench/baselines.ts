@@ -11,6 +11,16 @@ import { processParents } from './capacity-cpu.ts';
 
 export const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
 
+/** The cluster benches' trivial run, as `POST /v1/runs` takes it. */
+export const TRIVIAL_RUN_BODY = {
+  code: PROGRAM,
+  description: 'Benchmark a trivial program',
+  sessionId: 'bench',
+  turnId: 't',
+  callId: 'c',
+  connections: [],
+} as const;
+
 export interface Sample {
   runs: number;
   seconds: number;

@@ -17,6 +17,7 @@ import {
   parallelCalls,
   type Sample,
   sequentialCalls,
+  TRIVIAL_RUN_BODY,
 } from './baselines.ts';
 import { benchNow } from './bench-clock.ts';
 import { processParents } from './capacity-cpu.ts';
@@ -178,14 +179,7 @@ export function stampedRun(
   const post = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
   return async () => {
     const sent = now();
-    const body = (await post({
-      code: PROGRAM,
-      description: 'Benchmark a trivial program',
-      sessionId: 'bench',
-      turnId: 't',
-      callId: 'c',
-      connections: [],
-    })) as { id: string; status?: string };
+    const body = (await post(TRIVIAL_RUN_BODY)) as { id: string; status?: string };
     const received = now();
     if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
     return { sent, received, id: body.id };

@@ -18,7 +18,7 @@
 import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { createRedis, keys } from '@islet/core';
-import { PROGRAM } from './baselines.ts';
+import { TRIVIAL_RUN_BODY } from './baselines.ts';
 import { benchNow } from './bench-clock.ts';
 import { startOneClientCluster } from './cluster-figures.ts';
 
@@ -40,14 +40,7 @@ interface Stamps {
 const cluster = await startOneClientCluster('0.5', JSON.parse(process.env.BENCH_ENV ?? '{}'));
 const redis = createRedis(cluster.redisUrl);
 const url = new URL(`${cluster.url}/v1/runs`);
-const body = JSON.stringify({
-  code: PROGRAM,
-  description: 'Benchmark a trivial program',
-  sessionId: 'bench',
-  turnId: 't',
-  callId: 'c',
-  connections: [],
-});
+const body = JSON.stringify(TRIVIAL_RUN_BODY);
 
 /** The bench's `leanPost`, stamped at each step. */
 function httpClient(): () => Promise<Stamps> {

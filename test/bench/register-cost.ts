@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { REGISTER_IDLE } from '@islet/runs';
 import { freePort } from '@islet/testkit';
 import { Redis } from 'ioredis';
+import { FETCH_KEY_NAMES } from '../../services/runner/src/handoff-store.ts';
 
 const N = Number(process.env.N ?? 500);
 const port = await freePort();
@@ -32,19 +33,8 @@ try {
         .replaceAll(',', ''),
     );
   const p = 'islet:{runs-read-only}:';
-  const names = [
-    'wait',
-    'active',
-    'prioritized',
-    'events',
-    'stalled',
-    'limiter',
-    'delayed',
-    'paused',
-    'meta',
-  ];
   const terms = JSON.stringify({
-    keys: [...names, 'pc', 'marker'].map((k) => p + k),
+    keys: FETCH_KEY_NAMES.map((k) => p + k),
     prefix: p,
     token: 'a1b2c3d4-e5f6-4789-9abc-def012345678:17',
     lockDuration: 30000,

@@ -13,7 +13,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
-import { PROGRAM } from './baselines.ts';
+import { TRIVIAL_RUN_BODY } from './baselines.ts';
 import { leanPost } from './cluster-figures.ts';
 import { poolLine, poolMeans, samplePool } from './pool-sampler.ts';
 
@@ -84,14 +84,7 @@ const secondKey = (keyed.body as { key: string }).key;
 const post1 = leanPost(`${cluster.url}/v1/runs`, cluster.devKey);
 const post2 = leanPost(`${cluster.url}/v1/runs`, secondKey);
 const one = async (post: typeof post1) => {
-  const body = (await post({
-    code: PROGRAM,
-    description: 'Benchmark a trivial program',
-    sessionId: 'bench',
-    turnId: 't',
-    callId: 'c',
-    connections: [],
-  })) as { status?: string };
+  const body = (await post(TRIVIAL_RUN_BODY)) as { status?: string };
   if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
 };
 
