@@ -13,7 +13,8 @@ import { describe, expect, it } from 'vitest';
 import { compactLua } from './lua-scripts.ts';
 
 const transition = readFileSync(new URL('./lua/includes/transition.lua', import.meta.url), 'utf8').replaceAll(
-  '${END_PUSH_MAX_BYTES}',
+  // The include's parameter (run-store-scripts.ts fills it in), written apart: not a template.
+  '$' + '{END_PUSH_MAX_BYTES}',
   String(32 * 1024),
 );
 // The record read whole first, then the write with it as `before`, as finish-run.lua calls it.
