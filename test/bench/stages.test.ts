@@ -67,6 +67,22 @@ describe('stage table', () => {
     expect(stageLines(summary).at(-1)).toContain(summary.totalMeanMs.toFixed(2));
   });
 
+  it("the end's stage to the response's first bytes is a split of it, outside the sum; NaN when not stamped", () => {
+    const r = run(1_733_300_000_000.5);
+    const sent = 1_733_300_000_000.5;
+    const stamped = stageRow(sent, sent + 5.4, null, JSON.stringify({ endSent: sent + 2.98 }), sent + 5.25);
+    const bytes = STAGES.findIndex((s) => s.name.trim().startsWith('of which end sent →'));
+    expect(STAGES[bytes]!.sub).toBe(true);
+    expect(stamped[bytes]).toBeCloseTo(2.27, 3);
+    // The whole stage is still to the parsed answer (rounds ≤ 34's reading).
+    expect(stamped[top.at(-1)!]).toBeCloseTo(2.42, 3);
+    expect(r.stages[bytes]).toBeNaN();
+    const summary = stagesOf([{ stages: stamped, latencyMs: 5.4 }, r]);
+    expect(summary.stages[bytes]!.runs).toBe(1);
+    expect(summary.stages[bytes]!.p50Ms).toBeCloseTo(2.27, 3);
+    expect(summary.runs).toBe(1);
+  });
+
   it('a stage below 0 (two processes out of step) is counted and named in the table', () => {
     const r = run(1_733_300_000_000.5);
     r.stages[2]! -= 3;

@@ -37,6 +37,10 @@ export const STAGES: StageDef[] = [
   { name: 'engine: isolate ready + program + result back' },
   { name: 'engine returned → end sent (outcome mapped)' },
   { name: 'end sent → end written → waiter woken → response received' },
+  {
+    name: "  of which end sent → the response's first bytes at the client (before its http client parses them)",
+    sub: true,
+  },
 ];
 
 export interface Stage {
@@ -52,13 +56,15 @@ export interface Stage {
 
 /**
  * One run's stages (ms, `STAGES`' order) from the client's send and receipt, the record's
- * `createdAt` and its `timings` as stored (NaN where a stamp is missing: an A/B's older base).
+ * `createdAt` and its `timings` as stored (NaN where a stamp is missing: an A/B's older base), and
+ * when the response's first bytes reached the client's socket (`bytesAt`; NaN: not stamped).
  */
 export function stageRow(
   sent: number,
   received: number,
   createdAt: string | null | undefined,
   timings: string | null | undefined,
+  bytesAt = Number.NaN,
 ): number[] {
   const t = JSON.parse(timings ?? '{}') as Partial<Record<string, number>>;
   const at = (k: string) => t[k] ?? Number.NaN;
@@ -75,6 +81,7 @@ export function stageRow(
     at('engineReturned') - at('engineCalled') - hostWait,
     at('endSent') - at('engineReturned'),
     received - at('endSent'),
+    bytesAt - at('endSent'),
   ];
 }
 

@@ -1,0 +1,77 @@
+/**
+ * The pushed end's record when the end's script read the record first (`before`,
+ * includes/finish-run.lua): includes/transition.lua applies the write to that read in place, as
+ * HSET applies it to the hash (round 35, `end-gw`: the fields from ARGV and a name table of the
+ * write's names, not copies). Whatever the write names — fields the record has, new ones, one
+ * named twice — the record pushed is the hash as stored after the write, each field once.
+ */
+import { readFileSync } from 'node:fs';
+import { channels, createRedis } from '@islet/core';
+import { fieldsOf, LuaScript } from '@islet/core/lua-script';
+import { startRedis } from '@islet/testkit';
+import { describe, expect, it } from 'vitest';
+import { compactLua } from './lua-scripts.ts';
+
+const transition = readFileSync(new URL('./lua/includes/transition.lua', import.meta.url), 'utf8').replaceAll(
+  // The include's parameter (run-store-scripts.ts fills it in), written apart: not a template.
+  '$' + '{END_PUSH_MAX_BYTES}',
+  String(32 * 1024),
+);
+// The record read whole first, then the write with it as `before`, as finish-run.lua calls it.
+const driver = new LuaScript(
+  compactLua(`${transition}
+local before = redis.call('HGETALL', KEYS[1])
+local status = writeTransition(1, 1, 7, true, 'Running', before, false)
+return status`),
+);
+
+describe("the pushed end's record with the record read first", () => {
+  it('is the hash as the write leaves it, each field once, for fields kept, replaced, added and named twice', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    const sub = redis.duplicate();
+    try {
+      const messages: string[] = [];
+      sub.on('message', (_c: string, m: string) => messages.push(m));
+      await sub.subscribe(channels.runEvents);
+      await redis.hset('r', { id: 'm1', status: 'Running', kind: 'old', code: 'c', updatedAt: '1' });
+      await redis.hset('j', '#attempt', '1');
+      const write = [
+        ['status', 'Completed'],
+        ['updatedAt', '2'],
+        ['result', 'first'],
+        ['kind', 'none'],
+        // Named twice: the last value wins, as in HSET, and the field is pushed once.
+        ['result', 'second'],
+        ['updatedAt', '3'],
+        ['text', 't'],
+      ].flat();
+      const args = ['m1', channels.runEvents, 'status', 'sealed', '100', '60', ...write];
+      expect(await driver.run(redis, ['r', 'e', 'j'], args)).toBe('Completed');
+      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m1 end ')); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const pushed = messages.find((m) => m.startsWith('m1 end '));
+      if (!pushed) throw new Error('no end pushed');
+      const [record, journal] = JSON.parse(pushed.slice('m1 end '.length)) as [string[], string[]];
+      const stored = await redis.hgetall('r');
+      expect(stored).toEqual({
+        id: 'm1',
+        status: 'Completed',
+        kind: 'none',
+        code: 'c',
+        updatedAt: '3',
+        result: 'second',
+        text: 't',
+      });
+      expect(fieldsOf(record)).toEqual(stored);
+      const names = record.filter((_, i) => i % 2 === 0);
+      expect(new Set(names).size).toBe(names.length);
+      expect(names).toHaveLength(Object.keys(stored).length);
+      expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
+    } finally {
+      sub.disconnect();
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+});
