@@ -10,9 +10,17 @@ const skip = Number(process.env.TICK_SKIP_REQUESTS ?? 600);
 let requests = 0;
 const counts = new Map();
 const callerOf = () => {
-  const lines = (new Error().stack ?? '').split('\n').slice(3);
+  // Deep enough to get past Node's stream and timer internals to the caller of ours or a package's.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 40;
+  const stack = new Error().stack ?? '';
+  Error.stackTraceLimit = limit;
+  const lines = stack.split('\n').slice(3);
   const own = lines.find((l) => !l.includes('node:internal') && !l.includes('tick-count.mjs'));
-  return (own ?? lines[0] ?? '?').trim().replace(/^at /, '').replace(/file:\/\/\/work\/wt\/[^/]+\//, '');
+  return (own ?? lines[0] ?? '?')
+    .trim()
+    .replace(/^at /, '')
+    .replace(/file:\/\/\/work\/wt\/[^/]+\//, '');
 };
 const count = (kind) => {
   if (requests < skip) return;
