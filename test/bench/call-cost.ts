@@ -84,7 +84,12 @@ const cluster = await startCluster({
   gateways: 1,
   runners: [{ modes: ['read-only'], concurrency: 4 }],
   // One tenant drives it: no fair share or rate limit in the way (as in the cluster bench).
-  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
+  env: {
+    ISLET_TENANT_POOL_SHARE: '1',
+    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+    // E.g. `--perf-basic-prof-only-functions` for a `perf record` of a process (README round 35).
+    ...(process.env.CLUSTER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.CLUSTER_NODE_OPTIONS } : {}),
+  },
 });
 const redis = createRedis(cluster.redisUrl);
 const a = api(cluster.url, cluster.devKey);

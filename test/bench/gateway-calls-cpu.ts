@@ -17,6 +17,7 @@
  *
  *   node test/bench/gateway-calls-cpu.ts                 (N 2000, CLIENTS 1, BATCHES 20)
  *   CLIENTS=8 N=4000 node test/bench/gateway-calls-cpu.ts
+ *   GW_NODE_OPTIONS=--perf-basic-prof-only-functions N=20000 node test/bench/gateway-calls-cpu.ts
  */
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,6 +79,8 @@ const cluster = await startCluster({
     ...(ALLOC
       ? { NODE_OPTIONS: `--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`, BENCH_ALLOC_DIR: dir }
       : {}),
+    // E.g. `--perf-basic-prof-only-functions` for a `perf record` of the gateway (README round 35).
+    ...(process.env.GW_NODE_OPTIONS ? { NODE_OPTIONS: process.env.GW_NODE_OPTIONS } : {}),
   },
 });
 try {

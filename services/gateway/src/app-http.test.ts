@@ -238,4 +238,47 @@ describe('App HTTP client: no way into the platform network', () => {
       AbortSignal.timeout = real;
     }
   });
+
+  it('an App URL is parsed once, its rules applied every call: a literal IP refused under stricter rules after it passed', async () => {
+    const before = hits;
+    const url = `http://127.0.0.1:${port}/`;
+    for (const allowPrivate of [true, false, true, false]) {
+      const call = postToApp(url, {}, '{}', { ...opts, allowPrivate });
+      if (allowPrivate) expect((await call).status).toBe(200);
+      else await expect(call).rejects.toThrow(`127.0.0.1 is loopback`);
+    }
+    // A blocked spelling stays blocked call after call (a remembered URL is not a remembered pass).
+    for (let i = 0; i < 3; i++)
+      await expect(postToApp(`http://[::ffff:7f00:1]:${port}/`, {}, '{}', opts)).rejects.toThrow(
+        '::ffff:7f00:1 is ipv4Mapped:loopback',
+      );
+    await expect(postToApp(`ftp://127.0.0.1:${port}/`, {}, '{}', opts)).rejects.toThrow(
+      'ftp: is not http(s)',
+    );
+    await expect(postToApp('not a url', {}, '{}', opts)).rejects.toThrow(TypeError);
+    expect(hits).toBe(before + 2);
+  });
+
+  it('a new connection to a named App resolves and checks again; a kept one is not re-resolved', async () => {
+    // Private networks on for the loopback listener (the only rule that lets a test connect); the
+    // second answer is empty, which the guarded lookup refuses under every rule.
+    let answers = 0;
+    const turning: Resolver = async () => {
+      answers++;
+      return answers === 1 ? [{ address: '127.0.0.1', family: 4 }] : [];
+    };
+    const url = `http://turning.example:${port}/`;
+    const allow = { ...opts, allowPrivate: true, resolver: turning };
+    expect((await postToApp(url, {}, '{}', allow)).status).toBe(200);
+    await new Promise((r) => setImmediate(r));
+    expect((await postToApp(url, {}, '{}', allow)).status).toBe(200);
+    // The pooled connection served the second call: no second resolution.
+    expect(answers).toBe(1);
+    // The App's side closes it: the next call, same rules, needs a new connection, which resolves
+    // again and is refused there.
+    server.closeAllConnections();
+    await new Promise((r) => setTimeout(r, 20));
+    await expect(postToApp(url, {}, '{}', allow)).rejects.toThrow('turning.example resolves to nothing');
+    expect(answers).toBe(2);
+  });
 });

@@ -9,6 +9,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
+import { BoundedMap } from '@islet/core';
 import { Agent, type Dispatcher } from 'undici';
 import { addressClass } from './address-policy.ts';
 
@@ -102,6 +103,40 @@ function agentFor(resolver: Resolver, allowPrivate: boolean): Agent {
   return agent;
 }
 
+/**
+ * What `postToApp` reads from an App's URL: where to dispatch and, for a literal IP host, its
+ * address class (`addressClass`). Each is a pure function of the URL's text, so it is worked out
+ * once per URL (`appTarget`), not once per call. Nothing here depends on DNS or on the rules a call
+ * is made under: `allowPrivate` is applied at every call, and a host name is still resolved and
+ * checked in the socket's `lookup` whenever undici opens a connection (`guardedLookup`).
+ */
+interface AppTarget {
+  origin: string;
+  path: string;
+  /** Refused for every call whatever the rules (not http(s)): the refusal's text. */
+  badProtocol?: string;
+  /** The host is a literal IP: its `addressClass` (`'public'` or the range that refuses it). */
+  literalClass?: string;
+  host: string;
+}
+
+/** The last URLs' targets: an App's URL changes only with an edit of its connection. */
+const targets = new BoundedMap<string, AppTarget>(1024);
+
+/** `url`'s target, parsed once; a URL that does not parse throws (and is not kept). */
+export function appTarget(url: string): AppTarget {
+  const known = targets.get(url);
+  if (known) return known;
+  const u = new URL(url);
+  // WHATWG URL parsing already turned 2130706433, 0x7f.1 and 017700000001 into 127.0.0.1.
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  const target: AppTarget = { origin: u.origin, path: `${u.pathname}${u.search}`, host };
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') target.badProtocol = `${u.protocol} is not http(s)`;
+  if (isIP(host)) target.literalClass = addressClass(host);
+  targets.set(url, target);
+  return target;
+}
+
 export function postToApp(
   url: string,
   headers: Record<string, string>,
@@ -109,18 +144,17 @@ export function postToApp(
   options: { timeoutMs: number; allowPrivate: boolean; maxResponseBytes: number; resolver?: Resolver },
 ): Promise<AppResponse> {
   const max = options.maxResponseBytes;
-  let u: URL;
+  let target: AppTarget;
   try {
-    u = new URL(url);
+    target = appTarget(url);
   } catch (err) {
     return Promise.reject(err);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:')
-    return Promise.reject(new BlockedAddressError(`${u.protocol} is not http(s)`));
-  // WHATWG URL parsing already turned 2130706433, 0x7f.1 and 017700000001 into 127.0.0.1.
-  const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) && !options.allowPrivate && addressClass(host) !== 'public')
-    return Promise.reject(new BlockedAddressError(`${host} is ${addressClass(host)}`));
+  if (target.badProtocol !== undefined) return Promise.reject(new BlockedAddressError(target.badProtocol));
+  // A literal IP never reaches the socket's `lookup`: its class is checked here, every call.
+  const literal = target.literalClass;
+  if (literal !== undefined && !options.allowPrivate && literal !== 'public')
+    return Promise.reject(new BlockedAddressError(`${target.host} is ${literal}`));
   return new Promise((resolve, reject) => {
     // undici's dispatch with a handler of our own, not `request`: no body stream, no AbortSignal
     // with its listener, no promise of undici's per call, about a third of the client's CPU per call
@@ -173,8 +207,8 @@ export function postToApp(
     try {
       agentFor(options.resolver ?? systemResolver, options.allowPrivate).dispatch(
         {
-          origin: u.origin,
-          path: `${u.pathname}${u.search}`,
+          origin: target.origin,
+          path: target.path,
           method: 'POST',
           headers,
           body,

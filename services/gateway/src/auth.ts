@@ -256,14 +256,21 @@ export function createAuth(deps: GatewayDeps) {
   }
 
   const expected = Buffer.from(config.ISLET_INTERNAL_TOKEN);
-  /** preHandler for `/internal/*`: the runner's shared token. */
-  async function requireInternal(request: FastifyRequest) {
+  /**
+   * preHandler for `/internal/*`: the runner's shared token. Callback-style: a runner's request
+   * (every binding call) passes without a promise and a microtask; a refusal goes the async way.
+   */
+  function requireInternal(request: FastifyRequest, _reply: unknown, done: (err?: Error) => void): void {
     // The token is compared first (no lookup to protect): runners sharing an address with a
     // prober (one node, one NAT) must keep their channel while the prober is refused.
     const got = Buffer.from(bearer(request) ?? '');
-    if (got.length === expected.length && timingSafeEqual(got, expected)) return;
-    await refuseIfFailingTooOften(request);
-    return authFailed(request, 'internal token required');
+    if (got.length === expected.length && timingSafeEqual(got, expected)) {
+      done();
+      return;
+    }
+    refuseIfFailingTooOften(request)
+      .then(() => authFailed(request, 'internal token required'))
+      .then(() => done(), done);
   }
 
   return { requireScopes, requireScopesOverlappingRateLimit, requireInternal, countIfUncounted, keyWatch };

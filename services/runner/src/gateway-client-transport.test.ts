@@ -10,7 +10,9 @@ import { createGatewayClient } from './gateway-client.ts';
 
 let url: string;
 let held: (() => void) | undefined;
+const paths: string[] = [];
 const server = createServer((req, res) => {
+  paths.push(req.url ?? '');
   let s = '';
   req.on('data', (c) => {
     s += c;
@@ -87,5 +89,26 @@ describe('gateway client transport', () => {
       code: 'cancelled',
       message: 'the run was stopped',
     });
+  });
+
+  it("each call goes to its own run's path, its id encoded; a run's calls reuse their parsed URL", async () => {
+    const client = createGatewayClient({ urls: [url], token: 'tok', retryDelayMs: 5, batch: false });
+    paths.length = 0;
+    for (const runId of ['run-a', 'run b/../x', 'run-a', 'run-c', 'run b/../x'])
+      expect((await client.call(runId, 1, { index: 1, binding: 'a.b', argsJson: '{}' })).outcome).toEqual({
+        type: 'result',
+        valueJson: '1',
+      });
+    expect(paths).toEqual([
+      '/internal/v1/code-runs/run-a/calls',
+      '/internal/v1/code-runs/run%20b%2F..%2Fx/calls',
+      '/internal/v1/code-runs/run-a/calls',
+      '/internal/v1/code-runs/run-c/calls',
+      '/internal/v1/code-runs/run%20b%2F..%2Fx/calls',
+    ]);
+    // An unusable gateway URL fails its call (after its tries), as before, not the client.
+    const bad = createGatewayClient({ urls: ['not a url'], token: 'tok', retryDelayMs: 1, maxTries: 2 });
+    const failed = await bad.call('run-a', 1, { index: 1, binding: 'a.b', argsJson: '{}' });
+    expect(failed.outcome).toMatchObject({ type: 'error', details: { reason: 'gateway-unreachable' } });
   });
 });

@@ -9,6 +9,7 @@
  * answers 404 for it, and its calls go alone instead.
  */
 
+import { BoundedMap } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import type { LiveOutcome } from '@islet/runs';
 import { Agent, type Dispatcher } from 'undici';
@@ -75,6 +76,18 @@ const MAX_BATCH_ARGS_BYTES = 64 * 1024;
  * answer's chunks as they arrive; resolves with the status when it ends. No deadline: a call may
  * take minutes (a client connection's answer, a decision held in place); `signal` ends it.
  */
+/** Where undici sends a POST to `url`: a pure function of the text, kept for a run's next calls. */
+const targets = new BoundedMap<string, { origin: string; path: string }>(256);
+function targetOf(url: string): { origin: string; path: string } {
+  let target = targets.get(url);
+  if (!target) {
+    const u = new URL(url);
+    target = { origin: u.origin, path: `${u.pathname}${u.search}` };
+    targets.set(url, target);
+  }
+  return target;
+}
+
 function dispatchPost(
   agent: Agent,
   url: string,
@@ -84,9 +97,10 @@ function dispatchPost(
   onData: (status: number, chunk: Buffer) => void,
 ): Promise<number> {
   return new Promise((resolve, reject) => {
-    let u: URL;
+    // A run's calls share their URL (the run's id is in it): parsed once, not once a call.
+    let target: { origin: string; path: string };
     try {
-      u = new URL(url);
+      target = targetOf(url);
     } catch (err) {
       return reject(err);
     }
@@ -125,10 +139,7 @@ function dispatchPost(
       },
     };
     try {
-      agent.dispatch(
-        { origin: u.origin, path: `${u.pathname}${u.search}`, method: 'POST', headers, body },
-        handler,
-      );
+      agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, handler);
     } catch (err) {
       fail(err as Error);
     }

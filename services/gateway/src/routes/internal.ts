@@ -13,22 +13,14 @@ import { type Problem, type ProblemCode, problem } from '@islet/protocol';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { servedJson } from '../binding-calls.ts';
+import { callSchema, readInternalCall } from '../internal-call-body.ts';
 import { jsonDepthExceeds } from '../json-depth.ts';
 import { clientGone, HttpProblem, isRedisTransient, validationProblem } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
-import { idParams } from './params.ts';
+import { idOf, idParams } from './params.ts';
 
 /** Most calls in one batch (the runner sends at most 100; the engine's in-flight cap per run is 128 by default). */
 const MAX_BATCH_CALLS = 1000;
-
-const MAX_ARGS_CHARS = 16 * 1024 * 1024;
-
-/** One call as the runner sends it (single or in a batch). */
-const callSchema = z.object({
-  index: z.number().int().min(0),
-  binding: z.string().min(1).max(300),
-  argsJson: z.string().max(MAX_ARGS_CHARS),
-});
 
 const batchSchema = z.object({
   attempt: z.number().int().min(1),
@@ -44,12 +36,6 @@ const refused = (index: number, code: ProblemCode, detail: string): string => {
   return JSON.stringify({ index, status: p.status, problem: p } satisfies BatchLine);
 };
 
-const internalCallSchema = callSchema.extend({
-  attempt: z.number().int().min(1),
-  /** The runner lost the gateway that held this call and retries it here. */
-  takeover: z.boolean().optional(),
-});
-
 export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, bindingCalls } = ctx;
   // Arguments may be as large as the engine's output cap (64 MiB).
@@ -62,10 +48,8 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
       : undefined;
   return async (app) => {
     app.post('/internal/v1/code-runs/:id/calls', options, async (request, reply) => {
-      const { id } = idParams.parse(request.params);
-      const parsed = internalCallSchema.safeParse(request.body);
-      if (!parsed.success) throw validationProblem(parsed.error);
-      const { attempt, ...call } = parsed.data;
+      const id = idOf(request.params);
+      const { attempt, ...call } = readInternalCall(request.body);
       const deep = tooDeep(call.argsJson);
       if (deep) throw new HttpProblem('json-too-deep', deep);
       const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));

@@ -6,6 +6,16 @@ import { HttpProblem } from '../problem-reply.ts';
 /** `:id` of a run, connection or tenant: ids arrive in URLs, so they are bounded. */
 export const idParams = z.object({ id: z.string().min(1).max(200) });
 
+/**
+ * `idParams.parse(params).id` for a hot route (the runner's call): the same rule checked by hand,
+ * zod asked only for a refusal (its error and text unchanged). Saves zod's walk on every call.
+ */
+export function idOf(params: unknown): string {
+  const id = (params as { id?: unknown } | null)?.id;
+  if (typeof id === 'string' && id.length >= 1 && id.length <= 200) return id;
+  return idParams.parse(params).id;
+}
+
 /** A 400 that names the query parameter at fault (`parameter`), so a client can point at it. */
 export function badParameter(parameter: string, detail: string): HttpProblem {
   return new HttpProblem('validation', `query parameter ${parameter}: ${detail}`, {
