@@ -19,6 +19,8 @@ const PACKAGE_ROOT = new URL('../', import.meta.url);
 const SOURCES = [
   'host.ts',
   'host-run.ts',
+  'host-turn.ts',
+  'turn-watchdog.ts',
   'host-output.ts',
   'host-program-end.ts',
   'next-isolate.ts',
