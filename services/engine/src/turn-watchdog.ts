@@ -104,8 +104,10 @@ export class TurnWatchdog {
     if (this.closed) return 0;
     this.gen = this.gen >= 0x3fffffff ? 1 : this.gen + 1;
     Atomics.store(this.st, GEN, this.gen);
-    this.kick();
+    // Queued first, then the watch before it is woken to return: isolated-vm's thread runs the new
+    // one as soon as that returns, in the same entry (one wake-up a run, no main-thread wake).
     this.watchRef.applyIgnored(undefined, [isolate, this.sabCopy.copyInto(), this.gen]);
+    this.kick();
     return this.gen;
   }
 
