@@ -4,30 +4,31 @@
  * (`timer_data_t`, ~0.2 KiB) in its timer thread's queue until the timeout would have fired
  * (`src/lib/timer.cc`: `~timer_t` only sets `is_alive = false`), and its thread wakes as each comes
  * due: a run's first turn and every delivered call's turn left one for the run's whole budget (120 s
- * by default), ~56,000 alive at ~470 runs/s, ~22 KiB a 100-call run (bench/README, round 35
- * `timer-bound`).
+ * by default), ~30 KiB of a 100-call run's private growth (bench/README, round 35 `timer-bound`).
  *
  * The watchdog is a small isolate of our own whose function runs on one of isolated-vm's pool
- * threads for as long as an isolate is being watched, asleep in `Atomics.wait` on memory shared
- * with this thread. A turn writes its deadline and a token there (no syscall); past the deadline
- * the watchdog takes the token and disposes the isolate — isolated-vm's `dispose()` may be called
- * from any isolate holding the handle (`IsolateHolder::Dispose` → `Terminate`: V8's
- * `TerminateExecution`, thread-safe), and the running `applySync` then throws "Isolate was disposed
- * during execution". Whoever takes the token decides: the turn ended in time, or the watchdog ended
- * it (then the host reports `timeout`, as isolated-vm's timeout did).
+ * threads for the host's life, asleep in `Atomics.wait` on memory shared with this thread. A turn
+ * writes its deadline and a token there (no syscall, no thread woken); past the deadline the
+ * watchdog takes the token and disposes the isolate — isolated-vm's `dispose()` may be called from
+ * any isolate holding the handle (`IsolateHolder::Dispose` → `Terminate`: V8's `TerminateExecution`,
+ * thread-safe), and the running `applySync` then throws "Isolate was disposed during execution".
+ * Whoever takes the token decides: the turn returned in time, or the watchdog ended it (then the
+ * host reports `timeout`, as isolated-vm's timeout did).
  *
- * The function sleeps until the earliest deadline it knows of and is woken (`Atomics.notify`) only
- * when a turn's deadline is sooner than that, when a new isolate is adopted (one wake a run, while
- * the host idles), and when the process exits. It must return before the process exits: isolated-vm
- * joins its pool threads in a static destructor, and a thread still asleep here would hold the exit
- * forever (`close`, on the process's `exit`).
+ * The watched isolate's handle waits in a third isolate, the mailbox, set from this thread when an
+ * isolate is made (`adopt`, while the host idles; a synchronous set into an idle isolate, no thread
+ * woken); the watchdog reads it from there only when a deadline passes. The watchdog sleeps until
+ * the earliest deadline it knows of and is woken (`Atomics.notify`) only when a turn's deadline is
+ * sooner than that, and when the process exits: it must return before, since isolated-vm joins its
+ * pool threads in a static destructor and a thread asleep here would hold the exit forever (`close`,
+ * on the process's `exit`).
  */
 import ivm from 'isolated-vm';
 
 /** Int32 slots. */
 const KICK = 0; // bumped to wake the watchdog
-const GEN = 1; // the adopted isolate's number; -1: closed
-const ARMED = 2; // the number whose watch is running
+const EPOCH = 1; // the mailbox's number; -1: closed
+const ARMED = 2; // the epoch whose watch is running
 const TURN = 3; // odd: a turn's token; 0: no turn; FIRED, STOPPED: the watchdog's
 const FIRED = -2;
 const STOPPED = -4;
@@ -38,15 +39,15 @@ const CPU_NS = 2; // the isolate's CPU time when the watchdog stopped it
 const NO_WAKE = 2n ** 62n;
 const INT32_SLOTS = 4;
 const BIGINT_SLOTS = 3;
-/**
- * Adoptions after which the watchdog isolate is replaced by a fresh one. Each watch leaves its
- * isolate's handle (a JS wrapper with a native part) in the watchdog's heap, freed only by a full
- * GC, which an isolate that allocates almost nothing never runs: measured ~0.3 KiB a run kept
- * (round 35). A fresh watchdog (~1 ms, while the host idles) frees all of it at once.
- */
-const RENEW_EVERY_ADOPTIONS = 256;
 /** How long the closing thread waits for the watchdog to let go of an isolate it is stopping, ms. */
 const STOP_WAIT_MS = 1000;
+/**
+ * Adoptions after which the mailbox isolate is replaced by a fresh one. Each adoption leaves the
+ * handle before it (a JS wrapper with a native part) in the mailbox's heap, freed only by a full
+ * GC, which an isolate that allocates almost nothing never runs (~0.3 KiB a run kept, round 35).
+ * A fresh mailbox (~1 ms, while the host idles) frees all of it at once.
+ */
+const RENEW_EVERY_ADOPTIONS = 1024;
 
 /** Runs in the watchdog isolate once: the shared memory's views, kept there for every watch. */
 const INIT_SOURCE = `(function init(sab) {
@@ -54,17 +55,16 @@ const INIT_SOURCE = `(function init(sab) {
   globalThis.big = new BigInt64Array(sab, ${INT32_SLOTS * 4}, ${BIGINT_SLOTS});
 })`;
 /**
- * Runs in the watchdog isolate, on isolated-vm's thread: the watch over one adopted isolate. It
- * allocates nothing a wake-up but a few BigInts: the watchdog isolate collects garbage only when
- * its own heap fills, so each watch's handle waits for that.
+ * Runs in the watchdog isolate, on isolated-vm's thread, until the mailbox changes (`epoch`). A
+ * synchronous read of another isolate is refused there, so the handle is awaited when needed.
  */
-const WATCH_SOURCE = `(function watch(isolate, gen) {
+const WATCH_SOURCE = `(async function watch(mailbox, epoch) {
   const st = globalThis.st;
   const big = globalThis.big;
   for (;;) {
     const kick = Atomics.load(st, ${KICK});
-    if (Atomics.load(st, ${GEN}) !== gen) return;
-    Atomics.store(st, ${ARMED}, gen);
+    if (Atomics.load(st, ${EPOCH}) !== epoch) return;
+    Atomics.store(st, ${ARMED}, epoch);
     const token = Atomics.load(st, ${TURN});
     const now = Date.now();
     let planned;
@@ -72,8 +72,12 @@ const WATCH_SOURCE = `(function watch(isolate, gen) {
       const deadline = Number(Atomics.load(big, ${DEADLINE}));
       if (now >= deadline) {
         if (Atomics.compareExchange(st, ${TURN}, token, ${FIRED}) === token) {
-          try { Atomics.store(big, ${CPU_NS}, isolate.cpuTime); } catch { Atomics.store(big, ${CPU_NS}, -1n); }
-          try { isolate.dispose(); } catch {}
+          Atomics.store(big, ${CPU_NS}, -1n);
+          try {
+            const isolate = await mailbox.get('current');
+            try { Atomics.store(big, ${CPU_NS}, isolate.cpuTime); } catch {}
+            isolate.dispose();
+          } catch {}
           Atomics.store(st, ${TURN}, ${STOPPED});
           Atomics.notify(st, ${TURN});
         }
@@ -86,37 +90,42 @@ const WATCH_SOURCE = `(function watch(isolate, gen) {
       planned = last > now && last < ${Number(NO_WAKE)} ? last : Infinity;
     }
     Atomics.store(big, ${PLANNED}, planned === Infinity ? ${NO_WAKE}n : BigInt(planned));
-    if (Atomics.load(st, ${TURN}) !== token || Atomics.load(st, ${GEN}) !== gen) continue;
+    if (Atomics.load(st, ${TURN}) !== token || Atomics.load(st, ${EPOCH}) !== epoch) continue;
     Atomics.wait(st, ${KICK}, kick, planned === Infinity ? undefined : planned - now);
   }
 })`;
 
 export class TurnWatchdog {
-  private isolate: ivm.Isolate;
-  private watchRef: ivm.Reference;
   private readonly sab = new SharedArrayBuffer(INT32_SLOTS * 4 + BIGINT_SLOTS * 8);
   private readonly st = new Int32Array(this.sab, 0, INT32_SLOTS);
   private readonly big = new BigInt64Array(this.sab, INT32_SLOTS * 4, BIGINT_SLOTS);
+  private readonly watchRef: ivm.Reference;
+  private mailbox: ivm.Isolate;
+  private mailboxGlobal: ivm.Reference;
+  private epoch = 1;
   private gen = 0;
   private seq = 0;
   /** The token of the turn in progress (0: none). */
   private token = 0;
   private closed = false;
-  private adoptions = 0;
 
   constructor() {
-    [this.isolate, this.watchRef] = this.make();
-    Atomics.store(this.big, PLANNED, NO_WAKE);
-  }
-
-  /** A watchdog isolate with the shared memory in (the same memory, not a copy: ExternalCopy's rule). */
-  private make(): [ivm.Isolate, ivm.Reference] {
     const isolate = new ivm.Isolate({ memoryLimit: 8 });
     const context = isolate.createContextSync();
+    // The shared memory goes in once (the same memory, not a copy: ExternalCopy's rule for it).
     const init = context.evalSync(INIT_SOURCE, { reference: true }) as ivm.Reference;
     init.applySync(undefined, [new ivm.ExternalCopy(this.sab).copyInto({ release: true })]);
     init.release();
-    return [isolate, context.evalSync(WATCH_SOURCE, { reference: true }) as ivm.Reference];
+    this.watchRef = context.evalSync(WATCH_SOURCE, { reference: true }) as ivm.Reference;
+    Atomics.store(this.big, PLANNED, NO_WAKE);
+    Atomics.store(this.st, EPOCH, this.epoch);
+    [this.mailbox, this.mailboxGlobal] = TurnWatchdog.makeMailbox();
+    this.watchRef.applyIgnored(undefined, [this.mailboxGlobal, this.epoch]);
+  }
+
+  private static makeMailbox(): [ivm.Isolate, ivm.Reference] {
+    const isolate = new ivm.Isolate({ memoryLimit: 8 });
+    return [isolate, isolate.createContextSync().global];
   }
 
   /**
@@ -125,20 +134,22 @@ export class TurnWatchdog {
    */
   adopt(isolate: ivm.Isolate): number {
     if (this.closed) return 0;
+    if (this.gen > 0 && this.gen % RENEW_EVERY_ADOPTIONS === 0) this.renewMailbox();
+    this.mailboxGlobal.setSync('current', isolate);
     this.gen = this.gen >= 0x3fffffff ? 1 : this.gen + 1;
-    Atomics.store(this.st, GEN, this.gen);
-    if (++this.adoptions % RENEW_EVERY_ADOPTIONS === 0) {
-      // The watch running there returns (kicked) or is ended by the disposal, whichever is first.
-      this.kick();
-      this.watchRef.release();
-      this.isolate.dispose();
-      [this.isolate, this.watchRef] = this.make();
-    }
-    // Queued first, then the watch before it is woken to return: isolated-vm's thread runs the new
-    // one as soon as that returns, in the same entry (one wake-up a run, no main-thread wake).
-    this.watchRef.applyIgnored(undefined, [isolate, this.gen]);
-    this.kick();
     return this.gen;
+  }
+
+  /** A fresh mailbox, and a watch that reads it (the one before returns when kicked). */
+  private renewMailbox(): void {
+    const old = this.mailbox;
+    [this.mailbox, this.mailboxGlobal] = TurnWatchdog.makeMailbox();
+    this.epoch = this.epoch >= 0x3fffffff ? 1 : this.epoch + 1;
+    Atomics.store(this.st, EPOCH, this.epoch);
+    // Queued first: isolated-vm's thread runs it as soon as the watch before returns, same entry.
+    this.watchRef.applyIgnored(undefined, [this.mailboxGlobal, this.epoch]);
+    this.kick();
+    old.dispose();
   }
 
   /**
@@ -152,8 +163,9 @@ export class TurnWatchdog {
     this.token = this.seq | 1;
     Atomics.store(this.big, DEADLINE, deadline);
     Atomics.store(this.st, TURN, this.token);
-    // Asleep past this deadline, or not yet watching this isolate: wake it to look again.
-    if (Atomics.load(this.st, ARMED) !== gen || deadline < Atomics.load(this.big, PLANNED)) this.kick();
+    // Asleep past this deadline, or its watch not yet running: wake it to look again.
+    if (Atomics.load(this.st, ARMED) !== this.epoch || deadline < Atomics.load(this.big, PLANNED))
+      this.kick();
     return true;
   }
 
@@ -181,7 +193,7 @@ export class TurnWatchdog {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    Atomics.store(this.st, GEN, -1);
+    Atomics.store(this.st, EPOCH, -1);
     this.kick();
   }
 
