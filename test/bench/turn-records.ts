@@ -77,4 +77,13 @@ for (const [tid, [name, v]] of after) {
   );
 }
 for (const tid of before!.keys()) if (!after.has(tid)) console.log(`  ${tid} ${before!.get(tid)![0]}: gone`);
+// IDLE_MS: the host idle that long (its next isolate made meanwhile), then its absolute VmRSS and PSS.
+if (process.env.IDLE_MS) {
+  await new Promise((r) => setTimeout(r, Number(process.env.IDLE_MS)));
+  const pss = Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'latin1'))?.[1]);
+  const idle = status(pid!);
+  console.log(
+    `idle ${process.env.IDLE_MS} ms: VmRSS ${(idle.rss / 1024).toFixed(1)} MB, private ${(idle.anon / 1024).toFixed(1)} MB, PSS ${(pss / 1024).toFixed(1)} MB`,
+  );
+}
 await engine.close();
