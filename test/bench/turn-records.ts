@@ -14,7 +14,15 @@ const CALLS = Number(process.env.CALLS ?? 0);
 const RUNS = Number(process.env.RUNS ?? 2000);
 const BUDGET_MS = Number(process.env.BUDGET_MS ?? 120_000);
 
-const engine = createEngine({ maxHostResidentGrowthBytes: 0, maxRunsPerProcess: RUNS + 10, prewarm: false });
+// HOST_TUNABLES: the hosts' GLIBC_TUNABLES instead of HOST_ENV's (to see what malloc's padding holds).
+const engine = createEngine({
+  maxHostResidentGrowthBytes: 0,
+  maxRunsPerProcess: RUNS + 10,
+  prewarm: false,
+  ...(process.env.HOST_TUNABLES !== undefined
+    ? { hostEnv: { GLIBC_TUNABLES: process.env.HOST_TUNABLES } }
+    : {}),
+});
 const code =
   CALLS > 0
     ? `return (await Promise.all(Array.from({ length: ${CALLS} }, (_, i) => t({ i })))).length;`
