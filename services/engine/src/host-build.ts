@@ -19,8 +19,6 @@ const PACKAGE_ROOT = new URL('../', import.meta.url);
 const SOURCES = [
   'host.ts',
   'host-run.ts',
-  'host-turn.ts',
-  'turn-watchdog.ts',
   'host-output.ts',
   'host-program-end.ts',
   'next-isolate.ts',

@@ -5,7 +5,6 @@
 import type ivm from 'isolated-vm';
 import { flush, send } from './host-output.ts';
 import { encodeFailure, programEnd } from './host-program-end.ts';
-import { HostTurn, type TurnWatch } from './host-turn.ts';
 import { deadlineMessage, heapLimitMessage, outputLimitMessage } from './limits.ts';
 import { cutToBytes } from './utf8.ts';
 import type { FromHost, HostDone, ToHost } from './wire.ts';
@@ -32,8 +31,6 @@ export interface Prepared {
   readonly deliver: ivm.Reference;
   readonly memoryMb: number;
   readonly sink: { run: HostRun | undefined };
-  /** Keeps the deadline of its turns on this thread (host-turn.ts); none: isolated-vm's timeout. */
-  readonly watch?: TurnWatch;
 }
 
 /** Where a run's frames go: the host's stdout (host-output.ts); a test hands its own. */
@@ -43,6 +40,21 @@ export interface HostOutput {
 }
 
 const STDOUT: HostOutput = { send, flush };
+
+/**
+ * A turn on this thread that ends the run disposes its isolate from a callback (`finish`), so
+ * isolated-vm ends `applySync` with a new Error ("Isolate was disposed during execution") in this
+ * process, which it builds with this thread's stack: V8 captured and formatted ~10 frames for it on
+ * every run (Node's prepareStackTrace, call sites' positions and names; ~2 % of a host's main
+ * thread by `perf`), to be thrown away (only its message is read). Frames are not captured in those
+ * turns (an internal error in a callback of one is logged with its message only); the limit is
+ * put back as the turn returns. Returns the limit to put back.
+ */
+function quietStacks(): number {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  return limit;
+}
 
 export class HostRun {
   private readonly isolate: ivm.Isolate;
@@ -54,8 +66,8 @@ export class HostRun {
   private readonly context: ivm.Context;
   private readonly deliver: ivm.Reference;
   private finished = false;
-  /** `start` and a delivery's turn on this thread (`turn.active` inside one). */
-  private readonly turn: HostTurn;
+  /** Inside `start` or a delivery's turn on this thread: the isolate runs here, called from here. */
+  private onThisThread = false;
   /** Lines printed in turns on this thread so far. */
   private thisThreadLines = 0;
   /** Work running on isolated-vm's thread: result deliveries with their microtasks. */
@@ -89,7 +101,6 @@ export class HostRun {
     this.isolate = prepared.isolate;
     this.context = prepared.context;
     this.deliver = prepared.deliver;
-    this.turn = new HostTurn(prepared.watch);
     // The isolate was prepared (harness installed) while the host idled: the run is billed from here.
     this.cpuAtStart = this.isolate.cpuTime;
     prepared.sink.run = this;
@@ -121,16 +132,20 @@ export class HostRun {
    * returned (`turn`, or `done`), kills this process if it must stop the turn sooner (abort).
    */
   start(): void {
-    this.turn.run(
-      this.msg.budgetMs,
-      (options) =>
-        this.prepared.startRef.applySync(
-          undefined,
-          [this.msg.code, JSON.stringify(this.msg.config), true],
-          options,
-        ),
-      (e, overran) => this.afterIsolateError(e, overran),
-    );
+    this.onThisThread = true;
+    const stackLimit = quietStacks();
+    try {
+      this.prepared.startRef.applySync(
+        undefined,
+        [this.msg.code, JSON.stringify(this.msg.config), true],
+        this.msg.budgetMs === undefined ? {} : { timeout: this.msg.budgetMs },
+      );
+    } catch (e) {
+      this.afterIsolateError(e);
+    } finally {
+      Error.stackTraceLimit = stackLimit;
+      this.onThisThread = false;
+    }
     this.turnReturned();
     this.watchMemory();
   }
@@ -154,15 +169,14 @@ export class HostRun {
     this.out.flush();
   }
 
-  /** `overran`: the turn's deadline ended it (the watchdog, host-turn.ts); isolated-vm says "timed out". */
-  private afterIsolateError(e: unknown, overran = false): void {
+  private afterIsolateError(e: unknown): void {
     if (this.finished) return;
     const text = e instanceof Error ? e.message : String(e);
-    if (/memory limit/i.test(text) || (!overran && this.isolate.isDisposed)) {
+    if (/memory limit/i.test(text) || this.isolate.isDisposed) {
       this.memoryExceeded();
       return;
     }
-    if (this.turn.active && (overran || /timed out/i.test(text)) && this.msg.budgetMs !== undefined) {
+    if (this.onThisThread && /timed out/i.test(text) && this.msg.budgetMs !== undefined) {
       this.finish({ status: 'failed', kind: 'timeout', message: deadlineMessage(this.msg.budgetMs) });
       return;
     }
@@ -207,12 +221,17 @@ export class HostRun {
         ? [m.id, 'result', m.valueJson, undefined, undefined]
         : [m.id, 'error', m.name, m.message, m.detailsJson];
     if (m.turnMs !== undefined && this.tasks.size === 0) {
+      this.onThisThread = true;
       this.callsThisTurn = 0;
-      this.turn.run(
-        Math.max(1, m.turnMs),
-        (options) => this.deliver.applySync(undefined, [...args, true], options),
-        (e, overran) => this.afterIsolateError(e, overran),
-      );
+      const stackLimit = quietStacks();
+      try {
+        this.deliver.applySync(undefined, [...args, true], { timeout: Math.max(1, m.turnMs) });
+      } catch (e) {
+        this.afterIsolateError(e);
+      } finally {
+        Error.stackTraceLimit = stackLimit;
+        this.onThisThread = false;
+      }
       this.turnReturned(true);
       return;
     }
@@ -269,7 +288,7 @@ export class HostRun {
     // and a frame per line cost the runner CPU for every line), the rest with the turn's return.
     if (
       this.logBatchBytes >= LOG_FLUSH_BYTES ||
-      (this.turn.active &&
+      (this.onThisThread &&
         (++this.thisThreadLines <= FIRST_TURN_EAGER_LINES || this.logBatch.length >= FIRST_TURN_BATCH_LINES))
     )
       this.flushLogs();
@@ -323,7 +342,7 @@ export class HostRun {
       this.callsThisTurn++;
       this.flushLogs();
       // In a turn on this thread the turn's return writes it (turnReturned): no fallback timer.
-      this.out.send({ t: 'call', id, binding, argsJson }, this.turn.active ? 'turn' : true);
+      this.out.send({ t: 'call', id, binding, argsJson }, this.onThisThread ? 'turn' : true);
     } catch (e) {
       this.internalError(e);
     }
@@ -371,24 +390,16 @@ export class HostRun {
     // Read before the isolate is disposed (its counters go with it); a disposed one counts nothing.
     let cpuMs: number | undefined;
     try {
-      const stoppedNs = this.turn.stoppedCpuNs();
-      if (stoppedNs !== undefined) cpuMs = Number(stoppedNs - this.cpuAtStart) / 1e6;
-      else if (!this.isolate.isDisposed) cpuMs = Number(this.isolate.cpuTime - this.cpuAtStart) / 1e6;
+      if (!this.isolate.isDisposed) cpuMs = Number(this.isolate.cpuTime - this.cpuAtStart) / 1e6;
     } catch {
-      // disposed under us (memory limit, or the watchdog of a turn on this thread)
+      // disposed under us (memory limit)
     }
     // In a turn on this thread the program runs under this very callback, and nothing deferred
     // runs before it returns: the isolate is stopped here, at once, and the turn returns.
     // Also when the program ended: work it left behind (a detached promise chain that spins) would
     // otherwise hold the turn, and the run, until the deadline.
-    // (A turn the watchdog ended is stopped too: it disposed the isolate, and the turn has returned.)
-    const stoppedHere =
-      this.turn.active && (this.turn.overran || !this.isolate.isDisposed) && this.tasks.size === 0;
-    try {
-      if (this.turn.active && !this.isolate.isDisposed) this.isolate.dispose();
-    } catch {
-      // the watchdog disposed it meanwhile (the turn's deadline, host-turn.ts)
-    }
+    const stoppedHere = this.onThisThread && !this.isolate.isDisposed && this.tasks.size === 0;
+    if (this.onThisThread && !this.isolate.isDisposed) this.isolate.dispose();
     // Stopped on this thread, the program runs no further: V8 ends it as this callback returns, and
     // no delivery is in flight on isolated-vm's thread (see deliverResult). So the run is reported now, and V8 tears
     // the isolate down after (when the turn unwinds, most of a trivial run's time in this host),

@@ -11,7 +11,6 @@ import { send } from './host-output.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import { DEFAULT_MEMORY_MB, releaseHostSemiSpaceFlag } from './limits.ts';
 import { NextIsolate } from './next-isolate.ts';
-import { TurnWatchdog } from './turn-watchdog.ts';
 import type { ToHost } from './wire.ts';
 
 // `--max-semi-space-size` was for this process's own heap only; programs' isolates come next.
@@ -24,10 +23,6 @@ for (const level of ['log', 'info', 'warn', 'error', 'debug'] as const) {
 process.on('unhandledRejection', (reason) => {
   process.stderr.write(`islet host: unhandled rejection: ${String(reason)}\n`);
 });
-
-/** Keeps the deadline of every turn on this thread (turn-watchdog.ts); let go before the exit. */
-const watchdog = new TurnWatchdog();
-process.on('exit', () => watchdog.close());
 
 const HARNESS_SOURCE = readFileSync(new URL('./guest/harness.js', import.meta.url), 'utf8');
 /** V8 code cache of the harness with the functions a run calls compiled (`warmHarnessCache`). */
@@ -84,15 +79,7 @@ function prepare(memoryMb: number): Prepared {
     const deliver = jail.getSync('__islet_deliver', { reference: true }) as ivm.Reference;
     jail.deleteSync('__islet_start');
     jail.deleteSync('__islet_deliver');
-    return {
-      isolate,
-      context,
-      startRef,
-      deliver,
-      memoryMb,
-      sink,
-      watch: { watchdog, gen: watchdog.adopt(isolate) },
-    };
+    return { isolate, context, startRef, deliver, memoryMb, sink };
   } catch (e) {
     if (!isolate.isDisposed) isolate.dispose();
     throw e;
