@@ -321,9 +321,11 @@ function report(
       else laterTurn++;
     }
     put(names[15], run.enqueued, run.pickedUp);
-    // Every runner stamp from its data event to the processor, each from the one before.
+    // Every runner stamp from its data event to the processor (to the run's `pickedUp` where the
+    // patch stamps it there, on this clock), each from the one before.
     if (proc) {
-      const seq = ev.filter((e) => e.who === 'runner' && e.t >= rdata.t && e.t <= proc.t);
+      const last = find(proc.t, (e) => e.who === 'runner' && e.ev === 'h-pickedUp') ?? proc;
+      const seq = ev.filter((e) => e.who === 'runner' && e.t >= rdata.t && e.t <= last.t);
       for (let i = 1; i < seq.length; i++) {
         const label = `${seq[i - 1]!.ev} → ${seq[i]!.ev}`;
         const xs = steps.get(label) ?? [];
@@ -341,7 +343,9 @@ function report(
       `  ${n.padEnd(58)} ${pct(xs, 50).toFixed(1).padStart(8)} ${mean.toFixed(1).padStart(8)} ${pct(xs, 90).toFixed(1).padStart(8)} [${xs.length}]`,
     );
   }
-  lines.push('the runner, stamp by stamp (data event → processor), µs p50 / mean [times a run]:');
+  lines.push(
+    'the runner, stamp by stamp (data event → processor, or `h-pickedUp`), µs p50 / mean [times a run]:',
+  );
   for (const [k, xs] of steps) {
     const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
     lines.push(
