@@ -11,9 +11,13 @@
  * `process.hrtime`, its data in /dev/shm so perf's writes stay off the AOF's disk), and each write
  * split on one clock as `pickup-hop.ts` splits the submit: sent → Redis reads it → AOF write →
  * fdatasync → fdatasync's end → reply written → the client has it.
+ *
+ * Each size's batch also reads the disk's own counters (`/sys/block/$DEV/stat`, DEV default vda:
+ * write requests and sectors written) and prints them per write: the I/O an fsync'd write costs
+ * the device (the whole box's I/O is in them: another process's writes show as noise).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis } from '@islet/core';
@@ -25,6 +29,16 @@ const N = Number(process.env.N ?? 300);
 const ROUNDS = Number(process.env.ROUNDS ?? 4);
 const PERF = process.env.PERF === '1';
 const PAUSE_MS = 1;
+const DEV = process.env.DEV ?? 'vda';
+/** The disk's write requests and sectors written so far (fields 5 and 7 of its stat file). */
+const diskWrites = (): [number, number] => {
+  try {
+    const f = readFileSync(`/sys/block/${DEV}/stat`, 'utf8').trim().split(/\s+/).map(Number);
+    return [f[4] ?? Number.NaN, f[6] ?? Number.NaN];
+  } catch {
+    return [Number.NaN, Number.NaN];
+  }
+};
 
 const mono = () => Number(process.hrtime.bigint()) / 1e3;
 const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'fsync-bytes-'));
@@ -65,21 +79,24 @@ try {
     for (const size of order) {
       const value = 'x'.repeat(size);
       const times: { sent: number; got: number }[] = [];
+      const disk0 = diskWrites();
       for (let i = 0; i < N; i++) {
         await sleep(PAUSE_MS);
         const sent = mono();
         await redis.set(`k${i % 16}`, value);
         times.push({ sent, got: mono() });
       }
+      const disk1 = diskWrites();
       all.get(size)?.push(...times);
-      line.push(
-        `${size} B ${pct(
-          times.map((t) => t.got - t.sent),
-          50,
-        ).toFixed(0)}`,
-      );
+      const ios = ((disk1[0] - disk0[0]) / N).toFixed(2);
+      const kb = (((disk1[1] - disk0[1]) * 512) / 1024 / N).toFixed(1);
+      const p50 = pct(
+        times.map((t) => t.got - t.sent),
+        50,
+      ).toFixed(0);
+      line.push(`${size} B ${p50} (${ios} writes, ${kb} KB)`);
     }
-    console.log(`round ${round + 1}: ${line.join(', ')} (µs p50)`);
+    console.log(`round ${round + 1}: ${line.join(', ')} (µs p50; the disk's write requests and KB a write)`);
   }
   if (perf) {
     const exited = new Promise((r) => perf?.once('exit', r));
