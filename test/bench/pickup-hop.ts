@@ -13,6 +13,8 @@
  *   of `performance` in each process, moved here by this process's offset, so they carry each
  *   process's `timeOrigin` error, tens to hundreds of µs: the hops between them are on one clock).
  *
+ * `PIN=split`: the runner on CPU 0, Redis and the gateway on CPU 1; `PIN=same`: all three on CPU 1.
+ *
  * Prints each hop's p50 / mean / p90 from the one before, µs, over the runs where all were found;
  * which of the two woken processes ran first after the fsync (the gateway's reply or the runner's
  * hand-off); and the order of the replies Redis wrote.
@@ -26,7 +28,7 @@
  * with the one before it.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis, keys } from '@islet/core';
@@ -38,7 +40,8 @@ import { processKind } from './ping-app.ts';
 const RUNS = Number(process.env.RUNS ?? 300);
 const WARM = Number(process.env.WARM ?? 200);
 const PERF = process.env.PERF !== '0';
-const dir = mkdtempSync(join(tmpdir(), 'pickup-hop-'));
+// In memory where there is one: perf's data on the AOF's disk would stretch Redis's fsyncs.
+const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pickup-hop-'));
 const preload = new URL('./pickup-hop-preload.mjs', import.meta.url).pathname;
 
 const mono = () => Number(process.hrtime.bigint()) / 1e9;
@@ -69,6 +72,17 @@ try {
   if (process.env.NICE_GATEWAY && gatewayPid !== undefined)
     for (const tid of readdirSync(`/proc/${gatewayPid}/task`))
       execFileSync('renice', ['-n', process.env.NICE_GATEWAY, '-p', tid], { stdio: 'ignore' });
+  // PIN=split: the runner's threads on CPU 0, Redis's and the gateway's on CPU 1, so the fsync's two
+  // wake-ups (the runner's hand-off, the gateway's reply) never share a CPU; PIN=same: all three on
+  // CPU 1 (what this VM's scheduler mostly does unpinned, round 35 `pickup`). Sandbox hosts as they are.
+  const runnerPid = pidOf('runner');
+  const pin = (cpu: string, pid: number | undefined) =>
+    pid !== undefined && execFileSync('taskset', ['-a', '-p', '-c', cpu, String(pid)], { stdio: 'ignore' });
+  if (process.env.PIN === 'split' || process.env.PIN === 'same') {
+    pin(process.env.PIN === 'split' ? '0' : '1', runnerPid);
+    pin('1', redisPid);
+    pin('1', gatewayPid);
+  }
   if (PERF && redisPid !== undefined) {
     perf = spawn(
       'perf',
@@ -307,9 +321,11 @@ function report(
       else laterTurn++;
     }
     put(names[15], run.enqueued, run.pickedUp);
-    // Every runner stamp from its data event to the processor, each from the one before.
+    // Every runner stamp from its data event to the processor (to the run's `pickedUp` where the
+    // patch stamps it there, on this clock), each from the one before.
     if (proc) {
-      const seq = ev.filter((e) => e.who === 'runner' && e.t >= rdata.t && e.t <= proc.t);
+      const last = find(proc.t, (e) => e.who === 'runner' && e.ev === 'h-pickedUp') ?? proc;
+      const seq = ev.filter((e) => e.who === 'runner' && e.t >= rdata.t && e.t <= last.t);
       for (let i = 1; i < seq.length; i++) {
         const label = `${seq[i - 1]!.ev} → ${seq[i]!.ev}`;
         const xs = steps.get(label) ?? [];
@@ -327,7 +343,9 @@ function report(
       `  ${n.padEnd(58)} ${pct(xs, 50).toFixed(1).padStart(8)} ${mean.toFixed(1).padStart(8)} ${pct(xs, 90).toFixed(1).padStart(8)} [${xs.length}]`,
     );
   }
-  lines.push('the runner, stamp by stamp (data event → processor), µs p50 / mean [times a run]:');
+  lines.push(
+    'the runner, stamp by stamp (data event → processor, or `h-pickedUp`), µs p50 / mean [times a run]:',
+  );
   for (const [k, xs] of steps) {
     const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
     lines.push(
