@@ -202,7 +202,10 @@ local function pushHeld()
   end
 end
 local bullRedis = setmetatable({call = function(cmd, key, ...)
-  if key == newJob then jobWritten(cmd, key, ...) end
+  if key == newJob then
+    local text = jobWritten(cmd, key, ...)
+    if text then return bullCall(cmd, key, unpack(text)) end
+  end
   if idleSeen and key == markerKey and cmd == 'ZADD' and select('#', ...) == 2
     and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
     held = true
@@ -252,14 +255,20 @@ local function jobWritten(cmd, key, ...)
     return
   end
   jobNoted = true
-  local flat = {...}
+  local flat, whole = {...}, true
   for i = 1, n do
     local v = flat[i]
-    if type(v) == 'number' then flat[i] = string.format('%.17g', v)
+    if type(v) == 'number' then
+      if v ~= math.floor(v) or math.abs(v) >= 2 ^ 52 then whole = false end
+      flat[i] = string.format('%.17g', v)
     elseif type(v) ~= 'string' then return end
   end
   bullQ.known = {key, flat}
-end`;
+  -- The same text to Redis when every number is whole: it prints a number argument as %.17g too, with
+  -- libc's float printer (~2-4 K instructions each: the timestamp, delay and priority), so printing
+  -- it here once saves that (test/bench/README.md, round 35, \`submit-lua\`).
+  if whole then return flat end
+end`
 
 /**
  * The look behind a handed job answered without its EXISTS (in the fetch's scope: its KEYS): the
@@ -368,9 +377,12 @@ if not ok or type(terms) ~= 'table' then
 end
 local opts = {token = terms.token, lockDuration = tonumber(terms.lockDuration)}
 if terms.name ~= '' then opts.name = terms.name end
-local FA = {terms.prefix, now, ${fetchArgs}}
+-- The time as text once (Redis's TIME: whole ms): BullMQ's processedOn and the record's updatedAt are
+-- written with it as they would print the number.
+local nowText = string.format('%d', now)
+local FA = {terms.prefix, nowText, ${fetchArgs}}
 for i = 1, #terms.startArgs do FA[#FA + 1] = terms.startArgs[i] end
-FA[#FA] = now
+FA[#FA] = nowText
 local function fetchFor(KEYS, ARGV)
 ${fetchBody}
 end
@@ -391,6 +403,6 @@ else
   countHeld()
 end
 unpropagated('HDEL', idleArgsKey, worker)
-unpropagated('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
+unpropagated('ZADD', terms.handOff, '0', cmsgpack.pack({terms.token, answer}))
 return added`);
 }
