@@ -234,7 +234,13 @@ try {
     writeFileSync(`${process.env.SOURCES_TO}/submit.lua`, recorded[submitAt]![1]!);
     writeFileSync(`${process.env.SOURCES_TO}/end.lua`, recorded[endAt]![1]!);
     // The submit's keys and arguments (after the sha), one a line, for reading what the call sends.
-    writeFileSync(`${process.env.SOURCES_TO}/submit-args.txt`, submit.slice(1).map((b) => JSON.stringify(b.toString('latin1'))).join('\n'));
+    writeFileSync(
+      `${process.env.SOURCES_TO}/submit-args.txt`,
+      submit
+        .slice(1)
+        .map((b) => JSON.stringify(b.toString('latin1')))
+        .join('\n'),
+    );
   }
   /**
    * `PATCH_SUBMIT` / `PATCH_END` (JSON: [[find, replace], …], each find's every occurrence): a

@@ -16,6 +16,7 @@
  */
 import { LuaScript } from '@islet/core/lua-script';
 import { BULL_QUIET_PRELUDE, quietAdd, quietFetch } from './bull-quiet.ts';
+import { handedFetch } from './handed-fetch.ts';
 import { fetchLeaseBeginScript } from './lease-scripts.ts';
 
 /** The hand-off's keys of a queue (`queuePrefix`: BullMQ's `keys['']`, e.g. `islet:{runs-x}:`). */
@@ -52,13 +53,19 @@ export interface IdleTerms {
  * workers; `knownEmpty`: a Lua expression that, true, says so without asking). Element 5 is the run's start, set by `fetch-lease-begin-11` (nil for a skill's job).
  * Keys are moveToActive-11's: 1 wait, 3 prioritized, 7 delayed, 11 marker. BullMQ's text runs
  * through bull-quiet.ts' `bullCall`; `ownPrelude` false: the enclosing script defines it (an add
- * and a fetch in one script share what it knows).
+ * and a fetch in one script share what it knows). `direct`: a Lua expression answering the fetch
+ * without BullMQ's text, or nil to have the text run (the hand-off's: handed-fetch.ts).
  */
-export function fetchAndLook(moveToActiveBody: string, ownPrelude = true, knownEmpty?: string): string {
+export function fetchAndLook(
+  moveToActiveBody: string,
+  ownPrelude = true,
+  knownEmpty?: string,
+  direct?: string,
+): string {
   return `${ownPrelude ? `${BULL_QUIET_PRELUDE}\n` : ''}local function bullFetch()
 ${quietFetch(moveToActiveBody)}
 end
-local fetched = bullFetch()
+local fetched = ${direct ? `${direct} or ` : ''}bullFetch()
 if type(fetched[1]) == 'table' then
   local drained = 0
   -- Empty lists and sets do not exist: one EXISTS answers for the three.
@@ -268,7 +275,7 @@ local function jobWritten(cmd, key, ...)
   -- libc's float printer (~2-4 K instructions each: the timestamp, delay and priority), so printing
   -- it here once saves that (test/bench/README.md, round 35, \`submit-lua\`).
   if whole then return flat end
-end`
+end`;
 
 /**
  * The look behind a handed job answered without its EXISTS (in the fetch's scope: its KEYS): the
@@ -312,8 +319,10 @@ const FETCH_OPTS = "local opts = opts -- the worker's options as made by the han
 export function handOffAddScript(addBody: string, moveToActiveBody: string): LuaScript {
   // The fused fetch's lease takes the time read below (`now`) rather than reading it again; its
   // attempt start, a record created earlier in the same script (CREATED_RUN).
+  // The job the add held back is fetched without BullMQ's text where it is the text handed-fetch.ts knows.
+  const direct = handedFetch(moveToActiveBody);
   const fused = fetchLeaseBeginScript(
-    fetchAndLook(moveToActiveBody, false, SOLE_JOB),
+    fetchAndLook(moveToActiveBody, false, SOLE_JOB, direct ? 'handedFetch(KEYS, ARGV)' : undefined),
     'now',
     false,
     CREATED_RUN,
@@ -381,6 +390,7 @@ if terms.name ~= '' then opts.name = terms.name end
 -- written with it as they would print the number.
 local nowText = string.format('%d', now)
 local FA = {terms.prefix, nowText, ${fetchArgs}}
+${direct ?? ''}
 for i = 1, #terms.startArgs do FA[#FA + 1] = terms.startArgs[i] end
 FA[#FA] = nowText
 local function fetchFor(KEYS, ARGV)

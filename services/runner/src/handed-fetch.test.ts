@@ -1,0 +1,145 @@
+/**
+ * The hand-off's direct fetch (`@islet/runs` handed-fetch.ts) against BullMQ's own moveToActive
+ * text: the same registration and the same add, once through each script, each from the same keys
+ * (DUMP and RESTORE of all of them), run the same commands inside the script (MONITOR; Redis's
+ * times masked) and hand the worker the same answer. Real redis-server, real BullMQ, run store and
+ * fair share.
+ */
+import { keys } from '@islet/core';
+import type { LuaScript } from '@islet/core/lua-script';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { handedFetch, handOffAddScript, handOffKeys, MOVE_TO_ACTIVE_SHA1, runJobOptions } from '@islet/runs';
+import { Queue, type RedisClient } from 'bullmq';
+import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
+import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
+import type { Redis } from 'ioredis';
+import { unpack } from 'msgpackr';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handOff, mode, runnerHarness, untilIdle } from '../test/runner-harness.ts';
+
+let redis: Redis;
+const h = runnerHarness('handed-fetch-test');
+const { newRun, monitor, setUp, warmUp } = h;
+const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
+
+beforeAll(async () => {
+  ({ redis } = await h.start());
+});
+afterAll(() => h.close());
+
+/** Every key's DUMP. */
+async function dumpAll(): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  for (const k of await redis.keys('*')) {
+    const v = await redis.dumpBuffer(k);
+    if (v) out.set(k, v);
+  }
+  return out;
+}
+
+/** Times (Redis's and the add's, ms: 13 digits) masked, deep. */
+function masked(v: unknown): unknown {
+  if (typeof v === 'string') return v.replace(/\d{13}/g, 'T');
+  if (typeof v === 'number') return v > 1e12 ? 'T' : v;
+  if (Array.isArray(v)) return v.map(masked);
+  if (v && typeof v === 'object')
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, masked(x)]));
+  return v;
+}
+
+/** A queue whose standard add runs `script` (the hand-off's add, with the queue's hand-off keys). */
+function queueWith(script: LuaScript): Queue {
+  const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
+  const scripts = (q as unknown as { scripts: { execCommand: unknown } }).scripts;
+  const { idle, idleArgs } = handOffKeys(q.keys[''] ?? '', '');
+  scripts.execCommand = (client: RedisClient, name: string, args: unknown[]) => {
+    if (name !== 'addStandardJob') throw new Error(`unexpected ${name}`);
+    return script.run(
+      client as unknown as Redis,
+      [...(args.slice(0, 9) as string[]), q.keys.prioritized ?? '', idle, idleArgs],
+      args.slice(9) as (string | number)[],
+    );
+  };
+  return q;
+}
+
+describe("the hand-off's direct fetch", () => {
+  it('is written against one BullMQ text: another text runs as it is', () => {
+    expect(handedFetch(moveToActive.content)).toBeDefined();
+    expect(handedFetch(`${moveToActive.content}\n`)).toBeUndefined();
+    expect(MOVE_TO_ACTIVE_SHA1).toHaveLength(40);
+    const direct = handOffAddScript(addStandardJob.content, moveToActive.content).source;
+    expect(direct).toContain('handedFetch(KEYS, ARGV) or bullFetch()');
+    expect(handOffAddScript(addStandardJob.content, `${moveToActive.content}\n`).source).not.toContain(
+      'handedFetch',
+    );
+  });
+
+  it.each([
+    ['alone in the queue', false],
+    ['with a prioritized job behind it (the base marker left set)', true],
+  ])(
+    "writes what BullMQ's moveToActive text writes through the hand-off, in its order, and hands the same answer: %s",
+    async (_, behind) => {
+      const direct = handOffAddScript(addStandardJob.content, moveToActive.content);
+      const text = handOffAddScript(addStandardJob.content, `${moveToActive.content}\n`);
+      // A worker's registration (a real runner's, after a run), kept under an id no one pops.
+      const t = await setUp('direct', true, undefined, { handOff: true });
+      let terms: Record<string, unknown>;
+      try {
+        await warmUp(t, 'dw');
+        await untilIdle(redis, t);
+        terms = JSON.parse((await redis.hget(handOff.idleArgs, t.worker().id)) ?? '{}');
+      } finally {
+        await t.close();
+      }
+      const ghost = handOffKeys(prefix, 'ghost');
+      await redis.hset(handOff.idleArgs, 'ghost', JSON.stringify({ ...terms, handOff: ghost.handOff }));
+      await newRun('d1');
+      // A job BullMQ's fetch would take after the wait list's: the look behind the handed job finds it.
+      if (behind) await redis.zadd(`${prefix}prioritized`, 1, 'p1');
+      const state = await dumpAll();
+      const addThrough = async (script: LuaScript) => {
+        await redis.flushall();
+        for (const [k, v] of state) await redis.restore(k, 0, v, 'REPLACE');
+        const now = Number((await redis.time())[0]) * 1000;
+        await redis.zadd(handOff.idle, now + 60_000, 'ghost');
+        const q = queueWith(script);
+        // Its connection's own writes (BullMQ's meta) before MONITOR starts: none of them in what it sees.
+        await q.waitUntilReady();
+        await redis.echo('ready');
+        const m = await monitor();
+        try {
+          await q.add('run', { runId: 'd1', tenant: 'acme', enqueuedAtMs: 1 }, runJobOptions('d1', 1));
+        } finally {
+          await m.stop();
+          await q.close();
+        }
+        const inside = m.seen.filter((c) => !m.sent.includes(c));
+        const [handed] = await redis.zrangeBuffer(ghost.handOff, 0, -1);
+        return { inside: masked(inside), answer: masked(handed ? unpack(handed) : undefined) };
+      };
+      const a = await addThrough(direct);
+      const b = await addThrough(text);
+      expect(a.inside).toEqual(b.inside);
+      expect(a.answer).toEqual(b.answer);
+      // The job was handed: pushed onto active, locked with the registration's token, started.
+      const names = (a.inside as string[][]).map((c) => c[0]);
+      expect(names).toEqual(expect.arrayContaining(['lpush', 'set', 'hset']));
+      // Behind it another job: the base marker set (held, then written), else removed.
+      expect(a.inside).toContainEqual(
+        behind ? ['zadd', `${prefix}marker`, '0', '0'] : ['zrem', `${prefix}marker`, '0'],
+      );
+      expect(a.inside).toContainEqual([
+        'set',
+        `${prefix}d1:lock`,
+        terms.token,
+        'PX',
+        String(terms.lockDuration),
+      ]);
+      expect((a.answer as unknown[])[0]).toBe(terms.token);
+      expect(await redis.exists(keys.run('d1'))).toBe(1);
+      await redis.flushall();
+    },
+  );
+});
