@@ -16,6 +16,7 @@
  */
 import { LuaScript } from '@islet/core/lua-script';
 import { BULL_QUIET_PRELUDE, quietAdd, quietFetch } from './bull-quiet.ts';
+import { handedAdd } from './handed-add.ts';
 import { handedFetch } from './handed-fetch.ts';
 import { fetchLeaseBeginScript } from './lease-scripts.ts';
 
@@ -336,6 +337,9 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string): Lua
   const fetchArgs = fetchBody === fused ? 'cmsgpack.pack(opts)' : "''";
   // The add's check for a job of the same id asks about the idle set too (JOB_EXISTS).
   const body = addBody.split(JOB_EXISTS).length === 2 ? addBody.replace(JOB_EXISTS, JOB_AND_IDLE) : addBody;
+  // A plain job is added without BullMQ's text where it is the text handed-add.ts knows (and the
+  // hand-off's EXISTS is in it: \`jobOrIdle\`).
+  const directAdd = body !== addBody ? handedAdd(addBody) : undefined;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
 local prioritizedKey, idleKey, idleArgsKey = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
 -- The hand-off's own bookkeeping: not propagated (see handOffAddScript).
@@ -348,7 +352,11 @@ end
 local AK = {unpack(KEYS, 1, #KEYS - 3)}
 local idleSeen, newJob, waitAbsent
 local delayedKey = AK[6]
+local jobAsked, jobThere
 local function jobOrIdle(jobKey)
+  -- Asked already (the direct add, handed-add.ts, found the job there and left it to BullMQ's text,
+  -- nothing written since): the same answer, not asked again.
+  if jobAsked == jobKey then return jobThere end
   local j, w, i, d = jobKey, AK[1], idleKey, delayedKey
   local n = redis.call('EXISTS', j, j, j, j, j, j, j, j, j, j, j, j, j, j, j, j,
     w, w, w, w, w, w, w, w, i, i, i, i, d, d, prioritizedKey)
@@ -358,12 +366,14 @@ local function jobOrIdle(jobKey)
   -- Absent sets are answered by the hand-off's fetch without asking (bull-quiet.ts' bullAbsent).
   if n % 4 < 2 then bullAbsent[delayedKey] = true end
   if n % 2 == 0 then bullAbsent[prioritizedKey] = true end
-  return n >= 16 and 1 or 0
+  jobAsked, jobThere = jobKey, n >= 16 and 1 or 0
+  return jobThere
 end
 ${NEW_JOB}
 ${HELD_MARKER}
+${directAdd ?? ''}
 local function add(KEYS, ARGV)
-${quietAdd(body)}
+${quietAdd(body, directAdd ? 'local handed = handedAdd(KEYS, ARGV)\nif handed ~= nil then return handed end' : '')}
 end
 local added = add(AK, ARGV)
 -- The fetch below takes this very job only from a held push (the wait list's only one): else the

@@ -1,6 +1,7 @@
 /**
- * The hand-off's direct fetch (`@islet/runs` handed-fetch.ts) against BullMQ's own moveToActive
- * text: the same registration and the same add, once through each script, each from the same keys
+ * The hand-off's direct add and fetch (`@islet/runs` handed-add.ts, handed-fetch.ts) against
+ * BullMQ's own addStandardJob and moveToActive texts: the same registration and the same add, once
+ * through each script, each from the same keys
  * (DUMP and RESTORE of all of them), run the same commands inside the script (MONITOR; Redis's
  * times masked) and hand the worker the same answer. Real redis-server, real BullMQ, run store and
  * fair share.
@@ -8,7 +9,15 @@
 import { keys } from '@islet/core';
 import type { LuaScript } from '@islet/core/lua-script';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { handedFetch, handOffAddScript, handOffKeys, MOVE_TO_ACTIVE_SHA1, runJobOptions } from '@islet/runs';
+import {
+  ADD_STANDARD_JOB_SHA1,
+  handedAdd,
+  handedFetch,
+  handOffAddScript,
+  handOffKeys,
+  MOVE_TO_ACTIVE_SHA1,
+  runJobOptions,
+} from '@islet/runs';
 import { Queue, type RedisClient } from 'bullmq';
 import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
@@ -18,7 +27,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handOff, mode, runnerHarness, untilIdle } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('handed-fetch-test');
+const h = runnerHarness('handed-paths-test');
 const { newRun, monitor, setUp, warmUp } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 
@@ -63,26 +72,37 @@ function queueWith(script: LuaScript): Queue {
   return q;
 }
 
-describe("the hand-off's direct fetch", () => {
-  it('is written against one BullMQ text: another text runs as it is', () => {
+/** BullMQ's own texts with a line more: no direct path is taken for them. */
+const addText = `${addStandardJob.content}\n`;
+const fetchText = `${moveToActive.content}\n`;
+
+describe("the hand-off's direct add and fetch", () => {
+  it('are written against one BullMQ text each: another text runs as it is', () => {
     expect(handedFetch(moveToActive.content)).toBeDefined();
-    expect(handedFetch(`${moveToActive.content}\n`)).toBeUndefined();
-    expect(MOVE_TO_ACTIVE_SHA1).toHaveLength(40);
+    expect(handedFetch(fetchText)).toBeUndefined();
+    expect(handedAdd(addStandardJob.content)).toBeDefined();
+    expect(handedAdd(addText)).toBeUndefined();
+    expect([MOVE_TO_ACTIVE_SHA1, ADD_STANDARD_JOB_SHA1].map((s) => s.length)).toEqual([40, 40]);
     const direct = handOffAddScript(addStandardJob.content, moveToActive.content).source;
     expect(direct).toContain('handedFetch(KEYS, ARGV) or bullFetch()');
-    expect(handOffAddScript(addStandardJob.content, `${moveToActive.content}\n`).source).not.toContain(
-      'handedFetch',
-    );
+    expect(direct).toContain('local handed = handedAdd(KEYS, ARGV)');
+    const text = handOffAddScript(addText, fetchText).source;
+    expect(text).not.toContain('handedFetch');
+    expect(text).not.toContain('handedAdd');
   });
 
   it.each([
-    ['alone in the queue', false],
-    ['with a prioritized job behind it (the base marker left set)', true],
+    ['alone in the queue', 'alone'],
+    ['with a prioritized job behind it (the base marker left set)', 'behind'],
+    ['the queue paused (the job on the paused list, no fetch)', 'paused'],
+    ["a duplicate of a job there (the add's text runs)", 'duplicate'],
   ])(
-    "writes what BullMQ's moveToActive text writes through the hand-off, in its order, and hands the same answer: %s",
-    async (_, behind) => {
+    "send what BullMQ's texts send through the hand-off, in their order, and hand the same answer: %s",
+    async (_, setting) => {
       const direct = handOffAddScript(addStandardJob.content, moveToActive.content);
-      const text = handOffAddScript(addStandardJob.content, `${moveToActive.content}\n`);
+      const text = handOffAddScript(addText, fetchText);
+      // Each direct path alike on its own: the direct add with BullMQ's fetch text.
+      const addOnly = handOffAddScript(addStandardJob.content, fetchText);
       // A worker's registration (a real runner's, after a run), kept under an id no one pops.
       const t = await setUp('direct', true, undefined, { handOff: true });
       let terms: Record<string, unknown>;
@@ -97,7 +117,9 @@ describe("the hand-off's direct fetch", () => {
       await redis.hset(handOff.idleArgs, 'ghost', JSON.stringify({ ...terms, handOff: ghost.handOff }));
       await newRun('d1');
       // A job BullMQ's fetch would take after the wait list's: the look behind the handed job finds it.
-      if (behind) await redis.zadd(`${prefix}prioritized`, 1, 'p1');
+      if (setting === 'behind') await redis.zadd(`${prefix}prioritized`, 1, 'p1');
+      if (setting === 'paused') await redis.hset(`${prefix}meta`, 'paused', '1');
+      if (setting === 'duplicate') await redis.hset(`${prefix}d1`, 'name', 'run', 'timestamp', '1');
       const state = await dumpAll();
       const addThrough = async (script: LuaScript) => {
         await redis.flushall();
@@ -119,27 +141,42 @@ describe("the hand-off's direct fetch", () => {
         const [handed] = await redis.zrangeBuffer(ghost.handOff, 0, -1);
         return { inside: masked(inside), answer: masked(handed ? unpack(handed) : undefined) };
       };
-      const a = await addThrough(direct);
-      const b = await addThrough(text);
-      expect(a.inside).toEqual(b.inside);
-      expect(a.answer).toEqual(b.answer);
-      // The job was handed: pushed onto active, locked with the registration's token, started.
-      const names = (a.inside as string[][]).map((c) => c[0]);
-      expect(names).toEqual(expect.arrayContaining(['lpush', 'set', 'hset']));
-      // Behind it another job: the base marker set (held, then written), else removed.
-      expect(a.inside).toContainEqual(
-        behind ? ['zadd', `${prefix}marker`, '0', '0'] : ['zrem', `${prefix}marker`, '0'],
-      );
-      expect(a.inside).toContainEqual([
-        'set',
-        `${prefix}d1:lock`,
-        terms.token,
-        'PX',
-        String(terms.lockDuration),
-      ]);
-      expect((a.answer as unknown[])[0]).toBe(terms.token);
-      expect(await redis.exists(keys.run('d1'))).toBe(1);
-      await redis.flushall();
+      try {
+        const a = await addThrough(direct);
+        const b = await addThrough(text);
+        const c = await addThrough(addOnly);
+        expect(a.inside).toEqual(b.inside);
+        expect(a.answer).toEqual(b.answer);
+        expect(c.inside).toEqual(b.inside);
+        expect(c.answer).toEqual(b.answer);
+        const sent = a.inside as string[][];
+        if (setting === 'paused') {
+          expect(sent).toContainEqual(['lpush', `${prefix}paused`, 'd1']);
+          expect(a.answer).toBeUndefined();
+          return;
+        }
+        if (setting === 'duplicate') {
+          expect(sent.some((c) => c[0] === 'hmset')).toBe(false);
+          return;
+        }
+        // The job was handed: pushed onto active, locked with the registration's token, started.
+        expect(sent).toContainEqual(['lpush', `${prefix}active`, 'd1']);
+        expect(sent).toContainEqual([
+          'set',
+          `${prefix}d1:lock`,
+          terms.token,
+          'PX',
+          String(terms.lockDuration),
+        ]);
+        expect((a.answer as unknown[])[0]).toBe(terms.token);
+        // Behind it another job: the base marker set (held, then written), else removed.
+        expect(sent).toContainEqual(
+          setting === 'behind' ? ['zadd', `${prefix}marker`, '0', '0'] : ['zrem', `${prefix}marker`, '0'],
+        );
+        expect(await redis.exists(keys.run('d1'))).toBe(1);
+      } finally {
+        await redis.flushall();
+      }
     },
   );
 });
