@@ -90,7 +90,10 @@ export const REGISTER_IDLE = new LuaScript(`redis.set_repl(redis.REPL_NONE)
 if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+-- The expiry as Redis prints a whole number (its digits), by '%d' rather than its float printer.
+local expiry = now + tonumber(ARGV[2])
+if expiry == math.floor(expiry) and expiry < 2 ^ 52 then expiry = string.format('%d', expiry) end
+redis.call('ZADD', KEYS[1], expiry, ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1`);
 
@@ -268,7 +271,8 @@ local function jobWritten(cmd, key, ...)
     local v = flat[i]
     if type(v) == 'number' then
       if v ~= math.floor(v) or math.abs(v) >= 2 ^ 52 then whole = false end
-      flat[i] = string.format('%.17g', v)
+      -- A zero (the delay, the priority) without the printer: a positive zero prints as '0'.
+      if v == 0 and 1 / v > 0 then flat[i] = '0' else flat[i] = string.format('%.17g', v) end
     elseif type(v) ~= 'string' then return end
   end
   bullQ.known = {key, flat}
