@@ -403,9 +403,9 @@ if terms.name ~= '' then opts.name = terms.name end
 -- The time as text once (Redis's TIME: whole ms): BullMQ's processedOn and the record's updatedAt are
 -- written with it as they would print the number.
 local nowText = string.format('%d', now)
-local FA = {terms.prefix, nowText, ${fetchArgs}}
+-- The start's arguments copied by unpack (C, the table made at its size), not one by one.
+local FA = {terms.prefix, nowText, ${fetchArgs}, unpack(terms.startArgs)}
 ${direct ?? ''}
-for i = 1, #terms.startArgs do FA[#FA + 1] = terms.startArgs[i] end
 FA[#FA] = nowText
 local function fetchFor(KEYS, ARGV)
 ${fetchBody}
