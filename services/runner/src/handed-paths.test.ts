@@ -93,6 +93,8 @@ describe("the hand-off's direct add and fetch", () => {
 
   it.each([
     ['alone in the queue', 'alone'],
+    ['alone, its worker named (`pb` written)', 'named'],
+    ['alone, its worker unnamed', 'unnamed'],
     ['with a prioritized job behind it (the base marker left set)', 'behind'],
     ['the queue paused (the job on the paused list, no fetch)', 'paused'],
     ["a duplicate of a job there (the add's text runs)", 'duplicate'],
@@ -114,7 +116,8 @@ describe("the hand-off's direct add and fetch", () => {
         await t.close();
       }
       const ghost = handOffKeys(prefix, 'ghost');
-      await redis.hset(handOff.idleArgs, 'ghost', JSON.stringify({ ...terms, handOff: ghost.handOff }));
+      const name = setting === 'named' ? 'w1' : setting === 'unnamed' ? '' : terms.name;
+      await redis.hset(handOff.idleArgs, 'ghost', JSON.stringify({ ...terms, name, handOff: ghost.handOff }));
       await newRun('d1');
       // A job BullMQ's fetch would take after the wait list's: the look behind the handed job finds it.
       if (setting === 'behind') await redis.zadd(`${prefix}prioritized`, 1, 'p1');
@@ -169,6 +172,11 @@ describe("the hand-off's direct add and fetch", () => {
           String(terms.lockDuration),
         ]);
         expect((a.answer as unknown[])[0]).toBe(terms.token);
+        const start = sent.find((c) => c[0] === 'hset' && c[1] === `${prefix}d1`);
+        if (setting === 'named')
+          expect(start).toEqual(['hset', `${prefix}d1`, 'processedOn', 'T', 'pb', 'w1', 'ats', '1']);
+        if (setting === 'unnamed')
+          expect(start).toEqual(['hset', `${prefix}d1`, 'processedOn', 'T', 'ats', '1']);
         // Behind it another job: the base marker set (held, then written), else removed.
         expect(sent).toContainEqual(
           setting === 'behind' ? ['zadd', `${prefix}marker`, '0', '0'] : ['zrem', `${prefix}marker`, '0'],

@@ -19,7 +19,8 @@
  *   no limiter and a lock token (not '0'); the job's id does not start with '0:' (BullMQ's marker ids).
  * The writes, in the text's order: `LPUSH active <id>` (the held push's RPOPLPUSH), `SET <job>:lock
  * <token> PX <lockDuration>`, the base marker held (`held`, as the wrapper holds the text's ZADD),
- * the job's start (`bullStartJob`: `processedOn`, `pb` when the worker has a name, `ats`); the
+ * the job's start (as `bullStartJob` makes it for the add's fresh hash: `processedOn`, `pb` when
+ * the worker has a name, `ats` 1, one HSET, the fields appended to the noted hash); the
  * `active` event is not written (bull-quiet.ts). The answer is the text's: {job, id, 0, 0}.
  *
  * Written against one text: `MOVE_TO_ACTIVE_SHA1`, the SHA1 of BullMQ 5.81.5's moveToActive-11 as
@@ -48,11 +49,29 @@ const HANDED_FETCH = `local function handedFetch(KEYS, ARGV)
   local meta = bullQ.meta and bullQ.meta['${META_READ}']
   if not meta or meta[1] or meta[2] or meta[3] or meta[4] then return nil end
   if opts.limiter ~= nil or opts.token == '0' or string.sub(id, 1, 2) == '0:' then return nil end
+  -- The job's start as bullStartJob makes it for a hash the add's HMSET has just written (none of
+  -- the start's fields in it: \`ats\` 0, so 1) with text values: its fields appended, one HSET.
+  local name, processedOn, job = opts.name, ARGV[2], bullQ.known[2]
+  if type(processedOn) ~= 'string' or (name ~= nil and type(name) ~= 'string') then return nil end
+  for i = 1, #job, 2 do
+    local f = job[i]
+    if f == 'processedOn' or f == 'pb' or f == 'ats' then return nil end
+  end
   heldPush = nil
   bullCall('LPUSH', KEYS[2], id)
   bullCall('SET', jobKey .. ':lock', opts.token, 'PX', opts.lockDuration)
   held = true
-  return {bullStartJob(jobKey, ARGV[2], opts.name and {'pb', opts.name} or {}), id, 0, 0}
+  bullQ.known = nil
+  local n = #job
+  job[n + 1], job[n + 2] = 'processedOn', processedOn
+  if name then
+    job[n + 3], job[n + 4], job[n + 5], job[n + 6] = 'pb', name, 'ats', '1'
+    bullCall('HSET', jobKey, 'processedOn', processedOn, 'pb', name, 'ats', '1')
+  else
+    job[n + 3], job[n + 4] = 'ats', '1'
+    bullCall('HSET', jobKey, 'processedOn', processedOn, 'ats', '1')
+  end
+  return {job, id, 0, 0}
 end`;
 
 /** The hand-off's direct fetch for `moveToActiveBody`, or undefined when that is not the text it was written against. */
