@@ -233,6 +233,14 @@ try {
   if (process.env.SOURCES_TO) {
     writeFileSync(`${process.env.SOURCES_TO}/submit.lua`, recorded[submitAt]![1]!);
     writeFileSync(`${process.env.SOURCES_TO}/end.lua`, recorded[endAt]![1]!);
+    // The submit's keys and arguments (after the sha), one a line, for reading what the call sends.
+    writeFileSync(
+      `${process.env.SOURCES_TO}/submit-args.txt`,
+      submit
+        .slice(1)
+        .map((b) => JSON.stringify(b.toString('latin1')))
+        .join('\n'),
+    );
   }
   /**
    * `PATCH_SUBMIT` / `PATCH_END` (JSON: [[find, replace], …], each find's every occurrence): a
@@ -346,6 +354,8 @@ try {
       changed: await touched(preSubmit, call),
     });
   }
+  // `ONLY` (a label, e.g. `submit`): only that side measured (a callgrind file of one script's calls).
+  if (process.env.ONLY) sides.splice(0, sides.length, ...sides.filter((s) => s.label === process.env.ONLY));
   for (const s of sides)
     console.log(
       `${s.label}: ${s.changed.length} keys restored after each call${process.env.KEYS_SHOWN ? `: ${s.changed.join(' ')}` : ''}`,

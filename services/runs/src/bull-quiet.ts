@@ -217,12 +217,13 @@ const ADD_COUNTER = 'local jobCounter = rcall("INCR", KEYS[4])';
  * its events stream, KEYS[3] meta, KEYS[9] the marker. The job counter's INCR goes only for a job
  * without an id of its own: decided by BullMQ's own unpacked arguments where the text is BullMQ 5's,
  * else by unpacking them once more (KEYS[4], the counter, answered 0 for a job with its own id).
+ * `first`: Lua run after the roles are set, before BullMQ's text (the hand-off's direct add).
  */
-export function quietAdd(addBody: string): string {
+export function quietAdd(addBody: string, first = ''): string {
   const roles = `local redis = bullRedis
 bullSet('events', KEYS[8])
 bullSet('metaKey', KEYS[3])
-bullSet('marker', KEYS[9])`;
+bullSet('marker', KEYS[9])${first ? `\n${first}` : ''}`;
   if (addBody.split(ADD_COUNTER).length === 2)
     return `${roles}
 ${addBody.replace(

@@ -16,6 +16,8 @@
  */
 import { LuaScript } from '@islet/core/lua-script';
 import { BULL_QUIET_PRELUDE, quietAdd, quietFetch } from './bull-quiet.ts';
+import { handedAdd } from './handed-add.ts';
+import { handedFetch } from './handed-fetch.ts';
 import { fetchLeaseBeginScript } from './lease-scripts.ts';
 
 /** The hand-off's keys of a queue (`queuePrefix`: BullMQ's `keys['']`, e.g. `islet:{runs-x}:`). */
@@ -52,13 +54,19 @@ export interface IdleTerms {
  * workers; `knownEmpty`: a Lua expression that, true, says so without asking). Element 5 is the run's start, set by `fetch-lease-begin-11` (nil for a skill's job).
  * Keys are moveToActive-11's: 1 wait, 3 prioritized, 7 delayed, 11 marker. BullMQ's text runs
  * through bull-quiet.ts' `bullCall`; `ownPrelude` false: the enclosing script defines it (an add
- * and a fetch in one script share what it knows).
+ * and a fetch in one script share what it knows). `direct`: a Lua expression answering the fetch
+ * without BullMQ's text, or nil to have the text run (the hand-off's: handed-fetch.ts).
  */
-export function fetchAndLook(moveToActiveBody: string, ownPrelude = true, knownEmpty?: string): string {
+export function fetchAndLook(
+  moveToActiveBody: string,
+  ownPrelude = true,
+  knownEmpty?: string,
+  direct?: string,
+): string {
   return `${ownPrelude ? `${BULL_QUIET_PRELUDE}\n` : ''}local function bullFetch()
 ${quietFetch(moveToActiveBody)}
 end
-local fetched = bullFetch()
+local fetched = ${direct ? `${direct} or ` : ''}bullFetch()
 if type(fetched[1]) == 'table' then
   local drained = 0
   -- Empty lists and sets do not exist: one EXISTS answers for the three.
@@ -82,7 +90,10 @@ export const REGISTER_IDLE = new LuaScript(`redis.set_repl(redis.REPL_NONE)
 if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+-- The expiry as Redis prints a whole number (its digits), by '%d' rather than its float printer.
+local expiry = now + tonumber(ARGV[2])
+if expiry == math.floor(expiry) and expiry < 2 ^ 52 then expiry = string.format('%d', expiry) end
+redis.call('ZADD', KEYS[1], expiry, ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1`);
 
@@ -202,7 +213,10 @@ local function pushHeld()
   end
 end
 local bullRedis = setmetatable({call = function(cmd, key, ...)
-  if key == newJob then jobWritten(cmd, key, ...) end
+  if key == newJob then
+    local text = jobWritten(cmd, key, ...)
+    if text then return bullCall(cmd, key, unpack(text)) end
+  end
   if idleSeen and key == markerKey and cmd == 'ZADD' and select('#', ...) == 2
     and tostring((...)) == '0' and tostring(select(2, ...)) == '0' then
     held = true
@@ -252,13 +266,20 @@ local function jobWritten(cmd, key, ...)
     return
   end
   jobNoted = true
-  local flat = {...}
+  local flat, whole = {...}, true
   for i = 1, n do
     local v = flat[i]
-    if type(v) == 'number' then flat[i] = string.format('%.17g', v)
+    if type(v) == 'number' then
+      if v ~= math.floor(v) or math.abs(v) >= 2 ^ 52 then whole = false end
+      -- A zero (the delay, the priority) without the printer: a positive zero prints as '0'.
+      if v == 0 and 1 / v > 0 then flat[i] = '0' else flat[i] = string.format('%.17g', v) end
     elseif type(v) ~= 'string' then return end
   end
   bullQ.known = {key, flat}
+  -- The same text to Redis when every number is whole: it prints a number argument as %.17g too, with
+  -- libc's float printer (~2-4 K instructions each: the timestamp, delay and priority), so printing
+  -- it here once saves that (test/bench/README.md, round 35, \`submit-lua\`).
+  if whole then return flat end
 end`;
 
 /**
@@ -303,8 +324,10 @@ const FETCH_OPTS = "local opts = opts -- the worker's options as made by the han
 export function handOffAddScript(addBody: string, moveToActiveBody: string): LuaScript {
   // The fused fetch's lease takes the time read below (`now`) rather than reading it again; its
   // attempt start, a record created earlier in the same script (CREATED_RUN).
+  // The job the add held back is fetched without BullMQ's text where it is the text handed-fetch.ts knows.
+  const direct = handedFetch(moveToActiveBody);
   const fused = fetchLeaseBeginScript(
-    fetchAndLook(moveToActiveBody, false, SOLE_JOB),
+    fetchAndLook(moveToActiveBody, false, SOLE_JOB, direct ? 'handedFetch(KEYS, ARGV)' : undefined),
     'now',
     false,
     CREATED_RUN,
@@ -318,6 +341,9 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string): Lua
   const fetchArgs = fetchBody === fused ? 'cmsgpack.pack(opts)' : "''";
   // The add's check for a job of the same id asks about the idle set too (JOB_EXISTS).
   const body = addBody.split(JOB_EXISTS).length === 2 ? addBody.replace(JOB_EXISTS, JOB_AND_IDLE) : addBody;
+  // A plain job is added without BullMQ's text where it is the text handed-add.ts knows (and the
+  // hand-off's EXISTS is in it: \`jobOrIdle\`).
+  const directAdd = body !== addBody ? handedAdd(addBody) : undefined;
   return new LuaScript(`${BULL_QUIET_PRELUDE}
 local prioritizedKey, idleKey, idleArgsKey = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
 -- The hand-off's own bookkeeping: not propagated (see handOffAddScript).
@@ -330,7 +356,11 @@ end
 local AK = {unpack(KEYS, 1, #KEYS - 3)}
 local idleSeen, newJob, waitAbsent
 local delayedKey = AK[6]
+local jobAsked, jobThere
 local function jobOrIdle(jobKey)
+  -- Asked already (the direct add, handed-add.ts, found the job there and left it to BullMQ's text,
+  -- nothing written since): the same answer, not asked again.
+  if jobAsked == jobKey then return jobThere end
   local j, w, i, d = jobKey, AK[1], idleKey, delayedKey
   local n = redis.call('EXISTS', j, j, j, j, j, j, j, j, j, j, j, j, j, j, j, j,
     w, w, w, w, w, w, w, w, i, i, i, i, d, d, prioritizedKey)
@@ -340,12 +370,14 @@ local function jobOrIdle(jobKey)
   -- Absent sets are answered by the hand-off's fetch without asking (bull-quiet.ts' bullAbsent).
   if n % 4 < 2 then bullAbsent[delayedKey] = true end
   if n % 2 == 0 then bullAbsent[prioritizedKey] = true end
-  return n >= 16 and 1 or 0
+  jobAsked, jobThere = jobKey, n >= 16 and 1 or 0
+  return jobThere
 end
 ${NEW_JOB}
 ${HELD_MARKER}
+${directAdd ?? ''}
 local function add(KEYS, ARGV)
-${quietAdd(body)}
+${quietAdd(body, directAdd ? 'local handed = handedAdd(KEYS, ARGV)\nif handed ~= nil then return handed end' : '')}
 end
 local added = add(AK, ARGV)
 -- The fetch below takes this very job only from a held push (the wait list's only one): else the
@@ -368,9 +400,13 @@ if not ok or type(terms) ~= 'table' then
 end
 local opts = {token = terms.token, lockDuration = tonumber(terms.lockDuration)}
 if terms.name ~= '' then opts.name = terms.name end
-local FA = {terms.prefix, now, ${fetchArgs}}
-for i = 1, #terms.startArgs do FA[#FA + 1] = terms.startArgs[i] end
-FA[#FA] = now
+-- The time as text once (Redis's TIME: whole ms): BullMQ's processedOn and the record's updatedAt are
+-- written with it as they would print the number.
+local nowText = string.format('%d', now)
+-- The start's arguments copied by unpack (C, the table made at its size), not one by one.
+local FA = {terms.prefix, nowText, ${fetchArgs}, unpack(terms.startArgs)}
+${direct ?? ''}
+FA[#FA] = nowText
 local function fetchFor(KEYS, ARGV)
 ${fetchBody}
 end
@@ -391,6 +427,6 @@ else
   countHeld()
 end
 unpropagated('HDEL', idleArgsKey, worker)
-unpropagated('ZADD', terms.handOff, 0, cmsgpack.pack({terms.token, answer}))
+unpropagated('ZADD', terms.handOff, '0', cmsgpack.pack({terms.token, answer}))
 return added`);
 }

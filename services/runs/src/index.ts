@@ -16,6 +16,8 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
+export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 export {
   CLOSE_IDLE,
   fetchAndLook,

@@ -4,6 +4,6 @@
 -- tenant listened when the caller looked (includes/admit-tenant.lua), and those that start later
 -- read the feed after they subscribe (run-index.ts `markFeedListened`).
 local function feedAppend(feed, type, id, tenant, quiet)
-  redis.call('XADD', feed, 'MAXLEN', '~', ${FEED_MAX_LEN}, '*', 'type', type, 'id', id)
+  redis.call('XADD', feed, 'MAXLEN', '~', '${FEED_MAX_LEN}', '*', 'type', type, 'id', id)
   if not quiet then redis.call('PUBLISH', '${TENANT_FEED_CHANNEL}', tenant) end
 end

@@ -36,7 +36,9 @@ local function acquireLease(k, a, seen, now, uncounted)
   end
   -- The tenant's leases with their expiries, read once: this job's reservation, the live count the
   -- share compares, whether another live lease keeps the key alive, and lapsed ones to drop.
-  local rows = redis.call('ZRANGE', leases, 0, -1, 'WITHSCORES')
+  -- (Numbers an argument takes are written as text here: Redis prints a Lua number with libc's
+  -- float printer, ~2-4 K instructions each; test/bench/README.md, round 35, `submit-lua`.)
+  local rows = redis.call('ZRANGE', leases, '0', '-1', 'WITHSCORES')
   local reserved, live, lapsed = false, 0, false
   for i = 1, #rows, 2 do
     if rows[i] == job then reserved = true
@@ -57,9 +59,12 @@ local function acquireLease(k, a, seen, now, uncounted)
   -- Whether this tenant is in the pool's waiting list (read below, before any deferral).
   local mineListed, othersDeferred = false, false
   local function take(id)
-    redis.call('ZADD', leases, now + lease, id)
+    -- The expiry printed once for both ZADDs, as Redis prints a whole number (its digits).
+    local expiry = now + lease
+    if expiry == math.floor(expiry) and math.abs(expiry) < 2 ^ 52 then expiry = string.format('%d', expiry) end
+    redis.call('ZADD', leases, expiry, id)
     if fresh then redis.call('PEXPIRE', leases, lease * 2) end
-    redis.call('ZADD', busy, now + lease, id)
+    redis.call('ZADD', busy, expiry, id)
   end
   -- A deferred job's place in its tenant's line: Redis's time in ms with the microseconds as three
   -- decimals, so jobs deferred in the same ms keep the order their scripts ran in (their fetches':
@@ -93,14 +98,14 @@ local function acquireLease(k, a, seen, now, uncounted)
   -- listed (every script that empties its deferred set unlists it after, never before), so an
   -- empty list answers for this tenant's order and for the others at once.
   local listed = {}
-  if not (seen and seen[waitingKey]) then listed = redis.call('ZRANGE', waitingKey, 0, 1) end
+  if not (seen and seen[waitingKey]) then listed = redis.call('ZRANGE', waitingKey, '0', '1') end
   for _, t in ipairs(listed) do
     if t == tenant then mineListed = true else othersDeferred = true end
   end
   if #listed == 2 and not mineListed then mineListed = redis.call('ZSCORE', waitingKey, tenant) ~= false end
   local oldest, oldestAt
   if mineListed then
-    local first = redis.call('ZRANGE', deferred, 0, 0, 'WITHSCORES')
+    local first = redis.call('ZRANGE', deferred, '0', '0', 'WITHSCORES')
     oldest, oldestAt = first[1], first[2]
   end
   -- Picked up from the queue: no longer queued (a deferred job woken by its recheck was counted
@@ -126,7 +131,7 @@ local function acquireLease(k, a, seen, now, uncounted)
   local mine, known
   local function othersWait()
     if othersDeferred then return true end
-    local sample = redis.call('HRANDFIELD', queued, 2, 'WITHVALUES')
+    local sample = redis.call('HRANDFIELD', queued, '2', 'WITHVALUES')
     local others = false
     for i = 1, #sample, 2 do
       if sample[i] == tenant then mine = tonumber(sample[i + 1]) else others = true end

@@ -5,9 +5,8 @@
 -- none), read in the same MGET (its own without a share).
 local function storedBytesOver(first, last, limit, extra)
   local names = {}
-  if limit ~= '' then
-    for i = first, last do names[#names + 1] = KEYS[i] end
-  end
+  -- Copied by unpack (the table made at its size, not grown key by key).
+  if limit ~= '' then names = {unpack(KEYS, first, last)} end
   local from = #names
   for _, name in ipairs(extra) do names[#names + 1] = name end
   local got = redis.call('MGET', unpack(names))

@@ -1,0 +1,58 @@
+/**
+ * The hand-off's add of a plain job (the gateway's every run) without running BullMQ's
+ * addStandardJob-9 text for it: the commands that text sends on that one path (through
+ * bull-quiet.ts and the hand-off's wrapper, `bullRedis`, which notes the job's hash and holds the
+ * push and the marker) sent directly, in its order. The text makes ~30 functions at every call
+ * (deduplication, parents, delays) and sends three commands that bull-quiet answers without Redis
+ * (the events' two XADDs, the HGET of their length): Lua work for a path whose course the call's
+ * own arguments decide (test/bench/README.md, round 35, `submit-lua`).
+ *
+ * Taken only when the arguments say the text would take that path, decided before any command:
+ * the job has an id of its own (no counter), no parent, parent dependencies, repeat key or
+ * deduplication (`opts.de`), and is not LIFO. Then, as the text: `jobOrIdle` (the hand-off's
+ * EXISTS of the job and the queue's sets); a job of that id found there leaves the rest to the text
+ * (its duplicate path, where `jobOrIdle` answers as it found, not asking again); else the job's HMSET (name, data, `cjson.encode(opts)`, timestamp, delay,
+ * priority: the text's own values), the queue's meta read as `getTargetQueueList` reads it (paused:
+ * the paused list; a concurrency cap reached: no marker), the push and the base marker. Answers the
+ * job's id, as the text. Another text (another BullMQ) gets no such path (`handedAdd` undefined).
+ */
+import { createHash } from 'node:crypto';
+
+/** SHA1 of the addStandardJob-9 text `HANDED_ADD` was written against (BullMQ 5.81.5). */
+export const ADD_STANDARD_JOB_SHA1 = '808626431266f2e834f108cac6b35ce556927132';
+
+/**
+ * `local function handedAdd(KEYS, ARGV)` (addStandardJob-9's keys and arguments), in the hand-off's
+ * script scope after its wrapper (`bullRedis`, `jobOrIdle`): the add's answer, or nil when the text
+ * must run (nothing sent then but a found duplicate's EXISTS, which the text's `jobOrIdle` answers from).
+ */
+const HANDED_ADD = `local function handedAdd(KEYS, ARGV)
+  local args, opts = cmsgpack.unpack(ARGV[1]), cmsgpack.unpack(ARGV[3])
+  local jobId = args[2]
+  if type(jobId) ~= 'string' or jobId == '' or args[5] ~= nil or args[6] ~= nil or args[7] ~= nil
+    or args[8] ~= nil or args[9] ~= nil or opts['de'] ~= nil or opts['lifo'] then
+    return nil
+  end
+  local call = bullRedis.call
+  local jobIdKey = args[1] .. jobId
+  if jobOrIdle(jobIdKey) == 1 then return nil end
+  call('HMSET', jobIdKey, 'name', args[3], 'data', ARGV[2], 'opts', cjson.encode(opts),
+    'timestamp', args[4], 'delay', opts['delay'] or 0, 'priority', opts['priority'] or 0)
+  -- getTargetQueueList's
+  local target, maxed = KEYS[1], false
+  local meta = call('HMGET', KEYS[3], 'paused', 'concurrency', 'max', 'duration')
+  if meta[1] then
+    target, maxed = KEYS[2], true
+  elseif meta[2] and call('LLEN', KEYS[7]) >= tonumber(meta[2]) then
+    maxed = true
+  end
+  call('LPUSH', target, jobId)
+  if not maxed then call('ZADD', KEYS[9], 0, '0') end
+  return jobId
+end`;
+
+/** The hand-off's direct add for `addBody`, or undefined when that is not the text it was written against. */
+export function handedAdd(addBody: string): string | undefined {
+  const sha1 = createHash('sha1').update(addBody).digest('hex');
+  return sha1 === ADD_STANDARD_JOB_SHA1 ? HANDED_ADD : undefined;
+}
