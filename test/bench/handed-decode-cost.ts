@@ -6,12 +6,14 @@
  * Cold: one read after each sleep of `GAP_MS` (default 5; a sequential run's pick-up comes after the
  * runner slept that long), `SAMPLES` a side (default 400), the two alternating: the cost the
  * pick-up pays, each step of its JavaScript running from caches the other processes emptied.
+ * Round 35 (`runner-js`): the rounds 30–34 read (`handed-decode-r30.ts`) is a third side.
  */
 import { createRedis } from '@islet/core';
 import { startRedis } from '@islet/testkit';
 import { unpack } from 'msgpackr';
 import { decodeLuaValue } from '../../services/runner/src/handed-decode.ts';
 import { asReply } from '../../services/runner/test/handed-reference.ts';
+import { decodeLuaValue as decodeR30 } from './handed-decode-r30.ts';
 
 const N = Number(process.env.N ?? 50_000);
 const GAP_MS = Number(process.env.GAP_MS ?? 5);
@@ -20,6 +22,10 @@ const SAMPLES = Number(process.env.SAMPLES ?? 400);
 const before = (b: Buffer) => {
   const [token, answer] = unpack(b) as [unknown, unknown];
   return { token: String(asReply(token)), answer: asReply(answer) };
+};
+const r30 = (b: Buffer) => {
+  const [token, answer] = decodeR30(b) as [unknown, unknown];
+  return { token: String(token ?? null), answer: answer ?? null };
 };
 const now = (b: Buffer) => {
   const [token, answer] = decodeLuaValue(b) as [unknown, unknown];
@@ -46,13 +52,15 @@ try {
   const expr = `{'84890ccb-0c45-41dd-9c5a-95d3e91c1e42:h:0', {${fields}, ${q(id)}, 0, 0, {${record}, 1, {'#attempt','1'}, {1,0}}, 1}}`;
   const member = (await redis.callBuffer('EVAL', `return cmsgpack.pack(${expr})`, 0)) as Buffer;
   const same = JSON.stringify(before(member), (_k, v) => (typeof v === 'bigint' ? `${v}n` : v));
-  if (same !== JSON.stringify(now(member), (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)))
-    throw new Error('the two reads differ');
+  for (const read of [r30, now])
+    if (same !== JSON.stringify(read(member), (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)))
+      throw new Error('the reads differ');
   console.log(`member ${member.length} bytes`);
 
   for (const [name, read] of [
     ['msgpackr unpack + asReply (before)', before],
-    ['decodeLuaValue (round 30)', now],
+    ['decodeLuaValue (rounds 30-34)', r30],
+    ['decodeLuaValue (round 35)', now],
   ] as const) {
     for (let i = 0; i < N / 5; i++) read(member);
     const t = process.hrtime.bigint();
@@ -60,21 +68,27 @@ try {
     console.log(`warm  ${name.padEnd(36)} ${(Number(process.hrtime.bigint() - t) / N / 1000).toFixed(2)} µs`);
   }
 
-  const cold: Record<'before' | 'now', number[]> = { before: [], now: [] };
-  for (let i = 0; i < 2 * SAMPLES; i++) {
+  // Cold: the sides in turn, one read after each sleep.
+  const sides = [
+    ['msgpackr unpack + asReply (before)', before],
+    ['decodeLuaValue (rounds 30-34)', r30],
+    ['decodeLuaValue (round 35)', now],
+  ] as const;
+  const cold: number[][] = sides.map(() => []);
+  for (let i = 0; i < sides.length * SAMPLES; i++) {
     await new Promise((r) => setTimeout(r, GAP_MS));
-    const side = i % 2 === 0 ? 'before' : 'now';
+    const side = i % sides.length;
     const t = performance.now();
-    (side === 'before' ? before : now)(member);
-    cold[side].push((performance.now() - t) * 1000);
+    sides[side]![1](member);
+    cold[side]!.push((performance.now() - t) * 1000);
   }
-  for (const side of ['before', 'now'] as const) {
-    const s = cold[side].sort((a, b) => a - b);
+  sides.forEach(([name], side) => {
+    const s = cold[side]!.sort((a, b) => a - b);
     const at = (p: number) => (s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? 0).toFixed(1);
     console.log(
-      `cold  ${(side === 'before' ? 'msgpackr unpack + asReply (before)' : 'decodeLuaValue (round 30)').padEnd(36)} p25 ${at(0.25)} / p50 ${at(0.5)} / p90 ${at(0.9)} µs (after ${GAP_MS} ms asleep, ${s.length} reads)`,
+      `cold  ${name.padEnd(36)} p25 ${at(0.25)} / p50 ${at(0.5)} / p90 ${at(0.9)} µs (after ${GAP_MS} ms asleep, ${s.length} reads)`,
     );
-  }
+  });
 } finally {
   redis.disconnect();
   await server.stop();

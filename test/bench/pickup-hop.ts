@@ -25,7 +25,8 @@
  * returning, `takeHanded`'s answer read and job built) need stamp points in its code:
  * `git apply test/bench/pickup-hop.patch` first (`globalThis.__pickupHop`, which the preload sets),
  * `git apply -R` after. Every runner stamp from its data event to the processor is then listed
- * with the one before it.
+ * with the one before it (to `h-engine`, the engine's call, where the patch stamps it: round 35
+ * `runner-js` added the record's two opens, `h-code-opened` and `h-request-opened`, and `h-begun`).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -324,7 +325,10 @@ function report(
     // Every runner stamp from its data event to the processor (to the run's `pickedUp` where the
     // patch stamps it there, on this clock), each from the one before.
     if (proc) {
-      const last = find(proc.t, (e) => e.who === 'runner' && e.ev === 'h-pickedUp') ?? proc;
+      const last =
+        find(proc.t, (e) => e.who === 'runner' && e.ev === 'h-engine') ??
+        find(proc.t, (e) => e.who === 'runner' && e.ev === 'h-pickedUp') ??
+        proc;
       const seq = ev.filter((e) => e.who === 'runner' && e.t >= rdata.t && e.t <= last.t);
       for (let i = 1; i < seq.length; i++) {
         const label = `${seq[i - 1]!.ev} → ${seq[i]!.ev}`;

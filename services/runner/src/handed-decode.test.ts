@@ -146,6 +146,21 @@ describe("the hand-off member read in one pass (cmsgpack's values)", () => {
     }
   });
 
+  it("cuts each member's short strings from its own text: members read in turn, ASCII among non-ASCII", async () => {
+    // The same layout, other characters: a text kept from the member before would answer its
+    // strings; a non-ASCII string among short ASCII ones moves no offset of theirs.
+    const members = [
+      `{'w1:h:0', {'name', 'run', 'ats', '1', 'é-t', 'dev'}}`,
+      `{'w2:h:1', {'eman', 'nur', 'sta', '2', 'ü-t', 'ved'}}`,
+      `{'w3:h:2', {'${'x'.repeat(32)}', '${'y'.repeat(12)}', '${'z'.repeat(13)}', '日本', 'k'}}`,
+    ];
+    for (let round = 0; round < 2; round++)
+      for (const expr of members) {
+        const buf = await packed(expr);
+        expect({ expr, got: decodeLuaValue(buf) }).toEqual({ expr, got: asReply(unpack(buf)) });
+      }
+  });
+
   it("a hand-off as the add's script writes it: token and answer as before (a 64-bit number a BigInt), no msgpackr unpack", async () => {
     const run = runFixture('hd1', { tenant: 'acme', mode: 'read-only' });
     const expr = `{'w1:h:0', {{'name', 'run', 'data', ${JSON.stringify(JSON.stringify({ runId: run.id, tenant: run.tenant }))}, 'ats', '1'}, '${run.id}', 0, 1796443210812, {{'id', '${run.id}', 'status', 'Running'}, 1, {'#attempt', '1'}, {1, 0}}, 1}}`;

@@ -88,18 +88,23 @@ function u(n: 1 | 2 | 4): number {
   return n === 1 ? (buf[pos - 1] as number) : n === 2 ? buf.readUInt16BE(pos - 2) : buf.readUInt32BE(pos - 4);
 }
 
-/** A short ASCII string (most: ids, counts, field names) decoded in JavaScript, no native call. */
+/** The member read as Latin-1, made once a member at its first short string (undefined: not yet). */
+let text: string | undefined;
+
+/**
+ * A string. A short ASCII one (ids, counts, field names) is cut out of the member's one Latin-1
+ * text (the same characters, ASCII being both): one native call a member, not one a string, and no
+ * string built a character at a time, which was most of a member's read (the `+=` of each
+ * character makes a string a character; ~1.2 µs of a 1.4 KB member's ~3.1 warm, test/bench/README.md
+ * round 35 `runner-js`). A longer one, or one with a byte ≥ 0x80, is decoded as UTF-8 on its own.
+ */
 function str(n: number): string {
   const start = pos;
   pos += n;
   if (n > 32) return buf.toString('utf8', start, pos);
-  let out = '';
-  for (let i = start; i < pos; i++) {
-    const c = buf[i] as number;
-    if (c >= 0x80) return buf.toString('utf8', start, pos);
-    out += String.fromCharCode(c);
-  }
-  return out;
+  for (let i = start; i < pos; i++) if ((buf[i] as number) >= 0x80) return buf.toString('utf8', start, pos);
+  if (text === undefined) text = buf.toString('latin1');
+  return text.substring(start, pos);
 }
 
 /** Every element is read (the bytes after a hole still belong to the array); kept up to the first nil. */
@@ -138,5 +143,6 @@ export function decodeLuaValue(member: Buffer): unknown {
     return v === NIL || v === FALSE ? null : v;
   } finally {
     buf = EMPTY;
+    text = undefined;
   }
 }
