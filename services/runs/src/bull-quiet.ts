@@ -63,6 +63,8 @@
  * writing their events, trimmed by their own XADDs' MAXLEN.
  */
 
+import { BULL_START_JOB } from './bull-start.ts';
+
 /**
  * Defines `bullQ` (the script's knowledge), `bullRaw`, `bullCall`, `bullProbe`, `bullRedis`. Once a
  * script. `bullCall` runs for every command of BullMQ's texts, so its common case (a key with no
@@ -160,57 +162,7 @@ local function bullAttempts(jobKey, atm)
   if n and n == math.floor(n) and n >= 0 and n < 2 ^ 52 then return n + 1 end
   return bullRaw('HINCRBY', jobKey, 'atm', 1)
 end
-local function bullStartJob(jobKey, processedOn, extra)
-  local fields, values = {'processedOn'}, {processedOn}
-  for i = 1, #extra, 2 do
-    fields[#fields + 1] = extra[i]
-    values[#values + 1] = extra[i + 1]
-  end
-  -- A job its own script added a moment before (the hand-off's add: handoff-scripts.ts) is read from
-  -- what the add wrote.
-  local known, job = bullQ.known, nil
-  bullQ.known = nil
-  if known and known[1] == jobKey then job = known[2] else job = bullCall('HGETALL', jobKey) end
-  local ats = 0
-  for i = 1, #job, 2 do
-    if job[i] == 'ats' then ats = tonumber(job[i + 1]) end
-  end
-  local exact = ats ~= nil and ats == math.floor(ats) and ats < 2 ^ 52
-  for n = 1, #values do
-    local v = values[n]
-    -- A whole number (the hand-off's \`now\`) is stored as Redis writes it: its digits.
-    if type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 52 then
-      values[n] = string.format('%d', v)
-    elseif type(v) ~= 'string' then
-      exact = false
-    end
-  end
-  if not exact then
-    bullCall('HMSET', jobKey, 'processedOn', processedOn, unpack(extra))
-    bullCall('HINCRBY', jobKey, 'ats', 1)
-    return bullCall('HGETALL', jobKey)
-  end
-  fields[#fields + 1] = 'ats'
-  values[#values + 1] = string.format('%d', ats + 1)
-  local args, at, size = {}, {}, #job
-  for i = 1, size, 2 do at[job[i]] = i end
-  for n = 1, #fields do
-    local f, v = fields[n], values[n]
-    args[2 * n - 1] = f
-    args[2 * n] = v
-    local i = at[f]
-    if i then
-      job[i + 1] = v
-    else
-      job[size + 1] = f
-      job[size + 2] = v
-      at[f] = size + 1
-      size = size + 2
-    end
-  end
-  bullCall('HSET', jobKey, unpack(args))
-  return job
-end`;
+${BULL_START_JOB}`;
 
 /** addStandardJob-9's INCR of the job counter, as BullMQ 5 writes it (its `args[2]`: the job's own id, or ''). */
 const ADD_COUNTER = 'local jobCounter = rcall("INCR", KEYS[4])';
