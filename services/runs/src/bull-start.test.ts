@@ -54,13 +54,25 @@ async function inner(fn: () => Promise<unknown>): Promise<string[][]> {
   return seen;
 }
 
-const fresh = { name: 'run', data: '{"a":1}', opts: '{"attempts":3}', timestamp: '1765000000000', delay: '0', priority: '0' };
+const fresh = {
+  name: 'run',
+  data: '{"a":1}',
+  opts: '{"attempts":3}',
+  timestamp: '1765000000000',
+  delay: '0',
+  priority: '0',
+};
 
 describe("a fetch's job start without tables", () => {
   const cases: [string, Record<string, string>, string[], string, ('num' | '')?, ('known' | '')?][] = [
     ['fresh, unnamed worker', fresh, [], '1765000000123'],
     ['fresh, named worker', fresh, ['pb', 'w1'], '1765000000123'],
-    ['started before (a retry)', { ...fresh, processedOn: '1', pb: 'old', ats: '3', atm: '2' }, ['pb', 'w1'], '9'],
+    [
+      'started before (a retry)',
+      { ...fresh, processedOn: '1', pb: 'old', ats: '3', atm: '2' },
+      ['pb', 'w1'],
+      '9',
+    ],
     ['started before, unnamed now', { ...fresh, ats: '41', processedOn: '1', pb: 'old' }, [], '9'],
     ['ats first in the hash', { ats: '7', ...fresh }, ['pb', 'w'], '5'],
     ['ats not a number', { ...fresh, ats: 'x' }, ['pb', 'w'], '5'],
