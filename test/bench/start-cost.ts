@@ -1,6 +1,6 @@
 /**
  * `node test/bench/start-cost.ts`: instructions of a fetch's job start (bull-quiet.ts's prelude,
- * bull-start.ts: `bullStartJob`, the lean form, against `bullStartAny`, the general form every start
+ * bull-start.ts: `bullStartJob`, the lean form, against its general form (`general` true) every start
  * took before round 35's `end-lua`) in a redis-server under callgrind (`redis-callgrind.sh`: only
  * script calls counted). Each call makes the job's hash afresh (DEL, HSET of a BullMQ job's six
  * fields, `ats` when `STARTED=1`) then starts it; a phase of the same script without the start is
@@ -40,7 +40,7 @@ if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'processedOn', '1765000000000
 local extra = {}
 if ARGV[2] ~= '' then extra = {'pb', ARGV[2]} end
 if ARGV[1] == 'lean' then return #bullStartJob(KEYS[1], '1765000000123', extra) end
-if ARGV[1] == 'any' then return #bullStartAny(KEYS[1], '1765000000123', extra) end
+if ARGV[1] == 'any' then return #bullStartJob(KEYS[1], '1765000000123', extra, true) end
 return 0`;
   const sha = (await r.script('LOAD', source)) as string;
   const started = process.env.STARTED === '1' ? '1' : '';

@@ -1,6 +1,6 @@
 /**
  * bull-start.ts: the job start of a fetch (`bullStartJob`, the case every fetch of BullMQ 5 brings,
- * made without tables) against its general form (`bullStartAny`, the path before round 35's
+ * made without tables) against its general form (its first branch, `general` true: the path before round 35's
  * `end-lua`), each on its own copy of the same job hash, on real Redis: the commands Redis runs
  * (MONITOR, every argument but the key), the answer (the job's fields, in order) and the hash left
  * are the same, for a fresh job, a started one, `ats` not a number, a named worker or not, a job
@@ -23,7 +23,7 @@ if ARGV[4] == 'num' then processedOn = tonumber(processedOn) end
 local extra = cjson.decode(ARGV[2])
 if ARGV[5] == 'known' then bullQ.known = {KEYS[1], redis.call('HGETALL', KEYS[1])} end
 if ARGV[3] == 'lean' then return bullStartJob(KEYS[1], processedOn, extra) end
-return bullStartAny(KEYS[1], processedOn, extra)`),
+return bullStartJob(KEYS[1], processedOn, extra, true)`),
 );
 
 let server: Awaited<ReturnType<typeof startRedis>>;
