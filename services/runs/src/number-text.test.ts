@@ -2,7 +2,8 @@
  * Numbers the end's script hands to Redis as their text (round 35, `end-lua`: a Lua number argument
  * costs Redis a `%.17g` print, ~2,500 instructions): the stored bytes' INCRBY (includes/charge.lua,
  * also in the admission), a first completion's `atm` (bull-quiet.ts `bullAttempts`) and the
- * completion's `LREM active -1` (bull-quiet.ts `quietComplete`). Each against the number path it
+ * completion's `LREM active -1` (bull-quiet.ts `quietComplete`), the base marker's `ZADD marker 0 0`
+ * of a fetch (`quietFetch`, and the completion's fetch of the next job). Each against the number path it
  * replaced, on real Redis: the commands Redis runs (MONITOR, every argument) are the same, and so
  * are the values left.
  */
@@ -10,10 +11,11 @@ import { readFileSync } from 'node:fs';
 import { createRedis } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { startRedis } from '@islet/testkit';
+import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BULL_QUIET_PRELUDE, quietComplete } from './bull-quiet.ts';
+import { BULL_QUIET_PRELUDE, quietComplete, quietFetch } from './bull-quiet.ts';
 import { compactLua } from './lua-scripts.ts';
 
 const charge = readFileSync(new URL('./lua/includes/charge.lua', import.meta.url), 'utf8');
@@ -39,6 +41,8 @@ return redis.call('HSET', KEYS[1], 'atm', n)`),
 );
 const lremText = new LuaScript(`return redis.call("LREM", KEYS[1], "-1", ARGV[1])`);
 const lremNumber = new LuaScript(`return redis.call("LREM", KEYS[1], -1, ARGV[1])`);
+const markerText = new LuaScript(`return redis.call("ZADD", KEYS[1], "0", "0")`);
+const markerNumber = new LuaScript(`return redis.call("ZADD", KEYS[1], 0, "0")`);
 
 let server: Awaited<ReturnType<typeof startRedis>>;
 let redis: Redis;
@@ -74,7 +78,10 @@ describe('numbers handed to Redis as their text', () => {
       await redis.del('a', 'b');
       const got = await inner(() => direct.run(redis, ['a'], [bytes, '4000000000']));
       const want = await inner(() => asNumber.run(redis, ['b'], [bytes, '4000000000']));
-      expect(got.map((c) => c.slice(2)), bytes).toEqual(want.map((c) => c.slice(2)));
+      expect(
+        got.map((c) => c.slice(2)),
+        bytes,
+      ).toEqual(want.map((c) => c.slice(2)));
       expect(got[0]?.[0]?.toLowerCase()).toBe('incrby');
       expect(await redis.get('a'), bytes).toBe(await redis.get('b'));
       expect(await redis.expiretime('a')).toBe(await redis.expiretime('b'));
@@ -96,7 +103,10 @@ describe('numbers handed to Redis as their text', () => {
       if (atm === 'x') await redis.hset('j2', 'atm', '2');
       const got = await inner(() => attempts.run(redis, ['j1'], [atm]));
       const want = await inner(() => attemptsAsNumber.run(redis, ['j2'], [atm]));
-      expect(got.map((c) => c.slice(2)), atm).toEqual(want.map((c) => c.slice(2)));
+      expect(
+        got.map((c) => c.slice(2)),
+        atm,
+      ).toEqual(want.map((c) => c.slice(2)));
       expect(await redis.hget('j1', 'atm')).toBe(await redis.hget('j2', 'atm'));
     }
   });
@@ -112,5 +122,19 @@ describe('numbers handed to Redis as their text', () => {
     const want = await inner(() => lremNumber.run(redis, ['l'], ['x']));
     expect(got.map((c) => c.slice(1))).toEqual(want.map((c) => c.slice(1)));
     expect(await redis.lrange('l', 0, -1)).toEqual(['x', 'y']);
+  });
+
+  it("a fetch's base marker sends its score as Redis printed the number", async () => {
+    for (const text of [quietFetch(moveToActive.content), quietComplete(moveToFinished.content)]) {
+      expect(text).toContain('rcall("ZADD", markerKey, "0", "0")');
+      expect(text).not.toContain('rcall("ZADD", markerKey, 0, "0")');
+    }
+    await redis.del('m1', 'm2');
+    const got = await inner(() => markerText.run(redis, ['m1'], []));
+    const want = await inner(() => markerNumber.run(redis, ['m2'], []));
+    expect(got.map((c) => c.slice(2))).toEqual(want.map((c) => c.slice(2)));
+    expect(await redis.zrange('m1', 0, -1, 'WITHSCORES')).toEqual(
+      await redis.zrange('m2', 0, -1, 'WITHSCORES'),
+    );
   });
 });
