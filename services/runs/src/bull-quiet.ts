@@ -345,22 +345,30 @@ end`;
  * `#noWait`: the wait list is taken as absent too (until a command that could create it goes).
  */
 export function quietComplete(completeBody: string, seen = 'nil'): string {
+  // The roles (what `bullSet` would leave on the prelude's fresh tables, in its order) and the
+  // absent keys each made by one constructor, at their size: set key by key, `bullRole`, `bullQ`
+  // and the absent set grew and were rehashed ~12 times, ~11,000 instructions an end
+  // (test/bench/README.md round 35, `end-lua`). The prelude's closures share these locals.
   return `${BULL_QUIET_PRELUDE}
 local redis = bullRedis
-bullSet('events', KEYS[4])
-bullSet('metaKey', KEYS[9])
-bullSet('marker', KEYS[14])
-if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullSet('untrimmed', KEYS[11]) end
-if ARGV[5] == 'completed' then
-  bullSet('stalled', KEYS[5])
+local bullUntrimmed, bullCompleted = tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0, ARGV[5] == 'completed'
+bullRole = {[KEYS[4]] = 'events', [KEYS[9]] = 'metaKey', [KEYS[14]] = 'marker',
+  [KEYS[11]] = bullUntrimmed and 'untrimmed' or nil, [KEYS[5]] = bullCompleted and 'stalled' or nil}
+bullQ = {absent = bullAbsent, events = KEYS[4], metaKey = KEYS[9], marker = KEYS[14],
+  untrimmed = bullUntrimmed and KEYS[11] or nil, stalled = bullCompleted and KEYS[5] or nil}
+if bullCompleted then
   local deps, failedDeps = KEYS[12] .. ':dependencies', KEYS[12] .. ':unsuccessful'
   local bullSeen = ${seen}
   local asked = bullSeen and bullSeen['#absent']
-  if bullSeen and bullSeen['#noWait'] then bullQ.absent[KEYS[1]] = true end
   if asked then
-    for _, k in ipairs({deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]}) do bullQ.absent[k] = true end
-  elseif asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
-    bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
+    bullAbsent = {[deps] = true, [failedDeps] = true, [KEYS[3]] = true, [KEYS[10]] = true, [KEYS[7]] = true,
+      [KEYS[1]] = bullSeen['#noWait'] or nil}
+    bullQ.absent = bullAbsent
+  else
+    if bullSeen and bullSeen['#noWait'] then bullAbsent[KEYS[1]] = true end
+    if asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
+      bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
+    end
   end
 end
 ${quietLock(quietExists(quietAttempts(quietRemove(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)'))))))}`;
