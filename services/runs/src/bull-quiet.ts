@@ -63,6 +63,8 @@
  * writing their events, trimmed by their own XADDs' MAXLEN.
  */
 
+import { BULL_START_JOB } from './bull-start.ts';
+
 /**
  * Defines `bullQ` (the script's knowledge), `bullRaw`, `bullCall`, `bullProbe`, `bullRedis`. Once a
  * script. `bullCall` runs for every command of BullMQ's texts, so its common case (a key with no
@@ -153,61 +155,14 @@ local function bullKeepLock(key, token)
   bullRaw('SET', key, token, 'PX', tonumber(bullQ.lockMs) or 30000)
 end
 local function bullAttempts(jobKey, atm)
-  local n = tonumber(atm or '0')
+  -- A first completion's count as the text Redis would print for the number 1 (a number argument
+  -- is printed with %.17g, ~2,500 instructions); its readers take it by tonumber or as an argument.
+  if not atm then return '1' end
+  local n = tonumber(atm)
   if n and n == math.floor(n) and n >= 0 and n < 2 ^ 52 then return n + 1 end
   return bullRaw('HINCRBY', jobKey, 'atm', 1)
 end
-local function bullStartJob(jobKey, processedOn, extra)
-  local fields, values = {'processedOn'}, {processedOn}
-  for i = 1, #extra, 2 do
-    fields[#fields + 1] = extra[i]
-    values[#values + 1] = extra[i + 1]
-  end
-  -- A job its own script added a moment before (the hand-off's add: handoff-scripts.ts) is read from
-  -- what the add wrote.
-  local known, job = bullQ.known, nil
-  bullQ.known = nil
-  if known and known[1] == jobKey then job = known[2] else job = bullCall('HGETALL', jobKey) end
-  local ats = 0
-  for i = 1, #job, 2 do
-    if job[i] == 'ats' then ats = tonumber(job[i + 1]) end
-  end
-  local exact = ats ~= nil and ats == math.floor(ats) and ats < 2 ^ 52
-  for n = 1, #values do
-    local v = values[n]
-    -- A whole number (the hand-off's \`now\`) is stored as Redis writes it: its digits.
-    if type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 52 then
-      values[n] = string.format('%d', v)
-    elseif type(v) ~= 'string' then
-      exact = false
-    end
-  end
-  if not exact then
-    bullCall('HMSET', jobKey, 'processedOn', processedOn, unpack(extra))
-    bullCall('HINCRBY', jobKey, 'ats', 1)
-    return bullCall('HGETALL', jobKey)
-  end
-  fields[#fields + 1] = 'ats'
-  values[#values + 1] = string.format('%d', ats + 1)
-  local args, at, size = {}, {}, #job
-  for i = 1, size, 2 do at[job[i]] = i end
-  for n = 1, #fields do
-    local f, v = fields[n], values[n]
-    args[2 * n - 1] = f
-    args[2 * n] = v
-    local i = at[f]
-    if i then
-      job[i + 1] = v
-    else
-      job[size + 1] = f
-      job[size + 2] = v
-      at[f] = size + 1
-      size = size + 2
-    end
-  end
-  bullCall('HSET', jobKey, unpack(args))
-  return job
-end`;
+${BULL_START_JOB}`;
 
 /** addStandardJob-9's INCR of the job counter, as BullMQ 5 writes it (its `args[2]`: the job's own id, or ''). */
 const ADD_COUNTER = 'local jobCounter = rcall("INCR", KEYS[4])';
@@ -237,13 +192,26 @@ bullQ.ownId = type(bullArgs[2]) == 'string' and bullArgs[2] ~= ''
 ${addBody}`;
 }
 
+/** addBaseMarkerIfNeeded's ZADD (moveToActive-11, moveToFinished-14), its score a Lua number (BullMQ 5). */
+const BASE_MARKER = 'rcall("ZADD", markerKey, 0, "0")';
+
+/**
+ * The base marker's score handed as the text Redis prints for it (a number argument costs Redis a
+ * `%.17g` print, ~2,200 instructions: test/bench/README.md round 35, `end-lua`): the same bytes, and
+ * `bullCall`'s marker check takes either. Once there, or unchanged.
+ */
+function quietMarker(body: string): string {
+  if (body.split(BASE_MARKER).length !== 2) return body;
+  return body.replace(BASE_MARKER, 'rcall("ZADD", markerKey, "0", "0") -- (bull-quiet.ts)');
+}
+
 /** The job's start in prepareJobForProcessing (moveToActive-11 and moveToFinished-14), BullMQ 5. */
 const START_JOB =
   /rcall\("HMSET", jobKey, "processedOn", processedOn, unpack\(optionalValues\)\)\s*rcall\("HINCRBY", jobKey, "ats", 1\)\s*addBaseMarkerIfNeeded\(markerKey, false\)\s*(?:--[^\n]*\s*)*return \{rcall\("HGETALL", jobKey\), jobId, 0, 0\}/g;
 
 /** A text's job start as `bullStartJob` (the text unchanged where it is not BullMQ 5's). */
 function quietStart(body: string): string {
-  return body.replace(
+  return quietMarker(body).replace(
     START_JOB,
     'addBaseMarkerIfNeeded(markerKey, false)\n  return {bullStartJob(jobKey, processedOn, optionalValues), jobId, 0, 0} -- (bull-quiet.ts)',
   );
@@ -269,6 +237,18 @@ const DRAINED_CHECK =
 const ATM_READ = 'local jobAttributes = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid")';
 const ATM_INCR = 'local attemptsMade = rcall("HINCRBY", jobIdKey, "atm", 1)';
 const ATM_WRITE = 'rcall("HSET", jobIdKey, ARGV[3], ARGV[4], "finishedOn", timestamp)';
+
+/** moveToFinished-14's removal from the active list, its count a Lua number (BullMQ 5). */
+const ACTIVE_LREM = 'rcall("LREM", KEYS[2], -1, jobId)';
+
+/**
+ * The count handed as the text Redis prints for it (a number argument costs Redis a `%.17g` print,
+ * ~2,500 instructions a call: test/bench/README.md round 35, `end-lua`): the same bytes. Once there, or unchanged.
+ */
+function quietRemove(body: string): string {
+  if (body.split(ACTIVE_LREM).length !== 2) return body;
+  return body.replace(ACTIVE_LREM, 'rcall("LREM", KEYS[2], "-1", jobId) -- (bull-quiet.ts)');
+}
 
 /** A completion's `atm` read with the job's attributes and written with its result (all three lines there, or none changed). */
 function quietAttempts(body: string): string {
@@ -365,23 +345,31 @@ end`;
  * `#noWait`: the wait list is taken as absent too (until a command that could create it goes).
  */
 export function quietComplete(completeBody: string, seen = 'nil'): string {
+  // The roles (what `bullSet` would leave on the prelude's fresh tables, in its order) and the
+  // absent keys each made by one constructor, at their size: set key by key, `bullRole`, `bullQ`
+  // and the absent set grew and were rehashed ~12 times, ~11,000 instructions an end
+  // (test/bench/README.md round 35, `end-lua`). The prelude's closures share these locals.
   return `${BULL_QUIET_PRELUDE}
 local redis = bullRedis
-bullSet('events', KEYS[4])
-bullSet('metaKey', KEYS[9])
-bullSet('marker', KEYS[14])
-if tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0 then bullSet('untrimmed', KEYS[11]) end
-if ARGV[5] == 'completed' then
-  bullSet('stalled', KEYS[5])
+local bullUntrimmed, bullCompleted = tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0, ARGV[5] == 'completed'
+bullRole = {[KEYS[4]] = 'events', [KEYS[9]] = 'metaKey', [KEYS[14]] = 'marker',
+  [KEYS[11]] = bullUntrimmed and 'untrimmed' or nil, [KEYS[5]] = bullCompleted and 'stalled' or nil}
+bullQ = {absent = bullAbsent, events = KEYS[4], metaKey = KEYS[9], marker = KEYS[14],
+  untrimmed = bullUntrimmed and KEYS[11] or nil, stalled = bullCompleted and KEYS[5] or nil}
+if bullCompleted then
   local deps, failedDeps = KEYS[12] .. ':dependencies', KEYS[12] .. ':unsuccessful'
   local bullSeen = ${seen}
   local asked = bullSeen and bullSeen['#absent']
-  if bullSeen and bullSeen['#noWait'] then bullQ.absent[KEYS[1]] = true end
   if asked then
-    for _, k in ipairs({deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]}) do bullQ.absent[k] = true end
-  elseif asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
-    bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
+    bullAbsent = {[deps] = true, [failedDeps] = true, [KEYS[3]] = true, [KEYS[10]] = true, [KEYS[7]] = true,
+      [KEYS[1]] = bullSeen['#noWait'] or nil}
+    bullQ.absent = bullAbsent
+  else
+    if bullSeen and bullSeen['#noWait'] then bullAbsent[KEYS[1]] = true end
+    if asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
+      bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
+    end
   end
 end
-${quietLock(quietExists(quietAttempts(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')))))}`;
+${quietLock(quietExists(quietAttempts(quietRemove(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)'))))))}`;
 }
