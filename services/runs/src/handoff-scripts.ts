@@ -10,7 +10,7 @@
  * ms), `<queue>idle:args` (hash: worker id → its fetch's terms, JSON), `<queue>handoff:<worker id>`
  * (sorted set: the answers handed to that worker, at most one). A registration is used once (the
  * hand-off removes it), and never outlives the worker's wake-up: a pop that brought no hand-off (the
- * marker, the timeout) is followed, before the worker fetches, by `TAKE_BACK`, which removes it and
+ * marker, the timeout) is followed, before the worker fetches, by `TAKE_BACK` (idle-scripts.ts), which removes it and
  * takes a job handed after the pop was served, so a worker woken by the marker while a job was
  * handed to it loses nothing. A pop that brought one needs none (the hand-off removed it).
  */
@@ -79,65 +79,6 @@ if type(fetched[1]) == 'table' then
 end
 return fetched`;
 }
-
-/**
- * Registers a worker idle unless a hand-off to it is still pending (its blocking pop takes that
- * first) or it closed. KEYS idle, idle args, the worker's hand-off key, its closed mark; ARGV worker
- * id, time to live ms, terms
- * (JSON of `IdleTerms`). Returns 1 when registered.
- */
-export const REGISTER_IDLE = new LuaScript(`redis.set_repl(redis.REPL_NONE)
-if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- The expiry as Redis prints a whole number (its digits), by '%d' rather than its float printer.
-local expiry = now + tonumber(ARGV[2])
-if expiry == math.floor(expiry) and expiry < 2 ^ 52 then expiry = string.format('%d', expiry) end
-redis.call('ZADD', KEYS[1], expiry, ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-return 1`);
-
-/**
- * Sent after the worker's blocking pop returned without a hand-off (the marker, the timeout), before
- * it fetches: the registration goes, and a job handed after the pop was served (the marker came
- * first, or in between) is taken. Nothing of a registration outlives that. Not propagated
- * when it only removes the registration (nothing to replay); the removal of a hand-off it takes is
- * propagated: an add of the previous release propagated the hand-off (a newer one does not, and the
- * removal then replays as a no-op). A registration still standing was
- * taken by no hand-off (the hand-off removes it with its terms), so nothing is looked for; one gone
- * took its terms with it (every script removes both), so only a hand-off is. KEYS idle, idle args, the worker's
- * hand-off key; ARGV the worker id. Returns the hand-off taken (cmsgpack of {token, answer}) or nil.
- */
-export const TAKE_BACK = new LuaScript(`redis.set_repl(redis.REPL_NONE)
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
-  redis.call('HDEL', KEYS[2], ARGV[1])
-  return false
-end
-local pending = redis.call('ZRANGEBYSCORE', KEYS[3], 0, 0, 'LIMIT', 0, 1)
-if not pending[1] then return false end
-redis.set_repl(redis.REPL_ALL)
-redis.call('ZREM', KEYS[3], pending[1])
-return pending[1]`);
-
-/** What a closing worker puts on its hand-off key to end its blocking pop (after any hand-off: score 1). */
-const CLOSING_MEMBER = 'closing';
-
-/**
- * A closing worker's registration goes (no hand-off after this), and its blocking pop is woken
- * (`CLOSING_MEMBER`, behind any job handed to it); its closed mark (for ARGV[2] ms) refuses a
- * registration still on its way. KEYS idle, idle args, the worker's hand-off key, its closed mark;
- * ARGV the worker id, the mark's life ms.
- */
-export const CLOSE_IDLE = new LuaScript(`redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[3], 1, '${CLOSING_MEMBER}')
-redis.call('SET', KEYS[4], 1, 'PX', ARGV[2])
-return 1`);
-
-/** Empties a closing worker's hand-off key; returns a job handed to it and never popped (cmsgpack of {token, answer}) or nil. */
-export const TAKE_LEFT = new LuaScript(`local left = redis.call('ZRANGEBYSCORE', KEYS[1], 0, 0, 'LIMIT', 0, 1)
-redis.call('DEL', KEYS[1])
-return left[1]`);
 
 /**
  * Where the hand-off's attempt start names a record created earlier in the same script: `nil` in

@@ -18,18 +18,10 @@ export {
 } from './decision-types.ts';
 export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
 export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
-export {
-  CLOSE_IDLE,
-  fetchAndLook,
-  handOffAddScript,
-  handOffKeys,
-  type IdleTerms,
-  REGISTER_IDLE,
-  TAKE_BACK,
-  TAKE_LEFT,
-} from './handoff-scripts.ts';
+export { fetchAndLook, handOffAddScript, handOffKeys, type IdleTerms } from './handoff-scripts.ts';
 export * from './health-buckets.ts';
 export * from './health-store.ts';
+export { CLOSE_IDLE, REGISTER_IDLE, TAKE_BACK, TAKE_LEFT } from './idle-scripts.ts';
 export { createInFlightStore, type InFlightStore, type RunHead } from './in-flight-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
