@@ -18,6 +18,7 @@ export {
 } from './decision-types.ts';
 export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
 export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
+export { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 export {
   CLOSE_IDLE,
   fetchAndLook,
