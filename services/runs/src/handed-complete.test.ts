@@ -124,6 +124,12 @@ const CASES: Case[] = [
         r.hset('bull:p:p1', 'name', 'parent', 'timestamp', '1'),
       ]),
   },
+  {
+    name: "a job with a parent's JSON only",
+    taken: false,
+    setUp: (r) => r.hset(Q + ID, 'parent', '{"id":"p1","queueKey":"bull:p"}'),
+  },
+  { name: "a job with a parent's key only", taken: false, setUp: (r) => r.hset(Q + ID, 'parentKey', 'bull:p:p1') },
   { name: 'a job with a deduplication id', taken: false, setUp: (r) => r.hset(Q + ID, 'deid', 'd1') },
   { name: 'removeOnComplete true (count 0)', taken: false, opts: { keepJobs: { count: 0 } } },
   { name: 'the completion that trims the set', taken: false, ts: '1764960000000' },
