@@ -1,6 +1,6 @@
 export { LuaScript } from '@islet/core/lua-script';
 export { type AdmissionRide, admittedAddScript } from './admitted-add.ts';
-export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietFetch } from './bull-quiet.ts';
+export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietCompleteAsk, quietFetch } from './bull-quiet.ts';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { createCallJournal, JournalConflictError } from './call-journal.ts';
 export { createCallProcessor, UNKNOWN_OUTCOME_REASON } from './call-processor.ts';
