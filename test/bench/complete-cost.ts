@@ -18,10 +18,14 @@ const N = Number(process.env.N ?? 200);
 const NEXT = process.env.NEXT === '1';
 const port = await freePort();
 const wrapper = fileURLToPath(new URL('./redis-callgrind.sh', import.meta.url));
-const proc = spawn(wrapper, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-  stdio: 'ignore',
-  env: { ...process.env, CG_OUT: process.env.CG_OUT ?? '/tmp/complete-cost.callgrind' },
-});
+const proc = spawn(
+  wrapper,
+  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+  {
+    stdio: 'ignore',
+    env: { ...process.env, CG_OUT: process.env.CG_OUT ?? '/tmp/complete-cost.callgrind' },
+  },
+);
 const r = new Redis(port, { retryStrategy: () => 100 });
 const Q = 'bull:q:';
 const KEYS = [
@@ -49,11 +53,37 @@ const script = (direct?: string) =>
 
 async function setUp(): Promise<void> {
   const p = r.pipeline().flushall();
-  p.hset(`${Q}r1`, 'name', 'run', 'data', '{"runId":"r1"}', 'opts', '{"attempts":1}', 'timestamp', '1764960000000');
-  p.hset(`${Q}r1`, 'delay', '0', 'priority', '0', 'processedOn', '1764960000000', 'pb', 'runner-1', 'ats', '1');
+  p.hset(
+    `${Q}r1`,
+    'name',
+    'run',
+    'data',
+    '{"runId":"r1"}',
+    'opts',
+    '{"attempts":1}',
+    'timestamp',
+    '1764960000000',
+  );
+  p.hset(
+    `${Q}r1`,
+    'delay',
+    '0',
+    'priority',
+    '0',
+    'processedOn',
+    '1764960000000',
+    'pb',
+    'runner-1',
+    'ats',
+    '1',
+  );
   p.lpush(`${Q}active`, 'r0', 'r1').set(`${Q}r1:lock`, 'tok-1', 'PX', 30000);
   p.hset(`${Q}meta`, 'opts.maxLenEvents', '10000').zadd(`${Q}completed`, '1764950000000', 'r-old');
-  if (NEXT) p.hset(`${Q}r2`, 'name', 'run', 'data', '{}', 'opts', '{}', 'timestamp', '1', 'delay', '0').lpush(`${Q}wait`, 'r2');
+  if (NEXT)
+    p.hset(`${Q}r2`, 'name', 'run', 'data', '{}', 'opts', '{}', 'timestamp', '1', 'delay', '0').lpush(
+      `${Q}wait`,
+      'r2',
+    );
   await p.exec();
 }
 
@@ -66,7 +96,10 @@ try {
         .replaceAll(',', ''),
     );
   const shas: Record<string, string> = {};
-  for (const [name, src] of [['text', script()], ['direct', script(handedComplete(body))]] as const)
+  for (const [name, src] of [
+    ['text', script()],
+    ['direct', script(handedComplete(body))],
+  ] as const)
     shas[name] = (await r.script('LOAD', src)) as string;
   const got: Record<string, number[]> = { text: [], direct: [] };
   for (const form of ['text', 'direct', 'direct', 'text']) {
@@ -78,7 +111,9 @@ try {
     got[form]!.push((instructions() - before) / N);
   }
   const f = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' / ');
-  console.log(`${NEXT ? 'a next job waiting' : 'nothing waiting'}: instructions a call (set-up and completion) text ${f(got.text!)}, direct ${f(got.direct!)}`);
+  console.log(
+    `${NEXT ? 'a next job waiting' : 'nothing waiting'}: instructions a call (set-up and completion) text ${f(got.text!)}, direct ${f(got.direct!)}`,
+  );
 } finally {
   r.disconnect();
   const exited = new Promise((done) => proc.once('exit', done));

@@ -102,13 +102,22 @@ const CASES: Case[] = [
   { name: 'a job completed before (atm 2)', taken: true, setUp: (r) => r.hset(Q + ID, 'atm', '2') },
   { name: 'the queue paused', taken: true, setUp: (r) => r.hset(`${Q}meta`, 'paused', '1') },
   { name: 'a concurrency cap reached', taken: true, setUp: (r) => r.hset(`${Q}meta`, 'concurrency', '1') },
-  { name: 'a concurrency cap not reached', taken: true, setUp: (r) => r.hset(`${Q}meta`, 'concurrency', '9') },
+  {
+    name: 'a concurrency cap not reached',
+    taken: true,
+    setUp: (r) => r.hset(`${Q}meta`, 'concurrency', '9'),
+  },
   {
     name: 'a rate limit reached (its counter without expiry)',
     taken: true,
-    setUp: (r) => Promise.all([r.hset(`${Q}meta`, 'max', '2', 'duration', '1000'), r.set(`${Q}limiter`, '5')]),
+    setUp: (r) =>
+      Promise.all([r.hset(`${Q}meta`, 'max', '2', 'duration', '1000'), r.set(`${Q}limiter`, '5')]),
   },
-  { name: 'a rate limit not reached', taken: true, setUp: (r) => r.hset(`${Q}meta`, 'max', '9', 'duration', '1000') },
+  {
+    name: 'a rate limit not reached',
+    taken: true,
+    setUp: (r) => r.hset(`${Q}meta`, 'max', '9', 'duration', '1000'),
+  },
   { name: 'keepJobs: an age only', taken: true, opts: { keepJobs: { age: 3600 } } },
   { name: 'keepJobs: all kept (count -1)', taken: true, opts: { keepJobs: { count: -1 } } },
   { name: "another worker's lock", taken: true, setUp: (r) => r.set(`${Q + ID}:lock`, 'other', 'PX', 30000) },
@@ -129,7 +138,11 @@ const CASES: Case[] = [
     taken: false,
     setUp: (r) => r.hset(Q + ID, 'parent', '{"id":"p1","queueKey":"bull:p"}'),
   },
-  { name: "a job with a parent's key only", taken: false, setUp: (r) => r.hset(Q + ID, 'parentKey', 'bull:p:p1') },
+  {
+    name: "a job with a parent's key only",
+    taken: false,
+    setUp: (r) => r.hset(Q + ID, 'parentKey', 'bull:p:p1'),
+  },
   { name: 'a job with a deduplication id', taken: false, setUp: (r) => r.hset(Q + ID, 'deid', 'd1') },
   { name: 'removeOnComplete true (count 0)', taken: false, opts: { keepJobs: { count: 0 } } },
   { name: 'the completion that trims the set', taken: false, ts: '1764960000000' },
@@ -146,7 +159,14 @@ const CASES: Case[] = [
 ];
 
 async function nextJob(r: Redis): Promise<void> {
-  await r.hset(`${Q}r2`, { name: 'run', data: '{}', opts: '{}', timestamp: '1764960000000', delay: '0', priority: '0' });
+  await r.hset(`${Q}r2`, {
+    name: 'run',
+    data: '{}',
+    opts: '{}',
+    timestamp: '1764960000000',
+    delay: '0',
+    priority: '0',
+  });
   await r.lpush(`${Q}wait`, 'r2');
 }
 
@@ -165,13 +185,17 @@ afterAll(async () => {
 async function keysAfter(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const k of (await redis.keys('*')).sort()) {
-    out[k] = `${(await redis.dumpBuffer(k))?.toString('hex')} ${(await redis.pttl(k)) > 0 ? 'expires' : 'kept'}`;
+    out[k] =
+      `${(await redis.dumpBuffer(k))?.toString('hex')} ${(await redis.pttl(k)) > 0 ? 'expires' : 'kept'}`;
   }
   return out;
 }
 
 /** From the case's keys: the script's answer, the commands it ran inside Redis, the keys after. */
-async function runCase(c: Case, source: string): Promise<{ answer: unknown; inner: string[][]; after: Record<string, string> }> {
+async function runCase(
+  c: Case,
+  source: string,
+): Promise<{ answer: unknown; inner: string[][]; after: Record<string, string> }> {
   await redis.flushall();
   await plain(redis);
   await c.setUp?.(redis);
@@ -182,7 +206,9 @@ async function runCase(c: Case, source: string): Promise<{ answer: unknown; inne
   });
   let answer: unknown;
   try {
-    answer = await redis.eval(source, KEYS.length, ...KEYS, ...argsOf(c)).catch((e: Error) => `error ${e.message.replace(/ script: .*$/, '')}`);
+    answer = await redis
+      .eval(source, KEYS.length, ...KEYS, ...argsOf(c))
+      .catch((e: Error) => `error ${e.message.replace(/ script: .*$/, '')}`);
     await redis.ping();
     await new Promise((r) => setTimeout(r, 30));
   } finally {

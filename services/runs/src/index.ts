@@ -17,8 +17,8 @@ export {
   type NewDecision,
 } from './decision-types.ts';
 export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
-export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 export { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
+export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 export {
   CLOSE_IDLE,
   fetchAndLook,
