@@ -355,7 +355,7 @@ export function quietComplete(completeBody: string, seen = 'nil', direct?: strin
   // a closure made at every end cost the ends that bring a next job ~2-3 K instructions.
   const first = direct
     ? `local bullJobRead
-if ${seen} and ${seen}['#noWait'] then
+if ${seen} and ${seen}['#absent'] then
 ${direct}
   local bullHanded
   bullJobRead, bullHanded = handedComplete(KEYS, ARGV, ${seen})

@@ -43,7 +43,7 @@ interface Case {
   fetchNext?: string;
   target?: string;
   fields?: Buffer;
-  /** The text's own answer is an error (BullMQ's HINCRBY of a hash value not an integer). */
+  /** The text's own answer is an error (an HINCRBY of a hash value not an integer; a '0:0' marker's missing job). */
   fails?: boolean;
 }
 
@@ -146,7 +146,52 @@ const CASES: Case[] = [
   { name: 'a job with a deduplication id', taken: false, setUp: (r) => r.hset(Q + ID, 'deid', 'd1') },
   { name: 'removeOnComplete true (count 0)', taken: false, opts: { keepJobs: { count: 0 } } },
   { name: 'the completion that trims the set', taken: false, ts: '1764960000000' },
-  { name: 'a next job waiting', taken: false, setUp: (r) => nextJob(r) },
+  { name: 'a next job waiting', taken: true, setUp: (r) => nextJob(r) },
+  {
+    name: 'a next job waiting, no next job asked for',
+    taken: true,
+    fetchNext: '0',
+    setUp: (r) => nextJob(r),
+  },
+  {
+    name: 'a next job waiting, started before',
+    taken: true,
+    setUp: (r) => nextJob(r, { processedOn: '5', pb: 'x', ats: '2' }),
+  },
+  { name: 'a next job waiting, its ats not a number', taken: true, setUp: (r) => nextJob(r, { ats: 'x' }) },
+  {
+    name: 'a next job waiting, an unnamed worker',
+    taken: true,
+    opts: { name: undefined },
+    setUp: (r) => nextJob(r),
+  },
+  {
+    name: 'a next job waiting, the queue paused',
+    taken: true,
+    setUp: (r) => Promise.all([nextJob(r), r.hset(`${Q}meta`, 'paused', '1')]),
+  },
+  {
+    name: 'a next job waiting, a rate limit (its counter made)',
+    taken: true,
+    setUp: (r) => Promise.all([nextJob(r), r.hset(`${Q}meta`, 'max', '9', 'duration', '1000.5')]),
+  },
+  {
+    name: 'a next job waiting, a rate limit (its counter there)',
+    taken: true,
+    setUp: (r) =>
+      Promise.all([
+        nextJob(r),
+        r.hset(`${Q}meta`, 'max', '9', 'duration', '1000'),
+        r.set(`${Q}limiter`, '3'),
+      ]),
+  },
+  { name: "a BullMQ 4 marker '0:1000' waiting", taken: true, setUp: (r) => r.lpush(`${Q}wait`, '0:1000') },
+  {
+    name: "a BullMQ 4 marker '0:0' waiting",
+    taken: true,
+    fails: true,
+    setUp: (r) => r.lpush(`${Q}wait`, '0:0'),
+  },
   { name: 'a delayed job', taken: false, setUp: (r) => r.zadd(`${Q}delayed`, '99999999999999999', 'r9') },
   { name: "the job's dependencies", taken: false, setUp: (r) => r.sadd(`${Q + ID}:dependencies`, 'x') },
   { name: 'an atm not a number', taken: false, fails: true, setUp: (r) => r.hset(Q + ID, 'atm', 'x') },
@@ -208,7 +253,10 @@ async function runCase(
   try {
     answer = await redis
       .eval(source, KEYS.length, ...KEYS, ...argsOf(c))
-      .catch((e: Error) => `error ${e.message.replace(/ script: .*$/, '')}`);
+      .catch(
+        (e: Error) =>
+          `error ${e.message.replace(/ script: .*$/, '').replace(/user_script:\d+/, 'user_script')}`,
+      );
     await redis.ping();
     await new Promise((r) => setTimeout(r, 30));
   } finally {
@@ -232,7 +280,11 @@ describe("the end's direct completion", () => {
       expect(got.answer, 'the answer').toEqual(want.answer);
       expect(got.after, 'the keys after').toEqual(want.after);
       expect(String(got.answer).startsWith('error')).toBe(c.fails === true);
-      expect((await runCase(c, takes)).answer).toBe(c.taken ? 'taken' : 'text');
+      // A call the direct path takes and fails (a '0:0' marker) fails in it: its error is the answer.
+      const took = String((await runCase(c, takes)).answer);
+      expect(c.taken && c.fails ? took.startsWith('error') : took).toBe(
+        c.taken && c.fails ? true : c.taken ? 'taken' : 'text',
+      );
     });
   }
 });

@@ -35,16 +35,47 @@ const TRIM_EVERY = 64;
  * `quietCompleteAsk`'s table): answers `read, answer` — `answer` the text's answer, or nil for the
  * text to run, `read` the job's HMGET when it was sent (the text takes it as its own).
  */
-const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
+const HANDED_COMPLETE = `local function startNext(jobKey, processedOn, pb)
+  local call = redis.call
+  local job = call('HGETALL', jobKey)
+  local size, ats, iOn, iPb, iAts = #job, 0, nil, nil, nil
+  for i = 1, size, 2 do
+    local f = job[i]
+    if f == 'ats' then
+      ats, iAts = tonumber(job[i + 1]), i
+    elseif f == 'processedOn' then
+      iOn = i
+    elseif f == 'pb' then
+      iPb = i
+    end
+  end
+  if ats == nil or ats ~= math.floor(ats) or ats >= 2 ^ 52 then
+    if pb then call('HMSET', jobKey, 'processedOn', processedOn, 'pb', pb)
+    else call('HMSET', jobKey, 'processedOn', processedOn) end
+    call('HINCRBY', jobKey, 'ats', 1)
+    return call('HGETALL', jobKey)
+  end
+  local atsText = '1'
+  if ats ~= 0 then atsText = string.format('%d', ats + 1) end
+  if iOn then job[iOn + 1] = processedOn else job[size + 1], job[size + 2], size = 'processedOn', processedOn, size + 2 end
+  if pb then
+    if iPb then job[iPb + 1] = pb else job[size + 1], job[size + 2], size = 'pb', pb, size + 2 end
+  end
+  if iAts then job[iAts + 1] = atsText else job[size + 1], job[size + 2] = 'ats', atsText end
+  if pb then call('HSET', jobKey, 'processedOn', processedOn, 'pb', pb, 'ats', atsText)
+  else call('HSET', jobKey, 'processedOn', processedOn, 'ats', atsText) end
+  return job
+end
+local function handedComplete(KEYS, ARGV, seen)
   local ts = tonumber(ARGV[2])
-  if ARGV[5] ~= 'completed' or not (seen and seen['#absent'] and seen['#noWait']) or not ts
+  if ARGV[5] ~= 'completed' or not (seen and seen['#absent']) or not ts
     or ts % ${TRIM_EVERY} == 0 or (ARGV[9] or '') ~= '' then
     return nil
   end
   local opts = cmsgpack.unpack(ARGV[8])
   local token, keep = opts['token'], opts['keepJobs']
   if type(token) ~= 'string' or token == '0' or opts['limiter'] ~= nil or opts['maxMetricsSize'] ~= ''
-    or type(keep) ~= 'table' then
+    or type(keep) ~= 'table' or (opts['name'] ~= nil and type(opts['name']) ~= 'string') then
     return nil
   end
   local count, age = keep['count'], keep['age']
@@ -83,7 +114,27 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
     if pttl > 0 then return job, {0, 0, pttl, 0} end
   end
   if maxed then return job, {0, 0, 0, 0} end
-  return job, 0
+  if seen['#noWait'] then return job, 0 end
+  -- The next job (the wait list is there): RPOPLPUSH, then prepareJobForProcessing as quietStart makes it.
+  local nextId = call('RPOPLPUSH', KEYS[1], KEYS[2])
+  if not nextId then return job, 0 end
+  if string.sub(nextId, 1, 2) == '0:' then
+    -- BullMQ 4's markers: removed; '0:0' finds no prioritized job (absent), and the text then
+    -- fails on it (the same error: its prepareJobForProcessing's first line).
+    call('LREM', KEYS[2], 1, nextId)
+    if nextId == '0:0' then
+      local keyPrefix, jobId = ARGV[7], nil
+      return job, keyPrefix .. jobId
+    end
+    return job, 0
+  end
+  local nextKey = ARGV[7] .. nextId
+  if maxJobs and tonumber(call('INCR', KEYS[6])) == 1 then
+    call('PEXPIRE', KEYS[6], math.floor(math.abs(meta[4])))
+  end
+  call('SET', nextKey .. ':lock', token, 'PX', opts['lockDuration'])
+  call('ZADD', KEYS[14], '0', '0')
+  return job, {startNext(nextKey, ARGV[2], opts['name']), nextId, 0, 0}
 end`;
 
 /** The end's direct completion for `moveToFinishedBody`, or undefined when that is not the text it was written against. */
