@@ -173,7 +173,7 @@ const CASES: Case[] = [
   {
     name: 'a next job waiting, a rate limit (its counter made)',
     taken: true,
-    setUp: (r) => Promise.all([nextJob(r), r.hset(`${Q}meta`, 'max', '9', 'duration', '1000.5')]),
+    setUp: (r) => Promise.all([nextJob(r), r.hset(`${Q}meta`, 'max', '9', 'duration', '2500.5')]),
   },
   {
     name: 'a next job waiting, a rate limit (its counter there)',
