@@ -35,38 +35,7 @@ const TRIM_EVERY = 64;
  * `quietCompleteAsk`'s table): answers `read, answer` — `answer` the text's answer, or nil for the
  * text to run, `read` the job's HMGET when it was sent (the text takes it as its own).
  */
-const HANDED_COMPLETE = `local function startNext(jobKey, processedOn, pb)
-  local call = redis.call
-  local job = call('HGETALL', jobKey)
-  local size, ats, iOn, iPb, iAts = #job, 0, nil, nil, nil
-  for i = 1, size, 2 do
-    local f = job[i]
-    if f == 'ats' then
-      ats, iAts = tonumber(job[i + 1]), i
-    elseif f == 'processedOn' then
-      iOn = i
-    elseif f == 'pb' then
-      iPb = i
-    end
-  end
-  if ats == nil or ats ~= math.floor(ats) or ats >= 2 ^ 52 then
-    if pb then call('HMSET', jobKey, 'processedOn', processedOn, 'pb', pb)
-    else call('HMSET', jobKey, 'processedOn', processedOn) end
-    call('HINCRBY', jobKey, 'ats', 1)
-    return call('HGETALL', jobKey)
-  end
-  local atsText = '1'
-  if ats ~= 0 then atsText = string.format('%d', ats + 1) end
-  if iOn then job[iOn + 1] = processedOn else job[size + 1], job[size + 2], size = 'processedOn', processedOn, size + 2 end
-  if pb then
-    if iPb then job[iPb + 1] = pb else job[size + 1], job[size + 2], size = 'pb', pb, size + 2 end
-  end
-  if iAts then job[iAts + 1] = atsText else job[size + 1], job[size + 2] = 'ats', atsText end
-  if pb then call('HSET', jobKey, 'processedOn', processedOn, 'pb', pb, 'ats', atsText)
-  else call('HSET', jobKey, 'processedOn', processedOn, 'ats', atsText) end
-  return job
-end
-local function handedComplete(KEYS, ARGV, seen)
+const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
   local ts = tonumber(ARGV[2])
   if ARGV[5] ~= 'completed' or not (seen and seen['#absent']) or not ts
     or ts % ${TRIM_EVERY} == 0 or (ARGV[9] or '') ~= '' then
@@ -134,6 +103,38 @@ local function handedComplete(KEYS, ARGV, seen)
   end
   call('SET', nextKey .. ':lock', token, 'PX', opts['lockDuration'])
   call('ZADD', KEYS[14], '0', '0')
+  -- Made here, not at every end: a closure made at every call cost the ends without a next job ~2 K.
+  local function startNext(jobKey, processedOn, pb)
+    local call = redis.call
+    local job = call('HGETALL', jobKey)
+    local size, ats, iOn, iPb, iAts = #job, 0, nil, nil, nil
+    for i = 1, size, 2 do
+      local f = job[i]
+      if f == 'ats' then
+        ats, iAts = tonumber(job[i + 1]), i
+      elseif f == 'processedOn' then
+        iOn = i
+      elseif f == 'pb' then
+        iPb = i
+      end
+    end
+    if ats == nil or ats ~= math.floor(ats) or ats >= 2 ^ 52 then
+      if pb then call('HMSET', jobKey, 'processedOn', processedOn, 'pb', pb)
+      else call('HMSET', jobKey, 'processedOn', processedOn) end
+      call('HINCRBY', jobKey, 'ats', 1)
+      return call('HGETALL', jobKey)
+    end
+    local atsText = '1'
+    if ats ~= 0 then atsText = string.format('%d', ats + 1) end
+    if iOn then job[iOn + 1] = processedOn else job[size + 1], job[size + 2], size = 'processedOn', processedOn, size + 2 end
+    if pb then
+      if iPb then job[iPb + 1] = pb else job[size + 1], job[size + 2], size = 'pb', pb, size + 2 end
+    end
+    if iAts then job[iAts + 1] = atsText else job[size + 1], job[size + 2] = 'ats', atsText end
+    if pb then call('HSET', jobKey, 'processedOn', processedOn, 'pb', pb, 'ats', atsText)
+    else call('HSET', jobKey, 'processedOn', processedOn, 'ats', atsText) end
+    return job
+  end
   return job, {startNext(nextKey, ARGV[2], opts['name']), nextId, 0, 0}
 end`;
 
