@@ -158,7 +158,12 @@ const CASES: Case[] = [
     taken: true,
     setUp: (r) => nextJob(r, { processedOn: '5', pb: 'x', ats: '2' }),
   },
-  { name: 'a next job waiting, its ats not a number', taken: true, setUp: (r) => nextJob(r, { ats: 'x' }) },
+  {
+    name: 'a next job waiting, its ats not a number',
+    taken: true,
+    fails: true,
+    setUp: (r) => nextJob(r, { ats: 'x' }),
+  },
   {
     name: 'a next job waiting, an unnamed worker',
     taken: true,
@@ -203,7 +208,7 @@ const CASES: Case[] = [
   { name: 'the job missing', taken: false, setUp: (r) => r.del(Q + ID) },
 ];
 
-async function nextJob(r: Redis): Promise<void> {
+async function nextJob(r: Redis, more: Record<string, string> = {}): Promise<void> {
   await r.hset(`${Q}r2`, {
     name: 'run',
     data: '{}',
@@ -211,6 +216,7 @@ async function nextJob(r: Redis): Promise<void> {
     timestamp: '1764960000000',
     delay: '0',
     priority: '0',
+    ...more,
   });
   await r.lpush(`${Q}wait`, 'r2');
 }

@@ -9,9 +9,10 @@
  * - a completion (`completed`), no `fieldsToUpdate`, the completed set not trimmed by this call
  *   (its time not a multiple of 64: bull-quiet leaves the trim's reads unsent on the others);
  * - the end's EXISTS (`quietCompleteAsk`, noted in `seen`) found the job's `:dependencies` and
- *   `:unsuccessful`, the prioritized and delayed sets, the priority counter and the wait list all
- *   absent (so the next fetch finds nothing: a next job present takes the text);
- * - the worker's options: a lock token (not '0'), no limiter, no metrics (`maxMetricsSize` ''),
+ *   `:unsuccessful`, the prioritized and delayed sets and the priority counter absent (`#absent`:
+ *   no parent's deps to check, no delayed job to promote, no prioritized job to take), and whether
+ *   the wait list is there (`#noWait`);
+ * - the worker's options: a lock token (not '0'), no limiter, a name absent or a text, no metrics (`maxMetricsSize` ''),
  *   `keepJobs` a table whose `count` is not 0 (0: the job removed) and whose `age`, if any, a number;
  * - the job's hash (its HMGET, the text's first command: `quietExists`) has a `timestamp` (it
  *   exists), no `parentKey`, `parent` or dedup id, and an `atm` absent or a whole number below 2^52.
@@ -19,8 +20,11 @@
  * Then, as the text: GETDEL of the lock (another's token put back with the lock duration: -6; none:
  * -2), `LREM active "-1" id` (-3 when not there), `ZADD completed <ts> id`, `HSET job <returnvalue>
  * finishedOn <ts> atm <n>`, and with fetchNext the queue's meta (paused: {0,0,0,0}; a concurrency
- * cap: LLEN active; a rate limit `max`: its counter's GET and PTTL, as getRateLimitTTL). Answers as
- * the text. Another text (another BullMQ) gets no such path (`handedComplete` undefined).
+ * cap: LLEN active; a rate limit `max`: its counter's GET and PTTL, as getRateLimitTTL); with the
+ * wait list there, its next job: RPOPLPUSH, the limiter's INCR (PEXPIRE at 1), the lock's SET, the
+ * base marker's ZADD and the job's start as bull-start.ts's lean form makes it (one HGETALL, one HSET:
+ * its copy here, as this runs before the prelude), or a BullMQ 4 marker's LREM. Answers as the text.
+ * Another text (another BullMQ) gets no such path (`handedComplete` undefined).
  */
 import { createHash } from 'node:crypto';
 
