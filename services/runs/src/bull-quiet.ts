@@ -271,12 +271,12 @@ const ATM_READ_QUIET = 'local jobAttributes = rcall("HMGET", jobIdKey, "parentKe
  * A completion's job read once: its attributes (`quietAttempts`' HMGET) at the existence check, with
  * the `timestamp` every add writes; EXISTS only when that is missing. Both lines there, or none changed.
  */
-function quietExists(body: string): string {
+function quietExists(body: string, read = ''): string {
   if (![JOB_EXISTS, ATM_READ_QUIET].every((line) => body.split(line).length === 2)) return body;
   return body
     .replace(
       JOB_EXISTS,
-      `local bullJob = rcall("HMGET", jobIdKey, "parentKey", "parent", "deid", "atm", "timestamp")
+      `local bullJob = ${read}rcall("HMGET", jobIdKey, "parentKey", "parent", "deid", "atm", "timestamp")
 if bullJob[5] or rcall("EXISTS", jobIdKey) == 1 then -- Make sure job exists (bull-quiet.ts)`,
     )
     .replace(
@@ -344,12 +344,26 @@ end`;
  * only, as a queue holding deferrals asks); nil: not asked (both probes here, as before).
  * `#noWait`: the wait list is taken as absent too (until a command that could create it goes).
  */
-export function quietComplete(completeBody: string, seen = 'nil'): string {
+export function quietComplete(completeBody: string, seen = 'nil', direct?: string): string {
   // The roles (what `bullSet` would leave on the prelude's fresh tables, in its order) and the
   // absent keys each made by one constructor, at their size: set key by key, `bullRole`, `bullQ`
   // and the absent set grew and were rehashed ~12 times, ~11,000 instructions an end
   // (test/bench/README.md round 35, `end-lua`). The prelude's closures share these locals.
-  return `${BULL_QUIET_PRELUDE}
+  // The direct completion (handed-complete.ts) first, before the prelude: refused after its read of
+  // the job, the text takes that read as its own (`quietExists`).
+  // Its function made only where the end's EXISTS found nothing waiting (else it is refused at once):
+  // a closure made at every end cost the ends that bring a next job ~2-3 K instructions.
+  const first = direct
+    ? `local bullJobRead
+if ${seen} and ${seen}['#absent'] then
+${direct}
+  local bullHanded
+  bullJobRead, bullHanded = handedComplete(KEYS, ARGV, ${seen})
+  if bullHanded ~= nil then return bullHanded end
+end
+`
+    : '';
+  return `${first}${BULL_QUIET_PRELUDE}
 local redis = bullRedis
 local bullUntrimmed, bullCompleted = tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0, ARGV[5] == 'completed'
 bullRole = {[KEYS[4]] = 'events', [KEYS[9]] = 'metaKey', [KEYS[14]] = 'marker',
@@ -371,5 +385,5 @@ if bullCompleted then
     end
   end
 end
-${quietLock(quietExists(quietAttempts(quietRemove(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)'))))))}`;
+${quietLock(quietExists(quietAttempts(quietRemove(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')))), direct ? 'bullJobRead or ' : ''))}`;
 }

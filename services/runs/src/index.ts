@@ -1,6 +1,6 @@
 export { LuaScript } from '@islet/core/lua-script';
 export { type AdmissionRide, admittedAddScript } from './admitted-add.ts';
-export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietFetch } from './bull-quiet.ts';
+export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietCompleteAsk, quietFetch } from './bull-quiet.ts';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { createCallJournal, JournalConflictError } from './call-journal.ts';
 export { createCallProcessor, UNKNOWN_OUTCOME_REASON } from './call-processor.ts';
@@ -17,6 +17,7 @@ export {
   type NewDecision,
 } from './decision-types.ts';
 export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
+export { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 export { fetchAndLook, handOffAddScript, handOffKeys, type IdleTerms } from './handoff-scripts.ts';
 export * from './health-buckets.ts';

@@ -11,6 +11,7 @@ import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
 import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
+import { handedComplete } from './handed-complete.ts';
 import { loadScript, luaSource } from './lua-scripts.ts';
 import { finishRunReleaseSource } from './run-store-scripts.ts';
 import type { CompletionEvent } from './types.ts';
@@ -217,7 +218,7 @@ local function runEnd(KEYS, ARGV)
 ${finishRunReleaseSource(seen)}
 end
 local function complete(KEYS, ARGV)
-${quietComplete(moveToFinished, seen)}
+${quietComplete(moveToFinished, seen, handedComplete(moveToFinished))}
 end
 local ended = runEnd(EK, EA)
 -- The freed slot leased to a deferred job (the release's answer): that job promoted here, to the

@@ -1,0 +1,149 @@
+/**
+ * A run's completion on the end's path without running BullMQ's moveToFinished-14 text for it:
+ * the commands that text sends (through bull-quiet.ts's `quietComplete`) on that one path, sent
+ * directly, in its order. The text makes ~45 functions at every call and bull-quiet's prelude and
+ * roles are set up before it does anything (~80 K of the completion's ~221 K Redis instructions an
+ * end, ~150 K of it the text interpreted: test/bench/README.md, round 35, `end-lua`).
+ *
+ * Taken only where every fact the text would read on its way is known, else the text runs:
+ * - a completion (`completed`), no `fieldsToUpdate`, the completed set not trimmed by this call
+ *   (its time not a multiple of 64: bull-quiet leaves the trim's reads unsent on the others);
+ * - the end's EXISTS (`quietCompleteAsk`, noted in `seen`) found the job's `:dependencies` and
+ *   `:unsuccessful`, the prioritized and delayed sets and the priority counter absent (`#absent`:
+ *   no parent's deps to check, no delayed job to promote, no prioritized job to take), and whether
+ *   the wait list is there (`#noWait`);
+ * - the worker's options: a lock token (not '0'), no limiter, a name absent or a text, no metrics (`maxMetricsSize` ''),
+ *   `keepJobs` a table whose `count` is not 0 (0: the job removed) and whose `age`, if any, a number;
+ * - the job's hash (its HMGET, the text's first command: `quietExists`) has a `timestamp` (it
+ *   exists), no `parentKey`, `parent` or dedup id, and an `atm` absent or a whole number below 2^52.
+ *   Refused after that read, the text runs with the read handed to it (`bullJobRead`), not sent again.
+ * Then, as the text: GETDEL of the lock (another's token put back with the lock duration: -6; none:
+ * -2), `LREM active "-1" id` (-3 when not there), `ZADD completed <ts> id`, `HSET job <returnvalue>
+ * finishedOn <ts> atm <n>`, and with fetchNext the queue's meta (paused: {0,0,0,0}; a concurrency
+ * cap: LLEN active; a rate limit `max`: its counter's GET and PTTL, as getRateLimitTTL); with the
+ * wait list there, its next job: RPOPLPUSH, the limiter's INCR (PEXPIRE at 1), the lock's SET, the
+ * base marker's ZADD and the job's start as bull-start.ts's lean form makes it (one HGETALL, one HSET:
+ * its copy here, as this runs before the prelude), or a BullMQ 4 marker's LREM. Answers as the text.
+ * Another text (another BullMQ) gets no such path (`handedComplete` undefined).
+ */
+import { createHash } from 'node:crypto';
+
+/** SHA1 of the moveToFinished-14 text `HANDED_COMPLETE` was written against (BullMQ 5.81.5). */
+export const MOVE_TO_FINISHED_SHA1 = '11d69c87800ed307165e6eeba9c2e94d9fb95fcd';
+
+/** One completion in this many trims the completed set (bull-quiet.ts `TRIM_EVERY`). */
+const TRIM_EVERY = 64;
+
+/**
+ * `local function handedComplete(KEYS, ARGV, seen)` (moveToFinished-14's keys and arguments, and
+ * `quietCompleteAsk`'s table): answers `read, answer` — `answer` the text's answer, or nil for the
+ * text to run, `read` the job's HMGET when it was sent (the text takes it as its own).
+ */
+const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
+  local ts = tonumber(ARGV[2])
+  if ARGV[5] ~= 'completed' or not (seen and seen['#absent']) or not ts
+    or ts % ${TRIM_EVERY} == 0 or (ARGV[9] or '') ~= '' then
+    return nil
+  end
+  local opts = cmsgpack.unpack(ARGV[8])
+  local token, keep = opts['token'], opts['keepJobs']
+  if type(token) ~= 'string' or token == '0' or opts['limiter'] ~= nil or opts['maxMetricsSize'] ~= ''
+    or type(keep) ~= 'table' or (opts['name'] ~= nil and type(opts['name']) ~= 'string') then
+    return nil
+  end
+  local count, age = keep['count'], keep['age']
+  if (count ~= nil and (type(count) ~= 'number' or count == 0)) or (age ~= nil and type(age) ~= 'number') then
+    return nil
+  end
+  local call, jobKey, jobId = redis.call, KEYS[12], ARGV[1]
+  local job = call('HMGET', jobKey, 'parentKey', 'parent', 'deid', 'atm', 'timestamp')
+  if job[1] or job[2] or job[3] or not job[5] then return job end
+  local made, atm = '1', job[4]
+  if atm then
+    local n = tonumber(atm)
+    if not (n and n == math.floor(n) and n >= 0 and n < 2 ^ 52) then return job end
+    made = n + 1
+  end
+  -- removeLock as bull-quiet's GETDEL makes it
+  local lockKey = jobKey .. ':lock'
+  local held = call('GETDEL', lockKey)
+  if held ~= token then
+    if not held then return job, -2 end
+    call('SET', lockKey, held, 'PX', tonumber(opts['lockDuration']) or 30000)
+    return job, -6
+  end
+  if call('LREM', KEYS[2], '-1', jobId) < 1 then return job, -3 end
+  call('ZADD', KEYS[11], ARGV[2], jobId)
+  call('HSET', jobKey, ARGV[3], ARGV[4], 'finishedOn', ARGV[2], 'atm', made)
+  if ARGV[6] ~= '1' then return job, 0 end
+  -- fetchNextJob on a queue with nothing waiting, prioritized or delayed (getTargetQueueList, getRateLimitTTL)
+  local meta = call('HMGET', KEYS[9], 'paused', 'concurrency', 'max', 'duration')
+  local maxed = meta[1] and true or false
+  if not maxed and meta[2] then maxed = call('LLEN', KEYS[2]) >= tonumber(meta[2]) end
+  local maxJobs = tonumber(meta[3])
+  if maxJobs and maxJobs <= tonumber(call('GET', KEYS[6]) or 0) then
+    local pttl = call('PTTL', KEYS[6])
+    if pttl == 0 then call('DEL', KEYS[6]) end
+    if pttl > 0 then return job, {0, 0, pttl, 0} end
+  end
+  if maxed then return job, {0, 0, 0, 0} end
+  if seen['#noWait'] then return job, 0 end
+  -- The next job (the wait list is there): RPOPLPUSH, then prepareJobForProcessing as quietStart makes it.
+  local nextId = call('RPOPLPUSH', KEYS[1], KEYS[2])
+  if not nextId then return job, 0 end
+  if string.sub(nextId, 1, 2) == '0:' then
+    -- BullMQ 4's markers: removed; '0:0' finds no prioritized job (absent), and the text then
+    -- fails on it (the same error: its prepareJobForProcessing's first line).
+    call('LREM', KEYS[2], 1, nextId)
+    if nextId == '0:0' then
+      local keyPrefix, jobId = ARGV[7], nil
+      return job, keyPrefix .. jobId
+    end
+    return job, 0
+  end
+  local nextKey = ARGV[7] .. nextId
+  if maxJobs and tonumber(call('INCR', KEYS[6])) == 1 then
+    call('PEXPIRE', KEYS[6], math.floor(math.abs(meta[4])))
+  end
+  call('SET', nextKey .. ':lock', token, 'PX', opts['lockDuration'])
+  call('ZADD', KEYS[14], '0', '0')
+  -- Made here, not at every end: a closure made at every call cost the ends without a next job ~2 K.
+  local function startNext(jobKey, processedOn, pb)
+    local call = redis.call
+    local job = call('HGETALL', jobKey)
+    local size, ats, iOn, iPb, iAts = #job, 0, nil, nil, nil
+    for i = 1, size, 2 do
+      local f = job[i]
+      if f == 'ats' then
+        ats, iAts = tonumber(job[i + 1]), i
+      elseif f == 'processedOn' then
+        iOn = i
+      elseif f == 'pb' then
+        iPb = i
+      end
+    end
+    if ats == nil or ats ~= math.floor(ats) or ats >= 2 ^ 52 then
+      if pb then call('HMSET', jobKey, 'processedOn', processedOn, 'pb', pb)
+      else call('HMSET', jobKey, 'processedOn', processedOn) end
+      call('HINCRBY', jobKey, 'ats', 1)
+      return call('HGETALL', jobKey)
+    end
+    local atsText = '1'
+    if ats ~= 0 then atsText = string.format('%d', ats + 1) end
+    if iOn then job[iOn + 1] = processedOn else job[size + 1], job[size + 2], size = 'processedOn', processedOn, size + 2 end
+    if pb then
+      if iPb then job[iPb + 1] = pb else job[size + 1], job[size + 2], size = 'pb', pb, size + 2 end
+    end
+    if iAts then job[iAts + 1] = atsText else job[size + 1], job[size + 2] = 'ats', atsText end
+    if pb then call('HSET', jobKey, 'processedOn', processedOn, 'pb', pb, 'ats', atsText)
+    else call('HSET', jobKey, 'processedOn', processedOn, 'ats', atsText) end
+    return job
+  end
+  return job, {startNext(nextKey, ARGV[2], opts['name']), nextId, 0, 0}
+end`;
+
+/** The end's direct completion for `moveToFinishedBody`, or undefined when that is not the text it was written against. */
+export function handedComplete(moveToFinishedBody: string): string | undefined {
+  const sha1 = createHash('sha1').update(moveToFinishedBody).digest('hex');
+  return sha1 === MOVE_TO_FINISHED_SHA1 ? HANDED_COMPLETE : undefined;
+}

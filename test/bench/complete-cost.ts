@@ -1,0 +1,122 @@
+/**
+ * `node test/bench/complete-cost.ts`: Redis instructions of a run's completion as the end runs it
+ * (bull-quiet.ts `quietCompleteAsk` then `quietComplete` of moveToFinished-14) with the direct path
+ * (handed-complete.ts) and without, in a redis-server under callgrind (`redis-callgrind.sh`). Each
+ * call's keys are made afresh (FLUSHALL, an active job of a run, its lock, the queue's meta, `NEXT=1`:
+ * a next job waiting, which the direct path leaves to the text), the same on both sides, so the
+ * difference of two phases is the completion's. `N` calls a phase (default 200), phases ABBA.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { handedComplete, quietComplete, quietCompleteAsk } from '@islet/runs';
+import { freePort } from '@islet/testkit';
+import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
+import { Redis } from 'ioredis';
+import { Packr } from 'msgpackr';
+
+const N = Number(process.env.N ?? 200);
+const NEXT = process.env.NEXT === '1';
+const port = await freePort();
+const wrapper = fileURLToPath(new URL('./redis-callgrind.sh', import.meta.url));
+const proc = spawn(
+  wrapper,
+  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+  {
+    stdio: 'ignore',
+    env: { ...process.env, CG_OUT: process.env.CG_OUT ?? '/tmp/complete-cost.callgrind' },
+  },
+);
+const r = new Redis(port, { retryStrategy: () => 100 });
+const Q = 'bull:q:';
+const KEYS = [
+  ...['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc'],
+  ...['completed', 'r1', 'metrics:completed', 'marker'],
+].map((k) => Q + k);
+const opts = new Packr({ useRecords: false, encodeUndefinedAsNil: true }).pack({
+  token: 'tok-1',
+  name: 'runner-1',
+  keepJobs: { age: 3600, count: 1000 },
+  limiter: undefined,
+  lockDuration: 30000,
+  attempts: 1,
+  maxMetricsSize: '',
+  fpof: false,
+  cpof: false,
+  idof: false,
+  rdof: false,
+});
+const ARGS = ['r1', '1764960000001', 'returnvalue', '{"ok":true}', 'completed', '1', Q, opts];
+const body = moveToFinished.content;
+const ask = `local seen = {}\n${quietCompleteAsk('KEYS', 'ARGV', 'seen', "'own'")}\n`;
+const script = (direct?: string) =>
+  `${ask}local function complete(KEYS, ARGV)\n${quietComplete(body, 'seen', direct)}\nend\nreturn complete(KEYS, ARGV)`;
+
+async function setUp(): Promise<void> {
+  const p = r.pipeline().flushall();
+  p.hset(
+    `${Q}r1`,
+    'name',
+    'run',
+    'data',
+    '{"runId":"r1"}',
+    'opts',
+    '{"attempts":1}',
+    'timestamp',
+    '1764960000000',
+  );
+  p.hset(
+    `${Q}r1`,
+    'delay',
+    '0',
+    'priority',
+    '0',
+    'processedOn',
+    '1764960000000',
+    'pb',
+    'runner-1',
+    'ats',
+    '1',
+  );
+  p.lpush(`${Q}active`, 'r0', 'r1').set(`${Q}r1:lock`, 'tok-1', 'PX', 30000);
+  p.hset(`${Q}meta`, 'opts.maxLenEvents', '10000').zadd(`${Q}completed`, '1764950000000', 'r-old');
+  if (NEXT)
+    p.hset(`${Q}r2`, 'name', 'run', 'data', '{}', 'opts', '{}', 'timestamp', '1', 'delay', '0').lpush(
+      `${Q}wait`,
+      'r2',
+    );
+  await p.exec();
+}
+
+try {
+  await r.ping();
+  const instructions = () =>
+    Number(
+      /Th 1\s+([\d,]+)/
+        .exec(execFileSync('callgrind_control', ['-e', String(proc.pid)], { encoding: 'utf8' }))![1]!
+        .replaceAll(',', ''),
+    );
+  const shas: Record<string, string> = {};
+  for (const [name, src] of [
+    ['text', script()],
+    ['direct', script(handedComplete(body))],
+  ] as const)
+    shas[name] = (await r.script('LOAD', src)) as string;
+  const got: Record<string, number[]> = { text: [], direct: [] };
+  for (const form of ['text', 'direct', 'direct', 'text']) {
+    const before = instructions();
+    for (let i = 0; i < N; i++) {
+      await setUp();
+      await r.evalsha(shas[form]!, KEYS.length, ...KEYS, ...ARGS);
+    }
+    got[form]!.push((instructions() - before) / N);
+  }
+  const f = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' / ');
+  console.log(
+    `${NEXT ? 'a next job waiting' : 'nothing waiting'}: instructions a call (set-up and completion) text ${f(got.text!)}, direct ${f(got.direct!)}`,
+  );
+} finally {
+  r.disconnect();
+  const exited = new Promise((done) => proc.once('exit', done));
+  proc.kill('SIGTERM');
+  await exited;
+}
