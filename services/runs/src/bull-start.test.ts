@@ -11,6 +11,7 @@ import { LuaScript } from '@islet/core/lua-script';
 import { startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { luaDuring } from '../test/lua-during.ts';
 import { BULL_QUIET_PRELUDE } from './bull-quiet.ts';
 import { compactLua } from './lua-scripts.ts';
 
@@ -39,19 +40,7 @@ afterAll(async () => {
 
 /** The commands Lua sent while `fn` ran: name and arguments after the key. */
 async function inner(fn: () => Promise<unknown>): Promise<string[][]> {
-  const mon = await createRedis(server.url).monitor();
-  const seen: string[][] = [];
-  mon.on('monitor', (_t: string, args: string[], source: string) => {
-    if (source === 'lua') seen.push([String(args[0]).toLowerCase(), ...args.slice(2).map(String)]);
-  });
-  try {
-    await fn();
-    await redis.ping();
-    await new Promise((r) => setTimeout(r, 30));
-  } finally {
-    mon.disconnect();
-  }
-  return seen;
+  return (await luaDuring(redis, fn)).map((args) => [String(args[0]).toLowerCase(), ...args.slice(2)]);
 }
 
 const fresh = {

@@ -11,6 +11,7 @@ import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { luaDuring } from '../test/lua-during.ts';
 import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
 import { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 
@@ -250,24 +251,15 @@ async function runCase(
   await redis.flushall();
   await plain(redis);
   await c.setUp?.(redis);
-  const mon = await createRedis(server.url).monitor();
-  const inner: string[][] = [];
-  mon.on('monitor', (_t: string, args: string[], from: string) => {
-    if (from === 'lua') inner.push(args.map(String));
-  });
   let answer: unknown;
-  try {
+  const inner = await luaDuring(redis, async () => {
     answer = await redis
       .eval(source, KEYS.length, ...KEYS, ...argsOf(c))
       .catch(
         (e: Error) =>
           `error ${e.message.replace(/ script: .*$/, '').replace(/user_script:\d+/, 'user_script')}`,
       );
-    await redis.ping();
-    await new Promise((r) => setTimeout(r, 30));
-  } finally {
-    mon.disconnect();
-  }
+  });
   return { answer, inner, after: await keysAfter() };
 }
 

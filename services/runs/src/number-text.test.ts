@@ -15,6 +15,7 @@ import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { luaDuring } from '../test/lua-during.ts';
 import { BULL_QUIET_PRELUDE, quietComplete, quietFetch } from './bull-quiet.ts';
 import { compactLua } from './lua-scripts.ts';
 
@@ -56,21 +57,7 @@ afterAll(async () => {
 });
 
 /** The commands the scripts `fn` runs sent from Lua, every argument. */
-async function inner(fn: () => Promise<unknown>): Promise<string[][]> {
-  const mon = await createRedis(server.url).monitor();
-  const seen: string[][] = [];
-  mon.on('monitor', (_t: string, args: string[], source: string) => {
-    if (source === 'lua') seen.push(args.map(String));
-  });
-  try {
-    await fn();
-    await redis.ping();
-    await new Promise((r) => setTimeout(r, 30));
-  } finally {
-    mon.disconnect();
-  }
-  return seen;
-}
+const inner = (fn: () => Promise<unknown>): Promise<string[][]> => luaDuring(redis, fn);
 
 describe('numbers handed to Redis as their text', () => {
   it("a charge's INCRBY sends the digits Redis printed for the number, whatever text the bytes came as", async () => {
