@@ -15,6 +15,45 @@
  * prelude runs at every script call, and each `local function` in it is a closure made each time.
  * Both branches leave the same hash and answer the same fields in the same order (bull-start.test.ts).
  */
+/**
+ * The lean start's statements, given locals `job` (the job's fields as HGETALL answers them),
+ * `jobKey`, `processedOn` (a text) and `pb` (the worker's name or false/nil), sending through `call`:
+ * one pass over the fields, then either BullMQ's three commands (an `ats` that is not a whole number)
+ * or one HSET, the answer patched in the general form's order (processedOn, pb, ats, each in place or
+ * appended). Shared by `bullStartJob` and the end's direct completion (handed-complete.ts), which
+ * runs before the prelude and so cannot call `bullStartJob`.
+ */
+export function leanStartJob(call: string): string {
+  return `local size, ats, iOn, iPb, iAts = #job, 0, nil, nil, nil
+for i = 1, size, 2 do
+  local f = job[i]
+  if f == 'ats' then
+    ats, iAts = tonumber(job[i + 1]), i
+  elseif f == 'processedOn' then
+    iOn = i
+  elseif f == 'pb' then
+    iPb = i
+  end
+end
+-- Not a whole number below 2^52 (NaN, inf, not a number): BullMQ's three commands, as the general form.
+if ats == nil or ats ~= math.floor(ats) or ats >= 2 ^ 52 then
+  if pb then ${call}('HMSET', jobKey, 'processedOn', processedOn, 'pb', pb)
+  else ${call}('HMSET', jobKey, 'processedOn', processedOn) end
+  ${call}('HINCRBY', jobKey, 'ats', 1)
+  return ${call}('HGETALL', jobKey)
+end
+local atsText = '1'
+if ats ~= 0 then atsText = string.format('%d', ats + 1) end
+if iOn then job[iOn + 1] = processedOn else job[size + 1], job[size + 2], size = 'processedOn', processedOn, size + 2 end
+if pb then
+  if iPb then job[iPb + 1] = pb else job[size + 1], job[size + 2], size = 'pb', pb, size + 2 end
+end
+if iAts then job[iAts + 1] = atsText else job[size + 1], job[size + 2] = 'ats', atsText end
+if pb then ${call}('HSET', jobKey, 'processedOn', processedOn, 'pb', pb, 'ats', atsText)
+else ${call}('HSET', jobKey, 'processedOn', processedOn, 'ats', atsText) end
+return job`;
+}
+
 export const BULL_START_JOB = `local function bullStartJob(jobKey, processedOn, extra, general)
   local ne = #extra
   local pb = ne == 2 and extra[1] == 'pb' and extra[2]
@@ -72,46 +111,5 @@ export const BULL_START_JOB = `local function bullStartJob(jobKey, processedOn, 
   local known, job = bullQ.known, nil
   bullQ.known = nil
   if known and known[1] == jobKey then job = known[2] else job = bullCall('HGETALL', jobKey) end
-  local size, ats, iOn, iPb, iAts = #job, 0, nil, nil, nil
-  for i = 1, size, 2 do
-    local f = job[i]
-    if f == 'ats' then
-      ats, iAts = tonumber(job[i + 1]), i
-    elseif f == 'processedOn' then
-      iOn = i
-    elseif f == 'pb' then
-      iPb = i
-    end
-  end
-  -- Not a whole number below 2^52 (NaN, inf, not a number): BullMQ's three commands, as the general form.
-  if ats == nil or ats ~= math.floor(ats) or ats >= 2 ^ 52 then
-    bullCall('HMSET', jobKey, 'processedOn', processedOn, unpack(extra))
-    bullCall('HINCRBY', jobKey, 'ats', 1)
-    return bullCall('HGETALL', jobKey)
-  end
-  local atsText = '1'
-  if ats ~= 0 then atsText = string.format('%d', ats + 1) end
-  -- Patched in the general form's order: processedOn, pb, ats, each in place or appended.
-  if iOn then
-    job[iOn + 1] = processedOn
-  else
-    job[size + 1] = 'processedOn'
-    job[size + 2] = processedOn
-    size = size + 2
-  end
-  if pb then
-    if iPb then
-      job[iPb + 1] = pb
-    else
-      job[size + 1] = 'pb'
-      job[size + 2] = pb
-      size = size + 2
-    end
-    if iAts then job[iAts + 1] = atsText else job[size + 1] = 'ats' job[size + 2] = atsText end
-    bullCall('HSET', jobKey, 'processedOn', processedOn, 'pb', pb, 'ats', atsText)
-  else
-    if iAts then job[iAts + 1] = atsText else job[size + 1] = 'ats' job[size + 2] = atsText end
-    bullCall('HSET', jobKey, 'processedOn', processedOn, 'ats', atsText)
-  end
-  return job
+  ${leanStartJob('bullCall')}
 end`;

@@ -23,10 +23,11 @@
  * cap: LLEN active; a rate limit `max`: its counter's GET and PTTL, as getRateLimitTTL); with the
  * wait list there, its next job: RPOPLPUSH, the limiter's INCR (PEXPIRE at 1), the lock's SET, the
  * base marker's ZADD and the job's start as bull-start.ts's lean form makes it (one HGETALL, one HSET:
- * its copy here, as this runs before the prelude), or a BullMQ 4 marker's LREM. Answers as the text.
+ * `leanStartJob`'s text, as this runs before the prelude), or a BullMQ 4 marker's LREM. Answers as the text.
  * Another text (another BullMQ) gets no such path (`handedComplete` undefined).
  */
 import { createHash } from 'node:crypto';
+import { leanStartJob } from './bull-start.ts';
 
 /** SHA1 of the moveToFinished-14 text `HANDED_COMPLETE` was written against (BullMQ 5.81.5). */
 export const MOVE_TO_FINISHED_SHA1 = '11d69c87800ed307165e6eeba9c2e94d9fb95fcd';
@@ -111,33 +112,7 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
   local function startNext(jobKey, processedOn, pb)
     local call = redis.call
     local job = call('HGETALL', jobKey)
-    local size, ats, iOn, iPb, iAts = #job, 0, nil, nil, nil
-    for i = 1, size, 2 do
-      local f = job[i]
-      if f == 'ats' then
-        ats, iAts = tonumber(job[i + 1]), i
-      elseif f == 'processedOn' then
-        iOn = i
-      elseif f == 'pb' then
-        iPb = i
-      end
-    end
-    if ats == nil or ats ~= math.floor(ats) or ats >= 2 ^ 52 then
-      if pb then call('HMSET', jobKey, 'processedOn', processedOn, 'pb', pb)
-      else call('HMSET', jobKey, 'processedOn', processedOn) end
-      call('HINCRBY', jobKey, 'ats', 1)
-      return call('HGETALL', jobKey)
-    end
-    local atsText = '1'
-    if ats ~= 0 then atsText = string.format('%d', ats + 1) end
-    if iOn then job[iOn + 1] = processedOn else job[size + 1], job[size + 2], size = 'processedOn', processedOn, size + 2 end
-    if pb then
-      if iPb then job[iPb + 1] = pb else job[size + 1], job[size + 2], size = 'pb', pb, size + 2 end
-    end
-    if iAts then job[iAts + 1] = atsText else job[size + 1], job[size + 2] = 'ats', atsText end
-    if pb then call('HSET', jobKey, 'processedOn', processedOn, 'pb', pb, 'ats', atsText)
-    else call('HSET', jobKey, 'processedOn', processedOn, 'ats', atsText) end
-    return job
+    ${leanStartJob('call')}
   end
   return job, {startNext(nextKey, ARGV[2], opts['name']), nextId, 0, 0}
 end`;
