@@ -6,27 +6,14 @@
  * a next job waiting, which the direct path leaves to the text), the same on both sides, so the
  * difference of two phases is the completion's. `N` calls a phase (default 200), phases ABBA.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { handedComplete, quietComplete, quietCompleteAsk } from '@islet/runs';
-import { freePort } from '@islet/testkit';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
-import { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
+import { callgrindRedis } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 200);
 const NEXT = process.env.NEXT === '1';
-const port = await freePort();
-const wrapper = fileURLToPath(new URL('./redis-callgrind.sh', import.meta.url));
-const proc = spawn(
-  wrapper,
-  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-  {
-    stdio: 'ignore',
-    env: { ...process.env, CG_OUT: process.env.CG_OUT ?? '/tmp/complete-cost.callgrind' },
-  },
-);
-const r = new Redis(port, { retryStrategy: () => 100 });
+const { r, instructions, stop } = await callgrindRedis('complete-cost');
 const Q = 'bull:q:';
 const KEYS = [
   ...['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc'],
@@ -89,12 +76,6 @@ async function setUp(): Promise<void> {
 
 try {
   await r.ping();
-  const instructions = () =>
-    Number(
-      /Th 1\s+([\d,]+)/
-        .exec(execFileSync('callgrind_control', ['-e', String(proc.pid)], { encoding: 'utf8' }))![1]!
-        .replaceAll(',', ''),
-    );
   const shas: Record<string, string> = {};
   for (const [name, src] of [
     ['text', script()],
@@ -115,8 +96,5 @@ try {
     `${NEXT ? 'a next job waiting' : 'nothing waiting'}: instructions a call (set-up and completion) text ${f(got.text!)}, direct ${f(got.direct!)}`,
   );
 } finally {
-  r.disconnect();
-  const exited = new Promise((done) => proc.once('exit', done));
-  proc.kill('SIGTERM');
-  await exited;
+  await stop();
 }

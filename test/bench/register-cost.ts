@@ -5,33 +5,14 @@
  * terms shaped as a runner's; beside it the same script by EVALSHA (what the text's hash costs).
  * `N` calls a phase (default 500), phases alternated. A count no load moves (round 34, `seq-path`).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { REGISTER_IDLE } from '@islet/runs';
-import { freePort } from '@islet/testkit';
-import { Redis } from 'ioredis';
 import { FETCH_KEY_NAMES } from '../../services/runner/src/handoff-store.ts';
+import { callgrindRedis } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 500);
-const port = await freePort();
-const wrapper = fileURLToPath(new URL('./redis-callgrind.sh', import.meta.url));
-const proc = spawn(
-  wrapper,
-  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-  {
-    stdio: 'ignore',
-    env: { ...process.env, CG_OUT: process.env.CG_OUT ?? '/tmp/register-cost.callgrind' },
-  },
-);
-const r = new Redis(port, { retryStrategy: () => 100 });
+const { r, instructions, stop } = await callgrindRedis('register-cost');
 try {
   await r.ping();
-  const instructions = () =>
-    Number(
-      /Th 1\s+([\d,]+)/
-        .exec(execFileSync('callgrind_control', ['-e', String(proc.pid)], { encoding: 'utf8' }))![1]!
-        .replaceAll(',', ''),
-    );
   const p = 'islet:{runs-read-only}:';
   const terms = JSON.stringify({
     keys: FETCH_KEY_NAMES.map((k) => p + k),
@@ -60,8 +41,5 @@ try {
     console.log(`  ${label.padEnd(8)} ${((instructions() - before) / N).toFixed(0)}`);
   }
 } finally {
-  r.disconnect();
-  const exited = new Promise((done) => proc.once('exit', done));
-  proc.kill('SIGTERM');
-  await exited;
+  await stop();
 }

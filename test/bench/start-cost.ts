@@ -6,32 +6,13 @@
  * fields, `ats` when `STARTED=1`) then starts it; a phase of the same script without the start is
  * subtracted. `N` calls a phase (default 300), phases alternated. A count no load moves.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { BULL_QUIET_PRELUDE } from '@islet/runs';
-import { freePort } from '@islet/testkit';
-import { Redis } from 'ioredis';
+import { callgrindRedis } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 300);
-const port = await freePort();
-const wrapper = fileURLToPath(new URL('./redis-callgrind.sh', import.meta.url));
-const proc = spawn(
-  wrapper,
-  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-  {
-    stdio: 'ignore',
-    env: { ...process.env, CG_OUT: process.env.CG_OUT ?? '/tmp/start-cost.callgrind' },
-  },
-);
-const r = new Redis(port, { retryStrategy: () => 100 });
+const { r, instructions, stop } = await callgrindRedis('start-cost');
 try {
   await r.ping();
-  const instructions = () =>
-    Number(
-      /Th 1\s+([\d,]+)/
-        .exec(execFileSync('callgrind_control', ['-e', String(proc.pid)], { encoding: 'utf8' }))![1]!
-        .replaceAll(',', ''),
-    );
   const source = `${BULL_QUIET_PRELUDE}
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'name', 'run', 'data', '{"input":{"a":1}}', 'opts', '{"attempts":3,"jobId":"x"}',
@@ -59,8 +40,5 @@ return 0`;
     );
   }
 } finally {
-  r.disconnect();
-  const exited = new Promise((done) => proc.once('exit', done));
-  proc.kill('SIGTERM');
-  await exited;
+  await stop();
 }

@@ -1,0 +1,42 @@
+/**
+ * A redis-server under callgrind (`redis-callgrind.sh`: only script calls counted) on a free port,
+ * for the benches that count a script's instructions (start-cost, register-cost, complete-cost):
+ * `instructions()` reads the server's count so far (`callgrind_control -e`), `stop()` ends it and
+ * waits for its exit. `name` names the callgrind output (`CG_OUT`, default /tmp/<name>.callgrind).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '@islet/testkit';
+import { Redis } from 'ioredis';
+
+export interface CallgrindRedis {
+  r: Redis;
+  proc: ChildProcess;
+  instructions: () => number;
+  stop: () => Promise<void>;
+}
+
+export async function callgrindRedis(name: string): Promise<CallgrindRedis> {
+  const port = await freePort();
+  const wrapper = fileURLToPath(new URL('./redis-callgrind.sh', import.meta.url));
+  const proc = spawn(
+    wrapper,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore', env: { ...process.env, CG_OUT: process.env.CG_OUT ?? `/tmp/${name}.callgrind` } },
+  );
+  const r = new Redis(port, { retryStrategy: () => 100 });
+  const instructions = () =>
+    Number(
+      /Th 1\s+([\d,]+)/
+        .exec(execFileSync('callgrind_control', ['-e', String(proc.pid)], { encoding: 'utf8' }))![1]!
+        .replaceAll(',', ''),
+    );
+  const stop = async () => {
+    r.disconnect();
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((done) => proc.once('exit', done));
+    proc.kill('SIGTERM');
+    await exited;
+  };
+  return { r, proc, instructions, stop };
+}
