@@ -5,14 +5,12 @@
 import type ivm from 'isolated-vm';
 import { flush, send } from './host-output.ts';
 import { encodeFailure, programEnd } from './host-program-end.ts';
-import { deadlineMessage, heapLimitMessage, outputLimitMessage } from './limits.ts';
-import { cutToBytes } from './utf8.ts';
-import type { FromHost, HostDone, ToHost } from './wire.ts';
+import { type HostOutput, HostRunLog } from './host-run-log.ts';
+import { deadlineMessage, heapLimitMessage } from './limits.ts';
+import type { HostDone, ToHost } from './wire.ts';
 
-const LOG_FLUSH_BYTES = 1024 * 1024;
-/** Lines of the first turn written one by one (see `pushLog`); later ones in batches of this many. */
-const FIRST_TURN_EAGER_LINES = 64;
-const FIRST_TURN_BATCH_LINES = 64;
+export type { HostOutput } from './host-run-log.ts';
+
 /**
  * How often a run past its first turn checks that its isolate was not disposed, ms. Only a disposal
  * outside any turn needs it (see `watchMemory`); it was 20 until round 33 (README, `call-path`).
@@ -31,12 +29,6 @@ export interface Prepared {
   readonly deliver: ivm.Reference;
   readonly memoryMb: number;
   readonly sink: { run: HostRun | undefined };
-}
-
-/** Where a run's frames go: the host's stdout (host-output.ts); a test hands its own. */
-export interface HostOutput {
-  send: typeof send;
-  flush: typeof flush;
 }
 
 const STDOUT: HostOutput = { send, flush };
@@ -68,20 +60,12 @@ export class HostRun {
   private finished = false;
   /** Inside `start` or a delivery's turn on this thread: the isolate runs here, called from here. */
   private onThisThread = false;
-  /** Lines printed in turns on this thread so far. */
-  private thisThreadLines = 0;
   /** Work running on isolated-vm's thread: result deliveries with their microtasks. */
   private readonly tasks = new Set<Promise<unknown>>();
   private nextCallId = 0;
   /** Calls made in the current turn on this thread. */
   private callsThisTurn = 0;
-  private outputUsed = 0;
-  private logsFull = false;
-  private logsTruncated = false;
-  private truncationReported = false;
-  private logBatch: [FromHost & { t: 'logs' }][0]['lines'] = [];
-  private logBatchBytes = 0;
-  private flushScheduled = false;
+  private readonly log: HostRunLog;
   /** The memory-limit poll, armed only once the run outlives its first turn (`watchMemory`). */
   private poll: NodeJS.Timeout | undefined;
   private readonly onFinished: () => void;
@@ -96,6 +80,7 @@ export class HostRun {
     this.msg = msg;
     this.onFinished = onFinished;
     this.out = out;
+    this.log = new HostRunLog(msg, out, () => this.onThisThread);
     this.allowed = new Set(msg.config.bindings);
     this.prepared = prepared;
     this.isolate = prepared.isolate;
@@ -153,16 +138,13 @@ export class HostRun {
   /** With the calls (and lines) the turn made, in one write; a program that ended sent `done` instead. */
   private turnReturned(later = false): void {
     if (!this.finished) {
-      const news =
-        this.callsThisTurn > 0 ||
-        this.logBatch.length > 0 ||
-        (this.logsTruncated && !this.truncationReported);
+      const news = this.callsThisTurn > 0 || this.log.pending;
       this.callsThisTurn = 0;
       // A later turn that made no call and printed nothing (one of a Promise.all's outcomes): its
       // answer waits for the next write or the fallback's (host-output.ts), not a write and a
       // wake-up of the runner of its own. Any other is written below, at once: no fallback.
       const held = later && !news;
-      this.flushLogs(held || 'turn');
+      this.log.flush(held || 'turn');
       this.out.send({ t: 'turn' }, held || 'turn');
       if (held) return;
     }
@@ -250,66 +232,11 @@ export class HostRun {
   onLog(level: unknown, text: unknown): void {
     try {
       if (this.finished) return;
-      if (typeof level !== 'string' || typeof text !== 'string') return;
-      if (!['log', 'info', 'warn', 'error', 'debug'].includes(level)) return;
-      const bytes = Buffer.byteLength(text, 'utf8');
-      if (this.logsFull) return;
-      const room = this.msg.outputBytes - this.outputUsed;
-      if (bytes > room) {
-        const fitting = cutToBytes(text, room);
-        if (fitting !== '') this.pushLog(level, fitting);
-        this.outputUsed = this.msg.outputBytes;
-        if (this.msg.outputCap === 'separate') {
-          // Code Mode: the log keeps the most it may; the program goes on.
-          this.logsFull = true;
-          this.logsTruncated = true;
-          return;
-        }
-        this.finish({
-          status: 'failed',
-          kind: 'output-limit',
-          message: outputLimitMessage(this.msg.outputBytes),
-        });
-        return;
-      }
-      this.outputUsed += bytes;
-      this.pushLog(level, text);
+      const end = this.log.line(level, text);
+      if (end) this.finish(end);
     } catch (e) {
       this.internalError(e);
     }
-  }
-
-  private pushLog(level: string, text: string): void {
-    this.logBatch.push([level as 'log', text]);
-    this.logBatchBytes += text.length;
-    // In a turn on this thread nothing deferred runs until the program yields. A run's first lines
-    // there wait for no later one, so what a program printed is out even if the turn never returns
-    // (a kill, a long builtin); past them a flood goes out FIRST_TURN_BATCH_LINES at a time (a write
-    // and a frame per line cost the runner CPU for every line), the rest with the turn's return.
-    if (
-      this.logBatchBytes >= LOG_FLUSH_BYTES ||
-      (this.onThisThread &&
-        (++this.thisThreadLines <= FIRST_TURN_EAGER_LINES || this.logBatch.length >= FIRST_TURN_BATCH_LINES))
-    )
-      this.flushLogs();
-    else if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => {
-        this.flushScheduled = false;
-        this.flushLogs();
-      });
-    }
-  }
-
-  /** `gather`: written with what follows (a turn's return), not now (see host-output.ts `send`). */
-  private flushLogs(gather: boolean | 'turn' = false): void {
-    const truncated = this.logsTruncated && !this.truncationReported;
-    if (this.logBatch.length === 0 && !truncated) return;
-    const lines = this.logBatch;
-    this.logBatch = [];
-    this.logBatchBytes = 0;
-    if (truncated) this.truncationReported = true;
-    this.out.send({ t: 'logs', lines, ...(truncated ? { truncated: true } : {}) }, gather);
   }
 
   onCall(id: unknown, binding: unknown, argsJson: unknown): void {
@@ -340,7 +267,7 @@ export class HostRun {
       }
       this.nextCallId++;
       this.callsThisTurn++;
-      this.flushLogs();
+      this.log.flush();
       // In a turn on this thread the turn's return writes it (turnReturned): no fallback timer.
       this.out.send({ t: 'call', id, binding, argsJson }, this.onThisThread ? 'turn' : true);
     } catch (e) {
@@ -360,8 +287,7 @@ export class HostRun {
   onDone(kind: unknown, a: unknown, b: unknown): void {
     try {
       if (this.finished) return;
-      const used = this.msg.outputCap === 'separate' ? 0 : this.outputUsed;
-      this.finish(programEnd(kind, a, b, used, this.msg.outputBytes));
+      this.finish(programEnd(kind, a, b, this.log.used, this.msg.outputBytes));
     } catch (e) {
       this.internalError(e);
     }
@@ -423,7 +349,7 @@ export class HostRun {
   }
 
   private report(done: HostDone, cpuMs: number | undefined): void {
-    this.flushLogs();
+    this.log.flush();
     this.out.send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
     this.onFinished();
   }
