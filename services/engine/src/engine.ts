@@ -4,20 +4,20 @@
  * after `maxRunsPerProcess` runs, or once its private resident memory grew by `maxHostResidentGrowthBytes`.
  * `execute` never throws.
  */
+import { engineSettings } from './engine-settings.ts';
 import { HostProcess } from './host-process.ts';
-import { isDue, type RetirementBounds, type RetirementReason, retirementOf } from './host-retirement.ts';
-import { DEFAULT_WATCHDOG_GRACE_MS } from './limits.ts';
+import {
+  growthAtRelease,
+  isDue,
+  type RetirementBounds,
+  type RetirementReason,
+  retirementOf,
+} from './host-retirement.ts';
+import { trimIdle } from './idle-pool.ts';
 import { Run } from './run.ts';
-import { checkRequest, positiveInt, runParams, sandboxFacts } from './run-request.ts';
+import { checkRequest, runParams, sandboxFacts } from './run-request.ts';
 import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
 
-const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
-const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 5 * 1024 * 1024;
-const RESIDENT_CHECK_EVERY_RUNS = 16;
-const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
-const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
-const DEFAULT_MAX_IDLE_TOTAL = 8;
-const DEFAULT_MAX_STARTING_HOSTS = 4;
 /**
  * A run that takes a host idle for less than this follows its last run back to back: it waits for
  * that host's next isolate, which a second host would have ready.
@@ -25,16 +25,17 @@ const DEFAULT_MAX_STARTING_HOSTS = 4;
 const BACK_TO_BACK_MS = 2;
 
 export function createEngine(options: EngineOptions = {}): Engine {
-  const maxRunsPerProcess = positiveInt(options.maxRunsPerProcess, DEFAULT_MAX_RUNS_PER_PROCESS);
-  const watchdogGraceMs = positiveInt(options.watchdogGraceMs, DEFAULT_WATCHDOG_GRACE_MS);
-  const startupTimeoutMs = positiveInt(options.startupTimeoutMs, DEFAULT_STARTUP_TIMEOUT_MS);
-  const maxIdle = Math.max(0, Math.floor(options.maxIdlePerPartition ?? DEFAULT_MAX_IDLE_PER_PARTITION));
-  const maxIdleTotal = Math.max(0, Math.floor(options.maxIdleTotal ?? DEFAULT_MAX_IDLE_TOTAL));
-  const spareLeadRuns = Math.max(1, Math.min(25, Math.floor(maxRunsPerProcess / 4)));
-  const maxGrowth = Math.max(
-    0,
-    Math.floor(options.maxHostResidentGrowthBytes ?? DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES),
-  );
+  const {
+    maxRunsPerProcess,
+    watchdogGraceMs,
+    startupTimeoutMs,
+    maxIdle,
+    maxIdleTotal,
+    spareLeadRuns,
+    maxGrowth,
+    prewarm,
+    maxStarting,
+  } = engineSettings(options);
   const readResident = options.residentBytesOf;
   const idle = new Map<string, HostProcess[]>();
   const busy = new Set<HostProcess>();
@@ -42,12 +43,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
   // pool empty: after a host retired with none coming, a second host for back-to-back runs, or a
   // retired host's own replacement still starting. Started with no run waiting, it joins the pool.
   const spares = new Map<string, Promise<HostProcess | undefined>>();
-  const prewarm = options.prewarm !== false;
   /** Hosts' own replacements still starting, and those started and waiting aside for their host. */
   const replacements = new Set<Promise<HostProcess | undefined>>();
   const aside = new Set<HostProcess>();
   const spareOfRetired = new WeakSet<Promise<HostProcess | undefined>>();
-  const maxStarting = positiveInt(options.maxStartingHosts, DEFAULT_MAX_STARTING_HOSTS);
   let starting = 0;
   /** Runs waiting for a start slot or a freed host; woken whenever either may have appeared. */
   let wakers: (() => void)[] = [];
@@ -210,20 +209,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     else pool.push(host);
     idle.set(host.partition, pool);
     wakeAll();
-    // Whichever tenant it served (a spare joins a pool at its start, so the oldest may be anywhere).
-    let total = 0;
-    for (const p of idle.values()) total += p.length;
-    while (total > maxIdleTotal) {
-      let oldest: HostProcess | undefined;
-      for (const p of idle.values())
-        for (const h of p) if (!oldest || h.idleSince < oldest.idleSince) oldest = h;
-      if (!oldest) break;
-      const from = idle.get(oldest.partition);
-      from?.splice(from.indexOf(oldest), 1);
-      if (from && from.length === 0) idle.delete(oldest.partition);
-      void oldest.stop();
-      total--;
-    }
+    trimIdle(idle, maxIdleTotal);
   }
 
   const bounds: RetirementBounds = { maxRunsPerProcess, maxGrowth, prewarm };
@@ -320,19 +306,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     busy.delete(host);
     host.runs++;
     const pool = idle.get(host.partition) ?? [];
-    // After the first run (the baseline) and every 16th: the /proc read costs the runner's
-    // CPU on a run's path, and a host grows a few KiB per run, so 16 runs pass the bound
-    // by a few hundred KiB at most.
-    const checked =
-      maxGrowth > 0 && reusable && (host.runs === 1 || host.runs % RESIDENT_CHECK_EVERY_RUNS === 0);
-    // Private memory (RssAnon + RssShmem), not VmRSS: the node binary's code pages a host maps in
-    // once its own JavaScript gets optimized are file-backed and shared, not a leak (host-process.ts).
-    const resident = checked ? host.privateBytes(readResident) : undefined;
-    if (host.runs === 1 && resident !== undefined) host.baselineResidentBytes = resident;
-    const grown =
-      resident !== undefined && host.baselineResidentBytes !== undefined
-        ? resident - host.baselineResidentBytes
-        : 0;
+    const grown = growthAtRelease(host, reusable, maxGrowth, readResident);
     const reason = closed ? undefined : retirementOf(host, { reusable, crashed, grown }, bounds);
     if (closed || reason || pool.length >= maxIdle) {
       if (reason) retiredEvent(host, reason);

@@ -10,6 +10,7 @@ import type { HostProcess } from './host-process.ts';
  */
 const MAX_OVERSHOOT_RUNS = 256;
 const MAX_OVERSHOOT_RESIDENT_BYTES = 2 * 1024 * 1024;
+const RESIDENT_CHECK_EVERY_RUNS = 16;
 
 export type RetirementReason = 'crashed' | 'killed' | 'max-runs' | 'max-memory';
 
@@ -19,6 +20,29 @@ export interface RetirementBounds {
   maxGrowth: number;
   /** Replacements start ahead (EngineOptions.prewarm): without them, a due host goes at once. */
   prewarm: boolean;
+}
+
+/**
+ * The host's private memory growth since its first run, read at this release (`host.runs` already
+ * counts the run), or 0 when not read: after the first run (the baseline) and every 16th only —
+ * the /proc read costs the runner's CPU on a run's path, and a host grows a few KiB per run, so 16
+ * runs pass the bound by a few hundred KiB at most.
+ */
+export function growthAtRelease(
+  host: HostProcess,
+  reusable: boolean,
+  maxGrowth: number,
+  readResident: ((pid: number) => number | undefined) | undefined,
+): number {
+  const checked =
+    maxGrowth > 0 && reusable && (host.runs === 1 || host.runs % RESIDENT_CHECK_EVERY_RUNS === 0);
+  // Private memory (RssAnon + RssShmem), not VmRSS: the node binary's code pages a host maps in
+  // once its own JavaScript gets optimized are file-backed and shared, not a leak (host-process.ts).
+  const resident = checked ? host.privateBytes(readResident) : undefined;
+  if (host.runs === 1 && resident !== undefined) host.baselineResidentBytes = resident;
+  return resident !== undefined && host.baselineResidentBytes !== undefined
+    ? resident - host.baselineResidentBytes
+    : 0;
 }
 
 export function isDue(host: HostProcess, bounds: RetirementBounds): boolean {
