@@ -222,7 +222,20 @@ try {
   for (let i = 0; i < submitAt; i++) await send(recorded[i]!).catch(() => undefined);
   const preSubmit = await dumpAll(w);
   const submit = await asSha(recorded[submitAt]!);
+  // The registration's terms the submit reads (SOURCES_TO: terms.txt, one a line, as stored).
+  const termsRead = process.env.SOURCES_TO
+    ? await Promise.all((await w.keys('*:idle:args')).map((k) => w.hvalsBuffer(k)))
+    : [];
   await evalsha(submit);
+  if (process.env.SOURCES_TO) {
+    writeFileSync(
+      `${process.env.SOURCES_TO}/terms.txt`,
+      Buffer.concat(termsRead.flat().map((b) => Buffer.concat([b, Buffer.from('\n')]))),
+    );
+    // The member the submit handed (the answer packed), as stored.
+    const handed = await Promise.all((await w.keys('*:handoff:*')).map((k) => w.zrangeBuffer(k, 0, -1)));
+    writeFileSync(`${process.env.SOURCES_TO}/handed.bin`, Buffer.concat(handed.flat()));
+  }
   for (let i = submitAt + 1; i < endAt; i++) {
     const c = recorded[i]!;
     if (isScript(c)) await evalsha(await asSha(c));
