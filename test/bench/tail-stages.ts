@@ -44,15 +44,19 @@ if (TAIL_LOG) {
   await import('./tail-log.ts');
 }
 
-const TICK_NS = 1e9 / 100; // USER_HZ
-const btimeMs = Number(/^btime (\d+)/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1]) * 1000;
+const TICK_MS = 10; // USER_HZ 100
 
-/** A process's start on the wall clock, ms (10 ms resolution). */
+/**
+ * A process's start on the stamps' clock, ms (10 ms resolution): now minus its age by the boot
+ * clock (`/proc/uptime` against its start in ticks). `btime` of /proc/stat is whole seconds: a start
+ * read from it was up to 1 s early.
+ */
 function startedAt(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-    return btimeMs + (ticks * TICK_NS) / 1e6;
+    const uptimeMs = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 1000;
+    return benchNow() - (uptimeMs - ticks * TICK_MS);
   } catch {
     return Number.NaN;
   }
@@ -177,7 +181,8 @@ try {
     const text = execFileSync('perf', ['script', '-i', schedOut, '-F', 'pid,cpu,time,trace'], {
       maxBuffer: 1 << 30,
     }).toString();
-    const cpu = cpuByOwner(text, monoOffsetMs, kindOf, runs);
+    const spawns = new Map([...hostStart].filter(([, t]) => t >= from - 1000));
+    const cpu = cpuByOwner(text, monoOffsetMs, kindOf, runs, spawns);
     for (const [i, r] of runs.entries()) r.cpu = cpu[i]!;
   }
   if (perf) {
