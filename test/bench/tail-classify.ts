@@ -142,7 +142,15 @@ export function tailReport(d: TailDump): string[] {
     runs.map((r) => kinds.reduce((s, k) => s + (r.sched[k]?.[1] ?? 0), 0) / 1e6),
     50,
   );
-  const medCpu = Object.fromEntries(kinds.map((k) => [k, pct(runs.map((r) => (r.sched[k]?.[0] ?? 0) / 1e6), 50)]));
+  const medCpu = Object.fromEntries(
+    kinds.map((k) => [
+      k,
+      pct(
+        runs.map((r) => (r.sched[k]?.[0] ?? 0) / 1e6),
+        50,
+      ),
+    ]),
+  );
   // Runs and fsyncs are in time order: one sweep.
   const fsyncs = [...d.fsyncs].sort((a, b) => a.t - b.t);
   const fsyncMs = new Map<TailDump['runs'][number], number>();
@@ -163,7 +171,15 @@ export function tailReport(d: TailDump): string[] {
     d.hostStarts.some((h) => h.t + HOST_START_WINDOW_MS >= r.sent && h.t - 20 <= r.received);
 
   const owners = [...new Set(runs.flatMap((r) => Object.keys(r.cpu ?? {})))];
-  const medOwner = new Map(owners.map((k) => [k, pct(runs.map((r) => r.cpu?.[k] ?? 0), 50)]));
+  const medOwner = new Map(
+    owners.map((k) => [
+      k,
+      pct(
+        runs.map((r) => r.cpu?.[k] ?? 0),
+        50,
+      ),
+    ]),
+  );
   const otherOf = (r: TailDump['runs'][number]) =>
     Object.entries(r.cpu ?? {})
       .filter(([k]) => k.startsWith('other:'))
@@ -174,7 +190,8 @@ export function tailReport(d: TailDump): string[] {
     const add = (k: string, ms: number) => c.set(k, (c.get(k) ?? 0) + ms);
     const excess = r.received - r.sent - p50;
     // With every CPU's switches, the starting host's own CPU is its share (below); else a flag.
-    if (!r.cpu && started(r)) add(`a sandbox host started (replaced) within ${HOST_START_WINDOW_MS} ms before`, excess);
+    if (!r.cpu && started(r))
+      add(`a sandbox host started (replaced) within ${HOST_START_WINDOW_MS} ms before`, excess);
     for (const e of hits(r)) {
       const gc = GC_KINDS.has(e.kind);
       add(gc ? `${e.who} ${e.kind}` : `${e.who} timer ${e.label.slice(0, 60)}`, gc ? overlap(r, e) : e.ms);
@@ -188,9 +205,11 @@ export function tailReport(d: TailDump): string[] {
         .reduce((s, [, v]) => s + v, 0);
       add("other processes on the CPUs (the box's) beyond the median run", other - medOther);
       for (const [k, v] of Object.entries(r.cpu))
-        if (!k.startsWith('other:') && k !== 'idle') add(`${k} on a CPU beyond its median`, v - (medOwner.get(k) ?? 0));
+        if (!k.startsWith('other:') && k !== 'idle')
+          add(`${k} on a CPU beyond its median`, v - (medOwner.get(k) ?? 0));
     } else
-      for (const k of kinds) add(`${k} main thread on CPU beyond its median`, (r.sched[k]?.[0] ?? 0) / 1e6 - medCpu[k]!);
+      for (const k of kinds)
+        add(`${k} main thread on CPU beyond its median`, (r.sched[k]?.[0] ?? 0) / 1e6 - medCpu[k]!);
     return { excess, c };
   };
 
@@ -240,7 +259,9 @@ export function tailReport(d: TailDump): string[] {
       }
     }
     // The slowest runs one by one.
-    out.push('the 12 slowest runs: ms, the stage holding the most excess, the three largest explanations (ms):');
+    out.push(
+      'the 12 slowest runs: ms, the stage holding the most excess, the three largest explanations (ms):',
+    );
     for (const { r, ms } of byLat.slice(0, 12)) {
       const { c } = explained.get(r)!;
       let best = '';
@@ -264,6 +285,67 @@ export function tailReport(d: TailDump): string[] {
     }
   };
   slowSections(runs);
+  if (runs.some((r) => r.cpu)) {
+    // The same slow runs by rules, first match (each a mechanism, the CPU by owner in the run).
+    const cpuOf = (r: TailDump['runs'][number], re: RegExp) =>
+      Object.entries(r.cpu ?? {}).reduce((sum, [k, v]) => sum + (re.test(k) ? v : 0), 0);
+    const gcIn = (r: TailDump['runs'][number], who: RegExp, kind: RegExp) =>
+      hits(r)
+        .filter((e) => who.test(e.who) && kind.test(e.kind))
+        .reduce((sum, e) => sum + overlap(r, e), 0);
+    const rules: [string, (r: TailDump['runs'][number]) => boolean][] = [
+      ["other processes on a CPU ≥ 0.5 ms (the box's)", (r) => otherOf(r) >= 0.5],
+      ['a replacement host starting, ≥ 2 ms of its CPU in the run', (r) => cpuOf(r, /^host starting/) >= 2],
+      [
+        'a gateway/runner major GC (mark-compact, incremental marking; its worker threads)',
+        (r) => gcIn(r, /gateway|runner/, /mark|incr/) > 0,
+      ],
+      [
+        'a gateway/runner scavenge (main-thread pause ≥ 1 ms)',
+        (r) => gcIn(r, /gateway|runner/, /scavenge/) >= 1,
+      ],
+      [
+        'gateway/runner V8 worker threads ≥ 3 ms with no GC logged (concurrent compile or sweep)',
+        (r) => cpuOf(r, /^(gateway|runner):V8Worker/) >= 3,
+      ],
+      [
+        "the bench client's own GC (≥ 1 ms, or its V8 workers ≥ 2 ms)",
+        (r) => gcIn(r, /bench/, /./) >= 1 || cpuOf(r, /^bench:V8Worker/) >= 2,
+      ],
+      [
+        'the serving host: its V8 workers ≥ 2 ms or main thread ≥ 4 ms (its own GC, an isolate made)',
+        (r) => cpuOf(r, /^host:V8Worker/) >= 2 || cpuOf(r, /^host:MainThread/) >= 4,
+      ],
+      [
+        'a Redis fsync of 2 ms or more',
+        (r) => fsyncs.some((x) => x.ms >= 2 && x.t < r.received && x.t + x.ms > r.sent),
+      ],
+      ['Redis on a CPU ≥ 3 ms', (r) => cpuOf(r, /^redis:/) >= 3],
+      [
+        'a gateway/runner long timer callback overlapping it',
+        (r) => hits(r).some((e) => e.who !== 'bench' && !GC_KINDS.has(e.kind)),
+      ],
+    ];
+    const byRule = (subset: TailDump['runs'], label: string) => {
+      const byLat = [...subset].sort((a, b) => b.received - b.sent - (a.received - a.sent));
+      for (const share of [1, 2]) {
+        const slow = byLat.slice(0, Math.max(1, Math.round((subset.length * share) / 100)));
+        const count = new Map<string, number>();
+        for (const r of slow) {
+          const k = rules.find(([, test]) => test(r))?.[0] ?? 'none of these (the cluster crowding 2 CPUs)';
+          count.set(k, (count.get(k) ?? 0) + 1);
+        }
+        out.push(`${label}, slowest ${share} % (${slow.length} runs), by the first rule that holds:`);
+        for (const [k, v] of [...count].sort((a, b) => b[1] - a[1]))
+          out.push(`    ${String(v).padStart(4)}  (${f((1000 * v) / subset.length)} per 1000 runs)  ${k}`);
+      }
+    };
+    byRule(runs, 'all runs');
+    byRule(
+      runs.filter((r) => otherOf(r) <= QUIET_OTHER_MS),
+      `runs with other processes on a CPU ≤ ${QUIET_OTHER_MS} ms`,
+    );
+  }
   // Where other processes took no CPU (the box quiet for the run), the cluster's own tail.
   if (runs.some((r) => r.cpu)) {
     const quiet = runs.filter((r) => otherOf(r) <= QUIET_OTHER_MS);
@@ -277,26 +359,46 @@ export function tailReport(d: TailDump): string[] {
   }
   // Each candidate: the runs it touched per 1000, and their latency against all runs'.
   const touched: [string, (r: TailDump['runs'][number]) => boolean][] = [
-    ['a gateway scavenge overlapping it', (r) => hits(r).some((e) => e.who === 'gateway' && e.kind === 'scavenge')],
-    ['a runner scavenge overlapping it', (r) => hits(r).some((e) => e.who === 'runner' && e.kind === 'scavenge')],
+    [
+      'a gateway scavenge overlapping it',
+      (r) => hits(r).some((e) => e.who === 'gateway' && e.kind === 'scavenge'),
+    ],
+    [
+      'a runner scavenge overlapping it',
+      (r) => hits(r).some((e) => e.who === 'runner' && e.kind === 'scavenge'),
+    ],
     [
       'a gateway/runner mark-compact or incremental step overlapping it',
       (r) => hits(r).some((e) => (e.who === 'gateway' || e.who === 'runner') && /mark|incr/.test(e.kind)),
     ],
-    ["the bench's own collection overlapping it", (r) => hits(r).some((e) => e.who === 'bench' && GC_KINDS.has(e.kind))],
+    [
+      "the bench's own collection overlapping it",
+      (r) => hits(r).some((e) => e.who === 'bench' && GC_KINDS.has(e.kind)),
+    ],
     [
       'a gateway/runner long timer callback overlapping it',
       (r) => hits(r).some((e) => e.who !== 'bench' && !GC_KINDS.has(e.kind)),
     ],
-    ['a starting host on a CPU ≥ 0.5 ms in it', (r) => (r.cpu?.['host starting (a replacement)'] ?? 0) >= 0.5],
-    ['a Redis fsync of 2 ms or more in it', (r) => fsyncs.some((x) => x.ms >= 2 && x.t < r.received && x.t + x.ms > r.sent)],
+    [
+      'a starting host on a CPU ≥ 0.5 ms in it',
+      (r) => (r.cpu?.['host starting (a replacement)'] ?? 0) >= 0.5,
+    ],
+    [
+      'a Redis fsync of 2 ms or more in it',
+      (r) => fsyncs.some((x) => x.ms >= 2 && x.t < r.received && x.t + x.ms > r.sent),
+    ],
     ["other processes (the box's) on a CPU ≥ 0.5 ms in it", (r) => otherOf(r) >= 0.5],
   ];
-  out.push('runs touched, per 1000 runs, and their latency p50 / p99 (all runs: ' + `${f(p50)} / ${f(pct(lat, 99))} ms):`);
+  out.push(
+    'runs touched, per 1000 runs, and their latency p50 / p99 (all runs: ' +
+      `${f(p50)} / ${f(pct(lat, 99))} ms):`,
+  );
   for (const [k, test] of touched) {
     if (k.includes('CPU') && !runs.some((r) => r.cpu)) continue;
     const t = runs.filter(test).map((r) => r.received - r.sent);
-    out.push(`  ${f((1000 * t.length) / n).padStart(7)}  ${t.length ? `${f(pct(t, 50))} / ${f(pct(t, 99))}` : '—'}  ${k}`);
+    out.push(
+      `  ${f((1000 * t.length) / n).padStart(7)}  ${t.length ? `${f(pct(t, 50))} / ${f(pct(t, 99))}` : '—'}  ${k}`,
+    );
   }
   // What the logs hold over the window, per 1000 runs.
   const per = (x: number) => f((1000 * x) / n);

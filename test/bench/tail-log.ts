@@ -100,6 +100,6 @@ if (dir) {
   ] as const)
     for (const sym of Object.getOwnPropertySymbols(real))
       Object.defineProperty(g[name]!, sym, Object.getOwnPropertyDescriptor(real, sym)!);
-  realInterval(flush, 2000).unref();
+  (realInterval(flush, 2000) as NodeJS.Timeout).unref();
   process.on('exit', flush);
 }

@@ -74,7 +74,11 @@ function sched(pid: number): [number, number] {
 
 function children(pid: number): number[] {
   try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -141,17 +145,34 @@ try {
     perf = spawn(
       'perf',
       [
-        'record', '-q', '-k', 'mono', '-o', perfOut, '-p', String(pidOf('redis')),
-        '-e', 'syscalls:sys_enter_fdatasync', '-e', 'syscalls:sys_exit_fdatasync',
-        '-e', 'syscalls:sys_enter_fsync', '-e', 'syscalls:sys_exit_fsync',
+        'record',
+        '-q',
+        '-k',
+        'mono',
+        '-o',
+        perfOut,
+        '-p',
+        String(pidOf('redis')),
+        '-e',
+        'syscalls:sys_enter_fdatasync',
+        '-e',
+        'syscalls:sys_exit_fdatasync',
+        '-e',
+        'syscalls:sys_enter_fsync',
+        '-e',
+        'syscalls:sys_exit_fsync',
       ],
       { stdio: ['ignore', 'ignore', 'inherit'] },
     );
   }
   if (SCHED)
-    perfSched = spawn('perf', ['record', '-q', '-a', '-k', 'mono', '-o', schedOut, '-e', 'sched:sched_switch'], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    perfSched = spawn(
+      'perf',
+      ['record', '-q', '-a', '-k', 'mono', '-o', schedOut, '-e', 'sched:sched_switch'],
+      {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
   if (FSYNC || SCHED) await new Promise((r) => setTimeout(r, 1000));
   const runs: TailDump['runs'] = [];
   let hosts = hostsNow();
