@@ -1,7 +1,7 @@
 /**
  * Bench-only preload (`NODE_OPTIONS="--import <abs>/test/bench/tail-log.ts"` with `TAIL_LOG_DIR`
- * set; round 36, `tail`): every process it reaches (the bench, the gateway, the runner; not the
- * sandbox hosts, whose environment is their own) appends to `TAIL_LOG_DIR/tail-<pid>.jsonl`, as
+ * set; round 36, `tail`): every process it reaches (the bench, the gateway, the runner; a sandbox
+ * host only where its environment is given it: `engine-tail.ts`'s `hostEnv`) appends to `TAIL_LOG_DIR/tail-<pid>.jsonl`, as
  * `{ who, kind, label, t, ms }` on the stage stamps' clock (core's `wallNow`: the offset read at an
  * edge of `Date.now()`, not `performance.timeOrigin`, which a preempted start leaves off by ms):
  * - each V8 collection (`kind` scavenge / mark-compact / incremental / weakcb; what `--trace-gc`
@@ -45,7 +45,9 @@ if (dir) {
       ? 'runner'
       : /test\/bench/.test(script)
         ? 'bench'
-        : 'other';
+        : /engine\/(src|dist)\/(host\/)?host\.[jt]s$/.test(script)
+          ? 'host'
+          : 'other';
   const offset = anchor();
   const minMs = Number(process.env.TAIL_LOG_TIMER_MIN_MS ?? 20);
   const file = `${dir}/tail-${process.pid}.jsonl`;
@@ -58,7 +60,11 @@ if (dir) {
   let lines: string[] = [];
   const flush = () => {
     if (lines.length === 0) return;
-    appendFileSync(file, lines.join(''));
+    try {
+      appendFileSync(file, lines.join(''));
+    } catch {
+      // the bench removed its directory: nothing reads these any more
+    }
     lines = [];
   };
   const log = (kind: string, label: string, start: number, ms: number) =>
