@@ -132,8 +132,8 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
   local old = nextId and string.sub(nextId, 1, 2) == '0:'
   if old then call('LREM', KEYS[2], 1, nextId) end
   if not nextId or nextId == '0:0' then
-    local popped = prioritized and call('ZPOPMIN', KEYS[3]) or {}
-    if #popped > 0 then
+    local popped = prioritized and call('ZPOPMIN', KEYS[3])
+    if popped and #popped > 0 then
       call('LPUSH', KEYS[2], popped[1])
       nextId, old = popped[1], false
     else
