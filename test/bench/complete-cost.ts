@@ -78,7 +78,21 @@ async function setUp(): Promise<void> {
     );
   if (DEFERRED)
     p.rpush('own', 'tenant-b')
-      .hset(`${Q}r9`, 'name', 'run', 'data', '{}', 'opts', '{}', 'timestamp', '1', 'delay', '250', 'priority', '0')
+      .hset(
+        `${Q}r9`,
+        'name',
+        'run',
+        'data',
+        '{}',
+        'opts',
+        '{}',
+        'timestamp',
+        '1',
+        'delay',
+        '250',
+        'priority',
+        '0',
+      )
       .zadd(`${Q}delayed`, String(DEFERRED_MS * 4096n + 1n), 'r9');
   await p.exec();
 }

@@ -28,7 +28,9 @@ async function show(name: string, n: number, deferrals: number) {
   for (const h of HASHES) {
     const got = Object.entries(await redis.hgetall(h)).sort((x, y) => Number(y[1]) - Number(x[1]));
     const total = got.reduce((s, [, v]) => s + Number(v), 0);
-    console.log(`  ${h} (${total}): ${got.map(([k, v]) => `${k} ${v} (${((100 * Number(v)) / total).toFixed(1)} %)`).join('; ')}`);
+    console.log(
+      `  ${h} (${total}): ${got.map(([k, v]) => `${k} ${v} (${((100 * Number(v)) / total).toFixed(1)} %)`).join('; ')}`,
+    );
   }
   await redis.del(...HASHES);
 }

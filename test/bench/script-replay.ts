@@ -102,7 +102,14 @@ try {
   if (process.env.DEFERRED) {
     const q = 'islet:{runs-read-only}:';
     const due = BigInt(Date.now() + 3_600_000) * 4096n + 1n;
-    await admin.hset(`${q}deferred-1`, { name: 'run', data: '{}', opts: '{}', timestamp: String(Date.now()), delay: '3600000', priority: '0' });
+    await admin.hset(`${q}deferred-1`, {
+      name: 'run',
+      data: '{}',
+      opts: '{}',
+      timestamp: String(Date.now()),
+      delay: '3600000',
+      priority: '0',
+    });
     await admin.zadd(`${q}delayed`, String(due), 'deferred-1');
   }
   await admin.script('FLUSH');
@@ -158,7 +165,9 @@ const endAt = recorded.findIndex(
 );
 if (process.env.CALLS_SHOWN)
   for (const [i, c] of recorded.entries())
-    console.log(`#${i} ${name(c)} ${isScript(c) ? `${key(c, -1)} ${key(c, 0)} ${key(c, 1)}` : c.slice(1, 3).join(' ')} (${inner.get(i)?.length} inside: ${inner.get(i)?.join(' ')})`);
+    console.log(
+      `#${i} ${name(c)} ${isScript(c) ? `${key(c, -1)} ${key(c, 0)} ${key(c, 1)}` : c.slice(1, 3).join(' ')} (${inner.get(i)?.length} inside: ${inner.get(i)?.join(' ')})`,
+    );
 if (submitAt < 0 || endAt < submitAt)
   throw new Error(`no submit / end recorded: ${recorded.map(name).join(' ')}`);
 const handedOff = inner.get(submitAt)?.filter((n) => n === 'zadd').length;

@@ -365,7 +365,8 @@ ${direct}
 end
 `
     : '';
-  const probe = 'if asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then\n      bullProbe(deps, failedDeps, KEYS[3], KEYS[10])\n    end';
+  const probe =
+    'if asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then\n      bullProbe(deps, failedDeps, KEYS[3], KEYS[10])\n    end';
   const probes = direct
     ? `if bullProbed then
       bullAbsent[deps], bullAbsent[failedDeps], bullAbsent[KEYS[3]], bullAbsent[KEYS[10]] = true, true, true, true

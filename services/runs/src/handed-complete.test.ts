@@ -98,7 +98,12 @@ async function plain(r: Redis): Promise<void> {
 }
 
 /** A job the fair share deferred (moved to delayed), due at `dueMs` (BullMQ's score: ms × 0x1000 + a counter). */
-async function deferred(r: Redis, id: string, dueMs: bigint, more: Record<string, string> = {}): Promise<void> {
+async function deferred(
+  r: Redis,
+  id: string,
+  dueMs: bigint,
+  more: Record<string, string> = {},
+): Promise<void> {
   await r.hset(Q + id, {
     name: 'run',
     data: '{}',
