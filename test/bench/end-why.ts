@@ -22,7 +22,13 @@ const cluster = await startCluster({
 });
 const redis = createRedis(cluster.redisUrl);
 const a = api(cluster.url, cluster.devKey);
-const HASHES = ['bench:end-why', 'bench:end-due', 'bench:end-direct', 'bench:end-answer'];
+const HASHES = [
+  'bench:end-why',
+  'bench:end-due',
+  'bench:end-direct',
+  'bench:end-answer',
+  'bench:end-refetch',
+];
 async function show(name: string, n: number, deferrals: number) {
   console.log(`${name}: ${n} runs, fair-share deferrals a run ${(deferrals / n).toFixed(3)}`);
   for (const h of HASHES) {
