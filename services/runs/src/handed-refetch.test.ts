@@ -235,6 +235,9 @@ async function runCase(
           `error ${e.message.replace(/ script: .*$/, '').replace(/user_script:\d+/, 'user_script')}`,
       );
   });
+  // A rate limit's answer carries the counter's PTTL, which the clock moves between two runs.
+  if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
+    answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
   return { answer, inner, after: await keysAfter() };
 }
 
