@@ -11,14 +11,19 @@
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
+import { callgrindRedis } from './callgrind-redis.ts';
 import { burst, trivialRun } from './cluster-figures.ts';
 import { deferralsOf } from './pool-sampler.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
+// `CALLGRIND=1`: the cluster's Redis under callgrind (as redis-per-run.ts: slower, its own timing).
+const cg = process.env.CALLGRIND ? await callgrindRedis('end-why') : undefined;
+await cg?.r.ping();
 const cluster = await startCluster({
   gateways: 1,
   runners: [{ modes: ['read-only'], concurrency: 4 }],
   env: { ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
+  ...(cg ? { redisUrl: `redis://127.0.0.1:${(cg.r.options as { port: number }).port}` } : {}),
 });
 const redis = createRedis(cluster.redisUrl);
 const a = api(cluster.url, cluster.devKey);
@@ -62,5 +67,6 @@ try {
 } finally {
   redis.disconnect();
   await cluster.stop();
+  await cg?.stop();
 }
 process.exit(0);
