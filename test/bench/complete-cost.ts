@@ -3,8 +3,10 @@
  * (bull-quiet.ts `quietCompleteAsk` then `quietComplete` of moveToFinished-14) with the direct path
  * (handed-complete.ts) and without, in a redis-server under callgrind (`redis-callgrind.sh`). Each
  * call's keys are made afresh (FLUSHALL, an active job of a run, its lock, the queue's meta, `NEXT=1`:
- * a next job waiting, which the direct path leaves to the text), the same on both sides, so the
- * difference of two phases is the completion's. `N` calls a phase (default 200), phases ABBA.
+ * a next job waiting; `DEFERRED=1`: a queue holding a deferral, as two tenants leave it: the pool's
+ * waiting list there (the end's own key in its EXISTS) and a job in the delayed set not due yet;
+ * `DUE=1`: that job due), the same on both sides, so the difference of two phases is the
+ * completion's. `N` calls a phase (default 200), phases ABBA.
  */
 import { handedComplete, quietComplete, quietCompleteAsk } from '@islet/runs';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
@@ -13,6 +15,9 @@ import { callgrindRedis } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 200);
 const NEXT = process.env.NEXT === '1';
+const DEFERRED = process.env.DEFERRED === '1' || process.env.DUE === '1';
+/** The deferral's time, ms: 250 ms after the completion's (not due), or its very ms (due). */
+const DEFERRED_MS = process.env.DUE === '1' ? 1764960000001n : 1764960000251n;
 const { r, instructions, stop } = await callgrindRedis('complete-cost');
 const Q = 'bull:q:';
 const KEYS = [
@@ -71,6 +76,24 @@ async function setUp(): Promise<void> {
       `${Q}wait`,
       'r2',
     );
+  if (DEFERRED)
+    p.rpush('own', 'tenant-b')
+      .hset(
+        `${Q}r9`,
+        'name',
+        'run',
+        'data',
+        '{}',
+        'opts',
+        '{}',
+        'timestamp',
+        '1',
+        'delay',
+        '250',
+        'priority',
+        '0',
+      )
+      .zadd(`${Q}delayed`, String(DEFERRED_MS * 4096n + 1n), 'r9');
   await p.exec();
 }
 
@@ -93,7 +116,7 @@ try {
   }
   const f = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' / ');
   console.log(
-    `${NEXT ? 'a next job waiting' : 'nothing waiting'}: instructions a call (set-up and completion) text ${f(got.text!)}, direct ${f(got.direct!)}`,
+    `${NEXT ? 'a next job waiting' : 'nothing waiting'}${DEFERRED ? `, a deferral ${process.env.DUE === '1' ? 'due' : 'not due'}` : ''}: instructions a call (set-up and completion) text ${f(got.text!)}, direct ${f(got.direct!)}`,
   );
 } finally {
   await stop();

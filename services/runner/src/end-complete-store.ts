@@ -15,8 +15,9 @@
  * (`endCompleteStartScript`): its lease and attempt start as the fused fetch takes them
  * (fetch-start-store.ts), the answer handed over (`startNext.started`) before BullMQ sees the job.
  */
-import { endAndCompleteScript, endCompleteStartScript, FINISH_RUN_RELEASE } from '@islet/runs';
+import { endAndCompleteScript, endCompleteStartScript, FINISH_RUN_RELEASE, handedRefetch } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
+import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
@@ -25,7 +26,13 @@ import { deferArg, FETCH_AND_LOOK, type FetchedHooks, fetchedAnswer } from './fe
 const END_AND_COMPLETE = endAndCompleteScript(moveToFinished.content);
 /** The fused script's hash (tests tell its calls from others' by it). */
 export const END_AND_COMPLETE_SHA = END_AND_COMPLETE.sha;
-const END_COMPLETE_START = endCompleteStartScript(moveToFinished.content, FETCH_AND_LOOK);
+// A next job whose lease is refused (two tenants) is deferred and the one after it fetched: that
+// refetch without BullMQ's text where it is the one handed-refetch.ts was written against.
+const END_COMPLETE_START = endCompleteStartScript(
+  moveToFinished.content,
+  FETCH_AND_LOOK,
+  handedRefetch(moveToActive.content),
+);
 /** The hash of the fused call that also starts the next job's run. */
 export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
 /** moveToFinished's `fetchNext` argument (1: the completion brings the worker's next job), after its keys. */

@@ -351,18 +351,29 @@ export function quietComplete(completeBody: string, seen = 'nil', direct?: strin
   // (test/bench/README.md round 35, `end-lua`). The prelude's closures share these locals.
   // The direct completion (handed-complete.ts) first, before the prelude: refused after its read of
   // the job, the text takes that read as its own (`quietExists`).
-  // Its function made only where the end's EXISTS found nothing waiting (else it is refused at once):
-  // a closure made at every end cost the ends that bring a next job ~2-3 K instructions.
+  // Its function made only where the end's EXISTS asked (a completion; a failure is refused at once:
+  // a closure made for nothing cost ~2-3 K instructions).
+  // Its second probe (the end's EXISTS found a key there: a queue holding deferrals) is not sent
+  // again by the text: `bullProbed` true, the four keys absent; false, one there (none noted).
   const first = direct
-    ? `local bullJobRead
-if ${seen} and ${seen}['#absent'] then
+    ? `local bullJobRead, bullProbed
+if ${seen} and ${seen}['#absent'] ~= nil then
 ${direct}
   local bullHanded
-  bullJobRead, bullHanded = handedComplete(KEYS, ARGV, ${seen})
+  bullJobRead, bullHanded, bullProbed = handedComplete(KEYS, ARGV, ${seen})
   if bullHanded ~= nil then return bullHanded end
 end
 `
     : '';
+  const probe =
+    'if asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then\n      bullProbe(deps, failedDeps, KEYS[3], KEYS[10])\n    end';
+  const probes = direct
+    ? `if bullProbed then
+      bullAbsent[deps], bullAbsent[failedDeps], bullAbsent[KEYS[3]], bullAbsent[KEYS[10]] = true, true, true, true
+    elseif bullProbed == nil then
+      ${probe}
+    end`
+    : probe;
   return `${first}${BULL_QUIET_PRELUDE}
 local redis = bullRedis
 local bullUntrimmed, bullCompleted = tonumber(ARGV[2]) % ${TRIM_EVERY} ~= 0, ARGV[5] == 'completed'
@@ -380,9 +391,7 @@ if bullCompleted then
     bullQ.absent = bullAbsent
   else
     if bullSeen and bullSeen['#noWait'] then bullAbsent[KEYS[1]] = true end
-    if asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then
-      bullProbe(deps, failedDeps, KEYS[3], KEYS[10])
-    end
+    ${probes}
   end
 end
 ${quietLock(quietExists(quietAttempts(quietRemove(quietStart(completeBody.replace(DRAINED_CHECK, '-- (the drained check: bull-quiet.ts)')))), direct ? 'bullJobRead or ' : ''))}`;

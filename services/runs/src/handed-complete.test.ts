@@ -11,6 +11,7 @@ import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CompleteCase as Case, deferralCases } from '../test/complete-deferrals.ts';
 import { luaDuring } from '../test/lua-during.ts';
 import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
 import { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
@@ -33,20 +34,6 @@ const KEYS = [
   ...['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc'],
   ...['completed', ID, 'metrics:completed', 'marker'],
 ].map((k) => Q + k);
-
-interface Case {
-  name: string;
-  taken: boolean;
-  /** Changes to the plain active job and queue set up before it. */
-  setUp?: (r: Redis) => Promise<unknown>;
-  opts?: Record<string, unknown>;
-  ts?: string;
-  fetchNext?: string;
-  target?: string;
-  fields?: Buffer;
-  /** The text's own answer is an error (an HINCRBY of a hash value not an integer; a '0:0' marker's missing job). */
-  fails?: boolean;
-}
 
 function argsOf(c: Case): (string | Buffer)[] {
   const opts = {
@@ -198,7 +185,8 @@ const CASES: Case[] = [
     fails: true,
     setUp: (r) => r.lpush(`${Q}wait`, '0:0'),
   },
-  { name: 'a delayed job', taken: false, setUp: (r) => r.zadd(`${Q}delayed`, '99999999999999999', 'r9') },
+  { name: 'a delayed job', taken: true, setUp: (r) => r.zadd(`${Q}delayed`, '99999999999999999', 'r9') },
+  ...deferralCases(Q, ID, nextJob),
   { name: "the job's dependencies", taken: false, setUp: (r) => r.sadd(`${Q + ID}:dependencies`, 'x') },
   { name: 'an atm not a number', taken: false, fails: true, setUp: (r) => r.hset(Q + ID, 'atm', 'x') },
   { name: 'metrics', taken: false, opts: { maxMetricsSize: 100 } },

@@ -42,7 +42,8 @@ const TRIM_EVERY = 64;
  */
 const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
   local ts = tonumber(ARGV[2])
-  if ARGV[5] ~= 'completed' or not (seen and seen['#absent']) or not ts
+  local absent = seen and seen['#absent']
+  if ARGV[5] ~= 'completed' or absent == nil or not ts
     or ts % ${TRIM_EVERY} == 0 or (ARGV[9] or '') ~= '' then
     return nil
   end
@@ -57,12 +58,20 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
     return nil
   end
   local call, jobKey, jobId = redis.call, KEYS[12], ARGV[1]
+  -- The end's EXISTS found one of its keys there (a queue holding deferrals: the delayed set, the
+  -- pool's waiting list): quietComplete's second probe, as it sends it; one there, the text runs
+  -- (told the probe went: probed false).
+  local probed
+  if not absent then
+    probed = call('EXISTS', jobKey .. ':dependencies', jobKey .. ':unsuccessful', KEYS[3], KEYS[10]) == 0
+    if not probed then return nil, nil, false end
+  end
   local job = call('HMGET', jobKey, 'parentKey', 'parent', 'deid', 'atm', 'timestamp')
-  if job[1] or job[2] or job[3] or not job[5] then return job end
+  if job[1] or job[2] or job[3] or not job[5] then return job, nil, probed end
   local made, atm = '1', job[4]
   if atm then
     local n = tonumber(atm)
-    if not (n and n == math.floor(n) and n >= 0 and n < 2 ^ 52) then return job end
+    if not (n and n == math.floor(n) and n >= 0 and n < 2 ^ 52) then return job, nil, probed end
     made = n + 1
   end
   -- removeLock as bull-quiet's GETDEL makes it
@@ -77,10 +86,37 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
   call('ZADD', KEYS[11], ARGV[2], jobId)
   call('HSET', jobKey, ARGV[3], ARGV[4], 'finishedOn', ARGV[2], 'atm', made)
   if ARGV[6] ~= '1' then return job, 0 end
-  -- fetchNextJob on a queue with nothing waiting, prioritized or delayed (getTargetQueueList, getRateLimitTTL)
+  -- fetchNextJob (getTargetQueueList, promoteDelayedJobs, getRateLimitTTL)
   local meta = call('HMGET', KEYS[9], 'paused', 'concurrency', 'max', 'duration')
   local maxed = meta[1] and true or false
   if not maxed and meta[2] then maxed = call('LLEN', KEYS[2]) >= tonumber(meta[2]) end
+  -- Promoted here: jobs pushed onto the target list, the prioritized set (and its counter) made,
+  -- the base marker set (the job start's then answered by bull-quiet, not sent).
+  local pushed, prioritized, marked = false, false, false
+  if not absent then
+    -- promoteDelayedJobs: the delayed set asked (the numbers as the text Redis prints for them).
+    local due = call('ZRANGEBYSCORE', KEYS[7], '0', (ts + 1) * 0x1000 - 1, 'LIMIT', '0', '1000')
+    if #due > 0 then
+      call('ZREM', KEYS[7], unpack(due))
+      local target = meta[1] and KEYS[8] or KEYS[1]
+      for _, id in ipairs(due) do
+        local key = ARGV[7] .. id
+        local priority = tonumber(call('HGET', key, 'priority')) or 0
+        if priority == 0 then
+          call('LPUSH', target, id)
+          pushed = true
+        else
+          call('ZADD', KEYS[3], priority * 0x100000000 + call('INCR', KEYS[10]) % 0x100000000, id)
+          prioritized = true
+        end
+        call('HSET', key, 'delay', '0')
+      end
+      if not maxed then
+        call('ZADD', KEYS[14], '0', '0')
+        marked = true
+      end
+    end
+  end
   local maxJobs = tonumber(meta[3])
   if maxJobs and maxJobs <= tonumber(call('GET', KEYS[6]) or 0) then
     local pttl = call('PTTL', KEYS[6])
@@ -88,18 +124,32 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
     if pttl > 0 then return job, {0, 0, pttl, 0} end
   end
   if maxed then return job, {0, 0, 0, 0} end
-  if seen['#noWait'] then return job, 0 end
-  -- The next job (the wait list is there): RPOPLPUSH, then prepareJobForProcessing as quietStart makes it.
-  local nextId = call('RPOPLPUSH', KEYS[1], KEYS[2])
-  if not nextId then return job, 0 end
-  if string.sub(nextId, 1, 2) == '0:' then
-    -- BullMQ 4's markers: removed; '0:0' finds no prioritized job (absent), and the text then
-    -- fails on it (the same error: its prepareJobForProcessing's first line).
-    call('LREM', KEYS[2], 1, nextId)
-    if nextId == '0:0' then
-      local keyPrefix, jobId = ARGV[7], nil
-      return job, keyPrefix .. jobId
+  -- The next job: the wait list's (absent: answered nil, unless a promotion pushed onto it), a
+  -- BullMQ 4 marker's (0:..., removed; '0:0' a prioritized job), else the prioritized set's
+  -- (absent unless a promotion made it: ZPOPMIN answered {}, DEL of its counter 0).
+  local nextId
+  if pushed or not seen['#noWait'] then nextId = call('RPOPLPUSH', KEYS[1], KEYS[2]) end
+  local old = nextId and string.sub(nextId, 1, 2) == '0:'
+  if old then call('LREM', KEYS[2], 1, nextId) end
+  if not nextId or nextId == '0:0' then
+    local popped = prioritized and call('ZPOPMIN', KEYS[3])
+    if popped and #popped > 0 then
+      call('LPUSH', KEYS[2], popped[1])
+      nextId, old = popped[1], false
+    else
+      if prioritized then call('DEL', KEYS[10]) end
+      -- '0:0' with no prioritized job: the text fails on it (its prepareJobForProcessing's first line).
+      if nextId == '0:0' then
+        local keyPrefix, jobId = ARGV[7], nil
+        return job, keyPrefix .. jobId
+      end
     end
+  end
+  if not nextId or old then
+    -- getNextDelayedTimestamp (the delayed set absent: answered {})
+    if absent then return job, 0 end
+    local first = tonumber(call('ZRANGE', KEYS[7], '0', '0', 'WITHSCORES')[2])
+    if first ~= nil then return job, {0, 0, 0, first / 0x1000} end
     return job, 0
   end
   local nextKey = ARGV[7] .. nextId
@@ -107,7 +157,7 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
     call('PEXPIRE', KEYS[6], math.floor(math.abs(meta[4])))
   end
   call('SET', nextKey .. ':lock', token, 'PX', opts['lockDuration'])
-  call('ZADD', KEYS[14], '0', '0')
+  if not marked then call('ZADD', KEYS[14], '0', '0') end
   -- Made here, not at every end: a closure made at every call cost the ends without a next job ~2 K.
   local function startNext(jobKey, processedOn, pb)
     local call = redis.call

@@ -257,12 +257,25 @@ return {ended, complete(BK, BA)}`);
  * `fetchBody` (the fused fetch's body, `fetchAndLook` of moveToActive-11): a next job whose lease is
  * refused is moved to delayed in the call and the one after it fetched with that body on the
  * completion's keys (the tail's DEFER and REFETCH); the delay is then the last argument.
+ * `refetchDirect`: `handedRefetch` of that moveToActive-11 text, tried before the body.
  */
-export function endCompleteStartScript(moveToFinished: string, fetchBody?: string): LuaScript {
+export function endCompleteStartScript(
+  moveToFinished: string,
+  fetchBody?: string,
+  refetchDirect?: string,
+): LuaScript {
   // The completion's keys are moveToActive-11's but for the marker (its 14th): the refetch's.
+  // `refetchDirect` (handed-refetch.ts, made only when a refetch runs): the same commands as
+  // `fetchBody` without BullMQ's text, or nil for it to run.
+  const direct = refetchDirect
+    ? `${refetchDirect}
+local handed = handedRefetch(KEYS, ARGV)
+if handed then return handed end
+`
+    : '';
   const refetch = fetchBody
     ? `${DEFER_MS}local function fetchWith(KEYS, ARGV)
-${fetchBody}
+${direct}${fetchBody}
 end
 local function refetch()
   local K = {unpack(KEYS, 1, 10)}

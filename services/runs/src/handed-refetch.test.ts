@@ -1,0 +1,265 @@
+/**
+ * The end's direct refetch (handed-refetch.ts) against the fused fetch's body it stands for
+ * (`fetchAndLook` of BullMQ's moveToActive-11 through bull-quiet.ts), on real Redis: from the same
+ * keys, the commands Redis runs inside the script (MONITOR, every argument, in order), the answer
+ * and every key after (DUMP, and whether it expires) are the same, and whether it takes the call.
+ */
+import { createRedis } from '@islet/core';
+import { startRedis } from '@islet/testkit';
+import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
+import type { Redis } from 'ioredis';
+import { Packr } from 'msgpackr';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { luaDuring } from '../test/lua-during.ts';
+import { MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
+import { handedRefetch } from './handed-refetch.ts';
+import { fetchAndLook } from './handoff-scripts.ts';
+
+const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
+const body = moveToActive.content;
+const direct = handedRefetch(body) ?? '';
+const textOnly = fetchAndLook(body);
+/** As the end's refetch runs it (lease-scripts.ts `endCompleteStartScript`), and without. */
+const withDirect = `${direct}\nlocal handed = handedRefetch(KEYS, ARGV)\nif handed then return handed end\n${textOnly}`;
+const takes = `${direct}\nreturn handedRefetch(KEYS, ARGV) and 'taken' or 'text'`;
+
+const Q = 'bull:q:';
+const TOKEN = 'tok-1';
+const TS = 1764960000001n;
+const KEYS = [
+  ...['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc'],
+  'marker',
+].map((k) => Q + k);
+
+interface Case {
+  name: string;
+  taken: boolean;
+  setUp?: (r: Redis) => Promise<unknown>;
+  opts?: Record<string, unknown>;
+  fails?: boolean;
+}
+
+function argsOf(c: Case): (string | Buffer)[] {
+  return [
+    Q,
+    String(TS),
+    packer.pack({ token: TOKEN, lockDuration: 30000, name: 'runner-1', limiter: undefined, ...c.opts }),
+  ];
+}
+
+async function job(r: Redis, id: string, more: Record<string, string> = {}): Promise<void> {
+  await r.hset(Q + id, {
+    name: 'run',
+    data: '{}',
+    opts: '{}',
+    timestamp: '1764960000000',
+    delay: '0',
+    priority: '0',
+    ...more,
+  });
+}
+const waiting = async (r: Redis, id = 'r2', more: Record<string, string> = {}) => {
+  await job(r, id, more);
+  await r.lpush(`${Q}wait`, id);
+};
+/** A deferred job in the delayed set, due at `dueMs` (score: ms × 0x1000 + a counter). */
+const deferred = async (r: Redis, id: string, dueMs: bigint, more: Record<string, string> = {}) => {
+  await job(r, id, { delay: '250', ...more });
+  await r.zadd(`${Q}delayed`, String(dueMs * 4096n + 1n), id);
+};
+const NOT_DUE = TS + 250n;
+const DUE = TS;
+
+const CASES: Case[] = [
+  {
+    name: 'a next job waiting, deferrals not due (two tenants)',
+    taken: true,
+    setUp: (r) => Promise.all([waiting(r), deferred(r, 'd1', NOT_DUE), deferred(r, 'd2', NOT_DUE + 3n)]),
+  },
+  { name: 'the last job waiting (drained: the marker removed)', taken: true, setUp: (r) => waiting(r) },
+  {
+    name: 'a next job waiting, an unnamed worker',
+    taken: true,
+    opts: { name: undefined },
+    setUp: (r) => waiting(r),
+  },
+  {
+    name: 'a next job started before',
+    taken: true,
+    setUp: (r) => waiting(r, 'r2', { processedOn: '5', pb: 'x', ats: '2' }),
+  },
+  {
+    name: 'a next job whose ats is not a number',
+    taken: true,
+    fails: true,
+    setUp: (r) => waiting(r, 'r2', { ats: 'x' }),
+  },
+  {
+    name: 'nothing waiting, a deferral not due (its time answered)',
+    taken: true,
+    setUp: (r) => deferred(r, 'd1', NOT_DUE),
+  },
+  { name: 'nothing at all', taken: true },
+  {
+    name: 'a deferral due, nothing else (promoted, fetched, drained)',
+    taken: true,
+    setUp: (r) => deferred(r, 'd1', DUE),
+  },
+  {
+    name: 'two deferrals due and a job waiting',
+    taken: true,
+    setUp: (r) => Promise.all([deferred(r, 'd1', DUE), deferred(r, 'd2', DUE - 4n), waiting(r)]),
+  },
+  {
+    name: 'a deferral due with a priority',
+    taken: true,
+    setUp: (r) => deferred(r, 'd1', DUE, { priority: '3' }),
+  },
+  {
+    name: 'deferrals due with and without a priority',
+    taken: true,
+    setUp: (r) => Promise.all([deferred(r, 'd1', DUE, { priority: '3' }), deferred(r, 'd2', DUE)]),
+  },
+  {
+    name: 'a prioritized job only',
+    taken: true,
+    setUp: (r) =>
+      Promise.all([
+        job(r, 'p1', { priority: '2' }),
+        r.zadd(`${Q}prioritized`, '8589934593', 'p1'),
+        r.set(`${Q}pc`, '1'),
+      ]),
+  },
+  {
+    name: 'the queue paused, a deferral due',
+    taken: true,
+    setUp: (r) => Promise.all([deferred(r, 'd1', DUE), waiting(r), r.hset(`${Q}meta`, 'paused', '1')]),
+  },
+  {
+    name: 'a concurrency cap reached, a deferral due',
+    taken: true,
+    setUp: (r) =>
+      Promise.all([
+        deferred(r, 'd1', DUE),
+        r.lpush(`${Q}active`, 'a1'),
+        r.hset(`${Q}meta`, 'concurrency', '1'),
+      ]),
+  },
+  {
+    name: 'a concurrency cap not reached',
+    taken: true,
+    setUp: (r) => Promise.all([waiting(r), r.hset(`${Q}meta`, 'concurrency', '9')]),
+  },
+  {
+    name: 'a rate limit reached',
+    taken: true,
+    setUp: (r) =>
+      Promise.all([
+        waiting(r),
+        r.hset(`${Q}meta`, 'max', '2', 'duration', '1000'),
+        r.set(`${Q}limiter`, '5', 'PX', 60000),
+      ]),
+  },
+  {
+    name: 'a rate limit reached, its counter without expiry',
+    taken: true,
+    setUp: (r) =>
+      Promise.all([
+        waiting(r),
+        r.hset(`${Q}meta`, 'max', '2', 'duration', '1000'),
+        r.set(`${Q}limiter`, '5'),
+      ]),
+  },
+  {
+    name: 'a rate limit not reached (its counter made)',
+    taken: true,
+    setUp: (r) => Promise.all([waiting(r), r.hset(`${Q}meta`, 'max', '9', 'duration', '2500.5')]),
+  },
+  {
+    name: "a BullMQ 4 marker '0:1000' before a job",
+    taken: true,
+    setUp: async (r) => {
+      await waiting(r);
+      await r.rpush(`${Q}wait`, '0:1000');
+    },
+  },
+  {
+    name: "a BullMQ 4 marker '0:0' alone (moveToActive takes the next: none)",
+    taken: true,
+
+    setUp: (r) => r.lpush(`${Q}wait`, '0:0'),
+  },
+  {
+    name: 'a limiter of the worker',
+    taken: false,
+    opts: { limiter: { max: 10, duration: 1000 } },
+    setUp: (r) => waiting(r),
+  },
+  { name: 'no lock token', taken: false, opts: { token: '0' }, setUp: (r) => waiting(r) },
+];
+
+let server: Awaited<ReturnType<typeof startRedis>>;
+let redis: Redis;
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+  redis = createRedis(server.url);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.stop();
+});
+
+async function keysAfter(): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const k of (await redis.keys('*')).sort())
+    out[k] =
+      `${(await redis.dumpBuffer(k))?.toString('hex')} ${(await redis.pttl(k)) > 0 ? 'expires' : 'kept'}`;
+  return out;
+}
+
+async function runCase(
+  c: Case,
+  source: string,
+): Promise<{ answer: unknown; inner: string[][]; after: Record<string, string> }> {
+  await redis.flushall();
+  await redis.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
+  await redis.lpush(`${Q}active`, 'r0');
+  await redis.zadd(`${Q}marker`, '0', '0');
+  await c.setUp?.(redis);
+  let answer: unknown;
+  const inner = await luaDuring(redis, async () => {
+    answer = await redis
+      .eval(source, KEYS.length, ...KEYS, ...argsOf(c))
+      .catch(
+        (e: Error) =>
+          `error ${e.message.replace(/ script: .*$/, '').replace(/user_script:\d+/, 'user_script')}`,
+      );
+  });
+  // A rate limit's answer carries the counter's PTTL, which the clock moves between two runs.
+  if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
+    answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
+  return { answer, inner, after: await keysAfter() };
+}
+
+describe("the end's direct refetch", () => {
+  it('is pinned to the text of BullMQ 5.81.5', () => {
+    expect(direct).not.toBe('');
+    expect(MOVE_TO_ACTIVE_SHA1).toBe('6c4c6de2bece2ad87657691d945d902df2198f5e');
+    expect(handedRefetch(`${body}\n`)).toBeUndefined();
+  });
+
+  for (const c of CASES) {
+    it(`${c.taken ? 'takes' : 'leaves to the text'}: ${c.name}; Redis sees the same`, async () => {
+      const got = await runCase(c, withDirect);
+      const want = await runCase(c, textOnly);
+      expect(got.inner, 'the commands').toEqual(want.inner);
+      expect(got.answer, 'the answer').toEqual(want.answer);
+      expect(got.after, 'the keys after').toEqual(want.after);
+      expect(String(got.answer).startsWith('error')).toBe(c.fails === true);
+      const took = String((await runCase(c, takes)).answer);
+      expect(c.taken && c.fails ? took.startsWith('error') : took).toBe(
+        c.taken && c.fails ? true : c.taken ? 'taken' : 'text',
+      );
+    });
+  }
+});
