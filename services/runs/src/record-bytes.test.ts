@@ -7,15 +7,17 @@ import { runFixture } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { withRedis } from '../test/test-redis.ts';
 import { createCallJournal } from './call-journal.ts';
+import { createInFlightStore } from './in-flight-store.ts';
 import { createRunLifecycle } from './run-lifecycle.ts';
 import { createRunStore } from './run-store.ts';
+import { timingsText } from './run-store-args.ts';
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 
 /** The previous release's `fromHash` of the seed (run-reads.ts, unchanged since the first release). */
 const previousSeed = (h: Record<string, string>) => h.seed ?? h.id;
 
-describe("a run's record without the copy of its id as its seed", () => {
+describe("a run's record without the copy of its id as its seed nor its attempts at 0", () => {
   it('a run seeded by its id is written without `seed`; every reader reads the id as its seed', async () => {
     await withRedis(async (redis) => {
       const runs = createRunStore(redis, sealer);
@@ -24,13 +26,22 @@ describe("a run's record without the copy of its id as its seed", () => {
       await runs.create(runFixture('s1', { tenant: 't1' }));
       const stored = await redis.hgetall(keys.run('s1'));
       expect(stored.seed).toBeUndefined();
+      expect(stored.attempts).toBeUndefined();
       expect(stored.id).toBe('s1');
       expect(previousSeed(stored)).toBe('s1');
-      // This release's readers: the store's read, the attempt's start (the script's flat answer).
-      expect((await runs.get('s1'))?.seed).toBe('s1');
+      // This release's readers (the same code as the previous release's): the store's read, the
+      // recovery's head, the attempt's start (the script's flat answer).
+      const read = await runs.get('s1');
+      expect(read?.seed).toBe('s1');
+      expect(read?.attempts).toBe(0);
+      expect((await createInFlightStore(redis).head('s1'))?.attempts).toBe(0);
       const begun = await lifecycle.beginAttempt('s1');
       expect(begun.attempt).toBe(1);
       expect(begun.run?.seed).toBe('s1');
+      expect(await redis.hget(keys.run('s1'), 'attempts')).toBe('1');
+      expect((await runs.get('s1'))?.attempts).toBe(1);
+      // A second start counts past the first, as ever.
+      expect((await lifecycle.beginAttempt('s1')).attempt).toBe(2);
     });
   });
 
@@ -41,11 +52,14 @@ describe("a run's record without the copy of its id as its seed", () => {
       const lifecycle = createRunLifecycle({ runs, journal });
       await runs.create(runFixture('s2', { tenant: 't1' }));
       const without = await runs.get('s2');
-      // What the previous release wrote: the same record with the seed field.
-      await redis.hset(keys.run('s2'), 'seed', 's2');
+      // What the previous release wrote: the same record with the seed and attempts fields.
+      await redis.hset(keys.run('s2'), 'seed', 's2', 'attempts', '0');
       const withSeed = await runs.get('s2');
       expect(JSON.parse(JSON.stringify(withSeed))).toEqual(JSON.parse(JSON.stringify(without)));
-      expect((await lifecycle.beginAttempt('s2')).run?.seed).toBe('s2');
+      expect((await createInFlightStore(redis).head('s2'))?.attempts).toBe(0);
+      const begun = await lifecycle.beginAttempt('s2');
+      expect(begun.attempt).toBe(1);
+      expect(begun.run?.seed).toBe('s2');
     });
   });
 
@@ -55,6 +69,42 @@ describe("a run's record without the copy of its id as its seed", () => {
       await runs.create(runFixture('s3', { tenant: 't1', seed: 'other' }));
       expect(await redis.hget(keys.run('s3'), 'seed')).toBe('other');
       expect((await runs.get('s3'))?.seed).toBe('other');
+    });
+  });
+});
+
+describe("an end's stage timings", () => {
+  it('are stored to the µs, the same names and JSON, read back as numbers', async () => {
+    const t = {
+      enqueued: 1796510342603.639,
+      fetched: 1796510342605.1333,
+      pickedUp: 1796510342605.1616,
+      engineCalled: 1796510342605.2556,
+      engineReturned: 1796510342608.9846,
+      hostWaitMs: 0.008224000000154774,
+      endSent: 1796510342609.0034,
+    };
+    const text = timingsText(t);
+    expect(text).toBe(
+      '{"enqueued":1796510342603.639,"fetched":1796510342605.133,"pickedUp":1796510342605.162,' +
+        '"engineCalled":1796510342605.256,"engineReturned":1796510342608.985,"hostWaitMs":0.008,' +
+        '"endSent":1796510342609.004}',
+    );
+    expect(JSON.stringify(t).length - text.length).toBe(20);
+    const back = JSON.parse(text) as Record<string, number>;
+    for (const [name, v] of Object.entries(t))
+      expect(Math.abs((back[name] ?? Number.NaN) - v)).toBeLessThan(0.0006);
+    // Absent stamps stay absent; a stamp that is not a number is null, as JSON.stringify writes it.
+    expect(timingsText({ enqueued: 1, pickedUp: 2, engineCalled: 3, engineReturned: Number.NaN })).toBe(
+      '{"enqueued":1,"pickedUp":2,"engineCalled":3,"engineReturned":null}',
+    );
+    await withRedis(async (redis) => {
+      const runs = createRunStore(redis, sealer);
+      const run = runFixture('t1', { tenant: 't1' });
+      await runs.create(run);
+      const result = { _tag: 'Completed' as const, value: 1, logs: [] };
+      await runs.finish(run, { status: 'Completed', result, text: '1', timings: t });
+      expect(await redis.hget(keys.run('t1'), 'timings')).toBe(text);
     });
   });
 });
