@@ -17,7 +17,7 @@ const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 /** The previous release's `fromHash` of the seed (run-reads.ts, unchanged since the first release). */
 const previousSeed = (h: Record<string, string>) => h.seed ?? h.id;
 
-describe("a run's record without the copy of its id as its seed nor its attempts at 0", () => {
+describe("a run's record without the copy of its id as its seed", () => {
   it('a run seeded by its id is written without `seed`; every reader reads the id as its seed', async () => {
     await withRedis(async (redis) => {
       const runs = createRunStore(redis, sealer);
@@ -26,7 +26,6 @@ describe("a run's record without the copy of its id as its seed nor its attempts
       await runs.create(runFixture('s1', { tenant: 't1' }));
       const stored = await redis.hgetall(keys.run('s1'));
       expect(stored.seed).toBeUndefined();
-      expect(stored.attempts).toBeUndefined();
       expect(stored.id).toBe('s1');
       expect(previousSeed(stored)).toBe('s1');
       // This release's readers (the same code as the previous release's): the store's read, the
@@ -52,8 +51,8 @@ describe("a run's record without the copy of its id as its seed nor its attempts
       const lifecycle = createRunLifecycle({ runs, journal });
       await runs.create(runFixture('s2', { tenant: 't1' }));
       const without = await runs.get('s2');
-      // What the previous release wrote: the same record with the seed and attempts fields.
-      await redis.hset(keys.run('s2'), 'seed', 's2', 'attempts', '0');
+      // What the previous release wrote: the same record with the seed field.
+      await redis.hset(keys.run('s2'), 'seed', 's2');
       const withSeed = await runs.get('s2');
       expect(JSON.parse(JSON.stringify(withSeed))).toEqual(JSON.parse(JSON.stringify(without)));
       expect((await createInFlightStore(redis).head('s2'))?.attempts).toBe(0);

@@ -31,15 +31,14 @@ export function recordFields(
     request: seal(run.request),
     createdAt: String(run.createdAt),
     updatedAt: String(run.updatedAt),
+    // Written at 0 although every reader reads its absence as 0: a create over a record of the
+    // same id (tests reuse ids) must reset it (test/bench/README.md, round 36, `aof-trim`).
+    attempts: String(run.attempts),
     clockMs: String(run.clockMs),
   };
-  // Fields whose every reader reads their absence as this value are written only when they differ
-  // (74 bytes out of the submit's fsync'd write: test/bench/README.md, round 36, `aof-trim`). A
-  // run's seed is its id (gateway run-build.ts): an absent seed is read as the id (run-reads.ts
-  // `fromHash`, so since the first release). A new run has made no attempt: an absent `attempts`
-  // is 0 to `fromHash`, to the in-flight store's `head`, and to the scripts (begin-attempt's
-  // `tonumber(attempts) or 0` and HINCRBY, finish-run's first-attempt test for '1').
-  if (run.attempts !== 0) fields.attempts = String(run.attempts);
+  // A run's seed is its id (gateway run-build.ts): the field is written only when it differs, as
+  // every reader since the first release reads an absent seed as the id (run-reads.ts `fromHash`).
+  // 53 bytes out of the submit's fsync'd write (test/bench/README.md, round 36, `aof-trim`).
   if (run.seed !== run.id) fields.seed = run.seed;
   if (run.principal) fields.principal = run.principal;
   if (run.pushEnd) fields.pushEnd = '1';
