@@ -16,6 +16,7 @@
 --   by HGETALL (nothing between the create and this start writes the record).
 -- Returns {record, attempt | 0, journal}, hashes flattened (a first attempt's journal as it must be,
 --   unread).
+--- @include "event-add"
 local function beginAttempt(k, a, known)
   local journal, record, events = KEYS[k], KEYS[k + 1], KEYS[k + 2]
   local run
@@ -62,7 +63,7 @@ local function beginAttempt(k, a, known)
     else
       redis.call('HSET', record, 'attempts', count, 'status', 'Running', 'updatedAt', ARGV[a + 6])
     end
-    redis.call('XADD', events, 'MAXLEN', '~', ARGV[a + 1], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attemptText)
+    eventAdd(events, ARGV[a + 1], 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attemptText)
     if unwatched ~= '1' or followed == '1' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5]) end
   else
     redis.call('HINCRBY', record, 'attempts', 1)

@@ -10,6 +10,7 @@
 -- Returns {record key, its fields flattened} when every field written was new (the record is then
 -- exactly what HGETALL would read, in another order: a run's start later in the same script reads
 -- it from here, includes/begin-attempt.lua), else nil.
+--- @include "event-add"
 local function createRun(k, a, heard)
   -- Copied by unpack (C, the table made at its size): appended one by one, the table grew and was
   -- rehashed ~6 times over its ~34 fields (test/bench/README.md, round 35, `submit-lua`).
@@ -23,7 +24,7 @@ local function createRun(k, a, heard)
     end
   end
   local added = redis.call('HSET', KEYS[k], unpack(fields))
-  redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 2], '*', 'type', 'status', 'data', ARGV[a + 3])
+  eventAdd(KEYS[k + 1], ARGV[a + 2], 'type', 'status', 'data', ARGV[a + 3])
   if not heard or heard[2] then redis.call('PUBLISH', ARGV[a], ARGV[a + 1]) end
   if added * 2 == #fields then return {KEYS[k], fields} end
 end
