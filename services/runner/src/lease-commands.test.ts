@@ -81,7 +81,7 @@ async function leaseAndBegin(fair: ReturnType<typeof share>, id: string, tenant 
 }
 
 describe('a lone tenant lease and attempt start, counted', () => {
-  it("a lone tenant's start runs 13 commands, the script call included, under its share, at it and on its last queued job alike: the pool's size and busy count are not read", async () => {
+  it("a lone tenant's start runs 12 commands, the script call included, under its share, at it and on its last queued job alike: the pool's size and busy count are not read", async () => {
     await clean();
     const fair = share();
     await fair.start([mode]);
@@ -102,9 +102,8 @@ describe('a lone tenant lease and attempt start, counted', () => {
     expect(begun?.lease.answer?.ok).toBe(true);
     // Lease: TIME, leases and waiting ZRANGE, a sample of the queued counts (HRANDFIELD: nobody
     // else, so granted with no registrations HGETALL and no busy ZCARD) and this one's HINCRBY, two
-    // ZADDs; start: record HGETALL, record HSET, XLEN + XADD + PUBLISH (a first start writes no
-    // journal: no HINCRBY + EXPIRE of its `#attempt`; the XLEN: its event goes without MAXLEN
-    // while the stream is short, includes/event-add.lua).
+    // ZADDs; start: record HGETALL, record HSET, XADD + PUBLISH (a first start writes no journal:
+    // no HINCRBY + EXPIRE of its `#attempt`).
     const lone = {
       evalsha: 1,
       time: 1,
@@ -114,12 +113,11 @@ describe('a lone tenant lease and attempt start, counted', () => {
       hrandfield: 1,
       zadd: 2,
       hset: 1,
-      xlen: 1,
       xadd: 1,
       publish: 1,
     };
     expect(first.by).toEqual(lone);
-    expect(first.total).toBe(13);
+    expect(first.total).toBe(12);
     // A new lease key gets no expiry from the start (its heartbeat or its release see to it).
     expect(await redis.pttl(leases())).toBe(-1);
 
@@ -132,7 +130,7 @@ describe('a lone tenant lease and attempt start, counted', () => {
     expect(await redis.zcard(leases())).toBe(3);
 
     // Its last queued job (a sequential client's every run): the sampled count's HDEL instead of
-    // its HINCRBY, the same 13.
+    // its HINCRBY, the same 12.
     await redis.hset(keys.poolQueued(mode), 'acme', 1);
     await newRun('c4');
     const last = await counted(() => leaseAndBegin(fair, 'c4'));
@@ -160,7 +158,7 @@ describe('a lone tenant lease and attempt start, counted', () => {
     expect(under.by.hgetall).toBe(2);
     expect(under.by.zcard).toBe(1);
     expect(under.by.hrandfield).toBe(1);
-    expect(under.total).toBe(15);
+    expect(under.total).toBe(14);
     await newRun('d2');
     expect((await leaseAndBegin(fair, 'd2')).lease.answer?.ok).toBe(true);
     // At the share (2 of 4) with another tenant waiting: deferred, the share reported, no attempt.

@@ -399,9 +399,6 @@ describe('call journal on real Redis', () => {
       hmget: 1,
       hset: 1,
       expire: 1,
-      // The event's XLEN: a read, so its XADD goes without a MAXLEN while the stream is short
-      // (includes/event-add.lua).
-      xlen: 1,
       xadd: 1,
       publish: 1,
     });

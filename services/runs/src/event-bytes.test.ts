@@ -1,7 +1,9 @@
 // A run's events in the AOF (includes/event-add.lua, test/bench/README.md round 36 `aof-trim`):
-// appended without MAXLEN while the stream is below its cap (Redis propagates an XADD given
-// MAXLEN with `MAXLEN = <length>`, 26 bytes more an event), with it from the cap on; the stream
-// the same either way. Read from a real redis-server's AOF.
+// where the stream is known to hold a few entries (a new run's first event, its first attempt's
+// start, the pushed end of a first attempt that sent no call) appended without MAXLEN (Redis
+// propagates an XADD given MAXLEN with `MAXLEN = <length>`, 26 bytes more an event); everywhere
+// else, and under a small cap, with it as before; the stream the same. Read from a real
+// redis-server's AOF; no command added (no XLEN).
 import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,39 +15,68 @@ import { createRunLifecycle } from './run-lifecycle.ts';
 import { createRunStore } from './run-store.ts';
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+const result = { _tag: 'Completed' as const, value: 1, logs: [] };
 
 describe("a run's events in the AOF", () => {
-  it('go without MAXLEN below the cap and with it at the cap; the stream is what the trim leaves', async () => {
+  it('go without MAXLEN where the stream holds a few, with it elsewhere; the stream is the same', async () => {
     const server = await startRedis();
     const redis = createRedis(server.url);
     try {
       const file = newestIncrAof(join(server.dir, 'appendonlydir'));
-      const events = async (from: number) =>
-        Array.from(aofCommands((await readFile(file)).subarray(from)), ({ args }) => args).filter(
-          (a) => a[0]?.toUpperCase() === 'XADD' && a[1]?.endsWith(':events'),
-        );
-      for (const cap of [10, 2]) {
-        const runs = createRunStore(redis, sealer, { maxEventsPerRun: cap });
-        const lifecycle = createRunLifecycle({ runs, journal: createCallJournal({ redis, sealer }) });
-        const id = `e${cap}`;
-        const from = statSync(file).size;
-        const run = runFixture(id, { tenant: 't1' });
-        await runs.create(run);
-        expect((await lifecycle.beginAttempt(id)).attempt).toBe(1);
-        const result = { _tag: 'Completed' as const, value: 1, logs: [] };
-        expect(await runs.finish(run, { status: 'Completed', result, text: '1' })).toBe(true);
-        const xadds = await events(from);
-        // The create's status event, the start's, the end's.
-        expect(xadds.map((a) => a[1])).toEqual([keys.runEvents(id), keys.runEvents(id), keys.runEvents(id)]);
-        const trimmed = xadds.map((a) => a.includes('MAXLEN'));
-        // Below the cap (10: 0, 1 and 2 entries before): none. At it (2: the end's, 2 before): Redis's exact form.
-        expect(trimmed).toEqual(cap === 10 ? [false, false, false] : [false, false, true]);
-        if (cap === 2) expect(xadds[2]?.slice(2, 5)).toEqual(['MAXLEN', '=', '3']);
-        // Each untrimmed XADD is the bare `XADD <key> <id> <field> <value> …`.
-        for (const a of xadds.filter((x) => !x.includes('MAXLEN'))) expect(a[2]).toMatch(/^\d+-\d+$/);
-        // The stream as an approximate trim leaves it: whole nodes only, so all three stay.
-        expect((await runs.readEvents(id)).map((e) => e.type)).toEqual(['status', 'status', 'end']);
-      }
+      /** Whether each XADD of a run's stream from byte `from` on went with MAXLEN. */
+      const trims = async (from: number) =>
+        Array.from(aofCommands((await readFile(file)).subarray(from)), ({ args }) => args)
+          .filter((a) => a[0]?.toUpperCase() === 'XADD' && a[1]?.endsWith(':events'))
+          .map((a) => {
+            // The bare form: `XADD <key> <id> <field> <value> …`.
+            if (!a.includes('MAXLEN')) expect(a[2]).toMatch(/^\d+-\d+$/);
+            return a.includes('MAXLEN');
+          });
+      const counts = async () => {
+        const info = await redis.info('commandstats');
+        return Number(/cmdstat_xlen:calls=(\d+)/.exec(info)?.[1] ?? 0);
+      };
+      const journal = createCallJournal({ redis, sealer });
+      const plain = createRunStore(redis, sealer);
+      const lifecycle = createRunLifecycle({ runs: plain, journal });
+
+      // A waited-for run whose first attempt sent no call (a sequential client's every run): its
+      // create's, start's and end's events, none with MAXLEN.
+      let from = statSync(file).size;
+      const waited = runFixture('w1', { tenant: 't1', pushEnd: true });
+      await plain.create(waited);
+      expect((await lifecycle.beginAttempt('w1')).attempt).toBe(1);
+      await plain.finish(waited, { status: 'Completed', result, text: '1', sentNoCall: true });
+      expect(await trims(from)).toEqual([false, false, false]);
+      expect((await plain.readEvents('w1')).map((e) => e.type)).toEqual(['status', 'status', 'end']);
+
+      // A run with a second attempt and an end after a call: those two keep MAXLEN.
+      from = statSync(file).size;
+      const retried = runFixture('r1', { tenant: 't1', pushEnd: true });
+      await plain.create(retried);
+      expect((await lifecycle.beginAttempt('r1')).attempt).toBe(1);
+      expect((await lifecycle.beginAttempt('r1')).attempt).toBe(2);
+      await plain.finish(retried, { status: 'Completed', result, text: '1', sentNoCall: false });
+      expect(await trims(from)).toEqual([false, false, true, true]);
+
+      // An end nobody waits for keeps it too (its calls are not known there).
+      from = statSync(file).size;
+      const unwaited = runFixture('u1', { tenant: 't1' });
+      await plain.create(unwaited);
+      await lifecycle.beginAttempt('u1');
+      await plain.finish(unwaited, { status: 'Completed', result, text: '1' });
+      expect(await trims(from)).toEqual([false, false, true]);
+
+      // A small cap (tests'): always trimmed, as before.
+      from = statSync(file).size;
+      const small = createRunStore(redis, sealer, { maxEventsPerRun: 2 });
+      const capped = runFixture('c1', { tenant: 't1', pushEnd: true });
+      await small.create(capped);
+      await small.finish(capped, { status: 'Completed', result, text: '1', sentNoCall: true });
+      expect(await trims(from)).toEqual([true, true]);
+      // No length read for any of it.
+      expect(await counts()).toBe(0);
+      expect(await redis.xlen(keys.runEvents('w1'))).toBe(3);
     } finally {
       redis.disconnect();
       await server.stop();

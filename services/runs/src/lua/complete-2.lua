@@ -10,7 +10,6 @@
 -- `#seq`: two commands for a group of any size (plus the events). A call stored earlier in the
 -- same group is read from `written`, so a group behaves exactly as its calls one after another.
 -- Replies per call: {'stored', seq}, {'kept', seq} or {'missing'}.
---- @include "event-add"
 local first = 2
 if KEYS[2] then first = 5 end
 local fields = {'#seq'}
@@ -38,7 +37,7 @@ for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do
       if not written[field] then order[#order + 1] = field end
       written[field] = cjson.encode(e)
       if KEYS[2] then
-        eventAdd(KEYS[2], ARGV[2], 'type', ARGV[b + 4], 'data', ARGV[b + 5])
+        redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'data', ARGV[b + 5])
         appended = true
       end
       replies[#replies + 1] = {'stored', tostring(seq)}

@@ -63,7 +63,8 @@ local function beginAttempt(k, a, known)
     else
       redis.call('HSET', record, 'attempts', count, 'status', 'Running', 'updatedAt', ARGV[a + 6])
     end
-    eventAdd(events, ARGV[a + 1], 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attemptText)
+    -- A first attempt's stream holds its create's event and those of decisions before it.
+    eventAdd(events, ARGV[a + 1], before == 0, 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attemptText)
     if unwatched ~= '1' or followed == '1' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5]) end
   else
     redis.call('HINCRBY', record, 'attempts', 1)

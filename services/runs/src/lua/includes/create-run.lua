@@ -24,7 +24,9 @@ local function createRun(k, a, heard)
     end
   end
   local added = redis.call('HSET', KEYS[k], unpack(fields))
-  eventAdd(KEYS[k + 1], ARGV[a + 2], 'type', 'status', 'data', ARGV[a + 3])
+  -- A new record: a new run, whose stream holds nothing yet (they expire together).
+  local new = added * 2 == #fields
+  eventAdd(KEYS[k + 1], ARGV[a + 2], new, 'type', 'status', 'data', ARGV[a + 3])
   if not heard or heard[2] then redis.call('PUBLISH', ARGV[a], ARGV[a + 1]) end
-  if added * 2 == #fields then return {KEYS[k], fields} end
+  if new then return {KEYS[k], fields} end
 end

@@ -30,7 +30,9 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
     redis.call('EXPIRE', KEYS[k], ARGV[a + 5])
     redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 5])
   end
-  local at = eventAdd(KEYS[k + 1], ARGV[a + 4], 'type', ARGV[a + 2], 'data', ARGV[a + 3])
+  -- `firstOnly`: a first attempt that sent no call: its stream holds its create's and start's events
+  -- and those of decisions before it.
+  local at = eventAdd(KEYS[k + 1], ARGV[a + 4], firstOnly, 'type', ARGV[a + 2], 'data', ARGV[a + 3])
   local message = ARGV[a]
   if ended and push then
     local run
