@@ -32,6 +32,5 @@ local function createRun(k, a, heard, defer)
   local new = deferred or redis.call('HSET', KEYS[k], unpack(fields)) * 2 == #fields
   eventAdd(KEYS[k + 1], ARGV[a + 2], new, 'type', 'status', 'data', ARGV[a + 3])
   if not heard or heard[2] then redis.call('PUBLISH', ARGV[a], ARGV[a + 1]) end
-  if deferred then return {KEYS[k], fields, deferred = true} end
-  if new then return {KEYS[k], fields} end
+  if new then return {KEYS[k], fields, deferred = deferred} end
 end
