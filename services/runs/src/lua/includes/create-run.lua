@@ -13,8 +13,9 @@
 --- @include "event-add"
 -- `defer`: the caller writes the record (a submit's script whose hand-off may start this very run:
 -- its start writes it once, with its attempt, where it was two HSETs, 125 bytes more in the fsync'd
--- write, test/bench/README.md round 36 `aof-trim`; or the script's end, admitted-add.ts): a record
--- not there yet is not written here, its answer marked `deferred`. One EXISTS for the HSET saved.
+-- write, test/bench/README.md round 36 `aof-trim`; or the script's end, admitted-add.ts): it is not
+-- written here, and taken as new without a look (a submit's run id is a new UUID, gateway
+-- runs-service.ts: no record of it can be there), its answer marked `deferred`.
 local function createRun(k, a, heard, defer)
   -- Copied by unpack (C, the table made at its size): appended one by one, the table grew and was
   -- rehashed ~6 times over its ~34 fields (test/bench/README.md, round 35, `submit-lua`).
@@ -27,10 +28,9 @@ local function createRun(k, a, heard, defer)
       fields[#fields + 1] = '1'
     end
   end
-  local deferred = defer and redis.call('EXISTS', KEYS[k]) == 0
   -- A new record: a new run, whose stream holds nothing yet (they expire together).
-  local new = deferred or redis.call('HSET', KEYS[k], unpack(fields)) * 2 == #fields
+  local new = defer or redis.call('HSET', KEYS[k], unpack(fields)) * 2 == #fields
   eventAdd(KEYS[k + 1], ARGV[a + 2], new, 'type', 'status', 'data', ARGV[a + 3])
   if not heard or heard[2] then redis.call('PUBLISH', ARGV[a], ARGV[a + 1]) end
-  if new then return {KEYS[k], fields, deferred = deferred} end
+  if new then return {KEYS[k], fields, deferred = defer} end
 end
