@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { withRedis } from '../test/test-redis.ts';
 import { createCallJournal } from './call-journal.ts';
 import { createInFlightStore } from './in-flight-store.ts';
+import { foldPendingEnds } from './run-index.ts';
+import { usageDay } from './run-index-writes.ts';
 import { createRunLifecycle } from './run-lifecycle.ts';
 import { createRunStore } from './run-store.ts';
 import { timingsText } from './run-store-args.ts';
@@ -104,6 +106,45 @@ describe("an end's stage timings", () => {
       const result = { _tag: 'Completed' as const, value: 1, logs: [] };
       await runs.finish(run, { status: 'Completed', result, text: '1', timings: t });
       expect(await redis.hget(keys.run('t1'), 'timings')).toBe(text);
+    });
+  });
+});
+
+describe("an end's entry in its tenant's pending list", () => {
+  it('leaves out counts of 0 and an empty kind; a fold counts both forms alike', async () => {
+    await withRedis(async (redis) => {
+      const runs = createRunStore(redis, sealer);
+      const result = { _tag: 'Completed' as const, value: 1, logs: [] };
+      for (const id of ['z1', 'z2']) {
+        const run = runFixture(id, { tenant: 'tz' });
+        await runs.create(run);
+        await runs.finish(run, {
+          status: 'Completed',
+          result,
+          text: '1',
+          usage: { bindingCalls: 0, cpuMs: 0 },
+        });
+      }
+      const pending = keys.indexPending('tz');
+      const entries = (await redis.lrange(pending, 0, -1)).map(
+        (e) => JSON.parse(e) as Record<string, unknown>,
+      );
+      const ends = entries.filter((e) => e.t === undefined);
+      expect(ends.map((e) => e.i)).toEqual(['z1', 'z2']);
+      for (const e of ends) {
+        expect(e.b).toBeUndefined();
+        expect(e.c).toBeUndefined();
+        expect(e.k).toBe('none');
+        expect(e.o).toBe(1);
+      }
+      // z2's entry as the previous release wrote it: every count, zeros too.
+      const at = entries.findIndex((e) => e.i === 'z2' && e.t === undefined);
+      await redis.lset(pending, at, JSON.stringify({ ...ends[1], b: 0, c: 0 }));
+      expect(await foldPendingEnds(redis, 'tz')).toBe(4);
+      const usage = await redis.hgetall(keys.usageDay('tz', usageDay(Date.now())));
+      expect(usage).toMatchObject({ 'runs:Completed': '2', outputBytes: '2', bindingCalls: '0', cpuMs: '0' });
+      const summary = JSON.parse((await redis.hget(keys.indexRunSummaries('tz'), 'z1')) ?? '{}');
+      expect(summary).toMatchObject({ status: 'Completed', kind: 'none' });
     });
   });
 });
