@@ -5,8 +5,9 @@
  * AOF's bytes written over those runs are read back from the server's append-only file(s), parsed
  * as RESP, grouped into the scripts' MULTI … EXEC blocks, and printed per run: each block kind (by
  * its first commands) with its bytes, and inside the largest block, the bytes of each command
- * (name and first key), so what the submit's one fsync'd write carries is listed. A count: no lock
- * needed.
+ * (name and first key), so what the submit's one fsync'd write carries is listed; then the writes
+ * and the 4 KB blocks of the file each crosses (`crossings`). `DUMP=1`: the last run's commands
+ * whole. A count: no lock needed.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,6 +36,8 @@ try {
   for (let i = 0; i < RUNS; i++) await once();
   const bytes = readFileSync(file).subarray(from);
   const blocks = parse(bytes);
+  if (process.env.DUMP) dump(bytes);
+  crossings(blocks, from);
   const byKind = new Map<string, { n: number; bytes: number; cmds: Map<string, number> }>();
   for (const b of blocks) {
     const k = kindOf(b.cmds);
@@ -55,16 +58,87 @@ try {
   await cluster.stop();
 }
 
+/** `DUMP=1`: the last run's commands written whole (each argument's bytes), to read what they repeat. */
+function dump(buf: Buffer): void {
+  let pos = 0;
+  const line = () => {
+    const end = buf.indexOf('\r\n', pos);
+    const s = buf.toString('latin1', pos, end);
+    pos = end + 2;
+    return s;
+  };
+  const all: string[][] = [];
+  while (pos < buf.length) {
+    const head = line();
+    if (!head.startsWith('*')) continue;
+    const args: string[] = [];
+    for (let i = Number(head.slice(1)); i > 0; i--) {
+      const len = Number(line().slice(1));
+      args.push(buf.toString('latin1', pos, pos + len));
+      pos += len + 2;
+    }
+    all.push(args);
+  }
+  // The last run: from the last block holding a ZPOPMIN's submit onwards.
+  let at = all.length - 1;
+  while (at > 0 && !(all[at]![0]!.toLowerCase() === 'incr')) at--;
+  for (const a of all.slice(at - 1)) console.log(JSON.stringify(a));
+}
+
 interface Cmd {
   label: string;
   bytes: number;
 }
 
+interface Block {
+  /** Offset in the bytes read (the file's offset less where the reading began). */
+  at: number;
+  bytes: number;
+  cmds: Cmd[];
+}
+
+/**
+ * The AOF's writes and the 4 KB blocks of the file they cross (round 35 \`pickup\`: an fsync'd
+ * write that crosses one costs one more disk request, ~0.1 ms on this VM's disk). A write is a
+ * MULTI … EXEC block with the lone commands right behind it (the submit's block and the pop's
+ * ZPOPMIN go out in one write: they were made in one event-loop turn). The file's offsets are the
+ * page cache's, so a crossing read here is one at the disk. A count: the same on every run of the
+ * same bytes, whatever the load.
+ */
+function crossings(blocks: Block[], from: number): void {
+  const writes: { at: number; bytes: number; kind: string }[] = [];
+  for (const b of blocks) {
+    const last = writes.at(-1);
+    if (last && b.cmds.length === 1 && b.at === last.at + last.bytes && !/^multi/.test(b.cmds[0]!.label))
+      last.bytes += b.bytes;
+    else writes.push({ at: b.at, bytes: b.bytes, kind: kindOf(b.cmds) });
+  }
+  const byKind = new Map<string, { n: number; bytes: number; crossed: number }>();
+  let crossed = 0;
+  for (const w of writes) {
+    const at = from + w.at;
+    const c = Math.floor(at / 4096) !== Math.floor((at + w.bytes - 1) / 4096) ? 1 : 0;
+    crossed += c;
+    const e = byKind.get(w.kind) ?? { n: 0, bytes: 0, crossed: 0 };
+    e.n++;
+    e.bytes += w.bytes;
+    e.crossed += c;
+    byKind.set(w.kind, e);
+  }
+  console.log(
+    `writes: ${(writes.length / RUNS).toFixed(2)} a run; 4 KB blocks crossed: ${crossed} in ${RUNS} runs (${(crossed / RUNS).toFixed(3)} a run)`,
+  );
+  for (const [k, e] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes))
+    console.log(
+      `  ${k}: ${e.n} writes of ${(e.bytes / e.n).toFixed(0)} B mean, ${e.crossed} crossing (${((100 * e.crossed) / e.n).toFixed(0)} %)`,
+    );
+}
+
 /** RESP arrays of bulk strings (the AOF's form), grouped into MULTI … EXEC blocks (a lone command: its own block). */
-function parse(buf: Buffer): { bytes: number; cmds: Cmd[] }[] {
-  const out: { bytes: number; cmds: Cmd[] }[] = [];
+function parse(buf: Buffer): Block[] {
+  const out: Block[] = [];
   let pos = 0;
-  let open: { bytes: number; cmds: Cmd[] } | undefined;
+  let open: Block | undefined;
   const line = () => {
     const end = buf.indexOf('\r\n', pos);
     const s = buf.toString('latin1', pos, end);
@@ -84,7 +158,7 @@ function parse(buf: Buffer): { bytes: number; cmds: Cmd[] }[] {
     const name = (args[0] ?? '').toLowerCase();
     const key = (args[1] ?? '').replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>').replace(/\d{6,}/g, '<n>');
     const cmd = { label: `${name} ${key}`, bytes: pos - start };
-    if (name === 'multi') open = { bytes: cmd.bytes, cmds: [] };
+    if (name === 'multi') open = { at: start, bytes: cmd.bytes, cmds: [] };
     else if (name === 'exec' && open) {
       open.bytes += cmd.bytes;
       out.push(open);
@@ -92,15 +166,15 @@ function parse(buf: Buffer): { bytes: number; cmds: Cmd[] }[] {
     } else if (open) {
       open.bytes += cmd.bytes;
       open.cmds.push(cmd);
-    } else if (name !== 'select') out.push({ bytes: cmd.bytes, cmds: [cmd] });
+    } else if (name !== 'select') out.push({ at: start, bytes: cmd.bytes, cmds: [cmd] });
   }
   return out;
 }
 
-/** A block named by its commands: the submit holds the job's LPUSH and the record's create. */
+/** A block named by its commands: the submit holds the job's HMSET and the record's create. */
 function kindOf(cmds: Cmd[]): string {
   const names = cmds.map((c) => c.label);
-  if (names.some((n) => /^zpopmin /.test(n)) && names.some((n) => /^(lpush|rpush) /.test(n)))
+  if (names.some((n) => /^hmset /.test(n)) && names.some((n) => /^hset islet:run:/.test(n)))
     return 'the submit (add, hand-off, start)';
   if (names.some((n) => /completed/.test(n))) return 'the end (with the completion)';
   return names.slice(0, 3).join(', ');

@@ -7,6 +7,7 @@ import { QUEUE_PREFIX } from '@islet/protocol';
 import { handOffKeys, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
+import { Packr, unpack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HAND_OFF_ADD_SHA, handingAdds } from './handoff-add-store.ts';
 import { runAdds } from './run-add-store.ts';
@@ -46,6 +47,9 @@ function recordCalls(q: Queue): Array<{ name: string; args: unknown[] }> {
   return calls;
 }
 
+/** BullMQ's encoder (its `scripts.js`), as run-add-store.ts packs. */
+const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
+
 const data = {
   runId: '3f1c0b8e-8a77-4c55-9d0e-2b1f3f1d9a10',
   tenant: 'acme',
@@ -53,7 +57,7 @@ const data = {
 };
 
 describe('a run job added without Queue.add', () => {
-  it("sends BullMQ's addStandardJob with byte-identical arguments, for a run and for a decision round", async () => {
+  it("sends BullMQ's addStandardJob with byte-identical arguments but the options' jobId, for a run and for a decision round", async () => {
     const q = queue('add-bytes');
     const calls = recordCalls(q);
     const add = runAdds(q);
@@ -72,11 +76,20 @@ describe('a run job added without Queue.add', () => {
         expect(bullmq?.name).toBe('addStandardJob');
         expect(direct?.name).toBe('addStandardJob');
         expect(direct?.args).toHaveLength(bullmq?.args.length ?? -1);
+        const optsAt = direct!.args.length - 1;
         direct?.args.forEach((arg, i) => {
           const theirs = bullmq?.args[i];
+          if (i === optsAt) return;
           if (Buffer.isBuffer(theirs)) expect(Buffer.compare(arg as Buffer, theirs)).toBe(0);
           else expect(arg).toStrictEqual(theirs);
         });
+        // The options: BullMQ's, in its order, without the copy of the id (the script's own
+        // arguments carry it); packed as BullMQ packs them.
+        const { jobId, ...rest } = unpack(bullmq!.args[optsAt] as Buffer) as Record<string, unknown>;
+        expect(jobId).toBe(opts.jobId);
+        const ours = direct!.args[optsAt] as Buffer;
+        expect(Buffer.compare(ours, packer.pack(rest))).toBe(0);
+        expect(Object.keys(unpack(ours) as object)).toStrictEqual(Object.keys(rest));
       }
     } finally {
       now.mockRestore();
@@ -91,7 +104,20 @@ describe('a run job added without Queue.add', () => {
     const [theirs, ours] = await Promise.all([q.getJob('via-queue'), q.getJob('direct')]);
     expect(ours?.name).toBe('run');
     expect(ours?.data).toEqual(theirs?.data);
-    expect(ours?.opts).toEqual({ ...theirs?.opts, jobId: 'direct' });
+    // Read back by BullMQ alike but for the options' copy of the id, which nothing reads: the
+    // job's id is its key (`ours.id`).
+    const { jobId, ...rest } = theirs?.opts ?? {};
+    expect(jobId).toBe('via-queue');
+    expect(ours?.id).toBe('direct');
+    expect(ours?.opts).toStrictEqual(rest);
+    // 47 bytes fewer stored (and written to the AOF): `"jobId":"direct",` is 17 of a 6-byte id.
+    const [theirsRaw, oursRaw] = await Promise.all([
+      redis.hget(`${q.keys['']}via-queue`, 'opts'),
+      redis.hget(`${q.keys['']}direct`, 'opts'),
+    ]);
+    expect(theirsRaw).toContain('"jobId":"via-queue"');
+    expect(oursRaw).not.toContain('jobId');
+    expect((theirsRaw ?? '').length - (oursRaw ?? '').length).toBe('"jobId":"via-queue",'.length);
     expect(await ours?.getState()).toBe('waiting');
     expect((await q.getJobCounts('waiting')).waiting).toBe(2);
   });

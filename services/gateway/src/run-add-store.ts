@@ -1,7 +1,8 @@
 /**
  * A run's job added without BullMQ's `Queue.add`: the same call of its `addStandardJob` script
  * (through `Scripts.execCommand`, so the hand-off of handoff-add-store.ts applies alike) with the
- * same keys and byte-identical arguments, built here without the `Job` object, its JSON of unset
+ * same keys and byte-identical arguments but for the options' copy of the job's id (left out: see
+ * `encodedOpts`), built here without the `Job` object, its JSON of unset
  * fields, its option checks and the layers of promises `Queue.add` goes through on every submit.
  * Only the options a run's job has (`runJobOptions`, plus `jobId`), a queue without default job
  * options, nobody listening for the queue's `waiting` event and the BullMQ version this was
@@ -80,8 +81,13 @@ export function runAdds(queue: Queue): RunAdd {
     )
       return viaQueue(name, data, opts, ride);
     const client = await queue.client;
-    // As the Job's constructor orders them: `attempts` first, then the add's options as given.
-    const encodedOpts = packer.pack(Object.assign({ attempts: 0 }, opts));
+    // As the Job's constructor orders them: `attempts` first, then the add's options as given,
+    // but for `jobId`: the job's id goes in the script's own arguments (`args[2]`), and the copy
+    // BullMQ keeps in the stored options is read by nothing (BullMQ reads it on the adding side
+    // only; a job's id is its key; our runner and scripts read `attempts` and `removeOnComplete`):
+    // 47 bytes out of the submit's fsync'd write (test/bench/README.md, round 36, `aof-trim`).
+    const { jobId: _id, ...stored } = opts;
+    const encodedOpts = packer.pack(Object.assign({ attempts: 0 }, stored));
     const args = packer.pack([prefix, id, name, Date.now(), null, null, undefined, undefined, null]);
     const addArgs = [...keys, args, JSON.stringify(data === undefined ? {} : data), encodedOpts];
     const riding = ride && ridingAddOf(queue);

@@ -84,6 +84,8 @@ describe("a handed submit's add (one server)", () => {
         // 724a10f: `lpush <wait>` in the add, then `rpoplpush <wait>` in the fetch.
         expect(inner.filter((c) => c.endsWith(` ${prefix}wait`))).toEqual([]);
         expect(inner.filter((c) => c.startsWith('lpush '))).toEqual([`lpush ${prefix}active`]);
+        // The record written once, its start in it (34322bb: the create's HSET, then the start's).
+        expect(inner.filter((c) => c === `hset ${keys.run(id)}`)).toHaveLength(1);
         expect(await redis.hgetall(queued)).toEqual(after);
         expect(t.outcomes.at(-1)).toBe('completed 1');
         expect(await redis.hmget(keys.run(id), 'attempts', 'status')).toEqual(['1', 'Completed']);
@@ -126,6 +128,30 @@ describe("a handed submit's add (one server)", () => {
         await m.stop();
       }
       const inner = submitCommands(m);
+      // No start took the record: written at the script's end, as an admitted create writes it alone.
+      expect(inner.filter((c) => c === `hset ${keys.run('l1')}`)).toHaveLength(1);
+      const record = await redis.hgetall(keys.run('l1'));
+      // As created: not started (its count 0, its time the create's), every field there.
+      expect(record.attempts).toBe('0');
+      expect(record.updatedAt).toBe(record.createdAt);
+      for (const name of [
+        'code',
+        'description',
+        'request',
+        'clockMs',
+        'session',
+        'turn',
+        'callId',
+        'principal',
+      ])
+        expect(record[name]).toBeTruthy();
+      expect(record.id).toBe('l1');
+      expect(record.status).toBe('Running');
+      expect(await createRunStore(redis, sealer).get('l1')).toMatchObject({
+        id: 'l1',
+        seed: 'l1',
+        attempts: 0,
+      });
       expect(inner).toContain(`hincrby ${queued}`);
       expect(inner).toContain(`lpush ${prefix}wait`);
       expect(await redis.hgetall(queued)).toEqual({ acme: '1' });

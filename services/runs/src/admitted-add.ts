@@ -8,7 +8,9 @@
  * un-admitted (the reason a separate admission went as EVAL, its 3.2 KB text every submit). And
  * the add's own top-level command (EVALSHA) is gone: one command less a run. When the add hands its
  * job to an idle worker, the run's attempt start in it reads the record the admission just created
- * from the admission's answer (`CREATED_RUN`), not by HGETALL; and its count in the pool's queued
+ * from the admission's answer (`CREATED_RUN`), not by HGETALL, and writes it, its own fields in
+ * place: one HSET of the record where the create's and the start's were two (`DEFER_RECORD`; a
+ * record no start took is written at the script's end); and its count in the pool's queued
  * counts is the add's to write (`QUEUED_COUNT`): none when the job is handed over at once.
  *
  * KEYS: the admission's (admit-and-create-24's first 23), the pool's queued counts when counted,
@@ -25,6 +27,12 @@ const TENANT_ARG = 16;
 
 const composites = new WeakMap<LuaScript, LuaScript>();
 
+/**
+ * Where admit-and-create-24 tells its create whether to leave the new record to its caller
+ * (includes/create-run.lua `defer`): `nil` as the script is sent alone.
+ */
+export const DEFER_RECORD = '(nil --[[islet:defer-record]])';
+
 /** The admission followed by `add` (a script of the add's keys and arguments). */
 export function admittedAddScript(add: LuaScript): LuaScript {
   const known = composites.get(add);
@@ -32,10 +40,16 @@ export function admittedAddScript(add: LuaScript): LuaScript {
   // An add that takes the job's count (the hand-off's: QUEUED_COUNT) counts it, or leaves it out
   // when its own fetch takes the job; any other add has the job counted here first.
   const takesCount = add.source.includes(QUEUED_COUNT);
+  // An add whose start may take the created record (the hand-off's: CREATED_RUN) writes it: with
+  // the start applied when that start is this run's, else at the end below (DEFER_RECORD).
+  const defers = add.source.includes(CREATED_RUN);
+  const admitSource = defers
+    ? ADMIT_AND_CREATE.source.split(DEFER_RECORD).join('true')
+    : ADMIT_AND_CREATE.source;
   const script = new LuaScript(`local nk, na, counted = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local AA = {unpack(ARGV, 4, 3 + na)}
 local function admit(KEYS, ARGV)
-${ADMIT_AND_CREATE.source}
+${admitSource}
 end
 local answer, createdRun = admit({unpack(KEYS, 1, nk)}, AA)
 if answer ~= 'created' then return {answer} end
@@ -48,7 +62,9 @@ end
 local function add(KEYS, ARGV)
 ${add.source.split(CREATED_RUN).join('createdRun').split(QUEUED_COUNT).join('admittedCount')}
 end
-return {answer, add({unpack(KEYS, first, #KEYS)}, {unpack(ARGV, 4 + na, #ARGV)})}`);
+local added = add({unpack(KEYS, first, #KEYS)}, {unpack(ARGV, 4 + na, #ARGV)})
+if createdRun and createdRun.deferred then redis.call('HSET', createdRun[1], unpack(createdRun[2])) end
+return {answer, added}`);
   composites.set(add, script);
   return script;
 }

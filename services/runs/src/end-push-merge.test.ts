@@ -12,11 +12,17 @@ import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
 import { compactLua } from './lua-scripts.ts';
 
-const transition = readFileSync(new URL('./lua/includes/transition.lua', import.meta.url), 'utf8').replaceAll(
-  // The include's parameter (run-store-scripts.ts fills it in), written apart: not a template.
-  '$' + '{END_PUSH_MAX_BYTES}',
-  String(32 * 1024),
-);
+// Its include (includes/event-add.lua) first, as lua-scripts.ts inlines it.
+const transition = [
+  readFileSync(new URL('./lua/includes/event-add.lua', import.meta.url), 'utf8'),
+  readFileSync(new URL('./lua/includes/transition.lua', import.meta.url), 'utf8'),
+]
+  .join('\n')
+  .replaceAll(
+    // The include's parameter (run-store-scripts.ts fills it in), written apart: not a template.
+    '$' + '{END_PUSH_MAX_BYTES}',
+    String(32 * 1024),
+  );
 // The record read whole first, then the write with it as `before`, as finish-run.lua calls it.
 const driver = new LuaScript(
   compactLua(`${transition}

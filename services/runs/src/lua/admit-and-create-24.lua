@@ -10,7 +10,10 @@
 -- share, only its count).
 -- Returns what admit-tenant-21 returns; a script embedding this one (admitted-add.ts) also gets, as
 -- a second value, the record as created (includes/create-run.lua's answer), which a run's start
--- later in the same script takes for its HGETALL (Redis keeps a script's first value only).
+-- later in the same script takes for its HGETALL (Redis keeps a script's first value only). Such a
+-- script may put `true` in place of `(nil --[[islet:defer-record]])` (admitted-add.ts
+-- DEFER_RECORD): the new record is then written by that start or at the script's end
+-- (includes/create-run.lua `defer`).
 --- @include "admit-tenant"
 --- @include "create-run"
 --- @include "index-create"
@@ -20,4 +23,4 @@ local refused, owned, heard = admitTenant()
 if refused then return refused end
 indexCreate(7, 9, owned, not heard[1])
 chargeBytes(KEYS[13], ARGV[17], ARGV[18])
-return 'created', createRun(22, 20, heard)
+return 'created', createRun(22, 20, heard, (nil --[[islet:defer-record]]))

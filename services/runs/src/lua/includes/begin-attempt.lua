@@ -14,8 +14,11 @@
 -- `known` (optional): {record key, its fields flattened} as the same script created it a moment
 --   before (includes/create-run.lua's answer): read from there, when it is this record, instead of
 --   by HGETALL (nothing between the create and this start writes the record).
+--   Marked `deferred` (includes/create-run.lua), the record is not written yet: the start writes
+--   it, its count, status and time in place, in one HSET (the answer's record as read before).
 -- Returns {record, attempt | 0, journal}, hashes flattened (a first attempt's journal as it must be,
 --   unread).
+--- @include "event-add"
 local function beginAttempt(k, a, known)
   local journal, record, events = KEYS[k], KEYS[k + 1], KEYS[k + 2]
   local run
@@ -23,13 +26,23 @@ local function beginAttempt(k, a, known)
   if #run == 0 then return {run, 0, {}} end
   -- status, cancelRequested and attempts from the fields just read (no command of their own)
   local st, cancel, attempts, unwatched, followed
+  -- where the status, count and time are in a deferred record (written below with them in place)
+  local deferred = run == (known and known.deferred and known[2])
+  local stAt, countAt, timeAt
   for i = 1, #run, 2 do
     local f = run[i]
-    if f == 'status' then st = run[i + 1]
+    if f == 'status' then st, stAt = run[i + 1], i + 1
     elseif f == 'cancelRequested' then cancel = run[i + 1]
-    elseif f == 'attempts' then attempts = run[i + 1]
+    elseif f == 'attempts' then attempts, countAt = run[i + 1], i + 1
     elseif f == 'unwatched' then unwatched = run[i + 1]
-    elseif f == 'followed' then followed = run[i + 1] end
+    elseif f == 'followed' then followed = run[i + 1]
+    elseif deferred and f == 'updatedAt' then timeAt = i + 1 end
+  end
+  if deferred and not (events and stAt and countAt and timeAt) then
+    -- not a start this one writes in place: the record as created, then as ever
+    known.deferred = nil
+    redis.call('HSET', record, unpack(run))
+    deferred = false
   end
   if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
   if cancel == '1' then return {run, 0, {}} end
@@ -57,12 +70,20 @@ local function beginAttempt(k, a, known)
     -- the record's count in the same HSET as its status (the script is atomic: as exact as HINCRBY);
     -- a status already Running (every create writes it so) is not written again: with effects
     -- replication each field reaches the AOF and the replicas.
-    if st == 'Running' then
+    if deferred then
+      -- the created record with this start applied, written once; the answer keeps it as read
+      known.deferred = nil
+      local was = {run[stAt], run[countAt], run[timeAt]}
+      run[stAt], run[countAt], run[timeAt] = 'Running', count, ARGV[a + 6]
+      redis.call('HSET', record, unpack(run))
+      run[stAt], run[countAt], run[timeAt] = was[1], was[2], was[3]
+    elseif st == 'Running' then
       redis.call('HSET', record, 'attempts', count, 'updatedAt', ARGV[a + 6])
     else
       redis.call('HSET', record, 'attempts', count, 'status', 'Running', 'updatedAt', ARGV[a + 6])
     end
-    redis.call('XADD', events, 'MAXLEN', '~', ARGV[a + 1], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attemptText)
+    -- A first attempt's stream holds its create's event and those of decisions before it.
+    eventAdd(events, ARGV[a + 1], before == 0, 'type', ARGV[a + 2], 'data', ARGV[a + 3], 'attempt', attemptText)
     if unwatched ~= '1' or followed == '1' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 5]) end
   else
     redis.call('HINCRBY', record, 'attempts', 1)

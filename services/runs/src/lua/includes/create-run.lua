@@ -10,7 +10,13 @@
 -- Returns {record key, its fields flattened} when every field written was new (the record is then
 -- exactly what HGETALL would read, in another order: a run's start later in the same script reads
 -- it from here, includes/begin-attempt.lua), else nil.
-local function createRun(k, a, heard)
+--- @include "event-add"
+-- `defer`: the caller writes the record (a submit's script whose hand-off may start this very run:
+-- its start writes it once, with its attempt, where it was two HSETs, 125 bytes more in the fsync'd
+-- write, test/bench/README.md round 36 `aof-trim`; or the script's end, admitted-add.ts): it is not
+-- written here, and taken as new without a look (a submit's run id is a new UUID, gateway
+-- runs-service.ts: no record of it can be there), its answer marked `deferred`.
+local function createRun(k, a, heard, defer)
   -- Copied by unpack (C, the table made at its size): appended one by one, the table grew and was
   -- rehashed ~6 times over its ~34 fields (test/bench/README.md, round 35, `submit-lua`).
   local fields = {unpack(ARGV, a + 4, #ARGV)}
@@ -22,8 +28,9 @@ local function createRun(k, a, heard)
       fields[#fields + 1] = '1'
     end
   end
-  local added = redis.call('HSET', KEYS[k], unpack(fields))
-  redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 2], '*', 'type', 'status', 'data', ARGV[a + 3])
+  -- A new record: a new run, whose stream holds nothing yet (they expire together).
+  local new = defer or redis.call('HSET', KEYS[k], unpack(fields)) * 2 == #fields
+  eventAdd(KEYS[k + 1], ARGV[a + 2], new, 'type', 'status', 'data', ARGV[a + 3])
   if not heard or heard[2] then redis.call('PUBLISH', ARGV[a], ARGV[a + 1]) end
-  if added * 2 == #fields then return {KEYS[k], fields} end
+  if new then return {KEYS[k], fields, deferred = defer} end
 end

@@ -13,6 +13,7 @@
 -- Returns the status the write leaves (the old one when no status is given), and the id of the
 -- event it appended (`<ms>-<n>`: Redis's clock, as TIME reads it, or later than the stream's last
 -- entry should that clock have stepped back).
+--- @include "event-add"
 local function writeTransition(k, a, f, push, old, before, firstOnly)
   local last = #ARGV
   local newStatus = old
@@ -29,7 +30,9 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
     redis.call('EXPIRE', KEYS[k], ARGV[a + 5])
     redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 5])
   end
-  local at = redis.call('XADD', KEYS[k + 1], 'MAXLEN', '~', ARGV[a + 4], '*', 'type', ARGV[a + 2], 'data', ARGV[a + 3])
+  -- `firstOnly`: a first attempt that sent no call: its stream holds its create's and start's events
+  -- and those of decisions before it.
+  local at = eventAdd(KEYS[k + 1], ARGV[a + 4], firstOnly, 'type', ARGV[a + 2], 'data', ARGV[a + 3])
   local message = ARGV[a]
   if ended and push then
     local run
