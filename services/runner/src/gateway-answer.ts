@@ -107,9 +107,8 @@ export class GatewayAnswer {
           this.pending = data;
           return data.length === 1 && data[0] !== 13 ? new Error('the gateway sent trailers') : false;
         }
-        return data.length === 2 && data[0] === 13 && data[1] === 10
-          ? true
-          : new Error('the gateway sent more than its answer');
+        if (data[0] !== 13 || data[1] !== 10) return new Error('the gateway sent trailers');
+        return data.length === 2 ? true : new Error('the gateway sent more than its answer');
       }
       if (this.state === 'size') {
         const nl = data.indexOf('\r\n');
