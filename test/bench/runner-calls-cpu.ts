@@ -77,6 +77,8 @@ const cluster = await startCluster({
     ...(ALLOC
       ? { NODE_OPTIONS: `--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`, BENCH_ALLOC_DIR: dir }
       : {}),
+    // E.g. `--import <a preload>` for a count in the cluster's processes.
+    ...(process.env.CLUSTER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.CLUSTER_NODE_OPTIONS } : {}),
   },
 });
 try {

@@ -14,14 +14,24 @@
  * fails the request and drops its socket. A failed request is an error to the caller, which tries
  * the call again on the next gateway as a takeover (the journal tells a lost answer from a
  * duplicate), as it does for undici's errors.
+ *
+ * undici's check of an idle socket before a request (GHSA-35p6-xmwp-9g52: bytes or a close a
+ * server sent while it idled, read as the next request's answer) is kept differently: an idle
+ * socket listens, and anything it gets (bytes, an end, a close) drops it from the pool as it is
+ * read. What arrives in the same read of the event loop as the call's own frame from the host is
+ * read after the request was written: a close then fails that request (a takeover, as above);
+ * bytes would be read as its answer — from the runner's own gateway, the one peer this transport
+ * has, which sends none unasked.
  */
-import { connect as netConnect, type Socket } from 'node:net';
+import { isIP, connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { BoundedMap } from '@islet/core';
 import { GatewayAnswer } from './gateway-answer.ts';
 
 /** A reused socket is dropped this long before the server said it closes idle ones (undici's). */
 const KEEP_ALIVE_MARGIN_MS = 1000;
+/** TCP keep-alive probes on a connection idle this long (undici's connector's default). */
+const TCP_KEEP_ALIVE_DELAY_MS = 60_000;
 
 interface Target {
   /** `http://host:port`: the key of a socket pool. */
@@ -143,11 +153,14 @@ export class GatewayPost {
       ? tlsConnect({
           host: target.host,
           port: target.port,
-          servername: target.host,
+          ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
           ALPNProtocols: ['http/1.1'],
         })
       : netConnect({ host: target.host, port: target.port });
     socket.setNoDelay(true);
+    // A call may wait minutes for its answer: a gateway gone without a word (its node lost) is
+    // found by TCP's keep-alive probes, as undici's connector has them (after 60 s idle).
+    socket.setKeepAlive(true, TCP_KEEP_ALIVE_DELAY_MS);
     // An error on an idle socket drops it (its close); one in flight fails its request.
     socket.on('error', () => {});
     return socket;
