@@ -112,7 +112,13 @@ export class GatewayPost {
         resolve({ status: exchange.status, text: exchange.text() });
       };
       const onData = (chunk: Buffer) => {
-        const done = exchange.push(chunk);
+        let done: boolean | Error;
+        try {
+          done = exchange.push(chunk);
+        } catch (err) {
+          // Nothing may throw out of a socket's data handler (it would end the runner).
+          done = err instanceof Error ? err : new Error(String(err));
+        }
         if (done === false) return;
         finish(done === true ? undefined : done);
       };
