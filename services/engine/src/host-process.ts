@@ -3,7 +3,7 @@
  * sandbox launcher), the `ready` handshake, framed messages both ways, exit and kill.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, writeSync, writevSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
 import { builtHostScript } from './host-build.ts';
@@ -216,8 +216,9 @@ export class HostProcess {
    * to see a burst of outcomes go out together.
    */
   pipeWrites = 0;
-  /** A gathered send went out in this tick: later ones wait, corked, for the tick's end. */
-  private burst: 'none' | 'open' | 'corked' = 'none';
+  /** A gathered send went out in this tick: later ones wait in `held` for the tick's end. */
+  private burst = false;
+  private held: Buffer[] = [];
 
   /**
    * Sends a message; false when the host is gone or the message is over the channel's size limit.
@@ -234,23 +235,63 @@ export class HostProcess {
     } catch {
       return false;
     }
-    const stdin = this.child.stdin!;
-    if (gather && this.burst === 'none') {
-      this.burst = 'open';
-      process.nextTick(() => {
-        if (this.burst === 'corked') {
-          this.pipeWrites++;
-          stdin.uncork();
-        }
-        this.burst = 'none';
-      });
-    } else if (this.burst === 'open') {
-      this.burst = 'corked';
-      stdin.cork();
+    if (this.burst) {
+      for (const buf of frames) this.held.push(buf);
+      return true;
     }
-    if (this.burst !== 'corked') this.pipeWrites += frames.length;
-    for (const buf of frames) stdin.write(buf);
+    if (gather) {
+      this.burst = true;
+      process.nextTick(() => {
+        this.burst = false;
+        if (this.held.length === 0) return;
+        const held = this.held;
+        this.held = [];
+        if (!this.exited) this.write(held);
+      });
+    }
+    this.write(frames);
     return true;
+  }
+
+  /**
+   * One write of `frames` to the host's pipe, in order. Straight to the pipe's descriptor when
+   * nothing waits in stdin's stream queue (the common case: the frames fit the pipe): one write(2)
+   * and none of the stream's JavaScript (its write request, callbacks and ticks were ~a third of an
+   * outcome frame's cost on a call's path; test/bench/README.md, round 36 `call-hops`), as the host
+   * writes its own (host-output.ts). What the pipe does not take now (full: EAGAIN, or a part)
+   * goes through the stream, as does every write while something queued there is unwritten, so
+   * the order of bytes is kept. The descriptor is non-blocking (libuv's), so this never waits.
+   */
+  private write(frames: Buffer[]): void {
+    this.pipeWrites++;
+    const stdin = this.child.stdin!;
+    let rest = frames;
+    const fd = (stdin as unknown as { _handle?: { fd?: number } | null })._handle?.fd;
+    if (fd !== undefined && fd >= 0 && stdin.writableLength === 0) {
+      let written = 0;
+      try {
+        written = frames.length === 1 ? writeSync(fd, frames[0]!) : writevSync(fd, frames);
+      } catch {
+        // EAGAIN (the pipe is full), EPIPE (the host is gone) or anything else: the stream writes
+        // it, or reports it (its `error` is ignored; the exit reports a gone host), as before.
+      }
+      rest = [];
+      for (const buf of frames) {
+        if (written >= buf.length) written -= buf.length;
+        else {
+          rest.push(written > 0 ? buf.subarray(written) : buf);
+          written = 0;
+        }
+      }
+      if (rest.length === 0) return;
+    }
+    if (rest.length === 1) {
+      stdin.write(rest[0]!);
+      return;
+    }
+    stdin.cork();
+    for (const buf of rest) stdin.write(buf);
+    stdin.uncork();
   }
 
   get pid(): number | undefined {

@@ -1,7 +1,9 @@
 /**
- * The runner's default transport to the gateway (gateway-client.ts): undici's `dispatch` with a
- * handler of its own, not node:http's `ClientRequest` with its response stream and abort listener
- * (README round 28, call-seq). Seen through the diagnostics channels each client publishes on.
+ * The runner's default transports to the gateway (gateway-client.ts): a lone call on a kept-alive
+ * socket of its own (gateway-post.ts, README round 36 call-hops), a batch through undici's
+ * `dispatch` with a handler of its own; neither through node:http's `ClientRequest` with its
+ * response stream and abort listener (README round 28, call-seq). Seen through the diagnostics
+ * channels each client publishes on.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer } from 'node:http';
@@ -53,7 +55,7 @@ afterAll(async () => {
 });
 
 describe('gateway client transport', () => {
-  it('lone and batched calls go through undici, none through a node:http ClientRequest', async () => {
+  it("lone calls go on the runner's own socket, a batch through undici, none through a node:http ClientRequest", async () => {
     const counts = { nodeHttp: 0, undici: 0 };
     const onNodeHttp = () => counts.nodeHttp++;
     const onUndici = () => counts.undici++;
@@ -71,7 +73,7 @@ describe('gateway client transport', () => {
       expect(together.map((t) => t.outcome)).toEqual(
         [10, 11, 12].map((i) => ({ type: 'result', valueJson: `${i}` })),
       );
-      expect(counts).toEqual({ nodeHttp: 0, undici: 6 });
+      expect(counts).toEqual({ nodeHttp: 0, undici: 1 });
     } finally {
       unsubscribe('http.client.request.start', onNodeHttp);
       unsubscribe('undici:request:create', onUndici);

@@ -13,11 +13,12 @@ import { BoundedMap } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import type { LiveOutcome } from '@islet/runs';
 import { Agent, type Dispatcher } from 'undici';
+import { GatewayPost } from './gateway-post.ts';
 
 interface GatewayClientOptions {
   urls: string[];
   token: string;
-  /** Transport (tests inject one). Default: undici's dispatch, keep-alive, no response deadline. */
+  /** Transport of a lone call (tests inject one). Default: gateway-post.ts, keep-alive, no response deadline. */
   post?: PostFn;
   /**
    * Tries per call across gateways before the call fails as AppCallFailed. Default 40 (about 35 s
@@ -149,13 +150,10 @@ function dispatchPost(
 /** Keep-alive connections, no headers or body deadline (see `dispatchPost`). */
 const callAgent = () => new Agent({ headersTimeout: 0, bodyTimeout: 0 });
 
+/** A lone call's POST: gateway-post.ts, a kept-alive socket of its own (not undici's machinery). */
 function createHttpPost(): PostFn {
-  const agent = callAgent();
-  return async (url, headers, body, signal) => {
-    const chunks: Buffer[] = [];
-    const status = await dispatchPost(agent, url, headers, body, signal, (_s, c) => chunks.push(c));
-    return { status, text: Buffer.concat(chunks).toString('utf8') };
-  };
+  const transport = new GatewayPost();
+  return (url, headers, body, signal) => transport.post(url, headers, body, signal);
 }
 
 function createHttpPostBatch(): PostBatchFn {
