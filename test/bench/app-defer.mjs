@@ -1,9 +1,9 @@
 // `--import` preload (bench only, README round 36 `app-undici`): what undici 8's idle-socket check
 // (client-h1.js `scheduleIdleSocketValidation`, GHSA-35p6-xmwp-9g52) does to a process's requests.
 // Counts, a request (undici's `undici:request:create` → `undici:client:sendHeaders` channels):
-// requests deferred by the check (a `setImmediate` before the write), requests whose headers were
-// written in the same synchronous turn as their dispatch, and the time from dispatch to the
-// headers' write (p50, mean). Written to `$DEFER_DIR/app-defer.<pid>.txt` every 2 s after
+// requests deferred by the check (a `setImmediate` before the write); the time from dispatch to the
+// request's head built (just before its write), split at the check's callback: the check's wait
+// and undici's own work after it (p50, mean). Written to `$DEFER_DIR/app-defer.<pid>.txt` every 2 s after
 // `DEFER_SKIP` (default 200) requests.
 //
 // `DEFER_INLINE=1` (MEASUREMENT ONLY, NOT SAFE): the check's `setImmediate` becomes a microtask, so
@@ -52,27 +52,19 @@ registerHooks({
 });
 
 let requests = 0;
-let sameTurn = 0;
 let deferredAtSkip = 0;
 const ms = [];
 /** Microseconds from the check's callback to the headers written (undici's write itself). */
 const writeUs = [];
 const started = new WeakMap();
-let turn = 0;
 subscribe('undici:request:create', ({ request }) => {
   requests++;
   if (requests === skip) deferredAtSkip = state.deferred;
-  // A fresh turn id once per synchronous turn: bumped by a microtask after the first use.
-  const id = turn;
-  if (!started.has(request)) started.set(request, { t: performance.now(), id });
-  queueMicrotask(() => {
-    if (turn === id) turn++;
-  });
+  if (!started.has(request)) started.set(request, { t: performance.now() });
 });
 subscribe('undici:client:sendHeaders', ({ request }) => {
   const s = started.get(request);
   if (!s || requests <= skip) return;
-  if (s.id === turn) sameTurn++;
   const now = performance.now();
   ms.push(now - s.t);
   if (firedAt >= s.t) writeUs.push((now - firedAt) * 1000);
@@ -91,7 +83,6 @@ setInterval(() => {
   const text = [
     `${n} requests${inline ? ' (DEFER_INLINE: unsafe, measurement only)' : ''}`,
     `deferred by the idle-socket check a request: ${((state.deferred - deferredAtSkip) / n).toFixed(3)}`,
-    `headers written in the dispatching turn a request: ${(sameTurn / n).toFixed(3)}`,
     `dispatch -> header built (about to write): p50 ${(sorted[n >> 1] * 1000).toFixed(1)} us, mean ${(mean * 1000).toFixed(1)} us`,
     `the check's wait (scheduled -> callback): ${stats(waitUs)}`,
     `callback -> header built: ${stats(writeUs)}`,
