@@ -31,8 +31,7 @@ function engineGrowing(grownBytes: number, events: ProcessEvent[]): Engine {
   });
 }
 
-const reasons = (events: ProcessEvent[]) =>
-  events.flatMap((e) => (e.type === 'retired' ? [e.reason] : []));
+const reasons = (events: ProcessEvent[]) => events.flatMap((e) => (e.type === 'retired' ? [e.reason] : []));
 
 describe('the default growth bound', () => {
   it('is 10 MiB', () => {
