@@ -10,7 +10,10 @@
  * `HOST_FLAGS`: node flags for the host (e.g. `--import /tmp/probe.mjs`).
  * `HOST_WRAP`: a command the host runs under (its command line follows), e.g. a profiler's.
  * `RETIREMENTS=1`: instead, the engine at its defaults: host starts and retirements (by reason) a
- * `RUNS` sequential runs; `HOST_DROP`: host arguments to leave out (comma-separated).
+ * `RUNS` sequential runs; `HOST_DROP`: host arguments to leave out (comma-separated);
+ * `MAX_GROWTH_MIB`: the growth bound instead of the default; `CALLS`: binding calls a run (in
+ * parallel, instant answers; default 0: the trivial program). Also each retired host's VmRSS and
+ * private memory (RssAnon + RssShmem) read at its retirement, and the runs it served.
  * `LOOP=1`: instead, the same isolates made and run in this process (host-like-isolate.ts), the
  * plain loop to compare with (run it with the host's flags and environment).
  */
@@ -198,8 +201,14 @@ async function retirementsMode(): Promise<void> {
   const hostEnv = process.env.HOST_ENV_JSON
     ? (JSON.parse(process.env.HOST_ENV_JSON) as Record<string, string>)
     : undefined;
+  const growthMib = process.env.MAX_GROWTH_MIB;
+  const calls = Number(process.env.CALLS ?? 0);
+  const atRetirement: { rss: number; priv: number; runs: number; reason: string }[] = [];
+  const startedAtRun = new Map<number, number>();
+  let run = 0;
   const engine = createEngine({
     ...(hostEnv ? { hostEnv } : {}),
+    ...(growthMib !== undefined ? { maxHostResidentGrowthBytes: Number(growthMib) * 1024 * 1024 } : {}),
     // HOST_DROP: host command-line arguments left out (the head without one of its flags).
     ...(drop.length > 0
       ? {
@@ -212,19 +221,43 @@ async function retirementsMode(): Promise<void> {
     onProcessEvent: (e) => {
       const key = e.type === 'retired' ? `retired ${e.reason}` : e.type;
       counts.set(key, (counts.get(key) ?? 0) + 1);
+      if (e.type === 'started' && e.pid !== undefined) startedAtRun.set(e.pid, run);
+      if (e.type === 'retired' && e.pid !== undefined) {
+        try {
+          const s = sample(e.pid, run);
+          const text = readFileSync(`/proc/${e.pid}/status`, 'latin1');
+          const shmem = Number(/^RssShmem:\s+(\d+) kB/m.exec(text)?.[1] ?? 0);
+          const runs = run - (startedAtRun.get(e.pid) ?? 0);
+          atRetirement.push({ rss: s.rss, priv: s.anon + shmem, runs, reason: e.reason });
+        } catch {
+          // gone already
+        }
+      }
     },
   });
+  const code =
+    calls > 0
+      ? `return (await Promise.all(Array.from({ length: ${calls} }, (_, i) => t({ i })))).length;`
+      : TRIVIAL_PROGRAM;
+  const answer = { type: 'result' as const, valueJson: '{"n":1}' };
   try {
-    for (let run = 1; run <= RUNS; run++) {
-      const out = await engine.execute(TRIVIAL_PROGRAM, { partition: 'rss' });
+    for (run = 1; run <= RUNS; run++) {
+      const out = await engine.execute(code, {
+        partition: 'rss',
+        ...(calls > 0 ? { bindings: ['t'], onCall: async () => answer } : {}),
+      });
       if (out.status !== 'completed') throw new Error(`run ${run}: ${JSON.stringify(out)}`);
     }
   } finally {
     await engine.close();
   }
   console.log(
-    `engine defaults, ${RUNS} sequential runs: ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}`,
+    `engine defaults${growthMib !== undefined ? ` (growth bound ${growthMib} MiB)` : ''}, ${RUNS} sequential runs of ${calls} calls: ${[...counts].map(([k, n]) => `${k} ${n}`).join(', ')}`,
   );
+  for (const r of atRetirement)
+    console.log(
+      `  retired ${r.reason} after ~${r.runs} runs: VmRSS ${(r.rss / 1024).toFixed(1)} MiB, private ${(r.priv / 1024).toFixed(1)} MiB`,
+    );
 }
 
 async function loopMode(): Promise<void> {

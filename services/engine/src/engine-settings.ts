@@ -4,7 +4,7 @@ import { positiveInt } from './run-request.ts';
 import type { EngineOptions } from './types.ts';
 
 const DEFAULT_MAX_RUNS_PER_PROCESS = 1000;
-const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 5 * 1024 * 1024;
+const DEFAULT_MAX_HOST_RESIDENT_GROWTH_BYTES = 10 * 1024 * 1024;
 const DEFAULT_STARTUP_TIMEOUT_MS = 15_000;
 const DEFAULT_MAX_IDLE_PER_PARTITION = 2;
 const DEFAULT_MAX_IDLE_TOTAL = 8;

@@ -205,7 +205,7 @@ export interface EngineOptions {
   /**
    * A sandbox host process is replaced after this many runs. Default 1000: a host start costs as
    * much CPU as many runs (`npm run bench:engine`), which 100 runs per host spread over every run; memory is bounded by
-   * `maxHostResidentGrowthBytes`, which usually retires a host first.
+   * `maxHostResidentGrowthBytes`, which retires a host first under call-heavy programs or a leak.
    */
   maxRunsPerProcess?: number;
   /**
@@ -213,13 +213,13 @@ export interface EngineOptions {
    * binary's code pages, file-backed and shared, which V8's optimizing compiler maps in once in a
    * host's life, ~5 MiB, and which alone replaced a host every ~20 runs of 100 calls) grew by more
    * than this since its first run is replaced, bytes (read from /proc after the first and every
-   * 16th run). Default 5 MiB: a host is
-   * about 55 MiB after its first run here and grows ~5-10 KiB per trivial run (allocator
-   * fragmentation, what a program left in native memory; its own young generation is capped, see
-   * `HOST_SEMI_SPACE_MB`), so it is replaced after ~800 runs here, and an idle pooled host stays
-   * about at the 60 MB budget however long it lives (the cluster bench's idle hosts: 54-60 MiB, 60.2
-   * once; 4 MiB, which would keep the oldest under it, cost 13 % more CPU per run in the engine
-   * bench; 8 MiB let old hosts reach 63 MiB). A host running call-heavy programs grows faster:
+   * 16th run). Default 10 MiB (5 until round 36): a host is about 55 MiB after its first run
+   * here and grows 5-7 MiB privately over its 1000 runs of trivial programs (flat after run ~530),
+   * ~9.5 MiB with 10 calls a run (allocator fragmentation, V8 optimizing the host's own code; its
+   * own young generation is capped, see `HOST_SEMI_SPACE_MB`): at 5 MiB every such host was
+   * replaced halfway for no memory saved, each start ~85 ms of CPU beside the runs; at 10 MiB it
+   * serves to its run bound (retired at ~62-63 MiB VmRSS trivial, ~70 with 10 calls a run; the
+   * cluster bench's idle pooled hosts 58 MB). A host running call-heavy programs grows faster:
    * isolated-vm keeps each `applySync` timeout's record until that timeout would have fired (the
    * run's budget), ~0.2 KiB a call delivered (test/bench/README.md, round 34 `par-calls`). Growth, not a fixed size: a
    * machine whose fresh host is larger would otherwise replace every host after 16 runs. 0 turns
