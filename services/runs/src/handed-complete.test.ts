@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CompleteCase as Case, deferralCases } from '../test/complete-deferrals.ts';
-import { luaDuring } from '../test/lua-during.ts';
+import { itMatchesTheText, runScript, type ScriptRun } from '../test/script-equivalence.ts';
 import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
 import { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 
@@ -221,35 +221,12 @@ afterAll(async () => {
   await server.stop();
 });
 
-/** Every key: its DUMP and whether it expires. */
-async function keysAfter(): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const k of (await redis.keys('*')).sort()) {
-    out[k] =
-      `${(await redis.dumpBuffer(k))?.toString('hex')} ${(await redis.pttl(k)) > 0 ? 'expires' : 'kept'}`;
-  }
-  return out;
-}
-
 /** From the case's keys: the script's answer, the commands it ran inside Redis, the keys after. */
-async function runCase(
-  c: Case,
-  source: string,
-): Promise<{ answer: unknown; inner: string[][]; after: Record<string, string> }> {
-  await redis.flushall();
-  await plain(redis);
-  await c.setUp?.(redis);
-  let answer: unknown;
-  const inner = await luaDuring(redis, async () => {
-    answer = await redis
-      .eval(source, KEYS.length, ...KEYS, ...argsOf(c))
-      .catch(
-        (e: Error) =>
-          `error ${e.message.replace(/ script: .*$/, '').replace(/user_script:\d+/, 'user_script')}`,
-      );
+const runCase = (c: Case, source: string): Promise<ScriptRun> =>
+  runScript(redis, source, KEYS, argsOf(c), async (r) => {
+    await plain(r);
+    await c.setUp?.(r);
   });
-  return { answer, inner, after: await keysAfter() };
-}
 
 describe("the end's direct completion", () => {
   it('is pinned to the text of BullMQ 5.81.5', () => {
@@ -258,19 +235,5 @@ describe("the end's direct completion", () => {
     expect(handedComplete(`${body}\n`)).toBeUndefined();
   });
 
-  for (const c of CASES) {
-    it(`${c.taken ? 'takes' : 'leaves to the text'}: ${c.name}; Redis sees the same`, async () => {
-      const got = await runCase(c, withDirect);
-      const want = await runCase(c, textOnly);
-      expect(got.inner, 'the commands').toEqual(want.inner);
-      expect(got.answer, 'the answer').toEqual(want.answer);
-      expect(got.after, 'the keys after').toEqual(want.after);
-      expect(String(got.answer).startsWith('error')).toBe(c.fails === true);
-      // A call the direct path takes and fails (a '0:0' marker) fails in it: its error is the answer.
-      const took = String((await runCase(c, takes)).answer);
-      expect(c.taken && c.fails ? took.startsWith('error') : took).toBe(
-        c.taken && c.fails ? true : c.taken ? 'taken' : 'text',
-      );
-    });
-  }
+  itMatchesTheText(CASES, runCase, { withDirect, textOnly, takes });
 });

@@ -10,7 +10,7 @@ import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import type { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { luaDuring } from '../test/lua-during.ts';
+import { itMatchesTheText, runScript, type ScriptRun } from '../test/script-equivalence.ts';
 import { MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 import { handedRefetch } from './handed-refetch.ts';
 import { fetchAndLook } from './handoff-scripts.ts';
@@ -209,36 +209,18 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function keysAfter(): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const k of (await redis.keys('*')).sort())
-    out[k] =
-      `${(await redis.dumpBuffer(k))?.toString('hex')} ${(await redis.pttl(k)) > 0 ? 'expires' : 'kept'}`;
-  return out;
-}
-
-async function runCase(
-  c: Case,
-  source: string,
-): Promise<{ answer: unknown; inner: string[][]; after: Record<string, string> }> {
-  await redis.flushall();
-  await redis.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
-  await redis.lpush(`${Q}active`, 'r0');
-  await redis.zadd(`${Q}marker`, '0', '0');
-  await c.setUp?.(redis);
-  let answer: unknown;
-  const inner = await luaDuring(redis, async () => {
-    answer = await redis
-      .eval(source, KEYS.length, ...KEYS, ...argsOf(c))
-      .catch(
-        (e: Error) =>
-          `error ${e.message.replace(/ script: .*$/, '').replace(/user_script:\d+/, 'user_script')}`,
-      );
+async function runCase(c: Case, source: string): Promise<ScriptRun> {
+  const run = await runScript(redis, source, KEYS, argsOf(c), async (r) => {
+    await r.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
+    await r.lpush(`${Q}active`, 'r0');
+    await r.zadd(`${Q}marker`, '0', '0');
+    await c.setUp?.(r);
   });
   // A rate limit's answer carries the counter's PTTL, which the clock moves between two runs.
+  const { answer } = run;
   if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
-    answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
-  return { answer, inner, after: await keysAfter() };
+    run.answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
+  return run;
 }
 
 describe("the end's direct refetch", () => {
@@ -248,18 +230,5 @@ describe("the end's direct refetch", () => {
     expect(handedRefetch(`${body}\n`)).toBeUndefined();
   });
 
-  for (const c of CASES) {
-    it(`${c.taken ? 'takes' : 'leaves to the text'}: ${c.name}; Redis sees the same`, async () => {
-      const got = await runCase(c, withDirect);
-      const want = await runCase(c, textOnly);
-      expect(got.inner, 'the commands').toEqual(want.inner);
-      expect(got.answer, 'the answer').toEqual(want.answer);
-      expect(got.after, 'the keys after').toEqual(want.after);
-      expect(String(got.answer).startsWith('error')).toBe(c.fails === true);
-      const took = String((await runCase(c, takes)).answer);
-      expect(c.taken && c.fails ? took.startsWith('error') : took).toBe(
-        c.taken && c.fails ? true : c.taken ? 'taken' : 'text',
-      );
-    });
-  }
+  itMatchesTheText(CASES, runCase, { withDirect, textOnly, takes });
 });
