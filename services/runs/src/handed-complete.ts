@@ -27,6 +27,7 @@
  * Another text (another BullMQ) gets no such path (`handedComplete` undefined).
  */
 import { createHash } from 'node:crypto';
+import { promoteDelayedJobs } from './bull-promote.ts';
 import { leanStartJob } from './bull-start.ts';
 
 /** SHA1 of the moveToFinished-14 text `HANDED_COMPLETE` was written against (BullMQ 5.81.5). */
@@ -95,27 +96,7 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
   local pushed, prioritized, marked = false, false, false
   if not absent then
     -- promoteDelayedJobs: the delayed set asked (the numbers as the text Redis prints for them).
-    local due = call('ZRANGEBYSCORE', KEYS[7], '0', (ts + 1) * 0x1000 - 1, 'LIMIT', '0', '1000')
-    if #due > 0 then
-      call('ZREM', KEYS[7], unpack(due))
-      local target = meta[1] and KEYS[8] or KEYS[1]
-      for _, id in ipairs(due) do
-        local key = ARGV[7] .. id
-        local priority = tonumber(call('HGET', key, 'priority')) or 0
-        if priority == 0 then
-          call('LPUSH', target, id)
-          pushed = true
-        else
-          call('ZADD', KEYS[3], priority * 0x100000000 + call('INCR', KEYS[10]) % 0x100000000, id)
-          prioritized = true
-        end
-        call('HSET', key, 'delay', '0')
-      end
-      if not maxed then
-        call('ZADD', KEYS[14], '0', '0')
-        marked = true
-      end
-    end
+    ${promoteDelayedJobs({ now: 'ts', prefix: 'ARGV[7]', marker: 'KEYS[14]' })}
   end
   local maxJobs = tonumber(meta[3])
   if maxJobs and maxJobs <= tonumber(call('GET', KEYS[6]) or 0) then

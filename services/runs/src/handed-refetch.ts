@@ -22,6 +22,7 @@
  * text gets no such path.
  */
 import { createHash } from 'node:crypto';
+import { promoteDelayedJobs } from './bull-promote.ts';
 import { leanStartJob } from './bull-start.ts';
 import { MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 
@@ -39,26 +40,8 @@ const HANDED_REFETCH = `local function handedRefetch(KEYS, ARGV)
   local maxed = meta[1] and true or false
   if not maxed and meta[2] then maxed = call('LLEN', KEYS[2]) >= tonumber(meta[2]) end
   -- promoteDelayedJobs (the numbers as the text Redis prints for them; the bound the same Lua number)
-  local marked = false
-  local due = call('ZRANGEBYSCORE', KEYS[7], '0', (now + 1) * 0x1000 - 1, 'LIMIT', '0', '1000')
-  if #due > 0 then
-    call('ZREM', KEYS[7], unpack(due))
-    local target = meta[1] and KEYS[8] or KEYS[1]
-    for _, id in ipairs(due) do
-      local key = prefix .. id
-      local priority = tonumber(call('HGET', key, 'priority')) or 0
-      if priority == 0 then
-        call('LPUSH', target, id)
-      else
-        call('ZADD', KEYS[3], priority * 0x100000000 + call('INCR', KEYS[10]) % 0x100000000, id)
-      end
-      call('HSET', key, 'delay', '0')
-    end
-    if not maxed then
-      call('ZADD', KEYS[11], '0', '0')
-      marked = true
-    end
-  end
+  local pushed, prioritized, marked = false, false, false
+  ${promoteDelayedJobs({ now: 'now', prefix: 'prefix', marker: 'KEYS[11]' })}
   -- getRateLimitTTL
   local maxJobs = tonumber(meta[3])
   if maxJobs and maxJobs <= tonumber(call('GET', KEYS[6]) or 0) then
