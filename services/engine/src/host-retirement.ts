@@ -71,8 +71,8 @@ export function retirementOf(
   if (!isDue(host, bounds)) return undefined;
   // Retired at once, the next run waited for a whole host start (150-1500 ms on a loaded machine:
   // the slowest runs at one client and at 16, sequential.ts TAIL=1). Bounded: growth comes in steps
-  // (5-8 MiB when a check finds a host past a 5 MiB bound), so 2 MiB more than then, and none for
-  // a host found past twice its bound (a leak, not a step).
+  // (a check found hosts 5-8 MiB grown when the bound was 5 MiB), so 2 MiB more than then, and none
+  // for a host found past twice its bound (a leak, not a step).
   const dueAt = Math.min(host.overBoundAtRun ?? Number.POSITIVE_INFINITY, maxRunsPerProcess);
   const overshootRuns = Math.min(MAX_OVERSHOOT_RUNS, Math.floor(maxRunsPerProcess / 4));
   const spent =
