@@ -21,7 +21,7 @@
  *   BENCH_ENV='{"ISLET_…":"…"}' …   extra cluster settings
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { benchNow } from './bench-clock.ts';
 import { processTree } from './capacity-cpu.ts';
@@ -30,7 +30,9 @@ import { processKind } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 150);
 const WARM = Number(process.env.WARM ?? 300);
-const OUT = process.env.OUT ?? `/tmp/end-trace-${process.pid}`;
+// In memory where there is one: perf's data written to the AOF's disk stretched Redis's fsyncs
+// ~5× (round 35, `pickup`); until round 37 this bench wrote it to /tmp.
+const OUT = process.env.OUT ?? `${existsSync('/dev/shm') ? '/dev/shm' : '/tmp'}/end-trace-${process.pid}`;
 const EVENTS = [
   'sched:sched_switch',
   'sched:sched_wakeup',
@@ -106,7 +108,9 @@ try {
     maxBuffer: 1 << 30,
   }).toString();
   console.log(analyse(text, runs, endSent, label, mains as Record<keyof typeof mains, number>));
-  console.log(`perf data: ${OUT}.data`);
+  // For `end-wake.ts`: the threads by kind, and each run's client send and receipt (monotonic s).
+  writeFileSync(`${OUT}.labels.json`, JSON.stringify({ label: [...label], mains, runs }));
+  console.log(`perf data: ${OUT}.data (labels: ${OUT}.labels.json)`);
 } finally {
   await cluster.stop();
 }
