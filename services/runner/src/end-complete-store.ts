@@ -119,10 +119,11 @@ export function completingExec(
       : bullArgs.concat(end.args, counts);
     let reply: unknown[];
     try {
-      const script = next ? END_COMPLETE_START : END_AND_COMPLETE;
-      reply = (await (end.fetchNone
-        ? pushFirst(redis, () => script.run(redis, fusedKeys, fusedArgs))
-        : script.run(redis, fusedKeys, fusedArgs))) as unknown[];
+      reply = (await (next ? END_COMPLETE_START : END_AND_COMPLETE).run(
+        redis,
+        fusedKeys,
+        fusedArgs,
+      )) as unknown[];
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.
       await runEndAlone(redis, end);
@@ -133,32 +134,4 @@ export function completingExec(
     end.resolve(reply[0]);
     return reply[1];
   };
-}
-
-/**
- * Sends `call` (a script call) with a PING ahead of it in the same socket write, so that Redis
- * writes the waiting gateway's pushed end before this connection's answer (round 37, `end-hop`).
- * Redis 7 writes the replies it holds after an fsync newest client first (each client is put at
- * the head of its pending-write list when its first reply is queued): the end's PUBLISH queues
- * the gateway's push during the script, the script's answer queues this client after it, so the
- * runner's answer went first (398 of 398 ends traced) and the push ~18 µs later (its write wakes
- * the runner inside Redis's syscall). With the PING's reply queued first, this client is the
- * older entry and the push goes first. Nothing about durability changes: every reply still waits
- * for the same fsync. Used for an end that brings no next job (a worker registered idle): the
- * runner's answer then carries nothing the next run waits for, where an end bringing the next job
- * (a backlog) keeps its answer first. Two writes would do as well when Redis reads them in one
- * read; the cork makes them one. Not on a Cluster (no pipelining across nodes is wanted there,
- * and no fused end runs there) or a client not ready (its commands queue offline).
- */
-function pushFirst(redis: Redis, call: () => Promise<unknown>): Promise<unknown> {
-  const stream = redis.status === 'ready' ? (redis.stream as { cork?(): void; uncork?(): void }) : undefined;
-  if (!stream?.cork || (redis as { isCluster?: boolean }).isCluster) return call();
-  stream.cork();
-  try {
-    // Its answer is not needed; a failed PING says the connection failed, which the call says too.
-    redis.ping().catch(() => undefined);
-    return call();
-  } finally {
-    stream.uncork?.();
-  }
 }
