@@ -21,7 +21,8 @@
  *   BENCH_ENV='{"ISLET_…":"…"}' …   extra cluster settings
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRedis, keys } from '@islet/core';
 import { benchNow } from './bench-clock.ts';
 import { processTree } from './capacity-cpu.ts';
@@ -83,10 +84,26 @@ try {
   // record a syscall); the scheduler's events of every process.
   const only = [...label.keys()].map((tid) => `common_pid == ${tid}`).join(' || ');
   const args = EVENTS.flatMap((e) => (e.startsWith('syscalls:') ? ['-e', e, '--filter', only] : ['-e', e]));
+  // The AOF's incremental file (Redis 7's multi-part AOF), whose size after the trace places each
+  // traced AOF write in the file: which 4 KB blocks it touches (end-wake.ts).
+  const aofRedis = createRedis(cluster.redisUrl);
+  const cfg = async (name: string) => ((await aofRedis.config('GET', name)) as string[])[1] ?? '';
+  const aofDir = join(await cfg('dir'), await cfg('appenddirname'));
+  aofRedis.disconnect();
+  const aofFile = join(
+    aofDir,
+    readdirSync(aofDir)
+      .filter((f) => f.endsWith('.incr.aof'))
+      .sort()
+      .at(-1) ?? '',
+  );
   const perf = spawn('perf', ['record', '-q', '-a', '-k', 'mono', '-o', `${OUT}.data`, ...args], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   await new Promise((r) => setTimeout(r, 1500));
+  // Perf records by now: every AOF write after this stat is traced, in order, from this offset.
+  const aofStatS = mono();
+  const aofBytesBefore = statSync(aofFile).size;
   const runs: { sent: number; received: number; id: string }[] = [];
   for (let i = 0; i < RUNS; i++) runs.push(await once());
   await new Promise((r) => setTimeout(r, 200));
@@ -94,6 +111,7 @@ try {
   const exited = new Promise((r) => perf.once('exit', r));
   perf.kill('SIGINT');
   await exited;
+  const aofBytesAfter = statSync(aofFile).size;
   // The runner's endSent stamps (wall ms) on the monotonic clock.
   const redis = createRedis(cluster.redisUrl);
   const offsetS = benchNow() / 1000 - mono();
@@ -109,7 +127,10 @@ try {
   }).toString();
   console.log(analyse(text, runs, endSent, label, mains as Record<keyof typeof mains, number>));
   // For `end-wake.ts`: the threads by kind, and each run's client send and receipt (monotonic s).
-  writeFileSync(`${OUT}.labels.json`, JSON.stringify({ label: [...label], mains, runs }));
+  writeFileSync(
+    `${OUT}.labels.json`,
+    JSON.stringify({ label: [...label], mains, runs, aofStatS, aofBytesBefore, aofBytesAfter }),
+  );
   console.log(`perf data: ${OUT}.data (labels: ${OUT}.labels.json)`);
 } finally {
   await cluster.stop();

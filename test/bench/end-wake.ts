@@ -31,6 +31,7 @@ const labels = JSON.parse(readFileSync(`${out}.labels.json`, 'utf8')) as {
   mains: { runner: number; redis: number; gateway: number; client: number };
 };
 const label = new Map(labels.label);
+const aof = labels as { aofStatS?: number; aofBytesBefore?: number; aofBytesAfter?: number };
 const { runner, redis, gateway, client } = labels.mains;
 const kindOf = (tid: number) => (tid === 0 ? 'idle' : (label.get(tid)?.split(':')[0] ?? 'other'));
 
@@ -81,6 +82,27 @@ const heldOn = (cpu: number, a: number, b: number) => {
   }
   return m;
 };
+
+// Each AOF write (Redis's write to the fd it fdatasyncs) placed in the file from the size stat'd
+// while perf recorded: the 4 KB blocks it touches (2: it crosses one; round 35 `pickup` §1).
+const aofFd = evs
+  .find((e) => e.tid === redis && e.ev === 'sys_enter_fdatasync')
+  ?.args.match(/fd: (0x[0-9a-f]+)/)?.[1];
+const blocksOf = new Map<number, number>();
+let aofSum = 0;
+if (aof.aofBytesBefore !== undefined && aof.aofStatS !== undefined && aofFd) {
+  let at = aof.aofBytesBefore;
+  for (const [k, e] of evs.entries()) {
+    if (e.tid !== redis || e.ev !== 'sys_enter_write' || e.t < aof.aofStatS * 1e6) continue;
+    if (!e.args.startsWith(`fd: ${aofFd},`)) continue;
+    const n = size(e);
+    blocksOf.set(k, Math.floor((at + n - 1) / 4096) - Math.floor(at / 4096) + 1);
+    at += n;
+    aofSum += n;
+  }
+  // Writes missed (or another writer): the offsets are not known.
+  if (aof.aofBytesBefore + aofSum !== aof.aofBytesAfter) blocksOf.clear();
+}
 
 const rows: Record<string, number[]> = {};
 const add = (k: string, v: number) => {
@@ -138,6 +160,17 @@ for (let i = 0; i < evs.length; i++) {
     }
   ends++;
   const t0 = f.t;
+  // This fsync's AOF write: Redis's last write to the AOF before the fsync began.
+  let enter = i - 1;
+  while (enter >= 0 && !(evs[enter]!.tid === redis && evs[enter]!.ev === 'sys_enter_fdatasync')) enter--;
+  let aofWrite = enter - 1;
+  while (aofWrite >= 0 && !(evs[aofWrite]!.tid === redis && isWrite(evs[aofWrite]!))) aofWrite--;
+  const blocks = blocksOf.get(aofWrite);
+  if (enter >= 0 && blocks !== undefined) {
+    count(`the end's AOF write touches ${blocks} block(s) of 4 KB`);
+    add(`fsync, the end's AOF write in ${blocks} block(s)`, f.t - evs[enter]!.t);
+    add(`the end's AOF write, bytes (${blocks} block(s))`, size(evs[aofWrite]!));
+  }
   count(
     reply === undefined
       ? 'order: push only (no runner reply seen)'
@@ -151,7 +184,8 @@ for (let i = 0; i < evs.length; i++) {
   const wakeOf = (tid: number) => {
     for (let k = i + 1; k < evs.length && evs[k]!.t < t0 + 20_000; k++) {
       const e = evs[k]!;
-      if (e.ev === 'sched_wakeup' && wokenPid(e) === tid) return { k, t: e.t, target: targetCpu(e), waker: e.tid };
+      if (e.ev === 'sched_wakeup' && wokenPid(e) === tid)
+        return { k, t: e.t, target: targetCpu(e), waker: e.tid };
     }
     return undefined;
   };
@@ -161,6 +195,20 @@ for (let i = 0; i < evs.length; i++) {
       if (e.ev === 'sched_switch' && nextPid(e) === tid) return { k, t: e.t, cpu: e.cpu };
     }
     return undefined;
+  };
+  /** The thread's turn from its switch-in at `k` to its next sleep (a switch out not runnable). */
+  const turnOf = (tid: number, k: number) => {
+    let on = 0;
+    let since = evs[k]!.t;
+    for (let q = k + 1; q < evs.length && evs[q]!.t < since + 20_000; q++) {
+      const e = evs[q]!;
+      if (e.ev !== 'sched_switch') continue;
+      if (prevPid(e) === tid) {
+        on += e.t - since;
+        if (!prevState(e).startsWith('R')) return on;
+      } else if (nextPid(e) === tid) since = e.t;
+    }
+    return Number.NaN;
   };
   const gw = wakeOf(gateway);
   const rw = wakeOf(runner);
@@ -174,6 +222,11 @@ for (let i = 0; i < evs.length; i++) {
   if (rw) count(rw.target === redisCpu ? "runner woken onto Redis's CPU" : 'runner woken onto the other CPU');
   if (gOn && rOn) {
     const gFirst = gOn.t < rOn.t;
+    add(
+      `fsync returns → gateway reads the push, ${gFirst ? 'gateway' : 'runner'} first on a CPU`,
+      evs[pushRead]!.t - t0,
+    );
+    if (!gFirst) add("runner first: its turn's length (µs on a CPU to its sleep)", turnOf(runner, rOn.k));
     count(gFirst ? 'first on a CPU: gateway' : 'first on a CPU: runner');
     if (!gFirst && rOn.t < evs[resp]!.t) count("runner's turn before the response written");
   } else if (gOn) count('first on a CPU: gateway (runner not woken)');
@@ -199,14 +252,22 @@ for (let i = 0; i < evs.length; i++) {
       preemptedBy ||= `${kindOf(nextPid(e))}${prevState(e) === 'R' || prevState(e) === 'R+' ? '' : ` (${prevState(e)})`}`;
     }
   }
-  count(preemptedBy ? `gateway's turn interrupted, first by ${preemptedBy}` : "gateway's turn not interrupted");
+  count(
+    preemptedBy ? `gateway's turn interrupted, first by ${preemptedBy}` : "gateway's turn not interrupted",
+  );
   add("gateway's turn off its CPU", offCpu);
   // Its length against what ran on its CPU just before it woke (the cache it finds).
   const gCpu = gOn?.cpu ?? evs[pushRead]!.cpu;
   const before = heldOn(gCpu, (gw?.t ?? turnA) - COLD_US, gw?.t ?? turnA);
   const hostBefore = before.get('host') ?? 0;
-  add(`gateway's turn, host ran < 50 µs on its CPU in the ${COLD_US} µs before`, hostBefore < 50 ? turnB - turnA - offCpu : Number.NaN);
-  add(`gateway's turn, host ran ≥ 50 µs on its CPU in the ${COLD_US} µs before`, hostBefore >= 50 ? turnB - turnA - offCpu : Number.NaN);
+  add(
+    `gateway's turn, host ran < 50 µs on its CPU in the ${COLD_US} µs before`,
+    hostBefore < 50 ? turnB - turnA - offCpu : Number.NaN,
+  );
+  add(
+    `gateway's turn, host ran ≥ 50 µs on its CPU in the ${COLD_US} µs before`,
+    hostBefore >= 50 ? turnB - turnA - offCpu : Number.NaN,
+  );
   add(`host µs on the gateway's CPU in the ${COLD_US} µs before its wake`, hostBefore);
   add(`runner µs on the gateway's CPU in the ${COLD_US} µs before its wake`, before.get('runner') ?? 0);
   count(gCpu === redisCpu ? "gateway's turn on Redis's CPU" : "gateway's turn on the other CPU");
@@ -214,7 +275,10 @@ for (let i = 0; i < evs.length; i++) {
   for (let c = 0; c < ncpu; c++) {
     if (c === gCpu) continue;
     const h = heldOn(c, t0, turnB);
-    add('the other CPU idle, fsync returns → response written (share)', (h.get('idle') ?? 0) / Math.max(1, turnB - t0));
+    add(
+      'the other CPU idle, fsync returns → response written (share)',
+      (h.get('idle') ?? 0) / Math.max(1, turnB - t0),
+    );
   }
   if (cRead >= 0) {
     add('response written → client read', evs[cRead]!.t - turnB);
@@ -224,6 +288,10 @@ for (let i = 0; i < evs.length; i++) {
 }
 
 console.log(`ends found: ${ends} (${out}.data)`);
+if (aof.aofBytesAfter !== undefined)
+  console.log(
+    `AOF: ${aof.aofBytesBefore} B at the stat, ${aofSum} B of traced writes after it, ${aof.aofBytesAfter} B at the end (${aof.aofBytesBefore! + aofSum === aof.aofBytesAfter ? 'consistent' : 'NOT consistent: blocks not read'})`,
+  );
 for (const [k, v] of [...tally].sort()) console.log(`  ${k.padEnd(64)} ${String(v).padStart(5)}`);
 for (const [k, raw] of Object.entries(rows)) {
   const v = raw.filter((x) => Number.isFinite(x));
