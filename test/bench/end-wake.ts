@@ -166,6 +166,8 @@ for (let i = 0; i < evs.length; i++) {
   let aofWrite = enter - 1;
   while (aofWrite >= 0 && !(evs[aofWrite]!.tid === redis && isWrite(evs[aofWrite]!))) aofWrite--;
   const blocks = blocksOf.get(aofWrite);
+  const endBlocks = blocks;
+  const fsyncAt = enter >= 0 ? evs[enter]!.t : undefined;
   if (enter >= 0 && blocks !== undefined) {
     count(`the end's AOF write touches ${blocks} block(s) of 4 KB`);
     add(`fsync, the end's AOF write in ${blocks} block(s)`, f.t - evs[enter]!.t);
@@ -226,7 +228,12 @@ for (let i = 0; i < evs.length; i++) {
       `fsync returns → gateway reads the push, ${gFirst ? 'gateway' : 'runner'} first on a CPU`,
       evs[pushRead]!.t - t0,
     );
-    if (!gFirst) add("runner first: its turn's length (µs on a CPU to its sleep)", turnOf(runner, rOn.k));
+    if (!gFirst) {
+      add("runner first: its turn's length (µs on a CPU to its sleep)", turnOf(runner, rOn.k));
+      count(
+        `runner first, woken onto ${rw?.target === redisCpu ? "Redis's CPU" : 'the other CPU'}, push written ${push.t < rOn.t ? 'before' : 'after'} its turn began`,
+      );
+    }
     count(gFirst ? 'first on a CPU: gateway' : 'first on a CPU: runner');
     if (!gFirst && rOn.t < evs[resp]!.t) count("runner's turn before the response written");
   } else if (gOn) count('first on a CPU: gateway (runner not woken)');
@@ -283,6 +290,11 @@ for (let i = 0; i < evs.length; i++) {
   if (cRead >= 0) {
     add('response written → client read', evs[cRead]!.t - turnB);
     add('fsync returns → client reads the response', evs[cRead]!.t - t0);
+    if (endBlocks !== undefined && fsyncAt !== undefined)
+      add(
+        `fsync starts → client reads the response, the end's AOF write in ${endBlocks} block(s)`,
+        evs[cRead]!.t - fsyncAt,
+      );
     count(evs[cRead]!.cpu === gCpu ? "client read on the gateway's CPU" : 'client read on the other CPU');
   }
 }
