@@ -21,7 +21,8 @@
  *   BENCH_ENV='{"ISLET_…":"…"}' …   extra cluster settings
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRedis, keys } from '@islet/core';
 import { benchNow } from './bench-clock.ts';
 import { processTree } from './capacity-cpu.ts';
@@ -30,7 +31,9 @@ import { processKind } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 150);
 const WARM = Number(process.env.WARM ?? 300);
-const OUT = process.env.OUT ?? `/tmp/end-trace-${process.pid}`;
+// In memory where there is one: perf's data written to the AOF's disk stretched Redis's fsyncs
+// ~5× (round 35, `pickup`); until round 37 this bench wrote it to /tmp.
+const OUT = process.env.OUT ?? `${existsSync('/dev/shm') ? '/dev/shm' : '/tmp'}/end-trace-${process.pid}`;
 const EVENTS = [
   'sched:sched_switch',
   'sched:sched_wakeup',
@@ -81,10 +84,26 @@ try {
   // record a syscall); the scheduler's events of every process.
   const only = [...label.keys()].map((tid) => `common_pid == ${tid}`).join(' || ');
   const args = EVENTS.flatMap((e) => (e.startsWith('syscalls:') ? ['-e', e, '--filter', only] : ['-e', e]));
+  // The AOF's incremental file (Redis 7's multi-part AOF), whose size after the trace places each
+  // traced AOF write in the file: which 4 KB blocks it touches (end-wake.ts).
+  const aofRedis = createRedis(cluster.redisUrl);
+  const cfg = async (name: string) => ((await aofRedis.config('GET', name)) as string[])[1] ?? '';
+  const aofDir = join(await cfg('dir'), await cfg('appenddirname'));
+  aofRedis.disconnect();
+  const aofFile = join(
+    aofDir,
+    readdirSync(aofDir)
+      .filter((f) => f.endsWith('.incr.aof'))
+      .sort()
+      .at(-1) ?? '',
+  );
   const perf = spawn('perf', ['record', '-q', '-a', '-k', 'mono', '-o', `${OUT}.data`, ...args], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   await new Promise((r) => setTimeout(r, 1500));
+  // Perf records by now: every AOF write after this stat is traced, in order, from this offset.
+  const aofStatS = mono();
+  const aofBytesBefore = statSync(aofFile).size;
   const runs: { sent: number; received: number; id: string }[] = [];
   for (let i = 0; i < RUNS; i++) runs.push(await once());
   await new Promise((r) => setTimeout(r, 200));
@@ -92,6 +111,7 @@ try {
   const exited = new Promise((r) => perf.once('exit', r));
   perf.kill('SIGINT');
   await exited;
+  const aofBytesAfter = statSync(aofFile).size;
   // The runner's endSent stamps (wall ms) on the monotonic clock.
   const redis = createRedis(cluster.redisUrl);
   const offsetS = benchNow() / 1000 - mono();
@@ -106,7 +126,12 @@ try {
     maxBuffer: 1 << 30,
   }).toString();
   console.log(analyse(text, runs, endSent, label, mains as Record<keyof typeof mains, number>));
-  console.log(`perf data: ${OUT}.data`);
+  // For `end-wake.ts`: the threads by kind, and each run's client send and receipt (monotonic s).
+  writeFileSync(
+    `${OUT}.labels.json`,
+    JSON.stringify({ label: [...label], mains, runs, aofStatS, aofBytesBefore, aofBytesAfter }),
+  );
+  console.log(`perf data: ${OUT}.data (labels: ${OUT}.labels.json)`);
 } finally {
   await cluster.stop();
 }
