@@ -6,7 +6,7 @@
  * start`, the tests, the benches). On the command line, not in `NODE_OPTIONS`: nothing a process
  * starts inherits them.
  *
- * `--max-semi-space-size=8` (MB) for both. Under load V8 grew the runner's young generation to
+ * `--max-semi-space-size=16` (MB) for both. Under load V8 grew the runner's young generation to
  * its default cap here, 64 MB a half (128 MB in all; the runner allocates ~250 KB a run, most of it
  * dying young), and a young generation that large is not kept resident: JS allocating into it met
  * fresh pages, 14–21 first-touch faults a run at 16 clients (10–15 µs each on this PVM guest),
@@ -18,6 +18,6 @@
  * the sandbox hosts, which size their own), so no program's heap is sized by it.
  */
 export const SERVICE_NODE_FLAGS: Readonly<Record<'gateway' | 'runner', readonly string[]>> = {
-  gateway: ['--max-semi-space-size=8'],
-  runner: ['--max-semi-space-size=8'],
+  gateway: ['--max-semi-space-size=16'],
+  runner: ['--max-semi-space-size=16'],
 };
