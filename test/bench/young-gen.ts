@@ -8,7 +8,8 @@
  * first-touch page faults (minflt) and resident memory at the phase's end (VmRSS) and peak (VmHWM).
  * Two phases on one cluster after `WARM` (default 300) runs at 16 clients: `RUNS` (default 3000)
  * at `CLIENTS` (16), then `SEQ_RUNS` (default 2000) from one client (its p50/p99 printed too, for
- * orientation only: timed claims come from ABBA pairs under the bench lock). Counts, no lock needed.
+ * orientation only: timed claims come from ABBA pairs under the bench lock), after `IDLE_MS` (default
+ * 0) of nothing (does V8 shrink the young generation meanwhile?). Counts, no lock needed.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { startCluster } from '@islet/devstack';
@@ -19,6 +20,8 @@ const SEQ_RUNS = Number(process.env.SEQ_RUNS ?? 2000);
 const CLIENTS = Number(process.env.CLIENTS ?? 16);
 const WARM = Number(process.env.WARM ?? 300);
 const TICK_MS = 10;
+/** Idle between the phases (ms): does V8 shrink the young generation while nothing runs? */
+const IDLE_MS = Number(process.env.IDLE_MS ?? 0);
 
 process.env.ISLET_DEV_NODE_FLAGS = `${process.env.ISLET_DEV_NODE_FLAGS ?? ''} --trace-gc-nvp`.trim();
 
@@ -122,7 +125,7 @@ function report(phase: string, runs: number, a: ReturnType<typeof snapshot>, ext
       `  ${who}: scavenges ${per(sc.length)}/1k runs (p50 pause ${quantile(sc.map((g) => g.pause), 0.5).toFixed(2)} ms, ` +
       `${per(sum(sc, (g) => g.pause))} ms/1k runs), promoted ${per(promotedKb)} KB/1k runs ` +
       `(${sc.length ? (promotedKb / sc.length).toFixed(0) : '-'} KB a scavenge, survived ${sc.length ? (sum(sc, (g) => g.survived) / 1024 / sc.length).toFixed(0) : '-'} KB), ` +
-      `new space p50 ${cap} MiB; mark-compacts ${per(major.length)}/1k (${per(sum(major, (g) => g.pause))} ms/1k); ` +
+      `new space p50 ${cap} MiB (first ${list.slice(0, 4).map((g) => `${g.kind} ${g.capacity / 1048576}`).join(', ')}); mark-compacts ${per(major.length)}/1k (${per(sum(major, (g) => g.pause))} ms/1k); ` +
       `CPU ${(((b[who].cpu - a[who].cpu) * TICK_MS) / runs).toFixed(3)} ms/run; ` +
       `minflt ${((b[who].minflt - a[who].minflt) / runs).toFixed(2)}/run; ` +
       `RSS ${(statusKb(pid[who], 'VmRSS') / 1024).toFixed(1)} MB (HWM ${(statusKb(pid[who], 'VmHWM') / 1024).toFixed(1)})`
@@ -141,6 +144,7 @@ try {
   let t = performance.now();
   await burst(once, RUNS, CLIENTS);
   report(`${CLIENTS} clients`, RUNS, a, `, ${(RUNS / ((performance.now() - t) / 1000)).toFixed(1)} runs/s`);
+  if (IDLE_MS > 0) await new Promise((r) => setTimeout(r, IDLE_MS));
   a = snapshot();
   const lat: number[] = [];
   for (let i = 0; i < SEQ_RUNS; i++) {
