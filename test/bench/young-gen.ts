@@ -125,7 +125,7 @@ function report(phase: string, runs: number, a: ReturnType<typeof snapshot>, ext
       `  ${who}: scavenges ${per(sc.length)}/1k runs (p50 pause ${quantile(sc.map((g) => g.pause), 0.5).toFixed(2)} ms, ` +
       `${per(sum(sc, (g) => g.pause))} ms/1k runs), promoted ${per(promotedKb)} KB/1k runs ` +
       `(${sc.length ? (promotedKb / sc.length).toFixed(0) : '-'} KB a scavenge, survived ${sc.length ? (sum(sc, (g) => g.survived) / 1024 / sc.length).toFixed(0) : '-'} KB), ` +
-      `new space p50 ${cap} MiB (first ${list.slice(0, 4).map((g) => `${g.kind} ${g.capacity / 1048576}`).join(', ')}); mark-compacts ${per(major.length)}/1k (${per(sum(major, (g) => g.pause))} ms/1k); ` +
+      `new space p50 ${cap} MiB (first ${list.slice(0, 4).map((g) => `${g.kind} ${g.capacity / 1048576}`).join(', ')}); mark-compacts ${per(major.length)}/1k (${per(sum(major, (g) => g.pause))} ms/1k, promoted ${per(sum(major, (g) => g.promoted) / 1024)} KB/1k); ` +
       `CPU ${(((b[who].cpu - a[who].cpu) * TICK_MS) / runs).toFixed(3)} ms/run; ` +
       `minflt ${((b[who].minflt - a[who].minflt) / runs).toFixed(2)}/run; ` +
       `RSS ${(statusKb(pid[who], 'VmRSS') / 1024).toFixed(1)} MB (HWM ${(statusKb(pid[who], 'VmHWM') / 1024).toFixed(1)})`
