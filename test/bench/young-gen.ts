@@ -36,7 +36,7 @@ const gcs: Record<string, Gc[]> = { gateway: [], runner: [] };
 // The children's lines come to our stderr with `verbose` (`[gateway-0] …`): keep V8's, drop the rest.
 const write = process.stderr.write.bind(process.stderr);
 let pending = '';
-process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+process.stderr.write = ((chunk: string | Uint8Array) => {
   pending += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
   let nl = pending.indexOf('\n');
   while (nl >= 0) {
@@ -120,12 +120,25 @@ function report(phase: string, runs: number, a: ReturnType<typeof snapshot>, ext
     const major = list.filter((g) => g.kind === 'mc' || g.kind === 'ms');
     const sum = (xs: Gc[], f: (g: Gc) => number) => xs.reduce((t, g) => t + f(g), 0);
     const promotedKb = sum(sc, (g) => g.promoted) / 1024;
-    const cap = sc.length ? quantile(sc.map((g) => g.capacity / 1048576), 0.5) : Number.NaN;
+    const cap = sc.length
+      ? quantile(
+          sc.map((g) => g.capacity / 1048576),
+          0.5,
+        )
+      : Number.NaN;
     return (
-      `  ${who}: scavenges ${per(sc.length)}/1k runs (p50 pause ${quantile(sc.map((g) => g.pause), 0.5).toFixed(2)} ms, ` +
+      `  ${who}: scavenges ${per(sc.length)}/1k runs (p50 pause ${quantile(
+        sc.map((g) => g.pause),
+        0.5,
+      ).toFixed(2)} ms, ` +
       `${per(sum(sc, (g) => g.pause))} ms/1k runs), promoted ${per(promotedKb)} KB/1k runs ` +
       `(${sc.length ? (promotedKb / sc.length).toFixed(0) : '-'} KB a scavenge, survived ${sc.length ? (sum(sc, (g) => g.survived) / 1024 / sc.length).toFixed(0) : '-'} KB), ` +
-      `new space p50 ${cap} MiB (first ${list.slice(0, 4).map((g) => `${g.kind} ${g.capacity / 1048576}`).join(', ')}); mark-compacts ${per(major.length)}/1k (${per(sum(major, (g) => g.pause))} ms/1k, promoted ${per(sum(major, (g) => g.promoted) / 1024)} KB/1k); ` +
+      `new space p50 ${cap} MiB (first ${list
+        .slice(0, 4)
+        .map((g) => `${g.kind} ${g.capacity / 1048576}`)
+        .join(
+          ', ',
+        )}); mark-compacts ${per(major.length)}/1k (${per(sum(major, (g) => g.pause))} ms/1k, promoted ${per(sum(major, (g) => g.promoted) / 1024)} KB/1k); ` +
       `CPU ${(((b[who].cpu - a[who].cpu) * TICK_MS) / runs).toFixed(3)} ms/run; ` +
       `minflt ${((b[who].minflt - a[who].minflt) / runs).toFixed(2)}/run; ` +
       `RSS ${(statusKb(pid[who], 'VmRSS') / 1024).toFixed(1)} MB (HWM ${(statusKb(pid[who], 'VmHWM') / 1024).toFixed(1)})`
@@ -138,7 +151,9 @@ function report(phase: string, runs: number, a: ReturnType<typeof snapshot>, ext
 
 try {
   const once = trivialRun(cluster, 'young-gen');
-  console.log(`flags: ${process.env.ISLET_DEV_NODE_FLAGS}; ${new Date().toISOString()} load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`);
+  console.log(
+    `flags: ${process.env.ISLET_DEV_NODE_FLAGS}; ${new Date().toISOString()} load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
+  );
   await burst(once, WARM, CLIENTS);
   let a = snapshot();
   let t = performance.now();
