@@ -5,7 +5,8 @@
  * `ISLET_DEV_NODE_FLAGS=--max-semi-space-size=32`; the last of a flag given twice wins):
  * scavenges, mark-compacts (full and from incremental marking), their summed pauses, bytes
  * promoted by scavenges, the new space's capacity, CPU of each process (`/proc`, hosts apart),
- * first-touch page faults (minflt) and resident memory at the phase's end (VmRSS) and peak (VmHWM).
+ * first-touch page faults (minflt) and resident memory at the phase's end (VmRSS) and peak (VmHWM),
+ * beside the V8 heap's objects and committed memory after the phase's last collection.
  * Two phases on one cluster after `WARM` (default 300) runs at 16 clients: `RUNS` (default 3000)
  * at `CLIENTS` (16), then `SEQ_RUNS` (default 2000) from one client (its p50/p99 printed too, for
  * orientation only: timed claims come from ABBA pairs under the bench lock), after `IDLE_MS` (default
@@ -31,6 +32,9 @@ interface Gc {
   promoted: number;
   survived: number;
   capacity: number;
+  /** The heap's objects and committed memory after the collection (bytes). */
+  objects: number;
+  committed: number;
 }
 const gcs: Record<string, Gc[]> = { gateway: [], runner: [] };
 // The children's lines come to our stderr with `verbose` (`[gateway-0] …`): keep V8's, drop the rest.
@@ -56,6 +60,8 @@ process.stderr.write = ((chunk: string | Uint8Array) => {
       promoted: num('promoted'),
       survived: num('new_space_survived'),
       capacity: num('new_space_capacity'),
+      objects: num('end_object_size'),
+      committed: num('end_memory_size'),
     });
   }
   return true;
@@ -141,7 +147,10 @@ function report(phase: string, runs: number, a: ReturnType<typeof snapshot>, ext
         )}); mark-compacts ${per(major.length)}/1k (${per(sum(major, (g) => g.pause))} ms/1k, promoted ${per(sum(major, (g) => g.promoted) / 1024)} KB/1k); ` +
       `CPU ${(((b[who].cpu - a[who].cpu) * TICK_MS) / runs).toFixed(3)} ms/run; ` +
       `minflt ${((b[who].minflt - a[who].minflt) / runs).toFixed(2)}/run; ` +
-      `RSS ${(statusKb(pid[who], 'VmRSS') / 1024).toFixed(1)} MB (HWM ${(statusKb(pid[who], 'VmHWM') / 1024).toFixed(1)})`
+      `RSS ${(statusKb(pid[who], 'VmRSS') / 1024).toFixed(1)} MB (HWM ${(statusKb(pid[who], 'VmHWM') / 1024).toFixed(1)}; ` +
+      `heap after the last collection ${((list.at(-1)?.objects ?? Number.NaN) / 1048576).toFixed(1)} MB of objects, ` +
+      `${((list.at(-1)?.committed ?? Number.NaN) / 1048576).toFixed(1)} MB committed; ` +
+      `after the last mark-compact ${((major.at(-1)?.objects ?? Number.NaN) / 1048576).toFixed(1)} MB)`
     );
   });
   console.log(
