@@ -9,6 +9,8 @@
  * ioredis); `none`: the same loop with a `setImmediate` for the command. Its own
  * redis-server (no AOF) on a random port; `N` (default 40000) iterations. Read the `promoted=` and
  * `new_space_survived=` fields of the `gc=s` lines (round 36's figures in test/bench/README.md).
+ * Round 37 (`semi-space`): read only the lines after the first `gc=mc` — loading ioredis promotes
+ * ~5 MB before it, which round 36 read as the loop's; after it `raw` promotes ~0 (`promote-warmup.mjs`).
  */
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
