@@ -45,11 +45,14 @@ try {
   await burst(once, RUNS, CLIENTS);
   const b = await read();
   for (const who of Object.keys(b)) {
-    const per = (k: 'ciphers' | 'deciphers' | 'onSpot') => ((b[who]![k] - (a[who]?.[k] ?? 0)) / RUNS).toFixed(2);
+    const per = (k: 'ciphers' | 'deciphers' | 'onSpot') =>
+      ((b[who]![k] - (a[who]?.[k] ?? 0)) / RUNS).toFixed(2);
     const us = (b[who]!.openUs ?? []).sort((x, y) => x - y);
     const at = (q: number) => (us[Math.floor(q * (us.length - 1))] ?? Number.NaN).toFixed(1);
     if (us.length)
-      console.log(`${who}: a decipher (construction to final) p50 ${at(0.5)} µs, p90 ${at(0.9)}, n ${us.length}`);
+      console.log(
+        `${who}: a decipher (construction to final) p50 ${at(0.5)} µs, p90 ${at(0.9)}, n ${us.length}`,
+      );
     console.log(
       `${who}: ${per('ciphers')} ciphers (${per('onSpot')} made on a seal's path), ${per('deciphers')} deciphers a run (${RUNS} runs, ${CLIENTS} client(s))`,
     );

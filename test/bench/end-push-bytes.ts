@@ -51,11 +51,17 @@ try {
   );
   let own = 0;
   for (const [name, bytes] of [...fields].sort((a, b) => b[1] - a[1])) {
-    const tag = SUBMIT_SEALED.has(name) ? 'sealed at the submit (memo)' : END_SEALED.has(name) ? 'sealed at the end (opened)' : '';
+    const tag = SUBMIT_SEALED.has(name)
+      ? 'sealed at the submit (memo)'
+      : END_SEALED.has(name)
+        ? 'sealed at the end (opened)'
+        : '';
     if (SUBMIT_SEALED.has(name)) own += bytes;
     console.log(`  ${name.padEnd(16)} ${(bytes / n).toFixed(0).padStart(5)} B ${tag}`);
   }
-  console.log(`the submit's own sealed fields: ${(own / n).toFixed(0)} B a message (${((own / total) * 100).toFixed(0)} %)`);
+  console.log(
+    `the submit's own sealed fields: ${(own / n).toFixed(0)} B a message (${((own / total) * 100).toFixed(0)} %)`,
+  );
 } finally {
   sub.disconnect();
   await cluster.stop();
