@@ -20,7 +20,7 @@ const cluster = await startOneClientCluster('0.5', {
   BENCH_CRYPTO_DIR: dir,
 });
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
-type Counts = { ciphers: number; deciphers: number; onSpot: number };
+type Counts = { ciphers: number; deciphers: number; onSpot: number; openUs?: number[] };
 async function read(): Promise<Record<string, Counts>> {
   const out: Record<string, Counts> = {};
   for (const [who, pid] of Object.entries(pids)) {
@@ -45,7 +45,14 @@ try {
   await burst(once, RUNS, CLIENTS);
   const b = await read();
   for (const who of Object.keys(b)) {
-    const per = (k: keyof Counts) => ((b[who]![k] - (a[who]?.[k] ?? 0)) / RUNS).toFixed(2);
+    const per = (k: 'ciphers' | 'deciphers' | 'onSpot') =>
+      ((b[who]![k] - (a[who]?.[k] ?? 0)) / RUNS).toFixed(2);
+    const us = (b[who]!.openUs ?? []).sort((x, y) => x - y);
+    const at = (q: number) => (us[Math.floor(q * (us.length - 1))] ?? Number.NaN).toFixed(1);
+    if (us.length)
+      console.log(
+        `${who}: a decipher (construction to final) p50 ${at(0.5)} µs, p90 ${at(0.9)}, n ${us.length}`,
+      );
     console.log(
       `${who}: ${per('ciphers')} ciphers (${per('onSpot')} made on a seal's path), ${per('deciphers')} deciphers a run (${RUNS} runs, ${CLIENTS} client(s))`,
     );

@@ -108,6 +108,9 @@ describe('runs through inject (no runner)', () => {
         result: { _tag: 'Completed', value: 2, logs: [{ level: 'log', text: 'pushed' }] },
         text: 'pushed',
         kind: 'none',
+        // Stored with the record, left out of the push (includes/transition.lua): the answer is
+        // the same either way.
+        timings: { enqueued: 1.5, pickedUp: 2.5, engineCalled: 3.5, engineReturned: 4.5, endSent: 5.5 },
       });
       const res = await answer;
       expect(res.statusCode).toBe(200);
@@ -127,6 +130,36 @@ describe('runs through inject (no runner)', () => {
       get.mockRestore();
       list.mockRestore();
     }
+  });
+  it('Prefer: wait: a program or description that is not well-formed UTF-16 is answered as stored, byte for byte as a read', async () => {
+    // A lone surrogate (JSON lets a body carry one) is stored as U+FFFD (the seal encodes UTF-8):
+    // the waiter's answer shows what the record holds, not the text the request carried.
+    const answer = app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { ...auth(key), prefer: 'wait=10', 'content-type': 'application/json' },
+      payload: JSON.stringify(
+        run({ sessionId: 'push-lone', code: 'return 1 // \ud800', description: 'one \udc00' }),
+      ),
+    });
+    let id: string | undefined;
+    for (let i = 0; i < 100 && !id; i++) {
+      id = (await deps.redis.zrange(keys.sessionRuns('acme', 'push-lone'), 0, -1))[0];
+      if (!id) await new Promise((r) => setTimeout(r, 20));
+    }
+    const stored = id ? await deps.runs.get(id) : null;
+    if (!stored) throw new Error('run not stored');
+    await deps.runs.finish(stored, {
+      status: 'Completed',
+      result: { _tag: 'Completed', value: 1, logs: [] },
+      text: '1',
+      kind: 'none',
+    });
+    const res = await answer;
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ code: 'return 1 // \ufffd', reason: 'one \ufffd' });
+    const read = await app.inject({ method: 'GET', url: `/v1/code-runs/${id}`, headers: auth(key) });
+    expect(res.body).toBe(read.body);
   });
   it('a run too large to push ends as its bare id; its waiter reads it (and a run nobody waits on pushes nothing)', async () => {
     const sub = deps.redis.duplicate();

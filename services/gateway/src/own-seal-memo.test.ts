@@ -51,6 +51,19 @@ describe('memoizeOwnSeals', () => {
     expect(() => memo.open(tampered)).toThrow();
   });
 
+  it('does not remember a text that is not well-formed UTF-16: it opens to what the seal stored', () => {
+    const { sealer, counts } = countingSealer();
+    const memo = memoizeOwnSeals(sealer);
+    // A lone surrogate is sealed as UTF-8's U+FFFD: every opener of the record reads that.
+    const lone = memo.seal('one \ud800 two');
+    expect(memo.open(lone)).toBe('one \ufffd two');
+    expect(counts.open).toBe(1);
+    // A pair (two-byte, well-formed) is remembered as any text is.
+    const pair = memo.seal('one \u{1f600} two');
+    expect(memo.open(pair)).toBe('one \u{1f600} two');
+    expect(counts.open).toBe(1);
+  });
+
   it('forgets the oldest past its entry and character bounds, and never holds a large value', () => {
     const { sealer, counts } = countingSealer();
     const memo = memoizeOwnSeals(sealer, { maxEntries: 2, maxValueChars: 10 });

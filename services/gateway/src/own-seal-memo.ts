@@ -7,7 +7,11 @@
  * sealer for them): one a call, never opened on a run's path, they would push the submits out.
  *
  * Exact: a ciphertext is only ever produced by its own seal (a fresh IV each time) and opens to
- * exactly the text sealed, so the remembered text is what decryption would return. Anything else
+ * exactly the text sealed, so the remembered text is what decryption would return — for a text
+ * that is well-formed UTF-16 only: a seal encodes UTF-8, which turns a lone surrogate (a request's
+ * JSON may carry one, `"\ud800"`) into U+FFFD, so such a text opens to another one and is not
+ * remembered (a waited answer showed the request's text where a read of the run shows the
+ * stored one; test/bench/README.md, round 37 `end-open`). Anything else
  * (sealed by another process, or forgotten) is opened by the wrapped sealer, which also does every
  * seal. Bounded by entries and by characters held; the oldest are forgotten first (half the
  * bounds at a time), and values larger than `maxValueChars` are not remembered at all.
@@ -43,7 +47,8 @@ export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}
   return {
     seal(plaintext) {
       const sealed = sealer.seal(plaintext);
-      if (plaintext.length <= maxValueChars) {
+      // `isWellFormed`: true without a scan for a one-byte string (no surrogates), as most are.
+      if (plaintext.length <= maxValueChars && plaintext.isWellFormed()) {
         const chars = sealed.length + plaintext.length;
         if (young.size > 0 && (young.size >= half.entries || youngChars + chars > half.chars)) {
           old = young;
