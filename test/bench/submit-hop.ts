@@ -70,6 +70,27 @@ for (const s of sent) {
   writtenToReq.push((p[0] - writes[sent.indexOf(s)]!) * 1000);
   if (p[1] > 0) toWrite.push((p[1] - p[0]) * 1000);
 }
+// The previous response: its socket write returned, then the check phase after that turn (the
+// gateway's tail of the previous run: onResponse, the request's end), against this run's send.
+const resFile = readdirSync(dir).find((f) => f.endsWith('.resend.txt'));
+const responses = resFile
+  ? readFileSync(join(dir, resFile), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ').map((v) => Number(BigInt(v)) / 1e6) as [number, number])
+  : [];
+const resToSend: number[] = [];
+const tail: number[] = [];
+const tailPastWrite: number[] = [];
+let r = 0;
+sent.forEach((s, i) => {
+  while (r + 1 < responses.length && responses[r + 1]![0] < s) r++;
+  const prev = responses[r];
+  if (!prev || prev[0] > s || !(prev[1] > 0)) return;
+  resToSend.push((s - prev[0]) * 1000);
+  tail.push((prev[1] - prev[0]) * 1000);
+  tailPastWrite.push((prev[1] - writes[i]!) * 1000);
+});
 const line = (name: string, a: number[]) => {
   const s = [...a].sort((x, y) => x - y);
   const mean = s.reduce((x, y) => x + y, 0) / s.length;
@@ -80,4 +101,8 @@ console.log(line('client send → gateway request event', toReq));
 console.log(line("  of which send → the client socket's write", toWritten));
 console.log(line('  of which its write → gateway request event', writtenToReq));
 console.log(line('gateway request event → EVALSHA written', toWrite));
+console.log(line('previous response written → client send', resToSend));
+console.log(line('previous response written → its turn ends', tail));
+console.log(line("  its turn's end − this request's write", tailPastWrite));
+console.log(`  runs whose request was written before the previous turn ended: ${tailPastWrite.filter((x) => x > 0).length} of ${tailPastWrite.length}`);
 console.log(readFileSync(join(dir, stepsFile), 'utf8').split('== end')[0]);
