@@ -104,5 +104,7 @@ console.log(line('gateway request event → EVALSHA written', toWrite));
 console.log(line('previous response written → client send', resToSend));
 console.log(line('previous response written → its turn ends', tail));
 console.log(line("  its turn's end − this request's write", tailPastWrite));
-console.log(`  runs whose request was written before the previous turn ended: ${tailPastWrite.filter((x) => x > 0).length} of ${tailPastWrite.length}`);
+console.log(
+  `  runs whose request was written before the previous turn ended: ${tailPastWrite.filter((x) => x > 0).length} of ${tailPastWrite.length}`,
+);
 console.log(readFileSync(join(dir, stepsFile), 'utf8').split('== end')[0]);
