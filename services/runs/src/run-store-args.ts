@@ -17,6 +17,8 @@ export function recordFields(
   sealer: Sealer,
   seal: Seal,
   description: string,
+  /** The request's JSON when the caller made it (`CreateAdmission.requestJson`). */
+  requestJson?: string,
 ): Record<string, string> {
   const fields: Record<string, string> = {
     id: run.id,
@@ -28,7 +30,7 @@ export function recordFields(
     mode: run.mode,
     code: sealer.seal(run.code),
     description,
-    request: seal(run.request),
+    request: requestJson === undefined ? seal(run.request) : sealer.seal(requestJson),
     createdAt: String(run.createdAt),
     updatedAt: String(run.updatedAt),
     // Written at 0 although every reader reads its absence as 0: a create over a record of the
