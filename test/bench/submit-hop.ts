@@ -51,7 +51,7 @@ try {
 }
 
 const monoFile = readdirSync(dir).find((f) => f.endsWith('.mono.txt'));
-const stepsFile = readdirSync(dir).find((f) => f.endsWith('.txt') && !f.endsWith('.mono.txt'));
+const stepsFile = readdirSync(dir).find((f) => /^gw-\d+\.txt$/.test(f));
 if (!monoFile || !stepsFile) throw new Error(`no stamps in ${dir}: is gw-steps.patch applied?`);
 const pairs = readFileSync(join(dir, monoFile), 'utf8')
   .trim()
