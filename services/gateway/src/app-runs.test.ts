@@ -98,30 +98,6 @@ describe('runs through inject (no runner)', () => {
     });
     expect(list.json().items[0].id).toBe(rec.id);
   });
-  it("makes a submit's request JSON once: the record is sized and sealed from the same text", async () => {
-    const stringify = vi.spyOn(JSON, 'stringify');
-    const res = await app.inject({
-      method: 'POST',
-      url: '/v1/runs',
-      headers: auth(key),
-      payload: run({ sessionId: 'json-once', connections: [] }),
-    });
-    // The request (its style, limits, connections and bindings) went through JSON.stringify once,
-    // for `storedSizeOf`; the run store sealed that text (round 37 `submit-gw`: twice until then).
-    const requests = stringify.mock.calls.filter(([v]) => {
-      const o = v as Record<string, unknown> | null;
-      return typeof o === 'object' && o !== null && 'limits' in o && 'bindings' in o && !('id' in o);
-    });
-    const made = requests.map(
-      (_, i) => stringify.mock.results[stringify.mock.calls.indexOf(requests[i]!)]?.value,
-    );
-    stringify.mockRestore();
-    expect(res.statusCode).toBe(202);
-    expect(requests).toHaveLength(1);
-    const stored = await deps.runs.get(res.json().id);
-    expect(JSON.stringify(stored?.request)).toBe(made[0]);
-  });
-
   it('re-queues a run left without a job (gateway died between record and queue)', async () => {
     const now = Date.now();
     const orphan = runFixture('orphan-1', { session: 's-orphan', createdAt: now - 120_000, clockMs: now });

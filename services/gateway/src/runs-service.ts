@@ -151,10 +151,7 @@ export function createRunsService(deps: GatewayDeps) {
     const runsNow = !codeModeOff && !run.request.sandboxPermissions;
     let enqueued = false;
     let ride: AdmissionRide | undefined;
-    // The request's JSON once: it sizes the record here and is what the run store seals (a request
-    // names every App's binding: a tenant with many Apps has a long one).
-    const requestJson = JSON.stringify(run.request);
-    const storedBytes = storedSizeOf(run, requestJson);
+    const storedBytes = storedSizeOf(run);
     const admissionStorage: AdmissionStorage = { limitBytes: await storageLimit };
     const admitted = await lifecycle.admit(
       run,
@@ -166,7 +163,6 @@ export function createRunsService(deps: GatewayDeps) {
         // The record's sealed program and request, counted by the admission (its output is
         // counted when it ends, run-store.ts).
         storedBytes,
-        requestJson,
         storage: admissionStorage,
         ...(runsNow && deps.poolDemand.on ? { countQueued: true } : {}),
         ...(runsNow ? { carriesAdd: true } : {}),

@@ -52,14 +52,9 @@ export function storageQuotaProblem(usedBytes: number, limitBytes: number): Http
   );
 }
 
-/**
- * About what a new run's record holds once sealed (base64url: 4/3 of the bytes, plus the envelope).
- * `requestJson`: the request's JSON, when the caller made it (the run store seals that text too).
- */
-export function storedSizeOf(
-  run: { code: string; description: string; request: unknown },
-  requestJson = JSON.stringify(run.request),
-): number {
-  const plain = Buffer.byteLength(run.code) + Buffer.byteLength(run.description) + requestJson.length;
+/** About what a new run's record holds once sealed (base64url: 4/3 of the bytes, plus the envelope). */
+export function storedSizeOf(run: { code: string; description: string; request: unknown }): number {
+  const plain =
+    Buffer.byteLength(run.code) + Buffer.byteLength(run.description) + JSON.stringify(run.request).length;
   return Math.ceil((plain * 4) / 3) + 512;
 }

@@ -17,8 +17,6 @@ export function recordFields(
   sealer: Sealer,
   seal: Seal,
   description: string,
-  /** The request's JSON when the caller made it (`CreateAdmission.requestJson`). */
-  requestJson?: string,
 ): Record<string, string> {
   const fields: Record<string, string> = {
     id: run.id,
@@ -30,7 +28,7 @@ export function recordFields(
     mode: run.mode,
     code: sealer.seal(run.code),
     description,
-    request: requestJson === undefined ? seal(run.request) : sealer.seal(requestJson),
+    request: seal(run.request),
     createdAt: String(run.createdAt),
     updatedAt: String(run.updatedAt),
     // Written at 0 although every reader reads its absence as 0: a create over a record of the

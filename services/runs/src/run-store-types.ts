@@ -59,12 +59,6 @@ export interface CreateAdmission {
   rate?: AdmissionRateCount;
   /** Bytes the record stores, counted in its tenant's stored bytes when admitted. */
   storedBytes?: number;
-  /**
-   * `JSON.stringify(run.request)`, where the caller made it already (the gateway sizes the record
-   * with it, `storedSizeOf`): sealed as given instead of made a second time a submit. It must be
-   * the JSON of this run's request as it is stored.
-   */
-  requestJson?: string;
   /** Refuse a tenant holding its share of storage (see AdmissionStorage). */
   storage?: AdmissionStorage;
   /**

@@ -135,7 +135,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     ): Promise<Admission> {
       // The record's and the summary's description: one plaintext, sealed once for both.
       const description = sealer.seal(run.description);
-      const fields = recordFields(run, sealer, seal, description, admission?.requestJson);
+      const fields = recordFields(run, sealer, seal, description);
       // The tenant's run index is written in the same tenant-half script (run-index.ts).
       const ik = runIndexKeys(run.tenant);
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];

@@ -62,25 +62,6 @@ describe("a submit's admission on a real redis", () => {
     });
   });
 
-  it("seals the request JSON its caller made (`requestJson`), else the request's own JSON", async () => {
-    await withRedis(async (redis) => {
-      const sealer = sealerFromConfig(base);
-      const runs = createRunStore(redis, sealer);
-      const admission = { maxInFlight: 100, sessionTtlSeconds: 6400 };
-      const given = runFixture('j0', { tenant: 'js', session: 's', principal: 'p' });
-      const text = JSON.stringify(given.request);
-      expect(await runs.create(given, { ...admission, requestJson: text }, async () => undefined)).toBe(
-        'created',
-      );
-      expect(sealer.open((await redis.hget(keys.run('j0'), 'request')) ?? '')).toBe(text);
-      const made = runFixture('j1', { tenant: 'js', session: 's', principal: 'p' });
-      expect(await runs.create(made, admission, async () => undefined)).toBe('created');
-      expect(sealer.open((await redis.hget(keys.run('j1'), 'request')) ?? '')).toBe(
-        JSON.stringify(made.request),
-      );
-    });
-  });
-
   it('a retention too short for a mark refreshes the owner on every create, as before', async () => {
     await withRedis(async (redis) => {
       const runs = createRunStore(redis, sealerFromConfig(base));
