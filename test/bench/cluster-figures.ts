@@ -126,14 +126,14 @@ export function stampedPost(
   url: string,
   key: string,
   now: () => number,
-): (body: unknown) => Promise<{ body: unknown; bytesAt: number }> {
+): (body: unknown) => Promise<{ body: unknown; bytesAt: number; writtenAt: number }> {
   const agent = new Agent({ keepAlive: true });
   // The stamp of the request a socket serves now (one at a time on a socket).
-  const serving = new WeakMap<Socket, { bytesAt: number }>();
+  const serving = new WeakMap<Socket, { bytesAt: number; writtenAt: number }>();
   return (body) =>
     new Promise((resolve, reject) => {
       const text = JSON.stringify(body);
-      const stamp = { bytesAt: Number.NaN };
+      const stamp = { bytesAt: Number.NaN, writtenAt: Number.NaN };
       const req = request(
         url,
         {
@@ -151,7 +151,11 @@ export function stampedPost(
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
             try {
-              resolve({ body: JSON.parse(Buffer.concat(chunks).toString('utf8')), bytesAt: stamp.bytesAt });
+              resolve({
+                body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+                bytesAt: stamp.bytesAt,
+                writtenAt: stamp.writtenAt,
+              });
             } catch (e) {
               reject(e);
             }
@@ -167,6 +171,14 @@ export function stampedPost(
           const current = serving.get(s);
           if (current && Number.isNaN(current.bytesAt)) current.bytesAt = now();
         });
+        // The request's first write to the socket (`writtenAt`): where the bench's http client has
+        // built and sent it, and where a bare-socket client's send would be (round 37 `submit-gw`).
+        const write = s.write;
+        s.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
+          const current = serving.get(s);
+          if (current && Number.isNaN(current.writtenAt)) current.writtenAt = now();
+          return write.apply(this, args);
+        } as Socket['write'];
       });
       req.on('error', reject);
       req.end(text);
@@ -206,7 +218,7 @@ export function trivialRun(
 export function stampedRun(
   cluster: { url: string; devKey: string },
   now: () => number,
-): () => Promise<{ sent: number; received: number; bytesAt: number; id: string }> {
+): () => Promise<{ sent: number; received: number; bytesAt: number; writtenAt: number; id: string }> {
   const post = stampedPost(`${cluster.url}/v1/runs`, cluster.devKey, now);
   return async () => {
     const sent = now();
@@ -214,7 +226,7 @@ export function stampedRun(
     const received = now();
     const body = answer.body as { id: string; status?: string };
     if (body?.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
-    return { sent, received, bytesAt: answer.bytesAt, id: body.id };
+    return { sent, received, bytesAt: answer.bytesAt, writtenAt: answer.writtenAt, id: body.id };
   };
 }
 
@@ -305,15 +317,17 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       async () => {
         const sent = now();
         let bytesAt = Number.NaN;
+        let writtenAt = Number.NaN;
         const { id } = await completed(PROGRAM, [], async (body) => {
           const answer = await stamped(body);
           bytesAt = answer.bytesAt;
+          writtenAt = answer.writtenAt;
           return answer.body;
         });
         const received = now();
         const [createdAt, timings] = await redis.hmget(keys.run(id), 'createdAt', 'timings');
         stageRows.push({
-          stages: stageRow(sent, received, createdAt, timings, bytesAt),
+          stages: stageRow(sent, received, createdAt, timings, bytesAt, writtenAt),
           latencyMs: received - sent,
         });
         // The latency is the request's alone: the read of its stages above is the bench's own work.

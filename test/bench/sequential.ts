@@ -81,7 +81,7 @@ try {
     lat.push(run.ms);
     if (STAGES && redis) {
       const [createdAt, timings] = await redis.hmget(keys.run(run.id), 'createdAt', 'timings');
-      const row = stageRow(run.sent, run.received, createdAt, timings, run.bytesAt);
+      const row = stageRow(run.sent, run.received, createdAt, timings, run.bytesAt, run.writtenAt);
       stageRows.push({ stages: row, latencyMs: run.ms });
       if (TAIL)
         tail.push({

@@ -83,6 +83,24 @@ describe('stage table', () => {
     expect(summary.runs).toBe(1);
   });
 
+  it("the request's write at the client is a split of send → enqueue, outside the sum, listed last; NaN when not stamped", () => {
+    const sent = 1_733_300_000_000.5;
+    const row = stageRow(
+      sent,
+      sent + 5.4,
+      null,
+      JSON.stringify({ enqueued: sent + 0.4 }),
+      Number.NaN,
+      sent + 0.06,
+    );
+    const written = STAGES.findIndex((s) => s.name.includes("the request's write at the client's socket"));
+    expect(written).toBe(STAGES.length - 1);
+    expect(STAGES[written]!.sub).toBe(true);
+    expect(row[written]).toBeCloseTo(0.06, 3);
+    expect(row[0]).toBeCloseTo(0.4, 3);
+    expect(run(sent).stages[written]).toBeNaN();
+  });
+
   it('a stage below 0 (two processes out of step) is counted and named in the table', () => {
     const r = run(1_733_300_000_000.5);
     r.stages[2]! -= 3;

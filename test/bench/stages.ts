@@ -41,6 +41,11 @@ export const STAGES: StageDef[] = [
     name: "  of which end sent → the response's first bytes at the client (before its http client parses them)",
     sub: true,
   },
+  // Last, so no stage's index moves (tail-classify.ts, engine-mode.ts read them by index).
+  {
+    name: "  (send → enqueue's) of which send → the request's write at the client's socket (the bench's http client)",
+    sub: true,
+  },
 ];
 
 export interface Stage {
@@ -57,7 +62,8 @@ export interface Stage {
 /**
  * One run's stages (ms, `STAGES`' order) from the client's send and receipt, the record's
  * `createdAt` and its `timings` as stored (NaN where a stamp is missing: an A/B's older base), and
- * when the response's first bytes reached the client's socket (`bytesAt`; NaN: not stamped).
+ * when the response's first bytes reached the client's socket (`bytesAt`; NaN: not stamped) and when
+ * the request's first write reached it (`writtenAt`; NaN: not stamped).
  */
 export function stageRow(
   sent: number,
@@ -65,6 +71,7 @@ export function stageRow(
   createdAt: string | null | undefined,
   timings: string | null | undefined,
   bytesAt = Number.NaN,
+  writtenAt = Number.NaN,
 ): number[] {
   const t = JSON.parse(timings ?? '{}') as Partial<Record<string, number>>;
   const at = (k: string) => t[k] ?? Number.NaN;
@@ -82,6 +89,7 @@ export function stageRow(
     at('endSent') - at('engineReturned'),
     received - at('endSent'),
     bytesAt - at('endSent'),
+    writtenAt - sent,
   ];
 }
 

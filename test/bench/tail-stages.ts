@@ -100,7 +100,10 @@ try {
   const once = async () => {
     const run = await stamped();
     const [createdAt, timings] = await redis.hmget(keys.run(run.id), 'createdAt', 'timings');
-    return { ...run, stages: stageRow(run.sent, run.received, createdAt, timings, run.bytesAt) };
+    return {
+      ...run,
+      stages: stageRow(run.sent, run.received, createdAt, timings, run.bytesAt, run.writtenAt),
+    };
   };
   for (let i = 0; i < WARM; i++) await once();
   const pids = clusterPids();

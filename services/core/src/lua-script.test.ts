@@ -31,18 +31,42 @@ describe('OneCopyCommand', () => {
     }
   });
 
-  it('converts each stretch of text between Buffers once, not each part', () => {
+  it('measures each text argument once and writes it once into the one buffer, making no text of its own', () => {
     const args = ['sha', 3, 'k1', 'k2', 'k3', ...Array.from({ length: 100 }, (_, i) => `a${i}`), binary, 'z'];
+    const texts = args.length - 1;
     const from = vi.spyOn(Buffer, 'from');
+    const byteLength = vi.spyOn(Buffer, 'byteLength');
     const write = vi.spyOn(Buffer.prototype, 'write');
-    new OneCopyCommand('evalsha', args).toWritable({});
-    // Two stretches (before the Buffer, after it), each written once into the buffer sent.
-    expect(write.mock.calls.filter(([x]) => typeof x === 'string')).toHaveLength(2);
+    new OneCopyCommand('evalsha', [...args]).toWritable({});
+    // The command's head, then each text argument: one measure and one write each (its `$<length>`
+    // written as bytes), where round 36 concatenated each stretch into a rope of ~3 strings an
+    // argument and flattened it to measure it.
+    expect(byteLength).toHaveBeenCalledTimes(texts + 2);
+    expect(write.mock.calls.filter(([x]) => typeof x === 'string')).toHaveLength(texts + 1);
     expect(from.mock.calls.filter(([x]) => typeof x === 'string')).toHaveLength(0);
     write.mockClear();
     new Command('evalsha', args).toWritable({});
-    // ioredis's own: a copy call per text part (one a text argument, its length written before it).
-    expect(write.mock.calls.length).toBeGreaterThanOrEqual(args.length - 1);
+    // ioredis's own: a write a text argument too, of a string it made for it (`$<n>\r\n<text>\r\n`),
+    // into a buffer of its own, concatenated after.
+    expect(write.mock.calls.length).toBeGreaterThanOrEqual(texts);
+  });
+
+  it("takes the arguments it is given as its own (no copy), numbers made text as ioredis's toArg does", () => {
+    const args: (string | number | Buffer)[] = ['sha', 2, 'k', 'v', 0, -1.5, binary];
+    const ours = new OneCopyCommand('evalsha', args) as unknown as { args: unknown[] };
+    const theirs = new Command('evalsha', ['sha', 2, 'k', 'v', 0, -1.5, binary]) as unknown as {
+      args: unknown[];
+    };
+    expect(ours.args).toBe(args);
+    expect(ours.args).toEqual(theirs.args);
+  });
+
+  it("leaves a key prefix to ioredis: the same keys and bytes as ioredis's own command", () => {
+    const args = ['sha', 1, 'key', 'arg', binary];
+    const ours = new OneCopyCommand('evalsha', [...args], { keyPrefix: 'p:' });
+    const theirs = new Command('evalsha', [...args], { keyPrefix: 'p:' });
+    const bytes = (c: Command) => Buffer.from(c.toWritable({}) as Buffer | string);
+    expect(bytes(ours).equals(bytes(theirs))).toBe(true);
   });
 });
 

@@ -34,40 +34,92 @@ export function oneByte(text: string): string {
   return Buffer.byteLength(text) === text.length ? Buffer.from(text, 'latin1').toString('latin1') : text;
 }
 
+/** A command's argument as `send` takes it (ioredis's `toArg` makes text of a number). */
+type Arg = string | number | Buffer;
+
+/** ioredis's command options `send` passes on. */
+interface OneCopyOptions {
+  replyEncoding?: 'utf8';
+  keyPrefix?: string;
+  errorStack?: Error;
+}
+
+const NO_ARGS: never[] = [];
+
+/** How many decimal digits `n` (a byte length) has. */
+const digitsOf = (n: number): number =>
+  n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : String(n).length;
+
 /**
- * A command whose arguments hold a Buffer, encoded with one text-to-bytes conversion per stretch
- * of text between its Buffers. ioredis encodes such a command part by part: each argument's length
- * twice and one copy call per part (three a text argument), ~280 calls for the ~105 arguments of a
- * run's end with BullMQ's completion (whose options BullMQ packs into a Buffer), 0.1–0.25 ms of the
- * runner's main thread on a run's path between the host's `done` and the end's write
- * (test/bench/README.md, round 20). The bytes are ioredis's, the same RESP; commands without a Buffer go
- * as ioredis writes them (one string). The stretches are written straight into the one buffer sent
- * (measured first, then filled): no buffer a stretch and no concatenation of them, whose copies of a
- * run's end or submit (4–5 KB each, past Node's buffer pool) were malloc'd afresh each run, and
- * faulted in anew after glibc gave the heap's top back (round 24 `seq-sweep`).
+ * A command whose arguments hold a Buffer, written straight into the one buffer handed to the
+ * socket. ioredis encodes such a command part by part: each argument's length twice and one copy
+ * call per part (three a text argument), ~280 calls for the ~105 arguments of a run's end with
+ * BullMQ's completion (whose options BullMQ packs into a Buffer), 0.1–0.25 ms of the runner's main
+ * thread on a run's path between the host's `done` and the end's write (test/bench/README.md,
+ * round 20). The bytes are ioredis's, the same RESP; commands without a Buffer go as ioredis writes
+ * them (one string). One buffer, measured first and then filled: no buffer a part and no
+ * concatenation, whose copies of a run's end or submit (4–5 KB each, past Node's buffer pool) were
+ * malloc'd afresh each run, and faulted in anew after glibc gave the heap's top back (round 24
+ * `seq-sweep`).
+ *
+ * The arguments are taken as `send` made them, flat and this command's own: ioredis's constructor
+ * would copy them (`flat()`) and walk them again to make text of their numbers; here that is one
+ * pass. Each text argument's UTF-8 length is measured once, and its `$<length>` header is written
+ * as bytes into the buffer: until round 37 the text between two Buffers was first concatenated
+ * into one string (a rope of ~3 small strings an argument, flattened by its length's measure),
+ * ~14 KB of a submit's ~104 KB of garbage (test/bench/README.md, round 37 `submit-gw`).
  */
 export class OneCopyCommand extends Command {
+  constructor(name: string, args: Arg[], options: OneCopyOptions = {}) {
+    // A key prefix is ioredis's to apply to the keys: that command is made as ioredis makes it.
+    super(name, options.keyPrefix ? args : NO_ARGS, options);
+    if (options.keyPrefix) return;
+    const self = this as unknown as { args: Arg[]; bufferMode?: boolean };
+    let buffers = false;
+    for (let i = 0; i < args.length; i++) {
+      const arg = args[i];
+      if (typeof arg === 'string') continue;
+      if (Buffer.isBuffer(arg)) buffers = true;
+      // As ioredis's `toArg`: null and undefined are empty, anything else its String.
+      else args[i] = arg === null || arg === undefined ? '' : String(arg);
+    }
+    self.args = args;
+    if (buffers) self.bufferMode = true;
+  }
+
   override toWritable(socket: object): string | Buffer {
     const self = this as unknown as { bufferMode?: boolean; args: (string | Buffer)[]; name: string };
     if (!self.bufferMode) return super.toWritable(socket);
-    // Text stretches and Buffers in their order (a stretch, then a Buffer, …, then the last stretch).
-    const parts: (string | Buffer)[] = [];
-    let size = 0;
-    let text = `*${self.args.length + 1}\r\n$${Buffer.byteLength(self.name)}\r\n${self.name}\r\n`;
-    for (const arg of self.args) {
-      if (Buffer.isBuffer(arg)) {
-        text += `$${arg.length}\r\n`;
-        size += Buffer.byteLength(text) + arg.length;
-        parts.push(text, arg);
-        text = '\r\n';
-      } else text += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+    const args = self.args;
+    const count = args.length;
+    // Each argument's byte length, measured once (the header and the size need it).
+    const lengths = new Array<number>(count);
+    const head = `*${count + 1}\r\n$${Buffer.byteLength(self.name)}\r\n${self.name}\r\n`;
+    let size = Buffer.byteLength(head);
+    for (let i = 0; i < count; i++) {
+      const arg = args[i] as string | Buffer;
+      const length = typeof arg === 'string' ? Buffer.byteLength(arg) : arg.length;
+      lengths[i] = length;
+      // `$<length>\r\n<bytes>\r\n`
+      size += digitsOf(length) + length + 5;
     }
-    size += Buffer.byteLength(text);
-    parts.push(text);
     const out = Buffer.allocUnsafe(size);
-    let at = 0;
-    for (const part of parts)
-      at += typeof part === 'string' ? out.write(part, at, 'utf8') : part.copy(out, at);
+    let at = out.write(head, 0, 'utf8');
+    for (let i = 0; i < count; i++) {
+      const arg = args[i] as string | Buffer;
+      const length = lengths[i] as number;
+      // `$<length>\r\n`: the digits written as bytes, no text made of the number.
+      out[at++] = 0x24;
+      const digits = digitsOf(length);
+      for (let d = digits - 1, n = length; d >= 0; d--, n = Math.floor(n / 10)) out[at + d] = 0x30 + (n % 10);
+      at += digits;
+      out[at++] = 0x0d;
+      out[at++] = 0x0a;
+      if (typeof arg === 'string') at += out.write(arg, at, length, 'utf8');
+      else at += arg.copy(out, at);
+      out[at++] = 0x0d;
+      out[at++] = 0x0a;
+    }
     return out;
   }
 }
@@ -84,7 +136,7 @@ function send(
   name: 'evalsha' | 'eval',
   head: string,
   keys: string[],
-  args: (string | number)[],
+  args: Arg[],
 ): Promise<unknown> {
   // Read once: a runner's client is BullMQ's Proxy of ioredis, where every property read runs
   // its trap (an `in`, a `Reflect.get`, a bind for own functions).
@@ -97,13 +149,16 @@ function send(
       ...(clientOptions.keyPrefix ? { keyPrefix: clientOptions.keyPrefix } : {}),
       ...(clientOptions.showFriendlyErrorStack ? { errorStack: new Error() } : {}),
     };
-    const command = new OneCopyCommand(name, [head, keys.length, ...keys, ...args], options);
+    // `concat`, not a spread: an array literal's spread goes through the iterator protocol in
+    // code V8 has not optimized (a result object an element: ~4 KB for ~100 arguments), which is
+    // what a submit's or an end's path runs (round 37 `submit-gw`).
+    const command = new OneCopyCommand(name, ([head, keys.length] as Arg[]).concat(keys, args), options);
     redis.sendCommand(command);
     return command.promise as Promise<unknown>;
   }
   return name === 'evalsha'
-    ? redis.evalsha(head, keys.length, ...keys, ...args)
-    : redis.eval(head, keys.length, ...keys, ...args);
+    ? redis.evalsha(head, keys.length, ...keys, ...(args as (string | number)[]))
+    : redis.eval(head, keys.length, ...keys, ...(args as (string | number)[]));
 }
 
 /**

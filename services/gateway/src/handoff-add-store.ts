@@ -44,13 +44,13 @@ export function handingAdds(queue: Queue): void {
   const exec = scripts.execCommand.bind(scripts);
   const { idle, idleArgs } = handOffKeys(queue.keys[''] ?? '', '');
   const prioritized = queue.keys.prioritized ?? '';
-  ridingAdds.set(queue, (ride, args) =>
-    ride.send(
-      HAND_OFF_ADD,
-      [...(args.slice(0, ADD_KEYS) as string[]), prioritized, idle, idleArgs],
-      args.slice(ADD_KEYS) as (string | Buffer)[],
-    ),
-  );
+  ridingAdds.set(queue, (ride, args) => {
+    // The add's keys and the hand-off's three (a slice grown in place: no spread's walk through the
+    // iterator protocol on a submit's path, round 37 `submit-gw`).
+    const keys = args.slice(0, ADD_KEYS) as string[];
+    keys.push(prioritized, idle, idleArgs);
+    return ride.send(HAND_OFF_ADD, keys, args.slice(ADD_KEYS) as (string | Buffer)[]);
+  });
   scripts.execCommand = (client, name, args) => {
     if (name !== ADD_COMMAND || args.length !== ADD_KEYS + 3) return exec(client, name, args);
     return HAND_OFF_ADD.run(

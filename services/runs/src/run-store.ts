@@ -154,13 +154,15 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         usageKeys,
       });
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
-      const runArgs = [
+      const runArgs: (string | number)[] = [
         channels.sessionRuns,
         keys.sessionRuns(run.tenant, run.session),
         maxEvents,
         sealStatus(run.status),
-        ...Object.entries(fields).flat(),
       ];
+      // The fields as name, value pairs (no `Object.entries(…).flat()`: a pair array a field, then
+      // their copy; round 37 `submit-gw`).
+      for (const name in fields) runArgs.push(name, fields[name] as string);
       const admissionOf = (answer: unknown) => admissionAnswer(answer, admission);
       if (admission?.ready) await admission.ready;
       if (admission?.rate) admission.rate.counted = true;
@@ -178,9 +180,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           const queuedKey = counted ? keys.poolQueued(run.mode) : undefined;
           const ridden = await rideAdmission(
             redis,
-            [...admitKeys, ...runKeys],
+            admitKeys.concat(runKeys),
             queuedKey,
-            [...admitArgs, ...runArgs],
+            admitArgs.concat(runArgs),
             then,
           );
           ridden.queued.catch(() => undefined);
