@@ -6,11 +6,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
+import { InternalCallPath, internalCallPaths } from './internal-call-path.ts';
 import { jsonDepthExceeds } from './json-depth.ts';
 import { lazyChildLoggerFactory } from './lazy-request-logger.ts';
 import { createMcpApps } from './mcp-apps.ts';
 import type { RouteCatalog } from './openapi.ts';
-import { InternalCallPath, internalCallPaths } from './internal-call-path.ts';
 import { HttpProblem, installProblemHandlers, sendProblem } from './problem-reply.ts';
 import type { RouteContext } from './routes/context.ts';
 import { registerRoutes, type Surface } from './routes/index.ts';

@@ -43,7 +43,9 @@ export const INTERNAL_BODY_LIMIT_BYTES = 67_108_864 + 65_536;
 
 /** The refusal of arguments nested deeper than `maxDepth`, or undefined. */
 const tooDeepFor = (maxDepth: number) => (argsJson: string) =>
-  jsonDepthExceeds(argsJson, maxDepth) ? `the call's arguments nest deeper than ${maxDepth} levels` : undefined;
+  jsonDepthExceeds(argsJson, maxDepth)
+    ? `the call's arguments nest deeper than ${maxDepth} levels`
+    : undefined;
 
 /**
  * One call of run `id` from its parsed body: the answer's JSON text, or a thrown `HttpProblem`
