@@ -14,17 +14,21 @@
  * wake-ups (voluntary context switches), its read and write syscalls (`io`), this process's CPU
  * (client and App) and the wall time. `ALLOC=1` samples the gateway's allocations over the lone
  * calls (`alloc-sampler.ts`, collected objects included) and prints the bytes a call by site.
+ * `AOF=1` (round 37, `call-gw2`): the AOF's bytes a lone call, the scripts' writes with their
+ * commands' bytes, and the 4 KB blocks of the file the writes cross (`aof-writes.ts`; a count).
  *
  *   node test/bench/gateway-calls-cpu.ts                 (N 2000, CLIENTS 1, BATCHES 20)
  *   CLIENTS=8 N=4000 node test/bench/gateway-calls-cpu.ts
  *   GW_NODE_OPTIONS=--perf-basic-prof-only-functions N=20000 node test/bench/gateway-calls-cpu.ts
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { createGatewayClient } from '../../services/runner/src/gateway-client.ts';
 import { api } from '../e2e/helpers.ts';
+import { aofFileOf, crossings, kindOf, parse } from './aof-writes.ts';
 import { pingConnection, startPingApp } from './ping-app.ts';
 import { summarizeAllocations } from './profile-summary.ts';
 
@@ -32,6 +36,7 @@ const N = Number(process.env.N ?? 2000);
 const CLIENTS = Number(process.env.CLIENTS ?? 1);
 const BATCHES = Number(process.env.BATCHES ?? 20);
 const ALLOC = process.env.ALLOC === '1';
+const AOF = process.env.AOF === '1';
 /** Calls a run takes before the next run (a journal and an event stream each, kept small). */
 const PER_RUN = 1000;
 
@@ -161,9 +166,34 @@ try {
   await lone(600);
   await batches(5);
   if (ALLOC) process.kill(pid, 'SIGUSR2');
+  const redis = AOF ? createRedis(cluster.redisUrl) : undefined;
+  const aofFile = redis ? await aofFileOf(redis) : '';
+  const aofFrom = redis ? statSync(aofFile).size : 0;
   const s0 = sample(pid);
   const loneCalls = await lone(N);
   const s1 = sample(pid);
+  if (redis) {
+    const bytes = readFileSync(aofFile).subarray(aofFrom);
+    const blocks = parse(bytes);
+    console.log(`AOF over ${loneCalls} lone calls: ${(bytes.length / loneCalls).toFixed(0)} B a call`);
+    crossings(blocks, aofFrom, loneCalls, 'call');
+    const byKind = new Map<string, { n: number; bytes: number; cmds: Map<string, number> }>();
+    for (const b of blocks) {
+      const k = kindOf(b.cmds);
+      const e = byKind.get(k) ?? { n: 0, bytes: 0, cmds: new Map() };
+      e.n++;
+      e.bytes += b.bytes;
+      for (const c of b.cmds) e.cmds.set(c.label, (e.cmds.get(c.label) ?? 0) + c.bytes);
+      byKind.set(k, e);
+    }
+    for (const [k, e] of [...byKind].sort((x, y) => y[1].bytes - x[1].bytes).slice(0, 6)) {
+      console.log(`  ${k}: ${(e.n / loneCalls).toFixed(2)} a call, ${(e.bytes / e.n).toFixed(0)} B each`);
+      for (const [c, n] of [...e.cmds].sort((x, y) => y[1] - x[1]))
+        console.log(`      ${(n / e.n).toFixed(0).padStart(6)} B  ${c}`);
+    }
+    if (process.env.AOF_KEEP) console.log(`AOF file ${aofFile}`);
+    redis.disconnect();
+  }
   if (ALLOC) process.kill(pid, 'SIGUSR2');
   report(`lone calls, ${CLIENTS} client${CLIENTS > 1 ? 's' : ''}`, loneCalls, s0, s1);
   const s2 = sample(pid);
@@ -177,6 +207,8 @@ try {
     console.log(summarizeAllocations(file, loneCalls, Number(process.env.TOP ?? 30)));
   }
 } finally {
+  // AOF_KEEP=<seconds>: the cluster (and its AOF) kept that long for a look at the commands.
+  if (process.env.AOF_KEEP) await new Promise((r) => setTimeout(r, Number(process.env.AOF_KEEP) * 1000));
   await cluster.stop();
   app.close();
 }

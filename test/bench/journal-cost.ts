@@ -5,18 +5,33 @@
  * with `PARALLEL=1`, each run's calls claimed together and completed together (one group each way).
  * Prints per call: commands (`INFO commandstats`, by name) and Redis's own time in the scripts
  * (`EVALSHA`'s usec). The counts do not depend on load; the time does, less than a round trip.
+ * `CALLGRIND=1` (round 37, `call-gw2`): the server under callgrind (`callgrind-redis.ts`, only script
+ * calls counted) and, sequential calls only, Redis's instructions a claim and a completion (p50 and
+ * mean over the measured calls; `RUNS` default 5 there: each count asks `callgrind_control`).
  */
 import { createCallJournal } from '@islet/runs';
 import { startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { createTestSealer } from '../../services/runs/test/test-sealer.ts';
+import { callgrindRedis } from './callgrind-redis.ts';
 
-const RUNS = Number(process.env.RUNS ?? 200);
+const CALLGRIND = process.env.CALLGRIND === '1';
+const RUNS = Number(process.env.RUNS ?? (CALLGRIND ? 5 : 200));
 const CALLS = Number(process.env.CALLS ?? 20);
 const PARALLEL = process.env.PARALLEL === '1';
 
-const server = await startRedis({ appendOnly: false });
-const redis = new Redis(server.url);
+const grind = CALLGRIND ? await callgrindRedis('journal-cost') : undefined;
+const server = grind ? undefined : await startRedis({ appendOnly: false });
+const redis = grind ? grind.r : new Redis(server!.url);
+/** Instructions of each measured claim and completion (CALLGRIND=1). */
+const counted = { claim: [] as number[], complete: [] as number[] };
+let measuring = false;
+const count = async (kind: 'claim' | 'complete', step: () => Promise<unknown>) => {
+  if (!grind || !measuring) return step();
+  const before = grind.instructions();
+  await step();
+  counted[kind].push(grind.instructions() - before);
+};
 try {
   const journal = createCallJournal({ redis, sealer: createTestSealer() });
   const result = { type: 'result' as const, valueJson: '{"ok":true}' };
@@ -44,8 +59,8 @@ try {
       );
     } else
       for (let i = 0; i < CALLS; i++) {
-        await journal.claim(runId, attempt, call(i));
-        await journal.complete(runId, i, result, event(runId));
+        await count('claim', () => journal.claim(runId, attempt, call(i)));
+        await count('complete', () => journal.complete(runId, i, result, event(runId)));
       }
   };
   for (let r = 0; r < 20; r++) await oneRun(-1 - r);
@@ -56,7 +71,9 @@ try {
       ),
     );
   const before = await stats();
+  measuring = true;
   for (let r = 0; r < RUNS; r++) await oneRun(r);
+  measuring = false;
   const after = await stats();
   const calls = RUNS * CALLS;
   // nextAttempt's MULTI (HINCRBY, EXPIRE) is the run's, not its calls': taken off.
@@ -78,7 +95,18 @@ try {
       `(${rows.map(([name, n]) => `${name} ${(n / calls).toFixed(2)}`).join(', ')}); ` +
       `scripts' Redis time a call ${evalsha ? (evalsha[2] / calls).toFixed(1) : '?'} µs`,
   );
+  for (const [kind, all] of Object.entries(counted)) {
+    if (all.length === 0) continue;
+    const sorted = [...all].sort((a, b) => a - b);
+    const mean = all.reduce((a, b) => a + b, 0) / all.length;
+    console.log(
+      `Redis instructions a ${kind} (${all.length}): p50 ${sorted[sorted.length >> 1]}, mean ${mean.toFixed(0)}`,
+    );
+  }
 } finally {
-  redis.disconnect();
-  await server.stop();
+  if (grind) await grind.stop();
+  else {
+    redis.disconnect();
+    await server?.stop();
+  }
 }

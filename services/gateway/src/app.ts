@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import type { GatewayDeps } from './deps.ts';
+import { InternalCallPath, internalCallPaths } from './internal-call-path.ts';
 import { jsonDepthExceeds } from './json-depth.ts';
 import { lazyChildLoggerFactory } from './lazy-request-logger.ts';
 import { createMcpApps } from './mcp-apps.ts';
@@ -13,6 +14,7 @@ import type { RouteCatalog } from './openapi.ts';
 import { HttpProblem, installProblemHandlers, sendProblem } from './problem-reply.ts';
 import type { RouteContext } from './routes/context.ts';
 import { registerRoutes, type Surface } from './routes/index.ts';
+import { INTERNAL_BODY_LIMIT_BYTES, INTERNAL_CALL_ROUTE, singleCallServer } from './routes/internal.ts';
 import { createRunsService } from './runs-service.ts';
 
 interface BuildAppOptions {
@@ -52,16 +54,21 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
   const maxDepth = deps.config.ISLET_JSON_MAX_DEPTH;
   const jsonParser = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (typeof body === 'string' && jsonDepthExceeds(body, maxDepth)) {
+  /** A JSON body's value or its refusal: fastify's parser, and the internal call fast path's. */
+  const parseJson = (body: string, done: (err: Error | null, value?: unknown) => void) => {
+    if (jsonDepthExceeds(body, maxDepth)) {
       done(
         new HttpProblem('json-too-deep', `JSON nests deeper than ${maxDepth} levels`, { maxDepth }),
         undefined,
       );
       return;
     }
-    jsonParser(request, body as string, done);
-  });
+    // fastify's default JSON parser reads only the body, not the request.
+    jsonParser(undefined as never, body, done);
+  };
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) =>
+    parseJson(body as string, done),
+  );
   installProblemHandlers(app);
   // Callback-style hooks (here and on the request path): no promise and microtask per request.
   const recordHttp = httpRecorder(deps.metrics);
@@ -88,6 +95,20 @@ export async function buildApp(deps: GatewayDeps, options: BuildAppOptions = {})
     ...(options.routeCatalog ? { routes: options.routeCatalog } : {}),
   };
   await registerRoutes(app, ctx, options.routes, options.surface, options.metrics ?? true);
+  const surface = options.surface ?? 'all';
+  if (surface === 'all' || surface === 'internal') {
+    const path = new InternalCallPath({
+      route: INTERNAL_CALL_ROUTE,
+      bodyLimitBytes: INTERNAL_BODY_LIMIT_BYTES,
+      tokenIs: ctx.auth.internalHeaderIs,
+      parseJson,
+      serveCall: singleCallServer(ctx),
+      record: recordHttp,
+      closing: closing.signal,
+      log: deps.logger,
+    });
+    if (path.install(app.server)) internalCallPaths.set(app, path);
+  }
   return app;
 }
 

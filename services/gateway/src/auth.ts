@@ -273,7 +273,25 @@ export function createAuth(deps: GatewayDeps) {
       .then(() => done(), done);
   }
 
-  return { requireScopes, requireScopesOverlappingRateLimit, requireInternal, countIfUncounted, keyWatch };
+  const expectedHeader = Buffer.from(`Bearer ${config.ISLET_INTERNAL_TOKEN}`);
+  /**
+   * Whether an `authorization` header is exactly `Bearer <ISLET_INTERNAL_TOKEN>` (constant time):
+   * the runner's own spelling, which the internal call fast path (internal-call-path.ts) takes.
+   * Any other header, right or wrong, goes the fastify way through `requireInternal`.
+   */
+  function internalHeaderIs(header: string): boolean {
+    const got = Buffer.from(header);
+    return got.length === expectedHeader.length && timingSafeEqual(got, expectedHeader);
+  }
+
+  return {
+    requireScopes,
+    requireScopesOverlappingRateLimit,
+    requireInternal,
+    internalHeaderIs,
+    countIfUncounted,
+    keyWatch,
+  };
 }
 
 export type Auth = ReturnType<typeof createAuth>;

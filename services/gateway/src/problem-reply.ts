@@ -142,33 +142,42 @@ export function isRedisTransient(err: Error): boolean {
   );
 }
 
+/** The problem (and its headers) an error thrown while serving a request is answered with. */
+export function problemOfError(
+  err: FastifyError,
+  log: { warn: (obj: object, msg: string) => void; error: (obj: object, msg: string) => void },
+): { problem: Problem; headers: Record<string, string> } {
+  const none = {};
+  if (err instanceof HttpProblem) return { problem: err.problem, headers: err.headers };
+  if (err instanceof ZodError) return { problem: validationProblem(err).problem, headers: none };
+  const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
+  if (mapped) return { problem: problem(mapped, err.message), headers: none };
+  if (err instanceof SyntaxError) return { problem: problem('malformed-json', err.message), headers: none };
+  const status = err.statusCode ?? 500;
+  if (status >= 400 && status < 500)
+    return { problem: { ...problem('validation', err.message), status }, headers: none };
+  if (isRedisTransient(err)) {
+    log.warn({ err: err.message }, 'Redis unavailable; answered 503');
+    return {
+      problem: problem('unavailable', 'Redis is failing over; retry shortly'),
+      headers: { 'retry-after': '1' },
+    };
+  }
+  if (isRedisFull(err)) {
+    log.warn({ err: err.message }, 'Redis is at maxmemory; answered 503');
+    return {
+      problem: problem('unavailable', 'storage is full; retry later'),
+      headers: { 'retry-after': String(REDIS_FULL_RETRY_AFTER_SECONDS) },
+    };
+  }
+  log.error({ err }, 'unhandled error');
+  return { problem: problem('internal', 'an internal error occurred; it was logged'), headers: none };
+}
+
 export function installProblemHandlers(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof HttpProblem) return sendProblem(reply, err.problem, err.headers);
-    if (err instanceof ZodError) {
-      const p = validationProblem(err);
-      return sendProblem(reply, p.problem);
-    }
-    const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
-    if (mapped) return sendProblem(reply, problem(mapped, err.message));
-    if (err instanceof SyntaxError) return sendProblem(reply, problem('malformed-json', err.message));
-    const status = err.statusCode ?? 500;
-    if (status >= 400 && status < 500)
-      return sendProblem(reply, { ...problem('validation', err.message), status });
-    if (isRedisTransient(err)) {
-      request.log.warn({ err: err.message }, 'Redis unavailable; answered 503');
-      return sendProblem(reply, problem('unavailable', 'Redis is failing over; retry shortly'), {
-        'retry-after': '1',
-      });
-    }
-    if (isRedisFull(err)) {
-      request.log.warn({ err: err.message }, 'Redis is at maxmemory; answered 503');
-      return sendProblem(reply, problem('unavailable', 'storage is full; retry later'), {
-        'retry-after': String(REDIS_FULL_RETRY_AFTER_SECONDS),
-      });
-    }
-    request.log.error({ err }, 'unhandled error');
-    return sendProblem(reply, problem('internal', 'an internal error occurred; it was logged'));
+    const { problem: p, headers } = problemOfError(err, request.log);
+    return sendProblem(reply, p, headers);
   });
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, problem('not-found', `no route ${request.method} ${request.url.split('?')[0]}`)),

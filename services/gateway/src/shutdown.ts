@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { internalCallPaths } from './internal-call-path.ts';
 
 interface ShutdownOptions {
   apps: FastifyInstance[];
@@ -61,6 +62,8 @@ export function createShutdown(options: ShutdownOptions): Shutdown {
     begin(reason) {
       done ??= (async () => {
         draining = true;
+        // The runner's calls served ahead of fastify go its way from now (its connection: close).
+        for (const app of options.apps) internalCallPaths.get(app)?.drain();
         options.logger.info({ reason, delayMs: options.delayMs }, 'gateway draining: readiness off');
         if (options.delayMs > 0) await new Promise((r) => setTimeout(r, options.delayMs));
         options.beforeClose?.();

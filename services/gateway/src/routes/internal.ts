@@ -36,27 +36,48 @@ const refused = (index: number, code: ProblemCode, detail: string): string => {
   return JSON.stringify({ index, status: p.status, problem: p } satisfies BatchLine);
 };
 
+/** The runner's route for one call (fastify's pattern; the fast path in internal-call-path.ts serves it too). */
+export const INTERNAL_CALL_ROUTE = '/internal/v1/code-runs/:id/calls';
+/** Most bytes of an internal call's body: arguments may be as large as the engine's output cap (64 MiB). */
+export const INTERNAL_BODY_LIMIT_BYTES = 67_108_864 + 65_536;
+
+/** The refusal of arguments nested deeper than `maxDepth`, or undefined. */
+const tooDeepFor = (maxDepth: number) => (argsJson: string) =>
+  jsonDepthExceeds(argsJson, maxDepth)
+    ? `the call's arguments nest deeper than ${maxDepth} levels`
+    : undefined;
+
+/**
+ * One call of run `id` from its parsed body: the answer's JSON text, or a thrown `HttpProblem`
+ * (validation, json-too-deep, not-found) or the journal's error. Both ways in (fastify's route and
+ * the fast path) run this, so they check and answer alike.
+ */
+export function singleCallServer(
+  ctx: Pick<RouteContext, 'bindingCalls' | 'deps'>,
+): (id: string, body: unknown, gone: AbortSignal) => Promise<string> {
+  const { bindingCalls } = ctx;
+  const tooDeep = tooDeepFor(ctx.deps.config.ISLET_JSON_MAX_DEPTH);
+  return async (id, body, gone) => {
+    const { attempt, ...call } = readInternalCall(body);
+    const deep = tooDeep(call.argsJson);
+    if (deep) throw new HttpProblem('json-too-deep', deep);
+    const served = await bindingCalls.serve(id, attempt, call, gone);
+    if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
+    // The bytes fastify's serializer made of `{ outcome, deliverySeq }`, the outcome's text reused.
+    return servedJson('{', served);
+  };
+}
+
 export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
   const { auth, bindingCalls } = ctx;
-  // Arguments may be as large as the engine's output cap (64 MiB).
-  const options = { preHandler: auth.requireInternal, bodyLimit: 67_108_864 + 65_536 };
-  const maxDepth = ctx.deps.config.ISLET_JSON_MAX_DEPTH;
-  /** The refusal of arguments nested deeper than ISLET_JSON_MAX_DEPTH, or undefined. */
-  const tooDeep = (argsJson: string) =>
-    jsonDepthExceeds(argsJson, maxDepth)
-      ? `the call's arguments nest deeper than ${maxDepth} levels`
-      : undefined;
+  const options = { preHandler: auth.requireInternal, bodyLimit: INTERNAL_BODY_LIMIT_BYTES };
+  const tooDeep = tooDeepFor(ctx.deps.config.ISLET_JSON_MAX_DEPTH);
+  const serveCall = singleCallServer(ctx);
   return async (app) => {
-    app.post('/internal/v1/code-runs/:id/calls', options, async (request, reply) => {
-      const id = idOf(request.params);
-      const { attempt, ...call } = readInternalCall(request.body);
-      const deep = tooDeep(call.argsJson);
-      if (deep) throw new HttpProblem('json-too-deep', deep);
-      const served = await bindingCalls.serve(id, attempt, call, clientGone(reply));
-      if (!served) throw new HttpProblem('not-found', `no code run ${id}`);
-      // The bytes fastify's serializer made of `{ outcome, deliverySeq }`, the outcome's text reused.
+    app.post(INTERNAL_CALL_ROUTE, options, async (request, reply) => {
+      const text = await serveCall(idOf(request.params), request.body, clientGone(reply));
       reply.type('application/json; charset=utf-8');
-      return servedJson('{', served);
+      return text;
     });
 
     app.post('/internal/v1/code-runs/:id/call-batch', options, async (request, reply) => {
