@@ -75,7 +75,7 @@ const engine = createEngine({
 });
 const opts = () => ({
   bindings: [],
-  onCall: async () => ({ type: 'error' as const, name: 'Error', message: 'none' }),
+  onCall: async () => ({ type: 'error' as const, name: 'AppCallFailed' as const, message: 'none' }),
   limits: {
     timeoutMs: 120_000,
     timeBudget: 'elapsed' as const,
