@@ -309,7 +309,12 @@
   }
 
   // ---- Environment -----------------------------------------------------------------------------
-  function seededRandom(seed) {
+  // Math.random, installed ahead: sfc32 over a state a run seeds (`seedRandom`, in `start`).
+  let ra = 0;
+  let rb = 0;
+  let rc = 0;
+  let rd = 0;
+  function seedRandom(seed) {
     // cyrb128 to spread the seed string over 128 bits, then sfc32.
     let h1 = 1779033703;
     let h2 = 3144134277;
@@ -326,27 +331,30 @@
     h2 = MathImul(h4 ^ (h2 >>> 22), 2869860233);
     h3 = MathImul(h1 ^ (h3 >>> 17), 951274213);
     h4 = MathImul(h2 ^ (h4 >>> 19), 2716044179);
-    let a = (h1 ^ h2 ^ h3 ^ h4) >>> 0;
-    let b = (h2 ^ h1) >>> 0;
-    let c = (h3 ^ h1) >>> 0;
-    let d = (h4 ^ h1) >>> 0;
-    return function random() {
-      a >>>= 0;
-      b >>>= 0;
-      c >>>= 0;
-      d >>>= 0;
-      let t = (a + b) | 0;
-      a = b ^ (b >>> 9);
-      b = (c + (c << 3)) | 0;
-      c = (c << 21) | (c >>> 11);
-      d = (d + 1) | 0;
-      t = (t + d) | 0;
-      c = (c + t) | 0;
-      return (t >>> 0) / 4294967296;
-    };
+    ra = (h1 ^ h2 ^ h3 ^ h4) >>> 0;
+    rb = (h2 ^ h1) >>> 0;
+    rc = (h3 ^ h1) >>> 0;
+    rd = (h4 ^ h1) >>> 0;
+  }
+  function random() {
+    ra >>>= 0;
+    rb >>>= 0;
+    rc >>>= 0;
+    rd >>>= 0;
+    let t = (ra + rb) | 0;
+    ra = rb ^ (rb >>> 9);
+    rb = (rc + (rc << 3)) | 0;
+    rc = (rc << 21) | (rc >>> 11);
+    rd = (rd + 1) | 0;
+    t = (t + rd) | 0;
+    rc = (rc + t) | 0;
+    return (t >>> 0) / 4294967296;
   }
 
-  function fixClock(clockMs) {
+  // The fixed clock, installed ahead (with the rest of what does not depend on the run, below): a
+  // run sets only its time (`start`). Until then (the harness alone runs) it reads 0.
+  let clockMs = 0;
+  function fixClock() {
     const RealDate = g.Date;
     // A plain function (not a subclass) so the real constructor is not its prototype.
     // biome-ignore lint/suspicious/noShadowRestrictedNames: the replacement must be named Date
@@ -439,21 +447,32 @@
     }
   }
 
+  // What every run's environment has, whatever the run, set up here: in the isolate made ahead
+  // (host.ts `prepare`, before its run arrives; each run still has an isolate of its own), not on
+  // the run's path. No program has run yet: nothing here can have been changed.
+  fixClock();
+  Math.random = random;
+  // Nothing of the host, no shared memory, no WebAssembly, no growable buffers.
+  delete g.SharedArrayBuffer;
+  delete g.Atomics;
+  delete g.WebAssembly;
+  delete ArrayBuffer.prototype.resize;
+  delete ArrayBuffer.prototype.transfer;
+  delete ArrayBuffer.prototype.transferToFixedLength;
+  ObjectDefineProperty(g, 'console', {
+    value: consoleObject,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
+
   function start(code, configJson, onHostThread) {
     waitEach = onHostThread === true;
     const config = JSONparse(configJson);
     allowed = new SetCtor(config.bindings);
     allowedNames = config.bindings;
-    fixClock(config.clockMs);
-    Math.random = seededRandom(config.seed);
-
-    // Nothing of the host, no shared memory, no WebAssembly, no growable buffers.
-    delete g.SharedArrayBuffer;
-    delete g.Atomics;
-    delete g.WebAssembly;
-    delete ArrayBuffer.prototype.resize;
-    delete ArrayBuffer.prototype.transfer;
-    delete ArrayBuffer.prototype.transferToFixedLength;
+    clockMs = config.clockMs;
+    seedRandom(config.seed);
 
     const apps = ObjectCreate(null);
     const connections = ObjectCreate(null);
@@ -493,13 +512,6 @@
       configurable: false,
       enumerable: false,
     });
-    ObjectDefineProperty(g, 'console', {
-      value: consoleObject,
-      writable: true,
-      configurable: true,
-      enumerable: false,
-    });
-
     let fn;
     try {
       fn = new AsyncFunction(code);

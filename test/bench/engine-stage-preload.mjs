@@ -1,0 +1,141 @@
+// Preloaded into a sandbox host by `test/bench/engine-stage.ts` (NODE_OPTIONS=--import): stamps the
+// host's steps of a run on CLOCK_MONOTONIC (process.hrtime, the same clock as the engine side's) and
+// counts its isolated-vm calls by method. Bench only; nothing of a run reaches it. Stamps are kept
+// in memory and appended to STAGE_OUT every 50 runs, after that run's `done` is out.
+
+// Preloaded into a sandbox host by `test/bench/engine-stage.ts` (NODE_OPTIONS=--import): stamps the
+// host's steps of a run on CLOCK_MONOTONIC (process.hrtime, the same clock as the engine side's) and
+// counts its isolated-vm calls by method. Bench only; nothing of a run reaches it. Stamps are kept
+// in memory and appended to STAGE_OUT every 50 runs, after that run's `done` is out.
+import fs, { appendFileSync } from 'node:fs';
+import { createRequire, registerHooks } from 'node:module';
+
+const OUT = process.env.STAGE_OUT;
+const require = createRequire(import.meta.url);
+const ivm = require(process.env.STAGE_IVM);
+const exported = {};
+for (const k of Object.getOwnPropertyNames(ivm)) exported[k] = ivm[k];
+const now = () => Number(process.hrtime.bigint()) / 1000; // µs
+let run = {};
+const rows = [];
+const calls = {};
+const count = (name) => {
+  calls[name] = (calls[name] ?? 0) + 1;
+};
+// Every method of isolated-vm's objects a host reaches, counted (a sync one takes the isolate's lock;
+// the prototypes are frozen, so each object made gets own wrappers: the Isolate constructor's
+// export is replaced, and what its methods return is wrapped in turn).
+const CLASSES = ['Isolate', 'Context', 'Reference', 'Script', 'ExternalCopy', 'Callback'];
+const orig = Object.fromEntries(CLASSES.map((c) => [c, ivm[c]]));
+function classOf(o) {
+  if (o === null || typeof o !== 'object') return undefined;
+  for (const c of CLASSES) if (orig[c] && o instanceof orig[c]) return c;
+  return undefined;
+}
+// The objects are native and not extensible: each is handed out as a Proxy that counts its method
+// calls and getters, and is unwrapped again where it goes back into isolated-vm.
+const targets = new WeakMap();
+const unwrap = (v) => (v !== null && typeof v === 'object' && targets.has(v) ? targets.get(v) : v);
+function instrument(o) {
+  const cls = classOf(o);
+  if (cls === undefined || targets.has(o)) return o;
+  const p = new Proxy(o, {
+    get(t, key) {
+      const name = `${cls}.${String(key)}`;
+      let proto = Object.getPrototypeOf(t);
+      let d;
+      for (; proto; proto = Object.getPrototypeOf(proto)) {
+        d = Object.getOwnPropertyDescriptor(proto, key);
+        if (d) break;
+      }
+      if (d && typeof d.get === 'function') {
+        count(name);
+        return instrument(d.get.call(t));
+      }
+      const v = Reflect.get(t, key, t);
+      if (typeof v !== 'function' || key === 'constructor') return v;
+      return (...args) => {
+        count(name);
+        const first =
+          name === 'Reference.applySync' &&
+          args[2] !== undefined &&
+          run.applyAt === undefined &&
+          run.inAt !== undefined;
+        const cur = run;
+        if (first) cur.applyAt = now();
+        try {
+          return instrument(v.apply(t, args.map(unwrap)));
+        } finally {
+          if (first) cur.applyBack = now();
+        }
+      };
+    },
+  });
+  targets.set(p, o);
+  return p;
+}
+const Isolate = orig.Isolate;
+function CountedIsolate(...args) {
+  count('new Isolate');
+  return instrument(new Isolate(...args));
+}
+CountedIsolate.prototype = Isolate.prototype;
+exported.Isolate = CountedIsolate;
+const Callback = orig.Callback;
+function CountedCallback(fn, ...rest) {
+  count('new Callback');
+  // The first host callback a run's program reaches (a trivial run's only one: `done`).
+  const stamped = (...a) => {
+    if (run.inAt !== undefined && run.callbackAt === undefined) run.callbackAt = now();
+    return fn(...a);
+  };
+  return new Callback(stamped, ...rest);
+}
+CountedCallback.prototype = Callback.prototype;
+exported.Callback = CountedCallback;
+// The host's `import ivm from 'isolated-vm'` gets the counted one (an ESM import of a CJS module does
+// not read a replaced require.cache entry).
+globalThis.__stageIvm = exported;
+registerHooks({
+  resolve(specifier, context, next) {
+    if (specifier === 'isolated-vm') return { url: 'stage:ivm', shortCircuit: true };
+    return next(specifier, context);
+  },
+  load(url, context, next) {
+    if (url === 'stage:ivm')
+      return { format: 'module', source: 'export default globalThis.__stageIvm;', shortCircuit: true };
+    return next(url, context);
+  },
+});
+const writeSync = fs.writeSync;
+fs.writeSync = function (fd, buf, ...rest) {
+  if (fd === 1 && run.inAt !== undefined && run.doneAt === undefined && buf.length > 5) {
+    // the done frame: the only frame a trivial run writes
+    run.doneAt = now();
+    const r = writeSync.call(this, fd, buf, ...rest);
+    run.doneWritten = now();
+    const row = run;
+    row.calls = { ...calls };
+    rows.push(row);
+    for (const k of Object.keys(calls)) delete calls[k];
+    run = {};
+    if (rows.length >= 50 && OUT) {
+      const out = rows
+        .splice(0)
+        .map((r) => JSON.stringify(r))
+        .join('\n');
+      setTimeout(() => appendFileSync(OUT, `${out}\n`), 3);
+    }
+    return r;
+  }
+  return writeSync.call(this, fd, buf, ...rest);
+};
+process.stdin.prependListener('data', (chunk) => {
+  if (run.inAt === undefined) {
+    // calls made since the last done: the next isolate's making (ahead)
+    run.ahead = { ...calls };
+    for (const k of Object.keys(calls)) delete calls[k];
+    run.inAt = now();
+    run.inBytes = chunk.length;
+  }
+});
