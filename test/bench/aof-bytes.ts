@@ -11,7 +11,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { createRedis } from '@islet/core';
-import { aofFileOf, crossings, kindOf, parse } from './aof-writes.ts';
+import { aofFileOf, byKindOf, crossings, parse } from './aof-writes.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 100);
@@ -29,15 +29,7 @@ try {
   const blocks = parse(bytes);
   if (process.env.DUMP) dump(bytes);
   crossings(blocks, from, RUNS);
-  const byKind = new Map<string, { n: number; bytes: number; cmds: Map<string, number> }>();
-  for (const b of blocks) {
-    const k = kindOf(b.cmds);
-    const e = byKind.get(k) ?? { n: 0, bytes: 0, cmds: new Map() };
-    e.n++;
-    e.bytes += b.bytes;
-    for (const c of b.cmds) e.cmds.set(c.label, (e.cmds.get(c.label) ?? 0) + c.bytes);
-    byKind.set(k, e);
-  }
+  const byKind = byKindOf(blocks);
   console.log(`AOF over ${RUNS} runs: ${bytes.length} B, ${(bytes.length / RUNS).toFixed(0)} B a run`);
   for (const [k, e] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes)) {
     console.log(`  ${k}: ${(e.n / RUNS).toFixed(2)} a run, ${(e.bytes / e.n).toFixed(0)} B each`);

@@ -113,3 +113,19 @@ export function kindOf(cmds: Cmd[]): string {
   if (names.some((n) => /completed/.test(n))) return 'the end (with the completion)';
   return names.slice(0, 3).join(', ');
 }
+
+/** The writes grouped by kind (`kindOf`): how many, their bytes, and each command's bytes in them. */
+export function byKindOf(
+  blocks: Block[],
+): Map<string, { n: number; bytes: number; cmds: Map<string, number> }> {
+  const byKind = new Map<string, { n: number; bytes: number; cmds: Map<string, number> }>();
+  for (const b of blocks) {
+    const k = kindOf(b.cmds);
+    const e = byKind.get(k) ?? { n: 0, bytes: 0, cmds: new Map() };
+    e.n++;
+    e.bytes += b.bytes;
+    for (const c of b.cmds) e.cmds.set(c.label, (e.cmds.get(c.label) ?? 0) + c.bytes);
+    byKind.set(k, e);
+  }
+  return byKind;
+}

@@ -28,7 +28,7 @@ import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { createGatewayClient } from '../../services/runner/src/gateway-client.ts';
 import { api } from '../e2e/helpers.ts';
-import { aofFileOf, crossings, kindOf, parse } from './aof-writes.ts';
+import { aofFileOf, byKindOf, crossings, parse } from './aof-writes.ts';
 import { pingConnection, startPingApp } from './ping-app.ts';
 import { summarizeAllocations } from './profile-summary.ts';
 
@@ -177,15 +177,7 @@ try {
     const blocks = parse(bytes);
     console.log(`AOF over ${loneCalls} lone calls: ${(bytes.length / loneCalls).toFixed(0)} B a call`);
     crossings(blocks, aofFrom, loneCalls, 'call');
-    const byKind = new Map<string, { n: number; bytes: number; cmds: Map<string, number> }>();
-    for (const b of blocks) {
-      const k = kindOf(b.cmds);
-      const e = byKind.get(k) ?? { n: 0, bytes: 0, cmds: new Map() };
-      e.n++;
-      e.bytes += b.bytes;
-      for (const c of b.cmds) e.cmds.set(c.label, (e.cmds.get(c.label) ?? 0) + c.bytes);
-      byKind.set(k, e);
-    }
+    const byKind = byKindOf(blocks);
     for (const [k, e] of [...byKind].sort((x, y) => y[1].bytes - x[1].bytes).slice(0, 6)) {
       console.log(`  ${k}: ${(e.n / loneCalls).toFixed(2)} a call, ${(e.bytes / e.n).toFixed(0)} B each`);
       for (const [c, n] of [...e.cmds].sort((x, y) => y[1] - x[1]))
