@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { startRedis } from '@islet/testkit';
-import { Command } from 'ioredis';
+import { Command, Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LuaScript, OneCopyCommand } from './lua-script.ts';
 import { createRedis } from './redis.ts';
@@ -87,6 +87,58 @@ describe('LuaScript with a Buffer argument, on a real redis', () => {
       expect([calls('evalsha'), calls('eval')]).toEqual([2, 1]);
     } finally {
       redis.disconnect();
+      await server.stop();
+    }
+  });
+});
+
+describe('LuaScript without a Buffer argument, on a real redis', () => {
+  it("sends ioredis's own command with the arguments a spread call gave it, byte for byte, walking no list through the iterator", async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    const piped = new Redis(server.url, { enableAutoPipelining: true });
+    try {
+      const script = new LuaScript('return {KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], #ARGV}');
+      const keys = ['k1', 'k2'];
+      const args = ['ключ-ü — ☃', 7, 2.5];
+      const expected = ['k1', 'k2', 'ключ-ü — ☃', '7', '2.5', 3];
+      // Known to the server first: the measured call goes as one EVALSHA.
+      expect(await script.run(redis, keys, args)).toEqual(expected);
+      const sent: Command[] = [];
+      const send = redis.sendCommand.bind(redis);
+      redis.sendCommand = ((command: Command) => {
+        sent.push(command);
+        return send(command);
+      }) as typeof redis.sendCommand;
+      const iterate = Array.prototype[Symbol.iterator];
+      const walked: number[] = [];
+      Array.prototype[Symbol.iterator] = function (this: unknown[]) {
+        walked.push(this.length);
+        return iterate.call(this);
+      } as typeof iterate;
+      let reply: Promise<unknown>;
+      try {
+        reply = script.run(redis, keys, args);
+      } finally {
+        Array.prototype[Symbol.iterator] = iterate;
+        redis.sendCommand = send;
+      }
+      expect(await reply).toEqual(expected);
+      // Until round 37 (`end-spreads`) `send` spread the keys and the arguments into ioredis's call.
+      expect(walked).toEqual([]);
+      expect(sent).toHaveLength(1);
+      const theirs = new Command('evalsha', [script.sha, keys.length, ...keys, ...args]);
+      const ours = sent[0] as Command;
+      expect(ours.name).toBe('evalsha');
+      expect(ours.args).toEqual(theirs.args);
+      expect(Buffer.from(ours.toWritable({}) as string)).toEqual(
+        Buffer.from(theirs.toWritable({}) as string),
+      );
+      // Auto-pipelined (ioredis hands the arguments to a pipeline's command): the same answer.
+      expect(await script.run(piped, keys, args)).toEqual(expected);
+    } finally {
+      redis.disconnect();
+      piped.disconnect();
       await server.stop();
     }
   });

@@ -156,9 +156,12 @@ function send(
     redis.sendCommand(command);
     return command.promise as Promise<unknown>;
   }
-  return name === 'evalsha'
-    ? redis.evalsha(head, keys.length, ...keys, ...(args as (string | number)[]))
-    : redis.eval(head, keys.length, ...keys, ...(args as (string | number)[]));
+  // One array, joined by `concat`: ioredis takes it flat (its `Command` flattens its arguments
+  // one level), the same arguments a spread call gave it, without walking them through the
+  // iterator protocol (a run's end's script call, round 37 `end-spreads`).
+  const flat = ([head, keys.length] as Arg[]).concat(keys, args);
+  const call = redis[name] as unknown as (all: Arg[]) => Promise<unknown>;
+  return call.call(redis, flat);
 }
 
 /**

@@ -300,7 +300,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       // With a lease: one script decides it first and, only when granted, begins the attempt.
       const acquire = lease && acquireCall(lease);
       const reply = await (acquire
-        ? LEASE_AND_BEGIN.run(redis, [...acquire.keys, ...keys], [...acquire.args, ...args])
+        ? LEASE_AND_BEGIN.run(redis, acquire.keys.concat(keys), acquire.args.concat(args))
         : BEGIN_ATTEMPT.run(redis, keys, args));
       return begunOf(reply, acquire !== undefined);
     },

@@ -9,8 +9,30 @@ import { healthHour } from './health-buckets.ts';
 import type { RunSummary } from './run-index.ts';
 
 /** The keys of a tenant's index (all in its slot). */
-export function runIndexKeys(tenant: string) {
-  return {
+export interface RunIndexKeys {
+  readonly runs: string;
+  readonly summaries: string;
+  readonly ended: string;
+  readonly sessions: string;
+  readonly sessionStats: string;
+  readonly feed: string;
+  readonly pending: string;
+}
+
+/** Tenants whose index keys are kept made; past this the memo starts again (a tenant's are rebuilt). */
+export const RUN_INDEX_KEYS_MEMO_MAX = 1024;
+const indexKeysMemo = new Map<string, RunIndexKeys>();
+
+/**
+ * The keys of a tenant's index (all in its slot), made once a tenant: a submit and a run's end each
+ * asked for them afresh, seven names built from templates a call on both paths (~0.8 KB of the
+ * runner's garbage a run, test/bench/README.md round 37 `end-spreads`). Names only (a tenant's id
+ * in a fixed pattern), frozen since they are shared; bounded by `RUN_INDEX_KEYS_MEMO_MAX`.
+ */
+export function runIndexKeys(tenant: string): RunIndexKeys {
+  const known = indexKeysMemo.get(tenant);
+  if (known) return known;
+  const made: RunIndexKeys = Object.freeze({
     runs: keys.indexRuns(tenant),
     summaries: keys.indexRunSummaries(tenant),
     ended: keys.indexRunsEnded(tenant),
@@ -18,7 +40,10 @@ export function runIndexKeys(tenant: string) {
     sessionStats: keys.indexSessionStats(tenant),
     feed: keys.tenantFeed(tenant),
     pending: keys.indexPending(tenant),
-  };
+  });
+  if (indexKeysMemo.size >= RUN_INDEX_KEYS_MEMO_MAX) indexKeysMemo.clear();
+  indexKeysMemo.set(tenant, made);
+  return made;
 }
 
 /** Usage counters are kept this long (a day's hash expires this long after the day's end). */

@@ -106,7 +106,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       run.pushEnd
         ? [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)]
         : [keys.run(run.id), keys.runEvents(run.id)],
-      [message, channel, event.type, seal(event.data), maxEvents, retention, ...flat],
+      ([message, channel, event.type, seal(event.data), maxEvents, retention] as (string | number)[]).concat(
+        flat,
+      ),
     );
     return res === 1;
   }
@@ -298,33 +300,34 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // run's and the tenant's slots); the tenant half copies the status the record kept,
         // whichever end won a race.
         const charge = storedBytes.chargeArgs(run.tenant, bytes);
-        const endKeys = [
-          keys.run(run.id),
-          keys.runEvents(run.id),
-          journalKeys().journal(run.id),
-          ...tenant.keys,
+        // Joined by `concat` (one copy each), not spread: an array literal's spread in code V8 has
+        // not optimized walks each array through its iterator, a result object an element (~3.4 KB
+        // a run's end of the runner's garbage, test/bench/README.md round 37 `end-spreads`). The
+        // same keys and arguments, in the same order.
+        const endKeys = [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)].concat(
+          tenant.keys,
           charge.key,
-        ];
-        const endArgs = [
-          run.id,
-          channels.runEvents,
-          event.type,
-          sealedEvent,
-          maxEvents,
-          retention,
-          run.pushEnd ? (end.sentNoCall ? '2' : '1') : '0',
-          ...tenant.args,
-          ...charge.args,
-        ];
+        );
+        const endArgs = (
+          [
+            run.id,
+            channels.runEvents,
+            event.type,
+            sealedEvent,
+            maxEvents,
+            retention,
+            run.pushEnd ? (end.sentNoCall ? '2' : '1') : '0',
+          ] as (string | number)[]
+        ).concat(tenant.args, charge.args);
         const lease = run.lease?.held() ? run.lease : undefined;
-        if (!lease) return told((await FINISH_RUN.run(redis, endKeys, [...endArgs, ...flat])) === 1);
+        if (!lease) return told((await FINISH_RUN.run(redis, endKeys, endArgs.concat(flat))) === 1);
         // The runner holding the run's slot lease gives it back in the same script (whichever end
         // won), and learns which deferred job the freed slot went to.
         const release = releaseCall(lease);
         // Only an end whose caller learns its answer later (`onEnded`) is handed over.
         const deferred =
           end.onEnded &&
-          lease.deferEnd?.([...endKeys, ...release.keys], [...endArgs, ...release.args, ...flat], end.status);
+          lease.deferEnd?.(endKeys.concat(release.keys), endArgs.concat(release.args, flat), end.status);
         if (deferred) {
           // The worker's completion writes the end (and its wake-up) first in its own script; the
           // runner is done with the lease now, the deferred job the slot goes to follows.
@@ -343,8 +346,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         }
         const [res, nextJob, nextTenant] = (await FINISH_RUN_RELEASE.run(
           redis,
-          [...endKeys, ...release.keys],
-          [...endArgs, ...release.args, ...flat],
+          endKeys.concat(release.keys),
+          endArgs.concat(release.args, flat),
         )) as [number, string | undefined, string | undefined];
         lease.released(nextJob && nextTenant ? { jobId: nextJob, tenant: nextTenant } : undefined);
         return told(res === 1);
