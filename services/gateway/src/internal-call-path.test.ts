@@ -254,7 +254,7 @@ describe('draining and closing', () => {
     const inFlight = post(url, JSON.stringify({ index: 0, binding, argsJson: '{}', attempt }));
     await atApp;
     expect(path.taken).toBe(taken + 1);
-    path.drain();
+    path.beginDraining();
     release();
     const answer = await inFlight;
     expect(answer.status).toBe(200);
@@ -266,7 +266,7 @@ describe('draining and closing', () => {
   it('a shutdown drains it, and a closed app takes nothing', async () => {
     const other = await buildApp(gateway.deps);
     const otherPath = internalCallPaths.get(other) as InternalCallPath;
-    const drain = vi.spyOn(otherPath, 'drain');
+    const drain = vi.spyOn(otherPath, 'beginDraining');
     const shutdown = createShutdown({
       apps: [other],
       delayMs: 0,

@@ -77,7 +77,7 @@ export class InternalCallPath {
    * The gateway is draining (shutdown.ts): from now on every request goes through fastify, whose
    * `onSend` hook closes the connection after the answer; one already taken here closes it too.
    */
-  drain(): void {
+  beginDraining(): void {
     this.draining = true;
   }
 

@@ -63,7 +63,7 @@ export function createShutdown(options: ShutdownOptions): Shutdown {
       done ??= (async () => {
         draining = true;
         // The runner's calls served ahead of fastify go its way from now (its connection: close).
-        for (const app of options.apps) internalCallPaths.get(app)?.drain();
+        for (const app of options.apps) internalCallPaths.get(app)?.beginDraining();
         options.logger.info({ reason, delayMs: options.delayMs }, 'gateway draining: readiness off');
         if (options.delayMs > 0) await new Promise((r) => setTimeout(r, options.delayMs));
         options.beforeClose?.();
