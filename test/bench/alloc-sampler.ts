@@ -4,6 +4,9 @@
  * counts what was allocated, not what is still alive), the second writes
  * `<dir>/alloc.<pid>.heapprofile` and stops. `seq-cpu.ts` `ALLOC=1` signals the gateway around its
  * measured runs and prints the bytes allocated a run by site (`profile-summary.ts`).
+ * `BENCH_ALLOC_SURVIVORS=1` (round 38, `gw-memory`) drops the objects a scavenge collected: what is
+ * left is what outlived a scavenge (promoted, or still young and alive at the stop), i.e. what the
+ * young generation hands to the old one.
  */
 import { renameSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -19,7 +22,7 @@ if (dir) {
       void session.post('HeapProfiler.startSampling', {
         samplingInterval: Number(process.env.BENCH_ALLOC_INTERVAL ?? 1024),
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
+        includeObjectsCollectedByMinorGC: process.env.BENCH_ALLOC_SURVIVORS !== '1',
       });
       return;
     }
