@@ -49,6 +49,7 @@ interface Gc {
 }
 const gcs: Record<string, Gc[]> = { gateway: [], runner: [] };
 const controller: Record<string, string[]> = { gateway: [], runner: [] };
+const pretenuring: Record<string, string[]> = { gateway: [], runner: [] };
 let done = 0;
 const write = process.stderr.write.bind(process.stderr);
 let pending = '';
@@ -68,6 +69,8 @@ process.stderr.write = ((chunk: string | Uint8Array) => {
     // and what it was based on), kept to print at the end.
     const limit = /\[HeapController\] (.*)$/.exec(line)?.[1];
     if (limit) controller[who]?.push(`@${done} ${limit}`);
+    // With --trace-pretenuring: V8's decisions to allocate a site's objects in old space at once.
+    if (/pretenur|AllocationSite/i.test(line)) pretenuring[who]?.push(`@${done} ${line.replace(/^\[\w+-0\] /, '')}`);
     if (!line.includes(' gc=')) continue;
     const num = (name: string) => Number(new RegExp(`[ ]${name}=([\\d.]+)`).exec(line)?.[1] ?? Number.NaN);
     gcs[who]?.push({
@@ -173,6 +176,8 @@ try {
       .map((k) => `${k} ${statusMb(pid.gateway, k).toFixed(0)} MB`)
       .join(', ')}`,
   );
+  if (pretenuring.gateway?.length)
+    console.log(`gateway pretenuring (${pretenuring.gateway.length} lines):\n  ${pretenuring.gateway.slice(0, 200).join('\n  ')}`);
   if (controller.gateway?.length) console.log(`gateway heap controller:\n  ${controller.gateway.join('\n  ')}`);
   const list = (gcs.gateway ?? []).filter(major);
   console.log(
