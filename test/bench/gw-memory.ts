@@ -7,7 +7,7 @@
  * `STEP` (5000) runs: VmRSS, the V8 heap's objects and committed memory after the last collection,
  * mark-compacts in the step (with the objects they left), bytes the step's scavenges promoted a run,
  * CPU a run (`/proc`); then `IDLE_MS` (default 20000) of nothing and a last line (does V8's memory
- * reducer give it back?). Every gateway mark-compact is listed at the end (run index, pause, objects
+ * reducer give it back?). `GC_DUMP=<file>` writes every collection as JSON. Every gateway mark-compact is listed at the end (run index, pause, objects
  * before → after). Counts, no lock needed; the runs/s printed are for orientation only.
  * `SURVIVORS=<from>,<to>` (run counts on `STEP` boundaries) also samples what the gateway's
  * scavenges keep between those runs (`alloc-sampler.ts` with `BENCH_ALLOC_SURVIVORS=1`: objects a
@@ -18,7 +18,7 @@
  * (a private mount namespace where the own memory cgroup's limit file reads `<bytes>`: Node sizes its
  * heap from that file through libuv, as it does in a pod with `resources.limits.memory`).
  */
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster } from '@islet/devstack';
@@ -179,6 +179,10 @@ try {
   if (pretenuring.gateway?.length)
     console.log(`gateway pretenuring (${pretenuring.gateway.length} lines):\n  ${pretenuring.gateway.slice(0, 200).join('\n  ')}`);
   if (controller.gateway?.length) console.log(`gateway heap controller:\n  ${controller.gateway.join('\n  ')}`);
+  // GC_DUMP=<file>: every collection of both processes as JSON (kind, run index, pause, promoted,
+  // objects before and after), e.g. to read a scavenge's promotion against the runs since the last
+  // mark-compact.
+  if (process.env.GC_DUMP) writeFileSync(process.env.GC_DUMP, JSON.stringify(gcs));
   const list = (gcs.gateway ?? []).filter(major);
   console.log(
     `gateway mark-compacts (${list.length}): ${list
