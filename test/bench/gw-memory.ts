@@ -70,7 +70,8 @@ process.stderr.write = ((chunk: string | Uint8Array) => {
     const limit = /\[HeapController\] (.*)$/.exec(line)?.[1];
     if (limit) controller[who]?.push(`@${done} ${limit}`);
     // With --trace-pretenuring: V8's decisions to allocate a site's objects in old space at once.
-    if (/pretenur|AllocationSite/i.test(line)) pretenuring[who]?.push(`@${done} ${line.replace(/^\[\w+-0\] /, '')}`);
+    if (/pretenur|AllocationSite/i.test(line))
+      pretenuring[who]?.push(`@${done} ${line.replace(/^\[\w+-0\] /, '')}`);
     if (!line.includes(' gc=')) continue;
     const num = (name: string) => Number(new RegExp(`[ ]${name}=([\\d.]+)`).exec(line)?.[1] ?? Number.NaN);
     gcs[who]?.push({
@@ -140,7 +141,8 @@ function line(label: string) {
 async function survivors(from: number, to: number) {
   process.kill(pid.gateway, 'SIGUSR2');
   const name = `alloc.${pid.gateway}.heapprofile`;
-  for (let i = 0; i < 100 && !readdirSync(allocDir).includes(name); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 100 && !readdirSync(allocDir).includes(name); i++)
+    await new Promise((r) => setTimeout(r, 100));
   const mcs = (gcs.gateway ?? []).filter((g) => major(g) && g.at >= from && g.at <= to).length;
   console.log(
     `=== what outlived a scavenge in the gateway, runs ${from}–${to} (${join(allocDir, name)}); ` +
@@ -171,14 +173,19 @@ try {
   const rollup = readFileSync(`/proc/${pid.gateway}/smaps_rollup`, 'utf8');
   console.log(
     `gateway smaps_rollup: ${['Rss', 'Anonymous', 'Private_Dirty']
-      .map((k) => `${k} ${(Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(rollup)?.[1]) / 1024).toFixed(0)} MB`)
+      .map(
+        (k) => `${k} ${(Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(rollup)?.[1]) / 1024).toFixed(0)} MB`,
+      )
       .join(', ')}; VmRSS ${['RssAnon', 'RssFile']
       .map((k) => `${k} ${statusMb(pid.gateway, k).toFixed(0)} MB`)
       .join(', ')}`,
   );
   if (pretenuring.gateway?.length)
-    console.log(`gateway pretenuring (${pretenuring.gateway.length} lines):\n  ${pretenuring.gateway.slice(0, 200).join('\n  ')}`);
-  if (controller.gateway?.length) console.log(`gateway heap controller:\n  ${controller.gateway.join('\n  ')}`);
+    console.log(
+      `gateway pretenuring (${pretenuring.gateway.length} lines):\n  ${pretenuring.gateway.slice(0, 200).join('\n  ')}`,
+    );
+  if (controller.gateway?.length)
+    console.log(`gateway heap controller:\n  ${controller.gateway.join('\n  ')}`);
   // GC_DUMP=<file>: every collection of both processes as JSON (kind, run index, pause, promoted,
   // objects before and after), e.g. to read a scavenge's promotion against the runs since the last
   // mark-compact.
