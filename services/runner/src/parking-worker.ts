@@ -154,9 +154,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         this.drainedBehind = drained;
       },
     );
-    const [jobData, id, rateLimitDelay, delayUntil] = nextJobData(reply);
-    this.loop.updateDelays(rateLimitDelay, delayUntil);
-    const job = await this.nextJobFromJobData(jobData, id, handed.token);
+    // Read by index, not destructured: every hand-off (array destructuring walks the iterator).
+    const next = nextJobData(reply);
+    this.loop.updateDelays(next[2], next[3]);
+    const job = await this.nextJobFromJobData(next[0], next[1], handed.token);
     if (job) {
       this.unstarted.add(handed.token);
       this.handOffs++;
