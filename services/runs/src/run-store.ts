@@ -31,7 +31,14 @@ import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { FINISH_TENANT } from './run-index-scripts.ts';
 import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index-writes.ts';
 import { createRunReads } from './run-reads.ts';
-import { admissionAnswer, admitCall, endFields, recordFields, summaryOf } from './run-store-args.ts';
+import {
+  admissionAnswer,
+  admitCall,
+  endFields,
+  recordFields,
+  summaryOf,
+  tenantNames,
+} from './run-store-args.ts';
 import {
   ADMIT_AND_CREATE,
   ADMIT_TENANT,
@@ -142,7 +149,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const ik = runIndexKeys(run.tenant);
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
       const indexArgs = indexCreateArgs(run.tenant, summaryOf(run, description), Number(retention));
-      const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
+      const tenantKeys = [tenantNames(run.tenant).inFlight, keys.sessionRuns(run.tenant, run.session)];
       // Not touched without bytes to count (a counter in the tenant's slot all the same). The
       // counter charged is the newest of those the storage check sums (one `now` for both).
       const chargedAt = Date.now();
@@ -274,7 +281,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // in between (a Cluster: two scripts) is dropped by the recovery loop's in-flight walk (the
       // record is final).
       const usage = { outputBytes: Buffer.byteLength(end.text), ...end.usage };
-      const tenant = finishTenantCall(run.tenant, keys.inFlight(run.tenant), {
+      const tenant = finishTenantCall(run.tenant, tenantNames(run.tenant).inFlight, {
         id: run.id,
         status: end.status,
         endedAt: Date.now(),
