@@ -331,10 +331,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // The runner holding the run's slot lease gives it back in the same script (whichever end
         // won), and learns which deferred job the freed slot went to.
         const release = releaseCall(lease);
+        // Made once for the hand-over and the script's own call: a hand-over that declines keeps
+        // nothing of them (`RunLease.deferEnd`), so the script's call sends these very lists.
+        const releaseKeys = endKeys.concat(release.keys);
+        const releaseArgs = endArgs.concat(release.args, flat);
         // Only an end whose caller learns its answer later (`onEnded`) is handed over.
-        const deferred =
-          end.onEnded &&
-          lease.deferEnd?.(endKeys.concat(release.keys), endArgs.concat(release.args, flat), end.status);
+        const deferred = end.onEnded && lease.deferEnd?.(releaseKeys, releaseArgs, end.status);
         if (deferred) {
           // The worker's completion writes the end (and its wake-up) first in its own script; the
           // runner is done with the lease now, the deferred job the slot goes to follows.
@@ -343,21 +345,26 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           // failed in every way leaves the run to its job's recovery, as a failed end script does).
           void deferred.then(
             (answer) => {
-              const [res, nextJob, nextTenant] = answer as [number, string | undefined, string | undefined];
+              // Read by index, not destructured (array destructuring walks the iterator).
+              const reply = answer as [number, string | undefined, string | undefined];
+              const nextJob = reply[1];
+              const nextTenant = reply[2];
               if (nextJob && nextTenant) lease.released({ jobId: nextJob, tenant: nextTenant });
-              told(res === 1);
+              told(reply[0] === 1);
             },
             () => undefined,
           );
           return true;
         }
-        const [res, nextJob, nextTenant] = (await FINISH_RUN_RELEASE.run(
-          redis,
-          endKeys.concat(release.keys),
-          endArgs.concat(release.args, flat),
-        )) as [number, string | undefined, string | undefined];
+        const reply = (await FINISH_RUN_RELEASE.run(redis, releaseKeys, releaseArgs)) as [
+          number,
+          string | undefined,
+          string | undefined,
+        ];
+        const nextJob = reply[1];
+        const nextTenant = reply[2];
         lease.released(nextJob && nextTenant ? { jobId: nextJob, tenant: nextTenant } : undefined);
-        return told(res === 1);
+        return told(reply[0] === 1);
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
       // only the end that won counts in the index.
