@@ -149,7 +149,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const ik = runIndexKeys(run.tenant);
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
       const indexArgs = indexCreateArgs(run.tenant, summaryOf(run, description), Number(retention));
-      const tenantKeys = [tenantNames(run.tenant).inFlight, keys.sessionRuns(run.tenant, run.session)];
+      // The session's runs key, made once for its two uses (a key and the wake-up's argument).
+      const sessionRuns = keys.sessionRuns(run.tenant, run.session);
+      const tenantKeys = [tenantNames(run.tenant).inFlight, sessionRuns];
       // Not touched without bytes to count (a counter in the tenant's slot all the same). The
       // counter charged is the newest of those the storage check sums (one `now` for both).
       const chargedAt = Date.now();
@@ -165,7 +167,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
       const runArgs: (string | number)[] = [
         channels.sessionRuns,
-        keys.sessionRuns(run.tenant, run.session),
+        sessionRuns,
         maxEvents,
         sealStatus(run.status),
       ];
