@@ -19,7 +19,7 @@ export interface RunIndexKeys {
   readonly pending: string;
 }
 
-/** Tenants whose index keys are kept made; past this the memo starts again (a tenant's are rebuilt). */
+/** Tenants whose index keys are kept made; past this the memo forgets its oldest (rebuilt, equal). */
 export const RUN_INDEX_KEYS_MEMO_MAX = TENANT_MEMO_MAX;
 
 /**
