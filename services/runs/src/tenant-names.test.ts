@@ -23,7 +23,7 @@ describe("a tenant's names on a submit's and an end's path, made once (core's te
     expect(tenantNames('names-b').inFlight).toBe(keys.inFlight('names-b'));
   });
 
-  it('the stored-bytes counters: one frozen list a tenant and bucket, the charge on its last, new names with the next bucket', () => {
+  it('the stored-bytes counters: one list a tenant and bucket, the charge on its last, new names with the next bucket', () => {
     const store = createTenantBytesStore({} as Redis, { retentionSeconds: 800 });
     const bucketMs = 100_000; // 800 s in eight buckets
     const at = 1_700_000_000_000;
@@ -32,7 +32,8 @@ describe("a tenant's names on a submit's and an end's path, made once (core's te
       Array.from({ length: 9 }, (_, i) => keys.storedBytes('bytes-a', b - 8 + i));
     const names = store.usageKeys('bytes-a', at);
     expect(names).toEqual(derived(bucket));
-    expect(Object.isFrozen(names)).toBe(true);
+    // Not frozen (a frozen array leaves V8's fast `slice` and `concat`): read-only by its type.
+    expect(Object.isFrozen(names)).toBe(false);
     // The same bucket, later in it: the same list (made once), and the charge names its last.
     expect(store.usageKeys('bytes-a', at + 1)).toBe(names);
     const charge = store.chargeArgs('bytes-a', 10.2, at + 2);
