@@ -131,6 +131,35 @@ export function summarizeAllocations(file: string, runs: number, top = 30): stri
 }
 
 /**
+ * Who allocates at a site: the bytes a run of every function named `fn` in a sampling heap profile,
+ * by the chain of frames that called it (`depth` of them), e.g. `next` (iterator results) by the
+ * loop or spread that walked the iterator.
+ */
+export function allocationCallersOf(file: string, fn: string, runs: number, depth = 2, top = 25): string {
+  const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode };
+  const by = new Map<string, number>();
+  const name = (f: HeapNode['callFrame']) =>
+    `${f.functionName || '?'}@${short(f.url).split('/').pop()}:${f.lineNumber}`;
+  const walk = (n: HeapNode, path: HeapNode['callFrame'][]) => {
+    if (n.callFrame.functionName === fn && n.selfSize > 0) {
+      const key = path.slice(-depth).reverse().map(name).join(' < ');
+      by.set(key, (by.get(key) ?? 0) + n.selfSize);
+    }
+    for (const c of n.children) walk(c, [...path, n.callFrame]);
+  };
+  walk(head, []);
+  const total = [...by.values()].reduce((a, b) => a + b, 0);
+  return (
+    `${fn}: ${(total / runs).toFixed(0)} B/run (sampled), by caller\n` +
+    [...by]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, bytes]) => `${(bytes / runs).toFixed(0).padStart(8)} B/run  ${k}`)
+      .join('\n')
+  );
+}
+
+/**
  * `perf script` output (with call chains) as µs a run by each sample's innermost JS frame, or its
  * top frame when it has none (the event loop, the kernel's side of a poll), and the total.
  */

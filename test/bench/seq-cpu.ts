@@ -12,7 +12,8 @@
  * under load still move it by some %). `PROF=1` also takes `--cpu-prof` profiles of both (`PROF_DIR`; the profiler's own cost is in the figures then) and
  * prints their self time per run over the measured runs only (`profile-summary.ts`; the profile's
  * clock is `process.hrtime`'s). `ALLOC=1` samples the gateway's allocations over the measured runs
- * (`alloc-sampler.ts`, objects already collected included) and prints the bytes a run by site.
+ * (`alloc-sampler.ts`, objects already collected included) and prints the bytes a run by site;
+ * `ALLOC_CALLERS=next` also prints a site's bytes by its callers (`ALLOC_DEPTH` frames, default 2).
  * `PERF=1` records the gateway's main thread (`PERF_WHO=runner`: the runner's) with `perf record
  * -e cpu-clock` over the measured runs (on-CPU samples only: the V8 profiler's are wall-clock,
  * and charge a thread's time off its CPU to the frame it was in) and prints its time a run by innermost JS frame (a builtin's, V8's or
@@ -27,7 +28,7 @@ import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
-import { summarize, summarizeAllocations, type Window } from './profile-summary.ts';
+import { allocationCallersOf, summarize, summarizeAllocations, type Window } from './profile-summary.ts';
 import { threadCpu as cpu, PERF_HZ, perfNodeFlag, recordThread } from './thread-perf.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
@@ -94,6 +95,9 @@ try {
       await new Promise((r) => setTimeout(r, 100));
     console.log(`=== ${ALLOC_WHO} allocations (${file}), per run over the ${RUNS} measured runs`);
     console.log(summarizeAllocations(file, RUNS, Number(process.env.TOP ?? 40)));
+    // ALLOC_CALLERS=next,finish: those sites' bytes by their callers (ALLOC_DEPTH frames, default 2).
+    for (const fn of (process.env.ALLOC_CALLERS ?? '').split(',').filter(Boolean))
+      console.log(allocationCallersOf(file, fn, RUNS, Number(process.env.ALLOC_DEPTH ?? 2)));
   }
   const per = (who: 'gateway' | 'runner', k: 'main' | 'all' | 'wakes' | 'faults') =>
     ((b[who][k] - a[who][k]) / RUNS).toFixed(k === 'main' || k === 'all' ? 0 : 2);

@@ -15,5 +15,6 @@ export * from './secret-files.ts';
 export * from './session-store.ts';
 export * from './settings-cache.ts';
 export * from './settings-store.ts';
+export * from './tenant-memo.ts';
 export * from './tenant-store.ts';
 export * from './wall-clock.ts';

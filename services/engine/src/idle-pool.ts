@@ -7,7 +7,10 @@ import type { HostProcess } from './host-process.ts';
  */
 export function trimIdle(idle: Map<string, HostProcess[]>, maxIdleTotal: number): void {
   let total = 0;
-  for (const p of idle.values()) total += p.length;
+  // `forEach`: after every run; `for … of` its values allocates an iterator result a tenant.
+  idle.forEach((p) => {
+    total += p.length;
+  });
   while (total > maxIdleTotal) {
     let oldest: HostProcess | undefined;
     for (const p of idle.values())

@@ -75,7 +75,10 @@ export function bindingNameProblem(name: string): string | undefined {
  * `invalid binding name: lambda (reserved by Python)`, or undefined when all are valid.
  */
 export function validateBindingNames(names: readonly string[]): string | undefined {
-  for (const name of names) {
+  // Indexed: every run's names, and a `for … of` the JIT has not optimized allocates an iterator
+  // result a name.
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
     if (typeof name !== 'string') return `invalid binding name: ${String(name)} (not a plain identifier)`;
     if (VALID_NAMES.has(name)) continue;
     const problem = bindingNameProblem(name);

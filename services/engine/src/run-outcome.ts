@@ -40,6 +40,26 @@ export function runOutcome(
   }
 }
 
+/**
+ * The outcome a Run settles with as it ends (run.ts `finish`): `runOutcome`'s, truncated when the
+ * output cap ended it, with the isolate's CPU time the host reported and the time budget spent.
+ */
+export function settledOutcome(
+  stop: RunOutcome['stop'],
+  failure: RunFailure | undefined,
+  valueJson: string | undefined,
+  log: { lines: LogLine[]; truncated: boolean },
+  calls: CallLogEntry[],
+  cpuMs: number | undefined,
+  spentMs: number | undefined,
+): Omit<RunOutcome, 'durationMs'> {
+  const outcome = runOutcome(stop, failure, valueJson, log.lines, log.truncated, calls);
+  if (failure?.kind === 'output-limit') outcome.outputTruncated = true;
+  if (cpuMs !== undefined) outcome.cpuMs = cpuMs;
+  if (spentMs !== undefined) outcome.budgetSpentMs = Math.max(0, Math.round(spentMs));
+  return outcome;
+}
+
 /** The program's own failure, as the host reported it with `done`. */
 export function programFailure(done: Extract<HostDone, { status: 'failed' }>): RunFailure {
   return {

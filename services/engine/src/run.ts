@@ -3,8 +3,8 @@
  * `onCall`, keeps the time budget (time-budget.ts) with a watchdog that kills the host when it does
  * not stop, collects log lines and settles into a RunOutcome.
  * Its parameters and timings are in run-params.ts, the outcome and failures it reports in
- * run-outcome.ts, the frames it sends and its checks of those it reads in run-frames.ts, the log it
- * keeps in run-log.ts, its calls (logged, in flight, waiting) in run-calls.ts, its resident-memory guard
+ * run-outcome.ts (the outcome its end settles with too), the frames it sends and its checks of
+ * those it reads in run-frames.ts, the log it keeps in run-log.ts, its calls (logged, in flight, waiting) in run-calls.ts, its resident-memory guard
  * in resident-guard.ts; handing a call to `onCall` is binding-outcome.ts's `callHandler`.
  * What remains is one state machine (running/closing/ending/done) whose transitions read each
  * other's fields; split further, each half would need the other's internals.
@@ -16,7 +16,7 @@ import { ResidentGuard } from './resident-guard.ts';
 import { RunCalls } from './run-calls.ts';
 import { callRefusal, checkedDone, outcomeFrame, runFrame } from './run-frames.ts';
 import { RunLog } from './run-log.ts';
-import { abortMessage, hostExitFailure, programFailure, runOutcome } from './run-outcome.ts';
+import { abortMessage, hostExitFailure, programFailure, settledOutcome } from './run-outcome.ts';
 import { type Phase, type RunParams, type RunResult, TURN_END_GRACE_MS } from './run-params.ts';
 import { TimeBudget } from './time-budget.ts';
 import type { BindingCall, LogLine, RunFailure, StopCode } from './types.ts';
@@ -384,20 +384,16 @@ export class Run {
     this.host.attach(undefined);
     this.calls.end();
     this.calls.dropQueue();
-    const failure = this.ending ?? this.failure;
-    const outcome = runOutcome(
+    const outcome = settledOutcome(
       this.stop,
-      failure,
+      this.ending ?? this.failure,
       this.valueJson,
-      this.log.lines,
-      this.log.truncated,
+      this.log,
       this.calls.log,
+      this.cpuMs,
+      this.budget.spentMs(),
     );
     if (outcome.status === 'failed') this.hostReusable = false;
-    if (failure?.kind === 'output-limit') outcome.outputTruncated = true;
-    if (this.cpuMs !== undefined) outcome.cpuMs = this.cpuMs;
-    const spent = this.budget.spentMs();
-    if (spent !== undefined) outcome.budgetSpentMs = Math.max(0, Math.round(spent));
     this.resolve({ outcome, hostReusable: this.hostReusable && !this.host.exited });
   }
 }

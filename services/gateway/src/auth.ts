@@ -6,7 +6,7 @@
 
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiKeyIdentity, Scope, Tenant } from '@islet/core';
-import { hashApiKey, keys } from '@islet/core';
+import { hashApiKey, keys, tenantMemo } from '@islet/core';
 import type { AdmissionRateCount } from '@islet/runs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clientAddressBucket } from './client-address.ts';
@@ -60,6 +60,8 @@ function bearer(request: FastifyRequest): string | undefined {
 export function createAuth(deps: GatewayDeps) {
   const { tenants, windowCounts, config, caches } = deps;
   const countInWindow = (key: string) => windowCounts.count(key);
+  // A tenant's rate window's name, made once a tenant and window (every submit of a minute names it).
+  const rateWindowKey = tenantMemo((tenant, window) => keys.rateWindow(tenant, window));
 
   const keyWatch = createKeyWatch((hash) => tenants.resolveKeyHash(hash), caches);
   // Key id → when this replica last wrote its last use: a key's traffic costs one write a minute.
@@ -81,7 +83,7 @@ export function createAuth(deps: GatewayDeps) {
     const limit = limitOf(tenant);
     let count: number;
     try {
-      count = await countInWindow(keys.rateWindow(tenant.id, Math.floor(now / RATE_WINDOW_MS)));
+      count = await countInWindow(rateWindowKey(tenant.id, Math.floor(now / RATE_WINDOW_MS)));
     } catch (err) {
       // The count is a write: with Redis at maxmemory it fails, and reads (which need no write)
       // must still be served. The request goes uncounted; writes it makes are refused on their own.
@@ -239,7 +241,7 @@ export function createAuth(deps: GatewayDeps) {
           overLimit.clear();
           overLimitWindow = window;
         }
-        const key = keys.rateWindow(tenant.id, window);
+        const key = rateWindowKey(tenant.id, window);
         if (overLimit.has(key)) throw rateLimitedProblem(limitOf(tenant), now);
         request.rateCount = { key, limit: limitOf(tenant), counted: false };
       } else if (overlapRateLimit) {

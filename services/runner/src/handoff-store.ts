@@ -133,7 +133,9 @@ export async function registerAndPop(
 ): Promise<IdlePop> {
   const redis = bclient as unknown as Redis;
   // One write: the registration and the pop.
-  const [register, popped] = sendTogether(
+  // Indexed, not destructured: array destructuring walks the iterator (a result an element until
+  // the JIT optimizes it), on every idle registration.
+  const sent = sendTogether(
     bclient as unknown as CoreRedis,
     () =>
       [
@@ -145,8 +147,11 @@ export async function registerAndPop(
         redis.bzpopminBuffer(keys[2], marker, timeoutS),
       ] as const,
   );
+  const register = sent[0];
+  const popped = sent[1];
   // A dropped connection (the worker's close) rejects both: neither is left unhandled.
-  for (const p of [register, popped]) p.catch(() => undefined);
+  register.catch(() => undefined);
+  popped.catch(() => undefined);
   registered((await register) === 1);
   const result = await popped;
   if (result && result[0].toString() === keys[2]) {

@@ -31,103 +31,21 @@
  * submit may run that same fetch for it in its add's script; the blocking pop then brings the job
  * and its run's start, and BullMQ's next fetch gets it from here.
  */
-import { type Job, type RedisClient, Worker } from 'bullmq';
+import type { Job, RedisClient, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { type PendingEnd, runEndAlone } from './end-complete-store.ts';
+import { runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
-import { HandedNext } from './handed-next.ts';
 import { type Handed, nextJobData } from './handoff-store.ts';
 import { type HandOff, HandOffWait, type WaitForJob } from './handoff-wait.ts';
-import { type CloseHost, giveBackClosing, giveBackUntaken, refuseClosing } from './parking-worker-close.ts';
-import { completeAtEnd, type DeferEndHost, deferRunEnd, type SentEarly } from './parking-worker-end.ts';
-import type { ExecScripts, FetchLoopState, FetchStart } from './parking-worker-types.ts';
+import { giveBackClosing, giveBackUntaken, refuseClosing } from './parking-worker-close.ts';
+import { completeAtEnd, type DeferEndHost, deferRunEnd } from './parking-worker-end.ts';
+import { ParkingWorkerState } from './parking-worker-state.ts';
+import type { ExecScripts } from './parking-worker-types.ts';
 import { claimDrained } from './queue-drain-store.ts';
-import type { SlotGate } from './slot-gate.ts';
 
 export type { FetchStart } from './parking-worker-types.ts';
 
-export class ParkingWorker<DataType> extends Worker<DataType> {
-  gate: SlotGate | undefined;
-  fetchStart: FetchStart | undefined;
-  /** Answers of run starts made by fetches, by job id, until the processor takes them. */
-  private readonly started = new Map<string, unknown>();
-  /** Tokens of jobs a fetch brought that BullMQ has not handed to `processJob` yet. */
-  private readonly unstarted = new Set<string>();
-  /** A "later" fetch's pause, ended as a completion's next job reaches BullMQ's loop (handed-next.ts). */
-  readonly handedNext = new HandedNext();
-  /** Tokens of the processJob calls under way (a fetch inside one brings a job under its token). */
-  private readonly processing = new Set<string>();
-  /** Fetches that went to Redis (tests read it: the count, never a duration). */
-  redisFetches = 0;
-  /** Looks at the queue that found it drained, so no fetch went (tests read it). */
-  drainedProbes = 0;
-  /** Speculative fetches answered by what the last fetch saw behind its job: no look went (tests read it). */
-  drainedByFetch = 0;
-  /** Fetches that first let a turn of the event loop pass, the job before them drained the queue (tests read it). */
-  deferredFetches = 0;
-  /** The last fetch that started its run found the queue drained behind its job; for the next fetch only. */
-  private drainedBehind = false;
-  /** Run ends handed to their job's completion (`deferEnd`), by job id, until it runs them. */
-  private readonly pendingEnds = new Map<string, PendingEnd>();
-  /** Completions that ran their run's end in the same script (tests read it). */
-  fusedCompletions = 0;
-  /** Completions sent as their run's end was handed over (`completeAtEnd`; tests read it). */
-  completionsAtEnd = 0;
-  /** Their answers, by job id, until BullMQ's own completion call takes them. */
-  private readonly sentEarly = new Map<string, SentEarly>();
-  /** Each job's `fetchNext` callback as its `processJob` was given it (wrapped), by token. */
-  private readonly fetchNexts = new Map<string, () => boolean>();
-  /** The worker's client once resolved: a completion sent at the end's hand-over goes on it. */
-  private readyClient: RedisClient | undefined;
-  /** Tokens whose completion brought a next job started (its id): its slot stays reserved for it. */
-  private readonly keptFor = new Map<string, string>();
-  /** Completions that also started their next job's run (tests read it). */
-  completionStarts = 0;
-  /**
-   * Set as `close` is called, before the hand-off's close and BullMQ's (which set `closing` only
-   * after it): from then on this worker takes no job by any path (fetch, fetch-next, hand-off).
-   */
-  private stopping = false;
-  /** Resolves once BullMQ's close began (`closing` set: its loop then ends). */
-  private readonly bullClosing: Promise<void>;
-  private closeBegan: () => void = () => undefined;
-  /** Fetches refused because the worker was closing (tests read it). */
-  fetchesRefusedClosing = 0;
-  /** Jobs that reached this worker after its close began (a fetch-next or a pop in flight), given back unrun (tests read it). */
-  jobsGivenBackClosing = 0;
-  /** Direct hand-off: set (mode-worker.ts, with `fetchStart`) to let submits hand jobs to this worker while idle. */
-  handOff: HandOff | undefined;
-  /** Its idle wait (handoff-wait.ts), with `handOff`. */
-  private handOffWait: HandOffWait<DataType> | undefined;
-  /** Jobs taken from a hand-off (the pop's or a fetch's), with no fetch of their own (tests read it). */
-  handOffs = 0;
-  /** Registrations written (tests read it). */
-  get idleRegistrations(): number {
-    return this.handOffWait?.registrations ?? 0;
-  }
-  /** `TAKE_BACK`s sent, one per pop that brought no hand-off (tests read it). */
-  get idleTakeBacks(): number {
-    return this.handOffWait?.takeBacks ?? 0;
-  }
-
-  constructor(...args: ConstructorParameters<typeof Worker<DataType>>) {
-    super(...args);
-    void this.client.then(
-      (client) => {
-        this.readyClient = client;
-      },
-      () => undefined,
-    );
-    this.bullClosing = new Promise((resolve) => {
-      this.closeBegan = resolve;
-    });
-  }
-
-  /** Whether the close began: read where a job could be taken, at the moment it would be. */
-  get isClosing(): boolean {
-    return this.stopping || this.closing !== undefined;
-  }
-
+export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
   /** Starts watching for hand-offs: BullMQ's marker wait becomes the registration and a pop on both keys. */
   enableHandOff(handOff: HandOff): void {
     this.handOff = handOff;
@@ -154,9 +72,10 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
         this.drainedBehind = drained;
       },
     );
-    const [jobData, id, rateLimitDelay, delayUntil] = nextJobData(reply);
-    this.loop.updateDelays(rateLimitDelay, delayUntil);
-    const job = await this.nextJobFromJobData(jobData, id, handed.token);
+    // Read by index, not destructured: every hand-off (array destructuring walks the iterator).
+    const next = nextJobData(reply);
+    this.loop.updateDelays(next[2], next[3]);
+    const job = await this.nextJobFromJobData(next[0], next[1], handed.token);
     if (job) {
       this.unstarted.add(handed.token);
       this.handOffs++;
@@ -273,29 +192,6 @@ export class ParkingWorker<DataType> extends Worker<DataType> {
     } finally {
       this.gate?.fetched(handed.token, got);
     }
-  }
-
-  /** What the close's give-backs (parking-worker-close.ts) read and write of this worker. */
-  private get closeHost(): CloseHost {
-    return {
-      started: this.started,
-      keptFor: this.keptFor,
-      gate: this.gate,
-      fetchStart: this.fetchStart,
-      handOffWait: this.handOffWait,
-      bullClosing: this.bullClosing,
-      refused: () => {
-        this.fetchesRefusedClosing++;
-      },
-      givenBack: () => {
-        this.jobsGivenBackClosing++;
-      },
-      emitError: (err) => this.emit('error', err),
-    };
-  }
-
-  private get loop(): FetchLoopState {
-    return this as unknown as FetchLoopState;
   }
 
   private async fetch(client: RedisClient, token: string, name?: string): Promise<Job<DataType>> {

@@ -254,7 +254,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       : undefined;
     try {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
-        bindings: workspaces ? [...bindings, ...FILES_BINDING_NAMES] : bindings,
+        // `concat`, not spread: a spread walks both lists' iterators (a result an element).
+        bindings: workspaces ? bindings.concat(FILES_BINDING_NAMES) : bindings,
         onCall,
         ...(onLog ? { onLog } : {}),
         limits: {

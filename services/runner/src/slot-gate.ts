@@ -216,11 +216,14 @@ export class SlotGate {
   private lapseReservations(): boolean {
     const old = Date.now() - RESERVATION_LAPSE_MS;
     let lapsed = false;
-    for (const [token, at] of this.reserved)
+    // `forEach`, not `for … of` its entries: an entry array and an iterator result each otherwise,
+    // every fetch (deleting the entry being visited is safe in either).
+    this.reserved.forEach((at, token) => {
       if (at < old) {
         this.reserved.delete(token);
         lapsed = true;
       }
+    });
     return lapsed;
   }
 

@@ -8,15 +8,9 @@ import { createHmac, createSecretKey, randomUUID } from 'node:crypto';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
+import { type FetchedStartTerms, fetchedStartArgs } from './fetched-start-args.ts';
 import { journalKeys } from './keys.ts';
-import {
-  acquireCall,
-  type FetchedStartTerms,
-  fetchedStartArgs,
-  type LeaseTerms,
-  leaseAnswerOf,
-  type RunLease,
-} from './lease-scripts.ts';
+import { acquireCall, type LeaseTerms, leaseAnswerOf, type RunLease } from './lease-scripts.ts';
 import { loadScript } from './lua-scripts.ts';
 import { operationIdFor } from './operation-id.ts';
 import { TurnBatch } from './turn-batch.ts';

@@ -11,10 +11,9 @@ import { createRedis, keys } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FetchedStartTerms, fetchedStartArgs } from './fetched-start-args.ts';
 import {
   acquireCall,
-  type FetchedStartTerms,
-  fetchedStartArgs,
   fetchLeaseBeginScript,
   LEASE_ACQUIRE,
   LEASE_RELEASE,

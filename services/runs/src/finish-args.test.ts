@@ -1,4 +1,5 @@
 import { channels, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { LuaScript } from '@islet/core/lua-script';
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { withRedis } from '../test/test-redis.ts';
 import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { finishTenantCall } from './run-index-writes.ts';
 import { createRunStore } from './run-store.ts';
+import { tenantNames } from './run-store-args.ts';
 
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
 
@@ -104,7 +106,7 @@ describe("a run's end with the slot lease: its script call built without spreads
       // The base's layout: the record's three keys, the tenant half's, the charge's, the release's;
       // the end's seven arguments, the tenant half's, the charge's two, the release's, the fields.
       const endedAt = Number(h.args[9]);
-      const tenant = finishTenantCall('t1', keys.inFlight('t1'), {
+      const tenant = finishTenantCall('t1', tenantNames('t1').inFlight, {
         id: 'e1',
         status: 'Completed',
         endedAt,
@@ -125,6 +127,32 @@ describe("a run's end with the slot lease: its script call built without spreads
       const fields = h.args.slice(9 + a + release.args.length);
       expect(fields.length % 2).toBe(0);
       expect(fields.at(-2)).toBe('updatedAt');
+    });
+  });
+
+  it('hands the script its lists as made for a hand-over that declined: built once, not twice', async () => {
+    await withRedis(async (redis) => {
+      const runs = createRunStore(redis, sealerFromConfig(base));
+      const run = runFixture('e2', { tenant: 't2' });
+      await runs.create(run);
+      const handed: { keys: string[]; args: (string | number)[] }[] = [];
+      const scripted: { keys: string[]; args: (string | number)[] }[] = [];
+      const runScript = LuaScript.prototype.run;
+      LuaScript.prototype.run = function (this: LuaScript, r, k, a) {
+        scripted.push({ keys: k, args: a });
+        return runScript.call(this, r, k, a);
+      };
+      try {
+        await runs.finish({ ...run, lease: heldLease('t2', handed) }, { ...done, onEnded: () => undefined });
+      } finally {
+        LuaScript.prototype.run = runScript;
+      }
+      expect((await runs.get('e2'))?.status).toBe('Completed');
+      expect(handed).toHaveLength(1);
+      expect(scripted).toHaveLength(1);
+      // The very lists handed over (until round 38, `tidy`: a second copy of each, equal).
+      expect(scripted[0]?.keys).toBe(handed[0]?.keys);
+      expect(scripted[0]?.args).toBe(handed[0]?.args);
     });
   });
 });

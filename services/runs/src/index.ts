@@ -16,6 +16,7 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export type { FetchedStartTerms } from './fetched-start-args.ts';
 export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
 export { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
@@ -31,7 +32,6 @@ export {
   acquireCall,
   endAndCompleteScript,
   endCompleteStartScript,
-  type FetchedStartTerms,
   fetchLeaseBeginScript,
   type GivenUp,
   LEASE_ACQUIRE,

@@ -5,16 +5,17 @@
  * end (`finish-run-release-18`, the run store's finish); and, on one server, taken with the attempt's
  * start inside the runner's BullMQ fetch (`fetch-lease-begin-11`) or its completion's fetch of the
  * next job (`endCompleteStartScript`). Their Lua lives here, beside the run's
- * scripts they are combined with, so each decision is written once.
+ * scripts they are combined with, so each decision is written once. The arguments those fetches
+ * take after BullMQ's are made in fetched-start-args.ts.
  */
 import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
 import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
+import { FETCHED_ARGS } from './fetched-start-args.ts';
 import { handedComplete } from './handed-complete.ts';
 import { loadScript, luaSource } from './lua-scripts.ts';
 import { finishRunReleaseSource } from './run-store-scripts.ts';
-import type { CompletionEvent } from './types.ts';
 
 export const LEASE_ACQUIRE = loadScript('lease-acquire-6');
 export const LEASE_RELEASE = loadScript('lease-release-5');
@@ -135,9 +136,6 @@ export function leaseAnswerOf(reply: unknown): LeaseAnswer {
   const [ok, limit, swapped] = reply as [number, number, string | undefined];
   return { ok: ok === 1, limit, ...(swapped ? { swapped } : {}) };
 }
-
-/** Arguments `fetch-lease-begin-11` takes after BullMQ's. */
-const FETCHED_ARGS = 24;
 
 /**
  * The worker's fetch with its run's lease and attempt start (one server only): BullMQ's fetch
@@ -311,94 +309,4 @@ end
 local started = startNext()
 if type(completed) == 'table' then completed = started end
 return {ended, completed}`);
-}
-
-/** What a fetch's lease and attempt start need beside the job (all known before the fetch). */
-export interface FetchedStartTerms extends Omit<LeaseTerms, 'tenant' | 'jobId'> {
-  journalKey: (runId: string) => string;
-  /** The run's record key. */
-  runKey: (runId: string) => string;
-  /** The attempt's start event of a run (the run store's `attemptStartEvent`). */
-  start: (runId: string) => CompletionEvent;
-  /** The journal's expiry, seconds. */
-  ttlSeconds: number;
-  nowMs: number;
-}
-
-/** A key's text before and after the tenant or run id in it. */
-function around(make: (id: string) => string): [string, string] {
-  const marker = '\u0000';
-  const [before, after, ...rest] = make(marker).split(marker);
-  if (after === undefined || rest.length > 0) throw new Error(`a key must hold its id once: ${make(marker)}`);
-  return [before ?? '', after];
-}
-
-/** The attempt's wake-up message is the run id and a fixed text after it. */
-function wakeUpAfterRunId(start: FetchedStartTerms['start']): string {
-  const [before, after] = around((runId) => start(runId).message);
-  if (before !== '') throw new Error('an attempt start wake-up must begin with its run id');
-  return after;
-}
-
-/** A worker's fixed start arguments (all but the time), by its start event's maker and its terms. */
-const startArgsMade = new WeakMap<
-  FetchedStartTerms['start'],
-  Map<
-    string,
-    {
-      journalKey: FetchedStartTerms['journalKey'];
-      runKey: FetchedStartTerms['runKey'];
-      args: (string | number)[];
-    }
-  >
->();
-
-/**
- * `fetch-lease-begin-11`'s arguments after BullMQ's (its header names them). Made on every fetch
- * and every completion that fetches (the end's path, before its call is written), they are all the
- * same but the time: the rest is made once per start maker, key makers and terms, and copied (the
- * makers give the same text for the same id: the run store seals each status once).
- */
-export function fetchedStartArgs(t: FetchedStartTerms): (string | number)[] {
-  let made = startArgsMade.get(t.start);
-  if (!made) {
-    made = new Map();
-    startArgsMade.set(t.start, made);
-  }
-  const terms = `${t.mode}\u0000${t.share}\u0000${t.cap}\u0000${t.leaseMs}\u0000${t.ttlSeconds}`;
-  let fixed = made.get(terms);
-  if (!fixed || fixed.journalKey !== t.journalKey || fixed.runKey !== t.runKey) {
-    fixed = { journalKey: t.journalKey, runKey: t.runKey, args: startArgsOf(t).slice(0, -1) };
-    made.set(terms, fixed);
-  }
-  const args = fixed.args.slice();
-  args.push(t.nowMs);
-  return args;
-}
-
-function startArgsOf(t: FetchedStartTerms): (string | number)[] {
-  const start = t.start('\u0000');
-  const args: (string | number)[] = [
-    keys.poolSlots(t.mode),
-    keys.poolBusy(t.mode),
-    keys.poolQueued(t.mode),
-    keys.poolWaiting(t.mode),
-    ...around((tenant) => keys.poolTenantLeases(t.mode, tenant)),
-    ...around((tenant) => keys.poolTenantDeferred(t.mode, tenant)),
-    ...around(t.journalKey),
-    ...around(t.runKey),
-    ...around((runId) => t.start(runId).streamKey),
-    t.share,
-    t.cap,
-    t.leaseMs,
-    t.ttlSeconds,
-    start.maxLen,
-    start.type,
-    start.sealedData,
-    start.channel,
-    wakeUpAfterRunId(t.start),
-    t.nowMs,
-  ];
-  if (args.length !== FETCHED_ARGS) throw new Error('fetch-lease-begin-11: argument count');
-  return args;
 }

@@ -4,7 +4,7 @@
  * counts in — and the index's own skill entries (run-index.ts) use the same.
  */
 
-import { keys } from '@islet/core';
+import { keys, TENANT_MEMO_MAX, tenantMemo } from '@islet/core';
 import { healthHour } from './health-buckets.ts';
 import type { RunSummary } from './run-index.ts';
 
@@ -19,20 +19,17 @@ export interface RunIndexKeys {
   readonly pending: string;
 }
 
-/** Tenants whose index keys are kept made; past this the memo starts again (a tenant's are rebuilt). */
-export const RUN_INDEX_KEYS_MEMO_MAX = 1024;
-const indexKeysMemo = new Map<string, RunIndexKeys>();
+/** Tenants whose index keys are kept made; past this the memo forgets its oldest (rebuilt, equal). */
+export const RUN_INDEX_KEYS_MEMO_MAX = TENANT_MEMO_MAX;
 
 /**
- * The keys of a tenant's index (all in its slot), made once a tenant: a submit and a run's end each
- * asked for them afresh, seven names built from templates a call on both paths (~0.8 KB of the
- * runner's garbage a run, test/bench/README.md round 37 `end-spreads`). Names only (a tenant's id
- * in a fixed pattern), frozen since they are shared; bounded by `RUN_INDEX_KEYS_MEMO_MAX`.
+ * The keys of a tenant's index (all in its slot), made once a tenant (core's `tenantMemo`): a
+ * submit and a run's end each asked for them afresh, seven names built from templates a call on
+ * both paths (~0.8 KB of the runner's garbage a run, test/bench/README.md round 37 `end-spreads`).
+ * Frozen since they are shared; bounded by `RUN_INDEX_KEYS_MEMO_MAX`.
  */
-export function runIndexKeys(tenant: string): RunIndexKeys {
-  const known = indexKeysMemo.get(tenant);
-  if (known) return known;
-  const made: RunIndexKeys = Object.freeze({
+export const runIndexKeys: (tenant: string) => RunIndexKeys = tenantMemo((tenant) =>
+  Object.freeze({
     runs: keys.indexRuns(tenant),
     summaries: keys.indexRunSummaries(tenant),
     ended: keys.indexRunsEnded(tenant),
@@ -40,11 +37,13 @@ export function runIndexKeys(tenant: string): RunIndexKeys {
     sessionStats: keys.indexSessionStats(tenant),
     feed: keys.tenantFeed(tenant),
     pending: keys.indexPending(tenant),
-  });
-  if (indexKeysMemo.size >= RUN_INDEX_KEYS_MEMO_MAX) indexKeysMemo.clear();
-  indexKeysMemo.set(tenant, made);
-  return made;
-}
+  }),
+);
+
+/** A tenant's usage hash of a day (days since the epoch), made once a tenant and day. */
+const usageDayKey = tenantMemo((tenant, day) => keys.usageDay(tenant, usageDay(day * DAY_MS)));
+/** A tenant's health hash of an hour (`healthHour`), made once a tenant and hour. */
+const healthHourKey = tenantMemo((tenant, hour) => keys.healthHour(tenant, hour));
 
 /** Usage counters are kept this long (a day's hash expires this long after the day's end). */
 export const USAGE_RETENTION_SECONDS = 400 * 24 * 3600;
@@ -113,9 +112,9 @@ export function finishTenantCall(
       k.ended,
       k.sessions,
       k.sessionStats,
-      keys.usageDay(tenant, usageDay(end.endedAt)),
+      usageDayKey(tenant, Math.floor(end.endedAt / DAY_MS)),
       k.feed,
-      keys.healthHour(tenant, healthHour(end.endedAt)),
+      healthHourKey(tenant, healthHour(end.endedAt)),
     ],
     args: [
       end.id,

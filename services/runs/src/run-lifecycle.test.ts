@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fetchedStartArgs } from './lease-scripts.ts';
+import { fetchedStartArgs } from './fetched-start-args.ts';
 import { cancelledEnd, failedEnd, giveUpEnd } from './run-lifecycle.ts';
 
 describe('failure records', () => {

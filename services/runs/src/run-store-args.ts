@@ -3,7 +3,7 @@
  * and index summary, its admission's KEYS and ARGV and the admission's answer, an end's fields.
  * Pure: run-store.ts keeps the order of the calls.
  */
-import { keys, type Sealer } from '@islet/core';
+import { keys, type Sealer, tenantMemo } from '@islet/core';
 import type { RunResult } from '@islet/protocol';
 import type { RunSummary } from './run-index.ts';
 import type { Admission, CreateAdmission, RunTimings, StoredRun } from './run-store-types.ts';
@@ -60,6 +60,21 @@ export function summaryOf(run: StoredRun, description: string): Omit<RunSummary,
 }
 
 /**
+ * A tenant's names a submit's admission and a run's end send beside its index's (all in its slot),
+ * made once a tenant (core's `tenantMemo`), frozen since they are shared.
+ */
+export const tenantNames = tenantMemo((tenant) =>
+  Object.freeze({
+    inFlight: keys.inFlight(tenant),
+    skillsInFlight: keys.skillsInFlight(tenant),
+    /** The admission's idempotency key without an Idempotency-Key (never read then). */
+    noIdempotency: keys.idempotency(tenant, ''),
+    /** The admission's rate window without a rate count (never touched then). */
+    noRate: keys.rateWindow(tenant, 0),
+  }),
+);
+
+/**
  * KEYS and ARGV of a create's admission (ADMIT_TENANT, the first half of ADMIT_AND_CREATE); no
  * ARGV without an admission. `usageKeys`: the tenant's stored-bytes counters (the last is `charge`'s).
  */
@@ -71,19 +86,20 @@ export function admitCall(
     indexKeys: string[];
     indexArgs: string[];
     charge: { key: string; args: (string | number)[] };
-    usageKeys: string[];
+    usageKeys: readonly string[];
   },
 ): { admitKeys: string[]; admitArgs: (string | number)[] | undefined } {
   const storageLimit = admission?.storage?.limitBytes ?? Number.POSITIVE_INFINITY;
   // `concat`, not spreads (each a walk through the iterator protocol in unoptimized code, on every
   // submit's path; round 37 `submit-gw`).
+  const names = tenantNames(run.tenant);
   const admitKeys = x.tenantKeys.concat(
-    keys.skillsInFlight(run.tenant),
+    names.skillsInFlight,
     keys.sessionOwner(run.tenant, run.session),
     // Not read without an Idempotency-Key (a name in the tenant's slot all the same).
-    admission?.idempotencyKey ?? keys.idempotency(run.tenant, ''),
+    admission?.idempotencyKey ?? names.noIdempotency,
     // Not touched without a rate count (ditto).
-    admission?.rate?.key ?? keys.rateWindow(run.tenant, 0),
+    admission?.rate?.key ?? names.noRate,
     x.indexKeys,
     x.charge.key,
     // Not read without a share to check (ditto).

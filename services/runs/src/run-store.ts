@@ -31,7 +31,14 @@ import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { FINISH_TENANT } from './run-index-scripts.ts';
 import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index-writes.ts';
 import { createRunReads } from './run-reads.ts';
-import { admissionAnswer, admitCall, endFields, recordFields, summaryOf } from './run-store-args.ts';
+import {
+  admissionAnswer,
+  admitCall,
+  endFields,
+  recordFields,
+  summaryOf,
+  tenantNames,
+} from './run-store-args.ts';
 import {
   ADMIT_AND_CREATE,
   ADMIT_TENANT,
@@ -142,7 +149,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const ik = runIndexKeys(run.tenant);
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
       const indexArgs = indexCreateArgs(run.tenant, summaryOf(run, description), Number(retention));
-      const tenantKeys = [keys.inFlight(run.tenant), keys.sessionRuns(run.tenant, run.session)];
+      // The session's runs key, made once for its two uses (a key and the wake-up's argument).
+      const sessionRuns = keys.sessionRuns(run.tenant, run.session);
+      const tenantKeys = [tenantNames(run.tenant).inFlight, sessionRuns];
       // Not touched without bytes to count (a counter in the tenant's slot all the same). The
       // counter charged is the newest of those the storage check sums (one `now` for both).
       const chargedAt = Date.now();
@@ -158,7 +167,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       const runKeys = [keys.run(run.id), keys.runEvents(run.id)];
       const runArgs: (string | number)[] = [
         channels.sessionRuns,
-        keys.sessionRuns(run.tenant, run.session),
+        sessionRuns,
         maxEvents,
         sealStatus(run.status),
       ];
@@ -274,7 +283,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // in between (a Cluster: two scripts) is dropped by the recovery loop's in-flight walk (the
       // record is final).
       const usage = { outputBytes: Buffer.byteLength(end.text), ...end.usage };
-      const tenant = finishTenantCall(run.tenant, keys.inFlight(run.tenant), {
+      const tenant = finishTenantCall(run.tenant, tenantNames(run.tenant).inFlight, {
         id: run.id,
         status: end.status,
         endedAt: Date.now(),
@@ -324,10 +333,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // The runner holding the run's slot lease gives it back in the same script (whichever end
         // won), and learns which deferred job the freed slot went to.
         const release = releaseCall(lease);
+        // Made once for the hand-over and the script's own call: a hand-over that declines keeps
+        // nothing of them (`RunLease.deferEnd`), so the script's call sends these very lists.
+        const releaseKeys = endKeys.concat(release.keys);
+        const releaseArgs = endArgs.concat(release.args, flat);
         // Only an end whose caller learns its answer later (`onEnded`) is handed over.
-        const deferred =
-          end.onEnded &&
-          lease.deferEnd?.(endKeys.concat(release.keys), endArgs.concat(release.args, flat), end.status);
+        const deferred = end.onEnded && lease.deferEnd?.(releaseKeys, releaseArgs, end.status);
         if (deferred) {
           // The worker's completion writes the end (and its wake-up) first in its own script; the
           // runner is done with the lease now, the deferred job the slot goes to follows.
@@ -336,21 +347,26 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           // failed in every way leaves the run to its job's recovery, as a failed end script does).
           void deferred.then(
             (answer) => {
-              const [res, nextJob, nextTenant] = answer as [number, string | undefined, string | undefined];
+              // Read by index, not destructured (array destructuring walks the iterator).
+              const reply = answer as [number, string | undefined, string | undefined];
+              const nextJob = reply[1];
+              const nextTenant = reply[2];
               if (nextJob && nextTenant) lease.released({ jobId: nextJob, tenant: nextTenant });
-              told(res === 1);
+              told(reply[0] === 1);
             },
             () => undefined,
           );
           return true;
         }
-        const [res, nextJob, nextTenant] = (await FINISH_RUN_RELEASE.run(
-          redis,
-          endKeys.concat(release.keys),
-          endArgs.concat(release.args, flat),
-        )) as [number, string | undefined, string | undefined];
+        const reply = (await FINISH_RUN_RELEASE.run(redis, releaseKeys, releaseArgs)) as [
+          number,
+          string | undefined,
+          string | undefined,
+        ];
+        const nextJob = reply[1];
+        const nextTenant = reply[2];
         lease.released(nextJob && nextTenant ? { jobId: nextJob, tenant: nextTenant } : undefined);
-        return told(res === 1);
+        return told(reply[0] === 1);
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
       // only the end that won counts in the index.

@@ -4,7 +4,8 @@
  * journal to replay a run from the top.
  */
 import type { BindingOutcome } from '@islet/protocol';
-import type { FetchedStartTerms, LeaseAnswer, LeaseTerms, RunLease } from './lease-scripts.ts';
+import type { FetchedStartTerms } from './fetched-start-args.ts';
+import type { LeaseAnswer, LeaseTerms, RunLease } from './lease-scripts.ts';
 
 /** Seals text at rest (AES-256-GCM in `@islet/core`); injected so the journal holds no keys. */
 export interface Sealer {
