@@ -47,25 +47,41 @@ export function crossings(blocks: Block[], from: number, units: number, unit = '
       last.bytes += b.bytes;
     else writes.push({ at: b.at, bytes: b.bytes, kind: kindOf(b.cmds) });
   }
-  const byKind = new Map<string, { n: number; bytes: number; crossed: number }>();
+  const byKind = new Map<string, { n: number; bytes: number; crossed: number; sizes: number[] }>();
   let crossed = 0;
   for (const w of writes) {
     const at = from + w.at;
     const c = Math.floor(at / 4096) !== Math.floor((at + w.bytes - 1) / 4096) ? 1 : 0;
     crossed += c;
-    const e = byKind.get(w.kind) ?? { n: 0, bytes: 0, crossed: 0 };
+    const e = byKind.get(w.kind) ?? { n: 0, bytes: 0, crossed: 0, sizes: [] };
     e.n++;
     e.bytes += w.bytes;
     e.crossed += c;
+    e.sizes.push(w.bytes);
     byKind.set(w.kind, e);
   }
   console.log(
     `writes: ${(writes.length / units).toFixed(2)} a ${unit}; 4 KB blocks crossed: ${crossed} in ${units} ${unit}s (${(crossed / units).toFixed(3)} a ${unit})`,
   );
-  for (const [k, e] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes))
+  for (const [k, e] of [...byKind].sort((a, b) => b[1].bytes - a[1].bytes)) {
     console.log(
       `  ${k}: ${e.n} writes of ${(e.bytes / e.n).toFixed(0)} B mean, ${e.crossed} crossing (${((100 * e.crossed) / e.n).toFixed(0)} %)`,
     );
+    // The file's offset walks with what a run appends, so a sequential bench's crossings are one
+    // walk; over uniform offsets a write of S bytes touches a second block with probability
+    // (S - 1) / 4,096 (round 38, `aof-cut`): that rate, and the writes above 8 KB apart (an end
+    // carrying its tenant's index fold, 1 end in FOLD_AT / 2).
+    const sorted = [...e.sizes].sort((a, b) => a - b);
+    const big = sorted.filter((s) => s > 8192);
+    const small = sorted.filter((s) => s <= 8192);
+    const expect = small.reduce((sum, s) => sum + Math.min(1, (s - 1) / 4096), 0) / (small.length || 1);
+    console.log(
+      `      p50 ${sorted[Math.floor(sorted.length / 2)]} B; ≤ 8 KB: ${small.length}, uniform-offset crossing ${(100 * expect).toFixed(1)} %` +
+        (big.length
+          ? `; > 8 KB: ${big.length} (${((100 * big.length) / e.n).toFixed(1)} %), ${(big.reduce((a, b) => a + b, 0) / big.length).toFixed(0)} B mean`
+          : ''),
+    );
+  }
 }
 
 /** RESP arrays of bulk strings (the AOF's form), grouped into MULTI … EXEC blocks (a lone command: its own block). */

@@ -21,6 +21,7 @@ import { createRedis, keys } from '@islet/core';
 import { TRIVIAL_RUN_BODY } from './baselines.ts';
 import { benchNow } from './bench-clock.ts';
 import { startOneClientCluster } from './cluster-figures.ts';
+import { stampsOf } from './stages.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
 const WARM = Number(process.env.WARM ?? 300);
@@ -144,7 +145,7 @@ try {
   for (let i = 0; i < RUNS; i++) runs.push(await once());
   const rows: number[][] = [];
   for (const r of runs) {
-    const t = JSON.parse((await redis.hget(keys.run(r.id), 'timings')) ?? '{}') as { endSent?: number };
+    const t = stampsOf(await redis.hget(keys.run(r.id), 'timings'));
     if (t.endSent === undefined) continue;
     rows.push([
       r.data - t.endSent,

@@ -28,6 +28,7 @@ import { benchNow } from './bench-clock.ts';
 import { processTree } from './capacity-cpu.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { processKind } from './ping-app.ts';
+import { stampsOf } from './stages.ts';
 
 const RUNS = Number(process.env.RUNS ?? 150);
 const WARM = Number(process.env.WARM ?? 300);
@@ -117,7 +118,7 @@ try {
   const offsetS = benchNow() / 1000 - mono();
   const endSent = await Promise.all(
     runs.map(async (r) => {
-      const t = JSON.parse((await redis.hget(keys.run(r.id), 'timings')) ?? '{}') as { endSent?: number };
+      const t = stampsOf(await redis.hget(keys.run(r.id), 'timings'));
       return t.endSent === undefined ? Number.NaN : t.endSent / 1000 - offsetS;
     }),
   );

@@ -23,6 +23,7 @@ import { burst, stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { hostAfterGaps } from './host-after-gaps.ts';
 import { pickupGaps, type TracedRun } from './pickup-gaps.ts';
 import { processKind } from './ping-app.ts';
+import { stampsOf } from './stages.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
 const WARM = Number(process.env.WARM ?? 300);
@@ -183,10 +184,7 @@ async function withStamps(runs: { sent: number; received: number; id: string }[]
       (performance.timeOrigin + performance.now()) / 1000 - Number(process.hrtime.bigint()) / 1e9;
     return await Promise.all(
       runs.map(async (run) => {
-        const t = JSON.parse((await redis.hget(keys.run(run.id), 'timings')) ?? '{}') as Record<
-          string,
-          number
-        >;
+        const t = stampsOf(await redis.hget(keys.run(run.id), 'timings'));
         const mono = (ms: number | undefined) => (ms === undefined ? undefined : ms / 1000 - offsetS);
         return { ...run, enqueued: mono(t.enqueued), pickedUp: mono(t.pickedUp) };
       }),

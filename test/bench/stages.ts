@@ -15,6 +15,37 @@
  */
 import { pct } from './baselines.ts';
 
+/** The stamps of a record's `timings` in their stored order (services/runs `run-timings.ts`). */
+const STAMP_ORDER = [
+  'enqueued',
+  'fetched',
+  'pickedUp',
+  'engineCalled',
+  'engineReturned',
+  'hostWaitMs',
+  'endSent',
+];
+
+/**
+ * A record's `timings` as ms stamps (instants since the epoch, `hostWaitMs` a duration), from either
+ * form the runner has stored: rounds ≤ 37's JSON, or round 38's compact µs text (`enqueued`, then the
+ * others as offsets from it, comma-separated; services/runs `timingsFrom` reads the same). Kept here,
+ * not imported: `ab.sh` runs the head's bench against a base's `services/`, which may not export it.
+ */
+export function stampsOf(text: string | null | undefined): Partial<Record<string, number>> {
+  if (!text) return {};
+  if (text.startsWith('{')) return JSON.parse(text) as Partial<Record<string, number>>;
+  const parts = text.split(',');
+  const base = Number(parts[0] || Number.NaN);
+  const out: Partial<Record<string, number>> = { enqueued: base / 1000 };
+  for (let i = 1; i < STAMP_ORDER.length && i < parts.length; i++) {
+    if (!parts[i]) continue;
+    const us = Number(parts[i]);
+    out[STAMP_ORDER[i]!] = STAMP_ORDER[i] === 'hostWaitMs' ? us / 1000 : (base + us) / 1000;
+  }
+  return out;
+}
+
 export interface StageDef {
   name: string;
   /** A split of the top-level stage above it, not part of the sum. */
@@ -73,7 +104,7 @@ export function stageRow(
   bytesAt = Number.NaN,
   writtenAt = Number.NaN,
 ): number[] {
-  const t = JSON.parse(timings ?? '{}') as Partial<Record<string, number>>;
+  const t = stampsOf(timings);
   const at = (k: string) => t[k] ?? Number.NaN;
   const hostWait = t.hostWaitMs ?? 0;
   return [

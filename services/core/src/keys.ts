@@ -110,7 +110,8 @@ export const keys = {
   indexSessionStats: (tenant: string) => `${t(tenant)}:index:session-stats`,
   /**
    * STREAM of the tenant's run and decision changes (`type` run|decision, `id`), what
-   * `GET /v1/events` serves; written with the change, MAXLEN ~1000, a run's append announced on
+   * `GET /v1/events` serves; written with the change, kept to ~1000 entries (a decision's append
+   * trims, a run's is trimmed by the next fold of `indexPending`), a run's append announced on
    * `channels.tenantFeed` while a stream listens (`tenantFeedListeners`), a decision's always.
    */
   tenantFeed: (tenant: string) => `${t(tenant)}:feed`,

@@ -76,6 +76,7 @@ export {
 } from './run-recovery-loop.ts';
 export * from './run-store.ts';
 export { FINISH_RUN_RELEASE } from './run-store-scripts.ts';
+export { timingsFrom, timingsText } from './run-timings.ts';
 export { type TextRef, textRefOf } from './stored-text.ts';
 export {
   createStreamListenersStore,

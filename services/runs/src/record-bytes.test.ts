@@ -12,7 +12,6 @@ import { foldPendingEnds } from './run-index.ts';
 import { usageDay } from './run-index-writes.ts';
 import { createRunLifecycle } from './run-lifecycle.ts';
 import { createRunStore } from './run-store.ts';
-import { timingsText } from './run-store-args.ts';
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 
@@ -70,42 +69,6 @@ describe("a run's record without the copy of its id as its seed", () => {
       await runs.create(runFixture('s3', { tenant: 't1', seed: 'other' }));
       expect(await redis.hget(keys.run('s3'), 'seed')).toBe('other');
       expect((await runs.get('s3'))?.seed).toBe('other');
-    });
-  });
-});
-
-describe("an end's stage timings", () => {
-  it('are stored to the µs, the same names and JSON, read back as numbers', async () => {
-    const t = {
-      enqueued: 1796510342603.639,
-      fetched: 1796510342605.1333,
-      pickedUp: 1796510342605.1616,
-      engineCalled: 1796510342605.2556,
-      engineReturned: 1796510342608.9846,
-      hostWaitMs: 0.008224000000154774,
-      endSent: 1796510342609.0034,
-    };
-    const text = timingsText(t);
-    expect(text).toBe(
-      '{"enqueued":1796510342603.639,"fetched":1796510342605.133,"pickedUp":1796510342605.162,' +
-        '"engineCalled":1796510342605.256,"engineReturned":1796510342608.985,"hostWaitMs":0.008,' +
-        '"endSent":1796510342609.004}',
-    );
-    expect(JSON.stringify(t).length - text.length).toBe(20);
-    const back = JSON.parse(text) as Record<string, number>;
-    for (const [name, v] of Object.entries(t))
-      expect(Math.abs((back[name] ?? Number.NaN) - v)).toBeLessThan(0.0006);
-    // Absent stamps stay absent; a stamp that is not a number is null, as JSON.stringify writes it.
-    expect(timingsText({ enqueued: 1, pickedUp: 2, engineCalled: 3, engineReturned: Number.NaN })).toBe(
-      '{"enqueued":1,"pickedUp":2,"engineCalled":3,"engineReturned":null}',
-    );
-    await withRedis(async (redis) => {
-      const runs = createRunStore(redis, sealer);
-      const run = runFixture('t1', { tenant: 't1' });
-      await runs.create(run);
-      const result = { _tag: 'Completed' as const, value: 1, logs: [] };
-      await runs.finish(run, { status: 'Completed', result, text: '1', timings: t });
-      expect(await redis.hget(keys.run('t1'), 'timings')).toBe(text);
     });
   });
 });

@@ -30,6 +30,7 @@ export const FOLD_MAX = 1024;
 
 /** The parameters of includes/index-fold.lua. */
 const FOLD_PARAMS = {
+  FEED_MAX_LEN,
   HEALTH_BUCKET_MS,
   LATENCY_BINS_PER_DOUBLING,
   HEALTH_TTL_SECONDS,

@@ -7,6 +7,7 @@ import { keys, type Sealer, tenantMemo } from '@islet/core';
 import type { RunResult } from '@islet/protocol';
 import type { RunSummary } from './run-index.ts';
 import type { Admission, CreateAdmission, RunTimings, StoredRun } from './run-store-types.ts';
+import { timingsText } from './run-timings.ts';
 import { textRefOf } from './stored-text.ts';
 
 type Seal = (v: unknown) => string;
@@ -145,23 +146,8 @@ export function endFields(
   const ref = textRefOf(end.text, end.result);
   if (ref) fields.textRef = seal(ref);
   else fields.text = sealer.seal(end.text);
-  // Rides in the same script call as the end: stage timings cost no extra round trip.
+  // Rides in the same script call as the end: stage timings cost no extra round trip. Compact
+  // (run-timings.ts): only the benches read them.
   if (end.timings) fields.timings = timingsText(end.timings);
   return fields;
-}
-
-/**
- * The stage stamps as JSON, each to the µs (what they resolve: stages are read to 0.01 ms); as
- * JSON.stringify gives them they carried up to 18 digits (`hostWaitMs` 0.008224000000154774),
- * ~20 bytes of the end's fsync'd write (test/bench/README.md, round 36, `aof-trim`). The same
- * names and JSON, read as before.
- */
-export function timingsText(t: RunTimings): string {
-  let out = '';
-  for (const name in t) {
-    const v = t[name as keyof RunTimings];
-    if (v === undefined) continue;
-    out += `${out ? ',' : '{'}"${name}":${Number.isFinite(v) ? Math.round(v * 1000) / 1000 : 'null'}`;
-  }
-  return out ? `${out}}` : '{}';
 }

@@ -29,6 +29,7 @@ local function finishTenant(k, a, status, kind, quiet)
   if redis.call('RPUSH', KEYS[k + 1], entry) >= ${FOLD_AT} then
     foldIndex(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
   end
-  feedAppend(KEYS[k + 7], 'run', id, ARGV[a + 8], quiet)
+  -- Bare: the fold that applies this end's entry trims the feed (includes/feed.lua).
+  feedAppend(KEYS[k + 7], 'run', id, ARGV[a + 8], quiet, true)
   return 1
 end

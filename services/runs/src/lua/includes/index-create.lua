@@ -5,7 +5,8 @@
 -- folds it first (run-index.ts). A create does not fold (a create's script stays short; where the
 -- admission still goes as EVAL, its text goes with every submit); the list stays bounded,
 -- as every create's run ends (each end may fold) and those not ended are within the in-flight
--- quota. The feed hears the create at once (announced unless `quiet`: includes/feed.lua).
+-- quota. The feed hears the create at once (announced unless `quiet`: includes/feed.lua), untrimmed:
+-- the fold that applies this create's entry trims it.
 -- KEYS[k..k+5]: pending list, summaries (HASH id → summary JSON), ended (ZSET id → endedAt),
 -- sessions (ZSET session → last activity), session stats (HASH `<session>\n<field>`), the tenant's
 -- feed.
@@ -20,6 +21,7 @@ local function indexCreate(k, a, owned, quiet)
     t = 'c', i = ARGV[a], a = ARGV[a + 1], m = ARGV[a + 2], s = ARGV[a + 3], p = ARGV[a + 4],
     o = owned and 1 or 0, n = ARGV[a + 5], r = ARGV[a + 6],
   })
-  feedAppend(KEYS[k + 5], 'run', ARGV[a], ARGV[a + 7], quiet)
+  -- Bare: the fold that applies this entry trims the feed (includes/feed.lua).
+  feedAppend(KEYS[k + 5], 'run', ARGV[a], ARGV[a + 7], quiet, true)
   redis.call('RPUSH', KEYS[k], entry)
 end

@@ -7,7 +7,7 @@
 -- HMGET + HSET of the session counters, per usage day and per health hour one HMGET + HSET (+ its
 -- expiry when new). The runs key is the pending key's sibling (`…:index:runs`, keys.ts); every key
 -- is in the tenant's slot, and the usage and health keys an entry names are not declared by its
--- caller.
+-- caller, nor is the feed this fold trims (includes/feed.lua).
 -- A create entry: t 'c', i run id, a createdAt, m summary JSON, s session ('' = none), p principal
 --   ('' = none), o 1 when the admission found the session's owner already naming the principal,
 --   n now ms, r retention ms. It prunes up to ${PRUNE_PER_CREATE} runs ended more than the retention
@@ -24,6 +24,11 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
   local rows = redis.call('LRANGE', pending, 0, ${FOLD_MAX} - 1)
   if #rows == 0 then return 0 end
   local runs = string.sub(pending, 1, #pending - #'pending') .. 'runs'
+  -- The tenant's feed (`…:feed`, keys.ts, the same slot): a run's create and end append to it
+  -- untrimmed, each with its entry in this list (includes/feed.lua), so the trim is made here, once
+  -- a fold. Written to the AOF only when it removes entries (a node of ~100 at the cap).
+  local feed = string.sub(pending, 1, #pending - #'index:pending') .. 'feed'
+  redis.call('XTRIM', feed, 'MAXLEN', '~', '${FEED_MAX_LEN}')
   local entries, creates, created, createdIn = {}, 0, {}, {}
   local now, retention
   for _, raw in ipairs(rows) do
