@@ -79,4 +79,28 @@ describe('the harness sets up the run environment ahead', () => {
     expect(c.slice(0, 2)).toEqual([5_000, 5_000]);
     expect(c.slice(2)).not.toEqual(a.slice(2));
   });
+
+  it('the harness script alone only yields `install`; applied once to the callbacks it sets the environment up and leaves no name of its own on the global object', () => {
+    const isolate = new ivm.Isolate({ memoryLimit: 64 });
+    isolates.push(isolate);
+    const context = isolate.createContextSync();
+    const globals = `JSON.stringify(Object.getOwnPropertyNames(globalThis).filter((n) => /islet|install|enter/i.test(n)))`;
+    const install = isolate
+      .compileScriptSync(HARNESS, { filename: 'islet:harness' })
+      .runSync(context, { reference: true }) as ivm.Reference;
+    // Run, the script made one function and changed nothing: no globals of its own, the environment untouched.
+    expect(install.typeof).toBe('function');
+    expect(context.evalSync(globals)).toBe('[]');
+    expect(context.evalSync('typeof SharedArrayBuffer')).toBe('function');
+    const ignore = new ivm.Callback(() => undefined, { sync: true });
+    const entry = install.applySync(undefined, [ignore, ignore, ignore, ignore, ignore, ignore], {
+      result: { reference: true },
+    }) as ivm.Reference;
+    expect(entry.typeof).toBe('function');
+    expect(context.evalSync(globals)).toBe('[]');
+    expect(JSON.parse(context.evalSync(LOOK) as string)).toMatchObject({
+      sab: 'undefined',
+      console: 'function',
+    });
+  });
 });
