@@ -36,7 +36,7 @@ interface Made {
 function makeBase(cache: Cache | undefined): Made & { script: CachedScript } {
   const isolate = new ivm.Isolate({ memoryLimit: 512 });
   const context = isolate.createContextSync();
-  const sink = { done: () => undefined as void };
+  const sink = { done: (): void => undefined };
   const g = context.global;
   const ignore = () => undefined;
   g.setSync('__islet_log', new ivm.Callback(ignore, { ignored: true }));
@@ -65,7 +65,7 @@ function makeBase(cache: Cache | undefined): Made & { script: CachedScript } {
 function makeHead(cache: Cache | undefined): Made {
   const isolate = new ivm.Isolate({ memoryLimit: 512 });
   const context = isolate.createContextSync();
-  const sink = { done: () => undefined as void };
+  const sink = { done: (): void => undefined };
   const ignore = () => undefined;
   const { entry } = installHarness(
     isolate,
@@ -103,7 +103,7 @@ const cpu = () => {
   const u = process.cpuUsage();
   return u.user + u.system;
 };
-const rows: Record<string, { prepare: number[]; turn: number[] }> = {
+const rows: Record<'base' | 'head', { prepare: number[]; turn: number[] }> = {
   base: { prepare: [], turn: [] },
   head: { prepare: [], turn: [] },
 };
