@@ -6,12 +6,13 @@
  *   raw-async one `evalSync` with the program as an async function's body (as the engine runs it),
  *            the completion's text handed out by a sync Callback
  *   harness  the host's path: the harness installed ahead (as host.ts `prepare`), then its
- *            `__islet_start` by `applySync` on this thread, `done` by its sync callback
+ *            entry's start (harness-install.ts) by `applySync` on this thread, `done` by its sync callback
  *   harness+dispose  the same with the isolate disposed from the `done` callback (as the host does)
  * `STEPS=1` also times the harness's start in parts (config, clock, seed, deletes, apps, compile, run).
  */
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
+import { installHarness } from '../../services/engine/src/harness-install.ts';
 import { PROGRAM, pct } from './baselines.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
@@ -33,33 +34,36 @@ function make(harness: boolean): Made {
   const isolate = new ivm.Isolate({ memoryLimit: 128 });
   const context = isolate.createContextSync();
   const sink: Made['sink'] = {};
-  const jail = context.global;
   const ignore = () => undefined;
-  jail.setSync('__islet_log', new ivm.Callback(ignore, { ignored: true }));
-  jail.setSync('__islet_log_wait', new ivm.Callback(ignore, { sync: true }));
-  jail.setSync('__islet_call', new ivm.Callback(ignore, { ignored: true }));
-  jail.setSync('__islet_call_wait', new ivm.Callback(ignore, { sync: true }));
-  jail.setSync(
-    '__islet_done',
-    new ivm.Callback((k: unknown, a: unknown) => sink.done?.(k, a), { sync: true }),
+  const done = (k: unknown, a: unknown) => sink.done?.(k, a);
+  if (!harness) {
+    // The raw-async mode's `done`, as a global of its own (no harness here).
+    context.global.setSync('__islet_done', new ivm.Callback(done, { sync: true }));
+    return { isolate, context, sink };
+  }
+  const { entry, cachedData } = installHarness(
+    isolate,
+    context,
+    HARNESS,
+    { log: ignore, call: ignore, done, fail: ignore },
+    cache ? { cachedData: cache } : { produceCachedData: true },
   );
-  jail.setSync('__islet_fail', new ivm.Callback(ignore, { sync: true }));
-  if (!harness) return { isolate, context, sink };
-  const script = isolate.compileScriptSync(HARNESS, {
-    filename: 'islet:harness',
-    ...(cache ? { cachedData: cache } : { produceCachedData: true }),
-  } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult;
-  if (!cache && script.cachedData) cache = script.cachedData;
-  script.runSync(context);
-  const start = jail.getSync('__islet_start', { reference: true }) as ivm.Reference;
-  return { isolate, context, start, sink };
+  if (!cache && cachedData) cache = cachedData;
+  return { isolate, context, start: entry, sink };
 }
 
 // The host's warmed cache (host.ts warmHarnessCache): the harness run once, then compiled again.
 {
   const m = make(true);
   m.sink.done = () => undefined;
-  m.start!.applySync(undefined, ['return [1, 2].map((x) => x * 2);', CONFIG, true]);
+  m.start!.applySync(undefined, [
+    'start',
+    'return [1, 2].map((x) => x * 2);',
+    CONFIG,
+    undefined,
+    undefined,
+    true,
+  ]);
   const again = m.isolate.compileScriptSync(HARNESS, {
     filename: 'islet:harness',
     produceCachedData: true,
@@ -89,7 +93,9 @@ const modes: Record<string, (m: Made) => unknown> = {
     m.sink.done = (_k, a) => {
       out = a;
     };
-    m.start!.applySync(undefined, [PROGRAM, CONFIG, true], { timeout: 120_000 });
+    m.start!.applySync(undefined, ['start', PROGRAM, CONFIG, undefined, undefined, true], {
+      timeout: 120_000,
+    });
     return out;
   },
   'harness+dispose': (m) => {
@@ -103,7 +109,9 @@ const modes: Record<string, (m: Made) => unknown> = {
     };
     const t0 = now();
     try {
-      m.start!.applySync(undefined, [PROGRAM, CONFIG, true], { timeout: 120_000 });
+      m.start!.applySync(undefined, ['start', PROGRAM, CONFIG, undefined, undefined, true], {
+        timeout: 120_000,
+      });
     } catch {}
     return out;
   },

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
+import { installHarness } from '../../services/engine/src/harness-install.ts';
 
 const RUNS = Number(process.env.RUNS ?? 300);
 const HARNESS = readFileSync(new URL('../../services/engine/src/guest/harness.js', import.meta.url), 'utf8');
@@ -18,15 +19,17 @@ const cache = (
 ).cachedData;
 first.dispose();
 
+const ignore = () => undefined;
 const make = () => {
   const isolate = new ivm.Isolate({ memoryLimit: 512 });
   const context = isolate.createContextSync();
-  isolate
-    .compileScriptSync(HARNESS, {
-      filename: 'islet:harness',
-      ...(cache ? { cachedData: cache } : {}),
-    } as ivm.ScriptInfo)
-    .runSync(context);
+  installHarness(
+    isolate,
+    context,
+    HARNESS,
+    { log: ignore, call: ignore, done: ignore, fail: ignore },
+    cache ? { cachedData: cache } : {},
+  );
   return { isolate, context };
 };
 const cpu = () => process.threadCpuUsage();

@@ -1,10 +1,11 @@
 /**
  * A host-like isolate for the benches, as host.ts prepares and runs one: isolate at the run's heap
- * limit, context, the six callbacks, the harness from its warmed code cache, its top level, the two
- * references, a program's first turn ending in a dispose from `done`.
+ * limit, context, the harness from its warmed code cache installed with the six callbacks
+ * (harness-install.ts), a program's first turn ending in a dispose from `done`.
  */
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
+import { installHarness } from '../src/harness-install.ts';
 
 type Cache = ivm.ExternalCopy<ArrayBuffer>;
 type CachedScript = ivm.Script & { cachedData?: Cache; cachedDataRejected?: boolean };
@@ -15,27 +16,22 @@ const WARM_PROGRAM =
   'console.log("warm"); const d = new Date(); return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, 0), t: d.getTime() + Date.now(), r: Math.random() < 2 };';
 const CONFIG = JSON.stringify({ bindings: [], clockMs: 0, seed: 'probe' });
 
-function install(context: ivm.Context, done: (value: unknown) => void): void {
-  const g = context.global;
-  const ignore = () => undefined;
-  g.setSync('__islet_log', new ivm.Callback(ignore, { ignored: true }));
-  g.setSync('__islet_log_wait', new ivm.Callback(ignore, { sync: true }));
-  g.setSync('__islet_call', new ivm.Callback(ignore, { ignored: true }));
-  g.setSync('__islet_call_wait', new ivm.Callback(ignore, { sync: true }));
-  g.setSync('__islet_done', new ivm.Callback((_kind: unknown, a: unknown) => done(a), { sync: true }));
-  g.setSync('__islet_fail', new ivm.Callback(ignore, { sync: true }));
-}
+const ignore = () => undefined;
+const callbacks = (done: (value: unknown) => void) => ({
+  log: ignore,
+  call: ignore,
+  done: (_kind: unknown, a: unknown) => done(a),
+  fail: ignore,
+});
 
 /** The harness's code cache with the functions a run calls compiled, as host.ts warms it. */
 export function warmHarnessCache(): Cache {
   const isolate = new ivm.Isolate({ memoryLimit: 512 });
   try {
     const context = isolate.createContextSync();
-    install(context, () => undefined);
-    isolate.compileScriptSync(SOURCE, { filename: 'islet:harness' }).runSync(context);
-    const start = context.global.getSync('__islet_start', { reference: true }) as ivm.Reference;
+    const { entry } = installHarness(isolate, context, SOURCE, callbacks(ignore));
     const config = JSON.stringify({ bindings: ['warm.up', 'warmup'], clockMs: 0, seed: 'warm' });
-    start.applySync(undefined, [WARM_PROGRAM, config, true]);
+    entry.applySync(undefined, ['start', WARM_PROGRAM, config, undefined, undefined, true]);
     const again = isolate.compileScriptSync(SOURCE, {
       filename: 'islet:harness',
       produceCachedData: true,
@@ -78,27 +74,19 @@ export function hostLikeRun(
     lap('isolate');
     const context = isolate.createContextSync();
     lap('context');
-    install(context, (v) => {
-      value = v;
-      if (!disposeAfter) isolate.dispose();
-    });
-    lap('callbacks');
-    const script = isolate.compileScriptSync(SOURCE, {
-      filename: 'islet:harness',
-      cachedData: cache,
-    } as ivm.ScriptInfo) as CachedScript;
-    if (script.cachedDataRejected) throw new Error('code cache rejected');
-    lap('harness from its code cache');
-    script.runSync(context);
-    lap('harness top level');
-    const g = context.global;
-    const start = g.getSync('__islet_start', { reference: true }) as ivm.Reference;
-    g.getSync('__islet_deliver', { reference: true });
-    g.deleteSync('__islet_start');
-    g.deleteSync('__islet_deliver');
-    lap('references');
+    const { entry } = installHarness(
+      isolate,
+      context,
+      SOURCE,
+      callbacks((v) => {
+        value = v;
+        if (!disposeAfter) isolate.dispose();
+      }),
+      { cachedData: cache },
+    );
+    lap('harness from its code cache, installed');
     try {
-      start.applySync(undefined, [TRIVIAL_PROGRAM, CONFIG, true]);
+      entry.applySync(undefined, ['start', TRIVIAL_PROGRAM, CONFIG, undefined, undefined, true]);
     } catch {
       // the dispose from `done` ends the turn with an error, as in the host
     }

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { afterEach, describe, expect, it } from 'vitest';
+import { installHarness } from './harness-install.ts';
 
 const HARNESS = readFileSync(new URL('./guest/harness.js', import.meta.url), 'utf8');
 const isolates: ivm.Isolate[] = [];
@@ -37,7 +38,7 @@ describe('binding calls handed to the host', () => {
   });
 
   it('the harness waits for the host at every 64th call or log line and before queueing more than 1 MiB; all in order', async () => {
-    const { context } = newIsolate();
+    const { isolate, context } = newIsolate();
     const got: { kind: 'call' | 'log'; id: number; waited: boolean; chars: number }[] = [];
     let done: (value: string) => void = () => undefined;
     const finished = new Promise<string>((resolve) => {
@@ -47,15 +48,14 @@ describe('binding calls handed to the host', () => {
       got.push({ kind: 'call', id, waited, chars: argsJson.length });
     const log = (waited: boolean) => (_level: string, text: string) =>
       got.push({ kind: 'log', id: Number(text.split(' ')[0]), waited, chars: text.length });
-    const g = context.global;
-    g.setSync('__islet_log', new ivm.Callback(log(false), { ignored: true }));
-    g.setSync('__islet_log_wait', new ivm.Callback(log(true), { sync: true }));
-    g.setSync('__islet_call', new ivm.Callback(call(false), { ignored: true }));
-    g.setSync('__islet_call_wait', new ivm.Callback(call(true), { sync: true }));
-    g.setSync('__islet_done', new ivm.Callback((kind: string) => done(kind), { sync: true }));
-    g.setSync('__islet_fail', new ivm.Callback((m: string) => done(`fail: ${m}`), { sync: true }));
-    context.evalSync(HARNESS);
-    const start = g.getSync('__islet_start', { reference: true }) as ivm.Reference;
+    const { entry } = installHarness(isolate, context, HARNESS, {
+      log: log(false),
+      logWait: log(true),
+      call: call(false),
+      callWait: call(true),
+      done: (kind) => done(kind as string),
+      fail: (m) => done(`fail: ${m as string}`),
+    });
     // 100 small calls, each followed by a log line (200 items); then 10 calls of 300 KB; then one
     // of 2 MB; then 3 log lines of 600 KB (none of the calls awaited: they stay pending).
     const program = `
@@ -65,7 +65,11 @@ describe('binding calls handed to the host', () => {
       apps.t.c({ big: 'z'.repeat(2000000) });
       for (let i = 0; i < 3; i++) console.log(i, 'w'.repeat(600000));
       return 1;`;
-    await start.apply(undefined, [program, JSON.stringify({ bindings: ['t.c'], clockMs: 0, seed: 's' })]);
+    await entry.apply(undefined, [
+      'start',
+      program,
+      JSON.stringify({ bindings: ['t.c'], clockMs: 0, seed: 's' }),
+    ]);
     expect(await finished).toBe('value');
     // Everything arrived, in the program's order.
     const order = got.map((x) => `${x.kind}${x.id}`);

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { afterEach, describe, expect, it } from 'vitest';
+import { installHarness } from './harness-install.ts';
 
 const HARNESS = readFileSync(new URL('./guest/harness.js', import.meta.url), 'utf8');
 const isolates: ivm.Isolate[] = [];
@@ -20,17 +21,15 @@ function prepared() {
   const isolate = new ivm.Isolate({ memoryLimit: 64 });
   isolates.push(isolate);
   const context = isolate.createContextSync();
-  const g = context.global;
   const ends: unknown[][] = [];
   const ignore = () => undefined;
-  for (const name of ['__islet_log', '__islet_call'])
-    g.setSync(name, new ivm.Callback(ignore, { ignored: true }));
-  for (const name of ['__islet_log_wait', '__islet_call_wait', '__islet_fail'])
-    g.setSync(name, new ivm.Callback(ignore, { sync: true }));
-  g.setSync('__islet_done', new ivm.Callback((...a: unknown[]) => ends.push(a), { sync: true }));
-  context.evalSync(HARNESS);
-  const start = g.getSync('__islet_start', { reference: true }) as ivm.Reference;
-  return { context, start, ends };
+  const { entry } = installHarness(isolate, context, HARNESS, {
+    log: ignore,
+    call: ignore,
+    done: (...a: unknown[]) => ends.push(a),
+    fail: ignore,
+  });
+  return { context, entry, ends };
 }
 
 /** What the environment looks like, read by code of ours in the prepared isolate (no run yet). */
@@ -59,10 +58,13 @@ describe('the harness sets up the run environment ahead', () => {
 
   it("a run's start sets its own clock and seed in the environment made ahead", () => {
     const runWith = (clockMs: number, seed: string) => {
-      const { start, ends } = prepared();
-      start.applySync(undefined, [
+      const { entry, ends } = prepared();
+      entry.applySync(undefined, [
+        'start',
         'return [Date.now(), new Date().getTime(), Math.random(), Math.random()]',
         JSON.stringify({ bindings: [], clockMs, seed }),
+        undefined,
+        undefined,
         true,
       ]);
       expect(ends).toHaveLength(1);
@@ -76,5 +78,29 @@ describe('the harness sets up the run environment ahead', () => {
     expect(b).toEqual(a);
     expect(c.slice(0, 2)).toEqual([5_000, 5_000]);
     expect(c.slice(2)).not.toEqual(a.slice(2));
+  });
+
+  it('the harness script alone only yields `install`; applied once to the callbacks it sets the environment up and leaves no name of its own on the global object', () => {
+    const isolate = new ivm.Isolate({ memoryLimit: 64 });
+    isolates.push(isolate);
+    const context = isolate.createContextSync();
+    const globals = `JSON.stringify(Object.getOwnPropertyNames(globalThis).filter((n) => /islet|install|enter/i.test(n)))`;
+    const install = isolate
+      .compileScriptSync(HARNESS, { filename: 'islet:harness' })
+      .runSync(context, { reference: true }) as ivm.Reference;
+    // Run, the script made one function and changed nothing: no globals of its own, the environment untouched.
+    expect(install.typeof).toBe('function');
+    expect(context.evalSync(globals)).toBe('[]');
+    expect(context.evalSync('typeof SharedArrayBuffer')).toBe('function');
+    const ignore = new ivm.Callback(() => undefined, { sync: true });
+    const entry = install.applySync(undefined, [ignore, ignore, ignore, ignore, ignore, ignore], {
+      result: { reference: true },
+    }) as ivm.Reference;
+    expect(entry.typeof).toBe('function');
+    expect(context.evalSync(globals)).toBe('[]');
+    expect(JSON.parse(context.evalSync(LOOK) as string)).toMatchObject({
+      sab: 'undefined',
+      console: 'function',
+    });
   });
 });

@@ -19,6 +19,7 @@ const PACKAGE_ROOT = new URL('../', import.meta.url);
 const SOURCES = [
   'host.ts',
   'host-run.ts',
+  'harness-install.ts',
   'host-run-log.ts',
   'host-output.ts',
   'host-program-end.ts',

@@ -9,6 +9,7 @@ import fs, { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FrameReader } from './frame.ts';
+import { installHarness } from './harness-install.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import type { FromHost, ToHost } from './wire.ts';
 
@@ -23,28 +24,13 @@ function prepare(): Prepared {
   isolates.push(isolate);
   const context = isolate.createContextSync();
   const sink: Prepared['sink'] = { run: undefined };
-  const g = context.global;
-  g.setSync(
-    '__islet_log',
-    new ivm.Callback((l: unknown, t: unknown) => sink.run?.onLog(l, t), { ignored: true }),
-  );
-  g.setSync(
-    '__islet_log_wait',
-    new ivm.Callback((l: unknown, t: unknown) => sink.run?.onLog(l, t), { sync: true }),
-  );
-  const call = (i: unknown, b: unknown, a: unknown) => sink.run?.onCall(i, b, a);
-  g.setSync('__islet_call', new ivm.Callback(call, { ignored: true }));
-  g.setSync('__islet_call_wait', new ivm.Callback(call, { sync: true }));
-  const done = (k: unknown, a: unknown, b: unknown) => sink.run?.onDone(k, a, b);
-  g.setSync('__islet_done', new ivm.Callback(done, { sync: true }));
-  g.setSync(
-    '__islet_fail',
-    new ivm.Callback((m: unknown, d: unknown) => sink.run?.onFail(m, d), { sync: true }),
-  );
-  context.evalSync(HARNESS);
-  const startRef = g.getSync('__islet_start', { reference: true }) as ivm.Reference;
-  const deliver = g.getSync('__islet_deliver', { reference: true }) as ivm.Reference;
-  return { isolate, context, startRef, deliver, memoryMb: 64, sink };
+  const { entry } = installHarness(isolate, context, HARNESS, {
+    log: (l, t) => sink.run?.onLog(l, t),
+    call: (i, b, a) => sink.run?.onCall(i, b, a),
+    done: (k, a, b) => sink.run?.onDone(k, a, b),
+    fail: (m, d) => sink.run?.onFail(m, d),
+  });
+  return { isolate, context, entry, memoryMb: 64, sink };
 }
 
 function runMessage(code: string, bindings: string[] = []): Extract<ToHost, { t: 'run' }> {

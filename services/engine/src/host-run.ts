@@ -25,8 +25,8 @@ const MEMORY_POLL_MS = 250;
 export interface Prepared {
   readonly isolate: ivm.Isolate;
   readonly context: ivm.Context;
-  readonly startRef: ivm.Reference;
-  readonly deliver: ivm.Reference;
+  /** The harness's entry point (harness-install.ts): the run's start and every call's outcome. */
+  readonly entry: ivm.Reference;
   readonly memoryMb: number;
   readonly sink: { run: HostRun | undefined };
 }
@@ -54,9 +54,8 @@ export class HostRun {
   private readonly cpuAtStart: bigint;
   private readonly msg: Extract<ToHost, { t: 'run' }>;
   private readonly allowed: Set<string>;
-  private readonly prepared: Prepared;
   private readonly context: ivm.Context;
-  private readonly deliver: ivm.Reference;
+  private readonly entry: ivm.Reference;
   private finished = false;
   /** Inside `start` or a delivery's turn on this thread: the isolate runs here, called from here. */
   private onThisThread = false;
@@ -82,10 +81,9 @@ export class HostRun {
     this.out = out;
     this.log = new HostRunLog(msg, out, () => this.onThisThread);
     this.allowed = new Set(msg.config.bindings);
-    this.prepared = prepared;
     this.isolate = prepared.isolate;
     this.context = prepared.context;
-    this.deliver = prepared.deliver;
+    this.entry = prepared.entry;
     // The isolate was prepared (harness installed) while the host idled: the run is billed from here.
     this.cpuAtStart = this.isolate.cpuTime;
     prepared.sink.run = this;
@@ -120,9 +118,9 @@ export class HostRun {
     this.onThisThread = true;
     const stackLimit = quietStacks();
     try {
-      this.prepared.startRef.applySync(
+      this.entry.applySync(
         undefined,
-        [this.msg.code, JSON.stringify(this.msg.config), true],
+        ['start', this.msg.code, JSON.stringify(this.msg.config), undefined, undefined, true],
         this.msg.budgetMs === undefined ? {} : { timeout: this.msg.budgetMs },
       );
     } catch (e) {
@@ -200,14 +198,14 @@ export class HostRun {
     if (this.finished) return;
     const args =
       m.t === 'result'
-        ? [m.id, 'result', m.valueJson, undefined, undefined]
-        : [m.id, 'error', m.name, m.message, m.detailsJson];
+        ? ['result', m.id, m.valueJson, undefined, undefined]
+        : ['error', m.id, m.name, m.message, m.detailsJson];
     if (m.turnMs !== undefined && this.tasks.size === 0) {
       this.onThisThread = true;
       this.callsThisTurn = 0;
       const stackLimit = quietStacks();
       try {
-        this.deliver.applySync(undefined, [...args, true], { timeout: Math.max(1, m.turnMs) });
+        this.entry.applySync(undefined, [...args, true], { timeout: Math.max(1, m.turnMs) });
       } catch (e) {
         this.afterIsolateError(e);
       } finally {
@@ -218,7 +216,7 @@ export class HostRun {
       return;
     }
     try {
-      let turn = this.deliver.apply(undefined, args);
+      let turn = this.entry.apply(undefined, args);
       if (m.turnMs !== undefined)
         turn = turn.finally(() => {
           if (!this.finished) this.out.send({ t: 'turn' }, true);
@@ -337,8 +335,7 @@ export class HostRun {
     // (worker-exit). Deferred: we may be inside a synchronous callback from the isolate's thread.
     setImmediate(() => {
       try {
-        this.prepared.startRef.release();
-        this.deliver.release();
+        this.entry.release();
         this.context.release();
         if (!this.isolate.isDisposed) this.isolate.dispose();
       } catch {

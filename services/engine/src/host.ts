@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
 import { FrameReader } from './frame.ts';
+import { installHarness } from './harness-install.ts';
 import { send } from './host-output.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import { DEFAULT_MEMORY_MB, releaseHostSemiSpaceFlag } from './limits.ts';
@@ -31,55 +32,25 @@ let harnessCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
 const WARM_PROGRAM =
   'console.log("warm"); const d = new Date(); return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, 0), t: d.getTime() + Date.now(), r: Math.random() < 2 };';
 
-/** What the harness hands to the host; every callback never throws and takes strings and numbers. */
-interface HostCallbacks {
-  log(level: unknown, text: unknown): void;
-  call(id: unknown, binding: unknown, argsJson: unknown): void;
-  done(kind: unknown, a: unknown, b: unknown): void;
-  fail(message: unknown, details: unknown): void;
-}
-
-/** The harness's `__islet_*` globals; one list for runs and the warm-up isolate alike. */
-function installCallbacks(context: ivm.Context, cb: HostCallbacks): void {
-  const jail = context.global;
-  // In later turns (call results, on isolated-vm's thread) log lines and calls are handed over
-  // without that thread waiting (`ignored`): they run here in order, before the end of the turn
-  // (one task queue, first in, first out), and the harness waits (`…_wait`) often enough to bound
-  // what is queued. In the first turn, on this thread, the harness uses only the waited ones.
-  jail.setSync('__islet_log', new ivm.Callback(cb.log, { ignored: true }));
-  jail.setSync('__islet_log_wait', new ivm.Callback(cb.log, { sync: true }));
-  jail.setSync('__islet_call', new ivm.Callback(cb.call, { ignored: true }));
-  jail.setSync('__islet_call_wait', new ivm.Callback(cb.call, { sync: true }));
-  jail.setSync('__islet_done', new ivm.Callback(cb.done, { sync: true }));
-  jail.setSync('__islet_fail', new ivm.Callback(cb.fail, { sync: true }));
-}
-
 function prepare(memoryMb: number): Prepared {
   const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
   try {
     const sink: Prepared['sink'] = { run: undefined };
-    // Setting up is synchronous: the isolate is idle and ours alone, and each async step would
-    // cost a thread hop.
     const context = isolate.createContextSync();
-    const jail = context.global;
-    installCallbacks(context, {
-      log: (l, t) => sink.run?.onLog(l, t),
-      call: (i, b, a) => sink.run?.onCall(i, b, a),
-      done: (k, a, b) => sink.run?.onDone(k, a, b),
-      fail: (m, d) => sink.run?.onFail(m, d),
-    });
-    // ScriptInfo's type omits the cache options that compileScript accepts and reports.
-    const harness = isolate.compileScriptSync(HARNESS_SOURCE, {
-      filename: 'islet:harness',
-      ...(harnessCache ? { cachedData: harnessCache } : { produceCachedData: true }),
-    } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult;
-    if (!harnessCache && harness.cachedData) harnessCache = harness.cachedData;
-    harness.runSync(context);
-    const startRef = jail.getSync('__islet_start', { reference: true }) as ivm.Reference;
-    const deliver = jail.getSync('__islet_deliver', { reference: true }) as ivm.Reference;
-    jail.deleteSync('__islet_start');
-    jail.deleteSync('__islet_deliver');
-    return { isolate, context, startRef, deliver, memoryMb, sink };
+    const { entry, cachedData } = installHarness(
+      isolate,
+      context,
+      HARNESS_SOURCE,
+      {
+        log: (l, t) => sink.run?.onLog(l, t),
+        call: (i, b, a) => sink.run?.onCall(i, b, a),
+        done: (k, a, b) => sink.run?.onDone(k, a, b),
+        fail: (m, d) => sink.run?.onFail(m, d),
+      },
+      harnessCache ? { cachedData: harnessCache } : { produceCachedData: true },
+    );
+    if (!harnessCache && cachedData) harnessCache = cachedData;
+    return { isolate, context, entry, memoryMb, sink };
   } catch (e) {
     if (!isolate.isDisposed) isolate.dispose();
     throw e;
@@ -102,12 +73,18 @@ async function warmHarnessCache(): Promise<void> {
       finished = resolve;
     });
     const ignore = () => undefined;
-    installCallbacks(context, { log: ignore, call: ignore, done: () => finished(), fail: ignore });
-    isolate.compileScriptSync(HARNESS_SOURCE, { filename: 'islet:harness' }).runSync(context);
-    const start = context.global.getSync('__islet_start', { reference: true }) as ivm.Reference;
-    start.applySync(undefined, [
+    const { entry } = installHarness(isolate, context, HARNESS_SOURCE, {
+      log: ignore,
+      call: ignore,
+      done: () => finished(),
+      fail: ignore,
+    });
+    entry.applySync(undefined, [
+      'start',
       WARM_PROGRAM,
       JSON.stringify({ bindings: ['warm.up', 'warmup'], clockMs: 0, seed: 'warm' }),
+      undefined,
+      undefined,
       true,
     ]);
     await Promise.race([done, new Promise((r) => setTimeout(r, 1000))]);

@@ -1,24 +1,14 @@
-// The guest harness: evaluated first in every fresh isolate context, before the program. It takes the
-// host callbacks off the global object, builds the program's environment (apps, flat tools, console,
-// fixed clock, seeded Math.random), removes what a program must not have, and leaves exactly two
-// entry points for the host: __islet_start(code, configJson, onHostThread) and
-// __islet_deliver(id, kind, a, b, c, onHostThread).
+// The guest harness: evaluated first in every fresh isolate context, before the program. Its
+// completion value is `install`, which the host applies once to its callbacks (host `harness-install.ts`:
+// one call into the isolate, not a global set and deleted for each); `install` builds the program's
+// environment (apps, flat tools, console, fixed clock, seeded Math.random), removes what a program
+// must not have, and returns the host's one entry point, `enter`: a run's start,
+// enter('start', code, configJson, _, _, onHostThread), or a call's outcome,
+// enter(kind, id, a, b, c, onHostThread). Neither `install` nor `enter` is ever on the global object.
 // Everything crossing to the host is a string made here; the host re-checks every string, so a
 // program that tampers with this harness can only lie about its own values.
-(() => {
+(function install(hostLog, hostLogWait, hostCall, hostCallWait, hostDone, hostFail) {
   const g = globalThis;
-  const hostLog = g.__islet_log;
-  const hostLogWait = g.__islet_log_wait;
-  const hostCall = g.__islet_call;
-  const hostCallWait = g.__islet_call_wait;
-  const hostDone = g.__islet_done;
-  const hostFail = g.__islet_fail;
-  delete g.__islet_log;
-  delete g.__islet_log_wait;
-  delete g.__islet_call;
-  delete g.__islet_call_wait;
-  delete g.__islet_done;
-  delete g.__islet_fail;
 
   // Intrinsics captured before the program can change them.
   const JSONstringify = JSON.stringify;
@@ -543,6 +533,8 @@
     ]);
   }
 
-  ObjectDefineProperty(g, '__islet_start', { value: start, configurable: true });
-  ObjectDefineProperty(g, '__islet_deliver', { value: deliver, configurable: true });
-})();
+  return function enter(kind, a, b, c, d, onHostThread) {
+    if (kind === 'start') start(a, b, onHostThread);
+    else deliver(a, kind, b, c, d, onHostThread);
+  };
+});

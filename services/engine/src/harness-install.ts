@@ -1,0 +1,68 @@
+/**
+ * The guest harness installed in a fresh isolate's context: its script compiled (from the host's
+ * code cache when there is one) and run, which yields its `install` function, and `install` applied
+ * once to the host's callbacks, which yields the harness's one entry point (`enter`, harness.js).
+ * Three calls into the isolate (compile, run, apply); until round 38 the callbacks went in as six
+ * globals (`setSync`) that the harness deleted, and its two entry points came out as two globals read
+ * (`getSync`) and deleted (`deleteSync`): thirteen (test/bench/README.md, round 38 `host-cpu`).
+ * Used by the host (host.ts) and by the tests and benches that stand in for it.
+ */
+import ivm from 'isolated-vm';
+
+/** What the harness hands to the host; every callback never throws and takes strings and numbers. */
+export interface HarnessCallbacks {
+  log(level: unknown, text: unknown): void;
+  call(id: unknown, binding: unknown, argsJson: unknown): void;
+  done(kind: unknown, a: unknown, b: unknown): void;
+  fail(message: unknown, details: unknown): void;
+  /** The waited hand-overs' own functions when they must differ (a test telling them apart); else `log` and `call`. */
+  logWait?(level: unknown, text: unknown): void;
+  callWait?(id: unknown, binding: unknown, argsJson: unknown): void;
+}
+
+export interface HarnessInstalled {
+  /** `enter('start', code, configJson, undefined, undefined, onHostThread)`, or a call's outcome. */
+  readonly entry: ivm.Reference;
+  /** The compile's own code cache when it was asked for (`produceCachedData`). */
+  readonly cachedData: ivm.ExternalCopy<ArrayBuffer> | undefined;
+}
+
+/**
+ * Installs the harness `source` in `context` with `cb` as its callbacks. In later turns (call
+ * results, on isolated-vm's thread) log lines and calls are handed over without that thread waiting
+ * (`ignored`): they run here in order, before the end of the turn (one task queue, first in, first
+ * out), and the harness waits (`…Wait`) often enough to bound what is queued. In the first turn, on
+ * this thread, the harness uses only the waited ones. Synchronous: the isolate is idle and ours
+ * alone, and each async step would cost a thread hop.
+ */
+export function installHarness(
+  isolate: ivm.Isolate,
+  context: ivm.Context,
+  source: string,
+  cb: HarnessCallbacks,
+  cache: { cachedData?: ivm.ExternalCopy<ArrayBuffer>; produceCachedData?: boolean } = {},
+): HarnessInstalled {
+  // ScriptInfo's type omits the cache options that compileScript accepts and reports.
+  const script = isolate.compileScriptSync(source, {
+    filename: 'islet:harness',
+    ...cache,
+  } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult;
+  const install = script.runSync(context, { reference: true, release: true }) as ivm.Reference;
+  try {
+    const entry = install.applySync(
+      undefined,
+      [
+        new ivm.Callback(cb.log, { ignored: true }),
+        new ivm.Callback(cb.logWait ?? cb.log, { sync: true }),
+        new ivm.Callback(cb.call, { ignored: true }),
+        new ivm.Callback(cb.callWait ?? cb.call, { sync: true }),
+        new ivm.Callback(cb.done, { sync: true }),
+        new ivm.Callback(cb.fail, { sync: true }),
+      ],
+      { result: { reference: true } },
+    ) as ivm.Reference;
+    return { entry, cachedData: script.cachedData };
+  } finally {
+    install.release();
+  }
+}
