@@ -219,7 +219,7 @@ export function tailReport(d: TailDump): string[] {
   const slowSections = (subset: TailDump['runs']) => {
     if (subset.length === 0) return; // no quiet run on a loaded box
     const byLat = subset.map((r) => ({ r, ms: r.received - r.sent })).sort((a, b) => b.ms - a.ms);
-    for (const share of [1, 2]) {
+    for (const share of [1, 2, 5]) {
       const slow = byLat.slice(0, Math.max(1, Math.round((subset.length * share) / 100)));
       out.push(
         `slowest ${share} % (${slow.length} runs, ${f(slow.at(-1)!.ms)} ms and more; excess over all runs' p50 ` +
@@ -332,7 +332,7 @@ export function tailReport(d: TailDump): string[] {
     ];
     const byRule = (subset: TailDump['runs'], label: string) => {
       const byLat = [...subset].sort((a, b) => b.received - b.sent - (a.received - a.sent));
-      for (const share of [1, 2]) {
+      for (const share of [1, 2, 5]) {
         const slow = byLat.slice(0, Math.max(1, Math.round((subset.length * share) / 100)));
         const count = new Map<string, number>();
         for (const r of slow) {
