@@ -141,10 +141,7 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
   for _, e in ipairs(entries) do
     if e.t == 'c' then
       local createdAt = tonumber(e.a) or 0
-      -- Decoded only if this fold also ends it (below): a create whose end is not here is written
-      -- as the create gave it, and a summary's decode is ~20 K instructions (test/bench/README.md,
-      -- round 38, `tail99`).
-      sums[e.i] = nil
+      sums[e.i] = cjson.decode(e.m)
       raws[e.i] = e.m
       write(e.i)
       runArgs[#runArgs + 1] = e.a
@@ -166,10 +163,6 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
       end
     else
       local s = sums[e.i]
-      if s == nil and raws[e.i] then
-        s = cjson.decode(raws[e.i])
-        sums[e.i] = s
-      end
       local status = e.s
       if s and not isFinal(s.status) and isFinal(status) then
         local endedAt = tonumber(e.e) or 0
