@@ -23,7 +23,7 @@ export const FEED_APPEND = loadScript('feed-append-1', FEED_PARAMS);
  * Entries (creates and ends) a tenant's pending list holds before the end that reaches this many
  * folds them (includes/index-fold.lua): the fold's writes, one per key, are shared by them.
  */
-export const FOLD_AT = 16;
+export const FOLD_AT = 64;
 
 /** Entries one fold takes at most (a reader folds again while a fold took this many). */
 export const FOLD_MAX = 1024;
