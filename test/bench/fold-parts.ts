@@ -57,15 +57,9 @@ try {
     for (const [k, v] of dumps) if (v) p.restore(k, 0, v, 'REPLACE');
     await p.exec();
   };
-  const { HEALTH_BUCKET_MS, LATENCY_BINS_PER_DOUBLING, HEALTH_TTL_SECONDS, PRUNE_PER_CREATE, FOLD_MAX } =
-    FINISH_TENANT_PARAMS as Record<string, number>;
-  const full = luaSource('fold-index-5', {
-    HEALTH_BUCKET_MS: HEALTH_BUCKET_MS!,
-    LATENCY_BINS_PER_DOUBLING: LATENCY_BINS_PER_DOUBLING!,
-    HEALTH_TTL_SECONDS: HEALTH_TTL_SECONDS!,
-    PRUNE_PER_CREATE: PRUNE_PER_CREATE!,
-    FOLD_MAX: FOLD_MAX!,
-  });
+  // The fold's own parameters: the end's, less the feed's and the fold size (not in its text).
+  const { FEED_MAX_LEN: _len, TENANT_FEED_CHANNEL: _channel, FOLD_AT: _at, ...params } = FINISH_TENANT_PARAMS;
+  const full = luaSource('fold-index-5', params);
   const k = keys;
   const foldKeys = [
     k.indexPending('dev'),
@@ -96,9 +90,9 @@ try {
       "sums[e.i] = { status = 'Queued', sessionId = e.s, createdAt = e.a }",
     ],
     [
-      'whole fold, each ended summary not encoded (its text as created: the encode\'s cost)',
+      "whole fold, each ended summary not encoded (its text as created: the encode's cost)",
       'args[#args + 1] = raws[id] or cjson.encode(sums[id])',
-      'args[#args + 1] = raws[id] or \'x\'',
+      "args[#args + 1] = raws[id] or 'x'",
     ],
   ];
   const base = await (async () => {
@@ -112,7 +106,9 @@ try {
     }
     return (cg.instructions() - a) / N;
   })();
-  console.log(`fold of ${pending} entries (${RUNS} runs), instructions a call over 'return 0' (${base.toFixed(0)}):`);
+  console.log(
+    `fold of ${pending} entries (${RUNS} runs), instructions a call over 'return 0' (${base.toFixed(0)}):`,
+  );
   for (const [label, at] of cuts) {
     if (at && !full.includes(at)) {
       console.log(`  ${label}: cut not found in the text, skipped`);

@@ -406,7 +406,8 @@ export function tailReport(d: TailDump): string[] {
     );
   }
   const folded = runs.filter((r) => r.folded === true);
-  if (folded.length) out.push("runs whose end folded the pending index (their stages):", ...stageTable(folded));
+  if (folded.length)
+    out.push('runs whose end folded the pending index (their stages):', ...stageTable(folded));
   // What the logs hold over the window, per 1000 runs.
   const per = (x: number) => f((1000 * x) / n);
   const groups = new Map<string, { count: number; ms: number[] }>();

@@ -220,7 +220,7 @@ try {
   console.log(
     `Redis over the runs: AOF rewrites ${infoAfter.aofRewrites - infoBefore.aofRewrites}, keys expired ` +
       `${infoAfter.expiredKeys - infoBefore.expiredKeys}, delayed fsyncs ${infoAfter.aofDelayedFsync - infoBefore.aofDelayedFsync}, ` +
-      `hz ${infoAfter.hz} (a cron tick every ${(1000 / infoAfter.hz).toFixed(0)} ms: ~${((to - from) * infoAfter.hz / 1000 / RUNS).toFixed(2)} a run)`,
+      `hz ${infoAfter.hz} (a cron tick every ${(1000 / infoAfter.hz).toFixed(0)} ms: ~${(((to - from) * infoAfter.hz) / 1000 / RUNS).toFixed(2)} a run)`,
   );
   const fsyncs: TailDump['fsyncs'] = [];
   if (perfSched) {
