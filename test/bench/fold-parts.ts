@@ -139,6 +139,7 @@ try {
     }
     console.log(`  ${(((cg.instructions() - a) / N - base) / 1000).toFixed(0).padStart(8)} K  ${label}`);
   }
+  await restore(); // the list as before the fold
   const [one] = await r.lrange(keys.indexPending('dev'), 0, 0);
   const [end] = await r.lrange(keys.indexPending('dev'), 1, 1);
   console.log(`a create's entry (${one?.length} B): ${one}`);
