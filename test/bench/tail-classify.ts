@@ -29,6 +29,8 @@ export interface TailDump {
     hosts: number[];
     /** `SCHED=1`: ms on a CPU during the run by owner (`cpuByOwner`). */
     cpu?: Record<string, number>;
+    /** The run's end folded the tenant's pending index list (round 38; absent in older dumps). */
+    folded?: boolean;
   }[];
   fsyncs: { t: number; ms: number }[];
   events: { who: string; kind: string; label: string; t: number; ms: number }[];
@@ -215,8 +217,9 @@ export function tailReport(d: TailDump): string[] {
 
   const explained = new Map(runs.map((r) => [r, explain(r)]));
   const slowSections = (subset: TailDump['runs']) => {
+    if (subset.length === 0) return; // no quiet run on a loaded box
     const byLat = subset.map((r) => ({ r, ms: r.received - r.sent })).sort((a, b) => b.ms - a.ms);
-    for (const share of [1, 2]) {
+    for (const share of [1, 2, 5]) {
       const slow = byLat.slice(0, Math.max(1, Math.round((subset.length * share) / 100)));
       out.push(
         `slowest ${share} % (${slow.length} runs, ${f(slow.at(-1)!.ms)} ms and more; excess over all runs' p50 ` +
@@ -321,6 +324,7 @@ export function tailReport(d: TailDump): string[] {
         (r) => fsyncs.some((x) => x.ms >= 2 && x.t < r.received && x.t + x.ms > r.sent),
       ],
       ['Redis on a CPU ≥ 3 ms', (r) => cpuOf(r, /^redis:/) >= 3],
+      ["the run's end folded the pending index (index-fold.lua)", (r) => r.folded === true],
       [
         'a gateway/runner long timer callback overlapping it',
         (r) => hits(r).some((e) => e.who !== 'bench' && !GC_KINDS.has(e.kind)),
@@ -328,7 +332,7 @@ export function tailReport(d: TailDump): string[] {
     ];
     const byRule = (subset: TailDump['runs'], label: string) => {
       const byLat = [...subset].sort((a, b) => b.received - b.sent - (a.received - a.sent));
-      for (const share of [1, 2]) {
+      for (const share of [1, 2, 5]) {
         const slow = byLat.slice(0, Math.max(1, Math.round((subset.length * share) / 100)));
         const count = new Map<string, number>();
         for (const r of slow) {
@@ -388,6 +392,7 @@ export function tailReport(d: TailDump): string[] {
       (r) => fsyncs.some((x) => x.ms >= 2 && x.t < r.received && x.t + x.ms > r.sent),
     ],
     ["other processes (the box's) on a CPU ≥ 0.5 ms in it", (r) => otherOf(r) >= 0.5],
+    ["the run's end folded the pending index (index-fold.lua)", (r) => r.folded === true],
   ];
   out.push(
     'runs touched, per 1000 runs, and their latency p50 / p99 (all runs: ' +
@@ -400,6 +405,9 @@ export function tailReport(d: TailDump): string[] {
       `  ${f((1000 * t.length) / n).padStart(7)}  ${t.length ? `${f(pct(t, 50))} / ${f(pct(t, 99))}` : '—'}  ${k}`,
     );
   }
+  const folded = runs.filter((r) => r.folded === true);
+  if (folded.length)
+    out.push('runs whose end folded the pending index (their stages):', ...stageTable(folded));
   // What the logs hold over the window, per 1000 runs.
   const per = (x: number) => f((1000 * x) / n);
   const groups = new Map<string, { count: number; ms: number[] }>();

@@ -178,7 +178,24 @@ try {
     );
   if (FSYNC || SCHED) await new Promise((r) => setTimeout(r, 1000));
   const runs: TailDump['runs'] = [];
+  // The tenant's pending index list (index-create / finish-tenant append to it; an end that finds
+  // FOLD_AT entries folds them into the index in its script): its length read between runs, so a
+  // run whose end folded is the one after which the list is shorter than before it.
+  const pendingKey = keys.indexPending('dev');
+  let pending = await redis.llen(pendingKey);
   let hosts = hostsNow();
+  // Redis's own periodic work over the runs, counted: AOF rewrites, keys expired, its cron's rate.
+  const redisInfo = async () => {
+    const info = await redis.info();
+    const num = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+    return {
+      aofRewrites: num('aof_rewrites'),
+      expiredKeys: num('expired_keys'),
+      hz: num('hz'),
+      aofDelayedFsync: num('aof_delayed_fsync'),
+    };
+  };
+  const infoBefore = await redisInfo();
   const from = benchNow();
   for (let i = 0; i < RUNS; i++) {
     const before = readSched(hosts);
@@ -186,10 +203,25 @@ try {
     const after = readSched(hosts);
     const d: Record<string, [number, number]> = {};
     for (const k of Object.keys(after)) d[k] = [after[k]![0] - before[k]![0], after[k]![1] - before[k]![1]];
-    runs.push({ sent: run.sent, received: run.received, stages: run.stages, sched: d, hosts });
+    const pendingAfter = await redis.llen(pendingKey);
+    runs.push({
+      sent: run.sent,
+      received: run.received,
+      stages: run.stages,
+      sched: d,
+      hosts,
+      folded: pendingAfter < pending,
+    });
+    pending = pendingAfter;
     hosts = hostsNow();
   }
   const to = benchNow();
+  const infoAfter = await redisInfo();
+  console.log(
+    `Redis over the runs: AOF rewrites ${infoAfter.aofRewrites - infoBefore.aofRewrites}, keys expired ` +
+      `${infoAfter.expiredKeys - infoBefore.expiredKeys}, delayed fsyncs ${infoAfter.aofDelayedFsync - infoBefore.aofDelayedFsync}, ` +
+      `hz ${infoAfter.hz} (a cron tick every ${(1000 / infoAfter.hz).toFixed(0)} ms: ~${(((to - from) * infoAfter.hz) / 1000 / RUNS).toFixed(2)} a run)`,
+  );
   const fsyncs: TailDump['fsyncs'] = [];
   if (perfSched) {
     await stopPerf(perfSched);

@@ -1,0 +1,95 @@
+/**
+ * `node test/bench/fold-cost.ts` (round 38, `tail99`): what the end that folds the tenant's pending
+ * index (includes/finish-tenant.lua → includes/index-fold.lua, once the list holds FOLD_AT entries:
+ * every FOLD_AT / 2 runs at one create and one end a run) costs Redis against an end that does not,
+ * in counts: the script's instructions (a redis-server under callgrind, `redis-callgrind.sh`: only
+ * script calls counted) and the bytes the end appends to the AOF (a redis-server with
+ * `appendfsync always`, the file's size around each end). `RUNS` (default 4 × FOLD_AT / 2) runs of
+ * one tenant, each created and ended through the run store as the gateway and runner do, with a
+ * trivial program's record, `DEPTH` (default 1) in flight. A count: no lock needed.
+ */
+import { statSync } from 'node:fs';
+import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { createRunStore } from '@islet/runs';
+import { runFixture, startRedis } from '@islet/testkit';
+import type { Redis } from 'ioredis';
+import { FOLD_AT } from '../../services/runs/src/run-index-scripts.ts';
+import { aofFileOf } from './aof-writes.ts';
+import { PROGRAM, pct } from './baselines.ts';
+import { callgrindRedis } from './callgrind-redis.ts';
+
+const RUNS = Number(process.env.RUNS ?? 2 * FOLD_AT);
+/** Runs in flight: each run is ended after `DEPTH - 1` later runs were created (16 clients: 16). */
+const DEPTH = Number(process.env.DEPTH ?? 1);
+const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+
+/** Each end's measure (`measure` read around `finish`) and whether it folded the list. */
+async function ends(redis: Redis, measure: () => number | Promise<number>) {
+  const runs = createRunStore(redis, sealer);
+  const out: { folded: boolean; n: number }[] = [];
+  const inFlight: ReturnType<typeof runFixture>[] = [];
+  for (let i = 0; i < RUNS + DEPTH - 1; i++) {
+    if (i < RUNS) {
+      const run = runFixture(`fold-run-${String(i).padStart(5, '0')}`, {
+        createdAt: Date.now(),
+        tenant: 'dev',
+        session: 'bench',
+        code: PROGRAM,
+        description: 'Measure a trivial program',
+        pushEnd: true,
+      });
+      await runs.create(run, { maxInFlight: 1000, sessionTtlSeconds: 60 });
+      inFlight.push(run);
+    }
+    if (inFlight.length < DEPTH && i < RUNS) continue;
+    const run = inFlight.shift()!;
+    const before = await measure();
+    const pending = await redis.llen(keys.indexPending('dev'));
+    await runs.finish(run, {
+      status: 'Completed',
+      result: { _tag: 'Completed', value: 12, logs: [] },
+      text: '12',
+      usage: { bindingCalls: 0, cpuMs: 1 },
+    });
+    const n = (await measure()) - before;
+    out.push({ folded: (await redis.llen(keys.indexPending('dev'))) < pending, n });
+  }
+  return out;
+}
+
+function report(label: string, xs: { folded: boolean; n: number }[]): void {
+  const folded = xs.filter((x) => x.folded).map((x) => x.n);
+  const plain = xs.filter((x) => !x.folded).map((x) => x.n);
+  const mean = (a: number[]) => a.reduce((s, x) => s + x, 0) / a.length;
+  console.log(
+    `${label}: an end that folds ${pct(folded, 50).toFixed(0)} p50 (${folded.length} ends), ` +
+      `one that does not ${pct(plain, 50).toFixed(0)} p50 (${plain.length} ends); ` +
+      `mean a run ${mean(xs.map((x) => x.n)).toFixed(0)}, of it the folds' ${(
+        (folded.reduce((s, x) => s + x, 0) - folded.length * pct(plain, 50)) / xs.length
+      ).toFixed(0)}`,
+  );
+}
+
+const cg = await callgrindRedis('fold-cost');
+cg.r.on('error', () => undefined); // refused until valgrind has the server up
+try {
+  for (let i = 0; ; i++)
+    try {
+      await cg.r.ping();
+      break;
+    } catch (e) {
+      if (i > 60) throw e;
+    }
+  report('instructions of the end script', await ends(cg.r, cg.instructions));
+} finally {
+  await cg.stop();
+}
+const server = await startRedis({ appendFsync: 'always' });
+const redis = createRedis(server.url);
+try {
+  const file = await aofFileOf(redis);
+  report("bytes of the end's AOF write", await ends(redis, () => statSync(file).size));
+} finally {
+  redis.disconnect();
+  await server.stop();
+}
