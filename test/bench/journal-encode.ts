@@ -9,8 +9,8 @@
  *     `ROUNDS`) and spaced (one pair every `GAP_MS`, default 1, as lone calls come; p50);
  *   - send: the same spaced, the command made and written to a real redis-server's socket (the
  *     synchronous part: `sendCommand` with the write syscall), p50;
- * Each is this thread's CPU (`process.threadCpuUsage`), not wall time, so a busy box's preemptions
- * are not counted (its cache misses still are: compare the sides of one run only).
+ * Each is this process's CPU (`process.cpuUsage`), not wall time, so a busy box's preemptions are
+ * not counted (its cache misses still are: compare the sides of one run only).
  */
 import { OneCopyCommand } from '@islet/core/lua-script';
 import { startRedis } from '@islet/testkit';
@@ -78,9 +78,13 @@ for (const make of [claim, complete]) {
 
 const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 const push = (m: Map<string, number[]>, k: string, v: number) => m.set(k, (m.get(k) ?? []).concat(v));
-/** This thread's CPU, µs (getrusage RUSAGE_THREAD): time the box gives others is not counted. */
+/**
+ * This process's CPU, µs (`process.cpuUsage`, getrusage RUSAGE_SELF, whose reading brings the
+ * running thread's time up to now; RUSAGE_THREAD's, `threadCpuUsage`, lags by up to a tick): time
+ * the box gives others is not counted. The process's other threads are idle here but for GC's.
+ */
 const cpuUs = () => {
-  const u = process.threadCpuUsage();
+  const u = process.cpuUsage();
   return u.user + u.system;
 };
 const hot = new Map<string, number[]>();
@@ -132,7 +136,7 @@ try {
 }
 const list = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
 for (const [name] of sides) {
-  console.log(`${name}, this thread's CPU µs a pair (claim + completion), median of ${ROUNDS} rounds [rounds]:`);
+  console.log(`${name}, this process's CPU µs a pair (claim + completion), median of ${ROUNDS} rounds [rounds]:`);
   console.log(`  encode, hot:          ${p50(hot.get(name) ?? []).toFixed(2)} [${list(hot.get(name))}]`);
   console.log(`  encode, spaced:       ${p50(spaced.get(name) ?? []).toFixed(2)} [${list(spaced.get(name))}]`);
   console.log(`  made + written, spaced: ${p50(sent.get(name) ?? []).toFixed(2)} [${list(sent.get(name))}]`);
