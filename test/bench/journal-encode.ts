@@ -136,8 +136,12 @@ try {
 }
 const list = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
 for (const [name] of sides) {
-  console.log(`${name}, this process's CPU µs a pair (claim + completion), median of ${ROUNDS} rounds [rounds]:`);
+  console.log(
+    `${name}, this process's CPU µs a pair (claim + completion), median of ${ROUNDS} rounds [rounds]:`,
+  );
   console.log(`  encode, hot:          ${p50(hot.get(name) ?? []).toFixed(2)} [${list(hot.get(name))}]`);
-  console.log(`  encode, spaced:       ${p50(spaced.get(name) ?? []).toFixed(2)} [${list(spaced.get(name))}]`);
+  console.log(
+    `  encode, spaced:       ${p50(spaced.get(name) ?? []).toFixed(2)} [${list(spaced.get(name))}]`,
+  );
   console.log(`  made + written, spaced: ${p50(sent.get(name) ?? []).toFixed(2)} [${list(sent.get(name))}]`);
 }

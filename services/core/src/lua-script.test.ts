@@ -97,7 +97,23 @@ describe('LuaScript with a Buffer argument, on a real redis', () => {
 describe('OneCopyCommand of text only', () => {
   it("writes ioredis's bytes in one buffer, byte for byte: numbers, empty and multi-byte text, a journal claim's shape", () => {
     const textShapes: (string | number)[][] = [
-      ['sha', 1, 'islet:journal:{r}', '0', 1, 'ping', 'QmFzZTY0', 'v1.k1.sealed', '{"kind":"app"}', 'r-0', 1765000000123, '0', 604800, 'tok', '1'],
+      [
+        'sha',
+        1,
+        'islet:journal:{r}',
+        '0',
+        1,
+        'ping',
+        'QmFzZTY0',
+        'v1.k1.sealed',
+        '{"kind":"app"}',
+        'r-0',
+        1765000000123,
+        '0',
+        604800,
+        'tok',
+        '1',
+      ],
       ['', 0, -1.5, 'ключ-ü — ☃', '', 1e21, 'x'.repeat(70_000)],
       ['only'],
     ];

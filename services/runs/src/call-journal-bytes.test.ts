@@ -73,7 +73,8 @@ describe("the call journal's script calls", () => {
         }
       }
       const stats = await redis.info('commandstats');
-      const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+      const calls = (name: string) =>
+        Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
       expect([calls('evalsha'), calls('eval')]).toEqual([4, 2]);
       expect(await redis.hlen('islet:journal:{run-bytes-2}')).toBe(2);
     });
