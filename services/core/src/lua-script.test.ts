@@ -1,7 +1,9 @@
 /**
- * A script call whose arguments hold a Buffer (BullMQ's packed options inside a run's fused end or
- * fetch) goes as `OneCopyCommand`: ioredis's bytes, with one text-to-bytes conversion per stretch
- * of text between Buffers instead of a copy call per part. Real redis-server for the round trip.
+ * A script call on a plain client goes as `OneCopyCommand`: ioredis's bytes, written into one
+ * buffer. With a Buffer among its arguments (BullMQ's packed options inside a run's fused end or
+ * fetch) that is one text-to-bytes conversion per argument instead of a copy call per part; with
+ * text only (since round 38: a binding call's claim and outcome), no rope flattened at the write.
+ * Real redis-server for the round trip.
  */
 import { createHash } from 'node:crypto';
 import { startRedis } from '@islet/testkit';
@@ -92,8 +94,41 @@ describe('LuaScript with a Buffer argument, on a real redis', () => {
   });
 });
 
+describe('OneCopyCommand of text only', () => {
+  it("writes ioredis's bytes in one buffer, byte for byte: numbers, empty and multi-byte text, a journal claim's shape", () => {
+    const textShapes: (string | number)[][] = [
+      [
+        'sha',
+        1,
+        'islet:journal:{r}',
+        '0',
+        1,
+        'ping',
+        'QmFzZTY0',
+        'v1.k1.sealed',
+        '{"kind":"app"}',
+        'r-0',
+        1765000000123,
+        '0',
+        604800,
+        'tok',
+        '1',
+      ],
+      ['', 0, -1.5, 'ключ-ü — ☃', '', 1e21, 'x'.repeat(70_000)],
+      ['only'],
+    ];
+    for (const args of textShapes) {
+      const theirs = new Command('evalsha', args).toWritable({});
+      expect(typeof theirs).toBe('string');
+      const ours = new OneCopyCommand('evalsha', [...args]).toWritable({});
+      expect(Buffer.isBuffer(ours)).toBe(true);
+      expect((ours as Buffer).equals(Buffer.from(theirs as string))).toBe(true);
+    }
+  });
+});
+
 describe('LuaScript without a Buffer argument, on a real redis', () => {
-  it("sends ioredis's own command with the arguments a spread call gave it, byte for byte, walking no list through the iterator", async () => {
+  it("sends the arguments a spread call gave ioredis, as ioredis's bytes in one buffer, walking no list through the iterator", async () => {
     const server = await startRedis({ appendOnly: false });
     const redis = createRedis(server.url);
     const piped = new Redis(server.url, { enableAutoPipelining: true });
@@ -102,8 +137,13 @@ describe('LuaScript without a Buffer argument, on a real redis', () => {
       const keys = ['k1', 'k2'];
       const args = ['ключ-ü — ☃', 7, 2.5];
       const expected = ['k1', 'k2', 'ключ-ü — ☃', '7', '2.5', 3];
-      // Known to the server first: the measured call goes as one EVALSHA.
+      // Unknown to the server first: EVALSHA meets NOSCRIPT and the call goes again as EVAL; the
+      // measured call then goes as one EVALSHA.
       expect(await script.run(redis, keys, args)).toEqual(expected);
+      const stats = await redis.info('commandstats');
+      const calls = (name: string) =>
+        Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+      expect([calls('evalsha'), calls('eval')]).toEqual([1, 1]);
       const sent: Command[] = [];
       const send = redis.sendCommand.bind(redis);
       redis.sendCommand = ((command: Command) => {
@@ -129,11 +169,14 @@ describe('LuaScript without a Buffer argument, on a real redis', () => {
       expect(sent).toHaveLength(1);
       const theirs = new Command('evalsha', [script.sha, keys.length, ...keys, ...args]);
       const ours = sent[0] as Command;
+      // Until round 38 (`call-bisect`) a call of text only went as ioredis's own command (one
+      // string, a rope flattened at the write); now as OneCopyCommand, with the same bytes.
+      expect(ours).toBeInstanceOf(OneCopyCommand);
       expect(ours.name).toBe('evalsha');
       expect(ours.args).toEqual(theirs.args);
-      expect(Buffer.from(ours.toWritable({}) as string)).toEqual(
-        Buffer.from(theirs.toWritable({}) as string),
-      );
+      const bytes = ours.toWritable({});
+      expect(Buffer.isBuffer(bytes)).toBe(true);
+      expect(bytes).toEqual(Buffer.from(theirs.toWritable({}) as string));
       // Auto-pipelined (ioredis hands the arguments to a pipeline's command): the same answer.
       expect(await script.run(piped, keys, args)).toEqual(expected);
     } finally {

@@ -51,13 +51,15 @@ const digitsOf = (n: number): number =>
   n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : String(n).length;
 
 /**
- * A command whose arguments hold a Buffer, written straight into the one buffer handed to the
- * socket. ioredis encodes such a command part by part: each argument's length twice and one copy
- * call per part (three a text argument), ~280 calls for the ~105 arguments of a run's end with
- * BullMQ's completion (whose options BullMQ packs into a Buffer), 0.1–0.25 ms of the runner's main
- * thread on a run's path between the host's `done` and the end's write (test/bench/README.md,
- * round 20). The bytes are ioredis's, the same RESP; commands without a Buffer go as ioredis writes
- * them (one string). One buffer, measured first and then filled: no buffer a part and no
+ * A command written straight into the one buffer handed to the socket. ioredis encodes a command
+ * whose arguments hold a Buffer part by part: each argument's length twice and one copy call per
+ * part (three a text argument), ~280 calls for the ~105 arguments of a run's end with BullMQ's
+ * completion (whose options BullMQ packs into a Buffer), 0.1–0.25 ms of the runner's main thread on
+ * a run's path between the host's `done` and the end's write (test/bench/README.md, round 20). A
+ * command of text only it builds as one string, a rope of ~4 strings an argument that the socket's
+ * write flattens into a copy before encoding it: since round 38 (`call-bisect`) such a command
+ * (a binding call's claim and outcome, on every call) goes into one buffer too. The bytes are
+ * ioredis's, the same RESP. One buffer, measured first and then filled: no buffer a part and no
  * concatenation, whose copies of a run's end or submit (4–5 KB each, past Node's buffer pool) were
  * malloc'd afresh each run, and faulted in anew after glibc gave the heap's top back (round 24
  * `seq-sweep`).
@@ -75,16 +77,15 @@ export class OneCopyCommand extends Command {
     super(name, options.keyPrefix ? args : NO_ARGS, options);
     if (options.keyPrefix) return;
     const self = this as unknown as { args: Arg[]; bufferMode?: boolean };
-    let buffers = false;
     for (let i = 0; i < args.length; i++) {
       const arg = args[i];
-      if (typeof arg === 'string') continue;
-      if (Buffer.isBuffer(arg)) buffers = true;
+      if (typeof arg === 'string' || Buffer.isBuffer(arg)) continue;
       // As ioredis's `toArg`: null and undefined are empty, anything else its String.
-      else args[i] = arg === null || arg === undefined ? '' : String(arg);
+      args[i] = arg === null || arg === undefined ? '' : String(arg);
     }
     self.args = args;
-    if (buffers) self.bufferMode = true;
+    // `toWritable`'s one buffer, with or without a Buffer among the arguments.
+    self.bufferMode = true;
   }
 
   override toWritable(socket: object): string | Buffer {
@@ -124,12 +125,9 @@ export class OneCopyCommand extends Command {
   }
 }
 
-/** Whether an argument is a Buffer (BullMQ's packed options ride among a fused script's arguments). */
-const anyBuffer = (args: readonly unknown[]): boolean => args.some((a) => Buffer.isBuffer(a));
-
 /**
- * EVALSHA, or EVAL, through `OneCopyCommand` when an argument is a Buffer on a plain client
- * (a Cluster's routing and ioredis's auto-pipelining stay with ioredis's own commands).
+ * EVALSHA, or EVAL, through `OneCopyCommand` on a plain client (a Cluster's routing and ioredis's
+ * auto-pipelining stay with ioredis's own commands).
  */
 function send(
   redis: Redis,
@@ -142,7 +140,7 @@ function send(
   // its trap (an `in`, a `Reflect.get`, a bind for own functions).
   const clientOptions = redis.options;
   const plain = !(redis as { isCluster?: boolean }).isCluster && !clientOptions?.enableAutoPipelining;
-  if (plain && anyBuffer(args)) {
+  if (plain) {
     // Replies as `redis.evalsha` gives them (text; ioredis's `…Buffer` commands alone give bytes).
     const options = {
       replyEncoding: 'utf8' as const,
