@@ -11,12 +11,13 @@
 import { statSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { createRunStore } from '@islet/runs';
-import { runFixture, startRedis } from '@islet/testkit';
+import { startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { FOLD_AT } from '../../services/runs/src/run-index-scripts.ts';
 import { aofFileOf } from './aof-writes.ts';
-import { PROGRAM, pct } from './baselines.ts';
+import { pct } from './baselines.ts';
 import { callgrindRedis } from './callgrind-redis.ts';
+import { foldRun } from './fold-fixture.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2 * FOLD_AT);
 /** Runs in flight: each run is ended after `DEPTH - 1` later runs were created (16 clients: 16). */
@@ -27,17 +28,10 @@ const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 async function ends(redis: Redis, measure: () => number | Promise<number>) {
   const runs = createRunStore(redis, sealer);
   const out: { folded: boolean; n: number }[] = [];
-  const inFlight: ReturnType<typeof runFixture>[] = [];
+  const inFlight: ReturnType<typeof foldRun>[] = [];
   for (let i = 0; i < RUNS + DEPTH - 1; i++) {
     if (i < RUNS) {
-      const run = runFixture(`fold-run-${String(i).padStart(5, '0')}`, {
-        createdAt: Date.now(),
-        tenant: 'dev',
-        session: 'bench',
-        code: PROGRAM,
-        description: 'Measure a trivial program',
-        pushEnd: true,
-      });
+      const run = foldRun(i);
       await runs.create(run, { maxInFlight: 1000, sessionTtlSeconds: 60 });
       inFlight.push(run);
     }

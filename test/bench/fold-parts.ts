@@ -10,11 +10,10 @@
 import { generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { createRunStore } from '@islet/runs';
-import { runFixture } from '@islet/testkit';
 import { luaSource } from '../../services/runs/src/lua-scripts.ts';
 import { FINISH_TENANT_PARAMS, FOLD_AT } from '../../services/runs/src/run-index-scripts.ts';
-import { PROGRAM } from './baselines.ts';
 import { callgrindRedis } from './callgrind-redis.ts';
+import { foldRun } from './fold-fixture.ts';
 
 const RUNS = Number(process.env.RUNS ?? FOLD_AT / 2);
 const N = Number(process.env.N ?? 5);
@@ -32,14 +31,7 @@ try {
     }
   const runs = createRunStore(r, sealer);
   for (let i = 0; i < RUNS; i++) {
-    const run = runFixture(`fold-run-${String(i).padStart(5, '0')}`, {
-      createdAt: Date.now(),
-      tenant: 'dev',
-      session: 'bench',
-      code: PROGRAM,
-      description: 'Measure a trivial program',
-      pushEnd: true,
-    });
+    const run = foldRun(i);
     await runs.create(run, { maxInFlight: 1000, sessionTtlSeconds: 60 });
     if (i < RUNS - 1)
       await runs.finish(run, {
@@ -58,7 +50,8 @@ try {
     await p.exec();
   };
   // The fold's own parameters: the end's, less the feed's and the fold size (not in its text).
-  const { FEED_MAX_LEN: _len, TENANT_FEED_CHANNEL: _channel, FOLD_AT: _at, ...params } = FINISH_TENANT_PARAMS;
+  // The fold's own parameters (run-index-scripts.ts FOLD_PARAMS, the feed's cap among them since round 38).
+  const { TENANT_FEED_CHANNEL: _channel, FOLD_AT: _at, ...params } = FINISH_TENANT_PARAMS;
   const full = luaSource('fold-index-5', params);
   const k = keys;
   const foldKeys = [
@@ -95,8 +88,8 @@ try {
       "args[#args + 1] = raws[id] or 'x'",
     ],
   ];
-  const base = await (async () => {
-    const s = new LuaScript('return 0');
+  // A script's instructions a call, the list restored before each (one warm call first).
+  const perCall = async (s: LuaScript): Promise<number> => {
     await restore();
     await s.run(r, foldKeys, []);
     const a = cg.instructions();
@@ -105,7 +98,8 @@ try {
       await s.run(r, foldKeys, []);
     }
     return (cg.instructions() - a) / N;
-  })();
+  };
+  const base = await perCall(new LuaScript('return 0'));
   console.log(
     `fold of ${pending} entries (${RUNS} runs), instructions a call over 'return 0' (${base.toFixed(0)}):`,
   );
@@ -115,14 +109,7 @@ try {
       continue;
     }
     const s = new LuaScript(at ? full.replace(at, `do return 0 end\n${at}`) : full);
-    await restore();
-    await s.run(r, foldKeys, []);
-    const a = cg.instructions();
-    for (let i = 0; i < N; i++) {
-      await restore();
-      await s.run(r, foldKeys, []);
-    }
-    console.log(`  ${(((cg.instructions() - a) / N - base) / 1000).toFixed(0).padStart(8)} K  ${label}`);
+    console.log(`  ${(((await perCall(s)) - base) / 1000).toFixed(0).padStart(8)} K  ${label}`);
   }
   for (const [label, from, to] of swaps) {
     if (!full.includes(from)) {
@@ -130,14 +117,7 @@ try {
       continue;
     }
     const s = new LuaScript(full.replace(from, to));
-    await restore();
-    await s.run(r, foldKeys, []);
-    const a = cg.instructions();
-    for (let i = 0; i < N; i++) {
-      await restore();
-      await s.run(r, foldKeys, []);
-    }
-    console.log(`  ${(((cg.instructions() - a) / N - base) / 1000).toFixed(0).padStart(8)} K  ${label}`);
+    console.log(`  ${(((await perCall(s)) - base) / 1000).toFixed(0).padStart(8)} K  ${label}`);
   }
   await restore(); // the list as before the fold
   const [one] = await r.lrange(keys.indexPending('dev'), 0, 0);

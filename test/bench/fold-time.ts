@@ -10,11 +10,11 @@
 import { generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { createRunStore } from '@islet/runs';
-import { runFixture, startRedis } from '@islet/testkit';
+import { startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { luaSource } from '../../services/runs/src/lua-scripts.ts';
 import { FINISH_TENANT_PARAMS } from '../../services/runs/src/run-index-scripts.ts';
-import { PROGRAM } from './baselines.ts';
+import { foldRun } from './fold-fixture.ts';
 
 const BEFORE = Number(process.env.BEFORE ?? 5000);
 const CALLS = Number(process.env.CALLS ?? 100);
@@ -27,14 +27,7 @@ try {
   const runs = createRunStore(r, sealer);
   let n = 0;
   const one = async (end: boolean) => {
-    const run = runFixture(`fold-run-${String(n++).padStart(6, '0')}`, {
-      createdAt: Date.now(),
-      tenant: 'dev',
-      session: 'bench',
-      code: PROGRAM,
-      description: 'Measure a trivial program',
-      pushEnd: true,
-    });
+    const run = foldRun(n++, 6);
     await runs.create(run, { maxInFlight: 100000, sessionTtlSeconds: 600 });
     if (end)
       await runs.finish(run, {
@@ -45,7 +38,8 @@ try {
       });
   };
   for (let i = 0; i < BEFORE; i++) await one(true);
-  const { FEED_MAX_LEN: _len, TENANT_FEED_CHANNEL: _channel, FOLD_AT: _at, ...params } = FINISH_TENANT_PARAMS;
+  // The fold's own parameters (run-index-scripts.ts FOLD_PARAMS, the feed's cap among them since round 38).
+  const { TENANT_FEED_CHANNEL: _channel, FOLD_AT: _at, ...params } = FINISH_TENANT_PARAMS;
   const fold = new LuaScript(luaSource('fold-index-5', params));
   const foldKeys = [
     keys.indexPending('dev'),
