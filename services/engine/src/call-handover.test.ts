@@ -86,19 +86,19 @@ describe('binding calls handed to the host', () => {
     // in 1 MiB with the 8 small items queued after the last wait) and the 8th, then the 2 MB call
     // (alone past the bound), then the second 600 KB line (two pass 1 MiB; the third fits again).
     expect(waited).toEqual([63, 127, 191, 203, 207, 210, 212]);
-    // Between two waits, never more than 63 items or 1 MiB queued.
-    let items = 0;
-    let chars = 0;
+    // Between two waits, never more than 63 items or 1 MiB queued (counts, not time).
+    let queuedItems = 0;
+    let queuedChars = 0;
     for (const x of got) {
       if (x.waited) {
-        items = 0;
-        chars = 0;
+        queuedItems = 0;
+        queuedChars = 0;
         continue;
       }
-      items++;
-      chars += x.chars;
-      expect(items).toBeLessThan(64);
-      expect(chars).toBeLessThanOrEqual(1048576);
+      queuedItems++;
+      queuedChars += x.chars;
+      expect(queuedItems).toBeLessThan(64);
+      expect(queuedChars).toBeLessThanOrEqual(1048576);
     }
   });
 });
