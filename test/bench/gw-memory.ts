@@ -22,6 +22,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster } from '@islet/devstack';
+import { nvpField, takeChildLines } from './child-gc-lines.ts';
 import { burst, trivialRun } from './cluster-figures.ts';
 import { summarizeAllocations } from './profile-summary.ts';
 
@@ -51,42 +52,26 @@ const gcs: Record<string, Gc[]> = { gateway: [], runner: [] };
 const controller: Record<string, string[]> = { gateway: [], runner: [] };
 const pretenuring: Record<string, string[]> = { gateway: [], runner: [] };
 let done = 0;
-const write = process.stderr.write.bind(process.stderr);
-let pending = '';
-process.stderr.write = ((chunk: string | Uint8Array) => {
-  pending += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-  let nl = pending.indexOf('\n');
-  while (nl >= 0) {
-    const line = pending.slice(0, nl);
-    pending = pending.slice(nl + 1);
-    nl = pending.indexOf('\n');
-    const who = /^\[(gateway|runner)-0\]/.exec(line)?.[1];
-    if (!who) {
-      write(`${line}\n`);
-      continue;
-    }
-    // With --trace-gc-verbose: V8's old-generation limit after each mark-compact (its growing factor
-    // and what it was based on), kept to print at the end.
-    const limit = /\[HeapController\] (.*)$/.exec(line)?.[1];
-    if (limit) controller[who]?.push(`@${done} ${limit}`);
-    // With --trace-pretenuring: V8's decisions to allocate a site's objects in old space at once.
-    if (/pretenur|AllocationSite/i.test(line))
-      pretenuring[who]?.push(`@${done} ${line.replace(/^\[\w+-0\] /, '')}`);
-    if (!line.includes(' gc=')) continue;
-    const num = (name: string) => Number(new RegExp(`[ ]${name}=([\\d.]+)`).exec(line)?.[1] ?? Number.NaN);
-    gcs[who]?.push({
-      kind: / gc=(\w+)/.exec(line)?.[1] ?? '?',
-      pause: num('pause'),
-      promoted: num('promoted'),
-      start: num('start_object_size'),
-      objects: num('end_object_size'),
-      committed: num('end_memory_size'),
-      at: done,
-    });
-  }
-  return true;
-  // biome-ignore lint/suspicious/noExplicitAny: stderr's write overloads
-}) as any;
+takeChildLines((who, line) => {
+  // With --trace-gc-verbose: V8's old-generation limit after each mark-compact (its growing factor
+  // and what it was based on), kept to print at the end.
+  const limit = /\[HeapController\] (.*)$/.exec(line)?.[1];
+  if (limit) controller[who]?.push(`@${done} ${limit}`);
+  // With --trace-pretenuring: V8's decisions to allocate a site's objects in old space at once.
+  if (/pretenur|AllocationSite/i.test(line))
+    pretenuring[who]?.push(`@${done} ${line.replace(/^\[\w+-0\] /, '')}`);
+  if (!line.includes(' gc=')) return;
+  const num = (name: string) => nvpField(line, name);
+  gcs[who]?.push({
+    kind: / gc=(\w+)/.exec(line)?.[1] ?? '?',
+    pause: num('pause'),
+    promoted: num('promoted'),
+    start: num('start_object_size'),
+    objects: num('end_object_size'),
+    committed: num('end_memory_size'),
+    at: done,
+  });
+});
 
 const cluster = await startCluster({
   gateways: 1,

@@ -14,6 +14,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { startCluster } from '@islet/devstack';
+import { nvpField, takeChildLines } from './child-gc-lines.ts';
 import { burst, trivialRun } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 3000);
@@ -38,35 +39,19 @@ interface Gc {
 }
 const gcs: Record<string, Gc[]> = { gateway: [], runner: [] };
 // The children's lines come to our stderr with `verbose` (`[gateway-0] …`): keep V8's, drop the rest.
-const write = process.stderr.write.bind(process.stderr);
-let pending = '';
-process.stderr.write = ((chunk: string | Uint8Array) => {
-  pending += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-  let nl = pending.indexOf('\n');
-  while (nl >= 0) {
-    const line = pending.slice(0, nl);
-    pending = pending.slice(nl + 1);
-    nl = pending.indexOf('\n');
-    const who = /^\[(gateway|runner)-0\]/.exec(line)?.[1];
-    if (!who) {
-      write(`${line}\n`);
-      continue;
-    }
-    if (!line.includes(' gc=')) continue;
-    const num = (name: string) => Number(new RegExp(`[ ]${name}=([\\d.]+)`).exec(line)?.[1] ?? Number.NaN);
-    gcs[who]?.push({
-      kind: / gc=(\w+)/.exec(line)?.[1] ?? '?',
-      pause: num('pause'),
-      promoted: num('promoted'),
-      survived: num('new_space_survived'),
-      capacity: num('new_space_capacity'),
-      objects: num('end_object_size'),
-      committed: num('end_memory_size'),
-    });
-  }
-  return true;
-  // biome-ignore lint/suspicious/noExplicitAny: stderr's write overloads
-}) as any;
+takeChildLines((who, line) => {
+  if (!line.includes(' gc=')) return;
+  const num = (name: string) => nvpField(line, name);
+  gcs[who]?.push({
+    kind: / gc=(\w+)/.exec(line)?.[1] ?? '?',
+    pause: num('pause'),
+    promoted: num('promoted'),
+    survived: num('new_space_survived'),
+    capacity: num('new_space_capacity'),
+    objects: num('end_object_size'),
+    committed: num('end_memory_size'),
+  });
+});
 
 const cluster = await startCluster({
   gateways: 1,
