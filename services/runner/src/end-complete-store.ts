@@ -123,7 +123,8 @@ export function completingExec(
     const early = completion ? sent(String(args[COMPLETE_KEYS])) : undefined;
     if (early) return early;
     const end = completion ? take(String(args[COMPLETE_KEYS])) : undefined;
-    if (!end) return completion ? comparedWithoutText(await exec(client, name, args)) : exec(client, name, args);
+    if (!end)
+      return completion ? comparedWithoutText(await exec(client, name, args)) : exec(client, name, args);
     if (end.fetchNone && Number(args[COMPLETE_KEYS + FETCH_NEXT_ARG]) === 1) {
       args = [...args];
       args[COMPLETE_KEYS + FETCH_NEXT_ARG] = 0;

@@ -246,8 +246,9 @@ describe("a run's end in its job's completion (one server)", () => {
     try {
       // A first run fuses the worker's scripts (its first end handed over).
       await warmUp(t, 'nw');
-      const scripts = (t.worker() as unknown as { scripts: { execCommand: (...a: unknown[]) => Promise<unknown> } })
-        .scripts;
+      const scripts = (
+        t.worker() as unknown as { scripts: { execCommand: (...a: unknown[]) => Promise<unknown> } }
+      ).scripts;
       // The answers the wrapped completion gives BullMQ.
       const exec = scripts.execCommand.bind(scripts);
       const answers: unknown[] = [];
