@@ -33,7 +33,9 @@ function ownerOf(frame: string): string | undefined {
   const pkg = / nm\/(@[\w.-]+\/[\w.-]+|[\w.-]+)\//.exec(frame);
   if (!pkg) return 'other';
   const name = pkg[1] as string;
-  return ['redis-parser', 'denque', 'cluster-key-slot', 'standard-as-callback'].includes(name) ? 'ioredis' : name;
+  return ['redis-parser', 'denque', 'cluster-key-slot', 'standard-as-callback'].includes(name)
+    ? 'ioredis'
+    : name;
 }
 
 /** Our file of a frame (`runner/src/run-executor.ts`), or undefined. */
