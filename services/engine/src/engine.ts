@@ -4,6 +4,7 @@
  * after `maxRunsPerProcess` runs, or once its private resident memory grew by `maxHostResidentGrowthBytes`.
  * `execute` never throws.
  */
+import { BusyHosts } from './busy-hosts.ts';
 import { engineSettings } from './engine-settings.ts';
 import { HostProcess } from './host-process.ts';
 import {
@@ -38,7 +39,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   } = engineSettings(options);
   const readResident = options.residentBytesOf;
   const idle = new Map<string, HostProcess[]>();
-  const busy = new Set<HostProcess>();
+  const busy = new BusyHosts();
   // A host started in the background for a partition (one at a time), for a run that finds its
   // pool empty: after a host retired with none coming, a second host for back-to-back runs, or a
   // retired host's own replacement still starting. Started with no run waiting, it joins the pool.
@@ -137,7 +138,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
           host.replacement === undefined
         )
           startSpare(partition, true);
-        host.setIdle(false);
         busy.add(host);
         return host;
       }
@@ -146,7 +146,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
         spares.delete(partition);
         const host = await spare;
         if (host && !host.exited) {
-          host.setIdle(false);
           busy.add(host);
           return host;
         }
@@ -185,7 +184,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
             void host.stop();
             return undefined;
           }
-          host.setIdle(true);
+          host.becameIdle();
           // No run took it while it started: it joins the pool as its longest idle, so a host about
           // to retire still serves its last runs first, and back-to-back runs take it at once.
           if (spares.get(partition) === spare && (idle.get(partition)?.length ?? 0) < maxIdle) {
@@ -221,7 +220,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   /** A started host joins its partition's pool if there is room (as the latest idle); else it goes. */
   function adopt(host: HostProcess): void {
     if (!closed && !host.exited && (idle.get(host.partition)?.length ?? 0) < maxIdle) {
-      host.setIdle(true);
+      host.becameIdle();
       park(host);
     } else void host.stop();
   }
@@ -279,7 +278,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
             adopt(replacement);
             return undefined;
           }
-          replacement.setIdle(true);
+          replacement.becameIdle();
           host.replacementHost = replacement;
           aside.add(replacement);
           // Due and idle: the swap need not wait for its next run.
@@ -315,7 +314,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       wakeAll(); // a run waiting for a start slot may take the replacement
       return;
     }
-    host.setIdle(true);
+    host.becameIdle();
     park(host);
     // Due, or its last quarter of runs begins: its replacement starts now, so it is ready (a start
     // takes as long as dozens of runs, more on a loaded core) when the host retires. Starting it
@@ -388,6 +387,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     aside.clear();
     idle.clear();
     await Promise.all(all.map((h) => h.stop()));
+    busy.close();
   }
 
   function stats() {

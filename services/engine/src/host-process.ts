@@ -14,7 +14,7 @@ import { checkFromHost, type FromHost, type ToHost } from './wire.ts';
 export const HOST_SCRIPT = builtHostScript() ?? fileURLToPath(new URL('./host.ts', import.meta.url));
 const STDERR_KEEP_BYTES = 16 * 1024;
 
-/** A child's pipe as `setIdle` sees it: a stream that may be absent or not ref-counted. */
+/** A child's pipe as `refHandles` sees it: a stream that may be absent or not ref-counted. */
 type Refable = { ref?: () => void; unref?: () => void } | null | undefined;
 
 interface HostEvents {
@@ -197,24 +197,25 @@ export class HostProcess {
   /** When the host last became idle (performance.now()); the engine retires the longest idle first. */
   idleSince = 0;
 
-  /** An idle host does not keep the caller's event loop alive; a busy one does. */
-  setIdle(idle: boolean): void {
-    if (idle) this.idleSince = performance.now();
-    if (this.exited) return;
-    // Twice a run: each stream by name, not a loop over an array of them (a `for … of` the JIT has
-    // not optimized allocates an iterator result an element).
+  /** The process's handles are unref'd (its first idle; `stop` refs them again). */
+  private handlesUnrefd = false;
+
+  /**
+   * An idle host does not keep the caller's event loop alive: its handles are unref'd at its first
+   * idle and stay so; while it is busy the engine's one keep-alive holds the loop (busy-hosts.ts).
+   */
+  becameIdle(): void {
+    this.idleSince = performance.now();
+    if (this.exited || this.handlesUnrefd) return;
+    this.handlesUnrefd = true;
+    this.refHandles(false);
+  }
+
+  /** The process and its three pipes ref'd (true) or unref'd. */
+  private refHandles(ref: boolean): void {
     const { stdin, stdout, stderr } = this.child as unknown as Record<'stdin' | 'stdout' | 'stderr', Refable>;
-    if (idle) {
-      this.child.unref();
-      stdin?.unref?.();
-      stdout?.unref?.();
-      stderr?.unref?.();
-    } else {
-      this.child.ref();
-      stdin?.ref?.();
-      stdout?.ref?.();
-      stderr?.ref?.();
-    }
+    const handles = [this.child as Refable, stdin, stdout, stderr];
+    for (let i = 0; i < handles.length; i++) (ref ? handles[i]?.ref : handles[i]?.unref)?.call(handles[i]);
   }
 
   /**
@@ -385,7 +386,8 @@ export class HostProcess {
   async stop(): Promise<void> {
     if (this.exited) return;
     const waited = this.whenExited();
-    this.setIdle(false); // an unref'd child would let the caller's process exit before this resolves
+    this.handlesUnrefd = false;
+    this.refHandles(true); // an unref'd child would let the caller's process exit before this resolves
     this.kill();
     await waited;
   }

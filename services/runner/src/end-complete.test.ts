@@ -12,7 +12,7 @@ import { FINISH_RUN_RELEASE, runJobOptions } from '@islet/runs';
 import type { RedisServer } from '@islet/testkit';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
 import { END_AND_COMPLETE_SHA, END_COMPLETE_START_SHA } from './end-complete-store.ts';
 
@@ -236,6 +236,51 @@ describe("a run's end in its job's completion (one server)", () => {
         expect((await t.queue.getJob(id))?.attemptsMade).toBe(1);
       }
     } finally {
+      await t.close();
+    }
+  });
+
+  it("a completion bringing the next job: BullMQ's `result < 0` check reads its answer without joining it into text; the job is read and run as before", async () => {
+    const t = await setUp('fused-answer', true, undefined, { slots: 1, noteEnds: true });
+    const join = vi.spyOn(Array.prototype, 'join');
+    try {
+      // A first run fuses the worker's scripts (its first end handed over).
+      await warmUp(t, 'nw');
+      const scripts = (
+        t.worker() as unknown as { scripts: { execCommand: (...a: unknown[]) => Promise<unknown> } }
+      ).scripts;
+      // The answers the wrapped completion gives BullMQ.
+      const exec = scripts.execCommand.bind(scripts);
+      const answers: unknown[] = [];
+      scripts.execCommand = async (...a: unknown[]) => {
+        const answer = await exec(...a);
+        if (a[1] === 'moveToFinished') answers.push(answer);
+        return answer;
+      };
+      for (const id of ['n1', 'n2', 'n3']) await newRun(id);
+      join.mockClear();
+      // Queued together, one slot: each completion but the last brings the next job.
+      await t.queue.addBulk(
+        ['n1', 'n2', 'n3'].map((id) => ({
+          name: 'run',
+          data: { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() },
+          opts: runJobOptions(id, 1),
+        })),
+      );
+      await until('the three to complete', async () => (await t.queue.getCompletedCount()) === 4);
+      const nextJobs = answers.filter((a) => Array.isArray(a) && a.length > 1);
+      expect(nextJobs.length).toBeGreaterThanOrEqual(1);
+      // Not one of those answers was joined (the base joined each in `result < 0`).
+      expect(join.mock.contexts.filter((c) => nextJobs.includes(c))).toEqual([]);
+      // The answer's text and number as an array's would be, its elements as Redis gave them.
+      const answer = nextJobs[0] as unknown[];
+      expect(Number(answer)).toBeNaN();
+      expect((answer as unknown as number) < 0).toBe(false);
+      expect(String(answer)).toBe([...answer].join());
+      for (const id of ['n1', 'n2', 'n3']) expect(await redis.hget(keys.run(id), 'status')).toBe('Completed');
+      expect(await endEvents('n2')).toBe(1);
+    } finally {
+      join.mockRestore();
       await t.close();
     }
   });

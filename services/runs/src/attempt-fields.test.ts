@@ -65,12 +65,21 @@ describe("an attempt's start reads the run from the script's flat answer", () =>
       await runs.create(run);
       const fieldsOf = vi.mocked(luaScript.fieldsOf);
       fieldsOf.mockClear();
+      const stored = await redis.hgetall(keys.run('f2'));
+      const opens = vi.spyOn(sealer, 'open');
       const begun = await lifecycle.beginAttempt('f2');
+      const opened = opens.mock.calls.map(([sealed]) => sealed);
+      opens.mockRestore();
       expect(begun.attempt).toBe(1);
       expect(begun.run?.id).toBe('f2');
       expect(begun.run?.code).toBe(run.code);
       expect(begun.run?.status).toBe(run.status);
       expect('runFields' in begun).toBe(false);
+      // The description a runner never reads: a plain '' (no accessor, which made the run a
+      // dictionary-mode object), its sealed text not opened (only the program and request were).
+      expect(Object.getOwnPropertyDescriptor(begun.run, 'description')).toMatchObject({ value: '' });
+      expect(begun.run?.description).toBe('');
+      expect(opened).toEqual([stored.code, stored.request]);
       // Only the journal's own fields went through a record (its `#` counter and calls).
       const records = fieldsOf.mock.results.map((r) => r.value as Record<string, string>);
       expect(records.length).toBeGreaterThan(0);

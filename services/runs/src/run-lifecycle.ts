@@ -83,14 +83,16 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
      * `attempt` is undefined); returns the record as it was read (null: none) and the journal.
      * With a slot lease (one server), the lease is decided first in the same script: refused
      * (`deferred`), nothing of the run was read or written; granted, the run carries the lease, so
-     * its end (`finish`, `fail`, `cancel`) gives it back in the end's own script.
+     * its end (`finish`, `fail`, `cancel`) gives it back in the end's own script. The run's
+     * `description` is `''`: its caller, a runner, never reads it.
      */
     async beginAttempt(runId: string, lease?: RunLease) {
       const begun = await journal.beginAttempt(runId, keys.run(runId), runs.attemptStartEvent(runId), lease);
       if (lease && begun.lease) lease.acquired(begun.lease);
       const { runFields, ...rest } = begun;
       if (begun.lease && !begun.lease.ok) return { ...rest, run: null, deferred: true };
-      const run = runs.fromFields(runFields);
+      // The description is the gateway's to show: a runner never reads it (run-reads.ts `fromHash`).
+      const run = runs.fromFields(runFields, 'unread');
       // The lease joins the run read (not a copy of it, which would read its every field).
       return { ...rest, run: run && lease ? Object.assign(run, { lease }) : run, deferred: false };
     },

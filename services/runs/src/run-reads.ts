@@ -39,6 +39,12 @@ type ReadFields = Record<
   string | undefined
 >;
 
+/**
+ * How a read run's sealed description is given: opened now (true), opened at its first read
+ * (false, an accessor), or not at all (`'unread'`: `''`, for a caller that never reads it).
+ */
+export type DescriptionRead = boolean | 'unread';
+
 export function createRunReads(
   redis: Redis,
   sealer: Sealer,
@@ -52,9 +58,16 @@ export function createRunReads(
    * A run from its record's fields as read from Redis (null: no record). `openDescription`: the
    * caller reads the description at once (a record for an answer), so it is opened now, a plain
    * field, not behind the accessor `openOnRead` defines (that definition alone cost a gateway's
-   * pushed end ~13 µs, test/bench/README.md round 28).
+   * pushed end ~13 µs, test/bench/README.md round 28). `'unread'`: the caller never reads it (a
+   * runner's pick-up, `RunLifecycle.beginAttempt`), so it stays `''`, neither opened nor behind
+   * the accessor, whose definition turns the run into a dictionary-mode object (each later read of
+   * its fields a hash lookup) and cost a runner ~11 µs of its ~1 ms a run at 16 clients
+   * (test/bench/README.md, round 39 `runner-cpu`).
    */
-  function fromHash(h: Partial<Record<string, string>>, openDescription = false): StoredRun | null {
+  function fromHash(
+    h: Partial<Record<string, string>>,
+    openDescription: DescriptionRead = false,
+  ): StoredRun | null {
     if (!h.id) return null;
     const run: StoredRun = {
       id: h.id,
@@ -82,7 +95,7 @@ export function createRunReads(
     if (h.kind) run.kind = h.kind;
     if (h.principal) run.principal = h.principal;
     if (h.pushEnd === '1') run.pushEnd = true;
-    if (h.description) {
+    if (h.description && openDescription !== 'unread') {
       if (openDescription) run.description = sealer.open(h.description);
       else openOnRead(run, h.description);
     }
@@ -96,7 +109,7 @@ export function createRunReads(
    * from the answer's own strings looked each field name up as a key (~25 of them) and grew its
    * shape field by field, on a run's pick-up, cold (test/bench/README.md, round 32 `runner-run`).
    */
-  function fromFields(flat: unknown, openDescription = false): StoredRun | null {
+  function fromFields(flat: unknown, openDescription: DescriptionRead = false): StoredRun | null {
     if (!Array.isArray(flat)) return null;
     const h: ReadFields = {
       id: undefined,
