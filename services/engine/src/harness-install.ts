@@ -7,7 +7,8 @@
  * (`getSync`) and deleted (`deleteSync`): thirteen (test/bench/README.md, round 38 `host-cpu`).
  * Used by the host (host.ts) and by the tests and benches that stand in for it.
  */
-import ivm from 'isolated-vm';
+import type ivm from 'isolated-vm';
+import { isolatedVm } from './host-ivm.ts';
 
 /** What the harness hands to the host; every callback never throws and takes strings and numbers. */
 export interface HarnessCallbacks {
@@ -52,12 +53,12 @@ export function installHarness(
     const entry = install.applySync(
       undefined,
       [
-        new ivm.Callback(cb.log, { ignored: true }),
-        new ivm.Callback(cb.logWait ?? cb.log, { sync: true }),
-        new ivm.Callback(cb.call, { ignored: true }),
-        new ivm.Callback(cb.callWait ?? cb.call, { sync: true }),
-        new ivm.Callback(cb.done, { sync: true }),
-        new ivm.Callback(cb.fail, { sync: true }),
+        new isolatedVm.Callback(cb.log, { ignored: true }),
+        new isolatedVm.Callback(cb.logWait ?? cb.log, { sync: true }),
+        new isolatedVm.Callback(cb.call, { ignored: true }),
+        new isolatedVm.Callback(cb.callWait ?? cb.call, { sync: true }),
+        new isolatedVm.Callback(cb.done, { sync: true }),
+        new isolatedVm.Callback(cb.fail, { sync: true }),
       ],
       { result: { reference: true } },
     ) as ivm.Reference;

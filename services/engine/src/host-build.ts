@@ -20,6 +20,8 @@ const SOURCES = [
   'host.ts',
   'host-run.ts',
   'harness-install.ts',
+  'host-ivm.ts',
+  'host-addon.ts',
   'host-run-log.ts',
   'host-output.ts',
   'host-program-end.ts',

@@ -3,9 +3,11 @@
  * while it has room, the rest through stdout's stream). Only frames may reach stdout: host.ts sends
  * console output to stderr.
  */
-import fs from 'node:fs';
 import { encodeMessage } from './frame.ts';
 import type { FromHost } from './wire.ts';
+
+/** By `getBuiltinModule`: an `import` of node:fs makes its ES module facade, which loads fs/promises (host.ts). */
+const fs = process.getBuiltinModule('node:fs');
 
 // Call frames of the isolate's current turn, not yet written: a frame per write let the runner
 // read a burst of calls (a Promise.all) in pieces and send them as several requests. Calls go out

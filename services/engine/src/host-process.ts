@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readSync, writeSync, writevSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
+import { HOST_ADDON_ARG, isolatedVmAddon } from './host-addon.ts';
 import { builtHostScript } from './host-build.ts';
 import { HOST_SEMI_SPACE_MB } from './limits.ts';
 import { checkFromHost, type FromHost, type ToHost } from './wire.ts';
@@ -109,6 +110,9 @@ export class HostProcess {
       '--disable-warning=ExperimentalWarning',
       HOST_SCRIPT,
     ];
+    // isolated-vm's addon named to the host, which opens it itself (host-ivm.ts: a cheaper start).
+    const addon = isolatedVmAddon();
+    if (addon !== undefined) args.push(HOST_ADDON_ARG, addon);
     if (options.wrapCommand) ({ command, args } = options.wrapCommand(command, args));
     return new Promise((resolve, reject) => {
       let child: ChildProcess;

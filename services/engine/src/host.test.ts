@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { childPids, cmdlineOf, environOf, sleep } from '../test/processes.ts';
+import { HOST_ADDON_ARG, isolatedVmAddon } from './host-addon.ts';
 import { HOST_ENV, HOST_SCRIPT } from './host-process.ts';
 import { createEngine, renderResultText } from './index.ts';
 import { HOST_SEMI_SPACE_MB } from './limits.ts';
@@ -303,6 +304,9 @@ describe('sandbox-unavailable', () => {
       `--max-semi-space-size=${HOST_SEMI_SPACE_MB}`,
       '--disable-warning=ExperimentalWarning',
       HOST_SCRIPT,
+      // isolated-vm's addon, which the host opens itself (host-ivm.ts), as an argument of its own.
+      HOST_ADDON_ARG,
+      isolatedVmAddon(),
     ]);
   });
 });

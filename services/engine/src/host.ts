@@ -4,15 +4,21 @@
  * engine only through frames on stdin/stdout. Every callback the isolate can reach is synchronous,
  * never throws and accepts only strings and numbers; anything else ends the run.
  */
-import { readFileSync } from 'node:fs';
-import ivm from 'isolated-vm';
+import type ivm from 'isolated-vm';
 import { FrameReader } from './frame.ts';
 import { installHarness } from './harness-install.ts';
+import { isolatedVm } from './host-ivm.ts';
 import { send } from './host-output.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import { DEFAULT_MEMORY_MB, releaseHostSemiSpaceFlag } from './limits.ts';
 import { NextIsolate } from './next-isolate.ts';
 import type { ToHost } from './wire.ts';
+
+// Node's builtins by `getBuiltinModule`, not `import`: an import of a builtin makes its ES module
+// facade, which reads every export, getters included (node:fs's `promises` loaded fs/promises,
+// readline and the REPL's history, ~26 M instructions of a host's start, compiled from source in a
+// process without Node's snapshot; test/bench/README.md, round 39 `host-start`).
+const { readFileSync } = process.getBuiltinModule('node:fs');
 
 // `--max-semi-space-size` was for this process's own heap only; programs' isolates come next.
 releaseHostSemiSpaceFlag();
@@ -33,7 +39,7 @@ const WARM_PROGRAM =
   'console.log("warm"); const d = new Date(); return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, 0), t: d.getTime() + Date.now(), r: Math.random() < 2 };';
 
 function prepare(memoryMb: number): Prepared {
-  const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
+  const isolate = new isolatedVm.Isolate({ memoryLimit: memoryMb });
   try {
     const sink: Prepared['sink'] = { run: undefined };
     const context = isolate.createContextSync();
@@ -65,7 +71,7 @@ function prepare(memoryMb: number): Prepared {
  * docs/decisions/measured-costs.md). No tenant code ever runs in this isolate, and V8 checks a cache against its source.
  */
 async function warmHarnessCache(): Promise<void> {
-  const isolate = new ivm.Isolate({ memoryLimit: DEFAULT_MEMORY_MB });
+  const isolate = new isolatedVm.Isolate({ memoryLimit: DEFAULT_MEMORY_MB });
   try {
     const context = isolate.createContextSync();
     let finished: () => void = () => undefined;

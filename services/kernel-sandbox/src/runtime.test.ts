@@ -51,11 +51,17 @@ afterAll(() => {
   if (base) rmSync(base, { recursive: true, force: true });
 });
 
-/** The engine's host, started from the 0700 clone instead of this checkout. */
+/** The engine's host, started from the 0700 clone instead of this checkout (its isolated-vm addon too). */
 const fromClone = (wrap: ReturnType<typeof wrapCommandForMode>) => (command: string, args: string[]) =>
   wrap(
     command === process.execPath ? node : command,
-    args.map((a) => (a === HOST_SCRIPT ? join(app, 'services/engine/src/host.ts') : a)),
+    args.map((a) =>
+      a === HOST_SCRIPT
+        ? join(app, 'services/engine/src/host.ts')
+        : a.startsWith(`${APP_ROOT}/node_modules/`)
+          ? join(app, a.slice(APP_ROOT.length + 1))
+          : a,
+    ),
   );
 
 describe('sandbox runtime from a clone under a 0700 directory', () => {
