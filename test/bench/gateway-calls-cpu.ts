@@ -86,6 +86,8 @@ const cluster = await startCluster({
   env: {
     ISLET_TENANT_POOL_SHARE: '1',
     ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+    // No runner: every run stays in flight (PER_RUN=1 makes thousands).
+    ISLET_MAX_IN_FLIGHT_RUNS: '1000000',
     ...(ALLOC
       ? { NODE_OPTIONS: `--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`, BENCH_ALLOC_DIR: dir }
       : {}),
