@@ -16,6 +16,7 @@ import {
   measure,
   PROGRAM,
   parallelCalls,
+  pct,
   type Sample,
   sequentialCalls,
   TRIVIAL_RUN_BODY,
@@ -23,6 +24,7 @@ import {
 import { benchNow } from './bench-clock.ts';
 import { processParents } from './capacity-cpu.ts';
 import { type FairRow, fairRow } from './fair-row.ts';
+import { appStamps } from './ping-app.ts';
 import { deferralsOf, samplePool } from './pool-sampler.ts';
 import { clockWatch, type StageSummary, stageRow, stagesOf } from './stages.ts';
 
@@ -32,7 +34,14 @@ export interface ClusterFigures {
   /** CPU per run of the cluster's processes during the 16-client phase, ms, by kind (and `total`). */
   cpuMsPerRun: Record<string, number>;
   sequential: Sample;
+  /**
+   * A binding call's round trip inside a 20-call run, p50 over every run's calls, ms: from one
+   * call's request arriving at the App to the next one's, on this process's clock (round 39,
+   * `call-gaps.ts`). No trivial run subtracted.
+   */
   callMs: number;
+  /** Rounds ≤ 38's reading of the same row: `(p50 of a 20-call run − p50 of a trivial run) / 20`, ms. */
+  callByRunsMs: number;
   parallel100Ms: number;
   parallel100ExtraMs: number;
   redisCommandsPerRun: number;
@@ -248,6 +257,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
   });
   await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
   const appPort = (app.address() as { port: number }).port;
+  const stamps = appStamps(app);
   const slots = Number(process.env.BENCH_SLOTS ?? 4);
   const clockStep = clockWatch();
   // Default settings, the fair share included (work-conserving: a lone tenant has the whole
@@ -429,14 +439,23 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       .map(([k, v]) => `${k} ${(v / counted).toFixed(1)}`)
       .join(', ');
 
+    // A run's gaps each; the first run is `measure`'s warm-up, not counted.
+    const callGaps: number[][] = [];
     const skipped: Sample = { runs: 0, seconds: 0, perSec: Number.NaN, p50: Number.NaN, p99: Number.NaN };
     const withCalls = quick
       ? skipped
-      : await measure(async () => void (await completed(sequentialCalls(CALLS), [bench])), {
-          seconds: seconds / 2,
-          warmup: 1,
-          minRuns: 10,
-        });
+      : await measure(
+          async () => {
+            stamps.clear();
+            await completed(sequentialCalls(CALLS), [bench]);
+            // Each call's round trip on one clock: its request's arrival at the App → the next one's.
+            const { arrived } = stamps;
+            const gaps: number[] = [];
+            for (let i = 0; i + 1 < arrived.length; i++) gaps.push(arrived[i + 1]! - arrived[i]!);
+            callGaps.push(gaps);
+          },
+          { seconds: seconds / 2, warmup: 1, minRuns: 10 },
+        );
     const parallel = quick
       ? skipped
       : await measure(async () => void (await completed(parallelCalls(100), [bench])), {
@@ -470,7 +489,8 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       concurrent16,
       cpuMsPerRun,
       sequential,
-      callMs: Math.max(0, withCalls.p50 - sequential.p50) / CALLS,
+      callMs: callGaps.length > 1 ? pct(callGaps.slice(1).flat(), 50) : Number.NaN,
+      callByRunsMs: Math.max(0, withCalls.p50 - sequential.p50) / CALLS,
       parallel100Ms: parallel.p50,
       parallel100ExtraMs: Math.max(0, parallel.p50 - sequential.p50),
       redisCommandsPerRun: total / counted,

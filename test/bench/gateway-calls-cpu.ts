@@ -19,6 +19,7 @@
  *
  *   node test/bench/gateway-calls-cpu.ts                 (N 2000, CLIENTS 1, BATCHES 20)
  *   CLIENTS=8 N=4000 node test/bench/gateway-calls-cpu.ts
+ *   PER_RUN=1 N=1000 node test/bench/gateway-calls-cpu.ts (a run's first call, its submit with it)
  *   GW_NODE_OPTIONS=--perf-basic-prof-only-functions N=20000 node test/bench/gateway-calls-cpu.ts
  */
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -37,8 +38,12 @@ const CLIENTS = Number(process.env.CLIENTS ?? 1);
 const BATCHES = Number(process.env.BATCHES ?? 20);
 const ALLOC = process.env.ALLOC === '1';
 const AOF = process.env.AOF === '1';
-/** Calls a run takes before the next run (a journal and an event stream each, kept small). */
-const PER_RUN = 1000;
+/**
+ * Calls a run takes before the next run (a journal and an event stream each, kept small).
+ * `PER_RUN=1`: every lone call on a run of its own, its submit's work in the gateway's CPU too
+ * (round 39, `call-path`: a run's first call, which reads the run's record unless kept from its submit).
+ */
+const PER_RUN = Number(process.env.PER_RUN ?? 1000);
 
 interface Sample {
   mainUs: number;
@@ -81,6 +86,8 @@ const cluster = await startCluster({
   env: {
     ISLET_TENANT_POOL_SHARE: '1',
     ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+    // No runner: every run stays in flight (PER_RUN=1 makes thousands).
+    ISLET_MAX_IN_FLIGHT_RUNS: '1000000',
     ...(ALLOC
       ? { NODE_OPTIONS: `--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`, BENCH_ALLOC_DIR: dir }
       : {}),

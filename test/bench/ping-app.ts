@@ -15,6 +15,27 @@ export async function startPingApp(): Promise<{ app: Server; port: number }> {
   return { app, port: (app.address() as { port: number }).port };
 }
 
+/**
+ * The App's stamps on this process's clock (`performance.now()`, ms), in order: each request's
+ * arrival (its `request` event) and its answer written (after `end`). `clear` before a run.
+ * A listener of its own, prepended, so the stamp is taken before the App's handler runs.
+ */
+export function appStamps(app: Server): { arrived: number[]; answered: number[]; clear: () => void } {
+  const stamps = {
+    arrived: [] as number[],
+    answered: [] as number[],
+    clear() {
+      stamps.arrived = [];
+      stamps.answered = [];
+    },
+  };
+  app.prependListener('request', (_req, res) => {
+    stamps.arrived.push(performance.now());
+    res.once('finish', () => stamps.answered.push(performance.now()));
+  });
+  return stamps;
+}
+
 /** The App's connection (tool `ping`, policy allow) for the caller's tenant; its id. */
 export async function pingConnection(a: Api, port: number): Promise<string> {
   const res = await a('POST', '/v1/connections', {

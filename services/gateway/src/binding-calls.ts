@@ -1,4 +1,4 @@
-import { BoundedMap, counterSeriesByLabels, histogramSeriesByLabels } from '@islet/core';
+import { counterSeriesByLabels, histogramSeriesByLabels } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import {
   type CallSource,
@@ -172,27 +172,11 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     return answer ?? failed('timeout', `the client did not answer call ${call.index} in time`);
   }
 
-  // What a call needs from its run (tenant, mode, program, bindings, approval) never changes after
-  // submit, so it is cached briefly: a program's many calls cost one record read, not one each.
-  // The read itself is shared, so a burst of parallel calls (Promise.all) waits on one read.
-  const runCache = new BoundedMap<string, { run: Promise<StoredRun | null>; at: number }>(1000);
-  function immutableRun(runId: string): Promise<StoredRun | null> {
-    const hit = runCache.get(runId);
-    if (hit && Date.now() - hit.at < 30_000) return hit.run;
-    const run = runs.get(runId);
-    const entry = { run, at: Date.now() };
-    runCache.set(runId, entry);
-    // Only a run that exists stays cached.
-    run.then(
-      (r) => {
-        if (!r && runCache.get(runId) === entry) runCache.delete(runId);
-      },
-      () => {
-        if (runCache.get(runId) === entry) runCache.delete(runId);
-      },
-    );
-    return run;
-  }
+  // What a call needs from its run never changes after submit: kept briefly, and put in at submit
+  // for a run this gateway admitted (call-run-cache.ts).
+  const runCache = deps.callRuns;
+  const readRun = (runId: string) => runs.get(runId);
+  const immutableRun = (runId: string): Promise<StoredRun | null> => runCache.get(runId, readRun);
 
   // A binding's source, one object for all its calls (the run's spec object is cached with the
   // run): the journal serialises it once, not once a call.

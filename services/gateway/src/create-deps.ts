@@ -32,6 +32,7 @@ import {
   createTenantBytesStore,
   type RunPolicyStore,
 } from '@islet/runs';
+import { CallRunCache } from './call-run-cache.ts';
 import { createConnectionStore } from './connection-store.ts';
 import type { GatewayDeps } from './deps.ts';
 import { createEventHub } from './event-hub.ts';
@@ -180,6 +181,7 @@ export async function createGatewayDeps(
     settings: createSettingsCache(createSettingsStore(redis), subscriber),
     connections: createConnectionStore(redis, sealer, caches, config.ISLET_TENANT_MAX_CONNECTIONS),
     journal,
+    callRuns: new CallRunCache(),
     decisions: createDecisionStore({
       redis,
       sealer,

@@ -23,6 +23,7 @@ import type {
   TenantBytesStore,
 } from '@islet/runs';
 import type { postToApp } from './app-http.ts';
+import type { CallRunCache } from './call-run-cache.ts';
 import type { ConnectionStore } from './connection-store.ts';
 import type { EventHub } from './event-hub.ts';
 import type { JobEventsStore } from './job-events-store.ts';
@@ -61,6 +62,8 @@ export interface GatewayDeps {
   settings: SettingsStore;
   connections: ConnectionStore;
   journal: CallJournal;
+  /** The runs binding calls are served for, kept briefly; seeded at submit (call-run-cache.ts). */
+  callRuns: CallRunCache;
   decisions: DecisionStore;
   /** Every job command of routes and services: run and skill jobs, removals, depths (run-queue-store.ts). */
   runQueue: RunQueueStore;

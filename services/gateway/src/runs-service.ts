@@ -209,6 +209,8 @@ export function createRunsService(deps: GatewayDeps) {
         { limit },
         { 'retry-after': '1' },
       );
+    // Admitted: its binding calls, when it makes any here, need not read it back (call-run-cache.ts).
+    if (admitted === 'created') deps.callRuns.seed(run);
 
     if (codeModeOff) {
       const message = 'Code Mode is off in the platform settings';
