@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
-import { FrameReader } from './frame.ts';
+import { FrameReader, readFramesInTicks } from './frame.ts';
 import { installHarness } from './harness-install.ts';
 import { send } from './host-output.ts';
 import { HostRun, type Prepared } from './host-run.ts';
@@ -154,16 +154,8 @@ const reader = new FrameReader((event) => {
   }
 });
 
-/**
- * Frames are read from the tick queue, not inside stdin's 'data' event: a turn that ends its run
- * disposes the isolate from inside `applySync`, and isolated-vm then captures this thread's
- * JavaScript stack (up to 10 frames, each optimized one decoded) for the error it throws
- * (host-run.ts `quietStacks`). Under the stream's event that stack was the stream's own frames and
- * ours, 10; here it is the tick queue's and ours (README, round 39 `dispose`). In order: one tick a
- * chunk, first in, first out, each chunk's frames handled in turn as before.
- */
-const readChunk = (chunk: Buffer) => reader.push(chunk);
-process.stdin.on('data', (chunk: Buffer) => process.nextTick(readChunk, chunk));
+// From the tick queue: a shallower stack for isolated-vm's dispose error (frame.ts).
+readFramesInTicks(process.stdin, reader);
 process.stdin.on('end', () => process.exit(0));
 await warmHarnessCache();
 send({ t: 'ready', pid: process.pid });
