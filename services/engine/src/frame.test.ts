@@ -91,7 +91,11 @@ describe("the sandbox host's frames read from the tick queue", () => {
       });
     });
     readFramesInTicks(input, reader);
-    const [a, b, c] = [{ t: 'run', n: 1 }, { t: 'end', n: 2 }, { t: 'result', n: 3 }];
+    const [a, b, c] = [
+      { t: 'run', n: 1 },
+      { t: 'end', n: 2 },
+      { t: 'result', n: 3 },
+    ];
     input.write(Buffer.concat([...encodeMessage(a), ...encodeMessage(b)]));
     input.write(Buffer.concat(encodeMessage(c)));
     await new Promise((resolve) => setImmediate(resolve));

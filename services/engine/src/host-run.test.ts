@@ -134,7 +134,9 @@ describe("the error isolated-vm throws when a turn on the host's thread disposes
     expect(first!.frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '3' });
 
     const later = firstTurn('return (await apps.a.b({})).n + 1;', ['a.b']);
-    const b = formatted(() => later.run.deliverResult({ t: 'result', id: 0, valueJson: '{"n":1}', turnMs: 5000 }));
+    const b = formatted(() =>
+      later.run.deliverResult({ t: 'result', id: 0, valueJson: '{"n":1}', turnMs: 5000 }),
+    );
     expect(b).toEqual({ calls: 0, limitAfter: limit });
     expect(later.frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '2' });
     await later.ended;
