@@ -1,5 +1,6 @@
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { encodeMessage, type FrameEvent, FrameReader } from './frame.ts';
+import { encodeMessage, type FrameEvent, FrameReader, readFramesInTicks } from './frame.ts';
 
 function collect(limits = { maxFrameBytes: 16, maxMessageBytes: 64 }) {
   const events: FrameEvent[] = [];
@@ -63,5 +64,43 @@ describe('length-delimited JSON frames', () => {
     expect(() => encodeMessage({ s: 'x'.repeat(100) }, { maxFrameBytes: 16, maxMessageBytes: 64 })).toThrow(
       /exceeds 64 bytes/,
     );
+  });
+});
+
+describe("the sandbox host's frames read from the tick queue", () => {
+  it("handles each chunk's frames after the stream's 'data' event, in order, with none of the stream's frames on the stack", async () => {
+    const input = new PassThrough();
+    const seen: { message: unknown; inData: boolean; streamFrames: boolean }[] = [];
+    let inData = false;
+    input.on('data', () => {
+      // Listeners run in order: this one's flag spans the reader's own listener, added after.
+      inData = true;
+      queueMicrotask(() => {
+        inData = false;
+      });
+    });
+    const reader = new FrameReader((e) => {
+      const limit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 50;
+      const stack = new Error('where').stack ?? '';
+      Error.stackTraceLimit = limit;
+      seen.push({
+        message: e.type === 'message' ? e.message : e,
+        inData,
+        streamFrames: /node:internal\/streams|node:events/.test(stack),
+      });
+    });
+    readFramesInTicks(input, reader);
+    const [a, b, c] = [
+      { t: 'run', n: 1 },
+      { t: 'end', n: 2 },
+      { t: 'result', n: 3 },
+    ];
+    input.write(Buffer.concat([...encodeMessage(a), ...encodeMessage(b)]));
+    input.write(Buffer.concat(encodeMessage(c)));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(seen.map((s) => s.message)).toEqual([a, b, c]);
+    // Not inside the stream's event (where the host's turns once ran, 10 frames deep).
+    expect(seen.every((s) => !s.inData && !s.streamFrames)).toBe(true);
   });
 });

@@ -137,3 +137,16 @@ export class FrameReader {
     return out;
   }
 }
+
+/**
+ * Feeds `reader` from `input`'s chunks, each from the tick queue rather than inside the stream's
+ * 'data' event (in order: one tick a chunk, first in, first out). The sandbox host's turns run
+ * from the frames' handler, and a turn that ends its run disposes its isolate inside `applySync`,
+ * for which isolated-vm captures this thread's JavaScript stack (up to 10 frames, each optimized
+ * one decoded) into the error it throws: the stream's own frames were half of it (README, round 39
+ * `dispose`).
+ */
+export function readFramesInTicks(input: NodeJS.ReadableStream, reader: FrameReader): void {
+  const read = (chunk: Buffer) => reader.push(chunk);
+  input.on('data', (chunk: Buffer) => process.nextTick(read, chunk));
+}

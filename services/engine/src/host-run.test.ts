@@ -103,6 +103,46 @@ describe('a run reports its end', () => {
   });
 });
 
+describe("the error isolated-vm throws when a turn on the host's thread disposes the isolate", () => {
+  /** Calls of Node's stack formatting (Error.prepareStackTrace) while `fn` runs; the limit after. */
+  function formatted(fn: () => void): { calls: number; limitAfter: number } {
+    let calls = 0;
+    const saved = Error.prepareStackTrace;
+    const limit = Error.stackTraceLimit;
+    Error.prepareStackTrace = (e) => {
+      calls++;
+      return String(e);
+    };
+    try {
+      fn();
+      return { calls, limitAfter: Error.stackTraceLimit };
+    } finally {
+      Error.prepareStackTrace = saved;
+      Error.stackTraceLimit = limit;
+    }
+  }
+
+  it('gets no stack to format: the first turn, and a later one on the host thread, end with none formatted', async () => {
+    // With Error.stackTraceLimit 0 (until round 39) isolated-vm read back an empty stack, formatted once a run.
+    const limit = Error.stackTraceLimit;
+    let first: ReturnType<typeof firstTurn> | undefined;
+    const a = formatted(() => {
+      first = firstTurn('return [1, 2, 3].length;');
+    });
+    expect(a).toEqual({ calls: 0, limitAfter: limit });
+    expect(first!.events).toEqual(['done (isolate disposed)', 'finished', 'first turn returned']);
+    expect(first!.frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '3' });
+
+    const later = firstTurn('return (await apps.a.b({})).n + 1;', ['a.b']);
+    const b = formatted(() =>
+      later.run.deliverResult({ t: 'result', id: 0, valueJson: '{"n":1}', turnMs: 5000 }),
+    );
+    expect(b).toEqual({ calls: 0, limitAfter: limit });
+    expect(later.frames.at(-1)).toMatchObject({ t: 'done', status: 'completed', valueJson: '2' });
+    await later.ended;
+  });
+});
+
 describe("a call's outcome starts the next turn", () => {
   it("with turnMs on the host thread: the next call and the turn's return are out before the delivery returns", () => {
     const { run, events, frames } = firstTurn(

@@ -36,15 +36,17 @@ const STDOUT: HostOutput = { send, flush };
 /**
  * A turn on this thread that ends the run disposes its isolate from a callback (`finish`), so
  * isolated-vm ends `applySync` with a new Error ("Isolate was disposed during execution") in this
- * process, which it builds with this thread's stack: V8 captured and formatted ~10 frames for it on
- * every run (Node's prepareStackTrace, call sites' positions and names; ~2 % of a host's main
- * thread by `perf`), to be thrown away (only its message is read). Frames are not captured in those
- * turns (an internal error in a callback of one is logged with its message only); the limit is
- * put back as the turn returns. Returns the limit to put back.
+ * process, to be thrown away (only its message is read). Around those turns `Error.stackTraceLimit`
+ * is not a number, so V8 captures no stack for the errors made then: with 0 (until round 39) it
+ * still captured an empty one, and isolated-vm (`StackTraceHolder::ChainStack`) read the new
+ * error's `stack` back, which ran Node's prepareStackTrace to format "Error: …" on every run; with
+ * no stack there is nothing to format and one holder is attached instead of a pair (README, round
+ * 39 `dispose`). An internal error in a callback of such a turn is logged with its message only.
+ * The limit is put back as the turn returns. Returns the limit to put back.
  */
 function quietStacks(): number {
   const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
+  (Error as { stackTraceLimit: number | undefined }).stackTraceLimit = undefined;
   return limit;
 }
 
@@ -292,7 +294,9 @@ export class HostRun {
   }
 
   private internalError(e: unknown): void {
-    process.stderr.write(`islet host: internal error: ${e instanceof Error ? e.stack : String(e)}\n`);
+    // No stack in a turn on this thread (`quietStacks`): then the message.
+    const text = e instanceof Error ? (e.stack ?? `${e.name}: ${e.message}`) : String(e);
+    process.stderr.write(`islet host: internal error: ${text}\n`);
     this.finish({ status: 'failed', kind: 'worker-exit', message: 'the sandbox host failed' });
   }
 

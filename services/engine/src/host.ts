@@ -5,7 +5,7 @@
  * never throws and accepts only strings and numbers; anything else ends the run.
  */
 import type ivm from 'isolated-vm';
-import { FrameReader } from './frame.ts';
+import { FrameReader, readFramesInTicks } from './frame.ts';
 import { installHarness } from './harness-install.ts';
 import { isolatedVm } from './host-ivm.ts';
 import { send } from './host-output.ts';
@@ -160,7 +160,8 @@ const reader = new FrameReader((event) => {
   }
 });
 
-process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
+// From the tick queue: a shallower stack for isolated-vm's dispose error (frame.ts).
+readFramesInTicks(process.stdin, reader);
 process.stdin.on('end', () => process.exit(0));
 await warmHarnessCache();
 send({ t: 'ready', pid: process.pid });

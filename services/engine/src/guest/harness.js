@@ -402,9 +402,12 @@
   // whose frames read `<anonymous>:<line>:<column>` two lines below the program's own numbering;
   // harness frames are dropped, so the stack an agent reads is the program's.
   const PROGRAM_LINE_OFFSET = 2;
-  const FRAME = /^\s*at (.*?) ?\((?:eval at .*, )?<anonymous>:(\d+):(\d+)\)$/;
+  // Made on the first throw it reads, not in `install`: a regex literal there was ~0.6 % of a
+  // host's CPU a run (README, round 38 `host-cpu`) for the few runs whose program throws.
+  let FRAME;
   function locate(e, head) {
     try {
+      FRAME ??= /^\s*at (.*?) ?\((?:eval at .*, )?<anonymous>:(\d+):(\d+)\)$/;
       if (typeof e !== 'object' || e === null) return undefined;
       // V8 keeps `stack` as an own accessor of the error (a data property when a program set it).
       const d = ObjectGetOwnPropertyDescriptor(e, 'stack');
