@@ -10,6 +10,8 @@
 import { readFileSync } from 'node:fs';
 
 const PERIOD = Number(process.env.PERIOD ?? 32);
+/** `PHASE=<k>`: the fold's phase as found on the base (a head that no longer slows it cannot show it). */
+const PHASE = process.env.PHASE === undefined ? undefined : Number(process.env.PHASE);
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -24,6 +26,7 @@ for (const file of process.argv.slice(2)) {
   // The fold's phase: the highest median (a median, so a GC in one run does not choose it).
   let fold = 0;
   for (let k = 1; k < PERIOD; k++) if (pct(byPhase[k]!, 50) > pct(byPhase[fold]!, 50)) fold = k;
+  if (PHASE !== undefined) fold = PHASE;
   const next = (fold + 1) % PERIOD;
   const rest = byPhase.filter((_, k) => k !== fold && k !== next).flat();
   const f = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} mean ${mean(xs).toFixed(2)}`;
@@ -34,5 +37,18 @@ for (const file of process.argv.slice(2)) {
   );
   console.log(
     `  fold phase ${fold}: ${f(byPhase[fold]!)}; next run: ${f(byPhase[next]!)}; the other ${PERIOD - 2} phases: ${f(rest)}`,
+  );
+  // Of the runs above each percentile, how many are the fold's and the next run's (a run at
+  // random: 1 in PERIOD of them each).
+  const shares = [90, 95, 98, 99].map((p) => {
+    const cut = pct(lat, p);
+    const above = lat.map((ms, i) => [ms, i % PERIOD] as const).filter(([ms]) => ms > cut);
+    const of = (k: number) => above.filter(([, ph]) => ph === k).length;
+    return `>p${p} ${of(fold)}/${of(next)} of ${above.length}`;
+  });
+  const rest50 = pct(rest, 50);
+  console.log(
+    `  over the other phases' p50: fold run +${(pct(byPhase[fold]!, 50) - rest50).toFixed(2)}, next run ` +
+      `+${(pct(byPhase[next]!, 50) - rest50).toFixed(2)} ms; fold/next runs above: ${shares.join(', ')} (at random ${(100 / PERIOD).toFixed(1)} % each)`,
   );
 }
