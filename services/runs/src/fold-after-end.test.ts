@@ -84,7 +84,7 @@ describe("the pending list's fold, after the end's answer", () => {
       expect(end.filter((c) => c[1] === pending).map((c) => c[0]?.toLowerCase())).toEqual(['rpush']);
       // The fold came as a call of its own, after the end, and took the whole list.
       const fold = inside(seen, FOLD_INDEX.sha);
-      expect(fold.filter((c) => c[1] === pending).map((c) => c[0]?.toLowerCase())).toEqual(['lrange', 'ltrim']);
+      expect(fold.filter((c) => c[1] === pending).map((c) => c[0]?.toLowerCase())).toEqual(['llen', 'lrange', 'ltrim']);
       const endAt = seen.findIndex((c) => !c.lua && c.args[1] === FINISH_RUN.sha);
       const foldAt = seen.findIndex((c) => !c.lua && c.args[1] === FOLD_INDEX.sha);
       expect(endAt).toBeGreaterThanOrEqual(0);
@@ -129,7 +129,7 @@ describe("the pending list's fold, after the end's answer", () => {
       expect(await redis.exists(keys.indexPending('tb'))).toBe(0);
     }));
 
-  it('two folds racing count each entry once; the one that finds the list empty reads it and writes nothing', () =>
+  it("two folds racing count each entry once; one that finds nothing to do reads the list's length or range and writes nothing", () =>
     withRedis(async (redis) => {
       const runs = createRunStore(redis, sealer);
       const index = createRunIndex(redis, sealer);
@@ -151,11 +151,24 @@ describe("the pending list's fold, after the end's answer", () => {
             (m) => [m[1]!, Number(m[2])] as const,
           ),
         );
-      const before = await stats();
-      expect(await foldPendingEnds(redis, 'tr')).toBe(0);
-      const after = await stats();
-      const ran = [...after].filter(([name, calls]) => calls > (before.get(name) ?? 0)).map(([name]) => name);
-      expect(ran.filter((name) => name !== 'info' && name !== 'evalsha').sort()).toEqual(['lrange']);
+      const ranDuring = async (fn: () => Promise<unknown>) => {
+        const before = await stats();
+        await fn();
+        const after = await stats();
+        return [...after]
+          .filter(([name, calls]) => calls > (before.get(name) ?? 0) && name !== 'info' && name !== 'evalsha')
+          .map(([name]) => name)
+          .sort();
+      };
+      // A reader's fold with nothing pending: one LRANGE.
+      expect(await ranDuring(async () => expect(await foldPendingEnds(redis, 'tr')).toBe(0))).toEqual(['lrange']);
+      // An end's caller's fold (FOLD_AT at least) on a list a fold just emptied and a create refilled a
+      // little: one LLEN, the entries left for the next fold.
+      await runs.create(run('r-late'));
+      expect(
+        await ranDuring(async () => expect(await foldPendingEnds(redis, 'tr', FOLD_AT)).toBe(0)),
+      ).toEqual(['llen']);
+      expect(await redis.llen(keys.indexPending('tr'))).toBe(1);
       const today = usageDay(Date.now());
       expect((await index.usage('tr', today, today))[0]?.runs).toEqual({ Failed: 10 });
     }));
