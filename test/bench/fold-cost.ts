@@ -64,7 +64,11 @@ function holdingFolds(redis: Redis) {
 async function ends(redis: Redis, measure: () => number | Promise<number>) {
   // The fold script known to the server first, so its calls go as EVALSHA (NOSCRIPT's retry is
   // an EVAL this does not hold).
-  await FOLD_INDEX.run(redis, ['{t:none}:index:pending', '{t:none}:s', '{t:none}:e', '{t:none}:ss', '{t:none}:st'], []);
+  await FOLD_INDEX.run(
+    redis,
+    ['{t:none}:index:pending', '{t:none}:s', '{t:none}:e', '{t:none}:ss', '{t:none}:st'],
+    [],
+  );
   const { client, release } = holdingFolds(redis);
   const runs = createRunStore(client, sealer);
   const out: { folded: boolean; n: number; fold: number }[] = [];

@@ -22,7 +22,7 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 for (const file of process.argv.slice(2)) {
   const lat = JSON.parse(readFileSync(file, 'utf8')) as number[];
   const byPhase: number[][] = Array.from({ length: PERIOD }, () => []);
-  lat.forEach((ms, i) => byPhase[i % PERIOD]!.push(ms));
+  for (let i = 0; i < lat.length; i++) byPhase[i % PERIOD]!.push(lat[i]!);
   // The fold's phase: the highest median (a median, so a GC in one run does not choose it).
   let fold = 0;
   for (let k = 1; k < PERIOD; k++) if (pct(byPhase[k]!, 50) > pct(byPhase[fold]!, 50)) fold = k;

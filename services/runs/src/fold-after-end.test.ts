@@ -22,7 +22,10 @@ const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 const result = { _tag: 'Completed' as const, value: 1, logs: [] };
 
 /** Every command Redis ran while `fn` ran, in order, with whether a script ran it (MONITOR). */
-async function commandsDuring(redis: Redis, fn: () => Promise<unknown>): Promise<{ args: string[]; lua: boolean }[]> {
+async function commandsDuring(
+  redis: Redis,
+  fn: () => Promise<unknown>,
+): Promise<{ args: string[]; lua: boolean }[]> {
   const mon = await redis.monitor();
   const seen: { args: string[]; lua: boolean }[] = [];
   const marker = `fold-after-end-${process.pid}-${Date.now()}`;
@@ -84,7 +87,11 @@ describe("the pending list's fold, after the end's answer", () => {
       expect(end.filter((c) => c[1] === pending).map((c) => c[0]?.toLowerCase())).toEqual(['rpush']);
       // The fold came as a call of its own, after the end, and took the whole list.
       const fold = inside(seen, FOLD_INDEX.sha);
-      expect(fold.filter((c) => c[1] === pending).map((c) => c[0]?.toLowerCase())).toEqual(['llen', 'lrange', 'ltrim']);
+      expect(fold.filter((c) => c[1] === pending).map((c) => c[0]?.toLowerCase())).toEqual([
+        'llen',
+        'lrange',
+        'ltrim',
+      ]);
       const endAt = seen.findIndex((c) => !c.lua && c.args[1] === FINISH_RUN.sha);
       const foldAt = seen.findIndex((c) => !c.lua && c.args[1] === FOLD_INDEX.sha);
       expect(endAt).toBeGreaterThanOrEqual(0);
@@ -161,7 +168,9 @@ describe("the pending list's fold, after the end's answer", () => {
           .sort();
       };
       // A reader's fold with nothing pending: one LRANGE.
-      expect(await ranDuring(async () => expect(await foldPendingEnds(redis, 'tr')).toBe(0))).toEqual(['lrange']);
+      expect(await ranDuring(async () => expect(await foldPendingEnds(redis, 'tr')).toBe(0))).toEqual([
+        'lrange',
+      ]);
       // An end's caller's fold (FOLD_AT at least) on a list a fold just emptied and a create refilled a
       // little: one LLEN, the entries left for the next fold.
       await runs.create(run('r-late'));

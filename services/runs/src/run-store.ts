@@ -333,7 +333,9 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // An answer's last element 1: the tenant's pending list is due its fold, sent after the
         // answer (run-index.ts `foldAfterEnd`), not in the end's script.
         if (!lease) {
-          const reply = (await FINISH_RUN.run(redis, endKeys, endArgs.concat(flat))) as number | [number, number];
+          const reply = (await FINISH_RUN.run(redis, endKeys, endArgs.concat(flat))) as
+            | number
+            | [number, number];
           if (typeof reply === 'number') return told(reply === 1);
           const ended = told(reply[0] === 1);
           foldAfterEnd(redis, run.tenant);
