@@ -10,7 +10,8 @@
  * BullMQ's completion, no longer meets it), so p50s with and without it differ. `CALLS=1` also
  * prints script calls (EVALSHA + EVAL) and all commands (scripts' own included) per run, from
  * `INFO commandstats` before and after the timed runs. `CLIENTS=16`: that many clients at once (the
- * stages and `TAIL=1` still per run; `TAIL=1` then reads no per-run scheduling).
+ * stages and `TAIL=1` still per run; `TAIL=1` then reads no per-run scheduling). `LAT_DUMP=<file>`:
+ * every run's latency in order, as JSON (fold-phases.ts reads it).
  */
 import { writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
@@ -95,6 +96,8 @@ try {
     }
   };
   await burst(record, RUNS, CLIENTS);
+  // LAT_DUMP=<file>: every run's latency in order, for fold-phases.ts (round 39, `fold-off`).
+  if (process.env.LAT_DUMP) writeFileSync(process.env.LAT_DUMP, JSON.stringify(lat));
   const mean = lat.reduce((a, b) => a + b, 0) / lat.length;
   console.log(
     `${RUNS} ${CLIENTS === 1 ? 'sequential runs' : `runs from ${CLIENTS} clients`}: p50 ${pct(lat, 50).toFixed(2)} / p90 ${pct(lat, 90).toFixed(2)} / ` +

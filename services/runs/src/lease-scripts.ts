@@ -235,7 +235,8 @@ if type(ended) == 'table' and ended[2] then
     redis.call('HSET', prefix .. id, 'delay', 0)
     redis.call('ZADD', BK[14], 0, '0')
     ${seen}['#noWait'] = false
-    ended = {ended[1]}
+    -- the end's fold-due mark (its 4th element, finish-run-release-18) kept for the run store
+    ended = ended[4] and {ended[1], false, false, ended[4]} or {ended[1]}
   end
 end
 return {ended, complete(BK, BA)}`);

@@ -21,7 +21,8 @@ export const FEED_APPEND = loadScript('feed-append-1', FEED_PARAMS);
 
 /**
  * Entries (creates and ends) a tenant's pending list holds before the end that reaches this many
- * folds them (includes/index-fold.lua): the fold's writes, one per key, are shared by them.
+ * has them folded (includes/index-fold.lua, by its caller's fold-index-5 call after the end's
+ * answer): the fold's writes, one per key, are shared by them.
  */
 export const FOLD_AT = 64;
 
@@ -39,8 +40,11 @@ const FOLD_PARAMS = {
 };
 /** The parameters of includes/index-create.lua (which includes the feed; a create only appends). */
 export const INDEX_CREATE_PARAMS = FEED_PARAMS;
-/** The parameters of includes/finish-tenant.lua (which includes the feed and the fold). */
-export const FINISH_TENANT_PARAMS = { ...FEED_PARAMS, ...FOLD_PARAMS, FOLD_AT };
+/**
+ * The parameters of includes/finish-tenant.lua (which includes the feed; the fold it says is due
+ * is its caller's own call, `foldAfterEnd` in run-index.ts).
+ */
+export const FINISH_TENANT_PARAMS = { ...FEED_PARAMS, FOLD_AT };
 export const INDEX_CREATE = loadScript('index-create-7', INDEX_CREATE_PARAMS);
 export const FINISH_TENANT = loadScript('finish-tenant-9', FINISH_TENANT_PARAMS);
 export const FOLD_INDEX = loadScript('fold-index-5', FOLD_PARAMS);

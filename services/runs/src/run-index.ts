@@ -17,6 +17,7 @@ import { isFinalStatus, type RunStatus } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import {
   FINISH_TENANT,
+  FOLD_AT,
   FOLD_INDEX,
   FOLD_MAX,
   INDEX_CREATE,
@@ -76,18 +77,33 @@ interface RunListQuery {
 /**
  * Applies the tenant's pending run ends (includes/index-fold.lua) before a read of its index,
  * usage or health, so the read sees every end written before it: what each reader does first.
+ * `atLeast`: only while the list holds that many (an end's caller, `foldAfterEnd`).
  * Returns how many it applied (0: nothing was pending).
  */
-export async function foldPendingEnds(redis: Redis, tenant: string): Promise<number> {
+export async function foldPendingEnds(redis: Redis, tenant: string, atLeast?: number): Promise<number> {
   const k = runIndexKeys(tenant);
+  const args = atLeast === undefined ? [] : [atLeast];
   let total = 0;
   for (;;) {
     const n = Number(
-      await FOLD_INDEX.run(redis, [k.pending, k.summaries, k.ended, k.sessions, k.sessionStats], []),
+      await FOLD_INDEX.run(redis, [k.pending, k.summaries, k.ended, k.sessions, k.sessionStats], args),
     );
     total += n;
     if (n < FOLD_MAX) return total;
   }
+}
+
+/**
+ * The fold an end's answer said is due (includes/finish-tenant.lua: the list reached FOLD_AT),
+ * sent by the end's caller once it has that answer, so the fold's ~1 ms of Redis CPU and its
+ * ~14 KB AOF write are not in the end's script, ahead of the waiter's wake-up (test/bench/README.md,
+ * round 39 `fold-off`). Not awaited, and a failure is dropped: the entries stay in the list, whose
+ * next end says the fold is due again, and every reader folds first. Two such folds (two ends
+ * past FOLD_AT before either was sent) are safe: the second finds the list shorter than FOLD_AT
+ * (fold-index-5's ARGV[1]) and writes nothing.
+ */
+export function foldAfterEnd(redis: Redis, tenant: string): void {
+  foldPendingEnds(redis, tenant, FOLD_AT).catch(() => undefined);
 }
 
 /** A cursor is opaque to clients: `<createdAt>:<id>` of the last item, base64url. */
@@ -152,7 +168,7 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
         ...end,
         endedAt: Date.now(),
       });
-      await FINISH_TENANT.run(redis, call.keys, call.args);
+      if ((await FINISH_TENANT.run(redis, call.keys, call.args)) === 2) foldAfterEnd(redis, tenant);
     },
 
     /** Feed entries after `afterId` (exclusive; stream ids), oldest first. */

@@ -28,6 +28,7 @@ import type { Redis } from 'ioredis';
 import { type AdmissionRide, rideAdmission } from './admitted-add.ts';
 import { journalKeys } from './keys.ts';
 import { type RunLease, releaseCall } from './lease-scripts.ts';
+import { foldAfterEnd } from './run-index.ts';
 import { FINISH_TENANT } from './run-index-scripts.ts';
 import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index-writes.ts';
 import { createRunReads } from './run-reads.ts';
@@ -329,7 +330,17 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           ] as (string | number)[]
         ).concat(tenant.args, charge.args);
         const lease = run.lease?.held() ? run.lease : undefined;
-        if (!lease) return told((await FINISH_RUN.run(redis, endKeys, endArgs.concat(flat))) === 1);
+        // An answer's last element 1: the tenant's pending list is due its fold, sent after the
+        // answer (run-index.ts `foldAfterEnd`), not in the end's script.
+        if (!lease) {
+          const reply = (await FINISH_RUN.run(redis, endKeys, endArgs.concat(flat))) as
+            | number
+            | [number, number];
+          if (typeof reply === 'number') return told(reply === 1);
+          const ended = told(reply[0] === 1);
+          foldAfterEnd(redis, run.tenant);
+          return ended;
+        }
         // The runner holding the run's slot lease gives it back in the same script (whichever end
         // won), and learns which deferred job the freed slot went to.
         const release = releaseCall(lease);
@@ -348,11 +359,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
           void deferred.then(
             (answer) => {
               // Read by index, not destructured (array destructuring walks the iterator).
-              const reply = answer as [number, string | undefined, string | undefined];
+              const reply = answer as [number, string | null, string | null, number?];
               const nextJob = reply[1];
               const nextTenant = reply[2];
               if (nextJob && nextTenant) lease.released({ jobId: nextJob, tenant: nextTenant });
               told(reply[0] === 1);
+              if (reply[3] === 1) foldAfterEnd(redis, run.tenant);
             },
             () => undefined,
           );
@@ -360,23 +372,28 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         }
         const reply = (await FINISH_RUN_RELEASE.run(redis, releaseKeys, releaseArgs)) as [
           number,
-          string | undefined,
-          string | undefined,
+          string | null,
+          string | null,
+          number?,
         ];
         const nextJob = reply[1];
         const nextTenant = reply[2];
         lease.released(nextJob && nextTenant ? { jobId: nextJob, tenant: nextTenant } : undefined);
-        return told(reply[0] === 1);
+        const ended = told(reply[0] === 1);
+        if (reply[3] === 1) foldAfterEnd(redis, run.tenant);
+        return ended;
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
       // only the end that won counts in the index.
       const ended = await transition(run, fields, event);
       if (!ended) tenant.args[1] = '';
-      await Promise.all([
+      const [recorded] = await Promise.all([
         FINISH_TENANT.run(redis, tenant.keys, tenant.args),
         storedBytes.charge(run.tenant, bytes).catch(() => undefined),
       ]);
-      return told(ended);
+      const answer = told(ended);
+      if (recorded === 2) foldAfterEnd(redis, run.tenant);
+      return answer;
     },
 
     async requestCancel(id: string): Promise<void> {

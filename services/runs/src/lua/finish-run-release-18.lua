@@ -8,10 +8,12 @@
 -- POOL_SEEN (a parameter): nil, or (in `endCompleteStartScript`) the table its next job's acquire reads
 --   (includes/lease-release.lua's `seen`; the end's time, includes/finish-run.lua's `note`).
 -- Returns {1 | 0 | -1 (as finish-run-13's)[, job id, tenant: the deferred job the freed slot was
--- leased to, for the caller to promote]}.
+-- leased to, for the caller to promote (false, false: none)][, 1: the tenant's pending list is due
+-- a fold, which the caller sends after (includes/finish-tenant.lua)]}.
 --- @include "finish-run"
 --- @include "lease-release"
-local ended = finishRun(24, ${POOL_SEEN})
+local ended, due = finishRun(24, ${POOL_SEEN})
 local given = releaseLease(14, 19, ${POOL_SEEN})
+if due then return {ended, given and given[1] or false, given and given[2] or false, 1} end
 if given then return {ended, given[1], given[2]} end
 return {ended}

@@ -5,6 +5,7 @@
 -- ARGV[1] run id, ARGV[2] final status ('' = this end lost the race: only leave in-flight),
 --   ARGV[3] ended ms, ARGV[4] failure kind, ARGV[5] output bytes, ARGV[6] binding calls,
 --   ARGV[7] sandbox CPU ms, ARGV[8] when the usage day expires (unix seconds), ARGV[9] tenant.
--- Returns 1 when the index recorded the end.
+-- Returns 1 when the index recorded the end, 2 when so and the tenant's pending list is due a fold
+-- (includes/finish-tenant.lua: the caller sends fold-index-5 after).
 --- @include "finish-tenant"
 return finishTenant(1, 1, ARGV[2], ARGV[4])

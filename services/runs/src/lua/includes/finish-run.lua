@@ -17,7 +17,8 @@
 -- `note` (optional, a table): an end written notes there the time its event's stream id carries
 -- (`note['#now']`, Redis's ms), which a lease later in the same script takes instead of reading
 -- TIME again (lease-scripts.ts `endCompleteStartScript`: the next job's acquire).
--- Returns 1 (written), 0 (already final: nothing written), -1 (no record).
+-- Returns 1 (written), 0 (already final: nothing written), -1 (no record); and, second, true when
+-- the tenant's pending list is due a fold (includes/finish-tenant.lua: the caller sends it, after).
 --- @include "transition"
 --- @include "finish-tenant"
 --- @include "charge"
@@ -46,12 +47,10 @@ local function finishRun(f, note)
     return -1
   end
   if isFinal(st) then
-    finishTenant(4, 8, st, kind or ARGV[11], quiet)
-    return 0
+    return 0, finishTenant(4, 8, st, kind or ARGV[11], quiet) == 2
   end
   local firstOnly = ARGV[7] == '2' and attempts == '1'
   local status, at = writeTransition(1, 1, f, push, st, before, firstOnly)
   if note then note['#now'] = tonumber(string.match(at, '^%d+')) end
-  finishTenant(4, 8, status, ARGV[11], quiet)
-  return 1
+  return 1, finishTenant(4, 8, status, ARGV[11], quiet) == 2
 end

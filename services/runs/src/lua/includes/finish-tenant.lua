@@ -1,18 +1,22 @@
 -- finishTenant(k, a, status, kind, quiet): the tenant half of a run's end. Leaves the in-flight set and,
 -- when `status` is final, appends the end to the tenant's pending list, which includes/index-fold.lua
 -- applies to the index, the day's usage and the hour's health (the end's bucket of
--- ${HEALTH_BUCKET_MS} ms counts its status, its failure kind and its latency, creation to end, in
--- a log-scale histogram) once: here when the list holds ${FOLD_AT} entries or more, else whenever a reader of
--- those keys folds it first (run-index.ts). The feed hears the end at once (announced unless
--- `quiet`: includes/feed.lua).
+-- HEALTH_BUCKET_MS counts its status, its failure kind and its latency, creation to end, in
+-- a log-scale histogram) once: by a fold-index-5 call of its own that the end's caller sends after the
+-- end's answer when the list holds ${FOLD_AT} entries or more (this returns 2 then), else whenever a
+-- reader of those keys folds it first (run-index.ts). Not here: a fold of 64 entries is ~1 ms of
+-- Redis's CPU and ~14 KB of fsync'd AOF, which an end that folded kept from its waiter's wake-up
+-- (+1.2-1.7 ms p50 on 1 run in 32, test/bench/README.md, round 38 `tail99`, round 39 `fold-off`).
+-- A fold lost (its caller died first) is made by the next end's caller (the list is still long)
+-- or the next read; a second fold finds nothing and writes nothing. The feed hears the end at once
+-- (announced unless `quiet`: includes/feed.lua).
 -- KEYS[k] inflight, KEYS[k+1] pending list, KEYS[k+2..k+5] summaries, ended, sessions, session
 --   stats, KEYS[k+6] usage day (HASH), KEYS[k+7] feed, KEYS[k+8] health hour (HASH).
 -- ARGV[a] run id, ARGV[a+2] ended ms, ARGV[a+4] output bytes, ARGV[a+5] binding calls,
 --   ARGV[a+6] sandbox CPU ms, ARGV[a+7] when the usage day expires (unix seconds), ARGV[a+8] tenant.
--- Returns 1 when the end was appended (a final status).
+-- Returns 1 when the end was appended (a final status), 2 when so and the list is due a fold.
 --- @include "feed"
 --- @include "run-final"
---- @include "index-fold"
 local function finishTenant(k, a, status, kind, quiet)
   local id = ARGV[a]
   redis.call('ZREM', KEYS[k], id)
@@ -26,10 +30,9 @@ local function finishTenant(k, a, status, kind, quiet)
     o = o ~= 0 and o or nil, b = b ~= 0 and b or nil, c = c ~= 0 and c or nil,
     u = KEYS[k + 6], x = ARGV[a + 7], h = KEYS[k + 8],
   })
-  if redis.call('RPUSH', KEYS[k + 1], entry) >= ${FOLD_AT} then
-    foldIndex(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
-  end
+  local due = redis.call('RPUSH', KEYS[k + 1], entry) >= ${FOLD_AT}
   -- Bare: the fold that applies this end's entry trims the feed (includes/feed.lua).
   feedAppend(KEYS[k + 7], 'run', id, ARGV[a + 8], quiet, true)
+  if due then return 2 end
   return 1
 end
