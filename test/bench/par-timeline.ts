@@ -8,6 +8,7 @@
  * fdatasyncs apart. Where one process's stretch waits on another's shows where the calls queue.
  *
  *   node test/bench/par-timeline.ts          (RUNS 5, CALLS 100, GAP_US 300)
+ *   CALLS=0 node test/bench/par-timeline.ts  (the trivial program, with the same connection)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -32,7 +33,9 @@ const a = api(cluster.url, cluster.devKey);
 const mono = () => Number(process.hrtime.bigint()) / 1e9;
 try {
   const connection = await pingConnection(a, port);
-  const program = parallelCalls(CALLS);
+  // `CALLS=0`: the trivial program, submitted with the same connection (round 39 `call-end`: a
+  // call-making run's ends against a trivial run's, on the same clock).
+  const program = CALLS === 0 ? 'return 1' : parallelCalls(CALLS);
   const run = async () => {
     const sent = mono();
     const res = await a(
