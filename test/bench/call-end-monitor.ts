@@ -50,7 +50,9 @@ try {
   mon.on('monitor', (_time: string, args: string[], source: string) => {
     const bytes = args.reduce((s, x) => s + Buffer.byteLength(String(x)), 0);
     const inner = source.startsWith('lua');
-    lines.push(`${inner ? '    ' : ''}${args[0]} ${String(args[1] ?? '').slice(0, 60)}${inner ? '' : ` (${bytes} B)`}`);
+    lines.push(
+      `${inner ? '    ' : ''}${args[0]} ${String(args[1] ?? '').slice(0, 60)}${inner ? '' : ` (${bytes} B)`}`,
+    );
   });
   for (const [name, code, withApp] of cases) {
     for (let i = 0; i < REPEAT; i++) await run(code, withApp);

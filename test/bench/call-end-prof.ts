@@ -13,7 +13,9 @@ import { pingConnection, startPingApp } from './ping-app.ts';
 
 const CALLS = Number(process.env.CALLS ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-const FNS = (process.env.FNS ?? 'endOf,toRecord,callsOf,storedOf,toView,openOutcome,fromFields,waitForEnd,record').split(',');
+const FNS = (
+  process.env.FNS ?? 'endOf,toRecord,callsOf,storedOf,toView,openOutcome,fromFields,waitForEnd,record'
+).split(',');
 /** Whose profile: `gateway` (default) or `runner` (its hosts inherit NODE_OPTIONS: the largest file is read). */
 const WHO = process.env.WHO ?? 'gateway';
 const dir = mkdtempSync('/tmp/call-end-prof-');
@@ -50,18 +52,28 @@ try {
   await cluster.stop();
   app.close();
 }
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
 const file = readdirSync(dir)
   .filter((f) => f.endsWith('.cpuprofile'))
   .sort((x, y) => statSync(`${dir}/${y}`).size - statSync(`${dir}/${x}`).size)[0];
 if (!file) throw new Error(`no profile in ${dir}`);
-const prof = JSON.parse(readFileSync(`${dir}/${file}`, 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+const prof = JSON.parse(readFileSync(`${dir}/${file}`, 'utf8')) as {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+};
 const byId = new Map(prof.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
 for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 const self = new Map<number, number>();
-for (let i = 0; i < prof.samples.length; i++) self.set(prof.samples[i]!, (self.get(prof.samples[i]!) ?? 0) + (prof.timeDeltas[i] ?? 0) / 1000);
-const name = (n: Node) => `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').slice(-1)[0]}:${n.callFrame.lineNumber + 1}`;
+for (let i = 0; i < prof.samples.length; i++)
+  self.set(prof.samples[i]!, (self.get(prof.samples[i]!) ?? 0) + (prof.timeDeltas[i] ?? 0) / 1000);
+const name = (n: Node) =>
+  `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').slice(-1)[0]}:${n.callFrame.lineNumber + 1}`;
 const incl = new Map<string, number>();
 const selfBy = new Map<string, number>();
 let total = 0;
@@ -78,7 +90,11 @@ for (const [id, ms] of self) {
     }
   }
 }
-console.log(`${runs} runs of ${CALLS} calls; gateway profile ${total.toFixed(0)} ms (${(total / runs).toFixed(3)} ms a run)`);
-for (const f of FNS) console.log(`  ${f.padEnd(14)} ${((incl.get(f) ?? 0) / runs).toFixed(3)} ms a run (inclusive)`);
+console.log(
+  `${runs} runs of ${CALLS} calls; gateway profile ${total.toFixed(0)} ms (${(total / runs).toFixed(3)} ms a run)`,
+);
+for (const f of FNS)
+  console.log(`  ${f.padEnd(14)} ${((incl.get(f) ?? 0) / runs).toFixed(3)} ms a run (inclusive)`);
 console.log('top self:');
-for (const [n, ms] of [...selfBy].sort((x, y) => y[1] - x[1]).slice(0, 25)) console.log(`  ${(ms / runs).toFixed(3)} ms a run  ${n}`);
+for (const [n, ms] of [...selfBy].sort((x, y) => y[1] - x[1]).slice(0, 25))
+  console.log(`  ${(ms / runs).toFixed(3)} ms a run  ${n}`);

@@ -65,11 +65,12 @@ try {
   ];
   for (const [, code, withApp] of cases) for (let i = 0; i < 10; i++) await run(code, withApp);
   const rows = new Map<string, Map<string, number[]>>();
-  // Interleaved, so the box's drift falls on the three alike.
+  // Interleaved, so the box's drift falls on the four alike.
   for (let i = 0; i < RUNS; i++) {
     for (const [name, code, withApp] of cases) {
       const r = await run(code, withApp);
-      const t = r.t as Record<string, number>;
+      // A stamp a record lacks reads NaN below, and its stage is left out.
+      const t = r.t as Required<typeof r.t>;
       const stages: [string, number | undefined][] = [
         ['submit → enqueued', t.enqueued - r.sent],
         ['enqueued → fetched', t.fetched - t.enqueued],
@@ -81,10 +82,14 @@ try {
         ['engineReturned → endSent', t.endSent - t.engineReturned],
         ['endSent → response', r.received - t.endSent],
         ['whole run', r.received - r.sent],
-        ['start + end (whole − the App first → last answer)', r.received - r.sent - (r.first === undefined ? 0 : r.last! - r.first)],
+        [
+          'start + end (whole − the App first → last answer)',
+          r.received - r.sent - (r.first === undefined ? 0 : r.last! - r.first),
+        ],
       ];
       const m = rows.get(name) ?? new Map<string, number[]>();
-      for (const [stage, v] of stages) if (v !== undefined && Number.isFinite(v)) m.set(stage, [...(m.get(stage) ?? []), v]);
+      for (const [stage, v] of stages)
+        if (v !== undefined && Number.isFinite(v)) m.set(stage, [...(m.get(stage) ?? []), v]);
       rows.set(name, m);
     }
   }
@@ -93,7 +98,12 @@ try {
   console.log(`p50 ms, ${RUNS} runs each, interleaved | ${names.join(' | ')}`);
   for (const stage of stagesAll) {
     console.log(
-      `${stage.padEnd(50)} ${names.map((n) => { const xs = rows.get(n)?.get(stage); return (xs?.length ? pct(xs, 50).toFixed(3) : '—').padStart(9); }).join(' ')}`,
+      `${stage.padEnd(50)} ${names
+        .map((n) => {
+          const xs = rows.get(n)?.get(stage);
+          return (xs?.length ? pct(xs, 50).toFixed(3) : '—').padStart(9);
+        })
+        .join(' ')}`,
     );
   }
 } finally {

@@ -49,7 +49,17 @@ try {
     const out = `/tmp/call-end-syscalls-${process.pid}.txt`;
     const stat = spawn(
       'perf',
-      ['stat', '-x', ',', '--per-thread', '-o', out, '-p', pids.join(','), ...EVENTS.flatMap((e) => ['-e', `syscalls:sys_enter_${e}`])],
+      [
+        'stat',
+        '-x',
+        ',',
+        '--per-thread',
+        '-o',
+        out,
+        '-p',
+        pids.join(','),
+        ...EVENTS.flatMap((e) => ['-e', `syscalls:sys_enter_${e}`]),
+      ],
       { stdio: 'ignore' },
     );
     await new Promise((r) => setTimeout(r, 800));
@@ -67,7 +77,13 @@ try {
       totals.set(`${kind} ${ev}`, (totals.get(`${kind} ${ev}`) ?? 0) + Number(f[1]));
     }
     console.log(`${name}, a run (${RUNS} runs; main threads):`);
-    console.log(`  ${[...totals].filter(([, v]) => v > 0).sort().map(([k, v]) => `${k} ${(v / RUNS).toFixed(2)}`).join(', ')}`);
+    console.log(
+      `  ${[...totals]
+        .filter(([, v]) => v > 0)
+        .sort()
+        .map(([k, v]) => `${k} ${(v / RUNS).toFixed(2)}`)
+        .join(', ')}`,
+    );
     execFileSync('rm', ['-f', out]);
   }
 } finally {

@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { createRedis } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import { startRedis } from '@islet/testkit';
-import { createTestSealer } from '../../services/runs/test/test-sealer.ts';
 import { createCallJournal } from '../../services/runs/src/call-journal.ts';
+import { createTestSealer } from '../../services/runs/test/test-sealer.ts';
 
 const BASE = process.env.BASE ?? 'b6d8ba9';
 const CALLS = Number(process.env.CALLS ?? 20);
@@ -29,9 +29,20 @@ try {
   const head = createCallJournal({ redis, sealer });
   const old = base.createCallJournal({ redis, sealer });
   const run = 'bench-views-run';
-  const source = { connectionId: 'conn-7c3b52c0075e', connectionName: 'Bench', name: 'ping', kind: 'tool' as const };
+  const source = {
+    connectionId: 'conn-7c3b52c0075e',
+    connectionName: 'Bench',
+    name: 'ping',
+    kind: 'tool' as const,
+  };
   for (let i = 0; i < CALLS; i++) {
-    await head.claim(run, 1, { index: i, binding: 'bench.ping', argsJson: `{"i":${i}}`, source, sendNow: true });
+    await head.claim(run, 1, {
+      index: i,
+      binding: 'bench.ping',
+      argsJson: `{"i":${i}}`,
+      source,
+      sendNow: true,
+    });
     await head.complete(run, i, { type: 'result', valueJson: '{"ok":true}' });
   }
   const flat = (await redis.call('HGETALL', `islet:journal:{${run}}`)) as string[];
@@ -50,18 +61,25 @@ try {
     }
     return parses;
   };
-  console.log(`JSON.parse calls a read of ${CALLS} calls' journal: base ${counted(old)}, head ${counted(head)}`);
+  console.log(
+    `JSON.parse calls a read of ${CALLS} calls' journal: base ${counted(old)}, head ${counted(head)}`,
+  );
   const cpuUs = (j: typeof head) => {
     const t = process.cpuUsage();
     for (let i = 0; i < N; i++) j.callsOf(fieldsOf(flat));
     const d = process.cpuUsage(t);
     return (d.user + d.system) / N;
   };
-  for (let i = 0; i < 3; i++) cpuUs(old), cpuUs(head);
+  for (let i = 0; i < 3; i++) {
+    cpuUs(old);
+    cpuUs(head);
+  }
   const rows: string[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const [b1, h1, h2, b2] = [cpuUs(old), cpuUs(head), cpuUs(head), cpuUs(old)];
-    rows.push(`round ${r + 1}: base ${b1.toFixed(2)} / head ${h1.toFixed(2)} / head ${h2.toFixed(2)} / base ${b2.toFixed(2)} µs a read`);
+    rows.push(
+      `round ${r + 1}: base ${b1.toFixed(2)} / head ${h1.toFixed(2)} / head ${h2.toFixed(2)} / base ${b2.toFixed(2)} µs a read`,
+    );
   }
   for (const row of rows) console.log(row);
 } finally {

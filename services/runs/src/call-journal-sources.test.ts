@@ -33,7 +33,11 @@ describe('a journal read parses a source text once', () => {
     }
     // The waiter's path: the journal as the end's push carries it, flat.
     const flat = await r.a.call('HGETALL', `islet:journal:{${run}}`);
-    for (const views of [journal.callsOf(fieldsOf(flat)), await journal.listCalls(run), await journal.list(run)]) {
+    for (const views of [
+      journal.callsOf(fieldsOf(flat)),
+      await journal.listCalls(run),
+      await journal.list(run),
+    ]) {
       expect(views.map((v) => v.source)).toEqual(sources);
       expect(views.map((v) => v.outcome)).toEqual(sources.map((_, i) => result({ ok: i })));
       // One object a source text (the base parsed it once a call: five objects).
