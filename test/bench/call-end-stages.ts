@@ -9,9 +9,9 @@
  * pickedUp → engineCalled (the runner) → the App's first request (host, runner, gateway, claim)
  * or, trivial, → engineReturned; the App's last answer → engineReturned (outcome, runner, host,
  * program's end) → endSent (the runner after the engine) → the response here (end script, push,
- * the gateway's answer).
+ * the gateway's answer), split where a subscriber here sees the end's push.
  */
-import { createRedis, wallNow } from '@islet/core';
+import { channels, createRedis, wallNow } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { timingsFrom } from '@islet/runs';
 import { api } from '../e2e/helpers.ts';
@@ -34,6 +34,16 @@ const cluster = await startCluster({
 });
 const a = api(cluster.url, cluster.devKey);
 const redis = createRedis(cluster.redisUrl);
+// The end's push as a subscriber of its own sees it (the gateway's subscriber gets the same PUBLISH):
+// splits endSent → response into the runner's end and Redis's script, and the gateway's answer.
+const sub = createRedis(cluster.redisUrl);
+const pushedAt = new Map<string, number>();
+await sub.subscribe(channels.runEvents);
+sub.on('message', (_c: string, m: string) => {
+  const at = wallNow();
+  const space = m.indexOf(' ');
+  if (m.startsWith('end', space + 1)) pushedAt.set(m.slice(0, space), at);
+});
 try {
   const connection = await pingConnection(a, port);
   const run = async (code: string, withApp = true) => {
@@ -55,7 +65,9 @@ try {
     const body = res.body as { status?: string; id?: string };
     if (body.status !== 'Completed') throw new Error(`run ended ${JSON.stringify(body)}`);
     const t = timingsFrom(await redis.hget(`islet:run:{${body.id}}`, 'timings'));
-    return { sent, received, t, first: arrived[0], last: answered.at(-1) };
+    const pushed = pushedAt.get(body.id ?? '');
+    pushedAt.clear();
+    return { sent, received, t, first: arrived[0], last: answered.at(-1), pushed };
   };
   const cases: [string, string, boolean][] = [
     ['trivial, no App', 'return 1', false],
@@ -81,6 +93,8 @@ try {
         ['engineCalled → engineReturned', t.engineReturned - t.engineCalled],
         ['engineReturned → endSent', t.endSent - t.engineReturned],
         ['endSent → response', r.received - t.endSent],
+        ['  endSent → the push seen here', r.pushed === undefined ? undefined : r.pushed - t.endSent],
+        ['  the push seen here → response', r.pushed === undefined ? undefined : r.received - r.pushed],
         ['whole run', r.received - r.sent],
         [
           'start + end (whole − the App first → last answer)',
@@ -108,6 +122,7 @@ try {
   }
 } finally {
   redis.disconnect();
+  sub.disconnect();
   await cluster.stop();
   app.close();
 }
