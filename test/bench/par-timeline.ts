@@ -8,12 +8,14 @@
  * fdatasyncs apart. Where one process's stretch waits on another's shows where the calls queue.
  *
  *   node test/bench/par-timeline.ts          (RUNS 5, CALLS 100, GAP_US 300)
+ *   CALLS=0 node test/bench/par-timeline.ts  (the trivial program, with the same connection)
+ *   SEQ=1 CALLS=20 node test/bench/par-timeline.ts (sequential calls)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
-import { parallelCalls } from './baselines.ts';
+import { parallelCalls, sequentialCalls } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
 import { pingConnection, processKind, startPingApp } from './ping-app.ts';
 
@@ -32,7 +34,11 @@ const a = api(cluster.url, cluster.devKey);
 const mono = () => Number(process.hrtime.bigint()) / 1e9;
 try {
   const connection = await pingConnection(a, port);
-  const program = parallelCalls(CALLS);
+  // `CALLS=0`: the trivial program, submitted with the same connection (round 39 `call-end`: a
+  // call-making run's ends against a trivial run's, on the same clock).
+  // `SEQ=1`: sequential calls instead of one `Promise.all`.
+  const program =
+    CALLS === 0 ? 'return 1' : process.env.SEQ === '1' ? sequentialCalls(CALLS) : parallelCalls(CALLS);
   const run = async () => {
     const sent = mono();
     const res = await a(
@@ -77,6 +83,12 @@ try {
       'syscalls:sys_enter_writev',
       '-e',
       'syscalls:sys_exit_fdatasync',
+      // `EXTRA_EVENTS` (comma-separated, e.g. sched:sched_switch): recorded too, for `perf script`
+      // on the kept data file (the timeline reads the syscalls only).
+      ...(process.env.EXTRA_EVENTS ?? '')
+        .split(',')
+        .filter(Boolean)
+        .flatMap((e) => ['-e', e]),
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
@@ -90,6 +102,7 @@ try {
   const exited = new Promise((r) => tracer.once('exit', r));
   tracer.kill('SIGINT');
   await exited;
+  console.log(`perf data: ${OUT}.data`);
   const text = execFileSync('perf', ['script', '-i', `${OUT}.data`, '-F', 'pid,tid,time,event,trace'], {
     maxBuffer: 1 << 30,
   }).toString();

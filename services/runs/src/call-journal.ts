@@ -128,7 +128,13 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const openOutcome = (sealed: string): BindingOutcome =>
     JSON.parse(outcomeSealer.open(sealed)) as BindingOutcome;
 
-  const toView = (stored: StoredEntry): JournalCallView => {
+  /**
+   * `sources`: the sources parsed so far for one read of a journal, by their text. A run's calls of
+   * one binding share one source text (`sourceJson` above), so the waiter's answer at a 20-call
+   * run's end parses it once, not 20 times (round 39 `call-end`); the views share the object, which
+   * no reader changes (record.ts copies the reference into the answer).
+   */
+  const toView = (stored: StoredEntry, sources?: Map<string, CallSource>): JournalCallView => {
     const view: JournalCallView = {
       index: stored.i,
       binding: stored.b,
@@ -137,15 +143,22 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       attempt: stored.at,
       startedAtMs: stored.t0,
     };
-    if (stored.s) view.source = JSON.parse(stored.s) as CallSource;
+    if (stored.s) {
+      let source = sources?.get(stored.s);
+      if (source === undefined) {
+        source = JSON.parse(stored.s) as CallSource;
+        sources?.set(stored.s, source);
+      }
+      view.source = source;
+    }
     if (stored.o !== undefined) view.outcome = openOutcome(stored.o);
     if (stored.seq !== undefined) view.deliverySeq = stored.seq;
     if (stored.t1 !== undefined) view.settledAtMs = stored.t1;
     return view;
   };
 
-  const toEntry = (stored: StoredEntry): JournalEntry => ({
-    ...toView(stored),
+  const toEntry = (stored: StoredEntry, sources?: Map<string, CallSource>): JournalEntry => ({
+    ...toView(stored, sources),
     argsJson: sealer.open(stored.a),
   });
 
@@ -158,8 +171,14 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     return stored.sort((a, b) => a.i - b.i);
   };
 
-  const entriesOf = (all: Record<string, string>): JournalEntry[] => storedOf(all).map(toEntry);
-  const callsOf = (all: Record<string, string>): JournalCallView[] => storedOf(all).map(toView);
+  const entriesOf = (all: Record<string, string>): JournalEntry[] => {
+    const sources = new Map<string, CallSource>();
+    return storedOf(all).map((stored) => toEntry(stored, sources));
+  };
+  const callsOf = (all: Record<string, string>): JournalCallView[] => {
+    const sources = new Map<string, CallSource>();
+    return storedOf(all).map((stored) => toView(stored, sources));
+  };
 
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
   const claims = new TurnBatch<(string | number)[], string[]>(
