@@ -85,12 +85,9 @@ export interface SealerOptions {
   restockBelow?: number;
 }
 
-/**
- * A cipher made before its seal, the AAD already given, and the sealed text's head up to its IV
- * (`v1.<kid>.<iv>.`): the IV's base64url is made with the cipher, off the seal's path.
- */
+/** A cipher made before its seal: the IV it encrypts under, and the AAD already given. */
 interface ReadyCipher {
-  head: string;
+  iv: Buffer;
   cipher: CipherGCM;
 }
 
@@ -114,7 +111,7 @@ export function createSealer(options: SealerOptions): Sealer {
     const cipher = createCipheriv('aes-256-gcm', active.key, iv);
     // The key id is authenticated too, so a record cannot be relabelled to another key.
     cipher.setAAD(active.aad);
-    return { head: `v1.${activeKid}.${iv.toString('base64url')}.`, cipher };
+    return { iv, cipher };
   };
   const ready = Math.max(0, Math.floor(options.ready ?? 0));
   const restockBelow = Math.min(ready, Math.max(1, Math.floor(options.restockBelow ?? ready)));
@@ -143,14 +140,14 @@ export function createSealer(options: SealerOptions): Sealer {
   };
   return {
     seal(plaintext) {
-      const { head, cipher } = stock.pop() ?? made();
+      const { iv, cipher } = stock.pop() ?? made();
       if (ready > 0 && stock.length < restockBelow && !restocking) {
         restocking = true;
         setImmediate(restockAfterTurn).unref();
       }
       const ct = joined(cipher.update(plaintext, 'utf8'), cipher.final());
       const tag = cipher.getAuthTag();
-      return `${head}${tag.toString('base64url')}.${ct.toString('base64url')}`;
+      return `v1.${activeKid}.${iv.toString('base64url')}.${tag.toString('base64url')}.${ct.toString('base64url')}`;
     },
     open(sealed) {
       const parts = sealed.split('.');
@@ -162,9 +159,7 @@ export function createSealer(options: SealerOptions): Sealer {
       decipher.setAAD(key.aad);
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));
       try {
-        // The ciphertext's text decoded by the decipher itself, no Buffer of it made here first
-        // (the same decoder as Buffer.from's): ~0.5 µs of a warm ~6 µs open (test/bench/seal-parts.ts).
-        return joined(decipher.update(ct, 'base64url'), decipher.final()).toString('utf8');
+        return joined(decipher.update(Buffer.from(ct, 'base64url')), decipher.final()).toString('utf8');
       } catch {
         throw new SealError(`sealed value failed authentication under key "${kid}"`);
       }
