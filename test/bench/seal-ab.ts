@@ -27,7 +27,13 @@ rmSync(dir, { recursive: true });
 
 const keys = { k1: Buffer.alloc(32, 9) };
 const code = `export default async () => { const r = await fetch('x'); return ${'1 + '.repeat(40)}1; }`;
-const request = JSON.stringify({ style: 'run_code', limits: { memoryMb: 64, timeoutMs: 30000 }, connections: [], bindings: [], submittedBy: 'key_0123456789abcdef' });
+const request = JSON.stringify({
+  style: 'run_code',
+  limits: { memoryMb: 64, timeoutMs: 30000 },
+  connections: [],
+  bindings: [],
+  submittedBy: 'key_0123456789abcdef',
+});
 const result = JSON.stringify({ _tag: 'Completed', value: 42, logs: [{ level: 'log', text: 'hello' }] });
 const text = 'hello\n42';
 
@@ -50,7 +56,10 @@ for (let r = 0; r < ROUNDS; r++)
     got[name]!.push(side(sides[name]!));
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1]!;
 console.log(`a run's four sealer calls, ns, N=${N}, ${ROUNDS} ABBA groups`);
-for (const name of ['base', 'head']) console.log(`${name}: median ${median(got[name]!).toFixed(0)}  all ${got[name]!.map((v) => v.toFixed(0)).join(' ')}`);
+for (const name of ['base', 'head'])
+  console.log(
+    `${name}: median ${median(got[name]!).toFixed(0)}  all ${got[name]!.map((v) => v.toFixed(0)).join(' ')}`,
+  );
 let lower = 0;
 for (let g = 0; g < ROUNDS; g++) {
   const b = got.base![2 * g]! + got.base![2 * g + 1]!;
