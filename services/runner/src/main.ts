@@ -25,7 +25,7 @@ import {
 } from '@islet/kernel-sandbox';
 import { problem, type SandboxMode } from '@islet/protocol';
 import { createCallJournal, createRunStore } from '@islet/runs';
-import { endCiphersReady } from './end-ciphers.ts';
+import { endCipherStock } from './end-ciphers.ts';
 import { createGatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
@@ -52,8 +52,9 @@ settingsSubscriber.on('error', (err) =>
 );
 redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'));
 // A run's end seals its result and text between the program's end and the end's write: their
-// ciphers are made beforehand (core's sealer, `ready`), two for each slot's end.
-const sealer = sealerFromConfig(config, { ready: endCiphersReady(config.ISLET_RUNNER_CONCURRENCY) });
+// ciphers are made beforehand (core's sealer, `ready`), two for each slot's end, and made again
+// in batches (end-ciphers.ts).
+const sealer = sealerFromConfig(config, endCipherStock(config.ISLET_RUNNER_CONCURRENCY));
 
 // What the kernel launcher can enforce here, per mode: reported as a metric and carried into
 // each run's result text ("File sandbox enforcement is partial on this host.").
