@@ -16,7 +16,7 @@ import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { cpuMsOfDescendants, measure, parallelCalls, pct, sequentialCalls } from './baselines.ts';
 import { messageFloor } from './message-floor.ts';
-import { pingConnection, processKind, startPingApp } from './ping-app.ts';
+import { pingConnection, processKind, runWithApp, startPingApp } from './ping-app.ts';
 
 const CALLS = Number(process.env.CALLS ?? 20);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -106,14 +106,7 @@ const restartsOf = (text: string) =>
 try {
   const connection = await pingConnection(a, port);
   const run = async (code: string) => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      { code, description: 'Benchmark binding calls', sessionId: 'calls', connections: [connection] },
-      { prefer: 'wait=30' },
-    );
-    if ((res.body as { status?: string }).status !== 'Completed')
-      throw new Error(`run ended ${JSON.stringify(res.body)}`);
+    await runWithApp(a, code, connection);
   };
   const program = PARALLEL ? parallelCalls(CALLS) : sequentialCalls(CALLS);
   for (let i = 0; i < 5; i++) await run(program);

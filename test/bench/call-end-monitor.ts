@@ -8,37 +8,20 @@
  * `REPEAT` (default 3): runs of each before the one recorded.
  */
 import { createRedis } from '@islet/core';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
-import { pingConnection, startPingApp } from './ping-app.ts';
+import { pingConnection, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const CALLS = Number(process.env.CALLS ?? 1);
 const REPEAT = Number(process.env.REPEAT ?? 3);
 const { app, port } = await startPingApp();
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
-});
+const cluster = await startCallCluster();
 const a = api(cluster.url, cluster.devKey);
 const monitor = createRedis(cluster.redisUrl);
 try {
   const connection = await pingConnection(a, port);
   const run = async (code: string, withApp: boolean) => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      {
-        code,
-        description: 'Benchmark binding calls',
-        sessionId: 'calls',
-        ...(withApp ? { connections: [connection] } : {}),
-      },
-      { prefer: 'wait=30' },
-    );
-    if ((res.body as { status?: string }).status !== 'Completed')
-      throw new Error(`run ended ${JSON.stringify(res.body)}`);
+    await runWithApp(a, code, withApp ? connection : undefined);
   };
   const cases: [string, string, boolean][] = [
     ['trivial', 'return 1', false],

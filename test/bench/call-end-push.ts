@@ -7,21 +7,16 @@
  * (which of them the waiter's answer reads: `callsOf` in call-journal.ts). A count: no lock needed.
  */
 import { channels, createRedis } from '@islet/core';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
-import { pingConnection, startPingApp } from './ping-app.ts';
+import { pingConnection, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 5);
 const CALLS = Number(process.env.CALLS ?? 20);
 /** The entry fields `callsOf`/`toView` read for the waiter's answer. */
 const READ = new Set(['i', 'b', 'op', 'st', 'at', 't0', 's', 'o', 'seq', 't1']);
 const { app, port } = await startPingApp();
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
-});
+const cluster = await startCallCluster();
 const a = api(cluster.url, cluster.devKey);
 const sub = createRedis(cluster.redisUrl);
 try {
@@ -31,17 +26,7 @@ try {
   sub.on('message', (_c: string, m: string) => {
     if (m.includes(' end [')) ends.push(m);
   });
-  const run = async (code: string) => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      { code, description: 'Benchmark binding calls', sessionId: 'calls', connections: [connection] },
-      { prefer: 'wait=30' },
-    );
-    if ((res.body as { status?: string }).status !== 'Completed')
-      throw new Error(`run ended ${JSON.stringify(res.body)}`);
-    return JSON.stringify(res.body).length;
-  };
+  const run = async (code: string) => JSON.stringify(await runWithApp(a, code, connection)).length;
   for (const [name, code] of [
     ['trivial', 'return 1'],
     [`${CALLS} calls`, sequentialCalls(CALLS)],

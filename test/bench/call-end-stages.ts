@@ -12,11 +12,10 @@
  * the gateway's answer), split where a subscriber here sees the end's push.
  */
 import { channels, createRedis, wallNow } from '@islet/core';
-import { startCluster } from '@islet/devstack';
 import { timingsFrom } from '@islet/runs';
 import { api } from '../e2e/helpers.ts';
 import { pct, sequentialCalls } from './baselines.ts';
-import { pingConnection, startPingApp } from './ping-app.ts';
+import { pingConnection, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 40);
 const CALLS = Number(process.env.CALLS ?? 20);
@@ -27,11 +26,7 @@ app.prependListener('request', (_req, res) => {
   arrived.push(wallNow());
   res.once('finish', () => answered.push(wallNow()));
 });
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
-});
+const cluster = await startCallCluster();
 const a = api(cluster.url, cluster.devKey);
 const redis = createRedis(cluster.redisUrl);
 // The end's push as a subscriber of its own sees it (the gateway's subscriber gets the same PUBLISH):

@@ -6,32 +6,21 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
-import { pingConnection, processKind, startPingApp } from './ping-app.ts';
+import { pingConnection, processKind, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 100);
 const CALLS = Number(process.env.CALLS ?? 1);
 const EVENTS = (process.env.EVENTS ?? 'connect,accept4,write,writev,read,fdatasync,epoll_wait').split(',');
 const { app, port } = await startPingApp();
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
-});
+const cluster = await startCallCluster();
 const a = api(cluster.url, cluster.devKey);
 try {
   const connection = await pingConnection(a, port);
   const run = async (code: string) => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      { code, description: 'Benchmark binding calls', sessionId: 'calls', connections: [connection] },
-      { prefer: 'wait=30' },
-    );
-    if ((res.body as { status?: string }).status !== 'Completed') throw new Error('run failed');
+    await runWithApp(a, code, connection);
   };
   for (const [name, code] of [
     ['trivial', 'return 1'],

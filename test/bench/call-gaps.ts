@@ -20,11 +20,10 @@
  *   PARALLEL=1 node test/bench/call-gaps.ts (CALLS 100)
  */
 import { createRedis } from '@islet/core';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { measure, parallelCalls, pct, sequentialCalls } from './baselines.ts';
 import { messageFloor } from './message-floor.ts';
-import { appStamps, pingConnection, startPingApp } from './ping-app.ts';
+import { appStamps, pingConnection, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const PARALLEL = process.env.PARALLEL === '1';
 const CALLS = Number(process.env.CALLS ?? (PARALLEL ? 100 : 20));
@@ -33,23 +32,12 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const floor = PARALLEL ? undefined : await messageFloor();
 const { app, port } = await startPingApp();
 const stamps = appStamps(app);
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
-});
+const cluster = await startCallCluster();
 const a = api(cluster.url, cluster.devKey);
 try {
   const connection = await pingConnection(a, port);
   const run = async (code: string) => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      { code, description: 'Benchmark binding calls', sessionId: 'calls', connections: [connection] },
-      { prefer: 'wait=30' },
-    );
-    if ((res.body as { status?: string }).status !== 'Completed')
-      throw new Error(`run ended ${JSON.stringify(res.body)}`);
+    await runWithApp(a, code, connection);
   };
   const program = PARALLEL ? parallelCalls(CALLS) : sequentialCalls(CALLS);
   for (let i = 0; i < 5; i++) await run(program);

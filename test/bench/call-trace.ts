@@ -17,11 +17,10 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
-import { pingConnection, processKind, startPingApp } from './ping-app.ts';
+import { pingConnection, processKind, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 10);
 const CALLS = Number(process.env.CALLS ?? 40);
@@ -39,11 +38,7 @@ const EVENTS = [
 const kindOf = processKind;
 
 const { app, port } = await startPingApp();
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
-});
+const cluster = await startCallCluster();
 const a = api(cluster.url, cluster.devKey);
 try {
   const connection = await pingConnection(a, port);

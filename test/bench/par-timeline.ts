@@ -13,11 +13,10 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { parallelCalls, sequentialCalls } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
-import { pingConnection, processKind, startPingApp } from './ping-app.ts';
+import { pingConnection, processKind, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 5);
 const CALLS = Number(process.env.CALLS ?? 100);
@@ -25,11 +24,7 @@ const GAP_US = Number(process.env.GAP_US ?? 300);
 const OUT = `/tmp/par-timeline-${process.pid}`;
 
 const { app, port } = await startPingApp();
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
-});
+const cluster = await startCallCluster();
 const a = api(cluster.url, cluster.devKey);
 const mono = () => Number(process.hrtime.bigint()) / 1e9;
 try {

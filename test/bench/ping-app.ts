@@ -3,6 +3,7 @@
  * connection on a cluster, and the process kinds their traces and CPU splits count by.
  */
 import { createServer, type Server } from 'node:http';
+import { startCluster } from '@islet/devstack';
 import type { Api } from '../e2e/helpers.ts';
 
 /** The App, listening on a free loopback port. */
@@ -45,6 +46,38 @@ export async function pingConnection(a: Api, port: number): Promise<string> {
     tools: [{ name: 'ping', policy: 'allow' }],
   });
   return (res.body as { id: string }).id;
+}
+
+/**
+ * The call benches' cluster: one gateway, one read-only runner of 4 slots, fair share off (one
+ * tenant) and no rate limit (thousands of requests a minute are not what they measure).
+ */
+export const startCallCluster = () =>
+  startCluster({
+    gateways: 1,
+    runners: [{ modes: ['read-only'], concurrency: 4 }],
+    env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
+  });
+
+/**
+ * `code` submitted with the App's `connection` (none: undefined) and waited for; its answer's body.
+ * Throws unless it Completed.
+ */
+export async function runWithApp(a: Api, code: string, connection: string | undefined): Promise<unknown> {
+  const res = await a(
+    'POST',
+    '/v1/runs',
+    {
+      code,
+      description: 'Benchmark binding calls',
+      sessionId: 'calls',
+      ...(connection === undefined ? {} : { connections: [connection] }),
+    },
+    { prefer: 'wait=30' },
+  );
+  if ((res.body as { status?: string }).status !== 'Completed')
+    throw new Error(`run ended ${JSON.stringify(res.body)}`);
+  return res.body;
 }
 
 /**
