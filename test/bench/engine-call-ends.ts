@@ -44,6 +44,8 @@ try {
   const first: number[] = [];
   const last: number[] = [];
   const cycle: number[] = [];
+  /** By position: answer k → arrival k + 1 (the first is the run's first delivery into its isolate). */
+  const byPosition: number[][] = [];
   // Each kind twice in a row (AABB), the second of each read: a run after one of its own kind.
   for (let i = 0; i < RUNS; i++) {
     await run('return 1');
@@ -53,11 +55,17 @@ try {
     const c = await run(calls);
     first.push(arrived[0]! - c.t0);
     last.push(c.t1 - answered.at(-1)!);
-    for (let k = 1; k < arrived.length; k++) cycle.push(arrived[k]! - answered[k - 1]!);
+    for (let k = 1; k < arrived.length; k++) {
+      cycle.push(arrived[k]! - answered[k - 1]!);
+      (byPosition[k - 1] ??= []).push(arrived[k]! - answered[k - 1]!);
+    }
   }
   const p = (xs: number[]) => pct(xs, 50);
   console.log(
     `p50 ms (${RUNS} runs each, interleaved): trivial execute ${p(trivial).toFixed(3)}; with ${CALLS} calls: execute → 1st call ${p(first).toFixed(3)}, a cycle inside ${p(cycle).toFixed(3)}, last answer → returned ${p(last).toFixed(3)}`,
+  );
+  console.log(
+    `a cycle by position (answer k → arrival k + 1), p50 ms: ${byPosition.map((xs, k) => `${k + 1}→${k + 2} ${p(xs).toFixed(3)}`).join(', ')}`,
   );
   console.log(`the ends above one cycle: ${(p(first) + p(last) - p(trivial) - p(cycle)).toFixed(3)} ms`);
 } finally {

@@ -67,3 +67,56 @@ export function installHarness(
     install.release();
   }
 }
+
+/** Ours, never a tenant's: what the warm-up isolate runs so that a run's harness paths get compiled. */
+export const WARM_PROGRAM =
+  'console.log("warm"); const d = new Date(); let c = 0; for (let i = 0; i < 2; i++) c += (await apps.warm.up({ i })).n; return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, c), t: d.getTime() + Date.now(), r: Math.random() < 2 };';
+
+/** What `warmHarness` saw the harness do: its calls (ids, in order), outcomes delivered, and its end. */
+export interface WarmRun {
+  readonly calls: number[];
+  readonly delivered: number;
+  readonly done: string | undefined;
+}
+
+/**
+ * Runs WARM_PROGRAM in `context` (a throwaway isolate of the host's: never a run's) as a run of a
+ * call-making program goes: the first turn on this thread, then each call answered by a `result`
+ * applied on this thread (HostRun.deliverResult with a deadline, every call-making run's path).
+ * The code cache compiled after it then holds the binding paths too (the `apps` namespace, a call's
+ * encoding and hand-over, an outcome's delivery): a warm program with no call left them to be
+ * compiled lazily in every run's fresh isolate, at its first call and its first outcome (~0.2 ms
+ * each in the engine alone; test/bench/README.md, round 39 `first-call`).
+ */
+export function warmHarness(isolate: ivm.Isolate, context: ivm.Context, source: string): WarmRun {
+  const calls: number[] = [];
+  let done: string | undefined;
+  const ignore = () => undefined;
+  const { entry } = installHarness(isolate, context, source, {
+    log: ignore,
+    call: (id) => {
+      if (typeof id === 'number') calls.push(id);
+    },
+    done: (kind) => {
+      done = String(kind);
+    },
+    fail: ignore,
+  });
+  try {
+    entry.applySync(undefined, [
+      'start',
+      WARM_PROGRAM,
+      JSON.stringify({ bindings: ['warm.up', 'warmup'], clockMs: 0, seed: 'warm' }),
+      undefined,
+      undefined,
+      true,
+    ]);
+    // Each outcome's turn makes the next call (or ends the program) before applySync returns.
+    let delivered = 0;
+    while (delivered < calls.length && done === undefined)
+      entry.applySync(undefined, ['result', calls[delivered++], '{"n":1}', undefined, undefined, true]);
+    return { calls, delivered, done };
+  } finally {
+    entry.release();
+  }
+}

@@ -6,7 +6,7 @@
  */
 import type ivm from 'isolated-vm';
 import { FrameReader, readFramesInTicks } from './frame.ts';
-import { installHarness } from './harness-install.ts';
+import { installHarness, warmHarness } from './harness-install.ts';
 import { isolatedVm } from './host-ivm.ts';
 import { send } from './host-output.ts';
 import { HostRun, type Prepared } from './host-run.ts';
@@ -34,9 +34,6 @@ process.on('unhandledRejection', (reason) => {
 const HARNESS_SOURCE = readFileSync(new URL('./guest/harness.js', import.meta.url), 'utf8');
 /** V8 code cache of the harness with the functions a run calls compiled (`warmHarnessCache`). */
 let harnessCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
-/** Ours, never a tenant's: what the warm-up isolate runs so that a run's harness paths get compiled. */
-const WARM_PROGRAM =
-  'console.log("warm"); const d = new Date(); return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, 0), t: d.getTime() + Date.now(), r: Math.random() < 2 };';
 
 function prepare(memoryMb: number): Prepared {
   const isolate = new isolatedVm.Isolate({ memoryLimit: memoryMb });
@@ -65,35 +62,15 @@ function prepare(memoryMb: number): Prepared {
 
 /**
  * Makes `harnessCache` once, at start, in a throwaway isolate that runs only the harness and
- * WARM_PROGRAM: compiling the same source again there yields a cache that holds every function
+ * WARM_PROGRAM with its two calls answered (`warmHarness`, harness-install.ts): compiling the same source again there yields a cache that holds every function
  * that ran. A cache made at the first compile holds only the top level, and each run's fresh
  * isolate then compiled the rest lazily, most of a trivial run's `start` (see
  * docs/decisions/measured-costs.md). No tenant code ever runs in this isolate, and V8 checks a cache against its source.
  */
-async function warmHarnessCache(): Promise<void> {
+function warmHarnessCache(): void {
   const isolate = new isolatedVm.Isolate({ memoryLimit: DEFAULT_MEMORY_MB });
   try {
-    const context = isolate.createContextSync();
-    let finished: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => {
-      finished = resolve;
-    });
-    const ignore = () => undefined;
-    const { entry } = installHarness(isolate, context, HARNESS_SOURCE, {
-      log: ignore,
-      call: ignore,
-      done: () => finished(),
-      fail: ignore,
-    });
-    entry.applySync(undefined, [
-      'start',
-      WARM_PROGRAM,
-      JSON.stringify({ bindings: ['warm.up', 'warmup'], clockMs: 0, seed: 'warm' }),
-      undefined,
-      undefined,
-      true,
-    ]);
-    await Promise.race([done, new Promise((r) => setTimeout(r, 1000))]);
+    warmHarness(isolate, isolate.createContextSync(), HARNESS_SOURCE);
     const again = isolate.compileScriptSync(HARNESS_SOURCE, {
       filename: 'islet:harness',
       produceCachedData: true,
@@ -163,6 +140,6 @@ const reader = new FrameReader((event) => {
 // From the tick queue: a shallower stack for isolated-vm's dispose error (frame.ts).
 readFramesInTicks(process.stdin, reader);
 process.stdin.on('end', () => process.exit(0));
-await warmHarnessCache();
+warmHarnessCache();
 send({ t: 'ready', pid: process.pid });
 next.atStart(DEFAULT_MEMORY_MB);
