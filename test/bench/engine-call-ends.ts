@@ -57,7 +57,7 @@ try {
     last.push(c.t1 - answered.at(-1)!);
     for (let k = 1; k < arrived.length; k++) {
       cycle.push(arrived[k]! - answered[k - 1]!);
-      (byPosition[k - 1] ??= []).push(arrived[k]! - answered[k - 1]!);
+      byPosition[k - 1] = [...(byPosition[k - 1] ?? []), arrived[k]! - answered[k - 1]!];
     }
   }
   const p = (xs: number[]) => pct(xs, 50);

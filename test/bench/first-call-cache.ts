@@ -34,7 +34,12 @@ function cacheAfter(run: (isolate: ivm.Isolate, context: ivm.Context) => void): 
 }
 
 const noCall = cacheAfter((isolate, context) => {
-  const { entry } = installHarness(isolate, context, SOURCE, { log: ignore, call: ignore, done: ignore, fail: ignore });
+  const { entry } = installHarness(isolate, context, SOURCE, {
+    log: ignore,
+    call: ignore,
+    done: ignore,
+    fail: ignore,
+  });
   entry.applySync(undefined, [
     'start',
     'console.log("warm"); const d = new Date(); return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, 0), t: d.getTime() + Date.now(), r: Math.random() < 2 };',
@@ -75,7 +80,9 @@ function run(cache: Cache): { turns: number[]; cpuUs: number } {
     turns.push((performance.now() - t) * 1000);
     for (let k = 0; k < calls.length && !ended; k++) {
       t = performance.now();
-      entry.applySync(undefined, ['result', calls[k], '{"ok":true}', undefined, undefined, true], { timeout: 1000 });
+      entry.applySync(undefined, ['result', calls[k], '{"ok":true}', undefined, undefined, true], {
+        timeout: 1000,
+      });
       turns.push((performance.now() - t) * 1000);
     }
     if (!ended) throw new Error('the program did not end');
@@ -85,7 +92,10 @@ function run(cache: Cache): { turns: number[]; cpuUs: number } {
   }
 }
 
-const rows = { 'no-call warm-up (base)': [] as ReturnType<typeof run>[], 'calls warm-up (head)': [] as ReturnType<typeof run>[] };
+const rows = {
+  'no-call warm-up (base)': [] as ReturnType<typeof run>[],
+  'calls warm-up (head)': [] as ReturnType<typeof run>[],
+};
 for (let i = 0; i < 30; i++) {
   run(noCall);
   run(withCalls);
@@ -94,8 +104,20 @@ for (let i = 0; i < RUNS; i++) {
   rows['no-call warm-up (base)'].push(run(noCall));
   rows['calls warm-up (head)'].push(run(withCalls));
 }
-console.log(`p50 µs, ${RUNS} fresh isolates each, alternated; turn 0 = start → 1st call, turn k = outcome k → next call (or the end)`);
+console.log(
+  `p50 µs, ${RUNS} fresh isolates each, alternated; turn 0 = start → 1st call, turn k = outcome k → next call (or the end)`,
+);
 for (const [name, rs] of Object.entries(rows)) {
-  const turns = rs[0]!.turns.map((_, k) => pct(rs.map((r) => r.turns[k]!), 50).toFixed(1));
-  console.log(`${name.padEnd(26)} turns ${turns.join(' / ')}; isolate CPU a run ${pct(rs.map((r) => r.cpuUs), 50).toFixed(1)}`);
+  const turns = rs[0]!.turns.map((_, k) =>
+    pct(
+      rs.map((r) => r.turns[k]!),
+      50,
+    ).toFixed(1),
+  );
+  console.log(
+    `${name.padEnd(26)} turns ${turns.join(' / ')}; isolate CPU a run ${pct(
+      rs.map((r) => r.cpuUs),
+      50,
+    ).toFixed(1)}`,
+  );
 }

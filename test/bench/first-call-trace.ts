@@ -88,7 +88,17 @@ try {
   }
   const tracer = spawn(
     'perf',
-    ['record', '-q', '-k', 'mono', '-o', `${OUT}.data`, '-p', pids.join(','), ...EVENTS.flatMap((e) => ['-e', e])],
+    [
+      'record',
+      '-q',
+      '-k',
+      'mono',
+      '-o',
+      `${OUT}.data`,
+      '-p',
+      pids.join(','),
+      ...EVENTS.flatMap((e) => ['-e', e]),
+    ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   await new Promise((r) => setTimeout(r, 1500));
@@ -163,7 +173,9 @@ function report(lines: string[], windows: Window[], label: Map<number, string>):
     }
   }
   const p50 = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? Number.NaN;
-  const out: string[] = [`${RUNS} runs of ${CALLS} sequential calls and ${RUNS} trivial runs, interleaved; µs`];
+  const out: string[] = [
+    `${RUNS} runs of ${CALLS} sequential calls and ${RUNS} trivial runs, interleaved; µs`,
+  ];
   for (const [key, segs] of segments) {
     const whole = segs.map((s) => (s.list.at(-1)!.t - s.from) * 1e6);
     const bySig = new Map<string, typeof segs>();
@@ -178,6 +190,26 @@ function report(lines: string[], windows: Window[], label: Map<number, string>):
         .slice(1, 3)
         .map((r) => r.length)
         .join(', ')})`,
+    );
+    // Every segment, whatever its order: each process's own work up to its event (from its thread's
+    // last wake-up inside the segment), by the event's name and its occurrence in the segment.
+    const work = new Map<string, number[]>();
+    for (const s of segs) {
+      const seen = new Map<string, number>();
+      for (const e of s.list) {
+        const k = `${name(e)}#${(seen.get(name(e)) ?? 0) + 1}`;
+        seen.set(name(e), (seen.get(name(e)) ?? 0) + 1);
+        const list = wakes.get(e.who) ?? [];
+        let at: number | undefined;
+        for (const t of list) if (t > s.from && t < e.t) at = t;
+        if (at !== undefined) work.set(k, [...(work.get(k) ?? []), (e.t - at) * 1e6]);
+      }
+    }
+    out.push(
+      `  work (all segments, from the thread's last wake-up): ${[...work]
+        .filter(([k, xs]) => xs.length >= segs.length * 0.8 && /^(host|runner|gateway|app) write/.test(k))
+        .map(([k, xs]) => `${k} ${p50(xs).toFixed(0)}`)
+        .join(', ')}`,
     );
     const n = modal[0]!.list.length;
     for (let i = 0; i < n; i++) {

@@ -5,15 +5,13 @@
  */
 import { readFileSync } from 'node:fs';
 import ivm from 'isolated-vm';
-import { installHarness } from '../src/harness-install.ts';
+import { installHarness, warmHarness } from '../src/harness-install.ts';
 
 type Cache = ivm.ExternalCopy<ArrayBuffer>;
 type CachedScript = ivm.Script & { cachedData?: Cache; cachedDataRejected?: boolean };
 
 const SOURCE = readFileSync(new URL('../src/guest/harness.js', import.meta.url), 'utf8');
 export const TRIVIAL_PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
-const WARM_PROGRAM =
-  'console.log("warm"); const d = new Date(); return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, 0), t: d.getTime() + Date.now(), r: Math.random() < 2 };';
 const CONFIG = JSON.stringify({ bindings: [], clockMs: 0, seed: 'probe' });
 
 const ignore = () => undefined;
@@ -28,10 +26,7 @@ const callbacks = (done: (value: unknown) => void) => ({
 export function warmHarnessCache(): Cache {
   const isolate = new ivm.Isolate({ memoryLimit: 512 });
   try {
-    const context = isolate.createContextSync();
-    const { entry } = installHarness(isolate, context, SOURCE, callbacks(ignore));
-    const config = JSON.stringify({ bindings: ['warm.up', 'warmup'], clockMs: 0, seed: 'warm' });
-    entry.applySync(undefined, ['start', WARM_PROGRAM, config, undefined, undefined, true]);
+    warmHarness(isolate, isolate.createContextSync(), SOURCE);
     const again = isolate.compileScriptSync(SOURCE, {
       filename: 'islet:harness',
       produceCachedData: true,

@@ -69,8 +69,10 @@ describe('the harness warm-up runs the binding-call path', () => {
     const warm = isolate();
     warmHarness(warm, warm.createContextSync(), HARNESS);
     const cachedData = (
-      warm.compileScriptSync(HARNESS, { filename: 'islet:harness', produceCachedData: true } as ivm.ScriptInfo) as ivm.Script &
-        ivm.CachedDataResult
+      warm.compileScriptSync(HARNESS, {
+        filename: 'islet:harness',
+        produceCachedData: true,
+      } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult
     ).cachedData;
     const fresh = isolate();
     const calls: unknown[][] = [];
@@ -80,7 +82,12 @@ describe('the harness warm-up runs the binding-call path', () => {
       fresh,
       fresh.createContextSync(),
       HARNESS,
-      { log: ignore, call: (...a: unknown[]) => calls.push(a), done: (...a: unknown[]) => ends.push(a), fail: ignore },
+      {
+        log: ignore,
+        call: (...a: unknown[]) => calls.push(a),
+        done: (...a: unknown[]) => ends.push(a),
+        fail: ignore,
+      },
       cachedData ? { cachedData } : {},
     );
     entry.applySync(undefined, [
