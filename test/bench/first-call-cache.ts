@@ -105,6 +105,9 @@ for (let i = 0; i < RUNS; i++) {
   rows['calls warm-up (head)'].push(run(withCalls));
 }
 console.log(
+  `code cache: no-call warm-up ${noCall.copy().byteLength} B, calls warm-up ${withCalls.copy().byteLength} B`,
+);
+console.log(
   `p50 µs, ${RUNS} fresh isolates each, alternated; turn 0 = start → 1st call, turn k = outcome k → next call (or the end)`,
 );
 for (const [name, rs] of Object.entries(rows)) {
