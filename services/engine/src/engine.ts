@@ -337,7 +337,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
       const checked = checkRequest(code, opts);
       if ('kind' in checked) return failed(checked);
       if (closed) return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
-      if (opts.signal?.aborted) return failed({ kind: 'abort', message: 'the run was aborted' });
+      if (opts.signal?.aborted || opts.cancel?.aborted)
+        return failed({ kind: 'abort', message: 'the run was aborted' });
 
       let host: HostProcess;
       const acquiring = performance.now();

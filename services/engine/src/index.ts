@@ -13,4 +13,5 @@ export {
 } from './limits.ts';
 export { bindingNameProblem, validateBindingNames } from './names.ts';
 export { PARTIAL_ENFORCEMENT_TEXT, renderResultText, sandboxDeniedLine } from './result-text.ts';
+export { RunCancel } from './run-cancel.ts';
 export type * from './types.ts';

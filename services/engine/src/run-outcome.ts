@@ -88,8 +88,9 @@ export function hostExitFailure(info: {
   };
 }
 
-export function abortMessage(signal: AbortSignal | undefined): string {
-  const reason: unknown = signal?.reason;
+/** The abort's text from what aborted the run (its signal, or its RunCancel: both carry `reason`). */
+export function abortMessage(aborted: { readonly reason: unknown } | undefined): string {
+  const reason: unknown = aborted?.reason;
   if (typeof reason === 'string' && reason !== '') return `the run was aborted: ${reason}`;
   if (reason instanceof Error && reason.name !== 'AbortError' && reason.message !== '') {
     return `the run was aborted: ${reason.message}`;

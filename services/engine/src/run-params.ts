@@ -1,6 +1,8 @@
 /**
  * What a Run (run.ts) is given and gives back, its phases, and the intervals it keeps.
  */
+
+import type { RunCancel } from './run-cancel.ts';
 import type { BindingHandler, LogLine, RunOutcome } from './types.ts';
 import type { RunConfig } from './wire.ts';
 
@@ -18,6 +20,8 @@ export interface RunParams {
   maxConcurrentCalls: number;
   watchdogGraceMs: number;
   signal: AbortSignal | undefined;
+  /** ExecuteOptions.cancel: the same as `signal`, listened to without an EventTarget. */
+  cancel: RunCancel | undefined;
   /** Live log lines (ExecuteOptions.onLog). */
   onLog?: ((lines: LogLine[]) => void) | undefined;
   /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */

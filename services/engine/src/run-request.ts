@@ -72,6 +72,7 @@ export function runParams(
     maxConcurrentCalls: positiveInt(limits?.maxConcurrentCalls, DEFAULT_MAX_CONCURRENT_CALLS),
     watchdogGraceMs: engine.watchdogGraceMs,
     signal: opts.signal,
+    cancel: opts.cancel,
     onLog: opts.onLog,
     readResident: () => host.residentBytes(engine.readResident),
   };

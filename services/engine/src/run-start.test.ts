@@ -2,11 +2,14 @@
  * A run's start as the engine drives it (run.ts), against a stand-in for its sandbox host: the
  * program's frame is written before the run's abort listener is added (both in one turn, so no
  * abort can come between), and the listener still ends the run and is taken off at its end.
+ * The same for a RunCancel handle (ExecuteOptions.cancel): listened to after the write, by no
+ * EventTarget listener, ended by an abort with its reason, left at the run's end.
  * Read as an order of calls, never from time.
  */
 import { describe, expect, it } from 'vitest';
 import type { HostProcess } from './host-process.ts';
 import { Run } from './run.ts';
+import { RunCancel } from './run-cancel.ts';
 import type { RunParams } from './run-params.ts';
 import type { FromHost, ToHost } from './wire.ts';
 
@@ -35,7 +38,7 @@ function standIn(order: string[]) {
   return { host, sent, message: (m: FromHost) => events?.onMessage(m) };
 }
 
-function params(signal: AbortSignal): RunParams {
+function params(signal: AbortSignal | undefined, cancel?: RunCancel): RunParams {
   return {
     code: 'return 1',
     config: { bindings: [], clockMs: 0, seed: 's' },
@@ -49,6 +52,7 @@ function params(signal: AbortSignal): RunParams {
     maxConcurrentCalls: 4,
     watchdogGraceMs: 1000,
     signal,
+    cancel,
     readResident: () => undefined,
   };
 }
@@ -102,5 +106,102 @@ describe("a run's start", () => {
     const { outcome } = await new Run(host, params(controller.signal)).execute();
     expect(sent).toEqual([]);
     expect(outcome.failure?.kind).toBe('abort');
+  });
+});
+
+/** A handle whose `listen`/`unlisten` are recorded in `order`. */
+function watchedCancel(order: string[]): RunCancel {
+  const cancel = new RunCancel();
+  const listen = cancel.listen.bind(cancel);
+  const unlisten = cancel.unlisten.bind(cancel);
+  cancel.listen = (fn) => {
+    order.push('listen cancel');
+    listen(fn);
+  };
+  cancel.unlisten = (fn) => {
+    order.push('unlisten cancel');
+    unlisten(fn);
+  };
+  return cancel;
+}
+
+/** Counts EventTarget listeners added to any AbortSignal while `fn` runs. */
+async function abortListeners<T>(fn: () => Promise<T>): Promise<{ added: number; value: T }> {
+  const proto = EventTarget.prototype;
+  const add = proto.addEventListener;
+  let added = 0;
+  proto.addEventListener = function (this: EventTarget, ...args: Parameters<typeof add>) {
+    if (this instanceof AbortSignal) added++;
+    return add.apply(this, args);
+  };
+  try {
+    const value = await fn();
+    return { added, value };
+  } finally {
+    proto.addEventListener = add;
+  }
+}
+
+describe("a run's start with a cancel handle", () => {
+  it('listens after the program is written, adds no EventTarget listener, stops listening at its end', async () => {
+    const order: string[] = [];
+    const cancel = watchedCancel(order);
+    const { host, message } = standIn(order);
+    const { added, value: outcome } = await abortListeners(async () => {
+      const result = new Run(host, params(undefined, cancel)).execute();
+      expect(order).toEqual(['send run', 'listen cancel']);
+      message({ t: 'done', status: 'completed', valueJson: '1' });
+      return (await result).outcome;
+    });
+    expect(outcome.status).toBe('completed');
+    expect(added).toBe(0);
+    expect(order).toEqual(['send run', 'listen cancel', 'unlisten cancel']);
+    // Aborted after the run's end: nothing is told (the host is not killed).
+    cancel.abort('late');
+    expect(order).toEqual(['send run', 'listen cancel', 'unlisten cancel']);
+  });
+
+  it('an abort after the program was written ends the run with its reason (by its host, in its first turn)', async () => {
+    const order: string[] = [];
+    const cancel = watchedCancel(order);
+    const { host } = standIn(order);
+    const result = new Run(host, params(undefined, cancel)).execute();
+    cancel.abort(new Error('the lease was lost'));
+    const { outcome } = await result;
+    expect(order.slice(0, 3)).toEqual(['send run', 'listen cancel', 'kill']);
+    expect(outcome.failure?.kind).toBe('abort');
+    expect(outcome.failure?.message).toBe('the run was aborted: the lease was lost');
+  });
+
+  it("an abort's text is a signal's: an AbortError reason gives the plain text", async () => {
+    const cancel = new RunCancel();
+    const { host } = standIn([]);
+    const result = new Run(host, params(undefined, cancel)).execute();
+    const controller = new AbortController();
+    controller.abort();
+    cancel.abort(controller.signal.reason);
+    const { outcome } = await result;
+    expect(outcome.failure?.message).toBe('the run was aborted');
+  });
+
+  it('a handle aborted before the start writes nothing', async () => {
+    const cancel = new RunCancel();
+    cancel.abort('cancelled');
+    const { host, sent } = standIn([]);
+    const { outcome } = await new Run(host, params(undefined, cancel)).execute();
+    expect(sent).toEqual([]);
+    expect(outcome.failure?.kind).toBe('abort');
+    expect(outcome.failure?.message).toBe('the run was aborted: cancelled');
+  });
+
+  it('aborts once: a second abort keeps the first reason and tells no one again', () => {
+    const cancel = new RunCancel();
+    let told = 0;
+    cancel.listen(() => told++);
+    cancel.abort('first');
+    cancel.abort('second');
+    expect(told).toBe(1);
+    expect(cancel.aborted).toBe(true);
+    expect(cancel.reason).toBe('first');
   });
 });

@@ -55,6 +55,7 @@ export class Run {
   private readonly resident: ResidentGuard;
   private resolve!: (r: RunResult) => void;
   private readonly onAbort = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.signal) });
+  private readonly onCancel = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.cancel) });
 
   constructor(host: HostProcess, params: RunParams) {
     this.host = host;
@@ -92,9 +93,14 @@ export class Run {
       return result;
     }
     this.resumeClock();
-    if (this.p.signal?.aborted) {
+    const aborted = this.p.signal?.aborted
+      ? this.p.signal
+      : this.p.cancel?.aborted
+        ? this.p.cancel
+        : undefined;
+    if (aborted !== undefined) {
       // Aborted while a host was being found: nothing ran.
-      this.finishNow({ kind: 'abort', message: abortMessage(this.p.signal) });
+      this.finishNow({ kind: 'abort', message: abortMessage(aborted) });
       return result;
     }
     const sent = this.host.send(runFrame(this.p, () => this.budget.remainingMs()));
@@ -106,6 +112,7 @@ export class Run {
     // After the program's write, in the same turn: nothing can abort the signal in between (no
     // other code runs), and an EventTarget listener is ~15-20 µs of cold code on a run's start.
     this.p.signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.p.cancel?.listen(this.onCancel);
     this.resident.start();
     return result;
   }
@@ -381,6 +388,7 @@ export class Run {
     clearTimeout(this.watchdogTimer);
     this.resident.stop();
     this.p.signal?.removeEventListener('abort', this.onAbort);
+    this.p.cancel?.unlisten(this.onCancel);
     this.host.attach(undefined);
     this.calls.end();
     this.calls.dropQueue();

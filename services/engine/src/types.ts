@@ -13,6 +13,7 @@ import type {
   StopCode,
   TimeBudget,
 } from '@islet/protocol';
+import type { RunCancel } from './run-cancel.ts';
 
 export type {
   AppErrorName,
@@ -82,6 +83,11 @@ export interface ExecuteOptions {
   randomSeed?: string;
   /** Aborting ends the run with kind `abort`; output printed so far is kept. */
   signal?: AbortSignal;
+  /**
+   * The same as `signal` (either ends the run), for a caller that owns its cancel: aborting it
+   * costs the run no EventTarget listener (run-cancel.ts). One run at a time may be given a handle.
+   */
+  cancel?: RunCancel;
   /**
    * Receives log lines as the program prints them (what the outcome keeps, already cut to the
    * output cap), in batches as they arrive from the sandbox host. Must not throw; it is not awaited.

@@ -14,7 +14,7 @@ import {
   sealerFromConfig,
 } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
-import type { Engine, RunOutcome } from '@islet/engine';
+import { type Engine, RunCancel, type RunOutcome } from '@islet/engine';
 import { createCallJournal, createRunStore } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
@@ -370,5 +370,42 @@ describe("a run's metrics", () => {
     ).toMatch(/ 3$/);
     expect(line('islet_tenant_runs_total', 'tenant="other"', 'status="Completed"')).toMatch(/ 3$/);
     expect(line('islet_tenant_sandbox_cpu_seconds_total', 'tenant="other"')).toMatch(/ 0\.006$/);
+  });
+});
+
+describe('what the executor hands the engine to end a run', () => {
+  it("the runner's handle when given (no signal, so no EventTarget listener a run), else the stop signal", async () => {
+    const store = stores();
+    const given: { cancel: unknown; signal: unknown }[] = [];
+    const engine = {
+      execute: async (_code: string, opts: Parameters<Engine['execute']>[1]) => {
+        given.push({ cancel: opts?.cancel, signal: opts?.signal });
+        return completed();
+      },
+    } as unknown as Engine;
+    const executor = executorOf('run-executor-cancel', engine, store);
+    const stop = new AbortController().signal;
+    const stopEngine = new RunCancel();
+    for (const [id, handle] of [
+      ['ce-1', stopEngine],
+      ['ce-2', undefined],
+    ] as const) {
+      await store.runs.create(
+        runFixture(id, { code: 'return 1', request: { connections: [], bindings: [], limits } }),
+      );
+      const job = {
+        runId: id,
+        mode: 'read-only' as const,
+        enqueuedAtMs: Date.now(),
+        cancel: signal,
+        handBack: signal,
+        stop,
+      };
+      expect(await executor.execute(handle ? { ...job, stopEngine: handle } : job)).toBe('completed');
+    }
+    expect(given).toEqual([
+      { cancel: stopEngine, signal: undefined },
+      { cancel: undefined, signal: stop },
+    ]);
   });
 });

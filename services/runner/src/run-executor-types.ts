@@ -3,7 +3,7 @@
  * its results and the hand-back error; apart so the executor stays under ~400 lines.
  */
 import type { Logger, Metrics, SettingsStore } from '@islet/core';
-import type { Engine, SandboxFacts } from '@islet/engine';
+import type { Engine, RunCancel, SandboxFacts } from '@islet/engine';
 import type { WorkspaceStore } from '@islet/kernel-sandbox';
 import type { SandboxMode } from '@islet/protocol';
 import type { CallJournal, RunLease, RunStore } from '@islet/runs';
@@ -58,6 +58,11 @@ export interface ExecuteJob {
   handBack: AbortSignal;
   /** Aborted when either of the two is (given by the runner; else made from them). */
   stop?: AbortSignal;
+  /**
+   * Aborted with `stop` (given by the runner with it): handed to the engine instead of `stop`, so a
+   * run costs no EventTarget listener (the engine's RunCancel).
+   */
+  stopEngine?: RunCancel;
   /** The job's slot: given, the run parks while its calls wait (call-parking.ts). */
   slot?: ExecutionSlot;
   /** The job's slot lease in its pool, taken by the attempt's start (one server; tenant-slot.ts). */

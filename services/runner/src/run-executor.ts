@@ -268,7 +268,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         },
         clockMs: run.clockMs,
         randomSeed: run.seed,
-        signal,
+        // The runner's own handle when it gave one (no EventTarget listener a run), else the signal.
+        ...(job.stopEngine ? { cancel: job.stopEngine } : { signal }),
         partition: run.tenant,
         ...(facts ? { sandbox: facts } : {}),
       });

@@ -4,6 +4,7 @@
  */
 
 import { wallNow } from '@islet/core';
+import { RunCancel } from '@islet/engine';
 import type { SandboxMode } from '@islet/protocol';
 import type { RunJobData } from '@islet/runs';
 import { DelayedError, type Job } from 'bullmq';
@@ -109,6 +110,7 @@ async function processRun(
     cancel: new AbortController(),
     handBack: new AbortController(),
     stop: new AbortController(),
+    engine: new RunCancel(),
   };
   active.set(runId, ctl);
   try {
@@ -120,6 +122,7 @@ async function processRun(
       cancel: ctl.cancel.signal,
       handBack: ctl.handBack.signal,
       stop: ctl.stop.signal,
+      stopEngine: ctl.engine,
       ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
       ...(lease ? { lease } : {}),
     });

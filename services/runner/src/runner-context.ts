@@ -4,6 +4,7 @@
  */
 
 import type { IsletConfig, Logger, Metrics } from '@islet/core';
+import type { RunCancel } from '@islet/engine';
 import type { SandboxMode } from '@islet/protocol';
 import type { RunJobData } from '@islet/runs';
 import type { Queue } from 'bullmq';
@@ -17,16 +18,22 @@ import { type FetchedWaits, SlotGate } from './slot-gate.ts';
 /**
  * A running job's signals: `stop` is aborted with whichever of the other two is, first, with its
  * reason (what `AbortSignal.any` would give, without making a composite signal for every run).
+ * `engine` is the same stop handed to the engine, which listens to it without an EventTarget
+ * listener (the engine's RunCancel); it is aborted just before `stop`, as the engine's listener on
+ * `stop` was told first.
  */
 export interface RunControls {
   cancel: AbortController;
   handBack: AbortController;
   stop: AbortController;
+  engine: RunCancel;
 }
 
 export function abortRun(ctl: RunControls, which: 'cancel' | 'handBack'): void {
   ctl[which].abort();
-  ctl.stop.abort(ctl[which].signal.reason);
+  const reason: unknown = ctl[which].signal.reason;
+  ctl.engine.abort(reason);
+  ctl.stop.abort(reason);
 }
 
 /** One mode's BullMQ worker and Queue, on one connection; replaced whole by a restart. */

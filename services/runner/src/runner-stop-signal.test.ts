@@ -1,7 +1,7 @@
 /**
- * A running job's `stop` signal (what the executor hands the engine) aborts with a cancel request
- * for its run, and with a hand-back at shutdown, carrying that signal's reason; other runs' stay
- * as they are. The shutdown grace counts from the stop request, also while a recovery pass the
+ * A running job's `stop` signal and the engine's handle beside it (`stopEngine`, what the executor
+ * hands the engine) abort with a cancel request for its run, and with a hand-back at shutdown,
+ * carrying that signal's reason, the engine's handle told first; other runs' stay as they are. The shutdown grace counts from the stop request, also while a recovery pass the
  * close waits for is in flight (held open here past the grace: the run is handed back as the pass
  * ends, not a grace later; timers read in their firing order, never a duration). Real runner, real
  * redis-server, an executor that waits for its signals.
@@ -41,11 +41,15 @@ describe('runner: a job stop signal', () => {
       ISLET_RUNNER_CONCURRENCY: '2',
     });
     const jobs = new Map<string, ExecuteJob>();
+    const told: string[] = [];
     const runner = createRunner({
       config,
       executor: {
         execute: (job) => {
           jobs.set(job.runId, job);
+          // The engine's handle is told before the stop signal's listeners, as the engine's
+          // listener on `stop` was before it had the handle.
+          job.stopEngine?.listen(() => told.push(`engine ${job.runId} stop=${job.stop?.aborted}`));
           // Ends when its stop aborts, as an execution does: cancelled, or handed back.
           return new Promise((resolve) =>
             job.stop?.addEventListener('abort', () =>
@@ -79,6 +83,11 @@ describe('runner: a job stop signal', () => {
       expect(s1.handBack.aborted).toBe(false);
       expect(s1.stop?.reason).toBe(s1.cancel.reason);
       expect(s2.stop?.aborted).toBe(false);
+      // The engine's handle (what the executor gives the engine instead of `stop`) with it.
+      expect(s1.stopEngine?.aborted).toBe(true);
+      expect(s1.stopEngine?.reason).toBe(s1.cancel.reason);
+      expect(s2.stopEngine?.aborted).toBe(false);
+      expect(told).toEqual(['engine s1 stop=false']);
 
       // Shutdown with no grace left: s2 is handed back.
       await runner.close(0);
@@ -87,6 +96,9 @@ describe('runner: a job stop signal', () => {
       expect(s2.cancel.aborted).toBe(false);
       expect(s2.stop?.aborted).toBe(true);
       expect(s2.stop?.reason).toBe(s2.handBack.reason);
+      expect(s2.stopEngine?.aborted).toBe(true);
+      expect(s2.stopEngine?.reason).toBe(s2.handBack.reason);
+      expect(told).toEqual(['engine s1 stop=false', 'engine s2 stop=false']);
     } finally {
       if (!closed) await runner.close(0).catch(() => undefined);
       publisher.disconnect();
