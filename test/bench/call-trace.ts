@@ -15,12 +15,12 @@
  *
  *   node test/bench/call-trace.ts                (RUNS 10, CALLS 40)
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
-import { processTree } from './capacity-cpu.ts';
-import { pingConnection, processKind, startCallCluster, startPingApp } from './ping-app.ts';
+import { startPerfRecord, tracedProcesses } from './perf-trace.ts';
+import { pingConnection, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 10);
 const CALLS = Number(process.env.CALLS ?? 40);
@@ -34,8 +34,6 @@ const EVENTS = [
   'syscalls:sys_exit_epoll_wait',
   'syscalls:sys_exit_epoll_pwait',
 ];
-
-const kindOf = processKind;
 
 const { app, port } = await startPingApp();
 const cluster = await startCallCluster();
@@ -58,36 +56,8 @@ try {
   for (let i = 0; i < WARM; i++) await run();
 
   // By process: a sandbox host started during the trace (the runner's spares) is a host too.
-  const label = new Map<number, string>([[process.pid, 'app']]);
-  const pids: number[] = [process.pid];
-  for (const pid of processTree(process.pid).slice(1)) {
-    let cmd = '';
-    try {
-      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-    } catch {
-      continue;
-    }
-    const kind = kindOf(cmd);
-    if (!kind) continue;
-    pids.push(pid);
-    label.set(pid, kind);
-  }
-  const tracer = spawn(
-    'perf',
-    [
-      'record',
-      '-q',
-      '-k',
-      'mono',
-      '-o',
-      `${OUT}.data`,
-      '-p',
-      pids.join(','),
-      ...EVENTS.flatMap((e) => ['-e', e]),
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  await new Promise((r) => setTimeout(r, 1500));
+  const { pids, label } = tracedProcesses();
+  const tracer = await startPerfRecord(`${OUT}.data`, pids, EVENTS);
   const runs: { sent: number; received: number }[] = [];
   for (let i = 0; i < RUNS; i++) runs.push(await run());
   await new Promise((r) => setTimeout(r, 300));

@@ -13,12 +13,11 @@
  *
  *   node test/bench/first-call-trace.ts        (RUNS 30, CALLS 3, WARM 20)
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
-import { processTree } from './capacity-cpu.ts';
-import { pingConnection, processKind, startCallCluster, startPingApp } from './ping-app.ts';
+import { startPerfRecord, tracedProcesses } from './perf-trace.ts';
+import { pingConnection, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 30);
 const CALLS = Number(process.env.CALLS ?? 3);
@@ -72,36 +71,8 @@ try {
     await run('calls');
     await run('trivial');
   }
-  const label = new Map<number, string>([[process.pid, 'app']]);
-  const pids = [process.pid];
-  for (const pid of processTree(process.pid).slice(1)) {
-    let cmd = '';
-    try {
-      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-    } catch {
-      continue;
-    }
-    const kind = processKind(cmd);
-    if (!kind) continue;
-    pids.push(pid);
-    label.set(pid, kind);
-  }
-  const tracer = spawn(
-    'perf',
-    [
-      'record',
-      '-q',
-      '-k',
-      'mono',
-      '-o',
-      `${OUT}.data`,
-      '-p',
-      pids.join(','),
-      ...EVENTS.flatMap((e) => ['-e', e]),
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  await new Promise((r) => setTimeout(r, 1500));
+  const { pids, label } = tracedProcesses();
+  const tracer = await startPerfRecord(`${OUT}.data`, pids, EVENTS);
   const windows: Window[] = [];
   for (let i = 0; i < RUNS; i++) {
     windows.push(await run('calls'));

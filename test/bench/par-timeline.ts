@@ -11,12 +11,11 @@
  *   CALLS=0 node test/bench/par-timeline.ts  (the trivial program, with the same connection)
  *   SEQ=1 CALLS=20 node test/bench/par-timeline.ts (sequential calls)
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { api } from '../e2e/helpers.ts';
 import { parallelCalls, sequentialCalls } from './baselines.ts';
-import { processTree } from './capacity-cpu.ts';
-import { pingConnection, processKind, startCallCluster, startPingApp } from './ping-app.ts';
+import { startPerfRecord, tracedProcesses } from './perf-trace.ts';
+import { pingConnection, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 5);
 const CALLS = Number(process.env.CALLS ?? 100);
@@ -47,47 +46,15 @@ try {
     return { sent, received: mono() };
   };
   for (let i = 0; i < 20; i++) await run();
-  const label = new Map<number, string>([[process.pid, 'app']]);
-  const pids = [process.pid];
-  for (const pid of processTree(process.pid).slice(1)) {
-    let cmd = '';
-    try {
-      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-    } catch {
-      continue;
-    }
-    const kind = processKind(cmd);
-    if (!kind) continue;
-    pids.push(pid);
-    label.set(pid, kind);
-  }
-  const tracer = spawn(
-    'perf',
-    [
-      'record',
-      '-q',
-      '-k',
-      'mono',
-      '-o',
-      `${OUT}.data`,
-      '-p',
-      pids.join(','),
-      '-e',
-      'syscalls:sys_enter_write',
-      '-e',
-      'syscalls:sys_enter_writev',
-      '-e',
-      'syscalls:sys_exit_fdatasync',
-      // `EXTRA_EVENTS` (comma-separated, e.g. sched:sched_switch): recorded too, for `perf script`
-      // on the kept data file (the timeline reads the syscalls only).
-      ...(process.env.EXTRA_EVENTS ?? '')
-        .split(',')
-        .filter(Boolean)
-        .flatMap((e) => ['-e', e]),
-    ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  await new Promise((r) => setTimeout(r, 1500));
+  const { pids, label } = tracedProcesses();
+  const tracer = await startPerfRecord(`${OUT}.data`, pids, [
+    'syscalls:sys_enter_write',
+    'syscalls:sys_enter_writev',
+    'syscalls:sys_exit_fdatasync',
+    // `EXTRA_EVENTS` (comma-separated, e.g. sched:sched_switch): recorded too, for `perf script`
+    // on the kept data file (the timeline reads the syscalls only).
+    ...(process.env.EXTRA_EVENTS ?? '').split(',').filter(Boolean),
+  ]);
   const runs: { sent: number; received: number }[] = [];
   for (let i = 0; i < RUNS; i++) {
     runs.push(await run());
