@@ -15,11 +15,10 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
-import { processTree } from './capacity-cpu.ts';
-import { pingConnection, processKind, startPingApp } from './ping-app.ts';
+import { tracedProcesses } from './perf-trace.ts';
+import { pingConnection, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 10);
 const CALLS = Number(process.env.CALLS ?? 40);
@@ -52,11 +51,7 @@ if (REUSE) {
 
 async function trace(): Promise<void> {
   const { app, port } = await startPingApp();
-  const cluster = await startCluster({
-    gateways: 1,
-    runners: [{ modes: ['read-only'], concurrency: 4 }],
-    env: { ISLET_TENANT_POOL_SHARE: '1', ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
-  });
+  const cluster = await startCallCluster();
   const a = api(cluster.url, cluster.devKey);
   try {
     const connection = await pingConnection(a, port);
@@ -74,19 +69,9 @@ async function trace(): Promise<void> {
       return { sent, received: Number(process.hrtime.bigint()) / 1e9 };
     };
     for (let i = 0; i < WARM; i++) await run();
-    const pids: number[] = [process.pid];
-    for (const pid of processTree(process.pid).slice(1)) {
-      let cmd = '';
-      try {
-        cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      } catch {
-        continue;
-      }
-      const kind = processKind(cmd);
-      if (!kind) continue;
-      pids.push(pid);
-      label.set(pid, kind);
-    }
+    const traced = tracedProcesses();
+    const pids = traced.pids;
+    for (const [pid, kind] of traced.label) label.set(pid, kind);
     const record = (file: string, target: string[], events: string[]) =>
       spawn(
         'perf',
