@@ -15,7 +15,7 @@ import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { cpuMsOfDescendants, measure, parallelCalls, pct, sequentialCalls } from './baselines.ts';
-import { messageFloor } from './message-floor.ts';
+import { messageFloor, probeFsyncDuring } from './message-floor.ts';
 import { pingConnection, processKind, runWithApp, startPingApp } from './ping-app.ts';
 
 const CALLS = Number(process.env.CALLS ?? 20);
@@ -121,24 +121,12 @@ try {
   };
   const own = process.cpuUsage();
   const connectionsBefore = appConnections;
-  // The floor's fsync'd write again, on the cluster's Redis while the calls run: on a machine
-  // others load, a floor taken minutes apart says little. SETRANGE: a write nothing else sends.
-  const probe = createRedis(cluster.redisUrl);
-  const probeMs: number[] = [];
-  let probing = !PARALLEL;
-  const probed = (async () => {
-    while (probing) {
-      await new Promise((r) => setTimeout(r, 10));
-      const t = performance.now();
-      await probe.setrange('bench:fsync-probe', 0, 'x');
-      probeMs.push(performance.now() - t);
-    }
-  })();
+  // The floor's fsync'd write timed again during sequential calls (message-floor.ts).
+  const probe = PARALLEL ? undefined : probeFsyncDuring(cluster.redisUrl);
+  const probeMs = probe?.ms ?? [];
   // Warmed up above: every run measured is inside the before/after snapshots.
   const withCalls = await measure(() => run(program), { seconds: SECONDS, warmup: 0, minRuns: 10 });
-  probing = false;
-  await probed;
-  probe.disconnect();
+  await probe?.stop();
   const connectionsOpened = appConnections - connectionsBefore;
   const ownMs = (({ user, system }) => (user + system) / 1000)(process.cpuUsage(own));
   const after = {

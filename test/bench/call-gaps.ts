@@ -1,28 +1,6 @@
-/**
- * A binding call's round trip timed inside one run, on one clock (round 39, `call-path`): the
- * App (in this process) stamps each request as it arrives and as its answer is written, so a run
- * of `CALLS` sequential calls gives `CALLS − 1` round trips each cut at the App — from one call's
- * arrival to the next one's: the App's answer → gateway → outcome journaled → runner → sandbox
- * host → program → next call → runner → gateway → claim journaled → App. No trivial run is
- * subtracted (the cluster bench's row until round 39 read `(p50 of a 20-call run − p50 of a
- * trivial run) / 20`, two p50s taken seconds apart, so either one's noise moved the row by a
- * twentieth of itself; README round 38, `call-bisect`). Printed with the old reading taken in the
- * same process for comparison, and against the call's messages' floor (`message-floor.ts`, before
- * the cluster starts) and the same floor with an fsync'd write probed on the cluster's Redis
- * while the calls run.
- *
- * `PARALLEL=1`: runs of one `Promise.all` of `CALLS` (default 100) calls instead; per run, the
- * submit → the App's first request, the spread of the requests' arrivals at the App (first →
- * last: how long the calls queue on their way out), the last request → the last answer written,
- * and the last answer → the run's response.
- *
- *   node test/bench/call-gaps.ts            (CALLS 20, BENCH_SECONDS 3)
- *   PARALLEL=1 node test/bench/call-gaps.ts (CALLS 100)
- */
-import { createRedis } from '@islet/core';
 import { api } from '../e2e/helpers.ts';
 import { measure, parallelCalls, pct, sequentialCalls } from './baselines.ts';
-import { messageFloor } from './message-floor.ts';
+import { messageFloor, probeFsyncDuring } from './message-floor.ts';
 import { appStamps, pingConnection, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const PARALLEL = process.env.PARALLEL === '1';
@@ -43,17 +21,9 @@ try {
   for (let i = 0; i < 5; i++) await run(program);
   const trivial = await measure(() => run('return 1'), { seconds: SECONDS / 2, minRuns: 20 });
 
-  const probe = createRedis(cluster.redisUrl);
-  const probeMs: number[] = [];
-  let probing = !PARALLEL;
-  const probed = (async () => {
-    while (probing) {
-      await new Promise((r) => setTimeout(r, 10));
-      const t = performance.now();
-      await probe.setrange('bench:fsync-probe', 0, 'x');
-      probeMs.push(performance.now() - t);
-    }
-  })();
+  // The floor's fsync'd write timed again during sequential calls (message-floor.ts).
+  const probe = PARALLEL ? undefined : probeFsyncDuring(cluster.redisUrl);
+  const probeMs = probe?.ms ?? [];
   const gaps: number[] = [];
   const outside: number[] = [];
   const inApp: number[] = [];
@@ -89,9 +59,7 @@ try {
     },
     { seconds: SECONDS, warmup: 0, minRuns: 10 },
   );
-  probing = false;
-  await probed;
-  probe.disconnect();
+  await probe?.stop();
   const f = (x: number) => x.toFixed(3);
   if (PARALLEL) {
     console.log(`${CALLS} parallel calls a run, ${withCalls.runs} runs in ${SECONDS} s`);

@@ -33,6 +33,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
+import { createRedis } from '@islet/core';
 import { spawnOwned, startRedis, stopOwned } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { pct } from './baselines.ts';
@@ -132,4 +133,31 @@ export async function messageFloor(rounds = 300): Promise<MessageFloor> {
     redis.disconnect();
     await Promise.all([stopOwned(tcpEcho), stopOwned(pipeEcho), redisServer.stop()]);
   }
+}
+
+/**
+ * The floor's fsync'd write timed again on the cluster's Redis while a bench's calls run (a
+ * SETRANGE nothing else sends, every 10 ms): on a machine others load, a floor taken minutes apart
+ * says little. `stop` ends it and closes its client; `ms` holds each write's time.
+ */
+export function probeFsyncDuring(redisUrl: string): { ms: number[]; stop: () => Promise<void> } {
+  const probe = createRedis(redisUrl);
+  const ms: number[] = [];
+  let probing = true;
+  const probed = (async () => {
+    while (probing) {
+      await new Promise((r) => setTimeout(r, 10));
+      const t = performance.now();
+      await probe.setrange('bench:fsync-probe', 0, 'x');
+      ms.push(performance.now() - t);
+    }
+  })();
+  return {
+    ms,
+    stop: async () => {
+      probing = false;
+      await probed;
+      probe.disconnect();
+    },
+  };
 }
