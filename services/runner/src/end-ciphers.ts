@@ -16,15 +16,11 @@
  */
 export const END_CIPHERS_BATCH = 24;
 
-/** Two a slot, at least one slot: what a restock leaves for the ends before it runs. */
-const perSlots = (slots: number): number => 2 * Math.max(1, Math.floor(slots));
-
-export const endCiphersReady = (slots: number): number => perSlots(slots) + END_CIPHERS_BATCH;
-
-export const endCiphersRestockBelow = (slots: number): number => perSlots(slots);
-
-/** The runner sealer's stock options (core's `SealerOptions`). */
-export const endCipherStock = (slots: number) => ({
-  ready: endCiphersReady(slots),
-  restockBelow: endCiphersRestockBelow(slots),
-});
+/**
+ * The runner sealer's stock options (core's `SealerOptions`): two a slot (at least one slot) left
+ * whenever a restock is due, and END_CIPHERS_BATCH more made with them.
+ */
+export function endCipherStock(slots: number): { ready: number; restockBelow: number } {
+  const perSlots = 2 * Math.max(1, Math.floor(slots));
+  return { ready: perSlots + END_CIPHERS_BATCH, restockBelow: perSlots };
+}
