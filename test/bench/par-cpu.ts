@@ -82,6 +82,9 @@ try {
   ms.sort((x, y) => x - y);
   const per = (who: 'gateway' | 'runner', k: 'main' | 'all') => ((b[who][k] - a[who][k]) / calls).toFixed(1);
   const wakes = (who: 'gateway' | 'runner') => ((b[who].wakes - a[who].wakes) / RUNS).toFixed(1);
+  // Minor page faults a run, the whole process (round 40 `par-calls`): each a trip through the
+  // kernel that zeroes a page, e.g. malloc'd memory given back to the system and faulted in again.
+  const faults = (who: 'gateway' | 'runner') => ((b[who].faults - a[who].faults) / RUNS).toFixed(1);
   const commands = [...r1]
     .map(([name, n]) => [name, (n - (r0.get(name) ?? 0)) / RUNS] as const)
     .filter(([name, n]) => n > 0 && name !== 'info')
@@ -89,7 +92,8 @@ try {
   out +=
     `${RUNS} runs of ${CALLS} parallel calls in ${(wall / 1000).toFixed(1)} s, run p50 ${ms[Math.floor(RUNS / 2)]?.toFixed(1)} ms\n` +
     `CPU µs a call, main thread (whole process): gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), ` +
-    `runner ${per('runner', 'main')} (${per('runner', 'all')}); main-thread wake-ups a run: gateway ${wakes('gateway')}, runner ${wakes('runner')}\n` +
+    `runner ${per('runner', 'main')} (${per('runner', 'all')}); main-thread wake-ups a run: gateway ${wakes('gateway')}, runner ${wakes('runner')}; ` +
+    `page faults a run: gateway ${faults('gateway')}, runner ${faults('runner')}\n` +
     `Redis commands a run: ${commands.reduce((s, [, n]) => s + n, 0).toFixed(1)}; ${commands
       .slice(0, 12)
       .map(([name, n]) => `${name} ${n.toFixed(2)}`)
