@@ -206,7 +206,9 @@ try {
     `${(counts.argParses / RUNS / CALLS).toFixed(2)} parses of a call's arguments, ` +
     `${(counts.early / RUNS / CALLS).toFixed(2)} App requests made before their claim's reply a call, ` +
     `${(counts.sources / RUNS).toFixed(1)} serialisations of the binding's source` +
-    (PROMISES ? `; promises a call ${(promises / RUNS / CALLS).toFixed(2)} (the run's create and read included)` : '');
+    (PROMISES
+      ? `; promises a call ${(promises / RUNS / CALLS).toFixed(2)} (the run's create and read included)`
+      : '');
 } finally {
   await deps.close();
   await redis.stop();
