@@ -59,7 +59,8 @@ function callOf(v: unknown): InternalBatch['calls'][number] | undefined {
 /**
  * The batch in `body` as `batchSchema` gives it (unknown fields dropped, the schema's key order),
  * checked by hand as `readInternalCall` checks one call: zod's `safeParse` of a 100-call batch was
- * ~100 µs of the gateway's thread at the batch's arrival, in front of every call's claim (round 40
+ * ~1 µs a call of the gateway's thread in a 100-call run's profile (13–19 µs a batch hot in a loop,
+ * the hand check 1–4), at the batch's arrival, in front of every call's claim (round 40
  * `par-calls`). A body that breaks a rule throws zod's own validation problem.
  */
 export function readInternalBatch(body: unknown): InternalBatch {
