@@ -9,7 +9,8 @@
  * App's side: requests and new connections a run, connections in all. `PERF=1` records
  * the gateway's main thread (`PERF_WHO=runner`: the runner's) with `perf record -e cpu-clock` over
  * the measured runs and prints its on-CPU time a call by innermost JS frame (`PERF_JIT=1`: V8's
- * jitdump, see seq-cpu.ts).
+ * jitdump, see seq-cpu.ts), then the same samples by whose code they are (perf-owners.ts). Also
+ * each process's minor page faults a run.
  */
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { createRedis } from '@islet/core';
 import { commandStats, startOneClientCluster } from './cluster-figures.ts';
 import { parallelCallRun } from './parallel-run.ts';
+import { perfOwners } from './perf-owners.ts';
 import { threadCpu as cpu, PERF_HZ, perfNodeFlag, recordThread } from './thread-perf.ts';
 
 const CALLS = Number(process.env.CALLS ?? 100);
@@ -78,6 +80,11 @@ try {
   if (perf) {
     out += `=== ${PERF_WHO} main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a call by innermost JS frame (self); data in ${dir}\n`;
     out += `${await perf.stop(calls, Number(process.env.TOP ?? 50))}\n`;
+    // The same samples by whose code they are (perf-owners.ts; round 40 `par-calls` pointed it at
+    // the gateway): µs a call by owner, by our file and by function, Node's internals charged to
+    // their caller.
+    const data = join(dir, `${PERF_WHO}.perf${PERF_JIT ? '.jit' : ''}`);
+    out += `=== ${PERF_WHO} main thread by owner, µs a call\n${perfOwners(data, calls, Number(process.env.TOP ?? 50), undefined, 'call')}\n`;
   }
   ms.sort((x, y) => x - y);
   const per = (who: 'gateway' | 'runner', k: 'main' | 'all') => ((b[who][k] - a[who][k]) / calls).toFixed(1);
