@@ -9,7 +9,8 @@
  * App's side: requests and new connections a run, connections in all. `PERF=1` records
  * the gateway's main thread (`PERF_WHO=runner`: the runner's) with `perf record -e cpu-clock` over
  * the measured runs and prints its on-CPU time a call by innermost JS frame (`PERF_JIT=1`: V8's
- * jitdump, see seq-cpu.ts).
+ * jitdump, see seq-cpu.ts), then the same samples by whose code they are (perf-owners.ts). Also
+ * each process's minor page faults a run.
  */
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { createRedis } from '@islet/core';
 import { commandStats, startOneClientCluster } from './cluster-figures.ts';
 import { parallelCallRun } from './parallel-run.ts';
+import { perfOwners } from './perf-owners.ts';
 import { threadCpu as cpu, PERF_HZ, perfNodeFlag, recordThread } from './thread-perf.ts';
 
 const CALLS = Number(process.env.CALLS ?? 100);
@@ -78,10 +80,18 @@ try {
   if (perf) {
     out += `=== ${PERF_WHO} main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a call by innermost JS frame (self); data in ${dir}\n`;
     out += `${await perf.stop(calls, Number(process.env.TOP ?? 50))}\n`;
+    // The same samples by whose code they are (perf-owners.ts; round 40 `par-calls` pointed it at
+    // the gateway): µs a call by owner, by our file and by function, Node's internals charged to
+    // their caller.
+    const data = join(dir, `${PERF_WHO}.perf${PERF_JIT ? '.jit' : ''}`);
+    out += `=== ${PERF_WHO} main thread by owner, µs a call\n${perfOwners(data, calls, Number(process.env.TOP ?? 50), undefined, 'call')}\n`;
   }
   ms.sort((x, y) => x - y);
   const per = (who: 'gateway' | 'runner', k: 'main' | 'all') => ((b[who][k] - a[who][k]) / calls).toFixed(1);
   const wakes = (who: 'gateway' | 'runner') => ((b[who].wakes - a[who].wakes) / RUNS).toFixed(1);
+  // Minor page faults a run, the whole process (round 40 `par-calls`): each a trip through the
+  // kernel that zeroes a page, e.g. malloc'd memory given back to the system and faulted in again.
+  const faults = (who: 'gateway' | 'runner') => ((b[who].faults - a[who].faults) / RUNS).toFixed(1);
   const commands = [...r1]
     .map(([name, n]) => [name, (n - (r0.get(name) ?? 0)) / RUNS] as const)
     .filter(([name, n]) => n > 0 && name !== 'info')
@@ -89,7 +99,8 @@ try {
   out +=
     `${RUNS} runs of ${CALLS} parallel calls in ${(wall / 1000).toFixed(1)} s, run p50 ${ms[Math.floor(RUNS / 2)]?.toFixed(1)} ms\n` +
     `CPU µs a call, main thread (whole process): gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), ` +
-    `runner ${per('runner', 'main')} (${per('runner', 'all')}); main-thread wake-ups a run: gateway ${wakes('gateway')}, runner ${wakes('runner')}\n` +
+    `runner ${per('runner', 'main')} (${per('runner', 'all')}); main-thread wake-ups a run: gateway ${wakes('gateway')}, runner ${wakes('runner')}; ` +
+    `page faults a run: gateway ${faults('gateway')}, runner ${faults('runner')}\n` +
     `Redis commands a run: ${commands.reduce((s, [, n]) => s + n, 0).toFixed(1)}; ${commands
       .slice(0, 12)
       .map(([name, n]) => `${name} ${n.toFixed(2)}`)

@@ -79,7 +79,7 @@ function rows(map: Map<string, number>, us: (n: number) => string, top: number):
     .join('\n');
 }
 
-export function perfOwners(file: string, runs: number, top = 40, pattern?: RegExp): string {
+export function perfOwners(file: string, runs: number, top = 40, pattern?: RegExp, unit = 'run'): string {
   const all = stacks(file);
   const us = (n: number) => ((n * 1e6) / PERF_HZ / runs).toFixed(1).padStart(7);
   if (pattern) {
@@ -94,7 +94,7 @@ export function perfOwners(file: string, runs: number, top = 40, pattern?: RegEx
       add(charged, `${frames[at]} ← ${above ?? '(none)'}`);
       add(under, at > 0 ? (frames[at - 1] as string) : '(self)');
     }
-    return `${us(n)} µs a run in samples with a frame matching ${pattern}\n-- the match ← its JS caller\n${rows(charged, us, top)}\n-- directly under it\n${rows(under, us, top)}`;
+    return `${us(n)} µs a ${unit} in samples with a frame matching ${pattern}\n-- the match ← its JS caller\n${rows(charged, us, top)}\n-- directly under it\n${rows(under, us, top)}`;
   }
   const owners = new Map<string, number>();
   const files = new Map<string, number>();
@@ -111,7 +111,7 @@ export function perfOwners(file: string, runs: number, top = 40, pattern?: RegEx
     add(functions, frame.replace(/^JS:[*+~^]?'?/, ''));
   }
   return [
-    `${us(all.length)} µs a run on the CPU (${all.length} samples at ${PERF_HZ} Hz, ${runs} runs)`,
+    `${us(all.length)} µs a ${unit} on the CPU (${all.length} samples at ${PERF_HZ} Hz, ${runs} ${unit}s)`,
     `-- by owner (Node's internals charged to their caller)\n${rows(owners, us, 30)}`,
     `-- our files\n${rows(files, us, top)}`,
     `-- functions\n${rows(functions, us, top)}`,

@@ -9,8 +9,10 @@
  * gateway's per-call work with less noise than the cluster's /proc figures. Counts a run beside it:
  * decryptions, reviver parses, prom-client recording calls, parses of a call's arguments, App
  * requests made before their call's claim came back (round 32) and serialisations of the binding's
- * source.
+ * source. `PROMISES=1` (round 40, `par-calls`): promises made a call (async_hooks' `PROMISE`
+ * inits over the measured runs: a count; the hook slows the thread, so its CPU is not read then).
  */
+import { createHook } from 'node:async_hooks';
 import { spawn } from 'node:child_process';
 import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { runFixture, startRedis } from '@islet/testkit';
@@ -21,6 +23,13 @@ const CALLS = Number(process.env.CALLS ?? 100);
 const WARM = Number(process.env.WARM ?? 300);
 const RUNS = Number(process.env.RUNS ?? 300);
 const ANSWER = process.env.ANSWER ?? '{"ok":true}';
+const PROMISES = process.env.PROMISES === '1';
+let promises = 0;
+const promiseHook = createHook({
+  init(_id, type) {
+    if (type === 'PROMISE') promises++;
+  },
+});
 // `REAL=1`: a tool as Apps describe theirs (an inputSchema of ~1.3 KB: ten described fields, two
 // required) and arguments of ~600 bytes that fit it, instead of `{}` and `{"i":n}`.
 const REAL = process.env.REAL === '1';
@@ -184,8 +193,10 @@ try {
   counts.early = 0;
   counts.sources = 0;
   systemUs = 0;
+  if (PROMISES) promiseHook.enable();
   const started = performance.now();
   for (let i = 0; i < RUNS; i++) us += await oneRun();
+  promiseHook.disable();
   line =
     `${RUNS} runs of ${CALLS} parallel calls served in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +
     `this thread's CPU a call (serve + the end's journal read): ${(us / RUNS / CALLS).toFixed(1)} µs ` +
@@ -194,7 +205,10 @@ try {
     `${(counts.prom / RUNS).toFixed(1)} prom-client inc/observe calls, ` +
     `${(counts.argParses / RUNS / CALLS).toFixed(2)} parses of a call's arguments, ` +
     `${(counts.early / RUNS / CALLS).toFixed(2)} App requests made before their claim's reply a call, ` +
-    `${(counts.sources / RUNS).toFixed(1)} serialisations of the binding's source`;
+    `${(counts.sources / RUNS).toFixed(1)} serialisations of the binding's source` +
+    (PROMISES
+      ? `; promises a call ${(promises / RUNS / CALLS).toFixed(2)} (the run's create and read included)`
+      : '');
 } finally {
   await deps.close();
   await redis.stop();

@@ -278,17 +278,26 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       ...(call.takeover ? { takeover: true } : {}),
       operationId,
       signal,
-      send: async (ctx) => {
+      // Not `async`: the App call's own promise, not one more that adopts it (two microtask hops
+      // a call; round 40 `par-calls`). A throw here still rejects `process`, which awaits it.
+      send: (ctx) => {
         sending = true;
-        if (!spec || !source) return failed('unknown-binding', `the run has no binding "${call.binding}"`);
+        if (!spec || !source)
+          return Promise.resolve(failed('unknown-binding', `the run has no binding "${call.binding}"`));
         if (!connection)
-          return failed('connection-removed', `connection ${spec.connectionId} no longer exists`);
+          return Promise.resolve(
+            failed('connection-removed', `connection ${spec.connectionId} no longer exists`),
+          );
         if (spec.kind === 'tool' && !tool)
-          return failed('tool-removed', `${spec.name} is no longer a tool of ${connection.name}`);
+          return Promise.resolve(
+            failed('tool-removed', `${spec.name} is no longer a tool of ${connection.name}`),
+          );
         if (argumentProblems)
-          return failed('invalid-arguments', argumentProblemMessage(call.binding, argumentProblems), {
-            errors: argumentProblems,
-          });
+          return Promise.resolve(
+            failed('invalid-arguments', argumentProblemMessage(call.binding, argumentProblems), {
+              errors: argumentProblems,
+            }),
+          );
         if (connection.kind === 'mcp') return mcpCall(run, call, connection, source, ctx);
         return connection.kind === 'http'
           ? httpCall(run, call, source, connection, ctx, parsedArgs, prepared)

@@ -4,14 +4,22 @@
  * (unknown fields dropped, the schema's key order), and a refused body is zod's own problem. Then
  * the route itself on real Redis: refusals with their exact problem types and texts (bad fields,
  * the run's id, the depth limit ± 1 on the body and on the arguments, the internal token).
+ * The `call-batch` body likewise (round 40 `par-calls`): `readInternalBatch` against `batchSchema`.
  */
 import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
-import { internalCallSchema, MAX_ARGS_CHARS, readInternalCall } from './internal-call-body.ts';
+import {
+  batchSchema,
+  internalCallSchema,
+  MAX_ARGS_CHARS,
+  MAX_BATCH_CALLS,
+  readInternalBatch,
+  readInternalCall,
+} from './internal-call-body.ts';
 import { HttpProblem, validationProblem } from './problem-reply.ts';
 import { idOf, idParams } from './routes/params.ts';
 
@@ -67,6 +75,63 @@ describe('readInternalCall: zod, checked by hand', () => {
       expect(byHand, label).toEqual(viaZod);
       if ('ok' in byHand)
         expect(Object.keys(byHand.ok as object), label).toEqual(Object.keys(viaZod.ok as object));
+    }
+  });
+
+  it('a batch: accepts what zod accepts with zod output, refuses what zod refuses with its problem', () => {
+    const call = { index: 3, binding: 'phone.ask_user', argsJson: '{"a":1}' };
+    const many = (n: number) => Array.from({ length: n }, (_, index) => ({ ...call, index }));
+    // Every single-call edge (less `attempt`, which a batch's call does not carry) as a batch's
+    // second call, then the batch's own edges.
+    const batches: unknown[] = [
+      ...bodies.map((b) => ({ attempt: 1, calls: [call, b] })),
+      ...bodies.map((b) => {
+        if (typeof b !== 'object' || b === null || Array.isArray(b)) return { attempt: 1, calls: [b] };
+        const { attempt: _attempt, ...rest } = b as Record<string, unknown>;
+        return { attempt: 1, calls: [rest] };
+      }),
+      { attempt: 2, calls: many(100), extra: 'dropped' },
+      { attempt: 1, calls: many(MAX_BATCH_CALLS) },
+      { attempt: 1, calls: many(MAX_BATCH_CALLS + 1) },
+      { attempt: 1, calls: [] },
+      { attempt: 1, calls: {} },
+      { attempt: 1, calls: null },
+      { attempt: 1 },
+      { calls: [call] },
+      ...[0, -1, 1.5, 2 ** 53, '1', null].map((attempt) => ({ attempt, calls: [call] })),
+      [],
+      null,
+      'text',
+    ];
+    for (const body of batches) {
+      const label = JSON.stringify(body)?.slice(0, 100);
+      const viaZod = outcome(() => {
+        const parsed = batchSchema.safeParse(body);
+        if (!parsed.success) throw validationProblem(parsed.error);
+        return parsed.data;
+      });
+      const byHand = outcome(() => readInternalBatch(body));
+      expect(byHand, label).toEqual(viaZod);
+      if ('ok' in byHand) {
+        const ok = byHand.ok as { calls: object[] };
+        const zod = viaZod.ok as { calls: object[] };
+        expect(Object.keys(ok), label).toEqual(Object.keys(zod));
+        for (let i = 0; i < ok.calls.length; i++)
+          expect(Object.keys(ok.calls[i] as object), label).toEqual(Object.keys(zod.calls[i] as object));
+      }
+    }
+  });
+
+  it('a valid batch is read without zod; a refused one gets zod’s problem', () => {
+    const spy = vi.spyOn(batchSchema, 'safeParse');
+    try {
+      const calls = Array.from({ length: 100 }, (_, index) => ({ index, binding: 'b.c', argsJson: '{}' }));
+      expect(readInternalBatch({ attempt: 1, calls }).calls).toHaveLength(100);
+      expect(spy).not.toHaveBeenCalled();
+      expect(() => readInternalBatch({ attempt: 1, calls: [...calls, { index: -1 }] })).toThrow(HttpProblem);
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
     }
   });
 

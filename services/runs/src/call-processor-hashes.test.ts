@@ -1,19 +1,27 @@
 /**
  * What a binding call hashes on the gateway's path (call-processor → call journal): its operation
  * id (a SHA-1, UUIDv5) once, for the journal's entry and the App's request both; its arguments'
- * HMAC once. The base derived the operation id twice a call.
+ * HMAC once. The base derived the operation id twice a call. Since round 40 (`par-calls`) the
+ * SHA-1 is crypto's one-shot `hash`, no `Hash` object a call.
  */
 import type { BindingOutcome } from '@islet/protocol';
 import { describe, expect, it, vi } from 'vitest';
 
-const counted = vi.hoisted(() => ({ sha1: 0, hmac: 0 }));
+const counted = vi.hoisted(() => ({ sha1: 0, sha1Objects: 0, hmac: 0 }));
 vi.mock('node:crypto', async (importOriginal) => {
   const real = await importOriginal<typeof import('node:crypto')>();
   return {
     ...real,
     createHash: (...args: Parameters<typeof real.createHash>) => {
-      if (args[0] === 'sha1') counted.sha1++;
+      if (args[0] === 'sha1') {
+        counted.sha1++;
+        counted.sha1Objects++;
+      }
       return real.createHash(...args);
+    },
+    hash: (...args: Parameters<typeof real.hash>) => {
+      if (args[0] === 'sha1') counted.sha1++;
+      return real.hash(...args);
     },
     createHmac: (...args: Parameters<typeof real.createHmac>) => {
       counted.hmac++;
@@ -38,6 +46,7 @@ describe('a call’s hashes on the gateway’s path', () => {
     const sent: string[] = [];
     const calls = 20;
     counted.sha1 = 0;
+    counted.sha1Objects = 0;
     counted.hmac = 0;
     await Promise.all(
       Array.from({ length: calls }, (_, index) =>
@@ -55,11 +64,20 @@ describe('a call’s hashes on the gateway’s path', () => {
       ),
     );
     expect(counted.sha1).toBe(calls);
+    expect(counted.sha1Objects).toBe(0);
     expect(counted.hmac).toBe(calls);
     const journaled = await journal.listCalls(runId);
     expect(journaled.map((c) => c.operationId)).toEqual(
       Array.from({ length: calls }, (_, i) => operationIdFor(runId, i)),
     );
     expect(sent.sort()).toEqual(journaled.map((c) => c.operationId).sort());
+  });
+
+  it('derives the same operation ids as the releases before (pinned UUIDv5 values)', () => {
+    // Values of the base's `createHash` form (afaaca7), for the one-shot `hash` of round 40.
+    expect(operationIdFor('run_01JEXAMPLE', 0)).toBe('ea486e84-a4ca-5337-987d-00d8905a744e');
+    expect(operationIdFor('run_01JEXAMPLE', 17)).toBe('9c37acfb-71b8-50f7-8c72-0450af5f9555');
+    expect(operationIdFor('r-é-ü', 99999)).toBe('32fad8b9-b281-5d95-b1c1-7d7218e5dafa');
+    expect(operationIdFor('', 0)).toBe('7797f241-e43c-5821-92c1-00581eba9768');
   });
 });

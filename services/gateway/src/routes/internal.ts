@@ -11,21 +11,12 @@
 import type { BindingCall } from '@islet/engine';
 import { type Problem, type ProblemCode, problem } from '@islet/protocol';
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
 import { servedJson } from '../binding-calls.ts';
-import { callSchema, readInternalCall } from '../internal-call-body.ts';
+import { readInternalBatch, readInternalCall } from '../internal-call-body.ts';
 import { jsonDepthExceeds } from '../json-depth.ts';
-import { clientGone, HttpProblem, isRedisTransient, validationProblem } from '../problem-reply.ts';
+import { clientGone, HttpProblem, isRedisTransient } from '../problem-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idOf, idParams } from './params.ts';
-
-/** Most calls in one batch (the runner sends at most 100; the engine's in-flight cap per run is 128 by default). */
-const MAX_BATCH_CALLS = 1000;
-
-const batchSchema = z.object({
-  attempt: z.number().int().min(1),
-  calls: z.array(callSchema).min(1).max(MAX_BATCH_CALLS),
-});
 
 /** One line of a batch's answer: the call's served body, or its problem with the status a single call would get. */
 type BatchLine = { index: number; status: number; problem: Problem };
@@ -82,9 +73,7 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
 
     app.post('/internal/v1/code-runs/:id/call-batch', options, async (request, reply) => {
       const { id } = idParams.parse(request.params);
-      const parsed = batchSchema.safeParse(request.body);
-      if (!parsed.success) throw validationProblem(parsed.error);
-      const { attempt, calls } = parsed.data;
+      const { attempt, calls } = readInternalBatch(request.body);
       const gone = clientGone(reply);
       reply.hijack();
       const res = reply.raw;
