@@ -11,6 +11,7 @@ import {
   expiryMessage,
   type FailedJobSource,
   failedJobsFeed,
+  jobRunId,
   type RunJobData,
   runJobOptions,
 } from '@islet/runs';
@@ -124,7 +125,7 @@ describe('the recovery loop', () => {
     const worker = new Worker<RunJobData>(
       runQueueName('read-only'),
       async (job) => {
-        const run = (await a.runs.get(job.data.runId))!;
+        const run = (await a.runs.get(jobRunId(job)))!;
         await a.lifecycle.finish(run, {
           status: 'Completed',
           result: { _tag: 'Completed', value: 1, logs: [] },

@@ -287,10 +287,13 @@ export function runnerHarness(name: string) {
     await runner.start();
     const add = (id: string, tenant = 'acme', attempts = 1) =>
       queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
+    /** A run's job as format 2 writes it (run-queue-store.ts): no `runId` in its data, the job id is the run's. */
+    const addLean = (id: string, tenant = 'acme', attempts = 1) =>
+      queue.add('run', { tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
     const worker = () => runner.workersForTest().get(mode) as ParkingWorker<RunJobData>;
     /** The runner's close alone (the queue and its jobs stay). */
     const stop = () => runner.close(1000);
-    return { config, queue, outcomes, metrics, add, close: closeRunner, stop, worker };
+    return { config, queue, outcomes, metrics, add, addLean, close: closeRunner, stop, worker };
   }
 
   /** A first run through `t`'s runner to completion: it loads the scripts, so later calls are the path's own. */
