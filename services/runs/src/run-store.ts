@@ -55,7 +55,6 @@ import type {
   RunStoreOptions,
   RunTimings,
   StoredRun,
-  WriteFormat,
 } from './run-store-types.ts';
 import { createTenantBytesStore } from './tenant-bytes-store.ts';
 import { createTenantRuns } from './tenant-runs.ts';
