@@ -162,6 +162,7 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
     a[name] = a[name] + n
   end
   local written, writtenAt, runArgs, endedArgs, lastActivity = {}, {}, {}, {}, {}
+  local dayOf, hourOf = {}, {}
   local function touch(session, at)
     local last = lastActivity[session]
     if not last or at > last then lastActivity[session] = at end
@@ -215,9 +216,19 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
         if e.u == nil and e.h == nil then
           -- Format 2's end entry: its usage day, the day's expiry and its health hour from its end
           -- time (run-index-writes.ts `finishTenantCall`, health-buckets.ts `healthHour`).
-          e.u = prefix .. 'usage:' .. utcDay(endedAt)
-          e.x = string.format('%.0f', (math.floor(endedAt / 86400000) + 1) * 86400 + ${USAGE_RETENTION_SECONDS})
-          e.h = prefix .. 'health:' .. string.format('%.0f', math.floor(endedAt / 3600000))
+          -- Named once a day and once an hour per fold (a fold's ends share them).
+          local day, hour = math.floor(endedAt / 86400000), math.floor(endedAt / 3600000)
+          local d = dayOf[day]
+          if not d then
+            d = {prefix .. 'usage:' .. utcDay(endedAt), string.format('%.0f', (day + 1) * 86400 + ${USAGE_RETENTION_SECONDS})}
+            dayOf[day] = d
+          end
+          local h = hourOf[hour]
+          if not h then
+            h = prefix .. 'health:' .. string.format('%.0f', hour)
+            hourOf[hour] = h
+          end
+          e.u, e.x, e.h = d[1], d[2], h
         end
         if type(e.u) == 'string' then
           add(e.u, 'runs:' .. status, 1)
