@@ -70,7 +70,10 @@ async function ends(redis: Redis, measure: () => number | Promise<number>) {
     [],
   );
   const { client, release } = holdingFolds(redis);
-  const runs = createRunStore(client, sealer);
+  // ISLET_WRITE_FORMAT=2: the leaner stored forms (round 40 `format-two`); a base without the option ignores it.
+  const runs = createRunStore(client, sealer, {
+    writeFormat: process.env.ISLET_WRITE_FORMAT === '2' ? '2' : '1',
+  } as never);
   const out: { folded: boolean; n: number; fold: number }[] = [];
   const inFlight: ReturnType<typeof foldRun>[] = [];
   for (let i = 0; i < RUNS + DEPTH - 1; i++) {

@@ -66,6 +66,7 @@ export async function createGatewayDeps(
     redis,
     (err) => logger.warn({ err }, 'queue connection error'),
     config.ISLET_IDLE_HANDOFF === 'on',
+    config.ISLET_WRITE_FORMAT,
   );
   const { queues } = runQueue;
   // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:
@@ -137,6 +138,7 @@ export async function createGatewayDeps(
   const runs = createRunStore(redis, memoizeOwnSeals(sealer), {
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     eventSealer: sealer,
+    writeFormat: config.ISLET_WRITE_FORMAT,
   });
   const journal = createCallJournal({
     redis,

@@ -43,6 +43,26 @@ describe('run queue store', () => {
     expect(stamps.some((t) => !Number.isInteger(t))).toBe(true);
   });
 
+  it("writes the run id in a run job's data by default (format 1); format 2 only where the job id is not the run's", async () => {
+    const lean = createRunQueueStore(redis, () => {}, false, '2');
+    try {
+      await store.enqueueRun({ runId: 'r-f1', tenant: 't', mode: 'read-only', attempts: 1 });
+      await lean.enqueueRun({ runId: 'r-f2', tenant: 't', mode: 'read-only', attempts: 1 });
+      await lean.enqueueRun({ runId: 'r-f3', tenant: 't', mode: 'read-only', attempts: 1, jobId: 'r-f3-r1' });
+      const data = async (id: string) =>
+        JSON.parse((await redis.hget(`islet:{runs-read-only}:${id}`, 'data')) ?? 'null') as Record<
+          string,
+          unknown
+        >;
+      expect(Object.keys(await data('r-f1'))).toEqual(['runId', 'tenant', 'enqueuedAtMs']);
+      expect(Object.keys(await data('r-f2'))).toEqual(['tenant', 'enqueuedAtMs']);
+      expect(await data('r-f3-r1')).toMatchObject({ runId: 'r-f3', tenant: 't' });
+      for (const id of ['r-f1', 'r-f2', 'r-f3-r1']) expect(await store.takeBack('read-only', id)).toBe(true);
+    } finally {
+      await lean.close();
+    }
+  });
+
   it("stamps the enqueue with a fraction of a ms even where the process's `performance.timeOrigin` is off", () => {
     // Node reads its origin's two parts at two moments of its start; preempted between them (a
     // loaded machine) a process keeps the gap for life (16 and 40 ms seen, round 29).

@@ -12,6 +12,7 @@ import {
   runJobOptions,
   SKILL_JOB_NAME,
   skillJobOptions,
+  type WriteFormat,
 } from '@islet/runs';
 import { type Job, Queue } from 'bullmq';
 import { handingAdds } from './handoff-add-store.ts';
@@ -60,8 +61,15 @@ export function enqueueStamp(): number {
 /**
  * `handOff`: a run's add also hands its job to a worker registered idle (handoff-add-store.ts,
  * ISLET_IDLE_HANDOFF); a registration exists only where runners fetch with the run's start (one server).
+ * `writeFormat` (ISLET_WRITE_FORMAT): `'2'` leaves the run id out of a run's job data when its job id
+ * is the run's (every reader since round 40 reads it from there: @islet/runs `jobRunId`).
  */
-export function createRunQueueStore(redis: Redis, onError: (err: Error) => void, handOff = false) {
+export function createRunQueueStore(
+  redis: Redis,
+  onError: (err: Error) => void,
+  handOff = false,
+  writeFormat: WriteFormat = '1',
+) {
   // The stamps' clock offset read now (a few ms of spinning, once), not at the first submit.
   enqueueStamp();
   const queues = Object.fromEntries(
@@ -90,7 +98,10 @@ export function createRunQueueStore(redis: Redis, onError: (err: Error) => void,
     async enqueueRun(job: RunJob, ride?: AdmissionRide): Promise<void> {
       await adds[job.mode](
         'run',
-        { runId: job.runId, tenant: job.tenant, enqueuedAtMs: enqueueStamp() },
+        // ~50 bytes of the submit's fsync'd write (test/bench/README.md, round 40 `format-two`).
+        writeFormat === '2' && job.jobId === undefined
+          ? { tenant: job.tenant, enqueuedAtMs: enqueueStamp() }
+          : { runId: job.runId, tenant: job.tenant, enqueuedAtMs: enqueueStamp() },
         {
           ...runJobOptions(job.runId, job.attempts),
           ...(job.jobId !== undefined ? { jobId: job.jobId } : {}),

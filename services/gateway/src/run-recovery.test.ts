@@ -11,6 +11,7 @@ import {
   expiryMessage,
   type FailedJobSource,
   failedJobsFeed,
+  jobRunId,
   type RunJobData,
   runJobOptions,
 } from '@islet/runs';
@@ -124,7 +125,7 @@ describe('the recovery loop', () => {
     const worker = new Worker<RunJobData>(
       runQueueName('read-only'),
       async (job) => {
-        const run = (await a.runs.get(job.data.runId))!;
+        const run = (await a.runs.get(jobRunId(job)))!;
         await a.lifecycle.finish(run, {
           status: 'Completed',
           result: { _tag: 'Completed', value: 1, logs: [] },
@@ -303,7 +304,7 @@ describe('the recovery loop', () => {
     expect((await cancelledCount(a)) + (await cancelledCount(b)) - before).toBe(1);
     expect((await a.runs.get('expiring-2'))?.status).toBe('Cancelled');
     const jobs = await a.runQueue.queues['read-only'].getJobs(['waiting', 'prioritized', 'delayed']);
-    expect(jobs.filter((j) => j.data.runId === 'orphan-2').map((j) => j.id)).toEqual(['orphan-2']);
+    expect(jobs.filter((j) => jobRunId(j) === 'orphan-2').map((j) => j.id)).toEqual(['orphan-2']);
     // Level-triggered: ticking again finds nothing left to do for either.
     const again = [...(await recoveryOf(a).tick()), ...(await recoveryOf(b).tick())];
     expect(again.filter((x) => x.runId === 'orphan-2' || x.runId === 'expiring-2')).toEqual([]);

@@ -18,6 +18,9 @@ export function gatewayTestConfig(redisUrl: string, env: Record<string, string> 
     ISLET_REDIS_URL: redisUrl,
     ISLET_SEAL_KEYS: generateSealKey(),
     ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+    // Any gateway suite runs under the other stored format when the environment names it
+    // (`ISLET_WRITE_FORMAT=2 npx vitest run …`; test/bench/README.md, round 40 `format-two`).
+    ...(process.env.ISLET_WRITE_FORMAT ? { ISLET_WRITE_FORMAT: process.env.ISLET_WRITE_FORMAT } : {}),
     ...env,
   });
 }

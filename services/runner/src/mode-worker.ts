@@ -6,7 +6,7 @@
 import { hostname } from 'node:os';
 import { createRedis } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
-import type { RunJobData } from '@islet/runs';
+import { jobRunId, type RunJobData } from '@islet/runs';
 import { Queue } from 'bullmq';
 import { handOffOf } from './handoff-store.ts';
 import { ParkingWorker } from './parking-worker.ts';
@@ -76,11 +76,11 @@ export function createModeWorker(
     if (!job) return;
     const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1) || /stalled/i.test(err.message);
     logger.warn(
-      { runId: job.data.runId, err: err.message, attemptsMade: job.attemptsMade, exhausted },
+      { runId: jobRunId(job), err: err.message, attemptsMade: job.attemptsMade, exhausted },
       'job failed',
     );
     if (exhausted && !job.data.skill && !(err instanceof HandBackError))
-      void recovery.endFailed(job.data.runId, mode, err.message);
+      void recovery.endFailed(jobRunId(job), mode, err.message);
   });
   worker.on('stalled', (jobId) => logger.warn({ jobId, mode }, 'job stalled; it will run again'));
   const queue = new Queue<RunJobData>(runQueueName(mode), { connection, prefix: QUEUE_PREFIX });

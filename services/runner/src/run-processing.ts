@@ -6,7 +6,7 @@
 import { wallNow } from '@islet/core';
 import { RunCancel } from '@islet/engine';
 import type { SandboxMode } from '@islet/protocol';
-import type { RunJobData } from '@islet/runs';
+import { jobRunId, type RunJobData } from '@islet/runs';
 import { DelayedError, type Job } from 'bullmq';
 import type { JobLease } from './fair-share.ts';
 import type { ParkingWorker } from './parking-worker.ts';
@@ -21,7 +21,7 @@ async function processSkill(ctx: RunnerContext, mode: SandboxMode, job: Job<RunJ
   const skill = job.data.skill;
   if (!skill || !ctx.skills) throw new Error('this runner does not run skills');
   return ctx.skills({
-    id: job.data.runId,
+    id: jobRunId(job),
     tenant: job.data.tenant,
     mode,
     enqueuedAtMs: job.data.enqueuedAtMs,
@@ -40,7 +40,7 @@ export async function processModeJob(
   const fetchedAtMs = wallNow();
   held[mode] = (held[mode] ?? 0) + 1;
   lastPickupAtMs[mode] = Date.now();
-  const jobId = job.id ?? job.data.runId;
+  const jobId = job.id ?? jobRunId(job);
   const fairShare = ctx.share;
   const slot = new RunSlot(
     gateFor(ctx, mode),
@@ -105,7 +105,7 @@ async function processRun(
   lease: JobLease | undefined,
 ) {
   const { config, executor, logger, active } = ctx;
-  const { runId } = job.data;
+  const runId = jobRunId(job);
   const ctl: RunControls = {
     cancel: new AbortController(),
     handBack: new AbortController(),

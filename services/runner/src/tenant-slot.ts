@@ -4,7 +4,7 @@
  */
 
 import type { SandboxMode } from '@islet/protocol';
-import { promoteReserved, type RunJobData } from '@islet/runs';
+import { jobRunId, promoteReserved, type RunJobData } from '@islet/runs';
 import { DelayedError, type Job } from 'bullmq';
 import type { JobLease } from './fair-share.ts';
 import type { RunnerContext } from './runner-context.ts';
@@ -89,7 +89,7 @@ export async function withTenantSlot<T>(
   fetchedStart?: unknown,
 ): Promise<T> {
   const { config, share, releasing } = ctx;
-  const jobId = job.id ?? job.data.runId;
+  const jobId = job.id ?? jobRunId(job);
   if (!share || !token) return work();
   const defer = async (limit: number): Promise<never> => {
     noteDeferral(ctx, mode, { jobId, tenant: job.data.tenant, limit });

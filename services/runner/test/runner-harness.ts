@@ -22,6 +22,7 @@ import {
   handOffKeys,
   type RunJobData,
   runJobOptions,
+  type WriteFormat,
 } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
@@ -94,6 +95,13 @@ export interface RunnerHarnessRedis {
 }
 
 export type RunnerHarness = ReturnType<typeof runnerHarness>;
+
+/**
+ * The stored format the harness's stores, runner and adds write: any runner suite runs under format
+ * 2 when the environment names it (`ISLET_WRITE_FORMAT=2 npx vitest run …`; test/bench/README.md,
+ * round 40 `format-two`).
+ */
+const writeFormat: WriteFormat = process.env.ISLET_WRITE_FORMAT === '2' ? '2' : '1';
 export type RunnerUnderTest = Awaited<ReturnType<RunnerHarness['setUp']>>;
 
 /** `name`: the logger's and the metrics' component name. */
@@ -133,14 +141,14 @@ export function runnerHarness(name: string) {
   const lifecycle = () => {
     const { redis } = current();
     return createRunLifecycle({
-      runs: createRunStore(redis, sealer),
+      runs: createRunStore(redis, sealer, { writeFormat }),
       journal: createCallJournal({ redis, sealer }),
     });
   };
 
   async function newRun(id: string, tenant = 'acme') {
     const run = runFixture(id, { tenant, mode });
-    await createRunStore(current().redis, sealer).create(run);
+    await createRunStore(current().redis, sealer, { writeFormat }).create(run);
     return run;
   }
 
@@ -216,6 +224,7 @@ export function runnerHarness(name: string) {
       ISLET_TENANT_POOL_SHARE: '0.5',
       ISLET_TENANT_SHARE_RECHECK_MS: '60000',
       ISLET_IDLE_HANDOFF: opts.handOff ? 'on' : 'off',
+      ISLET_WRITE_FORMAT: writeFormat,
       ...opts.env,
     });
     const life = lifecycle();
@@ -286,11 +295,16 @@ export function runnerHarness(name: string) {
     onClose(closeRunner);
     await runner.start();
     const add = (id: string, tenant = 'acme', attempts = 1) =>
-      queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
+      writeFormat === '2'
+        ? addLean(id, tenant, attempts)
+        : queue.add('run', { runId: id, tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
+    /** A run's job as format 2 writes it (run-queue-store.ts): no `runId` in its data, the job id is the run's. */
+    const addLean = (id: string, tenant = 'acme', attempts = 1) =>
+      queue.add('run', { tenant, enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
     const worker = () => runner.workersForTest().get(mode) as ParkingWorker<RunJobData>;
     /** The runner's close alone (the queue and its jobs stay). */
     const stop = () => runner.close(1000);
-    return { config, queue, outcomes, metrics, add, close: closeRunner, stop, worker };
+    return { config, queue, outcomes, metrics, add, addLean, close: closeRunner, stop, worker };
   }
 
   /** A first run through `t`'s runner to completion: it loads the scripts, so later calls are the path's own. */

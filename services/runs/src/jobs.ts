@@ -1,6 +1,11 @@
 /** What the gateway puts on a run queue and the runner takes off it. The run itself is in Redis. */
 export interface RunJobData {
-  runId: string;
+  /**
+   * The run's id, which is also its job's id (`runJobOptions`): a run's job written by format 2
+   * (core config `ISLET_WRITE_FORMAT`) leaves it out (~50 bytes of the submit's fsync'd write,
+   * test/bench/README.md, round 40 `format-two`); read it through `jobRunId`. A skill's job keeps it.
+   */
+  runId?: string;
   tenant: string;
   /** ms since epoch, for islet_queue_wait_seconds. */
   enqueuedAtMs: number;
@@ -9,6 +14,11 @@ export interface RunJobData {
    * queue): the sealed request. `runId` is then the skill run's id (`skill-<uuid>`, no run record).
    */
   skill?: SkillJobPayload;
+}
+
+/** A job's run id: its data's `runId` (format 1, skills), else its job id (format 2's run jobs). */
+export function jobRunId(job: { readonly id?: string; readonly data: { readonly runId?: string } }): string {
+  return job.data.runId ?? job.id ?? '';
 }
 
 export interface SkillJobPayload {

@@ -59,8 +59,9 @@ describe('the run package Lua scripts', () => {
         expect(script.sha).toBe(createHash('sha1').update(script.source).digest('hex'));
         expect(await redis.script('LOAD', script.source)).toBe(script.sha);
       }
-      // The admission's EVAL (sent with its source on every submit) lost its comments.
-      expect(runStoreScripts.ADMIT_AND_CREATE.source.length).toBeLessThan(4000);
+      // The admission's EVAL (its NOSCRIPT retry sends the source) lost its comments (KBs longer with
+      // them): 3,987 B at round 40's start, 4,178 with the format 2 create entry's writer.
+      expect(runStoreScripts.ADMIT_AND_CREATE.source.length).toBeLessThan(4500);
     } finally {
       redis.disconnect();
       await server.stop();

@@ -8,6 +8,7 @@
 import { channels } from '@islet/core';
 import { HEALTH_BUCKET_MS, HEALTH_TTL_SECONDS, LATENCY_BINS_PER_DOUBLING } from './health-buckets.ts';
 import { loadScript } from './lua-scripts.ts';
+import { USAGE_RETENTION_SECONDS } from './run-index-writes.ts';
 
 /** Ended runs a create removes from the index at most (those past retention), oldest first. */
 const PRUNE_PER_CREATE = 4;
@@ -37,6 +38,7 @@ const FOLD_PARAMS = {
   HEALTH_TTL_SECONDS,
   PRUNE_PER_CREATE,
   FOLD_MAX,
+  USAGE_RETENTION_SECONDS,
 };
 /** The parameters of includes/index-create.lua (which includes the feed; a create only appends). */
 export const INDEX_CREATE_PARAMS = FEED_PARAMS;

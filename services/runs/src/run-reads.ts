@@ -84,7 +84,8 @@ export function createRunReads(
       updatedAt: Number(h.updatedAt),
       attempts: Number(h.attempts ?? 0),
       cancelRequested: h.cancelRequested === '1',
-      clockMs: Number(h.clockMs),
+      // Absent: written by format 2 (run-store-args.ts `recordFields`) when it equals `createdAt`.
+      clockMs: Number(h.clockMs ?? h.createdAt),
       seed: h.seed ?? h.id,
     };
     const result = open<RunResult>(h.result);

@@ -14,6 +14,7 @@ import { isFinalStatus, type SandboxMode } from '@islet/protocol';
 import type { DecisionStore } from './decision-store.ts';
 import type { DecisionRecord } from './decision-types.ts';
 import type { InFlightStore, RunHead } from './in-flight-store.ts';
+import { jobRunId } from './jobs.ts';
 import {
   type JobView,
   type ReconcilePolicy,
@@ -224,7 +225,7 @@ export interface FailedJobSource {
     start: number,
     end: number,
   ): Promise<
-    Array<{ id?: string; failedReason: string; data: { runId: string; skill?: unknown } } | undefined>
+    Array<{ id?: string; failedReason: string; data: { runId?: string; skill?: unknown } } | undefined>
   >;
 }
 
@@ -247,7 +248,7 @@ export function failedJobsFeed(
           seen.add(job.id);
           if (seen.size > remember) seen.delete(seen.values().next().value as string);
           yield {
-            runId: job.data.runId,
+            runId: jobRunId(job),
             mode,
             job: { state: 'failed', reason: job.failedReason || 'the job failed' },
           };

@@ -197,4 +197,18 @@ export interface RunStoreOptions {
    * a hundred-call run's hundred would push other runs' submit entries out of it.
    */
   eventSealer?: Sealer;
+  /**
+   * The stored formats written (core config `ISLET_WRITE_FORMAT`): `'1'` (default) writes what the
+   * previous release reads; `'2'` the leaner record, pending-list entries of this release
+   * (run-store-args.ts `recordFields`, run-index-writes.ts). Every reader reads both, whatever it is.
+   */
+  writeFormat?: WriteFormat;
 }
+
+/**
+ * Which stored formats a process writes (core config `ISLET_WRITE_FORMAT`). `'2'`: a record without
+ * `clockMs` when it equals `createdAt`, a create's pending entry with its summary as an object of
+ * the fields the entry does not already carry and without `n` when it equals `a`, an end's without
+ * the usage and health keys and the usage day's expiry (the fold derives them from `e`).
+ */
+export type WriteFormat = '1' | '2';

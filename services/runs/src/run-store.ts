@@ -66,6 +66,7 @@ export type {
   RunLimitsSnapshot,
   RunTimings,
   StoredRun,
+  WriteFormat,
 } from './run-store-types.ts';
 
 const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
@@ -91,6 +92,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     return sealed;
   };
   const eventSealer = options.eventSealer;
+  const writeFormat = options.writeFormat ?? '1';
   const sealEvent = eventSealer ? (v: unknown) => eventSealer.seal(JSON.stringify(v)) : seal;
   const reads = createRunReads(redis, sealer, { maxEvents, sealEvent, sealStatus });
   const tenantRuns = createTenantRuns(redis);
@@ -145,11 +147,19 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     ): Promise<Admission> {
       // The record's and the summary's description: one plaintext, sealed once for both.
       const description = sealer.seal(run.description);
-      const fields = recordFields(run, sealer, seal, description);
+      const fields = recordFields(run, sealer, seal, description, writeFormat);
       // The tenant's run index is written in the same tenant-half script (run-index.ts).
       const ik = runIndexKeys(run.tenant);
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
-      const indexArgs = indexCreateArgs(run.tenant, summaryOf(run, description), Number(retention));
+      const indexArgs = indexCreateArgs(
+        run.tenant,
+        summaryOf(run, description),
+        Number(retention),
+        // Format 2 prunes from the run's creation (the entry then carries no `n`): a few ms earlier
+        // than the script's now, against a retention of days.
+        writeFormat === '2' ? run.createdAt : Date.now(),
+        writeFormat,
+      );
       // The session's runs key, made once for its two uses (a key and the wake-up's argument).
       const sessionRuns = keys.sessionRuns(run.tenant, run.session);
       const tenantKeys = [tenantNames(run.tenant).inFlight, sessionRuns];
@@ -284,13 +294,18 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       // in between (a Cluster: two scripts) is dropped by the recovery loop's in-flight walk (the
       // record is final).
       const usage = { outputBytes: Buffer.byteLength(end.text), ...end.usage };
-      const tenant = finishTenantCall(run.tenant, tenantNames(run.tenant).inFlight, {
-        id: run.id,
-        status: end.status,
-        endedAt: Date.now(),
-        kind: end.kind ?? 'none',
-        usage,
-      });
+      const tenant = finishTenantCall(
+        run.tenant,
+        tenantNames(run.tenant).inFlight,
+        {
+          id: run.id,
+          status: end.status,
+          endedAt: Date.now(),
+          kind: end.kind ?? 'none',
+          usage,
+        },
+        writeFormat,
+      );
       // Bytes the end stored count against the tenant's share of Redis (storage-quota); the fields
       // as the script's field-value pairs, `updatedAt` last, in the same pass (not
       // `Object.entries(…).flat()`: ~10 µs of cold builtins a run on the runner's path from the

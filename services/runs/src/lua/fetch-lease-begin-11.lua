@@ -54,7 +54,8 @@ local function startRun(fetched, seen)
   end
   local decoded, job = pcall(cjson.decode, data or '')
   if not decoded or type(job) ~= 'table' then return fetched end
-  local runId, tenant = job.runId, job.tenant
+  -- A run's job written by format 2 has no runId: its job id is the run's (jobs.ts `jobRunId`).
+  local runId, tenant = job.runId or fetched[2], job.tenant
   if (job.skill ~= nil and job.skill ~= cjson.null) or type(runId) ~= 'string' or type(tenant) ~= 'string' then
     return fetched
   end

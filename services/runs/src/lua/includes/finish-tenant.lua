@@ -13,7 +13,9 @@
 -- KEYS[k] inflight, KEYS[k+1] pending list, KEYS[k+2..k+5] summaries, ended, sessions, session
 --   stats, KEYS[k+6] usage day (HASH), KEYS[k+7] feed, KEYS[k+8] health hour (HASH).
 -- ARGV[a] run id, ARGV[a+2] ended ms, ARGV[a+4] output bytes, ARGV[a+5] binding calls,
---   ARGV[a+6] sandbox CPU ms, ARGV[a+7] when the usage day expires (unix seconds), ARGV[a+8] tenant.
+--   ARGV[a+6] sandbox CPU ms, ARGV[a+7] when the usage day expires (unix seconds; '' in format 2:
+--   the entry then names neither the usage day, nor the health hour, nor the expiry, which the fold
+--   derives from its end time, includes/index-fold.lua), ARGV[a+8] tenant.
 -- Returns 1 when the end was appended (a final status), 2 when so and the list is due a fold.
 --- @include "feed"
 --- @include "run-final"
@@ -25,10 +27,12 @@ local function finishTenant(k, a, status, kind, quiet)
   -- (includes/index-fold.lua, since the list's first release), ~12 bytes of the end's fsync'd write
   -- (test/bench/README.md, round 36, `aof-trim`).
   local o, b, c = tonumber(ARGV[a + 4]) or 0, tonumber(ARGV[a + 5]) or 0, tonumber(ARGV[a + 6]) or 0
+  local x = ARGV[a + 7]
+  local lean = x == ''
   local entry = cjson.encode({
     i = id, s = status, e = ARGV[a + 2], k = kind ~= '' and kind or nil,
     o = o ~= 0 and o or nil, b = b ~= 0 and b or nil, c = c ~= 0 and c or nil,
-    u = KEYS[k + 6], x = ARGV[a + 7], h = KEYS[k + 8],
+    u = (not lean) and KEYS[k + 6] or nil, x = (not lean) and x or nil, h = (not lean) and KEYS[k + 8] or nil,
   })
   local due = redis.call('RPUSH', KEYS[k + 1], entry) >= ${FOLD_AT}
   -- Bare: the fold that applies this end's entry trims the feed (includes/feed.lua).

@@ -11,16 +11,23 @@
 -- sessions (ZSET session → last activity), session stats (HASH `<session>\n<field>`), the tenant's
 -- feed.
 -- ARGV[a..a+7]: run id, createdAt, summary JSON, session, principal ('' = none), now ms,
--- retention ms, tenant.
+-- retention ms, tenant. Format 2 (run-index-writes.ts `indexCreateArgs`): the summary `#` and the
+-- JSON of an object of the fields the entry does not carry (its `m` is then that object, not JSON
+-- text), and now '' when it equals createdAt (no `n`); includes/index-fold.lua reads both forms.
 -- `owned`: the admission found the session's owner key already naming this principal (the fold
 -- then does not look for a missing principal: runs and skills all carry theirs, and an admission
 -- that claims the session looks, so a session held by its principal since has it).
 --- @include "feed"
 local function indexCreate(k, a, owned, quiet)
+  local m, n = ARGV[a + 2], ARGV[a + 5]
+  local lean = string.byte(m, 1) == 35 -- '#'
   local entry = cjson.encode({
-    t = 'c', i = ARGV[a], a = ARGV[a + 1], m = ARGV[a + 2], s = ARGV[a + 3], p = ARGV[a + 4],
-    o = owned and 1 or 0, n = ARGV[a + 5], r = ARGV[a + 6],
+    t = 'c', i = ARGV[a], a = ARGV[a + 1], m = (not lean) and m or nil, s = ARGV[a + 3],
+    p = ARGV[a + 4], o = owned and 1 or 0, n = n ~= '' and n or nil, r = ARGV[a + 6],
   })
+  -- The object's JSON as the caller wrote it, spliced in as the entry's last member (not decoded and
+  -- encoded again by cjson).
+  if lean then entry = string.sub(entry, 1, -2) .. ',"m":' .. string.sub(m, 2) .. '}' end
   -- Bare: the fold that applies this entry trims the feed (includes/feed.lua).
   feedAppend(KEYS[k + 5], 'run', ARGV[a], ARGV[a + 7], quiet, true)
   redis.call('RPUSH', KEYS[k], entry)

@@ -10,16 +10,44 @@
 -- caller, nor is the feed this fold trims (includes/feed.lua).
 -- A create entry: t 'c', i run id, a createdAt, m summary JSON, s session ('' = none), p principal
 --   ('' = none), o 1 when the admission found the session's owner already naming the principal,
---   n now ms, r retention ms. It prunes up to ${PRUNE_PER_CREATE} runs ended more than the retention
+--   n now ms, r retention ms. Format 2 (includes/index-create.lua): `m` an object of the summary's
+--   fields but the id, session, principal and creation time (put back from `i`, `s`, `p`, `a`), and
+--   no `n` when it equalled `a`. It prunes up to ${PRUNE_PER_CREATE} runs ended more than the retention
 --   ago (their records expired) from every index key, as each create did.
 -- An end entry: i run id, s final status, e ended ms, k failure kind ('' = keep the summary's),
 --   o output bytes, b binding calls, c sandbox CPU ms, u usage day key, x when it expires (unix s),
---   h health hour key. Counted once per run: a run whose summary is missing or already final counts
+--   h health hour key (format 2, includes/finish-tenant.lua: no `u`, `x`, `h`, derived here from `e`
+--   as run-index-writes.ts `finishTenantCall` names them). Counted once per run: a run whose summary is missing or already final counts
 --   nothing (a second end's entry, or the end of a run pruned meanwhile).
 -- At most ${FOLD_MAX} entries a call (the oldest; the rest stay for the next fold), so no command
 -- gets more arguments than Lua can unpack however long the list grew.
 -- Returns how many entries it took.
 --- @include "run-final"
+-- The UTC day (`YYYY-MM-DD`) of a time in ms, as run-index-writes.ts `usageDay` (days to a civil
+-- date: H. Hinnant's `civil_from_days`, for days ≥ 0).
+local function utcDay(ms)
+  local z = math.floor(ms / 86400000) + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02d', y, m, d)
+end
+-- A create entry's summary: format 1's JSON text (also returned, written as it is), or format 2's
+-- object completed from the entry's own fields (written encoded).
+local function createdSummary(e)
+  local m = e.m
+  if type(m) ~= 'table' then return cjson.decode(m), m end
+  m.id = e.i
+  m.sessionId = e.s
+  if m.principal == nil and e.p ~= '' then m.principal = e.p end
+  if m.createdAt == nil then m.createdAt = tonumber(e.a) end
+  return m, nil
+end
 local function foldIndex(pending, summaries, ended, sessions, stats)
   local rows = redis.call('LRANGE', pending, 0, ${FOLD_MAX} - 1)
   if #rows == 0 then return 0 end
@@ -27,7 +55,8 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
   -- The tenant's feed (`…:feed`, keys.ts, the same slot): a run's create and end append to it
   -- untrimmed, each with its entry in this list (includes/feed.lua), so the trim is made here, once
   -- a fold. Written to the AOF only when it removes entries (a node of ~100 at the cap).
-  local feed = string.sub(pending, 1, #pending - #'index:pending') .. 'feed'
+  local prefix = string.sub(pending, 1, #pending - #'index:pending')
+  local feed = prefix .. 'feed'
   redis.call('XTRIM', feed, 'MAXLEN', '~', '${FEED_MAX_LEN}')
   local entries, creates, created, createdIn = {}, 0, {}, {}
   local now, retention
@@ -39,7 +68,7 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
         creates = creates + 1
         created[e.i] = true
         createdIn[e.i] = e.s
-        now, retention = tonumber(e.n), tonumber(e.r)
+        now, retention = tonumber(e.n or e.a), tonumber(e.r)
       end
     end
   end
@@ -133,6 +162,7 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
     a[name] = a[name] + n
   end
   local written, writtenAt, runArgs, endedArgs, lastActivity = {}, {}, {}, {}, {}
+  local dayOf, hourOf = {}, {}
   local function touch(session, at)
     local last = lastActivity[session]
     if not last or at > last then lastActivity[session] = at end
@@ -146,8 +176,7 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
   for _, e in ipairs(entries) do
     if e.t == 'c' then
       local createdAt = tonumber(e.a) or 0
-      sums[e.i] = cjson.decode(e.m)
-      raws[e.i] = e.m
+      sums[e.i], raws[e.i] = createdSummary(e)
       write(e.i)
       runArgs[#runArgs + 1] = e.a
       runArgs[#runArgs + 1] = e.i
@@ -184,6 +213,23 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
           setStat(name, (tonumber(stat[name]) or 0) + 1)
         end
         local wall = math.max(0, endedAt - (tonumber(s.createdAt) or endedAt))
+        if e.u == nil and e.h == nil then
+          -- Format 2's end entry: its usage day, the day's expiry and its health hour from its end
+          -- time (run-index-writes.ts `finishTenantCall`, health-buckets.ts `healthHour`).
+          -- Named once a day and once an hour per fold (a fold's ends share them).
+          local day, hour = math.floor(endedAt / 86400000), math.floor(endedAt / 3600000)
+          local d = dayOf[day]
+          if not d then
+            d = {prefix .. 'usage:' .. utcDay(endedAt), string.format('%.0f', (day + 1) * 86400 + ${USAGE_RETENTION_SECONDS})}
+            dayOf[day] = d
+          end
+          local h = hourOf[hour]
+          if not h then
+            h = prefix .. 'health:' .. string.format('%.0f', hour)
+            hourOf[hour] = h
+          end
+          e.u, e.x, e.h = d[1], d[2], h
+        end
         if type(e.u) == 'string' then
           add(e.u, 'runs:' .. status, 1)
           add(e.u, 'wallMs', wall)
