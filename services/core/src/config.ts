@@ -217,6 +217,13 @@ export const configSchema = z.object({
   /** BullMQ attempts per run (a run whose processor crashed is retried). */
   ISLET_JOB_ATTEMPTS: int(3, 1),
   /**
+   * The stored formats this process writes. `1` writes what the previous release reads (the default
+   * in this release); `2` writes this release's leaner formats — set it once every gateway and runner
+   * runs this release (the next release makes it the default; readers of both forms stay until
+   * retention has dropped the old records). Readers accept both forms whatever the setting.
+   */
+  ISLET_WRITE_FORMAT: z.enum(['1', '2']).default('1'),
+  /**
    * Start sandbox hosts under the kernel launcher (islet-jail: no_new_privs, seccomp, Landlock,
    * rlimits per mode). `off` runs them as plain child processes (dev machines without the helper).
    */

@@ -136,6 +136,7 @@ export async function createGatewayDeps(
   // path, and a hundred-call program's hundred would push other runs' submit entries out of it.
   const runs = createRunStore(redis, memoizeOwnSeals(sealer), {
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    writeFormat: config.ISLET_WRITE_FORMAT,
     eventSealer: sealer,
   });
   const journal = createCallJournal({

@@ -128,7 +128,10 @@ const engineFor = (mode: SandboxMode) => {
 };
 
 const executor = createRunExecutor({
-  runs: createRunStore(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+  runs: createRunStore(redis, sealer, {
+    retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    writeFormat: config.ISLET_WRITE_FORMAT,
+  }),
   settings: createSettingsCache(createSettingsStore(redis), settingsSubscriber),
   journal: createCallJournal({
     redis,

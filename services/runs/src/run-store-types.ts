@@ -197,4 +197,10 @@ export interface RunStoreOptions {
    * a hundred-call run's hundred would push other runs' submit entries out of it.
    */
   eventSealer?: Sealer;
+  /**
+   * The record's format a create and an end write (`ISLET_WRITE_FORMAT`; default '1', what the
+   * previous release reads): '2' seals the program with its request and the result with its text
+   * as one field each (sealed-fields.ts). Both are read whatever this says.
+   */
+  writeFormat?: '1' | '2';
 }

@@ -73,6 +73,8 @@ const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
 export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
   const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
   const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
+  // The record's format written at a create and an end (sealed-fields.ts); both are read.
+  const writeFormat = options.writeFormat ?? '1';
   // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
   const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
@@ -145,7 +147,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     ): Promise<Admission> {
       // The record's and the summary's description: one plaintext, sealed once for both.
       const description = sealer.seal(run.description);
-      const fields = recordFields(run, sealer, seal, description);
+      const fields = recordFields(run, sealer, seal, description, writeFormat);
       // The tenant's run index is written in the same tenant-half script (run-index.ts).
       const ik = runIndexKeys(run.tenant);
       const indexKeys = [ik.pending, ik.summaries, ik.ended, ik.sessions, ik.sessionStats, ik.feed];
@@ -277,7 +279,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         end.onEnded?.(ended);
         return ended;
       };
-      const fields = endFields(end, sealer, seal);
+      const fields = endFields(run, end, sealer, seal, writeFormat);
       // The tenant half of the end (includes/finish-tenant.lua) leaves the in-flight set and
       // records the end in the tenant's index and usage, once, with the status the record kept.
       // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash
