@@ -156,7 +156,11 @@ describe('the recovery loop', () => {
         session: 's-orphan-f2',
         createdAt: Date.now() - 120_000,
         code: 'return 2',
-        request: { connections: ['c1'], bindings: [], limits: { timeoutMs: 5000 } },
+        request: {
+          connections: ['c1'],
+          bindings: [],
+          limits: { timeoutMs: 5000, memoryMb: 64, outputBytes: 1024, outputCap: 'shared' as const },
+        },
       });
       await two.runs.create(run);
       expect(await two.redis.hget(keys.run('orphan-f2'), 'code')).toBeNull();

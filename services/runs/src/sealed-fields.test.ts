@@ -54,7 +54,7 @@ const request = {
   style: 'run_code' as const,
   connections: ['c1'],
   bindings: [],
-  limits: { timeoutMs: 30_000 },
+  limits: { timeoutMs: 30_000, memoryMb: 512, outputBytes: 1024, outputCap: 'shared' as const },
 };
 
 const ends = {
