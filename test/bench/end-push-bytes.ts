@@ -13,10 +13,10 @@ import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 100);
 const WARM = Number(process.env.WARM ?? 20);
-/** Sealed at the submit by the gateway that waits (record-fields in run-store-args.ts). */
-const SUBMIT_SEALED = new Set(['code', 'request', 'description']);
-/** Sealed by the runner at the end (endFields in run-store-args.ts). */
-const END_SEALED = new Set(['result', 'text', 'textRef']);
+/** Sealed at the submit by the gateway that waits (recordFields in run-store-args.ts; `pick` with ISLET_WRITE_FORMAT=2). */
+const SUBMIT_SEALED = new Set(['code', 'request', 'description', 'pick']);
+/** Sealed by the runner at the end (endFields in run-store-args.ts; `ended` with ISLET_WRITE_FORMAT=2). */
+const END_SEALED = new Set(['result', 'text', 'textRef', 'ended']);
 
 const cluster = await startOneClientCluster(process.env.BENCH_TENANT_SHARE ?? '0.5');
 const sub = createRedis(cluster.redisUrl);

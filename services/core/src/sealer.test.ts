@@ -34,6 +34,25 @@ describe('sealer with KeyObject keys', () => {
     expect(() => a.open(relabelled)).toThrow(/failed authentication under key "b"/);
   });
 
+  it('binds a text to what it was sealed for: it opens with that bind alone, ready cipher or not', () => {
+    for (const ready of [0, 4]) {
+      const s = createSealer({ keys: parseSealKeys(generateSealKey('k1')), activeKeyId: 'k1', ready });
+      const sealed = s.seal('["code",{}]', 'pick\0run_a');
+      expect(s.open(sealed, 'pick\0run_a')).toBe('["code",{}]');
+      // Copied to another run's record, or to another field, or read as an unbound field: no open.
+      expect(() => s.open(sealed, 'pick\0run_b')).toThrow(/failed authentication/);
+      expect(() => s.open(sealed, 'ended\0run_a')).toThrow(/failed authentication/);
+      expect(() => s.open(sealed)).toThrow(/failed authentication/);
+      // And an unbound text does not open as a bound one (nor an empty bind as none).
+      const plain = s.seal('x');
+      expect(() => s.open(plain, 'pick\0run_a')).toThrow(/failed authentication/);
+      expect(() => s.open(plain, '')).toThrow(/failed authentication/);
+      expect(s.open(plain)).toBe('x');
+      // The same format and length as an unbound text: the bind is not stored.
+      expect(sealed.split('.')).toHaveLength(5);
+    }
+  });
+
   it('answers an unknown key id, including inherited property names, as a SealError', () => {
     const s = createSealer({ keys: { k1: OLD_KEY }, activeKeyId: 'k1' });
     expect(() => s.open(OLD_SEALED.replace('v1.k1.', 'v1.constructor.'))).toThrow(

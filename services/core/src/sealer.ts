@@ -14,8 +14,15 @@ import {
 } from 'node:crypto';
 
 export interface Sealer {
-  seal(plaintext: string): string;
-  open(sealed: string): string;
+  /**
+   * `bind`: what the text is for (a record's field and its run, say `pick\0<run id>`), authenticated
+   * beside the key id, so the text opens only where it was sealed for: copied to another run's
+   * record or another field, its open with that place's `bind` fails. Not stored in the text; the
+   * reader names it again. Without it the text is bound to its key id alone (every field sealed
+   * before round 40, and those still written without one).
+   */
+  seal(plaintext: string, bind?: string): string;
+  open(sealed: string, bind?: string): string;
 }
 
 export class SealError extends Error {
@@ -139,8 +146,11 @@ export function createSealer(options: SealerOptions): Sealer {
     setImmediate(restockLater);
   };
   return {
-    seal(plaintext) {
+    seal(plaintext, bind) {
       const { iv, cipher } = stock.pop() ?? made();
+      // Appended to the key id's AAD (GCM takes AAD in pieces before the text, so a cipher made
+      // ahead takes it now); the NUL keeps `kid` and `bind` apart, as a key id has none.
+      if (bind !== undefined) cipher.setAAD(Buffer.from(`\0${bind}`));
       if (ready > 0 && stock.length < restockBelow && !restocking) {
         restocking = true;
         setImmediate(restockAfterTurn).unref();
@@ -149,7 +159,7 @@ export function createSealer(options: SealerOptions): Sealer {
       const tag = cipher.getAuthTag();
       return `v1.${activeKid}.${iv.toString('base64url')}.${tag.toString('base64url')}.${ct.toString('base64url')}`;
     },
-    open(sealed) {
+    open(sealed, bind) {
       const parts = sealed.split('.');
       if (parts.length !== 5 || parts[0] !== 'v1') throw new SealError('not a sealed value');
       const [, kid, iv, tag, ct] = parts as [string, string, string, string, string];
@@ -157,6 +167,7 @@ export function createSealer(options: SealerOptions): Sealer {
       if (!key) throw new SealError(`no seal key "${kid}" configured`);
       const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(iv, 'base64url'));
       decipher.setAAD(key.aad);
+      if (bind !== undefined) decipher.setAAD(Buffer.from(`\0${bind}`));
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));
       try {
         return joined(decipher.update(Buffer.from(ct, 'base64url')), decipher.final()).toString('utf8');

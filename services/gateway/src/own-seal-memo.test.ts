@@ -6,13 +6,13 @@ function countingSealer() {
   const inner = createSealer({ keys: { k1: Buffer.alloc(32, 7) }, activeKeyId: 'k1' });
   const counts = { seal: 0, open: 0 };
   const sealer: Sealer = {
-    seal: (p) => {
+    seal: (p, bind) => {
       counts.seal++;
-      return inner.seal(p);
+      return inner.seal(p, bind);
     },
-    open: (s) => {
+    open: (s, bind) => {
       counts.open++;
-      return inner.open(s);
+      return inner.open(s, bind);
     },
   };
   return { sealer, counts, inner };
@@ -32,6 +32,21 @@ describe('memoizeOwnSeals', () => {
     const foreign = inner.seal('sealed elsewhere');
     expect(memo.open(foreign)).toBe('sealed elsewhere');
     expect(counts.open).toBe(1);
+  });
+
+  it('a bound text opens from memory with its own bind only; another bind goes to the sealer and fails', () => {
+    const { sealer, counts, inner } = countingSealer();
+    const memo = memoizeOwnSeals(sealer);
+    const sealed = memo.seal('["return 1",{}]', 'pick\0run_a');
+    expect(inner.open(sealed, 'pick\0run_a')).toBe('["return 1",{}]');
+    expect(memo.open(sealed, 'pick\0run_a')).toBe('["return 1",{}]');
+    expect(counts.open).toBe(0);
+    // Copied to another run's record or field, or read unbound: not answered from memory.
+    expect(() => memo.open(sealed, 'pick\0run_b')).toThrow(/failed authentication/);
+    expect(() => memo.open(sealed, 'ended\0run_a')).toThrow(/failed authentication/);
+    expect(() => memo.open(sealed)).toThrow(/failed authentication/);
+    expect(counts.open).toBe(3);
+    expect(memo.hits).toBe(1);
   });
 
   it('seals the same text twice to two ciphertexts, each opening to it', () => {

@@ -31,6 +31,13 @@ export interface OwnSealMemo extends Sealer {
   readonly hits: number;
 }
 
+/**
+ * A bound text's entry names its bind too, so the memo answers only where the sealer would: the
+ * text copied to another run's record or field is opened by the sealer, and fails there. A sealed
+ * text has no NUL, so the key is one text's and one bind's alone.
+ */
+const memoKey = (sealed: string, bind: string): string => `${sealed}\0${bind}`;
+
 export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}): OwnSealMemo {
   const maxEntries = options.maxEntries ?? 2048;
   const maxChars = options.maxChars ?? 4 * 1024 * 1024;
@@ -45,8 +52,8 @@ export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}
   let youngChars = 0;
   let hits = 0;
   return {
-    seal(plaintext) {
-      const sealed = sealer.seal(plaintext);
+    seal(plaintext, bind) {
+      const sealed = sealer.seal(plaintext, bind);
       // `isWellFormed`: true without a scan for a one-byte string (no surrogates), as most are.
       if (plaintext.length <= maxValueChars && plaintext.isWellFormed()) {
         const chars = sealed.length + plaintext.length;
@@ -56,15 +63,16 @@ export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}
           youngChars = 0;
         }
         if (chars <= half.chars) {
-          young.set(sealed, plaintext);
+          young.set(bind === undefined ? sealed : memoKey(sealed, bind), plaintext);
           youngChars += chars;
         }
       }
       return sealed;
     },
-    open(sealed) {
-      const plain = young.get(sealed) ?? old.get(sealed);
-      if (plain === undefined) return sealer.open(sealed);
+    open(sealed, bind) {
+      const key = bind === undefined ? sealed : memoKey(sealed, bind);
+      const plain = young.get(key) ?? old.get(key);
+      if (plain === undefined) return sealer.open(sealed, bind);
       hits++;
       return plain;
     },

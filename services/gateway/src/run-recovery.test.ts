@@ -150,6 +150,60 @@ describe('the recovery loop', () => {
     expect(await a.runs.inFlightCount('acme')).toBe(0);
   });
 
+  it('a record in format 2 (ISLET_WRITE_FORMAT=2: `pick`, then `ended`) is recovered as one in format 1', async () => {
+    const two = await createGatewayDeps({ ...gateway.config, ISLET_WRITE_FORMAT: '2' }, testLogger());
+    try {
+      const run = runFixture('orphan-f2', {
+        session: 's-orphan-f2',
+        createdAt: Date.now() - 120_000,
+        code: 'return 2',
+        request: {
+          connections: ['c1'],
+          bindings: [],
+          limits: { timeoutMs: 5000, memoryMb: 64, outputBytes: 1024, outputCap: 'shared' as const },
+        },
+      });
+      await two.runs.create(run);
+      expect(await two.redis.hget(keys.run('orphan-f2'), 'code')).toBeNull();
+      expect(await two.redis.hget(keys.run('orphan-f2'), 'pick')).toMatch(/^v1\./);
+      const seen: { code: string; request: unknown }[] = [];
+      const worker = new Worker<RunJobData>(
+        runQueueName('read-only'),
+        async (job) => {
+          // What a runner reads of it (this build's reader, whatever its own setting).
+          const read = (await a.runs.get(jobRunId(job)))!;
+          seen.push({ code: read.code, request: read.request });
+          await two.lifecycle.finish(read, {
+            status: 'Completed',
+            result: { _tag: 'Completed', value: 2, logs: [] },
+            text: '2',
+          });
+        },
+        { connection: workerConnection(), prefix: QUEUE_PREFIX },
+      );
+      try {
+        // The gateway of format 1 recovers it: its read of the whole record reads `pick`. (The
+        // first test's walk holds the in-flight walk's lock for its interval.)
+        await a.redis.del(keys.orphanSweepLock());
+        const applied = await recoveryOf(a).tick();
+        expect(applied).toContainEqual({ runId: 'orphan-f2', action: { type: 'enqueue' } });
+        await expect.poll(async () => (await a.runs.get('orphan-f2'))?.status).toBe('Completed');
+      } finally {
+        await worker.close();
+      }
+      expect(seen).toEqual([{ code: 'return 2', request: run.request }]);
+      expect(await two.redis.hget(keys.run('orphan-f2'), 'ended')).toMatch(/^v1\./);
+      expect(await two.redis.hget(keys.run('orphan-f2'), 'result')).toBeNull();
+      for (const deps of [a, two]) {
+        const done = (await deps.runs.get('orphan-f2'))!;
+        expect(done.result).toEqual({ _tag: 'Completed', value: 2, logs: [] });
+        expect(done.text).toBe('2');
+      }
+    } finally {
+      await two.close();
+    }
+  });
+
   it("an unanswered decision expires: its run ends Cancelled with the contract's text", async () => {
     await pausedForDecision('expiring-1');
     const before = await cancelledCount(a);

@@ -9,6 +9,7 @@ import { channels, keys, type Sealer } from '@islet/core';
 import type { RunResult, RunStatus, SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import type { RunEvent, RunRequestData, StoredRun } from './run-store-types.ts';
+import { openEnded, openPick } from './sealed-fields.ts';
 import { type TextRef, textFromRef } from './stored-text.ts';
 import type { CompletionEvent } from './types.ts';
 
@@ -35,7 +36,9 @@ type ReadFields = Record<
   | 'kind'
   | 'principal'
   | 'pushEnd'
-  | 'description',
+  | 'description'
+  | 'pick'
+  | 'ended',
   string | undefined
 >;
 
@@ -69,6 +72,8 @@ export function createRunReads(
     openDescription: DescriptionRead = false,
   ): StoredRun | null {
     if (!h.id) return null;
+    // Format 2's one field of the program and its request (sealed-fields.ts), else format 1's two.
+    const picked = h.pick ? openPick(sealer, h.id, h.pick) : undefined;
     const run: StoredRun = {
       id: h.id,
       tenant: h.tenant ?? '',
@@ -77,9 +82,11 @@ export function createRunReads(
       callId: h.callId ?? '',
       status: h.status as RunStatus,
       mode: h.mode as SandboxMode,
-      code: h.code ? sealer.open(h.code) : '',
+      code: picked ? picked.code : h.code ? sealer.open(h.code) : '',
       description: '',
-      request: open<RunRequestData>(h.request) ?? { connections: [], bindings: [] },
+      request: picked
+        ? picked.request
+        : (open<RunRequestData>(h.request) ?? { connections: [], bindings: [] }),
       createdAt: Number(h.createdAt),
       updatedAt: Number(h.updatedAt),
       attempts: Number(h.attempts ?? 0),
@@ -88,11 +95,18 @@ export function createRunReads(
       clockMs: Number(h.clockMs ?? h.createdAt),
       seed: h.seed ?? h.id,
     };
-    const result = open<RunResult>(h.result);
-    if (result) run.result = result;
-    if (h.text) run.text = sealer.open(h.text);
-    const ref = open<TextRef>(h.textRef);
-    if (ref && result) run.text = textFromRef(ref, result);
+    if (h.ended) {
+      // Format 2's one field of the result and its text (sealed-fields.ts).
+      const ended = openEnded(sealer, h.id, h.ended);
+      run.result = ended.result;
+      run.text = ended.text;
+    } else {
+      const result = open<RunResult>(h.result);
+      if (result) run.result = result;
+      if (h.text) run.text = sealer.open(h.text);
+      const ref = open<TextRef>(h.textRef);
+      if (ref && result) run.text = textFromRef(ref, result);
+    }
     if (h.kind) run.kind = h.kind;
     if (h.principal) run.principal = h.principal;
     if (h.pushEnd === '1') run.pushEnd = true;
@@ -135,6 +149,8 @@ export function createRunReads(
       principal: undefined,
       pushEnd: undefined,
       description: undefined,
+      pick: undefined,
+      ended: undefined,
     };
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const raw = flat[i + 1];
@@ -207,6 +223,12 @@ export function createRunReads(
           break;
         case 'description':
           h.description = v;
+          break;
+        case 'pick':
+          h.pick = v;
+          break;
+        case 'ended':
+          h.ended = v;
           break;
       }
     }

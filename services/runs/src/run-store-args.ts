@@ -8,11 +8,15 @@ import type { RunResult } from '@islet/protocol';
 import type { RunSummary } from './run-index.ts';
 import type { Admission, CreateAdmission, RunTimings, StoredRun, WriteFormat } from './run-store-types.ts';
 import { timingsText } from './run-timings.ts';
+import { sealEnded, sealPick } from './sealed-fields.ts';
 import { textRefOf } from './stored-text.ts';
 
 type Seal = (v: unknown) => string;
 
-/** A new run's record (its hash fields); `description` is already sealed (the summary's too). */
+/**
+ * A new run's record (its hash fields); `description` is already sealed (the summary's too). Format
+ * 2 seals the program and its request as one field, `pick` (sealed-fields.ts), in `code`'s place.
+ */
 export function recordFields(
   run: StoredRun,
   sealer: Sealer,
@@ -20,6 +24,7 @@ export function recordFields(
   description: string,
   format: WriteFormat = '1',
 ): Record<string, string> {
+  const two = format === '2';
   const fields: Record<string, string> = {
     id: run.id,
     tenant: run.tenant,
@@ -28,20 +33,22 @@ export function recordFields(
     callId: run.callId,
     status: run.status,
     mode: run.mode,
-    code: sealer.seal(run.code),
-    description,
-    request: seal(run.request),
-    createdAt: String(run.createdAt),
-    updatedAt: String(run.updatedAt),
-    // Written at 0 although every reader reads its absence as 0: a create over a record of the
-    // same id (tests reuse ids) must reset it (test/bench/README.md, round 36, `aof-trim`).
-    attempts: String(run.attempts),
   };
+  // The same fields in the same order as before in format 1 (what the previous release writes).
+  if (two) fields.pick = sealPick(sealer, run.id, run.code, run.request);
+  else fields.code = sealer.seal(run.code);
+  fields.description = description;
+  if (!two) fields.request = seal(run.request);
+  fields.createdAt = String(run.createdAt);
+  fields.updatedAt = String(run.updatedAt);
+  // Written at 0 although every reader reads its absence as 0: a create over a record of the
+  // same id (tests reuse ids) must reset it (test/bench/README.md, round 36, `aof-trim`).
+  fields.attempts = String(run.attempts);
   // The engine's clock for the run: the submit's `now`, which is its `createdAt` (gateway
   // run-build.ts). Format 2 leaves it out then, as every reader since round 40 reads an absent
   // clock as `createdAt` (run-reads.ts `fromHash`): a replayed attempt's clock stays the same.
   // ~33 bytes of the submit's fsync'd write (test/bench/README.md, round 40 `format-two`).
-  if (format === '1' || run.clockMs !== run.createdAt) fields.clockMs = String(run.clockMs);
+  if (!two || run.clockMs !== run.createdAt) fields.clockMs = String(run.clockMs);
   // A run's seed is its id (gateway run-build.ts): the field is written only when it differs, as
   // every reader since the first release reads an absent seed as the id (run-reads.ts `fromHash`).
   // 53 bytes out of the submit's fsync'd write (test/bench/README.md, round 36, `aof-trim`).
@@ -136,12 +143,27 @@ export function admissionAnswer(answer: unknown, admission: CreateAdmission | un
   return 'over-storage';
 }
 
-/** An end's record fields (the final status, the sealed result and text). */
+/**
+ * An end's record fields (the final status, the sealed result and text). Format 2 seals the result
+ * and the text as one field, `ended` (sealed-fields.ts: a Completed run's text left out), in
+ * `result`'s place.
+ */
 export function endFields(
+  run: { id: string },
   end: { status: string; result: RunResult; text: string; kind?: string; timings?: RunTimings },
   sealer: Sealer,
   seal: Seal,
+  format: WriteFormat = '1',
 ): Record<string, string> {
+  if (format === '2') {
+    const fields: Record<string, string> = {
+      status: end.status,
+      ended: sealEnded(sealer, run.id, end),
+      kind: end.kind ?? 'none',
+    };
+    if (end.timings) fields.timings = timingsText(end.timings);
+    return fields;
+  }
   const fields: Record<string, string> = {
     status: end.status,
     result: seal(end.result),

@@ -199,8 +199,10 @@ export interface RunStoreOptions {
   eventSealer?: Sealer;
   /**
    * The stored formats written (core config `ISLET_WRITE_FORMAT`): `'1'` (default) writes what the
-   * previous release reads; `'2'` the leaner record, pending-list entries of this release
-   * (run-store-args.ts `recordFields`, run-index-writes.ts). Every reader reads both, whatever it is.
+   * previous release reads; `'2'` the leaner record (the program sealed with its request and the
+   * result with its text as one field each: sealed-fields.ts), pending-list entries and job data of
+   * this release (run-store-args.ts `recordFields`, run-index-writes.ts). Every reader reads both,
+   * whatever it is.
    */
   writeFormat?: WriteFormat;
 }

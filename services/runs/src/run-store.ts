@@ -74,6 +74,8 @@ const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
 export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
   const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
   const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
+  // The record's format written at a create and an end (sealed-fields.ts); both are read.
+  const writeFormat = options.writeFormat ?? '1';
   // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
   const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
@@ -92,7 +94,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     return sealed;
   };
   const eventSealer = options.eventSealer;
-  const writeFormat = options.writeFormat ?? '1';
   const sealEvent = eventSealer ? (v: unknown) => eventSealer.seal(JSON.stringify(v)) : seal;
   const reads = createRunReads(redis, sealer, { maxEvents, sealEvent, sealStatus });
   const tenantRuns = createTenantRuns(redis);
@@ -287,7 +288,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         end.onEnded?.(ended);
         return ended;
       };
-      const fields = endFields(end, sealer, seal);
+      const fields = endFields(run, end, sealer, seal, writeFormat);
       // The tenant half of the end (includes/finish-tenant.lua) leaves the in-flight set and
       // records the end in the tenant's index and usage, once, with the status the record kept.
       // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash

@@ -9,8 +9,8 @@ import type { LeaseAnswer, LeaseTerms, RunLease } from './lease-scripts.ts';
 
 /** Seals text at rest (AES-256-GCM in `@islet/core`); injected so the journal holds no keys. */
 export interface Sealer {
-  seal(plaintext: string): string;
-  open(sealed: string): string;
+  seal(plaintext: string, bind?: string): string;
+  open(sealed: string, bind?: string): string;
 }
 
 /** Where a binding comes from, as the code-run record's `calls[].source` shows it. */

@@ -1,0 +1,87 @@
+/**
+ * A run record's sealed fields as one sealed text at each end of a run (`ISLET_WRITE_FORMAT=2`,
+ * round 40 `seal-one`): the program and its request as `pick` (written at the submit, opened at the
+ * pick-up), the result and its text as `ended` (sealed at the end). One seal and one open where
+ * there were two: each AES-GCM cipher made on a run's path is one of the largest parts of a
+ * runner's own CPU (a cold `createDecipheriv` at the pick-up, test/bench/README.md round 39
+ * `sealer`). A Completed run's text is its result's (the engine's `renderResultText`), so it is
+ * not stored: `0` in its place, and the reader renders it (`completedText`).
+ *
+ * Each is sealed bound to its field and run (the sealer's `bind`): copied to another run's record
+ * or to another field, it does not open. Records written in format 1 (`code`, `request`, `result`,
+ * `text` / `textRef`, each sealed alone and bound to the key id only) read as before.
+ */
+import type { Sealer } from '@islet/core';
+import type { RunResult } from '@islet/protocol';
+import type { RunRequestData } from './run-store-types.ts';
+import { type TextRef, textFromRef, textRefOf } from './stored-text.ts';
+
+/** The record's field of the program and its request (format 2). */
+export const PICK_FIELD = 'pick';
+/** The record's field of the result and its text (format 2). */
+export const ENDED_FIELD = 'ended';
+
+type CompletedResult = Extract<RunResult, { _tag: 'Completed' }>;
+
+const bindOf = (field: string, runId: string): string => `${field}\0${runId}`;
+
+/** The engine's text of a run that printed nothing and returned nothing (engine `result-text.ts`). */
+const NO_OUTPUT_TEXT = '(run_code completed with no output)';
+
+/**
+ * A Completed result's text as the engine renders it (`renderResultText`: the printed lines, then
+ * the returned value, a string as itself, anything else as its JSON), from the stored result; not
+ * for a failed one. A writer leaves the text out only when this gives it exactly, so a difference
+ * from the engine's rendering stores the text rather than changing it.
+ */
+export function completedText(result: CompletedResult): string {
+  const parts = result.logs.map((line) => line.text);
+  const value = result.value;
+  if (value !== undefined) parts.push(typeof value === 'string' ? value : JSON.stringify(value));
+  return parts.length === 0 ? NO_OUTPUT_TEXT : parts.join('\n');
+}
+
+export function sealPick(sealer: Sealer, runId: string, code: string, request: RunRequestData): string {
+  return sealer.seal(JSON.stringify([code, request]), bindOf(PICK_FIELD, runId));
+}
+
+export function openPick(
+  sealer: Sealer,
+  runId: string,
+  sealed: string,
+): { code: string; request: RunRequestData } {
+  const [code, request] = JSON.parse(sealer.open(sealed, bindOf(PICK_FIELD, runId))) as [
+    string,
+    RunRequestData,
+  ];
+  return { code, request };
+}
+
+/**
+ * The end's `[result, text]`: the text `0` (a Completed run's, rendered on read), a `TextRef` (the
+ * printed lines it repeats taken out, stored-text.ts), or itself.
+ */
+export function sealEnded(sealer: Sealer, runId: string, end: { result: RunResult; text: string }): string {
+  const { result, text } = end;
+  const stored: 0 | TextRef | string =
+    result._tag === 'Completed' && completedText(result) === text ? 0 : (textRefOf(text, result) ?? text);
+  return sealer.seal(JSON.stringify([result, stored]), bindOf(ENDED_FIELD, runId));
+}
+
+export function openEnded(
+  sealer: Sealer,
+  runId: string,
+  sealed: string,
+): { result: RunResult; text: string } {
+  const [result, stored] = JSON.parse(sealer.open(sealed, bindOf(ENDED_FIELD, runId))) as [
+    RunResult,
+    0 | TextRef | string,
+  ];
+  const text =
+    typeof stored === 'string'
+      ? stored
+      : stored === 0
+        ? completedText(result as CompletedResult)
+        : textFromRef(stored, result);
+  return { result, text };
+}
