@@ -13,11 +13,11 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
+import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
 import { tracedProcesses } from './perf-trace.ts';
 import { pingConnection, startPingApp } from './ping-app.ts';
-import { startCluster } from '@islet/devstack';
 
 const RUNS = Number(process.env.RUNS ?? 20);
 const CALLS = Number(process.env.CALLS ?? 40);
@@ -55,9 +55,13 @@ try {
   for (let i = 0; i < WARM; i++) await run();
   const { pids, label } = tracedProcesses();
   const traced = pids.filter((p) => label.get(p) === WHO || label.get(p) === 'host');
-  const perf = spawn('perf', ['record', '-q', '-g', '-e', 'cpu-clock', '-F', String(HZ), '-p', traced.join(','), '-o', OUT], {
-    stdio: 'ignore',
-  });
+  const perf = spawn(
+    'perf',
+    ['record', '-q', '-g', '-e', 'cpu-clock', '-F', String(HZ), '-p', traced.join(','), '-o', OUT],
+    {
+      stdio: 'ignore',
+    },
+  );
   await new Promise((r) => setTimeout(r, 1000));
   const t0 = performance.now();
   for (let i = 0; i < RUNS; i++) await run();
@@ -99,7 +103,10 @@ try {
     const native = frames.find((f) => !/kallsyms|^\[unknown\]|^\w+$/.test(f) && !f.startsWith('JS:'));
     const key = NATIVE ? (native ?? frames[0] ?? '?') : (js ?? `(native) ${native ?? frames[0] ?? '?'}`);
     let map = byProc.get(kind);
-    if (!map) byProc.set(kind, (map = new Map()));
+    if (!map) {
+      map = new Map();
+      byProc.set(kind, map);
+    }
     map.set(key, (map.get(key) ?? 0) + 1);
   }
   console.log(
@@ -109,8 +116,11 @@ try {
   for (const [t, n] of [...threads].sort((x, y) => y[1] - x[1])) console.log(`${us(n)}  ${t}`);
   for (const [kind, map] of byProc) {
     const total = [...map.values()].reduce((x, y) => x + y, 0);
-    console.log(`=== ${kind}: ${us(total)} µs a call, by ${NATIVE ? 'innermost native' : 'innermost JS'} frame`);
-    for (const [k, n] of [...map].sort((x, y) => y[1] - x[1]).slice(0, TOP)) console.log(`${us(n)}  ${k.slice(0, 150)}`);
+    console.log(
+      `=== ${kind}: ${us(total)} µs a call, by ${NATIVE ? 'innermost native' : 'innermost JS'} frame`,
+    );
+    for (const [k, n] of [...map].sort((x, y) => y[1] - x[1]).slice(0, TOP))
+      console.log(`${us(n)}  ${k.slice(0, 150)}`);
   }
 } finally {
   await cluster.stop();

@@ -23,7 +23,9 @@ const child = spawn(
   ],
   { stdio: ['ignore', 'pipe', 'inherit'] },
 );
-const port = await new Promise<number>((r) => child.stdout!.once('data', (d: Buffer) => r(Number(String(d)))));
+const port = await new Promise<number>((r) =>
+  child.stdout!.once('data', (d: Buffer) => r(Number(String(d)))),
+);
 const url = `http://127.0.0.1:${port}/internal/v1/code-runs/run-1/calls`;
 const headers = { authorization: 'Bearer token', 'content-type': 'application/json' };
 const body = JSON.stringify({ attempt: 1, index: 0, binding: 'bench.ping', argsJson: '{"i":1}' });

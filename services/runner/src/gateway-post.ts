@@ -84,6 +84,10 @@ interface Conn {
  */
 const READ_BUFFER_BYTES = 64 * 1024;
 let readBuffer: Buffer | undefined;
+function readBufferOf(): Buffer {
+  if (!readBuffer) readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  return readBuffer;
+}
 
 export class GatewayPost {
   private readonly idle = new Map<string, Conn[]>();
@@ -194,7 +198,7 @@ export class GatewayPost {
           host: target.host,
           port: target.port,
           onread: {
-            buffer: (readBuffer ??= Buffer.allocUnsafe(READ_BUFFER_BYTES)),
+            buffer: readBufferOf(),
             // Copied: the buffer is every plain socket's next read.
             callback: (n: number, buf: Uint8Array) => {
               bytes(Buffer.from(buf.subarray(0, n)));
