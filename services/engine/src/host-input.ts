@@ -32,6 +32,8 @@ export function readStdinFrames(reader: FrameReader, onEnd: () => void): void {
           reader.push(buffer.subarray(0, bytes));
           // A frame not whole yet stays in the reader: copied out of the buffer the next read fills.
           reader.ownCopies(buffer.buffer);
+          // Go on reading (false would pause the socket).
+          return true;
         },
       },
     });

@@ -202,6 +202,8 @@ export class GatewayPost {
             // Copied: the buffer is every plain socket's next read.
             callback: (n: number, buf: Uint8Array) => {
               bytes(Buffer.from(buf.subarray(0, n)));
+              // Go on reading (false would pause the socket).
+              return true;
             },
           },
         });
