@@ -9,6 +9,7 @@
 // in memory and appended to STAGE_OUT every 50 runs, after that run's `done` is out.
 import fs, { appendFileSync } from 'node:fs';
 import { createRequire, registerHooks } from 'node:module';
+import net from 'node:net';
 
 const OUT = process.env.STAGE_OUT;
 const require = createRequire(import.meta.url);
@@ -130,12 +131,49 @@ fs.writeSync = function (fd, buf, ...rest) {
   }
   return writeSync.call(this, fd, buf, ...rest);
 };
-process.stdin.prependListener('data', (chunk) => {
+const arrived = (bytes) => {
   if (run.inAt === undefined) {
     // calls made since the last done: the next isolate's making (ahead)
     run.ahead = { ...calls };
     for (const k of Object.keys(calls)) delete calls[k];
     run.inAt = now();
-    run.inBytes = chunk.length;
+    run.inBytes = bytes;
   }
+};
+// A host that reads fd 0 through a socket of its own with `onread` (round 40, host-input.ts): its
+// reads stamped in that callback. Touching `process.stdin` there would make a second reader of the
+// pipe, so stdin is hooked only when the host itself asks for it (an older host's stream).
+const NetSocket = net.Socket;
+net.Socket = class extends NetSocket {
+  constructor(options) {
+    const onread = options?.fd === 0 ? options.onread : undefined;
+    super(
+      onread
+        ? {
+            ...options,
+            onread: {
+              ...onread,
+              callback: (n, buf) => {
+                arrived(n);
+                return onread.callback(n, buf);
+              },
+            },
+          }
+        : options,
+    );
+  }
+};
+const stdinGetter = Object.getOwnPropertyDescriptor(process, 'stdin');
+let stdinHooked = false;
+Object.defineProperty(process, 'stdin', {
+  configurable: true,
+  enumerable: stdinGetter?.enumerable ?? true,
+  get() {
+    const stdin = stdinGetter.get.call(process);
+    if (!stdinHooked) {
+      stdinHooked = true;
+      stdin.prependListener('data', (chunk) => arrived(chunk.length));
+    }
+    return stdin;
+  },
 });

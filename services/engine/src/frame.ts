@@ -113,6 +113,17 @@ export class FrameReader {
     }
   }
 
+  /**
+   * What the reader keeps of earlier pushes (a frame not whole yet) copied off `shared`, the memory
+   * the caller reads into and fills again (host-input.ts): nothing to do when every frame was whole.
+   */
+  ownCopies(shared: ArrayBufferLike): void {
+    for (let i = 0; i < this.buffered.length; i++)
+      if (this.buffered[i]!.buffer === shared) this.buffered[i] = Buffer.from(this.buffered[i]!);
+    for (let i = 0; i < this.parts.length; i++)
+      if (this.parts[i]!.buffer === shared) this.parts[i] = Buffer.from(this.parts[i]!);
+  }
+
   private fail(message: string): void {
     this.failed = true;
     this.buffered = [];

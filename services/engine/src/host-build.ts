@@ -24,6 +24,7 @@ const SOURCES = [
   'host-addon.ts',
   'host-run-log.ts',
   'host-output.ts',
+  'host-input.ts',
   'host-program-end.ts',
   'next-isolate.ts',
   'frame.ts',

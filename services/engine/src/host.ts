@@ -5,8 +5,9 @@
  * never throws and accepts only strings and numbers; anything else ends the run.
  */
 import type ivm from 'isolated-vm';
-import { FrameReader, readFramesInTicks } from './frame.ts';
+import { FrameReader } from './frame.ts';
 import { installHarness, warmHarness } from './harness-install.ts';
+import { readStdinFrames } from './host-input.ts';
 import { isolatedVm } from './host-ivm.ts';
 import { send } from './host-output.ts';
 import { HostRun, type Prepared } from './host-run.ts';
@@ -137,9 +138,8 @@ const reader = new FrameReader((event) => {
   }
 });
 
-// From the tick queue: a shallower stack for isolated-vm's dispose error (frame.ts).
-readFramesInTicks(process.stdin, reader);
-process.stdin.on('end', () => process.exit(0));
+// Read as it arrives, not through stdin's stream (host-input.ts).
+readStdinFrames(reader, () => process.exit(0));
 warmHarnessCache();
 send({ t: 'ready', pid: process.pid });
 next.atStart(DEFAULT_MEMORY_MB);

@@ -54,15 +54,28 @@ describe("a burst of call outcomes to a host's pipe", () => {
     expect(writes).toBe(3);
   });
 
-  it('sequential outcomes are each written at once, in their own tick', async () => {
+  it('sequential outcomes are each written at once, in their own tick, with no tick to end a burst', async () => {
     const code = 'let s = 0; for (let i = 0; i < 20; i++) s += await t({ i }); return s';
     await execute(code);
     const before = pipeWrites();
-    const out = await execute(code);
+    // Ticks the engine's send asks for (a burst's end): none while no other call is out.
+    let sendTicks = 0;
+    const nextTick = process.nextTick;
+    process.nextTick = function (this: unknown, ...args: unknown[]) {
+      if (new Error().stack?.includes('host-process.ts')) sendTicks++;
+      return (nextTick as (...a: unknown[]) => void).apply(this, args);
+    } as typeof process.nextTick;
+    let out: Awaited<ReturnType<typeof execute>>;
+    try {
+      out = await execute(code);
+    } finally {
+      process.nextTick = nextTick;
+    }
     expect(out.status).toBe('completed');
     expect(out.valueJson).toBe('190');
     // The run frame and each of the 20 outcomes in a write of its own.
     expect(pipeWrites() - before).toBe(21);
+    expect(sendTicks).toBe(0);
   });
 
   it('counts a gathered burst as one write after the first, and keeps an ungathered frame behind it', async () => {

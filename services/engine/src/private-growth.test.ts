@@ -55,7 +55,7 @@ describe("a host's growth bound", () => {
     engine = createEngine({
       maxHostResidentGrowthBytes: 8 * MiB,
       prewarm: false,
-      // The host keeps 1 MiB for every stdin chunk after its first run's (leak-preload.mjs).
+      // The host keeps 1 MiB for every frame write after its first run's (leak-preload.mjs).
       wrapCommand: (command, args) => ({ command, args: ['--import', preload, ...args] }),
       onProcessEvent: (e) => events.push(e),
     });

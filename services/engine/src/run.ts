@@ -210,7 +210,9 @@ export class Run {
         this.p.timeoutMs !== null && this.budget.running()
           ? { turnMs: Math.max(1, Math.ceil(this.budget.remainingMs())) }
           : {};
-      const sent = this.host.send(outcomeFrame(call.index, outcome, turn), true);
+      // Gathered with the tick's other outcomes only while other calls are out: a lone call's
+      // outcome (none other can settle in this tick) goes at once, with no tick to end a burst.
+      const sent = this.host.send(outcomeFrame(call.index, outcome, turn), inFlight > 0);
       if (!sent && !this.host.exited) {
         this.endNow({ kind: 'protocol', message: 'a binding result is too large for the sandbox channel' });
         return;

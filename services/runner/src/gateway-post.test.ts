@@ -5,7 +5,7 @@
  * the socket, never mix one call's answer into another's.
  */
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import { createServer as createNetServer, type Server as NetServer, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayPost } from './gateway-post.ts';
 
@@ -155,5 +155,56 @@ describe('the lone call transport', () => {
     await expect(other).rejects.toThrow('the run ended');
     await expect(post.post(`${url}/hold`, headers, '{}', controller.signal)).rejects.toThrow('the run ended');
     await expect(post.post('ftp://127.0.0.1/x', headers, '{}')).rejects.toThrow('unsupported protocol ftp:');
+  });
+
+  it('reads a kept plain socket without its stream: no write or data event through it, answers in pieces whole', async () => {
+    const gw = await echo();
+    const port = Number(new URL(gw.url).port);
+    const post = new GatewayPost();
+    closers.push(async () => post.close());
+    const first = await post.post(`${gw.url}/x`, headers, '{"i":0}');
+    expect(first.status).toBe(200);
+    // The client's socket is the one whose far end is the gateway's port (the server's own are not).
+    const ours = (socket: Socket) => socket.remotePort === port;
+    let streamWrites = 0;
+    let dataEvents = 0;
+    const write = Socket.prototype.write;
+    const emit = Socket.prototype.emit;
+    Socket.prototype.write = function (this: Socket, ...args: unknown[]) {
+      if (ours(this)) streamWrites++;
+      return (write as (...a: unknown[]) => boolean).apply(this, args);
+    } as typeof write;
+    Socket.prototype.emit = function (this: Socket, ...args: unknown[]) {
+      if (args[0] === 'data' && ours(this)) dataEvents++;
+      return (emit as (...a: unknown[]) => boolean).apply(this, args);
+    } as typeof emit;
+    try {
+      for (let i = 1; i <= 5; i++) {
+        const res = await post.post(`${gw.url}/x`, headers, `{"i":${i}}`);
+        expect(JSON.parse(res.text)).toMatchObject({ body: `{"i":${i}}` });
+      }
+    } finally {
+      Socket.prototype.write = write;
+      Socket.prototype.emit = emit;
+    }
+    expect(gw.connections()).toBe(1);
+    expect(streamWrites).toBe(0);
+    expect(dataEvents).toBe(0);
+
+    // An answer read in pieces (each read lands in one buffer the process's plain sockets share)
+    // comes whole: a piece is copied out before the next read.
+    const big = 'x'.repeat(200_000);
+    const pieces = createNetServer((socket) => {
+      socket.once('data', () => {
+        const body = `0123456789${big}abcdefghij`;
+        socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n0123456789`);
+        setTimeout(() => socket.write(big), 20);
+        setTimeout(() => socket.write('abcdefghij'), 40);
+      });
+    });
+    const url = await listen(pieces);
+    const whole = await post.post(`${url}/p`, headers, '{}');
+    expect(whole.text.length).toBe(200_020);
+    expect(whole.text).toBe(`0123456789${big}abcdefghij`);
   });
 });

@@ -23,6 +23,7 @@
  * bytes would be read as its answer — from the runner's own gateway, the one peer this transport
  * has, which sends none unasked.
  */
+import { writeSync } from 'node:fs';
 import { isIP, connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { BoundedMap } from '@islet/core';
@@ -64,16 +65,32 @@ function targetOf(url: string): Target {
   return target;
 }
 
-interface Idle {
+/** A socket of the pool, with the one set of listeners it keeps for its life. */
+interface Conn {
   socket: Socket;
-  /** performance.now() past which the server may have closed it. */
+  /** Plain TCP: a request is written straight to the descriptor (`send`); TLS goes through the stream. */
+  plain: boolean;
+  /** The request in flight: its answer's bytes, and its end when the socket fails or closes first. */
+  active: { data(chunk: Buffer): void; gone(err: Error): void } | undefined;
+  /** Idle: performance.now() past which the server may have closed it. */
   until: number;
-  /** Its listeners while idle: anything the server sends then ends it. */
-  drop: () => void;
+  /** Idle: the pool list it waits in (dropped from it when the server sends anything). */
+  list: Conn[] | undefined;
+}
+
+/**
+ * Where a plain socket's reads land (`onread`): copied out at once (an answer may come in pieces),
+ * so one buffer serves every socket of the process.
+ */
+const READ_BUFFER_BYTES = 64 * 1024;
+let readBuffer: Buffer | undefined;
+function readBufferOf(): Buffer {
+  if (!readBuffer) readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  return readBuffer;
 }
 
 export class GatewayPost {
-  private readonly idle = new Map<string, Idle[]>();
+  private readonly idle = new Map<string, Conn[]>();
   /** One abort listener a signal (a run's), not one a request: node's EventTarget is costly per call. */
   private readonly aborts = new WeakMap<AbortSignal, Set<(reason: Error) => void>>();
 
@@ -92,46 +109,42 @@ export class GatewayPost {
         return reject(err);
       }
       if (signal?.aborted) return reject(abortReason(signal));
-      const socket = this.take(target);
+      const conn = this.take(target);
       const exchange = new GatewayAnswer();
       let settled = false;
       const finish = (err: Error | undefined) => {
         if (settled) return;
         settled = true;
-        socket.off('data', onData);
-        socket.off('error', onError);
-        socket.off('close', onClose);
+        conn.active = undefined;
         if (signal) this.aborts.get(signal)?.delete(onAbort);
         if (err) {
-          socket.destroy();
+          conn.socket.destroy();
           reject(err);
           return;
         }
-        if (exchange.close) socket.destroy();
-        else this.keep(target, socket, exchange.keepAliveMs);
+        if (exchange.close) conn.socket.destroy();
+        else this.keep(target, conn, exchange.keepAliveMs);
         resolve({ status: exchange.status, text: exchange.text() });
       };
-      const onData = (chunk: Buffer) => {
-        let done: boolean | Error;
-        try {
-          done = exchange.push(chunk);
-        } catch (err) {
-          // Nothing may throw out of a socket's data handler (it would end the runner).
-          done = err instanceof Error ? err : new Error(String(err));
-        }
-        if (done === false) return;
-        finish(done === true ? undefined : done);
-      };
-      const onError = (err: Error) => finish(err);
-      const onClose = () => finish(new Error('the gateway closed the connection before its answer'));
       const onAbort = (reason: Error) => finish(reason);
-      socket.on('data', onData);
-      socket.on('error', onError);
-      socket.on('close', onClose);
+      conn.active = {
+        data(chunk) {
+          let done: boolean | Error;
+          try {
+            done = exchange.push(chunk);
+          } catch (err) {
+            // Nothing may throw out of a socket's read handler (it would end the runner).
+            done = err instanceof Error ? err : new Error(String(err));
+          }
+          if (done === false) return;
+          finish(done === true ? undefined : done);
+        },
+        gone: finish,
+      };
       if (signal) this.onAbort(signal, onAbort);
       let head = target.head;
       for (const name in headers) head += `${name}: ${headers[name]}\r\n`;
-      socket.write(`${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      send(conn, `${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     });
   }
 
@@ -141,20 +154,39 @@ export class GatewayPost {
     this.idle.clear();
   }
 
-  private take(target: Target): Socket {
+  private take(target: Target): Conn {
     const list = this.idle.get(target.origin);
     const now = performance.now();
     for (let kept = list?.pop(); kept; kept = list?.pop()) {
+      kept.list = undefined;
       const { socket } = kept;
-      socket.off('data', kept.drop);
-      socket.off('end', kept.drop);
-      socket.off('close', kept.drop);
       if (kept.until > now && !socket.destroyed && socket.readyState === 'open') {
         socket.ref();
-        return socket;
+        return kept;
       }
       socket.destroy();
     }
+    return this.open(target);
+  }
+
+  /**
+   * A new socket with its listeners for life: what it reads goes to the request in flight, and
+   * while it idles anything from the server (bytes, its end or close) drops it from the pool. A
+   * plain socket is read through `onread` (its bytes handed over as read: not through the stream's
+   * buffer, events and ticks); a TLS one through its 'data' event.
+   */
+  private open(target: Target): Conn {
+    const conn: Conn = {
+      socket: undefined as unknown as Socket,
+      plain: !target.secure,
+      active: undefined,
+      until: 0,
+      list: undefined,
+    };
+    const bytes = (chunk: Buffer) => {
+      if (conn.active) conn.active.data(chunk);
+      else drop(conn);
+    };
     const socket = target.secure
       ? tlsConnect({
           host: target.host,
@@ -162,38 +194,47 @@ export class GatewayPost {
           ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
           ALPNProtocols: ['http/1.1'],
         })
-      : netConnect({ host: target.host, port: target.port });
+      : netConnect({
+          host: target.host,
+          port: target.port,
+          onread: {
+            buffer: readBufferOf(),
+            // Copied: the buffer is every plain socket's next read.
+            callback: (n: number, buf: Uint8Array) => {
+              bytes(Buffer.from(buf.subarray(0, n)));
+              // Go on reading (false would pause the socket).
+              return true;
+            },
+          },
+        });
+    conn.socket = socket;
+    if (target.secure) socket.on('data', bytes);
     socket.setNoDelay(true);
     // A call may wait minutes for its answer: a gateway gone without a word (its node lost) is
     // found by TCP's keep-alive probes, as undici's connector has them (after 60 s idle).
     socket.setKeepAlive(true, TCP_KEEP_ALIVE_DELAY_MS);
-    // An error on an idle socket drops it (its close); one in flight fails its request.
-    socket.on('error', () => {});
-    return socket;
+    // An error fails the request in flight; on an idle socket its close follows and drops it.
+    socket.on('error', (err: Error) => conn.active?.gone(err));
+    socket.on('end', () => {
+      if (!conn.active) drop(conn);
+    });
+    socket.on('close', () => {
+      if (conn.active) conn.active.gone(new Error('the gateway closed the connection before its answer'));
+      else drop(conn);
+    });
+    return conn;
   }
 
-  private keep(target: Target, socket: Socket, keepAliveMs: number): void {
-    let kept = this.idle.get(target.origin);
-    if (!kept) {
-      kept = [];
-      this.idle.set(target.origin, kept);
+  private keep(target: Target, conn: Conn, keepAliveMs: number): void {
+    let list = this.idle.get(target.origin);
+    if (!list) {
+      list = [];
+      this.idle.set(target.origin, list);
     }
-    const list = kept;
-    // Anything from the server while no request is out (bytes, its end or close) ends the socket.
-    const entry: Idle = {
-      socket,
-      until: performance.now() + keepAliveMs - KEEP_ALIVE_MARGIN_MS,
-      drop: () => {
-        socket.destroy();
-        const at = list.indexOf(entry);
-        if (at >= 0) list.splice(at, 1);
-      },
-    };
-    socket.on('data', entry.drop);
-    socket.on('end', entry.drop);
-    socket.on('close', entry.drop);
-    socket.unref();
-    list.push(entry);
+    conn.until = performance.now() + keepAliveMs - KEEP_ALIVE_MARGIN_MS;
+    conn.list = list;
+    conn.socket.unref();
+    list.push(conn);
   }
 
   private onAbort(signal: AbortSignal, fn: (reason: Error) => void): void {
@@ -212,6 +253,44 @@ export class GatewayPost {
     }
     fns.add(fn);
   }
+}
+
+/** An idle socket the server sent something (or closed): ended and out of its pool list. */
+function drop(conn: Conn): void {
+  conn.socket.destroy();
+  const list = conn.list;
+  if (!list) return;
+  conn.list = undefined;
+  const at = list.indexOf(conn);
+  if (at >= 0) list.splice(at, 1);
+}
+
+/**
+ * A request's text onto its socket. A plain socket that is connected with nothing queued in its
+ * stream is written straight to its descriptor: one write(2) and none of the stream's write
+ * request, callback and tick (as the engine writes a host's pipe, host-process.ts). What the
+ * socket does not take now (full: EAGAIN, or a part) and every other write go through the
+ * stream, behind anything queued there, so the order of bytes is kept; an error there fails the
+ * request through the socket's 'error'. The descriptor is non-blocking (libuv's): this never waits.
+ */
+function send(conn: Conn, text: string): void {
+  const { socket } = conn;
+  const fd =
+    conn.plain && !socket.connecting
+      ? (socket as unknown as { _handle?: { fd?: number } | null })._handle?.fd
+      : undefined;
+  if (fd === undefined || fd < 0 || socket.writableLength > 0) {
+    socket.write(text);
+    return;
+  }
+  const out = Buffer.from(text, 'utf8');
+  let written = 0;
+  try {
+    written = writeSync(fd, out);
+  } catch {
+    // EAGAIN or anything else: the stream writes it, or fails it through 'error', as before.
+  }
+  if (written < out.length) socket.write(written > 0 ? out.subarray(written) : out);
 }
 
 const abortReason = (signal: AbortSignal): Error =>
