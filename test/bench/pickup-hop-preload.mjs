@@ -15,8 +15,8 @@
  *   answered), `nextJobFromJobData` (ParkingWorker's `takeHanded` building the job), `Job.fromJSON`
  *   in and out, `processJob` (BullMQ's, under ParkingWorker's), `callProcessJob` (the processor).
  */
-import { appendFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import fs, { appendFileSync } from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import net from 'node:net';
 
 const main = process.argv[1] ?? '';
@@ -89,6 +89,20 @@ if (role) {
   // Stamps a patch may add inside product code (`globalThis.__pickupHop?.(label)`).
   globalThis.__pickupHop = stamp;
   if (role === 'runner') {
+    // The program's frame to its sandbox host: the engine writes it straight to the pipe's
+    // descriptor (host-process.ts, `writeSync`/`writevSync` imported by name: the ESM bindings
+    // follow the CJS object once `syncBuiltinESMExports` runs). Round 40 (`seq-stages`).
+    const writeSync = fs.writeSync;
+    fs.writeSync = function (fd, buf, ...rest) {
+      stamp('pipe-write', `${fd} ${buf?.length ?? 0}`);
+      return writeSync.call(this, fd, buf, ...rest);
+    };
+    const writevSync = fs.writevSync;
+    fs.writevSync = function (fd, bufs, ...rest) {
+      stamp('pipe-write', `${fd} ${bufs.reduce((n, b) => n + b.length, 0)}`);
+      return writevSync.call(this, fd, bufs, ...rest);
+    };
+    syncBuiltinESMExports();
     const bullmq = require('bullmq');
     const W = bullmq.Worker.prototype;
     const waitForJob = W.waitForJob;

@@ -24,7 +24,10 @@
  * The runner's own steps between BullMQ's (the pop's continuation, the member's decode, the stand-in
  * returning, `takeHanded`'s answer read and job built) need stamp points in its code:
  * `git apply test/bench/pickup-hop.patch` first (`globalThis.__pickupHop`, which the preload sets),
- * `git apply -R` after. Every runner stamp from its data event to the processor is then listed
+ * `git apply -R` after. That patch no longer applies; round 40's `seq-stages.patch` stamps the same
+ * path anew (the processor, slot, lease, `pickedUp`, the attempt's start, the engine's host and run)
+ * and the end's (`end-turn.ts`). The program's write to its host (`pipe-write`, the preload's
+ * `fs.writeSync`) ends the runner's part: the rows from `pickedUp` and from its `data` to it. Every runner stamp from its data event to the processor is then listed
  * with the one before it (to `h-engine`, the engine's call, where the patch stamps it: round 35
  * `runner-js` added the record's two opens, `h-code-opened` and `h-request-opened`, and `h-begun`).
  */
@@ -37,6 +40,7 @@ import { pct } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { processKind } from './ping-app.ts';
+import { stampsOf } from './stages.ts';
 
 const RUNS = Number(process.env.RUNS ?? 300);
 const WARM = Number(process.env.WARM ?? 200);
@@ -130,7 +134,8 @@ try {
   const offsetS = (performance.timeOrigin + performance.now()) / 1000 - mono();
   const timed = await Promise.all(
     runs.map(async (run) => {
-      const t = JSON.parse((await redis.hget(keys.run(run.id), 'timings')) ?? '{}') as Record<string, number>;
+      // Compact since round 38 (`aof-cut`): stages.ts' reader takes both forms.
+      const t = stampsOf(await redis.hget(keys.run(run.id), 'timings'));
       const m = (ms: number | undefined) => (ms === undefined ? undefined : ms / 1000 - offsetS);
       return { ...run, enqueued: m(t.enqueued), pickedUp: m(t.pickedUp) };
     }),
@@ -233,6 +238,10 @@ function report(
     'hand-off written → runner `data`, runs where the runner came first',
     'hand-off written → runner `data`, runs where the gateway came first',
     "Redis: the hand-off's write → the gateway's reply's write",
+    'pickedUp stamp → program written to the host (pipe)',
+    'all: runner `data` → program written to the host (its part of the path)',
+    'program written → the end of that turn (off the path)',
+    'all: enqueued → program written to the host',
   ] as const;
   const col = new Map<string, number[]>(names.map((n) => [n, []]));
   const put = (n: (typeof names)[number], from: number | undefined, to: number | undefined) => {
@@ -322,10 +331,21 @@ function report(
       else laterTurn++;
     }
     put(names[15], run.enqueued, run.pickedUp);
+    const program = proc && find(proc.t, (e) => e.who === 'runner' && e.ev === 'pipe-write');
+    put(names[23], run.pickedUp, program?.t);
+    put(names[24], rdata.t, program?.t);
+    if (program)
+      put(
+        names[25],
+        program.t,
+        find(program.t, (e) => e.who === 'runner' && e.ev === 'turn-end-bzpopmin')?.t,
+      );
+    put(names[26], run.enqueued, program?.t);
     // Every runner stamp from its data event to the processor (to the run's `pickedUp` where the
     // patch stamps it there, on this clock), each from the one before.
     if (proc) {
       const last =
+        program ??
         find(proc.t, (e) => e.who === 'runner' && e.ev === 'h-engine') ??
         find(proc.t, (e) => e.who === 'runner' && e.ev === 'h-pickedUp') ??
         proc;

@@ -6,7 +6,7 @@
  * EventTarget listener, ended by an abort with its reason, left at the run's end.
  * Read as an order of calls, never from time.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { HostProcess } from './host-process.ts';
 import { Run } from './run.ts';
 import { RunCancel } from './run-cancel.ts';
@@ -203,5 +203,31 @@ describe("a run's start with a cancel handle", () => {
     expect(told).toBe(1);
     expect(cancel.aborted).toBe(true);
     expect(cancel.reason).toBe('first');
+  });
+
+  it("arms the deadline's timer after the program's write, and the deadline still ends the run", () => {
+    vi.useFakeTimers();
+    try {
+      const order: string[] = [];
+      const { host, sent } = standIn(order);
+      const send = host.send.bind(host);
+      host.send = ((m: ToHost) => {
+        order.push(`timers ${vi.getTimerCount()}`);
+        return send(m);
+      }) as typeof host.send;
+      void new Run(host, params(undefined)).execute();
+      // The base armed it first: `timers 1` at the write.
+      expect(order).toEqual(['timers 0', 'send run']);
+      expect(vi.getTimerCount()).toBeGreaterThanOrEqual(1);
+      // The frame carries the whole budget (nothing of it ran before the write).
+      expect((sent[0] as { budgetMs?: number }).budgetMs).toBe(5000);
+      vi.advanceTimersByTime(4999);
+      expect(order).not.toContain('send end');
+      // Spent: the host is told to end the run (its first turn keeps its own deadline too).
+      vi.advanceTimersByTime(1);
+      expect(order).toContain('send end');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -92,7 +92,6 @@ export class Run {
       });
       return result;
     }
-    this.resumeClock();
     const aborted = this.p.signal?.aborted
       ? this.p.signal
       : this.p.cancel?.aborted
@@ -108,6 +107,10 @@ export class Run {
       this.finishNow({ kind: 'protocol', message: 'the program is too large for the sandbox channel' });
       return result;
     }
+    // The deadline's timer is armed right after the write, not before it: the frame carries what is
+    // left of the budget either way (the clock was not running), and the timer's set-up is off the
+    // program's path to its host (test/bench/README.md, round 40 `seq-stages`).
+    this.resumeClock();
     this.firstTurn = 'running';
     // After the program's write, in the same turn: nothing can abort the signal in between (no
     // other code runs), and an EventTarget listener is ~15-20 µs of cold code on a run's start.
