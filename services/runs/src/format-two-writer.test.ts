@@ -156,14 +156,18 @@ describe('format 2 writes the leaner forms, and every reader reads them', () => 
         const today = usageDay(Date.now());
         const usage = (await index.usage(tenant, today, today)).map((d) => ({ ...d, wallMs: 0 }));
         const hour = await redis.hgetall(keys.healthHour(tenant, healthHour(Date.now())));
-        const counters = Object.keys(hour).map((f) =>
-          f.replace(/\|e:(\w+):\d+$/, '|e:$1').replace(/^\d+/, 'b'),
-        );
+        // Summed by name: the field's leading bucket is the end's time, so two ends may fall in one
+        // bucket or two (a boundary between them), whichever format wrote them.
+        const counters: Record<string, number> = {};
+        for (const [f, v] of Object.entries(hour)) {
+          const name = f.replace(/\|e:(\w+):\d+$/, '|e:$1').replace(/^\d+/, 'b');
+          counters[name] = (counters[name] ?? 0) + Number(v);
+        }
         return {
           listed,
           sessions,
           usage,
-          counters: counters.sort(),
+          counters,
           pending: await redis.llen(keys.indexPending(tenant)),
         };
       };
