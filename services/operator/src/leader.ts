@@ -32,6 +32,9 @@ interface LeaderElectorOptions {
   onError?: (err: unknown) => void;
 }
 
+/** Reads and writes a release tries when renewals in flight keep moving the Lease (409). */
+const RELEASE_ATTEMPTS = 3;
+
 export class LeaderElector {
   private readonly o: Required<Omit<LeaderElectorOptions, 'onError'>> & Pick<LeaderElectorOptions, 'onError'>;
   private leading = false;
@@ -70,20 +73,29 @@ export class LeaderElector {
       // Stop acting first: releasing the Lease may itself hang until its timeout.
       this.setLeading(false);
       try {
-        const lease = await this.o.api.readNamespacedLease({
-          name: this.o.name,
-          namespace: this.o.namespace,
-        });
-        if (lease.spec?.holderIdentity === this.o.identity) {
-          lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1 };
-          await this.o.api.replaceNamespacedLease({
-            name: this.o.name,
-            namespace: this.o.namespace,
-            body: lease,
-          });
-        }
+        await this.release();
       } catch (err) {
         this.o.onError?.(err);
+      }
+    }
+  }
+
+  /**
+   * Writes the Lease free if it is still ours. A renewal sent before `stop` may land between this
+   * read and write (409: the resourceVersion moved): read again, or the Lease stays held until it
+   * runs out and a successor waits a whole lease duration for nothing.
+   */
+  private async release(): Promise<void> {
+    const { api, name, namespace, identity } = this.o;
+    for (let attempt = 0; attempt < RELEASE_ATTEMPTS; attempt++) {
+      const lease = await api.readNamespacedLease({ name, namespace });
+      if (lease.spec?.holderIdentity !== identity) return;
+      lease.spec = { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1 };
+      try {
+        await api.replaceNamespacedLease({ name, namespace, body: lease });
+        return;
+      } catch (err) {
+        if (statusOf(err) !== 409) throw err;
       }
     }
   }
@@ -175,6 +187,8 @@ export class LeaderElector {
     const durationMs = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
     const expired = !spec.holderIdentity || this.observedAtMs + durationMs <= now;
     if (!heldByMe && !expired) return false;
+    // Stopped while the read was out: a write now could take back a Lease `stop` has just freed.
+    if (!this.running) return false;
     lease.spec = {
       ...spec,
       holderIdentity: identity,
