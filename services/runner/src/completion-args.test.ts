@@ -59,6 +59,21 @@ describe("a completion's arguments", () => {
           expect(Buffer.compare(ours?.[21] as Buffer, theirs[21] as Buffer)).toBe(0);
         }
       expect(writer?.builds).toBe(1);
+      // Across its slabs (16 KB each: ~150 of these a slab), no bytes handed out written over.
+      const kept: [Buffer, Buffer][] = [];
+      for (let i = 0; i < 400; i++) {
+        const token = `${worker.id}:${'t'.repeat(i % 90)}:${i}`;
+        const theirs = scripts.moveToCompletedArgs(
+          job,
+          '"completed"',
+          job.opts.removeOnComplete,
+          token,
+          true,
+        );
+        const ours = writer?.args(job, '"completed"', job.opts.removeOnComplete, token, true);
+        kept.push([ours?.[21] as Buffer, theirs[21] as Buffer]);
+      }
+      for (const [ours, theirs] of kept) expect(Buffer.compare(ours, theirs)).toBe(0);
       // Another job's options (another attempts, no removeOnComplete): made again, still BullMQ's.
       await queue.add('other', { n: 2 }, { jobId: 'j2', attempts: 1, failParentOnFailure: true });
       const other = (await Job.fromId(worker as unknown as Queue, 'j2')) as Job;
@@ -69,7 +84,7 @@ describe("a completion's arguments", () => {
         expect(Buffer.compare(ours?.[21] as Buffer, theirs[21] as Buffer)).toBe(0);
       }
       expect(writer?.builds).toBe(5);
-      expect(writer?.writes).toBe(tokens.length * 2 + 4);
+      expect(writer?.writes).toBe(tokens.length * 2 + 400 + 4);
     } finally {
       vi.useRealTimers();
       await worker.close();

@@ -79,19 +79,28 @@ function sameTerm(a: unknown, b: unknown): boolean {
   return true;
 }
 
+/** Bytes of the slab the packed options are written into (a new one when it is full). */
+const SLAB_BYTES = 16 * 1024;
+
 /** msgpack's header of a string of `bytes` bytes, as msgpackr writes it (fixstr, str8, str16, str32). */
-function strHeader(bytes: number): Buffer {
-  if (bytes < 0x20) return Buffer.from([0xa0 | bytes]);
-  if (bytes < 0x100) return Buffer.from([0xd9, bytes]);
-  if (bytes < 0x10000) return Buffer.from([0xda, bytes >> 8, bytes & 0xff]);
-  const b = Buffer.alloc(5);
-  b[0] = 0xdb;
-  b.writeUInt32BE(bytes, 1);
-  return b;
+function strHeader(bytes: number): number[] {
+  if (bytes < 0x20) return [0xa0 | bytes];
+  if (bytes < 0x100) return [0xd9, bytes];
+  if (bytes < 0x10000) return [0xda, bytes >> 8, bytes & 0xff];
+  return [0xdb, (bytes >>> 24) & 0xff, (bytes >> 16) & 0xff, (bytes >> 8) & 0xff, bytes & 0xff];
+}
+
+/** Whether `text` is ASCII only (one byte a character in UTF-8). */
+function ascii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
 }
 
 export class CompletionArgsWriter {
   private made: { terms: FixedTerms; head: Buffer; tail: Buffer; metricsKey: string } | undefined;
+  /** Where the packed options are written, and how far (`packed`). */
+  private slab: Buffer | undefined;
+  private slabAt = 0;
   /** Times the fixed bytes were made (tests read it). */
   builds = 0;
   /** Completions' arguments written (tests read it). */
@@ -131,20 +140,36 @@ export class CompletionArgsWriter {
     const queue = scripts.queue;
     const opts = queue.opts;
     const jobOpts = job.opts;
-    const terms: FixedTerms = {
-      name: opts.name,
-      keepJobs: scripts.getKeepJobs(removeOnComplete, opts.removeOnComplete),
-      limiter: opts.limiter,
-      lockDuration: opts.lockDuration,
-      attempts: jobOpts.attempts,
-      maxMetricsSize: opts.metrics?.maxDataPoints ? opts.metrics.maxDataPoints : '',
-      fpof: !!jobOpts?.failParentOnFailure,
-      cpof: !!jobOpts?.continueParentOnFailure,
-      idof: !!jobOpts?.ignoreDependencyOnFailure,
-      rdof: !!jobOpts?.removeDependencyOnFailure,
-    };
+    const keepJobs = scripts.getKeepJobs(removeOnComplete, opts.removeOnComplete);
+    const maxMetricsSize = opts.metrics?.maxDataPoints ? opts.metrics.maxDataPoints : '';
     let made = this.made;
-    if (!made || !this.same(made.terms, terms)) {
+    // Compared term by term, no object made (the common case: all the same as the last).
+    const was = made?.terms;
+    const same =
+      was !== undefined &&
+      was.name === opts.name &&
+      sameTerm(was.keepJobs, keepJobs) &&
+      was.limiter === opts.limiter &&
+      was.lockDuration === opts.lockDuration &&
+      was.attempts === jobOpts.attempts &&
+      was.maxMetricsSize === maxMetricsSize &&
+      was.fpof === !!jobOpts?.failParentOnFailure &&
+      was.cpof === !!jobOpts?.continueParentOnFailure &&
+      was.idof === !!jobOpts?.ignoreDependencyOnFailure &&
+      was.rdof === !!jobOpts?.removeDependencyOnFailure;
+    if (!made || !same) {
+      const terms: FixedTerms = {
+        name: opts.name,
+        keepJobs,
+        limiter: opts.limiter,
+        lockDuration: opts.lockDuration,
+        attempts: jobOpts.attempts,
+        maxMetricsSize,
+        fpof: !!jobOpts?.failParentOnFailure,
+        cpof: !!jobOpts?.continueParentOnFailure,
+        idof: !!jobOpts?.ignoreDependencyOnFailure,
+        rdof: !!jobOpts?.removeDependencyOnFailure,
+      };
       // Packed with an empty token: the map's header (msgpackr's map16) and the key `token`, its
       // value (one byte, fixstr 0xa0), then the fixed terms.
       const whole = packer.pack({ token: '', ...terms });
@@ -159,13 +184,7 @@ export class CompletionArgsWriter {
       this.builds++;
     }
     this.writes++;
-    const bytes = Buffer.byteLength(token);
-    const header = strHeader(bytes);
-    const packed = Buffer.allocUnsafe(made.head.length + header.length + bytes + made.tail.length);
-    let at = made.head.copy(packed, 0);
-    at += header.copy(packed, at);
-    at += packed.write(token, at);
-    made.tail.copy(packed, at);
+    const packed = this.packed(made.head, token, made.tail);
     const k = scripts.moveToFinishedKeys;
     const queueKeys = queue.keys;
     return [
@@ -195,18 +214,33 @@ export class CompletionArgsWriter {
     ];
   }
 
-  private same(was: FixedTerms, now: FixedTerms): boolean {
-    return (
-      was.name === now.name &&
-      sameTerm(was.keepJobs, now.keepJobs) &&
-      was.limiter === now.limiter &&
-      was.lockDuration === now.lockDuration &&
-      was.attempts === now.attempts &&
-      was.maxMetricsSize === now.maxMetricsSize &&
-      was.fpof === now.fpof &&
-      was.cpof === now.cpof &&
-      was.idof === now.idof &&
-      was.rdof === now.rdof
-    );
+  /**
+   * `head`, the token as a msgpack string, `tail`: written into a slab as msgpackr writes into its
+   * own (set and a loop of bytes, no call into Node's native Buffer code: those were ~16 µs a
+   * completion in the runner's cold end, round 40 `bull-path`), the slice handed out never written
+   * again. A token not ASCII-only goes through Buffer's UTF-8 encoder.
+   */
+  private packed(head: Buffer, token: string, tail: Buffer): Buffer {
+    const bytes = ascii(token) ? token.length : Buffer.byteLength(token);
+    const header = strHeader(bytes);
+    const size = head.length + header.length + bytes + tail.length;
+    if (size > SLAB_BYTES) return Buffer.concat([head, Buffer.from(header), Buffer.from(token), tail]);
+    let slab = this.slab;
+    let at = this.slabAt;
+    if (!slab || at + size > slab.length) {
+      slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+      this.slab = slab;
+      at = 0;
+    }
+    const start = at;
+    slab.set(head, at);
+    at += head.length;
+    for (let i = 0; i < header.length; i++) slab[at++] = header[i] as number;
+    if (bytes === token.length) for (let i = 0; i < bytes; i++) slab[at++] = token.charCodeAt(i);
+    else at += slab.write(token, at);
+    slab.set(tail, at);
+    at += tail.length;
+    this.slabAt = at;
+    return slab.subarray(start, at);
   }
 }
