@@ -69,21 +69,22 @@ export class RunJobBuilder {
     const data: unknown = JSON.parse(json.data || '{}');
     const job = new Job(queue, json.name, data, this.optsOf(json.opts) as Job['opts'], json.id || jobId);
     const fields = job as unknown as JobFields;
+    // Radix 10 where BullMQ gives none: the fields are decimal integers its scripts write, read the same.
     job.progress = json.progress ? JSON.parse(json.progress) : 0;
-    job.delay = Number.parseInt(json.delay);
-    job.priority = Number.parseInt(json.priority);
-    job.timestamp = Number.parseInt(json.timestamp);
-    if (json.finishedOn) job.finishedOn = Number.parseInt(json.finishedOn);
-    if (json.processedOn) job.processedOn = Number.parseInt(json.processedOn);
+    job.delay = Number.parseInt(json.delay, 10);
+    job.priority = Number.parseInt(json.priority, 10);
+    job.timestamp = Number.parseInt(json.timestamp, 10);
+    if (json.finishedOn) job.finishedOn = Number.parseInt(json.finishedOn, 10);
+    if (json.processedOn) job.processedOn = Number.parseInt(json.processedOn, 10);
     if (json.rjk) job.repeatJobKey = json.rjk;
     if (json.deid) {
       fields.debounceId = json.deid;
       job.deduplicationId = json.deid;
     }
     if (json.failedReason) job.failedReason = json.failedReason;
-    job.attemptsStarted = Number.parseInt(json.ats || '0');
-    job.attemptsMade = Number.parseInt(json.attemptsMade || json.atm || '0');
-    job.stalledCounter = Number.parseInt(json.stc || '0');
+    job.attemptsStarted = Number.parseInt(json.ats || '0', 10);
+    job.attemptsMade = Number.parseInt(json.attemptsMade || json.atm || '0', 10);
+    job.stalledCounter = Number.parseInt(json.stc || '0', 10);
     if (raw.defa) fields.deferredFailure = raw.defa;
     job.stacktrace = tracesOf(json.stacktrace);
     if (typeof json.returnvalue === 'string') job.returnvalue = returnValueOf(json.returnvalue);
