@@ -41,10 +41,14 @@ describe("BullMQ's work on a run's path", () => {
       const worker = t.worker();
       const builder = worker.jobBuilder;
       const writer = () =>
-        (worker as unknown as { scripts: { completionArgs?: { writes: number; builds: number } } }).scripts
-          .completionArgs;
+        (
+          worker as unknown as {
+            scripts: { completionArgs?: { writes: number; builds: number; preparedUses: number } };
+          }
+        ).scripts.completionArgs;
       const ids = ['b1', 'b2', 'b3', 'b4'];
       const builds = builder.builds;
+      const preparedUses = writer()?.preparedUses ?? 0;
       const decodes = builder.decodes;
       for (const id of ids) {
         await untilIdle(redis, t);
@@ -62,6 +66,10 @@ describe("BullMQ's work on a run's path", () => {
       expect(builder.decodes - decodes).toBe(1);
       // The completion's fixed parts made once for all (the warm-up's run made them).
       expect(writer()?.builds).toBe(1);
+      // Each handed job's packed options made at its registration, off the run's end; but the
+      // first's: its token was registered while the warm-up's run went on, before any completion
+      // had made the fixed parts.
+      expect((writer()?.preparedUses ?? 0) - preparedUses).toBeGreaterThanOrEqual(ids.length - 1);
       for (const id of ids) {
         expect(await redis.hmget(keys.run(id), 'status', 'attempts')).toEqual(['Completed', '1']);
         const job = await t.queue.getJob(id);

@@ -74,6 +74,40 @@ describe("a completion's arguments", () => {
         kept.push([ours?.[21] as Buffer, theirs[21] as Buffer]);
       }
       for (const [ours, theirs] of kept) expect(Buffer.compare(ours, theirs)).toBe(0);
+      // Made before its job came (a hand-off's token): the same bytes, used once, for that token only.
+      writer?.prepare(`${worker.id}:h:9`);
+      const unprepared = writer?.args(
+        job,
+        '"completed"',
+        job.opts.removeOnComplete,
+        `${worker.id}:h:8`,
+        true,
+      );
+      expect(writer?.preparedUses).toBe(0);
+      for (const token of [`${worker.id}:h:9`, `${worker.id}:h:9`]) {
+        const theirs = scripts.moveToCompletedArgs(
+          job,
+          '"completed"',
+          job.opts.removeOnComplete,
+          token,
+          true,
+        );
+        const ours = writer?.args(job, '"completed"', job.opts.removeOnComplete, token, true);
+        expect(Buffer.compare(ours?.[21] as Buffer, theirs[21] as Buffer)).toBe(0);
+      }
+      expect(writer?.preparedUses).toBe(1);
+      expect(
+        Buffer.compare(
+          unprepared?.[21] as Buffer,
+          scripts.moveToCompletedArgs(
+            job,
+            '"completed"',
+            job.opts.removeOnComplete,
+            `${worker.id}:h:8`,
+            true,
+          )[21] as Buffer,
+        ),
+      ).toBe(0);
       // Another job's options (another attempts, no removeOnComplete): made again, still BullMQ's.
       await queue.add('other', { n: 2 }, { jobId: 'j2', attempts: 1, failParentOnFailure: true });
       const other = (await Job.fromId(worker as unknown as Queue, 'j2')) as Job;
@@ -84,7 +118,7 @@ describe("a completion's arguments", () => {
         expect(Buffer.compare(ours?.[21] as Buffer, theirs[21] as Buffer)).toBe(0);
       }
       expect(writer?.builds).toBe(5);
-      expect(writer?.writes).toBe(tokens.length * 2 + 400 + 4);
+      expect(writer?.writes).toBe(tokens.length * 2 + 400 + 3 + 4);
     } finally {
       vi.useRealTimers();
       await worker.close();
