@@ -242,6 +242,7 @@ function report(
     'all: runner `data` → program written to the host (its part of the path)',
     'program written → the end of that turn (off the path)',
     'all: enqueued → program written to the host',
+    'take → BullMQ processJob (the job built: fromJSON or its own)',
   ] as const;
   const col = new Map<string, number[]>(names.map((n) => [n, []]));
   const put = (n: (typeof names)[number], from: number | undefined, to: number | undefined) => {
@@ -311,9 +312,16 @@ function report(
     const parsed = find(rdata.t, (e) => e.who === 'runner' && e.ev === 'reply-bzpopmin');
     const waited = parsed && find(parsed.t, (e) => e.who === 'runner' && e.ev === 'waited');
     const take = waited && find(waited.t, (e) => e.who === 'runner' && e.ev === 'take');
+    // A runner that builds its jobs without `Job.fromJSON` (round 40 `bull-path`) stamps none: the
+    // processJob after the take then.
+    const pjOfTake = take && find(take.t, (e) => e.who === 'runner' && e.ev === 'processJob');
     const fjIn = take && find(take.t, (e) => e.who === 'runner' && e.ev === 'fromJSON<');
-    const fjOut = fjIn && find(fjIn.t, (e) => e.who === 'runner' && e.ev === 'fromJSON>');
-    const pj = fjOut && find(fjOut.t, (e) => e.who === 'runner' && e.ev === 'processJob');
+    const fjOut =
+      fjIn && (!pjOfTake || fjIn.t < pjOfTake.t)
+        ? find(fjIn.t, (e) => e.who === 'runner' && e.ev === 'fromJSON>')
+        : undefined;
+    const pj = fjOut ? find(fjOut.t, (e) => e.who === 'runner' && e.ev === 'processJob') : pjOfTake;
+    put(names[27], take?.t, pj?.t);
     const proc = pj && find(pj.t, (e) => e.who === 'runner' && e.ev === 'processor');
     put(names[8], rdata.t, parsed?.t);
     put(names[9], parsed?.t, waited?.t);

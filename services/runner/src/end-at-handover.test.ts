@@ -48,6 +48,10 @@ describe("a run's end and its job's completion, sent as the end is handed over",
           return handleCompleted.apply(this, a);
         },
       });
+      const writer = (
+        worker as unknown as { scripts: { completionArgs?: { writes: number; builds: number } } }
+      ).scripts.completionArgs;
+      const writesBefore = writer?.writes ?? 0;
       const fusedBefore = worker.fusedCompletions;
       const atEndBefore = worker.completionsAtEnd;
       const m = await monitor();
@@ -82,9 +86,13 @@ describe("a run's end and its job's completion, sent as the end is handed over",
         expect(await job?.getState()).toBe('completed');
       }
       expect(await t.queue.getCompletedCount()).toBe(4);
-      // Built once a run: BullMQ's own completion reuses the arguments sent (no second `pack`).
+      // Built once a run: BullMQ's own completion reuses the arguments sent (no second `pack`); by
+      // the worker's writer, its fixed parts made once (completion-args.ts), not by BullMQ's
+      // `moveToCompletedArgs` (eb0b0c0: once a run by it).
+      expect((writer?.writes ?? 0) - writesBefore).toBe(3);
+      expect(writer?.builds).toBe(1);
       for (const id of ids)
-        expect(built.mock.calls.filter((c) => (c[0] as { id?: string }).id === id)).toHaveLength(1);
+        expect(built.mock.calls.filter((c) => (c[0] as { id?: string }).id === id)).toHaveLength(0);
     } finally {
       built.mockRestore();
       run.mockRestore();

@@ -7,6 +7,7 @@
  * a closing worker runs no job it had not started.
  */
 import { Job, type RedisClient, type Worker } from 'bullmq';
+import type { CompletionArgsWriter } from './completion-args.ts';
 import {
   closeIdle,
   type Handed,
@@ -87,6 +88,10 @@ export class HandOffWait<DataType> {
       return wait(bclient, blockUntil);
     const token = `${this.worker.id}:h:${this.tokens++}`;
     if (!(await start.on()) || (gate && !gate.reserveIdle(token))) return wait(bclient, blockUntil);
+    // The completion of a job handed under this token: its packed options made now, off the path.
+    (
+      this.worker as unknown as { scripts?: { completionArgs?: CompletionArgsWriter } }
+    ).scripts?.completionArgs?.prepare(token);
     const blocking: RedisClient = Object.create(bclient);
     (blocking as unknown as { bzpopmin: unknown }).bzpopmin = async (marker: string, timeoutS: number) => {
       const opts = this.worker.opts;

@@ -4,6 +4,7 @@
  * or the completion sent at once (`completeAtEnd`).
  */
 import type { RedisClient } from 'bullmq';
+import { CompletionArgsWriter } from './completion-args.ts';
 import { completingExec, type PendingEnd } from './end-complete-store.ts';
 import type { ExecScripts, FetchStart } from './parking-worker-types.ts';
 import type { SlotGate } from './slot-gate.ts';
@@ -70,7 +71,10 @@ export function deferRunEnd(
     );
     // BullMQ's completion of a job whose completion went already builds no arguments again: it
     // gets those sent (its `finishedOn` then reads the timestamp Redis stored).
-    const argsOf = scripts.moveToCompletedArgs?.bind(scripts);
+    // Built with the completion's fixed parts made once a worker (completion-args.ts), BullMQ's own elsewhere.
+    const writer = scripts.moveToCompletedArgs ? CompletionArgsWriter.of(scripts) : undefined;
+    scripts.completionArgs = writer;
+    const argsOf = writer ? writer.args.bind(writer) : scripts.moveToCompletedArgs?.bind(scripts);
     if (argsOf)
       scripts.moveToCompletedArgs = (job, ...rest) =>
         host.sentEarly.get(String((job as { id?: unknown }).id))?.args ?? argsOf(job, ...rest);

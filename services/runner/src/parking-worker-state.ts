@@ -4,13 +4,14 @@
  * helpers take (`closeHost`: parking-worker-close.ts; `loop`: BullMQ's fetch-loop privates). Apart
  * from the behaviour so each file stays under ~400 lines; the behaviour is ParkingWorker's.
  */
-import { type RedisClient, Worker } from 'bullmq';
+import { type JobJsonRaw, type RedisClient, Worker } from 'bullmq';
 import type { PendingEnd } from './end-complete-store.ts';
 import { HandedNext } from './handed-next.ts';
 import type { HandOff, HandOffWait } from './handoff-wait.ts';
 import type { CloseHost } from './parking-worker-close.ts';
 import type { SentEarly } from './parking-worker-end.ts';
 import type { FetchLoopState, FetchStart } from './parking-worker-types.ts';
+import { RunJobBuilder } from './run-job-build.ts';
 import type { SlotGate } from './slot-gate.ts';
 
 export class ParkingWorkerState<DataType> extends Worker<DataType> {
@@ -88,6 +89,13 @@ export class ParkingWorkerState<DataType> extends Worker<DataType> {
     this.bullClosing = new Promise((resolve) => {
       this.closeBegan = resolve;
     });
+  }
+
+  /** Builds the jobs it fetches, their options' text decoded once (run-job-build.ts). */
+  readonly jobBuilder = new RunJobBuilder();
+
+  protected override createJob(data: JobJsonRaw, jobId: string): ReturnType<Worker<DataType>['createJob']> {
+    return this.jobBuilder.build(this, data, jobId) as ReturnType<Worker<DataType>['createJob']>;
   }
 
   /** Whether the close began: read where a job could be taken, at the moment it would be. */

@@ -3,6 +3,7 @@
  * hooks; apart so the worker stays under ~400 lines.
  */
 import type { RedisClient } from 'bullmq';
+import type { CompletionArgsWriter } from './completion-args.ts';
 import type { MovedJob } from './fetch-start-store.ts';
 
 /** BullMQ's fetch-loop state, private there; read and set here to skip fetches it would make for nothing. */
@@ -44,4 +45,6 @@ export interface ExecScripts {
   ): unknown[];
   version: string;
   fused?: boolean;
+  /** Its completions' arguments' writer, once fused (completion-args.ts; undefined: BullMQ's own). */
+  completionArgs?: CompletionArgsWriter | undefined;
 }
