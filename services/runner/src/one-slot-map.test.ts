@@ -36,7 +36,9 @@ function walk(seed: number, steps: number) {
     expect([...ours.keys()]).toEqual([...map.keys()]);
     expect([...ours.values()]).toEqual([...map.values()]);
     const each: unknown[] = [];
-    ours.forEach((v, k) => each.push([k, v]));
+    ours.forEach((v, k) => {
+      each.push([k, v]);
+    });
     expect(each).toEqual([...map.entries()]);
     for (const k of keys) {
       expect(ours.has(k)).toBe(map.has(k));

@@ -16,7 +16,7 @@
  */
 
 /** SameValueZero: a `Map`'s key equality (NaN equals NaN; +0 equals -0). */
-const same = (a: unknown, b: unknown): boolean => a === b || (a !== a && b !== b);
+const same = (a: unknown, b: unknown): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
 
 export class OneSlotMap<K, V> {
   private held = false;
@@ -27,13 +27,19 @@ export class OneSlotMap<K, V> {
   /** Iterations under way: while any is, the front is not taken (an entry added there is visited). */
   private iterating = 0;
 
+  /** The map behind the front, made when first needed and kept. */
+  private behind(): Map<K, V> {
+    if (this.rest === undefined) this.rest = new Map();
+    return this.rest;
+  }
+
   get size(): number {
     return (this.held ? 1 : 0) + (this.rest === undefined ? 0 : this.rest.size);
   }
 
   has(key: K): boolean {
     if (this.held && same(this.oneKey, key)) return true;
-    return this.rest !== undefined && this.rest.has(key);
+    return this.rest?.has(key) ?? false;
   }
 
   get(key: K): V | undefined {
@@ -44,12 +50,12 @@ export class OneSlotMap<K, V> {
   set(key: K, value: V): this {
     if (this.held) {
       if (same(this.oneKey, key)) this.oneValue = value;
-      else (this.rest ??= new Map()).set(key, value);
+      else this.behind().set(key, value);
     } else if (this.iterating === 0 && (this.rest === undefined || this.rest.size === 0)) {
       this.held = true;
       this.oneKey = key;
       this.oneValue = value;
-    } else (this.rest ??= new Map()).set(key, value);
+    } else this.behind().set(key, value);
     return this;
   }
 
@@ -60,7 +66,7 @@ export class OneSlotMap<K, V> {
       this.oneValue = undefined;
       return true;
     }
-    return this.rest !== undefined && this.rest.delete(key);
+    return this.rest?.delete(key) ?? false;
   }
 
   clear(): void {
@@ -75,7 +81,7 @@ export class OneSlotMap<K, V> {
     this.iterating++;
     try {
       if (this.held) fn(this.oneValue as V, this.oneKey as K);
-      (this.rest ??= new Map()).forEach(fn);
+      this.behind().forEach(fn);
     } finally {
       this.iterating--;
     }
@@ -85,7 +91,7 @@ export class OneSlotMap<K, V> {
     this.iterating++;
     try {
       if (this.held) yield [this.oneKey as K, this.oneValue as V];
-      yield* (this.rest ??= new Map()).entries();
+      yield* this.behind().entries();
     } finally {
       this.iterating--;
     }

@@ -9,7 +9,7 @@
  */
 
 /** SameValueZero: a `Set`'s equality (NaN equals NaN; +0 equals -0). */
-const same = (a: unknown, b: unknown): boolean => a === b || (a !== a && b !== b);
+const same = (a: unknown, b: unknown): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
 
 export class OneSlotSet<T> {
   private held = false;
@@ -19,22 +19,28 @@ export class OneSlotSet<T> {
   /** Iterations under way: while any is, the front is not taken (a member added there is visited). */
   private iterating = 0;
 
+  /** The set behind the front, made when first needed and kept. */
+  private behind(): Set<T> {
+    if (this.rest === undefined) this.rest = new Set();
+    return this.rest;
+  }
+
   get size(): number {
     return (this.held ? 1 : 0) + (this.rest === undefined ? 0 : this.rest.size);
   }
 
   has(value: T): boolean {
     if (this.held && same(this.one, value)) return true;
-    return this.rest !== undefined && this.rest.has(value);
+    return this.rest?.has(value) ?? false;
   }
 
   add(value: T): this {
     if (this.held) {
-      if (!same(this.one, value)) (this.rest ??= new Set()).add(value);
+      if (!same(this.one, value)) this.behind().add(value);
     } else if (this.iterating === 0 && (this.rest === undefined || this.rest.size === 0)) {
       this.held = true;
       this.one = value;
-    } else (this.rest ??= new Set()).add(value);
+    } else this.behind().add(value);
     return this;
   }
 
@@ -44,7 +50,7 @@ export class OneSlotSet<T> {
       this.one = undefined;
       return true;
     }
-    return this.rest !== undefined && this.rest.delete(value);
+    return this.rest?.delete(value) ?? false;
   }
 
   clear(): void {
@@ -57,7 +63,7 @@ export class OneSlotSet<T> {
     this.iterating++;
     try {
       if (this.held) yield this.one as T;
-      yield* (this.rest ??= new Set()).values();
+      yield* this.behind().values();
     } finally {
       this.iterating--;
     }

@@ -9,6 +9,8 @@ import type { RunJobData } from '@islet/runs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { FairShare } from './fair-share.ts';
+import type { OneSlotMap } from './one-slot-map.ts';
+import type { OneSlotSet } from './one-slot-set.ts';
 import type { ParkingWorker } from './parking-worker.ts';
 import type { RunExecutor } from './run-executor.ts';
 import type { RunJob } from './run-job.ts';
@@ -38,7 +40,8 @@ export interface RunnerContext {
   skills: SkillExecutor | undefined;
   metrics: Metrics;
   logger: Logger;
-  active: Map<string, RunJob>;
+  /** Running jobs by run id: one to none every run at one client (one-slot-map.ts). */
+  active: OneSlotMap<string, RunJob>;
   gates: Map<SandboxMode, SlotGate>;
   /** Jobs inside process() per mode, deferred ones included: a worker holding any is never restarted. */
   held: Partial<Record<SandboxMode, number>>;
@@ -48,7 +51,7 @@ export interface RunnerContext {
   /** The runner's close began: no worker is made any more (a restart in flight makes none). */
   stopping: boolean;
   /** Lease releases still in flight (they never reject: a failed one is logged and lapses). */
-  releasing: Set<Promise<void>>;
+  releasing: OneSlotSet<Promise<void>>;
 }
 
 /**
