@@ -78,9 +78,13 @@ const oursSetCycle = (i: number) => {
 };
 
 const id = bytesARound(idOnly);
-console.log(`a running job's controls, eager (3 AbortControllers): ${(bytesARound(eager) - id).toFixed(0)} B`);
+console.log(
+  `a running job's controls, eager (3 AbortControllers): ${(bytesARound(eager) - id).toFixed(0)} B`,
+);
 console.log(`a RunJob, no signal asked for:                      ${(bytesARound(lazy) - id).toFixed(0)} B`);
-console.log(`a RunJob with its stop signal asked for:            ${(bytesARound((i) => lazy(i).stop) - id).toFixed(0)} B`);
+console.log(
+  `a RunJob with its stop signal asked for:            ${(bytesARound((i) => lazy(i).stop) - id).toFixed(0)} B`,
+);
 console.log(`Map: one entry set and deleted:     ${bytesARound(mapCycle).toFixed(0)} B`);
 console.log(`OneSlotMap: the same:               ${bytesARound(oursCycle).toFixed(0)} B`);
 console.log(`Set: one member added and deleted:  ${bytesARound(setCycle).toFixed(0)} B`);
