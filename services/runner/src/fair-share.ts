@@ -55,6 +55,8 @@ import {
   releaseCall,
 } from '@islet/runs';
 import type { Redis } from 'ioredis';
+import { OneSlotMap } from './one-slot-map.ts';
+import { OneSlotSet } from './one-slot-set.ts';
 
 const NOW_MS = `
 local t = redis.call('TIME')
@@ -125,9 +127,10 @@ export function createFairShare(deps: FairShareDeps) {
   const { redis, config, logger } = deps;
   const instance = `${config.ISLET_RUNNER_NAME ?? hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const leaseMs = config.ISLET_TENANT_SHARE_LEASE_MS;
-  const held = new Map<string, { mode: SandboxMode; tenant: string; jobId: string }>();
+  // One to none every run at one client: its first entry in fields in front of a Map (one-slot-map.ts).
+  const held = new OneSlotMap<string, { mode: SandboxMode; tenant: string; jobId: string }>();
   /** Promotions of jobs a slot was leased to, still in flight (close waits for them). */
-  const pending = new Set<Promise<void>>();
+  const pending = new OneSlotSet<Promise<void>>();
   let modes: SandboxMode[] = [];
   let timer: NodeJS.Timeout | undefined;
   const heldKey = (mode: SandboxMode, jobId: string) => `${mode}\u0000${jobId}`;

@@ -4,13 +4,14 @@
  */
 import type { Job } from 'bullmq';
 import type { Handed } from './handoff-store.ts';
+import type { OneSlotMap } from './one-slot-map.ts';
 import type { FetchStart } from './parking-worker-types.ts';
 import type { SlotGate } from './slot-gate.ts';
 
 /** What the give-backs read and write of their worker (its private maps, counters and state). */
 export interface CloseHost {
-  started: Map<string, unknown>;
-  keptFor: Map<string, string>;
+  started: OneSlotMap<string, unknown>;
+  keptFor: OneSlotMap<string, string>;
   gate: SlotGate | undefined;
   fetchStart: FetchStart | undefined;
   handOffWait: { take(): Handed | undefined; giveBack(handed: Handed): Promise<void> } | undefined;

@@ -6,20 +6,21 @@
 import type { RedisClient } from 'bullmq';
 import { CompletionArgsWriter } from './completion-args.ts';
 import { completingExec, type PendingEnd } from './end-complete-store.ts';
+import type { OneSlotMap } from './one-slot-map.ts';
 import type { ExecScripts, FetchStart } from './parking-worker-types.ts';
 import type { SlotGate } from './slot-gate.ts';
 
 /** What the end reads and writes of its worker (its private maps, counters and state). */
 export interface DeferEndHost {
   scripts: ExecScripts | undefined;
-  pendingEnds: Map<string, PendingEnd>;
+  pendingEnds: OneSlotMap<string, PendingEnd>;
   /**
    * Completions sent as their run's end was handed over (`completeAtEnd`), by job id: their
    * arguments and answer, until BullMQ's own completion takes them.
    */
-  sentEarly: Map<string, SentEarly>;
-  started: Map<string, unknown>;
-  keptFor: Map<string, string>;
+  sentEarly: OneSlotMap<string, SentEarly>;
+  started: OneSlotMap<string, unknown>;
+  keptFor: OneSlotMap<string, string>;
   fetchStart: FetchStart | undefined;
   gate: SlotGate | undefined;
   isClosing(): boolean;

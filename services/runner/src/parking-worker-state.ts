@@ -8,23 +8,30 @@ import { type JobJsonRaw, type RedisClient, Worker } from 'bullmq';
 import type { PendingEnd } from './end-complete-store.ts';
 import { HandedNext } from './handed-next.ts';
 import type { HandOff, HandOffWait } from './handoff-wait.ts';
+import { OneSlotMap } from './one-slot-map.ts';
+import { OneSlotSet } from './one-slot-set.ts';
 import type { CloseHost } from './parking-worker-close.ts';
 import type { SentEarly } from './parking-worker-end.ts';
 import type { FetchLoopState, FetchStart } from './parking-worker-types.ts';
 import { RunJobBuilder } from './run-job-build.ts';
 import type { SlotGate } from './slot-gate.ts';
 
+/**
+ * The maps and sets below go from one entry to none every run at one client: each holds its first
+ * entry in fields in front of a `Map`/`Set` (one-slot-map.ts), which a delete to empty would
+ * otherwise make a new table for (test/bench/README.md, round 40 `runner-alloc`).
+ */
 export class ParkingWorkerState<DataType> extends Worker<DataType> {
   gate: SlotGate | undefined;
   fetchStart: FetchStart | undefined;
   /** Answers of run starts made by fetches, by job id, until the processor takes them. */
-  protected readonly started = new Map<string, unknown>();
+  protected readonly started = new OneSlotMap<string, unknown>();
   /** Tokens of jobs a fetch brought that BullMQ has not handed to `processJob` yet. */
-  protected readonly unstarted = new Set<string>();
+  protected readonly unstarted = new OneSlotSet<string>();
   /** A "later" fetch's pause, ended as a completion's next job reaches BullMQ's loop (handed-next.ts). */
   readonly handedNext = new HandedNext();
   /** Tokens of the processJob calls under way (a fetch inside one brings a job under its token). */
-  protected readonly processing = new Set<string>();
+  protected readonly processing = new OneSlotSet<string>();
   /** Fetches that went to Redis (tests read it: the count, never a duration). */
   redisFetches = 0;
   /** Looks at the queue that found it drained, so no fetch went (tests read it). */
@@ -36,19 +43,19 @@ export class ParkingWorkerState<DataType> extends Worker<DataType> {
   /** The last fetch that started its run found the queue drained behind its job; for the next fetch only. */
   protected drainedBehind = false;
   /** Run ends handed to their job's completion (`deferEnd`), by job id, until it runs them. */
-  protected readonly pendingEnds = new Map<string, PendingEnd>();
+  protected readonly pendingEnds = new OneSlotMap<string, PendingEnd>();
   /** Completions that ran their run's end in the same script (tests read it). */
   fusedCompletions = 0;
   /** Completions sent as their run's end was handed over (`completeAtEnd`; tests read it). */
   completionsAtEnd = 0;
   /** Their answers, by job id, until BullMQ's own completion call takes them. */
-  protected readonly sentEarly = new Map<string, SentEarly>();
+  protected readonly sentEarly = new OneSlotMap<string, SentEarly>();
   /** Each job's `fetchNext` callback as its `processJob` was given it (wrapped), by token. */
-  protected readonly fetchNexts = new Map<string, () => boolean>();
+  protected readonly fetchNexts = new OneSlotMap<string, () => boolean>();
   /** The worker's client once resolved: a completion sent at the end's hand-over goes on it. */
   protected readyClient: RedisClient | undefined;
   /** Tokens whose completion brought a next job started (its id): its slot stays reserved for it. */
-  protected readonly keptFor = new Map<string, string>();
+  protected readonly keptFor = new OneSlotMap<string, string>();
   /** Completions that also started their next job's run (tests read it). */
   completionStarts = 0;
   /**

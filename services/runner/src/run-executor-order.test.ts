@@ -21,6 +21,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { GatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
+import { RunJob } from './run-job.ts';
 
 // Live logs made, counted around the real one (every case here goes through it).
 const liveLogs = vi.hoisted(() => ({ made: 0 }));
@@ -407,5 +408,69 @@ describe('what the executor hands the engine to end a run', () => {
       { cancel: stopEngine, signal: undefined },
       { cancel: undefined, signal: stop },
     ]);
+  });
+});
+
+describe("the runner's job: its signals made only when asked for", () => {
+  it('a run that makes no call makes no AbortController; a call makes its stop signal, which a cancel then aborts', async () => {
+    const store = stores();
+    const { journal } = store;
+    const engine = {
+      execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
+        const calls = [];
+        if (code === 'call') {
+          const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
+          await opts?.onCall?.(call, undefined as never);
+          calls.push(call);
+        }
+        return completed({ calls });
+      },
+    } as unknown as Engine;
+    const callSignals: AbortSignal[] = [];
+    const gateway = {
+      call: async (runId: string, attempt: number, call: { index: number }, callSignal: AbortSignal) => {
+        callSignals.push(callSignal);
+        await journal.claim(runId, attempt, call as never);
+        return { outcome: { type: 'result', valueJson: '1' } };
+      },
+    } as unknown as GatewayClient;
+    const executor = executorOf('run-executor-lazy', engine, store, { gateway });
+    const RealController = globalThis.AbortController;
+    let made = 0;
+    globalThis.AbortController = class extends RealController {
+      constructor() {
+        super();
+        made++;
+      }
+    };
+    try {
+      const runJob = async (id: string, code: string) => {
+        await store.runs.create(
+          runFixture(id, {
+            code,
+            request: { connections: [], bindings: [{ binding: 'notes.read' }] as never[], limits },
+          }),
+        );
+        made = 0;
+        const job = new RunJob(id, 'read-only', Date.now(), Date.now(), undefined, undefined);
+        const result = await executor.execute(job);
+        return { job, result, made };
+      };
+      const none = await runJob('lz-1', 'none');
+      expect(none.result).toBe('completed');
+      expect(none.made).toBe(0);
+      const one = await runJob('lz-2', 'call');
+      expect(one.result).toBe('completed');
+      // The job's `stop` and the calls' own controller (closed only with a call unanswered).
+      expect(one.made).toBe(2);
+      expect(callSignals).toHaveLength(1);
+      expect(callSignals[0]?.aborted).toBe(false);
+      // The call's signal hangs on the job's `stop`: a cancel aborts it.
+      one.job.abort('cancel');
+      expect(callSignals[0]?.aborted).toBe(true);
+      expect(callSignals[0]?.reason).toBe(one.job.stop.reason);
+    } finally {
+      globalThis.AbortController = RealController;
+    }
   });
 });

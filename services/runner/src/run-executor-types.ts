@@ -59,6 +59,12 @@ export interface ExecuteJob {
   /** Aborted when either of the two is (given by the runner; else made from them). */
   stop?: AbortSignal;
   /**
+   * Given by the runner (run-job.ts): whether `cancel` / `handBack` were aborted, read without
+   * making those signals, which its job makes only when first asked for. Absent: the signals are read.
+   */
+  cancelled?: boolean;
+  handedBack?: boolean;
+  /**
    * Aborted with `stop` (given by the runner with it): handed to the engine instead of `stop`, so a
    * run costs no EventTarget listener (the engine's RunCancel).
    */
@@ -94,3 +100,13 @@ export type ExecuteResult =
  */
 export const endedResult = (status: 'Completed' | 'Failed' | 'Cancelled'): ExecuteResult =>
   status === 'Completed' ? 'completed' : status === 'Cancelled' ? 'cancelled' : 'failed';
+
+/** Whether a cancel request aborted the job (the runner's flag when given: no signal made for it). */
+export const cancelledOf = (job: ExecuteJob): boolean => job.cancelled ?? job.cancel.aborted;
+
+/** Whether the runner handed the job back (its flag when given: no signal made for it). */
+export const handedBackOf = (job: ExecuteJob): boolean => job.handedBack ?? job.handBack.aborted;
+
+/** The job's stop signal: the runner's, else one made from `cancel` and `handBack`. */
+export const stopSignalOf = (job: ExecuteJob): AbortSignal =>
+  job.stop ?? AbortSignal.any([job.cancel, job.handBack]);

@@ -22,12 +22,15 @@ import { createLiveLog } from './live-log.ts';
 import { mapOutcome } from './outcome-mapping.ts';
 import { waitReleased } from './released-wait.ts';
 import {
+  cancelledOf,
   type ExecuteJob,
   type ExecuteResult,
   endedResult,
   HandBackError,
+  handedBackOf,
   type Replay,
   type RunExecutorDeps,
+  stopSignalOf,
 } from './run-executor-types.ts';
 import { createRunMetrics } from './run-metrics.ts';
 
@@ -149,7 +152,9 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     // was written by beginAttempt above, before anything of the program runs.
 
     const timeoutMs = limits.timeoutMs;
-    const signal = job.stop ?? AbortSignal.any([job.cancel, job.handBack]);
+    // Made when first needed (a gateway call, an engine given no handle): the runner's job makes
+    // its signals only when asked (run-job.ts).
+    let signal: AbortSignal | undefined;
     // File bindings belong to run_code runs; Code Mode programs have no files.
     const workspaces = run.request.style !== 'code-mode' ? deps.workspaces : undefined;
     // Requests still open once the run ended for good (a deadline or a cancel while a call was
@@ -194,6 +199,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         if (files && isFilesBinding(call.binding)) return files.call(call);
         if (!callsOver) {
           const controller = new AbortController();
+          signal ??= stopSignalOf(job);
           callsOver = { controller, signal: AbortSignal.any([signal, controller.signal]) };
         }
         unanswered++;
@@ -252,6 +258,8 @@ export function createRunExecutor(deps: RunExecutorDeps) {
           liveLog.push(lines);
         }
       : undefined;
+    // No handle: the engine listens to the signal (a caller other than the runner's processor).
+    if (!job.stopEngine) signal ??= stopSignalOf(job);
     try {
       outcome = await deps.engineFor(job.mode).execute(run.code, {
         // `concat`, not spread: a spread walks both lists' iterators (a result an element).
@@ -314,7 +322,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     };
     if (denied && outcome.sandbox) outcome.sandbox = { ...outcome.sandbox, denied: true };
 
-    if (job.handBack.aborted && !job.cancel.aborted)
+    if (handedBackOf(job) && !cancelledOf(job))
       throw new HandBackError('runner shutting down; run handed back');
     const mapped = mapOutcome(outcome);
     // Latency by outcome (bounded labels): a slow Completed and a slow timeout are different pages.
@@ -331,7 +339,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     }
     if (mapped.kind === 'cancelled') {
       const latest = await runs.get(run.id);
-      if (!job.cancel.aborted && !latest?.cancelRequested) {
+      if (!cancelledOf(job) && !latest?.cancelRequested) {
         // Stopped because a newer execution owns the run (a stalled job taken over): leave it to that one.
         logger.info({ runId: run.id, attempt }, 'execution superseded; leaving the run to the newer one');
         return 'superseded';

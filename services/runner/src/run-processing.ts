@@ -4,7 +4,6 @@
  */
 
 import { wallNow } from '@islet/core';
-import { RunCancel } from '@islet/engine';
 import type { SandboxMode } from '@islet/protocol';
 import { jobRunId, type RunJobData } from '@islet/runs';
 import { DelayedError, type Job } from 'bullmq';
@@ -12,8 +11,9 @@ import type { JobLease } from './fair-share.ts';
 import type { ParkingWorker } from './parking-worker.ts';
 import { HandBackError } from './run-executor.ts';
 import { endedResult } from './run-executor-types.ts';
+import { RunJob } from './run-job.ts';
 import { RunSlot } from './run-slot.ts';
-import { gateFor, type RunControls, type RunnerContext } from './runner-context.ts';
+import { gateFor, type RunnerContext } from './runner-context.ts';
 import { withTenantSlot } from './tenant-slot.ts';
 
 /** A skill job holds a slot like a run; it is not cancellable and not handed back (not journaled). */
@@ -106,26 +106,17 @@ async function processRun(
 ) {
   const { config, executor, logger, active } = ctx;
   const runId = jobRunId(job);
-  const ctl: RunControls = {
-    cancel: new AbortController(),
-    handBack: new AbortController(),
-    stop: new AbortController(),
-    engine: new RunCancel(),
-  };
-  active.set(runId, ctl);
+  const run = new RunJob(
+    runId,
+    mode,
+    job.data.enqueuedAtMs,
+    fetchedAtMs,
+    config.ISLET_RUNNER_PARKED_MAX > 0 ? slot : undefined,
+    lease,
+  );
+  active.set(runId, run);
   try {
-    const result = await executor.execute({
-      runId,
-      mode,
-      enqueuedAtMs: job.data.enqueuedAtMs,
-      fetchedAtMs,
-      cancel: ctl.cancel.signal,
-      handBack: ctl.handBack.signal,
-      stop: ctl.stop.signal,
-      stopEngine: ctl.engine,
-      ...(config.ISLET_RUNNER_PARKED_MAX > 0 ? { slot } : {}),
-      ...(lease ? { lease } : {}),
-    });
+    const result = await executor.execute(run);
     logger.debug({ runId, result, attemptsMade: job.attemptsMade }, 'job done');
     return result;
   } catch (err) {

@@ -4,36 +4,25 @@
  */
 
 import type { IsletConfig, Logger, Metrics } from '@islet/core';
-import type { RunCancel } from '@islet/engine';
 import type { SandboxMode } from '@islet/protocol';
 import type { RunJobData } from '@islet/runs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { FairShare } from './fair-share.ts';
+import type { OneSlotMap } from './one-slot-map.ts';
+import type { OneSlotSet } from './one-slot-set.ts';
 import type { ParkingWorker } from './parking-worker.ts';
 import type { RunExecutor } from './run-executor.ts';
+import type { RunJob } from './run-job.ts';
 import type { SkillExecutor } from './skill-executor.ts';
 import { type FetchedWaits, SlotGate } from './slot-gate.ts';
 
 /**
- * A running job's signals: `stop` is aborted with whichever of the other two is, first, with its
- * reason (what `AbortSignal.any` would give, without making a composite signal for every run).
- * `engine` is the same stop handed to the engine, which listens to it without an EventTarget
- * listener (the engine's RunCancel); it is aborted just before `stop`, as the engine's listener on
- * `stop` was told first.
+ * A cancel request for a running job, or its hand-back at shutdown: aborts that signal, then the
+ * engine's handle and `stop` with its reason (run-job.ts; its signals are made when first asked for).
  */
-export interface RunControls {
-  cancel: AbortController;
-  handBack: AbortController;
-  stop: AbortController;
-  engine: RunCancel;
-}
-
-export function abortRun(ctl: RunControls, which: 'cancel' | 'handBack'): void {
-  ctl[which].abort();
-  const reason: unknown = ctl[which].signal.reason;
-  ctl.engine.abort(reason);
-  ctl.stop.abort(reason);
+export function abortRun(job: RunJob, which: 'cancel' | 'handBack'): void {
+  job.abort(which);
 }
 
 /** One mode's BullMQ worker and Queue, on one connection; replaced whole by a restart. */
@@ -51,7 +40,8 @@ export interface RunnerContext {
   skills: SkillExecutor | undefined;
   metrics: Metrics;
   logger: Logger;
-  active: Map<string, RunControls>;
+  /** Running jobs by run id: one to none every run at one client (one-slot-map.ts). */
+  active: OneSlotMap<string, RunJob>;
   gates: Map<SandboxMode, SlotGate>;
   /** Jobs inside process() per mode, deferred ones included: a worker holding any is never restarted. */
   held: Partial<Record<SandboxMode, number>>;
@@ -61,7 +51,7 @@ export interface RunnerContext {
   /** The runner's close began: no worker is made any more (a restart in flight makes none). */
   stopping: boolean;
   /** Lease releases still in flight (they never reject: a failed one is logged and lapses). */
-  releasing: Set<Promise<void>>;
+  releasing: OneSlotSet<Promise<void>>;
 }
 
 /**

@@ -29,6 +29,8 @@ import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createFairShare } from './fair-share.ts';
 import { createModeWorker, restartModeWorker } from './mode-worker.ts';
+import { OneSlotMap } from './one-slot-map.ts';
+import { OneSlotSet } from './one-slot-set.ts';
 import { createPickupWatchdog, type PickupWatchdog } from './pickup-watchdog.ts';
 import type { RunExecutor } from './run-executor.ts';
 import { abortRun, type RunnerContext } from './runner-context.ts';
@@ -55,14 +57,14 @@ export function createRunner(deps: RunnerDeps) {
     skills: deps.skills,
     metrics,
     logger,
-    active: new Map(),
+    active: new OneSlotMap(),
     gates: new Map(),
     held: {},
     lastPickupAtMs: {},
     modeWorkers: new Map(),
     share: undefined,
     stopping: false,
-    releasing: new Set(),
+    releasing: new OneSlotSet(),
   };
   const { active, held, lastPickupAtMs, modeWorkers, releasing } = ctx;
   const connections: Redis[] = [];

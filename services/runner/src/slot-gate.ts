@@ -24,6 +24,8 @@
  * the overtakings.
  */
 
+import { OneSlotMap } from './one-slot-map.ts';
+
 /**
  * A reservation whose job never took its slot (BullMQ failed it before the processor ran) lapses
  * after this, ms; a fetched job reaches the processor within milliseconds.
@@ -76,8 +78,11 @@ export interface FetchedWaits {
 
 export class SlotGate {
   private busy = 0;
-  /** Fetches let through (by token, with when) whose job has not taken its slot yet. */
-  private readonly reserved = new Map<string, number>();
+  /**
+   * Fetches let through (by token, with when) whose job has not taken its slot yet: one entry to
+   * none every run at one client, held in front of a Map (one-slot-map.ts).
+   */
+  private readonly reserved = new OneSlotMap<string, number>();
   private readonly waiters: Waiter[] = [];
   private fetchWaiters: (() => void)[] = [];
   /** In park order: the oldest first. */
