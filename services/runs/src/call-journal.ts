@@ -3,11 +3,18 @@
  * Redis Cluster keeps it in one slot): field `<index>` holds the call's entry as JSON (arguments
  * and outcome sealed), `#seq` counts delivered outcomes, `#attempt` the run's executions.
  * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
+ *
+ * Two layouts of an entry, both read always (an entry keeps the one it was created in): 1, every
+ * field in `<index>`; 2 (`writeFormat: '2'`), the claim part a run's answer never reads (the claim
+ * token, the arguments' HMAC, the sealed arguments) in a field of its own, `#c<index>` as
+ * `<tk> <h> <a>`, so a run's pushed end, its answer's reads and every outcome's rewrite
+ * (lua/complete-2.lua) leave those ~160 B an entry out (round 40 `journal-layout`).
  */
 import { createHmac, createSecretKey, randomUUID } from 'node:crypto';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
+import type { WriteFormat } from './run-store-types.ts';
 import { type FetchedStartTerms, fetchedStartArgs } from './fetched-start-args.ts';
 import { journalKeys } from './keys.ts';
 import { acquireCall, type LeaseTerms, leaseAnswerOf, type RunLease } from './lease-scripts.ts';
@@ -47,6 +54,8 @@ interface CallJournalDeps {
    */
   argsHashKey?: string | Buffer;
   now?: () => number;
+  /** ISLET_WRITE_FORMAT: the layout new entries are written in (default '1'; both are read). */
+  writeFormat?: WriteFormat;
 }
 
 /** A token-checked `markSent` found the call taken over by another handler: do not send. */
@@ -58,20 +67,29 @@ export class JournalConflictError extends Error {
   }
 }
 
+/** An entry at `<index>`; `h`, `a`, `tk` only in layout 1 (layout 2 keeps them at `#c<index>`). */
 interface StoredEntry {
   i: number;
   b: string;
-  h: string;
-  a: string;
+  h?: string;
+  a?: string;
   s?: string;
   op: string;
   st: JournalState;
   at: number;
-  tk: string;
+  tk?: string;
   t0: number;
   t1?: number;
   o?: string;
   seq?: number;
+}
+
+/** The field of a call's claim part in layout 2 (`#`: readers of entries skip it as a counter). */
+const claimPartField = (index: number | string): string => `#c${index}`;
+
+/** The sealed arguments of a layout-2 claim part `<tk> <h> <a>` (none of the three holds a space). */
+function sealedArgsOf(part: string): string {
+  return part.slice(part.indexOf(' ', part.indexOf(' ') + 1) + 1);
 }
 
 /** Arguments per call of `lua/claim-1.lua` (its header names them). */
@@ -110,6 +128,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   // a KeyObject cannot be empty, and an empty key stays the raw bytes).
   const hashKey = rawKey.length > 0 ? createSecretKey(Buffer.from(rawKey)) : rawKey;
   const now = deps.now ?? Date.now;
+  const writeFormat = deps.writeFormat ?? '1';
   const keyOf = journalKeys(prefix).journal;
   const argsHash = (runId: string, index: number, argsJson: string) =>
     createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
@@ -157,12 +176,13 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     return view;
   };
 
-  const toEntry = (stored: StoredEntry, sources?: Map<string, CallSource>): JournalEntry => ({
+  /** `part`: the entry's layout-2 claim part (`#c<index>`), for an entry without `a`. */
+  const toEntry = (stored: StoredEntry, part: string | undefined, sources?: Map<string, CallSource>): JournalEntry => ({
     ...toView(stored, sources),
-    argsJson: sealer.open(stored.a),
+    argsJson: sealer.open(stored.a ?? sealedArgsOf(part ?? '')),
   });
 
-  /** The hash's call entries (not its `#` counters), by index. */
+  /** The hash's call entries (not its `#` counters nor claim parts), by index. */
   const storedOf = (all: Record<string, string>): StoredEntry[] => {
     const stored: StoredEntry[] = [];
     for (const [field, raw] of Object.entries(all)) {
@@ -173,7 +193,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
   const entriesOf = (all: Record<string, string>): JournalEntry[] => {
     const sources = new Map<string, CallSource>();
-    return storedOf(all).map((stored) => toEntry(stored, sources));
+    return storedOf(all).map((stored) => toEntry(stored, all[claimPartField(stored.i)], sources));
   };
   const callsOf = (all: Record<string, string>): JournalCallView[] => {
     const sources = new Map<string, CallSource>();
@@ -182,7 +202,14 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
   const claims = new TurnBatch<(string | number)[], string[]>(
-    async (runId, calls) => (await CLAIM.run(redis, [keyOf(runId)], calls.flat())) as string[][],
+    async (runId, calls) => {
+      const args: (string | number)[] = [writeFormat];
+      for (let c = 0; c < calls.length; c++) {
+        const fields = calls[c] as (string | number)[];
+        for (let f = 0; f < fields.length; f++) args.push(fields[f] as string | number);
+      }
+      return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[][];
+    },
     GROUP_LIMITS,
   );
   // Each item carries what its group shares (the group's key is made of it), read from the first.
@@ -213,8 +240,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   };
 
   const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
-    const raw = await redis.hget(keyOf(runId), String(index));
-    return raw ? toEntry(JSON.parse(raw) as StoredEntry) : undefined;
+    const [raw, part] = await redis.hmget(keyOf(runId), String(index), claimPartField(index));
+    return raw ? toEntry(JSON.parse(raw) as StoredEntry, part ?? undefined) : undefined;
   };
 
   return {

@@ -66,7 +66,23 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
       run = redis.call('HGETALL', KEYS[k])
     end
     local journal
-    if firstOnly then journal = {'#attempt', '1'} else journal = redis.call('HGETALL', KEYS[k + 2]) end
+    if firstOnly then
+      journal = {'#attempt', '1'}
+    else
+      -- Less the calls' claim parts (`#c<index>`, layout 2: claim-1.lua): the token, argument hash
+      -- and sealed arguments no reader of a push reads (round 40 `journal-layout`).
+      local all = redis.call('HGETALL', KEYS[k + 2])
+      journal = {}
+      local n = 0
+      for i = 1, #all - 1, 2 do
+        local name = all[i]
+        if string.byte(name, 2) ~= 99 or string.byte(name, 1) ~= 35 then
+          journal[n + 1] = name
+          journal[n + 2] = all[i + 1]
+          n = n + 2
+        end
+      end
+    end
     -- Numeric loops: ipairs is a function call an element.
     local size = 0
     for i = 1, #run do size = size + #run[i] end
