@@ -59,9 +59,12 @@ describe('the call journal’s layouts', () => {
     const claimed = await journal.claim(run, 1, call(0));
     if (claimed.kind !== 'new') throw new Error(`claimed ${claimed.kind}`);
     let all = await r.a.hgetall(journalKey(run));
-    expect(Object.keys(all).sort()).toEqual(['#c0', '0']);
     const entry = JSON.parse(all['0'] ?? '{}') as Record<string, unknown>;
     expect(Object.keys(entry).sort()).toEqual(['at', 'b', 'i', 'op', 's', 'st', 't0']);
+    // The source once, named by the entry's `s`.
+    expect(entry.s).toMatch(/^[\w-]{12}$/);
+    expect(Object.keys(all).sort()).toEqual(['#c0', `#s:${entry.s}`, '0']);
+    expect(all[`#s:${entry.s}`]).toBe(JSON.stringify(source));
     const [tk, h, a] = (all['#c0'] ?? '').split(' ');
     expect(tk).toBe(claimed.token);
     expect(h).toMatch(/^[\w-]{43}$/);
@@ -93,7 +96,8 @@ describe('the call journal’s layouts', () => {
     });
     expect((await journal.get(run, 0))?.argsJson).toBe('{"n":0}');
     const [listed] = await journal.list(run);
-    expect(listed).toMatchObject({ index: 0, argsJson: '{"n":0}', state: 'done', outcome: result({ title: 'x' }) });
+    expect(listed).toMatchObject({ index: 0, argsJson: '{"n":0}', state: 'done', outcome: result({ title: 'x' }), source });
+    expect((await journal.get(run, 0))?.source).toEqual(source);
     expect((await journal.listCalls(run)).map((c) => c.index)).toEqual([0]);
     await createRunStore(r.a, sealer).create(runFixture(run, { tenant: 't1' }));
     // A first start returns no journal (no call precedes it): the second's is the replay's.
@@ -139,7 +143,7 @@ describe('the call journal’s layouts', () => {
     const again1 = await one.claim(run, 2, call(1));
     expect([again0.kind, again1.kind]).toEqual(['new', 'new']);
     const all = await r.a.hgetall(journalKey(run));
-    expect(Object.keys(all).sort()).toEqual(['#c1', '0', '1']);
+    expect(Object.keys(all).filter((f) => !f.startsWith('#s:')).sort()).toEqual(['#c1', '0', '1']);
     expect(JSON.parse(all['0'] ?? '{}').tk).toBe(again0.kind === 'new' ? again0.token : '?');
     expect((all['#c1'] ?? '').startsWith(`${again1.kind === 'new' ? again1.token : '?'} `)).toBe(true);
     expect(await one.claim(run, 3, call(1, 'other'))).toMatchObject({ kind: 'mismatch' });
@@ -147,15 +151,15 @@ describe('the call journal’s layouts', () => {
     await one.complete(run, 1, result(1));
     await two.complete(run, 0, result(0));
     for (const reader of [one, two]) {
-      expect((await reader.list(run)).map((e) => [e.index, e.argsJson, e.state])).toEqual([
-        [0, '{"n":0}', 'done'],
-        [1, '{"n":1}', 'done'],
+      expect((await reader.list(run)).map((e) => [e.index, e.argsJson, e.state, e.source])).toEqual([
+        [0, '{"n":0}', 'done', source],
+        [1, '{"n":1}', 'done', source],
       ]);
       expect(await reader.claim(run, 3, call(1))).toEqual({ kind: 'done', outcome: result(1), deliverySeq: 1 });
     }
   });
 
-  it('a pushed end carries no claim part; its calls read as a read of layout 1 gives them', async () => {
+  it('a pushed end carries no claim part and a source once; its calls read as a read of layout 1 gives them', async () => {
     const views: Record<string, JournalCallView[]> = {};
     const pushedBytes: Record<string, number> = {};
     for (const format of ['1', '2'] as const) {
@@ -175,6 +179,8 @@ describe('the call journal’s layouts', () => {
       );
       const journalFields = fieldsOf(pushed[1]);
       expect(Object.keys(journalFields).some((f) => f.startsWith('#c'))).toBe(false);
+      // Layout 2: the 20 calls' one source once.
+      expect(Object.keys(journalFields).filter((f) => f.startsWith('#s:'))).toHaveLength(format === '2' ? 1 : 0);
       for (const raw of Object.values(journalFields)) {
         if (raw.startsWith('{')) expect(Object.keys(JSON.parse(raw)).some((k) => ['a', 'h', 'tk'].includes(k))).toBe(format === '1');
       }
@@ -183,8 +189,10 @@ describe('the call journal’s layouts', () => {
       pushedBytes[format] = JSON.stringify(pushed[1]).length;
     }
     expect(views['2']).toEqual(views['1']);
-    // 20 entries, each without its token (36), hash (43), sealed arguments and their JSON names.
+    // 20 entries, each without its token (36), hash (43), sealed arguments and their JSON names, and
+    // with a 12-character id for its source's text.
     expect((pushedBytes['1'] ?? 0) - (pushedBytes['2'] ?? 0)).toBeGreaterThan(20 * 150);
+    console.log(`pushed journal of 20 calls: layout 1 ${pushedBytes['1']} B, layout 2 ${pushedBytes['2']} B`);
   });
 });
 

@@ -8,9 +8,11 @@
  * field in `<index>`; 2 (`writeFormat: '2'`), the claim part a run's answer never reads (the claim
  * token, the arguments' HMAC, the sealed arguments) in a field of its own, `#c<index>` as
  * `<tk> <h> <a>`, so a run's pushed end, its answer's reads and every outcome's rewrite
- * (lua/complete-2.lua) leave those ~160 B an entry out (round 40 `journal-layout`).
+ * (lua/complete-2.lua) leave those ~160 B an entry out; and a call's source (the same text for
+ * every call of a binding, ~95 B) once a journal at `#s:<id>`, the entry's `s` naming it by `<id>`
+ * (a digest of the text), where layout 1 repeats the text in every entry (round 40 `journal-layout`).
  */
-import { createHmac, createSecretKey, randomUUID } from 'node:crypto';
+import { createHmac, createSecretKey, hash, randomUUID } from 'node:crypto';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
@@ -93,7 +95,7 @@ function sealedArgsOf(part: string): string {
 }
 
 /** Arguments per call of `lua/claim-1.lua` (its header names them). */
-const CLAIM_FIELDS = 12;
+const CLAIM_FIELDS = 13;
 const CLAIM = loadScript('claim-1', { CLAIM_FIELDS });
 
 const MARK_SENT = loadScript('mark-sent-1');
@@ -143,6 +145,17 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     }
     return text;
   };
+  // Layout 2 names a source by a digest of its text (the same id in every process), made once a
+  // source object. 72 bits: two sources of one run colliding is not a concern.
+  const sourceIds = new WeakMap<CallSource, string>();
+  const sourceId = (source: CallSource): string => {
+    let id = sourceIds.get(source);
+    if (id === undefined) {
+      id = hash('sha256', sourceJson(source), 'base64url').slice(0, 12);
+      sourceIds.set(source, id);
+    }
+    return id;
+  };
 
   const openOutcome = (sealed: string): BindingOutcome =>
     JSON.parse(outcomeSealer.open(sealed)) as BindingOutcome;
@@ -153,7 +166,11 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
    * run's end parses it once, not 20 times (round 39 `call-end`); the views share the object, which
    * no reader changes (record.ts copies the reference into the answer).
    */
-  const toView = (stored: StoredEntry, sources?: Map<string, CallSource>): JournalCallView => {
+  const toView = (
+    stored: StoredEntry,
+    sources?: Map<string, CallSource>,
+    all?: Record<string, string>,
+  ): JournalCallView => {
     const view: JournalCallView = {
       index: stored.i,
       binding: stored.b,
@@ -165,10 +182,14 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     if (stored.s) {
       let source = sources?.get(stored.s);
       if (source === undefined) {
-        source = JSON.parse(stored.s) as CallSource;
-        sources?.set(stored.s, source);
+        // Layout 1: the source's JSON text; layout 2: the id of the journal's `#s:<id>` field.
+        const text = stored.s.charCodeAt(0) === 123 ? stored.s : all?.[`#s:${stored.s}`];
+        if (text !== undefined) {
+          source = JSON.parse(text) as CallSource;
+          sources?.set(stored.s, source);
+        }
       }
-      view.source = source;
+      if (source !== undefined) view.source = source;
     }
     if (stored.o !== undefined) view.outcome = openOutcome(stored.o);
     if (stored.seq !== undefined) view.deliverySeq = stored.seq;
@@ -177,8 +198,13 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   };
 
   /** `part`: the entry's layout-2 claim part (`#c<index>`), for an entry without `a`. */
-  const toEntry = (stored: StoredEntry, part: string | undefined, sources?: Map<string, CallSource>): JournalEntry => ({
-    ...toView(stored, sources),
+  const toEntry = (
+    stored: StoredEntry,
+    part: string | undefined,
+    sources?: Map<string, CallSource>,
+    all?: Record<string, string>,
+  ): JournalEntry => ({
+    ...toView(stored, sources, all),
     argsJson: sealer.open(stored.a ?? sealedArgsOf(part ?? '')),
   });
 
@@ -193,11 +219,11 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
   const entriesOf = (all: Record<string, string>): JournalEntry[] => {
     const sources = new Map<string, CallSource>();
-    return storedOf(all).map((stored) => toEntry(stored, all[claimPartField(stored.i)], sources));
+    return storedOf(all).map((stored) => toEntry(stored, all[claimPartField(stored.i)], sources, all));
   };
   const callsOf = (all: Record<string, string>): JournalCallView[] => {
     const sources = new Map<string, CallSource>();
-    return storedOf(all).map((stored) => toView(stored, sources));
+    return storedOf(all).map((stored) => toView(stored, sources, all));
   };
 
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
@@ -241,7 +267,15 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
   const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
     const [raw, part] = await redis.hmget(keyOf(runId), String(index), claimPartField(index));
-    return raw ? toEntry(JSON.parse(raw) as StoredEntry, part ?? undefined) : undefined;
+    if (!raw) return undefined;
+    const stored = JSON.parse(raw) as StoredEntry;
+    // A layout-2 source is read by its id (a second read; callers of `get` are off the run's path).
+    const all: Record<string, string> = {};
+    if (stored.s && stored.s.charCodeAt(0) !== 123) {
+      const text = await redis.hget(keyOf(runId), `#s:${stored.s}`);
+      if (text !== null) all[`#s:${stored.s}`] = text;
+    }
+    return toEntry(stored, part ?? undefined, undefined, all);
   };
 
   return {
@@ -263,6 +297,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         ttlSeconds,
         token,
         call.sendNow ? '1' : '0',
+        call.source && writeFormat === '2' ? sourceId(call.source) : '',
       ];
       const reply = await claims.add(runId, fields, sealedArgs.length);
       switch (reply[0]) {

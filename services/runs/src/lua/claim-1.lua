@@ -3,17 +3,19 @@
 -- KEYS[1] journal hash.
 -- ARGV[1] the layout a new entry is written in ('1' | '2', ISLET_WRITE_FORMAT); then
 --   CLAIM_FIELDS per call, each: field, attempt, binding, argsHash, sealedArgs,
---   sourceJson, operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow ('1'|'0').
+--   sourceJson, operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow ('1'|'0'),
+--   sourceId ('' in layout 1).
 -- Layout 1: the entry at `<index>` holds every field. Layout 2: the call's claim part (token, argument
 -- hash, sealed arguments: `<tk> <h> <a>`, none holds a space) is field `#c<index>` and the entry at
 -- `<index>` holds only what a run's answer reads, so a run's pushed end (includes/transition.lua)
--- carries no claim part. Both layouts are read whatever ARGV[1]; an entry keeps the layout it was
--- created in.
+-- carries no claim part; its source (the same text for every call of a binding) is written once a
+-- journal, at `#s:<sourceId>`, the entry's `s` being `<sourceId>`. Both layouts are read whatever
+-- ARGV[1]; an entry keeps the layout it was created in.
 -- With sendNow a `new` claim is written as `sent` in the same step (claim + markSent fused: the
 -- caller sends without asking anyone first, so nothing can come between the two).
 -- Replies per call: {'new'}, {'done', sealedOutcome, deliverySeq}, {'in-flight'}, {'unknown'},
 -- {'superseded'}, {'mismatch', binding}.
--- One HMGET reads `#attempt` (no claim changes it) and every call's entry and claim part, one HSET
+-- One HMGET reads `#attempt` (no claim changes it) and every call's entry, claim part and source, one HSET
 -- writes the claimed ones: two commands for a group of any size. A call claimed earlier in the same
 -- group is read from `written`, so a group behaves exactly as its claims one after another.
 local split = ARGV[1] == '2'
@@ -21,6 +23,7 @@ local fields = {'#attempt'}
 for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
   fields[#fields + 1] = ARGV[b + 1]
   fields[#fields + 1] = '#c' .. ARGV[b + 1]
+  fields[#fields + 1] = '#s:' .. ARGV[b + 13]
 end
 local got = redis.call('HMGET', KEYS[1], unpack(fields))
 local current = tonumber(got[1] or '0')
@@ -31,7 +34,7 @@ local function put(field, text, ttlSeconds)
   written[field] = text
   ttl = ttlSeconds
 end
-local function claim(b, stored, storedPart)
+local function claim(b, stored, storedPart, storedSource)
   local attempt = tonumber(ARGV[b + 2])
   local claimed = 'pending'
   if ARGV[b + 12] == '1' then claimed = 'sent' end
@@ -45,12 +48,19 @@ local function claim(b, stored, storedPart)
       e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
         t0 = tonumber(ARGV[b + 8])}
       put(partField, ARGV[b + 11] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5], ARGV[b + 10])
+      if ARGV[b + 13] ~= '' then
+        local sourceField = '#s:' .. ARGV[b + 13]
+        if not (written[sourceField] or storedSource) then put(sourceField, ARGV[b + 6], ARGV[b + 10]) end
+        e.s = ARGV[b + 13]
+      elseif ARGV[b + 6] ~= '' then
+        e.s = ARGV[b + 6]
+      end
     else
       -- Layout 1's table built as the previous release builds it (cjson's key order follows it).
       e = {i = tonumber(field), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
         st = claimed, at = attempt, tk = ARGV[b + 11], t0 = tonumber(ARGV[b + 8])}
+      if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
     end
-    if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
     put(field, cjson.encode(e), ARGV[b + 10])
     return {'new'}
   end
@@ -86,7 +96,7 @@ end
 local replies = {}
 for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
   local n = #replies
-  replies[n + 1] = claim(b, got[2 * n + 2], got[2 * n + 3])
+  replies[n + 1] = claim(b, got[3 * n + 2], got[3 * n + 3], got[3 * n + 4])
 end
 if #order > 0 then
   local args = {}
