@@ -15,15 +15,18 @@
 -- caller sends without asking anyone first, so nothing can come between the two).
 -- Replies per call: {'new'}, {'done', sealedOutcome, deliverySeq}, {'in-flight'}, {'unknown'},
 -- {'superseded'}, {'mismatch', binding}.
--- One HMGET reads `#attempt` (no claim changes it) and every call's entry, claim part and source, one HSET
--- writes the claimed ones: two commands for a group of any size. A call claimed earlier in the same
--- group is read from `written`, so a group behaves exactly as its claims one after another.
+-- One HMGET reads `#attempt` (no claim changes it) and every call's entry (and in layout 2 whether
+-- its source is written), one HSET writes the claimed ones: two commands for a group of any size. A
+-- layout-2 entry claimed again reads its claim part with an HGET of its own (a replay's or a
+-- takeover's, not a first claim's). A call claimed earlier in the same group is read from `written`,
+-- so a group behaves exactly as its claims one after another.
 local split = ARGV[1] == '2'
+local stride = 1
+if split then stride = 2 end
 local fields = {'#attempt'}
 for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
   fields[#fields + 1] = ARGV[b + 1]
-  fields[#fields + 1] = '#c' .. ARGV[b + 1]
-  fields[#fields + 1] = '#s:' .. ARGV[b + 13]
+  if split then fields[#fields + 1] = '#s:' .. ARGV[b + 13] end
 end
 local got = redis.call('HMGET', KEYS[1], unpack(fields))
 local current = tonumber(got[1] or '0')
@@ -34,7 +37,7 @@ local function put(field, text, ttlSeconds)
   written[field] = text
   ttl = ttlSeconds
 end
-local function claim(b, stored, storedPart, storedSource)
+local function claim(b, stored, storedSource)
   local attempt = tonumber(ARGV[b + 2])
   local claimed = 'pending'
   if ARGV[b + 12] == '1' then claimed = 'sent' end
@@ -68,7 +71,7 @@ local function claim(b, stored, storedPart, storedSource)
   -- Layout 2 (no `h` in the entry): the hash is the claim part's second word.
   local part, h
   if e.h == nil then
-    part = written[partField] or storedPart or ''
+    part = written[partField] or redis.call('HGET', KEYS[1], partField) or ''
     local s1 = string.find(part, ' ', 1, true) or #part
     local s2 = string.find(part, ' ', s1 + 1, true) or (#part + 1)
     h = string.sub(part, s1 + 1, s2 - 1)
@@ -96,7 +99,7 @@ end
 local replies = {}
 for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
   local n = #replies
-  replies[n + 1] = claim(b, got[3 * n + 2], got[3 * n + 3], got[3 * n + 4])
+  replies[n + 1] = claim(b, got[stride * n + 2], split and got[stride * n + 3])
 end
 if #order > 0 then
   local args = {}
