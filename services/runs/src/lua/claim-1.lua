@@ -43,14 +43,13 @@ local function claim(b, stored, storedSource)
   if ARGV[b + 12] == '1' then claimed = 'sent' end
   if attempt < current then return {'superseded'} end
   local field = ARGV[b + 1]
-  local partField = '#c' .. field
   local raw = written[field] or stored
   if not raw then
     local e
     if split then
       e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
         t0 = tonumber(ARGV[b + 8])}
-      put(partField, ARGV[b + 11] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5], ARGV[b + 10])
+      put('#c' .. field, ARGV[b + 11] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5], ARGV[b + 10])
       if ARGV[b + 13] ~= '' then
         local sourceField = '#s:' .. ARGV[b + 13]
         if not (written[sourceField] or storedSource) then put(sourceField, ARGV[b + 6], ARGV[b + 10]) end
@@ -69,8 +68,9 @@ local function claim(b, stored, storedSource)
   end
   local e = cjson.decode(raw)
   -- Layout 2 (no `h` in the entry): the hash is the claim part's second word.
-  local part, h
+  local part, h, partField
   if e.h == nil then
+    partField = '#c' .. field
     part = written[partField] or redis.call('HGET', KEYS[1], partField) or ''
     local s1 = string.find(part, ' ', 1, true) or #part
     local s2 = string.find(part, ' ', s1 + 1, true) or (#part + 1)
