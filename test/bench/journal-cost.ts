@@ -40,7 +40,12 @@ try {
     ...(process.env.ISLET_WRITE_FORMAT === '2' ? { writeFormat: '2' as const } : {}),
   });
   // One source object for a run's calls of the binding, as the gateway passes it.
-  const source = { connectionId: 'conn-b2f9befdbca4', connectionName: 'Bench', name: 'ping', kind: 'tool' as const };
+  const source = {
+    connectionId: 'conn-b2f9befdbca4',
+    connectionName: 'Bench',
+    name: 'ping',
+    kind: 'tool' as const,
+  };
   const result = { type: 'result' as const, valueJson: '{"ok":true}' };
   const event = (runId: string) => ({
     streamKey: `islet:run:{${runId}}:events`,

@@ -31,7 +31,12 @@ try {
   await listener.subscribe(channels.runEvents);
   const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
   const runs = createRunStore(redis, sealer);
-  const source = { connectionId: 'conn-b2f9befdbca4', connectionName: 'Bench', name: 'ping', kind: 'tool' as const };
+  const source = {
+    connectionId: 'conn-b2f9befdbca4',
+    connectionName: 'Bench',
+    name: 'ping',
+    kind: 'tool' as const,
+  };
   const now = Date.now();
   /** A run of CALLS calls journaled in `layout`, ended once: its end's KEYS and ARGV. */
   const ended = async (id: string, layout: '1' | '2') => {
@@ -47,8 +52,17 @@ try {
     await runs.create(run);
     await journal.beginAttempt(run.id, `islet:run:{${run.id}}`, runs.attemptStartEvent(run.id));
     for (let i = 0; i < CALLS; i++) {
-      await journal.claim(id, 1, { index: i, binding: 'bench.ping', argsJson: `{"i":${i}}`, source, sendNow: true });
-      await journal.complete(id, i, { type: 'result', valueJson: `{"pong":${i},"at":"2026-12-06T12:00:00.000Z"}` });
+      await journal.claim(id, 1, {
+        index: i,
+        binding: 'bench.ping',
+        argsJson: `{"i":${i}}`,
+        source,
+        sendNow: true,
+      });
+      await journal.complete(id, i, {
+        type: 'result',
+        valueJson: `{"pong":${i},"at":"2026-12-06T12:00:00.000Z"}`,
+      });
     }
     // Every key as it is before this run's end: each replay of it starts from here.
     const dumps = await Promise.all(
@@ -89,7 +103,8 @@ try {
   const sizeRun = 'for i = 1, #run do size = size + #run[i] end';
   const from = head.indexOf('local journal\n');
   const to = head.indexOf(sizeRun, from) + sizeRun.length;
-  if (from < 0 || !head.slice(from, to).includes("string.byte(name, 1) == 35")) throw new Error('no claim-part filter');
+  if (from < 0 || !head.slice(from, to).includes('string.byte(name, 1) == 35'))
+    throw new Error('no claim-part filter');
   const base =
     head.slice(0, from) +
     [
@@ -128,9 +143,13 @@ try {
     await new Promise((r) => setTimeout(r, 100));
     const mean = pushes.reduce((a, b) => a + b, 0) / Math.max(1, pushes.length);
     totals.set(name, [...(totals.get(name) ?? []), spent / N]);
-    console.log(`${name}: ${(spent / N).toFixed(0)} instructions a call, ${pushes.length} pushes of ${mean.toFixed(0)} B`);
+    console.log(
+      `${name}: ${(spent / N).toFixed(0)} instructions a call, ${pushes.length} pushes of ${mean.toFixed(0)} B`,
+    );
   }
-  console.log(`${CALLS} calls: ${[...totals].map(([k, v]) => `${k} ${v.map((x) => x.toFixed(0)).join(' / ')}`).join('; ')}`);
+  console.log(
+    `${CALLS} calls: ${[...totals].map(([k, v]) => `${k} ${v.map((x) => x.toFixed(0)).join(' / ')}`).join('; ')}`,
+  );
 } finally {
   listener.disconnect();
   await stop();

@@ -157,7 +157,9 @@ describe('an allowed http call on the gateway', () => {
       expect(entry.h === undefined).toBe(gateway.config.ISLET_WRITE_FORMAT === '2');
       const key = gateway.config.ISLET_JOURNAL_ARGS_KEY || 'islet-journal-args';
       expect(h).toBe(createHmac('sha256', key).update(`${runId}\0${3}\0{"n":3}`).digest('base64url'));
-      expect(sourceText).toBe(stringify({ connectionId, connectionName: 'Early', name: 'put', kind: 'tool' }));
+      expect(sourceText).toBe(
+        stringify({ connectionId, connectionName: 'Early', name: 'put', kind: 'tool' }),
+      );
     } finally {
       redis.disconnect();
     }

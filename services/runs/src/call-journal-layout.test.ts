@@ -96,7 +96,13 @@ describe('the call journal’s layouts', () => {
     });
     expect((await journal.get(run, 0))?.argsJson).toBe('{"n":0}');
     const [listed] = await journal.list(run);
-    expect(listed).toMatchObject({ index: 0, argsJson: '{"n":0}', state: 'done', outcome: result({ title: 'x' }), source });
+    expect(listed).toMatchObject({
+      index: 0,
+      argsJson: '{"n":0}',
+      state: 'done',
+      outcome: result({ title: 'x' }),
+      source,
+    });
     expect((await journal.get(run, 0))?.source).toEqual(source);
     expect((await journal.listCalls(run)).map((c) => c.index)).toEqual([0]);
     await createRunStore(r.a, sealer).create(runFixture(run, { tenant: 't1' }));
@@ -143,7 +149,11 @@ describe('the call journal’s layouts', () => {
     const again1 = await one.claim(run, 2, call(1));
     expect([again0.kind, again1.kind]).toEqual(['new', 'new']);
     const all = await r.a.hgetall(journalKey(run));
-    expect(Object.keys(all).filter((f) => !f.startsWith('#s:')).sort()).toEqual(['#c1', '0', '1']);
+    expect(
+      Object.keys(all)
+        .filter((f) => !f.startsWith('#s:'))
+        .sort(),
+    ).toEqual(['#c1', '0', '1']);
     expect(JSON.parse(all['0'] ?? '{}').tk).toBe(again0.kind === 'new' ? again0.token : '?');
     expect((all['#c1'] ?? '').startsWith(`${again1.kind === 'new' ? again1.token : '?'} `)).toBe(true);
     expect(await one.claim(run, 3, call(1, 'other'))).toMatchObject({ kind: 'mismatch' });
@@ -155,12 +165,16 @@ describe('the call journal’s layouts', () => {
         [0, '{"n":0}', 'done', source],
         [1, '{"n":1}', 'done', source],
       ]);
-      expect(await reader.claim(run, 3, call(1))).toEqual({ kind: 'done', outcome: result(1), deliverySeq: 1 });
+      expect(await reader.claim(run, 3, call(1))).toEqual({
+        kind: 'done',
+        outcome: result(1),
+        deliverySeq: 1,
+      });
     }
   });
 
   it('a pushed end carries no claim part and a source once; its calls read as a read of layout 1 gives them', async () => {
-    const views: Record<string, JournalCallView[]> = {};
+    const views: Record<string, ReturnType<typeof timeless>> = {};
     const pushedBytes: Record<string, number> = {};
     for (const format of ['1', '2'] as const) {
       const runs = createRunStore(r.a, sealer, { writeFormat: format });
@@ -180,12 +194,17 @@ describe('the call journal’s layouts', () => {
       const journalFields = fieldsOf(pushed[1]);
       expect(Object.keys(journalFields).some((f) => f.startsWith('#c'))).toBe(false);
       // Layout 2: the 20 calls' one source once.
-      expect(Object.keys(journalFields).filter((f) => f.startsWith('#s:'))).toHaveLength(format === '2' ? 1 : 0);
+      expect(Object.keys(journalFields).filter((f) => f.startsWith('#s:'))).toHaveLength(
+        format === '2' ? 1 : 0,
+      );
       for (const raw of Object.values(journalFields)) {
-        if (raw.startsWith('{')) expect(Object.keys(JSON.parse(raw)).some((k) => ['a', 'h', 'tk'].includes(k))).toBe(format === '1');
+        if (raw.startsWith('{'))
+          expect(Object.keys(JSON.parse(raw)).some((k) => ['a', 'h', 'tk'].includes(k))).toBe(format === '1');
       }
       views[format] = timeless(journal.callsOf(journalFields)).map((v) => ({ ...v, operationId: '' }));
-      expect(timeless(await journal.listCalls(id)).map((v) => ({ ...v, operationId: '' }))).toEqual(views[format]);
+      expect(timeless(await journal.listCalls(id)).map((v) => ({ ...v, operationId: '' }))).toEqual(
+        views[format],
+      );
       pushedBytes[format] = JSON.stringify(pushed[1]).length;
     }
     expect(views['2']).toEqual(views['1']);

@@ -16,12 +16,12 @@ import { createHmac, createSecretKey, hash, randomUUID } from 'node:crypto';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
-import type { WriteFormat } from './run-store-types.ts';
 import { type FetchedStartTerms, fetchedStartArgs } from './fetched-start-args.ts';
 import { journalKeys } from './keys.ts';
 import { acquireCall, type LeaseTerms, leaseAnswerOf, type RunLease } from './lease-scripts.ts';
 import { loadScript } from './lua-scripts.ts';
 import { operationIdFor } from './operation-id.ts';
+import type { WriteFormat } from './run-store-types.ts';
 import { TurnBatch } from './turn-batch.ts';
 import type {
   BegunAttempt,
@@ -227,17 +227,14 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   };
 
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
-  const claims = new TurnBatch<(string | number)[], string[]>(
-    async (runId, calls) => {
-      const args: (string | number)[] = [writeFormat];
-      for (let c = 0; c < calls.length; c++) {
-        const fields = calls[c] as (string | number)[];
-        for (let f = 0; f < fields.length; f++) args.push(fields[f] as string | number);
-      }
-      return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[][];
-    },
-    GROUP_LIMITS,
-  );
+  const claims = new TurnBatch<(string | number)[], string[]>(async (runId, calls) => {
+    const args: (string | number)[] = [writeFormat];
+    for (let c = 0; c < calls.length; c++) {
+      const fields = calls[c] as (string | number)[];
+      for (let f = 0; f < fields.length; f++) args.push(fields[f] as string | number);
+    }
+    return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[][];
+  }, GROUP_LIMITS);
   // Each item carries what its group shares (the group's key is made of it), read from the first.
   const completions = new TurnBatch<Completion, string[]>(async (_group, calls) => {
     const { runId, event } = calls[0] as Completion;
