@@ -5,20 +5,34 @@
  * sequential calls (default 20), a subscriber of its own on `islet:run-events`; prints the mean
  * message bytes, the record's and the journal's, and a journal entry's bytes by its JSON field
  * (which of them the waiter's answer reads: `callsOf` in call-journal.ts). A count: no lock needed.
+ * Round 40 (`journal-layout`): also `PAR` parallel calls a run (default 100; 0 = none), and for each
+ * program the runs whose end was pushed, Redis's AOF bytes a run (`aof_current_size`) and its
+ * `HGETALL`s a run (the gateway's read-back of a run and its journal when its end is not pushed).
+ * `env ISLET_WRITE_FORMAT=2` reaches the cluster's processes (devstack `inheritedEnv`).
  */
 import { channels, createRedis } from '@islet/core';
 import { api } from '../e2e/helpers.ts';
-import { sequentialCalls } from './baselines.ts';
+import { parallelCalls, sequentialCalls } from './baselines.ts';
 import { pingConnection, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 5);
 const CALLS = Number(process.env.CALLS ?? 20);
+const PAR = Number(process.env.PAR ?? 100);
 /** The entry fields `callsOf`/`toView` read for the waiter's answer. */
 const READ = new Set(['i', 'b', 'op', 'st', 'at', 't0', 's', 'o', 'seq', 't1']);
 const { app, port } = await startPingApp();
 const cluster = await startCallCluster();
 const a = api(cluster.url, cluster.devKey);
 const sub = createRedis(cluster.redisUrl);
+const info = createRedis(cluster.redisUrl);
+/** `aof_current_size` and the `HGETALL` calls Redis ran so far. */
+const counters = async (): Promise<[number, number]> => {
+  const text = (await info.info('persistence')) + (await info.info('commandstats'));
+  return [
+    Number(/^aof_current_size:(\d+)/m.exec(text)?.[1] ?? Number.NaN),
+    Number(/^cmdstat_hgetall:calls=(\d+)/m.exec(text)?.[1] ?? 0),
+  ];
+};
 try {
   const connection = await pingConnection(a, port);
   const ends: string[] = [];
@@ -30,11 +44,19 @@ try {
   for (const [name, code] of [
     ['trivial', 'return 1'],
     [`${CALLS} calls`, sequentialCalls(CALLS)],
+    ...(PAR > 0 ? [[`${PAR} parallel calls`, parallelCalls(PAR)] as const] : []),
   ] as const) {
+    await run(code); // warm (scripts, the App's connection)
+    await new Promise((r) => setTimeout(r, 200));
     ends.length = 0;
     let answer = 0;
+    const [aof0, hgetall0] = await counters();
     for (let i = 0; i < RUNS; i++) answer += await run(code);
     await new Promise((r) => setTimeout(r, 200));
+    const [aof1, hgetall1] = await counters();
+    console.log(
+      `${name}: ${ends.length} of ${RUNS} ends pushed; AOF ${((aof1 - aof0) / RUNS).toFixed(0)} B a run, HGETALL ${((hgetall1 - hgetall0) / RUNS).toFixed(2)} a run`,
+    );
     const mean = (f: (m: string) => number) => ends.reduce((s, m) => s + f(m), 0) / ends.length;
     const parts = (m: string) => JSON.parse(m.slice(m.indexOf(' end ') + 5)) as [string[], string[]];
     console.log(
@@ -60,6 +82,7 @@ try {
   }
 } finally {
   sub.disconnect();
+  info.disconnect();
   await cluster.stop();
   app.close();
 }

@@ -33,7 +33,19 @@ const count = async (kind: 'claim' | 'complete', step: () => Promise<unknown>) =
   counted[kind].push(grind.instructions() - before);
 };
 try {
-  const journal = createCallJournal({ redis, sealer: createTestSealer() });
+  // ISLET_WRITE_FORMAT=2: the journal's layout 2 (round 40 `journal-layout`; the base ignores it).
+  const journal = createCallJournal({
+    redis,
+    sealer: createTestSealer(),
+    ...(process.env.ISLET_WRITE_FORMAT === '2' ? { writeFormat: '2' as const } : {}),
+  });
+  // One source object for a run's calls of the binding, as the gateway passes it.
+  const source = {
+    connectionId: 'conn-b2f9befdbca4',
+    connectionName: 'Bench',
+    name: 'ping',
+    kind: 'tool' as const,
+  };
   const result = { type: 'result' as const, valueJson: '{"ok":true}' };
   const event = (runId: string) => ({
     streamKey: `islet:run:{${runId}}:events`,
@@ -47,6 +59,7 @@ try {
     index: i,
     binding: 'bench.ping',
     argsJson: JSON.stringify({ i }),
+    source,
     sendNow: true,
   });
   const oneRun = async (r: number) => {

@@ -147,11 +147,19 @@ describe('an allowed http call on the gateway', () => {
     // key given as a string), so either release's claim of the same call matches.
     const redis = createRedis(gateway.server.url);
     try {
-      const raw = await redis.hget(`islet:journal:{${runId}}`, '3');
-      const entry = JSON.parse(raw ?? '{}') as { h: string; s: string };
+      const journalKey = `islet:journal:{${runId}}`;
+      const raw = await redis.hget(journalKey, '3');
+      const entry = JSON.parse(raw ?? '{}') as { h?: string; s: string };
+      // Layout 2 (ISLET_WRITE_FORMAT=2, call-journal.ts): the hash in the claim part `<tk> <h> <a>`,
+      // the source's text at `#s:<id>`.
+      const h = entry.h ?? ((await redis.hget(journalKey, '#c3')) ?? '').split(' ')[1];
+      const sourceText = entry.h ? entry.s : await redis.hget(journalKey, `#s:${entry.s}`);
+      expect(entry.h === undefined).toBe(gateway.config.ISLET_WRITE_FORMAT === '2');
       const key = gateway.config.ISLET_JOURNAL_ARGS_KEY || 'islet-journal-args';
-      expect(entry.h).toBe(createHmac('sha256', key).update(`${runId}\0${3}\0{"n":3}`).digest('base64url'));
-      expect(entry.s).toBe(stringify({ connectionId, connectionName: 'Early', name: 'put', kind: 'tool' }));
+      expect(h).toBe(createHmac('sha256', key).update(`${runId}\0${3}\0{"n":3}`).digest('base64url'));
+      expect(sourceText).toBe(
+        stringify({ connectionId, connectionName: 'Early', name: 'put', kind: 'tool' }),
+      );
     } finally {
       redis.disconnect();
     }

@@ -148,6 +148,7 @@ export async function createGatewayDeps(
     // not push the submits' entries out of the run store's.
     outcomeSealer: memoizeOwnSeals(sealer, { maxEntries: 4096, maxValueChars: 16 * 1024 }),
     ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    writeFormat: config.ISLET_WRITE_FORMAT,
     ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
   });
   return {

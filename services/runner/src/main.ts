@@ -137,6 +137,7 @@ const executor = createRunExecutor({
     redis,
     sealer,
     ttlSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+    writeFormat: config.ISLET_WRITE_FORMAT,
     // The gateway's key: both sides claim entries of one journal and must hash arguments alike.
     ...(config.ISLET_JOURNAL_ARGS_KEY ? { argsHashKey: config.ISLET_JOURNAL_ARGS_KEY } : {}),
   }),

@@ -142,7 +142,7 @@ export function runnerHarness(name: string) {
     const { redis } = current();
     return createRunLifecycle({
       runs: createRunStore(redis, sealer, { writeFormat }),
-      journal: createCallJournal({ redis, sealer }),
+      journal: createCallJournal({ redis, sealer, writeFormat }),
     });
   };
 

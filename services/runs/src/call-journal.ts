@@ -3,8 +3,16 @@
  * Redis Cluster keeps it in one slot): field `<index>` holds the call's entry as JSON (arguments
  * and outcome sealed), `#seq` counts delivered outcomes, `#attempt` the run's executions.
  * Every state change is one Lua script, so two gateway replicas claiming the same call agree.
+ *
+ * Two layouts of an entry, both read always (an entry keeps the one it was created in): 1, every
+ * field in `<index>`; 2 (`writeFormat: '2'`), the claim part a run's answer never reads (the claim
+ * token, the arguments' HMAC, the sealed arguments) in a field of its own, `#c<index>` as
+ * `<tk> <h> <a>`, so a run's pushed end, its answer's reads and every outcome's rewrite
+ * (lua/complete-2.lua) leave those ~160 B an entry out; and a call's source (the same text for
+ * every call of a binding, ~95 B) once a journal at `#s:<id>`, the entry's `s` naming it by `<id>`
+ * (a digest of the text), where layout 1 repeats the text in every entry (round 40 `journal-layout`).
  */
-import { createHmac, createSecretKey, randomUUID } from 'node:crypto';
+import { createHmac, createSecretKey, hash, randomUUID } from 'node:crypto';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
@@ -13,6 +21,7 @@ import { journalKeys } from './keys.ts';
 import { acquireCall, type LeaseTerms, leaseAnswerOf, type RunLease } from './lease-scripts.ts';
 import { loadScript } from './lua-scripts.ts';
 import { operationIdFor } from './operation-id.ts';
+import type { WriteFormat } from './run-store-types.ts';
 import { TurnBatch } from './turn-batch.ts';
 import type {
   BegunAttempt,
@@ -47,6 +56,8 @@ interface CallJournalDeps {
    */
   argsHashKey?: string | Buffer;
   now?: () => number;
+  /** ISLET_WRITE_FORMAT: the layout new entries are written in (default '1'; both are read). */
+  writeFormat?: WriteFormat;
 }
 
 /** A token-checked `markSent` found the call taken over by another handler: do not send. */
@@ -58,24 +69,33 @@ export class JournalConflictError extends Error {
   }
 }
 
+/** An entry at `<index>`; `h`, `a`, `tk` only in layout 1 (layout 2 keeps them at `#c<index>`). */
 interface StoredEntry {
   i: number;
   b: string;
-  h: string;
-  a: string;
+  h?: string;
+  a?: string;
   s?: string;
   op: string;
   st: JournalState;
   at: number;
-  tk: string;
+  tk?: string;
   t0: number;
   t1?: number;
   o?: string;
   seq?: number;
 }
 
+/** The field of a call's claim part in layout 2 (`#`: readers of entries skip it as a counter). */
+const claimPartField = (index: number | string): string => `#c${index}`;
+
+/** The sealed arguments of a layout-2 claim part `<tk> <h> <a>` (none of the three holds a space). */
+function sealedArgsOf(part: string): string {
+  return part.slice(part.indexOf(' ', part.indexOf(' ') + 1) + 1);
+}
+
 /** Arguments per call of `lua/claim-1.lua` (its header names them). */
-const CLAIM_FIELDS = 12;
+const CLAIM_FIELDS = 13;
 const CLAIM = loadScript('claim-1', { CLAIM_FIELDS });
 
 const MARK_SENT = loadScript('mark-sent-1');
@@ -110,6 +130,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   // a KeyObject cannot be empty, and an empty key stays the raw bytes).
   const hashKey = rawKey.length > 0 ? createSecretKey(Buffer.from(rawKey)) : rawKey;
   const now = deps.now ?? Date.now;
+  const writeFormat = deps.writeFormat ?? '1';
   const keyOf = journalKeys(prefix).journal;
   const argsHash = (runId: string, index: number, argsJson: string) =>
     createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
@@ -124,6 +145,17 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     }
     return text;
   };
+  // Layout 2 names a source by a digest of its text (the same id in every process), made once a
+  // source object. 72 bits: two sources of one run colliding is not a concern.
+  const sourceIds = new WeakMap<CallSource, string>();
+  const sourceId = (source: CallSource): string => {
+    let id = sourceIds.get(source);
+    if (id === undefined) {
+      id = hash('sha256', sourceJson(source), 'base64url').slice(0, 12);
+      sourceIds.set(source, id);
+    }
+    return id;
+  };
 
   const openOutcome = (sealed: string): BindingOutcome =>
     JSON.parse(outcomeSealer.open(sealed)) as BindingOutcome;
@@ -134,7 +166,11 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
    * run's end parses it once, not 20 times (round 39 `call-end`); the views share the object, which
    * no reader changes (record.ts copies the reference into the answer).
    */
-  const toView = (stored: StoredEntry, sources?: Map<string, CallSource>): JournalCallView => {
+  const toView = (
+    stored: StoredEntry,
+    sources?: Map<string, CallSource>,
+    all?: Record<string, string>,
+  ): JournalCallView => {
     const view: JournalCallView = {
       index: stored.i,
       binding: stored.b,
@@ -146,10 +182,14 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     if (stored.s) {
       let source = sources?.get(stored.s);
       if (source === undefined) {
-        source = JSON.parse(stored.s) as CallSource;
-        sources?.set(stored.s, source);
+        // Layout 1: the source's JSON text; layout 2: the id of the journal's `#s:<id>` field.
+        const text = stored.s.charCodeAt(0) === 123 ? stored.s : all?.[`#s:${stored.s}`];
+        if (text !== undefined) {
+          source = JSON.parse(text) as CallSource;
+          sources?.set(stored.s, source);
+        }
       }
-      view.source = source;
+      if (source !== undefined) view.source = source;
     }
     if (stored.o !== undefined) view.outcome = openOutcome(stored.o);
     if (stored.seq !== undefined) view.deliverySeq = stored.seq;
@@ -157,12 +197,18 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     return view;
   };
 
-  const toEntry = (stored: StoredEntry, sources?: Map<string, CallSource>): JournalEntry => ({
-    ...toView(stored, sources),
-    argsJson: sealer.open(stored.a),
+  /** `part`: the entry's layout-2 claim part (`#c<index>`), for an entry without `a`. */
+  const toEntry = (
+    stored: StoredEntry,
+    part: string | undefined,
+    sources?: Map<string, CallSource>,
+    all?: Record<string, string>,
+  ): JournalEntry => ({
+    ...toView(stored, sources, all),
+    argsJson: sealer.open(stored.a ?? sealedArgsOf(part ?? '')),
   });
 
-  /** The hash's call entries (not its `#` counters), by index. */
+  /** The hash's call entries (not its `#` counters nor claim parts), by index. */
   const storedOf = (all: Record<string, string>): StoredEntry[] => {
     const stored: StoredEntry[] = [];
     for (const [field, raw] of Object.entries(all)) {
@@ -173,18 +219,22 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
   const entriesOf = (all: Record<string, string>): JournalEntry[] => {
     const sources = new Map<string, CallSource>();
-    return storedOf(all).map((stored) => toEntry(stored, sources));
+    return storedOf(all).map((stored) => toEntry(stored, all[claimPartField(stored.i)], sources, all));
   };
   const callsOf = (all: Record<string, string>): JournalCallView[] => {
     const sources = new Map<string, CallSource>();
-    return storedOf(all).map((stored) => toView(stored, sources));
+    return storedOf(all).map((stored) => toView(stored, sources, all));
   };
 
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
-  const claims = new TurnBatch<(string | number)[], string[]>(
-    async (runId, calls) => (await CLAIM.run(redis, [keyOf(runId)], calls.flat())) as string[][],
-    GROUP_LIMITS,
-  );
+  const claims = new TurnBatch<(string | number)[], string[]>(async (runId, calls) => {
+    const args: (string | number)[] = [writeFormat];
+    for (let c = 0; c < calls.length; c++) {
+      const fields = calls[c] as (string | number)[];
+      for (let f = 0; f < fields.length; f++) args.push(fields[f] as string | number);
+    }
+    return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[][];
+  }, GROUP_LIMITS);
   // Each item carries what its group shares (the group's key is made of it), read from the first.
   const completions = new TurnBatch<Completion, string[]>(async (_group, calls) => {
     const { runId, event } = calls[0] as Completion;
@@ -213,8 +263,16 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   };
 
   const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
-    const raw = await redis.hget(keyOf(runId), String(index));
-    return raw ? toEntry(JSON.parse(raw) as StoredEntry) : undefined;
+    const [raw, part] = await redis.hmget(keyOf(runId), String(index), claimPartField(index));
+    if (!raw) return undefined;
+    const stored = JSON.parse(raw) as StoredEntry;
+    // A layout-2 source is read by its id (a second read; callers of `get` are off the run's path).
+    const all: Record<string, string> = {};
+    if (stored.s && stored.s.charCodeAt(0) !== 123) {
+      const text = await redis.hget(keyOf(runId), `#s:${stored.s}`);
+      if (text !== null) all[`#s:${stored.s}`] = text;
+    }
+    return toEntry(stored, part ?? undefined, undefined, all);
   };
 
   return {
@@ -236,6 +294,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         ttlSeconds,
         token,
         call.sendNow ? '1' : '0',
+        call.source && writeFormat === '2' ? sourceId(call.source) : '',
       ];
       const reply = await claims.add(runId, fields, sealedArgs.length);
       switch (reply[0]) {

@@ -1,57 +1,105 @@
 -- Claims calls of one run for one attempt, one reply per call, in order: the calls one after
 -- another, as separate scripts would.
 -- KEYS[1] journal hash.
--- ARGV: CLAIM_FIELDS per call, each: field, attempt, binding, argsHash, sealedArgs,
---   sourceJson, operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow ('1'|'0').
+-- ARGV[1] the layout a new entry is written in ('1' | '2', ISLET_WRITE_FORMAT); then
+--   CLAIM_FIELDS per call, each: field, attempt, binding, argsHash, sealedArgs,
+--   sourceJson, operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow ('1'|'0'),
+--   sourceId ('' in layout 1).
+-- Layout 1: the entry at `<index>` holds every field. Layout 2: the call's claim part (token, argument
+-- hash, sealed arguments: `<tk> <h> <a>`, none holds a space) is field `#c<index>` and the entry at
+-- `<index>` holds only what a run's answer reads, so a run's pushed end (includes/transition.lua)
+-- carries no claim part; its source (the same text for every call of a binding) is written once a
+-- journal, at `#s:<sourceId>`, the entry's `s` being `<sourceId>`. Both layouts are read whatever
+-- ARGV[1]; an entry keeps the layout it was created in.
 -- With sendNow a `new` claim is written as `sent` in the same step (claim + markSent fused: the
 -- caller sends without asking anyone first, so nothing can come between the two).
 -- Replies per call: {'new'}, {'done', sealedOutcome, deliverySeq}, {'in-flight'}, {'unknown'},
 -- {'superseded'}, {'mismatch', binding}.
--- One HMGET reads `#attempt` (no claim changes it) and every call's entry, one HSET writes the
--- claimed ones: two commands for a group of any size. A call claimed earlier in the same group
--- is read from `written`, so a group behaves exactly as its claims one after another.
+-- One HMGET reads `#attempt` (no claim changes it) and every call's entry (and in layout 2 whether
+-- its source is written), one HSET writes the claimed ones: two commands for a group of any size. A
+-- layout-2 entry claimed again reads its claim part with an HGET of its own (a replay's or a
+-- takeover's, not a first claim's). A call claimed earlier in the same group is read from `written`,
+-- so a group behaves exactly as its claims one after another.
+local split = ARGV[1] == '2'
+local stride = 1
+if split then stride = 2 end
 local fields = {'#attempt'}
-for b = 0, #ARGV - 1, ${CLAIM_FIELDS} do fields[#fields + 1] = ARGV[b + 1] end
+for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
+  fields[#fields + 1] = ARGV[b + 1]
+  if split then fields[#fields + 1] = '#s:' .. ARGV[b + 13] end
+end
 local got = redis.call('HMGET', KEYS[1], unpack(fields))
 local current = tonumber(got[1] or '0')
 local written, order = {}, {}
 local ttl
-local function put(field, e, ttlSeconds)
+local function put(field, text, ttlSeconds)
   if not written[field] then order[#order + 1] = field end
-  written[field] = cjson.encode(e)
+  written[field] = text
   ttl = ttlSeconds
 end
-local function claim(b, stored)
+local function claim(b, stored, storedSource)
   local attempt = tonumber(ARGV[b + 2])
   local claimed = 'pending'
   if ARGV[b + 12] == '1' then claimed = 'sent' end
   if attempt < current then return {'superseded'} end
-  local raw = written[ARGV[b + 1]] or stored
+  local field = ARGV[b + 1]
+  local raw = written[field] or stored
   if not raw then
-    local e = {i = tonumber(ARGV[b + 1]), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
-      st = claimed, at = attempt, tk = ARGV[b + 11], t0 = tonumber(ARGV[b + 8])}
-    if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
-    put(ARGV[b + 1], e, ARGV[b + 10])
+    local e
+    if split then
+      e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
+        t0 = tonumber(ARGV[b + 8])}
+      put('#c' .. field, ARGV[b + 11] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5], ARGV[b + 10])
+      if ARGV[b + 13] ~= '' then
+        local sourceField = '#s:' .. ARGV[b + 13]
+        if not (written[sourceField] or storedSource) then put(sourceField, ARGV[b + 6], ARGV[b + 10]) end
+        e.s = ARGV[b + 13]
+      elseif ARGV[b + 6] ~= '' then
+        e.s = ARGV[b + 6]
+      end
+    else
+      -- Layout 1's table built as the previous release builds it (cjson's key order follows it).
+      e = {i = tonumber(field), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
+        st = claimed, at = attempt, tk = ARGV[b + 11], t0 = tonumber(ARGV[b + 8])}
+      if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
+    end
+    put(field, cjson.encode(e), ARGV[b + 10])
     return {'new'}
   end
   local e = cjson.decode(raw)
-  if e.b ~= ARGV[b + 3] or e.h ~= ARGV[b + 4] then return {'mismatch', e.b} end
+  -- Layout 2 (no `h` in the entry): the hash is the claim part's second word.
+  local part, h, partField
+  if e.h == nil then
+    partField = '#c' .. field
+    part = written[partField] or redis.call('HGET', KEYS[1], partField) or ''
+    local s1 = string.find(part, ' ', 1, true) or #part
+    local s2 = string.find(part, ' ', s1 + 1, true) or (#part + 1)
+    h = string.sub(part, s1 + 1, s2 - 1)
+  else
+    h = e.h
+  end
+  if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then return {'mismatch', e.b} end
   if e.st == 'done' then return {'done', e.o, tostring(e.seq)} end
   if e.at > attempt then return {'superseded'} end
   if e.at == attempt and ARGV[b + 9] ~= '1' then return {'in-flight'} end
   if e.st == 'pending' then
     e.st = claimed
     e.at = attempt
-    e.tk = ARGV[b + 11]
     e.t0 = tonumber(ARGV[b + 8])
-    put(ARGV[b + 1], e, ARGV[b + 10])
+    if part then
+      put(partField, ARGV[b + 11] .. string.sub(part, (string.find(part, ' ', 1, true) or (#part + 1))), ARGV[b + 10])
+    else
+      e.tk = ARGV[b + 11]
+    end
+    put(field, cjson.encode(e), ARGV[b + 10])
     return {'new'}
   end
   return {'unknown'}
 end
 local replies = {}
-for b = 0, #ARGV - 1, ${CLAIM_FIELDS} do
-  replies[#replies + 1] = claim(b, got[#replies + 2])
+for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
+  local n = #replies
+  replies[n + 1] = claim(b, got[stride * n + 2], split and got[stride * n + 3])
 end
 if #order > 0 then
   local args = {}
