@@ -14,6 +14,7 @@ import {
   decisionView,
   ESCALATION_INDEX,
   type JournalCallView,
+  type KnownRun,
   type StoredRun,
 } from '@islet/runs';
 import { type Caller, rateLimitedProblem } from './auth.ts';
@@ -266,13 +267,16 @@ export function createRunsService(deps: GatewayDeps) {
    * Waits until the run ends, or waits for a decision (nothing will happen without one, so the
    * caller should hear it now), or `ms` pass; returns the latest stored run. `writtenAt`: this
    * replica wrote the run then (a submit), so while nothing was published about it since, it is
-   * known unchanged and the first read is skipped.
+   * known unchanged and the first read is skipped. `known`: the run as this request holds it (its
+   * submit's), whose program, request and description a pushed end's record is read with instead of
+   * opening and parsing them again (run-reads.ts `KnownRun`).
    */
   async function waitForEnd(
     id: string,
     ms: number,
     abortSignal?: AbortSignal | WaitSignal,
     writtenAt?: number,
+    known?: KnownRun,
   ): Promise<StoredRun | null> {
     const signal = abortSignal && asWaitSignal(abortSignal);
     const deadline = Date.now() + ms;
@@ -296,7 +300,7 @@ export function createRunsService(deps: GatewayDeps) {
     try {
       for (;;) {
         changed = false;
-        const ended = pushed === undefined ? null : endOf(pushed);
+        const ended = pushed === undefined ? null : endOf(pushed, known);
         pushed = undefined;
         if (ended) return ended;
         if (!skipRead) {
@@ -336,14 +340,14 @@ export function createRunsService(deps: GatewayDeps) {
   }
 
   /** The ended run from its pushed end, its journal kept for `record`; null if unreadable. */
-  function endOf(payload: string): StoredRun | null {
+  function endOf(payload: string, known: KnownRun | undefined): StoredRun | null {
     let run: StoredRun | null;
     let entries: JournalCallView[];
     try {
       const [runFlat, journalFlat] = JSON.parse(payload) as [unknown, unknown];
       // Its record is built at once (the answer), description included; read from the flat answer
       // as the runner's pick-up reads its run (`fromFields`), not through a record of its fields.
-      run = runs.fromFields(runFlat, true);
+      run = runs.fromFields(runFlat, true, known);
       entries = journal.callsOf(fieldsOf(journalFlat));
     } catch (err) {
       deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');
