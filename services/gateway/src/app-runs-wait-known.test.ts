@@ -10,7 +10,13 @@ import { channels, keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auth, run } from '../test/app-fixture.ts';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import {
+  endedByTest,
+  type GatewayAppUnderTest,
+  startGatewayApp,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
+import { createRunsService } from './runs-service.ts';
 
 type End = Parameters<TestGatewayDeps['runs']['finish']>[1];
 
@@ -172,5 +178,43 @@ describe.each(['1', '2'])('a waited answer from its pushed end, format %s', (for
       code: format === '1' ? 'return 1 // \ufffd' : 'return 1 // \ud800',
       reason: 'one \ufffd',
     });
+  });
+
+  it('a pushed end record is in hand at once (no read, no await); a read run is not', async () => {
+    const service = createRunsService(deps);
+    // A waited submit's run pushes its end; this service waits on it too and reads the same push.
+    const answer = app.inject({
+      method: 'POST',
+      url: '/v1/runs',
+      headers: { ...auth(key), prefer: 'wait=10' },
+      payload: run({ sessionId: `in-hand-${format}` }),
+    });
+    let id: string | undefined;
+    for (let i = 0; i < 100 && !id; i++) {
+      id = (await deps.redis.zrange(keys.sessionRuns('acme', `in-hand-${format}`), 0, -1))[0];
+      if (!id) await new Promise((r) => setTimeout(r, 20));
+    }
+    const created = id ? await deps.runs.get(id) : null;
+    if (!created) throw new Error('run not stored');
+    expect(service.recordInHand(created)).toBeUndefined();
+    const waiting = service.waitForEnd(created.id, 10_000, undefined, undefined, created);
+    await new Promise((r) => setTimeout(r, 100));
+    await deps.runs.finish(created, endedByTest());
+    const ended = await waiting;
+    if (!ended) throw new Error('no end');
+    expect((await answer).statusCode).toBe(200);
+    const listCalls = vi.spyOn(deps.journal, 'listCalls');
+    try {
+      const inHand = service.recordInHand(ended);
+      expect(inHand).toMatchObject({ id: created.id, status: 'Cancelled', calls: [] });
+      expect(JSON.stringify(await service.record(ended))).toBe(JSON.stringify(inHand));
+      expect(listCalls).not.toHaveBeenCalled();
+      const read = await deps.runs.get(created.id);
+      if (!read) throw new Error('run gone');
+      expect(service.recordInHand(read)).toBeUndefined();
+      expect(JSON.stringify(await service.record(read))).toBe(JSON.stringify(inHand));
+    } finally {
+      listCalls.mockRestore();
+    }
   });
 });

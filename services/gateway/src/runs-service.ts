@@ -43,7 +43,19 @@ export function createRunsService(deps: GatewayDeps) {
             (await deps.decisions.listRun(run.id)).filter((d) => d.state === 'pending').map((d) => d.index),
           )
         : undefined;
-    return toRecord(run, await (journalWithRun.get(run) ?? journal.listCalls(run.id)), waiting);
+    return (
+      recordInHand(run) ??
+      toRecord(run, await (journalWithRun.get(run) ?? journal.listCalls(run.id)), waiting)
+    );
+  }
+
+  /**
+   * A pushed end's run's record (`waitForEnd`: its journal came with it, it waits for no decision),
+   * built with no async call, promise or await (round 40 `end-turn`); undefined for any other run.
+   */
+  function recordInHand(run: StoredRun): CodeRunRecord | undefined {
+    const calls = endedCalls.get(run);
+    return calls && toRecord(run, calls);
   }
 
   /** The run if the caller may act on it (ownership.ts); 404 otherwise (existence never leaks). */
@@ -262,6 +274,8 @@ export function createRunsService(deps: GatewayDeps) {
   // of reading again (the two reads go out together, one round trip).
   const journalWithRun = new WeakMap<StoredRun, Promise<JournalCallView[]>>();
   const NO_CALLS: Promise<JournalCallView[]> = Promise.resolve([]);
+  // A pushed end's journal, in hand (`recordInHand`).
+  const endedCalls = new WeakMap<StoredRun, JournalCallView[]>();
 
   /**
    * Waits until the run ends, or waits for a decision (nothing will happen without one, so the
@@ -354,7 +368,7 @@ export function createRunsService(deps: GatewayDeps) {
       return null;
     }
     if (!run || !isFinalStatus(run.status)) return null;
-    journalWithRun.set(run, Promise.resolve(entries));
+    endedCalls.set(run, entries);
     return run;
   }
 
@@ -382,6 +396,7 @@ export function createRunsService(deps: GatewayDeps) {
     submit,
     own,
     record,
+    recordInHand,
     waitForEnd,
     cancel,
     enqueue,
