@@ -2,11 +2,12 @@
  * A waited answer read from the pushed end with the submit's own program, request and description
  * (run-reads.ts `KnownRun`, round 40 `end-turn`): byte for byte the record a read of the run
  * answers, for every end kind (Completed, Failed kinds, Cancelled, a run with calls, a run over the
- * push cap), in both stored formats; and the gateway opens none of its own seals for it, `pick` or
+ * push cap, an end a runner of the previous release wrote), in both stored formats; and the gateway opens none of its own seals for it, `pick` or
  * `code`/`request`/`description`, but for a program that does not open to itself (a lone surrogate in
  * format 1), which it opens as before.
  */
 import { channels, keys } from '@islet/core';
+import { createRunStore } from '@islet/runs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auth, run } from '../test/app-fixture.ts';
@@ -73,6 +74,7 @@ describe.each(['1', '2'])('a waited answer from its pushed end, format %s', (for
     end: End,
     extra: Record<string, unknown> = {},
     before?: (id: string) => Promise<void>,
+    ender: Pick<TestGatewayDeps['runs'], 'finish'> = deps.runs,
   ) {
     // The end is finished once the waiter listens (else it is read, not taken from the push).
     const listen = vi.spyOn(deps.hub, 'listen');
@@ -100,7 +102,7 @@ describe.each(['1', '2'])('a waited answer from its pushed end, format %s', (for
     let parsed: string[];
     let reads: number;
     try {
-      await deps.runs.finish(stored, end);
+      await ender.finish(stored, end);
       res = await answer;
       parsed = parse.mock.calls.map(([text]) => String(text));
     } finally {
@@ -146,6 +148,23 @@ describe.each(['1', '2'])('a waited answer from its pushed end, format %s', (for
     expect(res.body).toBe(read.body);
     expect(res.json().calls).toHaveLength(2);
     expect(parsed.filter((t) => t.includes('"bindings"'))).toEqual([]);
+  });
+
+  it('an end written by a runner of the previous release (format 1 fields): the read bytes', async () => {
+    // afaaca7's runner writes `result` and `text`/`textRef` whatever this gateway's format.
+    const previous = createRunStore(deps.redis, deps.sealer, { writeFormat: '1' });
+    for (const [name, end] of [ENDS[0]!, ENDS[2]!]) {
+      const { res, read, reads } = await waited(
+        `known-${format}-prev-${name.replace(/\W/g, '')}`,
+        end,
+        {},
+        undefined,
+        previous,
+      );
+      expect(reads).toBe(0);
+      expect(res.statusCode).toBe(200);
+      expect(res.body).toBe(read.body);
+    }
   });
 
   it('a run over the push cap: its waiter reads it, the read bytes', async () => {
