@@ -1,10 +1,12 @@
 /**
  * A waited answer read from the pushed end with the submit's own program, request and description
- * (run-reads.ts `KnownRun`, round 40 `end-turn`): byte for byte the record a read of the run
- * answers, for every end kind (Completed, Failed kinds, Cancelled, a run with calls, a run over the
- * push cap, an end a runner of the previous release wrote), in both stored formats; and the gateway opens none of its own seals for it, `pick` or
- * `code`/`request`/`description`, but for a program that does not open to itself (a lone surrogate in
- * format 1), which it opens as before.
+ * (run-reads.ts `KnownRun`) and its record built at once (`recordInHand`), round 40 `end-turn`:
+ * byte for byte the record a read of the run answers, for every end kind (Completed, Failed kinds,
+ * Cancelled, a run with calls, a run over the push cap, an end a runner of the previous release
+ * wrote), in both stored formats; no text parsed for it but the push and the end's result, so the
+ * submit's request (`pick`'s or `request`'s JSON) is not parsed again; a program or description
+ * that does not open to itself (a lone surrogate: the seal's UTF-8 makes it U+FFFD) answered as
+ * stored.
  */
 import { channels, keys } from '@islet/core';
 import { createRunStore } from '@islet/runs';
