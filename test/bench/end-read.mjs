@@ -67,7 +67,11 @@ const fields = {
   updatedAt: '1765000000123',
 };
 const payload = JSON.stringify([Object.entries(fields).flat(), []]);
-const reads = createRunReads(undefined, gateway, { maxEvents: '1000', sealEvent: String, sealStatus: String });
+const reads = createRunReads(undefined, gateway, {
+  maxEvents: '1000',
+  sealEvent: String,
+  sealStatus: String,
+});
 const readOf = (known) => reads.fromFields(JSON.parse(payload)[0], true, known);
 const withPromise = new WeakMap();
 const inHand = new WeakMap();
@@ -96,6 +100,6 @@ if (JSON.stringify(toRecord(readOf(), [])) !== JSON.stringify(toRecord(readOf(ru
 let sum = 0;
 for (let i = 0; i < n; i++) {
   const r = f();
-  sum += typeof r === "number" ? r : await r;
+  sum += typeof r === 'number' ? r : await r;
 }
 console.log(mode, format, n, sum, payload.length);
