@@ -14,6 +14,7 @@ import {
   decisionView,
   ESCALATION_INDEX,
   type JournalCallView,
+  type KnownRun,
   type StoredRun,
 } from '@islet/runs';
 import { type Caller, rateLimitedProblem } from './auth.ts';
@@ -42,7 +43,19 @@ export function createRunsService(deps: GatewayDeps) {
             (await deps.decisions.listRun(run.id)).filter((d) => d.state === 'pending').map((d) => d.index),
           )
         : undefined;
-    return toRecord(run, await (journalWithRun.get(run) ?? journal.listCalls(run.id)), waiting);
+    return (
+      recordInHand(run) ??
+      toRecord(run, await (journalWithRun.get(run) ?? journal.listCalls(run.id)), waiting)
+    );
+  }
+
+  /**
+   * A pushed end's run's record (`waitForEnd`: its journal came with it, it waits for no decision),
+   * built with no async call, promise or await (round 40 `end-turn`); undefined for any other run.
+   */
+  function recordInHand(run: StoredRun): CodeRunRecord | undefined {
+    const calls = endedCalls.get(run);
+    return calls && toRecord(run, calls);
   }
 
   /** The run if the caller may act on it (ownership.ts); 404 otherwise (existence never leaks). */
@@ -261,18 +274,23 @@ export function createRunsService(deps: GatewayDeps) {
   // of reading again (the two reads go out together, one round trip).
   const journalWithRun = new WeakMap<StoredRun, Promise<JournalCallView[]>>();
   const NO_CALLS: Promise<JournalCallView[]> = Promise.resolve([]);
+  // A pushed end's journal, in hand (`recordInHand`).
+  const endedCalls = new WeakMap<StoredRun, JournalCallView[]>();
 
   /**
    * Waits until the run ends, or waits for a decision (nothing will happen without one, so the
    * caller should hear it now), or `ms` pass; returns the latest stored run. `writtenAt`: this
    * replica wrote the run then (a submit), so while nothing was published about it since, it is
-   * known unchanged and the first read is skipped.
+   * known unchanged and the first read is skipped. `known`: the run as this request holds it (its
+   * submit's), whose program, request and description a pushed end's record is read with instead of
+   * opening and parsing them again (run-reads.ts `KnownRun`).
    */
   async function waitForEnd(
     id: string,
     ms: number,
     abortSignal?: AbortSignal | WaitSignal,
     writtenAt?: number,
+    known?: KnownRun,
   ): Promise<StoredRun | null> {
     const signal = abortSignal && asWaitSignal(abortSignal);
     const deadline = Date.now() + ms;
@@ -296,7 +314,7 @@ export function createRunsService(deps: GatewayDeps) {
     try {
       for (;;) {
         changed = false;
-        const ended = pushed === undefined ? null : endOf(pushed);
+        const ended = pushed === undefined ? null : endOf(pushed, known);
         pushed = undefined;
         if (ended) return ended;
         if (!skipRead) {
@@ -336,21 +354,21 @@ export function createRunsService(deps: GatewayDeps) {
   }
 
   /** The ended run from its pushed end, its journal kept for `record`; null if unreadable. */
-  function endOf(payload: string): StoredRun | null {
+  function endOf(payload: string, known: KnownRun | undefined): StoredRun | null {
     let run: StoredRun | null;
     let entries: JournalCallView[];
     try {
       const [runFlat, journalFlat] = JSON.parse(payload) as [unknown, unknown];
       // Its record is built at once (the answer), description included; read from the flat answer
       // as the runner's pick-up reads its run (`fromFields`), not through a record of its fields.
-      run = runs.fromFields(runFlat, true);
+      run = runs.fromFields(runFlat, true, known);
       entries = journal.callsOf(fieldsOf(journalFlat));
     } catch (err) {
       deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');
       return null;
     }
     if (!run || !isFinalStatus(run.status)) return null;
-    journalWithRun.set(run, Promise.resolve(entries));
+    endedCalls.set(run, entries);
     return run;
   }
 
@@ -378,6 +396,7 @@ export function createRunsService(deps: GatewayDeps) {
     submit,
     own,
     record,
+    recordInHand,
     waitForEnd,
     cancel,
     enqueue,

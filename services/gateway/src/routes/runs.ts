@@ -108,10 +108,11 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
         // A run this request just wrote, still Running: no need to read it before anything happens.
         const writtenAt = created && run.status === 'Running' ? run.createdAt : undefined;
         current =
-          (await runsService.waitForEnd(run.id, wait * 1000, requestGone.gone(reply), writtenAt)) ?? run;
+          (await runsService.waitForEnd(run.id, wait * 1000, requestGone.gone(reply), writtenAt, run)) ?? run;
         reply.header('preference-applied', `wait=${wait}`);
       }
-      const record = await runsService.record(current);
+      // A pushed end's record is built at once (its journal came with it), else read.
+      const record = runsService.recordInHand(current) ?? (await runsService.record(current));
       return reply.code(record.result ? 200 : 202).send(record);
     });
 
