@@ -9,6 +9,7 @@
  * registration's. Made again when any fixed term changes. Written against one BullMQ version:
  * with another, BullMQ's own builds them (`CompletionArgsWriter.of` answers undefined).
  */
+import { BoundedMap } from '@islet/core';
 import { Packr } from 'msgpackr';
 import { FROM_JSON_VERSION } from './run-job-build.ts';
 
@@ -112,10 +113,11 @@ export class CompletionArgsWriter {
   preparedUses = 0;
   /**
    * The packed options made for tokens before their jobs came (`prepare`), with the fixed parts
-   * they used, the last `PREPARED_MAX` (a worker registers again while its handed run goes on; a
-   * registration whose pop brought nothing leaves its token unused).
+   * they used, at least the last `PREPARED_MAX` (a worker registers again while its handed run goes
+   * on; a registration whose pop brought nothing leaves its token unused). Core's BoundedMap: no
+   * Map iterator walked to forget the oldest (gateway cache-bounds.test.ts).
    */
-  private readonly prepared = new Map<string, { made: object; packed: Buffer }>();
+  private readonly prepared = new BoundedMap<string, { made: object; packed: Buffer }>(2 * PREPARED_MAX);
   private readonly scripts: CompletionScripts;
 
   private constructor(scripts: CompletionScripts) {
@@ -241,12 +243,7 @@ export class CompletionArgsWriter {
   prepare(token: string): void {
     const made = this.made;
     if (!made) return;
-    const prepared = this.prepared;
-    if (prepared.size >= PREPARED_MAX) {
-      const oldest = prepared.keys().next().value;
-      if (oldest !== undefined) prepared.delete(oldest);
-    }
-    prepared.set(token, { made, packed: this.packed(made.head, token, made.tail) });
+    this.prepared.set(token, { made, packed: this.packed(made.head, token, made.tail) });
   }
 
   /**
