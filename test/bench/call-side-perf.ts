@@ -13,11 +13,10 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
 import { tracedProcesses } from './perf-trace.ts';
-import { pingConnection, startPingApp } from './ping-app.ts';
+import { pingConnection, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 20);
 const CALLS = Number(process.env.CALLS ?? 40);
@@ -29,29 +28,12 @@ const WHO = process.env.WHO === 'gateway' ? 'gateway' : 'runner';
 const OUT = `/tmp/call-side-perf-${process.pid}.data`;
 
 const { app, port } = await startPingApp();
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: {
-    ISLET_TENANT_POOL_SHARE: '1',
-    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
-    NODE_OPTIONS: '--perf-basic-prof-only-functions',
-  },
-});
+const cluster = await startCallCluster({ NODE_OPTIONS: '--perf-basic-prof-only-functions' });
 const a = api(cluster.url, cluster.devKey);
 try {
   const connection = await pingConnection(a, port);
   const program = sequentialCalls(CALLS);
-  const run = async () => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      { code: program, description: 'Profile binding calls', sessionId: 'calls', connections: [connection] },
-      { prefer: 'wait=30' },
-    );
-    if ((res.body as { status?: string }).status !== 'Completed')
-      throw new Error(`run ended ${JSON.stringify(res.body)}`);
-  };
+  const run = () => runWithApp(a, program, connection);
   for (let i = 0; i < WARM; i++) await run();
   const { pids, label } = tracedProcesses();
   const traced = pids.filter((p) => label.get(p) === WHO || label.get(p) === 'host');

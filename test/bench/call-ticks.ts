@@ -9,25 +9,18 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import { sequentialCalls } from './baselines.ts';
-import { pingConnection, runWithApp, startPingApp } from './ping-app.ts';
+import { pingConnection, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const WARM = Number(process.env.WARM ?? 5);
 const RUNS = Number(process.env.RUNS ?? 20);
 const CALLS = Number(process.env.CALLS ?? 40);
 const dir = mkdtempSync(join(tmpdir(), 'islet-call-ticks-'));
 const { app, port } = await startPingApp();
-const cluster = await startCluster({
-  gateways: 1,
-  runners: [{ modes: ['read-only'], concurrency: 4 }],
-  env: {
-    ISLET_TENANT_POOL_SHARE: '1',
-    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
-    NODE_OPTIONS: `--import ${join(import.meta.dirname, 'tick-total.mjs')}`,
-    TICK_DIR: dir,
-  },
+const cluster = await startCallCluster({
+  NODE_OPTIONS: `--import ${join(import.meta.dirname, 'tick-total.mjs')}`,
+  TICK_DIR: dir,
 });
 const settle = () => new Promise((r) => setTimeout(r, 500));
 const read = (pid: number) =>
