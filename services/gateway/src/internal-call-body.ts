@@ -87,22 +87,15 @@ export function readInternalBatch(body: unknown): InternalBatch {
  * fields dropped); a body that breaks a rule throws zod's validation problem.
  */
 export function readInternalCall(body: unknown): InternalCall {
-  if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
-    const { index, binding, argsJson, attempt, takeover } = body as Record<string, unknown>;
-    if (
-      isInt(index, 0) &&
-      typeof binding === 'string' &&
-      binding.length >= 1 &&
-      binding.length <= MAX_BINDING_CHARS &&
-      typeof argsJson === 'string' &&
-      argsJson.length <= MAX_ARGS_CHARS &&
-      isInt(attempt, 1) &&
-      (takeover === undefined || typeof takeover === 'boolean')
-    ) {
+  // The call's own fields by the batch's check (callOf), then the single call's two more.
+  const call = callOf(body);
+  if (call) {
+    const { attempt, takeover } = body as Record<string, unknown>;
+    if (isInt(attempt, 1) && (takeover === undefined || typeof takeover === 'boolean')) {
       // `in`, not `!== undefined`: zod keeps a present key as it is.
-      return 'takeover' in body
-        ? { index, binding, argsJson, attempt, takeover: takeover as boolean | undefined }
-        : { index, binding, argsJson, attempt };
+      return 'takeover' in (body as object)
+        ? { ...call, attempt, takeover: takeover as boolean | undefined }
+        : { ...call, attempt };
     }
   }
   const parsed = internalCallSchema.safeParse(body);
