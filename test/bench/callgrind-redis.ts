@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { channels } from '@islet/core';
 import { freePort } from '@islet/testkit';
 import { Redis } from 'ioredis';
 
@@ -39,4 +40,22 @@ export async function callgrindRedis(name: string): Promise<CallgrindRedis> {
     await exited;
   };
   return { r, proc, instructions, stop };
+}
+
+/**
+ * A connection of its own on the run-events channel keeping each pushed end's bytes in `pushes`
+ * (the caller empties it between sides, awaits `subscribed` before the first end and disconnects
+ * `listener` in its finally): the end-push and journal-end benches' reading of the push.
+ */
+export function endPushListener(redis: Redis): {
+  listener: Redis;
+  pushes: number[];
+  subscribed: Promise<unknown>;
+} {
+  const listener = redis.duplicate();
+  const pushes: number[] = [];
+  listener.on('message', (_c: string, m: string) => {
+    if (m.includes(' end ')) pushes.push(Buffer.byteLength(m));
+  });
+  return { listener, pushes, subscribed: listener.subscribe(channels.runEvents) };
 }

@@ -7,25 +7,21 @@
  * replayed `N` times a phase (default 200; every key restored from a DUMP before each call, outside
  * the count), phases ABBA; one subscriber on the end channel. A count: no lock needed.
  */
-import { channels, generateSealKey, sealerFromConfig } from '@islet/core';
+import { generateSealKey, sealerFromConfig } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { createCallJournal, createRunStore } from '@islet/runs';
 import { runFixture } from '@islet/testkit';
 import { luaSource } from '../../services/runs/src/lua-scripts.ts';
 import { FINISH_TENANT_PARAMS } from '../../services/runs/src/run-index-scripts.ts';
 import { PROGRAM } from './baselines.ts';
-import { callgrindRedis } from './callgrind-redis.ts';
+import { callgrindRedis, endPushListener } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 200);
 const { r: redis, instructions, stop } = await callgrindRedis('end-push-cost');
-const listener = redis.duplicate();
+const { listener, pushes, subscribed } = endPushListener(redis);
 try {
   await redis.ping();
-  const pushes: number[] = [];
-  listener.on('message', (_c: string, m: string) => {
-    if (m.includes(' end ')) pushes.push(Buffer.byteLength(m));
-  });
-  await listener.subscribe(channels.runEvents);
+  await subscribed;
   const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
   const runs = createRunStore(redis, sealer);
   const journal = createCallJournal({ redis, sealer });
