@@ -4,7 +4,8 @@
  * HSET applies it to the hash (round 35, `end-gw`: the fields from ARGV and a name table of the
  * write's names, not copies). Whatever the write names — fields the record has, new ones, one
  * named twice — the record pushed is the hash as stored after the write, each field once, less the
- * write's `timings` (the runner's stage stamps, which no reader of a push reads; round 37).
+ * write's `timings` (the runner's stage stamps, which no reader of a push reads; round 37) and less
+ * the fields its submit wrote (round 41 `push-lean`: `code` here), tagged `end2`.
  */
 import { readFileSync } from 'node:fs';
 import { channels, createRedis } from '@islet/core';
@@ -41,7 +42,14 @@ describe("the pushed end's record with the record read first", () => {
       const messages: string[] = [];
       sub.on('message', (_c: string, m: string) => messages.push(m));
       await sub.subscribe(channels.runEvents);
-      await redis.hset('r', { id: 'm1', status: 'Running', kind: 'old', code: 'c', updatedAt: '1' });
+      await redis.hset('r', {
+        id: 'm1',
+        status: 'Running',
+        kind: 'old',
+        code: 'c',
+        updatedAt: '1',
+        session: 's',
+      });
       await redis.hset('j', '#attempt', '1');
       const write = [
         ['status', 'Completed'],
@@ -57,23 +65,24 @@ describe("the pushed end's record with the record read first", () => {
       ].flat();
       const args = ['m1', channels.runEvents, 'status', 'sealed', '100', '60', ...write];
       expect(await driver.run(redis, ['r', 'e', 'j'], args)).toBe('Completed');
-      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m1 end ')); i++)
+      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m1 end2 ')); i++)
         await new Promise((r) => setTimeout(r, 10));
-      const pushed = messages.find((m) => m.startsWith('m1 end '));
+      const pushed = messages.find((m) => m.startsWith('m1 end2 '));
       if (!pushed) throw new Error('no end pushed');
-      const [record, journal] = JSON.parse(pushed.slice('m1 end '.length)) as [string[], string[]];
+      const [record, journal] = JSON.parse(pushed.slice('m1 end2 '.length)) as [string[], string[]];
       const stored = await redis.hgetall('r');
       expect(stored).toEqual({
         id: 'm1',
         status: 'Completed',
         kind: 'none',
         code: 'c',
+        session: 's',
         updatedAt: '3',
         result: 'second',
         text: 't',
         timings: '{"endSent":1}',
       });
-      const { timings: _stamps, ...pushedFields } = stored;
+      const { timings: _stamps, code: _code, session: _session, ...pushedFields } = stored;
       expect(fieldsOf(record)).toEqual(pushedFields);
       const names = record.filter((_, i) => i % 2 === 0);
       expect(new Set(names).size).toBe(names.length);
