@@ -33,6 +33,12 @@ local status = writeTransition(1, 1, 7, true, 'Running', before, false)
 return status`),
 );
 
+// The record not read first (transition-3.lua: a Cluster's end, a gateway's cancel): read by HGETALL.
+const unread = new LuaScript(
+  compactLua(`${transition}
+return writeTransition(1, 1, 7, true, 'Running', nil, false)`),
+);
+
 describe("the pushed end's record with the record read first", () => {
   it('is the hash as the write leaves it, each field once, for fields kept, replaced, added and named twice', async () => {
     const server = await startRedis({ appendOnly: false });
@@ -88,6 +94,37 @@ describe("the pushed end's record with the record read first", () => {
       expect(new Set(names).size).toBe(names.length);
       expect(names).toHaveLength(Object.keys(pushedFields).length);
       expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
+    } finally {
+      sub.disconnect();
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+  it('read by the script itself (no record read first): the same fields, the end2 tag', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    const sub = redis.duplicate();
+    try {
+      const messages: string[] = [];
+      sub.on('message', (_c: string, m: string) => messages.push(m));
+      await sub.subscribe(channels.runEvents);
+      await redis.hset('r', { id: 'm2', status: 'Running', pick: 'p', description: 'd', attempts: '1' });
+      const write = ['status', 'Cancelled', 'ended', 'e', 'updatedAt', '5', 'kind', 'abort'];
+      const args = ['m2', channels.runEvents, 'status', 'sealed', '100', '60', ...write];
+      expect(await unread.run(redis, ['r', 'e', 'j'], args)).toBe('Cancelled');
+      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m2 end2 ')); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const pushed = messages.find((m) => m.startsWith('m2 end2 '));
+      if (!pushed) throw new Error('no end pushed');
+      const [record] = JSON.parse(pushed.slice('m2 end2 '.length)) as [string[]];
+      expect(fieldsOf(record)).toEqual({
+        id: 'm2',
+        status: 'Cancelled',
+        attempts: '1',
+        ended: 'e',
+        updatedAt: '5',
+        kind: 'abort',
+      });
     } finally {
       sub.disconnect();
       redis.disconnect();
