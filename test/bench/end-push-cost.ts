@@ -9,7 +9,7 @@
  * captured (the store sends it through `sendCommand`, core lua-script.ts; round 37's capture of
  * `redis.evalsha` saw none since), then replayed `N` times a phase (default 200; every key restored
  * from a DUMP before each call, outside the count), phases ABBA per format; one subscriber on the end
- * channel. A count: no lock needed.
+ * channel; `FORMATS=1` or `2` for one format. A count: no lock needed.
  */
 import { generateSealKey, sealerFromConfig } from '@islet/core';
 import type { LuaScript } from '@islet/core/lua-script';
@@ -81,7 +81,9 @@ try {
     await p.exec();
   };
   const scripts: Record<'previous' | 'head', LuaScript> = { previous: PREVIOUS_FINISH_RUN, head: FINISH_RUN };
-  for (const format of ['1', '2'] as const) {
+  // `FORMATS=2` (or `1`): one stored format only.
+  const formats = (process.env.FORMATS ?? '1,2').split(',') as ('1' | '2')[];
+  for (const format of formats) {
     const end = await ended(`bench-run-f${format}`, format);
     const totals = { previous: 0, head: 0 };
     const bytes = { previous: 0, head: 0 };
