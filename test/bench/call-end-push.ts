@@ -38,7 +38,7 @@ try {
   const ends: string[] = [];
   await sub.subscribe(channels.runEvents);
   sub.on('message', (_c: string, m: string) => {
-    if (m.includes(' end [')) ends.push(m);
+    if (/^\S+ end2? \[/.test(m)) ends.push(m);
   });
   const run = async (code: string) => JSON.stringify(await runWithApp(a, code, connection)).length;
   for (const [name, code] of [
@@ -58,7 +58,7 @@ try {
       `${name}: ${ends.length} of ${RUNS} ends pushed; AOF ${((aof1 - aof0) / RUNS).toFixed(0)} B a run, HGETALL ${((hgetall1 - hgetall0) / RUNS).toFixed(2)} a run`,
     );
     const mean = (f: (m: string) => number) => ends.reduce((s, m) => s + f(m), 0) / ends.length;
-    const parts = (m: string) => JSON.parse(m.slice(m.indexOf(' end ') + 5)) as [string[], string[]];
+    const parts = (m: string) => JSON.parse(m.slice(m.indexOf(' [') + 1)) as [string[], string[]];
     console.log(
       `${name}: ${ends.length} pushed ends, message ${mean((m) => m.length).toFixed(0)} B, record ${mean((m) => JSON.stringify(parts(m)[0]).length).toFixed(0)} B, journal ${mean((m) => JSON.stringify(parts(m)[1]).length).toFixed(0)} B (its escaped JSON); the waiter's answer ${(answer / RUNS).toFixed(0)} B`,
     );

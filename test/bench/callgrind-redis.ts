@@ -55,7 +55,8 @@ export function endPushListener(redis: Redis): {
   const listener = redis.duplicate();
   const pushes: number[] = [];
   listener.on('message', (_c: string, m: string) => {
-    if (m.includes(' end ')) pushes.push(Buffer.byteLength(m));
+    // `end` (a whole record, before round 41) or `end2` (its lean form, round 41 `push-lean`).
+    if (/^\S+ end2? /.test(m)) pushes.push(Buffer.byteLength(m));
   });
   return { listener, pushes, subscribed: listener.subscribe(channels.runEvents) };
 }

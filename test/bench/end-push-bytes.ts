@@ -25,7 +25,8 @@ try {
   for (let i = 0; i < WARM; i++) await once();
   const pushes: string[] = [];
   sub.on('message', (_channel: string, message: string) => {
-    if (message.includes(' end ')) pushes.push(message);
+    // `end` (the whole record, before round 41) or `end2` (round 41 `push-lean`: the end's fields).
+    if (/^\S+ end2? /.test(message)) pushes.push(message);
   });
   await sub.subscribe(channels.runEvents);
   for (let i = 0; i < RUNS; i++) await once();
@@ -36,7 +37,7 @@ try {
   let journal = 0;
   for (const message of pushes) {
     total += Buffer.byteLength(message);
-    const json = message.slice(message.indexOf(' end ') + 5);
+    const json = message.slice(message.indexOf(' [') + 1);
     record += Buffer.byteLength(JSON.stringify(JSON.parse(json)[0]));
     journal += Buffer.byteLength(JSON.stringify(JSON.parse(json)[1]));
     const [flat] = JSON.parse(json) as [string[], unknown];

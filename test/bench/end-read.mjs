@@ -11,10 +11,13 @@
 //   recordasync the record as the route built it before: the journal as a promise in a WeakMap, an
 //               async call awaiting it (one iteration awaits its record)
 //   recordsync  `recordInHand`: the journal array from a WeakMap, the record built at once
+//   lean        round 41 `push-lean`: the lean push (`end2`: only END_PUSH_FIELDS) parsed,
+//               `fromLeanEnd(flat, known)` (the submit's fields from the run in hand); compare `known`
+//   leananswer  `lean`, then the record and its JSON; compare `answerknown`
 import { createSealer } from '../../services/core/src/sealer.ts';
 import { memoizeOwnSeals } from '../../services/gateway/src/own-seal-memo.ts';
 import { toRecord } from '../../services/gateway/src/record.ts';
-import { createRunReads } from '../../services/runs/src/run-reads.ts';
+import { createRunReads, END_PUSH_FIELDS } from '../../services/runs/src/run-reads.ts';
 import { endFields, recordFields } from '../../services/runs/src/run-store-args.ts';
 
 const [mode, nText, format = '2'] = process.argv.slice(2);
@@ -67,12 +70,20 @@ const fields = {
   updatedAt: '1765000000123',
 };
 const payload = JSON.stringify([Object.entries(fields).flat(), []]);
+// The lean push's record: the same fields, less those the submit wrote (includes/transition.lua).
+const leanPayload = JSON.stringify([
+  Object.entries(fields)
+    .filter(([name]) => END_PUSH_FIELDS.includes(name))
+    .flat(),
+  [],
+]);
 const reads = createRunReads(undefined, gateway, {
   maxEvents: '1000',
   sealEvent: String,
   sealStatus: String,
 });
 const readOf = (known) => reads.fromFields(JSON.parse(payload)[0], true, known);
+const leanOf = () => reads.fromLeanEnd(JSON.parse(leanPayload)[0], run);
 const withPromise = new WeakMap();
 const inHand = new WeakMap();
 const ended = readOf();
@@ -82,6 +93,8 @@ const modes = {
   known: () => readOf(run).code.length,
   answer: () => JSON.stringify(toRecord(readOf(), [])).length,
   answerknown: () => JSON.stringify(toRecord(readOf(run), [])).length,
+  lean: () => leanOf().code.length,
+  leananswer: () => JSON.stringify(toRecord(leanOf(), [])).length,
   recordasync: async () => {
     withPromise.set(ended, Promise.resolve([]));
     return (await record(ended)).calls.length;
@@ -97,9 +110,11 @@ if (!f) throw new Error(`mode: ${Object.keys(modes).join(' | ')}`);
 // The two reads answer the same body (the bench's own check).
 if (JSON.stringify(toRecord(readOf(), [])) !== JSON.stringify(toRecord(readOf(run), [])))
   throw new Error('the known read answers other bytes');
+if (JSON.stringify(toRecord(readOf(), [])) !== JSON.stringify(toRecord(leanOf(), [])))
+  throw new Error('the lean read answers other bytes');
 let sum = 0;
 for (let i = 0; i < n; i++) {
   const r = f();
   sum += typeof r === 'number' ? r : await r;
 }
-console.log(mode, format, n, sum, payload.length);
+console.log(mode, format, n, sum, (mode.startsWith('lean') ? leanPayload : payload).length);

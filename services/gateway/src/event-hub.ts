@@ -2,9 +2,10 @@
  * One subscriber connection per gateway on `islet:run-events`: wakes SSE readers and
  * `Prefer: wait` requests of this replica when any process appends to a run's event stream
  * something a waiter acts on. The message carries the run id (and optionally, after a space, a
- * tag saying what changed: `end` followed by the ended run's record and journal when its submit's
- * caller waits, see run-store's TRANSITION); listeners read the state from Redis (or take the
- * pushed end), so a lost message costs at most a poll interval, never correctness. A run's
+ * tag saying what changed: `end2` followed by the ended run's record — the fields its execution and
+ * end wrote — and journal when its submit's caller waits, or `end` and the whole record from a
+ * runner of a release before round 41, see run-store's TRANSITION); listeners read the state from
+ * Redis (or take the pushed end), so a lost message costs at most a poll interval, never correctness. A run's
  * progress (`<id> running`, `<id> call`, `<id> log`: GOING_ON_TAGS, which no waiter acts on) is
  * published on `islet:run-progress` instead, and reaches the same listeners while an SSE stream
  * of this replica follows it (`followProgress`). It also listens on `islet:session-runs`, whose
@@ -19,7 +20,7 @@
 import { channels } from '@islet/core';
 import type { Redis } from 'ioredis';
 
-/** `payload`: with tag `end`, the ended run's `[record, journal]` (JSON, see run-store's TRANSITION). */
+/** `payload`: with tag `end2` (or `end`), the ended run's `[record, journal]` (JSON, see run-store's TRANSITION). */
 type Listener = (tag?: string, payload?: string) => void;
 
 /**
@@ -102,7 +103,7 @@ export function createEventHub(subscriber: Redis) {
     const progress = channel === channels.runProgress;
     if (!progress && channel !== channels.runEvents) return;
     // `<runId>`, `<runId> <tag>` or `<runId> <tag> <payload>`: a tag says what changed (`call`: a
-    // binding call's event); only `end` has a payload. The progress channel carries the same
+    // binding call's event); only `end2` and `end` have a payload. The progress channel carries the same
     // format (a runner or gateway of an older version sends its progress on `islet:run-events`).
     const space = message.indexOf(' ');
     const id = space < 0 ? message : message.slice(0, space);

@@ -108,8 +108,9 @@ export function createMcpHost(deps: GatewayDeps, runsService: RunsService, closi
         return state(run);
       },
       async wait(caller, runId, ms, signal) {
-        await runsService.own(asCaller(caller), runId);
-        const run = await runsService.waitForEnd(runId, ms, signal);
+        // The run as read is what a lean pushed end leaves out (runs-service.ts `waitForEnd`).
+        const known = await runsService.own(asCaller(caller), runId);
+        const run = await runsService.waitForEnd(runId, ms, signal, undefined, known);
         if (!run) throw new HttpProblem('not-found', `no code run ${runId}`);
         return state(run);
       },

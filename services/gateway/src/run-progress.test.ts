@@ -32,8 +32,8 @@ beforeAll(async () => {
   key = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read'])).key;
   observer = deps.redis.duplicate();
   observer.on('pmessage', (_p: string, channel: string, message: string) => {
-    const cut = message.indexOf(' end ');
-    published.push(`${channel} ${cut < 0 ? message : message.slice(0, cut + 4)}`);
+    const cut = message.indexOf(' end2 ');
+    published.push(`${channel} ${cut < 0 ? message : message.slice(0, cut + 5)}`);
   });
   await observer.psubscribe('islet:run-*');
 });
@@ -107,7 +107,7 @@ describe('run progress on its own channel', () => {
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({ id, status: 'Completed', result: { value: 1 } });
       // This gateway's subscriber dispatched the end only (the end answered the waiter).
-      expect(heard).toEqual(['end']);
+      expect(heard).toEqual(['end2']);
       await until(
         () => published.filter((m) => m.includes(id)).length,
         (n) => n >= 3,
@@ -117,7 +117,7 @@ describe('run progress on its own channel', () => {
       expect(published.filter((m) => m.includes(id))).toEqual([
         `${channels.runProgress} ${id} call`,
         `${channels.runProgress} ${id} log`,
-        `${channels.runEvents} ${id} end`,
+        `${channels.runEvents} ${id} end2`,
       ]);
       expect(deps.hub.onDemandState().progress).toEqual({ listeners: 0, subscribes: 0 });
     } finally {

@@ -14,7 +14,6 @@ import {
   decisionView,
   ESCALATION_INDEX,
   type JournalCallView,
-  type KnownRun,
   type StoredRun,
 } from '@islet/runs';
 import { type Caller, rateLimitedProblem } from './auth.ts';
@@ -282,15 +281,18 @@ export function createRunsService(deps: GatewayDeps) {
    * caller should hear it now), or `ms` pass; returns the latest stored run. `writtenAt`: this
    * replica wrote the run then (a submit), so while nothing was published about it since, it is
    * known unchanged and the first read is skipped. `known`: the run as this request holds it (its
-   * submit's), whose program, request and description a pushed end's record is read with instead of
-   * opening and parsing them again (run-reads.ts `KnownRun`).
+   * submit's, or as it read it), whose program, request, description and the submit's other fields
+   * a pushed end's record is read with: a lean push (`end2`) carries only the fields its execution
+   * and end wrote (run-reads.ts `fromLeanEnd`); a whole one (`end`, a runner of a release before
+   * round 41) is read with it as `KnownRun`, not opening and parsing them again. Without `known`, a
+   * lean push is not read: the run is read back.
    */
   async function waitForEnd(
     id: string,
     ms: number,
     abortSignal?: AbortSignal | WaitSignal,
     writtenAt?: number,
-    known?: KnownRun,
+    known?: StoredRun,
   ): Promise<StoredRun | null> {
     const signal = abortSignal && asWaitSignal(abortSignal);
     const deadline = Date.now() + ms;
@@ -299,13 +301,18 @@ export function createRunsService(deps: GatewayDeps) {
     // once instead of being lost until the 1 s re-check.
     let changed = false;
     let wake: (() => void) | undefined;
-    // The run's end as its final transition published it (record and journal), read no more.
+    // The run's end as its final transition published it (record and journal), read no more;
+    // `lean`: pushed as `end2` (includes/transition.lua), the record without the submit's fields.
     let pushed: string | undefined;
+    let lean = false;
     const off = hub.listen(id, (tag, payload) => {
       // A binding call's event, or an attempt starting: the run goes on (every call of a busy run,
       // and every run's start, would cost a read of the whole run and its journal).
       if (tag !== undefined && GOING_ON_TAGS.has(tag)) return;
-      if (tag === 'end' && payload) pushed = payload;
+      if (payload && (tag === 'end2' || tag === 'end')) {
+        pushed = payload;
+        lean = tag === 'end2';
+      }
       changed = true;
       wake?.();
     });
@@ -314,7 +321,7 @@ export function createRunsService(deps: GatewayDeps) {
     try {
       for (;;) {
         changed = false;
-        const ended = pushed === undefined ? null : endOf(pushed, known);
+        const ended = pushed === undefined ? null : endOf(pushed, lean, known);
         pushed = undefined;
         if (ended) return ended;
         if (!skipRead) {
@@ -353,15 +360,19 @@ export function createRunsService(deps: GatewayDeps) {
     }
   }
 
-  /** The ended run from its pushed end, its journal kept for `record`; null if unreadable. */
-  function endOf(payload: string, known: KnownRun | undefined): StoredRun | null {
+  /**
+   * The ended run from its pushed end, its journal kept for `record`; null if unreadable, or a lean
+   * push (`lean`) without the run it leaves out (`known`, run-reads.ts `fromLeanEnd`).
+   */
+  function endOf(payload: string, lean: boolean, known: StoredRun | undefined): StoredRun | null {
+    if (lean && !known) return null;
     let run: StoredRun | null;
     let entries: JournalCallView[];
     try {
       const [runFlat, journalFlat] = JSON.parse(payload) as [unknown, unknown];
       // Its record is built at once (the answer), description included; read from the flat answer
       // as the runner's pick-up reads its run (`fromFields`), not through a record of its fields.
-      run = runs.fromFields(runFlat, true, known);
+      run = lean && known ? runs.fromLeanEnd(runFlat, known) : runs.fromFields(runFlat, true, known);
       entries = journal.callsOf(fieldsOf(journalFlat));
     } catch (err) {
       deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');

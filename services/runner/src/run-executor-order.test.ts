@@ -193,13 +193,13 @@ describe('what the executor tells the end about its calls', () => {
         expect(await executeRun(executor, store, id, { code, calls: true, pushEnd: true })).toBe('completed');
       expect(told.get('nc-1')).toBe(true);
       expect(told.get('nc-2')).toBe(false);
-      for (let i = 0; i < 100 && pushed.filter((m) => / end /.test(m)).length < 2; i++)
+      for (let i = 0; i < 100 && pushed.filter((m) => / end2 /.test(m)).length < 2; i++)
         await new Promise((r) => setTimeout(r, 10));
       const journalOf = (id: string) => {
-        const m = pushed.find((p) => p.startsWith(`${id} end `));
+        const m = pushed.find((p) => p.startsWith(`${id} end2 `));
         if (!m) throw new Error(`no end pushed for ${id}`);
         return journal.callsOf(
-          fieldsOf((JSON.parse(m.slice(`${id} end `.length)) as [string[], string[]])[1]),
+          fieldsOf((JSON.parse(m.slice(`${id} end2 `.length)) as [string[], string[]])[1]),
         );
       };
       expect(journalOf('nc-1')).toEqual([]);

@@ -233,11 +233,11 @@ async function pushedEnd(
   await sub.subscribe(channels.runEvents);
   try {
     await finish();
-    for (let i = 0; i < 100 && !messages.some((m) => m.startsWith(`${id} end `)); i++)
+    for (let i = 0; i < 100 && !messages.some((m) => m.startsWith(`${id} end2 `)); i++)
       await new Promise((done) => setTimeout(done, 10));
-    const pushed = messages.find((m) => m.startsWith(`${id} end `));
+    const pushed = messages.find((m) => m.startsWith(`${id} end2 `));
     if (!pushed) throw new Error(`no end pushed (${redis.status})`);
-    return JSON.parse(pushed.slice(`${id} end `.length)) as [string[], string[]];
+    return JSON.parse(pushed.slice(`${id} end2 `.length)) as [string[], string[]];
   } finally {
     sub.disconnect();
   }

@@ -4,7 +4,8 @@
  * HSET applies it to the hash (round 35, `end-gw`: the fields from ARGV and a name table of the
  * write's names, not copies). Whatever the write names — fields the record has, new ones, one
  * named twice — the record pushed is the hash as stored after the write, each field once, less the
- * write's `timings` (the runner's stage stamps, which no reader of a push reads; round 37).
+ * write's `timings` (the runner's stage stamps, which no reader of a push reads; round 37) and less
+ * the fields its submit wrote (round 41 `push-lean`: `code` here), tagged `end2`.
  */
 import { readFileSync } from 'node:fs';
 import { channels, createRedis } from '@islet/core';
@@ -32,6 +33,12 @@ local status = writeTransition(1, 1, 7, true, 'Running', before, false)
 return status`),
 );
 
+// The record not read first (transition-3.lua: an end on a Cluster): read by HGETALL.
+const unread = new LuaScript(
+  compactLua(`${transition}
+return writeTransition(1, 1, 7, true, 'Running', nil, false)`),
+);
+
 describe("the pushed end's record with the record read first", () => {
   it('is the hash as the write leaves it, each field once, for fields kept, replaced, added and named twice', async () => {
     const server = await startRedis({ appendOnly: false });
@@ -41,7 +48,14 @@ describe("the pushed end's record with the record read first", () => {
       const messages: string[] = [];
       sub.on('message', (_c: string, m: string) => messages.push(m));
       await sub.subscribe(channels.runEvents);
-      await redis.hset('r', { id: 'm1', status: 'Running', kind: 'old', code: 'c', updatedAt: '1' });
+      await redis.hset('r', {
+        id: 'm1',
+        status: 'Running',
+        kind: 'old',
+        code: 'c',
+        updatedAt: '1',
+        session: 's',
+      });
       await redis.hset('j', '#attempt', '1');
       const write = [
         ['status', 'Completed'],
@@ -57,28 +71,60 @@ describe("the pushed end's record with the record read first", () => {
       ].flat();
       const args = ['m1', channels.runEvents, 'status', 'sealed', '100', '60', ...write];
       expect(await driver.run(redis, ['r', 'e', 'j'], args)).toBe('Completed');
-      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m1 end ')); i++)
+      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m1 end2 ')); i++)
         await new Promise((r) => setTimeout(r, 10));
-      const pushed = messages.find((m) => m.startsWith('m1 end '));
+      const pushed = messages.find((m) => m.startsWith('m1 end2 '));
       if (!pushed) throw new Error('no end pushed');
-      const [record, journal] = JSON.parse(pushed.slice('m1 end '.length)) as [string[], string[]];
+      const [record, journal] = JSON.parse(pushed.slice('m1 end2 '.length)) as [string[], string[]];
       const stored = await redis.hgetall('r');
       expect(stored).toEqual({
         id: 'm1',
         status: 'Completed',
         kind: 'none',
         code: 'c',
+        session: 's',
         updatedAt: '3',
         result: 'second',
         text: 't',
         timings: '{"endSent":1}',
       });
-      const { timings: _stamps, ...pushedFields } = stored;
+      const { timings: _stamps, code: _code, session: _session, ...pushedFields } = stored;
       expect(fieldsOf(record)).toEqual(pushedFields);
       const names = record.filter((_, i) => i % 2 === 0);
       expect(new Set(names).size).toBe(names.length);
       expect(names).toHaveLength(Object.keys(pushedFields).length);
       expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
+    } finally {
+      sub.disconnect();
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+  it('read by the script itself (no record read first): the same fields, the end2 tag', async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    const sub = redis.duplicate();
+    try {
+      const messages: string[] = [];
+      sub.on('message', (_c: string, m: string) => messages.push(m));
+      await sub.subscribe(channels.runEvents);
+      await redis.hset('r', { id: 'm2', status: 'Running', pick: 'p', description: 'd', attempts: '1' });
+      const write = ['status', 'Cancelled', 'ended', 'e', 'updatedAt', '5', 'kind', 'abort'];
+      const args = ['m2', channels.runEvents, 'status', 'sealed', '100', '60', ...write];
+      expect(await unread.run(redis, ['r', 'e', 'j'], args)).toBe('Cancelled');
+      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m2 end2 ')); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      const pushed = messages.find((m) => m.startsWith('m2 end2 '));
+      if (!pushed) throw new Error('no end pushed');
+      const [record] = JSON.parse(pushed.slice('m2 end2 '.length)) as [string[]];
+      expect(fieldsOf(record)).toEqual({
+        id: 'm2',
+        status: 'Cancelled',
+        attempts: '1',
+        ended: 'e',
+        updatedAt: '5',
+        kind: 'abort',
+      });
     } finally {
       sub.disconnect();
       redis.disconnect();

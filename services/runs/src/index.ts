@@ -59,7 +59,7 @@ export * from './run-index.ts';
 export * from './run-index-writes.ts';
 export { createRunLifecycle, failedEnd, type RunLifecycle } from './run-lifecycle.ts';
 export { createRunPolicyStore, type RunPolicyStore, runPolicySchema } from './run-policy-store.ts';
-export type { KnownRun } from './run-reads.ts';
+export { END_PUSH_FIELDS, type KnownRun } from './run-reads.ts';
 export {
   type AppliedAction,
   createRunRecoveryLoop,

@@ -56,6 +56,23 @@ export type DescriptionRead = boolean | 'unread';
  */
 export type KnownRun = Pick<StoredRun, 'id' | 'code' | 'request' | 'description'>;
 
+/**
+ * The record's fields a lean pushed end carries (`<id> end2`, includes/transition.lua's END_FIELDS,
+ * the same names): those a run's execution and end write. Every other field is its submit's.
+ */
+export const END_PUSH_FIELDS: readonly string[] = [
+  'id',
+  'status',
+  'updatedAt',
+  'attempts',
+  'cancelRequested',
+  'kind',
+  'ended',
+  'result',
+  'text',
+  'textRef',
+];
+
 export function createRunReads(
   redis: Redis,
   sealer: Sealer,
@@ -108,9 +125,22 @@ export function createRunReads(
       clockMs: Number(h.clockMs ?? h.createdAt),
       seed: h.seed ?? h.id,
     };
+    openEnd(run, h);
+    if (h.principal) run.principal = h.principal;
+    if (h.pushEnd === '1') run.pushEnd = true;
+    if (h.description && openDescription !== 'unread') {
+      if (known?.id === h.id && known.description.isWellFormed()) run.description = known.description;
+      else if (openDescription) run.description = sealer.open(h.description);
+      else openOnRead(run, h.description);
+    }
+    return run;
+  }
+
+  /** The end's result, text and kind into `run`, in either format (and nothing before an end). */
+  function openEnd(run: StoredRun, h: Partial<Record<string, string>>): void {
     if (h.ended) {
       // Format 2's one field of the result and its text (sealed-fields.ts).
-      const ended = openEnded(sealer, h.id, h.ended);
+      const ended = openEnded(sealer, run.id, h.ended);
       run.result = ended.result;
       run.text = ended.text;
     } else {
@@ -121,13 +151,41 @@ export function createRunReads(
       if (ref && result) run.text = textFromRef(ref, result);
     }
     if (h.kind) run.kind = h.kind;
-    if (h.principal) run.principal = h.principal;
-    if (h.pushEnd === '1') run.pushEnd = true;
-    if (h.description && openDescription !== 'unread') {
-      if (known?.id === h.id && known.description.isWellFormed()) run.description = known.description;
-      else if (openDescription) run.description = sealer.open(h.description);
-      else openOnRead(run, h.description);
-    }
+  }
+
+  /**
+   * An ended run from its lean pushed end (`<id> end2`, includes/transition.lua): the fields an
+   * execution and its end write, read from the push, and the submit's — program, request,
+   * description, session and the other plain ones — from `known`, the run its reader holds (its
+   * submit's, or as it read it), which the push leaves out (round 41 `push-lean`). Null when the
+   * push is not of `known`, or `known` does not hold the stored text: a program or description
+   * with a lone surrogate, which a seal stores as U+FFFD in format 1 (the caller reads the run).
+   */
+  function fromLeanEnd(flat: unknown, known: StoredRun): StoredRun | null {
+    const h = readFields(flat);
+    if (!h || h.id !== known.id || !known.code.isWellFormed() || !known.description.isWellFormed())
+      return null;
+    const run: StoredRun = {
+      id: known.id,
+      tenant: known.tenant,
+      session: known.session,
+      turn: known.turn,
+      callId: known.callId,
+      status: h.status as RunStatus,
+      mode: known.mode,
+      code: known.code,
+      description: known.description,
+      request: known.request,
+      createdAt: known.createdAt,
+      updatedAt: Number(h.updatedAt),
+      attempts: Number(h.attempts ?? 0),
+      cancelRequested: h.cancelRequested === '1',
+      clockMs: known.clockMs,
+      seed: known.seed,
+    };
+    openEnd(run, h);
+    if (known.principal) run.principal = known.principal;
+    if (known.pushEnd) run.pushEnd = true;
     return run;
   }
 
@@ -157,6 +215,12 @@ export function createRunReads(
     openDescription: DescriptionRead = false,
     known?: KnownRun,
   ): StoredRun | null {
+    const h = readFields(flat);
+    return h && fromHash(h, openDescription, known);
+  }
+
+  /** The fields `fromHash` reads from a flat answer of a record's fields (not a list: null). */
+  function readFields(flat: unknown): ReadFields | null {
     if (!Array.isArray(flat)) return null;
     const h: ReadFields = {
       id: undefined,
@@ -264,7 +328,7 @@ export function createRunReads(
           break;
       }
     }
-    return fromHash(h, openDescription, known);
+    return h;
   }
 
   /**
@@ -302,6 +366,9 @@ export function createRunReads(
 
     /** A run from a script's flat answer of its record's fields (null: no record). */
     fromFields,
+
+    /** An ended run from a lean pushed end's record and the run its reader holds (or null). */
+    fromLeanEnd,
 
     /**
      * Appends an event to the run's stream (sealed) and wakes its readers. `tag` rides on the

@@ -297,7 +297,7 @@ describe('run store on a real redis', () => {
     });
   });
 
-  it('an end pushed to its waiter carries the record as stored after the end, and the journal', async () => {
+  it('an end pushed to its waiter (`end2`) carries the fields its execution and end wrote as stored, and the journal', async () => {
     const server = await startRedis({ appendOnly: false });
     const redis = createRedis(server.url);
     const sub = redis.duplicate();
@@ -311,12 +311,27 @@ describe('run store on a real redis', () => {
       await redis.hset('islet:journal:{p1}', '#attempt', '1');
       const result = { _tag: 'Completed' as const, value: 1, logs: [] };
       expect(await runs.finish(run, { status: 'Completed', result, text: '1', kind: 'none' })).toBe(true);
-      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('p1 end ')); i++)
+      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('p1 end2 ')); i++)
         await new Promise((r) => setTimeout(r, 10));
-      const pushed = messages.find((m) => m.startsWith('p1 end '));
+      const pushed = messages.find((m) => m.startsWith('p1 end2 '));
       if (!pushed) throw new Error('no end pushed');
-      const [record, journal] = JSON.parse(pushed.slice('p1 end '.length)) as [string[], string[]];
-      expect(fieldsOf(record)).toEqual(await redis.hgetall('islet:run:{p1}'));
+      const [record, journal] = JSON.parse(pushed.slice('p1 end2 '.length)) as [string[], string[]];
+      // Not the submit's fields (program, request, description, session, …): its waiter holds them
+      // (round 41 `push-lean`).
+      const stored = await redis.hgetall('islet:run:{p1}');
+      expect(Object.keys(fieldsOf(record)).sort()).toEqual([
+        'attempts',
+        'id',
+        'kind',
+        'result',
+        'status',
+        'text',
+        'updatedAt',
+      ]);
+      for (const [name, value] of Object.entries(fieldsOf(record))) expect(stored[name]).toBe(value);
+      expect(stored).toHaveProperty('code');
+      expect(stored).toHaveProperty('request');
+      expect(stored).toHaveProperty('description');
       expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
     } finally {
       sub.disconnect();

@@ -6,11 +6,17 @@
 -- ARGV[a] message (the run id, then optionally a space and a tag), ARGV[a+1] channel,
 --   ARGV[a+2] eventType, ARGV[a+3] sealedEventData, ARGV[a+4] maxlen, ARGV[a+5] ttlSeconds,
 --   ARGV[f..] field, value, ...
--- A final status with `push` publishes `<id> end [record, journal]` (both hashes flattened, as
--- cjson encodes them: an empty one is `{}`) when they fit ${END_PUSH_MAX_BYTES} bytes, so the
--- gateway holding the submit answers it without reading them back. With `before` the record
--- pushed is `before` with this write applied as HSET applies it (no second read), less the
--- write's `timings`, which no reader of a push reads.
+-- A final status with `push` publishes `<id> end2 [record, journal]` (both hashes flattened, as
+-- cjson encodes them: an empty one is `{}`) when they fit ${END_PUSH_MAX_BYTES} bytes, so a gateway
+-- waiting for the run answers it without reading them back. The record pushed is its fields a run
+-- changes after its submit (END_FIELDS), not those the submit wrote, which every waiter holds as
+-- the run it waits on (its submit's, or its read): the program and request (`pick`, or `code` and
+-- `request`) and description, ~50 % of a trivial run's push, and the submit's plain fields (round
+-- 41 `push-lean`). The tag is `end2`, not the previous releases' `end` (the whole record): a
+-- gateway of those releases takes any other tag for "the run changed" and reads the run back, so it
+-- never builds an answer from a push without the program. With `before` the record pushed is
+-- `before` with this write applied as HSET applies it (no second read), less the write's
+-- `timings`, which no reader of a push reads.
 -- Returns the status the write leaves (the old one when no status is given), and the id of the
 -- event it appended (`<ms>-<n>`: Redis's clock, as TIME reads it, or later than the stream's last
 -- entry should that clock have stepped back).
@@ -36,34 +42,48 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
   local at = eventAdd(KEYS[k + 1], ARGV[a + 4], firstOnly, 'type', ARGV[a + 2], 'data', ARGV[a + 3])
   local message = ARGV[a]
   if ended and push then
-    local run
+    -- The record's fields a waiter reads from the push (gateway runs-service.ts `endOf`, run-reads.ts
+    -- `fromLeanEnd`): those an execution or its end writes. The others are the submit's.
+    local END_FIELDS = {
+      id = true, status = true, updatedAt = true, attempts = true, cancelRequested = true,
+      kind = true, ended = true, result = true, text = true, textRef = true,
+    }
+    local run = {}
+    local n = 0
     if before then
-      -- `before` (read for this write alone, used by nothing after it) with the write applied in
-      -- place: a field it has takes the value the write's last mention of it gives, as HSET does;
-      -- the others are appended once each, with that value. The names looked up are the write's
-      -- few, not the record's ~25.
-      run = before
+      -- `before` (read for this write alone) with the write applied: a field it has takes the value
+      -- the write's last mention of it gives, as HSET does; the others are appended once each, with
+      -- that value. The names looked up are the write's few and END_FIELDS, not the record's ~25.
+      -- (`timings`, the runner's stage stamps, is not one: no reader of a push reads them.)
       local want = {}
       for i = f, last - 1, 2 do want[ARGV[i]] = i end
-      for j = 1, #run - 1, 2 do
-        local i = want[run[j]]
-        if i then
-          run[j + 1] = ARGV[i + 1]
-          want[run[j]] = false
+      for j = 1, #before - 1, 2 do
+        local name = before[j]
+        local i = want[name]
+        if i then want[name] = false end
+        if END_FIELDS[name] then
+          run[n + 1] = name
+          run[n + 2] = i and ARGV[i + 1] or before[j + 1]
+          n = n + 2
         end
       end
-      -- All but `timings` (the runner's stage stamps, which only the end's write has): no reader of
-      -- a push reads them (run-reads.ts `fromFields`, this release's and the ones before), and they
-      -- were ~15 % of a trivial run's pushed bytes, encoded and sent for nothing (round 37 `end-open`).
       for i = f, last - 1, 2 do
         local name = ARGV[i]
-        if want[name] == i and name ~= 'timings' then
-          run[#run + 1] = name
-          run[#run + 1] = ARGV[i + 1]
+        if want[name] == i and END_FIELDS[name] then
+          run[n + 1] = name
+          run[n + 2] = ARGV[i + 1]
+          n = n + 2
         end
       end
     else
-      run = redis.call('HGETALL', KEYS[k])
+      local all = redis.call('HGETALL', KEYS[k])
+      for j = 1, #all - 1, 2 do
+        if END_FIELDS[all[j]] then
+          run[n + 1] = all[j]
+          run[n + 2] = all[j + 1]
+          n = n + 2
+        end
+      end
     end
     local journal
     -- Numeric loops: ipairs is a function call an element.
@@ -97,7 +117,7 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
       end
     end
     for i = 1, #run do size = size + #run[i] end
-    if size <= ${END_PUSH_MAX_BYTES} then message = ARGV[a] .. ' end ' .. cjson.encode({run, journal}) end
+    if size <= ${END_PUSH_MAX_BYTES} then message = ARGV[a] .. ' end2 ' .. cjson.encode({run, journal}) end
   end
   redis.call('PUBLISH', ARGV[a + 1], message)
   return newStatus, at

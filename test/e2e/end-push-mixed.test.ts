@@ -1,0 +1,142 @@
+/**
+ * The pushed end across releases, with real processes (round 41 `push-lean`): this release's
+ * gateway and runner beside those of the previous release (`ISLET_PREVIOUS_RELEASE`, default
+ * e807b91: its runner pushes the whole record as `<id> end`, its gateway reads only that tag), one
+ * Redis, one tenant. This release's runner pushes `<id> end2` without the submit's fields: a gateway
+ * of the previous release takes that tag for "the run changed" and reads the run back, so its
+ * waited answer is still the run's record. Every pair (gateway × runner, the other runner stopped):
+ * each waited answer is byte for byte the `GET` of the run on the gateway that answered it and on
+ * the other, for a Completed and a Failed end, and the tag each runner pushed is its release's.
+ */
+import { execFileSync } from 'node:child_process';
+import { channels, createRedis } from '@islet/core';
+import { type Cluster, startCluster } from '@islet/devstack';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PreviousRelease, previousRelease } from './previous-release.ts';
+
+const PREVIOUS = process.env.ISLET_PREVIOUS_RELEASE ?? 'e807b91';
+const present = (() => {
+  try {
+    execFileSync('git', ['cat-file', '-e', `${PREVIOUS}^{commit}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+let release: PreviousRelease | undefined;
+let head: Cluster | undefined;
+let prev: Cluster | undefined;
+let sub: ReturnType<typeof createRedis> | undefined;
+const messages: string[] = [];
+
+const programs = [
+  { code: 'console.log("hi"); return { n: 6 * 7 }', status: 'Completed' },
+  { code: 'console.log("before"); throw new Error("boom")', status: 'Failed' },
+] as const;
+
+/** The raw answer of `method path` on `url` (its body as text: compared byte for byte). */
+async function call(
+  url: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+describe.skipIf(!present)(`the pushed end beside the previous release (${PREVIOUS})`, () => {
+  beforeAll(async () => {
+    release = await previousRelease(PREVIOUS);
+    head = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
+    const shared = [
+      'ISLET_SEAL_KEYS',
+      'ISLET_INTERNAL_TOKEN',
+      'ISLET_JOURNAL_ARGS_KEY',
+      'ISLET_WORKSPACE_ROOT',
+    ];
+    prev = await release.startCluster({
+      redisUrl: head.redisUrl,
+      gateways: 1,
+      runners: [{ modes: ['read-only'] }],
+      env: {
+        ...Object.fromEntries(shared.map((name) => [name, head!.env[name] as string])),
+        // Its sandbox hosts outside the kernel launcher: the launcher's view of the file system is
+        // this checkout's, not the tree's (a host there exits at its start). What is tested is the
+        // end's push and its read, not the sandbox.
+        ISLET_SANDBOX_JAIL: 'off',
+      },
+    });
+    sub = createRedis(head.redisUrl);
+    sub.on('message', (_channel: string, message: string) => messages.push(message));
+    await sub.subscribe(channels.runEvents);
+  }, 120_000);
+
+  afterAll(async () => {
+    sub?.disconnect();
+    await prev?.stop();
+    await head?.stop();
+    release?.remove();
+  });
+
+  /** Submits every program with `Prefer: wait` on `on`'s gateway; each run is ended by `by`'s runner. */
+  async function pair(on: Cluster, other: Cluster, tag: 'end' | 'end2', name: string) {
+    for (const [i, p] of programs.entries()) {
+      const res = await call(
+        on.url,
+        on.devKey,
+        'POST',
+        '/v1/runs',
+        {
+          code: p.code,
+          description: `mixed ${name} ${i}`,
+          sessionId: `mixed-${name}`,
+          turnId: 't',
+          callId: `c${i}`,
+        },
+        { prefer: 'wait=20' },
+      );
+      expect(res.status, res.text).toBe(200);
+      const body = JSON.parse(res.text) as { id: string; status: string; code: string };
+      expect(body, res.text).toMatchObject({ status: p.status, code: p.code });
+      // The end message the runner pushed: its release's tag, and no other for this run.
+      const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
+      expect(ends.map((m) => m.split(' ')[1])).toEqual([tag]);
+      for (const g of [on, other]) {
+        const read = await call(g.url, g.devKey, 'GET', `/v1/code-runs/${body.id}`);
+        expect(read.status).toBe(200);
+        expect(res.text).toBe(read.text);
+      }
+    }
+  }
+
+  it("the previous release's gateway, this release's runner (lean pushes): its waiters read the run", async () => {
+    await prev!.killRunner(0, 'SIGTERM');
+    await pair(prev!, head!, 'end2', 'prev-gw-head-runner');
+  }, 120_000);
+
+  it("this release's gateway and runner", async () => {
+    await pair(head!, prev!, 'end2', 'head-gw-head-runner');
+  }, 120_000);
+
+  it("this release's gateway, the previous release's runner (whole pushes): answered from them", async () => {
+    await prev!.restartRunner(0);
+    await head!.killRunner(0, 'SIGTERM');
+    await pair(head!, prev!, 'end', 'head-gw-prev-runner');
+  }, 120_000);
+
+  it("the previous release's gateway and runner", async () => {
+    await pair(prev!, head!, 'end', 'prev-gw-prev-runner');
+  }, 120_000);
+});
