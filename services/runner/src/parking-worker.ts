@@ -151,7 +151,11 @@ export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
       fetchNext: undefined,
     };
     this.direct = direct;
-    direct.running = this.processJob(job, token, () => direct.fetchNext?.() ?? false);
+    const running = this.processJob(job, token, () => direct.fetchNext?.() ?? false);
+    // Handled here until the loop takes it (its queue handles a failure as before): a failure in
+    // this turn must not be an unhandled rejection before the loop comes.
+    running.catch(() => undefined);
+    direct.running = running;
     return true;
   }
 
