@@ -30,7 +30,8 @@ try {
   await settle();
   const b = read();
   console.log(`runner (pid ${pid}), a run over ${RUNS} one-client runs after ${WARM}:`);
-  for (const k of Object.keys(b)) console.log(`  ${k.padEnd(28)} ${(((b[k] ?? 0) - (a[k] ?? 0)) / RUNS).toFixed(2)}`);
+  for (const k of Object.keys(b))
+    console.log(`  ${k.padEnd(28)} ${(((b[k] ?? 0) - (a[k] ?? 0)) / RUNS).toFixed(2)}`);
 } finally {
   await cluster.stop();
 }
