@@ -1,8 +1,5 @@
 import { createHash } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
-import type { ArgMemo } from './arg-memo.ts';
-
-export { ArgMemo } from './arg-memo.ts';
 
 /**
  * A hash's fields from the flattened form a script returns for HGETALL (`[field, value, …]`);
@@ -75,9 +72,6 @@ const digitsOf = (n: number): number =>
  * ~14 KB of a submit's ~104 KB of garbage (test/bench/README.md, round 37 `submit-gw`).
  */
 export class OneCopyCommand extends Command {
-  /** Its call site's kept encodings by position (arg-memo.ts), set before it is sent. */
-  memo: ArgMemo | undefined;
-
   constructor(name: string, args: Arg[], options: OneCopyOptions = {}) {
     // A key prefix is ioredis's to apply to the keys: that command is made as ioredis makes it.
     super(name, options.keyPrefix ? args : NO_ARGS, options);
@@ -99,21 +93,12 @@ export class OneCopyCommand extends Command {
     if (!self.bufferMode) return super.toWritable(socket);
     const args = self.args;
     const count = args.length;
-    // Each argument's byte length, measured once (the header and the size need it), or its kept
-    // encoding (the same text at its position as at the call site's last call: arg-memo.ts).
+    // Each argument's byte length, measured once (the header and the size need it).
     const lengths = new Array<number>(count);
-    const memo = this.memo;
-    const kept: (Buffer | undefined)[] | undefined = memo ? new Array<Buffer | undefined>(count) : undefined;
     const head = `*${count + 1}\r\n$${Buffer.byteLength(self.name)}\r\n${self.name}\r\n`;
     let size = Buffer.byteLength(head);
     for (let i = 0; i < count; i++) {
       const arg = args[i] as string | Buffer;
-      const framed = kept && typeof arg === 'string' ? memo?.get(i, arg) : undefined;
-      if (framed && kept) {
-        kept[i] = framed;
-        size += framed.length;
-        continue;
-      }
       const length = typeof arg === 'string' ? Buffer.byteLength(arg) : arg.length;
       lengths[i] = length;
       // `$<length>\r\n<bytes>\r\n`
@@ -122,13 +107,6 @@ export class OneCopyCommand extends Command {
     const out = Buffer.allocUnsafe(size);
     let at = out.write(head, 0, 'utf8');
     for (let i = 0; i < count; i++) {
-      const framed = kept?.[i];
-      if (framed) {
-        // `TypedArray#set`: a builtin's copy, no call into Node's bindings.
-        out.set(framed, at);
-        at += framed.length;
-        continue;
-      }
       const arg = args[i] as string | Buffer;
       const length = lengths[i] as number;
       // `$<length>\r\n`: the digits written as bytes, no text made of the number.
@@ -157,7 +135,6 @@ function send(
   head: string,
   keys: string[],
   args: Arg[],
-  memo?: ArgMemo,
 ): Promise<unknown> {
   // Read once: a runner's client is BullMQ's Proxy of ioredis, where every property read runs
   // its trap (an `in`, a `Reflect.get`, a bind for own functions).
@@ -174,7 +151,6 @@ function send(
     // code V8 has not optimized (a result object an element: ~4 KB for ~100 arguments), which is
     // what a submit's or an end's path runs (round 37 `submit-gw`).
     const command = new OneCopyCommand(name, ([head, keys.length] as Arg[]).concat(keys, args), options);
-    command.memo = memo;
     redis.sendCommand(command);
     return command.promise as Promise<unknown>;
   }
@@ -209,13 +185,12 @@ export class LuaScript {
     return send(redis, 'eval', this.source, keys, args);
   }
 
-  /** `memo`: the call site's kept encodings of its arguments (arg-memo.ts); the bytes are the same. */
-  async run(redis: Redis, keys: string[], args: (string | number)[], memo?: ArgMemo): Promise<unknown> {
+  async run(redis: Redis, keys: string[], args: (string | number)[]): Promise<unknown> {
     try {
-      return await send(redis, 'evalsha', this.sha, keys, args, memo);
+      return await send(redis, 'evalsha', this.sha, keys, args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.includes('NOSCRIPT')) throw error;
-      return send(redis, 'eval', this.source, keys, args, memo);
+      return send(redis, 'eval', this.source, keys, args);
     }
   }
 }

@@ -15,7 +15,6 @@
  * (`endCompleteStartScript`): its lease and attempt start as the fused fetch takes them
  * (fetch-start-store.ts), the answer handed over (`startNext.started`) before BullMQ sees the job.
  */
-import { ArgMemo } from '@islet/core/lua-script';
 import { endAndCompleteScript, endCompleteStartScript, FINISH_RUN_RELEASE, handedRefetch } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
@@ -36,12 +35,6 @@ const END_COMPLETE_START = endCompleteStartScript(
 );
 /** The hash of the fused call that also starts the next job's run. */
 export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
-/**
- * Each fused call's arguments kept encoded where they are the same end after end (the queue's and
- * the tenant's keys, BullMQ's fixed terms, the end's field names: arg-memo.ts); exported for tests.
- */
-export const FUSED_MEMO = new ArgMemo();
-const START_MEMO = new ArgMemo();
 /** moveToFinished's `fetchNext` argument (1: the completion brings the worker's next job), after its keys. */
 const FETCH_NEXT_ARG = 5;
 /**
@@ -154,7 +147,6 @@ export function completingExec(
         redis,
         fusedKeys,
         fusedArgs,
-        next ? START_MEMO : FUSED_MEMO,
       )) as unknown[];
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.
