@@ -103,7 +103,7 @@ describe.each([
   ['chain', false],
 ])("a handed job's start (%s path)", (path, direct) => {
   it('is an active job under the registration token, its lock tracked for renewal, the processor first where direct; a fetched job beside it as before', async () => {
-    const { t, w, work, chain, release, directs } = await heldRunner(`ds-${path}`, direct);
+    const { t, w, work, chain, release } = await heldRunner(`ds-${path}`, direct);
     const plain = new Queue<RunJobData>(runQueueName(mode), {
       connection: redis.duplicate(),
       prefix: QUEUE_PREFIX,
@@ -157,7 +157,7 @@ describe.each([
 
   it('held past its lock duration keeps its lock: never stalled, run once', async () => {
     const env = { ISLET_RUNNER_LOCK_DURATION_MS: '1000', ISLET_RUNNER_STALLED_INTERVAL_MS: '500' };
-    const { t, w, work, stalled, release, directs } = await heldRunner(`dl-${path}`, direct, { env });
+    const { t, work, stalled, release, directs } = await heldRunner(`dl-${path}`, direct, { env });
     const id = `l-${path}`;
     try {
       await newRun(id);
@@ -181,7 +181,7 @@ describe.each([
 
   it('its lock lost: stalled, taken back and run again once; the run ends once', async () => {
     const env = { ISLET_RUNNER_LOCK_DURATION_MS: '1000', ISLET_RUNNER_STALLED_INTERVAL_MS: '500' };
-    const { t, w, work, stalled, release, directs } = await heldRunner(`dk-${path}`, direct, { env });
+    const { t, work, stalled, release, directs } = await heldRunner(`dk-${path}`, direct, { env });
     const id = `k-${path}`;
     try {
       await newRun(id);
@@ -208,7 +208,7 @@ describe.each([
   }, 20_000);
 
   it('cancelled mid-run: its cancel signal aborts, its run ends once', async () => {
-    const { t, w, work, release, directs } = await heldRunner(`dc-${path}`, direct);
+    const { t, work, release, directs } = await heldRunner(`dc-${path}`, direct);
     const id = `c-${path}`;
     try {
       await newRun(id);
