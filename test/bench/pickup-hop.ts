@@ -322,7 +322,9 @@ function report(
         : undefined;
     const pj = fjOut ? find(fjOut.t, (e) => e.who === 'runner' && e.ev === 'processJob') : pjOfTake;
     put(names[27], take?.t, pj?.t);
-    const proc = pj && find(pj.t, (e) => e.who === 'runner' && e.ev === 'processor');
+    // The processor: the first after the pop's reply. A runner that starts a handed job's processor
+    // from the pop's answer (round 41 `pickup-direct`) stamps BullMQ's chain (waited, take) after it.
+    const proc = parsed && find(parsed.t, (e) => e.who === 'runner' && e.ev === 'processor');
     put(names[8], rdata.t, parsed?.t);
     put(names[9], parsed?.t, waited?.t);
     put(names[10], waited?.t, take?.t);

@@ -46,6 +46,11 @@ export interface HandOffHooks {
   waiting(): Promise<number> | null;
   /** The worker's close began (set before this wait's close and BullMQ's `closing`). */
   closing(): boolean;
+  /**
+   * Starts the handed job's processor now, from the pop's answer (parking-worker.ts
+   * `startHanded`); false: not started, BullMQ's loop fetches it from here as before.
+   */
+  direct?(handed: Handed): boolean;
 }
 
 /** How long a close waits for its woken pop to come back before closing anyway, ms. */
@@ -58,6 +63,8 @@ export class HandOffWait<DataType> {
   takeBacks = 0;
   /** Jobs popped or left on the key at close, given back to the queue (tests read it). */
   givenBack = 0;
+  /** Handed jobs whose processor started from the pop's answer (tests read it). */
+  directStarts = 0;
   /** The close removed the registration: none is written again. */
   closed = false;
   /** Its registrations' terms as text (the same text at every one but the token and time). */
@@ -130,6 +137,14 @@ export class HandOffWait<DataType> {
         return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
       }
       if (popped.handed) {
+        // Started here, in the pop's answer's turn: BullMQ's loop (its wait's race, the fetch, its
+        // queue, processJob) reaches the job a turn later, once the run's program went to its
+        // host, and the worker answers it with the job and its processJob already under way.
+        if (this.hooks.direct?.(popped.handed)) {
+          this.directStarts++;
+          await new Promise((resolve) => setImmediate(resolve));
+          return [marker, '0', '0'];
+        }
         // The job keeps the registration's token and the slot reserved for it; BullMQ fetches
         // at once (what it reads as the marker of a job due now) and gets it.
         this.handed = popped.handed;

@@ -32,6 +32,7 @@
  * and its run's start, and BullMQ's next fetch gets it from here.
  */
 import type { Job, RedisClient, Worker } from 'bullmq';
+import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
 import { runEndAlone } from './end-complete-store.ts';
 import { fetchedAnswer, startingClient } from './fetch-start-store.ts';
@@ -42,10 +43,31 @@ import { completeAtEnd, type DeferEndHost, deferRunEnd } from './parking-worker-
 import { ParkingWorkerState } from './parking-worker-state.ts';
 import type { ExecScripts } from './parking-worker-types.ts';
 import { claimDrained } from './queue-drain-store.ts';
+import { FROM_JSON_VERSION } from './run-job-build.ts';
+
+/** The BullMQ version whose fetch-to-processJob chain `startHanded` restates (its worker.js). */
+const DIRECT_START_VERSION = FROM_JSON_VERSION;
 
 export type { FetchStart } from './parking-worker-types.ts';
 
+/** A job started from the pop's answer, until BullMQ's loop reaches it (`startHanded`). */
+interface DirectStart<DataType> {
+  job: Job<DataType>;
+  token: string;
+  running: ReturnType<Worker<DataType>['processJob']> | undefined;
+  /** BullMQ's fetch got it (`moveToActive`). */
+  fetched: boolean;
+  /** The main loop's `fetchNext`, once its `processJob` call came. */
+  fetchNext: (() => boolean) | undefined;
+}
+
 export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
+  /** A handed job's processor starts from the pop's answer (`startHanded`); false: BullMQ's chain. */
+  directStart = DIRECT_START_VERSION === version;
+  private direct: DirectStart<DataType> | undefined;
+  /** The loop's next fetch comes a turn after the job started from the pop's answer. */
+  private directTurned = false;
+
   /** Starts watching for hand-offs: BullMQ's marker wait becomes the registration and a pop on both keys. */
   enableHandOff(handOff: HandOff): void {
     this.handOff = handOff;
@@ -55,6 +77,7 @@ export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
       unstarted: () => this.unstarted.size > 0,
       waiting: () => this.loop.waiting,
       closing: () => this.isClosing,
+      direct: (handed) => this.startHanded(handed),
     });
     this.handOffWait = idle;
     const self = this as unknown as { waitForJob: WaitForJob };
@@ -81,6 +104,59 @@ export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
       this.handOffs++;
     }
     return job;
+  }
+
+  /**
+   * A handed job's processor started in the pop's answer's own turn, not after BullMQ's chain to
+   * it (`waitForJob`'s race, `_getNextJob`, the fetch, `nextJobFromJobData`'s `retryIfFailed`, the
+   * main loop's queue: ~190 µs cold before the processor's first line, test/bench/README.md round
+   * 40 `seq-stages` §2). What that chain does for a job is done here first, as it would do it: the
+   * fetch's answer read (`takeHanded`), the job built under the registration's token, `drained`
+   * cleared and `active` emitted (`nextJobFromJobData`), then BullMQ's own `processJob` (its lock
+   * renewal's tracking, its completion and failure handling). The chain still runs, a turn later
+   * (handoff-wait.ts): its fetch gets this job (`moveToActive`) and its `processJob` this one's
+   * promise (the same one in the main loop's queue, so its concurrency count, `close()`'s wait
+   * and the next job a completion brings are BullMQ's as before); until then the job's completion
+   * fetches no next job (the loop's `fetchNext` is not known yet). A job scheduler's job (its
+   * next iteration added in `nextJobFromJobData`), a closing worker, or another BullMQ version:
+   * BullMQ's chain as before.
+   */
+  private startHanded(handed: Handed): boolean {
+    if (!this.directStart || this.isClosing || this.direct) return false;
+    const reply = handed.answer;
+    const next = nextJobData(reply);
+    const data = next[0];
+    if (!data || next[1] === undefined) return false;
+    const job = this.createJob(data, next[1]);
+    if (job.repeatJobKey || job.opts.repeat) return false;
+    const token = handed.token;
+    fetchedAnswer(
+      reply,
+      (jobId, begun) => this.started.set(jobId, begun),
+      (drained) => {
+        this.drainedBehind = drained;
+      },
+    );
+    this.loop.updateDelays(next[2], next[3]);
+    this.loop.drained = false;
+    this.directTurned = true;
+    job.token = token;
+    this.handOffs++;
+    this.emit('active', job, 'waiting');
+    const direct: DirectStart<DataType> = {
+      job,
+      token,
+      running: undefined,
+      fetched: false,
+      fetchNext: undefined,
+    };
+    this.direct = direct;
+    const running = this.processJob(job, token, () => direct.fetchNext?.() ?? false);
+    // Handled here until the loop takes it (its queue handles a failure as before): a failure in
+    // this turn must not be an unhandled rejection before the loop comes.
+    running.catch(() => undefined);
+    direct.running = running;
+    return true;
   }
 
   /**
@@ -134,6 +210,15 @@ export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
     // Closing: no job, whichever path asks (BullMQ's loop, a failure's fetch-next). BullMQ's own
     // check (`closing`) comes only after the hand-off's close, and a run handed back meanwhile
     // (due in 50 ms) was fetched again here and run by this very runner.
+    // Started from the pop's answer: BullMQ's loop gets it whatever comes (closing too), so its
+    // processJob is in the loop's queue and its close waits for it.
+    const direct = this.direct;
+    if (direct?.running && !direct.fetched) {
+      direct.fetched = true;
+      // Fetched, not yet begun in the loop: a fetch before it answers "no job" (as for any other).
+      this.unstarted.add(direct.token);
+      return direct.job;
+    }
     if (this.isClosing) return refuseClosing(this.closeHost);
     // Handed over (popped, even as the close removed the registration): already this worker's.
     const handed = this.handOffWait?.take();
@@ -149,9 +234,13 @@ export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
     // The job just fetched (or handed over) left the queue drained: this fetch can only answer
     // "no job", after which the worker blocks (and registers idle). It first waits one turn of the
     // event loop, so the run's start, which BullMQ's loop interleaves with it, reaches its sandbox
-    // host before it.
+    // host before it. A job started from the pop's answer had its turn already (the loop came to
+    // this fetch a turn after it: handoff-wait.ts), and a second would let the run's end come
+    // before the worker registers idle again (its completion then carries the next run's start).
+    const turned = this.directTurned;
+    this.directTurned = false;
     if (this.drainedBehind) {
-      await new Promise((resolve) => setImmediate(resolve));
+      if (!turned) await new Promise((resolve) => setImmediate(resolve));
       this.deferredFetches++;
     }
     const gate = this.gate;
@@ -238,7 +327,9 @@ export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
 
   /** Whether a job fetched but not started is one a processJob still holds (fetched in it). */
   private inProcessJob(): boolean {
-    for (const token of this.unstarted) if (this.processing.has(token)) return true;
+    // The job started from the pop's answer is in a processJob already, but fetched outside it.
+    const direct = this.direct?.token;
+    for (const token of this.unstarted) if (this.processing.has(token) && token !== direct) return true;
     return false;
   }
 
@@ -246,6 +337,14 @@ export class ParkingWorker<DataType> extends ParkingWorkerState<DataType> {
     ...args: Parameters<Worker<DataType>['processJob']>
   ): ReturnType<Worker<DataType>['processJob']> {
     const token = args[1];
+    const direct = this.direct;
+    if (direct?.running && direct.job === args[0] && direct.token === token) {
+      // BullMQ's loop reached the job started from the pop's answer: it gets that processJob.
+      this.direct = undefined;
+      this.unstarted.delete(token);
+      direct.fetchNext = args[2];
+      return direct.running;
+    }
     this.unstarted.delete(token);
     this.handedNext.begun(token);
     // No fetch-next once closing, decided when BullMQ builds the completion (or failure), nor, with

@@ -31,6 +31,7 @@ import { expect } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import type { ParkingWorker } from '../src/parking-worker.ts';
 import { HandBackError, type RunExecutor } from '../src/run-executor.ts';
+import type { ExecuteJob } from '../src/run-executor-types.ts';
 import { createRunner, type RunnerDeps } from '../src/runner.ts';
 import type { SkillExecutor } from '../src/skill-executor.ts';
 
@@ -78,7 +79,7 @@ export interface RunnerSetUpOptions {
   /** More of the runner's settings. */
   env?: Record<string, string>;
   /** Called as the run's own work begins (where the real executor sends the program). */
-  onWork?: (runId: string) => void;
+  onWork?: (runId: string, job: ExecuteJob) => void;
   /**
    * Read at each run's work, after `onWork`: a promise parks the run (its slot and lease given back,
    * as a binding call that waits) until it settles; the run then takes a slot again (`resume`).
@@ -240,7 +241,7 @@ export function runnerHarness(name: string) {
           outcomes.push('skipped');
           return 'skipped';
         }
-        opts.onWork?.(job.runId);
+        opts.onWork?.(job.runId, job);
         await redis.echo(`work ${job.runId} ${queueTag}`);
         const answer = opts.parkFor?.(job.runId);
         if (answer && job.slot?.park(() => undefined)) {
