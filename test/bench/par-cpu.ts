@@ -92,6 +92,9 @@ try {
   // Minor page faults a run, the whole process (round 40 `par-calls`): each a trip through the
   // kernel that zeroes a page, e.g. malloc'd memory given back to the system and faulted in again.
   const faults = (who: 'gateway' | 'runner') => ((b[who].faults - a[who].faults) / RUNS).toFixed(1);
+  // The main thread's time runnable but not running, ms a run (round 41 `par-hundred`): the load's
+  // part of the run's wall time on the process that is the row's bound.
+  const waited = (who: 'gateway' | 'runner') => ((b[who].waited - a[who].waited) / RUNS / 1000).toFixed(2);
   const commands = [...r1]
     .map(([name, n]) => [name, (n - (r0.get(name) ?? 0)) / RUNS] as const)
     .filter(([name, n]) => n > 0 && name !== 'info')
@@ -101,6 +104,8 @@ try {
     `CPU µs a call, main thread (whole process): gateway ${per('gateway', 'main')} (${per('gateway', 'all')}), ` +
     `runner ${per('runner', 'main')} (${per('runner', 'all')}); main-thread wake-ups a run: gateway ${wakes('gateway')}, runner ${wakes('runner')}; ` +
     `page faults a run: gateway ${faults('gateway')}, runner ${faults('runner')}\n` +
+    `main thread on a CPU / waiting for one, ms a run: gateway ${((b.gateway.main - a.gateway.main) / RUNS / 1000).toFixed(2)} / ${waited('gateway')}, ` +
+    `runner ${((b.runner.main - a.runner.main) / RUNS / 1000).toFixed(2)} / ${waited('runner')}\n` +
     `Redis commands a run: ${commands.reduce((s, [, n]) => s + n, 0).toFixed(1)}; ${commands
       .slice(0, 12)
       .map(([name, n]) => `${name} ${n.toFixed(2)}`)

@@ -25,15 +25,24 @@ export const perfNodeFlag = (jit: boolean): string =>
  * load), the whole process's CPU (`stat`, 10 ms ticks: GC and compiler threads too, in µs), the
  * main thread's sleeps (voluntary context switches: each a wake-up, the scheduler's work part of
  * `main`) and the process's minor page faults (each a trip through the kernel, ~µs on this VM).
+ * `waited`: the main thread's time runnable but waiting for a CPU (`schedstat`'s second field, µs;
+ * round 41 `par-hundred`): on a shared 2-core box, the part of a run's wall time that is the load's.
  */
 export function threadCpu(pid: number | undefined) {
-  if (pid === undefined) return { main: 0, all: 0, wakes: 0, faults: 0 };
-  const main = Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
+  if (pid === undefined) return { main: 0, all: 0, wakes: 0, faults: 0, waited: 0 };
+  const sched = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ');
+  const main = Number(sched[0]);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
   const wakes = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return { main: main / 1000, all: (Number(f[11]) + Number(f[12])) * 10_000, wakes, faults: Number(f[7]) };
+  return {
+    main: main / 1000,
+    all: (Number(f[11]) + Number(f[12])) * 10_000,
+    wakes,
+    faults: Number(f[7]),
+    waited: Number(sched[1]) / 1000,
+  };
 }
 
 /**
