@@ -18,10 +18,12 @@ import type { Engine, EngineOptions } from './types.ts';
 import type { FromHost } from './wire.ts';
 
 const FAKE_HOST = fileURLToPath(new URL('../test/fake-host.ts', import.meta.url));
-const fake = (mode: string): EngineOptions['wrapCommand'] => (command) => ({
-  command,
-  args: ['--disable-warning=ExperimentalWarning', FAKE_HOST, mode],
-});
+const fake =
+  (mode: string): EngineOptions['wrapCommand'] =>
+  (command) => ({
+    command,
+    args: ['--disable-warning=ExperimentalWarning', FAKE_HOST, mode],
+  });
 
 const engines: Engine[] = [];
 const hosts: HostProcess[] = [];
@@ -45,10 +47,18 @@ afterEach(() => {
 });
 
 async function startFake(mode: string, onMessage: (m: FromHost) => void = () => {}) {
-  const host = await HostProcess.start({ partition: 'stdout', startupTimeoutMs: 20_000, wrapCommand: fake(mode) });
+  const host = await HostProcess.start({
+    partition: 'stdout',
+    startupTimeoutMs: 20_000,
+    wrapCommand: fake(mode),
+  });
   hosts.push(host);
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-    host.attach({ onMessage, onProtocolError: (r) => onMessage({ t: 'logs', lines: [['error', r]] }), onExit: resolve }),
+    host.attach({
+      onMessage,
+      onProtocolError: (r) => onMessage({ t: 'logs', lines: [['error', r]] }),
+      onExit: resolve,
+    }),
   );
   return { host, exited };
 }
@@ -104,7 +114,10 @@ describe("a host's frames read through onread", () => {
 describe("a real host's frames read through onread", () => {
   const engine = createEngine({ prewarm: false });
   engines.push(engine);
-  const onCall = async (call: { argsJson: string }) => ({ type: 'result' as const, valueJson: call.argsJson });
+  const onCall = async (call: { argsJson: string }) => ({
+    type: 'result' as const,
+    valueJson: call.argsJson,
+  });
 
   it('large results (one message of many reads), 100 calls in flight, one pooled host for every run: no stream push', async () => {
     pushes = 0;
@@ -119,10 +132,13 @@ describe("a real host's frames read through onread", () => {
       { bindings: ['t'], onCall },
     );
     expect(par.valueJson).toBe(JSON.stringify(Array.from({ length: 100 }, (_, i) => i).join(',')));
-    const seq = await engine.execute('let n = 0; for (let i = 0; i < 20; i++) n += (await t({ i })).i; return n', {
-      bindings: ['t'],
-      onCall,
-    });
+    const seq = await engine.execute(
+      'let n = 0; for (let i = 0; i < 20; i++) n += (await t({ i })).i; return n',
+      {
+        bindings: ['t'],
+        onCall,
+      },
+    );
     expect(seq.valueJson).toBe('190');
     expect(new Set([big.hostPid, par.hostPid, seq.hostPid]).size).toBe(1);
     expect(pushes).toBe(0);
