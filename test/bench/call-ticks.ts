@@ -18,7 +18,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api } from '../e2e/helpers.ts';
-import { sequentialCalls } from './baselines.ts';
+import { parallelCalls, sequentialCalls } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
 import { pingConnection, processKind, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
@@ -94,11 +94,16 @@ function perfStat(pids: number[]): () => Promise<Map<string, number>> {
 
 const settle = () => new Promise((r) => setTimeout(r, 500));
 const read = (pid: number) =>
-  JSON.parse(readFileSync(join(dir, `tick-total.${pid}.json`), 'utf8')) as { ticks: number; pushes: number };
+  JSON.parse(readFileSync(join(dir, `tick-total.${pid}.json`), 'utf8')) as {
+    ticks: number;
+    pushes: number;
+    undiciRequests: number;
+  };
 try {
   const a = api(cluster.url, cluster.devKey);
   const connection = await pingConnection(a, port);
-  const program = sequentialCalls(CALLS);
+  // PAR=1: each run makes its CALLS calls at once (a Promise.all), not one after another.
+  const program = process.env.PAR === '1' ? parallelCalls(CALLS) : sequentialCalls(CALLS);
   for (let i = 0; i < WARM; i++) await runWithApp(a, program, connection);
   await settle();
   const who = { runner: cluster.runners[0]!.pid!, gateway: cluster.gateways[0]!.pid! };
@@ -136,7 +141,7 @@ try {
   for (const name of ['runner', 'gateway'] as const) {
     const after = read(who[name]);
     console.log(
-      `${name}: nextTick ${((after.ticks - before[name].ticks) / calls).toFixed(2)} a call, stream pushes ${((after.pushes - before[name].pushes) / calls).toFixed(2)} a call (${RUNS} runs of ${CALLS} calls)`,
+      `${name}: nextTick ${((after.ticks - before[name].ticks) / calls).toFixed(2)} a call, stream pushes ${((after.pushes - before[name].pushes) / calls).toFixed(2)} a call, undici requests ${((after.undiciRequests - before[name].undiciRequests) / RUNS).toFixed(2)} a run (${RUNS} runs of ${CALLS} calls${process.env.PAR === '1' ? ' at once' : ''})`,
     );
   }
 } finally {
