@@ -3,13 +3,17 @@
  * sandbox launcher), the `ready` handshake, framed messages both ways, exit and kill.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readSync, writeSync, writevSync } from 'node:fs';
+import { closeSync, openSync, writeSync, writevSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
 import { HOST_ADDON_ARG, isolatedVmAddon } from './host-addon.ts';
 import { builtHostScript } from './host-build.ts';
+import { privateBytesOf, readStatusText, VM_RSS } from './host-status.ts';
+import { readHostFrames } from './host-stdout.ts';
 import { HOST_SEMI_SPACE_MB } from './limits.ts';
 import { checkFromHost, type FromHost, type ToHost } from './wire.ts';
+
+export { privateBytesOf, readResidentBytes } from './host-status.ts';
 
 /** The host's plain-JavaScript build when current (host-build.ts: less memory per host), else its source. */
 export const HOST_SCRIPT = builtHostScript() ?? fileURLToPath(new URL('./host.ts', import.meta.url));
@@ -48,31 +52,6 @@ const MIB = 1024 * 1024;
 export const HOST_ENV: Readonly<Record<string, string>> = {
   GLIBC_TUNABLES: [`glibc.malloc.top_pad=${MIB}`, `glibc.malloc.mmap_threshold=${4 * MIB}`].join(':'),
 };
-
-const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
-
-/** VmRSS of /proc/<pid>/status, bytes; undefined when it cannot be read. */
-export function readResidentBytes(pid: number): number | undefined {
-  try {
-    const kb = VM_RSS.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1];
-    return kb === undefined ? undefined : Number(kb) * 1024;
-  } catch {
-    return undefined;
-  }
-}
-
-const RSS_ANON = /^RssAnon:\s+(\d+) kB/m;
-const RSS_SHMEM = /^RssShmem:\s+(\d+) kB/m;
-
-/** RssAnon + RssShmem of a /proc/<pid>/status text, bytes; undefined when either is missing. */
-export function privateBytesOf(status: string): number | undefined {
-  const anon = RSS_ANON.exec(status)?.[1];
-  const shmem = RSS_SHMEM.exec(status)?.[1];
-  return anon === undefined || shmem === undefined ? undefined : (Number(anon) + Number(shmem)) * 1024;
-}
-
-/** /proc/<pid>/status's first 4 KiB: VmRSS and RssAnon/RssShmem are in its first ~30 lines. Shared: read and parsed at once. */
-const statusBytes = Buffer.alloc(4096);
 
 export class HostProcess {
   readonly partition: string;
@@ -158,7 +137,8 @@ export class HostProcess {
         for (const w of host.exitWaiters.splice(0)) w();
         reject(new Error(`cannot start the sandbox host: ${e.message}`));
       });
-      child.stdout!.on('data', (chunk: Buffer) => host.reader.push(chunk));
+      // Through `onread`, not stdout's stream push, tick and 'data' event (host-stdout.ts).
+      readHostFrames(child.stdout!, host.reader);
       child.stderr!.on('data', (chunk: Buffer) => {
         host.stderr = (host.stderr + chunk.toString('utf8')).slice(-STDERR_KEEP_BYTES);
       });
@@ -351,8 +331,7 @@ export class HostProcess {
   private status(): string | undefined {
     try {
       this.statusFd ??= openSync(`/proc/${this.child.pid}/status`, 'r');
-      const n = readSync(this.statusFd, statusBytes, 0, statusBytes.length, 0);
-      return statusBytes.toString('latin1', 0, n);
+      return readStatusText(this.statusFd);
     } catch {
       return undefined;
     }

@@ -321,9 +321,16 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         if (!group) {
           group = { runId, attempt, items: [] };
           queued.set(key, group);
-          // The program's calls of this turn arrive in one frame chunk, each reaching here in a
-          // promise job of the same drain; a tick callback runs after that drain: all gathered.
-          process.nextTick(() => flush(key));
+          // The program's calls of a turn arrive in one read of the host's frames, and the engine
+          // hands each to its handler as it is read, which reaches here in the same synchronous
+          // step (run-executor's handler, the replaying handler and parking call on with no await
+          // before this): a microtask queued by the first runs when that read's step ends, all of
+          // its calls gathered. A lone call goes then, with no `process.nextTick` (what this was
+          // until round 41: one tick a call, ~1.7 µs hot; test/bench/README.md, round 41
+          // `stdout-pair`). Calls reaching here in promise jobs of one drain (those the engine
+          // held past `maxConcurrentCalls`, started as others settle) are gathered as far as they
+          // arrive before it, the same depth of jobs each; any later go as a batch of their own.
+          queueMicrotask(() => flush(key));
         }
         group.items.push({ call, signal, resolve });
       });

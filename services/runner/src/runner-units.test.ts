@@ -107,6 +107,42 @@ describe('gateway client batches', () => {
     }
   });
 
+  it('a lone call is sent with no tick; calls reaching the client in promise jobs of one drain still go as one batch', async () => {
+    const gw = await gateway((calls, res) =>
+      res.end(calls.map((c) => line(c.index, result(`b${c.index}`))).join('')),
+    );
+    try {
+      const client = createGatewayClient({ urls: [gw.url], token: 'tok', retryDelayMs: 5 });
+      const call = (index: number) => client.call('run-1', 1, { index, binding: 'a.b', argsJson: '{}' });
+      // What the client does in the call itself: no process.nextTick to gather a turn's calls
+      // (round 41 `stdout-pair`: a microtask ends the read's step instead).
+      const nextTick = process.nextTick;
+      let ticks = 0;
+      process.nextTick = (...args: Parameters<typeof nextTick>) => {
+        ticks++;
+        return nextTick(...args);
+      };
+      let lone: ReturnType<typeof call>;
+      try {
+        lone = call(0);
+      } finally {
+        process.nextTick = nextTick;
+      }
+      expect(ticks).toBe(0);
+      expect((await lone).outcome).toEqual({ type: 'result', valueJson: '"single 0"' });
+      // A Promise.all's calls each one promise job deep (as the engine's held calls are started).
+      const jobs = await Promise.all([1, 2, 3].map((i) => Promise.resolve().then(() => call(i))));
+      expect(jobs.map((j) => j.outcome)).toEqual(
+        [1, 2, 3].map((i) => ({ type: 'result', valueJson: `"b${i}"` })),
+      );
+      expect(gw.batches.map((b) => b.map((c) => c.index))).toEqual([[1, 2, 3]]);
+      expect(gw.singles.map((b) => b.index)).toEqual([0]);
+    } finally {
+      gw.server.closeAllConnections();
+      await new Promise((r) => gw.server.close(r));
+    }
+  });
+
   it('sends the calls of one turn as one batch and settles each from its own line, in any order', async () => {
     const gw = await gateway((calls, res) => {
       // Out of order, in two writes: call 2 first, then 0 (with its delivery sequence) and 1 refused.
