@@ -70,10 +70,10 @@ async function ends(redis: Redis, measure: () => number | Promise<number>) {
     [],
   );
   const { client, release } = holdingFolds(redis);
-  // ISLET_WRITE_FORMAT=2: the leaner stored forms (round 40 `format-two`); a base without the option ignores it.
-  const runs = createRunStore(client, sealer, {
-    writeFormat: process.env.ISLET_WRITE_FORMAT === '2' ? '2' : '1',
-  } as never);
+  // The store's own default unless ISLET_WRITE_FORMAT names one (round 40 `format-two`; the default
+  // is 2 since round 41 `format-default`, 1 before): each side of an ABBA writes what its users get.
+  const format = process.env.ISLET_WRITE_FORMAT;
+  const runs = createRunStore(client, sealer, (format ? { writeFormat: format } : {}) as never);
   const out: { folded: boolean; n: number; fold: number }[] = [];
   const inFlight: ReturnType<typeof foldRun>[] = [];
   for (let i = 0; i < RUNS + DEPTH - 1; i++) {

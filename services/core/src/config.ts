@@ -217,12 +217,15 @@ export const configSchema = z.object({
   /** BullMQ attempts per run (a run whose processor crashed is retried). */
   ISLET_JOB_ATTEMPTS: int(3, 1),
   /**
-   * The stored formats this process writes. `1` writes what the previous release reads (the default
-   * in this release); `2` writes this release's leaner formats — set it once every gateway and runner
-   * runs this release (the next release makes it the default; readers of both forms stay until
-   * retention has dropped the old records). Readers accept both forms whatever it says.
+   * The stored formats this process writes. `2` (the default since the release after e807b91): the
+   * leaner record, index entries, job data and call journal, which e807b91 and every later release
+   * read. `1`: the bytes of releases before e807b91, which read nothing else — an operator upgrading
+   * straight from a release older than e807b91 sets `1` for that roll (older pods still serve
+   * beside the new ones) and `2` once no older pod is left (charts/islet/README.md, upgrading).
+   * Readers accept both forms whatever it says, and stay until retention has dropped format-1
+   * records (ISLET_RUN_RETENTION_SECONDS, 7 days by default).
    */
-  ISLET_WRITE_FORMAT: z.enum(['1', '2']).default('1'),
+  ISLET_WRITE_FORMAT: z.enum(['1', '2']).default('2'),
   /**
    * Start sandbox hosts under the kernel launcher (islet-jail: no_new_privs, seccomp, Landlock,
    * rlimits per mode). `off` runs them as plain child processes (dev machines without the helper).

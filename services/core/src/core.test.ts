@@ -19,6 +19,11 @@ describe('loadConfig', () => {
     expect(c.ISLET_RUNNER_MODES).toEqual(['read-only', 'workspace-write']);
     expect(c.ISLET_RUNNER_CONCURRENCY).toBe(4);
   });
+  it('writes format 2 by default; 1 stays selectable (an upgrade from a release older than e807b91), nothing else', () => {
+    expect(loadConfig(base).ISLET_WRITE_FORMAT).toBe('2');
+    expect(loadConfig({ ...base, ISLET_WRITE_FORMAT: '1' }).ISLET_WRITE_FORMAT).toBe('1');
+    expect(() => loadConfig({ ...base, ISLET_WRITE_FORMAT: '3' })).toThrow(/ISLET_WRITE_FORMAT/);
+  });
   it('lists every problem', () => {
     expect(() => loadConfig({ ISLET_RUNNER_MODES: 'nope' })).toThrow(
       /ISLET_SEAL_KEYS[\s\S]*ISLET_INTERNAL_TOKEN/,

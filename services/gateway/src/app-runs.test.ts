@@ -64,8 +64,13 @@ describe('runs through inject (no runner)', () => {
     ]) {
       expectProblem(await app.inject({ ...r, headers: auth(otherKey) }), 404, 'not-found');
     }
-    // Code is sealed at rest.
-    expect(await deps.redis.hget(`islet:run:{${rec.id}}`, 'code')).toMatch(/^v1\./);
+    // Code is sealed at rest: in format 2 (the default) with its request as `pick`, in format 1
+    // alone as `code` (runs sealed-fields.ts); never in clear in either.
+    const stored = await deps.redis.hgetall(`islet:run:{${rec.id}}`);
+    const [field, absent] = gateway?.config.ISLET_WRITE_FORMAT === '1' ? ['code', 'pick'] : ['pick', 'code'];
+    expect(stored[field]).toMatch(/^v1\./);
+    expect(stored[absent]).toBeUndefined();
+    expect(Object.values(stored).some((v) => v.includes('return 1'))).toBe(false);
 
     // Cancel while queued ends it here, and takes its job's count off the pool's queued jobs.
     const queuedJobs = async () =>

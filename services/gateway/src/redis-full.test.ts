@@ -70,20 +70,48 @@ async function endPrinting(id: string, lines: number) {
 const usedMemory = async () => Number(/^used_memory:(\d+)/m.exec(await deps.redis.info('memory'))?.[1]);
 
 describe('a tenant filling Redis', () => {
-  it("stores a run's output once, and reads back the very text the runner wrote", async () => {
+  it("stores a run's output once, and reads back the very text the runner wrote (format 2, the default)", async () => {
+    expect(deps.config.ISLET_WRITE_FORMAT).toBe('2');
     const res = await submit(calm);
     expect(res.statusCode, res.body).toBe(202);
     const id = res.json().id as string;
     const text = await endPrinting(id, 2);
     const stored = await deps.redis.hgetall(keys.run(id));
-    expect(stored.text).toBeUndefined();
-    // The reference carries no copy of the lines: a thousandth of the text it stands for, not a
-    // second copy of it.
-    expect(stored.textRef).toBeDefined();
-    expect(Buffer.byteLength(stored.textRef ?? '') * 1000).toBeLessThan(Buffer.byteLength(text));
+    expect([stored.result, stored.text, stored.textRef]).toEqual([undefined, undefined, undefined]);
+    // `ended` seals the result with the text left out (rendered from the result on read,
+    // runs sealed-fields.ts): one copy of the lines, base64 (4/3) — two copies would be 8/3.
+    expect(Buffer.byteLength(stored.ended ?? '')).toBeGreaterThan(Buffer.byteLength(text));
+    expect(Buffer.byteLength(stored.ended ?? '')).toBeLessThan(1.5 * Buffer.byteLength(text));
     const record = await read(calm, id);
     expect(record.statusCode).toBe(200);
     expect(record.json().text).toBe(text);
+  });
+
+  it("stores a run's output once, and reads back the very text the runner wrote (format 1)", async () => {
+    const one = await createGatewayDeps(
+      { ...deps.config, ISLET_WRITE_FORMAT: '1' },
+      createLogger({ name: 'test', level: 'silent' }),
+    );
+    try {
+      const res = await submit(calm);
+      expect(res.statusCode, res.body).toBe(202);
+      const id = res.json().id as string;
+      const run = (await one.runs.get(id)) as StoredRun;
+      const logs = [0, 1].map((i) => ({ level: 'log' as const, text: `${i}`.padEnd(MIB, 'x') }));
+      const text = logs.map((l) => l.text).join('\n');
+      await one.runs.finish(run, { status: 'Completed', result: { _tag: 'Completed', logs }, text });
+      const stored = await deps.redis.hgetall(keys.run(id));
+      expect(stored.text).toBeUndefined();
+      // The reference carries no copy of the lines: a thousandth of the text it stands for, not a
+      // second copy of it.
+      expect(stored.textRef).toBeDefined();
+      expect(Buffer.byteLength(stored.textRef ?? '') * 1000).toBeLessThan(Buffer.byteLength(text));
+      const record = await read(calm, id);
+      expect(record.statusCode).toBe(200);
+      expect(record.json().text).toBe(text);
+    } finally {
+      await one.close();
+    }
   });
 
   it('is refused at its share (507, that tenant only) while another tenant still submits and reads', async () => {

@@ -5,6 +5,7 @@
 
 import { createRedis, type Redis } from '@islet/core';
 import { SANDBOX_MODES } from '@islet/protocol';
+import { jobRunId } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,12 +44,14 @@ describe('run queue store', () => {
     expect(stamps.some((t) => !Number.isInteger(t))).toBe(true);
   });
 
-  it("writes the run id in a run job's data by default (format 1); format 2 only where the job id is not the run's", async () => {
+  it("writes the run id in a run job's data in format 1; format 2 (the default) only where the job id is not the run's", async () => {
+    const full = createRunQueueStore(redis, () => {}, false, '1');
     const lean = createRunQueueStore(redis, () => {}, false, '2');
     try {
-      await store.enqueueRun({ runId: 'r-f1', tenant: 't', mode: 'read-only', attempts: 1 });
+      await full.enqueueRun({ runId: 'r-f1', tenant: 't', mode: 'read-only', attempts: 1 });
       await lean.enqueueRun({ runId: 'r-f2', tenant: 't', mode: 'read-only', attempts: 1 });
       await lean.enqueueRun({ runId: 'r-f3', tenant: 't', mode: 'read-only', attempts: 1, jobId: 'r-f3-r1' });
+      await store.enqueueRun({ runId: 'r-f4', tenant: 't', mode: 'read-only', attempts: 1 });
       const data = async (id: string) =>
         JSON.parse((await redis.hget(`islet:{runs-read-only}:${id}`, 'data')) ?? 'null') as Record<
           string,
@@ -57,8 +60,11 @@ describe('run queue store', () => {
       expect(Object.keys(await data('r-f1'))).toEqual(['runId', 'tenant', 'enqueuedAtMs']);
       expect(Object.keys(await data('r-f2'))).toEqual(['tenant', 'enqueuedAtMs']);
       expect(await data('r-f3-r1')).toMatchObject({ runId: 'r-f3', tenant: 't' });
-      for (const id of ['r-f1', 'r-f2', 'r-f3-r1']) expect(await store.takeBack('read-only', id)).toBe(true);
+      expect(Object.keys(await data('r-f4'))).toEqual(['tenant', 'enqueuedAtMs']);
+      for (const id of ['r-f1', 'r-f2', 'r-f3-r1', 'r-f4'])
+        expect(await store.takeBack('read-only', id)).toBe(true);
     } finally {
+      await full.close();
       await lean.close();
     }
   });
@@ -98,7 +104,13 @@ describe('run queue store', () => {
     expect(depths[SANDBOX_MODES.indexOf('read-only')]?.waiting).toBe(2);
     expect(depths[SANDBOX_MODES.indexOf('workspace-write')]?.waiting).toBe(0);
     const added = await store.queues['read-only'].getJob('r-1');
-    expect(added?.data).toMatchObject({ runId: 'r-1', tenant: 't' });
+    // The run named by its job id (format 2, the default: no `runId` in the data); a decision
+    // round's job by its data.
+    expect(added?.data).toMatchObject({ tenant: 't' });
+    expect(added && jobRunId(added)).toBe('r-1');
+    const round = await store.queues['read-only'].getJob('r-1-r1');
+    expect(round?.data).toMatchObject({ runId: 'r-1', tenant: 't' });
+    expect(round && jobRunId(round)).toBe('r-1');
     expect(added?.opts.attempts).toBe(3);
   });
 

@@ -8,6 +8,7 @@ import { type Redis, wallNow } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES, type SandboxMode } from '@islet/protocol';
 import {
   type AdmissionRide,
+  DEFAULT_WRITE_FORMAT,
   type RunJobData,
   runJobOptions,
   SKILL_JOB_NAME,
@@ -68,7 +69,7 @@ export function createRunQueueStore(
   redis: Redis,
   onError: (err: Error) => void,
   handOff = false,
-  writeFormat: WriteFormat = '1',
+  writeFormat: WriteFormat = DEFAULT_WRITE_FORMAT,
 ) {
   // The stamps' clock offset read now (a few ms of spinning, once), not at the first submit.
   enqueueStamp();

@@ -18,8 +18,8 @@ export function gatewayTestConfig(redisUrl: string, env: Record<string, string> 
     ISLET_REDIS_URL: redisUrl,
     ISLET_SEAL_KEYS: generateSealKey(),
     ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-    // Any gateway suite runs under the other stored format when the environment names it
-    // (`ISLET_WRITE_FORMAT=2 npx vitest run …`; test/bench/README.md, round 40 `format-two`).
+    // Any gateway suite runs under format 1 when the environment names it (the default is 2:
+    // `ISLET_WRITE_FORMAT=1 npx vitest run …`; test/bench/README.md, rounds 40 `format-two`, 41).
     ...(process.env.ISLET_WRITE_FORMAT ? { ISLET_WRITE_FORMAT: process.env.ISLET_WRITE_FORMAT } : {}),
     ...env,
   });

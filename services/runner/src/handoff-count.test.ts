@@ -131,26 +131,21 @@ describe("a handed submit's add (one server)", () => {
       // No start took the record: written at the script's end, as an admitted create writes it alone.
       expect(inner.filter((c) => c === `hset ${keys.run('l1')}`)).toHaveLength(1);
       const record = await redis.hgetall(keys.run('l1'));
-      // As created: not started (its count 0, its time the create's), every field there.
+      // As created: not started (its count 0, its time the create's), every field there — format
+      // 2's, the store's default (the program with its request as `pick`; no `clockMs` equal to
+      // `createdAt`, read back as it, run-reads.ts).
       expect(record.attempts).toBe('0');
       expect(record.updatedAt).toBe(record.createdAt);
-      for (const name of [
-        'code',
-        'description',
-        'request',
-        'clockMs',
-        'session',
-        'turn',
-        'callId',
-        'principal',
-      ])
+      for (const name of ['pick', 'description', 'session', 'turn', 'callId', 'principal'])
         expect(record[name]).toBeTruthy();
+      expect([record.code, record.request, record.clockMs]).toEqual([undefined, undefined, undefined]);
       expect(record.id).toBe('l1');
       expect(record.status).toBe('Running');
       expect(await createRunStore(redis, sealer).get('l1')).toMatchObject({
         id: 'l1',
         seed: 'l1',
         attempts: 0,
+        clockMs: Number(record.createdAt),
       });
       expect(inner).toContain(`hincrby ${queued}`);
       expect(inner).toContain(`lpush ${prefix}wait`);

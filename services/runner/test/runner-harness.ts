@@ -98,11 +98,11 @@ export interface RunnerHarnessRedis {
 export type RunnerHarness = ReturnType<typeof runnerHarness>;
 
 /**
- * The stored format the harness's stores, runner and adds write: any runner suite runs under format
- * 2 when the environment names it (`ISLET_WRITE_FORMAT=2 npx vitest run …`; test/bench/README.md,
- * round 40 `format-two`).
+ * The stored format the harness's stores, runner and adds write: the config's default (`2`), or
+ * format 1 when the environment names it (`ISLET_WRITE_FORMAT=1 npx vitest run …`; test/bench/README.md,
+ * rounds 40 `format-two` and 41 `format-default`).
  */
-const writeFormat: WriteFormat = process.env.ISLET_WRITE_FORMAT === '2' ? '2' : '1';
+const writeFormat: WriteFormat = process.env.ISLET_WRITE_FORMAT === '1' ? '1' : '2';
 export type RunnerUnderTest = Awaited<ReturnType<RunnerHarness['setUp']>>;
 
 /** `name`: the logger's and the metrics' component name. */

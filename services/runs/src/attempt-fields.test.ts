@@ -56,34 +56,38 @@ describe("an attempt's start reads the run from the script's flat answer", () =>
     });
   });
 
-  it("the lifecycle's beginAttempt builds no record of the run's fields from the answer", async () => {
-    await withRedis(async (redis) => {
-      const runs = createRunStore(redis, sealer);
-      const journal = createCallJournal({ redis, sealer });
-      const lifecycle = createRunLifecycle({ runs, journal });
-      const run = { ...runFixture('f2', { tenant: 't1' }), description: 'd' };
-      await runs.create(run);
-      const fieldsOf = vi.mocked(luaScript.fieldsOf);
-      fieldsOf.mockClear();
-      const stored = await redis.hgetall(keys.run('f2'));
-      const opens = vi.spyOn(sealer, 'open');
-      const begun = await lifecycle.beginAttempt('f2');
-      const opened = opens.mock.calls.map(([sealed]) => sealed);
-      opens.mockRestore();
-      expect(begun.attempt).toBe(1);
-      expect(begun.run?.id).toBe('f2');
-      expect(begun.run?.code).toBe(run.code);
-      expect(begun.run?.status).toBe(run.status);
-      expect('runFields' in begun).toBe(false);
-      // The description a runner never reads: a plain '' (no accessor, which made the run a
-      // dictionary-mode object), its sealed text not opened (only the program and request were).
-      expect(Object.getOwnPropertyDescriptor(begun.run, 'description')).toMatchObject({ value: '' });
-      expect(begun.run?.description).toBe('');
-      expect(opened).toEqual([stored.code, stored.request]);
-      // Only the journal's own fields went through a record (its `#` counter and calls).
-      const records = fieldsOf.mock.results.map((r) => r.value as Record<string, string>);
-      expect(records.length).toBeGreaterThan(0);
-      expect(records.filter((r) => 'id' in r)).toHaveLength(0);
-    });
-  });
+  it.each(['1', '2'] as const)(
+    "the lifecycle's beginAttempt builds no record of the run's fields from the answer (format %s)",
+    async (writeFormat) => {
+      await withRedis(async (redis) => {
+        const runs = createRunStore(redis, sealer, { writeFormat });
+        const journal = createCallJournal({ redis, sealer, writeFormat });
+        const lifecycle = createRunLifecycle({ runs, journal });
+        const run = { ...runFixture('f2', { tenant: 't1' }), description: 'd' };
+        await runs.create(run);
+        const fieldsOf = vi.mocked(luaScript.fieldsOf);
+        fieldsOf.mockClear();
+        const stored = await redis.hgetall(keys.run('f2'));
+        const opens = vi.spyOn(sealer, 'open');
+        const begun = await lifecycle.beginAttempt('f2');
+        const opened = opens.mock.calls.map(([sealed]) => sealed);
+        opens.mockRestore();
+        expect(begun.attempt).toBe(1);
+        expect(begun.run?.id).toBe('f2');
+        expect(begun.run?.code).toBe(run.code);
+        expect(begun.run?.status).toBe(run.status);
+        expect('runFields' in begun).toBe(false);
+        // The description a runner never reads: a plain '' (no accessor, which made the run a
+        // dictionary-mode object), its sealed text not opened (only the program and request were:
+        // format 1's two fields, format 2's one `pick`).
+        expect(Object.getOwnPropertyDescriptor(begun.run, 'description')).toMatchObject({ value: '' });
+        expect(begun.run?.description).toBe('');
+        expect(opened).toEqual(writeFormat === '1' ? [stored.code, stored.request] : [stored.pick]);
+        // Only the journal's own fields went through a record (its `#` counter and calls).
+        const records = fieldsOf.mock.results.map((r) => r.value as Record<string, string>);
+        expect(records.length).toBeGreaterThan(0);
+        expect(records.filter((r) => 'id' in r)).toHaveLength(0);
+      });
+    },
+  );
 });

@@ -1,6 +1,6 @@
 /**
- * The journal's two entry layouts (call-journal.ts, `writeFormat`): layout 1 (the default) writes
- * every field in `<index>` as the previous release does; layout 2 keeps the claim part (token,
+ * The journal's two entry layouts (call-journal.ts, `writeFormat`): layout 1 writes every field in
+ * `<index>` as the releases before e807b91 do; layout 2 (the default since the release after it) keeps the claim part (token,
  * argument hash, sealed arguments) at `#c<index>`, so the entry a run's answer reads, its pushed
  * end and every outcome's rewrite leave it out. Every reader reads both, in one journal too. Real
  * Redis; bytes and fields asserted, no times.
@@ -38,8 +38,8 @@ describe('the call journal’s layouts', () => {
   const journalOf = (writeFormat?: WriteFormat, redis?: Redis) =>
     createCallJournal({ redis: redis ?? r.a, sealer, ...(writeFormat ? { writeFormat } : {}) });
 
-  it('layout 1 (the default and "1") writes every field in the entry, as the previous release does', async () => {
-    for (const journal of [journalOf(), journalOf('1')]) {
+  it('layout 1 ("1") writes every field in the entry, as the releases before e807b91 do', async () => {
+    for (const journal of [journalOf('1')]) {
       const run = newRun();
       await journal.claim(run, 1, { ...call(0), sendNow: true });
       const claimed = await r.a.hgetall(journalKey(run));
@@ -53,7 +53,15 @@ describe('the call journal’s layouts', () => {
     }
   });
 
-  it('layout 2 keeps the claim part apart; claim, markSent, complete, replay, get and list read it', async () => {
+  it('layout 2 (the default and "2") keeps the claim part apart; claim, markSent, complete, replay, get and list read it', async () => {
+    const defaulted = journalOf();
+    const first = newRun();
+    await defaulted.claim(first, 1, call(0));
+    expect(Object.keys(await r.a.hgetall(journalKey(first))).sort()).toEqual([
+      '#c0',
+      expect.stringMatching(/^#s:/),
+      '0',
+    ]);
     const journal = journalOf('2');
     const run = newRun();
     const claimed = await journal.claim(run, 1, call(0));

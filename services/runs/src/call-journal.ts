@@ -21,7 +21,7 @@ import { journalKeys } from './keys.ts';
 import { acquireCall, type LeaseTerms, leaseAnswerOf, type RunLease } from './lease-scripts.ts';
 import { loadScript } from './lua-scripts.ts';
 import { operationIdFor } from './operation-id.ts';
-import type { WriteFormat } from './run-store-types.ts';
+import { DEFAULT_WRITE_FORMAT, type WriteFormat } from './run-store-types.ts';
 import { TurnBatch } from './turn-batch.ts';
 import type {
   BegunAttempt,
@@ -56,7 +56,7 @@ interface CallJournalDeps {
    */
   argsHashKey?: string | Buffer;
   now?: () => number;
-  /** ISLET_WRITE_FORMAT: the layout new entries are written in (default '1'; both are read). */
+  /** ISLET_WRITE_FORMAT: the layout new entries are written in (default `DEFAULT_WRITE_FORMAT`, 2; both are read). */
   writeFormat?: WriteFormat;
 }
 
@@ -130,7 +130,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   // a KeyObject cannot be empty, and an empty key stays the raw bytes).
   const hashKey = rawKey.length > 0 ? createSecretKey(Buffer.from(rawKey)) : rawKey;
   const now = deps.now ?? Date.now;
-  const writeFormat = deps.writeFormat ?? '1';
+  const writeFormat = deps.writeFormat ?? DEFAULT_WRITE_FORMAT;
   const keyOf = journalKeys(prefix).journal;
   const argsHash = (runId: string, index: number, argsJson: string) =>
     createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');

@@ -1,8 +1,8 @@
 /**
  * What the run store writes under each `writeFormat` (core config `ISLET_WRITE_FORMAT`;
- * test/bench/README.md, round 40 `format-two`), on real Redis. `'1'`, the default: the record's
- * fields, the create's and the end's pending entries are afaaca7's (names, values, `m` as JSON
- * text). `'2'`: no `clockMs` when it equals `createdAt`, the create entry's `m` an object without
+ * test/bench/README.md, round 40 `format-two`), on real Redis. `'1'`: the record's fields, the
+ * create's and the end's pending entries are afaaca7's (names, values, `m` as JSON text). `'2'`,
+ * the default since the release after e807b91 (round 41 `format-default`): no `clockMs` when it equals `createdAt`, the create entry's `m` an object without
  * the entry's own fields and no `n`, the end entry without `u`/`x`/`h`; and every reader of the
  * store reads those right — the record (get, the start's answer), the run list, sessions, usage,
  * health — also with both forms in one tenant's list.
@@ -37,13 +37,10 @@ async function oneRun(redis: Redis, format: WriteFormat | undefined, tenant: str
   return { run, record, create: create!, end: end! };
 }
 
-describe('format 1 (the default) writes what afaaca7 writes', () => {
+describe('format 1 writes what afaaca7 writes', () => {
   it('the record keeps clockMs, the create entry m as the summary JSON and n, the end entry u, x, h', () =>
     withRedis(async (redis) => {
-      for (const [format, id] of [
-        [undefined, 'd1'],
-        ['1', 'd2'],
-      ] as const) {
+      for (const [format, id] of [['1', 'd2']] as const) {
         const { run, record, create, end } = await oneRun(redis, format, 'td', id);
         expect(record.clockMs).toBe(String(run.createdAt));
         expect(Object.keys(create).sort()).toEqual(['a', 'i', 'm', 'n', 'o', 'p', 'r', 's', 't']);
@@ -82,9 +79,15 @@ describe('format 1 (the default) writes what afaaca7 writes', () => {
     }));
 });
 
-describe('format 2 writes the leaner forms, and every reader reads them', () => {
+describe('format 2 (the default) writes the leaner forms, and every reader reads them', () => {
   it('no clockMs, the create entry m an object of the rest and no n, the end entry without u, x, h', () =>
     withRedis(async (redis) => {
+      // A store given no format writes format 2's forms.
+      const defaulted = await oneRun(redis, undefined, 'tl', 'l0');
+      expect(defaulted.record.clockMs).toBeUndefined();
+      expect(Object.keys(defaulted.create).sort()).toEqual(['a', 'i', 'm', 'o', 'p', 'r', 's', 't']);
+      expect(typeof defaulted.create.m).toBe('object');
+      expect(Object.keys(defaulted.end).sort()).toEqual(['e', 'i', 'k', 'o', 's']);
       const { run, record, create, end } = await oneRun(redis, '2', 'tl', 'l1');
       expect(record.clockMs).toBeUndefined();
       expect(record.createdAt).toBe(String(run.createdAt));

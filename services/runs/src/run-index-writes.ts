@@ -7,7 +7,7 @@
 import { keys, TENANT_MEMO_MAX, tenantMemo } from '@islet/core';
 import { healthHour } from './health-buckets.ts';
 import type { RunSummary } from './run-index.ts';
-import type { WriteFormat } from './run-store-types.ts';
+import { DEFAULT_WRITE_FORMAT, type WriteFormat } from './run-store-types.ts';
 
 /** The keys of a tenant's index (all in its slot). */
 export interface RunIndexKeys {
@@ -79,7 +79,7 @@ export function indexCreateArgs(
   summary: Omit<RunSummary, 'endedAt' | 'kind'>,
   retentionSeconds: number,
   now = Date.now(),
-  format: WriteFormat = '1',
+  format: WriteFormat = DEFAULT_WRITE_FORMAT,
 ): string[] {
   const lean = format === '2';
   return [
@@ -123,7 +123,7 @@ export function finishTenantCall(
   tenant: string,
   inFlightKey: string,
   end: { id: string; status: string; endedAt: number; kind?: string; usage?: RunUsage },
-  format: WriteFormat = '1',
+  format: WriteFormat = DEFAULT_WRITE_FORMAT,
 ) {
   const k = runIndexKeys(tenant);
   const u = end.usage ?? {};

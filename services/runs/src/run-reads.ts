@@ -150,7 +150,11 @@ export function createRunReads(
       const ref = open<TextRef>(h.textRef);
       if (ref && result) run.text = textFromRef(ref, result);
     }
+    // A Completed record without `kind` is `none`: every writer so far stores `kind none`, and a
+    // later release may leave it out (31 B of a run's end, test/bench/README.md round 41
+    // `format-default`); this release reads either, so the one after may stop writing it.
     if (h.kind) run.kind = h.kind;
+    else if (h.status === 'Completed') run.kind = 'none';
   }
 
   /**

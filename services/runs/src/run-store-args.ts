@@ -6,7 +6,14 @@
 import { keys, type Sealer, tenantMemo } from '@islet/core';
 import type { RunResult } from '@islet/protocol';
 import type { RunSummary } from './run-index.ts';
-import type { Admission, CreateAdmission, RunTimings, StoredRun, WriteFormat } from './run-store-types.ts';
+import {
+  type Admission,
+  type CreateAdmission,
+  DEFAULT_WRITE_FORMAT,
+  type RunTimings,
+  type StoredRun,
+  type WriteFormat,
+} from './run-store-types.ts';
 import { timingsText } from './run-timings.ts';
 import { sealEnded, sealPick } from './sealed-fields.ts';
 import { textRefOf } from './stored-text.ts';
@@ -22,7 +29,7 @@ export function recordFields(
   sealer: Sealer,
   seal: Seal,
   description: string,
-  format: WriteFormat = '1',
+  format: WriteFormat = DEFAULT_WRITE_FORMAT,
 ): Record<string, string> {
   const two = format === '2';
   const fields: Record<string, string> = {
@@ -153,7 +160,7 @@ export function endFields(
   end: { status: string; result: RunResult; text: string; kind?: string; timings?: RunTimings },
   sealer: Sealer,
   seal: Seal,
-  format: WriteFormat = '1',
+  format: WriteFormat = DEFAULT_WRITE_FORMAT,
 ): Record<string, string> {
   if (format === '2') {
     const fields: Record<string, string> = {

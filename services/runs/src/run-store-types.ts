@@ -198,8 +198,8 @@ export interface RunStoreOptions {
    */
   eventSealer?: Sealer;
   /**
-   * The stored formats written (core config `ISLET_WRITE_FORMAT`): `'1'` (default) writes what the
-   * previous release reads; `'2'` the leaner record (the program sealed with its request and the
+   * The stored formats written (core config `ISLET_WRITE_FORMAT`; `DEFAULT_WRITE_FORMAT`, `'2'`, when
+   * not given): `'1'` writes what releases before e807b91 read; `'2'` the leaner record (the program sealed with its request and the
    * result with its text as one field each: sealed-fields.ts), pending-list entries and job data of
    * this release (run-store-args.ts `recordFields`, run-index-writes.ts). Every reader reads both,
    * whatever it is.
@@ -214,3 +214,10 @@ export interface RunStoreOptions {
  * the usage and health keys and the usage day's expiry (the fold derives them from `e`).
  */
 export type WriteFormat = '1' | '2';
+
+/**
+ * What a store, journal or queue given no `writeFormat` writes: core config's default for
+ * `ISLET_WRITE_FORMAT` (`2` since the release after e807b91, which reads it), so a test or bench
+ * that builds one without the setting writes what users get.
+ */
+export const DEFAULT_WRITE_FORMAT: WriteFormat = '2';

@@ -36,7 +36,9 @@ describe('run store on a real redis', () => {
       const runs = createRunStore(redis, sealer);
       const run = runFixture('r1', { tenant: 't1' });
       await runs.create(run);
-      expect(await redis.hget('islet:run:{r1}', 'code')).toMatch(/^v1\.k1\./);
+      // The program sealed (format 2, the default: with its request as `pick`, sealed-fields.ts).
+      expect(await redis.hget('islet:run:{r1}', 'pick')).toMatch(/^v1\.k1\./);
+      expect(await redis.hget('islet:run:{r1}', 'code')).toBeNull();
       const done = {
         status: 'Completed' as const,
         result: { _tag: 'Completed' as const, value: 1, logs: [] },
@@ -361,11 +363,11 @@ describe('run store on a real redis', () => {
           ['end', { status: 'Completed' }],
         ]);
       }
-      // The status events' data was sealed once each; the runs' own results and texts every time.
+      // The status events' data was sealed once each; the runs' own ends every time (format 2, the
+      // default: the result with its text as one `ended`, a Completed text left out as 0).
       expect(sealed.filter((p) => p === '{"status":"Completed"}')).toHaveLength(1);
       expect(sealed.filter((p) => p === '{"status":"Running"}')).toHaveLength(1);
-      expect(sealed.filter((p) => p === JSON.stringify(result))).toHaveLength(3);
-      expect(sealed.filter((p) => p === '1')).toHaveLength(3);
+      expect(sealed.filter((p) => p === JSON.stringify([result, 0]))).toHaveLength(3);
     });
   });
   it("seals a submit's description once: its record and its index summary hold the same sealed text", async () => {

@@ -49,12 +49,13 @@ import {
   FINISH_RUN_RELEASE,
   TRANSITION,
 } from './run-store-scripts.ts';
-import type {
-  Admission,
-  CreateAdmission,
-  RunStoreOptions,
-  RunTimings,
-  StoredRun,
+import {
+  type Admission,
+  type CreateAdmission,
+  DEFAULT_WRITE_FORMAT,
+  type RunStoreOptions,
+  type RunTimings,
+  type StoredRun,
 } from './run-store-types.ts';
 import { createTenantBytesStore } from './tenant-bytes-store.ts';
 import { createTenantRuns } from './tenant-runs.ts';
@@ -68,6 +69,7 @@ export type {
   StoredRun,
   WriteFormat,
 } from './run-store-types.ts';
+export { DEFAULT_WRITE_FORMAT } from './run-store-types.ts';
 
 const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
 
@@ -75,7 +77,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
   const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
   // The record's format written at a create and an end (sealed-fields.ts); both are read.
-  const writeFormat = options.writeFormat ?? '1';
+  const writeFormat = options.writeFormat ?? DEFAULT_WRITE_FORMAT;
   // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
   const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));

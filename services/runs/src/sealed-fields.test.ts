@@ -1,6 +1,7 @@
 // A run's sealed fields as one sealed text at each end of a run (`ISLET_WRITE_FORMAT=2`,
 // sealed-fields.ts; test/bench/README.md round 40 `seal-one`), on a real redis-server: what each
-// format writes (the default exactly the previous release's fields), that every reader of a record
+// format writes (`1` exactly the fields of the releases before e807b91; `2` the default since the
+// release after it, round 41 `format-default`), that every reader of a record
 // (the store's read, the attempt's start from the script's answer, the pushed end, recovery's head)
 // reads both forms alike, the seals and opens each makes, and that a field copied elsewhere fails.
 import { channels, createRedis, generateSealKey, keys, type Sealer, sealerFromConfig } from '@islet/core';
@@ -99,13 +100,15 @@ const ends = {
   },
 };
 
-describe("a run's record in format 1 (the default) and 2", () => {
-  it('the default writes the previous release’s fields, in its order; 2 writes `pick` and `ended` in their place', async () => {
+describe("a run's record in format 1 and 2 (the default)", () => {
+  it('1 writes the previous releases’ fields, in their order; 2 and the default write `pick` and `ended` in their place', async () => {
     await withRedis(async (redis) => {
-      const one = createRunStore(redis, inner);
+      const one = createRunStore(redis, inner, { writeFormat: '1' });
       const two = createRunStore(redis, inner, { writeFormat: '2' });
+      const defaulted = createRunStore(redis, inner);
       await one.create(runFixture('f1', { request }));
       await two.create(runFixture('f2', { request }));
+      await defaulted.create(runFixture('f0', { request }));
       // The script's field-value pairs, in order (HGETALL's order is the hash's, not the write's).
       const created = (format: '1' | '2') =>
         Object.keys(
@@ -127,10 +130,13 @@ describe("a run's record in format 1 (the default) and 2", () => {
       const names = async (id: string) => Object.keys(await redis.hgetall(keys.run(id))).sort();
       expect(await names('f1')).toEqual([...CREATE_FIELDS_1].sort());
       expect(await names('f2')).toEqual(created('2').sort());
+      expect(await names('f0')).toEqual(created('2').sort());
       await one.finish(runFixture('f1'), ends.completed);
       await two.finish(runFixture('f2'), ends.completed);
+      await defaulted.finish(runFixture('f0'), ends.completed);
       const ended1 = await redis.hgetall(keys.run('f1'));
       const ended2 = await redis.hgetall(keys.run('f2'));
+      expect(Object.keys(await redis.hgetall(keys.run('f0'))).sort()).toEqual(Object.keys(ended2).sort());
       expect(Object.keys(ended1).sort()).toEqual([...CREATE_FIELDS_1, 'result', 'kind', 'text'].sort());
       expect(Object.keys(ended2).sort()).toEqual([...created('2'), 'ended', 'kind'].sort());
       const endNames = (format: '1' | '2') =>
@@ -199,7 +205,7 @@ describe("a run's record in format 1 (the default) and 2", () => {
 
   it('a record of one form at its create and the other at its end reads right either way', async () => {
     await withRedis(async (redis) => {
-      const one = createRunStore(redis, inner);
+      const one = createRunStore(redis, inner, { writeFormat: '1' });
       const two = createRunStore(redis, inner, { writeFormat: '2' });
       await one.create(runFixture('m1', { request }));
       await two.finish(runFixture('m1'), ends.failed);

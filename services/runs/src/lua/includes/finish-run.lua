@@ -47,6 +47,9 @@ local function finishRun(f, note)
     return -1
   end
   if isFinal(st) then
+    -- The index records the end the record kept: its kind, `none` for a Completed record without
+    -- one (a later release may leave `kind none` out), else this end's.
+    if not kind and st == 'Completed' then kind = 'none' end
     return 0, finishTenant(4, 8, st, kind or ARGV[11], quiet) == 2
   end
   local firstOnly = ARGV[7] == '2' and attempts == '1'

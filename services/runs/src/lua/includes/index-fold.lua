@@ -14,7 +14,8 @@
 --   fields but the id, session, principal and creation time (put back from `i`, `s`, `p`, `a`), and
 --   no `n` when it equalled `a`. It prunes up to ${PRUNE_PER_CREATE} runs ended more than the retention
 --   ago (their records expired) from every index key, as each create did.
--- An end entry: i run id, s final status, e ended ms, k failure kind ('' = keep the summary's),
+-- An end entry: i run id, s final status, e ended ms, k failure kind ('' = keep the summary's; absent
+--   on a Completed end = `none`, which a later release may leave out),
 --   o output bytes, b binding calls, c sandbox CPU ms, u usage day key, x when it expires (unix s),
 --   h health hour key (format 2, includes/finish-tenant.lua: no `u`, `x`, `h`, derived here from `e`
 --   as run-index-writes.ts `finishTenantCall` names them). Counted once per run: a run whose summary is missing or already final counts
@@ -202,7 +203,10 @@ local function foldIndex(pending, summaries, ended, sessions, stats)
         local endedAt = tonumber(e.e) or 0
         s.status = status
         s.endedAt = endedAt
-        if e.k ~= nil and e.k ~= '' then s.kind = e.k end
+        -- A Completed end without `k` is `none` (a later release may leave `"k":"none"` out; the
+        -- summary of a create carries no kind). Otherwise '' or absent keeps the summary's.
+        if e.k ~= nil and e.k ~= '' then s.kind = e.k
+        elseif status == 'Completed' and (s.kind == nil or s.kind == '') then s.kind = 'none' end
         raws[e.i] = nil
         write(e.i)
         endedArgs[#endedArgs + 1] = endedAt
