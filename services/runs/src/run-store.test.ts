@@ -299,48 +299,48 @@ describe('run store on a real redis', () => {
     });
   });
 
-  it('an end pushed to its waiter (`end2`) carries the fields its execution and end wrote as stored, and the journal', async () => {
-    const server = await startRedis({ appendOnly: false });
-    const redis = createRedis(server.url);
-    const sub = redis.duplicate();
-    try {
-      const runs = createRunStore(redis, sealerFromConfig(base));
-      const messages: string[] = [];
-      sub.on('message', (_c: string, m: string) => messages.push(m));
-      await sub.subscribe(channels.runEvents);
-      const run = runFixture('p1', { tenant: 't1', pushEnd: true });
-      await runs.create(run);
-      await redis.hset('islet:journal:{p1}', '#attempt', '1');
-      const result = { _tag: 'Completed' as const, value: 1, logs: [] };
-      expect(await runs.finish(run, { status: 'Completed', result, text: '1', kind: 'none' })).toBe(true);
-      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('p1 end2 ')); i++)
-        await new Promise((r) => setTimeout(r, 10));
-      const pushed = messages.find((m) => m.startsWith('p1 end2 '));
-      if (!pushed) throw new Error('no end pushed');
-      const [record, journal] = JSON.parse(pushed.slice('p1 end2 '.length)) as [string[], string[]];
-      // Not the submit's fields (program, request, description, session, …): its waiter holds them
-      // (round 41 `push-lean`).
-      const stored = await redis.hgetall('islet:run:{p1}');
-      expect(Object.keys(fieldsOf(record)).sort()).toEqual([
-        'attempts',
-        'id',
-        'kind',
-        'result',
-        'status',
-        'text',
-        'updatedAt',
-      ]);
-      for (const [name, value] of Object.entries(fieldsOf(record))) expect(stored[name]).toBe(value);
-      expect(stored).toHaveProperty('code');
-      expect(stored).toHaveProperty('request');
-      expect(stored).toHaveProperty('description');
-      expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
-    } finally {
-      sub.disconnect();
-      redis.disconnect();
-      await server.stop();
-    }
-  });
+  it.each([
+    { writeFormat: '1' as const, endFields: ['result', 'text'] },
+    { writeFormat: '2' as const, endFields: ['ended'] },
+  ])(
+    'an end pushed to its waiter (`end2`) carries the fields its execution and end wrote as stored, and the journal (format $writeFormat)',
+    async ({ writeFormat, endFields }) => {
+      const server = await startRedis({ appendOnly: false });
+      const redis = createRedis(server.url);
+      const sub = redis.duplicate();
+      try {
+        const runs = createRunStore(redis, sealerFromConfig(base), { writeFormat });
+        const messages: string[] = [];
+        sub.on('message', (_c: string, m: string) => messages.push(m));
+        await sub.subscribe(channels.runEvents);
+        const run = runFixture('p1', { tenant: 't1', pushEnd: true });
+        await runs.create(run);
+        await redis.hset('islet:journal:{p1}', '#attempt', '1');
+        const result = { _tag: 'Completed' as const, value: 1, logs: [] };
+        expect(await runs.finish(run, { status: 'Completed', result, text: '1', kind: 'none' })).toBe(true);
+        for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('p1 end2 ')); i++)
+          await new Promise((r) => setTimeout(r, 10));
+        const pushed = messages.find((m) => m.startsWith('p1 end2 '));
+        if (!pushed) throw new Error('no end pushed');
+        const [record, journal] = JSON.parse(pushed.slice('p1 end2 '.length)) as [string[], string[]];
+        // Not the submit's fields (program, request, description, session, …): its waiter holds them
+        // (round 41 `push-lean`).
+        const stored = await redis.hgetall('islet:run:{p1}');
+        expect(Object.keys(fieldsOf(record)).sort()).toEqual(
+          ['attempts', 'id', 'kind', 'status', 'updatedAt', ...endFields].sort(),
+        );
+        for (const [name, value] of Object.entries(fieldsOf(record))) expect(stored[name]).toBe(value);
+        for (const submitField of writeFormat === '1' ? ['code', 'request'] : ['pick'])
+          expect(stored).toHaveProperty(submitField);
+        expect(stored).toHaveProperty('description');
+        expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
+      } finally {
+        sub.disconnect();
+        redis.disconnect();
+        await server.stop();
+      }
+    },
+  );
   it("seals each status event's data once per store and reuses it; every event still opens to its status", async () => {
     await withRedis(async (redis) => {
       const { inner, sealed, sealer } = countingSealer();
