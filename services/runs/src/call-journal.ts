@@ -11,15 +11,27 @@
  * (lua/complete-2.lua) leave those ~160 B an entry out; and a call's source (the same text for
  * every call of a binding, ~95 B) once a journal at `#s:<id>`, the entry's `s` naming it by `<id>`
  * (a digest of the text), where layout 1 repeats the text in every entry (round 40 `journal-layout`).
+ * An entry's stored shape and its claim part's field and text moved to journal-entry-layout.ts,
+ * `JournalConflictError` to journal-conflict-error.ts (re-exported here), the Lua scripts it runs
+ * to journal-scripts.ts.
  */
 import { createHmac, createSecretKey, hash, randomUUID } from 'node:crypto';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
 import { type FetchedStartTerms, fetchedStartArgs } from './fetched-start-args.ts';
+import { JournalConflictError } from './journal-conflict-error.ts';
+import { claimPartField, type StoredEntry, sealedArgsOf } from './journal-entry-layout.ts';
+import {
+  BEGIN_ATTEMPT,
+  CLAIM,
+  COMPLETE,
+  type Completion,
+  LEASE_AND_BEGIN,
+  MARK_SENT,
+} from './journal-scripts.ts';
 import { journalKeys } from './keys.ts';
 import { acquireCall, type LeaseTerms, leaseAnswerOf, type RunLease } from './lease-scripts.ts';
-import { loadScript } from './lua-scripts.ts';
 import { operationIdFor } from './operation-id.ts';
 import { DEFAULT_WRITE_FORMAT, type WriteFormat } from './run-store-types.ts';
 import { TurnBatch } from './turn-batch.ts';
@@ -32,9 +44,10 @@ import type {
   CompletionEvent,
   JournalCallView,
   JournalEntry,
-  JournalState,
   Sealer,
 } from './types.ts';
+
+export { JournalConflictError };
 
 interface CallJournalDeps {
   redis: Redis;
@@ -59,60 +72,6 @@ interface CallJournalDeps {
   /** ISLET_WRITE_FORMAT: the layout new entries are written in (default `DEFAULT_WRITE_FORMAT`, 2; both are read). */
   writeFormat?: WriteFormat;
 }
-
-/** A token-checked `markSent` found the call taken over by another handler: do not send. */
-export class JournalConflictError extends Error {
-  readonly code = 'journal-conflict';
-  constructor(message: string) {
-    super(message);
-    this.name = 'JournalConflictError';
-  }
-}
-
-/** An entry at `<index>`; `h`, `a`, `tk` only in layout 1 (layout 2 keeps them at `#c<index>`). */
-interface StoredEntry {
-  i: number;
-  b: string;
-  h?: string;
-  a?: string;
-  s?: string;
-  op: string;
-  st: JournalState;
-  at: number;
-  tk?: string;
-  t0: number;
-  t1?: number;
-  o?: string;
-  seq?: number;
-}
-
-/** The field of a call's claim part in layout 2 (`#`: readers of entries skip it as a counter). */
-const claimPartField = (index: number | string): string => `#c${index}`;
-
-/** The sealed arguments of a layout-2 claim part `<tk> <h> <a>` (none of the three holds a space). */
-function sealedArgsOf(part: string): string {
-  return part.slice(part.indexOf(' ', part.indexOf(' ') + 1) + 1);
-}
-
-/** Arguments per call of `lua/claim-1.lua` (its header names them). */
-const CLAIM_FIELDS = 13;
-const CLAIM = loadScript('claim-1', { CLAIM_FIELDS });
-
-const MARK_SENT = loadScript('mark-sent-1');
-
-/** One outcome for `lua/complete-2.lua`, with what its group shares. */
-interface Completion {
-  runId: string;
-  event: CompletionEvent | undefined;
-  fields: (string | number)[];
-}
-
-/** Arguments per call of `lua/complete-2.lua`. */
-const COMPLETE_FIELDS = 5;
-const COMPLETE = loadScript('complete-2', { COMPLETE_FIELDS });
-
-const BEGIN_ATTEMPT = loadScript('begin-attempt-3');
-const LEASE_AND_BEGIN = loadScript('lease-and-begin-9');
 
 /**
  * A group's bounds: the engine lets a run have 128 calls in flight by default, and a script call
