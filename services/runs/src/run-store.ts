@@ -19,7 +19,9 @@
  *   walk drops it.
  *
  * What the scripts are called with (the record's fields, a create's admission KEYS/ARGV, an end's
- * fields) is built in run-store-args.ts; the reads are run-reads.ts, a tenant's runs tenant-runs.ts.
+ * fields) is built in run-store-args.ts; the reads are run-reads.ts, a tenant's runs tenant-runs.ts,
+ * the transitions apart from the end (`transition`, `setStatus`, `requestCancel`) run-transitions.ts,
+ * the status event seals status-seals.ts.
  */
 
 import { channels, isRedisCluster, keys, type Sealer, sendTogether, slotFreeCheck } from '@islet/core';
@@ -47,7 +49,6 @@ import {
   CREATE_TENANT,
   FINISH_RUN,
   FINISH_RUN_RELEASE,
-  TRANSITION,
 } from './run-store-scripts.ts';
 import {
   type Admission,
@@ -57,6 +58,8 @@ import {
   type RunTimings,
   type StoredRun,
 } from './run-store-types.ts';
+import { createRunTransitions } from './run-transitions.ts';
+import { statusSeals } from './status-seals.ts';
 import { createTenantBytesStore } from './tenant-bytes-store.ts';
 import { createTenantRuns } from './tenant-runs.ts';
 
@@ -81,50 +84,16 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
   const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
-  // A status event's data is one of a handful of constants (`{"status":"Running"}` at every
-  // attempt's start, the final status at every end): each is sealed once per store and the sealed
-  // text reused. The same plaintext under the same IV gives the same text, so a reader learns only
-  // that two such events are equal, which their type and position already say; a fresh seal per
-  // run cost the runner two AES-GCM setups a run for nothing.
-  const sealedStatuses = new Map<string, string>();
-  const sealStatus = (status: string): string => {
-    let sealed = sealedStatuses.get(status);
-    if (sealed === undefined) {
-      sealed = seal({ status });
-      sealedStatuses.set(status, sealed);
-    }
-    return sealed;
-  };
+  const sealStatus = statusSeals(seal);
   const eventSealer = options.eventSealer;
   const sealEvent = eventSealer ? (v: unknown) => eventSealer.seal(JSON.stringify(v)) : seal;
   const reads = createRunReads(redis, sealer, { maxEvents, sealEvent, sealStatus });
   const tenantRuns = createTenantRuns(redis);
-
-  async function transition(
-    run: { id: string; tenant: string; pushEnd?: boolean },
-    fields: Record<string, string>,
-    event: { type: string; data: Record<string, unknown> },
-  ): Promise<boolean> {
-    const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
-    // Tagged `running`: a move to Running (a decision allowed, a call answered) ends no
-    // `Prefer: wait` (that waits for a final status or Waiting), so it goes on the progress
-    // channel, which only gateways with an SSE reader subscribe to. An attempt's start is
-    // tagged and sent the same way (attemptStartEvent).
-    const running = fields.status === 'Running';
-    const message = running ? `${run.id} running` : run.id;
-    const channel = running ? channels.runProgress : channels.runEvents;
-    const res = await TRANSITION.run(
-      redis,
-      // The journal's key with its default prefix, the one the gateway and runner use.
-      run.pushEnd
-        ? [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)]
-        : [keys.run(run.id), keys.runEvents(run.id)],
-      ([message, channel, event.type, seal(event.data), maxEvents, retention] as (string | number)[]).concat(
-        flat,
-      ),
-    );
-    return res === 1;
-  }
+  const { transition, setStatus, requestCancel } = createRunTransitions(redis, {
+    maxEvents,
+    retention,
+    seal,
+  });
 
   const slotFree = slotFreeCheck(redis);
 
@@ -253,15 +222,6 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
     },
 
     ...reads,
-
-    /** Moves a run to Running or Waiting unless it already ended. */
-    async setStatus(
-      run: { id: string; tenant: string },
-      status: 'Running' | 'Waiting',
-      data: Record<string, unknown> = {},
-    ) {
-      return transition(run, { status }, { type: 'status', data: { status, ...data } });
-    },
 
     /** Ends a run. False when it had already ended (the first final status stands). */
     async finish(
@@ -414,9 +374,10 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       return answer;
     },
 
-    async requestCancel(id: string): Promise<void> {
-      await redis.multi().hset(keys.run(id), 'cancelRequested', '1').publish(channels.cancel, id).exec();
-    },
+    /** Moves a run to Running or Waiting unless it already ended (run-transitions.ts). */
+    setStatus,
+
+    requestCancel,
 
     ...tenantRuns,
   };
