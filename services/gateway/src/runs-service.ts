@@ -1,6 +1,7 @@
 /**
  * Submitting, reading, waiting for and cancelling runs: the logic behind the run routes, kept
- * out of the route files so decisions and replay can reuse it.
+ * out of the route files so decisions and replay can reuse it. A refused admission's problem
+ * moved to admission-refusals.ts (`throwIfRefused`), cancelling a run to run-cancel.ts.
  */
 
 import { createHash, randomUUID } from 'node:crypto';
@@ -16,14 +17,16 @@ import {
   type JournalCallView,
   type StoredRun,
 } from '@islet/runs';
-import { type Caller, rateLimitedProblem } from './auth.ts';
+import { throwIfRefused } from './admission-refusals.ts';
+import type { Caller } from './auth.ts';
 import type { GatewayDeps } from './deps.ts';
 import { GOING_ON_TAGS } from './event-hub.ts';
 import { createOwnership, mayActOn } from './ownership.ts';
 import { HttpProblem } from './problem-reply.ts';
 import { toRecord } from './record.ts';
 import { createRunBuilder, type SubmitInput } from './run-build.ts';
-import { createStorageQuota, storageQuotaProblem, storedSizeOf } from './storage-quota.ts';
+import { createRunCancel } from './run-cancel.ts';
+import { createStorageQuota, storedSizeOf } from './storage-quota.ts';
 import { asWaitSignal, createRecheckClock, type WaitSignal } from './wait-signal.ts';
 
 export function createRunsService(deps: GatewayDeps) {
@@ -33,6 +36,7 @@ export function createRunsService(deps: GatewayDeps) {
   const buildRun = createRunBuilder(deps);
   // The waits' re-checks share one timer (wait-signal.ts): a waited run makes and clears none.
   const recheck = createRecheckClock();
+  const cancel = createRunCancel(deps, ownership.run);
 
   async function record(run: StoredRun): Promise<CodeRunRecord> {
     // Calls that wait for a decision show `Waiting` (helper-5).
@@ -198,29 +202,7 @@ export function createRunsService(deps: GatewayDeps) {
           deps.logger.warn({ err, runId: run.id }, 'the job of a refused submit could not be removed');
         },
       );
-    if (admitted === 'over-storage')
-      throw storageQuotaProblem(admissionStorage.usedBytes ?? 0, admissionStorage.limitBytes);
-    // A session belongs to the principal that opened it (its first run). Another principal's run
-    // in it is refused as if the session did not exist (walls do not tell what is behind them).
-    if (admitted === 'session-taken') throw new HttpProblem('not-found', `no session ${session}`);
-    // A retry took the key over while this request stalled before storing its run: the retry's
-    // run is the one (this request's caller has retried and holds its answer).
-    if (admitted === 'superseded')
-      throw new HttpProblem(
-        'idempotency-conflict',
-        'a retry with this Idempotency-Key was accepted while this request waited; it is the run',
-      );
-    if (admitted === 'rate-limited' && rate) {
-      rate.refused = true;
-      throw rateLimitedProblem(rate.limit);
-    }
-    if (admitted === 'over-quota')
-      throw new HttpProblem(
-        'quota-exceeded',
-        `tenant has ${limit} runs in flight, the most it may have`,
-        { limit },
-        { 'retry-after': '1' },
-      );
+    throwIfRefused(admitted, session, rate, limit, admissionStorage);
     // Admitted: its binding calls, when it makes any here, need not read it back (call-run-cache.ts).
     if (admitted === 'created') deps.callRuns.seed(run);
 
@@ -381,26 +363,6 @@ export function createRunsService(deps: GatewayDeps) {
     if (!run || !isFinalStatus(run.status)) return null;
     endedCalls.set(run, entries);
     return run;
-  }
-
-  async function cancel(caller: Caller, id: string): Promise<StoredRun> {
-    const run = await own(caller, id);
-    if (isFinalStatus(run.status))
-      throw new HttpProblem('run-finished', `code run ${id} already ended as ${run.status}`);
-    await runs.requestCancel(id);
-    const cancelled = async (message: string) => lifecycle.cancel(run, message);
-    if (run.status === 'Waiting') {
-      await cancelled('the run was cancelled while it waited');
-    } else {
-      // Still queued: take it off the queue and end it here. Active: the runner holding it aborts
-      // it on the cancel message (and a runner that picks it up later sees cancelRequested).
-      const { removed, state } = await deps.runQueue.removeQueued(run.mode, id);
-      // A job still waiting in the queue was counted for the runners' fair share (a deferred one
-      // was counted off when a runner took it): take the count back.
-      if (removed && state !== 'delayed') await deps.poolDemand.unqueued(run.mode, run.tenant);
-      if (removed) await cancelled('the run was cancelled before it started');
-    }
-    return (await runs.get(id)) ?? run;
   }
 
   return {
