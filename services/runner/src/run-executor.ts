@@ -2,25 +2,26 @@
  * Executes one run (one BullMQ job) through the engine: reads the run and the limits it was
  * accepted with (a run from before limit snapshots reads the current platform settings), takes a fresh attempt number from the journal, replays journaled calls and sends new
  * ones through the gateway client, and writes the final status. Never blocks the event loop: the
- * isolate lives in a sandbox host process.
+ * isolate lives in a sandbox host process. A run's ends outside its program and their metering
+ * (`meter`, `end`, `counted`, `giveUp`) moved to run-ends.ts.
  */
 import { wallNow } from '@islet/core';
 import { abortQuietly, type Engine } from '@islet/engine';
 import { FILES_BINDING_NAMES, isFileSandboxDenial, isFilesBinding } from '@islet/kernel-sandbox';
-import { type FailureKind, isFinalStatus, type LogLineRecord } from '@islet/protocol';
+import { isFinalStatus, type LogLineRecord } from '@islet/protocol';
 import {
   createReplayingHandler,
   createRunLifecycle,
   headOf,
   type RunHead,
   type RunTimings,
-  type StoredRun,
 } from '@islet/runs';
 import { CallParking } from './call-parking.ts';
 import { createFilesCalls } from './files-calls.ts';
 import { createLiveLog } from './live-log.ts';
 import { mapOutcome } from './outcome-mapping.ts';
 import { waitReleased } from './released-wait.ts';
+import { createRunEnds } from './run-ends.ts';
 import {
   cancelledOf,
   type ExecuteJob,
@@ -63,33 +64,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   const lifecycle = createRunLifecycle({ runs, journal });
 
   const runMetrics = createRunMetrics(metrics, deps.meteredTenants);
-
-  /** Counts an ended run in the tenant usage metrics (bounded: see core's meteredTenant). */
-  function meter(run: StoredRun, status: string, text: string, bindingCalls: number, cpuMs = 0) {
-    runMetrics.usage(run.tenant, status, {
-      seconds: Math.max(0, Date.now() - run.createdAt) / 1000,
-      bindingCalls,
-      outputBytes: Buffer.byteLength(text),
-      cpuSeconds: cpuMs / 1000,
-    });
-  }
-
-  async function end(
-    run: StoredRun,
-    status: 'Failed' | 'Cancelled',
-    reason: 'Unavailable' | 'Cancelled',
-    kind: FailureKind,
-    message: string,
-  ) {
-    counted(run, await lifecycle.fail(run, { status, reason, kind, message }), status, kind);
-  }
-
-  /** Counts a run this executor ended outside its program (`done`: the end was written here). */
-  function counted(run: StoredRun, done: boolean, status: 'Failed' | 'Cancelled', kind: FailureKind) {
-    if (!done) return;
-    runMetrics.ended(status, kind, run.mode);
-    meter(run, status, '', 0);
-  }
+  const { meter, end, giveUp } = createRunEnds(runs, lifecycle, runMetrics);
 
   async function execute(job: ExecuteJob, replay?: Replay): Promise<ExecuteResult> {
     const pickedUp = replay?.pickedUp ?? now();
@@ -381,15 +356,6 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       },
     });
     return endedResult(mapped.status);
-  }
-
-  /**
-   * Ends a run whose job BullMQ gave up on (attempts used up, stalled too often); the recovery loop
-   * decided it (reconcile-run.ts: a run that already ended keeps its end, and the end is written once).
-   */
-  async function giveUp(runId: string, why: string) {
-    const run = await runs.get(runId);
-    if (run) counted(run, await lifecycle.giveUp(run, why), 'Failed', 'worker-exit');
   }
 
   /** The record's head, for the recovery loop (null: no record). */
