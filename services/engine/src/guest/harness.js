@@ -1,3 +1,4 @@
+// One file on purpose: host.ts reads it as text and compiles it as one script per isolate (harness-install.ts), whose completion value is `install`; an isolate has no module loader to join parts.
 // The guest harness: evaluated first in every fresh isolate context, before the program. Its
 // completion value is `install`, which the host applies once to its callbacks (host `harness-install.ts`:
 // one call into the isolate, not a global set and deleted for each); `install` builds the program's
