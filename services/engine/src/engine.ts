@@ -3,6 +3,9 @@
  * one), runs one program per host at a time in a fresh isolate, replaces a host after any failure
  * after `maxRunsPerProcess` runs, or once its private resident memory grew by `maxHostResidentGrowthBytes`.
  * `execute` never throws.
+ * Over ~400 lines on purpose: every function here reads the pools' shared mutable state (`closed`,
+ * `starting`, `wakers`, the idle, spare and aside pools); moved out, each would reach it through a
+ * shared object, an indirection on a run's acquire and release path.
  */
 import { BusyHosts } from './busy-hosts.ts';
 import { engineSettings } from './engine-settings.ts';
