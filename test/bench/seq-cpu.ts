@@ -140,9 +140,8 @@ if (process.env.GC_LOG_DIR) {
     for (const l of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
       const e = JSON.parse(l) as { kind: string; t: number; ms: number };
       if (e.t < epochWindow[0] || e.t > epochWindow[1]) continue;
-      const k = (byKind[e.kind] ??= { n: 0, ms: 0 });
-      k.n++;
-      k.ms += e.ms;
+      const k = byKind[e.kind] ?? { n: 0, ms: 0 };
+      byKind[e.kind] = { n: k.n + 1, ms: k.ms + e.ms };
     }
     console.log(
       `${who} GCs a run (count, µs): ${Object.entries(byKind)
