@@ -74,7 +74,9 @@ async function main(): Promise<void> {
         .filter(([k]) => k !== 'total')
         .sort()
         .map(([k, v]) => `${k} ${f(v)}`)
-        .join(', ')})`,
+        .join(
+          ', ',
+        )}; the runner's own ${f(cluster.window16.runnerOwnMsPerRun)}, hosts replaced ${JSON.stringify(cluster.window16.hostsReplaced)})`,
       '≤ 4x raw (what 0.5x raw needs on 2 cores)',
     ],
     [

@@ -22,7 +22,7 @@ import {
   TRIVIAL_RUN_BODY,
 } from './baselines.ts';
 import { benchNow } from './bench-clock.ts';
-import { processParents } from './capacity-cpu.ts';
+import { cpuMs, processParents } from './capacity-cpu.ts';
 import { type FairRow, fairRow } from './fair-row.ts';
 import { appStamps } from './ping-app.ts';
 import { deferralsOf, samplePool } from './pool-sampler.ts';
@@ -33,6 +33,13 @@ export interface ClusterFigures {
   concurrent16: Sample;
   /** CPU per run of the cluster's processes during the 16-client phase, ms, by kind (and `total`). */
   cpuMsPerRun: Record<string, number>;
+  /**
+   * In the same window: the runner's own process's CPU a run, ms (its threads; "runner + hosts"
+   * less this is its sandbox hosts', the retired ones included), and the hosts replaced, by reason
+   * (`islet_sandbox_process_restarts_total`): a host's start is ~0.1 s of CPU, so one replacement
+   * in a 3 s window moves the row by ~0.1 ms a run (round 41 `format-cpu`).
+   */
+  window16: { runnerOwnMsPerRun: number; hostsReplaced: Record<string, number> };
   sequential: Sample;
   /**
    * A binding call's round trip inside a 20-call run, p50 over every run's calls, ms: from one
@@ -366,6 +373,19 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     );
     const deferrals = () => deferralsOf(cluster.runners[0]!.url);
     const deferred0 = await deferrals();
+    const restarts = async () => {
+      const out: Record<string, number> = {};
+      for (const m of (await metricsOf(cluster.runners[0]!.url)).matchAll(
+        /^islet_sandbox_process_restarts_total\{([^}]*)\} (\d+)/gm,
+      )) {
+        const reason = /reason="([^"]+)"/.exec(m[1]!)?.[1] ?? '?';
+        out[reason] = (out[reason] ?? 0) + Number(m[2]);
+      }
+      return out;
+    };
+    const restarts0 = await restarts();
+    const runnerPid = cluster.runners[0]!.pid!;
+    const runnerCpu0 = cpuMs(runnerPid);
     const cpuBefore = cpuMsOfDescendants(kindOf);
     const concurrent16 = await measure(async () => void (await completed(PROGRAM)), {
       seconds,
@@ -374,6 +394,16 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       minRuns: quick ? 16 : 32,
     });
     const cpuAfter = cpuMsOfDescendants(kindOf);
+    const runnerCpu1 = cpuMs(runnerPid);
+    const restarts1 = await restarts();
+    const window16 = {
+      runnerOwnMsPerRun: (runnerCpu1 - runnerCpu0) / concurrent16.runs,
+      hostsReplaced: Object.fromEntries(
+        Object.entries(restarts1)
+          .map(([r, n]) => [r, n - (restarts0[r] ?? 0)] as const)
+          .filter(([, n]) => n > 0),
+      ),
+    };
     const deferred1 = await deferrals();
     const cpuMsPerRun: Record<string, number> = {};
     for (const [kind, ms] of Object.entries(cpuAfter))
@@ -488,6 +518,7 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
       slots,
       concurrent16,
       cpuMsPerRun,
+      window16,
       sequential,
       callMs: callGaps.length > 1 ? pct(callGaps.slice(1).flat(), 50) : Number.NaN,
       callByRunsMs: Math.max(0, withCalls.p50 - sequential.p50) / CALLS,

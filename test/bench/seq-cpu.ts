@@ -23,10 +23,15 @@
  * this load and each page is faulted in at its first use (~10 µs a fault on this VM), which lasts
  * past 1500 warm runs (round 24 `seq-sweep`: ~15 a run, ~230 µs of the gateway's main thread);
  * `WARM=5000` measures after it. `BENCH_NODE_FLAGS` adds Node/V8 flags to both processes.
+ * It also prints every process's CPU a run split as the cluster bench's row (gateway, redis,
+ * runner + hosts: whole processes, 10 ms ticks), and with `GC_LOG_DIR` set and
+ * `BENCH_NODE_FLAGS="--import <abs>/test/bench/gc-log.ts"` the gateway's and the runner's
+ * collections a run over the measured runs, by kind, with their time (round 41 `format-cpu`).
  */
-import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cpuMsOfDescendants } from './baselines.ts';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 import { allocationCallersOf, summarize, summarizeAllocations, type Window } from './profile-summary.ts';
 import { threadCpu as cpu, PERF_HZ, perfNodeFlag, recordThread } from './thread-perf.ts';
@@ -64,6 +69,12 @@ const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pi
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 let line = '';
 let window: Window = [0, 0];
+let treeLine = '';
+let epochWindow: [number, number] = [0, 0];
+// The cluster bench's split of its CPU row (cluster-figures.ts): the hosts are the runner's
+// children, so "runner + hosts" less the runner's whole process above is the hosts'.
+const kindOf = (cmd: string) =>
+  cmd.includes('redis-server') ? 'redis' : cmd.includes('gateway/src/main.ts') ? 'gateway' : 'runner + hosts';
 try {
   const once = trivialRun(cluster, 'Sequential CPU');
   // WARM_CLIENTS: the warm-up's clients (default CLIENTS); more reach a long-lived gateway's state
@@ -76,11 +87,20 @@ try {
       ? await recordThread({ pid: perfPid, who: PERF_WHO, dir, jit: PERF_JIT, pids: Object.values(pids) })
       : undefined;
   const a = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
+  const treeA = cpuMsOfDescendants(kindOf);
   const started = Date.now();
   const from = nowUs();
+  const fromEpoch = Date.now();
   await burst(once, RUNS, CLIENTS);
   window = [from, nowUs()];
+  epochWindow = [fromEpoch, Date.now()];
   const b = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
+  const treeB = cpuMsOfDescendants(kindOf);
+  treeLine = `every process's CPU µs a run (10 ms ticks, all threads and reaped children, as the cluster bench's row): ${Object.entries(
+    treeB,
+  )
+    .map(([k, ms]) => `${k} ${(((ms - (treeA[k] ?? 0)) * 1000) / RUNS).toFixed(0)}`)
+    .join(', ')}`;
   if (perf) {
     console.log(
       `=== ${PERF_WHO} (pid ${perfPid}) main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a run by innermost JS frame (self)`,
@@ -110,6 +130,26 @@ try {
   await cluster.stop();
 }
 console.log(line);
+console.log(treeLine);
+// GC_LOG_DIR (with BENCH_NODE_FLAGS="--import <abs>/test/bench/gc-log.ts"): each process's
+// collections over the measured runs, by kind, a run, and their time a run (µs).
+if (process.env.GC_LOG_DIR) {
+  for (const [who, pid] of Object.entries(pids)) {
+    const file = join(process.env.GC_LOG_DIR, `gc-${pid}.jsonl`);
+    const byKind: Record<string, { n: number; ms: number }> = {};
+    for (const l of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
+      const e = JSON.parse(l) as { kind: string; t: number; ms: number };
+      if (e.t < epochWindow[0] || e.t > epochWindow[1]) continue;
+      const k = byKind[e.kind] ?? { n: 0, ms: 0 };
+      byKind[e.kind] = { n: k.n + 1, ms: k.ms + e.ms };
+    }
+    console.log(
+      `${who} GCs a run (count, µs): ${Object.entries(byKind)
+        .map(([k, v]) => `${k} ${(v.n / RUNS).toFixed(4)} ${((v.ms * 1000) / RUNS).toFixed(1)}`)
+        .join(', ')}`,
+    );
+  }
+}
 if (PROF) {
   for (const f of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
     const who = Object.entries(pids).find(([, pid]) => pid !== undefined && f.includes(`.${pid}.`))?.[0];
