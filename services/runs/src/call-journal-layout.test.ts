@@ -5,12 +5,13 @@
  * end and every outcome's rewrite leave it out. Every reader reads both, in one journal too. Real
  * Redis; bytes and fields asserted, no times.
  */
-import { channels, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { pushedEnd } from '../test/pushed-end.ts';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { createCallJournal, JournalConflictError } from './call-journal.ts';
 import { createRunStore } from './run-store.ts';
@@ -227,26 +228,3 @@ describe('the call journal’s layouts', () => {
 const LAYOUT_1_KEYS = ['a', 's', 'b', 'st', 'tk', 'i', 'h', 't1', 'seq', 'at', 'op', 'o', 't0'];
 /** … and as its claim writes it. */
 const LAYOUT_1_CLAIMED_KEYS = ['a', 't0', 'b', 'st', 'tk', 'i', 'h', 's', 'at', 'op'];
-
-/** The `[record, journal]` of `id`'s pushed end, published while `finish` runs. */
-async function pushedEnd(
-  redis: Redis,
-  subscriber: Redis,
-  id: string,
-  finish: () => Promise<unknown>,
-): Promise<[string[], string[]]> {
-  const sub = subscriber.duplicate();
-  const messages: string[] = [];
-  sub.on('message', (_c: string, m: string) => messages.push(m));
-  await sub.subscribe(channels.runEvents);
-  try {
-    await finish();
-    for (let i = 0; i < 100 && !messages.some((m) => m.startsWith(`${id} end2 `)); i++)
-      await new Promise((done) => setTimeout(done, 10));
-    const pushed = messages.find((m) => m.startsWith(`${id} end2 `));
-    if (!pushed) throw new Error(`no end pushed (${redis.status})`);
-    return JSON.parse(pushed.slice(`${id} end2 `.length)) as [string[], string[]];
-  } finally {
-    sub.disconnect();
-  }
-}

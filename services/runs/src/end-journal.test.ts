@@ -4,11 +4,12 @@
  * alone and is not read; in every other case it is read as before. Commands counted with
  * `INFO commandstats`, on a real Redis.
  */
-import { channels, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { pushedEnd } from '../test/pushed-end.ts';
 import { withRedis } from '../test/test-redis.ts';
 import { createCallJournal } from './call-journal.ts';
 import { END_PUSH_FIELDS } from './run-reads.ts';
@@ -35,25 +36,15 @@ async function ended(
   sentNoCall: boolean,
 ): Promise<{ journal: Record<string, string>; record: Record<string, string>; hgetall: number }> {
   const runs = createRunStore(redis, sealer);
-  const sub = redis.duplicate();
-  const messages: string[] = [];
-  sub.on('message', (_c: string, m: string) => messages.push(m));
-  await sub.subscribe(channels.runEvents);
-  try {
+  let hgetall = 0;
+  const [record, journal] = await pushedEnd(redis, redis, id, async () => {
     const before = await hgetalls(redis);
     expect(await runs.finish(runFixture(id, { tenant: 't1', pushEnd: true }), { ...end, sentNoCall })).toBe(
       true,
     );
-    const hgetall = (await hgetalls(redis)) - before;
-    for (let i = 0; i < 100 && !messages.some((m) => m.startsWith(`${id} end2 `)); i++)
-      await new Promise((r) => setTimeout(r, 10));
-    const pushed = messages.find((m) => m.startsWith(`${id} end2 `));
-    if (!pushed) throw new Error('no end pushed');
-    const [record, journal] = JSON.parse(pushed.slice(`${id} end2 `.length)) as [string[], string[]];
-    return { journal: fieldsOf(journal), record: fieldsOf(record), hgetall };
-  } finally {
-    sub.disconnect();
-  }
+    hgetall = (await hgetalls(redis)) - before;
+  });
+  return { journal: fieldsOf(journal), record: fieldsOf(record), hgetall };
 }
 
 describe("a pushed end's journal", () => {

@@ -12,6 +12,7 @@ import { channels, createRedis } from '@islet/core';
 import { fieldsOf, LuaScript } from '@islet/core/lua-script';
 import { startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { pushedEnd } from '../test/pushed-end.ts';
 import { compactLua } from './lua-scripts.ts';
 
 // Its include (includes/event-add.lua) first, as lua-scripts.ts inlines it.
@@ -43,11 +44,7 @@ describe("the pushed end's record with the record read first", () => {
   it('is the hash as the write leaves it, each field once, for fields kept, replaced, added and named twice', async () => {
     const server = await startRedis({ appendOnly: false });
     const redis = createRedis(server.url);
-    const sub = redis.duplicate();
     try {
-      const messages: string[] = [];
-      sub.on('message', (_c: string, m: string) => messages.push(m));
-      await sub.subscribe(channels.runEvents);
       await redis.hset('r', {
         id: 'm1',
         status: 'Running',
@@ -70,12 +67,9 @@ describe("the pushed end's record with the record read first", () => {
         ['timings', '{"endSent":1}'],
       ].flat();
       const args = ['m1', channels.runEvents, 'status', 'sealed', '100', '60', ...write];
-      expect(await driver.run(redis, ['r', 'e', 'j'], args)).toBe('Completed');
-      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m1 end2 ')); i++)
-        await new Promise((r) => setTimeout(r, 10));
-      const pushed = messages.find((m) => m.startsWith('m1 end2 '));
-      if (!pushed) throw new Error('no end pushed');
-      const [record, journal] = JSON.parse(pushed.slice('m1 end2 '.length)) as [string[], string[]];
+      const [record, journal] = await pushedEnd(redis, redis, 'm1', async () =>
+        expect(await driver.run(redis, ['r', 'e', 'j'], args)).toBe('Completed'),
+      );
       const stored = await redis.hgetall('r');
       expect(stored).toEqual({
         id: 'm1',
@@ -95,7 +89,6 @@ describe("the pushed end's record with the record read first", () => {
       expect(names).toHaveLength(Object.keys(pushedFields).length);
       expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
     } finally {
-      sub.disconnect();
       redis.disconnect();
       await server.stop();
     }
@@ -103,20 +96,13 @@ describe("the pushed end's record with the record read first", () => {
   it('read by the script itself (no record read first): the same fields, the end2 tag', async () => {
     const server = await startRedis({ appendOnly: false });
     const redis = createRedis(server.url);
-    const sub = redis.duplicate();
     try {
-      const messages: string[] = [];
-      sub.on('message', (_c: string, m: string) => messages.push(m));
-      await sub.subscribe(channels.runEvents);
       await redis.hset('r', { id: 'm2', status: 'Running', pick: 'p', description: 'd', attempts: '1' });
       const write = ['status', 'Cancelled', 'ended', 'e', 'updatedAt', '5', 'kind', 'abort'];
       const args = ['m2', channels.runEvents, 'status', 'sealed', '100', '60', ...write];
-      expect(await unread.run(redis, ['r', 'e', 'j'], args)).toBe('Cancelled');
-      for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('m2 end2 ')); i++)
-        await new Promise((r) => setTimeout(r, 10));
-      const pushed = messages.find((m) => m.startsWith('m2 end2 '));
-      if (!pushed) throw new Error('no end pushed');
-      const [record] = JSON.parse(pushed.slice('m2 end2 '.length)) as [string[]];
+      const [record] = await pushedEnd(redis, redis, 'm2', async () =>
+        expect(await unread.run(redis, ['r', 'e', 'j'], args)).toBe('Cancelled'),
+      );
       expect(fieldsOf(record)).toEqual({
         id: 'm2',
         status: 'Cancelled',
@@ -126,7 +112,6 @@ describe("the pushed end's record with the record read first", () => {
         kind: 'abort',
       });
     } finally {
-      sub.disconnect();
       redis.disconnect();
       await server.stop();
     }

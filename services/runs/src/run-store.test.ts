@@ -1,7 +1,8 @@
-import { channels, createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import { clearOfBoundary, runFixture, startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { pushedEnd } from '../test/pushed-end.ts';
 import { withRedis } from '../test/test-redis.ts';
 import { HEALTH_TTL_SECONDS, healthHour } from './health-buckets.ts';
 import { foldPendingEnds } from './run-index.ts';
@@ -307,22 +308,15 @@ describe('run store on a real redis', () => {
     async ({ writeFormat, endFields }) => {
       const server = await startRedis({ appendOnly: false });
       const redis = createRedis(server.url);
-      const sub = redis.duplicate();
       try {
         const runs = createRunStore(redis, sealerFromConfig(base), { writeFormat });
-        const messages: string[] = [];
-        sub.on('message', (_c: string, m: string) => messages.push(m));
-        await sub.subscribe(channels.runEvents);
         const run = runFixture('p1', { tenant: 't1', pushEnd: true });
         await runs.create(run);
         await redis.hset('islet:journal:{p1}', '#attempt', '1');
         const result = { _tag: 'Completed' as const, value: 1, logs: [] };
-        expect(await runs.finish(run, { status: 'Completed', result, text: '1', kind: 'none' })).toBe(true);
-        for (let i = 0; i < 50 && !messages.some((m) => m.startsWith('p1 end2 ')); i++)
-          await new Promise((r) => setTimeout(r, 10));
-        const pushed = messages.find((m) => m.startsWith('p1 end2 '));
-        if (!pushed) throw new Error('no end pushed');
-        const [record, journal] = JSON.parse(pushed.slice('p1 end2 '.length)) as [string[], string[]];
+        const [record, journal] = await pushedEnd(redis, redis, 'p1', async () =>
+          expect(await runs.finish(run, { status: 'Completed', result, text: '1', kind: 'none' })).toBe(true),
+        );
         // Not the submit's fields (program, request, description, session, …): its waiter holds them
         // (round 41 `push-lean`).
         const stored = await redis.hgetall('islet:run:{p1}');
@@ -335,7 +329,6 @@ describe('run store on a real redis', () => {
         expect(stored).toHaveProperty('description');
         expect(fieldsOf(journal)).toEqual({ '#attempt': '1' });
       } finally {
-        sub.disconnect();
         redis.disconnect();
         await server.stop();
       }

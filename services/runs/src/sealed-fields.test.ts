@@ -4,9 +4,10 @@
 // release after it, round 41 `format-default`), that every reader of a record
 // (the store's read, the attempt's start from the script's answer, the pushed end, recovery's head)
 // reads both forms alike, the seals and opens each makes, and that a field copied elsewhere fails.
-import { channels, createRedis, generateSealKey, keys, type Sealer, sealerFromConfig } from '@islet/core';
+import { createRedis, generateSealKey, keys, type Sealer, sealerFromConfig } from '@islet/core';
 import { runFixture, startRedis } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { pushedEnd } from '../test/pushed-end.ts';
 import { withRedis } from '../test/test-redis.ts';
 import { createCallJournal } from './call-journal.ts';
 import { createInFlightStore } from './in-flight-store.ts';
@@ -229,20 +230,13 @@ describe("a run's record in format 1 and 2 (the default)", () => {
   it("the pushed end's record (a waiting gateway's read) reads a format-2 record", async () => {
     const server = await startRedis({ appendOnly: false });
     const redis = createRedis(server.url);
-    const sub = redis.duplicate();
     try {
-      const messages: string[] = [];
-      sub.on('message', (_c: string, m: string) => messages.push(m));
-      await sub.subscribe(channels.runEvents);
       const runs = createRunStore(redis, inner, { writeFormat: '2' });
       const run = runFixture('p1', { request, pushEnd: true });
       await runs.create(run);
-      await runs.finish(run, { ...ends.completed, sentNoCall: true });
-      for (let i = 0; i < 100 && !messages.some((m) => m.startsWith('p1 end2 ')); i++)
-        await new Promise((r) => setTimeout(r, 10));
-      const pushed = messages.find((m) => m.startsWith('p1 end2 '));
-      if (!pushed) throw new Error('no end pushed');
-      const [record] = JSON.parse(pushed.slice('p1 end2 '.length)) as [string[]];
+      const [record] = await pushedEnd(redis, redis, 'p1', () =>
+        runs.finish(run, { ...ends.completed, sentNoCall: true }),
+      );
       expect(record).toContain('ended');
       // The submit's `pick` and description are its waiter's (round 41 `push-lean`).
       expect(record).not.toContain('pick');
@@ -255,7 +249,6 @@ describe("a run's record in format 1 and 2 (the default)", () => {
       expect(read?.request).toEqual(request);
       expect(read?.description).toBe('Return one');
     } finally {
-      sub.disconnect();
       redis.disconnect();
       await server.stop();
     }
