@@ -62,6 +62,21 @@ const completed = (extra: Record<string, unknown> = {}): RunOutcome =>
   }) as RunOutcome;
 
 /** The real run store (and journal unless given) on the test Redis under a fresh seal key. */
+/** An engine whose program calls its binding once when its code is `'call'` (else no call). */
+function callOnceEngine(): Engine {
+  return {
+    execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
+      const calls = [];
+      if (code === 'call') {
+        const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
+        await opts?.onCall?.(call, undefined as never);
+        calls.push(call);
+      }
+      return completed({ calls });
+    },
+  } as unknown as Engine;
+}
+
 function stores() {
   const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
   return { runs: createRunStore(redis, sealer), journal: createCallJournal({ redis, sealer }) };
@@ -163,17 +178,7 @@ describe('what the executor tells the end about its calls', () => {
     await sub.subscribe(channels.runEvents);
     // The program calls its binding once when asked to (`code` 'call'); the gateway's part, the
     // claim that journals the call, done here as the gateway does it.
-    const engine = {
-      execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
-        const calls = [];
-        if (code === 'call') {
-          const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
-          await opts?.onCall?.(call, undefined as never);
-          calls.push(call);
-        }
-        return completed({ calls });
-      },
-    } as unknown as Engine;
+    const engine = callOnceEngine();
     const gateway = {
       call: async (
         runId: string,
@@ -415,17 +420,7 @@ describe("the runner's job: its signals made only when asked for", () => {
   it('a run that makes no call makes no AbortController; a call makes its stop signal, which a cancel then aborts', async () => {
     const store = stores();
     const { journal } = store;
-    const engine = {
-      execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
-        const calls = [];
-        if (code === 'call') {
-          const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
-          await opts?.onCall?.(call, undefined as never);
-          calls.push(call);
-        }
-        return completed({ calls });
-      },
-    } as unknown as Engine;
+    const engine = callOnceEngine();
     const callSignals: AbortSignal[] = [];
     const gateway = {
       call: async (runId: string, attempt: number, call: { index: number }, callSignal: AbortSignal) => {
