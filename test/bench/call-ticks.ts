@@ -14,13 +14,14 @@
  * under the bench lock.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { api } from '../e2e/helpers.ts';
 import { parallelCalls, sequentialCalls } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
 import { pingConnection, processKind, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
+import { taskIds } from './proc-tasks.ts';
 
 const WARM = Number(process.env.WARM ?? 5);
 const RUNS = Number(process.env.RUNS ?? 20);
@@ -48,12 +49,7 @@ function threadTotals(pids: number[]): { cpuNs: number; switches: number } {
   let cpuNs = 0;
   let switches = 0;
   for (const pid of pids) {
-    let tids: string[] = [];
-    try {
-      tids = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue;
-    }
+    const tids = taskIds(pid);
     for (const tid of tids) {
       try {
         cpuNs += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);

@@ -14,10 +14,9 @@
 import { generateSealKey, sealerFromConfig } from '@islet/core';
 import type { LuaScript } from '@islet/core/lua-script';
 import { createCallJournal, createRunStore } from '@islet/runs';
-import { runFixture } from '@islet/testkit';
 import { FINISH_RUN } from '../../services/runs/src/run-store-scripts.ts';
 import { PREVIOUS_FINISH_RUN } from '../../services/runs/test/previous-end-push.ts';
-import { PROGRAM } from './baselines.ts';
+import { begunRun, capturedEnd } from './begun-run.ts';
 import { callgrindRedis, endPushListener } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 200);
@@ -32,48 +31,11 @@ try {
   const ended = async (id: string, format: '1' | '2') => {
     const runs = createRunStore(redis, sealer, { writeFormat: format });
     const journal = createCallJournal({ redis, sealer, writeFormat: format });
-    const run = runFixture(id, {
-      createdAt: now,
-      tenant: 'dev',
-      session: 'bench',
-      code: PROGRAM,
-      description: 'Measure a trivial program',
-      pushEnd: true,
-    });
-    await runs.create(run);
-    await journal.beginAttempt(run.id, `islet:run:{${run.id}}`, runs.attemptStartEvent(run.id));
+    const run = await begunRun(runs, journal, id, now);
     const dumps = await Promise.all(
       (await redis.keys('*')).map(async (k) => [k, await redis.dumpBuffer(k)] as const),
     );
-    let captured: (string | number)[] = [];
-    const sendCommand = redis.sendCommand.bind(redis);
-    redis.sendCommand = ((command: { name: string; args: (string | number)[] }) => {
-      // EVALSHA, or EVAL with the source after a NOSCRIPT (a fresh server).
-      const head = command.args[0];
-      if (head === FINISH_RUN.sha || head === FINISH_RUN.source) captured = command.args.slice();
-      return sendCommand(command as never);
-    }) as typeof redis.sendCommand;
-    // A runner's stamps as the end writes them (run-store-args.ts `timingsText`).
-    const at = (ms: number) => now + ms + 0.123;
-    await runs.finish(run, {
-      status: 'Completed',
-      result: { _tag: 'Completed', value: 12, logs: [] },
-      text: '12',
-      timings: {
-        enqueued: at(0),
-        fetched: at(1),
-        pickedUp: at(2),
-        engineCalled: at(3),
-        engineReturned: at(4),
-        endSent: at(5),
-      },
-      usage: { bindingCalls: 0, cpuMs: 1 },
-      sentNoCall: true,
-    });
-    redis.sendCommand = sendCommand;
-    if (captured.length === 0) throw new Error('the end script call was not captured');
-    const [, numKeys, ...rest] = captured;
-    return { keys: rest.slice(0, Number(numKeys)).map(String), args: rest.slice(Number(numKeys)), dumps };
+    return { ...(await capturedEnd(redis, runs, run, now, { sentNoCall: true })), dumps };
   };
   const restore = async (dumps: (readonly [string, Buffer | null])[]) => {
     const p = redis.pipeline().flushall();

@@ -10,10 +10,10 @@
 import { channels, createRedis, generateSealKey, sealerFromConfig } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { createCallJournal, createRunStore } from '@islet/runs';
-import { runFixture, startRedis } from '@islet/testkit';
+import { startRedis } from '@islet/testkit';
 import { luaSource } from '../../services/runs/src/lua-scripts.ts';
 import { FINISH_TENANT_PARAMS } from '../../services/runs/src/run-index-scripts.ts';
-import { PROGRAM } from './baselines.ts';
+import { begunRun, capturedEnd } from './begun-run.ts';
 
 const CALLS = Number(process.env.CALLS ?? 300);
 const ROUNDS = Number(process.env.ROUNDS ?? 7);
@@ -26,43 +26,10 @@ try {
   const runs = createRunStore(redis, sealer);
   const journal = createCallJournal({ redis, sealer });
   const now = Date.now();
-  const run = runFixture('bench-run-0001', {
-    createdAt: now,
-    tenant: 'dev',
-    session: 'bench',
-    code: PROGRAM,
-    description: 'Measure a trivial program',
-    pushEnd: true,
-  });
-  await runs.create(run);
-  await journal.beginAttempt(run.id, `islet:run:{${run.id}}`, runs.attemptStartEvent(run.id));
+  const run = await begunRun(runs, journal, 'bench-run-0001', now);
   const names = await redis.keys('*');
   const dumps = await Promise.all(names.map(async (k) => [k, await redis.dumpBuffer(k)] as const));
-  let captured: (string | number)[] = [];
-  const evalsha = redis.evalsha.bind(redis);
-  redis.evalsha = ((...args: (string | number)[]) => {
-    captured = args;
-    return evalsha(...(args as Parameters<typeof evalsha>));
-  }) as typeof redis.evalsha;
-  await runs.finish(run, {
-    status: 'Completed',
-    result: { _tag: 'Completed', value: 12, logs: [] },
-    text: '12',
-    timings: {
-      enqueued: now,
-      fetched: now + 1,
-      pickedUp: now + 2,
-      engineCalled: now + 3,
-      engineReturned: now + 4,
-      endSent: now + 5,
-    },
-    usage: { bindingCalls: 0, cpuMs: 1 },
-  });
-  redis.evalsha = evalsha;
-  const [, numKeys, ...rest] = captured;
-  const keyCount = Number(numKeys);
-  const keys = rest.slice(0, keyCount).map(String);
-  const args = rest.slice(keyCount);
+  const { keys, args } = await capturedEnd(redis, runs, run, now);
   const params = { END_PUSH_MAX_BYTES: 32 * 1024, ...FINISH_TENANT_PARAMS };
   const full = luaSource('finish-run-13', params);
 

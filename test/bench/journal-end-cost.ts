@@ -12,10 +12,9 @@
 import { generateSealKey, sealerFromConfig } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { createCallJournal, createRunStore } from '@islet/runs';
-import { runFixture } from '@islet/testkit';
 import { luaSource } from '../../services/runs/src/lua-scripts.ts';
 import { FINISH_TENANT_PARAMS } from '../../services/runs/src/run-index-scripts.ts';
-import { PROGRAM } from './baselines.ts';
+import { begunRun, capturedEnd } from './begun-run.ts';
 import { callgrindRedis, endPushListener } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 100);
@@ -37,16 +36,7 @@ try {
   /** A run of CALLS calls journaled in `layout`, ended once: its end's KEYS and ARGV. */
   const ended = async (id: string, layout: '1' | '2') => {
     const journal = createCallJournal({ redis, sealer, writeFormat: layout });
-    const run = runFixture(id, {
-      createdAt: now,
-      tenant: 'dev',
-      session: 'bench',
-      code: PROGRAM,
-      description: 'Measure a call-making program',
-      pushEnd: true,
-    });
-    await runs.create(run);
-    await journal.beginAttempt(run.id, `islet:run:{${run.id}}`, runs.attemptStartEvent(run.id));
+    const run = await begunRun(runs, journal, id, now, 'Measure a call-making program');
     for (let i = 0; i < CALLS; i++) {
       await journal.claim(id, 1, {
         index: i,
@@ -64,32 +54,7 @@ try {
     const dumps = await Promise.all(
       (await redis.keys('*')).map(async (k) => [k, await redis.dumpBuffer(k)] as const),
     );
-    // The end's script call as the run store sends it (core lua-script.ts: a command of its own
-    // through `sendCommand`, not `redis.evalsha`).
-    let captured: (string | number)[] = [];
-    const sendCommand = redis.sendCommand.bind(redis);
-    redis.sendCommand = ((command: { name: string; args: (string | number)[] }) => {
-      if (command.name === 'evalsha' || command.name === 'eval') captured = command.args.slice();
-      return sendCommand(command as never);
-    }) as typeof redis.sendCommand;
-    await runs.finish(run, {
-      status: 'Completed',
-      result: { _tag: 'Completed', value: 12, logs: [] },
-      text: '12',
-      // A runner's stamps as the end writes them (run-store-args.ts `timingsText`).
-      timings: {
-        enqueued: now + 0.123,
-        fetched: now + 1.123,
-        pickedUp: now + 2.123,
-        engineCalled: now + 3.123,
-        engineReturned: now + 4.123,
-        endSent: now + 5.123,
-      },
-      usage: { bindingCalls: CALLS, cpuMs: 1 },
-    });
-    redis.sendCommand = sendCommand;
-    const [, numKeys, ...rest] = captured;
-    return { keys: rest.slice(0, Number(numKeys)).map(String), args: rest.slice(Number(numKeys)), dumps };
+    return { ...(await capturedEnd(redis, runs, run, now, { bindingCalls: CALLS })), dumps };
   };
   const one = await ended('bench-run-l1', '1');
   const two = await ended('bench-run-l2', '2');

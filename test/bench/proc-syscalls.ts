@@ -29,7 +29,7 @@
  * syscalls a thread group lists.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -37,6 +37,7 @@ import { createRedis } from '@islet/core';
 import { processTree } from './capacity-cpu.ts';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 import { processKind } from './ping-app.ts';
+import { taskIds } from './proc-tasks.ts';
 
 const RUNS = Number(process.env.RUNS ?? 500);
 const WARM = Number(process.env.WARM ?? 300);
@@ -83,12 +84,7 @@ function threads(): Map<number, ThreadCounts> {
       continue;
     }
     if (!kind) continue;
-    let tids: string[] = [];
-    try {
-      tids = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue;
-    }
+    const tids = taskIds(pid);
     for (const tid of tids) {
       try {
         const base = `/proc/${pid}/task/${tid}`;

@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { pct } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
 import { processKind } from './ping-app.ts';
+import { taskIds } from './proc-tasks.ts';
 import { STAGES } from './stages.ts';
 
 const STAGE_NAMES = STAGES.map((s) => s.name);
@@ -33,12 +34,7 @@ export function clusterPids(): Map<number, string> {
 export function schedNow(pids: Map<number, string>): Sched {
   const out: Sched = new Map();
   for (const [pid, kind] of pids) {
-    let tids: string[] = [];
-    try {
-      tids = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue;
-    }
+    const tids = taskIds(pid);
     const k = out.get(kind) ?? { cpu: 0, wait: 0 };
     for (const tid of tids) {
       try {
