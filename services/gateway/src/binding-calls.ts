@@ -279,9 +279,7 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       ...(call.takeover ? { takeover: true } : {}),
       operationId,
       // Read only by a held decision's wait: the fast path's signal is made then, if ever.
-      get signal() {
-        return typeof gone === 'function' ? gone() : gone;
-      },
+      signal: gone,
       // Not `async`: the App call's own promise, not one more that adopts it (two microtask hops
       // a call; round 40 `par-calls`). A throw here still rejects `process`, which awaits it.
       send: (ctx) => {
