@@ -194,13 +194,6 @@ function report(
       `  ${name(modal[0]![i]!).padEnd(36)} ${p50(gaps).toFixed(0).padStart(6)} / ${mean(gaps).toFixed(0)}${parts}`,
     );
   }
-  // Round 42 (`binding-floor`): where fdatasyncs end on CLOCK_MONOTONIC's 4 ms grid (a kernel tick
-  // at HZ=250): evenly spread, 1/16 of them would end in each quarter millisecond.
-  const syncs = events.filter((e) => e.ev === 'fdatasync');
-  const onTick = syncs.filter((e) => (e.t * 1000) % 4 < 0.25).length;
-  out.push(
-    `fdatasyncs ending within 0.25 ms after a 4 ms boundary: ${onTick} of ${syncs.length} (${((100 * onTick) / (syncs.length || 1)).toFixed(1)} %, 6.25 % if spread)`,
-  );
   const tail = modal.map((c) => {
     const next = cycles.find((d) => d[0]!.t > c[0]!.t);
     return next && next[0]!.t - c.at(-1)!.t < 0.05 ? (next[0]!.t - c.at(-1)!.t) * 1e6 : Number.NaN;
@@ -225,6 +218,13 @@ function report(
     p50(tails);
   out.push(
     `whole cycle (call frame to call frame): p50 ${p50(cyc).toFixed(0)} µs, mean ${mean(cyc).toFixed(0)} µs; the stages' p50s add up to ${sumP50.toFixed(0)} µs`,
+  );
+  // Round 42 (`binding-floor`): where fdatasyncs end on CLOCK_MONOTONIC's 4 ms grid (a kernel tick
+  // at HZ=250): evenly spread, 1/16 of them would end in each quarter millisecond.
+  const syncs = events.filter((e) => e.ev === 'fdatasync');
+  const onTick = syncs.filter((e) => (e.t * 1000) % 4 < 0.25).length;
+  out.push(
+    `fdatasyncs ending within 0.25 ms after a 4 ms boundary: ${onTick} of ${syncs.length} (${((100 * onTick) / (syncs.length || 1)).toFixed(1)} %, 6.25 % if spread)`,
   );
   return out.join('\n');
 }
