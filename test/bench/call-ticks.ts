@@ -29,7 +29,8 @@ const CALLS = Number(process.env.CALLS ?? 40);
 const dir = mkdtempSync(join(tmpdir(), 'islet-call-ticks-'));
 const { app, port } = await startPingApp();
 const cluster = await startCallCluster({
-  NODE_OPTIONS: `--import ${join(import.meta.dirname, 'tick-total.mjs')}`,
+  // SITES=1: `tick-sites.mjs` (the same totals, plus each tick's, push's and setImmediate's caller).
+  NODE_OPTIONS: `--import ${join(import.meta.dirname, process.env.SITES === '1' ? 'tick-sites.mjs' : 'tick-total.mjs')}`,
   TICK_DIR: dir,
 });
 const SYSCALLS = process.env.SYSCALLS !== '0';
@@ -95,6 +96,11 @@ const read = (pid: number) =>
     pushes: number;
     undiciRequests: number;
   };
+const readSites = (pid: number) =>
+  JSON.parse(readFileSync(join(dir, `tick-sites.${pid}.json`), 'utf8')) as Record<
+    string,
+    Record<string, number>
+  >;
 try {
   const a = api(cluster.url, cluster.devKey);
   const connection = await pingConnection(a, port);
@@ -116,6 +122,7 @@ try {
   if (stops) await new Promise((r) => setTimeout(r, 1500));
   const totals = { runner: threadTotals([who.runner]), hosts: threadTotals(hosts) };
   const before = { runner: read(who.runner), gateway: read(who.gateway) };
+  const sitesBefore = process.env.SITES === '1' ? readSites(who.gateway) : undefined;
   for (let i = 0; i < RUNS; i++) await runWithApp(a, program, connection);
   const after = { runner: threadTotals([who.runner]), hosts: threadTotals(hosts) };
   const syscalls = stops ? { runner: await stops.runner(), hosts: await stops.hosts() } : undefined;
@@ -139,6 +146,17 @@ try {
     console.log(
       `${name}: nextTick ${((after.ticks - before[name].ticks) / calls).toFixed(2)} a call, stream pushes ${((after.pushes - before[name].pushes) / calls).toFixed(2)} a call, undici requests ${((after.undiciRequests - before[name].undiciRequests) / RUNS).toFixed(2)} a run (${RUNS} runs of ${CALLS} calls${process.env.PAR === '1' ? ' at once' : ''})`,
     );
+  }
+  if (sitesBefore) {
+    const sitesAfter = readSites(who.gateway);
+    for (const [kind, by] of Object.entries(sitesAfter)) {
+      const rows = Object.entries(by)
+        .map(([site, n]) => [site, (n - (sitesBefore[kind]?.[site] ?? 0)) / calls] as const)
+        .filter(([, n]) => n >= 0.05)
+        .sort((x, y) => y[1] - x[1]);
+      console.log(`gateway ${kind} by site, a call:`);
+      for (const [site, n] of rows) console.log(`  ${n.toFixed(2)}  ${site}`);
+    }
   }
 } finally {
   await cluster.stop();

@@ -11,7 +11,8 @@
  * stage is also split where its thread returned from `epoll` with events: the wake-up (the message
  * in flight, the scheduler waking the thread) and the thread's own work up to its event (round 30,
  * call-lone). Also counts, per call, each process's writes, reads and wake-ups, and Redis's
- * fdatasyncs.
+ * fdatasyncs. Round 42: each stage's wake-ups over 1 ms late, and how many fdatasyncs end just
+ * after a 4 ms boundary (a kernel tick).
  *
  *   node test/bench/call-trace.ts                (RUNS 10, CALLS 40)
  */
@@ -187,7 +188,7 @@ function report(
     });
     const parts =
       split.length > modal.length / 2
-        ? `   wake-up ${p50(split.map((x) => x[0])).toFixed(0)}, work ${p50(split.map((x) => x[1])).toFixed(0)} (${split.length} woke)`
+        ? `   wake-up ${p50(split.map((x) => x[0])).toFixed(0)}, work ${p50(split.map((x) => x[1])).toFixed(0)} (${split.length} woke, ${split.filter((x) => x[0] > 1000).length} of them over 1 ms late)`
         : '   (its thread did not sleep)';
     out.push(
       `  ${name(modal[0]![i]!).padEnd(36)} ${p50(gaps).toFixed(0).padStart(6)} / ${mean(gaps).toFixed(0)}${parts}`,
@@ -217,6 +218,13 @@ function report(
     p50(tails);
   out.push(
     `whole cycle (call frame to call frame): p50 ${p50(cyc).toFixed(0)} µs, mean ${mean(cyc).toFixed(0)} µs; the stages' p50s add up to ${sumP50.toFixed(0)} µs`,
+  );
+  // Round 42 (`binding-floor`): where fdatasyncs end on CLOCK_MONOTONIC's 4 ms grid (a kernel tick
+  // at HZ=250): evenly spread, 1/16 of them would end in each quarter millisecond.
+  const syncs = events.filter((e) => e.ev === 'fdatasync');
+  const onTick = syncs.filter((e) => (e.t * 1000) % 4 < 0.25).length;
+  out.push(
+    `fdatasyncs ending within 0.25 ms after a 4 ms boundary: ${onTick} of ${syncs.length} (${((100 * onTick) / (syncs.length || 1)).toFixed(1)} %, 6.25 % if spread)`,
   );
   return out.join('\n');
 }

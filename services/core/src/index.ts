@@ -9,6 +9,7 @@ export * from './metrics.ts';
 export * from './node-flags.ts';
 export * from './redis.ts';
 export * from './redis-connection.ts';
+export * from './redis-direct-read.ts';
 export * from './redis-probe.ts';
 export * from './sealer.ts';
 export * from './secret-files.ts';

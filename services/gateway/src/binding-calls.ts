@@ -213,7 +213,8 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     runId: string,
     attempt: number,
     call: BindingCall & { takeover?: boolean },
-    signal: AbortSignal,
+    /** The client-gone signal, or what makes it when first asked (internal-call-path.ts `goneSignal`). */
+    gone: AbortSignal | (() => AbortSignal),
   ): Promise<ServedCall | null> {
     const started = process.hrtime.bigint();
     const run = await immutableRun(runId);
@@ -277,7 +278,8 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       unknownGraceMs: config.ISLET_APP_CALL_TIMEOUT_MS,
       ...(call.takeover ? { takeover: true } : {}),
       operationId,
-      signal,
+      // Read only by a held decision's wait: the fast path's signal is made then, if ever.
+      signal: gone,
       // Not `async`: the App call's own promise, not one more that adopts it (two microtask hops
       // a call; round 40 `par-calls`). A throw here still rejects `process`, which awaits it.
       send: (ctx) => {

@@ -1,9 +1,11 @@
 /**
  * A run this gateway admitted is kept for its binding calls from its submit (call-run-cache.ts):
  * its first call reads no record from Redis, and the App gets the same request a replica that
- * reads the record makes (real Redis, two gateways on it, a real App listener, MONITOR).
+ * reads the record makes (real Redis, two gateways on it, a real App listener, MONITOR). The
+ * call's script replies are read off the gateway's Redis socket through `onread` (round 42).
  */
 import { createServer, type Server } from 'node:http';
+import { Readable } from 'node:stream';
 import { createLogger, createRedis, generateSealKey, keys, loadConfig } from '@islet/core';
 import { operationIdFor } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
@@ -74,7 +76,14 @@ afterAll(async () => {
 const admitting = () => gateways[0]!;
 const replica = () => gateways[1]!;
 
-async function connection(): Promise<{ id: string; slug: string }> {
+let made: Promise<{ id: string; slug: string }> | undefined;
+/** The tests' one connection (a name is a tenant's once). */
+function connection(): Promise<{ id: string; slug: string }> {
+  made ??= makeConnection();
+  return made;
+}
+
+async function makeConnection(): Promise<{ id: string; slug: string }> {
   const res = await admitting().app.inject({
     method: 'POST',
     url: '/v1/connections',
@@ -143,6 +152,25 @@ describe('a run admitted here, its binding calls', () => {
       body.replaceAll(operationIdFor(id, 0), '<operation>').replaceAll(id, '<run>');
     expect(general(read.body, there)).toBe(general(own.body, here));
     expect(JSON.parse(own.body).context).toMatchObject({ tenant: 'acme', run: here, session: 'seeds' });
+  });
+
+  it("reads the call's claim and outcome replies off its Redis socket with no stream push (core's readRepliesDirect)", async () => {
+    const conn = await connection();
+    const id = await submit([conn.id]);
+    const socket = (admitting().deps.redis as unknown as { stream: unknown }).stream;
+    const push = Readable.prototype.push;
+    let pushes = 0;
+    Readable.prototype.push = function (this: Readable, ...args: Parameters<Readable['push']>) {
+      if (this === socket) pushes++;
+      return push.apply(this, args);
+    };
+    try {
+      // callOn checks the outcome: the claim's and the outcome's script replies were read.
+      await callOn(admitting().app, id, conn.slug);
+    } finally {
+      Readable.prototype.push = push;
+    }
+    expect(pushes).toBe(0);
   });
 
   it('keeps no run that names no App', async () => {

@@ -12,6 +12,7 @@ import {
   type Logger,
   migrateKeyLayout,
   type Redis,
+  readRepliesDirect,
   redisDurabilityProblems,
   redisPinger,
   sealerFromConfig,
@@ -57,6 +58,8 @@ export async function createGatewayDeps(
   logger: Logger,
 ): Promise<GatewayDeps & { redis: Redis; close(): Promise<void> }> {
   const redis = createRedis(config);
+  // Its replies (a binding call's claim and outcome among them) read with no stream push or tick.
+  readRepliesDirect(redis);
   const subscriber = createRedis(config);
   // A submit seals its program, description and request before its one write: their ciphers are
   // made beforehand (core's sealer, `ready`), in batches of at least 24 (8 submits' worth), and

@@ -14,7 +14,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type GatewayDepsUnderTest, startGatewayDeps, toolRun } from '../test/gateway-harness.ts';
 import { buildApp } from './app.ts';
-import { type InternalCallPath, internalCallPaths } from './internal-call-path.ts';
+import { goneSignal, type InternalCallPath, internalCallPaths } from './internal-call-path.ts';
 import { createShutdown } from './shutdown.ts';
 
 const INTERNAL = 'internal-token-for-call-path-tests';
@@ -178,6 +178,74 @@ describe('the runner’s one-call route ahead of fastify', () => {
     const latin = await sameAsFastify(unknown, notUtf8);
     expect(latin.status).toBe(404);
     expect(sent).toHaveLength(1);
+  });
+
+  it('makes no AbortController for a call served straight: its client-gone signal is made when first asked', async () => {
+    const deps = gateway.deps;
+    const runId = 'fast-run-signal';
+    const { binding } = await toolRun(deps, {
+      tenant: 'fast-signal',
+      connectionName: 'Signal',
+      tool: 'put',
+      runId,
+    });
+    toApp = async () => ({ status: 200, text: '{"ok":true}' });
+    const attempt = await deps.journal.nextAttempt(runId);
+    const Original = globalThis.AbortController;
+    let made = 0;
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super();
+        made++;
+      }
+    };
+    const before = path.taken;
+    try {
+      const served = await post(
+        `/internal/v1/code-runs/${runId}/calls`,
+        JSON.stringify({ index: 0, binding, argsJson: '{"n":0}', attempt }),
+      );
+      expect(served.status).toBe(200);
+    } finally {
+      globalThis.AbortController = Original;
+    }
+    expect(path.taken).toBe(before + 1);
+    expect(made).toBe(0);
+  });
+
+  it('its lazy client-gone signal: aborted when the client goes, at once when asked after it went', async () => {
+    const { createServer } = await import('node:http');
+    const asked: Array<() => AbortSignal> = [];
+    const server = createServer((_req, res) => {
+      asked.push(goneSignal(res));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port: p } = server.address() as { port: number };
+    const open = () => {
+      const req = httpRequest({ host: '127.0.0.1', port: p, method: 'GET', path: '/', agent: false });
+      req.on('error', () => undefined);
+      req.end();
+      return req;
+    };
+    try {
+      // Asked while the client is there: not aborted, the same signal each time; aborted when it goes.
+      const first = open();
+      await vi.waitFor(() => expect(asked).toHaveLength(1));
+      const live = asked[0]!();
+      expect(live.aborted).toBe(false);
+      expect(asked[0]!()).toBe(live);
+      first.destroy();
+      await vi.waitFor(() => expect(live.aborted).toBe(true));
+      // Asked only after the client went: aborted already.
+      const second = open();
+      await vi.waitFor(() => expect(asked).toHaveLength(2));
+      second.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(asked[1]!().aborted).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('answers a Redis outage with the same 503 and retry-after', async () => {

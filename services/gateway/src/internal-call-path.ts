@@ -39,8 +39,11 @@ export interface InternalCallPathOptions {
   tokenIs(authorization: string): boolean;
   /** fastify's parser for a JSON body, with the depth bound (app.ts): the same value or error. */
   parseJson(body: string, done: (err: Error | null, value?: unknown) => void): void;
-  /** The route's work (routes/internal.ts `singleCallServer`): the answer's text, or a thrown problem. */
-  serveCall(id: string, body: unknown, gone: AbortSignal): Promise<string>;
+  /**
+   * The route's work (routes/internal.ts `singleCallServer`): the answer's text, or a thrown
+   * problem. `gone` makes the client-gone signal when first asked (only a held decision's wait does).
+   */
+  serveCall(id: string, body: unknown, gone: () => AbortSignal): Promise<string>;
   /** `islet_http_*` for one answer (app.ts `httpRecorder`). */
   record(route: string, method: string, statusCode: number, seconds: number): void;
   /** The app's closing signal: once aborted, fastify answers (its 503 while closing). */
@@ -143,13 +146,26 @@ export class InternalCallPath {
   }
 }
 
-/** Aborted when the client goes away before its answer is finished (problem-reply.ts `clientGone`). */
-function goneSignal(res: ServerResponse): AbortSignal {
-  const ac = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) ac.abort();
-  });
-  return ac.signal;
+/**
+ * A signal aborted when the client goes away before its answer is finished (problem-reply.ts
+ * `clientGone`), made when first asked: only a call that waits in place for a decision listens to
+ * it, so a call served straight makes no AbortController and no `close` listener (round 42
+ * `binding-floor`). Asked after the client went, it is aborted already.
+ */
+export function goneSignal(res: ServerResponse): () => AbortSignal {
+  let signal: AbortSignal | undefined;
+  return () => {
+    if (signal) return signal;
+    const ac = new AbortController();
+    signal = ac.signal;
+    if (res.destroyed || res.closed) {
+      if (!res.writableFinished) ac.abort();
+    } else
+      res.once('close', () => {
+        if (!res.writableFinished) ac.abort();
+      });
+    return signal;
+  };
 }
 
 /** Each app's fast path (app.ts sets it; shutdown.ts drains it). */

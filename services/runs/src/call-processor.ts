@@ -45,7 +45,11 @@ interface ProcessCallInput {
   operationId?: string;
   /** Performs the App call. Must not throw: App errors are `AppCallFailed` outcomes. */
   send: (ctx: { idempotencyKey: string; operationId: string; input?: unknown }) => Promise<BindingOutcome>;
-  signal?: AbortSignal;
+  /**
+   * Aborts a held decision's wait (the client went away); or what makes that signal when first
+   * asked (the gateway's fast call path makes none for a call that does not wait).
+   */
+  signal?: AbortSignal | (() => AbortSignal);
   /** The run now waits for a decision (set status `Waiting`, publish the request on its event stream). */
   onDecisionNeeded?: (decision: DecisionRecord, created: boolean) => Promise<void>;
   /** A held decision was answered (set status back to `Running`). */
@@ -241,7 +245,8 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
           const waitOptions: { timeoutMs: number; signal?: AbortSignal } = {
             timeoutMs: input.holdTimeoutMs ?? RUN_CODE_LIMITS.maxTimeoutMs,
           };
-          if (input.signal) waitOptions.signal = input.signal;
+          if (input.signal)
+            waitOptions.signal = typeof input.signal === 'function' ? input.signal() : input.signal;
           const answered = await decisions.waitForAnswer(run.id, call.index, waitOptions);
           if (!answered || answered.state === 'pending') {
             return {

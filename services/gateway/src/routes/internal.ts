@@ -45,7 +45,7 @@ const tooDeepFor = (maxDepth: number) => (argsJson: string) =>
  */
 export function singleCallServer(
   ctx: Pick<RouteContext, 'bindingCalls' | 'deps'>,
-): (id: string, body: unknown, gone: AbortSignal) => Promise<string> {
+): (id: string, body: unknown, gone: AbortSignal | (() => AbortSignal)) => Promise<string> {
   const { bindingCalls } = ctx;
   const tooDeep = tooDeepFor(ctx.deps.config.ISLET_JSON_MAX_DEPTH);
   return async (id, body, gone) => {
