@@ -78,6 +78,8 @@ function instrument(o) {
           return instrument(v.apply(t, args.map(unwrap)));
         } finally {
           if (first) cur.applyBack = now();
+          // The next isolate's making (from its `new Isolate` to its last call): its end.
+          if (cur.inAt === undefined && cur.makeFrom !== undefined) cur.makeTo = now();
         }
       };
     },
@@ -88,6 +90,7 @@ function instrument(o) {
 const Isolate = orig.Isolate;
 function CountedIsolate(...args) {
   count('new Isolate');
+  if (run.inAt === undefined) run.makeFrom = now();
   return instrument(new Isolate(...args));
 }
 CountedIsolate.prototype = Isolate.prototype;

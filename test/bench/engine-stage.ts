@@ -146,6 +146,7 @@ const add = (k: string, v: number) => {
   hops[k].push(v);
 };
 let matched = 0;
+let collided = 0;
 const misses: Row[] = [];
 const inRun: Record<string, number> = {};
 const ahead: Record<string, number> = {};
@@ -159,6 +160,13 @@ for (let i = 0; i < rows.length; i++) {
     continue;
   }
   matched++;
+  // The run's frame written while its host was still making the isolate ahead (one clock).
+  if (h.makeFrom !== undefined && h.makeFrom < e.writeAt! && h.makeTo > e.writeAt!) {
+    collided++;
+    add('(a collided run: frame written → its isolate made)', h.makeTo - e.writeAt!);
+  }
+  if (h.makeFrom !== undefined && h.makeTo !== undefined)
+    add('(the make ahead, wall)', h.makeTo - h.makeFrom);
   add('execute called → run frame write entered', e.writeAt! - e.e0);
   add('(run frame write, the syscall)', e.written - e.writeAt!);
   add('write entered → host reads it', h.inAt - e.writeAt!);
@@ -175,6 +183,9 @@ for (let i = 0; i < rows.length; i++) {
     ahead[k] = (ahead[k] ?? 0) + v;
 }
 console.log(`engine stage, one clock: ${matched} of ${rows.length} runs matched, ${GAP} ms apart`);
+console.log(
+  `  runs whose frame was written while their host made its next isolate: ${collided} of ${matched}`,
+);
 let sum = 0;
 for (const [k, v] of Object.entries(hops)) {
   const p = pct(v, 50);
