@@ -23,9 +23,10 @@ export const DELAY_ONLY_AFTER_GAP_MS = 3;
  * the host's thread (isolated-vm makes an isolate synchronously), so a run that arrives during it
  * waits for the rest: with a fixed 3 ms a host whose make takes ~2 ms (round 42's box, more under
  * load) made it 1 ms after a run's end and a sequential client's next run, ~3.5 ms after, found it
- * still making (test/bench/README.md, round 42 `engine-stage`).
+ * still making (test/bench/README.md, round 42 `engine-stage`). Twice: a make's wall time under
+ * load varies ~2× from one to the next (CPU waits), and the last one is all the host knows.
  */
-export const MAKE_MARGIN = 1.5;
+export const MAKE_MARGIN = 2;
 
 export class NextIsolate<T extends { memoryMb: number }> {
   private ready: T | undefined;
