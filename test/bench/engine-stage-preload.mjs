@@ -14,6 +14,16 @@ import net from 'node:net';
 const OUT = process.env.STAGE_OUT;
 const require = createRequire(import.meta.url);
 const ivm = require(process.env.STAGE_IVM);
+// A host started with `--isolated-vm-addon <file>` (round 39, host-ivm.ts) opens the addon itself
+// with `process.dlopen`; a second init of it in this process aborts, so it gets the counted exports.
+const dlopen = process.dlopen;
+process.dlopen = function (module, file, ...rest) {
+  if (/isolated[-_]vm[^/]*\.node$/.test(String(file))) {
+    module.exports = { ivm: globalThis.__stageIvm };
+    return;
+  }
+  return dlopen.call(this, module, file, ...rest);
+};
 const exported = {};
 for (const k of Object.getOwnPropertyNames(ivm)) exported[k] = ivm[k];
 const now = () => Number(process.hrtime.bigint()) / 1000; // µs
@@ -68,6 +78,8 @@ function instrument(o) {
           return instrument(v.apply(t, args.map(unwrap)));
         } finally {
           if (first) cur.applyBack = now();
+          // The next isolate's making (from its `new Isolate` to its last call): its end.
+          if (cur.inAt === undefined && cur.makeFrom !== undefined) cur.makeTo = now();
         }
       };
     },
@@ -78,6 +90,7 @@ function instrument(o) {
 const Isolate = orig.Isolate;
 function CountedIsolate(...args) {
   count('new Isolate');
+  if (run.inAt === undefined) run.makeFrom = now();
   return instrument(new Isolate(...args));
 }
 CountedIsolate.prototype = Isolate.prototype;

@@ -97,12 +97,27 @@ const cpuNs = (pid: number | 'self') => {
     sum += Number(readFileSync(`${dir}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
   return sum;
 };
+/** ns on a CPU of each thread of a process by its name (`THREADS=1`). */
+const byThread = (pid: number) => {
+  const out: Record<string, number> = {};
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    const name = readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
+    out[name] =
+      (out[name] ?? 0) + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+  }
+  return out;
+};
+let threadsAt: Record<string, number> = {};
+let threadsEnd: Record<string, number> = {};
 let hostPid = 0;
 let cpuAt: { self: number; host: number } | undefined;
 let cpuEnd: { self: number; host: number } | undefined;
 try {
   for (let i = 0; i < WARM + RUNS; i++) {
-    if (i === WARM) cpuAt = { self: cpuNs('self'), host: cpuNs(hostPid) };
+    if (i === WARM) {
+      cpuAt = { self: cpuNs('self'), host: cpuNs(hostPid) };
+      threadsAt = byThread(hostPid);
+    }
     await new Promise((r) => setTimeout(r, GAP));
     row = { e0: now() };
     const out = await engine.execute(PROGRAM, opts());
@@ -113,6 +128,7 @@ try {
     row = undefined;
   }
   cpuEnd = { self: cpuNs('self'), host: cpuNs(hostPid) };
+  threadsEnd = byThread(hostPid);
   await new Promise((r) => setTimeout(r, 200));
 } finally {
   await engine.close();
@@ -130,6 +146,7 @@ const add = (k: string, v: number) => {
   hops[k].push(v);
 };
 let matched = 0;
+let collided = 0;
 const misses: Row[] = [];
 const inRun: Record<string, number> = {};
 const ahead: Record<string, number> = {};
@@ -143,6 +160,13 @@ for (let i = 0; i < rows.length; i++) {
     continue;
   }
   matched++;
+  // The run's frame written while its host was still making the isolate ahead (one clock).
+  if (h.makeFrom !== undefined && h.makeFrom < e.writeAt! && h.makeTo > e.writeAt!) {
+    collided++;
+    add('(a collided run: frame written → its isolate made)', h.makeTo - e.writeAt!);
+  }
+  if (h.makeFrom !== undefined && h.makeTo !== undefined)
+    add('(the make ahead, wall)', h.makeTo - h.makeFrom);
   add('execute called → run frame write entered', e.writeAt! - e.e0);
   add('(run frame write, the syscall)', e.written - e.writeAt!);
   add('write entered → host reads it', h.inAt - e.writeAt!);
@@ -159,6 +183,9 @@ for (let i = 0; i < rows.length; i++) {
     ahead[k] = (ahead[k] ?? 0) + v;
 }
 console.log(`engine stage, one clock: ${matched} of ${rows.length} runs matched, ${GAP} ms apart`);
+console.log(
+  `  runs whose frame was written while their host made its next isolate: ${collided} of ${matched}`,
+);
 let sum = 0;
 for (const [k, v] of Object.entries(hops)) {
   const p = pct(v, 50);
@@ -175,6 +202,11 @@ if (cpuAt && cpuEnd)
     `  CPU a run (schedstat, 5 ms gaps included): engine's main thread ${((cpuEnd.self - cpuAt.self) / RUNS / 1000).toFixed(1)} µs, ` +
       `the host (every thread, the next isolate made ahead included) ${((cpuEnd.host - cpuAt.host) / RUNS / 1000).toFixed(1)} µs`,
   );
+console.log(
+  `  the host's CPU a run by thread, µs: ${Object.entries(threadsEnd)
+    .map(([k, v]) => `${k} ${((v - (threadsAt[k] ?? 0)) / RUNS / 1000).toFixed(1)}`)
+    .join(', ')}`,
+);
 const per = (o: Record<string, number>) =>
   Object.entries(o)
     .sort((a, b) => b[1] - a[1])

@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DELAY_ONLY_AFTER_GAP_MS, NextIsolate, PREPARE_AFTER_RUN_DELAY_MS } from './next-isolate.ts';
+import {
+  DELAY_ONLY_AFTER_GAP_MS,
+  MAKE_MARGIN,
+  NextIsolate,
+  PREPARE_AFTER_RUN_DELAY_MS,
+} from './next-isolate.ts';
 
 interface Made {
   memoryMb: number;
@@ -103,6 +108,49 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     expect(made).toHaveLength(3);
     // A long idle before the next run: after it, the delay again.
     vi.advanceTimersByTime(DELAY_ONLY_AFTER_GAP_MS + 10);
+    next.take(128);
+    next.afterRun(128);
+    vi.advanceTimersByTime(0);
+    expect(made).toHaveLength(3);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toHaveLength(4);
+  });
+
+  it('a host whose make would not fit in its last gap after the delay makes the next isolate at once', () => {
+    // A clock of the test's own: each make holds the host's thread MAKE_MS of it.
+    const MAKE_MS = 2;
+    let clock = 0;
+    const made: number[] = [];
+    const next = new NextIsolate<Made>(
+      (memoryMb) => {
+        clock += MAKE_MS;
+        made.push(memoryMb);
+        return { memoryMb, n: made.length };
+      },
+      () => {},
+      () => {},
+      () => clock,
+    );
+    next.atStart(128);
+    vi.advanceTimersByTime(0);
+    expect(next.delayOnlyAfterGapMs()).toBe(PREPARE_AFTER_RUN_DELAY_MS + MAKE_MARGIN * MAKE_MS);
+    next.take(128);
+    let endedAt = clock;
+    next.afterRun(128);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toHaveLength(2);
+    // The next run comes 3.5 ms after the last one's end: past the fixed 3 ms, which took the
+    // delay and left this run's isolate still being made when it came (delay 1 + make 2 + …).
+    const gap = 3.5;
+    expect(gap).toBeGreaterThanOrEqual(DELAY_ONLY_AFTER_GAP_MS);
+    clock = endedAt + gap;
+    next.take(128);
+    endedAt = clock;
+    next.afterRun(128);
+    vi.advanceTimersByTime(0);
+    expect(made).toHaveLength(3);
+    // A gap that holds the delay and the make with room: the delay again.
+    clock = endedAt + PREPARE_AFTER_RUN_DELAY_MS + MAKE_MARGIN * MAKE_MS + 1;
     next.take(128);
     next.afterRun(128);
     vi.advanceTimersByTime(0);

@@ -17,6 +17,16 @@ export const PREPARE_AFTER_RUN_DELAY_MS = 1;
  * it on arrival (the engine's back-to-back runs lost 14 % with the delay on every run).
  */
 export const DELAY_ONLY_AFTER_GAP_MS = 3;
+/**
+ * The delay is taken only when the host's last gap would also hold the make itself: at least the
+ * delay plus this many times the host's last make (its wall time, CPU waits included). A make holds
+ * the host's thread (isolated-vm makes an isolate synchronously), so a run that arrives during it
+ * waits for the rest: with a fixed 3 ms a host whose make takes ~2 ms (round 42's box, more under
+ * load) made it 1 ms after a run's end and a sequential client's next run, ~3.5 ms after, found it
+ * still making (test/bench/README.md, round 42 `engine-stage`). Twice: a make's wall time under
+ * load varies ~2× from one to the next (CPU waits), and the last one is all the host knows.
+ */
+export const MAKE_MARGIN = 2;
 
 export class NextIsolate<T extends { memoryMb: number }> {
   private ready: T | undefined;
@@ -24,15 +34,29 @@ export class NextIsolate<T extends { memoryMb: number }> {
   private endedAt: number | undefined;
   /** How long the host idled before its last run, ms (Infinity before a second run). */
   private lastGapMs = Number.POSITIVE_INFINITY;
+  /** How long the last make ahead held the host's thread, ms (wall time). */
+  private lastMakeMs = 0;
   private readonly make: (memoryMb: number) => T;
   private readonly discard: (made: T) => void;
   private readonly failed: (error: unknown) => void;
+  private readonly now: () => number;
 
   // Fields set by hand: the host runs with types stripped, which refuses parameter properties.
-  constructor(make: (memoryMb: number) => T, discard: (made: T) => void, failed: (error: unknown) => void) {
+  constructor(
+    make: (memoryMb: number) => T,
+    discard: (made: T) => void,
+    failed: (error: unknown) => void,
+    now: () => number = () => performance.now(),
+  ) {
     this.make = make;
     this.discard = discard;
     this.failed = failed;
+    this.now = now;
+  }
+
+  /** The last gap at and above which the make waits for the delay (below it, it is made at once). */
+  delayOnlyAfterGapMs(): number {
+    return Math.max(DELAY_ONLY_AFTER_GAP_MS, PREPARE_AFTER_RUN_DELAY_MS + MAKE_MARGIN * this.lastMakeMs);
   }
 
   /** The host's start: made on the next turn (the host has nothing else to do). */
@@ -42,12 +66,12 @@ export class NextIsolate<T extends { memoryMb: number }> {
 
   /**
    * A run ended (its end sent): made `PREPARE_AFTER_RUN_DELAY_MS` later, or on the next turn when
-   * runs come back to back; unless a run came first.
+   * runs come back to back or too soon for the delay and the make both; unless a run came first.
    */
   afterRun(memoryMb: number): void {
     this.running = false;
-    this.endedAt = performance.now();
-    if (this.lastGapMs >= DELAY_ONLY_AFTER_GAP_MS)
+    this.endedAt = this.now();
+    if (this.lastGapMs >= this.delayOnlyAfterGapMs())
       setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
     else setImmediate(() => this.makeAhead(memoryMb));
   }
@@ -55,7 +79,7 @@ export class NextIsolate<T extends { memoryMb: number }> {
   /** A run's isolate: the one made ahead if its heap limit is the run's, else one made now. */
   take(memoryMb: number): T {
     this.running = true;
-    if (this.endedAt !== undefined) this.lastGapMs = performance.now() - this.endedAt;
+    if (this.endedAt !== undefined) this.lastGapMs = this.now() - this.endedAt;
     const ready = this.ready;
     this.ready = undefined;
     if (ready && ready.memoryMb === memoryMb) return ready;
@@ -65,8 +89,10 @@ export class NextIsolate<T extends { memoryMb: number }> {
 
   private makeAhead(memoryMb: number): void {
     if (this.running || this.ready !== undefined) return;
+    const at = this.now();
     try {
       this.ready = this.make(memoryMb);
+      this.lastMakeMs = this.now() - at;
     } catch (e) {
       // The run will try again on its own path and report what fails.
       this.failed(e);
