@@ -19,14 +19,26 @@ if (!build.test(FINISH_RUN.source)) throw new Error("the end script's push moved
 export const NEXT_FINISH_RUN = new LuaScript(
   FINISH_RUN.source.replace(
     build,
-    `local parts = {}
+    `local parts, n = {}, 0
+      -- One concat of pieces: the names (digits, #attempt, #seq, #s:<base64url id>) and the
+      -- counters' values (digits) need no escape; an entry's and a source's stored JSON goes as is.
       for i = 1, #journal - 1, 2 do
         local name = journal[i]
-        parts[i] = cjson.encode(name)
-        if string.byte(name, 1) ~= 35 or string.sub(name, 1, 3) == '#s:' then parts[i + 1] = journal[i + 1]
-        else parts[i + 1] = cjson.encode(journal[i + 1]) end
+        parts[n + 1] = '"'
+        parts[n + 2] = name
+        if string.byte(name, 1) ~= 35 or string.sub(name, 1, 3) == '#s:' then
+          parts[n + 3] = '",'
+          parts[n + 4] = journal[i + 1]
+          parts[n + 5] = ','
+        else
+          parts[n + 3] = '","'
+          parts[n + 4] = journal[i + 1]
+          parts[n + 5] = '",'
+        end
+        n = n + 5
       end
-      message = ARGV[a] .. ' end3 [' .. cjson.encode(run) .. ',[' .. table.concat(parts, ',') .. ']]'`,
+      if n > 0 then parts[n] = parts[n] == ',' and '' or '"' end
+      message = ARGV[a] .. ' end3 [' .. cjson.encode(run) .. ',[' .. table.concat(parts) .. ']]'`,
   ),
 );
 
