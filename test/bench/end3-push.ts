@@ -46,13 +46,24 @@ try {
   await listener.subscribe(channels.runEvents);
   const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: SEAL_KEYS });
   const now = Date.now();
-  const source = { connectionId: 'conn-0001', connectionName: 'CRM', name: 'find_contact', kind: 'tool' as const };
+  const source = {
+    connectionId: 'conn-0001',
+    connectionName: 'CRM',
+    name: 'find_contact',
+    kind: 'tool' as const,
+  };
   /** A waited run of `calls` calls ended once: its end's KEYS, ARGV and every key before it. */
   const ended = async (id: string, calls: number) => {
     await redis.flushall();
     const runs = createRunStore(redis, sealer);
     const journal = createCallJournal({ redis, sealer });
-    const run = runFixture(id, { createdAt: now, tenant: 'dev', session: 'bench', code: PROGRAM, pushEnd: true });
+    const run = runFixture(id, {
+      createdAt: now,
+      tenant: 'dev',
+      session: 'bench',
+      code: PROGRAM,
+      pushEnd: true,
+    });
     await runs.create(run);
     await journal.beginAttempt(run.id, `islet:run:{${run.id}}`, runs.attemptStartEvent(run.id));
     for (let index = 0; index < calls; index++) {
@@ -117,14 +128,18 @@ try {
       const ours = messages.filter((m) => m.includes(` ${side} `));
       // Over the push's cap (END_PUSH_MAX_BYTES, the journal's stored size): not pushed in either form.
       if (ours.length === 0) {
-        console.log(`${calls} calls, ${side}: not pushed (over the cap), ${(spent / N).toFixed(0)} instructions a call`);
+        console.log(
+          `${calls} calls, ${side}: not pushed (over the cap), ${(spent / N).toFixed(0)} instructions a call`,
+        );
         continue;
       }
       if (ours.length !== N) throw new Error(`${side}: ${ours.length} of ${N} ends pushed`);
       kept[calls][side] = ours[0];
       totals[side] += spent / N / 2;
       bytes[side] += ours.reduce((a, m) => a + Buffer.byteLength(m), 0) / N / 2;
-      console.log(`${calls} calls, ${side}: ${(spent / N).toFixed(0)} instructions a call, ${Buffer.byteLength(ours[0]!)} B`);
+      console.log(
+        `${calls} calls, ${side}: ${(spent / N).toFixed(0)} instructions a call, ${Buffer.byteLength(ours[0]!)} B`,
+      );
     }
     console.log(
       `${calls} calls: end script, pushed: end2 ${totals.end2.toFixed(0)}, end3 ${totals.end3.toFixed(0)} instructions a call (${(totals.end3 - totals.end2).toFixed(0)}); pushed message ${bytes.end2.toFixed(0)} → ${bytes.end3.toFixed(0)} B`,

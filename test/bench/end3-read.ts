@@ -28,7 +28,8 @@ const read = (payload: string) => {
 const both = saved.kept[calls];
 if (!both) throw new Error(`no messages for ${calls} calls`);
 const [a, b] = [read(payloadOf(both.end2)), read(payloadOf(both.end3))];
-if (JSON.stringify(a) !== JSON.stringify(b) || a.length !== Number(calls)) throw new Error('end2 and end3 read differently');
+if (JSON.stringify(a) !== JSON.stringify(b) || a.length !== Number(calls))
+  throw new Error('end2 and end3 read differently');
 const payload = payloadOf(both[tag as 'end2' | 'end3']);
 let kept = 0;
 for (let i = 0; i < Number(nText); i++) kept += read(payload).length;
