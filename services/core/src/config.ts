@@ -219,8 +219,9 @@ export const configSchema = z.object({
   /**
    * The stored formats this process writes. `2` (the default since the release after e807b91): the
    * leaner record, index entries, job data and call journal, which e807b91 and every later release
-   * read. `1`: the bytes of releases before e807b91, which read nothing else — an operator upgrading
-   * straight from a release older than e807b91 sets `1` for that roll (older pods still serve
+   * read, and since the release after d92635a no `kind none` for a Completed run, which d92635a and
+   * later read as absent. `1`: the bytes of releases before e807b91, which read nothing else — an
+   * operator upgrading straight from a release older than d92635a sets `1` for that roll (older pods still serve
    * beside the new ones) and `2` once no older pod is left (charts/islet/README.md, upgrading).
    * Readers accept both forms whatever it says, and stay until retention has dropped format-1
    * records (ISLET_RUN_RETENTION_SECONDS, 7 days by default).

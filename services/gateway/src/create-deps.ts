@@ -162,7 +162,10 @@ export async function createGatewayDeps(
     runs,
     lifecycle: createRunLifecycle({ runs, journal }),
     inFlight: createInFlightStore(redis),
-    runIndex: createRunIndex(redis, sealer, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),
+    runIndex: createRunIndex(redis, sealer, {
+      retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
+      writeFormat: config.ISLET_WRITE_FORMAT,
+    }),
     streamListeners: createStreamListenersStore(redis),
     health: createHealthStore(redis),
     tenants: {

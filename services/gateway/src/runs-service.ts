@@ -6,7 +6,6 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import { keys } from '@islet/core';
-import { fieldsOf } from '@islet/core/lua-script';
 import { type CodeRunRecord, isFinalStatus } from '@islet/protocol';
 import {
   type AdmissionRateCount,
@@ -291,9 +290,11 @@ export function createRunsService(deps: GatewayDeps) {
       // A binding call's event, or an attempt starting: the run goes on (every call of a busy run,
       // and every run's start, would cost a read of the whole run and its journal).
       if (tag !== undefined && GOING_ON_TAGS.has(tag)) return;
-      if (payload && (tag === 'end2' || tag === 'end')) {
+      // `end3`: `end2` with its journal's entries as JSON values (the next release's end script;
+      // `callsOfPushed`, round 42 `format-next`).
+      if (payload && (tag === 'end2' || tag === 'end3' || tag === 'end')) {
         pushed = payload;
-        lean = tag === 'end2';
+        lean = tag !== 'end';
       }
       changed = true;
       wake?.();
@@ -355,7 +356,7 @@ export function createRunsService(deps: GatewayDeps) {
       // Its record is built at once (the answer), description included; read from the flat answer
       // as the runner's pick-up reads its run (`fromFields`), not through a record of its fields.
       run = lean && known ? runs.fromLeanEnd(runFlat, known) : runs.fromFields(runFlat, true, known);
-      entries = journal.callsOf(fieldsOf(journalFlat));
+      entries = journal.callsOfPushed(journalFlat);
     } catch (err) {
       deps.logger.warn({ err }, 'a pushed run end could not be read; reading the run');
       return null;

@@ -35,6 +35,16 @@ describe('a journal read parses a source text once', () => {
     const flat = await r.a.call('HGETALL', `islet:journal:{${run}}`);
     for (const views of [
       journal.callsOf(fieldsOf(flat)),
+      // The same flat as this release pushes it (`end2`), and as the next one will (`end3`: entries
+      // and sources as JSON values, round 42 `format-next`): one source object a source there too.
+      journal.callsOfPushed(flat),
+      journal.callsOfPushed(
+        (flat as string[]).map((v, i, all) =>
+          i % 2 === 1 && (all[i - 1]!.charCodeAt(0) !== 35 || all[i - 1]!.startsWith('#s:'))
+            ? JSON.parse(v)
+            : v,
+        ),
+      ),
       await journal.listCalls(run),
       await journal.list(run),
     ]) {

@@ -184,6 +184,33 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     const sources = new Map<string, CallSource>();
     return storedOf(all).map((stored) => toView(stored, sources, all));
   };
+  /**
+   * The calls of a pushed end's journal, its flat `[field, value, …]` as the push's one parse gave
+   * it. A call entry's and a layout-2 source's value is its stored JSON text (`<id> end2`, parsed
+   * here, one parse each) or that JSON already parsed with the push: `<id> end3`, which the next
+   * release's end script pushes (the stored texts spliced into the message, not encoded as strings:
+   * no escapes, one parse; test/bench/README.md round 42 `format-next`). The same views as
+   * `callsOf` of the stored journal. Not an array: no calls.
+   */
+  const callsOfPushed = (flat: unknown): JournalCallView[] => {
+    if (!Array.isArray(flat)) return [];
+    const stored: StoredEntry[] = [];
+    const texts: Record<string, string> = {};
+    const sources = new Map<string, CallSource>();
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const name = String(flat[i]);
+      const value = flat[i + 1] as unknown;
+      // `#`: a counter, a claim part or a source (`#s:<id>`); anything else a call's entry.
+      if (name.charCodeAt(0) !== 35)
+        stored.push((typeof value === 'string' ? JSON.parse(value) : value) as StoredEntry);
+      else if (name.startsWith('#s:')) {
+        if (typeof value === 'string') texts[name] = value;
+        else sources.set(name.slice(3), value as CallSource);
+      }
+    }
+    stored.sort((a, b) => a.i - b.i);
+    return stored.map((entry) => toView(entry, sources, texts));
+  };
 
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
   const claims = new TurnBatch<(string | number)[], string[]>(async (runId, calls) => {
@@ -314,6 +341,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     },
 
     callsOf,
+
+    callsOfPushed,
 
     get,
 

@@ -1,9 +1,9 @@
 /**
  * Readers of a Completed run's end without `kind none` (test/bench/README.md round 41
- * `format-default`, round 40 `format-two` "Found, left" 1): every writer so far stores the record's
- * `kind none` and the end entry's `"k":"none"` (31 B of a run's end); this release reads their
- * absence as `none` so that the next one may stop writing them (a writer leaving them out would
- * break e807b91's readers, so this release still writes them). On real Redis: the record's reader
+ * `format-default`, round 40 `format-two` "Found, left" 1): every writer until d92635a stored the
+ * record's `kind none` and the end entry's `"k":"none"` (31 B of a run's end); d92635a reads their
+ * absence as `none`, so the next release's format 2 stops writing them (round 42 `format-next`,
+ * kind-none-writer.test.ts; format 1 still writes them, for a roll from e807b91). On real Redis: the record's reader
  * (run-reads.ts `fromHash`), the pending list's fold (includes/index-fold.lua) and the end that
  * finds its run already final (includes/finish-run.lua: the index records the kind the record kept).
  * Each fails on e807b91's readers.
@@ -44,9 +44,8 @@ describe("a Completed run's end without `kind none`", () => {
       await runs.create(boom);
       expect(await runs.finish(done, completed)).toBe(true);
       expect(await runs.finish(boom, failed)).toBe(true);
-      // What this release writes: `kind none` stored.
-      expect(await redis.hget(keys.run('kn-c'), 'kind')).toBe('none');
-      await redis.hdel(keys.run('kn-c'), 'kind');
+      // What format 2 writes since round 42 (`format-next`): no `kind` (format 1 still `none`).
+      expect(await redis.hget(keys.run('kn-c'), 'kind')).toBeNull();
       expect((await runs.get('kn-c'))?.kind).toBe('none');
       expect((await runs.get('kn-f'))?.kind).toBe('exception');
       // A record not final has no kind, with or without the field.
@@ -105,6 +104,7 @@ describe("a Completed run's end without `kind none`", () => {
       const run = runFixture('kn-late', { tenant: 't2' });
       await runs.create(run);
       expect(await runs.finish(run, completed)).toBe(true);
+      // Format 2 left it out already (round 42 `format-next`); format 1 wrote it.
       await redis.hdel(keys.run('kn-late'), 'kind');
       const cancelled = {
         status: 'Cancelled' as const,

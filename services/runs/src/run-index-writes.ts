@@ -143,7 +143,9 @@ export function finishTenantCall(
       end.id,
       end.status,
       String(end.endedAt),
-      end.kind ?? '',
+      // Format 2: '' for a Completed run's `none` (run-store-args.ts `storedKind`), which the
+      // entry then leaves out (includes/finish-tenant.lua).
+      format === '2' && end.status === 'Completed' && end.kind === 'none' ? '' : (end.kind ?? ''),
       String(Math.round(u.outputBytes ?? 0)),
       String(Math.round(u.bindingCalls ?? 0)),
       String(Math.round(u.cpuMs ?? 0)),

@@ -31,6 +31,7 @@ import {
   runIndexKeys,
   usageDay,
 } from './run-index-writes.ts';
+import { DEFAULT_WRITE_FORMAT, type WriteFormat } from './run-store-types.ts';
 
 export type RunListStyle = 'run_code' | 'code-mode' | 'skill';
 
@@ -122,8 +123,14 @@ export function decodeCursor(cursor: string): { score: string; id: string } | nu
 const LIST_SCAN_BUDGET = 20_000;
 const SCAN_PER_CALL = 2_000;
 
-export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentionSeconds?: number } = {}) {
+export function createRunIndex(
+  redis: Redis,
+  sealer: Sealer,
+  /** `writeFormat` (ISLET_WRITE_FORMAT): the form of a skill's end entry (run-index-writes.ts). */
+  options: { retentionSeconds?: number; writeFormat?: WriteFormat } = {},
+) {
   const retentionSeconds = options.retentionSeconds ?? 7 * 24 * 3600;
+  const writeFormat = options.writeFormat ?? DEFAULT_WRITE_FORMAT;
   const open = (s: RunSummary): RunSummary => ({
     ...s,
     description: s.description ? sealer.open(s.description) : '',
@@ -163,11 +170,12 @@ export function createRunIndex(redis: Redis, sealer: Sealer, options: { retentio
       id: string,
       end: { status: 'Completed' | 'Failed'; kind?: string; usage?: RunUsage },
     ) {
-      const call = finishTenantCall(tenant, keys.skillsInFlight(tenant), {
-        id,
-        ...end,
-        endedAt: Date.now(),
-      });
+      const call = finishTenantCall(
+        tenant,
+        keys.skillsInFlight(tenant),
+        { id, ...end, endedAt: Date.now() },
+        writeFormat,
+      );
       if ((await FINISH_TENANT.run(redis, call.keys, call.args)) === 2) foldAfterEnd(redis, tenant);
     },
 

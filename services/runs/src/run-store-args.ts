@@ -151,6 +151,20 @@ export function admissionAnswer(answer: unknown, admission: CreateAdmission | un
 }
 
 /**
+ * The failure kind an end stores in its record and its tenant's end entry ('' = none stored).
+ * Format 2 leaves a Completed run's `none` out, its only kind: 20 B of the record's HSET (`kind
+ * none`) and 11 B of the entry (`"k":"none"`) of every Completed run's fsync'd end. Every reader
+ * since d92635a (round 41 `format-default`) reads it absent as `none` (run-reads.ts `openEnd`,
+ * includes/index-fold.lua, includes/finish-run.lua); a release before it does not (e807b91's fold
+ * lists such a run without `kind`), so format 1, the setting for a roll from a release before
+ * d92635a, still writes it (test/bench/README.md round 42 `format-next`).
+ */
+export function storedKind(status: string, kind: string | undefined, format: WriteFormat): string {
+  const k = kind ?? 'none';
+  return format === '2' && k === 'none' && status === 'Completed' ? '' : k;
+}
+
+/**
  * An end's record fields (the final status, the sealed result and text). Format 2 seals the result
  * and the text as one field, `ended` (sealed-fields.ts: a Completed run's text left out), in
  * `result`'s place.
@@ -166,8 +180,9 @@ export function endFields(
     const fields: Record<string, string> = {
       status: end.status,
       ended: sealEnded(sealer, run.id, end),
-      kind: end.kind ?? 'none',
     };
+    const kind = storedKind(end.status, end.kind, format);
+    if (kind) fields.kind = kind;
     if (end.timings) fields.timings = timingsText(end.timings);
     return fields;
   }

@@ -125,6 +125,12 @@ export interface CallJournal {
   listCalls(runId: string): Promise<JournalCallView[]>;
   /** `listCalls`' entries from the journal hash's fields as read elsewhere (a run's pushed end). */
   callsOf(hash: Record<string, string>): JournalCallView[];
+  /**
+   * The calls of a pushed end's journal (its flat `[field, value, …]` as parsed with the push): a
+   * call entry's or source's value its JSON text (`end2`) or that JSON parsed (`end3`, the next
+   * release's push).
+   */
+  callsOfPushed(flat: unknown): JournalCallView[];
   /** One call's entry, or undefined. */
   get(runId: string, index: number): Promise<JournalEntry | undefined>;
   /**

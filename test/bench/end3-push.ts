@@ -1,0 +1,153 @@
+/**
+ * `node test/bench/end3-push.ts` (round 42 `format-next`): what the next release's pushed end
+ * (`<id> end3`, services/runs/test/next-end-push.ts: the journal's call entries and sources spliced
+ * into the message as JSON values) saves against this release's (`<id> end2`: the same values as
+ * JSON strings, escaped) for a waited run with calls: the message's bytes and Redis's instructions
+ * of the end script (a redis-server under callgrind, `callgrind-redis.ts`: script calls only). A
+ * run of `CALLS` binding calls (each claimed, sent and completed with a result through the call
+ * journal, one source) is ended once through the run store, its end script call captured, then
+ * replayed `N` times a phase (default 100; every key restored from a DUMP before each call, outside
+ * the count), phases end2 / end3 / end3 / end2. `CALLS` a comma list (default `1,20,60`: with these values a 100-call run's journal is over the push's cap). One
+ * message of each kind is kept in `OUT` (default /tmp/end3-push.json) with the seal key, for
+ * `end3-read.ts` (the gateway's parse). Format 2 (the default). A count: no lock needed.
+ */
+import { writeFileSync } from 'node:fs';
+import { channels, generateSealKey, sealerFromConfig } from '@islet/core';
+import type { LuaScript } from '@islet/core/lua-script';
+import { createCallJournal, createRunStore } from '@islet/runs';
+import { runFixture } from '@islet/testkit';
+import { FINISH_RUN } from '../../services/runs/src/run-store-scripts.ts';
+import { NEXT_FINISH_RUN } from '../../services/runs/test/next-end-push.ts';
+import { PROGRAM } from './baselines.ts';
+import { callgrindRedis } from './callgrind-redis.ts';
+
+const N = Number(process.env.N ?? 100);
+const CALLS = (process.env.CALLS ?? '1,20,60').split(',').map(Number);
+const OUT = process.env.OUT ?? '/tmp/end3-push.json';
+const SEAL_KEYS = generateSealKey('k1');
+const { r: redis, instructions, stop } = await callgrindRedis('end3-push');
+const listener = redis.duplicate();
+const messages: string[] = [];
+listener.on('message', (_c: string, m: string) => {
+  if (/^\S+ end[23] /.test(m)) messages.push(m);
+});
+const kept: Record<string, { end2?: string; end3?: string }> = {};
+try {
+  // valgrind's start under load can outlast ioredis's retries of one command: ping until it answers.
+  for (let i = 0; ; i++) {
+    try {
+      await redis.ping();
+      break;
+    } catch (err) {
+      if (i > 60) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  await listener.subscribe(channels.runEvents);
+  const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: SEAL_KEYS });
+  const now = Date.now();
+  const source = {
+    connectionId: 'conn-0001',
+    connectionName: 'CRM',
+    name: 'find_contact',
+    kind: 'tool' as const,
+  };
+  /** A waited run of `calls` calls ended once: its end's KEYS, ARGV and every key before it. */
+  const ended = async (id: string, calls: number) => {
+    await redis.flushall();
+    const runs = createRunStore(redis, sealer);
+    const journal = createCallJournal({ redis, sealer });
+    const run = runFixture(id, {
+      createdAt: now,
+      tenant: 'dev',
+      session: 'bench',
+      code: PROGRAM,
+      pushEnd: true,
+    });
+    await runs.create(run);
+    await journal.beginAttempt(run.id, `islet:run:{${run.id}}`, runs.attemptStartEvent(run.id));
+    for (let index = 0; index < calls; index++) {
+      await journal.claim(run.id, 1, {
+        index,
+        binding: 'crm.find_contact',
+        argsJson: JSON.stringify({ email: `person${index}@example.com` }),
+        source,
+        sendNow: true,
+      });
+      await journal.complete(run.id, index, {
+        type: 'result',
+        valueJson: JSON.stringify({ id: `c-${index}`, name: 'A Person', tags: ['lead', 'emea'] }),
+      });
+    }
+    const dumps = await Promise.all(
+      (await redis.keys('*')).map(async (k) => [k, await redis.dumpBuffer(k)] as const),
+    );
+    let captured: (string | number)[] = [];
+    const sendCommand = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: { name: string; args: (string | number)[] }) => {
+      const head = command.args[0];
+      if (head === FINISH_RUN.sha || head === FINISH_RUN.source) captured = command.args.slice();
+      return sendCommand(command as never);
+    }) as typeof redis.sendCommand;
+    await runs.finish(run, {
+      status: 'Completed',
+      result: { _tag: 'Completed', value: calls, logs: [] },
+      text: String(calls),
+      usage: { bindingCalls: calls, cpuMs: 1 },
+    });
+    redis.sendCommand = sendCommand;
+    if (captured.length === 0) throw new Error('the end script call was not captured');
+    const [, numKeys, ...rest] = captured;
+    return { keys: rest.slice(0, Number(numKeys)).map(String), args: rest.slice(Number(numKeys)), dumps };
+  };
+  const restore = async (dumps: (readonly [string, Buffer | null])[]) => {
+    const p = redis.pipeline().flushall();
+    for (const [k, v] of dumps) if (v) p.restore(k, 0, v, 'REPLACE');
+    await p.exec();
+  };
+  const scripts: Record<'end2' | 'end3', LuaScript> = { end2: FINISH_RUN, end3: NEXT_FINISH_RUN };
+  for (const calls of CALLS) {
+    const end = await ended(`bench-run-${calls}`, calls);
+    const totals = { end2: 0, end3: 0 };
+    const bytes = { end2: 0, end3: 0 };
+    kept[calls] = {};
+    for (const side of ['end2', 'end3', 'end3', 'end2'] as const) {
+      const script = scripts[side];
+      await restore(end.dumps);
+      await script.run(redis, end.keys, end.args);
+      await new Promise((r) => setTimeout(r, 100));
+      messages.length = 0;
+      let spent = 0;
+      for (let i = 0; i < N; i++) {
+        await restore(end.dumps);
+        const before = instructions();
+        await redis.evalsha(script.sha, end.keys.length, ...end.keys, ...end.args);
+        spent += instructions() - before;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      const ours = messages.filter((m) => m.includes(` ${side} `));
+      // Over the push's cap (END_PUSH_MAX_BYTES, the journal's stored size): not pushed in either form.
+      if (ours.length === 0) {
+        console.log(
+          `${calls} calls, ${side}: not pushed (over the cap), ${(spent / N).toFixed(0)} instructions a call`,
+        );
+        continue;
+      }
+      if (ours.length !== N) throw new Error(`${side}: ${ours.length} of ${N} ends pushed`);
+      kept[calls][side] = ours[0];
+      totals[side] += spent / N / 2;
+      bytes[side] += ours.reduce((a, m) => a + Buffer.byteLength(m), 0) / N / 2;
+      console.log(
+        `${calls} calls, ${side}: ${(spent / N).toFixed(0)} instructions a call, ${Buffer.byteLength(ours[0]!)} B`,
+      );
+    }
+    console.log(
+      `${calls} calls: end script, pushed: end2 ${totals.end2.toFixed(0)}, end3 ${totals.end3.toFixed(0)} instructions a call (${(totals.end3 - totals.end2).toFixed(0)}); pushed message ${bytes.end2.toFixed(0)} → ${bytes.end3.toFixed(0)} B`,
+    );
+  }
+  writeFileSync(OUT, JSON.stringify({ sealKeys: SEAL_KEYS, kept }));
+} finally {
+  listener.disconnect();
+  await stop();
+}
+process.exit(0);

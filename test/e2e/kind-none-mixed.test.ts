@@ -1,0 +1,195 @@
+/**
+ * A Completed run's end without `kind none` across releases, with real processes (test/bench/README.md
+ * round 42 `format-next`): this release's runner (format 2, the default) stores no `kind` in the
+ * record and no `"k"` in the end entry; d92635a's runner still stores `kind none` and `"k":"none"`.
+ * Both releases' gateways and runners on one Redis, one tenant, every pair (gateway × runner, the
+ * other runner stopped): a Completed run (with and without output) and a Failed one. Each waited
+ * answer is byte for byte the `GET` of the run on both gateways (a rolling upgrade, and a rollback:
+ * d92635a reading this release's records); the run list, sessions and usage answered byte for byte
+ * the same by both gateways, with `kind: "none"` for every Completed run whichever runner ended it;
+ * the pending list holding this release's kind-less entries folded by d92635a's own fold
+ * (includes/index-fold.lua as that release sends it), and d92635a's by this release's. Fails on
+ * d92635a (its runner writes `kind none`: the first assertion on the record).
+ */
+import { execFileSync } from 'node:child_process';
+import { channels, createRedis, keys } from '@islet/core';
+import { type Cluster, startCluster } from '@islet/devstack';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PreviousRelease, previousRelease } from './previous-release.ts';
+
+const PREVIOUS = process.env.ISLET_KIND_PREVIOUS_RELEASE ?? 'd92635a';
+const present = (() => {
+  try {
+    execFileSync('git', ['cat-file', '-e', `${PREVIOUS}^{commit}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+let release: PreviousRelease | undefined;
+let head: Cluster | undefined;
+let prev: Cluster | undefined;
+let redis: ReturnType<typeof createRedis> | undefined;
+let sub: ReturnType<typeof createRedis> | undefined;
+const messages: string[] = [];
+/** The sessions each pair's runs went to, by the runner's release. */
+const sessions: Record<'head' | 'prev', string[]> = { head: [], prev: [] };
+
+const programs = [
+  { code: 'console.log("hi"); return { n: 6 * 7 }', status: 'Completed', kind: 'none' },
+  { code: 'let x = 1', status: 'Completed', kind: 'none' },
+  { code: 'console.log("before"); throw new Error("boom")', status: 'Failed', kind: 'exception' },
+] as const;
+
+/** The raw answer of `method path` on `url` (its body as text: compared byte for byte). */
+async function call(
+  url: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+/** The pushed end's record (`<id> end2 [record, journal]`) as an object. */
+function pushedRecord(message: string): Record<string, string> {
+  const [flat] = JSON.parse(message.slice(message.indexOf(' end2 ') + 6)) as [string[] | object];
+  const out: Record<string, string> = {};
+  if (Array.isArray(flat)) for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
+  return out;
+}
+
+describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${PREVIOUS}`, () => {
+  beforeAll(async () => {
+    release = await previousRelease(PREVIOUS);
+    delete process.env.ISLET_WRITE_FORMAT;
+    head = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
+    const shared = [
+      'ISLET_SEAL_KEYS',
+      'ISLET_INTERNAL_TOKEN',
+      'ISLET_JOURNAL_ARGS_KEY',
+      'ISLET_WORKSPACE_ROOT',
+    ];
+    prev = await release.startCluster({
+      redisUrl: head.redisUrl,
+      gateways: 1,
+      runners: [{ modes: ['read-only'] }],
+      env: {
+        ...Object.fromEntries(shared.map((name) => [name, head!.env[name] as string])),
+        // Its sandbox hosts outside the kernel launcher (end-push-mixed.test.ts): what is tested is
+        // the end's stored form and its readers, not the sandbox.
+        ISLET_SANDBOX_JAIL: 'off',
+      },
+    });
+    redis = createRedis(head.redisUrl);
+    sub = createRedis(head.redisUrl);
+    sub.on('message', (_channel: string, message: string) => messages.push(message));
+    await sub.subscribe(channels.runEvents);
+  }, 180_000);
+
+  afterAll(async () => {
+    sub?.disconnect();
+    redis?.disconnect();
+    await prev?.stop();
+    await head?.stop();
+    release?.remove();
+  });
+
+  /** Submits every program with `Prefer: wait` on `on`'s gateway; each run ended by `by`'s runner. */
+  async function pair(on: Cluster, other: Cluster, by: 'head' | 'prev', name: string) {
+    const sessionId = `kn-${name}`;
+    sessions[by].push(sessionId);
+    for (const [i, p] of programs.entries()) {
+      const res = await call(
+        on.url,
+        on.devKey,
+        'POST',
+        '/v1/runs',
+        { code: p.code, description: `kind ${name} ${i}`, sessionId, turnId: 't', callId: `c${i}` },
+        { prefer: 'wait=20' },
+      );
+      expect(res.status, res.text).toBe(200);
+      const body = JSON.parse(res.text) as { id: string; status: string };
+      expect(body.status, res.text).toBe(p.status);
+      // What the runner stored and pushed: this release leaves a Completed run's `none` out.
+      const stored = p.status === 'Completed' && by === 'head' ? null : p.kind;
+      expect(await redis!.hget(keys.run(body.id), 'kind')).toBe(stored);
+      const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
+      expect(ends.map((m) => m.split(' ')[1])).toEqual(['end2']);
+      expect(pushedRecord(ends[0]!).kind).toBe(stored ?? undefined);
+      // Answered alike by both releases, from the push or from the record.
+      for (const g of [on, other]) {
+        const read = await call(g.url, g.devKey, 'GET', `/v1/code-runs/${body.id}`);
+        expect(read.status).toBe(200);
+        expect(res.text).toBe(read.text);
+      }
+    }
+  }
+
+  /** Lists `by`'s sessions on `first` (whose fold applies the pending ends), then on `second`. */
+  async function listedAlike(first: Cluster, second: Cluster, by: 'head' | 'prev') {
+    const pending = keys.indexPending('dev');
+    expect(await redis!.llen(pending)).toBeGreaterThan(0);
+    for (const sessionId of sessions[by]) {
+      const a = await call(first.url, first.devKey, 'GET', `/v1/runs?sessionId=${sessionId}`);
+      expect(a.status, a.text).toBe(200);
+      // Folded by `first`'s release, every end of it.
+      expect(await redis!.llen(pending)).toBe(0);
+      const b = await call(second.url, second.devKey, 'GET', `/v1/runs?sessionId=${sessionId}`);
+      expect(b.text).toBe(a.text);
+      const items = (
+        JSON.parse(a.text) as { items: { status: string; kind?: string; description: string }[] }
+      ).items;
+      expect(
+        items
+          .map((r) => [r.description.slice(-1), r.status, r.kind])
+          .sort((x, y) => x[0]!.localeCompare(y[0]!)),
+      ).toEqual(programs.map((p, i) => [String(i), p.status, p.kind]));
+    }
+  }
+
+  it("d92635a's gateway, this release's runner: stored without `kind none`, answered and folded by d92635a", async () => {
+    await prev!.killRunner(0, 'SIGTERM');
+    await pair(prev!, head!, 'head', 'prev-gw-head-runner');
+    await pair(head!, prev!, 'head', 'head-gw-head-runner');
+    // A rollback's reader: d92635a's fold applies this release's kind-less entries.
+    await listedAlike(prev!, head!, 'head');
+  }, 180_000);
+
+  it("d92635a's runner (`kind none` stored) beside this release's gateway: answered and folded by this release", async () => {
+    await prev!.restartRunner(0);
+    await head!.killRunner(0, 'SIGTERM');
+    await pair(head!, prev!, 'prev', 'head-gw-prev-runner');
+    await pair(prev!, head!, 'prev', 'prev-gw-prev-runner');
+    await listedAlike(head!, prev!, 'prev');
+  }, 180_000);
+
+  it('sessions and usage: both gateways answer the same bytes, every run counted', async () => {
+    for (const path of ['/v1/sessions?limit=50', '/v1/usage']) {
+      const a = await call(head!.url, head!.devKey, 'GET', path);
+      const b = await call(prev!.url, prev!.devKey, 'GET', path);
+      expect(a.status, a.text).toBe(200);
+      expect(b.text).toBe(a.text);
+    }
+    const listed = JSON.parse((await call(head!.url, head!.devKey, 'GET', '/v1/sessions?limit=50')).text) as {
+      items: { sessionId: string; runs: { Completed: number; Failed: number } }[];
+    };
+    for (const sessionId of [...sessions.head, ...sessions.prev])
+      expect(listed.items.find((s) => s.sessionId === sessionId)?.runs).toMatchObject({
+        Completed: 2,
+        Failed: 1,
+      });
+  }, 60_000);
+});
