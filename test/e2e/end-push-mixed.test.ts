@@ -8,23 +8,15 @@
  * each waited answer is byte for byte the `GET` of the run on the gateway that answered it and on
  * the other, for a Completed and a Failed end, and the tag each runner pushed is its release's.
  */
-import { execFileSync } from 'node:child_process';
 import { channels, createRedis } from '@islet/core';
-import { type Cluster, startCluster } from '@islet/devstack';
+import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PreviousRelease, previousRelease } from './previous-release.ts';
+import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_PREVIOUS_RELEASE ?? 'e807b91';
-const present = (() => {
-  try {
-    execFileSync('git', ['cat-file', '-e', `${PREVIOUS}^{commit}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const present = hasCommit(PREVIOUS);
 
-let release: PreviousRelease | undefined;
+let mixed: MixedReleases | undefined;
 let head: Cluster | undefined;
 let prev: Cluster | undefined;
 let sub: ReturnType<typeof createRedis> | undefined;
@@ -35,49 +27,11 @@ const programs = [
   { code: 'console.log("before"); throw new Error("boom")', status: 'Failed' },
 ] as const;
 
-/** The raw answer of `method path` on `url` (its body as text: compared byte for byte). */
-async function call(
-  url: string,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, text: await res.text() };
-}
-
 describe.skipIf(!present)(`the pushed end beside the previous release (${PREVIOUS})`, () => {
   beforeAll(async () => {
-    release = await previousRelease(PREVIOUS);
-    head = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
-    const shared = [
-      'ISLET_SEAL_KEYS',
-      'ISLET_INTERNAL_TOKEN',
-      'ISLET_JOURNAL_ARGS_KEY',
-      'ISLET_WORKSPACE_ROOT',
-    ];
-    prev = await release.startCluster({
-      redisUrl: head.redisUrl,
-      gateways: 1,
-      runners: [{ modes: ['read-only'] }],
-      env: {
-        ...Object.fromEntries(shared.map((name) => [name, head!.env[name] as string])),
-        // Its sandbox hosts outside the kernel launcher: the launcher's view of the file system is
-        // this checkout's, not the tree's (a host there exits at its start). What is tested is the
-        // end's push and its read, not the sandbox.
-        ISLET_SANDBOX_JAIL: 'off',
-      },
-    });
+    mixed = await startMixed(PREVIOUS);
+    head = mixed.head;
+    prev = mixed.prev;
     sub = createRedis(head.redisUrl);
     sub.on('message', (_channel: string, message: string) => messages.push(message));
     await sub.subscribe(channels.runEvents);
@@ -85,9 +39,7 @@ describe.skipIf(!present)(`the pushed end beside the previous release (${PREVIOU
 
   afterAll(async () => {
     sub?.disconnect();
-    await prev?.stop();
-    await head?.stop();
-    release?.remove();
+    await mixed?.stop();
   });
 
   /** Submits every program with `Prefer: wait` on `on`'s gateway; each run is ended by `by`'s runner. */

@@ -11,23 +11,15 @@
  * (includes/index-fold.lua as that release sends it), and d92635a's by this release's. Fails on
  * d92635a (its runner writes `kind none`: the first assertion on the record).
  */
-import { execFileSync } from 'node:child_process';
 import { channels, createRedis, keys } from '@islet/core';
-import { type Cluster, startCluster } from '@islet/devstack';
+import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PreviousRelease, previousRelease } from './previous-release.ts';
+import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_KIND_PREVIOUS_RELEASE ?? 'd92635a';
-const present = (() => {
-  try {
-    execFileSync('git', ['cat-file', '-e', `${PREVIOUS}^{commit}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const present = hasCommit(PREVIOUS);
 
-let release: PreviousRelease | undefined;
+let mixed: MixedReleases | undefined;
 let head: Cluster | undefined;
 let prev: Cluster | undefined;
 let redis: ReturnType<typeof createRedis> | undefined;
@@ -42,27 +34,6 @@ const programs = [
   { code: 'console.log("before"); throw new Error("boom")', status: 'Failed', kind: 'exception' },
 ] as const;
 
-/** The raw answer of `method path` on `url` (its body as text: compared byte for byte). */
-async function call(
-  url: string,
-  key: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, text: await res.text() };
-}
-
 /** The pushed end's record (`<id> end2 [record, journal]`) as an object. */
 function pushedRecord(message: string): Record<string, string> {
   const [flat] = JSON.parse(message.slice(message.indexOf(' end2 ') + 6)) as [string[] | object];
@@ -73,26 +44,10 @@ function pushedRecord(message: string): Record<string, string> {
 
 describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${PREVIOUS}`, () => {
   beforeAll(async () => {
-    release = await previousRelease(PREVIOUS);
     delete process.env.ISLET_WRITE_FORMAT;
-    head = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
-    const shared = [
-      'ISLET_SEAL_KEYS',
-      'ISLET_INTERNAL_TOKEN',
-      'ISLET_JOURNAL_ARGS_KEY',
-      'ISLET_WORKSPACE_ROOT',
-    ];
-    prev = await release.startCluster({
-      redisUrl: head.redisUrl,
-      gateways: 1,
-      runners: [{ modes: ['read-only'] }],
-      env: {
-        ...Object.fromEntries(shared.map((name) => [name, head!.env[name] as string])),
-        // Its sandbox hosts outside the kernel launcher (end-push-mixed.test.ts): what is tested is
-        // the end's stored form and its readers, not the sandbox.
-        ISLET_SANDBOX_JAIL: 'off',
-      },
-    });
+    mixed = await startMixed(PREVIOUS);
+    head = mixed.head;
+    prev = mixed.prev;
     redis = createRedis(head.redisUrl);
     sub = createRedis(head.redisUrl);
     sub.on('message', (_channel: string, message: string) => messages.push(message));
@@ -102,9 +57,7 @@ describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${
   afterAll(async () => {
     sub?.disconnect();
     redis?.disconnect();
-    await prev?.stop();
-    await head?.stop();
-    release?.remove();
+    await mixed?.stop();
   });
 
   /** Submits every program with `Prefer: wait` on `on`'s gateway; each run ended by `by`'s runner. */
