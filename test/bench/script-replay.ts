@@ -456,7 +456,9 @@ try {
     for (const [k, xs] of steps) {
       const sorted = [...xs].sort((a, b) => a - b);
       const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-      console.log(`  ${k.padEnd(40)} ${mean.toFixed(1).padStart(7)} ${String(sorted[Math.floor(xs.length / 2)]).padStart(5)} [${xs.length}]`);
+      console.log(
+        `  ${k.padEnd(40)} ${mean.toFixed(1).padStart(7)} ${String(sorted[Math.floor(xs.length / 2)]).padStart(5)} [${xs.length}]`,
+      );
     }
   }
   // Each inner command's time, from SLOWLOG at 0 (one phase of each; logging adds its own time).
