@@ -423,6 +423,44 @@ try {
     console.log(
       `${label}: usec a call median ${med(g.us).toFixed(2)} (min ${Math.min(...g.us).toFixed(2)}; ${g.us.map((x) => x.toFixed(1)).join(' ')}); server CPU a call with its restores ${med(g.cpu).toFixed(1)} µs${process.env.CALLGRIND ? `; instructions a call ${g.ir.map((x) => x.toFixed(0)).join(' ')}` : ''}`,
     );
+  // `STAMPS=1` with PATCH_SUBMIT: the patched submit's own stamps (its `__stamps` list, each entry
+  // `<label>:<TIME's µs>`, read and removed after each call), one phase of N calls: each step's µs
+  // from the stamp before it (TIME's µs resolution: read as a mean over N; a TIME call ~1 µs).
+  const stamped = sides.find((s) => s.label === 'submit patched');
+  if (process.env.STAMPS && stamped) {
+    const steps = new Map<string, number[]>();
+    await load(stamped.state);
+    for (let i = 0; i < N; i++) {
+      await evalsha(stamped.call);
+      const list = await w.lrange('__stamps', 0, -1);
+      await w.del('__stamps');
+      await restore(stamped.state, stamped.changed);
+      let prev: number | undefined;
+      let prevLabel = '';
+      for (const e of list) {
+        const at = e.lastIndexOf(':');
+        const label = e.slice(0, at);
+        const us = Number(e.slice(at + 1));
+        if (prev !== undefined) {
+          const d = (us - prev + 1_000_000) % 1_000_000;
+          const k = `${prevLabel} → ${label}`;
+          const xs = steps.get(k) ?? [];
+          xs.push(d);
+          steps.set(k, xs);
+        }
+        prev = us;
+        prevLabel = label;
+      }
+    }
+    console.log(`submit patched, its stamps over ${N} calls (µs: mean, p50):`);
+    for (const [k, xs] of steps) {
+      const sorted = [...xs].sort((a, b) => a - b);
+      const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+      console.log(
+        `  ${k.padEnd(40)} ${mean.toFixed(1).padStart(7)} ${String(sorted[Math.floor(xs.length / 2)]).padStart(5)} [${xs.length}]`,
+      );
+    }
+  }
   // Each inner command's time, from SLOWLOG at 0 (one phase of each; logging adds its own time).
   for (const s of process.env.CALLGRIND ? [] : sides) {
     await w.config('SET', 'slowlog-log-slower-than', '0');

@@ -215,6 +215,27 @@ export function createFairShare(deps: FairShareDeps) {
   // keys and the run's (different slots).
   const slotFree = slotFreeCheck(redis);
 
+  /** A run's lease (`runLease`, `fetchedLease`): its answer once taken, its release by the end. */
+  function leaseOf(mode: SandboxMode, tenant: string, jobId: string, begun: unknown): JobLease {
+    const lease: JobLease = {
+      ...terms(mode, tenant, jobId),
+      ...(begun === undefined ? {} : { begun }),
+      answer: undefined,
+      endReleased: false,
+      acquired(answer) {
+        lease.answer = answer;
+        granted(mode, tenant, jobId, answer);
+      },
+      held: () => held.has(heldKey(mode, jobId)),
+      released(next) {
+        held.delete(heldKey(mode, jobId));
+        lease.endReleased = true;
+        if (next) handOn(mode, next.tenant, next.jobId);
+      },
+    };
+    return lease;
+  }
+
   return {
     /** Registers this runner's slots for its modes and starts the heartbeat. */
     async start(serving: SandboxMode[]) {
@@ -257,23 +278,16 @@ export function createFairShare(deps: FairShareDeps) {
     ): Promise<JobLease | undefined> {
       // A fetch that began the attempt (`startsInFetch`) took the lease already: its answer rides on.
       if (off || (begun === undefined && !(await slotFree()))) return undefined;
-      const lease: JobLease = {
-        ...terms(mode, tenant, jobId),
-        ...(begun === undefined ? {} : { begun }),
-        answer: undefined,
-        endReleased: false,
-        acquired(answer) {
-          lease.answer = answer;
-          granted(mode, tenant, jobId, answer);
-        },
-        held: () => held.has(heldKey(mode, jobId)),
-        released(next) {
-          held.delete(heldKey(mode, jobId));
-          lease.endReleased = true;
-          if (next) handOn(mode, next.tenant, next.jobId);
-        },
-      };
-      return lease;
+      return leaseOf(mode, tenant, jobId, begun);
+    },
+
+    /**
+     * `runLease` for a job whose fetch began its attempt (`begun` its answer), in the caller's
+     * turn: the same lease, or undefined with fair share off. A handed job's processor reads it
+     * without an await (tenant-slot.ts).
+     */
+    fetchedLease(mode: SandboxMode, tenant: string, jobId: string, begun: unknown): JobLease | undefined {
+      return off ? undefined : leaseOf(mode, tenant, jobId, begun);
     },
 
     /**

@@ -125,6 +125,13 @@ function watchKeeps(t: RunnerUnderTest) {
     if (token !== undefined) order.push(`take ${token}`);
     return take(token);
   };
+  // A reserved slot is taken in the processor's turn without `take` (run-processing.ts).
+  const takeReserved = gate.takeReserved.bind(gate);
+  gate.takeReserved = (token) => {
+    const taken = takeReserved(token);
+    if (taken) order.push(`take ${token}`);
+    return taken;
+  };
   const takenBeforeTurn = () =>
     kept.map((token, n) => {
       const from = order.indexOf(`keep ${n}`);

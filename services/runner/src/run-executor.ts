@@ -71,7 +71,11 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
     // its start recorded (Running, status event, wake-up) and the journal read, in one script.
     // The job's lease rides in its first start; refused, nothing of the run was touched.
-    const begun = await lifecycle.beginAttempt(job.runId, replay ? undefined : job.lease);
+    // A fetch that began the attempt: its answer read in this turn, so the program reaches its
+    // host in the processor's own turn (round 42 `pickup-floor`); else the attempt's script.
+    const begun =
+      (replay ? undefined : lifecycle.fetchedAttempt(job.lease)) ??
+      (await lifecycle.beginAttempt(job.runId, replay ? undefined : job.lease));
     if (begun.deferred) return 'deferred';
     const run = begun.run;
     if (!run) {

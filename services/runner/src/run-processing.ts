@@ -62,7 +62,10 @@ export async function processModeJob(
   let slotAfterEnd = false;
   try {
     const fetchedStart = worker.takeFetchedStart(jobId);
-    await slot.take(token);
+    // The fetch's reserved slot (a handed job's, a fetched one's) in this turn, not through
+    // `take`'s promise: with the lease below made in the turn too, the executor's start runs in the
+    // processor's own call (round 42 `pickup-floor`).
+    if (!slot.takeReserved(token)) await slot.take(token);
     const fuseEnd = fetchedStart !== undefined && !job.data.skill;
     return await withTenantSlot(
       ctx,

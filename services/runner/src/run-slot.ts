@@ -32,6 +32,13 @@ export class RunSlot implements ExecutionSlot {
     this.state = 'active';
   }
 
+  /** The fetch's reserved slot taken in the caller's turn (true); false: nothing taken, `take` waits. */
+  takeReserved(token?: string): boolean {
+    if (!this.gate.takeReserved(token)) return false;
+    this.state = 'active';
+    return true;
+  }
+
   /** The job holds a slot now (not parked, not over). */
   get active(): boolean {
     return this.state === 'active';

@@ -202,11 +202,19 @@ export class SlotGate {
    * completion, waits like any other.
    */
   async take(token?: string): Promise<void> {
-    if (token !== undefined && this.reserved.delete(token)) {
-      this.busy++;
-      return;
-    }
+    if (this.takeReserved(token)) return;
     await this.acquire(false);
+  }
+
+  /**
+   * `take`'s first branch alone, in the caller's turn: the slot reserved for the fetch's token
+   * taken (true), or nothing done (false: `take` waits for one). A handed job's processor takes
+   * its slot this way without an await (run-processing.ts).
+   */
+  takeReserved(token?: string): boolean {
+    if (token === undefined || !this.reserved.delete(token)) return false;
+    this.busy++;
+    return true;
   }
 
   private room(): number {

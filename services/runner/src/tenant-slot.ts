@@ -98,7 +98,14 @@ export async function withTenantSlot<T>(
   };
   // The fetch may have taken the lease and begun the attempt already (one server): the lease
   // then carries that answer to the attempt's start, which asks Redis nothing more.
-  const lease = job.data.skill ? undefined : await share.runLease(mode, job.data.tenant, jobId, fetchedStart);
+  // A fetch that began the attempt: its lease made in this turn, so a handed job's processor
+  // reaches its executor without an await (run-processing.ts; `runLease` awaits nothing then either,
+  // but its promise, and the continuation a microtask later, came before the run's start).
+  const lease = job.data.skill
+    ? undefined
+    : fetchedStart !== undefined
+      ? share.fetchedLease(mode, job.data.tenant, jobId, fetchedStart)
+      : await share.runLease(mode, job.data.tenant, jobId);
   if (!lease) {
     const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
     if (!ok) return defer(limit);

@@ -80,6 +80,8 @@ export interface RunnerSetUpOptions {
   env?: Record<string, string>;
   /** Called as the run's own work begins (where the real executor sends the program). */
   onWork?: (runId: string, job: ExecuteJob) => void;
+  /** Called as the executor is entered, before the attempt's start (where the real one stamps `pickedUp`). */
+  onExecute?: (runId: string, job: ExecuteJob) => void;
   /**
    * Read at each run's work, after `onWork`: a promise parks the run (its slot and lease given back,
    * as a binding call that waits) until it settles; the run then takes a slot again (`resume`).
@@ -232,6 +234,7 @@ export function runnerHarness(name: string) {
     const outcomes: string[] = [];
     const executor: RunExecutor = {
       execute: async (job) => {
+        opts.onExecute?.(job.runId, job);
         const begun = await life.beginAttempt(job.runId, job.lease);
         if (begun.deferred) {
           outcomes.push('deferred');

@@ -248,6 +248,13 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     };
   };
 
+  const fetchedAttempt = (lease: LeaseTerms | RunLease): BegunAttempt | undefined => {
+    const fetched = 'begun' in lease ? lease.begun : undefined;
+    if (fetched === undefined) return undefined;
+    (lease as RunLease).begun = undefined;
+    return begunOf(fetched, true);
+  };
+
   const get = async (runId: string, index: number): Promise<JournalEntry | undefined> => {
     const [raw, part] = await redis.hmget(keyOf(runId), String(index), claimPartField(index));
     if (!raw) return undefined;
@@ -346,6 +353,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
     get,
 
+    fetchedAttempt,
+
     async beginAttempt(
       runId: string,
       runKey: string,
@@ -353,11 +362,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       lease?: LeaseTerms | RunLease,
     ): Promise<BegunAttempt> {
       // The worker's fetch made this start already (fetch-lease-begin-11): its answer is read once.
-      const fetched = lease && 'begun' in lease ? lease.begun : undefined;
-      if (fetched !== undefined) {
-        (lease as RunLease).begun = undefined;
-        return begunOf(fetched, true);
-      }
+      const fetched = lease && fetchedAttempt(lease);
+      if (fetched) return fetched;
       const args: (string | number)[] = [ttlSeconds];
       if (start) args.push(start.maxLen, start.type, start.sealedData, start.channel, start.message, now());
       const keys = start ? [keyOf(runId), runKey, start.streamKey] : [keyOf(runId), runKey];

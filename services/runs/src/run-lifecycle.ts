@@ -9,7 +9,7 @@ import type { FailureKind, FailureReason, LogLineRecord, RunResult } from '@isle
 import type { LeaseTerms, RunLease } from './lease-scripts.ts';
 import type { RunUsage } from './run-index-writes.ts';
 import type { RunStore } from './run-store.ts';
-import type { CallJournal } from './types.ts';
+import type { BegunAttempt, CallJournal } from './types.ts';
 
 interface FailedEnd {
   status: 'Failed' | 'Cancelled';
@@ -62,7 +62,7 @@ export function cancelledEnd(status: 'Failed' | 'Cancelled', message: string): F
 /** The status changes a run goes through, each in one place. */
 interface RunLifecycleDeps {
   runs: RunStore;
-  journal: Pick<CallJournal, 'beginAttempt' | 'fetchedStartArgs'>;
+  journal: Pick<CallJournal, 'beginAttempt' | 'fetchedAttempt' | 'fetchedStartArgs'>;
 }
 
 /**
@@ -75,6 +75,16 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
   const { runs, journal } = deps;
   // One maker for every fetch: the start's fixed arguments are made once for it (lease-scripts.ts).
   const startEvent = (runId: string) => runs.attemptStartEvent(runId);
+  /** An attempt's start as the journal answered it, read into the run (`beginAttempt`). */
+  const attemptOf = (begun: BegunAttempt, lease: RunLease | undefined) => {
+    if (lease && begun.lease) lease.acquired(begun.lease);
+    const { runFields, ...rest } = begun;
+    if (begun.lease && !begun.lease.ok) return { ...rest, run: null, deferred: true };
+    // The description is the gateway's to show: a runner never reads it (run-reads.ts `fromHash`).
+    const run = runs.fromFields(runFields, 'unread');
+    // The lease joins the run read (not a copy of it, which would read its every field).
+    return { ...rest, run: run && lease ? Object.assign(run, { lease }) : run, deferred: false };
+  };
   return {
     /** Admission and the record, one step (see `RunStore.create`). */
     admit: (...args: Parameters<RunStore['create']>) => runs.create(...args),
@@ -87,14 +97,20 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
      * `description` is `''`: its caller, a runner, never reads it.
      */
     async beginAttempt(runId: string, lease?: RunLease) {
-      const begun = await journal.beginAttempt(runId, keys.run(runId), runs.attemptStartEvent(runId), lease);
-      if (lease && begun.lease) lease.acquired(begun.lease);
-      const { runFields, ...rest } = begun;
-      if (begun.lease && !begun.lease.ok) return { ...rest, run: null, deferred: true };
-      // The description is the gateway's to show: a runner never reads it (run-reads.ts `fromHash`).
-      const run = runs.fromFields(runFields, 'unread');
-      // The lease joins the run read (not a copy of it, which would read its every field).
-      return { ...rest, run: run && lease ? Object.assign(run, { lease }) : run, deferred: false };
+      return attemptOf(
+        await journal.beginAttempt(runId, keys.run(runId), runs.attemptStartEvent(runId), lease),
+        lease,
+      );
+    },
+    /**
+     * `beginAttempt` for a run whose worker's fetch began the attempt (its lease's `begun`), in the
+     * caller's turn: the same answer without a promise (nothing is asked of Redis then either), so
+     * a runner's pick-up reaches its engine in the turn its processor started in. Undefined when
+     * the lease carries no such answer (`beginAttempt` then).
+     */
+    fetchedAttempt(lease: RunLease | undefined) {
+      const begun = lease && journal.fetchedAttempt(lease);
+      return begun ? attemptOf(begun, lease) : undefined;
     },
     /**
      * What a worker's fetch adds to BullMQ's arguments so that it also takes the job's lease and

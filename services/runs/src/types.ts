@@ -160,6 +160,11 @@ export interface CallJournal {
     lease?: LeaseTerms | RunLease,
   ): Promise<BegunAttempt>;
   /**
+   * `beginAttempt`'s answer for a lease whose fetch began the attempt (`begun`), in the caller's
+   * turn (taken from the lease once, as `beginAttempt` takes it); undefined for any other lease.
+   */
+  fetchedAttempt(lease: LeaseTerms | RunLease): BegunAttempt | undefined;
+  /**
    * The arguments a worker's fetch adds to BullMQ's so that the same script also takes the job's
    * lease and begins its run's attempt (`fetch-lease-begin-11`, one server only); the lease's
    * `begun` then carries its answer to `beginAttempt`, which runs no script of its own.
