@@ -2,12 +2,13 @@
  * What a binding call hashes on the gateway's path (call-processor → call journal): its operation
  * id (a SHA-1, UUIDv5) once, for the journal's entry and the App's request both; its arguments'
  * HMAC once. The base derived the operation id twice a call. Since round 40 (`par-calls`) the
- * SHA-1 is crypto's one-shot `hash`, no `Hash` object a call.
+ * SHA-1 is crypto's one-shot `hash`, no `Hash` object a call; since round 42 (`par-cpu`) the HMAC
+ * is two one-shot SHA-256 `hash`es (core's hmac-once.ts), no `Hmac` object a call, the same digest.
  */
 import type { BindingOutcome } from '@islet/protocol';
 import { describe, expect, it, vi } from 'vitest';
 
-const counted = vi.hoisted(() => ({ sha1: 0, sha1Objects: 0, hmac: 0 }));
+const counted = vi.hoisted(() => ({ sha1: 0, sha1Objects: 0, hmac: 0, sha256: 0 }));
 vi.mock('node:crypto', async (importOriginal) => {
   const real = await importOriginal<typeof import('node:crypto')>();
   return {
@@ -21,6 +22,7 @@ vi.mock('node:crypto', async (importOriginal) => {
     },
     hash: (...args: Parameters<typeof real.hash>) => {
       if (args[0] === 'sha1') counted.sha1++;
+      if (args[0] === 'sha256') counted.sha256++;
       return real.hash(...args);
     },
     createHmac: (...args: Parameters<typeof real.createHmac>) => {
@@ -35,6 +37,7 @@ const { createTestSealer } = await import('../test/test-sealer.ts');
 const { createCallJournal } = await import('./call-journal.ts');
 const { createCallProcessor } = await import('./call-processor.ts');
 const { operationIdFor } = await import('./operation-id.ts');
+const { journalKeys } = await import('./keys.ts');
 
 describe('a call’s hashes on the gateway’s path', () => {
   const r = useSuiteRedis();
@@ -48,6 +51,7 @@ describe('a call’s hashes on the gateway’s path', () => {
     counted.sha1 = 0;
     counted.sha1Objects = 0;
     counted.hmac = 0;
+    counted.sha256 = 0;
     await Promise.all(
       Array.from({ length: calls }, (_, index) =>
         processor.process({
@@ -65,12 +69,37 @@ describe('a call’s hashes on the gateway’s path', () => {
     );
     expect(counted.sha1).toBe(calls);
     expect(counted.sha1Objects).toBe(0);
-    expect(counted.hmac).toBe(calls);
+    // The arguments' HMAC: two one-shot SHA-256s a call (inner, outer), no `Hmac` object.
+    expect(counted.hmac).toBe(0);
+    expect(counted.sha256).toBe(2 * calls);
     const journaled = await journal.listCalls(runId);
     expect(journaled.map((c) => c.operationId)).toEqual(
       Array.from({ length: calls }, (_, i) => operationIdFor(runId, i)),
     );
     expect(sent.sort()).toEqual(journaled.map((c) => c.operationId).sort());
+  });
+
+  it('journals the arguments HMAC the releases before wrote (createHmac of run, index, arguments)', async () => {
+    // A gateway of the previous release compares a retried call's arguments with this hash: a
+    // different digest would turn every retry across a rolling upgrade into a mismatch.
+    const real = await vi.importActual<typeof import('node:crypto')>('node:crypto');
+    for (const hashKey of [
+      undefined,
+      'k'.repeat(32),
+      'a key longer than the sixty-four bytes of a SHA-256 block, hashed first by RFC 2104',
+    ]) {
+      const journal = createCallJournal({
+        redis: r.a,
+        sealer: createTestSealer(),
+        ...(hashKey === undefined ? {} : { argsHashKey: hashKey }),
+      });
+      const runId = `hmac-run-${hashKey?.length ?? 0}`;
+      const argsJson = JSON.stringify({ text: 'ünïcødé 🌍', n: 7 });
+      await journal.claim(runId, 1, { index: 3, binding: 'bench.ping', argsJson });
+      const expected = real.createHmac('sha256', hashKey ?? 'islet-journal-args').update(`${runId}\0${3}\0${argsJson}`).digest('base64url');
+      const stored = Object.values(await r.a.hgetall(journalKeys().journal(runId))).join('\n');
+      expect(stored).toContain(expected);
+    }
   });
 
   it('derives the same operation ids as the releases before (pinned UUIDv5 values)', () => {
@@ -79,5 +108,7 @@ describe('a call’s hashes on the gateway’s path', () => {
     expect(operationIdFor('run_01JEXAMPLE', 17)).toBe('9c37acfb-71b8-50f7-8c72-0450af5f9555');
     expect(operationIdFor('r-é-ü', 99999)).toBe('32fad8b9-b281-5d95-b1c1-7d7218e5dafa');
     expect(operationIdFor('', 0)).toBe('7797f241-e43c-5821-92c1-00581eba9768');
+    // d92635a's, for round 42's one buffer (namespace and name written into it, no concatenation).
+    expect(operationIdFor('ü🌍', 42)).toBe('99561e5c-d823-52b0-99f8-7886d337234b');
   });
 });
