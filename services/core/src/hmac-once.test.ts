@@ -28,11 +28,23 @@ describe('hmacSha256 (two one-shot hashes over a key prepared once)', () => {
       'ключ 🔑',
       ...[1, 32, 63, 64, 65, 200].map((n) => randomBytes(n)),
     ];
-    const bodies = ['', '{"a":1}', 'ünïcødé 🌍', 'lone \ud800 surrogate', 'x'.repeat(100_000)];
+    const head = 'run_1\u00003\u0000';
+    // Around the 16 KiB kept for a first hash's input (one byte under, at, over), and far over it.
+    const edge = 16 * 1024 - 64 - head.length;
+    const bodies = [
+      '',
+      '{"a":1}',
+      'ünïcødé 🌍',
+      'lone \ud800 surrogate',
+      'y'.repeat(edge - 1),
+      'y'.repeat(edge),
+      'y'.repeat(edge + 1),
+      'x'.repeat(100_000),
+      'short after long',
+    ];
     for (const key of keys) {
       const prepared = hmacSha256Key(key);
       for (const body of bodies) {
-        const head = 'run_1\u00003\u0000';
         for (const encoding of ['base64', 'base64url', 'hex'] as const) {
           expect(hmacSha256(prepared, head, body, encoding)).toBe(
             createHmac('sha256', key).update(`${head}${body}`).digest(encoding),

@@ -14,8 +14,13 @@
 import { hash } from 'node:crypto';
 
 const BLOCK = 64;
+const DIGEST = 32;
 
-/** A key's two padded blocks, made once. */
+/**
+ * A key's two padded blocks, made once. `outer` has room for the inner digest after its block:
+ * the second hash's input is written there, in place (one thread uses a key at a time, and a
+ * `hash` reads its input before it returns).
+ */
 export interface HmacSha256Key {
   readonly inner: Buffer;
   readonly outer: Buffer;
@@ -26,7 +31,7 @@ export function hmacSha256Key(key: string | Buffer): HmacSha256Key {
   // RFC 2104: a key longer than the block is hashed first; a shorter one is padded with zeros.
   if (k.length > BLOCK) k = hash('sha256', k, 'buffer');
   const inner = Buffer.alloc(BLOCK, 0x36);
-  const outer = Buffer.alloc(BLOCK, 0x5c);
+  const outer = Buffer.alloc(BLOCK + DIGEST, 0x5c);
   for (let i = 0; i < k.length; i++) {
     inner[i] = 0x36 ^ (k[i] as number);
     outer[i] = 0x5c ^ (k[i] as number);
@@ -35,9 +40,18 @@ export function hmacSha256Key(key: string | Buffer): HmacSha256Key {
 }
 
 /**
+ * Where a message's first hash input is written, kept for the next one (`hash` reads it before it
+ * returns); a message too long for it gets a buffer of its own, so a large one is not kept.
+ */
+const SCRATCH_BYTES = 16 * 1024;
+let scratch: Buffer | undefined;
+
+/**
  * The HMAC of `head` then `body` (their UTF-8, as `createHmac().update(head + body)` takes it).
  * Each text is encoded on its own: a `head` ending in half a surrogate pair would encode apart
- * from the other half in `body`; the callers' heads end in an ASCII separator.
+ * from the other half in `body`; the callers' heads end in an ASCII separator. The inner digest
+ * comes back as `latin1` text (one byte a character) and is written into the outer block's buffer:
+ * a digest returned as a Buffer is a new native buffer each time, the dearest part of the call.
  */
 export function hmacSha256(
   key: HmacSha256Key,
@@ -47,12 +61,16 @@ export function hmacSha256(
 ): string {
   const headBytes = Buffer.byteLength(head, 'utf8');
   const bodyBytes = Buffer.byteLength(body, 'utf8');
-  const first = Buffer.allocUnsafe(BLOCK + headBytes + bodyBytes);
+  const size = BLOCK + headBytes + bodyBytes;
+  let first: Buffer;
+  if (size <= SCRATCH_BYTES) {
+    scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+    first = scratch;
+  } else first = Buffer.allocUnsafe(size);
   key.inner.copy(first, 0);
   first.write(head, BLOCK, headBytes, 'utf8');
   first.write(body, BLOCK + headBytes, bodyBytes, 'utf8');
-  const second = Buffer.allocUnsafe(BLOCK + 32);
-  key.outer.copy(second, 0);
-  hash('sha256', first, 'buffer').copy(second, BLOCK);
-  return hash('sha256', second, encoding);
+  const innerDigest = hash('sha256', first.length === size ? first : first.subarray(0, size), 'latin1');
+  key.outer.write(innerDigest, BLOCK, DIGEST, 'latin1');
+  return hash('sha256', key.outer, encoding);
 }
