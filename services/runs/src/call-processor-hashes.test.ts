@@ -111,4 +111,23 @@ describe('a call’s hashes on the gateway’s path', () => {
     // d92635a's, for round 42's one buffer (namespace and name written into it, no concatenation).
     expect(operationIdFor('ü🌍', 42)).toBe('99561e5c-d823-52b0-99f8-7886d337234b');
   });
+
+  it('sets the version and variant in the hex text as the bytes form did, for every variant nibble', async () => {
+    // d92635a's form: the digest as a Buffer, its bytes 6 and 8 set, then hex.
+    const real = await vi.importActual<typeof import('node:crypto')>('node:crypto');
+    const ns = Buffer.from('6f1d2c3a9b7e4f08a1c5d3e2b4a69780', 'hex');
+    const before = (runId: string, index: number) => {
+      const b = real.hash('sha1', Buffer.concat([ns, Buffer.from(`${runId}:${index}`)]), 'buffer');
+      b[6] = ((b[6] ?? 0) & 0x0f) | 0x50;
+      b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;
+      const hex = b.toString('hex', 0, 16);
+      return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+    };
+    const variants = new Set<string>();
+    for (let index = 0; index < 500; index++) {
+      expect(operationIdFor('run_variants', index)).toBe(before('run_variants', index));
+      variants.add(operationIdFor('run_variants', index)[19] ?? '');
+    }
+    expect([...variants].sort()).toEqual(['8', '9', 'a', 'b']);
+  });
 });

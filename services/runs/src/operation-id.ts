@@ -17,11 +17,12 @@ export function operationIdFor(runId: string, index: number): string {
   const named = Buffer.allocUnsafe(NAMESPACE.length + nameBytes);
   NAMESPACE.copy(named, 0);
   named.write(name, NAMESPACE.length, nameBytes, 'utf8');
-  const b = hash('sha1', named, 'buffer');
-  b[6] = ((b[6] ?? 0) & 0x0f) | 0x50;
-  b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;
-  const hex = b.toString('hex', 0, 16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  // The digest as hex text, its version and variant set in the text: a digest returned as a
+  // Buffer is a new native buffer each time, dearer than the hash (round 42 `par-cpu`).
+  const hex = hash('sha1', named, 'hex');
+  // Byte 6's high nibble is the version (5); byte 8's two high bits the variant (10).
+  const variant = ((Number.parseInt(hex[16] ?? '0', 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** The `Idempotency-Key` an App receives for a call: the same for the same (run, index), forever. */
