@@ -6,8 +6,16 @@ describe('hmacSha256 (two one-shot hashes over a key prepared once)', () => {
   it("gives RFC 4231's HMAC-SHA256 test vectors", () => {
     // Test cases 1, 2 and 6 (a 131-byte key: hashed first, as a key longer than the block is).
     const cases: [Buffer | string, string, string][] = [
-      [Buffer.alloc(20, 0x0b), 'Hi There', 'b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7'],
-      ['Jefe', 'what do ya want for nothing?', '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843'],
+      [
+        Buffer.alloc(20, 0x0b),
+        'Hi There',
+        'b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7',
+      ],
+      [
+        'Jefe',
+        'what do ya want for nothing?',
+        '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+      ],
       [
         Buffer.alloc(131, 0xaa),
         'Test Using Larger Than Block-Size Key - Hash Key First',

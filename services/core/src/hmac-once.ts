@@ -50,7 +50,7 @@ let scratch: Buffer | undefined;
  * The HMAC of `head` then `body` (their UTF-8, as `createHmac().update(head + body)` takes it).
  * Each text is encoded on its own: a `head` ending in half a surrogate pair would encode apart
  * from the other half in `body`; the callers' heads end in an ASCII separator. The inner digest
- * comes back as `latin1` text (one byte a character) and is written into the outer block's buffer:
+ * comes back as `binary` (latin1) text, one byte a character, and is written into the outer block's buffer:
  * a digest returned as a Buffer is a new native buffer each time, the dearest part of the call.
  */
 export function hmacSha256(
@@ -70,7 +70,7 @@ export function hmacSha256(
   key.inner.copy(first, 0);
   first.write(head, BLOCK, headBytes, 'utf8');
   first.write(body, BLOCK + headBytes, bodyBytes, 'utf8');
-  const innerDigest = hash('sha256', first.length === size ? first : first.subarray(0, size), 'latin1');
+  const innerDigest = hash('sha256', first.length === size ? first : first.subarray(0, size), 'binary');
   key.outer.write(innerDigest, BLOCK, DIGEST, 'latin1');
   return hash('sha256', key.outer, encoding);
 }

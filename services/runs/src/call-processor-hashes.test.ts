@@ -96,7 +96,10 @@ describe('a call’s hashes on the gateway’s path', () => {
       const runId = `hmac-run-${hashKey?.length ?? 0}`;
       const argsJson = JSON.stringify({ text: 'ünïcødé 🌍', n: 7 });
       await journal.claim(runId, 1, { index: 3, binding: 'bench.ping', argsJson });
-      const expected = real.createHmac('sha256', hashKey ?? 'islet-journal-args').update(`${runId}\0${3}\0${argsJson}`).digest('base64url');
+      const expected = real
+        .createHmac('sha256', hashKey ?? 'islet-journal-args')
+        .update(`${runId}\0${3}\0${argsJson}`)
+        .digest('base64url');
       const stored = Object.values(await r.a.hgetall(journalKeys().journal(runId))).join('\n');
       expect(stored).toContain(expected);
     }
