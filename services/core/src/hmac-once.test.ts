@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hmacSha256, hmacSha256Key } from './hmac-once.ts';
 
 describe('hmacSha256 (two one-shot hashes over a key prepared once)', () => {
@@ -70,5 +70,21 @@ describe('hmacSha256 (two one-shot hashes over a key prepared once)', () => {
     hmacSha256(prepared, 'c.', 'd'.repeat(10_000), 'base64');
     expect(hmacSha256(prepared, 'a.', 'b', 'base64')).toBe(first);
     expect(raw.equals(copy)).toBe(true);
+  });
+
+  it('clears the kept buffer after each message it held (key blocks and message bytes)', () => {
+    const prepared = hmacSha256Key('k');
+    const fill = vi.spyOn(Buffer.prototype, 'fill');
+    try {
+      hmacSha256(prepared, 'run_1\u00003\u0000', '{"secret":"s3cr3t"}', 'hex');
+      const size = 64 + 'run_1\u00003\u0000'.length + '{"secret":"s3cr3t"}'.length;
+      expect(fill.mock.calls).toEqual([[0, 0, size]]);
+      fill.mockClear();
+      // A message too long for it has a buffer of its own, dropped with it.
+      hmacSha256(prepared, 'h.', 'x'.repeat(20_000), 'hex');
+      expect(fill).not.toHaveBeenCalled();
+    } finally {
+      fill.mockRestore();
+    }
   });
 });

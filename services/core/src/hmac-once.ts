@@ -41,7 +41,8 @@ export function hmacSha256Key(key: string | Buffer): HmacSha256Key {
 
 /**
  * Where a message's first hash input is written, kept for the next one (`hash` reads it before it
- * returns); a message too long for it gets a buffer of its own, so a large one is not kept.
+ * returns) and cleared after each; a message too long for it gets a buffer of its own, so a large
+ * one is not kept.
  */
 const SCRATCH_BYTES = 16 * 1024;
 let scratch: Buffer | undefined;
@@ -71,6 +72,8 @@ export function hmacSha256(
   first.write(head, BLOCK, headBytes, 'utf8');
   first.write(body, BLOCK + headBytes, bodyBytes, 'utf8');
   const innerDigest = hash('sha256', first.length === size ? first : first.subarray(0, size), 'binary');
+  // Nothing of a message (an App request's body, a call's arguments) outlives its hash in the kept buffer.
+  if (first === scratch) first.fill(0, 0, size);
   key.outer.write(innerDigest, BLOCK, DIGEST, 'latin1');
   return hash('sha256', key.outer, encoding);
 }
