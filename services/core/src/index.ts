@@ -1,6 +1,7 @@
 export * from './bounded-map.ts';
 export * from './build-info.ts';
 export * from './config.ts';
+export * from './hmac-once.ts';
 export * from './key-migration.ts';
 export * from './keys.ts';
 export * from './logger.ts';

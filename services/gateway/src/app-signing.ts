@@ -6,8 +6,8 @@
  * secrets sign, space-separated, as the spec allows, so an App that still holds the previous
  * secret keeps verifying until it switches. The secrets are sealed with the connection.
  */
-import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
-import { BoundedMap, type Sealer } from '@islet/core';
+import { randomBytes } from 'node:crypto';
+import { BoundedMap, type HmacSha256Key, hmacSha256, hmacSha256Key, type Sealer } from '@islet/core';
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -26,29 +26,27 @@ export function newSigningSecret(): string {
   return SECRET_PREFIX + randomBytes(24).toString('base64');
 }
 
-/** Secrets' keys made lately; every http App call signs, and a raw key costs a new KeyObject each. */
+/**
+ * Secrets' keys prepared lately (their padded blocks, core's hmac-once.ts): every http App call
+ * signs, two one-shot hashes over a key prepared once instead of an `Hmac` object a signature
+ * (the same digest; test/bench/README.md, round 42 `par-cpu`).
+ */
 const MAX_KEYS = 256;
-const keys = new BoundedMap<string, KeyObject | Buffer>(MAX_KEYS);
+const keys = new BoundedMap<string, HmacSha256Key>(MAX_KEYS);
 
-function keyOf(secret: string): KeyObject | Buffer {
+function keyOf(secret: string): HmacSha256Key {
   const known = keys.get(secret);
   if (known) return known;
-  const raw = Buffer.from(
-    secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
-    'base64',
+  const key = hmacSha256Key(
+    Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64'),
   );
-  // A KeyObject cannot be empty; an HMAC with an empty key is what the raw bytes gave before.
-  const key = raw.length > 0 ? createSecretKey(raw) : raw;
   keys.set(secret, key);
   return key;
 }
 
-/** One `v1,<base64>` signature of the message. */
+/** One `v1,<base64>` signature of the message (`id.timestamp.body`). */
 export function signatureOf(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', keyOf(secret))
-    .update(`${id}.${timestampSeconds}.${body}`)
-    .digest('base64');
-  return `v1,${mac}`;
+  return `v1,${hmacSha256(keyOf(secret), `${id}.${timestampSeconds}.`, body, 'base64')}`;
 }
 
 /** The secrets that sign now: the current one, and the previous one until it expires. */

@@ -15,7 +15,8 @@
  * `JournalConflictError` to journal-conflict-error.ts (re-exported here), the Lua scripts it runs
  * to journal-scripts.ts.
  */
-import { createHmac, createSecretKey, hash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
+import { hmacSha256, hmacSha256Key } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
@@ -85,14 +86,14 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const prefix = deps.keyPrefix ?? 'islet:';
   const ttlSeconds = deps.ttlSeconds ?? 604_800;
   const rawKey = deps.argsHashKey ?? 'islet-journal-args';
-  // A key object made once: a string or Buffer key is imported again at every HMAC (same digest;
-  // a KeyObject cannot be empty, and an empty key stays the raw bytes).
-  const hashKey = rawKey.length > 0 ? createSecretKey(Buffer.from(rawKey)) : rawKey;
+  // The key's padded blocks made once, each HMAC two one-shot hashes (core's hmac-once.ts), not an
+  // `Hmac` object a call: the same digest (test/bench/README.md, round 42 `par-cpu`).
+  const hashKey = hmacSha256Key(typeof rawKey === 'string' ? Buffer.from(rawKey) : rawKey);
   const now = deps.now ?? Date.now;
   const writeFormat = deps.writeFormat ?? DEFAULT_WRITE_FORMAT;
   const keyOf = journalKeys(prefix).journal;
   const argsHash = (runId: string, index: number, argsJson: string) =>
-    createHmac('sha256', hashKey).update(`${runId}\0${index}\0${argsJson}`).digest('base64url');
+    hmacSha256(hashKey, `${runId}\0${index}\0`, argsJson, 'base64url');
 
   // A run's calls of one binding share one source object (the gateway's), serialised once.
   const sourceTexts = new WeakMap<CallSource, string>();
