@@ -30,6 +30,8 @@ export interface DeferEndHost {
   fused(): void;
   /** Counts a completion that also started its next job's run (`completionStarts`). */
   completionStarted(): void;
+  /** Counts an end whose answer was settled after a timer (`endsSettledLater`, end-complete-store.ts). */
+  settledLater?(): void;
 }
 
 /**
@@ -114,7 +116,17 @@ export function deferRunEnd(
       resolve,
       reject,
       ...(startNext ? { startNext } : {}),
-      ...(registered ? { fetchNone: true as const } : {}),
+      ...(registered
+        ? {
+            fetchNone: true as const,
+            // Read as the answer comes: a close begun or a run waiting for a slot since is not kept waiting.
+            settleLater: () => {
+              const later = !host.isClosing() && !(gate?.anyWaiting() ?? false);
+              if (later) host.settledLater?.();
+              return later;
+            },
+          }
+        : {}),
     }),
   );
 }
