@@ -119,9 +119,10 @@ export function deferRunEnd(
       ...(registered
         ? {
             fetchNone: true as const,
-            // Read as the answer comes: a close begun or a run waiting for a slot since is not kept waiting.
+            // Read as the answer comes: a close begun since, a run waiting for a slot or no slot
+            // spare beside this run's is not kept waiting for its release.
             settleLater: () => {
-              const later = !host.isClosing() && !(gate?.anyWaiting() ?? false);
+              const later = !host.isClosing() && (gate?.spare() ?? true);
               if (later) host.settledLater?.();
               return later;
             },
