@@ -6,7 +6,7 @@
  * and in which order. `WARM` (default 50) runs first.
  */
 import { createRedis } from '@islet/core';
-import { startOneClientCluster, stampedRun } from './cluster-figures.ts';
+import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2);
 const WARM = Number(process.env.WARM ?? 50);
@@ -18,7 +18,9 @@ try {
   const lines: string[] = [];
   const m = await monitor.monitor();
   m.on('monitor', (time: string, args: string[], source: string) => {
-    lines.push(`${time} ${source} ${args[0]} ${args[1]?.slice(0, 60) ?? ''} (${args.slice(1).reduce((s, a) => s + Buffer.byteLength(String(a)), 0)} B)`);
+    lines.push(
+      `${time} ${source} ${args[0]} ${args[1]?.slice(0, 60) ?? ''} (${args.slice(1).reduce((s, a) => s + Buffer.byteLength(String(a)), 0)} B)`,
+    );
   });
   await new Promise((r) => setTimeout(r, 200));
   lines.push('--- runs start');
