@@ -74,9 +74,6 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
       completionStarted: () => {
         this.completionStarts++;
       },
-      settledLater: () => {
-        this.endsSettledLater++;
-      },
     };
     const ended = deferRunEnd(host, jobId, keys, args, slotToken);
     if (!ended || !complete) return ended;
