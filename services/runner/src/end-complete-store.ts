@@ -78,6 +78,11 @@ export interface PendingEnd {
    * when the end was handed over (parking-worker-end.ts says why).
    */
   fetchNone?: true;
+  /**
+   * Asked once the fused call answers: true when the answer's work may wait for a timer
+   * (`settledLater`). Set with `fetchNone`: nothing the runner does next hangs on it.
+   */
+  settleLater?: () => boolean;
   /** Set: a next job the completion brings has its run started in the same call. */
   startNext?: {
     /** `fetch-lease-begin-11`'s arguments after BullMQ's (`fetchedStartArgs`). */
@@ -88,6 +93,20 @@ export interface PendingEnd {
     hooks?: FetchedHooks;
   };
 }
+
+/**
+ * Resolves after a timer (Node's shortest, ~1 ms): the end's answer settled in a later turn than
+ * the one that read it. An idle runner's turn on its end's answer (the executor's and BullMQ's
+ * returns, the slot's release, metrics: ~120-150 µs) otherwise runs right when Redis, having
+ * written that answer first, is about to write the waiter's push: Redis wakes the runner onto its
+ * own CPU and the runner preempts it there, so the push — and the gateway's answer to the client —
+ * waited for the whole turn (in ~45 % of ends at load 9, +80 µs p50 there: test/bench/README.md,
+ * round 42 `end-floor`). A turn that only arms a timer gives the CPU back at once. Only where
+ * nothing hangs on the answer: the worker registered idle (its next job comes by hand-off, its
+ * slot reserved already) and nobody waiting for a slot. The end is durable already (the answer
+ * follows Redis's fsync); what waits is the runner's own bookkeeping.
+ */
+const settledLater = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
 /** The end's own script, for an end whose fused call failed or never went. */
 export async function runEndAlone(client: Redis, end: PendingEnd): Promise<void> {
@@ -155,6 +174,7 @@ export function completingExec(
     }
     if (next && Array.isArray(reply[1]))
       fetchedAnswer(reply[1], next.started, () => undefined, next.hooks?.moved);
+    if (end.settleLater?.()) await settledLater();
     end.resolve(reply[0]);
     return comparedWithoutText(reply[1]);
   };

@@ -30,6 +30,8 @@ export interface DeferEndHost {
   fused(): void;
   /** Counts a completion that also started its next job's run (`completionStarts`). */
   completionStarted(): void;
+  /** Counts an end whose answer was settled after a timer (`endsSettledLater`, end-complete-store.ts). */
+  settledLater?(): void;
 }
 
 /**
@@ -114,7 +116,18 @@ export function deferRunEnd(
       resolve,
       reject,
       ...(startNext ? { startNext } : {}),
-      ...(registered ? { fetchNone: true as const } : {}),
+      ...(registered
+        ? {
+            fetchNone: true as const,
+            // Read as the answer comes: a close begun since, a run waiting for a slot or no slot
+            // spare beside this run's is not kept waiting for its release.
+            settleLater: () => {
+              const later = !host.isClosing() && (gate?.spare() ?? true);
+              if (later) host.settledLater?.();
+              return later;
+            },
+          }
+        : {}),
     }),
   );
 }

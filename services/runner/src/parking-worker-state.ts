@@ -58,6 +58,8 @@ export class ParkingWorkerState<DataType> extends Worker<DataType> {
   protected readonly keptFor = new OneSlotMap<string, string>();
   /** Completions that also started their next job's run (tests read it). */
   completionStarts = 0;
+  /** Ends of an idle worker whose answer was settled after a timer (end-complete-store.ts `settledLater`; tests read it). */
+  endsSettledLater = 0;
   /**
    * Set as `close` is called, before the hand-off's close and BullMQ's (which set `closing` only
    * after it): from then on this worker takes no job by any path (fetch, fetch-next, hand-off).

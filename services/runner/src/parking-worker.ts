@@ -74,6 +74,9 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
       completionStarted: () => {
         this.completionStarts++;
       },
+      settledLater: () => {
+        this.endsSettledLater++;
+      },
     };
     const ended = deferRunEnd(host, jobId, keys, args, slotToken);
     if (!ended || !complete) return ended;

@@ -177,6 +177,15 @@ export class SlotGate {
   }
 
   /**
+   * Whether a slot is free beside one for every parked run, and nobody waits for one: a job handed
+   * to the idle worker, or fetched, would start now even with one more slot taken. A run's end may
+   * then give its slot back a little later (end-complete-store.ts `settledLater`).
+   */
+  spare(): boolean {
+    return this.waiters.length === 0 && this.room() - this.parked.size > 0;
+  }
+
+  /**
    * A job BullMQ's completion brought with its run's lease taken already (its token): the slot
    * of the run that completed, released right after, is reserved for it, so no fetch takes it in
    * between (a lease must not wait for a slot). Waiting fetches are woken to answer `later`, so
