@@ -32,6 +32,7 @@ import { stampsOf } from './stages.ts';
 
 const RUNS = Number(process.env.RUNS ?? 150);
 const WARM = Number(process.env.WARM ?? 300);
+const MIN_PUSH_BYTES = Number(process.env.MIN_PUSH_BYTES ?? 200);
 // In memory where there is one: perf's data written to the AOF's disk stretched Redis's fsyncs
 // ~5× (round 35, `pickup`); until round 37 this bench wrote it to /tmp.
 const OUT = process.env.OUT ?? `${existsSync('/dev/shm') ? '/dev/shm' : '/tmp'}/end-trace-${process.pid}`;
@@ -318,9 +319,12 @@ function analyse(
     const rOn = rWake >= 0 && rWake < rRead ? onAt(rWake, mains.redis) : rRead;
     const fs = find(rRead, (e) => e.tid === mains.redis && e.ev === 'sys_enter_fdatasync');
     const fe = fs < 0 ? -1 : find(fs, (e) => e.tid === mains.redis && e.ev === 'sys_exit_fdatasync');
-    // The pushed end (the record: over 512 B; an announcement is a few hundred).
+    // The pushed end: over MIN_PUSH_BYTES (200 since round 41's lean push, ~350 B with its framing;
+    // it was 512 for the whole record).
     const gRead =
-      fe < 0 ? -1 : find(fe, (e) => e.tid === mains.gateway && e.ev === 'sys_exit_read' && size(e) >= 512);
+      fe < 0
+        ? -1
+        : find(fe, (e) => e.tid === mains.gateway && e.ev === 'sys_exit_read' && size(e) >= MIN_PUSH_BYTES);
     if (gRead < 0) {
       skip('no push read');
       continue;
