@@ -11,6 +11,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { createRedis } from '@islet/core';
+import { aofCommands } from '@islet/testkit';
 import { aofFileOf, byKindOf, crossings, parse } from './aof-writes.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 
@@ -43,25 +44,7 @@ try {
 
 /** `DUMP=1`: the last run's commands written whole (each argument's bytes), to read what they repeat. */
 function dump(buf: Buffer): void {
-  let pos = 0;
-  const line = () => {
-    const end = buf.indexOf('\r\n', pos);
-    const s = buf.toString('latin1', pos, end);
-    pos = end + 2;
-    return s;
-  };
-  const all: string[][] = [];
-  while (pos < buf.length) {
-    const head = line();
-    if (!head.startsWith('*')) continue;
-    const args: string[] = [];
-    for (let i = Number(head.slice(1)); i > 0; i--) {
-      const len = Number(line().slice(1));
-      args.push(buf.toString('latin1', pos, pos + len));
-      pos += len + 2;
-    }
-    all.push(args);
-  }
+  const all = Array.from(aofCommands(buf), (c) => c.args);
   // The last run: from the last block holding a ZPOPMIN's submit onwards.
   let at = all.length - 1;
   while (at > 0 && !(all[at]![0]!.toLowerCase() === 'incr')) at--;

@@ -11,6 +11,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { createRedis } from '@islet/core';
+import { aofCommands } from '@islet/testkit';
 import { aofFileOf } from './aof-writes.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 
@@ -19,26 +20,7 @@ const WARM = Number(process.env.WARM ?? 30);
 
 /** Every command in `buf` as its arguments (RESP arrays of bulk strings, as the AOF holds them). */
 function commands(buf: Buffer): string[][] {
-  let pos = 0;
-  const line = () => {
-    const end = buf.indexOf('\r\n', pos);
-    const s = buf.toString('latin1', pos, end);
-    pos = end + 2;
-    return s;
-  };
-  const all: string[][] = [];
-  while (pos < buf.length) {
-    const head = line();
-    if (!head.startsWith('*')) continue;
-    const args: string[] = [];
-    for (let i = Number(head.slice(1)); i > 0; i--) {
-      const len = Number(line().slice(1));
-      args.push(buf.toString('latin1', pos, pos + len));
-      pos += len + 2;
-    }
-    all.push(args);
-  }
-  return all;
+  return Array.from(aofCommands(buf), (c) => c.args);
 }
 
 /** A bulk string's bytes in the AOF. */
