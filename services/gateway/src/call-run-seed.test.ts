@@ -5,8 +5,9 @@
  * call's script replies are read off the gateway's Redis socket through `onread` (round 42).
  */
 import { createServer, type Server } from 'node:http';
+import { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { createLogger, createRedis, generateSealKey, keys, loadConfig } from '@islet/core';
+import { channels, createLogger, createRedis, generateSealKey, keys, loadConfig } from '@islet/core';
 import { operationIdFor } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
@@ -171,6 +172,41 @@ describe('a run admitted here, its binding calls', () => {
       Readable.prototype.push = push;
     }
     expect(pushes).toBe(0);
+  });
+
+  it("reads a waiter's end push off its subscriber's socket with no stream push (core's readRepliesDirect)", async () => {
+    const publisher = createRedis(redis.url);
+    // The test's own sockets, read when a push comes (the publisher's connects after this).
+    const own = (socket: unknown) =>
+      [publisher, monitor].some((c) => (c as unknown as { stream: unknown } | undefined)?.stream === socket);
+    const runId = 'direct-read-end-push';
+    const push = Readable.prototype.push;
+    // Pushes on any of the gateways' Redis sockets (the subscribers' among them), the test's aside.
+    const pushed: string[] = [];
+    Readable.prototype.push = function (this: Readable, ...args: Parameters<Readable['push']>) {
+      if (this instanceof Socket && this.remotePort === redis.port && !own(this) && args[0] !== null)
+        pushed.push(`:${this.localPort}`);
+      return push.apply(this, args);
+    };
+    try {
+      // Both replicas' subscribers get it: each heard before counting.
+      await Promise.all(gateways.map(({ deps }) => deps.hub.start()));
+      const heard = gateways.map(
+        ({ deps }) =>
+          new Promise<void>((r) => {
+            const stop = deps.hub.listen(runId, () => {
+              stop();
+              r();
+            });
+          }),
+      );
+      expect(await publisher.publish(channels.runEvents, runId)).toBeGreaterThanOrEqual(2);
+      await Promise.all(heard);
+    } finally {
+      Readable.prototype.push = push;
+      publisher.disconnect();
+    }
+    expect(pushed).toEqual([]);
   });
 
   it('keeps no run that names no App', async () => {

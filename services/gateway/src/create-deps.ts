@@ -61,6 +61,8 @@ export async function createGatewayDeps(
   // Its replies (a binding call's claim and outcome among them) read with no stream push or tick.
   readRepliesDirect(redis);
   const subscriber = createRedis(config);
+  // Where a waiter's end push (and every other channel's message) arrives: read the same way.
+  readRepliesDirect(subscriber);
   // A submit seals its program, description and request before its one write: their ciphers are
   // made beforehand (core's sealer, `ready`), in batches of at least 24 (8 submits' worth), and
   // 40 or more are left when a batch is due: 13 submits arriving in one turn find theirs made.

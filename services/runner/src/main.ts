@@ -9,6 +9,7 @@ import {
   createSettingsCache,
   createSettingsStore,
   loadConfig,
+  readRepliesDirect,
   redisPinger,
   scrubSecretEnv,
   sealerFromConfig,
@@ -43,6 +44,8 @@ scrubSecretEnv();
 const logger = createLogger({ name: 'runner', level: config.ISLET_LOG_LEVEL });
 if (hardening.notes.length > 0) logger.warn({ hardening }, 'process hardening incomplete');
 const redis = createRedis(config);
+// The stores' connection (a run's end and journal writes): replies read with no stream push or tick.
+readRepliesDirect(redis);
 // islet_redis_up / islet_redis_ping_seconds: what this runner sees of Redis, at scrape time.
 const metrics = createMetrics({ component: 'runner', pingRedis: redisPinger(redis) });
 // Settings changes arrive here (pub/sub) and drop the runner's cached settings.

@@ -4,7 +4,7 @@
  */
 
 import { hostname } from 'node:os';
-import { createRedis } from '@islet/core';
+import { createRedis, type Redis, readRepliesDirect } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import { jobRunId, type RunJobData } from '@islet/runs';
 import { Queue } from 'bullmq';
@@ -30,6 +30,9 @@ export function createModeWorker(
 ): ModeWorker {
   const { config, executor, logger, modeWorkers } = ctx;
   const connection = createRedis(config);
+  // Its replies (the fetch's, the end's script replies) read with no stream push or tick (core's
+  // redis-direct-read.ts); so are the blocking pop's, on BullMQ's duplicate of it, below.
+  readRepliesDirect(connection);
   const gate = gateFor(ctx, mode);
   const worker: ParkingWorker<RunJobData> = new ParkingWorker<RunJobData>(
     runQueueName(mode),
@@ -45,6 +48,9 @@ export function createModeWorker(
     },
   );
   worker.gate = gate;
+  // Made (and connecting) in the Worker's constructor: switched before its first socket connects.
+  const blocking = blockingClientOf(worker);
+  if (blocking) readRepliesDirect(blocking);
   const fairShare = ctx.share;
   const fetchedStartArgs = executor.fetchedStartArgs;
   // On one server with the fair share on, a fetch also takes a run's lease and begins its
@@ -123,4 +129,16 @@ export async function restartModeWorker(
   old.connection.disconnect();
   // A worker made once the close began would be one the close never closes, taking jobs.
   if (!ctx.stopping) createModeWorker(ctx, recovery, mode);
+}
+
+/**
+ * The ioredis client of `worker`'s blocking connection (BullMQ's duplicate of the one it was given,
+ * behind its client proxy, which forwards `on`, `status` and `stream` to it); undefined when this
+ * BullMQ keeps it elsewhere. Exported for tests.
+ */
+export function blockingClientOf(worker: object): Redis | undefined {
+  const client = (worker as { blockingConnection?: { _client?: unknown } }).blockingConnection?._client;
+  return client !== null && typeof client === 'object' && typeof (client as Redis).on === 'function'
+    ? (client as Redis)
+    : undefined;
 }

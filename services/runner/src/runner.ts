@@ -22,7 +22,14 @@
  * each mode's worker, its connection and its Queue live in one replaceable record.
  */
 
-import { channels, createRedis, type IsletConfig, type Logger, type Metrics } from '@islet/core';
+import {
+  channels,
+  createRedis,
+  type IsletConfig,
+  type Logger,
+  type Metrics,
+  readRepliesDirect,
+} from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
 import type { FailedJobSource, RunJobData } from '@islet/runs';
 import type { Worker } from 'bullmq';
@@ -92,6 +99,8 @@ export function createRunner(deps: RunnerDeps) {
       );
       await subscriber.subscribe(channels.cancel);
       const shareConnection = createRedis(config);
+      // A run's lease and release replies read with no stream push or tick (core's redis-direct-read.ts).
+      readRepliesDirect(shareConnection);
       connections.push(shareConnection);
       shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
       const share = (deps.createShare ?? createFairShare)({
