@@ -39,7 +39,8 @@ export async function capturedEnd(
   runs: ReturnType<typeof createRunStore>,
   run: Awaited<ReturnType<typeof begunRun>>,
   createdAt: number,
-  over: { bindingCalls?: number; sentNoCall?: boolean } = {},
+  /** `value`: the program's result (default 12); `timings: false`: an end without a runner's stamps. */
+  over: { bindingCalls?: number; sentNoCall?: boolean; value?: number; timings?: false } = {},
 ): Promise<{ keys: string[]; args: (string | number)[] }> {
   let captured: (string | number)[] = [];
   const sendCommand = redis.sendCommand.bind(redis);
@@ -53,16 +54,20 @@ export async function capturedEnd(
   try {
     await runs.finish(run, {
       status: 'Completed',
-      result: { _tag: 'Completed', value: 12, logs: [] },
-      text: '12',
-      timings: {
-        enqueued: at(0),
-        fetched: at(1),
-        pickedUp: at(2),
-        engineCalled: at(3),
-        engineReturned: at(4),
-        endSent: at(5),
-      },
+      result: { _tag: 'Completed', value: over.value ?? 12, logs: [] },
+      text: String(over.value ?? 12),
+      ...(over.timings === false
+        ? {}
+        : {
+            timings: {
+              enqueued: at(0),
+              fetched: at(1),
+              pickedUp: at(2),
+              engineCalled: at(3),
+              engineReturned: at(4),
+              endSent: at(5),
+            },
+          }),
       usage: { bindingCalls: over.bindingCalls ?? 0, cpuMs: 1 },
       ...(over.sentNoCall ? { sentNoCall: true } : {}),
     });

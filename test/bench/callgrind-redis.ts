@@ -39,6 +39,20 @@ export async function callgrindRedis(name: string): Promise<CallgrindRedis> {
     proc.kill('SIGTERM');
     await exited;
   };
+  // valgrind's start under load can outlast ioredis's retries of one command (round 42: a side
+  // failed so twice): ping until it answers, and leave no server behind when it never does.
+  for (let i = 0; ; i++) {
+    try {
+      await r.ping();
+      break;
+    } catch (err) {
+      if (i > 60) {
+        await stop();
+        throw err;
+      }
+      await new Promise((done) => setTimeout(done, 500));
+    }
+  }
   return { r, proc, instructions, stop };
 }
 

@@ -23,17 +23,6 @@ const N = Number(process.env.N ?? 200);
 const { r: redis, instructions, stop } = await callgrindRedis('end-push-cost');
 const { listener, pushes, subscribed } = endPushListener(redis);
 try {
-  // valgrind's start under load can outlast ioredis's retries of one command (round 42: a side
-  // failed so twice): ping until it answers.
-  for (let i = 0; ; i++) {
-    try {
-      await redis.ping();
-      break;
-    } catch (err) {
-      if (i > 60) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
   await subscribed;
   const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
   const now = Date.now();

@@ -19,6 +19,7 @@ import { runFixture } from '@islet/testkit';
 import { FINISH_RUN } from '../../services/runs/src/run-store-scripts.ts';
 import { NEXT_FINISH_RUN } from '../../services/runs/test/next-end-push.ts';
 import { PROGRAM } from './baselines.ts';
+import { capturedEnd } from './begun-run.ts';
 import { callgrindRedis } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 100);
@@ -33,16 +34,6 @@ listener.on('message', (_c: string, m: string) => {
 });
 const kept: Record<string, { end2?: string; end3?: string }> = {};
 try {
-  // valgrind's start under load can outlast ioredis's retries of one command: ping until it answers.
-  for (let i = 0; ; i++) {
-    try {
-      await redis.ping();
-      break;
-    } catch (err) {
-      if (i > 60) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
   await listener.subscribe(channels.runEvents);
   const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: SEAL_KEYS });
   const now = Date.now();
@@ -82,23 +73,10 @@ try {
     const dumps = await Promise.all(
       (await redis.keys('*')).map(async (k) => [k, await redis.dumpBuffer(k)] as const),
     );
-    let captured: (string | number)[] = [];
-    const sendCommand = redis.sendCommand.bind(redis);
-    redis.sendCommand = ((command: { name: string; args: (string | number)[] }) => {
-      const head = command.args[0];
-      if (head === FINISH_RUN.sha || head === FINISH_RUN.source) captured = command.args.slice();
-      return sendCommand(command as never);
-    }) as typeof redis.sendCommand;
-    await runs.finish(run, {
-      status: 'Completed',
-      result: { _tag: 'Completed', value: calls, logs: [] },
-      text: String(calls),
-      usage: { bindingCalls: calls, cpuMs: 1 },
-    });
-    redis.sendCommand = sendCommand;
-    if (captured.length === 0) throw new Error('the end script call was not captured');
-    const [, numKeys, ...rest] = captured;
-    return { keys: rest.slice(0, Number(numKeys)).map(String), args: rest.slice(Number(numKeys)), dumps };
+    return {
+      ...(await capturedEnd(redis, runs, run, now, { bindingCalls: calls, value: calls, timings: false })),
+      dumps,
+    };
   };
   const restore = async (dumps: (readonly [string, Buffer | null])[]) => {
     const p = redis.pipeline().flushall();
