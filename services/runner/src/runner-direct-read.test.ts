@@ -21,6 +21,7 @@ import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { blockingClientOf } from './mode-worker.ts';
 import type { ExecuteJob } from './run-executor-types.ts';
@@ -33,14 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Readable-stream pushes (bytes, not EOF) on sockets to `port` while counting, by local port. */
 function countPushes(port: number) {

@@ -10,6 +10,7 @@ import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { createRunner } from './runner.ts';
 
@@ -20,14 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('runner: the lease release', () => {
   it('the job completes while its release is in flight; close waits for the release', async () => {

@@ -9,6 +9,7 @@ import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../test/runner-harness.ts';
 import { createRunner } from './runner.ts';
 
 let server: RedisServer;
@@ -18,14 +19,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('runner: slot gauges', () => {
   it('busy, idle and parked counts follow jobs taken and ended', async () => {

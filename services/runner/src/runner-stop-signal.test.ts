@@ -12,6 +12,7 @@ import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../test/runner-harness.ts';
 import { type ExecuteJob, HandBackError } from './run-executor.ts';
 import { createRunner } from './runner.ts';
 
@@ -22,14 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('runner: a job stop signal', () => {
   it('aborts with a cancel of its run and with a hand-back, with their reasons', async () => {

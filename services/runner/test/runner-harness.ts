@@ -56,9 +56,13 @@ export async function untilIdle(redis: Redis, t: RunnerUnderTest): Promise<void>
   );
 }
 
-/** Polls `ok` until it holds; fails after 10 s naming `what`. */
-export async function until(what: string, ok: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 10_000;
+/** Polls `ok` until it holds; fails after `timeoutMs` (default 10 s) naming `what`. */
+export async function until(
+  what: string,
+  ok: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (!(await ok())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
