@@ -139,11 +139,10 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     next.afterRun(128);
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
     expect(made).toHaveLength(2);
-    // The next run comes 3.5 ms after the last one's end: past the fixed 3 ms, which took the
-    // delay and left this run's isolate still being made when it came (delay 1 + make 2 + …).
-    const gap = 3.5;
-    expect(gap).toBeGreaterThanOrEqual(DELAY_ONLY_AFTER_GAP_MS);
-    clock = endedAt + gap;
+    // The next run comes half a ms past the fixed gap (3 ms) after the last one's end: the fixed
+    // gap alone took the delay and left this run's isolate still being made when it came
+    // (delay 1 + make 2 + …).
+    clock = endedAt + DELAY_ONLY_AFTER_GAP_MS + 0.5;
     next.take(128);
     endedAt = clock;
     next.afterRun(128);
