@@ -5,23 +5,18 @@
  * socket is switched too and the client works on. Real redis-server.
  */
 import { Readable } from 'node:stream';
-import { startRedis } from '@islet/testkit';
+import { countStreamPushes, startRedis } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type Redis } from './redis.ts';
 import { readRepliesDirect, readSocketDirect } from './redis-direct-read.ts';
 
 /** Readable-stream pushes on `socket` (by any caller) while `fn` runs. */
 async function pushesOn<T>(socket: unknown, fn: () => Promise<T>): Promise<{ value: T; pushes: number }> {
-  const push = Readable.prototype.push;
-  let pushes = 0;
-  Readable.prototype.push = function (this: Readable, ...args: Parameters<Readable['push']>) {
-    if (this === socket) pushes++;
-    return push.apply(this, args);
-  };
+  const counting = countStreamPushes((stream) => stream === socket);
   try {
-    return { value: await fn(), pushes };
+    return { value: await fn(), pushes: counting.total() };
   } finally {
-    Readable.prototype.push = push;
+    counting.stop();
   }
 }
 

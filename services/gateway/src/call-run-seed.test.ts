@@ -6,10 +6,9 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Socket } from 'node:net';
-import { Readable } from 'node:stream';
 import { channels, createLogger, createRedis, generateSealKey, keys, loadConfig } from '@islet/core';
 import { operationIdFor } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { countStreamPushes, type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -159,19 +158,14 @@ describe('a run admitted here, its binding calls', () => {
     const conn = await connection();
     const id = await submit([conn.id]);
     const socket = (admitting().deps.redis as unknown as { stream: unknown }).stream;
-    const push = Readable.prototype.push;
-    let pushes = 0;
-    Readable.prototype.push = function (this: Readable, ...args: Parameters<Readable['push']>) {
-      if (this === socket) pushes++;
-      return push.apply(this, args);
-    };
+    const counting = countStreamPushes((stream) => stream === socket);
     try {
       // callOn checks the outcome: the claim's and the outcome's script replies were read.
       await callOn(admitting().app, id, conn.slug);
     } finally {
-      Readable.prototype.push = push;
+      counting.stop();
     }
-    expect(pushes).toBe(0);
+    expect(counting.total()).toBe(0);
   });
 
   it("reads a waiter's end push off its subscriber's socket with no stream push (core's readRepliesDirect)", async () => {
@@ -180,14 +174,11 @@ describe('a run admitted here, its binding calls', () => {
     const own = (socket: unknown) =>
       [publisher, monitor].some((c) => (c as unknown as { stream: unknown } | undefined)?.stream === socket);
     const runId = 'direct-read-end-push';
-    const push = Readable.prototype.push;
     // Pushes on any of the gateways' Redis sockets (the subscribers' among them), the test's aside.
-    const pushed: string[] = [];
-    Readable.prototype.push = function (this: Readable, ...args: Parameters<Readable['push']>) {
-      if (this instanceof Socket && this.remotePort === redis.port && !own(this) && args[0] !== null)
-        pushed.push(`:${this.localPort}`);
-      return push.apply(this, args);
-    };
+    const counting = countStreamPushes(
+      (stream) => stream instanceof Socket && stream.remotePort === redis.port && !own(stream),
+      (stream) => `:${(stream as Socket).localPort}`,
+    );
     try {
       // Both replicas' subscribers get it: each heard before counting.
       await Promise.all(gateways.map(({ deps }) => deps.hub.start()));
@@ -203,10 +194,10 @@ describe('a run admitted here, its binding calls', () => {
       expect(await publisher.publish(channels.runEvents, runId)).toBeGreaterThanOrEqual(2);
       await Promise.all(heard);
     } finally {
-      Readable.prototype.push = push;
+      counting.stop();
       publisher.disconnect();
     }
-    expect(pushed).toEqual([]);
+    expect([...counting.pushed.keys()]).toEqual([]);
   });
 
   it('keeps no run that names no App', async () => {

@@ -7,7 +7,6 @@
  * runner, real redis-server, BullMQ, a fake executor.
  */
 import { Socket } from 'node:net';
-import { Readable } from 'node:stream';
 import {
   createLogger,
   createMetrics,
@@ -18,7 +17,7 @@ import {
 } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { countStreamPushes, type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../test/runner-harness.ts';
@@ -36,21 +35,11 @@ afterAll(async () => {
 });
 
 /** Readable-stream pushes (bytes, not EOF) on sockets to `port` while counting, by local port. */
-function countPushes(port: number) {
-  const push = Readable.prototype.push;
-  const pushed = new Map<number, number>();
-  Readable.prototype.push = function (this: Readable, ...args: Parameters<Readable['push']>) {
-    if (this instanceof Socket && this.remotePort === port && args[0] !== null) {
-      const local = this.localPort ?? 0;
-      pushed.set(local, (pushed.get(local) ?? 0) + 1);
-    }
-    return push.apply(this, args);
-  };
-  const stop = () => {
-    Readable.prototype.push = push;
-  };
-  return { pushed, stop };
-}
+const countPushes = (port: number) =>
+  countStreamPushes(
+    (stream) => stream instanceof Socket && stream.remotePort === port,
+    (stream) => (stream as Socket).localPort ?? 0,
+  );
 
 describe('runner: replies read through onread', () => {
   it("takes no stream push on any of its Redis sockets over a job's pick-up and end", async () => {

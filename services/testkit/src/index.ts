@@ -13,3 +13,4 @@ export {
 export { type SentinelGroup, startSentinelGroup } from './redis-sentinel-group.ts';
 export { type RedisServer, startRedis } from './redis-server.ts';
 export { type RunFixture, runFixture } from './run-fixture.ts';
+export { countStreamPushes, type StreamPushes } from './stream-pushes.ts';
