@@ -7,12 +7,17 @@
  * for byte the `GET` of the run, in both stored formats (journal layouts 1 and 2). Fails on d92635a,
  * which takes `end3` for "the run changed" and reads the run.
  */
-import { channels, keys } from '@islet/core';
+import { keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { endLikeNextRelease } from '../../runs/test/next-end-push.ts';
 import { auth, run } from '../test/app-fixture.ts';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import {
+  type GatewayAppUnderTest,
+  listenRunEvents,
+  startGatewayApp,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 
 const source = { connectionId: 'c-1', connectionName: 'CRM "main"', name: 'find', kind: 'tool' as const };
 
@@ -29,9 +34,7 @@ describe.each(['1', '2'])('a waited run with calls pushed as `end3`, format %s',
     ({ app, deps } = gateway);
     await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
     key = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read'])).key;
-    sub = deps.redis.duplicate();
-    sub.on('message', (_channel: string, message: string) => messages.push(message));
-    await sub.subscribe(channels.runEvents);
+    sub = await listenRunEvents(deps.redis, messages);
   });
   afterAll(async () => {
     sub?.disconnect();

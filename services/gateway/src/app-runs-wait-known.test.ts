@@ -12,7 +12,7 @@
  * (another service, as the MCP wait: its read run) answers from it too, one with no run in hand
  * reads the run; a whole push (`<id> end`, a runner of the previous release) is still answered from.
  */
-import { channels, keys } from '@islet/core';
+import { keys } from '@islet/core';
 import { createRunStore, END_PUSH_FIELDS } from '@islet/runs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -21,6 +21,7 @@ import { auth, run } from '../test/app-fixture.ts';
 import {
   endedByTest,
   type GatewayAppUnderTest,
+  listenRunEvents,
   startGatewayApp,
   type TestGatewayDeps,
 } from '../test/gateway-harness.ts';
@@ -77,9 +78,7 @@ describe.each(['1', '2'])('a waited answer from its pushed end, format %s', (for
     ({ app, deps } = gateway);
     await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
     key = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read'])).key;
-    sub = deps.redis.duplicate();
-    sub.on('message', (_channel: string, message: string) => messages.push(message));
-    await sub.subscribe(channels.runEvents);
+    sub = await listenRunEvents(deps.redis, messages);
   });
   afterAll(async () => {
     sub?.disconnect();

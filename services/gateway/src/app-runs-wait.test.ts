@@ -3,11 +3,16 @@
  * end (answered without reading the record or journal; too large to push: the bare id), and a 202
  * answered without reading the journal. The shared set-up is test/app-fixture.ts.
  */
-import { channels, keys } from '@islet/core';
+import { keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auth, run, startAppFixture } from '../test/app-fixture.ts';
-import { endedByTest, type GatewayAppUnderTest, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import {
+  endedByTest,
+  type GatewayAppUnderTest,
+  listenRunEvents,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 import { createRunsService } from './runs-service.ts';
 
 let gateway: GatewayAppUnderTest | undefined;
@@ -169,10 +174,8 @@ describe('runs through inject (no runner)', () => {
     expect(res.body).toBe(read.body);
   });
   it('a run too large to push ends as its bare id; its waiter reads it (and a run nobody waits on pushes nothing)', async () => {
-    const sub = deps.redis.duplicate();
     const messages: string[] = [];
-    sub.on('message', (_channel: string, message: string) => messages.push(message));
-    await sub.subscribe(channels.runEvents);
+    const sub = await listenRunEvents(deps.redis, messages);
     try {
       // Its result over the cap (its program is not pushed: its waiter holds it, round 41 `push-lean`).
       const large = run({ sessionId: 'push-large' });

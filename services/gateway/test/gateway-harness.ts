@@ -4,7 +4,7 @@
  * `beforeAll` and closes it in `afterAll`; `close` stops what it started, last first, and is safe to
  * call when the start failed half-way.
  */
-import { createLogger, generateSealKey, type IsletConfig, loadConfig } from '@islet/core';
+import { channels, createLogger, generateSealKey, type IsletConfig, loadConfig } from '@islet/core';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.ts';
@@ -127,4 +127,15 @@ export function endedByTest() {
     text: 'code run failed (abort): ended by the test',
     kind: 'abort',
   };
+}
+
+/**
+ * Every message on the run-events channel (a waited run's pushed end among them) pushed into
+ * `into`, heard on a connection of its own; disconnect it after.
+ */
+export async function listenRunEvents(redis: TestGatewayDeps['redis'], into: string[]) {
+  const sub = redis.duplicate();
+  sub.on('message', (_channel: string, message: string) => into.push(message));
+  await sub.subscribe(channels.runEvents);
+  return sub;
 }
