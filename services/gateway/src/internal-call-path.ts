@@ -158,12 +158,11 @@ export function goneSignal(res: ServerResponse): () => AbortSignal {
     if (signal) return signal;
     const ac = new AbortController();
     signal = ac.signal;
-    if (res.destroyed || res.closed) {
+    const closed = () => {
       if (!res.writableFinished) ac.abort();
-    } else
-      res.once('close', () => {
-        if (!res.writableFinished) ac.abort();
-      });
+    };
+    if (res.destroyed || res.closed) closed();
+    else res.once('close', closed);
     return signal;
   };
 }
