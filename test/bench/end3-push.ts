@@ -13,7 +13,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { channels, generateSealKey, sealerFromConfig } from '@islet/core';
-import type { LuaScript } from '@islet/core/lua-script';
+import { LuaScript } from '@islet/core/lua-script';
 import { createCallJournal, createRunStore } from '@islet/runs';
 import { runFixture } from '@islet/testkit';
 import { FINISH_RUN } from '../../services/runs/src/run-store-scripts.ts';
@@ -25,6 +25,11 @@ import { callgrindRedis } from './callgrind-redis.ts';
 const N = Number(process.env.N ?? 100);
 const CALLS = (process.env.CALLS ?? '1,20,60').split(',').map(Number);
 const OUT = process.env.OUT ?? '/tmp/end3-push.json';
+type Side = 'end2' | 'end3' | 'head';
+/** Phases, each `N` calls (default end2 end3 end3 end2; round 43 also `head`, this release's). */
+const SIDES = (process.env.SIDES ?? 'end2,end3,end3,end2').split(',') as Side[];
+const PHASES: Record<Side, number> = { end2: 0, end3: 0, head: 0 };
+for (const side of SIDES) PHASES[side]++;
 const SEAL_KEYS = generateSealKey('k1');
 const { r: redis, instructions, stop } = await callgrindRedis('end3-push');
 const listener = redis.duplicate();
@@ -32,7 +37,7 @@ const messages: string[] = [];
 listener.on('message', (_c: string, m: string) => {
   if (/^\S+ end[23] /.test(m)) messages.push(m);
 });
-const kept: Record<string, { end2?: string; end3?: string }> = {};
+const kept: Record<string, Partial<Record<Side, string>>> = {};
 try {
   await listener.subscribe(channels.runEvents);
   const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: SEAL_KEYS });
@@ -83,13 +88,19 @@ try {
     for (const [k, v] of dumps) if (v) p.restore(k, 0, v, 'REPLACE');
     await p.exec();
   };
-  const scripts: Record<'end2' | 'end3', LuaScript> = { end2: FINISH_RUN, end3: NEXT_FINISH_RUN };
+  // `head`: this release's end script (`end3` up to END3_MAX_BYTES, round 43); `end2`: the same
+  // with its `end3` branch off (what a0565cd2 pushes); `end3`: always `end3` (next-end-push.ts).
+  const END2_ONLY = new LuaScript(
+    FINISH_RUN.source.replace('local parts = push == 3', 'local parts = false'),
+  );
+  if (END2_ONLY.source === FINISH_RUN.source) throw new Error("the end script's end3 branch moved");
+  const scripts: Record<Side, LuaScript> = { end2: END2_ONLY, end3: NEXT_FINISH_RUN, head: FINISH_RUN };
   for (const calls of CALLS) {
     const end = await ended(`bench-run-${calls}`, calls);
-    const totals = { end2: 0, end3: 0 };
-    const bytes = { end2: 0, end3: 0 };
+    const totals: Record<Side, number> = { end2: 0, end3: 0, head: 0 };
+    const bytes: Record<Side, number> = { end2: 0, end3: 0, head: 0 };
     kept[calls] = {};
-    for (const side of ['end2', 'end3', 'end3', 'end2'] as const) {
+    for (const side of SIDES) {
       const script = scripts[side];
       await restore(end.dumps);
       await script.run(redis, end.keys, end.args);
@@ -103,7 +114,7 @@ try {
         spent += instructions() - before;
       }
       await new Promise((r) => setTimeout(r, 100));
-      const ours = messages.filter((m) => m.includes(` ${side} `));
+      const ours = messages.filter((m) => / end[23] /.test(m));
       // Over the push's cap (END_PUSH_MAX_BYTES, the journal's stored size): not pushed in either form.
       if (ours.length === 0) {
         console.log(
@@ -112,15 +123,17 @@ try {
         continue;
       }
       if (ours.length !== N) throw new Error(`${side}: ${ours.length} of ${N} ends pushed`);
+      const tag = / (end[23]) /.exec(ours[0] ?? '')?.[1];
+      if (side !== 'head' && tag !== side) throw new Error(`${side}: pushed as ${tag}`);
       kept[calls][side] = ours[0];
-      totals[side] += spent / N / 2;
-      bytes[side] += ours.reduce((a, m) => a + Buffer.byteLength(m), 0) / N / 2;
+      totals[side] += spent / N / PHASES[side];
+      bytes[side] += ours.reduce((a, m) => a + Buffer.byteLength(m), 0) / N / PHASES[side];
       console.log(
-        `${calls} calls, ${side}: ${(spent / N).toFixed(0)} instructions a call, ${Buffer.byteLength(ours[0]!)} B`,
+        `${calls} calls, ${side}: ${(spent / N).toFixed(0)} instructions a call, ${Buffer.byteLength(ours[0]!)} B (${tag})`,
       );
     }
     console.log(
-      `${calls} calls: end script, pushed: end2 ${totals.end2.toFixed(0)}, end3 ${totals.end3.toFixed(0)} instructions a call (${(totals.end3 - totals.end2).toFixed(0)}); pushed message ${bytes.end2.toFixed(0)} → ${bytes.end3.toFixed(0)} B`,
+      `${calls} calls: end script, pushed: ${(['end2', 'end3', 'head'] as const).map((x) => `${x} ${totals[x].toFixed(0)} instructions, ${bytes[x].toFixed(0)} B`).join('; ')} (each the mean of its sides)`,
     );
   }
   writeFileSync(OUT, JSON.stringify({ sealKeys: SEAL_KEYS, kept }));

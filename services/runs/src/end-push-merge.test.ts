@@ -21,11 +21,9 @@ const transition = [
   readFileSync(new URL('./lua/includes/transition.lua', import.meta.url), 'utf8'),
 ]
   .join('\n')
-  .replaceAll(
-    // The include's parameter (run-store-scripts.ts fills it in), written apart: not a template.
-    '$' + '{END_PUSH_MAX_BYTES}',
-    String(32 * 1024),
-  );
+  // The include's parameters (run-store-scripts.ts fills them in), written apart: not templates.
+  .replaceAll('$' + '{END_PUSH_MAX_BYTES}', String(32 * 1024))
+  .replaceAll('$' + '{END3_MAX_BYTES}', String(8 * 1024));
 // The record read whole first, then the write with it as `before`, as finish-run.lua calls it.
 const driver = new LuaScript(
   compactLua(`${transition}

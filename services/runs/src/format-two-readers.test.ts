@@ -71,7 +71,10 @@ function oldCreate(_tenant: string, r: Run): string {
   });
 }
 
-/** The same create as format 2 writes it: `m` an object without id, session, principal, createdAt; no `n`. */
+/**
+ * The same create as format 2 writes it: `m` an object without id, session, principal, createdAt;
+ * no `n`; no `o` for a session not found owned (round 43 `format-43`: the fold reads only `o == 1`).
+ */
 function newCreate(_tenant: string, r: Run): string {
   const { id: _i, sessionId: _s, principal: _p, createdAt: _a, ...m } = summary(r);
   return JSON.stringify({
@@ -80,7 +83,6 @@ function newCreate(_tenant: string, r: Run): string {
     a: String(r.createdAt),
     s: r.session,
     p: r.principal ?? '',
-    o: 0,
     r: String(RETENTION_MS),
     m,
   });
@@ -166,6 +168,9 @@ const RUNS: Run[] = [
   },
   // created, never ended
   { id: 'r5', createdAt: now - 10, endedAt: 0, session: 's2', principal: 'key-b' },
+  // A later run of a session whose first had no principal, not found owned (`o` 0, or absent in
+  // format 2): the fold gives the session its principal.
+  { id: 'r6', createdAt: Date.UTC(2028, 1, 29, 13), endedAt: 0, session: 's1', principal: 'key-c' },
 ];
 
 async function writeAll(redis: Redis, tenant: string, create: typeof oldCreate, end: typeof oldEnd) {
@@ -188,6 +193,8 @@ describe('format 2 readers: the pending list fold', () => {
       expect(b).toEqual(a);
       // and it is what was meant, not two equal mistakes
       expect(a.pending).toBe(0);
+      expect(a.stats['s1\nprincipal']).toBe('key-c');
+      expect(a.stats['s1\ntotal']).toBe('2');
       expect(a.summaries.r4).toMatchObject({
         status: 'Failed',
         kind: 'timeout',

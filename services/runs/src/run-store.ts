@@ -38,6 +38,7 @@ import {
   admissionAnswer,
   admitCall,
   endFields,
+  pushArg,
   recordFields,
   summaryOf,
   tenantNames,
@@ -304,7 +305,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
             sealedEvent,
             maxEvents,
             retention,
-            run.pushEnd ? (end.sentNoCall ? '2' : '1') : '0',
+            pushArg(run.pushEnd, end.sentNoCall, writeFormat),
           ] as (string | number)[]
         ).concat(tenant.args, charge.args);
         const lease = run.lease?.held() ? run.lease : undefined;

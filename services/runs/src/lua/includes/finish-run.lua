@@ -7,7 +7,8 @@
 -- ARGV[1..6] as transition-3's, ARGV[7] '1' = push the end to its waiter (transition-3's KEYS[3]),
 --   '2' = push it, and the end's caller executed the run's attempt and sent no call in it: with the
 --   record's `attempts` at 1 (no other attempt began) the journal holds that count alone, as
---   includes/begin-attempt.lua returns it, and is not read,
+--   includes/begin-attempt.lua returns it, and is not read, '3' and '4' = as '1' and '2', the push
+--   `end3` where includes/transition.lua may (format 2: run-store.ts `pushArg`),
 --   ARGV[8..16] finish-tenant-9's ARGV[1..9], ARGV[17] bytes, ARGV[18] when the counter expires
 --   (unix seconds), ARGV[f..] field, value, ...
 -- The tenant half copies the status the record keeps: this end's, or when another end won, that
@@ -26,7 +27,8 @@ local function finishRun(f, note)
   chargeBytes(KEYS[13], ARGV[17], ARGV[18])
   -- An end pushed to its waiter reads the record whole here, once: its status for the guard, and
   -- the record the push carries (includes/transition.lua applies this write to it).
-  local push = ARGV[7] == '1' or ARGV[7] == '2'
+  local p = ARGV[7]
+  local push = p == '1' or p == '2' or p == '3' or p == '4'
   local before, st, kind, quiet, attempts
   if push then
     before = redis.call('HGETALL', KEYS[1])
@@ -52,7 +54,8 @@ local function finishRun(f, note)
     if not kind and st == 'Completed' then kind = 'none' end
     return 0, finishTenant(4, 8, st, kind or ARGV[11], quiet) == 2
   end
-  local firstOnly = ARGV[7] == '2' and attempts == '1'
+  local firstOnly = (p == '2' or p == '4') and attempts == '1'
+  if push and (p == '3' or p == '4') then push = 3 end
   local status, at = writeTransition(1, 1, f, push, st, before, firstOnly)
   if note then note['#now'] = tonumber(string.match(at, '^%d+')) end
   return 1, finishTenant(4, 8, status, ARGV[11], quiet) == 2

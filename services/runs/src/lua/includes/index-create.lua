@@ -16,14 +16,16 @@
 -- text), and now '' when it equals createdAt (no `n`); includes/index-fold.lua reads both forms.
 -- `owned`: the admission found the session's owner key already naming this principal (the fold
 -- then does not look for a missing principal: runs and skills all carry theirs, and an admission
--- that claims the session looks, so a session held by its principal since has it).
+-- that claims the session looks, so a session held by its principal since has it): `"o":1`; not
+-- owned, format 2 leaves `o` out (every fold since e807b91 reads it only as `o == 1`), format 1
+-- writes `"o":0`.
 --- @include "feed"
 local function indexCreate(k, a, owned, quiet)
   local m, n = ARGV[a + 2], ARGV[a + 5]
   local lean = string.byte(m, 1) == 35 -- '#'
   local entry = cjson.encode({
     t = 'c', i = ARGV[a], a = ARGV[a + 1], m = (not lean) and m or nil, s = ARGV[a + 3],
-    p = ARGV[a + 4], o = owned and 1 or 0, n = n ~= '' and n or nil, r = ARGV[a + 6],
+    p = ARGV[a + 4], o = owned and 1 or ((not lean) and 0 or nil), n = n ~= '' and n or nil, r = ARGV[a + 6],
   })
   -- The object's JSON as the caller wrote it, spliced in as the entry's last member (not decoded and
   -- encoded again by cjson).

@@ -16,11 +16,58 @@
 -- gateway of those releases takes any other tag for "the run changed" and reads the run back, so it
 -- never builds an answer from a push without the program. With `before` the record pushed is
 -- `before` with this write applied as HSET applies it (no second read), less the write's
--- `timings`, which no reader of a push reads.
+-- `timings`, which no reader of a push reads. `push` 3 (format 2; `true` or 2: `end2` only) pushes
+-- `<id> end3 [record, journal]` instead when the journal has calls and the sizes summed are at most
+-- ${END3_MAX_BYTES} bytes: its entries and sources as JSON values (`end3Parts`). Read since a0565cd2
+-- (round 42's `callsOfPushed`), so a gateway of that release answers it from the push too; a
+-- gateway of an older one takes the tag for "the run changed" and reads the run back.
 -- Returns the status the write leaves (the old one when no status is given), and the id of the
 -- event it appended (`<ms>-<n>`: Redis's clock, as TIME reads it, or later than the stream's last
 -- entry should that clock have stepped back).
 --- @include "event-add"
+-- A pushed journal (name, value, ...) as the pieces of the JSON array `end3` carries (gateway
+-- call-journal.ts `callsOfPushed`): a call's entry (`<index>`) and a layout-2 source (`#s:<id>`)
+-- spliced in as the JSON they are stored as, not as JSON strings, so the message holds no escaped
+-- copy of them and its reader parses it once; a counter (`#attempt`, `#seq`) as a string, as cjson
+-- writes it. Nothing goes in unescaped that is not known safe there: a name is digits, `#attempt`,
+-- `#seq` or `#s:` and base64url (claim-1.lua writes no other; a claim part `#c<index>` is not
+-- pushed), a counter is digits, and an entry or source is an object, as the only writers of one
+-- write it (cjson.encode in claim-1.lua and complete-2.lua, JSON.stringify in the gateway's
+-- call-journal.ts `sourceJson`), every string in it (a tool's name, a binding's) escaped by them.
+-- Anything else: nil, and the caller pushes `end2`, cjson escaping every value.
+local function end3Parts(journal)
+  local parts, n = {}, 0
+  for i = 1, #journal - 1, 2 do
+    local name, value = journal[i], journal[i + 1]
+    parts[n + 1] = '"'
+    parts[n + 2] = name
+    if string.byte(name, 1) == 35 then
+      if string.sub(name, 1, 3) == '#s:' then
+        if not string.find(name, '^#s:[%w_%-]+$') then return nil end
+      elseif (name == '#attempt' or name == '#seq') and string.find(value, '^%d+$') then
+        parts[n + 3] = '","'
+        parts[n + 4] = value
+        parts[n + 5] = '",'
+        n = n + 5
+        value = nil
+      else
+        return nil
+      end
+    elseif not string.find(name, '^%d+$') then
+      return nil
+    end
+    if value then
+      if string.byte(value, 1) ~= 123 or string.byte(value, -1) ~= 125 then return nil end
+      parts[n + 3] = '",'
+      parts[n + 4] = value
+      parts[n + 5] = ','
+      n = n + 5
+    end
+  end
+  -- The last piece's comma closes the array instead (`],` or `",` less its comma).
+  if n > 0 then parts[n] = parts[n] == ',' and '' or '"' end
+  return parts
+end
 local function writeTransition(k, a, f, push, old, before, firstOnly)
   local last = #ARGV
   local newStatus = old
@@ -117,7 +164,16 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
       end
     end
     for i = 1, #run do size = size + #run[i] end
-    if size <= ${END_PUSH_MAX_BYTES} then message = ARGV[a] .. ' end2 ' .. cjson.encode({run, journal}) end
+    if size <= ${END_PUSH_MAX_BYTES} then
+      -- `end3` (format 2, a journal with calls, up to END3_MAX_BYTES): where its build costs Redis
+      -- no more than cjson's escaping saves it (test/bench/README.md round 43 `format-43`).
+      local parts = push == 3 and not firstOnly and size <= ${END3_MAX_BYTES} and end3Parts(journal)
+      if parts then
+        message = ARGV[a] .. ' end3 [' .. cjson.encode(run) .. ',[' .. table.concat(parts) .. ']]'
+      else
+        message = ARGV[a] .. ' end2 ' .. cjson.encode({run, journal})
+      end
+    end
   end
   redis.call('PUBLISH', ARGV[a + 1], message)
   return newStatus, at
