@@ -34,9 +34,9 @@
 -- pushed), a counter is digits, and an entry or source is an object, as the only writers of one
 -- write it (cjson.encode in claim-1.lua and complete-2.lua, JSON.stringify in the gateway's
 -- call-journal.ts `sourceJson`), every string in it (a tool's name, a binding's) escaped by them.
--- Anything else: nil, and the caller pushes `end2`, cjson escaping every value.
+-- Anything else, or no entry or source: nil, and the caller pushes `end2`, cjson escaping every value.
 local function end3Parts(journal)
-  local parts, n = {}, 0
+  local parts, n, spliced = {}, 0, false
   for i = 1, #journal - 1, 2 do
     local name, value = journal[i], journal[i + 1]
     parts[n + 1] = '"'
@@ -58,14 +58,18 @@ local function end3Parts(journal)
     end
     if value then
       if string.byte(value, 1) ~= 123 or string.byte(value, -1) ~= 125 then return nil end
+      spliced = true
       parts[n + 3] = '",'
       parts[n + 4] = value
       parts[n + 5] = ','
       n = n + 5
     end
   end
+  -- Counters alone: `end3` would be `end2`'s bytes (nothing escaped) under a tag older gateways
+  -- do not answer from.
+  if not spliced then return nil end
   -- The last piece's comma closes the array instead (`],` or `",` less its comma).
-  if n > 0 then parts[n] = parts[n] == ',' and '' or '"' end
+  parts[n] = parts[n] == ',' and '' or '"'
   return parts
 end
 local function writeTransition(k, a, f, push, old, before, firstOnly)
