@@ -17,6 +17,8 @@ import { api } from '../e2e/helpers.ts';
 import { pct, sequentialCalls } from './baselines.ts';
 import { pingConnection, startCallCluster, startPingApp } from './ping-app.ts';
 
+// The runner's stage stamps are stored only when asked (round 43 `format-43`).
+process.env.ISLET_RUN_STAGE_TIMINGS ??= 'true';
 const RUNS = Number(process.env.RUNS ?? 40);
 const CALLS = Number(process.env.CALLS ?? 20);
 const { app, port } = await startPingApp();

@@ -10,6 +10,9 @@
  * the count), phases end2 / end3 / end3 / end2. `CALLS` a comma list (default `1,20,60`: with these values a 100-call run's journal is over the push's cap). One
  * message of each kind is kept in `OUT` (default /tmp/end3-push.json) with the seal key, for
  * `end3-read.ts` (the gateway's parse). Format 2 (the default). A count: no lock needed.
+ * Round 43 (`format-43`): this release writes `end3` itself, so the sides are its end script with
+ * the `end3` branch off (`end2`), without its size cut-off (`end3`) and as shipped (`head`); `SIDES`
+ * a comma list of phases (default end2,end3,end3,end2).
  */
 import { writeFileSync } from 'node:fs';
 import { channels, generateSealKey, sealerFromConfig } from '@islet/core';
@@ -89,12 +92,17 @@ try {
     await p.exec();
   };
   // `head`: this release's end script (`end3` up to END3_MAX_BYTES, round 43); `end2`: the same
-  // with its `end3` branch off (what a0565cd2 pushes); `end3`: always `end3` (next-end-push.ts).
-  const END2_ONLY = new LuaScript(
-    FINISH_RUN.source.replace('local parts = push == 3', 'local parts = false'),
-  );
-  if (END2_ONLY.source === FINISH_RUN.source) throw new Error("the end script's end3 branch moved");
-  const scripts: Record<Side, LuaScript> = { end2: END2_ONLY, end3: NEXT_FINISH_RUN, head: FINISH_RUN };
+  // with its `end3` branch off (what a0565cd2 pushes); `end3`: the same with no size cut-off
+  // (`NEXT=1`: round 42's emulation instead, next-end-push.ts, its own build of the message).
+  const END2_ONLY = new LuaScript(FINISH_RUN.source.replace('if push == 3 and', 'if false and'));
+  const END3_ALWAYS = new LuaScript(FINISH_RUN.source.replace(/ and size <= \d+ and /, ' and '));
+  if (END2_ONLY.source === FINISH_RUN.source || END3_ALWAYS.source === FINISH_RUN.source)
+    throw new Error("the end script's end3 branch moved");
+  const scripts: Record<Side, LuaScript> = {
+    end2: END2_ONLY,
+    end3: process.env.NEXT === '1' ? NEXT_FINISH_RUN : END3_ALWAYS,
+    head: FINISH_RUN,
+  };
   for (const calls of CALLS) {
     const end = await ended(`bench-run-${calls}`, calls);
     const totals: Record<Side, number> = { end2: 0, end3: 0, head: 0 };

@@ -15,6 +15,11 @@
  */
 import { pct } from './baselines.ts';
 
+// The runner stores the stamps read here only when asked (core config, off by default since round
+// 43 `format-43`): every cluster a bench starts after importing this module (devstack passes its
+// environment on to its processes) stores them.
+process.env.ISLET_RUN_STAGE_TIMINGS ??= 'true';
+
 /** The stamps of a record's `timings` in their stored order (services/runs `run-timings.ts`). */
 const STAMP_ORDER = [
   'enqueued',

@@ -10,8 +10,9 @@
  * characters, U+2028, a lone surrogate) that the pushed source carries unescaped by cjson. Each
  * waited answer is byte for byte the `GET` of the run on both gateways (a rolling upgrade, and a
  * rollback: a0565cd2 reading what this release wrote); run lists, sessions and usage byte for byte
- * the same on both gateways, each pending list folded by the other release. Fails on a0565cd2 (its
- * runner pushes `end2`: the tags).
+ * the same on both gateways, each pending list folded by the other release. And this release's runner
+ * stores no stage stamps (`timings`) by default. Fails on a0565cd2 (its runner stores the stamps and
+ * pushes `end2`).
  */
 import { channels, createRedis, keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
@@ -98,6 +99,8 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
       expect(res.status, res.text).toBe(200);
       const body = JSON.parse(res.text) as { id: string; status: string };
       expect(body.status, res.text).toBe('Completed');
+      // This release's runner stores no stage stamps unless asked (ISLET_RUN_STAGE_TIMINGS); a0565cd2's does.
+      expect(await redis!.hexists(keys.run(body.id), 'timings')).toBe(by === 'head' ? 0 : 1);
       const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
       expect(ends.map((m) => m.split(' ')[1])).toEqual([by === 'head' ? p.head : 'end2']);
       if (i === 0) {

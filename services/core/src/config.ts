@@ -228,6 +228,14 @@ export const configSchema = z.object({
    */
   ISLET_WRITE_FORMAT: z.enum(['1', '2']).default('2'),
   /**
+   * The runner stores a run's stage stamps with its end (the record's `timings`: enqueued, fetched,
+   * picked up, engine called and returned, end sent, in µs, ~45 B; services/runs run-timings.ts).
+   * No product reader reads them (the API, the console and the operator do not): only the benches'
+   * stage rows (test/bench/stages.ts turns it on for the clusters they start). Off: ~64 B less of
+   * a run's AOF, in the end's fsync'd write (test/bench/README.md round 43 `format-43`).
+   */
+  ISLET_RUN_STAGE_TIMINGS: z.enum(['true', 'false']).default('false'),
+  /**
    * Start sandbox hosts under the kernel launcher (islet-jail: no_new_privs, seccomp, Landlock,
    * rlimits per mode). `off` runs them as plain child processes (dev machines without the helper).
    */

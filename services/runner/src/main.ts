@@ -134,6 +134,7 @@ const executor = createRunExecutor({
   runs: createRunStore(redis, sealer, {
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     writeFormat: config.ISLET_WRITE_FORMAT,
+    stageTimings: config.ISLET_RUN_STAGE_TIMINGS === 'true',
   }),
   settings: createSettingsCache(createSettingsStore(redis), settingsSubscriber),
   journal: createCallJournal({

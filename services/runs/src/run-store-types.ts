@@ -205,6 +205,12 @@ export interface RunStoreOptions {
    * whatever it is.
    */
   writeFormat?: WriteFormat;
+  /**
+   * Whether an end given stage stamps (`timings`) stores them (default true: what is given is
+   * written). The runner passes core config `ISLET_RUN_STAGE_TIMINGS` (default off): only benches
+   * read them.
+   */
+  stageTimings?: boolean;
 }
 
 /**

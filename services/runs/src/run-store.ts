@@ -82,6 +82,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   const retention = String(options.retentionSeconds ?? 7 * 24 * 3600);
   // The record's format written at a create and an end (sealed-fields.ts); both are read.
   const writeFormat = options.writeFormat ?? DEFAULT_WRITE_FORMAT;
+  const stageTimings = options.stageTimings ?? true;
   // A run's end is counted in its tenant's stored bytes (tenant-bytes-store.ts) as it is written.
   const storedBytes = createTenantBytesStore(redis, { retentionSeconds: Number(retention) });
   const seal = (v: unknown) => sealer.seal(JSON.stringify(v));
@@ -251,7 +252,13 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         end.onEnded?.(ended);
         return ended;
       };
-      const fields = endFields(run, end, sealer, seal, writeFormat);
+      const fields = endFields(
+        run,
+        stageTimings ? end : { ...end, timings: undefined },
+        sealer,
+        seal,
+        writeFormat,
+      );
       // The tenant half of the end (includes/finish-tenant.lua) leaves the in-flight set and
       // records the end in the tenant's index and usage, once, with the status the record kept.
       // Removing the in-flight entry is right whoever ended the run, and an entry left by a crash

@@ -18,59 +18,53 @@
 -- `before` with this write applied as HSET applies it (no second read), less the write's
 -- `timings`, which no reader of a push reads. `push` 3 (format 2; `true` or 2: `end2` only) pushes
 -- `<id> end3 [record, journal]` instead when the journal has calls and the sizes summed are at most
--- ${END3_MAX_BYTES} bytes: its entries and sources as JSON values (`end3Parts`). Read since a0565cd2
+-- ${END3_MAX_BYTES} bytes: its entries and sources as JSON values (`end3Safe`). Read since a0565cd2
 -- (round 42's `callsOfPushed`), so a gateway of that release answers it from the push too; a
 -- gateway of an older one takes the tag for "the run changed" and reads the run back.
 -- Returns the status the write leaves (the old one when no status is given), and the id of the
 -- event it appended (`<ms>-<n>`: Redis's clock, as TIME reads it, or later than the stream's last
 -- entry should that clock have stepped back).
 --- @include "event-add"
--- A pushed journal (name, value, ...) as the pieces of the JSON array `end3` carries (gateway
--- call-journal.ts `callsOfPushed`): a call's entry (`<index>`) and a layout-2 source (`#s:<id>`)
--- spliced in as the JSON they are stored as, not as JSON strings, so the message holds no escaped
--- copy of them and its reader parses it once; a counter (`#attempt`, `#seq`) as a string, as cjson
--- writes it. Nothing goes in unescaped that is not known safe there: a name is digits, `#attempt`,
--- `#seq` or `#s:` and base64url (claim-1.lua writes no other; a claim part `#c<index>` is not
--- pushed), a counter is digits, and an entry or source is an object, as the only writers of one
--- write it (cjson.encode in claim-1.lua and complete-2.lua, JSON.stringify in the gateway's
--- call-journal.ts `sourceJson`), every string in it (a tool's name, a binding's) escaped by them.
--- Anything else, or no entry or source: nil, and the caller pushes `end2`, cjson escaping every value.
-local function end3Parts(journal)
-  local parts, n, spliced = {}, 0, false
+-- Whether a pushed journal (name, value, ...) may go into `end3` (gateway call-journal.ts
+-- `callsOfPushed`): a call's entry (`<index>`) and a layout-2 source (`#s:<id>`) spliced in as the
+-- JSON they are stored as, not as JSON strings, so the message holds no escaped copy of them and
+-- its reader parses it once; a counter (`#attempt`, `#seq`) as a string, as cjson writes it.
+-- Nothing goes in unescaped that is not known safe there: a name is digits, `#attempt`, `#seq` or
+-- `#s:` and base64url (claim-1.lua writes no other; a claim part `#c<index>` is not pushed), a
+-- counter is digits, and an entry or source is an object, as the only writers of one write it
+-- (cjson.encode in claim-1.lua and complete-2.lua, JSON.stringify in the gateway's call-journal.ts
+-- `sourceJson`), every string in it (a tool's name, a connection's, a binding's) escaped by them.
+-- Anything else, or no entry or source at all (counters alone: `end3` would be `end2`'s bytes
+-- under a tag older gateways do not answer from): false, and the caller pushes `end2`, cjson
+-- escaping every value.
+local function end3Safe(journal)
+  local spliced = false
   for i = 1, #journal - 1, 2 do
     local name, value = journal[i], journal[i + 1]
-    parts[n + 1] = '"'
-    parts[n + 2] = name
-    if string.byte(name, 1) == 35 then
-      if string.sub(name, 1, 3) == '#s:' then
-        if not string.find(name, '^#s:[%w_%-]+$') then return nil end
-      elseif (name == '#attempt' or name == '#seq') and string.find(value, '^%d+$') then
-        parts[n + 3] = '","'
-        parts[n + 4] = value
-        parts[n + 5] = '",'
-        n = n + 5
-        value = nil
-      else
-        return nil
-      end
-    elseif not string.find(name, '^%d+$') then
-      return nil
-    end
-    if value then
-      if string.byte(value, 1) ~= 123 or string.byte(value, -1) ~= 125 then return nil end
+    if name == '#attempt' or name == '#seq' then
+      if not string.find(value, '^%d+$') then return false end
+    elseif string.find(name, '^%d+$') or string.find(name, '^#s:[%w_%-]+$') then
+      if string.byte(value, 1) ~= 123 or string.byte(value, -1) ~= 125 then return false end
       spliced = true
-      parts[n + 3] = '",'
-      parts[n + 4] = value
-      parts[n + 5] = ','
-      n = n + 5
+    else
+      return false
     end
   end
-  -- Counters alone: `end3` would be `end2`'s bytes (nothing escaped) under a tag older gateways
-  -- do not answer from.
-  if not spliced then return nil end
-  -- The last piece's comma closes the array instead (`],` or `",` less its comma).
-  parts[n] = parts[n] == ',' and '' or '"'
-  return parts
+  return spliced
+end
+-- `<head>[<record>,[<journal>]]` of a journal `end3Safe` passed, built in place in `journal`: each
+-- name and counter quoted, the head before the first name and `]]` after the last value, then one
+-- table.concat with `,` (no table of pieces, one copy of the values; round 43 `format-43`).
+local function end3Message(head, journal)
+  local last = #journal
+  for i = 1, last - 1, 2 do
+    local name = journal[i]
+    journal[i] = '"' .. name .. '"'
+    if name == '#attempt' or name == '#seq' then journal[i + 1] = '"' .. journal[i + 1] .. '"' end
+  end
+  journal[1] = head .. journal[1]
+  journal[last] = journal[last] .. ']]'
+  return table.concat(journal, ',')
 end
 local function writeTransition(k, a, f, push, old, before, firstOnly)
   local last = #ARGV
@@ -171,9 +165,8 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
     if size <= ${END_PUSH_MAX_BYTES} then
       -- `end3` (format 2, a journal with calls, up to END3_MAX_BYTES): where its build costs Redis
       -- no more than cjson's escaping saves it (test/bench/README.md round 43 `format-43`).
-      local parts = push == 3 and not firstOnly and size <= ${END3_MAX_BYTES} and end3Parts(journal)
-      if parts then
-        message = ARGV[a] .. ' end3 [' .. cjson.encode(run) .. ',[' .. table.concat(parts) .. ']]'
+      if push == 3 and not firstOnly and size <= ${END3_MAX_BYTES} and end3Safe(journal) then
+        message = end3Message(ARGV[a] .. ' end3 [' .. cjson.encode(run) .. ',[', journal)
       else
         message = ARGV[a] .. ' end2 ' .. cjson.encode({run, journal})
       end
