@@ -8,7 +8,8 @@
  * Round 40 (`journal-layout`): also `PAR` parallel calls a run (default 100; 0 = none), and for each
  * program the runs whose end was pushed, Redis's AOF bytes a run (`aof_current_size`) and its
  * `HGETALL`s a run (the gateway's read-back of a run and its journal when its end is not pushed).
- * `env ISLET_WRITE_FORMAT=2` reaches the cluster's processes (devstack `inheritedEnv`).
+ * `env ISLET_WRITE_FORMAT=2` reaches the cluster's processes (devstack `inheritedEnv`). Round 43
+ * (`format-43`): reads `end3` too (its entries JSON values), and prints the tags pushed.
  */
 import { channels, createRedis } from '@islet/core';
 import { api } from '../e2e/helpers.ts';
@@ -38,7 +39,7 @@ try {
   const ends: string[] = [];
   await sub.subscribe(channels.runEvents);
   sub.on('message', (_c: string, m: string) => {
-    if (/^\S+ end2? \[/.test(m)) ends.push(m);
+    if (/^\S+ end[23]? \[/.test(m)) ends.push(m);
   });
   const run = async (code: string) => JSON.stringify(await runWithApp(a, code, connection)).length;
   for (const [name, code] of [
@@ -70,7 +71,10 @@ try {
     for (let i = 0; i < journal.length; i += 2) {
       if (journal[i]!.startsWith('#')) continue;
       entries++;
-      for (const [k, v] of Object.entries(JSON.parse(journal[i + 1]!) as Record<string, unknown>))
+      // `end3` (round 43): the entry is a JSON value in the message, not its text.
+      const value = journal[i + 1] as unknown;
+      const entry = typeof value === 'string' ? JSON.parse(value) : value;
+      for (const [k, v] of Object.entries(entry as Record<string, unknown>))
         byField.set(k, (byField.get(k) ?? 0) + JSON.stringify(v).length + k.length + 4);
     }
     if (entries === 0) continue;
@@ -78,7 +82,8 @@ try {
     console.log(
       `  ${[...byField].map(([k, v]) => `${READ.has(k) ? '' : '*'}${k} ${(v / entries).toFixed(0)}`).join(', ')}`,
     );
-    console.log(`  an entry as stored: ${journal[journal.indexOf('0') + 1]}`);
+    console.log(`  an entry as pushed: ${JSON.stringify(journal[journal.indexOf('0') + 1])}`);
+    console.log(`  tags: ${[...new Set(ends.map((m) => m.split(' ')[1]))].join(', ')}`);
   }
 } finally {
   sub.disconnect();
