@@ -91,11 +91,11 @@ try {
     for (const [k, v] of dumps) if (v) p.restore(k, 0, v, 'REPLACE');
     await p.exec();
   };
-  // `head`: this release's end script (`end3` up to END3_MAX_BYTES, round 43); `end2`: the same
-  // with its `end3` branch off (what a0565cd2 pushes); `end3`: the same with no size cut-off
+  // `head`: this release's end script (`end3` from END3_MIN_BYTES, round 43); `end2`: the same
+  // with its `end3` branch off (what a0565cd2 pushes); `end3`: the same with no size floor
   // (`NEXT=1`: round 42's emulation instead, next-end-push.ts, its own build of the message).
   const END2_ONLY = new LuaScript(FINISH_RUN.source.replace('if push == 3 and', 'if false and'));
-  const END3_ALWAYS = new LuaScript(FINISH_RUN.source.replace(/ and size <= \d+ and /, ' and '));
+  const END3_ALWAYS = new LuaScript(FINISH_RUN.source.replace(/ and size >= \d+ and /, ' and '));
   if (END2_ONLY.source === FINISH_RUN.source || END3_ALWAYS.source === FINISH_RUN.source)
     throw new Error("the end script's end3 branch moved");
   const scripts: Record<Side, LuaScript> = {

@@ -1,11 +1,11 @@
 /**
  * The next cuts of format 2 beside the previous release, with real processes (test/bench/README.md
  * round 43 `format-43`): this release's runner pushes a waited run's end with calls as `<id> end3`
- * (its journal's entries and sources as JSON values) up to END3_MAX_BYTES and `end2` above it, and
+ * (its journal's entries and sources as JSON values) from END3_MIN_BYTES (1 KiB), and
  * its admission leaves a create entry's `"o":0` out. a0565cd2 reads both (round 42's
  * `callsOfPushed`; its fold reads `o` only as `== 1`) and writes neither. Both releases' gateways
  * and runners on one Redis, one tenant, every pair (gateway × runner, the other runner stopped): a
- * run of 3 calls (end3 from this release's runner), one of 30 (over the cut-off: end2) and one of
+ * run of 3 calls (end3 from this release's runner), one of 30 (end3 too) and one of
  * none, the tool's and the connection's names a tenant's strings (quotes, backslashes, control
  * characters, U+2028, a lone surrogate) that the pushed source carries unescaped by cjson. Each
  * waited answer is byte for byte the `GET` of the run on both gateways (a rolling upgrade, and a
@@ -41,7 +41,7 @@ const calls = (n: number) =>
   `let out = []; for (let i = 0; i < ${n}; i++) { const r = await apps.echo_q_script.say_q_script_it({ w: "w" + i }); out.push(r.structuredContent.echo.w) } return out.join()`;
 const programs = [
   { code: calls(3), head: 'end3' },
-  { code: calls(30), head: 'end2' },
+  { code: calls(30), head: 'end3' },
   { code: 'return 1', head: 'end2' },
 ] as const;
 

@@ -23,7 +23,7 @@ const transition = [
   .join('\n')
   // The include's parameters (run-store-scripts.ts fills them in), written apart: not templates.
   .replaceAll('$' + '{END_PUSH_MAX_BYTES}', String(32 * 1024))
-  .replaceAll('$' + '{END3_MAX_BYTES}', String(8 * 1024));
+  .replaceAll('$' + '{END3_MIN_BYTES}', String(1024));
 // The record read whole first, then the write with it as `before`, as finish-run.lua calls it.
 const driver = new LuaScript(
   compactLua(`${transition}

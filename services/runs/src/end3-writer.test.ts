@@ -1,7 +1,7 @@
 /**
  * The `end3` writer (test/bench/README.md round 43 `format-43`): format 2's end of a waited run
  * with calls pushes `<id> end3`, its journal's entries and sources spliced in as the JSON values
- * they are stored as, up to END3_MAX_BYTES; `end2` above it, in format 1, for a run that sent no
+ * they are stored as, from END3_MIN_BYTES; `end2` below it, in format 1, for a run that sent no
  * call, and for a journal holding anything not known safe unescaped. Attacked with a tenant's
  * strings in every field of a call that reaches its entry or source (a binding's and a tool's
  * names, a connection's name and id: quotes, backslashes, control characters, U+2028, lone
@@ -56,23 +56,20 @@ async function endWith(
   id: string,
   format: WriteFormat,
   calls: number,
-  options: { big?: boolean; before?: () => Promise<unknown>; sentNoCall?: boolean } = {},
+  options: { small?: boolean; before?: () => Promise<unknown>; sentNoCall?: boolean } = {},
 ) {
   const runs = createRunStore(redis, sealer, { writeFormat: format });
   const journal = createCallJournal({ redis, sealer, writeFormat: format });
   const run = runFixture(id, { tenant: 't1', pushEnd: true });
   await runs.create(run);
   await journal.beginAttempt(id, keys.run(id));
-  const from = options.big ? { ...source, connectionName: 'x'.repeat(9000) } : source;
+  const small = { connectionId: 'c', connectionName: 'C', name: 'n', kind: 'tool' as const };
+  const from = options.small ? small : source;
   for (let index = 0; index < calls; index++) {
-    await journal.claim(id, 1, {
-      index,
-      binding: `crm.${hostile}`,
-      argsJson: '{"a":1}',
-      source: from,
-      sendNow: true,
-    });
-    await journal.complete(id, index, { type: 'result', valueJson: JSON.stringify({ v: hostile, index }) });
+    const binding = options.small ? 'c.n' : `crm.${hostile}`;
+    await journal.claim(id, 1, { index, binding, argsJson: '{"a":1}', source: from, sendNow: true });
+    const valueJson = options.small ? '1' : JSON.stringify({ v: hostile, index });
+    await journal.complete(id, index, { type: 'result', valueJson });
   }
   await options.before?.();
   const [message, ...more] = await pushed(redis, () =>
@@ -112,8 +109,10 @@ describe('the end3 writer', () => {
     withRedis(async (redis) => {
       expect((await endWith(redis, 'f1', '1', 3)).tag).toBe('end2');
       expect((await endWith(redis, 'n1', '2', 0, { sentNoCall: true })).tag).toBe('end2');
-      // A source of 9,000 B: over END3_MAX_BYTES, under the push's cap.
-      expect((await endWith(redis, 'b1', '2', 1, { big: true })).tag).toBe('end2');
+      // One small call: under END3_MIN_BYTES (there end3's build costs Redis more than it saves).
+      expect((await endWith(redis, 's1', '2', 1, { small: true })).tag).toBe('end2');
+      // Many: end3 up to the push's cap.
+      expect((await endWith(redis, 'm1', '2', 60)).tag).toBe('end3');
       expect(pushArg(true, false, '1')).toBe('1');
       expect(pushArg(true, true, '1')).toBe('2');
       expect(pushArg(true, false, '2')).toBe('3');
@@ -132,7 +131,7 @@ describe('the end3 writer', () => {
         ['o6', '#other', '1'],
       ];
       for (const [id, name, value] of odd) {
-        const out = await endWith(redis, id, '2', 1, {
+        const out = await endWith(redis, id, '2', 3, {
           before: () => redis.hset(`islet:journal:{${id}}`, name, value),
         });
         expect(out.tag, name).toBe('end2');

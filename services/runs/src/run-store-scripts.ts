@@ -17,21 +17,23 @@ import { FINISH_TENANT_PARAMS, INDEX_CREATE_PARAMS } from './run-index-scripts.t
  */
 const END_PUSH_MAX_BYTES = 32 * 1024;
 /**
- * The most a pushed end carries (sized as END_PUSH_MAX_BYTES) as `end3` (its journal's entries as
- * JSON values, includes/transition.lua): above it Lua's build of the message costs Redis more than
- * cjson's escaping of it in `end2` (test/bench/README.md round 43 `format-43`).
+ * The least a pushed end carries (sized as END_PUSH_MAX_BYTES) as `end3` (its journal's entries as
+ * JSON values, includes/transition.lua): below it (a call or two) the build of the message in Lua
+ * costs Redis more than cjson's escaping of it in `end2` saves; from it up to the push's cap it
+ * costs less (callgrind: −2 % at 3 calls, −14 % at 20, −15 % at 80; test/bench/README.md round 43
+ * `format-43`).
  */
-const END3_MAX_BYTES = 8 * 1024;
+const END3_MIN_BYTES = 1024;
 
 /** A submit's rate-limit count, in the same counter the gateway's own counts use. */
 const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
 /** How long the admission's refresh of a session's owner stands (its ttl is ARGV[5]). */
 const OWNER_FRESH = ownerFreshLua('ARGV[5]');
 
-export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES, END3_MAX_BYTES });
+export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES, END3_MIN_BYTES });
 export const FINISH_RUN = loadScript('finish-run-13', {
   END_PUSH_MAX_BYTES,
-  END3_MAX_BYTES,
+  END3_MIN_BYTES,
   ...FINISH_TENANT_PARAMS,
 });
 export const FINISH_RUN_RELEASE = new LuaScript(finishRunReleaseSource('nil'));
@@ -44,7 +46,7 @@ export const FINISH_RUN_RELEASE = new LuaScript(finishRunReleaseSource('nil'));
 export function finishRunReleaseSource(poolSeen: string): string {
   return luaSource('finish-run-release-18', {
     END_PUSH_MAX_BYTES,
-    END3_MAX_BYTES,
+    END3_MIN_BYTES,
     ...FINISH_TENANT_PARAMS,
     POOL_SEEN: poolSeen,
   });

@@ -17,8 +17,8 @@
 -- never builds an answer from a push without the program. With `before` the record pushed is
 -- `before` with this write applied as HSET applies it (no second read), less the write's
 -- `timings`, which no reader of a push reads. `push` 3 (format 2; `true` or 2: `end2` only) pushes
--- `<id> end3 [record, journal]` instead when the journal has calls and the sizes summed are at most
--- ${END3_MAX_BYTES} bytes: its entries and sources as JSON values (`end3Safe`). Read since a0565cd2
+-- `<id> end3 [record, journal]` instead when the journal has calls and the sizes summed are at
+-- least ${END3_MIN_BYTES} bytes: its entries and sources as JSON values (`end3Safe`). Read since a0565cd2
 -- (round 42's `callsOfPushed`), so a gateway of that release answers it from the push too; a
 -- gateway of an older one takes the tag for "the run changed" and reads the run back.
 -- Returns the status the write leaves (the old one when no status is given), and the id of the
@@ -163,9 +163,9 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
     end
     for i = 1, #run do size = size + #run[i] end
     if size <= ${END_PUSH_MAX_BYTES} then
-      -- `end3` (format 2, a journal with calls, up to END3_MAX_BYTES): where its build costs Redis
-      -- no more than cjson's escaping saves it (test/bench/README.md round 43 `format-43`).
-      if push == 3 and not firstOnly and size <= ${END3_MAX_BYTES} and end3Safe(journal) then
+      -- `end3` (format 2, a journal with calls, from END3_MIN_BYTES): where its build costs Redis
+      -- less than cjson's escaping (test/bench/README.md round 43 `format-43`).
+      if push == 3 and not firstOnly and size >= ${END3_MIN_BYTES} and end3Safe(journal) then
         message = end3Message(ARGV[a] .. ' end3 [' .. cjson.encode(run) .. ',[', journal)
       else
         message = ARGV[a] .. ' end2 ' .. cjson.encode({run, journal})
