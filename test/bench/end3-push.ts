@@ -33,6 +33,8 @@ type Side = 'end2' | 'end3' | 'head';
 const SIDES = (process.env.SIDES ?? 'end2,end3,end3,end2').split(',') as Side[];
 const PHASES: Record<Side, number> = { end2: 0, end3: 0, head: 0 };
 for (const side of SIDES) PHASES[side]++;
+/** `MIXED=1`: the first two sides of SIDES call by call instead of in phases (instructions only). */
+const MIXED = process.env.MIXED === '1';
 const SEAL_KEYS = generateSealKey('k1');
 const { r: redis, instructions, stop } = await callgrindRedis('end3-push');
 const listener = redis.duplicate();
@@ -108,6 +110,29 @@ try {
     const totals: Record<Side, number> = { end2: 0, end3: 0, head: 0 };
     const bytes: Record<Side, number> = { end2: 0, end3: 0, head: 0 };
     kept[calls] = {};
+    if (MIXED) {
+      // The sides call by call (A B, then B A, …), not in phases: a phase's place in the order
+      // moved its mean by ~10 k at one call whatever its script (round 43: head, end2, end2, head).
+      const [a, b] = [...new Set(SIDES)] as [Side, Side];
+      const spent: Record<Side, number[]> = { end2: [], end3: [], head: [] };
+      for (const side of [a, b]) {
+        await restore(end.dumps);
+        await scripts[side].run(redis, end.keys, end.args);
+      }
+      for (let i = 0; i < N; i++)
+        for (const side of i % 2 === 0 ? [a, b] : [b, a]) {
+          await restore(end.dumps);
+          const before = instructions();
+          await redis.evalsha(scripts[side].sha, end.keys.length, ...end.keys, ...end.args);
+          spent[side].push(instructions() - before);
+        }
+      const mean = (x: number[]) => x.reduce((t, v) => t + v, 0) / x.length;
+      const half = (x: number[], h: number) => mean(x.slice(h * (x.length >> 1), (h + 1) * (x.length >> 1)));
+      console.log(
+        `${calls} calls, mixed: ${a} ${mean(spent[a]).toFixed(0)} (halves ${half(spent[a], 0).toFixed(0)} / ${half(spent[a], 1).toFixed(0)}), ${b} ${mean(spent[b]).toFixed(0)} (halves ${half(spent[b], 0).toFixed(0)} / ${half(spent[b], 1).toFixed(0)}) instructions a call: ${(mean(spent[b]) - mean(spent[a])).toFixed(0)}`,
+      );
+      continue;
+    }
     for (const side of SIDES) {
       const script = scripts[side];
       await restore(end.dumps);
