@@ -227,7 +227,6 @@ export function createAuth(deps: GatewayDeps) {
       const identity = keyHash ? tenants.knownKeyHash?.(keyHash) : undefined;
       const tenant = identity ? tenants.knownTenant?.(identity.tenantId) : undefined;
       if (!identity || !tenant || keyHash === undefined) {
-        authsAsync++;
         check(request, reply).then(() => done(), done);
         return;
       }
@@ -240,14 +239,9 @@ export function createAuth(deps: GatewayDeps) {
       }
       touch(identity, request.log);
       request.caller = { ...identity, tenant, keyHash };
-      authsInHand++;
       done();
     };
   }
-
-  // Which way the submit's authentications went (tests read them: `authWays`).
-  let authsInHand = 0;
-  let authsAsync = 0;
 
   /** Refuses (403) a key without every scope listed. */
   function scopesHeld(scopes: Scope[], identity: ApiKeyIdentity): void {
@@ -335,8 +329,6 @@ export function createAuth(deps: GatewayDeps) {
     internalHeaderIs,
     countIfUncounted,
     keyWatch,
-    /** How many submits' authentications went without a promise (`inHand`) and the async way. */
-    authWays: () => ({ inHand: authsInHand, async: authsAsync }),
   };
 }
 
