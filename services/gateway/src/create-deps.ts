@@ -185,6 +185,13 @@ export async function createGatewayDeps(
         return rotated;
       },
       getTenant: (id) => tenantsById.get(id),
+      // As `resolveKeyHash` (the expiry checked on every read) and `getTenant`, from what the caches
+      // hold and have read: no promise (auth.ts's submit path).
+      knownKeyHash: (hash) => {
+        const identity = identities.peek(hash);
+        return identity === undefined ? undefined : keyUsable(identity) ? identity : null;
+      },
+      knownTenant: (id) => tenantsById.peek(id),
     },
     sessions: createSessionStore(redis),
     storedBytes: createTenantBytesStore(redis, { retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS }),

@@ -1,10 +1,12 @@
 import type {
+  ApiKeyIdentity,
   IsletConfig,
   Logger,
   Metrics,
   Sealer,
   SessionStore,
   SettingsStore,
+  Tenant,
   TenantStore,
 } from '@islet/core';
 import type { McpStore } from '@islet/mcp';
@@ -54,7 +56,15 @@ export interface GatewayDeps {
   streamListeners: StreamListenersStore;
   /** Health series (`GET /v1/health`): run ends count in them, the health sampler adds gauges. */
   health: HealthStore;
-  tenants: TenantStore;
+  /**
+   * `knownKeyHash`/`knownTenant`: what `resolveKeyHash`/`getTenant` would give now when it is in
+   * the gateway's cache and read (read-cache.ts `peek`), else `undefined`: a submit's
+   * authentication without a promise (auth.ts). Absent: every request takes the async reads.
+   */
+  tenants: TenantStore & {
+    knownKeyHash?(hash: string): ApiKeyIdentity | null | undefined;
+    knownTenant?(id: string): Tenant | undefined;
+  };
   /** Session owners and "allow for the session" grants. */
   sessions: SessionStore;
   /** Bytes each tenant's retained data holds (storage-quota.ts). */

@@ -14,6 +14,11 @@ const CACHE_CHANNEL = channels.gatewayCache;
 
 interface ReadCache<T> {
   get(key: string): Promise<T | null>;
+  /**
+   * The value `get` would give now, without a promise, when it is cached and its read has come
+   * back (fresh, not dropped since: as `get`'s hit); `undefined` otherwise (then call `get`).
+   */
+  peek(key: string): T | undefined;
   /** Drops `key` here and on every replica (call after writing it). */
   invalidate(key: string): Promise<void>;
 }
@@ -68,9 +73,13 @@ export function createCacheHub(
 
   return {
     cache<T>(kind: string, load: (key: string) => Promise<T | null>, maxAgeMs = 5000): ReadCache<T> {
-      const entries = new BoundedMap<string, { value: Promise<T | null>; at: number; generation: number }>(
-        maxEntries,
-      );
+      // `read`: the value once its read came back (a null one is not kept: see `get`).
+      const entries = new BoundedMap<
+        string,
+        { value: Promise<T | null>; at: number; generation: number; read?: T }
+      >(maxEntries);
+      const fresh = (hit: { at: number; generation: number } | undefined, now: number) =>
+        hit !== undefined && hit.generation === generation && now - hit.at < maxAgeMs;
       // Bumped on every drop, so a read that started before a change is never cached after it.
       let generation = 0;
       droppers.set(kind, (key) => {
@@ -83,19 +92,29 @@ export function createCacheHub(
           if (!listening) return load(key);
           const now = Date.now();
           const hit = entries.get(key);
-          if (hit && hit.generation === generation && now - hit.at < maxAgeMs) return hit.value;
+          if (hit && fresh(hit, now)) return hit.value;
           const value = load(key);
-          const entry = { value, at: now, generation };
+          const entry: { value: Promise<T | null>; at: number; generation: number; read?: T } = {
+            value,
+            at: now,
+            generation,
+          };
           entries.set(key, entry);
           value.then(
             (v) => {
-              if (v === null && entries.get(key) === entry) entries.delete(key);
+              if (v !== null) entry.read = v;
+              else if (entries.get(key) === entry) entries.delete(key);
             },
             () => {
               if (entries.get(key) === entry) entries.delete(key);
             },
           );
           return value;
+        },
+        peek(key) {
+          if (!listening) return undefined;
+          const hit = entries.get(key);
+          return hit && fresh(hit, Date.now()) ? hit.read : undefined;
         },
         async invalidate(key) {
           droppers.get(kind)?.(key);

@@ -69,6 +69,9 @@ export function runAdds(queue: Queue): RunAdd {
   // addStandardJobArgs' keys, in its order.
   const keys = [k.wait, k.paused, k.meta, k.id, k.completed, k.delayed, k.active, k.events, k.marker];
   const prefix = k[''];
+  // The queue's client once it is known: BullMQ's `queue.client` is a promise of the same client
+  // for the connection's life, awaited on every submit until round 43 (an await and its microtask).
+  let known: RedisClient | undefined;
   return async (name, data, opts, ride) => {
     const id = opts.jobId;
     if (
@@ -80,7 +83,11 @@ export function runAdds(queue: Queue): RunAdd {
       Object.keys(opts).some((o) => !OPTION_NAMES.includes(o))
     )
       return viaQueue(name, data, opts, ride);
-    const client = await queue.client;
+    let client = known;
+    if (client === undefined) {
+      client = await queue.client;
+      known = client;
+    }
     // As the Job's constructor orders them: `attempts` first, then the add's options as given,
     // but for `jobId`: the job's id goes in the script's own arguments (`args[2]`), and the copy
     // BullMQ keeps in the stored options is read by nothing (BullMQ reads it on the adding side

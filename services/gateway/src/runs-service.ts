@@ -156,10 +156,14 @@ export function createRunsService(deps: GatewayDeps) {
     // admission reads the usage first, so a tenant past its share hears that one first, as from
     // the admission. The session and in-flight quota are checked in the admission too.
     const storageLimit = storage.limitBytes();
-    const { run, codeModeOff } = await buildRun(caller, id, input, waits).catch(async (err: unknown) => {
+    let built: Awaited<ReturnType<typeof buildRun>>;
+    try {
+      built = await buildRun(caller, id, input, waits);
+    } catch (err) {
       await storage.check(tenant);
       throw err;
-    });
+    }
+    const { run, codeModeOff } = built;
     const { mode, session } = run;
     // A run that will simply run is enqueued with its record (one round trip less before the runner
     // can take it); one that is refused or must first wait for a decision is not.
@@ -167,7 +171,9 @@ export function createRunsService(deps: GatewayDeps) {
     let enqueued = false;
     let ride: AdmissionRide | undefined;
     const storedBytes = storedSizeOf(run);
-    const admissionStorage: AdmissionStorage = { limitBytes: await storageLimit };
+    const admissionStorage: AdmissionStorage = {
+      limitBytes: typeof storageLimit === 'number' ? storageLimit : await storageLimit,
+    };
     const admitted = await lifecycle.admit(
       run,
       {
@@ -247,7 +253,8 @@ export function createRunsService(deps: GatewayDeps) {
       { runId: run.id, tenant: run.tenant, mode: run.mode, attempts: config.ISLET_JOB_ATTEMPTS },
       ride,
     );
-    await noted;
+    // Awaited only when sent: no promise and no microtask for an `undefined` (the admission counted it).
+    if (noted) await noted;
   }
 
   // The journal read with a run's final state, keyed by that run object: `record` uses it instead

@@ -20,8 +20,16 @@ export function createStorageQuota(deps: Pick<GatewayDeps, 'storedBytes' | 'conf
   const { config } = deps;
   let limit = { bytes: config.ISLET_TENANT_STORED_MAX_BYTES, at: 0 };
 
-  async function limitBytes(): Promise<number> {
+  /**
+   * The share, as a number while the last reading is fresh (every submit but one a minute: no
+   * promise and no await on the submit's path), else a promise of it read afresh.
+   */
+  function limitBytes(): number | Promise<number> {
     if (Date.now() - limit.at < MAXMEMORY_FRESH_MS) return limit.bytes;
+    return readLimit();
+  }
+
+  async function readLimit(): Promise<number> {
     const max = await deps.storedBytes.maxMemoryBytes().catch(() => 0);
     const share = max > 0 ? Math.floor(max * config.ISLET_TENANT_REDIS_SHARE) : Number.POSITIVE_INFINITY;
     limit = { bytes: Math.min(config.ISLET_TENANT_STORED_MAX_BYTES, share), at: Date.now() };

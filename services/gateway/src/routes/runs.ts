@@ -94,7 +94,8 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (unknown) throw unknown;
       const idem = request.headers['idempotency-key'];
       const wait = preferWaitSeconds(request.headers.prefer, deps.config.ISLET_PREFER_WAIT_MAX_SECONDS);
-      await rateLimitPassed(request);
+      const limited = rateLimitPassed(request);
+      if (limited) await limited;
       const { run, created } = await runsService.submit(
         caller,
         { fields: checked.fields, ...checked.placement, ...(noDeadline ? { noDeadline } : {}) },
