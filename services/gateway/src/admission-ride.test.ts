@@ -137,6 +137,48 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     expect(flats).toBe(0);
   });
 
+  it("sends its queue's and pool's names in the script's text, not as arguments: 16 fewer, the record, count and job as before", async () => {
+    const { submit, queue } = submitter(true);
+    // The reference: a record the admission writes alone (no add carried).
+    const alone = submitter(false);
+    expect(await alone.submit('ref', 'tk')).toBe('created');
+    expect(await submit('k0', 'tk')).toBe('created');
+    const sent: Array<{ name: string; args: string[] }> = [];
+    const send = redis.sendCommand;
+    redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
+      if (command.name.startsWith('eval')) sent.push({ name: command.name, args: command.args.map(String) });
+      return (send as (...a: unknown[]) => unknown).call(redis, command, ...rest);
+    }) as typeof send;
+    try {
+      expect(await submit('k1', 'tk')).toBe('created');
+    } finally {
+      redis.sendCommand = send;
+    }
+    expect(sent.map((c) => c.name)).toEqual(['evalsha']);
+    const [, numKeys, ...rest] = sent[0]?.args ?? [];
+    const k = queue.keys;
+    const queueNames = [k.wait, k.paused, k.meta, k.id, k.completed, k.delayed, k.active, k.events, k.marker];
+    const names = queueNames.concat(
+      k.prioritized ?? '',
+      `${k['']}idle`,
+      `${k['']}idle:args`,
+      keys.poolQueued('read-only'),
+    );
+    // a0565cd2: 36 keys (the admission's 23, the queued count's, the add's 9 and the hand-off's 3)
+    // and three counts before the admission's arguments: 93 arguments.
+    expect(Number(numKeys)).toBe(23);
+    for (const name of names) expect(rest).not.toContain(name);
+    // The admission's arguments right after its keys, the run's id first; the add's three last.
+    expect(rest[23]).toBe('k1');
+    expect(rest.indexOf('k1')).toBe(23);
+    // What it wrote is what the arguments' form wrote: the record's fields (none of the add's
+    // arguments among them), the job waiting, counted once in the pool's queued counts.
+    const fieldsOf = async (id: string) => Object.keys(await redis.hgetall(keys.run(id))).sort();
+    expect(await fieldsOf('k1')).toEqual(await fieldsOf('ref'));
+    expect(await queue.getJobState('k1')).toBe('waiting');
+    expect(await redis.hget(keys.poolQueued('read-only'), 'tk')).toBe('3');
+  });
+
   it('an add that cannot carry it (no hand-off) sends the admission alone, before the add, as before', async () => {
     const { submit, rides, queue } = submitter(false, 1);
     expect(await submit('s0', 'ts')).toBe('created');

@@ -44,11 +44,19 @@ export function handingAdds(queue: Queue): void {
   const exec = scripts.execCommand.bind(scripts);
   const { idle, idleArgs } = handOffKeys(queue.keys[''] ?? '', '');
   const prioritized = queue.keys.prioritized ?? '';
+  // The add's keys and the hand-off's three, one array while the add's keys stay the queue's (they
+  // do: runAdds' are made once a queue), so the ride finds the script with these names in its text
+  // (`@islet/runs` admitted-add.ts `bakedAddScript`) by the array (round 43 `submit-floor`).
+  let keys: string[] = [];
   ridingAdds.set(queue, (ride, args) => {
-    // The add's keys and the hand-off's three (a slice grown in place: no spread's walk through the
-    // iterator protocol on a submit's path, round 37 `submit-gw`).
-    const keys = args.slice(0, ADD_KEYS) as string[];
-    keys.push(prioritized, idle, idleArgs);
+    let same = keys.length === ADD_KEYS + 3;
+    for (let i = 0; same && i < ADD_KEYS; i++) same = keys[i] === args[i];
+    if (!same) {
+      // A slice grown in place: no spread's walk through the iterator protocol on a submit's path
+      // (round 37 `submit-gw`).
+      keys = args.slice(0, ADD_KEYS) as string[];
+      keys.push(prioritized, idle, idleArgs);
+    }
     return ride.send(HAND_OFF_ADD, keys, args.slice(ADD_KEYS) as (string | Buffer)[]);
   });
   scripts.execCommand = (client, name, args) => {

@@ -16,6 +16,9 @@
  * KEYS: the admission's (admit-and-create-24's first 23), the pool's queued counts when counted,
  * then the add's. ARGV: the admission's key count, its argument count, 1 when counted, the
  * admission's arguments, the add's. Answers `{admission}` when refused, `{'created', add's answer}`.
+ * Where the add's keys and the queued-count key can be written into the script's text (a queue's
+ * names: `bakedAddScript`), they are, with the three counts: KEYS the admission's, ARGV its
+ * arguments and the add's (round 43 `submit-floor`).
  */
 import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
@@ -33,10 +36,81 @@ const composites = new WeakMap<LuaScript, LuaScript>();
  */
 export const DEFER_RECORD = '(nil --[[islet:defer-record]])';
 
+/**
+ * The add's keys and the pool's queued-count key written into the script's text (a queue's and a
+ * pool's names: the same at every submit of a mode), with the add's argument count. A key sent as
+ * an argument is parsed by Redis and made a Lua string at every call (~450 instructions in Lua
+ * alone, test/bench/README.md round 42 `pickup-floor`); a name in the text is a constant of the
+ * compiled script, made once. One server only, as the whole script (it names keys it does not
+ * declare, which a server that checks no slots allows).
+ */
+interface Baked {
+  keys: string[];
+  queued: string | undefined;
+  addArgs: number;
+}
+
+/** Baked variants an add may have (one a queue; a mode's): past it, keys go as arguments. */
+const MAX_BAKED = 16;
+const bakedScripts = new WeakMap<LuaScript, Map<string, LuaScript>>();
+const byKeys = new WeakMap<string[], Map<string, { add: LuaScript; addArgs: number; script: LuaScript }>>();
+/** A name that goes into a Lua single-quoted literal as it is. */
+const PLAIN = /^[\x20-\x26\x28-\x5b\x5d-\x7e]*$/;
+
+/** A name as a Lua literal. */
+const literal = (name: string) => `'${name}'`;
+
 /** The admission followed by `add` (a script of the add's keys and arguments). */
 export function admittedAddScript(add: LuaScript): LuaScript {
   const known = composites.get(add);
   if (known) return known;
+  const script = new LuaScript(compositeSource(add));
+  composites.set(add, script);
+  return script;
+}
+
+/**
+ * The admission followed by `add`, its keys and queued-count key in its text (`Baked`), or
+ * undefined when they cannot be (a name a literal would not hold as it is, or MAX_BAKED variants
+ * of `add` made already): the caller then sends them as arguments (`admittedAddScript`).
+ */
+export function bakedAddScript(add: LuaScript, baked: Baked): LuaScript | undefined {
+  // A caller that sends the same keys array every time (the hand-off's add: one a queue) finds its
+  // script without the names joined at each submit.
+  let byQueued = byKeys.get(baked.keys);
+  const hit = byQueued?.get(baked.queued ?? '');
+  if (hit && hit.add === add && hit.addArgs === baked.addArgs) return hit.script;
+  let variants = bakedScripts.get(add);
+  const id = `${baked.addArgs}\n${baked.queued ?? ''}\n${baked.keys.join('\n')}`;
+  const known = variants?.get(id);
+  const remember = (script: LuaScript) => {
+    if (!byQueued) {
+      byQueued = new Map();
+      byKeys.set(baked.keys, byQueued);
+    }
+    byQueued.set(baked.queued ?? '', { add, addArgs: baked.addArgs, script });
+    return script;
+  };
+  if (known) return remember(known);
+  if ((variants?.size ?? 0) >= MAX_BAKED) return undefined;
+  if (!PLAIN.test(baked.queued ?? '') || !baked.keys.every((k) => PLAIN.test(k))) return undefined;
+  if (!variants) {
+    variants = new Map();
+    bakedScripts.set(add, variants);
+  }
+  const script = new LuaScript(compositeSource(add, baked));
+  variants.set(id, script);
+  return remember(script);
+}
+
+/**
+ * The composite's text. Unbaked — KEYS: the admission's, the pool's queued counts when counted,
+ * the add's; ARGV: the admission's key count, argument count, 1 when counted, its arguments, the
+ * add's. Baked — KEYS: the admission's only; ARGV: its arguments, then the add's (their count in
+ * the text): the admission reads KEYS and ARGV themselves (the add's arguments taken off ARGV's
+ * end first: its length is then the admission's, as create-run.lua reads it), not copies.
+ */
+function compositeSource(add: LuaScript, baked?: Baked): string {
   // An add that takes the job's count (the hand-off's: QUEUED_COUNT) counts it, or leaves it out
   // when its own fetch takes the job; any other add has the job counted here first.
   const takesCount = add.source.includes(QUEUED_COUNT);
@@ -46,7 +120,36 @@ export function admittedAddScript(add: LuaScript): LuaScript {
   const admitSource = defers
     ? ADMIT_AND_CREATE.source.split(DEFER_RECORD).join('true')
     : ADMIT_AND_CREATE.source;
-  const script = new LuaScript(`local nk, na, counted = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
+  const addSource = add.source
+    .split(CREATED_RUN)
+    .join('createdRun')
+    .split(QUEUED_COUNT)
+    .join('admittedCount');
+  const count = (queuedKey: string, tenant: string) =>
+    takesCount
+      ? `admittedCount = {${queuedKey}, ${tenant}}`
+      : `redis.pcall('HINCRBY', ${queuedKey}, ${tenant}, 1)`;
+  const end = `if createdRun and createdRun.deferred then redis.call('HSET', createdRun[1], unpack(createdRun[2])) end
+return {answer, added}`;
+  if (baked) {
+    const addArgs = Array.from({ length: baked.addArgs }, (_, i) => `ARGV[na + ${i + 1}]`).join(', ');
+    return `local na = #ARGV - ${baked.addArgs}
+local AD = {${addArgs}}
+for i = #ARGV, na + 1, -1 do ARGV[i] = nil end
+local function admit(KEYS, ARGV)
+${admitSource}
+end
+local answer, createdRun = admit(KEYS, ARGV)
+if answer ~= 'created' then return {answer} end
+local admittedCount
+${baked.queued === undefined ? '' : count(literal(baked.queued), `ARGV[${TENANT_ARG}]`)}
+local function add(KEYS, ARGV)
+${addSource}
+end
+local added = add({${baked.keys.map(literal).join(', ')}}, AD)
+${end}`;
+  }
+  return `local nk, na, counted = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local AA = {unpack(ARGV, 4, 3 + na)}
 local function admit(KEYS, ARGV)
 ${admitSource}
@@ -56,17 +159,14 @@ if answer ~= 'created' then return {answer} end
 local first = nk + 1
 local admittedCount
 if counted then
-  ${takesCount ? `admittedCount = {KEYS[first], AA[${TENANT_ARG}]}` : `redis.pcall('HINCRBY', KEYS[first], AA[${TENANT_ARG}], 1)`}
+  ${count('KEYS[first]', `AA[${TENANT_ARG}]`)}
   first = first + 1
 end
 local function add(KEYS, ARGV)
-${add.source.split(CREATED_RUN).join('createdRun').split(QUEUED_COUNT).join('admittedCount')}
+${addSource}
 end
 local added = add({unpack(KEYS, first, #KEYS)}, {unpack(ARGV, 4 + na, #ARGV)})
-if createdRun and createdRun.deferred then redis.call('HSET', createdRun[1], unpack(createdRun[2])) end
-return {answer, added}`);
-  composites.set(add, script);
-  return script;
+${end}`;
 }
 
 /**
@@ -121,14 +221,26 @@ export async function rideAdmission(
       if (sent) return Promise.reject(new Error('the admission went already'));
       sent = true;
       carried = true;
-      const head: (string | number | Buffer)[] = [admitKeys.length, admitArgs.length, queuedKey ? 1 : 0];
+      // The add's keys and the queued-count key in the script's text where they can be (a
+      // queue's names, the same every submit of its mode): 16 arguments fewer a call.
+      const baked = bakedAddScript(add, { keys, queued: queuedKey, addArgs: args.length });
       // `concat`, not spreads: ~100 arguments a submit, which a spread walks through the iterator
       // protocol in code V8 has not optimized (round 37 `submit-gw`, core's lua-script.ts).
-      const call = admittedAddScript(add).run(
-        redis,
-        queuedKey ? admitKeys.concat(queuedKey, keys) : admitKeys.concat(keys),
-        // A Buffer among the add's arguments (BullMQ's packed options) goes as bytes (lua-script.ts).
-        head.concat(admitArgs, args) as (string | number)[],
+      // A Buffer among the add's arguments (BullMQ's packed options) goes as bytes (lua-script.ts).
+      const call = (
+        baked
+          ? baked.run(
+              redis,
+              admitKeys,
+              (admitArgs as (string | number | Buffer)[]).concat(args) as (string | number)[],
+            )
+          : admittedAddScript(add).run(
+              redis,
+              queuedKey ? admitKeys.concat(queuedKey, keys) : admitKeys.concat(keys),
+              (
+                [admitKeys.length, admitArgs.length, queuedKey ? 1 : 0] as (string | number | Buffer)[]
+              ).concat(admitArgs, args) as (string | number)[],
+            )
       ) as Promise<unknown[]>;
       call.then((r) => settle?.resolve(r[0]), settle?.reject);
       return call.then((r) => r[1] ?? undefined);
