@@ -57,8 +57,9 @@ function fail(why: string): never {
 /** Fed an App's bytes in order (any split); `answer` is set once the answer is whole. Throws on a bad one. */
 export class AnswerReader {
   private mode: number = Mode.Head;
-  /** Bytes of an unfinished head, chunk line or trailer section (copied: the read buffer is reused). */
-  private pending: Buffer | undefined;
+  /** An unfinished head, chunk line or trailer section (copied: the read buffer is reused). */
+  private held: Buffer | undefined;
+  private heldBytes = 0;
   private chunks: Buffer[] = [];
   private size = 0;
   private left = 0;
@@ -123,30 +124,40 @@ export class AnswerReader {
     if (this.mode !== Mode.UntilClose) this.left -= n;
   }
 
-  /** Gathers the head, trailers or a chunk line up to its end; returns where reading goes on. */
+  /**
+   * Gathers the head, trailers or a chunk line up to its end; returns where reading goes on. A part
+   * split over reads is copied into one buffer of its most bytes (a head's 16 KiB): a byte-a-read
+   * App costs a copy of each byte once, not of everything held so far each read.
+   */
   private line(data: Buffer, at: number): number {
     const inHead = this.mode === Mode.Head || this.mode === Mode.Trailers;
-    const held = this.pending;
-    const from = held ? held.length : 0;
-    const buf = held ? Buffer.concat([held, data.subarray(at)]) : data.subarray(at);
+    const cap = inHead ? MAX_HEAD_BYTES + 4 : MAX_CHUNK_LINE + 2;
+    const from = this.heldBytes;
+    let buf: Buffer;
+    if (from > 0) {
+      const held = this.held as Buffer;
+      const n = Math.min(cap - from, data.length - at);
+      data.copy(held, from, at, at + n);
+      this.heldBytes = from + n;
+      buf = held.subarray(0, this.heldBytes);
+    } else buf = data.subarray(at);
     // A lone CR or LF anywhere is refused below, so the search may begin a little before the new bytes.
     const end = inHead ? buf.indexOf(CRLF2, Math.max(0, from - 3)) : buf.indexOf(13, Math.max(0, from - 1));
-    const limit = inHead ? MAX_HEAD_BYTES : MAX_CHUNK_LINE;
-    if (end < 0) {
-      if (buf.length > limit) fail(inHead ? 'a head or trailers over 16 KiB' : 'a chunk line too long');
-      this.pending = Buffer.from(buf);
+    const stop = end < 0 ? -1 : inHead ? end + 4 : end + 2;
+    if (stop < 0 || buf.length < stop) {
+      // Not whole yet (for a chunk line: no CR yet, or its LF not yet).
+      if (buf.length >= cap) fail(inHead ? 'a head or trailers over 16 KiB' : 'a chunk line too long');
+      if (from === 0) {
+        this.held ??= Buffer.allocUnsafe(MAX_HEAD_BYTES + 4);
+        buf.copy(this.held, 0);
+        this.heldBytes = buf.length;
+      }
       return data.length;
     }
-    const stop = inHead ? end + 4 : end + 2;
-    if (stop > limit + 4) fail(inHead ? 'a head or trailers over 16 KiB' : 'a chunk line too long');
-    if (!inHead && buf.length < stop) {
-      // The CR came, the LF not yet.
-      this.pending = Buffer.from(buf);
-      return data.length;
-    }
+    if (stop > cap) fail(inHead ? 'a head or trailers over 16 KiB' : 'a chunk line too long');
     if (!inHead && buf[end + 1] !== 10) fail('a chunk line not ended by CRLF');
     const text = buf.toString('latin1', 0, end);
-    this.pending = undefined;
+    this.heldBytes = 0;
     if (this.mode === Mode.Head) this.head(text);
     else if (this.mode === Mode.Trailers) this.trailers(text);
     else if (this.mode === Mode.ChunkEnd) {
@@ -226,7 +237,10 @@ export class AnswerReader {
     if (n === 0) {
       this.mode = Mode.Trailers;
       // The trailers' section is read as a head: a bare CRLF ends it at once.
-      this.pending = Buffer.from('\r\n');
+      this.held ??= Buffer.allocUnsafe(MAX_HEAD_BYTES + 4);
+      this.held[0] = 13;
+      this.held[1] = 10;
+      this.heldBytes = 2;
       return;
     }
     if (this.size + n > this.maxBytes) throw new AnswerTooLargeError(this.maxBytes);
