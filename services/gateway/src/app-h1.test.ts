@@ -86,8 +86,7 @@ describe('App HTTP/1.1 client', () => {
       { 'keep-alive': 'timeout=5' },
       { host: 'a', Host: 'b' },
     ];
-    for (const headers of refused)
-      await expect(post('/', headers)).rejects.toThrow(/invalid|duplicate/);
+    for (const headers of refused) await expect(post('/', headers)).rejects.toThrow(/invalid|duplicate/);
     await expect(
       postToApp(`http://127.0.0.1:${port}/`, {}, '{}', opts).then(() =>
         postToApp(`http://127.0.0.1:${port}/a b`, {}, '{}', opts),
