@@ -7,11 +7,13 @@
  * - `raw`: a bare kept socket, the request in one write, the answer read by its `Content-Length`
  *   through a `data` listener (the floor any client on a stream socket pays; not a client);
  * - `raw-onread`: the same, the socket read through `onread` into one buffer (no stream push).
+ * `TICKS=1` prints `process.nextTick` calls and stream pushes a request (counts).
  * Counted, not timed: run it under callgrind with `N=0` and `N=<n>` and take the difference over n
  * (`app-leg-count.sh`); the App is a child process, so callgrind counts the client's side only.
  */
 import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { postToApp as postNow } from '../../services/gateway/src/app-http.ts';
 
 // `APP_HTTP=<path>`: another app-http.ts to count (e.g. a0565cd2's, put beside this tree).
@@ -137,9 +139,28 @@ const batches = async (n: number) => {
     await Promise.all(Array.from({ length: Math.min(PARALLEL, n - i) }, one));
 };
 await batches(WARM);
+// `TICKS=1`: count `process.nextTick` calls and stream pushes during the N requests (counts, any load).
+let ticks = 0;
+let pushes = 0;
+if (process.env.TICKS) {
+  const tick = process.nextTick;
+  process.nextTick = ((...a: Parameters<typeof tick>) => {
+    ticks++;
+    return tick(...a);
+  }) as typeof tick;
+  const push = Readable.prototype.push;
+  Readable.prototype.push = function (this: Readable, ...a: Parameters<typeof push>) {
+    pushes++;
+    return push.apply(this, a);
+  };
+}
 const t0 = process.threadCpuUsage();
 await batches(N);
 const t = process.threadCpuUsage(t0);
+if (process.env.TICKS)
+  console.log(
+    `${WAY}: process.nextTick ${(ticks / N).toFixed(2)}, stream pushes ${(pushes / N).toFixed(2)} a request`,
+  );
 if (N > 0)
   console.log(`${WAY}: ${((t.user + t.system) / N).toFixed(1)} µs of this thread a request (a hint)`);
 for (const s of idle) s.destroy();
