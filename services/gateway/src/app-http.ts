@@ -12,33 +12,15 @@ import { isIP } from 'node:net';
 import { BoundedMap } from '@islet/core';
 import { Agent, type Dispatcher } from 'undici';
 import { addressClass } from './address-policy.ts';
+import { type H1Target, h1Post, requestBytes } from './app-h1.ts';
+import { AnswerTooLargeError, AppTimeoutError, BlockedAddressError } from './app-http-errors.ts';
 
 export { addressClass } from './address-policy.ts';
 
-/** The target is not a public address. The message is for the server log, never for the program. */
-export class BlockedAddressError extends Error {
-  override name = 'BlockedAddressError';
-}
-
-export class AnswerTooLargeError extends Error {
-  override name = 'AnswerTooLargeError';
-  readonly maxBytes: number;
-  constructor(maxBytes: number) {
-    super(`the App's answer is larger than ${maxBytes} bytes`);
-    this.maxBytes = maxBytes;
-  }
-}
+export { AnswerTooLargeError, AppTimeoutError, BlockedAddressError } from './app-http-errors.ts';
 
 type DispatchController = Dispatcher.DispatchController;
 type DispatchHandler = Dispatcher.DispatchHandler;
-
-/** The App did not answer within the call's whole deadline. For the server log, never for the program. */
-export class AppTimeoutError extends Error {
-  override name = 'AppTimeoutError';
-  constructor(timeoutMs: number) {
-    super(`the App did not answer within ${timeoutMs} ms`);
-  }
-}
 
 export interface AppResponse {
   status: number;
@@ -82,25 +64,37 @@ export function guardedLookup(resolver: Resolver, allowPrivate: boolean) {
 }
 
 /**
- * One undici Agent per way of resolving and checking, so a pooled connection opened under one set
- * of rules never serves a request made under another. undici, not node:http: less client CPU
- * per request and a faster 100-call run in the call bench (test/bench/README.md).
+ * One set of connections per way of resolving and checking, so a pooled connection opened under one
+ * set of rules never serves a request made under another: an undici Agent for `https` and the key
+ * of `app-h1.ts`'s kept connections for `http`, both connecting through the same `lookup`.
  */
-const agents = new WeakMap<Resolver, Map<boolean, Agent>>();
+interface Rules {
+  lookup: ReturnType<typeof guardedLookup>;
+  agent: Agent | undefined;
+  /** Prefix of the `http` connections' pool key (the origin follows). */
+  id: string;
+}
+const rulesBy = new WeakMap<Resolver, Map<boolean, Rules>>();
+let rulesMade = 0;
 
-function agentFor(resolver: Resolver, allowPrivate: boolean): Agent {
-  let byRule = agents.get(resolver);
+function rulesFor(resolver: Resolver, allowPrivate: boolean): Rules {
+  let byRule = rulesBy.get(resolver);
   if (!byRule) {
     byRule = new Map();
-    agents.set(resolver, byRule);
+    rulesBy.set(resolver, byRule);
   }
-  let agent = byRule.get(allowPrivate);
-  if (!agent) {
-    // Connections per App are not capped (as node:http's agent): the runner bounds the calls in flight.
-    agent = new Agent({ connect: { lookup: guardedLookup(resolver, allowPrivate) as never } });
-    byRule.set(allowPrivate, agent);
+  let rules = byRule.get(allowPrivate);
+  if (!rules) {
+    rules = { lookup: guardedLookup(resolver, allowPrivate), agent: undefined, id: `${++rulesMade} ` };
+    byRule.set(allowPrivate, rules);
   }
-  return agent;
+  return rules;
+}
+
+function agentFor(rules: Rules): Agent {
+  // Connections per App are not capped (as node:http's agent): the runner bounds the calls in flight.
+  rules.agent ??= new Agent({ connect: { lookup: rules.lookup as never } });
+  return rules.agent;
 }
 
 /**
@@ -118,6 +112,8 @@ interface AppTarget {
   /** The host is a literal IP: its `addressClass` (`'public'` or the range that refuses it). */
   literalClass?: string;
   host: string;
+  /** An `http:` URL: where `app-h1.ts` connects and what it sends as Host. */
+  h1?: H1Target;
 }
 
 /** The last URLs' targets: an App's URL changes only with an edit of its connection. */
@@ -133,6 +129,8 @@ export function appTarget(url: string): AppTarget {
   const target: AppTarget = { origin: u.origin, path: `${u.pathname}${u.search}`, host };
   if (u.protocol !== 'http:' && u.protocol !== 'https:') target.badProtocol = `${u.protocol} is not http(s)`;
   if (isIP(host)) target.literalClass = addressClass(host);
+  if (u.protocol === 'http:')
+    target.h1 = { host, port: Number(u.port || 80), hostHeader: u.host, path: target.path };
   targets.set(url, target);
   return target;
 }
@@ -155,6 +153,24 @@ export function postToApp(
   const literal = target.literalClass;
   if (literal !== undefined && !options.allowPrivate && literal !== 'public')
     return Promise.reject(new BlockedAddressError(`${target.host} is ${literal}`));
+  const rules = rulesFor(options.resolver ?? systemResolver, options.allowPrivate);
+  if (target.h1) {
+    // Plain http: the gateway's own HTTP/1.1 client (app-h1.ts), same lookup, deadline and cap.
+    let request: string | Buffer;
+    try {
+      request = requestBytes(target.h1, headers, body);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return h1Post(
+      target.h1,
+      rules.id + target.origin,
+      request,
+      rules.lookup as never,
+      options.timeoutMs,
+      max,
+    );
+  }
   return new Promise((resolve, reject) => {
     // undici's dispatch with a handler of our own, not `request`: no body stream, no AbortSignal
     // with its listener, no promise of undici's per call, about a third of the client's CPU per call
@@ -205,7 +221,7 @@ export function postToApp(
       },
     };
     try {
-      agentFor(options.resolver ?? systemResolver, options.allowPrivate).dispatch(
+      agentFor(rules).dispatch(
         {
           origin: target.origin,
           path: target.path,

@@ -1,0 +1,270 @@
+/**
+ * The reader of an App's HTTP/1.1 answer for the gateway's own App client (`app-h1.ts`). An App is a
+ * tenant's server and may answer anything, so this reads strictly and refuses what it does not
+ * fully understand rather than guess (what llhttp, undici's parser, refuses in its strict mode, and
+ * more): a status line that is not `HTTP/1.x DDD reason`, a head over 16 KiB, a line not ended by
+ * CRLF, a header name that is not a token or a value with control characters, a folded line, a
+ * Content-Length that is not digits or is given twice (even the same), Transfer-Encoding with
+ * Content-Length or other than `chunked`, a chunk size that is not 1–16 hex digits, chunk data not
+ * followed by CRLF, 100 Continue and 101 (undici fails both; other 1xx are skipped, at most 8).
+ * The body is capped as it is read (`AnswerTooLargeError`, a declared or chunk length past the cap
+ * at once). Bytes after the answer mean the connection is not reused (a second answer pipelined).
+ */
+import { AnswerTooLargeError } from './app-http-errors.ts';
+
+/** The App's answer broke HTTP/1.1 (or this reader's stricter rules). For the server log. */
+export class AppProtocolError extends Error {
+  override name = 'AppProtocolError';
+}
+
+/** node's `--max-http-header-size` default, undici's `maxHeaderSize`: a head, or the trailers. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+const MAX_CHUNK_LINE = 1024;
+const MAX_INFORMATIONAL = 8;
+
+export const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Not allowed in a field value (node's and undici's `headerCharRegex`). */
+export const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: ([^\r\n]*))?$/;
+const CHUNK_LINE = /^([0-9A-Fa-f]{1,16})(;[^\r\n]*)?$/;
+const CRLF2 = Buffer.from('\r\n\r\n');
+
+/** The reader's states. */
+const Mode = {
+  Head: 0,
+  Length: 1,
+  ChunkSize: 2,
+  ChunkData: 3,
+  ChunkEnd: 4,
+  Trailers: 5,
+  UntilClose: 6,
+  Done: 7,
+} as const;
+
+export interface Answer {
+  status: number;
+  text: string;
+  /** The connection may carry another request: HTTP/1.1, no `close`, nothing read past the answer. */
+  reusable: boolean;
+  /** The App's `Keep-Alive: timeout=<s>`, if it gave one. */
+  keepAliveSeconds?: number;
+}
+
+function fail(why: string): never {
+  throw new AppProtocolError(`the App's answer is not HTTP/1.1 this client reads: ${why}`);
+}
+
+/** Fed an App's bytes in order (any split); `answer` is set once the answer is whole. Throws on a bad one. */
+export class AnswerReader {
+  private mode: number = Mode.Head;
+  /** An unfinished head, chunk line or trailer section (copied: the read buffer is reused). */
+  private held: Buffer | undefined;
+  private heldBytes = 0;
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private left = 0;
+  private status = 0;
+  private informational = 0;
+  private keep = true;
+  private keepAliveSeconds: number | undefined;
+  answer: Answer | undefined;
+
+  private readonly maxBytes: number;
+
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
+  }
+
+  /** Reads `data` (valid only during this call). Returns the answer once whole. */
+  push(data: Buffer): Answer | undefined {
+    let at = 0;
+    while (at < data.length) {
+      switch (this.mode) {
+        case Mode.Head:
+        case Mode.Trailers:
+        case Mode.ChunkSize:
+        case Mode.ChunkEnd:
+          at = this.line(data, at);
+          break;
+        case Mode.Length:
+        case Mode.ChunkData:
+        case Mode.UntilClose: {
+          const n = this.mode === Mode.UntilClose ? data.length - at : Math.min(this.left, data.length - at);
+          this.body(data, at, n);
+          at += n;
+          if (this.mode === Mode.Length && this.left === 0) this.finish();
+          else if (this.mode === Mode.ChunkData && this.left === 0) this.mode = Mode.ChunkEnd;
+          break;
+        }
+        case Mode.Done:
+          // Bytes past the answer (a second answer pipelined, junk): the connection is not reused.
+          this.keep = false;
+          if (this.answer) this.answer.reusable = false;
+          return this.answer;
+      }
+    }
+    return this.answer;
+  }
+
+  /** The App closed the connection: the end of an answer read until close, an error otherwise. */
+  close(): Answer {
+    if (this.mode === Mode.UntilClose) {
+      this.keep = false;
+      this.finish();
+    }
+    if (!this.answer) fail('the connection closed before the answer was whole');
+    return this.answer;
+  }
+
+  private body(data: Buffer, at: number, n: number): void {
+    if (n === 0) return;
+    this.size += n;
+    if (this.size > this.maxBytes) throw new AnswerTooLargeError(this.maxBytes);
+    this.chunks.push(Buffer.from(data.subarray(at, at + n)));
+    if (this.mode !== Mode.UntilClose) this.left -= n;
+  }
+
+  /**
+   * Gathers the head, trailers or a chunk line up to its end; returns where reading goes on. A part
+   * split over reads is copied into one buffer of its most bytes (a head's 16 KiB): a byte-a-read
+   * App costs a copy of each byte once, not of everything held so far each read.
+   */
+  private line(data: Buffer, at: number): number {
+    const inHead = this.mode === Mode.Head || this.mode === Mode.Trailers;
+    const cap = inHead ? MAX_HEAD_BYTES + 4 : MAX_CHUNK_LINE + 2;
+    const from = this.heldBytes;
+    let buf: Buffer;
+    if (from > 0) {
+      const held = this.held as Buffer;
+      const n = Math.min(cap - from, data.length - at);
+      data.copy(held, from, at, at + n);
+      this.heldBytes = from + n;
+      buf = held.subarray(0, this.heldBytes);
+    } else buf = data.subarray(at);
+    // A lone CR or LF anywhere is refused below, so the search may begin a little before the new bytes.
+    const end = inHead ? buf.indexOf(CRLF2, Math.max(0, from - 3)) : buf.indexOf(13, Math.max(0, from - 1));
+    const stop = end < 0 ? -1 : inHead ? end + 4 : end + 2;
+    if (stop < 0 || buf.length < stop) {
+      // Not whole yet (for a chunk line: no CR yet, or its LF not yet).
+      if (buf.length >= cap) fail(inHead ? 'a head or trailers over 16 KiB' : 'a chunk line too long');
+      if (from === 0) {
+        this.held ??= Buffer.allocUnsafe(MAX_HEAD_BYTES + 4);
+        buf.copy(this.held, 0);
+        this.heldBytes = buf.length;
+      }
+      return data.length;
+    }
+    if (stop > cap) fail(inHead ? 'a head or trailers over 16 KiB' : 'a chunk line too long');
+    if (!inHead && buf[end + 1] !== 10) fail('a chunk line not ended by CRLF');
+    const text = buf.toString('latin1', 0, end);
+    this.heldBytes = 0;
+    if (this.mode === Mode.Head) this.head(text);
+    else if (this.mode === Mode.Trailers) this.trailers(text);
+    else if (this.mode === Mode.ChunkEnd) {
+      if (text !== '') fail('chunk data longer than its size');
+      this.mode = Mode.ChunkSize;
+    } else this.chunkSize(text);
+    return at + stop - from;
+  }
+
+  private head(text: string): void {
+    const lines = text.split('\r\n');
+    const m = STATUS_LINE.exec(lines[0] ?? '');
+    if (!m || BAD_VALUE.test(m[3] ?? '')) fail('a bad status line');
+    const status = Number(m[2]);
+    let length: number | undefined;
+    let chunked = false;
+    let close = m[1] === '0';
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i] as string;
+      const colon = line.indexOf(':');
+      const name = colon > 0 ? line.slice(0, colon) : '';
+      if (!TOKEN.test(name)) fail('a header line that is not `name: value`');
+      const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
+      if (BAD_VALUE.test(value) || value.includes('\n') || value.includes('\r')) fail('a bad header value');
+      switch (name.toLowerCase()) {
+        case 'content-length':
+          if (length !== undefined) fail('Content-Length given twice');
+          if (!/^\d+$/.test(value)) fail('a Content-Length that is not digits');
+          length = value.length > 15 ? Number.POSITIVE_INFINITY : Number(value);
+          break;
+        case 'transfer-encoding':
+          if (chunked) fail('Transfer-Encoding given twice');
+          if (value.toLowerCase() !== 'chunked') fail('a Transfer-Encoding other than chunked');
+          chunked = true;
+          break;
+        case 'connection':
+          if (value.split(',').some((t) => t.trim().toLowerCase() === 'close')) close = true;
+          break;
+        case 'keep-alive': {
+          const t = /(?:^|[,\s])timeout=(\d{1,6})(?:$|[,\s])/i.exec(value);
+          if (t) this.keepAliveSeconds = Number(t[1]);
+          break;
+        }
+      }
+    }
+    if (chunked && length !== undefined) fail('Transfer-Encoding with Content-Length');
+    if (status < 200) {
+      // undici fails 100 Continue (never asked for) and 101 (no upgrade asked for); skips the rest.
+      if (status === 100 || status === 101 || ++this.informational > MAX_INFORMATIONAL)
+        fail(`an unexpected ${status}`);
+      return;
+    }
+    this.status = status;
+    if (close) this.keep = false;
+    if (status === 204 || status === 304) {
+      // No body whatever the head says; one declared means it may follow: do not reuse (as undici).
+      if (chunked || (length ?? 0) > 0) this.keep = false;
+      this.finish();
+      return;
+    }
+    if (chunked) this.mode = Mode.ChunkSize;
+    else if (length !== undefined) {
+      if (length > this.maxBytes) throw new AnswerTooLargeError(this.maxBytes);
+      this.left = length;
+      this.mode = Mode.Length;
+      if (length === 0) this.finish();
+    } else {
+      this.keep = false;
+      this.mode = Mode.UntilClose;
+    }
+  }
+
+  private chunkSize(text: string): void {
+    const m = CHUNK_LINE.exec(text);
+    if (!m || BAD_VALUE.test(m[2] ?? '')) fail('a bad chunk size line');
+    const n = Number.parseInt(m[1] as string, 16);
+    if (n === 0) {
+      this.mode = Mode.Trailers;
+      // The trailers' section is read as a head: a bare CRLF ends it at once.
+      this.held ??= Buffer.allocUnsafe(MAX_HEAD_BYTES + 4);
+      this.held[0] = 13;
+      this.held[1] = 10;
+      this.heldBytes = 2;
+      return;
+    }
+    if (this.size + n > this.maxBytes) throw new AnswerTooLargeError(this.maxBytes);
+    this.left = n;
+    this.mode = Mode.ChunkData;
+  }
+
+  private trailers(text: string): void {
+    // `text` starts with the CRLF put in front of the section; each trailer is checked as a header.
+    const lines = text.split('\r\n');
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i] as string;
+      const colon = line.indexOf(':');
+      if (!TOKEN.test(colon > 0 ? line.slice(0, colon) : '')) fail('a bad trailer line');
+      if (BAD_VALUE.test(line.slice(colon + 1))) fail('a bad trailer value');
+    }
+    this.finish();
+  }
+
+  private finish(): void {
+    this.mode = Mode.Done;
+    const body =
+      this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.size);
+    this.answer = { status: this.status, text: body.toString('utf8'), reusable: this.keep };
+    if (this.keepAliveSeconds !== undefined) this.answer.keepAliveSeconds = this.keepAliveSeconds;
+  }
+}
