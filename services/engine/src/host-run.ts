@@ -71,6 +71,8 @@ export class HostRun {
   private poll: NodeJS.Timeout | undefined;
   private readonly onFinished: () => void;
   private readonly out: HostOutput;
+  /** The host's estimate of its next isolate's readiness after this run's end, ms (`done`'s `readyMs`). */
+  readyInMs: (() => number) | undefined;
 
   constructor(
     msg: Extract<ToHost, { t: 'run' }>,
@@ -351,7 +353,13 @@ export class HostRun {
 
   private report(done: HostDone, cpuMs: number | undefined): void {
     this.log.flush();
-    this.out.send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
+    const readyMs = this.readyInMs?.();
+    this.out.send({
+      t: 'done',
+      ...done,
+      ...(cpuMs !== undefined ? { cpuMs } : {}),
+      ...(readyMs ? { readyMs } : {}),
+    });
     this.onFinished();
   }
 }

@@ -114,6 +114,7 @@ const reader = new FrameReader((event) => {
           current = undefined;
           next.afterRun(memoryMb);
         });
+        current.readyInMs = () => next.readyInMs();
       } catch (e) {
         send({
           t: 'done',
