@@ -15,7 +15,10 @@ let started = 0;
 const engine = createEngine({
   maxRunsPerProcess: 10_000,
   maxHostResidentGrowthBytes: 2 ** 40,
-  wrapCommand: (command) => ({ command, args: ['--disable-warning=ExperimentalWarning', FAKE_HOST, 'slow-make'] }),
+  wrapCommand: (command) => ({
+    command,
+    args: ['--disable-warning=ExperimentalWarning', FAKE_HOST, 'slow-make'],
+  }),
   onProcessEvent: (e) => {
     if (e.type === 'started') started++;
   },

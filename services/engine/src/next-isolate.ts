@@ -87,8 +87,7 @@ export class NextIsolate<T extends { memoryMb: number }> {
     this.running = false;
     this.endedAt = this.now();
     this.delayed = this.lastGapMs >= this.delayOnlyAfterGapMs();
-    if (this.delayed)
-      setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
+    if (this.delayed) setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
     else setImmediate(() => this.makeAhead(memoryMb));
   }
 
