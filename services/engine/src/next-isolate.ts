@@ -26,7 +26,7 @@ export const DELAY_ONLY_AFTER_GAP_MS = 3;
  * still making (test/bench/README.md, round 42 `engine-stage`). Twice: a make's wall time under
  * load varies ~2× from one to the next (CPU waits), and the last one is all the host knows.
  */
-export const MAKE_MARGIN = 4;
+export const MAKE_MARGIN = 2;
 
 export class NextIsolate<T extends { memoryMb: number }> {
   private ready: T | undefined;
