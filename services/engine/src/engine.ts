@@ -27,25 +27,6 @@ import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, R
  * that host's next isolate, which a second host would have ready.
  */
 const BACK_TO_BACK_MS = 2;
-/**
- * A host is taken as ready once idle this many times what it said its next isolate needs (`done`'s
- * `readyMs`): a make's wall time under load moves ~1.5–2× from one run to the next (round 42
- * `engine-stage`). Bounded, so a host's word alone cannot hold it out of use for long.
- */
-const READY_MARGIN = 1.5;
-const READY_MAX_MS = 50;
-
-/**
- * The host has had time to make its next isolate: idle `BACK_TO_BACK_MS` at least, and as long as
- * its own estimate with a margin. A sequential client whose runs come back sooner than that (on a
- * slow or loaded box, a make of ~3 ms against runs ~4 ms apart) found its one host still making
- * (test/bench/README.md, round 43 `engine-floor`): its runs now alternate over two hosts.
- */
-function readyBy(host: HostProcess, now: number): boolean {
-  return (
-    now - host.idleSince >= Math.max(BACK_TO_BACK_MS, Math.min(READY_MAX_MS, host.readyInMs * READY_MARGIN))
-  );
-}
 
 export function createEngine(options: EngineOptions = {}): Engine {
   const {
@@ -131,7 +112,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       if (host.exited) {
         pool.splice(i, 1);
         retire(host); // its replacement, if any, takes its place
-      } else if (readyBy(host, now)) return pool.splice(i, 1)[0];
+      } else if (now - host.idleSince >= BACK_TO_BACK_MS) return pool.splice(i, 1)[0];
     }
     return pool.shift();
   }
@@ -148,13 +129,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const pool = idle.get(partition);
     const host = pool ? takeIdle(pool) : undefined;
     if (!host) return undefined;
-    // Back to back, or sooner than its host makes an isolate (`readyBy`): the run waits while its
-    // only host makes the isolate. With a second host, consecutive runs alternate and each host
-    // prepares while the other runs (sequential runs 0.72x -> ~1x raw isolated-vm's rate, engine
-    // bench; a one-client run's engine stage, round 43 `engine-floor`).
+    // Back to back: the run waits while its only host makes the isolate. With a second
+    // host, consecutive runs alternate and each host prepares while the other runs
+    // (sequential runs 0.72x -> ~1x raw isolated-vm's rate, engine bench).
     if (
       host.runs > 0 &&
-      !readyBy(host, performance.now()) &&
+      performance.now() - host.idleSince < BACK_TO_BACK_MS &&
       maxIdle >= 2 &&
       othersOf(partition) === 0 &&
       // its own replacement, starting, is to take its place, not to be a second host

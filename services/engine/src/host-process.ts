@@ -181,12 +181,6 @@ export class HostProcess {
   /** When the host last became idle (performance.now()); the engine retires the longest idle first. */
   idleSince = 0;
 
-  /**
-   * How long after its last run's end the host expected its next isolate made, ms (its `done`'s
-   * `readyMs`; 0: not said). The engine takes a host idle at least about that long (engine.ts `readyBy`).
-   */
-  readyInMs = 0;
-
   /** The process's handles are unref'd (its first idle; `stop` refs them again). */
   private handlesUnrefd = false;
 

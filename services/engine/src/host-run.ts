@@ -71,8 +71,6 @@ export class HostRun {
   private poll: NodeJS.Timeout | undefined;
   private readonly onFinished: () => void;
   private readonly out: HostOutput;
-  /** The host's estimate of its next isolate's readiness after this run's end, ms (`done`'s `readyMs`). */
-  readyInMs: (() => number) | undefined;
 
   constructor(
     msg: Extract<ToHost, { t: 'run' }>,
@@ -353,13 +351,7 @@ export class HostRun {
 
   private report(done: HostDone, cpuMs: number | undefined): void {
     this.log.flush();
-    const readyMs = this.readyInMs?.();
-    this.out.send({
-      t: 'done',
-      ...done,
-      ...(cpuMs !== undefined ? { cpuMs } : {}),
-      ...(readyMs ? { readyMs } : {}),
-    });
+    this.out.send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
     this.onFinished();
   }
 }

@@ -114,7 +114,6 @@ const reader = new FrameReader((event) => {
           current = undefined;
           next.afterRun(memoryMb);
         });
-        current.readyInMs = () => next.readyInMs();
       } catch (e) {
         send({
           t: 'done',

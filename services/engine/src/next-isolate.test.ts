@@ -157,42 +157,4 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
     expect(made).toHaveLength(4);
   });
-
-  it("says how long after a run's end its next isolate should be ready, from its last end → made", () => {
-    // The test's clock: a make holds the host's thread 2 ms of it; the run's teardown 0.5 ms more.
-    let clock = 0;
-    const next = new NextIsolate<Made>(
-      (memoryMb) => {
-        clock += 2;
-        return { memoryMb, n: 1 };
-      },
-      () => {},
-      () => {},
-      () => clock,
-    );
-    // Nothing made after a run yet: nothing to say (the engine keeps its own floor).
-    expect(next.readyInMs()).toBe(0);
-    next.atStart(128);
-    vi.advanceTimersByTime(0);
-    expect(next.readyInMs()).toBe(0);
-    next.take(128);
-    let endedAt = clock;
-    next.afterRun(128);
-    clock += 0.5 + PREPARE_AFTER_RUN_DELAY_MS;
-    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
-    // The first gap was infinite, so the delay was taken: end → made is read without it (0.5 + 2).
-    // The next run comes 3.5 ms after that end, short of the delay plus twice the make (5 ms): it
-    // will make at once, and says so.
-    clock = endedAt + 3.5;
-    next.take(128);
-    expect(next.readyInMs()).toBe(2.5);
-    endedAt = clock;
-    next.afterRun(128);
-    clock += 1;
-    vi.advanceTimersByTime(0);
-    // A run after a long gap will take the delay: it says so, with the last end → made (1 + 2).
-    clock = endedAt + 100;
-    next.take(128);
-    expect(next.readyInMs()).toBe(PREPARE_AFTER_RUN_DELAY_MS + 3);
-  });
 });

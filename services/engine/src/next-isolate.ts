@@ -36,10 +36,6 @@ export class NextIsolate<T extends { memoryMb: number }> {
   private lastGapMs = Number.POSITIVE_INFINITY;
   /** How long the last make ahead held the host's thread, ms (wall time). */
   private lastMakeMs = 0;
-  /** The last run's end → its next isolate made, ms, the delay (when taken) left out (0: none yet). */
-  private lastReadyMs = 0;
-  /** The delay was taken after the last run. */
-  private delayed = false;
   private readonly make: (memoryMb: number) => T;
   private readonly discard: (made: T) => void;
   private readonly failed: (error: unknown) => void;
@@ -63,17 +59,6 @@ export class NextIsolate<T extends { memoryMb: number }> {
     return Math.max(DELAY_ONLY_AFTER_GAP_MS, PREPARE_AFTER_RUN_DELAY_MS + MAKE_MARGIN * this.lastMakeMs);
   }
 
-  /**
-   * How long after this run's end (called before `afterRun`, for the `done` it sends) the next
-   * isolate should be ready, ms, by the last cycle: the delay if it will be taken, plus the last
-   * end → made without its delay (the run's teardown, the make, any wait for a CPU). 0 before a
-   * first make after a run. The engine reads it to take a host that is ready (engine.ts `readyBy`).
-   */
-  readyInMs(): number {
-    if (this.lastReadyMs === 0) return 0;
-    return (this.lastGapMs >= this.delayOnlyAfterGapMs() ? PREPARE_AFTER_RUN_DELAY_MS : 0) + this.lastReadyMs;
-  }
-
   /** The host's start: made on the next turn (the host has nothing else to do). */
   atStart(memoryMb: number): void {
     setImmediate(() => this.makeAhead(memoryMb));
@@ -86,8 +71,8 @@ export class NextIsolate<T extends { memoryMb: number }> {
   afterRun(memoryMb: number): void {
     this.running = false;
     this.endedAt = this.now();
-    this.delayed = this.lastGapMs >= this.delayOnlyAfterGapMs();
-    if (this.delayed) setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
+    if (this.lastGapMs >= this.delayOnlyAfterGapMs())
+      setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
     else setImmediate(() => this.makeAhead(memoryMb));
   }
 
@@ -107,13 +92,7 @@ export class NextIsolate<T extends { memoryMb: number }> {
     const at = this.now();
     try {
       this.ready = this.make(memoryMb);
-      const made = this.now();
-      this.lastMakeMs = made - at;
-      if (this.endedAt !== undefined)
-        this.lastReadyMs = Math.max(
-          Number.MIN_VALUE,
-          made - this.endedAt - (this.delayed ? PREPARE_AFTER_RUN_DELAY_MS : 0),
-        );
+      this.lastMakeMs = this.now() - at;
     } catch (e) {
       // The run will try again on its own path and report what fails.
       this.failed(e);

@@ -146,7 +146,6 @@ export class Run {
         if (this.firstTurn === 'running') this.firstTurn = 'returned';
         this.turnsOut = 0;
         if (m.cpuMs !== undefined) this.cpuMs = m.cpuMs;
-        this.host.readyInMs = m.readyMs ?? 0;
         this.onHostDone(m);
         return;
       default:

@@ -60,12 +60,8 @@ export type FromHost =
    * program that ended in the turn sends `done` instead.
    */
   | { t: 'turn' }
-  /**
-   * `cpuMs`: CPU time the run's isolate used (isolated-vm's count), what usage bills as sandbox CPU.
-   * `readyMs`: how long after this the host expects its next isolate made (next-isolate.ts
-   * `readyInMs`); only which of a partition's hosts the engine takes next reads it.
-   */
-  | ({ t: 'done'; cpuMs?: number; readyMs?: number } & HostDone);
+  /** `cpuMs`: CPU time the run's isolate used (isolated-vm's count), what usage bills as sandbox CPU. */
+  | ({ t: 'done'; cpuMs?: number } & HostDone);
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
 const KINDS = new Set<string>(FAILURE_KINDS);
@@ -107,7 +103,6 @@ export function checkFromHost(m: unknown): { ok: true; message: FromHost } | { o
       return { ok: true, message: o as FromHost };
     case 'done':
       if (o.cpuMs !== undefined && (typeof o.cpuMs !== 'number' || !(o.cpuMs >= 0))) break;
-      if (o.readyMs !== undefined && (typeof o.readyMs !== 'number' || !(o.readyMs >= 0))) break;
       if (o.status === 'completed' && (o.valueJson === undefined || typeof o.valueJson === 'string')) {
         return { ok: true, message: o as FromHost };
       }

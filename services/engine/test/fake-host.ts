@@ -10,8 +10,6 @@
  *                piece written when the engine sends anything (the test answers each of its reads)
  *   cut          ready, then on `run` a frame's header and part of its payload, and SIGKILL
  *   eof          ready, then on `run` one whole `logs` message, and exit code 0
- *   slow-make    ready, then on each `run` a completed `done` (value 1) that says its next isolate
- *                needs 40 ms (`readyMs`), as a host on a slow box says ~3 ms
  */
 const mode = process.argv[2];
 
@@ -38,10 +36,6 @@ process.stdin.on('data', () => {
   if (mode === 'eof') process.stdout.write(logs('last words'), () => process.exit(0));
   if (mode === 'garbage') process.stdout.write(frame(Buffer.from('this is not json')));
   if (mode === 'oversized') process.stdout.write(frame(Buffer.from('x'), 0x7fffffff));
-  if (mode === 'slow-make')
-    process.stdout.write(
-      frame(Buffer.from(JSON.stringify({ t: 'done', status: 'completed', valueJson: '1', readyMs: 40 }))),
-    );
   if (mode === 'unknown') process.stdout.write(frame(Buffer.from(JSON.stringify({ t: 'hello' }))));
 });
 process.stdin.on('end', () => process.exit(0));
