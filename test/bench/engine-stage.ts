@@ -68,7 +68,8 @@ const ivmPath = createRequire(new URL('../../services/engine/src/host.ts', impor
   'isolated-vm',
 );
 const engine = createEngine({
-  maxIdlePerPartition: 1,
+  // IDLE=2: a second host a partition allowed, as the runner's engine (round 43 `engine-floor`).
+  maxIdlePerPartition: Number(process.env.IDLE ?? 1),
   maxRunsPerProcess: 1_000_000,
   maxHostResidentGrowthBytes: 2 ** 40,
   hostEnv: { NODE_OPTIONS: `--import ${preload}`, STAGE_OUT: OUT, STAGE_IVM: ivmPath },

@@ -103,6 +103,8 @@ try {
     `${RUNS} ${CLIENTS === 1 ? 'sequential runs' : `runs from ${CLIENTS} clients`}: p50 ${pct(lat, 50).toFixed(2)} / p90 ${pct(lat, 90).toFixed(2)} / ` +
       `p99 ${pct(lat, 99).toFixed(2)} ms, mean ${mean.toFixed(2)} ms`,
   );
+  // The sandbox hosts alive at the end (one client: one, or two alternating; round 43 `engine-floor`).
+  console.log(`  sandbox hosts alive: ${[...clusterPids().values()].filter((k) => k === 'host').length}`);
   if (callsBefore && redis) {
     const after = commandCalls(await redis.info('commandstats'));
     const delta = (name: string) => (after.get(name) ?? 0) - (callsBefore.get(name) ?? 0);
