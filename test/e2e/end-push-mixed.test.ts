@@ -11,7 +11,7 @@
 import { channels, createRedis } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import { call, expectReadAlike, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_PREVIOUS_RELEASE ?? 'e807b91';
 const present = hasCommit(PREVIOUS);
@@ -65,11 +65,7 @@ describe.skipIf(!present)(`the pushed end beside the previous release (${PREVIOU
       // The end message the runner pushed: its release's tag, and no other for this run.
       const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
       expect(ends.map((m) => m.split(' ')[1])).toEqual([tag]);
-      for (const g of [on, other]) {
-        const read = await call(g.url, g.devKey, 'GET', `/v1/code-runs/${body.id}`);
-        expect(read.status).toBe(200);
-        expect(res.text).toBe(read.text);
-      }
+      await expectReadAlike(res.text, body.id, [on, other]);
     }
   }
 

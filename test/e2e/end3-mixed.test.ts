@@ -18,7 +18,14 @@ import { channels, createRedis, keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAppServer } from './helpers.ts';
-import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import {
+  call,
+  expectReadAlike,
+  expectSessionsAlike,
+  hasCommit,
+  type MixedReleases,
+  startMixed,
+} from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_END3_PREVIOUS_RELEASE ?? 'a0565cd2';
 const present = hasCommit(PREVIOUS);
@@ -114,11 +121,7 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
         const parsed = (typeof source === 'string' ? JSON.parse(source) : source) as { name: string };
         expect(parsed.name).toBe(`say ${odd} it`);
       }
-      for (const g of [on, other]) {
-        const read = await call(g.url, g.devKey, 'GET', `/v1/code-runs/${body.id}`);
-        expect(read.status).toBe(200);
-        expect(res.text).toBe(read.text);
-      }
+      await expectReadAlike(res.text, body.id, [on, other]);
     }
   }
 
@@ -163,15 +166,10 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
   }, 240_000);
 
   it('sessions and usage: both gateways answer the same bytes, every run counted', async () => {
-    for (const path of ['/v1/sessions?limit=50', '/v1/usage']) {
-      const a = await call(head!.url, head!.devKey, 'GET', path);
-      const b = await call(prev!.url, prev!.devKey, 'GET', path);
-      expect(a.status, a.text).toBe(200);
-      expect(b.text).toBe(a.text);
-    }
-    const listed = JSON.parse((await call(head!.url, head!.devKey, 'GET', '/v1/sessions?limit=50')).text) as {
-      items: { sessionId: string; runs: { Completed: number } }[];
-    };
+    const listed = await expectSessionsAlike<{ sessionId: string; runs: { Completed: number } }>(
+      head!,
+      prev!,
+    );
     for (const sessionId of [...sessions.head, ...sessions.prev])
       expect(listed.items.find((s) => s.sessionId === sessionId)?.runs).toMatchObject({ Completed: 3 });
   }, 60_000);

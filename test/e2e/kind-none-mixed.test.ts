@@ -14,7 +14,14 @@
 import { channels, createRedis, keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import {
+  call,
+  expectReadAlike,
+  expectSessionsAlike,
+  hasCommit,
+  type MixedReleases,
+  startMixed,
+} from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_KIND_PREVIOUS_RELEASE ?? 'd92635a';
 const present = hasCommit(PREVIOUS);
@@ -83,11 +90,7 @@ describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${
       expect(ends.map((m) => m.split(' ')[1])).toEqual(['end2']);
       expect(pushedRecord(ends[0]!).kind).toBe(stored ?? undefined);
       // Answered alike by both releases, from the push or from the record.
-      for (const g of [on, other]) {
-        const read = await call(g.url, g.devKey, 'GET', `/v1/code-runs/${body.id}`);
-        expect(read.status).toBe(200);
-        expect(res.text).toBe(read.text);
-      }
+      await expectReadAlike(res.text, body.id, [on, other]);
     }
   }
 
@@ -130,15 +133,10 @@ describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${
   }, 180_000);
 
   it('sessions and usage: both gateways answer the same bytes, every run counted', async () => {
-    for (const path of ['/v1/sessions?limit=50', '/v1/usage']) {
-      const a = await call(head!.url, head!.devKey, 'GET', path);
-      const b = await call(prev!.url, prev!.devKey, 'GET', path);
-      expect(a.status, a.text).toBe(200);
-      expect(b.text).toBe(a.text);
-    }
-    const listed = JSON.parse((await call(head!.url, head!.devKey, 'GET', '/v1/sessions?limit=50')).text) as {
-      items: { sessionId: string; runs: { Completed: number; Failed: number } }[];
-    };
+    const listed = await expectSessionsAlike<{
+      sessionId: string;
+      runs: { Completed: number; Failed: number };
+    }>(head!, prev!);
     for (const sessionId of [...sessions.head, ...sessions.prev])
       expect(listed.items.find((s) => s.sessionId === sessionId)?.runs).toMatchObject({
         Completed: 2,

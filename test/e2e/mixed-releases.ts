@@ -1,10 +1,12 @@
 /**
- * Two releases on one Redis for the mixed-release tests (end-push-mixed, kind-none-mixed): this
- * checkout's cluster and a previous release's (previous-release.ts), sharing the secrets a run
- * crosses releases with, and the raw HTTP answer both are compared by.
+ * Two releases on one Redis for the mixed-release tests (end-push-mixed, kind-none-mixed,
+ * end3-mixed): this checkout's cluster and a previous release's (previous-release.ts), sharing the
+ * secrets a run crosses releases with, the raw HTTP answer both are compared by, and the
+ * comparisons every such test makes.
  */
 import { execFileSync } from 'node:child_process';
 import { type Cluster, startCluster } from '@islet/devstack';
+import { expect } from 'vitest';
 import { type PreviousRelease, previousRelease } from './previous-release.ts';
 
 /** Whether this clone holds `rev` (a shallow clone may not: the tests that need it are skipped). */
@@ -85,4 +87,24 @@ export async function call(
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, text: await res.text() };
+}
+
+/** Expects `answer` (a waited run's body) to be byte for byte the `GET` of run `id` on each gateway. */
+export async function expectReadAlike(answer: string, id: string, gateways: Cluster[]): Promise<void> {
+  for (const g of gateways) {
+    const read = await call(g.url, g.devKey, 'GET', `/v1/code-runs/${id}`);
+    expect(read.status).toBe(200);
+    expect(answer).toBe(read.text);
+  }
+}
+
+/** Expects both gateways to answer the sessions list and the usage with the same bytes; the list parsed. */
+export async function expectSessionsAlike<T>(a: Cluster, b: Cluster): Promise<{ items: T[] }> {
+  for (const path of ['/v1/sessions?limit=50', '/v1/usage']) {
+    const first = await call(a.url, a.devKey, 'GET', path);
+    const second = await call(b.url, b.devKey, 'GET', path);
+    expect(first.status, first.text).toBe(200);
+    expect(second.text).toBe(first.text);
+  }
+  return JSON.parse((await call(a.url, a.devKey, 'GET', '/v1/sessions?limit=50')).text) as { items: T[] };
 }
