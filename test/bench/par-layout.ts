@@ -132,7 +132,7 @@ try {
     writes.push({
       t: Number(m[3]),
       who: label.get(Number(m[1])) ?? 'host',
-      ev: m[4]!.replace(/^sys_(enter|exit)_/, ''),
+      ev: m[4]!.replace(/^sys_(enter|exit)_/, '').replace(/:$/, ''),
       fd,
     });
   }
@@ -184,6 +184,9 @@ try {
     const appW = inRun.filter((w) => w.who === 'app' && w.ev !== 'fdatasync');
     const gw = inRun.filter((w) => w.who === 'gateway');
     const fsyncs = inRun.filter((w) => w.ev === 'fdatasync').map((w) => at(w));
+    // After the App's last answer: the outcome groups', the end's and the answer's fsyncs in series.
+    const lastApp = appW.at(-1)?.t ?? r.received;
+    const fsyncsAfter = inRun.filter((w) => w.ev === 'fdatasync' && w.t > lastApp).length;
     console.log(
       `run ${n + 1}: ${ms.toFixed(1)} ms; on a CPU, ms: ${[...on]
         .sort((x, y) => y[1] - x[1])
@@ -192,7 +195,8 @@ try {
     );
     console.log(
       `  marks (ms): runner writes ${runnerToGw.length} (first ${at(runnerToGw[0])}); App writes ${appW.length} (${at(appW[1])} → ${at(appW.at(-1))}); ` +
-        `gateway's last write ${at(gw.at(-1))}; fsyncs at ${fsyncs.join(' ')}`,
+        `gateway's last write ${at(gw.at(-1))}; fsyncs at ${fsyncs.join(' ')} (${fsyncsAfter} after the App's last answer, ` +
+        `${((r.received - lastApp) * 1e3).toFixed(1)} ms from it to the run's answer)`,
     );
     console.log(`  ${row}`);
   }
