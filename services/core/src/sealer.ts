@@ -12,7 +12,7 @@ import {
   randomBytes,
   randomFillSync,
 } from 'node:crypto';
-import { decodeShort, encodeShort } from './seal-text.ts';
+import { decodeShort, encode12, encode16 } from './seal-text.ts';
 
 export interface Sealer {
   /**
@@ -71,7 +71,7 @@ function ivSource(): IvSource {
       return views[last / IV_BYTES]!;
     },
     spent() {
-      const text = encodeShort(pool, last, IV_BYTES);
+      const text = encode12(pool, last);
       // Spent bytes are cleared at once, so no IV can be read twice from the pool.
       pool.fill(0, last, last + IV_BYTES);
       return text;
@@ -189,7 +189,7 @@ export function createSealer(options: SealerOptions): Sealer {
       }
       const ct = joined(cipher.update(plaintext, 'utf8'), cipher.final());
       const tag = cipher.getAuthTag();
-      return `v1.${activeKid}.${iv}.${encodeShort(tag, 0, TAG_BYTES)}.${ct.toString('base64url')}`;
+      return `v1.${activeKid}.${iv}.${encode16(tag, 0)}.${ct.toString('base64url')}`;
     },
     open(sealed, bind) {
       // `v1.<kid>.<iv>.<tag>.<ciphertext>`, read in place: no array of parts.
