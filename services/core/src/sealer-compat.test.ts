@@ -161,7 +161,9 @@ describe('the sealer against a0565cd2', () => {
     for (let i = 0; i < 8; i++) head.seal(`value ${i}`, i % 2 ? BIND : undefined);
     const encodes = toText.mock.calls.filter(([encoding]) => encoding === 'base64url').length;
     for (let i = 0; i < 8; i++) expect(head.open(sealed[i]!, i % 2 ? BIND : undefined)).toBe(`value ${i}`);
-    const decodes = (from.mock.calls as unknown[][]).filter(([, encoding]) => encoding === 'base64url').length;
+    const decodes = (from.mock.calls as unknown[][]).filter(
+      ([, encoding]) => encoding === 'base64url',
+    ).length;
     // a0565cd2: 3 encodes a seal (IV, tag, ciphertext), 3 decodes an open and a copied IV a cipher.
     expect({ encodes, decodes, splits: split.mock.calls.length }).toEqual({
       encodes: 8,
