@@ -12,6 +12,7 @@ import {
   randomBytes,
   randomFillSync,
 } from 'node:crypto';
+import { decodeShort, encode12, encode16 } from './seal-text.ts';
 
 export interface Sealer {
   /**
@@ -31,6 +32,8 @@ export class SealError extends Error {
 
 const KID = /^[A-Za-z0-9_-]{1,32}$/;
 const IV_BYTES = 12;
+/** GCM's whole tag, what `getAuthTag` gives and an open requires. */
+const TAG_BYTES = 16;
 /**
  * IVs come from one CSPRNG buffer refilled when used up, not a `randomBytes` call each: a gateway
  * seals a few values per binding call, and a generator call per IV was measurable on that path
@@ -38,20 +41,41 @@ const IV_BYTES = 12;
  */
 const IV_POOL_BYTES = IV_BYTES * 512;
 
-function ivSource(): () => Buffer {
+/**
+ * The pool's IVs are handed out as views made once (no Buffer a seal), each once: a cipher copies
+ * its IV into its own context as it is made, so the view is read only there, and `spent` then takes
+ * its text and clears its bytes.
+ */
+interface IvSource {
+  /** The next IV; the pool moves past it at once, so no later call hands it out again. */
+  next(): Buffer;
+  /** The IV `next` handed out last, as base64url; its bytes are cleared. */
+  spent(): string;
+}
+
+function ivSource(): IvSource {
   const pool = Buffer.alloc(IV_POOL_BYTES);
+  const views = Array.from({ length: IV_POOL_BYTES / IV_BYTES }, (_, i) =>
+    pool.subarray(i * IV_BYTES, (i + 1) * IV_BYTES),
+  );
   let offset = IV_POOL_BYTES;
-  return () => {
-    if (offset + IV_BYTES > IV_POOL_BYTES) {
-      randomFillSync(pool);
-      offset = 0;
-    }
-    // A copy: the pool is overwritten at the next refill.
-    const iv = Buffer.from(pool.subarray(offset, offset + IV_BYTES));
-    // Spent bytes are cleared at once, so no IV can be read twice from the pool.
-    pool.fill(0, offset, offset + IV_BYTES);
-    offset += IV_BYTES;
-    return iv;
+  let last = 0;
+  return {
+    next() {
+      if (offset + IV_BYTES > IV_POOL_BYTES) {
+        randomFillSync(pool);
+        offset = 0;
+      }
+      last = offset;
+      offset += IV_BYTES;
+      return views[last / IV_BYTES]!;
+    },
+    spent() {
+      const text = encode12(pool, last);
+      // Spent bytes are cleared at once, so no IV can be read twice from the pool.
+      pool.fill(0, last, last + IV_BYTES);
+      return text;
+    },
   };
 }
 
@@ -92,9 +116,9 @@ export interface SealerOptions {
   restockBelow?: number;
 }
 
-/** A cipher made before its seal: the IV it encrypts under, and the AAD already given. */
+/** A cipher made before its seal: the IV it encrypts under (as text), and the AAD already given. */
 interface ReadyCipher {
-  iv: Buffer;
+  iv: string;
   cipher: CipherGCM;
 }
 
@@ -112,12 +136,17 @@ export function createSealer(options: SealerOptions): Sealer {
   const active = prepared.get(options.activeKeyId);
   if (!active) throw new SealError(`active seal key "${options.activeKeyId}" is not among the keys`);
   const activeKid = options.activeKeyId;
-  const nextIv = ivSource();
-  const made = (): ReadyCipher => {
-    const iv = nextIv();
-    const cipher = createCipheriv('aes-256-gcm', active.key, iv);
+  const ivs = ivSource();
+  // An open's IV and tag, decoded here and copied by the decipher as it takes them.
+  const opened = Buffer.alloc(IV_BYTES + TAG_BYTES);
+  const openedIv = opened.subarray(0, IV_BYTES);
+  const openedTag = opened.subarray(IV_BYTES);
+  // `aad`: the key id's, or for a cipher made in its seal the key id's and the bind's in one piece.
+  const made = (aad: Buffer): ReadyCipher => {
+    const cipher = createCipheriv('aes-256-gcm', active.key, ivs.next());
+    const iv = ivs.spent();
     // The key id is authenticated too, so a record cannot be relabelled to another key.
-    cipher.setAAD(active.aad);
+    cipher.setAAD(aad);
     return { iv, cipher };
   };
   const ready = Math.max(0, Math.floor(options.ready ?? 0));
@@ -126,7 +155,7 @@ export function createSealer(options: SealerOptions): Sealer {
   let restocking = false;
   const restock = () => {
     restocking = false;
-    while (stock.length < ready) stock.push(made());
+    while (stock.length < ready) stock.push(made(active.aad));
   };
   restock();
   // Deferred, a failure must not escape as an uncaught exception: the next seal makes its own
@@ -147,30 +176,49 @@ export function createSealer(options: SealerOptions): Sealer {
   };
   return {
     seal(plaintext, bind) {
-      const { iv, cipher } = stock.pop() ?? made();
-      // Appended to the key id's AAD (GCM takes AAD in pieces before the text, so a cipher made
-      // ahead takes it now); the NUL keeps `kid` and `bind` apart, as a key id has none.
-      if (bind !== undefined) cipher.setAAD(Buffer.from(`\0${bind}`));
+      // The bind is appended to the key id's AAD (GCM authenticates its AAD pieces as one string, so
+      // a cipher made ahead takes it now, one made here both at once); the NUL keeps `kid` and `bind`
+      // apart, as a key id has none.
+      const kept = stock.pop();
+      const { iv, cipher } =
+        kept ?? made(bind === undefined ? active.aad : Buffer.from(`${activeKid}\0${bind}`));
+      if (kept && bind !== undefined) cipher.setAAD(Buffer.from(`\0${bind}`));
       if (ready > 0 && stock.length < restockBelow && !restocking) {
         restocking = true;
         setImmediate(restockAfterTurn).unref();
       }
       const ct = joined(cipher.update(plaintext, 'utf8'), cipher.final());
       const tag = cipher.getAuthTag();
-      return `v1.${activeKid}.${iv.toString('base64url')}.${tag.toString('base64url')}.${ct.toString('base64url')}`;
+      return `v1.${activeKid}.${iv}.${encode16(tag, 0)}.${ct.toString('base64url')}`;
     },
     open(sealed, bind) {
-      const parts = sealed.split('.');
-      if (parts.length !== 5 || parts[0] !== 'v1') throw new SealError('not a sealed value');
-      const [, kid, iv, tag, ct] = parts as [string, string, string, string, string];
+      // `v1.<kid>.<iv>.<tag>.<ciphertext>`, read in place: no array of parts.
+      const k = sealed.indexOf('.', 3);
+      const i = k < 0 ? -1 : sealed.indexOf('.', k + 1);
+      const t = i < 0 ? -1 : sealed.indexOf('.', i + 1);
+      if (t < 0 || !sealed.startsWith('v1.') || sealed.indexOf('.', t + 1) >= 0) {
+        throw new SealError('not a sealed value');
+      }
+      const kid = sealed.slice(3, k);
       const key = prepared.get(kid);
       if (!key) throw new SealError(`no seal key "${kid}" configured`);
-      const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(iv, 'base64url'));
-      decipher.setAAD(key.aad);
-      if (bind !== undefined) decipher.setAAD(Buffer.from(`\0${bind}`));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      // The IV and the whole tag, as a seal writes them: a shorter tag (GCM would take one of 4 bytes
+      // and up) or another IV length is refused, not tried.
+      if (
+        !decodeShort(sealed, k + 1, i, opened, 0, IV_BYTES) ||
+        !decodeShort(sealed, i + 1, t, opened, IV_BYTES, TAG_BYTES)
+      ) {
+        throw new SealError(`sealed value failed authentication under key "${kid}"`);
+      }
+      const decipher = createDecipheriv('aes-256-gcm', key.key, openedIv);
+      // One AAD of the key id and the bind: GCM authenticates its AAD pieces as one string.
+      decipher.setAAD(bind === undefined ? key.aad : Buffer.from(`${kid}\0${bind}`));
+      decipher.setAuthTag(openedTag);
       try {
-        return joined(decipher.update(Buffer.from(ct, 'base64url')), decipher.final()).toString('utf8');
+        return joined(
+          decipher.update(Buffer.from(sealed.slice(t + 1), 'base64url')),
+          decipher.final(),
+        ).toString('utf8');
       } catch {
         throw new SealError(`sealed value failed authentication under key "${kid}"`);
       }

@@ -1,0 +1,212 @@
+// core's sealer.ts as a0565cd2 (round 42's release) has it, verbatim below this header: the form a
+// previous release seals and opens with. Tests read the head's sealer against it both ways; the
+// bench counts both (test/bench/seal-floor-parts.ts).
+/**
+ * AES-256-GCM sealing of record fields at rest. The sealed text names its key id, so keys can
+ * rotate: new text uses the active key, old text opens with whichever listed key sealed it.
+ * Format: `v1.<kid>.<iv>.<tag>.<ciphertext>` (base64url parts).
+ */
+import {
+  type CipherGCM,
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+  randomFillSync,
+} from 'node:crypto';
+
+export interface Sealer {
+  /**
+   * `bind`: what the text is for (a record's field and its run, say `pick\0<run id>`), authenticated
+   * beside the key id, so the text opens only where it was sealed for: copied to another run's
+   * record or another field, its open with that place's `bind` fails. Not stored in the text; the
+   * reader names it again. Without it the text is bound to its key id alone (every field sealed
+   * before round 40, and those still written without one).
+   */
+  seal(plaintext: string, bind?: string): string;
+  open(sealed: string, bind?: string): string;
+}
+
+export class SealError extends Error {
+  override name = 'SealError';
+}
+
+const KID = /^[A-Za-z0-9_-]{1,32}$/;
+const IV_BYTES = 12;
+/**
+ * IVs come from one CSPRNG buffer refilled when used up, not a `randomBytes` call each: a gateway
+ * seals a few values per binding call, and a generator call per IV was measurable on that path
+ * (the same batching as Node's randomUUID cache; docs/decisions/measured-costs.md). Every IV is still fresh CSPRNG output, used once.
+ */
+const IV_POOL_BYTES = IV_BYTES * 512;
+
+function ivSource(): () => Buffer {
+  const pool = Buffer.alloc(IV_POOL_BYTES);
+  let offset = IV_POOL_BYTES;
+  return () => {
+    if (offset + IV_BYTES > IV_POOL_BYTES) {
+      randomFillSync(pool);
+      offset = 0;
+    }
+    // A copy: the pool is overwritten at the next refill.
+    const iv = Buffer.from(pool.subarray(offset, offset + IV_BYTES));
+    // Spent bytes are cleared at once, so no IV can be read twice from the pool.
+    pool.fill(0, offset, offset + IV_BYTES);
+    offset += IV_BYTES;
+    return iv;
+  };
+}
+
+/**
+ * A key as the ciphers take it: a KeyObject made once, not the raw bytes, which Node would turn into
+ * a new KeyObject on every cipher (docs/decisions/measured-costs.md); and its id as the AAD.
+ */
+interface PreparedKey {
+  key: KeyObject;
+  aad: Buffer;
+}
+
+/**
+ * How many ciphers a sealer keeps made for its next seals (`ready`). Making a cipher (its context,
+ * the key's schedule, the IV, the AAD) is most of a seal when the code runs cold, as on a runner's
+ * path from a program's end to the end's write, where two seals (result, text) wait for it
+ * (test/bench/README.md, round 21): made beforehand, off that path, a seal only encrypts.
+ */
+export interface SealerOptions {
+  keys: Record<string, Buffer>;
+  activeKeyId: string;
+  /**
+   * Ciphers kept ready (default 0: each seal makes its own). Those a seal used are made again in
+   * the next turn of the event loop's check phase, so the caller's own write goes first, also one
+   * the caller itself put off to this turn's check phase (a turn batch's script call, undici's
+   * write on a kept-alive socket). Each holds an IV of its own, drawn as a seal draws it and used
+   * once.
+   */
+  ready?: number;
+  /**
+   * Restock only once the stock is below this many (default `ready`: every seal's cipher is made
+   * again after its turn), then back up to `ready` in one go. A cipher made alone after the
+   * caller's write runs cold, like the seal it is for (~30 µs of a gateway's CPU each, three a
+   * submit); made a few dozen in a row they share warm code and caches, and the making runs once
+   * every few submits instead of right behind each one's write (test/bench/README.md, round 32
+   * `gw-seal`). The gap (`ready` minus this) is what a restock makes at least.
+   */
+  restockBelow?: number;
+}
+
+/** A cipher made before its seal: the IV it encrypts under, and the AAD already given. */
+interface ReadyCipher {
+  iv: Buffer;
+  cipher: CipherGCM;
+}
+
+/** `update`'s bytes and `final`'s: GCM is a stream mode, `final` gives none, so no copy. */
+const joined = (head: Buffer, tail: Buffer): Buffer =>
+  tail.length === 0 ? head : Buffer.concat([head, tail]);
+
+export function createSealer(options: SealerOptions): Sealer {
+  const prepared = new Map<string, PreparedKey>();
+  for (const [kid, key] of Object.entries(options.keys)) {
+    if (!KID.test(kid)) throw new SealError(`seal key id "${kid}" must match ${KID}`);
+    if (key.length !== 32) throw new SealError(`seal key "${kid}" must be 32 bytes, got ${key.length}`);
+    prepared.set(kid, { key: createSecretKey(key), aad: Buffer.from(kid) });
+  }
+  const active = prepared.get(options.activeKeyId);
+  if (!active) throw new SealError(`active seal key "${options.activeKeyId}" is not among the keys`);
+  const activeKid = options.activeKeyId;
+  const nextIv = ivSource();
+  const made = (): ReadyCipher => {
+    const iv = nextIv();
+    const cipher = createCipheriv('aes-256-gcm', active.key, iv);
+    // The key id is authenticated too, so a record cannot be relabelled to another key.
+    cipher.setAAD(active.aad);
+    return { iv, cipher };
+  };
+  const ready = Math.max(0, Math.floor(options.ready ?? 0));
+  const restockBelow = Math.min(ready, Math.max(1, Math.floor(options.restockBelow ?? ready)));
+  const stock: ReadyCipher[] = [];
+  let restocking = false;
+  const restock = () => {
+    restocking = false;
+    while (stock.length < ready) stock.push(made());
+  };
+  restock();
+  // Deferred, a failure must not escape as an uncaught exception: the next seal makes its own
+  // cipher and meets it there, as a seal without a stock would.
+  const restockLater = () => {
+    try {
+      restock();
+    } catch {}
+  };
+  // Two hops: immediates run in the order they were queued, and a seal comes before the write it
+  // is for, so one hop would make the ciphers in front of a write its caller queued after the seal
+  // (a binding call's claim and complete: their script call waits for this turn's check phase).
+  // The second hop is queued while this phase runs, so it waits for the next turn, while the caller
+  // waits for its answer; it is ref'd, else the next turn's poll could block until an event comes
+  // and the making would sit in front of that event's own deferred write.
+  const restockAfterTurn = () => {
+    setImmediate(restockLater);
+  };
+  return {
+    seal(plaintext, bind) {
+      const { iv, cipher } = stock.pop() ?? made();
+      // Appended to the key id's AAD (GCM takes AAD in pieces before the text, so a cipher made
+      // ahead takes it now); the NUL keeps `kid` and `bind` apart, as a key id has none.
+      if (bind !== undefined) cipher.setAAD(Buffer.from(`\0${bind}`));
+      if (ready > 0 && stock.length < restockBelow && !restocking) {
+        restocking = true;
+        setImmediate(restockAfterTurn).unref();
+      }
+      const ct = joined(cipher.update(plaintext, 'utf8'), cipher.final());
+      const tag = cipher.getAuthTag();
+      return `v1.${activeKid}.${iv.toString('base64url')}.${tag.toString('base64url')}.${ct.toString('base64url')}`;
+    },
+    open(sealed, bind) {
+      const parts = sealed.split('.');
+      if (parts.length !== 5 || parts[0] !== 'v1') throw new SealError('not a sealed value');
+      const [, kid, iv, tag, ct] = parts as [string, string, string, string, string];
+      const key = prepared.get(kid);
+      if (!key) throw new SealError(`no seal key "${kid}" configured`);
+      const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(iv, 'base64url'));
+      decipher.setAAD(key.aad);
+      if (bind !== undefined) decipher.setAAD(Buffer.from(`\0${bind}`));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      try {
+        return joined(decipher.update(Buffer.from(ct, 'base64url')), decipher.final()).toString('utf8');
+      } catch {
+        throw new SealError(`sealed value failed authentication under key "${kid}"`);
+      }
+    },
+  };
+}
+
+/** Parses `ISLET_SEAL_KEYS` (`kid:base64,kid2:base64`). */
+export function parseSealKeys(text: string): Record<string, Buffer> {
+  const keys: Record<string, Buffer> = {};
+  for (const item of text.split(',').map((s) => s.trim())) {
+    if (!item) continue;
+    const at = item.indexOf(':');
+    if (at <= 0) throw new SealError('ISLET_SEAL_KEYS entries must look like kid:base64');
+    keys[item.slice(0, at)] = Buffer.from(item.slice(at + 1), 'base64');
+  }
+  if (Object.keys(keys).length === 0) throw new SealError('ISLET_SEAL_KEYS lists no key');
+  return keys;
+}
+
+export function sealerFromConfig(
+  config: {
+    ISLET_SEAL_KEYS: string;
+    ISLET_SEAL_ACTIVE_KEY_ID?: string;
+  },
+  options: Pick<SealerOptions, 'ready' | 'restockBelow'> = {},
+): Sealer {
+  const keys = parseSealKeys(config.ISLET_SEAL_KEYS);
+  const activeKeyId = config.ISLET_SEAL_ACTIVE_KEY_ID ?? Object.keys(keys)[0]!;
+  return createSealer({ keys, activeKeyId, ...options });
+}
+
+/** A fresh `kid:base64` entry, for dev stacks and tests. */
+export function generateSealKey(kid = 'k1'): string {
+  return `${kid}:${randomBytes(32).toString('base64')}`;
+}
