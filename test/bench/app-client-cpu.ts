@@ -9,29 +9,16 @@
  * - `raw`: a bare socket writing the same request and reading a `Content-Length` answer, as the
  *   floor (what any client must spend on the sockets): not a client the gateway could use.
  */
-import { spawn } from 'node:child_process';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { Pool } from 'undici';
 import { postToApp } from '../../services/gateway/src/app-http.ts';
+import { startLoopbackApp } from './loopback-app.ts';
 
 const PARALLEL = Number(process.env.PARALLEL ?? 100);
 const BATCHES = Number(process.env.BATCHES ?? 200);
 const ROUNDS = Number(process.env.ROUNDS ?? 4);
-const appSource = `
-const http = require('node:http');
-const s = http.createServer((req, res) => {
-  req.resume();
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-});
-s.keepAliveTimeout = 60000;
-s.listen(0, '127.0.0.1', () => console.log(s.address().port));
-`;
-const app = spawn(process.execPath, ['-e', appSource], { stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise<number>((resolve) =>
-  app.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
-);
-const url = `http://127.0.0.1:${port}/`;
+const { app, port, url } = await startLoopbackApp(60000);
 const headers: Record<string, string> = {
   'content-type': 'application/json',
   'idempotency-key': 'run-1:0',

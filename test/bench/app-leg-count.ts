@@ -11,10 +11,10 @@
  * Counted, not timed: run it under callgrind with `N=0` and `N=<n>` and take the difference over n
  * (`app-leg-count.sh`); the App is a child process, so callgrind counts the client's side only.
  */
-import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { postToApp as postNow } from '../../services/gateway/src/app-http.ts';
+import { startLoopbackApp } from './loopback-app.ts';
 
 // `APP_HTTP=<path>`: another app-http.ts to count (e.g. a0565cd2's, put beside this tree).
 const postToApp: typeof postNow = process.env.APP_HTTP
@@ -25,20 +25,7 @@ const PARALLEL = Number(process.env.PARALLEL ?? 100);
 const N = Number(process.env.N ?? 2000);
 const WARM = Number(process.env.WARM ?? 3000);
 const WAY = process.env.WAY ?? 'post';
-const appSource = `
-const http = require('node:http');
-const s = http.createServer((req, res) => {
-  req.resume();
-  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-});
-s.keepAliveTimeout = 600000;
-s.listen(0, '127.0.0.1', () => console.log(s.address().port));
-`;
-const app = spawn(process.execPath, ['-e', appSource], { stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise<number>((resolve) =>
-  app.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
-);
-const url = `http://127.0.0.1:${port}/`;
+const { app, port, url } = await startLoopbackApp(600000);
 const headers: Record<string, string> = {
   'content-type': 'application/json',
   'idempotency-key': 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7:12',
