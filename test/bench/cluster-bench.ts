@@ -159,10 +159,15 @@ async function main(): Promise<void> {
     ISLET_TENANT_POOL_SHARE: 'BENCH_TENANT_SHARE',
     ISLET_RUNNER_CONCURRENCY: 'BENCH_SLOTS',
   };
+  // stages.ts turns the runner's stage stamps on for every cluster (the stage rows read them).
+  const stamps =
+    process.env.ISLET_RUN_STAGE_TIMINGS === 'true'
+      ? "; ISLET_RUN_STAGE_TIMINGS=true (default false: the stage rows read the stamps, ~64 B of a run's end write)"
+      : '';
   console.log(
     `settings: the defaults but ${Object.entries(cluster.settings)
       .map(([k, v]) => `${k}=${v} (${why[k] ?? 'set by the bench'})`)
-      .join('; ')}`,
+      .join('; ')}${stamps}`,
   );
   console.log(
     `baselines: raw isolated-vm ${f(raw.perSec, 1)}/s then ${f(raw2.perSec, 1)}/s (p50 ${f(raw.p50)} then ${f(raw2.p50)} ms; the ratios use the means); ` +
