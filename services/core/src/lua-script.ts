@@ -51,6 +51,26 @@ const digitsOf = (n: number): number =>
   n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : String(n).length;
 
 /**
+ * The whole command as one string when it is ASCII (a claim's, an outcome's, a submit's and most
+ * commands'), else `undefined`. Built first on the guess that every argument is ASCII (its UTF-8
+ * length then its `length`), the guess checked once on the whole: a string is ASCII exactly when
+ * its UTF-8 length is its length, and any non-ASCII argument makes the whole longer in UTF-8. One
+ * native measure and one native write a command, where a measure and a write an argument were
+ * 4–8 µs of a binding call and 46 µs of a submit (round 42 `par-cpu`, round 43 `send-floor`). The
+ * measure flattens the string in place, so the write copies it once.
+ */
+function asciiText(name: string, args: (string | Buffer)[]): string | undefined {
+  // A Buffer among them (a run's end carries BullMQ's packed options) is the other path's.
+  for (let i = 0; i < args.length; i++) if (typeof args[i] !== 'string') return undefined;
+  let text = `*${args.length + 1}\r\n$${name.length}\r\n${name}\r\n`;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    text += `$${arg.length}\r\n${arg}\r\n`;
+  }
+  return Buffer.byteLength(text) === text.length ? text : undefined;
+}
+
+/**
  * A command written straight into the one buffer handed to the socket. ioredis encodes a command
  * whose arguments hold a Buffer part by part: each argument's length twice and one copy call per
  * part (three a text argument), ~280 calls for the ~105 arguments of a run's end with BullMQ's
@@ -93,6 +113,12 @@ export class OneCopyCommand extends Command {
     if (!self.bufferMode) return super.toWritable(socket);
     const args = self.args;
     const count = args.length;
+    const text = asciiText(self.name, args);
+    if (text !== undefined) {
+      const out = Buffer.allocUnsafe(text.length);
+      out.write(text, 0, text.length, 'latin1');
+      return out;
+    }
     // Each argument's byte length, measured once (the header and the size need it).
     const lengths = new Array<number>(count);
     const head = `*${count + 1}\r\n$${Buffer.byteLength(self.name)}\r\n${self.name}\r\n`;
