@@ -104,4 +104,23 @@ describe('OneCopyCommand, the bytes', () => {
       true,
     );
   });
+
+  it('measures an ASCII command with Buffers once a stretch of text between them', () => {
+    // A submit's shape: text around BullMQ's two packed options.
+    const submit = [
+      'sha',
+      2,
+      'k1',
+      'k2',
+      'v'.repeat(50),
+      7,
+      Buffer.from([1, 2, 3]),
+      '{"a":1}',
+      Buffer.from([4]),
+    ];
+    const measure = vi.spyOn(Buffer, 'byteLength');
+    const out = new OneCopyCommand('evalsha', submit.slice()).toWritable({}) as Buffer;
+    expect(measure).toHaveBeenCalledTimes(3);
+    expect(out.equals(new Command('evalsha', submit.slice()).toWritable({}) as Buffer)).toBe(true);
+  });
 });
