@@ -13,7 +13,9 @@ type Arg = string | Buffer;
 const FORM = process.env.FORM ?? 'head';
 const N = Number(process.env.N ?? 1000);
 const SHAPE = process.env.SHAPE ?? 'all';
-const module = await import(FORM === 'base' ? './resp-base.generated.ts' : '../../services/core/src/lua-script.ts');
+const module = await import(
+  FORM === 'base' ? './resp-base.generated.ts' : '../../services/core/src/lua-script.ts'
+);
 const OneCopy = module.OneCopyCommand as new (name: string, args: Arg[]) => { toWritable(s: object): Buffer };
 
 const lists = (
