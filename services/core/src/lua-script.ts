@@ -51,6 +51,43 @@ const digitsOf = (n: number): number =>
   n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : n < 100_000 ? 5 : String(n).length;
 
 /**
+ * `$<n>\r\n` for each length under 1024 (most arguments'), made once: making text of the number
+ * an argument was ~a third of the stretch's making (an in-process probe, round 43).
+ */
+const HEADS = Array.from({ length: 1024 }, (_, n) => `$${n}\r\n`);
+const headOf = (n: number): string => (n < 1024 ? (HEADS[n] as string) : `$${n}\r\n`);
+
+/**
+ * The command as its stretches of text between its Buffers (one stretch for a command of text
+ * only: a claim's, an outcome's), each stretch holding the Buffers' `$<length>` headers, when every
+ * stretch is ASCII; else `undefined`. Built first on the guess that every text argument is ASCII
+ * (its UTF-8 length then its `length`), the guess checked once a stretch: a string is ASCII exactly
+ * when its UTF-8 length is its length, and any non-ASCII argument makes its stretch longer in
+ * UTF-8. One native measure and one native write a stretch, where a measure and a write an
+ * argument were 4–8 µs of a binding call and 46 µs of a submit (~77 arguments, two of them
+ * BullMQ's packed options: 3 stretches; round 42 `par-cpu`, round 43 `send-floor`). The measure
+ * flattens the stretch in place, so its write copies it once.
+ */
+function asciiParts(name: string, args: (string | Buffer)[]): (string | Buffer)[] | undefined {
+  const parts: (string | Buffer)[] = [];
+  let text = `*${args.length + 1}\r\n$${name.length}\r\n${name}\r\n`;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string | Buffer;
+    if (typeof arg === 'string') {
+      text += `${headOf(arg.length)}${arg}\r\n`;
+      continue;
+    }
+    text += headOf(arg.length);
+    if (Buffer.byteLength(text) !== text.length) return undefined;
+    parts.push(text, arg);
+    text = '\r\n';
+  }
+  if (Buffer.byteLength(text) !== text.length) return undefined;
+  parts.push(text);
+  return parts;
+}
+
+/**
  * A command written straight into the one buffer handed to the socket. ioredis encodes a command
  * whose arguments hold a Buffer part by part: each argument's length twice and one copy call per
  * part (three a text argument), ~280 calls for the ~105 arguments of a run's end with BullMQ's
@@ -69,7 +106,9 @@ const digitsOf = (n: number): number =>
  * pass. Each text argument's UTF-8 length is measured once, and its `$<length>` header is written
  * as bytes into the buffer: until round 37 the text between two Buffers was first concatenated
  * into one string (a rope of ~3 small strings an argument, flattened by its length's measure),
- * ~14 KB of a submit's ~104 KB of garbage (test/bench/README.md, round 37 `submit-gw`).
+ * ~14 KB of a submit's ~104 KB of garbage (test/bench/README.md, round 37 `submit-gw`). Since
+ * round 43 (`resp-encoder`) a command whose text is ASCII is measured and written a stretch at a
+ * time (`asciiParts`); the per-argument path is for non-ASCII text.
  */
 export class OneCopyCommand extends Command {
   constructor(name: string, args: Arg[], options: OneCopyOptions = {}) {
@@ -93,6 +132,19 @@ export class OneCopyCommand extends Command {
     if (!self.bufferMode) return super.toWritable(socket);
     const args = self.args;
     const count = args.length;
+    const parts = asciiParts(self.name, args);
+    if (parts !== undefined) {
+      let size = 0;
+      for (let i = 0; i < parts.length; i++) size += (parts[i] as string | Buffer).length;
+      const out = Buffer.allocUnsafe(size);
+      let at = 0;
+      for (let i = 0; i < parts.length; i++) {
+        const part = parts[i] as string | Buffer;
+        // Text alternates with Buffers, text first and last.
+        at += typeof part === 'string' ? out.write(part, at, part.length, 'latin1') : part.copy(out, at);
+      }
+      return out;
+    }
     // Each argument's byte length, measured once (the header and the size need it).
     const lengths = new Array<number>(count);
     const head = `*${count + 1}\r\n$${Buffer.byteLength(self.name)}\r\n${self.name}\r\n`;
