@@ -8,7 +8,6 @@
  * each waited answer is byte for byte the `GET` of the run on the gateway that answered it and on
  * the other, for a Completed and a Failed end, and the tag each runner pushed is its release's.
  */
-import { channels, createRedis } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, expectReadAlike, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
@@ -19,8 +18,7 @@ const present = hasCommit(PREVIOUS);
 let mixed: MixedReleases | undefined;
 let head: Cluster | undefined;
 let prev: Cluster | undefined;
-let sub: ReturnType<typeof createRedis> | undefined;
-const messages: string[] = [];
+let messages: string[] = [];
 
 const programs = [
   { code: 'console.log("hi"); return { n: 6 * 7 }', status: 'Completed' },
@@ -32,13 +30,10 @@ describe.skipIf(!present)(`the pushed end beside the previous release (${PREVIOU
     mixed = await startMixed(PREVIOUS);
     head = mixed.head;
     prev = mixed.prev;
-    sub = createRedis(head.redisUrl);
-    sub.on('message', (_channel: string, message: string) => messages.push(message));
-    await sub.subscribe(channels.runEvents);
+    messages = mixed.runEvents;
   }, 120_000);
 
   afterAll(async () => {
-    sub?.disconnect();
     await mixed?.stop();
   });
 

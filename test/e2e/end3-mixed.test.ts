@@ -14,7 +14,7 @@
  * stores no stage stamps (`timings`) by default. Fails on a0565cd2 (its runner stores the stamps and
  * pushes `end2`).
  */
-import { channels, createRedis, keys } from '@islet/core';
+import { keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAppServer } from './helpers.ts';
@@ -34,11 +34,9 @@ const odd = '"q" \\ \\" \u0001\u001f \u2028 \ud800 </script>';
 let mixed: MixedReleases | undefined;
 let head: Cluster | undefined;
 let prev: Cluster | undefined;
-let redis: ReturnType<typeof createRedis> | undefined;
-let sub: ReturnType<typeof createRedis> | undefined;
 let app: Awaited<ReturnType<typeof startAppServer>> | undefined;
 let connectionId = '';
-const messages: string[] = [];
+let messages: string[] = [];
 const sessions: Record<'head' | 'prev', string[]> = { head: [], prev: [] };
 /** Which release's gateway admitted each session's runs (it writes the create entries). */
 const admittedBy = new Map<string, Cluster>();
@@ -58,10 +56,7 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
     mixed = await startMixed(PREVIOUS);
     head = mixed.head;
     prev = mixed.prev;
-    redis = createRedis(head.redisUrl);
-    sub = createRedis(head.redisUrl);
-    sub.on('message', (_channel: string, message: string) => messages.push(message));
-    await sub.subscribe(channels.runEvents);
+    messages = mixed.runEvents;
     app = await startAppServer(async (d) => ({
       status: 200,
       body: JSON.stringify({ structuredContent: { echo: d.body.arguments ?? {} } }),
@@ -77,8 +72,6 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
   }, 180_000);
 
   afterAll(async () => {
-    sub?.disconnect();
-    redis?.disconnect();
     await app?.close();
     await mixed?.stop();
   });
@@ -107,7 +100,7 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
       const body = JSON.parse(res.text) as { id: string; status: string };
       expect(body.status, res.text).toBe('Completed');
       // This release's runner stores no stage stamps unless asked (ISLET_RUN_STAGE_TIMINGS); a0565cd2's does.
-      expect(await redis!.hexists(keys.run(body.id), 'timings')).toBe(by === 'head' ? 0 : 1);
+      expect(await mixed!.redis.hexists(keys.run(body.id), 'timings')).toBe(by === 'head' ? 0 : 1);
       const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
       expect(ends.map((m) => m.split(' ')[1])).toEqual([by === 'head' ? p.head : 'end2']);
       if (i === 0) {
@@ -127,8 +120,8 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
 
   async function listedAlike(first: Cluster, second: Cluster, by: 'head' | 'prev') {
     const pending = keys.indexPending('dev');
-    expect(await redis!.llen(pending)).toBeGreaterThan(0);
-    const entries = (await redis!.lrange(pending, 0, -1)).map(
+    expect(await mixed!.redis.llen(pending)).toBeGreaterThan(0);
+    const entries = (await mixed!.redis.lrange(pending, 0, -1)).map(
       (e) => JSON.parse(e) as Record<string, unknown>,
     );
     const creates = entries.filter((e) => e.t === 'c');
@@ -143,7 +136,7 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
     for (const sessionId of sessions[by]) {
       const a = await call(first.url, first.devKey, 'GET', `/v1/runs?sessionId=${sessionId}`);
       expect(a.status, a.text).toBe(200);
-      expect(await redis!.llen(pending)).toBe(0);
+      expect(await mixed!.redis.llen(pending)).toBe(0);
       const b = await call(second.url, second.devKey, 'GET', `/v1/runs?sessionId=${sessionId}`);
       expect(b.text).toBe(a.text);
       expect((JSON.parse(a.text) as { items: unknown[] }).items).toHaveLength(programs.length);

@@ -11,7 +11,7 @@
  * (includes/index-fold.lua as that release sends it), and d92635a's by this release's. Fails on
  * d92635a (its runner writes `kind none`: the first assertion on the record).
  */
-import { channels, createRedis, keys } from '@islet/core';
+import { keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -29,9 +29,7 @@ const present = hasCommit(PREVIOUS);
 let mixed: MixedReleases | undefined;
 let head: Cluster | undefined;
 let prev: Cluster | undefined;
-let redis: ReturnType<typeof createRedis> | undefined;
-let sub: ReturnType<typeof createRedis> | undefined;
-const messages: string[] = [];
+let messages: string[] = [];
 /** The sessions each pair's runs went to, by the runner's release. */
 const sessions: Record<'head' | 'prev', string[]> = { head: [], prev: [] };
 
@@ -55,15 +53,10 @@ describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${
     mixed = await startMixed(PREVIOUS);
     head = mixed.head;
     prev = mixed.prev;
-    redis = createRedis(head.redisUrl);
-    sub = createRedis(head.redisUrl);
-    sub.on('message', (_channel: string, message: string) => messages.push(message));
-    await sub.subscribe(channels.runEvents);
+    messages = mixed.runEvents;
   }, 180_000);
 
   afterAll(async () => {
-    sub?.disconnect();
-    redis?.disconnect();
     await mixed?.stop();
   });
 
@@ -85,7 +78,7 @@ describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${
       expect(body.status, res.text).toBe(p.status);
       // What the runner stored and pushed: this release leaves a Completed run's `none` out.
       const stored = p.status === 'Completed' && by === 'head' ? null : p.kind;
-      expect(await redis!.hget(keys.run(body.id), 'kind')).toBe(stored);
+      expect(await mixed!.redis.hget(keys.run(body.id), 'kind')).toBe(stored);
       const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
       expect(ends.map((m) => m.split(' ')[1])).toEqual(['end2']);
       expect(pushedRecord(ends[0]!).kind).toBe(stored ?? undefined);
@@ -97,12 +90,12 @@ describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${
   /** Lists `by`'s sessions on `first` (whose fold applies the pending ends), then on `second`. */
   async function listedAlike(first: Cluster, second: Cluster, by: 'head' | 'prev') {
     const pending = keys.indexPending('dev');
-    expect(await redis!.llen(pending)).toBeGreaterThan(0);
+    expect(await mixed!.redis.llen(pending)).toBeGreaterThan(0);
     for (const sessionId of sessions[by]) {
       const a = await call(first.url, first.devKey, 'GET', `/v1/runs?sessionId=${sessionId}`);
       expect(a.status, a.text).toBe(200);
       // Folded by `first`'s release, every end of it.
-      expect(await redis!.llen(pending)).toBe(0);
+      expect(await mixed!.redis.llen(pending)).toBe(0);
       const b = await call(second.url, second.devKey, 'GET', `/v1/runs?sessionId=${sessionId}`);
       expect(b.text).toBe(a.text);
       const items = (

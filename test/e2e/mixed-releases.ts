@@ -2,9 +2,10 @@
  * Two releases on one Redis for the mixed-release tests (end-push-mixed, kind-none-mixed,
  * end3-mixed): this checkout's cluster and a previous release's (previous-release.ts), sharing the
  * secrets a run crosses releases with, the raw HTTP answer both are compared by, and the
- * comparisons every such test makes.
+ * comparisons every such test makes, a Redis client and the run events it saw.
  */
 import { execFileSync } from 'node:child_process';
+import { channels, createRedis } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { expect } from 'vitest';
 import { type PreviousRelease, previousRelease } from './previous-release.ts';
@@ -23,6 +24,10 @@ export interface MixedReleases {
   release: PreviousRelease;
   head: Cluster;
   prev: Cluster;
+  /** A client of the shared Redis, for the tests' own reads. */
+  redis: ReturnType<typeof createRedis>;
+  /** Every message published on the run-events channel since the start (the pushed ends among them). */
+  runEvents: string[];
   stop(): Promise<void>;
 }
 
@@ -51,11 +56,20 @@ export async function startMixed(rev: string): Promise<MixedReleases> {
       },
     });
     const started = head;
+    const redis = createRedis(head.redisUrl);
+    const sub = createRedis(head.redisUrl);
+    const runEvents: string[] = [];
+    sub.on('message', (_channel: string, message: string) => runEvents.push(message));
+    await sub.subscribe(channels.runEvents);
     return {
       release,
       head: started,
       prev,
+      redis,
+      runEvents,
       async stop() {
+        sub.disconnect();
+        redis.disconnect();
         await prev.stop();
         await started.stop();
         release.remove();
