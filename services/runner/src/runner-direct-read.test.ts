@@ -7,20 +7,13 @@
  * runner, real redis-server, BullMQ, a fake executor.
  */
 import { Socket } from 'node:net';
-import {
-  createLogger,
-  createMetrics,
-  createRedis,
-  generateSealKey,
-  loadConfig,
-  readRepliesDirect,
-} from '@islet/core';
+import { createLogger, createMetrics, createRedis, readRepliesDirect } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
 import { countStreamPushes, type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../test/runner-harness.ts';
+import { runnerTestConfig, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { blockingClientOf } from './mode-worker.ts';
 import type { ExecuteJob } from './run-executor-types.ts';
@@ -43,11 +36,7 @@ const countPushes = (port: number) =>
 
 describe('runner: replies read through onread', () => {
   it("takes no stream push on any of its Redis sockets over a job's pick-up and end", async () => {
-    const config = loadConfig({
-      ISLET_REDIS_URL: server.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-      ISLET_RUNNER_MODES: 'read-only',
+    const config = runnerTestConfig(server.url, {
       ISLET_RUNNER_CONCURRENCY: '2',
       ISLET_TENANT_POOL_SHARE: '0.5',
       ISLET_RUNNER_PICKUP_WATCHDOG_MS: '0',

@@ -4,13 +4,13 @@
  * flight, and a graceful close still waits for it. Real runner, real redis-server, a fake
  * executor; the release is held by a wrapper, so the order is asserted, not a duration.
  */
-import { createLogger, createMetrics, generateSealKey, loadConfig } from '@islet/core';
+import { createLogger, createMetrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../test/runner-harness.ts';
+import { runnerTestConfig, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { createRunner } from './runner.ts';
 
@@ -24,11 +24,7 @@ afterAll(async () => {
 
 describe('runner: the lease release', () => {
   it('the job completes while its release is in flight; close waits for the release', async () => {
-    const config = loadConfig({
-      ISLET_REDIS_URL: server.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-      ISLET_RUNNER_MODES: 'read-only',
+    const config = runnerTestConfig(server.url, {
       ISLET_RUNNER_CONCURRENCY: '2',
       ISLET_TENANT_POOL_SHARE: '0.5',
     });

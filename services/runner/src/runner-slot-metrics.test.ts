@@ -3,13 +3,13 @@
  * `islet_runner_parked_runs` read right at every step, read from the gates when scraped: no gauge
  * is set by a job's take or end (round 28). Real runner, real redis-server, an executor held by the test.
  */
-import { createLogger, createMetrics, generateSealKey, loadConfig } from '@islet/core';
+import { createLogger, createMetrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../test/runner-harness.ts';
+import { runnerTestConfig, until } from '../test/runner-harness.ts';
 import { createRunner } from './runner.ts';
 
 let server: RedisServer;
@@ -22,11 +22,7 @@ afterAll(async () => {
 
 describe('runner: slot gauges', () => {
   it('busy, idle and parked counts follow jobs taken and ended', async () => {
-    const config = loadConfig({
-      ISLET_REDIS_URL: server.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-      ISLET_RUNNER_MODES: 'read-only',
+    const config = runnerTestConfig(server.url, {
       ISLET_RUNNER_CONCURRENCY: '3',
     });
     const metrics = createMetrics({ component: 'runner-slot-metrics-test', defaults: false });

@@ -6,13 +6,13 @@
  * ends, not a grace later; timers read in their firing order, never a duration). Real runner, real
  * redis-server, an executor that waits for its signals.
  */
-import { channels, createLogger, createMetrics, createRedis, generateSealKey, loadConfig } from '@islet/core';
+import { channels, createLogger, createMetrics, createRedis } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../test/runner-harness.ts';
+import { runnerTestConfig, until } from '../test/runner-harness.ts';
 import { type ExecuteJob, HandBackError } from './run-executor.ts';
 import { createRunner } from './runner.ts';
 
@@ -26,11 +26,7 @@ afterAll(async () => {
 
 describe('runner: a job stop signal', () => {
   it('aborts with a cancel of its run and with a hand-back, with their reasons', async () => {
-    const config = loadConfig({
-      ISLET_REDIS_URL: server.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-      ISLET_RUNNER_MODES: 'read-only',
+    const config = runnerTestConfig(server.url, {
       ISLET_RUNNER_CONCURRENCY: '2',
     });
     const jobs = new Map<string, ExecuteJob>();
@@ -101,11 +97,7 @@ describe('runner: a job stop signal', () => {
   });
 
   it('the shutdown grace counts from the stop request, a recovery pass still in flight included', async () => {
-    const config = loadConfig({
-      ISLET_REDIS_URL: server.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-      ISLET_RUNNER_MODES: 'read-only',
+    const config = runnerTestConfig(server.url, {
       ISLET_RUNNER_CONCURRENCY: '2',
       ISLET_RUNNER_STALLED_INTERVAL_MS: '500',
     });

@@ -6,12 +6,13 @@
  * is the worker's lifecycle, not the engine.
  */
 
-import { createLogger, createMetrics, generateSealKey, loadConfig, type Metrics } from '@islet/core';
+import { createLogger, createMetrics, type Metrics } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
+import { runnerTestConfig } from '../test/runner-harness.ts';
 import type { ExecuteJob, RunExecutor } from './run-executor.ts';
 import { createRunner, type Runner } from './runner.ts';
 
@@ -32,11 +33,7 @@ async function restartsOf(metrics: Metrics, mode: string): Promise<number> {
 /** A runner on its own redis-server with a fake executor; `stop` ends everything it started. */
 async function setUp(concurrency: number, execute: (job: ExecuteJob) => Promise<'completed'>) {
   const server: RedisServer = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: server.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-    ISLET_RUNNER_MODES: 'read-only',
+  const config = runnerTestConfig(server.url, {
     ISLET_RUNNER_CONCURRENCY: String(concurrency),
     ISLET_RUNNER_PICKUP_WATCHDOG_MS: String(WATCHDOG_MS),
     ISLET_TENANT_POOL_SHARE: '1',

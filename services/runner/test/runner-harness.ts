@@ -38,6 +38,17 @@ import type { SkillExecutor } from '../src/skill-executor.ts';
 /** The one mode these tests run in. */
 export const mode = 'read-only' as const;
 
+/** A runner's config for a test on `redisUrl`: a fresh seal key, a test token, the read-only mode, then `env`. */
+export function runnerTestConfig(redisUrl: string, env: Record<string, string>) {
+  return loadConfig({
+    ISLET_REDIS_URL: redisUrl,
+    ISLET_SEAL_KEYS: generateSealKey(),
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
+    ISLET_RUNNER_MODES: mode,
+    ...env,
+  });
+}
+
 /** A run's successful end, as the executor hands it to `finish`. */
 export const done = {
   status: 'Completed' as const,
