@@ -5,12 +5,7 @@
 set -euo pipefail
 N=${1:-2000}
 cd "$(dirname "$0")/../.."
-count() {
-  WAY="$1" N="$2" valgrind --tool=callgrind --callgrind-out-file=/dev/null --smc-check=all-non-file \
-    node --single-threaded test/bench/app-leg-count.ts 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
-}
+. test/bench/callgrind-per-op.sh
 for way in ${WAYS:-post raw raw-onread}; do
-  zero=$(count "$way" 0)
-  many=$(count "$way" "$N")
-  echo "$way: $(( (many - zero) / N )) instructions a request (N=$N: $many, N=0: $zero)"
+  per_op "$way" test/bench/app-leg-count.ts "$N" WAY "$way"
 done

@@ -6,14 +6,9 @@
 set -euo pipefail
 N=${1:-2000}
 cd "$(dirname "$0")/../.."
-count() {
-  PART="$1" N="$2" valgrind --tool=callgrind --callgrind-out-file=/dev/null --smc-check=all-non-file \
-    node --single-threaded test/bench/par-cpu-parts.ts 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
-}
+. test/bench/callgrind-per-op.sh
 for part in ${PARTS:-hmac sig opid}; do
   for form in before after; do
-    zero=$(count "$part-$form" 0)
-    many=$(count "$part-$form" "$N")
-    echo "$part-$form: $(( (many - zero) / N )) instructions a call (N=$N: $many, N=0: $zero)"
+    per_op "$part-$form" test/bench/par-cpu-parts.ts "$N" PART "$part-$form"
   done
 done

@@ -8,16 +8,12 @@
 set -euo pipefail
 N=${1:-2000}
 cd "$(dirname "$0")/../.."
-count() {
-  PART="$1" N="$2" WARM=${WARM:-30000} valgrind --tool=callgrind --callgrind-out-file=${CG_OUT:-/dev/null} --smc-check=all-non-file \
-    node --single-threaded test/bench/seal-floor-parts.ts 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
-}
+. test/bench/callgrind-per-op.sh
+export WARM=${WARM:-30000}
 for op in ${OPS:-seal open}; do
   for size in ${SIZES:-40 120 400 2000}; do
     for form in ${FORMS:-before after}; do
-      zero=$(count "$op-$size-$form" 0)
-      many=$(count "$op-$size-$form" "$N")
-      echo "$op-$size-$form: $(( (many - zero) / N )) instructions a call (N=$N: $many, N=0: $zero)"
+      per_op "$op-$size-$form" test/bench/seal-floor-parts.ts "$N" PART "$op-$size-$form"
     done
   done
 done
