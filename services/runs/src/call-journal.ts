@@ -80,6 +80,7 @@ interface CallJournalDeps {
  * of a few MiB keeps Redis's other clients waiting no longer than one large call would.
  */
 const GROUP_LIMITS = { maxItems: 128, maxBytes: 4 * 1024 * 1024 };
+const OUTCOME_GROUP_LIMITS = { ...GROUP_LIMITS, oneInFlight: true };
 
 export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const { redis, sealer } = deps;
@@ -130,6 +131,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
     return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[][];
   }, GROUP_LIMITS);
   // Each item carries what its group shares (the group's key is made of it), read from the first.
+  // One outcome group of a run in flight: the outcomes finished while it is unanswered go in the
+  // next one, so a 100-call run's last answers wait on one or two fsyncs, not one a gateway turn.
   const completions = new TurnBatch<Completion, string[]>(async (_group, calls) => {
     const { runId, event } = calls[0] as Completion;
     const keys = event ? [keyOf(runId), event.streamKey] : [keyOf(runId)];
@@ -143,7 +146,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       for (let f = 0; f < fields.length; f++) args.push(fields[f] as string | number);
     }
     return (await COMPLETE.run(redis, keys, args)) as string[][];
-  }, GROUP_LIMITS);
+  }, OUTCOME_GROUP_LIMITS);
 
   /** lease-and-begin-9's or begin-attempt-3's answer (fetch-lease-begin-11 carries the former). */
   const begunOf = (reply: unknown, withLease: boolean): BegunAttempt => {
