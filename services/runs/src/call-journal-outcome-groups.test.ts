@@ -72,7 +72,7 @@ describe("a run's outcome groups on real Redis, one in flight", () => {
     expect((await scriptCalls(r.b)) - before).toBe(1);
   });
 
-  it("a held group's script failing fails each of its calls, and the run's next outcome still goes", async () => {
+  it("a held group with an unclaimed call's outcome fails that call and journals the others", async () => {
     const journal = createCallJournal({ redis: r.a, sealer });
     const run = `run-${Date.now()}-fail`;
     for (let i = 0; i < 2; i++)
