@@ -66,7 +66,9 @@ export function analyse(text: string, meta: Meta): string {
   const comms = new Map<number, string>();
   for (const e of evs) {
     if (e.ev === 'sched_switch') {
-      const m = /prev_comm=(.*?) prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/.exec(e.args);
+      const m = /prev_comm=(.*?) prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/.exec(
+        e.args,
+      );
       if (!m) continue;
       const prev = Number(m[2]);
       const next = Number(m[5]);
@@ -79,7 +81,9 @@ export function analyse(text: string, meta: Meta): string {
       if (spans.has(next)) {
         const o = open.get(next);
         if (o?.cls === 'wake') {
-          spans.get(next)!.push({ from: o.since, to: e.t, cls: wakeTarget.get(next) ?? 'wake-busy', cpu: e.cpu });
+          spans
+            .get(next)!
+            .push({ from: o.since, to: e.t, cls: wakeTarget.get(next) ?? 'wake-busy', cpu: e.cpu });
           open.set(next, { since: e.t, cls: 'cpu' });
         } else {
           close(next, e.t, 'cpu');
@@ -171,13 +175,33 @@ export function analyse(text: string, meta: Meta): string {
     }
   };
   const hopNames = {
-    pickup: ['gateway: enqueued → its write', 'redis: → fsync starts', 'fsync', 'redis: → hand-off written', 'runner: → pickedUp'],
-    end: ['runner: endSent → its write', 'redis: → fsync starts', 'fsync', 'redis: → push written', 'gateway: → response written', 'client: → first bytes'],
+    pickup: [
+      'gateway: enqueued → its write',
+      'redis: → fsync starts',
+      'fsync',
+      'redis: → hand-off written',
+      'runner: → pickedUp',
+    ],
+    end: [
+      'runner: endSent → its write',
+      'redis: → fsync starts',
+      'fsync',
+      'redis: → push written',
+      'gateway: → response written',
+      'client: → first bytes',
+    ],
   };
   type Row = {
     run: number;
     total: number;
-    segs: { name: string; tid: number; x: number; y: number; cls: Map<Cls, number>; held: Map<string, number> }[];
+    segs: {
+      name: string;
+      tid: number;
+      x: number;
+      y: number;
+      cls: Map<Cls, number>;
+      held: Map<string, number>;
+    }[];
     fsyncsIn: number;
     sys: Map<string, number>;
     note: Map<string, number>;
@@ -196,8 +220,13 @@ export function analyse(text: string, meta: Meta): string {
         lastTimeout.set(e.tid, Number.parseInt(/timeout: (0x[0-9a-f]+)/.exec(e.args)?.[1] ?? '-1', 16));
       let k = e.ev.replace(/^sys_(enter|exit)_/, '').replace(/^epoll_p?wait2?$/, 'epoll');
       if (e.ev === 'sys_enter_read') continue;
-      if (e.ev.startsWith('sys_exit_epoll')) k =
-          size(e) !== 0 ? 'epoll→events' : lastTimeout.get(e.tid) === 0 ? 'epoll→0 (a poll)' : 'epoll→0 (a timer)';
+      if (e.ev.startsWith('sys_exit_epoll'))
+        k =
+          size(e) !== 0
+            ? 'epoll→events'
+            : lastTimeout.get(e.tid) === 0
+              ? 'epoll→0 (a poll)'
+              : 'epoll→0 (a timer)';
       else if (e.ev.startsWith('sys_enter_epoll')) k = 'epoll wait';
       else if (e.ev.startsWith('sys_enter_fdatasync')) k = 'fdatasync';
       else if (e.ev.startsWith('sys_exit_fdatasync')) continue;
@@ -212,7 +241,9 @@ export function analyse(text: string, meta: Meta): string {
     if (Number.isFinite(a) && Number.isFinite(b) && b > a) {
       const gw = first(a, b, (e) => e.tid === mains.gateway && isWrite(e));
       const fs = gw && fsyncs.find(([f]) => f > gw.t && f < b);
-      const reads = fs ? all(fs[1], b, (e) => e.tid === mains.runner && e.ev === 'sys_exit_read' && size(e) > 0) : [];
+      const reads = fs
+        ? all(fs[1], b, (e) => e.tid === mains.runner && e.ev === 'sys_exit_read' && size(e) > 0)
+        : [];
       const rWrites = fs ? all(fs[1], b, (e) => e.tid === mains.redis && isWrite(e)) : [];
       let handoff: Ev | undefined;
       for (const r of reads) {
@@ -261,7 +292,12 @@ export function analyse(text: string, meta: Meta): string {
       const fs = fsyncs.find(([f]) => f > c && f < d);
       const rw = fs && all(c, fs[0], (e) => e.tid === mains.runner && isWrite(e)).at(-1);
       const gRead =
-        fs && first(fs[1], d, (e) => e.tid === mains.gateway && e.ev === 'sys_exit_read' && size(e) >= MIN_PUSH_BYTES);
+        fs &&
+        first(
+          fs[1],
+          d,
+          (e) => e.tid === mains.gateway && e.ev === 'sys_exit_read' && size(e) >= MIN_PUSH_BYTES,
+        );
       const pushes = fs && gRead ? all(fs[1], gRead.t, (e) => e.tid === mains.redis && isWrite(e)) : [];
       const push = pushes.find((w) => gRead && size(w) === size(gRead)) ?? pushes.at(-1);
       const resp = gRead && first(gRead.t, d, (e) => e.tid === mains.gateway && isWrite(e));
@@ -282,7 +318,10 @@ export function analyse(text: string, meta: Meta): string {
         const writesBefore = pushes.filter((w) => w.t < push.t).length;
         note.set('Redis writes before the push after the fsync (the runner’s answer)', writesBefore);
         const rOn = (spans.get(mains.runner) ?? []).find((s) => s.cls === 'cpu' && s.to > fs[1]);
-        note.set('the runner on a CPU before the gateway reads its push (of runs)', rOn && rOn.from < gRead.t ? 1 : 0);
+        note.set(
+          'the runner on a CPU before the gateway reads its push (of runs)',
+          rOn && rOn.from < gRead.t ? 1 : 0,
+        );
         rows.end.push({
           run,
           total: d - c,
@@ -303,14 +342,27 @@ export function analyse(text: string, meta: Meta): string {
   const p50 = (v: number[]) => [...v].sort((x, y) => x - y)[Math.floor(v.length / 2)] ?? Number.NaN;
   const mean = (v: number[]) => v.reduce((x, y) => x + y, 0) / (v.length || 1);
   const out: string[] = [];
+  // Every wake-up of a main thread in the trace, by whether its CPU was idle (a halted vCPU to
+  // wake: the IPI and the exit from HLT) or held by another thread.
+  for (const c of ['wake-idle', 'wake-busy'] as const) {
+    const v = [...spans.values()].flatMap((l) => l.filter((s) => s.cls === c).map((s) => s.to - s.from));
+    const q = (f: number) => [...v].sort((x, y) => x - y)[Math.floor(v.length * f)] ?? Number.NaN;
+    out.push(
+      `${c === 'wake-idle' ? 'wake-ups onto an idle CPU' : 'wake-ups onto a busy CPU'} (main threads, whole trace): ${v.length}, waking → on a CPU µs p50 ${us(q(0.5))}, p90 ${us(q(0.9))}, p99 ${us(q(0.99))}`,
+    );
+  }
   if (skipped.size) out.push(`left out: ${[...skipped].map(([k, v]) => `${k} ${v}`).join(', ')}`);
   for (const [hop, list] of Object.entries(rows)) {
     if (list.length === 0) continue;
     out.push(
       `\n== ${hop}: ${list.length} runs, p50 ${us(p50(list.map((r) => r.total)))} µs, mean ${us(mean(list.map((r) => r.total)))}`,
     );
-    out.push(`  µs, p50 / mean of each class (classes: ${CLASSES.join(', ')}); seg = the segment's own length`);
-    out.push(`  ${'segment'.padEnd(34)} ${'seg'.padStart(11)} ${CLASSES.map((c) => c.padStart(11)).join(' ')}`);
+    out.push(
+      `  µs, p50 / mean of each class (classes: ${CLASSES.join(', ')}); seg = the segment's own length`,
+    );
+    out.push(
+      `  ${'segment'.padEnd(34)} ${'seg'.padStart(11)} ${CLASSES.map((c) => c.padStart(11)).join(' ')}`,
+    );
     const names = hopNames[hop as keyof typeof hopNames];
     const cell = (v: number[]) => `${us(p50(v))}/${us(mean(v))}`.padStart(11);
     for (const [k, name] of names.entries()) {
@@ -323,19 +375,54 @@ export function analyse(text: string, meta: Meta): string {
     out.push(
       `  ${'whole hop'.padEnd(34)} ${cell(list.map((r) => r.total))} ${CLASSES.map((c) => cell(sums(c))).join(' ')}`,
     );
-    out.push('  while the segment\'s holder waited for a CPU (woken or preempted), that CPU ran (µs a run, mean):');
+    out.push(
+      "  while the segment's holder waited for a CPU (woken or preempted), that CPU ran (µs a run, mean):",
+    );
     for (const [k, name] of names.entries()) {
       const held = new Map<string, number>();
       for (const r of list) for (const [w, v] of r.segs[k]!.held) held.set(w, (held.get(w) ?? 0) + v);
       const top = [...held].sort((p, q) => q[1] - p[1]).filter(([, v]) => v / list.length >= 1e-6);
       if (top.length)
-        out.push(`    ${name}: ${top.slice(0, 8).map(([w, v]) => `${w} ${us(v / list.length)}`).join(', ')}`);
+        out.push(
+          `    ${name}: ${top
+            .slice(0, 8)
+            .map(([w, v]) => `${w} ${us(v / list.length)}`)
+            .join(', ')}`,
+        );
     }
+    // A run's waits for a CPU by whose thread held it: the box's other tenants, a sandbox host (its
+    // next isolate's make, or a program), our path's own processes, or nobody (an idle CPU: a wake's
+    // IPI and a halted vCPU's exit).
+    const group = (w: string) =>
+      w.startsWith('other:')
+        ? 'other tenants'
+        : w === 'host'
+          ? 'a sandbox host'
+          : w === 'idle'
+            ? 'idle'
+            : 'ours on the path';
+    const byGroup = new Map<string, number[]>();
+    for (const r of list) {
+      const sum = new Map<string, number>();
+      for (const g of r.segs) for (const [w, v] of g.held) sum.set(group(w), (sum.get(group(w)) ?? 0) + v);
+      for (const k of ['other tenants', 'a sandbox host', 'ours on the path', 'idle']) {
+        const l = byGroup.get(k) ?? [];
+        l.push(sum.get(k) ?? 0);
+        byGroup.set(k, l);
+      }
+    }
+    out.push(
+      `  a run's waits for a CPU, by its holder, µs p50 / mean (runs with any): ${[...byGroup]
+        .map(([k, v]) => `${k} ${us(p50(v))}/${us(mean(v))} (${v.filter((x) => x > 0).length})`)
+        .join(', ')}`,
+    );
     const unclassed = list.map(
       (r) => r.total - r.segs.reduce((s, g) => s + [...g.cls.values()].reduce((x, y) => x + y, 0), 0),
     );
     out.push(`  not classed (no state known): p50 ${us(p50(unclassed))} mean ${us(mean(unclassed))} µs`);
-    out.push(`  fsyncs inside the hop: ${[...countBy(list.map((r) => r.fsyncsIn))].map(([k, v]) => `${k}: ${v} runs`).join(', ')}`);
+    out.push(
+      `  fsyncs inside the hop: ${[...countBy(list.map((r) => r.fsyncsIn))].map(([k, v]) => `${k}: ${v} runs`).join(', ')}`,
+    );
     const sysKeys = new Set(list.flatMap((r) => [...r.sys.keys()]));
     out.push(
       `  syscalls a run inside the hop (mean): ${[...sysKeys]
@@ -380,8 +467,11 @@ export function analyse(text: string, meta: Meta): string {
   function timeline(r: Row, hop: string): string {
     const x = r.segs[0]!.x;
     const y = x + r.total;
-    const lines = [`  -- ${hop} timeline, run ${r.run}: ${us(r.total)} µs (µs from the hop's start; main threads, and who takes a CPU)`];
-    for (const g of r.segs) lines.push(`     [${us(g.x - x).padStart(5)} → ${us(g.y - x).padStart(5)}] ${g.name}`);
+    const lines = [
+      `  -- ${hop} timeline, run ${r.run}: ${us(r.total)} µs (µs from the hop's start; main threads, and who takes a CPU)`,
+    ];
+    for (const g of r.segs)
+      lines.push(`     [${us(g.x - x).padStart(5)} → ${us(g.y - x).padStart(5)}] ${g.name}`);
     for (let j = idx(x - 50e-6); j < evs.length && evs[j]!.t <= y; j++) {
       const e = evs[j]!;
       const at = `${((e.t - x) * 1e6).toFixed(0).padStart(6)} cpu${e.cpu}`;

@@ -23,6 +23,9 @@
  *
  *   flock /work/wt/bench.lock bash scripts/toolchain.sh env RUNS=300 node test/bench/seq-layout.ts
  *   node test/bench/seq-layout.ts <OUT>        re-read a kept trace (<OUT>.data, <OUT>.json)
+ *   SLICE_NS=100000 …   the path's main threads ask for a 0.1 ms slice first (gcc -O2 -o
+ *                       /tmp/sched-slice test/bench/sched-slice.c; SLICE_TOOL names another path)
+ *   HOST_SLICE_NS=100000 …   the sandbox hosts' main threads ask for it instead
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -31,8 +34,8 @@ import { benchNow } from './bench-clock.ts';
 import { processTree } from './capacity-cpu.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { processKind } from './ping-app.ts';
-import { stampsOf } from './stages.ts';
 import { analyse, type Hop, type Meta } from './seq-layout-read.ts';
+import { stampsOf } from './stages.ts';
 
 const RUNS = Number(process.env.RUNS ?? 300);
 const WARM = Number(process.env.WARM ?? 400);
@@ -84,7 +87,22 @@ if (reread) {
       runner: mainOf('runner'),
       client: process.pid,
     };
-    if (Object.values(mains).some((t) => t === undefined)) throw new Error(`threads: ${JSON.stringify(mains)}`);
+    if (Object.values(mains).some((t) => t === undefined))
+      throw new Error(`threads: ${JSON.stringify(mains)}`);
+    // SLICE_NS: the path's main threads (gateway, Redis, runner; not the hosts, not this client) ask
+    // EEVDF for a shorter slice, so that woken they may preempt a thread protected by run-to-parity.
+    if (process.env.SLICE_NS)
+      execFileSync(process.env.SLICE_TOOL ?? '/tmp/sched-slice', [
+        process.env.SLICE_NS,
+        String(mains.gateway),
+        String(mains.redis),
+        String(mains.runner),
+      ]);
+    // HOST_SLICE_NS: the sandbox hosts' main threads (their next isolate's make holds a CPU ~1–2.5 ms)
+    // ask for a shorter slice instead, so that a woken path thread waits at most about that long.
+    const hostMains = label.filter(([, l]) => l === 'host').map(([tid]) => String(tid));
+    if (process.env.HOST_SLICE_NS && hostMains.length)
+      execFileSync(process.env.SLICE_TOOL ?? '/tmp/sched-slice', [process.env.HOST_SLICE_NS, ...hostMains]);
     const onlyMains = Object.values(mains)
       .map((tid) => `common_pid == ${tid}`)
       .join(' || ');
@@ -114,7 +132,12 @@ if (reread) {
       runs.map(async (r) => {
         const t = stampsOf(await redis.hget(keys.run(r.id), 'timings'));
         const m = (k: string) => (t[k] === undefined ? Number.NaN : t[k]! / 1000 - offsetS);
-        return { enqueued: m('enqueued'), pickedUp: m('pickedUp'), endSent: m('endSent'), bytesAt: r.bytesAt };
+        return {
+          enqueued: m('enqueued'),
+          pickedUp: m('pickedUp'),
+          endSent: m('endSent'),
+          bytesAt: r.bytesAt,
+        };
       }),
     );
     redis.disconnect();
