@@ -4,6 +4,8 @@
  * See seq-layout.ts for what is traced and how each segment's time is classed.
  */
 
+import { timeline } from './seq-layout-timeline.ts';
+
 export interface Hop {
   enqueued: number;
   pickedUp: number;
@@ -15,7 +17,7 @@ export interface Meta {
   mains: { gateway: number; redis: number; runner: number; client: number };
   hops: Hop[];
 }
-interface Ev {
+export interface Ev {
   tid: number;
   cpu: number;
   t: number;
@@ -460,54 +462,10 @@ export function analyse(text: string, meta: Meta): string {
       if (!shown.includes(r)) shown.push(r);
     }
     if (SHOW_SLOW) shown.push(sorted.at(-1)!);
-    for (const r of shown) out.push(timeline(r, hop));
+    for (const r of shown)
+      out.push(timeline({ evs, idx, mainKind, label, size }, r.segs, r.run, r.total, hop));
   }
   return out.join('\n');
-
-  function timeline(r: Row, hop: string): string {
-    const x = r.segs[0]!.x;
-    const y = x + r.total;
-    const lines = [
-      `  -- ${hop} timeline, run ${r.run}: ${us(r.total)} µs (µs from the hop's start; main threads, and who takes a CPU)`,
-    ];
-    for (const g of r.segs)
-      lines.push(`     [${us(g.x - x).padStart(5)} → ${us(g.y - x).padStart(5)}] ${g.name}`);
-    for (let j = idx(x - 50e-6); j < evs.length && evs[j]!.t <= y; j++) {
-      const e = evs[j]!;
-      const at = `${((e.t - x) * 1e6).toFixed(0).padStart(6)} cpu${e.cpu}`;
-      if (e.ev === 'sched_switch') {
-        const m = /prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)/.exec(e.args);
-        if (!m) continue;
-        const p = Number(m[1]);
-        const n = Number(m[4]);
-        const name = (tid: number, comm: string) =>
-          mainKind.get(tid) ?? (tid === 0 ? 'idle' : label.has(tid) ? label.get(tid)! : `other(${comm})`);
-        const pk = name(p, /prev_comm=(.*?) prev_pid/.exec(e.args)?.[1] ?? '');
-        const nk = name(n, m[3]!);
-        lines.push(`     ${at}  switch ${pk}${p === 0 ? '' : `(${m[2]})`} → ${nk}`);
-      } else if (e.ev === 'sched_waking' || e.ev === 'sched_wakeup') {
-        const tid = Number(/pid=(\d+)/.exec(e.args)?.[1]);
-        if (!mainKind.has(tid)) continue;
-        const target = /target_cpu=(\d+)/.exec(e.args)?.[1];
-        lines.push(`     ${at}  ${e.ev.slice(6)} ${mainKind.get(tid)} → cpu${Number(target)}`);
-      } else if (mainKind.has(e.tid) && e.ev !== 'sys_enter_read') {
-        const s = size(e);
-        const what = e.ev.replace(/^sys_/, '');
-        // A read's descriptor is on its enter record, the thread's last one.
-        let fd = /fd: (0x[0-9a-f]+)/.exec(e.args)?.[1];
-        if (e.ev === 'sys_exit_read')
-          for (let k = j - 1; k >= 0 && evs[k]!.t > e.t - 0.01; k--)
-            if (evs[k]!.tid === e.tid && evs[k]!.ev === 'sys_enter_read') {
-              fd = /fd: (0x[0-9a-f]+)/.exec(evs[k]!.args)?.[1];
-              break;
-            }
-        lines.push(
-          `     ${at}  ${mainKind.get(e.tid)} ${what}${fd ? ` fd ${Number.parseInt(fd, 16)}` : ''}${Number.isFinite(s) ? ` ${e.ev.includes('epoll') && e.ev.startsWith('sys_enter') ? '' : s}` : ''}`,
-        );
-      }
-    }
-    return lines.join('\n');
-  }
 }
 
 function countBy(v: number[]): Map<number, number> {
