@@ -2,7 +2,7 @@
  * seq-layout.ts's timeline of one hop: every scheduler event on the box's CPUs and every syscall of
  * the path's main threads, µs from the hop's start, with the hop's segments above it.
  */
-import type { Ev } from './seq-layout-read.ts';
+import type { Ev } from './seq-layout-states.ts';
 
 export interface TimelineInput {
   evs: Ev[];
