@@ -1,0 +1,157 @@
+/**
+ * A sequential trivial run's two notification hops laid out by who holds the box's CPUs (round 44,
+ * `seq-layout`; par-layout.ts's method on one client): the one-client cluster (sequential.ts's,
+ * `BENCH_TENANT_SHARE` default 0.5 as the cluster bench runs it), `WARM` runs, then a system-wide
+ * `perf record` of `sched_switch`/`sched_wakeup` and our threads' write, read, epoll and fdatasync
+ * syscalls while `RUNS` more go one after another. Each hop is followed as a baton passed between
+ * processes on one clock (CLOCK_MONOTONIC; the stage stamps brought over by this process's
+ * wall/monotonic offset):
+ *
+ *   pick-up: enqueued (gateway JS) → the gateway's write → Redis (the submit's script) → fdatasync →
+ *            Redis's write the runner reads → the runner's `pickedUp`
+ *   end:     endSent (runner JS) → the runner's write → Redis (the end's script) → fdatasync →
+ *            Redis's push the gateway reads → the gateway's response write → the client's first bytes
+ *
+ * Each segment's holder's main thread is classed, µs by µs, as: (a) `fsync` (inside Redis's
+ * fdatasync, its completion's wake included), (b) `wake` (runnable after a wake-up, until on a CPU:
+ * `wake-idle` when its CPU was idle at the wake — a halted vCPU's exit on this VM — `wake-busy` when
+ * another thread held it), (c) `cpu` (its own work), `preempt` (runnable after being switched out),
+ * (d) `sleep` (blocked, not in an fsync: a wait in series the path made itself — another message,
+ * a timer). Printed: each class's p50 and mean per segment and per hop, the syscalls each process
+ * made inside each hop (epoll waits that returned no event are timers), fsyncs per hop, and the
+ * timeline of the median run of each hop (`SHOW` more runs, `SHOW_SLOW` the slowest too).
+ *
+ *   flock /work/wt/bench.lock bash scripts/toolchain.sh env RUNS=300 node test/bench/seq-layout.ts
+ *   node test/bench/seq-layout.ts <OUT>        re-read a kept trace (<OUT>.data, <OUT>.json)
+ *   SLICE_NS=100000 …   the path's main threads ask for a 0.1 ms slice first (gcc -O2 -o
+ *                       /tmp/sched-slice test/bench/sched-slice.c; SLICE_TOOL names another path)
+ *   HOST_SLICE_NS=100000 …   the sandbox hosts' main threads ask for it instead
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRedis, keys } from '@islet/core';
+import { benchNow } from './bench-clock.ts';
+import { processTree } from './capacity-cpu.ts';
+import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
+import { processKind } from './ping-app.ts';
+import { analyse, type Hop, type Meta } from './seq-layout-read.ts';
+import { stampsOf } from './stages.ts';
+
+const RUNS = Number(process.env.RUNS ?? 300);
+const WARM = Number(process.env.WARM ?? 400);
+const SYSCALLS = [
+  'sys_enter_write',
+  'sys_enter_writev',
+  'sys_enter_read',
+  'sys_exit_read',
+  'sys_enter_epoll_wait',
+  'sys_exit_epoll_wait',
+  'sys_enter_epoll_pwait',
+  'sys_exit_epoll_pwait',
+  'sys_enter_epoll_pwait2',
+  'sys_exit_epoll_pwait2',
+  'sys_enter_fdatasync',
+  'sys_exit_fdatasync',
+].map((e) => `syscalls:${e}`);
+
+const reread = process.argv[2];
+if (reread) {
+  const meta = JSON.parse(readFileSync(`${reread}.json`, 'utf8')) as Meta;
+  console.log(analyse(perfText(`${reread}.data`), meta));
+} else {
+  const OUT = `${existsSync('/dev/shm') ? '/dev/shm' : '/tmp'}/seq-layout-${process.pid}`;
+  const cluster = await startOneClientCluster('0.5', JSON.parse(process.env.BENCH_ENV ?? '{}'));
+  const mono = () => Number(process.hrtime.bigint()) / 1e9;
+  try {
+    const once = stampedRun(cluster, mono);
+    for (let i = 0; i < WARM; i++) await once();
+    const label: [number, string][] = [];
+    for (const pid of processTree(process.pid)) {
+      let kind: string | undefined;
+      try {
+        kind = pid === process.pid ? 'client' : processKind(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+      } catch {}
+      if (!kind) continue;
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        let comm = '';
+        try {
+          comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+        } catch {}
+        label.push([Number(tid), Number(tid) === pid ? kind : `${kind}:${comm}`]);
+      }
+    }
+    const mainOf = (kind: string) => label.find(([, l]) => l === kind)?.[0];
+    const mains = {
+      gateway: mainOf('gateway'),
+      redis: mainOf('redis'),
+      runner: mainOf('runner'),
+      client: process.pid,
+    };
+    if (Object.values(mains).some((t) => t === undefined))
+      throw new Error(`threads: ${JSON.stringify(mains)}`);
+    // SLICE_NS: the path's main threads (gateway, Redis, runner; not the hosts, not this client) ask
+    // EEVDF for a shorter slice, so that woken they may preempt a thread protected by run-to-parity.
+    if (process.env.SLICE_NS)
+      execFileSync(process.env.SLICE_TOOL ?? '/tmp/sched-slice', [
+        process.env.SLICE_NS,
+        String(mains.gateway),
+        String(mains.redis),
+        String(mains.runner),
+      ]);
+    // HOST_SLICE_NS: the sandbox hosts' main threads (their next isolate's make holds a CPU ~1–2.5 ms)
+    // ask for a shorter slice instead, so that a woken path thread waits at most about that long.
+    const hostMains = label.filter(([, l]) => l === 'host').map(([tid]) => String(tid));
+    if (process.env.HOST_SLICE_NS && hostMains.length)
+      execFileSync(process.env.SLICE_TOOL ?? '/tmp/sched-slice', [process.env.HOST_SLICE_NS, ...hostMains]);
+    const onlyMains = Object.values(mains)
+      .map((tid) => `common_pid == ${tid}`)
+      .join(' || ');
+    const args = [
+      '-e',
+      'sched:sched_switch',
+      '-e',
+      'sched:sched_wakeup',
+      '-e',
+      'sched:sched_waking',
+      ...SYSCALLS.flatMap((e) => ['-e', e, '--filter', onlyMains]),
+    ];
+    const perf = spawn('perf', ['record', '-q', '-a', '-k', 'mono', '-o', `${OUT}.data`, ...args], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    const runs: { sent: number; received: number; bytesAt: number; id: string }[] = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await once());
+    await new Promise((r) => setTimeout(r, 200));
+    if (perf.exitCode !== null) throw new Error(`perf exited early (${perf.exitCode})`);
+    const exited = new Promise((r) => perf.once('exit', r));
+    perf.kill('SIGINT');
+    await exited;
+    const redis = createRedis(cluster.redisUrl);
+    const offsetS = benchNow() / 1000 - mono();
+    const hops: Hop[] = await Promise.all(
+      runs.map(async (r) => {
+        const t = stampsOf(await redis.hget(keys.run(r.id), 'timings'));
+        const m = (k: string) => (t[k] === undefined ? Number.NaN : t[k]! / 1000 - offsetS);
+        return {
+          enqueued: m('enqueued'),
+          pickedUp: m('pickedUp'),
+          endSent: m('endSent'),
+          bytesAt: r.bytesAt,
+        };
+      }),
+    );
+    redis.disconnect();
+    const meta: Meta = { label, mains: mains as Meta['mains'], hops };
+    writeFileSync(`${OUT}.json`, JSON.stringify(meta));
+    console.log(analyse(perfText(`${OUT}.data`), meta));
+    console.log(`perf data: ${OUT}.data (meta ${OUT}.json; re-read: node test/bench/seq-layout.ts ${OUT})`);
+  } finally {
+    await cluster.stop();
+  }
+}
+
+function perfText(file: string): string {
+  return execFileSync('perf', ['script', '-i', file, '-F', 'tid,cpu,time,event,trace'], {
+    maxBuffer: 1 << 30,
+  }).toString();
+}
