@@ -5,7 +5,15 @@
  * the job, the run's lease and attempt start) and pushes the answer to the worker's blocking pop.
  * Only the add's call is replaced: BullMQ builds its keys and arguments and reads its answer as usual.
  */
-import { type AdmissionRide, handOffAddScript, handOffKeys } from '@islet/runs';
+import { LuaScript } from '@islet/core/lua-script';
+import {
+  type AdmissionRide,
+  bakeFixedTerms,
+  handOffAddScript,
+  handOffFixedTerms,
+  handOffKeys,
+  luaLiteral,
+} from '@islet/runs';
 import type { Queue, RedisClient } from 'bullmq';
 import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
@@ -37,13 +45,21 @@ export function ridingAddOf(queue: Queue): RidingAdd | undefined {
   return ridingAdds.get(queue);
 }
 
-/** Makes `queue`'s standard adds hand their job to an idle worker (scripts of another BullMQ: as they are). */
-export function handingAdds(queue: Queue): void {
+/**
+ * Makes `queue`'s standard adds hand their job to an idle worker (scripts of another BullMQ: as they
+ * are). `mode`: the queue's sandbox mode, whose runners' compact registrations (`@islet/runs`
+ * handoff-terms.ts) the adds then read, the names they leave out in the scripts' text; without
+ * it, only the full form is read (a compact one is taken for unusable: the worker fetches the job).
+ */
+export function handingAdds(queue: Queue, mode?: string): void {
   const scripts = (queue as unknown as { scripts?: ExecScripts }).scripts;
   if (!scripts || typeof scripts.execCommand !== 'function' || scripts.version !== version) return;
   const exec = scripts.execCommand.bind(scripts);
   const { idle, idleArgs } = handOffKeys(queue.keys[''] ?? '', '');
   const prioritized = queue.keys.prioritized ?? '';
+  const fixed = mode === undefined ? undefined : handOffFixedTerms(queue.keys, mode);
+  // The add alone (no admission riding: a resume's, the recovery's), the same names in its text.
+  const own = fixed ? new LuaScript(bakeFixedTerms(HAND_OFF_ADD.source, fixed, luaLiteral)) : HAND_OFF_ADD;
   // The add's keys and the hand-off's three, one array while the add's keys stay the queue's (they
   // do: runAdds' are made once a queue), so the ride finds the script with these names in its text
   // (`@islet/runs` admitted-add.ts `bakedAddScript`) by the array (round 43 `submit-floor`).
@@ -57,11 +73,11 @@ export function handingAdds(queue: Queue): void {
       keys = args.slice(0, ADD_KEYS) as string[];
       keys.push(prioritized, idle, idleArgs);
     }
-    return ride.send(HAND_OFF_ADD, keys, args.slice(ADD_KEYS) as (string | Buffer)[]);
+    return ride.send(HAND_OFF_ADD, keys, args.slice(ADD_KEYS) as (string | Buffer)[], fixed);
   });
   scripts.execCommand = (client, name, args) => {
     if (name !== ADD_COMMAND || args.length !== ADD_KEYS + 3) return exec(client, name, args);
-    return HAND_OFF_ADD.run(
+    return own.run(
       client as unknown as Redis,
       [...(args.slice(0, ADD_KEYS) as string[]), prioritized, idle, idleArgs],
       args.slice(ADD_KEYS) as (string | number)[],

@@ -79,9 +79,11 @@ export function createRunQueueStore(
       new Queue<RunJobData>(runQueueName(mode), { connection: redis, prefix: QUEUE_PREFIX }),
     ]),
   ) as Record<SandboxMode, Queue<RunJobData>>;
-  for (const q of Object.values(queues)) {
+  for (const mode of SANDBOX_MODES) {
+    const q = queues[mode];
     q.on('error', onError);
-    if (handOff) handingAdds(q);
+    // Its mode: the adds read its runners' compact registrations too (@islet/runs handoff-terms.ts).
+    if (handOff) handingAdds(q, mode);
   }
   const adds = Object.fromEntries(SANDBOX_MODES.map((mode) => [mode, runAdds(queues[mode])])) as Record<
     SandboxMode,

@@ -6,7 +6,17 @@
  * as the fused fetch's answer would, with the token its lock was taken with.
  */
 import { type Redis as CoreRedis, sendTogether } from '@islet/core';
-import { CLOSE_IDLE, handOffKeys, type IdleTerms, REGISTER_IDLE, TAKE_BACK, TAKE_LEFT } from '@islet/runs';
+import {
+  CLOSE_IDLE,
+  compactTermsOf,
+  type FixedTerms,
+  HAND_OFF_FETCH_KEYS,
+  handOffKeys,
+  type IdleTerms,
+  REGISTER_IDLE,
+  TAKE_BACK,
+  TAKE_LEFT,
+} from '@islet/runs';
 import type { JobJsonRaw, RedisClient } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { decodeLuaValue } from './handed-decode.ts';
@@ -60,8 +70,19 @@ export type IdleTermsInput = Omit<IdleTerms, 'startArgs'> & { startArgs: readonl
  * the same text: all but the lock token and the start's time (its last argument) are the same at
  * every registration of a worker, so their text is made once and those two spliced in, where each
  * registration escaped the ~40 strings of a ~2 KB text anew. Made again when any of them changes.
+ * Given its mode's fixed names (`compact`, ISLET_HANDOFF_COMPACT_TERMS=on), it writes the compact
+ * form (`@islet/runs` handoff-terms.ts: ~260 B, no names, no time) while the terms hold exactly
+ * those names, else the full one.
  */
 export class IdleTermsWriter {
+  private readonly compact: FixedTerms | undefined;
+  /** Registrations written in the compact form (tests read it). */
+  compactWrites = 0;
+
+  constructor(compact?: FixedTerms) {
+    this.compact = compact;
+  }
+
   private made:
     | {
         terms: IdleTermsInput;
@@ -69,6 +90,8 @@ export class IdleTermsWriter {
         head: string;
         middle: string;
         tail: string;
+        /** The compact form's text around the token, when written in it. */
+        compact: [string, string] | undefined;
       }
     | undefined;
   /** Times the fixed text was made (tests read it). */
@@ -88,9 +111,14 @@ export class IdleTermsWriter {
         head: `{"keys":${JSON.stringify(t.keys)},"prefix":${JSON.stringify(t.prefix)},"token":`,
         middle: `,"lockDuration":${JSON.stringify(t.lockDuration)},"name":${JSON.stringify(t.name)},"startArgs":[${fixedText}${fixed.length > 0 && last >= 0 ? ',' : ''}`,
         tail: `],"handOff":${JSON.stringify(t.handOff)}}`,
+        compact: this.compact ? compactTermsOf(this.compact, t) : undefined,
       };
       this.made = made;
       this.builds++;
+    }
+    if (made.compact) {
+      this.compactWrites++;
+      return made.compact[0] + JSON.stringify(terms.token) + made.compact[1];
     }
     const time = last >= 0 ? JSON.stringify(String(args[last])) : '';
     return made.head + JSON.stringify(terms.token) + made.middle + time + made.tail;
@@ -198,19 +226,7 @@ export async function takeLeft(client: RedisClient, keys: HandOffKeys): Promise<
 const IDLE_GRACE_MS = 1_000;
 
 /** BullMQ's queue keys its fetch (moveToActive-11) takes, in its order. */
-export const FETCH_KEY_NAMES = [
-  'wait',
-  'active',
-  'prioritized',
-  'events',
-  'stalled',
-  'limiter',
-  'delayed',
-  'paused',
-  'meta',
-  'pc',
-  'marker',
-] as const;
+export const FETCH_KEY_NAMES = HAND_OFF_FETCH_KEYS;
 
 /** A worker's hand-off terms from its queue's keys (BullMQ's `keys`) and its id. */
 export function handOffOf(worker: { id: string; keys: Record<string, string> }) {

@@ -6,6 +6,7 @@
  * is woken, so a job handed before that is popped or left on its key, and given back either way:
  * a closing worker runs no job it had not started.
  */
+import type { FixedTerms } from '@islet/runs';
 import { Job, type RedisClient, type Worker } from 'bullmq';
 import type { CompletionArgsWriter } from './completion-args.ts';
 import {
@@ -30,6 +31,8 @@ export interface HandOff {
   graceMs: number;
   /** Gives back the lease a job handed over took (the worker closed before it popped the job). */
   giveBack?: (tenant: string, jobId: string) => Promise<void>;
+  /** Its mode's fixed names: registrations in the compact form (ISLET_HANDOFF_COMPACT_TERMS=on). */
+  compact?: FixedTerms;
 }
 
 /** BullMQ's private wait on the queue's marker (worker.js `waitForJob`). */
@@ -68,7 +71,7 @@ export class HandOffWait<DataType> {
   /** The close removed the registration: none is written again. */
   closed = false;
   /** Its registrations' terms as text (the same text at every one but the token and time). */
-  readonly terms = new IdleTermsWriter();
+  readonly terms: IdleTermsWriter;
   /** The registration of the pop under way: its lock token (its slot reserved for it). */
   private idle: { token: string } | undefined;
   private tokens = 0;
@@ -82,6 +85,7 @@ export class HandOffWait<DataType> {
     this.handOff = handOff;
     this.worker = worker;
     this.hooks = hooks;
+    this.terms = new IdleTermsWriter(handOff.compact);
   }
 
   /** BullMQ's marker wait (`wait`) as the registration and the pop on both keys, when it may be. */

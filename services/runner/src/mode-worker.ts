@@ -6,7 +6,7 @@
 import { hostname } from 'node:os';
 import { createRedis, type Redis, readRepliesDirect } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
-import { jobRunId, type RunJobData } from '@islet/runs';
+import { handOffFixedTerms, jobRunId, type RunJobData } from '@islet/runs';
 import { Queue } from 'bullmq';
 import { handOffOf } from './handoff-store.ts';
 import { ParkingWorker } from './parking-worker.ts';
@@ -75,6 +75,11 @@ export function createModeWorker(
       worker.enableHandOff({
         ...handOffOf(worker),
         giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
+        // Registrations without the names a submit's script holds (@islet/runs handoff-terms.ts):
+        // read since the release after e8feb7a0, so written only when asked.
+        ...(config.ISLET_HANDOFF_COMPACT_TERMS === 'on'
+          ? { compact: handOffFixedTerms(worker.keys, mode) }
+          : {}),
       });
   }
   worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));

@@ -23,6 +23,7 @@
 import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
 import { CREATED_RUN, QUEUED_COUNT } from './handoff-scripts.ts';
+import { bakeFixedTerms, type FixedTerms } from './handoff-terms.ts';
 import { ADMIT_AND_CREATE } from './run-store-scripts.ts';
 
 /** The admission's argument that names the tenant in the pool's queued counts (ARGV[16], the index's). */
@@ -48,12 +49,17 @@ interface Baked {
   keys: string[];
   queued: string | undefined;
   addArgs: number;
+  /** A hand-off's compact registrations' fixed names (handoff-terms.ts), read by the script when given. */
+  fixed?: FixedTerms;
 }
 
 /** Baked variants an add may have (one a queue; a mode's): past it, keys go as arguments. */
 const MAX_BAKED = 16;
 const bakedScripts = new WeakMap<LuaScript, Map<string, LuaScript>>();
-const byKeys = new WeakMap<string[], Map<string, { add: LuaScript; addArgs: number; script: LuaScript }>>();
+const byKeys = new WeakMap<
+  string[],
+  Map<string, { add: LuaScript; addArgs: number; fixed: FixedTerms | undefined; script: LuaScript }>
+>();
 /** A name that goes into a Lua single-quoted literal as it is. */
 const PLAIN = /^[\x20-\x26\x28-\x5b\x5d-\x7e]*$/;
 
@@ -79,21 +85,26 @@ export function bakedAddScript(add: LuaScript, baked: Baked): LuaScript | undefi
   // script without the names joined at each submit.
   let byQueued = byKeys.get(baked.keys);
   const hit = byQueued?.get(baked.queued ?? '');
-  if (hit && hit.add === add && hit.addArgs === baked.addArgs) return hit.script;
+  if (hit && hit.add === add && hit.addArgs === baked.addArgs && hit.fixed === baked.fixed) return hit.script;
   let variants = bakedScripts.get(add);
-  const id = `${baked.addArgs}\n${baked.queued ?? ''}\n${baked.keys.join('\n')}`;
+  const id = `${baked.addArgs}\n${baked.fixed?.id ?? ''}\n${baked.queued ?? ''}\n${baked.keys.join('\n')}`;
   const known = variants?.get(id);
   const remember = (script: LuaScript) => {
     if (!byQueued) {
       byQueued = new Map();
       byKeys.set(baked.keys, byQueued);
     }
-    byQueued.set(baked.queued ?? '', { add, addArgs: baked.addArgs, script });
+    byQueued.set(baked.queued ?? '', { add, addArgs: baked.addArgs, fixed: baked.fixed, script });
     return script;
   };
   if (known) return remember(known);
   if ((variants?.size ?? 0) >= MAX_BAKED) return undefined;
-  if (!PLAIN.test(baked.queued ?? '') || !baked.keys.every((k) => PLAIN.test(k))) return undefined;
+  if (
+    !PLAIN.test(baked.queued ?? '') ||
+    !baked.keys.every((k) => PLAIN.test(k)) ||
+    !(baked.fixed?.names ?? []).every((k) => PLAIN.test(k))
+  )
+    return undefined;
   if (!variants) {
     variants = new Map();
     bakedScripts.set(add, variants);
@@ -120,7 +131,7 @@ function compositeSource(add: LuaScript, baked?: Baked): string {
   const admitSource = defers
     ? ADMIT_AND_CREATE.source.split(DEFER_RECORD).join('true')
     : ADMIT_AND_CREATE.source;
-  const addSource = add.source
+  const addSource = (baked?.fixed ? bakeFixedTerms(add.source, baked.fixed, literal) : add.source)
     .split(CREATED_RUN)
     .join('createdRun')
     .split(QUEUED_COUNT)
@@ -178,7 +189,12 @@ export interface AdmissionRide {
    * The admission with the add (`add`'s keys and arguments) in one script call; resolves to the
    * add's answer, or undefined when the admission refused (nothing was added or counted).
    */
-  send(add: LuaScript, keys: string[], args: (string | number | Buffer)[]): Promise<unknown>;
+  send(
+    add: LuaScript,
+    keys: string[],
+    args: (string | number | Buffer)[],
+    fixed?: FixedTerms,
+  ): Promise<unknown>;
   /** The admission on its own, sent now (before an add that cannot carry it, on the same connection). */
   alone(): void;
   /** Set once `send` went: the job was added only if the admission was 'created'. */
@@ -217,13 +233,14 @@ export async function rideAdmission(
       return carried;
     },
     alone,
-    send(add, keys, args) {
+    send(add, keys, args, fixed) {
       if (sent) return Promise.reject(new Error('the admission went already'));
       sent = true;
       carried = true;
       // The add's keys and the queued-count key in the script's text where they can be (a
       // queue's names, the same every submit of its mode): 16 arguments fewer a call.
-      const baked = bakedAddScript(add, { keys, queued: queuedKey, addArgs: args.length });
+      // And a hand-off's compact registrations' fixed names (handoff-terms.ts), when given.
+      const baked = bakedAddScript(add, { keys, queued: queuedKey, addArgs: args.length, fixed });
       // `concat`, not spreads: ~100 arguments a submit, which a spread walks through the iterator
       // protocol in code V8 has not optimized (round 37 `submit-gw`, core's lua-script.ts).
       // A Buffer among the add's arguments (BullMQ's packed options) goes as bytes (lua-script.ts).

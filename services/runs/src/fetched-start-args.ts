@@ -74,7 +74,8 @@ export function fetchedStartArgs(t: FetchedStartTerms): (string | number)[] {
   return args;
 }
 
-function startArgsOf(t: FetchedStartTerms): (string | number)[] {
+/** All of them, the time last (handoff-terms.ts reads their names). */
+export function startArgsOf(t: FetchedStartTerms): (string | number)[] {
   const start = t.start('\u0000');
   const args: (string | number)[] = [
     keys.poolSlots(t.mode),

@@ -18,6 +18,7 @@ import { LuaScript } from '@islet/core/lua-script';
 import { BULL_QUIET_PRELUDE, quietAdd, quietFetch } from './bull-quiet.ts';
 import { handedAdd } from './handed-add.ts';
 import { handedFetch } from './handed-fetch.ts';
+import { compactTermsBranch } from './handoff-terms.ts';
 import { fetchLeaseBeginScript } from './lease-scripts.ts';
 
 /** The hand-off's keys of a queue (`queuePrefix`: BullMQ's `keys['']`, e.g. `islet:{runs-x}:`). */
@@ -335,23 +336,29 @@ if tonumber(top[2]) <= now then
 end
 local worker = top[1]
 local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
-if not ok or type(terms) ~= 'table' then
-  unpropagated('HDEL', idleArgsKey, worker)
-  return marked(added)
-end
-local opts = {token = terms.token, lockDuration = tonumber(terms.lockDuration)}
-if terms.name ~= '' then opts.name = terms.name end
+if ok and type(terms) ~= 'table' then ok = false end
 -- The time as text once (Redis's TIME: whole ms): BullMQ's processedOn and the record's updatedAt are
 -- written with it as they would print the number.
 local nowText = string.format('%d', now)
--- The start's arguments copied by unpack (C, the table made at its size), not one by one.
-local FA = {terms.prefix, nowText, ${fetchArgs}, unpack(terms.startArgs)}
+local token, fetchKeys, handOff, opts, FA
+-- The full form (an object), or the compact one (an array: handoff-terms.ts) when this script holds its names.
+if ok and terms.keys then
+  token, fetchKeys, handOff = terms.token, terms.keys, terms.handOff
+  opts = {token = token, lockDuration = tonumber(terms.lockDuration)}
+  if terms.name ~= '' then opts.name = terms.name end
+  -- The start's arguments copied by unpack (C, the table made at its size), not one by one.
+  FA = {terms.prefix, nowText, ${fetchArgs}, unpack(terms.startArgs)}
+  FA[#FA] = nowText
+${compactTermsBranch(fetchArgs)}
+else
+  unpropagated('HDEL', idleArgsKey, worker)
+  return marked(added)
+end
 ${direct ?? ''}
-FA[#FA] = nowText
 local function fetchFor(KEYS, ARGV)
 ${fetchBody}
 end
-local fine, answer = pcall(fetchFor, terms.keys, FA)
+local fine, answer = pcall(fetchFor, fetchKeys, FA)
 if not fine then
   marked(added)
   error(answer)
@@ -368,6 +375,6 @@ else
   countHeld()
 end
 unpropagated('HDEL', idleArgsKey, worker)
-unpropagated('ZADD', terms.handOff, '0', cmsgpack.pack({terms.token, answer}))
+unpropagated('ZADD', handOff, '0', cmsgpack.pack({token, answer}))
 return added`);
 }

@@ -22,6 +22,14 @@ export { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 export { handedRefetch } from './handed-refetch.ts';
 export { fetchAndLook, handOffAddScript, handOffKeys, type IdleTerms } from './handoff-scripts.ts';
+export {
+  bakeFixedTerms,
+  compactTermsOf,
+  type FixedTerms,
+  HAND_OFF_FETCH_KEYS,
+  handOffFixedTerms,
+  luaLiteral,
+} from './handoff-terms.ts';
 export * from './health-buckets.ts';
 export * from './health-store.ts';
 export { CLOSE_IDLE, REGISTER_IDLE, TAKE_BACK, TAKE_LEFT } from './idle-scripts.ts';
