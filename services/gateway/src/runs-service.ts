@@ -158,7 +158,9 @@ export function createRunsService(deps: GatewayDeps) {
     const storageLimit = storage.limitBytes();
     let built: Awaited<ReturnType<typeof buildRun>>;
     try {
-      built = await buildRun(caller, id, input, waits);
+      // In hand when its cached reads are (run-build.ts): awaited only when it is a promise.
+      const building = buildRun(caller, id, input, waits);
+      built = building instanceof Promise ? await building : building;
     } catch (err) {
       await storage.check(tenant);
       throw err;
