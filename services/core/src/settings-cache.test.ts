@@ -83,7 +83,9 @@ describe('settings cache', () => {
     const read = await cache.get();
     expect(cache.peek()).toBe(read);
     // Another replica's change: dropped on its message, then the read in flight is not peeked.
-    const res = await createSettingsStore(connect()).update(read.version, { enabled: !read.codeMode.enabled });
+    const res = await createSettingsStore(connect()).update(read.version, {
+      enabled: !read.codeMode.enabled,
+    });
     expect(res.ok).toBe(true);
     await until(async () => cache.peek() === undefined, 2000);
     const reading = cache.get();
