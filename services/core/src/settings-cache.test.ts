@@ -71,4 +71,38 @@ describe('settings cache', () => {
     await redis.hset('islet:settings', 'version', String(v + 20));
     expect((await cache.get()).version).toBe(v + 20);
   });
+
+  it('peek gives what get would from the cache once its read came back; nothing before, after a change or past maxAgeMs', async () => {
+    const redis = connect();
+    const cache = createSettingsCache(createSettingsStore(redis), connect(), { maxAgeMs: 60_000 });
+    // Until it listens nothing is cached (and nothing peeked).
+    await until(async () => {
+      await cache.get();
+      return cache.peek() !== undefined;
+    });
+    const read = await cache.get();
+    expect(cache.peek()).toBe(read);
+    // Another replica's change: dropped on its message, then the read in flight is not peeked.
+    const res = await createSettingsStore(connect()).update(read.version, {
+      enabled: !read.codeMode.enabled,
+    });
+    expect(res.ok).toBe(true);
+    await until(async () => cache.peek() === undefined, 2000);
+    const reading = cache.get();
+    expect(cache.peek()).toBeUndefined();
+    const next = await reading;
+    expect(next.version).toBe(read.version + 1);
+    expect(cache.peek()).toBe(next);
+    // Its own update drops it too.
+    await cache.update(next.version, { enabled: read.codeMode.enabled });
+    expect(cache.peek()).toBeUndefined();
+
+    const short = createSettingsCache(createSettingsStore(redis), connect(), { maxAgeMs: 50 });
+    await until(async () => {
+      await short.get();
+      return short.peek() !== undefined;
+    });
+    await new Promise((r) => setTimeout(r, 80));
+    expect(short.peek()).toBeUndefined();
+  });
 });

@@ -18,9 +18,19 @@ export function createSettingsCache(
   store: SettingsStore,
   subscriber: Redis,
   options: SettingsCacheOptions = {},
-): SettingsStore & { close(): void } {
+): SettingsStore & {
+  /**
+   * The value `get` would give now without a promise, when it is cached and its read has come
+   * back (fresh, not dropped since: as `get`'s hit); `undefined` otherwise (then call `get`).
+   */
+  peek(): PlatformSettings | undefined;
+  close(): void;
+} {
   const maxAgeMs = options.maxAgeMs ?? 2000;
-  let cached: { value: Promise<PlatformSettings>; at: number; generation: number } | undefined;
+  // `read`: the value once its read came back.
+  let cached:
+    | { value: Promise<PlatformSettings>; at: number; generation: number; read?: PlatformSettings }
+    | undefined;
   // Bumped on every invalidation, so a read that started before a change is never cached after it.
   let generation = 0;
   let listening = false;
@@ -49,18 +59,29 @@ export function createSettingsCache(
   subscriber.on('ready', () => void subscribe());
   if (subscriber.status === 'ready') void subscribe();
 
+  const fresh = (now: number) =>
+    cached !== undefined && cached.generation === generation && now - cached.at < maxAgeMs;
+
   return {
     get() {
       if (!listening) return store.get();
       const now = Date.now();
-      if (cached && cached.generation === generation && now - cached.at < maxAgeMs) return cached.value;
+      if (cached && fresh(now)) return cached.value;
       const value = store.get();
-      const entry = { value, at: now, generation };
+      const entry: NonNullable<typeof cached> = { value, at: now, generation };
       cached = entry;
-      value.catch(() => {
-        if (cached === entry) cached = undefined;
-      });
+      value.then(
+        (v) => {
+          entry.read = v;
+        },
+        () => {
+          if (cached === entry) cached = undefined;
+        },
+      );
       return value;
+    },
+    peek() {
+      return listening && fresh(Date.now()) ? cached?.read : undefined;
     },
     async update(expectedVersion, patch) {
       const res = await store.update(expectedVersion, patch);

@@ -143,6 +143,17 @@ export function createConnectionStore(
     get(tenant: string, id: string): Promise<Connection | null> {
       return (cache ?? { get: read }).get(cacheKey(tenant, id));
     },
+    /**
+     * `get`'s connection from the cache when it is there and read (read-cache.ts `peek`), else
+     * `undefined` (then call `get`): a submit's run built without a promise (run-build.ts).
+     */
+    peek(tenant: string, id: string): Connection | undefined {
+      return cache?.peek(cacheKey(tenant, id));
+    },
+    /** As `peek`, for `list` (the cached array itself: read it, do not change it). */
+    peekList(tenant: string): readonly Connection[] | undefined {
+      return lists?.peek(tenant);
+    },
     async list(tenant: string): Promise<Connection[]> {
       // A copy: the cached array is shared by every caller.
       return lists ? [...((await lists.get(tenant)) ?? [])] : readAll(tenant);

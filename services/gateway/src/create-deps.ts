@@ -31,7 +31,6 @@ import {
   createRunStore,
   createStreamListenersStore,
   createTenantBytesStore,
-  type RunPolicyStore,
 } from '@islet/runs';
 import { CallRunCache } from './call-run-cache.ts';
 import { createConnectionStore } from './connection-store.ts';
@@ -121,9 +120,11 @@ export async function createGatewayDeps(
   // Read on every submit; written only through the admin route, which drops it everywhere.
   const policyStore = createRunPolicyStore(redis);
   const policies = caches.cache('run-policy', (tenant) => policyStore.get(tenant));
-  const runPolicies: RunPolicyStore = {
+  const runPolicies: GatewayDeps['runPolicies'] = {
     ...policyStore,
     get: async (tenant) => (await policies.get(tenant)) ?? policyStore.get(tenant),
+    // What `get` gives from the cache once read: a submit's run built without a promise.
+    peek: (tenant) => policies.peek(tenant),
     async set(tenant, policy) {
       const saved = await policyStore.set(tenant, policy);
       await policies.invalidate(tenant);

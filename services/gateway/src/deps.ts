@@ -3,6 +3,7 @@ import type {
   IsletConfig,
   Logger,
   Metrics,
+  PlatformSettings,
   Sealer,
   SessionStore,
   SettingsStore,
@@ -19,6 +20,7 @@ import type {
   PoolDemandStore,
   RunIndex,
   RunLifecycle,
+  RunPolicy,
   RunPolicyStore,
   RunStore,
   StreamListenersStore,
@@ -69,7 +71,11 @@ export interface GatewayDeps {
   sessions: SessionStore;
   /** Bytes each tenant's retained data holds (storage-quota.ts). */
   storedBytes: TenantBytesStore;
-  settings: SettingsStore;
+  /**
+   * `peek`: the settings `get` would give now when cached and read (core's settings-cache.ts),
+   * else `undefined`: a submit's run built without a promise (run-build.ts). Absent: always `get`.
+   */
+  settings: SettingsStore & { peek?(): PlatformSettings | undefined };
   connections: ConnectionStore;
   journal: CallJournal;
   /** The runs binding calls are served for, kept briefly; seeded at submit (call-run-cache.ts). */
@@ -95,8 +101,11 @@ export interface GatewayDeps {
   mcpStorage: McpStore;
   /** Per-replica read caches dropped over pub/sub (read-cache.ts); absent = no caching. */
   caches?: CacheHub;
-  /** Tenants' run policies (cached with `caches`). */
-  runPolicies: RunPolicyStore;
+  /**
+   * Tenants' run policies (cached with `caches`). `peek`: the policy `get` would give now when
+   * cached and read (read-cache.ts), else `undefined` (run-build.ts, as `settings.peek`).
+   */
+  runPolicies: RunPolicyStore & { peek?(tenant: string): RunPolicy | undefined };
   metrics: Metrics;
   logger: Logger;
   /** HTTP client for `http` App calls (injectable for tests). */

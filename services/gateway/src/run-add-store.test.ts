@@ -180,4 +180,47 @@ describe('a run job added without Queue.add', () => {
       viaQueue.mockRestore();
     }
   });
+
+  it("packs a job's options once while they are the same, and anew for any other value or order: BullMQ's bytes every time", async () => {
+    const q = queue('add-packed');
+    const calls = recordCalls(q);
+    const add = runAdds(q);
+    const base = (id: string) => runJobOptions(id, 3);
+    let n = 0;
+    // Each after the one before, through one add (its packed bytes kept from one to the next).
+    const sets: Array<(id: string) => Record<string, unknown> & { jobId: string }> = [
+      base,
+      base,
+      (id) => runJobOptions(id, 1),
+      base,
+      (id) => {
+        const { jobId, attempts, backoff, removeOnComplete, removeOnFail } = base(id);
+        return { jobId, removeOnFail, attempts, backoff, removeOnComplete };
+      },
+      (id) => ({ ...base(id), backoff: { type: 'fixed', delay: 501 } }),
+      (id) => ({ ...base(id), removeOnComplete: { count: 10_000, age: 3600 } }),
+      (id) => ({ ...base(id), removeOnFail: { age: 24 * 3600, count: undefined } }),
+      (id) => ({ ...base(id), removeOnFail: { age: 24 * 3600 + 0.5 } }),
+      base,
+      (id) => ({ ...base(id), attempts: '3' }),
+      base,
+    ];
+    const seen = new Set<string>();
+    for (const make of sets) {
+      const opts = make(`packed-${++n}`);
+      calls.length = 0;
+      await q.add('run', data, opts);
+      expect(await add('run', data, opts as ReturnType<typeof runJobOptions>)).toBe(opts.jobId);
+      const [bullmq, direct] = calls;
+      const optsAt = (direct?.args.length ?? 0) - 1;
+      const { jobId, ...rest } = unpack(bullmq!.args[optsAt] as Buffer) as Record<string, unknown>;
+      expect(jobId).toBe(opts.jobId);
+      const ours = direct!.args[optsAt] as Buffer;
+      expect(Buffer.compare(ours, packer.pack(rest))).toBe(0);
+      expect(Object.keys(unpack(ours) as object)).toStrictEqual(Object.keys(rest));
+      seen.add(ours.toString('hex'));
+    }
+    // The sets' bytes: the base's and seven others (no two of those alike).
+    expect(seen.size).toBe(8);
+  });
 });

@@ -14,6 +14,7 @@ import type { Queue, RedisClient } from 'bullmq';
 import { version } from 'bullmq/dist/esm/version.js';
 import { Packr } from 'msgpackr';
 import { ridingAddOf } from './handoff-add-store.ts';
+import { packedOnce } from './packed-options.ts';
 
 /** BullMQ's encoder of a job's options and its script arguments (its `scripts.js`). */
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
@@ -72,7 +73,47 @@ export function runAdds(queue: Queue): RunAdd {
   // The queue's client once it is known: BullMQ's `queue.client` is a promise of the same client
   // for the connection's life, awaited on every submit until round 43 (an await and its microtask).
   let known: RedisClient | undefined;
-  return async (name, data, opts, ride) => {
+  const packOptions = packedOnce((opts) => {
+    const { jobId: _id, ...stored } = opts as RunJobOptions;
+    return packer.pack(Object.assign({ attempts: 0 }, stored));
+  });
+  /** The add's script's answer: the job's id, '' when the admission it carried refused. */
+  const added = (result: unknown): string => {
+    if (result === undefined) return '';
+    if (typeof result === 'number' && result < 0)
+      throw scripts.finishedErrors({ code: result, command: 'addJob' });
+    return String(result);
+  };
+  /** The add on `client`: one promise (the script's answer read by a `then`), no async layer. */
+  const direct = (
+    client: RedisClient,
+    name: string,
+    data: unknown,
+    opts: RunJobOptions,
+    ride: AdmissionRide | undefined,
+  ): Promise<string> => {
+    // As the Job's constructor orders them: `attempts` first, then the add's options as given,
+    // but for `jobId`: the job's id goes in the script's own arguments (`args[2]`), and the copy
+    // BullMQ keeps in the stored options is read by nothing (BullMQ reads it on the adding side
+    // only; a job's id is its key; our runner and scripts read `attempts` and `removeOnComplete`):
+    // 47 bytes out of the submit's fsync'd write (test/bench/README.md, round 36, `aof-trim`).
+    // Packed once while the options are the same as the last packed (packed-options.ts).
+    const encodedOpts = packOptions(opts);
+    const args = packer.pack([prefix, opts.jobId, name, Date.now(), null, null, undefined, undefined, null]);
+    // `concat`, not a spread (a walk through the iterator protocol in unoptimized code; round 37).
+    const addArgs: unknown[] = (keys as unknown[]).concat(
+      args,
+      JSON.stringify(data === undefined ? {} : data),
+      encodedOpts,
+    );
+    const riding = ride && ridingAddOf(queue);
+    if (ride && !riding) ride.alone();
+    return (riding ? riding(ride, addArgs) : scripts.execCommand(client, 'addStandardJob', addArgs)).then(
+      added,
+    );
+  };
+  // Not `async`: the add's own promise, not one more that awaits it (round 44 `submit-peek`).
+  return (name, data, opts, ride) => {
     const id = opts.jobId;
     if (
       queue.listenerCount('waiting') > 0 ||
@@ -83,34 +124,16 @@ export function runAdds(queue: Queue): RunAdd {
       Object.keys(opts).some((o) => !OPTION_NAMES.includes(o))
     )
       return viaQueue(name, data, opts, ride);
-    let client = known;
-    if (client === undefined) {
-      client = await queue.client;
-      known = client;
+    if (known === undefined)
+      return queue.client.then((client) => {
+        known = client;
+        return direct(client, name, data, opts, ride);
+      });
+    try {
+      return direct(known, name, data, opts, ride);
+    } catch (err) {
+      // As from an async function: a rejection, never a throw.
+      return Promise.reject(err);
     }
-    // As the Job's constructor orders them: `attempts` first, then the add's options as given,
-    // but for `jobId`: the job's id goes in the script's own arguments (`args[2]`), and the copy
-    // BullMQ keeps in the stored options is read by nothing (BullMQ reads it on the adding side
-    // only; a job's id is its key; our runner and scripts read `attempts` and `removeOnComplete`):
-    // 47 bytes out of the submit's fsync'd write (test/bench/README.md, round 36, `aof-trim`).
-    const { jobId: _id, ...stored } = opts;
-    const encodedOpts = packer.pack(Object.assign({ attempts: 0 }, stored));
-    const args = packer.pack([prefix, id, name, Date.now(), null, null, undefined, undefined, null]);
-    // `concat`, not a spread (a walk through the iterator protocol in unoptimized code; round 37).
-    const addArgs: unknown[] = (keys as unknown[]).concat(
-      args,
-      JSON.stringify(data === undefined ? {} : data),
-      encodedOpts,
-    );
-    const riding = ride && ridingAddOf(queue);
-    if (ride && !riding) ride.alone();
-    const result = riding
-      ? await riding(ride, addArgs)
-      : await scripts.execCommand(client, 'addStandardJob', addArgs);
-    // The admission refused: nothing added.
-    if (result === undefined) return '';
-    if (typeof result === 'number' && result < 0)
-      throw scripts.finishedErrors({ code: result, command: 'addJob' });
-    return String(result);
   };
 }

@@ -14,7 +14,7 @@ import {
   SANDBOX_MODES,
   type SandboxMode,
 } from '@islet/protocol';
-import type { BindingSpec, RunLimitsSnapshot, StoredRun } from '@islet/runs';
+import { type BindingSpec, effectiveRunPolicy, type RunLimitsSnapshot, type StoredRun } from '@islet/runs';
 import type { Caller } from './auth.ts';
 import { bindingsOf } from './connections.ts';
 import type { GatewayDeps } from './deps.ts';
@@ -36,6 +36,12 @@ export interface SubmitInput {
 
 /** The mode a run_code run has unless it asks for a wider one. */
 const BASE_MODE: SandboxMode = 'read-only';
+
+/** A submit's run, and whether Code Mode's switch is off for it. */
+interface BuiltRun {
+  run: StoredRun;
+  codeModeOff: boolean;
+}
 
 function refuse(message: string): never {
   throw new HttpProblem('validation', message, { refusal: message });
@@ -63,23 +69,83 @@ export function createRunBuilder(deps: GatewayDeps) {
     return out;
   }
 
-  /** The run a submit stores, from its request, its tenant's run policy and the platform settings. */
-  async function buildRun(
+  /**
+   * `resolveBindings`' Apps from what the connections' cache holds and has read (`peek`), or
+   * `undefined` when any is not there (then `resolveBindings`, which also refuses an unknown one).
+   */
+  function bindingsInHand(tenant: string, ids: string[] | undefined): BindingSpec[] | undefined {
+    if (ids === undefined) return connections.peekList(tenant)?.flatMap(bindingsOf);
+    const out: BindingSpec[] = [];
+    const unique = ids.length < 2 ? ids : Array.from(new Set(ids));
+    for (let i = 0; i < unique.length; i++) {
+      const c = connections.peek(tenant, unique[i]!);
+      if (c === undefined) return undefined;
+      out.push(...bindingsOf(c));
+    }
+    return out;
+  }
+
+  /**
+   * The run a submit stores, from its request, its tenant's run policy and the platform settings.
+   * When the policy, the settings and the run's connections are all in the caches and read
+   * (`peek`: the same freshness as their `get`'s hit), the run is built now, without a promise
+   * (a refusal is then thrown, not a rejected promise); otherwise they are read (a miss, a read in
+   * flight) and the run comes as a promise.
+   */
+  function buildRun(
     caller: Caller,
     id: string,
     input: SubmitInput,
     waits: boolean,
-  ): Promise<{ run: StoredRun; codeModeOff: boolean }> {
+  ): BuiltRun | Promise<BuiltRun> {
+    const tenant = caller.tenantId;
+    const policy = runPolicies.peek?.(tenant);
+    const current = policy && settings.peek?.();
+    const bindings = current && bindingsInHand(tenant, input.connections);
+    if (policy && current && bindings)
+      return assemble(
+        caller,
+        id,
+        input,
+        waits,
+        effectiveRunPolicy(policy, input.approval, input.style),
+        current,
+        bindings,
+      );
+    return buildRead(caller, id, input, waits);
+  }
+
+  async function buildRead(
+    caller: Caller,
+    id: string,
+    input: SubmitInput,
+    waits: boolean,
+  ): Promise<BuiltRun> {
     const tenant = caller.tenantId;
     // Cached reads (settings-cache.ts, the run policy store).
     const [policy, current] = await Promise.all([
       runPolicies.effective(tenant, input.approval, input.style),
       settings.get(),
     ]);
-    const principal = principalOf(caller);
-    const session = input.sessionId ?? `session-${randomUUID()}`;
+    // The limits (and their refusals) before the connections are read, as ever.
     const limits = runLimits(policy.style, input, current);
     const bindings = await resolveBindings(tenant, input.connections);
+    return assemble(caller, id, input, waits, policy, current, bindings, limits);
+  }
+
+  function assemble(
+    caller: Caller,
+    id: string,
+    input: SubmitInput,
+    waits: boolean,
+    policy: Awaited<ReturnType<typeof runPolicies.effective>>,
+    current: Awaited<ReturnType<typeof settings.get>>,
+    bindings: BindingSpec[],
+    limits = runLimits(policy.style, input, current),
+  ): BuiltRun {
+    const tenant = caller.tenantId;
+    const principal = principalOf(caller);
+    const session = input.sessionId ?? `session-${randomUUID()}`;
     const now = Date.now();
     const mode: SandboxMode = input.fields.sandbox_permissions ?? BASE_MODE;
     const run: StoredRun = {

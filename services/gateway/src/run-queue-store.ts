@@ -97,9 +97,15 @@ export function createRunQueueStore(
      */
     queues,
 
-    /** `ride`: the submit's admission, sent with the add (run-add-store.ts `RunAdd`). */
-    async enqueueRun(job: RunJob, ride?: AdmissionRide): Promise<void> {
-      await adds[job.mode](
+    /**
+     * `ride`: the submit's admission, sent with the add (run-add-store.ts `RunAdd`). Resolves to
+     * the job's id ('' when the admission it carried refused). Not `async`: the add's own promise
+     * (round 44 `submit-peek`); an unknown mode rejects.
+     */
+    enqueueRun(job: RunJob, ride?: AdmissionRide): Promise<string> {
+      const add = adds[job.mode];
+      if (add === undefined) return Promise.reject(new Error(`no queue for mode ${job.mode}`));
+      return add(
         'run',
         // ~50 bytes of the submit's fsync'd write (test/bench/README.md, round 40 `format-two`).
         writeFormat === '2' && job.jobId === undefined

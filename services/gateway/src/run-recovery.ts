@@ -92,7 +92,9 @@ export function createGatewayRecovery(
         await runsService.enqueue(run);
         logger.warn({ runId: run.id }, 'run had no job; queued it again');
       }),
-      'enqueue-escalated': withRun((run) => runsService.enqueue(run)),
+      'enqueue-escalated': withRun(async (run) => {
+        await runsService.enqueue(run);
+      }),
       resume: withRun((run) => decisionsService.resume(run)),
       'end-without-running': withRun((run) =>
         decisionsService.endWithoutRunning(run, escalationDeniedMessage(run.mode)),

@@ -158,7 +158,9 @@ export function createRunsService(deps: GatewayDeps) {
     const storageLimit = storage.limitBytes();
     let built: Awaited<ReturnType<typeof buildRun>>;
     try {
-      built = await buildRun(caller, id, input, waits);
+      // In hand when its cached reads are (run-build.ts): awaited only when it is a promise.
+      const building = buildRun(caller, id, input, waits);
+      built = building instanceof Promise ? await building : building;
     } catch (err) {
       await storage.check(tenant);
       throw err;
@@ -245,16 +247,24 @@ export function createRunsService(deps: GatewayDeps) {
     return run;
   }
 
-  /** `counted`: the admission's script counted the job in its pool's queued counts already. */
-  async function enqueue(run: StoredRun, counted = false, ride?: AdmissionRide) {
-    // The count first, on the same connection: a runner never takes the job before it.
-    const noted = counted ? undefined : deps.poolDemand.queued(run.mode, run.tenant);
-    await deps.runQueue.enqueueRun(
-      { runId: run.id, tenant: run.tenant, mode: run.mode, attempts: config.ISLET_JOB_ATTEMPTS },
-      ride,
-    );
-    // Awaited only when sent: no promise and no microtask for an `undefined` (the admission counted it).
-    if (noted) await noted;
+  /**
+   * `counted`: the admission's script counted the job in its pool's queued counts already. Not
+   * `async`: the add's own promise when there is no count to wait for (round 44 `submit-peek`).
+   */
+  function enqueue(run: StoredRun, counted = false, ride?: AdmissionRide): Promise<unknown> {
+    try {
+      // The count first, on the same connection: a runner never takes the job before it.
+      const noted = counted ? undefined : deps.poolDemand.queued(run.mode, run.tenant);
+      const added = deps.runQueue.enqueueRun(
+        { runId: run.id, tenant: run.tenant, mode: run.mode, attempts: config.ISLET_JOB_ATTEMPTS },
+        ride,
+      );
+      // The count awaited only when sent (the admission counted it: nothing to wait for).
+      return noted ? added.then(() => noted) : added;
+    } catch (err) {
+      // As from an async function: a rejection, never a throw.
+      return Promise.reject(err);
+    }
   }
 
   // The journal read with a run's final state, keyed by that run object: `record` uses it instead

@@ -66,7 +66,13 @@ export { createReplayingHandler, type LiveOutcome } from './replaying-handler.ts
 export * from './run-index.ts';
 export * from './run-index-writes.ts';
 export { createRunLifecycle, failedEnd, type RunLifecycle } from './run-lifecycle.ts';
-export { createRunPolicyStore, type RunPolicyStore, runPolicySchema } from './run-policy-store.ts';
+export {
+  createRunPolicyStore,
+  effectiveRunPolicy,
+  type RunPolicy,
+  type RunPolicyStore,
+  runPolicySchema,
+} from './run-policy-store.ts';
 export { END_PUSH_FIELDS, type KnownRun } from './run-reads.ts';
 export {
   type AppliedAction,

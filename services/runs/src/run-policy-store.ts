@@ -34,13 +34,32 @@ export const runPolicySchema = z
   })
   .strict();
 
-type RunPolicy = z.infer<typeof runPolicySchema>;
+export type RunPolicy = z.infer<typeof runPolicySchema>;
 
 interface EffectiveRunPolicy {
   style: RunStyle;
   approval: ApprovalMode;
   timeBudget: TimeBudget;
   fourEyes: boolean;
+}
+
+/**
+ * The rules a new run of a tenant with `policy` follows; `requested` is the request's own
+ * `approval`, `style` its own style. The tenant's overrides apply only to runs of the tenant's style.
+ */
+export function effectiveRunPolicy(
+  policy: RunPolicy,
+  requested?: ApprovalMode,
+  style?: RunStyle,
+): EffectiveRunPolicy {
+  const own = style === undefined || style === policy.style;
+  const runStyle = style ?? policy.style;
+  return {
+    style: runStyle,
+    approval: resolveApproval(runStyle, requested, own ? policy.approval : undefined),
+    timeBudget: resolveTimeBudget(runStyle, own ? policy.timeBudget : undefined),
+    fourEyes: policy.fourEyes ?? false,
+  };
 }
 
 export function createRunPolicyStore(redis: Redis, keyPrefix = 'islet:') {
@@ -56,20 +75,9 @@ export function createRunPolicyStore(redis: Redis, keyPrefix = 'islet:') {
       await redis.set(key(tenant), JSON.stringify(clean));
       return clean;
     },
-    /**
-     * The rules a new run of the tenant follows; `requested` is the request's own `approval`,
-     * `style` its own style. The tenant's overrides apply only to runs of the tenant's style.
-     */
+    /** The tenant's rules for a new run (`effectiveRunPolicy` of its policy). */
     async effective(tenant: string, requested?: ApprovalMode, style?: RunStyle): Promise<EffectiveRunPolicy> {
-      const policy = await this.get(tenant);
-      const own = style === undefined || style === policy.style;
-      const runStyle = style ?? policy.style;
-      return {
-        style: runStyle,
-        approval: resolveApproval(runStyle, requested, own ? policy.approval : undefined),
-        timeBudget: resolveTimeBudget(runStyle, own ? policy.timeBudget : undefined),
-        fourEyes: policy.fourEyes ?? false,
-      };
+      return effectiveRunPolicy(await this.get(tenant), requested, style);
     },
   };
 }
