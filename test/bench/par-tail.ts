@@ -220,6 +220,27 @@ if (FSYNC) {
       return x - y;
     });
   }
+  // The end's write done (the first fsync ending after the end ran) against the answer and against
+  // BullMQ's own completion after it (share 1): sent only once the end's reply was read.
+  let completionAfterEndFsync = 0;
+  let completions = 0;
+  const endToAnswer: number[] = [];
+  for (const t of tails) {
+    const end = t.tail.find((x) => x.name.startsWith('END'));
+    if (!end) continue;
+    const done = fsyncs.find((f) => f.to > end.atMs);
+    if (!done) continue;
+    endToAnswer.push(t.answerAt - done.to);
+    const completion = t.tail.find((x) => x.name.startsWith('bull:moveToFinished') && x.atMs > end.atMs);
+    if (!completion) continue;
+    completions++;
+    if (completion.atMs >= done.to) completionAfterEndFsync++;
+  }
+  endToAnswer.sort((a, b) => a - b);
+  console.log(
+    `the end's fsync done → the client's answer p50 ${(endToAnswer[Math.floor((endToAnswer.length - 1) / 2)] ?? Number.NaN).toFixed(2)} ms; ` +
+      `BullMQ's completion after the end ran after the end's fsync in ${completionAfterEndFsync} of ${completions} runs`,
+  );
   const m = (xs: number[]) => (xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1)).toFixed(2);
   console.log(
     `fsyncs ended after the App's last answer: before the client's answer ${m(before)} a run (${before.join(' ')}), after it ${m(after)} (${after.join(' ')})`,
