@@ -5,7 +5,7 @@
 // call fewer and stores no `data`; its data is its own run's journal's, and a forged journal text
 // is refused as a forged event's was. The reader of the one-seal form fails on e8feb7a0 (it reads
 // such an event as `{}`).
-import { createRedis, generateSealKey, keys, SealError, sealerFromConfig } from '@islet/core';
+import { configSchema, createRedis, generateSealKey, keys, SealError, sealerFromConfig } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
 import { startRedis } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,6 +70,11 @@ const timeless = (events: { type: string; data: Record<string, unknown> }[]) =>
   events.map((e) => ({ ...e, data: { ...e.data, durationMs: typeof e.data.durationMs } }));
 
 describe('a call event, sealed and one-seal forms', () => {
+  it('is written sealed unless ISLET_CALL_ONE_SEAL says true (the default: false)', () => {
+    expect(configSchema.shape.ISLET_CALL_ONE_SEAL.parse(undefined)).toBe('false');
+    expect(() => configSchema.shape.ISLET_CALL_ONE_SEAL.parse('yes')).toThrow();
+  });
+
   for (const format of ['1', '2'] as const) {
     it(`reads alike in journal layout ${format}, with one seal a call fewer and no data stored`, async () => {
       const sealed = await calls(`sealed-${format}`, { oneSeal: false, format });
