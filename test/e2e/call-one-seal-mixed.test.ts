@@ -41,7 +41,9 @@ async function run(gw: Cluster, sessionId: string): Promise<{ id: string; text: 
     { prefer: 'wait=30' },
   );
   const outputs = () =>
-    [head, prev, on].map((c) => (c?.runners.length ? c.output('runner', 0).slice(-1500) : '')).join('\n---\n');
+    [head, prev, on]
+      .map((c) => (c?.runners.length ? c.output('runner', 0).slice(-1500) : ''))
+      .join('\n---\n');
   expect(res.status, `${res.text}\n${res.status === 200 ? '' : outputs()}`).toBe(200);
   const body = JSON.parse(res.text) as { id: string; status: string };
   expect(body.status, res.text).toBe('Completed');
@@ -145,7 +147,12 @@ describe.skipIf(!present)(`a call event's one-seal form beside ${PREVIOUS}`, () 
   }, 300_000);
 
   it('flag on: no call event carries data; its events, calls and answer read as a flag-off run', async () => {
-    const shared = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY', 'ISLET_WORKSPACE_ROOT'];
+    const shared = [
+      'ISLET_SEAL_KEYS',
+      'ISLET_INTERNAL_TOKEN',
+      'ISLET_JOURNAL_ARGS_KEY',
+      'ISLET_WORKSPACE_ROOT',
+    ];
     on = await startCluster({
       redisUrl: head!.redisUrl,
       gateways: 1,

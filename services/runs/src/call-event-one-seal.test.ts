@@ -54,7 +54,7 @@ async function calls(runId: string, opts: { oneSeal: boolean; format: '1' | '2';
   for (let n = 0; n < outcomes.length; n++) {
     const index = (opts.from ?? 0) + n;
     const call = { index, binding: 'echo.say', argsJson: argsOf(index), source };
-        const started = process.hrtime.bigint();
+    const started = process.hrtime.bigint();
     expect((await journal.claim(runId, 1, { ...call, sendNow: true })).kind).toBe('new');
     const outcome = outcomes[n] as BindingOutcome;
     const event = store.callEvent(runId, () => callEventData(call, source, outcome, started), started);
@@ -93,9 +93,13 @@ describe('a call event, sealed and one-seal forms', () => {
         [string, string[]],
       ];
       expect(oneFields).toEqual(['type', 'call', 'i', '0', 'ms', String(b[0]?.data.durationMs)]);
-      const [[, sealedFields]] = (await redis.xrange(keys.runEvents(`sealed-${format}`), '-', '+', 'COUNT', 1)) as [
-        [string, string[]],
-      ];
+      const [[, sealedFields]] = (await redis.xrange(
+        keys.runEvents(`sealed-${format}`),
+        '-',
+        '+',
+        'COUNT',
+        1,
+      )) as [[string, string[]]];
       expect(sealedFields.slice(0, 3)).toEqual(['type', 'call', 'data']);
       // A reader that does not ask for it gets the same from the run store that wrote it.
       expect((await one.store.readEvents(`one-${format}`)).map((e) => e.data)).toEqual(b.map((e) => e.data));
@@ -129,7 +133,11 @@ describe('a call event, sealed and one-seal forms', () => {
     const key = journalKeys().journal('own');
     const entry = JSON.parse((await redis.hget(key, '0')) as string) as { o: string };
     const other = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-    await redis.hset(key, '0', JSON.stringify({ ...entry, o: other.seal('{"type":"result","valueJson":"1"}') }));
+    await redis.hset(
+      key,
+      '0',
+      JSON.stringify({ ...entry, o: other.seal('{"type":"result","valueJson":"1"}') }),
+    );
     await expect(dataOf('own')).rejects.toBeInstanceOf(SealError);
     await redis.hset(key, '0', JSON.stringify({ ...entry, o: entry.o.slice(0, -4) }));
     await expect(dataOf('own')).rejects.toBeInstanceOf(SealError);
