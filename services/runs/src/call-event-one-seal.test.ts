@@ -125,6 +125,10 @@ describe('a call event, sealed and one-seal forms', () => {
     // A one-seal event naming a call its run never made (another run's index): its index and time only.
     await redis.xadd(keys.runEvents('other'), '*', 'type', 'call', 'i', '2', 'ms', '7');
     expect((await dataOf('other')).map((e) => e.data)).toEqual([{ index: 2, durationMs: 7 }]);
+    // One naming another journal field (a claim part, a source, a counter): not read as a call's.
+    for (const field of ['#c0', '#seq', '01', ' 0'])
+      await redis.xadd(keys.runEvents('own'), '*', 'type', 'call', 'i', field, 'ms', '1');
+    expect((await dataOf('own')).slice(-4).map((e) => e.data)).toEqual([{}, {}, {}, {}]);
     // The journal gone (retention): the same.
     await calls('gone', { oneSeal: true, format: '1' });
     await redis.del(journalKeys().journal('gone'));

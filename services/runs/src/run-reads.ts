@@ -49,6 +49,9 @@ export const END_PUSH_FIELDS: readonly string[] = [
   'textRef',
 ];
 
+/** A one-seal `call` event's `i`: a journal entry's field, the call's index in decimal. */
+const CALL_INDEX = /^(0|[1-9][0-9]{0,14})$/;
+
 export function createRunReads(
   redis: Redis,
   sealer: Sealer,
@@ -325,7 +328,8 @@ export function createRunReads(
       const events = rows.map(([id, f], at): RunEvent => {
         const m: Record<string, string> = {};
         for (let i = 0; i + 1 < f.length; i += 2) m[f[i]!] = f[i + 1]!;
-        if (m.data === undefined && m.type === 'call' && m.i !== undefined) {
+        // `i` only as the script writes it (a call's index): never another journal field's name.
+        if (m.data === undefined && m.type === 'call' && m.i !== undefined && CALL_INDEX.test(m.i)) {
           refs.push({ i: m.i, ms: m.ms ?? '0' });
           refAt.push(at);
           return { id, type: 'call', data: {} };
