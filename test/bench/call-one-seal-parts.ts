@@ -25,7 +25,12 @@ const store = createRunStore({} as Redis, sealer, {
   callOneSeal: PART === 'one' || PART === 'event-one',
 });
 const runId = 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7';
-const source: CallSource = { connectionId: 'conn_01JFZ8K4T1WJ', connectionName: 'Ping', name: 'ping', kind: 'tool' };
+const source: CallSource = {
+  connectionId: 'conn_01JFZ8K4T1WJ',
+  connectionName: 'Ping',
+  name: 'ping',
+  kind: 'tool',
+};
 const argsJson = JSON.stringify({ i: 12, note: 'hello' });
 const args = JSON.parse(argsJson) as unknown;
 const outcome: BindingOutcome = { type: 'result', valueJson: '{"pong":12,"note":"hello"}' };
