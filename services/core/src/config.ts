@@ -244,6 +244,15 @@ export const configSchema = z.object({
    */
   ISLET_RUN_STAGE_TIMINGS: z.enum(['true', 'false']).default('false'),
   /**
+   * A binding call's `call` event written as a reference to its journal entry (`i`, `ms`), not a
+   * sealed copy of the call's outcome and arguments: one seal a call fewer (the outcome is sealed
+   * once, in the journal), its reader (services/runs call-event-reads.ts) opening the event's data
+   * from the run's journal. Default `false`: this release reads both forms and writes the old one;
+   * the release after it may turn it on (the two-release rule: e8feb7a0 and older read the new
+   * form's events as `{}`). Gateways and runners (files calls) alike. Round 44 `outcome-seal`.
+   */
+  ISLET_CALL_ONE_SEAL: z.enum(['true', 'false']).default('false'),
+  /**
    * Start sandbox hosts under the kernel launcher (islet-jail: no_new_privs, seccomp, Landlock,
    * rlimits per mode). `off` runs them as plain child processes (dev machines without the helper).
    */

@@ -50,9 +50,10 @@ describe('a binding call’s arguments', () => {
     };
     const events: Record<string, unknown>[] = [];
     const callEvent = deps.runs.callEvent.bind(deps.runs);
-    deps.runs.callEvent = (runId, data) => {
-      events.push(data);
-      return callEvent(runId, data);
+    deps.runs.callEvent = (runId, data, started) => {
+      const built = typeof data === 'function' ? data() : data;
+      events.push(built);
+      return callEvent(runId, built, started);
     };
     const bindingCalls = createBindingCalls(deps);
     const signal = new AbortController().signal;

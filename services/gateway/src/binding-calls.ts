@@ -314,8 +314,9 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       onDecisionAnswered: async () => {
         await deps.lifecycle.resume(run);
       },
-      // The console's and SSE's `call` event goes in with the outcome, in the journal's step.
-      eventFor: (outcome) => runs.callEvent(run.id, callEvent(outcome)),
+      // The console's and SSE's `call` event goes in with the outcome, in the journal's step
+      // (built and sealed only in its sealed form: ISLET_CALL_ONE_SEAL, run-reads.ts `callEvent`).
+      eventFor: (outcome) => runs.callEvent(run.id, () => callEvent(outcome), started),
     });
     // `process` has handed the claim to the journal's turn batch by now (synchronously, before its
     // first await), so this is queued after the batch's send.

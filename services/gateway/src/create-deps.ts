@@ -145,6 +145,7 @@ export async function createGatewayDeps(
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     eventSealer: sealer,
     writeFormat: config.ISLET_WRITE_FORMAT,
+    callOneSeal: config.ISLET_CALL_ONE_SEAL === 'true',
   });
   const journal = createCallJournal({
     redis,

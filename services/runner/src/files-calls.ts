@@ -108,7 +108,8 @@ export function createFilesCalls(opts: FilesCallsOptions) {
       approval: 'stop',
       unjournaled: 'perform-again',
       send: () => perform(call),
-      eventFor: (outcome) => opts.events.callEvent(run.id, callEventData(call, source, outcome, started)),
+      eventFor: (outcome) =>
+        opts.events.callEvent(run.id, () => callEventData(call, source, outcome, started), started),
     });
     const { outcome, deliverySeq } = processed;
     if (processed.label !== 'replayed' && processed.label !== 'mismatch' && processed.label !== 'cancelled') {

@@ -135,6 +135,7 @@ const executor = createRunExecutor({
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     writeFormat: config.ISLET_WRITE_FORMAT,
     stageTimings: config.ISLET_RUN_STAGE_TIMINGS === 'true',
+    callOneSeal: config.ISLET_CALL_ONE_SEAL === 'true',
   }),
   settings: createSettingsCache(createSettingsStore(redis), settingsSubscriber),
   journal: createCallJournal({

@@ -235,7 +235,15 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       outcomeJson?: string,
     ) {
       const sealedOutcome = outcomeSealer.seal(outcomeJson ?? JSON.stringify(outcome));
-      const fields = [String(index), sealedOutcome, now(), event?.type ?? '', event?.sealedData ?? ''];
+      const fields = [
+        String(index),
+        sealedOutcome,
+        now(),
+        event?.type ?? '',
+        event?.sealedData ?? '',
+        // A `call` event's one-seal form: its duration; the script writes the index beside it.
+        event?.ms ?? '',
+      ];
       // Outcomes gather by run and by what they share in the script call (the stream and its wake-up).
       // (Run ids are unreserved characters: no NUL within a part.)
       const group = event

@@ -20,7 +20,7 @@ export interface Completion {
 }
 
 /** Arguments per call of `lua/complete-2.lua`. */
-const COMPLETE_FIELDS = 5;
+const COMPLETE_FIELDS = 6;
 export const COMPLETE = loadScript('complete-2', { COMPLETE_FIELDS });
 
 export const BEGIN_ATTEMPT = loadScript('begin-attempt-3');

@@ -10,6 +10,8 @@
 import { channels, keys, type Sealer } from '@islet/core';
 import type { RunResult, RunStatus, SandboxMode } from '@islet/protocol';
 import type { Redis } from 'ioredis';
+import { durationMsSince } from './call-event.ts';
+import { type CallEventRef, callEventsFromJournal } from './call-event-reads.ts';
 import { readFields } from './record-read-fields.ts';
 import type { RunEvent, RunRequestData, StoredRun } from './run-store-types.ts';
 import { openEnded, openPick } from './sealed-fields.ts';
@@ -47,12 +49,22 @@ export const END_PUSH_FIELDS: readonly string[] = [
   'textRef',
 ];
 
+/** A one-seal `call` event's `i`: a journal entry's field, the call's index in decimal. */
+const CALL_INDEX = /^(0|[1-9][0-9]{0,14})$/;
+
 export function createRunReads(
   redis: Redis,
   sealer: Sealer,
-  shared: { maxEvents: string; sealEvent: (v: unknown) => string; sealStatus: (status: string) => string },
+  shared: {
+    maxEvents: string;
+    sealEvent: (v: unknown) => string;
+    sealStatus: (status: string) => string;
+    /** ISLET_CALL_ONE_SEAL: `callEvent` writes the one-seal form (call-event-reads.ts). */
+    callOneSeal?: boolean;
+  },
 ) {
   const { maxEvents, sealEvent, sealStatus } = shared;
+  const callOneSeal = shared.callOneSeal === true;
   const open = <T>(v: string | undefined): T | undefined =>
     v ? (JSON.parse(sealer.open(v)) as T) : undefined;
 
@@ -258,14 +270,32 @@ export function createRunReads(
     /**
      * A binding call's `call` event (call-event.ts), for the journal's `complete` step to append
      * with the outcome: stream, sealed data, the wake-up tagged `call` on the progress channel
-     * (SSE readers wake for it; it ends no `Prefer: wait`).
+     * (SSE readers wake for it; it ends no `Prefer: wait`). `data` may be a function, called only
+     * for the sealed form. With ISLET_CALL_ONE_SEAL and `startedNs` (the call's start), the one-seal
+     * form: the event names its call, its data is read from the journal (call-event-reads.ts).
      */
-    callEvent(runId: string, data: Record<string, unknown>): CompletionEvent {
+    callEvent(
+      runId: string,
+      data: Record<string, unknown> | (() => Record<string, unknown>),
+      startedNs?: bigint,
+    ): CompletionEvent {
+      // One-seal form (`callOneSeal`, given the call's start): no data built or sealed here; the
+      // script stores the call's index and this duration, the reader the rest from the journal.
+      if (callOneSeal && startedNs !== undefined)
+        return {
+          streamKey: keys.runEvents(runId),
+          maxLen: Number(maxEvents),
+          type: 'call',
+          sealedData: '',
+          ms: durationMsSince(startedNs),
+          channel: channels.runProgress,
+          message: `${runId} call`,
+        };
       return {
         streamKey: keys.runEvents(runId),
         maxLen: Number(maxEvents),
         type: 'call',
-        sealedData: sealEvent(data),
+        sealedData: sealEvent(typeof data === 'function' ? data() : data),
         channel: channels.runProgress,
         message: `${runId} call`,
       };
@@ -291,14 +321,29 @@ export function createRunReads(
     async readEvents(runId: string, afterId = '0', count = 500): Promise<RunEvent[]> {
       const start = afterId === '0' ? '-' : `(${afterId}`;
       const rows = await redis.xrange(keys.runEvents(runId), start, '+', 'COUNT', count);
-      return rows.map(([id, f]) => {
+      // A `call` event in its one-seal form (`i`, `ms`, no `data`): its data is its journal entry's,
+      // read for all of them at once after the rows (call-event-reads.ts).
+      const refs: CallEventRef[] = [];
+      const refAt: number[] = [];
+      const events = rows.map(([id, f], at): RunEvent => {
         const m: Record<string, string> = {};
         for (let i = 0; i + 1 < f.length; i += 2) m[f[i]!] = f[i + 1]!;
+        // `i` only as the script writes it (a call's index): never another journal field's name.
+        if (m.data === undefined && m.type === 'call' && m.i !== undefined && CALL_INDEX.test(m.i)) {
+          refs.push({ i: m.i, ms: m.ms ?? '0' });
+          refAt.push(at);
+          return { id, type: 'call', data: {} };
+        }
         const data = open<Record<string, unknown>>(m.data) ?? {};
         // An attempt's start carries its number beside the sealed data (journal.beginAttempt).
         if (m.attempt !== undefined) data.attempt = Number(m.attempt);
         return { id, type: m.type ?? 'unknown', data };
       });
+      if (refs.length > 0) {
+        const data = await callEventsFromJournal(redis, sealer, runId, refs);
+        for (let r = 0; r < refs.length; r++) (events[refAt[r]!] as RunEvent).data = data[r]!;
+      }
+      return events;
     },
   };
 }

@@ -198,6 +198,12 @@ export interface RunStoreOptions {
    */
   eventSealer?: Sealer;
   /**
+   * Core config `ISLET_CALL_ONE_SEAL` (default off): a binding call's `call` event written as its
+   * call's index and duration, its data read from the journal (call-event-reads.ts); both forms
+   * are read whatever it says.
+   */
+  callOneSeal?: boolean;
+  /**
    * The stored formats written (core config `ISLET_WRITE_FORMAT`; `DEFAULT_WRITE_FORMAT`, `'2'`, when
    * not given): `'1'` writes what releases before e807b91 read; `'2'` the leaner record (the program sealed with its request and the
    * result with its text as one field each: sealed-fields.ts), pending-list entries and job data of

@@ -89,7 +89,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   const sealStatus = statusSeals(seal);
   const eventSealer = options.eventSealer;
   const sealEvent = eventSealer ? (v: unknown) => eventSealer.seal(JSON.stringify(v)) : seal;
-  const reads = createRunReads(redis, sealer, { maxEvents, sealEvent, sealStatus });
+  const reads = createRunReads(redis, sealer, {
+    maxEvents,
+    sealEvent,
+    sealStatus,
+    callOneSeal: options.callOneSeal === true,
+  });
   const tenantRuns = createTenantRuns(redis);
   const { transition, setStatus, requestCancel } = createRunTransitions(redis, {
     maxEvents,

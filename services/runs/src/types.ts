@@ -68,7 +68,13 @@ export interface CompletionEvent {
   /** Approximate MAXLEN of the stream. */
   maxLen: number;
   type: string;
+  /** The event's sealed data; `''` in a `call` event's one-seal form (`ms` set). */
   sealedData: string;
+  /**
+   * A `call` event's one-seal form (ISLET_CALL_ONE_SEAL): its duration, ms; the script stores the
+   * call's index `i` and this `ms` in place of `data` (call-event-reads.ts reads it).
+   */
+  ms?: number;
   /** Published after the append, with `message`. */
   channel: string;
   message: string;

@@ -2,7 +2,10 @@
 -- KEYS[1] journal hash, KEYS[2] (optional) the run's event stream.
 -- ARGV[1] ttlSeconds, then with KEYS[2]: ARGV[2] maxLen, ARGV[3] channel, ARGV[4] message; then
 --   per call (COMPLETE_FIELDS): field, sealedOutcome, nowMs, and with KEYS[2]
---   eventType, sealedEventData (empty fields without it).
+--   eventType, sealedEventData, eventMs (empty fields without it).
+-- A call event's one-seal form (eventMs not empty, ISLET_CALL_ONE_SEAL): the entry is `type`,
+-- `i` (the call's field) and `ms`, no `data`; its reader takes the rest from this journal's
+-- entry (call-event-reads.ts), whose outcome is the one sealed here.
 -- A call's event is appended only when this call stored the outcome (never for a kept one), in
 -- the same step, so the answer to the runner waits for one round trip, not two; one PUBLISH wakes
 -- the stream's readers for all the events appended.
@@ -37,7 +40,11 @@ for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do
       if not written[field] then order[#order + 1] = field end
       written[field] = cjson.encode(e)
       if KEYS[2] then
-        redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'data', ARGV[b + 5])
+        if ARGV[b + 6] ~= '' then
+          redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'i', field, 'ms', ARGV[b + 6])
+        else
+          redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'data', ARGV[b + 5])
+        end
         appended = true
       end
       replies[#replies + 1] = {'stored', tostring(seq)}
