@@ -318,7 +318,8 @@ export class AnswerReader {
   /** The trailers' section is read as a head, a CRLF put in front: a bare CRLF ends it at once. */
   private beginTrailers(): void {
     this.trailersStart = false;
-    const held = (this.held ??= this.holdBuffer());
+    this.held ??= this.holdBuffer();
+    const held = this.held;
     held[0] = 13;
     held[1] = 10;
     this.heldBytes = 2;
