@@ -63,7 +63,7 @@ let sink = 0;
 const answer = (bytes: Buffer) => () => {
   bytes.copy(readBuffer, 0);
   const a = new AnswerReader(1 << 20).push(readBuffer.subarray(0, bytes.length));
-  if (!a || a.text.length !== 11 || !a.reusable) throw new Error('the answer was not read');
+  if (a?.text.length !== 11 || !a.reusable) throw new Error('the answer was not read');
   sink += a.status;
 };
 const deadline = () =>
