@@ -67,39 +67,80 @@ const waitingForCheck: Call[] = [];
 let checkScheduled = false;
 let sweep: NodeJS.Timeout | undefined;
 
-/** The request's bytes; throws (nothing sent) on a header undici would refuse or that could reframe it. */
-export function requestBytes(
-  target: H1Target,
-  headers: Record<string, string>,
-  body: string,
-): string | Buffer {
-  if (/[^\u0021-\u00ff]/.test(target.path)) throw new TypeError('invalid request path');
-  let host = target.hostHeader;
-  let lines = '';
-  let sawHost = false;
-  for (const name in headers) {
-    const value = headers[name];
-    if (typeof value !== 'string' || !TOKEN.test(name) || BAD_VALUE.test(value))
-      throw new TypeError(`invalid ${name} header`);
+/** What a header name is to `requestBytes`: sent as it is, the Host, or refused. */
+const Name = { Plain: 0, Host: 1, Refused: 2 } as const;
+/**
+ * Names already classified (the same few every call: the request's own and a connection's), so a
+ * name is checked and lower-cased once, not once a call. Bounded: past it names are classified
+ * each time, as they all were before.
+ */
+const names = new Map<string, number>();
+const MAX_NAMES = 512;
+
+function nameKind(name: string): number {
+  let kind = names.get(name);
+  if (kind !== undefined) return kind;
+  if (!TOKEN.test(name)) kind = Name.Refused;
+  else
     switch (name.toLowerCase()) {
       case 'host':
-        if (sawHost) throw new TypeError('duplicate host header');
-        sawHost = true;
-        host = value;
-        continue;
+        kind = Name.Host;
+        break;
       case 'content-length':
       case 'transfer-encoding':
       case 'connection':
       case 'keep-alive':
       case 'upgrade':
       case 'expect':
-        throw new TypeError(`invalid ${name} header`);
+        kind = Name.Refused;
+        break;
+      default:
+        kind = Name.Plain;
+    }
+  if (names.size < MAX_NAMES) names.set(name, kind);
+  return kind;
+}
+
+/** Anything but a tab or printable ASCII: most values pass it, the rest are checked by `BAD_VALUE`. */
+const NOT_PLAIN = /[^\t\x20-\x7e]/;
+
+/** The request's bytes; throws (nothing sent) on a header undici would refuse or that could reframe it. */
+export function requestBytes(
+  target: H1Target,
+  headers: Record<string, string>,
+  body: string,
+): string | Buffer {
+  // The head is sent as latin1 (a value may hold \x80–\xff, one byte each, as undici sends it), the
+  // body as UTF-8: a head of ASCII alone goes out as one string with its body.
+  let latin1 = false;
+  if (/[^\x21-\x7e]/.test(target.path)) {
+    if (/[^\u0021-\u00ff]/.test(target.path)) throw new TypeError('invalid request path');
+    latin1 = true;
+  }
+  let host = target.hostHeader;
+  let lines = '';
+  let sawHost = false;
+  for (const name in headers) {
+    const value = headers[name];
+    if (typeof value !== 'string') throw new TypeError(`invalid ${name} header`);
+    if (NOT_PLAIN.test(value)) {
+      if (BAD_VALUE.test(value)) throw new TypeError(`invalid ${name} header`);
+      latin1 = true;
+    }
+    const kind = nameKind(name);
+    if (kind === Name.Refused) throw new TypeError(`invalid ${name} header`);
+    if (kind === Name.Host) {
+      if (sawHost) throw new TypeError('duplicate host header');
+      sawHost = true;
+      host = value;
+      continue;
     }
     lines += `${name}: ${value}\r\n`;
   }
+  // The URL's host (WHATWG: ASCII, a name in punycode) when no host header replaced it.
+  if (!sawHost && NOT_PLAIN.test(host)) latin1 = true;
   const head = `POST ${target.path} HTTP/1.1\r\nhost: ${host}\r\nconnection: keep-alive\r\n${lines}content-length: ${Buffer.byteLength(body)}\r\n\r\n`;
-  // The head is sent as latin1 (a value may hold \x80–\xff, one byte each, as undici sends it), the body as UTF-8.
-  if (!/[^\x00-\x7f]/.test(head)) return head + body;
+  if (!latin1) return head + body;
   return Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from(body, 'utf8')]);
 }
 
