@@ -54,6 +54,14 @@ const cluster = await startOneClientCluster(
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 const redis = createRedis(cluster.redisUrl);
 
+/** Redis's CPU, µs (INFO cpu: user + sys), and its time inside script calls, µs (round 44 `outcome-script`). */
+function redisCpu(cpuInfo: string, stats: string): { cpu: number; scripts: number } {
+  const field = (name: string) => Number(cpuInfo.match(new RegExp(`^${name}:([\\d.]+)`, 'm'))?.[1] ?? 0);
+  let scripts = 0;
+  for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=\d+,usec=(\d+)/gm)) scripts += Number(m[1]);
+  return { cpu: (field('used_cpu_user') + field('used_cpu_sys')) * 1e6, scripts };
+}
+
 let out = '';
 try {
   const run = await parallelCallRun(cluster, port, CALLS, 'Parallel calls CPU');
@@ -65,6 +73,7 @@ try {
       : undefined;
   const app0 = { ...app };
   const r0 = commandStats(await redis.info('commandstats'));
+  const rc0 = redisCpu(await redis.info('cpu'), await redis.info('commandstats'));
   const a = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
   const started = performance.now();
   const ms: number[] = [];
@@ -76,6 +85,7 @@ try {
   const wall = performance.now() - started;
   const b = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
   const r1 = commandStats(await redis.info('commandstats'));
+  const rc1 = redisCpu(await redis.info('cpu'), await redis.info('commandstats'));
   const calls = RUNS * CALLS;
   if (perf) {
     out += `=== ${PERF_WHO} main thread, perf cpu-clock at ${PERF_HZ} Hz, µs a call by innermost JS frame (self); data in ${dir}\n`;
@@ -110,6 +120,8 @@ try {
       .slice(0, 12)
       .map(([name, n]) => `${name} ${n.toFixed(2)}`)
       .join(', ')}\n` +
+    `Redis CPU µs a call (INFO cpu, user+sys, the whole server): ${((rc1.cpu - rc0.cpu) / calls).toFixed(1)}; ` +
+    `inside scripts (commandstats evalsha+eval usec): ${((rc1.scripts - rc0.scripts) / calls).toFixed(1)}\n` +
     `App: requests a run ${((app.requests - app0.requests) / RUNS).toFixed(1)}, new connections a run ` +
     `${((app.connections - app0.connections) / RUNS).toFixed(2)}, connections in all ${app.connections}`;
 } finally {
