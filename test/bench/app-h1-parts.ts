@@ -2,7 +2,7 @@
  * `node test/bench/app-h1-parts.ts`: the pieces of a plain-`http` App call in the gateway's own
  * client (`app-h1.ts`, `app-h1-answer.ts`) one at a time, without a socket, each run `N` times
  * (default 4000) after `WARM` (default 4000) in one process (`PART`):
- * - `request`: `requestBytes` of a binding call's request (app-leg-count.ts's 8 headers, ~330-byte body);
+ * - `request`: `requestBytes` of a binding call's request (app-call-sample.ts's 8 headers, ~330-byte body);
  * - `answer-chunked`: a new `AnswerReader` fed node:http's answer to `writeHead(200) + end(body)`
  *   (what the benches' Apps send: `Transfer-Encoding: chunked`, one chunk, no trailers) in one read;
  * - `answer-length`: the same answer with a `Content-Length` (express's `res.json`, most frameworks);
@@ -14,6 +14,7 @@
 
 import type * as H1Module from '../../services/gateway/src/app-h1.ts';
 import type * as AnswerModule from '../../services/gateway/src/app-h1-answer.ts';
+import { sampleBody, sampleHeaders } from './app-call-sample.ts';
 
 const dir = process.env.H1_DIR ?? '../../services/gateway/src';
 const { requestBytes } = (await import(`${dir}/app-h1.ts`)) as typeof H1Module;
@@ -24,29 +25,8 @@ const WARM = Number(process.env.WARM ?? 4000);
 const PART = process.env.PART ?? 'request';
 
 const target = { host: '127.0.0.1', port: 8080, hostHeader: '127.0.0.1:8080', path: '/' };
-const headers: Record<string, string> = {
-  'content-type': 'application/json',
-  'idempotency-key': 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7:12',
-  'x-islet-tenant': 't_bench',
-  'x-islet-run': 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7',
-  'x-islet-operation-id': '8b225cba-4efa-514e-9d7f-683ab69cc45e',
-  'webhook-id': 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7:12',
-  'webhook-timestamp': '1765000000',
-  'webhook-signature': 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
-};
-const body = JSON.stringify({
-  tool: 'ping',
-  kind: 'tool',
-  arguments: { i: 12, note: 'hello' },
-  context: {
-    tenant: 't_bench',
-    run: 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7',
-    session: 'sess_01JFZ8K4T1WJ0QX2M3N4P5R6S7',
-    callIndex: 12,
-    operationId: '8b225cba-4efa-514e-9d7f-683ab69cc45e',
-    idempotencyKey: 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7:12',
-  },
-});
+const headers = sampleHeaders;
+const body = sampleBody;
 // node:http's bytes (v24) for `writeHead(200, {'content-type': …}).end('{"ok":true}')`, and the same with a length.
 const head =
   'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nDate: Sun, 06 Dec 2026 22:38:45 GMT\r\n' +

@@ -14,6 +14,7 @@
 import { connect, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { postToApp as postNow } from '../../services/gateway/src/app-http.ts';
+import { sampleBody, sampleHeaders } from './app-call-sample.ts';
 import { startLoopbackApp } from './loopback-app.ts';
 
 // `APP_HTTP=<path>`: another app-http.ts to count (e.g. a0565cd2's, put beside this tree).
@@ -26,29 +27,8 @@ const N = Number(process.env.N ?? 2000);
 const WARM = Number(process.env.WARM ?? 3000);
 const WAY = process.env.WAY ?? 'post';
 const { app, port, url } = await startLoopbackApp(600000);
-const headers: Record<string, string> = {
-  'content-type': 'application/json',
-  'idempotency-key': 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7:12',
-  'x-islet-tenant': 't_bench',
-  'x-islet-run': 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7',
-  'x-islet-operation-id': '8b225cba-4efa-514e-9d7f-683ab69cc45e',
-  'webhook-id': 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7:12',
-  'webhook-timestamp': '1765000000',
-  'webhook-signature': 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
-};
-const body = JSON.stringify({
-  tool: 'ping',
-  kind: 'tool',
-  arguments: { i: 12, note: 'hello' },
-  context: {
-    tenant: 't_bench',
-    run: 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7',
-    session: 'sess_01JFZ8K4T1WJ0QX2M3N4P5R6S7',
-    callIndex: 12,
-    operationId: '8b225cba-4efa-514e-9d7f-683ab69cc45e',
-    idempotencyKey: 'run_01JFZ8K4T1WJ0QX2M3N4P5R6S7:12',
-  },
-});
+const headers = sampleHeaders;
+const body = sampleBody;
 const options = { timeoutMs: 30_000, allowPrivate: true, maxResponseBytes: 1 << 20 };
 
 const head = () =>
