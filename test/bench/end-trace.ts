@@ -21,13 +21,12 @@
  *   BENCH_ENV='{"ISLET_…":"…"}' …   extra cluster settings
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRedis, keys } from '@islet/core';
 import { benchNow } from './bench-clock.ts';
-import { processTree } from './capacity-cpu.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
-import { processKind } from './ping-app.ts';
+import { clusterThreads } from './cluster-threads.ts';
 import { stampsOf } from './stages.ts';
 
 const RUNS = Number(process.env.RUNS ?? 150);
@@ -52,21 +51,7 @@ try {
   const once = stampedRun(cluster, mono);
   for (let i = 0; i < WARM; i++) await once();
   // Thread labels: the cluster's processes by kind, this process (the client) as `client`.
-  const label = new Map<number, string>();
-  for (const pid of processTree(process.pid)) {
-    let kind: string | undefined;
-    try {
-      kind = pid === process.pid ? 'client' : processKind(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
-    } catch {}
-    if (!kind) continue;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      let comm = '';
-      try {
-        comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      } catch {}
-      label.set(Number(tid), `${kind}:${comm}`);
-    }
-  }
+  const label = new Map<number, string>(clusterThreads().map((t) => [t.tid, `${t.kind}:${t.comm}`]));
   const main = (kind: string) =>
     [...label].find(
       ([, l]) =>

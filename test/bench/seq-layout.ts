@@ -28,12 +28,11 @@
  *   HOST_SLICE_NS=100000 …   the sandbox hosts' main threads ask for it instead
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { benchNow } from './bench-clock.ts';
-import { processTree } from './capacity-cpu.ts';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
-import { processKind } from './ping-app.ts';
+import { clusterThreads } from './cluster-threads.ts';
 import { analyse, type Hop, type Meta } from './seq-layout-read.ts';
 import { stampsOf } from './stages.ts';
 
@@ -65,21 +64,10 @@ if (reread) {
   try {
     const once = stampedRun(cluster, mono);
     for (let i = 0; i < WARM; i++) await once();
-    const label: [number, string][] = [];
-    for (const pid of processTree(process.pid)) {
-      let kind: string | undefined;
-      try {
-        kind = pid === process.pid ? 'client' : processKind(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
-      } catch {}
-      if (!kind) continue;
-      for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        let comm = '';
-        try {
-          comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-        } catch {}
-        label.push([Number(tid), Number(tid) === pid ? kind : `${kind}:${comm}`]);
-      }
-    }
+    const label: [number, string][] = clusterThreads().map((t) => [
+      t.tid,
+      t.main ? t.kind : `${t.kind}:${t.comm}`,
+    ]);
     const mainOf = (kind: string) => label.find(([, l]) => l === kind)?.[0];
     const mains = {
       gateway: mainOf('gateway'),
