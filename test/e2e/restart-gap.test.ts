@@ -53,7 +53,9 @@ describe('restartRunner and the hand-off registration its kill leaves', () => {
       const chosen = await latest();
       // None of the registrations there before the kill (the killed worker's among them) is the
       // one an add hands a job to.
-      expect(chosen === undefined || !before.has(chosen), `${chosen} was registered before the kill`).toBe(true);
+      expect(chosen === undefined || !before.has(chosen), `${chosen} was registered before the kill`).toBe(
+        true,
+      );
       const done = await submit(c);
       expect(done.status).toBe(200);
       expect(done.body.status).toBe('Completed');

@@ -36,7 +36,10 @@ export async function idleSnapshot(redis: RedisConfig | string, modes: readonly 
  * later expiry than any of `before`'s: only a live worker writes one), or `before`'s expired.
  * Bounded by their expiry. Returns how many polls waited (0: none had to).
  */
-export async function untilLiveOnly(redis: RedisConfig | string, before: Map<string, number>): Promise<number> {
+export async function untilLiveOnly(
+  redis: RedisConfig | string,
+  before: Map<string, number>,
+): Promise<number> {
   if (before.size === 0) return 0;
   const client = createRedis(redis);
   let polls = 0;
