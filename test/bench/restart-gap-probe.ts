@@ -8,7 +8,7 @@
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
 
-const signal = (process.argv[2] ?? 'SIGKILL') as NodeJS.Signals;
+const signal = (process.argv[2] ?? 'SIGKILL') as NodeJS.Signals | 'crash';
 const tries = Number(process.argv[3] ?? 2);
 const c = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
 const redis = createRedis(c.redisUrl);
