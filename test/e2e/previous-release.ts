@@ -12,7 +12,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlin
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { startCluster } from '@islet/devstack';
+import { idleSnapshot, type startCluster, untilLiveOnly } from '@islet/devstack';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -45,9 +45,22 @@ export async function previousRelease(rev: string): Promise<PreviousRelease> {
     const devstack = (await import(pathToFileURL(join(dir, 'services/devstack/src/index.ts')).href)) as {
       startCluster: typeof startCluster;
     };
+    // Its devstack's restartRunner resolves at the ready line; the registration its kill left could
+    // still take the next submit (this checkout's devstack restart-wait.ts): waited for here too.
+    const start: typeof startCluster = async (options) => {
+      const cluster = await devstack.startCluster(options);
+      const restart = cluster.restartRunner;
+      cluster.restartRunner = async (i) => {
+        await cluster.killRunner(i);
+        const left = await idleSnapshot(cluster.redisConfig, cluster.runners[i]?.modes ?? []);
+        await restart(i);
+        await untilLiveOnly(cluster.redisConfig, left);
+      };
+      return cluster;
+    };
     return {
       dir,
-      startCluster: devstack.startCluster,
+      startCluster: start,
       remove: () => rmSync(dir, { recursive: true, force: true }),
     };
   } catch (err) {

@@ -23,6 +23,7 @@ import type { SandboxMode } from '@islet/protocol';
 import { freePort, type RedisServer, startRedis, stopOwned } from '@islet/testkit';
 import { type Child, launchChild, type ProcessInfo, relaunchOnFreePorts } from './cluster-child.ts';
 import { inheritedEnv, secretsToFiles } from './cluster-env.ts';
+import { idleSnapshot, untilLiveOnly } from './restart-wait.ts';
 
 const GATEWAY_MAIN = fileURLToPath(new URL('../../gateway/src/main.ts', import.meta.url));
 const RUNNER_MAIN = fileURLToPath(new URL('../../runner/src/main.ts', import.meta.url));
@@ -117,6 +118,10 @@ export interface Cluster {
   gateways: ProcessInfo[];
   runners: ProcessInfo[];
   killRunner(i: number, signal?: NodeJS.Signals): Promise<void>;
+  /**
+   * Kills runner `i` (SIGKILL: a crash) and starts it again; resolves once it is ready and no idle
+   * registration the killed process left can be handed a submit (restart-wait.ts).
+   */
   restartRunner(i: number): Promise<void>;
   killGateway(i: number, signal?: NodeJS.Signals): Promise<void>;
   restartGateway(i: number): Promise<void>;
@@ -310,7 +315,10 @@ async function startClusterProcesses(
     killRunner: (i, signal) => kill(runners[i], signal),
     restartRunner: async (i) => {
       await kill(runners[i]);
+      // Resolved once a submit cannot be handed to the killed process's registration (restart-wait.ts).
+      const left = await idleSnapshot(redisConfig, runners[i]!.info.modes ?? []);
       await launch(runners[i]!);
+      await untilLiveOnly(redisConfig, left);
     },
     killGateway: (i, signal) => kill(gateways[i], signal),
     restartGateway: async (i) => {
