@@ -290,8 +290,9 @@ function checkPhase(): void {
 function expire(call: Call): void {
   const err = new AppTimeoutError(call.timeoutMs);
   if (call.conn) {
-    if (call.conn.call === call) return drop(call.conn, err);
-    return call.reject(err);
+    if (call.conn.call === call) drop(call.conn, err);
+    else call.reject(err);
+    return;
   }
   // Still waiting for the check phase: mark it taken so the phase skips it.
   call.conn = { dead: true } as Conn;
