@@ -6,7 +6,10 @@
  * - `answer-chunked`: a new `AnswerReader` fed node:http's answer to `writeHead(200) + end(body)`
  *   (what the benches' Apps send: `Transfer-Encoding: chunked`, one chunk, no trailers) in one read;
  * - `answer-length`: the same answer with a `Content-Length` (express's `res.json`, most frameworks);
- * - `deadline`: the call's promise, its deadline timer armed and cleared, awaited in batches of 100.
+ * - `deadline`: the call's promise, its deadline timer armed and cleared, awaited in batches of 100
+ *   (e8feb7a0's and c51dd98e's client: a `setTimeout` a call);
+ * - `deadline-shared`: the same with the deadline filed on `app-h1-deadlines.ts`'s one shared timer
+ *   and taken back (round 44 `call-timers`).
  * `H1_DIR=<dir>` imports the two files from there instead (e.g. e8feb7a0's, put beside the tree with
  * their `app-http-errors.ts`). Counted, not timed: run it under callgrind with `N=0` and `N=<n>`
  * (`app-h1-parts.sh`), which reads the same at any load. Without valgrind it prints ns a part (a hint).
@@ -55,6 +58,19 @@ const deadline = () =>
     });
   });
 
+// The shared deadlines (app-h1-deadlines.ts; only in this tree, not under H1_DIR).
+const { createDeadlines } = await import('../../services/gateway/src/app-h1-deadlines.ts');
+const shared = createDeadlines<{ due: number; resolve: (n: number) => void }>((e) => e.resolve(0));
+const deadlineShared = () =>
+  new Promise<number>((resolve) => {
+    const entry = { due: 0, resolve };
+    shared.add(entry, 30_000);
+    queueMicrotask(() => {
+      shared.remove(entry);
+      resolve(1);
+    });
+  });
+
 const sync: Record<string, () => void> = {
   request: () => {
     sink += requestBytes(target, headers, body).length;
@@ -63,9 +79,10 @@ const sync: Record<string, () => void> = {
   'answer-length': answer(length),
 };
 const run = async (n: number) => {
-  if (PART === 'deadline') {
+  if (PART === 'deadline' || PART === 'deadline-shared') {
+    const one = PART === 'deadline' ? deadline : deadlineShared;
     for (let i = 0; i < n; i += 100)
-      sink += (await Promise.all(Array.from({ length: Math.min(100, n - i) }, deadline))).length;
+      sink += (await Promise.all(Array.from({ length: Math.min(100, n - i) }, one))).length;
     return;
   }
   const f = sync[PART];

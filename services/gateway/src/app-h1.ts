@@ -22,6 +22,7 @@
  */
 import { connect, type LookupFunction, type Socket } from 'node:net';
 import { type Answer, AnswerReader, BAD_VALUE, TOKEN } from './app-h1-answer.ts';
+import { createDeadlines, type DeadlineTimers, globalDeadlineTimers } from './app-h1-deadlines.ts';
 import { AppTimeoutError } from './app-http-errors.ts';
 
 /** Idle kept connections are closed after this, or the App's own `Keep-Alive: timeout` less 2 s. */
@@ -49,6 +50,9 @@ interface Call {
   key: string;
   lookup: LookupFunction;
   conn: Conn | undefined;
+  /** Its whole-call deadline: `due` on `performance.now()`'s clock (app-h1-deadlines.ts). */
+  due: number;
+  timeoutMs: number;
 }
 
 interface Conn {
@@ -282,6 +286,33 @@ function checkPhase(): void {
   }
 }
 
+/** A call past its whole deadline fails with `AppTimeoutError`, whatever stage it is in. */
+function expire(call: Call): void {
+  const err = new AppTimeoutError(call.timeoutMs);
+  if (call.conn) {
+    if (call.conn.call === call) drop(call.conn, err);
+    else call.reject(err);
+    return;
+  }
+  // Still waiting for the check phase: mark it taken so the phase skips it.
+  call.conn = { dead: true } as Conn;
+  call.reject(err);
+}
+
+/** Every call's deadline on one timer, not a timer a call (app-h1-deadlines.ts). */
+let deadlines = createDeadlines<Call>(expire);
+
+/** Tests count the timers the deadlines arm; only while no call is in flight. */
+export function useDeadlineTimers(timers: DeadlineTimers = globalDeadlineTimers): void {
+  if (deadlines.pending > 0) throw new Error('calls are in flight');
+  deadlines = createDeadlines<Call>(expire, timers);
+}
+
+/** Deadlines filed and not yet settled or due (a test reads it: none left behind). */
+export function h1PendingDeadlines(): number {
+  return deadlines.pending;
+}
+
 /**
  * POSTs `request` (from `requestBytes`) to `target` and reads the answer; rejects with the reader's
  * errors, the socket's, or `AppTimeoutError` at `timeoutMs` from now, the connection dropped.
@@ -301,13 +332,13 @@ export function h1Post(
       resolve: (a) => {
         if (settled) return;
         settled = true;
-        clearTimeout(deadline);
+        deadlines.remove(call);
         resolve({ status: a.status, text: a.text });
       },
       reject: (err) => {
         if (settled) return;
         settled = true;
-        clearTimeout(deadline);
+        deadlines.remove(call);
         reject(err);
       },
       request,
@@ -315,17 +346,10 @@ export function h1Post(
       key,
       lookup,
       conn: undefined,
+      due: 0,
+      timeoutMs,
     };
-    const deadline = setTimeout(() => {
-      const err = new AppTimeoutError(timeoutMs);
-      if (call.conn) {
-        if (call.conn.call === call) return drop(call.conn, err);
-        return call.reject(err);
-      }
-      // Still waiting for the check phase: mark it taken so the phase skips it.
-      call.conn = { dead: true } as Conn;
-      call.reject(err);
-    }, timeoutMs).unref();
+    deadlines.add(call, timeoutMs);
     if (!idle.get(key)?.length) return open(call);
     waitingForCheck.push(call);
     if (!checkScheduled) {
