@@ -100,8 +100,8 @@ async function side(name: string, point: string): Promise<{ total: number; bytes
   const snap: [string, Buffer][] = [];
   for (const k of before) snap.push([k, (await redis.dumpBuffer(k)) as Buffer]);
   const fetchKeys = FETCH_KEY_NAMES.map((k) => queue.keys[k] ?? '');
-  const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000, ttlSeconds: 3600 };
-  const start = () => life.fetchedStartArgs({ ...terms, nowMs: Date.now() });
+  const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
+  const start = () => life.fetchedStartArgs(terms);
   const bull = (i: number) => [
     queue.toKey(''),
     Date.now(),

@@ -45,7 +45,7 @@ afterAll(async () => {
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 const UNBAKED = fetchLeaseBeginScript(FETCH_AND_LOOK, 'nil', true);
-const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000, ttlSeconds: 3600, nowMs: at + 40 };
+const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
 
 /** Every key and its content (hash fields sorted; a TTL as whether there is one). */
 async function state(): Promise<Record<string, unknown>> {
