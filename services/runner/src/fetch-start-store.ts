@@ -18,7 +18,7 @@
  * turn of the event loop later), and the worker's next job fetched in its place: the worker never
  * holds a job it may not run (test/bench/README.md, round 26, `fair-fetch`).
  */
-import { fetchAndLook, fetchLeaseBeginScript } from '@islet/runs';
+import { bakedFetchCall, fetchAndLook, fetchLeaseBeginScript, isBakedFetchSha } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
@@ -28,8 +28,10 @@ import type { Redis } from 'ioredis';
 export const FETCH_AND_LOOK = fetchAndLook(moveToActive.content);
 const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(FETCH_AND_LOOK, 'nil', true);
 
-/** The fused script's hash (tests tell its calls from others' by it). */
+/** The fused script's hash, unbaked (a call not of its shape, or past the baked variants). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
+/** Whether `sha` is the fused fetch's, unbaked or baked with a mode's names (tests tell its calls by it). */
+export const isFetchStartSha = (sha: unknown): boolean => sha === FETCH_START_SHA || isBakedFetchSha(sha);
 /** The name BullMQ's fetch calls its script by, and what it passes: 11 keys, 3 arguments. */
 const FETCH_COMMAND = `moveToActive:${version}`;
 const FETCH_KEYS = moveToActive.keys;
@@ -98,12 +100,16 @@ export function startingClient(
   const runCommand = async (name: string, args: unknown[]): Promise<unknown> => {
     // Another BullMQ than the one this was written against: its own fetch, as it is.
     if (name !== FETCH_COMMAND || args.length !== FETCH_ARGS) return client.runCommand(name, args);
-    const reply = (await FETCH_LEASE_BEGIN.run(
-      client as unknown as Redis,
-      args.slice(0, FETCH_KEYS) as string[],
-      // `concat`, not a spread (an unoptimized spread walks each array through its iterator).
-      (args.slice(FETCH_KEYS) as (string | number)[]).concat(extraArgs(), deferArg(hooks)),
-    )) as unknown[];
+    const keys = args.slice(0, FETCH_KEYS) as string[];
+    // `concat`, not a spread (an unoptimized spread walks each array through its iterator).
+    const all = (args.slice(FETCH_KEYS) as (string | number)[]).concat(extraArgs(), deferArg(hooks));
+    // The mode's names in the script's text where they can be (@islet/runs baked-fetch.ts): the
+    // call carries only what differs between fetches; the same reads and writes.
+    const baked = bakedFetchCall(FETCH_LEASE_BEGIN, keys, all);
+    const redis = client as unknown as Redis;
+    const reply = (await (baked
+      ? baked.script.run(redis, [], baked.args as (string | number)[])
+      : FETCH_LEASE_BEGIN.run(redis, keys, all))) as unknown[];
     fetchedAnswer(reply, started, behind, hooks?.moved);
     return reply;
   };

@@ -8,12 +8,12 @@
  */
 import { keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { noteQueued, runJobOptions } from '@islet/runs';
+import { isBakedFetchSha, noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mode, runnerHarness, scriptsBeforeWork, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
-import { FETCH_START_SHA } from './fetch-start-store.ts';
+import { isFetchStartSha } from './fetch-start-store.ts';
 import type { SkillExecutor } from './skill-executor.ts';
 
 let redis: Redis;
@@ -43,7 +43,7 @@ describe('a fetch that starts its run (one server)', () => {
       // The add's script, then the fused fetch: nothing else ran a script before the run's work.
       const scripts = scriptsBeforeWork(m.seen, 'f1');
       expect(scripts).toHaveLength(2);
-      expect(scripts[1]).toBe(FETCH_START_SHA);
+      expect(isBakedFetchSha(scripts[1])).toBe(true);
       expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
       // The start as the attempt's script writes it: Running, counted, its event, then the end's
       // release (nothing left leased).
@@ -79,7 +79,7 @@ describe('a fetch that starts its run (one server)', () => {
         await m.stop();
       }
       // The fused fetch, then no look (MULTI with LLEN, ZCARD, ZREM) from the worker: it blocked.
-      expect(m.sent.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
+      expect(m.sent.some((c) => c[0] === 'evalsha' && isFetchStartSha(c[1]))).toBe(true);
       expect(m.sent.filter((c) => c[0] === 'multi' || c[0] === 'llen')).toEqual([]);
       expect(t.worker().drainedByFetch).toBe(before.byFetch + 1);
       expect(t.worker().drainedProbes).toBe(before.probes);
@@ -134,7 +134,7 @@ describe('a fetch that starts its run (one server)', () => {
       }
       const scripts = scriptsBeforeWork(m.seen, 'a1');
       expect(scripts).toHaveLength(3);
-      expect(scripts).not.toContain(FETCH_START_SHA);
+      expect(scripts.some(isFetchStartSha)).toBe(false);
       expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
     } finally {
       await t.close();
@@ -162,7 +162,7 @@ describe('a fetch that starts its run (one server)', () => {
       // processor never had it (no outcome), the worker never held it (BullMQ's lock deleted
       // with the move), and as BullMQ's moveToDelayed with skipAttempt leaves it: no attempt
       // spent, due after the recheck.
-      const fetchAt = m.sent.findIndex((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA);
+      const fetchAt = m.sent.findIndex((c) => c[0] === 'evalsha' && isFetchStartSha(c[1]));
       expect(fetchAt).toBeGreaterThanOrEqual(0);
       const delayed = t.queue.keys.delayed;
       const moveAt = m.seen.findIndex((c) => c[0] === 'zadd' && c[1] === delayed && c[3] === 'f3');
@@ -207,7 +207,7 @@ describe('a fetch that starts its run (one server)', () => {
       } finally {
         await m.stop();
       }
-      expect(m.seen.some((c) => c[0] === 'evalsha' && c[1] === FETCH_START_SHA)).toBe(true);
+      expect(m.seen.some((c) => c[0] === 'evalsha' && isFetchStartSha(c[1]))).toBe(true);
       expect(t.outcomes).toEqual(['completed 2']);
       expect(await redis.hget(keys.run('f5'), 'attempts')).toBe('2');
       expect(await redis.zcard(keys.poolBusy(mode))).toBe(0);

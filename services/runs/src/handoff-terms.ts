@@ -37,7 +37,7 @@ export const HAND_OFF_FETCH_KEYS = [
 ] as const;
 
 /** `startArgs` positions that are names (the pool's keys, key parts, the event's type, channel, wake-up). */
-const FIXED_START = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 19, 21, 22] as const;
+export const FIXED_START = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 19, 21, 22] as const;
 /** `startArgs` positions a compact registration carries (share, cap, lease ms, journal ttl, stream length, sealed event). */
 const CARRIED_START = [14, 15, 16, 17, 18, 20] as const;
 /** The layout's name, hashed into the id: another layout is another id. */

@@ -1,5 +1,6 @@
 export { LuaScript } from '@islet/core/lua-script';
 export { type AdmissionRide, admittedAddScript } from './admitted-add.ts';
+export { bakedFetchCall, isBakedFetchSha } from './baked-fetch.ts';
 export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietCompleteAsk, quietFetch } from './bull-quiet.ts';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { createCallJournal, JournalConflictError } from './call-journal.ts';
