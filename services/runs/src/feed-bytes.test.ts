@@ -21,7 +21,9 @@ const FEED_MAX_LEN = 1000;
 
 describe("a tenant's feed in the AOF", () => {
   it("a run's create and end append bare; the fold trims, written only when it removes", async () => {
-    const server = await startRedis();
+    // `always`: each write is in the AOF before its reply (with `everysec` Redis may hold a write back
+    // while a slow background fsync runs, and the file read right after misses it: CI, under load).
+    const server = await startRedis({ appendFsync: 'always' });
     const redis = createRedis(server.url);
     try {
       const file = newestIncrAof(join(server.dir, 'appendonlydir'));
