@@ -7,24 +7,13 @@
  * baked-fetch.test.ts.
  */
 
-import { createRedis } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useSuiteRedis } from '../test/test-redis.ts';
 import { bakedFetchCall, isBakedFetchSha } from './baked-fetch.ts';
 import { FETCHED_ARGS } from './fetched-start-args.ts';
 
-let server: RedisServer;
-let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+const r = useSuiteRedis();
 
 /** What the fused script's text sees: its KEYS, its ARGV once the delay is taken off, the delay. */
 const probe = () =>
@@ -81,8 +70,8 @@ describe("the fused fetch's baked call", () => {
     // BullMQ's time and options, share, cap, lease ms, ttl, maxLen, sealed event, start time, delay.
     expect(baked.args).toHaveLength(10);
     expect(baked.args.some((a) => typeof a === 'string' && a.includes('{pool:'))).toBe(false);
-    const asSent = await base.run(redis, keys, args as (string | number)[]);
-    const asBaked = await baked.script.run(redis, [], baked.args as (string | number)[]);
+    const asSent = await base.run(r.a, keys, args as (string | number)[]);
+    const asBaked = await baked.script.run(r.a, [], baked.args as (string | number)[]);
     expect(asBaked).toEqual(asSent);
     expect((asSent as unknown[])[3]).toBe(3 + FETCHED_ARGS);
   });

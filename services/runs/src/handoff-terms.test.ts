@@ -5,10 +5,9 @@
  * `{prefix, now, options, startArgs}` with the time last); an unbaked branch never takes a compact
  * registration, nor a baked one another layout's. Real redis-server running the branch's text.
  */
-import { channels, createRedis, keys } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { channels, keys } from '@islet/core';
+import { describe, expect, it } from 'vitest';
+import { useSuiteRedis } from '../test/test-redis.ts';
 import { fetchedStartArgs } from './fetched-start-args.ts';
 import {
   bakeFixedTerms,
@@ -20,16 +19,7 @@ import {
 } from './handoff-terms.ts';
 import { journalKeys } from './keys.ts';
 
-let server: RedisServer;
-let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+const r = useSuiteRedis();
 
 const mode = 'read-only';
 const prefix = 'islet:{runs-read-only}:';
@@ -91,7 +81,7 @@ describe("a registration's compact form", () => {
     expect(text).not.toContain(`${prefix}wait`);
     expect(text).not.toContain('{pool:');
     expect(text).not.toContain('islet:journal:');
-    const got = await redis.eval(reader(true), 0, text);
+    const got = await r.a.eval(reader(true), 0, text);
     // The full form's reading: its keys; FA = {prefix, now, options, startArgs with the time last}.
     const start = full.startArgs.slice(0, -1).map(String);
     expect(got).toEqual([
@@ -108,10 +98,10 @@ describe("a registration's compact form", () => {
     const full = fullTerms('w1:h:8');
     const [head, tail] = compactTermsOf(handOffFixedTerms(queueKeys, mode), full) ?? ['', ''];
     const text = head + JSON.stringify(full.token) + tail;
-    expect(await redis.eval(reader(false), 0, text)).toBeNull();
+    expect(await r.a.eval(reader(false), 0, text)).toBeNull();
     const other: Record<string, string> = { '': 'islet:{runs-other}:' };
     for (const k of HAND_OFF_FETCH_KEYS) other[k] = `islet:{runs-other}:${k}`;
-    expect(await redis.eval(reader(true, handOffFixedTerms(other, mode)), 0, text)).toBeNull();
+    expect(await r.a.eval(reader(true, handOffFixedTerms(other, mode)), 0, text)).toBeNull();
   });
 
   it("is not written for terms whose names are not the mode's (the full form then)", () => {
@@ -127,6 +117,6 @@ describe("a registration's compact form", () => {
 
   it('bakes a name outside printable ASCII, a quote or a backslash as an escape Lua reads back', async () => {
     const name = "a'b\\c\u00e9\n";
-    expect(await redis.eval(`return ${luaLiteral(name)}`, 0)).toBe(name);
+    expect(await r.a.eval(`return ${luaLiteral(name)}`, 0)).toBe(name);
   });
 });
