@@ -57,13 +57,14 @@ function scriptCommands(seen: string[][], sent: string[][], id: string, workerId
     .map((c) =>
       c
         .join(' ')
-        .split(id)
-        .join('<run>')
+        // Seals and the worker's id first: a uuid or a seal's text may hold a short run id such as `b1`.
+        .replace(/v1\.[\w.-]+/g, '<sealed>')
         .split(workerId)
         .join('<worker>')
+        .split(id)
+        .join('<run>')
         .replace(/:h:\d+/g, ':h:<n>')
-        .replace(/\d{13}(\.\d+)?/g, '<time>')
-        .replace(/v1\.[\w.-]+/g, '<sealed>'),
+        .replace(/\d{13}(\.\d+)?/g, '<time>'),
     );
 }
 
