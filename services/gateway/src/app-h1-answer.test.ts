@@ -5,19 +5,11 @@
  * its connection from reuse.
  */
 import { describe, expect, it } from 'vitest';
+import { feeds } from '../test/answer-feeds.ts';
 import { type Answer, AnswerReader, AppProtocolError } from './app-h1-answer.ts';
 import { AnswerTooLargeError } from './app-http-errors.ts';
 
 const MAX = 1024;
-
-/** Every way of cutting `text` in two, and byte by byte; `closeAtEnd` reports the App's close. */
-function feeds(text: string): Buffer[][] {
-  const b = Buffer.from(text, 'latin1');
-  const out: Buffer[][] = [[b]];
-  for (let i = 1; i < b.length; i++) out.push([b.subarray(0, i), b.subarray(i)]);
-  out.push(Array.from(b, (x) => Buffer.from([x])));
-  return out;
-}
 
 function read(parts: Buffer[], closeAtEnd = false, max = MAX): Answer | undefined {
   const r = new AnswerReader(max);

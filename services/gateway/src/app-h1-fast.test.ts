@@ -7,17 +7,10 @@
  * takes over).
  */
 import { describe, expect, it } from 'vitest';
+import { feeds } from '../test/answer-feeds.ts';
 import { requestBytes } from './app-h1.ts';
 import { type Answer, AnswerReader, AppProtocolError, readerStats } from './app-h1-answer.ts';
 import { AnswerTooLargeError } from './app-http-errors.ts';
-
-function feeds(text: string): Buffer[][] {
-  const b = Buffer.from(text, 'latin1');
-  const out: Buffer[][] = [[b]];
-  for (let i = 1; i < b.length; i++) out.push([b.subarray(0, i), b.subarray(i)]);
-  out.push(Array.from(b, (x) => Buffer.from([x])));
-  return out;
-}
 
 /** Reads `parts` through one reused buffer, as the socket's `onread` does, overwritten after each push. */
 function read(parts: Buffer[], closeAtEnd = false, max = 1024): Answer | undefined {
