@@ -13,10 +13,12 @@
 -- ARGV[1]; an entry keeps the layout it was created in.
 -- With sendNow a `new` claim is written as `sent` in the same step (claim + markSent fused: the
 -- caller sends without asking anyone first, so nothing can come between the two).
--- Replies per call: {'new'}, {'done', sealedOutcome, deliverySeq}, {'in-flight'}, {'unknown'},
--- {'superseded'}, {'mismatch', binding}.
--- One HMGET reads `#attempt` (no claim changes it) and every call's entry (and in layout 2 whether
--- its source is written), one HSET writes the claimed ones: two commands for a group of any size. A
+-- Replies per call, one string each (round 45: a table a call cost Redis's reply ~4 k instructions,
+-- its field checks each a Lua string made): 'new', 'done <deliverySeq> <sealedOutcome>', 'in-flight',
+-- 'unknown', 'superseded', 'mismatch <binding>' (what follows the first or second space is the
+-- value whole, spaces included).
+-- One HMGET reads `#attempt` (no claim changes it), every call's entry and in layout 2 whether each
+-- source of the group is written, one HSET writes the claimed ones: two commands for a group of any size. A
 -- layout-2 entry claimed again reads its claim part with an HGET of its own (a replay's or a
 -- takeover's, not a first claim's). A call claimed earlier in the same group is read from `written`,
 -- so a group behaves exactly as its claims one after another.
@@ -30,12 +32,20 @@
 -- to those 9ec25e04's script writes. Layout 1 (not the default) and a claim of a stored entry
 -- (decode + encode) are left to cjson.
 local split = ARGV[1] == '2'
-local stride = 1
-if split then stride = 2 end
 local fields = {'#attempt'}
-for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
-  fields[#fields + 1] = ARGV[b + 1]
-  if split then fields[#fields + 1] = '#s:' .. ARGV[b + 13] end
+for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do fields[#fields + 1] = ARGV[b + 1] end
+-- Layout 2: each source's field named and read once a group (a binding's calls share one), where
+-- it is found in `got` by its id.
+local sourceField, sourceAt = {}, {}
+if split then
+  for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
+    local id = ARGV[b + 13]
+    if not sourceField[id] then
+      sourceField[id] = '#s:' .. id
+      fields[#fields + 1] = sourceField[id]
+      sourceAt[id] = #fields
+    end
+  end
 end
 local got = redis.call('HMGET', KEYS[1], unpack(fields))
 local current = tonumber(got[1] or '0')
@@ -55,7 +65,7 @@ local function claim(b, stored, storedSource)
   local attempt = tonumber(ARGV[b + 2])
   local claimed = 'pending'
   if ARGV[b + 12] == '1' then claimed = 'sent' end
-  if attempt < current then return {'superseded'} end
+  if attempt < current then return 'superseded' end
   local field = ARGV[b + 1]
   local raw = written[field] or stored
   if not raw then
@@ -64,8 +74,8 @@ local function claim(b, stored, storedSource)
       put('#c' .. field, ARGV[b + 11] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5], ARGV[b + 10])
       local s
       if ARGV[b + 13] ~= '' then
-        local sourceField = '#s:' .. ARGV[b + 13]
-        if not (written[sourceField] or storedSource) then put(sourceField, ARGV[b + 6], ARGV[b + 10]) end
+        local field = sourceField[ARGV[b + 13]]
+        if not (written[field] or storedSource) then put(field, ARGV[b + 6], ARGV[b + 10]) end
         s = ARGV[b + 13]
       elseif ARGV[b + 6] ~= '' then
         s = ARGV[b + 6]
@@ -83,7 +93,7 @@ local function claim(b, stored, storedSource)
             .. cjson.encode(ARGV[b + 3]) .. ',"st":"' .. claimed .. '","at":' .. ARGV[b + 2] .. '}'
         end
         put(field, text, ARGV[b + 10])
-        return {'new'}
+        return 'new'
       end
       e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
         t0 = tonumber(t0)}
@@ -95,7 +105,7 @@ local function claim(b, stored, storedSource)
       if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
     end
     put(field, cjson.encode(e), ARGV[b + 10])
-    return {'new'}
+    return 'new'
   end
   local e = cjson.decode(raw)
   -- Layout 2 (no `h` in the entry): the hash is the claim part's second word.
@@ -109,10 +119,10 @@ local function claim(b, stored, storedSource)
   else
     h = e.h
   end
-  if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then return {'mismatch', e.b} end
-  if e.st == 'done' then return {'done', e.o, tostring(e.seq)} end
-  if e.at > attempt then return {'superseded'} end
-  if e.at == attempt and ARGV[b + 9] ~= '1' then return {'in-flight'} end
+  if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then return 'mismatch ' .. e.b end
+  if e.st == 'done' then return 'done ' .. tostring(e.seq) .. ' ' .. e.o end
+  if e.at > attempt then return 'superseded' end
+  if e.at == attempt and ARGV[b + 9] ~= '1' then return 'in-flight' end
   if e.st == 'pending' then
     e.st = claimed
     e.at = attempt
@@ -123,14 +133,14 @@ local function claim(b, stored, storedSource)
       e.tk = ARGV[b + 11]
     end
     put(field, cjson.encode(e), ARGV[b + 10])
-    return {'new'}
+    return 'new'
   end
-  return {'unknown'}
+  return 'unknown'
 end
 local replies = {}
 for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
   local n = #replies
-  replies[n + 1] = claim(b, got[stride * n + 2], split and got[stride * n + 3])
+  replies[n + 1] = claim(b, got[n + 2], split and got[sourceAt[ARGV[b + 13]]])
 end
 if #order > 0 then
   local args = {}
