@@ -35,7 +35,7 @@ type Arg = string | number | Buffer;
 
 const controls = String.fromCharCode(...Array.from({ length: 32 }, (_, c) => c), 0x7f);
 /** Strings a tenant controls (a binding's, a source's names) and what cjson escapes or keeps. */
-const ATTACKS: Arg[] = [
+const ATTACKS: (string | Buffer)[] = [
   'notes.read',
   '',
   'say "hi"',
@@ -53,7 +53,18 @@ const ATTACKS: Arg[] = [
 ];
 
 /** One call's 13 arguments (claim-1.lua's header), the tenant's strings where they land in the entry. */
-function call(field: string, o: { binding?: Arg; op?: Arg; source?: Arg; sourceId?: Arg; attempt?: string; t0?: string; send?: boolean } = {}): Arg[] {
+function call(
+  field: string,
+  o: {
+    binding?: Arg;
+    op?: Arg;
+    source?: Arg;
+    sourceId?: Arg;
+    attempt?: string;
+    t0?: string;
+    send?: boolean;
+  } = {},
+): Arg[] {
   return [
     field,
     o.attempt ?? '1',
@@ -115,7 +126,7 @@ describe("the claim script writes a new entry as text, 9ec25e04's bytes exactly"
       const entry = JSON.parse((got.ha['0'] as Buffer).toString()) as Record<string, unknown>;
       expect(entry).toMatchObject({ i: 0, b: 'notes.read', st: 'sent', at: 1, t0: Number(T) });
       for (let k = 0; k < ATTACKS.length; k++) {
-        const s = ATTACKS[k] as Arg;
+        const s = ATTACKS[k] as string | Buffer;
         if (Buffer.isBuffer(s)) continue;
         const e = (n: number) => JSON.parse((got.ha[String(4 * k + n)] as Buffer).toString());
         const sent = Buffer.from(s).toString();
@@ -140,7 +151,8 @@ describe("the claim script writes a new entry as text, 9ec25e04's bytes exactly"
     ];
     const got = await bothWrite(r.a, 'numbers', '2', calls);
     expect(got.head).toEqual(got.prev);
-    for (const [field, bytes] of Object.entries(got.hb)) expect(got.ha[field]?.toString()).toBe(bytes.toString());
+    for (const [field, bytes] of Object.entries(got.hb))
+      expect(got.ha[field]?.toString()).toBe(bytes.toString());
     expect(got.ha['123456789012345']?.toString()).toMatch(/"i":1\.23456789012[0-9]*e\+14,/);
     expect(got.ha['3']?.toString()).toContain('"t0":17,');
 
@@ -149,7 +161,10 @@ describe("the claim script writes a new entry as text, 9ec25e04's bytes exactly"
     // path writes the argument's digits.
     await r.a.eval('cjson.encode_number_precision(3)', 0);
     try {
-      const low = await bothWrite(r.a, 'path', '2', [call('0', { sourceId: 'src-id' }), call('1', { t0: '1.5' })]);
+      const low = await bothWrite(r.a, 'path', '2', [
+        call('0', { sourceId: 'src-id' }),
+        call('1', { t0: '1.5' }),
+      ]);
       expect(low.ha['0']?.toString()).toBe(
         `{"i":0,"op":"0b1c2d3e-4f50-5617-8a9b-0c1d2e3f4a5b","t0":${T},"b":"notes.read","s":"src-id","st":"sent","at":1}`,
       );
@@ -167,7 +182,12 @@ describe("the claim script writes a new entry as text, 9ec25e04's bytes exactly"
     const run = `claim-text-${Date.now()}`;
     const journal = createCallJournal({ redis: r.a, sealer, now: () => Number(T) });
     const binding = `say "hi"/\\${controls}\u2028ü`;
-    const source = { connectionId: 'c/"1"', connectionName: 'n\\', name: `t\n${binding}`, kind: 'tool' as const };
+    const source = {
+      connectionId: 'c/"1"',
+      connectionName: 'n\\',
+      name: `t\n${binding}`,
+      kind: 'tool' as const,
+    };
     const claims = await Promise.all([
       journal.claim(run, 1, { index: 0, binding, argsJson: '{"a":"/"}', source, sendNow: true }),
       journal.claim(run, 1, { index: 1, binding: 'notes.list', argsJson: '{}' }),
@@ -194,6 +214,11 @@ describe("the claim script writes a new entry as text, 9ec25e04's bytes exactly"
       kind: 'mismatch',
       expected: { binding },
     });
-    expect((await journal.listCalls(run))[0]).toMatchObject({ binding, state: 'done', deliverySeq: 1, source });
+    expect((await journal.listCalls(run))[0]).toMatchObject({
+      binding,
+      state: 'done',
+      deliverySeq: 1,
+      source,
+    });
   });
 });
