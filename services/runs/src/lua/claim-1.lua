@@ -130,8 +130,8 @@ local function claim(b, stored, storedSource)
   else
     h = e.h
   end
-  if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then return 'mismatch ' .. e.b end
-  if e.st == 'done' then return 'done ' .. tostring(e.seq) .. ' ' .. e.o end
+  if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then return 'mismatch ' .. (e.b or '') end
+  if e.st == 'done' then return 'done ' .. tostring(e.seq) .. ' ' .. (e.o or '') end
   if e.at > attempt then return 'superseded' end
   if e.at == attempt and ARGV[b + 9] ~= '1' then return 'in-flight' end
   if e.st == 'pending' then
