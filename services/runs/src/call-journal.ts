@@ -122,13 +122,13 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const { openOutcome, toEntry, entriesOf, callsOf, callsOfPushed } = journalViews(sealer, outcomeSealer);
 
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
-  const claims = new TurnBatch<(string | number)[], string[]>(async (runId, calls) => {
+  const claims = new TurnBatch<(string | number)[], string>(async (runId, calls) => {
     const args: (string | number)[] = [writeFormat];
     for (let c = 0; c < calls.length; c++) {
       const fields = calls[c] as (string | number)[];
       for (let f = 0; f < fields.length; f++) args.push(fields[f] as string | number);
     }
-    return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[][];
+    return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[];
   }, GROUP_LIMITS);
   // Each item carries what its group shares (the group's key is made of it), read from the first.
   // One outcome group of a run in flight: the outcomes finished while it is unanswered go in the
@@ -200,14 +200,23 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         call.sendNow ? '1' : '0',
         call.source && writeFormat === '2' ? sourceId(call.source) : '',
       ];
+      // One string a call (lua/claim-1.lua's header): its kind, then for `done` the sequence and the
+      // sealed outcome, for `mismatch` the stored binding, each the rest of the text whole.
       const reply = await claims.add(runId, fields, sealedArgs.length);
-      switch (reply[0]) {
+      const space = reply.indexOf(' ');
+      switch (space < 0 ? reply : reply.slice(0, space)) {
         case 'new':
           return { kind: 'new', token };
-        case 'done':
-          return { kind: 'done', outcome: openOutcome(reply[1] ?? ''), deliverySeq: Number(reply[2]) };
+        case 'done': {
+          const next = reply.indexOf(' ', space + 1);
+          return {
+            kind: 'done',
+            outcome: openOutcome(reply.slice(next + 1)),
+            deliverySeq: Number(reply.slice(space + 1, next)),
+          };
+        }
         case 'mismatch':
-          return { kind: 'mismatch', expected: { binding: reply[1] ?? '' } };
+          return { kind: 'mismatch', expected: { binding: reply.slice(space + 1) } };
         case 'in-flight':
           return { kind: 'in-flight' };
         case 'unknown':
@@ -215,7 +224,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         case 'superseded':
           return { kind: 'superseded' };
         default:
-          throw new Error(`journal claim: unexpected reply ${String(reply[0])}`);
+          throw new Error(`journal claim: unexpected reply ${reply.slice(0, 40)}`);
       }
     },
 

@@ -13,25 +13,60 @@
 -- ARGV[1]; an entry keeps the layout it was created in.
 -- With sendNow a `new` claim is written as `sent` in the same step (claim + markSent fused: the
 -- caller sends without asking anyone first, so nothing can come between the two).
--- Replies per call: {'new'}, {'done', sealedOutcome, deliverySeq}, {'in-flight'}, {'unknown'},
--- {'superseded'}, {'mismatch', binding}.
--- One HMGET reads `#attempt` (no claim changes it) and every call's entry (and in layout 2 whether
--- its source is written), one HSET writes the claimed ones: two commands for a group of any size. A
--- layout-2 entry claimed again reads its claim part with an HGET of its own (a replay's or a
+-- Replies per call, one string each (round 45: a table a call cost Redis's reply ~4 k instructions,
+-- its field checks each a Lua string made): 'new', 'done <deliverySeq> <sealedOutcome>', 'in-flight',
+-- 'unknown', 'superseded', 'mismatch <binding>' (what follows the first or second space is the
+-- value whole, spaces included).
+-- One HMGET reads `#attempt` (no claim changes it), every call's entry and in layout 2 whether each
+-- source of the group is written, one HSET writes the claimed ones: two commands for a group of any
+-- size. A layout-2 entry claimed again reads its claim part with an HGET of its own (a replay's or a
 -- takeover's, not a first claim's). A call claimed earlier in the same group is read from `written`,
 -- so a group behaves exactly as its claims one after another.
+-- A new layout-2 entry is written as text (round 45 `claim-text`), not by `cjson.encode` of a table
+-- (13.4 k of Redis's instructions a call, 7.6 k of them its three numbers' `%.14g` by snprintf; the
+-- text ~7 k): the bytes cjson writes, in cjson's key order for this table (Lua 5.1's string hash
+-- has no seed, so a table built alike iterates alike), each string value escaped by
+-- `cjson.encode` of the string itself (any bytes: quotes, backslashes, `/`, control characters
+-- escaped as cjson does, bytes from 0x80 kept), each number its ARGV text when cjson would write
+-- that text (`int14`); otherwise the table and cjson, as before. claim-text.test.ts holds the bytes
+-- to those 9ec25e04's script writes. Layout 1 (not the default) and a claim of a stored entry
+-- (decode + encode) are left to cjson.
 local split = ARGV[1] == '2'
-local stride = 1
-if split then stride = 2 end
 local fields = {'#attempt'}
-for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
-  fields[#fields + 1] = ARGV[b + 1]
-  if split then fields[#fields + 1] = '#s:' .. ARGV[b + 13] end
+for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do fields[#fields + 1] = ARGV[b + 1] end
+-- Layout 2: each source's field named and read once a group (a binding's calls share one), where
+-- it is found in `got` by its id.
+local sourceField, sourceAt = {}, {}
+if split then
+  for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
+    local id = ARGV[b + 13]
+    if not sourceField[id] then
+      sourceField[id] = '#s:' .. id
+      fields[#fields + 1] = sourceField[id]
+      sourceAt[id] = #fields
+    end
+  end
 end
 local got = redis.call('HMGET', KEYS[1], unpack(fields))
 local current = tonumber(got[1] or '0')
 local written, order = {}, {}
 local ttl
+-- Whether cjson writes the number this text is as the text itself: an integer in its shortest form
+-- of at most 14 digits (cjson's precision, `%.14g`: `Date.now()` is 13).
+local function int14(x)
+  return x == '0' or (#x <= 14 and string.find(x, '^[1-9]%d*$') ~= nil)
+end
+-- The same, kept a text: a group's calls mostly share their attempt and their time (~0.9 k
+-- instructions a match).
+local ints = {}
+local function kept14(x)
+  local ok = ints[x]
+  if ok == nil then
+    ok = int14(x)
+    ints[x] = ok
+  end
+  return ok
+end
 local function put(field, text, ttlSeconds)
   if not written[field] then order[#order + 1] = field end
   written[field] = text
@@ -41,22 +76,39 @@ local function claim(b, stored, storedSource)
   local attempt = tonumber(ARGV[b + 2])
   local claimed = 'pending'
   if ARGV[b + 12] == '1' then claimed = 'sent' end
-  if attempt < current then return {'superseded'} end
+  if attempt < current then return 'superseded' end
   local field = ARGV[b + 1]
   local raw = written[field] or stored
   if not raw then
     local e
     if split then
-      e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
-        t0 = tonumber(ARGV[b + 8])}
       put('#c' .. field, ARGV[b + 11] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5], ARGV[b + 10])
+      local s
       if ARGV[b + 13] ~= '' then
-        local sourceField = '#s:' .. ARGV[b + 13]
-        if not (written[sourceField] or storedSource) then put(sourceField, ARGV[b + 6], ARGV[b + 10]) end
-        e.s = ARGV[b + 13]
+        local field = sourceField[ARGV[b + 13]]
+        if not (written[field] or storedSource) then put(field, ARGV[b + 6], ARGV[b + 10]) end
+        s = ARGV[b + 13]
       elseif ARGV[b + 6] ~= '' then
-        e.s = ARGV[b + 6]
+        s = ARGV[b + 6]
       end
+      -- The entry as text, byte for byte what cjson.encode writes of the table below (see the header).
+      local t0 = ARGV[b + 8]
+      if int14(field) and kept14(ARGV[b + 2]) and kept14(t0) then
+        local text
+        if s then
+          text = '{"i":' .. field .. ',"op":' .. cjson.encode(ARGV[b + 7]) .. ',"t0":' .. t0 .. ',"b":'
+            .. cjson.encode(ARGV[b + 3]) .. ',"s":' .. cjson.encode(s) .. ',"st":"' .. claimed .. '","at":'
+            .. ARGV[b + 2] .. '}'
+        else
+          text = '{"i":' .. field .. ',"op":' .. cjson.encode(ARGV[b + 7]) .. ',"t0":' .. t0 .. ',"b":'
+            .. cjson.encode(ARGV[b + 3]) .. ',"st":"' .. claimed .. '","at":' .. ARGV[b + 2] .. '}'
+        end
+        put(field, text, ARGV[b + 10])
+        return 'new'
+      end
+      e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
+        t0 = tonumber(t0)}
+      if s then e.s = s end
     else
       -- Layout 1's table built as the previous release builds it (cjson's key order follows it).
       e = {i = tonumber(field), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
@@ -64,7 +116,7 @@ local function claim(b, stored, storedSource)
       if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
     end
     put(field, cjson.encode(e), ARGV[b + 10])
-    return {'new'}
+    return 'new'
   end
   local e = cjson.decode(raw)
   -- Layout 2 (no `h` in the entry): the hash is the claim part's second word.
@@ -78,10 +130,10 @@ local function claim(b, stored, storedSource)
   else
     h = e.h
   end
-  if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then return {'mismatch', e.b} end
-  if e.st == 'done' then return {'done', e.o, tostring(e.seq)} end
-  if e.at > attempt then return {'superseded'} end
-  if e.at == attempt and ARGV[b + 9] ~= '1' then return {'in-flight'} end
+  if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then return 'mismatch ' .. (e.b or '') end
+  if e.st == 'done' then return 'done ' .. tostring(e.seq) .. ' ' .. (e.o or '') end
+  if e.at > attempt then return 'superseded' end
+  if e.at == attempt and ARGV[b + 9] ~= '1' then return 'in-flight' end
   if e.st == 'pending' then
     e.st = claimed
     e.at = attempt
@@ -92,14 +144,14 @@ local function claim(b, stored, storedSource)
       e.tk = ARGV[b + 11]
     end
     put(field, cjson.encode(e), ARGV[b + 10])
-    return {'new'}
+    return 'new'
   end
-  return {'unknown'}
+  return 'unknown'
 end
 local replies = {}
 for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
   local n = #replies
-  replies[n + 1] = claim(b, got[stride * n + 2], split and got[stride * n + 3])
+  replies[n + 1] = claim(b, got[n + 2], split and got[sourceAt[ARGV[b + 13]]])
 end
 if #order > 0 then
   local args = {}
