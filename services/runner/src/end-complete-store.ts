@@ -53,14 +53,14 @@ const COMPLETE_COMMAND = 'moveToFinished';
 const COMPLETE_KEYS = moveToFinished.keys;
 /**
  * The fused call that also starts the next job's run, with the worker's names in its text:
- * moveToFinished's queue keys (its 11th to 13th, the target's set, the job's key and the target's
- * metrics, are carried) and its prefix (its 7th argument) baked; the end's keys and arguments carried.
+ * moveToFinished's queue keys baked (its 11th to 13th, the target's set, the job's key and the
+ * target's metrics, are carried); BullMQ's arguments, the end's keys and arguments carried as they are.
  */
 const END_START_BAKED = new BakedScript(END_COMPLETE_START, {
   keys: COMPLETE_KEYS,
   names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13],
   args: 9,
-  prefix: 6,
+  prefix: undefined,
   middle: true,
 });
 /** The hash of the fused call that also starts the next job's run, unbaked (a call not of its shape). */

@@ -239,12 +239,12 @@ describe("a run's end, its completion and the next start, baked", () => {
     expect(r.sent).toHaveLength(1);
     expect(isEndCompleteStartSha(r.sent[0])).toBe(true);
     expect(r.sent[0]).not.toBe(END_COMPLETE_START_SHA);
-    const [unbaked, baked] = r.answers as unknown[][];
+    const [unbaked = [], baked] = r.answers as unknown[][];
     expect(clockless(baked)).toBe(clockless(unbaked));
     // {the end's answer, the completion's}: the end written; the next job with its start's answer
     // (a fifth element): its lease taken, its attempt begun.
-    const completion = unbaked?.[1] as unknown[];
-    expect((unbaked?.[0] as unknown[])[0]).toBe(1);
+    const completion = unbaked[1] as unknown[];
+    expect((unbaked[0] as unknown[])[0]).toBe(1);
     expect(completion[1]).toBe('e2');
     expect(Array.isArray(completion[4])).toBe(true);
     expect(r.started).toEqual(['e2']);
@@ -269,11 +269,11 @@ describe("a run's end, its completion and the next start, baked", () => {
     }
     const r = await bothWays('d1', 'beta', { ...terms, cap: 1 });
     expect(r.bakedHeldUnbaked).toEqual([0]);
-    const [unbaked, baked] = r.answers as unknown[][];
+    const [unbaked = [], baked] = r.answers as unknown[][];
     expect(clockless(baked)).toBe(clockless(unbaked));
     expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
     expect(await redis.zscore(queue.keys.delayed ?? '', 'd2')).not.toBeNull();
-    expect((unbaked?.[1] as unknown[])[1]).toBe('d3');
+    expect((unbaked[1] as unknown[])[1]).toBe('d3');
     expect(r.started).toEqual(['d3']);
   });
 });
