@@ -5,9 +5,10 @@
  * 14 keys, BullMQ's 9 arguments, the end's keys and arguments, the start's 24 and the delay) and
  * baked with the worker's names (@islet/runs baked-call.ts, round 45 `end-start-baked`). A
  * redis-server under valgrind's callgrind per side and collection point (`--toggle-collect`:
- * `evalGenericCommand`, the script call with its commands and its KEYS/ARGV tables;
- * `readQueryFromClient`, that plus the request's read and parse, and the restores, alike on both
- * sides). One state (a run started by the fused fetch, its end handed to the completion, two jobs
+ * `evalGenericCommand`, the script call with its commands and its KEYS/ARGV tables; that plus
+ * `processMultibulkBuffer` and `freeClientArgv`, the request's parse and its arguments' free, the
+ * restores' alike on both sides; `readQueryFromClient` (the whole request with the restores'
+ * FLUSHALL frees) moved by ±30 k between redis-server processes, their dicts' hash seeds). One state (a run started by the fused fetch, its end handed to the completion, two jobs
  * behind it) restored from DUMPs before each of `N` (default 100) calls; counters zeroed after 5
  * warm calls (the script's compile dropped). Commands Redis ran (INFO commandstats, a script's own
  * counted) a call, both sides. Sides in the order `SIDES` (default "unbaked baked baked unbaked").
@@ -39,7 +40,12 @@ import { FETCH_KEY_NAMES } from '../../services/runner/src/handoff-store.ts';
 
 const N = Number(process.env.N ?? 100);
 const SIDES = (process.env.SIDES ?? 'unbaked baked baked unbaked').split(' ');
-const POINTS = (process.env.POINTS ?? 'evalGenericCommand readQueryFromClient').split(' ');
+// `+` joins functions collected together: the request's parse (`processMultibulkBuffer`, its
+// argument objects made) and its arguments' free (`freeClientArgv`) beside the script call; the
+// restores' parse counts alike on both sides (the same bytes), their FLUSHALL not at all.
+const POINTS = (process.env.POINTS ?? 'evalGenericCommand evalGenericCommand+processMultibulkBuffer+freeClientArgv').split(
+  ' ',
+);
 const mode = 'read-only';
 const out = `/tmp/end-start-baked-counts/${Date.now()}`;
 mkdirSync(out, { recursive: true });
@@ -57,7 +63,7 @@ async function server(point: string, file: string) {
     'valgrind',
     [
       '--tool=callgrind',
-      `--toggle-collect=${point}`,
+      ...point.split('+').map((f) => `--toggle-collect=${f}`),
       `--callgrind-out-file=${file}`,
       'redis-server',
       '--port',
