@@ -38,7 +38,7 @@ const END_START: BakeShape = {
 };
 
 /** The start's fixed arguments (all but the time): names with bytes a literal must escape, numbers. */
-function fixedStart(pool = 'read-only'): FixedStart {
+function fixedStart(pool = 'read-only', share = 0.25, sealed = 'v1.dev1.sealed\u00e9\n7'): FixedStart {
   const args: (string | number)[] = [
     `{pool:${pool}}:slots`,
     `{pool:${pool}}:busy`,
@@ -54,13 +54,13 @@ function fixedStart(pool = 'read-only'): FixedStart {
     '}',
     'islet:run:{',
     '}:events',
-    0.25,
+    share,
     3,
     31_000,
     604_800,
     2000,
     'status',
-    'v1.dev1.sealed\u00e9\n7',
+    sealed,
     'islet:run-progress',
     ' running',
   ];
@@ -95,7 +95,7 @@ function unbaked(
 }
 
 describe('a fused call baked with its names', () => {
-  it('gives the fetch its very KEYS and ARGV, carrying no key and 4 arguments', async () => {
+  it('gives the fetch its very KEYS and ARGV, carrying no key and 10 arguments', async () => {
     const base = probe();
     const baker = new BakedScript(base, FETCH);
     const fixed = fixedStart();
@@ -105,9 +105,11 @@ describe('a fused call baked with its names', () => {
     if (!baked) return;
     expect(baker.has(baked.script.sha)).toBe(true);
     expect(baker.has(base.sha)).toBe(false);
-    // BullMQ's time and options, the start's time, the delay.
+    // BullMQ's time and options; share, cap, lease ms, ttl, stream length, sealed event, the
+    // start's time; the delay. No name.
     expect(baked.keys).toEqual([]);
-    expect(baked.args).toHaveLength(4);
+    expect(baked.args).toHaveLength(10);
+    expect(baked.args.some((a) => typeof a === 'string' && a.includes('{pool:'))).toBe(false);
     const sent = unbaked(b, [], [], fixed, 1_796_584_541_215);
     const asSent = await base.run(r.a, sent.keys, sent.args);
     const asBaked = await baked.script.run(r.a, baked.keys, baked.args as (string | number)[]);
@@ -127,9 +129,9 @@ describe('a fused call baked with its names', () => {
       expect(baked).toBeDefined();
       if (!baked) return;
       // The target's set, the job's key and the metrics key, then the end's; BullMQ's 9, the end's,
-      // the start's time, the delay.
+      // the start's 6 terms and its time, the delay.
       expect(baked.keys).toEqual([b.keys[10], b.keys[11], b.keys[12]].concat(endKeys));
-      expect(baked.args).toHaveLength(9 + n + 2);
+      expect(baked.args).toHaveLength(9 + n + 8);
       const sent = unbaked(b, endKeys, endArgs, fixed, 1_796_584_541_300 + n);
       const asSent = (await base.run(r.a, sent.keys, sent.args)) as unknown[];
       const asBaked = await baked.script.run(r.a, baked.keys, baked.args as (string | number)[]);
@@ -155,6 +157,17 @@ describe('a fused call baked with its names', () => {
     expect(pool?.sha).not.toBe(first?.sha);
     expect(pool?.source).toContain("'{pool:other}:slots'");
     expect(baker.call(a.keys, a.args, [], [], { fixed: fixedStart(), nowMs: 5 }, 25)?.script).toBe(first);
+    // Other terms (another config's share, another seal key's event) are carried: the same text.
+    const terms = baker.call(
+      a.keys,
+      a.args,
+      [],
+      [],
+      { fixed: fixedStart('read-only', 0.5, 'v1.k2.x'), nowMs: 6 },
+      25,
+    );
+    expect(terms?.script).toBe(first);
+    expect(terms?.args).toContain('v1.k2.x');
   });
 
   it('sends a call not of its shape, or past 16 texts, unbaked', () => {

@@ -5,10 +5,13 @@
  * Redis parses each name and makes it a Lua string at every call; in the text they are constants
  * of the compiled script, made once (as the submit's add, admitted-add.ts `bakedAddScript`, round
  * 44 `handoff-terms`). Baked: BullMQ's queue keys and prefix (the call's BullMQ part), and the
- * start's arguments but its time (pool keys, key parts, terms, the start event: fetched-start-args.ts
- * `FixedStart`, the same object at every fetch of a worker). A call then carries only what differs:
- * BullMQ's other keys and arguments, whatever the script takes between BullMQ's and the start's (the
- * run's end), the start's time and the deferral's delay.
+ * start's 17 names (handoff-terms.ts `FIXED_START`: the pool's keys, the key parts, the start
+ * event's type, channel and wake-up text), taken from its fetched-start-args.ts `FixedStart` (the
+ * same object at every fetch of a worker). A call then carries only what differs between workers
+ * or calls: BullMQ's other keys and arguments, whatever the script takes between BullMQ's and the
+ * start's (the run's end), the start's terms (share, cap, lease ms, journal ttl, stream length,
+ * sealed event: per config and seal key, so a text is per mode and layout, as the compact
+ * registration's), its time and the deferral's delay.
  *
  * The baked text is the script's own after a header that makes `KEYS` and `ARGV` the very tables
  * the unbaked script is given (locals of those names: the text reads them, not Redis's), so it
@@ -19,8 +22,8 @@
  * or a call not of its shape, the caller sends the unbaked script as before (undefined).
  */
 import { LuaScript } from '@islet/core/lua-script';
-import type { FetchedStart, FixedStart } from './fetched-start-args.ts';
-import { luaLiteral } from './handoff-terms.ts';
+import { FETCHED_ARGS, type FetchedStart, type FixedStart } from './fetched-start-args.ts';
+import { FIXED_START, luaLiteral } from './handoff-terms.ts';
 
 type Arg = string | number | Buffer;
 
@@ -49,10 +52,17 @@ export interface BakeShape {
 /** Baked texts a script may have (one a worker's names): past it, names go as arguments. */
 const MAX_BAKED = 16;
 
+const FIXED = new Set<number>(FIXED_START);
+/** The start's positions carried (its terms), the time (the last) apart. */
+const CARRIED_START: number[] = [];
+for (let i = 0; i < FETCHED_ARGS - 1; i++) if (!FIXED.has(i)) CARRIED_START.push(i);
+
 interface Variant {
   fixed: FixedStart;
   /** BullMQ's names: its named keys in order, then its prefix. */
   names: string[];
+  /** The start's carried terms (`CARRIED_START` of `fixed`). */
+  carried: (string | number)[];
   script: LuaScript;
 }
 
@@ -107,7 +117,7 @@ export class BakedScript {
     return {
       script: variant.script,
       keys: moreKeys.length > 0 ? keys.concat(moreKeys) : keys,
-      args: args.concat(moreArgs, start.nowMs, delay),
+      args: args.concat(moreArgs, variant.carried, start.nowMs, delay),
     };
   }
 
@@ -134,7 +144,13 @@ export class BakedScript {
         if (typeof prefix !== 'string') return undefined;
         names.push(prefix);
       }
-      const source = `${this.header(names, fixed)}${this.base.source}`;
+      const startNames: string[] = [];
+      for (const i of FIXED_START) {
+        const name = fixed.args[i];
+        if (typeof name !== 'string') return undefined;
+        startNames.push(name);
+      }
+      const source = `${this.header(names, startNames)}${this.base.source}`;
       let script = this.texts.get(source);
       if (!script) {
         if (this.texts.size >= MAX_BAKED) return undefined;
@@ -142,7 +158,7 @@ export class BakedScript {
         this.texts.set(source, script);
         this.shas.add(script.sha);
       }
-      found = { fixed, names, script };
+      found = { fixed, names, carried: CARRIED_START.map((i) => fixed.args[i] as string | number), script };
       if (!made) {
         made = [];
         this.byFixed.set(fixed, made);
@@ -163,37 +179,48 @@ export class BakedScript {
     return this.shape.prefix === undefined || names[at.length] === bullArgs[this.shape.prefix];
   }
 
-  /** A header that rebuilds the unbaked call's KEYS and ARGV from `names`, `fixed` and the carried. */
-  private header(names: readonly string[], fixed: FixedStart): string {
+  /** A header that rebuilds the unbaked call's KEYS and ARGV from the names and the carried. */
+  private header(names: readonly string[], startNames: readonly string[]): string {
     const shape = this.shape;
     const keys: string[] = [];
     let named = 0;
     let carried = 0;
     for (let i = 0; i < shape.keys; i++)
       keys.push(this.keyName[i] ? luaLiteral(names[named++] as string) : `K[${++carried}]`);
-    const bull: string[] = [];
-    carried = 0;
-    for (let i = 0; i < shape.args; i++)
-      bull.push(i === shape.prefix ? luaLiteral(names[named] as string) : `A[${++carried}]`);
-    // The start's fixed arguments as the unbaked call's ARGV holds them: text (a number as ioredis
-    // writes it, `String`).
-    const start = fixed.args.map((a) => luaLiteral(String(a)));
     const keysLine = `local KEYS = {${keys.join(', ')}, unpack(K, ${this.carriedKeys() + 1})}`;
-    if (!shape.middle)
+    // The start's 24 as the unbaked call's ARGV holds them: its names as literals, its carried
+    // terms, time and the delay from `at(j)`, the j-th carried (1-based) after BullMQ's and the middle.
+    const start = (at: (j: number) => string): string[] => {
+      const out: string[] = [];
+      let fixedAt = 0;
+      let carriedAt = 0;
+      for (let i = 0; i < FETCHED_ARGS; i++)
+        out.push(FIXED.has(i) ? luaLiteral(startNames[fixedAt++] as string) : at(++carriedAt));
+      out.push(at(++carriedAt));
+      return out;
+    };
+    if (!shape.middle) {
+      const bull: string[] = [];
+      carried = 0;
+      for (let i = 0; i < shape.args; i++)
+        bull.push(i === shape.prefix ? luaLiteral(names[named] as string) : `A[${++carried}]`);
+      const after = carried;
       return `local K, A = KEYS, ARGV
 ${keysLine}
-local ARGV = {${bull.concat(start, `A[${carried + 1}]`, `A[${carried + 2}]`).join(', ')}}
+local ARGV = {${bull.concat(start((j) => `A[${after + j}]`)).join(', ')}}
 `;
-    // In place, in ascending order (each lands in the array part, grown once): the time and the
-    // delay moved past the start's fixed arguments, which take their places and those after.
-    const tail = start
-      .concat('now', 'delay')
-      .map((v, i) => `ARGV[${i === 0 ? 'n - 1' : i === 1 ? 'n' : `n + ${i - 1}`}] = ${v}`);
+    }
+    // In place, in ascending order (each lands in the array part, grown once): the carried tail
+    // (the start's terms and time, the delay) read first, then written with the names among them.
+    const tail = CARRIED_START.length + 2;
+    const c = Array.from({ length: tail }, (_, j) => `c${j + 1}`);
+    const reads = c.map((_, j) => `ARGV[p + ${j}]`);
+    const writes = start((j) => `c${j}`).map((v, i) => `ARGV[p + ${i}] = ${v}`);
     return `local K = KEYS
 ${keysLine}
-local n = #ARGV
-local now, delay = ARGV[n - 1], ARGV[n]
-${tail.join('\n')}
+local p = #ARGV - ${tail - 1}
+local ${c.join(', ')} = ${reads.join(', ')}
+${writes.join('\n')}
 `;
   }
 
