@@ -43,9 +43,9 @@ const SIDES = (process.env.SIDES ?? 'unbaked baked baked unbaked').split(' ');
 // `+` joins functions collected together: the request's parse (`processMultibulkBuffer`, its
 // argument objects made) and its arguments' free (`freeClientArgv`) beside the script call; the
 // restores' parse counts alike on both sides (the same bytes), their FLUSHALL not at all.
-const POINTS = (process.env.POINTS ?? 'evalGenericCommand evalGenericCommand+processMultibulkBuffer+freeClientArgv').split(
-  ' ',
-);
+const POINTS = (
+  process.env.POINTS ?? 'evalGenericCommand evalGenericCommand+processMultibulkBuffer+freeClientArgv'
+).split(' ');
 const mode = 'read-only';
 const out = `/tmp/end-start-baked-counts/${Date.now()}`;
 mkdirSync(out, { recursive: true });
@@ -218,7 +218,6 @@ async function side(name: string, point: string) {
       }) satisfies PendingEnd,
   );
   let before = new Map<string, number>();
-  let restores = 0;
   for (let i = -5; i < N; i++) {
     if (i === 0) {
       s.zero();
@@ -226,7 +225,6 @@ async function side(name: string, point: string) {
     }
     await redis.flushall();
     for (const [k, ttl, d] of snap) await redis.restore(k, ttl, d);
-    restores += snap.length;
     startedId = '';
     if (name === 'baked') await exec(redis as never, 'moveToFinished', bullCall);
     else {
