@@ -2,7 +2,8 @@
  * `node test/bench/baked-fetch-counts.ts`: Redis's instructions and the request's bytes of the
  * runner's fused fetch (fetch-start-store.ts) unbaked (its 11 keys, BullMQ's 3 arguments, the
  * start's 24 and the delay as arguments) and baked with the mode's names (@islet/runs
- * baked-fetch.ts: no key, 10 arguments), round 44 `fetch-baked`. A redis-server under valgrind's
+ * baked-fetch.ts: no key, 10 arguments), round 44 `fetch-baked`; round 45 `end-start-baked`: baked-call.ts,
+ * the start's fixed terms all baked, 4 arguments). A redis-server under valgrind's
  * callgrind per side and per collection point (`--toggle-collect`: `evalGenericCommand`, the
  * script call with its commands and its KEYS/ARGV tables; `readQueryFromClient`, that plus the
  * request's read and parse): one run's job (a fresh record, a job, a free slot) restored from one
@@ -14,7 +15,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { QUEUE_PREFIX } from '@islet/protocol';
-import { createCallJournal, createRunLifecycle, createRunStore, fetchLeaseBeginScript } from '@islet/runs';
+import {
+  createCallJournal,
+  createRunLifecycle,
+  createRunStore,
+  fetchLeaseBeginScript,
+  startArgsList,
+} from '@islet/runs';
 import { freePort, runFixture } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { version } from 'bullmq/dist/esm/version.js';
@@ -101,7 +108,7 @@ async function side(name: string, point: string): Promise<{ total: number; bytes
   for (const k of before) snap.push([k, (await redis.dumpBuffer(k)) as Buffer]);
   const fetchKeys = FETCH_KEY_NAMES.map((k) => queue.keys[k] ?? '');
   const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
-  const start = () => life.fetchedStartArgs(terms);
+  const start = () => life.fetchedStart(terms);
   const bull = (i: number) => [
     queue.toKey(''),
     Date.now(),
@@ -134,7 +141,12 @@ async function side(name: string, point: string): Promise<{ total: number; bytes
       for (const [k, d] of snap) await redis.restore(k, 0, d, 'REPLACE');
     }
     if (name === 'baked') await client.runCommand(`moveToActive:${version}`, [...fetchKeys, ...bull(i)]);
-    else await UNBAKED.run(redis, fetchKeys, (bull(i) as (string | number)[]).concat(start(), 60_000));
+    else
+      await UNBAKED.run(
+        redis,
+        fetchKeys,
+        (bull(i) as (string | number)[]).concat(startArgsList(start()), 60_000),
+      );
     if (i === -5) created = (await redis.keys('*')).filter((k) => !before.includes(k));
     bytes = respBytes(sent);
   }

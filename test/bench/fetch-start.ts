@@ -65,7 +65,7 @@ async function fused(id: string): Promise<number> {
   let answer: unknown;
   const client = startingClient(
     redis as never,
-    () => life.fetchedStartArgs(terms),
+    () => life.fetchedStart(terms),
     (_jobId, begun) => {
       answer = begun;
     },

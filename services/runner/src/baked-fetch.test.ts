@@ -1,5 +1,5 @@
 /**
- * The runner's fused fetch with the mode's names baked into its script (@islet/runs baked-fetch.ts,
+ * The runner's fused fetch with the mode's names baked into its script (@islet/runs baked-call.ts,
  * taken by fetch-start-store.ts `startingClient`) makes exactly the unbaked fetch's answer and
  * writes: the same state (DUMP/RESTORE of every key) fetched once by the unbaked script and once
  * through the runner's client, then every key read back — equal but for Redis's clock (the
@@ -13,7 +13,7 @@ import {
   createRunLifecycle,
   createRunStore,
   fetchLeaseBeginScript,
-  isBakedFetchSha,
+  startArgsList,
 } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
@@ -21,7 +21,7 @@ import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FETCH_AND_LOOK, FETCH_START_SHA, startingClient } from './fetch-start-store.ts';
+import { FETCH_AND_LOOK, FETCH_START_SHA, isBakedFetchSha, startingClient } from './fetch-start-store.ts';
 import { FETCH_KEY_NAMES } from './handoff-store.ts';
 
 const mode = 'read-only';
@@ -93,11 +93,13 @@ async function bothWays(token: string, t = terms) {
   const fetchKeys = FETCH_KEY_NAMES.map((k) => queue.keys[k] ?? '');
   const bull = [queue.toKey(''), at + 30, pack({ token, lockDuration: 30_000, name: 'vm' })];
   // The same start arguments both ways (its sealed event made once for the lifecycle's maker).
-  const start = life.fetchedStartArgs(t);
+  const start = life.fetchedStart(t);
   const answers: unknown[] = [];
   const states: Record<string, unknown>[] = [];
   await restore(snap);
-  answers.push(await UNBAKED.run(redis, fetchKeys, (bull as (string | number)[]).concat(start, 60_000)));
+  answers.push(
+    await UNBAKED.run(redis, fetchKeys, (bull as (string | number)[]).concat(startArgsList(start), 60_000)),
+  );
   states.push(await state());
   const unbakedHeld = await redis.script('EXISTS', FETCH_START_SHA);
   await restore(snap);

@@ -13,7 +13,7 @@ import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
-import { END_COMPLETE_START_SHA } from './end-complete-store.ts';
+import { isEndCompleteStartSha } from './end-complete-store.ts';
 import { createFairShare } from './fair-share.ts';
 
 let redis: Redis;
@@ -29,7 +29,7 @@ afterAll(() => h.close());
 const apartLeases = (sent: string[][]) =>
   sent.filter((c) => c[0] === 'evalsha' && c[3] === keys.poolSlots(mode) && (c[2] === '9' || c[2] === '6'));
 const fusedStarts = (sent: string[][]) =>
-  sent.filter((c) => c[0] === 'evalsha' && c[1] === END_COMPLETE_START_SHA).length;
+  sent.filter((c) => c[0] === 'evalsha' && isEndCompleteStartSha(c[1])).length;
 /** The order in which runs' work began (the harness's executor ECHOes it). */
 const workOrder = (seen: string[][]) =>
   seen.filter((c) => c[0] === 'echo' && c[1]?.startsWith('work ')).map((c) => c[1]?.split(' ')[1]);
@@ -240,7 +240,7 @@ describe("a completion that starts its next job's run (one server)", () => {
         if (sent.has(c)) calls.push([c]);
         else calls[calls.length - 1]?.push(c);
       }
-      const fused = calls.filter((c) => c[0]?.[0] === 'evalsha' && c[0][1] === END_COMPLETE_START_SHA);
+      const fused = calls.filter((c) => c[0]?.[0] === 'evalsha' && isEndCompleteStartSha(c[0][1]));
       expect(t.worker().completionStarts).toBe(3);
       const starting = fused.filter((c) => c.some(([n, k]) => n === 'zadd' && k === keys.poolBusy(mode)));
       expect(starting.length).toBe(3);

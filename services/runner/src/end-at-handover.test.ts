@@ -11,7 +11,7 @@ import { Scripts } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
-import { END_AND_COMPLETE_SHA, END_COMPLETE_START_SHA } from './end-complete-store.ts';
+import { END_AND_COMPLETE_SHA, isEndCompleteStartSha } from './end-complete-store.ts';
 
 let redis: Redis;
 const h = runnerHarness('end-at-handover-test');
@@ -36,7 +36,7 @@ describe("a run's end and its job's completion, sent as the end is handed over",
       // once `finish` returned, `ended true` once the end's answer came).
       const log = t.outcomes;
       run.mockImplementation(function (this: LuaScript, ...a) {
-        if (this.sha === END_AND_COMPLETE_SHA || this.sha === END_COMPLETE_START_SHA) log.push('fused sent');
+        if (this.sha === END_AND_COMPLETE_SHA || isEndCompleteStartSha(this.sha)) log.push('fused sent');
         return original.apply(this, a);
       });
       const handleCompleted = (

@@ -14,8 +14,18 @@
  * A completion that fetches its worker's next job (BullMQ's fetch-next) also starts that job's run
  * (`endCompleteStartScript`): its lease and attempt start as the fused fetch takes them
  * (fetch-start-store.ts), the answer handed over (`startNext.started`) before BullMQ sees the job.
+ * That call goes with the worker's names in its script's text (@islet/runs baked-call.ts), as the
+ * fused fetch's: only what differs between runs is sent.
  */
-import { endAndCompleteScript, endCompleteStartScript, FINISH_RUN_RELEASE, handedRefetch } from '@islet/runs';
+import {
+  BakedScript,
+  endAndCompleteScript,
+  endCompleteStartScript,
+  type FetchedStart,
+  FINISH_RUN_RELEASE,
+  handedRefetch,
+  startArgsList,
+} from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
@@ -33,8 +43,6 @@ const END_COMPLETE_START = endCompleteStartScript(
   FETCH_AND_LOOK,
   handedRefetch(moveToActive.content),
 );
-/** The hash of the fused call that also starts the next job's run. */
-export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
 /** moveToFinished's `fetchNext` argument (1: the completion brings the worker's next job), after its keys. */
 const FETCH_NEXT_ARG = 5;
 /**
@@ -43,6 +51,23 @@ const FETCH_NEXT_ARG = 5;
  */
 const COMPLETE_COMMAND = 'moveToFinished';
 const COMPLETE_KEYS = moveToFinished.keys;
+/**
+ * The fused call that also starts the next job's run, with the worker's names in its text:
+ * moveToFinished's queue keys baked (its 11th to 13th, the target's set, the job's key and the
+ * target's metrics, are carried); BullMQ's arguments, the end's keys and arguments carried as they are.
+ */
+const END_START_BAKED = new BakedScript(END_COMPLETE_START, {
+  keys: COMPLETE_KEYS,
+  names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13],
+  args: 9,
+  prefix: undefined,
+  middle: true,
+});
+/** The hash of the fused call that also starts the next job's run, unbaked (a call not of its shape). */
+export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
+/** Whether `sha` is the fused call that also starts the next job's run, unbaked or baked (tests tell its calls by it). */
+export const isEndCompleteStartSha = (sha: unknown): boolean =>
+  sha === END_COMPLETE_START_SHA || END_START_BAKED.has(sha);
 
 /**
  * BullMQ's `moveToFinished` checks its answer for an error code (`result < 0`) before it reads it.
@@ -80,8 +105,8 @@ export interface PendingEnd {
   fetchNone?: true;
   /** Set: a next job the completion brings has its run started in the same call. */
   startNext?: {
-    /** `fetch-lease-begin-11`'s arguments after BullMQ's (`fetchedStartArgs`). */
-    args(): (string | number)[];
+    /** `fetch-lease-begin-11`'s terms after BullMQ's arguments (`fetchedStart`). */
+    start(): FetchedStart;
     /** The next job's id and its start's answer, before the end's answer is given. */
     started(jobId: string, begun: unknown): void;
     /** A next job refused is moved to delayed in the call, and the one after it fetched (`FetchedHooks`). */
@@ -132,22 +157,34 @@ export function completingExec(
       args[COMPLETE_KEYS + FETCH_NEXT_ARG] = 0;
     }
     const redis = client as unknown as Redis;
+    const bullKeys = args.slice(0, COMPLETE_KEYS) as string[];
     const bullArgs = args.slice(COMPLETE_KEYS) as (string | number)[];
     const next = Number(bullArgs[FETCH_NEXT_ARG]) === 1 ? end.startNext : undefined;
-    // Joined by `concat` (one copy each), not spread: ~140 arguments a run's end, and a spread not
-    // yet optimized walks each array through its iterator, a result object an element.
-    const fusedKeys = (args.slice(0, COMPLETE_KEYS) as string[]).concat(end.keys);
     const counts = [COMPLETE_KEYS, bullArgs.length];
-    const fusedArgs = next
-      ? bullArgs.concat(end.args, counts, next.args(), deferArg(next.hooks))
-      : bullArgs.concat(end.args, counts);
     let reply: unknown[];
     try {
-      reply = (await (next ? END_COMPLETE_START : END_AND_COMPLETE).run(
-        redis,
-        fusedKeys,
-        fusedArgs,
-      )) as unknown[];
+      if (next) {
+        const start = next.start();
+        const delay = deferArg(next.hooks);
+        const endArgs = end.args.concat(counts);
+        // The worker's names in the script's text where they can be: the same reads and writes.
+        const baked = END_START_BAKED.call(bullKeys, bullArgs, end.keys, endArgs, start, delay);
+        reply = (await (baked
+          ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
+          : END_COMPLETE_START.run(
+              redis,
+              bullKeys.concat(end.keys),
+              bullArgs.concat(endArgs, startArgsList(start), delay),
+            ))) as unknown[];
+      } else {
+        // Joined by `concat` (one copy each), not spread: ~140 arguments a run's end, and a spread
+        // not yet optimized walks each array through its iterator, a result object an element.
+        reply = (await END_AND_COMPLETE.run(
+          redis,
+          bullKeys.concat(end.keys),
+          bullArgs.concat(end.args, counts),
+        )) as unknown[];
+      }
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.
       await runEndAlone(redis, end);

@@ -14,7 +14,7 @@ import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
-import { END_AND_COMPLETE_SHA, END_COMPLETE_START_SHA } from './end-complete-store.ts';
+import { END_AND_COMPLETE_SHA, isEndCompleteStartSha } from './end-complete-store.ts';
 
 let server: RedisServer;
 let redis: Redis;
@@ -29,9 +29,8 @@ afterAll(() => h.close());
 /** BullMQ's own completion script's hash: the call the fused one replaces. */
 const COMPLETE_SHA = createHash('sha1').update(moveToFinished.content).digest('hex');
 
-/** The fused call's hashes: without, and with, the next job's start (a completion fetching it). */
-const FUSED = [END_AND_COMPLETE_SHA, END_COMPLETE_START_SHA];
-const fusedCall = (sha: unknown) => FUSED.includes(String(sha));
+/** The fused call's hashes: without, and with, the next job's start (a completion fetching it, baked or not). */
+const fusedCall = (sha: unknown) => sha === END_AND_COMPLETE_SHA || isEndCompleteStartSha(sha);
 
 /** Script hashes a client sent (EVALSHA), in order. */
 const shas = (sent: string[][]) => sent.filter((c) => c[0] === 'evalsha').map((c) => c[1] ?? '');

@@ -18,7 +18,13 @@
  * turn of the event loop later), and the worker's next job fetched in its place: the worker never
  * holds a job it may not run (test/bench/README.md, round 26, `fair-fetch`).
  */
-import { bakedFetchCall, fetchAndLook, fetchLeaseBeginScript, isBakedFetchSha } from '@islet/runs';
+import {
+  BakedScript,
+  type FetchedStart,
+  fetchAndLook,
+  fetchLeaseBeginScript,
+  startArgsList,
+} from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
@@ -27,15 +33,28 @@ import type { Redis } from 'ioredis';
 /** BullMQ's fetch and the look behind it (`fetchAndLook`), the body of every fused fetch. */
 export const FETCH_AND_LOOK = fetchAndLook(moveToActive.content);
 const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(FETCH_AND_LOOK, 'nil', true);
+/** The name BullMQ's fetch calls its script by, and what it passes: 11 keys, 3 arguments. */
+const FETCH_COMMAND = `moveToActive:${version}`;
+const FETCH_KEYS = moveToActive.keys;
+const BULL_ARGS = 3;
+/**
+ * The fused fetch with the worker's names in its text (@islet/runs baked-call.ts): moveToActive's
+ * 11 keys and its prefix (its first argument) baked, its time and options carried.
+ */
+const FETCH_BAKED = new BakedScript(FETCH_LEASE_BEGIN, {
+  keys: FETCH_KEYS,
+  names: Array.from({ length: FETCH_KEYS }, (_, i) => i),
+  args: BULL_ARGS,
+  prefix: 0,
+  middle: false,
+});
 
 /** The fused script's hash, unbaked (a call not of its shape, or past the baked variants). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
 /** Whether `sha` is the fused fetch's, unbaked or baked with a mode's names (tests tell its calls by it). */
-export const isFetchStartSha = (sha: unknown): boolean => sha === FETCH_START_SHA || isBakedFetchSha(sha);
-/** The name BullMQ's fetch calls its script by, and what it passes: 11 keys, 3 arguments. */
-const FETCH_COMMAND = `moveToActive:${version}`;
-const FETCH_KEYS = moveToActive.keys;
-const FETCH_ARGS = FETCH_KEYS + 3;
+export const isFetchStartSha = (sha: unknown): boolean => sha === FETCH_START_SHA || FETCH_BAKED.has(sha);
+/** Whether `sha` is the fused fetch's baked with a worker's names (tests tell the path by it). */
+export const isBakedFetchSha = (sha: unknown): boolean => FETCH_BAKED.has(sha);
 
 /** A job whose lease a fused fetch refused and which it moved to the delayed set itself. */
 export interface MovedJob {
@@ -84,7 +103,7 @@ export function deferArg(hooks: FetchedHooks | undefined): number {
 
 /**
  * `client` for BullMQ's fetch, with the fetch's script call replaced by the fused one
- * (`extraArgs`: the run's start's arguments, `lifecycle.fetchedStartArgs`). A run's job comes back
+ * (`start`: the run's start's terms, `lifecycle.fetchedStart`). A run's job comes back
  * with its start's answer, given to `started` (job id, answer) before BullMQ sees the job; any
  * job with what the fetch saw behind it, given to `behind` (true: drained, its marker dropped).
  * With `hooks.deferMs`, a run's job whose lease is refused is moved to delayed by the script itself
@@ -92,24 +111,27 @@ export function deferArg(hooks: FetchedHooks | undefined): number {
  */
 export function startingClient(
   client: RedisClient,
-  extraArgs: () => (string | number)[],
+  start: () => FetchedStart,
   started: (jobId: string, begun: unknown) => void,
   behind: (drained: boolean) => void = () => undefined,
   hooks?: FetchedHooks,
 ): RedisClient {
   const runCommand = async (name: string, args: unknown[]): Promise<unknown> => {
     // Another BullMQ than the one this was written against: its own fetch, as it is.
-    if (name !== FETCH_COMMAND || args.length !== FETCH_ARGS) return client.runCommand(name, args);
+    if (name !== FETCH_COMMAND || args.length !== FETCH_KEYS + BULL_ARGS)
+      return client.runCommand(name, args);
     const keys = args.slice(0, FETCH_KEYS) as string[];
-    // `concat`, not a spread (an unoptimized spread walks each array through its iterator).
-    const all = (args.slice(FETCH_KEYS) as (string | number)[]).concat(extraArgs(), deferArg(hooks));
-    // The mode's names in the script's text where they can be (@islet/runs baked-fetch.ts): the
+    const bullArgs = args.slice(FETCH_KEYS) as (string | number)[];
+    const terms = start();
+    const delay = deferArg(hooks);
+    // The worker's names in the script's text where they can be (@islet/runs baked-call.ts): the
     // call carries only what differs between fetches; the same reads and writes.
-    const baked = bakedFetchCall(FETCH_LEASE_BEGIN, keys, all);
+    const baked = FETCH_BAKED.call(keys, bullArgs, [], [], terms, delay);
     const redis = client as unknown as Redis;
     const reply = (await (baked
-      ? baked.script.run(redis, [], baked.args as (string | number)[])
-      : FETCH_LEASE_BEGIN.run(redis, keys, all))) as unknown[];
+      ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
+      : // `concat`, not a spread (an unoptimized spread walks each array through its iterator).
+        FETCH_LEASE_BEGIN.run(redis, keys, bullArgs.concat(startArgsList(terms), delay)))) as unknown[];
     fetchedAnswer(reply, started, behind, hooks?.moved);
     return reply;
   };

@@ -8,12 +8,12 @@
  */
 import { keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { isBakedFetchSha, noteQueued, runJobOptions } from '@islet/runs';
+import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mode, runnerHarness, scriptsBeforeWork, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
-import { isFetchStartSha } from './fetch-start-store.ts';
+import { isBakedFetchSha, isFetchStartSha } from './fetch-start-store.ts';
 import type { SkillExecutor } from './skill-executor.ts';
 
 let redis: Redis;

@@ -6,7 +6,7 @@
  * is woken, so a job handed before that is popped or left on its key, and given back either way:
  * a closing worker runs no job it had not started.
  */
-import type { FixedTerms } from '@islet/runs';
+import { type FetchedStart, type FixedTerms, startArgsList } from '@islet/runs';
 import { Job, type RedisClient, type Worker } from 'bullmq';
 import type { CompletionArgsWriter } from './completion-args.ts';
 import {
@@ -42,7 +42,7 @@ export type WaitForJob = (bclient: RedisClient, blockUntil: number) => Promise<n
 export interface HandOffHooks {
   gate(): SlotGate | undefined;
   /** The worker's fetch start: whether a fetch may start its run now, and its arguments. */
-  start(): { on(): Promise<boolean>; args(): (string | number)[] } | undefined;
+  start(): { on(): Promise<boolean>; start(): FetchedStart } | undefined;
   /** Jobs a fetch brought have not started yet: the worker waits as BullMQ does, unregistered. */
   unstarted(): boolean;
   /** BullMQ's marker wait under way (its private `waiting`). */
@@ -119,7 +119,7 @@ export class HandOffWait<DataType> {
             token,
             lockDuration: opts.lockDuration ?? 30_000,
             name: opts.name ?? '',
-            startArgs: start.args(),
+            startArgs: startArgsList(start.start()),
             handOff: handOff.keys[2],
           }),
           Math.ceil(timeoutS * 1000) + handOff.graceMs,

@@ -52,13 +52,13 @@ export function createModeWorker(
   const blocking = blockingClientOf(worker);
   if (blocking) readRepliesDirect(blocking);
   const fairShare = ctx.share;
-  const fetchedStartArgs = executor.fetchedStartArgs;
+  const fetchedStart = executor.fetchedStart;
   // On one server with the fair share on, a fetch also takes a run's lease and begins its
   // attempt (fetch-start-store.ts): the pick-up is one script call.
-  if (fairShare && fetchedStartArgs) {
+  if (fairShare && fetchedStart) {
     worker.fetchStart = {
       on: () => fairShare.startsInFetch(),
-      args: () => fetchedStartArgs(fairShare.leaseTerms(mode)),
+      start: () => fetchedStart(fairShare.leaseTerms(mode)),
       giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
       // A refused job is moved to delayed by the fetch's own script, which fetches the next job in
       // its place: no slot holds a job it may not run (test/bench/README.md, round 26, `fair-fetch`).

@@ -97,7 +97,7 @@ export function deferRunEnd(
   const startNext =
     start && slotToken !== undefined && !host.isClosing() && !registered && (gate?.noResumeWaiting() ?? true)
       ? {
-          args: () => start.args(),
+          start: () => start.start(),
           hooks: start,
           started: (nextId: string, begun: unknown) => {
             host.started.set(nextId, begun);

@@ -2,6 +2,7 @@
  * The shapes ParkingWorker (parking-worker.ts) reads of BullMQ's privates, and its fetch start's
  * hooks; apart so the worker stays under ~400 lines.
  */
+import type { FetchedStart } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import type { CompletionArgsWriter } from './completion-args.ts';
 import type { MovedJob } from './fetch-start-store.ts';
@@ -18,8 +19,8 @@ export interface FetchLoopState {
 export interface FetchStart {
   /** Whether a fetch may start its run (one server, fair share on); asked at each fetch. */
   on(): Promise<boolean>;
-  /** The start's arguments after BullMQ's (made at each fetch). */
-  args(): (string | number)[];
+  /** The start's terms after BullMQ's arguments (made at each fetch: its time; `startArgsList` the arguments). */
+  start(): FetchedStart;
   /** Gives back the lease of a job whose start no processor took (BullMQ never ran it). */
   giveBack?: (tenant: string, jobId: string) => Promise<void>;
   /**

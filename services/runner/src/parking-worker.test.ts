@@ -235,7 +235,7 @@ describe('ParkingWorker', () => {
     let givenBack = 0;
     worker.fetchStart = {
       on: async () => false,
-      args: () => [],
+      start: () => ({ fixed: { args: [] }, nowMs: 0 }),
       // a's start is given back once x was deferred too, by a round trip.
       giveBack: async () => {
         freeX();

@@ -177,7 +177,7 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
       start && (await start.on())
         ? startingClient(
             client,
-            () => start.args(),
+            () => start.start(),
             (jobId, begun) => this.started.set(jobId, begun),
             (drained) => {
               this.drainedBehind = drained;

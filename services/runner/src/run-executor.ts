@@ -368,12 +368,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     return run && headOf(run);
   }
 
-  /** A fetch's arguments that also take the run's lease and begin its attempt (parking-worker.ts). */
-  const fetchedStartArgs = lifecycle.fetchedStartArgs;
+  /** A fetch's start terms that also take the run's lease and begin its attempt (parking-worker.ts). */
+  const fetchedStart = lifecycle.fetchedStart;
 
-  return { execute, giveUp, head, fetchedStartArgs };
+  return { execute, giveUp, head, fetchedStart };
 }
 
-/** An executor; one without `fetchedStartArgs` (a test's) leaves every start to its processor. */
-export type RunExecutor = Omit<ReturnType<typeof createRunExecutor>, 'fetchedStartArgs'> &
-  Partial<Pick<ReturnType<typeof createRunExecutor>, 'fetchedStartArgs'>>;
+/** An executor; one without `fetchedStart` (a test's) leaves every start to its processor. */
+export type RunExecutor = Omit<ReturnType<typeof createRunExecutor>, 'fetchedStart'> &
+  Partial<Pick<ReturnType<typeof createRunExecutor>, 'fetchedStart'>>;

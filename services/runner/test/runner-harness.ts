@@ -285,7 +285,7 @@ export function runnerHarness(name: string) {
       },
       giveUp: async () => undefined,
       head: async () => null,
-      ...(fused ? { fetchedStartArgs: life.fetchedStartArgs } : {}),
+      ...(fused ? { fetchedStart: life.fetchedStart } : {}),
     };
     const metrics = createMetrics({ component: name, defaults: false });
     const runner = createRunner({

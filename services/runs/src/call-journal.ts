@@ -20,7 +20,7 @@ import { hmacSha256, hmacSha256Key } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
-import { type FetchedStartTerms, fetchedStartArgs } from './fetched-start-args.ts';
+import { type FetchedStartTerms, fetchedStart } from './fetched-start-args.ts';
 import { JournalConflictError } from './journal-conflict-error.ts';
 import { claimPartField, type StoredEntry } from './journal-entry-layout.ts';
 import {
@@ -304,8 +304,8 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       return begunOf(reply, acquire !== undefined);
     },
 
-    fetchedStartArgs(terms: Omit<FetchedStartTerms, 'journalKey' | 'ttlSeconds' | 'nowMs'>) {
-      return fetchedStartArgs({ ...terms, journalKey: keyOf, ttlSeconds, nowMs: now() });
+    fetchedStart(terms: Omit<FetchedStartTerms, 'journalKey' | 'ttlSeconds' | 'nowMs'>) {
+      return fetchedStart({ ...terms, journalKey: keyOf, ttlSeconds, nowMs: now() });
     },
 
     async nextAttempt(runId: string): Promise<number> {

@@ -38,26 +38,37 @@ function wakeUpAfterRunId(start: FetchedStartTerms['start']): string {
   return after;
 }
 
-/** A worker's fixed start arguments (all but the time), by its start event's maker and its terms. */
-const startArgsMade = new WeakMap<
-  FetchedStartTerms['start'],
-  Map<
-    string,
-    {
-      journalKey: FetchedStartTerms['journalKey'];
-      runKey: FetchedStartTerms['runKey'];
-      args: (string | number)[];
-    }
-  >
->();
+/**
+ * A worker's start arguments but the time (the last), made once per its start maker, key makers
+ * and terms: the same object at every fetch of a worker, so a baked call (baked-call.ts) finds its
+ * variant by it, without comparing the names it holds.
+ */
+export interface FixedStart {
+  readonly args: readonly (string | number)[];
+}
+
+/** A fetch's start: the worker's fixed arguments and the fetch's time. */
+export interface FetchedStart {
+  fixed: FixedStart;
+  nowMs: number;
+}
+
+interface MadeStart extends FixedStart {
+  journalKey: FetchedStartTerms['journalKey'];
+  runKey: FetchedStartTerms['runKey'];
+}
+
+/** A worker's fixed start arguments, by its start event's maker and its terms. */
+const startArgsMade = new WeakMap<FetchedStartTerms['start'], Map<string, MadeStart>>();
 
 /**
- * `fetch-lease-begin-11`'s arguments after BullMQ's (its header names them). Made on every fetch
- * and every completion that fetches (the end's path, before its call is written), they are all the
- * same but the time: the rest is made once per start maker, key makers and terms, and copied (the
- * makers give the same text for the same id: the run store seals each status once).
+ * `fetch-lease-begin-11`'s arguments after BullMQ's (its header names them) as a fetch's start.
+ * Made on every fetch and every completion that fetches (the end's path, before its call is
+ * written), they are all the same but the time: the rest is made once per start maker, key makers
+ * and terms, and kept (the makers give the same text for the same id: the run store seals each
+ * status once).
  */
-export function fetchedStartArgs(t: FetchedStartTerms): (string | number)[] {
+export function fetchedStart(t: FetchedStartTerms): FetchedStart {
   let made = startArgsMade.get(t.start);
   if (!made) {
     made = new Map();
@@ -69,9 +80,19 @@ export function fetchedStartArgs(t: FetchedStartTerms): (string | number)[] {
     fixed = { journalKey: t.journalKey, runKey: t.runKey, args: startArgsOf(t).slice(0, -1) };
     made.set(terms, fixed);
   }
-  const args = fixed.args.slice();
-  args.push(t.nowMs);
+  return { fixed, nowMs: t.nowMs };
+}
+
+/** A fetch's start as the unbaked scripts take it: all 24 arguments, the time last. */
+export function startArgsList(start: FetchedStart): (string | number)[] {
+  const args = start.fixed.args.slice();
+  args.push(start.nowMs);
   return args;
+}
+
+/** `fetch-lease-begin-11`'s arguments after BullMQ's, the time last (`startArgsList` of `fetchedStart`). */
+export function fetchedStartArgs(t: FetchedStartTerms): (string | number)[] {
+  return startArgsList(fetchedStart(t));
 }
 
 /** All of them, the time last (handoff-terms.ts reads their names). */

@@ -166,11 +166,17 @@ export function bakeFixedTerms(source: string, fixed: FixedTerms, literal: (s: s
   return out;
 }
 
-/** A string as a Lua literal (every byte outside printable ASCII, `'` and `\` as a decimal escape). */
+/**
+ * A string as a Lua literal (every byte outside printable ASCII, `'` and `\` as a decimal escape of
+ * three digits: Lua reads up to three, so a shorter one followed by a digit would be misread).
+ */
 export function luaLiteral(s: string): string {
   let out = "'";
   for (const b of Buffer.from(s, 'utf8')) {
-    out += b >= 0x20 && b < 0x7f && b !== 0x27 && b !== 0x5c ? String.fromCharCode(b) : `\\${b}`;
+    out +=
+      b >= 0x20 && b < 0x7f && b !== 0x27 && b !== 0x5c
+        ? String.fromCharCode(b)
+        : `\\${String(b).padStart(3, '0')}`;
   }
   return `${out}'`;
 }

@@ -1,6 +1,6 @@
 export { LuaScript } from '@islet/core/lua-script';
 export { type AdmissionRide, admittedAddScript } from './admitted-add.ts';
-export { bakedFetchCall, isBakedFetchSha } from './baked-fetch.ts';
+export { type BakedCall, BakedScript, type BakeShape } from './baked-call.ts';
 export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietCompleteAsk, quietFetch } from './bull-quiet.ts';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { createCallJournal, JournalConflictError } from './call-journal.ts';
@@ -17,7 +17,13 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
-export type { FetchedStartTerms } from './fetched-start-args.ts';
+export {
+  type FetchedStart,
+  type FetchedStartTerms,
+  type FixedStart,
+  fetchedStartArgs,
+  startArgsList,
+} from './fetched-start-args.ts';
 export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
 export { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';

@@ -62,7 +62,7 @@ export function cancelledEnd(status: 'Failed' | 'Cancelled', message: string): F
 /** The status changes a run goes through, each in one place. */
 interface RunLifecycleDeps {
   runs: RunStore;
-  journal: Pick<CallJournal, 'beginAttempt' | 'fetchedAttempt' | 'fetchedStartArgs'>;
+  journal: Pick<CallJournal, 'beginAttempt' | 'fetchedAttempt' | 'fetchedStart'>;
 }
 
 /**
@@ -115,10 +115,10 @@ export function createRunLifecycle(deps: RunLifecycleDeps) {
     /**
      * What a worker's fetch adds to BullMQ's arguments so that it also takes the job's lease and
      * begins its run's attempt, as `beginAttempt` with a lease would (one server only; see
-     * `CallJournal.fetchedStartArgs`). Made at each fetch: the start's time is the fetch's.
+     * `CallJournal.fetchedStart`). Made at each fetch: the start's time is the fetch's.
      */
-    fetchedStartArgs(lease: Omit<LeaseTerms, 'tenant' | 'jobId'>) {
-      return journal.fetchedStartArgs({
+    fetchedStart(lease: Omit<LeaseTerms, 'tenant' | 'jobId'>) {
+      return journal.fetchedStart({
         ...lease,
         runKey: keys.run,
         start: startEvent,

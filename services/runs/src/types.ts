@@ -4,7 +4,7 @@
  * journal to replay a run from the top.
  */
 import type { BindingOutcome } from '@islet/protocol';
-import type { FetchedStartTerms } from './fetched-start-args.ts';
+import type { FetchedStart, FetchedStartTerms } from './fetched-start-args.ts';
 import type { LeaseAnswer, LeaseTerms, RunLease } from './lease-scripts.ts';
 
 /** Seals text at rest (AES-256-GCM in `@islet/core`); injected so the journal holds no keys. */
@@ -171,13 +171,12 @@ export interface CallJournal {
    */
   fetchedAttempt(lease: LeaseTerms | RunLease): BegunAttempt | undefined;
   /**
-   * The arguments a worker's fetch adds to BullMQ's so that the same script also takes the job's
-   * lease and begins its run's attempt (`fetch-lease-begin-11`, one server only); the lease's
-   * `begun` then carries its answer to `beginAttempt`, which runs no script of its own.
+   * What a worker's fetch adds to BullMQ's arguments so that the same script also takes the job's
+   * lease and begins its run's attempt (`fetch-lease-begin-11`, one server only; `startArgsList`
+   * makes the arguments, a baked call carries the time alone); the lease's `begun` then carries its
+   * answer to `beginAttempt`, which runs no script of its own.
    */
-  fetchedStartArgs(
-    terms: Omit<FetchedStartTerms, 'journalKey' | 'ttlSeconds' | 'nowMs'>,
-  ): (string | number)[];
+  fetchedStart(terms: Omit<FetchedStartTerms, 'journalKey' | 'ttlSeconds' | 'nowMs'>): FetchedStart;
   /** Polls until the call is `done` (for `in-flight` duplicates); undefined when `timeoutMs` passes first. */
   waitForOutcome(
     runId: string,

@@ -1,0 +1,279 @@
+/**
+ * A run's end fused with its job's completion and the next job's start (end-complete-store.ts,
+ * `endCompleteStartScript`), sent with the worker's names baked into its script (@islet/runs
+ * baked-call.ts), makes exactly the unbaked call's answer and writes: the same state (DUMP/RESTORE
+ * of every key) after a run's start, its end handed over, sent once as the unbaked script with
+ * every name as an argument and once through the runner's `completingExec`, then every key read
+ * back — equal but for Redis's clock (the lease's times, event ids), which the two calls read at
+ * different ms. Which path ran is read from Redis's script cache (flushed before each). Real
+ * redis-server, BullMQ, run store and journal.
+ */
+import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { QUEUE_PREFIX } from '@islet/protocol';
+import {
+  createCallJournal,
+  createRunLifecycle,
+  createRunStore,
+  endCompleteStartScript,
+  handedRefetch,
+  type RunLease,
+  startArgsList,
+} from '@islet/runs';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { Job, Queue, Worker } from 'bullmq';
+import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
+import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
+import { version } from 'bullmq/dist/esm/version.js';
+import type { Redis } from 'ioredis';
+import { pack } from 'msgpackr';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  completingExec,
+  END_COMPLETE_START_SHA,
+  isEndCompleteStartSha,
+  type PendingEnd,
+} from './end-complete-store.ts';
+import { FETCH_AND_LOOK, startingClient } from './fetch-start-store.ts';
+import { FETCH_KEY_NAMES } from './handoff-store.ts';
+
+const mode = 'read-only';
+const at = 1_796_584_541_000;
+let server: RedisServer;
+let redis: Redis;
+let queueConnection: Redis;
+let queue: Queue;
+/** A worker never run (no processor): its Scripts build the completion's keys and arguments, as the runner's do. */
+let worker: Worker;
+beforeAll(async () => {
+  server = await startRedis();
+  redis = createRedis(server.url);
+  queueConnection = redis.duplicate();
+  queue = new Queue('end-start-baked-test', { connection: queueConnection, prefix: QUEUE_PREFIX });
+  worker = new Worker('end-start-baked-test', null, {
+    connection: queueConnection,
+    prefix: QUEUE_PREFIX,
+    autorun: false,
+    lockDuration: 30_000,
+    name: 'vm',
+  });
+});
+afterAll(async () => {
+  await worker?.close();
+  await queue?.close();
+  queueConnection?.disconnect();
+  redis?.disconnect();
+  await server?.stop();
+});
+
+const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+const UNBAKED = endCompleteStartScript(
+  moveToFinished.content,
+  FETCH_AND_LOOK,
+  handedRefetch(moveToActive.content),
+);
+const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
+const DEFER_MS = 60_000;
+
+/** Every key and its content (hash fields sorted; a TTL as whether there is one). */
+async function state(): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const key of (await redis.keys('*')).sort()) {
+    const type = await redis.type(key);
+    const ttl = (await redis.pttl(key)) > 0;
+    let value: unknown;
+    if (type === 'string') value = await redis.get(key);
+    else if (type === 'hash') value = Object.entries(await redis.hgetall(key)).sort();
+    else if (type === 'list') value = await redis.lrange(key, 0, -1);
+    else if (type === 'set') value = (await redis.smembers(key)).sort();
+    else if (type === 'zset') value = await redis.zrange(key, 0, -1, 'WITHSCORES');
+    else if (type === 'stream') value = await redis.xrange(key, '-', '+');
+    out[key] = { type, ttl, value };
+  }
+  return out;
+}
+
+/** Redis's clock as the scripts read it (13-digit ms, a stream id's): the one difference allowed. */
+const clockless = (v: unknown) => JSON.stringify(v).replace(/\d{13}(-\d+)?(\.\d+)?/g, 'T');
+
+async function snapshot(): Promise<[string, number, Buffer][]> {
+  const out: [string, number, Buffer][] = [];
+  for (const key of await redis.keys('*')) {
+    const dump = await redis.dumpBuffer(key);
+    if (dump) out.push([key, Math.max(0, await redis.pttl(key)), dump]);
+  }
+  return out;
+}
+
+async function restore(snap: [string, number, Buffer][]) {
+  await redis.flushall();
+  await redis.script('FLUSH');
+  for (const [key, ttl, dump] of snap) await redis.restore(key, ttl, dump);
+}
+
+/**
+ * `first` (tenant `firstTenant`) started by a fused fetch, then ended with its end handed to the
+ * completion; from that state its completion fetching the next job sent both ways.
+ */
+async function bothWays(first: string, firstTenant: string, t = terms) {
+  const life = createRunLifecycle({
+    runs: createRunStore(redis, sealer),
+    journal: createCallJournal({ redis, sealer }),
+  });
+  const start = life.fetchedStart(t);
+  const token = `w1:${first}`;
+  // The first run's start, as the worker's fused fetch makes it.
+  const fetchKeys = FETCH_KEY_NAMES.map((k) => queue.keys[k] ?? '');
+  const fetching = startingClient(
+    redis as never,
+    () => start,
+    () => undefined,
+    () => undefined,
+    {
+      deferMs: DEFER_MS,
+    },
+  );
+  const fetched = (await fetching.runCommand(`moveToActive:${version}`, [
+    ...fetchKeys,
+    queue.toKey(''),
+    at + 10,
+    pack({ token, lockDuration: 30_000, name: 'vm' }),
+  ])) as unknown[];
+  expect(fetched[1]).toBe(first);
+  // Its end, handed to the completion (`deferEnd`): the end's keys and arguments.
+  let handed: { keys: string[]; args: (string | number)[] } | undefined;
+  const lease: RunLease = {
+    ...t,
+    tenant: firstTenant,
+    jobId: first,
+    acquired: () => undefined,
+    held: () => true,
+    released: () => undefined,
+    deferEnd: (k, a) => {
+      handed = { keys: k, args: a };
+      return new Promise(() => undefined);
+    },
+  };
+  await createRunStore(redis, sealer).finish(
+    { id: first, tenant: firstTenant, lease },
+    {
+      status: 'Completed',
+      result: { _tag: 'Completed', value: 1, logs: [] },
+      text: '1',
+      onEnded: () => undefined,
+    },
+  );
+  if (!handed) throw new Error('the end was not handed over');
+  const end = handed;
+  const job = await Job.fromId(queue, first);
+  const scripts = (worker as unknown as { scripts: { moveToCompletedArgs(...a: unknown[]): unknown[] } })
+    .scripts;
+  const bullCall = scripts.moveToCompletedArgs(job, '1', { count: 100 }, token, true);
+  const bullKeys = bullCall.slice(0, 14) as string[];
+  const bullArgs = bullCall.slice(14) as (string | number)[];
+  const snap = await snapshot();
+  const answers: unknown[] = [];
+  const states: Record<string, unknown>[] = [];
+  await restore(snap);
+  answers.push(
+    await UNBAKED.run(
+      redis,
+      bullKeys.concat(end.keys),
+      bullArgs.concat(end.args, [14, bullArgs.length], startArgsList(start), DEFER_MS),
+    ),
+  );
+  states.push(await state());
+  const unbakedHeld = await redis.script('EXISTS', END_COMPLETE_START_SHA);
+  await restore(snap);
+  const started: string[] = [];
+  let ended: unknown;
+  const pending: PendingEnd = {
+    keys: end.keys,
+    args: end.args,
+    resolve: (answer) => {
+      ended = answer;
+    },
+    reject: () => undefined,
+    startNext: {
+      start: () => start,
+      started: (id) => started.push(id),
+      hooks: { deferMs: DEFER_MS, moved: () => undefined },
+    },
+  };
+  const sent: string[] = [];
+  const exec = completingExec(
+    version,
+    async () => {
+      throw new Error('BullMQ’s own call: not expected');
+    },
+    (id) => (id === first ? pending : undefined),
+  );
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
+    if (command.name === 'evalsha') sent.push(String(command.args[0]));
+    return (send as (...a: unknown[]) => unknown)(command, ...rest);
+  }) as typeof redis.sendCommand;
+  try {
+    // The runner's call answers BullMQ with the completion's part and gives the end its own.
+    const completed = await exec(redis as never, 'moveToFinished', bullCall);
+    answers.push([ended, completed]);
+  } finally {
+    redis.sendCommand = send;
+  }
+  states.push(await state());
+  const bakedHeldUnbaked = await redis.script('EXISTS', END_COMPLETE_START_SHA);
+  return { answers, states, unbakedHeld, bakedHeldUnbaked, sent, started };
+}
+
+describe("a run's end, its completion and the next start, baked", () => {
+  it("answers and writes as the unbaked call: the next run's job started", async () => {
+    await redis.flushall();
+    await redis.hset(keys.poolSlots(mode), 'r1', `100:${Date.now() + 3_600_000}`);
+    for (const id of ['e1', 'e2', 'e3']) {
+      await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
+      await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: id });
+    }
+    const r = await bothWays('e1', 'acme');
+    // The unbaked ran the first time only; the runner's call never loaded it: a baked variant ran.
+    expect(r.unbakedHeld).toEqual([1]);
+    expect(r.bakedHeldUnbaked).toEqual([0]);
+    expect(r.sent).toHaveLength(1);
+    expect(isEndCompleteStartSha(r.sent[0])).toBe(true);
+    expect(r.sent[0]).not.toBe(END_COMPLETE_START_SHA);
+    const [unbaked = [], baked] = r.answers as unknown[][];
+    expect(clockless(baked)).toBe(clockless(unbaked));
+    // {the end's answer, the completion's}: the end written; the next job with its start's answer
+    // (a fifth element): its lease taken, its attempt begun.
+    const completion = unbaked[1] as unknown[];
+    expect((unbaked[0] as unknown[])[0]).toBe(1);
+    expect(completion[1]).toBe('e2');
+    expect(Array.isArray(completion[4])).toBe(true);
+    expect(r.started).toEqual(['e2']);
+    expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+    expect(await redis.hmget(keys.run('e1'), 'status', 'attempts')).toEqual(['Completed', '1']);
+    expect(await redis.hmget(keys.run('e2'), 'status', 'attempts')).toEqual(['Running', '1']);
+  });
+
+  it("answers and writes as the unbaked call: the next job's lease refused, the job moved to delayed and the one after fetched", async () => {
+    await redis.flushall();
+    // A cap of one run a tenant, acme's held by another of its runs: d2 is refused and moved; beta's d3 is fetched.
+    await redis.hset(keys.poolSlots(mode), 'r1', `100:${Date.now() + 3_600_000}`);
+    await redis.zadd(keys.poolBusy(mode), Date.now() + 3_600_000, 'acme-job');
+    await redis.zadd(keys.poolTenantLeases(mode, 'acme'), Date.now() + 3_600_000, 'acme-job');
+    for (const [id, tenant] of [
+      ['d1', 'beta'],
+      ['d2', 'acme'],
+      ['d3', 'beta'],
+    ] as const) {
+      await createRunStore(redis, sealer).create(runFixture(id, { mode, tenant, createdAt: at }));
+      await queue.add('run', { runId: id, tenant, enqueuedAtMs: at }, { jobId: id });
+    }
+    const r = await bothWays('d1', 'beta', { ...terms, cap: 1 });
+    expect(r.bakedHeldUnbaked).toEqual([0]);
+    const [unbaked = [], baked] = r.answers as unknown[][];
+    expect(clockless(baked)).toBe(clockless(unbaked));
+    expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+    expect(await redis.zscore(queue.keys.delayed ?? '', 'd2')).not.toBeNull();
+    expect((unbaked[1] as unknown[])[1]).toBe('d3');
+    expect(r.started).toEqual(['d3']);
+  });
+});
