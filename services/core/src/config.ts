@@ -145,6 +145,12 @@ export const configSchema = z.object({
   /** Jobs one runner process executes at once (one sandbox slot each). */
   ISLET_RUNNER_CONCURRENCY: int(4, 1),
   /**
+   * The niceness (0–19) every sandbox host of this runner sets on itself at start: tenants'
+   * programs and the hosts' next-isolate work below the runner's own threads in the runner's
+   * scheduling group (its container's cgroup). 0 leaves the hosts at the runner's.
+   */
+  ISLET_RUNNER_HOST_NICE: int(10, 0).pipe(z.number().max(19)),
+  /**
    * Runs per mode a runner keeps parked: a run whose binding call waits (a person's decision held
    * in place, a slow App, a `client` call) gives its slot back and waits outside the slots, so
    * slots bound CPU-bound work only; its time budget keeps counting. The worker takes up to

@@ -1,4 +1,5 @@
 /** The engine's options with their defaults applied (createEngine reads them once). */
+import { DEFAULT_HOST_NICE, MAX_NICE } from './host-priority.ts';
 import { DEFAULT_WATCHDOG_GRACE_MS } from './limits.ts';
 import { positiveInt } from './run-request.ts';
 import type { EngineOptions } from './types.ts';
@@ -23,6 +24,8 @@ export interface EngineSettings {
   maxGrowth: number;
   prewarm: boolean;
   maxStarting: number;
+  /** The hosts' niceness, 0 (unchanged) – 19. */
+  hostNice: number;
 }
 
 export function engineSettings(options: EngineOptions): EngineSettings {
@@ -40,5 +43,9 @@ export function engineSettings(options: EngineOptions): EngineSettings {
     ),
     prewarm: options.prewarm !== false,
     maxStarting: positiveInt(options.maxStartingHosts, DEFAULT_MAX_STARTING_HOSTS),
+    hostNice:
+      options.hostNice === undefined || !Number.isFinite(options.hostNice)
+        ? DEFAULT_HOST_NICE
+        : Math.max(0, Math.min(MAX_NICE, Math.floor(options.hostNice))),
   };
 }

@@ -39,6 +39,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     maxGrowth,
     prewarm,
     maxStarting,
+    hostNice,
   } = engineSettings(options);
   const readResident = options.residentBytesOf;
   const idle = new Map<string, HostProcess[]>();
@@ -78,6 +79,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         startupTimeoutMs,
         ...(options.wrapCommand ? { wrapCommand: options.wrapCommand } : {}),
         ...(options.hostEnv ? { env: options.hostEnv } : {}),
+        nice: hostNice,
       });
     } catch (err) {
       // A spare's failure reaches no run: without the event it would be seen nowhere.

@@ -27,6 +27,7 @@ const SOURCES = [
   'host-input.ts',
   'host-program-end.ts',
   'next-isolate.ts',
+  'host-priority.ts',
   'frame.ts',
   'limits.ts',
   'utf8.ts',

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
 import { HOST_ADDON_ARG, isolatedVmAddon } from './host-addon.ts';
 import { builtHostScript } from './host-build.ts';
+import { HOST_NICE_ENV } from './host-priority.ts';
 import { privateBytesOf, readStatusText, VM_RSS } from './host-status.ts';
 import { readHostFrames } from './host-stdout.ts';
 import { HOST_SEMI_SPACE_MB } from './limits.ts';
@@ -37,6 +38,8 @@ interface SpawnOptions {
   frameLimits?: FrameLimits;
   /** Environment of the host, beside HOST_ENV (a name given here wins). */
   env?: Record<string, string>;
+  /** The niceness the host sets on its threads at start (host-priority.ts); 0 or absent: none. */
+  nice?: number;
 }
 
 const MIB = 1024 * 1024;
@@ -97,7 +100,11 @@ export class HostProcess {
       let child: ChildProcess;
       try {
         child = spawn(command, args, {
-          env: { ...HOST_ENV, ...options.env },
+          env: {
+            ...HOST_ENV,
+            ...(options.nice ? { [HOST_NICE_ENV]: String(options.nice) } : {}),
+            ...options.env,
+          },
           stdio: ['pipe', 'pipe', 'pipe'],
         });
       } catch (e) {

@@ -10,6 +10,7 @@ import { installHarness, warmHarness } from './harness-install.ts';
 import { readStdinFrames } from './host-input.ts';
 import { isolatedVm } from './host-ivm.ts';
 import { send } from './host-output.ts';
+import { hostNiceFrom, raiseOwnNiceness } from './host-priority.ts';
 import { HostRun, type Prepared } from './host-run.ts';
 import { DEFAULT_MEMORY_MB, releaseHostSemiSpaceFlag } from './limits.ts';
 import { NextIsolate } from './next-isolate.ts';
@@ -23,6 +24,10 @@ const { readFileSync } = process.getBuiltinModule('node:fs');
 
 // `--max-semi-space-size` was for this process's own heap only; programs' isolates come next.
 releaseHostSemiSpaceFlag();
+
+// Below Islet's own processes before any isolate is made (host-priority.ts).
+const nice = hostNiceFrom(process.env);
+if (nice !== undefined) raiseOwnNiceness(nice);
 
 // Nothing but frames may reach stdout.
 for (const level of ['log', 'info', 'warn', 'error', 'debug'] as const) {

@@ -1,6 +1,7 @@
 export { abortQuietly } from './abort-reason.ts';
 export { createEngine } from './engine.ts';
 /** Absolute path of the sandbox host script (for the kernel sandbox's read rules). */
+export { DEFAULT_HOST_NICE } from './host-priority.ts';
 export { HOST_SCRIPT } from './host-process.ts';
 export {
   DEFAULT_MEMORY_MB,

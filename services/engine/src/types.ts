@@ -269,6 +269,11 @@ export interface EngineOptions {
   maxStartingHosts?: number;
   /** Environment of the sandbox host process, beside host-process.ts' HOST_ENV (a name here wins). */
   hostEnv?: Record<string, string>;
+  /**
+   * The sandbox hosts' niceness, 0–19, which each host sets on its own threads at start
+   * (host-priority.ts): below Islet's own processes. Default `DEFAULT_HOST_NICE` (10); 0 leaves it.
+   */
+  hostNice?: number;
   /** Told about every sandbox host process start, exit and replacement (metrics). Must not throw. */
   onProcessEvent?: (event: ProcessEvent) => void;
 }

@@ -110,6 +110,7 @@ for (const mode of config.ISLET_RUNNER_MODES) {
     maxIdlePerPartition: config.ISLET_RUNNER_CONCURRENCY,
     // …but not per tenant without bound: a runner serving many tenants keeps this many at most.
     maxIdleTotal: Math.max(8, 2 * config.ISLET_RUNNER_CONCURRENCY),
+    hostNice: config.ISLET_RUNNER_HOST_NICE,
     ...(config.ISLET_SANDBOX_JAIL === 'on'
       ? { wrapCommand: wrapCommandForMode(mode, { workspaceRoot }) }
       : {}),
