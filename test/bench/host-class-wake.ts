@@ -4,7 +4,7 @@
  * host making its next isolate) and a "woken" process (a node process blocked reading a pipe, like
  * Redis waiting for its fsync or the runner for its hand-off) are both pinned to CPU 1; this process,
  * on CPU 0, writes its CLOCK_MONOTONIC time into the pipe every 2–4 ms and the woken process reports
- * how late it read it (µs). Each setting varies the host's class (none, nice 19, SCHED_IDLE, a 0.1 ms
+ * how late it read it (µs). Each setting varies the host's class (none, nice 10, nice 19, SCHED_IDLE, a 0.1 ms
  * EEVDF slice via test/bench/sched-slice.c) and whether the woken process shares the host's
  * scheduling group (same session: one autogroup here; `setsid`: a group of its own, as every
  * devstack/bench process spawned `detached` is, and as another pod's processes are under cgroups).
@@ -28,17 +28,18 @@ for(;;){const e=now()+${BURST_US};while(now()<e){}Atomics.wait(s,0,0,${GAP_US / 
 const WOKEN_JS = `const out=[];let buf='';process.stdin.on('data',(d)=>{const at=Number(process.hrtime.bigint());buf+=d;
 let i;while((i=buf.indexOf('\\n'))>=0){const l=buf.slice(0,i);buf=buf.slice(i+1);if(l==='end'){process.stdout.write(JSON.stringify(out));process.exit(0);}out.push((at-Number(l))/1e3);}});`;
 
-type Class = 'none' | 'normal' | 'nice19' | 'idle' | 'slice';
+type Class = 'none' | 'normal' | 'nice10' | 'nice19' | 'idle' | 'slice';
 const settings: { host: Class; group: 'same' | 'other' }[] = [];
 for (const group of ['same', 'other'] as const)
-  for (const host of ['none', 'normal', 'nice19', 'idle', 'slice'] as const)
+  for (const host of ['none', 'normal', 'nice10', 'nice19', 'idle', 'slice'] as const)
     if (host !== 'slice' || existsSync(SLICE_TOOL)) settings.push({ host, group });
 
 execFileSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
 
 function startHost(cls: Class): ChildProcess | undefined {
   if (cls === 'none') return undefined;
-  const pre = cls === 'idle' ? ['chrt', '-i', '0'] : cls === 'nice19' ? ['nice', '-n', '19'] : [];
+  const pre =
+    cls === 'idle' ? ['chrt', '-i', '0'] : cls.startsWith('nice') ? ['nice', '-n', cls.slice(4)] : [];
   const argv = [...pre, 'taskset', '-c', '1', process.execPath, '-e', HOST_JS];
   const child = spawn(argv[0]!, argv.slice(1), { stdio: 'ignore' });
   if (cls === 'slice') setTimeout(() => execFileSync(SLICE_TOOL, ['100000', String(child.pid)]), 100);
