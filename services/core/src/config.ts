@@ -147,9 +147,11 @@ export const configSchema = z.object({
   /**
    * The niceness (0–19) every sandbox host of this runner sets on itself at start: tenants'
    * programs and the hosts' next-isolate work below the runner's own threads in the runner's
-   * scheduling group (its container's cgroup). 0 leaves the hosts at the runner's.
+   * scheduling group (its container's cgroup). 0 (default) leaves the hosts at the runner's: the
+   * hosts then get ~1/10 of a CPU the runner's group also wants, and the one-client path's waits it
+   * reached were small (test/bench/README.md, round 45 `host-nice`).
    */
-  ISLET_RUNNER_HOST_NICE: int(10, 0).pipe(z.number().max(19)),
+  ISLET_RUNNER_HOST_NICE: int(0, 0).pipe(z.number().max(19)),
   /**
    * Runs per mode a runner keeps parked: a run whose binding call waits (a person's decision held
    * in place, a slow App, a `client` call) gives its slot back and waits outside the slots, so

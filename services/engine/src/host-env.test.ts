@@ -1,10 +1,11 @@
 /**
  * The sandbox host's environment as the kernel gave it to the real process (/proc/<pid>/environ):
- * HOST_ENV's malloc settings reach every host, beside what `hostEnv` adds, and a name given there
- * wins.
+ * HOST_ENV's malloc settings and the niceness the host sets on itself (host-priority.ts) reach every
+ * host, beside what `hostEnv` adds, and a name given there wins.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_HOST_NICE, HOST_NICE_ENV } from './host-priority.ts';
 import { HOST_ENV } from './host-process.ts';
 import { createEngine } from './index.ts';
 
@@ -22,8 +23,15 @@ function environOf(pid: number): Record<string, string> {
   return Object.fromEntries(entries);
 }
 
-async function hostEnvironment(hostEnv?: Record<string, string>): Promise<Record<string, string>> {
-  const engine = createEngine({ prewarm: false, ...(hostEnv ? { hostEnv } : {}) });
+async function hostEnvironment(
+  hostEnv?: Record<string, string>,
+  hostNice?: number,
+): Promise<Record<string, string>> {
+  const engine = createEngine({
+    prewarm: false,
+    ...(hostEnv ? { hostEnv } : {}),
+    ...(hostNice === undefined ? {} : { hostNice }),
+  });
   try {
     const out = await engine.execute('return 1');
     expect(out.status).toBe('completed');
@@ -37,7 +45,13 @@ async function hostEnvironment(hostEnv?: Record<string, string>): Promise<Record
 describe("the sandbox host's environment", () => {
   it("holds glibc malloc's top pad and mmap threshold, and nothing else by default", async () => {
     expect(HOST_ENV.GLIBC_TUNABLES).toBe('glibc.malloc.top_pad=1048576:glibc.malloc.mmap_threshold=4194304');
+    expect(DEFAULT_HOST_NICE).toBe(0);
     expect(await hostEnvironment()).toEqual({ GLIBC_TUNABLES: HOST_ENV.GLIBC_TUNABLES });
+    // hostNice: the host is told the niceness to set on itself (host-priority.test.ts reads it set).
+    expect(await hostEnvironment(undefined, 10)).toEqual({
+      GLIBC_TUNABLES: HOST_ENV.GLIBC_TUNABLES,
+      [HOST_NICE_ENV]: '10',
+    });
   });
 
   it('adds what hostEnv gives, and a name given there wins', async () => {
@@ -45,8 +59,11 @@ describe("the sandbox host's environment", () => {
       GLIBC_TUNABLES: HOST_ENV.GLIBC_TUNABLES,
       ISLET_PROBE: '1',
     });
-    expect(await hostEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=1' })).toEqual({
+    expect(
+      await hostEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=1', [HOST_NICE_ENV]: '3' }),
+    ).toEqual({
       GLIBC_TUNABLES: 'glibc.malloc.arena_max=1',
+      [HOST_NICE_ENV]: '3',
     });
   });
 });

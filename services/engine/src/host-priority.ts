@@ -6,7 +6,8 @@
  * a woken nice-0 thread waits behind a nice-0 host for the rest of the host's slice (EEVDF's
  * run-to-parity); behind a niced host it waits less (test/bench/README.md, round 45 `host-nice`). A
  * tenant's busy program then also yields to the runner's lease renewals and watchdogs. Threads of
- * other groups (Redis, the gateway: other pods) are weighed against the group, not the host.
+ * other groups (Redis, the gateway: other pods) are weighed against the group, not the host: the
+ * host's niceness does not reach them.
  *
  * The host sets it on itself, before any program runs, so that it holds under every launcher: the
  * kernel sandbox's islet-jail starts it as another uid, which the engine could not renice from
@@ -15,8 +16,15 @@
 
 /** The environment variable the engine names the niceness in (a whole number 1–19; absent: unchanged). */
 export const HOST_NICE_ENV = 'ISLET_HOST_NICE';
-/** The niceness of a sandbox host unless the engine is told otherwise (`EngineOptions.hostNice`). */
-export const DEFAULT_HOST_NICE = 10;
+/**
+ * The niceness of a sandbox host unless the engine is told otherwise (`EngineOptions.hostNice`): 0,
+ * unchanged. Measured at 10 (test/bench/README.md, round 45 `host-nice`): the wait it was for (Redis
+ * behind a host's make, on the end hop) is between groups and did not move; inside the group a niced
+ * host gets ~1/10 of a CPU its nice-0 neighbours want, and timing-bound engine tests failed under
+ * this box's load (3 of 92 at 10, 0 of 92 at 0). An operator who wants tenants' programs below the
+ * runner sets ISLET_RUNNER_HOST_NICE.
+ */
+export const DEFAULT_HOST_NICE = 0;
 /** Linux's largest niceness. */
 export const MAX_NICE = 19;
 

@@ -271,7 +271,8 @@ export interface EngineOptions {
   hostEnv?: Record<string, string>;
   /**
    * The sandbox hosts' niceness, 0–19, which each host sets on its own threads at start
-   * (host-priority.ts): below Islet's own processes. Default `DEFAULT_HOST_NICE` (10); 0 leaves it.
+   * (host-priority.ts): below Islet's own processes. Default `DEFAULT_HOST_NICE` (0: left as the
+   * engine's).
    */
   hostNice?: number;
   /** Told about every sandbox host process start, exit and replacement (metrics). Must not throw. */

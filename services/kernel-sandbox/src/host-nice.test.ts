@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
-import { createEngine, DEFAULT_HOST_NICE, type ProcessEvent } from '@islet/engine';
+import { createEngine, type ProcessEvent } from '@islet/engine';
 import { describe, expect, it } from 'vitest';
 import { requireRoot } from '../test/test-helpers.ts';
 import { wrapCommandForMode } from './jail.ts';
@@ -26,11 +26,12 @@ const niceOf = (pid: number, tid: string) => {
 };
 
 describe('a jailed sandbox host’s niceness', () => {
-  it('is DEFAULT_HOST_NICE on every thread of the jailed host, which runs as another uid', async () => {
+  it('is what hostNice names on every thread of the jailed host, which runs as another uid', async () => {
     requireRoot('islet-jail’s per-run uid');
     const events: ProcessEvent[] = [];
     const engine = createEngine({
       prewarm: false,
+      hostNice: 10,
       wrapCommand: wrapCommandForMode('read-only', { require: 'full' }),
       onProcessEvent: (e) => events.push(e),
     });
@@ -46,7 +47,7 @@ describe('a jailed sandbox host’s niceness', () => {
       const host = hosts[0]!;
       const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${host}/status`, 'utf8'))![1]);
       expect(uid).not.toBe(process.getuid?.());
-      const want = Math.max(getPriority(process.pid), DEFAULT_HOST_NICE);
+      const want = Math.max(getPriority(process.pid), 10);
       const threads = readdirSync(`/proc/${host}/task`);
       expect(threads.length).toBeGreaterThan(1);
       expect(threads.filter((tid) => niceOf(host, tid) !== want)).toEqual([]);
