@@ -26,6 +26,7 @@
  *   SLICE_NS=100000 …   the path's main threads ask for a 0.1 ms slice first (gcc -O2 -o
  *                       /tmp/sched-slice test/bench/sched-slice.c; SLICE_TOOL names another path)
  *   HOST_SLICE_NS=100000 …   the sandbox hosts' main threads ask for it instead
+ *   HOST_POLICY=idle|batch|nice:<n> …   every sandbox host thread put in that class (needs chrt/renice)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -91,6 +92,23 @@ if (reread) {
     const hostMains = label.filter(([, l]) => l === 'host').map(([tid]) => String(tid));
     if (process.env.HOST_SLICE_NS && hostMains.length)
       execFileSync(process.env.SLICE_TOOL ?? '/tmp/sched-slice', [process.env.HOST_SLICE_NS, ...hostMains]);
+    // HOST_POLICY (round 45, `host-nice`): every thread of every sandbox host put in a scheduling
+    // class from outside (`idle`, `batch`: chrt; `nice:<n>`: renice, thread by thread), to see where
+    // a host's make's waits go before the product does it at spawn.
+    const policy = process.env.HOST_POLICY;
+    if (policy) {
+      const hostTids = label
+        .filter(([, l]) => l === 'host' || l.startsWith('host:'))
+        .map(([tid]) => String(tid));
+      for (const tid of hostTids) {
+        if (policy === 'idle' || policy === 'batch')
+          execFileSync('chrt', [policy === 'idle' ? '-i' : '-b', '-p', '0', tid]);
+        else if (policy.startsWith('nice:'))
+          execFileSync('renice', ['-n', policy.slice(5), '-p', tid], { stdio: 'ignore' });
+        else throw new Error(`HOST_POLICY ${policy}: idle, batch or nice:<n>`);
+      }
+      console.log(`HOST_POLICY ${policy}: ${hostTids.length} host threads`);
+    }
     const onlyMains = Object.values(mains)
       .map((tid) => `common_pid == ${tid}`)
       .join(' || ');
