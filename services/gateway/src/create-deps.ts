@@ -73,7 +73,7 @@ export async function createGatewayDeps(
     config.ISLET_WRITE_FORMAT,
     // A runner killed while registered idle was handed a job: taken back for a live one.
     (r) =>
-      logger.info(
+      logger.warn(
         { jobId: r.jobId, handOff: r.handOff, moved: r.moved },
         'handed job taken back: its worker never took it',
       ),
