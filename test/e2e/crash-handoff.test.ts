@@ -9,7 +9,8 @@
  * stalled, and the new runner runs it once. Real processes (devstack: redis-server, a gateway, a
  * runner). No time is asserted: which path the job took (its lock token, its events, its stalled
  * count), its attempts, its one completion. Fails on 9ec25e04: the job is taken back by the stalled
- * check (`stc` 1, a `stalled` event, no `waiting` from `active`).
+ * check (its events `waiting<-active` and `stalled`: "expected [ 'waiting<-active', 'stalled' ] to not
+ * include 'stalled'", 37 s into the test).
  */
 import { createRedis, keys } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
@@ -83,7 +84,7 @@ describe('a runner killed while registered idle for the hand-off', () => {
     expect(record.status).toBe('Completed');
     const seen = await events(id);
     // The way back: BullMQ's move from active to wait (the gateway's take-back), never its stalled
-    // check (9ec25e04: `stalled`, stc 1).
+    // check (9ec25e04: `stalled` after the same `waiting<-active`, stc 1).
     expect(seen, c.output('gateway', 0)).toContain('waiting<-active');
     expect(seen).not.toContain('stalled');
     expect(await redis!.hget(`${QUEUE}${id}`, 'stc')).toBeNull();
