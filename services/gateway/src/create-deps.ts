@@ -71,6 +71,12 @@ export async function createGatewayDeps(
     (err) => logger.warn({ err }, 'queue connection error'),
     config.ISLET_IDLE_HANDOFF === 'on',
     config.ISLET_WRITE_FORMAT,
+    // A runner killed while registered idle was handed a job: taken back for a live one.
+    (r) =>
+      logger.warn(
+        { jobId: r.jobId, handOff: r.handOff, moved: r.moved },
+        'handed job taken back: its worker never took it',
+      ),
   );
   const { queues } = runQueue;
   // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:

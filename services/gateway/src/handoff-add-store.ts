@@ -19,6 +19,7 @@ import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
+import { HandedWatch, type Reclaimed } from './handoff-reclaim-store.ts';
 
 const HAND_OFF_ADD = handOffAddScript(addStandardJob.content, moveToActive.content);
 /** The script's hash (tests count its calls). */
@@ -36,6 +37,18 @@ interface ExecScripts {
 export type RidingAdd = (ride: AdmissionRide, args: unknown[]) => Promise<unknown>;
 
 const ridingAdds = new WeakMap<Queue, RidingAdd>();
+const watches = new WeakMap<Queue, HandedWatch>();
+
+/** The watch on `queue`'s hand-offs (handoff-reclaim-store.ts), where `handingAdds` made its adds hand off. */
+export function handedWatchOf(queue: Queue): HandedWatch | undefined {
+  return watches.get(queue);
+}
+
+/** Where `handingAdds` watches its hand-offs: after `reclaimMs` (0: not watched), `onReclaimed` told. */
+export interface HandOffWatchOptions {
+  reclaimMs?: number;
+  onReclaimed?: (r: Reclaimed) => void;
+}
 
 /**
  * The add of `queue` that carries a submit's admission in its own script (`@islet/runs`
@@ -51,7 +64,7 @@ export function ridingAddOf(queue: Queue): RidingAdd | undefined {
  * handoff-terms.ts) the adds then read, the names they leave out in the scripts' text; without
  * it, only the full form is read (a compact one is taken for unusable: the worker fetches the job).
  */
-export function handingAdds(queue: Queue, mode?: string): void {
+export function handingAdds(queue: Queue, mode?: string, watching: HandOffWatchOptions = {}): void {
   const scripts = (queue as unknown as { scripts?: ExecScripts }).scripts;
   if (!scripts || typeof scripts.execCommand !== 'function' || scripts.version !== version) return;
   const exec = scripts.execCommand.bind(scripts);
@@ -64,6 +77,18 @@ export function handingAdds(queue: Queue, mode?: string): void {
   // do: runAdds' are made once a queue), so the ride finds the script with these names in its text
   // (`@islet/runs` admitted-add.ts `bakedAddScript`) by the array (round 43 `submit-floor`).
   let keys: string[] = [];
+  // A job handed to a worker that never takes it (killed while registered) is taken back after
+  // `reclaimMs`, not left to BullMQ's stalled check (handoff-reclaim-store.ts); 0 turns the watch
+  // off (the script's answer is still read apart).
+  const watch =
+    watching.reclaimMs === 0 ? undefined : new HandedWatch(queue, watching.reclaimMs, watching.onReclaimed);
+  if (watch) watches.set(queue, watch);
+  /** The add's answer for BullMQ: a hand-off's {answer, key, token} noted on the watch, its answer alone. */
+  const read = (reply: unknown): unknown => {
+    if (!Array.isArray(reply)) return reply;
+    watch?.note(String(reply[1]), String(reply[2]));
+    return reply[0];
+  };
   ridingAdds.set(queue, (ride, args) => {
     let same = keys.length === ADD_KEYS + 3;
     for (let i = 0; same && i < ADD_KEYS; i++) same = keys[i] === args[i];
@@ -73,14 +98,16 @@ export function handingAdds(queue: Queue, mode?: string): void {
       keys = args.slice(0, ADD_KEYS) as string[];
       keys.push(prioritized, idle, idleArgs);
     }
-    return ride.send(HAND_OFF_ADD, keys, args.slice(ADD_KEYS) as (string | Buffer)[], fixed);
+    return ride.send(HAND_OFF_ADD, keys, args.slice(ADD_KEYS) as (string | Buffer)[], fixed).then(read);
   });
   scripts.execCommand = (client, name, args) => {
     if (name !== ADD_COMMAND || args.length !== ADD_KEYS + 3) return exec(client, name, args);
-    return own.run(
-      client as unknown as Redis,
-      [...(args.slice(0, ADD_KEYS) as string[]), prioritized, idle, idleArgs],
-      args.slice(ADD_KEYS) as (string | number)[],
-    );
+    return own
+      .run(
+        client as unknown as Redis,
+        [...(args.slice(0, ADD_KEYS) as string[]), prioritized, idle, idleArgs],
+        args.slice(ADD_KEYS) as (string | number)[],
+      )
+      .then(read);
   };
 }

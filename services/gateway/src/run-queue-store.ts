@@ -17,6 +17,7 @@ import {
 } from '@islet/runs';
 import { type Job, Queue } from 'bullmq';
 import { handingAdds } from './handoff-add-store.ts';
+import type { Reclaimed } from './handoff-reclaim-store.ts';
 import type { JobEvents } from './job-events-store.ts';
 import { type RunAdd, runAdds } from './run-add-store.ts';
 
@@ -62,6 +63,7 @@ export function enqueueStamp(): number {
 /**
  * `handOff`: a run's add also hands its job to a worker registered idle (handoff-add-store.ts,
  * ISLET_IDLE_HANDOFF); a registration exists only where runners fetch with the run's start (one server).
+ * `onReclaimed`: told of each job a hand-off's watch took back from a worker that never took it.
  * `writeFormat` (ISLET_WRITE_FORMAT): `'2'` leaves the run id out of a run's job data when its job id
  * is the run's (every reader since round 40 reads it from there: @islet/runs `jobRunId`).
  */
@@ -70,6 +72,7 @@ export function createRunQueueStore(
   onError: (err: Error) => void,
   handOff = false,
   writeFormat: WriteFormat = DEFAULT_WRITE_FORMAT,
+  onReclaimed?: (r: Reclaimed) => void,
 ) {
   // The stamps' clock offset read now (a few ms of spinning, once), not at the first submit.
   enqueueStamp();
@@ -83,7 +86,8 @@ export function createRunQueueStore(
     const q = queues[mode];
     q.on('error', onError);
     // Its mode: the adds read its runners' compact registrations too (@islet/runs handoff-terms.ts).
-    if (handOff) handingAdds(q, mode);
+    // A job handed to a runner killed while registered is taken back (handoff-reclaim-store.ts).
+    if (handOff) handingAdds(q, mode, { onReclaimed });
   }
   const adds = Object.fromEntries(SANDBOX_MODES.map((mode) => [mode, runAdds(queues[mode])])) as Record<
     SandboxMode,

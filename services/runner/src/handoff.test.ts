@@ -45,10 +45,13 @@ afterAll(() => h.close());
 
 const idle = (t: RunnerUnderTest) => untilIdle(redis, t);
 
-/** A queue whose adds hand off, as the gateway's. */
-function handingQueue(): Queue {
+/**
+ * A queue whose adds hand off, as the gateway's. `reclaimMs`: its watch on hand-offs a worker never
+ * took (handoff-reclaim.test.ts); 0, none (a gateway that restarted since: the stalled check's case).
+ */
+function handingQueue(reclaimMs?: number): Queue {
   const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
-  handingAdds(q);
+  handingAdds(q, undefined, { reclaimMs });
   return q;
 }
 
@@ -407,9 +410,9 @@ describe('direct hand-off to an idle worker (one server)', () => {
     }
   });
 
-  it('a worker killed after being handed a job: the job is taken back as stalled and its run ends once', async () => {
+  it('a worker killed after being handed a job, its gateway gone too (no watch): the job is taken back as stalled and its run ends once', async () => {
     const first = await setUp('killed', true, undefined, { handOff: true });
-    const q = handingQueue();
+    const q = handingQueue(0);
     let second: RunnerUnderTest | undefined;
     try {
       const dead = await deadRegistration(first, 'kw', 'killed-1');

@@ -242,7 +242,8 @@ const FETCH_OPTS = "local opts = opts -- the worker's options as made by the han
  * registered idle, that worker's fused fetch (`fetchAndLook` of `moveToActiveBody`, moveToActive-11;
  * both of BullMQ's texts through bull-quiet.ts, sharing what it knows) run
  * for it, its answer pushed to the worker's hand-off key (cmsgpack of {token, answer}). KEYS: the
- * add's, then the queue's prioritized set, idle and idle args; ARGV the add's. Returns the add's answer. A fetch that found no
+ * add's, then the queue's prioritized set, idle and idle args; ARGV the add's. Returns the add's answer,
+ * or when it handed the job over {the add's answer, the worker's hand-off key, the token}. A fetch that found no
  * job (the queue paused, rate limited, the job delayed) leaves the registration as it was; a lease
  * refused is handed over as the fused fetch answers it (the worker defers the job). The latest
  * expiry decides: when it is live, that registration is used and expired ones below it (skipped,
@@ -376,5 +377,7 @@ else
 end
 unpropagated('HDEL', idleArgsKey, worker)
 unpropagated('ZADD', handOff, '0', cmsgpack.pack({token, answer}))
-return added`);
+-- Handed: where and under which token, for the gateway's watch on a worker that never takes it
+-- (idle-scripts.ts reclaimHandedScript); the gateway answers BullMQ with \`added\` alone.
+return {added, handOff, token}`);
 }

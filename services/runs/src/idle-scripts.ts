@@ -65,3 +65,37 @@ return 1`);
 export const TAKE_LEFT = new LuaScript(`local left = redis.call('ZRANGEBYSCORE', KEYS[1], 0, 0, 'LIMIT', 0, 1)
 redis.call('DEL', KEYS[1])
 return left[1]`);
+
+/**
+ * A hand-off its worker never took (round 45 `crash-handoff`): a worker blocked in its pop takes a
+ * job handed to it in the same Redis turn as the add (Redis serves the pop and so removes the
+ * answer from the key before any other client's command), so an answer still on a worker's
+ * hand-off key a while after the add means its worker died while registered (SIGKILL, OOM kill), or
+ * is between a pop that brought none and its `TAKE_BACK`. The add's gateway then takes it here:
+ * the answer off the key and the job back from active to the head of its wait list (BullMQ's
+ * moveJobFromActiveToWait-9 with the handed token, its `waiting` event), where a live worker fetches
+ * it, instead of the job waiting for the stalled check (its 30 s lock, then up to two 15 s checks).
+ * The answer's removal is what decides: the worker's pop, `TAKE_BACK`, `TAKE_LEFT` and this script
+ * each take it atomically, so exactly one of them owns the job (never run twice). Its lease is left
+ * for the job's next fetch, which finds it held for that job (a reservation) as after a stalled
+ * job's return. KEYS: the worker's hand-off key, then moveJobFromActiveToWait-9's nine (the queue's
+ * active, wait, stalled, paused, meta, limiter, prioritized, marker, events). ARGV: the token the
+ * add handed the job under, the queue's key prefix (BullMQ's `keys['']`). Returns 0 when the answer
+ * is not there (taken) or not that hand-off's, else {1, job id, BullMQ's answer (0 or its pttl; a
+ * negative code when the lock was not the token's any more: the job is then left as it is)}.
+ */
+export function reclaimHandedScript(moveToWaitBody: string): LuaScript {
+  return new LuaScript(`local pending = redis.call('ZRANGEBYSCORE', KEYS[1], 0, 0, 'LIMIT', 0, 1)
+local member = pending[1]
+if not member then return 0 end
+local ok, handed = pcall(cmsgpack.unpack, member)
+if not ok or type(handed) ~= 'table' or handed[1] ~= ARGV[1] then return 0 end
+redis.call('ZREM', KEYS[1], member)
+local answer = handed[2]
+local id = type(answer) == 'table' and answer[2]
+if type(id) ~= 'string' then return {1, false, 0} end
+local function moveBack(KEYS, ARGV)
+${moveToWaitBody}
+end
+return {1, id, moveBack({unpack(KEYS, 2, 10)}, {id, ARGV[1], ARGV[2] .. id})}`);
+}

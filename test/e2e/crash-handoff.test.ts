@@ -1,0 +1,131 @@
+/**
+ * A runner killed (SIGKILL) while its worker is registered idle for the direct hand-off (runner
+ * README, "Direct hand-off") leaves that registration standing until its expiry (~6 s), and the
+ * gateway's add hands the next submit to it: the job goes active under the dead worker's token
+ * (test/bench/README.md, round 44 `restart-gap`). Until round 45 the job then waited for BullMQ's
+ * stalled check (its 30 s lock, then the checks), its run `Running`. Now the gateway that handed it
+ * takes it back once the answer stayed on the dead worker's key (gateway handoff-reclaim-store.ts):
+ * the job goes from active to the wait list (BullMQ's `waiting` event from `active`), never
+ * stalled, and the new runner runs it once. Real processes (devstack: redis-server, a gateway, a
+ * runner). No time is asserted: which path the job took (its lock token, its events, its stalled
+ * count), its attempts, its one completion. Fails on 9ec25e04: the job is taken back by the stalled
+ * check (its events `waiting<-active` and `stalled`: "expected [ 'waiting<-active', 'stalled' ] to not
+ * include 'stalled'", 37 s into the test). Also beside 9ec25e04's runner (the killed one), this
+ * release's gateway handing: nothing stored changed (the answer on the worker's key is the form
+ * 9ec25e04's adds write and its runners pop; only this gateway's own script's reply to it did).
+ */
+import { createRedis, keys } from '@islet/core';
+import { type Cluster, startCluster } from '@islet/devstack';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+
+const QUEUE = 'islet:{runs-read-only}:';
+const IDLE = `${QUEUE}idle`;
+let cluster: Cluster | undefined;
+let redis: ReturnType<typeof createRedis> | undefined;
+/** The release before this one (its runner killed beside this release's gateway). */
+const PREVIOUS = process.env.ISLET_CRASH_HANDOFF_PREVIOUS_RELEASE ?? '9ec25e04';
+
+const submit = async (c: Cluster, prefer?: string) => {
+  const res = await call(
+    c.url,
+    c.devKey,
+    'POST',
+    '/v1/runs',
+    { code: 'return 1', description: 'crash hand-off', sessionId: 'ch', turnId: 't', callId: 'c' },
+    prefer ? { prefer } : {},
+  );
+  return { status: res.status, body: JSON.parse(res.text) as { id: string; status: string } };
+};
+
+/** The job's events in BullMQ's stream, as `event` or `event<-prev`. */
+async function events(jobId: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const [, flat] of await redis!.xrange(`${QUEUE}events`, '-', '+')) {
+    const f: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i] as string] = flat[i + 1] as string;
+    if (f.jobId === jobId) out.push(f.prev ? `${f.event}<-${f.prev}` : String(f.event));
+  }
+  return out;
+}
+
+/**
+ * `runner`'s runner registered idle, killed (SIGKILL), a submit through `gateway` at once (handed to
+ * the dead registration), then `runner`'s runner started again; the run followed to its end and the
+ * way its job took read.
+ */
+async function crashAndSubmit(gateway: Cluster, runner: Cluster): Promise<void> {
+  expect((await submit(gateway, 'wait=30')).body.status).toBe('Completed');
+  // The runner idle and registered: its registration is the one an add chooses.
+  let killed: string | undefined;
+  while (killed === undefined) {
+    killed = (await redis!.zrange(IDLE, -1, -1))[0];
+    if (killed === undefined) await new Promise((r) => setTimeout(r, 20));
+  }
+  await runner.killRunner(0, 'SIGKILL');
+  const { status, body } = await submit(gateway);
+  expect(status).toBe(202);
+  const id = body.id;
+  // Handed to the dead worker: its lock is one of the killed worker's tokens (or, already taken
+  // back, no lock: the events below say which way).
+  const lock = await redis!.get(`${QUEUE}${id}:lock`);
+  expect(lock === null || lock.startsWith(`${killed}:h:`), `lock ${lock}`).toBe(true);
+  await runner.restartRunner(0);
+  let record: { status: string } = { status: 'Queued' };
+  for (;;) {
+    const read = await call(gateway.url, gateway.devKey, 'GET', `/v1/code-runs/${id}`);
+    record = JSON.parse(read.text) as typeof record;
+    if (record.status !== 'Running' && record.status !== 'Queued') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  expect(record.status).toBe('Completed');
+  const seen = await events(id);
+  // The way back: BullMQ's move from active to wait (the gateway's take-back), never its stalled
+  // check (9ec25e04: `stalled` after the same `waiting<-active`, stc 1).
+  expect(seen, gateway.output('gateway', 0)).toContain('waiting<-active');
+  expect(seen).not.toContain('stalled');
+  expect(await redis!.hget(`${QUEUE}${id}`, 'stc')).toBeNull();
+  // Two starts (the handed one, begun and never run; the new runner's: a run twice would be a
+  // third), the record's attempts alike, one completion.
+  expect(await redis!.hget(`${QUEUE}${id}`, 'ats')).toBe('2');
+  expect(await redis!.hget(keys.run(id), 'attempts')).toBe('2');
+  expect(await redis!.zscore(`${QUEUE}completed`, id)).not.toBeNull();
+  expect(gateway.output('gateway', 0)).toContain('handed job taken back');
+}
+
+describe('a runner killed while registered idle for the hand-off', () => {
+  beforeAll(async () => {
+    cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
+    redis = createRedis(cluster.redisUrl);
+  }, 120_000);
+
+  afterAll(async () => {
+    redis?.disconnect();
+    redis = undefined;
+    await cluster?.stop();
+  });
+
+  it('the run handed to it is taken back by the gateway (not stalled) and runs once on the new runner', async () => {
+    await crashAndSubmit(cluster!, cluster!);
+  }, 150_000);
+});
+
+let mixed: MixedReleases | undefined;
+
+describe.skipIf(!hasCommit(PREVIOUS))(`${PREVIOUS}'s runner killed beside this release's gateway`, () => {
+  beforeAll(async () => {
+    mixed = await startMixed(PREVIOUS);
+    redis = mixed.redis;
+    // This release's runner stopped (its close removes its registration): the previous release's
+    // is the one registered idle.
+    await mixed.head.killRunner(0, 'SIGTERM');
+  }, 180_000);
+
+  afterAll(async () => {
+    await mixed?.stop();
+  });
+
+  it(`a run handed to ${PREVIOUS}'s killed runner is taken back by this release's gateway and runs once`, async () => {
+    await crashAndSubmit(mixed!.head, mixed!.prev);
+  }, 150_000);
+});
