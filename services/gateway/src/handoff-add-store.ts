@@ -26,7 +26,8 @@ export const HAND_OFF_ADD_SHA = HAND_OFF_ADD.sha;
 
 /** The hash of the add alone of `mode`'s queue (its names in its text; tests count its calls). */
 export function handOffAddShaOf(mode: string, queueKeys: Record<string, string>): string {
-  return new LuaScript(bakeFixedTerms(HAND_OFF_ADD.source, handOffFixedTerms(queueKeys, mode), luaLiteral)).sha;
+  return new LuaScript(bakeFixedTerms(HAND_OFF_ADD.source, handOffFixedTerms(queueKeys, mode), luaLiteral))
+    .sha;
 }
 const ADD_COMMAND = 'addStandardJob';
 const ADD_KEYS = addStandardJob.keys;

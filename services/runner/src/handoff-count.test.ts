@@ -113,11 +113,7 @@ describe("a handed submit's add (one server)", () => {
       await t.close();
       const now = Number((await redis.time())[0]) * 1000;
       await redis.zadd(idleKey, now + 60_000, id);
-      await redis.hset(
-        idleArgsKey,
-        id,
-        editedTerms(stored, { handOff: handOffKeys(prefix, id).handOff }),
-      );
+      await redis.hset(idleArgsKey, id, editedTerms(stored, { handOff: handOffKeys(prefix, id).handOff }));
       const score = await redis.zscore(idleKey, id);
       // BullMQ's global rate limit, spent: its fetch answers before it takes any job.
       await redis.hset(`${prefix}meta`, 'max', 1, 'duration', 60_000);

@@ -10,7 +10,13 @@
  */
 import { keys, loadConfig } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, SANDBOX_MODES } from '@islet/protocol';
-import { createRunStore, HAND_OFF_FETCH_KEYS, handOffFixedTerms, handOffKeys, runJobOptions } from '@islet/runs';
+import {
+  createRunStore,
+  HAND_OFF_FETCH_KEYS,
+  handOffFixedTerms,
+  handOffKeys,
+  runJobOptions,
+} from '@islet/runs';
 import { runFixture } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -58,7 +64,11 @@ describe("every mode's registration at the runner's defaults", () => {
         await redis.hset(k.idleArgs, workerId, stored);
         const id = `m-${mode}`;
         await createRunStore(redis, h.sealer).create(runFixture(id, { tenant: 'acme', mode }));
-        await store.queues[mode].add('run', { tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
+        await store.queues[mode].add(
+          'run',
+          { tenant: 'acme', enqueuedAtMs: Date.now() },
+          runJobOptions(id, 1),
+        );
         // Handed: the answer on the worker's key, the registration taken, the job active under its lock.
         expect(await redis.zcard(k.handOff), mode).toBe(1);
         expect(await redis.hget(k.idleArgs, workerId), mode).toBeNull();

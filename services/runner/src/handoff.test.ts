@@ -27,10 +27,10 @@ import {
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
+import { editedTerms, storedTerms } from '../test/stored-terms.ts';
 import { createFairShare } from './fair-share.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
 import { registerAndPop } from './handoff-store.ts';
-import { editedTerms, storedTerms } from '../test/stored-terms.ts';
 
 let redis: Redis;
 const h = runnerHarness('handoff-test');
