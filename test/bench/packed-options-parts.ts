@@ -4,7 +4,8 @@
  * options built as `enqueueRun` builds them (`runJobOptions` spread, format 2: no jobId over it),
  * each with its own job id. `PACKER=new`: this tree's `runOptionsPacker` (packed-options.ts, round
  * 45 `terms-on`); `PACKER=old`: 9ec25e04's `packedOnce` from `OLD_DIR` (its packed-options.ts,
- * `git show 9ec25e04:services/gateway/src/packed-options.ts`; it imports nothing). Counted, not
+ * `git show 9ec25e04:services/gateway/src/packed-options.ts`; it imports nothing); `NEW_DIR`: this
+ * tree's file from a copy (one under the tree, so `@islet/runs` resolves). Counted, not
  * timed: `packed-options-parts.sh` runs it under callgrind with N=0 and N=<n>.
  */
 import { runJobOptions } from '@islet/runs';
@@ -28,7 +29,7 @@ const make =
         }
       ).packedOnce
     : (
-        (await import('../../services/gateway/src/packed-options.ts')) as unknown as {
+        (await import(`${process.env.NEW_DIR ?? '../../services/gateway/src'}/packed-options.ts`)) as unknown as {
           runOptionsPacker: (p: typeof pack) => Packer;
         }
       ).runOptionsPacker;
