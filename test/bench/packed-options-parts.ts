@@ -29,7 +29,9 @@ const make =
         }
       ).packedOnce
     : (
-        (await import(`${process.env.NEW_DIR ?? '../../services/gateway/src'}/packed-options.ts`)) as unknown as {
+        (await import(
+          `${process.env.NEW_DIR ?? '../../services/gateway/src'}/packed-options.ts`
+        )) as unknown as {
           runOptionsPacker: (p: typeof pack) => Packer;
         }
       ).runOptionsPacker;

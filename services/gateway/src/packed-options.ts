@@ -25,7 +25,7 @@ function same(v: unknown, like: unknown, anyJobId: boolean): boolean {
 
 /** `pack`'s bytes of a job's options without `jobId`; `packed` counts the packs (tests). */
 export interface OptionsPacker {
-  (opts: { attempts?: unknown }): Buffer;
+  (opts: object): Buffer;
   readonly packed: number;
 }
 
@@ -33,8 +33,8 @@ export interface OptionsPacker {
 export function runOptionsPacker(pack: (opts: object) => Buffer): OptionsPacker {
   const byAttempts = new Map<number, { like: object; bytes: Buffer }>();
   let packed = 0;
-  const packer = (opts: { attempts?: unknown }): Buffer => {
-    const attempts = opts.attempts;
+  const packer = (opts: object): Buffer => {
+    const attempts = (opts as { attempts?: unknown }).attempts;
     // A positive integer: no `-0`, which a Map takes for `0`.
     const key = typeof attempts === 'number' && Number.isInteger(attempts) && attempts > 0 ? attempts : 0;
     const known = key > 0 ? byAttempts.get(key) : undefined;
