@@ -1,6 +1,6 @@
 /**
- * A registration's compact form end to end (test/bench/README.md round 44 `handoff-terms`): with
- * ISLET_HANDOFF_COMPACT_TERMS=on the runner registers in the compact form and this release's
+ * A registration's compact form end to end (test/bench/README.md round 44 `handoff-terms`, round 45
+ * `terms-on`): at its defaults (ISLET_HANDOFF_COMPACT_TERMS on) the runner registers in the compact form and this release's
  * gateway hands it every waited run's job (the submit's script reads the form with the mode's
  * names in its text), each answered Completed, run once; a run with calls too.
  */
@@ -13,11 +13,12 @@ import { call } from './mixed-releases.ts';
 let cluster: Cluster | undefined;
 let redis: ReturnType<typeof createRedis> | undefined;
 
-describe('hand-offs with compact registrations (ISLET_HANDOFF_COMPACT_TERMS=on)', () => {
+describe('hand-offs with compact registrations (the runner at its defaults)', () => {
   beforeAll(async () => {
+    delete process.env.ISLET_HANDOFF_COMPACT_TERMS;
     cluster = await startCluster({
       gateways: 1,
-      runners: [{ modes: ['read-only'], env: { ISLET_HANDOFF_COMPACT_TERMS: 'on' } }],
+      runners: [{ modes: ['read-only'] }],
     });
     redis = createRedis(cluster.redisUrl);
   }, 120_000);

@@ -218,10 +218,11 @@ export const configSchema = z.object({
    * A runner's idle registrations in the compact form (@islet/runs handoff-terms.ts: ~260 B, only
    * what differs between workers; the names a submit's script holds in its text): a hand-off's
    * decode of them −41.6 k Redis instructions (test/bench/README.md round 44 `handoff-terms`).
-   * Read by gateways since the release after e8feb7a0 (e8feb7a0's submit script fails on one: its
-   * submit errors), so `on` only once no gateway of e8feb7a0 or older serves. Read by the runner.
+   * Read by gateways since 9ec25e04 (the release after e8feb7a0, whose submit script fails on one:
+   * its submit errors), so `on` by default since the release after 9ec25e04; `off` (the full form,
+   * which every gateway reads) for a roll from a release older than 9ec25e04. Read by the runner.
    */
-  ISLET_HANDOFF_COMPACT_TERMS: z.enum(['on', 'off']).default('off'),
+  ISLET_HANDOFF_COMPACT_TERMS: z.enum(['on', 'off']).default('on'),
   /** BullMQ attempts per run (a run whose processor crashed is retried). */
   ISLET_JOB_ATTEMPTS: int(3, 1),
   /**

@@ -22,8 +22,14 @@ import type { Redis } from 'ioredis';
 import { HandedWatch, type Reclaimed } from './handoff-reclaim-store.ts';
 
 const HAND_OFF_ADD = handOffAddScript(addStandardJob.content, moveToActive.content);
-/** The script's hash (tests count its calls). */
+/** The script's hash without a mode's names (tests count its calls). */
 export const HAND_OFF_ADD_SHA = HAND_OFF_ADD.sha;
+
+/** The hash of the add alone of `mode`'s queue (its names in its text; tests count its calls). */
+export function handOffAddShaOf(mode: string, queueKeys: Record<string, string>): string {
+  return new LuaScript(bakeFixedTerms(HAND_OFF_ADD.source, handOffFixedTerms(queueKeys, mode), luaLiteral))
+    .sha;
+}
 const ADD_COMMAND = 'addStandardJob';
 const ADD_KEYS = addStandardJob.keys;
 

@@ -1,90 +1,96 @@
-// A run job's options packed once while they are the same (packed-options.ts): which options take
-// the last packed bytes and which are packed again, by the packer's count. The bytes against
-// BullMQ's own are run-add-store.test.ts's.
+// A run job's options packed once per `attempts` (packed-options.ts): which options take the bytes
+// packed before and which are packed again, by the packer's count, and every answer the bytes
+// msgpackr makes of the options without `jobId` (BullMQ's own bytes are run-add-store.test.ts's).
 import { runJobOptions } from '@islet/runs';
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { packedOnce } from './packed-options.ts';
+import { runOptionsPacker } from './packed-options.ts';
 
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
+const withoutId = (o: object) => {
+  const { jobId: _id, ...rest } = o as { jobId?: string };
+  return packer.pack(rest);
+};
 const packs = () => {
   let calls = 0;
-  const p = packedOnce((opts) => {
+  const p = runOptionsPacker((opts) => {
     calls++;
-    const { jobId: _id, ...rest } = opts as { jobId?: string };
-    return packer.pack(rest);
+    return withoutId(opts);
   });
   return { p, calls: () => calls };
 };
+/** `p`'s bytes of `o` are msgpackr's of it without `jobId`. */
+const expectBytes = (bytes: Buffer, o: object) => expect(Buffer.compare(bytes, withoutId(o))).toBe(0);
 
-describe('options packed once', () => {
-  it('reuses the bytes for the same options with another job id, packs anew on any other value, key or order', () => {
+describe('options packed once per attempts', () => {
+  it("reuses the bytes for runJobOptions' own options with another job id, per attempts; packs anew on any other value, key or order", () => {
     const { p, calls } = packs();
     const first = p(runJobOptions('a', 3));
     expect(Buffer.compare(p(runJobOptions('b', 3)), first)).toBe(0);
     expect(p.packed).toBe(1);
-    expect(calls()).toBe(1);
-    const base = runJobOptions('c', 3);
+    // Another attempts: its own bytes, kept beside the first's.
+    expectBytes(p(runJobOptions('c', 1)), runJobOptions('c', 1));
+    expect(Buffer.compare(p(runJobOptions('d', 3)), first)).toBe(0);
+    p(runJobOptions('e', 1));
+    expect(p.packed).toBe(2);
+    // As enqueueRun builds them: a spread and the job's id put over it.
+    expect(Buffer.compare(p({ ...runJobOptions('f', 3), ...{ jobId: 'g' } }), first)).toBe(0);
+    expect(p.packed).toBe(2);
+    const base = runJobOptions('h', 3);
     const others: object[] = [
-      runJobOptions('d', 1),
       { ...base, attempts: -0 },
+      { ...base, attempts: 0 },
+      { ...base, attempts: 3.5 },
       { ...base, attempts: '3' },
+      { ...base, backoff: { type: 'fixed', delay: 501 } },
+      { ...base, removeOnComplete: { age: 3600, count: -0 } },
       { ...base, backoff: { type: 'fixed', delay: 500, extra: 1 } },
       { ...base, backoff: { delay: 500, type: 'fixed' } },
       { ...base, removeOnFail: { age: 86_400, count: undefined } },
       { ...base, removeOnFail: null },
+      { ...base, extra: undefined },
       {
-        jobId: 'e',
+        jobId: 'i',
         removeOnFail: base.removeOnFail,
         attempts: 3,
         backoff: base.backoff,
         removeOnComplete: base.removeOnComplete,
       },
     ];
-    let expected = 1;
     for (const o of others) {
-      // After the base, then after itself: packed anew, then reused.
-      p(base);
+      // Packed every time, the first packed bytes kept for the source's own.
       const before = p.packed;
-      const bytes = p(o);
-      expect(p.packed).toBe(before + 1);
-      expect(Buffer.compare(bytes, packer.pack((({ jobId: _j, ...r }) => r)(o as { jobId?: string })))).toBe(
-        0,
-      );
-      expect(Buffer.compare(p(o), bytes)).toBe(0);
-      expect(p.packed).toBe(before + 1);
-      expected = p.packed;
+      expectBytes(p(o), o);
+      expectBytes(p(o), o);
+      expect(p.packed).toBe(before + 2);
+      expect(Buffer.compare(p(base), first)).toBe(0);
+      expect(p.packed).toBe(before + 2);
     }
-    expect(calls()).toBe(expected);
+    expect(calls()).toBe(p.packed);
   });
 
-  it('packs every time what it does not follow: an array, a Date, a getter, an inherited prototype', () => {
+  it('packs every time a nested value msgpackr may walk otherwise: an array, a Date, a class instance', () => {
     const { p } = packs();
     const base = runJobOptions('a', 3);
+    p(base);
     class Backoff {
       type = 'fixed';
       delay = 500;
     }
-    const getter = {
-      ...base,
-      get attempts() {
-        return 3;
-      },
-    };
     for (const o of [
       { ...base, backoff: [500] },
       { ...base, removeOnFail: { age: new Date(0) } },
       { ...base, backoff: new Backoff() },
-      getter,
+      Object.assign(Object.create({ inherited: 1 }), base),
     ]) {
       const before = p.packed;
-      p(o);
-      p(o);
+      expectBytes(p(o), o);
+      expectBytes(p(o), o);
       expect(p.packed).toBe(before + 2);
     }
   });
 
-  it('a nested object changed in place after its packing is packed again', () => {
+  it('options changed in place after their packing are packed again; the kept bytes stay the source’s', () => {
     const { p } = packs();
     const opts = runJobOptions('a', 3);
     const first = p(opts);
@@ -92,5 +98,8 @@ describe('options packed once', () => {
     const second = p({ ...opts, jobId: 'b' });
     expect(p.packed).toBe(2);
     expect(Buffer.compare(first, second)).not.toBe(0);
+    expectBytes(second, opts);
+    expect(Buffer.compare(p(runJobOptions('c', 3)), first)).toBe(0);
+    expect(p.packed).toBe(2);
   });
 });

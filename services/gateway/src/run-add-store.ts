@@ -14,7 +14,7 @@ import type { Queue, RedisClient } from 'bullmq';
 import { version } from 'bullmq/dist/esm/version.js';
 import { Packr } from 'msgpackr';
 import { ridingAddOf } from './handoff-add-store.ts';
-import { packedOnce } from './packed-options.ts';
+import { runOptionsPacker } from './packed-options.ts';
 
 /** BullMQ's encoder of a job's options and its script arguments (its `scripts.js`). */
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
@@ -73,7 +73,7 @@ export function runAdds(queue: Queue): RunAdd {
   // The queue's client once it is known: BullMQ's `queue.client` is a promise of the same client
   // for the connection's life, awaited on every submit until round 43 (an await and its microtask).
   let known: RedisClient | undefined;
-  const packOptions = packedOnce((opts) => {
+  const packOptions = runOptionsPacker((opts) => {
     const { jobId: _id, ...stored } = opts as RunJobOptions;
     return packer.pack(Object.assign({ attempts: 0 }, stored));
   });
@@ -97,7 +97,7 @@ export function runAdds(queue: Queue): RunAdd {
     // BullMQ keeps in the stored options is read by nothing (BullMQ reads it on the adding side
     // only; a job's id is its key; our runner and scripts read `attempts` and `removeOnComplete`):
     // 47 bytes out of the submit's fsync'd write (test/bench/README.md, round 36, `aof-trim`).
-    // Packed once while the options are the same as the last packed (packed-options.ts).
+    // Packed once per `attempts` while they are `runJobOptions`' own (packed-options.ts).
     const encodedOpts = packOptions(opts);
     const args = packer.pack([prefix, opts.jobId, name, Date.now(), null, null, undefined, undefined, null]);
     // `concat`, not a spread (a walk through the iterator protocol in unoptimized code; round 37).

@@ -106,7 +106,11 @@ describe("the hand-off's direct add and fetch", () => {
       // Each direct path alike on its own: the direct add with BullMQ's fetch text.
       const addOnly = handOffAddScript(addStandardJob.content, fetchText);
       // A worker's registration (a real runner's, after a run), kept under an id no one pops.
-      const t = await setUp('direct', true, undefined, { handOff: true });
+      // The full form: these scripts are made without the mode's names (a compact one is not theirs).
+      const t = await setUp('direct', true, undefined, {
+        handOff: true,
+        env: { ISLET_HANDOFF_COMPACT_TERMS: 'off' },
+      });
       let terms: Record<string, unknown>;
       try {
         await warmUp(t, 'dw');

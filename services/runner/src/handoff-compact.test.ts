@@ -1,6 +1,6 @@
 /**
- * A registration's compact form (`@islet/runs` handoff-terms.ts): a runner with
- * ISLET_HANDOFF_COMPACT_TERMS=on registers only what differs between workers, and a gateway's add
+ * A registration's compact form (`@islet/runs` handoff-terms.ts): a runner at its defaults
+ * (ISLET_HANDOFF_COMPACT_TERMS `on` since the release after 9ec25e04) registers only what differs between workers, and a gateway's add
  * that holds its mode's names (handoff-add-store.ts `handingAdds(queue, mode)`) reads it and the
  * full form alike; an add without them takes a compact registration for unusable and the job waits
  * for the worker's own fetch (nothing lost, run once). Real redis-server, BullMQ, fair share, run
@@ -44,8 +44,9 @@ const addOn = (q: Queue, id: string) =>
 
 /** A lock unlike the lease's 30 s: a term read from the wrong place shows. */
 const LOCK = { ISLET_RUNNER_LOCK_DURATION_MS: '25000' };
-const compactOn = { handOff: true, env: { ...LOCK, ISLET_HANDOFF_COMPACT_TERMS: 'on' } };
-const fullForm = { handOff: true, env: LOCK };
+/** The runner's defaults: the compact form (nothing set). */
+const compactOn = { handOff: true, env: LOCK };
+const fullForm = { handOff: true, env: { ...LOCK, ISLET_HANDOFF_COMPACT_TERMS: 'off' } };
 
 /** The commands the add's script sent before `id`'s work, with ids, tokens, times and seals made alike. */
 function scriptCommands(seen: string[][], sent: string[][], id: string, workerId: string): string[] {
@@ -92,7 +93,7 @@ async function handTo(t: RunnerUnderTest, q: Queue, id: string) {
 }
 
 describe("a registration's compact form", () => {
-  it('a runner with ISLET_HANDOFF_COMPACT_TERMS=on registers only what differs; an add holding its names hands it the job under its token and lock', async () => {
+  it('a runner at its defaults (ISLET_HANDOFF_COMPACT_TERMS on) registers only what differs; an add holding its names hands it the job under its token and lock', async () => {
     const t = await setUp('compact', true, undefined, compactOn);
     const q = handingQueue(true);
     try {

@@ -21,6 +21,7 @@ import {
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
+import { editedTerms } from '../test/stored-terms.ts';
 
 let redis: Redis;
 const h = runnerHarness('handoff-count-test');
@@ -108,15 +109,11 @@ describe("a handed submit's add (one server)", () => {
     try {
       await warmUp(t, 'lw');
       await idle(t);
-      const terms = JSON.parse((await redis.hget(idleArgsKey, t.worker().id)) ?? '{}');
+      const stored = (await redis.hget(idleArgsKey, t.worker().id)) ?? '{}';
       await t.close();
       const now = Number((await redis.time())[0]) * 1000;
       await redis.zadd(idleKey, now + 60_000, id);
-      await redis.hset(
-        idleArgsKey,
-        id,
-        JSON.stringify({ ...terms, handOff: handOffKeys(prefix, id).handOff }),
-      );
+      await redis.hset(idleArgsKey, id, editedTerms(stored, { handOff: handOffKeys(prefix, id).handOff }));
       const score = await redis.zscore(idleKey, id);
       // BullMQ's global rate limit, spent: its fetch answers before it takes any job.
       await redis.hset(`${prefix}meta`, 'max', 1, 'duration', 60_000);

@@ -22,6 +22,7 @@ import {
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
+import { editedTerms } from '../test/stored-terms.ts';
 
 let redis: Redis;
 const h = runnerHarness('handoff-reclaim-test');
@@ -39,7 +40,7 @@ afterAll(() => h.close());
 /** A queue whose adds hand off and are watched, as the gateway's. */
 function handingQueue(): { q: Queue; watch: HandedWatch } {
   const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
-  handingAdds(q, undefined, { reclaimMs: FAR });
+  handingAdds(q, mode, { reclaimMs: FAR });
   const watch = handedWatchOf(q);
   if (!watch) throw new Error('no watch');
   return { q, watch };
@@ -56,16 +57,12 @@ const addOn = (q: Queue, id: string) =>
 async function deadRegistration(runner: RunnerUnderTest, tag: string, id: string) {
   await warmUp(runner, tag);
   await untilIdle(redis, runner);
-  const terms = JSON.parse((await redis.hget(handOff.idleArgs, runner.worker().id)) ?? '{}');
+  const stored = (await redis.hget(handOff.idleArgs, runner.worker().id)) ?? '{}';
   await runner.close();
   const dead = handOffKeys(prefix, id);
   const now = Number((await redis.time())[0]) * 1000;
   await redis.zadd(handOff.idle, now + 60_000, id);
-  await redis.hset(
-    handOff.idleArgs,
-    id,
-    JSON.stringify({ ...terms, token: `${id}:h:0`, handOff: dead.handOff }),
-  );
+  await redis.hset(handOff.idleArgs, id, editedTerms(stored, { token: `${id}:h:0`, handOff: dead.handOff }));
   return dead;
 }
 

@@ -16,7 +16,7 @@ import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import type { Redis } from 'ioredis';
 import { pack, unpack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HAND_OFF_ADD_SHA, handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import { handingAdds, handOffAddShaOf } from '../../gateway/src/handoff-add-store.ts';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
 import {
   handOff,
@@ -27,6 +27,7 @@ import {
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
+import { editedTerms, storedTerms } from '../test/stored-terms.ts';
 import { createFairShare } from './fair-share.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
 import { registerAndPop } from './handoff-store.ts';
@@ -46,12 +47,13 @@ afterAll(() => h.close());
 const idle = (t: RunnerUnderTest) => untilIdle(redis, t);
 
 /**
- * A queue whose adds hand off, as the gateway's. `reclaimMs`: its watch on hand-offs a worker never
- * took (handoff-reclaim.test.ts); 0, none (a gateway that restarted since: the stalled check's case).
+ * A queue whose adds hand off, as the gateway's (its mode's names: compact registrations read).
+ * `reclaimMs`: its watch on hand-offs a worker never took (handoff-reclaim.test.ts); 0, none (a
+ * gateway that restarted since: the stalled check's case).
  */
 function handingQueue(reclaimMs?: number): Queue {
   const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
-  handingAdds(q, undefined, { reclaimMs });
+  handingAdds(q, mode, { reclaimMs });
   return q;
 }
 
@@ -87,15 +89,16 @@ async function runStalled(
 async function deadRegistration(runner: RunnerUnderTest, tag: string, id: string) {
   await warmUp(runner, tag);
   await idle(runner);
-  const terms = JSON.parse((await redis.hget(idleArgsKey, runner.worker().id)) ?? '{}');
+  const stored = (await redis.hget(idleArgsKey, runner.worker().id)) ?? '{}';
   await runner.close();
   const dead = handOffKeys(prefix, id);
   const now = Number((await redis.time())[0]) * 1000;
   await redis.zadd(idleKey, now + 60_000, id);
+  // In the form the runner wrote (the compact one at its defaults).
   await redis.hset(
     idleArgsKey,
     id,
-    JSON.stringify({ ...terms, token: `${id}:h:0`, lockDuration: 1000, handOff: dead.handOff }),
+    editedTerms(stored, { token: `${id}:h:0`, lockDuration: 1000, handOff: dead.handOff }),
   );
   return dead;
 }
@@ -117,7 +120,8 @@ describe('direct hand-off to an idle worker (one server)', () => {
       }
       // The add's script did it all: no fetch script (fused or idle) before the run's work.
       const scripts = scriptsBeforeWork(m.sent, 'h1');
-      expect(scripts).toEqual([HAND_OFF_ADD_SHA]);
+      // The add holding its mode's names (the gateway's): the runner's registration is compact.
+      expect(scripts).toEqual([handOffAddShaOf(mode, t.queue.keys)]);
       expect(m.sent.some((c) => c[0] === 'evalsha' && isFetchStartSha(c[1]))).toBe(false);
       expect(t.worker().handOffs).toBe(before.handOffs + 1);
       expect(t.worker().redisFetches).toBe(before.fetches);
@@ -150,16 +154,16 @@ describe('direct hand-off to an idle worker (one server)', () => {
         } finally {
           await m.stop();
         }
-        return scriptsBeforeWork(m.sent, `${tag}1`);
+        return { scripts: scriptsBeforeWork(m.sent, `${tag}1`), own: handOffAddShaOf(mode, t.queue.keys) };
       } finally {
         await t.close();
       }
     };
     const handed = await writes(true, 'wh');
     const woken = await writes(false, 'wf');
-    expect(handed).toEqual([HAND_OFF_ADD_SHA]);
-    expect(woken).toHaveLength(2);
-    expect(isFetchStartSha(woken[1])).toBe(true);
+    expect(handed.scripts).toEqual([handed.own]);
+    expect(woken.scripts).toHaveLength(2);
+    expect(isFetchStartSha(woken.scripts[1])).toBe(true);
   });
 
   it("a worker's registration and its removal behind the pop are no writes to the append-only file (no fsync'd write)", async () => {
@@ -336,7 +340,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
     try {
       await warmUp(t, 'ow');
       await idle(t);
-      const terms = JSON.parse((await redis.hget(idleArgsKey, t.worker().id)) ?? '{}');
+      const terms = storedTerms((await redis.hget(idleArgsKey, t.worker().id)) ?? '{}');
       const before = t.worker().handOffs;
       await newRun('o1');
       const m = await monitor();

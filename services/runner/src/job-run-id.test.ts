@@ -11,7 +11,7 @@ import { keys } from '@islet/core';
 import { failedJobsFeed, jobRunId } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HAND_OFF_ADD_SHA } from '../../gateway/src/handoff-add-store.ts';
+import { handOffAddShaOf } from '../../gateway/src/handoff-add-store.ts';
 import { runnerHarness, scriptsBeforeWork, until, untilIdle } from '../test/runner-harness.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
 
@@ -64,7 +64,7 @@ describe('a run job without runId in its data (format 2)', () => {
       } finally {
         await m.stop();
       }
-      expect(scriptsBeforeWork(m.sent, 'lh1')).toEqual([HAND_OFF_ADD_SHA]);
+      expect(scriptsBeforeWork(m.sent, 'lh1')).toEqual([handOffAddShaOf('read-only', t.queue.keys)]);
       expect(t.outcomes).toEqual(['completed 1', 'completed 1']);
       await ranAndEnded('lh1');
     } finally {

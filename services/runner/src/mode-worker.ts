@@ -76,7 +76,7 @@ export function createModeWorker(
         ...handOffOf(worker),
         giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
         // Registrations without the names a submit's script holds (@islet/runs handoff-terms.ts):
-        // read since the release after e8feb7a0, so written only when asked.
+        // read since 9ec25e04, written by default since the release after it (`off`: the full form).
         ...(config.ISLET_HANDOFF_COMPACT_TERMS === 'on'
           ? { compact: handOffFixedTerms(worker.keys, mode) }
           : {}),

@@ -300,7 +300,8 @@ export function runnerHarness(name: string) {
       connection: { host: '127.0.0.1', port: server.port },
       prefix: QUEUE_PREFIX,
     });
-    if (opts.handOff) handingAdds(queue);
+    // Its mode, as the gateway's (run-queue-store.ts): the adds read compact registrations too.
+    if (opts.handOff) handingAdds(queue, mode);
     let closed = false;
     const closeRunner = async () => {
       if (closed) return;

@@ -14,7 +14,8 @@
  * takes any other for unusable (the registration dropped, the job left on the queue with its
  * marker set: the worker wakes and fetches it). A runner writes the compact form only when its own
  * terms hold exactly the names `handOffFixedTerms` derives (`compactTermsOf`), and only with
- * ISLET_HANDOFF_COMPACT_TERMS=on (the two-release rule: this release reads it, the next writes it).
+ * ISLET_HANDOFF_COMPACT_TERMS=on (the two-release rule: read since 9ec25e04, written by default
+ * since the release after it).
  */
 import { createHash } from 'node:crypto';
 import { channels, keys } from '@islet/core';
