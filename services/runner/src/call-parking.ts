@@ -18,8 +18,10 @@ import type { LiveOutcome } from '@islet/runs';
 export interface ExecutionSlot {
   /** Gives the slot back while the run waits; false when it must keep it (no parking room). */
   park(release: () => void): boolean;
-  /** Takes a slot again (runs coming back go before new jobs). */
+  /** Takes a slot again (runs coming back go before new jobs); its lease's take-back is not awaited. */
   resume(): Promise<void>;
+  /** Pending lease changes (a resume's take-back): awaited before the run's lease ends; undefined: none. */
+  leaseSettled?(): Promise<void> | undefined;
 }
 
 const RELEASED: LiveOutcome = {

@@ -132,5 +132,9 @@ async function processRun(
     throw err;
   } finally {
     active.delete(runId);
+    // Whatever way the run left (a throw, a replay's end without the lease), its lease's release
+    // follows (tenant-slot.ts): never before a resume's take-back answered (run-slot.ts).
+    const settling = slot.leaseSettled();
+    if (settling) await settling;
   }
 }
