@@ -20,8 +20,8 @@ export interface ExecutionSlot {
   park(release: () => void): boolean;
   /** Takes a slot again (runs coming back go before new jobs); its lease's take-back is not awaited. */
   resume(): Promise<void>;
-  /** Pending lease changes (a resume's take-back): awaited before the run's lease ends; undefined: none. */
-  leaseSettled?(): Promise<void> | undefined;
+  /** The run is over: a resume's take-back not sent is dropped, one sent is what to await before the lease ends. */
+  leaseEnding?(): Promise<void> | undefined;
 }
 
 const RELEASED: LiveOutcome = {

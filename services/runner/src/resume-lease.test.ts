@@ -27,19 +27,27 @@ afterAll(() => h.close());
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-/** The real fair share, noting `jobId`'s releases and reclaims; each reclaim waits for `open()`. */
-function heldReclaims(log: string[], jobId: string) {
+/**
+ * The real fair share, noting `jobId`'s releases and reclaims; each reclaim waits for `open()`, and
+ * with `holdRelease` the park's release too (sent at once, its answer held back: in flight).
+ */
+function heldReclaims(log: string[], jobId: string, holdRelease = false) {
   let open: () => void = () => undefined;
   const gate = new Promise<void>((r) => {
     open = r;
   });
+  let releases = 0;
   const createShare = (d: Parameters<typeof createFairShare>[0]) => {
     const real = createFairShare(d);
     return {
       ...real,
       release: async (...args: Parameters<typeof real.release>) => {
-        if (args[2] === jobId) log.push('release asked');
-        await real.release(...args);
+        if (args[2] !== jobId) return real.release(...args);
+        log.push('release asked');
+        const sent = real.release(...args);
+        if (holdRelease && ++releases === 1) await gate;
+        await sent;
+        if (holdRelease) log.push('release answered');
       },
       reclaim: async (...args: Parameters<typeof real.reclaim>) => {
         log.push('reclaim asked');
@@ -98,6 +106,46 @@ describe('a parked run resumed, its take-back not answered yet', () => {
       await until('r to complete', async () => (await redis.hget(keys.run('r'), 'status')) === 'Completed');
       expect(log).toEqual(['release asked', 'reclaim asked', 'went on', 'reclaim landed']);
       expect(await leaseHeld('r')).toBe(false);
+    } finally {
+      held.open();
+      await t.close();
+    }
+  });
+
+  it('ending before the park release answered: the reclaim is never sent, the end goes at once and carries the release', async () => {
+    const log: string[] = [];
+    const held = heldReclaims(log, 'd', true);
+    let answerD: () => void = () => undefined;
+    const parkD = new Promise<void>((r) => {
+      answerD = r;
+    });
+    const t = await h.setUp('dropped', true, undefined, {
+      slots: 1,
+      noteEnds: true,
+      createShare: held.createShare,
+      parkFor: (runId) => (runId === 'd' ? parkD : undefined),
+    });
+    try {
+      await h.warmUp(t, 'warm-d');
+      const worker = t.worker();
+      const gate = worker.gate;
+      if (!gate) throw new Error('no slot gate');
+      const fused = worker.fusedCompletions;
+      await h.newRun('d');
+      await t.add('d');
+      await until('d parked', async () => gate.state().parkedWithIsolate === 1);
+      answerD();
+      // 9ec25e04: the resume waited for the release's answer, then the reclaim's: d never ended here.
+      await until('d to complete', async () => (await redis.hget(keys.run('d'), 'status')) === 'Completed');
+      expect(log).toEqual(['release asked']);
+      // Its end was the fused end + completion carrying the lease's release (counted held again).
+      expect(worker.fusedCompletions).toBe(fused + 1);
+      held.open();
+      await until('the park release answered', async () => log.includes('release answered'));
+      await until('d finished', async () => (await t.queue.getJobState('d')) === 'completed');
+      await tick();
+      expect(log).toEqual(['release asked', 'release answered']);
+      expect(await leaseHeld('d')).toBe(false);
     } finally {
       held.open();
       await t.close();
@@ -194,7 +242,7 @@ describe('the executor before a run end', () => {
       enqueuedAtMs: Date.now(),
       cancel: signal,
       handBack: signal,
-      slot: { park: () => false, resume: async () => undefined, leaseSettled: () => pending },
+      slot: { park: () => false, resume: async () => undefined, leaseEnding: () => pending },
     });
     await until('the program ran', () => order.includes('program'));
     await tick();

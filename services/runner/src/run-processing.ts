@@ -48,6 +48,7 @@ export async function processModeJob(
       ? {
           release: () => fairShare.release(mode, job.data.tenant, jobId),
           reclaim: () => fairShare.reclaim(mode, job.data.tenant, jobId),
+          hold: () => fairShare.hold(mode, job.data.tenant, jobId),
         }
       : undefined,
     (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
@@ -133,8 +134,8 @@ async function processRun(
   } finally {
     active.delete(runId);
     // Whatever way the run left (a throw, a replay's end without the lease), its lease's release
-    // follows (tenant-slot.ts): never before a resume's take-back answered (run-slot.ts).
-    const settling = slot.leaseSettled();
+    // follows (tenant-slot.ts): never before a resume's take-back sent answered (run-slot.ts).
+    const settling = slot.leaseEnding();
     if (settling) await settling;
   }
 }

@@ -2,9 +2,9 @@
  * A parked run's resume waits for its slot but not for its lease's take-back (run-slot.ts): the
  * reclaim is unconditional, so its answer says nothing the run could act on, and awaiting it put
  * fsync'd round trips in series before the program went on (test/bench/README.md, round 45
- * `resume-nowait`). What stays ordered, read from the calls themselves (no clock): the reclaim
- * goes after the park's release answered, a next park's release after the reclaim answered, and
- * `leaseSettled` (what a run's end awaits before it gives the lease back) covers every change made.
+ * `resume-nowait`). What stays ordered, read from the calls themselves (no clock): the reclaim goes
+ * after the park's release answered, a next park's release after the reclaim answered; at the
+ * run's end (`leaseEnding`) a reclaim sent is awaited and one not sent yet is never sent.
  */
 import { describe, expect, it } from 'vitest';
 import { RunSlot } from './run-slot.ts';
@@ -33,7 +33,8 @@ function heldLease() {
     next(err);
     await tick();
   };
-  return { log, answer, lease: { release: op('release'), reclaim: op('reclaim') } };
+  const lease = { release: op('release'), reclaim: op('reclaim'), hold: () => void log.push('held here') };
+  return { log, answer, lease };
 }
 
 async function parkedSlot(lease: ReturnType<typeof heldLease>['lease'] | undefined, errors: unknown[] = []) {
@@ -49,8 +50,8 @@ describe('RunSlot: a resume does not wait for its lease', () => {
     const l = heldLease();
     const { gate, slot } = await parkedSlot(l.lease);
     expect(l.log).toEqual(['release sent']);
-    // Answered before the park's release did: the slot is taken, the run goes on, the reclaim waits
-    // behind the release (never overtakes it).
+    // Answered before the park's release did: the slot is taken and the run goes on; the reclaim
+    // waits behind the release (never overtakes it).
     let resumed = false;
     void slot.resume().then(() => {
       resumed = true;
@@ -61,55 +62,82 @@ describe('RunSlot: a resume does not wait for its lease', () => {
     expect(gate.state()).toMatchObject({ busy: 1, parkedWithIsolate: 0 });
     expect(slot.resumesUnawaited).toBe(1);
     expect(l.log).toEqual(['release sent']);
-    let settled = false;
-    void slot.leaseSettled()?.then(() => {
-      settled = true;
-    });
     await l.answer();
     expect(l.log).toEqual(['release sent', 'release answered', 'reclaim sent']);
-    expect(settled).toBe(false);
-    // The run parks again while its reclaim is open: its release waits for the reclaim's answer.
+    // It parks again while its reclaim is open: the release waits for the reclaim's answer.
     expect(slot.park(() => undefined)).toBe(true);
     await tick();
     expect(l.log).toEqual(['release sent', 'release answered', 'reclaim sent']);
     await l.answer();
     expect(l.log.slice(3)).toEqual(['reclaim answered', 'release sent']);
-    // `leaseSettled` made before the second park resolves with the reclaim; a new one covers the release.
-    expect(settled).toBe(true);
-    const pending = slot.leaseSettled();
-    expect(pending).toBeDefined();
     await l.answer();
-    await pending;
-    expect(slot.leaseSettled()).toBeUndefined();
     slot.end();
   });
 
-  it('a run that never parked, or holds no lease, has nothing pending and counts no resume', async () => {
+  it('ending with its reclaim still behind the park release: never sent, the lease counted held for the end', async () => {
+    const l = heldLease();
+    const { slot } = await parkedSlot(l.lease);
+    await slot.resume();
+    // The program ended before the park's release answered: nothing to wait for.
+    expect(slot.leaseEnding()).toBeUndefined();
+    expect(l.log).toEqual(['release sent', 'held here']);
+    await l.answer();
+    await tick();
+    expect(l.log).toEqual(['release sent', 'held here', 'release answered']);
+    expect(slot.reclaimsDropped).toBe(1);
+    slot.end();
+  });
+
+  it('ending with its reclaim sent: the end waits for its answer', async () => {
+    const l = heldLease();
+    const { slot } = await parkedSlot(l.lease);
+    await l.answer();
+    await slot.resume();
+    await tick();
+    expect(l.log).toEqual(['release sent', 'release answered', 'reclaim sent']);
+    const ending = slot.leaseEnding();
+    expect(ending).toBeDefined();
+    let ended = false;
+    void ending?.then(() => {
+      ended = true;
+    });
+    await tick();
+    expect(ended).toBe(false);
+    await l.answer();
+    expect(ended).toBe(true);
+    expect(l.log).not.toContain('held here');
+    expect(slot.reclaimsDropped).toBe(0);
+    expect(slot.leaseEnding()).toBeUndefined();
+    slot.end();
+  });
+
+  it('a run that never parked, or holds no lease, has nothing to wait for and counts no resume', async () => {
     const gate = new SlotGate({ slots: 1, parkedMax: 4, isolatesMax: 4 });
     const l = heldLease();
     const never = new RunSlot(gate, l.lease, () => undefined);
     await never.take();
-    expect(never.leaseSettled()).toBeUndefined();
+    expect(never.leaseEnding()).toBeUndefined();
+    expect(l.log).toEqual([]);
     never.end();
     const { slot } = await parkedSlot(undefined);
     await slot.resume();
     expect(slot.resumesUnawaited).toBe(0);
-    expect(slot.leaseSettled()).toBeUndefined();
+    expect(slot.leaseEnding()).toBeUndefined();
     slot.end();
   });
 
-  it('a reclaim that fails is reported and settles: the run went on, the end is not held up', async () => {
+  it('a reclaim that fails is reported and settles: the run went on, its end is not held up', async () => {
     const l = heldLease();
     const errors: unknown[] = [];
     const { slot } = await parkedSlot(l.lease, errors);
     await l.answer();
     await slot.resume();
-    const settling = slot.leaseSettled();
-    expect(settling).toBeDefined();
+    await tick();
+    const ending = slot.leaseEnding();
+    expect(ending).toBeDefined();
     await l.answer(new Error('injected: Redis went away'));
-    await settling;
+    await ending;
     expect(errors.map((e) => (e as Error).message)).toEqual(['injected: Redis went away']);
-    expect(slot.leaseSettled()).toBeUndefined();
     expect(slot.active).toBe(true);
     slot.end();
   });

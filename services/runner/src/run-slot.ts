@@ -4,16 +4,20 @@
  * the slot nor the lease; resumed, it holds both again.
  *
  * A resume waits for the slot (local: slots bound the CPU work of programs) but not for the lease's
- * take-back to answer: `RECLAIM` is unconditional (fair-share.ts: over the share if need be; the
- * lease is the pool's count of a tenant's busy slots, not a run's ownership, which is its job's
- * lock and its attempt), so its answer says nothing the run could act on, and a failed one was
- * already only logged (`onError`) while the run went on. Awaited, it put a fsync'd round trip (two
- * under load, chained behind the park's release) in series before the answer reached the program
- * (test/bench/README.md, round 44 `end-tail`; round 45 `resume-nowait`). Order is kept instead where
- * it matters: lease changes stay one chain (a reclaim never overtakes the release before it, a next
- * park's release waits for the reclaim), and whatever ends the lease after a resume (the run's end
- * script, a hand-back's or a wait's release) first waits for the chain (`leaseSettled`); otherwise a
- * reclaim landing after the end's release would leave a lease held, renewed by the heartbeat.
+ * take-back: `RECLAIM` is unconditional (fair-share.ts: over the share if need be; the lease is the
+ * pool's count of a tenant's busy slots, not a run's ownership, which is its job's lock and its
+ * attempt), so its answer says nothing the run could act on, and a failed one was already only
+ * logged (`onError`) while the run went on. Awaited, it put the park's release and the reclaim, two
+ * fsync'd round trips, in series before the answer reached the program (test/bench/README.md, round
+ * 44 `end-tail`; round 45 `resume-nowait`). Order is kept where it matters: lease changes stay one
+ * chain (a reclaim never overtakes the release before it, a next park's release waits for the
+ * reclaim), and whatever ends the lease after a resume (the run's end script, a hand-back's or a
+ * wait's release) first calls `leaseEnding`: a reclaim already sent is awaited (landing after the end's
+ * release it would leave a lease held, renewed by the heartbeat), one still queued behind the park's
+ * release is never sent (the run is over; the end's release gives back a lease that was not taken
+ * again, which only does what any release does: lease-release.lua), so a run whose answer came just
+ * after it parked ends without either round trip on its way. Until then its tenant counts one
+ * lease fewer for the run's last stretch, as after a reclaim that failed.
  */
 import type { ExecutionSlot } from './call-parking.ts';
 import type { ParkedRun, SlotGate } from './slot-gate.ts';
@@ -21,6 +25,8 @@ import type { ParkedRun, SlotGate } from './slot-gate.ts';
 interface TenantLease {
   release(): Promise<void>;
   reclaim(): Promise<void>;
+  /** Counts the lease as held again in this runner only (no Redis): the run's end script then gives it back. */
+  hold(): void;
 }
 
 export class RunSlot implements ExecutionSlot {
@@ -28,10 +34,16 @@ export class RunSlot implements ExecutionSlot {
   private handle: ParkedRun | undefined;
   /** Lease changes in order: a reclaim never overtakes the release before it. */
   private leaseOps: Promise<void> = Promise.resolve();
-  /** Lease changes sent or queued whose answer has not come (`leaseSettled` waits only then). */
-  private leasePending = 0;
+  /** Reclaims a resume queued that are not sent yet (behind a release still unanswered). */
+  private reclaimsQueued = 0;
+  /** The reclaim sent and not answered yet (settles, never rejects). */
+  private reclaimInFlight: Promise<void> | undefined;
+  /** `leaseEnding` was called: the run is over, no reclaim is sent any more. */
+  private ending = false;
   /** Resumes that let the run go on before their reclaim answered (tests read it). */
   resumesUnawaited = 0;
+  /** Reclaims never sent because the run ended first (tests read it). */
+  reclaimsDropped = 0;
   private readonly gate: SlotGate;
   private readonly lease: TenantLease | undefined;
   private readonly onError: (err: unknown) => void;
@@ -76,17 +88,21 @@ export class RunSlot implements ExecutionSlot {
     this.handle = undefined;
     this.state = 'active';
     if (!this.lease) return;
-    // Queued behind the park's release, not awaited: see the file's comment.
-    void this.leaseOp((l) => l.reclaim());
+    // Queued behind the park's release and not awaited: see the file's comment.
+    this.reclaimsQueued++;
     this.resumesUnawaited++;
+    void this.leaseOp((l) => this.reclaim(l));
   }
 
   /**
-   * Resolves once every lease change made so far answered (or failed, logged); undefined when none
-   * is pending, so a run that never parked awaits nothing. Awaited before the run's lease ends.
+   * The run is over and its lease is about to be given back: reclaims not sent yet never will be
+   * (the lease counted held here so the end's script carries its release), and the one sent, if
+   * any, is what to await first. Undefined: nothing to wait for (a run that never parked).
    */
-  leaseSettled(): Promise<void> | undefined {
-    return this.leasePending > 0 ? this.leaseOps : undefined;
+  leaseEnding(): Promise<void> | undefined {
+    this.ending = true;
+    if (this.reclaimsQueued > 0) this.lease?.hold();
+    return this.reclaimInFlight;
   }
 
   /** The job is over: whatever it holds goes back. */
@@ -97,16 +113,29 @@ export class RunSlot implements ExecutionSlot {
     this.state = 'none';
   }
 
+  private reclaim(lease: TenantLease): Promise<void> {
+    this.reclaimsQueued--;
+    if (this.ending) {
+      this.reclaimsDropped++;
+      return Promise.resolve();
+    }
+    const sent = lease.reclaim();
+    const settled: Promise<void> = sent.then(
+      () => this.landed(settled),
+      () => this.landed(settled),
+    );
+    this.reclaimInFlight = settled;
+    return sent;
+  }
+
+  private landed(reclaim: Promise<void>): void {
+    if (this.reclaimInFlight === reclaim) this.reclaimInFlight = undefined;
+  }
+
   private leaseOp(op: (lease: TenantLease) => Promise<void>): Promise<void> {
     const lease = this.lease;
     if (!lease) return this.leaseOps;
-    this.leasePending++;
-    this.leaseOps = this.leaseOps
-      .then(() => op(lease))
-      .catch(this.onError)
-      .finally(() => {
-        this.leasePending--;
-      });
+    this.leaseOps = this.leaseOps.then(() => op(lease)).catch(this.onError);
     return this.leaseOps;
   }
 }

@@ -277,7 +277,7 @@ export function runnerHarness(name: string) {
           throw err;
         });
         // As the real executor: a resume's lease take-back answers before the end gives it back.
-        const settling = job.slot?.leaseSettled?.();
+        const settling = job.slot?.leaseEnding?.();
         if (settling) await settling;
         await life.finish(
           begun.run,
