@@ -81,6 +81,9 @@ describe('RunSlot: a resume does not wait for its lease', () => {
     // The program ended before the park's release answered: nothing to wait for.
     expect(slot.leaseEnding()).toBeUndefined();
     expect(l.log).toEqual(['release sent', 'held here']);
+    // Asked again (the processor's, after the executor's end gave the lease back): not held again.
+    expect(slot.leaseEnding()).toBeUndefined();
+    expect(l.log).toEqual(['release sent', 'held here']);
     await l.answer();
     await tick();
     expect(l.log).toEqual(['release sent', 'held here', 'release answered']);

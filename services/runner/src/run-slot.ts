@@ -100,8 +100,12 @@ export class RunSlot implements ExecutionSlot {
    * any, is what to await first. Undefined: nothing to wait for (a run that never parked).
    */
   leaseEnding(): Promise<void> | undefined {
-    this.ending = true;
-    if (this.reclaimsQueued > 0) this.lease?.hold();
+    // Counted held once, at the first call: a second (the processor's, after the executor's end
+    // gave the lease back) would put back an entry nothing deletes, renewed at every heartbeat.
+    if (!this.ending) {
+      this.ending = true;
+      if (this.reclaimsQueued > 0) this.lease?.hold();
+    }
     return this.reclaimInFlight;
   }
 
