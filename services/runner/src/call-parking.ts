@@ -18,8 +18,10 @@ import type { LiveOutcome } from '@islet/runs';
 export interface ExecutionSlot {
   /** Gives the slot back while the run waits; false when it must keep it (no parking room). */
   park(release: () => void): boolean;
-  /** Takes a slot again (runs coming back go before new jobs). */
+  /** Takes a slot again (runs coming back go before new jobs); its lease's take-back is not awaited. */
   resume(): Promise<void>;
+  /** The run is over: a resume's take-back not sent is dropped, one sent is what to await before the lease ends. */
+  leaseEnding?(): Promise<void> | undefined;
 }
 
 const RELEASED: LiveOutcome = {

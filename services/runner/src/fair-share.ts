@@ -337,6 +337,15 @@ export function createFairShare(deps: FairShareDeps) {
       );
     },
 
+    /**
+     * A parked run that ends before its reclaim was sent (run-slot.ts `leaseEnding`): counted held
+     * here only, no Redis, so its end script carries the lease's release (of a lease already given
+     * back: what any release does) and the end stays fused with its job's completion.
+     */
+    hold(mode: SandboxMode, tenant: string, jobId: string): void {
+      if (!off) held.set(heldKey(mode, jobId), { mode, tenant, jobId });
+    },
+
     async close() {
       if (timer) clearInterval(timer);
       await Promise.all(pending);

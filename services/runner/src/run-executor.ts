@@ -289,6 +289,10 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       }
       if (waited !== 'interrupted') outcome = waited;
     }
+    // A resume's lease take-back was not awaited (run-slot.ts): one sent answers before the end
+    // (whose script gives the lease back) is sent, so the two reach Redis in order.
+    const settling = job.slot?.leaseEnding?.();
+    if (settling) await settling;
     if (callsOver && unanswered > 0) abortQuietly(callsOver.controller);
     const elapsedSeconds = (performance.now() - started) / 1000;
     const timings: RunTimings = {

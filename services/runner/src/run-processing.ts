@@ -48,6 +48,7 @@ export async function processModeJob(
       ? {
           release: () => fairShare.release(mode, job.data.tenant, jobId),
           reclaim: () => fairShare.reclaim(mode, job.data.tenant, jobId),
+          hold: () => fairShare.hold(mode, job.data.tenant, jobId),
         }
       : undefined,
     (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
@@ -132,5 +133,9 @@ async function processRun(
     throw err;
   } finally {
     active.delete(runId);
+    // Whatever way the run left (a throw, a replay's end without the lease), its lease's release
+    // follows (tenant-slot.ts): never before a resume's take-back sent answered (run-slot.ts).
+    const settling = slot.leaseEnding();
+    if (settling) await settling;
   }
 }

@@ -276,6 +276,9 @@ export function runnerHarness(name: string) {
           outcomes.push('handed back');
           throw err;
         });
+        // As the real executor: a resume's lease take-back answers before the end gives it back.
+        const settling = job.slot?.leaseEnding?.();
+        if (settling) await settling;
         await life.finish(
           begun.run,
           opts.noteEnds ? { ...done, onEnded: (ended) => outcomes.push(`ended ${ended}`) } : done,
