@@ -8,6 +8,6 @@ set -euo pipefail
 N=${1:-2000}
 cd "$(dirname "$0")/../.."
 . test/bench/callgrind-per-op.sh
-for part in ${PARTS:-sealed one event-sealed event-one}; do
+for part in ${PARTS:-sealed one event-sealed event-one}; do  # also `default` (round 45)
   per_op "$part" test/bench/call-one-seal-parts.ts "$N" PART "$part"
 done

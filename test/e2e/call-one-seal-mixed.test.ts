@@ -1,29 +1,32 @@
 /**
- * A binding call's `call` event in its one-seal form (core config `ISLET_CALL_ONE_SEAL`, default
- * off; services/runs call-event-reads.ts), with real processes on one Redis (test/bench/README.md
- * round 44 `outcome-seal`):
- * - flag off (the default), beside e8feb7a0's gateway and runner, every pair: this release writes
- *   the sealed form e8feb7a0 writes (`data`, no `i`), and both gateways stream every run's events
- *   byte for byte alike and answer its record alike — nothing changed for the previous release;
- * - flag on (a gateway and runner of this release with it): the events, the record's calls and
- *   the waited answer read through this release's API exactly as a flag-off run's of the same
- *   program (ids, times and durations aside), from an event stream that holds no call's `data`;
- *   e8feb7a0 reads such an event as `{}`, which is why the flag stays off this release.
- * Fails on e8feb7a0 (its reader has no one-seal form; the flag is not a setting there).
+ * A binding call's `call` event in its one-seal form (core config `ISLET_CALL_ONE_SEAL`, on by
+ * default since round 45; services/runs call-event-reads.ts), with real processes on one Redis
+ * beside 9ec25e04 (round 44, which reads the form and writes the sealed one by default;
+ * test/bench/README.md rounds 44 `outcome-seal` and 45 `seal-on`):
+ * - default settings, every pair (gateway × runner, one runner at a time; a run's calls are served
+ *   by its runner's gateway): this release's gateway writes the one-seal form (`i`, `ms`, no
+ *   `data`), 9ec25e04's the sealed form, and both gateways stream every run's events byte for
+ *   byte alike and answer its record alike; a run whose events this release wrote streams as one
+ *   9ec25e04 wrote (ids, times and durations aside). A run this release ended expires its journal
+ *   with its events (the same instant); one 9ec25e04 ended keeps the journal's own expiry.
+ * - `ISLET_CALL_ONE_SEAL=false` (the operator's way back, for a rollback past 9ec25e04): this
+ *   release writes the sealed form again, read alike by both.
+ * Fails on 9ec25e04 as the head (it writes the sealed form by default).
  */
 import { keys } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
+import { journalKeys } from '@islet/runs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAppServer } from './helpers.ts';
 import { call, expectReadAlike, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
-const PREVIOUS = process.env.ISLET_ONE_SEAL_PREVIOUS_RELEASE ?? 'e8feb7a0';
+const PREVIOUS = process.env.ISLET_ONE_SEAL_PREVIOUS_RELEASE ?? '9ec25e04';
 const present = hasCommit(PREVIOUS);
 
 let mixed: MixedReleases | undefined;
 let head: Cluster | undefined;
 let prev: Cluster | undefined;
-let on: Cluster | undefined;
+let off: Cluster | undefined;
 let app: Awaited<ReturnType<typeof startAppServer>> | undefined;
 let connectionId = '';
 
@@ -41,7 +44,7 @@ async function run(gw: Cluster, sessionId: string): Promise<{ id: string; text: 
     { prefer: 'wait=30' },
   );
   const outputs = () =>
-    [head, prev, on]
+    [head, prev, off]
       .map((c) => (c?.runners.length ? c.output('runner', 0).slice(-1500) : ''))
       .join('\n---\n');
   expect(res.status, `${res.text}\n${res.status === 200 ? '' : outputs()}`).toBe(200);
@@ -111,14 +114,18 @@ describe.skipIf(!present)(`a call event's one-seal form beside ${PREVIOUS}`, () 
   }, 180_000);
 
   afterAll(async () => {
-    await on?.stop();
+    await off?.stop();
     await app?.close();
     await mixed?.stop();
   });
 
-  const flagOff: { id: string; text: string }[] = [];
+  /** Runs whose calls each release's gateway served: this release's (one-seal), 9ec25e04's (sealed). */
+  const served: { head: { id: string; text: string }[]; prev: { id: string; text: string }[] } = {
+    head: [],
+    prev: [],
+  };
 
-  it(`flag off: this release writes ${PREVIOUS}'s sealed form; every pair's events and records read alike on both`, async () => {
+  it(`default settings: this release writes the one-seal form, ${PREVIOUS} the sealed; every pair's events and records read alike on both`, async () => {
     const pairs: [Cluster, 'head' | 'prev'][] = [
       [prev!, 'head'],
       [head!, 'head'],
@@ -134,46 +141,62 @@ describe.skipIf(!present)(`a call event's one-seal form beside ${PREVIOUS}`, () 
         await head!.killRunner(0, 'SIGTERM');
       }
       const done = await run(gw, `os-${gw === head ? 'h' : 'p'}-${runner}`);
-      expect(await callForms(done.id)).toEqual(['type,data', 'type,data', 'type,data']);
+      const form = runner === 'head' ? 'type,i,ms' : 'type,data';
+      expect(await callForms(done.id)).toEqual([form, form, form]);
       const a = await events(head!, done.id);
       const b = await events(prev!, done.id);
       expect(b).toBe(a);
       expect((a.match(/event: call/g) ?? []).length).toBe(3);
       expect(a).toContain('"_tag":"Failed"');
+      expect(a).not.toContain('event: call\ndata: {"index":0,"durationMs"');
       await expectReadAlike(done.text, done.id, [head!, prev!]);
-      if (runner === 'head') flagOff.push(done);
+      // The end's writer: this release's runner expires the journal with the events.
+      const [stream, journal] = (await Promise.all([
+        mixed!.redis.call('PEXPIRETIME', keys.runEvents(done.id)),
+        mixed!.redis.call('PEXPIRETIME', journalKeys().journal(done.id)),
+      ])) as number[];
+      expect(stream).toBeGreaterThan(0);
+      if (runner === 'head') expect(journal).toBe(stream);
+      else expect(journal).toBeLessThanOrEqual(stream as number);
+      served[runner].push(done);
     }
     await head!.restartRunner(0);
+    // A run whose events this release wrote (one-seal) streams as one 9ec25e04 wrote (sealed), on both.
+    const one = served.head[0]!;
+    const sealed = served.prev[0]!;
+    for (const gw of [head!, prev!])
+      expect(comparable(await events(gw, one.id), one.id)).toEqual(
+        comparable(await events(gw, sealed.id), sealed.id),
+      );
+    expect(recordOf(one.text, one.id)).toBe(recordOf(sealed.text, sealed.id));
   }, 300_000);
 
-  it('flag on: no call event carries data; its events, calls and answer read as a flag-off run', async () => {
+  it('ISLET_CALL_ONE_SEAL=false: this release writes the sealed form again, read alike by both', async () => {
     const shared = [
       'ISLET_SEAL_KEYS',
       'ISLET_INTERNAL_TOKEN',
       'ISLET_JOURNAL_ARGS_KEY',
       'ISLET_WORKSPACE_ROOT',
     ];
-    on = await startCluster({
+    off = await startCluster({
       redisUrl: head!.redisUrl,
       gateways: 1,
       runners: [{ modes: ['read-only'] }],
       env: {
         ...Object.fromEntries(shared.map((name) => [name, head!.env[name] as string])),
-        ISLET_CALL_ONE_SEAL: 'true',
+        ISLET_CALL_ONE_SEAL: 'false',
       },
     });
     await head!.killRunner(0, 'SIGTERM');
     await prev!.killRunner(0, 'SIGTERM');
-    const done = await run(on, 'os-on');
-    expect(await callForms(done.id)).toEqual(['type,i,ms', 'type,i,ms', 'type,i,ms']);
-    // This release reads it alike with the flag on or off.
-    const sse = await events(on, done.id);
+    const done = await run(off, 'os-off');
+    expect(await callForms(done.id)).toEqual(['type,data', 'type,data', 'type,data']);
+    const sse = await events(off, done.id);
     expect(await events(head!, done.id)).toBe(sse);
-    const base = flagOff[1] as { id: string; text: string };
-    expect(comparable(sse, done.id)).toEqual(comparable(await events(head!, base.id), base.id));
-    expect(recordOf(done.text, done.id)).toBe(recordOf(base.text, base.id));
-    await expectReadAlike(done.text, done.id, [on, head!, prev!]);
-    // The previous release reads the one-seal form's calls as `{}`: the writer waits a release.
-    expect(await events(prev!, done.id)).toContain('event: call\ndata: {}');
+    expect(await events(prev!, done.id)).toBe(sse);
+    const one = served.head[1] as { id: string; text: string };
+    expect(comparable(sse, done.id)).toEqual(comparable(await events(head!, one.id), one.id));
+    expect(recordOf(done.text, done.id)).toBe(recordOf(one.text, one.id));
+    await expectReadAlike(done.text, done.id, [off, head!, prev!]);
   }, 240_000);
 });

@@ -248,11 +248,13 @@ export const configSchema = z.object({
    * A binding call's `call` event written as a reference to its journal entry (`i`, `ms`), not a
    * sealed copy of the call's outcome and arguments: one seal a call fewer (the outcome is sealed
    * once, in the journal), its reader (services/runs call-event-reads.ts) opening the event's data
-   * from the run's journal. Default `false`: this release reads both forms and writes the old one;
-   * the release after it may turn it on (the two-release rule: e8feb7a0 and older read the new
-   * form's events as `{}`). Gateways and runners (files calls) alike. Round 44 `outcome-seal`.
+   * from the run's journal, which a run's end expires with its events (includes/transition.lua).
+   * Default `true` since round 45: 9ec25e04 (round 44) and later read both forms (two-release
+   * rule; e8feb7a0 and older read the new form's events as `{}`). `false` writes the sealed copy
+   * again (an operator rolling back past 9ec25e04 sets it first). Gateways and runners (files
+   * calls) alike. Round 44 `outcome-seal`, round 45 `seal-on`.
    */
-  ISLET_CALL_ONE_SEAL: z.enum(['true', 'false']).default('false'),
+  ISLET_CALL_ONE_SEAL: z.enum(['true', 'false']).default('true'),
   /**
    * Start sandbox hosts under the kernel launcher (islet-jail: no_new_privs, seccomp, Landlock,
    * rlimits per mode). `off` runs them as plain child processes (dev machines without the helper).

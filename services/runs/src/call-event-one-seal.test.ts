@@ -1,10 +1,10 @@
 // A binding call's `call` event in its two stored forms (call-event-reads.ts): sealed data (what
-// e8feb7a0 writes and the default still writes) and the one-seal form (ISLET_CALL_ONE_SEAL: the
-// call's index and duration, the data read from the run's journal). Both read alike through
-// `readEvents`, in both journal layouts, mixed in one stream; the one-seal form seals one text a
-// call fewer and stores no `data`; its data is its own run's journal's, and a forged journal text
-// is refused as a forged event's was. The reader of the one-seal form fails on e8feb7a0 (it reads
-// such an event as `{}`).
+// e8feb7a0 and 9ec25e04 write by default; ISLET_CALL_ONE_SEAL=false still writes it) and the
+// one-seal form (ISLET_CALL_ONE_SEAL, the default since round 45: the call's index and duration,
+// the data read from the run's journal). Both read alike through `readEvents`, in both journal
+// layouts, mixed in one stream; the one-seal form seals one text a call fewer and stores no
+// `data`; its data is its own run's journal's, and a forged journal text is refused as a forged
+// event's was. The reader of the one-seal form fails on e8feb7a0 (it reads such an event as `{}`).
 import { configSchema, createRedis, generateSealKey, keys, SealError, sealerFromConfig } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
 import { startRedis } from '@islet/testkit';
@@ -70,8 +70,9 @@ const timeless = (events: { type: string; data: Record<string, unknown> }[]) =>
   events.map((e) => ({ ...e, data: { ...e.data, durationMs: typeof e.data.durationMs } }));
 
 describe('a call event, sealed and one-seal forms', () => {
-  it('is written sealed unless ISLET_CALL_ONE_SEAL says true (the default: false)', () => {
-    expect(configSchema.shape.ISLET_CALL_ONE_SEAL.parse(undefined)).toBe('false');
+  it('is written in its one-seal form unless ISLET_CALL_ONE_SEAL says false (the default since round 45: true)', () => {
+    expect(configSchema.shape.ISLET_CALL_ONE_SEAL.parse(undefined)).toBe('true');
+    expect(configSchema.shape.ISLET_CALL_ONE_SEAL.parse('false')).toBe('false');
     expect(() => configSchema.shape.ISLET_CALL_ONE_SEAL.parse('yes')).toThrow();
   });
 
@@ -129,7 +130,9 @@ describe('a call event, sealed and one-seal forms', () => {
     for (const field of ['#c0', '#seq', '01', ' 0'])
       await redis.xadd(keys.runEvents('own'), '*', 'type', 'call', 'i', field, 'ms', '1');
     expect((await dataOf('own')).slice(-4).map((e) => e.data)).toEqual([{}, {}, {}, {}]);
-    // The journal gone (retention): the same.
+    // The journal gone (the reader's fallback: an end written by a release before round 45, which left
+    // the journal its earlier expiry; a run outliving retention after its last call; a page read in
+    // the millisecond both expire — journal-expiry-at-end.test.ts): the same.
     await calls('gone', { oneSeal: true, format: '1' });
     await redis.del(journalKeys().journal('gone'));
     expect(Object.keys((await dataOf('gone'))[0]?.data ?? {})).toEqual(['index', 'durationMs']);

@@ -5,8 +5,11 @@
  * and arguments opened there (sealed once each, by the claim and the complete). The data is built
  * as the sealed form's writer builds it (call-event.ts `callEventOf`), so a reader of the events API
  * or SSE cannot tell the forms apart. The event is appended in the script that stores the outcome
- * (lua/complete-2.lua), so its entry is `done` whenever the event exists; a journal gone (retention)
- * leaves the event its index and duration. The journal is the event's run's (the stream's run id,
+ * (lua/complete-2.lua), so its entry is `done` whenever the event exists, and a run's end expires
+ * the journal with the stream (includes/transition.lua), so it outlives the event; a journal gone
+ * all the same (an end a release before round 45 wrote, a run outliving retention after its last
+ * call, a read in the millisecond both expire: services/runs README) leaves the event its index
+ * and duration. The journal is the event's run's (the stream's run id,
  * never a name from the entry), so the event's data stays its run's call's, as the sealed form's was.
  */
 import type { BindingOutcome } from '@islet/protocol';

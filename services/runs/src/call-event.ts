@@ -3,7 +3,7 @@
  * same for App calls (served by the gateway) and files calls (served by the runner). It goes in
  * with the call's outcome, in the journal's `complete` step (RunStore.callEvent). Two stored forms,
  * both read (run-reads.ts `readEvents`): this data sealed in the event's `data` field, or (core
- * config `ISLET_CALL_ONE_SEAL`, off by default) the call's index `i` and `ms` alone, the rest read
+ * config `ISLET_CALL_ONE_SEAL`, on by default since round 45) the call's index `i` and `ms` alone, the rest read
  * from the run's journal (call-event-reads.ts), where the outcome and arguments are sealed already.
  */
 import type { BindingOutcome, CallOutcomeRecord } from '@islet/protocol';

@@ -198,9 +198,10 @@ export interface RunStoreOptions {
    */
   eventSealer?: Sealer;
   /**
-   * Core config `ISLET_CALL_ONE_SEAL` (default off): a binding call's `call` event written as its
-   * call's index and duration, its data read from the journal (call-event-reads.ts); both forms
-   * are read whatever it says.
+   * Core config `ISLET_CALL_ONE_SEAL` (the processes' default on since round 45; this option's, for
+   * a store made without it, off): a binding call's `call` event written as its call's index and
+   * duration, its data read from the journal (call-event-reads.ts); both forms are read whatever
+   * it says.
    */
   callOneSeal?: boolean;
   /**

@@ -31,13 +31,16 @@ export function createRunTransitions(
     const channel = running ? channels.runProgress : channels.runEvents;
     const res = await TRANSITION.run(
       redis,
-      // The journal's key with its default prefix, the one the gateway and runner use.
-      run.pushEnd
-        ? [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)]
-        : [keys.run(run.id), keys.runEvents(run.id)],
-      ([message, channel, event.type, seal(event.data), maxEvents, retention] as (string | number)[]).concat(
-        flat,
-      ),
+      // The journal's key with its default prefix, the one the gateway and runner use: read for a
+      // pushed end, and expired with the record and events at any end (a one-seal `call` event's
+      // data is read from it: call-event-reads.ts).
+      [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)],
+      (
+        [message, channel, event.type, seal(event.data), maxEvents, retention, run.pushEnd ? '1' : '0'] as (
+          | string
+          | number
+        )[]
+      ).concat(flat),
     );
     return res === 1;
   }

@@ -2,7 +2,8 @@
 -- it is not final (its status `old`; `before`: the record as the caller read it whole, or nil).
 -- `firstOnly`: the caller knows the journal holds its first attempt's count alone (no call was ever
 -- sent: includes/finish-run.lua), so the push carries it as it must be, unread.
--- KEYS[k] run record, KEYS[k+1] events, KEYS[k+2] the run's journal (read with `push`).
+-- KEYS[k] run record, KEYS[k+1] events, KEYS[k+2] the run's journal (read with `push`; given an
+--   end, expired with the record and events, whether pushed or not).
 -- ARGV[a] message (the run id, then optionally a space and a tag), ARGV[a+1] channel,
 --   ARGV[a+2] eventType, ARGV[a+3] sealedEventData, ARGV[a+4] maxlen, ARGV[a+5] ttlSeconds,
 --   ARGV[f..] field, value, ...
@@ -81,6 +82,12 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
   if ended then
     redis.call('EXPIRE', KEYS[k], ARGV[a + 5])
     redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 5])
+    -- The journal expires with the stream: a `call` event's one-seal form (complete-2.lua) holds
+    -- its call's index alone, its data read from the journal (call-event-reads.ts), whose expiry
+    -- its last claim or complete set, before this end. Same script, same clock: the same instant;
+    -- a complete after the end (a cancelled run's call) only moves the journal's later. Not sent
+    -- when no call was ever made (`firstOnly`: the journal does not exist).
+    if KEYS[k + 2] and not firstOnly then redis.call('EXPIRE', KEYS[k + 2], ARGV[a + 5]) end
   end
   -- `firstOnly`: a first attempt that sent no call: its stream holds its create's and start's events
   -- and those of decisions before it.

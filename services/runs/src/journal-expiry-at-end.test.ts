@@ -1,0 +1,145 @@
+// A run's journal expires with its events (includes/transition.lua): a `call` event's one-seal form
+// (ISLET_CALL_ONE_SEAL, on by default since round 45) holds its call's index alone, its data read
+// from the journal (call-event-reads.ts), so the journal must not go before the stream. Before
+// round 45 the journal kept the expiry its last claim or complete set, and a run's end gave the
+// record and events theirs (retention from the end): the events outlived the journal by the run's
+// time after its last call, and read only `{index, durationMs}` then. Every end path is here: the
+// one-server end script (finish-run-13, whose include finish-run-release-18 and
+// endCompleteStartScript share), pushed or not, and the Cluster's transition-3. Fails on 9ec25e04
+// (the journal keeps its earlier expiry).
+import { createRedis, generateSealKey, sealerFromConfig } from '@islet/core';
+import type { BindingOutcome } from '@islet/protocol';
+import { runFixture, startRedis } from '@islet/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCallJournal } from './call-journal.ts';
+import { journalKeys } from './keys.ts';
+import { createRunStore } from './run-store.ts';
+import { createRunTransitions } from './run-transitions.ts';
+
+const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+const RETENTION = 3600;
+const outcome: BindingOutcome = { type: 'result', valueJson: '{"ok":true}' };
+const end = {
+  status: 'Completed' as const,
+  result: { _tag: 'Completed' as const, value: 1, logs: [] },
+  text: '1',
+};
+
+let server: Awaited<ReturnType<typeof startRedis>>;
+let redis: ReturnType<typeof createRedis>;
+beforeAll(async () => {
+  server = await startRedis();
+  redis = createRedis(server.url);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.stop();
+});
+
+const store = () => createRunStore(redis, sealer, { callOneSeal: true, retentionSeconds: RETENTION });
+const journalOf = journalKeys().journal;
+const eventsOf = (id: string) => `islet:run:{${id}}:events`;
+const recordOf = (id: string) => `islet:run:{${id}}`;
+
+/** A run created, one call journaled with its one-seal event, its journal's expiry set `shortMs` away. */
+async function runWithCall(id: string, shortMs: number) {
+  const runs = store();
+  const run = runFixture(id, { tenant: 't1' });
+  await runs.create(run);
+  const journal = createCallJournal({ redis, sealer, ttlSeconds: RETENTION });
+  const call = { index: 0, binding: 'echo.say', argsJson: '{"w":1}' };
+  const started = process.hrtime.bigint();
+  expect((await journal.claim(id, 1, { ...call, sendNow: true })).kind).toBe('new');
+  const event = runs.callEvent(id, () => ({}), started);
+  expect((await journal.complete(id, 0, outcome, event)).stored).toBe(true);
+  // The call was made long before the end: its journal's expiry is that much nearer than retention.
+  await redis.pexpire(journalOf(id), shortMs);
+  return { runs, run };
+}
+
+/** EXPIRE calls Redis has run (scripts' included). */
+const expireCalls = async () =>
+  Number(/cmdstat_expire:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+
+const expiries = async (id: string) =>
+  Promise.all([
+    redis.call('PEXPIRETIME', recordOf(id)),
+    redis.call('PEXPIRETIME', eventsOf(id)),
+    redis.call('PEXPIRETIME', journalOf(id)),
+  ]) as Promise<number[]>;
+
+describe("a run's journal at its end", () => {
+  it('expires with the record and events, to the same instant, on the one-server end (pushed or not)', async () => {
+    for (const pushEnd of [false, true]) {
+      const id = `one-${pushEnd}`;
+      const { runs, run } = await runWithCall(id, 5_000);
+      expect(await runs.finish({ ...run, pushEnd }, end)).toBe(true);
+      const [record, events, journal] = await expiries(id);
+      expect(record).toBeGreaterThan(Date.now() + (RETENTION - 60) * 1000);
+      expect(events).toBe(record);
+      expect(journal).toBe(record);
+      // The event reads its call whole after the end.
+      const call = (await runs.readEvents(id)).find((e) => e.type === 'call');
+      expect(call?.data).toMatchObject({ index: 0, binding: 'echo.say', arguments: { w: 1 } });
+    }
+  });
+
+  it("expires with them on the Cluster's end (transition-3), pushed or not; a status short of an end leaves it", async () => {
+    for (const pushEnd of [false, true]) {
+      const id = `cluster-${pushEnd}`;
+      await runWithCall(id, 5_000);
+      const { transition } = createRunTransitions(redis, {
+        maxEvents: '1000',
+        retention: String(RETENTION),
+        seal: (v) => sealer.seal(JSON.stringify(v)),
+      });
+      const run = { id, tenant: 't1', pushEnd };
+      // Waiting is no end: the journal keeps its own expiry, the record and events none.
+      expect(
+        await transition(run, { status: 'Waiting' }, { type: 'status', data: { status: 'Waiting' } }),
+      ).toBe(true);
+      const waiting = await expiries(id);
+      expect(waiting.slice(0, 2)).toEqual([-1, -1]);
+      expect(waiting[2]).toBeLessThan(Date.now() + 10_000);
+      expect(
+        await transition(run, { status: 'Cancelled' }, { type: 'end', data: { status: 'Cancelled' } }),
+      ).toBe(true);
+      const [record, events, journal] = await expiries(id);
+      expect(record).toBeGreaterThan(Date.now() + (RETENTION - 60) * 1000);
+      expect(events).toBe(record);
+      expect(journal).toBe(record);
+    }
+  });
+
+  it('a call completed after the end keeps its journal past the events (never before them)', async () => {
+    const id = 'late';
+    const { runs, run } = await runWithCall(id, 5_000);
+    const journal = createCallJournal({ redis, sealer, ttlSeconds: RETENTION + 60 });
+    expect(await runs.finish(run, end)).toBe(true);
+    expect(
+      (await journal.claim(id, 1, { index: 1, binding: 'echo.say', argsJson: '{}', sendNow: true })).kind,
+    ).toBe('new');
+    await journal.complete(
+      id,
+      1,
+      outcome,
+      runs.callEvent(id, () => ({}), process.hrtime.bigint()),
+    );
+    const [, events, after] = await expiries(id);
+    expect(after).toBeGreaterThan(events as number);
+  });
+
+  it('an end with no call made sends no expiry for a journal that does not exist', async () => {
+    const id = 'no-call';
+    const runs = store();
+    const run = runFixture(id, { tenant: 't1' });
+    await runs.create(run);
+    // Begun as a runner begins its first attempt: the record counts it, the journal is not written.
+    await redis.hset(recordOf(id), 'attempts', '1');
+    const before = await expireCalls();
+    await runs.finish({ ...run, pushEnd: true }, { ...end, sentNoCall: true });
+    // The record's and the events' expiry alone.
+    expect((await expireCalls()) - before).toBe(2);
+    expect(await redis.exists(journalOf(id))).toBe(0);
+  });
+});
