@@ -75,6 +75,31 @@ describe('the App calls’ deadlines', () => {
     for (const e of expired) expect(e.late).toBeGreaterThanOrEqual(0);
     expect(mostLive()).toBe(1);
   });
+
+  it('expire in due order the calls found due at one late firing, whatever order they were filed in', async () => {
+    // Timers fired by the test, not the loop: the one firing comes after all three are due, as a
+    // timer held back by a loaded box does (9ec25e04 expired them in filing order: c, b, a).
+    const armed: (() => void)[] = [];
+    const timers: DeadlineTimers = {
+      set(fn) {
+        armed.push(fn);
+        return { unref: () => undefined };
+      },
+      clear() {},
+    };
+    const expired: string[] = [];
+    const deadlines = createDeadlines<{ due: number; name: string }>((e) => expired.push(e.name), timers);
+    for (const [name, ms] of [
+      ['c', 30],
+      ['b', 20],
+      ['a', 10],
+    ] as const)
+      deadlines.add({ due: 0, name }, ms);
+    await new Promise((r) => setTimeout(r, 60));
+    armed.at(-1)?.();
+    expect(expired).toEqual(['a', 'b', 'c']);
+    expect(deadlines.pending).toBe(0);
+  });
 });
 
 describe('the App client’s calls on the shared deadline timer', () => {
