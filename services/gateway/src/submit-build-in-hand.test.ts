@@ -7,6 +7,7 @@
  * read and refused every time; a refusal of the style is the same problem in hand as read.
  * Round 44 (`submit-peek`).
  */
+import { channels } from '@islet/core';
 import type { StoredRun } from '@islet/runs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auth, expectProblem, run, startAppFixture } from '../test/app-fixture.ts';
@@ -36,6 +37,30 @@ async function stored(res: { statusCode: number; json(): unknown }): Promise<Sto
   const got = await deps.runs.get((res.json() as { id: string }).id);
   if (!got) throw new Error('no run');
   return got;
+}
+
+/**
+ * Runs `change` (which drops `kind`'s `key` here and publishes the drop) and waits until the
+ * published drop came back to this gateway: its echo would otherwise drop an entry read after the
+ * change (under load it can come after the next submit), and that submit's successor would read.
+ */
+async function changedAndEchoed(kind: string, key: string, change: () => Promise<unknown>) {
+  const sub = deps.redis.duplicate();
+  try {
+    await sub.subscribe(channels.gatewayCache);
+    const echoed = new Promise<void>((resolve) =>
+      sub.on('message', (_channel: string, message: string) => {
+        if (message === `${kind}:${key}`) resolve();
+      }),
+    );
+    await change();
+    await echoed;
+    // Redis wrote the gateway's subscriber the same message before this one's; a round trip
+    // later the gateway's event loop has read it.
+    await deps.redis.ping();
+  } finally {
+    sub.disconnect();
+  }
 }
 
 /** Counts the async reads `buildRun` makes (policy, settings, a connection, the tenant's list). */
@@ -154,7 +179,9 @@ describe("a submit's run built from the caches", () => {
 
   it("a style's refusal is the same problem in hand as read", async () => {
     const { key } = await tenantWithConnection('build-refuse');
-    await deps.runPolicies.set('build-refuse', { style: 'code-mode' });
+    await changedAndEchoed('run-policy', 'build-refuse', () =>
+      deps.runPolicies.set('build-refuse', { style: 'code-mode' }),
+    );
     const reads = readSpies();
     try {
       // No Apps (a refusal read the async way reads no connection: the whole list would not be peeked).
