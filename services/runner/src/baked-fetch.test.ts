@@ -21,6 +21,13 @@ import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  clockless,
+  type RedisSnapshot,
+  snapshot as redisSnapshot,
+  redisState,
+  restore as restoreRedis,
+} from '../test/redis-state.ts';
 import { FETCH_AND_LOOK, FETCH_START_SHA, isBakedFetchSha, startingClient } from './fetch-start-store.ts';
 import { FETCH_KEY_NAMES } from './handoff-store.ts';
 
@@ -47,41 +54,9 @@ const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 const UNBAKED = fetchLeaseBeginScript(FETCH_AND_LOOK, 'nil', true);
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
 
-/** Every key and its content (hash fields sorted; a TTL as whether there is one). */
-async function state(): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
-  for (const key of (await redis.keys('*')).sort()) {
-    const type = await redis.type(key);
-    const ttl = (await redis.pttl(key)) > 0;
-    let value: unknown;
-    if (type === 'string') value = await redis.get(key);
-    else if (type === 'hash') value = Object.entries(await redis.hgetall(key)).sort();
-    else if (type === 'list') value = await redis.lrange(key, 0, -1);
-    else if (type === 'set') value = (await redis.smembers(key)).sort();
-    else if (type === 'zset') value = await redis.zrange(key, 0, -1, 'WITHSCORES');
-    else if (type === 'stream') value = await redis.xrange(key, '-', '+');
-    out[key] = { type, ttl, value };
-  }
-  return out;
-}
-
-/** Redis's clock as the scripts read it (13-digit ms, a stream id's): the one difference allowed. */
-const clockless = (v: unknown) => JSON.stringify(v).replace(/\d{13}(-\d+)?(\.\d+)?/g, 'T');
-
-async function snapshot(): Promise<[string, number, Buffer][]> {
-  const out: [string, number, Buffer][] = [];
-  for (const key of await redis.keys('*')) {
-    const dump = await redis.dumpBuffer(key);
-    if (dump) out.push([key, Math.max(0, await redis.pttl(key)), dump]);
-  }
-  return out;
-}
-
-async function restore(snap: [string, number, Buffer][]) {
-  await redis.flushall();
-  await redis.script('FLUSH');
-  for (const [key, ttl, dump] of snap) await redis.restore(key, ttl, dump);
-}
+const state = () => redisState(redis);
+const snapshot = () => redisSnapshot(redis);
+const restore = (snap: RedisSnapshot) => restoreRedis(redis, snap);
 
 /** Both ways from the same state: their answers, states after, and which scripts Redis holds. */
 async function bothWays(token: string, t = terms) {
