@@ -10,7 +10,14 @@
  */
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, expectReadAlike, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import {
+  call,
+  expectReadAlike,
+  hasCommit,
+  type MixedReleases,
+  OLDER_THAN_9EC25E04,
+  startMixed,
+} from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_PREVIOUS_RELEASE ?? 'e807b91';
 const present = hasCommit(PREVIOUS);
@@ -27,7 +34,7 @@ const programs = [
 
 describe.skipIf(!present)(`the pushed end beside the previous release (${PREVIOUS})`, () => {
   beforeAll(async () => {
-    mixed = await startMixed(PREVIOUS);
+    mixed = await startMixed(PREVIOUS, OLDER_THAN_9EC25E04);
     head = mixed.head;
     prev = mixed.prev;
     messages = mixed.runEvents;

@@ -24,6 +24,7 @@ import {
   expectSessionsAlike,
   hasCommit,
   type MixedReleases,
+  OLDER_THAN_9EC25E04,
   startMixed,
 } from './mixed-releases.ts';
 
@@ -53,7 +54,7 @@ const programs = [
 describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIOUS}`, () => {
   beforeAll(async () => {
     delete process.env.ISLET_WRITE_FORMAT;
-    mixed = await startMixed(PREVIOUS);
+    mixed = await startMixed(PREVIOUS, OLDER_THAN_9EC25E04);
     head = mixed.head;
     prev = mixed.prev;
     messages = mixed.runEvents;

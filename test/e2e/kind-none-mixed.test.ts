@@ -20,6 +20,7 @@ import {
   expectSessionsAlike,
   hasCommit,
   type MixedReleases,
+  OLDER_THAN_9EC25E04,
   startMixed,
 } from './mixed-releases.ts';
 
@@ -50,7 +51,7 @@ function pushedRecord(message: string): Record<string, string> {
 describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${PREVIOUS}`, () => {
   beforeAll(async () => {
     delete process.env.ISLET_WRITE_FORMAT;
-    mixed = await startMixed(PREVIOUS);
+    mixed = await startMixed(PREVIOUS, OLDER_THAN_9EC25E04);
     head = mixed.head;
     prev = mixed.prev;
     messages = mixed.runEvents;

@@ -35,18 +35,17 @@ export interface MixedReleases {
 export const OLDER_THAN_9EC25E04 = { ISLET_HANDOFF_COMPACT_TERMS: 'off', ISLET_CALL_ONE_SEAL: 'false' };
 
 /** One gateway and one read-only runner of each release on the head's Redis. */
-export async function startMixed(rev: string): Promise<MixedReleases> {
+/**
+ * `headEnv`: this release's extra settings; beside a release older than 9ec25e04 (the first to read
+ * the compact hand-off registration and the one-seal `call` event, which this release writes by
+ * default) `OLDER_THAN_9EC25E04`, as a roll from such a release is documented to run
+ * (charts/islet/README.md, upgrades).
+ */
+export async function startMixed(rev: string, headEnv: Record<string, string> = {}): Promise<MixedReleases> {
   const release = await previousRelease(rev);
   let head: Cluster | undefined;
   try {
-    // The releases these tests pin are older than 9ec25e04, the first to read the compact hand-off
-    // registration and the one-seal `call` event: this release writes both by default, so it runs
-    // here as a roll from such a release is documented to (charts/islet/README.md, upgrades).
-    head = await startCluster({
-      gateways: 1,
-      runners: [{ modes: ['read-only'] }],
-      env: OLDER_THAN_9EC25E04,
-    });
+    head = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env: headEnv });
     const shared = [
       'ISLET_SEAL_KEYS',
       'ISLET_INTERNAL_TOKEN',
