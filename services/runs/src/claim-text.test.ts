@@ -9,26 +9,19 @@
  * (15 digits, a fraction, a leading zero) take cjson's path — and 9ec25e04's readers (its
  * journal-views.ts, its claim and outcome scripts) read them as their own.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { previousJournalViews, previousScript } from '../test/previous-runs.ts';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { createTestSealer } from '../test/test-sealer.ts';
 import { createCallJournal } from './call-journal.ts';
 import { CLAIM } from './journal-scripts.ts';
 
 const PREVIOUS = '9ec25e04';
-const previous = (path: string) =>
-  execFileSync('git', ['show', `${PREVIOUS}:services/runs/src/${path}`], { encoding: 'utf8' });
-const PREV_CLAIM = new LuaScript(previous('lua/claim-1.lua').replaceAll(`\${CLAIM_FIELDS}`, '13'));
-const PREV_COMPLETE = new LuaScript(previous('lua/complete-2.lua').replaceAll(`\${COMPLETE_FIELDS}`, '6'));
+const PREV_CLAIM = previousScript(PREVIOUS, 'lua/claim-1.lua', { CLAIM_FIELDS: '13' });
+const PREV_COMPLETE = previousScript(PREVIOUS, 'lua/complete-2.lua', { COMPLETE_FIELDS: '6' });
 
-type Views = typeof import('./journal-views.ts');
-let prevViews: ReturnType<Views['journalViews']>;
+let prevViews: Awaited<ReturnType<typeof previousJournalViews>>;
 const sealer = createTestSealer();
 const T = '1765062000123';
 type Arg = string | number | Buffer;
@@ -96,13 +89,8 @@ async function bothWrite(redis: Redis, name: string, layout: '1' | '2', calls: A
 
 describe("the claim script writes a new entry as text, 9ec25e04's bytes exactly", () => {
   const r = useSuiteRedis();
-  beforeAll(() => {
-    const dir = mkdtempSync(join(tmpdir(), 'islet-prev-views-'));
-    writeFileSync(join(dir, 'journal-views.ts'), previous('journal-views.ts'));
-    writeFileSync(join(dir, 'journal-entry-layout.ts'), previous('journal-entry-layout.ts'));
-    return import(join(dir, 'journal-views.ts')).then((m: Views) => {
-      prevViews = m.journalViews(sealer, sealer);
-    });
+  beforeAll(async () => {
+    prevViews = await previousJournalViews(PREVIOUS, sealer);
   });
 
   for (const layout of ['2', '1'] as const)

@@ -7,13 +7,9 @@
  * readers (its journal-views.ts, its claim, mark-sent and outcome scripts) read the new bytes as
  * the old; a time cjson would round or an outcome it would escape keeps cjson's bytes exactly.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { previousJournalViews, previousScript } from '../test/previous-runs.ts';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { createTestSealer } from '../test/test-sealer.ts';
 import { createCallJournal } from './call-journal.ts';
@@ -21,14 +17,11 @@ import { CLAIM, COMPLETE, MARK_SENT } from './journal-scripts.ts';
 import type { WriteFormat } from './run-store-types.ts';
 
 const PREVIOUS = 'e8feb7a0';
-const previous = (path: string) =>
-  execFileSync('git', ['show', `${PREVIOUS}:services/runs/src/${path}`], { encoding: 'utf8' });
-const PREV_COMPLETE = new LuaScript(previous('lua/complete-2.lua').replaceAll(`\${COMPLETE_FIELDS}`, '5'));
-const PREV_CLAIM = new LuaScript(previous('lua/claim-1.lua').replaceAll(`\${CLAIM_FIELDS}`, '13'));
-const PREV_MARK_SENT = new LuaScript(previous('lua/mark-sent-1.lua'));
+const PREV_COMPLETE = previousScript(PREVIOUS, 'lua/complete-2.lua', { COMPLETE_FIELDS: '5' });
+const PREV_CLAIM = previousScript(PREVIOUS, 'lua/claim-1.lua', { CLAIM_FIELDS: '13' });
+const PREV_MARK_SENT = previousScript(PREVIOUS, 'lua/mark-sent-1.lua');
 
-type Views = typeof import('./journal-views.ts');
-let prevViews: ReturnType<Views['journalViews']>;
+let prevViews: Awaited<ReturnType<typeof previousJournalViews>>;
 const sealer = createTestSealer();
 const T = 1765062000123;
 const source = { connectionId: 'c-1', connectionName: 'notes', name: 'read_note', kind: 'tool' as const };
@@ -84,14 +77,9 @@ function end3Parse(all: Record<string, string>): unknown[] {
 
 describe('the outcome script rewrites an entry as text, read by e8feb7a0 as its own', () => {
   const r = useSuiteRedis();
-  beforeAll(() => {
+  beforeAll(async () => {
     // e8feb7a0's readers of a journal, as that release has them (its types are type-only imports).
-    const dir = mkdtempSync(join(tmpdir(), 'islet-prev-views-'));
-    writeFileSync(join(dir, 'journal-views.ts'), previous('journal-views.ts'));
-    writeFileSync(join(dir, 'journal-entry-layout.ts'), previous('journal-entry-layout.ts'));
-    return import(join(dir, 'journal-views.ts')).then((m: Views) => {
-      prevViews = m.journalViews(sealer, sealer);
-    });
+    prevViews = await previousJournalViews(PREVIOUS, sealer);
   });
 
   for (const layout of ['1', '2'] as const)
