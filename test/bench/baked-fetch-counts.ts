@@ -2,7 +2,7 @@
  * `node test/bench/baked-fetch-counts.ts`: Redis's instructions and the request's bytes of the
  * runner's fused fetch (fetch-start-store.ts) unbaked (its 11 keys, BullMQ's 3 arguments, the
  * start's 24 and the delay as arguments) and baked with the mode's names (@islet/runs
- * baked-fetch.ts: no key, 10 arguments), round 44 `fetch-baked`; round 45 `end-start-baked`: baked-call.ts,
+ * baked-fetch.ts, since replaced: no key, 10 arguments), round 44 `fetch-baked`; round 45 `end-start-baked`: baked-call.ts,
  * the start's fixed terms all baked, 4 arguments). A redis-server under valgrind's
  * callgrind per side and per collection point (`--toggle-collect`: `evalGenericCommand`, the
  * script call with its commands and its KEYS/ARGV tables; `readQueryFromClient`, that plus the
@@ -11,7 +11,6 @@
  * count in the second point alike on both sides. Sides in the order `SIDES` (default
  * "unbaked baked baked unbaked"). Counts: no bench lock needed.
  */
-import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { QUEUE_PREFIX } from '@islet/protocol';
@@ -22,13 +21,13 @@ import {
   fetchLeaseBeginScript,
   startArgsList,
 } from '@islet/runs';
-import { freePort, runFixture } from '@islet/testkit';
+import { runFixture } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { version } from 'bullmq/dist/esm/version.js';
-import { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { FETCH_AND_LOOK, startingClient } from '../../services/runner/src/fetch-start-store.ts';
 import { FETCH_KEY_NAMES } from '../../services/runner/src/handoff-store.ts';
+import { callgrindRedisAt } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 200);
 const SIDES = (process.env.SIDES ?? 'unbaked baked baked unbaked').split(' ');
@@ -37,49 +36,6 @@ const mode = 'read-only';
 const out = `/tmp/baked-fetch-counts/${Date.now()}`;
 mkdirSync(out, { recursive: true });
 const UNBAKED = fetchLeaseBeginScript(FETCH_AND_LOOK, 'nil', true);
-
-async function server(point: string, file: string) {
-  const port = await freePort();
-  const proc = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      `--toggle-collect=${point}`,
-      `--callgrind-out-file=${file}`,
-      'redis-server',
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-    ],
-    { stdio: 'ignore' },
-  );
-  for (let i = 0; i < 400; i++) {
-    const probe = new Redis(port, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined);
-    const up = await probe.connect().then(
-      () => true,
-      () => false,
-    );
-    probe.disconnect();
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    /** Counts from here on (the warm fetches' and the setup's dropped: the script's compile among them). */
-    zero: () => execFileSync('callgrind_control', ['-z', String(proc.pid)], { stdio: 'ignore' }),
-    stop: async () => {
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
 
 /** RESP bytes of a command. */
 function respBytes(parts: (string | number | Buffer)[]): number {
@@ -93,7 +49,7 @@ function respBytes(parts: (string | number | Buffer)[]): number {
 
 async function side(name: string, point: string): Promise<{ total: number; bytes: number }> {
   const file = `${out}/${name}-${point}.%p`;
-  const s = await server(point, file.replace('%p', 'cg'));
+  const s = await callgrindRedisAt(point, file.replace('%p', 'cg'));
   const redis = createRedis(s.url);
   const queueConnection = redis.duplicate();
   const queue = new Queue('baked-fetch-counts', { connection: queueConnection, prefix: QUEUE_PREFIX });

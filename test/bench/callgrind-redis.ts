@@ -74,3 +74,51 @@ export function endPushListener(redis: Redis): {
   });
   return { listener, pushes, subscribed: listener.subscribe(channels.runEvents) };
 }
+
+/**
+ * A redis-server under callgrind collecting inside `points` (function names joined by `+`, each a
+ * `--toggle-collect`) into `file`, on a free port, once it answers: `zero()` drops the counts so far
+ * (a warm-up's and the set-up's, the scripts' compiles among them), `stop()` ends it and waits for
+ * its exit (the counts written). For the counts of baked-fetch-counts.ts and end-start-baked-counts.ts.
+ */
+export async function callgrindRedisAt(points: string, file: string) {
+  const port = await freePort();
+  const proc = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      ...points.split('+').map((f) => `--toggle-collect=${f}`),
+      `--callgrind-out-file=${file}`,
+      'redis-server',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+    ],
+    { stdio: 'ignore' },
+  );
+  for (let i = 0; i < 400; i++) {
+    const probe = new Redis(port, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined);
+    const up = await probe.connect().then(
+      () => true,
+      () => false,
+    );
+    probe.disconnect();
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    zero: () => execFileSync('callgrind_control', ['-z', String(proc.pid)], { stdio: 'ignore' }),
+    stop: async () => {
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -14,7 +14,6 @@
  * counted) a call, both sides. Sides in the order `SIDES` (default "unbaked baked baked unbaked").
  * Counts: no bench lock needed.
  */
-import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { QUEUE_PREFIX } from '@islet/protocol';
@@ -27,16 +26,17 @@ import {
   type RunLease,
   startArgsList,
 } from '@islet/runs';
-import { freePort, runFixture } from '@islet/testkit';
+import { runFixture } from '@islet/testkit';
 import { Job, Queue, Worker } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import { version } from 'bullmq/dist/esm/version.js';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { completingExec, type PendingEnd } from '../../services/runner/src/end-complete-store.ts';
 import { FETCH_AND_LOOK, startingClient } from '../../services/runner/src/fetch-start-store.ts';
 import { FETCH_KEY_NAMES } from '../../services/runner/src/handoff-store.ts';
+import { callgrindRedisAt } from './callgrind-redis.ts';
 
 const N = Number(process.env.N ?? 100);
 const SIDES = (process.env.SIDES ?? 'unbaked baked baked unbaked').split(' ');
@@ -56,48 +56,6 @@ const UNBAKED = endCompleteStartScript(
 );
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
 const DEFER_MS = 60_000;
-
-async function server(point: string, file: string) {
-  const port = await freePort();
-  const proc = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      ...point.split('+').map((f) => `--toggle-collect=${f}`),
-      `--callgrind-out-file=${file}`,
-      'redis-server',
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-    ],
-    { stdio: 'ignore' },
-  );
-  for (let i = 0; i < 400; i++) {
-    const probe = new Redis(port, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined);
-    const up = await probe.connect().then(
-      () => true,
-      () => false,
-    );
-    probe.disconnect();
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    zero: () => execFileSync('callgrind_control', ['-z', String(proc.pid)], { stdio: 'ignore' }),
-    stop: async () => {
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
 
 /** RESP bytes of a command. */
 function respBytes(parts: unknown[]): number {
@@ -119,7 +77,7 @@ async function commandStats(redis: Redis): Promise<Map<string, number>> {
 
 async function side(name: string, point: string) {
   const file = `${out}/${name}-${point}.cg`;
-  const s = await server(point, file);
+  const s = await callgrindRedisAt(point, file);
   const redis = createRedis(s.url);
   const conn = redis.duplicate();
   const queue = new Queue('end-start-baked-counts', { connection: conn, prefix: QUEUE_PREFIX });
