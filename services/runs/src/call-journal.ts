@@ -129,7 +129,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       for (let f = 0; f < fields.length; f++) args.push(fields[f] as string | number);
     }
     return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[];
-  }, { ...GROUP_LIMITS, maxItems: Number(process.env.XP_CLAIM_GROUP ?? 128) });
+  }, GROUP_LIMITS);
   // Each item carries what its group shares (the group's key is made of it), read from the first.
   // One outcome group of a run in flight: the outcomes finished while it is unanswered go in the
   // next one, so a 100-call run's last answers wait on one or two fsyncs, not one a gateway turn.
