@@ -10,13 +10,19 @@
  * the gateway's main thread (`PERF_WHO=runner`: the runner's) with `perf record -e cpu-clock` over
  * the measured runs and prints its on-CPU time a call by innermost JS frame (`PERF_JIT=1`: V8's
  * jitdump, see seq-cpu.ts), then the same samples by whose code they are (perf-owners.ts). Also
- * each process's minor page faults a run.
+ * each process's minor page faults a run. And (round 46, `par-calls`) every process's CPU a run on
+ * the 2-core box: the gateway's and the runner's whole processes, the runner's children (the sandbox
+ * hosts and their jails, `/proc/<pid>/stat`; a host replaced during the runs loses its part), Redis
+ * (INFO cpu) and this process (the App and the bench's client), their sum, and the sum ÷ 2: the
+ * least wall time a run can take with all of them sharing 2 CPUs; and the gateway's CPU by thread name
+ * (`MainThread`, `V8Worker`: V8's GC and compiler threads).
  */
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis } from '@islet/core';
+import { processTree } from './capacity-cpu.ts';
 import { commandStats, startOneClientCluster } from './cluster-figures.ts';
 import { parallelCallRun } from './parallel-run.ts';
 import { perfOwners } from './perf-owners.ts';
@@ -62,6 +68,38 @@ function redisCpu(cpuInfo: string, stats: string): { cpu: number; scripts: numbe
   return { cpu: (field('used_cpu_user') + field('used_cpu_sys')) * 1e6, scripts };
 }
 
+/** µs of CPU (user + sys) by pid of the runner's children: its sandbox hosts and their jails. */
+function childrenCpu(runner: number | undefined): Map<number, number> {
+  const out = new Map<number, number>();
+  if (runner === undefined) return out;
+  for (const pid of processTree(runner).slice(1)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(pid, (Number(f[11]) + Number(f[12])) * 10_000);
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+/** µs on a CPU by thread name (`/proc/<pid>/task/<tid>/comm`, schedstat), summed over threads of a name. */
+function threadsCpu(pid: number | undefined): Map<string, number> {
+  const out = new Map<string, number>();
+  if (pid === undefined) return out;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const us = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
+      out.set(name, (out.get(name) ?? 0) + us);
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
 let out = '';
 try {
   const run = await parallelCallRun(cluster, port, CALLS, 'Parallel calls CPU');
@@ -75,6 +113,9 @@ try {
   const r0 = commandStats(await redis.info('commandstats'));
   const rc0 = redisCpu(await redis.info('cpu'), await redis.info('commandstats'));
   const a = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
+  const hosts0 = childrenCpu(pids.runner);
+  const gwThreads0 = threadsCpu(pids.gateway);
+  const self0 = process.cpuUsage();
   const started = performance.now();
   const ms: number[] = [];
   for (let i = 0; i < RUNS; i++) {
@@ -84,6 +125,13 @@ try {
   }
   const wall = performance.now() - started;
   const b = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
+  const self1 = process.cpuUsage(self0);
+  const gwThreads = [...threadsCpu(pids.gateway)]
+    .map(([name, us]) => [name, (us - (gwThreads0.get(name) ?? 0)) / RUNS / 1000] as const)
+    .filter(([, ms]) => ms >= 0.01)
+    .sort((x, y) => y[1] - x[1]);
+  let hostsUs = 0;
+  for (const [pid, us] of childrenCpu(pids.runner)) hostsUs += us - (hosts0.get(pid) ?? 0);
   const r1 = commandStats(await redis.info('commandstats'));
   const rc1 = redisCpu(await redis.info('cpu'), await redis.info('commandstats'));
   const calls = RUNS * CALLS;
@@ -105,6 +153,14 @@ try {
   // The main thread's time runnable but not running, ms a run (round 41 `par-hundred`): the load's
   // part of the run's wall time on the process that is the row's bound.
   const waited = (who: 'gateway' | 'runner') => ((b[who].waited - a[who].waited) / RUNS / 1000).toFixed(2);
+  const cpuMs = {
+    gateway: (b.gateway.all - a.gateway.all) / RUNS / 1000,
+    runner: (b.runner.all - a.runner.all) / RUNS / 1000,
+    hosts: hostsUs / RUNS / 1000,
+    redis: (rc1.cpu - rc0.cpu) / RUNS / 1000,
+    bench: (self1.user + self1.system) / RUNS / 1000,
+  };
+  const cpuSum = Object.values(cpuMs).reduce((x, y) => x + y, 0);
   const commands = [...r1]
     .map(([name, n]) => [name, (n - (r0.get(name) ?? 0)) / RUNS] as const)
     .filter(([name, n]) => n > 0 && name !== 'info')
@@ -116,6 +172,10 @@ try {
     `page faults a run: gateway ${faults('gateway')}, runner ${faults('runner')}\n` +
     `main thread on a CPU / waiting for one, ms a run: gateway ${((b.gateway.main - a.gateway.main) / RUNS / 1000).toFixed(2)} / ${waited('gateway')}, ` +
     `runner ${((b.runner.main - a.runner.main) / RUNS / 1000).toFixed(2)} / ${waited('runner')}\n` +
+    `whole-process CPU ms a run: ${Object.entries(cpuMs)
+      .map(([who, ms]) => `${who} ${ms.toFixed(2)}`)
+      .join(', ')}; sum ${cpuSum.toFixed(2)}, ÷ 2 CPUs ${(cpuSum / 2).toFixed(2)}\n` +
+    `gateway threads on a CPU, ms a run: ${gwThreads.map(([name, ms]) => `${name} ${ms.toFixed(2)}`).join(', ')}\n` +
     `Redis commands a run: ${commands.reduce((s, [, n]) => s + n, 0).toFixed(1)}; ${commands
       .slice(0, 12)
       .map(([name, n]) => `${name} ${n.toFixed(2)}`)
