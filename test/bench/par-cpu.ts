@@ -15,7 +15,10 @@
  * hosts and their jails, `/proc/<pid>/stat`; a host replaced during the runs loses its part), Redis
  * (INFO cpu) and this process (the App and the bench's client), their sum, and the sum ÷ 2: the
  * least wall time a run can take with all of them sharing 2 CPUs; and the gateway's CPU by thread name
- * (`MainThread`, `V8Worker`: V8's GC and compiler threads).
+ * (`MainThread`, `V8Worker`: V8's GC and compiler threads). `BENCH_NODE_FLAGS` adds Node/V8 flags
+ * to the gateway and the runner; with `GC_LOG_DIR` set and `BENCH_NODE_FLAGS="--import
+ * <abs>/test/bench/gc-log.ts"`, their collections a run over the measured runs, by kind, with their
+ * time (as seq-cpu.ts).
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -49,13 +52,13 @@ server.on('connection', () => app.connections++);
 await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 const port = (server.address() as { port: number }).port;
 
+const nodeOptions = [
+  ...(process.env.BENCH_NODE_FLAGS ? [process.env.BENCH_NODE_FLAGS] : []),
+  ...(PERF ? [perfNodeFlag(PERF_JIT)] : []),
+];
 const cluster = await startOneClientCluster(
   '1',
-  PERF
-    ? {
-        NODE_OPTIONS: perfNodeFlag(PERF_JIT),
-      }
-    : {},
+  nodeOptions.length ? { NODE_OPTIONS: nodeOptions.join(' ') } : {},
 );
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 const redis = createRedis(cluster.redisUrl);
@@ -100,6 +103,8 @@ function threadsCpu(pid: number | undefined): Map<string, number> {
   return out;
 }
 
+/** The measured runs' start and end, ms since the epoch (the GC log's clock). */
+const epochWindow = [0, 0];
 let out = '';
 try {
   const run = await parallelCallRun(cluster, port, CALLS, 'Parallel calls CPU');
@@ -117,6 +122,7 @@ try {
   const gwThreads0 = threadsCpu(pids.gateway);
   const self0 = process.cpuUsage();
   const started = performance.now();
+  epochWindow[0] = performance.timeOrigin + started;
   const ms: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const t = performance.now();
@@ -124,6 +130,7 @@ try {
     ms.push(performance.now() - t);
   }
   const wall = performance.now() - started;
+  epochWindow[1] = performance.timeOrigin + performance.now();
   const b = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
   const self1 = process.cpuUsage(self0);
   const gwThreads = [...threadsCpu(pids.gateway)]
@@ -190,3 +197,27 @@ try {
   server.close();
 }
 console.log(out);
+// GC_LOG_DIR (with BENCH_NODE_FLAGS="--import <abs>/test/bench/gc-log.ts"): the gateway's and the
+// runner's collections over the measured runs, by kind, a run, and their time a run (µs).
+if (process.env.GC_LOG_DIR) {
+  for (const [who, pid] of Object.entries(pids)) {
+    const byKind: Record<string, { n: number; ms: number }> = {};
+    let text = '';
+    try {
+      text = readFileSync(join(process.env.GC_LOG_DIR, `gc-${pid}.jsonl`), 'utf8');
+    } catch {
+      // no collection logged
+    }
+    for (const l of text.split('\n').filter(Boolean)) {
+      const e = JSON.parse(l) as { kind: string; t: number; ms: number };
+      if (e.t < (epochWindow[0] ?? 0) || e.t > (epochWindow[1] ?? 0)) continue;
+      const k = byKind[e.kind] ?? { n: 0, ms: 0 };
+      byKind[e.kind] = { n: k.n + 1, ms: k.ms + e.ms };
+    }
+    console.log(
+      `${who} GCs a run (count, µs): ${Object.entries(byKind)
+        .map(([k, v]) => `${k} ${(v.n / RUNS).toFixed(3)} ${((v.ms * 1000) / RUNS).toFixed(1)}`)
+        .join(', ')}`,
+    );
+  }
+}
