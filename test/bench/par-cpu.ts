@@ -18,7 +18,8 @@
  * (`MainThread`, `V8Worker`: V8's GC and compiler threads). `BENCH_NODE_FLAGS` adds Node/V8 flags
  * to the gateway and the runner; with `GC_LOG_DIR` set and `BENCH_NODE_FLAGS="--import
  * <abs>/test/bench/gc-log.ts"`, their collections a run over the measured runs, by kind, with their
- * time (as seq-cpu.ts).
+ * time (as seq-cpu.ts). `ALLOC=1` samples the gateway's allocations (`ALLOC_WHO=runner`: the
+ * runner's) over the measured runs with alloc-sampler.ts and prints the bytes a call by site.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -29,6 +30,7 @@ import { processTree } from './capacity-cpu.ts';
 import { commandStats, startOneClientCluster } from './cluster-figures.ts';
 import { parallelCallRun } from './parallel-run.ts';
 import { perfOwners } from './perf-owners.ts';
+import { summarizeAllocations } from './profile-summary.ts';
 import { threadCpu as cpu, PERF_HZ, perfNodeFlag, recordThread } from './thread-perf.ts';
 
 const CALLS = Number(process.env.CALLS ?? 100);
@@ -37,7 +39,9 @@ const RUNS = Number(process.env.RUNS ?? 100);
 const PERF = process.env.PERF === '1';
 const PERF_JIT = PERF && process.env.PERF_JIT === '1';
 const PERF_WHO: 'gateway' | 'runner' = process.env.PERF_WHO === 'runner' ? 'runner' : 'gateway';
-const dir = PERF ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-par-prof-'))) : '';
+const ALLOC = process.env.ALLOC === '1';
+const ALLOC_WHO: 'gateway' | 'runner' = process.env.ALLOC_WHO === 'runner' ? 'runner' : 'gateway';
+const dir = PERF || ALLOC ? (process.env.PROF_DIR ?? mkdtempSync(join(tmpdir(), 'islet-par-prof-'))) : '';
 if (dir) mkdirSync(dir, { recursive: true });
 
 // The App: counts its requests and new connections (a call that waited for a free connection
@@ -55,10 +59,13 @@ const port = (server.address() as { port: number }).port;
 const nodeOptions = [
   ...(process.env.BENCH_NODE_FLAGS ? [process.env.BENCH_NODE_FLAGS] : []),
   ...(PERF ? [perfNodeFlag(PERF_JIT)] : []),
+  ...(ALLOC ? [`--import ${join(import.meta.dirname, 'alloc-sampler.ts')}`] : []),
 ];
 const cluster = await startOneClientCluster(
   '1',
-  nodeOptions.length ? { NODE_OPTIONS: nodeOptions.join(' ') } : {},
+  nodeOptions.length
+    ? { NODE_OPTIONS: nodeOptions.join(' '), ...(ALLOC ? { BENCH_ALLOC_DIR: dir } : {}) }
+    : {},
 );
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 const redis = createRedis(cluster.redisUrl);
@@ -121,6 +128,8 @@ try {
   const hosts0 = childrenCpu(pids.runner);
   const gwThreads0 = threadsCpu(pids.gateway);
   const self0 = process.cpuUsage();
+  const allocPid = ALLOC ? pids[ALLOC_WHO] : undefined;
+  if (allocPid) process.kill(allocPid, 'SIGUSR2');
   const started = performance.now();
   epochWindow[0] = performance.timeOrigin + started;
   const ms: number[] = [];
@@ -133,6 +142,14 @@ try {
   epochWindow[1] = performance.timeOrigin + performance.now();
   const b = { gateway: cpu(pids.gateway), runner: cpu(pids.runner) };
   const self1 = process.cpuUsage(self0);
+  if (allocPid) {
+    process.kill(allocPid, 'SIGUSR2');
+    const name = `alloc.${allocPid}.heapprofile`;
+    for (let i = 0; i < 100 && !readdirSync(dir).includes(name); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    out += `=== ${ALLOC_WHO} allocations (${join(dir, name)}), bytes a call over the measured runs\n`;
+    out += `${summarizeAllocations(join(dir, name), RUNS * CALLS, Number(process.env.TOP ?? 40))}\n`;
+  }
   const gwThreads = [...threadsCpu(pids.gateway)]
     .map(([name, us]) => [name, (us - (gwThreads0.get(name) ?? 0)) / RUNS / 1000] as const)
     .filter(([, ms]) => ms >= 0.01)
