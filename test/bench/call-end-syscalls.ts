@@ -3,16 +3,19 @@
  * syscall tracepoints, counted with `perf stat`), `RUNS` runs (default 100) of each of: the trivial
  * program with the App's connection, and `CALLS` sequential calls (default 1). Counts: no lock.
  * `EVENTS`: the tracepoints (default connect, accept4, write, read, fdatasync, epoll_wait).
+ * `PAR=1` (round 46, `par-calls`): the `CALLS` calls made together (one `Promise.all`), as the
+ * "100 parallel calls" row's program, not one after another.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { api } from '../e2e/helpers.ts';
-import { sequentialCalls } from './baselines.ts';
+import { parallelCalls, sequentialCalls } from './baselines.ts';
 import { processTree } from './capacity-cpu.ts';
 import { pingConnection, processKind, runWithApp, startCallCluster, startPingApp } from './ping-app.ts';
 
 const RUNS = Number(process.env.RUNS ?? 100);
 const CALLS = Number(process.env.CALLS ?? 1);
+const PAR = process.env.PAR === '1';
 const EVENTS = (process.env.EVENTS ?? 'connect,accept4,write,writev,read,fdatasync,epoll_wait').split(',');
 const { app, port } = await startPingApp();
 const cluster = await startCallCluster();
@@ -24,7 +27,7 @@ try {
   };
   for (const [name, code] of [
     ['trivial', 'return 1'],
-    [`${CALLS} call(s)`, sequentialCalls(CALLS)],
+    PAR ? [`${CALLS} parallel call(s)`, parallelCalls(CALLS)] : [`${CALLS} call(s)`, sequentialCalls(CALLS)],
   ] as const) {
     for (let i = 0; i < 20; i++) await run(code);
     const kinds = new Map<number, string>();
