@@ -12,7 +12,8 @@
  * behind it) restored from DUMPs before each of `N` (default 100) calls; counters zeroed after 5
  * warm calls (the script's compile dropped). Commands Redis ran (INFO commandstats, a script's own
  * counted) a call, both sides. Sides in the order `SIDES` (default "unbaked baked baked unbaked").
- * Counts: no bench lock needed.
+ * `NEXT=0`: the completion brings no next job (`endAndCompleteScript`, baked since round 46).
+ * `DUMP=1` prints the end's keys and arguments. Counts: no bench lock needed.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
@@ -21,6 +22,7 @@ import {
   createCallJournal,
   createRunLifecycle,
   createRunStore,
+  endAndCompleteScript,
   endCompleteStartScript,
   handedRefetch,
   type RunLease,
@@ -54,6 +56,9 @@ const UNBAKED = endCompleteStartScript(
   FETCH_AND_LOOK,
   handedRefetch(moveToActive.content),
 );
+// NEXT=0: the completion brings no next job (the end and completion alone, `endAndCompleteScript`).
+const NEXT = process.env.NEXT !== '0';
+const UNBAKED_END = endAndCompleteScript(moveToFinished.content);
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
 const DEFER_MS = 60_000;
 
@@ -136,10 +141,11 @@ async function side(name: string, point: string) {
   );
   if (!handed) throw new Error('the end was not handed over');
   const end = handed;
+  if (process.env.DUMP) console.log(JSON.stringify({ keys: end.keys, args: end.args }, null, 1));
   const job = await Job.fromId(queue, 'c1');
   const scripts = (worker as unknown as { scripts: { moveToCompletedArgs(...a: unknown[]): unknown[] } })
     .scripts;
-  const bullCall = scripts.moveToCompletedArgs(job, '1', { count: 100 }, token, true);
+  const bullCall = scripts.moveToCompletedArgs(job, '1', { count: 100 }, token, NEXT);
   const bullKeys = bullCall.slice(0, 14) as string[];
   const bullArgs = bullCall.slice(14) as (string | number)[];
   const snap: [string, number, Buffer][] = [];
@@ -185,6 +191,12 @@ async function side(name: string, point: string) {
     for (const [k, ttl, d] of snap) await redis.restore(k, ttl, d);
     startedId = '';
     if (name === 'baked') await exec(redis as never, 'moveToFinished', bullCall);
+    else if (!NEXT)
+      await UNBAKED_END.run(
+        redis,
+        bullKeys.concat(end.keys),
+        bullArgs.concat(end.args, [14, bullArgs.length]),
+      );
     else {
       const reply = (await UNBAKED.run(
         redis,
@@ -193,7 +205,7 @@ async function side(name: string, point: string) {
       )) as unknown[][];
       startedId = String(reply[1]?.[1]);
     }
-    if (startedId !== 'c2') throw new Error(`the next job started: ${startedId}`);
+    if (NEXT && startedId !== 'c2') throw new Error(`the next job started: ${startedId}`);
   }
   const after = await commandStats(redis);
   const ran: string[] = [];

@@ -11,7 +11,7 @@ import { Scripts } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
-import { END_AND_COMPLETE_SHA, isEndCompleteStartSha } from './end-complete-store.ts';
+import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 
 let redis: Redis;
 const h = runnerHarness('end-at-handover-test');
@@ -36,7 +36,7 @@ describe("a run's end and its job's completion, sent as the end is handed over",
       // once `finish` returned, `ended true` once the end's answer came).
       const log = t.outcomes;
       run.mockImplementation(function (this: LuaScript, ...a) {
-        if (this.sha === END_AND_COMPLETE_SHA || isEndCompleteStartSha(this.sha)) log.push('fused sent');
+        if (isEndAndCompleteSha(this.sha) || isEndCompleteStartSha(this.sha)) log.push('fused sent');
         return original.apply(this, a);
       });
       const handleCompleted = (
@@ -75,8 +75,8 @@ describe("a run's end and its job's completion, sent as the end is handed over",
       for (const id of ids) {
         // One call wrote the end and the completion; no completion of BullMQ's own went for the job.
         const calls = m.sent.filter((c) => c[0] === 'evalsha' && c.includes(id));
-        expect(calls.filter((c) => c[1] === END_AND_COMPLETE_SHA)).toHaveLength(1);
-        expect(calls.filter((c) => c.includes('completed') && c[1] !== END_AND_COMPLETE_SHA)).toEqual([]);
+        expect(calls.filter((c) => isEndAndCompleteSha(c[1]))).toHaveLength(1);
+        expect(calls.filter((c) => c.includes('completed') && !isEndAndCompleteSha(c[1]))).toEqual([]);
         expect(await redis.hmget(keys.run(id), 'status', 'attempts')).toEqual(['Completed', '1']);
         const events = await redis.xrange(keys.runEvents(id), '-', '+');
         expect(events.filter(([, f]) => f[f.indexOf('type') + 1] === 'end')).toHaveLength(1);

@@ -14,16 +14,21 @@
  * A completion that fetches its worker's next job (BullMQ's fetch-next) also starts that job's run
  * (`endCompleteStartScript`): its lease and attempt start as the fused fetch takes them
  * (fetch-start-store.ts), the answer handed over (`startNext.started`) before BullMQ sees the job.
- * That call goes with the worker's names in its script's text (@islet/runs baked-call.ts), as the
+ * Both calls go with the worker's names in their script's text (@islet/runs baked-call.ts), as the
  * fused fetch's: only what differs between runs is sent.
  */
 import {
   BakedScript,
+  endAndCompleteBody,
   endAndCompleteScript,
+  endCompleteStartBody,
   endCompleteStartScript,
+  FETCHED_ARGS,
   type FetchedStart,
   FINISH_RUN_RELEASE,
+  FIXED_START,
   handedRefetch,
+  type PartShape,
   startArgsList,
 } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
@@ -52,22 +57,33 @@ const FETCH_NEXT_ARG = 5;
 const COMPLETE_COMMAND = 'moveToFinished';
 const COMPLETE_KEYS = moveToFinished.keys;
 /**
- * The fused call that also starts the next job's run, with the worker's names in its text:
- * moveToFinished's queue keys baked (its 11th to 13th, the target's set, the job's key and the
- * target's metrics, are carried); BullMQ's arguments, the end's keys and arguments carried as they are.
+ * The fused calls' parts with the worker's names (@islet/runs baked-call.ts). BullMQ's: the queue's
+ * keys but the job's (its 12th), the property and target it finishes with ('returnvalue',
+ * 'completed'; a failure's are another text) and the queue's prefix. The end's
+ * (`finish-run-release-18`): the pool's four keys, the events channel, the event's type and the
+ * pool's tenant key prefix; its run's, tenant's and time's keys and its terms carried, its fields
+ * the run at its end. The start's: its 17 names (`FIXED_START`), its terms, time and the delay carried.
  */
-const END_START_BAKED = new BakedScript(END_COMPLETE_START, {
-  keys: COMPLETE_KEYS,
-  names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13],
-  args: 9,
-  prefix: undefined,
-  middle: true,
-});
+const BULL_PARTS: PartShape[] = [
+  { name: 'BK', keys: true, length: COMPLETE_KEYS, names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13] },
+  { name: 'BA', keys: false, length: 9, names: [2, 4, 6] },
+  { name: 'EK', keys: true, length: 18, names: [13, 14, 15, 16] },
+  { name: 'EA', keys: false, length: 23, names: [1, 2, 22], rest: true },
+];
+const END_BAKED = new BakedScript(END_AND_COMPLETE, endAndCompleteBody(moveToFinished.content), BULL_PARTS);
+const END_START_BAKED = new BakedScript(
+  END_COMPLETE_START,
+  endCompleteStartBody(moveToFinished.content, FETCH_AND_LOOK, handedRefetch(moveToActive.content)),
+  BULL_PARTS.concat({ name: 'SA', keys: false, length: FETCHED_ARGS + 1, names: FIXED_START }),
+);
 /** The hash of the fused call that also starts the next job's run, unbaked (a call not of its shape). */
 export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
 /** Whether `sha` is the fused call that also starts the next job's run, unbaked or baked (tests tell its calls by it). */
 export const isEndCompleteStartSha = (sha: unknown): boolean =>
   sha === END_COMPLETE_START_SHA || END_START_BAKED.has(sha);
+/** Whether `sha` is the fused end and completion without a start, unbaked or baked (tests tell its calls by it). */
+export const isEndAndCompleteSha = (sha: unknown): boolean =>
+  sha === END_AND_COMPLETE_SHA || END_BAKED.has(sha);
 
 /**
  * BullMQ's `moveToFinished` checks its answer for an error code (`result < 0`) before it reads it.
@@ -160,30 +176,32 @@ export function completingExec(
     const bullKeys = args.slice(0, COMPLETE_KEYS) as string[];
     const bullArgs = args.slice(COMPLETE_KEYS) as (string | number)[];
     const next = Number(bullArgs[FETCH_NEXT_ARG]) === 1 ? end.startNext : undefined;
-    const counts = [COMPLETE_KEYS, bullArgs.length];
     let reply: unknown[];
     try {
       if (next) {
         const start = next.start();
-        const delay = deferArg(next.hooks);
-        const endArgs = end.args.concat(counts);
+        const startArgs = startArgsList(start);
+        startArgs.push(deferArg(next.hooks));
         // The worker's names in the script's text where they can be: the same reads and writes.
-        const baked = END_START_BAKED.call(bullKeys, bullArgs, end.keys, endArgs, start, delay);
+        const baked = END_START_BAKED.call([bullKeys, bullArgs, end.keys, end.args, startArgs]);
         reply = (await (baked
           ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
           : END_COMPLETE_START.run(
               redis,
               bullKeys.concat(end.keys),
-              bullArgs.concat(endArgs, startArgsList(start), delay),
+              // Joined by `concat` (one copy each), not spread: ~140 arguments a run's end, and a
+              // spread not yet optimized walks each array through its iterator, a result object an element.
+              bullArgs.concat(end.args, [COMPLETE_KEYS, bullArgs.length], startArgs),
             ))) as unknown[];
       } else {
-        // Joined by `concat` (one copy each), not spread: ~140 arguments a run's end, and a spread
-        // not yet optimized walks each array through its iterator, a result object an element.
-        reply = (await END_AND_COMPLETE.run(
-          redis,
-          bullKeys.concat(end.keys),
-          bullArgs.concat(end.args, counts),
-        )) as unknown[];
+        const baked = END_BAKED.call([bullKeys, bullArgs, end.keys, end.args]);
+        reply = (await (baked
+          ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
+          : END_AND_COMPLETE.run(
+              redis,
+              bullKeys.concat(end.keys),
+              bullArgs.concat(end.args, [COMPLETE_KEYS, bullArgs.length]),
+            ))) as unknown[];
       }
     } catch (err) {
       // Whether the end went before the failure or not, its own script makes sure it is written.

@@ -14,7 +14,7 @@ import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
-import { END_AND_COMPLETE_SHA, isEndCompleteStartSha } from './end-complete-store.ts';
+import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 
 let server: RedisServer;
 let redis: Redis;
@@ -30,7 +30,7 @@ afterAll(() => h.close());
 const COMPLETE_SHA = createHash('sha1').update(moveToFinished.content).digest('hex');
 
 /** The fused call's hashes: without, and with, the next job's start (a completion fetching it, baked or not). */
-const fusedCall = (sha: unknown) => sha === END_AND_COMPLETE_SHA || isEndCompleteStartSha(sha);
+const fusedCall = (sha: unknown) => isEndAndCompleteSha(sha) || isEndCompleteStartSha(sha);
 
 /** Script hashes a client sent (EVALSHA), in order. */
 const shas = (sent: string[][]) => sent.filter((c) => c[0] === 'evalsha').map((c) => c[1] ?? '');

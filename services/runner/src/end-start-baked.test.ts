@@ -14,6 +14,7 @@ import {
   createCallJournal,
   createRunLifecycle,
   createRunStore,
+  endAndCompleteScript,
   endCompleteStartScript,
   handedRefetch,
   type RunLease,
@@ -36,7 +37,9 @@ import {
 } from '../test/redis-state.ts';
 import {
   completingExec,
+  END_AND_COMPLETE_SHA,
   END_COMPLETE_START_SHA,
+  isEndAndCompleteSha,
   isEndCompleteStartSha,
   type PendingEnd,
 } from './end-complete-store.ts';
@@ -78,6 +81,8 @@ const UNBAKED = endCompleteStartScript(
   FETCH_AND_LOOK,
   handedRefetch(moveToActive.content),
 );
+/** The end and completion alone (a completion that brings no next job). */
+const UNBAKED_END = endAndCompleteScript(moveToFinished.content);
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
 const DEFER_MS = 60_000;
 
@@ -87,9 +92,10 @@ const restore = (snap: RedisSnapshot) => restoreRedis(redis, snap);
 
 /**
  * `first` (tenant `firstTenant`) started by a fused fetch, then ended with its end handed to the
- * completion; from that state its completion fetching the next job sent both ways.
+ * completion; from that state its completion fetching the next job (`next`; else fetching none)
+ * sent both ways.
  */
-async function bothWays(first: string, firstTenant: string, t = terms) {
+async function bothWays(first: string, firstTenant: string, t = terms, next = true) {
   const life = createRunLifecycle({
     runs: createRunStore(redis, sealer),
     journal: createCallJournal({ redis, sealer }),
@@ -142,22 +148,29 @@ async function bothWays(first: string, firstTenant: string, t = terms) {
   const job = await Job.fromId(queue, first);
   const scripts = (worker as unknown as { scripts: { moveToCompletedArgs(...a: unknown[]): unknown[] } })
     .scripts;
-  const bullCall = scripts.moveToCompletedArgs(job, '1', { count: 100 }, token, true);
+  const bullCall = scripts.moveToCompletedArgs(job, '1', { count: 100 }, token, next);
   const bullKeys = bullCall.slice(0, 14) as string[];
   const bullArgs = bullCall.slice(14) as (string | number)[];
   const snap = await snapshot();
   const answers: unknown[] = [];
   const states: Record<string, unknown>[] = [];
   await restore(snap);
+  const unbakedSha = next ? END_COMPLETE_START_SHA : END_AND_COMPLETE_SHA;
   answers.push(
-    await UNBAKED.run(
-      redis,
-      bullKeys.concat(end.keys),
-      bullArgs.concat(end.args, [14, bullArgs.length], startArgsList(start), DEFER_MS),
-    ),
+    next
+      ? await UNBAKED.run(
+          redis,
+          bullKeys.concat(end.keys),
+          bullArgs.concat(end.args, [14, bullArgs.length], startArgsList(start), DEFER_MS),
+        )
+      : await UNBAKED_END.run(
+          redis,
+          bullKeys.concat(end.keys),
+          bullArgs.concat(end.args, [14, bullArgs.length]),
+        ),
   );
   states.push(await state());
-  const unbakedHeld = await redis.script('EXISTS', END_COMPLETE_START_SHA);
+  const unbakedHeld = await redis.script('EXISTS', unbakedSha);
   await restore(snap);
   const started: string[] = [];
   let ended: unknown;
@@ -195,7 +208,7 @@ async function bothWays(first: string, firstTenant: string, t = terms) {
     redis.sendCommand = send;
   }
   states.push(await state());
-  const bakedHeldUnbaked = await redis.script('EXISTS', END_COMPLETE_START_SHA);
+  const bakedHeldUnbaked = await redis.script('EXISTS', unbakedSha);
   return { answers, states, unbakedHeld, bakedHeldUnbaked, sent, started };
 }
 
@@ -250,5 +263,28 @@ describe("a run's end, its completion and the next start, baked", () => {
     expect(await redis.zscore(queue.keys.delayed ?? '', 'd2')).not.toBeNull();
     expect((unbaked[1] as unknown[])[1]).toBe('d3');
     expect(r.started).toEqual(['d3']);
+  });
+
+  it('answers and writes as the unbaked call: the end and a completion that brings no next job', async () => {
+    await redis.flushall();
+    await redis.hset(keys.poolSlots(mode), 'r1', `100:${Date.now() + 3_600_000}`);
+    for (const id of ['f1', 'f2']) {
+      await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
+      await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: id });
+    }
+    const r = await bothWays('f1', 'acme', terms, false);
+    // A baked text of the end and completion ran; the unbaked one was never loaded by the runner.
+    expect(r.unbakedHeld).toEqual([1]);
+    expect(r.bakedHeldUnbaked).toEqual([0]);
+    expect(r.sent).toHaveLength(1);
+    expect(isEndAndCompleteSha(r.sent[0])).toBe(true);
+    expect(r.sent[0]).not.toBe(END_AND_COMPLETE_SHA);
+    const [unbaked = [], baked] = r.answers as unknown[][];
+    expect(clockless(baked)).toBe(clockless(unbaked));
+    expect((unbaked[0] as unknown[])[0]).toBe(1);
+    expect(r.started).toEqual([]);
+    expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+    expect(await redis.hget(keys.run('f1'), 'status')).toBe('Completed');
+    expect(await redis.zscore(queue.keys.completed ?? '', 'f1')).not.toBeNull();
   });
 });

@@ -13,7 +13,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mode, type RunnerUnderTest, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
-import { END_AND_COMPLETE_SHA, isEndCompleteStartSha } from './end-complete-store.ts';
+import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
 
 let redis: Redis;
@@ -31,7 +31,7 @@ function fusedEnds(sent: string[][], runId: string): { sha: string | undefined; 
     .filter(
       (c) =>
         c[0] === 'evalsha' &&
-        (c[1] === END_AND_COMPLETE_SHA || isEndCompleteStartSha(c[1])) &&
+        (isEndAndCompleteSha(c[1]) || isEndCompleteStartSha(c[1])) &&
         c.includes(keys.run(runId)),
     )
     .map((c) => ({ sha: c[1], argc: c.length - 3 - Number(c[2]) }));
@@ -69,7 +69,7 @@ describe("a run's end and its job's completion, one call", () => {
       for (const id of ids) {
         const ends = fusedEnds(sent, id);
         // 1564b97: END_COMPLETE_START_SHA, its 24 start arguments and the deferral's after the end's.
-        expect(ends.map((e) => e.sha)).toEqual([END_AND_COMPLETE_SHA]);
+        expect(ends.map((e) => isEndAndCompleteSha(e.sha))).toEqual([true]);
         withTerms.push(...ends.filter((e) => isEndCompleteStartSha(e.sha)).map((e) => e.argc));
         expect(await redis.hmget(keys.run(id), 'status', 'attempts')).toEqual(['Completed', '1']);
         const events = await redis.xrange(keys.runEvents(id), '-', '+');
@@ -138,7 +138,7 @@ describe("a run's end and its job's completion, one call", () => {
       // k1's end went without start terms and its completion fetched nothing (parking-worker-end.ts:
       // a job it brought had no start and no slot kept, round 32 `stall-hunt`). k2 waited for the
       // registered pop's end (its timeout: no marker woke it), then the worker's fused fetch took it.
-      expect(fusedEnds(m.sent, 'k1').map((e) => e.sha)).toEqual([END_AND_COMPLETE_SHA]);
+      expect(fusedEnds(m.sent, 'k1').map((e) => isEndAndCompleteSha(e.sha))).toEqual([true]);
       // No lease and attempt start of its own (lease-and-begin-9: 9 keys, the pool's slots first).
       const apart = m.sent.filter((c) => c[0] === 'evalsha' && c[2] === '9' && c[3] === keys.poolSlots(mode));
       expect(apart).toEqual([]);

@@ -20,7 +20,9 @@
  */
 import {
   BakedScript,
+  FETCHED_ARGS,
   type FetchedStart,
+  FIXED_START,
   fetchAndLook,
   fetchLeaseBeginScript,
   startArgsList,
@@ -39,15 +41,18 @@ const FETCH_KEYS = moveToActive.keys;
 const BULL_ARGS = 3;
 /**
  * The fused fetch with the worker's names in its text (@islet/runs baked-call.ts): moveToActive's
- * 11 keys and its prefix (its first argument) baked, its time and options carried.
+ * 11 keys, its prefix (its first argument) and the start's 17 names (`FIXED_START`) baked; its
+ * time and options, the start's terms and time and the delay carried.
  */
-const FETCH_BAKED = new BakedScript(FETCH_LEASE_BEGIN, {
-  keys: FETCH_KEYS,
-  names: Array.from({ length: FETCH_KEYS }, (_, i) => i),
-  args: BULL_ARGS,
-  prefix: 0,
-  middle: false,
-});
+const FETCH_BAKED = new BakedScript(FETCH_LEASE_BEGIN, FETCH_LEASE_BEGIN.source, [
+  { name: 'KEYS', keys: true, length: FETCH_KEYS, names: Array.from({ length: FETCH_KEYS }, (_, i) => i) },
+  {
+    name: 'ARGV',
+    keys: false,
+    length: BULL_ARGS + FETCHED_ARGS + 1,
+    names: [0, ...FIXED_START.map((i) => BULL_ARGS + i)],
+  },
+]);
 
 /** The fused script's hash, unbaked (a call not of its shape, or past the baked variants). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
@@ -126,12 +131,13 @@ export function startingClient(
     const delay = deferArg(hooks);
     // The worker's names in the script's text where they can be (@islet/runs baked-call.ts): the
     // call carries only what differs between fetches; the same reads and writes.
-    const baked = FETCH_BAKED.call(keys, bullArgs, [], [], terms, delay);
+    // `concat`, not a spread (an unoptimized spread walks each array through its iterator).
+    const fetchArgs = bullArgs.concat(startArgsList(terms), delay);
+    const baked = FETCH_BAKED.call([keys, fetchArgs]);
     const redis = client as unknown as Redis;
     const reply = (await (baked
       ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
-      : // `concat`, not a spread (an unoptimized spread walks each array through its iterator).
-        FETCH_LEASE_BEGIN.run(redis, keys, bullArgs.concat(startArgsList(terms), delay)))) as unknown[];
+      : FETCH_LEASE_BEGIN.run(redis, keys, fetchArgs))) as unknown[];
     fetchedAnswer(reply, started, behind, hooks?.moved);
     return reply;
   };

@@ -15,7 +15,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
-import { END_AND_COMPLETE_SHA, isEndCompleteStartSha } from './end-complete-store.ts';
+import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 
 let server: RedisServer;
 let redis: Redis;
@@ -118,9 +118,7 @@ describe("BullMQ's part of a run's scripts, counted", () => {
         await t.add('c1');
         await until('c1 to complete', async () => (await t.queue.getCompletedCount()) === 2);
       });
-      const fused = calls.filter(
-        (c) => c.args[1] === END_AND_COMPLETE_SHA || isEndCompleteStartSha(c.args[1]),
-      );
+      const fused = calls.filter((c) => isEndAndCompleteSha(c.args[1]) || isEndCompleteStartSha(c.args[1]));
       expect(fused.map((c) => c.args[0]?.toLowerCase())).toEqual(['evalsha']);
       const bull = fused[0]!.inner.filter(([, key]) => key.startsWith(`${QUEUE_PREFIX}:{runs-`));
       const names = bull.map(([name]) => name);

@@ -1,195 +1,145 @@
 /**
- * The fused scripts baked with a worker's names (baked-call.ts): the header makes the very KEYS
- * and ARGV the unbaked call gives the script, so the rest of the text reads the same, for both
- * shapes — the fused fetch's (fixed length) and the run's end with its completion and the next
- * start (any number of the end's keys and arguments between BullMQ's and the start's); the call
- * carries only what differs; a variant is found by its start's fixed terms and BullMQ's names;
- * another worker's names get their own; a call not of the shape, or past MAX_BAKED texts, is not
- * baked. Real redis-server running the scripts; the runner's calls with their writes are in the
- * runner's baked-fetch.test.ts and end-start-baked.test.ts.
+ * A fused call baked with its names (baked-call.ts): the header makes each part the body reads as
+ * the very table the unbaked call's split makes — for the fetch's fixed-length parts (KEYS, ARGV)
+ * and the end's (BullMQ's, the end's with any number of fields at its end, the start's) — and the
+ * call carries only what differs; a call's names select its text; another worker's names make
+ * another; a call not of its parts' shape, or past MAX_BAKED texts, is not baked. Real redis-server
+ * running the texts; the runner's calls with their writes are in the runner's baked-fetch.test.ts
+ * and end-start-baked.test.ts.
  */
 
 import { LuaScript } from '@islet/core/lua-script';
 import { describe, expect, it } from 'vitest';
 import { useSuiteRedis } from '../test/test-redis.ts';
-import { BakedScript, type BakeShape } from './baked-call.ts';
-import { FETCHED_ARGS, type FixedStart } from './fetched-start-args.ts';
+import { BakedScript, type PartShape } from './baked-call.ts';
+import { FETCHED_ARGS } from './fetched-start-args.ts';
+import { FIXED_START } from './handoff-terms.ts';
+import { endCompleteStartScript } from './lease-scripts.ts';
 
 const r = useSuiteRedis();
 
-/** What a fused script's text sees: its KEYS, its ARGV once the delay is taken off, the delay. */
-const probe = () =>
-  new LuaScript(`local deferMs = tonumber(table.remove(ARGV))
-return {KEYS, ARGV, deferMs, #ARGV, #KEYS}`);
+type Arg = string | number;
 
-const FETCH: BakeShape = {
-  keys: 11,
-  names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-  args: 3,
-  prefix: 0,
-  middle: false,
-};
-const END_START: BakeShape = {
-  keys: 14,
-  names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13],
-  args: 9,
-  prefix: undefined,
-  middle: true,
-};
+const FETCH: PartShape[] = [
+  { name: 'KEYS', keys: true, length: 11, names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10] },
+  { name: 'ARGV', keys: false, length: 3 + FETCHED_ARGS + 1, names: [0, ...FIXED_START.map((i) => 3 + i)] },
+];
+/** The runner's end + completion + start's parts (end-complete-store.ts). */
+const END_START: PartShape[] = [
+  { name: 'BK', keys: true, length: 14, names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13] },
+  { name: 'BA', keys: false, length: 9, names: [2, 4, 6] },
+  { name: 'EK', keys: true, length: 18, names: [13, 14, 15, 16] },
+  { name: 'EA', keys: false, length: 23, names: [1, 2, 22], rest: true },
+  { name: 'SA', keys: false, length: FETCHED_ARGS + 1, names: FIXED_START },
+];
 
-/** The start's fixed arguments (all but the time): names with bytes a literal must escape, numbers. */
-function fixedStart(pool = 'read-only', share = 0.25, sealed = 'v1.dev1.sealed\u00e9\n7'): FixedStart {
-  const args: (string | number)[] = [
-    `{pool:${pool}}:slots`,
-    `{pool:${pool}}:busy`,
-    `{pool:${pool}}:queued`,
-    `{pool:${pool}}:waiting`,
-    `{pool:${pool}}:t:{`,
-    "}:leases'1\\2",
-    `{pool:${pool}}:t:{`,
-    '}:deferred\u00001',
-    'islet:journal:{',
-    '}',
-    'islet:run:{',
-    '}',
-    'islet:run:{',
-    '}:events',
-    share,
-    3,
-    31_000,
-    604_800,
-    2000,
-    'status',
-    sealed,
-    'islet:run-progress',
-    ' running',
-  ];
-  expect(args).toHaveLength(FETCHED_ARGS - 1);
-  return { args };
-}
+/** Names with bytes a literal must escape (a quote before a digit, a backslash, a NUL, a newline, UTF-8). */
+const ODD = ["}:leases'1\\2", '}:deferred\u00001', 'v\u00e9\n7'];
 
-/** BullMQ's part of a call of `shape` under `prefix` (its names the prefix's, the others per call). */
-function bull(shape: BakeShape, prefix: string, id: string) {
-  const keys = Array.from({ length: shape.keys }, (_, i) =>
-    shape.names.includes(i) ? `${prefix}k${i}` : `${prefix}${id}:k${i}`,
+/** A part's values: its names `<tag>:<name i>` (one of them odd), the others per call, numbers among them. */
+function part(shape: PartShape, tag: string, call: string, length = shape.length): Arg[] {
+  return Array.from({ length }, (_, i) =>
+    shape.names.includes(i)
+      ? `${tag}:n${i}${ODD[i % ODD.length]}`
+      : i % 4 === 3
+        ? 1_796_584_541_200 + i
+        : `${call}:v${i}`,
   );
-  const args: (string | number | Buffer)[] = Array.from({ length: shape.args }, (_, i) =>
-    i === shape.prefix ? prefix : i === 1 ? 1_796_584_541_200 : `${id}:a${i}`,
-  );
-  args[shape.args - 1] = Buffer.from([0x82, 0xa1, 0x00, 0xff]);
-  return { keys, args };
 }
 
-/** The unbaked call's keys and arguments. */
-function unbaked(
-  b: ReturnType<typeof bull>,
-  moreKeys: string[],
-  moreArgs: (string | number)[],
-  fixed: FixedStart,
-  nowMs: number,
-) {
-  return {
-    keys: b.keys.concat(moreKeys),
-    args: (b.args as (string | number)[]).concat(moreArgs, fixed.args as (string | number)[], nowMs, 25),
-  };
-}
+/** The body a probe text runs after its parts: each part's table, as Redis answers it. */
+const answer = (names: string[]) => `return {${names.join(', ')}}`;
 
 describe('a fused call baked with its names', () => {
   it('gives the fetch its very KEYS and ARGV, carrying no key and 10 arguments', async () => {
-    const base = probe();
-    const baker = new BakedScript(base, FETCH);
-    const fixed = fixedStart();
-    const b = bull(FETCH, 'islet:{runs-read-only}:', 'j1');
-    const baked = baker.call(b.keys, b.args, [], [], { fixed, nowMs: 1_796_584_541_215 }, 25);
+    const body = answer(['KEYS', 'ARGV']);
+    const base = new LuaScript(body);
+    const baker = new BakedScript(base, body, FETCH);
+    const keys = part(FETCH[0] as PartShape, 'q', 'j1') as string[];
+    const args = part(FETCH[1] as PartShape, 'q', 'j1');
+    const baked = baker.call([keys, args]);
     expect(baked).toBeDefined();
     if (!baked) return;
     expect(baker.has(baked.script.sha)).toBe(true);
     expect(baker.has(base.sha)).toBe(false);
-    // BullMQ's time and options; share, cap, lease ms, ttl, stream length, sealed event, the
-    // start's time; the delay. No name.
+    // BullMQ's time and options; the start's 6 terms and its time; the delay. No name.
     expect(baked.keys).toEqual([]);
     expect(baked.args).toHaveLength(10);
-    expect(baked.args.some((a) => typeof a === 'string' && a.includes('{pool:'))).toBe(false);
-    const sent = unbaked(b, [], [], fixed, 1_796_584_541_215);
-    const asSent = await base.run(r.a, sent.keys, sent.args);
-    const asBaked = await baked.script.run(r.a, baked.keys, baked.args as (string | number)[]);
-    expect(asBaked).toEqual(asSent);
-    expect((asSent as unknown[])[3]).toBe(3 + FETCHED_ARGS);
+    expect(baked.args.some((a) => typeof a === 'string' && a.includes(':n'))).toBe(false);
+    const asSent = await base.run(r.a, keys, args);
+    expect(await baked.script.run(r.a, baked.keys, baked.args as Arg[])).toEqual(asSent);
+    expect(asSent).toEqual([keys, args.map(String)]);
   });
 
-  it("gives the end's call its very KEYS and ARGV whatever the end's length, carrying the end's", async () => {
-    const base = probe();
-    const baker = new BakedScript(base, END_START);
-    const fixed = fixedStart();
-    for (const n of [0, 1, 7, 60]) {
-      const b = bull(END_START, 'islet:{runs-read-only}:', `j${n}`);
-      const endKeys = Array.from({ length: Math.min(n, 18) }, (_, i) => `islet:run:{r${n}}:e${i}`);
-      const endArgs: (string | number)[] = Array.from({ length: n }, (_, i) => (i % 3 === 0 ? i : `v${i}`));
-      const baked = baker.call(b.keys, b.args, endKeys, endArgs, { fixed, nowMs: 1_796_584_541_300 + n }, 25);
+  it("gives the end's call the very parts its unbaked split makes, whatever the end's fields", async () => {
+    const names = END_START.map((p) => p.name);
+    // The unbaked script's own split (lease-scripts.ts `endCompleteSplit`), then the probe's body.
+    const split = endCompleteStartScript('', 'x').source;
+    const unbaked = new LuaScript(`${split.slice(0, split.indexOf('local deferMs'))}${answer(names)}`);
+    const baker = new BakedScript(unbaked, answer(names), END_START);
+    for (const fields of [0, 1, 7, 60]) {
+      const values = END_START.map((p) => part(p, 'w', `r${fields}`, p.length + (p.rest ? fields : 0)));
+      const baked = baker.call(values);
       expect(baked).toBeDefined();
       if (!baked) return;
-      // The target's set, the job's key and the metrics key, then the end's; BullMQ's 9, the end's,
-      // the start's 6 terms and its time, the delay.
-      expect(baked.keys).toEqual([b.keys[10], b.keys[11], b.keys[12]].concat(endKeys));
-      expect(baked.args).toHaveLength(9 + n + 8);
-      const sent = unbaked(b, endKeys, endArgs, fixed, 1_796_584_541_300 + n);
-      const asSent = (await base.run(r.a, sent.keys, sent.args)) as unknown[];
-      const asBaked = await baked.script.run(r.a, baked.keys, baked.args as (string | number)[]);
-      expect(asBaked).toEqual(asSent);
-      expect(asSent[3]).toBe(9 + n + FETCHED_ARGS);
-      expect(asSent[4]).toBe(14 + endKeys.length);
+      // BullMQ's job key; the end's run, tenant and time keys and its leases key; BullMQ's 6, the
+      // end's 20 and its fields, the start's 7 and the delay.
+      expect(baked.keys).toHaveLength(1 + 14);
+      expect(baked.args).toHaveLength(6 + 20 + fields + 8);
+      const [bk, ba, ek, ea, sa] = values as [string[], Arg[], string[], Arg[], Arg[]];
+      const asSent = await unbaked.run(r.a, bk.concat(ek), ba.concat(ea, [14, 9], sa));
+      expect(await baked.script.run(r.a, baked.keys, baked.args as Arg[])).toEqual(asSent);
+      expect(asSent).toEqual(values.map((v) => v.map(String)));
     }
   });
 
-  it("bakes another worker's names in a variant of its own, and finds one again by its fixed start", () => {
-    const base = probe();
-    const baker = new BakedScript(base, FETCH);
-    const fixed = fixedStart();
-    const a = bull(FETCH, 'islet:{runs-a}:', 'j1');
-    const b = bull(FETCH, 'islet:{runs-b}:', 'j1');
-    const first = baker.call(a.keys, a.args, [], [], { fixed, nowMs: 1 }, 25)?.script;
-    const other = baker.call(b.keys, b.args, [], [], { fixed, nowMs: 2 }, 25)?.script;
+  it("bakes another worker's names in a text of its own, and finds one again by its names", () => {
+    const body = answer(['KEYS', 'ARGV']);
+    const baker = new BakedScript(new LuaScript(body), body, FETCH);
+    const call = (tag: string, id: string) => [
+      part(FETCH[0] as PartShape, tag, id),
+      part(FETCH[1] as PartShape, tag, id),
+    ];
+    const first = baker.call(call('a', 'j1'))?.script;
+    expect(first?.source).toContain("'a:n0}:leases\\0391\\0922'");
+    // Another call of the same worker: the same text; its carried values its own.
+    const again = baker.call(call('a', 'j2'));
+    expect(again?.script).toBe(first);
+    expect(again?.args).toContain('j2:v1');
+    const other = baker.call(call('b', 'j1'))?.script;
     expect(other?.sha).not.toBe(first?.sha);
-    expect(other?.source).toContain("'islet:{runs-b}:k0'");
-    expect(baker.call(a.keys, a.args, [], [], { fixed, nowMs: 3 }, 25)?.script).toBe(first);
-    // Another pool's start is another text; the same names in another `FixedStart` the same text.
-    const pool = baker.call(a.keys, a.args, [], [], { fixed: fixedStart('other'), nowMs: 4 }, 25)?.script;
-    expect(pool?.sha).not.toBe(first?.sha);
-    expect(pool?.source).toContain("'{pool:other}:slots'");
-    expect(baker.call(a.keys, a.args, [], [], { fixed: fixedStart(), nowMs: 5 }, 25)?.script).toBe(first);
-    // Other terms (another config's share, another seal key's event) are carried: the same text.
-    const terms = baker.call(
-      a.keys,
-      a.args,
-      [],
-      [],
-      { fixed: fixedStart('read-only', 0.5, 'v1.k2.x'), nowMs: 6 },
-      25,
-    );
-    expect(terms?.script).toBe(first);
-    expect(terms?.args).toContain('v1.k2.x');
+    expect(other?.source).toContain("'b:n0}:leases\\0391\\0922'");
+    // Found again after another's (not the last one's).
+    expect(baker.call(call('a', 'j3'))?.script).toBe(first);
+    // A value carried that differs (a term, a sealed event) is no name: the same text.
+    const terms = call('a', 'j4');
+    (terms[1] as Arg[])[3 + 14] = 'v1.k2.x';
+    expect(baker.call(terms)?.script).toBe(first);
   });
 
   it('sends a call not of its shape, or past 16 texts, unbaked', () => {
-    const baker = new BakedScript(probe(), FETCH);
-    const fixed = fixedStart();
-    const { keys, args } = bull(FETCH, 'islet:{runs-c}:', 'j1');
-    const start = { fixed, nowMs: 1 };
-    expect(baker.call(keys.slice(1), args, [], [], start, 25)).toBeUndefined();
-    expect(baker.call(keys, args.slice(1), [], [], start, 25)).toBeUndefined();
-    // A fixed-length shape takes nothing between BullMQ's arguments and the start's.
-    expect(baker.call(keys, args, [], ['x'], start, 25)).toBeUndefined();
-    const numbered = args.slice();
-    numbered[0] = 7;
-    expect(baker.call(keys, numbered, [], [], start, 25)).toBeUndefined();
-    for (let i = 0; i < 16; i++) {
-      const v = bull(FETCH, `islet:{runs-v${i}}:`, 'j1');
-      expect(baker.call(v.keys, v.args, [], [], start, 25)).toBeDefined();
-    }
-    const past = bull(FETCH, 'islet:{runs-past}:', 'j1');
-    expect(baker.call(past.keys, past.args, [], [], start, 25)).toBeUndefined();
+    const body = answer(['KEYS', 'ARGV']);
+    const baker = new BakedScript(new LuaScript(body), body, FETCH);
+    const keys = part(FETCH[0] as PartShape, 'c', 'j1');
+    const args = part(FETCH[1] as PartShape, 'c', 'j1');
+    expect(baker.call([keys.slice(1), args])).toBeUndefined();
+    expect(baker.call([keys, args.slice(1)])).toBeUndefined();
+    // A fixed-length part takes nothing more.
+    expect(baker.call([keys, args.concat('x')])).toBeUndefined();
+    expect(baker.call([keys])).toBeUndefined();
+    const buffer = args.slice() as (Arg | Buffer)[];
+    buffer[0] = Buffer.from('c:n0');
+    expect(baker.call([keys, buffer])).toBeUndefined();
+    for (let i = 0; i < 16; i++)
+      expect(baker.call([part(FETCH[0] as PartShape, `v${i}`, 'j1'), args])).toBeDefined();
+    expect(baker.call([part(FETCH[0] as PartShape, 'past', 'j1'), args])).toBeUndefined();
     // One of the 16 still is.
-    const known = bull(FETCH, 'islet:{runs-v3}:', 'j1');
-    expect(baker.call(known.keys, known.args, [], [], start, 25)).toBeDefined();
+    expect(baker.call([part(FETCH[0] as PartShape, 'v3', 'j1'), args])).toBeDefined();
+    // A part of fewer values than its run's start is not of the shape.
+    const end = new BakedScript(new LuaScript('return 1'), 'return 1', END_START);
+    const values = END_START.map((p) => part(p, 'w', 'r'));
+    expect(end.call(values)).toBeDefined();
+    values[3] = (values[3] as Arg[]).slice(1);
+    expect(end.call(values)).toBeUndefined();
   });
 });

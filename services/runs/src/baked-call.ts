@@ -1,230 +1,170 @@
 /**
- * The runner's fused scripts with a mode's fixed names in their text: the fused fetch
- * (`fetchLeaseBeginScript`: moveToActive-11 with the run's lease and attempt start) and the run's
- * end with its completion and the next job's start (`endCompleteStartScript`). Sent as arguments,
- * Redis parses each name and makes it a Lua string at every call; in the text they are constants
- * of the compiled script, made once (as the submit's add, admitted-add.ts `bakedAddScript`, round
- * 44 `handoff-terms`). Baked: BullMQ's queue keys and prefix (the call's BullMQ part), and the
- * start's 17 names (handoff-terms.ts `FIXED_START`: the pool's keys, the key parts, the start
- * event's type, channel and wake-up text), taken from its fetched-start-args.ts `FixedStart` (the
- * same object at every fetch of a worker). A call then carries only what differs between workers
- * or calls: BullMQ's other keys and arguments, whatever the script takes between BullMQ's and the
- * start's (the run's end), the start's terms (share, cap, lease ms, journal ttl, stream length,
- * sealed event: per config and seal key, so a text is per mode and layout, as the compact
- * registration's), its time and the deferral's delay.
+ * A fused script sent with a worker's names in its text, not as arguments: Redis parses each
+ * argument and makes it a Lua string at every call; a literal in the text is a constant of the
+ * compiled script, made once (as the submit's add, admitted-add.ts `bakedAddScript`, round 44
+ * `handoff-terms`). The runner's fused fetch (`fetchLeaseBeginScript`) and its run's end with the
+ * completion (`endAndCompleteScript`) and the next job's start (`endCompleteStartScript`) go so.
  *
- * The baked text is the script's own after a header that makes `KEYS` and `ARGV` the very tables
- * the unbaked script is given (locals of those names: the text reads them, not Redis's), so it
- * reads and writes exactly what the unbaked one does; nothing stored changes (a rolling upgrade
- * runs both on one Redis). A variant is found by its start's `FixedStart` (no name of it compared)
- * and BullMQ's names (the queue's: the same strings at every call of a worker). Another worker's
- * names (another prefix, mode or layout) get their own variant; past MAX_BAKED texts of a script,
- * or a call not of its shape, the caller sends the unbaked script as before (undefined).
+ * A script's body reads its keys and arguments from a few tables, its parts (the fetch's: KEYS and
+ * ARGV; the end's: BullMQ's keys and arguments, the end's, the start's). The unbaked text makes
+ * them from the call's KEYS and ARGV; a baked text starts with a header that makes each part as
+ * one table constructor, its names as literals and the rest from what the call carries, in order.
+ * The body after it is the unbaked one's, given the very same tables: the same reads and writes,
+ * nothing stored changes (a rolling upgrade runs both on one Redis).
+ *
+ * A part's names are positions whose value is the same at every call of a worker: a queue's or a
+ * pool's key, BullMQ's prefix, a channel, a key's text around a tenant or a run id (the values a
+ * mode, queue or prefix makes; never a tenant's or a run's own string, which the call carries).
+ * Terms that differ per config or seal key (share, cap, lease ms, a sealed event) are carried too:
+ * a text per test runner's seal key would fill MAX_BAKED (round 45). A call's names select its
+ * text (the last one's compared first); another worker's names make another; past MAX_BAKED texts
+ * of a script, or a call whose parts are not of their shape, the caller sends the unbaked script.
  */
 import { LuaScript } from '@islet/core/lua-script';
-import { FETCHED_ARGS, type FetchedStart, type FixedStart } from './fetched-start-args.ts';
-import { FIXED_START, luaLiteral } from './handoff-terms.ts';
+import { luaLiteral } from './handoff-terms.ts';
 
 type Arg = string | number | Buffer;
 
-/** Where a fused call's names are: its first keys and arguments are BullMQ's, its start's last but the delay. */
-export interface BakeShape {
-  /** BullMQ's keys (the call's first). */
-  keys: number;
-  /** Which of them (0-based) are the queue's names, baked; the others are carried, in order, first. */
+/** One part of a fused call: a table its body reads (a local of that name). */
+export interface PartShape {
+  /** The local's name in the text. */
+  name: string;
+  /** Of the call's keys (else of its arguments). */
+  keys: boolean;
+  /** Its length; with `rest`, the least: the values past it are carried as they are, at its end. */
+  length: number;
+  /** Its positions (0-based) holding names, written into the text. */
   names: readonly number[];
-  /** BullMQ's arguments (the call's first). */
-  args: number;
-  /**
-   * Which of them (0-based) is BullMQ's prefix, baked (the others carried, in order, first); or
-   * undefined: all carried as they are (a shape with a middle, whose ARGV is completed in place).
-   */
-  prefix: number | undefined;
-  /**
-   * Whether arguments come between BullMQ's and the start's (the run's end: any number of them,
-   * carried). Without, the call's length is fixed and the header one table constructor; with, the
-   * start's fixed arguments are put into Redis's own ARGV table in place, not copied into a new
-   * one with the ~60 arguments before them (measured: a copy cost more than the names saved).
-   */
-  middle: boolean;
+  /** It ends in a run of any length (one part of the arguments at most). */
+  rest?: boolean;
 }
 
-/** Baked texts a script may have (one a worker's names): past it, names go as arguments. */
-const MAX_BAKED = 16;
-
-const FIXED = new Set<number>(FIXED_START);
-/** The start's positions carried (its terms), the time (the last) apart. */
-const CARRIED_START: number[] = [];
-for (let i = 0; i < FETCHED_ARGS - 1; i++) if (!FIXED.has(i)) CARRIED_START.push(i);
-
-interface Variant {
-  fixed: FixedStart;
-  /** BullMQ's names: its named keys in order, then its prefix. */
-  names: string[];
-  /** The start's carried terms (`CARRIED_START` of `fixed`). */
-  carried: (string | number)[];
-  script: LuaScript;
-}
-
-/** A baked call: the variant's script, its keys and its arguments. */
+/** A baked call: the text's script, its keys and its arguments. */
 export interface BakedCall {
   script: LuaScript;
   keys: string[];
   args: Arg[];
 }
 
+/** Baked texts a script may have (one a worker's names): past it, names go as arguments. */
+const MAX_BAKED = 16;
+
 export class BakedScript {
   readonly base: LuaScript;
-  private readonly shape: BakeShape;
-  private readonly keyName: boolean[];
-  private last: Variant | undefined;
-  private readonly byFixed = new WeakMap<FixedStart, Variant[]>();
+  private readonly body: string;
+  private readonly parts: readonly PartShape[];
+  private readonly isName: boolean[][];
   private readonly texts = new Map<string, LuaScript>();
   private readonly shas = new Set<string>();
+  private last: { names: Arg[]; script: LuaScript } | undefined;
 
-  constructor(base: LuaScript, shape: BakeShape) {
+  /** `base`: the unbaked script; `body`: its text after its parts are made; `parts` in the call's order. */
+  constructor(base: LuaScript, body: string, parts: readonly PartShape[]) {
     this.base = base;
-    this.shape = shape;
-    this.keyName = Array.from({ length: shape.keys }, (_, i) => shape.names.includes(i));
+    this.body = body;
+    this.parts = parts;
+    this.isName = parts.map((p) => Array.from({ length: p.length }, (_, i) => p.names.includes(i)));
+    if (parts.filter((p) => p.rest).length > 1 || parts.some((p) => p.rest && p.keys))
+      throw new Error('one part of the arguments at most ends in a run');
   }
 
-  /**
-   * The call of the base script with BullMQ's `bullKeys` and `bullArgs`, then `moreKeys`, then
-   * `moreArgs` (only with a middle), the start's arguments and `delay`, as its baked variant's.
-   * Undefined when the call is not of the shape or MAX_BAKED texts are made: send it unbaked.
-   */
-  call(
-    bullKeys: readonly string[],
-    bullArgs: readonly Arg[],
-    moreKeys: readonly string[],
-    moreArgs: readonly Arg[],
-    start: FetchedStart,
-    delay: number,
-  ): BakedCall | undefined {
-    const shape = this.shape;
-    if (bullKeys.length !== shape.keys || bullArgs.length !== shape.args) return undefined;
-    if (!shape.middle && moreArgs.length > 0) return undefined;
-    if (shape.middle && shape.prefix !== undefined) return undefined;
-    const variant = this.variant(bullKeys, bullArgs, start.fixed);
-    if (!variant) return undefined;
-    const keys: string[] = [];
-    for (let i = 0; i < shape.keys; i++) if (!this.keyName[i]) keys.push(bullKeys[i] as string);
-    let args: Arg[] = bullArgs as Arg[];
-    if (shape.prefix !== undefined) {
-      args = [];
-      for (let i = 0; i < shape.args; i++) if (i !== shape.prefix) args.push(bullArgs[i] as Arg);
+  /** The call whose parts hold `values` (in the parts' order), baked; undefined: send it unbaked. */
+  call(values: readonly (readonly Arg[])[]): BakedCall | undefined {
+    const parts = this.parts;
+    if (values.length !== parts.length) return undefined;
+    for (let p = 0; p < parts.length; p++) {
+      const part = parts[p] as PartShape;
+      const n = (values[p] as readonly Arg[]).length;
+      if (part.rest ? n < part.length : n !== part.length) return undefined;
     }
-    return {
-      script: variant.script,
-      keys: moreKeys.length > 0 ? keys.concat(moreKeys) : keys,
-      args: args.concat(moreArgs, variant.carried, start.nowMs, delay),
-    };
+    const script = this.script(values);
+    if (!script) return undefined;
+    const keys: string[] = [];
+    const args: Arg[] = [];
+    for (let p = 0; p < parts.length; p++) {
+      const part = parts[p] as PartShape;
+      const v = values[p] as readonly Arg[];
+      const isName = this.isName[p] as boolean[];
+      const to = (part.keys ? keys : args) as Arg[];
+      for (let i = 0; i < part.length; i++) if (!isName[i]) to.push(v[i] as Arg);
+      for (let i = part.length; i < v.length; i++) to.push(v[i] as Arg);
+    }
+    return { script, keys, args };
   }
 
-  /** Whether `sha` is one of this script's baked variants (tests tell its calls by it). */
+  /** Whether `sha` is one of this script's baked texts (tests tell its calls by it). */
   has(sha: unknown): boolean {
     return typeof sha === 'string' && this.shas.has(sha);
   }
 
-  private variant(
-    bullKeys: readonly string[],
-    bullArgs: readonly Arg[],
-    fixed: FixedStart,
-  ): Variant | undefined {
+  /** The text for the call's names: the last call's when they are the same, else found or made. */
+  private script(values: readonly (readonly Arg[])[]): LuaScript | undefined {
     const last = this.last;
-    if (last !== undefined && last.fixed === fixed && this.sameNames(last.names, bullKeys, bullArgs))
-      return last;
-    let made = this.byFixed.get(fixed);
-    let found = made?.find((v) => this.sameNames(v.names, bullKeys, bullArgs));
-    if (!found) {
-      const names: string[] = [];
-      for (const i of this.shape.names) names.push(bullKeys[i] as string);
-      if (this.shape.prefix !== undefined) {
-        const prefix = bullArgs[this.shape.prefix];
-        if (typeof prefix !== 'string') return undefined;
-        names.push(prefix);
-      }
-      const startNames: string[] = [];
-      for (const i of FIXED_START) {
-        const name = fixed.args[i];
-        if (typeof name !== 'string') return undefined;
-        startNames.push(name);
-      }
-      const source = `${this.header(names, startNames)}${this.base.source}`;
-      let script = this.texts.get(source);
-      if (!script) {
-        if (this.texts.size >= MAX_BAKED) return undefined;
-        script = new LuaScript(source);
-        this.texts.set(source, script);
-        this.shas.add(script.sha);
-      }
-      found = { fixed, names, carried: CARRIED_START.map((i) => fixed.args[i] as string | number), script };
-      if (!made) {
-        made = [];
-        this.byFixed.set(fixed, made);
-      }
-      made.push(found);
+    if (last) {
+      let at = 0;
+      let same = true;
+      for (let p = 0; same && p < this.parts.length; p++)
+        for (const i of (this.parts[p] as PartShape).names)
+          if ((values[p] as readonly Arg[])[i] !== last.names[at++]) {
+            same = false;
+            break;
+          }
+      if (same) return last.script;
     }
-    this.last = found;
-    return found;
+    const names: Arg[] = [];
+    for (let p = 0; p < this.parts.length; p++)
+      for (const i of (this.parts[p] as PartShape).names) {
+        const name = (values[p] as readonly Arg[])[i] as Arg;
+        if (typeof name !== 'string' && typeof name !== 'number') return undefined;
+        names.push(name);
+      }
+    const id = JSON.stringify(names);
+    let script = this.texts.get(id);
+    if (!script) {
+      if (this.texts.size >= MAX_BAKED) return undefined;
+      script = new LuaScript(`${this.header(names)}${this.body}`);
+      this.texts.set(id, script);
+      this.shas.add(script.sha);
+    }
+    this.last = { names, script };
+    return script;
   }
 
-  private sameNames(
-    names: readonly string[],
-    bullKeys: readonly string[],
-    bullArgs: readonly Arg[],
-  ): boolean {
-    const at = this.shape.names;
-    for (let i = 0; i < at.length; i++) if (names[i] !== bullKeys[at[i] as number]) return false;
-    return this.shape.prefix === undefined || names[at.length] === bullArgs[this.shape.prefix];
-  }
-
-  /** A header that rebuilds the unbaked call's KEYS and ARGV from the names and the carried. */
-  private header(names: readonly string[], startNames: readonly string[]): string {
-    const shape = this.shape;
-    const keys: string[] = [];
+  /**
+   * Each part as one constructor: its names as literals, the carried as the call's keys (`K`) and
+   * arguments (`A`) in order; arguments after a run are counted from the end (`z`, their number).
+   */
+  private header(names: readonly Arg[]): string {
+    const parts = this.parts;
+    let after = 0;
+    let run = false;
+    for (const part of parts) {
+      if (part.keys) continue;
+      if (run) after += part.length - part.names.length;
+      if (part.rest) run = true;
+    }
     let named = 0;
-    let carried = 0;
-    for (let i = 0; i < shape.keys; i++)
-      keys.push(this.keyName[i] ? luaLiteral(names[named++] as string) : `K[${++carried}]`);
-    const keysLine = `local KEYS = {${keys.join(', ')}, unpack(K, ${this.carriedKeys() + 1})}`;
-    // The start's 24 as the unbaked call's ARGV holds them: its names as literals, its carried
-    // terms, time and the delay from `at(j)`, the j-th carried (1-based) after BullMQ's and the middle.
-    const start = (at: (j: number) => string): string[] => {
-      const out: string[] = [];
-      let fixedAt = 0;
-      let carriedAt = 0;
-      for (let i = 0; i < FETCHED_ARGS; i++)
-        out.push(FIXED.has(i) ? luaLiteral(startNames[fixedAt++] as string) : at(++carriedAt));
-      out.push(at(++carriedAt));
-      return out;
-    };
-    if (!shape.middle) {
-      const bull: string[] = [];
-      carried = 0;
-      for (let i = 0; i < shape.args; i++)
-        bull.push(i === shape.prefix ? luaLiteral(names[named] as string) : `A[${++carried}]`);
-      const after = carried;
-      return `local K, A = KEYS, ARGV
-${keysLine}
-local ARGV = {${bull.concat(start((j) => `A[${after + j}]`)).join(', ')}}
-`;
-    }
-    // In place, in ascending order (each lands in the array part, grown once): the carried tail
-    // (the start's terms and time, the delay) read first, then written with the names among them.
-    const tail = CARRIED_START.length + 2;
-    const c = Array.from({ length: tail }, (_, j) => `c${j + 1}`);
-    const reads = c.map((_, j) => `ARGV[p + ${j}]`);
-    const writes = start((j) => `c${j}`).map((v, i) => `ARGV[p + ${i}] = ${v}`);
-    return `local K = KEYS
-${keysLine}
-local p = #ARGV - ${tail - 1}
-local ${c.join(', ')} = ${reads.join(', ')}
-${writes.join('\n')}
-`;
-  }
-
-  private carriedKeys(): number {
-    return this.shape.keys - this.shape.names.length;
+    let key = 0;
+    let arg = 0;
+    let fromEnd = after;
+    let pastRun = false;
+    const lines = [run ? 'local K, A = KEYS, ARGV\nlocal z = #A' : 'local K, A = KEYS, ARGV'];
+    parts.forEach((part, p) => {
+      const entries: string[] = [];
+      for (let i = 0; i < part.length; i++) {
+        if (this.isName[p]?.[i]) entries.push(luaLiteral(String(names[named++])));
+        else if (part.keys) entries.push(`K[${++key}]`);
+        else if (pastRun) {
+          const back = --fromEnd;
+          entries.push(back === 0 ? 'A[z]' : `A[z - ${back}]`);
+        } else entries.push(`A[${++arg}]`);
+      }
+      if (part.rest) {
+        entries.push(`unpack(A, ${arg + 1}, z - ${after})`);
+        pastRun = true;
+      }
+      lines.push(`local ${part.name} = {${entries.join(', ')}}`);
+    });
+    return `${lines.join('\n')}\n`;
   }
 }

@@ -1,6 +1,6 @@
 export { LuaScript } from '@islet/core/lua-script';
 export { type AdmissionRide, admittedAddScript } from './admitted-add.ts';
-export { type BakedCall, BakedScript, type BakeShape } from './baked-call.ts';
+export { type BakedCall, BakedScript, type PartShape } from './baked-call.ts';
 export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietCompleteAsk, quietFetch } from './bull-quiet.ts';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { createCallJournal, JournalConflictError } from './call-journal.ts';
@@ -18,6 +18,7 @@ export {
   type NewDecision,
 } from './decision-types.ts';
 export {
+  FETCHED_ARGS,
   type FetchedStart,
   type FetchedStartTerms,
   type FixedStart,
@@ -32,6 +33,7 @@ export { fetchAndLook, handOffAddScript, handOffKeys, type IdleTerms } from './h
 export {
   bakeFixedTerms,
   compactTermsOf,
+  FIXED_START,
   type FixedTerms,
   HAND_OFF_FETCH_KEYS,
   handOffFixedTerms,
@@ -45,7 +47,9 @@ export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
 export {
   acquireCall,
+  endAndCompleteBody,
   endAndCompleteScript,
+  endCompleteStartBody,
   endCompleteStartScript,
   fetchLeaseBeginScript,
   type GivenUp,

@@ -168,6 +168,7 @@ export function fetchLeaseBeginScript(
     UNCOUNTED: uncounted,
     DEFER: defers ? deferTerms(FETCH_QUEUE) : 'nil',
     REFETCH: 'fetchJob',
+    START: 'ARGV',
   });
   return new LuaScript(`${defers ? DEFER_MS : ''}local function fetchJob()\n${fetchBody}\nend\n${tail}`);
 }
@@ -183,8 +184,9 @@ const DEFER_MS = 'local deferMs = tonumber(table.remove(ARGV))\n';
 const FETCH_QUEUE = { active: 2, stalled: 5, delayed: 7, marker: 11, meta: 9, prefix: 1, ts: 2 };
 const COMPLETE_QUEUE = { active: 2, stalled: 5, delayed: 7, marker: 14, meta: 9, prefix: 7, ts: 2 };
 
-function deferTerms(q: typeof FETCH_QUEUE): string {
-  return `(deferMs and deferMs >= 0) and {ms = deferMs, active = KEYS[${q.active}], stalled = KEYS[${q.stalled}], delayed = KEYS[${q.delayed}], marker = KEYS[${q.marker}], meta = KEYS[${q.meta}], prefix = ARGV[${q.prefix}], ts = ARGV[${q.ts}]} or nil`;
+/** The tail's DEFER, read from BullMQ's keys and arguments (tables `K` and `A`). */
+function deferTerms(q: typeof FETCH_QUEUE, K = 'KEYS', A = 'ARGV'): string {
+  return `(deferMs and deferMs >= 0) and {ms = deferMs, active = ${K}[${q.active}], stalled = ${K}[${q.stalled}], delayed = ${K}[${q.delayed}], marker = ${K}[${q.marker}], meta = ${K}[${q.meta}], prefix = ${A}[${q.prefix}], ts = ${A}[${q.ts}]} or nil`;
 }
 
 /**
@@ -203,14 +205,33 @@ function deferTerms(q: typeof FETCH_QUEUE): string {
  * run fewer, two when the wait list is empty (the fetch's RPOPLPUSH answered in the script).
  */
 export function endAndCompleteScript(moveToFinished: string, poolSeen = 'nil'): LuaScript {
-  const seen = poolSeen === 'nil' ? 'endSeen' : poolSeen;
-  return new LuaScript(`local nk, na = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV])
+  return new LuaScript(`${endCompleteSplit(0)}${endAndCompleteBody(moveToFinished, poolSeen)}`);
+}
+
+/**
+ * The parts of an unbaked end + completion call from its KEYS and ARGV (the completion's, then the
+ * end's, then the completion's key and argument counts, then `tail` more arguments): locals BK, BA
+ * (BullMQ's), EK, EA (the end's) and, with a tail, SA (those last `tail`). A baked call's header
+ * makes the same locals from its names and what it carries (baked-call.ts).
+ */
+function endCompleteSplit(tail: number): string {
+  return `local n = #ARGV - ${tail}
+local nk, na = tonumber(ARGV[n - 1]), tonumber(ARGV[n])
 -- Copied by unpack (C, the tables made at their size): an element-by-element loop over the ~120
 -- keys and arguments cost ~6 µs a call (test/bench/README.md, round 22).
-local kn, an = math.max(0, math.min(nk, #KEYS)), math.max(0, math.min(na, #ARGV - 2))
+local kn, an = math.max(0, math.min(nk, #KEYS)), math.max(0, math.min(na, n - 2))
 local BK, EK = {unpack(KEYS, 1, kn)}, {unpack(KEYS, kn + 1, #KEYS)}
-local BA, EA = {unpack(ARGV, 1, an)}, {unpack(ARGV, an + 1, #ARGV - 2)}
-${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[17]')}
+local BA, EA = {unpack(ARGV, 1, an)}, {unpack(ARGV, an + 1, n - 2)}
+${tail > 0 ? 'local SA = {unpack(ARGV, n + 1, #ARGV)}\n' : ''}`;
+}
+
+/**
+ * `endAndCompleteScript`'s text after its parts (BK, BA, EK, EA: the split's, or a baked call's
+ * tables, baked-call.ts): it reads no KEYS or ARGV of its own.
+ */
+export function endAndCompleteBody(moveToFinished: string, poolSeen = 'nil'): string {
+  const seen = poolSeen === 'nil' ? 'endSeen' : poolSeen;
+  return `${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[17]')}
 if ${seen}['#absent'] then ${seen}[EK[17]] = true end
 local function runEnd(KEYS, ARGV)
 ${finishRunReleaseSource(seen)}
@@ -239,7 +260,7 @@ if type(ended) == 'table' and ended[2] then
     ended = ended[4] and {ended[1], false, false, ended[4]} or {ended[1]}
   end
 end
-return {ended, complete(BK, BA)}`);
+return {ended, complete(BK, BA)}`;
 }
 
 /**
@@ -263,6 +284,23 @@ export function endCompleteStartScript(
   fetchBody?: string,
   refetchDirect?: string,
 ): LuaScript {
+  // The start's arguments, and with a refetch the delay after them: SA.
+  const tail = FETCHED_ARGS + (fetchBody ? 1 : 0);
+  return new LuaScript(
+    `${endCompleteSplit(tail)}${endCompleteStartBody(moveToFinished, fetchBody, refetchDirect)}`,
+  );
+}
+
+/**
+ * `endCompleteStartScript`'s text after its parts: BK, BA, EK, EA as `endAndCompleteBody`'s, and
+ * SA, the start's arguments (`startArgsList`) and, with `fetchBody`, the delay after them. It reads
+ * no KEYS or ARGV of its own (a baked call's header makes the parts, baked-call.ts).
+ */
+export function endCompleteStartBody(
+  moveToFinished: string,
+  fetchBody?: string,
+  refetchDirect?: string,
+): string {
   // The completion's keys are moveToActive-11's but for the marker (its 14th): the refetch's.
   // `refetchDirect` (handed-refetch.ts, made only when a refetch runs): the same commands as
   // `fetchBody` without BullMQ's text, or nil for it to run.
@@ -273,24 +311,24 @@ if handed then return handed end
 `
     : '';
   const refetch = fetchBody
-    ? `${DEFER_MS}local function fetchWith(KEYS, ARGV)
+    ? `local deferMs = tonumber(table.remove(SA))
+local function fetchWith(KEYS, ARGV)
 ${direct}${fetchBody}
 end
 local function refetch()
-  local K = {unpack(KEYS, 1, 10)}
-  K[11] = KEYS[14]
-  return fetchWith(K, {ARGV[7], ARGV[2], ARGV[8]})
+  local K = {unpack(BK, 1, 10)}
+  K[11] = BK[14]
+  return fetchWith(K, {BA[7], BA[2], BA[8]})
 end
 `
     : '';
-  return new LuaScript(`${refetch}local ended, completed
+  return `${refetch}local ended, completed
 local poolSeen = {}
 local function fetchJob()
-local EA = {unpack(ARGV, 1, #ARGV - ${FETCHED_ARGS})}
-local function endAndComplete(KEYS, ARGV)
-${endAndCompleteScript(moveToFinished, 'poolSeen').source}
+local function endAndComplete()
+${endAndCompleteBody(moveToFinished, 'poolSeen')}
 end
-local both = endAndComplete(KEYS, EA)
+local both = endAndComplete()
 ended, completed = both[1], both[2]
 if type(completed) == 'table' then return completed end
 return {}
@@ -302,12 +340,13 @@ ${luaSource('fetch-lease-begin-11', {
   POOL_NOW: 'nil',
   KNOWN_RUN: 'nil',
   UNCOUNTED: 'nil',
-  DEFER: fetchBody ? deferTerms(COMPLETE_QUEUE) : 'nil',
+  DEFER: fetchBody ? deferTerms(COMPLETE_QUEUE, 'BK', 'BA') : 'nil',
   REFETCH: fetchBody ? 'refetch' : 'fetchJob',
+  START: 'SA',
 })}
 end
 -- The answer the start made: the completion's own, or the job fetched in place of one it moved.
 local started = startNext()
 if type(completed) == 'table' then completed = started end
-return {ended, completed}`);
+return {ended, completed}`;
 }

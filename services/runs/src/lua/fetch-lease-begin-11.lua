@@ -30,14 +30,16 @@
 --   instead: the worker's slot never holds a refused job (test/bench/README.md, round 26,
 --   `fair-fetch`). A paused or concurrency-capped queue, or past MOVES moves in one call, the
 --   refusal is answered as before (the runner moves the job).
+-- START (a parameter): the table whose last ${FETCHED_ARGS} are the start's arguments: ARGV, or (in
+--   `endCompleteStartScript`) its parts' SA.
 -- REFETCH (a parameter): with DEFER, the name of a function bringing the worker's next job (BullMQ's
 --   fetch with the look behind it: moveToActive-11's answer).
 -- Returns BullMQ's answer; with a run's job, a fifth element: lease-and-begin-9's answer; with jobs
 --   moved here, a seventh: {job id, tenant, quota, job id whose reservation the runner must promote
 --   or ''} a job moved (the fifth and sixth then false when unset).
 local Q = ${DEFER}
-local o = #ARGV - ${FETCHED_ARGS}
-local A = ARGV
+local A = ${START}
+local o = #A - ${FETCHED_ARGS}
 -- The includes read KEYS and ARGV: these locals, declared before them, are the ones they see
 -- (set for each job taken).
 local KEYS, ARGV
