@@ -80,6 +80,8 @@ export async function createGatewayDeps(
         'handed job taken back: its worker never took it',
       );
     },
+    // A runner killed while registered takes no job at all (its live channel gone with it).
+    config.ISLET_HANDOFF_LIVE_CHECK === 'on',
   );
   const { queues } = runQueue;
   // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:
