@@ -248,10 +248,10 @@ const FETCH_OPTS = "local opts = opts -- the worker's options as made by the han
  * job (the queue paused, rate limited, the job delayed) leaves the registration as it was; a lease
  * refused is handed over as the fused fetch answers it (the worker defers the job). The latest
  * expiry decides: when it is live, that registration is used and expired ones below it (skipped,
- * never chosen) stay until an add finds the latest expired too, which drops them all; with
- * `liveCheck`, one whose worker's runner is gone is dropped and the next looked at (handoff-live.ts) (the idle set
+ * never chosen) stay until an add finds the latest expired too, which drops them all (the idle set
  * and its terms hold registrations only, paired: every script removes both); read on every add
- * with a live registration, such a scan was most of the hand-off's bookkeeping. The latest is
+ * with a live registration, such a scan was most of the hand-off's bookkeeping. With `liveCheck`,
+ * a registration whose worker's runner is gone is dropped and the next looked at (handoff-live.ts). The latest is
  * popped (`ZPOPMAX`: read and removed in one command) and put back, its score unchanged, only when
  * its fetch found no job; the script is atomic, so no reader sees it out in between.
  *
