@@ -337,8 +337,7 @@ if tonumber(top[2]) <= now then
   unpropagated('DEL', idleKey, idleArgsKey)
   return marked(added)
 end
-local worker = top[1]
-${liveCheck ? LIVE_CHECK : ''}
+local worker = top[1]${liveCheck ? `\n${LIVE_CHECK}` : ''}
 local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
 if ok and type(terms) ~= 'table' then ok = false end
 -- The time as text once (Redis's TIME: whole ms): BullMQ's processedOn and the record's updatedAt are
