@@ -45,7 +45,7 @@ for (const [i, side] of SIDES.entries()) {
   }
   const text = execFileSync('callgrind_annotate', [file], { encoding: 'utf8', maxBuffer: 64 << 20 });
   const total = Number(/([\d,]+)\s+\(100\.0%\)\s+PROGRAM TOTALS/.exec(text)?.[1]?.replaceAll(',', ''));
-  (totals[side] ??= []).push(total);
+  totals[side] = [...(totals[side] ?? []), total];
   console.log(`${side}: ${total} instructions in the EVAL of ${N} (${file})`);
 }
 const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
