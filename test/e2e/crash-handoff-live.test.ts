@@ -8,8 +8,8 @@
  * with the check on, its registrations take no job either, and its runs still complete (fetched).
  * Real processes (devstack: redis-server, gateways, runners). No time is asserted: which way the
  * job went (its lock, its events, its attempts, the registration, the take-back counter). Fails on
- * 9f886855: its runner holds no channel (the NUMSUB wait below sees 0 at once, then the submit is
- * handed: its lock the killed worker's token, `attempts` 2).
+ * 9f886855: its live runner holds no channel ("expected 0 to be 1"); with the check off the submit
+ * is handed to the dead registration (its lock the killed worker's token, not null).
  */
 import { createRedis, keys } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
