@@ -10,7 +10,9 @@
  * own cost, not the restart's; a try counts as handed to the killed worker when the answer was still
  * on that worker's hand-off key after the submit (a live worker's pop takes it in the add's turn).
  * `rev`: that release's processes instead (test/e2e/previous-release.ts, e.g. 9ec25e04: the base).
- * Usage: node test/bench/crash-handoff-probe.ts [tries=5] [runners=1] [rev]
+ * `LIVE=on` (round 46 `takeback`): the gateway checks the registration's liveness
+ * (ISLET_HANDOFF_LIVE_CHECK=on): a dead worker's registration is dropped by the add, not handed.
+ * Usage: [LIVE=on] node test/bench/crash-handoff-probe.ts [tries=5] [runners=1] [rev]
  */
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
@@ -25,7 +27,10 @@ const c = await (release?.startCluster ?? startCluster)({
   runners: Array.from({ length: runners }, () => ({ modes: ['read-only' as const] })),
   // A previous release's sandbox hosts outside the kernel launcher (as test/e2e/mixed-releases.ts):
   // the launcher's view of the file system is this checkout's.
-  ...(release ? { env: { ISLET_SANDBOX_JAIL: 'off' } } : {}),
+  env: {
+    ...(release ? { ISLET_SANDBOX_JAIL: 'off' } : {}),
+    ...(process.env.LIVE ? { ISLET_HANDOFF_LIVE_CHECK: process.env.LIVE } : {}),
+  },
 });
 const redis = createRedis(c.redisUrl);
 const submit = async (prefer?: string) => {

@@ -8,7 +8,8 @@
  * the job goes from active to the wait list (BullMQ's `waiting` event from `active`), never
  * stalled, and the new runner runs it once. Real processes (devstack: redis-server, a gateway, a
  * runner). No time is asserted: which path the job took (its lock token, its events, its stalled
- * count), its attempts, its one completion. Fails on 9ec25e04: the job is taken back by the stalled
+ * count), its attempts, its one completion, the take-back counted on the gateway's /metrics
+ * (`islet_handoff_reclaims_total{mode}`, round 46; fails on 9f886855: no such series). Fails on 9ec25e04: the job is taken back by the stalled
  * check (its events `waiting<-active` and `stalled`: "expected [ 'waiting<-active', 'stalled' ] to not
  * include 'stalled'", 37 s into the test). Also beside 9ec25e04's runner (the killed one), this
  * release's gateway handing: nothing stored changed (the answer on the worker's key is the form
@@ -56,6 +57,7 @@ async function events(jobId: string): Promise<string[]> {
  */
 async function crashAndSubmit(gateway: Cluster, runner: Cluster): Promise<void> {
   expect((await submit(gateway, 'wait=30')).body.status).toBe('Completed');
+  const before = await reclaimsCounted(gateway);
   // The runner idle and registered: its registration is the one an add chooses.
   let killed: string | undefined;
   while (killed === undefined) {
@@ -91,6 +93,17 @@ async function crashAndSubmit(gateway: Cluster, runner: Cluster): Promise<void> 
   expect(await redis!.hget(keys.run(id), 'attempts')).toBe('2');
   expect(await redis!.zscore(`${QUEUE}completed`, id)).not.toBeNull();
   expect(gateway.output('gateway', 0)).toContain('handed job taken back');
+  // Counted on the gateway's /metrics (the figure an SRE sees): this take-back, in the run's mode.
+  expect(await reclaimsCounted(gateway)).toBe(before + 1);
+}
+
+/** The gateway's islet_handoff_reclaims_total of the read-only mode, as its /metrics shows it (0: no series). */
+async function reclaimsCounted(gateway: Cluster): Promise<number> {
+  const text = await (await fetch(`${gateway.url}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('islet_handoff_reclaims_total{') && l.includes('mode="read-only"'));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 describe('a runner killed while registered idle for the hand-off', () => {

@@ -141,6 +141,7 @@ describe('alert rules', () => {
       'islet_sandbox_processes',
       'islet_sandbox_enforcement',
       'islet_run_recovery_actions_total',
+      'islet_handoff_reclaims_total',
     ])
       expect(dashboard, m).toContain(m);
   });

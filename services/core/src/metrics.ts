@@ -315,6 +315,15 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['feed'],
       registers,
     }),
+    // The gateway's take-back of a job its add handed to an idle runner registration that never took
+    // it (its runner killed while registered: gateway handoff-reclaim-store.ts), which BullMQ's
+    // stalled check would otherwise have given back ~40 s later. `mode` is a sandbox mode.
+    handoffReclaims: new Counter({
+      name: 'islet_handoff_reclaims_total',
+      help: 'Jobs handed to an idle runner that never took them (killed while registered), taken back to the wait list by the gateway, by mode',
+      labelNames: ['mode'],
+      registers,
+    }),
     // Usage for billing, by tenant: a tenant is a label value only when an operator lists it
     // (ISLET_METRICS_TENANTS, `meteredTenant`); every other tenant is counted as `other`, so the
     // series stay bounded however many tenants there are. Exact per-tenant figures: GET /v1/usage.

@@ -71,12 +71,17 @@ export async function createGatewayDeps(
     (err) => logger.warn({ err }, 'queue connection error'),
     config.ISLET_IDLE_HANDOFF === 'on',
     config.ISLET_WRITE_FORMAT,
-    // A runner killed while registered idle was handed a job: taken back for a live one.
-    (r) =>
+    // A runner killed while registered idle was handed a job: taken back for a live one, logged
+    // and counted (islet_handoff_reclaims_total{mode}; `metrics` is made below, before any add).
+    (r, mode) => {
+      metrics.handoffReclaims.inc({ mode });
       logger.warn(
-        { jobId: r.jobId, handOff: r.handOff, moved: r.moved },
+        { jobId: r.jobId, handOff: r.handOff, moved: r.moved, mode },
         'handed job taken back: its worker never took it',
-      ),
+      );
+    },
+    // A runner killed while registered takes no job at all (its live channel gone with it).
+    config.ISLET_HANDOFF_LIVE_CHECK === 'on',
   );
   const { queues } = runQueue;
   // Queue depth, queue age, Redis memory and reachability are read from Redis at scrape time:

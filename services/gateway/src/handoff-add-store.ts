@@ -22,13 +22,15 @@ import type { Redis } from 'ioredis';
 import { HandedWatch, type Reclaimed } from './handoff-reclaim-store.ts';
 
 const HAND_OFF_ADD = handOffAddScript(addStandardJob.content, moveToActive.content);
+/** The same with the registration's liveness checked (`HandOffWatchOptions.liveCheck`, @islet/runs handoff-live.ts). */
+const HAND_OFF_ADD_LIVE = handOffAddScript(addStandardJob.content, moveToActive.content, true);
 /** The script's hash without a mode's names (tests count its calls). */
 export const HAND_OFF_ADD_SHA = HAND_OFF_ADD.sha;
 
 /** The hash of the add alone of `mode`'s queue (its names in its text; tests count its calls). */
-export function handOffAddShaOf(mode: string, queueKeys: Record<string, string>): string {
-  return new LuaScript(bakeFixedTerms(HAND_OFF_ADD.source, handOffFixedTerms(queueKeys, mode), luaLiteral))
-    .sha;
+export function handOffAddShaOf(mode: string, queueKeys: Record<string, string>, liveCheck = false): string {
+  const add = liveCheck ? HAND_OFF_ADD_LIVE : HAND_OFF_ADD;
+  return new LuaScript(bakeFixedTerms(add.source, handOffFixedTerms(queueKeys, mode), luaLiteral)).sha;
 }
 const ADD_COMMAND = 'addStandardJob';
 const ADD_KEYS = addStandardJob.keys;
@@ -50,10 +52,16 @@ export function handedWatchOf(queue: Queue): HandedWatch | undefined {
   return watches.get(queue);
 }
 
-/** Where `handingAdds` watches its hand-offs: after `reclaimMs` (0: not watched), `onReclaimed` told. */
+/**
+ * Where `handingAdds` watches its hand-offs: after `reclaimMs` (0: not watched), `onReclaimed` told.
+ * `liveCheck` (ISLET_HANDOFF_LIVE_CHECK): the add hands a job only to a registration whose worker's
+ * runner still holds its live channel (@islet/runs handoff-live.ts), so a runner killed while
+ * registered takes none; off by default while runners older than round 46 (which hold none) serve.
+ */
 export interface HandOffWatchOptions {
   reclaimMs?: number;
   onReclaimed?: (r: Reclaimed) => void;
+  liveCheck?: boolean;
 }
 
 /**
@@ -77,8 +85,9 @@ export function handingAdds(queue: Queue, mode?: string, watching: HandOffWatchO
   const { idle, idleArgs } = handOffKeys(queue.keys[''] ?? '', '');
   const prioritized = queue.keys.prioritized ?? '';
   const fixed = mode === undefined ? undefined : handOffFixedTerms(queue.keys, mode);
+  const add = watching.liveCheck ? HAND_OFF_ADD_LIVE : HAND_OFF_ADD;
   // The add alone (no admission riding: a resume's, the recovery's), the same names in its text.
-  const own = fixed ? new LuaScript(bakeFixedTerms(HAND_OFF_ADD.source, fixed, luaLiteral)) : HAND_OFF_ADD;
+  const own = fixed ? new LuaScript(bakeFixedTerms(add.source, fixed, luaLiteral)) : add;
   // The add's keys and the hand-off's three, one array while the add's keys stay the queue's (they
   // do: runAdds' are made once a queue), so the ride finds the script with these names in its text
   // (`@islet/runs` admitted-add.ts `bakedAddScript`) by the array (round 43 `submit-floor`).
@@ -104,7 +113,7 @@ export function handingAdds(queue: Queue, mode?: string, watching: HandOffWatchO
       keys = args.slice(0, ADD_KEYS) as string[];
       keys.push(prioritized, idle, idleArgs);
     }
-    return ride.send(HAND_OFF_ADD, keys, args.slice(ADD_KEYS) as (string | Buffer)[], fixed).then(read);
+    return ride.send(add, keys, args.slice(ADD_KEYS) as (string | Buffer)[], fixed).then(read);
   });
   scripts.execCommand = (client, name, args) => {
     if (name !== ADD_COMMAND || args.length !== ADD_KEYS + 3) return exec(client, name, args);

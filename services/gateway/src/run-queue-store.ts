@@ -63,7 +63,9 @@ export function enqueueStamp(): number {
 /**
  * `handOff`: a run's add also hands its job to a worker registered idle (handoff-add-store.ts,
  * ISLET_IDLE_HANDOFF); a registration exists only where runners fetch with the run's start (one server).
- * `onReclaimed`: told of each job a hand-off's watch took back from a worker that never took it.
+ * `onReclaimed`: told of each job a hand-off's watch took back from a worker that never took it, and its mode.
+ * `liveCheck` (ISLET_HANDOFF_LIVE_CHECK): hand-offs only to registrations whose runner lives
+ * (handoff-add-store.ts `HandOffWatchOptions`).
  * `writeFormat` (ISLET_WRITE_FORMAT): `'2'` leaves the run id out of a run's job data when its job id
  * is the run's (every reader since round 40 reads it from there: @islet/runs `jobRunId`).
  */
@@ -72,7 +74,8 @@ export function createRunQueueStore(
   onError: (err: Error) => void,
   handOff = false,
   writeFormat: WriteFormat = DEFAULT_WRITE_FORMAT,
-  onReclaimed?: (r: Reclaimed) => void,
+  onReclaimed?: (r: Reclaimed, mode: SandboxMode) => void,
+  liveCheck = false,
 ) {
   // The stamps' clock offset read now (a few ms of spinning, once), not at the first submit.
   enqueueStamp();
@@ -87,7 +90,8 @@ export function createRunQueueStore(
     q.on('error', onError);
     // Its mode: the adds read its runners' compact registrations too (@islet/runs handoff-terms.ts).
     // A job handed to a runner killed while registered is taken back (handoff-reclaim-store.ts).
-    if (handOff) handingAdds(q, mode, { onReclaimed });
+    if (handOff)
+      handingAdds(q, mode, { onReclaimed: onReclaimed && ((r) => onReclaimed(r, mode)), liveCheck });
   }
   const adds = Object.fromEntries(SANDBOX_MODES.map((mode) => [mode, runAdds(queues[mode])])) as Record<
     SandboxMode,

@@ -6,7 +6,7 @@
 import { hostname } from 'node:os';
 import { createRedis, type Redis, readRepliesDirect } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
-import { handOffFixedTerms, jobRunId, type RunJobData } from '@islet/runs';
+import { handOffFixedTerms, jobRunId, liveChannelOf, type RunJobData } from '@islet/runs';
 import { Queue } from 'bullmq';
 import { handOffOf } from './handoff-store.ts';
 import { ParkingWorker } from './parking-worker.ts';
@@ -71,9 +71,13 @@ export function createModeWorker(
       },
     };
     // And while idle, a submit may do that fetch for it (handoff-store.ts).
-    if (config.ISLET_IDLE_HANDOFF === 'on')
+    if (config.ISLET_IDLE_HANDOFF === 'on') {
+      const handOff = handOffOf(worker);
+      // Held while the worker lives: a gateway checking liveness (ISLET_HANDOFF_LIVE_CHECK) hands
+      // nothing to its registration once this runner is gone (@islet/runs handoff-live.ts).
+      ctx.live?.hold(liveChannelOf(handOff.keys[2]));
       worker.enableHandOff({
-        ...handOffOf(worker),
+        ...handOff,
         giveBack: (tenant, jobId) => fairShare.release(mode, tenant, jobId),
         // Registrations without the names a submit's script holds (@islet/runs handoff-terms.ts):
         // read since 9ec25e04, written by default since the release after it (`off`: the full form).
@@ -81,6 +85,7 @@ export function createModeWorker(
           ? { compact: handOffFixedTerms(worker.keys, mode) }
           : {}),
       });
+    }
   }
   worker.on('error', (err) => logger.warn({ err: err.message, mode }, 'worker error'));
   worker.on('failed', (job, err) => {
@@ -132,6 +137,8 @@ export async function restartModeWorker(
     );
   clearTimeout(timer);
   old.connection.disconnect();
+  // Its registrations are gone with its close: its live channel too (a no-op where none was held).
+  ctx.live?.drop(liveChannelOf(handOffOf(old.worker).keys[2]));
   // A worker made once the close began would be one the close never closes, taking jobs.
   if (!ctx.stopping) createModeWorker(ctx, recovery, mode);
 }

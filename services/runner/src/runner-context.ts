@@ -52,6 +52,12 @@ export interface RunnerContext {
   stopping: boolean;
   /** Lease releases still in flight (they never reject: a failed one is logged and lapses). */
   releasing: OneSlotSet<Promise<void>>;
+  /**
+   * The runner's subscriber holding its workers' live channels (@islet/runs handoff-live.ts): a
+   * gateway with ISLET_HANDOFF_LIVE_CHECK on hands a job only to a registration whose channel is
+   * held, and Redis drops the subscriptions with a dead runner's connection. Unset before start.
+   */
+  live?: { hold(channel: string): void; drop(channel: string): void };
 }
 
 /**

@@ -90,7 +90,9 @@ export function createRunner(deps: RunnerDeps) {
     async start() {
       subscriber = createRedis(config);
       connections.push(subscriber);
-      subscriber.on('message', (_ch: string, runId: string) => {
+      subscriber.on('message', (ch: string, runId: string) => {
+        // Only the cancel channel carries messages (a live channel is held, never published to).
+        if (ch !== channels.cancel) return;
         const ctl = active.get(runId);
         if (ctl) abortRun(ctl, 'cancel');
       });
@@ -98,6 +100,19 @@ export function createRunner(deps: RunnerDeps) {
         logger.warn({ err: err.message }, 'cancel subscriber connection error'),
       );
       await subscriber.subscribe(channels.cancel);
+      // Each hand-off worker's live channel, held on this connection while the worker lives (a
+      // failed subscribe only makes its registrations look dead: fetched for, never lost).
+      const live = subscriber;
+      ctx.live = {
+        hold: (channel) => {
+          live
+            .subscribe(channel)
+            .catch((err: Error) => logger.warn({ err: err.message }, 'live channel subscribe failed'));
+        },
+        drop: (channel) => {
+          live.unsubscribe(channel).catch(() => undefined);
+        },
+      };
       const shareConnection = createRedis(config);
       // A run's lease and release replies read with no stream push or tick (core's redis-direct-read.ts).
       readRepliesDirect(shareConnection);

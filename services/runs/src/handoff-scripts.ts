@@ -18,6 +18,7 @@ import { LuaScript } from '@islet/core/lua-script';
 import { BULL_QUIET_PRELUDE, quietAdd, quietFetch } from './bull-quiet.ts';
 import { handedAdd } from './handed-add.ts';
 import { handedFetch } from './handed-fetch.ts';
+import { LIVE_CHECK } from './handoff-live.ts';
 import { compactTermsBranch } from './handoff-terms.ts';
 import { fetchLeaseBeginScript } from './lease-scripts.ts';
 
@@ -249,7 +250,8 @@ const FETCH_OPTS = "local opts = opts -- the worker's options as made by the han
  * expiry decides: when it is live, that registration is used and expired ones below it (skipped,
  * never chosen) stay until an add finds the latest expired too, which drops them all (the idle set
  * and its terms hold registrations only, paired: every script removes both); read on every add
- * with a live registration, such a scan was most of the hand-off's bookkeeping. The latest is
+ * with a live registration, such a scan was most of the hand-off's bookkeeping. With `liveCheck`,
+ * a registration whose worker's runner is gone is dropped and the next looked at (handoff-live.ts). The latest is
  * popped (`ZPOPMAX`: read and removed in one command) and put back, its score unchanged, only when
  * its fetch found no job; the script is atomic, so no reader sees it out in between.
  *
@@ -264,7 +266,7 @@ const FETCH_OPTS = "local opts = opts -- the worker's options as made by the han
  * with its lock and lease, and BullMQ's stalled check gives it back as for a worker that died
  * (test/bench/README.md, round 32 `redis-aof`).
  */
-export function handOffAddScript(addBody: string, moveToActiveBody: string): LuaScript {
+export function handOffAddScript(addBody: string, moveToActiveBody: string, liveCheck = false): LuaScript {
   // The fused fetch's lease takes the time read below (`now`) rather than reading it again; its
   // attempt start, a record created earlier in the same script (CREATED_RUN).
   // The job the add held back is fetched without BullMQ's text where it is the text handed-fetch.ts knows.
@@ -335,7 +337,7 @@ if tonumber(top[2]) <= now then
   unpropagated('DEL', idleKey, idleArgsKey)
   return marked(added)
 end
-local worker = top[1]
+local worker = top[1]${liveCheck ? `\n${LIVE_CHECK}` : ''}
 local ok, terms = pcall(cjson.decode, redis.call('HGET', idleArgsKey, worker) or '')
 if ok and type(terms) ~= 'table' then ok = false end
 -- The time as text once (Redis's TIME: whole ms): BullMQ's processedOn and the record's updatedAt are

@@ -1,0 +1,161 @@
+/**
+ * A hand-off registration's liveness (@islet/runs handoff-live.ts, round 46 `takeback`): a
+ * runner's idle worker holds the live channel named as its hand-off key on the runner's subscriber
+ * connection, and a gateway's add with the check (ISLET_HANDOFF_LIVE_CHECK) hands a job only to a
+ * registration whose channel is held. A runner killed while registered (its connections closed)
+ * then takes no job: its registration is dropped by the add and the job waits for a live worker's
+ * fetch, where before it was handed and taken back by the gateway's watch 1 s later
+ * (handoff-reclaim.test.ts). Real redis-server, BullMQ, fair share, run store, runners made by
+ * `createRunner`; the watch's own delay is set far off, so nothing here reads a clock. Fails on
+ * 9f886855: no runner holds a channel (NUMSUB 0), and an add hands the dead registration its job.
+ */
+import { keys } from '@islet/core';
+import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
+import { handOffKeys, liveChannelOf, runJobOptions } from '@islet/runs';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handedWatchOf, handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import {
+  handOff,
+  mode,
+  type RunnerUnderTest,
+  runnerHarness,
+  until,
+  untilIdle,
+} from '../test/runner-harness.ts';
+import { editedTerms } from '../test/stored-terms.ts';
+
+let redis: Redis;
+const h = runnerHarness('handoff-live-test');
+const { newRun, setUp, warmUp } = h;
+const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
+const FAR = 3_600_000;
+
+beforeAll(async () => {
+  ({ redis } = await h.start());
+});
+afterAll(() => h.close());
+
+/** A queue whose adds hand off as a gateway's, with the liveness check or without. */
+function handingQueue(liveCheck: boolean) {
+  const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
+  handingAdds(q, mode, { reclaimMs: FAR, liveCheck });
+  const watch = handedWatchOf(q);
+  if (!watch) throw new Error('no watch');
+  return { q, watch };
+}
+
+const addOn = (q: Queue, id: string) =>
+  q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 2));
+
+/** Subscribers to the live channel of the worker whose hand-off key is `handOffKey`. */
+async function holders(handOffKey: string): Promise<number> {
+  const [, n] = (await redis.pubsub('NUMSUB', liveChannelOf(handOffKey))) as [string, number];
+  return Number(n);
+}
+
+/**
+ * A registration as a runner killed while idle leaves it: `runner`'s terms copied under `id` (its
+ * own hand-off key, `ttlMs` to live: above a live worker's when it is to be chosen first) after
+ * `runner` closed, so no one holds its live channel and nothing pops it.
+ */
+async function deadRegistration(runner: RunnerUnderTest, tag: string, id: string, ttlMs = 60_000) {
+  await warmUp(runner, tag);
+  await untilIdle(redis, runner);
+  const stored = (await redis.hget(handOff.idleArgs, runner.worker().id)) ?? '{}';
+  await runner.close();
+  const dead = handOffKeys(prefix, id);
+  const now = Number((await redis.time())[0]) * 1000;
+  await redis.zadd(handOff.idle, now + ttlMs, id);
+  await redis.hset(handOff.idleArgs, id, editedTerms(stored, { token: `${id}:h:0`, handOff: dead.handOff }));
+  return dead;
+}
+
+describe("a hand-off registration's liveness", () => {
+  it("an idle worker's runner holds its live channel while it lives and lets it go with its close", async () => {
+    const t = await setUp('lh', true, undefined, { handOff: true });
+    await warmUp(t, 'lhw');
+    await untilIdle(redis, t);
+    const own = handOffKeys(prefix, t.worker().id).handOff;
+    expect(await holders(own)).toBe(1);
+    await t.close();
+    await until('the channel let go', async () => (await holders(own)) === 0);
+  });
+
+  it('with the check, a registration whose runner is gone takes no job: dropped, the job left for a live fetch, run once', async () => {
+    const first = await setUp('ld', true, undefined, { handOff: true });
+    const { q, watch } = handingQueue(true);
+    let live: RunnerUnderTest | undefined;
+    try {
+      const dead = await deadRegistration(first, 'ldw', 'ld-dead');
+      expect(await holders(dead.handOff)).toBe(0);
+      await newRun('ld1');
+      await addOn(q, 'ld1');
+      // Not handed: waiting, no lock, nothing on the dead key, no attempt begun, nothing to take back.
+      expect(await q.getJobState('ld1')).toBe('waiting');
+      expect(await redis.exists(`${prefix}ld1:lock`, dead.handOff)).toBe(0);
+      expect(await redis.hget(keys.run('ld1'), 'attempts')).toBe('0');
+      expect(watch.size).toBe(0);
+      // The dead registration went with the add (its member and terms).
+      expect(await redis.zscore(handOff.idle, 'ld-dead')).toBeNull();
+      expect(await redis.hget(handOff.idleArgs, 'ld-dead')).toBeNull();
+      live = await setUp('ld2', true, undefined, { handOff: true });
+      await until('ld1 to complete', async () => (await q.getJobState('ld1')) === 'completed');
+      // Run once, its first attempt.
+      expect(await redis.hget(`${prefix}ld1`, 'ats')).toBe('1');
+      expect(live.outcomes).toContain('completed 1');
+    } finally {
+      await q.close();
+      await live?.close();
+      await first.close();
+    }
+  });
+
+  it('with the check, a dead registration above a live one: the add drops it and hands the live one the job', async () => {
+    const first = await setUp('lb', true, undefined, { handOff: true });
+    const { q, watch } = handingQueue(true);
+    let live: RunnerUnderTest | undefined;
+    try {
+      live = await setUp('lb2', true, undefined, { handOff: true });
+      await warmUp(live, 'lbw2');
+      // The dead one expires last, so the add's ZPOPMAX chooses it first.
+      await deadRegistration(first, 'lbw', 'lb-dead', FAR);
+      await untilIdle(redis, live);
+      await newRun('lb1');
+      await addOn(q, 'lb1');
+      await until('lb1 to complete', async () => (await q.getJobState('lb1')) === 'completed');
+      // Handed to the live worker (the watch noted its key), the dead registration dropped.
+      expect(watch.size).toBe(1);
+      expect(await redis.zscore(handOff.idle, 'lb-dead')).toBeNull();
+      expect(await redis.hget(`${prefix}lb1`, 'ats')).toBe('1');
+      expect(await watch.look(Date.now() + 2 * FAR)).toEqual([]);
+      // Never on the dead key (the live worker's pop took it in the add's turn).
+      expect(await redis.exists(handOffKeys(prefix, 'lb-dead').handOff)).toBe(0);
+    } finally {
+      await q.close();
+      await live?.close();
+      await first.close();
+    }
+  });
+
+  it('without the check (the default), the same dead registration is handed the job (taken back by the watch)', async () => {
+    const first = await setUp('ln', true, undefined, { handOff: true });
+    const { q, watch } = handingQueue(false);
+    try {
+      const dead = await deadRegistration(first, 'lnw', 'ln-dead');
+      await newRun('ln1');
+      await addOn(q, 'ln1');
+      expect(await q.getJobState('ln1')).toBe('active');
+      expect(await redis.get(`${prefix}ln1:lock`)).toBe('ln-dead:h:0');
+      expect((await watch.look(Date.now() + 2 * FAR)).map((r) => r.jobId)).toEqual(['ln1']);
+      expect(await redis.exists(dead.handOff)).toBe(0);
+    } finally {
+      await q.close();
+      await first.close();
+      await redis.del(`${prefix}ln1:lock`);
+      await redis.lrem(`${prefix}wait`, 0, 'ln1');
+      await redis.lrem(`${prefix}active`, 0, 'ln1');
+    }
+  });
+});
