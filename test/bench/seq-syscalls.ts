@@ -6,10 +6,14 @@
  * (`strace -c -f` attached to the gateway, Redis, the runner and each sandbox host). `WARM` runs
  * (default 150) before, `RUNS` (default 400) measured each pass. Counts: read at any load, no lock.
  * Redis's commands a run (`INFO commandstats`, scripts' own included) over the first pass too.
- * `STRACE=0` skips the second pass.
+ * `STRACE=0` skips the second pass. `SLEEPS=1` adds a third: each main thread's voluntary switches
+ * (`perf record -e sched:sched_switch -g` on its tid, prev_state not R) a run by where in the kernel
+ * it went to sleep (the first frame of its kernel stack that names the wait: epoll, the fsync's
+ * writeback (`folio_wait_writeback`), its metadata buffers' (`fsync_buffers_list`, ext4 without a
+ * journal), its inode (`ext4_write_inode`: the size an append changed) or the disk cache's flush (`wait_for_completion_io_timeout`), a futex…).
  */
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRedis } from '@islet/core';
@@ -117,6 +121,45 @@ try {
         `  ${t.k.padEnd(8)} ${total.toFixed(2)}: ${parts.map(([n, c]) => `${n} ${c.toFixed(2)}`).join(', ')}`,
       );
     }
+  }
+  if (process.env.SLEEPS === '1') {
+    const out = join(tmpdir(), `seq-sleeps-${process.pid}.data`);
+    const procs2 = who();
+    const perf = spawn(
+      'perf',
+      ['record', '-q', '-e', 'sched:sched_switch', '-g', '-o', out, '-t', procs2.map(([, p]) => p).join(',')],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    const exited = new Promise((r) => perf.once('exit', r));
+    await new Promise((r) => setTimeout(r, 1500));
+    await burst(once, RUNS, 1);
+    perf.kill('SIGINT');
+    await exited;
+    const text = execFileSync('perf', ['script', '-i', out, '-F', 'tid,event,trace,ip,sym'], {
+      maxBuffer: 1 << 30,
+    }).toString();
+    rmSync(out, { force: true });
+    const nameOf = new Map(procs2.map(([k, p]) => [p, k]));
+    const by = new Map<string, number>();
+    for (const block of text.split('\n\n')) {
+      const head = /^\s*(\d+)\s+sched:sched_switch:.*prev_state=(\S+)/.exec(block);
+      if (!head || head[2] === 'R' || head[2] === 'R+') continue;
+      const frames = block
+        .split('\n')
+        .slice(1)
+        .map((l) => l.trim().split(/\s+/)[1] ?? '');
+      const where =
+        frames.find((f) =>
+          /^(do_epoll_wait|futex_wait|jbd2_log_wait_commit|folio_wait_writeback|fsync_buffers_list|ext4_write_inode|wait_for_completion_io_timeout|blkdev_issue_flush|submit_bio_wait|pipe_read|pipe_write|unix_stream_read|tcp_recvmsg|do_nanosleep|rwsem_down\w+|mutex_lock\w*|do_sys_poll|__x64_sys_\w+)$/.test(
+            f,
+          ),
+        ) ?? frames.slice(0, 3).join('<');
+      const key = `${nameOf.get(Number(head[1])) ?? head[1]} ${where}`;
+      by.set(key, (by.get(key) ?? 0) + 1);
+    }
+    console.log(`main threads' sleeps a run by where, ${RUNS} runs (perf sched_switch -g):`);
+    for (const [k, v] of [...by].sort())
+      if (v / RUNS >= 0.01) console.log(`  ${k.padEnd(60)} ${(v / RUNS).toFixed(2)}`);
   }
 } finally {
   admin.disconnect();
