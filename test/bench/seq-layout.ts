@@ -27,6 +27,7 @@
  *                       /tmp/sched-slice test/bench/sched-slice.c; SLICE_TOOL names another path)
  *   HOST_SLICE_NS=100000 …   the sandbox hosts' main threads ask for it instead
  *   HOST_POLICY=idle|batch|nice:<n> …   every sandbox host thread put in that class (needs chrt/renice)
+ *   SPLIT_CPUS=1 …                       every Redis thread pinned to CPU 0, every host thread to CPU 1
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -108,6 +109,22 @@ if (reread) {
         else throw new Error(`HOST_POLICY ${policy}: idle, batch or nice:<n>`);
       }
       console.log(`HOST_POLICY ${policy}: ${hostTids.length} host threads`);
+    }
+    // SPLIT_CPUS (round 46, `seq-attr`): Redis's threads on CPU 0 and the hosts' on CPU 1 (taskset,
+    // after the warm-up), as when Redis is a pod of its own on other cores: whether Redis's wake-ups
+    // inside its fdatasync (~3.7 disk waits an fsync on this box) still wait behind a host's make.
+    if (process.env.SPLIT_CPUS === '1') {
+      const pin = (cpu: string, tids: string[]) => {
+        for (const tid of tids) execFileSync('taskset', ['-p', '-c', cpu, tid], { stdio: 'ignore' });
+        return tids.length;
+      };
+      const redisTids = label
+        .filter(([, l]) => l === 'redis' || l.startsWith('redis:'))
+        .map(([t]) => String(t));
+      const hostTids = label.filter(([, l]) => l === 'host' || l.startsWith('host:')).map(([t]) => String(t));
+      console.log(
+        `SPLIT_CPUS: ${pin('0', redisTids)} Redis threads on CPU 0, ${pin('1', hostTids)} host threads on CPU 1`,
+      );
     }
     const onlyMains = Object.values(mains)
       .map((tid) => `common_pid == ${tid}`)
