@@ -33,6 +33,8 @@ interface HostEvents {
 interface SpawnOptions {
   partition: string;
   wrapCommand?: (command: string, args: string[]) => { command: string; args: string[] };
+  /** EngineOptions.aroundHostSpawn. */
+  aroundSpawn?: <T>(spawn: () => T) => T;
   startupTimeoutMs: number;
   frameLimits?: FrameLimits;
   /** Environment of the host, beside HOST_ENV (a name given here wins). */
@@ -96,10 +98,12 @@ export class HostProcess {
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn(command, args, {
-          env: { ...HOST_ENV, ...options.env },
-          stdio: ['pipe', 'pipe', 'pipe'],
-        });
+        const start = () =>
+          spawn(command, args, {
+            env: { ...HOST_ENV, ...options.env },
+            stdio: ['pipe', 'pipe', 'pipe'],
+          });
+        child = options.aroundSpawn ? options.aroundSpawn(start) : start();
       } catch (e) {
         reject(new Error(`cannot start the sandbox host: ${(e as Error).message}`));
         return;
