@@ -261,17 +261,6 @@ export const configSchema = z.object({
    */
   ISLET_SANDBOX_JAIL: z.enum(['on', 'off']).default('off'),
   /**
-   * EEVDF slice (µs) every sandbox host asks for, inherited from the runner's spawn (Linux ≥ 6.12;
-   * `sched_setattr`, unprivileged; @islet/kernel-sandbox `hostSliceSpawn`). A slice longer than the
-   * kernel's base (~0.75–3 ms) gives a host's CPU group a later deadline, so a woken process of
-   * another group (Redis, the gateway, in their own containers or sessions) preempts a host making
-   * its next isolate instead of waiting out its slice; its CPU share is unchanged. 0 (default): the
-   * kernel's. 100–100000 (the kernel's bounds). Round 46 `host-slice`.
-   */
-  ISLET_RUNNER_HOST_SLICE_US: int(0, 0).refine((us) => us === 0 || (us >= 100 && us <= 100_000), {
-    message: 'ISLET_RUNNER_HOST_SLICE_US is 0 (the kernel default) or 100–100000',
-  }),
-  /**
    * Where a root runner installs the sandbox runtime (node, the host script and what it imports)
    * when the application directory is not traversable by the per-run uids (e.g. a clone under a
    * 0700 home): a root-owned directory every user can traverse. Read by @islet/kernel-sandbox

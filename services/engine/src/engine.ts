@@ -77,7 +77,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
         partition,
         startupTimeoutMs,
         ...(options.wrapCommand ? { wrapCommand: options.wrapCommand } : {}),
-        ...(options.aroundHostSpawn ? { aroundSpawn: options.aroundHostSpawn } : {}),
         ...(options.hostEnv ? { env: options.hostEnv } : {}),
       });
     } catch (err) {

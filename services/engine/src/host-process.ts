@@ -33,8 +33,6 @@ interface HostEvents {
 interface SpawnOptions {
   partition: string;
   wrapCommand?: (command: string, args: string[]) => { command: string; args: string[] };
-  /** EngineOptions.aroundHostSpawn. */
-  aroundSpawn?: <T>(spawn: () => T) => T;
   startupTimeoutMs: number;
   frameLimits?: FrameLimits;
   /** Environment of the host, beside HOST_ENV (a name given here wins). */
@@ -98,12 +96,10 @@ export class HostProcess {
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
-        const start = () =>
-          spawn(command, args, {
-            env: { ...HOST_ENV, ...options.env },
-            stdio: ['pipe', 'pipe', 'pipe'],
-          });
-        child = options.aroundSpawn ? options.aroundSpawn(start) : start();
+        child = spawn(command, args, {
+          env: { ...HOST_ENV, ...options.env },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        });
       } catch (e) {
         reject(new Error(`cannot start the sandbox host: ${(e as Error).message}`));
         return;

@@ -242,13 +242,6 @@ export interface EngineOptions {
    * (`islet-jail --mode read-only -- node …`). Default: none.
    */
   wrapCommand?: (command: string, args: string[]) => { command: string; args: string[] };
-  /**
-   * Runs the host's spawn (synchronous: fork and exec happen inside it), e.g. with the calling
-   * thread's scheduler attributes set for the child to inherit (the runner's `ISLET_RUNNER_HOST_SLICE_US`:
-   * Node cannot set them on another process's threads). Must call `spawn` once and return its value.
-   * Default: none.
-   */
-  aroundHostSpawn?: <T>(spawn: () => T) => T;
   /** Extra slack past the time budget before the watchdog kills the host process, ms. Default 1000. */
   watchdogGraceMs?: number;
   /** How long a new sandbox host may take to start before the run fails `sandbox-unavailable`, ms. Default 15000. */

@@ -14,10 +14,6 @@ interface HardenAddon {
   getDumpable(): number;
   setNoNewPrivs(): number;
   getNoNewPrivs(): number;
-  /** The calling thread's EEVDF slice request, ns (0: the kernel's default); 0 or -errno. */
-  setSlice(ns: number): number;
-  /** The calling thread's slice, ns, or -errno. */
-  getSlice(): number;
 }
 
 /** What the kernel holds after `hardenProcess()`, read back with prctl. */
@@ -35,8 +31,7 @@ export function hardenAddonPath(): string {
 }
 
 let addon: HardenAddon | undefined;
-/** The addon, loaded once; undefined when it is not built. */
-export function hardenAddon(): HardenAddon | undefined {
+function load(): HardenAddon | undefined {
   if (addon) return addon;
   const path = hardenAddonPath();
   if (!existsSync(path)) return undefined;
@@ -49,7 +44,7 @@ export function hardenAddon(): HardenAddon | undefined {
  * in a main, before any secret is read. Never throws: the report says what holds.
  */
 export function hardenProcess(): HardenReport {
-  const a = hardenAddon();
+  const a = load();
   if (!a) {
     return {
       dumpable: -1,

@@ -2,7 +2,6 @@ export * from './facts.ts';
 export * from './files-binding.ts';
 export * from './files-helper.ts';
 export * from './harden.ts';
-export * from './host-slice.ts';
 export * from './jail.ts';
 export * from './paths.ts';
 export * from './runtime.ts';

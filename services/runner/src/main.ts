@@ -18,7 +18,6 @@ import {
 import { createEngine, type Engine, type SandboxFacts } from '@islet/engine';
 import {
   hardenProcess,
-  hostSliceSpawn,
   probeEnforcement,
   protectPaths,
   sandboxRuntime,
@@ -100,12 +99,6 @@ for (const mode of config.ISLET_RUNNER_MODES) {
   metrics.sandboxUnavailableRuns.inc({ mode }, 0); // present from the start, so rate() sees the first one
 }
 
-// ISLET_RUNNER_HOST_SLICE_US: the hosts' EEVDF slice, inherited from their spawn (kernel-sandbox
-// host-slice.ts); off by default.
-const hostSlice = hostSliceSpawn(config.ISLET_RUNNER_HOST_SLICE_US);
-if (hostSlice.note) logger.warn({ note: hostSlice.note }, 'sandbox host slice not taken');
-else if (hostSlice.around) logger.info({ us: config.ISLET_RUNNER_HOST_SLICE_US }, 'sandbox host slice');
-
 // One engine per mode, created up front so the sandbox process metrics exist from the start.
 const engines = new Map<SandboxMode, Engine>();
 for (const mode of config.ISLET_RUNNER_MODES) {
@@ -120,7 +113,6 @@ for (const mode of config.ISLET_RUNNER_MODES) {
     ...(config.ISLET_SANDBOX_JAIL === 'on'
       ? { wrapCommand: wrapCommandForMode(mode, { workspaceRoot }) }
       : {}),
-    ...(hostSlice.around ? { aroundHostSpawn: hostSlice.around } : {}),
     onProcessEvent(event) {
       if (event.type === 'retired') metrics.sandboxRestarts.inc({ mode, reason: event.reason });
       else if (event.type === 'start-failed') {
