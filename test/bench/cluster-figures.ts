@@ -327,6 +327,10 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
     // its own after a warm-up, not a fresh process's first runs. BENCH_SEQ_WARM sets the count.
     const warmRuns = quick ? 3 : Number(process.env.BENCH_SEQ_WARM ?? 300);
     for (let i = 0; i < warmRuns; i++) await completed(PROGRAM);
+    // BENCH_SLICE_NS (round 46, `host-slice`): an EEVDF slice asked from here on, for the path's
+    // main threads (BENCH_SLICE_TARGET=path, default) or every thread of the sandbox hosts alive now
+    // (=hosts); the sequential rows are what it is for (slice-seq.ts).
+    if (process.env.BENCH_SLICE_NS) await sliceFromEnv(Number(process.env.BENCH_SLICE_NS));
 
     // Sequential, with each run's stages.
     const stageRows: { stages: number[]; latencyMs: number }[] = [];
@@ -563,4 +567,18 @@ export function startOneClientCluster(defaultShare: string, env: Record<string, 
       ...env,
     },
   });
+}
+
+async function sliceFromEnv(ns: number): Promise<void> {
+  const { clusterThreads } = await import('./cluster-threads.ts');
+  const { setSlice, sliceOf } = await import('./sched-slice.ts');
+  const all = clusterThreads();
+  const hosts = process.env.BENCH_SLICE_TARGET === 'hosts';
+  const tids = all
+    .filter((t) => (hosts ? t.kind === 'host' : t.main && ['redis', 'gateway', 'runner'].includes(t.kind)))
+    .map((t) => t.tid);
+  setSlice(ns, tids);
+  console.log(
+    `BENCH_SLICE_NS: ${tids.length} threads (${hosts ? 'hosts' : 'path'}) at ${[...new Set(tids.map(sliceOf))].join('/')} ns`,
+  );
 }
