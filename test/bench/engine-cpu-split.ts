@@ -15,6 +15,8 @@
  * ...) with the same engine side: `A_SCRIPT` / `B_SCRIPT` (another host script for A / B, e.g. a
  * copy of a base commit's `services/engine/src/host.ts` beside a `node_modules` link), `B_ENV`.
  * Each round also prints the host's RSS. The engine runs pass a seed (no CSPRNG draw a run).
+ * A_ADDON / B_ADDON: the isolated-vm addon (`.node`) host A / B opens instead of the installed one
+ * (a patched build, e.g. test/bench/ivm-lazy-context.patch; round 46 `host-cpu`).
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -26,7 +28,10 @@ const WARM = Number(process.env.WARM ?? 200);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const SYSCALLS = process.env.SYSCALLS === '1';
 const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
-/** PERF_DIR: `perf record -g` of round 1's raw runs (raw.data), host (host.data) and engine side (engine.data). */
+/**
+ * PERF_DIR: `perf record -g` of round 1's raw runs (raw.data), host (host.data) and engine side (engine.data);
+ * PERF_EVENT: record that event (every one) instead of CPU time samples.
+ */
 const PERF_DIR = process.env.PERF_DIR;
 const EXTRA_FLAGS = (process.env.HOST_FLAGS ?? '').split(/\s+/).filter(Boolean);
 
@@ -109,7 +114,9 @@ const nodeHost = (pid: number): number => {
 
 /** `perf record` of `pid` (all threads) into `file` until stopped (PERF_DIR). */
 function perfRecord(pid: number, file: string): { stop: () => Promise<void> } {
-  const p = spawn('perf', ['record', '-F', '2999', '-g', '-o', file, '-p', String(pid)], { stdio: 'ignore' });
+  // PERF_EVENT (e.g. `page-faults`, `raw_syscalls:sys_enter`): every such event, not time samples.
+  const what = process.env.PERF_EVENT ? ['-e', process.env.PERF_EVENT, '-c', '1'] : ['-F', '2999'];
+  const p = spawn('perf', ['record', ...what, '-g', '-o', file, '-p', String(pid)], { stdio: 'ignore' });
   return {
     stop: () =>
       new Promise((resolve) => {
@@ -151,7 +158,12 @@ function print(label: string, groups: Map<string, Counts>): number {
 }
 
 /** An engine with one host of the given script and environment, and its node process's pid. */
-async function oneHost(label: string, script: string | undefined, env: Record<string, string>) {
+async function oneHost(
+  label: string,
+  script: string | undefined,
+  env: Record<string, string>,
+  addon: string | undefined = process.env[`${label}_ADDON`],
+) {
   let pid: number | undefined;
   const engine = createEngine({
     maxIdlePerPartition: 1,
@@ -161,7 +173,16 @@ async function oneHost(label: string, script: string | undefined, env: Record<st
     hostEnv: env,
     wrapCommand: (command, args) => ({
       command,
-      args: [...EXTRA_FLAGS, ...args.map((a) => (script && /\/host\.[jt]s$/.test(a) ? script : a))],
+      args: [
+        ...EXTRA_FLAGS,
+        ...args.map((a, i) =>
+          script && /\/host\.[jt]s$/.test(a)
+            ? script
+            : addon && args[i - 1] === '--isolated-vm-addon'
+              ? addon
+              : a,
+        ),
+      ],
     }),
     onProcessEvent: (e) => {
       if (e.type === 'started' && e.pid !== undefined) pid = e.pid;
@@ -188,7 +209,7 @@ async function main(): Promise<void> {
   const hosts = [await oneHost('A', process.env.A_SCRIPT, envOf(process.env.HOST_ENV))];
   // B: another host script (e.g. the base's host.ts in a copy of services/engine) or environment,
   // its rounds interleaved with A's (A B B A ...) in this one process.
-  if (process.env.B_SCRIPT || process.env.B_ENV !== undefined)
+  if (process.env.B_SCRIPT || process.env.B_ENV !== undefined || process.env.B_ADDON)
     hosts.push(await oneHost('B', process.env.B_SCRIPT, envOf(process.env.B_ENV ?? process.env.HOST_ENV)));
   try {
     for (let i = 0; i < WARM; i++) {
