@@ -130,17 +130,30 @@ describe("a run's journal at its end", () => {
     expect(after).toBe(events);
   });
 
-  it('an end with no call made sends no expiry for a journal that does not exist', async () => {
-    const id = 'no-call';
+  it('an end with no call made sends no expiry for a journal that does not exist, pushed or not', async () => {
+    // Not pushed: round 46 (`pushArg` '5'); 9f886855 sent the EXPIRE there. A claim creating the
+    // journal after such an end takes the record's expiry (journal-life.test.ts).
+    for (const pushEnd of [true, false]) {
+      const id = `no-call-${pushEnd}`;
+      const runs = store();
+      const run = runFixture(id, { tenant: 't1' });
+      await runs.create(run);
+      // Begun as a runner begins its first attempt: the record counts it, the journal is not written.
+      await redis.hset(recordOf(id), 'attempts', '1');
+      const before = await expireCalls();
+      await runs.finish({ ...run, pushEnd }, { ...end, sentNoCall: true });
+      // The record's and the events' expiry alone.
+      expect((await expireCalls()) - before).toBe(2);
+      expect(await redis.exists(journalOf(id))).toBe(0);
+    }
+    // A later attempt's start wrote the journal (`#attempt`): the end expires it, no call or not.
+    const id = 'no-call-second';
     const runs = store();
     const run = runFixture(id, { tenant: 't1' });
     await runs.create(run);
-    // Begun as a runner begins its first attempt: the record counts it, the journal is not written.
-    await redis.hset(recordOf(id), 'attempts', '1');
-    const before = await expireCalls();
-    await runs.finish({ ...run, pushEnd: true }, { ...end, sentNoCall: true });
-    // The record's and the events' expiry alone.
-    expect((await expireCalls()) - before).toBe(2);
-    expect(await redis.exists(journalOf(id))).toBe(0);
+    await redis.hset(recordOf(id), 'attempts', '2');
+    await redis.hset(journalOf(id), '#attempt', '2');
+    await runs.finish(run, { ...end, sentNoCall: true });
+    expect(await redis.call('PEXPIRETIME', journalOf(id))).toBe(await redis.call('PEXPIRETIME', recordOf(id)));
   });
 });
