@@ -24,7 +24,12 @@ type Step = 'claim' | 'complete' | 'end (calls, pushed)' | 'trivial end, pushed'
 const counted = new Map<Step, { ins: number[]; cmds: Map<string, number>; args: number; n: number }>();
 let measuring = false;
 const stats = async () =>
-  new Map([...(await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+  new Map(
+    [...(await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [
+      m[1]!,
+      Number(m[2]),
+    ]),
+  );
 // The arguments of every EVALSHA sent (keys and ARGV, past the sha and key count).
 let sentArgs = 0;
 const send = redis.sendCommand.bind(redis);
@@ -60,7 +65,12 @@ try {
   const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
   const runs = createRunStore(redis, sealer, { callOneSeal: true });
   const journal = createCallJournal({ redis, sealer });
-  const source = { connectionId: 'conn-b2f9befdbca4', connectionName: 'Bench', name: 'ping', kind: 'tool' as const };
+  const source = {
+    connectionId: 'conn-b2f9befdbca4',
+    connectionName: 'Bench',
+    name: 'ping',
+    kind: 'tool' as const,
+  };
   const result = { type: 'result' as const, valueJson: '{"ok":true}' };
   const end = {
     status: 'Completed' as const,
@@ -78,7 +88,13 @@ try {
     for (let i = 0; i < CALLS; i++) {
       const started = process.hrtime.bigint();
       await measure('claim', () =>
-        journal.claim(id, 1, { index: i, binding: 'bench.ping', argsJson: `{"i":${i}}`, source, sendNow: true }),
+        journal.claim(id, 1, {
+          index: i,
+          binding: 'bench.ping',
+          argsJson: `{"i":${i}}`,
+          source,
+          sendNow: true,
+        }),
       );
       const event = runs.callEvent(id, () => ({}), started);
       await measure('complete', () => journal.complete(id, i, result, event));

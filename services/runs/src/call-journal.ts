@@ -16,7 +16,7 @@
  * to journal-scripts.ts, the views its reads build from a journal's fields to journal-views.ts.
  */
 import { hash, randomUUID } from 'node:crypto';
-import { hmacSha256, hmacSha256Key, keys as coreKeys } from '@islet/core';
+import { keys as coreKeys, hmacSha256, hmacSha256Key } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';

@@ -174,7 +174,9 @@ describe('the outcome script rewrites an entry as text, read by e8feb7a0 as its 
         expect(await PREV_CLAIM.run(r.a, [key], replay)).toEqual([['done', o[0], '1']]);
         // This release's claim takes no ttl a call (round 46), and the run's record as its second key.
         const head = replay.filter((_, i) => i !== 10);
-        expect(await CLAIM.run(r.a, [key, key.replace('journal:', 'run:')], head)).toEqual([`done 1 ${o[0]}`]);
+        expect(await CLAIM.run(r.a, [key, key.replace('journal:', 'run:')], head)).toEqual([
+          `done 1 ${o[0]}`,
+        ]);
       }
     });
 

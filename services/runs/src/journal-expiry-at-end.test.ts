@@ -154,6 +154,8 @@ describe("a run's journal at its end", () => {
     await redis.hset(recordOf(id), 'attempts', '2');
     await redis.hset(journalOf(id), '#attempt', '2');
     await runs.finish(run, { ...end, sentNoCall: true });
-    expect(await redis.call('PEXPIRETIME', journalOf(id))).toBe(await redis.call('PEXPIRETIME', recordOf(id)));
+    expect(await redis.call('PEXPIRETIME', journalOf(id))).toBe(
+      await redis.call('PEXPIRETIME', recordOf(id)),
+    );
   });
 });
