@@ -16,7 +16,7 @@
  * to journal-scripts.ts, the views its reads build from a journal's fields to journal-views.ts.
  */
 import { hash, randomUUID } from 'node:crypto';
-import { hmacSha256, hmacSha256Key } from '@islet/core';
+import { keys as coreKeys, hmacSha256, hmacSha256Key } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import type { BindingOutcome } from '@islet/protocol';
 import type { Redis } from 'ioredis';
@@ -62,7 +62,11 @@ interface CallJournalDeps {
   outcomeSealer?: Sealer;
   /** Prefix of every key. Default `islet:`. */
   keyPrefix?: string;
-  /** How long a run's journal lives after its last write, seconds. Default 604800 (7 days). */
+  /**
+   * The retention, seconds (default 604800, 7 days): only an attempt start's term now (its script
+   * no longer reads it; a 9f886855 hand-off registration carries it). A run's journal has no
+   * expiry while the run lives and takes the record's at its end (lua/claim-1.lua, round 46).
+   */
   ttlSeconds?: number;
   /**
    * Key of the HMAC that lets Lua compare arguments without reading them (the arguments
@@ -128,7 +132,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       const fields = calls[c] as (string | number)[];
       for (let f = 0; f < fields.length; f++) args.push(fields[f] as string | number);
     }
-    return (await CLAIM.run(redis, [keyOf(runId)], args)) as string[];
+    return (await CLAIM.run(redis, [keyOf(runId), coreKeys.run(runId)], args)) as string[];
   }, GROUP_LIMITS);
   // Each item carries what its group shares (the group's key is made of it), read from the first.
   // One outcome group of a run in flight: the outcomes finished while it is unanswered go in the
@@ -136,9 +140,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
   const completions = new TurnBatch<Completion, string[]>(async (_group, calls) => {
     const { runId, event } = calls[0] as Completion;
     const keys = event ? [keyOf(runId), event.streamKey] : [keyOf(runId)];
-    const args: (string | number)[] = event
-      ? [ttlSeconds, event.maxLen, event.channel, event.message]
-      : [ttlSeconds];
+    const args: (string | number)[] = event ? [event.maxLen, event.channel, event.message] : [];
     // Indexed, not `push(...fields)`: this runs a few times a run, too seldom for V8 to optimize
     // a spread's iterator away, once per outcome (round 40 `par-calls`).
     for (let c = 0; c < calls.length; c++) {
@@ -195,7 +197,6 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
         call.operationId ?? operationIdFor(runId, call.index),
         now(),
         call.takeover ? '1' : '0',
-        ttlSeconds,
         token,
         call.sendNow ? '1' : '0',
         call.source && writeFormat === '2' ? sourceId(call.source) : '',
@@ -310,11 +311,10 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
     async nextAttempt(runId: string): Promise<number> {
       const key = keyOf(runId);
-      const [[, attempt]] = (await redis
-        .multi()
-        .hincrby(key, '#attempt', 1)
-        .expire(key, ttlSeconds)
-        .exec()) as [[Error | null, number]];
+      // As an attempt's start (includes/begin-attempt.lua): a live run's journal has no expiry.
+      const [[, attempt]] = (await redis.multi().hincrby(key, '#attempt', 1).persist(key).exec()) as [
+        [Error | null, number],
+      ];
       return attempt;
     },
 

@@ -45,7 +45,10 @@ const ATTACKS: (string | Buffer)[] = [
   `${'x'.repeat(1 << 20)}"`,
 ];
 
-/** One call's 13 arguments (claim-1.lua's header), the tenant's strings where they land in the entry. */
+/**
+ * One call's 13 arguments as 9ec25e04's claim-1.lua takes them, the tenant's strings where they land
+ * in the entry; this release's 12 are the same less the 10th, the journal's ttl (`headArgs`).
+ */
 function call(
   field: string,
   o: {
@@ -75,11 +78,16 @@ function call(
   ];
 }
 
+/** A group's arguments (the layout, then 13 a call) as this release's script takes them: no ttl a call. */
+function headArgs(args: (string | number)[]): (string | number)[] {
+  return args.filter((_, i) => i === 0 || (i - 1) % 13 !== 9);
+}
+
 /** Both scripts over the same arguments in `layout`, each into a journal of its own: the replies and every field's bytes. */
 async function bothWrite(redis: Redis, name: string, layout: '1' | '2', calls: Arg[][]) {
   const [a, b] = [`islet:journal:{${name}-head}`, `islet:journal:{${name}-prev}`];
   const args = ([layout] as Arg[]).concat(...calls) as (string | number)[];
-  const head = await CLAIM.run(redis, [a], args);
+  const head = await CLAIM.run(redis, [a, `islet:run:{${name}-head}`], headArgs(args));
   // 9ec25e04's replies are a table a call; this release's one string a call (claim-1.lua's header).
   const prev = ((await PREV_CLAIM.run(redis, [b], args)) as string[][]).map((r) =>
     r[0] === 'done' ? `done ${r[2]} ${r[1]}` : r.join(' '),
@@ -196,8 +204,9 @@ describe("the claim script writes a new entry as text, 9ec25e04's bytes exactly"
     const again = (b: string) => ['2', '0', 1, b, h, 'x', '', 'op', T, '1', 3600, 'tk', '0', ''];
     expect(await PREV_CLAIM.run(r.a, [key], again(binding))).toEqual([['done', o, '1']]);
     expect(await PREV_CLAIM.run(r.a, [key], again('other'))).toEqual([['mismatch', binding]]);
-    expect(await CLAIM.run(r.a, [key], again(binding))).toEqual([`done 1 ${o}`]);
-    expect(await CLAIM.run(r.a, [key], again('other'))).toEqual([`mismatch ${binding}`]);
+    const record = `islet:run:{${run}}`;
+    expect(await CLAIM.run(r.a, [key, record], headArgs(again(binding)))).toEqual([`done 1 ${o}`]);
+    expect(await CLAIM.run(r.a, [key, record], headArgs(again('other')))).toEqual([`mismatch ${binding}`]);
     expect(await journal.claim(run, 1, { index: 0, binding: 'other', argsJson: '{"a":"/"}' })).toEqual({
       kind: 'mismatch',
       expected: { binding },

@@ -118,6 +118,8 @@ describe('the end3 writer', () => {
       expect(pushArg(true, false, '2')).toBe('3');
       expect(pushArg(true, true, '2')).toBe('4');
       expect(pushArg(false, false, '2')).toBe('0');
+      expect(pushArg(false, true, '2')).toBe('5');
+      expect(pushArg(false, true, '1')).toBe('5');
     }));
 
   it('a name, counter or value not known safe unescaped: end2, every value escaped by cjson', () =>

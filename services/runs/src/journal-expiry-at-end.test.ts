@@ -111,7 +111,7 @@ describe("a run's journal at its end", () => {
     }
   });
 
-  it('a call completed after the end keeps its journal past the events (never before them)', async () => {
+  it("a call completed after the end keeps the end's expiry: with the events (never before them)", async () => {
     const id = 'late';
     const { runs, run } = await runWithCall(id, 5_000);
     const journal = createCallJournal({ redis, sealer, ttlSeconds: RETENTION + 60 });
@@ -125,21 +125,37 @@ describe("a run's journal at its end", () => {
       outcome,
       runs.callEvent(id, () => ({}), process.hrtime.bigint()),
     );
+    // Round 46: no outcome sets an expiry (a live run's journal has none); HSET keeps the end's.
     const [, events, after] = await expiries(id);
-    expect(after).toBeGreaterThan(events as number);
+    expect(after).toBe(events);
   });
 
-  it('an end with no call made sends no expiry for a journal that does not exist', async () => {
-    const id = 'no-call';
+  it('an end with no call made sends no expiry for a journal that does not exist, pushed or not', async () => {
+    // Not pushed: round 46 (`pushArg` '5'); 9f886855 sent the EXPIRE there. A claim creating the
+    // journal after such an end takes the record's expiry (journal-life.test.ts).
+    for (const pushEnd of [true, false]) {
+      const id = `no-call-${pushEnd}`;
+      const runs = store();
+      const run = runFixture(id, { tenant: 't1' });
+      await runs.create(run);
+      // Begun as a runner begins its first attempt: the record counts it, the journal is not written.
+      await redis.hset(recordOf(id), 'attempts', '1');
+      const before = await expireCalls();
+      await runs.finish({ ...run, pushEnd }, { ...end, sentNoCall: true });
+      // The record's and the events' expiry alone.
+      expect((await expireCalls()) - before).toBe(2);
+      expect(await redis.exists(journalOf(id))).toBe(0);
+    }
+    // A later attempt's start wrote the journal (`#attempt`): the end expires it, no call or not.
+    const id = 'no-call-second';
     const runs = store();
     const run = runFixture(id, { tenant: 't1' });
     await runs.create(run);
-    // Begun as a runner begins its first attempt: the record counts it, the journal is not written.
-    await redis.hset(recordOf(id), 'attempts', '1');
-    const before = await expireCalls();
-    await runs.finish({ ...run, pushEnd: true }, { ...end, sentNoCall: true });
-    // The record's and the events' expiry alone.
-    expect((await expireCalls()) - before).toBe(2);
-    expect(await redis.exists(journalOf(id))).toBe(0);
+    await redis.hset(recordOf(id), 'attempts', '2');
+    await redis.hset(journalOf(id), '#attempt', '2');
+    await runs.finish(run, { ...end, sentNoCall: true });
+    expect(await redis.call('PEXPIRETIME', journalOf(id))).toBe(
+      await redis.call('PEXPIRETIME', recordOf(id)),
+    );
   });
 });

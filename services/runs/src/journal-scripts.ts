@@ -7,7 +7,7 @@ import { loadScript } from './lua-scripts.ts';
 import type { CompletionEvent } from './types.ts';
 
 /** Arguments per call of `lua/claim-1.lua` (its header names them). */
-const CLAIM_FIELDS = 13;
+const CLAIM_FIELDS = 12;
 export const CLAIM = loadScript('claim-1', { CLAIM_FIELDS });
 
 export const MARK_SENT = loadScript('mark-sent-1');

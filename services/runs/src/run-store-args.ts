@@ -205,14 +205,15 @@ export function endFields(
  * The end script's push argument (includes/finish-run.lua's ARGV[7]): '0' no waiter pushed to; '1'
  * pushed; '2' pushed, the end's caller sent no call in its attempt (`sentNoCall`); format 2's '3' and
  * '4' the same, its journal pushed as `end3` where includes/transition.lua may (read by every
- * gateway since a0565cd2; format 1, the setting for a roll from an older release, pushes `end2`).
+ * gateway since a0565cd2; format 1, the setting for a roll from an older release, pushes `end2`);
+ * '5' not pushed, no call sent (round 46: the end sends no EXPIRE for a journal that does not exist).
  */
 export function pushArg(
   pushEnd: boolean | undefined,
   sentNoCall: boolean | undefined,
   format: WriteFormat,
 ): string {
-  if (!pushEnd) return '0';
+  if (!pushEnd) return sentNoCall ? '5' : '0';
   if (format === '2') return sentNoCall ? '4' : '3';
   return sentNoCall ? '2' : '1';
 }

@@ -1,10 +1,17 @@
 -- Claims calls of one run for one attempt, one reply per call, in order: the calls one after
 -- another, as separate scripts would.
--- KEYS[1] journal hash.
+-- KEYS[1] journal hash, KEYS[2] the run's record (one slot: `{runId}`; read for its expiry alone).
 -- ARGV[1] the layout a new entry is written in ('1' | '2', ISLET_WRITE_FORMAT); then
 --   CLAIM_FIELDS per call, each: field, attempt, binding, argsHash, sealedArgs,
---   sourceJson, operationId, nowMs, takeover ('1'|'0'), ttlSeconds, token, sendNow ('1'|'0'),
+--   sourceJson, operationId, nowMs, takeover ('1'|'0'), token, sendNow ('1'|'0'),
 --   sourceId ('' in layout 1).
+-- The journal has no expiry while its run lives (round 46 `journal-life`): a run may wait past any
+-- retention (a decision's 24 h, a slow App), and a replay after a runner's loss answers its calls
+-- from here, so a journal gone would re-send them. The run's end expires it with the record and
+-- events (includes/transition.lua). A first attempt's claim (no `#attempt`: the only one that can
+-- create the journal) reads the record's expiry: none, the run lives; one, the run ended before this
+-- claim (a straggling execution, an end with no journal to expire) and the journal takes the
+-- record's; no record (a run past retention), ORPHAN_MS.
 -- Layout 1: the entry at `<index>` holds every field. Layout 2: the call's claim part (token, argument
 -- hash, sealed arguments: `<tk> <h> <a>`, none holds a space) is field `#c<index>` and the entry at
 -- `<index>` holds only what a run's answer reads, so a run's pushed end (includes/transition.lua)
@@ -39,7 +46,7 @@ for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do fields[#fields + 1] = ARGV[b + 1] end
 local sourceField, sourceAt = {}, {}
 if split then
   for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
-    local id = ARGV[b + 13]
+    local id = ARGV[b + 12]
     if not sourceField[id] then
       sourceField[id] = '#s:' .. id
       fields[#fields + 1] = sourceField[id]
@@ -50,7 +57,8 @@ end
 local got = redis.call('HMGET', KEYS[1], unpack(fields))
 local current = tonumber(got[1] or '0')
 local written, order = {}, {}
-local ttl
+-- A journal written for a run whose record is gone expires this soon (the least retention).
+local ORPHAN_MS = 60000
 -- Whether cjson writes the number this text is as the text itself: an integer in its shortest form
 -- of at most 14 digits (cjson's precision, `%.14g`: `Date.now()` is 13).
 local function int14(x)
@@ -67,27 +75,26 @@ local function kept14(x)
   end
   return ok
 end
-local function put(field, text, ttlSeconds)
+local function put(field, text)
   if not written[field] then order[#order + 1] = field end
   written[field] = text
-  ttl = ttlSeconds
 end
 local function claim(b, stored, storedSource)
   local attempt = tonumber(ARGV[b + 2])
   local claimed = 'pending'
-  if ARGV[b + 12] == '1' then claimed = 'sent' end
+  if ARGV[b + 11] == '1' then claimed = 'sent' end
   if attempt < current then return 'superseded' end
   local field = ARGV[b + 1]
   local raw = written[field] or stored
   if not raw then
     local e
     if split then
-      put('#c' .. field, ARGV[b + 11] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5], ARGV[b + 10])
+      put('#c' .. field, ARGV[b + 10] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5])
       local s
-      if ARGV[b + 13] ~= '' then
-        local field = sourceField[ARGV[b + 13]]
-        if not (written[field] or storedSource) then put(field, ARGV[b + 6], ARGV[b + 10]) end
-        s = ARGV[b + 13]
+      if ARGV[b + 12] ~= '' then
+        local field = sourceField[ARGV[b + 12]]
+        if not (written[field] or storedSource) then put(field, ARGV[b + 6]) end
+        s = ARGV[b + 12]
       elseif ARGV[b + 6] ~= '' then
         s = ARGV[b + 6]
       end
@@ -103,7 +110,7 @@ local function claim(b, stored, storedSource)
           text = '{"i":' .. field .. ',"op":' .. cjson.encode(ARGV[b + 7]) .. ',"t0":' .. t0 .. ',"b":'
             .. cjson.encode(ARGV[b + 3]) .. ',"st":"' .. claimed .. '","at":' .. ARGV[b + 2] .. '}'
         end
-        put(field, text, ARGV[b + 10])
+        put(field, text)
         return 'new'
       end
       e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
@@ -112,10 +119,10 @@ local function claim(b, stored, storedSource)
     else
       -- Layout 1's table built as the previous release builds it (cjson's key order follows it).
       e = {i = tonumber(field), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
-        st = claimed, at = attempt, tk = ARGV[b + 11], t0 = tonumber(ARGV[b + 8])}
+        st = claimed, at = attempt, tk = ARGV[b + 10], t0 = tonumber(ARGV[b + 8])}
       if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
     end
-    put(field, cjson.encode(e), ARGV[b + 10])
+    put(field, cjson.encode(e))
     return 'new'
   end
   local e = cjson.decode(raw)
@@ -139,11 +146,11 @@ local function claim(b, stored, storedSource)
     e.at = attempt
     e.t0 = tonumber(ARGV[b + 8])
     if part then
-      put(partField, ARGV[b + 11] .. string.sub(part, (string.find(part, ' ', 1, true) or (#part + 1))), ARGV[b + 10])
+      put(partField, ARGV[b + 10] .. string.sub(part, (string.find(part, ' ', 1, true) or (#part + 1))))
     else
-      e.tk = ARGV[b + 11]
+      e.tk = ARGV[b + 10]
     end
-    put(field, cjson.encode(e), ARGV[b + 10])
+    put(field, cjson.encode(e))
     return 'new'
   end
   return 'unknown'
@@ -151,7 +158,7 @@ end
 local replies = {}
 for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
   local n = #replies
-  replies[n + 1] = claim(b, got[n + 2], split and got[sourceAt[ARGV[b + 13]]])
+  replies[n + 1] = claim(b, got[n + 2], split and got[sourceAt[ARGV[b + 12]]])
 end
 if #order > 0 then
   local args = {}
@@ -160,8 +167,14 @@ if #order > 0 then
     args[#args + 1] = written[field]
   end
   redis.call('HSET', KEYS[1], unpack(args))
-  -- nextAttempt set the expiry with #attempt (and complete renews it): only a journal that
-  -- nextAttempt never touched needs one here.
-  if current == 0 then redis.call('EXPIRE', KEYS[1], tonumber(ttl)) end
+  -- A journal with `#attempt` was made by a later attempt's start, which only a live run gets; its
+  -- run's end expires it. Without (a first attempt's): the record's expiry says (header).
+  if current == 0 then
+    local left = redis.call('PTTL', KEYS[2])
+    if left ~= -1 then
+      if left < 0 then left = ORPHAN_MS elseif left == 0 then left = 1 end
+      redis.call('PEXPIRE', KEYS[1], left)
+    end
+  end
 end
 return replies

@@ -1,6 +1,6 @@
 -- Stores calls' outcomes, assigning each its delivery sequence; one reply per call, in order.
 -- KEYS[1] journal hash, KEYS[2] (optional) the run's event stream.
--- ARGV[1] ttlSeconds, then with KEYS[2]: ARGV[2] maxLen, ARGV[3] channel, ARGV[4] message; then
+-- With KEYS[2]: ARGV[1] maxLen, ARGV[2] channel, ARGV[3] message; then
 --   per call (COMPLETE_FIELDS): field, sealedOutcome, nowMs, and with KEYS[2]
 --   eventType, sealedEventData, eventMs (empty fields without it).
 -- A call event's one-seal form (eventMs not empty, ISLET_CALL_ONE_SEAL): the entry is `type`,
@@ -13,6 +13,9 @@
 -- `#seq`: two commands for a group of any size (plus the events). A call stored earlier in the
 -- same group is read from `written`, so a group behaves exactly as its calls one after another.
 -- Replies per call: {'stored', seq}, {'kept', seq} or {'missing'}.
+-- No expiry is set (round 46 `journal-life`): a live run's journal has none (lua/claim-1.lua), its
+-- run's end gives it the record's, and an outcome stored after the end (a cancelled run's call)
+-- keeps that one (HSET leaves a key's expiry). An outcome never creates the journal (`missing`).
 -- An entry is rewritten as text (round 44 `outcome-script`), not decoded and re-encoded by cjson
 -- (its number formatting and strings cost Redis ~20 k instructions a call): its state's value
 -- spliced to `done` and `,"o":"<sealed>","seq":<n>,"t1":<ms>` put before its closing brace, the
@@ -22,8 +25,8 @@
 -- parses the JSON: complete-splice.test.ts runs e8feb7a0's readers over both), taken only when
 -- cjson would write those values' text alike: an integer time of at most 14 digits (cjson's
 -- precision) and a sealed outcome with nothing cjson escapes (a sealer's is base64url and `.`).
-local first = 2
-if KEYS[2] then first = 5 end
+local first = 1
+if KEYS[2] then first = 4 end
 local fields = {'#seq'}
 for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do fields[#fields + 1] = ARGV[b + 1] end
 local got = redis.call('HMGET', KEYS[1], unpack(fields))
@@ -61,9 +64,9 @@ for b = first - 1, #ARGV - 1, ${COMPLETE_FIELDS} do
       written[field] = text
       if KEYS[2] then
         if ARGV[b + 6] ~= '' then
-          redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'i', field, 'ms', ARGV[b + 6])
+          redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'type', ARGV[b + 4], 'i', field, 'ms', ARGV[b + 6])
         else
-          redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'type', ARGV[b + 4], 'data', ARGV[b + 5])
+          redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'type', ARGV[b + 4], 'data', ARGV[b + 5])
         end
         appended = true
       end
@@ -78,7 +81,6 @@ if #order > 0 then
     args[#args + 1] = written[f]
   end
   redis.call('HSET', KEYS[1], unpack(args))
-  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1]))
 end
-if appended then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+if appended then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
 return replies

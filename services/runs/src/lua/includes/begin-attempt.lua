@@ -1,6 +1,6 @@
 -- beginAttempt(k, a): an execution's start: the record as read; unless it is missing, ended or
--- asked to cancel, the next attempt (the record's `attempts`; after the first, journal `#attempt`
--- and its expiry too), and
+-- asked to cancel, the next attempt (the record's `attempts`; after the first, journal `#attempt`,
+-- the journal left with no expiry: a live run's has none, lua/claim-1.lua), and
 -- with KEYS[k+2] the record marked Running at nowMs and a status event carrying the attempt in a
 -- plain `attempt` field (it is known only here; the sealed data cannot hold it), published unless
 -- the record says no stream can be listening: `unwatched` (its create saw no tenant or session
@@ -9,7 +9,8 @@
 -- marks the run after this start reads the event from the stream; one that marked it before hears it.
 -- KEYS[k] journal, KEYS[k+1] run record, KEYS[k+2] (optional) the run's event stream (one slot:
 --   `{runId}`).
--- ARGV[a] ttlSeconds, then with KEYS[k+2]: ARGV[a+1] maxLen, ARGV[a+2] eventType,
+-- ARGV[a] ttlSeconds (no longer read, round 46: its place kept, a compact hand-off registration of
+--   9f886855 carries it, handoff-terms.ts), then with KEYS[k+2]: ARGV[a+1] maxLen, ARGV[a+2] eventType,
 --   ARGV[a+3] sealedEventData, ARGV[a+4] channel, ARGV[a+5] message, ARGV[a+6] nowMs.
 -- `known` (optional): {record key, its fields flattened} as the same script created it a moment
 --   before (includes/create-run.lua's answer): read from there, when it is this record, instead of
@@ -46,7 +47,7 @@ local function beginAttempt(k, a, known)
   end
   if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then return {run, 0, {}} end
   if cancel == '1' then return {run, 0, {}} end
-  -- A first start leaves the journal unwritten (a call's claim creates it, with its expiry): the
+  -- A first start leaves the journal unwritten (a call's claim creates it): the
   -- record's count says no execution came before, and any later start numbers past that count
   -- (below), so an execution of this first attempt is fenced as if `#attempt` said 1.
   local before = tonumber(attempts) or 0
@@ -60,7 +61,9 @@ local function beginAttempt(k, a, known)
       attempt = before + 1
       redis.call('HSET', journal, '#attempt', attempt)
     end
-    redis.call('EXPIRE', journal, tonumber(ARGV[a]))
+    -- The run lives (checked above): its journal must outlast any wait; an expiry a 9f886855
+    -- process's claim or outcome set (one retention from its write) is taken off. Its end sets one.
+    redis.call('PERSIST', journal)
   end
   if events then
     -- A first attempt's numbers as text (Redis prints a Lua number argument with libc's float

@@ -8,7 +8,9 @@
 --   '2' = push it, and the end's caller executed the run's attempt and sent no call in it: with the
 --   record's `attempts` at 1 (no other attempt began) the journal holds that count alone, as
 --   includes/begin-attempt.lua returns it, and is not read, '3' and '4' = as '1' and '2', the push
---   `end3` where includes/transition.lua may (format 2: run-store.ts `pushArg`),
+--   `end3` where includes/transition.lua may (format 2: run-store.ts `pushArg`), '5' = not pushed,
+--   no call sent (round 46: with `attempts` at 1 no journal exists, and none is expired; a claim
+--   creating one after this end takes the record's expiry, lua/claim-1.lua),
 --   ARGV[8..16] finish-tenant-9's ARGV[1..9], ARGV[17] bytes, ARGV[18] when the counter expires
 --   (unix seconds), ARGV[f..] field, value, ...
 -- The tenant half copies the status the record keeps: this end's, or when another end won, that
@@ -40,8 +42,8 @@ local function finishRun(f, note)
       elseif name == 'attempts' then attempts = before[i + 1] end
     end
   else
-    local got = redis.call('HMGET', KEYS[1], 'status', 'kind', 'quiet')
-    st, kind, quiet = got[1], got[2], got[3]
+    local got = redis.call('HMGET', KEYS[1], 'status', 'kind', 'quiet', 'attempts')
+    st, kind, quiet, attempts = got[1], got[2], got[3], got[4]
   end
   quiet = quiet == '1'
   if not st then
@@ -54,7 +56,7 @@ local function finishRun(f, note)
     if not kind and st == 'Completed' then kind = 'none' end
     return 0, finishTenant(4, 8, st, kind or ARGV[11], quiet) == 2
   end
-  local firstOnly = (p == '2' or p == '4') and attempts == '1'
+  local firstOnly = (p == '2' or p == '4' or p == '5') and attempts == '1'
   if push and (p == '3' or p == '4') then push = 3 end
   local status, at = writeTransition(1, 1, f, push, st, before, firstOnly)
   if note then note['#now'] = tonumber(string.match(at, '^%d+')) end

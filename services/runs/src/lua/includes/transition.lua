@@ -83,10 +83,12 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
     redis.call('EXPIRE', KEYS[k], ARGV[a + 5])
     redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 5])
     -- The journal expires with the stream: a `call` event's one-seal form (complete-2.lua) holds
-    -- its call's index alone, its data read from the journal (call-event-reads.ts), whose expiry
-    -- its last claim or complete set, before this end. Same script, same clock: the same instant;
-    -- a complete after the end (a cancelled run's call) only moves the journal's later. Not sent
-    -- when no call was ever made (`firstOnly`: the journal does not exist).
+    -- its call's index alone, its data read from the journal (call-event-reads.ts). Same script,
+    -- same clock: the same instant. While the run lived the journal had no expiry (round 46:
+    -- claim-1.lua; a 9f886855 process's claim or complete set one retention from its write); an
+    -- outcome after the end (a cancelled run's call) keeps this one, and a claim that creates the
+    -- journal after it takes the record's. Not sent when no call was ever made (`firstOnly`: the
+    -- journal does not exist).
     if KEYS[k + 2] and not firstOnly then redis.call('EXPIRE', KEYS[k + 2], ARGV[a + 5]) end
   end
   -- `firstOnly`: a first attempt that sent no call: its stream holds its create's and start's events
