@@ -1,12 +1,13 @@
 /**
  * The parking timer of one execution (call-parking.ts): one timer for the execution, restarted at
  * each stretch with calls out, not one made and cleared per call (both were on a call's path,
- * README round 30, call-lone); a call that outwaits `parkAfterMs` still parks the run.
+ * README round 30, call-lone); a call that outwaits `parkAfterMs` still parks the run, counted
+ * from the last answer that arrived with calls still out (README round 46, park-timer).
  */
 import { createHook } from 'node:async_hooks';
 import type { BindingCall } from '@islet/protocol';
 import type { LiveOutcome } from '@islet/runs';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CallParking } from './call-parking.ts';
 
 const call = (index: number): BindingCall => ({ index, binding: 'a.b', argsJson: '{}' });
@@ -70,5 +71,88 @@ describe('call parking', () => {
     expect(await slow).toEqual(answer(3));
     expect(s.seen).toEqual(['park', 'resume']);
     expect(parking.close()).toBe(false);
+  });
+
+  describe('counted from the last answer (fake clock: no wall-clock bound)', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** `n` calls out at once, each answered when the test says. */
+    function heldCalls(parking: CallParking, n: number) {
+      const answers: (() => void)[] = [];
+      const live = parking.wrap(
+        (c) => new Promise<LiveOutcome>((resolve) => (answers[c.index] = () => resolve(answer(c.index)))),
+      );
+      const results = Array.from({ length: n }, (_, i) => live(call(i)));
+      return { answers, results };
+    }
+
+    it('answers arriving keep a run with calls out from parking; it parks parkAfterMs after the last one', async () => {
+      vi.useFakeTimers();
+      const s = slot();
+      const parking = new CallParking(s, 100);
+      const { answers, results } = heldCalls(parking, 3);
+      await vi.advanceTimersByTimeAsync(60);
+      answers[0]?.();
+      // 120 ms after the calls went out, 60 after an answer: counted from the first call it parked here.
+      await vi.advanceTimersByTimeAsync(60);
+      expect(s.seen).toEqual([]);
+      answers[1]?.();
+      await vi.advanceTimersByTimeAsync(90);
+      expect(s.seen).toEqual([]);
+      // 100 ms with no answer and one call out: it parks, and its answer resumes it.
+      await vi.advanceTimersByTimeAsync(20);
+      expect(s.seen).toEqual(['park']);
+      answers[2]?.();
+      expect(await Promise.all(results)).toEqual([answer(0), answer(1), answer(2)]);
+      expect(s.seen).toEqual(['park', 'resume']);
+      expect(parking.close()).toBe(false);
+    });
+
+    it("an earlier stretch's answers do not defer the next stretch's park", async () => {
+      vi.useFakeTimers();
+      const s = slot();
+      const parking = new CallParking(s, 100);
+      const first = heldCalls(parking, 2);
+      first.answers[0]?.();
+      first.answers[1]?.();
+      await Promise.all(first.results);
+      await vi.advanceTimersByTimeAsync(30);
+      const live = parking.wrap(() => new Promise<LiveOutcome>(() => undefined));
+      void live(call(9));
+      await vi.advanceTimersByTimeAsync(99);
+      expect(s.seen).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(s.seen).toEqual(['park']);
+      expect(parking.close()).toBe(true);
+    });
+
+    it('a stream of answers parks never, with one timer deferred once a lapse, not one an answer', async () => {
+      vi.useFakeTimers();
+      const s = slot();
+      const parking = new CallParking(s, 100);
+      const made = vi.spyOn(globalThis, 'setTimeout');
+      const { answers, results } = heldCalls(parking, 40);
+      // One answer every 10 ms for 400 ms: four times the park delay, never 100 ms without one.
+      for (let i = 0; i < 40; i++) {
+        await vi.advanceTimersByTimeAsync(10);
+        answers[i]?.();
+      }
+      await Promise.all(results);
+      expect(s.seen).toEqual([]);
+      // The first timer and a remainder's at each lapse (100, 190, 280, 370 ms): not one an answer.
+      expect(made.mock.calls.map((c) => c[1])).toEqual([100, 90, 90, 90, 90]);
+      made.mockRestore();
+      // A next stretch waits the whole delay again, not the last remainder's.
+      await vi.advanceTimersByTimeAsync(100);
+      const live = parking.wrap(() => new Promise<LiveOutcome>(() => undefined));
+      void live(call(99));
+      await vi.advanceTimersByTimeAsync(99);
+      expect(s.seen).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(s.seen).toEqual(['park']);
+      expect(parking.close()).toBe(true);
+    });
   });
 });
