@@ -48,6 +48,8 @@ export class CallParking {
   private timer: NodeJS.Timeout | undefined;
   /** The timer counts down the current stretch with calls out. */
   private armed = false;
+  /** Stretches armed so far: a lapse's decision is for the stretch it counted only. */
+  private stretches = 0;
   /** The timer was made for `parkAfterMs` (not a remainder): `refresh` restarts the full wait. */
   private timerFull = false;
   /**
@@ -127,6 +129,7 @@ export class CallParking {
   private arm(): void {
     if (this.armed || this.parked || this.closed || this.released) return;
     this.armed = true;
+    this.stretches++;
     if (this.timer && this.timerFull) this.timer.refresh();
     else this.start(this.parkAfterMs);
   }
@@ -139,9 +142,23 @@ export class CallParking {
   }
 
   private lapse(): void {
+    // A stretch that ended before its time was up: nothing to park.
+    if (!this.armed || this.inFlight === 0 || this.parked || this.closed || this.released) {
+      this.armed = false;
+      return;
+    }
+    // Decided after this turn's I/O (check phase): a runner starved of CPU runs its due timers
+    // before it reads the answers already waiting on its sockets, and parked runs whose answers
+    // had come. The stretch is still armed meanwhile (a call made now starts nothing new).
+    const stretch = this.stretches;
+    setImmediate(() => this.decide(stretch));
+  }
+
+  private decide(stretch: number): void {
+    // Not the stretch the timer counted (it ended and another began meanwhile): its own timer runs.
+    if (stretch !== this.stretches) return;
     const armed = this.armed;
     this.armed = false;
-    // A stretch that ended before its time was up: nothing to park.
     if (!armed || this.inFlight === 0 || this.parked || this.closed || this.released) return;
     // An answer came less than `parkAfterMs` ago (an answer of an earlier stretch is older than
     // this stretch's start, so it never defers): wait the rest from it. At most one timer a lapse.
