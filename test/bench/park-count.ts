@@ -69,7 +69,8 @@ try {
       await new Promise((res) => setTimeout(res, 20));
       perRun.push({ parks: parks - p, reclaims: reclaims - r });
     }
-    const sum = (f: (x: { parks: number; reclaims: number }) => number) => perRun.reduce((a, x) => a + f(x), 0);
+    const sum = (f: (x: { parks: number; reclaims: number }) => number) =>
+      perRun.reduce((a, x) => a + f(x), 0);
     rows.push(
       `| ${calls} | ${new Date().toISOString().slice(11, 19)} | ${load.toFixed(1)}–${(loadavg()[0] ?? 0).toFixed(1)} | ${RUNS} | ` +
         `${perRun.filter((x) => x.parks > 0).length} | ${sum((x) => x.parks)} | ${sum((x) => x.reclaims)} | ` +
@@ -84,6 +85,8 @@ try {
   app.close();
 }
 console.log(`share ${process.env.BENCH_TENANT_SHARE ?? '0.5'}, ${BURN} busy processes beside`);
-console.log('| calls a run | UTC end | load (1 min) | runs | runs that parked | parks (lease releases) | take-backs (RECLAIM) | most parks in a run |');
+console.log(
+  '| calls a run | UTC end | load (1 min) | runs | runs that parked | parks (lease releases) | take-backs (RECLAIM) | most parks in a run |',
+);
 console.log('|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);

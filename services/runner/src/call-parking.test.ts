@@ -6,7 +6,7 @@
  */
 import { createHook } from 'node:async_hooks';
 import { once } from 'node:events';
-import { createServer, type Socket, connect } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import type { BindingCall } from '@islet/protocol';
 import type { LiveOutcome } from '@islet/runs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
