@@ -8,7 +8,7 @@
  * first; the runs' own ends carry theirs inside the fused end) and take-backs (`RECLAIM`: three
  * keys, the tenant's deferred set second). `BURN` (default 0) busy processes run meanwhile (the
  * load the counts are taken under; they are stopped at the end): hold the bench lock when BURN > 0,
- * so that nobody's timed run shares the box with them.
+ * so that nobody's timed run shares the box with them. `PARK_AFTER`: see below.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -25,7 +25,12 @@ const BURN = Number(process.env.BURN ?? 0);
 
 const burners: ChildProcess[] = [];
 const { app, port } = await startPingApp();
-const cluster = await startOneClientCluster('0.5');
+// `PARK_AFTER` (ms): the runner's ISLET_RUNNER_PARK_AFTER_MS (default 100) scaled down, so that a
+// quiet box's gaps between answers cross it as a loaded box's cross 100 ms (no busy processes needed).
+const cluster = await startOneClientCluster(
+  '0.5',
+  process.env.PARK_AFTER ? { ISLET_RUNNER_PARK_AFTER_MS: process.env.PARK_AFTER } : {},
+);
 const redis = createRedis(cluster.redisUrl);
 let parks = 0;
 let reclaims = 0;
@@ -84,7 +89,9 @@ try {
   await cluster.stop();
   app.close();
 }
-console.log(`share ${process.env.BENCH_TENANT_SHARE ?? '0.5'}, ${BURN} busy processes beside`);
+console.log(
+  `share ${process.env.BENCH_TENANT_SHARE ?? '0.5'}, park after ${process.env.PARK_AFTER ?? 100} ms, ${BURN} busy processes beside`,
+);
 console.log(
   '| calls a run | UTC end | load (1 min) | runs | runs that parked | parks (lease releases) | take-backs (RECLAIM) | most parks in a run |',
 );
