@@ -1,9 +1,12 @@
 /**
  * Parking for one execution of a run: sits between the replaying handler and the gateway client
- * and watches the run's live binding calls. Once a call went `parkAfterMs` without an answer, the
- * run parks (gives its slot back, slot-gate.ts); an answer that arrives while it is parked reaches
+ * and watches the run's live binding calls. Once the run waited `parkAfterMs` with calls out and no
+ * answer arriving (counted from the stretch's first call or its last answer, whichever came later),
+ * the run parks (gives its slot back, slot-gate.ts); an answer that arrives while it is parked reaches
  * the program only after the run took a slot again, so slots bound the CPU work of programs, not
- * their waits.
+ * their waits. Counted from the stretch's first call instead, a run whose calls were answered one
+ * after another (100 parallel calls under load) parked mid-flow, paying a lease release and a
+ * take-back for a wait it was not having (test/bench/README.md, round 46 `park-timer`).
  *
  * Released (over the parked-isolate budget): every call the engine waits on is answered at once
  * with a `suspended` stop, so the engine ends the isolate and frees its host, while the real
@@ -45,6 +48,15 @@ export class CallParking {
   private timer: NodeJS.Timeout | undefined;
   /** The timer counts down the current stretch with calls out. */
   private armed = false;
+  /** Stretches armed so far: a lapse's decision is for the stretch it counted only. */
+  private stretches = 0;
+  /** The timer was made for `parkAfterMs` (not a remainder): `refresh` restarts the full wait. */
+  private timerFull = false;
+  /**
+   * `performance.now()` of the last answer that left calls out (none in a run whose calls go one
+   * at a time: they pay nothing). The lapse parks only if the run has waited `parkAfterMs` since.
+   */
+  private answeredAt = Number.NEGATIVE_INFINITY;
   private resuming: Promise<void> | undefined;
   private readonly early = new Set<() => void>();
   private readonly real = new Set<Promise<unknown>>();
@@ -74,7 +86,8 @@ export class CallParking {
         const answerNow = () => resolve(RELEASED);
         this.early.add(answerNow);
         const deliver = async (settle: () => void) => {
-          this.inFlight--;
+          // An answer with calls still out: the run is not waiting on a stuck call (see `lapse`).
+          if (--this.inFlight > 0) this.answeredAt = performance.now();
           // The execution is over (a deadline, a cancel): nothing to hand the answer to.
           if (this.closed) return;
           if (this.parked && !this.released) await this.resume();
@@ -116,18 +129,45 @@ export class CallParking {
   private arm(): void {
     if (this.armed || this.parked || this.closed || this.released) return;
     this.armed = true;
-    if (this.timer) this.timer.refresh();
-    else {
-      this.timer = setTimeout(() => this.lapse(), this.parkAfterMs);
-      this.timer.unref();
-    }
+    this.stretches++;
+    if (this.timer && this.timerFull) this.timer.refresh();
+    else this.start(this.parkAfterMs);
+  }
+
+  private start(ms: number): void {
+    clearTimeout(this.timer);
+    this.timerFull = ms === this.parkAfterMs;
+    this.timer = setTimeout(() => this.lapse(), ms);
+    this.timer.unref();
   }
 
   private lapse(): void {
+    // A stretch that ended before its time was up: nothing to park.
+    if (!this.armed || this.inFlight === 0 || this.parked || this.closed || this.released) {
+      this.armed = false;
+      return;
+    }
+    // Decided after this turn's I/O (check phase): a runner starved of CPU runs its due timers
+    // before it reads the answers already waiting on its sockets, and parked runs whose answers
+    // had come. The stretch is still armed meanwhile (a call made now starts nothing new).
+    const stretch = this.stretches;
+    setImmediate(() => this.decide(stretch));
+  }
+
+  private decide(stretch: number): void {
+    // Not the stretch the timer counted (it ended and another began meanwhile): its own timer runs.
+    if (stretch !== this.stretches) return;
     const armed = this.armed;
     this.armed = false;
-    // A stretch that ended before its time was up: nothing to park.
     if (!armed || this.inFlight === 0 || this.parked || this.closed || this.released) return;
+    // An answer came less than `parkAfterMs` ago (an answer of an earlier stretch is older than
+    // this stretch's start, so it never defers): wait the rest from it. At most one timer a lapse.
+    const quiet = performance.now() - this.answeredAt;
+    if (quiet < this.parkAfterMs) {
+      this.armed = true;
+      this.start(Math.max(1, Math.ceil(this.parkAfterMs - quiet)));
+      return;
+    }
     this.parked = this.slot.park(() => this.release());
     // No room among the parked runs: it keeps its slot and tries again later.
     if (!this.parked) this.arm();
@@ -136,6 +176,7 @@ export class CallParking {
   private disarm(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.timerFull = false;
     this.armed = false;
   }
 

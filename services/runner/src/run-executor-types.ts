@@ -34,7 +34,7 @@ export interface RunExecutorDeps {
   liveLog?: { maxBytes: number; flushMs: number };
   /** Tenants whose usage metrics carry their own label (ISLET_METRICS_TENANTS); others count as `other`. */
   meteredTenants?: readonly string[];
-  /** A run parks once a binding call went this long unanswered (ISLET_RUNNER_PARK_AFTER_MS). Default 100. */
+  /** A run parks once it waited this long with calls out and no answer arriving (ISLET_RUNNER_PARK_AFTER_MS). Default 100. */
   parkAfterMs?: number;
   gateway: GatewayClient;
   metrics: Metrics;
