@@ -84,7 +84,8 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
     redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 5])
     -- The journal expires with the stream: a `call` event's one-seal form (complete-2.lua) holds
     -- its call's index alone, its data read from the journal (call-event-reads.ts). Same script,
-    -- same clock: the same instant. While the run lived the journal had no expiry (round 46:
+    -- after the stream's: at its instant or a few ms later, never before (Redis 7.0 reads the clock
+    -- for each EXPIRE, even inside a script; 7.2 freezes it for the script). While the run lived the journal had no expiry (round 46:
     -- claim-1.lua; a 9f886855 process's claim or complete set one retention from its write); an
     -- outcome after the end (a cancelled run's call) keeps this one, and a claim that creates the
     -- journal after it takes the record's. Not sent when no call was ever made (`firstOnly`: the
