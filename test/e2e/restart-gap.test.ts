@@ -28,8 +28,17 @@ const submit = async (c: Cluster) => {
   return { status: res.status, body: JSON.parse(res.text) as { status: string } };
 };
 
-/** The worker whose registration an add would choose now (the latest expiry), if any. */
-const latest = async () => (await redis!.zrange(IDLE, -1, -1))[0];
+/**
+ * The worker whose registration an add would choose now (the latest expiry, if live), if any. An
+ * expired latest is never chosen: the add drops the set (@islet/runs handoff-scripts.ts). A restart
+ * slower than a registration's life (~6 s, under load) leaves the killed worker's there, expired.
+ */
+const latest = async () => {
+  const [worker, expiry] = await redis!.zrange(IDLE, -1, -1, 'WITHSCORES');
+  const [seconds, micros] = await redis!.time();
+  const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  return worker !== undefined && Number(expiry) > now ? worker : undefined;
+};
 
 describe('restartRunner and the hand-off registration its kill leaves', () => {
   beforeAll(async () => {
