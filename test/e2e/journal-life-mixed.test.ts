@@ -88,7 +88,7 @@ async function takenOver(first: Cluster, second: Cluster, label: string) {
   const [recordAt, journalAt] = (await Promise.all([
     redis!.call('PEXPIRETIME', keys.run(id)),
     redis!.call('PEXPIRETIME', journal),
-  ])) as number[];
+  ])) as [number, number];
   const perKey = new Map<string, number>();
   // Deliveries are this run's alone (each test empties the list first): once per call key.
   for (const d of app!.deliveries) perKey.set(d.idempotencyKey, (perKey.get(d.idempotencyKey) ?? 0) + 1);

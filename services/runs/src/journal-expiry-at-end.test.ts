@@ -66,7 +66,7 @@ const expiries = async (id: string) =>
     redis.call('PEXPIRETIME', recordOf(id)),
     redis.call('PEXPIRETIME', eventsOf(id)),
     redis.call('PEXPIRETIME', journalOf(id)),
-  ]) as Promise<number[]>;
+  ]) as Promise<[number, number, number]>;
 
 /**
  * `later` expires at `earlier`'s instant or just after, never before: EXPIREs sent one after the
