@@ -142,9 +142,8 @@ describe.skipIf(!present)(`a run's journal while it lives, beside ${PREVIOUS}`, 
     expect(got.firstTtl).toBeGreaterThan(0);
     expect(got.replayTtl).toBe(-1);
     expect(got.recordAt).toBeGreaterThan(0);
-    // The end script's EXPIREs, the journal's after the record's: Redis 7.0 reads its clock for each.
-    expect(got.journalAt - got.recordAt).toBeGreaterThanOrEqual(0);
-    expect(got.journalAt - got.recordAt).toBeLessThan(1000);
+    // The end script's EXPIREs, the journal's after the record's (Redis 7.0 reads its clock for each).
+    expect(got.journalAt).toBeGreaterThanOrEqual(got.recordAt);
     expect([...got.perKey.values()]).toEqual([1, 1]);
   }, 300_000);
 
@@ -156,9 +155,8 @@ describe.skipIf(!present)(`a run's journal while it lives, beside ${PREVIOUS}`, 
     // 9f886855's replay start sets one retention (its own behaviour, unchanged).
     expect(got.replayTtl).toBeGreaterThan(0);
     expect(got.recordAt).toBeGreaterThan(0);
-    // The end script's EXPIREs, the journal's after the record's: Redis 7.0 reads its clock for each.
-    expect(got.journalAt - got.recordAt).toBeGreaterThanOrEqual(0);
-    expect(got.journalAt - got.recordAt).toBeLessThan(1000);
+    // The end script's EXPIREs, the journal's after the record's (Redis 7.0 reads its clock for each).
+    expect(got.journalAt).toBeGreaterThanOrEqual(got.recordAt);
     expect([...got.perKey.values()]).toEqual([1, 1]);
   }, 300_000);
 });
