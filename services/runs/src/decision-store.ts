@@ -33,7 +33,12 @@ interface DecisionStoreDeps {
   keyPrefix?: string;
   /** A decision not answered within this time expires and its run ends. Default 86400000 (24 h). */
   expireAfterMs?: number;
-  /** Lifetime of a run's decisions after the last change, seconds. Default 604800 (7 days). */
+  /**
+   * The run's retention, seconds (ISLET_RUN_RETENTION_SECONDS). Default 604800 (7 days). A request
+   * keeps the run's decisions for the decision's wait (`expireAfterMs`) plus this, so a pending one
+   * never expires before it is answered or expired, whatever the two settings; an answer never
+   * shortens that; an expiry (which ends the run) keeps them this long from then.
+   */
   ttlSeconds?: number;
   now?: () => number;
 }
@@ -55,6 +60,10 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
   const prefix = deps.keyPrefix ?? 'islet:';
   const expireAfterMs = deps.expireAfterMs ?? 86_400_000;
   const ttlSeconds = deps.ttlSeconds ?? 604_800;
+  // Nothing of the run's end touches its decisions (6b60376a's ends neither: a rolling upgrade
+  // needs nothing from them), so the request's expiry covers the longest a pending decision lives
+  // (its wait, until the expiry sweep ends the run) and one retention after.
+  const requestTtlSeconds = ttlSeconds + Math.ceil(expireAfterMs / 1000);
   const now = deps.now ?? Date.now;
   const k = journalKeys(prefix);
   const runKey = k.decisions;
@@ -157,7 +166,7 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
       const reply = (await REQUEST.run(
         redis,
         [runKey(input.runId)],
-        [String(input.index), JSON.stringify(stored), ttlSeconds],
+        [String(input.index), JSON.stringify(stored), requestTtlSeconds],
       )) as [number, string];
       const decision = decode(input.runId, input.index, reply[1]);
       // Indexes in three slots (tenant, global, the queue's): one command each, sent together.
