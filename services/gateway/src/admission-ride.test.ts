@@ -179,6 +179,40 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     expect(await redis.hget(keys.poolQueued('read-only'), 'tk')).toBe('3');
   });
 
+  it("sends the job's options also as the JSON the script's cjson would write, and the add stores that text: byte for byte BullMQ's own add's", async () => {
+    const { submit, queue } = submitter(true);
+    // The reference: the job BullMQ's own add script stores (no hand-off: its text encodes the options).
+    const alone = submitter(false);
+    expect(await alone.submit('oref', 'to')).toBe('created');
+    expect(await submit('o0', 'to')).toBe('created');
+    const sent: unknown[][] = [];
+    const send = redis.sendCommand;
+    redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
+      if (command.name.startsWith('eval')) sent.push([...command.args]);
+      return (send as (...a: unknown[]) => unknown).call(redis, command, ...rest);
+    }) as typeof send;
+    try {
+      expect(await submit('o1', 'to')).toBe('created');
+    } finally {
+      redis.sendCommand = send;
+    }
+    const opts = (id: string) => redis.hget(`${queue.keys['']}${id}`, 'opts');
+    const stored = await opts('oref');
+    expect(stored).toContain('"attempts":1');
+    // The call's last argument is that text (6b60376a: the packed options were the last).
+    expect(String(sent[0]?.at(-1))).toBe(stored);
+    expect(await opts('o1')).toBe(stored);
+    expect(await opts('o0')).toBe(stored);
+    // The script stores what it is given, not its own encoding: the same call with another text stores it.
+    // (the job taken off first, so the add makes it anew).
+    await redis.del(`${queue.keys['']}o1`);
+    await redis.lrem(queue.keys.wait ?? '', 0, 'o1');
+    const args = [...(sent[0] ?? [])];
+    args[args.length - 1] = '{"attempts":1,"marker":"given"}';
+    await redis.call('evalsha', ...(args as (string | Buffer)[]));
+    expect(await opts('o1')).toBe('{"attempts":1,"marker":"given"}');
+  });
+
   it('an add that cannot carry it (no hand-off) sends the admission alone, before the add, as before', async () => {
     const { submit, rides, queue } = submitter(false, 1);
     expect(await submit('s0', 'ts')).toBe('created');
