@@ -213,6 +213,36 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     expect(await opts('o1')).toBe('{"attempts":1,"marker":"given"}');
   });
 
+  it("sends the created record's field names in the script's text, not as arguments: their values alone, the record as the arguments' form writes it", async () => {
+    const { submit } = submitter(true);
+    // The reference: a record the admission writes alone, its names among its arguments.
+    const alone = submitter(false);
+    expect(await alone.submit('fref', 'tf')).toBe('created');
+    expect(await submit('f0', 'tf')).toBe('created');
+    const sent: string[][] = [];
+    const send = redis.sendCommand;
+    redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
+      if (command.name.startsWith('eval')) sent.push(command.args.map(String));
+      return (send as (...a: unknown[]) => unknown).call(redis, command, ...rest);
+    }) as typeof send;
+    try {
+      expect(await submit('f1', 'tf')).toBe('created');
+    } finally {
+      redis.sendCommand = send;
+    }
+    const record = await redis.hgetall(keys.run('f1'));
+    const reference = await redis.hgetall(keys.run('fref'));
+    // The same fields in the same order (a hash's insertion order), the run's own values where they are its own.
+    expect(Object.keys(record)).toEqual(Object.keys(reference));
+    for (const f of ['tenant', 'session', 'status', 'mode', 'attempts', 'principal'])
+      expect(record[f], f).toBe(reference[f]);
+    expect(record.id).toBe('f1');
+    const args = sent[0] ?? [];
+    // 6b60376a: each name right before its value (e.g. 'createdAt', then the time).
+    for (const name of Object.keys(record)) expect(args, name).not.toContain(name);
+    for (const f of ['description', 'createdAt', 'pick']) expect(args).toContain(record[f]);
+  });
+
   it('an add that cannot carry it (no hand-off) sends the admission alone, before the add, as before', async () => {
     const { submit, rides, queue } = submitter(false, 1);
     expect(await submit('s0', 'ts')).toBe('created');
