@@ -179,6 +179,70 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     expect(await redis.hget(keys.poolQueued('read-only'), 'tk')).toBe('3');
   });
 
+  it("sends the job's options also as the JSON the script's cjson would write, and the add stores that text: byte for byte BullMQ's own add's", async () => {
+    const { submit, queue } = submitter(true);
+    // The reference: the job BullMQ's own add script stores (no hand-off: its text encodes the options).
+    const alone = submitter(false);
+    expect(await alone.submit('oref', 'to')).toBe('created');
+    expect(await submit('o0', 'to')).toBe('created');
+    const sent: unknown[][] = [];
+    const send = redis.sendCommand;
+    redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
+      if (command.name.startsWith('eval')) sent.push([...command.args]);
+      return (send as (...a: unknown[]) => unknown).call(redis, command, ...rest);
+    }) as typeof send;
+    try {
+      expect(await submit('o1', 'to')).toBe('created');
+    } finally {
+      redis.sendCommand = send;
+    }
+    const opts = (id: string) => redis.hget(`${queue.keys['']}${id}`, 'opts');
+    const stored = await opts('oref');
+    expect(stored).toContain('"attempts":1');
+    // The call's last argument is that text (6b60376a: the packed options were the last).
+    expect(String(sent[0]?.at(-1))).toBe(stored);
+    expect(await opts('o1')).toBe(stored);
+    expect(await opts('o0')).toBe(stored);
+    // The script stores what it is given, not its own encoding: the same call with another text stores it.
+    // (the job taken off first, so the add makes it anew).
+    await redis.del(`${queue.keys['']}o1`);
+    await redis.lrem(queue.keys.wait ?? '', 0, 'o1');
+    const args = [...(sent[0] ?? [])];
+    args[args.length - 1] = '{"attempts":1,"marker":"given"}';
+    await redis.call('evalsha', ...(args as (string | Buffer)[]));
+    expect(await opts('o1')).toBe('{"attempts":1,"marker":"given"}');
+  });
+
+  it("sends the created record's field names in the script's text, not as arguments: their values alone, the record as the arguments' form writes it", async () => {
+    const { submit } = submitter(true);
+    // The reference: a record the admission writes alone, its names among its arguments.
+    const alone = submitter(false);
+    expect(await alone.submit('fref', 'tf')).toBe('created');
+    expect(await submit('f0', 'tf')).toBe('created');
+    const sent: string[][] = [];
+    const send = redis.sendCommand;
+    redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
+      if (command.name.startsWith('eval')) sent.push(command.args.map(String));
+      return (send as (...a: unknown[]) => unknown).call(redis, command, ...rest);
+    }) as typeof send;
+    try {
+      expect(await submit('f1', 'tf')).toBe('created');
+    } finally {
+      redis.sendCommand = send;
+    }
+    const record = await redis.hgetall(keys.run('f1'));
+    const reference = await redis.hgetall(keys.run('fref'));
+    // The same fields in the same order (a hash's insertion order), the run's own values where they are its own.
+    expect(Object.keys(record)).toEqual(Object.keys(reference));
+    for (const f of ['tenant', 'session', 'status', 'mode', 'attempts', 'principal'])
+      expect(record[f], f).toBe(reference[f]);
+    expect(record.id).toBe('f1');
+    const args = sent[0] ?? [];
+    // 6b60376a: each name right before its value (e.g. 'createdAt', then the time).
+    for (const name of Object.keys(record)) expect(args, name).not.toContain(name);
+    for (const f of ['description', 'createdAt', 'pick']) expect(args).toContain(record[f]);
+  });
+
   it('an add that cannot carry it (no hand-off) sends the admission alone, before the add, as before', async () => {
     const { submit, rides, queue } = submitter(false, 1);
     expect(await submit('s0', 'ts')).toBe('created');

@@ -1,7 +1,9 @@
 // A run job's options packed once per `attempts` (packed-options.ts): which options take the bytes
 // packed before and which are packed again, by the packer's count, and every answer the bytes
 // msgpackr makes of the options without `jobId` (BullMQ's own bytes are run-add-store.test.ts's).
+import { createRedis } from '@islet/core';
 import { runJobOptions } from '@islet/runs';
+import { startRedis } from '@islet/testkit';
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { runOptionsPacker } from './packed-options.ts';
@@ -101,5 +103,30 @@ describe('options packed once per attempts', () => {
     expectBytes(second, opts);
     expect(Buffer.compare(p(runJobOptions('c', 3)), first)).toBe(0);
     expect(p.packed).toBe(2);
+  });
+});
+
+describe("the options as Redis's cjson writes them (the hand-off's add stores the text)", () => {
+  it("gives, for the packer's own bytes of runJobOptions' options, cjson.encode(cmsgpack.unpack(bytes)) byte for byte, and nothing for other bytes", async () => {
+    const server = await startRedis({ appendOnly: false });
+    const redis = createRedis(server.url);
+    try {
+      const { p } = packs();
+      for (const attempts of [1, 2, 3, 5, 10, 100, 12345]) {
+        const bytes = p(runJobOptions(`id-${attempts}`, attempts));
+        const text = p.cjsonOf(bytes);
+        const redisText = await redis.eval('return cjson.encode(cmsgpack.unpack(ARGV[1]))', 0, bytes);
+        expect(text).toBe(redisText);
+        // The same bytes again (the memo's): the same text.
+        expect(p.cjsonOf(p(runJobOptions('other', attempts)))).toBe(redisText);
+      }
+      // Not the source's own (another value): packed anew, no text; a copy of the bytes: no text.
+      const other = p({ ...runJobOptions('x', 3), backoff: { type: 'fixed', delay: 700 } });
+      expect(p.cjsonOf(other)).toBeUndefined();
+      expect(p.cjsonOf(Buffer.from(p(runJobOptions('y', 3))))).toBeUndefined();
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
   });
 });

@@ -108,9 +108,16 @@ export function runAdds(queue: Queue): RunAdd {
     );
     const riding = ride && ridingAddOf(queue);
     if (ride && !riding) ride.alone();
-    return (riding ? riding(ride, addArgs) : scripts.execCommand(client, 'addStandardJob', addArgs)).then(
-      added,
-    );
+    // The hand-off's add (riding) also takes the options as the JSON its own `cjson.encode` would
+    // make of them (its direct add stores it: @islet/runs handed-add.ts), where they are the
+    // source's own: ~18 K Redis instructions a submit (test/bench/README.md, round 47 `submit-lean`).
+    // Only there: BullMQ's own call (execCommand) takes its three arguments.
+    const text = riding && packOptions.cjsonOf(encodedOpts);
+    return (
+      riding
+        ? riding(ride, text ? addArgs.concat(text) : addArgs)
+        : scripts.execCommand(client, 'addStandardJob', addArgs)
+    ).then(added);
   };
   // Not `async`: the add's own promise, not one more that awaits it (round 44 `submit-peek`).
   return (name, data, opts, ride) => {

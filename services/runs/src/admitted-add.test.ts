@@ -4,7 +4,7 @@
 
 import { LuaScript } from '@islet/core/lua-script';
 import { describe, expect, it } from 'vitest';
-import { admittedAddScript, bakedAddScript } from './admitted-add.ts';
+import { admittedAddScript, bakedAddScript, RECORD_FIELDS } from './admitted-add.ts';
 import { CREATED_RUN, QUEUED_COUNT } from './handoff-scripts.ts';
 
 /** An add that takes the count and may start the created run, as the hand-off's add does. */
@@ -46,17 +46,49 @@ describe("the submit's script with its queue's names in its text", () => {
     expect(bakedAddScript(add(), { keys, queued: 'q:x', addArgs: 3 })).not.toBe(one);
   });
 
-  it('sends the keys as arguments for a name a Lua literal would not hold as it is, and past 16 variants of an add', () => {
+  it('sends the keys as arguments for a name a Lua literal would not hold as it is, and past 32 variants of an add', () => {
     const a = add();
     for (const odd of ["it's", 'back\\slash', 'new\nline', 'tab\there', 'é']) {
       expect(bakedAddScript(a, { keys: [odd], queued: 'q', addArgs: 3 })).toBeUndefined();
       expect(bakedAddScript(a, { keys: ['k'], queued: odd, addArgs: 3 })).toBeUndefined();
     }
     const first = bakedAddScript(a, { keys: queueKeys('0'), queued: 'q', addArgs: 3 });
-    for (let i = 1; i < 16; i++)
+    for (let i = 1; i < 32; i++)
       expect(bakedAddScript(a, { keys: queueKeys(`${i}`), queued: 'q', addArgs: 3 })).toBeDefined();
-    expect(bakedAddScript(a, { keys: queueKeys('16'), queued: 'q', addArgs: 3 })).toBeUndefined();
+    expect(bakedAddScript(a, { keys: queueKeys('32'), queued: 'q', addArgs: 3 })).toBeUndefined();
     // One made already is still found.
     expect(bakedAddScript(a, { keys: queueKeys('0'), queued: 'q', addArgs: 3 })).toBe(first);
+  });
+
+  it("writes the created record's field names into the text (one constructor of names and values), one script a layout", () => {
+    const a = add();
+    const keys = queueKeys('f');
+    const layout = (names: string[]) => ({ names, id: names.join(',') });
+    const plain = bakedAddScript(a, { keys, queued: 'q:f', addArgs: 3 });
+    expect(plain?.source).toContain(`local fields = ${RECORD_FIELDS}`);
+    const named = bakedAddScript(a, {
+      keys,
+      queued: 'q:f',
+      addArgs: 3,
+      fields: layout(['id', 'tenant', 'pushEnd']),
+    });
+    expect(named?.source).not.toContain(RECORD_FIELDS);
+    expect(named?.source).toContain(
+      "local fields = {'id', ARGV[a + 4], 'tenant', ARGV[a + 5], 'pushEnd', ARGV[a + 6]}",
+    );
+    expect(named).not.toBe(plain);
+    // The same layout (another array of the same names): the same script; another layout: its own.
+    expect(
+      bakedAddScript(a, { keys, queued: 'q:f', addArgs: 3, fields: layout(['id', 'tenant', 'pushEnd']) }),
+    ).toBe(named);
+    const other = bakedAddScript(a, { keys, queued: 'q:f', addArgs: 3, fields: layout(['id', 'tenant']) });
+    expect(other).not.toBe(named);
+    expect(other?.source).toContain("local fields = {'id', ARGV[a + 4], 'tenant', ARGV[a + 5]}");
+    // Alternating layouts find each its own again.
+    expect(
+      bakedAddScript(a, { keys, queued: 'q:f', addArgs: 3, fields: layout(['id', 'tenant', 'pushEnd']) }),
+    ).toBe(named);
+    // A name a literal would not hold: not baked (the caller sends names and values as arguments).
+    expect(bakedAddScript(a, { keys, queued: 'q:f', addArgs: 3, fields: layout(["it's"]) })).toBeUndefined();
   });
 });

@@ -29,6 +29,16 @@ import { ADMIT_AND_CREATE } from './run-store-scripts.ts';
 /** The admission's argument that names the tenant in the pool's queued counts (ARGV[16], the index's). */
 const TENANT_ARG = 16;
 
+/**
+ * includes/create-run.lua's copy of the record's fields (name, value pairs from ARGV[a + 4] on). A
+ * baked composite given the fields' names (`Baked.fields`) puts one constructor of the names, as
+ * literals, and the values, read from the same place on, in its stead: the names are constants of
+ * the compiled script, not arguments Redis parses and makes Lua strings at every submit (~1.2 K
+ * instructions an argument, test/bench/README.md round 46 `answer-pack`; round 47 `submit-lean`).
+ * The table and so the record written are the same.
+ */
+export const RECORD_FIELDS = '{unpack(ARGV, a + 4, #ARGV)}';
+
 const composites = new WeakMap<LuaScript, LuaScript>();
 
 /**
@@ -51,15 +61,28 @@ interface Baked {
   addArgs: number;
   /** A hand-off's compact registrations' fixed names (handoff-terms.ts), read by the script when given. */
   fixed?: FixedTerms;
+  /** The created record's field names, in order (`RECORD_FIELDS`): the admission's arguments then hold their values alone. */
+  fields?: RecordLayout;
 }
 
-/** Baked variants an add may have (one a queue; a mode's): past it, keys go as arguments. */
-const MAX_BAKED = 16;
+/** A created record's field names in order, and their text joined (the variant's name). */
+export interface RecordLayout {
+  names: readonly string[];
+  id: string;
+}
+
+/**
+ * Baked variants an add may have (a queue's, a mode's, times the record layouts its submits write:
+ * with or without a principal, `pushEnd`…): past it, keys and names go as arguments.
+ */
+const MAX_BAKED = 32;
 const bakedScripts = new WeakMap<LuaScript, Map<string, LuaScript>>();
 const byKeys = new WeakMap<
   string[],
   Map<string, { add: LuaScript; addArgs: number; fixed: FixedTerms | undefined; script: LuaScript }>
 >();
+/** Where the pairs' copy stands in create-run's text (checked once: the composite needs it exactly once). */
+const recordFieldsOnce = ADMIT_AND_CREATE.source.split(RECORD_FIELDS).length === 2;
 /** A name that goes into a Lua single-quoted literal as it is. */
 const PLAIN = /^[\x20-\x26\x28-\x5b\x5d-\x7e]*$/;
 
@@ -84,17 +107,19 @@ export function bakedAddScript(add: LuaScript, baked: Baked): LuaScript | undefi
   // A caller that sends the same keys array every time (the hand-off's add: one a queue) finds its
   // script without the names joined at each submit.
   let byQueued = byKeys.get(baked.keys);
-  const hit = byQueued?.get(baked.queued ?? '');
+  const layout = baked.fields?.id ?? '';
+  const at = layout === '' ? (baked.queued ?? '') : `${baked.queued ?? ''}\n${layout}`;
+  const hit = byQueued?.get(at);
   if (hit && hit.add === add && hit.addArgs === baked.addArgs && hit.fixed === baked.fixed) return hit.script;
   let variants = bakedScripts.get(add);
-  const id = `${baked.addArgs}\n${baked.fixed?.id ?? ''}\n${baked.queued ?? ''}\n${baked.keys.join('\n')}`;
+  const id = `${baked.addArgs}\n${baked.fixed?.id ?? ''}\n${baked.queued ?? ''}\n${layout}\n${baked.keys.join('\n')}`;
   const known = variants?.get(id);
   const remember = (script: LuaScript) => {
     if (!byQueued) {
       byQueued = new Map();
       byKeys.set(baked.keys, byQueued);
     }
-    byQueued.set(baked.queued ?? '', { add, addArgs: baked.addArgs, fixed: baked.fixed, script });
+    byQueued.set(at, { add, addArgs: baked.addArgs, fixed: baked.fixed, script });
     return script;
   };
   if (known) return remember(known);
@@ -102,7 +127,8 @@ export function bakedAddScript(add: LuaScript, baked: Baked): LuaScript | undefi
   if (
     !PLAIN.test(baked.queued ?? '') ||
     !baked.keys.every((k) => PLAIN.test(k)) ||
-    !(baked.fixed?.names ?? []).every((k) => PLAIN.test(k))
+    !(baked.fixed?.names ?? []).every((k) => PLAIN.test(k)) ||
+    (baked.fields && !(recordFieldsOnce && baked.fields.names.every((k) => PLAIN.test(k))))
   )
     return undefined;
   if (!variants) {
@@ -128,9 +154,14 @@ function compositeSource(add: LuaScript, baked?: Baked): string {
   // An add whose start may take the created record (the hand-off's: CREATED_RUN) writes it: with
   // the start applied when that start is this run's, else at the end below (DEFER_RECORD).
   const defers = add.source.includes(CREATED_RUN);
-  const admitSource = defers
+  let admitSource = defers
     ? ADMIT_AND_CREATE.source.split(DEFER_RECORD).join('true')
     : ADMIT_AND_CREATE.source;
+  // The record's names in the text, its values from where the pairs began (RECORD_FIELDS).
+  if (baked?.fields)
+    admitSource = admitSource
+      .split(RECORD_FIELDS)
+      .join(`{${baked.fields.names.map((name, i) => `${literal(name)}, ARGV[a + ${i + 4}]`).join(', ')}}`);
   const addSource = (baked?.fixed ? bakeFixedTerms(add.source, baked.fixed, literal) : add.source)
     .split(CREATED_RUN)
     .join('createdRun')
@@ -201,12 +232,26 @@ export interface AdmissionRide {
   readonly carried: boolean;
 }
 
+/** Where a create's record fields stand in its admission's arguments (name, value pairs from `at` to the end), and their names. */
+export interface RecordArgs {
+  at: number;
+  layout: RecordLayout;
+}
+
+/** `args` with the record's names left out (`record`): the pairs' values alone, in order. */
+function valuesOnly(args: (string | number)[], record: RecordArgs): (string | number)[] {
+  const out = args.slice(0, record.at);
+  for (let i = record.at + 1; i < args.length; i += 2) out.push(args[i] as string | number);
+  return out;
+}
+
 /**
  * Sends a create's admission (`admitKeys`, the 23 of admit-and-create-24 without the queued key;
  * `admitArgs`, its arguments) through `then`'s add: `then` is called with a ride and sends the
  * admission with its add (`send`) or alone before its add (`alone`); a `then` that settles without
  * either has the admission sent alone then. Resolves to the admission's answer (as the script
- * answers it) and `then`'s promise.
+ * answers it) and `then`'s promise. `record`: where the record's fields stand in `admitArgs`, so a
+ * baked script holds their names in its text and is sent their values alone (`RECORD_FIELDS`).
  */
 export async function rideAdmission(
   redis: Redis,
@@ -214,6 +259,7 @@ export async function rideAdmission(
   queuedKey: string | undefined,
   admitArgs: (string | number)[],
   then: (counted: boolean, ride: AdmissionRide) => Promise<unknown>,
+  record?: RecordArgs,
 ): Promise<{ answer: unknown; queued: Promise<unknown> }> {
   let sent = false;
   let carried = false;
@@ -240,7 +286,11 @@ export async function rideAdmission(
       // The add's keys and the queued-count key in the script's text where they can be (a
       // queue's names, the same every submit of its mode): 16 arguments fewer a call.
       // And a hand-off's compact registrations' fixed names (handoff-terms.ts), when given.
-      const baked = bakedAddScript(add, { keys, queued: queuedKey, addArgs: args.length, fixed });
+      // And the record's field names, when given: the admission's arguments then carry their values alone.
+      const terms = { keys, queued: queuedKey, addArgs: args.length, fixed };
+      const named = record && bakedAddScript(add, { ...terms, fields: record.layout });
+      const baked = named ?? bakedAddScript(add, terms);
+      const sentArgs = named && record ? valuesOnly(admitArgs, record) : admitArgs;
       // `concat`, not spreads: ~100 arguments a submit, which a spread walks through the iterator
       // protocol in code V8 has not optimized (round 37 `submit-gw`, core's lua-script.ts).
       // A Buffer among the add's arguments (BullMQ's packed options) goes as bytes (lua-script.ts).
@@ -249,7 +299,7 @@ export async function rideAdmission(
           ? baked.run(
               redis,
               admitKeys,
-              (admitArgs as (string | number | Buffer)[]).concat(args) as (string | number)[],
+              (sentArgs as (string | number | Buffer)[]).concat(args) as (string | number)[],
             )
           : admittedAddScript(add).run(
               redis,

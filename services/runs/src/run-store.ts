@@ -179,12 +179,15 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         if (admission?.carriesAdd) {
           // The job's add carries the admission (admitted-add.ts): one script, sent as EVALSHA.
           const queuedKey = counted ? keys.poolQueued(run.mode) : undefined;
+          // The fields' names in order: the script holds them in its text, sent their values alone.
+          const names = Object.keys(fields);
           const ridden = await rideAdmission(
             redis,
             admitKeys.concat(runKeys),
             queuedKey,
             admitArgs.concat(runArgs),
             then,
+            { at: admitArgs.length + 4, layout: { names, id: names.join(',') } },
           );
           ridden.queued.catch(() => undefined);
           const answer = admissionOf(ridden.answer);

@@ -18,7 +18,9 @@
 -- runs-service.ts: no record of it can be there), its answer marked `deferred`.
 local function createRun(k, a, heard, defer)
   -- Copied by unpack (C, the table made at its size): appended one by one, the table grew and was
-  -- rehashed ~6 times over its ~34 fields (test/bench/README.md, round 35, `submit-lua`).
+  -- rehashed ~6 times over its ~34 fields (test/bench/README.md, round 35, `submit-lua`). A submit
+  -- whose script holds the fields' names in its text (admitted-add.ts `RECORD_FIELDS`) is sent
+  -- their values alone and makes the table by one constructor of names and values instead.
   local fields = {unpack(ARGV, a + 4, #ARGV)}
   if heard and not heard[1] then
     fields[#fields + 1] = 'quiet'
