@@ -56,6 +56,8 @@ export interface DerivedEntry {
   from: readonly [part: string, at: number];
   /** The text after the carried value: a key's fixed end (`}:events`), '' for a copy. */
   after: string;
+  /** The text before it when fixed ('' for a copy); absent, a name read from the call (a prefix, a mode). */
+  before?: string;
 }
 
 /** A derived entry as the baker reads it: where it is, where its value comes from. */
@@ -65,6 +67,7 @@ interface Derivation {
   fromPart: number;
   fromAt: number;
   after: string;
+  before: string | undefined;
 }
 
 /** A baked call: the text's script, its keys and its arguments. */
@@ -104,7 +107,7 @@ export class BakedScript {
         if (d.at < 0 || d.at >= p.length || notCarried[d.at])
           throw new Error(`${p.name}[${d.at}]: a derived entry is a position of its own, not a name's`);
         notCarried[d.at] = true;
-        this.derivations.push({ part, at: d.at, fromPart, fromAt, after: d.after });
+        this.derivations.push({ part, at: d.at, fromPart, fromAt, after: d.after, before: d.before });
       }
     });
     for (const d of this.derivations) {
@@ -166,6 +169,7 @@ export class BakedScript {
       if (typeof value !== 'string' || typeof from !== 'string') return undefined;
       const at = value.length - d.after.length - from.length;
       if (at < 0 || !value.endsWith(d.after) || !value.startsWith(from, at)) return undefined;
+      if (d.before !== undefined && (at !== d.before.length || !value.startsWith(d.before))) return undefined;
       befores.push(value.slice(0, at));
     }
     const id = JSON.stringify([names, befores]);

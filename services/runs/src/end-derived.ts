@@ -57,8 +57,8 @@ export function endDerived(
     ],
     args: [
       // The tenant half's run id (finish-tenant-9's ARGV[1]) and the lease's job id (lease-release-5's ARGV[1]).
-      { at: 7, from: [args, RUN_ID], after: '' },
-      { at: 18, from: jobId, after: '' },
+      { at: 7, from: [args, RUN_ID], after: '', before: '' },
+      { at: 18, from: jobId, after: '', before: '' },
     ],
   };
 }
