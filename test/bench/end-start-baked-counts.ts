@@ -13,7 +13,9 @@
  * warm calls (the script's compile dropped). Commands Redis ran (INFO commandstats, a script's own
  * counted) a call, both sides. Sides in the order `SIDES` (default "unbaked baked baked unbaked").
  * `NEXT=0`: the completion brings no next job (`endAndCompleteScript`, baked since round 46).
- * `DUMP=1` prints the end's keys and arguments. Counts: no bench lock needed.
+ * `DUMP=1` prints the end's keys and arguments. `IDS=uuid`: the runs' ids (and jobs') are 36-character
+ * UUIDs, as the gateway makes them (runs-service.ts), not `c1`… (round 47 `end-keys`: the end's
+ * run keys made from the id in the text). Counts: no bench lock needed.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
@@ -61,6 +63,10 @@ const NEXT = process.env.NEXT !== '0';
 const UNBAKED_END = endAndCompleteScript(moveToFinished.content);
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
 const DEFER_MS = 60_000;
+/** The runs' ids: the ended run's, the next job's, the one after. */
+const [C1, C2, C3] = [1, 2, 3].map((n) =>
+  process.env.IDS === 'uuid' ? `6f1c2d3e-4b5a-4c6d-8e7f-90a1b2c3d4e${n}` : `c${n}`,
+) as [string, string, string];
 
 /** RESP bytes of a command. */
 function respBytes(parts: unknown[]): number {
@@ -97,12 +103,12 @@ async function side(name: string, point: string) {
   const runs = createRunStore(redis, sealer);
   const life = createRunLifecycle({ runs, journal: createCallJournal({ redis, sealer }) });
   await redis.hset(keys.poolSlots(mode), 'r1', `100000:${Date.now() + 3_600_000}`);
-  for (const id of ['c1', 'c2', 'c3']) {
+  for (const id of [C1, C2, C3]) {
     await runs.create(runFixture(id, { mode }));
     await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, { jobId: id });
   }
   const start = () => life.fetchedStart(terms);
-  const token = 'w1:c1';
+  const token = `w1:${C1}`;
   const fetchKeys = FETCH_KEY_NAMES.map((k) => queue.keys[k] ?? '');
   const fetching = startingClient(
     redis as never,
@@ -121,7 +127,7 @@ async function side(name: string, point: string) {
   const lease: RunLease = {
     ...terms,
     tenant: 'acme',
-    jobId: 'c1',
+    jobId: C1,
     acquired: () => undefined,
     held: () => true,
     released: () => undefined,
@@ -131,7 +137,7 @@ async function side(name: string, point: string) {
     },
   };
   await runs.finish(
-    { id: 'c1', tenant: 'acme', lease },
+    { id: C1, tenant: 'acme', lease },
     {
       status: 'Completed',
       result: { _tag: 'Completed', value: 1, logs: [] },
@@ -142,7 +148,7 @@ async function side(name: string, point: string) {
   if (!handed) throw new Error('the end was not handed over');
   const end = handed;
   if (process.env.DUMP) console.log(JSON.stringify({ keys: end.keys, args: end.args }, null, 1));
-  const job = await Job.fromId(queue, 'c1');
+  const job = await Job.fromId(queue, C1);
   const scripts = (worker as unknown as { scripts: { moveToCompletedArgs(...a: unknown[]): unknown[] } })
     .scripts;
   const bullCall = scripts.moveToCompletedArgs(job, '1', { count: 100 }, token, NEXT);
@@ -205,7 +211,7 @@ async function side(name: string, point: string) {
       )) as unknown[][];
       startedId = String(reply[1]?.[1]);
     }
-    if (NEXT && startedId !== 'c2') throw new Error(`the next job started: ${startedId}`);
+    if (NEXT && startedId !== C2) throw new Error(`the next job started: ${startedId}`);
   }
   const after = await commandStats(redis);
   const ran: string[] = [];

@@ -23,6 +23,7 @@ import {
   endAndCompleteScript,
   endCompleteStartBody,
   endCompleteStartScript,
+  endDerived,
   FETCHED_ARGS,
   type FetchedStart,
   FINISH_RUN_RELEASE,
@@ -58,17 +59,26 @@ const COMPLETE_COMMAND = 'moveToFinished';
 const COMPLETE_KEYS = moveToFinished.keys;
 /**
  * The fused calls' parts with the worker's names (@islet/runs baked-call.ts). BullMQ's: the queue's
- * keys but the job's (its 12th), the property and target it finishes with ('returnvalue',
- * 'completed'; a failure's are another text) and the queue's prefix. The end's
- * (`finish-run-release-18`): the pool's four keys, the events channel, the event's type and the
- * pool's tenant key prefix; its run's, tenant's and time's keys and its terms carried, its fields
- * the run at its end. The start's: its 17 names (`FIXED_START`), its terms, time and the delay carried.
+ * keys but the job's (its 12th: made in the text from the job id, after the queue's prefix), the
+ * property and target it finishes with ('returnvalue', 'completed'; a failure's are another text)
+ * and the queue's prefix. The end's (`finish-run-release-18`): the pool's four keys, the events
+ * channel, the event's type and the pool's tenant key prefix; its run's and tenant's keys made in
+ * the text from the run id and the tenant it carries, the lease's job id from BullMQ's
+ * (@islet/runs end-derived.ts); its time's keys and its terms carried, its fields the run at its
+ * end. The start's: its 17 names (`FIXED_START`), its terms, time and the delay carried.
  */
+const END_DERIVED = endDerived('EA', ['BA', 0]);
 const BULL_PARTS: PartShape[] = [
-  { name: 'BK', keys: true, length: COMPLETE_KEYS, names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13] },
+  {
+    name: 'BK',
+    keys: true,
+    length: COMPLETE_KEYS,
+    names: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13],
+    derived: [{ at: 11, from: ['BA', 0], after: '' }],
+  },
   { name: 'BA', keys: false, length: 9, names: [2, 4, 6] },
-  { name: 'EK', keys: true, length: 18, names: [13, 14, 15, 16] },
-  { name: 'EA', keys: false, length: 23, names: [1, 2, 22], rest: true },
+  { name: 'EK', keys: true, length: 18, names: [13, 14, 15, 16], derived: END_DERIVED.keys },
+  { name: 'EA', keys: false, length: 23, names: [1, 2, 22], rest: true, derived: END_DERIVED.args },
 ];
 const END_BAKED = new BakedScript(END_AND_COMPLETE, endAndCompleteBody(moveToFinished.content), BULL_PARTS);
 const END_START_BAKED = new BakedScript(

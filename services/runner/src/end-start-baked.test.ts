@@ -95,7 +95,14 @@ const restore = (snap: RedisSnapshot) => restoreRedis(redis, snap);
  * completion; from that state its completion fetching the next job (`next`; else fetching none)
  * sent both ways.
  */
-async function bothWays(first: string, firstTenant: string, t = terms, next = true) {
+async function bothWays(
+  first: string,
+  firstTenant: string,
+  t = terms,
+  next = true,
+  o: { jobId?: string; alter?: (end: { keys: string[]; args: (string | number)[] }) => void } = {},
+) {
+  const jobId = o.jobId ?? first;
   const life = createRunLifecycle({
     runs: createRunStore(redis, sealer),
     journal: createCallJournal({ redis, sealer }),
@@ -119,13 +126,13 @@ async function bothWays(first: string, firstTenant: string, t = terms, next = tr
     at + 10,
     pack({ token, lockDuration: 30_000, name: 'vm' }),
   ])) as unknown[];
-  expect(fetched[1]).toBe(first);
+  expect(fetched[1]).toBe(jobId);
   // Its end, handed to the completion (`deferEnd`): the end's keys and arguments.
   let handed: { keys: string[]; args: (string | number)[] } | undefined;
   const lease: RunLease = {
     ...t,
     tenant: firstTenant,
-    jobId: first,
+    jobId,
     acquired: () => undefined,
     held: () => true,
     released: () => undefined,
@@ -145,7 +152,8 @@ async function bothWays(first: string, firstTenant: string, t = terms, next = tr
   );
   if (!handed) throw new Error('the end was not handed over');
   const end = handed;
-  const job = await Job.fromId(queue, first);
+  o.alter?.(end);
+  const job = await Job.fromId(queue, jobId);
   const scripts = (worker as unknown as { scripts: { moveToCompletedArgs(...a: unknown[]): unknown[] } })
     .scripts;
   const bullCall = scripts.moveToCompletedArgs(job, '1', { count: 100 }, token, next);
@@ -188,16 +196,24 @@ async function bothWays(first: string, firstTenant: string, t = terms, next = tr
     },
   };
   const sent: string[] = [];
+  /** The EVALSHA's keys and arguments as sent (after its hash and key count). */
+  const sentKeys: unknown[][] = [];
+  const sentArgs: unknown[][] = [];
   const exec = completingExec(
     version,
     async () => {
       throw new Error('BullMQ’s own call: not expected');
     },
-    (id) => (id === first ? pending : undefined),
+    (id) => (id === jobId ? pending : undefined),
   );
   const send = redis.sendCommand.bind(redis);
   redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
-    if (command.name === 'evalsha') sent.push(String(command.args[0]));
+    if (command.name === 'evalsha') {
+      sent.push(String(command.args[0]));
+      const n = Number(command.args[1]);
+      sentKeys.push(command.args.slice(2, 2 + n).map(String));
+      sentArgs.push(command.args.slice(2 + n));
+    }
     return (send as (...a: unknown[]) => unknown)(command, ...rest);
   }) as typeof redis.sendCommand;
   try {
@@ -209,7 +225,7 @@ async function bothWays(first: string, firstTenant: string, t = terms, next = tr
   }
   states.push(await state());
   const bakedHeldUnbaked = await redis.script('EXISTS', unbakedSha);
-  return { answers, states, unbakedHeld, bakedHeldUnbaked, sent, started };
+  return { answers, states, unbakedHeld, bakedHeldUnbaked, sent, sentKeys, sentArgs, started, end };
 }
 
 describe("a run's end, its completion and the next start, baked", () => {
@@ -237,6 +253,11 @@ describe("a run's end, its completion and the next start, baked", () => {
     expect(Array.isArray(completion[4])).toBe(true);
     expect(r.started).toEqual(['e2']);
     expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+    // Sent: only the end's keys with a time part (usage day, health hour, stored bytes); its run's,
+    // tenant's and BullMQ's job key made in the text; the run id twice (the end's, BullMQ's job id).
+    expect(r.sentKeys[0]).toEqual([r.end.keys[9], r.end.keys[11], r.end.keys[12]]);
+    expect(r.sentArgs[0]?.filter((a) => a === 'e1')).toHaveLength(2);
+    expect(r.sentArgs[0]?.some((a) => String(a).includes('islet:'))).toBe(false);
     expect(await redis.hmget(keys.run('e1'), 'status', 'attempts')).toEqual(['Completed', '1']);
     expect(await redis.hmget(keys.run('e2'), 'status', 'attempts')).toEqual(['Running', '1']);
   });
@@ -284,7 +305,54 @@ describe("a run's end, its completion and the next start, baked", () => {
     expect((unbaked[0] as unknown[])[0]).toBe(1);
     expect(r.started).toEqual([]);
     expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+    expect(r.sentKeys[0]).toEqual([r.end.keys[9], r.end.keys[11], r.end.keys[12]]);
     expect(await redis.hget(keys.run('f1'), 'status')).toBe('Completed');
     expect(await redis.zscore(queue.keys.completed ?? '', 'f1')).not.toBeNull();
+  });
+
+  it("answers and writes as the unbaked call: a decision round's job, its id not the run's", async () => {
+    await redis.flushall();
+    await redis.hset(keys.poolSlots(mode), 'r1', `100:${Date.now() + 3_600_000}`);
+    for (const id of ['g1', 'g2']) {
+      await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
+      await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: `${id}-r1` });
+    }
+    const r = await bothWays('g1', 'acme', terms, true, { jobId: 'g1-r1' });
+    expect(r.bakedHeldUnbaked).toEqual([0]);
+    expect(isEndCompleteStartSha(r.sent[0])).toBe(true);
+    expect(r.sent[0]).not.toBe(END_COMPLETE_START_SHA);
+    // The lease's job id a copy of BullMQ's, the tenant half's run id of the end's.
+    expect(r.sentKeys[0]).toHaveLength(3);
+    expect(r.sentArgs[0]?.filter((a) => a === 'g1-r1')).toHaveLength(1);
+    expect(r.sentArgs[0]?.filter((a) => a === 'g1')).toHaveLength(1);
+    const [unbaked = [], baked] = r.answers as unknown[][];
+    expect(clockless(baked)).toBe(clockless(unbaked));
+    expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+    expect(await redis.hget(keys.run('g1'), 'status')).toBe('Completed');
+    expect(await redis.zscore(keys.poolTenantLeases(mode, 'acme'), 'g1-r1')).toBeNull();
+  });
+
+  it('sends an end whose key is not made from its run id or tenant unbaked, every key as it is', async () => {
+    await redis.flushall();
+    await redis.hset(keys.poolSlots(mode), 'r1', `100:${Date.now() + 3_600_000}`);
+    for (const id of ['h1', 'h2']) {
+      await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
+      await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: id });
+    }
+    // The in-flight key under another prefix: not `before .. tenant .. '}:inflight'` with the
+    // text's before, nor any: its tenant's name is not there.
+    const r = await bothWays('h1', 'acme', terms, true, {
+      alter: (end) => {
+        end.keys[3] = 'islet:tenant:{t:other}:inflight';
+      },
+    });
+    expect(r.sent).toEqual([END_COMPLETE_START_SHA]);
+    expect(r.sentKeys[0]).toHaveLength(32);
+    expect(r.sentKeys[0]).toContain('islet:tenant:{t:other}:inflight');
+    const [unbaked = [], baked] = r.answers as unknown[][];
+    expect(clockless(baked)).toBe(clockless(unbaked));
+    expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+    // The run's own in-flight entry stays: the key as sent was used, not one made from the tenant.
+    expect(await redis.zscore(keys.inFlight('acme'), 'h1')).not.toBeNull();
   });
 });

@@ -12,6 +12,7 @@ import { LuaScript } from '@islet/core/lua-script';
 import { describe, expect, it } from 'vitest';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { BakedScript, type PartShape } from './baked-call.ts';
+import { endDerived } from './end-derived.ts';
 import { FETCHED_ARGS } from './fetched-start-args.ts';
 import { FIXED_START } from './handoff-terms.ts';
 import { endCompleteStartScript } from './lease-scripts.ts';
@@ -141,5 +142,112 @@ describe('a fused call baked with its names', () => {
     expect(end.call(values)).toBeDefined();
     values[3] = (values[3] as Arg[]).slice(1);
     expect(end.call(values)).toBeUndefined();
+  });
+
+  it("makes derived entries in the text from what the call carries: the end's run and tenant keys, the ids' copies", async () => {
+    const derived = endDerived('EA', ['BA', 0]);
+    const shape: PartShape[] = END_START.map((p) =>
+      p.name === 'BK'
+        ? { ...p, derived: [{ at: 11, from: ['BA', 0], after: '' }] }
+        : p.name === 'EK'
+          ? { ...p, derived: derived.keys }
+          : p.name === 'EA'
+            ? { ...p, derived: derived.args }
+            : p,
+    );
+    const names = shape.map((p) => p.name);
+    const split = endCompleteStartScript('', 'x').source;
+    const unbaked = new LuaScript(`${split.slice(0, split.indexOf('local deferMs'))}${answer(names)}`);
+    const baker = new BakedScript(unbaked, answer(names), shape);
+    // A run id and tenant with bytes a literal escapes; the keys' text before them odd too.
+    const call = (run: string, tenant: string, prefix = "p'1\\2\u0000:", fields = 3) => {
+      const values = shape.map((p) => part(p, 'w', run, p.length + (p.rest ? fields : 0)));
+      const [bk, ba, ek, ea] = values as [Arg[], Arg[], Arg[], Arg[]];
+      ba[0] = `${run}-r1`;
+      bk[11] = `bull:q:${run}-r1`;
+      ea[0] = run;
+      ea[7] = run;
+      ea[15] = tenant;
+      ea[18] = `${run}-r1`;
+      const made = (at: number, id: string) => {
+        const d = [...derived.keys].find((x) => x.at === at);
+        return `${prefix}${at}{${id}${d?.after}`;
+      };
+      for (const at of [0, 1, 2]) ek[at] = made(at, run);
+      for (const at of [3, 4, 5, 6, 7, 8, 10, 17]) ek[at] = made(at, tenant);
+      return values;
+    };
+    const values = call('r\u00e9\n1', "t'1");
+    const baked = baker.call(values);
+    expect(baked).toBeDefined();
+    if (!baked) return;
+    // Carried: the end's 3 keys with a time part; the run id once, BullMQ's job id once.
+    expect(baked.keys).toHaveLength(3);
+    expect(baked.args).toHaveLength(6 + 18 + 3 + 8);
+    expect(baked.args.filter((a) => a === 'r\u00e9\n1')).toHaveLength(1);
+    expect(baked.args.filter((a) => a === 'r\u00e9\n1-r1')).toHaveLength(1);
+    expect(baked.script.source).toContain("local EK = {'p\\0391\\0922\\000:0{' .. A[7] .. '}'");
+    const [bk, ba, ek, ea, sa] = values as [string[], Arg[], string[], Arg[], Arg[]];
+    const asSent = await unbaked.run(r.a, bk.concat(ek), ba.concat(ea, [14, 9], sa));
+    expect(await baked.script.run(r.a, baked.keys, baked.args as Arg[])).toEqual(asSent);
+    expect(asSent).toEqual(values.map((v) => v.map(String)));
+    // Another run and tenant: the same text. Another prefix before them: another.
+    const again = baker.call(call('r2', 'acme'));
+    expect(again?.script).toBe(baked.script);
+    const other = call('r3', 'beta', 'q:');
+    const elsewhere = baker.call(other);
+    expect(elsewhere?.script.sha).not.toBe(baked.script.sha);
+    expect(await elsewhere?.script.run(r.a, elsewhere.keys, elsewhere.args as Arg[])).toEqual(
+      other.map((v) => v.map(String)),
+    );
+    // Found again after another's: checked against that text's, not taken for it.
+    expect(baker.call(call('r4', 'gamma'))?.script).toBe(baked.script);
+  });
+
+  it('sends a call whose derived entry is not its concatenation unbaked', () => {
+    const shape: PartShape[] = [
+      { name: 'K1', keys: true, length: 3, names: [0], derived: [{ at: 2, from: ['A2', 0], after: '}:x' }] },
+      { name: 'A1', keys: false, length: 1, names: [], rest: true },
+      // After the run: its source counted from the end.
+      {
+        name: 'A2',
+        keys: false,
+        length: 3,
+        names: [2],
+        derived: [{ at: 1, from: ['A2', 0], after: '', before: '' }],
+      },
+    ];
+    const body = answer(['K1', 'A1', 'A2']);
+    const baker = new BakedScript(new LuaScript(body), body, shape);
+    const call = (key: Arg | Buffer, copy: Arg = 'id', id: Arg = 'id') => [
+      ['n', 'k', key],
+      ['a', 'b'],
+      [id, copy, 'm'],
+    ];
+    const good = baker.call(call('pre{id}:x'));
+    expect(good?.keys).toEqual(['k']);
+    expect(good?.args).toEqual(['a', 'b', 'id']);
+    expect(good?.script.source).toContain("local K1 = {'n', K[1], 'pre{' .. A[z] .. '}:x'}");
+    expect(good?.script.source).toContain("local A2 = {A[z], A[z], 'm'}");
+    for (const bad of [
+      call('pre{ix}:x'),
+      call('pre{id}:y'),
+      call('{id}'),
+      call('pre{id}:x', 'id2'),
+      call('pre{id}:x', 'xid'),
+      call(Buffer.from('pre{id}:x')),
+      call('pre{7}:x', '7', 7),
+    ])
+      expect(baker.call(bad)).toBeUndefined();
+    // A derived entry made from a name, from another derived, or where a name is: refused.
+    const refused = (derived: PartShape['derived']) => () =>
+      new BakedScript(new LuaScript(body), body, [
+        { ...(shape[0] as PartShape), derived },
+        ...shape.slice(1),
+      ]);
+    expect(refused([{ at: 2, from: ['K1', 0], after: '' }])).toThrow();
+    expect(refused([{ at: 0, from: ['A2', 0], after: '' }])).toThrow();
+    expect(refused([{ at: 2, from: ['A2', 1], after: '' }])).toThrow();
+    expect(refused([{ at: 2, from: ['A1', 1], after: '' }])).toThrow();
   });
 });

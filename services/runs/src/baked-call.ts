@@ -19,6 +19,13 @@
  * a text per test runner's seal key would fill MAX_BAKED (round 45). A call's names select its
  * text (the last one's compared first); another worker's names make another; past MAX_BAKED texts
  * of a script, or a call whose parts are not of their shape, the caller sends the unbaked script.
+ *
+ * A part's derived entries are made in the text from an entry the call carries: a run's keys from
+ * its id, a tenant's from its name, a copy of the job id (`'islet:run:{' .. A[1] .. '}'`; round 47
+ * `end-keys`). The text after the carried value is the shape's (a key's fixed end), the text
+ * before it a name (a prefix, a pool's mode): a call is baked only when each such entry is exactly
+ * `before .. value .. after`, else it goes unbaked. Redis takes these keys undeclared, as the
+ * names: the fused calls run on one server only (a Cluster's end and fetch are not fused).
  */
 import { LuaScript } from '@islet/core/lua-script';
 import { luaLiteral } from './handoff-terms.ts';
@@ -37,6 +44,30 @@ export interface PartShape {
   names: readonly number[];
   /** It ends in a run of any length (one part of the arguments at most). */
   rest?: boolean;
+  /** Its positions made in the text from a carried entry (never a name's or another derived's). */
+  derived?: readonly DerivedEntry[];
+}
+
+/** An entry made in the text as `before .. <a carried entry> .. after`, `before` a name. */
+export interface DerivedEntry {
+  /** Its position (0-based) in its part. */
+  at: number;
+  /** The carried entry it is made from: a part's name and a position (before its run) in it. */
+  from: readonly [part: string, at: number];
+  /** The text after the carried value: a key's fixed end (`}:events`), '' for a copy. */
+  after: string;
+  /** The text before it when fixed ('' for a copy); absent, a name read from the call (a prefix, a mode). */
+  before?: string;
+}
+
+/** A derived entry as the baker reads it: where it is, where its value comes from. */
+interface Derivation {
+  part: number;
+  at: number;
+  fromPart: number;
+  fromAt: number;
+  after: string;
+  before: string | undefined;
 }
 
 /** A baked call: the text's script, its keys and its arguments. */
@@ -53,19 +84,38 @@ export class BakedScript {
   readonly base: LuaScript;
   private readonly body: string;
   private readonly parts: readonly PartShape[];
-  private readonly isName: boolean[][];
+  /** Each part's positions not carried: a name or a derived entry. */
+  private readonly notCarried: boolean[][];
+  private readonly derivations: Derivation[] = [];
   private readonly texts = new Map<string, LuaScript>();
   private readonly shas = new Set<string>();
-  private last: { names: Arg[]; script: LuaScript } | undefined;
+  private last: { names: Arg[]; befores: string[]; script: LuaScript } | undefined;
 
   /** `base`: the unbaked script; `body`: its text after its parts are made; `parts` in the call's order. */
   constructor(base: LuaScript, body: string, parts: readonly PartShape[]) {
     this.base = base;
     this.body = body;
     this.parts = parts;
-    this.isName = parts.map((p) => Array.from({ length: p.length }, (_, i) => p.names.includes(i)));
+    this.notCarried = parts.map((p) => Array.from({ length: p.length }, (_, i) => p.names.includes(i)));
     if (parts.filter((p) => p.rest).length > 1 || parts.some((p) => p.rest && p.keys))
       throw new Error('one part of the arguments at most ends in a run');
+    parts.forEach((p, part) => {
+      for (const d of p.derived ?? []) {
+        const fromPart = parts.findIndex((q) => q.name === d.from[0]);
+        const fromAt = d.from[1];
+        const notCarried = this.notCarried[part] as boolean[];
+        if (d.at < 0 || d.at >= p.length || notCarried[d.at])
+          throw new Error(`${p.name}[${d.at}]: a derived entry is a position of its own, not a name's`);
+        notCarried[d.at] = true;
+        this.derivations.push({ part, at: d.at, fromPart, fromAt, after: d.after, before: d.before });
+      }
+    });
+    for (const d of this.derivations) {
+      const from = parts[d.fromPart];
+      const fromNames = this.notCarried[d.fromPart];
+      if (!from || !fromNames || d.fromAt < 0 || d.fromAt >= from.length || fromNames[d.fromAt])
+        throw new Error('a derived entry is made from an entry the call carries');
+    }
   }
 
   /** The call whose parts hold `values` (in the parts' order), baked; undefined: send it unbaked. */
@@ -84,9 +134,9 @@ export class BakedScript {
     for (let p = 0; p < parts.length; p++) {
       const part = parts[p] as PartShape;
       const v = values[p] as readonly Arg[];
-      const isName = this.isName[p] as boolean[];
+      const notCarried = this.notCarried[p] as boolean[];
       const to = (part.keys ? keys : args) as Arg[];
-      for (let i = 0; i < part.length; i++) if (!isName[i]) to.push(v[i] as Arg);
+      for (let i = 0; i < part.length; i++) if (!notCarried[i]) to.push(v[i] as Arg);
       for (let i = part.length; i < v.length; i++) to.push(v[i] as Arg);
     }
     return { script, keys, args };
@@ -97,20 +147,14 @@ export class BakedScript {
     return typeof sha === 'string' && this.shas.has(sha);
   }
 
-  /** The text for the call's names: the last call's when they are the same, else found or made. */
+  /**
+   * The text for the call's names and its derived entries' `before`s: the last call's when they
+   * are the same, else found or made; undefined when a derived entry is not its concatenation.
+   */
   private script(values: readonly (readonly Arg[])[]): LuaScript | undefined {
     const last = this.last;
-    if (last) {
-      let at = 0;
-      let same = true;
-      for (let p = 0; same && p < this.parts.length; p++)
-        for (const i of (this.parts[p] as PartShape).names)
-          if ((values[p] as readonly Arg[])[i] !== last.names[at++]) {
-            same = false;
-            break;
-          }
-      if (same) return last.script;
-    }
+    if (last && this.sameNames(values, last.names) && this.sameBefores(values, last.befores))
+      return last.script;
     const names: Arg[] = [];
     for (let p = 0; p < this.parts.length; p++)
       for (const i of (this.parts[p] as PartShape).names) {
@@ -118,29 +162,70 @@ export class BakedScript {
         if (typeof name !== 'string' && typeof name !== 'number') return undefined;
         names.push(name);
       }
-    const id = JSON.stringify(names);
+    const befores: string[] = [];
+    for (const d of this.derivations) {
+      const value = (values[d.part] as readonly Arg[])[d.at];
+      const from = (values[d.fromPart] as readonly Arg[])[d.fromAt];
+      if (typeof value !== 'string' || typeof from !== 'string') return undefined;
+      const at = value.length - d.after.length - from.length;
+      if (at < 0 || !value.endsWith(d.after) || !value.startsWith(from, at)) return undefined;
+      if (d.before !== undefined && (at !== d.before.length || !value.startsWith(d.before))) return undefined;
+      befores.push(value.slice(0, at));
+    }
+    const id = JSON.stringify([names, befores]);
     let script = this.texts.get(id);
     if (!script) {
       if (this.texts.size >= MAX_BAKED) return undefined;
-      script = new LuaScript(`${this.header(names)}${this.body}`);
+      script = new LuaScript(`${this.header(names, befores)}${this.body}`);
       this.texts.set(id, script);
       this.shas.add(script.sha);
     }
-    this.last = { names, script };
+    this.last = { names, befores, script };
     return script;
+  }
+
+  /** Whether the call's names are `names`, in order. */
+  private sameNames(values: readonly (readonly Arg[])[], names: readonly Arg[]): boolean {
+    let at = 0;
+    for (let p = 0; p < this.parts.length; p++)
+      for (const i of (this.parts[p] as PartShape).names)
+        if ((values[p] as readonly Arg[])[i] !== names[at++]) return false;
+    return true;
+  }
+
+  /** Whether each derived entry of the call is `befores[k] .. its carried value .. after` (no string made). */
+  private sameBefores(values: readonly (readonly Arg[])[], befores: readonly string[]): boolean {
+    const derivations = this.derivations;
+    for (let k = 0; k < derivations.length; k++) {
+      const d = derivations[k] as Derivation;
+      const before = befores[k] as string;
+      const value = (values[d.part] as readonly Arg[])[d.at];
+      const from = (values[d.fromPart] as readonly Arg[])[d.fromAt];
+      if (
+        typeof value !== 'string' ||
+        typeof from !== 'string' ||
+        value.length !== before.length + from.length + d.after.length ||
+        !value.startsWith(before) ||
+        !value.startsWith(from, before.length) ||
+        !value.endsWith(d.after)
+      )
+        return false;
+    }
+    return true;
   }
 
   /**
    * Each part as one constructor: its names as literals, the carried as the call's keys (`K`) and
-   * arguments (`A`) in order; arguments after a run are counted from the end (`z`, their number).
+   * arguments (`A`) in order, a derived entry as its `before`, its carried entry and its `after`
+   * joined; arguments after a run are counted from the end (`z`, their number).
    */
-  private header(names: readonly Arg[]): string {
+  private header(names: readonly Arg[], befores: readonly string[]): string {
     const parts = this.parts;
     let after = 0;
     let run = false;
-    for (const part of parts) {
+    for (const [p, part] of parts.entries()) {
       if (part.keys) continue;
-      if (run) after += part.length - part.names.length;
+      if (run) after += (this.notCarried[p] as boolean[]).filter((x) => !x).length;
       if (part.rest) run = true;
     }
     let named = 0;
@@ -148,22 +233,32 @@ export class BakedScript {
     let arg = 0;
     let fromEnd = after;
     let pastRun = false;
-    const lines = [run ? 'local K, A = KEYS, ARGV\nlocal z = #A' : 'local K, A = KEYS, ARGV'];
-    parts.forEach((part, p) => {
-      const entries: string[] = [];
+    // Each entry's expression; a derived entry's is filled after, from its carried entry's.
+    const entries = parts.map((part, p) => {
+      const own: string[] = [];
       for (let i = 0; i < part.length; i++) {
-        if (this.isName[p]?.[i]) entries.push(luaLiteral(String(names[named++])));
-        else if (part.keys) entries.push(`K[${++key}]`);
+        if (part.names.includes(i)) own.push(luaLiteral(String(names[named++])));
+        else if (this.notCarried[p]?.[i]) own.push('');
+        else if (part.keys) own.push(`K[${++key}]`);
         else if (pastRun) {
           const back = --fromEnd;
-          entries.push(back === 0 ? 'A[z]' : `A[z - ${back}]`);
-        } else entries.push(`A[${++arg}]`);
+          own.push(back === 0 ? 'A[z]' : `A[z - ${back}]`);
+        } else own.push(`A[${++arg}]`);
       }
       if (part.rest) {
-        entries.push(`unpack(A, ${arg + 1}, z - ${after})`);
+        own.push(`unpack(A, ${arg + 1}, z - ${after})`);
         pastRun = true;
       }
-      lines.push(`local ${part.name} = {${entries.join(', ')}}`);
+      return own;
+    });
+    this.derivations.forEach((d, k) => {
+      const joined = [befores[k] as string, d.after].map((t) => (t ? luaLiteral(t) : ''));
+      const from = entries[d.fromPart]?.[d.fromAt] as string;
+      (entries[d.part] as string[])[d.at] = [joined[0], from, joined[1]].filter((t) => t).join(' .. ');
+    });
+    const lines = [run ? 'local K, A = KEYS, ARGV\nlocal z = #A' : 'local K, A = KEYS, ARGV'];
+    parts.forEach((part, p) => {
+      lines.push(`local ${part.name} = {${(entries[p] as string[]).join(', ')}}`);
     });
     return `${lines.join('\n')}\n`;
   }

@@ -1,6 +1,6 @@
 export { LuaScript } from '@islet/core/lua-script';
 export { type AdmissionRide, admittedAddScript } from './admitted-add.ts';
-export { type BakedCall, BakedScript, type PartShape } from './baked-call.ts';
+export { type BakedCall, BakedScript, type DerivedEntry, type PartShape } from './baked-call.ts';
 export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietCompleteAsk, quietFetch } from './bull-quiet.ts';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { createCallJournal, JournalConflictError } from './call-journal.ts';
@@ -17,6 +17,7 @@ export {
   ESCALATION_INDEX,
   type NewDecision,
 } from './decision-types.ts';
+export { endDerived } from './end-derived.ts';
 export {
   FETCHED_ARGS,
   type FetchedStart,
