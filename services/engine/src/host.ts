@@ -110,9 +110,10 @@ const reader = new FrameReader((event) => {
       }
       try {
         const memoryMb = m.memoryMb;
+        const hold = m.holdNext === true;
         current = new HostRun(m, next.take(memoryMb), () => {
           current = undefined;
-          next.afterRun(memoryMb);
+          next.afterRun(memoryMb, hold);
         });
       } catch (e) {
         send({
@@ -131,6 +132,9 @@ const reader = new FrameReader((event) => {
       break;
     case 'end':
       current?.end(m.kind);
+      break;
+    case 'prepare':
+      next.release();
       break;
     default:
       process.stderr.write('islet host: unknown message\n');
