@@ -157,4 +157,73 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
     expect(made).toHaveLength(4);
   });
+
+  it("a held make waits for the engine's word however long the host idles, then is made on the next turn", () => {
+    let clock = 0;
+    const made: number[] = [];
+    const next = new NextIsolate<Made>(
+      (memoryMb) => {
+        made.push(memoryMb);
+        return { memoryMb, n: made.length };
+      },
+      () => {},
+      () => {},
+      () => clock,
+    );
+    next.atStart(128);
+    vi.advanceTimersByTime(0);
+    next.take(128);
+    next.afterRun(256, true);
+    clock += 1000;
+    vi.advanceTimersByTime(1000);
+    // The base made it PREPARE_AFTER_RUN_DELAY_MS after the run's end, across that end's hop.
+    expect(made).toEqual([128]);
+    expect([next.held, next.released]).toEqual([1, 0]);
+    next.release();
+    expect(made).toEqual([128]);
+    vi.advanceTimersByTime(0);
+    expect(made).toEqual([128, 256]);
+    expect([next.held, next.released]).toEqual([1, 1]);
+    // Made once: a second word finds nothing held.
+    next.release();
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 5);
+    expect(made).toEqual([128, 256]);
+    expect(next.take(256).n).toBe(2);
+    expect(next.released).toBe(1);
+  });
+
+  it('a run that comes before the word makes its own isolate, and a word after it makes none', () => {
+    const { next, made } = harness();
+    next.afterRun(128, true);
+    expect(next.take(128).n).toBe(1);
+    next.release();
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 5);
+    expect(made).toEqual([128]);
+    expect(next.released).toBe(0);
+  });
+
+  it('a word sooner after the end than the delay makes it when an unheld make would have been', () => {
+    let clock = 0;
+    const { made, next } = (() => {
+      const made: number[] = [];
+      const next = new NextIsolate<Made>(
+        (memoryMb) => {
+          made.push(memoryMb);
+          return { memoryMb, n: made.length };
+        },
+        () => {},
+        () => {},
+        () => clock,
+      );
+      return { made, next };
+    })();
+    next.afterRun(128, true);
+    // The host ready beside it was taken by another run: the engine's word comes at this host's release.
+    clock += PREPARE_AFTER_RUN_DELAY_MS / 4;
+    next.release();
+    vi.advanceTimersByTime(0);
+    expect(made).toEqual([]);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toEqual([128]);
+  });
 });

@@ -104,7 +104,7 @@ export class NextIsolate<T extends { memoryMb: number }> {
 
   private schedule(memoryMb: number, delayMs: number): void {
     if (delayMs > 0 && this.lastGapMs >= this.delayOnlyAfterGapMs())
-      setTimeout(() => this.makeAhead(memoryMb), delayMs);
+      setTimeout(() => this.makeAhead(memoryMb), Math.ceil(delayMs));
     else setImmediate(() => this.makeAhead(memoryMb));
   }
 
