@@ -112,33 +112,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
       if (host.exited) {
         pool.splice(i, 1);
         retire(host); // its replacement, if any, takes its place
-      } else if (!host.nextHeld && now - host.idleSince >= BACK_TO_BACK_MS) return pool.splice(i, 1)[0];
+      } else if (now - host.idleSince >= BACK_TO_BACK_MS) return pool.splice(i, 1)[0];
     }
-    // A host holding its make (no isolate) only when no other is idle: it makes one on arrival.
-    for (let i = 0; i < pool.length; i++) if (!pool[i]!.nextHeld) return pool.splice(i, 1)[0];
-    const held = pool.shift();
-    if (held) held.nextHeld = false;
-    return held;
-  }
-
-  /** Another host of the partition idle with its next isolate made or coming: `host`'s may wait. */
-  function holdsNext(host: HostProcess): boolean {
-    const pool = idle.get(host.partition);
-    if (!pool || maxIdle < 2) return false;
-    for (let i = 0; i < pool.length; i++) if (!pool[i]!.nextHeld && !pool[i]!.exited) return true;
-    return false;
-  }
-
-  /** The partition's idle host holding its make the shortest time (its caches the warmest), if any. */
-  function heldOf(partition: string): HostProcess | undefined {
-    const pool = idle.get(partition);
-    if (pool) for (let i = pool.length - 1; i >= 0; i--) if (pool[i]!.nextHeld) return pool[i];
-    return undefined;
-  }
-
-  function prepareHeld(host: HostProcess): void {
-    host.nextHeld = false;
-    host.send({ t: 'prepare' });
+    return pool.shift();
   }
 
   /** The partition's hosts idle, taken by a run (from acquire on) or starting as a spare. */
@@ -348,8 +324,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     host.becameIdle();
     park(host);
-    // Its make held, but the host ready beside it was taken meanwhile: made now, as an unheld one.
-    if (host.nextHeld && !holdsNext(host)) prepareHeld(host);
     // Due, or its last quarter of runs begins: its replacement starts now, so it is ready (a start
     // takes as long as dozens of runs, more on a loaded core) when the host retires. Starting it
     // only before the last run left the next run waiting.
@@ -391,17 +365,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
         return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       }
       const hostWaitMs = performance.now() - acquiring;
-      const params = runParams(code, opts, checked, host, { watchdogGraceMs, readResident });
-      // A host that held its make after its last run makes it now, while this run's program runs
-      // and Redis idles (its next write is this run's end), so it counts as ready for the next run;
-      // and this run's host holds its own make likewise when another is ready (NextIsolate `afterRun`).
-      const prepare = heldOf(partition);
-      if (prepare) prepare.nextHeld = false;
-      if (holdsNext(host)) params.holdNext = host.nextHeld = true;
-      const running = new Run(host, params).execute();
-      // Told after the program's write: its host starts first.
-      if (prepare) prepareHeld(prepare);
-      const { outcome, hostReusable } = await running;
+      const run = new Run(host, runParams(code, opts, checked, host, { watchdogGraceMs, readResident }));
+      const { outcome, hostReusable } = await run.execute();
       release(
         host,
         hostReusable,

@@ -181,12 +181,6 @@ export class HostProcess {
   /** When the host last became idle (performance.now()); the engine retires the longest idle first. */
   idleSince = 0;
 
-  /**
-   * Its last run's frame said `holdNext` and no `prepare` has been sent since: it has no next
-   * isolate and makes none until told (engine.ts `holdsNext`).
-   */
-  nextHeld = false;
-
   /** The process's handles are unref'd (its first idle; `stop` refs them again). */
   private handlesUnrefd = false;
 

@@ -110,10 +110,9 @@ const reader = new FrameReader((event) => {
       }
       try {
         const memoryMb = m.memoryMb;
-        const hold = m.holdNext === true;
         current = new HostRun(m, next.take(memoryMb), () => {
           current = undefined;
-          next.afterRun(memoryMb, hold);
+          next.afterRun(memoryMb);
         });
       } catch (e) {
         send({
@@ -132,9 +131,6 @@ const reader = new FrameReader((event) => {
       break;
     case 'end':
       current?.end(m.kind);
-      break;
-    case 'prepare':
-      next.release();
       break;
     default:
       process.stderr.write('islet host: unknown message\n');

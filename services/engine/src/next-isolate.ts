@@ -36,11 +36,6 @@ export class NextIsolate<T extends { memoryMb: number }> {
   private lastGapMs = Number.POSITIVE_INFINITY;
   /** How long the last make ahead held the host's thread, ms (wall time). */
   private lastMakeMs = 0;
-  /** The heap limit of a make held for the engine's word (`afterRun` with `hold`), until `release`. */
-  private heldMb: number | undefined;
-  /** Makes held after a run, and of them released by the engine's word (the tests read these). */
-  held = 0;
-  released = 0;
   private readonly make: (memoryMb: number) => T;
   private readonly discard: (made: T) => void;
   private readonly failed: (error: unknown) => void;
@@ -72,46 +67,18 @@ export class NextIsolate<T extends { memoryMb: number }> {
   /**
    * A run ended (its end sent): made `PREPARE_AFTER_RUN_DELAY_MS` later, or on the next turn when
    * runs come back to back or too soon for the delay and the make both; unless a run came first.
-   * `hold` (the engine has another host of the partition ready for the next run): not made until
-   * the engine's word (`release`), which it sends when the next run has started on that other host.
-   * Made after the end instead, it fell on the run's end hop, whose Redis fsync wake-ups found their
-   * CPU held by it (847 µs a run, test/bench/README.md round 46 `seq-attr`); made while another host
-   * runs the next program, Redis has nothing to do (its next write is that run's end).
    */
-  afterRun(memoryMb: number, hold = false): void {
+  afterRun(memoryMb: number): void {
     this.running = false;
     this.endedAt = this.now();
-    if (hold) {
-      this.heldMb = memoryMb;
-      this.held++;
-      return;
-    }
-    this.schedule(memoryMb, PREPARE_AFTER_RUN_DELAY_MS);
-  }
-
-  /**
-   * The engine's word for a held make: made on the next turn, or, if the word came sooner after
-   * the run's end than an unheld make would have been, when that one would have (the engine sends
-   * it at its release when no other host is ready). Nothing when no make is held (a run took it).
-   */
-  release(): void {
-    const memoryMb = this.heldMb;
-    if (memoryMb === undefined) return;
-    this.heldMb = undefined;
-    this.released++;
-    this.schedule(memoryMb, PREPARE_AFTER_RUN_DELAY_MS - (this.now() - (this.endedAt ?? 0)));
-  }
-
-  private schedule(memoryMb: number, delayMs: number): void {
-    if (delayMs > 0 && this.lastGapMs >= this.delayOnlyAfterGapMs())
-      setTimeout(() => this.makeAhead(memoryMb), Math.ceil(delayMs));
+    if (this.lastGapMs >= this.delayOnlyAfterGapMs())
+      setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
     else setImmediate(() => this.makeAhead(memoryMb));
   }
 
   /** A run's isolate: the one made ahead if its heap limit is the run's, else one made now. */
   take(memoryMb: number): T {
     this.running = true;
-    this.heldMb = undefined;
     if (this.endedAt !== undefined) this.lastGapMs = this.now() - this.endedAt;
     const ready = this.ready;
     this.ready = undefined;

@@ -21,7 +21,6 @@ export function runFrame(p: RunParams, remainingMs: () => number): ToHost {
     ...(p.timeoutMs === null
       ? {}
       : { budgetMs: Math.max(1, Math.ceil(Math.min(p.timeoutMs, remainingMs()))) }),
-    ...(p.holdNext ? { holdNext: true } : {}),
   };
 }
 

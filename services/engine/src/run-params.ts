@@ -26,8 +26,6 @@ export interface RunParams {
   onLog?: ((lines: LogLine[]) => void) | undefined;
   /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
   readResident: () => number | undefined;
-  /** The host waits for the engine's word before making its next isolate (wire.ts `holdNext`). */
-  holdNext?: boolean;
 }
 
 /**

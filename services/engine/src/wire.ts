@@ -26,11 +26,6 @@ export type ToHost =
        * thread, which cannot read an `end` meanwhile: past this the isolate stops it (timeout).
        */
       budgetMs?: number;
-      /**
-       * After this run, the host makes its next isolate only when told (`prepare`): the engine has
-       * another host of the partition ready for the next run (engine.ts `holdsNext`).
-       */
-      holdNext?: true;
     }
   /**
    * A call's outcome. `turnMs` (present while the run's clock runs): the host may run the turn it
@@ -40,9 +35,7 @@ export type ToHost =
   | { t: 'result'; id: number; valueJson: string; turnMs?: number }
   | { t: 'error'; id: number; name: string; message: string; detailsJson: string; turnMs?: number }
   /** End the current run now (deadline, abort, stop). The host answers with `done`. */
-  | { t: 'end'; kind: FailureKind | 'stop' }
-  /** Make the next isolate held after the last run (`holdNext`); nothing if none is held. */
-  | { t: 'prepare' };
+  | { t: 'end'; kind: FailureKind | 'stop' };
 
 export type HostDone =
   | { status: 'completed'; valueJson?: string }
