@@ -28,12 +28,13 @@
  *   HOST_SLICE_NS=100000 …   the sandbox hosts' main threads ask for it instead
  *   HOST_POLICY=idle|batch|nice:<n> …   every sandbox host thread put in that class (needs chrt/renice)
  *   SPLIT_CPUS=1 …                       every Redis thread pinned to CPU 0, every host thread to CPU 1
+ *   BURST=4 …                            runs from 4 clients before the warm-up (several hosts a partition)
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRedis, keys } from '@islet/core';
 import { benchNow } from './bench-clock.ts';
-import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
+import { burst, stampedRun, startOneClientCluster } from './cluster-figures.ts';
 import { clusterThreads } from './cluster-threads.ts';
 import { analyse, type Hop, type Meta } from './seq-layout-read.ts';
 import { stampsOf } from './stages.ts';
@@ -65,6 +66,11 @@ if (reread) {
   const mono = () => Number(process.hrtime.bigint()) / 1e9;
   try {
     const once = stampedRun(cluster, mono);
+    // BURST=<clients> (round 47, `premake`): runs from that many clients first, so the tenant's
+    // partition holds several sandbox hosts, as after the cluster bench's 16-client phase (with one
+    // host, engine.ts `holdsNext` never holds a make: nothing else is ready).
+    const clients = Number(process.env.BURST ?? 0);
+    if (clients > 1) await burst(async () => void (await once()), 50 * clients, clients);
     for (let i = 0; i < WARM; i++) await once();
     const label: [number, string][] = clusterThreads().map((t) => [
       t.tid,
