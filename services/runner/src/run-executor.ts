@@ -16,6 +16,7 @@ import {
   type RunHead,
   type RunTimings,
 } from '@islet/runs';
+import { afterward } from './afterward.ts';
 import { CallParking } from './call-parking.ts';
 import { createFilesCalls } from './files-calls.ts';
 import { createLiveLog } from './live-log.ts';
@@ -45,32 +46,6 @@ interface CallSide {
 
 /** Live output goes out at once when this much has gathered (a busy printer sends ~64 KiB events). */
 const LIVE_LOG_BATCH_BYTES = 64 * 1024;
-
-/** Bookkeeping queued for after the current turn (`afterward`), and the list the last run emptied. */
-let later: (() => void)[] = [];
-let spare: (() => void)[] = [];
-
-/** Runs what `afterward` queued, in order; what it queues meanwhile waits for the next turn. */
-function runLater(): void {
-  const work = later;
-  later = spare;
-  try {
-    for (let i = 0; i < work.length; i++) (work[i] as () => void)();
-  } finally {
-    work.length = 0;
-    spare = work;
-  }
-}
-
-/**
- * Bookkeeping a run's path does not wait for (metrics): run once the current turn of the event
- * loop is over, so the program's write to its host, and the end's to Redis, go first. One
- * `setImmediate` a turn for whatever every run queued in it, not one a piece (a run queued two:
- * its queue wait at its pick-up, its duration at its end).
- */
-const afterward = (work: () => void): void => {
-  if (later.push(work) === 1) setImmediate(runLater);
-};
 
 /** ms since epoch with sub-ms precision, comparable across processes on one machine (core's wall-clock.ts). */
 const now = wallNow;
