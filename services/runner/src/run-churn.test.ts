@@ -3,14 +3,27 @@
  * counts and identities, never times: the metrics' immediates shared by a turn (afterward.ts), a
  * slot that never parks makes no promise for its lease's order (run-slot.ts), a parked run's lease
  * failure still logged with no `onError` closure (run-processing.ts' `ShareLease`), and the fair
- * share's leases of two runs share their methods (run-lease-of.ts) and behave as before.
+ * share's leases of two runs share their methods (run-lease-of.ts) and behave as before, and an
+ * executor takes a run's stage stamps only where its store keeps them (`stageTimings`).
  */
 import { createHook } from 'node:async_hooks';
-import { createLogger } from '@islet/core';
+import {
+  createLogger,
+  createMetrics,
+  createRedis,
+  generateSealKey,
+  keys,
+  sealerFromConfig,
+} from '@islet/core';
+import type { Engine, RunOutcome } from '@islet/engine';
+import { createCallJournal, createRunStore } from '@islet/runs';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
-import { describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { afterward, afterwardTurns } from './afterward.ts';
 import { createFairShare } from './fair-share.ts';
+import type { GatewayClient } from './gateway-client.ts';
+import { createRunExecutor } from './run-executor.ts';
 import { RunSlot } from './run-slot.ts';
 import { SlotGate } from './slot-gate.ts';
 
@@ -123,5 +136,83 @@ describe("the fair share's run leases", () => {
       await share.close();
       redis.disconnect();
     }
+  });
+});
+
+describe("the executor's stage stamps", () => {
+  let server: RedisServer;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedis({ appendOnly: false });
+    redis = createRedis(server.url);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it('are taken only where the run store keeps them: none given to the end with stageTimings false', async () => {
+    const engine = {
+      execute: async () =>
+        ({
+          status: 'completed',
+          valueJson: '1',
+          logs: [],
+          outputTruncated: false,
+          calls: [],
+          durationMs: 1,
+        }) as unknown as RunOutcome,
+    } as unknown as Engine;
+    const signal = new AbortController().signal;
+    const request = {
+      connections: [] as string[],
+      bindings: [] as never[],
+      limits: { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const },
+    };
+    const given = new Map<string, unknown>();
+    for (const [id, stageTimings] of [
+      ['stamps-on', true],
+      ['stamps-default', undefined],
+      ['stamps-off', false],
+    ] as const) {
+      const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+      const runs = createRunStore(redis, sealer, { stageTimings: stageTimings !== false });
+      const finish = runs.finish.bind(runs);
+      runs.finish = (run, end) => {
+        given.set(run.id, end.timings);
+        return finish(run, end);
+      };
+      const executor = createRunExecutor({
+        runs,
+        settings: { get: async () => ({}) } as never,
+        journal: createCallJournal({ redis, sealer }),
+        engineFor: () => engine,
+        gateway: {} as GatewayClient,
+        metrics: createMetrics({ component: id, defaults: false }),
+        logger: createLogger({ name: id, level: 'silent' }),
+        ...(stageTimings === undefined ? {} : { stageTimings }),
+      });
+      await runs.create(runFixture(id, { code: 'return 1', request }));
+      const job = {
+        runId: id,
+        mode: 'read-only' as const,
+        enqueuedAtMs: Date.now(),
+        cancel: signal,
+        handBack: signal,
+      };
+      expect(await executor.execute(job)).toBe('completed');
+      expect(await redis.hget(keys.run(id), 'status')).toBe('Completed');
+    }
+    for (const id of ['stamps-on', 'stamps-default'])
+      expect(Object.keys(given.get(id) as object)).toEqual([
+        'enqueued',
+        'pickedUp',
+        'engineCalled',
+        'engineReturned',
+        'endSent',
+      ]);
+    expect(await redis.hget(keys.run('stamps-on'), 'timings')).toMatch(/^\d+,/);
+    expect(given.get('stamps-off')).toBeUndefined();
+    expect(await redis.hget(keys.run('stamps-off'), 'timings')).toBeNull();
   });
 });

@@ -56,11 +56,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   now();
   const lifecycle = createRunLifecycle({ runs, journal });
 
+  // The end's stage stamps are taken only where the run store keeps them (run-executor-types.ts).
+  const stamps = deps.stageTimings !== false;
   const runMetrics = createRunMetrics(metrics, deps.meteredTenants);
   const { meter, end, giveUp } = createRunEnds(runs, lifecycle, runMetrics);
 
   async function execute(job: ExecuteJob, replay?: Replay): Promise<ExecuteResult> {
-    const pickedUp = replay?.pickedUp ?? now();
+    const pickedUp = replay?.pickedUp ?? (stamps ? now() : 0);
     // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
     // its start recorded (Running, status event, wake-up) and the journal read, in one script.
     // The job's lease rides in its first start; refused, nothing of the run was touched.
@@ -203,7 +205,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     };
     const bindings = run.request.bindings.map((b) => b.binding);
     const started = performance.now();
-    const engineCalled = now();
+    const engineCalled = stamps ? now() : 0;
     const firstEngineCalled = replay?.firstEngineCalled ?? Date.now();
     const timeBudget = run.request.timeBudget ?? 'elapsed';
     // A replay after a release keeps the run's deadline: elapsed since the first execution began,
@@ -288,14 +290,16 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     if (settling) await settling;
     if (callsOver && unanswered > 0) abortQuietly(callsOver.controller);
     const elapsedSeconds = (performance.now() - started) / 1000;
-    const timings: RunTimings = {
-      enqueued: job.enqueuedAtMs,
-      ...(job.fetchedAtMs !== undefined ? { fetched: job.fetchedAtMs } : {}),
-      pickedUp,
-      engineCalled,
-      engineReturned: now(),
-      ...(outcome.hostWaitMs !== undefined ? { hostWaitMs: outcome.hostWaitMs } : {}),
-    };
+    const timings: RunTimings | undefined = stamps
+      ? {
+          enqueued: job.enqueuedAtMs,
+          ...(job.fetchedAtMs !== undefined ? { fetched: job.fetchedAtMs } : {}),
+          pickedUp,
+          engineCalled,
+          engineReturned: now(),
+          ...(outcome.hostWaitMs !== undefined ? { hostWaitMs: outcome.hostWaitMs } : {}),
+        }
+      : undefined;
     if (denied && outcome.sandbox) outcome.sandbox = { ...outcome.sandbox, denied: true };
 
     if (handedBackOf(job) && !cancelledOf(job))
@@ -320,7 +324,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         logger.info({ runId: run.id, attempt }, 'execution superseded; leaving the run to the newer one');
         return 'superseded';
       }
-      timings.endSent = now();
+      if (timings) timings.endSent = now();
       // Counted once the end is known written (an end handed to the job's completion is written
       // after this returns).
       await lifecycle.finish(run, {
@@ -339,7 +343,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       });
       return 'cancelled';
     }
-    timings.endSent = now();
+    if (timings) timings.endSent = now();
     await lifecycle.finish(run, {
       status: mapped.status,
       result: mapped.result,
