@@ -24,8 +24,16 @@ const cluster = await startOneClientCluster('0.5', {
   LOOP_COUNTS_DIR: dir,
 });
 const pid = (which === 'gateway' ? cluster.gateways : cluster.runners)[0]?.pid;
-const readJson = (file: string): Record<string, number> =>
-  JSON.parse(readFileSync(join(dir, `${file}.${pid}.json`), 'utf8')) as Record<string, number>;
+/** The preload's file, read again when caught while the preload rewrites it (an empty or cut text). */
+function readJson(file: string): Record<string, number> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return JSON.parse(readFileSync(join(dir, `${file}.${pid}.json`), 'utf8')) as Record<string, number>;
+    } catch (err) {
+      if (tries >= 20) throw err;
+    }
+  }
+}
 const settle = () => new Promise((r) => setTimeout(r, 300));
 try {
   const once = trivialRun(cluster, 'Loop counts');
