@@ -15,6 +15,8 @@ import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 const which = process.env.PROCESS === 'gateway' ? 'gateway' : 'runner';
 const RUNS = Number(process.env.RUNS ?? 500);
 const WARM = Number(process.env.WARM ?? 300);
+// CLIENTS: that many runs at once (16: the cluster bench's CPU-a-run row); default 1 (sequential).
+const CLIENTS = Number(process.env.CLIENTS ?? 1);
 const dir = mkdtempSync(join(tmpdir(), 'islet-loop-counts-'));
 const cluster = await startOneClientCluster('0.5', {
   NODE_OPTIONS: `--import ${join(import.meta.dirname, 'loop-counts-preload.mjs')}`,
@@ -22,18 +24,26 @@ const cluster = await startOneClientCluster('0.5', {
   LOOP_COUNTS_DIR: dir,
 });
 const pid = (which === 'gateway' ? cluster.gateways : cluster.runners)[0]?.pid;
-const readJson = (file: string): Record<string, number> =>
-  JSON.parse(readFileSync(join(dir, `${file}.${pid}.json`), 'utf8')) as Record<string, number>;
+/** The preload's file, read again when caught while the preload rewrites it (an empty or cut text). */
+function readJson(file: string): Record<string, number> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return JSON.parse(readFileSync(join(dir, `${file}.${pid}.json`), 'utf8')) as Record<string, number>;
+    } catch (err) {
+      if (tries >= 20) throw err;
+    }
+  }
+}
 const settle = () => new Promise((r) => setTimeout(r, 300));
 try {
   const once = trivialRun(cluster, 'Loop counts');
-  await burst(once, WARM, 1);
+  await burst(once, WARM, CLIENTS);
   await settle();
   const a = readJson('loop-counts');
-  await burst(once, RUNS, 1);
+  await burst(once, RUNS, CLIENTS);
   await settle();
   const b = readJson('loop-counts');
-  console.log(`${which} (pid ${pid}), a run over ${RUNS} one-client runs after ${WARM}:`);
+  console.log(`${which} (pid ${pid}), a run over ${RUNS} runs (${CLIENTS} clients) after ${WARM}:`);
   for (const k of Object.keys(b))
     console.log(`  ${k.padEnd(28)} ${(((b[k] ?? 0) - (a[k] ?? 0)) / RUNS).toFixed(2)}`);
   if (process.env.COUNT_SITES === '1') {

@@ -57,6 +57,7 @@ import {
 import type { Redis } from 'ioredis';
 import { OneSlotMap } from './one-slot-map.ts';
 import { OneSlotSet } from './one-slot-set.ts';
+import { type LeaseBook, RunLeaseOf } from './run-lease-of.ts';
 
 const NOW_MS = `
 local t = redis.call('TIME')
@@ -215,25 +216,19 @@ export function createFairShare(deps: FairShareDeps) {
   // keys and the run's (different slots).
   const slotFree = slotFreeCheck(redis);
 
+  /** What a run's lease tells this fair share (`RunLeaseOf`): made once, not three closures a run. */
+  const book: LeaseBook = {
+    granted,
+    isHeld: (mode, jobId) => held.has(heldKey(mode, jobId)),
+    forget: (mode, jobId) => {
+      held.delete(heldKey(mode, jobId));
+    },
+    handOn,
+  };
+
   /** A run's lease (`runLease`, `fetchedLease`): its answer once taken, its release by the end. */
   function leaseOf(mode: SandboxMode, tenant: string, jobId: string, begun: unknown): JobLease {
-    const lease: JobLease = {
-      ...terms(mode, tenant, jobId),
-      ...(begun === undefined ? {} : { begun }),
-      answer: undefined,
-      endReleased: false,
-      acquired(answer) {
-        lease.answer = answer;
-        granted(mode, tenant, jobId, answer);
-      },
-      held: () => held.has(heldKey(mode, jobId)),
-      released(next) {
-        held.delete(heldKey(mode, jobId));
-        lease.endReleased = true;
-        if (next) handOn(mode, next.tenant, next.jobId);
-      },
-    };
-    return lease;
+    return new RunLeaseOf(book, mode, tenant, jobId, share, cap, leaseMs, begun);
   }
 
   return {

@@ -153,6 +153,7 @@ const executor = createRunExecutor({
   liveLog: { maxBytes: config.ISLET_LIVE_LOG_MAX_BYTES, flushMs: config.ISLET_LIVE_LOG_FLUSH_MS },
   meteredTenants: config.ISLET_METRICS_TENANTS,
   parkAfterMs: config.ISLET_RUNNER_PARK_AFTER_MS,
+  stageTimings: config.ISLET_RUN_STAGE_TIMINGS === 'true',
   gateway: createGatewayClient({ urls: config.ISLET_GATEWAY_URLS, token: config.ISLET_INTERNAL_TOKEN }),
   metrics,
   logger,

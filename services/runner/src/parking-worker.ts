@@ -58,23 +58,7 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
     slotToken?: string,
     complete?: { job: Job<DataType>; token: string; result: string },
   ): Promise<unknown> | undefined {
-    const host: DeferEndHost = {
-      scripts: (this as unknown as { scripts?: ExecScripts }).scripts,
-      pendingEnds: this.pendingEnds,
-      sentEarly: this.sentEarly,
-      started: this.started,
-      keptFor: this.keptFor,
-      fetchStart: this.fetchStart,
-      gate: this.gate,
-      isClosing: () => this.isClosing,
-      idleRegistered: () => this.handOffWait?.registered ?? false,
-      fused: () => {
-        this.fusedCompletions++;
-      },
-      completionStarted: () => {
-        this.completionStarts++;
-      },
-    };
+    const host = this.endHost();
     const ended = deferRunEnd(host, jobId, keys, args, slotToken);
     if (!ended || !complete) return ended;
     const bull = this as unknown as { connection: { closing: boolean }; paused: boolean };
@@ -85,6 +69,14 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
     if (completeAtEnd(host, jobId, { ...complete, fetchNext, client: this.readyClient }))
       this.completionsAtEnd++;
     return ended;
+  }
+
+  /** `deferEnd`'s view of this worker, made at its first end (`endHostOf`), not an object and four closures a run. */
+  private deferEndHost: DeferEndHost | undefined;
+
+  private endHost(): DeferEndHost {
+    this.deferEndHost ??= endHostOf(this);
+    return this.deferEndHost;
   }
 
   protected override async moveToActive(
@@ -291,4 +283,48 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
     this.gate?.wakeFetches();
     return closing;
   }
+}
+
+/**
+ * What the end (parking-worker-end.ts) reads and writes of `worker`, made once a worker: the fields
+ * that may change (BullMQ's scripts, made once its client is ready; the fetch's start terms; the
+ * gate) read through getters at each use, as the object made afresh for every run read them then.
+ */
+function endHostOf<DataType>(worker: ParkingWorker<DataType>): DeferEndHost {
+  const w = worker as unknown as {
+    scripts?: ExecScripts;
+    pendingEnds: DeferEndHost['pendingEnds'];
+    sentEarly: DeferEndHost['sentEarly'];
+    started: DeferEndHost['started'];
+    keptFor: DeferEndHost['keptFor'];
+    fetchStart: DeferEndHost['fetchStart'];
+    gate: DeferEndHost['gate'];
+    isClosing: boolean;
+    handOffWait?: { registered: boolean };
+    fusedCompletions: number;
+    completionStarts: number;
+  };
+  return {
+    get scripts() {
+      return w.scripts;
+    },
+    pendingEnds: w.pendingEnds,
+    sentEarly: w.sentEarly,
+    started: w.started,
+    keptFor: w.keptFor,
+    get fetchStart() {
+      return w.fetchStart;
+    },
+    get gate() {
+      return w.gate;
+    },
+    isClosing: () => w.isClosing,
+    idleRegistered: () => w.handOffWait?.registered ?? false,
+    fused: () => {
+      w.fusedCompletions++;
+    },
+    completionStarted: () => {
+      w.completionStarts++;
+    },
+  };
 }

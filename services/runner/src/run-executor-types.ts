@@ -36,6 +36,12 @@ export interface RunExecutorDeps {
   meteredTenants?: readonly string[];
   /** A run parks once it waited this long with calls out and no answer arriving (ISLET_RUNNER_PARK_AFTER_MS). Default 100. */
   parkAfterMs?: number;
+  /**
+   * Whether the run store keeps an end's stage stamps (ISLET_RUN_STAGE_TIMINGS, its `stageTimings`;
+   * default true). False: the executor takes none (four clock reads and the stamps' object a run
+   * nothing would store).
+   */
+  stageTimings?: boolean;
   gateway: GatewayClient;
   metrics: Metrics;
   logger: Logger;

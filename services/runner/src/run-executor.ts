@@ -16,6 +16,7 @@ import {
   type RunHead,
   type RunTimings,
 } from '@islet/runs';
+import { afterward } from './afterward.ts';
 import { CallParking } from './call-parking.ts';
 import { createFilesCalls } from './files-calls.ts';
 import { createLiveLog } from './live-log.ts';
@@ -46,14 +47,6 @@ interface CallSide {
 /** Live output goes out at once when this much has gathered (a busy printer sends ~64 KiB events). */
 const LIVE_LOG_BATCH_BYTES = 64 * 1024;
 
-/**
- * Bookkeeping a run's path does not wait for (metrics): run once the current turn of the event
- * loop is over, so the program's write to its host, and the end's to Redis, go first.
- */
-const afterward = (work: () => void): void => {
-  setImmediate(work);
-};
-
 /** ms since epoch with sub-ms precision, comparable across processes on one machine (core's wall-clock.ts). */
 const now = wallNow;
 
@@ -63,11 +56,13 @@ export function createRunExecutor(deps: RunExecutorDeps) {
   now();
   const lifecycle = createRunLifecycle({ runs, journal });
 
+  // The end's stage stamps are taken only where the run store keeps them (run-executor-types.ts).
+  const stamps = deps.stageTimings !== false;
   const runMetrics = createRunMetrics(metrics, deps.meteredTenants);
   const { meter, end, giveUp } = createRunEnds(runs, lifecycle, runMetrics);
 
   async function execute(job: ExecuteJob, replay?: Replay): Promise<ExecuteResult> {
-    const pickedUp = replay?.pickedUp ?? now();
+    const pickedUp = replay?.pickedUp ?? (stamps ? now() : 0);
     // One round trip: the record, and (unless it ended or is being cancelled) the attempt counted,
     // its start recorded (Running, status event, wake-up) and the journal read, in one script.
     // The job's lease rides in its first start; refused, nothing of the run was touched.
@@ -210,7 +205,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     };
     const bindings = run.request.bindings.map((b) => b.binding);
     const started = performance.now();
-    const engineCalled = now();
+    const engineCalled = stamps ? now() : 0;
     const firstEngineCalled = replay?.firstEngineCalled ?? Date.now();
     const timeBudget = run.request.timeBudget ?? 'elapsed';
     // A replay after a release keeps the run's deadline: elapsed since the first execution began,
@@ -295,14 +290,16 @@ export function createRunExecutor(deps: RunExecutorDeps) {
     if (settling) await settling;
     if (callsOver && unanswered > 0) abortQuietly(callsOver.controller);
     const elapsedSeconds = (performance.now() - started) / 1000;
-    const timings: RunTimings = {
-      enqueued: job.enqueuedAtMs,
-      ...(job.fetchedAtMs !== undefined ? { fetched: job.fetchedAtMs } : {}),
-      pickedUp,
-      engineCalled,
-      engineReturned: now(),
-      ...(outcome.hostWaitMs !== undefined ? { hostWaitMs: outcome.hostWaitMs } : {}),
-    };
+    const timings: RunTimings | undefined = stamps
+      ? {
+          enqueued: job.enqueuedAtMs,
+          ...(job.fetchedAtMs !== undefined ? { fetched: job.fetchedAtMs } : {}),
+          pickedUp,
+          engineCalled,
+          engineReturned: now(),
+          ...(outcome.hostWaitMs !== undefined ? { hostWaitMs: outcome.hostWaitMs } : {}),
+        }
+      : undefined;
     if (denied && outcome.sandbox) outcome.sandbox = { ...outcome.sandbox, denied: true };
 
     if (handedBackOf(job) && !cancelledOf(job))
@@ -327,7 +324,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         logger.info({ runId: run.id, attempt }, 'execution superseded; leaving the run to the newer one');
         return 'superseded';
       }
-      timings.endSent = now();
+      if (timings) timings.endSent = now();
       // Counted once the end is known written (an end handed to the job's completion is written
       // after this returns).
       await lifecycle.finish(run, {
@@ -346,7 +343,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       });
       return 'cancelled';
     }
-    timings.endSent = now();
+    if (timings) timings.endSent = now();
     await lifecycle.finish(run, {
       status: mapped.status,
       result: mapped.result,

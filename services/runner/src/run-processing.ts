@@ -7,7 +7,7 @@ import { wallNow } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
 import { jobRunId, type RunJobData } from '@islet/runs';
 import { DelayedError, type Job } from 'bullmq';
-import type { JobLease } from './fair-share.ts';
+import type { FairShare, JobLease } from './fair-share.ts';
 import type { ParkingWorker } from './parking-worker.ts';
 import { HandBackError } from './run-executor.ts';
 import { endedResult } from './run-executor-types.ts';
@@ -44,14 +44,7 @@ export async function processModeJob(
   const fairShare = ctx.share;
   const slot = new RunSlot(
     gateFor(ctx, mode),
-    fairShare && token
-      ? {
-          release: () => fairShare.release(mode, job.data.tenant, jobId),
-          reclaim: () => fairShare.reclaim(mode, job.data.tenant, jobId),
-          hold: () => fairShare.hold(mode, job.data.tenant, jobId),
-        }
-      : undefined,
-    (err) => logger.warn({ err: (err as Error).message, jobId }, 'fair-share lease of a parked run'),
+    fairShare && token ? new ShareLease(fairShare, mode, job.data.tenant, jobId, logger) : undefined,
   );
   // The fetch started the run (one server): its end goes with the job's completion, one script
   // call (end-complete-store.ts). The slot goes back once that call answered (the lease given
@@ -96,6 +89,45 @@ export async function processModeJob(
   } finally {
     if (!slotAfterEnd) slot.end();
     held[mode] = (held[mode] ?? 1) - 1;
+  }
+}
+
+/**
+ * A parked run's lease changes (run-slot.ts): one object a run whose methods are its class's, not
+ * an object and four closures made for every run, most of which never park.
+ */
+class ShareLease {
+  private readonly share: FairShare;
+  private readonly mode: SandboxMode;
+  private readonly tenant: string;
+  private readonly jobId: string;
+  private readonly logger: RunnerContext['logger'];
+
+  constructor(
+    share: FairShare,
+    mode: SandboxMode,
+    tenant: string,
+    jobId: string,
+    logger: RunnerContext['logger'],
+  ) {
+    this.share = share;
+    this.mode = mode;
+    this.tenant = tenant;
+    this.jobId = jobId;
+    this.logger = logger;
+  }
+
+  release(): Promise<void> {
+    return this.share.release(this.mode, this.tenant, this.jobId);
+  }
+  reclaim(): Promise<void> {
+    return this.share.reclaim(this.mode, this.tenant, this.jobId);
+  }
+  hold(): void {
+    this.share.hold(this.mode, this.tenant, this.jobId);
+  }
+  failed(err: unknown): void {
+    this.logger.warn({ err: (err as Error).message, jobId: this.jobId }, 'fair-share lease of a parked run');
   }
 }
 

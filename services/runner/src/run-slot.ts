@@ -27,13 +27,18 @@ interface TenantLease {
   reclaim(): Promise<void>;
   /** Counts the lease as held again in this runner only (no Redis): the run's end script then gives it back. */
   hold(): void;
+  /** A lease change failed: logged here when the slot was given no `onError` (run-processing.ts). */
+  failed?(err: unknown): void;
 }
 
 export class RunSlot implements ExecutionSlot {
   private state: 'none' | 'active' | 'parked' = 'none';
   private handle: ParkedRun | undefined;
-  /** Lease changes in order: a reclaim never overtakes the release before it. */
-  private leaseOps: Promise<void> = Promise.resolve();
+  /**
+   * Lease changes in order: a reclaim never overtakes the release before it. Undefined until the
+   * run first parks (most runs never do: no promise made for them).
+   */
+  private leaseOps: Promise<void> | undefined;
   /** Reclaims a resume queued that are not sent yet (behind a release still unanswered). */
   private reclaimsQueued = 0;
   /** The reclaim sent and not answered yet (settles, never rejects). */
@@ -46,9 +51,9 @@ export class RunSlot implements ExecutionSlot {
   reclaimsDropped = 0;
   private readonly gate: SlotGate;
   private readonly lease: TenantLease | undefined;
-  private readonly onError: (err: unknown) => void;
+  private readonly onError: ((err: unknown) => void) | undefined;
 
-  constructor(gate: SlotGate, lease: TenantLease | undefined, onError: (err: unknown) => void) {
+  constructor(gate: SlotGate, lease: TenantLease | undefined, onError?: (err: unknown) => void) {
     this.gate = gate;
     this.lease = lease;
     this.onError = onError;
@@ -138,8 +143,11 @@ export class RunSlot implements ExecutionSlot {
 
   private leaseOp(op: (lease: TenantLease) => Promise<void>): Promise<void> {
     const lease = this.lease;
-    if (!lease) return this.leaseOps;
-    this.leaseOps = this.leaseOps.then(() => op(lease)).catch(this.onError);
+    if (!lease) return this.leaseOps ?? Promise.resolve();
+    // The first change behind a settled promise made now, as the one every run made at its start.
+    this.leaseOps = (this.leaseOps ?? Promise.resolve())
+      .then(() => op(lease))
+      .catch((err: unknown) => (this.onError ? this.onError(err) : lease.failed?.(err)));
     return this.leaseOps;
   }
 }

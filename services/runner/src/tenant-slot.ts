@@ -71,6 +71,27 @@ export function noteDeferral(
   ctx.logger.debug({ ...job, mode }, 'job deferred: it waits for a slot of the pool');
 }
 
+/** The job back to the queue, delayed (its tenant at its share, or the pool full): no attempt spent. */
+async function deferJob(
+  ctx: RunnerContext,
+  mode: SandboxMode,
+  job: Job<RunJobData>,
+  jobId: string,
+  token: string,
+  limit: number,
+): Promise<never> {
+  noteDeferral(ctx, mode, { jobId, tenant: job.data.tenant, limit });
+  await job.moveToDelayed(Date.now() + ctx.config.ISLET_TENANT_SHARE_RECHECK_MS, token);
+  throw new DelayedError();
+}
+
+/**
+ * Nothing to give back when the run's end gave it back or its start refused it; a start that
+ * never answered (its reply lost) may have taken it, and a release of nothing is harmless.
+ */
+const mustRelease = (lease: JobLease | undefined): boolean =>
+  !lease?.answer || (lease.answer.ok && !lease.endReleased);
+
 /**
  * Runs `work` inside one of the tenant's slots of the pool, or sends the job back to the queue
  * (delayed, no attempt spent; it has not started) when the tenant already holds its share. On
@@ -88,14 +109,11 @@ export async function withTenantSlot<T>(
   work: (lease?: JobLease) => Promise<T>,
   fetchedStart?: unknown,
 ): Promise<T> {
-  const { config, share, releasing } = ctx;
+  const { share, releasing } = ctx;
   const jobId = job.id ?? jobRunId(job);
   if (!share || !token) return work();
-  const defer = async (limit: number): Promise<never> => {
-    noteDeferral(ctx, mode, { jobId, tenant: job.data.tenant, limit });
-    await job.moveToDelayed(Date.now() + config.ISLET_TENANT_SHARE_RECHECK_MS, token);
-    throw new DelayedError();
-  };
+  // A refusal's deferral (`deferJob`) and the end's release check are functions of their own, not
+  // closures made for every run (a run refused is rare).
   // The fetch may have taken the lease and begun the attempt already (one server): the lease
   // then carries that answer to the attempt's start, which asks Redis nothing more.
   // A fetch that began the attempt: its lease made in this turn, so a handed job's processor
@@ -108,11 +126,8 @@ export async function withTenantSlot<T>(
       : await share.runLease(mode, job.data.tenant, jobId);
   if (!lease) {
     const { ok, limit } = await share.acquire(mode, job.data.tenant, jobId);
-    if (!ok) return defer(limit);
+    if (!ok) return deferJob(ctx, mode, job, jobId, token, limit);
   }
-  // Nothing to give back when the run's end gave it back or its start refused it; a start that
-  // never answered (its reply lost) may have taken it, and a release of nothing is harmless.
-  const mustRelease = () => !lease?.answer || (lease.answer.ok && !lease.endReleased);
   let result: T;
   try {
     result = await work(lease);
@@ -120,18 +135,18 @@ export async function withTenantSlot<T>(
     // Thrown past the executor: given back before the slot frees (the processor's end), or this
     // worker's next fetch may take its lease on its own connection before Redis has the release
     // and read a full pool (a deferral under contention). A round trip on a failure only.
-    if (mustRelease()) await share.release(mode, job.data.tenant, jobId);
+    if (mustRelease(lease)) await share.release(mode, job.data.tenant, jobId);
     throw err;
   }
   // Not awaited: the job's completion (BullMQ's moveToCompleted, which fetches this slot's
   // next job) goes out with it instead of a round trip later. The next job's acquire follows
   // on the same connection, so Redis sees the release first; a slot the release leases to a
   // deferred job is reserved for it whichever job BullMQ hands this worker next.
-  if (mustRelease()) {
+  if (mustRelease(lease)) {
     const released = share.release(mode, job.data.tenant, jobId);
     releasing.add(released);
     void released.finally(() => releasing.delete(released));
   }
-  if (lease?.answer && !lease.answer.ok) return defer(lease.answer.limit);
+  if (lease?.answer && !lease.answer.ok) return deferJob(ctx, mode, job, jobId, token, lease.answer.limit);
   return result;
 }
