@@ -24,11 +24,18 @@ const RUNNERS = Number(process.env.RUNNERS ?? 2);
 const c = await startCluster({
   gateways: 1,
   runners: Array.from({ length: RUNNERS }, () => ({ modes: ['read-only' as const] })),
+  env: { ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
 });
 const watcher = createRedis(c.redisUrl);
 const redis = createRedis(c.redisUrl);
 const sec = (t: string) => Number(t) * 1000;
-const pops = new Map<string, { at: number; timeoutMs: number; pushAt?: number }>();
+const pops = new Map<
+  string,
+  { at: number; timeoutMs: number; pushAt?: number; before?: string; score?: string }
+>();
+/** The latest commands scripts ran (what a push followed, for the samples printed). */
+const recent: string[] = [];
+const samples: string[] = [];
 const deltas: number[] = [];
 const wakes: number[] = [];
 const ages: number[] = [];
@@ -38,14 +45,25 @@ let takeBacks = 0;
 const monitor = await watcher.monitor();
 monitor.on('monitor', (time: string, args: string[], source: string) => {
   const cmd = args[0]?.toLowerCase();
+  if (source === 'lua') {
+    recent.push(
+      `${cmd} ${(args[1] ?? '').replace(/^islet:\{runs-read-only\}:/, '')} ${cmd === 'zadd' ? args[2] : ''}`,
+    );
+    if (recent.length > 12) recent.shift();
+  }
   if (cmd === 'bzpopmin' && /:handoff:[^:]+$/.test(args[1] ?? '')) {
     popsSeen++;
     pops.set(args[1] as string, { at: sec(time), timeoutMs: Number(args[args.length - 1]) * 1000 });
   } else if (source === 'lua' && cmd === 'zadd' && /:handoff:[^:]+$/.test(args[1] ?? '')) {
     pushes++;
     const p = pops.get(args[1] as string);
-    if (p && p.pushAt === undefined) p.pushAt = sec(time);
-  } else if (cmd === 'eval' && /:handoff:[^:]+$/.test(args[5] ?? '')) {
+    if (p && p.pushAt === undefined) {
+      p.pushAt = sec(time);
+      p.before = recent.slice(-6).join(' | ');
+      p.score = args[2];
+    }
+  } else if (cmd === 'eval' && args.length === 7 && /:handoff:[^:]+$/.test(args[5] ?? '')) {
+    // TAKE_BACK (3 keys and the worker id; the registration's script has 2 arguments more)
     takeBacks++;
     const p = pops.get(args[5] as string);
     if (!p) return;
@@ -54,7 +72,11 @@ monitor.on('monitor', (time: string, args: string[], source: string) => {
     else wakes.push(t1 - p.at);
     // A push after the pop and before this take-back: it landed while no pop was blocked (a pop
     // blocked takes it in the push's own turn, and its worker sends no take-back).
-    if (p.pushAt !== undefined) ages.push(t1 - p.pushAt);
+    if (p.pushAt !== undefined) {
+      ages.push(t1 - p.pushAt);
+      if (samples.length < 5)
+        samples.push(`score ${p.score}; age ${(t1 - p.pushAt).toFixed(2)} ms; after: ${p.before}`);
+    }
     pops.delete(args[5] as string);
   }
 });
@@ -71,6 +93,7 @@ const submit = async (i: number) => {
     }),
   });
   await res.text();
+  return res.status;
 };
 const q = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -82,25 +105,27 @@ try {
   await submit(0);
   const until = Date.now() + SECONDS * 1000;
   let runs = 0;
+  let failed = 0;
   const load = (await import('node:os')).loadavg()[0];
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, k) => {
       for (let i = 0; Date.now() < until; i++) {
-        await submit(k * 1e6 + i);
-        runs++;
+        if ((await submit(k * 1e6 + i)) === 200) runs++;
+        else failed++;
       }
     }),
   );
   // Idle workers' pops time out too: a few more seconds unloaded.
   await new Promise((r) => setTimeout(r, 12_000));
   console.log(
-    `clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs}; pops ${popsSeen}, hand-off pushes ${pushes}, take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
+    `clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes}, take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
   );
   console.log(`window after a timed-out pop (take-back EVAL − pop − timeout): ${fmt(deltas)}`);
   console.log(`take-back after a pop woken by the marker (EVAL − pop): ${fmt(wakes)}`);
   console.log(
     `hand-offs that landed in a live worker's window, their age when its take-back took them: ${ages.length ? fmt(ages) : 'n 0'}`,
   );
+  for (const x of samples) console.log(`  sample: ${x}`);
 } finally {
   monitor.disconnect();
   watcher.disconnect();

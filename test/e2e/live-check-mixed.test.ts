@@ -10,10 +10,13 @@
  * test/e2e/previous-release.ts). No time is asserted. With this release's gateway at 6b60376a's
  * default (the check off) the killed runner's registration is handed the submit: its lock is the
  * dead worker's token ("expected 'w…:h:1' to be null") and the gateway takes it back (+1).
+ * And the other way: this release's runner, whose compact registration carries begin-attempt's TTL
+ * (unread since round 46) empty, its place kept, is handed jobs by 6b60376a's gateway as by this
+ * release's (a registration without the element fails 6b60376a's submit: test/bench/ttl-drop-probe.ts).
  */
 import { keys } from '@islet/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handOffsDuring } from './handoff-watch.ts';
+import { handOffsDuring, registrations } from './handoff-watch.ts';
 import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_LIVE_CHECK_PREVIOUS_RELEASE ?? '6b60376a';
@@ -109,4 +112,32 @@ describe.skipIf(!hasCommit(PREVIOUS))(`the liveness check on by default beside $
     expect((await reclaimsCounted(head.url)) - before).toBe(0);
     expect(head.output('gateway', 0)).not.toContain('handed job taken back');
   }, 150_000);
+
+  it(`this release's runner (its registration's TTL element empty) handed jobs by ${PREVIOUS}'s gateway and by this release's`, async () => {
+    await mixed!.prev.killRunner(0, 'SIGTERM');
+    await mixed!.head.restartRunner(0);
+    for (const [name, g] of [
+      ['prev-gw', mixed!.prev],
+      ['head-gw', mixed!.head],
+    ] as const) {
+      const paths: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const stored = await registrations(mixed!.redis);
+        expect(stored).toHaveLength(1);
+        // The compact form, begin-attempt's TTL (element 9, unread since round 46) empty (6b60376a: '604800').
+        const terms = JSON.parse(stored[0] as string) as unknown[];
+        expect(terms).toHaveLength(11);
+        expect(terms[8]).toBe('');
+        const { result, pushes } = await handOffsDuring(g.redisUrl, () =>
+          call(g.url, g.devKey, 'POST', '/v1/runs', body(i, name), { prefer: 'wait=30' }),
+        );
+        expect(result.status, result.text).toBe(200);
+        const run = JSON.parse(result.text) as { id: string; status: string };
+        expect(run.status, result.text).toBe('Completed');
+        expect(await mixed!.redis.hget(keys.run(run.id), 'attempts')).toBe('1');
+        paths.push(pushes);
+      }
+      expect(paths, name).toEqual([1, 1, 1]);
+    }
+  }, 240_000);
 });
