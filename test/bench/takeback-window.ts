@@ -13,7 +13,8 @@
  * no pop blocked. Per worker key it prints: after a timed-out pop, δ = EVAL − pop − T (the window
  * itself); and every hand-off push that landed inside such a window (after the key's latest pop,
  * before its take-back): its age when the worker's take-back took it. Counts and a distribution, not
- * a time claim. Usage: [CLIENTS=6] [SECONDS=60] [RUNNERS=2] node test/bench/takeback-window.ts
+ * a time claim. `LIVE=off|on`: the gateway's liveness check (default: the config's, on).
+ * Usage: [CLIENTS=6] [SECONDS=60] [RUNNERS=2] [LIVE=on] node test/bench/takeback-window.ts
  */
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
@@ -24,7 +25,10 @@ const RUNNERS = Number(process.env.RUNNERS ?? 2);
 const c = await startCluster({
   gateways: 1,
   runners: Array.from({ length: RUNNERS }, () => ({ modes: ['read-only' as const] })),
-  env: { ISLET_RATE_LIMIT_PER_MINUTE: '1000000' },
+  env: {
+    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+    ...(process.env.LIVE ? { ISLET_HANDOFF_LIVE_CHECK: process.env.LIVE } : {}),
+  },
 });
 const watcher = createRedis(c.redisUrl);
 const redis = createRedis(c.redisUrl);
@@ -41,10 +45,12 @@ const wakes: number[] = [];
 const ages: number[] = [];
 let popsSeen = 0;
 let pushes = 0;
+let numsub = 0;
 let takeBacks = 0;
 const monitor = await watcher.monitor();
 monitor.on('monitor', (time: string, args: string[], source: string) => {
   const cmd = args[0]?.toLowerCase();
+  if (source === 'lua' && cmd === 'pubsub') numsub++;
   if (source === 'lua') {
     recent.push(
       `${cmd} ${(args[1] ?? '').replace(/^islet:\{runs-read-only\}:/, '')} ${cmd === 'zadd' ? args[2] : ''}`,
@@ -118,7 +124,7 @@ try {
   // Idle workers' pops time out too: a few more seconds unloaded.
   await new Promise((r) => setTimeout(r, 12_000));
   console.log(
-    `clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes}, take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
+    `check ${process.env.LIVE ?? 'default'}; clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes} (PUBSUB NUMSUB in scripts ${numsub}), take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
   );
   console.log(`window after a timed-out pop (take-back EVAL − pop − timeout): ${fmt(deltas)}`);
   console.log(`take-back after a pop woken by the marker (EVAL − pop): ${fmt(wakes)}`);
