@@ -14,6 +14,13 @@
  * include 'stalled'", 37 s into the test). Also beside 9ec25e04's runner (the killed one), this
  * release's gateway handing: nothing stored changed (the answer on the worker's key is the form
  * 9ec25e04's adds write and its runners pop; only this gateway's own script's reply to it did).
+ * Since round 47 (`live-check-on`) the gateway checks the registration's liveness by default
+ * (ISLET_HANDOFF_LIVE_CHECK=on, @islet/runs handoff-live.ts): the killed runner's registration takes
+ * no submit and nothing is taken back (0 on the counter; 6b60376a, the check off by default, hands
+ * it the submit and takes it back: "expected 1 to be 0"); the take-back is kept, and tested here with
+ * the check off, for what the check cannot see (a runner lost without closing its connections).
+ * 9ec25e04's runner holds no live channel: beside it the gateway runs with the check off, as a
+ * roll from a release older than 6b60376a is documented to (charts/islet/README.md, upgrading).
  */
 import { createRedis, keys } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
@@ -26,6 +33,8 @@ let cluster: Cluster | undefined;
 let redis: ReturnType<typeof createRedis> | undefined;
 /** The release before this one (its runner killed beside this release's gateway). */
 const PREVIOUS = process.env.ISLET_CRASH_HANDOFF_PREVIOUS_RELEASE ?? '9ec25e04';
+/** The gateway's liveness check off: the submit is handed to the dead registration and taken back. */
+const CHECK_OFF = { ISLET_HANDOFF_LIVE_CHECK: 'off' };
 
 const submit = async (c: Cluster, prefer?: string) => {
   const res = await call(
@@ -106,9 +115,66 @@ async function reclaimsCounted(gateway: Cluster): Promise<number> {
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-describe('a runner killed while registered idle for the hand-off', () => {
+/** Subscribers of `worker`'s live channel (its runner's subscription, @islet/runs handoff-live.ts). */
+const holders = async (worker: string) =>
+  Number(((await redis!.pubsub('NUMSUB', `${QUEUE}handoff:${worker}`)) as [string, number])[1]);
+
+describe('a runner killed while registered idle, the gateway at its defaults (the liveness check on)', () => {
   beforeAll(async () => {
     cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
+    redis = createRedis(cluster.redisUrl);
+  }, 120_000);
+
+  afterAll(async () => {
+    redis?.disconnect();
+    redis = undefined;
+    await cluster?.stop();
+  });
+
+  it('takes no submit: nothing handed to it, nothing taken back (0 on the counter), the run once on the new runner', async () => {
+    const c = cluster!;
+    expect((await submit(c, 'wait=30')).body.status).toBe('Completed');
+    const before = await reclaimsCounted(c);
+    let killed: string | undefined;
+    while (killed === undefined) {
+      killed = (await redis!.zrange(IDLE, -1, -1))[0];
+      if (killed === undefined) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(await holders(killed)).toBe(1);
+    await c.killRunner(0, 'SIGKILL');
+    // Redis read the dead runner's closed connections (its subscription went with them); its
+    // registration still stands (seconds off its expiry): what 6b60376a's default add hands a job.
+    while ((await holders(killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
+    expect(await redis!.zscore(IDLE, killed)).not.toBeNull();
+    const { status, body } = await submit(c);
+    expect(status).toBe(202);
+    const id = body.id;
+    // Not handed: no lock (6b60376a: the killed worker's token), the registration dropped by the add.
+    expect(await redis!.get(`${QUEUE}${id}:lock`)).toBeNull();
+    expect(await redis!.zscore(IDLE, killed)).toBeNull();
+    await c.restartRunner(0);
+    let record: { status: string } = { status: 'Queued' };
+    for (;;) {
+      const read = await call(c.url, c.devKey, 'GET', `/v1/code-runs/${id}`);
+      record = JSON.parse(read.text) as typeof record;
+      if (record.status !== 'Running' && record.status !== 'Queued') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(record.status).toBe('Completed');
+    const seen = await events(id);
+    expect(seen).not.toContain('waiting<-active');
+    expect(seen).not.toContain('stalled');
+    expect(await redis!.hget(`${QUEUE}${id}`, 'ats')).toBe('1');
+    expect(await redis!.hget(keys.run(id), 'attempts')).toBe('1');
+    // The take-backs counted on the gateway's /metrics: none (6b60376a: +1).
+    expect((await reclaimsCounted(c)) - before).toBe(0);
+    expect(c.output('gateway', 0)).not.toContain('handed job taken back');
+  }, 150_000);
+});
+
+describe('a runner killed while registered idle for the hand-off, the liveness check off', () => {
+  beforeAll(async () => {
+    cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env: CHECK_OFF });
     redis = createRedis(cluster.redisUrl);
   }, 120_000);
 
@@ -127,7 +193,7 @@ let mixed: MixedReleases | undefined;
 
 describe.skipIf(!hasCommit(PREVIOUS))(`${PREVIOUS}'s runner killed beside this release's gateway`, () => {
   beforeAll(async () => {
-    mixed = await startMixed(PREVIOUS);
+    mixed = await startMixed(PREVIOUS, CHECK_OFF);
     redis = mixed.redis;
     // This release's runner stopped (its close removes its registration): the previous release's
     // is the one registered idle.

@@ -28,7 +28,17 @@ export async function handOffsDuring<T>(
   submit: () => Promise<T>,
 ): Promise<{ result: T; pushes: number }> {
   const watcher = createRedis(redisUrl);
-  const monitor = await watcher.monitor();
+  // ioredis takes the MONITOR lines that arrive in the same read as MONITOR's OK (before its status is
+  // `monitoring`) for replies without a command ("Command queue state error", 'error' events emitted
+  // before `watcher.monitor()` resolves: unhandled, they failed live-check-mixed and handoff-terms-mixed
+  // at load 15). So the listeners go on before the connection: such lines, all before the submit, are
+  // dropped; a push line lost would read 0 pushes, a failure, never a false hand-off.
+  const monitor = watcher.duplicate({ monitor: true, lazyConnect: true });
+  monitor.on('error', () => {});
+  await new Promise<void>((resolve, reject) => {
+    monitor.once('monitoring', () => resolve());
+    monitor.connect().catch(reject);
+  });
   let pushes = 0;
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     if (source === 'lua' && args[0]?.toLowerCase() === 'zadd' && /:handoff:[^:]+$/.test(args[1] ?? ''))

@@ -31,8 +31,18 @@ export interface MixedReleases {
   stop(): Promise<void>;
 }
 
-/** This release's settings beside a release older than 9ec25e04 (the two writers it cannot read off). */
-export const OLDER_THAN_9EC25E04 = { ISLET_HANDOFF_COMPACT_TERMS: 'off', ISLET_CALL_ONE_SEAL: 'false' };
+/**
+ * This release's settings beside a release older than 6b60376a (round 46's end): its runners hold no
+ * live channel, so the gateway's liveness check (on by default since round 47) is off for that roll.
+ */
+export const OLDER_THAN_6B60376A = { ISLET_HANDOFF_LIVE_CHECK: 'off' };
+
+/** This release's settings beside a release older than 9ec25e04 (the two writers it cannot read off, the check off). */
+export const OLDER_THAN_9EC25E04 = {
+  ISLET_HANDOFF_COMPACT_TERMS: 'off',
+  ISLET_CALL_ONE_SEAL: 'false',
+  ...OLDER_THAN_6B60376A,
+};
 
 /** One gateway and one read-only runner of each release on the head's Redis. */
 /**

@@ -227,11 +227,12 @@ export const configSchema = z.object({
    * The gateway's add hands a job only to an idle registration whose runner still holds its live
    * channel (@islet/runs handoff-live.ts: a subscription Redis drops with a dead runner's
    * connections), so a runner killed while registered takes no submit (before: one a mode, taken
-   * back by the gateway 1 s later). Runners subscribe since round 46 (the release after 9f886855);
-   * 9f886855's and older hold no channel, and a gateway checking would hand them nothing (no loss:
-   * they fetch), so `off` by default until no older runner serves. Read by the gateway.
+   * back by the gateway 1 s later). Runners subscribe since round 46 (6b60376a, the release after
+   * 9f886855), so `on` by default since the release after 6b60376a (round 47); 9f886855's and older
+   * runners hold no channel, and a gateway checking hands them nothing (no loss: they fetch), so
+   * `off` for a roll from such a release (charts/islet/README.md, upgrading). Read by the gateway.
    */
-  ISLET_HANDOFF_LIVE_CHECK: z.enum(['on', 'off']).default('off'),
+  ISLET_HANDOFF_LIVE_CHECK: z.enum(['on', 'off']).default('on'),
   /** BullMQ attempts per run (a run whose processor crashed is retried). */
   ISLET_JOB_ATTEMPTS: int(3, 1),
   /**

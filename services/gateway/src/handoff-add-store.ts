@@ -56,7 +56,8 @@ export function handedWatchOf(queue: Queue): HandedWatch | undefined {
  * Where `handingAdds` watches its hand-offs: after `reclaimMs` (0: not watched), `onReclaimed` told.
  * `liveCheck` (ISLET_HANDOFF_LIVE_CHECK): the add hands a job only to a registration whose worker's
  * runner still holds its live channel (@islet/runs handoff-live.ts), so a runner killed while
- * registered takes none; off by default while runners older than round 46 (which hold none) serve.
+ * registered takes none (on by default since round 47; off while runners older than 6b60376a, which
+ * hold none, serve).
  */
 export interface HandOffWatchOptions {
   reclaimMs?: number;

@@ -27,7 +27,13 @@ const RECLAIM_HANDED = reclaimHandedScript(moveJobFromActiveToWait.content);
  * How long an answer may wait on a worker's hand-off key before the add's gateway takes its job
  * back, ms: far above a live worker's pick-up (the same Redis turn as the add; a worker between a
  * pop that brought none and its take-back sends that at once), and the whole cost of a crash to the
- * run handed to the dead worker (with the live worker's fetch behind it).
+ * run handed to the dead worker (with the live worker's fetch behind it). Kept at 1 s in round 47
+ * (`live-check-on`, test/bench/README.md): with the liveness check on (the default) a SIGKILLed
+ * runner's registration took no submit in 16 of 16 tries (6b60376a: 15 of 16 handed to it, then
+ * taken back), so the delay prices only what the check cannot see (a runner lost without its
+ * connections closing, or its blocking one alone); and a live worker's answer did wait on its key
+ * for its take-back's round trip, up to 216 ms at load 16–21 (takeback-window.ts): a shorter delay
+ * would take jobs back from live workers under load (no loss, but a false count and warning).
  */
 export const HAND_OFF_RECLAIM_MS = 1_000;
 

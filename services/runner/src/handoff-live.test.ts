@@ -139,7 +139,41 @@ describe("a hand-off registration's liveness", () => {
     }
   });
 
-  it('without the check (the default), the same dead registration is handed the job (taken back by the watch)', async () => {
+  it('with the check, a registration whose channel is still held but whose pop is gone (a runner lost without its connections closing, or its blocking one alone) is handed, and the watch takes it back: what the take-back stays for', async () => {
+    const first = await setUp('lk', true, undefined, { handOff: true });
+    const { q, watch } = handingQueue(true);
+    const holder = redis.duplicate();
+    let live: RunnerUnderTest | undefined;
+    try {
+      const dead = await deadRegistration(first, 'lkw', 'lk-held');
+      // Redis still counts its subscriber (no EOF read: a lost node, or the runner's subscriber alive).
+      await holder.subscribe(liveChannelOf(dead.handOff));
+      expect(await holders(dead.handOff)).toBe(1);
+      await newRun('lk1');
+      await addOn(q, 'lk1');
+      // The check passes: handed, its answer left on the key nobody pops, the watch noting it.
+      expect(await q.getJobState('lk1')).toBe('active');
+      expect(await redis.get(`${prefix}lk1:lock`)).toBe('lk-held:h:0');
+      expect(await redis.exists(dead.handOff)).toBe(1);
+      expect(watch.size).toBe(1);
+      // The look (its delay passed, read off no clock): back to the wait list, the key emptied.
+      expect((await watch.look(Date.now() + 2 * FAR)).map((r) => r.jobId)).toEqual(['lk1']);
+      expect(await redis.exists(dead.handOff)).toBe(0);
+      expect(await q.getJobState('lk1')).toBe('waiting');
+      live = await setUp('lk2', true, undefined, { handOff: true });
+      await until('lk1 to complete', async () => (await q.getJobState('lk1')) === 'completed');
+      // The handed start and the live worker's: two attempts begun, one run (its second attempt's).
+      expect(await redis.hget(`${prefix}lk1`, 'ats')).toBe('2');
+      expect(live.outcomes).toEqual(['completed 2']);
+    } finally {
+      holder.disconnect();
+      await q.close();
+      await live?.close();
+      await first.close();
+    }
+  });
+
+  it('without the check (ISLET_HANDOFF_LIVE_CHECK=off), the same dead registration is handed the job (taken back by the watch)', async () => {
     const first = await setUp('ln', true, undefined, { handOff: true });
     const { q, watch } = handingQueue(false);
     try {

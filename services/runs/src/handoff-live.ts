@@ -23,8 +23,8 @@ export function liveChannelOf(handOffKey: string): string {
  * next submit of its mode, taken back by the gateway's watch 1 s later (round 45 `crash-handoff`).
  * A live worker whose subscription is briefly absent (its subscriber reconnecting) is only fetched
  * for instead. One PUBSUB NUMSUB a handed submit (a dict lookup; test/bench/README.md round 46
- * `takeback`); a runner older than this release subscribes to none, so the check stays off until
- * every runner does.
+ * `takeback`); a runner older than 6b60376a subscribes to none, so the check (on by default since
+ * round 47) is off for a roll from such a release.
  */
 export const LIVE_CHECK = `local handOffPrefix = string.sub(idleKey, 1, -5) .. 'handoff:'
 while redis.call('PUBSUB', 'NUMSUB', handOffPrefix .. worker)[2] == 0 do

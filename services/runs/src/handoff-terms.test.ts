@@ -82,8 +82,11 @@ describe("a registration's compact form", () => {
     expect(text).not.toContain('{pool:');
     expect(text).not.toContain('islet:journal:');
     const got = await r.a.eval(reader(true), 0, text);
-    // The full form's reading: its keys; FA = {prefix, now, options, startArgs with the time last}.
+    // The full form's reading: its keys; FA = {prefix, now, options, startArgs with the time last},
+    // but for the journal's expiry (begin-attempt's TTL argument, unread since round 46): empty.
     const start = full.startArgs.slice(0, -1).map(String);
+    expect(start[17]).toBe('604800');
+    start[17] = '';
     expect(got).toEqual([
       full.token,
       full.handOff,

@@ -41,6 +41,14 @@ export const HAND_OFF_FETCH_KEYS = [
 export const FIXED_START = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 19, 21, 22] as const;
 /** `startArgs` positions a compact registration carries (share, cap, lease ms, journal ttl, stream length, sealed event). */
 const CARRIED_START = [14, 15, 16, 17, 18, 20] as const;
+/**
+ * The journal's expiry (begin-attempt's TTL argument): unread by every hand-off since round 46
+ * (6b60376a's and this release's begin-attempt.lua), so written empty; its place kept, as
+ * 6b60376a's gateway reads the compact form by position under its id — a registration without the
+ * element fails its submit (HTTP 500: the fetch's arguments shifted), one under another layout's id
+ * is not handed (test/bench/ttl-drop-probe.ts; test/bench/README.md round 47 `live-check-on`).
+ */
+const UNREAD_START = 17;
 /** The layout's name, hashed into the id: another layout is another id. */
 const LAYOUT = 'islet-handoff-terms-2';
 
@@ -122,7 +130,9 @@ export function compactTermsOf(
   const names = fixedNamesOf(terms);
   if (!names || names.length + 1 !== fixed.names.length) return undefined;
   for (let i = 0; i < names.length; i++) if (names[i] !== fixed.names[i + 1]) return undefined;
-  const carried = CARRIED_START.map((i) => JSON.stringify(String(terms.startArgs[i])));
+  const carried = CARRIED_START.map((i) =>
+    i === UNREAD_START ? '""' : JSON.stringify(String(terms.startArgs[i])),
+  );
   return [
     `[${JSON.stringify(fixed.id)},`,
     `,${JSON.stringify(terms.lockDuration)},${JSON.stringify(terms.name)},${JSON.stringify(terms.handOff)},${carried.join(',')}]`,

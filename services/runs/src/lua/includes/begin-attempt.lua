@@ -9,8 +9,8 @@
 -- marks the run after this start reads the event from the stream; one that marked it before hears it.
 -- KEYS[k] journal, KEYS[k+1] run record, KEYS[k+2] (optional) the run's event stream (one slot:
 --   `{runId}`).
--- ARGV[a] ttlSeconds (no longer read, round 46: its place kept, a compact hand-off registration of
---   9f886855 carries it, handoff-terms.ts), then with KEYS[k+2]: ARGV[a+1] maxLen, ARGV[a+2] eventType,
+-- ARGV[a] ttlSeconds (no longer read, round 46: its place kept, 6b60376a's gateways read a compact
+--   hand-off registration by position; this release's registrations carry it empty, handoff-terms.ts), then with KEYS[k+2]: ARGV[a+1] maxLen, ARGV[a+2] eventType,
 --   ARGV[a+3] sealedEventData, ARGV[a+4] channel, ARGV[a+5] message, ARGV[a+6] nowMs.
 -- `known` (optional): {record key, its fields flattened} as the same script created it a moment
 --   before (includes/create-run.lua's answer): read from there, when it is this record, instead of

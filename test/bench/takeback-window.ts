@@ -1,0 +1,151 @@
+/**
+ * round 47 `live-check-on` (2): how long a LIVE worker's registration stands while its pop is not
+ * blocked in Redis — the only time a hand-off's answer can wait on a live worker's key, so the floor
+ * under the gateway's take-back delay (gateway handoff-reclaim-store.ts `HAND_OFF_RECLAIM_MS`): a
+ * take-back sooner than that window's tail would take a job back from a live worker (no loss, no
+ * duplicate: whoever removes the answer owns the job; a wasted hand-off, a false count on
+ * `islet_handoff_reclaims_total` and a `handed job taken back` warning).
+ * A devstack (one gateway, RUNNERS read-only runners, concurrency 4 each) under CLIENTS clients
+ * submitting trivial waited runs for SECONDS, everything Redis executes read by MONITOR. A worker
+ * sends its registration with its blocking pop on its own hand-off key (BZPOPMIN, timeout T), and
+ * after a pop that brought no hand-off (its timeout, or the queue's marker) its take-back (EVAL of
+ * TAKE_BACK on the same key); between the pop's return and that EVAL the registration stands with
+ * no pop blocked. Per worker key it prints: after a timed-out pop, δ = EVAL − pop − T (the window
+ * itself); and every hand-off push that landed inside such a window (after the key's latest pop,
+ * before its take-back): its age when the worker's take-back took it. Counts and a distribution, not
+ * a time claim. `LIVE=off|on`: the gateway's liveness check (default: the config's, on).
+ * Usage: [CLIENTS=6] [SECONDS=60] [RUNNERS=2] [LIVE=on] node test/bench/takeback-window.ts
+ */
+import { createRedis } from '@islet/core';
+import { startCluster } from '@islet/devstack';
+
+const CLIENTS = Number(process.env.CLIENTS ?? 6);
+const SECONDS = Number(process.env.SECONDS ?? 60);
+const RUNNERS = Number(process.env.RUNNERS ?? 2);
+const c = await startCluster({
+  gateways: 1,
+  runners: Array.from({ length: RUNNERS }, () => ({ modes: ['read-only' as const] })),
+  env: {
+    ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
+    ...(process.env.LIVE ? { ISLET_HANDOFF_LIVE_CHECK: process.env.LIVE } : {}),
+  },
+});
+const watcher = createRedis(c.redisUrl);
+const redis = createRedis(c.redisUrl);
+const sec = (t: string) => Number(t) * 1000;
+const pops = new Map<
+  string,
+  { at: number; timeoutMs: number; pushAt?: number; before?: string; score?: string }
+>();
+/** The latest commands scripts ran (what a push followed, for the samples printed). */
+const recent: string[] = [];
+const samples: string[] = [];
+const deltas: number[] = [];
+const wakes: number[] = [];
+const ages: number[] = [];
+let popsSeen = 0;
+let pushes = 0;
+let numsub = 0;
+let takeBacks = 0;
+const monitor = await watcher.monitor();
+monitor.on('monitor', (time: string, args: string[], source: string) => {
+  const cmd = args[0]?.toLowerCase();
+  if (source === 'lua' && cmd === 'pubsub') numsub++;
+  if (source === 'lua') {
+    recent.push(
+      `${cmd} ${(args[1] ?? '').replace(/^islet:\{runs-read-only\}:/, '')} ${cmd === 'zadd' ? args[2] : ''}`,
+    );
+    if (recent.length > 12) recent.shift();
+  }
+  if (cmd === 'bzpopmin' && /:handoff:[^:]+$/.test(args[1] ?? '')) {
+    popsSeen++;
+    pops.set(args[1] as string, { at: sec(time), timeoutMs: Number(args[args.length - 1]) * 1000 });
+  } else if (source === 'lua' && cmd === 'zadd' && /:handoff:[^:]+$/.test(args[1] ?? '')) {
+    pushes++;
+    const p = pops.get(args[1] as string);
+    if (p && p.pushAt === undefined) {
+      p.pushAt = sec(time);
+      p.before = recent.slice(-6).join(' | ');
+      p.score = args[2];
+    }
+  } else if (cmd === 'eval' && args.length === 7 && /:handoff:[^:]+$/.test(args[5] ?? '')) {
+    // TAKE_BACK (3 keys and the worker id; the registration's script has 2 arguments more)
+    takeBacks++;
+    const p = pops.get(args[5] as string);
+    if (!p) return;
+    const t1 = sec(time);
+    if (t1 - p.at >= p.timeoutMs) deltas.push(t1 - p.at - p.timeoutMs);
+    else wakes.push(t1 - p.at);
+    // A push after the pop and before this take-back: it landed while no pop was blocked (a pop
+    // blocked takes it in the push's own turn, and its worker sends no take-back).
+    if (p.pushAt !== undefined) {
+      ages.push(t1 - p.pushAt);
+      if (samples.length < 5)
+        samples.push(`score ${p.score}; age ${(t1 - p.pushAt).toFixed(2)} ms; after: ${p.before}`);
+    }
+    pops.delete(args[5] as string);
+  }
+});
+const submit = async (i: number) => {
+  const res = await fetch(`${c.url}/v1/runs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${c.devKey}`, 'content-type': 'application/json', prefer: 'wait=30' },
+    body: JSON.stringify({
+      code: `return ${i}`,
+      description: 'w',
+      sessionId: 's',
+      turnId: 't',
+      callId: `c${i}`,
+    }),
+  });
+  await res.text();
+  return res.status;
+};
+const q = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : (s[Math.min(s.length - 1, Math.floor(p * s.length))] as number);
+};
+const fmt = (xs: number[]) =>
+  `n ${xs.length}; p50 ${q(xs, 0.5).toFixed(2)} p90 ${q(xs, 0.9).toFixed(2)} p99 ${q(xs, 0.99).toFixed(2)} max ${Math.max(...xs).toFixed(2)} ms`;
+try {
+  await submit(0);
+  const until = Date.now() + SECONDS * 1000;
+  let runs = 0;
+  let failed = 0;
+  const load = (await import('node:os')).loadavg()[0];
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, k) => {
+      for (let i = 0; Date.now() < until; i++) {
+        if ((await submit(k * 1e6 + i)) === 200) runs++;
+        else failed++;
+      }
+    }),
+  );
+  // Idle workers' pops time out too: a few more seconds unloaded.
+  await new Promise((r) => setTimeout(r, 12_000));
+  console.log(
+    `check ${process.env.LIVE ?? 'default'}; clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes} (PUBSUB NUMSUB in scripts ${numsub}), take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
+  );
+  console.log(`window after a timed-out pop (take-back EVAL − pop − timeout): ${fmt(deltas)}`);
+  console.log(`take-back after a pop woken by the marker (EVAL − pop): ${fmt(wakes)}`);
+  console.log(
+    `hand-offs that landed in a live worker's window, their age when its take-back took them: ${ages.length ? fmt(ages) : 'n 0'}`,
+  );
+  for (const x of samples) console.log(`  sample: ${x}`);
+} finally {
+  monitor.disconnect();
+  watcher.disconnect();
+  redis.disconnect();
+  await c.stop();
+}
+
+async function reclaims(): Promise<string> {
+  const text = await (await fetch(`${c.url}/metrics`)).text();
+  return (
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('islet_handoff_reclaims_total{'))
+      .map((l) => l.slice(l.indexOf('mode=')))
+      .join(', ') || '0 (no series)'
+  );
+}
