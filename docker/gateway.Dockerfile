@@ -89,4 +89,4 @@ EXPOSE 8080
 # Kubernetes uses the chart's probes (/healthz, /readyz); this serves plain `docker run`.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ISLET_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "--min-semi-space-size=4", "--max-semi-space-size=4", "services/gateway/src/main.ts"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=16", "services/gateway/src/main.ts"]

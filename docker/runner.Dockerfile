@@ -76,4 +76,4 @@ VOLUME ["/tmp", "/workspace"]
 EXPOSE 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ISLET_RUNNER_METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "--min-semi-space-size=4", "--max-semi-space-size=4", "services/runner/src/main.ts"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=16", "services/runner/src/main.ts"]

@@ -6,18 +6,18 @@
  * start`, the tests, the benches). On the command line, not in `NODE_OPTIONS`: nothing a process
  * starts inherits them.
  *
- * A young generation of 4 MB a semi-space for both, held there (`--min-semi-space-size=4
- * --max-semi-space-size=4`; V8 reports `new_space` as 8 MiB, both halves). A scavenge's pause
- * follows what it copies, and at 16 MB what it copied was ~1 MB: one scavenge every ~150–210
- * sequential runs in each process, 4.5–8 ms each at load 7–10 — 1–1.5 % of a one-client run's
- * latencies, its p99 exactly. At 4 MB one every ~37–48 runs at ~1.5 ms p50 (the pauses summed a run
- * +0.04 ms over both; round 47, `tail-gc` in test/bench/README.md). Held (min = max): V8 neither
- * grows it page by page under load nor shrinks it after, so its pages stay in use, not re-faulted
- * (round 31, `proc-faults`: 64 MB a half under load, 14–21 first-touch faults a run; 16 held it, and
- * 4 read the fewest faults there); resident memory falls with it. The runner makes no isolate of its
- * own (programs run in the sandbox hosts, which size their own), so no program's heap is sized by it.
+ * `--max-semi-space-size=16` (MB) for both. Under load V8 grew the runner's young generation to
+ * its default cap here, 64 MB a half (128 MB in all; the runner allocates ~250 KB a run, most of it
+ * dying young), and a young generation that large is not kept resident: JS allocating into it met
+ * fresh pages, 14–21 first-touch faults a run at 16 clients (10–15 µs each on this PVM guest),
+ * three quarters of them with generated code as the leaf. Held at 16 MB a half: 1–7 faults a run.
+ * The gateway's, held there too: a sequential client's runs met 1.2 faults a run on it instead of
+ * 3.0–9.3 (after a load drop V8 shrank it and grew it back into fresh pages). Resident memory under
+ * the bench fell with it: gateway 259–266 → 186–193 MB, runner 202–253 → 167–195 MB (round 31,
+ * `proc-faults` in test/bench/README.md). The runner makes no isolate of its own (programs run in
+ * the sandbox hosts, which size their own), so no program's heap is sized by it.
  */
 export const SERVICE_NODE_FLAGS: Readonly<Record<'gateway' | 'runner', readonly string[]>> = {
-  gateway: ['--min-semi-space-size=4', '--max-semi-space-size=4'],
-  runner: ['--min-semi-space-size=4', '--max-semi-space-size=4'],
+  gateway: ['--max-semi-space-size=16'],
+  runner: ['--max-semi-space-size=16'],
 };
