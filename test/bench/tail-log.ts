@@ -14,6 +14,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
 
 const dir = process.env.TAIL_LOG_DIR;
 
@@ -67,12 +68,15 @@ if (dir) {
     }
     lines = [];
   };
-  const log = (kind: string, label: string, start: number, ms: number) =>
-    lines.push(`${JSON.stringify({ who, kind, label, t: offset + start, ms })}\n`);
+  const log = (kind: string, label: string, start: number, ms: number, newSpace?: number) =>
+    lines.push(`${JSON.stringify({ who, kind, label, t: offset + start, ms, newSpace })}\n`);
+  // The young generation's size as V8 reports it at each collection (`new_space`'s space_size,
+  // round 47 `tail-gc`): which semi-space a process really ran with, read back, not assumed.
+  const newSpace = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size;
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       const kind = gcKinds[(e as { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'gc-other';
-      log(kind, '', e.startTime, e.duration);
+      log(kind, '', e.startTime, e.duration, kind === 'scavenge' ? newSpace() : undefined);
     }
   }).observe({ entryTypes: ['gc'] });
   const labelOf = (fn: (...a: unknown[]) => unknown) =>
