@@ -30,9 +30,10 @@ const CHUNK_LINE = /^([0-9A-Fa-f]{1,16})(;[^\r\n]*)?$/;
 /**
  * A header line as `head` reads it: a token, the first colon, then only value characters (what
  * `TOKEN` on the name and `BAD_VALUE` on the rest say, in one test: a token has no colon, so the
- * first colon is the one matched).
+ * first colon is the one matched). Sticky, matched at a line's start inside the whole head: the line
+ * is whole exactly when the match ends where the line does.
  */
-const HEADER_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*$/;
+const HEADER_AT = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*/y;
 const CRLF2 = Buffer.from('\r\n\r\n');
 
 /** The reader's states. */
@@ -231,23 +232,35 @@ export class AnswerReader {
   }
 
   private head(text: string): void {
-    const lines = text.split('\r\n');
-    const m = STATUS_LINE.exec(lines[0] ?? '');
+    // Read in place, a line at a time between its CRLFs (no `split` into an array of every line, each
+    // a string): a line is cut out only for the status, the four names read below and a refusal.
+    let end = text.indexOf('\r\n');
+    if (end < 0) end = text.length;
+    const m = STATUS_LINE.exec(end === text.length ? text : text.slice(0, end));
     if (!m || BAD_VALUE.test(m[3] ?? '')) fail('a bad status line');
     const status = Number(m[2]);
     let length: number | undefined;
     let chunked = false;
     let close = m[1] === '0';
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i] as string;
-      const colon = line.indexOf(':');
-      if (!HEADER_LINE.test(line)) {
+    while (end < text.length) {
+      const start = end + 2;
+      end = text.indexOf('\r\n', start);
+      if (end < 0) end = text.length;
+      // The whole line is `HEADER_LINE` exactly when the sticky match from its start ends at its end:
+      // a value's characters hold no CR or LF, so the match stops at the line's end or before it.
+      HEADER_AT.lastIndex = start;
+      if (!HEADER_AT.test(text) || HEADER_AT.lastIndex !== end) {
+        const line = text.slice(start, end);
+        const colon = line.indexOf(':');
         if (!TOKEN.test(colon > 0 ? line.slice(0, colon) : ''))
           fail('a header line that is not `name: value`');
         fail('a bad header value');
       }
+      // A token has no colon: the line's first is its name's end.
+      const colon = text.indexOf(':', start) - start;
       // Only these four names are read; none of the others' names or values is made into a string.
       if (colon !== 10 && colon !== 14 && colon !== 17) continue;
+      const line = text.slice(start, end);
       const value = trimOws(line, colon + 1);
       switch (line.slice(0, colon).toLowerCase()) {
         case 'content-length':

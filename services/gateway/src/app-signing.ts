@@ -67,7 +67,11 @@ export function webhookHeaders(
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': secrets.map((s) => signatureOf(s, id, timestamp, body)).join(' '),
+    // One secret (no rotation under way) is the usual case: its signature alone, no array and join.
+    'webhook-signature':
+      secrets.length === 1
+        ? signatureOf(secrets[0] as string, id, timestamp, body)
+        : secrets.map((s) => signatureOf(s, id, timestamp, body)).join(' '),
   };
 }
 
