@@ -35,6 +35,8 @@ const CHUNK_LINE = /^([0-9A-Fa-f]{1,16})(;[^\r\n]*)?$/;
  */
 const HEADER_AT = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*/y;
 const CRLF2 = Buffer.from('\r\n\r\n');
+/** A Connection value naming `close` (`\s` is the whitespace `trim` removes). */
+const CLOSE_TOKEN = /(?:^|,)\s*close\s*(?:,|$)/i;
 
 /** The reader's states. */
 const Mode = {
@@ -274,7 +276,9 @@ export class AnswerReader {
           chunked = true;
           break;
         case 'connection':
-          if (value.split(',').some((t) => t.trim().toLowerCase() === 'close')) close = true;
+          // A `close` among its comma-separated tokens (each trimmed as `trim` does, any case): the
+          // test of `split(',')` then `trim().toLowerCase() === 'close'`, without the array.
+          if (CLOSE_TOKEN.test(value)) close = true;
           break;
         case 'keep-alive': {
           const t = /(?:^|[,\s])timeout=(\d{1,6})(?:$|[,\s])/i.exec(value);
