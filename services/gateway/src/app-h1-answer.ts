@@ -262,9 +262,12 @@ export class AnswerReader {
       const colon = text.indexOf(':', start) - start;
       // Only these four names are read; none of the others' names or values is made into a string.
       if (colon !== 10 && colon !== 14 && colon !== 17) continue;
-      const line = text.slice(start, end);
-      const value = trimOws(line, colon + 1);
-      switch (line.slice(0, colon).toLowerCase()) {
+      // The name told by a case-blind sticky match at the line's start (its token is ASCII): no name
+      // cut out and lower-cased; the value cut once, from the head's text.
+      const name = nameAt(text, start, colon);
+      if (name === undefined) continue;
+      const value = trimOws(text, start + colon + 1, end);
+      switch (name) {
         case 'content-length':
           if (length !== undefined) fail('Content-Length given twice');
           if (!/^\d+$/.test(value)) fail('a Content-Length that is not digits');
@@ -372,10 +375,26 @@ export class AnswerReader {
   }
 }
 
-/** `line` from `from` without its leading and trailing spaces and tabs (a field value's OWS). */
-function trimOws(line: string, from: number): string {
+/** The four names `head` reads, each with its colon, matched case-blind at a line's start. */
+const READ_NAMES = [/content-length:/iy, /transfer-encoding:/iy, /connection:/iy, /keep-alive:/iy] as const;
+const READ_NAME_TEXTS = ['content-length', 'transfer-encoding', 'connection', 'keep-alive'] as const;
+
+/** Which of the four read names the line at `start` has (its colon at `start + colon`), if any. */
+function nameAt(text: string, start: number, colon: number): (typeof READ_NAME_TEXTS)[number] | undefined {
+  for (let i = 0; i < READ_NAMES.length; i++) {
+    const name = READ_NAME_TEXTS[i] as (typeof READ_NAME_TEXTS)[number];
+    if (name.length !== colon) continue;
+    const re = READ_NAMES[i] as RegExp;
+    re.lastIndex = start;
+    if (re.test(text)) return name;
+  }
+  return undefined;
+}
+
+/** `line` from `from` (to `to`) without its leading and trailing spaces and tabs (a field value's OWS). */
+function trimOws(line: string, from: number, to = line.length): string {
   let a = from;
-  let b = line.length;
+  let b = to;
   while (a < b && (line.charCodeAt(a) === 32 || line.charCodeAt(a) === 9)) a++;
   while (b > a && (line.charCodeAt(b - 1) === 32 || line.charCodeAt(b - 1) === 9)) b--;
   return line.slice(a, b);
