@@ -121,8 +121,11 @@ export function requestBytes(
     if (/[^\u0021-\u00ff]/.test(target.path)) throw new TypeError('invalid request path');
     latin1 = true;
   }
+  // The request's pieces in order, joined once: one string of the request's length, where a `+=` a
+  // header and the head's template made a rope of ~30 pieces that the socket's write then copied
+  // flat (round 47 `gateway-cpu`). Slot 3 is the Host's value, known once every header is read.
+  const parts: string[] = ['POST ', target.path, ' HTTP/1.1\r\nhost: ', '', '\r\nconnection: keep-alive\r\n'];
   let host = target.hostHeader;
-  let lines = '';
   let sawHost = false;
   for (const name in headers) {
     const value = headers[name];
@@ -139,13 +142,17 @@ export function requestBytes(
       host = value;
       continue;
     }
-    lines += `${name}: ${value}\r\n`;
+    parts.push(name, ': ', value, '\r\n');
   }
   // The URL's host (WHATWG: ASCII, a name in punycode) when no host header replaced it.
   if (!sawHost && NOT_PLAIN.test(host)) latin1 = true;
-  const head = `POST ${target.path} HTTP/1.1\r\nhost: ${host}\r\nconnection: keep-alive\r\n${lines}content-length: ${Buffer.byteLength(body)}\r\n\r\n`;
-  if (!latin1) return head + body;
-  return Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from(body, 'utf8')]);
+  parts[3] = host;
+  parts.push('content-length: ', String(Buffer.byteLength(body)), '\r\n\r\n');
+  if (!latin1) {
+    parts.push(body);
+    return parts.join('');
+  }
+  return Buffer.concat([Buffer.from(parts.join(''), 'latin1'), Buffer.from(body, 'utf8')]);
 }
 
 function drop(conn: Conn, err?: Error): void {
