@@ -248,7 +248,7 @@ export class AnswerReader {
       const start = end + 2;
       end = text.indexOf('\r\n', start);
       if (end < 0) end = text.length;
-      // The whole line is `HEADER_LINE` exactly when the sticky match from its start ends at its end:
+      // The line is a header line exactly when `HEADER_AT` from its start ends at its end:
       // a value's characters hold no CR or LF, so the match stops at the line's end or before it.
       HEADER_AT.lastIndex = start;
       if (!HEADER_AT.test(text) || HEADER_AT.lastIndex !== end) {
