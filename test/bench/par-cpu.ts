@@ -147,6 +147,18 @@ try {
     const name = `alloc.${allocPid}.heapprofile`;
     for (let i = 0; i < 100 && !readdirSync(dir).includes(name); i++)
       await new Promise((r) => setTimeout(r, 100));
+    const exactName = `alloc.${allocPid}.exact`;
+    if (readdirSync(dir).includes(exactName)) {
+      // Counted, not sampled (alloc-sampler.ts, round 47): the heap's growth between collections.
+      const exact = JSON.parse(readFileSync(join(dir, exactName), 'utf8')) as {
+        bytes: number;
+        kinds: Record<string, number>;
+      };
+      const kinds = Object.entries(exact.kinds)
+        .map(([k, n]) => `${k} ${(n / RUNS).toFixed(3)}`)
+        .join(', ');
+      out += `=== ${ALLOC_WHO} JS heap allocated (counted, GCProfiler): ${(exact.bytes / (RUNS * CALLS)).toFixed(0)} B a call; collections a run: ${kinds}\n`;
+    }
     out += `=== ${ALLOC_WHO} allocations (${join(dir, name)}), bytes a call over the measured runs\n`;
     out += `${summarizeAllocations(join(dir, name), RUNS * CALLS, Number(process.env.TOP ?? 40))}\n`;
   }

@@ -4,7 +4,7 @@
  * refused, whole and split; caps hold whatever the answer declares; what follows an answer keeps
  * its connection from reuse.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { feeds } from '../test/answer-feeds.ts';
 import { type Answer, AnswerReader, AppProtocolError } from './app-h1-answer.ts';
 import { AnswerTooLargeError } from './app-http-errors.ts';
@@ -209,5 +209,28 @@ describe('App answer reader: refusals', () => {
       'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nab',
     ])
       for (const parts of feeds(text)) expect(() => read(parts, true)).toThrow(AppProtocolError);
+  });
+});
+
+describe('App answer reader: the head read in place', () => {
+  // Round 47 (`gateway-cpu`): the head's lines are read between their CRLFs in the head's text, not
+  // split into an array of strings (a hundred-call run read a hundred heads). Fails on 6b60376a
+  // (its `head` split the text). The answers and refusals themselves are the tests above.
+  it('makes no array of the lines (no String split) for a head of several lines', () => {
+    const split = vi.spyOn(String.prototype, 'split');
+    try {
+      const answer = read([
+        Buffer.from(
+          OK(
+            '{"ok":true}',
+            'Date: Mon, 07 Dec 2026 08:00:00 GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n',
+          ),
+        ),
+      ]);
+      expect(answer).toEqual({ status: 200, text: '{"ok":true}', reusable: true, keepAliveSeconds: 5 });
+      expect(split).not.toHaveBeenCalled();
+    } finally {
+      split.mockRestore();
+    }
   });
 });

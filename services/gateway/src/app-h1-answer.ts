@@ -30,10 +30,13 @@ const CHUNK_LINE = /^([0-9A-Fa-f]{1,16})(;[^\r\n]*)?$/;
 /**
  * A header line as `head` reads it: a token, the first colon, then only value characters (what
  * `TOKEN` on the name and `BAD_VALUE` on the rest say, in one test: a token has no colon, so the
- * first colon is the one matched).
+ * first colon is the one matched). Sticky, matched at a line's start inside the whole head: the line
+ * is whole exactly when the match ends where the line does.
  */
-const HEADER_LINE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*$/;
+const HEADER_AT = /[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*/y;
 const CRLF2 = Buffer.from('\r\n\r\n');
+/** A Connection value naming `close` (`\s` is the whitespace `trim` removes). */
+const CLOSE_TOKEN = /(?:^|,)\s*close\s*(?:,|$)/i;
 
 /** The reader's states. */
 const Mode = {
@@ -231,25 +234,40 @@ export class AnswerReader {
   }
 
   private head(text: string): void {
-    const lines = text.split('\r\n');
-    const m = STATUS_LINE.exec(lines[0] ?? '');
+    // Read in place, a line at a time between its CRLFs (no `split` into an array of every line, each
+    // a string): a line is cut out only for the status, the four names read below and a refusal.
+    let end = text.indexOf('\r\n');
+    if (end < 0) end = text.length;
+    const m = STATUS_LINE.exec(end === text.length ? text : text.slice(0, end));
     if (!m || BAD_VALUE.test(m[3] ?? '')) fail('a bad status line');
     const status = Number(m[2]);
     let length: number | undefined;
     let chunked = false;
     let close = m[1] === '0';
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i] as string;
-      const colon = line.indexOf(':');
-      if (!HEADER_LINE.test(line)) {
+    while (end < text.length) {
+      const start = end + 2;
+      end = text.indexOf('\r\n', start);
+      if (end < 0) end = text.length;
+      // The line is a header line exactly when `HEADER_AT` from its start ends at its end:
+      // a value's characters hold no CR or LF, so the match stops at the line's end or before it.
+      HEADER_AT.lastIndex = start;
+      if (!HEADER_AT.test(text) || HEADER_AT.lastIndex !== end) {
+        const line = text.slice(start, end);
+        const colon = line.indexOf(':');
         if (!TOKEN.test(colon > 0 ? line.slice(0, colon) : ''))
           fail('a header line that is not `name: value`');
         fail('a bad header value');
       }
+      // A token has no colon: the line's first is its name's end.
+      const colon = text.indexOf(':', start) - start;
       // Only these four names are read; none of the others' names or values is made into a string.
       if (colon !== 10 && colon !== 14 && colon !== 17) continue;
-      const value = trimOws(line, colon + 1);
-      switch (line.slice(0, colon).toLowerCase()) {
+      // The name told by a case-blind sticky match at the line's start (its token is ASCII): no name
+      // cut out and lower-cased; the value cut once, from the head's text.
+      const name = nameAt(text, start, colon);
+      if (name === undefined) continue;
+      const value = trimOws(text, start + colon + 1, end);
+      switch (name) {
         case 'content-length':
           if (length !== undefined) fail('Content-Length given twice');
           if (!/^\d+$/.test(value)) fail('a Content-Length that is not digits');
@@ -261,7 +279,9 @@ export class AnswerReader {
           chunked = true;
           break;
         case 'connection':
-          if (value.split(',').some((t) => t.trim().toLowerCase() === 'close')) close = true;
+          // A `close` among its comma-separated tokens (each trimmed as `trim` does, any case): the
+          // test of `split(',')` then `trim().toLowerCase() === 'close'`, without the array.
+          if (CLOSE_TOKEN.test(value)) close = true;
           break;
         case 'keep-alive': {
           const t = /(?:^|[,\s])timeout=(\d{1,6})(?:$|[,\s])/i.exec(value);
@@ -355,10 +375,26 @@ export class AnswerReader {
   }
 }
 
-/** `line` from `from` without its leading and trailing spaces and tabs (a field value's OWS). */
-function trimOws(line: string, from: number): string {
+/** The four names `head` reads, each with its colon, matched case-blind at a line's start. */
+const READ_NAMES = [/content-length:/iy, /transfer-encoding:/iy, /connection:/iy, /keep-alive:/iy] as const;
+const READ_NAME_TEXTS = ['content-length', 'transfer-encoding', 'connection', 'keep-alive'] as const;
+
+/** Which of the four read names the line at `start` has (its colon at `start + colon`), if any. */
+function nameAt(text: string, start: number, colon: number): (typeof READ_NAME_TEXTS)[number] | undefined {
+  for (let i = 0; i < READ_NAMES.length; i++) {
+    const name = READ_NAME_TEXTS[i] as (typeof READ_NAME_TEXTS)[number];
+    if (name.length !== colon) continue;
+    const re = READ_NAMES[i] as RegExp;
+    re.lastIndex = start;
+    if (re.test(text)) return name;
+  }
+  return undefined;
+}
+
+/** `line` from `from` (to `to`) without its leading and trailing spaces and tabs (a field value's OWS). */
+function trimOws(line: string, from: number, to = line.length): string {
   let a = from;
-  let b = line.length;
+  let b = to;
   while (a < b && (line.charCodeAt(a) === 32 || line.charCodeAt(a) === 9)) a++;
   while (b > a && (line.charCodeAt(b - 1) === 32 || line.charCodeAt(b - 1) === 9)) b--;
   return line.slice(a, b);

@@ -133,3 +133,47 @@ describe('App request: names classified once', () => {
     expect(() => sent({}, { ...target, path: '/a b' })).toThrow(/invalid request path/);
   });
 });
+
+describe('App request: its bytes as 6b60376a made them', () => {
+  // Round 47 (`gateway-cpu`) joins the request's pieces once instead of a template a header; the
+  // bytes an App receives (and their signature's body) are the same. A guard: the reference is
+  // 6b60376a's head, made here as it made it; passes there too.
+  const reference = (
+    target: { path: string; hostHeader: string },
+    headers: Record<string, string>,
+    body: string,
+  ) => {
+    let host = target.hostHeader;
+    let lines = '';
+    for (const name in headers) {
+      if (name.toLowerCase() === 'host') host = headers[name] as string;
+      else lines += `${name}: ${headers[name]}\r\n`;
+    }
+    return `POST ${target.path} HTTP/1.1\r\nhost: ${host}\r\nconnection: keep-alive\r\n${lines}content-length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  };
+  const bytesOf = (sent: string | Buffer) => (typeof sent === 'string' ? Buffer.from(sent, 'utf8') : sent);
+
+  it('sends the same bytes for ASCII and latin1 heads, a Host given or not, any body', () => {
+    const targets = [
+      { host: '127.0.0.1', port: 80, hostHeader: '127.0.0.1:8080', path: '/calls?x=1' },
+      { host: 'h', port: 80, hostHeader: 'h', path: '/\xe9' },
+    ];
+    const headerSets: Record<string, string>[] = [
+      {},
+      {
+        'content-type': 'application/json',
+        'idempotency-key': 'run_1:0',
+        'webhook-signature': 'v1,abc= v1,def=',
+      },
+      { Authorization: 'Bearer t', Host: 'app.example', 'x-a': 'v\xff', 'x-b': 'a\tb' },
+      { 'X-Empty': '', 'x-long': 'y'.repeat(3000) },
+    ];
+    for (const target of targets)
+      for (const headers of headerSets)
+        for (const body of ['', '{"a":1}', '{"é":"🌍"}', 'x'.repeat(5000)]) {
+          const head = reference(target, headers, body);
+          const want = Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from(body, 'utf8')]);
+          expect(bytesOf(requestBytes(target, headers, body)).equals(want)).toBe(true);
+        }
+  });
+});

@@ -121,32 +121,59 @@ export function requestBytes(
     if (/[^\u0021-\u00ff]/.test(target.path)) throw new TypeError('invalid request path');
     latin1 = true;
   }
+  // The request's pieces in order, joined once: one string of the request's length, where a `+=` a
+  // header and the head's template made a rope of ~30 pieces that the socket's write then copied
+  // flat (round 47 `gateway-cpu`). In one array kept for every request (this runs to its end before
+  // another can begin), emptied after its join. Slot 3 is the Host's value, known once every header is read.
+  const parts = PARTS;
+  parts[0] = 'POST ';
+  parts[1] = target.path;
+  parts[2] = ' HTTP/1.1\r\nhost: ';
+  parts[3] = '';
+  parts[4] = '\r\nconnection: keep-alive\r\n';
+  let n = 5;
   let host = target.hostHeader;
-  let lines = '';
   let sawHost = false;
-  for (const name in headers) {
-    const value = headers[name];
-    if (typeof value !== 'string') throw new TypeError(`invalid ${name} header`);
-    if (NOT_PLAIN.test(value)) {
-      if (BAD_VALUE.test(value)) throw new TypeError(`invalid ${name} header`);
-      latin1 = true;
+  try {
+    for (const name in headers) {
+      const value = headers[name];
+      if (typeof value !== 'string') throw new TypeError(`invalid ${name} header`);
+      if (NOT_PLAIN.test(value)) {
+        if (BAD_VALUE.test(value)) throw new TypeError(`invalid ${name} header`);
+        latin1 = true;
+      }
+      const kind = nameKind(name);
+      if (kind === Name.Refused) throw new TypeError(`invalid ${name} header`);
+      if (kind === Name.Host) {
+        if (sawHost) throw new TypeError('duplicate host header');
+        sawHost = true;
+        host = value;
+        continue;
+      }
+      parts[n++] = name;
+      parts[n++] = ': ';
+      parts[n++] = value;
+      parts[n++] = '\r\n';
     }
-    const kind = nameKind(name);
-    if (kind === Name.Refused) throw new TypeError(`invalid ${name} header`);
-    if (kind === Name.Host) {
-      if (sawHost) throw new TypeError('duplicate host header');
-      sawHost = true;
-      host = value;
-      continue;
-    }
-    lines += `${name}: ${value}\r\n`;
+    // The URL's host (WHATWG: ASCII, a name in punycode) when no host header replaced it.
+    if (!sawHost && NOT_PLAIN.test(host)) latin1 = true;
+    parts[3] = host;
+    parts[n++] = 'content-length: ';
+    parts[n++] = String(Buffer.byteLength(body));
+    parts[n++] = '\r\n\r\n';
+    if (!latin1) parts[n++] = body;
+    // The array's length is this request's (a shorter one than the last leaves its tail to cut).
+    if (parts.length !== n) parts.length = n;
+    const text = parts.join('');
+    return latin1 ? Buffer.concat([Buffer.from(text, 'latin1'), Buffer.from(body, 'utf8')]) : text;
+  } finally {
+    // Nothing of a request (its values, its body) is held past it.
+    for (let i = 0; i < n; i++) parts[i] = '';
   }
-  // The URL's host (WHATWG: ASCII, a name in punycode) when no host header replaced it.
-  if (!sawHost && NOT_PLAIN.test(host)) latin1 = true;
-  const head = `POST ${target.path} HTTP/1.1\r\nhost: ${host}\r\nconnection: keep-alive\r\n${lines}content-length: ${Buffer.byteLength(body)}\r\n\r\n`;
-  if (!latin1) return head + body;
-  return Buffer.concat([Buffer.from(head, 'latin1'), Buffer.from(body, 'utf8')]);
 }
+
+/** `requestBytes`'s pieces (see there). */
+const PARTS: string[] = [];
 
 function drop(conn: Conn, err?: Error): void {
   conn.dead = true;

@@ -8,7 +8,7 @@
 import { BoundedMap, type Sealer } from '@islet/core';
 import type { BindingCall } from '@islet/engine';
 import type { CallSource, StoredRun } from '@islet/runs';
-import { openSigning, signingSecrets, webhookHeaders } from './app-signing.ts';
+import { addWebhookHeaders, openSigning, signingSecrets } from './app-signing.ts';
 import type { Connection } from './connections.ts';
 
 /**
@@ -66,19 +66,27 @@ export function appRequest(
     idempotencyKey: ctx.idempotencyKey,
   };
   const text = JSON.stringify(body);
-  const own = connection.sealedHeaders ? openedOnce(sealer, connection.sealedHeaders, openHeaders) : {};
-  const headers: Record<string, string> = {
-    ...own,
-    'content-type': 'application/json',
-    'idempotency-key': ctx.idempotencyKey,
-    'x-islet-tenant': run.tenant,
-    'x-islet-run': run.id,
-    'x-islet-operation-id': ctx.operationId,
-  };
+  // A connection without headers of its own: the literal alone, no empty object made and spread.
+  const headers: Record<string, string> = connection.sealedHeaders
+    ? {
+        ...openedOnce(sealer, connection.sealedHeaders, openHeaders),
+        'content-type': 'application/json',
+        'idempotency-key': ctx.idempotencyKey,
+        'x-islet-tenant': run.tenant,
+        'x-islet-run': run.id,
+        'x-islet-operation-id': ctx.operationId,
+      }
+    : {
+        'content-type': 'application/json',
+        'idempotency-key': ctx.idempotencyKey,
+        'x-islet-tenant': run.tenant,
+        'x-islet-run': run.id,
+        'x-islet-operation-id': ctx.operationId,
+      };
   if (connection.sealedSigning) {
     // Which secrets sign is decided per call: a rotated-out one stops when it expires.
     const secrets = signingSecrets(openedOnce(sealer, connection.sealedSigning, openSigning), now);
-    Object.assign(headers, webhookHeaders(secrets, ctx.idempotencyKey, text, now));
+    addWebhookHeaders(headers, secrets, ctx.idempotencyKey, text, now);
   }
   return { text, headers };
 }

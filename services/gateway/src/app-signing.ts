@@ -63,12 +63,30 @@ export function webhookHeaders(
   body: string,
   now = Date.now(),
 ): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  return addWebhookHeaders({}, secrets, id, body, now);
+}
+
+/**
+ * `webhookHeaders` set on `headers` itself, in the same order (an App request's headers: no object
+ * of the three made and copied over a call).
+ */
+export function addWebhookHeaders<T extends Record<string, string>>(
+  headers: T,
+  secrets: readonly string[],
+  id: string,
+  body: string,
+  now = Date.now(),
+): T & Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
   const timestamp = Math.floor(now / 1000);
-  return {
-    'webhook-id': id,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': secrets.map((s) => signatureOf(s, id, timestamp, body)).join(' '),
-  };
+  const out = headers as T & Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string>;
+  out['webhook-id'] = id;
+  out['webhook-timestamp'] = String(timestamp);
+  // One secret (no rotation under way) is the usual case: its signature alone, no array and join.
+  out['webhook-signature'] =
+    secrets.length === 1
+      ? signatureOf(secrets[0] as string, id, timestamp, body)
+      : secrets.map((s) => signatureOf(s, id, timestamp, body)).join(' ');
+  return out;
 }
 
 export function sealSigning(sealer: Sealer, state: SigningState): string {

@@ -44,6 +44,7 @@ export function servedJson(prefix: string, served: ServedCall): string {
 }
 
 type AppRequestText = ReturnType<typeof appRequest>;
+type ProcessCallInput = Parameters<ReturnType<typeof createCallProcessor>['process']>[0];
 
 export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
   const { runs, journal, decisions, connections, config, metrics, logger } = deps;
@@ -195,6 +196,31 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     return source;
   };
 
+  // What the processor reads of a run, one object for all its calls (the run object is cached with
+  // the run, as the binding's spec above): not one made a call.
+  const processRuns = new WeakMap<StoredRun, ProcessCallInput['run']>();
+  const processRunOf = (run: StoredRun): ProcessCallInput['run'] => {
+    let view = processRuns.get(run);
+    if (!view) {
+      view = { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code };
+      processRuns.set(run, view);
+    }
+    return view;
+  };
+
+  /** An `ask` call's decision hooks (call-processor.ts `onDecisionNeeded`, `onDecisionAnswered`). */
+  const decisionHooks = (input: ProcessCallInput, run: StoredRun, index: number): void => {
+    input.onDecisionNeeded = async (decision, created) => {
+      await deps.lifecycle.suspend(run, { atCall: index });
+      // Once per (run, index): an execution that meets its still-pending decision again (a
+      // re-execution after a crash or stall) waits again but does not announce it twice.
+      if (created) await runs.appendEvent(run.id, 'decision.needed', { ...decisionView(decision) });
+    };
+    input.onDecisionAnswered = async () => {
+      await deps.lifecycle.resume(run);
+    };
+  };
+
   // Requests made while their calls' claims are on their way to Redis: one check-phase callback
   // for all the calls of a turn, queued after the journal's own (turn-batch.ts), so the claims'
   // script call is written first and the requests are made while Redis runs it and fsyncs.
@@ -208,6 +234,17 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     if (preparing.push(prepare) === 1) setImmediate(prepareAll);
   };
 
+  // The first binding of the run, or tool of the connection, by name: as `find`, without a closure
+  // made for it each call.
+  const bindingSpec = (run: StoredRun, binding: string) => {
+    for (const b of run.request.bindings) if (b.binding === binding) return b;
+    return undefined;
+  };
+  const toolNamed = (connection: Connection, name: string) => {
+    for (const t of connection.tools) if (t.name === name) return t;
+    return undefined;
+  };
+
   /** Null when the run does not exist. */
   async function serve(
     runId: string,
@@ -219,10 +256,10 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
     const started = process.hrtime.bigint();
     const run = await immutableRun(runId);
     if (!run) return null;
-    const spec = run.request.bindings.find((b) => b.binding === call.binding);
+    const spec = bindingSpec(run, call.binding);
     const source = spec && sourceOf(spec);
     const connection = spec ? await connections.get(run.tenant, spec.connectionId) : null;
-    const tool = spec?.kind === 'tool' ? connection?.tools.find((t) => t.name === spec.name) : undefined;
+    const tool = spec?.kind === 'tool' && connection ? toolNamed(connection, spec.name) : undefined;
     // The arguments parsed once for the check, the App's request and the call event (each parsed
     // them again); none of them changes the value. Text that is not JSON stays text, as
     // `jsonOrText` has it, and an App request of it fails in its own parse as before.
@@ -262,21 +299,22 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
       source !== undefined &&
       connection?.kind === 'http' &&
       (spec.kind !== 'tool' || tool !== undefined);
-    const processing = processor.process({
-      run: { id: run.id, tenant: run.tenant, mode: run.mode, toolCallId: run.callId, code: run.code },
+    const processCall: ProcessCallInput['call'] = {
+      index: call.index,
+      binding: call.binding,
+      argsJson: call.argsJson,
+    };
+    if (source) processCall.source = source;
+    const input: ProcessCallInput = {
+      run: processRunOf(run),
       attempt,
-      call: {
-        index: call.index,
-        binding: call.binding,
-        argsJson: call.argsJson,
-        ...(source ? { source } : {}),
-      },
+      call: processCall,
       policy,
       approval: run.request.approval ?? 'stop',
       holdTimeoutMs: config.ISLET_DECISION_EXPIRE_MS,
       // A call an earlier attempt sent may still finish on a live gateway: wait for it before 'unknown'.
       unknownGraceMs: config.ISLET_APP_CALL_TIMEOUT_MS,
-      ...(call.takeover ? { takeover: true } : {}),
+      takeover: call.takeover === true,
       operationId,
       // Read only by a held decision's wait: the fast path's signal is made then, if ever.
       signal: gone,
@@ -305,19 +343,13 @@ export function createBindingCalls(deps: GatewayDeps, mcpApps?: McpApps) {
           ? httpCall(run, call, source, connection, ctx, parsedArgs, prepared)
           : clientCall(run, attempt, call, source, ctx);
       },
-      onDecisionNeeded: async (decision, created) => {
-        await deps.lifecycle.suspend(run, { atCall: call.index });
-        // Once per (run, index): an execution that meets its still-pending decision again (a
-        // re-execution after a crash or stall) waits again but does not announce it twice.
-        if (created) await runs.appendEvent(run.id, 'decision.needed', { ...decisionView(decision) });
-      },
-      onDecisionAnswered: async () => {
-        await deps.lifecycle.resume(run);
-      },
       // The console's and SSE's `call` event goes in with the outcome, in the journal's step
       // (built and sealed only in its sealed form: ISLET_CALL_ONE_SEAL, run-reads.ts `callEvent`).
       eventFor: (outcome) => runs.callEvent(run.id, () => callEvent(outcome), started),
-    });
+    };
+    // Read only by an `ask` call's decision: not made for the others (every allowed call).
+    if (policy === 'ask') decisionHooks(input, run, call.index);
+    const processing = processor.process(input);
     // `process` has handed the claim to the journal's turn batch by now (synchronously, before its
     // first await), so this is queued after the batch's send.
     if (prepareEarly && connection)

@@ -125,6 +125,29 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
 
   const { openOutcome, toEntry, entriesOf, callsOf, callsOfPushed } = journalViews(sealer, outcomeSealer);
 
+  // An outcome's group key, made of its run and what its event shares with the group: the last one
+  // kept, so a run's calls in a row (their events' names are the same strings: run-reads.ts
+  // `callEventNames`) find it by comparison, not by a six-part string made and hashed each.
+  let lastGroup:
+    | { runId: string; streamKey: string; maxLen: number; channel: string; message: string; key: string }
+    | undefined;
+  const eventGroupOf = (runId: string, event: CompletionEvent): string => {
+    const g = lastGroup;
+    if (
+      g !== undefined &&
+      g.runId === runId &&
+      g.streamKey === event.streamKey &&
+      g.maxLen === event.maxLen &&
+      g.channel === event.channel &&
+      g.message === event.message
+    )
+      return g.key;
+    const { streamKey, maxLen, channel, message } = event;
+    const key = `e\0${runId}\0${streamKey}\0${maxLen}\0${channel}\0${message}`;
+    lastGroup = { runId, streamKey, maxLen, channel, message, key };
+    return key;
+  };
+
   // A run's claims made in one turn go as one script call, and so do its outcomes (turn-batch.ts).
   const claims = new TurnBatch<(string | number)[], string>(async (runId, calls) => {
     const args: (string | number)[] = [writeFormat];
@@ -256,9 +279,7 @@ export function createCallJournal(deps: CallJournalDeps): CallJournal {
       ];
       // Outcomes gather by run and by what they share in the script call (the stream and its wake-up).
       // (Run ids are unreserved characters: no NUL within a part.)
-      const group = event
-        ? `e\0${runId}\0${event.streamKey}\0${event.maxLen}\0${event.channel}\0${event.message}`
-        : `n\0${runId}`;
+      const group = event ? eventGroupOf(runId, event) : `n\0${runId}`;
       const reply = await completions.add(
         group,
         { runId, event, fields },

@@ -10,7 +10,7 @@ import { JournalConflictError } from './call-journal.ts';
 import type { DecisionStore } from './decision-store.ts';
 import type { DecisionRecord } from './decision-types.ts';
 import { idempotencyKeyFor, operationIdFor } from './operation-id.ts';
-import type { CallJournal, CallSource, CompletionEvent } from './types.ts';
+import type { CallJournal, CallSource, ClaimCall, CompletionEvent } from './types.ts';
 
 /** `details.reason` of the AppCallFailed a program gets for a call sent before a crash whose outcome was lost. */
 export const UNKNOWN_OUTCOME_REASON =
@@ -102,8 +102,11 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
     // Serialised once: sealed into the journal and, by the gateway, written into the runner's answer.
     const outcomeJson = JSON.stringify(outcome);
     const { deliverySeq, stored } = await journal.complete(runId, index, outcome, event, outcomeJson);
-    if (stored)
-      return { outcome, outcomeJson, deliverySeq, label, ...(event ? { eventAppended: true } : {}) };
+    if (stored) {
+      const processed: ProcessedCall = { outcome, outcomeJson, deliverySeq, label };
+      if (event) processed.eventAppended = true;
+      return processed;
+    }
     // Someone journaled first (a takeover raced a slow handler): the journal's outcome is the truth.
     const entry = await journal.get(runId, index);
     return { outcome: entry?.outcome ?? outcome, deliverySeq, label: 'replayed' };
@@ -149,12 +152,18 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
     // on a crash makes its outcome `unknown`, exactly as with a separate markSent.
     const sendNow = input.policy === 'allow';
     const operationId = input.operationId ?? operationIdFor(run.id, call.index);
-    const claim = await journal.claim(run.id, input.attempt, {
-      ...call,
+    // The claim's call as one object literal: a spread of `call` and of a conditional `{}` apiece made
+    // three objects a call, a hundred-call batch's three hundred (round 47 `gateway-cpu`).
+    const claimed: ClaimCall = {
+      index: call.index,
+      binding: call.binding,
+      argsJson: call.argsJson,
       operationId,
-      ...(input.takeover ? { takeover: true } : {}),
-      ...(sendNow ? { sendNow: true } : {}),
-    });
+    };
+    if (call.source !== undefined) claimed.source = call.source;
+    if (input.takeover) claimed.takeover = true;
+    if (sendNow) claimed.sendNow = true;
+    const claim = await journal.claim(run.id, input.attempt, claimed);
     // Performed again (see `unjournaled`): straight on to the send, with no new markSent.
     const again =
       input.unjournaled === 'perform-again' && (claim.kind === 'unknown' || claim.kind === 'in-flight');
@@ -290,11 +299,12 @@ export function createCallProcessor(deps: { journal: CallJournal; decisions?: De
         throw error;
       }
     }
-    const outcome = await input.send({
+    const sendCtx: { idempotencyKey: string; operationId: string; input?: unknown } = {
       idempotencyKey: idempotencyKeyFor(run.id, call.index),
       operationId,
-      ...(appInput !== undefined ? { input: appInput } : {}),
-    });
+    };
+    if (appInput !== undefined) sendCtx.input = appInput;
+    const outcome = await input.send(sendCtx);
     return journaled(input, outcome, labelOf(outcome));
   }
 

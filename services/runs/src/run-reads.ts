@@ -65,6 +65,14 @@ export function createRunReads(
 ) {
   const { maxEvents, sealEvent, sealStatus } = shared;
   const callOneSeal = shared.callOneSeal === true;
+  // A one-seal `call` event's stream key and wake-up text, pure functions of the run id: made once
+  // for the run whose calls come in a row (a hundred-call batch's hundred), not two strings a call.
+  let named: { runId: string; streamKey: string; message: string } | undefined;
+  const callEventNames = (runId: string) => {
+    if (named === undefined || named.runId !== runId)
+      named = { runId, streamKey: keys.runEvents(runId), message: `${runId} call` };
+    return named;
+  };
   const open = <T>(v: string | undefined): T | undefined =>
     v ? (JSON.parse(sealer.open(v)) as T) : undefined;
 
@@ -281,16 +289,18 @@ export function createRunReads(
     ): CompletionEvent {
       // One-seal form (`callOneSeal`, given the call's start): no data built or sealed here; the
       // script stores the call's index and this duration, the reader the rest from the journal.
-      if (callOneSeal && startedNs !== undefined)
+      if (callOneSeal && startedNs !== undefined) {
+        const named = callEventNames(runId);
         return {
-          streamKey: keys.runEvents(runId),
+          streamKey: named.streamKey,
           maxLen: Number(maxEvents),
           type: 'call',
           sealedData: '',
           ms: durationMsSince(startedNs),
           channel: channels.runProgress,
-          message: `${runId} call`,
+          message: named.message,
         };
+      }
       return {
         streamKey: keys.runEvents(runId),
         maxLen: Number(maxEvents),

@@ -107,7 +107,8 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
           return refused(call.index, 'unavailable', 'the call could not be served; retry');
         }
       };
-      await Promise.all(calls.map(async (call) => write(await serveOne(call))));
+      // `then`, not an async arrow around an `await`: one promise and one microtask hop a call fewer.
+      await Promise.all(calls.map((call) => serveOne(call).then(write)));
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (!res.destroyed) res.end();
     });
