@@ -86,7 +86,10 @@ monitor.on('monitor', (time: string, args: string[], source: string) => {
     pops.delete(args[5] as string);
   }
 });
+/** Each submit's time to its answer (the waited run's), ms. */
+const lat: number[] = [];
 const submit = async (i: number) => {
+  const t0 = performance.now();
   const res = await fetch(`${c.url}/v1/runs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${c.devKey}`, 'content-type': 'application/json', prefer: 'wait=30' },
@@ -99,6 +102,7 @@ const submit = async (i: number) => {
     }),
   });
   await res.text();
+  lat.push(performance.now() - t0);
   return res.status;
 };
 const q = (xs: number[], p: number) => {
@@ -132,6 +136,10 @@ try {
     `hand-offs that landed in a live worker's window, their age when its take-back took them: ${ages.length ? fmt(ages) : 'n 0'}`,
   );
   for (const x of samples) console.log(`  sample: ${x}`);
+  // round 47 `handoff-order`: the rest of the pushes were taken by the pop they were pushed to.
+  console.log(
+    `hand-offs taken by the pop ${pushes - ages.length}, by a live worker's take-back ${ages.length} (${((100 * ages.length) / Math.max(1, pushes)).toFixed(1)} %); submit → answer ${fmt(lat.slice(1))}`,
+  );
 } finally {
   monitor.disconnect();
   watcher.disconnect();

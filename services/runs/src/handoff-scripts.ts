@@ -370,6 +370,11 @@ if type(answer[1]) ~= 'table' then
   unpropagated('ZADD', idleKey, top[2], worker)
   return marked(added)
 end
+unpropagated('HDEL', idleArgsKey, worker)
+-- The answer before the marker: Redis serves a client blocked on several keys from the key signalled
+-- ready first, so the worker, blocked on its key and the marker, takes its answer in this turn, not
+-- the marker and then the answer by its TAKE_BACK round trip (test/bench/README.md round 47 \`handoff-order\`).
+unpropagated('ZADD', handOff, '0', cmsgpack.pack({token, answer}))
 -- Drained: the look behind the job removed the base marker (ZREM), which the held ZADD would have set first.
 if answer[6] ~= 1 then
   marked()
@@ -377,8 +382,6 @@ else
   pushHeld()
   countHeld()
 end
-unpropagated('HDEL', idleArgsKey, worker)
-unpropagated('ZADD', handOff, '0', cmsgpack.pack({token, answer}))
 -- Handed: where and under which token, for the gateway's watch on a worker that never takes it
 -- (idle-scripts.ts reclaimHandedScript); the gateway answers BullMQ with \`added\` alone.
 return {added, handOff, token}`);
