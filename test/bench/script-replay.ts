@@ -160,12 +160,14 @@ const isScript = (c: Buffer[]) => name(c) === 'eval' || name(c) === 'evalsha';
 const submitAt = recorded.findIndex((c) => isScript(c) && key(c, 0).endsWith(':inflight'));
 // The end: BullMQ's completion's keys first (a fetch, e.g. the worker's after a delayed job, has 11).
 // Since round 46 `end-names` the end's queue names are in its text: its first keys are the job's and the run's.
+// Since round 47 `end-keys` its run and tenant keys are too: 3 keys, the tenant's usage counter first.
 const endAt = recorded.findIndex(
   (c, i) =>
     isScript(c) &&
-    Number(key(c, -1)) > 14 &&
-    ((key(c, 0).endsWith(':wait') && key(c, 1).endsWith(':active')) ||
-      (i > submitAt && key(c, 1).startsWith('islet:run:'))),
+    ((Number(key(c, -1)) > 14 &&
+      ((key(c, 0).endsWith(':wait') && key(c, 1).endsWith(':active')) ||
+        (i > submitAt && key(c, 1).startsWith('islet:run:')))) ||
+      (i > submitAt && key(c, -1) === '3' && key(c, 0).includes(':usage:'))),
 );
 if (process.env.CALLS_SHOWN)
   for (const [i, c] of recorded.entries())
@@ -212,6 +214,8 @@ const onCpu = () => (pid ? Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8')
 const r = new Redis(server.url);
 /** Restores, dumps and stats go on their own connection: SLOWLOG tells them apart by address. */
 const w = new Redis(server.url);
+/** Subscribed to each registered worker's hand-off channel (`load`). */
+const live = new Redis(server.url);
 const restorer = await (async () => {
   const list = (await w.client('LIST')) as string;
   const mine = /id=(\d+) addr=(\S+)/g;
@@ -233,6 +237,11 @@ try {
     await pipe.exec();
     idle = [];
     for (const k of await w.keys('*:idle')) for (const m of await w.zrange(k, 0, -1)) idle.push([k, m]);
+    // The hand-off's liveness check (on by default since round 47 `live-check-on`) hands a job only
+    // to a worker subscribed to its hand-off key's channel (handoff-live.ts): held here for each
+    // registration, as its live runner holds it.
+    const channels = idle.map(([k, m]) => `${k.slice(0, -'idle'.length)}handoff:${m}`);
+    if (channels.length > 0) await live.subscribe(...channels);
     const fix = w.pipeline();
     liveIdle(fix);
     await fix.exec();
@@ -511,6 +520,7 @@ try {
 } finally {
   r.disconnect();
   w.disconnect();
+  live.disconnect();
   await server.stop();
 }
 process.exit(0);

@@ -21,7 +21,9 @@ describe("the submit's script with its queue's names in its text", () => {
     for (const k of keys) expect(source).toContain(`'${k}'`);
     expect(source).toContain("admittedCount = {'islet:{pool:read-only}:queued', ARGV[16]}");
     expect(source).toContain('local na = #ARGV - 3');
-    expect(source).toContain('local answer, createdRun = admit(KEYS, ARGV)');
+    // KEYS and ARGV the script's locals, read by the admission's helpers through its one upvalue each.
+    expect(source).toContain('local KEYS, ARGV = KEYS, ARGV\nlocal function admit()\n');
+    expect(source).toContain('local answer, createdRun = admit()');
     // The arguments' form (a0565cd2's, still there for what cannot be baked) copies both.
     const unbaked = admittedAddScript(a).source;
     expect(unbaked).toContain('local AA = {unpack(ARGV, 4, 3 + na)}');

@@ -145,7 +145,10 @@ export function bakedAddScript(add: LuaScript, baked: Baked): LuaScript | undefi
  * the add's; ARGV: the admission's key count, argument count, 1 when counted, its arguments, the
  * add's. Baked — KEYS: the admission's only; ARGV: its arguments, then the add's (their count in
  * the text): the admission reads KEYS and ARGV themselves (the add's arguments taken off ARGV's
- * end first: its length is then the admission's, as create-run.lua reads it), not copies.
+ * end first: its length is then the admission's, as create-run.lua reads it), not copies, as the
+ * script's locals: its helpers (each made at every call) then share the admission's one lookup of
+ * each (`luaF_findupval`) instead of one each, as they did with them the admission's parameters
+ * (test/bench/README.md round 48 `submit-closures`).
  */
 function compositeSource(add: LuaScript, baked?: Baked): string {
   // An add that takes the job's count (the hand-off's: QUEUED_COUNT) counts it, or leaves it out
@@ -178,10 +181,11 @@ return {answer, added}`;
     return `local na = #ARGV - ${baked.addArgs}
 local AD = {${addArgs}}
 for i = #ARGV, na + 1, -1 do ARGV[i] = nil end
-local function admit(KEYS, ARGV)
+local KEYS, ARGV = KEYS, ARGV
+local function admit()
 ${admitSource}
 end
-local answer, createdRun = admit(KEYS, ARGV)
+local answer, createdRun = admit()
 if answer ~= 'created' then return {answer} end
 local admittedCount
 ${baked.queued === undefined ? '' : count(literal(baked.queued), `ARGV[${TENANT_ARG}]`)}

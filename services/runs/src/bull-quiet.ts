@@ -75,15 +75,9 @@ import { BULL_START_JOB } from './bull-start.ts';
  * reads kept, what an absent key answers) are made when first needed. The queue's keys with a
  * role (events, meta, id, marker, stalled, the completed set) are distinct keys, one role each.
  */
-export const BULL_QUIET_PRELUDE = `local bullQ = {absent = {}}
+const PRELUDE_CORE = `local bullQ = {absent = {}}
 local bullRaw = redis.call
 local bullRole, bullAbsent = {}, bullQ.absent
--- What Redis answers for an absent key, by command: made when a key is first taken as absent.
-local function bullEmpty()
-  return {ZRANGEBYSCORE = 1, ZRANGE = 1, ZREVRANGE = 1, ZREVRANGEBYSCORE = 1, ZPOPMIN = 1,
-    HGETALL = 1, LRANGE = 1, SMEMBERS = 1, ZCARD = 0, LLEN = 0, SCARD = 0, EXISTS = 0, DEL = 0,
-    ZREM = 0, SREM = 0, LREM = 0, HDEL = 0, HGET = false, GET = false, RPOPLPUSH = false}
-end
 -- A role's key: the key it had before has it no more.
 local function bullSet(role, key)
   local old = bullQ[role]
@@ -133,7 +127,11 @@ local function bullCall(cmd, key, ...)
   end
   if bullAbsent[key] then
     local c = string.upper(cmd)
-    bullQ.empty = bullQ.empty or bullEmpty()
+    -- What Redis answers for an absent key, by command: made when a key is first taken as absent
+    -- (here, not by a function of its own: one more made at every call, round 48 \`submit-closures\`).
+    bullQ.empty = bullQ.empty or {ZRANGEBYSCORE = 1, ZRANGE = 1, ZREVRANGE = 1, ZREVRANGEBYSCORE = 1,
+      ZPOPMIN = 1, HGETALL = 1, LRANGE = 1, SMEMBERS = 1, ZCARD = 0, LLEN = 0, SCARD = 0, EXISTS = 0,
+      DEL = 0, ZREM = 0, SREM = 0, LREM = 0, HDEL = 0, HGET = false, GET = false, RPOPLPUSH = false}
     local empty = bullQ.empty[c]
     if empty ~= nil and (c ~= 'EXISTS' or select('#', ...) == 0) then
       if empty == 1 then return {} end
@@ -143,26 +141,59 @@ local function bullCall(cmd, key, ...)
   end
   return bullRaw(cmd, key, ...)
 end
-local function bullProbe(...)
+`;
+
+const PRELUDE_PROBE = `local function bullProbe(...)
   if bullRaw('EXISTS', ...) ~= 0 then return false end
   for _, k in ipairs({...}) do bullQ.absent[k] = true end
   return true
-end
-local bullRedis = setmetatable({call = bullCall}, {__index = redis})
--- A lock of another worker's taken by removeLock's GETDEL: put back (its time left unknown: the
+end`;
+
+const PRELUDE_REDIS = `local bullRedis = setmetatable({call = bullCall}, {__index = redis})`;
+
+const PRELUDE_KEEP_LOCK = `-- A lock of another worker's taken by removeLock's GETDEL: put back (its time left unknown: the
 -- duration a renewal gives, the completing worker's, BullMQ's default without one).
 local function bullKeepLock(key, token)
   bullRaw('SET', key, token, 'PX', tonumber(bullQ.lockMs) or 30000)
-end
-local function bullAttempts(jobKey, atm)
+end`;
+
+const PRELUDE_ATTEMPTS = `local function bullAttempts(jobKey, atm)
   -- A first completion's count as the text Redis would print for the number 1 (a number argument
   -- is printed with %.17g, ~2,500 instructions); its readers take it by tonumber or as an argument.
   if not atm then return '1' end
   local n = tonumber(atm)
   if n and n == math.floor(n) and n >= 0 and n < 2 ^ 52 then return n + 1 end
   return bullRaw('HINCRBY', jobKey, 'atm', 1)
-end
+end`;
+
+/** The whole prelude, every helper in it (`bullQuietPrelude` leaves out those a text never calls). */
+export const BULL_QUIET_PRELUDE = `${PRELUDE_CORE}${PRELUDE_PROBE}
+${PRELUDE_REDIS}
+${PRELUDE_KEEP_LOCK}
+${PRELUDE_ATTEMPTS}
 ${BULL_START_JOB}`;
+
+/**
+ * The prelude for a script whose text after it is `body`: the helpers `body` never calls
+ * (`bullProbe`, `bullKeepLock`, `bullAttempts`: a completion's; `bullStartJob`: a fetch's) left
+ * out. Each `local function` of a script is made at every call of it, with a lookup of each local
+ * it reads (`luaF_findupval`) and its closing: ~1 K instructions a helper no line calls (the
+ * hand-off's add and a fetch call none of the completion's three; test/bench/README.md round 48
+ * `submit-closures`). The same text, in the same order, as `BULL_QUIET_PRELUDE` where `body` calls
+ * them all.
+ */
+export function bullQuietPrelude(body: string): string {
+  const calls = (name: string) => body.includes(`${name}(`);
+  const parts = [
+    calls('bullProbe') ? `${PRELUDE_CORE}${PRELUDE_PROBE}` : PRELUDE_CORE.trimEnd(),
+    PRELUDE_REDIS,
+  ];
+  if (calls('bullKeepLock')) parts.push(PRELUDE_KEEP_LOCK);
+  if (calls('bullAttempts')) parts.push(PRELUDE_ATTEMPTS);
+  // A fetch's text may hold its own, made only where the fetch runs (handoff-scripts.ts `fetchAndLook`).
+  if (calls('bullStartJob') && !body.includes('local function bullStartJob(')) parts.push(BULL_START_JOB);
+  return parts.join('\n');
+}
 
 /** addStandardJob-9's INCR of the job counter, as BullMQ 5 writes it (its `args[2]`: the job's own id, or ''). */
 const ADD_COUNTER = 'local jobCounter = rcall("INCR", KEYS[4])';

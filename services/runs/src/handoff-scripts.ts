@@ -15,7 +15,8 @@
  * handed to it loses nothing. A pop that brought one needs none (the hand-off removed it).
  */
 import { LuaScript } from '@islet/core/lua-script';
-import { BULL_QUIET_PRELUDE, quietAdd, quietFetch } from './bull-quiet.ts';
+import { bullQuietPrelude, quietAdd, quietFetch } from './bull-quiet.ts';
+import { BULL_START_JOB } from './bull-start.ts';
 import { handedAdd } from './handed-add.ts';
 import { handedFetch } from './handed-fetch.ts';
 import { LIVE_CHECK } from './handoff-live.ts';
@@ -65,8 +66,13 @@ export function fetchAndLook(
   knownEmpty?: string,
   direct?: string,
 ): string {
-  return `${ownPrelude ? `${BULL_QUIET_PRELUDE}\n` : ''}local function bullFetch()
-${quietFetch(moveToActiveBody)}
+  // BullMQ's fetch starts its job by the prelude's `bullStartJob`, made here, inside the function
+  // that runs the text: a script whose fetch is answered without it (the hand-off's direct fetch;
+  // a submit with no worker idle) makes none (round 48 `submit-closures`).
+  const fetchText = quietFetch(moveToActiveBody);
+  const startJob = fetchText.includes('bullStartJob(') ? `${BULL_START_JOB}\n` : '';
+  const body = `local function bullFetch()
+${startJob}${fetchText}
 end
 local fetched = ${direct ? `${direct} or ` : ''}bullFetch()
 if type(fetched[1]) == 'table' then
@@ -80,6 +86,8 @@ if type(fetched[1]) == 'table' then
   fetched[6] = drained
 end
 return fetched`;
+  // The prelude's helpers this text never calls are left out (bullQuietPrelude).
+  return ownPrelude ? `${bullQuietPrelude(body)}\n${body}` : body;
 }
 
 /**
@@ -289,8 +297,7 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string, live
   // A plain job is added without BullMQ's text where it is the text handed-add.ts knows (and the
   // hand-off's EXISTS is in it: \`jobOrIdle\`).
   const directAdd = body !== addBody ? handedAdd(addBody) : undefined;
-  return new LuaScript(`${BULL_QUIET_PRELUDE}
-local prioritizedKey, idleKey, idleArgsKey = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
+  const script = `local prioritizedKey, idleKey, idleArgsKey = KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS]
 -- The hand-off's own bookkeeping: not propagated (see handOffAddScript).
 local function unpropagated(...)
   redis.set_repl(redis.REPL_NONE)
@@ -384,5 +391,7 @@ else
 end
 -- Handed: where and under which token, for the gateway's watch on a worker that never takes it
 -- (idle-scripts.ts reclaimHandedScript); the gateway answers BullMQ with \`added\` alone.
-return {added, handOff, token}`);
+return {added, handOff, token}`;
+  // The prelude's helpers the add and its fetch never call are left out (bullQuietPrelude).
+  return new LuaScript(`${bullQuietPrelude(script)}\n${script}`);
 }

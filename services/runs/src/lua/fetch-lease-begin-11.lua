@@ -45,7 +45,6 @@ local o = #A - ${FETCHED_ARGS}
 local KEYS, ARGV
 --- @include "lease-acquire"
 --- @include "begin-attempt"
-local function key(i, id) return A[o + i] .. id .. A[o + i + 1] end
 -- A fetch's answer with its run's start; refused, also the acquire's answer and the tenant.
 local function startRun(fetched, seen)
   local fields = fetched[1]
@@ -61,9 +60,12 @@ local function startRun(fetched, seen)
   if (job.skill ~= nil and job.skill ~= cjson.null) or type(runId) ~= 'string' or type(tenant) ~= 'string' then
     return fetched
   end
+  -- A key made of the id between its two parts (A[o + i], A[o + i + 1]), written out: a helper
+  -- function would be made at every call, reading A and o as upvalues (test/bench/README.md round 48
+  -- `submit-closures`).
   KEYS = {
-    A[o + 1], A[o + 2], A[o + 3], A[o + 4], key(5, tenant), key(7, tenant),
-    key(9, runId), key(11, runId), key(13, runId),
+    A[o + 1], A[o + 2], A[o + 3], A[o + 4], A[o + 5] .. tenant .. A[o + 6], A[o + 7] .. tenant .. A[o + 8],
+    A[o + 9] .. runId .. A[o + 10], A[o + 11] .. runId .. A[o + 12], A[o + 13] .. runId .. A[o + 14],
   }
   ARGV = {
     fetched[2], tenant, A[o + 15], A[o + 16], A[o + 17],

@@ -16,6 +16,11 @@
 --   that did not need the pool's size (alone, or a reservation): only a deferral reports it.
 --- @include "pool-quota"
 --- @include "reserved-place"
+-- No function is made inside it: a nested function made at every call, and each local it reads
+-- looked up in Redis's Lua (`luaF_findupval`, ~210 instructions) and closed again, cost more than
+-- its body (seven of them, 36 such lookups a call; test/bench/README.md round 48
+-- `submit-closures`): each helper once used is written where it is used, and the lease's ZADDs
+-- (`take`) where a slot is taken.
 local function acquireLease(k, a, seen, now, uncounted)
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local leases, deferred = KEYS[k + 4], KEYS[k + 5]
@@ -30,10 +35,6 @@ local function acquireLease(k, a, seen, now, uncounted)
   -- The pool's size (its registrations) is read only when it decides: a tenant alone is granted
   -- whatever the pool's count (below), so its common start skips this read and the busy count.
   local total, quota
-  local function pool()
-    if not total then total, quota = select(2, poolQuota(slots, share, cap, now)) end
-    return quota
-  end
   -- The tenant's leases with their expiries, read once: this job's reservation, the live count the
   -- share compares, whether another live lease keeps the key alive, and lapsed ones to drop.
   -- (Numbers an argument takes are written as text here: Redis prints a Lua number with libc's
@@ -56,42 +57,24 @@ local function acquireLease(k, a, seen, now, uncounted)
   -- lease's holder, and a key this lease creates gets one from its own heartbeat, or its release
   -- deletes it.
   local fresh = live == 0 and #rows > 0
+  -- A slot taken (`take`, wherever one is): the lease and the pool's busy entry, both at the lease's
+  -- expiry, a whole number printed once for both ZADDs as Redis prints it (its digits); the leases
+  -- key given an expiry when `fresh`.
+  local expiry = now + lease
+  local whole = expiry == math.floor(expiry) and math.abs(expiry) < 2 ^ 52
   -- Whether this tenant is in the pool's waiting list (read below, before any deferral).
   local mineListed, othersDeferred = false, false
-  local function take(id)
-    -- The expiry printed once for both ZADDs, as Redis prints a whole number (its digits).
-    local expiry = now + lease
-    if expiry == math.floor(expiry) and math.abs(expiry) < 2 ^ 52 then expiry = string.format('%d', expiry) end
-    redis.call('ZADD', leases, expiry, id)
-    if fresh then redis.call('PEXPIRE', leases, lease * 2) end
-    redis.call('ZADD', busy, expiry, id)
-  end
-  -- A deferred job's place in its tenant's line: Redis's time in ms with the microseconds as three
-  -- decimals, so jobs deferred in the same ms keep the order their scripts ran in (their fetches':
-  -- the queue's) instead of their ids' text order ("r-100" before "r-99"; run ids: at random).
-  -- Still a time in ms, as an older release writes it (test/bench/README.md, round 26, `fair-tie`).
-  -- Written as text: Lua prints a number with 14 digits, which drops them. Redis keeps the nearest
-  -- double, 2^-12 ms apart below 2^41 ms (2039), so distinct microseconds stay distinct and in
-  -- order up to 2^43 ms. NX keeps a job's first place when it is deferred again while still in the
-  -- set (its recheck; a fetch of it before its promotion).
-  local function defer()
-    local t = clock or redis.call('TIME')
-    local us = tonumber(t[2])
-    redis.call('ZADD', deferred, 'NX', string.format('%s%03d.%03d', t[1], math.floor(us / 1000), us % 1000), job)
-    redis.call('PEXPIRE', deferred, 86400000)
-    -- Listed already (read above), the NX would write nothing: skipped, which pays for the TIME a
-    -- deferral reads when its caller gave the time in whole ms (the end's, the hand-off's).
-    if not mineListed then redis.call('ZADD', waitingKey, 'NX', now, tenant) end
-  end
-  local function unlisted()
-    if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, tenant) end
-  end
   -- A reservation made for this job by a release, or a stalled job taken over: it keeps its slot.
   if reserved then
-    fresh = false
-    take(job)
+    -- take(job), not fresh
+    local at = whole and string.format('%d', expiry) or expiry
+    redis.call('ZADD', leases, at, job)
+    redis.call('ZADD', busy, at, job)
     redis.call('ZREM', reservedKey(deferred), job)
-    if redis.call('ZREM', deferred, job) == 1 then unlisted() end
+    -- the tenant unlisted when its deferred set is left empty
+    if redis.call('ZREM', deferred, job) == 1 and redis.call('ZCARD', deferred) == 0 then
+      redis.call('ZREM', waitingKey, tenant)
+    end
     return { 1, 0 }
   end
   -- The tenants with deferred jobs, as far as they decide: a tenant with a deferred job is always
@@ -117,40 +100,6 @@ local function acquireLease(k, a, seen, now, uncounted)
   else
     counted = not oldest or (oldest ~= job and not redis.call('ZSCORE', deferred, job))
   end
-  -- Lapsed busy slots (a SIGKILLed runner's) are dropped only when they could make the answer no.
-  local function liveBusy()
-    pool()
-    local n = redis.call('ZCARD', busy)
-    if n < total then return n end
-    redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
-    return redis.call('ZCARD', busy)
-  end
-  -- Whether another tenant has work waiting: deferred (read above), else queued (the gateway's
-  -- counts): a sample of two fields of the queued hash (all of a hash of two or fewer) holds another
-  -- tenant's whenever there is one, and this tenant's count when it is all of the hash or sampled.
-  local mine, known
-  local function othersWait()
-    if othersDeferred then return true end
-    local sample = redis.call('HRANDFIELD', queued, '2', 'WITHVALUES')
-    local others = false
-    for i = 1, #sample, 2 do
-      if sample[i] == tenant then mine = tonumber(sample[i + 1]) else others = true end
-    end
-    known = mine ~= nil or #sample < 4
-    return others
-  end
-  -- The pick-up's count taken off: from the count sampled, one write (none when it had none); else
-  -- as the gateway does it (a count left at 0 or below is deleted).
-  local function pickedUp()
-    if not counted then return end
-    if known then
-      if mine == nil then return end
-      if mine > 1 then redis.call('HINCRBY', queued, tenant, -1)
-      else redis.call('HDEL', queued, tenant) end
-    elseif redis.call('HINCRBY', queued, tenant, -1) <= 0 then
-      redis.call('HDEL', queued, tenant)
-    end
-  end
   -- Work-conserving: at or past its share, or in a pool seen full, a tenant is held back only while
   -- another one waits. Alone, the slot it runs in is its runner's own (a runner picks a job up only
   -- into a free slot of its own), so a full count of busy members (a reservation whose job is not
@@ -160,36 +109,99 @@ local function acquireLease(k, a, seen, now, uncounted)
   -- one sample), and only a tenant with company reads the pool's size and busy count: the same
   -- answer as `under its share in a pool not full, or alone`, in fewer reads.
   local ok, alone
+  -- From the queued counts' sample: this tenant's count (`mine`) and whether it is known.
+  local mine, known
   if cap > 0 and live >= cap then ok = false
   else
-    alone = not othersWait()
-    ok = alone or (liveBusy() < total and live < quota)
+    -- Whether another tenant has work waiting: deferred (read above), else queued (the gateway's
+    -- counts): a sample of two fields of the queued hash (all of a hash of two or fewer) holds
+    -- another tenant's whenever there is one, and this tenant's count when it is all of the hash or
+    -- sampled.
+    local others = othersDeferred
+    if not others then
+      local sample = redis.call('HRANDFIELD', queued, '2', 'WITHVALUES')
+      for i = 1, #sample, 2 do
+        if sample[i] == tenant then mine = tonumber(sample[i + 1]) else others = true end
+      end
+      known = mine ~= nil or #sample < 4
+    end
+    alone = not others
+    ok = alone
+    if not ok then
+      -- Lapsed busy slots (a SIGKILLed runner's) are dropped only when they could make the answer no.
+      total, quota = select(2, poolQuota(slots, share, cap, now))
+      local n = redis.call('ZCARD', busy)
+      if n >= total then
+        redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
+        n = redis.call('ZCARD', busy)
+      end
+      ok = n < total and live < quota
+    end
   end
-  pickedUp()
-  if not ok then
-    defer()
-    return { 0, pool() }
+  -- The pick-up's count taken off: from the count sampled, one write (none when it had none); else
+  -- as the gateway does it (a count left at 0 or below is deleted).
+  if counted then
+    if known then
+      if mine ~= nil then
+        if mine > 1 then redis.call('HINCRBY', queued, tenant, -1)
+        else redis.call('HDEL', queued, tenant) end
+      end
+    elseif redis.call('HINCRBY', queued, tenant, -1) <= 0 then
+      redis.call('HDEL', queued, tenant)
+    end
   end
-  if oldest and oldest ~= job then
-    take(oldest)
+  -- An older deferred job of this tenant granted the slot in this one's stead (then this one is
+  -- deferred too, unless it runs beside it).
+  local promoted
+  if ok and oldest and oldest ~= job then
+    -- take(oldest)
+    local at = whole and string.format('%d', expiry) or expiry
+    redis.call('ZADD', leases, at, oldest)
+    if fresh then redis.call('PEXPIRE', leases, lease * 2) end
+    redis.call('ZADD', busy, at, oldest)
     redis.call('ZREM', deferred, oldest)
     keepPlace(deferred, oldest, oldestAt, leases)
     -- Alone (and under its cap with both), the older job keeps its slot and this one runs too: no
     -- deferral follows from the one before, and nobody else waits for either slot.
     if alone and (cap <= 0 or live + 2 <= cap) then
-      fresh = false
-      take(job)
+      -- take(job), not fresh
+      redis.call('ZADD', leases, at, job)
+      redis.call('ZADD', busy, at, job)
       redis.call('ZREM', deferred, job)
-      unlisted()
+      if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, tenant) end
       return { 1, quota or 0, oldest }
     end
-    defer()
-    return { 0, pool(), oldest }
+    promoted, ok = oldest, false
   end
-  take(job)
+  if not ok then
+    -- Deferred: its place in its tenant's line is Redis's time in ms with the microseconds as three
+    -- decimals, so jobs deferred in the same ms keep the order their scripts ran in (their fetches':
+    -- the queue's) instead of their ids' text order ("r-100" before "r-99"; run ids: at random).
+    -- Still a time in ms, as an older release writes it (test/bench/README.md, round 26,
+    -- `fair-tie`). Written as text: Lua prints a number with 14 digits, which drops them. Redis
+    -- keeps the nearest double, 2^-12 ms apart below 2^41 ms (2039), so distinct microseconds stay
+    -- distinct and in order up to 2^43 ms. NX keeps a job's first place when it is deferred again
+    -- while still in the set (its recheck; a fetch of it before its promotion).
+    local t = clock or redis.call('TIME')
+    local us = tonumber(t[2])
+    redis.call('ZADD', deferred, 'NX', string.format('%s%03d.%03d', t[1], math.floor(us / 1000), us % 1000), job)
+    redis.call('PEXPIRE', deferred, 86400000)
+    -- Listed already (read above), the NX would write nothing: skipped, which pays for the TIME a
+    -- deferral reads when its caller gave the time in whole ms (the end's, the hand-off's).
+    if not mineListed then redis.call('ZADD', waitingKey, 'NX', now, tenant) end
+    -- A deferral reports the pool's quota (read here when the decision did not).
+    if not total then total, quota = select(2, poolQuota(slots, share, cap, now)) end
+    if promoted then return { 0, quota, promoted } end
+    return { 0, quota }
+  end
+  -- take(job)
+  local at = whole and string.format('%d', expiry) or expiry
+  redis.call('ZADD', leases, at, job)
+  if fresh then redis.call('PEXPIRE', leases, lease * 2) end
+  redis.call('ZADD', busy, at, job)
   if oldest then
     redis.call('ZREM', deferred, job)
-    unlisted()
+    if redis.call('ZCARD', deferred) == 0 then redis.call('ZREM', waitingKey, tenant) end
   end
   return { 1, quota or 0 }
 end
