@@ -80,17 +80,33 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
       res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
       let pending: string[] = [];
       let flushing = false;
+      // Calls whose line is not yet in `pending`: the flush that takes the last ones ends the answer.
+      let left = calls.length;
+      let ended: () => void = () => {};
+      const answered = new Promise<void>((resolve) => {
+        ended = resolve;
+      });
+      const flush = () => {
+        flushing = false;
+        const text = `${pending.join('\n')}\n`;
+        pending = [];
+        if (left > 0) {
+          if (!res.destroyed) res.write(text);
+          return;
+        }
+        // The last lines and the chunked answer's end in one `end`: one socket write (node corks
+        // the chunk and the terminator), where a `write` then an `end` a check phase later were
+        // two, and the runner often read (and woke for) each apart (round 48 `binding-path`).
+        if (!res.destroyed) res.end(text);
+        ended();
+      };
       const write = (line: string) => {
         pending.push(line);
+        left--;
         if (flushing) return;
         flushing = true;
         // Lines finished in the same turn go out in one write.
-        setImmediate(() => {
-          flushing = false;
-          const text = `${pending.join('\n')}\n`;
-          pending = [];
-          if (!res.destroyed) res.write(text);
-        });
+        setImmediate(flush);
       };
       const serveOne = async (call: BindingCall): Promise<string> => {
         const deep = tooDeep(call.argsJson);
@@ -109,8 +125,7 @@ export function internalRoutes(ctx: RouteContext): FastifyPluginAsync {
       };
       // `then`, not an async arrow around an `await`: one promise and one microtask hop a call fewer.
       await Promise.all(calls.map((call) => serveOne(call).then(write)));
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      if (!res.destroyed) res.end();
+      await answered;
     });
   };
 }
