@@ -33,7 +33,11 @@ const RUNS = Number(process.env.RUNS ?? 300);
 const WARM = Number(process.env.WARM ?? 150);
 const STRACE = process.env.STRACE !== '0';
 
-const cluster = await startOneClientCluster('0.5');
+// LIVE=on|off: the gateway's hand-off liveness check (default: the release's own default).
+const cluster = await startOneClientCluster(
+  '0.5',
+  process.env.LIVE ? { ISLET_HANDOFF_LIVE_CHECK: process.env.LIVE } : {},
+);
 const gateway = cluster.gateways[0]?.pid as number;
 const runner = cluster.runners[0]?.pid as number;
 const redis = redisPids([Number(new URL(cluster.redisUrl).port)])
@@ -67,6 +71,48 @@ function threads(pid: number): Map<string, Thread> {
   return out;
 }
 type Snap = Map<string, Map<string, Thread>>;
+/** Bytes and read/write-family syscalls `pid` made so far (/proc/<pid>/io: sockets and pipes too). */
+function io(pid: number): number[] {
+  try {
+    const s = readFileSync(`/proc/${pid}/io`, 'utf8');
+    return ['rchar', 'wchar', 'syscr', 'syscw'].map((k) =>
+      Number(new RegExp(`^${k}:\\s*(\\d+)`, 'm').exec(s)?.[1]),
+    );
+  } catch {
+    return [0, 0, 0, 0];
+  }
+}
+type IoSnap = Map<string, number[]>;
+function ioSnap(): IoSnap {
+  const out: IoSnap = new Map();
+  for (const [k, pids] of procs()) for (const p of pids) out.set(`${k}/${p}`, io(p));
+  return out;
+}
+function printIo(a: IoSnap, b: IoSnap): void {
+  const sums = new Map<string, number[]>();
+  for (const [kp, v] of b) {
+    const w = a.get(kp);
+    if (!w) continue;
+    const k = kp.split('/')[0] as string;
+    const s = sums.get(k) ?? [0, 0, 0, 0];
+    sums.set(
+      k,
+      s.map((x, i) => x + (v[i] ?? 0) - (w[i] ?? 0)),
+    );
+  }
+  console.log('bytes read / written and read / write syscalls a run (/proc/<pid>/io):');
+  for (const [k, [rc, wc, sr, sw]] of sums)
+    console.log(
+      `  ${k.padEnd(8)} ${((rc ?? 0) / RUNS).toFixed(0)} / ${((wc ?? 0) / RUNS).toFixed(0)} B; ${((sr ?? 0) / RUNS).toFixed(2)} / ${((sw ?? 0) / RUNS).toFixed(2)}`,
+    );
+}
+/** Redis's network bytes in / out so far (INFO stats). */
+async function net(): Promise<number[]> {
+  const s = await admin.info('stats');
+  return ['total_net_input_bytes', 'total_net_output_bytes'].map((k) =>
+    Number(new RegExp(`^${k}:(\\d+)`, 'm').exec(s)?.[1]),
+  );
+}
 const procs = (): [string, number[]][] => [
   ['gateway', [gateway]],
   ['redis', [redis]],
@@ -118,9 +164,13 @@ try {
 
   // 1. plain
   const s0 = snap();
+  const i0 = ioSnap();
+  const n0 = await net();
   const c0 = commandStats(await admin.info('commandstats'));
   await burst(once, RUNS, 1);
   const c1 = commandStats(await admin.info('commandstats'));
+  const n1 = await net();
+  const i1 = ioSnap();
   const s1 = snap();
   const cmds = [...c1]
     .map(([k, v]) => [k, (v - (c0.get(k) ?? 0) - (k === 'info' ? 1 : 0)) / RUNS] as const)
@@ -130,6 +180,11 @@ try {
     `Redis commands a run: ${cmds.reduce((s, [, v]) => s + v, 0).toFixed(2)}: ${cmds.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`,
   );
   printSnap(s0, s1);
+  printIo(i0, i1);
+  // (the probe's own INFO calls are in these: the same on every side)
+  console.log(
+    `Redis network bytes a run, in / out: ${(((n1[0] ?? 0) - (n0[0] ?? 0)) / RUNS).toFixed(0)} / ${(((n1[1] ?? 0) - (n0[1] ?? 0)) / RUNS).toFixed(0)}`,
+  );
 
   // 2. MONITOR
   const watcher = createRedis(cluster.redisUrl);
@@ -198,7 +253,9 @@ try {
 
   // 3. strace, one process at a time
   if (STRACE) {
-    for (const [k, pids] of procs()) {
+    // the hosts first, before any is replaced (maxRunsPerProcess); each pass reads the pids afresh
+    for (const k of ['hosts', 'runner', 'gateway', 'redis']) {
+      const pids = procs().find(([n]) => n === k)?.[1] ?? [];
       const out = join(tmpdir(), `seq-count-${process.pid}-${k}`);
       const tracers = pids.map((p, i) => {
         const child = spawn('strace', ['-c', '-f', '-qq', '-o', `${out}.${i}`, '-p', String(p)], {
