@@ -32,6 +32,7 @@ const RUNS = Number(process.env.RUNS ?? 300);
 // the defaults 150 + 300 × 6 = 1950 over the runner's hosts (share 0.5: two hosts take turns).
 const WARM = Number(process.env.WARM ?? 150);
 const STRACE = process.env.STRACE !== '0';
+const PASSES = Number(process.env.PASSES ?? 1);
 
 // LIVE=on|off: the gateway's hand-off liveness check (default: the release's own default).
 const cluster = await startOneClientCluster(
@@ -162,94 +163,98 @@ try {
   await burst(once, WARM, 1);
   await settle();
 
-  // 1. plain
-  const s0 = snap();
-  const i0 = ioSnap();
-  const n0 = await net();
-  const c0 = commandStats(await admin.info('commandstats'));
-  await burst(once, RUNS, 1);
-  const c1 = commandStats(await admin.info('commandstats'));
-  const n1 = await net();
-  const i1 = ioSnap();
-  const s1 = snap();
-  const cmds = [...c1]
-    .map(([k, v]) => [k, (v - (c0.get(k) ?? 0) - (k === 'info' ? 1 : 0)) / RUNS] as const)
-    .filter(([, v]) => v >= 0.01)
-    .sort((a, b) => b[1] - a[1]);
-  console.log(
-    `Redis commands a run: ${cmds.reduce((s, [, v]) => s + v, 0).toFixed(2)}: ${cmds.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`,
-  );
-  printSnap(s0, s1);
-  printIo(i0, i1);
-  // (the probe's own INFO calls are in these: the same on every side)
-  console.log(
-    `Redis network bytes a run, in / out: ${(((n1[0] ?? 0) - (n0[0] ?? 0)) / RUNS).toFixed(0)} / ${(((n1[1] ?? 0) - (n0[1] ?? 0)) / RUNS).toFixed(0)}`,
-  );
+  // 1. plain (`PASSES` of them, default 1)
+  for (let pass = 0; pass < PASSES; pass++) {
+    const s0 = snap();
+    const i0 = ioSnap();
+    const n0 = await net();
+    const c0 = commandStats(await admin.info('commandstats'));
+    await burst(once, RUNS, 1);
+    const c1 = commandStats(await admin.info('commandstats'));
+    const n1 = await net();
+    const i1 = ioSnap();
+    const s1 = snap();
+    const cmds = [...c1]
+      .map(([k, v]) => [k, (v - (c0.get(k) ?? 0) - (k === 'info' ? 1 : 0)) / RUNS] as const)
+      .filter(([, v]) => v >= 0.01)
+      .sort((a, b) => b[1] - a[1]);
+    console.log(
+      `Redis commands a run: ${cmds.reduce((s, [, v]) => s + v, 0).toFixed(2)}: ${cmds.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`,
+    );
+    printSnap(s0, s1);
+    printIo(i0, i1);
+    // (the probe's own INFO calls are in these: the same on every side)
+    console.log(
+      `Redis network bytes a run, in / out: ${(((n1[0] ?? 0) - (n0[0] ?? 0)) / RUNS).toFixed(0)} / ${(((n1[1] ?? 0) - (n0[1] ?? 0)) / RUNS).toFixed(0)}`,
+    );
+  }
 
-  // 2. MONITOR
-  const watcher = createRedis(cluster.redisUrl);
-  const monitor = await watcher.monitor();
-  const by = new Map<string, number>();
-  let handed = 0;
-  let numsub = 0;
-  let takeBacks = 0;
-  let takenBack = 0;
-  let handPops = 0;
-  /** Per worker key: a push not yet popped (so the next take-back took it). */
-  const pending = new Set<string>();
-  const orders = new Map<string, number>();
-  let script: string[] = [];
-  const cut = (key: string) =>
-    key
-      .replace(/^islet:\{[^}]*\}:/, '')
-      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<id>')
-      .replace(/\d+/g, '#');
-  const isHand = (k: string | undefined) => /:handoff:[^:]+$/.test(k ?? '');
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    const cmd = (args[0] ?? '').toLowerCase();
-    const lua = source === 'lua';
-    const key = cmd === 'eval' || cmd === 'evalsha' ? (args[3] ?? '') : (args[1] ?? '');
-    const name = `${lua ? 'lua   ' : 'client'} ${cmd} ${cut(key)}`;
-    by.set(name, (by.get(name) ?? 0) + 1);
-    if (lua) script.push(`${cmd} ${cut(args[1] ?? '')}`);
-    else {
-      if (script.some((s) => s.startsWith('zadd handoff:'))) {
-        const o = script.filter((s) => /^(pubsub|zadd|lpush|hdel|rpush|publish)/.test(s)).join(' | ');
-        orders.set(o, (orders.get(o) ?? 0) + 1);
+  // 2. MONITOR (`MONITOR=0`: skipped)
+  if (process.env.MONITOR !== '0') {
+    const watcher = createRedis(cluster.redisUrl);
+    const monitor = await watcher.monitor();
+    const by = new Map<string, number>();
+    let handed = 0;
+    let numsub = 0;
+    let takeBacks = 0;
+    let takenBack = 0;
+    let handPops = 0;
+    /** Per worker key: a push not yet popped (so the next take-back took it). */
+    const pending = new Set<string>();
+    const orders = new Map<string, number>();
+    let script: string[] = [];
+    const cut = (key: string) =>
+      key
+        .replace(/^islet:\{[^}]*\}:/, '')
+        .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<id>')
+        .replace(/\d+/g, '#');
+    const isHand = (k: string | undefined) => /:handoff:[^:]+$/.test(k ?? '');
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      const cmd = (args[0] ?? '').toLowerCase();
+      const lua = source === 'lua';
+      const key = cmd === 'eval' || cmd === 'evalsha' ? (args[3] ?? '') : (args[1] ?? '');
+      const name = `${lua ? 'lua   ' : 'client'} ${cmd} ${cut(key)}`;
+      by.set(name, (by.get(name) ?? 0) + 1);
+      if (lua) script.push(`${cmd} ${cut(args[1] ?? '')}`);
+      else {
+        if (script.some((s) => s.startsWith('zadd handoff:'))) {
+          const o = script.filter((s) => /^(pubsub|zadd|lpush|hdel|rpush|publish)/.test(s)).join(' | ');
+          orders.set(o, (orders.get(o) ?? 0) + 1);
+        }
+        script = [];
       }
-      script = [];
-    }
-    if (lua && cmd === 'pubsub') numsub++;
-    if (lua && cmd === 'zadd' && isHand(args[1])) {
-      handed++;
-      pending.add(args[1] as string);
-    }
-    if (!lua && cmd === 'bzpopmin' && isHand(args[1])) {
-      handPops++;
-      // a push landed while no pop was blocked on this key: popped now (served at once) — count as pop
-      pending.delete(args[1] as string);
-    }
-    if (!lua && cmd === 'eval' && args.length === 7 && isHand(args[5])) {
-      takeBacks++;
-      if (pending.delete(args[5] as string)) takenBack++;
-    }
-  });
-  await settle();
-  by.clear();
-  orders.clear();
-  handed = numsub = takeBacks = takenBack = handPops = 0;
-  await burst(once, RUNS, 1);
-  await settle();
-  monitor.disconnect();
-  watcher.disconnect();
-  console.log(
-    `path a run (MONITOR, ${RUNS} runs): handed ${(handed / RUNS).toFixed(3)} (taken by TAKE_BACK ${(takenBack / RUNS).toFixed(3)}, so by the worker's own pop ${((handed - takenBack) / RUNS).toFixed(3)}), queued ${(1 - handed / RUNS).toFixed(3)}; TAKE_BACK sent ${(takeBacks / RUNS).toFixed(3)}; hand-off pops sent ${(handPops / RUNS).toFixed(3)}; PUBSUB NUMSUB ${(numsub / RUNS).toFixed(3)}`,
-  );
-  console.log('a handed submit script writes, in order (count):');
-  for (const [o, n] of [...orders].sort((a, b) => b[1] - a[1]).slice(0, 4)) console.log(`  ${n}  ${o}`);
-  console.log('commands a run by sender, name and first key (MONITOR):');
-  for (const [k, v] of [...by].sort((a, b) => a[0].localeCompare(b[0])))
-    if (v / RUNS >= 0.01) console.log(`  ${k.padEnd(60)} ${(v / RUNS).toFixed(2)}`);
+      if (lua && cmd === 'pubsub') numsub++;
+      if (lua && cmd === 'zadd' && isHand(args[1])) {
+        handed++;
+        pending.add(args[1] as string);
+      }
+      if (!lua && cmd === 'bzpopmin' && isHand(args[1])) {
+        handPops++;
+        // a push landed while no pop was blocked on this key: popped now (served at once) — count as pop
+        pending.delete(args[1] as string);
+      }
+      if (!lua && cmd === 'eval' && args.length === 7 && isHand(args[5])) {
+        takeBacks++;
+        if (pending.delete(args[5] as string)) takenBack++;
+      }
+    });
+    await settle();
+    by.clear();
+    orders.clear();
+    handed = numsub = takeBacks = takenBack = handPops = 0;
+    await burst(once, RUNS, 1);
+    await settle();
+    monitor.disconnect();
+    watcher.disconnect();
+    console.log(
+      `path a run (MONITOR, ${RUNS} runs): handed ${(handed / RUNS).toFixed(3)} (taken by TAKE_BACK ${(takenBack / RUNS).toFixed(3)}, so by the worker's own pop ${((handed - takenBack) / RUNS).toFixed(3)}), queued ${(1 - handed / RUNS).toFixed(3)}; TAKE_BACK sent ${(takeBacks / RUNS).toFixed(3)}; hand-off pops sent ${(handPops / RUNS).toFixed(3)}; PUBSUB NUMSUB ${(numsub / RUNS).toFixed(3)}`,
+    );
+    console.log('a handed submit script writes, in order (count):');
+    for (const [o, n] of [...orders].sort((a, b) => b[1] - a[1]).slice(0, 4)) console.log(`  ${n}  ${o}`);
+    console.log('commands a run by sender, name and first key (MONITOR):');
+    for (const [k, v] of [...by].sort((a, b) => a[0].localeCompare(b[0])))
+      if (v / RUNS >= 0.01) console.log(`  ${k.padEnd(60)} ${(v / RUNS).toFixed(2)}`);
+  }
 
   // 3. strace, one process at a time
   if (STRACE) {
