@@ -42,6 +42,7 @@ export async function withRedis(body: (redis: Redis) => Promise<void>): Promise<
 /**
  * One redis-server for the enclosing file or describe block, started in `beforeAll` and stopped in
  * `afterAll`; `set` is given its client (core's `createRedis`, as the stores' own) once it is up.
+ * (The runner's tests on a plain redis-server use it too.)
  */
 export function onRedisServer(
   set: (redis: CoreRedis) => void,
