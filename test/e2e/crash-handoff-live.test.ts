@@ -11,14 +11,15 @@
  * 9f886855: its live runner holds no channel ("expected 0 to be 1"); with the check off the submit
  * is handed to the dead registration (its lock the killed worker's token, not null).
  */
-import { createRedis, keys } from '@islet/core';
-import { type Cluster, startCluster } from '@islet/devstack';
+import { keys, type Redis } from '@islet/core';
+import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   followed,
   holders,
   IDLE,
   jobEvents,
+  oneRunnerCluster,
   QUEUE,
   reclaimsCounted,
   registered,
@@ -29,20 +30,14 @@ import { hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 const LIVE = { ISLET_HANDOFF_LIVE_CHECK: 'on' };
 const PREVIOUS = process.env.ISLET_HANDOFF_LIVE_PREVIOUS_RELEASE ?? '9f886855';
 let cluster: Cluster | undefined;
-let redis: ReturnType<typeof createRedis> | undefined;
+let redis: Redis | undefined;
 
 const submit = (c: Cluster, prefer?: string) => submitOne(c, 'live hand-off', 'lh', prefer);
 
 describe('a runner killed while registered idle, beside a gateway checking liveness', () => {
-  beforeAll(async () => {
-    cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env: LIVE });
-    redis = createRedis(cluster.redisUrl);
-  }, 120_000);
-
-  afterAll(async () => {
-    redis?.disconnect();
-    redis = undefined;
-    await cluster?.stop();
+  oneRunnerCluster(LIVE, (started) => {
+    cluster = started?.cluster;
+    redis = started?.redis;
   });
 
   it('takes no submit: the add drops its registration, the restarted runner fetches the job and runs it once', async () => {

@@ -22,14 +22,15 @@
  * 9ec25e04's runner holds no live channel: beside it the gateway runs with the check off, as a
  * roll from a release older than 6b60376a is documented to (charts/islet/README.md, upgrading).
  */
-import { createRedis, keys } from '@islet/core';
-import { type Cluster, startCluster } from '@islet/devstack';
+import { keys, type Redis } from '@islet/core';
+import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   followed,
   holders,
   IDLE,
   jobEvents,
+  oneRunnerCluster,
   QUEUE,
   reclaimsCounted,
   registered,
@@ -38,7 +39,7 @@ import {
 import { hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 let cluster: Cluster | undefined;
-let redis: ReturnType<typeof createRedis> | undefined;
+let redis: Redis | undefined;
 /** The release before this one (its runner killed beside this release's gateway). */
 const PREVIOUS = process.env.ISLET_CRASH_HANDOFF_PREVIOUS_RELEASE ?? '9ec25e04';
 /** The gateway's liveness check off: the submit is handed to the dead registration and taken back. */
@@ -84,15 +85,9 @@ async function crashAndSubmit(gateway: Cluster, runner: Cluster): Promise<void> 
 }
 
 describe('a runner killed while registered idle, the gateway at its defaults (the liveness check on)', () => {
-  beforeAll(async () => {
-    cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
-    redis = createRedis(cluster.redisUrl);
-  }, 120_000);
-
-  afterAll(async () => {
-    redis?.disconnect();
-    redis = undefined;
-    await cluster?.stop();
+  oneRunnerCluster({}, (started) => {
+    cluster = started?.cluster;
+    redis = started?.redis;
   });
 
   it('takes no submit: nothing handed to it, nothing taken back (0 on the counter), the run once on the new runner', async () => {
@@ -126,15 +121,9 @@ describe('a runner killed while registered idle, the gateway at its defaults (th
 });
 
 describe('a runner killed while registered idle for the hand-off, the liveness check off', () => {
-  beforeAll(async () => {
-    cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env: CHECK_OFF });
-    redis = createRedis(cluster.redisUrl);
-  }, 120_000);
-
-  afterAll(async () => {
-    redis?.disconnect();
-    redis = undefined;
-    await cluster?.stop();
+  oneRunnerCluster(CHECK_OFF, (started) => {
+    cluster = started?.cluster;
+    redis = started?.redis;
   });
 
   it('the run handed to it is taken back by the gateway (not stalled) and runs once on the new runner', async () => {

@@ -6,8 +6,8 @@
  * the gateway's take-back counter and a run followed to its end.
  */
 import { createRedis } from '@islet/core';
-import type { Cluster } from '@islet/devstack';
-import { expect } from 'vitest';
+import { type Cluster, startCluster } from '@islet/devstack';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { call } from './mixed-releases.ts';
 
 type Redis = ReturnType<typeof createRedis>;
@@ -15,6 +15,27 @@ type Redis = ReturnType<typeof createRedis>;
 export const QUEUE = 'islet:{runs-read-only}:';
 export const IDLE = `${QUEUE}idle`;
 const IDLE_ARGS = `${QUEUE}idle:args`;
+
+/**
+ * Call inside a describe: its hooks start one gateway and one read-only runner (devstack) with `env`
+ * and a Redis client of theirs, given to `set` once up, and stop them after (`set(undefined)`).
+ */
+export function oneRunnerCluster(
+  env: Record<string, string>,
+  set: (started: { cluster: Cluster; redis: Redis } | undefined) => void,
+): void {
+  let started: { cluster: Cluster; redis: Redis } | undefined;
+  beforeAll(async () => {
+    const cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env });
+    started = { cluster, redis: createRedis(cluster.redisUrl) };
+    set(started);
+  }, 120_000);
+  afterAll(async () => {
+    started?.redis.disconnect();
+    set(undefined);
+    await started?.cluster.stop();
+  });
+}
 
 /** The latest idle registration's worker id, once there is one. */
 export async function registered(redis: Redis): Promise<string> {
