@@ -1,7 +1,8 @@
 /**
  * What the runner's backlog tests (completion-start, handed-next, lone-chain, lease-commands,
- * queue-commands) share: a hold for the harness's executor, a backlog added in one write as the
- * gateway counts it, the runner's deferral counter and Redis's own command counts.
+ * queue-commands, fetch-defer, end-start-terms) share: a hold for the harness's executor, a
+ * backlog added in one write as the gateway counts it, the runner's deferral counter and Redis's
+ * own command counts.
  */
 import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
