@@ -16,9 +16,8 @@ import { type createRedis, keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { journalKeys } from '@islet/runs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { startAppServer } from './helpers.ts';
-import { api, until, untilEnded } from './helpers.ts';
-import { connectApp, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import { api, type startAppServer, until, untilEnded } from './helpers.ts';
+import { connectApp, echoArguments, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_DECISION_LIFE_PREVIOUS_RELEASE ?? '6b60376a';
 const present = hasCommit(PREVIOUS);
@@ -98,12 +97,9 @@ describe.skipIf(!present)(`a run's decisions across a roll, beside ${PREVIOUS}`,
     head = mixed.head;
     prev = mixed.prev;
     redis = mixed.redis;
-    ({ app, connectionId } = await connectApp(
-      head,
-      async (d) => ({ status: 200, body: JSON.stringify({ structuredContent: d.body.arguments ?? {} }) }),
-      'Bank',
-      [{ name: 'pay', inputSchema: { type: 'object' }, policy: 'ask' }],
-    ));
+    ({ app, connectionId } = await connectApp(head, echoArguments, 'Bank', [
+      { name: 'pay', inputSchema: { type: 'object' }, policy: 'ask' },
+    ]));
   }, 240_000);
 
   afterAll(async () => {

@@ -16,9 +16,8 @@ import { type createRedis, keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { journalKeys } from '@islet/runs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { startAppServer } from './helpers.ts';
-import { api, until, untilEnded } from './helpers.ts';
-import { connectApp, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import { api, type startAppServer, until, untilEnded } from './helpers.ts';
+import { connectApp, echoArguments, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_JOURNAL_LIFE_PREVIOUS_RELEASE ?? '9f886855';
 const present = hasCommit(PREVIOUS);
@@ -92,12 +91,9 @@ describe.skipIf(!present)(`a run's journal while it lives, beside ${PREVIOUS}`, 
     head = mixed.head;
     prev = mixed.prev;
     redis = mixed.redis;
-    ({ app, connectionId } = await connectApp(
-      head,
-      async (d) => ({ status: 200, body: JSON.stringify({ structuredContent: d.body.arguments ?? {} }) }),
-      'Echo',
-      [{ name: 'say', inputSchema: { type: 'object' } }],
-    ));
+    ({ app, connectionId } = await connectApp(head, echoArguments, 'Echo', [
+      { name: 'say', inputSchema: { type: 'object' } },
+    ]));
   }, 240_000);
 
   afterAll(async () => {

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { channels, createRedis } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { expect } from 'vitest';
-import { startAppServer } from './helpers.ts';
+import { type Delivery, startAppServer } from './helpers.ts';
 import { type PreviousRelease, previousRelease } from './previous-release.ts';
 
 /** Whether this clone holds `rev` (a shallow clone may not: the tests that need it are skipped). */
@@ -170,6 +170,12 @@ export async function expectSessionsAlike<T>(a: Cluster, b: Cluster): Promise<{ 
   }
   return JSON.parse((await call(a.url, a.devKey, 'GET', '/v1/sessions?limit=50')).text) as { items: T[] };
 }
+
+/** An App's answer to every call: 200, the call's own arguments as its `structuredContent`. */
+export const echoArguments = async (d: Delivery) => ({
+  status: 200,
+  body: JSON.stringify({ structuredContent: d.body.arguments ?? {} }),
+});
 
 /**
  * A local App (helpers.ts `startAppServer`, answering with `handler`) registered on `gw` as an http
