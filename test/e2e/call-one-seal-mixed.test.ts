@@ -17,8 +17,16 @@ import { keys } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { journalKeys } from '@islet/runs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAppServer } from './helpers.ts';
-import { call, expectReadAlike, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import type { startAppServer } from './helpers.ts';
+import {
+  call,
+  connectApp,
+  expectReadAlike,
+  hasCommit,
+  type MixedReleases,
+  sharedWith,
+  startMixed,
+} from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_ONE_SEAL_PREVIOUS_RELEASE ?? '9ec25e04';
 const present = hasCommit(PREVIOUS);
@@ -97,20 +105,17 @@ describe.skipIf(!present)(`a call event's one-seal form beside ${PREVIOUS}`, () 
     mixed = await startMixed(PREVIOUS);
     head = mixed.head;
     prev = mixed.prev;
-    app = await startAppServer(async (d) => {
-      const args = (d.body.arguments ?? {}) as { w?: string };
-      return args.w === 'w1'
-        ? { status: 500, body: '{"error":"no \\"w1\\""}' }
-        : { status: 200, body: JSON.stringify({ structuredContent: { echo: args } }) };
-    });
-    const conn = await call(head.url, head.devKey, 'POST', '/v1/connections', {
-      name: 'Echo',
-      kind: 'http',
-      url: app.url,
-      tools: [{ name: 'say', inputSchema: { type: 'object' } }],
-    });
-    expect(conn.status, conn.text).toBe(201);
-    connectionId = (JSON.parse(conn.text) as { id: string }).id;
+    ({ app, connectionId } = await connectApp(
+      head,
+      async (d) => {
+        const args = (d.body.arguments ?? {}) as { w?: string };
+        return args.w === 'w1'
+          ? { status: 500, body: '{"error":"no \\"w1\\""}' }
+          : { status: 200, body: JSON.stringify({ structuredContent: { echo: args } }) };
+      },
+      'Echo',
+      [{ name: 'say', inputSchema: { type: 'object' } }],
+    ));
   }, 180_000);
 
   afterAll(async () => {
@@ -172,20 +177,11 @@ describe.skipIf(!present)(`a call event's one-seal form beside ${PREVIOUS}`, () 
   }, 300_000);
 
   it('ISLET_CALL_ONE_SEAL=false: this release writes the sealed form again, read alike by both', async () => {
-    const shared = [
-      'ISLET_SEAL_KEYS',
-      'ISLET_INTERNAL_TOKEN',
-      'ISLET_JOURNAL_ARGS_KEY',
-      'ISLET_WORKSPACE_ROOT',
-    ];
     off = await startCluster({
       redisUrl: head!.redisUrl,
       gateways: 1,
       runners: [{ modes: ['read-only'] }],
-      env: {
-        ...Object.fromEntries(shared.map((name) => [name, head!.env[name] as string])),
-        ISLET_CALL_ONE_SEAL: 'false',
-      },
+      env: { ...sharedWith(head!), ISLET_CALL_ONE_SEAL: 'false' },
     });
     await head!.killRunner(0, 'SIGTERM');
     await prev!.killRunner(0, 'SIGTERM');

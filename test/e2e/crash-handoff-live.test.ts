@@ -11,91 +11,45 @@
  * 9f886855: its live runner holds no channel ("expected 0 to be 1"); with the check off the submit
  * is handed to the dead registration (its lock the killed worker's token, not null).
  */
-import { createRedis, keys } from '@islet/core';
-import { type Cluster, startCluster } from '@islet/devstack';
+import { keys, type Redis } from '@islet/core';
+import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import {
+  followed,
+  holders,
+  IDLE,
+  jobEvents,
+  oneRunnerCluster,
+  QUEUE,
+  reclaimsCounted,
+  registered,
+  submitOne,
+} from './handoff-watch.ts';
+import { hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
-const QUEUE = 'islet:{runs-read-only}:';
-const IDLE = `${QUEUE}idle`;
 const LIVE = { ISLET_HANDOFF_LIVE_CHECK: 'on' };
 const PREVIOUS = process.env.ISLET_HANDOFF_LIVE_PREVIOUS_RELEASE ?? '9f886855';
 let cluster: Cluster | undefined;
-let redis: ReturnType<typeof createRedis> | undefined;
+let redis: Redis | undefined;
 
-const submit = async (c: Cluster, prefer?: string) => {
-  const res = await call(
-    c.url,
-    c.devKey,
-    'POST',
-    '/v1/runs',
-    { code: 'return 1', description: 'live hand-off', sessionId: 'lh', turnId: 't', callId: 'c' },
-    prefer ? { prefer } : {},
-  );
-  return { status: res.status, body: JSON.parse(res.text) as { id: string; status: string } };
-};
-
-const holders = async (worker: string) =>
-  Number(((await redis!.pubsub('NUMSUB', `${QUEUE}handoff:${worker}`)) as [string, number])[1]);
-
-async function events(jobId: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const [, flat] of await redis!.xrange(`${QUEUE}events`, '-', '+')) {
-    const f: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i] as string] = flat[i + 1] as string;
-    if (f.jobId === jobId) out.push(f.prev ? `${f.event}<-${f.prev}` : String(f.event));
-  }
-  return out;
-}
-
-async function reclaimsCounted(gateway: Cluster): Promise<number> {
-  const text = await (await fetch(`${gateway.url}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith('islet_handoff_reclaims_total{') && l.includes('mode="read-only"'));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
-
-/** The latest idle registration's worker id, once there is one. */
-async function registered(): Promise<string> {
-  for (;;) {
-    const w = (await redis!.zrange(IDLE, -1, -1))[0];
-    if (w !== undefined) return w;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function followed(c: Cluster, id: string): Promise<string> {
-  for (;;) {
-    const read = await call(c.url, c.devKey, 'GET', `/v1/code-runs/${id}`);
-    const { status } = JSON.parse(read.text) as { status: string };
-    if (status !== 'Running' && status !== 'Queued') return status;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const submit = (c: Cluster, prefer?: string) => submitOne(c, 'live hand-off', 'lh', prefer);
 
 describe('a runner killed while registered idle, beside a gateway checking liveness', () => {
-  beforeAll(async () => {
-    cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env: LIVE });
-    redis = createRedis(cluster.redisUrl);
-  }, 120_000);
-
-  afterAll(async () => {
-    redis?.disconnect();
-    redis = undefined;
-    await cluster?.stop();
+  oneRunnerCluster(LIVE, (started) => {
+    cluster = started?.cluster;
+    redis = started?.redis;
   });
 
   it('takes no submit: the add drops its registration, the restarted runner fetches the job and runs it once', async () => {
     const c = cluster!;
     expect((await submit(c, 'wait=30')).body.status).toBe('Completed');
-    const killed = await registered();
+    const killed = await registered(redis!);
     // A live worker holds its channel.
-    expect(await holders(killed)).toBe(1);
+    expect(await holders(redis!, killed)).toBe(1);
     await c.killRunner(0, 'SIGKILL');
     // Redis dropped the dead runner's connections (its subscription with them); its registration
     // still stands (its expiry is seconds off): the case round 45 took back.
-    while ((await holders(killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
+    while ((await holders(redis!, killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
     expect(await redis!.zscore(IDLE, killed)).not.toBeNull();
     const before = await reclaimsCounted(c);
     const { status, body } = await submit(c);
@@ -107,7 +61,7 @@ describe('a runner killed while registered idle, beside a gateway checking liven
     await c.restartRunner(0);
     expect(await followed(c, id)).toBe('Completed');
     // Its first attempt, fetched; never moved back from active, never stalled; nothing taken back.
-    const seen = await events(id);
+    const seen = await jobEvents(redis!, id);
     expect(seen).not.toContain('waiting<-active');
     expect(seen).not.toContain('stalled');
     expect(await redis!.hget(`${QUEUE}${id}`, 'ats')).toBe('1');
@@ -136,8 +90,8 @@ describe.skipIf(!hasCommit(PREVIOUS))(
     it(`${PREVIOUS}'s registrations hold no channel and take no job; its runs complete (fetched), none lost`, async () => {
       const head = mixed!.head;
       for (let i = 0; i < 3; i++) {
-        const prev = await registered();
-        expect(await holders(prev)).toBe(0);
+        const prev = await registered(redis!);
+        expect(await holders(redis!, prev)).toBe(0);
         const { body } = await submit(head, 'wait=30');
         expect(body.status).toBe('Completed');
         expect(await redis!.hget(`${QUEUE}${body.id}`, 'ats')).toBe('1');

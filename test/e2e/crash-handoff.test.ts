@@ -22,42 +22,31 @@
  * 9ec25e04's runner holds no live channel: beside it the gateway runs with the check off, as a
  * roll from a release older than 6b60376a is documented to (charts/islet/README.md, upgrading).
  */
-import { createRedis, keys } from '@islet/core';
-import { type Cluster, startCluster } from '@islet/devstack';
+import { keys, type Redis } from '@islet/core';
+import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import {
+  followed,
+  holders,
+  IDLE,
+  jobEvents,
+  oneRunnerCluster,
+  QUEUE,
+  reclaimsCounted,
+  registered,
+  submitOne,
+} from './handoff-watch.ts';
+import { hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
-const QUEUE = 'islet:{runs-read-only}:';
-const IDLE = `${QUEUE}idle`;
 let cluster: Cluster | undefined;
-let redis: ReturnType<typeof createRedis> | undefined;
+let redis: Redis | undefined;
 /** The release before this one (its runner killed beside this release's gateway). */
 const PREVIOUS = process.env.ISLET_CRASH_HANDOFF_PREVIOUS_RELEASE ?? '9ec25e04';
 /** The gateway's liveness check off: the submit is handed to the dead registration and taken back. */
 const CHECK_OFF = { ISLET_HANDOFF_LIVE_CHECK: 'off' };
 
-const submit = async (c: Cluster, prefer?: string) => {
-  const res = await call(
-    c.url,
-    c.devKey,
-    'POST',
-    '/v1/runs',
-    { code: 'return 1', description: 'crash hand-off', sessionId: 'ch', turnId: 't', callId: 'c' },
-    prefer ? { prefer } : {},
-  );
-  return { status: res.status, body: JSON.parse(res.text) as { id: string; status: string } };
-};
-
-/** The job's events in BullMQ's stream, as `event` or `event<-prev`. */
-async function events(jobId: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const [, flat] of await redis!.xrange(`${QUEUE}events`, '-', '+')) {
-    const f: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i] as string] = flat[i + 1] as string;
-    if (f.jobId === jobId) out.push(f.prev ? `${f.event}<-${f.prev}` : String(f.event));
-  }
-  return out;
-}
+const submit = (c: Cluster, prefer?: string) => submitOne(c, 'crash hand-off', 'ch', prefer);
+const events = (jobId: string) => jobEvents(redis!, jobId);
 
 /**
  * `runner`'s runner registered idle, killed (SIGKILL), a submit through `gateway` at once (handed to
@@ -68,11 +57,7 @@ async function crashAndSubmit(gateway: Cluster, runner: Cluster): Promise<void> 
   expect((await submit(gateway, 'wait=30')).body.status).toBe('Completed');
   const before = await reclaimsCounted(gateway);
   // The runner idle and registered: its registration is the one an add chooses.
-  let killed: string | undefined;
-  while (killed === undefined) {
-    killed = (await redis!.zrange(IDLE, -1, -1))[0];
-    if (killed === undefined) await new Promise((r) => setTimeout(r, 20));
-  }
+  const killed = await registered(redis!);
   await runner.killRunner(0, 'SIGKILL');
   const { status, body } = await submit(gateway);
   expect(status).toBe(202);
@@ -82,14 +67,7 @@ async function crashAndSubmit(gateway: Cluster, runner: Cluster): Promise<void> 
   const lock = await redis!.get(`${QUEUE}${id}:lock`);
   expect(lock === null || lock.startsWith(`${killed}:h:`), `lock ${lock}`).toBe(true);
   await runner.restartRunner(0);
-  let record: { status: string } = { status: 'Queued' };
-  for (;;) {
-    const read = await call(gateway.url, gateway.devKey, 'GET', `/v1/code-runs/${id}`);
-    record = JSON.parse(read.text) as typeof record;
-    if (record.status !== 'Running' && record.status !== 'Queued') break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  expect(record.status).toBe('Completed');
+  expect(await followed(gateway, id)).toBe('Completed');
   const seen = await events(id);
   // The way back: BullMQ's move from active to wait (the gateway's take-back), never its stalled
   // check (9ec25e04: `stalled` after the same `waiting<-active`, stc 1).
@@ -106,45 +84,22 @@ async function crashAndSubmit(gateway: Cluster, runner: Cluster): Promise<void> 
   expect(await reclaimsCounted(gateway)).toBe(before + 1);
 }
 
-/** The gateway's islet_handoff_reclaims_total of the read-only mode, as its /metrics shows it (0: no series). */
-async function reclaimsCounted(gateway: Cluster): Promise<number> {
-  const text = await (await fetch(`${gateway.url}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith('islet_handoff_reclaims_total{') && l.includes('mode="read-only"'));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
-
-/** Subscribers of `worker`'s live channel (its runner's subscription, @islet/runs handoff-live.ts). */
-const holders = async (worker: string) =>
-  Number(((await redis!.pubsub('NUMSUB', `${QUEUE}handoff:${worker}`)) as [string, number])[1]);
-
 describe('a runner killed while registered idle, the gateway at its defaults (the liveness check on)', () => {
-  beforeAll(async () => {
-    cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }] });
-    redis = createRedis(cluster.redisUrl);
-  }, 120_000);
-
-  afterAll(async () => {
-    redis?.disconnect();
-    redis = undefined;
-    await cluster?.stop();
+  oneRunnerCluster({}, (started) => {
+    cluster = started?.cluster;
+    redis = started?.redis;
   });
 
   it('takes no submit: nothing handed to it, nothing taken back (0 on the counter), the run once on the new runner', async () => {
     const c = cluster!;
     expect((await submit(c, 'wait=30')).body.status).toBe('Completed');
     const before = await reclaimsCounted(c);
-    let killed: string | undefined;
-    while (killed === undefined) {
-      killed = (await redis!.zrange(IDLE, -1, -1))[0];
-      if (killed === undefined) await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(await holders(killed)).toBe(1);
+    const killed = await registered(redis!);
+    expect(await holders(redis!, killed)).toBe(1);
     await c.killRunner(0, 'SIGKILL');
     // Redis read the dead runner's closed connections (its subscription went with them); its
     // registration still stands (seconds off its expiry): what 6b60376a's default add hands a job.
-    while ((await holders(killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
+    while ((await holders(redis!, killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
     expect(await redis!.zscore(IDLE, killed)).not.toBeNull();
     const { status, body } = await submit(c);
     expect(status).toBe(202);
@@ -153,14 +108,7 @@ describe('a runner killed while registered idle, the gateway at its defaults (th
     expect(await redis!.get(`${QUEUE}${id}:lock`)).toBeNull();
     expect(await redis!.zscore(IDLE, killed)).toBeNull();
     await c.restartRunner(0);
-    let record: { status: string } = { status: 'Queued' };
-    for (;;) {
-      const read = await call(c.url, c.devKey, 'GET', `/v1/code-runs/${id}`);
-      record = JSON.parse(read.text) as typeof record;
-      if (record.status !== 'Running' && record.status !== 'Queued') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(record.status).toBe('Completed');
+    expect(await followed(c, id)).toBe('Completed');
     const seen = await events(id);
     expect(seen).not.toContain('waiting<-active');
     expect(seen).not.toContain('stalled');
@@ -173,15 +121,9 @@ describe('a runner killed while registered idle, the gateway at its defaults (th
 });
 
 describe('a runner killed while registered idle for the hand-off, the liveness check off', () => {
-  beforeAll(async () => {
-    cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env: CHECK_OFF });
-    redis = createRedis(cluster.redisUrl);
-  }, 120_000);
-
-  afterAll(async () => {
-    redis?.disconnect();
-    redis = undefined;
-    await cluster?.stop();
+  oneRunnerCluster(CHECK_OFF, (started) => {
+    cluster = started?.cluster;
+    redis = started?.redis;
   });
 
   it('the run handed to it is taken back by the gateway (not stalled) and runs once on the new runner', async () => {

@@ -12,14 +12,12 @@
  * its one retention, lengthened by the answer here to one retention from the answer. Real
  * processes, one redis-server, real BullMQ; a 60 s retention (the config's floor) and a 10 min wait.
  */
-import { createRedis, keys } from '@islet/core';
+import { type createRedis, keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
-import { startCluster } from '@islet/devstack';
 import { journalKeys } from '@islet/runs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, startAppServer, until } from './helpers.ts';
-import { hasCommit } from './mixed-releases.ts';
-import { type PreviousRelease, previousRelease } from './previous-release.ts';
+import { api, type startAppServer, until, untilEnded } from './helpers.ts';
+import { connectApp, echoArguments, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_DECISION_LIFE_PREVIOUS_RELEASE ?? '6b60376a';
 const present = hasCommit(PREVIOUS);
@@ -31,10 +29,9 @@ const ENV = {
   ISLET_DECISION_EXPIRE_MS: String(WAIT_MS),
   ISLET_IDLE_HANDOFF: 'off',
 };
-const SHARED = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY', 'ISLET_WORKSPACE_ROOT'];
 const code = 'const r = await apps.bank.pay({ cents: 100 }); return r.structuredContent.cents';
 
-let release: PreviousRelease | undefined;
+let mixed: MixedReleases | undefined;
 let head: Cluster | undefined;
 let prev: Cluster | undefined;
 let app: Awaited<ReturnType<typeof startAppServer>> | undefined;
@@ -88,14 +85,7 @@ async function askedThenAnswered(asker: Cluster, answerer: Cluster, label: strin
   });
   expect(answered.status, JSON.stringify(answered.body)).toBe(200);
   const afterAnswer = await expiresAt(key);
-  const ended = await until(
-    async () => {
-      const r = await api(answerer.url, answerer.devKey)('GET', `/v1/code-runs/${id}`);
-      return ['Completed', 'Failed', 'Cancelled'].includes(r.body.status) && r.body;
-    },
-    120_000,
-    100,
-  );
+  const ended = await untilEnded(answerer.url, answerer.devKey, id);
   const [recordAt, decisionsAt] = await Promise.all([expiresAt(keys.run(id)), expiresAt(key)]);
   const delivered = app!.deliveries.filter((d) => d.idempotencyKey.includes(id)).length;
   return { id, decision, asked, beforeAnswer, afterAnswer, ended, recordAt, decisionsAt, delivered };
@@ -103,40 +93,18 @@ async function askedThenAnswered(asker: Cluster, answerer: Cluster, label: strin
 
 describe.skipIf(!present)(`a run's decisions across a roll, beside ${PREVIOUS}`, () => {
   beforeAll(async () => {
-    release = await previousRelease(PREVIOUS);
-    head = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env: ENV });
-    prev = await release.startCluster({
-      redisUrl: head.redisUrl,
-      gateways: 1,
-      runners: [{ modes: ['read-only'] }],
-      env: {
-        ...ENV,
-        ...Object.fromEntries(SHARED.map((name) => [name, head!.env[name] as string])),
-        // As mixed-releases.ts: its hosts outside the kernel launcher (this checkout's file view).
-        ISLET_SANDBOX_JAIL: 'off',
-      },
-    });
-    redis = createRedis(head.redisUrl);
-    app = await startAppServer(async (d) => ({
-      status: 200,
-      body: JSON.stringify({ structuredContent: d.body.arguments ?? {} }),
-    }));
-    const conn = await api(head.url, head.devKey)('POST', '/v1/connections', {
-      name: 'Bank',
-      kind: 'http',
-      url: app.url,
-      tools: [{ name: 'pay', inputSchema: { type: 'object' }, policy: 'ask' }],
-    });
-    expect(conn.status, JSON.stringify(conn.body)).toBe(201);
-    connectionId = conn.body.id as string;
+    mixed = await startMixed(PREVIOUS, ENV, ENV);
+    head = mixed.head;
+    prev = mixed.prev;
+    redis = mixed.redis;
+    ({ app, connectionId } = await connectApp(head, echoArguments, 'Bank', [
+      { name: 'pay', inputSchema: { type: 'object' }, policy: 'ask' },
+    ]));
   }, 240_000);
 
   afterAll(async () => {
-    redis?.disconnect();
     await app?.close();
-    await prev?.stop();
-    await head?.stop();
-    release?.remove();
+    await mixed?.stop();
   });
 
   it(`asked here, answered and ended on ${PREVIOUS}: kept past the decision's own expiry while pending; its answer's one retention, gone with the record`, async () => {

@@ -11,12 +11,14 @@
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  call,
   expectReadAlike,
   hasCommit,
   type MixedReleases,
   OLDER_THAN_9EC25E04,
+  pushedEnds,
   startMixed,
+  submitWaited,
+  tagOf,
 } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_PREVIOUS_RELEASE ?? 'e807b91';
@@ -47,11 +49,8 @@ describe.skipIf(!present)(`the pushed end beside the previous release (${PREVIOU
   /** Submits every program with `Prefer: wait` on `on`'s gateway; each run is ended by `by`'s runner. */
   async function pair(on: Cluster, other: Cluster, tag: 'end' | 'end2', name: string) {
     for (const [i, p] of programs.entries()) {
-      const res = await call(
-        on.url,
-        on.devKey,
-        'POST',
-        '/v1/runs',
+      const res = await submitWaited<{ id: string; status: string; code: string }>(
+        on,
         {
           code: p.code,
           description: `mixed ${name} ${i}`,
@@ -59,14 +58,12 @@ describe.skipIf(!present)(`the pushed end beside the previous release (${PREVIOU
           turnId: 't',
           callId: `c${i}`,
         },
-        { prefer: 'wait=20' },
+        20,
       );
-      expect(res.status, res.text).toBe(200);
-      const body = JSON.parse(res.text) as { id: string; status: string; code: string };
+      const body = res.body;
       expect(body, res.text).toMatchObject({ status: p.status, code: p.code });
       // The end message the runner pushed: its release's tag, and no other for this run.
-      const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
-      expect(ends.map((m) => m.split(' ')[1])).toEqual([tag]);
+      expect(pushedEnds(messages, body.id).map(tagOf)).toEqual([tag]);
       await expectReadAlike(res.text, body.id, [on, other]);
     }
   }

@@ -17,15 +17,19 @@
 import { keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAppServer } from './helpers.ts';
+import type { startAppServer } from './helpers.ts';
 import {
   call,
+  connectApp,
   expectReadAlike,
   expectSessionsAlike,
   hasCommit,
   type MixedReleases,
   OLDER_THAN_9EC25E04,
+  pushedEnds,
   startMixed,
+  submitWaited,
+  tagOf,
 } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_END3_PREVIOUS_RELEASE ?? 'a0565cd2';
@@ -58,18 +62,15 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
     head = mixed.head;
     prev = mixed.prev;
     messages = mixed.runEvents;
-    app = await startAppServer(async (d) => ({
-      status: 200,
-      body: JSON.stringify({ structuredContent: { echo: d.body.arguments ?? {} } }),
-    }));
-    const conn = await call(head.url, head.devKey, 'POST', '/v1/connections', {
-      name: `Echo ${odd}`,
-      kind: 'http',
-      url: app.url,
-      tools: [{ name: `say ${odd} it`, inputSchema: { type: 'object' } }],
-    });
-    expect(conn.status, conn.text).toBe(201);
-    connectionId = (JSON.parse(conn.text) as { id: string }).id;
+    ({ app, connectionId } = await connectApp(
+      head,
+      async (d) => ({
+        status: 200,
+        body: JSON.stringify({ structuredContent: { echo: d.body.arguments ?? {} } }),
+      }),
+      `Echo ${odd}`,
+      [{ name: `say ${odd} it`, inputSchema: { type: 'object' } }],
+    ));
   }, 180_000);
 
   afterAll(async () => {
@@ -82,11 +83,8 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
     sessions[by].push(sessionId);
     admittedBy.set(sessionId, on);
     for (const [i, p] of programs.entries()) {
-      const res = await call(
-        on.url,
-        on.devKey,
-        'POST',
-        '/v1/runs',
+      const res = await submitWaited(
+        on,
         {
           code: p.code,
           description: `end3 ${name} ${i}`,
@@ -95,15 +93,14 @@ describe.skipIf(!present)(`end3 and a create entry without "o":0 beside ${PREVIO
           callId: `c${i}`,
           connections: [connectionId],
         },
-        { prefer: 'wait=30' },
+        30,
       );
-      expect(res.status, res.text).toBe(200);
-      const body = JSON.parse(res.text) as { id: string; status: string };
+      const body = res.body;
       expect(body.status, res.text).toBe('Completed');
       // This release's runner stores no stage stamps unless asked (ISLET_RUN_STAGE_TIMINGS); a0565cd2's does.
       expect(await mixed!.redis.hexists(keys.run(body.id), 'timings')).toBe(by === 'head' ? 0 : 1);
-      const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
-      expect(ends.map((m) => m.split(' ')[1])).toEqual([by === 'head' ? p.head : 'end2']);
+      const ends = pushedEnds(messages, body.id);
+      expect(ends.map(tagOf)).toEqual([by === 'head' ? p.head : 'end2']);
       if (i === 0) {
         // The tenant's strings went into the pushed source unescaped by cjson, and parse back.
         const [, flat] = JSON.parse(ends[0]!.slice(ends[0]!.indexOf(' ', body.id.length + 1) + 1)) as [

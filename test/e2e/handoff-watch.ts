@@ -1,16 +1,87 @@
 /**
- * What a hand-off test reads of the shared Redis (handoff-terms-mixed, handoff-compact): the idle
- * registrations as stored, and whether a submit handed its job (the submit's script pushed the
- * fetch's answer to a worker's hand-off key: a `ZADD …:handoff:<worker>` a script sent, MONITOR).
+ * What a hand-off test reads of the shared Redis and a gateway (handoff-terms-mixed, handoff-compact,
+ * live-check-mixed, crash-handoff, crash-handoff-live): the idle registrations as stored, whether a
+ * submit handed its job (the submit's script pushed the fetch's answer to a worker's hand-off key: a
+ * `ZADD …:handoff:<worker>` a script sent, MONITOR), a worker's live channel, a job's BullMQ events,
+ * the gateway's take-back counter and a run followed to its end.
  */
 import { createRedis } from '@islet/core';
-import { expect } from 'vitest';
+import { type Cluster, startCluster } from '@islet/devstack';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { call } from './mixed-releases.ts';
 
-const IDLE = 'islet:{runs-read-only}:idle';
-const IDLE_ARGS = 'islet:{runs-read-only}:idle:args';
+type Redis = ReturnType<typeof createRedis>;
+/** The read-only mode's BullMQ queue prefix (its keys `<QUEUE><jobId>`, `<QUEUE>events`, ...). */
+export const QUEUE = 'islet:{runs-read-only}:';
+export const IDLE = `${QUEUE}idle`;
+const IDLE_ARGS = `${QUEUE}idle:args`;
+
+/**
+ * Call inside a describe: its hooks start one gateway and one read-only runner (devstack) with `env`
+ * and a Redis client of theirs, given to `set` once up, and stop them after (`set(undefined)`).
+ */
+export function oneRunnerCluster(
+  env: Record<string, string>,
+  set: (started: { cluster: Cluster; redis: Redis } | undefined) => void,
+): void {
+  let started: { cluster: Cluster; redis: Redis } | undefined;
+  beforeAll(async () => {
+    const cluster = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env });
+    started = { cluster, redis: createRedis(cluster.redisUrl) };
+    set(started);
+  }, 120_000);
+  afterAll(async () => {
+    started?.redis.disconnect();
+    set(undefined);
+    await started?.cluster.stop();
+  });
+}
+
+/** The latest idle registration's worker id, once there is one. */
+export async function registered(redis: Redis): Promise<string> {
+  for (;;) {
+    const w = (await redis.zrange(IDLE, -1, -1))[0];
+    if (w !== undefined) return w;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Subscribers of `worker`'s live channel (its runner's subscription, @islet/runs handoff-live.ts). */
+export const holders = async (redis: Redis, worker: string) =>
+  Number(((await redis.pubsub('NUMSUB', `${QUEUE}handoff:${worker}`)) as [string, number])[1]);
+
+/** The job's events in BullMQ's stream, as `event` or `event<-prev`. */
+export async function jobEvents(redis: Redis, jobId: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const [, flat] of await redis.xrange(`${QUEUE}events`, '-', '+')) {
+    const f: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i] as string] = flat[i + 1] as string;
+    if (f.jobId === jobId) out.push(f.prev ? `${f.event}<-${f.prev}` : String(f.event));
+  }
+  return out;
+}
+
+/** The gateway's islet_handoff_reclaims_total of the read-only mode, as its /metrics shows it (0: no series). */
+export async function reclaimsCounted(gateway: { url: string }): Promise<number> {
+  const text = await (await fetch(`${gateway.url}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('islet_handoff_reclaims_total{') && l.includes('mode="read-only"'));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+/** Run `id`'s status on `c`'s gateway once it is neither Queued nor Running. */
+export async function followed(c: Cluster, id: string): Promise<string> {
+  for (;;) {
+    const read = await call(c.url, c.devKey, 'GET', `/v1/code-runs/${id}`);
+    const { status } = JSON.parse(read.text) as { status: string };
+    if (status !== 'Running' && status !== 'Queued') return status;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 /** The registrations standing once one stands (an idle worker registered before its pop). */
-export async function registrations(redis: ReturnType<typeof createRedis>): Promise<string[]> {
+export async function registrations(redis: Redis): Promise<string[]> {
   const until = Date.now() + 15_000;
   while (Date.now() < until) {
     if ((await redis.zcard(IDLE)) > 0) {
@@ -61,4 +132,17 @@ export function formOf(stored: string): 'full' | 'compact' {
   const parsed = JSON.parse(stored) as unknown;
   expect(typeof parsed).toBe('object');
   return Array.isArray(parsed) ? 'compact' : 'full';
+}
+
+/** Submits `return 1` on `c`'s gateway (`Prefer: <prefer>` when given): the answer's status and body. */
+export async function submitOne(c: Cluster, description: string, sessionId: string, prefer?: string) {
+  const res = await call(
+    c.url,
+    c.devKey,
+    'POST',
+    '/v1/runs',
+    { code: 'return 1', description, sessionId, turnId: 't', callId: 'c' },
+    prefer ? { prefer } : {},
+  );
+  return { status: res.status, body: JSON.parse(res.text) as { id: string; status: string } };
 }

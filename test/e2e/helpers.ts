@@ -181,6 +181,24 @@ export async function until<T>(
   }
 }
 
+/** Run `id`'s record on `url` once it ended (Completed, Failed or Cancelled), read every `stepMs`. */
+export function untilEnded(
+  url: string,
+  key: string,
+  id: string,
+  timeoutMs = 120_000,
+  stepMs = 100,
+): Promise<Loose> {
+  return until(
+    async () => {
+      const r = await api(url, key)('GET', `/v1/code-runs/${id}`);
+      return ['Completed', 'Failed', 'Cancelled'].includes(r.body.status) && r.body;
+    },
+    timeoutMs,
+    stepMs,
+  );
+}
+
 /**
  * A cluster with one gateway, the given runners and env, and an http App whose one tool `wait`
  * answers `answer` after `delayMs`, registered as connection `Slow` (`apps.slow.wait`).

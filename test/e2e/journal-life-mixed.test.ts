@@ -12,14 +12,12 @@
  * expiry while it runs (fails on 9f886855 as the head: its first claim sets one). Real processes, one
  * redis-server, real BullMQ.
  */
-import { createRedis, keys } from '@islet/core';
+import { type createRedis, keys } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
-import { startCluster } from '@islet/devstack';
 import { journalKeys } from '@islet/runs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, startAppServer, until } from './helpers.ts';
-import { hasCommit } from './mixed-releases.ts';
-import { type PreviousRelease, previousRelease } from './previous-release.ts';
+import { api, type startAppServer, until, untilEnded } from './helpers.ts';
+import { connectApp, echoArguments, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_JOURNAL_LIFE_PREVIOUS_RELEASE ?? '9f886855';
 const present = hasCommit(PREVIOUS);
@@ -32,12 +30,11 @@ const ENV = {
   ISLET_JOB_ATTEMPTS: '20',
   ISLET_IDLE_HANDOFF: 'off',
 };
-const SHARED = ['ISLET_SEAL_KEYS', 'ISLET_INTERNAL_TOKEN', 'ISLET_JOURNAL_ARGS_KEY', 'ISLET_WORKSPACE_ROOT'];
 /** A call answered, then CPU (the window the runner is frozen in), then a second call. */
 const code =
   'const r = await apps.echo.say({ w: 1 }); let x = 0; for (let i = 0; i < 6e8; i++) x = (x + i) % 1000003; const s = await apps.echo.say({ w: 2 }); return [r.structuredContent.w, s.structuredContent.w, x]';
 
-let release: PreviousRelease | undefined;
+let mixed: MixedReleases | undefined;
 let head: Cluster | undefined;
 let prev: Cluster | undefined;
 let app: Awaited<ReturnType<typeof startAppServer>> | undefined;
@@ -76,14 +73,7 @@ async function takenOver(first: Cluster, second: Cluster, label: string) {
   await until(async () => (await redis!.hget(keys.run(id), 'attempts')) === '2', 60_000, 20);
   // The replay has begun: its start (and, on this release, every write) leaves no expiry.
   const replayTtl = await redis!.pttl(journal);
-  const ended = await until(
-    async () => {
-      const r = await api(second.url, second.devKey)('GET', `/v1/code-runs/${id}`);
-      return ['Completed', 'Failed', 'Cancelled'].includes(r.body.status) && r.body;
-    },
-    120_000,
-    100,
-  );
+  const ended = await untilEnded(second.url, second.devKey, id);
   wake();
   const [recordAt, journalAt] = (await Promise.all([
     redis!.call('PEXPIRETIME', keys.run(id)),
@@ -97,41 +87,19 @@ async function takenOver(first: Cluster, second: Cluster, label: string) {
 
 describe.skipIf(!present)(`a run's journal while it lives, beside ${PREVIOUS}`, () => {
   beforeAll(async () => {
-    release = await previousRelease(PREVIOUS);
-    head = await startCluster({ gateways: 1, runners: [{ modes: ['read-only'] }], env: ENV });
-    prev = await release.startCluster({
-      redisUrl: head.redisUrl,
-      gateways: 1,
-      runners: [{ modes: ['read-only'] }],
-      env: {
-        ...ENV,
-        ...Object.fromEntries(SHARED.map((name) => [name, head!.env[name] as string])),
-        // As mixed-releases.ts: its hosts outside the kernel launcher (this checkout's file view).
-        ISLET_SANDBOX_JAIL: 'off',
-      },
-    });
-    redis = createRedis(head.redisUrl);
-    app = await startAppServer(async (d) => ({
-      status: 200,
-      body: JSON.stringify({ structuredContent: d.body.arguments ?? {} }),
-    }));
-    const conn = await api(head.url, head.devKey)('POST', '/v1/connections', {
-      name: 'Echo',
-      kind: 'http',
-      url: app.url,
-      tools: [{ name: 'say', inputSchema: { type: 'object' } }],
-    });
-    expect(conn.status, JSON.stringify(conn.body)).toBe(201);
-    connectionId = conn.body.id as string;
+    mixed = await startMixed(PREVIOUS, ENV, ENV);
+    head = mixed.head;
+    prev = mixed.prev;
+    redis = mixed.redis;
+    ({ app, connectionId } = await connectApp(head, echoArguments, 'Echo', [
+      { name: 'say', inputSchema: { type: 'object' } },
+    ]));
   }, 240_000);
 
   afterAll(async () => {
     wake();
-    redis?.disconnect();
     await app?.close();
-    await prev?.stop();
-    await head?.stop();
-    release?.remove();
+    await mixed?.stop();
   });
 
   it(`started on ${PREVIOUS}, taken over and ended by this release: its expiry taken off at the replay, the answered call not sent again`, async () => {

@@ -21,7 +21,10 @@ import {
   hasCommit,
   type MixedReleases,
   OLDER_THAN_9EC25E04,
+  pushedEnds,
   startMixed,
+  submitWaited,
+  tagOf,
 } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_KIND_PREVIOUS_RELEASE ?? 'd92635a';
@@ -66,22 +69,18 @@ describe.skipIf(!present)(`a Completed run's end without \`kind none\` beside ${
     const sessionId = `kn-${name}`;
     sessions[by].push(sessionId);
     for (const [i, p] of programs.entries()) {
-      const res = await call(
-        on.url,
-        on.devKey,
-        'POST',
-        '/v1/runs',
+      const res = await submitWaited(
+        on,
         { code: p.code, description: `kind ${name} ${i}`, sessionId, turnId: 't', callId: `c${i}` },
-        { prefer: 'wait=20' },
+        20,
       );
-      expect(res.status, res.text).toBe(200);
-      const body = JSON.parse(res.text) as { id: string; status: string };
+      const body = res.body;
       expect(body.status, res.text).toBe(p.status);
       // What the runner stored and pushed: this release leaves a Completed run's `none` out.
       const stored = p.status === 'Completed' && by === 'head' ? null : p.kind;
       expect(await mixed!.redis.hget(keys.run(body.id), 'kind')).toBe(stored);
-      const ends = messages.filter((m) => m.startsWith(`${body.id} end`));
-      expect(ends.map((m) => m.split(' ')[1])).toEqual(['end2']);
+      const ends = pushedEnds(messages, body.id);
+      expect(ends.map(tagOf)).toEqual(['end2']);
       expect(pushedRecord(ends[0]!).kind).toBe(stored ?? undefined);
       // Answered alike by both releases, from the push or from the record.
       await expectReadAlike(res.text, body.id, [on, other]);

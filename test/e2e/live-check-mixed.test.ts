@@ -16,34 +16,21 @@
  */
 import { keys } from '@islet/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handOffsDuring, registrations } from './handoff-watch.ts';
+import {
+  followed,
+  handOffsDuring,
+  holders,
+  IDLE,
+  QUEUE,
+  reclaimsCounted,
+  registered,
+  registrations,
+} from './handoff-watch.ts';
 import { call, hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 const PREVIOUS = process.env.ISLET_LIVE_CHECK_PREVIOUS_RELEASE ?? '6b60376a';
-const QUEUE = 'islet:{runs-read-only}:';
-const IDLE = `${QUEUE}idle`;
 
 let mixed: MixedReleases | undefined;
-
-const holders = async (worker: string) =>
-  Number(((await mixed!.redis.pubsub('NUMSUB', `${QUEUE}handoff:${worker}`)) as [string, number])[1]);
-
-/** The latest idle registration's worker id, once there is one. */
-async function registered(): Promise<string> {
-  for (;;) {
-    const w = (await mixed!.redis.zrange(IDLE, -1, -1))[0];
-    if (w !== undefined) return w;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function reclaimsCounted(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith('islet_handoff_reclaims_total{') && l.includes('mode="read-only"'));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
 
 const body = (i: number, name: string) => ({
   code: `return ${i}`,
@@ -70,8 +57,8 @@ describe.skipIf(!hasCommit(PREVIOUS))(`the liveness check on by default beside $
     const head = mixed!.head;
     const paths: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const worker = await registered();
-      expect(await holders(worker)).toBe(1);
+      const worker = await registered(mixed!.redis);
+      expect(await holders(mixed!.redis, worker)).toBe(1);
       const { result, pushes } = await handOffsDuring(head.redisUrl, () =>
         call(head.url, head.devKey, 'POST', '/v1/runs', body(i, 'handed'), { prefer: 'wait=30' }),
       );
@@ -83,17 +70,17 @@ describe.skipIf(!hasCommit(PREVIOUS))(`the liveness check on by default beside $
     }
     // One push to the worker's hand-off key a submit: handed, never left to a fetch (0).
     expect(paths).toEqual([1, 1, 1]);
-    expect(await reclaimsCounted(head.url)).toBe(0);
+    expect(await reclaimsCounted(head)).toBe(0);
   }, 150_000);
 
   it(`${PREVIOUS}'s runner SIGKILLed: its standing registration takes no submit, nothing taken back`, async () => {
     const head = mixed!.head;
     const prev = mixed!.prev;
-    const killed = await registered();
-    expect(await holders(killed)).toBe(1);
-    const before = await reclaimsCounted(head.url);
+    const killed = await registered(mixed!.redis);
+    expect(await holders(mixed!.redis, killed)).toBe(1);
+    const before = await reclaimsCounted(head);
     await prev.killRunner(0, 'SIGKILL');
-    while ((await holders(killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
+    while ((await holders(mixed!.redis, killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
     expect(await mixed!.redis.zscore(IDLE, killed)).not.toBeNull();
     const res = await call(head.url, head.devKey, 'POST', '/v1/runs', body(9, 'killed'));
     expect(res.status, res.text).toBe(202);
@@ -101,15 +88,9 @@ describe.skipIf(!hasCommit(PREVIOUS))(`the liveness check on by default beside $
     expect(await mixed!.redis.get(`${QUEUE}${id}:lock`)).toBeNull();
     expect(await mixed!.redis.zscore(IDLE, killed)).toBeNull();
     await prev.restartRunner(0);
-    let status = 'Queued';
-    while (status === 'Queued' || status === 'Running') {
-      await new Promise((r) => setTimeout(r, 100));
-      const read = await call(head.url, head.devKey, 'GET', `/v1/code-runs/${id}`);
-      status = (JSON.parse(read.text) as { status: string }).status;
-    }
-    expect(status).toBe('Completed');
+    expect(await followed(head, id)).toBe('Completed');
     expect(await mixed!.redis.hget(`${QUEUE}${id}`, 'ats')).toBe('1');
-    expect((await reclaimsCounted(head.url)) - before).toBe(0);
+    expect((await reclaimsCounted(head)) - before).toBe(0);
     expect(head.output('gateway', 0)).not.toContain('handed job taken back');
   }, 150_000);
 

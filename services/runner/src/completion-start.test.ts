@@ -9,16 +9,16 @@
  */
 import { keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backlog, commandStats, deferrals, gate } from '../test/run-backlog.ts';
 import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
 import { isEndCompleteStartSha } from './end-complete-store.ts';
 import { createFairShare } from './fair-share.ts';
 
 let redis: Redis;
 const h = runnerHarness('completion-start-test');
-const { logger, newRun, monitor, setUp, warmUp } = h;
+const { logger, monitor, setUp, warmUp } = h;
 
 beforeAll(async () => {
   ({ redis } = await h.start());
@@ -43,65 +43,37 @@ async function endEvents(runId: string): Promise<number> {
 /** What the executor told of each run, the ends' own notes left out. */
 const told = (t: RunnerUnderTest) => t.outcomes.filter((o) => !o.startsWith('ended'));
 
-async function deferrals(t: RunnerUnderTest): Promise<number> {
-  const text = await t.metrics.registry.getSingleMetricAsString('islet_tenant_share_deferrals_total');
-  let n = 0;
-  for (const m of text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
-  return n;
-}
-
-/**
- * A hold the harness's executor awaits (a thenable, awaited afresh by each run): open at first (the
- * warm-up passes), `close()` holds the runs that reach it, `open()` lets them all through.
- */
-function gate() {
-  let closed = false;
-  const waiting: (() => void)[] = [];
-  const held = {
-    // biome-ignore lint/suspicious/noThenProperty: awaited by the executor, once per run.
-    then(resolve: () => void) {
-      if (closed) waiting.push(resolve);
-      else resolve();
-    },
-  } as unknown as Promise<void>;
-  return {
-    held,
-    /** Runs held now. */
-    waiting: () => waiting.length,
-    close: () => {
-      closed = true;
-    },
-    open: () => {
-      closed = false;
-      for (const w of waiting.splice(0)) w();
-    },
-  };
-}
-
-/** Commands Redis executed so far, by name (a script's own commands counted, as Redis counts them). */
-async function commandStats(): Promise<Map<string, number>> {
-  const text = await redis.info('commandstats');
-  const out = new Map<string, number>();
-  for (const m of text.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) out.set(m[1] as string, Number(m[2]));
-  return out;
-}
-
 /** Where MONITOR listed `commandStats()`'s INFO calls in `seen`. */
 function statsReads(seen: string[][]): number[] {
   return seen.flatMap((c, i) => (c[0] === 'info' && c[1] === 'commandstats' ? [i] : []));
 }
 
-/** Adds `ids` in one write (a backlog behind the first), each counted queued as the gateway does. */
-async function backlog(t: RunnerUnderTest, ids: string[], tenant = 'acme') {
-  for (const id of ids) await newRun(id, tenant);
-  for (const _ of ids) await noteQueued(redis, t.config, mode, tenant);
-  await t.queue.addBulk(
-    ids.map((id) => ({
-      name: 'run',
-      data: { runId: id, tenant, enqueuedAtMs: Date.now() },
-      opts: runJobOptions(id, 2),
-    })),
-  );
+/**
+ * After `t`'s warm-up (runs named `warm`), `ids` (four) queued behind the closed gate `g`, the first
+ * held at its work; then let through under MONITOR, between two INFO commandstats. What MONITOR
+ * saw, the two counts and the commands MONITOR listed between the two INFOs.
+ */
+async function countedBacklog(t: RunnerUnderTest, g: ReturnType<typeof gate>, warm: string, ids: string[]) {
+  const first = ids[0] as string;
+  await warmUp(t, warm);
+  g.close();
+  await backlog(h, redis, t, ids);
+  await until(`${first} to start`, async () => (await redis.hget(keys.run(first), 'status')) === 'Running');
+  const m = await monitor();
+  const before = await commandStats(redis);
+  let after: Map<string, number>;
+  try {
+    g.open();
+    await until('the four to complete', async () => (await t.queue.getCompletedCount()) === ids.length + 1);
+    after = await commandStats(redis);
+    // MONITOR lists each INFO where Redis ran it: the counts are compared over exactly the
+    // commands between the two (a background command outside them once read 4 against 2).
+    await until('MONITOR to list the second INFO', async () => statsReads(m.seen).length === 2);
+  } finally {
+    await m.stop();
+  }
+  const [from, to] = statsReads(m.seen);
+  return { m, before, after, inStats: m.seen.slice(from, to) };
 }
 
 describe("a completion that starts its next job's run (one server)", () => {
@@ -113,7 +85,7 @@ describe("a completion that starts its next job's run (one server)", () => {
       g.close();
       const m = await monitor();
       try {
-        await backlog(t, ['c1', 'c2', 'c3', 'c4']);
+        await backlog(h, redis, t, ['c1', 'c2', 'c3', 'c4']);
         await until('c1 to start', async () => (await redis.hget(keys.run('c1'), 'status')) === 'Running');
         g.open();
         await until('the four to complete', async () => (await t.queue.getCompletedCount()) === 5);
@@ -154,23 +126,7 @@ describe("a completion that starts its next job's run (one server)", () => {
     const onWaiting = (seen: string[][], name: string) =>
       seen.filter((c) => c[0] === name && c[1] === waiting).length;
     try {
-      await warmUp(t, 'ww');
-      g.close();
-      await backlog(t, ['w1', 'w2', 'w3', 'w4']);
-      await until('w1 to start', async () => (await redis.hget(keys.run('w1'), 'status')) === 'Running');
-      const m = await monitor();
-      const before = await commandStats();
-      let after: Map<string, number>;
-      try {
-        g.open();
-        await until('the four to complete', async () => (await t.queue.getCompletedCount()) === 5);
-        after = await commandStats();
-        await until('MONITOR to list the second INFO', async () => statsReads(m.seen).length === 2);
-      } finally {
-        await m.stop();
-      }
-      const [from, to] = statsReads(m.seen);
-      const inStats = m.seen.slice(from, to);
+      const { m, before, after, inStats } = await countedBacklog(t, g, 'ww', ['w1', 'w2', 'w3', 'w4']);
       // w2, w3 and w4 each came with the completion of the run before; four ends gave their leases back.
       expect(t.worker().completionStarts).toBe(3);
       // Each release asked the waiting list with the completion's absent keys and the wait list (named
@@ -213,26 +169,9 @@ describe("a completion that starts its next job's run (one server)", () => {
     const g = gate();
     const t = await setUp('fused-cmds', true, undefined, { slots: 1, hold: g.held, noteEnds: true });
     try {
-      await warmUp(t, 'fw');
-      g.close();
-      await backlog(t, ['f1', 'f2', 'f3', 'f4']);
-      await until('f1 to start', async () => (await redis.hget(keys.run('f1'), 'status')) === 'Running');
-      const m = await monitor();
-      const before = await commandStats();
-      let after: Map<string, number>;
-      try {
-        g.open();
-        await until('the four to complete', async () => (await t.queue.getCompletedCount()) === 5);
-        after = await commandStats();
-        // MONITOR lists each INFO where Redis ran it: the counts are compared over exactly the
-        // commands between the two (a background command outside them once read 4 against 2).
-        await until('MONITOR to list the second INFO', async () => statsReads(m.seen).length === 2);
-      } finally {
-        await m.stop();
-      }
-      const [from, to] = statsReads(m.seen);
+      const { m, before, after, inStats } = await countedBacklog(t, g, 'fw', ['f1', 'f2', 'f3', 'f4']);
       const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
-      const seenOf = (name: string) => m.seen.slice(from, to).filter((c) => c[0] === name).length;
+      const seenOf = (name: string) => inStats.filter((c) => c[0] === name).length;
       // Each fused call with the commands it ran (MONITOR lists a script's own after its call).
       const sent = new Set(m.sent);
       const calls: string[][][] = [];
@@ -287,7 +226,7 @@ describe("a completion that starts its next job's run (one server)", () => {
     try {
       await warmUp(t, 'kw');
       g.close();
-      await backlog(t, ['k1']);
+      await backlog(h, redis, t, ['k1']);
       await until('k1 to start', async () => (await redis.hget(keys.run('k1'), 'status')) === 'Running');
       // Another worker's lock, as a stalled job's fetch by another runner sets it.
       await redis.set(lock, 'another-worker:1', 'PX', 600_000);
@@ -333,7 +272,7 @@ describe("a completion that starts its next job's run (one server)", () => {
     try {
       await warmUp(t, 'rw');
       g.close();
-      await backlog(t, ['r1', 'r2']);
+      await backlog(h, redis, t, ['r1', 'r2']);
       await until('r1 to start', async () => (await redis.hget(keys.run('r1'), 'status')) === 'Running');
       // Another runner's lease (tenant other, with more work queued: acme is not alone) fills the
       // pool's one slot once r1's is given back.
@@ -379,10 +318,10 @@ describe("a completion that starts its next job's run (one server)", () => {
       g.close();
       const m = await monitor();
       try {
-        await backlog(t, ['a1', 'a2', 'a3', 'a4', 'a5']);
+        await backlog(h, redis, t, ['a1', 'a2', 'a3', 'a4', 'a5']);
         await until('a1 and a2 to start', async () => (await redis.zcard(keys.poolBusy(mode))) === 2);
         // A quiet tenant's job, queued behind the flood.
-        await backlog(t, ['b1'], 'beta');
+        await backlog(h, redis, t, ['b1'], 'beta');
         g.open();
         await until('all six to complete', async () => (await t.queue.getCompletedCount()) === 7);
       } finally {
@@ -414,7 +353,7 @@ describe("a completion that starts its next job's run (one server)", () => {
     try {
       await warmUp(first, 'kw');
       g.close();
-      await backlog(first, ['k1', 'k2']);
+      await backlog(h, redis, first, ['k1', 'k2']);
       await until('k1 at its hold', async () => g.waiting() === 1);
       // k1 goes on; k2, brought and started by k1's completion, is held at its work.
       g.open();

@@ -12,6 +12,7 @@ import { type RunJobData, runJobOptions } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gate } from '../test/run-backlog.ts';
 import { mode, type RunnerUnderTest, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
@@ -90,19 +91,8 @@ describe("a run's end and its job's completion, one call", () => {
   });
 
   it("a job left waiting with no marker is not its completion's (the worker registered): the worker's own fetch takes it, its run started there, once", async () => {
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let holding = false;
-    const hold = {
-      // biome-ignore lint/suspicious/noThenProperty: awaited by the executor, once per run.
-      then(resolve: () => void) {
-        if (holding) void held.then(resolve);
-        else resolve();
-      },
-    } as unknown as Promise<void>;
-    const t = await setUp('idle-late', true, undefined, { handOff: true, noteEnds: true, hold });
+    const g = gate();
+    const t = await setUp('idle-late', true, undefined, { handOff: true, noteEnds: true, hold: g.held });
     // An older gateway's add: BullMQ's own, no hand-off.
     const stock = new Queue<RunJobData>(runQueueName(mode), {
       connection: redis.duplicate(),
@@ -111,7 +101,7 @@ describe("a run's end and its job's completion, one call", () => {
     const meta = `${QUEUE_PREFIX}:${runQueueName(mode)}:meta`;
     try {
       await warmUp(t, 'lw');
-      holding = true;
+      g.close();
       await untilIdle(redis, t);
       await newRun('k1');
       await t.add('k1');
@@ -130,8 +120,7 @@ describe("a run's end and its job's completion, one call", () => {
       expect(await redis.lrange(`${QUEUE_PREFIX}:${runQueueName(mode)}:wait`, 0, -1)).toEqual(['k2']);
       const m = await monitor();
       try {
-        holding = false;
-        release();
+        g.open();
         await until('k1 and k2 to end', async () => t.outcomes.filter((o) => o === 'ended true').length >= 3);
       } finally {
         await m.stop();
@@ -151,7 +140,7 @@ describe("a run's end and its job's completion, one call", () => {
       }
       expect(await t.queue.getCompletedCount()).toBe(3);
     } finally {
-      release();
+      g.open();
       await redis.hdel(meta, 'concurrency');
       await stock.close();
       await t.close();

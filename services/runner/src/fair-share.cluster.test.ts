@@ -5,15 +5,10 @@
  * Cluster client on a real six-node cluster and through a plain client on a slot-checking node
  * (cross-slot scripts fail there with CROSSSLOT).
  */
-import { createLogger, createRedis, keys, type Redis } from '@islet/core';
+import { createLogger, keys, type Redis } from '@islet/core';
 import { noteQueued } from '@islet/runs';
-import {
-  type RedisCluster,
-  type SlotCheckingRedis,
-  startRedisCluster,
-  startSlotCheckingRedis,
-} from '@islet/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { describeRedis } from '../test/describe-redis.ts';
 import { createFairShare } from './fair-share.ts';
 
 const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
@@ -80,35 +75,17 @@ async function exerciseFairShare(redis: Redis): Promise<void> {
 }
 
 describe('fair share on a slot-checking node', () => {
-  let node: SlotCheckingRedis;
-  let redis: Redis;
-  beforeAll(async () => {
-    node = await startSlotCheckingRedis();
-    redis = createRedis(node.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await node?.stop();
-  });
+  const redis = describeRedis('slot-checking');
 
   it('register, acquire, release and promote: each script in one slot', async () => {
-    await exerciseFairShare(redis);
+    await exerciseFairShare(redis());
   });
 });
 
 describe('fair share on a real Redis Cluster', () => {
-  let cluster: RedisCluster;
-  let redis: Redis;
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    redis = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
-  }, 60_000);
-  afterAll(async () => {
-    redis?.disconnect();
-    await cluster?.stop();
-  });
+  const redis = describeRedis('cluster');
 
   it('two runners grant exactly the pool and hand a freed slot to another tenant through the Cluster client', async () => {
-    await exerciseFairShare(redis);
+    await exerciseFairShare(redis());
   });
 });

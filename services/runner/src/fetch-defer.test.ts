@@ -12,6 +12,7 @@ import { keys } from '@islet/core';
 import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gate } from '../test/run-backlog.ts';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
@@ -28,19 +29,11 @@ afterAll(() => h.close());
 describe('a fetch whose lease is refused', () => {
   it('moves the job to delayed in its own script and brings the next job in the same call', async () => {
     // d2 is held between its work and its end, so the pool is read as the fetch left it.
-    let holding = false;
-    const held: (() => void)[] = [];
-    const hold = {
-      // biome-ignore lint/suspicious/noThenProperty: awaited by the executor, once per run.
-      then(resolve: () => void) {
-        if (holding) held.push(resolve);
-        else resolve();
-      },
-    } as unknown as Promise<void>;
-    const t = await setUp('defer', true, undefined, { hold });
+    const g = gate();
+    const t = await setUp('defer', true, undefined, { hold: g.held });
     try {
       await warmUp(t, 'warm');
-      holding = true;
+      g.close();
       // acme holds its share (two leases of four slots) while another tenant has work queued.
       const fair = createFairShare({ redis, logger, promote: async () => true, config: t.config });
       for (const id of ['x1', 'x2']) expect((await fair.acquire(mode, 'acme', id)).ok).toBe(true);
@@ -63,7 +56,7 @@ describe('a fetch whose lease is refused', () => {
             opts: runJobOptions('d2', 2),
           },
         ]);
-        await until('d2 to be held', async () => held.length === 1);
+        await until('d2 to be held', async () => g.waiting() === 1);
       } finally {
         await m.stop();
       }
@@ -116,8 +109,7 @@ describe('a fetch whose lease is refused', () => {
       expect(deferrals).toMatch(/islet_tenant_share_deferrals_total\{[^}]*mode="read-only"[^}]*\} 1/);
       // d2's end frees its slot, which its release leases to d1 (the pool has room): d1 runs, at
       // its first attempt; nothing lost, nothing left deferred.
-      holding = false;
-      for (const go of held) go();
+      g.open();
       await until('d1 to complete', async () => (await t.queue.getJobState('d1')) === 'completed');
       expect(t.outcomes).toEqual(['completed 1', 'completed 1', 'completed 1']);
       expect(await redis.hget(keys.run('d1'), 'attempts')).toBe('1');

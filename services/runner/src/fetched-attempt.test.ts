@@ -6,32 +6,23 @@
  * one still goes through the attempt's script. Real run store and journal on a real redis-server,
  * a fake engine that records its call (never answering: only the call's moment is read).
  */
-import {
-  createLogger,
-  createMetrics,
-  createRedis,
-  generateSealKey,
-  keys,
-  sealerFromConfig,
-} from '@islet/core';
+import { createLogger, createMetrics, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import type { Engine } from '@islet/engine';
 import { createCallJournal, createRunLifecycle, createRunStore, type RunLease } from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { onRedisServer } from '../../runs/test/test-redis.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 
-let server: RedisServer;
 let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+onRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { appendOnly: false },
+);
 
 const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
 const signal = new AbortController().signal;

@@ -7,9 +7,9 @@
  * of the event loop begun at the moment the slot is kept, never by a duration.
  */
 import { keys } from '@islet/core';
-import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backlog, deferrals, gate } from '../test/run-backlog.ts';
 import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
 import { HandedNext } from './handed-next.ts';
 
@@ -79,29 +79,6 @@ beforeAll(async () => {
 });
 afterAll(() => harness.close());
 
-/** A hold the executor awaits afresh each run (a thenable): open, or `close()`d until `open()`. */
-function hold() {
-  let closed = false;
-  const waiting: (() => void)[] = [];
-  const held = {
-    // biome-ignore lint/suspicious/noThenProperty: awaited by the executor, once per run.
-    then(resolve: () => void) {
-      if (closed) waiting.push(resolve);
-      else resolve();
-    },
-  } as unknown as Promise<void>;
-  return {
-    held,
-    close: () => {
-      closed = true;
-    },
-    open: () => {
-      closed = false;
-      for (const w of waiting.splice(0)) w();
-    },
-  };
-}
-
 /**
  * Watches the worker's slot gate: at each slot kept for a completion's next job (`keep <n>`), a turn
  * of the event loop begins (`turn <n>` when it comes); each take of a slot by token is noted
@@ -142,32 +119,12 @@ function watchKeeps(t: RunnerUnderTest) {
   return { order, kept, takenBeforeTurn };
 }
 
-/** Adds `ids` in one write, each counted queued as the gateway does (the fair share's demand). */
-async function backlog(t: RunnerUnderTest, ids: string[], tenant: string) {
-  for (const id of ids) await harness.newRun(id, tenant);
-  for (const _ of ids) await noteQueued(redis, t.config, mode, tenant);
-  await t.queue.addBulk(
-    ids.map((id) => ({
-      name: 'run',
-      data: { runId: id, tenant, enqueuedAtMs: Date.now() },
-      opts: runJobOptions(id, 2),
-    })),
-  );
-}
-
-async function deferrals(t: RunnerUnderTest): Promise<number> {
-  const text = await t.metrics.registry.getSingleMetricAsString('islet_tenant_share_deferrals_total');
-  let n = 0;
-  for (const m of text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)) n += Number(m[1]);
-  return n;
-}
-
 const workOrder = (t: RunnerUnderTest) =>
   t.outcomes.filter((o) => o.startsWith('work ')).map((o) => o.slice(5));
 
 describe('a completion that started its next job (real Redis, BullMQ, the runner)', () => {
   it("the next job takes the kept slot before the event loop's next turn; in order, each once, leases back", async () => {
-    const h = hold();
+    const h = gate();
     const t = await harness.setUp('kept', true, undefined, {
       slots: 1,
       hold: h.held,
@@ -179,7 +136,7 @@ describe('a completion that started its next job (real Redis, BullMQ, the runner
       const { kept, takenBeforeTurn } = watchKeeps(t);
       h.close();
       const ids = ['k1', 'k2', 'k3', 'k4'];
-      await backlog(t, ids, 'acme');
+      await backlog(harness, redis, t, ids, 'acme');
       await until('k1 to start', async () => (await redis.hget(keys.run('k1'), 'status')) === 'Running');
       h.open();
       await until('the four to complete', async () => (await t.queue.getCompletedCount()) === 5);
@@ -203,7 +160,7 @@ describe('a completion that started its next job (real Redis, BullMQ, the runner
   });
 
   it("two tenants' backlogs under the fair share: each tenant's order, no attempt spent on a deferral, nothing lost", async () => {
-    const h = hold();
+    const h = gate();
     const t = await harness.setUp('two', true, undefined, {
       slots: 2,
       hold: h.held,
@@ -217,8 +174,8 @@ describe('a completion that started its next job (real Redis, BullMQ, the runner
       h.close();
       const a = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6'];
       const b = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'];
-      await backlog(t, a, 'acme');
-      await backlog(t, b, 'globex');
+      await backlog(harness, redis, t, a, 'acme');
+      await backlog(harness, redis, t, b, 'globex');
       await until('two runs held', async () => workOrder(t).filter((id) => id !== 'tw').length === 2);
       h.open();
       await until('every run to complete', async () => (await t.queue.getCompletedCount()) === 13);

@@ -10,6 +10,7 @@ import { keys } from '@islet/core';
 import { createCallJournal, noteQueued } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commandStats } from '../test/run-backlog.ts';
 import { done, mode, runnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare, type FairShareDeps } from './fair-share.ts';
 
@@ -40,19 +41,11 @@ function share(promote: FairShareDeps['promote'] = async () => true, leaseMs = 3
   return s;
 }
 
-/** Commands Redis executed so far, by name (a script's own commands counted, as Redis counts them). */
-async function commandStats(): Promise<Map<string, number>> {
-  const text = await redis.info('commandstats');
-  const out = new Map<string, number>();
-  for (const m of text.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) out.set(m[1] as string, Number(m[2]));
-  return out;
-}
-
 /** The commands `fn` made Redis run, by name, and their sum. */
 async function counted(fn: () => Promise<unknown>): Promise<{ by: Record<string, number>; total: number }> {
-  const before = await commandStats();
+  const before = await commandStats(redis);
   await fn();
-  const after = await commandStats();
+  const after = await commandStats(redis);
   const by: Record<string, number> = {};
   let total = 0;
   for (const [name, calls] of after) {

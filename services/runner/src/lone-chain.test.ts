@@ -11,6 +11,7 @@ import { runJobOptions } from '@islet/runs';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deferrals } from '../test/run-backlog.ts';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
 
 const h = runnerHarness('lone-chain-test');
@@ -22,14 +23,6 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 type Under = Awaited<ReturnType<typeof h.setUp>>;
-
-async function deferrals(t: Under): Promise<number> {
-  const text = await t.metrics.registry.getSingleMetricAsString('islet_tenant_share_deferrals_total');
-  return [...text.matchAll(/^islet_tenant_share_deferrals_total\{[^}]*\} (\d+)/gm)].reduce(
-    (n, m) => n + Number(m[1]),
-    0,
-  );
-}
 
 /** Adds `n` runs of the tenant at once (a backlog the runner works down). */
 async function backlog(t: Under, tag: string, n: number): Promise<string[]> {

@@ -14,6 +14,7 @@ import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import { commandStats } from '../test/run-backlog.ts';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
 import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 
@@ -29,19 +30,11 @@ afterAll(() => h.close());
 
 const queueKey = (name: string, q = runQueueName(mode)) => `${QUEUE_PREFIX}:${q}:${name}`;
 
-/** Commands Redis executed so far, by name (a script's own commands counted, as Redis counts them). */
-async function commandStats(): Promise<Map<string, number>> {
-  const text = await redis.info('commandstats');
-  const out = new Map<string, number>();
-  for (const m of text.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) out.set(m[1] as string, Number(m[2]));
-  return out;
-}
-
 /** The commands `fn` made Redis run, by name. */
 async function counted(fn: () => Promise<unknown>): Promise<Record<string, number>> {
-  const before = await commandStats();
+  const before = await commandStats(redis);
   await fn();
-  const after = await commandStats();
+  const after = await commandStats(redis);
   const by: Record<string, number> = {};
   for (const [name, calls] of after) {
     const n = calls - (before.get(name) ?? 0);

@@ -13,10 +13,10 @@
  * Real redis-server and Redis Cluster (testkit), real BullMQ queue and fetches, the real fair share
  * and lease scripts, the runner's own promote.
  */
-import { createRedis, keys, type Redis } from '@islet/core';
+import { keys, type Redis } from '@islet/core';
 import { acquireCall, LEASE_ACQUIRE, LEASE_RELEASE, leaseAnswerOf, releaseCall } from '@islet/runs';
-import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from '@islet/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { describeRedis } from '../test/describe-redis.ts';
 import { bothAtShare as bothFull, mode, queued, setUpQueue } from '../test/reserved-queue.ts';
 import type { RunnerContext } from './runner-context.ts';
 import { promote } from './tenant-slot.ts';
@@ -189,53 +189,35 @@ async function unseenLapse(redis: Redis, next: (s: Setup) => Promise<unknown>): 
 }
 
 describe('a tenant’s order on the fair share’s edges, one redis-server', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = createRedis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const redis = describeRedis('server');
 
   it('two reservations promoted before any fetch are fetched in the order they were made', async () => {
-    await twoPromotionsInOrder(redis);
+    await twoPromotionsInOrder(redis());
   });
   it('a reserved job its recheck moved to the far end is fetched before its tenant’s younger jobs', async () => {
-    await recheckBeforePromote(redis);
+    await recheckBeforePromote(redis());
   });
   it('a reservation lapsed with no live lease of its tenant’s for two lease periods is first again at its tenant’s next acquire', async () => {
-    await unseenLapse(redis, async () => {
+    await unseenLapse(redis(), async () => {
       // acme's d3, refused (the pool is full of beta's three and the lapsed reservation, dropped now:
       // acme is under its share, but its oldest deferred job takes the slot).
-      const a = await rawAcquire(redis, 'acme', 'd3', 1000);
+      const a = await rawAcquire(redis(), 'acme', 'd3', 1000);
       expect(a.ok).toBe(false);
       return [a.swapped, 'acme'];
     });
   });
   it('a reservation lapsed with no live lease of its tenant’s for two lease periods is first again at the next release’s grant', async () => {
-    await unseenLapse(redis, () => rawRelease(redis, 'beta', '', 1000));
+    await unseenLapse(redis(), () => rawRelease(redis(), 'beta', '', 1000));
   });
 });
 
 describe('a tenant’s order on the fair share’s edges, a real Redis Cluster', () => {
-  let cluster: RedisCluster;
-  let redis: Redis;
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    redis = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
-  }, 60_000);
-  afterAll(async () => {
-    redis?.disconnect();
-    await cluster?.stop();
-  });
+  const redis = describeRedis('cluster');
 
   it('two reservations the runner promotes keep their order on a Cluster', async () => {
-    await twoPromotionsInOrder(redis);
+    await twoPromotionsInOrder(redis());
   });
   it('a reserved job its recheck moved keeps its reservation’s place on a Cluster', async () => {
-    await recheckBeforePromote(redis);
+    await recheckBeforePromote(redis());
   });
 });

@@ -12,10 +12,10 @@
  * Real redis-server and Redis Cluster (testkit), real BullMQ queue and fetches, the real fair share
  * and the runner's own promote.
  */
-import { createRedis, keys, type Redis } from '@islet/core';
+import { keys, type Redis } from '@islet/core';
 import { LEASE_RELEASE, noteQueued, releaseCall } from '@islet/runs';
-import { type RedisCluster, type RedisServer, startRedis, startRedisCluster } from '@islet/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { describeRedis } from '../test/describe-redis.ts';
 import { bothAtShare, mode, on, queued, setUpQueue as setUp } from '../test/reserved-queue.ts';
 
 /**
@@ -187,47 +187,29 @@ async function takenReservationGivenUp(redis: Redis): Promise<void> {
 }
 
 describe('a tenant’s order around reservations, one redis-server', () => {
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = createRedis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const redis = describeRedis('server');
 
   it('a job the runner promotes into its reserved slot is fetched before its tenant’s younger jobs', async () => {
-    await promotedReservationOrder(redis);
+    await promotedReservationOrder(redis());
   });
   it('a reservation given up while its job is still active puts the job back first in its tenant’s line', async () => {
-    await givenUpReservationOrder(redis);
+    await givenUpReservationOrder(redis());
   });
   it('a reservation that lapses untaken puts its job back first in its tenant’s line', async () => {
-    await lapsedReservationOrder(redis);
+    await lapsedReservationOrder(redis());
   });
   it('a reservation its job already took is not given up by a promote that saw the job active', async () => {
-    await takenReservationGivenUp(redis);
+    await takenReservationGivenUp(redis());
   });
 });
 
 describe('a tenant’s order around reservations, a real Redis Cluster', () => {
-  let cluster: RedisCluster;
-  let redis: Redis;
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    redis = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
-  }, 60_000);
-  afterAll(async () => {
-    redis?.disconnect();
-    await cluster?.stop();
-  });
+  const redis = describeRedis('cluster');
 
   it('the runner’s promote (every promotion on a Cluster) puts the reserved job before its tenant’s younger jobs', async () => {
-    await promotedReservationOrder(redis);
+    await promotedReservationOrder(redis());
   });
   it('a given-up reservation keeps its job’s place on a Cluster', async () => {
-    await givenUpReservationOrder(redis);
+    await givenUpReservationOrder(redis());
   });
 });

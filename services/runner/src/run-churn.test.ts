@@ -7,19 +7,13 @@
  * executor takes a run's stage stamps only where its store keeps them (`stageTimings`).
  */
 import { createHook } from 'node:async_hooks';
-import {
-  createLogger,
-  createMetrics,
-  createRedis,
-  generateSealKey,
-  keys,
-  sealerFromConfig,
-} from '@islet/core';
+import { createLogger, createMetrics, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import type { Engine, RunOutcome } from '@islet/engine';
 import { createCallJournal, createRunStore } from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { runFixture } from '@islet/testkit';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { onRedisServer } from '../../runs/test/test-redis.ts';
 import { afterward, afterwardTurns } from './afterward.ts';
 import { createFairShare } from './fair-share.ts';
 import type { GatewayClient } from './gateway-client.ts';
@@ -140,16 +134,13 @@ describe("the fair share's run leases", () => {
 });
 
 describe("the executor's stage stamps", () => {
-  let server: RedisServer;
   let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedis({ appendOnly: false });
-    redis = createRedis(server.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-  });
+  onRedisServer(
+    (client) => {
+      redis = client;
+    },
+    { appendOnly: false },
+  );
 
   it('are taken only where the run store keeps them: none given to the end with stageTimings false', async () => {
     const engine = {

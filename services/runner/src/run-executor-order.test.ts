@@ -4,21 +4,14 @@
  * event loop that made each write is over, not before it. Read as an order of calls (a fake
  * engine, the real run store and journal on a real redis-server), never from time.
  */
-import {
-  channels,
-  createLogger,
-  createMetrics,
-  createRedis,
-  generateSealKey,
-  keys,
-  sealerFromConfig,
-} from '@islet/core';
+import { channels, createLogger, createMetrics, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import { type Engine, RunCancel, type RunOutcome } from '@islet/engine';
 import { createCallJournal, createRunStore } from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { onRedisServer } from '../../runs/test/test-redis.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 import { RunJob } from './run-job.ts';
@@ -35,16 +28,13 @@ vi.mock('./live-log.ts', async (importOriginal) => {
   };
 });
 
-let server: RedisServer;
 let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+onRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { appendOnly: false },
+);
 
 const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
 const signal = new AbortController().signal;

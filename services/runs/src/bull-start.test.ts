@@ -6,12 +6,11 @@
  * are the same, for a fresh job, a started one, `ats` not a number, a named worker or not, a job
  * its own script noted (`bullQ.known`) and shapes the lean form hands to the general one.
  */
-import { createRedis } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
-import { startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { luaDuring } from '../test/lua-during.ts';
+import { onRedisServer } from '../test/test-redis.ts';
 import { BULL_QUIET_PRELUDE } from './bull-quiet.ts';
 import { compactLua } from './lua-scripts.ts';
 
@@ -27,16 +26,13 @@ if ARGV[3] == 'lean' then return bullStartJob(KEYS[1], processedOn, extra) end
 return bullStartJob(KEYS[1], processedOn, extra, true)`),
 );
 
-let server: Awaited<ReturnType<typeof startRedis>>;
 let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
-});
+onRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { appendOnly: false },
+);
 
 /** The commands Lua sent while `fn` ran: name and arguments after the key. */
 async function inner(fn: () => Promise<unknown>): Promise<string[][]> {

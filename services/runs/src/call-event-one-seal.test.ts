@@ -5,10 +5,10 @@
 // layouts, mixed in one stream; the one-seal form seals one text a call fewer and stores no
 // `data`; its data is its own run's journal's, and a forged journal text is refused as a forged
 // event's was. The reader of the one-seal form fails on e8feb7a0 (it reads such an event as `{}`).
-import { configSchema, createRedis, generateSealKey, keys, SealError, sealerFromConfig } from '@islet/core';
+import { configSchema, generateSealKey, keys, type Redis, SealError, sealerFromConfig } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
-import { startRedis } from '@islet/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { onRedisServer } from '../test/test-redis.ts';
 import { callEventData } from './call-event.ts';
 import { createCallJournal } from './call-journal.ts';
 import { journalKeys } from './keys.ts';
@@ -35,15 +35,9 @@ const outcomes: BindingOutcome[] = [
 ];
 const argsOf = (i: number) => (i === 1 ? 'not json either' : JSON.stringify({ w: `w${i}`, odd: '\u0001"' }));
 
-let server: Awaited<ReturnType<typeof startRedis>>;
-let redis: ReturnType<typeof createRedis>;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
+let redis: Redis;
+onRedisServer((client) => {
+  redis = client;
 });
 
 /** Journals `outcomes` as calls of `runId`, each with its `call` event; the seals it took. */

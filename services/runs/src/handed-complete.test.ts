@@ -5,14 +5,13 @@
  * answer and every key after (DUMP, and whether it expires) are the same, for the settings the
  * direct path takes and for those it must leave to the text; and which of them it takes.
  */
-import { createRedis } from '@islet/core';
-import { startRedis } from '@islet/testkit';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type CompleteCase as Case, deferralCases } from '../test/complete-deferrals.ts';
 import { itMatchesTheText, runScript, type ScriptRun } from '../test/script-equivalence.ts';
+import { onRedisServer } from '../test/test-redis.ts';
 import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
 import { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 
@@ -210,16 +209,13 @@ async function nextJob(r: Redis, more: Record<string, string> = {}): Promise<voi
   await r.lpush(`${Q}wait`, 'r2');
 }
 
-let server: Awaited<ReturnType<typeof startRedis>>;
 let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
-});
+onRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { appendOnly: false },
+);
 
 /** From the case's keys: the script's answer, the commands it ran inside Redis, the keys after. */
 const runCase = (c: Case, source: string): Promise<ScriptRun> =>

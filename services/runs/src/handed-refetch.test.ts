@@ -4,13 +4,12 @@
  * keys, the commands Redis runs inside the script (MONITOR, every argument, in order), the answer
  * and every key after (DUMP, and whether it expires) are the same, and whether it takes the call.
  */
-import { createRedis } from '@islet/core';
-import { startRedis } from '@islet/testkit';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import type { Redis } from 'ioredis';
 import { Packr } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { itMatchesTheText, runScript, type ScriptRun } from '../test/script-equivalence.ts';
+import { onRedisServer } from '../test/test-redis.ts';
 import { MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 import { handedRefetch } from './handed-refetch.ts';
 import { fetchAndLook } from './handoff-scripts.ts';
@@ -198,16 +197,13 @@ const CASES: Case[] = [
   { name: 'no lock token', taken: false, opts: { token: '0' }, setUp: (r) => waiting(r) },
 ];
 
-let server: Awaited<ReturnType<typeof startRedis>>;
 let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
-});
+onRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { appendOnly: false },
+);
 
 async function runCase(c: Case, source: string): Promise<ScriptRun> {
   const run = await runScript(redis, source, KEYS, argsOf(c), async (r) => {

@@ -7,10 +7,11 @@
 // one-server end script (finish-run-13, whose include finish-run-release-18 and
 // endCompleteStartScript share), pushed or not, and the Cluster's transition-3. Fails on 9ec25e04
 // (the journal keeps its earlier expiry).
-import { createRedis, generateSealKey, sealerFromConfig } from '@islet/core';
+import { generateSealKey, type Redis, sealerFromConfig } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
-import { runFixture, startRedis } from '@islet/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runFixture } from '@islet/testkit';
+import { describe, expect, it } from 'vitest';
+import { onRedisServer } from '../test/test-redis.ts';
 import { createCallJournal } from './call-journal.ts';
 import { journalKeys } from './keys.ts';
 import { createRunStore } from './run-store.ts';
@@ -25,15 +26,9 @@ const end = {
   text: '1',
 };
 
-let server: Awaited<ReturnType<typeof startRedis>>;
-let redis: ReturnType<typeof createRedis>;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
+let redis: Redis;
+onRedisServer((client) => {
+  redis = client;
 });
 
 const store = () => createRunStore(redis, sealer, { callOneSeal: true, retentionSeconds: RETENTION });

@@ -7,10 +7,11 @@
 // record's (includes/transition.lua, as 9f886855's end does), and a claim that creates it after the
 // end (no call before: the end had none to expire) takes the record's. The first test fails on
 // 9f886855 (the replay finds no journal and claims the answered call `new`: sent again).
-import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { generateSealKey, keys, type Redis, sealerFromConfig } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
-import { runFixture, startRedis } from '@islet/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runFixture } from '@islet/testkit';
+import { describe, expect, it } from 'vitest';
+import { onRedisServer } from '../test/test-redis.ts';
 import { createCallJournal } from './call-journal.ts';
 import { journalKeys } from './keys.ts';
 import { createRunStore } from './run-store.ts';
@@ -27,15 +28,9 @@ const end = {
   text: '1',
 };
 
-let server: Awaited<ReturnType<typeof startRedis>>;
-let redis: ReturnType<typeof createRedis>;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
+let redis: Redis;
+onRedisServer((client) => {
+  redis = client;
 });
 
 const journalOf = journalKeys().journal;

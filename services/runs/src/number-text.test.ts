@@ -8,14 +8,13 @@
  * are the values left.
  */
 import { readFileSync } from 'node:fs';
-import { createRedis } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
-import { startRedis } from '@islet/testkit';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { luaDuring } from '../test/lua-during.ts';
+import { onRedisServer } from '../test/test-redis.ts';
 import { BULL_QUIET_PRELUDE, quietComplete, quietFetch } from './bull-quiet.ts';
 import { compactLua } from './lua-scripts.ts';
 
@@ -45,16 +44,13 @@ const lremNumber = new LuaScript(`return redis.call("LREM", KEYS[1], -1, ARGV[1]
 const markerText = new LuaScript(`return redis.call("ZADD", KEYS[1], "0", "0")`);
 const markerNumber = new LuaScript(`return redis.call("ZADD", KEYS[1], 0, "0")`);
 
-let server: Awaited<ReturnType<typeof startRedis>>;
 let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
-});
+onRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { appendOnly: false },
+);
 
 /** The commands the scripts `fn` runs sent from Lua, every argument. */
 const inner = (fn: () => Promise<unknown>): Promise<string[][]> => luaDuring(redis, fn);

@@ -3,24 +3,20 @@
  * is sent before it passes; a refusal leaves no record, no in-flight entry, no job and no rate
  * count (the request's count stays its caller's to make).
  */
-import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
-import { runFixture, startRedis } from '@islet/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateSealKey, keys, type Redis, sealerFromConfig } from '@islet/core';
+import { runFixture } from '@islet/testkit';
+import { describe, expect, it } from 'vitest';
+import { onRedisServer } from '../test/test-redis.ts';
 import { createRunStore } from './run-store.ts';
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-let server: Awaited<ReturnType<typeof startRedis>>;
-let redis: ReturnType<typeof createRedis>;
-
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+let redis: Redis;
+onRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { appendOnly: false },
+);
 
 const runOf = (id: string) => runFixture(id, { tenant: 'ready' });
 

@@ -1,3 +1,4 @@
+import { type Redis as CoreRedis, createRedis } from '@islet/core';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
@@ -36,4 +37,26 @@ export async function withRedis(body: (redis: Redis) => Promise<void>): Promise<
     redis.disconnect();
     await server.stop();
   }
+}
+
+/**
+ * One redis-server for the enclosing file or describe block, started in `beforeAll` and stopped in
+ * `afterAll`; `set` is given its client (core's `createRedis`, as the stores' own) once it is up.
+ * (The runner's tests on a plain redis-server use it too.)
+ */
+export function onRedisServer(
+  set: (redis: CoreRedis) => void,
+  options?: Parameters<typeof startRedis>[0],
+): void {
+  let server: RedisServer | undefined;
+  let redis: CoreRedis | undefined;
+  beforeAll(async () => {
+    server = await startRedis(options);
+    redis = createRedis(server.url);
+    set(redis);
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
 }
