@@ -17,6 +17,12 @@ import type { RunFailure } from './types.ts';
 const TICK_MS = RESIDENT_GUARD_MS / 2;
 /** Ticks between two reads of one run (RESIDENT_GUARD_MS). */
 const TICKS_A_READ = 2;
+/**
+ * Empty ticks since the last run started before the timer stops (1 s): a one-client runner's runs
+ * are in the engine a fraction of their time, and a timer stopped at the first empty tick was
+ * armed again every few runs (0.28 `setInterval` a run, round 48 `engine-timers`).
+ */
+const IDLE_TICKS = 20;
 
 export class ResidentGuard {
   private readonly memoryMb: number;
@@ -65,19 +71,22 @@ export class ResidentGuard {
  * One engine's ticker over its runs in flight: every RESIDENT_GUARD_MS/2 it reads each run whose
  * read is due. A run is first read at its second tick (between RESIDENT_GUARD_MS/2 and
  * RESIDENT_GUARD_MS after its start, as a late timer would be late), then at every second tick; a
- * run shorter than half of it is never read. The timer runs while runs are watched and stops at a
- * tick that finds none, so back-to-back runs arm none of their own.
+ * run shorter than half of it is never read. The timer runs while runs are watched and stops once
+ * IDLE_TICKS empty ticks passed since a run last started, so back-to-back and one-client runs arm
+ * none of their own.
  */
 export class ResidentTicker {
   private readonly guards = new Set<ResidentGuard>();
   private timer: NodeJS.Timeout | undefined;
   private ticks = 0;
+  private idleTicks = 0;
   /** How often its timer was armed (the counts' and the tests' figure: not once a run). */
   armed = 0;
 
   watch(guard: ResidentGuard): void {
     guard.dueTick = this.ticks + TICKS_A_READ;
     this.guards.add(guard);
+    this.idleTicks = 0;
     if (this.timer !== undefined) return;
     this.armed++;
     this.timer = setInterval(() => this.tick(), TICK_MS);
@@ -103,7 +112,7 @@ export class ResidentTicker {
   private tick(): void {
     const now = ++this.ticks;
     if (this.guards.size === 0) {
-      this.stopTimer();
+      if (++this.idleTicks >= IDLE_TICKS) this.stopTimer();
       return;
     }
     // A run reported over its bound ends (its guard unwatched) within the loop: a Set's iteration
@@ -118,5 +127,6 @@ export class ResidentTicker {
   private stopTimer(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.idleTicks = 0;
   }
 }

@@ -103,9 +103,12 @@ describe("the runs' resident guard", () => {
     for (const h of hosts) h.done();
     await Promise.all(results);
     expect(ticker.size).toBe(0);
-    // Ended within half of RESIDENT_GUARD_MS: never read; the next tick finds none and stops.
+    // Ended within half of RESIDENT_GUARD_MS: never read. The timer ticks on a while (the next
+    // runs would take it) and stops after a second of ticks that found none.
     vi.advanceTimersByTime(RESIDENT_GUARD_MS / 2);
     expect(reads).toBe(0);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(1000);
     expect(vi.getTimerCount()).toBe(0);
   });
 
@@ -131,6 +134,27 @@ describe("the runs' resident guard", () => {
     expect(armed).toBe(1);
     expect(ticker.armed).toBe(1);
     expect(reads).toBe(0);
+  });
+
+  it("runs with gaps between them (a one-client runner's) arm it once while each gap is under a second", async () => {
+    const ticker = new ResidentTicker();
+    const armed = await timersArmed(async () => {
+      for (let i = 0; i < 20; i++) {
+        const h = standIn();
+        const result = new Run(
+          h.run,
+          params(ticker, () => 1),
+        ).execute();
+        vi.advanceTimersByTime(2);
+        h.done();
+        await result;
+        // The run's end to the next one's start: a client's round trip, longer than a tick.
+        vi.advanceTimersByTime(3 * RESIDENT_GUARD_MS);
+      }
+    });
+    // Stopped at the first empty tick, it was armed again for every run (20).
+    expect(armed).toBe(1);
+    expect(ticker.armed).toBe(1);
   });
 
   it('reads a run first between half of RESIDENT_GUARD_MS and all of it, then every RESIDENT_GUARD_MS', async () => {
@@ -189,7 +213,7 @@ describe("the runs' resident guard", () => {
     expect(hostReusable).toBe(false);
     expect(h.host.killed).toBe(1);
     expect(ticker.size).toBe(0);
-    vi.advanceTimersByTime(RESIDENT_GUARD_MS);
+    vi.advanceTimersByTime(1000);
     expect(vi.getTimerCount()).toBe(0);
   });
 
