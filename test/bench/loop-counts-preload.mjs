@@ -1,7 +1,7 @@
 // `--import` preload (bench only; round 41 `pickup-direct` for the runner, round 43 `send-floor` for
 // the gateway): in the main process of `$LOOP_COUNTS_PROCESS` (`runner` or `gateway`) only, the
 // totals of what its event loop is asked to do — promises made (`async_hooks` PROMISE inits),
-// `process.nextTick`, `setImmediate`, `setTimeout` and `queueMicrotask` calls; in a runner also the
+// `process.nextTick`, `setImmediate`, `setTimeout`, `setInterval` and `queueMicrotask` calls; in a runner also the
 // calls of BullMQ's Worker methods on a run's path — written to `$LOOP_COUNTS_DIR/loop-counts.<pid>.json`
 // every 100 ms; `loop-counts.ts` reads their differences over its measured runs.
 // COUNT_SITES=1: also where each promise is made (its first `SITE_DEPTH` frames, default 4, Node's
@@ -14,7 +14,15 @@ const which = process.env.LOOP_COUNTS_PROCESS ?? 'runner';
 const dir = process.env.LOOP_COUNTS_DIR ?? '/tmp';
 if (new RegExp(`${which}/src/main\\.ts$`).test(process.argv[1] ?? '')) {
   /** @type {Record<string, number>} */
-  const counts = { promises: 0, nextTick: 0, setImmediate: 0, setTimeout: 0, queueMicrotask: 0 };
+  const counts = {
+    promises: 0,
+    nextTick: 0,
+    setImmediate: 0,
+    setTimeout: 0,
+    // Round 48 `engine-timers`: the engine's resident guard became one setInterval an engine.
+    setInterval: 0,
+    queueMicrotask: 0,
+  };
   createHook({
     init(_id, type) {
       if (type === 'PROMISE') counts.promises++;
@@ -30,7 +38,8 @@ if (new RegExp(`${which}/src/main\\.ts$`).test(process.argv[1] ?? '')) {
     };
   };
   wrap(process, 'nextTick', 'nextTick');
-  for (const name of ['setImmediate', 'setTimeout', 'queueMicrotask']) wrap(globalThis, name, name);
+  for (const name of ['setImmediate', 'setTimeout', 'setInterval', 'queueMicrotask'])
+    wrap(globalThis, name, name);
   if (which === 'runner') {
     const require = createRequire(`${process.cwd()}/services/runner/package.json`);
     const W = require('bullmq').Worker.prototype;

@@ -31,6 +31,8 @@ function readJson(file: string): Record<string, number> {
       return JSON.parse(readFileSync(join(dir, `${file}.${pid}.json`), 'utf8')) as Record<string, number>;
     } catch (err) {
       if (tries >= 20) throw err;
+      // The preload writes it every 100 ms: wait out the write (20 tight reads were too few at load ~20).
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
     }
   }
 }

@@ -18,6 +18,7 @@ import {
   retirementOf,
 } from './host-retirement.ts';
 import { trimIdle } from './idle-pool.ts';
+import { ResidentTicker } from './resident-guard.ts';
 import { Run } from './run.ts';
 import { checkRequest, runParams, sandboxFacts } from './run-request.ts';
 import type { Engine, EngineOptions, ExecuteOptions, ProcessEvent, RunFailure, RunOutcome } from './types.ts';
@@ -41,6 +42,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     maxStarting,
   } = engineSettings(options);
   const readResident = options.residentBytesOf;
+  // One ticker reads every run's host's resident memory (resident-guard.ts), not a timer a run.
+  const residentTicker = new ResidentTicker();
   const idle = new Map<string, HostProcess[]>();
   const busy = new BusyHosts();
   // A host started in the background for a partition (one at a time), for a run that finds its
@@ -365,7 +368,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
         return failed({ kind: 'sandbox-unavailable', message: 'the engine is closed' });
       }
       const hostWaitMs = performance.now() - acquiring;
-      const run = new Run(host, runParams(code, opts, checked, host, { watchdogGraceMs, readResident }));
+      const run = new Run(
+        host,
+        runParams(code, opts, checked, host, { watchdogGraceMs, readResident, residentTicker }),
+      );
       const { outcome, hostReusable } = await run.execute();
       release(
         host,
@@ -400,6 +406,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     idle.clear();
     await Promise.all(all.map((h) => h.stop()));
     busy.close();
+    residentTicker.close();
   }
 
   function stats() {

@@ -2,6 +2,7 @@
  * What a Run (run.ts) is given and gives back, its phases, and the intervals it keeps.
  */
 
+import type { ResidentTicker } from './resident-guard.ts';
 import type { RunCancel } from './run-cancel.ts';
 import type { BindingHandler, LogLine, RunOutcome } from './types.ts';
 import type { RunConfig } from './wire.ts';
@@ -26,11 +27,15 @@ export interface RunParams {
   onLog?: ((lines: LogLine[]) => void) | undefined;
   /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
   readResident: () => number | undefined;
+  /** The engine's one ticker that reads its runs' resident memory (resident-guard.ts). */
+  residentTicker: ResidentTicker;
 }
 
 /**
- * How often a running host's resident memory is read, ms. A run that ends sooner is never read;
- * the check is outside the host, so it holds while the host's thread runs the program.
+ * How often a running host's resident memory is read, ms. A run is first read between half of it
+ * and all of it after its start (the engine's ticker, resident-guard.ts); a run that ends within
+ * half of it is never read. The check is outside the host, so it holds while the host's thread
+ * runs the program.
  */
 export const RESIDENT_GUARD_MS = 100;
 /**

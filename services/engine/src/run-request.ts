@@ -12,6 +12,7 @@ import {
   effectiveTimeoutMs,
 } from './limits.ts';
 import { validateBindingNames } from './names.ts';
+import type { ResidentTicker } from './resident-guard.ts';
 import type { RunParams } from './run-params.ts';
 import type { ExecuteOptions, RunFailure, RunOutcome } from './types.ts';
 
@@ -48,7 +49,11 @@ export function runParams(
   opts: ExecuteOptions,
   checked: CheckedRequest,
   host: HostProcess,
-  engine: { watchdogGraceMs: number; readResident: ((pid: number) => number | undefined) | undefined },
+  engine: {
+    watchdogGraceMs: number;
+    readResident: ((pid: number) => number | undefined) | undefined;
+    residentTicker: ResidentTicker;
+  },
 ): RunParams {
   const limits = opts.limits;
   return {
@@ -75,6 +80,7 @@ export function runParams(
     cancel: opts.cancel,
     onLog: opts.onLog,
     readResident: () => host.residentBytes(engine.readResident),
+    residentTicker: engine.residentTicker,
   };
 }
 

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import type { HostProcess } from './host-process.ts';
+import { ResidentTicker } from './resident-guard.ts';
 import { Run } from './run.ts';
 import { RunCancel } from './run-cancel.ts';
 import type { RunParams } from './run-params.ts';
@@ -54,6 +55,7 @@ function params(signal: AbortSignal | undefined, cancel?: RunCancel): RunParams 
     signal,
     cancel,
     readResident: () => undefined,
+    residentTicker: new ResidentTicker(),
   };
 }
 

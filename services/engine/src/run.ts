@@ -62,7 +62,12 @@ export class Run {
     this.p = params;
     this.log = new RunLog(params.outputBytes);
     this.calls = new RunCalls(params.maxConcurrentCalls);
-    this.resident = new ResidentGuard(params.memoryMb, params.readResident, (f) => this.finishNow(f));
+    this.resident = new ResidentGuard(
+      params.memoryMb,
+      params.readResident,
+      (f) => this.finishNow(f),
+      params.residentTicker,
+    );
     this.budget = new TimeBudget(
       params.timeoutMs,
       () => this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) }),

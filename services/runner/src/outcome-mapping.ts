@@ -15,6 +15,11 @@ type RunEnd =
       result: RunResult;
       text: string;
       failureKind: FailureKind | 'none';
+      /**
+       * A Completed run's `text` is its result's own, as a reader renders it from the result
+       * (runs' sealed-fields.ts `completedText`): the store leaves it out without rendering it again.
+       */
+      textIsResult?: boolean;
     }
   /** The run waits for a decision: not final, the job completes and the run is replayed later. */
   | { kind: 'suspended' }
@@ -35,8 +40,17 @@ export function mapOutcome(outcome: RunOutcome): RunEnd {
   const logs = outcome.logs.map((l) => ({ level: l.level, text: l.text }));
   if (outcome.status === 'completed') {
     const result: RunResult = { _tag: 'Completed', logs };
-    if (outcome.valueJson !== undefined) result.value = parse(outcome.valueJson);
-    return { kind: 'final', status: 'Completed', result, text, failureKind: 'none' };
+    // The engine's text is the printed lines, then the value: a string as itself, anything else
+    // as the program's JSON, where a reader of the result writes JSON.stringify's. The same text
+    // unless that JSON is not JSON.stringify's own (the host's encoder is not Node's): then the
+    // store keeps the text. Decided here, where the value is parsed, not by a second rendering.
+    let textIsResult = true;
+    if (outcome.valueJson !== undefined) {
+      const value = parse(outcome.valueJson);
+      result.value = value;
+      if (typeof value !== 'string') textIsResult = JSON.stringify(value) === outcome.valueJson;
+    }
+    return { kind: 'final', status: 'Completed', result, text, failureKind: 'none', textIsResult };
   }
   if (outcome.status === 'stopped') {
     const code = outcome.stop?.code;

@@ -348,6 +348,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       status: mapped.status,
       result: mapped.result,
       text: mapped.text,
+      textIsResult: mapped.textIsResult === true,
       kind: mapped.failureKind,
       timings,
       usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },

@@ -171,7 +171,14 @@ export function storedKind(status: string, kind: string | undefined, format: Wri
  */
 export function endFields(
   run: { id: string },
-  end: { status: string; result: RunResult; text: string; kind?: string; timings?: RunTimings },
+  end: {
+    status: string;
+    result: RunResult;
+    text: string;
+    textIsResult?: boolean;
+    kind?: string;
+    timings?: RunTimings;
+  },
   sealer: Sealer,
   seal: Seal,
   format: WriteFormat = DEFAULT_WRITE_FORMAT,

@@ -240,6 +240,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         status: 'Completed' | 'Failed' | 'Cancelled';
         result: RunResult;
         text: string;
+        /** `text` is a Completed result's own (sealed-fields.ts `sealEnded`): not rendered again. */
+        textIsResult?: boolean;
         kind?: string;
         timings?: RunTimings;
         /** What the run used, for its tenant's usage of the day (output bytes default to `text`'s). */
@@ -262,7 +264,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       };
       const fields = endFields(
         run,
-        stageTimings ? end : { ...end, timings: undefined },
+        // Copied without its stamps only when it has any (a runner with stamps off gives none).
+        stageTimings || end.timings === undefined ? end : { ...end, timings: undefined },
         sealer,
         seal,
         writeFormat,

@@ -59,12 +59,20 @@ export function openPick(
 
 /**
  * The end's `[result, text]`: the text `0` (a Completed run's, rendered on read), a `TextRef` (the
- * printed lines it repeats taken out, stored-text.ts), or itself.
+ * printed lines it repeats taken out, stored-text.ts), or itself. `textIsResult`: the writer knows
+ * the text is the Completed result's own (`completedText`'s; the runner's outcome-mapping.ts, which
+ * rendered it once), so it is not rendered again to be compared.
  */
-export function sealEnded(sealer: Sealer, runId: string, end: { result: RunResult; text: string }): string {
+export function sealEnded(
+  sealer: Sealer,
+  runId: string,
+  end: { result: RunResult; text: string; textIsResult?: boolean },
+): string {
   const { result, text } = end;
   const stored: 0 | TextRef | string =
-    result._tag === 'Completed' && completedText(result) === text ? 0 : (textRefOf(text, result) ?? text);
+    result._tag === 'Completed' && (end.textIsResult === true || completedText(result) === text)
+      ? 0
+      : (textRefOf(text, result) ?? text);
   return sealer.seal(JSON.stringify([result, stored]), bindOf(ENDED_FIELD, runId));
 }
 
