@@ -35,8 +35,17 @@ const redis = createRedis(c.redisUrl);
 const sec = (t: string) => Number(t) * 1000;
 const pops = new Map<
   string,
-  { at: number; timeoutMs: number; pushAt?: number; before?: string; score?: string }
+  { at: number; timeoutMs: number; pushAt?: number; before?: string; score?: string; marker?: string }
 >();
+/**
+ * round 48 `pop-registration`: what served a pop whose key then got a push before its take-back —
+ * the first marker write after the pop ('handing submit': the marker a hand-off's script set when it
+ * left jobs behind, its own push just before it; 'other script'; none: a timeout).
+ */
+const servedBy = new Map<string, number>();
+let markerWrites = 0;
+/** Registrations a worker's script wrote (ZADD idle), beside its pops: the rest were refused. */
+let registrationsWritten = 0;
 /** The latest commands scripts ran (what a push followed, for the samples printed). */
 const recent: string[] = [];
 const samples: string[] = [];
@@ -57,6 +66,18 @@ monitor.on('monitor', (time: string, args: string[], source: string) => {
     );
     if (recent.length > 12) recent.shift();
   }
+  if (source === 'lua' && cmd === 'zadd' && /:marker$/.test(args[1] ?? '')) {
+    markerWrites++;
+    // Ids and times out, so alike scripts count together.
+    const ctx = recent
+      .slice(-3, -1)
+      .join(' | ')
+      .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>')
+      .replace(/\d{6,}/g, '<n>');
+    const kind = /zadd handoff:/.test(ctx) ? 'handing submit (its push just before)' : `other script: ${ctx}`;
+    for (const p of pops.values()) if (p.marker === undefined && p.pushAt === undefined) p.marker = kind;
+  }
+  if (source === 'lua' && cmd === 'zadd' && /:idle$/.test(args[1] ?? '')) registrationsWritten++;
   if (cmd === 'bzpopmin' && /:handoff:[^:]+$/.test(args[1] ?? '')) {
     popsSeen++;
     pops.set(args[1] as string, { at: sec(time), timeoutMs: Number(args[args.length - 1]) * 1000 });
@@ -80,6 +101,8 @@ monitor.on('monitor', (time: string, args: string[], source: string) => {
     // blocked takes it in the push's own turn, and its worker sends no take-back).
     if (p.pushAt !== undefined) {
       ages.push(t1 - p.pushAt);
+      const kind = t1 - p.at >= p.timeoutMs ? 'timeout' : (p.marker ?? 'no marker write seen');
+      servedBy.set(kind, (servedBy.get(kind) ?? 0) + 1);
       if (samples.length < 5)
         samples.push(`score ${p.score}; age ${(t1 - p.pushAt).toFixed(2)} ms; after: ${p.before}`);
     }
@@ -136,6 +159,10 @@ try {
     `hand-offs that landed in a live worker's window, their age when its take-back took them: ${ages.length ? fmt(ages) : 'n 0'}`,
   );
   for (const x of samples) console.log(`  sample: ${x}`);
+  console.log(
+    `registrations written ${registrationsWritten} of ${popsSeen} pops; hand-off pushes per run ${(pushes / Math.max(1, runs)).toFixed(3)}; marker writes by scripts ${markerWrites}; what served the pops of hand-offs taken back:`,
+  );
+  for (const [k, n] of [...servedBy].sort((a, b) => b[1] - a[1]).slice(0, 8)) console.log(`  ${n}: ${k}`);
   // round 47 `handoff-order`: the rest of the pushes were taken by the pop they were pushed to.
   console.log(
     `hand-offs taken by the pop ${pushes - ages.length}, by a live worker's take-back ${ages.length} (${((100 * ages.length) / Math.max(1, pushes)).toFixed(1)} %); submit → answer ${fmt(lat.slice(1))}`,
