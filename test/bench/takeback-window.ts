@@ -136,6 +136,8 @@ const fmt = (xs: number[]) =>
   `n ${xs.length}; p50 ${q(xs, 0.5).toFixed(2)} p90 ${q(xs, 0.9).toFixed(2)} p99 ${q(xs, 0.99).toFixed(2)} max ${Math.max(...xs).toFixed(2)} ms`;
 try {
   await submit(0);
+  // Redis's commands (scripts' own counted inside them) from here: a count per run beside the rest.
+  await redis.config('RESETSTAT');
   const until = Date.now() + SECONDS * 1000;
   let runs = 0;
   let failed = 0;
@@ -147,6 +149,14 @@ try {
         else failed++;
       }
     }),
+  );
+  const stats = await redis.info('commandstats');
+  const callsOf = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+  let calls = 0;
+  for (const m of stats.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g))
+    if (m[1] !== 'monitor') calls += Number(m[2]);
+  console.log(
+    `Redis commands a run ${(calls / Math.max(1, runs)).toFixed(2)} (eval ${(callsOf('eval') / Math.max(1, runs)).toFixed(3)}, evalsha ${(callsOf('evalsha') / Math.max(1, runs)).toFixed(3)}, bzpopmin ${(callsOf('bzpopmin') / Math.max(1, runs)).toFixed(3)})`,
   );
   // Idle workers' pops time out too: a few more seconds unloaded.
   await new Promise((r) => setTimeout(r, 12_000));
