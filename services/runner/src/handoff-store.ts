@@ -143,7 +143,8 @@ export class IdleTermsWriter {
 /**
  * Registers the worker idle (`ttlMs`) and blocks on its hand-off key and the queue's marker for
  * `timeoutS`, in one write. Registration is refused while a hand-off to it is pending (the pop
- * takes that one at once) and while the marker stands (the pop is served it at once). A pop that
+ * takes that one at once) and, with `refuseOnMarker`, while the marker stands (the pop is served it
+ * at once; ISLET_HANDOFF_REFUSE_ON_MARKER). A pop that
  * brought a hand-off is all: the add removed the registration with its hand-off, and no other can
  * follow. Any other end of a registered pop (the marker, the timeout) leaves the registration
  * standing, so `TAKE_BACK` goes then, before the worker fetches: it removes it and takes a job
@@ -159,6 +160,7 @@ export async function registerAndPop(
   timeoutS: number,
   registered: (yes: boolean) => void = () => undefined,
   tookBack: () => void = () => undefined,
+  refuseOnMarker = false,
 ): Promise<IdlePop> {
   const redis = bclient as unknown as Redis;
   // One write: the registration and the pop.
@@ -170,7 +172,8 @@ export async function registerAndPop(
       [
         REGISTER_IDLE.runInOrder(
           redis,
-          [keys[0], keys[1], keys[2], keys[3], marker],
+          // The marker as the 5th key: refused while it stands; without it, as f63d2625 registers.
+          refuseOnMarker ? [keys[0], keys[1], keys[2], keys[3], marker] : keys,
           [workerId, ttlMs, typeof terms === 'string' ? terms : JSON.stringify(terms)],
         ),
         redis.bzpopminBuffer(keys[2], marker, timeoutS),

@@ -49,6 +49,7 @@ describe('a registration while the marker stands', () => {
           5,
           registered,
           tookBack,
+          true,
         );
       // The base marker (a job waiting) and a delayed job's (its time as the score): each is
       // served to the pop at once.
