@@ -14,7 +14,8 @@
  * itself); and every hand-off push that landed inside such a window (after the key's latest pop,
  * before its take-back): its age when the worker's take-back took it. Counts and a distribution, not
  * a time claim. `LIVE=off|on`: the gateway's liveness check (default: the config's, on).
- * Usage: [CLIENTS=6] [SECONDS=60] [RUNNERS=2] [LIVE=on] node test/bench/takeback-window.ts
+ * `REFUSE=off|on`: the runners' ISLET_HANDOFF_REFUSE_ON_MARKER (round 48 `pop-registration`).
+ * Usage: [CLIENTS=6] [SECONDS=60] [RUNNERS=2] [LIVE=on] [REFUSE=off] node test/bench/takeback-window.ts
  */
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
@@ -28,6 +29,8 @@ const c = await startCluster({
   env: {
     ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
     ...(process.env.LIVE ? { ISLET_HANDOFF_LIVE_CHECK: process.env.LIVE } : {}),
+    // round 48 `pop-registration`: the runners' refusal of a registration while the marker stands.
+    ...(process.env.REFUSE ? { ISLET_HANDOFF_REFUSE_ON_MARKER: process.env.REFUSE } : {}),
   },
 });
 const watcher = createRedis(c.redisUrl);
@@ -161,7 +164,7 @@ try {
   // Idle workers' pops time out too: a few more seconds unloaded.
   await new Promise((r) => setTimeout(r, 12_000));
   console.log(
-    `check ${process.env.LIVE ?? 'default'}; clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes} (PUBSUB NUMSUB in scripts ${numsub}), take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
+    `check ${process.env.LIVE ?? 'default'}, refuse ${process.env.REFUSE ?? 'default'}; clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes} (PUBSUB NUMSUB in scripts ${numsub}), take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
   );
   console.log(`window after a timed-out pop (take-back EVAL − pop − timeout): ${fmt(deltas)}`);
   console.log(`take-back after a pop woken by the marker (EVAL − pop): ${fmt(wakes)}`);
