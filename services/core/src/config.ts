@@ -228,9 +228,10 @@ export const configSchema = z.object({
    * idle-scripts.ts `REGISTER_IDLE`'s 5th key): its pop is served the marker at once, so the
    * registration would only stand, no pop blocked, until its take-back, and a submit in between
    * would hand its job to a worker already woken; refused, no take-back follows the pop. Hand-offs
-   * taken by a take-back ~55 % → ~14 % at 6 clients, take-backs 0.24 → 0.03 a run; but the 6-client
-   * submit → answer read higher on it in 5 of 6 ABBA pairs (test/bench/README.md round 48
-   * `pop-registration`), so `off` (as before) by default. The runner's own script: no stored form.
+   * taken by a take-back ~55 % → ~14 % at 6 clients, take-backs 0.24 → 0.03 a run; the 6-client
+   * submit → answer not separated (higher on it in 5 of 6 ABBA pairs against the previous release,
+   * lower in 2 of 2 of this flag on one commit: test/bench/README.md round 48 `pop-registration`),
+   * so `off` (as before) by default. The runner's own script: no stored form.
    */
   ISLET_HANDOFF_REFUSE_ON_MARKER: z.enum(['on', 'off']).default('off'),
   /**
