@@ -14,7 +14,8 @@
  * itself); and every hand-off push that landed inside such a window (after the key's latest pop,
  * before its take-back): its age when the worker's take-back took it. Counts and a distribution, not
  * a time claim. `LIVE=off|on`: the gateway's liveness check (default: the config's, on).
- * Usage: [CLIENTS=6] [SECONDS=60] [RUNNERS=2] [LIVE=on] node test/bench/takeback-window.ts
+ * `REFUSE=off|on`: the runners' ISLET_HANDOFF_REFUSE_ON_MARKER (round 48 `pop-registration`).
+ * Usage: [CLIENTS=6] [SECONDS=60] [RUNNERS=2] [LIVE=on] [REFUSE=off] node test/bench/takeback-window.ts
  */
 import { createRedis } from '@islet/core';
 import { startCluster } from '@islet/devstack';
@@ -28,6 +29,8 @@ const c = await startCluster({
   env: {
     ISLET_RATE_LIMIT_PER_MINUTE: '1000000',
     ...(process.env.LIVE ? { ISLET_HANDOFF_LIVE_CHECK: process.env.LIVE } : {}),
+    // round 48 `pop-registration`: the runners' refusal of a registration while the marker stands.
+    ...(process.env.REFUSE ? { ISLET_HANDOFF_REFUSE_ON_MARKER: process.env.REFUSE } : {}),
   },
 });
 const watcher = createRedis(c.redisUrl);
@@ -35,8 +38,17 @@ const redis = createRedis(c.redisUrl);
 const sec = (t: string) => Number(t) * 1000;
 const pops = new Map<
   string,
-  { at: number; timeoutMs: number; pushAt?: number; before?: string; score?: string }
+  { at: number; timeoutMs: number; pushAt?: number; before?: string; score?: string; marker?: string }
 >();
+/**
+ * round 48 `pop-registration`: what served a pop whose key then got a push before its take-back —
+ * the first marker write after the pop ('handing submit': the marker a hand-off's script set when it
+ * left jobs behind, its own push just before it; 'other script'; none: a timeout).
+ */
+const servedBy = new Map<string, number>();
+let markerWrites = 0;
+/** Registrations a worker's script wrote (ZADD idle), beside its pops: the rest were refused. */
+let registrationsWritten = 0;
 /** The latest commands scripts ran (what a push followed, for the samples printed). */
 const recent: string[] = [];
 const samples: string[] = [];
@@ -57,6 +69,18 @@ monitor.on('monitor', (time: string, args: string[], source: string) => {
     );
     if (recent.length > 12) recent.shift();
   }
+  if (source === 'lua' && cmd === 'zadd' && /:marker$/.test(args[1] ?? '')) {
+    markerWrites++;
+    // Ids and times out, so alike scripts count together.
+    const ctx = recent
+      .slice(-3, -1)
+      .join(' | ')
+      .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>')
+      .replace(/\d{6,}/g, '<n>');
+    const kind = /zadd handoff:/.test(ctx) ? 'handing submit (its push just before)' : `other script: ${ctx}`;
+    for (const p of pops.values()) if (p.marker === undefined && p.pushAt === undefined) p.marker = kind;
+  }
+  if (source === 'lua' && cmd === 'zadd' && /:idle$/.test(args[1] ?? '')) registrationsWritten++;
   if (cmd === 'bzpopmin' && /:handoff:[^:]+$/.test(args[1] ?? '')) {
     popsSeen++;
     pops.set(args[1] as string, { at: sec(time), timeoutMs: Number(args[args.length - 1]) * 1000 });
@@ -80,6 +104,8 @@ monitor.on('monitor', (time: string, args: string[], source: string) => {
     // blocked takes it in the push's own turn, and its worker sends no take-back).
     if (p.pushAt !== undefined) {
       ages.push(t1 - p.pushAt);
+      const kind = t1 - p.at >= p.timeoutMs ? 'timeout' : (p.marker ?? 'no marker write seen');
+      servedBy.set(kind, (servedBy.get(kind) ?? 0) + 1);
       if (samples.length < 5)
         samples.push(`score ${p.score}; age ${(t1 - p.pushAt).toFixed(2)} ms; after: ${p.before}`);
     }
@@ -113,6 +139,8 @@ const fmt = (xs: number[]) =>
   `n ${xs.length}; p50 ${q(xs, 0.5).toFixed(2)} p90 ${q(xs, 0.9).toFixed(2)} p99 ${q(xs, 0.99).toFixed(2)} max ${Math.max(...xs).toFixed(2)} ms`;
 try {
   await submit(0);
+  // Redis's commands (scripts' own counted inside them) from here: a count per run beside the rest.
+  await redis.config('RESETSTAT');
   const until = Date.now() + SECONDS * 1000;
   let runs = 0;
   let failed = 0;
@@ -125,10 +153,18 @@ try {
       }
     }),
   );
+  const stats = await redis.info('commandstats');
+  const callsOf = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+  let calls = 0;
+  for (const m of stats.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g))
+    if (m[1] !== 'monitor') calls += Number(m[2]);
+  console.log(
+    `Redis commands a run ${(calls / Math.max(1, runs)).toFixed(2)} (eval ${(callsOf('eval') / Math.max(1, runs)).toFixed(3)}, evalsha ${(callsOf('evalsha') / Math.max(1, runs)).toFixed(3)}, bzpopmin ${(callsOf('bzpopmin') / Math.max(1, runs)).toFixed(3)})`,
+  );
   // Idle workers' pops time out too: a few more seconds unloaded.
   await new Promise((r) => setTimeout(r, 12_000));
   console.log(
-    `check ${process.env.LIVE ?? 'default'}; clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes} (PUBSUB NUMSUB in scripts ${numsub}), take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
+    `check ${process.env.LIVE ?? 'default'}, refuse ${process.env.REFUSE ?? 'default'}; clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes} (PUBSUB NUMSUB in scripts ${numsub}), take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
   );
   console.log(`window after a timed-out pop (take-back EVAL − pop − timeout): ${fmt(deltas)}`);
   console.log(`take-back after a pop woken by the marker (EVAL − pop): ${fmt(wakes)}`);
@@ -136,6 +172,10 @@ try {
     `hand-offs that landed in a live worker's window, their age when its take-back took them: ${ages.length ? fmt(ages) : 'n 0'}`,
   );
   for (const x of samples) console.log(`  sample: ${x}`);
+  console.log(
+    `registrations written ${registrationsWritten} of ${popsSeen} pops; hand-off pushes per run ${(pushes / Math.max(1, runs)).toFixed(3)}; marker writes by scripts ${markerWrites}; what served the pops of hand-offs taken back:`,
+  );
+  for (const [k, n] of [...servedBy].sort((a, b) => b[1] - a[1]).slice(0, 8)) console.log(`  ${n}: ${k}`);
   // round 47 `handoff-order`: the rest of the pushes were taken by the pop they were pushed to.
   console.log(
     `hand-offs taken by the pop ${pushes - ages.length}, by a live worker's take-back ${ages.length} (${((100 * ages.length) / Math.max(1, pushes)).toFixed(1)} %); submit → answer ${fmt(lat.slice(1))}`,

@@ -224,6 +224,17 @@ export const configSchema = z.object({
    */
   ISLET_HANDOFF_COMPACT_TERMS: z.enum(['on', 'off']).default('on'),
   /**
+   * A runner's idle registration is refused while its queue's marker stands (@islet/runs
+   * idle-scripts.ts `REGISTER_IDLE`'s 5th key): its pop is served the marker at once, so the
+   * registration would only stand, no pop blocked, until its take-back, and a submit in between
+   * would hand its job to a worker already woken; refused, no take-back follows the pop. Hand-offs
+   * taken by a take-back ~55 % → ~14 % at 6 clients, take-backs 0.24 → 0.03 a run; the 6-client
+   * submit → answer not separated (higher on it in 5 of 6 ABBA pairs against the previous release,
+   * lower in 2 of 2 of this flag on one commit: test/bench/README.md round 48 `pop-registration`),
+   * so `off` (as before) by default. The runner's own script: no stored form.
+   */
+  ISLET_HANDOFF_REFUSE_ON_MARKER: z.enum(['on', 'off']).default('off'),
+  /**
    * The gateway's add hands a job only to an idle registration whose runner still holds its live
    * channel (@islet/runs handoff-live.ts: a subscription Redis drops with a dead runner's
    * connections), so a runner killed while registered takes no submit (before: one a mode, taken

@@ -142,11 +142,13 @@ export class IdleTermsWriter {
 
 /**
  * Registers the worker idle (`ttlMs`) and blocks on its hand-off key and the queue's marker for
- * `timeoutS`, in one write. Registration is refused while a hand-off to it is pending: the pop
- * takes that one at once. A pop that brought a hand-off is all: the add removed the registration
- * with its hand-off, and no other can follow. Any other end of the pop (the marker, the timeout)
- * leaves the registration standing, so `TAKE_BACK` goes then, before the worker fetches: it
- * removes it and takes a job handed in between (counted by `tookBack`).
+ * `timeoutS`, in one write. Registration is refused while a hand-off to it is pending (the pop
+ * takes that one at once) and, with `refuseOnMarker`, while the marker stands (the pop is served it
+ * at once; ISLET_HANDOFF_REFUSE_ON_MARKER). A pop that
+ * brought a hand-off is all: the add removed the registration with its hand-off, and no other can
+ * follow. Any other end of a registered pop (the marker, the timeout) leaves the registration
+ * standing, so `TAKE_BACK` goes then, before the worker fetches: it removes it and takes a job
+ * handed in between (counted by `tookBack`). A refused one left nothing to take back: none goes.
  */
 export async function registerAndPop(
   bclient: RedisClient,
@@ -158,6 +160,7 @@ export async function registerAndPop(
   timeoutS: number,
   registered: (yes: boolean) => void = () => undefined,
   tookBack: () => void = () => undefined,
+  refuseOnMarker = false,
 ): Promise<IdlePop> {
   const redis = bclient as unknown as Redis;
   // One write: the registration and the pop.
@@ -167,11 +170,12 @@ export async function registerAndPop(
     bclient as unknown as CoreRedis,
     () =>
       [
-        REGISTER_IDLE.runInOrder(redis, keys, [
-          workerId,
-          ttlMs,
-          typeof terms === 'string' ? terms : JSON.stringify(terms),
-        ]),
+        REGISTER_IDLE.runInOrder(
+          redis,
+          // The marker as the 5th key: refused while it stands; without it, as f63d2625 registers.
+          refuseOnMarker ? [keys[0], keys[1], keys[2], keys[3], marker] : keys,
+          [workerId, ttlMs, typeof terms === 'string' ? terms : JSON.stringify(terms)],
+        ),
         redis.bzpopminBuffer(keys[2], marker, timeoutS),
       ] as const,
   );
@@ -180,7 +184,8 @@ export async function registerAndPop(
   // A dropped connection (the worker's close) rejects both: neither is left unhandled.
   register.catch(() => undefined);
   popped.catch(() => undefined);
-  registered((await register) === 1);
+  const yes = (await register) === 1;
+  registered(yes);
   const result = await popped;
   if (result && result[0].toString() === keys[2]) {
     // Its own key: a hand-off (score 0), or its close's wake-up (1), which removed the
@@ -188,6 +193,12 @@ export async function registerAndPop(
     if (result[2].toString() === '0') return { handed: handedOf(result[1]) };
     return { closing: true };
   }
+  // Refused (the marker stood, or its close's mark): no registration of this pop, so no submit
+  // handed it anything, and its previous one went before it (handed, taken back or closed).
+  const woke: IdlePop = result
+    ? { marker: [result[0].toString(), result[1].toString(), result[2].toString()] }
+    : {};
+  if (!yes) return woke;
   tookBack();
   const behind = (await redis.callBuffer(
     'EVAL',
@@ -198,9 +209,7 @@ export async function registerAndPop(
     keys[2],
     workerId,
   )) as Buffer | null;
-  const out: IdlePop = behind ? { handed: handedOf(behind) } : {};
-  if (!result) return out;
-  return { ...out, marker: [result[0].toString(), result[1].toString(), result[2].toString()] };
+  return behind ? { ...woke, handed: handedOf(behind) } : woke;
 }
 
 /** How long a closed worker's mark refuses a late registration of it, ms. */

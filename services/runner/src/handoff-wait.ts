@@ -33,6 +33,8 @@ export interface HandOff {
   giveBack?: (tenant: string, jobId: string) => Promise<void>;
   /** Its mode's fixed names: registrations in the compact form (ISLET_HANDOFF_COMPACT_TERMS=on). */
   compact?: FixedTerms;
+  /** No registration while the queue's marker stands (ISLET_HANDOFF_REFUSE_ON_MARKER=on). */
+  refuseOnMarker?: boolean;
 }
 
 /** BullMQ's private wait on the queue's marker (worker.js `waitForJob`). */
@@ -131,6 +133,7 @@ export class HandOffWait<DataType> {
           () => {
             this.takeBacks++;
           },
+          handOff.refuseOnMarker === true,
         );
       } finally {
         this.idle = undefined;

@@ -84,6 +84,7 @@ export function createModeWorker(
         ...(config.ISLET_HANDOFF_COMPACT_TERMS === 'on'
           ? { compact: handOffFixedTerms(worker.keys, mode) }
           : {}),
+        ...(config.ISLET_HANDOFF_REFUSE_ON_MARKER === 'on' ? { refuseOnMarker: true } : {}),
       });
     }
   }
