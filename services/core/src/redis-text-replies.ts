@@ -1,0 +1,144 @@
+/**
+ * A Redis connection's replies parsed straight to text for the commands that want text.
+ *
+ * ioredis's DataHandler makes its redis-parser with `returnBuffers: true` hard-coded: every bulk
+ * and simple reply becomes a Buffer (a slice object each, `parseArrayElements`' 6.4 KB a run in the
+ * runner, test/bench/README.md round 47 `runner-cpu`), and then every command that asked for text
+ * (all but the `…Buffer` ones) turns each of them into a string again (`convertBufferToString`).
+ * redis-parser can make the strings itself (`optionReturnBuffers` false: `buffer.toString('utf8',
+ * start, end)`, a reply cut over reads through a `StringDecoder`), the same UTF-8 decoding the
+ * Buffer's `toString()` does; ioredis offers no option for it and keeps its parser in a closure.
+ *
+ * So here, at each new socket's `'connect'` (the same moment `readRepliesDirect` switches the socket:
+ * DataHandler has added its `'data'` listener and no byte has been read yet), DataHandler's
+ * listener is taken off and one of ours put first in its place: a redis-parser of our own whose
+ * replies go to DataHandler's own methods (its prototype's `returnReply` / `returnError` /
+ * `returnFatalError` on an object holding the connection, all they read), so every reply takes the
+ * path it took before. The parser's mode is chosen reply by reply from the command the reply
+ * belongs to — the head of the connection's command queue, set before each read is parsed and after
+ * each reply: text only for a command made with `replyEncoding: 'utf8'` (every command method and
+ * script that is not a `…Buffer` one), Buffers for anything else — a `…Buffer` command, a command
+ * built without an encoding, `exec` (a transaction's replies are decoded by each queued command),
+ * subscribe / unsubscribe, subscriber mode and MONITOR, and no command at the head. A reply parsed
+ * over several reads keeps its command at the head until it is whole, so one reply is never parsed in
+ * two modes. Error replies were strings in either mode.
+ *
+ * A connection whose DataHandler listener is not found where and as expected (another ioredis) is
+ * left as it is; a Cluster client (connections per node) is not switched.
+ */
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
+
+const requireHere = createRequire(import.meta.url);
+const ioredisMain = requireHere.resolve('ioredis');
+const requireIoredis = createRequire(ioredisMain);
+
+/** The parser ioredis itself uses (its own dependency, so the same version). */
+interface RedisParser {
+  optionReturnBuffers: boolean;
+  execute(data: Buffer): void;
+}
+type RedisParserClass = new (options: {
+  stringNumbers: boolean;
+  returnBuffers: boolean;
+  returnError: (err: Error) => void;
+  returnFatalError: (err: Error) => void;
+  returnReply: (reply: unknown) => void;
+}) => RedisParser;
+const RedisParserImpl = requireIoredis('redis-parser') as RedisParserClass;
+
+interface ReplyRouter {
+  redis: unknown;
+  returnReply(reply: unknown): void;
+  returnError(err: Error): void;
+  returnFatalError(err: Error): void;
+}
+const dataHandlerProto = (requireHere('ioredis/built/DataHandler') as { default: { prototype: ReplyRouter } })
+  .default.prototype;
+const commandClass = (
+  requireHere('ioredis/built/Command') as { default: { checkFlag(flag: string, name: string): boolean } }
+).default;
+
+interface QueuedCommand {
+  command: { name: string; replyEncoding?: string | null };
+}
+interface Connection {
+  stream?: NodeJS.EventEmitter & { listeners(event: 'data'): ((data: Buffer) => void)[] };
+  status: string;
+  condition?: { subscriber?: unknown } | null;
+  commandQueue: { peekFront(): QueuedCommand | undefined; length: number };
+  options: { stringNumbers?: boolean };
+}
+
+/** Whether the reply at the head of `redis`'s queue may be parsed to text (see the file's note). */
+export function replyWantsText(redis: Connection): boolean {
+  if (redis.status === 'monitoring' || redis.condition?.subscriber) return false;
+  const head = redis.commandQueue.peekFront();
+  if (head === undefined) return false;
+  const { name, replyEncoding } = head.command;
+  return (
+    replyEncoding === 'utf8' &&
+    name !== 'exec' &&
+    !commandClass.checkFlag('ENTER_SUBSCRIBER_MODE', name) &&
+    !commandClass.checkFlag('EXIT_SUBSCRIBER_MODE', name)
+  );
+}
+
+/** DataHandler's `'data'` listener on a socket it was just made for, or undefined. */
+function dataHandlerListener(
+  stream: NonNullable<Connection['stream']>,
+): ((data: Buffer) => void) | undefined {
+  const first = stream.listeners('data')[0];
+  // Its body is `parser.execute(data)` (ioredis 5's DataHandler); anything else is not ours to take.
+  return first !== undefined && /^\(data\)\s*=>\s*\{\s*parser\.execute\(data\);?\s*\}$/.test(String(first))
+    ? first
+    : undefined;
+}
+
+/** Puts `redis`'s current socket on a parser choosing text or Buffers a reply; false when it cannot. */
+export function parseRepliesAsText(redis: Redis): boolean {
+  const connection = redis as unknown as Connection;
+  const stream = connection.stream;
+  if (stream === undefined) return false;
+  const theirs = dataHandlerListener(stream);
+  if (theirs === undefined) return false;
+  const router = Object.create(dataHandlerProto) as ReplyRouter;
+  router.redis = redis;
+  const parser = new RedisParserImpl({
+    stringNumbers: connection.options.stringNumbers === true,
+    returnBuffers: true,
+    returnError: (err) => {
+      router.returnError(err);
+      parser.optionReturnBuffers = !replyWantsText(connection);
+    },
+    returnFatalError: (err) => router.returnFatalError(err),
+    returnReply: (reply) => {
+      router.returnReply(reply);
+      parser.optionReturnBuffers = !replyWantsText(connection);
+    },
+  });
+  stream.removeListener('data', theirs);
+  stream.prependListener('data', (data: Buffer) => {
+    parser.optionReturnBuffers = !replyWantsText(connection);
+    parser.execute(data);
+  });
+  return true;
+}
+
+/**
+ * Parses `redis`'s replies as `parseRepliesAsText` does from now on, on its current socket and each
+ * one it connects later. Returns how many sockets were switched so far (tests and benches read it).
+ */
+export function readRepliesAsText(redis: Redis): { switched: () => number } {
+  let switched = 0;
+  if ((redis as { isCluster?: boolean }).isCluster) return { switched: () => 0 };
+  const apply = () => {
+    if (parseRepliesAsText(redis)) switched++;
+  };
+  // As readRepliesDirect: `connect` comes in a tick after DataHandler was made, before any read.
+  redis.on('connect', apply);
+  // A socket already in use is switched only with no reply owed (ioredis's parser may hold a part).
+  const live = redis as unknown as Connection;
+  if ((redis.status === 'connect' || redis.status === 'ready') && live.commandQueue.length === 0) apply();
+  return { switched: () => switched };
+}
