@@ -3,8 +3,8 @@
  * UTF-8 text of several bytes a character, bytes that are no UTF-8, a reply cut over many reads
  * (characters split between reads), arrays, errors (alone and inside a script's or a transaction's
  * array), `…Buffer` commands (Buffers still, a transaction's included), scripts, hashes, pipelined
- * replies — and makes no Buffer slice for a text reply (the mechanism: the parser in text mode for
- * a command that asked for text). Real redis-server.
+ * replies — and makes no Buffer slice for a text reply and no conversion of it (the mechanism: the
+ * parser in text mode for a command that asked for text). Real redis-server.
  */
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -12,7 +12,7 @@ import { startRedis } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRedis, type Redis } from './redis.ts';
 import { readRepliesDirect } from './redis-direct-read.ts';
-import { parseRepliesAsText, readRepliesAsText } from './redis-text-replies.ts';
+import { parseRepliesAsText, readRepliesAsText, replyWantsText } from './redis-text-replies.ts';
 
 const streamOf = (redis: Redis) => (redis as unknown as { stream: unknown }).stream;
 const requireIoredis = createRequire(createRequire(import.meta.url).resolve('ioredis'));
@@ -69,6 +69,29 @@ function withScript(r: Redis): Redis {
   return r;
 }
 
+describe('replyWantsText', () => {
+  const at = (command: { name: string; replyEncoding?: string | null } | undefined, more = {}) => ({
+    status: 'ready',
+    condition: { subscriber: false },
+    commandQueue: { peekFront: () => (command ? { command } : undefined), length: command ? 1 : 0 },
+    options: {},
+    ...more,
+  });
+  it('is text only for a command that asked for utf8, outside subscriber mode and MONITOR', () => {
+    expect(replyWantsText(at({ name: 'get', replyEncoding: 'utf8' }))).toBe(true);
+    expect(replyWantsText(at({ name: 'evalsha', replyEncoding: 'utf8' }))).toBe(true);
+    expect(replyWantsText(at({ name: 'get', replyEncoding: null }))).toBe(false);
+    expect(replyWantsText(at({ name: 'get' }))).toBe(false);
+    expect(replyWantsText(at(undefined))).toBe(false);
+    expect(replyWantsText(at({ name: 'subscribe', replyEncoding: 'utf8' }))).toBe(false);
+    expect(replyWantsText(at({ name: 'punsubscribe', replyEncoding: 'utf8' }))).toBe(false);
+    // A message pushed while a PING waits in subscriber mode must reach `messageBuffer` as bytes.
+    const ping = { name: 'ping', replyEncoding: 'utf8' };
+    expect(replyWantsText(at(ping, { condition: { subscriber: {} } }))).toBe(false);
+    expect(replyWantsText(at(ping, { status: 'monitoring' }))).toBe(false);
+  });
+});
+
 describe('readRepliesAsText', () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
   beforeAll(async () => {
@@ -109,20 +132,24 @@ describe('readRepliesAsText', () => {
     }
   });
 
-  it('parses a text reply to strings with no Buffer slice, a …Buffer reply to slices', async () => {
+  it('parses a text reply to strings with no Buffer slice and no conversion, a …Buffer reply to slices', async () => {
     const plain = createRedis(server.url);
     const text = createRedis(server.url);
     readRepliesAsText(text);
     const values = Array.from({ length: 100 }, (_, i) => `v${i}-ё`);
     await plain.rpush('many', ...values);
     await text.ping();
+    // ioredis calls its utils' `convertBufferToString` through the module object: spied there.
+    const utils = requireIoredis('./utils') as { convertBufferToString: (...args: unknown[]) => unknown };
     const slices = async (fn: () => Promise<unknown>) => {
       const spy = vi.spyOn(Buffer.prototype, 'slice');
+      const converts = vi.spyOn(utils, 'convertBufferToString');
       try {
         const value = await fn();
-        return { value, count: spy.mock.calls.length };
+        return { value, count: spy.mock.calls.length, converts: converts.mock.calls.length };
       } finally {
         spy.mockRestore();
+        converts.mockRestore();
       }
     };
     try {
@@ -133,12 +160,38 @@ describe('readRepliesAsText', () => {
       expect(theirs.value).toEqual(values);
       expect(theirs.count).toBeGreaterThanOrEqual(100);
       expect(ours.count).toBe(0);
+      // Already text: ioredis's conversion (a copy of the array) skipped; a plain client's runs.
+      expect(theirs.converts).toBeGreaterThanOrEqual(1);
+      expect(ours.converts).toBe(0);
       expect(oursBuffer.count).toBeGreaterThanOrEqual(100);
       expect((oursBuffer.value as Buffer[]).map(String)).toEqual(values);
     } finally {
       await plain.del('many');
       plain.disconnect();
       text.disconnect();
+    }
+  });
+
+  it('keeps Buffers in subscriber mode: a message as text and as bytes, as a plain client', async () => {
+    const text = createRedis(server.url);
+    const publisher = createRedis(server.url);
+    readRepliesAsText(text);
+    try {
+      const got = new Promise<unknown[]>((resolve) => {
+        text.on('messageBuffer', (channel: Buffer, message: Buffer) => resolve([channel, message]));
+      });
+      const asText = new Promise<unknown[]>((resolve) => {
+        text.on('message', (channel: string, message: string) => resolve([channel, message]));
+      });
+      expect(await text.subscribe('канал')).toBe(1);
+      await publisher.publish('канал', binary);
+      expect(await got).toEqual([Buffer.from('канал'), binary]);
+      expect(await asText).toEqual(['канал', binary.toString()]);
+      expect(await text.unsubscribe('канал')).toBe(0);
+      expect(await text.get('missing')).toBe(null);
+    } finally {
+      text.disconnect();
+      publisher.disconnect();
     }
   });
 
