@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { startRedis } from '@islet/testkit';
+import RedisParser from 'redis-parser';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRedis, type Redis } from './redis.ts';
 import { readRepliesDirect } from './redis-direct-read.ts';
@@ -93,6 +94,10 @@ describe('replyWantsText', () => {
 });
 
 describe('readRepliesAsText', () => {
+  it("parses with the redis-parser module ioredis's DataHandler loads", () => {
+    expect(RedisParser).toBe(requireIoredis('redis-parser'));
+  });
+
   let server: Awaited<ReturnType<typeof startRedis>>;
   beforeAll(async () => {
     server = await startRedis({ appendOnly: false });

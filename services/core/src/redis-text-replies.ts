@@ -1,3 +1,5 @@
+/// <reference path="./redis-parser-types.d.ts" />
+// (The parser's types, for every program that includes this file: the console's too.)
 /**
  * A Redis connection's replies parsed straight to text for the commands that want text.
  *
@@ -26,26 +28,12 @@
  * A connection whose DataHandler listener is not found where and as expected (another ioredis) is
  * left as it is; a Cluster client (connections per node) is not switched.
  */
-import { createRequire } from 'node:module';
-import type { Redis } from 'ioredis';
-
-const requireHere = createRequire(import.meta.url);
-const ioredisMain = requireHere.resolve('ioredis');
-const requireIoredis = createRequire(ioredisMain);
-
-/** The parser ioredis itself uses (its own dependency, so the same version). */
-interface RedisParser {
-  optionReturnBuffers: boolean;
-  execute(data: Buffer): void;
-}
-type RedisParserClass = new (options: {
-  stringNumbers: boolean;
-  returnBuffers: boolean;
-  returnError: (err: Error) => void;
-  returnFatalError: (err: Error) => void;
-  returnReply: (reply: unknown) => void;
-}) => RedisParser;
-const RedisParserImpl = requireIoredis('redis-parser') as RedisParserClass;
+import { Command, type Redis } from 'ioredis';
+// DataHandler's own methods route a parsed reply (ioredis has no `exports` map: its files are public
+// paths). Static imports, so a bundle of the runner (skill-nonroot.test.ts) carries them too.
+import dataHandlerModule from 'ioredis/built/DataHandler.js';
+// ioredis's parser, the version its DataHandler uses (core depends on it at ioredis's range).
+import RedisParserImpl from 'redis-parser';
 
 interface ReplyRouter {
   redis: unknown;
@@ -53,11 +41,17 @@ interface ReplyRouter {
   returnError(err: Error): void;
   returnFatalError(err: Error): void;
 }
-const dataHandlerProto = (requireHere('ioredis/built/DataHandler') as { default: { prototype: ReplyRouter } })
-  .default.prototype;
-const commandClass = (
-  requireHere('ioredis/built/Command') as { default: { checkFlag(flag: string, name: string): boolean } }
-).default;
+// A CommonJS module with `exports.default`: Node (and esbuild for a `type: module` package) give
+// its `module.exports` as the default import; another loader may give `exports.default`.
+const dataHandlerClass = ((dataHandlerModule as unknown as { default?: unknown }).default ??
+  dataHandlerModule) as { prototype: ReplyRouter };
+const dataHandlerProto = dataHandlerClass.prototype;
+
+/** What of the parser is used here (its types: redis-parser-types.d.ts). */
+interface TextParser {
+  optionReturnBuffers: boolean;
+  execute(data: Buffer): void;
+}
 
 interface QueuedCommand {
   command: { name: string; replyEncoding?: string | null; inTransaction?: boolean };
@@ -78,8 +72,8 @@ export function replyWantsText(redis: Connection): boolean {
   const { name, replyEncoding } = head.command;
   return (
     replyEncoding === 'utf8' &&
-    !commandClass.checkFlag('ENTER_SUBSCRIBER_MODE', name) &&
-    !commandClass.checkFlag('EXIT_SUBSCRIBER_MODE', name)
+    !Command.checkFlag('ENTER_SUBSCRIBER_MODE', name) &&
+    !Command.checkFlag('EXIT_SUBSCRIBER_MODE', name)
   );
 }
 
@@ -115,15 +109,15 @@ export function parseRepliesAsText(redis: Redis): boolean {
   if (theirs === undefined) return false;
   const router = Object.create(dataHandlerProto) as ReplyRouter;
   router.redis = redis;
-  const parser = new RedisParserImpl({
+  const parser: TextParser = new RedisParserImpl({
     stringNumbers: connection.options.stringNumbers === true,
     returnBuffers: true,
-    returnError: (err) => {
+    returnError: (err: Error) => {
       router.returnError(err);
       parser.optionReturnBuffers = !replyWantsText(connection);
     },
-    returnFatalError: (err) => router.returnFatalError(err),
-    returnReply: (reply) => {
+    returnFatalError: (err: Error) => router.returnFatalError(err),
+    returnReply: (reply: unknown) => {
       if (parser.optionReturnBuffers === false) textMade(connection);
       router.returnReply(reply);
       parser.optionReturnBuffers = !replyWantsText(connection);
