@@ -21,14 +21,14 @@
  * each reply: text only for a command made with `replyEncoding: 'utf8'` (every command method and
  * script that is not a `…Buffer` one), Buffers for anything else — a `…Buffer` command, a command
  * built without an encoding (a MULTI pipeline's EXEC is `execBuffer`: each queued command decodes
- * its own element), subscribe / unsubscribe, subscriber mode and MONITOR, and no command at the
- * head. A reply parsed over several reads keeps its command at the head until it is whole, so one
+ * its own element), subscribe / unsubscribe, subscriber mode, and no command at the head; a
+ * MONITOR connection is not switched. A reply parsed over several reads keeps its command at the head until it is whole, so one
  * reply is never parsed in two modes. Error replies were strings in either mode.
  *
  * A connection whose DataHandler listener is not found where and as expected (another ioredis) is
  * left as it is; a Cluster client (connections per node) is not switched.
  */
-import { Command, type Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 // DataHandler's own methods route a parsed reply (ioredis has no `exports` map: its files are public
 // paths). Static imports, so a bundle of the runner (skill-nonroot.test.ts) carries them too.
 import dataHandlerModule from 'ioredis/built/DataHandler.js';
@@ -56,24 +56,36 @@ interface TextParser {
 interface QueuedCommand {
   command: { name: string; replyEncoding?: string | null; inTransaction?: boolean };
 }
+/** A socket's command queue and condition: ioredis replaces both only before it makes a socket. */
+interface CommandQueue {
+  peekFront(): QueuedCommand | undefined;
+  length: number;
+}
+interface Condition {
+  subscriber?: unknown;
+}
 interface Connection {
   stream?: NodeJS.EventEmitter & { listeners(event: 'data'): ((data: Buffer) => void)[] };
   status: string;
-  condition?: { subscriber?: unknown } | null;
-  commandQueue: { peekFront(): QueuedCommand | undefined; length: number };
+  condition?: Condition | null;
+  commandQueue: CommandQueue;
   options: { stringNumbers?: boolean };
 }
 
-/** Whether the reply at the head of `redis`'s queue may be parsed to text (see the file's note). */
-export function replyWantsText(redis: Connection): boolean {
-  if (redis.status === 'monitoring' || redis.condition?.subscriber) return false;
-  const head = redis.commandQueue.peekFront();
-  if (head === undefined) return false;
-  const { name, replyEncoding } = head.command;
+/** SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE and their UNSUBSCRIBEs (ioredis's subscriber-mode flags). */
+const SUBSCRIBING = /subscribe$/i;
+
+/**
+ * Whether the reply at the head of `queue` may be parsed to text (see the file's note). Read before
+ * every read and after every reply: a few property reads, none through BullMQ's Proxy of a client.
+ */
+export function replyWantsText(queue: CommandQueue, condition: Condition | null | undefined): boolean {
+  const head = queue.peekFront();
   return (
-    replyEncoding === 'utf8' &&
-    !Command.checkFlag('ENTER_SUBSCRIBER_MODE', name) &&
-    !Command.checkFlag('EXIT_SUBSCRIBER_MODE', name)
+    head !== undefined &&
+    head.command.replyEncoding === 'utf8' &&
+    !condition?.subscriber &&
+    !SUBSCRIBING.test(head.command.name)
   );
 }
 
@@ -84,8 +96,8 @@ export function replyWantsText(redis: Connection): boolean {
  * runner). Not a command inside MULTI: its reply comes in EXEC's array, parsed as Buffers, and it
  * converts its own element from there.
  */
-function textMade(redis: Connection): void {
-  const head = redis.commandQueue.peekFront();
+function textMade(queue: CommandQueue): void {
+  const head = queue.peekFront();
   if (head !== undefined && head.command.inTransaction !== true) head.command.replyEncoding = null;
 }
 
@@ -103,10 +115,15 @@ function dataHandlerListener(
 /** Puts `redis`'s current socket on a parser choosing text or Buffers a reply; false when it cannot. */
 export function parseRepliesAsText(redis: Redis): boolean {
   const connection = redis as unknown as Connection;
+  // A MONITOR connection (ioredis makes one of its own) has no replies of commands to parse.
+  if (connection.status === 'monitoring') return false;
   const stream = connection.stream;
   if (stream === undefined) return false;
   const theirs = dataHandlerListener(stream);
   if (theirs === undefined) return false;
+  // This socket's: read once here, not through the client (BullMQ's Proxy traps every read).
+  const queue = connection.commandQueue;
+  const condition = connection.condition;
   const router = Object.create(dataHandlerProto) as ReplyRouter;
   router.redis = redis;
   const parser: TextParser = new RedisParserImpl({
@@ -114,18 +131,18 @@ export function parseRepliesAsText(redis: Redis): boolean {
     returnBuffers: true,
     returnError: (err: Error) => {
       router.returnError(err);
-      parser.optionReturnBuffers = !replyWantsText(connection);
+      parser.optionReturnBuffers = !replyWantsText(queue, condition);
     },
     returnFatalError: (err: Error) => router.returnFatalError(err),
     returnReply: (reply: unknown) => {
-      if (parser.optionReturnBuffers === false) textMade(connection);
+      if (parser.optionReturnBuffers === false) textMade(queue);
       router.returnReply(reply);
-      parser.optionReturnBuffers = !replyWantsText(connection);
+      parser.optionReturnBuffers = !replyWantsText(queue, condition);
     },
   });
   stream.removeListener('data', theirs);
   stream.prependListener('data', (data: Buffer) => {
-    parser.optionReturnBuffers = !replyWantsText(connection);
+    parser.optionReturnBuffers = !replyWantsText(queue, condition);
     parser.execute(data);
   });
   return true;
