@@ -12,6 +12,7 @@ export * from './redis.ts';
 export * from './redis-connection.ts';
 export * from './redis-direct-read.ts';
 export * from './redis-probe.ts';
+export * from './redis-text-replies.ts';
 export * from './sealer.ts';
 export * from './secret-files.ts';
 export * from './session-store.ts';

@@ -12,6 +12,7 @@ import {
   type Logger,
   migrateKeyLayout,
   type Redis,
+  readRepliesAsText,
   readRepliesDirect,
   redisDurabilityProblems,
   redisPinger,
@@ -59,6 +60,8 @@ export async function createGatewayDeps(
   const redis = createRedis(config);
   // Its replies (a binding call's claim and outcome among them) read with no stream push or tick.
   readRepliesDirect(redis);
+  // …and parsed straight to text for the commands that ask for text (core's redis-text-replies.ts).
+  readRepliesAsText(redis);
   const subscriber = createRedis(config);
   // Where a waiter's end push (and every other channel's message) arrives: read the same way.
   readRepliesDirect(subscriber);
