@@ -76,6 +76,8 @@ export type {
 export { DEFAULT_WRITE_FORMAT } from './run-store-types.ts';
 
 const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
+/** The journal's and decisions' keys with their default prefix, the one the gateway and runner use. */
+const RUN_KEYS = journalKeys();
 
 export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
   const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
@@ -307,10 +309,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // Joined by `concat` (one copy each), not spread: an array literal's spread in code V8 has
         // not optimized walks each array through its iterator, a result object an element (~3.4 KB
         // a run's end of the runner's garbage, test/bench/README.md round 37 `end-spreads`). The
-        // same keys and arguments, in the same order.
-        const endKeys = [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)].concat(
+        // same keys and arguments, in the same order. The run's decisions last (finish-run-14's
+        // KEYS[14], round 48): expired with its record at the end.
+        const endKeys = [keys.run(run.id), keys.runEvents(run.id), RUN_KEYS.journal(run.id)].concat(
           tenant.keys,
           charge.key,
+          RUN_KEYS.decisions(run.id),
         );
         const endArgs = (
           [

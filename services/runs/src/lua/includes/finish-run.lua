@@ -1,10 +1,11 @@
--- finishRun(f): both halves of a run's end in one step, for one server only (its keys span the
+-- finishRun(f, note, d): both halves of a run's end in one step, for one server only (its keys span the
 -- run's and the tenant's slots, so never on a Cluster): the final status (includes/transition.lua,
 -- refused once the run is final), the tenant half (includes/finish-tenant.lua) and the stored
 -- bytes the end adds to its tenant's count (includes/charge.lua).
 -- KEYS[1] run record, KEYS[2] events, KEYS[3] the run's journal, KEYS[4..12] finish-tenant-9's
---   KEYS[1..9], KEYS[13] the tenant's stored-bytes counter.
--- ARGV[1..6] as transition-3's, ARGV[7] '1' = push the end to its waiter (transition-3's KEYS[3]),
+--   KEYS[1..9], KEYS[13] the tenant's stored-bytes counter, KEYS[d] (`d`, optional) the run's
+--   decisions (expired with the record at an end written: includes/transition.lua).
+-- ARGV[1..6] as transition-4's, ARGV[7] '1' = push the end to its waiter (transition-4's KEYS[3]),
 --   '2' = push it, and the end's caller executed the run's attempt and sent no call in it: with the
 --   record's `attempts` at 1 (no other attempt began) the journal holds that count alone, as
 --   includes/begin-attempt.lua returns it, and is not read, '3' and '4' = as '1' and '2', the push
@@ -25,7 +26,7 @@
 --- @include "transition"
 --- @include "finish-tenant"
 --- @include "charge"
-local function finishRun(f, note)
+local function finishRun(f, note, d)
   chargeBytes(KEYS[13], ARGV[17], ARGV[18])
   -- An end pushed to its waiter reads the record whole here, once: its status for the guard, and
   -- the record the push carries (includes/transition.lua applies this write to it).
@@ -58,7 +59,7 @@ local function finishRun(f, note)
   end
   local firstOnly = (p == '2' or p == '4' or p == '5') and attempts == '1'
   if push and (p == '3' or p == '4') then push = 3 end
-  local status, at = writeTransition(1, 1, f, push, st, before, firstOnly)
+  local status, at = writeTransition(1, 1, f, push, st, before, firstOnly, d)
   if note then note['#now'] = tonumber(string.match(at, '^%d+')) end
   return 1, finishTenant(4, 8, status, ARGV[11], quiet) == 2
 end
