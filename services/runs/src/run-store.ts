@@ -38,6 +38,7 @@ import {
   admissionAnswer,
   admitCall,
   endFields,
+  endModeArg,
   pushArg,
   recordFields,
   summaryOf,
@@ -252,6 +253,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
          */
         sentNoCall?: boolean;
         /**
+         * The caller knows the run has no decisions (the runner: its first plain attempt, no call
+         * sent, no wider access asked): the end sends no EXPIRE for the decisions hash (round 48,
+         * `endModeArg`). Absent: it may have some, and the end expires them.
+         */
+        noDecisions?: boolean;
+        /**
          * Told whether this end was the one written, once it is known: an end handed to the
          * worker's completion (`RunLease.deferEnd`) is written after `finish` returns.
          */
@@ -324,7 +331,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
             sealedEvent,
             maxEvents,
             retention,
-            pushArg(run.pushEnd, end.sentNoCall, writeFormat),
+            endModeArg(pushArg(run.pushEnd, end.sentNoCall, writeFormat), end.noDecisions),
           ] as (string | number)[]
         ).concat(tenant.args, charge.args);
         const lease = run.lease?.held() ? run.lease : undefined;
@@ -383,7 +390,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
       // only the end that won counts in the index.
-      const ended = await transition(run, fields, event);
+      const ended = await transition(run, fields, event, end.noDecisions);
       if (!ended) tenant.args[1] = '';
       const [recorded] = await Promise.all([
         FINISH_TENANT.run(redis, tenant.keys, tenant.args),

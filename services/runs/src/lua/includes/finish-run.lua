@@ -4,7 +4,7 @@
 -- bytes the end adds to its tenant's count (includes/charge.lua).
 -- KEYS[1] run record, KEYS[2] events, KEYS[3] the run's journal, KEYS[4..12] finish-tenant-9's
 --   KEYS[1..9], KEYS[13] the tenant's stored-bytes counter, KEYS[d] (`d`, optional) the run's
---   decisions (expired with the record at an end written: includes/transition.lua).
+--   decisions (expired with the record at an end written when ARGV[7] ends in `d`: includes/transition.lua).
 -- ARGV[1..6] as transition-4's, ARGV[7] '1' = push the end to its waiter (transition-4's KEYS[3]),
 --   '2' = push it, and the end's caller executed the run's attempt and sent no call in it: with the
 --   record's `attempts` at 1 (no other attempt began) the journal holds that count alone, as
@@ -12,6 +12,8 @@
 --   `end3` where includes/transition.lua may (format 2: run-store.ts `pushArg`), '5' = not pushed,
 --   no call sent (round 46: with `attempts` at 1 no journal exists, and none is expired; a claim
 --   creating one after this end takes the record's expiry, lua/claim-1.lua),
+--   each of them followed by `d` when the run may have decisions (their hash KEYS[d] is then
+--   expired at the end: run-store-args.ts `endModeArg`),
 --   ARGV[8..16] finish-tenant-9's ARGV[1..9], ARGV[17] bytes, ARGV[18] when the counter expires
 --   (unix seconds), ARGV[f..] field, value, ...
 -- The tenant half copies the status the record keeps: this end's, or when another end won, that
@@ -31,6 +33,9 @@ local function finishRun(f, note, d)
   -- An end pushed to its waiter reads the record whole here, once: its status for the guard, and
   -- the record the push carries (includes/transition.lua applies this write to it).
   local p = ARGV[7]
+  -- A mode with a trailing `d` (run-store-args.ts `endModeArg`): the run may have decisions, which
+  -- the end expires (KEYS[d]); without it the caller knows it has none, and no EXPIRE goes (round 48).
+  if #p > 1 then p = string.sub(p, 1, 1) else d = nil end
   local push = p == '1' or p == '2' or p == '3' or p == '4'
   local before, st, kind, quiet, attempts
   if push then

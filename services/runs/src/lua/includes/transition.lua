@@ -85,9 +85,9 @@ local function writeTransition(k, a, f, push, old, before, firstOnly, d)
     -- (round 48): a request keeps them for its wait plus a retention, which a run answered early
     -- and ended soon would otherwise outlive its record by (up to a decision's wait). Only a final
     -- status gets here: a move to Waiting (a decision's stop, a round's job ended) or Running keeps
-    -- them. Sent whether the run asked or not (no record field says it did; a wider-access run asks
-    -- before its first attempt, which may send no call): on a key that does not exist an EXPIRE
-    -- writes nothing. First, so they are gone at the record's instant or before it, never after
+    -- them. Sent unless the caller left `d` out, knowing the run has none (no record field says it
+    -- asked: the runner's first plain attempt that sent no call and asked no wider access, round 48
+    -- run-store-args.ts `endModeArg`); on a key that does not exist an EXPIRE writes nothing. First, so they are gone at the record's instant or before it, never after
     -- (Redis 7.0 reads its clock for each EXPIRE). A settle after this end (closeRun's expiry of a
     -- decision left pending) sets one retention from itself, as before.
     if d then redis.call('EXPIRE', KEYS[d], ARGV[a + 5]) end
