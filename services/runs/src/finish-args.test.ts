@@ -124,7 +124,9 @@ describe("a run's end with the slot lease: its script call built without spreads
       expect(h.keys).toHaveLength(5 + n + release.keys.length);
       const a = tenant.args.length;
       expect(h.args.slice(0, 3)).toEqual(['e1', channels.runEvents, 'end']);
-      expect(h.args[6]).toBe('0');
+      // The end's mode: not pushed, a call maybe sent, decisions not ruled out (the `d`:
+      // run-store-args.ts `endModeArg`).
+      expect(h.args[6]).toBe('0d');
       expect(h.args.slice(7, 7 + a)).toEqual(tenant.args);
       expect(h.args.slice(9 + a, 9 + a + release.args.length)).toEqual(release.args);
       const fields = h.args.slice(9 + a + release.args.length);
