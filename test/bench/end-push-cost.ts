@@ -1,6 +1,6 @@
 /**
  * `node test/bench/end-push-cost.ts` (round 37 `end-open`; mended in round 41 `push-lean`): Redis
- * instructions of a waited run's end script (`finish-run-13`, its end pushed) and the pushed
+ * instructions of a waited run's end script (`finish-run-14`, its end pushed) and the pushed
  * message's bytes, the previous release's script (the whole record pushed as `<id> end`,
  * services/runs/test/previous-end-push.ts) against the head's (`<id> end2`, the fields an execution
  * and end write), in one redis-server under callgrind (`callgrind-redis.ts`: script calls only).

@@ -1,6 +1,6 @@
 /**
  * `node test/bench/end-script-cost.ts`: Redis's own time for one run's end script
- * (`finish-run-13`, an end pushed to its waiter, one subscriber on the end channel), and for
+ * (`finish-run-14`, an end pushed to its waiter, one subscriber on the end channel), and for
  * variants of it with one part taken out, to find what costs. The end of a trivial run is written
  * once through the run store, its EVALSHA captured, and then replayed `CALLS` times (default
  * 300) in each of `ROUNDS` rounds (default 7, the best round kept) on the state as it was before the end (every key restored from a DUMP in between);
@@ -31,7 +31,7 @@ try {
   const dumps = await Promise.all(names.map(async (k) => [k, await redis.dumpBuffer(k)] as const));
   const { keys, args } = await capturedEnd(redis, runs, run, now);
   const params = { END_PUSH_MAX_BYTES: 32 * 1024, ...FINISH_TENANT_PARAMS };
-  const full = luaSource('finish-run-13', params);
+  const full = luaSource('finish-run-14', params);
 
   const restore = async () => {
     const p = redis.pipeline().flushall();
@@ -85,7 +85,7 @@ try {
   // moved between rounds (round 22 took the summary's decode out of the end).
   const without = (what: string, from: string, to: string) => {
     if (full.includes(from)) return full.replace(from, to);
-    console.log(`variant "${what}": text not in finish-run-13 any more, skipped`);
+    console.log(`variant "${what}": text not in finish-run-14 any more, skipped`);
     return undefined;
   };
   const measureIf = async (label: string, source: string | undefined) => {
@@ -97,7 +97,7 @@ try {
     .map(([f, v]) => `${f} ${v.length}`)
     .join(', ');
   console.log(
-    `finish-run-13, ${CALLS} calls each, ${keys.length} keys, ${args.length} args; record: ${sizes}`,
+    `finish-run-14, ${CALLS} calls each, ${keys.length} keys, ${args.length} args; record: ${sizes}`,
   );
   await measure('as written (pushed end)', full);
   await measure('as written, SLOWLOG logging every command (as script-cost.ts runs)', full, args, true);

@@ -15,7 +15,8 @@
  * `NEXT=0`: the completion brings no next job (`endAndCompleteScript`, baked since round 46).
  * `DUMP=1` prints the end's keys and arguments. `IDS=uuid`: the runs' ids (and jobs') are 36-character
  * UUIDs, as the gateway makes them (runs-service.ts), not `c1`… (round 47 `end-keys`: the end's
- * run keys made from the id in the text). Counts: no bench lock needed.
+ * run keys made from the id in the text). `NO_DECISIONS=0`: the end not told the run has no decisions
+ * (round 48: its decisions EXPIRE sent). Counts: no bench lock needed.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
@@ -142,6 +143,10 @@ async function side(name: string, point: string) {
       status: 'Completed',
       result: { _tag: 'Completed', value: 1, logs: [] },
       text: '1',
+      // As the runner's executor says for a run's first plain attempt with no call and no wider
+      // access (round 48 `decisions-end`): the end sends no decisions EXPIRE. `NO_DECISIONS=0`: as
+      // any other end (a base before it ignores the field).
+      ...(process.env.NO_DECISIONS === '0' ? {} : { noDecisions: true }),
       onEnded: () => undefined,
     },
   );

@@ -1,6 +1,6 @@
 /**
  * `node test/bench/journal-end-cost.ts` (round 40, `journal-layout`): Redis instructions of a
- * call-making run's pushed end (`finish-run-13`) by the journal's layout, in one redis-server under
+ * call-making run's pushed end (`finish-run-14`) by the journal's layout, in one redis-server under
  * callgrind (`callgrind-redis.ts`: script calls only). Two runs of `CALLS` calls (default 20, one
  * source, as the gateway journals them), one journaled in layout 1 and one in layout 2, each ended
  * once through the run store with its EVALSHA captured, then replayed `N` times a phase (default 100;
@@ -58,7 +58,7 @@ try {
   };
   const one = await ended('bench-run-l1', '1');
   const two = await ended('bench-run-l2', '2');
-  const head = luaSource('finish-run-13', { END_PUSH_MAX_BYTES: 32 * 1024, ...FINISH_TENANT_PARAMS });
+  const head = luaSource('finish-run-14', { END_PUSH_MAX_BYTES: 32 * 1024, ...FINISH_TENANT_PARAMS });
   // The previous release's lines in place of the filter (includes/transition.lua at b09849f, as
   // luaSource gives it: comments and indentation taken out).
   const sizeRun = 'for i = 1, #run do size = size + #run[i] end';

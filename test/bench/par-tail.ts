@@ -43,8 +43,8 @@ for (const f of readdirSync(scriptsDir).filter((f) => /-\d+\.js$/.test(f))) {
 }
 // The run's end, alone or fused with its job's completion (end-complete-store.ts).
 const isletNames = new Map<string, string>([
-  [FINISH_RUN.sha, 'END(finish-run-13)'],
-  [FINISH_RUN_RELEASE.sha, 'END(finish-run-release-18)'],
+  [FINISH_RUN.sha, 'END(finish-run-14)'],
+  [FINISH_RUN_RELEASE.sha, 'END(finish-run-release-19)'],
   [END_AND_COMPLETE_SHA, 'END+complete'],
   [END_COMPLETE_START_SHA, 'END+complete+start'],
 ]);

@@ -289,6 +289,15 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['mode', 'isolate'],
       registers,
     }),
+    // A run's end fused with its job's completion sent with every key and name as an argument, not
+    // in a baked text (@islet/runs baked-call.ts): `reason` one of `shape`, `derived`, `texts`
+    // (runner end-complete-store.ts). Read from the runner's bakers when scraped.
+    endsUnbaked: new Counter({
+      name: 'islet_runner_end_unbaked_total',
+      help: "Runs' ends fused with their job's completion sent unbaked (names and keys as arguments), by reason: shape (a part not of its length), derived (a key not made from its run id or tenant), texts (past the baked texts a script may have)",
+      labelNames: ['reason'],
+      registers,
+    }),
     shareDeferrals: new Counter({
       name: 'islet_tenant_share_deferrals_total',
       help: 'Jobs sent back to the queue to wait for a slot (their tenant over its share while others wait, or the pool full)',

@@ -1,6 +1,6 @@
 /**
  * A run's end and its job's completion in one script call (one server only): the run's end
- * (`finish-run-release-18`, handed over by the run store's finish through `RunLease.deferEnd`)
+ * (`finish-run-release-19`, handed over by the run store's finish through `RunLease.deferEnd`)
  * runs first, then BullMQ's own completion script (moveToFinished-14, the text BullMQ sends, run
  * through `@islet/runs`' bull-quiet.ts: no events stream entries, no reads of absent keys) as a
  * local function of `endAndCompleteScript`. Only the completion's call is
@@ -17,6 +17,7 @@
  * Both calls go with the worker's names in their script's text (@islet/runs baked-call.ts), as the
  * fused fetch's: only what differs between runs is sent.
  */
+import type { Metrics } from '@islet/core';
 import {
   BakedScript,
   endAndCompleteBody,
@@ -31,6 +32,7 @@ import {
   handedRefetch,
   type PartShape,
   startArgsList,
+  type UnbakedReason,
 } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
@@ -61,7 +63,7 @@ const COMPLETE_KEYS = moveToFinished.keys;
  * The fused calls' parts with the worker's names (@islet/runs baked-call.ts). BullMQ's: the queue's
  * keys but the job's (its 12th: made in the text from the job id, after the queue's prefix), the
  * property and target it finishes with ('returnvalue', 'completed'; a failure's are another text)
- * and the queue's prefix. The end's (`finish-run-release-18`): the pool's four keys, the events
+ * and the queue's prefix. The end's (`finish-run-release-19`): the pool's four keys, the events
  * channel, the event's type and the pool's tenant key prefix; its run's and tenant's keys made in
  * the text from the run id and the tenant it carries, the lease's job id from BullMQ's
  * (@islet/runs end-derived.ts); its time's keys and its terms carried, its fields the run at its
@@ -77,7 +79,7 @@ const BULL_PARTS: PartShape[] = [
     derived: [{ at: 11, from: ['BA', 0], after: '' }],
   },
   { name: 'BA', keys: false, length: 9, names: [2, 4, 6] },
-  { name: 'EK', keys: true, length: 18, names: [13, 14, 15, 16], derived: END_DERIVED.keys },
+  { name: 'EK', keys: true, length: 19, names: [14, 15, 16, 17], derived: END_DERIVED.keys },
   { name: 'EA', keys: false, length: 23, names: [1, 2, 22], rest: true, derived: END_DERIVED.args },
 ];
 const END_BAKED = new BakedScript(END_AND_COMPLETE, endAndCompleteBody(moveToFinished.content), BULL_PARTS);
@@ -94,6 +96,33 @@ export const isEndCompleteStartSha = (sha: unknown): boolean =>
 /** Whether `sha` is the fused end and completion without a start, unbaked or baked (tests tell its calls by it). */
 export const isEndAndCompleteSha = (sha: unknown): boolean =>
   sha === END_AND_COMPLETE_SHA || END_BAKED.has(sha);
+
+const UNBAKED_REASONS: readonly UnbakedReason[] = ['shape', 'derived', 'texts'];
+
+/**
+ * The fused ends this process sent unbaked (both forms, with and without the next job's start), by
+ * reason (baked-call.ts `UnbakedReason`): every one carries its ~12 run and tenant keys and the
+ * worker's names as arguments (~1.6 KB more a run, round 47 `end-keys`). Counted by the baker,
+ * not on the end's path.
+ */
+export function unbakedEnds(): Record<UnbakedReason, number> {
+  const a = END_BAKED.unbaked;
+  const b = END_START_BAKED.unbaked;
+  return { shape: a.shape + b.shape, derived: a.derived + b.derived, texts: a.texts + b.texts };
+}
+
+/**
+ * `islet_runner_end_unbaked_total{reason}` read from the bakers when scraped (prom-client's
+ * `collect`): the process's counts, every reason shown from the first scrape (0 while none).
+ */
+export function endsUnbakedAtScrape(metrics: Metrics): void {
+  const counter = metrics.endsUnbaked;
+  (counter as { collect?: () => void }).collect = () => {
+    const counts = unbakedEnds();
+    counter.reset();
+    for (const reason of UNBAKED_REASONS) counter.inc({ reason }, counts[reason]);
+  };
+}
 
 /**
  * BullMQ's `moveToFinished` checks its answer for an error code (`result < 0`) before it reads it.

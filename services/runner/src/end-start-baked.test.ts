@@ -8,7 +8,7 @@
  * different ms. Which path ran is read from Redis's script cache (flushed before each). Real
  * redis-server, BullMQ, run store and journal.
  */
-import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { createMetrics, createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { QUEUE_PREFIX } from '@islet/protocol';
 import {
   createCallJournal,
@@ -17,6 +17,7 @@ import {
   endAndCompleteScript,
   endCompleteStartScript,
   handedRefetch,
+  journalKeys,
   type RunLease,
   startArgsList,
 } from '@islet/runs';
@@ -39,9 +40,11 @@ import {
   completingExec,
   END_AND_COMPLETE_SHA,
   END_COMPLETE_START_SHA,
+  endsUnbakedAtScrape,
   isEndAndCompleteSha,
   isEndCompleteStartSha,
   type PendingEnd,
+  unbakedEnds,
 } from './end-complete-store.ts';
 import { FETCH_AND_LOOK, startingClient } from './fetch-start-store.ts';
 import { FETCH_KEY_NAMES } from './handoff-store.ts';
@@ -85,6 +88,15 @@ const UNBAKED = endCompleteStartScript(
 const UNBAKED_END = endAndCompleteScript(moveToFinished.content);
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
 const DEFER_MS = 60_000;
+
+/** The run store's default retention (ms), and what a decision's request sets (its wait, a day, more). */
+const RETENTION_MS = 7 * 24 * 3600 * 1000;
+const decisionsOf = journalKeys().decisions;
+/** A decision asked and answered for `id` before its end: the request's expiry, a wait plus a retention. */
+async function decided(id: string) {
+  await redis.hset(decisionsOf(id), '0', '{"state":"allowed"}');
+  await redis.pexpire(decisionsOf(id), RETENTION_MS + 86_400_000);
+}
 
 const state = () => redisState(redis);
 const snapshot = () => redisSnapshot(redis);
@@ -236,6 +248,7 @@ describe("a run's end, its completion and the next start, baked", () => {
       await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
       await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: id });
     }
+    await decided('e1');
     const r = await bothWays('e1', 'acme');
     // The unbaked ran the first time only; the runner's call never loaded it: a baked variant ran.
     expect(r.unbakedHeld).toEqual([1]);
@@ -260,6 +273,9 @@ describe("a run's end, its completion and the next start, baked", () => {
     expect(r.sentArgs[0]?.some((a) => String(a).includes('islet:'))).toBe(false);
     expect(await redis.hmget(keys.run('e1'), 'status', 'attempts')).toEqual(['Completed', '1']);
     expect(await redis.hmget(keys.run('e2'), 'status', 'attempts')).toEqual(['Running', '1']);
+    // The run's decisions key made in the text too (round 48): the baked end gave them one retention.
+    expect(await redis.pttl(decisionsOf('e1'))).toBeGreaterThan(0);
+    expect(await redis.pttl(decisionsOf('e1'))).toBeLessThanOrEqual(RETENTION_MS);
   });
 
   it("answers and writes as the unbaked call: the next job's lease refused, the job moved to delayed and the one after fetched", async () => {
@@ -293,6 +309,7 @@ describe("a run's end, its completion and the next start, baked", () => {
       await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
       await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: id });
     }
+    await decided('f1');
     const r = await bothWays('f1', 'acme', terms, false);
     // A baked text of the end and completion ran; the unbaked one was never loaded by the runner.
     expect(r.unbakedHeld).toEqual([1]);
@@ -308,6 +325,8 @@ describe("a run's end, its completion and the next start, baked", () => {
     expect(r.sentKeys[0]).toEqual([r.end.keys[9], r.end.keys[11], r.end.keys[12]]);
     expect(await redis.hget(keys.run('f1'), 'status')).toBe('Completed');
     expect(await redis.zscore(queue.keys.completed ?? '', 'f1')).not.toBeNull();
+    expect(await redis.pttl(decisionsOf('f1'))).toBeGreaterThan(0);
+    expect(await redis.pttl(decisionsOf('f1'))).toBeLessThanOrEqual(RETENTION_MS);
   });
 
   it("answers and writes as the unbaked call: a decision round's job, its id not the run's", async () => {
@@ -339,6 +358,7 @@ describe("a run's end, its completion and the next start, baked", () => {
       await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
       await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: id });
     }
+    const before = unbakedEnds();
     // The in-flight key under another prefix: not `before .. tenant .. '}:inflight'` with the
     // text's before, nor any: its tenant's name is not there.
     const r = await bothWays('h1', 'acme', terms, true, {
@@ -347,7 +367,19 @@ describe("a run's end, its completion and the next start, baked", () => {
       },
     });
     expect(r.sent).toEqual([END_COMPLETE_START_SHA]);
-    expect(r.sentKeys[0]).toHaveLength(32);
+    expect(r.sentKeys[0]).toHaveLength(33);
+    // Counted (round 48), and shown on the runner's metrics when scraped.
+    const after = unbakedEnds();
+    expect(after).toEqual({ ...before, derived: before.derived + 1 });
+    const metrics = createMetrics({ component: 'end-start-baked-test', defaults: false });
+    endsUnbakedAtScrape(metrics);
+    const scraped = await metrics.registry.metrics();
+    expect(scraped).toContain(
+      `islet_runner_end_unbaked_total{reason="derived",component="end-start-baked-test"} ${after.derived}`,
+    );
+    expect(scraped).toContain(
+      `islet_runner_end_unbaked_total{reason="texts",component="end-start-baked-test"} ${after.texts}`,
+    );
     expect(r.sentKeys[0]).toContain('islet:tenant:{t:other}:inflight');
     const [unbaked = [], baked] = r.answers as unknown[][];
     expect(clockless(baked)).toBe(clockless(unbaked));

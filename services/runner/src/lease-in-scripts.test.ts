@@ -1,6 +1,6 @@
 /**
  * On one server a run's fair-share lease rides in its attempt's start (lease-and-begin-9) and its
- * end (finish-run-release-18): the pick-up costs one script call, a refused lease writes nothing
+ * end (finish-run-release-19): the pick-up costs one script call, a refused lease writes nothing
  * of the run and the runner defers the job as before (no attempt spent, the deferral counted), the
  * end gives the lease back and hands the freed slot on, and a run ended elsewhere is still
  * released by the runner. Real redis-server, real fair share, run store and journal; counted by

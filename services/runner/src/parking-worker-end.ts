@@ -33,7 +33,7 @@ export interface DeferEndHost {
 }
 
 /**
- * The run's end (`finish-run-release-18`'s keys and arguments) goes with the job's completion
+ * The run's end (`finish-run-release-19`'s keys and arguments) goes with the job's completion
  * (end-complete-store.ts); resolves with the end's answer, rejects when neither the fused call
  * nor the end's own script after it answered. Undefined: this worker cannot fuse (BullMQ's
  * scripts are not where this expects them), the caller runs the end itself. `slotToken`: the

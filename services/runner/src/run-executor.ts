@@ -317,6 +317,12 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       // already have resumed the run in a newer execution.)
       return 'waiting';
     }
+    // The run has no decisions when this is its first attempt's only execution (no decision
+    // round's job, no replay after a release, no resume: those begin a later attempt or replay),
+    // it sent no call (a call's decision is asked on the call) and asked no wider access (asked
+    // before its first attempt): its end then sends no EXPIRE for the decisions hash (round 48,
+    // run-store `noDecisions`). In doubt, the end expires it.
+    const noDecisions = !replay && attempt === 1 && sent === 0 && !run.request.sandboxPermissions;
     if (mapped.kind === 'cancelled') {
       const latest = await runs.get(run.id);
       if (!cancelledOf(job) && !latest?.cancelRequested) {
@@ -335,6 +341,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
         timings,
         usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
         sentNoCall: sent === 0,
+        noDecisions,
         onEnded: (ended) => {
           if (!ended) return;
           runMetrics.ended('Cancelled', 'abort', job.mode);
@@ -353,6 +360,7 @@ export function createRunExecutor(deps: RunExecutorDeps) {
       timings,
       usage: { bindingCalls: outcome.calls.length, cpuMs: outcome.cpuMs ?? 0 },
       sentNoCall: sent === 0,
+      noDecisions,
       onEnded: (ended) => {
         if (!ended) return;
         runMetrics.ended(mapped.status, mapped.failureKind, job.mode);

@@ -8,6 +8,7 @@ import type { SandboxMode } from '@islet/protocol';
 import type { RunJobData } from '@islet/runs';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { endsUnbakedAtScrape } from './end-complete-store.ts';
 import type { FairShare } from './fair-share.ts';
 import type { OneSlotMap } from './one-slot-map.ts';
 import type { OneSlotSet } from './one-slot-set.ts';
@@ -110,6 +111,7 @@ function gaugesAtScrape(ctx: RunnerContext): void {
     }
   };
   fetchedWaitsAtScrape(metrics, all);
+  endsUnbakedAtScrape(metrics);
 }
 
 /**

@@ -80,6 +80,12 @@ export interface BakedCall {
 /** Baked texts a script may have (one a worker's names): past it, names go as arguments. */
 const MAX_BAKED = 16;
 
+/**
+ * Why a call went unbaked: `shape`, a part not of its length or a name not text; `derived`, a
+ * derived entry not `before .. value .. after`; `texts`, its names would make a text past MAX_BAKED.
+ */
+export type UnbakedReason = 'shape' | 'derived' | 'texts';
+
 export class BakedScript {
   readonly base: LuaScript;
   private readonly body: string;
@@ -90,6 +96,12 @@ export class BakedScript {
   private readonly texts = new Map<string, LuaScript>();
   private readonly shas = new Set<string>();
   private last: { names: Arg[]; befores: string[]; script: LuaScript } | undefined;
+  /**
+   * Calls answered "send it unbaked", by reason, since the process started (round 48: the runner
+   * reports its ends' as `islet_runner_end_unbaked_total`; nothing else showed a config that
+   * defeats the baking).
+   */
+  readonly unbaked: Record<UnbakedReason, number> = { shape: 0, derived: 0, texts: 0 };
 
   /** `base`: the unbaked script; `body`: its text after its parts are made; `parts` in the call's order. */
   constructor(base: LuaScript, body: string, parts: readonly PartShape[]) {
@@ -121,11 +133,11 @@ export class BakedScript {
   /** The call whose parts hold `values` (in the parts' order), baked; undefined: send it unbaked. */
   call(values: readonly (readonly Arg[])[]): BakedCall | undefined {
     const parts = this.parts;
-    if (values.length !== parts.length) return undefined;
+    if (values.length !== parts.length) return this.notBaked('shape');
     for (let p = 0; p < parts.length; p++) {
       const part = parts[p] as PartShape;
       const n = (values[p] as readonly Arg[]).length;
-      if (part.rest ? n < part.length : n !== part.length) return undefined;
+      if (part.rest ? n < part.length : n !== part.length) return this.notBaked('shape');
     }
     const script = this.script(values);
     if (!script) return undefined;
@@ -142,6 +154,12 @@ export class BakedScript {
     return { script, keys, args };
   }
 
+  /** Counts an unbaked answer by its reason; undefined (the answer). */
+  private notBaked(why: UnbakedReason): undefined {
+    this.unbaked[why]++;
+    return undefined;
+  }
+
   /** Whether `sha` is one of this script's baked texts (tests tell its calls by it). */
   has(sha: unknown): boolean {
     return typeof sha === 'string' && this.shas.has(sha);
@@ -149,7 +167,8 @@ export class BakedScript {
 
   /**
    * The text for the call's names and its derived entries' `before`s: the last call's when they
-   * are the same, else found or made; undefined when a derived entry is not its concatenation.
+   * are the same, else found or made; undefined (counted) when a name is not text, a derived entry
+   * is not its concatenation, or the text would be one past MAX_BAKED.
    */
   private script(values: readonly (readonly Arg[])[]): LuaScript | undefined {
     const last = this.last;
@@ -159,23 +178,24 @@ export class BakedScript {
     for (let p = 0; p < this.parts.length; p++)
       for (const i of (this.parts[p] as PartShape).names) {
         const name = (values[p] as readonly Arg[])[i] as Arg;
-        if (typeof name !== 'string' && typeof name !== 'number') return undefined;
+        if (typeof name !== 'string' && typeof name !== 'number') return this.notBaked('shape');
         names.push(name);
       }
     const befores: string[] = [];
     for (const d of this.derivations) {
       const value = (values[d.part] as readonly Arg[])[d.at];
       const from = (values[d.fromPart] as readonly Arg[])[d.fromAt];
-      if (typeof value !== 'string' || typeof from !== 'string') return undefined;
+      if (typeof value !== 'string' || typeof from !== 'string') return this.notBaked('derived');
       const at = value.length - d.after.length - from.length;
-      if (at < 0 || !value.endsWith(d.after) || !value.startsWith(from, at)) return undefined;
-      if (d.before !== undefined && (at !== d.before.length || !value.startsWith(d.before))) return undefined;
+      if (at < 0 || !value.endsWith(d.after) || !value.startsWith(from, at)) return this.notBaked('derived');
+      if (d.before !== undefined && (at !== d.before.length || !value.startsWith(d.before)))
+        return this.notBaked('derived');
       befores.push(value.slice(0, at));
     }
     const id = JSON.stringify([names, befores]);
     let script = this.texts.get(id);
     if (!script) {
-      if (this.texts.size >= MAX_BAKED) return undefined;
+      if (this.texts.size >= MAX_BAKED) return this.notBaked('texts');
       script = new LuaScript(`${this.header(names, befores)}${this.body}`);
       this.texts.set(id, script);
       this.shas.add(script.sha);

@@ -37,7 +37,8 @@ interface DecisionStoreDeps {
    * The run's retention, seconds (ISLET_RUN_RETENTION_SECONDS). Default 604800 (7 days). A request
    * keeps the run's decisions for the decision's wait (`expireAfterMs`) plus this, so a pending one
    * never expires before it is answered or expired, whatever the two settings; an answer never
-   * shortens that; an expiry (which ends the run) keeps them this long from then.
+   * shortens that; an expiry (which ends the run) keeps them this long from then; the run's end
+   * (its store's finish, round 48) sets this from the end.
    */
   ttlSeconds?: number;
   now?: () => number;
@@ -60,9 +61,10 @@ export function createDecisionStore(deps: DecisionStoreDeps) {
   const prefix = deps.keyPrefix ?? 'islet:';
   const expireAfterMs = deps.expireAfterMs ?? 86_400_000;
   const ttlSeconds = deps.ttlSeconds ?? 604_800;
-  // Nothing of the run's end touches its decisions (6b60376a's ends neither: a rolling upgrade
-  // needs nothing from them), so the request's expiry covers the longest a pending decision lives
-  // (its wait, until the expiry sweep ends the run) and one retention after.
+  // The request's expiry covers the longest a pending decision lives (its wait, until the expiry
+  // sweep ends the run) and one retention after. The run's end sets one retention from itself
+  // (round 48, includes/transition.lua: exact for a run answered early and ended soon); an end by
+  // f63d2625 or earlier does not touch the hash, which then keeps this expiry.
   const requestTtlSeconds = ttlSeconds + Math.ceil(expireAfterMs / 1000);
   const now = deps.now ?? Date.now;
   const k = journalKeys(prefix);

@@ -1,9 +1,9 @@
 /**
- * Which of a run's end call's keys and arguments (`finish-run-release-18`, as run-store.ts's finish
+ * Which of a run's end call's keys and arguments (`finish-run-release-19`, as run-store.ts's finish
  * hands it to the worker's completion) are made from another entry of the same call, for a baked
- * text to make them (baked-call.ts `DerivedEntry`; round 47 `end-keys`): the run's record, events
- * and journal keys from its id (ARGV[1]); the tenant's in-flight, five index, feed and pool-leases
- * keys from its name (ARGV[16]); the tenant half's run id a copy of ARGV[1]; the lease's job id a
+ * text to make them (baked-call.ts `DerivedEntry`; round 47 `end-keys`): the run's record, events,
+ * journal and (round 48) decisions keys from its id (ARGV[1]); the tenant's in-flight, five index,
+ * feed and pool-leases keys from its name (ARGV[16]); the tenant half's run id a copy of ARGV[1]; the lease's job id a
  * copy of the job's (the caller's, BullMQ's own argument: a decision round's job id is not the
  * run's). The usage-day, health-hour and stored-bytes keys carry a time part and stay carried.
  *
@@ -20,7 +20,7 @@ const PROBE = '\u0000probe\u0000';
 /** A key builder's text after its value. */
 const after = (key: string): string => key.slice(key.lastIndexOf(PROBE) + PROBE.length);
 
-/** ARGV positions (0-based) of the end's run id and tenant (finish-run-13's ARGV[1], ARGV[16]). */
+/** ARGV positions (0-based) of the end's run id and tenant (finish-run-14's ARGV[1], ARGV[16]). */
 const RUN_ID = 0;
 const TENANT = 15;
 
@@ -29,6 +29,8 @@ const FROM_RUN: readonly [number, string][] = [
   [0, after(keys.run(PROBE))],
   [1, after(keys.runEvents(PROBE))],
   [2, after(journalKeys().journal(PROBE))],
+  // finish-run-14's KEYS[14] (round 48): the run's decisions, expired at its end.
+  [13, after(journalKeys().decisions(PROBE))],
 ];
 /** KEYS positions made from the tenant (finish-tenant-9's KEYS[1..6], [8]; lease-release-5's KEYS[5]). */
 const FROM_TENANT: readonly [number, string][] = [
@@ -39,7 +41,7 @@ const FROM_TENANT: readonly [number, string][] = [
   [7, after(keys.indexSessions(PROBE))],
   [8, after(keys.indexSessionStats(PROBE))],
   [10, after(keys.tenantFeed(PROBE))],
-  [17, after(keys.poolTenantLeases('mode', PROBE))],
+  [18, after(keys.poolTenantLeases('mode', PROBE))],
 ];
 
 /**

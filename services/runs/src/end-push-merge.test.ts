@@ -32,7 +32,7 @@ local status = writeTransition(1, 1, 7, true, 'Running', before, false)
 return status`),
 );
 
-// The record not read first (transition-3.lua: an end on a Cluster): read by HGETALL.
+// The record not read first (transition-4.lua: an end on a Cluster): read by HGETALL.
 const unread = new LuaScript(
   compactLua(`${transition}
 return writeTransition(1, 1, 7, true, 'Running', nil, false)`),

@@ -4,6 +4,7 @@ import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { withRedis } from '../test/test-redis.ts';
+import { journalKeys } from './keys.ts';
 import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { finishTenantCall } from './run-index-writes.ts';
 import { createRunStore } from './run-store.ts';
@@ -103,8 +104,9 @@ describe("a run's end with the slot lease: its script call built without spreads
       expect(Number(count)).toBe(h.keys.length);
       expect(rest).toEqual([...h.keys, ...h.args].map(String));
 
-      // The base's layout: the record's three keys, the tenant half's, the charge's, the release's;
-      // the end's seven arguments, the tenant half's, the charge's two, the release's, the fields.
+      // The base's layout: the record's three keys, the tenant half's, the charge's, (round 48) the
+      // run's decisions, the release's; the end's seven arguments, the tenant half's, the charge's
+      // two, the release's, the fields.
       const endedAt = Number(h.args[9]);
       const tenant = finishTenantCall('t1', tenantNames('t1').inFlight, {
         id: 'e1',
@@ -117,11 +119,14 @@ describe("a run's end with the slot lease: its script call built without spreads
       const n = tenant.keys.length;
       expect(h.keys.slice(0, 2)).toEqual([keys.run('e1'), keys.runEvents('e1')]);
       expect(h.keys.slice(3, 3 + n)).toEqual(tenant.keys);
-      expect(h.keys.slice(4 + n)).toEqual(release.keys);
-      expect(h.keys).toHaveLength(4 + n + release.keys.length);
+      expect(h.keys[4 + n]).toBe(journalKeys().decisions('e1'));
+      expect(h.keys.slice(5 + n)).toEqual(release.keys);
+      expect(h.keys).toHaveLength(5 + n + release.keys.length);
       const a = tenant.args.length;
       expect(h.args.slice(0, 3)).toEqual(['e1', channels.runEvents, 'end']);
-      expect(h.args[6]).toBe('0');
+      // The end's mode: not pushed, a call maybe sent, decisions not ruled out (the `d`:
+      // run-store-args.ts `endModeArg`).
+      expect(h.args[6]).toBe('0d');
       expect(h.args.slice(7, 7 + a)).toEqual(tenant.args);
       expect(h.args.slice(9 + a, 9 + a + release.args.length)).toEqual(release.args);
       const fields = h.args.slice(9 + a + release.args.length);

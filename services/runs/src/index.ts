@@ -1,6 +1,12 @@
 export { LuaScript } from '@islet/core/lua-script';
 export { type AdmissionRide, admittedAddScript } from './admitted-add.ts';
-export { type BakedCall, BakedScript, type DerivedEntry, type PartShape } from './baked-call.ts';
+export {
+  type BakedCall,
+  BakedScript,
+  type DerivedEntry,
+  type PartShape,
+  type UnbakedReason,
+} from './baked-call.ts';
 export { BULL_QUIET_PRELUDE, quietAdd, quietComplete, quietCompleteAsk, quietFetch } from './bull-quiet.ts';
 export { callEventData, jsonOrText, outcomeRecord } from './call-event.ts';
 export { createCallJournal, JournalConflictError } from './call-journal.ts';

@@ -4,8 +4,8 @@
 // round 45 the journal kept the expiry its last claim or complete set, and a run's end gave the
 // record and events theirs (retention from the end): the events outlived the journal by the run's
 // time after its last call, and read only `{index, durationMs}` then. Every end path is here: the
-// one-server end script (finish-run-13, whose include finish-run-release-18 and
-// endCompleteStartScript share), pushed or not, and the Cluster's transition-3. Fails on 9ec25e04
+// one-server end script (finish-run-14, whose include finish-run-release-19 and
+// endCompleteStartScript share), pushed or not, and the Cluster's transition-4. Fails on 9ec25e04
 // (the journal keeps its earlier expiry).
 import { generateSealKey, type Redis, sealerFromConfig } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
@@ -91,7 +91,7 @@ describe("a run's journal at its end", () => {
     }
   });
 
-  it("expires with them on the Cluster's end (transition-3), pushed or not; a status short of an end leaves it", async () => {
+  it("expires with them on the Cluster's end (transition-4), pushed or not; a status short of an end leaves it", async () => {
     for (const pushEnd of [false, true]) {
       const id = `cluster-${pushEnd}`;
       await runWithCall(id, 5_000);
@@ -157,8 +157,8 @@ describe("a run's journal at its end", () => {
       await redis.hset(recordOf(id), 'attempts', '1');
       const before = await expireCalls();
       await runs.finish({ ...run, pushEnd }, { ...end, sentNoCall: true });
-      // The record's and the events' expiry alone.
-      expect((await expireCalls()) - before).toBe(2);
+      // The record's, the events' and (round 48, whether the run asked or not) the decisions'.
+      expect((await expireCalls()) - before).toBe(3);
       expect(await redis.exists(journalOf(id))).toBe(0);
     }
     // A later attempt's start wrote the journal (`#attempt`): the end expires it, no call or not.

@@ -2,7 +2,7 @@
  * The fair share's slot lease scripts (the runner's fair-share.ts decides with them): taken alone
  * (`lease-acquire-6`) or, on one server, with a run's attempt start (`lease-and-begin-9`, the
  * journal's beginAttempt); given back alone (`lease-release-5`) or, on one server, with the run's
- * end (`finish-run-release-18`, the run store's finish); and, on one server, taken with the attempt's
+ * end (`finish-run-release-19`, the run store's finish); and, on one server, taken with the attempt's
  * start inside the runner's BullMQ fetch (`fetch-lease-begin-11`) or its completion's fetch of the
  * next job (`endCompleteStartScript`). Their Lua lives here, beside the run's
  * scripts they are combined with, so each decision is written once. The arguments those fetches
@@ -78,7 +78,7 @@ export interface RunLease extends LeaseTerms {
   held(): boolean;
   released(next: { jobId: string; tenant: string } | undefined): void;
   /**
-   * Hands the end's `finish-run-release-18` call (keys, arguments) to the worker's completion,
+   * Hands the end's `finish-run-release-19` call (keys, arguments) to the worker's completion,
    * which runs it first in its own script (one server only); resolves with the end's answer.
    * Undefined (or absent): the end runs its script itself. `status`: the end's final status (the
    * runner's job then completes with what its processor returns for it, sent at once).
@@ -190,14 +190,14 @@ function deferTerms(q: typeof FETCH_QUEUE, K = 'KEYS', A = 'ARGV'): string {
 }
 
 /**
- * A run's end with its lease given back (`finish-run-release-18`), then BullMQ's completion
+ * A run's end with its lease given back (`finish-run-release-19`), then BullMQ's completion
  * `moveToFinished` (moveToFinished-14 as BullMQ sends it, run through bull-quiet.ts's
  * `quietComplete`), in one script (one server only). The keys and arguments are the completion's,
  * then the end's, then the completion's key and argument counts; each part reads its own as KEYS
  * and ARGV. The end goes first, so its wake-up is sent with the end durable whatever the
  * completion answers. Returns {the end's answer, the completion's}. `poolSeen`: as
  * `finishRunReleaseSource`'s ('nil': the script's own table, read by nothing after it).
- * The release's read of the pool's waiting list (its KEYS[17]), the completion's probe of BullMQ's
+ * The release's read of the pool's waiting list (its KEYS[18]), the completion's probe of BullMQ's
  * absent keys and whether the wait list is there for the next fetch go as one EXISTS first
  * (bull-quiet.ts `quietCompleteAsk`): the end writes none of the queue's or the pool's keys, and a
  * release that finds the list empty writes none of the queue's, so the keys are as the EXISTS
@@ -231,8 +231,8 @@ ${tail > 0 ? 'local SA = {unpack(ARGV, n + 1, #ARGV)}\n' : ''}`;
  */
 export function endAndCompleteBody(moveToFinished: string, poolSeen = 'nil'): string {
   const seen = poolSeen === 'nil' ? 'endSeen' : poolSeen;
-  return `${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[17]')}
-if ${seen}['#absent'] then ${seen}[EK[17]] = true end
+  return `${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[18]')}
+if ${seen}['#absent'] then ${seen}[EK[18]] = true end
 local function runEnd(KEYS, ARGV)
 ${finishRunReleaseSource(seen)}
 end
@@ -256,7 +256,7 @@ if type(ended) == 'table' and ended[2] then
     redis.call('HSET', prefix .. id, 'delay', 0)
     redis.call('ZADD', BK[14], 0, '0')
     ${seen}['#noWait'] = false
-    -- the end's fold-due mark (its 4th element, finish-run-release-18) kept for the run store
+    -- the end's fold-due mark (its 4th element, finish-run-release-19) kept for the run store
     ended = ended[4] and {ended[1], false, false, ended[4]} or {ended[1]}
   end
 end

@@ -3,8 +3,8 @@
  * it takes (`claim-1.lua`); each file's header lists its KEYS and ARGV. A line
  * `--- @include "<name>"` inlines `lua/includes/<name>.lua` once per script (shared local
  * functions), and `${NAME}` is replaced by a value the caller passes (a constant shared with
- * TypeScript). Every script touches one hash slot except `admit-and-create-24`, `finish-run-13`,
- * `finish-run-release-18`, `lease-and-begin-9` and `fetch-lease-begin-11` (one server only; the
+ * TypeScript). Every script touches one hash slot except `admit-and-create-24`, `finish-run-14`,
+ * `finish-run-release-19`, `lease-and-begin-9` and `fetch-lease-begin-11` (one server only; the
  * last runs after BullMQ's fetch script, put before it by `fetchLeaseBeginScript`, or after its
  * completion by `endCompleteStartScript`). Sources go out compacted
  * (`compactLua`): the files keep their comments, EVAL and EVALSHA send and hash less.

@@ -224,3 +224,15 @@ export function pushArg(
   if (format === '2') return sentNoCall ? '4' : '3';
   return sentNoCall ? '2' : '1';
 }
+
+/**
+ * The end's mode argument (ARGV[7]): `pushArg`'s digit, then a `d` unless the caller ruled out that
+ * the run has decisions (`noDecisions`, round 48): only an end with the `d` expires the run's
+ * decisions hash (includes/finish-run.lua), so a run that cannot have asked (the runner's first
+ * plain attempt that sent no call and asked no wider access) sends no EXPIRE for a key that does
+ * not exist. Without the caller's word the `d` goes: a missed case would only leave the request's
+ * own expiry (its wait plus a retention), never lose data.
+ */
+export function endModeArg(push: string, noDecisions: boolean | undefined): string {
+  return noDecisions ? push : `${push}d`;
+}

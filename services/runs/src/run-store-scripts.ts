@@ -2,7 +2,7 @@
  * The run store's Lua scripts (`lua/*.lua`, each file's header lists its keys and arguments):
  * each touches one hash slot (a run's `{runId}` keys or a tenant's `{t:<tenant>}` keys, see
  * core's keys.ts), so each is one atomic step on a Redis Cluster too; `admit-and-create-24`,
- * `finish-run-13` and `finish-run-release-18` (also the pool's slot) span both and run only on a
+ * `finish-run-14` and `finish-run-release-19` (also the pool's slot) span both and run only on a
  * server that checks no slots.
  */
 import { ownerFreshLua } from '@islet/core';
@@ -30,8 +30,8 @@ const COUNT_IN_WINDOW = countInWindowLua('KEYS[6]', 'counted');
 /** How long the admission's refresh of a session's owner stands (its ttl is ARGV[5]). */
 const OWNER_FRESH = ownerFreshLua('ARGV[5]');
 
-export const TRANSITION = loadScript('transition-3', { END_PUSH_MAX_BYTES, END3_MIN_BYTES });
-export const FINISH_RUN = loadScript('finish-run-13', {
+export const TRANSITION = loadScript('transition-4', { END_PUSH_MAX_BYTES, END3_MIN_BYTES });
+export const FINISH_RUN = loadScript('finish-run-14', {
   END_PUSH_MAX_BYTES,
   END3_MIN_BYTES,
   ...FINISH_TENANT_PARAMS,
@@ -39,12 +39,12 @@ export const FINISH_RUN = loadScript('finish-run-13', {
 export const FINISH_RUN_RELEASE = new LuaScript(finishRunReleaseSource('nil'));
 
 /**
- * `finish-run-release-18`'s text; `poolSeen` names the table its release notes a waiting key read
+ * `finish-run-release-19`'s text; `poolSeen` names the table its release notes a waiting key read
  * empty in ('nil': none), which a lease acquire later in the same script reads instead of the key
  * (`endCompleteStartScript`).
  */
 export function finishRunReleaseSource(poolSeen: string): string {
-  return luaSource('finish-run-release-18', {
+  return luaSource('finish-run-release-19', {
     END_PUSH_MAX_BYTES,
     END3_MIN_BYTES,
     ...FINISH_TENANT_PARAMS,

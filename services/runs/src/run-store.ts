@@ -38,6 +38,7 @@ import {
   admissionAnswer,
   admitCall,
   endFields,
+  endModeArg,
   pushArg,
   recordFields,
   summaryOf,
@@ -76,6 +77,8 @@ export type {
 export { DEFAULT_WRITE_FORMAT } from './run-store-types.ts';
 
 const DEFAULT_MAX_EVENTS_PER_RUN = 2000;
+/** The journal's and decisions' keys with their default prefix, the one the gateway and runner use. */
+const RUN_KEYS = journalKeys();
 
 export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOptions = {}) {
   const maxEvents = String(options.maxEventsPerRun ?? DEFAULT_MAX_EVENTS_PER_RUN);
@@ -252,6 +255,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
          */
         sentNoCall?: boolean;
         /**
+         * The caller knows the run has no decisions (the runner: its first plain attempt, no call
+         * sent, no wider access asked): the end sends no EXPIRE for the decisions hash (round 48,
+         * `endModeArg`). Absent: it may have some, and the end expires them.
+         */
+        noDecisions?: boolean;
+        /**
          * Told whether this end was the one written, once it is known: an end handed to the
          * worker's completion (`RunLease.deferEnd`) is written after `finish` returns.
          */
@@ -310,10 +319,12 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         // Joined by `concat` (one copy each), not spread: an array literal's spread in code V8 has
         // not optimized walks each array through its iterator, a result object an element (~3.4 KB
         // a run's end of the runner's garbage, test/bench/README.md round 37 `end-spreads`). The
-        // same keys and arguments, in the same order.
-        const endKeys = [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)].concat(
+        // same keys and arguments, in the same order. The run's decisions last (finish-run-14's
+        // KEYS[14], round 48): expired with its record at the end.
+        const endKeys = [keys.run(run.id), keys.runEvents(run.id), RUN_KEYS.journal(run.id)].concat(
           tenant.keys,
           charge.key,
+          RUN_KEYS.decisions(run.id),
         );
         const endArgs = (
           [
@@ -323,7 +334,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
             sealedEvent,
             maxEvents,
             retention,
-            pushArg(run.pushEnd, end.sentNoCall, writeFormat),
+            endModeArg(pushArg(run.pushEnd, end.sentNoCall, writeFormat), end.noDecisions),
           ] as (string | number)[]
         ).concat(tenant.args, charge.args);
         const lease = run.lease?.held() ? run.lease : undefined;
@@ -382,7 +393,7 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
       // only the end that won counts in the index.
-      const ended = await transition(run, fields, event);
+      const ended = await transition(run, fields, event, end.noDecisions);
       if (!ended) tenant.args[1] = '';
       const [recorded] = await Promise.all([
         FINISH_TENANT.run(redis, tenant.keys, tenant.args),

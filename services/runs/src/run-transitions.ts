@@ -10,6 +10,8 @@ import type { Redis } from 'ioredis';
 import { journalKeys } from './keys.ts';
 import { TRANSITION } from './run-store-scripts.ts';
 
+const RUN_KEYS = journalKeys();
+
 export function createRunTransitions(
   redis: Redis,
   shared: { maxEvents: string; retention: string; seal: (v: unknown) => string },
@@ -20,6 +22,7 @@ export function createRunTransitions(
     run: { id: string; tenant: string; pushEnd?: boolean },
     fields: Record<string, string>,
     event: { type: string; data: Record<string, unknown> },
+    noDecisions?: boolean,
   ): Promise<boolean> {
     const flat = Object.entries({ ...fields, updatedAt: String(Date.now()) }).flat();
     // Tagged `running`: a move to Running (a decision allowed, a call answered) ends no
@@ -33,8 +36,12 @@ export function createRunTransitions(
       redis,
       // The journal's key with its default prefix, the one the gateway and runner use: read for a
       // pushed end, and expired with the record and events at any end (a one-seal `call` event's
-      // data is read from it: call-event-reads.ts).
-      [keys.run(run.id), keys.runEvents(run.id), journalKeys().journal(run.id)],
+      // data is read from it: call-event-reads.ts). The decisions' likewise: expired at an end
+      // (round 48), never at a move to Running or Waiting; left out (no EXPIRE) when the caller
+      // knows the run has none (`noDecisions`: the run store's finish, run-store-args.ts `endModeArg`).
+      noDecisions
+        ? [keys.run(run.id), keys.runEvents(run.id), RUN_KEYS.journal(run.id)]
+        : [keys.run(run.id), keys.runEvents(run.id), RUN_KEYS.journal(run.id), RUN_KEYS.decisions(run.id)],
       (
         [message, channel, event.type, seal(event.data), maxEvents, retention, run.pushEnd ? '1' : '0'] as (
           | string

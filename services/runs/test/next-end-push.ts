@@ -5,7 +5,7 @@
  * layout-2 source's (`#s:<id>`) are the stored JSON texts spliced into the message as they are,
  * so the message holds no escaped copy of them and its reader parses it once (call-journal.ts
  * `callsOfPushed`); the record and the other fields as `end2` has them. Made from this release's
- * `finish-run-13` with only the message's build replaced. This release reads `end3`; only the next
+ * `finish-run-14` with only the message's build replaced. This release reads `end3`; only the next
  * one may write it (the two-release rule): not shipped in any script here.
  */
 import { LuaScript } from '@islet/core/lua-script';
@@ -15,7 +15,7 @@ import { FINISH_RUN } from '../src/run-store-scripts.ts';
 const build = /message = ARGV\[a\] \.\. ' end2 ' \.\. cjson\.encode\(\{run, journal\}\)/;
 if (!build.test(FINISH_RUN.source)) throw new Error("the end script's push moved: mend next-end-push.ts");
 
-/** The next release's end script (one server: `finish-run-13`). */
+/** The next release's end script (one server: `finish-run-14`). */
 export const NEXT_FINISH_RUN = new LuaScript(
   FINISH_RUN.source.replace(
     build,
@@ -43,7 +43,7 @@ export const NEXT_FINISH_RUN = new LuaScript(
 );
 
 /**
- * Until the returned function is called, `redis`'s end script calls (`finish-run-13` as the run
+ * Until the returned function is called, `redis`'s end script calls (`finish-run-14` as the run
  * store sends them, EVALSHA through `sendCommand`) run the next release's script instead.
  */
 export async function endLikeNextRelease(redis: Redis): Promise<() => void> {

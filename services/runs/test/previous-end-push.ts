@@ -2,7 +2,7 @@
  * A runner of the release before round 41 (`push-lean`) for the tests of a pushed end's readers:
  * its end script pushes `<id> end [record, journal]`, the whole record as the end leaves it (less
  * the write's `timings`), where this release's pushes `<id> end2` with only the fields the run's
- * execution and end wrote. Made from this release's `finish-run-13` with its END_FIELDS taking
+ * execution and end wrote. Made from this release's `finish-run-14` with its END_FIELDS taking
  * every name but `timings` and the previous tag: the same loops, so the same record in the same
  * order as the previous release's (includes/transition.lua before round 41).
  */
@@ -14,7 +14,7 @@ const fields = /local END_FIELDS = \{[^}]*\}/;
 if (!fields.test(FINISH_RUN.source) || !FINISH_RUN.source.includes("' end2 '"))
   throw new Error("the end script's END_FIELDS or its tag moved: mend previous-end-push.ts");
 
-/** The previous release's end script (one server: `finish-run-13`). */
+/** The previous release's end script (one server: `finish-run-14`). */
 export const PREVIOUS_FINISH_RUN = new LuaScript(
   FINISH_RUN.source
     .replace(
@@ -25,7 +25,7 @@ export const PREVIOUS_FINISH_RUN = new LuaScript(
 );
 
 /**
- * Until the returned function is called, `redis`'s end script calls (`finish-run-13`, as the run
+ * Until the returned function is called, `redis`'s end script calls (`finish-run-14`, as the run
  * store sends them: EVALSHA through `sendCommand`, core lua-script.ts) run the previous release's
  * script instead, with the same keys and arguments.
  */

@@ -1,9 +1,10 @@
--- writeTransition(k, a, f, push, old, before, firstOnly): a run's status change, once the caller saw
+-- writeTransition(k, a, f, push, old, before, firstOnly, d): a run's status change, once the caller saw
 -- it is not final (its status `old`; `before`: the record as the caller read it whole, or nil).
 -- `firstOnly`: the caller knows the journal holds its first attempt's count alone (no call was ever
 -- sent: includes/finish-run.lua), so the push carries it as it must be, unread.
 -- KEYS[k] run record, KEYS[k+1] events, KEYS[k+2] the run's journal (read with `push`; given an
---   end, expired with the record and events, whether pushed or not).
+--   end, expired with the record and events, whether pushed or not), KEYS[d] (`d`, optional) the
+--   run's decisions (expired with them at an end).
 -- ARGV[a] message (the run id, then optionally a space and a tag), ARGV[a+1] channel,
 --   ARGV[a+2] eventType, ARGV[a+3] sealedEventData, ARGV[a+4] maxlen, ARGV[a+5] ttlSeconds,
 --   ARGV[f..] field, value, ...
@@ -67,7 +68,7 @@ local function end3Message(head, journal)
   journal[last] = journal[last] .. ']]'
   return table.concat(journal, ',')
 end
-local function writeTransition(k, a, f, push, old, before, firstOnly)
+local function writeTransition(k, a, f, push, old, before, firstOnly, d)
   local last = #ARGV
   local newStatus = old
   -- the status this write leaves (the last one given wins, as in HSET), without reading it back
@@ -80,6 +81,16 @@ local function writeTransition(k, a, f, push, old, before, firstOnly)
   redis.call('HSET', KEYS[k], unpack(ARGV, f, last))
   local ended = newStatus == 'Completed' or newStatus == 'Failed' or newStatus == 'Cancelled'
   if ended then
+    -- The run's decisions (decision-store.ts) go one retention after its end, as its record does
+    -- (round 48): a request keeps them for its wait plus a retention, which a run answered early
+    -- and ended soon would otherwise outlive its record by (up to a decision's wait). Only a final
+    -- status gets here: a move to Waiting (a decision's stop, a round's job ended) or Running keeps
+    -- them. Sent unless the caller left `d` out, knowing the run has none (no record field says it
+    -- asked: the runner's first plain attempt that sent no call and asked no wider access, round 48
+    -- run-store-args.ts `endModeArg`); on a key that does not exist an EXPIRE writes nothing. First, so they are gone at the record's instant or before it, never after
+    -- (Redis 7.0 reads its clock for each EXPIRE). A settle after this end (closeRun's expiry of a
+    -- decision left pending) sets one retention from itself, as before.
+    if d then redis.call('EXPIRE', KEYS[d], ARGV[a + 5]) end
     redis.call('EXPIRE', KEYS[k], ARGV[a + 5])
     redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 5])
     -- The journal expires with the stream: a `call` event's one-seal form (complete-2.lua) holds

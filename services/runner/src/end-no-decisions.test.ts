@@ -1,0 +1,133 @@
+/**
+ * What the executor tells a run's end about its decisions (round 48 `decisions-end`): `noDecisions`
+ * only for the run's first plain attempt that sent no call and asked no wider access, so that end
+ * sends no EXPIRE for a decisions hash that cannot exist; a run that sent a call (a call's
+ * decision is asked on it), asked wider access (asked before its first attempt) or is on a later
+ * attempt (a decision round's job, a resume, a stalled job's take-over) is not told, and its end
+ * expires the hash. Read from what the end was told and from Redis's MONITOR (the EXPIREs the end's
+ * script sent). A fake engine, the real run store and journal on a real redis-server. Fails on
+ * f63d2625 (no `noDecisions`).
+ */
+import { createLogger, createMetrics, createRedis, generateSealKey, sealerFromConfig } from '@islet/core';
+import type { Engine, RunOutcome } from '@islet/engine';
+import { createCallJournal, createRunStore, journalKeys } from '@islet/runs';
+import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GatewayClient } from './gateway-client.ts';
+import { createRunExecutor } from './run-executor.ts';
+
+let server: RedisServer;
+let redis: Redis;
+beforeAll(async () => {
+  server = await startRedis({ appendOnly: false });
+  redis = createRedis(server.url);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+});
+
+const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+const signal = new AbortController().signal;
+
+/** Completed with 1; its program calls its binding once when its code is `'call'`. */
+const engine = {
+  execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
+    const calls = [];
+    if (code === 'call') {
+      const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
+      await opts?.onCall?.(call, undefined as never);
+      calls.push(call);
+    }
+    return {
+      status: 'completed',
+      valueJson: '1',
+      logs: [],
+      outputTruncated: false,
+      calls,
+      durationMs: 1,
+    } as unknown as RunOutcome;
+  },
+} as unknown as Engine;
+
+/** The keys of the EXPIREs Redis ran (scripts' included) while `body` ran, read from MONITOR. */
+async function expiredKeys(body: () => Promise<unknown>): Promise<string[]> {
+  const monitor = await redis.monitor();
+  const seen: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
+  try {
+    await body();
+    const mark = `mark-${Math.random()}`;
+    await redis.echo(mark);
+    for (let i = 0; i < 500 && !seen.some((a) => a[1] === mark); i++)
+      await new Promise((r) => setTimeout(r, 5));
+    expect(seen.some((a) => a[1] === mark)).toBe(true);
+  } finally {
+    monitor.disconnect();
+  }
+  return seen.filter((a) => a[0]?.toLowerCase() === 'expire').map((a) => a[1] as string);
+}
+
+describe('what the executor tells the end about decisions', () => {
+  it('noDecisions for a first plain attempt with no call and no wider access; else not, and the end expires the hash', async () => {
+    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
+    const runs = createRunStore(redis, sealer);
+    const journal = createCallJournal({ redis, sealer });
+    const told = new Map<string, boolean | undefined>();
+    const finish = runs.finish.bind(runs);
+    runs.finish = (run, end) => {
+      told.set(run.id, end.noDecisions);
+      return finish(run, end);
+    };
+    const gateway = {
+      call: async (
+        runId: string,
+        attempt: number,
+        call: { index: number; binding: string; argsJson: string },
+      ) => {
+        await journal.claim(runId, attempt, call);
+        return { outcome: { type: 'result', valueJson: '1' } };
+      },
+    } as unknown as GatewayClient;
+    const executor = createRunExecutor({
+      runs,
+      settings: { get: async () => ({}) } as never,
+      journal,
+      engineFor: () => engine,
+      gateway,
+      metrics: createMetrics({ component: 'end-no-decisions', defaults: false }),
+      logger: createLogger({ name: 'end-no-decisions-test', level: 'silent' }),
+    });
+    const cases = [
+      { id: 'plain', code: 'none', expected: true },
+      { id: 'called', code: 'call', expected: false },
+      { id: 'wider', code: 'none', wider: true, expected: false },
+      // A later attempt (a decision round's job, a resume): the record counts one attempt before it.
+      { id: 'again', code: 'none', attemptsBefore: 1, expected: false },
+    ];
+    for (const c of cases) {
+      const request = {
+        connections: [] as string[],
+        bindings: [{ binding: 'notes.read' }] as never[],
+        limits,
+        ...(c.wider ? { sandboxPermissions: 'workspace-write' as const } : {}),
+      };
+      await runs.create(runFixture(c.id, { code: c.code, request }));
+      if (c.attemptsBefore) await redis.hset(`islet:run:{${c.id}}`, 'attempts', String(c.attemptsBefore));
+      const expired = await expiredKeys(async () => {
+        const result = await executor.execute({
+          runId: c.id,
+          mode: 'read-only',
+          enqueuedAtMs: Date.now(),
+          cancel: signal,
+          handBack: signal,
+        });
+        expect(result, c.id).toBe('completed');
+      });
+      expect(told.get(c.id), c.id).toBe(c.expected);
+      expect(expired, c.id).toContain(`islet:run:{${c.id}}`);
+      expect(expired.includes(journalKeys().decisions(c.id)), c.id).toBe(!c.expected);
+    }
+  });
+});
