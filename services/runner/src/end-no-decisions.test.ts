@@ -14,6 +14,7 @@ import { createCallJournal, createRunStore, journalKeys } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { luaDuring } from '../../runs/test/lua-during.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 
@@ -51,22 +52,10 @@ const engine = {
   },
 } as unknown as Engine;
 
-/** The keys of the EXPIREs Redis ran (scripts' included) while `body` ran, read from MONITOR. */
+/** The keys of the EXPIREs Redis ran from scripts while `body` ran (MONITOR, up to an end marker). */
 async function expiredKeys(body: () => Promise<unknown>): Promise<string[]> {
-  const monitor = await redis.monitor();
-  const seen: string[][] = [];
-  monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
-  try {
-    await body();
-    const mark = `mark-${Math.random()}`;
-    await redis.echo(mark);
-    for (let i = 0; i < 500 && !seen.some((a) => a[1] === mark); i++)
-      await new Promise((r) => setTimeout(r, 5));
-    expect(seen.some((a) => a[1] === mark)).toBe(true);
-  } finally {
-    monitor.disconnect();
-  }
-  return seen.filter((a) => a[0]?.toLowerCase() === 'expire').map((a) => a[1] as string);
+  const ran = await luaDuring(redis, body);
+  return ran.filter((a) => a[0]?.toLowerCase() === 'expire').map((a) => a[1] as string);
 }
 
 describe('what the executor tells the end about decisions', () => {

@@ -13,6 +13,7 @@
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { luaDuring } from '../test/lua-during.ts';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { createTestSealer } from '../test/test-sealer.ts';
 import { createDecisionStore } from './decision-store.ts';
@@ -31,23 +32,10 @@ const end = {
   text: '1',
 };
 
-/** The keys of the EXPIREs Redis ran (scripts' included) while `body` ran, read from MONITOR. */
+/** The keys of the EXPIREs Redis ran from scripts while `body` ran (MONITOR, up to an end marker). */
 async function expiredKeys(redis: Redis, body: () => Promise<unknown>): Promise<string[]> {
-  const monitor = await redis.monitor();
-  const seen: string[][] = [];
-  monitor.on('monitor', (_time: string, args: string[]) => seen.push(args));
-  try {
-    await body();
-    // A mark sent after the body: once MONITOR shows it, it has shown everything before it.
-    const mark = `mark-${Math.random()}`;
-    await redis.echo(mark);
-    for (let i = 0; i < 500 && !seen.some((a) => a[1] === mark); i++)
-      await new Promise((r) => setTimeout(r, 5));
-    expect(seen.some((a) => a[1] === mark)).toBe(true);
-  } finally {
-    monitor.disconnect();
-  }
-  return seen.filter((a) => a[0]?.toLowerCase() === 'expire').map((a) => a[1] as string);
+  const ran = await luaDuring(redis, body);
+  return ran.filter((a) => a[0]?.toLowerCase() === 'expire').map((a) => a[1] as string);
 }
 
 describe("a run's end and its decisions' EXPIRE", () => {
