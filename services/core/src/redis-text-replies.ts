@@ -34,6 +34,7 @@ import type { Redis } from 'ioredis';
 import dataHandlerModule from 'ioredis/built/DataHandler.js';
 // ioredis's parser, the version its DataHandler uses (core depends on it at ioredis's range).
 import RedisParserImpl from 'redis-parser';
+import { readRepliesDirect } from './redis-direct-read.ts';
 
 interface ReplyRouter {
   redis: unknown;
@@ -164,4 +165,14 @@ export function readRepliesAsText(redis: Redis): { switched: () => number } {
   const live = redis as unknown as Connection;
   if ((redis.status === 'connect' || redis.status === 'ready') && live.commandQueue.length === 0) apply();
   return { switched: () => switched };
+}
+
+/**
+ * A hot connection's reads, both ways: read with no stream push or tick (`readRepliesDirect`), then
+ * parsed straight to text (`readRepliesAsText`), in that order at each socket's `'connect'`. What
+ * the gateway's and runner's store connections and the runner's blocking pop use.
+ */
+export function readRepliesFast(redis: Redis): void {
+  readRepliesDirect(redis);
+  readRepliesAsText(redis);
 }

@@ -12,8 +12,8 @@ import {
   type Logger,
   migrateKeyLayout,
   type Redis,
-  readRepliesAsText,
   readRepliesDirect,
+  readRepliesFast,
   redisDurabilityProblems,
   redisPinger,
   sealerFromConfig,
@@ -59,9 +59,8 @@ export async function createGatewayDeps(
 ): Promise<GatewayDeps & { redis: Redis; close(): Promise<void> }> {
   const redis = createRedis(config);
   // Its replies (a binding call's claim and outcome among them) read with no stream push or tick.
-  readRepliesDirect(redis);
   // …and parsed straight to text for the commands that ask for text (core's redis-text-replies.ts).
-  readRepliesAsText(redis);
+  readRepliesFast(redis);
   const subscriber = createRedis(config);
   // Where a waiter's end push (and every other channel's message) arrives: read the same way.
   readRepliesDirect(subscriber);

@@ -9,8 +9,7 @@ import {
   createSettingsCache,
   createSettingsStore,
   loadConfig,
-  readRepliesAsText,
-  readRepliesDirect,
+  readRepliesFast,
   redisPinger,
   scrubSecretEnv,
   sealerFromConfig,
@@ -46,9 +45,8 @@ const logger = createLogger({ name: 'runner', level: config.ISLET_LOG_LEVEL });
 if (hardening.notes.length > 0) logger.warn({ hardening }, 'process hardening incomplete');
 const redis = createRedis(config);
 // The stores' connection (a run's end and journal writes): replies read with no stream push or tick.
-readRepliesDirect(redis);
 // …and parsed straight to text for the commands that ask for text (core's redis-text-replies.ts).
-readRepliesAsText(redis);
+readRepliesFast(redis);
 // islet_redis_up / islet_redis_ping_seconds: what this runner sees of Redis, at scrape time.
 const metrics = createMetrics({ component: 'runner', pingRedis: redisPinger(redis) });
 // Settings changes arrive here (pub/sub) and drop the runner's cached settings.

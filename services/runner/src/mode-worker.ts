@@ -4,7 +4,7 @@
  */
 
 import { hostname } from 'node:os';
-import { createRedis, type Redis, readRepliesAsText, readRepliesDirect } from '@islet/core';
+import { createRedis, type Redis, readRepliesFast } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName, type SandboxMode } from '@islet/protocol';
 import { handOffFixedTerms, jobRunId, liveChannelOf, type RunJobData } from '@islet/runs';
 import { Queue } from 'bullmq';
@@ -32,9 +32,8 @@ export function createModeWorker(
   const connection = createRedis(config);
   // Its replies (the fetch's, the end's script replies) read with no stream push or tick (core's
   // redis-direct-read.ts); so are the blocking pop's, on BullMQ's duplicate of it, below.
-  readRepliesDirect(connection);
   // Text replies parsed as text, no Buffer a value first (core's redis-text-replies.ts).
-  readRepliesAsText(connection);
+  readRepliesFast(connection);
   const gate = gateFor(ctx, mode);
   const worker: ParkingWorker<RunJobData> = new ParkingWorker<RunJobData>(
     runQueueName(mode),
@@ -52,10 +51,7 @@ export function createModeWorker(
   worker.gate = gate;
   // Made (and connecting) in the Worker's constructor: switched before its first socket connects.
   const blocking = blockingClientOf(worker);
-  if (blocking) {
-    readRepliesDirect(blocking);
-    readRepliesAsText(blocking);
-  }
+  if (blocking) readRepliesFast(blocking);
   const fairShare = ctx.share;
   const fetchedStart = executor.fetchedStart;
   // On one server with the fair share on, a fetch also takes a run's lease and begins its

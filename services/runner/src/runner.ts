@@ -28,8 +28,7 @@ import {
   type IsletConfig,
   type Logger,
   type Metrics,
-  readRepliesAsText,
-  readRepliesDirect,
+  readRepliesFast,
 } from '@islet/core';
 import type { SandboxMode } from '@islet/protocol';
 import type { FailedJobSource, RunJobData } from '@islet/runs';
@@ -116,8 +115,7 @@ export function createRunner(deps: RunnerDeps) {
       };
       const shareConnection = createRedis(config);
       // A run's lease and release replies read with no stream push or tick (core's redis-direct-read.ts).
-      readRepliesDirect(shareConnection);
-      readRepliesAsText(shareConnection);
+      readRepliesFast(shareConnection);
       connections.push(shareConnection);
       shareConnection.on('error', (err) => logger.warn({ err: err.message }, 'fair-share connection error'));
       const share = (deps.createShare ?? createFairShare)({
