@@ -7,6 +7,13 @@ import { type Cluster, startCluster } from '@islet/devstack';
 import { codeRunRecordSchema } from '@islet/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Api, api, type Loose, readSse, sleep, startAppServer, until } from './helpers.ts';
+import {
+  expectClientCallAcross,
+  expectIdempotentAcross,
+  expectSessionPages,
+  expectSpreadRunsComplete,
+  type TwoGateways,
+} from './two-gateways.ts';
 
 let cluster: Cluster;
 let a: Api; // dev tenant on gateway 0
@@ -14,6 +21,7 @@ let b: Api; // dev tenant on gateway 1
 let other: Api; // another tenant
 let otherKey: string;
 let app: Awaited<ReturnType<typeof startAppServer>>;
+let g: TwoGateways; // the cases shared with redis-cluster.test.ts
 
 const base = (extra: Record<string, unknown> = {}) => ({
   code: 'return 1',
@@ -37,6 +45,7 @@ beforeAll(async () => {
   });
   a = api(cluster.gatewayUrls[0]!, cluster.devKey);
   b = api(cluster.gatewayUrls[1]!, cluster.devKey);
+  g = { a, b, cluster, base };
   const t = await a('POST', '/v1/admin/tenants', { id: 'globex', name: 'Globex' });
   expect(t.status).toBe(201);
   const k = await b('POST', '/v1/admin/tenants/globex/keys', {
@@ -93,22 +102,7 @@ describe('runs across two gateways and several runners', () => {
   });
 
   it('without Prefer answers 202 at once; many runs spread over runners and all complete', async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < 12; i++) {
-      const res = await (i % 2 ? a : b)(
-        'POST',
-        '/v1/runs',
-        base({ code: `return ${i} * 2`, callId: `c-${i}` }),
-      );
-      expect(res.status).toBe(202);
-      expect(res.body.status).toBe('Running');
-      ids.push(res.body.id);
-    }
-    const done = await until(async () => {
-      const all = await Promise.all(ids.map((id) => a('GET', `/v1/code-runs/${id}`)));
-      return all.every((r) => r.body.status === 'Completed') && all;
-    });
-    expect(done.map((r) => r.body.result.value)).toEqual(ids.map((_, i) => i * 2));
+    await expectSpreadRunsComplete(g, 20_000);
   });
 
   it('maps failures to Code Mode reasons and run_code texts', async () => {
@@ -134,24 +128,13 @@ describe('runs across two gateways and several runners', () => {
   });
 
   it('an Idempotency-Key returns the same run from any gateway', async () => {
-    const headers = { 'idempotency-key': `idem-${Date.now()}` };
-    const first = await a('POST', '/v1/runs', base({ code: 'return "once"' }), headers);
-    const second = await b('POST', '/v1/runs', base({ code: 'return "once"' }), headers);
-    expect(first.status).toBe(202);
-    expect(second.body.id).toBe(first.body.id);
-    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    const first = await expectIdempotentAcross(g);
     const list = await a('GET', '/v1/sessions/sess-1/code-runs?limit=100');
-    expect(list.body.items.filter((r: Loose) => r.id === first.body.id)).toHaveLength(1);
+    expect(list.body.items.filter((r: Loose) => r.id === first)).toHaveLength(1);
   });
 
   it('lists a session page by page', async () => {
-    const session = `pages-${Date.now()}`;
-    for (let i = 0; i < 3; i++) await a('POST', '/v1/runs', base({ sessionId: session, callId: `p${i}` }));
-    const p1 = await b('GET', `/v1/sessions/${session}/code-runs?limit=2`);
-    expect(p1.body.items.map((r: Loose) => r.callId)).toEqual(['p0', 'p1']);
-    const p2 = await b('GET', `/v1/sessions/${session}/code-runs?limit=2&cursor=${p1.body.nextCursor}`);
-    expect(p2.body.items.map((r: Loose) => r.callId)).toEqual(['p2']);
-    expect(p2.body.nextCursor).toBeNull();
+    const session = await expectSessionPages(g);
     expect((await other('GET', `/v1/sessions/${session}/code-runs`)).body.items).toEqual([]);
   });
 
@@ -291,54 +274,7 @@ describe('connections', () => {
   });
 
   it('client: the call goes out on the event stream and is answered through the other gateway; SSE resumes with Last-Event-ID', async () => {
-    const conn = await connection({
-      name: 'Phone',
-      kind: 'client',
-      tools: [{ name: 'ask', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }],
-    });
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      base({
-        code: 'const r = await apps.phone.ask({ q: "name?" }); console.log("got", r.name); return r.name.toUpperCase()',
-        connections: [conn.id],
-      }),
-    );
-    const id = res.body.id;
-    const url0 = `${cluster.gatewayUrls[0]}/v1/code-runs/${id}/events`;
-    const url1 = `${cluster.gatewayUrls[1]}/v1/code-runs/${id}/events`;
-    const firstPart = await readSse(url0, cluster.devKey, { until: (e) => e.event === 'call.requested' });
-    const requested = firstPart.at(-1)!;
-    expect(requested.data).toMatchObject({
-      index: 0,
-      binding: 'phone.ask',
-      arguments: { q: 'name?' },
-      idempotencyKey: `${id}:0`,
-    });
-    // A wrong tenant cannot answer; a malformed answer is a 400; the right answer goes to gateway 1.
-    expect(
-      (await other('POST', `/v1/code-runs/${id}/calls/0/result`, { result: { name: 'eve' } })).status,
-    ).toBe(404);
-    expect((await b('POST', `/v1/code-runs/${id}/calls/0/result`, { nope: 1 })).status).toBe(400);
-    const answered = await b('POST', `/v1/code-runs/${id}/calls/0/result`, { result: { name: 'ada' } });
-    expect(answered.status).toBe(202);
-    expect((await a('POST', `/v1/code-runs/${id}/calls/0/result`, { result: { name: 'bob' } })).status).toBe(
-      409,
-    );
-    // Resume on the other gateway after the last event seen: no repeats, through to the end.
-    const rest = await readSse(url1, cluster.devKey, {
-      lastEventId: requested.id,
-      until: (e) => e.event === 'end',
-    });
-    const seen = new Set(firstPart.map((e) => e.id));
-    expect(rest.every((e) => !seen.has(e.id))).toBe(true);
-    expect(rest.map((e) => e.event)).toContain('call');
-    expect(rest.at(-1)).toMatchObject({ event: 'end', data: { status: 'Completed' } });
-    const rec = await a('GET', `/v1/code-runs/${id}`);
-    expect(rec.body.result.value).toBe('ADA');
-    // The full stream replays from the start for a late reader.
-    const full = await readSse(url1, cluster.devKey, { until: (e) => e.event === 'end' });
-    expect(full.map((e) => e.id)).toEqual([...firstPart, ...rest].map((e) => e.id));
+    await expectClientCallAcross(g, other);
   });
 
   it('ask: the run waits for a decision and says so on its stream', async () => {

@@ -11,21 +11,20 @@
  * 9f886855: its live runner holds no channel ("expected 0 to be 1"); with the check off the submit
  * is handed to the dead registration (its lock the killed worker's token, not null).
  */
-import { keys, type Redis } from '@islet/core';
+import type { Redis } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  followed,
   holders,
-  IDLE,
-  jobEvents,
+  killedRunnerTakesNoSubmit,
   oneRunnerCluster,
+  previousRunnerOnly,
   QUEUE,
   reclaimsCounted,
   registered,
   submitOne,
 } from './handoff-watch.ts';
-import { hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import { hasCommit, type MixedReleases } from './mixed-releases.ts';
 
 const LIVE = { ISLET_HANDOFF_LIVE_CHECK: 'on' };
 const PREVIOUS = process.env.ISLET_HANDOFF_LIVE_PREVIOUS_RELEASE ?? '9f886855';
@@ -40,34 +39,10 @@ describe('a runner killed while registered idle, beside a gateway checking liven
     redis = started?.redis;
   });
 
+  // Redis drops the dead runner's connections (its subscription with them) while its registration
+  // still stands (its expiry is seconds off): the case round 45 took back. Here the add drops it.
   it('takes no submit: the add drops its registration, the restarted runner fetches the job and runs it once', async () => {
-    const c = cluster!;
-    expect((await submit(c, 'wait=30')).body.status).toBe('Completed');
-    const killed = await registered(redis!);
-    // A live worker holds its channel.
-    expect(await holders(redis!, killed)).toBe(1);
-    await c.killRunner(0, 'SIGKILL');
-    // Redis dropped the dead runner's connections (its subscription with them); its registration
-    // still stands (its expiry is seconds off): the case round 45 took back.
-    while ((await holders(redis!, killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
-    expect(await redis!.zscore(IDLE, killed)).not.toBeNull();
-    const before = await reclaimsCounted(c);
-    const { status, body } = await submit(c);
-    expect(status).toBe(202);
-    const id = body.id;
-    // Not handed: no lock, the dead registration gone with the add.
-    expect(await redis!.get(`${QUEUE}${id}:lock`)).toBeNull();
-    expect(await redis!.zscore(IDLE, killed)).toBeNull();
-    await c.restartRunner(0);
-    expect(await followed(c, id)).toBe('Completed');
-    // Its first attempt, fetched; never moved back from active, never stalled; nothing taken back.
-    const seen = await jobEvents(redis!, id);
-    expect(seen).not.toContain('waiting<-active');
-    expect(seen).not.toContain('stalled');
-    expect(await redis!.hget(`${QUEUE}${id}`, 'ats')).toBe('1');
-    expect(await redis!.hget(keys.run(id), 'attempts')).toBe('1');
-    expect(await reclaimsCounted(c)).toBe(before);
-    expect(c.output('gateway', 0)).not.toContain('handed job taken back');
+    await killedRunnerTakesNoSubmit(cluster!, redis!, submit);
   }, 150_000);
 });
 
@@ -76,15 +51,9 @@ let mixed: MixedReleases | undefined;
 describe.skipIf(!hasCommit(PREVIOUS))(
   `${PREVIOUS}'s runner beside this release's gateway checking liveness`,
   () => {
-    beforeAll(async () => {
-      mixed = await startMixed(PREVIOUS, LIVE);
-      redis = mixed.redis;
-      // This release's runner stopped: the previous release's is the one registered idle.
-      await mixed.head.killRunner(0, 'SIGTERM');
-    }, 180_000);
-
-    afterAll(async () => {
-      await mixed?.stop();
+    previousRunnerOnly(PREVIOUS, LIVE, (started) => {
+      mixed = started;
+      redis = started.redis;
     });
 
     it(`${PREVIOUS}'s registrations hold no channel and take no job; its runs complete (fetched), none lost`, async () => {

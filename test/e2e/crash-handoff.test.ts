@@ -24,19 +24,19 @@
  */
 import { keys, type Redis } from '@islet/core';
 import type { Cluster } from '@islet/devstack';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   followed,
-  holders,
-  IDLE,
   jobEvents,
+  killedRunnerTakesNoSubmit,
   oneRunnerCluster,
+  previousRunnerOnly,
   QUEUE,
   reclaimsCounted,
   registered,
   submitOne,
 } from './handoff-watch.ts';
-import { hasCommit, type MixedReleases, startMixed } from './mixed-releases.ts';
+import { hasCommit, type MixedReleases } from './mixed-releases.ts';
 
 let cluster: Cluster | undefined;
 let redis: Redis | undefined;
@@ -90,33 +90,9 @@ describe('a runner killed while registered idle, the gateway at its defaults (th
     redis = started?.redis;
   });
 
+  // What 6b60376a's default add hands a job (its lock the killed worker's token, +1 on the counter).
   it('takes no submit: nothing handed to it, nothing taken back (0 on the counter), the run once on the new runner', async () => {
-    const c = cluster!;
-    expect((await submit(c, 'wait=30')).body.status).toBe('Completed');
-    const before = await reclaimsCounted(c);
-    const killed = await registered(redis!);
-    expect(await holders(redis!, killed)).toBe(1);
-    await c.killRunner(0, 'SIGKILL');
-    // Redis read the dead runner's closed connections (its subscription went with them); its
-    // registration still stands (seconds off its expiry): what 6b60376a's default add hands a job.
-    while ((await holders(redis!, killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
-    expect(await redis!.zscore(IDLE, killed)).not.toBeNull();
-    const { status, body } = await submit(c);
-    expect(status).toBe(202);
-    const id = body.id;
-    // Not handed: no lock (6b60376a: the killed worker's token), the registration dropped by the add.
-    expect(await redis!.get(`${QUEUE}${id}:lock`)).toBeNull();
-    expect(await redis!.zscore(IDLE, killed)).toBeNull();
-    await c.restartRunner(0);
-    expect(await followed(c, id)).toBe('Completed');
-    const seen = await events(id);
-    expect(seen).not.toContain('waiting<-active');
-    expect(seen).not.toContain('stalled');
-    expect(await redis!.hget(`${QUEUE}${id}`, 'ats')).toBe('1');
-    expect(await redis!.hget(keys.run(id), 'attempts')).toBe('1');
-    // The take-backs counted on the gateway's /metrics: none (6b60376a: +1).
-    expect((await reclaimsCounted(c)) - before).toBe(0);
-    expect(c.output('gateway', 0)).not.toContain('handed job taken back');
+    await killedRunnerTakesNoSubmit(cluster!, redis!, submit);
   }, 150_000);
 });
 
@@ -134,16 +110,9 @@ describe('a runner killed while registered idle for the hand-off, the liveness c
 let mixed: MixedReleases | undefined;
 
 describe.skipIf(!hasCommit(PREVIOUS))(`${PREVIOUS}'s runner killed beside this release's gateway`, () => {
-  beforeAll(async () => {
-    mixed = await startMixed(PREVIOUS, CHECK_OFF);
-    redis = mixed.redis;
-    // This release's runner stopped (its close removes its registration): the previous release's
-    // is the one registered idle.
-    await mixed.head.killRunner(0, 'SIGTERM');
-  }, 180_000);
-
-  afterAll(async () => {
-    await mixed?.stop();
+  previousRunnerOnly(PREVIOUS, CHECK_OFF, (started) => {
+    mixed = started;
+    redis = started.redis;
   });
 
   it(`a run handed to ${PREVIOUS}'s killed runner is taken back by this release's gateway and runs once`, async () => {

@@ -3,12 +3,13 @@
  * live-check-mixed, crash-handoff, crash-handoff-live): the idle registrations as stored, whether a
  * submit handed its job (the submit's script pushed the fetch's answer to a worker's hand-off key: a
  * `ZADD …:handoff:<worker>` a script sent, MONITOR), a worker's live channel, a job's BullMQ events,
- * the gateway's take-back counter and a run followed to its end.
+ * the gateway's take-back counter and a run followed to its end; and the two crash-handoff files'
+ * shared set-ups and their one shared case (a killed runner's registration beside the check).
  */
-import { createRedis } from '@islet/core';
+import { createRedis, keys } from '@islet/core';
 import { type Cluster, startCluster } from '@islet/devstack';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { call } from './mixed-releases.ts';
+import { call, type MixedReleases, startMixed } from './mixed-releases.ts';
 
 type Redis = ReturnType<typeof createRedis>;
 /** The read-only mode's BullMQ queue prefix (its keys `<QUEUE><jobId>`, `<QUEUE>events`, ...). */
@@ -145,4 +146,63 @@ export async function submitOne(c: Cluster, description: string, sessionId: stri
     prefer ? { prefer } : {},
   );
   return { status: res.status, body: JSON.parse(res.text) as { id: string; status: string } };
+}
+
+/**
+ * Call inside a describe: its hooks start `previous`'s release beside this one's (startMixed, this
+ * release's gateway with `headEnv`) and stop this release's runner (SIGTERM: its close removes its
+ * registration), so the previous release's runner is the one registered idle; the releases are
+ * given to `set` once up, and stopped after.
+ */
+export function previousRunnerOnly(
+  previous: string,
+  headEnv: Record<string, string>,
+  set: (mixed: MixedReleases) => void,
+): void {
+  let mixed: MixedReleases | undefined;
+  beforeAll(async () => {
+    mixed = await startMixed(previous, headEnv);
+    set(mixed);
+    await mixed.head.killRunner(0, 'SIGTERM');
+  }, 180_000);
+  afterAll(async () => {
+    await mixed?.stop();
+  });
+}
+
+/**
+ * A runner (its only one) killed (SIGKILL) while registered idle beside `c`'s gateway checking the
+ * registration's liveness: the runner holds its live channel while alive and none once Redis read its
+ * closed connections; its registration still stands (seconds off its expiry: what a gateway without
+ * the check hands a job), yet the next submit is not handed (no lock, the registration dropped by the
+ * add); the restarted runner fetches the job and runs it once: its first attempt, never moved back
+ * from active, never stalled, nothing taken back (the gateway's take-back counter and log unchanged).
+ */
+export async function killedRunnerTakesNoSubmit(
+  c: Cluster,
+  redis: Redis,
+  submit: (c: Cluster, prefer?: string) => Promise<{ status: number; body: { id: string; status: string } }>,
+): Promise<void> {
+  expect((await submit(c, 'wait=30')).body.status).toBe('Completed');
+  const before = await reclaimsCounted(c);
+  const killed = await registered(redis);
+  // A live worker holds its channel.
+  expect(await holders(redis, killed)).toBe(1);
+  await c.killRunner(0, 'SIGKILL');
+  while ((await holders(redis, killed)) !== 0) await new Promise((r) => setTimeout(r, 20));
+  expect(await redis.zscore(IDLE, killed)).not.toBeNull();
+  const { status, body } = await submit(c);
+  expect(status).toBe(202);
+  const id = body.id;
+  expect(await redis.get(`${QUEUE}${id}:lock`)).toBeNull();
+  expect(await redis.zscore(IDLE, killed)).toBeNull();
+  await c.restartRunner(0);
+  expect(await followed(c, id)).toBe('Completed');
+  const seen = await jobEvents(redis, id);
+  expect(seen).not.toContain('waiting<-active');
+  expect(seen).not.toContain('stalled');
+  expect(await redis.hget(`${QUEUE}${id}`, 'ats')).toBe('1');
+  expect(await redis.hget(keys.run(id), 'attempts')).toBe('1');
+  expect(await reclaimsCounted(c)).toBe(before);
+  expect(c.output('gateway', 0)).not.toContain('handed job taken back');
 }

@@ -30,12 +30,20 @@ import {
   until,
 } from './helpers.ts';
 import { clusterRedisConfig } from './redis-cluster-config.ts';
+import {
+  expectClientCallAcross,
+  expectIdempotentAcross,
+  expectSessionPages,
+  expectSpreadRunsComplete,
+  type TwoGateways,
+} from './two-gateways.ts';
 
 let redis: RedisCluster;
 let cluster: Cluster;
 let a: Api; // dev tenant on gateway 0
 let b: Api; // dev tenant on gateway 1
 let app: Awaited<ReturnType<typeof startAppServer>>;
+let g: TwoGateways; // the cases shared with cluster.test.ts
 /**
  * The App's `hold` tool answers only when the test lets it: a hold never ends on a timer that a
  * loaded machine could outlast while the test is still filling the pool.
@@ -102,6 +110,7 @@ beforeAll(async () => {
   });
   a = api(cluster.gatewayUrls[0]!, cluster.devKey);
   b = api(cluster.gatewayUrls[1]!, cluster.devKey);
+  g = { a, b, cluster, base };
 }, 120_000);
 
 afterAll(async () => {
@@ -134,40 +143,14 @@ describe('runs on a Redis Cluster', () => {
     expect(events.at(-1)).toMatchObject({ event: 'end', data: { status: 'Completed' } });
 
     // 202 + polling, across both gateways; the runs' own keys live on more than one master.
-    const ids: string[] = [];
-    for (let i = 0; i < 12; i++) {
-      const r = await (i % 2 ? a : b)(
-        'POST',
-        '/v1/runs',
-        base({ code: `return ${i} * 2`, callId: `c-${i}` }),
-      );
-      expect(r.status).toBe(202);
-      ids.push(r.body.id);
-    }
-    const done = await until(async () => {
-      const all = await Promise.all(ids.map((id) => a('GET', `/v1/code-runs/${id}`)));
-      return all.every((r) => r.body.status === 'Completed') && all;
-    }, 40_000);
-    expect(done.map((r) => r.body.result.value)).toEqual(ids.map((_, i) => i * 2));
+    const ids = await expectSpreadRunsComplete(g, 40_000);
     const masters = new Set(await Promise.all(ids.map((id) => redis.masterOf(keys.run(id)))));
     expect(masters.size).toBeGreaterThan(1);
   });
 
   it('an Idempotency-Key returns the same run from either gateway; a session lists page by page', async () => {
-    const headers = { 'idempotency-key': `idem-${Date.now()}` };
-    const first = await a('POST', '/v1/runs', base({ code: 'return "once"' }), headers);
-    const second = await b('POST', '/v1/runs', base({ code: 'return "once"' }), headers);
-    expect(first.status).toBe(202);
-    expect(second.body.id).toBe(first.body.id);
-    expect(second.headers.get('idempotent-replayed')).toBe('true');
-
-    const session = `pages-${Date.now()}`;
-    for (let i = 0; i < 3; i++) await a('POST', '/v1/runs', base({ sessionId: session, callId: `p${i}` }));
-    const p1 = await b('GET', `/v1/sessions/${session}/code-runs?limit=2`);
-    expect(p1.body.items.map((r: Loose) => r.callId)).toEqual(['p0', 'p1']);
-    const p2 = await b('GET', `/v1/sessions/${session}/code-runs?limit=2&cursor=${p1.body.nextCursor}`);
-    expect(p2.body.items.map((r: Loose) => r.callId)).toEqual(['p2']);
-    expect(p2.body.nextCursor).toBeNull();
+    await expectIdempotentAcross(g);
+    await expectSessionPages(g);
   });
 
   it('in-flight quota: a tenant at its limit gets 429 with Retry-After; its runs still end', async () => {
@@ -224,39 +207,8 @@ describe('binding calls on a Redis Cluster', () => {
   });
 
   it('client: the call goes out on the event stream, is answered through the other gateway, SSE resumes', async () => {
-    const conn = await createConnection(a, {
-      name: 'Phone',
-      kind: 'client',
-      tools: [{ name: 'ask', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }],
-    });
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      base({
-        code: 'const r = await apps.phone.ask({ q: "name?" }); return r.name.toUpperCase()',
-        connections: [conn.id],
-      }),
-    );
-    const id = res.body.id;
-    const firstPart = await readSse(`${cluster.gatewayUrls[0]}/v1/code-runs/${id}/events`, cluster.devKey, {
-      until: (e) => e.event === 'call.requested',
-    });
-    const requested = firstPart.at(-1)!;
-    expect(requested.data).toMatchObject({ index: 0, binding: 'phone.ask', idempotencyKey: `${id}:0` });
-    expect((await b('POST', `/v1/code-runs/${id}/calls/0/result`, { result: { name: 'ada' } })).status).toBe(
-      202,
-    );
-    expect((await a('POST', `/v1/code-runs/${id}/calls/0/result`, { result: { name: 'bob' } })).status).toBe(
-      409,
-    );
-    const rest = await readSse(`${cluster.gatewayUrls[1]}/v1/code-runs/${id}/events`, cluster.devKey, {
-      lastEventId: requested.id,
-      until: (e) => e.event === 'end',
-    });
-    const seen = new Set(firstPart.map((e) => e.id));
-    expect(rest.every((e) => !seen.has(e.id))).toBe(true);
-    expect(rest.at(-1)).toMatchObject({ event: 'end', data: { status: 'Completed' } });
-    expect((await a('GET', `/v1/code-runs/${id}`)).body.result.value).toBe('ADA');
+    // Another tenant's key, refused the call's answer.
+    await expectClientCallAcross(g, (await newTenant('wrong-rc')).api);
   });
 
   it('a Code Mode decision: the run stops, is decided on the other gateway, replays and completes; nothing sent twice', async () => {
