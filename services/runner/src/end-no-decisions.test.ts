@@ -8,49 +8,24 @@
  * script sent). A fake engine, the real run store and journal on a real redis-server. Fails on
  * f63d2625 (no `noDecisions`).
  */
-import { createLogger, createMetrics, createRedis, generateSealKey, sealerFromConfig } from '@islet/core';
-import type { Engine, RunOutcome } from '@islet/engine';
-import { createCallJournal, createRunStore, journalKeys } from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { journalKeys } from '@islet/runs';
+import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { luaDuring } from '../../runs/test/lua-during.ts';
-import type { GatewayClient } from './gateway-client.ts';
-import { createRunExecutor } from './run-executor.ts';
+import { onRedisServer } from '../../runs/test/test-redis.ts';
+import { callOnceEngine, endsTold, executorOf, journalingGateway, stores } from '../test/executor-fakes.ts';
 
-let server: RedisServer;
 let redis: Redis;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+onRedisServer(
+  (client) => {
+    redis = client;
+  },
+  { appendOnly: false },
+);
 
 const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
 const signal = new AbortController().signal;
-
-/** Completed with 1; its program calls its binding once when its code is `'call'`. */
-const engine = {
-  execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
-    const calls = [];
-    if (code === 'call') {
-      const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
-      await opts?.onCall?.(call, undefined as never);
-      calls.push(call);
-    }
-    return {
-      status: 'completed',
-      valueJson: '1',
-      logs: [],
-      outputTruncated: false,
-      calls,
-      durationMs: 1,
-    } as unknown as RunOutcome;
-  },
-} as unknown as Engine;
 
 /** The keys of the EXPIREs Redis ran from scripts while `body` ran (MONITOR, up to an end marker). */
 async function expiredKeys(body: () => Promise<unknown>): Promise<string[]> {
@@ -60,33 +35,12 @@ async function expiredKeys(body: () => Promise<unknown>): Promise<string[]> {
 
 describe('what the executor tells the end about decisions', () => {
   it('noDecisions for a first plain attempt with no call and no wider access; else not, and the end expires the hash', async () => {
-    const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-    const runs = createRunStore(redis, sealer);
-    const journal = createCallJournal({ redis, sealer });
-    const told = new Map<string, boolean | undefined>();
-    const finish = runs.finish.bind(runs);
-    runs.finish = (run, end) => {
-      told.set(run.id, end.noDecisions);
-      return finish(run, end);
-    };
-    const gateway = {
-      call: async (
-        runId: string,
-        attempt: number,
-        call: { index: number; binding: string; argsJson: string },
-      ) => {
-        await journal.claim(runId, attempt, call);
-        return { outcome: { type: 'result', valueJson: '1' } };
-      },
-    } as unknown as GatewayClient;
-    const executor = createRunExecutor({
-      runs,
-      settings: { get: async () => ({}) } as never,
-      journal,
-      engineFor: () => engine,
-      gateway,
-      metrics: createMetrics({ component: 'end-no-decisions', defaults: false }),
-      logger: createLogger({ name: 'end-no-decisions-test', level: 'silent' }),
+    // Completed with 1; its program calls its binding once when its code is `'call'`.
+    const store = stores(redis);
+    const { runs } = store;
+    const told = endsTold(store, (end) => end.noDecisions);
+    const executor = executorOf('end-no-decisions', callOnceEngine(), store, {
+      gateway: journalingGateway(store),
     });
     const cases = [
       { id: 'plain', code: 'none', expected: true },

@@ -4,16 +4,24 @@
  * event loop that made each write is over, not before it. Read as an order of calls (a fake
  * engine, the real run store and journal on a real redis-server), never from time.
  */
-import { channels, createLogger, createMetrics, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { channels, createMetrics, keys } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
-import { type Engine, RunCancel, type RunOutcome } from '@islet/engine';
-import { createCallJournal, createRunStore } from '@islet/runs';
+import { type Engine, RunCancel } from '@islet/engine';
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { onRedisServer } from '../../runs/test/test-redis.ts';
+import {
+  callOnceEngine,
+  completed,
+  type ExecutorStores,
+  endsTold,
+  executorOf,
+  journalingGateway,
+  stores,
+} from '../test/executor-fakes.ts';
 import type { GatewayClient } from './gateway-client.ts';
-import { createRunExecutor } from './run-executor.ts';
+import type { createRunExecutor } from './run-executor.ts';
 import { RunJob } from './run-job.ts';
 
 // Live logs made, counted around the real one (every case here goes through it).
@@ -39,62 +47,10 @@ onRedisServer(
 const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
 const signal = new AbortController().signal;
 
-/** A run's outcome as a fake engine answers it: completed with 1, nothing printed, `extra` over it. */
-const completed = (extra: Record<string, unknown> = {}): RunOutcome =>
-  ({
-    status: 'completed',
-    valueJson: '1',
-    logs: [],
-    outputTruncated: false,
-    calls: [],
-    durationMs: 1,
-    ...extra,
-  }) as RunOutcome;
-
-/** The real run store (and journal unless given) on the test Redis under a fresh seal key. */
-/** An engine whose program calls its binding once when its code is `'call'` (else no call). */
-function callOnceEngine(): Engine {
-  return {
-    execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
-      const calls = [];
-      if (code === 'call') {
-        const call = { index: 0, binding: 'notes.read', argsJson: '{}' };
-        await opts?.onCall?.(call, undefined as never);
-        calls.push(call);
-      }
-      return completed({ calls });
-    },
-  } as unknown as Engine;
-}
-
-function stores() {
-  const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-  return { runs: createRunStore(redis, sealer), journal: createCallJournal({ redis, sealer }) };
-}
-
-/** An executor over `engine` and the stores; `name` names its metrics' component and its logger. */
-function executorOf(
-  name: string,
-  engine: Engine,
-  { runs, journal }: ReturnType<typeof stores>,
-  extra: Partial<Parameters<typeof createRunExecutor>[0]> = {},
-) {
-  return createRunExecutor({
-    runs,
-    settings: { get: async () => ({}) } as never,
-    journal,
-    engineFor: () => engine,
-    gateway: {} as GatewayClient,
-    metrics: createMetrics({ component: name, defaults: false }),
-    logger: createLogger({ name: `${name}-test`, level: 'silent' }),
-    ...extra,
-  });
-}
-
 /** Stores run `id` (its `code`; a `notes.read` binding with `calls`) and executes it. */
 async function executeRun(
   executor: ReturnType<typeof createRunExecutor>,
-  { runs }: ReturnType<typeof stores>,
+  { runs }: ExecutorStores,
   id: string,
   opts: { code?: string; calls?: boolean; pushEnd?: boolean } = {},
 ) {
@@ -118,7 +74,7 @@ async function executeRun(
 
 describe('the executor around its writes', () => {
   it('observes the queue wait after the program is sent and the duration after the end is handed over', async () => {
-    const store = stores();
+    const store = stores(redis);
     const { runs } = store;
     const order: string[] = [];
     const finish = runs.finish.bind(runs);
@@ -154,14 +110,9 @@ describe('the executor around its writes', () => {
 
 describe('what the executor tells the end about its calls', () => {
   it('an attempt that sent no call says so; one that sent a call does not, and its waiter gets the call', async () => {
-    const store = stores();
-    const { runs, journal } = store;
-    const told = new Map<string, boolean | undefined>();
-    const finish = runs.finish.bind(runs);
-    runs.finish = (run, end) => {
-      told.set(run.id, end.sentNoCall);
-      return finish(run, end);
-    };
+    const store = stores(redis);
+    const { journal } = store;
+    const told = endsTold(store, (end) => end.sentNoCall);
     const sub = redis.duplicate();
     const pushed: string[] = [];
     sub.on('message', (_c: string, m: string) => pushed.push(m));
@@ -169,16 +120,7 @@ describe('what the executor tells the end about its calls', () => {
     // The program calls its binding once when asked to (`code` 'call'); the gateway's part, the
     // claim that journals the call, done here as the gateway does it.
     const engine = callOnceEngine();
-    const gateway = {
-      call: async (
-        runId: string,
-        attempt: number,
-        call: { index: number; binding: string; argsJson: string },
-      ) => {
-        await journal.claim(runId, attempt, call);
-        return { outcome: { type: 'result', valueJson: '1' } };
-      },
-    } as unknown as GatewayClient;
+    const gateway = journalingGateway(store);
     const executor = executorOf('run-executor-calls', engine, store, { gateway });
     try {
       for (const [id, code] of [
@@ -207,7 +149,7 @@ describe('what the executor tells the end about its calls', () => {
 
 describe("what serves a run's calls", () => {
   it('is made at the first call: a run that makes none starts no stall timer, one that does starts one and stops it', async () => {
-    const store = stores();
+    const store = stores(redis);
     const { journal } = store;
     const engine = {
       execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
@@ -307,7 +249,7 @@ describe("what serves a run's calls", () => {
 
 describe("a run's live log", () => {
   it('is made at the first lines printed: a run that prints nothing makes none', async () => {
-    const store = stores();
+    const store = stores(redis);
     const engine = {
       execute: async (code: string, opts: Parameters<Engine['execute']>[1]) => {
         const logs = code === 'print' ? [{ level: 'log' as const, text: 'hi' }] : [];
@@ -335,7 +277,7 @@ describe("a run's live log", () => {
 
 describe("a run's metrics", () => {
   it('are recorded into their series, prom-client called once a series, not once a run; the scrape counts every run', async () => {
-    const store = stores();
+    const store = stores(redis);
     const metrics = createMetrics({ component: 'run-executor-metrics', defaults: false });
     const spies = [
       vi.spyOn(metrics.queueWait, 'observe'),
@@ -371,7 +313,7 @@ describe("a run's metrics", () => {
 
 describe('what the executor hands the engine to end a run', () => {
   it("the runner's handle when given (no signal, so no EventTarget listener a run), else the stop signal", async () => {
-    const store = stores();
+    const store = stores(redis);
     const given: { cancel: unknown; signal: unknown }[] = [];
     const engine = {
       execute: async (_code: string, opts: Parameters<Engine['execute']>[1]) => {
@@ -408,7 +350,7 @@ describe('what the executor hands the engine to end a run', () => {
 
 describe("the runner's job: its signals made only when asked for", () => {
   it('a run that makes no call makes no AbortController; a call makes its stop signal, which a cancel then aborts', async () => {
-    const store = stores();
+    const store = stores(redis);
     const { journal } = store;
     const engine = callOnceEngine();
     const callSignals: AbortSignal[] = [];
