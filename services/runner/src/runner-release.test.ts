@@ -5,26 +5,17 @@
  * executor; the release is held by a wrapper, so the order is asserted, not a duration.
  */
 import { createLogger, createMetrics } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { type RunJobData, runJobOptions } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runnerTestConfig, until } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { until } from '../test/runner-harness.ts';
+import { addRun, runnerServer } from '../test/runner-server.ts';
 import { createFairShare } from './fair-share.ts';
 import { createRunner } from './runner.ts';
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = runnerServer();
 
 describe('runner: the lease release', () => {
   it('the job completes while its release is in flight; close waits for the release', async () => {
-    const config = runnerTestConfig(server.url, {
+    const config = server.config({
       ISLET_RUNNER_CONCURRENCY: '2',
       ISLET_TENANT_POOL_SHARE: '0.5',
     });
@@ -51,18 +42,11 @@ describe('runner: the lease release', () => {
         };
       },
     });
-    const queue = new Queue<RunJobData>(runQueueName('read-only'), {
-      connection: { host: '127.0.0.1', port: server.port },
-      prefix: QUEUE_PREFIX,
-    });
+    const queue = server.queue();
     let closed = false;
     try {
       await runner.start();
-      await queue.add(
-        'run',
-        { runId: 'r1', tenant: 'acme', enqueuedAtMs: Date.now() },
-        runJobOptions('r1', 1),
-      );
+      await addRun(queue, 'r1');
       await until('the job to complete', async () => (await queue.getCompletedCount()) === 1);
       expect(releases).toEqual({ started: 1, done: 0 });
       const closing = runner.close(5000).then(() => {

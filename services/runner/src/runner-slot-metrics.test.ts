@@ -4,25 +4,16 @@
  * is set by a job's take or end (round 28). Real runner, real redis-server, an executor held by the test.
  */
 import { createLogger, createMetrics } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { type RunJobData, runJobOptions } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runnerTestConfig, until } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { until } from '../test/runner-harness.ts';
+import { addRun, runnerServer } from '../test/runner-server.ts';
 import { createRunner } from './runner.ts';
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = runnerServer();
 
 describe('runner: slot gauges', () => {
   it('busy, idle and parked counts follow jobs taken and ended', async () => {
-    const config = runnerTestConfig(server.url, {
+    const config = server.config({
       ISLET_RUNNER_CONCURRENCY: '3',
     });
     const metrics = createMetrics({ component: 'runner-slot-metrics-test', defaults: false });
@@ -61,15 +52,11 @@ describe('runner: slot gauges', () => {
       metrics,
       logger: createLogger({ name: 'runner-slot-metrics-test', level: 'silent' }),
     });
-    const queue = new Queue<RunJobData>(runQueueName('read-only'), {
-      connection: { host: '127.0.0.1', port: server.port },
-      prefix: QUEUE_PREFIX,
-    });
+    const queue = server.queue();
     let closed = false;
     try {
       await runner.start();
-      for (const id of ['g1', 'g2'])
-        await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
+      for (const id of ['g1', 'g2']) await addRun(queue, id);
       await until('both jobs to run', () => held.size === 2);
       expect(await gauge('islet_runner_slots')).toEqual({ busy: 2, idle: 1 });
       expect(await gauge('islet_runner_parked_runs')).toEqual({ kept: 0, released: 0 });

@@ -7,26 +7,17 @@
  * redis-server, an executor that waits for its signals.
  */
 import { channels, createLogger, createMetrics, createRedis } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { type RunJobData, runJobOptions } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runnerTestConfig, until } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { until } from '../test/runner-harness.ts';
+import { addRun, runnerServer } from '../test/runner-server.ts';
 import { type ExecuteJob, HandBackError } from './run-executor.ts';
 import { createRunner } from './runner.ts';
 
-let server: RedisServer;
-beforeAll(async () => {
-  server = await startRedis({ appendOnly: false });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const server = runnerServer();
 
 describe('runner: a job stop signal', () => {
   it('aborts with a cancel of its run and with a hand-back, with their reasons', async () => {
-    const config = runnerTestConfig(server.url, {
+    const config = server.config({
       ISLET_RUNNER_CONCURRENCY: '2',
     });
     const jobs = new Map<string, ExecuteJob>();
@@ -52,16 +43,12 @@ describe('runner: a job stop signal', () => {
       metrics: createMetrics({ component: 'runner-stop-signal-test', defaults: false }),
       logger: createLogger({ name: 'runner-stop-signal-test', level: 'silent' }),
     });
-    const queue = new Queue<RunJobData>(runQueueName('read-only'), {
-      connection: { host: '127.0.0.1', port: server.port },
-      prefix: QUEUE_PREFIX,
-    });
-    const publisher = createRedis(server.url);
+    const queue = server.queue();
+    const publisher = createRedis(server.url());
     let closed = false;
     try {
       await runner.start();
-      for (const id of ['s1', 's2'])
-        await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
+      for (const id of ['s1', 's2']) await addRun(queue, id);
       await until('both jobs to run', () => jobs.size === 2);
       const [s1, s2] = [jobs.get('s1')!, jobs.get('s2')!];
       expect(s1.stop?.aborted).toBe(false);
@@ -97,7 +84,7 @@ describe('runner: a job stop signal', () => {
   });
 
   it('the shutdown grace counts from the stop request, a recovery pass still in flight included', async () => {
-    const config = runnerTestConfig(server.url, {
+    const config = server.config({
       ISLET_RUNNER_CONCURRENCY: '2',
       ISLET_RUNNER_STALLED_INTERVAL_MS: '500',
     });
@@ -133,24 +120,13 @@ describe('runner: a job stop signal', () => {
       metrics: createMetrics({ component: 'runner-stop-signal-test', defaults: false }),
       logger: createLogger({ name: 'runner-stop-signal-test', level: 'silent' }),
     });
-    const queue = new Queue<RunJobData>(runQueueName('read-only'), {
-      connection: { host: '127.0.0.1', port: server.port },
-      prefix: QUEUE_PREFIX,
-    });
+    const queue = server.queue();
     let closed = false;
     try {
       await runner.start();
-      await queue.add(
-        'run',
-        { runId: 'r1', tenant: 'acme', enqueuedAtMs: Date.now() },
-        runJobOptions('r1', 1),
-      );
+      await addRun(queue, 'r1');
       await until('r1 to run', () => jobs.has('r1'));
-      await queue.add(
-        'run',
-        { runId: 'f1', tenant: 'acme', enqueuedAtMs: Date.now() },
-        runJobOptions('f1', 1),
-      );
+      await addRun(queue, 'f1');
       // Two reads of f1's head held: the worker's own `failed` reconcile makes at most one, so a
       // pass of the loop (what the close waits for) is in flight.
       await until('a recovery pass to be held', () => heads >= 2);
