@@ -5,15 +5,11 @@
  * slots fails with CROSSSLOT: a future slot-unsafe change fails here.
  */
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import {
-  type RedisCluster,
-  type SlotCheckingRedis,
-  startRedisCluster,
-  startSlotCheckingRedis,
-} from '@islet/testkit';
+import { type RedisCluster, startRedisCluster, startSlotCheckingRedis } from '@islet/testkit';
+import { onRedisClients } from '@islet/testkit/redis-clients';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { type Cluster, Redis as IORedis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from './config.ts';
 import { migratedKeyName, migrateKeyLayout } from './key-migration.ts';
 import { keys } from './keys.ts';
@@ -111,26 +107,14 @@ async function exerciseCoreStores(redis: Redis, subscriber: Redis): Promise<void
 }
 
 describe('a slot-checking node (one slot owner: any cross-slot command fails with CROSSSLOT)', () => {
-  let node: SlotCheckingRedis;
-  let redis: Redis;
-  let subscriber: Redis;
-  beforeAll(async () => {
-    node = await startSlotCheckingRedis();
-    redis = createRedis(node.url);
-    subscriber = createRedis(node.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    subscriber?.disconnect();
-    await node?.stop();
-  });
+  const node = onRedisClients(startSlotCheckingRedis, (n) => createRedis(n.url));
 
   it('really refuses cross-slot work (the guard guards)', async () => {
-    await expect(redis.multi().set('{a}x', '1').set('{b}x', '1').exec()).rejects.toThrow(/CROSSSLOT/);
+    await expect(node.redis.multi().set('{a}x', '1').set('{b}x', '1').exec()).rejects.toThrow(/CROSSSLOT/);
   });
 
   it('tenant and settings stores: every operation stays in one slot', async () => {
-    await exerciseCoreStores(redis, subscriber);
+    await exerciseCoreStores(node.redis, node.subscriber);
   });
 });
 
@@ -139,24 +123,23 @@ describe('a real Redis Cluster (3 masters, 3 replicas, password) through the Clu
   let redis: Redis;
   let subscriber: Redis;
   let cfg: ReturnType<typeof loadConfig>;
-  beforeAll(async () => {
-    // Failover takes a few seconds (node timeout 3 s), as in production: longer than BullMQ's
-    // blocking-pop watchdog, so an idle worker re-dials while the slot has no master.
-    cluster = await startRedisCluster({ password: 'cluster-pass', nodeTimeoutMs: 3000 });
-    cfg = loadConfig({
+  /** The clients' config: two seeds are enough (the client finds the other nodes), the password. */
+  const configOf = (c: RedisCluster) =>
+    loadConfig({
       ...base,
       ISLET_REDIS_MODE: 'cluster',
-      // Two seeds are enough: the client finds the other nodes.
-      ISLET_REDIS_URL: cluster.seeds.split(',').slice(0, 2).join(','),
+      ISLET_REDIS_URL: c.seeds.split(',').slice(0, 2).join(','),
       ISLET_REDIS_PASSWORD: 'cluster-pass',
     });
-    redis = createRedis(cfg);
-    subscriber = createRedis(cfg);
-  }, 60_000);
-  afterAll(async () => {
-    redis?.disconnect();
-    subscriber?.disconnect();
-    await cluster?.stop();
+  const rc = onRedisClients(
+    // Failover takes a few seconds (node timeout 3 s), as in production: longer than BullMQ's
+    // blocking-pop watchdog, so an idle worker re-dials while the slot has no master.
+    () => startRedisCluster({ password: 'cluster-pass', nodeTimeoutMs: 3000 }),
+    (c) => createRedis(configOf(c)),
+  );
+  beforeAll(() => {
+    ({ server: cluster, redis, subscriber } = rc);
+    cfg = configOf(cluster);
   });
 
   it('connects as a Cluster client and finds every master', async () => {

@@ -10,14 +10,9 @@
 import { createRedis, keys, type Redis } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
 import { pausedRunsKey } from '@islet/protocol';
-import {
-  type RedisCluster,
-  runFixture,
-  type SlotCheckingRedis,
-  startRedisCluster,
-  startSlotCheckingRedis,
-} from '@islet/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runFixture, startRedisCluster, startSlotCheckingRedis } from '@islet/testkit';
+import { onRedisClients } from '@islet/testkit/redis-clients';
+import { describe, expect, it } from 'vitest';
 import { createTestSealer } from '../test/test-sealer.ts';
 import { createCallJournal } from './call-journal.ts';
 import { createDecisionStore } from './decision-store.ts';
@@ -212,53 +207,32 @@ async function exerciseRunStore(redis: Redis, subscriber: Redis): Promise<void> 
 }
 
 describe('journal stores on a slot-checking node', () => {
-  let node: SlotCheckingRedis;
-  let redis: Redis;
-  let subscriber: Redis;
-  beforeAll(async () => {
-    node = await startSlotCheckingRedis();
-    redis = createRedis(node.url);
-    subscriber = createRedis(node.url);
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    subscriber?.disconnect();
-    await node?.stop();
-  });
+  const node = onRedisClients(startSlotCheckingRedis, (n) => createRedis(n.url));
 
   it('the run store: every operation stays in one slot', async () => {
-    await exerciseRunStore(redis, subscriber);
+    await exerciseRunStore(node.redis, node.subscriber);
   });
 
   it('decisions, run policies and the call journal stay in one slot per command (default and custom prefix)', async () => {
-    await exerciseJournalStores(redis, 'islet:');
-    await exerciseJournalStores(redis, 'other:');
+    await exerciseJournalStores(node.redis, 'islet:');
+    await exerciseJournalStores(node.redis, 'other:');
   });
 });
 
 describe('journal stores on a real Redis Cluster', () => {
-  let cluster: RedisCluster;
-  let redis: Redis;
-  let subscriber: Redis;
-  beforeAll(async () => {
-    cluster = await startRedisCluster();
-    redis = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
-    subscriber = createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: cluster.seeds });
-  }, 60_000);
-  afterAll(async () => {
-    redis?.disconnect();
-    subscriber?.disconnect();
-    await cluster?.stop();
-  });
+  const rc = onRedisClients(
+    () => startRedisCluster(),
+    (c) => createRedis({ ISLET_REDIS_MODE: 'cluster', ISLET_REDIS_URL: c.seeds }),
+  );
 
   it('the run store works across the masters', async () => {
-    await exerciseRunStore(redis, subscriber);
+    await exerciseRunStore(rc.redis, rc.subscriber);
   });
 
   it('decisions, run policies and the call journal work through the Cluster client', async () => {
-    await exerciseJournalStores(redis, 'islet:');
+    await exerciseJournalStores(rc.redis, 'islet:');
     // A run's decisions and journal share its slot; its tenant's index lives elsewhere by design.
     const k = journalKeys();
-    expect(await cluster.masterOf(k.decisions('r1'))).toBe(await cluster.masterOf(k.journal('r1')));
+    expect(await rc.server.masterOf(k.decisions('r1'))).toBe(await rc.server.masterOf(k.journal('r1')));
   });
 });
