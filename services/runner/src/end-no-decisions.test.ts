@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { luaDuring } from '../../runs/test/lua-during.ts';
 import { onRedisServer } from '../../runs/test/test-redis.ts';
-import { callOnceEngine, endsTold, executorOf, journalingGateway, stores } from '../test/executor-fakes.ts';
+import { endsTold, journalingExecutor, limits, signal } from '../test/executor-fakes.ts';
 
 let redis: Redis;
 onRedisServer(
@@ -23,9 +23,6 @@ onRedisServer(
   },
   { appendOnly: false },
 );
-
-const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
-const signal = new AbortController().signal;
 
 /** The keys of the EXPIREs Redis ran from scripts while `body` ran (MONITOR, up to an end marker). */
 async function expiredKeys(body: () => Promise<unknown>): Promise<string[]> {
@@ -36,12 +33,9 @@ async function expiredKeys(body: () => Promise<unknown>): Promise<string[]> {
 describe('what the executor tells the end about decisions', () => {
   it('noDecisions for a first plain attempt with no call and no wider access; else not, and the end expires the hash', async () => {
     // Completed with 1; its program calls its binding once when its code is `'call'`.
-    const store = stores(redis);
+    const { store, executor } = journalingExecutor('end-no-decisions', redis);
     const { runs } = store;
     const told = endsTold(store, (end) => end.noDecisions);
-    const executor = executorOf('end-no-decisions', callOnceEngine(), store, {
-      gateway: journalingGateway(store),
-    });
     const cases = [
       { id: 'plain', code: 'none', expected: true },
       { id: 'called', code: 'call', expected: false },

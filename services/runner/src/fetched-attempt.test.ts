@@ -13,6 +13,7 @@ import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { onRedisServer } from '../../runs/test/test-redis.ts';
+import { limits, signal } from '../test/executor-fakes.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 
@@ -24,8 +25,6 @@ onRedisServer(
   { appendOnly: false },
 );
 
-const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
-const signal = new AbortController().signal;
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 
 /** Stores run `id` and answers the fetch's start for it as `fetch-lease-begin-11` does (granted, attempt 1). */

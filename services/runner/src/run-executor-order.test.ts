@@ -17,7 +17,9 @@ import {
   type ExecutorStores,
   endsTold,
   executorOf,
-  journalingGateway,
+  journalingExecutor,
+  limits,
+  signal,
   stores,
 } from '../test/executor-fakes.ts';
 import type { GatewayClient } from './gateway-client.ts';
@@ -43,9 +45,6 @@ onRedisServer(
   },
   { appendOnly: false },
 );
-
-const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
-const signal = new AbortController().signal;
 
 /** Stores run `id` (its `code`; a `notes.read` binding with `calls`) and executes it. */
 async function executeRun(
@@ -110,18 +109,15 @@ describe('the executor around its writes', () => {
 
 describe('what the executor tells the end about its calls', () => {
   it('an attempt that sent no call says so; one that sent a call does not, and its waiter gets the call', async () => {
-    const store = stores(redis);
+    // The program calls its binding once when asked to (`code` 'call'); the gateway's part, the
+    // claim that journals the call, done here as the gateway does it.
+    const { store, executor } = journalingExecutor('run-executor-calls', redis);
     const { journal } = store;
     const told = endsTold(store, (end) => end.sentNoCall);
     const sub = redis.duplicate();
     const pushed: string[] = [];
     sub.on('message', (_c: string, m: string) => pushed.push(m));
     await sub.subscribe(channels.runEvents);
-    // The program calls its binding once when asked to (`code` 'call'); the gateway's part, the
-    // claim that journals the call, done here as the gateway does it.
-    const engine = callOnceEngine();
-    const gateway = journalingGateway(store);
-    const executor = executorOf('run-executor-calls', engine, store, { gateway });
     try {
       for (const [id, code] of [
         ['nc-1', 'none'],

@@ -2,7 +2,8 @@
  * A run executor (run-executor.ts) under test with the real run store and journal on a test Redis
  * and fakes around them: an engine that answers a run Completed (calling its binding once when
  * asked), a gateway that journals a call as the gateway's claim does, and the ends the executor
- * hands the store read back. Shared by run-executor-order.test.ts and end-no-decisions.test.ts.
+ * hands the store read back; a run's limits and a signal never aborted. Shared by
+ * run-executor-order.test.ts, end-no-decisions.test.ts and (limits, signal) fetched-attempt.test.ts.
  */
 import { createLogger, createMetrics, generateSealKey, sealerFromConfig } from '@islet/core';
 import type { Engine, RunOutcome } from '@islet/engine';
@@ -12,6 +13,12 @@ import type { GatewayClient } from '../src/gateway-client.ts';
 import { createRunExecutor } from '../src/run-executor.ts';
 
 export type ExecutorStores = ReturnType<typeof stores>;
+
+/** A run's limits as these tests store them. */
+export const limits = { timeoutMs: 5000, memoryMb: 64, outputBytes: 65_536, outputCap: 'shared' as const };
+
+/** A cancel / hand-back signal never aborted. */
+export const signal = new AbortController().signal;
 
 /** A run's outcome as a fake engine answers it: completed with 1, nothing printed, `extra` over it. */
 export const completed = (extra: Record<string, unknown> = {}): RunOutcome =>
@@ -91,4 +98,14 @@ export function executorOf(
     logger: createLogger({ name: `${name}-test`, level: 'silent' }),
     ...extra,
   });
+}
+
+/**
+ * The stores on `redis` and an executor over them with the call-once engine and the journaling
+ * gateway (`name` as in `executorOf`).
+ */
+export function journalingExecutor(name: string, redis: Redis) {
+  const store = stores(redis);
+  const executor = executorOf(name, callOnceEngine(), store, { gateway: journalingGateway(store) });
+  return { store, executor };
 }
