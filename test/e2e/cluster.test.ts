@@ -13,6 +13,7 @@ import {
   expectSessionPages,
   expectSpreadRunsComplete,
   type TwoGateways,
+  twoGatewaysOf,
 } from './two-gateways.ts';
 
 let cluster: Cluster;
@@ -43,9 +44,8 @@ beforeAll(async () => {
       ISLET_APP_CALL_TIMEOUT_MS: '5000',
     },
   });
-  a = api(cluster.gatewayUrls[0]!, cluster.devKey);
-  b = api(cluster.gatewayUrls[1]!, cluster.devKey);
-  g = { a, b, cluster, base };
+  g = twoGatewaysOf(cluster, base);
+  ({ a, b } = g);
   const t = await a('POST', '/v1/admin/tenants', { id: 'globex', name: 'Globex' });
   expect(t.status).toBe(201);
   const k = await b('POST', '/v1/admin/tenants/globex/keys', {
@@ -70,6 +70,10 @@ afterAll(async () => {
   await app?.close();
   await cluster?.stop();
 });
+
+/** Submits (on gateway 0, no wait) a program that prints `line` then never ends (60 s deadline). */
+const submitSpinning = (line: string) =>
+  a('POST', '/v1/runs', base({ code: `console.log("${line}"); for (;;) {}`, timeoutMs: 60_000 }));
 
 async function connection(body: Record<string, unknown>): Promise<Loose> {
   const res = await a('POST', '/v1/connections', body);
@@ -139,11 +143,7 @@ describe('runs across two gateways and several runners', () => {
   });
 
   it('cancels a running program wherever it runs', async () => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      base({ code: 'console.log("started"); for (;;) {}', timeoutMs: 60_000 }),
-    );
+    const res = await submitSpinning('started');
     const id = res.body.id;
     // Wait until a runner picked it up (it reports its attempt), then cancel through the other gateway.
     await readSse(`${cluster.gatewayUrls[0]}/v1/code-runs/${id}/events`, cluster.devKey, {
@@ -486,11 +486,7 @@ describe('recovery', () => {
   }, 60_000);
 
   it('a gateway told to stop ends its open event streams at once; the stream resumes on its replacement', async () => {
-    const res = await a(
-      'POST',
-      '/v1/runs',
-      base({ code: 'console.log("spinning"); for (;;) {}', timeoutMs: 60_000 }),
-    );
+    const res = await submitSpinning('spinning');
     const id = res.body.id;
     const url = `${cluster.gatewayUrls[1]}/v1/code-runs/${id}/events`;
     const seen: string[] = [];

@@ -36,6 +36,7 @@ import {
   expectSessionPages,
   expectSpreadRunsComplete,
   type TwoGateways,
+  twoGatewaysOf,
 } from './two-gateways.ts';
 
 let redis: RedisCluster;
@@ -108,9 +109,8 @@ beforeAll(async () => {
       ISLET_CLIENT_CALL_TIMEOUT_MS: '15000',
     },
   });
-  a = api(cluster.gatewayUrls[0]!, cluster.devKey);
-  b = api(cluster.gatewayUrls[1]!, cluster.devKey);
-  g = { a, b, cluster, base };
+  g = twoGatewaysOf(cluster, base);
+  ({ a, b } = g);
 }, 120_000);
 
 afterAll(async () => {

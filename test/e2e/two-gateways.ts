@@ -5,7 +5,7 @@
  */
 import type { Cluster } from '@islet/devstack';
 import { expect } from 'vitest';
-import { type Api, createConnection, type Loose, readSse, until } from './helpers.ts';
+import { type Api, api, createConnection, type Loose, readSse, until } from './helpers.ts';
 
 /** Two gateways of one cluster and the submit body a file's runs are made from. */
 export interface TwoGateways {
@@ -16,6 +16,16 @@ export interface TwoGateways {
   cluster: Cluster;
   /** A submit body: the file's defaults (its session, turn, call id) with `extra` over them. */
   base: (extra?: Record<string, unknown>) => Record<string, unknown>;
+}
+
+/** The dev tenant on each of `cluster`'s two gateways, with `base`: the cases' argument. */
+export function twoGatewaysOf(cluster: Cluster, base: TwoGateways['base']): TwoGateways {
+  return {
+    a: api(cluster.gatewayUrls[0]!, cluster.devKey),
+    b: api(cluster.gatewayUrls[1]!, cluster.devKey),
+    cluster,
+    base,
+  };
 }
 
 /**
