@@ -53,17 +53,11 @@ export function finishRunReleaseSource(poolSeen: string): string {
 }
 
 export const CREATE_TENANT = loadScript('create-tenant-8', INDEX_CREATE_PARAMS);
-export const ADMIT_TENANT = loadScript('admit-tenant-21', {
-  COUNT_IN_WINDOW,
-  OWNER_FRESH,
-  ...INDEX_CREATE_PARAMS,
-});
+/** The admission's parameters (admit-tenant-21, admit-and-create-24). */
+export const ADMIT_PARAMS = { COUNT_IN_WINDOW, OWNER_FRESH, ...INDEX_CREATE_PARAMS };
+export const ADMIT_TENANT = loadScript('admit-tenant-21', ADMIT_PARAMS);
 export const CREATE_RUN = loadScript('create-run-2');
-export const ADMIT_AND_CREATE = loadScript('admit-and-create-24', {
-  COUNT_IN_WINDOW,
-  OWNER_FRESH,
-  ...INDEX_CREATE_PARAMS,
-});
+export const ADMIT_AND_CREATE = loadScript('admit-and-create-24', ADMIT_PARAMS);
 export const IDEM_RELEASE = loadScript('idem-release-1');
 export const IDEM_TAKE_OVER = loadScript('idem-take-over-2');
 export const IN_FLIGHT_COUNT = loadScript('in-flight-count-2');

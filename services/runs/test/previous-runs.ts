@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LuaScript } from '@islet/core/lua-script';
+import { compactLua } from '../src/lua-scripts.ts';
 import type { Sealer } from '../src/types.ts';
 
 type Views = typeof import('../src/journal-views.ts');
@@ -15,6 +16,29 @@ type Views = typeof import('../src/journal-views.ts');
 /** `path` (under services/runs/src) as release `rev` has it. */
 export function previousSource(rev: string, path: string): string {
   return execFileSync('git', ['show', `${rev}:services/runs/src/${path}`], { encoding: 'utf8' });
+}
+
+/**
+ * Release `rev`'s `lua/<name>.lua` as its lua-scripts.ts sent it: its includes (from `rev` too)
+ * inlined once each, its parameters filled in, compacted.
+ */
+export function previousLuaSource(
+  rev: string,
+  name: string,
+  params: Record<string, string | number>,
+): string {
+  const included = new Set<string>();
+  const expand = (text: string): string =>
+    text.replace(/^--- @include "([a-z0-9-]+)"$/gm, (_line, inc: string) => {
+      if (included.has(inc)) return '';
+      included.add(inc);
+      return expand(previousSource(rev, `lua/includes/${inc}.lua`)).trimEnd();
+    });
+  return compactLua(
+    expand(previousSource(rev, `lua/${name}.lua`)).replace(/\$\{([A-Z0-9_]+)\}/g, (_m, key: string) =>
+      String(params[key]),
+    ),
+  );
 }
 
 /** Release `rev`'s script `path` with its `${name}` placeholders given. */

@@ -1,7 +1,7 @@
 -- KEYS[1] inflight, KEYS[2] session runs, KEYS[3] skills, KEYS[4] session owner,
 --   KEYS[5] idempotency key, KEYS[6] the tenant's rate-limit window, KEYS[7] … KEYS[12] the tenant's
 --   run index and feed (includes/index-create.lua), KEYS[13] the tenant's stored-bytes counter
---   (the newest bucket), KEYS[14] … KEYS[21] its eight older buckets (includes/stored-bytes.lua).
+--   (the newest bucket), KEYS[14] … KEYS[21] its eight older buckets (includes/admit-tenant.lua).
 -- ARGV[1..8]: see includes/admit-tenant.lua; ARGV[9..16] the index arguments; ARGV[17] the bytes
 --   the run's record stores ('0': none counted), ARGV[18] when the counter expires (unix seconds),
 --   ARGV[19] the tenant's share of stored bytes ('' = none).

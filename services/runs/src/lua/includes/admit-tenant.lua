@@ -3,8 +3,10 @@
 -- the tenant's rate-limit window. ARGV[1..8]: runId, createdAt, maxInFlight, principal,
 -- sessionTtlSeconds, nowMs, checkIdempotency ('1'|'0'), rateLimit ('' = the request was counted
 -- already).
--- The tenant's stored bytes are read first (KEYS[13..21] against ARGV[19], includes/stored-bytes.lua):
--- a tenant holding its share is refused with that before anything else, its request still counted.
+-- The tenant's stored bytes are read first (KEYS[13..21] against ARGV[19], bytes; '' = no share:
+-- the counters not read; tenant-bytes-store.ts: the sum of the counters of its buckets that may still
+-- hold live data): a tenant holding its share is refused with that ('over-storage <bytes>') before
+-- anything else, its request still counted.
 -- With a rate limit the request is counted, in the counter the gateway's own counts use
 -- (countInWindowLua), and refused past the limit before the checks that follow. With the check, the
 -- Idempotency-Key must still name this run (a retry may have taken it over from a request presumed
@@ -24,14 +26,35 @@
 -- <bytes>', 'rate-limited', 'superseded', 'session-taken' or 'over-quota'; admitted, also whether
 -- the session's owner key already named the principal (includes/index-create.lua's `owned`) and
 -- `heard`: what the MGET read, {feed marker, session marker, owner, skills' marker, owner's fresh
--- marker, idempotency} (false: none).
+-- marker, idempotency} (false: none; after them, with a share, the counters' values).
+-- One MGET reads the markers, owner and key first, then the counters: its answer is `heard` itself
+-- (a reader of `heard` reads 1..6 only, and 6 only with the check), not copied out of a table of the
+-- names and one of the values, both grown element by element (a helper's, made at every call:
+-- ~18 K of a submit's ~810 K instructions, test/bench/README.md round 49 `submit-lean`).
 --- @include "in-flight"
---- @include "stored-bytes"
 local function admitTenant()
-  local overStorage, heard = storedBytesOver(13, 21, ARGV[19], {
-    KEYS[12] .. ':listeners', KEYS[2] .. ':listeners', KEYS[4], KEYS[3] .. ':live', KEYS[4] .. ':fresh',
-    ARGV[7] == '1' and KEYS[5] or nil,
-  })
+  local overStorage, heard
+  local limit, checked = ARGV[19], ARGV[7] == '1'
+  if limit == '' and checked then
+    heard = redis.call('MGET', KEYS[12] .. ':listeners', KEYS[2] .. ':listeners', KEYS[4], KEYS[3] .. ':live',
+      KEYS[4] .. ':fresh', KEYS[5])
+  elseif limit == '' then
+    heard = redis.call('MGET', KEYS[12] .. ':listeners', KEYS[2] .. ':listeners', KEYS[4], KEYS[3] .. ':live',
+      KEYS[4] .. ':fresh')
+  else
+    if checked then
+      heard = redis.call('MGET', KEYS[12] .. ':listeners', KEYS[2] .. ':listeners', KEYS[4], KEYS[3] .. ':live',
+        KEYS[4] .. ':fresh', KEYS[5], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19],
+        KEYS[20], KEYS[21])
+    else
+      heard = redis.call('MGET', KEYS[12] .. ':listeners', KEYS[2] .. ':listeners', KEYS[4], KEYS[3] .. ':live',
+        KEYS[4] .. ':fresh', KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20],
+        KEYS[21])
+    end
+    local used = 0
+    for i = checked and 7 or 6, #heard do used = used + (tonumber(heard[i]) or 0) end
+    if used >= tonumber(limit) then overStorage = 'over-storage ' .. string.format('%.0f', used) end
+  end
   if ARGV[8] ~= '' then
 ${COUNT_IN_WINDOW}
     if not overStorage and counted > tonumber(ARGV[8]) then return 'rate-limited' end

@@ -23,13 +23,25 @@
 local function indexCreate(k, a, owned, quiet)
   local m, n = ARGV[a + 2], ARGV[a + 5]
   local lean = string.byte(m, 1) == 35 -- '#'
-  local entry = cjson.encode({
-    t = 'c', i = ARGV[a], a = ARGV[a + 1], m = (not lean) and m or nil, s = ARGV[a + 3],
-    p = ARGV[a + 4], o = owned and 1 or ((not lean) and 0 or nil), n = n ~= '' and n or nil, r = ARGV[a + 6],
-  })
-  -- The object's JSON as the caller wrote it, spliced in as the entry's last member (not decoded and
-  -- encoded again by cjson).
-  if lean then entry = string.sub(entry, 1, -2) .. ',"m":' .. string.sub(m, 2) .. '}' end
+  local entry
+  local i, t, s, p, r = ARGV[a], ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 6]
+  -- Format 2 with no byte cjson escapes (controls, '"', '/', '\\', DEL) in its texts: the entry as
+  -- cjson.encode writes this table, its members in cjson's order for these keys (the table's
+  -- slots: a, p, s, r, t, i, then o and n when present), made by one concatenation, not a table
+  -- encoded (~15 K of a submit's instructions, test/bench/README.md round 49 `submit-lean`;
+  -- run-index.test.ts holds the two to the same bytes).
+  if lean and not string.find(i .. t .. s .. p .. r .. n, '[%z\1-\31"/\\\127]') then
+    entry = '{"a":"' .. t .. '","p":"' .. p .. '","s":"' .. s .. '","r":"' .. r .. '","t":"c","i":"' .. i
+      .. (owned and '","o":1' or '"') .. (n ~= '' and ',"n":"' .. n .. '"' or '') .. ',"m":' .. string.sub(m, 2) .. '}'
+  else
+    entry = cjson.encode({
+      t = 'c', i = i, a = t, m = (not lean) and m or nil, s = s,
+      p = p, o = owned and 1 or ((not lean) and 0 or nil), n = n ~= '' and n or nil, r = r,
+    })
+    -- The object's JSON as the caller wrote it, spliced in as the entry's last member (not decoded and
+    -- encoded again by cjson).
+    if lean then entry = string.sub(entry, 1, -2) .. ',"m":' .. string.sub(m, 2) .. '}' end
+  end
   -- Bare: the fold that applies this entry trims the feed (includes/feed.lua).
   feedAppend(KEYS[k + 5], 'run', ARGV[a], ARGV[a + 7], quiet, true)
   redis.call('RPUSH', KEYS[k], entry)
