@@ -6,6 +6,7 @@
  * Against a stand-in host under fake timers: counted, never timed.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DeadlineWheel } from './deadline-wheel.ts';
 import type { HostProcess } from './host-process.ts';
 import { hostResidentLimitBytes } from './limits.ts';
 import { ResidentTicker } from './resident-guard.ts';
@@ -55,6 +56,7 @@ function params(ticker: ResidentTicker, readResident: () => number | undefined):
     cancel: undefined,
     readResident,
     residentTicker: ticker,
+    deadlines: new DeadlineWheel(),
   };
 }
 

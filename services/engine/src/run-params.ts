@@ -2,6 +2,7 @@
  * What a Run (run.ts) is given and gives back, its phases, and the intervals it keeps.
  */
 
+import type { DeadlineWheel } from './deadline-wheel.ts';
 import type { ResidentTicker } from './resident-guard.ts';
 import type { RunCancel } from './run-cancel.ts';
 import type { BindingHandler, LogLine, RunOutcome } from './types.ts';
@@ -29,6 +30,8 @@ export interface RunParams {
   readResident: () => number | undefined;
   /** The engine's one ticker that reads its runs' resident memory (resident-guard.ts). */
   residentTicker: ResidentTicker;
+  /** The engine's one timer over its runs' deadlines (deadline-wheel.ts). */
+  deadlines: DeadlineWheel;
 }
 
 /**

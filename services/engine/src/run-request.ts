@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RUN_CODE_REFUSALS } from '@islet/protocol';
+import type { DeadlineWheel } from './deadline-wheel.ts';
 import type { HostProcess } from './host-process.ts';
 import {
   DEFAULT_MAX_CONCURRENT_CALLS,
@@ -53,6 +54,7 @@ export function runParams(
     watchdogGraceMs: number;
     readResident: ((pid: number) => number | undefined) | undefined;
     residentTicker: ResidentTicker;
+    deadlines: DeadlineWheel;
   },
 ): RunParams {
   const limits = opts.limits;
@@ -81,6 +83,7 @@ export function runParams(
     onLog: opts.onLog,
     readResident: () => host.residentBytes(engine.readResident),
     residentTicker: engine.residentTicker,
+    deadlines: engine.deadlines,
   };
 }
 

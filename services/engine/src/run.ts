@@ -70,7 +70,10 @@ export class Run {
     );
     this.budget = new TimeBudget(
       params.timeoutMs,
-      () => this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) }),
+      // Guarded: the engine's one deadline timer (deadline-wheel.ts) ends other runs in the same call.
+      () =>
+        this.guard(() => this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) })),
+      params.deadlines,
       params.spentMs,
     );
   }
