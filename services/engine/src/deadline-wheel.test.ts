@@ -42,6 +42,9 @@ function standIn(name: string, ends: { name: string; at: number; kind: string }[
     kill() {
       host.killed++;
     },
+    residentBytes(read?: (pid: number) => number | undefined) {
+      return read?.(1);
+    },
     whenClosed: () => Promise.resolve(),
   };
   const done = () => events?.onMessage({ t: 'done', status: 'completed', valueJson: '1' });

@@ -373,7 +373,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       const hostWaitMs = performance.now() - acquiring;
       const run = new Run(
         host,
-        runParams(code, opts, checked, host, { watchdogGraceMs, readResident, residentTicker, deadlines }),
+        runParams(code, opts, checked, { watchdogGraceMs, readResident, residentTicker, deadlines }),
       );
       const { outcome, hostReusable } = await run.execute();
       release(

@@ -26,8 +26,12 @@ export interface RunParams {
   cancel: RunCancel | undefined;
   /** Live log lines (ExecuteOptions.onLog). */
   onLog?: ((lines: LogLine[]) => void) | undefined;
-  /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
-  readResident: () => number | undefined;
+  /**
+   * The engine's reader of a host's resident memory by pid (EngineOptions.residentBytesOf;
+   * undefined: /proc), read through the run's host every RESIDENT_GUARD_MS (undefined: unknown).
+   * The engine's own function, not a closure a run.
+   */
+  readResident: ((pid: number) => number | undefined) | undefined;
   /** The engine's one ticker that reads its runs' resident memory (resident-guard.ts). */
   residentTicker: ResidentTicker;
   /** The engine's one timer over its runs' deadlines (deadline-wheel.ts). */

@@ -5,7 +5,6 @@
 import { randomBytes } from 'node:crypto';
 import { RUN_CODE_REFUSALS } from '@islet/protocol';
 import type { DeadlineWheel } from './deadline-wheel.ts';
-import type { HostProcess } from './host-process.ts';
 import {
   DEFAULT_MAX_CONCURRENT_CALLS,
   DEFAULT_MEMORY_MB,
@@ -49,7 +48,6 @@ export function runParams(
   code: string,
   opts: ExecuteOptions,
   checked: CheckedRequest,
-  host: HostProcess,
   engine: {
     watchdogGraceMs: number;
     readResident: ((pid: number) => number | undefined) | undefined;
@@ -81,7 +79,7 @@ export function runParams(
     signal: opts.signal,
     cancel: opts.cancel,
     onLog: opts.onLog,
-    readResident: () => host.residentBytes(engine.readResident),
+    readResident: engine.readResident,
     residentTicker: engine.residentTicker,
     deadlines: engine.deadlines,
   };
