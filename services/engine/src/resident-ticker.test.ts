@@ -41,7 +41,7 @@ function standIn() {
   return { host, run: host as unknown as HostProcess, done };
 }
 
-function params(ticker: ResidentTicker, readResident: () => number | undefined): RunParams {
+function params(ticker: ResidentTicker, readResident: (pid: number) => number | undefined): RunParams {
   return {
     code: 'return 1',
     config: { bindings: [], clockMs: 0, seed: 's' },
