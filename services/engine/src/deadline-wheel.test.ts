@@ -48,7 +48,8 @@ function standIn(name: string, ends: { name: string; at: number; kind: string }[
     whenClosed: () => Promise.resolve(),
   };
   const done = () => events?.onMessage({ t: 'done', status: 'completed', valueJson: '1' });
-  return { host, run: host as unknown as HostProcess, done };
+  const call = (id: number) => events?.onMessage({ t: 'call', id, binding: 'a.b', argsJson: '{}' });
+  return { host, run: host as unknown as HostProcess, done, call };
 }
 
 function params(wheel: DeadlineWheel, timeoutMs: number | null): RunParams {
@@ -249,6 +250,33 @@ describe("the runs' deadlines on one timer an engine", () => {
     await stepTo(t0 + 310);
     expect(ends).toEqual([{ name: 'ended', at: t0 + 300, kind: 'timeout' }]);
     expect((await endedResult).outcome.failure).toEqual({ kind: 'timeout', message: deadlineMessage(300) });
+  });
+
+  it("a wall clock that jumps while a budget excluding binding waits counts moves no deadline across the call's pause", async () => {
+    const wheel = new DeadlineWheel();
+    const ends: { name: string; at: number; kind: string }[] = [];
+    const t0 = performance.now();
+    const h = standIn('paused', ends);
+    const result = new Run(h.run, {
+      ...params(wheel, 300),
+      config: { bindings: ['a.b'], clockMs: 0, seed: 's' },
+      excludeBindingWaits: true,
+      // The call's wait, 100 ms, does not count.
+      onCall: () =>
+        new Promise((resolve) => setTimeout(() => resolve({ type: 'result', valueJson: '1' }), 100)),
+    }).execute();
+    await vi.advanceTimersByTimeAsync(5);
+    // An hour forward while the clock counts, then the call pauses it.
+    vi.setSystemTime(Date.now() + 3_600_000);
+    await vi.advanceTimersByTimeAsync(5);
+    h.call(0);
+    expect(wheel.size).toBe(0);
+    await vi.advanceTimersByTimeAsync(100);
+    // The call settled: the clock counts again, 290 ms left.
+    expect(wheel.size).toBe(1);
+    await stepTo(t0 + 420);
+    expect(ends).toEqual([{ name: 'paused', at: t0 + 400, kind: 'timeout' }]);
+    expect((await result).outcome.failure).toEqual({ kind: 'timeout', message: deadlineMessage(300) });
   });
 
   it('a closed wheel arms nothing and ends nothing', async () => {
