@@ -40,6 +40,34 @@ if (new RegExp(`${which}/src/main\\.ts$`).test(process.argv[1] ?? '')) {
   wrap(process, 'nextTick', 'nextTick');
   for (const name of ['setImmediate', 'setTimeout', 'setInterval', 'queueMicrotask'])
     wrap(globalThis, name, name);
+  // TIMER_SITES=1 (round 49 `engine-timers-2`): where each `setTimeout` is called (its first
+  // `SITE_DEPTH` frames), written to `timer-sites.<pid>.json`: whose timers a run arms.
+  if (process.env.TIMER_SITES === '1') {
+    const depth = Number(process.env.SITE_DEPTH ?? 4);
+    /** @type {Record<string, number>} */
+    const timerSites = {};
+    const counted = globalThis.setTimeout;
+    globalThis.setTimeout = function (...args) {
+      const key = (new Error().stack ?? '')
+        .split('\n')
+        .slice(2)
+        .filter((l) => !/loop-counts-preload/.test(l))
+        .slice(0, depth)
+        .map((l) =>
+          l
+            .trim()
+            .replace(/^at /, '')
+            .replace(/\(?(?:file:\/\/)?\/[^)]*\/([^/]+\/[^/]+:\d+):\d+\)?/, '$1'),
+        )
+        .join(' < ');
+      timerSites[key] = (timerSites[key] ?? 0) + 1;
+      return counted.apply(this, args);
+    };
+    setInterval(
+      () => writeFileSync(`${dir}/timer-sites.${process.pid}.json`, JSON.stringify(timerSites)),
+      200,
+    ).unref();
+  }
   if (which === 'runner') {
     const require = createRequire(`${process.cwd()}/services/runner/package.json`);
     const W = require('bullmq').Worker.prototype;

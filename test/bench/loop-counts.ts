@@ -48,6 +48,13 @@ try {
   console.log(`${which} (pid ${pid}), a run over ${RUNS} runs (${CLIENTS} clients) after ${WARM}:`);
   for (const k of Object.keys(b))
     console.log(`  ${k.padEnd(28)} ${(((b[k] ?? 0) - (a[k] ?? 0)) / RUNS).toFixed(2)}`);
+  if (process.env.TIMER_SITES === '1') {
+    console.log('setTimeout sites (whole life, the warm-up included; divide by WARM + RUNS for a run):');
+    for (const [site, n] of Object.entries(readJson('timer-sites'))
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, 20))
+      console.log(`  ${String(n).padStart(7)}  ${site}`);
+  }
   if (process.env.COUNT_SITES === '1') {
     console.log('promise sites (whole life, the warm-up included; divide by WARM + RUNS for a run):');
     for (const [site, n] of Object.entries(readJson('promise-sites'))

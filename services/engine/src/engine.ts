@@ -8,6 +8,7 @@
  * shared object, an indirection on a run's acquire and release path.
  */
 import { BusyHosts } from './busy-hosts.ts';
+import { DeadlineWheel } from './deadline-wheel.ts';
 import { engineSettings } from './engine-settings.ts';
 import { HostProcess } from './host-process.ts';
 import {
@@ -44,6 +45,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const readResident = options.residentBytesOf;
   // One ticker reads every run's host's resident memory (resident-guard.ts), not a timer a run.
   const residentTicker = new ResidentTicker();
+  // One timer at the earliest deadline of the runs in flight (deadline-wheel.ts), not a timer a run.
+  const deadlines = new DeadlineWheel();
   const idle = new Map<string, HostProcess[]>();
   const busy = new BusyHosts();
   // A host started in the background for a partition (one at a time), for a run that finds its
@@ -370,7 +373,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       const hostWaitMs = performance.now() - acquiring;
       const run = new Run(
         host,
-        runParams(code, opts, checked, host, { watchdogGraceMs, readResident, residentTicker }),
+        runParams(code, opts, checked, { watchdogGraceMs, readResident, residentTicker, deadlines }),
       );
       const { outcome, hostReusable } = await run.execute();
       release(
@@ -407,6 +410,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     await Promise.all(all.map((h) => h.stop()));
     busy.close();
     residentTicker.close();
+    deadlines.close();
   }
 
   function stats() {

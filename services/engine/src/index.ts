@@ -12,6 +12,13 @@ export {
   outputLimitMessage,
 } from './limits.ts';
 export { bindingNameProblem, validateBindingNames } from './names.ts';
-export { PARTIAL_ENFORCEMENT_TEXT, renderResultText, sandboxDeniedLine } from './result-text.ts';
+export {
+  completedText,
+  NOT_JSON,
+  PARTIAL_ENFORCEMENT_TEXT,
+  parseValueJson,
+  renderResultText,
+  sandboxDeniedLine,
+} from './result-text.ts';
 export { RunCancel } from './run-cancel.ts';
 export type * from './types.ts';

@@ -1,5 +1,5 @@
 /**
- * A run's resident-memory guard (run.ts): reads the host's resident size from outside the host
+ * A run's resident-memory guard (run.ts, the Run itself): reads the host's resident size from outside the host
  * about every RESIDENT_GUARD_MS, so it holds while the host's thread runs the program, and reports
  * the run out of memory once it passes its bound (limits.ts `hostResidentLimitBytes`).
  *
@@ -24,47 +24,24 @@ const TICKS_A_READ = 2;
  */
 const IDLE_TICKS = 20;
 
-export class ResidentGuard {
-  private readonly memoryMb: number;
-  private readonly readResident: () => number | undefined;
-  private readonly onOver: (failure: RunFailure) => void;
-  private readonly ticker: ResidentTicker;
+/**
+ * What the ticker reads: a run in flight (run.ts `Run` itself, no guard object and no reading
+ * closure a run: round 49 `engine-timers-2`).
+ */
+export interface ResidentWatched {
   /** The ticker's count at which this run is read next (ResidentTicker). */
-  dueTick = 0;
+  dueTick: number;
+  /** Reads the run's host: true once the run was reported over its bound (no longer watched). */
+  checkResident(): boolean;
+}
 
-  constructor(
-    memoryMb: number,
-    readResident: () => number | undefined,
-    onOver: (failure: RunFailure) => void,
-    ticker: ResidentTicker,
-  ) {
-    this.memoryMb = memoryMb;
-    this.readResident = readResident;
-    this.onOver = onOver;
-    this.ticker = ticker;
-  }
-
-  start(): void {
-    this.ticker.watch(this);
-  }
-
-  stop(): void {
-    this.ticker.unwatch(this);
-  }
-
-  /** Read by the ticker: true once the run was reported over its bound (no longer watched). */
-  check(): boolean {
-    let resident: number | undefined;
-    try {
-      resident = this.readResident();
-    } catch {
-      // Unknown this time (as an unreadable /proc is): read again at the next due tick.
-      resident = undefined;
-    }
-    if (resident === undefined || resident <= hostResidentLimitBytes(this.memoryMb)) return false;
-    this.onOver({ kind: 'worker-exit', cause: 'memory', message: heapLimitMessage(this.memoryMb) });
-    return true;
-  }
+/**
+ * A run's host read at `resident` bytes (undefined: unknown, as an unreadable /proc is): the
+ * out-of-memory failure once past its bound (limits.ts `hostResidentLimitBytes`), else undefined.
+ */
+export function residentFailure(memoryMb: number, resident: number | undefined): RunFailure | undefined {
+  if (resident === undefined || resident <= hostResidentLimitBytes(memoryMb)) return undefined;
+  return { kind: 'worker-exit', cause: 'memory', message: heapLimitMessage(memoryMb) };
 }
 
 /**
@@ -76,14 +53,14 @@ export class ResidentGuard {
  * none of their own.
  */
 export class ResidentTicker {
-  private readonly guards = new Set<ResidentGuard>();
+  private readonly guards = new Set<ResidentWatched>();
   private timer: NodeJS.Timeout | undefined;
   private ticks = 0;
   private idleTicks = 0;
   /** How often its timer was armed (the counts' and the tests' figure: not once a run). */
   armed = 0;
 
-  watch(guard: ResidentGuard): void {
+  watch(guard: ResidentWatched): void {
     guard.dueTick = this.ticks + TICKS_A_READ;
     this.guards.add(guard);
     this.idleTicks = 0;
@@ -94,7 +71,7 @@ export class ResidentTicker {
     this.timer.unref?.();
   }
 
-  unwatch(guard: ResidentGuard): void {
+  unwatch(guard: ResidentWatched): void {
     this.guards.delete(guard);
   }
 
@@ -120,7 +97,7 @@ export class ResidentTicker {
     for (const guard of this.guards) {
       if (guard.dueTick > now) continue;
       guard.dueTick = now + TICKS_A_READ;
-      if (guard.check()) this.guards.delete(guard);
+      if (guard.checkResident()) this.guards.delete(guard);
     }
   }
 

@@ -6,6 +6,7 @@
  * Against a stand-in host under fake timers: counted, never timed.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DeadlineWheel } from './deadline-wheel.ts';
 import type { HostProcess } from './host-process.ts';
 import { hostResidentLimitBytes } from './limits.ts';
 import { ResidentTicker } from './resident-guard.ts';
@@ -31,13 +32,16 @@ function standIn() {
     kill() {
       host.killed++;
     },
+    residentBytes(read?: (pid: number) => number | undefined) {
+      return read?.(1);
+    },
     whenClosed: () => Promise.resolve(),
   };
   const done = () => events?.onMessage({ t: 'done', status: 'completed', valueJson: '1' });
   return { host, run: host as unknown as HostProcess, done };
 }
 
-function params(ticker: ResidentTicker, readResident: () => number | undefined): RunParams {
+function params(ticker: ResidentTicker, readResident: (pid: number) => number | undefined): RunParams {
   return {
     code: 'return 1',
     config: { bindings: [], clockMs: 0, seed: 's' },
@@ -55,6 +59,7 @@ function params(ticker: ResidentTicker, readResident: () => number | undefined):
     cancel: undefined,
     readResident,
     residentTicker: ticker,
+    deadlines: new DeadlineWheel(),
   };
 }
 
@@ -215,6 +220,28 @@ describe("the runs' resident guard", () => {
     expect(ticker.size).toBe(0);
     vi.advanceTimersByTime(1000);
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("watches the Run itself, read through its host with the engine's own reader: no guard object and no closure a run", async () => {
+    const ticker = new ResidentTicker();
+    const watch = vi.spyOn(ticker, 'watch');
+    const pids: number[] = [];
+    // The engine's reader (EngineOptions.residentBytesOf), one function for every run.
+    const read = (pid: number) => {
+      pids.push(pid);
+      return 1;
+    };
+    const runs = [standIn(), standIn()].map((h) => ({ h, run: new Run(h.run, params(ticker, read)) }));
+    const results = runs.map((r) => r.run.execute());
+    // 33923ae1: a ResidentGuard a run, with a closure over the host.
+    expect(watch.mock.calls.map(([watched]) => watched)).toEqual(runs.map((r) => r.run));
+    expect(watch.mock.calls[0]?.[0]).toBe(runs[0]?.run);
+    vi.advanceTimersByTime(RESIDENT_GUARD_MS);
+    // Each run's host read once, with the engine's reader.
+    expect(pids).toEqual([1, 1]);
+    for (const r of runs) r.h.done();
+    await Promise.all(results);
+    expect(ticker.size).toBe(0);
   });
 
   it('an unreadable size is unknown: the run goes on and is read again', async () => {

@@ -19,25 +19,41 @@ export function sandboxDeniedLine(mode: string, enforcement: string): string {
   return `File sandbox: ${mode}; enforcement: ${enforcement}; operation denied`;
 }
 
-/** The returned value as the result shows it: a string as itself, anything else as its JSON text. */
-function valueText(valueJson: string): string {
+/** `parseValueJson`'s answer for a value text that is not JSON (the result shows it as it is). */
+export const NOT_JSON: unique symbol = Symbol('not JSON');
+
+/**
+ * A completed run's `valueJson` parsed, once, for its text (`completedText`) and for whoever keeps
+ * the value too (the runner's outcome mapping), so the value is not parsed twice (round 49
+ * `engine-timers-2`). `NOT_JSON` when it does not parse.
+ */
+export function parseValueJson(valueJson: string): unknown {
   try {
-    const value: unknown = JSON.parse(valueJson);
-    if (typeof value === 'string') return value;
+    return JSON.parse(valueJson);
   } catch {
-    // fall through: show the text as it is
+    return NOT_JSON;
   }
-  return valueJson;
+}
+
+/**
+ * A completed run's text from its value parsed (`parseValueJson`; undefined: the run returned no
+ * value): the printed lines, then the value — a string as itself, anything else (and a text that
+ * is not JSON) as the program's JSON text, byte for byte.
+ */
+export function completedText(outcome: RunOutcome, value: unknown): string {
+  const parts = outcome.logs.map((line) => line.text);
+  if (outcome.valueJson !== undefined) parts.push(typeof value === 'string' ? value : outcome.valueJson);
+  return parts.length === 0 ? NO_OUTPUT_TEXT : parts.join('\n');
 }
 
 /** `kindWord` replaces the word in the parentheses (a Code Mode `ReplayMismatch` reads as itself). */
 export function renderResultText(outcome: RunOutcome, kindWord?: string): string {
+  if (outcome.status === 'completed')
+    return completedText(
+      outcome,
+      outcome.valueJson === undefined ? undefined : parseValueJson(outcome.valueJson),
+    );
   const printed = outcome.logs.map((line) => line.text);
-  if (outcome.status === 'completed') {
-    const parts = [...printed];
-    if (outcome.valueJson !== undefined) parts.push(valueText(outcome.valueJson));
-    return parts.length === 0 ? NO_OUTPUT_TEXT : parts.join('\n');
-  }
   const kind = kindWord ?? (outcome.status === 'stopped' ? 'abort' : (outcome.failure?.kind ?? 'exception'));
   const message =
     outcome.status === 'stopped'

@@ -2,6 +2,7 @@
  * What a Run (run.ts) is given and gives back, its phases, and the intervals it keeps.
  */
 
+import type { DeadlineWheel } from './deadline-wheel.ts';
 import type { ResidentTicker } from './resident-guard.ts';
 import type { RunCancel } from './run-cancel.ts';
 import type { BindingHandler, LogLine, RunOutcome } from './types.ts';
@@ -25,10 +26,16 @@ export interface RunParams {
   cancel: RunCancel | undefined;
   /** Live log lines (ExecuteOptions.onLog). */
   onLog?: ((lines: LogLine[]) => void) | undefined;
-  /** Reads the host's resident memory (undefined: unknown); checked every RESIDENT_GUARD_MS. */
-  readResident: () => number | undefined;
+  /**
+   * The engine's reader of a host's resident memory by pid (EngineOptions.residentBytesOf;
+   * undefined: /proc), read through the run's host every RESIDENT_GUARD_MS (undefined: unknown).
+   * The engine's own function, not a closure a run.
+   */
+  readResident: ((pid: number) => number | undefined) | undefined;
   /** The engine's one ticker that reads its runs' resident memory (resident-guard.ts). */
   residentTicker: ResidentTicker;
+  /** The engine's one timer over its runs' deadlines (deadline-wheel.ts). */
+  deadlines: DeadlineWheel;
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RUN_CODE_REFUSALS } from '@islet/protocol';
-import type { HostProcess } from './host-process.ts';
+import type { DeadlineWheel } from './deadline-wheel.ts';
 import {
   DEFAULT_MAX_CONCURRENT_CALLS,
   DEFAULT_MEMORY_MB,
@@ -48,11 +48,11 @@ export function runParams(
   code: string,
   opts: ExecuteOptions,
   checked: CheckedRequest,
-  host: HostProcess,
   engine: {
     watchdogGraceMs: number;
     readResident: ((pid: number) => number | undefined) | undefined;
     residentTicker: ResidentTicker;
+    deadlines: DeadlineWheel;
   },
 ): RunParams {
   const limits = opts.limits;
@@ -79,8 +79,9 @@ export function runParams(
     signal: opts.signal,
     cancel: opts.cancel,
     onLog: opts.onLog,
-    readResident: () => host.residentBytes(engine.readResident),
+    readResident: engine.readResident,
     residentTicker: engine.residentTicker,
+    deadlines: engine.deadlines,
   };
 }
 

@@ -7,6 +7,7 @@
  * Read as an order of calls, never from time.
  */
 import { describe, expect, it, vi } from 'vitest';
+import { DeadlineWheel } from './deadline-wheel.ts';
 import type { HostProcess } from './host-process.ts';
 import { ResidentTicker } from './resident-guard.ts';
 import { Run } from './run.ts';
@@ -56,6 +57,7 @@ function params(signal: AbortSignal | undefined, cancel?: RunCancel): RunParams 
     cancel,
     readResident: () => undefined,
     residentTicker: new ResidentTicker(),
+    deadlines: new DeadlineWheel(),
   };
 }
 

@@ -12,7 +12,7 @@
 import { callHandler, handlerFailedOutcome, normalizeOutcome } from './binding-outcome.ts';
 import type { HostProcess } from './host-process.ts';
 import { deadlineMessage, outputLimitMessage } from './limits.ts';
-import { ResidentGuard } from './resident-guard.ts';
+import { type ResidentWatched, residentFailure } from './resident-guard.ts';
 import { RunCalls } from './run-calls.ts';
 import { callRefusal, checkedDone, outcomeFrame, runFrame } from './run-frames.ts';
 import { RunLog } from './run-log.ts';
@@ -22,7 +22,7 @@ import { TimeBudget } from './time-budget.ts';
 import type { BindingCall, LogLine, RunFailure, StopCode } from './types.ts';
 import type { FromHost, HostDone } from './wire.ts';
 
-export class Run {
+export class Run implements ResidentWatched {
   private readonly host: HostProcess;
   private readonly p: RunParams;
   private phase: Phase = 'running';
@@ -52,7 +52,8 @@ export class Run {
   private turnsOut = 0;
   private readonly budget: TimeBudget;
   private watchdogTimer: NodeJS.Timeout | undefined;
-  private readonly resident: ResidentGuard;
+  /** The engine's resident ticker's count at which this run's host is read next (resident-guard.ts). */
+  dueTick = 0;
   private resolve!: (r: RunResult) => void;
   private readonly onAbort = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.signal) });
   private readonly onCancel = () => this.endNow({ kind: 'abort', message: abortMessage(this.p.cancel) });
@@ -62,15 +63,12 @@ export class Run {
     this.p = params;
     this.log = new RunLog(params.outputBytes);
     this.calls = new RunCalls(params.maxConcurrentCalls);
-    this.resident = new ResidentGuard(
-      params.memoryMb,
-      params.readResident,
-      (f) => this.finishNow(f),
-      params.residentTicker,
-    );
     this.budget = new TimeBudget(
       params.timeoutMs,
-      () => this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) }),
+      // Guarded: the engine's one deadline timer (deadline-wheel.ts) ends other runs in the same call.
+      () =>
+        this.guard(() => this.endNow({ kind: 'timeout', message: deadlineMessage(params.timeoutMs ?? 0) })),
+      params.deadlines,
       params.spentMs,
     );
   }
@@ -121,8 +119,24 @@ export class Run {
     // other code runs), and an EventTarget listener is ~15-20 µs of cold code on a run's start.
     this.p.signal?.addEventListener('abort', this.onAbort, { once: true });
     this.p.cancel?.listen(this.onCancel);
-    this.resident.start();
+    this.p.residentTicker.watch(this);
     return result;
+  }
+
+  // ---- resident memory (the engine's ticker reads it, resident-guard.ts) -------------------------
+
+  checkResident(): boolean {
+    let resident: number | undefined;
+    try {
+      resident = this.host.residentBytes(this.p.readResident);
+    } catch {
+      // Unknown this time (as an unreadable /proc is): read again at the next due tick.
+      resident = undefined;
+    }
+    const failure = residentFailure(this.p.memoryMb, resident);
+    if (failure === undefined) return false;
+    this.finishNow(failure);
+    return true;
   }
 
   // ---- time budget ------------------------------------------------------------------------------
@@ -396,7 +410,7 @@ export class Run {
     this.phase = 'done';
     this.budget.stop();
     clearTimeout(this.watchdogTimer);
-    this.resident.stop();
+    this.p.residentTicker.unwatch(this);
     this.p.signal?.removeEventListener('abort', this.onAbort);
     this.p.cancel?.unlisten(this.onCancel);
     this.host.attach(undefined);

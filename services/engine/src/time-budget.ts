@@ -2,38 +2,51 @@
  * A run's wall-clock budget. It counts down only while running (paused while the run waits on
  * binding calls, when the budget excludes those waits) and calls `onExpired` once it is spent.
  * It lives in the engine, outside V8, so a program that never yields still meets its deadline.
+ * Its deadline is kept by the engine's one timer over its runs' deadlines (deadline-wheel.ts), not
+ * a timer of its own; counted on the monotonic clock (`performance.now()`), which no wall-clock
+ * jump moves.
  */
-export class TimeBudget {
+import type { Deadline, DeadlineWheel } from './deadline-wheel.ts';
+
+export class TimeBudget implements Deadline {
   private leftMs: number;
   private readonly budgetMs: number;
   private startedAt: number | undefined;
-  private timer: NodeJS.Timeout | undefined;
   private readonly onExpired: () => void;
+  private readonly wheel: DeadlineWheel;
+  /** While counting down: when it is spent (`performance.now()` ms). */
+  deadlineAt = Number.POSITIVE_INFINITY;
 
   /** `budgetMs` null: no deadline. `spentMs`: already used by an earlier execution of the run. */
-  constructor(budgetMs: number | null, onExpired: () => void, spentMs = 0) {
+  constructor(budgetMs: number | null, onExpired: () => void, wheel: DeadlineWheel, spentMs = 0) {
     this.budgetMs = budgetMs ?? Number.POSITIVE_INFINITY;
     this.leftMs = this.budgetMs - Math.max(0, spentMs);
     this.onExpired = onExpired;
+    this.wheel = wheel;
   }
 
   resume(): void {
     if (this.startedAt !== undefined || !Number.isFinite(this.leftMs)) return;
-    this.startedAt = Date.now();
-    this.timer = setTimeout(
-      () => {
-        this.startedAt = undefined;
-        this.onExpired();
-      },
-      Math.max(0, this.leftMs),
-    );
+    const now = performance.now();
+    this.startedAt = now;
+    this.deadlineAt = now + Math.max(0, this.leftMs);
+    this.wheel.add(this);
   }
 
   pause(): void {
     if (this.startedAt === undefined) return;
-    this.leftMs -= Date.now() - this.startedAt;
+    this.leftMs -= performance.now() - this.startedAt;
     this.startedAt = undefined;
-    clearTimeout(this.timer);
+    this.wheel.remove(this);
+  }
+
+  /** Called by the wheel once the deadline passed (it removed this budget first). */
+  expire(): void {
+    if (this.startedAt === undefined) return;
+    // As the base's own timer did: the clock stops without counting what ran (spentMs reads what
+    // was spent before this countdown began).
+    this.startedAt = undefined;
+    this.onExpired();
   }
 
   /** The deadline is counting down now (a deadline exists and the clock is not paused). */
@@ -43,7 +56,7 @@ export class TimeBudget {
 
   /** What is left now, ms (Infinity without a deadline). */
   remainingMs(): number {
-    return this.startedAt === undefined ? this.leftMs : this.leftMs - (Date.now() - this.startedAt);
+    return this.startedAt === undefined ? this.leftMs : this.leftMs - (performance.now() - this.startedAt);
   }
 
   /** Counted so far, ms, earlier executions' share included (undefined without a deadline). */
@@ -53,6 +66,6 @@ export class TimeBudget {
 
   /** The run is over: the deadline can no longer fire. */
   stop(): void {
-    clearTimeout(this.timer);
+    this.wheel.remove(this);
   }
 }

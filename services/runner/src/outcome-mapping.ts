@@ -4,7 +4,7 @@
  * engine's result text.
  */
 import type { RunOutcome } from '@islet/engine';
-import { renderResultText } from '@islet/engine';
+import { completedText, NOT_JSON, parseValueJson, renderResultText } from '@islet/engine';
 import { type FailureKind, type RunResult, reasonForFailure, statusForFailure } from '@islet/protocol';
 import { failedEnd } from '@islet/runs';
 
@@ -26,17 +26,7 @@ type RunEnd =
   /** The engine stopped on `cancelled` (cancel request, or a newer execution took the run over). */
   | { kind: 'cancelled'; result: RunResult; text: string };
 
-function parse(json: string | undefined): unknown {
-  if (json === undefined) return undefined;
-  try {
-    return JSON.parse(json);
-  } catch {
-    return json;
-  }
-}
-
 export function mapOutcome(outcome: RunOutcome): RunEnd {
-  const text = renderResultText(outcome);
   const logs = outcome.logs.map((l) => ({ level: l.level, text: l.text }));
   if (outcome.status === 'completed') {
     const result: RunResult = { _tag: 'Completed', logs };
@@ -44,14 +34,20 @@ export function mapOutcome(outcome: RunOutcome): RunEnd {
     // as the program's JSON, where a reader of the result writes JSON.stringify's. The same text
     // unless that JSON is not JSON.stringify's own (the host's encoder is not Node's): then the
     // store keeps the text. Decided here, where the value is parsed, not by a second rendering.
+    // The value is parsed once, for the result and the engine's text alike (`completedText`, the
+    // bytes `renderResultText` gives); a text that is not JSON is kept as the value, a string.
     let textIsResult = true;
+    let parsed: unknown;
     if (outcome.valueJson !== undefined) {
-      const value = parse(outcome.valueJson);
+      parsed = parseValueJson(outcome.valueJson);
+      const value = parsed === NOT_JSON ? outcome.valueJson : parsed;
       result.value = value;
       if (typeof value !== 'string') textIsResult = JSON.stringify(value) === outcome.valueJson;
     }
+    const text = completedText(outcome, parsed);
     return { kind: 'final', status: 'Completed', result, text, failureKind: 'none', textIsResult };
   }
+  const text = renderResultText(outcome);
   if (outcome.status === 'stopped') {
     const code = outcome.stop?.code;
     const message = outcome.stop?.message ?? 'the run was stopped';
