@@ -11,8 +11,8 @@
  * before each open (cold caches as a sequential gateway's, woken by the push; N is then 300).
  */
 import { generateSealKey, sealerFromConfig } from '@islet/core';
-import { sealEnded } from '../../services/runs/src/sealed-fields.ts';
 import { memoizeOwnSeals } from '../../services/gateway/src/own-seal-memo.ts';
+import { sealEnded } from '../../services/runs/src/sealed-fields.ts';
 
 const GAP_MS = Number(process.env.GAP_MS ?? 0);
 const N = Number(process.env.N ?? (GAP_MS > 0 ? 300 : 5000));
@@ -22,7 +22,10 @@ const memo = memoizeOwnSeals(sealer);
 // A busy gateway's memo: submits' `pick` (program and request) and descriptions, 2,048 entries.
 for (let i = 0; i < 2048; i++) {
   const id = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
-  memo.seal(JSON.stringify([`return ${i}`, { style: 'run_code', limits: { timeoutMs: 30000 } }]), `pick\0${id}`);
+  memo.seal(
+    JSON.stringify([`return ${i}`, { style: 'run_code', limits: { timeoutMs: 30000 } }]),
+    `pick\0${id}`,
+  );
 }
 const end = {
   result: { _tag: 'Completed' as const, value: 1, logs: [] },
