@@ -150,13 +150,16 @@ export async function createGatewayDeps(
     sealer,
     timeoutMs: config.ISLET_CLIENT_CALL_TIMEOUT_MS,
   });
-  // A submit's waiter opens the program, description and request it sealed moments before (the
-  // run's pushed end): those come from memory (own-seal-memo.ts), only the result is decrypted.
-  // A binding call's events are sealed past the memo: this gateway never opens them on a run's
-  // path, and a hundred-call program's hundred would push other runs' submit entries out of it.
+  // A read of a run this gateway submitted opens the program, description and request it sealed
+  // (a whole pushed end from a runner before round 41, a record read back): those come from memory
+  // (own-seal-memo.ts). A binding call's events are sealed past the memo: this gateway never opens
+  // them on a run's path, and a hundred-call program's hundred would push other runs' submit
+  // entries out of it. So is a run's end: its runner sealed it, so the memo never held the one a
+  // waiter opens from its push, and looking it up there cost that turn a miss.
   const runs = createRunStore(redis, memoizeOwnSeals(sealer), {
     retentionSeconds: config.ISLET_RUN_RETENTION_SECONDS,
     eventSealer: sealer,
+    endSealer: sealer,
     writeFormat: config.ISLET_WRITE_FORMAT,
     callOneSeal: config.ISLET_CALL_ONE_SEAL === 'true',
   });

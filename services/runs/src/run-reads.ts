@@ -61,6 +61,8 @@ export function createRunReads(
     sealStatus: (status: string) => string;
     /** ISLET_CALL_ONE_SEAL: `callEvent` writes the one-seal form (call-event-reads.ts). */
     callOneSeal?: boolean;
+    /** Opens a run's end (`ended`, format 1's `result`, `text`, `textRef`); default `sealer`. */
+    endSealer?: Sealer;
   },
 ) {
   const { maxEvents, sealEvent, sealStatus } = shared;
@@ -75,6 +77,9 @@ export function createRunReads(
   };
   const open = <T>(v: string | undefined): T | undefined =>
     v ? (JSON.parse(sealer.open(v)) as T) : undefined;
+  const endSealer = shared.endSealer ?? sealer;
+  const openEndValue = <T>(v: string | undefined): T | undefined =>
+    v ? (JSON.parse(endSealer.open(v)) as T) : undefined;
 
   /**
    * A run from its record's fields as read from Redis (null: no record). `openDescription`: the
@@ -134,14 +139,14 @@ export function createRunReads(
   function openEnd(run: StoredRun, h: Partial<Record<string, string>>): void {
     if (h.ended) {
       // Format 2's one field of the result and its text (sealed-fields.ts).
-      const ended = openEnded(sealer, run.id, h.ended);
+      const ended = openEnded(endSealer, run.id, h.ended);
       run.result = ended.result;
       run.text = ended.text;
     } else {
-      const result = open<RunResult>(h.result);
+      const result = openEndValue<RunResult>(h.result);
       if (result) run.result = result;
-      if (h.text) run.text = sealer.open(h.text);
-      const ref = open<TextRef>(h.textRef);
+      if (h.text) run.text = endSealer.open(h.text);
+      const ref = openEndValue<TextRef>(h.textRef);
       if (ref && result) run.text = textFromRef(ref, result);
     }
     // A Completed record without `kind` is `none`: every writer so far stores `kind none`, and a

@@ -198,6 +198,15 @@ export interface RunStoreOptions {
    */
   eventSealer?: Sealer;
   /**
+   * Seals and opens a run's end (`ended`; format 1's `result`, `text`, `textRef`); default the
+   * store's own sealer. The gateway's is its plain sealer, past its own-seal memo: an end is
+   * sealed by the runner that ran it (or the gateway that cancelled it, rarely opened after), so
+   * the memo never held the waiter's pushed end and each open paid a miss — its key built (the
+   * sealed text and bind joined, flattened, hashed) and two Map lookups — in the turn between the
+   * push and the response (test/bench/README.md, round 49 `end-hop`).
+   */
+  endSealer?: Sealer;
+  /**
    * Core config `ISLET_CALL_ONE_SEAL` (the processes' default on since round 45; this option's, for
    * a store made without it, off): a binding call's `call` event written as its call's index and
    * duration, its data read from the journal (call-event-reads.ts); both forms are read whatever

@@ -92,11 +92,14 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
   const sealStatus = statusSeals(seal);
   const eventSealer = options.eventSealer;
   const sealEvent = eventSealer ? (v: unknown) => eventSealer.seal(JSON.stringify(v)) : seal;
+  const endSealer = options.endSealer ?? sealer;
+  const sealEndValue = endSealer === sealer ? seal : (v: unknown) => endSealer.seal(JSON.stringify(v));
   const reads = createRunReads(redis, sealer, {
     maxEvents,
     sealEvent,
     sealStatus,
     callOneSeal: options.callOneSeal === true,
+    endSealer,
   });
   const tenantRuns = createTenantRuns(redis);
   const { transition, setStatus, requestCancel } = createRunTransitions(redis, {
@@ -275,8 +278,8 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         run,
         // Copied without its stamps only when it has any (a runner with stamps off gives none).
         stageTimings || end.timings === undefined ? end : { ...end, timings: undefined },
-        sealer,
-        seal,
+        endSealer,
+        sealEndValue,
         writeFormat,
       );
       // The tenant half of the end (includes/finish-tenant.lua) leaves the in-flight set and
