@@ -6,8 +6,9 @@
  * Prints per call: commands (`INFO commandstats`, by name) and Redis's own time in the scripts
  * (`EVALSHA`'s usec). The counts do not depend on load; the time does, less than a round trip.
  * `CALLGRIND=1` (round 37, `call-gw2`): the server under callgrind (`callgrind-redis.ts`, only script
- * calls counted) and, sequential calls only, Redis's instructions a claim and a completion (p50 and
- * mean over the measured calls; `RUNS` default 5 there: each count asks `callgrind_control`).
+ * calls counted) and Redis's instructions a claim and a completion (p50 and mean over the measured
+ * calls; `RUNS` default 5 there: each count asks `callgrind_control`); with `PARALLEL=1` (round 49
+ * `binding-hop`) a run's claim group and its outcome groups, and their mean over the group's calls.
  */
 import { createCallJournal } from '@islet/runs';
 import { startRedis } from '@islet/testkit';
@@ -68,9 +69,14 @@ try {
     const runId = `run-${r}`;
     const attempt = await journal.nextAttempt(runId);
     if (PARALLEL) {
-      await Promise.all(Array.from({ length: CALLS }, (_, i) => journal.claim(runId, attempt, call(i))));
-      await Promise.all(
-        Array.from({ length: CALLS }, (_, i) => journal.complete(runId, i, result, event(runId))),
+      // Counted a group at a time (round 49 `binding-hop`): each group is one script call.
+      await count('claim', () =>
+        Promise.all(Array.from({ length: CALLS }, (_, i) => journal.claim(runId, attempt, call(i)))),
+      );
+      await count('complete', () =>
+        Promise.all(
+          Array.from({ length: CALLS }, (_, i) => journal.complete(runId, i, result, event(runId))),
+        ),
       );
     } else
       for (let i = 0; i < CALLS; i++) {
@@ -115,7 +121,9 @@ try {
     const sorted = [...all].sort((a, b) => a - b);
     const mean = all.reduce((a, b) => a + b, 0) / all.length;
     console.log(
-      `Redis instructions a ${kind} (${all.length}): p50 ${sorted[sorted.length >> 1]}, mean ${mean.toFixed(0)}`,
+      PARALLEL
+        ? `Redis instructions a ${kind} group of ${CALLS} (${all.length}): p50 ${sorted[sorted.length >> 1]}, mean ${mean.toFixed(0)}; a call ${(mean / CALLS).toFixed(0)}`
+        : `Redis instructions a ${kind} (${all.length}): p50 ${sorted[sorted.length >> 1]}, mean ${mean.toFixed(0)}`,
     );
   }
 } finally {

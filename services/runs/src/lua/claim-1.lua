@@ -59,106 +59,126 @@ local current = tonumber(got[1] or '0')
 local written, order = {}, {}
 -- A journal written for a run whose record is gone expires this soon (the least retention).
 local ORPHAN_MS = 60000
--- Whether cjson writes the number this text is as the text itself: an integer in its shortest form
--- of at most 14 digits (cjson's precision, `%.14g`: `Date.now()` is 13).
-local function int14(x)
-  return x == '0' or (#x <= 14 and string.find(x, '^[1-9]%d*$') ~= nil)
-end
--- The same, kept a text: a group's calls mostly share their attempt and their time (~0.9 k
--- instructions a match).
+-- No function is made here (round 49 `binding-hop`): Redis runs this body at every call, so each
+-- `local function` in it was a closure made again each time, with a lookup of each enclosing local
+-- it reads (four: the claim, its write and the two number checks). Each call's claim is the body of
+-- a one-pass `repeat` (a `do break end` is its `return`), a write is written out where it is made
+-- (`written` keeps the field's text; `order` its first write), and a number's check is in line.
+-- Whether cjson writes the number a text is as the text itself: an integer in its shortest form
+-- of at most 14 digits (cjson's precision, `%.14g`: `Date.now()` is 13). A group's calls mostly
+-- share their attempt and their time, so those two are checked once a text (`ints`).
+local find, sub, encode = string.find, string.sub, cjson.encode
 local ints = {}
-local function kept14(x)
-  local ok = ints[x]
-  if ok == nil then
-    ok = int14(x)
-    ints[x] = ok
-  end
-  return ok
-end
-local function put(field, text)
-  if not written[field] then order[#order + 1] = field end
-  written[field] = text
-end
-local function claim(b, stored, storedSource)
-  local attempt = tonumber(ARGV[b + 2])
-  local claimed = 'pending'
-  if ARGV[b + 11] == '1' then claimed = 'sent' end
-  if attempt < current then return 'superseded' end
-  local field = ARGV[b + 1]
-  local raw = written[field] or stored
-  if not raw then
-    local e
-    if split then
-      put('#c' .. field, ARGV[b + 10] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5])
-      local s
-      if ARGV[b + 12] ~= '' then
-        local field = sourceField[ARGV[b + 12]]
-        if not (written[field] or storedSource) then put(field, ARGV[b + 6]) end
-        s = ARGV[b + 12]
-      elseif ARGV[b + 6] ~= '' then
-        s = ARGV[b + 6]
-      end
-      -- The entry as text, byte for byte what cjson.encode writes of the table below (see the header).
-      local t0 = ARGV[b + 8]
-      if int14(field) and kept14(ARGV[b + 2]) and kept14(t0) then
-        local text
-        if s then
-          text = '{"i":' .. field .. ',"op":' .. cjson.encode(ARGV[b + 7]) .. ',"t0":' .. t0 .. ',"b":'
-            .. cjson.encode(ARGV[b + 3]) .. ',"s":' .. cjson.encode(s) .. ',"st":"' .. claimed .. '","at":'
-            .. ARGV[b + 2] .. '}'
-        else
-          text = '{"i":' .. field .. ',"op":' .. cjson.encode(ARGV[b + 7]) .. ',"t0":' .. t0 .. ',"b":'
-            .. cjson.encode(ARGV[b + 3]) .. ',"st":"' .. claimed .. '","at":' .. ARGV[b + 2] .. '}'
-        end
-        put(field, text)
-        return 'new'
-      end
-      e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
-        t0 = tonumber(t0)}
-      if s then e.s = s end
-    else
-      -- Layout 1's table built as the previous release builds it (cjson's key order follows it).
-      e = {i = tonumber(field), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
-        st = claimed, at = attempt, tk = ARGV[b + 10], t0 = tonumber(ARGV[b + 8])}
-      if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
-    end
-    put(field, cjson.encode(e))
-    return 'new'
-  end
-  local e = cjson.decode(raw)
-  -- Layout 2 (no `h` in the entry): the hash is the claim part's second word.
-  local part, h, partField
-  if e.h == nil then
-    partField = '#c' .. field
-    part = written[partField] or redis.call('HGET', KEYS[1], partField) or ''
-    local s1 = string.find(part, ' ', 1, true) or #part
-    local s2 = string.find(part, ' ', s1 + 1, true) or (#part + 1)
-    h = string.sub(part, s1 + 1, s2 - 1)
-  else
-    h = e.h
-  end
-  if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then return 'mismatch ' .. (e.b or '') end
-  if e.st == 'done' then return 'done ' .. tostring(e.seq) .. ' ' .. (e.o or '') end
-  if e.at > attempt then return 'superseded' end
-  if e.at == attempt and ARGV[b + 9] ~= '1' then return 'in-flight' end
-  if e.st == 'pending' then
-    e.st = claimed
-    e.at = attempt
-    e.t0 = tonumber(ARGV[b + 8])
-    if part then
-      put(partField, ARGV[b + 10] .. string.sub(part, (string.find(part, ' ', 1, true) or (#part + 1))))
-    else
-      e.tk = ARGV[b + 10]
-    end
-    put(field, cjson.encode(e))
-    return 'new'
-  end
-  return 'unknown'
-end
 local replies = {}
 for b = 1, #ARGV - 1, ${CLAIM_FIELDS} do
-  local n = #replies
-  replies[n + 1] = claim(b, got[n + 2], split and got[sourceAt[ARGV[b + 12]]])
+  local stored = got[#replies + 2]
+  local storedSource = split and got[sourceAt[ARGV[b + 12]]]
+  local reply
+  repeat
+    local attempt = tonumber(ARGV[b + 2])
+    local claimed = 'pending'
+    if ARGV[b + 11] == '1' then claimed = 'sent' end
+    if attempt < current then
+      reply = 'superseded'
+      do break end
+    end
+    local field = ARGV[b + 1]
+    local raw = written[field] or stored
+    if not raw then
+      local e
+      if split then
+        local part = '#c' .. field
+        if not written[part] then order[#order + 1] = part end
+        written[part] = ARGV[b + 10] .. ' ' .. ARGV[b + 4] .. ' ' .. ARGV[b + 5]
+        local s
+        if ARGV[b + 12] ~= '' then
+          local sf = sourceField[ARGV[b + 12]]
+          if not (written[sf] or storedSource) then
+            order[#order + 1] = sf
+            written[sf] = ARGV[b + 6]
+          end
+          s = ARGV[b + 12]
+        elseif ARGV[b + 6] ~= '' then
+          s = ARGV[b + 6]
+        end
+        -- The entry as text, byte for byte what cjson.encode writes of the table below (see the header).
+        local t0, at = ARGV[b + 8], ARGV[b + 2]
+        local atOk, t0Ok = ints[at], ints[t0]
+        if atOk == nil then
+          atOk = at == '0' or (#at <= 14 and find(at, '^[1-9]%d*$') ~= nil)
+          ints[at] = atOk
+        end
+        if t0Ok == nil then
+          t0Ok = t0 == '0' or (#t0 <= 14 and find(t0, '^[1-9]%d*$') ~= nil)
+          ints[t0] = t0Ok
+        end
+        if (field == '0' or (#field <= 14 and find(field, '^[1-9]%d*$') ~= nil)) and atOk and t0Ok then
+          local text
+          if s then
+            text = '{"i":' .. field .. ',"op":' .. encode(ARGV[b + 7]) .. ',"t0":' .. t0 .. ',"b":'
+              .. encode(ARGV[b + 3]) .. ',"s":' .. encode(s) .. ',"st":"' .. claimed .. '","at":'
+              .. at .. '}'
+          else
+            text = '{"i":' .. field .. ',"op":' .. encode(ARGV[b + 7]) .. ',"t0":' .. t0 .. ',"b":'
+              .. encode(ARGV[b + 3]) .. ',"st":"' .. claimed .. '","at":' .. at .. '}'
+          end
+          if not written[field] then order[#order + 1] = field end
+          written[field] = text
+          reply = 'new'
+          do break end
+        end
+        e = {i = tonumber(field), b = ARGV[b + 3], op = ARGV[b + 7], st = claimed, at = attempt,
+          t0 = tonumber(t0)}
+        if s then e.s = s end
+      else
+        -- Layout 1's table built as the previous release builds it (cjson's key order follows it).
+        e = {i = tonumber(field), b = ARGV[b + 3], h = ARGV[b + 4], a = ARGV[b + 5], op = ARGV[b + 7],
+          st = claimed, at = attempt, tk = ARGV[b + 10], t0 = tonumber(ARGV[b + 8])}
+        if ARGV[b + 6] ~= '' then e.s = ARGV[b + 6] end
+      end
+      if not written[field] then order[#order + 1] = field end
+      written[field] = encode(e)
+      reply = 'new'
+      do break end
+    end
+    local e = cjson.decode(raw)
+    -- Layout 2 (no `h` in the entry): the hash is the claim part's second word.
+    local part, h, partField
+    if e.h == nil then
+      partField = '#c' .. field
+      part = written[partField] or redis.call('HGET', KEYS[1], partField) or ''
+      local s1 = find(part, ' ', 1, true) or #part
+      local s2 = find(part, ' ', s1 + 1, true) or (#part + 1)
+      h = sub(part, s1 + 1, s2 - 1)
+    else
+      h = e.h
+    end
+    if e.b ~= ARGV[b + 3] or h ~= ARGV[b + 4] then
+      reply = 'mismatch ' .. (e.b or '')
+    elseif e.st == 'done' then
+      reply = 'done ' .. tostring(e.seq) .. ' ' .. (e.o or '')
+    elseif e.at > attempt then
+      reply = 'superseded'
+    elseif e.at == attempt and ARGV[b + 9] ~= '1' then
+      reply = 'in-flight'
+    elseif e.st == 'pending' then
+      e.st = claimed
+      e.at = attempt
+      e.t0 = tonumber(ARGV[b + 8])
+      if part then
+        if not written[partField] then order[#order + 1] = partField end
+        written[partField] = ARGV[b + 10] .. sub(part, (find(part, ' ', 1, true) or (#part + 1)))
+      else
+        e.tk = ARGV[b + 10]
+      end
+      if not written[field] then order[#order + 1] = field end
+      written[field] = encode(e)
+      reply = 'new'
+    else
+      reply = 'unknown'
+    end
+  until true
+  replies[#replies + 1] = reply
 end
 if #order > 0 then
   local args = {}
