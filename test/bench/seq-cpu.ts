@@ -32,9 +32,9 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpuMsOfDescendants } from './baselines.ts';
 import { startRedisCluster } from '@islet/testkit';
 import { clusterRedisConfig } from '../e2e/redis-cluster-config.ts';
+import { cpuMsOfDescendants } from './baselines.ts';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 import { allocationCallersOf, summarize, summarizeAllocations, type Window } from './profile-summary.ts';
 import { threadCpu as cpu, PERF_HZ, perfNodeFlag, recordThread } from './thread-perf.ts';
