@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { type RedisCluster, startRedisCluster } from '@islet/testkit';
 import { type Cluster, Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LuaScript, OneCopyCommand } from './lua-script.ts';
 import { createRedis, type Redis } from './redis.ts';
 import { switchClusterNodes } from './redis-cluster-nodes.ts';
 import { readRepliesDirect } from './redis-direct-read.ts';
@@ -260,6 +261,59 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
     expect(dataHandlerListens(promoted!.stream)).toBe(false);
     expect(await fast.getBuffer('{r}k')).toEqual(Buffer.from('д-1'));
   }, 60_000);
+
+  it("sends a script call on a Cluster as OneCopyCommand: ioredis's replies, NOSCRIPT's EVAL, a MOVED followed", async () => {
+    const plain = client();
+    const fast = client();
+    readRepliesFast(fast);
+    const lua = `return {KEYS[1], ARGV[1], ARGV[2], redis.call('SET', KEYS[1], ARGV[1]), '${randomBytes(4).toString('hex')}'}`;
+    const script = new LuaScript(lua);
+    const sent: unknown[] = [];
+    const cluster_ = asCluster(fast) as unknown as {
+      sendCommand: (c: unknown, ...rest: unknown[]) => unknown;
+    };
+    const send = cluster_.sendCommand.bind(cluster_);
+    vi.spyOn(cluster_, 'sendCommand').mockImplementation((command: unknown, ...rest: unknown[]) => {
+      sent.push(command);
+      return send(command, ...rest);
+    });
+    const args = ['ключ-☃', binary.toString('latin1')];
+    // First call: NOSCRIPT on the node, then EVAL; second: EVALSHA.
+    const first = await script.run(fast, ['{s}a'], args);
+    const second = await script.run(fast, ['{s}a'], [args[0]!, 42]);
+    const theirs = await plain.eval(lua, 1, '{s}a', ...args);
+    expect(first).toEqual(theirs);
+    expect(second).toEqual([...(theirs as unknown[]).slice(0, 2), '42', ...(theirs as unknown[]).slice(3)]);
+    // Each command once (one queued while the client connected is sent again from its queue).
+    const commands = [...new Set(sent)];
+    expect(commands.map((c) => (c as { name: string }).name)).toEqual(['evalsha', 'eval', 'evalsha']);
+    expect(commands.every((c) => c instanceof OneCopyCommand)).toBe(true);
+    expect(await plain.get('{s}a')).toBe(args[0]);
+    // The slot moves under the client: a MOVED, and the same command sent to the new owner.
+    const slot = Number(await plain.cluster('KEYSLOT', '{s}'));
+    const sourcePort = await cluster.masterOf('{s}');
+    const targetPort = (await cluster.masters()).find((p) => p !== sourcePort)!;
+    const target = new IORedis({ port: targetPort });
+    try {
+      const targetId = String(await target.cluster('MYID'));
+      await plain.del('{s}a');
+      for (const port of await cluster.masters()) {
+        const node = new IORedis({ port });
+        try {
+          await node.cluster('SETSLOT', slot, 'NODE', targetId);
+        } finally {
+          node.disconnect();
+        }
+      }
+      expect(asCluster(fast).slots[slot]?.[0]).toBe(`127.0.0.1:${sourcePort}`);
+      expect(await script.runInOrder(fast, ['{s}a'], args)).toEqual(theirs);
+      expect(asCluster(fast).slots[slot]?.[0]).toBe(`127.0.0.1:${targetPort}`);
+      expect(await target.get('{s}a')).toBe(args[0]);
+    } finally {
+      target.disconnect();
+      vi.restoreAllMocks();
+    }
+  });
 
   it('leaves a Cluster client it does not recognise as it is', () => {
     const odd = { isCluster: true } as unknown as Redis;
