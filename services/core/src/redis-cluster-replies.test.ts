@@ -130,7 +130,16 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
       const converts = vi.spyOn(utils, 'convertBufferToString');
       try {
         const value = await fn();
-        return { value, slices: slices.mock.calls.length, converts: converts.mock.calls.length };
+        // Only this list's own values: every Cluster client here (the plain ones too) refreshes
+        // its slot map every 5 s, and that reply may be parsed inside the window.
+        const ofList = (v: unknown) => Buffer.isBuffer(v) && /^v\d+-ё$/.test(v.toString());
+        return {
+          value,
+          slices: slices.mock.results.filter((r) => ofList(r.value)).length,
+          // Called once a reply (its recursion is not through the module object).
+          converts: converts.mock.calls.filter((call) => Array.isArray(call[0]) && call[0].some(ofList))
+            .length,
+        };
       } finally {
         slices.mockRestore();
         converts.mockRestore();
@@ -142,7 +151,7 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
     expect(theirs.value).toEqual(values);
     expect(ours.value).toEqual(values);
     expect(theirs.slices).toBeGreaterThanOrEqual(100);
-    expect(theirs.converts).toBeGreaterThanOrEqual(1);
+    expect(theirs.converts).toBe(1);
     expect(ours.slices).toBe(0);
     expect(ours.converts).toBe(0);
     expect(oursBuffer.slices).toBeGreaterThanOrEqual(100);
@@ -186,15 +195,19 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
         }
       }
       const owner = () => asCluster(fast).slots[slot]?.[0];
-      expect(owner()).toBe(`127.0.0.1:${sourcePort}`);
+      // Stale unless the client's own slot refresh (every 5 s) came in between: then no MOVED.
+      const stale = owner() === `127.0.0.1:${sourcePort}`;
+      const moved = vi.spyOn(asCluster(fast), 'refreshSlotsCache');
       expect(await fast.get('{m}old')).toBe('ё-old');
-      expect(owner()).toBe(`127.0.0.1:${targetPort}`);
+      if (stale) expect(moved).toHaveBeenCalled();
+      expect(await target.get('{m}old')).toBe('ё-old');
       expect(await fast.mget('{m}old', '{m}new')).toEqual(await plain.mget('{m}old', '{m}new'));
       expect(await fast.multi().get('{m}old').getBuffer('{m}old').exec()).toEqual([
         [null, 'ё-old'],
         [null, Buffer.from('ё-old')],
       ]);
     } finally {
+      vi.restoreAllMocks();
       source.disconnect();
       target.disconnect();
     }
@@ -305,9 +318,12 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
           node.disconnect();
         }
       }
-      expect(asCluster(fast).slots[slot]?.[0]).toBe(`127.0.0.1:${sourcePort}`);
+      // Stale unless the client's own slot refresh (every 5 s) came in between: then no MOVED.
+      const stale = asCluster(fast).slots[slot]?.[0] === `127.0.0.1:${sourcePort}`;
+      const moved = vi.spyOn(asCluster(fast), 'refreshSlotsCache');
       expect(await script.runInOrder(fast, ['{s}a'], args)).toEqual(theirs);
-      expect(asCluster(fast).slots[slot]?.[0]).toBe(`127.0.0.1:${targetPort}`);
+      if (stale) expect(moved).toHaveBeenCalled();
+      // Written on the new owner (the client's map may lag: a refresh may ask a node not yet told).
       expect(await target.get('{s}a')).toBe(args[0]);
     } finally {
       target.disconnect();
