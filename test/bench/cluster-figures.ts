@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { Socket } from 'node:net';
 import { createRedis, keys } from '@islet/core';
-import { startCluster } from '@islet/devstack';
+import { type ClusterOptions, startCluster } from '@islet/devstack';
 import { api } from '../e2e/helpers.ts';
 import {
   CALLS,
@@ -557,8 +557,14 @@ export async function clusterFigures(seconds: number, quick = false): Promise<Cl
  * The one-client benches' cluster: one gateway, one read-only runner (`BENCH_SLOTS`, default 4),
  * no rate limit; the fair share `BENCH_TENANT_SHARE` or `defaultShare` (one tenant drives it).
  */
-export function startOneClientCluster(defaultShare: string, env: Record<string, string> = {}) {
+export function startOneClientCluster(
+  defaultShare: string,
+  env: Record<string, string> = {},
+  // The stack's Redis (e.g. a Redis Cluster's `redisConfig`); default: its own redis-server.
+  redis: Pick<ClusterOptions, 'redisConfig'> = {},
+) {
   return startCluster({
+    ...redis,
     gateways: 1,
     runners: [{ modes: ['read-only'], concurrency: Number(process.env.BENCH_SLOTS ?? 4) }],
     env: {

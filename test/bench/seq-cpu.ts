@@ -27,10 +27,13 @@
  * runner + hosts: whole processes, 10 ms ticks), and with `GC_LOG_DIR` set and
  * `BENCH_NODE_FLAGS="--import <abs>/test/bench/gc-log.ts"` the gateway's and the runner's
  * collections a run over the measured runs, by kind, with their time (round 41 `format-cpu`).
+ * `BENCH_REDIS=cluster` runs the stack on a 3-master Redis Cluster in cluster mode (round 49).
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startRedisCluster } from '@islet/testkit';
+import { clusterRedisConfig } from '../e2e/redis-cluster-config.ts';
 import { cpuMsOfDescendants } from './baselines.ts';
 import { burst, startOneClientCluster, trivialRun } from './cluster-figures.ts';
 import { allocationCallersOf, summarize, summarizeAllocations, type Window } from './profile-summary.ts';
@@ -60,9 +63,16 @@ const options = [
   ...(PERF ? [perfNodeFlag(PERF_JIT)] : []),
 ];
 
+// BENCH_REDIS=cluster: the stack on a 3-master Redis Cluster (testkit, no replicas, AOF fsync always
+// as the stack's own Redis) in cluster mode, in place of its one redis-server (round 49 `cluster-text`).
+const redisCluster =
+  process.env.BENCH_REDIS === 'cluster'
+    ? await startRedisCluster({ masters: 3, replicasPerMaster: 0, appendFsync: 'always' })
+    : undefined;
 const cluster = await startOneClientCluster(
   '0.5',
   options.length ? { NODE_OPTIONS: options.join(' '), ...(ALLOC ? { BENCH_ALLOC_DIR: dir } : {}) } : {},
+  redisCluster ? { redisConfig: clusterRedisConfig(redisCluster) } : {},
 );
 const pids = { gateway: cluster.gateways[0]?.pid, runner: cluster.runners[0]?.pid };
 
@@ -128,6 +138,7 @@ try {
     `minor page faults a run: gateway ${per('gateway', 'faults')}, runner ${per('runner', 'faults')}`;
 } finally {
   await cluster.stop();
+  await redisCluster?.stop();
 }
 console.log(line);
 console.log(treeLine);

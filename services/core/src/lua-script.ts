@@ -178,8 +178,12 @@ export class OneCopyCommand extends Command {
 }
 
 /**
- * EVALSHA, or EVAL, through `OneCopyCommand` on a plain client (a Cluster's routing and ioredis's
- * auto-pipelining stay with ioredis's own commands).
+ * EVALSHA, or EVAL, through `OneCopyCommand` on a plain client and on a Cluster client (ioredis's
+ * auto-pipelining stays with ioredis's own commands). A Cluster routes a command by its slot, which
+ * `Command.getSlot` reads from the arguments the command holds when it is sent (set here before
+ * that); a MOVED or ASK sends the same command again, its bytes made again. Until round 49 a
+ * Cluster's script calls went as ioredis's commands: ioredis's `toWritable` was 13–17 KB a run of
+ * the runner's allocations on a Cluster (test/bench/README.md round 49 `cluster-text`).
  */
 function send(
   redis: Redis,
@@ -191,8 +195,7 @@ function send(
   // Read once: a runner's client is BullMQ's Proxy of ioredis, where every property read runs
   // its trap (an `in`, a `Reflect.get`, a bind for own functions).
   const clientOptions = redis.options;
-  const plain = !(redis as { isCluster?: boolean }).isCluster && !clientOptions?.enableAutoPipelining;
-  if (plain) {
+  if (!clientOptions?.enableAutoPipelining) {
     // Replies as `redis.evalsha` gives them (text; ioredis's `…Buffer` commands alone give bytes).
     const options = {
       replyEncoding: 'utf8' as const,

@@ -14,12 +14,14 @@
  * switched at its `'connect'`, before ioredis has sent it a command).
  *
  * The mode is set by the two fields Node's constructor fills from `onread` (found by their symbols'
- * names) and the handle's `useUserBuffer`; a socket without them (another Node, TLS, a Cluster
- * client whose connections are per node) is read by `'data'` as before.
+ * names) and the handle's `useUserBuffer`; a socket without them (another Node, TLS) is read by
+ * `'data'` as before. A Cluster client's connections are per node: each is switched as it is made
+ * (redis-cluster-nodes.ts).
  */
 import { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { Redis } from 'ioredis';
+import { type Switched, switchClusterNodes } from './redis-cluster-nodes.ts';
 
 /** One read's most bytes (libuv's own read size for a stream). */
 const READ_BYTES = 64 * 1024;
@@ -71,9 +73,10 @@ export function readSocketDirect(stream: unknown): boolean {
  * Reads `redis`'s replies through `onread` from now on, on its current socket and each one it
  * connects later. Returns how many sockets were switched so far (tests and benches read it).
  */
-export function readRepliesDirect(redis: Redis): { switched: () => number } {
+export function readRepliesDirect(redis: Redis): Switched {
   let switched = 0;
-  if ((redis as { isCluster?: boolean }).isCluster) return { switched: () => 0 };
+  if ((redis as { isCluster?: boolean }).isCluster)
+    return switchClusterNodes(redis, readRepliesDirect) ?? { switched: () => 0 };
   const apply = () => {
     if (readSocketDirect((redis as unknown as { stream?: unknown }).stream)) switched++;
   };

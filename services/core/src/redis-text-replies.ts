@@ -26,7 +26,8 @@
  * reply is never parsed in two modes. Error replies were strings in either mode.
  *
  * A connection whose DataHandler listener is not found where and as expected (another ioredis) is
- * left as it is; a Cluster client (connections per node) is not switched.
+ * left as it is. A Cluster client's connections are per node: each is switched as it is made
+ * (redis-cluster-nodes.ts); its subscriber connections are not.
  */
 import type { Redis } from 'ioredis';
 // DataHandler's own methods route a parsed reply (ioredis has no `exports` map: its files are public
@@ -34,6 +35,7 @@ import type { Redis } from 'ioredis';
 import dataHandlerModule from 'ioredis/built/DataHandler.js';
 // ioredis's parser, the version its DataHandler uses (core depends on it at ioredis's range).
 import RedisParserImpl from 'redis-parser';
+import { type Switched, switchClusterNodes } from './redis-cluster-nodes.ts';
 import { readRepliesDirect } from './redis-direct-read.ts';
 
 interface ReplyRouter {
@@ -153,9 +155,10 @@ export function parseRepliesAsText(redis: Redis): boolean {
  * Parses `redis`'s replies as `parseRepliesAsText` does from now on, on its current socket and each
  * one it connects later. Returns how many sockets were switched so far (tests and benches read it).
  */
-export function readRepliesAsText(redis: Redis): { switched: () => number } {
+export function readRepliesAsText(redis: Redis): Switched {
   let switched = 0;
-  if ((redis as { isCluster?: boolean }).isCluster) return { switched: () => 0 };
+  if ((redis as { isCluster?: boolean }).isCluster)
+    return switchClusterNodes(redis, readRepliesAsText) ?? { switched: () => 0 };
   const apply = () => {
     if (parseRepliesAsText(redis)) switched++;
   };
