@@ -15,6 +15,7 @@
  * before its take-back): its age when the worker's take-back took it. Counts and a distribution, not
  * a time claim. `LIVE=off|on`: the gateway's liveness check (default: the config's, on).
  * `REFUSE=off|on`: the runners' ISLET_HANDOFF_REFUSE_ON_MARKER (round 48 `pop-registration`).
+ * Round 49 `fetch-takeback`: a take-back the worker's fetch carries counts as one (its EVALSHA).
  * Usage: [CLIENTS=6] [SECONDS=60] [RUNNERS=2] [LIVE=on] [REFUSE=off] node test/bench/takeback-window.ts
  */
 import { createRedis } from '@islet/core';
@@ -59,6 +60,8 @@ let popsSeen = 0;
 let pushes = 0;
 let numsub = 0;
 let takeBacks = 0;
+/** Take-backs carried by the worker's fused fetch (round 49 `fetch-takeback`), of `takeBacks`. */
+let fusedTakeBacks = 0;
 const monitor = await watcher.monitor();
 monitor.on('monitor', (time: string, args: string[], source: string) => {
   const cmd = args[0]?.toLowerCase();
@@ -92,10 +95,17 @@ monitor.on('monitor', (time: string, args: string[], source: string) => {
       p.before = recent.slice(-6).join(' | ');
       p.score = args[2];
     }
-  } else if (cmd === 'eval' && args.length === 7 && /:handoff:[^:]+$/.test(args[5] ?? '')) {
-    // TAKE_BACK (3 keys and the worker id; the registration's script has 2 arguments more)
+  } else if (
+    (cmd === 'eval' && args.length === 7 && /:handoff:[^:]+$/.test(args[5] ?? '')) ||
+    (fusedKey(cmd, args) !== undefined && source !== 'lua')
+  ) {
+    // TAKE_BACK (3 keys and the worker id; the registration's script has 2 arguments more), or
+    // round 49 `fetch-takeback`: the fused fetch carrying it (its worker's hand-off key its one
+    // carried key baked, its 14th unbaked)
+    const key = cmd === 'eval' && args.length === 7 ? (args[5] as string) : (fusedKey(cmd, args) as string);
+    if (key !== args[5]) fusedTakeBacks++;
     takeBacks++;
-    const p = pops.get(args[5] as string);
+    const p = pops.get(key);
     if (!p) return;
     const t1 = sec(time);
     if (t1 - p.at >= p.timeoutMs) deltas.push(t1 - p.at - p.timeoutMs);
@@ -109,9 +119,15 @@ monitor.on('monitor', (time: string, args: string[], source: string) => {
       if (samples.length < 5)
         samples.push(`score ${p.score}; age ${(t1 - p.pushAt).toFixed(2)} ms; after: ${p.before}`);
     }
-    pops.delete(args[5] as string);
+    pops.delete(key);
   }
 });
+/** The hand-off key a fused fetch's take-back carries (EVALSHA/EVAL, 1 key baked or 14 unbaked), else undefined. */
+function fusedKey(cmd: string | undefined, args: string[]): string | undefined {
+  if (cmd !== 'evalsha' && cmd !== 'eval') return undefined;
+  const key = args[2] === '1' ? args[3] : args[2] === '14' ? args[16] : undefined;
+  return key !== undefined && /:handoff:[^:]+$/.test(key) ? key : undefined;
+}
 /** Each submit's time to its answer (the waited run's), ms. */
 const lat: number[] = [];
 const submit = async (i: number) => {
@@ -164,7 +180,7 @@ try {
   // Idle workers' pops time out too: a few more seconds unloaded.
   await new Promise((r) => setTimeout(r, 12_000));
   console.log(
-    `check ${process.env.LIVE ?? 'default'}, refuse ${process.env.REFUSE ?? 'default'}; clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes} (PUBSUB NUMSUB in scripts ${numsub}), take-backs sent by workers ${takeBacks}; reclaims by the gateway ${await reclaims()}`,
+    `check ${process.env.LIVE ?? 'default'}, refuse ${process.env.REFUSE ?? 'default'}; clients ${CLIENTS}, ${SECONDS} s, runners ${RUNNERS}; load at start ${load?.toFixed(2)}, end ${(await import('node:os')).loadavg()[0]?.toFixed(2)}; runs ${runs} (not 200: ${failed}); pops ${popsSeen}, hand-off pushes ${pushes} (PUBSUB NUMSUB in scripts ${numsub}), take-backs sent by workers ${takeBacks} (with the fetch ${fusedTakeBacks}); reclaims by the gateway ${await reclaims()}`,
   );
   console.log(`window after a timed-out pop (take-back EVAL − pop − timeout): ${fmt(deltas)}`);
   console.log(`take-back after a pop woken by the marker (EVAL − pop): ${fmt(wakes)}`);

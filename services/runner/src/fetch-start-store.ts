@@ -18,8 +18,10 @@
  * turn of the event loop later), and the worker's next job fetched in its place: the worker never
  * holds a job it may not run (test/bench/README.md, round 26, `fair-fetch`).
  */
+import { LuaScript } from '@islet/core/lua-script';
 import {
   BakedScript,
+  FETCH_TAKE_BACK,
   FETCHED_ARGS,
   type FetchedStart,
   FIXED_START,
@@ -54,10 +56,43 @@ const FETCH_BAKED = new BakedScript(FETCH_LEASE_BEGIN, FETCH_LEASE_BEGIN.source,
   },
 ]);
 
+/**
+ * The fused fetch carrying the worker's take-back (`@islet/runs` FETCH_TAKE_BACK, round 49
+ * `fetch-takeback`): moveToActive's 11 keys, then idle, idle args and the worker's hand-off key;
+ * the fused fetch's arguments, then the worker id. Baked with the worker's names but its hand-off
+ * key (carried, so a reader of the commands sees whose take-back it is) and the worker id.
+ */
+const FETCH_TAKE_BACK_SCRIPT = new LuaScript(`${FETCH_TAKE_BACK}${FETCH_LEASE_BEGIN.source}`);
+const FETCH_TAKE_BACK_BAKED = new BakedScript(FETCH_TAKE_BACK_SCRIPT, FETCH_TAKE_BACK_SCRIPT.source, [
+  {
+    name: 'KEYS',
+    keys: true,
+    length: FETCH_KEYS + 3,
+    names: Array.from({ length: FETCH_KEYS + 2 }, (_, i) => i),
+  },
+  {
+    name: 'ARGV',
+    keys: false,
+    length: BULL_ARGS + FETCHED_ARGS + 2,
+    names: [0, ...FIXED_START.map((i) => BULL_ARGS + i), BULL_ARGS + FETCHED_ARGS + 1],
+  },
+]);
+
+/** A take-back the fetch carries: the worker's idle, idle args and hand-off keys, and its id. */
+export interface FetchTakeBack {
+  keys: readonly [string, string, string];
+  workerId: string;
+}
+
+/** Whether `sha` is the fused fetch carrying a take-back's, unbaked or baked (tests tell its calls by it). */
+export const isFetchTakeBackSha = (sha: unknown): boolean =>
+  sha === FETCH_TAKE_BACK_SCRIPT.sha || FETCH_TAKE_BACK_BAKED.has(sha);
+
 /** The fused script's hash, unbaked (a call not of its shape, or past the baked variants). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
 /** Whether `sha` is the fused fetch's, unbaked or baked with a mode's names (tests tell its calls by it). */
-export const isFetchStartSha = (sha: unknown): boolean => sha === FETCH_START_SHA || FETCH_BAKED.has(sha);
+export const isFetchStartSha = (sha: unknown): boolean =>
+  sha === FETCH_START_SHA || FETCH_BAKED.has(sha) || isFetchTakeBackSha(sha);
 /** Whether `sha` is the fused fetch's baked with a worker's names (tests tell the path by it). */
 export const isBakedFetchSha = (sha: unknown): boolean => FETCH_BAKED.has(sha);
 
@@ -113,6 +148,9 @@ export function deferArg(hooks: FetchedHooks | undefined): number {
  * job with what the fetch saw behind it, given to `behind` (true: drained, its marker dropped).
  * With `hooks.deferMs`, a run's job whose lease is refused is moved to delayed by the script itself
  * and the worker's next job fetched in its place (`hooks.moved` is told which were moved).
+ * `takeBack`, asked when the fetch goes: a take-back the worker owes (its registration left standing
+ * by a pop that brought no hand-off) sent in the same call (FETCH_TAKE_BACK); a job handed to it
+ * meanwhile is then this fetch's answer, under this fetch's token.
  */
 export function startingClient(
   client: RedisClient,
@@ -120,6 +158,7 @@ export function startingClient(
   started: (jobId: string, begun: unknown) => void,
   behind: (drained: boolean) => void = () => undefined,
   hooks?: FetchedHooks,
+  takeBack?: () => FetchTakeBack | undefined,
 ): RedisClient {
   const runCommand = async (name: string, args: unknown[]): Promise<unknown> => {
     // Another BullMQ than the one this was written against: its own fetch, as it is.
@@ -133,11 +172,22 @@ export function startingClient(
     // call carries only what differs between fetches; the same reads and writes.
     // `concat`, not a spread (an unoptimized spread walks each array through its iterator).
     const fetchArgs = bullArgs.concat(startArgsList(terms), delay);
-    const baked = FETCH_BAKED.call([keys, fetchArgs]);
+    const owed = takeBack?.();
     const redis = client as unknown as Redis;
-    const reply = (await (baked
-      ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
-      : FETCH_LEASE_BEGIN.run(redis, keys, fetchArgs))) as unknown[];
+    let reply: unknown[];
+    if (owed) {
+      const takeBackKeys = keys.concat(owed.keys);
+      const takeBackArgs = fetchArgs.concat(owed.workerId);
+      const baked = FETCH_TAKE_BACK_BAKED.call([takeBackKeys, takeBackArgs]);
+      reply = (await (baked
+        ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
+        : FETCH_TAKE_BACK_SCRIPT.run(redis, takeBackKeys, takeBackArgs))) as unknown[];
+    } else {
+      const baked = FETCH_BAKED.call([keys, fetchArgs]);
+      reply = (await (baked
+        ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
+        : FETCH_LEASE_BEGIN.run(redis, keys, fetchArgs))) as unknown[];
+    }
     fetchedAnswer(reply, started, behind, hooks?.moved);
     return reply;
   };

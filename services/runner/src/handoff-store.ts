@@ -38,6 +38,8 @@ export interface IdlePop {
   marker?: [string, string, string];
   closing?: true;
   handed?: Handed;
+  /** Its registration still stands, its take-back left for the fetch that follows (`fuseTakeBack`). */
+  owed?: true;
 }
 
 /**
@@ -149,6 +151,9 @@ export class IdleTermsWriter {
  * follow. Any other end of a registered pop (the marker, the timeout) leaves the registration
  * standing, so `TAKE_BACK` goes then, before the worker fetches: it removes it and takes a job
  * handed in between (counted by `tookBack`). A refused one left nothing to take back: none goes.
+ * With `fuseTakeBack` none goes here either: the pop answers `owed` and the worker's fetch carries
+ * the take-back (fetch-start-store.ts `FETCH_TAKE_BACK`; round 49 `fetch-takeback`), one round trip
+ * for both.
  */
 export async function registerAndPop(
   bclient: RedisClient,
@@ -161,6 +166,7 @@ export async function registerAndPop(
   registered: (yes: boolean) => void = () => undefined,
   tookBack: () => void = () => undefined,
   refuseOnMarker = false,
+  fuseTakeBack = false,
 ): Promise<IdlePop> {
   const redis = bclient as unknown as Redis;
   // One write: the registration and the pop.
@@ -199,8 +205,22 @@ export async function registerAndPop(
     ? { marker: [result[0].toString(), result[1].toString(), result[2].toString()] }
     : {};
   if (!yes) return woke;
+  if (fuseTakeBack) {
+    woke.owed = true;
+    return woke;
+  }
   tookBack();
-  const behind = (await redis.callBuffer(
+  const behind = await takeBack(bclient, keys, workerId);
+  return behind ? { ...woke, handed: behind } : woke;
+}
+
+/** `TAKE_BACK` alone: the registration removed, or the job handed to it meanwhile taken. */
+export async function takeBack(
+  client: RedisClient,
+  keys: HandOffKeys,
+  workerId: string,
+): Promise<Handed | undefined> {
+  const behind = (await (client as unknown as Redis).callBuffer(
     'EVAL',
     TAKE_BACK.source,
     3,
@@ -209,7 +229,7 @@ export async function registerAndPop(
     keys[2],
     workerId,
   )) as Buffer | null;
-  return behind ? { ...woke, handed: handedOf(behind) } : woke;
+  return behind ? handedOf(behind) : undefined;
 }
 
 /** How long a closed worker's mark refuses a late registration of it, ms. */

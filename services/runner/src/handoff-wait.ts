@@ -9,6 +9,7 @@
 import { type FetchedStart, type FixedTerms, startArgsList } from '@islet/runs';
 import { Job, type RedisClient, type Worker } from 'bullmq';
 import type { CompletionArgsWriter } from './completion-args.ts';
+import type { FetchTakeBack } from './fetch-start-store.ts';
 import {
   closeIdle,
   type Handed,
@@ -17,6 +18,7 @@ import {
   IdleTermsWriter,
   nextJobData,
   registerAndPop,
+  takeBack,
   takeLeft,
 } from './handoff-store.ts';
 import type { SlotGate } from './slot-gate.ts';
@@ -35,6 +37,11 @@ export interface HandOff {
   compact?: FixedTerms;
   /** No registration while the queue's marker stands (ISLET_HANDOFF_REFUSE_ON_MARKER=on). */
   refuseOnMarker?: boolean;
+  /**
+   * After a pop that brought no hand-off, the take-back goes with the worker's fetch (claimed by
+   * `claimTakeBack`), not as a round trip before it (round 49 `fetch-takeback`).
+   */
+  fuseTakeBack?: boolean;
 }
 
 /** BullMQ's private wait on the queue's marker (worker.js `waitForJob`). */
@@ -70,6 +77,13 @@ export class HandOffWait<DataType> {
   givenBack = 0;
   /** Handed jobs whose processor started from the pop's answer (tests read it). */
   directStarts = 0;
+  /** Take-backs the worker's fetch carried (`claimTakeBack`; tests and the probe read it). */
+  fusedTakeBacks = 0;
+  /**
+   * A pop that brought no hand-off left its registration standing (`fuseTakeBack`): its take-back
+   * is owed, to go with the next fetch, or alone (`settle`) where none goes to Redis first.
+   */
+  owed = false;
   /** The close removed the registration: none is written again. */
   closed = false;
   /** Its registrations' terms as text (the same text at every one but the token and time). */
@@ -95,6 +109,8 @@ export class HandOffWait<DataType> {
     const handOff = this.handOff;
     const start = this.hooks.start();
     const gate = this.hooks.gate();
+    // A take-back no fetch carried: sent now, before anything registers again.
+    if (this.owed) await this.settle();
     // A job handed over and not taken yet: no wait, the fetch that follows takes it.
     if (this.handed) return 0;
     if (!start || this.hooks.closing() || this.closed || this.hooks.unstarted())
@@ -134,10 +150,12 @@ export class HandOffWait<DataType> {
             this.takeBacks++;
           },
           handOff.refuseOnMarker === true,
+          handOff.fuseTakeBack === true,
         );
       } finally {
         this.idle = undefined;
       }
+      if (popped.owed) this.owed = true;
       if (popped.handed && this.hooks.closing()) {
         // Popped as the close began (its registration not removed yet): never run here.
         this.handed = popped.handed;
@@ -173,6 +191,33 @@ export class HandOffWait<DataType> {
     return this.idle !== undefined;
   }
 
+  /**
+   * The take-back owed, for the fetch about to go (fetch-start-store.ts `startingClient`), taken
+   * once: that fetch's call removes the registration or takes the job handed to it.
+   */
+  claimTakeBack(): FetchTakeBack | undefined {
+    if (!this.owed) return undefined;
+    this.owed = false;
+    this.fusedTakeBacks++;
+    const keys = this.handOff.keys;
+    return { keys: [keys[0], keys[1], keys[2]], workerId: this.worker.id };
+  }
+
+  /**
+   * A take-back owed, sent alone (a path that sends no fused fetch first: no start in the fetch,
+   * the queue found drained, no slot): a job handed meanwhile waits here for the fetch that follows
+   * (`take`), a slot reserved for it where one is free (its own was returned at the pop).
+   */
+  async settle(): Promise<void> {
+    if (!this.owed) return;
+    this.owed = false;
+    this.takeBacks++;
+    const handed = await takeBack(await this.worker.client, this.handOff.keys, this.worker.id);
+    if (!handed) return;
+    this.hooks.gate()?.reserveIdle(handed.token);
+    this.handed = handed;
+  }
+
   /** The job the pop brought, taken once (undefined: none). */
   take(): Handed | undefined {
     const handed = this.handed;
@@ -187,6 +232,8 @@ export class HandOffWait<DataType> {
    */
   async close(): Promise<void> {
     this.closed = true;
+    // The close removes the registration and takes what was handed to it (below).
+    this.owed = false;
     const handOff = this.handOff;
     try {
       const client = await this.worker.client;

@@ -86,6 +86,9 @@ export function createModeWorker(
           ? { compact: handOffFixedTerms(worker.keys, mode) }
           : {}),
         ...(config.ISLET_HANDOFF_REFUSE_ON_MARKER === 'on' ? { refuseOnMarker: true } : {}),
+        // The take-back after a pop that brought no hand-off goes with the worker's fetch (round 49
+        // `fetch-takeback`): the runner's own script; a hand-off by either release's gateway is read.
+        fuseTakeBack: true,
       });
     }
   }

@@ -103,6 +103,7 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
     const handed = this.handOffWait?.take();
     if (handed) return this.takeHandedOnce(handed);
     if (this.unstarted.size > 0) {
+      if (this.handOffWait?.owed) await this.handOffWait.settle();
       // A job fetched inside a processJob (a deferred job's fetch in BullMQ's handleFailed) reaches
       // the loop only when that processJob returns, and its end may wait on Redis (the start it
       // gives back): answered at once, the loop would fetch again in promises only, the reply
@@ -131,6 +132,7 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
     }
     if (go === 'later') {
       gate.fetched(token, false);
+      if (this.handOffWait?.owed) await this.handOffWait.settle();
       // Never a loop of promises only: the event loop (lock renewals, the runs' own I/O) goes first,
       // unless the job a completion started reaches BullMQ's loop before (handed-next.ts).
       await this.handedNext.pause();
@@ -159,6 +161,7 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
     if (this.loop.waiting === null && (drainedBehind || (await claimDrained(client, this.keys)))) {
       if (drainedBehind) this.drainedByFetch++;
       else this.drainedProbes++;
+      if (this.handOffWait?.owed) await this.handOffWait.settle();
       // What BullMQ's empty fetch does: no delays pending (none is delayed), drained (emitted once).
       this.loop.updateDelays(0, 0);
       return this.nextJobFromJobData(undefined, undefined, token);
@@ -175,12 +178,21 @@ export class ParkingWorker<DataType> extends ParkingWorkerHandOff<DataType> {
               this.drainedBehind = drained;
             },
             start,
+            // A take-back the pop left owed goes with this fetch (handoff-wait.ts `claimTakeBack`).
+            this.claimTakeBack,
           )
         : client;
     const job = await super.moveToActive(starting, token, name);
+    // No fused fetch went (BullMQ's own, or none): the take-back alone (a job handed meanwhile is
+    // the next fetch's). Every path here that sends no fused fetch does so: a registration stands
+    // no longer than a round trip past its pop, as with the take-back before the fetch.
+    if (this.handOffWait?.owed) await this.handOffWait.settle();
     if (job) this.unstarted.add(token);
     return job;
   }
+
+  /** The take-back owed, for the fused fetch that goes now (none owed: undefined). */
+  private readonly claimTakeBack = () => this.handOffWait?.claimTakeBack();
 
   /**
    * The run start the fetch of job `jobId` made (its script's answer), taken once: the processor

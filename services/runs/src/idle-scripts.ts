@@ -50,6 +50,47 @@ redis.set_repl(redis.REPL_ALL)
 redis.call('ZREM', KEYS[3], pending[1])
 return pending[1]`);
 
+/**
+ * `TAKE_BACK` sent with the worker's fetch (round 49 `fetch-takeback`): after a pop that brought no
+ * hand-off, the worker's next fetch (the runner's fused fetch, fetch-start-store.ts) carries the
+ * take-back instead of a round trip of its own before it. Put before a fetch script's text: its
+ * call's KEYS end in idle, idle args, the worker's hand-off key, its ARGV in the worker id, and this
+ * takes them off (as the fused fetch's deferral takes its delay) before the fetch reads either. The
+ * registration standing: removed (not propagated), and the fetch runs. Gone: a submit took it, so
+ * the job it handed is taken off the worker's key (the removal propagated, as TAKE_BACK's), its
+ * lock moved from the registration's token to this fetch's (BullMQ's options, ARGV[3]: the job is
+ * then what this fetch brought, under its token) and its answer (the fused fetch's, made by the
+ * submit) is this call's. The answer's removal decides who owns the job, as everywhere: a
+ * gateway's reclaim that took it first leaves nothing here, and a lock that is not the hand-off's
+ * token any more (the job given back meanwhile) leaves the job to the fetch that follows.
+ */
+export const FETCH_TAKE_BACK = `local takeBackWorker = table.remove(ARGV)
+local takeBackKey = table.remove(KEYS)
+local takeBackArgs = table.remove(KEYS)
+local takeBackIdle = table.remove(KEYS)
+redis.set_repl(redis.REPL_NONE)
+local stood = redis.call('ZREM', takeBackIdle, takeBackWorker) == 1
+if stood then redis.call('HDEL', takeBackArgs, takeBackWorker) end
+redis.set_repl(redis.REPL_ALL)
+if not stood then
+  local pending = redis.call('ZRANGEBYSCORE', takeBackKey, 0, 0, 'LIMIT', 0, 1)[1]
+  if pending then
+    redis.call('ZREM', takeBackKey, pending)
+    local ok, handed = pcall(cmsgpack.unpack, pending)
+    local answer = ok and type(handed) == 'table' and handed[2]
+    local id = type(answer) == 'table' and answer[2]
+    if type(id) == 'string' then
+      local opts = cmsgpack.unpack(ARGV[3])
+      local lockKey = ARGV[1] .. id .. ':lock'
+      if redis.call('GET', lockKey) == handed[1] then
+        redis.call('SET', lockKey, opts['token'], 'PX', opts['lockDuration'])
+        return answer
+      end
+    end
+  end
+end
+`;
+
 /** What a closing worker puts on its hand-off key to end its blocking pop (after any hand-off: score 1). */
 const CLOSING_MEMBER = 'closing';
 

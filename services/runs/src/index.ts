@@ -49,7 +49,14 @@ export {
 } from './handoff-terms.ts';
 export * from './health-buckets.ts';
 export * from './health-store.ts';
-export { CLOSE_IDLE, REGISTER_IDLE, reclaimHandedScript, TAKE_BACK, TAKE_LEFT } from './idle-scripts.ts';
+export {
+  CLOSE_IDLE,
+  FETCH_TAKE_BACK,
+  REGISTER_IDLE,
+  reclaimHandedScript,
+  TAKE_BACK,
+  TAKE_LEFT,
+} from './idle-scripts.ts';
 export { createInFlightStore, type InFlightStore, type RunHead } from './in-flight-store.ts';
 export * from './jobs.ts';
 export { journalKeys } from './keys.ts';
