@@ -26,7 +26,7 @@ try {
   const aof0 = await aofOf();
   for (let i = 0; i < RUNS; i++) await once();
   const aof1 = await aofOf();
-  const log = (await redis.slowlog('GET', -1)) as [number, number, number, string[]][];
+  const log = (await redis.slowlog('GET', -1)) as [number, number, number, string[], string][];
   await redis.config('SET', 'slowlog-log-slower-than', '10000');
   const stats = await redis.info('commandstats');
   const groups = new Map<string, number[]>();
@@ -34,7 +34,7 @@ try {
   // their own in 7.0: its fake client's): each script call's inner commands, summed by script.
   const inner = new Map<string, { sum: number[]; n: number[] }>();
   let pending: { us: number; n: number } = { us: 0, n: 0 };
-  for (const [, , us, args, addr] of [...log].reverse() as [number, number, number, string[], string][]) {
+  for (const [, , us, args, addr] of [...log].reverse()) {
     const top = typeof addr === 'string' && addr.includes(':') && !addr.startsWith('?');
     const c = String(args[0]).toLowerCase();
     if (!top) {
