@@ -9,14 +9,19 @@
  * fsync and the wake-up. The cluster bench's one-client cluster (share 0.5); `WARM` runs (300),
  * then `RUNS` (1000). Timed: under the bench lock.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { stampedRun, startOneClientCluster } from './cluster-figures.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
 const WARM = Number(process.env.WARM ?? 300);
 const DIR = '/tmp/ph';
 
-for (const f of readdirSync(DIR)) if (f.startsWith('stamps-')) rmSync(`${DIR}/${f}`);
+// The patch's runner writes its stamps here (/tmp/ph/stamps-<pid>.ndjson), 50 runs a write.
+mkdirSync(DIR, { recursive: true });
+const clear = () => {
+  for (const f of readdirSync(DIR)) if (f.startsWith('stamps-')) rmSync(`${DIR}/${f}`);
+};
+clear();
 const cluster = await startOneClientCluster('0.5', JSON.parse(process.env.BENCH_ENV ?? '{}'));
 try {
   const once = stampedRun(cluster, () => performance.timeOrigin + performance.now());
@@ -83,4 +88,5 @@ try {
   }
 } finally {
   await cluster.stop();
+  clear();
 }
