@@ -56,6 +56,12 @@ const owed = (): FetchTakeBack => {
   return { keys: [k.idle, k.idleArgs, k.handOff], workerId: 'w1' };
 };
 const RECLAIM = reclaimHandedScript(moveJobFromActiveToWait.content);
+/** The gateway's reclaim of the job handed under `token` (handoff-reclaim-store.ts's keys). */
+const reclaim = (token: string) => {
+  const k = queue.keys;
+  const keys = [k.active, k.wait, k.stalled, k.paused, k.meta, k.limiter, k.prioritized, k.marker, k.events];
+  return RECLAIM.run(redis, [own().handOff, ...keys].map(String), [token, queue.toKey('')]);
+};
 
 /** The runner's fused fetch under `token`, carrying the take-back `takeBack` gives (none: the plain one). */
 async function fetchAs(token: string, takeBack?: () => FetchTakeBack | undefined): Promise<unknown[]> {
@@ -136,50 +142,17 @@ describe("the take-back sent with the worker's fetch", () => {
   it("the gateway's reclaim first: the fetch finds no answer and gets the job back from the wait list, once", async () => {
     await queued('g1');
     await handedTo('w1:h:1');
-    const k = queue.keys;
-    const back = (await RECLAIM.run(
-      redis,
-      [
-        own().handOff,
-        k.active,
-        k.wait,
-        k.stalled,
-        k.paused,
-        k.meta,
-        k.limiter,
-        k.prioritized,
-        k.marker,
-        k.events,
-      ].map(String),
-      ['w1:h:1', queue.toKey('')],
-    )) as unknown[];
+    const back = (await reclaim('w1:h:1')) as unknown[];
     expect(back[0]).toBe(1);
     const reply = await fetchAs('w1:f4', owed);
     expect(reply[1]).toBe('g1');
     expect(await redis.get(`${queue.toKey('')}g1:lock`)).toBe('w1:f4');
-    expect(await redis.lrange(k.active ?? '', 0, -1)).toEqual(['g1']);
+    expect(await redis.lrange(queue.keys.active ?? '', 0, -1)).toEqual(['g1']);
     // And the reverse: the fetch took it first, the reclaim finds nothing.
     await queued('g2');
     await handedTo('w1:h:2');
     expect((await fetchAs('w1:f5', owed))[1]).toBe('g2');
-    expect(
-      await RECLAIM.run(
-        redis,
-        [
-          own().handOff,
-          k.active,
-          k.wait,
-          k.stalled,
-          k.paused,
-          k.meta,
-          k.limiter,
-          k.prioritized,
-          k.marker,
-          k.events,
-        ].map(String),
-        ['w1:h:2', queue.toKey('')],
-      ),
-    ).toBe(0);
+    expect(await reclaim('w1:h:2')).toBe(0);
     expect(await redis.get(`${queue.toKey('')}g2:lock`)).toBe('w1:f5');
   });
 
