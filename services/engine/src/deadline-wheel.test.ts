@@ -250,6 +250,8 @@ describe("the runs' deadlines on one timer an engine", () => {
     await stepTo(t0 + 310);
     expect(ends).toEqual([{ name: 'ended', at: t0 + 300, kind: 'timeout' }]);
     expect((await endedResult).outcome.failure).toEqual({ kind: 'timeout', message: deadlineMessage(300) });
+    // The countdown that ran out counts: its whole budget spent (it read 0 before round 49's fix).
+    expect((await endedResult).outcome.budgetSpentMs).toBe(300);
   });
 
   it("a wall clock that jumps while a budget excluding binding waits counts moves no deadline across the call's pause", async () => {

@@ -122,6 +122,8 @@ describe('the time budget', () => {
       onCall: () => new Promise<BindingOutcome>(() => undefined),
     });
     expect(waiting.failure).toEqual({ kind: 'timeout', message: 'execution deadline reached (60000ms)' });
+    // The rest that ran out is counted with what the earlier executions spent: the whole budget.
+    expect(waiting.budgetSpentMs).toBeGreaterThanOrEqual(60_000);
     // Excluding binding waits, what was counted is reported (no more than elapsed).
     const counted = await engine.execute('await t(); return 1', {
       bindings: ['t'],

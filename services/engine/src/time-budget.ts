@@ -43,8 +43,9 @@ export class TimeBudget implements Deadline {
   /** Called by the wheel once the deadline passed (it removed this budget first). */
   expire(): void {
     if (this.startedAt === undefined) return;
-    // As the base's own timer did: the clock stops without counting what ran (spentMs reads what
-    // was spent before this countdown began).
+    // The countdown that ran out is counted: a timed-out run reports at least its whole budget as
+    // spent (until round 49 it reported only what earlier countdowns spent, 0 on a first execution).
+    this.leftMs -= performance.now() - this.startedAt;
     this.startedAt = undefined;
     this.onExpired();
   }
