@@ -12,6 +12,7 @@ import { createCallJournal, createRunStore } from '@islet/runs';
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { completed } from '../test/executor-fakes.ts';
 import { mode, runnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import type { GatewayClient } from './gateway-client.ts';
@@ -210,14 +211,7 @@ describe('the executor before a run end', () => {
     const engine = {
       execute: async () => {
         order.push('program');
-        return {
-          status: 'completed',
-          valueJson: '1',
-          logs: [],
-          outputTruncated: false,
-          calls: [],
-          durationMs: 1,
-        };
+        return completed();
       },
     } as unknown as Engine & { execute: () => Promise<RunOutcome> };
     const executor = createRunExecutor({

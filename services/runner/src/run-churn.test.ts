@@ -8,12 +8,13 @@
  */
 import { createHook } from 'node:async_hooks';
 import { createLogger, createMetrics, generateSealKey, keys, sealerFromConfig } from '@islet/core';
-import type { Engine, RunOutcome } from '@islet/engine';
+import type { Engine } from '@islet/engine';
 import { createCallJournal, createRunStore } from '@islet/runs';
 import { runFixture } from '@islet/testkit';
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { onRedisServer } from '../../runs/test/test-redis.ts';
+import { completed } from '../test/executor-fakes.ts';
 import { afterward, afterwardTurns } from './afterward.ts';
 import { createFairShare } from './fair-share.ts';
 import type { GatewayClient } from './gateway-client.ts';
@@ -144,15 +145,7 @@ describe("the executor's stage stamps", () => {
 
   it('are taken only where the run store keeps them: none given to the end with stageTimings false', async () => {
     const engine = {
-      execute: async () =>
-        ({
-          status: 'completed',
-          valueJson: '1',
-          logs: [],
-          outputTruncated: false,
-          calls: [],
-          durationMs: 1,
-        }) as unknown as RunOutcome,
+      execute: async () => completed(),
     } as unknown as Engine;
     const signal = new AbortController().signal;
     const request = {
