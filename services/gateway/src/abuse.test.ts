@@ -4,19 +4,22 @@
  * optional four-eyes rule. Real Redis, the real app through inject (and a real listener for SSE).
  */
 import { get as httpGet, type IncomingMessage } from 'node:http';
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
+import { keys } from '@islet/core';
 import { createRunPolicyStore } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import {
+  clientConnection,
+  type GatewayAppUnderTest,
+  startGatewayApp,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 import { httpAnswerOutcome } from './input-required.ts';
 
 const INTERNAL = 'internal-token-for-abuse-tests';
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let key: string;
 let clientConn: string;
 const auth = () => ({ authorization: `Bearer ${key}` });
@@ -24,38 +27,24 @@ const auth = () => ({ authorization: `Bearer ${key}` });
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
-    ISLET_RUN_RETENTION_SECONDS: '3600',
-    ISLET_AUTH_FAILURES_PER_MINUTE: '5',
-    ISLET_SSE_STREAMS_PER_TENANT: '3',
-    ISLET_SSE_STREAMS_PER_KEY: '2',
-    ISLET_TENANT_MAX_CONNECTIONS: '5',
+  gateway = await startGatewayApp({
+    env: {
+      ISLET_INTERNAL_TOKEN: INTERNAL,
+      ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
+      ISLET_RUN_RETENTION_SECONDS: '3600',
+      ISLET_AUTH_FAILURES_PER_MINUTE: '5',
+      ISLET_SSE_STREAMS_PER_TENANT: '3',
+      ISLET_SSE_STREAMS_PER_KEY: '2',
+      ISLET_TENANT_MAX_CONNECTIONS: '5',
+    },
   });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use', 'decisions'])).key;
-  const c = await deps.connections.create('acme', {
-    name: 'Phone',
-    kind: 'client',
-    tools: [{ name: 'ask_user', inputSchema: {}, policy: 'allow' }],
-    resources: [],
-    prompts: [],
-  });
-  if (!c.ok) throw new Error('connection');
-  clientConn = c.connection.id;
+  clientConn = await clientConnection(deps, 'acme');
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 async function submit(extra: Record<string, unknown> = {}, headers = auth()): Promise<string> {
   const res = await app.inject({

@@ -5,10 +5,10 @@
  * text, so a tenant cannot map ports. An oversized answer is a clear AppCallFailed.
  */
 import { createServer, type Server } from 'node:http';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { freePort, type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gatewayTestConfig, testLogger } from '../test/gateway-harness.ts';
 import { buildApp } from './app.ts';
 import { postToApp, type Resolver } from './app-http.ts';
 import { APP_UNREACHABLE_MESSAGE } from './binding-calls.ts';
@@ -54,13 +54,8 @@ afterAll(async () => {
 
 /** A gateway on the test Redis with `env` over the defaults; closed in afterAll. A tenant and its key come with it. */
 async function startGateway(env: Record<string, string>) {
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ...env,
-  });
-  const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+  const config = gatewayTestConfig(redis.url, { ISLET_INTERNAL_TOKEN: INTERNAL, ...env });
+  const deps = await createGatewayDeps(config, testLogger());
   deps.postToApp = (url, headers, body, options) => postToApp(url, headers, body, { ...options, resolver });
   const app = await buildApp(deps);
   gateways.push({

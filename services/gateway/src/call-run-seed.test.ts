@@ -6,12 +6,13 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Socket } from 'node:net';
-import { channels, createLogger, createRedis, generateSealKey, keys, loadConfig } from '@islet/core';
+import { channels, createRedis, keys } from '@islet/core';
 import { operationIdFor } from '@islet/runs';
 import { countStreamPushes, type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gatewayTestConfig, testLogger } from '../test/gateway-harness.ts';
 import { buildApp } from './app.ts';
 import { createGatewayDeps } from './create-deps.ts';
 
@@ -26,8 +27,8 @@ const seen: string[] = [];
 /** Every command Redis ran, as `name key` (MONITOR). */
 const commands: string[] = [];
 
-async function gateway(config: ReturnType<typeof loadConfig>) {
-  const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
+async function gateway(config: ReturnType<typeof gatewayTestConfig>) {
+  const deps = await createGatewayDeps(config, testLogger());
   const app = await buildApp(deps);
   gateways.push({ app, deps });
   return { app, deps };
@@ -35,9 +36,7 @@ async function gateway(config: ReturnType<typeof loadConfig>) {
 
 beforeAll(async () => {
   redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
+  const config = gatewayTestConfig(redis.url, {
     ISLET_INTERNAL_TOKEN: INTERNAL,
     ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
   });

@@ -67,17 +67,43 @@ export async function startGatewayDeps(env: Record<string, string> = {}): Promis
   return { server, config, deps, close };
 }
 
-/** As `startGatewayDeps`, and the app built over the deps (not listening; `app` is buildApp's options). */
+/**
+ * As `startGatewayDeps`, and the app built over the deps (not listening; `app` is buildApp's
+ * options). `prepare` runs on the deps before the app is built: what the app takes from its deps
+ * at build (a fake `postToApp`) must be set there.
+ */
 export async function startGatewayApp(
-  options: { env?: Record<string, string>; app?: Parameters<typeof buildApp>[1] } = {},
+  options: {
+    env?: Record<string, string>;
+    app?: Parameters<typeof buildApp>[1];
+    prepare?: (deps: TestGatewayDeps) => void;
+  } = {},
 ): Promise<GatewayAppUnderTest> {
   const started = await startGatewayDeps(options.env);
+  options.prepare?.(started.deps);
   const app = await orUndo(() => buildApp(started.deps, options.app), started.close);
   const close = async () => {
     await app.close();
     await started.close();
   };
   return { ...started, app, close };
+}
+
+/** A `client` connection of `tenant` (the user's device) with one allowed tool, `ask_user`; its id. */
+export async function clientConnection(
+  deps: TestGatewayDeps,
+  tenant: string,
+  name = 'Phone',
+): Promise<string> {
+  const made = await deps.connections.create(tenant, {
+    name,
+    kind: 'client',
+    tools: [{ name: 'ask_user', inputSchema: {}, policy: 'allow' }],
+    resources: [],
+    prompts: [],
+  });
+  if (!made.ok) throw new Error(made.detail);
+  return made.connection.id;
 }
 
 /**
