@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   clientConnection,
   type GatewayAppUnderTest,
+  injectCall,
   startGatewayApp,
   type TestGatewayDeps,
 } from '../test/gateway-harness.ts';
@@ -68,16 +69,10 @@ async function submit(extra: Record<string, unknown> = {}, headers = auth()): Pr
 describe('deeply nested JSON', () => {
   it('a nested client answer is a 4xx problem and does not consume the call; the right answer then lands', async () => {
     const id = await submit();
-    const served = app.inject({
-      method: 'POST',
-      url: `/internal/v1/code-runs/${id}/calls`,
-      headers: { authorization: `Bearer ${INTERNAL}` },
-      payload: {
-        attempt: await deps.journal.nextAttempt(id),
-        index: 0,
-        binding: 'phone.ask_user',
-        argsJson: '{}',
-      },
+    const served = injectCall({ app, deps }, INTERNAL, id, {
+      index: 0,
+      binding: 'phone.ask_user',
+      argsJson: '{}',
     });
     const pendingKey = keys.clientCallPending(id, 0);
     for (let i = 0; i < 100 && !(await deps.redis.exists(pendingKey)); i++)
@@ -126,16 +121,10 @@ describe('deeply nested App answers', () => {
 describe('retention of journaled outcomes', () => {
   it("a run's decisions are kept for the decision's wait plus the run's retention; its journal, with no expiry while the run lives, at its end", async () => {
     const id = await submit({ sandbox_permissions: 'workspace-write', justification: 'write files' });
-    const served = await app.inject({
-      method: 'POST',
-      url: `/internal/v1/code-runs/${id}/calls`,
-      headers: { authorization: `Bearer ${INTERNAL}` },
-      payload: {
-        attempt: await deps.journal.nextAttempt(id),
-        index: 3,
-        binding: 'nope.none',
-        argsJson: '{}',
-      },
+    const served = await injectCall({ app, deps }, INTERNAL, id, {
+      index: 3,
+      binding: 'nope.none',
+      argsJson: '{}',
     });
     expect(served.statusCode, served.body).toBe(200);
     // (The run record, its events and its journal get theirs when the run ends: run-store's finish.

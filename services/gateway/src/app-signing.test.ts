@@ -10,7 +10,12 @@ import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../../examples/http-app/src/app.ts';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import {
+  type GatewayAppUnderTest,
+  injectCall,
+  startGatewayApp,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 import { signatureOf, webhookHeaders } from './app-signing.ts';
 
 const INTERNAL = 'internal-token-for-signing-tests';
@@ -70,16 +75,10 @@ async function call(conn: { id: string; slug: string }, tool: string, args: unkn
     payload: { code: 'return 1', description: 'signing test', connections: [conn.id] },
   });
   const id = submitted.json().id as string;
-  const served = await app.inject({
-    method: 'POST',
-    url: `/internal/v1/code-runs/${id}/calls`,
-    headers: { authorization: `Bearer ${INTERNAL}` },
-    payload: {
-      attempt: await deps.journal.nextAttempt(id),
-      index: 0,
-      binding: `${conn.slug}.${tool}`,
-      argsJson: JSON.stringify(args),
-    },
+  const served = await injectCall({ app, deps }, INTERNAL, id, {
+    index: 0,
+    binding: `${conn.slug}.${tool}`,
+    argsJson: JSON.stringify(args),
   });
   expect(served.statusCode, served.body).toBe(200);
   return { runId: id, outcome: served.json().outcome as Record<string, unknown> };

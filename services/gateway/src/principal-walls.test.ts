@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   clientConnection,
   type GatewayAppUnderTest,
+  injectCall,
   startGatewayApp,
   type TestGatewayDeps,
 } from '../test/gateway-harness.ts';
@@ -75,16 +76,10 @@ function expectNotFound(res: { statusCode: number; body: string; headers: Record
 
 /** Makes the run's call 0 a `client` call waiting for its answer (as a runner would). */
 async function pendingClientCall(id: string) {
-  const served = app.inject({
-    method: 'POST',
-    url: `/internal/v1/code-runs/${id}/calls`,
-    headers: as(INTERNAL),
-    payload: {
-      attempt: await deps.journal.nextAttempt(id),
-      index: 0,
-      binding: 'phone.ask_user',
-      argsJson: '{"q":"pin?"}',
-    },
+  const served = injectCall({ app, deps }, INTERNAL, id, {
+    index: 0,
+    binding: 'phone.ask_user',
+    argsJson: '{"q":"pin?"}',
   });
   for (let i = 0; i < 100 && !(await deps.redis.exists(keys.clientCallPending(id, 0))); i++)
     await new Promise((r) => setTimeout(r, 50));
