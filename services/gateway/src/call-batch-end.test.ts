@@ -7,28 +7,23 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 
 const INTERNAL = 'internal-token-for-batch-end-tests';
 const TERMINATOR = '0\r\n\r\n';
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let appServer: Server;
 let appPort: number;
 let app: FastifyInstance;
-let close: () => Promise<void>;
 let base: string;
 let tenantKey: string;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 /** Every write the gateway made on the sockets it accepted, as text, by socket. */
 const writes = new Map<Socket, string[]>();
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
   // `/slow` answers 300 ms late: a batch with it and a fast call finishes its lines in two turns.
   appServer = createServer((req, res) => {
     req.resume();
@@ -40,18 +35,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => appServer.listen(0, '127.0.0.1', r));
   appPort = (appServer.address() as { port: number }).port;
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
+  gateway = await startGatewayApp({
+    env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true' },
   });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
-  close = async () => {
-    await app.close();
-    await deps.close();
-  };
+  ({ app, deps } = gateway);
   // Each accepted socket's writes to the kernel: `_writeGeneric` is where net.Socket's `_write`
   // (one buffer) and `_writev` (a corked batch) meet, one syscall each.
   app.server.on('connection', (socket: Socket) => {
@@ -75,10 +62,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await close?.();
+  await gateway?.close();
   appServer?.closeAllConnections();
   await new Promise((r) => appServer?.close(r));
-  await redis?.stop();
 });
 
 async function connect(path: string) {
