@@ -7,19 +7,16 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import { type GatewayAppUnderTest, startGatewayApp } from '../test/gateway-harness.ts';
 
 const INTERNAL = 'internal-token-for-batch-end-tests';
 const TERMINATOR = '0\r\n\r\n';
 let gateway: GatewayAppUnderTest | undefined;
 let appServer: Server;
 let appPort: number;
-let app: FastifyInstance;
 let base: string;
 let tenantKey: string;
-let deps: TestGatewayDeps;
 /** Every write the gateway made on the sockets it accepted, as text, by socket. */
 const writes = new Map<Socket, string[]>();
 
@@ -38,7 +35,7 @@ beforeAll(async () => {
   gateway = await startGatewayApp({
     env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true' },
   });
-  ({ app, deps } = gateway);
+  const { app, deps } = gateway;
   // Each accepted socket's writes to the kernel: `_writeGeneric` is where net.Socket's `_write`
   // (one buffer) and `_writev` (a corked batch) meet, one syscall each.
   app.server.on('connection', (socket: Socket) => {
@@ -68,7 +65,7 @@ afterAll(async () => {
 });
 
 async function connect(path: string) {
-  const c = await deps.connections.create('tb', {
+  const c = await gateway!.deps.connections.create('tb', {
     name: `app ${Math.random().toString(36).slice(2)}`,
     kind: 'http',
     url: `http://127.0.0.1:${appPort}${path}`,
@@ -81,7 +78,7 @@ async function connect(path: string) {
 }
 
 async function submit(connections: string[]): Promise<string> {
-  const submitted = await app.inject({
+  const submitted = await gateway!.app.inject({
     method: 'POST',
     url: '/v1/runs',
     headers: { authorization: `Bearer ${tenantKey}` },
@@ -96,7 +93,7 @@ async function batch(id: string, calls: Array<{ index: number; binding: string; 
   const res = await fetch(`${base}/internal/v1/code-runs/${id}/call-batch`, {
     method: 'POST',
     headers: { authorization: `Bearer ${INTERNAL}`, 'content-type': 'application/json', connection: 'close' },
-    body: JSON.stringify({ attempt: await deps.journal.nextAttempt(id), calls }),
+    body: JSON.stringify({ attempt: await gateway!.deps.journal.nextAttempt(id), calls }),
   });
   expect(res.status).toBe(200);
   const lines = (await res.text())
