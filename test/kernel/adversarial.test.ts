@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
+import { processesOf } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createFilesBinding,
@@ -214,20 +215,6 @@ describe('processes a run leaves behind', () => {
     expect(processesOf(uid)).toEqual([]);
   });
 });
-
-/** Live (not zombie) PIDs whose real uid is `uid`. */
-function processesOf(uid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      const m = /^Uid:\s+(\d+)/m.exec(status);
-      if (m && Number(m[1]) === uid && !/^State:\s+Z/m.test(status)) out.push(Number(name));
-    } catch {}
-  }
-  return out;
-}
 
 // Keeps the layout's writable outside dir honest for the write test.
 writeFileSync(hostFile, 'host file\n');

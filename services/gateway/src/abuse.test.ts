@@ -4,19 +4,23 @@
  * optional four-eyes rule. Real Redis, the real app through inject (and a real listener for SSE).
  */
 import { get as httpGet, type IncomingMessage } from 'node:http';
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
+import { keys } from '@islet/core';
 import { createRunPolicyStore } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import {
+  clientConnection,
+  type GatewayAppUnderTest,
+  injectCall,
+  startGatewayApp,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 import { httpAnswerOutcome } from './input-required.ts';
 
 const INTERNAL = 'internal-token-for-abuse-tests';
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let key: string;
 let clientConn: string;
 const auth = () => ({ authorization: `Bearer ${key}` });
@@ -24,38 +28,24 @@ const auth = () => ({ authorization: `Bearer ${key}` });
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
-    ISLET_RUN_RETENTION_SECONDS: '3600',
-    ISLET_AUTH_FAILURES_PER_MINUTE: '5',
-    ISLET_SSE_STREAMS_PER_TENANT: '3',
-    ISLET_SSE_STREAMS_PER_KEY: '2',
-    ISLET_TENANT_MAX_CONNECTIONS: '5',
+  gateway = await startGatewayApp({
+    env: {
+      ISLET_INTERNAL_TOKEN: INTERNAL,
+      ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
+      ISLET_RUN_RETENTION_SECONDS: '3600',
+      ISLET_AUTH_FAILURES_PER_MINUTE: '5',
+      ISLET_SSE_STREAMS_PER_TENANT: '3',
+      ISLET_SSE_STREAMS_PER_KEY: '2',
+      ISLET_TENANT_MAX_CONNECTIONS: '5',
+    },
   });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use', 'decisions'])).key;
-  const c = await deps.connections.create('acme', {
-    name: 'Phone',
-    kind: 'client',
-    tools: [{ name: 'ask_user', inputSchema: {}, policy: 'allow' }],
-    resources: [],
-    prompts: [],
-  });
-  if (!c.ok) throw new Error('connection');
-  clientConn = c.connection.id;
+  clientConn = await clientConnection(deps, 'acme');
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 async function submit(extra: Record<string, unknown> = {}, headers = auth()): Promise<string> {
   const res = await app.inject({
@@ -79,16 +69,10 @@ async function submit(extra: Record<string, unknown> = {}, headers = auth()): Pr
 describe('deeply nested JSON', () => {
   it('a nested client answer is a 4xx problem and does not consume the call; the right answer then lands', async () => {
     const id = await submit();
-    const served = app.inject({
-      method: 'POST',
-      url: `/internal/v1/code-runs/${id}/calls`,
-      headers: { authorization: `Bearer ${INTERNAL}` },
-      payload: {
-        attempt: await deps.journal.nextAttempt(id),
-        index: 0,
-        binding: 'phone.ask_user',
-        argsJson: '{}',
-      },
+    const served = injectCall({ app, deps }, INTERNAL, id, {
+      index: 0,
+      binding: 'phone.ask_user',
+      argsJson: '{}',
     });
     const pendingKey = keys.clientCallPending(id, 0);
     for (let i = 0; i < 100 && !(await deps.redis.exists(pendingKey)); i++)
@@ -137,16 +121,10 @@ describe('deeply nested App answers', () => {
 describe('retention of journaled outcomes', () => {
   it("a run's decisions are kept for the decision's wait plus the run's retention; its journal, with no expiry while the run lives, at its end", async () => {
     const id = await submit({ sandbox_permissions: 'workspace-write', justification: 'write files' });
-    const served = await app.inject({
-      method: 'POST',
-      url: `/internal/v1/code-runs/${id}/calls`,
-      headers: { authorization: `Bearer ${INTERNAL}` },
-      payload: {
-        attempt: await deps.journal.nextAttempt(id),
-        index: 3,
-        binding: 'nope.none',
-        argsJson: '{}',
-      },
+    const served = await injectCall({ app, deps }, INTERNAL, id, {
+      index: 3,
+      binding: 'nope.none',
+      argsJson: '{}',
     });
     expect(served.statusCode, served.body).toBe(200);
     // (The run record, its events and its journal get theirs when the run ends: run-store's finish.

@@ -5,22 +5,18 @@
  * text, so a tenant cannot map ports. An oversized answer is a clear AppCallFailed.
  */
 import { createServer, type Server } from 'node:http';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { freePort, type RedisServer, startRedis } from '@islet/testkit';
-import type { FastifyInstance } from 'fastify';
+import { freePort } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
+import { type GatewaysUnderTest, injectCall, startGateways } from '../test/gateway-harness.ts';
 import { postToApp, type Resolver } from './app-http.ts';
 import { APP_UNREACHABLE_MESSAGE } from './binding-calls.ts';
-import { createGatewayDeps } from './create-deps.ts';
 
 const INTERNAL = 'internal-token-for-network-tests';
-let redis: RedisServer;
+let gateways: GatewaysUnderTest | undefined;
 let server: Server;
 let port: number;
 let closedPort: number;
 let hits = 0;
-const gateways: Array<{ app: FastifyInstance; close(): Promise<void> }> = [];
 
 // Names resolve through this table, never through a real DNS server.
 const resolver: Resolver = async (host) => {
@@ -29,7 +25,7 @@ const resolver: Resolver = async (host) => {
 };
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
+  gateways = await startGateways({ env: { ISLET_INTERNAL_TOKEN: INTERNAL } });
   server = createServer((req, res) => {
     hits++;
     if (req.url === '/reset') return req.socket.destroy();
@@ -46,31 +42,20 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const g of gateways) await g.close();
+  await gateways?.close();
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
-  await redis?.stop();
 });
 
 /** A gateway on the test Redis with `env` over the defaults; closed in afterAll. A tenant and its key come with it. */
 async function startGateway(env: Record<string, string>) {
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ...env,
-  });
-  const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  deps.postToApp = (url, headers, body, options) => postToApp(url, headers, body, { ...options, resolver });
-  const app = await buildApp(deps);
-  gateways.push({
-    app,
-    close: async () => {
-      await app.close();
-      await deps.close();
+  const { app, deps } = await gateways!.add({
+    env,
+    prepare: (d) => {
+      d.postToApp = (url, headers, body, options) => postToApp(url, headers, body, { ...options, resolver });
     },
   });
-  const tenant = `t${gateways.length}`;
+  const tenant = `t${gateways!.gateways.length}`;
   await deps.tenants.createTenant({ id: tenant, name: tenant });
   const key = (await deps.tenants.createKey(tenant, ['apps.use'])).key;
   /** An `http` App at `url` with one allowed tool, `go`. */
@@ -109,16 +94,10 @@ async function gateway(allowPrivate: boolean) {
   return async (url: string): Promise<unknown> => {
     const connection = await connect(url);
     const id = await submit([connection.id]);
-    const served = await app.inject({
-      method: 'POST',
-      url: `/internal/v1/code-runs/${id}/calls`,
-      headers: { authorization: `Bearer ${INTERNAL}` },
-      payload: {
-        attempt: await deps.journal.nextAttempt(id),
-        index: 0,
-        binding: `${connection.slug}.go`,
-        argsJson: '{}',
-      },
+    const served = await injectCall({ app, deps }, INTERNAL, id, {
+      index: 0,
+      binding: `${connection.slug}.go`,
+      argsJson: '{}',
     });
     expect(served.statusCode, served.body).toBe(200);
     return served.json().outcome;

@@ -6,21 +6,23 @@
  * error body and unsafe numbers reach the program as errors it can act on.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../../examples/http-app/src/app.ts';
-import { buildApp } from './app.ts';
+import {
+  type GatewayAppUnderTest,
+  injectCall,
+  startGatewayApp,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 import { signatureOf, webhookHeaders } from './app-signing.ts';
-import { createGatewayDeps } from './create-deps.ts';
 
 const INTERNAL = 'internal-token-for-signing-tests';
 const TOKEN = 'app-token-that-must-never-come-back';
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let server: Server;
 let base: string;
 let auth: Record<string, string>;
@@ -29,17 +31,10 @@ let handler: (req: IncomingMessage, res: ServerResponse) => void = (_q, res) => 
 const seen: Array<{ headers: IncomingMessage['headers']; body: string }> = [];
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  deps = await createGatewayDeps(
-    loadConfig({
-      ISLET_REDIS_URL: redis.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: INTERNAL,
-      ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
-    }),
-    createLogger({ name: 'test', level: 'silent' }),
-  );
-  app = await buildApp(deps);
+  gateway = await startGatewayApp({
+    env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true' },
+  });
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   auth = { authorization: `Bearer ${(await deps.tenants.createKey('acme', ['apps.use'])).key}` };
   server = createServer((req, res) => {
@@ -53,11 +48,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await app?.close();
-  await deps?.close();
+  await gateway?.close();
   server?.closeAllConnections();
   await new Promise((r) => server?.close(r));
-  await redis?.stop();
 });
 
 const tools = ['create_invoice', 'get_invoice', 'refund', 'raw'].map((name) => ({ name }));
@@ -82,16 +75,10 @@ async function call(conn: { id: string; slug: string }, tool: string, args: unkn
     payload: { code: 'return 1', description: 'signing test', connections: [conn.id] },
   });
   const id = submitted.json().id as string;
-  const served = await app.inject({
-    method: 'POST',
-    url: `/internal/v1/code-runs/${id}/calls`,
-    headers: { authorization: `Bearer ${INTERNAL}` },
-    payload: {
-      attempt: await deps.journal.nextAttempt(id),
-      index: 0,
-      binding: `${conn.slug}.${tool}`,
-      argsJson: JSON.stringify(args),
-    },
+  const served = await injectCall({ app, deps }, INTERNAL, id, {
+    index: 0,
+    binding: `${conn.slug}.${tool}`,
+    argsJson: JSON.stringify(args),
   });
   expect(served.statusCode, served.body).toBe(200);
   return { runId: id, outcome: served.json().outcome as Record<string, unknown> };

@@ -5,56 +5,36 @@
  * counted is one client: an IPv4 address, an IPv6 /64 (a host rotating addresses inside its /64 is
  * one client), an IPv4-mapped IPv6 address as its IPv4. Real Redis, the real app through inject.
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
+import { type GatewaysUnderTest, startGateways } from '../test/gateway-harness.ts';
 import { clientAddressBucket } from './client-address.ts';
-import { createGatewayDeps } from './create-deps.ts';
 
 const LIMIT = 4;
-let redis: RedisServer;
-type Deps = Awaited<ReturnType<typeof createGatewayDeps>>;
-const apps: { app: FastifyInstance; deps: Deps }[] = [];
+let gateways: GatewaysUnderTest | undefined;
 let direct: FastifyInstance;
 let behindIngress: FastifyInstance;
 let keyA: string;
 let keyB: string;
 
-async function gateway(extra: Record<string, string>) {
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-lockout-tests',
-    ISLET_AUTH_FAILURES_PER_MINUTE: String(LIMIT),
-    ...extra,
-  });
-  const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  const app = await buildApp(deps);
-  apps.push({ app, deps });
-  return { app, deps };
-}
-
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const seal = { ISLET_SEAL_KEYS: generateSealKey() };
-  const first = await gateway(seal);
+  gateways = await startGateways({
+    env: {
+      ISLET_INTERNAL_TOKEN: 'internal-token-for-lockout-tests',
+      ISLET_AUTH_FAILURES_PER_MINUTE: String(LIMIT),
+    },
+  });
+  const first = await gateways.add();
   direct = first.app;
   // The chart's setting with the Ingress on: the controller is one trusted hop.
-  behindIngress = (await gateway({ ...seal, ISLET_TRUST_PROXY_HOPS: '1' })).app;
+  behindIngress = (await gateways.add({ env: { ISLET_TRUST_PROXY_HOPS: '1' } })).app;
   await first.deps.tenants.createTenant({ id: 'ta', name: 'A' });
   await first.deps.tenants.createTenant({ id: 'tb', name: 'B' });
   keyA = (await first.deps.tenants.createKey('ta', ['apps.use'])).key;
   keyB = (await first.deps.tenants.createKey('tb', ['apps.use'])).key;
 });
 
-afterAll(async () => {
-  for (const { app, deps } of apps) {
-    await app.close();
-    await deps.close();
-  }
-  await redis?.stop();
-});
+afterAll(() => gateways?.close());
 
 beforeEach(async () => {
   // A fixed one-minute window: do not straddle its end.

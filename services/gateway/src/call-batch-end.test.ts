@@ -7,28 +7,20 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayAppUnderTest, startGatewayApp } from '../test/gateway-harness.ts';
 
 const INTERNAL = 'internal-token-for-batch-end-tests';
 const TERMINATOR = '0\r\n\r\n';
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let appServer: Server;
 let appPort: number;
-let app: FastifyInstance;
-let close: () => Promise<void>;
 let base: string;
 let tenantKey: string;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
 /** Every write the gateway made on the sockets it accepted, as text, by socket. */
 const writes = new Map<Socket, string[]>();
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
   // `/slow` answers 300 ms late: a batch with it and a fast call finishes its lines in two turns.
   appServer = createServer((req, res) => {
     req.resume();
@@ -40,18 +32,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => appServer.listen(0, '127.0.0.1', r));
   appPort = (appServer.address() as { port: number }).port;
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
+  gateway = await startGatewayApp({
+    env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true' },
   });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
-  close = async () => {
-    await app.close();
-    await deps.close();
-  };
+  const { app, deps } = gateway;
   // Each accepted socket's writes to the kernel: `_writeGeneric` is where net.Socket's `_write`
   // (one buffer) and `_writev` (a corked batch) meet, one syscall each.
   app.server.on('connection', (socket: Socket) => {
@@ -75,14 +59,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await close?.();
+  await gateway?.close();
   appServer?.closeAllConnections();
   await new Promise((r) => appServer?.close(r));
-  await redis?.stop();
 });
 
 async function connect(path: string) {
-  const c = await deps.connections.create('tb', {
+  const c = await gateway!.deps.connections.create('tb', {
     name: `app ${Math.random().toString(36).slice(2)}`,
     kind: 'http',
     url: `http://127.0.0.1:${appPort}${path}`,
@@ -95,7 +78,7 @@ async function connect(path: string) {
 }
 
 async function submit(connections: string[]): Promise<string> {
-  const submitted = await app.inject({
+  const submitted = await gateway!.app.inject({
     method: 'POST',
     url: '/v1/runs',
     headers: { authorization: `Bearer ${tenantKey}` },
@@ -110,7 +93,7 @@ async function batch(id: string, calls: Array<{ index: number; binding: string; 
   const res = await fetch(`${base}/internal/v1/code-runs/${id}/call-batch`, {
     method: 'POST',
     headers: { authorization: `Bearer ${INTERNAL}`, 'content-type': 'application/json', connection: 'close' },
-    body: JSON.stringify({ attempt: await deps.journal.nextAttempt(id), calls }),
+    body: JSON.stringify({ attempt: await gateway!.deps.journal.nextAttempt(id), calls }),
   });
   expect(res.status).toBe(200);
   const lines = (await res.text())

@@ -6,44 +6,33 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Socket } from 'node:net';
-import { channels, createLogger, createRedis, generateSealKey, keys, loadConfig } from '@islet/core';
+import { channels, createRedis, keys } from '@islet/core';
 import { operationIdFor } from '@islet/runs';
-import { countStreamPushes, type RedisServer, startRedis } from '@islet/testkit';
+import { countStreamPushes } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayReplica, type GatewaysUnderTest, startGateways } from '../test/gateway-harness.ts';
 
 const INTERNAL = 'internal-token-for-seed-tests';
-let redis: RedisServer;
+let fleet: GatewaysUnderTest | undefined;
 let monitor: Redis | undefined;
 let server: Server;
 let base: string;
 let auth: Record<string, string>;
-const gateways: Array<{ app: FastifyInstance; deps: Awaited<ReturnType<typeof createGatewayDeps>> }> = [];
+let gateways: GatewayReplica[] = [];
 const seen: string[] = [];
 /** Every command Redis ran, as `name key` (MONITOR). */
 const commands: string[] = [];
 
-async function gateway(config: ReturnType<typeof loadConfig>) {
-  const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  const app = await buildApp(deps);
-  gateways.push({ app, deps });
-  return { app, deps };
-}
-
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true',
+  fleet = await startGateways({
+    env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_APP_ALLOW_PRIVATE_NETWORKS: 'true' },
   });
   // Two replicas on one Redis: the first admits every run, the second serves calls it did not admit.
-  const first = await gateway(config);
-  await gateway(config);
+  const first = await fleet.add();
+  await fleet.add();
+  gateways = fleet.gateways;
   await first.deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   auth = { authorization: `Bearer ${(await first.deps.tenants.createKey('acme', ['apps.use'])).key}` };
   server = createServer((req, res) => {
@@ -56,7 +45,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  monitor = await createRedis(redis.url).monitor();
+  monitor = await createRedis(fleet.server.url).monitor();
   monitor.on('monitor', (_time: string, args: string[]) => {
     commands.push(`${String(args[0]).toLowerCase()} ${args[1] ?? ''}`);
   });
@@ -64,13 +53,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   monitor?.disconnect();
-  for (const { app, deps } of gateways) {
-    await app.close();
-    await deps.close();
-  }
+  await fleet?.close();
   server?.closeAllConnections();
   await new Promise((r) => server?.close(r));
-  await redis?.stop();
 });
 
 const admitting = () => gateways[0]!;
@@ -111,7 +96,7 @@ async function callOn(on: FastifyInstance, id: string, slug: string) {
   // MONITOR's feed lags the commands: a PING through it marks where this call's commands begin and end.
   const mark = async () => {
     const token = `mark-${Math.random()}`;
-    const probe = createRedis(redis.url);
+    const probe = createRedis(fleet!.server.url);
     await probe.echo(token);
     probe.disconnect();
     await expect.poll(() => commands.some((c) => c.startsWith('echo') && c.includes(token))).toBe(true);
@@ -169,14 +154,14 @@ describe('a run admitted here, its binding calls', () => {
   });
 
   it("reads a waiter's end push off its subscriber's socket with no stream push (core's readRepliesDirect)", async () => {
-    const publisher = createRedis(redis.url);
+    const publisher = createRedis(fleet!.server.url);
     // The test's own sockets, read when a push comes (the publisher's connects after this).
     const own = (socket: unknown) =>
       [publisher, monitor].some((c) => (c as unknown as { stream: unknown } | undefined)?.stream === socket);
     const runId = 'direct-read-end-push';
     // Pushes on any of the gateways' Redis sockets (the subscribers' among them), the test's aside.
     const counting = countStreamPushes(
-      (stream) => stream instanceof Socket && stream.remotePort === redis.port && !own(stream),
+      (stream) => stream instanceof Socket && stream.remotePort === fleet!.server.port && !own(stream),
       (stream) => `:${(stream as Socket).localPort}`,
     );
     try {

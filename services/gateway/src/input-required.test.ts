@@ -1,17 +1,20 @@
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
+import { keys } from '@islet/core';
 import { operationIdFor } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
+import {
+  clientConnection,
+  type GatewayAppUnderTest,
+  startGatewayApp,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 import type { AppResponse } from './app-http.ts';
-import { createGatewayDeps } from './create-deps.ts';
 import { httpAnswerOutcome } from './input-required.ts';
 
 const INTERNAL = 'internal-token-for-input-required';
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let key: string;
 let httpConn: string;
 let clientConn: string;
@@ -20,21 +23,18 @@ const posted: Array<{ tool: string; idempotencyKey: string }> = [];
 const auth = { authorization: `Bearer ${'x'}` };
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_CLIENT_CALL_TIMEOUT_MS: '10000',
+  gateway = await startGatewayApp({
+    env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_CLIENT_CALL_TIMEOUT_MS: '10000' },
+    prepare: (d) => {
+      d.postToApp = async (_url, headers, body): Promise<AppResponse> => {
+        const { tool } = JSON.parse(body) as { tool: string };
+        posted.push({ tool, idempotencyKey: headers['idempotency-key'] ?? '' });
+        if (tool === 'needs') return { status: 202, text: '{"inputRequired":{"message":"Which account?"}}' };
+        return { status: 200, text: '{"ok":true}' };
+      };
+    },
   });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  deps.postToApp = async (_url, headers, body): Promise<AppResponse> => {
-    const { tool } = JSON.parse(body) as { tool: string };
-    posted.push({ tool, idempotencyKey: headers['idempotency-key'] ?? '' });
-    if (tool === 'needs') return { status: 202, text: '{"inputRequired":{"message":"Which account?"}}' };
-    return { status: 200, text: '{"ok":true}' };
-  };
-  app = await buildApp(deps);
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use'])).key;
   auth.authorization = `Bearer ${key}`;
@@ -49,23 +49,12 @@ beforeAll(async () => {
     resources: [],
     prompts: [],
   });
-  const c = await deps.connections.create('acme', {
-    name: 'Phone',
-    kind: 'client',
-    tools: [{ name: 'ask_user', inputSchema: {}, policy: 'allow' }],
-    resources: [],
-    prompts: [],
-  });
-  if (!h.ok || !c.ok) throw new Error('connections');
+  if (!h.ok) throw new Error('connections');
   httpConn = h.connection.id;
-  clientConn = c.connection.id;
+  clientConn = await clientConnection(deps, 'acme');
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 async function submit(connection: string, extra: Record<string, unknown> = {}): Promise<string> {
   const res = await app.inject({

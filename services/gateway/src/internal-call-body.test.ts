@@ -6,12 +6,9 @@
  * the run's id, the depth limit ± 1 on the body and on the arguments, the internal token).
  * The `call-batch` body likewise (round 40 `par-calls`): `readInternalBatch` against `batchSchema`.
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayAppUnderTest, startGatewayApp } from '../test/gateway-harness.ts';
 import {
   batchSchema,
   internalCallSchema,
@@ -146,27 +143,15 @@ describe('readInternalCall: zod, checked by hand', () => {
 });
 
 const INTERNAL = 'internal-token-for-call-body-tests';
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_JSON_MAX_DEPTH: '64',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  gateway = await startGatewayApp({ env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_JSON_MAX_DEPTH: '64' } });
+  ({ app } = gateway);
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 const post = (payload: string, token = INTERNAL, id = 'no-such-run') =>

@@ -4,52 +4,30 @@
  * held the key, and its open event streams end), rotate with and without grace, expiry.
  */
 import type { AddressInfo } from 'node:net';
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewaysUnderTest, startGateways } from '../test/gateway-harness.ts';
 
-let redis: RedisServer;
-const apps: FastifyInstance[] = [];
-const allDeps: Array<Awaited<ReturnType<typeof createGatewayDeps>>> = [];
+let replicas: GatewaysUnderTest | undefined;
 let adminKey: string;
-const sealKeys = generateSealKey();
 
 const auth = (k: string) => ({ authorization: `Bearer ${k}` });
-
-async function replica() {
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: sealKeys,
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-  });
-  const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  const app = await buildApp(deps);
-  allDeps.push(deps);
-  apps.push(app);
-  return { deps, app };
-}
 
 let a: FastifyInstance;
 let b: FastifyInstance;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const first = await replica();
+  replicas = await startGateways();
+  const first = await replicas.add();
   a = first.app;
-  b = (await replica()).app;
+  b = (await replicas.add()).app;
   await first.deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   await first.deps.tenants.createTenant({ id: 'other', name: 'Other' });
   adminKey = (await first.deps.tenants.createKey('acme', ['platform.admin'])).key;
 });
 
-afterAll(async () => {
-  for (const app of apps) await app.close();
-  for (const deps of allDeps) await deps.close();
-  await redis?.stop();
-});
+afterAll(() => replicas?.close());
 
 async function createKey(body: Record<string, unknown>, tenant = 'acme') {
   const res = await a.inject({
@@ -122,7 +100,7 @@ describe('listing keys', () => {
 
   it('records a use at most once a minute per key and replica', async () => {
     const made = await createKey({ scopes: ['apps.use'] });
-    const monitor = allDeps[0]!.redis;
+    const monitor = replicas!.gateways[0]!.deps.redis;
     {
       await works(a, made.key);
       const first = await monitor.hget(keys.tenantApiKeysUsed('acme'), made.keyId);

@@ -5,48 +5,29 @@
  * later, a waiting run points a person at its console page, and a 401 says how to authenticate.
  * A real gateway over real HTTP and Redis, the official MCP client; no runner (nothing here runs).
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { decisionText, type McpRunState } from '@islet/mcp';
 import { RUN_CODE_REFUSALS } from '@islet/protocol';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewaysUnderTest, startGateways } from '../test/gateway-harness.ts';
 
-let redis: RedisServer;
-const gateways: Array<{ app: FastifyInstance; deps: Awaited<ReturnType<typeof createGatewayDeps>> }> = [];
+let gateways: GatewaysUnderTest | undefined;
 const clients: Client[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
+  gateways = await startGateways({ env: { ISLET_INTERNAL_TOKEN: 'internal-token-mcp-runtime' } });
 });
 
 afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
-  for (const g of gateways) {
-    await g.app.close();
-    await g.deps.close();
-  }
-  await redis?.stop();
+  await gateways?.close();
 });
 
 /** A listening gateway with these runtime switches; its URL and a fresh tenant's key. */
 async function gateway(env: Record<string, string>, tenant: string) {
-  const deps = await createGatewayDeps(
-    loadConfig({
-      ISLET_REDIS_URL: redis.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: 'internal-token-mcp-runtime',
-      ...env,
-    }),
-    createLogger({ name: 'test', level: 'silent' }),
-  );
-  const app = await buildApp(deps);
-  gateways.push({ app, deps });
+  const { app, deps } = await gateways!.add({ env });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   await deps.tenants.createTenant({ id: tenant, name: tenant });

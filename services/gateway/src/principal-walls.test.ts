@@ -8,17 +8,21 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import {
+  clientConnection,
+  type GatewayAppUnderTest,
+  injectCall,
+  startGatewayApp,
+  type TestGatewayDeps,
+} from '../test/gateway-harness.ts';
 
 const INTERNAL = 'internal-token-for-principal-walls';
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let root: string;
 let port: number;
 let ann: string;
@@ -28,17 +32,15 @@ let phone: string;
 const as = (key: string) => ({ authorization: `Bearer ${key}` });
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
   root = await mkdtemp(join(tmpdir(), 'islet-walls-'));
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: INTERNAL,
-    ISLET_WORKSPACE_ROOT: root,
-    ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
+  gateway = await startGatewayApp({
+    env: {
+      ISLET_INTERNAL_TOKEN: INTERNAL,
+      ISLET_WORKSPACE_ROOT: root,
+      ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
+    },
   });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  ({ app, deps } = gateway);
   await app.listen({ port: 0, host: '127.0.0.1' });
   port = (app.server.address() as { port: number }).port;
   await deps.tenants.createTenant({ id: 'walls', name: 'Walls' });
@@ -47,21 +49,11 @@ beforeAll(async () => {
   bob = (await deps.tenants.createKey('walls', [...scopes], { principal: 'bob' })).key;
   auditor = (await deps.tenants.createKey('walls', [...scopes, 'sessions.admin'], { principal: 'audit' }))
     .key;
-  const c = await deps.connections.create('walls', {
-    name: 'Phone',
-    kind: 'client',
-    tools: [{ name: 'ask_user', inputSchema: {}, policy: 'allow' }],
-    resources: [],
-    prompts: [],
-  });
-  if (!c.ok) throw new Error('connection');
-  phone = c.connection.id;
+  phone = await clientConnection(deps, 'walls');
 });
 
 afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
+  await gateway?.close();
   if (root) await rm(root, { recursive: true, force: true });
 });
 
@@ -84,16 +76,10 @@ function expectNotFound(res: { statusCode: number; body: string; headers: Record
 
 /** Makes the run's call 0 a `client` call waiting for its answer (as a runner would). */
 async function pendingClientCall(id: string) {
-  const served = app.inject({
-    method: 'POST',
-    url: `/internal/v1/code-runs/${id}/calls`,
-    headers: as(INTERNAL),
-    payload: {
-      attempt: await deps.journal.nextAttempt(id),
-      index: 0,
-      binding: 'phone.ask_user',
-      argsJson: '{"q":"pin?"}',
-    },
+  const served = injectCall({ app, deps }, INTERNAL, id, {
+    index: 0,
+    binding: 'phone.ask_user',
+    argsJson: '{"q":"pin?"}',
   });
   for (let i = 0; i < 100 && !(await deps.redis.exists(keys.clientCallPending(id, 0))); i++)
     await new Promise((r) => setTimeout(r, 50));

@@ -4,41 +4,26 @@
  * is seen by the other at once; an address refused on one is refused on the other, with a valid
  * key too; a cache whose subscriber is down reads Redis every time.
  */
-import { createLogger, createRedis, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
-import type { FastifyInstance } from 'fastify';
+import { createRedis } from '@islet/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayReplica, type GatewaysUnderTest, startGateways } from '../test/gateway-harness.ts';
 import { createCacheHub } from './read-cache.ts';
 
-let redis: RedisServer;
-const replicas: { app: FastifyInstance; deps: Awaited<ReturnType<typeof createGatewayDeps>> }[] = [];
+let fleet: GatewaysUnderTest | undefined;
+let replicas: GatewayReplica[] = [];
 let key: string;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-cache-tests',
-    ISLET_AUTH_FAILURES_PER_MINUTE: '3',
+  fleet = await startGateways({
+    env: { ISLET_INTERNAL_TOKEN: 'internal-token-for-cache-tests', ISLET_AUTH_FAILURES_PER_MINUTE: '3' },
   });
-  for (let i = 0; i < 2; i++) {
-    const deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-    replicas.push({ deps, app: await buildApp(deps) });
-  }
+  for (let i = 0; i < 2; i++) await fleet.add();
+  replicas = fleet.gateways;
   await replicas[0]!.deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await replicas[0]!.deps.tenants.createKey('acme', ['apps.use', 'decisions'])).key;
 });
 
-afterAll(async () => {
-  for (const r of replicas) {
-    await r.app.close();
-    await r.deps.close();
-  }
-  await redis?.stop();
-});
+afterAll(() => fleet?.close());
 
 const eventually = async (check: () => Promise<boolean>) => {
   for (let i = 0; i < 100; i++) {
@@ -77,7 +62,7 @@ describe('read caches across replicas', () => {
 
   it('a tenant’s connection list is read once per replica and dropped on both by a create, a change or a removal on either', async () => {
     const [a, b] = replicas as [(typeof replicas)[0], (typeof replicas)[0]];
-    const probe = createRedis(redis.url);
+    const probe = createRedis(fleet!.server.url);
     const hvals = async () =>
       Number(/cmdstat_hvals:calls=(\d+)/.exec(await probe.info('commandstats'))?.[1] ?? 0);
     const ids = async (r: (typeof replicas)[0]) => (await r.deps.connections.list('lists')).map((c) => c.id);
@@ -157,8 +142,8 @@ describe('read caches across replicas', () => {
   });
 
   it('holds at most maxEntries, forgetting the oldest without walking its entries, and drops a key everywhere', async () => {
-    const subscriber = createRedis(redis.url);
-    const publisher = createRedis(redis.url);
+    const subscriber = createRedis(fleet!.server.url);
+    const publisher = createRedis(fleet!.server.url);
     const hub = createCacheHub(subscriber, publisher, { maxEntries: 100 });
     const reads = new Map<string, number>();
     const cache = hub.cache('bounded', async (k) => {
@@ -193,8 +178,8 @@ describe('read caches across replicas', () => {
   });
 
   it('caches nothing while its subscriber is down, and drops everything when it comes back', async () => {
-    const subscriber = createRedis(redis.url);
-    const publisher = createRedis(redis.url);
+    const subscriber = createRedis(fleet!.server.url);
+    const publisher = createRedis(fleet!.server.url);
     const hub = createCacheHub(subscriber, publisher);
     let reads = 0;
     const cache = hub.cache('thing', async (k) => {

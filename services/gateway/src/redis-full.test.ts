@@ -7,43 +7,42 @@
  * when Redis is full all the same (anything may fill it), reads still answer and writes get a 503
  * with Retry-After, never a 500. Real Redis, the real app through inject.
  */
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
+import { keys } from '@islet/core';
 import type { StoredRun } from '@islet/runs';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from './app.ts';
+import {
+  type GatewayAppUnderTest,
+  startGatewayApp,
+  type TestGatewayDeps,
+  testLogger,
+} from '../test/gateway-harness.ts';
 import { createGatewayDeps } from './create-deps.ts';
 
 const MAXMEMORY = 48 * 1024 * 1024;
 const MIB = 1024 * 1024;
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let hog: string;
 let calm: string;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false, maxMemoryBytes: MAXMEMORY });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-redis-full',
-    // A quarter of maxmemory each (the default share), generous rate limits.
-    ISLET_RATE_LIMIT_PER_MINUTE: '100000',
+  gateway = await startGatewayApp({
+    redis: { maxMemoryBytes: MAXMEMORY },
+    env: {
+      ISLET_INTERNAL_TOKEN: 'internal-token-for-redis-full',
+      // A quarter of maxmemory each (the default share), generous rate limits.
+      ISLET_RATE_LIMIT_PER_MINUTE: '100000',
+    },
   });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  ({ app, deps } = gateway);
   for (const id of ['hog', 'calm']) await deps.tenants.createTenant({ id, name: id });
   hog = (await deps.tenants.createKey('hog', ['apps.use'])).key;
   calm = (await deps.tenants.createKey('calm', ['apps.use'])).key;
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 const submit = (key: string) =>
   app.inject({
@@ -88,10 +87,7 @@ describe('a tenant filling Redis', () => {
   });
 
   it("stores a run's output once, and reads back the very text the runner wrote (format 1)", async () => {
-    const one = await createGatewayDeps(
-      { ...deps.config, ISLET_WRITE_FORMAT: '1' },
-      createLogger({ name: 'test', level: 'silent' }),
-    );
+    const one = await createGatewayDeps({ ...deps.config, ISLET_WRITE_FORMAT: '1' }, testLogger());
     try {
       const res = await submit(calm);
       expect(res.statusCode, res.body).toBe(202);

@@ -7,18 +7,16 @@
  * its own channel and gets its end; streams opening while runs are submitted miss none.
  */
 import type { AddressInfo } from 'node:net';
-import { createLogger, generateSealKey, keys, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { keys } from '@islet/core';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 import { openSse, type SseStream } from '../test/sse-stream.ts';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let base: string;
 let key = '';
 let client: Redis;
@@ -60,43 +58,41 @@ async function allHeard(): Promise<void> {
   await expect.poll(() => heard.includes(`islet:tenant-feed ${mark}`)).toBe(true);
 }
 
-beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  // What the routes listen to on the hub, and what woke them.
-  const listen = deps.hub.listen;
-  deps.hub.listen = (k, fn) => {
+/** Wraps the hub's listen calls: each listener's key in `listened`, and in `fired` when it fires. */
+function countHubListeners(d: TestGatewayDeps): void {
+  const listen = d.hub.listen;
+  d.hub.listen = (k, fn) => {
     listened.push(k);
     return listen(k, (...a) => {
       fired.push(k);
       fn(...a);
     });
   };
-  const listenFeed = deps.hub.listenFeed;
-  deps.hub.listenFeed = (tenant, fn) =>
+  const listenFeed = d.hub.listenFeed;
+  d.hub.listenFeed = (tenant, fn) =>
     listenFeed(tenant, () => {
       fired.push(`feed:${tenant}`);
       fn();
     });
-  const listenSession = deps.hub.listenSession;
-  deps.hub.listenSession = (index, fn) =>
+  const listenSession = d.hub.listenSession;
+  d.hub.listenSession = (index, fn) =>
     listenSession(index, () => {
       fired.push(index);
       fn();
     });
-  app = await buildApp(deps);
+}
+
+beforeAll(async () => {
+  // What the routes listen to on the hub, and what woke them.
+  gateway = await startGatewayApp({ prepare: countHubListeners });
+  ({ app, deps } = gateway);
   await app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read'], { principal: 'ann' })).key;
   auth.authorization = `Bearer ${key}`;
-  client = new Redis(redis.url);
-  subscriber = new Redis(redis.url);
+  client = new Redis(gateway.server.url);
+  subscriber = new Redis(gateway.server.url);
   subscriber.on('message', (channel: string, message: string) =>
     heard.push(`${channel} ${message.split(' ')[0]}`),
   );
@@ -106,9 +102,7 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.disconnect();
   subscriber?.disconnect();
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
+  await gateway?.close();
 });
 
 describe('announcements only while a stream listens', () => {

@@ -2,42 +2,27 @@
  * Unknown request fields are refused with a 400 naming them (and the field probably meant), on
  * every public request schema; the run_code contract's own refusals still come first, word for word.
  */
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
 import { RUN_CODE_REFUSALS, RunCodeRequestSchema } from '@islet/protocol';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 import { runPlacementSchema } from './run-request.ts';
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let user: Record<string, string>;
 let admin: Record<string, string>;
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  deps = await createGatewayDeps(
-    loadConfig({
-      ISLET_REDIS_URL: redis.url,
-      ISLET_SEAL_KEYS: generateSealKey(),
-      ISLET_INTERNAL_TOKEN: 'internal-token-strict-requests',
-    }),
-    createLogger({ name: 'test', level: 'silent' }),
-  );
-  app = await buildApp(deps);
+  gateway = await startGatewayApp({ env: { ISLET_INTERNAL_TOKEN: 'internal-token-strict-requests' } });
+  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   user = { authorization: `Bearer ${(await deps.tenants.createKey('acme', ['apps.use'])).key}` };
   admin = { authorization: `Bearer ${(await deps.tenants.createKey('acme', ['platform.admin'])).key}` };
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 async function send(method: 'POST' | 'PUT' | 'PATCH', url: string, payload: unknown, headers = user) {
   const res = await app.inject({ method, url, headers, payload: payload as object });

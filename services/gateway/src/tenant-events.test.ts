@@ -4,17 +4,14 @@
  * and leave as answered; the stream resumes from Last-Event-ID and is capped per tenant.
  */
 import type { AddressInfo } from 'node:net';
-import { createLogger, generateSealKey, loadConfig } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
 import { openSse, type SseStream } from '../test/sse-stream.ts';
-import { buildApp } from './app.ts';
-import { createGatewayDeps } from './create-deps.ts';
 
-let redis: RedisServer;
+let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
-let deps: Awaited<ReturnType<typeof createGatewayDeps>>;
+let deps: TestGatewayDeps;
 let base: string;
 const k = { ann: '', bob: '', lead: '' };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -40,15 +37,8 @@ async function submit(key: string, body: Record<string, unknown>): Promise<strin
 }
 
 beforeAll(async () => {
-  redis = await startRedis({ appendOnly: false });
-  const config = loadConfig({
-    ISLET_REDIS_URL: redis.url,
-    ISLET_SEAL_KEYS: generateSealKey(),
-    ISLET_INTERNAL_TOKEN: 'internal-token-for-tests',
-    ISLET_SSE_STREAMS_PER_TENANT: String(STREAMS),
-  });
-  deps = await createGatewayDeps(config, createLogger({ name: 'test', level: 'silent' }));
-  app = await buildApp(deps);
+  gateway = await startGatewayApp({ env: { ISLET_SSE_STREAMS_PER_TENANT: String(STREAMS) } });
+  ({ app, deps } = gateway);
   await app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
@@ -58,11 +48,7 @@ beforeAll(async () => {
   k.lead = (await deps.tenants.createKey('acme', [...scopes, 'sessions.admin'], { principal: 'lead' })).key;
 });
 
-afterAll(async () => {
-  await app?.close();
-  await deps?.close();
-  await redis?.stop();
-});
+afterAll(() => gateway?.close());
 
 describe('GET /v1/events', () => {
   it("streams the principal's runs as they are created and end, and nobody else's", async () => {

@@ -49,9 +49,15 @@ async function orUndo<T>(make: () => Promise<T>, undo: () => Promise<void>): Pro
   }
 }
 
-/** A redis-server, the config on it (fresh seal key, plus `env`) and the gateway's deps. */
-export async function startGatewayDeps(env: Record<string, string> = {}): Promise<GatewayDepsUnderTest> {
-  const server = await startRedis({ appendOnly: false });
+/**
+ * A redis-server (without AOF; `redis` over that, e.g. a maxmemory), the config on it (fresh seal
+ * key, plus `env`) and the gateway's deps.
+ */
+export async function startGatewayDeps(
+  env: Record<string, string> = {},
+  redis: Parameters<typeof startRedis>[0] = {},
+): Promise<GatewayDepsUnderTest> {
+  const server = await startRedis({ appendOnly: false, ...redis });
   const config = await orUndo(
     async () => gatewayTestConfig(server.url, env),
     () => server.stop(),
@@ -67,17 +73,118 @@ export async function startGatewayDeps(env: Record<string, string> = {}): Promis
   return { server, config, deps, close };
 }
 
-/** As `startGatewayDeps`, and the app built over the deps (not listening; `app` is buildApp's options). */
+/**
+ * As `startGatewayDeps`, and the app built over the deps (not listening; `app` is buildApp's
+ * options). `prepare` runs on the deps before the app is built: what the app takes from its deps
+ * at build (a fake `postToApp`) must be set there.
+ */
 export async function startGatewayApp(
-  options: { env?: Record<string, string>; app?: Parameters<typeof buildApp>[1] } = {},
+  options: {
+    env?: Record<string, string>;
+    redis?: Parameters<typeof startRedis>[0];
+    app?: Parameters<typeof buildApp>[1];
+    prepare?: (deps: TestGatewayDeps) => void;
+  } = {},
 ): Promise<GatewayAppUnderTest> {
-  const started = await startGatewayDeps(options.env);
+  const started = await startGatewayDeps(options.env, options.redis);
+  options.prepare?.(started.deps);
   const app = await orUndo(() => buildApp(started.deps, options.app), started.close);
   const close = async () => {
     await app.close();
     await started.close();
   };
   return { ...started, app, close };
+}
+
+/** One gateway of `startGateways`: its deps and its app (built, not listening). */
+export interface GatewayReplica {
+  deps: TestGatewayDeps;
+  app: FastifyInstance;
+}
+
+export interface GatewaysUnderTest {
+  server: RedisServer;
+  /** Every gateway `add` made, in order. */
+  gateways: GatewayReplica[];
+  /**
+   * One more gateway on the server: the config is the file's `env`, then this one's `env`, over
+   * `gatewayTestConfig`'s; `prepare` runs on its deps before its app is built.
+   */
+  add(options?: {
+    env?: Record<string, string>;
+    prepare?: (deps: TestGatewayDeps) => void;
+  }): Promise<GatewayReplica>;
+  /** Closes every app, then every gateway's deps, then stops the server. */
+  close(): Promise<void>;
+}
+
+/**
+ * A redis-server of the file's own and any number of gateways on it (replicas, or gateways of
+ * different settings), all with one seal key (what one seals another opens) unless `env` names
+ * another. For one gateway `startGatewayApp` is shorter.
+ */
+export async function startGateways(
+  options: { env?: Record<string, string>; redis?: Parameters<typeof startRedis>[0] } = {},
+): Promise<GatewaysUnderTest> {
+  const server = await startRedis({ appendOnly: false, ...options.redis });
+  const env = { ISLET_SEAL_KEYS: generateSealKey(), ...options.env };
+  const gateways: GatewayReplica[] = [];
+  const made: TestGatewayDeps[] = [];
+  return {
+    server,
+    gateways,
+    async add(one = {}) {
+      const deps = await createGatewayDeps(
+        gatewayTestConfig(server.url, { ...env, ...one.env }),
+        testLogger(),
+      );
+      made.push(deps);
+      one.prepare?.(deps);
+      const replica = { deps, app: await buildApp(deps) };
+      gateways.push(replica);
+      return replica;
+    },
+    async close() {
+      for (const { app } of gateways) await app.close();
+      for (const deps of made) await deps.close();
+      await server.stop();
+    },
+  };
+}
+
+/** A `client` connection of `tenant` (the user's device) with one allowed tool, `ask_user`; its id. */
+export async function clientConnection(
+  deps: TestGatewayDeps,
+  tenant: string,
+  name = 'Phone',
+): Promise<string> {
+  const made = await deps.connections.create(tenant, {
+    name,
+    kind: 'client',
+    tools: [{ name: 'ask_user', inputSchema: {}, policy: 'allow' }],
+    resources: [],
+    prompts: [],
+  });
+  if (!made.ok) throw new Error(made.detail);
+  return made.connection.id;
+}
+
+/**
+ * A runner's binding call (`POST /internal/v1/code-runs/<runId>/calls` with `token`) on the run's
+ * next attempt, through inject: the response, its status not checked (the caller asserts it).
+ */
+export async function injectCall(
+  gateway: { app: FastifyInstance; deps: TestGatewayDeps },
+  token: string,
+  runId: string,
+  call: { index: number; binding: string; argsJson: string },
+) {
+  return gateway.app.inject({
+    method: 'POST',
+    url: `/internal/v1/code-runs/${runId}/calls`,
+    headers: { authorization: `Bearer ${token}` },
+    payload: { attempt: await gateway.deps.journal.nextAttempt(runId), ...call },
+  });
 }
 
 /**

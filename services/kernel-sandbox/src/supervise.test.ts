@@ -6,7 +6,7 @@
  * (killing the process group) and hold the pipe open.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { killAllOf, processesOf } from '@islet/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { requireRoot } from '../test/test-helpers.ts';
 import { jailArgs } from './jail.ts';
@@ -29,30 +29,6 @@ time.sleep(0.2)'
 for i in 1 2 3 4 5 6 7 8; do (setsid sleep 601.5 &) ; done
 sleep 0.3; echo started
 `;
-
-/** Live (not zombie) processes whose real uid is `uid`. */
-function processesOf(uid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && !/^State:\s+Z/m.test(status))
-        out.push(Number(name));
-    } catch {}
-  }
-  return out;
-}
-
-async function killAllOf(uid: number) {
-  for (let i = 0; i < 50 && processesOf(uid).length; i++) {
-    for (const pid of processesOf(uid))
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {}
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const uids: number[] = [];
 const started: ChildProcess[] = [];

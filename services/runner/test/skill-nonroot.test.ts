@@ -23,6 +23,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { filesHelperPath, hardenAddonPath, jailPath, sandboxRuntime } from '@islet/kernel-sandbox';
+import { killAllOf, processesOf } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 if (process.getuid?.() !== 0)
@@ -30,20 +31,6 @@ if (process.getuid?.() !== 0)
 
 const UID = 180_000 + Math.floor(Math.random() * 10_000);
 const TOKEN = `tok-${Math.random().toString(36).slice(2)}-not-for-skills`;
-
-/** Live (not zombie) processes whose real uid is `uid`. */
-function processesOf(uid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid && !/^State:\s+Z/m.test(status))
-        out.push(Number(name));
-    } catch {}
-  }
-  return out;
-}
 
 const ATTACKS = (secretDir: string) => `
 S='${secretDir}'
@@ -179,13 +166,7 @@ describe('skills in a runner pod (runner not root): process trees killed, secret
   afterAll(async () => {
     runner?.stdin?.end();
     runner?.kill('SIGKILL');
-    for (let i = 0; i < 50 && processesOf(UID).length; i++) {
-      for (const pid of processesOf(UID))
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {}
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await killAllOf(UID);
     rmSync(base, { recursive: true, force: true });
   });
 

@@ -7,10 +7,10 @@
  * itself: lease-acquire-6, a worker's fetch; its caller gives the ms: a run's end with the next
  * fetch, the hand-off's add), so most share a millisecond. Real redis-server, the real scripts.
  */
-import { createRedis, keys } from '@islet/core';
-import { type RedisServer, startRedis } from '@islet/testkit';
+import { keys } from '@islet/core';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { onRedisServer } from '../test/test-redis.ts';
 import { type FetchedStartTerms, fetchedStartArgs } from './fetched-start-args.ts';
 import {
   acquireCall,
@@ -22,21 +22,14 @@ import {
 } from './lease-scripts.ts';
 import { noteQueued } from './pool-demand.ts';
 
-let server: RedisServer;
 let redis: Redis;
+onRedisServer((client) => {
+  redis = client;
+});
 const mode = 'read-only';
 const leaseMs = 30_000;
 const terms = { mode, share: 0.5, cap: 0, leaseMs };
 const on = { ISLET_TENANT_POOL_SHARE: terms.share, ISLET_TENANT_MAX_EXECUTING_PER_POOL: terms.cap };
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
 
 // A fetch that took the job (BullMQ's answer: its hash's fields, its id, no limit, no delay), with
 // the time in whole ms given by the caller as the end's and the hand-off's fused fetches give it

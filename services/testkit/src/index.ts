@@ -14,3 +14,4 @@ export { type SentinelGroup, startSentinelGroup } from './redis-sentinel-group.t
 export { type RedisServer, startRedis } from './redis-server.ts';
 export { type RunFixture, runFixture } from './run-fixture.ts';
 export { countStreamPushes, type StreamPushes } from './stream-pushes.ts';
+export { killAllOf, processesOf } from './uid-processes.ts';
