@@ -111,7 +111,9 @@ export function runAdds(queue: Queue): RunAdd {
     // The hand-off's add (riding) also takes the options as the JSON its own `cjson.encode` would
     // make of them (its direct add stores it: @islet/runs handed-add.ts), where they are the
     // source's own: ~18 K Redis instructions a submit (test/bench/README.md, round 47 `submit-lean`).
-    // Only there: BullMQ's own call (execCommand) takes its three arguments.
+    // Only there: BullMQ's own call (execCommand) takes its three arguments. Given only for a run's
+    // own options (`cjsonOf`), the text also tells that add that none of `de`, `lifo`, `delay`,
+    // `priority` is set: it does not unpack the packed options at all (round 50 `submit-args`).
     const text = riding && packOptions.cjsonOf(encodedOpts);
     return (
       riding

@@ -331,9 +331,10 @@ describe('direct hand-off to an idle worker (one server)', () => {
     const source = handOffAddScript(addStandardJob.content, moveToActive.content).source;
     expect(source).not.toContain('cmsgpack.pack(opts)');
     // The add's own options are still BullMQ's packed argument: unpacked by its text and by the
-    // direct add that stands for it (handed-add.ts, round 35), once each; nothing else unpacks ARGV[3].
+    // direct add that stands for it (handed-add.ts, round 35), once each — the direct add only
+    // without the gateway's JSON of them (ARGV[4], round 50); nothing else unpacks ARGV[3].
     expect(source.split('cmsgpack.unpack(ARGV[3])').length).toBe(3);
-    expect(source.split('cmsgpack.unpack(ARGV[1]), cmsgpack.unpack(ARGV[3])').length).toBe(2);
+    expect(source.split('ARGV[4] == nil and cmsgpack.unpack(ARGV[3]) or nil').length).toBe(2);
     expect(source).toContain("local opts = opts -- the worker's options");
     const t = await setUp('optshand', true, undefined, { handOff: true });
     const q = handingQueue();

@@ -16,7 +16,12 @@
  * the paused list; a concurrency cap reached: no marker), the push and the base marker. The
  * options' JSON is the add's ARGV[4] when its caller sends it (the gateway: the text `cjson.encode`
  * makes of ARGV[3], made once per options there: ~18 K instructions a submit here, round 47
- * `submit-lean`); BullMQ's text reads no ARGV[4]. Answers the
+ * `submit-lean`); BullMQ's text reads no ARGV[4]. ARGV[4] is sent only for the options of a run's
+ * job as `@islet/runs` `runJobOptions` makes them (the gateway's packed-options.ts `cjsonOf` answers
+ * a text for those alone: attempts, backoff, removeOnComplete, removeOnFail), so with it none of
+ * `de`, `lifo`, `delay`, `priority` is set and the options (ARGV[3]) are not unpacked at all: a
+ * ~10-string, 4-table `cmsgpack.unpack` at every submit read only to learn that (test/bench/README.md
+ * round 50 `submit-args`); without it they are read as before. Answers the
  * job's id, as the text. Another text (another BullMQ) gets no such path (`handedAdd` undefined).
  */
 import { createHash } from 'node:crypto';
@@ -30,10 +35,12 @@ export const ADD_STANDARD_JOB_SHA1 = '808626431266f2e834f108cac6b35ce556927132';
  * must run (nothing sent then but a found duplicate's EXISTS, which the text's `jobOrIdle` answers from).
  */
 const HANDED_ADD = `local function handedAdd(KEYS, ARGV)
-  local args, opts = cmsgpack.unpack(ARGV[1]), cmsgpack.unpack(ARGV[3])
+  local args = cmsgpack.unpack(ARGV[1])
+  -- ARGV[4] given: the options are a run's own (see the header), none of them read here.
+  local opts = ARGV[4] == nil and cmsgpack.unpack(ARGV[3]) or nil
   local jobId = args[2]
   if type(jobId) ~= 'string' or jobId == '' or args[5] ~= nil or args[6] ~= nil or args[7] ~= nil
-    or args[8] ~= nil or args[9] ~= nil or opts['de'] ~= nil or opts['lifo'] then
+    or args[8] ~= nil or args[9] ~= nil or (opts and (opts['de'] ~= nil or opts['lifo'])) then
     return nil
   end
   local call = bullRedis.call
@@ -41,7 +48,7 @@ const HANDED_ADD = `local function handedAdd(KEYS, ARGV)
   if jobOrIdle(jobIdKey) == 1 then return nil end
   -- ARGV[4] (the gateway's, run-add-store.ts): the options as cjson writes them, not encoded here.
   call('HMSET', jobIdKey, 'name', args[3], 'data', ARGV[2], 'opts', ARGV[4] or cjson.encode(opts),
-    'timestamp', args[4], 'delay', opts['delay'] or 0, 'priority', opts['priority'] or 0)
+    'timestamp', args[4], 'delay', opts and opts['delay'] or 0, 'priority', opts and opts['priority'] or 0)
   -- getTargetQueueList's
   local target, maxed = KEYS[1], false
   local meta = call('HMGET', KEYS[3], 'paused', 'concurrency', 'max', 'duration')
