@@ -21,6 +21,8 @@ import {
   takeBack,
   takeLeft,
 } from './handoff-store.ts';
+import { ownWaitForJob, type PopAnswer, type WaitingWorker, waitForPop } from './pop-wait.ts';
+import { PopWatchdog } from './pop-watchdog.ts';
 import type { SlotGate } from './slot-gate.ts';
 
 /** Direct hand-off (handoff-store.ts): how a worker registers itself idle. */
@@ -86,6 +88,8 @@ export class HandOffWait<DataType> {
   owed = false;
   /** The close removed the registration: none is written again. */
   closed = false;
+  /** The worker's one timer guarding its pops (BullMQ's `waitForJob` armed one a pop). */
+  readonly watchdog = new PopWatchdog();
   /** Its registrations' terms as text (the same text at every one but the token and time). */
   readonly terms: IdleTermsWriter;
   /** The registration of the pop under way: its lock token (its slot reserved for it). */
@@ -106,7 +110,6 @@ export class HandOffWait<DataType> {
 
   /** BullMQ's marker wait (`wait`) as the registration and the pop on both keys, when it may be. */
   async wait(wait: WaitForJob, bclient: RedisClient, blockUntil: number): Promise<number> {
-    const handOff = this.handOff;
     const start = this.hooks.start();
     const gate = this.hooks.gate();
     // A take-back no fetch carried: sent now, before anything registers again.
@@ -121,66 +124,91 @@ export class HandOffWait<DataType> {
     (
       this.worker as unknown as { scripts?: { completionArgs?: CompletionArgsWriter } }
     ).scripts?.completionArgs?.prepare(token);
+    const pop = (marker: string, timeoutS: number) => this.pop(bclient, start, gate, token, marker, timeoutS);
+    // The worker's one watchdog timer, not BullMQ's timer a pop (pop-wait.ts).
+    if (ownWaitForJob) return waitForPop(this.bull, this.watchdog, bclient, blockUntil, pop);
     const blocking: RedisClient = Object.create(bclient);
-    (blocking as unknown as { bzpopmin: unknown }).bzpopmin = async (marker: string, timeoutS: number) => {
-      const opts = this.worker.opts;
-      this.idle = { token };
-      let popped: IdlePop;
-      try {
-        popped = await registerAndPop(
-          bclient,
-          handOff.keys,
-          this.worker.id,
-          this.terms.write({
-            keys: handOff.fetchKeys,
-            prefix: this.worker.keys[''] ?? '',
-            token,
-            lockDuration: opts.lockDuration ?? 30_000,
-            name: opts.name ?? '',
-            startArgs: startArgsList(start.start()),
-            handOff: handOff.keys[2],
-          }),
-          Math.ceil(timeoutS * 1000) + handOff.graceMs,
-          marker,
-          timeoutS,
-          (yes) => {
-            if (yes) this.registrations++;
-          },
-          () => {
-            this.takeBacks++;
-          },
-          handOff.refuseOnMarker === true,
-          handOff.fuseTakeBack === true,
-        );
-      } finally {
-        this.idle = undefined;
-      }
-      if (popped.owed) this.owed = true;
-      if (popped.handed && this.hooks.closing()) {
-        // Popped as the close began (its registration not removed yet): never run here.
-        this.handed = popped.handed;
-        return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
-      }
-      if (popped.handed) {
-        // Started here, in the pop's answer's turn: BullMQ's loop (its wait's race, the fetch, its
-        // queue, processJob) reaches the job a turn later, once the run's program went to its
-        // host, and the worker answers it with the job and its processJob already under way.
-        if (this.hooks.direct?.(popped.handed)) {
-          this.directStarts++;
-          await new Promise((resolve) => setImmediate(resolve));
-          return [marker, '0', '0'];
-        }
-        // The job keeps the registration's token and the slot reserved for it; BullMQ fetches
-        // at once (what it reads as the marker of a job due now) and gets it.
-        this.handed = popped.handed;
+    (blocking as unknown as { bzpopmin: unknown }).bzpopmin = pop;
+    return wait(blocking, blockUntil);
+  }
+
+  /** The registration and the blocking pop on both keys, as BullMQ's `bzpopmin` on the marker answers. */
+  private async pop(
+    bclient: RedisClient,
+    start: { start(): FetchedStart },
+    gate: SlotGate | undefined,
+    token: string,
+    marker: string,
+    timeoutS: number,
+  ): Promise<PopAnswer> {
+    const handOff = this.handOff;
+    const opts = this.worker.opts;
+    this.idle = { token };
+    let popped: IdlePop;
+    try {
+      popped = await registerAndPop(
+        bclient,
+        handOff.keys,
+        this.worker.id,
+        this.terms.write({
+          keys: handOff.fetchKeys,
+          prefix: this.worker.keys[''] ?? '',
+          token,
+          lockDuration: opts.lockDuration ?? 30_000,
+          name: opts.name ?? '',
+          startArgs: startArgsList(start.start()),
+          handOff: handOff.keys[2],
+        }),
+        Math.ceil(timeoutS * 1000) + handOff.graceMs,
+        marker,
+        timeoutS,
+        (yes) => {
+          if (yes) this.registrations++;
+        },
+        () => {
+          this.takeBacks++;
+        },
+        handOff.refuseOnMarker === true,
+        handOff.fuseTakeBack === true,
+      );
+    } catch (err) {
+      // A pop that failed (its connection dropped: its watchdog's, or a close's) popped nothing:
+      // its slot is returned now, not left reserved until it lapses (10 s, the worker's only one
+      // at one slot); a job handed to its registration stays on the key for the next pop.
+      gate?.fetched(token, false);
+      throw err;
+    } finally {
+      this.idle = undefined;
+    }
+    if (popped.owed) this.owed = true;
+    if (popped.handed && this.hooks.closing()) {
+      // Popped as the close began (its registration not removed yet): never run here.
+      this.handed = popped.handed;
+      return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
+    }
+    if (popped.handed) {
+      // Started here, in the pop's answer's turn: BullMQ's loop (its wait's race, the fetch, its
+      // queue, processJob) reaches the job a turn later, once the run's program went to its
+      // host, and the worker answers it with the job and its processJob already under way.
+      if (this.hooks.direct?.(popped.handed)) {
+        this.directStarts++;
+        await new Promise((resolve) => setImmediate(resolve));
         return [marker, '0', '0'];
       }
-      gate?.fetched(token, false);
-      // Woken by its own close: no fetch (a time far off, as BullMQ reads a marker).
-      if (popped.closing) return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
-      return popped.marker ?? null;
-    };
-    return wait(blocking, blockUntil);
+      // The job keeps the registration's token and the slot reserved for it; BullMQ fetches
+      // at once (what it reads as the marker of a job due now) and gets it.
+      this.handed = popped.handed;
+      return [marker, '0', '0'];
+    }
+    gate?.fetched(token, false);
+    // Woken by its own close: no fetch (a time far off, as BullMQ reads a marker).
+    if (popped.closing) return [marker, '0', String(Number.MAX_SAFE_INTEGER)];
+    return popped.marker ?? null;
+  }
+
+  /** The worker as BullMQ's `waitForJob` reads it. */
+  private get bull(): WaitingWorker {
+    return this.worker as unknown as WaitingWorker;
   }
 
   /**
@@ -232,6 +260,7 @@ export class HandOffWait<DataType> {
    */
   async close(): Promise<void> {
     this.closed = true;
+    this.watchdog.close();
     // The close removes the registration and takes what was handed to it (below).
     this.owed = false;
     const handOff = this.handOff;
