@@ -9,7 +9,7 @@
 --   true`), for an acquire later in the same script (includes/lease-acquire.lua), which then need
 --   not read it again: only the composite `endCompleteStartScript` passes one, where nothing between
 --   the two touches the pool's keys (BullMQ's completion and fetch in between know only the queue's).
---   Its `#now` (the run's end before, includes/finish-run.lua) is Redis's time, read already.
+--   Its `#at` (the run's end before, includes/finish-run.lua: its event's id) holds Redis's time, read already.
 --   A waiting key already noted there when the release begins is known empty (the composite end
 --   + completion asked it in one EXISTS with BullMQ's keys, nothing of the pool's written since,
 --   lease-scripts.ts `endAndCompleteScript`): no ZCARD.
@@ -61,7 +61,8 @@ local function releaseLease(k, a, seen, givenUp)
       return false
     end
     local cap, lease = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-    local now, total, quota = poolQuota(slots, tonumber(ARGV[a + 1]), cap, seen and seen['#now'])
+    local at = seen and seen['#at']
+    local now, total, quota = poolQuota(slots, tonumber(ARGV[a + 1]), cap, at and tonumber(string.match(at, '^%d+')))
     redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
     if redis.call('ZCARD', busy) >= total then return false end
     local pick, over

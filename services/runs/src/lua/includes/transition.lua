@@ -73,7 +73,9 @@ local function writeTransition(k, a, f, push, old, before, firstOnly, d)
       id = true, status = true, updatedAt = true, attempts = true, cancelRequested = true,
       kind = true, ended = true, result = true, text = true, textRef = true,
     }
-    local run = {}
+    -- Made with room for END_FIELDS' ten pairs (a table made empty is rehashed at its 1st, 2nd,
+    -- 4th, 8th and 16th element; round 50 `end-script`); cjson reads its n entries alone.
+    local run = {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
     local n = 0
     if before then
       -- `before` (read for this write alone) with the write applied: a field it has takes the value
