@@ -120,6 +120,23 @@ const END_CASES: Case[] = [
     usage: ['timeout', '12', '3', '40', ''],
     state: record(RUNNING),
   },
+  {
+    name: 'a field written twice, one the record has and one it has not: the last mention pushed',
+    mode: '2',
+    fields: [
+      'status',
+      'Running',
+      'kind',
+      'a',
+      'status',
+      'Completed',
+      'kind',
+      'b',
+      'updatedAt',
+      '1796665402000',
+    ],
+    state: record(RUNNING),
+  },
   { name: 'already final: nothing written', mode: '4', state: record({ ...RUNNING, status: 'Completed' }) },
   { name: 'no record', mode: '4' },
   {

@@ -82,21 +82,29 @@ local function writeTransition(k, a, f, push, old, before, firstOnly, d)
       -- the write's last mention of it gives, as HSET does; the others are appended once each, with
       -- that value. The names looked up are the write's few and END_FIELDS, not the record's ~25.
       -- (`timings`, the runner's stage stamps, is not one: no reader of a push reads them.)
-      local want = {}
-      for i = f, last - 1, 2 do want[ARGV[i]] = i end
+      -- END_FIELDS itself notes the write: a name of it the write gives holds the position of its
+      -- last mention (`true`: not written; `false`: taken from `before` already), so no table of
+      -- the write's names is made (round 50 `end-script`).
+      for i = f, last - 1, 2 do
+        if END_FIELDS[ARGV[i]] ~= nil then END_FIELDS[ARGV[i]] = i end
+      end
       for j = 1, #before - 1, 2 do
         local name = before[j]
-        local i = want[name]
-        if i then want[name] = false end
-        if END_FIELDS[name] then
+        local i = END_FIELDS[name]
+        if i then
           run[n + 1] = name
-          run[n + 2] = i and ARGV[i + 1] or before[j + 1]
+          if i == true then
+            run[n + 2] = before[j + 1]
+          else
+            run[n + 2] = ARGV[i + 1]
+            END_FIELDS[name] = false
+          end
           n = n + 2
         end
       end
       for i = f, last - 1, 2 do
         local name = ARGV[i]
-        if want[name] == i and END_FIELDS[name] then
+        if END_FIELDS[name] == i then
           run[n + 1] = name
           run[n + 2] = ARGV[i + 1]
           n = n + 2
