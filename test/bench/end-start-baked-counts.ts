@@ -239,6 +239,17 @@ async function side(name: string, point: string) {
   const cg = readFileSync(file, 'utf8');
   const total = Number(/^(?:summary|totals): (\d+)/m.exec(cg)?.[1] ?? Number.NaN);
   const keysSent = Number(sent[2]);
+  // DUMP=1: the call as sent (its keys and arguments, each with its bytes).
+  if (process.env.DUMP)
+    console.log(
+      sent
+        .slice(3)
+        .map(
+          (a, i) =>
+            `${i < keysSent ? 'K' : 'A'}${i < keysSent ? i + 1 : i + 1 - keysSent} ${respBytes([a]) - 4 - String(respBytes([a])).length} ${Buffer.isBuffer(a) ? `<${a.length} B>` : String(a).slice(0, 60)}`,
+        )
+        .join('\n'),
+    );
   console.log(
     `${name} ${point}: ${(total / N).toFixed(0)} instructions a call (${N} calls), request ${respBytes(sent)} B (${keysSent} keys, ${sent.length - 3 - keysSent} arguments); commands a call: ${ran.sort().join(', ')}`,
   );
