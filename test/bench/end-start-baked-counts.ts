@@ -16,7 +16,10 @@
  * `DUMP=1` prints the end's keys and arguments. `IDS=uuid`: the runs' ids (and jobs') are 36-character
  * UUIDs, as the gateway makes them (runs-service.ts), not `c1`… (round 47 `end-keys`: the end's
  * run keys made from the id in the text). `NO_DECISIONS=0`: the end not told the run has no decisions
- * (round 48: its decisions EXPIRE sent). Counts: no bench lock needed.
+ * (round 48: its decisions EXPIRE sent). `WAITED=1`: the end as a waited trivial run's in the
+ * cluster bench (round 50 `end-script`): pushed to its waiter (`pushEnd`), no call sent in its
+ * attempt (`sentNoCall`: push mode '4'), its record `quiet` (no tenant stream listened at its
+ * submit), so its 18 commands are the ones MONITOR shows there. Counts: no bench lock needed.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
@@ -64,6 +67,7 @@ const NEXT = process.env.NEXT !== '0';
 const UNBAKED_END = endAndCompleteScript(moveToFinished.content);
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
 const DEFER_MS = 60_000;
+const WAITED = process.env.WAITED === '1';
 /** The runs' ids: the ended run's, the next job's, the one after. */
 const [C1, C2, C3] = [1, 2, 3].map((n) =>
   process.env.IDS === 'uuid' ? `6f1c2d3e-4b5a-4c6d-8e7f-90a1b2c3d4e${n}` : `c${n}`,
@@ -106,6 +110,7 @@ async function side(name: string, point: string) {
   await redis.hset(keys.poolSlots(mode), 'r1', `100000:${Date.now() + 3_600_000}`);
   for (const id of [C1, C2, C3]) {
     await runs.create(runFixture(id, { mode }));
+    if (WAITED) await redis.hset(keys.run(id), 'quiet', '1');
     await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, { jobId: id });
   }
   const start = () => life.fetchedStart(terms);
@@ -138,7 +143,7 @@ async function side(name: string, point: string) {
     },
   };
   await runs.finish(
-    { id: C1, tenant: 'acme', lease },
+    { id: C1, tenant: 'acme', lease, ...(WAITED ? { pushEnd: true } : {}) },
     {
       status: 'Completed',
       result: { _tag: 'Completed', value: 1, logs: [] },
@@ -147,6 +152,7 @@ async function side(name: string, point: string) {
       // access (round 48 `decisions-end`): the end sends no decisions EXPIRE. `NO_DECISIONS=0`: as
       // any other end (a base before it ignores the field).
       ...(process.env.NO_DECISIONS === '0' ? {} : { noDecisions: true }),
+      ...(WAITED ? { sentNoCall: true } : {}),
       onEnded: () => undefined,
     },
   );
@@ -233,6 +239,17 @@ async function side(name: string, point: string) {
   const cg = readFileSync(file, 'utf8');
   const total = Number(/^(?:summary|totals): (\d+)/m.exec(cg)?.[1] ?? Number.NaN);
   const keysSent = Number(sent[2]);
+  // DUMP=1: the call as sent (its keys and arguments, each with its bytes).
+  if (process.env.DUMP)
+    console.log(
+      sent
+        .slice(3)
+        .map(
+          (a, i) =>
+            `${i < keysSent ? 'K' : 'A'}${i < keysSent ? i + 1 : i + 1 - keysSent} ${respBytes([a]) - 4 - String(respBytes([a])).length} ${Buffer.isBuffer(a) ? `<${a.length} B>` : String(a).slice(0, 60)}`,
+        )
+        .join('\n'),
+    );
   console.log(
     `${name} ${point}: ${(total / N).toFixed(0)} instructions a call (${N} calls), request ${respBytes(sent)} B (${keysSent} keys, ${sent.length - 3 - keysSent} arguments); commands a call: ${ran.sort().join(', ')}`,
   );

@@ -190,6 +190,14 @@ function deferTerms(q: typeof FETCH_QUEUE, K = 'KEYS', A = 'ARGV'): string {
 }
 
 /**
+ * The end's notes table (`quietCompleteAsk`'s `#absent` and `#noWait`, the end's `#at`, the
+ * release's waiting key) made at its size: three keys in the constructor (nil: absent until set)
+ * make room for four, so setting them later grows no table (a table made empty is rehashed at its
+ * 1st, 2nd and 3rd key; round 50 `end-script`).
+ */
+const SEEN_TABLE = "{['#absent'] = nil, ['#noWait'] = nil, ['#at'] = nil}";
+
+/**
  * A run's end with its lease given back (`finish-run-release-19`), then BullMQ's completion
  * `moveToFinished` (moveToFinished-14 as BullMQ sends it, run through bull-quiet.ts's
  * `quietComplete`), in one script (one server only). The keys and arguments are the completion's,
@@ -231,7 +239,7 @@ ${tail > 0 ? 'local SA = {unpack(ARGV, n + 1, #ARGV)}\n' : ''}`;
  */
 export function endAndCompleteBody(moveToFinished: string, poolSeen = 'nil'): string {
   const seen = poolSeen === 'nil' ? 'endSeen' : poolSeen;
-  return `${poolSeen === 'nil' ? 'local endSeen = {}\n' : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[18]')}
+  return `${poolSeen === 'nil' ? `local endSeen = ${SEEN_TABLE}\n` : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[18]')}
 if ${seen}['#absent'] then ${seen}[EK[18]] = true end
 local function runEnd(KEYS, ARGV)
 ${finishRunReleaseSource(seen)}
@@ -273,7 +281,7 @@ return {ended, complete(BK, BA)}`;
  * end's lease release notes a pool waiting list it read empty (`poolSeen`), and the next job's
  * acquire takes it as read: nothing in between (BullMQ's completion and fetch) touches the pool's
  * keys, so the answer is the one a second read would give, one command fewer a run.
- * The end's event id (Redis's ms) is noted there too (`#now`), and the acquire takes it for `TIME`.
+ * The end's event id (Redis's ms before its dash) is noted there too (`#at`), and the acquire takes its time for `TIME`.
  * `fetchBody` (the fused fetch's body, `fetchAndLook` of moveToActive-11): a next job whose lease is
  * refused is moved to delayed in the call and the one after it fetched with that body on the
  * completion's keys (the tail's DEFER and REFETCH); the delay is then the last argument.
@@ -323,7 +331,7 @@ end
 `
     : '';
   return `${refetch}local ended, completed
-local poolSeen = {}
+local poolSeen = ${SEEN_TABLE}
 local function fetchJob()
 local function endAndComplete()
 ${endAndCompleteBody(moveToFinished, 'poolSeen')}

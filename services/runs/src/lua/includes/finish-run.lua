@@ -20,8 +20,8 @@
 -- one's (recorded once all the same). The bytes are counted whoever won. A record created with
 -- `quiet` '1' (includes/create-run.lua: no tenant stream listened then) ends without announcing its
 -- feed entry: any tenant stream since follows the run on its own channel, which the end publishes.
--- `note` (optional, a table): an end written notes there the time its event's stream id carries
--- (`note['#now']`, Redis's ms), which a lease later in the same script takes instead of reading
+-- `note` (optional, a table): an end written notes there its event's stream id (`note['#at']`,
+-- `<ms>-<n>`), whose time (Redis's ms) a lease later in the same script takes instead of reading
 -- TIME again (lease-scripts.ts `endCompleteStartScript`: the next job's acquire).
 -- Returns 1 (written), 0 (already final: nothing written), -1 (no record); and, second, true when
 -- the tenant's pending list is due a fold (includes/finish-tenant.lua: the caller sends it, after).
@@ -56,7 +56,7 @@ local function finishRun(f, note, d)
     finishTenant(4, 8, '', '')
     return -1
   end
-  if isFinal(st) then
+  if st == 'Completed' or st == 'Failed' or st == 'Cancelled' then
     -- The index records the end the record kept: its kind, `none` for a Completed record without
     -- one (a later release may leave `kind none` out), else this end's.
     if not kind and st == 'Completed' then kind = 'none' end
@@ -65,6 +65,8 @@ local function finishRun(f, note, d)
   local firstOnly = (p == '2' or p == '4' or p == '5') and attempts == '1'
   if push and (p == '3' or p == '4') then push = 3 end
   local status, at = writeTransition(1, 1, f, push, st, before, firstOnly, d)
-  if note then note['#now'] = tonumber(string.match(at, '^%d+')) end
+  -- The id as it is (`note['#at']`): its time read by a reader that needs it (a grant, the next
+  -- job's acquire), not at every end (round 50 `end-script`).
+  if note then note['#at'] = at end
   return 1, finishTenant(4, 8, status, ARGV[11], quiet) == 2
 end

@@ -4,7 +4,7 @@
 --   (one slot: `{pool:<mode>}`).
 -- ARGV[a..a+4] job id, tenant, share, absolute cap, lease ms.
 -- `seen` (optional): waiting keys a release earlier in the same script read empty
---   (includes/lease-release.lua); such a key is known empty without reading it. Its `#now`: the
+--   (includes/lease-release.lua); such a key is known empty without reading it. Its `#at` (an event id): the
 --   time (Redis's, ms) a run's end earlier in the same script stamped on its event
 --   (includes/finish-run.lua), taken as `now` when none is given.
 -- `now` (optional): Redis's time in ms as the calling script read it already (the hand-off's add,
@@ -26,7 +26,7 @@ local function acquireLease(k, a, seen, now, uncounted)
   local leases, deferred = KEYS[k + 4], KEYS[k + 5]
   local job, tenant = ARGV[a], ARGV[a + 1]
   local share, cap, lease = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  if not now and seen then now = seen['#now'] end
+  if not now and seen and seen['#at'] then now = tonumber(string.match(seen['#at'], '^%d+')) end
   local clock
   if not now then
     clock = redis.call('TIME')

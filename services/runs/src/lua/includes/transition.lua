@@ -27,47 +27,6 @@
 -- event it appended (`<ms>-<n>`: Redis's clock, as TIME reads it, or later than the stream's last
 -- entry should that clock have stepped back).
 --- @include "event-add"
--- Whether a pushed journal (name, value, ...) may go into `end3` (gateway call-journal.ts
--- `callsOfPushed`): a call's entry (`<index>`) and a layout-2 source (`#s:<id>`) spliced in as the
--- JSON they are stored as, not as JSON strings, so the message holds no escaped copy of them and
--- its reader parses it once; a counter (`#attempt`, `#seq`) as a string, as cjson writes it.
--- Nothing goes in unescaped that is not known safe there: a name is digits, `#attempt`, `#seq` or
--- `#s:` and base64url (claim-1.lua writes no other; a claim part `#c<index>` is not pushed), a
--- counter is digits, and an entry or source is an object, as the only writers of one write it
--- (cjson.encode in claim-1.lua and complete-2.lua, JSON.stringify in the gateway's call-journal.ts
--- `sourceJson`), every string in it (a tool's name, a connection's, a binding's) escaped by them.
--- Anything else, or no entry or source at all (counters alone: `end3` would be `end2`'s bytes
--- under a tag older gateways do not answer from): false, and the caller pushes `end2`, cjson
--- escaping every value.
-local function end3Safe(journal)
-  local spliced = false
-  for i = 1, #journal - 1, 2 do
-    local name, value = journal[i], journal[i + 1]
-    if name == '#attempt' or name == '#seq' then
-      if not string.find(value, '^%d+$') then return false end
-    elseif string.find(name, '^%d+$') or string.find(name, '^#s:[%w_%-]+$') then
-      if string.byte(value, 1) ~= 123 or string.byte(value, -1) ~= 125 then return false end
-      spliced = true
-    else
-      return false
-    end
-  end
-  return spliced
-end
--- `<head>[<record>,[<journal>]]` of a journal `end3Safe` passed, built in place in `journal`: each
--- name and counter quoted, the head before the first name and `]]` after the last value, then one
--- table.concat with `,` (no table of pieces, one copy of the values; round 43 `format-43`).
-local function end3Message(head, journal)
-  local last = #journal
-  for i = 1, last - 1, 2 do
-    local name = journal[i]
-    journal[i] = '"' .. name .. '"'
-    if name == '#attempt' or name == '#seq' then journal[i + 1] = '"' .. journal[i + 1] .. '"' end
-  end
-  journal[1] = head .. journal[1]
-  journal[last] = journal[last] .. ']]'
-  return table.concat(journal, ',')
-end
 local function writeTransition(k, a, f, push, old, before, firstOnly, d)
   local last = #ARGV
   local newStatus = old
@@ -114,28 +73,38 @@ local function writeTransition(k, a, f, push, old, before, firstOnly, d)
       id = true, status = true, updatedAt = true, attempts = true, cancelRequested = true,
       kind = true, ended = true, result = true, text = true, textRef = true,
     }
-    local run = {}
+    -- Made with room for END_FIELDS' ten pairs (a table made empty is rehashed at its 1st, 2nd,
+    -- 4th, 8th and 16th element; round 50 `end-script`); cjson reads its n entries alone.
+    local run = {nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
     local n = 0
     if before then
       -- `before` (read for this write alone) with the write applied: a field it has takes the value
       -- the write's last mention of it gives, as HSET does; the others are appended once each, with
       -- that value. The names looked up are the write's few and END_FIELDS, not the record's ~25.
       -- (`timings`, the runner's stage stamps, is not one: no reader of a push reads them.)
-      local want = {}
-      for i = f, last - 1, 2 do want[ARGV[i]] = i end
+      -- END_FIELDS itself notes the write: a name of it the write gives holds the position of its
+      -- last mention (`true`: not written; `false`: taken from `before` already), so no table of
+      -- the write's names is made (round 50 `end-script`).
+      for i = f, last - 1, 2 do
+        if END_FIELDS[ARGV[i]] ~= nil then END_FIELDS[ARGV[i]] = i end
+      end
       for j = 1, #before - 1, 2 do
         local name = before[j]
-        local i = want[name]
-        if i then want[name] = false end
-        if END_FIELDS[name] then
+        local i = END_FIELDS[name]
+        if i then
           run[n + 1] = name
-          run[n + 2] = i and ARGV[i + 1] or before[j + 1]
+          if i == true then
+            run[n + 2] = before[j + 1]
+          else
+            run[n + 2] = ARGV[i + 1]
+            END_FIELDS[name] = false
+          end
           n = n + 2
         end
       end
       for i = f, last - 1, 2 do
         local name = ARGV[i]
-        if want[name] == i and END_FIELDS[name] then
+        if END_FIELDS[name] == i then
           run[n + 1] = name
           run[n + 2] = ARGV[i + 1]
           n = n + 2
@@ -186,11 +155,15 @@ local function writeTransition(k, a, f, push, old, before, firstOnly, d)
     if size <= ${END_PUSH_MAX_BYTES} then
       -- `end3` (format 2, a journal with calls, from END3_MIN_BYTES): where its build costs Redis
       -- less than cjson's escaping (test/bench/README.md round 43 `format-43`).
-      if push == 3 and not firstOnly and size >= ${END3_MIN_BYTES} and end3Safe(journal) then
-        message = end3Message(ARGV[a] .. ' end3 [' .. cjson.encode(run) .. ',[', journal)
-      else
-        message = ARGV[a] .. ' end2 ' .. cjson.encode({run, journal})
+      local three = false
+      if push == 3 and not firstOnly and size >= ${END3_MIN_BYTES} then
+--- @include "end3"
+        if end3Safe(journal) then
+          three = true
+          message = end3Message(ARGV[a] .. ' end3 [' .. cjson.encode(run) .. ',[', journal)
+        end
       end
+      if not three then message = ARGV[a] .. ' end2 ' .. cjson.encode({run, journal}) end
     end
   end
   redis.call('PUBLISH', ARGV[a + 1], message)
