@@ -110,10 +110,16 @@ const reader = new FrameReader((event) => {
       }
       try {
         const memoryMb = m.memoryMb;
-        current = new HostRun(m, next.take(memoryMb), () => {
-          current = undefined;
-          next.afterRun(memoryMb);
-        });
+        current = new HostRun(
+          m,
+          next.take(memoryMb),
+          () => {
+            current = undefined;
+            next.afterRun(memoryMb);
+          },
+          undefined,
+          () => next.holdsAfterRun(),
+        );
       } catch (e) {
         send({
           t: 'done',
@@ -131,6 +137,10 @@ const reader = new FrameReader((event) => {
       break;
     case 'end':
       current?.end(m.kind);
+      break;
+    case 'prepare':
+      // The engine has the last run's outcome: the next isolate, held for it (`done`'s `held`).
+      if (current === undefined) next.release();
       break;
     default:
       process.stderr.write('islet host: unknown message\n');

@@ -31,6 +31,8 @@ export const MAKE_MARGIN = 2;
 export class NextIsolate<T extends { memoryMb: number }> {
   private ready: T | undefined;
   private running = false;
+  /** A make held for the engine's `prepare` (`holdsAfterRun`): the heap limit to make it with. */
+  private held: number | undefined;
   private endedAt: number | undefined;
   /** How long the host idled before its last run, ms (Infinity before a second run). */
   private lastGapMs = Number.POSITIVE_INFINITY;
@@ -59,26 +61,46 @@ export class NextIsolate<T extends { memoryMb: number }> {
     return Math.max(DELAY_ONLY_AFTER_GAP_MS, PREPARE_AFTER_RUN_DELAY_MS + MAKE_MARGIN * this.lastMakeMs);
   }
 
+  /**
+   * Whether the make after the run now ending waits for the engine's `prepare` (sent once the engine
+   * has read the run's `done`): when it would be made at once rather than after the delay. Made on
+   * the host's next turn, it held a CPU the engine, woken by `done` on the same one, waited for: the
+   * engine read the outcome only once the isolate was made (test/bench/README.md, round 50
+   * `engine-stage`). The host says so in its `done` (`held`); `afterRun` then makes nothing.
+   */
+  holdsAfterRun(): boolean {
+    return this.lastGapMs < this.delayOnlyAfterGapMs();
+  }
+
   /** The host's start: made on the next turn (the host has nothing else to do). */
   atStart(memoryMb: number): void {
     setImmediate(() => this.makeAhead(memoryMb));
   }
 
   /**
-   * A run ended (its end sent): made `PREPARE_AFTER_RUN_DELAY_MS` later, or on the next turn when
-   * runs come back to back or too soon for the delay and the make both; unless a run came first.
+   * A run ended (its end sent): made `PREPARE_AFTER_RUN_DELAY_MS` later, or, when runs come back to
+   * back or too soon for the delay and the make both, at the engine's `prepare` (`release`); unless
+   * a run came first (it makes its own on arrival).
    */
   afterRun(memoryMb: number): void {
+    const holds = this.holdsAfterRun();
     this.running = false;
     this.endedAt = this.now();
-    if (this.lastGapMs >= this.delayOnlyAfterGapMs())
-      setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
-    else setImmediate(() => this.makeAhead(memoryMb));
+    if (holds) this.held = memoryMb;
+    else setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
+  }
+
+  /** The engine read the last run's `done` (its `prepare`): the make held after that run, now. */
+  release(): void {
+    const memoryMb = this.held;
+    this.held = undefined;
+    if (memoryMb !== undefined) this.makeAhead(memoryMb);
   }
 
   /** A run's isolate: the one made ahead if its heap limit is the run's, else one made now. */
   take(memoryMb: number): T {
     this.running = true;
+    this.held = undefined;
     if (this.endedAt !== undefined) this.lastGapMs = this.now() - this.endedAt;
     const ready = this.ready;
     this.ready = undefined;
