@@ -148,6 +148,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     )
       startSpare(partition, true);
     busy.add(host);
+    // Taken before its `prepare` went (the same tick as its release): sent ahead of the run's frame,
+    // so the host makes the isolate before it reads the run, as it did when it made it unasked.
+    host.sendPrepare();
     return host;
   }
 
@@ -317,11 +320,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   /**
    * A host whose `done` said `held` makes its next isolate at this `prepare` (next-isolate.ts), sent
-   * on the tick's queue, after the outcome was handed on; unless a run took the host meanwhile (that
-   * run's isolate is made on its arrival) or it left the pool.
+   * on the tick's queue, after the outcome was handed on; unless it left the pool (a run that took
+   * it meanwhile sent it first, `acquireIdle`).
    */
   function prepareNext(host: HostProcess): void {
-    if (!host.exited && idle.get(host.partition)?.includes(host)) host.sendPrepare();
+    if (host.prepareDue && !host.exited && idle.get(host.partition)?.includes(host)) host.sendPrepare();
   }
 
   function release(host: HostProcess, reusable: boolean, crashed = false, held = false): void {
@@ -339,7 +342,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     host.becameIdle();
     park(host);
-    if (held) process.nextTick(prepareNext, host);
+    if (held) {
+      host.prepareDue = true;
+      process.nextTick(prepareNext, host);
+    }
     // Due, or its last quarter of runs begins: its replacement starts now, so it is ready (a start
     // takes as long as dozens of runs, more on a loaded core) when the host retires. Starting it
     // only before the last run left the next run waiting.

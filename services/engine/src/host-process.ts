@@ -246,8 +246,13 @@ export class HostProcess {
     return true;
   }
 
-  /** Tells an idle host that said `held` in its `done` to make its next isolate now (wire.ts). */
+  /** Its last `done` said `held` and no `prepare` went yet (engine.ts `release`). */
+  prepareDue = false;
+
+  /** A host whose last `done` said `held`, told to make its next isolate now (once; wire.ts). */
   sendPrepare(): void {
+    if (!this.prepareDue) return;
+    this.prepareDue = false;
     if (this.exited) return;
     // After any frames this tick gathered (order kept), as `send` does.
     if (this.burst) this.held.push(...PREPARE_FRAME);

@@ -71,20 +71,20 @@ export class HostRun {
   private poll: NodeJS.Timeout | undefined;
   private readonly onFinished: () => void;
   private readonly out: HostOutput;
-  /** Whether the host's next make waits for the engine's `prepare` (`done`'s `held`; next-isolate.ts). */
-  private readonly holdsMake: () => boolean;
+  /** The host's next make waits for the engine's `prepare`: `done` says `held` (next-isolate.ts). */
+  private readonly heldMake: boolean;
 
   constructor(
     msg: Extract<ToHost, { t: 'run' }>,
     prepared: Prepared,
     onFinished: () => void,
     out: HostOutput = STDOUT,
-    holdsMake: () => boolean = () => false,
+    heldMake = false,
   ) {
     this.msg = msg;
     this.onFinished = onFinished;
     this.out = out;
-    this.holdsMake = holdsMake;
+    this.heldMake = heldMake;
     this.log = new HostRunLog(msg, out, () => this.onThisThread);
     this.allowed = new Set(msg.config.bindings);
     this.isolate = prepared.isolate;
@@ -359,7 +359,7 @@ export class HostRun {
       t: 'done',
       ...done,
       ...(cpuMs !== undefined ? { cpuMs } : {}),
-      ...(this.holdsMake() ? { held: true as const } : {}),
+      ...(this.heldMake ? { held: true as const } : {}),
     });
     this.onFinished();
   }

@@ -118,7 +118,8 @@ const reader = new FrameReader((event) => {
             next.afterRun(memoryMb);
           },
           undefined,
-          () => next.holdsAfterRun(),
+          // The next make waits for the engine's `prepare` (next-isolate.ts `afterRun`).
+          true,
         );
       } catch (e) {
         send({

@@ -31,8 +31,14 @@ export const MAKE_MARGIN = 2;
 export class NextIsolate<T extends { memoryMb: number }> {
   private ready: T | undefined;
   private running = false;
-  /** A make held for the engine's `prepare` (`holdsAfterRun`): the heap limit to make it with. */
+  /** The make after the last run, held for the engine's `prepare` (`afterRun`): its heap limit. */
   private held: number | undefined;
+  /** The engine's `prepare` for the last run came. */
+  private prepared = false;
+  /** The delay after the last run's end has not passed yet (taken only after long gaps). */
+  private delaying = false;
+  /** Runs taken so far: a delay's timer of an earlier run's end does nothing. */
+  private epoch = 0;
   private endedAt: number | undefined;
   /** How long the host idled before its last run, ms (Infinity before a second run). */
   private lastGapMs = Number.POSITIVE_INFINITY;
@@ -61,37 +67,43 @@ export class NextIsolate<T extends { memoryMb: number }> {
     return Math.max(DELAY_ONLY_AFTER_GAP_MS, PREPARE_AFTER_RUN_DELAY_MS + MAKE_MARGIN * this.lastMakeMs);
   }
 
-  /**
-   * Whether the make after the run now ending waits for the engine's `prepare` (sent once the engine
-   * has read the run's `done`): when it would be made at once rather than after the delay. Made on
-   * the host's next turn, it held a CPU the engine, woken by `done` on the same one, waited for: the
-   * engine read the outcome only once the isolate was made (test/bench/README.md, round 50
-   * `engine-stage`). The host says so in its `done` (`held`); `afterRun` then makes nothing.
-   */
-  holdsAfterRun(): boolean {
-    return this.lastGapMs < this.delayOnlyAfterGapMs();
-  }
-
   /** The host's start: made on the next turn (the host has nothing else to do). */
   atStart(memoryMb: number): void {
     setImmediate(() => this.makeAhead(memoryMb));
   }
 
   /**
-   * A run ended (its end sent): made `PREPARE_AFTER_RUN_DELAY_MS` later, or, when runs come back to
-   * back or too soon for the delay and the make both, at the engine's `prepare` (`release`); unless
-   * a run came first (it makes its own on arrival).
+   * A run ended (its `done` sent, saying `held`): the next isolate is made once the engine has read
+   * that `done` (its `prepare`, `release`), and, when the host's last gap holds the delay and the
+   * make both, not before `PREPARE_AFTER_RUN_DELAY_MS` after the end; unless a run came first (it
+   * makes its own on arrival). Made on the host's next turn or after the delay alone, the make held
+   * a CPU the engine, woken by `done` on the same one, waited for: it read the outcome only once the
+   * isolate was made (test/bench/README.md, round 50 `engine-stage`).
    */
   afterRun(memoryMb: number): void {
-    const holds = this.holdsAfterRun();
+    const delayed = this.lastGapMs >= this.delayOnlyAfterGapMs();
     this.running = false;
     this.endedAt = this.now();
-    if (holds) this.held = memoryMb;
-    else setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
+    this.held = memoryMb;
+    this.prepared = false;
+    this.delaying = delayed;
+    if (delayed) {
+      const epoch = this.epoch;
+      setTimeout(() => {
+        if (epoch !== this.epoch) return;
+        this.delaying = false;
+        if (this.prepared) this.makeHeld();
+      }, PREPARE_AFTER_RUN_DELAY_MS);
+    }
   }
 
-  /** The engine read the last run's `done` (its `prepare`): the make held after that run, now. */
+  /** The engine read the last run's `done` (its `prepare`): the make held after that run. */
   release(): void {
+    this.prepared = true;
+    if (!this.delaying) this.makeHeld();
+  }
+
+  private makeHeld(): void {
     const memoryMb = this.held;
     this.held = undefined;
     if (memoryMb !== undefined) this.makeAhead(memoryMb);
@@ -101,6 +113,9 @@ export class NextIsolate<T extends { memoryMb: number }> {
   take(memoryMb: number): T {
     this.running = true;
     this.held = undefined;
+    this.prepared = false;
+    this.delaying = false;
+    this.epoch++;
     if (this.endedAt !== undefined) this.lastGapMs = this.now() - this.endedAt;
     const ready = this.ready;
     this.ready = undefined;

@@ -37,8 +37,9 @@ export type ToHost =
   /** End the current run now (deadline, abort, stop). The host answers with `done`. */
   | { t: 'end'; kind: FailureKind | 'stop' }
   /**
-   * The engine read a `done` that said `held`: the host makes its next isolate now (not on its
-   * own next turn, where it held the CPU the engine needed to read that `done`; next-isolate.ts).
+   * The engine read a `done` that said `held`: the host makes its next isolate now, or once its
+   * delay after the run passed (not before: on its own it held the CPU the engine needed to read
+   * that `done`; next-isolate.ts).
    */
   | { t: 'prepare' };
 
