@@ -10,6 +10,7 @@
 import fs, { appendFileSync } from 'node:fs';
 import { createRequire, registerHooks } from 'node:module';
 import net from 'node:net';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 
 const OUT = process.env.STAGE_OUT;
 const require = createRequire(import.meta.url);
@@ -29,6 +30,13 @@ for (const k of Object.getOwnPropertyNames(ivm)) exported[k] = ivm[k];
 const now = () => Number(process.hrtime.bigint()) / 1000; // µs
 let run = {};
 const rows = [];
+// The host's garbage collections on the same clock (µs), handed out with the next row written.
+const gcs = [];
+const perfOffsetUs = now() - performance.now() * 1000;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries())
+    gcs.push([perfOffsetUs + e.startTime * 1000, perfOffsetUs + (e.startTime + e.duration) * 1000]);
+}).observe({ entryTypes: ['gc'] });
 const calls = {};
 const count = (name) => {
   calls[name] = (calls[name] ?? 0) + 1;
@@ -130,6 +138,7 @@ fs.writeSync = function (fd, buf, ...rest) {
     run.doneWritten = now();
     const row = run;
     row.calls = { ...calls };
+    row.gcs = gcs.splice(0);
     rows.push(row);
     for (const k of Object.keys(calls)) delete calls[k];
     run = {};
@@ -144,7 +153,13 @@ fs.writeSync = function (fd, buf, ...rest) {
   }
   return writeSync.call(this, fd, buf, ...rest);
 };
+// The engine's `prepare` frame (round 50: the make held for it), 5 header bytes and its JSON.
+const PREPARE_BYTES = 5 + Buffer.byteLength(JSON.stringify({ t: 'prepare' }));
 const arrived = (bytes) => {
+  if (bytes === PREPARE_BYTES) {
+    run.prepareAt ??= now();
+    return;
+  }
   if (run.inAt === undefined) {
     // calls made since the last done: the next isolate's making (ahead)
     run.ahead = { ...calls };

@@ -27,6 +27,7 @@
  */
 import fs, { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createEngine } from '@islet/engine';
 import { FrameReader } from '../../services/engine/src/frame.ts';
@@ -40,6 +41,8 @@ const now = () => Number(process.hrtime.bigint()) / 1000;
 
 interface Row {
   e0: number;
+  /** The last run's `execute` resolved → this one called, µs. */
+  gap?: number;
   writeAt?: number;
   written?: number;
   read?: number;
@@ -47,6 +50,13 @@ interface Row {
 }
 let row: Row | undefined;
 const rows: Row[] = [];
+// This process's (the engine's) garbage collections on the same clock, µs.
+const engineGcs: [number, number][] = [];
+const perfOffsetUs = now() - performance.now() * 1000;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries())
+    engineGcs.push([perfOffsetUs + e.startTime * 1000, perfOffsetUs + (e.startTime + e.duration) * 1000]);
+}).observe({ entryTypes: ['gc'] });
 const wrap = <F extends (...a: never[]) => unknown>(f: F): F =>
   function (this: unknown, ...args: Parameters<F>) {
     if (row && row.writeAt === undefined) row.writeAt = now();
@@ -120,7 +130,7 @@ try {
       threadsAt = byThread(hostPid);
     }
     await new Promise((r) => setTimeout(r, GAP));
-    row = { e0: now() };
+    row = { e0: now(), ...(rows.length > 0 ? { gap: now() - rows[rows.length - 1]!.e3! } : {}) };
     const out = await engine.execute(PROGRAM, opts());
     row.e3 = now();
     hostPid = out.hostPid ?? 0;
@@ -148,6 +158,18 @@ const add = (k: string, v: number) => {
 };
 let matched = 0;
 let collided = 0;
+const hostGcs: [number, number][] = host.flatMap((h) => h.gcs ?? []);
+const overlaps = (list: [number, number][], from: number, to: number) =>
+  list.some(([a, b]) => a < to && b > from);
+/** Each matched run's total and what met it (the slow runs' common causes, counted below). */
+const met: {
+  total: number;
+  own: boolean;
+  after: boolean;
+  hostGc: boolean;
+  engineGc: boolean;
+  gap: number;
+}[] = [];
 const misses: Row[] = [];
 const inRun: Record<string, number> = {};
 const ahead: Record<string, number> = {};
@@ -179,6 +201,16 @@ for (let i = 0; i < rows.length; i++) {
   add('engine read → execute resolved', e.e3 - e.read);
   if (h.applyBack !== undefined) add('(host: done written → applySync back)', h.applyBack - h.doneWritten);
   add('total', e.e3 - e.e0);
+  // The host's next make (after this run's done) begun before the engine had the outcome.
+  const nextH = host[host.indexOf(h) + 1];
+  met.push({
+    total: e.e3 - e.e0,
+    own: h.makeFrom !== undefined && h.makeFrom < e.writeAt! && h.makeTo > e.writeAt!,
+    after: nextH?.makeFrom !== undefined && nextH.makeFrom < e.e3,
+    hostGc: overlaps(hostGcs, e.writeAt!, e.e3),
+    engineGc: overlaps(engineGcs, e.e0, e.e3),
+    gap: e.gap ?? Number.NaN,
+  });
   for (const [k, v] of Object.entries(h.calls as Record<string, number>)) inRun[k] = (inRun[k] ?? 0) + v;
   for (const [k, v] of Object.entries((h.ahead ?? {}) as Record<string, number>))
     ahead[k] = (ahead[k] ?? 0) + v;
@@ -194,6 +226,26 @@ for (const [k, v] of Object.entries(hops)) {
   console.log(
     `  ${k.padEnd(44)} p50 ${p.toFixed(1).padStart(7)} µs  p90 ${pct(v, 90).toFixed(1).padStart(7)}`,
   );
+}
+{
+  // The runs above the p75 of the total against the rest: what met them, counted.
+  const p75 = pct(
+    met.map((m) => m.total),
+    75,
+  );
+  const groups = [met.filter((m) => m.total > p75), met.filter((m) => m.total <= p75)];
+  const line = (g: typeof met) => {
+    const n = (f: (m: (typeof met)[number]) => boolean) => g.filter(f).length;
+    const gaps = g.map((m) => m.gap).filter((x) => !Number.isNaN(x));
+    return (
+      `${g.length} runs: their own isolate still being made ${n((m) => m.own)}, ` +
+      `the next make begun before the engine had the outcome ${n((m) => m.after)}, ` +
+      `neither ${n((m) => !m.own && !m.after)}, a host GC ${n((m) => m.hostGc)}, an engine GC ${n((m) => m.engineGc)}, ` +
+      `none of the four ${n((m) => !m.own && !m.after && !m.hostGc && !m.engineGc)}; gap p50 ${pct(gaps, 50).toFixed(0)} µs`
+    );
+  };
+  console.log(`  slow runs (total > p75 ${p75.toFixed(0)} µs): ${line(groups[0]!)}`);
+  console.log(`  the rest: ${line(groups[1]!)}`);
 }
 if (process.env.DEBUG)
   console.log(host.length, JSON.stringify(misses.slice(0, 2)), JSON.stringify(host.slice(-2)));

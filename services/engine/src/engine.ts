@@ -148,6 +148,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     )
       startSpare(partition, true);
     busy.add(host);
+    // Taken before its `prepare` went (the same tick as its release): sent ahead of the run's frame,
+    // so the host makes the isolate before it reads the run, as it did when it made it unasked.
+    host.sendPrepare();
     return host;
   }
 
@@ -315,7 +318,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
     replacements.add(starting);
   }
 
-  function release(host: HostProcess, reusable: boolean, crashed = false): void {
+  /**
+   * A host whose `done` said `held` makes its next isolate at this `prepare` (next-isolate.ts), sent
+   * on the tick's queue, after the outcome was handed on; unless it left the pool (a run that took
+   * it meanwhile sent it first, `acquireIdle`).
+   */
+  function prepareNext(host: HostProcess): void {
+    if (host.prepareDue && !host.exited && idle.get(host.partition)?.includes(host)) host.sendPrepare();
+  }
+
+  function release(host: HostProcess, reusable: boolean, crashed = false, held = false): void {
     busy.delete(host);
     host.runs++;
     const pool = idle.get(host.partition) ?? [];
@@ -330,6 +342,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     host.becameIdle();
     park(host);
+    if (held) {
+      host.prepareDue = true;
+      process.nextTick(prepareNext, host);
+    }
     // Due, or its last quarter of runs begins: its replacement starts now, so it is ready (a start
     // takes as long as dozens of runs, more on a loaded core) when the host retires. Starting it
     // only before the last run left the next run waiting.
@@ -375,7 +391,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         host,
         runParams(code, opts, checked, { watchdogGraceMs, readResident, residentTicker, deadlines }),
       );
-      const { outcome, hostReusable } = await run.execute();
+      const { outcome, hostReusable, hostHeld } = await run.execute();
       release(
         host,
         hostReusable,
@@ -383,6 +399,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         outcome.status === 'failed' &&
           outcome.failure?.kind === 'worker-exit' &&
           outcome.failure?.cause !== 'memory',
+        hostHeld,
       );
       return {
         ...outcome,

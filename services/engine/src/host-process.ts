@@ -40,6 +40,8 @@ interface SpawnOptions {
 }
 
 const MIB = 1024 * 1024;
+/** The `prepare` frame (wire.ts), the same bytes every time: encoded once. */
+const PREPARE_FRAME = encodeMessage({ t: 'prepare' } satisfies ToHost);
 /**
  * What every host's environment holds: glibc malloc's heap top kept 1 MiB past what is in use, and
  * blocks under 4 MiB from the heap rather than each its own mmap. At glibc's defaults a host moved
@@ -242,6 +244,19 @@ export class HostProcess {
     }
     this.write(frames);
     return true;
+  }
+
+  /** Its last `done` said `held` and no `prepare` went yet (engine.ts `release`). */
+  prepareDue = false;
+
+  /** A host whose last `done` said `held`, told to make its next isolate now (once; wire.ts). */
+  sendPrepare(): void {
+    if (!this.prepareDue) return;
+    this.prepareDue = false;
+    if (this.exited) return;
+    // After any frames this tick gathered (order kept), as `send` does.
+    if (this.burst) this.held.push(...PREPARE_FRAME);
+    else this.write(PREPARE_FRAME);
   }
 
   /**

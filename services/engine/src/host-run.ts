@@ -71,16 +71,20 @@ export class HostRun {
   private poll: NodeJS.Timeout | undefined;
   private readonly onFinished: () => void;
   private readonly out: HostOutput;
+  /** The host's next make waits for the engine's `prepare`: `done` says `held` (next-isolate.ts). */
+  private readonly heldMake: boolean;
 
   constructor(
     msg: Extract<ToHost, { t: 'run' }>,
     prepared: Prepared,
     onFinished: () => void,
     out: HostOutput = STDOUT,
+    heldMake = false,
   ) {
     this.msg = msg;
     this.onFinished = onFinished;
     this.out = out;
+    this.heldMake = heldMake;
     this.log = new HostRunLog(msg, out, () => this.onThisThread);
     this.allowed = new Set(msg.config.bindings);
     this.isolate = prepared.isolate;
@@ -351,7 +355,12 @@ export class HostRun {
 
   private report(done: HostDone, cpuMs: number | undefined): void {
     this.log.flush();
-    this.out.send({ t: 'done', ...done, ...(cpuMs !== undefined ? { cpuMs } : {}) });
+    this.out.send({
+      t: 'done',
+      ...done,
+      ...(cpuMs !== undefined ? { cpuMs } : {}),
+      ...(this.heldMake ? { held: true as const } : {}),
+    });
     this.onFinished();
   }
 }

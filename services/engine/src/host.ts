@@ -110,10 +110,17 @@ const reader = new FrameReader((event) => {
       }
       try {
         const memoryMb = m.memoryMb;
-        current = new HostRun(m, next.take(memoryMb), () => {
-          current = undefined;
-          next.afterRun(memoryMb);
-        });
+        current = new HostRun(
+          m,
+          next.take(memoryMb),
+          () => {
+            current = undefined;
+            next.afterRun(memoryMb);
+          },
+          undefined,
+          // The next make waits for the engine's `prepare` (next-isolate.ts `afterRun`).
+          true,
+        );
       } catch (e) {
         send({
           t: 'done',
@@ -131,6 +138,10 @@ const reader = new FrameReader((event) => {
       break;
     case 'end':
       current?.end(m.kind);
+      break;
+    case 'prepare':
+      // The engine has the last run's outcome: the next isolate, held for it (`done`'s `held`).
+      if (current === undefined) next.release();
       break;
     default:
       process.stderr.write('islet host: unknown message\n');

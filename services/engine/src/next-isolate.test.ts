@@ -36,6 +36,7 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     expect(made).toEqual([128]);
     expect(next.take(128).n).toBe(1);
     next.afterRun(128);
+    next.release();
     // The base made it on the next turn (setImmediate), ahead of a runner waiting for the same CPU.
     vi.advanceTimersByTime(0);
     expect(made).toHaveLength(1);
@@ -52,6 +53,7 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 5);
     expect(made).toEqual([128]);
     next.afterRun(128);
+    next.release();
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
     expect(made).toEqual([128, 128]);
   });
@@ -59,8 +61,10 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
   it('makes one isolate ahead however many runs ended within the delay', () => {
     const { next, made } = harness();
     next.afterRun(128);
+    next.release();
     next.take(128);
     next.afterRun(128);
+    next.release();
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 2);
     expect(made).toEqual([128, 128]);
   });
@@ -68,6 +72,7 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
   it("makes it with the last run's heap limit; a run with another one discards it and gets its own", () => {
     const { next, made, discarded } = harness();
     next.afterRun(256);
+    next.release();
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
     expect(made).toEqual([256]);
     const taken = next.take(64);
@@ -99,17 +104,19 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     vi.advanceTimersByTime(0);
     next.take(128);
     next.afterRun(128);
+    next.release();
     // The next run comes before the gap that earns the delay (back to back, or two hosts alternating).
     vi.advanceTimersByTime(DELAY_ONLY_AFTER_GAP_MS - 1);
     expect(made).toHaveLength(2);
     next.take(128);
     next.afterRun(128);
-    vi.advanceTimersByTime(0);
+    next.release();
     expect(made).toHaveLength(3);
     // A long idle before the next run: after it, the delay again.
     vi.advanceTimersByTime(DELAY_ONLY_AFTER_GAP_MS + 10);
     next.take(128);
     next.afterRun(128);
+    next.release();
     vi.advanceTimersByTime(0);
     expect(made).toHaveLength(3);
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
@@ -137,6 +144,7 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     next.take(128);
     let endedAt = clock;
     next.afterRun(128);
+    next.release();
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
     expect(made).toHaveLength(2);
     // The next run comes half a ms past the fixed gap (3 ms) after the last one's end: the fixed
@@ -146,15 +154,66 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
     next.take(128);
     endedAt = clock;
     next.afterRun(128);
-    vi.advanceTimersByTime(0);
+    next.release();
     expect(made).toHaveLength(3);
     // A gap that holds the delay and the make with room: the delay again.
     clock = endedAt + PREPARE_AFTER_RUN_DELAY_MS + MAKE_MARGIN * MAKE_MS + 1;
     next.take(128);
     next.afterRun(128);
+    next.release();
     vi.advanceTimersByTime(0);
     expect(made).toHaveLength(3);
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toHaveLength(4);
+  });
+
+  it("makes nothing after a run until the engine's prepare, however long it waits (runs close together)", () => {
+    const { next, made } = harness();
+    next.atStart(128);
+    vi.advanceTimersByTime(0);
+    next.take(128);
+    next.afterRun(128);
+    next.release();
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toHaveLength(2);
+    // The next run soon after: its isolate made ahead, the one after it held.
+    expect(next.take(128).n).toBe(2);
+    next.afterRun(128);
+    // The base made it on its next turn, while the engine, woken by `done`, waited for the CPU.
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 10);
+    expect(made).toHaveLength(2);
+    next.release();
+    expect(made).toHaveLength(3);
+    // One prepare, one make: a second does nothing.
+    next.release();
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 10);
+    expect(made).toHaveLength(3);
+  });
+
+  it('after a long gap, makes at the later of the delay and the prepare; a run taken meanwhile makes its own', () => {
+    const { next, made } = harness();
+    next.take(128);
+    next.afterRun(128);
+    // The delay passed, the engine has not read `done` yet: nothing made.
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 5);
+    expect(made).toEqual([128]);
+    next.release();
+    expect(made).toEqual([128, 128]);
+    vi.advanceTimersByTime(DELAY_ONLY_AFTER_GAP_MS + 10);
+    next.take(128);
+    next.afterRun(128);
+    // The prepare before the delay: made once the delay passed.
+    next.release();
+    expect(made).toHaveLength(2);
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
+    expect(made).toHaveLength(3);
+    // A run before the prepare makes its own; that earlier end's delay and a late prepare make none.
+    vi.advanceTimersByTime(DELAY_ONLY_AFTER_GAP_MS + 10);
+    next.take(128);
+    next.afterRun(128);
+    expect(next.take(128).n).toBe(4);
+    next.release();
+    vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS * 5);
     expect(made).toHaveLength(4);
   });
 });

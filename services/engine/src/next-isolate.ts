@@ -31,6 +31,14 @@ export const MAKE_MARGIN = 2;
 export class NextIsolate<T extends { memoryMb: number }> {
   private ready: T | undefined;
   private running = false;
+  /** The make after the last run, held for the engine's `prepare` (`afterRun`): its heap limit. */
+  private held: number | undefined;
+  /** The engine's `prepare` for the last run came. */
+  private prepared = false;
+  /** The delay after the last run's end has not passed yet (taken only after long gaps). */
+  private delaying = false;
+  /** Runs taken so far: a delay's timer of an earlier run's end does nothing. */
+  private epoch = 0;
   private endedAt: number | undefined;
   /** How long the host idled before its last run, ms (Infinity before a second run). */
   private lastGapMs = Number.POSITIVE_INFINITY;
@@ -65,20 +73,49 @@ export class NextIsolate<T extends { memoryMb: number }> {
   }
 
   /**
-   * A run ended (its end sent): made `PREPARE_AFTER_RUN_DELAY_MS` later, or on the next turn when
-   * runs come back to back or too soon for the delay and the make both; unless a run came first.
+   * A run ended (its `done` sent, saying `held`): the next isolate is made once the engine has read
+   * that `done` (its `prepare`, `release`), and, when the host's last gap holds the delay and the
+   * make both, not before `PREPARE_AFTER_RUN_DELAY_MS` after the end; unless a run came first (it
+   * makes its own on arrival). Made on the host's next turn or after the delay alone, the make held
+   * a CPU the engine, woken by `done` on the same one, waited for: it read the outcome only once the
+   * isolate was made (test/bench/README.md, round 50 `engine-stage`).
    */
   afterRun(memoryMb: number): void {
+    const delayed = this.lastGapMs >= this.delayOnlyAfterGapMs();
     this.running = false;
     this.endedAt = this.now();
-    if (this.lastGapMs >= this.delayOnlyAfterGapMs())
-      setTimeout(() => this.makeAhead(memoryMb), PREPARE_AFTER_RUN_DELAY_MS);
-    else setImmediate(() => this.makeAhead(memoryMb));
+    this.held = memoryMb;
+    this.prepared = false;
+    this.delaying = delayed;
+    if (delayed) {
+      const epoch = this.epoch;
+      setTimeout(() => {
+        if (epoch !== this.epoch) return;
+        this.delaying = false;
+        if (this.prepared) this.makeHeld();
+      }, PREPARE_AFTER_RUN_DELAY_MS);
+    }
+  }
+
+  /** The engine read the last run's `done` (its `prepare`): the make held after that run. */
+  release(): void {
+    this.prepared = true;
+    if (!this.delaying) this.makeHeld();
+  }
+
+  private makeHeld(): void {
+    const memoryMb = this.held;
+    this.held = undefined;
+    if (memoryMb !== undefined) this.makeAhead(memoryMb);
   }
 
   /** A run's isolate: the one made ahead if its heap limit is the run's, else one made now. */
   take(memoryMb: number): T {
     this.running = true;
+    this.held = undefined;
+    this.prepared = false;
+    this.delaying = false;
+    this.epoch++;
     if (this.endedAt !== undefined) this.lastGapMs = this.now() - this.endedAt;
     const ready = this.ready;
     this.ready = undefined;

@@ -47,6 +47,8 @@ describe("a run's start on an idle host", () => {
   it('writes the program to the host before execute returns (no await to take the host)', async () => {
     // A host made and idle (its first run done).
     expect((await run('return 1')).status).toBe('completed');
+    // Its `prepare` (the next isolate's make) goes a tick after the outcome (prepare-frame.test.ts).
+    await new Promise((r) => setImmediate(r));
     const writes = countWrites();
     let sync = -1;
     let pending: ReturnType<typeof run>;

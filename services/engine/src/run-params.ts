@@ -57,6 +57,8 @@ export interface RunResult {
   outcome: Omit<RunOutcome, 'durationMs'>;
   /** The host finished the run cleanly and may serve another. */
   hostReusable: boolean;
+  /** The host's `done` said `held`: it makes its next isolate at the engine's `prepare`. */
+  hostHeld: boolean;
 }
 
 export type Phase = 'running' | 'closing' | 'ending' | 'done';

@@ -36,6 +36,8 @@ export class Run implements ResidentWatched {
   private failure: RunFailure | undefined;
   private valueJson: string | undefined;
   private hostReusable = false;
+  /** The host's `done` said `held` (wire.ts): the engine sends `prepare` once it parked the host. */
+  private hostHeld = false;
   /**
    * The program's first turn, which the host runs on its own thread and reads no frame meanwhile
    * (an `end` would wait for it; its deadline is the budget's, kept there): `running` until the
@@ -165,6 +167,7 @@ export class Run implements ResidentWatched {
         if (this.firstTurn === 'running') this.firstTurn = 'returned';
         this.turnsOut = 0;
         if (m.cpuMs !== undefined) this.cpuMs = m.cpuMs;
+        if (m.held === true) this.hostHeld = true;
         this.onHostDone(m);
         return;
       default:
@@ -426,6 +429,6 @@ export class Run implements ResidentWatched {
       this.budget.spentMs(),
     );
     if (outcome.status === 'failed') this.hostReusable = false;
-    this.resolve({ outcome, hostReusable: this.hostReusable && !this.host.exited });
+    this.resolve({ outcome, hostReusable: this.hostReusable && !this.host.exited, hostHeld: this.hostHeld });
   }
 }

@@ -35,7 +35,13 @@ export type ToHost =
   | { t: 'result'; id: number; valueJson: string; turnMs?: number }
   | { t: 'error'; id: number; name: string; message: string; detailsJson: string; turnMs?: number }
   /** End the current run now (deadline, abort, stop). The host answers with `done`. */
-  | { t: 'end'; kind: FailureKind | 'stop' };
+  | { t: 'end'; kind: FailureKind | 'stop' }
+  /**
+   * The engine read a `done` that said `held`: the host makes its next isolate now, or once its
+   * delay after the run passed (not before: on its own it held the CPU the engine needed to read
+   * that `done`; next-isolate.ts).
+   */
+  | { t: 'prepare' };
 
 export type HostDone =
   | { status: 'completed'; valueJson?: string }
@@ -60,8 +66,11 @@ export type FromHost =
    * program that ended in the turn sends `done` instead.
    */
   | { t: 'turn' }
-  /** `cpuMs`: CPU time the run's isolate used (isolated-vm's count), what usage bills as sandbox CPU. */
-  | ({ t: 'done'; cpuMs?: number } & HostDone);
+  /**
+   * `cpuMs`: CPU time the run's isolate used (isolated-vm's count), what usage bills as sandbox CPU.
+   * `held`: the host makes its next isolate only at the engine's `prepare` (or a run's arrival).
+   */
+  | ({ t: 'done'; cpuMs?: number; held?: true } & HostDone);
 
 const LEVELS = new Set(['log', 'info', 'warn', 'error', 'debug']);
 const KINDS = new Set<string>(FAILURE_KINDS);
@@ -103,6 +112,7 @@ export function checkFromHost(m: unknown): { ok: true; message: FromHost } | { o
       return { ok: true, message: o as FromHost };
     case 'done':
       if (o.cpuMs !== undefined && (typeof o.cpuMs !== 'number' || !(o.cpuMs >= 0))) break;
+      if (o.held !== undefined && o.held !== true) break;
       if (o.status === 'completed' && (o.valueJson === undefined || typeof o.valueJson === 'string')) {
         return { ok: true, message: o as FromHost };
       }
