@@ -3,6 +3,7 @@
  * text is made and dropped, and what it opens and refuses is as before — the stored form, the
  * authentication and its errors unchanged.
  */
+import { createDecipheriv, createSecretKey } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSealer, generateSealKey, parseSealKeys, SealError } from './sealer.ts';
 
@@ -35,5 +36,47 @@ describe('sealer open', () => {
     expect(() => s.open(flipped, 'ended\0r1')).toThrow(SealError);
     expect(() => s.open(sealed, 'ended\0r2')).toThrow(SealError);
     expect(() => s.open(`${head}`, 'ended\0r1')).toThrow(SealError);
+  });
+
+  it('opens or refuses a ciphertext text as a Buffer.from decode of it did (loose base64url too)', () => {
+    const keyText = generateSealKey('k1');
+    const s = createSealer({ keys: parseSealKeys(keyText), activeKeyId: 'k1' });
+    const key = createSecretKey(Buffer.from(keyText.slice(keyText.indexOf(':') + 1), 'base64'));
+    // eb99e4b0's decode: the text made a Buffer by `Buffer.from`, then deciphered.
+    const before = (sealed: string, bind: string): string => {
+      const [, , iv, tag, ct] = sealed.split('.') as [string, string, string, string, string];
+      const d = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+      d.setAAD(Buffer.from(`k1\0${bind}`));
+      d.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([d.update(Buffer.from(ct, 'base64url')), d.final()]).toString('utf8');
+    };
+    const outcome = (open: () => string) => {
+      try {
+        return open();
+      } catch {
+        return 'refused';
+      }
+    };
+    const sealed = s.seal('the run ended: 42', 'ended\0r1');
+    const ct = ciphertextOf(sealed);
+    const head = sealed.slice(0, sealed.length - ct.length);
+    const texts = [
+      ct,
+      `${ct}!!`,
+      `${ct}==`,
+      `${ct.slice(0, 4)} ${ct.slice(4)}`,
+      ct.replace(/-/g, '+').replace(/_/g, '/'),
+      `${ct}A`,
+      ct.slice(0, -1),
+      `=${ct}`,
+    ];
+    for (const text of texts) {
+      const want = outcome(() => before(`${head}${text}`, 'ended\0r1'));
+      expect(
+        outcome(() => s.open(`${head}${text}`, 'ended\0r1')),
+        text,
+      ).toBe(want);
+    }
+    expect(outcome(() => s.open(`${head}${ct}!!`, 'ended\0r1'))).toBe('the run ended: 42');
   });
 });
