@@ -20,10 +20,13 @@ function callRecord(e: JournalCallView, waiting = false): CodeRunCall {
   return call;
 }
 
+/** No call waits for a decision: one set for every record (not one made and dropped a record). */
+const NONE_WAITING: ReadonlySet<number> = new Set();
+
 export function toRecord(
   run: StoredRun,
   entries: JournalCallView[],
-  waitingIndexes: ReadonlySet<number> = new Set(),
+  waitingIndexes: ReadonlySet<number> = NONE_WAITING,
 ): CodeRunRecord {
   const record: CodeRunRecord = {
     id: run.id,

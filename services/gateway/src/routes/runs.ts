@@ -108,9 +108,18 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       if (wait > 0) {
         // A run this request just wrote, still Running: no need to read it before anything happens.
         const writtenAt = created && run.status === 'Running' ? run.createdAt : undefined;
-        current =
-          (await runsService.waitForEnd(run.id, wait * 1000, requestGone.gone(reply), writtenAt, run)) ?? run;
+        // Set before the wait, in the submit's turn, not in the pushed end's (the turn on the path
+        // to the response's first bytes, round 50 `end-turn`); a wait that fails takes it back, so
+        // its problem does not say the wait was applied, as before.
         reply.header('preference-applied', `wait=${wait}`);
+        try {
+          current =
+            (await runsService.waitForEnd(run.id, wait * 1000, requestGone.gone(reply), writtenAt, run)) ??
+            run;
+        } catch (err) {
+          reply.removeHeader('preference-applied');
+          throw err;
+        }
       }
       // A pushed end's record is built at once (its journal came with it), else read.
       const record = runsService.recordInHand(current) ?? (await runsService.record(current));
