@@ -1,5 +1,5 @@
 import { createSealer, type Sealer } from '@islet/core';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { memoizeOwnSeals } from './own-seal-memo.ts';
 
 function countingSealer() {
@@ -107,5 +107,63 @@ describe('memoizeOwnSeals', () => {
     expect(counts.open).toBe(before);
     expect(byChars.open(a)).toBe('a');
     expect(counts.open).toBe(before + 1);
+  });
+
+  it("keys its entries by the ciphertext's tail: no Map key or lookup of the whole text or text + bind", () => {
+    const memo = memoizeOwnSeals(countingSealer().sealer);
+    const plain = JSON.stringify(['export default () => 1;\n'.repeat(32), { bindings: [] }]);
+    const sets = vi.spyOn(Map.prototype, 'set');
+    const gets = vi.spyOn(Map.prototype, 'get');
+    try {
+      const sealed = memo.seal(plain, 'pick\0run_a');
+      expect(memo.open(sealed, 'pick\0run_a')).toBe(plain);
+      expect(memo.hits).toBe(1);
+      // A submit's pick was keyed `<sealed>\0<bind>` (~1.2 KB flattened and hashed at each seal
+      // and open; test/bench/README.md, round 50 `gateway-submit`).
+      const keys = [...sets.mock.calls, ...gets.mock.calls].map(([key]) => key);
+      expect(keys.filter((k) => typeof k === 'string' && k.includes(sealed.slice(0, 40)))).toEqual([]);
+      expect(keys).toContain(sealed.slice(-24));
+    } finally {
+      sets.mockRestore();
+      gets.mockRestore();
+    }
+  });
+
+  it('a ciphertext changed away from its tail (its IV) is not answered from memory: the sealer refuses it', () => {
+    const { sealer, counts } = countingSealer();
+    const memo = memoizeOwnSeals(sealer);
+    const sealed = memo.seal('secret', 'pick\0run_a');
+    const [v, kid, iv, ...rest] = sealed.split('.');
+    const changedIv = [v, kid, `${iv!.startsWith('A') ? 'B' : 'A'}${iv!.slice(1)}`, ...rest].join('.');
+    expect(changedIv.slice(-24)).toBe(sealed.slice(-24));
+    expect(() => memo.open(changedIv, 'pick\0run_a')).toThrow(/failed authentication/);
+    expect(counts.open).toBe(1);
+    expect(memo.open(sealed, 'pick\0run_a')).toBe('secret');
+    expect(memo.hits).toBe(1);
+  });
+
+  it('two ciphertexts with the same tail: the newer is remembered, the older opened by the sealer', () => {
+    // A wrapped sealer whose texts share their last 24 characters (a real one's never do).
+    const tail = 'T'.repeat(24);
+    const texts = new Map<string, string>();
+    let n = 0;
+    let opens = 0;
+    const memo = memoizeOwnSeals({
+      seal(plain) {
+        const sealed = `v1.k1.${n++}.${tail}`;
+        texts.set(sealed, plain);
+        return sealed;
+      },
+      open(sealed) {
+        opens++;
+        return texts.get(sealed)!;
+      },
+    });
+    const older = memo.seal('older');
+    const newer = memo.seal('newer');
+    expect(memo.open(newer)).toBe('newer');
+    expect(opens).toBe(0);
+    expect(memo.open(older)).toBe('older');
+    expect(opens).toBe(1);
   });
 });

@@ -32,11 +32,27 @@ export interface OwnSealMemo extends Sealer {
 }
 
 /**
- * A bound text's entry names its bind too, so the memo answers only where the sealer would: the
- * text copied to another run's record or field is opened by the sealer, and fails there. A sealed
- * text has no NUL, so the key is one text's and one bind's alone.
+ * What a seal remembers: the ciphertext and its bind (compared whole at an open, so the memo
+ * answers only where the sealer would: the text copied to another run's record or field, or
+ * changed anywhere, is opened by the sealer, and fails there) and the plaintext.
  */
-const memoKey = (sealed: string, bind: string): string => `${sealed}\0${bind}`;
+interface Remembered {
+  sealed: string;
+  bind: string | undefined;
+  plain: string;
+}
+
+/**
+ * An entry's key: the ciphertext's last characters, the end of its authentication tag and of its
+ * ciphertext (`v1.<kid>.<iv>.<tag>.<ct>`, base64url), which a fresh IV each seal makes random: a
+ * 24-character key is hashed where the whole text (a submit's `pick` ~1.2 KB, its bind appended:
+ * a concatenation V8 flattened, copying it, before hashing every character) was, at every seal and
+ * every open (test/bench/README.md, round 50 `gateway-submit`). Two texts that share it (never
+ * seen: 144 random bits) only cost a decryption: the newer entry replaces the older, and an open
+ * compares the whole text.
+ */
+const KEY_CHARS = 24;
+const keyOf = (sealed: string): string => sealed.slice(-KEY_CHARS);
 
 export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}): OwnSealMemo {
   const maxEntries = options.maxEntries ?? 2048;
@@ -47,8 +63,8 @@ export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}
   // over the deleted entries V8 keeps at a Map's front until it rehashes: ~2 µs a seal at 1024
   // entries, ~8 at 4096 (test/bench/README.md, round 29 `par-calls`; the event hub's round 28 fix).
   const half = { entries: Math.max(1, Math.floor(maxEntries / 2)), chars: maxChars / 2 };
-  let young = new Map<string, string>();
-  let old = new Map<string, string>();
+  let young = new Map<string, Remembered>();
+  let old = new Map<string, Remembered>();
   let youngChars = 0;
   let hits = 0;
   return {
@@ -63,18 +79,19 @@ export function memoizeOwnSeals(sealer: Sealer, options: OwnSealMemoOptions = {}
           youngChars = 0;
         }
         if (chars <= half.chars) {
-          young.set(bind === undefined ? sealed : memoKey(sealed, bind), plaintext);
+          young.set(keyOf(sealed), { sealed, bind, plain: plaintext });
           youngChars += chars;
         }
       }
       return sealed;
     },
     open(sealed, bind) {
-      const key = bind === undefined ? sealed : memoKey(sealed, bind);
-      const plain = young.get(key) ?? old.get(key);
-      if (plain === undefined) return sealer.open(sealed, bind);
+      const key = keyOf(sealed);
+      const known = young.get(key) ?? old.get(key);
+      if (known === undefined || known.sealed !== sealed || known.bind !== bind)
+        return sealer.open(sealed, bind);
       hits++;
-      return plain;
+      return known.plain;
     },
     get hits() {
       return hits;
