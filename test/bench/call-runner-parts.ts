@@ -29,12 +29,37 @@ const answer = Buffer.from(
   'latin1',
 );
 
+const call = { index: 3, binding: 'conn_8f3a2b.ping', argsJson: '{"n":3}' };
+const requestLine =
+  'POST /internal/v1/code-runs/9b05c3e2-6f0e-4c56-9d0a-2f8e7c1b4a11/calls HTTP/1.1\r\nhost: 127.0.0.1:43121\r\n';
+const headers: Record<string, string> = {
+  authorization: `Bearer ${'t'.repeat(43)}`,
+  'content-type': 'application/json',
+};
+
 let sink = 0;
 function once(): void {
   if (PART === 'answer') {
     const a = new GatewayAnswer();
     if (a.push(answer) !== true) throw new Error('the answer was not read whole');
     sink += a.text().length + a.status;
+    return;
+  }
+  if (PART === 'request') {
+    // eb99e4b0's gateway-client.ts `alone` and gateway-post.ts `post` / `send`, as written there.
+    const tryNo = 0;
+    const text = JSON.stringify({ attempt: 1, ...call, ...(tryNo > 0 ? { takeover: true } : {}) });
+    let head = requestLine;
+    for (const name in headers) head += `${name}: ${headers[name]}\r\n`;
+    const out = Buffer.from(`${head}content-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`, 'utf8');
+    sink += out.length;
+    return;
+  }
+  if (PART === 'parse') {
+    // The answer's body into the outcome the engine gets (gateway-client.ts `alone`).
+    const parsed = JSON.parse(body) as { outcome: unknown; deliverySeq?: number };
+    const live = parsed.deliverySeq === undefined ? { outcome: parsed.outcome } : parsed;
+    sink += live.outcome ? 1 : 0;
     return;
   }
   throw new Error(`unknown PART ${PART}`);
