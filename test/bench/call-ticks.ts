@@ -34,6 +34,8 @@ const cluster = await startCallCluster({
   TICK_DIR: dir,
 });
 const SYSCALLS = process.env.SYSCALLS !== '0';
+// PER_THREAD=1: the syscalls also by thread (`perf stat --per-thread`), each thread named as perf does.
+const PER_THREAD = process.env.PER_THREAD === '1';
 const SYSCALL_EVENTS = [
   'raw_syscalls:sys_enter',
   'syscalls:sys_enter_read',
@@ -69,7 +71,15 @@ function threadTotals(pids: number[]): { cpuNs: number; switches: number } {
 function perfStat(pids: number[]): () => Promise<Map<string, number>> {
   const perf = spawn(
     'perf',
-    ['stat', '-x', ',', ...SYSCALL_EVENTS.flatMap((e) => ['-e', e]), '-p', pids.join(',')],
+    [
+      'stat',
+      '-x',
+      ',',
+      ...(PER_THREAD ? ['--per-thread'] : []),
+      ...SYSCALL_EVENTS.flatMap((e) => ['-e', e]),
+      '-p',
+      pids.join(','),
+    ],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
     },
@@ -82,8 +92,12 @@ function perfStat(pids: number[]): () => Promise<Map<string, number>> {
     await exited;
     const out = new Map<string, number>();
     for (const line of err.split('\n')) {
-      const [count, , event] = line.split(',');
-      if (event && count !== undefined && /^\d+$/.test(count)) out.set(event, Number(count));
+      // --per-thread: `<comm>-<tid>,<count>,,<event>,…`, each thread's line also kept by its name.
+      const cells = line.split(',');
+      const [thread, count, , event] = PER_THREAD ? cells : ['', ...cells];
+      if (!event || count === undefined || !/^\d+$/.test(count)) continue;
+      out.set(event, (out.get(event) ?? 0) + Number(count));
+      if (PER_THREAD && thread) out.set(`${thread.trim()} ${event}`, Number(count));
     }
     return out;
   };
@@ -122,7 +136,10 @@ try {
   if (stops) await new Promise((r) => setTimeout(r, 1500));
   const totals = { runner: threadTotals([who.runner]), hosts: threadTotals(hosts) };
   const before = { runner: read(who.runner), gateway: read(who.gateway) };
-  const sitesBefore = process.env.SITES === '1' ? readSites(who.gateway) : undefined;
+  const sitesBefore =
+    process.env.SITES === '1'
+      ? { runner: readSites(who.runner), gateway: readSites(who.gateway) }
+      : undefined;
   for (let i = 0; i < RUNS; i++) await runWithApp(a, program, connection);
   const after = { runner: threadTotals([who.runner]), hosts: threadTotals(hosts) };
   const syscalls = stops ? { runner: await stops.runner(), hosts: await stops.hosts() } : undefined;
@@ -134,7 +151,11 @@ try {
     const counted = syscalls?.[name];
     const by = counted
       ? [...counted]
-          .map(([e, n]) => `${e.replace(/^.*sys_enter_?/, '') || 'all'} ${(n / calls).toFixed(2)}`)
+          .filter(([, n]) => n / calls >= 0.01)
+          .map(
+            ([e, n]) =>
+              `${e.replace(/sys_enter_?|raw_syscalls:|syscalls:/g, '') || 'all'} ${(n / calls).toFixed(2)}`,
+          )
           .join(', ')
       : 'not counted';
     console.log(
@@ -147,14 +168,15 @@ try {
       `${name}: nextTick ${((after.ticks - before[name].ticks) / calls).toFixed(2)} a call, stream pushes ${((after.pushes - before[name].pushes) / calls).toFixed(2)} a call, undici requests ${((after.undiciRequests - before[name].undiciRequests) / RUNS).toFixed(2)} a run (${RUNS} runs of ${CALLS} calls${process.env.PAR === '1' ? ' at once' : ''})`,
     );
   }
-  if (sitesBefore) {
-    const sitesAfter = readSites(who.gateway);
+  // The runner's sites too since round 50 (`binding-runner`).
+  for (const name of sitesBefore ? (['runner', 'gateway'] as const) : []) {
+    const sitesAfter = readSites(who[name]);
     for (const [kind, by] of Object.entries(sitesAfter)) {
       const rows = Object.entries(by)
-        .map(([site, n]) => [site, (n - (sitesBefore[kind]?.[site] ?? 0)) / calls] as const)
+        .map(([site, n]) => [site, (n - (sitesBefore?.[name][kind]?.[site] ?? 0)) / calls] as const)
         .filter(([, n]) => n >= 0.05)
         .sort((x, y) => y[1] - x[1]);
-      console.log(`gateway ${kind} by site, a call:`);
+      console.log(`${name} ${kind} by site, a call:`);
       for (const [site, n] of rows) console.log(`  ${n.toFixed(2)}  ${site}`);
     }
   }

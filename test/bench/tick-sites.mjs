@@ -8,7 +8,7 @@ import './tick-total.mjs';
 
 const file = `${process.env.TICK_DIR ?? '/tmp'}/tick-sites.${process.pid}.json`;
 const DEPTH = Number(process.env.TICK_SITE_DEPTH ?? 6);
-const sites = { nextTick: {}, push: {}, setImmediate: {} };
+const sites = { nextTick: {}, push: {}, setImmediate: {}, setTimeout: {} };
 const site = (kind) => {
   const stack = new Error().stack?.split('\n').slice(3, 3 + DEPTH) ?? [];
   const key = stack
@@ -35,5 +35,12 @@ const immediate = globalThis.setImmediate;
 globalThis.setImmediate = function (...args) {
   site('setImmediate');
   return immediate.apply(this, args);
+};
+// Round 50 (`binding-runner`): timers too (a timer due within the loop's millisecond makes libuv
+// poll without blocking).
+const timeout = globalThis.setTimeout;
+globalThis.setTimeout = function (...args) {
+  site('setTimeout');
+  return timeout.apply(this, args);
 };
 setInterval(() => writeFileSync(file, JSON.stringify(sites)), 200).unref();

@@ -2,7 +2,7 @@
  * The lone call's answer reader (gateway-answer.ts): a whole answer however its bytes are split,
  * `content-length` and chunked bodies, and an error for anything it does not read as one answer.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GatewayAnswer } from './gateway-answer.ts';
 
 /** Feeds `raw` in pieces of `step` bytes; the first non-false result and the answer. */
@@ -121,5 +121,71 @@ describe('a gateway answer', () => {
     }
     const huge = feed(`HTTP/1.1 200 OK\r\nx: ${'a'.repeat(70 * 1024)}`, 1024);
     expect((huge.result as Error).message).toBe('the gateway answer head is too large');
+  });
+
+  it('reads header names in any case and with whitespace around them, and the status line strictly', () => {
+    const raw =
+      'HTTP/1.1 201\r\n Content-Length\t: 2 \r\nCONNECTION:Close\r\nKeep-Alive: max=5, Timeout=9\r\n' +
+      'x-content-length: 7\r\ncontent-lengthx: 7\r\n\r\n{}';
+    for (const step of [1, 4096]) {
+      const { result, answer } = feed(raw, step);
+      expect(result).toBe(true);
+      expect(answer.status).toBe(201);
+      expect(answer.text()).toBe('{}');
+      expect(answer.close).toBe(true);
+      expect(answer.keepAliveMs).toBe(9_000);
+    }
+    const chunkedAnswer = feed(
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding:  Chunked \r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+      4096,
+    );
+    expect(chunkedAnswer.result).toBe(true);
+    expect(chunkedAnswer.answer.text()).toBe('{}');
+    for (const line of [
+      'http/1.1 200 OK',
+      'HTTP/1.2 200 OK',
+      'HTTP/1.1  200 OK',
+      'HTTP/1.1 200x',
+      'HTTP/1.1 2a0 OK',
+    ]) {
+      const { result } = feed(`${line}\r\ncontent-length: 0\r\n\r\n`, 4096);
+      expect((result as Error).message, line).toBe('the gateway sent a malformed answer');
+    }
+    const colonFirst = feed('HTTP/1.1 200 OK\r\n: x\r\ncontent-length: 0\r\n\r\n', 4096);
+    expect((colonFirst.result as Error).message).toBe('the gateway sent a malformed answer');
+  });
+
+  it('finds the end of a head past its first 4 KiB, and one whose body came in the same read', () => {
+    const long = ok(body, `x-pad: ${'p'.repeat(5000)}\r\n`);
+    const { result, answer } = feed(long, 64 * 1024);
+    expect(result).toBe(true);
+    expect(answer.text()).toBe(body);
+    const bigBody = 'b'.repeat(10_000);
+    expect(feed(ok(bigBody), 64 * 1024).answer.text()).toBe(bigBody);
+  });
+
+  describe("on the call's path", () => {
+    afterEach(() => vi.restoreAllMocks());
+
+    // Round 50 (`binding-runner`): the head is read in place, not split into lines whose names are
+    // sliced, trimmed and lowered one by one (~20 strings an answer).
+    it("reads a head without splitting it into lines or lowering each header's name", () => {
+      const raw = Buffer.from(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n` +
+          `Date: Mon, 07 Dec 2026 17:46:04 GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=72\r\n\r\n${body}`,
+        'latin1',
+      );
+      const split = vi.spyOn(String.prototype, 'split');
+      const lower = vi.spyOn(String.prototype, 'toLowerCase');
+      const answer = new GatewayAnswer();
+      const result = answer.push(raw);
+      const calls = { split: split.mock.calls.length, lower: lower.mock.calls.length };
+      vi.restoreAllMocks();
+      expect(result).toBe(true);
+      expect(answer.keepAliveMs).toBe(72_000);
+      expect(calls.split).toBe(0);
+      // The connection header's value only.
+      expect(calls.lower).toBe(1);
+    });
   });
 });

@@ -6,7 +6,34 @@
  */
 const MAX_HEAD_BYTES = 64 * 1024;
 const MAX_CHUNK_LINE_BYTES = 1024;
+/** What of a head's read is decoded to find its end as text (a lone call's whole answer is ~250 bytes). */
+const HEAD_PEEK_BYTES = 4096;
 const CRLF2 = Buffer.from('\r\n\r\n');
+
+/** Where the head's line from `start` ends: its CRLF, or the head's end (the blank line's CRLF). */
+function lineEndOf(head: string, start: number): number {
+  const at = head.indexOf('\r\n', start);
+  return at < 0 ? head.length : at;
+}
+
+/** JS `trim`'s whitespace among latin1 characters: TAB, LF, VT, FF, CR, space and NBSP. */
+function isSpace(c: number): boolean {
+  return (c >= 9 && c <= 13) || c === 32 || c === 160;
+}
+
+/**
+ * `head.slice(start, end)` is `name` (lower-case ASCII) as `toLowerCase` would compare it: A–Z
+ * folded. No other latin1 character lowers to ASCII, so nothing else can match.
+ */
+function sameName(head: string, start: number, end: number, name: string): boolean {
+  if (end - start !== name.length) return false;
+  for (let i = 0; i < name.length; i++) {
+    let c = head.charCodeAt(start + i);
+    if (c >= 65 && c <= 90) c += 32;
+    if (c !== name.charCodeAt(i)) return false;
+  }
+  return true;
+}
 
 export class GatewayAnswer {
   status = 0;
@@ -29,10 +56,22 @@ export class GatewayAnswer {
   push(chunk: Buffer): boolean | Error {
     if (this.status === 0) {
       this.head = this.head ? Buffer.concat([this.head, chunk]) : chunk;
-      const end = this.head.indexOf(CRLF2);
-      if (end < 0)
-        return this.head.length > MAX_HEAD_BYTES ? new Error('the gateway answer head is too large') : false;
-      const failure = this.readHead(this.head.toString('latin1', 0, end));
+      // Searched as text: a string's `indexOf` runs in V8, a Buffer's goes through node's binding
+      // (its argument checks and a C++ call, more than the latin1 decode of an answer's few bytes).
+      // Past the first HEAD_PEEK_BYTES (a large body in the head's read) the Buffer is searched.
+      const peek = this.head.toString('latin1', 0, Math.min(this.head.length, HEAD_PEEK_BYTES));
+      let end = peek.indexOf('\r\n\r\n');
+      let head: string;
+      if (end >= 0) head = peek.slice(0, end);
+      else {
+        end = this.head.indexOf(CRLF2);
+        if (end < 0)
+          return this.head.length > MAX_HEAD_BYTES
+            ? new Error('the gateway answer head is too large')
+            : false;
+        head = this.head.toString('latin1', 0, end);
+      }
+      const failure = this.readHead(head);
       if (failure) return failure;
       chunk = this.head.subarray(end + 4);
       this.head = undefined;
@@ -48,33 +87,59 @@ export class GatewayAnswer {
     );
   }
 
+  /**
+   * The head read in place: each line found by `indexOf`, a header's name compared character by
+   * character (JS `trim`'s whitespace around it skipped, A–Z folded), and a string made only of the
+   * value of a header this reader uses. Until round 50 (`binding-runner`) the head was split into
+   * lines and each line's name and value sliced, trimmed and lowered (~20 strings an answer, on the
+   * call's path in the runner); what it accepts and refuses is the same.
+   */
   private readHead(head: string): Error | undefined {
     const malformed = () => new Error('the gateway sent a malformed answer');
-    const lines = head.split('\r\n');
-    const m = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(lines[0] ?? '');
-    if (!m) return malformed();
-    this.status = Number(m[2]);
+    let lineEnd = lineEndOf(head, 0);
+    // `HTTP/1.<0|1> <3 digits>`, then a space or the line's end.
+    if (lineEnd < 12 || !head.startsWith('HTTP/1.') || head.charCodeAt(8) !== 32) return malformed();
+    const minor = head.charCodeAt(7);
+    const d0 = head.charCodeAt(9) - 48;
+    const d1 = head.charCodeAt(10) - 48;
+    const d2 = head.charCodeAt(11) - 48;
+    if (minor !== 48 && minor !== 49) return malformed();
+    if (d0 < 0 || d0 > 9 || d1 < 0 || d1 > 9 || d2 < 0 || d2 > 9) return malformed();
+    if (lineEnd > 12 && head.charCodeAt(12) !== 32) return malformed();
+    this.status = d0 * 100 + d1 * 10 + d2;
     if (this.status < 200) return new Error(`the gateway sent an interim answer (${this.status})`);
-    this.close = m[1] === '0';
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
-      const colon = line.indexOf(':');
-      if (colon <= 0) return malformed();
-      const name = line.slice(0, colon).trim().toLowerCase();
-      const value = line.slice(colon + 1).trim();
-      if (name === 'content-length') {
-        if (!/^\d{1,15}$/.test(value) || (this.length >= 0 && this.length !== Number(value)))
-          return malformed();
-        this.length = Number(value);
-      } else if (name === 'transfer-encoding') {
-        if (value.toLowerCase() !== 'chunked') return new Error('the gateway sent an unsupported answer');
+    this.close = minor === 48;
+    while (lineEnd < head.length) {
+      const start = lineEnd + 2;
+      lineEnd = lineEndOf(head, start);
+      const colon = head.indexOf(':', start);
+      if (colon <= start || colon > lineEnd) return malformed();
+      let nameStart = start;
+      let nameEnd = colon;
+      while (nameStart < nameEnd && isSpace(head.charCodeAt(nameStart))) nameStart++;
+      while (nameEnd > nameStart && isSpace(head.charCodeAt(nameEnd - 1))) nameEnd--;
+      if (sameName(head, nameStart, nameEnd, 'content-length')) {
+        const v = head.slice(colon + 1, lineEnd).trim();
+        if (!/^\d{1,15}$/.test(v) || (this.length >= 0 && this.length !== Number(v))) return malformed();
+        this.length = Number(v);
+      } else if (sameName(head, nameStart, nameEnd, 'transfer-encoding')) {
+        if (
+          head
+            .slice(colon + 1, lineEnd)
+            .trim()
+            .toLowerCase() !== 'chunked'
+        )
+          return new Error('the gateway sent an unsupported answer');
         this.chunked = true;
-      } else if (name === 'connection') {
-        const v = value.toLowerCase();
+      } else if (sameName(head, nameStart, nameEnd, 'connection')) {
+        const v = head
+          .slice(colon + 1, lineEnd)
+          .trim()
+          .toLowerCase();
         if (v.includes('close')) this.close = true;
         else if (v.includes('keep-alive')) this.close = false;
-      } else if (name === 'keep-alive') {
-        const t = /timeout=(\d+)/i.exec(value)?.[1];
+      } else if (sameName(head, nameStart, nameEnd, 'keep-alive')) {
+        const t = /timeout=(\d+)/i.exec(head.slice(colon + 1, lineEnd))?.[1];
         if (t !== undefined) this.keepAliveMs = Number(t) * 1000;
       }
     }
