@@ -230,10 +230,13 @@ export const configSchema = z.object({
    * would hand its job to a worker already woken; refused, no take-back follows the pop. Hand-offs
    * taken by a take-back ~55 % → ~14 % at 6 clients, take-backs 0.24 → 0.03 a run; the 6-client
    * submit → answer not separated (higher on it in 5 of 6 ABBA pairs against the previous release,
-   * lower in 2 of 2 of this flag on one commit: test/bench/README.md round 48 `pop-registration`),
-   * so `off` (as before) by default. The runner's own script: no stored form.
+   * lower in 2 of 2 of this flag on one commit: test/bench/README.md round 48 `pop-registration`);
+   * `on` by default since round 50: the flag alone, on one commit, lowered the 6-client submit →
+   * answer p50 in 4 of 4 pairs over two cycles (round 49 `fetch-takeback` at load 6–10, round 50's
+   * lead at load 0.7–3.5) and cut the take-backs ~85 %. `off`: as before. The runner's own script:
+   * no stored form; runners with it on and off may serve one queue.
    */
-  ISLET_HANDOFF_REFUSE_ON_MARKER: z.enum(['on', 'off']).default('off'),
+  ISLET_HANDOFF_REFUSE_ON_MARKER: z.enum(['on', 'off']).default('on'),
   /**
    * The gateway's add hands a job only to an idle registration whose runner still holds its live
    * channel (@islet/runs handoff-live.ts: a subscription Redis drops with a dead runner's
