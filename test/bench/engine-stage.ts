@@ -118,6 +118,14 @@ const byThread = (pid: number) => {
   }
   return out;
 };
+/** The host's main thread's voluntary and involuntary context switches (its wake-ups, its preemptions). */
+const switches = (pid: number): [number, number] => {
+  const st = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+  const n = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(st)?.[1] ?? Number.NaN);
+  return [n('voluntary_ctxt_switches'), n('nonvoluntary_ctxt_switches')];
+};
+let switchesAt: [number, number] = [0, 0];
+let switchesEnd: [number, number] = [0, 0];
 let threadsAt: Record<string, number> = {};
 let threadsEnd: Record<string, number> = {};
 let hostPid = 0;
@@ -128,6 +136,7 @@ try {
     if (i === WARM) {
       cpuAt = { self: cpuNs('self'), host: cpuNs(hostPid) };
       threadsAt = byThread(hostPid);
+      switchesAt = switches(hostPid);
     }
     await new Promise((r) => setTimeout(r, GAP));
     row = { e0: now(), ...(rows.length > 0 ? { gap: now() - rows[rows.length - 1]!.e3! } : {}) };
@@ -140,6 +149,7 @@ try {
   }
   cpuEnd = { self: cpuNs('self'), host: cpuNs(hostPid) };
   threadsEnd = byThread(hostPid);
+  switchesEnd = switches(hostPid);
   await new Promise((r) => setTimeout(r, 200));
 } finally {
   await engine.close();
@@ -166,6 +176,8 @@ const met: {
   total: number;
   own: boolean;
   after: boolean;
+  /** The engine read `done` only after the host's `applySync` came back (its teardown over). */
+  teardown: boolean;
   hostGc: boolean;
   engineGc: boolean;
   gap: number;
@@ -207,6 +219,7 @@ for (let i = 0; i < rows.length; i++) {
     total: e.e3 - e.e0,
     own: h.makeFrom !== undefined && h.makeFrom < e.writeAt! && h.makeTo > e.writeAt!,
     after: nextH?.makeFrom !== undefined && nextH.makeFrom < e.e3,
+    teardown: h.applyBack !== undefined && e.read > h.applyBack,
     hostGc: overlaps(hostGcs, e.writeAt!, e.e3),
     engineGc: overlaps(engineGcs, e.e0, e.e3),
     gap: e.gap ?? Number.NaN,
@@ -240,7 +253,7 @@ for (const [k, v] of Object.entries(hops)) {
     return (
       `${g.length} runs: their own isolate still being made ${n((m) => m.own)}, ` +
       `the next make begun before the engine had the outcome ${n((m) => m.after)}, ` +
-      `neither ${n((m) => !m.own && !m.after)}, a host GC ${n((m) => m.hostGc)}, an engine GC ${n((m) => m.engineGc)}, ` +
+      `neither ${n((m) => !m.own && !m.after)}, the read after the host's teardown ${n((m) => m.teardown)}, a host GC ${n((m) => m.hostGc)}, an engine GC ${n((m) => m.engineGc)}, ` +
       `none of the four ${n((m) => !m.own && !m.after && !m.hostGc && !m.engineGc)}; gap p50 ${pct(gaps, 50).toFixed(0)} µs`
     );
   };
@@ -259,6 +272,10 @@ console.log(
   `  the host's CPU a run by thread, µs: ${Object.entries(threadsEnd)
     .map(([k, v]) => `${k} ${((v - (threadsAt[k] ?? 0)) / RUNS / 1000).toFixed(1)}`)
     .join(', ')}`,
+);
+console.log(
+  `  the host's main thread a run: wake-ups (voluntary switches) ${((switchesEnd[0] - switchesAt[0]) / RUNS).toFixed(2)}, ` +
+    `preempted (involuntary) ${((switchesEnd[1] - switchesAt[1]) / RUNS).toFixed(2)}`,
 );
 const per = (o: Record<string, number>) =>
   Object.entries(o)
