@@ -199,8 +199,11 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     const opts = (id: string) => redis.hget(`${queue.keys['']}${id}`, 'opts');
     const stored = await opts('oref');
     expect(stored).toContain('"attempts":1');
-    // The call's last argument is that text (6b60376a: the packed options were the last).
-    expect(String(sent[0]?.at(-1))).toBe(stored);
+    // The call's fifth last argument is that text (6b60376a: the packed options were the last); then
+    // what the packed `args` hold: the job's key, id, name and time (round 51 `submit-lua`).
+    expect(String(sent[0]?.at(-5))).toBe(stored);
+    const time = await redis.hget(`${queue.keys['']}o1`, 'timestamp');
+    expect((sent[0] ?? []).slice(-4).map(String)).toEqual([`${queue.keys['']}o1`, 'o1', 'run', time]);
     expect(await opts('o1')).toBe(stored);
     expect(await opts('o0')).toBe(stored);
     // The script stores what it is given, not its own encoding: the same call with another text stores it.
@@ -208,7 +211,7 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     await redis.del(`${queue.keys['']}o1`);
     await redis.lrem(queue.keys.wait ?? '', 0, 'o1');
     const args = [...(sent[0] ?? [])];
-    args[args.length - 1] = '{"attempts":1,"marker":"given"}';
+    args[args.length - 5] = '{"attempts":1,"marker":"given"}';
     await redis.call('evalsha', ...(args as (string | Buffer)[]));
     expect(await opts('o1')).toBe('{"attempts":1,"marker":"given"}');
   });
