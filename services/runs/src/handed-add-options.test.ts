@@ -76,7 +76,7 @@ describe("the hand-off's direct add and its options", () => {
     expect(readable).toEqual(text);
   });
 
-  it("stores the same job from ARGV[5..8] (key, id, name, time): `args` (ARGV[1]) is not unpacked", async () => {
+  it('stores the same job from ARGV[5..8] (key, id, name, time): `args` (ARGV[1]) is not unpacked', async () => {
     const given = ['bull:{q}:j1', 'j1', 'run', '1765129953123'];
     const readable = await after(() =>
       runOf(DIRECT, r.a, [argsOf('j1'), DATA, packer.pack(RUN_OPTS), RUN_OPTS_JSON]),

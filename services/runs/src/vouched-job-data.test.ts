@@ -44,7 +44,11 @@ const startTerms: FetchedStartTerms = {
 async function after(script: typeof PLAIN, data: string, vouched: string) {
   await redis.flushall();
   await redis.hset('test:r1:run', 'status', 'Queued', 'attempts', '0', 'updatedAt', '1');
-  const answer = await script.run(redis, ['test:unused'], [data, 'r1', vouched, ...fetchedStartArgs(startTerms)]);
+  const answer = await script.run(
+    redis,
+    ['test:unused'],
+    [data, 'r1', vouched, ...fetchedStartArgs(startTerms)],
+  );
   const out: Record<string, unknown> = {};
   for (const k of (await redis.keys('*')).sort()) {
     const type = await redis.type(k);
