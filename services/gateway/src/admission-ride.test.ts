@@ -4,6 +4,7 @@
 // its EVAL retry carries the add; an add that cannot carry it sends the admission alone, first.
 
 import { createRedis, generateSealKey, keys, type Redis, sealerFromConfig } from '@islet/core';
+import { LuaScript } from '@islet/core/lua-script';
 import { type AdmissionRide, createRunStore } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -244,6 +245,37 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     // 6b60376a: each name right before its value (e.g. 'createdAt', then the time).
     for (const name of Object.keys(record)) expect(args, name).not.toContain(name);
     for (const f of ['description', 'createdAt', 'pick']) expect(args).toContain(record[f]);
+  });
+
+  it("reads the job's data as vouched only where it is the run's format-2 data of the admitted tenant (round 51 `submit-lua`)", async () => {
+    const runs = createRunStore(redis, sealer);
+    const queue = createRunQueueStore(redis, () => undefined, true);
+    closers.push(() => Promise.all(Object.values(queue.queues).map((q) => q.close())));
+    const submit = (id: string, tenant: string, jobTenant: string) => {
+      const run = runFixture(id, { tenant, session: 's', principal: 'p' });
+      return runs.create(
+        run,
+        { maxInFlight: 100, sessionTtlSeconds: 6400, countQueued: true, carriesAdd: true },
+        (_counted, ride) =>
+          queue.enqueueRun({ runId: id, tenant: jobTenant, mode: run.mode, attempts: 1 }, ride),
+      );
+    };
+    const sources: string[] = [];
+    const run = LuaScript.prototype.run;
+    LuaScript.prototype.run = function (this: LuaScript, ...args: Parameters<typeof run>) {
+      sources.push(this.source);
+      return run.apply(this, args);
+    };
+    try {
+      expect(await submit('v1', 'tv', 'tv')).toBe('created');
+      expect(await submit('v2', 'tv', 'other')).toBe('created');
+    } finally {
+      LuaScript.prototype.run = run;
+    }
+    const composites = sources.filter((t) => t.includes('local answer, createdRun = admit()'));
+    expect(composites).toHaveLength(2);
+    expect(composites[0]).toContain('local admittedData, admittedTenant = AD[2], ARGV[16]');
+    expect(composites[1]).not.toContain('admittedData');
   });
 
   it('an add that cannot carry it (no hand-off) sends the admission alone, before the add, as before', async () => {
