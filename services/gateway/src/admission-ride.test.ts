@@ -4,6 +4,7 @@
 // its EVAL retry carries the add; an add that cannot carry it sends the admission alone, first.
 
 import { createRedis, generateSealKey, keys, type Redis, sealerFromConfig } from '@islet/core';
+import { LuaScript } from '@islet/core/lua-script';
 import { type AdmissionRide, createRunStore } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -199,8 +200,11 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     const opts = (id: string) => redis.hget(`${queue.keys['']}${id}`, 'opts');
     const stored = await opts('oref');
     expect(stored).toContain('"attempts":1');
-    // The call's last argument is that text (6b60376a: the packed options were the last).
-    expect(String(sent[0]?.at(-1))).toBe(stored);
+    // The call's fifth last argument is that text (6b60376a: the packed options were the last); then
+    // what the packed `args` hold: the job's key, id, name and time (round 51 `submit-lua`).
+    expect(String(sent[0]?.at(-5))).toBe(stored);
+    const time = await redis.hget(`${queue.keys['']}o1`, 'timestamp');
+    expect((sent[0] ?? []).slice(-4).map(String)).toEqual([`${queue.keys['']}o1`, 'o1', 'run', time]);
     expect(await opts('o1')).toBe(stored);
     expect(await opts('o0')).toBe(stored);
     // The script stores what it is given, not its own encoding: the same call with another text stores it.
@@ -208,7 +212,7 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     await redis.del(`${queue.keys['']}o1`);
     await redis.lrem(queue.keys.wait ?? '', 0, 'o1');
     const args = [...(sent[0] ?? [])];
-    args[args.length - 1] = '{"attempts":1,"marker":"given"}';
+    args[args.length - 5] = '{"attempts":1,"marker":"given"}';
     await redis.call('evalsha', ...(args as (string | Buffer)[]));
     expect(await opts('o1')).toBe('{"attempts":1,"marker":"given"}');
   });
@@ -241,6 +245,37 @@ describe("a submit's admission carried in its job's add (one server)", () => {
     // 6b60376a: each name right before its value (e.g. 'createdAt', then the time).
     for (const name of Object.keys(record)) expect(args, name).not.toContain(name);
     for (const f of ['description', 'createdAt', 'pick']) expect(args).toContain(record[f]);
+  });
+
+  it("reads the job's data as vouched only where it is the run's format-2 data of the admitted tenant (round 51 `submit-lua`)", async () => {
+    const runs = createRunStore(redis, sealer);
+    const queue = createRunQueueStore(redis, () => undefined, true);
+    closers.push(() => Promise.all(Object.values(queue.queues).map((q) => q.close())));
+    const submit = (id: string, tenant: string, jobTenant: string) => {
+      const run = runFixture(id, { tenant, session: 's', principal: 'p' });
+      return runs.create(
+        run,
+        { maxInFlight: 100, sessionTtlSeconds: 6400, countQueued: true, carriesAdd: true },
+        (_counted, ride) =>
+          queue.enqueueRun({ runId: id, tenant: jobTenant, mode: run.mode, attempts: 1 }, ride),
+      );
+    };
+    const sources: string[] = [];
+    const run = LuaScript.prototype.run;
+    LuaScript.prototype.run = function (this: LuaScript, ...args: Parameters<typeof run>) {
+      sources.push(this.source);
+      return run.apply(this, args);
+    };
+    try {
+      expect(await submit('v1', 'tv', 'tv')).toBe('created');
+      expect(await submit('v2', 'tv', 'other')).toBe('created');
+    } finally {
+      LuaScript.prototype.run = run;
+    }
+    const composites = sources.filter((t) => t.includes('local answer, createdRun = admit()'));
+    expect(composites).toHaveLength(2);
+    expect(composites[0]).toContain('local admittedData, admittedTenant = AD[2], ARGV[16]');
+    expect(composites[1]).not.toContain('admittedData');
   });
 
   it('an add that cannot carry it (no hand-off) sends the admission alone, before the add, as before', async () => {

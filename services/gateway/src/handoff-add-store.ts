@@ -42,7 +42,7 @@ interface ExecScripts {
 }
 
 /** A queue's add (addStandardJob's keys and arguments, as to `execCommand`) carrying a submit's admission. */
-export type RidingAdd = (ride: AdmissionRide, args: unknown[]) => Promise<unknown>;
+export type RidingAdd = (ride: AdmissionRide, args: unknown[], dataTenant?: string) => Promise<unknown>;
 
 const ridingAdds = new WeakMap<Queue, RidingAdd>();
 const watches = new WeakMap<Queue, HandedWatch>();
@@ -105,7 +105,7 @@ export function handingAdds(queue: Queue, mode?: string, watching: HandOffWatchO
     watch?.note(String(reply[1]), String(reply[2]));
     return reply[0];
   };
-  ridingAdds.set(queue, (ride, args) => {
+  ridingAdds.set(queue, (ride, args, dataTenant) => {
     let same = keys.length === ADD_KEYS + 3;
     for (let i = 0; same && i < ADD_KEYS; i++) same = keys[i] === args[i];
     if (!same) {
@@ -114,7 +114,7 @@ export function handingAdds(queue: Queue, mode?: string, watching: HandOffWatchO
       keys = args.slice(0, ADD_KEYS) as string[];
       keys.push(prioritized, idle, idleArgs);
     }
-    return ride.send(add, keys, args.slice(ADD_KEYS) as (string | Buffer)[], fixed).then(read);
+    return ride.send(add, keys, args.slice(ADD_KEYS) as (string | Buffer)[], fixed, dataTenant).then(read);
   });
   scripts.execCommand = (client, name, args) => {
     if (name !== ADD_COMMAND || args.length !== ADD_KEYS + 3) return exec(client, name, args);

@@ -48,6 +48,21 @@ export type RunAdd = (
   ride?: AdmissionRide,
 ) => Promise<string>;
 
+/**
+ * The tenant of a run's format-2 job data (`{tenant, enqueuedAtMs}`, run-queue-store.ts), whose
+ * JSON then decodes to that tenant with no runId and no skill: the script carrying the submit's
+ * admission reads it as that where the tenant is the admitted one, not by `cjson.decode` at the
+ * hand-off's start (@islet/runs `AdmissionRide.send`; test/bench/README.md round 51 `submit-lua`).
+ * Undefined for any other data.
+ */
+function formatTwoTenant(data: unknown): string | undefined {
+  if (typeof data !== 'object' || data === null) return undefined;
+  const d = data as { tenant?: unknown; enqueuedAtMs?: unknown };
+  let n = 0;
+  for (const _ in d) n++;
+  return n === 2 && typeof d.tenant === 'string' && typeof d.enqueuedAtMs === 'number' ? d.tenant : undefined;
+}
+
 /** `queue`'s adds of run jobs, built here where they can be (see the header), else `queue.add`. */
 export function runAdds(queue: Queue): RunAdd {
   const viaQueue: RunAdd = async (name, data, opts, ride) => {
@@ -99,7 +114,8 @@ export function runAdds(queue: Queue): RunAdd {
     // 47 bytes out of the submit's fsync'd write (test/bench/README.md, round 36, `aof-trim`).
     // Packed once per `attempts` while they are `runJobOptions`' own (packed-options.ts).
     const encodedOpts = packOptions(opts);
-    const args = packer.pack([prefix, opts.jobId, name, Date.now(), null, null, undefined, undefined, null]);
+    const now = Date.now();
+    const args = packer.pack([prefix, opts.jobId, name, now, null, null, undefined, undefined, null]);
     // `concat`, not a spread (a walk through the iterator protocol in unoptimized code; round 37).
     const addArgs: unknown[] = (keys as unknown[]).concat(
       args,
@@ -115,9 +131,16 @@ export function runAdds(queue: Queue): RunAdd {
     // own options (`cjsonOf`), the text also tells that add that none of `de`, `lifo`, `delay`,
     // `priority` is set: it does not unpack the packed options at all (round 50 `submit-args`).
     const text = riding && packOptions.cjsonOf(encodedOpts);
+    // With it, what `args` packs (the job's key, id, name, time: `Date.now()`'s whole ms, printed
+    // as Redis prints the packed number), so that add does not unpack `args` either (still sent:
+    // BullMQ's text, its duplicate path, reads it; round 51 `submit-lua`).
     return (
       riding
-        ? riding(ride, text ? addArgs.concat(text) : addArgs)
+        ? riding(
+            ride,
+            text ? addArgs.concat(text, prefix + opts.jobId, opts.jobId, name, String(now)) : addArgs,
+            formatTwoTenant(data),
+          )
         : scripts.execCommand(client, 'addStandardJob', addArgs)
     ).then(added);
   };

@@ -5,7 +5,7 @@
 import { LuaScript } from '@islet/core/lua-script';
 import { describe, expect, it } from 'vitest';
 import { admittedAddScript, bakedAddScript, RECORD_FIELDS } from './admitted-add.ts';
-import { CREATED_RUN, QUEUED_COUNT } from './handoff-scripts.ts';
+import { ADMITTED_DATA, ADMITTED_TENANT, CREATED_RUN, QUEUED_COUNT } from './handoff-scripts.ts';
 
 /** An add that takes the count and may start the created run, as the hand-off's add does. */
 const add = () => new LuaScript(`local c, r = ${QUEUED_COUNT}, ${CREATED_RUN}\nreturn KEYS[1]`);
@@ -31,6 +31,21 @@ describe("the submit's script with its queue's names in its text", () => {
     expect(source).not.toContain('unpack(KEYS, first, #KEYS)');
     expect(source).not.toContain('local AA = ');
     expect(baked?.sha).not.toBe(admittedAddScript(a).sha);
+  });
+
+  it("vouches for the add's data as the run's format-2 data of ARGV[16] only in its own variant (round 51 `submit-lua`)", () => {
+    const a = new LuaScript(`local d, t = ${ADMITTED_DATA}, ${ADMITTED_TENANT}\nreturn KEYS[1]`);
+    const keys = queueKeys('v');
+    const vouched = bakedAddScript(a, { keys, queued: 'q:v', addArgs: 8, formatTwo: true });
+    const plain = bakedAddScript(a, { keys, queued: 'q:v', addArgs: 8 });
+    expect(vouched).not.toBe(plain);
+    expect(bakedAddScript(a, { keys, queued: 'q:v', addArgs: 8, formatTwo: true })).toBe(vouched);
+    expect(vouched?.source).toContain('local admittedData, admittedTenant = AD[2], ARGV[16]');
+    expect(vouched?.source).toContain('local d, t = admittedData, admittedTenant');
+    expect(plain?.source).toContain('local d, t = nil, nil');
+    expect(plain?.source).not.toContain('admittedData');
+    // The arguments' form (no variant) never vouches.
+    expect(admittedAddScript(a).source).toContain('local d, t = nil, nil');
   });
 
   it('makes one script a queue: the same for the same names (one array or two), another for another queue or count', () => {

@@ -22,7 +22,7 @@
  */
 import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
-import { CREATED_RUN, QUEUED_COUNT } from './handoff-scripts.ts';
+import { ADMITTED_DATA, ADMITTED_TENANT, CREATED_RUN, QUEUED_COUNT } from './handoff-scripts.ts';
 import { bakeFixedTerms, type FixedTerms } from './handoff-terms.ts';
 import { ADMIT_AND_CREATE } from './run-store-scripts.ts';
 
@@ -63,6 +63,12 @@ interface Baked {
   fixed?: FixedTerms;
   /** The created record's field names, in order (`RECORD_FIELDS`): the admission's arguments then hold their values alone. */
   fields?: RecordLayout;
+  /**
+   * The add's data text (its ARGV[2]) is the run's format-2 data of the admitted tenant
+   * (`{"tenant":ARGV[16],"enqueuedAtMs":…}`: no runId, no skill), as its caller checked (`ride.send`'s
+   * `dataTenant`): the hand-off's fetch then reads it as that, not by `cjson.decode` (ADMITTED_DATA).
+   */
+  formatTwo?: boolean;
 }
 
 /** A created record's field names in order, and their text joined (the variant's name). */
@@ -108,11 +114,12 @@ export function bakedAddScript(add: LuaScript, baked: Baked): LuaScript | undefi
   // script without the names joined at each submit.
   let byQueued = byKeys.get(baked.keys);
   const layout = baked.fields?.id ?? '';
-  const at = layout === '' ? (baked.queued ?? '') : `${baked.queued ?? ''}\n${layout}`;
+  const queued = baked.formatTwo ? `${baked.queued ?? ''}\n2` : (baked.queued ?? '');
+  const at = layout === '' ? queued : `${queued}\n${layout}`;
   const hit = byQueued?.get(at);
   if (hit && hit.add === add && hit.addArgs === baked.addArgs && hit.fixed === baked.fixed) return hit.script;
   let variants = bakedScripts.get(add);
-  const id = `${baked.addArgs}\n${baked.fixed?.id ?? ''}\n${baked.queued ?? ''}\n${layout}\n${baked.keys.join('\n')}`;
+  const id = `${baked.addArgs}\n${baked.fixed?.id ?? ''}\n${queued}\n${layout}\n${baked.keys.join('\n')}`;
   const known = variants?.get(id);
   const remember = (script: LuaScript) => {
     if (!byQueued) {
@@ -154,6 +161,9 @@ function compositeSource(add: LuaScript, baked?: Baked): string {
   // An add that takes the job's count (the hand-off's: QUEUED_COUNT) counts it, or leaves it out
   // when its own fetch takes the job; any other add has the job counted here first.
   const takesCount = add.source.includes(QUEUED_COUNT);
+  // An add whose fetch may read its job's data as vouched (the hand-off's: ADMITTED_DATA) is told
+  // where, in a variant whose caller vouched for it; else nil.
+  const vouched = baked?.formatTwo === true && add.source.includes(ADMITTED_DATA);
   // An add whose start may take the created record (the hand-off's: CREATED_RUN) writes it: with
   // the start applied when that start is this run's, else at the end below (DEFER_RECORD).
   const defers = add.source.includes(CREATED_RUN);
@@ -169,7 +179,11 @@ function compositeSource(add: LuaScript, baked?: Baked): string {
     .split(CREATED_RUN)
     .join('createdRun')
     .split(QUEUED_COUNT)
-    .join('admittedCount');
+    .join('admittedCount')
+    .split(ADMITTED_DATA)
+    .join(vouched ? 'admittedData' : 'nil')
+    .split(ADMITTED_TENANT)
+    .join(vouched ? 'admittedTenant' : 'nil');
   const count = (queuedKey: string, tenant: string) =>
     takesCount
       ? `admittedCount = {${queuedKey}, ${tenant}}`
@@ -189,6 +203,7 @@ local answer, createdRun = admit()
 if answer ~= 'created' then return {answer} end
 local admittedCount
 ${baked.queued === undefined ? '' : count(literal(baked.queued), `ARGV[${TENANT_ARG}]`)}
+${vouched ? `local admittedData, admittedTenant = AD[2], ARGV[${TENANT_ARG}]` : ''}
 local function add(KEYS, ARGV)
 ${addSource}
 end
@@ -223,12 +238,16 @@ export interface AdmissionRide {
   /**
    * The admission with the add (`add`'s keys and arguments) in one script call; resolves to the
    * add's answer, or undefined when the admission refused (nothing was added or counted).
+   * `dataTenant`: given when the add's data text (`args[1]`) is `JSON.stringify({tenant:
+   * dataTenant, enqueuedAtMs})` of a number (the run's format-2 data); where it is the admitted
+   * tenant, the script's hand-off reads that data as such, not by its decode (`Baked.formatTwo`).
    */
   send(
     add: LuaScript,
     keys: string[],
     args: (string | number | Buffer)[],
     fixed?: FixedTerms,
+    dataTenant?: string,
   ): Promise<unknown>;
   /** The admission on its own, sent now (before an add that cannot carry it, on the same connection). */
   alone(): void;
@@ -283,7 +302,7 @@ export async function rideAdmission(
       return carried;
     },
     alone,
-    send(add, keys, args, fixed) {
+    send(add, keys, args, fixed, dataTenant) {
       if (sent) return Promise.reject(new Error('the admission went already'));
       sent = true;
       carried = true;
@@ -291,7 +310,10 @@ export async function rideAdmission(
       // queue's names, the same every submit of its mode): 16 arguments fewer a call.
       // And a hand-off's compact registrations' fixed names (handoff-terms.ts), when given.
       // And the record's field names, when given: the admission's arguments then carry their values alone.
-      const terms = { keys, queued: queuedKey, addArgs: args.length, fixed };
+      // And whether the add's data is the run's format-2 data of the admitted tenant (ARGV[16] of
+      // what is sent: the record's values come after it).
+      const formatTwo = dataTenant !== undefined && dataTenant === admitArgs[TENANT_ARG - 1];
+      const terms = { keys, queued: queuedKey, addArgs: args.length, fixed, formatTwo };
       const named = record && bakedAddScript(add, { ...terms, fields: record.layout });
       const baked = named ?? bakedAddScript(add, terms);
       const sentArgs = named && record ? valuesOnly(admitArgs, record) : admitArgs;

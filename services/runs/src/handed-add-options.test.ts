@@ -76,6 +76,22 @@ describe("the hand-off's direct add and its options", () => {
     expect(readable).toEqual(text);
   });
 
+  it('stores the same job from ARGV[5..8] (key, id, name, time): `args` (ARGV[1]) is not unpacked', async () => {
+    const given = ['bull:{q}:j1', 'j1', 'run', '1765129953123'];
+    const readable = await after(() =>
+      runOf(DIRECT, r.a, [argsOf('j1'), DATA, packer.pack(RUN_OPTS), RUN_OPTS_JSON]),
+    );
+    // ARGV[1] bytes cmsgpack cannot read (0xc1): an unpack of them fails the script (round 51 `submit-lua`).
+    const unread = await after(() =>
+      runOf(DIRECT, r.a, [Buffer.from([0xc1]), DATA, packer.pack(RUN_OPTS), RUN_OPTS_JSON, ...given]),
+    );
+    expect(unread).toEqual(readable);
+    expect(unread.answer).toBe('j1');
+    expect(await r.a.hget(`${prefix}j1`, 'timestamp')).toBe('1765129953123');
+    const text = await after(() => runOf(TEXT, r.a, [argsOf('j1'), DATA, packer.pack(RUN_OPTS)]));
+    expect(unread).toEqual(text);
+  });
+
   it.each([
     ['a delay', { delay: 5000 }],
     ['a priority', { priority: 7 }],

@@ -21,7 +21,13 @@
  * a text for those alone: attempts, backoff, removeOnComplete, removeOnFail), so with it none of
  * `de`, `lifo`, `delay`, `priority` is set and the options (ARGV[3]) are not unpacked at all: a
  * ~10-string, 4-table `cmsgpack.unpack` at every submit read only to learn that (test/bench/README.md
- * round 50 `submit-args`); without it they are read as before. Answers the
+ * round 50 `submit-args`); without it they are read as before. With ARGV[4] the gateway may also
+ * send ARGV[5..8]: the job's key (ARGV[1]'s prefix and id), its id, name and timestamp (the whole
+ * ms's digits: what Redis and `jobWritten` print of the packed number), which it sends only for the
+ * packed `[prefix, id, name, time, nil x5]` of a run's add whose id is not empty: `args` (ARGV[1],
+ * still sent for BullMQ's text) is then not unpacked (~9.6 K instructions, round 50 `submit-args`;
+ * round 51 `submit-lua`). The delay and priority go as '0' (what was printed of the numbers 0).
+ * Answers the
  * job's id, as the text. Another text (another BullMQ) gets no such path (`handedAdd` undefined).
  */
 import { createHash } from 'node:crypto';
@@ -35,20 +41,24 @@ export const ADD_STANDARD_JOB_SHA1 = '808626431266f2e834f108cac6b35ce556927132';
  * must run (nothing sent then but a found duplicate's EXISTS, which the text's `jobOrIdle` answers from).
  */
 const HANDED_ADD = `local function handedAdd(KEYS, ARGV)
-  local args = cmsgpack.unpack(ARGV[1])
-  -- ARGV[4] given: the options are a run's own (see the header), none of them read here.
-  local opts = ARGV[4] == nil and cmsgpack.unpack(ARGV[3]) or nil
-  local jobId = args[2]
-  if type(jobId) ~= 'string' or jobId == '' or args[5] ~= nil or args[6] ~= nil or args[7] ~= nil
-    or args[8] ~= nil or args[9] ~= nil or (opts and (opts['de'] ~= nil or opts['lifo'])) then
-    return nil
+  local jobIdKey, jobId, name, timestamp, opts = ARGV[5], ARGV[6], ARGV[7], ARGV[8], nil
+  -- ARGV[5..8] given (with ARGV[4]): ARGV[1]'s values (see the header), not unpacked here.
+  if not timestamp then
+    local args = cmsgpack.unpack(ARGV[1])
+    -- ARGV[4] given: the options are a run's own (see the header), none of them read here.
+    opts = ARGV[4] == nil and cmsgpack.unpack(ARGV[3]) or nil
+    jobId, name, timestamp = args[2], args[3], args[4]
+    if type(jobId) ~= 'string' or jobId == '' or args[5] ~= nil or args[6] ~= nil or args[7] ~= nil
+      or args[8] ~= nil or args[9] ~= nil or (opts and (opts['de'] ~= nil or opts['lifo'])) then
+      return nil
+    end
+    jobIdKey = args[1] .. jobId
   end
   local call = bullRedis.call
-  local jobIdKey = args[1] .. jobId
   if jobOrIdle(jobIdKey) == 1 then return nil end
   -- ARGV[4] (the gateway's, run-add-store.ts): the options as cjson writes them, not encoded here.
-  call('HMSET', jobIdKey, 'name', args[3], 'data', ARGV[2], 'opts', ARGV[4] or cjson.encode(opts),
-    'timestamp', args[4], 'delay', opts and opts['delay'] or 0, 'priority', opts and opts['priority'] or 0)
+  call('HMSET', jobIdKey, 'name', name, 'data', ARGV[2], 'opts', ARGV[4] or cjson.encode(opts),
+    'timestamp', timestamp, 'delay', opts and opts['delay'] or '0', 'priority', opts and opts['priority'] or '0')
   -- getTargetQueueList's
   local target, maxed = KEYS[1], false
   local meta = call('HMGET', KEYS[3], 'paused', 'concurrency', 'max', 'duration')

@@ -106,6 +106,15 @@ export const CREATED_RUN = '(nil --[[islet:created-run]])';
  */
 export const QUEUED_COUNT = '(nil --[[islet:queued-count]])';
 
+/**
+ * Where the hand-off's fetch takes a job data text it need not decode, and its tenant: `nil` in the
+ * add alone; a submit's admission carried in the add (admitted-add.ts) puts there the add's data
+ * text (its ARGV[2]) and the admitted tenant when its caller vouched that text is the run's
+ * format-2 data of that tenant (lua/fetch-lease-begin-11.lua's KNOWN_JOB, KNOWN_TENANT).
+ */
+export const ADMITTED_DATA = '(nil --[[islet:admitted-data]])';
+export const ADMITTED_TENANT = '(nil --[[islet:admitted-tenant]])';
+
 /** addStandardJob-9's check for a job of the same id (a job added with its own id: every run's), BullMQ 5. */
 const JOB_EXISTS = 'if rcall("EXISTS", jobIdKey) == 1 then';
 /**
@@ -285,6 +294,8 @@ export function handOffAddScript(addBody: string, moveToActiveBody: string, live
     false,
     CREATED_RUN,
     'uncounted',
+    ADMITTED_DATA,
+    ADMITTED_TENANT,
   ).source;
   // The worker's options go to its fetch as the table they are made as (FETCH_OPTS), not packed
   // here for BullMQ's text to unpack again: ~14 K of the submit's ~1.1 M instructions a call

@@ -148,6 +148,9 @@ export function leaseAnswerOf(reply: unknown): LeaseAnswer {
  * which the attempt's start reads from there: the hand-off's add inside a submit's admission).
  * `uncounted`: a Lua expression for the tail's UNCOUNTED ({job = id}: a job its pool's queued
  * counts do not hold, so its pick-up takes no count off; the hand-off's add).
+ * `knownJob`, `knownTenant`: Lua expressions for the tail's KNOWN_JOB and KNOWN_TENANT (a job data
+ * text vouched for as a run's format-2 data of that tenant, read as that, not decoded; the hand-off's
+ * add inside a submit's admission).
  * `defers`: a run's job whose lease is refused is moved to delayed here and `fetchJob` called
  * again for the next (the tail's DEFER); the script then takes the delay as its last argument
  * (`DEFER_MS`). The hand-off's add does not: its arguments are a registration's, which runners of
@@ -159,6 +162,8 @@ export function fetchLeaseBeginScript(
   defers = false,
   knownRun = 'nil',
   uncounted = 'nil',
+  knownJob = 'nil',
+  knownTenant = 'nil',
 ): LuaScript {
   const tail = luaSource('fetch-lease-begin-11', {
     FETCHED_ARGS,
@@ -166,6 +171,8 @@ export function fetchLeaseBeginScript(
     POOL_NOW: now,
     KNOWN_RUN: knownRun,
     UNCOUNTED: uncounted,
+    KNOWN_JOB: knownJob,
+    KNOWN_TENANT: knownTenant,
     DEFER: defers ? deferTerms(FETCH_QUEUE) : 'nil',
     REFETCH: 'fetchJob',
     START: 'ARGV',
@@ -348,6 +355,8 @@ ${luaSource('fetch-lease-begin-11', {
   POOL_NOW: 'nil',
   KNOWN_RUN: 'nil',
   UNCOUNTED: 'nil',
+  KNOWN_JOB: 'nil',
+  KNOWN_TENANT: 'nil',
   DEFER: fetchBody ? deferTerms(COMPLETE_QUEUE, 'BK', 'BA') : 'nil',
   REFETCH: fetchBody ? 'refetch' : 'fetchJob',
   START: 'SA',

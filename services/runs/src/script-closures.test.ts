@@ -34,6 +34,8 @@ describe('the functions a script makes at every call', () => {
       POOL_NOW: 'nil',
       UNCOUNTED: 'nil',
       KNOWN_RUN: 'nil',
+      KNOWN_JOB: 'nil',
+      KNOWN_TENANT: 'nil',
       POOL_SEEN: 'nil',
       REFETCH: 'fetchJob',
     });

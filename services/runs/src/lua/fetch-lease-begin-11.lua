@@ -22,6 +22,12 @@
 --   script created, as includes/begin-attempt.lua's `known` takes it.
 -- UNCOUNTED (a parameter): nil, or (in the hand-off's add) a Lua expression: {job = id} of a job the
 --   pool's queued counts do not hold, as includes/lease-acquire.lua's `uncounted` takes it.
+-- KNOWN_JOB, KNOWN_TENANT (parameters): nil and nil, or (in the hand-off's add inside a submit's
+--   admission) Lua expressions: a job data text whose decoding the embedding script's caller
+--   vouches for, the run's format-2 data `{"tenant":KNOWN_TENANT,"enqueuedAtMs":…}` (no runId, no
+--   skill; admitted-add.ts), and that tenant. A job whose hash holds that very text as its second
+--   field (the add's HMSET: name, data, …) is read as that, not decoded (`cjson.decode` and the
+--   walk to its field: ~7 K instructions a handed submit, test/bench/README.md round 51 `submit-lua`).
 -- DEFER (a parameter): nil, or a Lua expression (read before anything of the job) of the queue's
 --   keys and the deferral's delay: {ms, active, stalled, delayed, marker, meta, prefix, ts} (`ts`
 --   BullMQ's timestamp of the fetch, the worker's clock, as its moveToDelayed takes). With it a job
@@ -49,16 +55,23 @@ local KEYS, ARGV
 local function startRun(fetched, seen)
   local fields = fetched[1]
   if type(fields) ~= 'table' then return fetched end
-  local data
-  for i = 1, #fields, 2 do
-    if fields[i] == 'data' then data = fields[i + 1] end
-  end
-  local decoded, job = pcall(cjson.decode, data or '')
-  if not decoded or type(job) ~= 'table' then return fetched end
-  -- A run's job written by format 2 has no runId: its job id is the run's (jobs.ts `jobRunId`).
-  local runId, tenant = job.runId or fetched[2], job.tenant
-  if (job.skill ~= nil and job.skill ~= cjson.null) or type(runId) ~= 'string' or type(tenant) ~= 'string' then
-    return fetched
+  local runId, tenant
+  local known = ${KNOWN_JOB}
+  -- Strings are interned: the compare of the same text is one of pointers.
+  if known and fields[3] == 'data' and fields[4] == known then
+    runId, tenant = fetched[2], ${KNOWN_TENANT}
+  else
+    local data
+    for i = 1, #fields, 2 do
+      if fields[i] == 'data' then data = fields[i + 1] end
+    end
+    local decoded, job = pcall(cjson.decode, data or '')
+    if not decoded or type(job) ~= 'table' then return fetched end
+    -- A run's job written by format 2 has no runId: its job id is the run's (jobs.ts `jobRunId`).
+    runId, tenant = job.runId or fetched[2], job.tenant
+    if (job.skill ~= nil and job.skill ~= cjson.null) or type(runId) ~= 'string' or type(tenant) ~= 'string' then
+      return fetched
+    end
   end
   -- A key made of the id between its two parts (A[o + i], A[o + i + 1]), written out: a helper
   -- function would be made at every call, reading A and o as upvalues (test/bench/README.md round 48
