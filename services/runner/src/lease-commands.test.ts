@@ -9,19 +9,16 @@
 import { keys } from '@islet/core';
 import { createCallJournal, noteQueued } from '@islet/runs';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { commandStats } from '../test/run-backlog.ts';
-import { done, mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { done, mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare, type FairShareDeps } from './fair-share.ts';
 
 let redis: Redis;
-const h = runnerHarness('lease-commands-test');
-const { logger, sealer, lifecycle, newRun } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('lease-commands-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { logger, sealer, lifecycle, newRun } = h;
 
 const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
 
