@@ -12,6 +12,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { commandStats } from '../test/run-backlog.ts';
 import { done, mode, onRunnerHarness, until } from '../test/runner-harness.ts';
+import { shareConfig } from '../test/share-config.ts';
 import { createFairShare, type FairShareDeps } from './fair-share.ts';
 
 let redis: Redis;
@@ -27,12 +28,7 @@ function share(promote: FairShareDeps['promote'] = async () => true, leaseMs = 3
     redis,
     logger,
     promote,
-    config: {
-      ISLET_RUNNER_CONCURRENCY: 4,
-      ISLET_RUNNER_NAME: undefined,
-      ISLET_TENANT_SHARE_LEASE_MS: leaseMs,
-      ...on,
-    },
+    config: shareConfig({ ISLET_TENANT_SHARE_LEASE_MS: leaseMs, ...on }),
   });
   h.onClose(() => s.close());
   return s;

@@ -14,6 +14,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { done, onRunnerHarness } from '../test/runner-harness.ts';
+import { shareConfig } from '../test/share-config.ts';
 import { createFairShare, type FairShareDeps } from './fair-share.ts';
 import type { RunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
@@ -33,12 +34,7 @@ function share(promote: FairShareDeps['promote'] = async () => true, concurrency
     redis,
     logger,
     promote,
-    config: {
-      ISLET_RUNNER_CONCURRENCY: concurrency,
-      ISLET_RUNNER_NAME: undefined,
-      ISLET_TENANT_SHARE_LEASE_MS: 30_000,
-      ...on,
-    },
+    config: shareConfig({ ISLET_RUNNER_CONCURRENCY: concurrency, ...on }),
   });
   h.onClose(() => s.close());
   return s;
