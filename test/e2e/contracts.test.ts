@@ -6,7 +6,7 @@
 import { type Cluster, startCluster } from '@islet/devstack';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Api, api, type Loose, sleep, startAppServer, until } from './helpers.ts';
+import { type Api, api, httpConnection, type Loose, sleep, startAppServer, until } from './helpers.ts';
 
 let cluster: Cluster;
 let a: Api;
@@ -55,17 +55,7 @@ beforeAll(async () => {
     if (d.body.tool === 'slow') await sleep(2500);
     return { status: 200, body: JSON.stringify({ structuredContent: { tool: d.body.tool } }) };
   });
-  const created = await a('POST', '/v1/connections', {
-    name: 'Mail',
-    kind: 'http',
-    url: app.url,
-    tools: [
-      { name: 'read_note', policy: 'allow' },
-      { name: 'send_email', policy: 'ask' },
-      { name: 'slow', policy: 'allow' },
-    ],
-  });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  await httpConnection(a, 'Mail', app.url, { read_note: 'allow', send_email: 'ask', slow: 'allow' });
 }, 90_000);
 
 afterAll(async () => {

@@ -167,6 +167,17 @@ export async function createConnection(on: Api, body: Record<string, unknown>): 
   return res.body;
 }
 
+/** An http connection `name` at `url` whose tools are `tools`' names with their policies, through `createConnection`. */
+export function httpConnection(
+  on: Api,
+  name: string,
+  url: string,
+  tools: Record<string, 'allow' | 'ask'>,
+): Promise<Loose> {
+  const list = Object.entries(tools).map(([tool, policy]) => ({ name: tool, policy }));
+  return createConnection(on, { name, kind: 'http', url, tools: list });
+}
+
 export async function until<T>(
   fn: () => Promise<T | undefined | false>,
   timeoutMs = 20_000,

@@ -6,7 +6,7 @@
  */
 import { type Cluster, startCluster } from '@islet/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Api, api, type Loose, readSse, startAppServer, until } from './helpers.ts';
+import { type Api, api, httpConnection, type Loose, readSse, startAppServer, until } from './helpers.ts';
 
 let cluster: Cluster;
 let a: Api;
@@ -51,17 +51,7 @@ beforeAll(async () => {
       ? { status: 202, body: JSON.stringify({ inputRequired: { message: 'Which account?' } }) }
       : { status: 200, body: JSON.stringify({ structuredContent: { tool: d.body.tool } }) },
   );
-  const created = await a('POST', '/v1/connections', {
-    name: 'Bank',
-    kind: 'http',
-    url: app.url,
-    tools: [
-      { name: 'needs', policy: 'allow' },
-      { name: 'pay', policy: 'ask' },
-    ],
-  });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  bank = created.body;
+  bank = await httpConnection(a, 'Bank', app.url, { needs: 'allow', pay: 'ask' });
   const client = await a('POST', '/v1/connections', {
     name: 'Phone',
     kind: 'client',

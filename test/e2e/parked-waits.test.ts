@@ -9,7 +9,7 @@
 import { type Cluster, startCluster } from '@islet/devstack';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Api, api, createConnection, type Loose, startAppServer, until } from './helpers.ts';
+import { type Api, api, httpConnection, type Loose, startAppServer, until } from './helpers.ts';
 
 const SLOTS = 4;
 const WAITING = 16;
@@ -33,15 +33,7 @@ beforeAll(async () => {
     status: 200,
     body: JSON.stringify({ structuredContent: { tool: d.body.tool, echo: d.body.arguments } }),
   }));
-  mail = await createConnection(a, {
-    name: 'Mail',
-    kind: 'http',
-    url: app.url,
-    tools: [
-      { name: 'read_note', policy: 'allow' },
-      { name: 'send_email', policy: 'ask' },
-    ],
-  });
+  mail = await httpConnection(a, 'Mail', app.url, { read_note: 'allow', send_email: 'ask' });
 }, 90_000);
 
 afterAll(async () => {

@@ -23,6 +23,7 @@ import {
   type Api,
   api,
   createConnection,
+  httpConnection,
   type Loose,
   readSse,
   sleep,
@@ -212,15 +213,7 @@ describe('binding calls on a Redis Cluster', () => {
   });
 
   it('a Code Mode decision: the run stops, is decided on the other gateway, replays and completes; nothing sent twice', async () => {
-    const mail = await createConnection(a, {
-      name: 'Mail',
-      kind: 'http',
-      url: app.url,
-      tools: [
-        { name: 'read_note', policy: 'allow' },
-        { name: 'send_email', policy: 'ask' },
-      ],
-    });
+    const mail = await httpConnection(a, 'Mail', app.url, { read_note: 'allow', send_email: 'ask' });
     const code = `const note = await apps.mail.read_note({ id: 7 });
 const sent = await apps.mail.send_email({ to: "team@example.com", note: note.structuredContent.echo.id });
 return sent.structuredContent.echo;`;

@@ -19,38 +19,29 @@ import { generateSealKey } from './sealer.ts';
 const base = { ISLET_SEAL_KEYS: generateSealKey('k1'), ISLET_INTERNAL_TOKEN: 'x'.repeat(24) };
 const openssl = (dir: string, args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
 
+/** A CA certificate `/CN=<cn>` signing itself, a day long: `<name>.pem` and its key `<name>.key` in `dir`. */
+function selfSignedCa(dir: string, cn: string, name: string): void {
+  openssl(dir, [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    `/CN=${cn}`,
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.pem`,
+  ]);
+}
+
 /** A CA and a server certificate for 127.0.0.1/localhost signed by it; a second CA that signed nothing. */
 function makePki(dir: string): void {
-  openssl(dir, [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=islet-test-ca',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-  ]);
-  openssl(dir, [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=other-ca',
-    '-keyout',
-    'other.key',
-    '-out',
-    'other.pem',
-  ]);
+  selfSignedCa(dir, 'islet-test-ca', 'ca');
+  selfSignedCa(dir, 'other-ca', 'other');
   openssl(dir, [
     'req',
     '-newkey',

@@ -4,26 +4,12 @@
 
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { DelayedError, Worker } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  NS,
-  type OperatorFixture,
-  POOLS,
-  runnerPool,
-  startOperatorFixture,
-  waitFor,
-} from './operator-fixture.ts';
+import { describe, expect, it } from 'vitest';
+import { onOperatorFixture } from './on-operator-fixture.ts';
+import { NS, POOLS, runnerPool, waitFor } from './operator-fixture.ts';
 
 describe('queue demand', () => {
-  let fx: OperatorFixture;
-
-  beforeAll(async () => {
-    fx = await startOperatorFixture();
-    await fx.startOperator();
-  });
-  afterAll(async () => {
-    await fx?.stop();
-  });
+  const fx = onOperatorFixture((f) => f.startOperator());
 
   it('12 waiting runs, target 2: one pool wants 6; two pools want 3 each, not 6 each', async () => {
     const queue = fx.queue('read-only');

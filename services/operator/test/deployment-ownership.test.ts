@@ -8,17 +8,11 @@ import {
   setHeaderOptions,
   type V1Deployment,
 } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunnerPool } from '../src/runner-pool.ts';
 import type { FakeKubeApi } from './fake-kube-api.ts';
-import {
-  DEPLOYS,
-  NS as ns,
-  type OperatorFixture,
-  POOLS,
-  startOperatorFixture,
-  waitFor,
-} from './operator-fixture.ts';
+import { onOperatorFixture } from './on-operator-fixture.ts';
+import { DEPLOYS, NS as ns, POOLS, waitFor } from './operator-fixture.ts';
 
 const RESTARTED_AT = 'kubectl.kubernetes.io/restartedAt';
 
@@ -30,18 +24,12 @@ const pool = (name: string, image: string, annotations: Record<string, string> =
 });
 
 describe('Deployment ownership', () => {
-  let fx: OperatorFixture;
   let api: FakeKubeApi;
+  const fx = onOperatorFixture((f) => {
+    api = f.api;
+    return f.startOperator();
+  });
   const deployment = (name: string) => fx.deployment(name);
-
-  beforeAll(async () => {
-    fx = await startOperatorFixture();
-    api = fx.api;
-    await fx.startOperator();
-  });
-  afterAll(async () => {
-    await fx?.stop();
-  });
 
   it('`kubectl rollout restart` and others’ labels survive a reconcile that changes the template', async () => {
     api.apply(POOLS, ns, pool('rr', 'islet/runner:1', { 'checksum/config': 'aaa' }));

@@ -2,27 +2,22 @@
 // RunnerPool's status, so the new leader holds replicas for at least the rest of the window (the
 // latest persisted run is taken to have lasted until the takeover: longer, never shorter) (fake
 // Kubernetes API, real Redis, real BullMQ jobs).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunnerPool } from '../src/runner-pool.ts';
 import type { FakeKubeApi } from './fake-kube-api.ts';
-import { NS as ns, type OperatorFixture, POOLS, startOperatorFixture, waitFor } from './operator-fixture.ts';
+import { onOperatorFixture } from './on-operator-fixture.ts';
+import { NS as ns, POOLS, waitFor } from './operator-fixture.ts';
 
 const MODE = 'read-only';
 const WINDOW_S = 6;
 
 describe('scale-down stabilization across a leader change', () => {
-  let fx: OperatorFixture;
   let api: FakeKubeApi;
+  const fx = onOperatorFixture(async (f) => {
+    api = f.api;
+  });
   const replicas = () => fx.replicasOf('p');
   const start = (identity: string) => fx.startOperator({}, identity);
-
-  beforeAll(async () => {
-    fx = await startOperatorFixture();
-    api = fx.api;
-  });
-  afterAll(async () => {
-    await fx?.stop();
-  });
 
   it('the new leader holds replicas for the rest of the window, then scales down', async () => {
     const queue = fx.queue(MODE);

@@ -8,20 +8,13 @@ import { pausedRunsKey, QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import type { V1Deployment, V1Lease } from '@kubernetes/client-node';
 import { type Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Operator } from '../src/operator.ts';
 import { DELETION_COST_ANNOTATION, DRAINING_ANNOTATION } from '../src/reconciler.ts';
 import type { RunnerPool } from '../src/runner-pool.ts';
 import type { FakeKubeApi } from './fake-kube-api.ts';
-import {
-  DEPLOYS,
-  NS as ns,
-  type OperatorFixture,
-  POOLS,
-  runnerPool,
-  startOperatorFixture,
-  waitFor,
-} from './operator-fixture.ts';
+import { onOperatorFixture } from './on-operator-fixture.ts';
+import { DEPLOYS, NS as ns, POOLS, runnerPool, waitFor } from './operator-fixture.ts';
 
 const MODE = 'workspace-write';
 /** What the chart gives the operator for runner pods (their env ConfigMap and secrets). */
@@ -31,17 +24,14 @@ const pool = (name: string, spec: Record<string, unknown>): RunnerPool =>
   runnerPool(name, { mode: MODE, maxReplicas: 6, scaleDownStabilizationSeconds: 2, ...spec });
 
 describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', () => {
-  let fx: OperatorFixture;
   let redis: Redis;
   let api: FakeKubeApi;
   let op: Operator;
   let queue: Queue;
-
-  beforeAll(async () => {
-    fx = await startOperatorFixture();
-    ({ redis, api } = fx);
-    queue = fx.queue(MODE);
-    op = await fx.startOperator(
+  const fx = onOperatorFixture(async (f) => {
+    ({ redis, api } = f);
+    queue = f.queue(MODE);
+    op = await f.startOperator(
       {
         ...RUNNER_ENV,
         ISLET_OPERATOR_WATCH_BACKOFF_INITIAL_MS: '20',
@@ -50,9 +40,6 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
       },
       'op-main',
     );
-  });
-  afterAll(async () => {
-    await fx?.stop();
   });
 
   it('creates the Deployment with the mode’s security profile and reports Ready with observedGeneration', async () => {
@@ -257,21 +244,19 @@ describe('RunnerPool operator (fake Kubernetes API, real Redis, real BullMQ)', (
 });
 
 describe('leader election over a coordination.k8s.io/v1 Lease', () => {
-  let fx: OperatorFixture;
   let api: FakeKubeApi;
   let child: ChildProcess | undefined;
   let standby: Operator | undefined;
   let dir: string;
 
-  beforeAll(async () => {
-    fx = await startOperatorFixture();
-    api = fx.api;
+  const fx = onOperatorFixture(async (f) => {
+    api = f.api;
     dir = mkdtempSync(join(tmpdir(), 'islet-op-'));
   });
+  // Runs before the fixture's own stop (vitest runs a describe's after-hooks last registered first).
   afterAll(async () => {
     child?.kill('SIGKILL');
-    await fx?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('one operator leads; when it dies without releasing, the other takes over after the Lease expires', async () => {

@@ -7,31 +7,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { REDIS_CA_FILE, REDIS_PASSWORD_FILE } from '../src/deployment.ts';
-import {
-  NS,
-  type OperatorFixture,
-  POOLS,
-  runnerPool,
-  startOperatorFixture,
-  waitFor,
-} from './operator-fixture.ts';
+import { onOperatorFixture } from './on-operator-fixture.ts';
+import { NS, POOLS, runnerPool, waitFor } from './operator-fixture.ts';
 
 describe('Redis password and CA for runner pods', () => {
-  let fx: OperatorFixture;
-  beforeAll(async () => {
-    fx = await startOperatorFixture();
-    await fx.startOperator({
+  const fx = onOperatorFixture((f) =>
+    f.startOperator({
       ISLET_RUNNER_ENV_SECRET: 'islet-secrets',
       ISLET_RUNNER_REDIS_PASSWORD_SECRET: 'ext-redis',
       ISLET_RUNNER_REDIS_PASSWORD_KEY: 'password',
       ISLET_RUNNER_REDIS_CA_SECRET: 'ext-redis-ca',
-    });
-  });
-  afterAll(async () => {
-    await fx?.stop();
-  });
+    }),
+  );
 
   it('the Deployment mounts them into the secrets directory and names them in *_FILE, never as values', async () => {
     fx.api.apply(POOLS, NS, runnerPool('auth'));
@@ -64,24 +53,22 @@ describe('Redis password and CA for runner pods', () => {
 });
 
 describe('the operator process against a Redis that requires a password', () => {
-  let fx: OperatorFixture;
   let locked: RedisServer;
   let dir: string;
   const children: ChildProcess[] = [];
 
-  beforeAll(async () => {
-    fx = await startOperatorFixture({});
+  const fx = onOperatorFixture(async () => {
     locked = await startRedis({ appendOnly: false });
     const admin = new Redis(locked.url);
     await admin.config('SET', 'requirepass', 'op-redis-pw "quoted" \\ back');
     admin.disconnect();
     dir = mkdtempSync(join(tmpdir(), 'islet-op-auth-'));
-  });
+  }, {});
+  // Runs before the fixture's own stop (vitest runs a describe's after-hooks last registered first).
   afterAll(async () => {
     for (const c of children) c.kill('SIGKILL');
     await locked?.stop();
-    await fx?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const startMain = (identity: string, extraEnv: Record<string, string>) => {

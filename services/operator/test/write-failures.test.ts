@@ -4,30 +4,18 @@
 // A transient failure (503, timeout) only retries with the backoff: no Stalled, no lost share.
 // The same behaviours against a real API server: test/kube/defects.test.ts.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Operator } from '../src/operator.ts';
-import {
-  NS,
-  type OperatorFixture,
-  POOLS,
-  runnerPool,
-  startOperatorFixture,
-  waitFor,
-} from './operator-fixture.ts';
+import { onOperatorFixture } from './on-operator-fixture.ts';
+import { NS, POOLS, runnerPool, waitFor } from './operator-fixture.ts';
 
 describe('refused writes', () => {
-  let fx: OperatorFixture;
   let op: Operator;
-
-  beforeAll(async () => {
-    fx = await startOperatorFixture();
-    op = await fx.startOperator({
+  const fx = onOperatorFixture(async (f) => {
+    op = await f.startOperator({
       ISLET_OPERATOR_RETRY_BACKOFF_INITIAL_MS: '100',
       ISLET_OPERATOR_RETRY_BACKOFF_MAX_MS: '400',
     });
-  });
-  afterAll(async () => {
-    await fx?.stop();
   });
 
   it('Stalled with the API’s reason, one counted Event, growing retry delays; no share of the depth', async () => {

@@ -9,18 +9,15 @@ import { keys } from '@islet/core';
 import { createRunStore } from '@islet/runs';
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
-import { mode, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('bull-path-test');
-const { setUp, warmUp, sealer } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('bull-path-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { setUp, warmUp, sealer } = h;
 
 /** The gateway's submit (runs-service.ts): admission, record, queued count and the add in one call. */
 function submit(queues: ReturnType<typeof createRunQueueStore>, id: string) {

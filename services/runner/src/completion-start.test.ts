@@ -10,20 +10,17 @@
 import { keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { backlog, commandStats, deferrals, gate } from '../test/run-backlog.ts';
-import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, type RunnerUnderTest, until } from '../test/runner-harness.ts';
 import { isEndCompleteStartSha } from './end-complete-store.ts';
 import { createFairShare } from './fair-share.ts';
 
 let redis: Redis;
-const h = runnerHarness('completion-start-test');
-const { logger, monitor, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('completion-start-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { logger, monitor, setUp, warmUp } = h;
 
 /** Script calls taking a lease apart from a fetch or a completion: lease-and-begin-9, lease-acquire-6. */
 const apartLeases = (sent: string[][]) =>

@@ -12,19 +12,16 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mode, type RunnerSetUpOptions, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { mode, onRunnerHarness, type RunnerSetUpOptions, until, untilIdle } from '../test/runner-harness.ts';
 import type { ExecuteJob } from './run-executor-types.ts';
 
 let redis: Redis;
-const h = runnerHarness('direct-start-test');
+const h = onRunnerHarness('direct-start-test', (up) => {
+  ({ redis } = up);
+});
 const { newRun, setUp, warmUp } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
-});
-afterAll(() => h.close());
 
 /** What the tests read of the worker's privates and BullMQ's. */
 interface Inside {

@@ -9,18 +9,15 @@ import { keys } from '@islet/core';
 import { LuaScript } from '@islet/core/lua-script';
 import { Scripts } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { onRunnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 
 let redis: Redis;
-const h = runnerHarness('end-at-handover-test');
-const { monitor, newRun, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('end-at-handover-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { monitor, newRun, setUp, warmUp } = h;
 
 describe("a run's end and its job's completion, sent as the end is handed over", () => {
   it('goes before the processor returns and before BullMQ builds its completion; BullMQ sends nothing more; each run ended and completed once', async () => {

@@ -12,19 +12,16 @@ import { FINISH_RUN_RELEASE, runJobOptions } from '@islet/runs';
 import type { RedisServer } from '@islet/testkit';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 
 let server: RedisServer;
 let redis: Redis;
-const h = runnerHarness('end-complete-test');
-const { newRun, monitor, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ server, redis } = await h.start());
+const h = onRunnerHarness('end-complete-test', (up) => {
+  ({ server, redis } = up);
 });
-afterAll(() => h.close());
+const { newRun, monitor, setUp, warmUp } = h;
 
 /** BullMQ's own completion script's hash: the call the fused one replaces. */
 const COMPLETE_SHA = createHash('sha1').update(moveToFinished.content).digest('hex');

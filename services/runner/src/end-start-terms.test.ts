@@ -11,20 +11,17 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gate } from '../test/run-backlog.ts';
-import { mode, type RunnerUnderTest, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, type RunnerUnderTest, until, untilIdle } from '../test/runner-harness.ts';
 import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
 
 let redis: Redis;
-const h = runnerHarness('end-start-terms-test');
-const { monitor, newRun, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('end-start-terms-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { monitor, newRun, setUp, warmUp } = h;
 
 /** The fused end calls a client sent for `runId` (its id among the arguments), by script. */
 function fusedEnds(sent: string[][], runId: string): { sha: string | undefined; argc: number }[] {

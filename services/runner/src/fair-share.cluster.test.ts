@@ -9,6 +9,7 @@ import { createLogger, keys, type Redis } from '@islet/core';
 import { noteQueued } from '@islet/runs';
 import { describe, expect, it } from 'vitest';
 import { describeRedis } from '../test/describe-redis.ts';
+import { shareConfig } from '../test/share-config.ts';
 import { createFairShare } from './fair-share.ts';
 
 const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
@@ -28,13 +29,7 @@ async function exerciseFairShare(redis: Redis): Promise<void> {
         promoted.push(jobId);
         return true;
       },
-      config: {
-        ISLET_RUNNER_CONCURRENCY: 4,
-        ISLET_RUNNER_NAME: undefined,
-        ISLET_TENANT_POOL_SHARE: 0.5,
-        ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0,
-        ISLET_TENANT_SHARE_LEASE_MS: 30_000,
-      },
+      config: shareConfig(),
     }),
   );
   try {

@@ -11,6 +11,7 @@ import { noteQueued } from '@islet/runs';
 import { type RedisServer, startRedis } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shareConfig } from '../test/share-config.ts';
 import { createFairShare, type FairShareDeps } from './fair-share.ts';
 
 let server: RedisServer;
@@ -38,14 +39,7 @@ function runner(
     logger,
     promote,
     ...(queuedJobs ? { queuedJobs } : {}),
-    config: {
-      ISLET_RUNNER_CONCURRENCY: 4,
-      ISLET_RUNNER_NAME: undefined,
-      ISLET_TENANT_POOL_SHARE: 0.5,
-      ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0,
-      ISLET_TENANT_SHARE_LEASE_MS: 30_000,
-      ...config,
-    },
+    config: shareConfig(config),
   });
   started.push(share);
   return share;

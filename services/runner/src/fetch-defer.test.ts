@@ -11,20 +11,17 @@
 import { keys } from '@islet/core';
 import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gate } from '../test/run-backlog.ts';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
 
 let redis: Redis;
-const h = runnerHarness('fetch-defer-test');
-const { logger, newRun, monitor, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('fetch-defer-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { logger, newRun, monitor, setUp, warmUp } = h;
 
 describe('a fetch whose lease is refused', () => {
   it('moves the job to delayed in its own script and brings the next job in the same call', async () => {

@@ -10,20 +10,17 @@ import { keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { noteQueued, runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mode, runnerHarness, scriptsBeforeWork, until } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { mode, onRunnerHarness, scriptsBeforeWork, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import { isBakedFetchSha, isFetchStartSha } from './fetch-start-store.ts';
 import type { SkillExecutor } from './skill-executor.ts';
 
 let redis: Redis;
-const h = runnerHarness('fetch-start-test');
-const { logger, newRun, monitor, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('fetch-start-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { logger, newRun, monitor, setUp, warmUp } = h;
 
 describe('a fetch that starts its run (one server)', () => {
   it('the pick-up is one script call after the add: the fetch took the lease and began the attempt', async () => {

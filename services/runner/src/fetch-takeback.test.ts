@@ -26,7 +26,7 @@ import type { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
-import { runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { onRunnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 import { type FetchTakeBack, isFetchTakeBackSha, startingClient } from './fetch-start-store.ts';
 import { FETCH_KEY_NAMES } from './handoff-store.ts';
 
@@ -188,12 +188,10 @@ it("the take-back's fetch is told from the plain one's script", () => {
 });
 
 describe('a worker woken by the marker while registered', () => {
-  const h = runnerHarness('fetch-takeback-test');
   let hr: Redis;
-  beforeAll(async () => {
-    ({ redis: hr } = await h.start());
+  const h = onRunnerHarness('fetch-takeback-test', (up) => {
+    ({ redis: hr } = up);
   });
-  afterAll(() => h.close());
   const addOn = (q: Queue, id: string) =>
     q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
   type Counted = { handOffWait: { takeBacks: number; fusedTakeBacks: number; owed: boolean } };

@@ -11,17 +11,14 @@ import { keys } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { handOffKeys } from '@islet/runs';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
+import { expect, it } from 'vitest';
+import { mode, onRunnerHarness, type RunnerUnderTest, until } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('handback-close-test');
-const idleKey = handOffKeys(`${QUEUE_PREFIX}:${runQueueName(mode)}:`, '').idle;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('handback-close-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const idleKey = handOffKeys(`${QUEUE_PREFIX}:${runQueueName(mode)}:`, '').idle;
 
 it('a run handed back while the worker closes goes back to the queue; the closing runner never takes it again', async () => {
   let release: () => void = () => undefined;

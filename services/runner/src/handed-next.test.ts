@@ -8,9 +8,9 @@
  */
 import { keys } from '@islet/core';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { backlog, deferrals, gate } from '../test/run-backlog.ts';
-import { mode, type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, type RunnerUnderTest, until } from '../test/runner-harness.ts';
 import { HandedNext } from './handed-next.ts';
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
@@ -72,12 +72,9 @@ describe('HandedNext', () => {
 });
 
 let redis: Redis;
-const harness = runnerHarness('handed-next-test');
-
-beforeAll(async () => {
-  ({ redis } = await harness.start());
+const harness = onRunnerHarness('handed-next-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => harness.close());
 
 /**
  * Watches the worker's slot gate: at each slot kept for a completion's next job (`keep <n>`), a turn

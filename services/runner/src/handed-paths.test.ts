@@ -23,18 +23,15 @@ import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import type { Redis } from 'ioredis';
 import { unpack } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handOff, mode, runnerHarness, untilIdle } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { handOff, mode, onRunnerHarness, untilIdle } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('handed-paths-test');
+const h = onRunnerHarness('handed-paths-test', (up) => {
+  ({ redis } = up);
+});
 const { newRun, monitor, setUp, warmUp } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
-});
-afterAll(() => h.close());
 
 /** Every key's DUMP. */
 async function dumpAll(): Promise<Map<string, Buffer>> {

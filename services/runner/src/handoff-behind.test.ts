@@ -9,17 +9,14 @@
  */
 import { keys } from '@islet/core';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mode, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { mode, onRunnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('handoff-behind-test');
-const { newRun, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('handoff-behind-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { newRun, setUp, warmUp } = h;
 
 describe('a run ending while its worker is registered idle', () => {
   it('its completion leaves the job queued behind a hand-off to the worker loop, which fetches it with its slot and start', async () => {

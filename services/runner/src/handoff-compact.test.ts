@@ -11,26 +11,23 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { runJobOptions } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import {
   handOff,
   mode,
+  onRunnerHarness,
   type RunnerUnderTest,
-  runnerHarness,
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('handoff-compact-test');
+const h = onRunnerHarness('handoff-compact-test', (up) => {
+  ({ redis } = up);
+});
 const { newRun, monitor, setUp, warmUp } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
-});
-afterAll(() => h.close());
 
 /** A queue whose adds hand off as the gateway's: with its mode's names (`withNames`) or without. */
 function handingQueue(withNames: boolean): Queue {

@@ -11,29 +11,26 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { createRunStore, handOffKeys } from '@islet/runs';
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
 import {
   handOff,
   mode,
+  onRunnerHarness,
   type RunnerUnderTest,
-  runnerHarness,
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
 import { editedTerms } from '../test/stored-terms.ts';
 
 let redis: Redis;
-const h = runnerHarness('handoff-count-test');
+const h = onRunnerHarness('handoff-count-test', (up) => {
+  ({ redis } = up);
+});
 const { monitor, setUp, warmUp, sealer } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 const idleKey = handOff.idle;
 const idleArgsKey = handOff.idleArgs;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
-});
-afterAll(() => h.close());
 
 const idle = (t: RunnerUnderTest) => untilIdle(redis, t);
 

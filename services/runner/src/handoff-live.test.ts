@@ -14,28 +14,25 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { handOffKeys, liveChannelOf, runJobOptions } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handedWatchOf, handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import {
   handOff,
   mode,
+  onRunnerHarness,
   type RunnerUnderTest,
-  runnerHarness,
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
 import { editedTerms } from '../test/stored-terms.ts';
 
 let redis: Redis;
-const h = runnerHarness('handoff-live-test');
+const h = onRunnerHarness('handoff-live-test', (up) => {
+  ({ redis } = up);
+});
 const { newRun, setUp, warmUp } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 const FAR = 3_600_000;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
-});
-afterAll(() => h.close());
 
 /** A queue whose adds hand off as a gateway's, with the liveness check or without. */
 function handingQueue(liveCheck: boolean) {

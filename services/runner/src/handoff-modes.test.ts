@@ -21,18 +21,15 @@ import {
 import { runFixture } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
-import { runnerHarness } from '../test/runner-harness.ts';
+import { onRunnerHarness } from '../test/runner-harness.ts';
 import { IdleTermsWriter } from './handoff-store.ts';
 
 let redis: Redis;
-const h = runnerHarness('handoff-modes-test');
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('handoff-modes-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
 
 describe("every mode's registration at the runner's defaults", () => {
   it('is compact and the gateway’s add of its queue hands it the job', async () => {

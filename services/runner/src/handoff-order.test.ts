@@ -10,19 +10,16 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { runJobOptions } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
-import { mode, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('handoff-order-test');
+const h = onRunnerHarness('handoff-order-test', (up) => {
+  ({ redis } = up);
+});
 const { newRun, setUp, warmUp } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
-});
-afterAll(() => h.close());
 
 describe("the submit's hand-off with a job left behind it", () => {
   it('the idle worker takes its answer by its pop, not by a take-back after the marker woke it', async () => {

@@ -11,31 +11,28 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { handOffKeys, runJobOptions, TAKE_BACK } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handedWatchOf, handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import type { HandedWatch } from '../../gateway/src/handoff-reclaim-store.ts';
 import {
   handOff,
   mode,
+  onRunnerHarness,
   type RunnerUnderTest,
-  runnerHarness,
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
 import { editedTerms } from '../test/stored-terms.ts';
 
 let redis: Redis;
-const h = runnerHarness('handoff-reclaim-test');
+const h = onRunnerHarness('handoff-reclaim-test', (up) => {
+  ({ redis } = up);
+});
 const { newRun, setUp, warmUp } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 /** The watch's own delay: never reached while a test runs; `look` is called with a later time. */
 const FAR = 3_600_000;
 const later = () => Date.now() + 2 * FAR;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
-});
-afterAll(() => h.close());
 
 /** A queue whose adds hand off and are watched, as the gateway's. */
 function handingQueue(): { q: Queue; watch: HandedWatch } {

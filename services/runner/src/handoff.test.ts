@@ -15,14 +15,14 @@ import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import type { Redis } from 'ioredis';
 import { pack, unpack } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handingAdds, handOffAddShaOf } from '../../gateway/src/handoff-add-store.ts';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
 import {
   handOff,
   mode,
+  onRunnerHarness,
   type RunnerUnderTest,
-  runnerHarness,
   scriptsBeforeWork,
   until,
   untilIdle,
@@ -33,16 +33,13 @@ import { isFetchStartSha } from './fetch-start-store.ts';
 import { registerAndPop } from './handoff-store.ts';
 
 let redis: Redis;
-const h = runnerHarness('handoff-test');
+const h = onRunnerHarness('handoff-test', (up) => {
+  ({ redis } = up);
+});
 const { logger, newRun, monitor, setUp, warmUp, sealer } = h;
 const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 const idleKey = handOff.idle;
 const idleArgsKey = handOff.idleArgs;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
-});
-afterAll(() => h.close());
 
 const idle = (t: RunnerUnderTest) => untilIdle(redis, t);
 

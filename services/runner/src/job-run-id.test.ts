@@ -10,19 +10,16 @@
 import { keys } from '@islet/core';
 import { failedJobsFeed, jobRunId } from '@islet/runs';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handOffAddShaOf } from '../../gateway/src/handoff-add-store.ts';
-import { runnerHarness, scriptsBeforeWork, until, untilIdle } from '../test/runner-harness.ts';
+import { onRunnerHarness, scriptsBeforeWork, until, untilIdle } from '../test/runner-harness.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
 
 let redis: Redis;
-const h = runnerHarness('job-run-id-test');
-const { newRun, monitor, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('job-run-id-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { newRun, monitor, setUp, warmUp } = h;
 
 async function ranAndEnded(id: string) {
   expect(await redis.hget(keys.run(id), 'attempts')).toBe('1');

@@ -9,19 +9,17 @@
 import { keys } from '@islet/core';
 import { createCallJournal, noteQueued } from '@islet/runs';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { commandStats } from '../test/run-backlog.ts';
-import { done, mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { done, mode, onRunnerHarness, until } from '../test/runner-harness.ts';
+import { shareConfig } from '../test/share-config.ts';
 import { createFairShare, type FairShareDeps } from './fair-share.ts';
 
 let redis: Redis;
-const h = runnerHarness('lease-commands-test');
-const { logger, sealer, lifecycle, newRun } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('lease-commands-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { logger, sealer, lifecycle, newRun } = h;
 
 const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
 
@@ -30,12 +28,7 @@ function share(promote: FairShareDeps['promote'] = async () => true, leaseMs = 3
     redis,
     logger,
     promote,
-    config: {
-      ISLET_RUNNER_CONCURRENCY: 4,
-      ISLET_RUNNER_NAME: undefined,
-      ISLET_TENANT_SHARE_LEASE_MS: leaseMs,
-      ...on,
-    },
+    config: shareConfig({ ISLET_TENANT_SHARE_LEASE_MS: leaseMs, ...on }),
   });
   h.onClose(() => s.close());
   return s;

@@ -12,21 +12,19 @@ import { createRunStore, noteQueued, type RunJobData, runJobOptions } from '@isl
 import { type RedisServer, runFixture } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { done, runnerHarness } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { done, onRunnerHarness } from '../test/runner-harness.ts';
+import { shareConfig } from '../test/share-config.ts';
 import { createFairShare, type FairShareDeps } from './fair-share.ts';
 import type { RunExecutor } from './run-executor.ts';
 import { createRunner } from './runner.ts';
 
 let server: RedisServer;
 let redis: Redis;
-const h = runnerHarness('lease-in-scripts-test');
-const { logger, base, sealer, lifecycle } = h;
-
-beforeAll(async () => {
-  ({ server, redis } = await h.start());
+const h = onRunnerHarness('lease-in-scripts-test', (up) => {
+  ({ server, redis } = up);
 });
-afterAll(() => h.close());
+const { logger, base, sealer, lifecycle } = h;
 
 const on = { ISLET_TENANT_POOL_SHARE: 0.5, ISLET_TENANT_MAX_EXECUTING_PER_POOL: 0 };
 const runs = () => createRunStore(redis, sealer);
@@ -36,12 +34,7 @@ function share(promote: FairShareDeps['promote'] = async () => true, concurrency
     redis,
     logger,
     promote,
-    config: {
-      ISLET_RUNNER_CONCURRENCY: concurrency,
-      ISLET_RUNNER_NAME: undefined,
-      ISLET_TENANT_SHARE_LEASE_MS: 30_000,
-      ...on,
-    },
+    config: shareConfig({ ISLET_RUNNER_CONCURRENCY: concurrency, ...on }),
   });
   h.onClose(() => s.close());
   return s;

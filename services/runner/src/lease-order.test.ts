@@ -9,17 +9,12 @@
  */
 
 import { keys } from '@islet/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import type { SlotGate } from './slot-gate.ts';
 
-const h = runnerHarness('lease-order-test');
-
-beforeAll(async () => {
-  await h.start();
-});
-afterAll(() => h.close());
+const h = onRunnerHarness('lease-order-test');
 
 /** A fair share that notes when a release of `jobId` is asked for and when it has landed. */
 function noting(log: string[], jobId: string) {

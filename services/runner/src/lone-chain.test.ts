@@ -10,17 +10,14 @@ import { keys } from '@islet/core';
 import { runJobOptions } from '@islet/runs';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deferrals } from '../test/run-backlog.ts';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 
-const h = runnerHarness('lone-chain-test');
 let client: Redis;
-
-beforeAll(async () => {
-  ({ redis: client } = await h.start());
+const h = onRunnerHarness('lone-chain-test', (up) => {
+  ({ redis: client } = up);
 });
-afterAll(() => h.close());
 
 type Under = Awaited<ReturnType<typeof h.setUp>>;
 

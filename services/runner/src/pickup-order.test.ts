@@ -5,16 +5,11 @@
  * work: the fetch waits a turn of the event loop. Read from the worker's counters at the moment
  * the run's work begins (where the real executor sends the program), never from time.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunnerUnderTest, runnerHarness, until } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { onRunnerHarness, type RunnerUnderTest, until } from '../test/runner-harness.ts';
 
-const h = runnerHarness('pickup-order-test');
+const h = onRunnerHarness('pickup-order-test');
 const { newRun, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  await h.start();
-});
-afterAll(() => h.close());
 
 interface Counts {
   drainedByFetch: number;

@@ -10,17 +10,14 @@ import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { type RunJobData, runJobOptions } from '@islet/runs';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mode, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { mode, onRunnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('pickup-sync-test');
-const { newRun, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('pickup-sync-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { newRun, setUp, warmUp } = h;
 
 /** What the test reads of the worker: BullMQ's processor call, the hand-offs, its slot gate. */
 interface Inside {

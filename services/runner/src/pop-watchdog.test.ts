@@ -7,8 +7,8 @@
  */
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type RunnerUnderTest, runnerHarness, until, untilIdle } from '../test/runner-harness.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { onRunnerHarness, type RunnerUnderTest, until, untilIdle } from '../test/runner-harness.ts';
 import { blockingClientOf } from './mode-worker.ts';
 import { PopWatchdog } from './pop-watchdog.ts';
 
@@ -113,12 +113,10 @@ async function silencingProxy(port: number) {
 }
 
 describe("a hand-off worker's blocking pops (real runner)", () => {
-  const h = runnerHarness('pop-watchdog-test');
   let redis: Redis;
-  beforeAll(async () => {
-    ({ redis } = await h.start());
+  const h = onRunnerHarness('pop-watchdog-test', (up) => {
+    ({ redis } = up);
   });
-  afterAll(() => h.close());
 
   /** One run added and completed (handed to the idle worker). */
   async function oneRun(t: RunnerUnderTest, id: string) {

@@ -12,21 +12,18 @@ import { runJobOptions } from '@islet/runs';
 import type { RedisServer } from '@islet/testkit';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import { commandStats } from '../test/run-backlog.ts';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 import { isEndAndCompleteSha, isEndCompleteStartSha } from './end-complete-store.ts';
 
 let server: RedisServer;
 let redis: Redis;
-const h = runnerHarness('queue-commands-test');
-const { newRun, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ server, redis } = await h.start());
+const h = onRunnerHarness('queue-commands-test', (up) => {
+  ({ server, redis } = up);
 });
-afterAll(() => h.close());
+const { newRun, setUp, warmUp } = h;
 
 const queueKey = (name: string, q = runQueueName(mode)) => `${QUEUE_PREFIX}:${q}:${name}`;
 

@@ -13,16 +13,13 @@
 import { keys } from '@islet/core';
 import { runJobOptions } from '@islet/runs';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 
-const h = runnerHarness('reserved-promote-test');
 let client: Redis;
-
-beforeAll(async () => {
-  ({ redis: client } = await h.start());
+const h = onRunnerHarness('reserved-promote-test', (up) => {
+  ({ redis: client } = up);
 });
-afterAll(() => h.close());
 
 describe('a slot leased to a deferred job under contention', () => {
   it('is filled by that job through the freeing worker’s own fetch; nothing lost, each tenant in order', async () => {

@@ -11,20 +11,17 @@ import type { Engine, RunOutcome } from '@islet/engine';
 import { createCallJournal, createRunStore } from '@islet/runs';
 import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { completed } from '../test/executor-fakes.ts';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 import { createFairShare } from './fair-share.ts';
 import type { GatewayClient } from './gateway-client.ts';
 import { createRunExecutor } from './run-executor.ts';
 
 let redis: Redis;
-const h = runnerHarness('resume-lease-test');
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('resume-lease-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
 
 const tick = () => new Promise((r) => setImmediate(r));
 

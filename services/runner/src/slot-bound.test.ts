@@ -9,17 +9,14 @@
  */
 import { keys } from '@islet/core';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mode, runnerHarness, until } from '../test/runner-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { mode, onRunnerHarness, until } from '../test/runner-harness.ts';
 
 let redis: Redis;
-const h = runnerHarness('slot-bound-test');
-const { newRun, setUp, warmUp } = h;
-
-beforeAll(async () => {
-  ({ redis } = await h.start());
+const h = onRunnerHarness('slot-bound-test', (up) => {
+  ({ redis } = up);
 });
-afterAll(() => h.close());
+const { newRun, setUp, warmUp } = h;
 
 describe('a completion while a parked run waits to come back', () => {
   it('fetches nothing: the queued jobs start in their order, none waits in the gate or is passed over', async () => {

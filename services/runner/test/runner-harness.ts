@@ -2,7 +2,8 @@
  * Shared set-up of the runner's one-server script tests (fetch-start, end-complete, lease-in-scripts):
  * a redis-server of their own, the real run store and journal, and a runner of one mode (fair share
  * on) around an executor that runs the real lifecycle. Each test file makes one harness, starts it
- * in `beforeAll` and closes it in `afterAll`; `close` also closes every runner and share it made.
+ * in `beforeAll` and closes it in `afterAll` (`onRunnerHarness` registers both); `close` also closes
+ * every runner and share it made.
  */
 import {
   createLogger,
@@ -27,7 +28,7 @@ import {
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
 import type { ParkingWorker } from '../src/parking-worker.ts';
 import { HandBackError, type RunExecutor } from '../src/run-executor.ts';
@@ -338,6 +339,21 @@ export function runnerHarness(name: string) {
   }
 
   return { logger, base, sealer, start, close, onClose, lifecycle, newRun, monitor, setUp, warmUp };
+}
+
+/**
+ * `runnerHarness(name)` started in the calling file's (or describe's) `beforeAll` and closed in its
+ * `afterAll`; `started` is handed the server and its client once up (the file keeps its own
+ * `redis`, read inside tests).
+ */
+export function onRunnerHarness(name: string, started?: (up: RunnerHarnessRedis) => void): RunnerHarness {
+  const h = runnerHarness(name);
+  beforeAll(async () => {
+    const up = await h.start();
+    started?.(up);
+  });
+  afterAll(() => h.close());
+  return h;
 }
 
 /**

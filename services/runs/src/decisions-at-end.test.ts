@@ -13,6 +13,7 @@
  */
 import { runFixture } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { completedEnd as end } from '../test/run-ends.ts';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { createTestSealer } from '../test/test-sealer.ts';
 import { createDecisionStore } from './decision-store.ts';
@@ -27,11 +28,6 @@ const RETENTION = 3600;
 const WAIT = 86_400_000;
 const decisionsOf = journalKeys().decisions;
 const recordOf = (id: string) => `islet:run:{${id}}`;
-const end = {
-  status: 'Completed' as const,
-  result: { _tag: 'Completed' as const, value: 1, logs: [] },
-  text: '1',
-};
 
 describe("a run's decisions at its end", () => {
   const r = useSuiteRedis();

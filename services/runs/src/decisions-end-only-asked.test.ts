@@ -14,6 +14,7 @@ import { runFixture } from '@islet/testkit';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { luaDuring } from '../test/lua-during.ts';
+import { completedEnd as end } from '../test/run-ends.ts';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { createTestSealer } from '../test/test-sealer.ts';
 import { createDecisionStore } from './decision-store.ts';
@@ -26,11 +27,6 @@ import { createRunTransitions } from './run-transitions.ts';
 const sealer = createTestSealer();
 const RETENTION = 3600;
 const decisionsOf = journalKeys().decisions;
-const end = {
-  status: 'Completed' as const,
-  result: { _tag: 'Completed' as const, value: 1, logs: [] },
-  text: '1',
-};
 
 /** The keys of the EXPIREs Redis ran from scripts while `body` ran (MONITOR, up to an end marker). */
 async function expiredKeys(redis: Redis, body: () => Promise<unknown>): Promise<string[]> {

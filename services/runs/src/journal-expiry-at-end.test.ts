@@ -11,6 +11,7 @@ import { generateSealKey, type Redis, sealerFromConfig } from '@islet/core';
 import type { BindingOutcome } from '@islet/protocol';
 import { runFixture } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { completedEnd as end } from '../test/run-ends.ts';
 import { onRedisServer } from '../test/test-redis.ts';
 import { createCallJournal } from './call-journal.ts';
 import { journalKeys } from './keys.ts';
@@ -20,11 +21,6 @@ import { createRunTransitions } from './run-transitions.ts';
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 const RETENTION = 3600;
 const outcome: BindingOutcome = { type: 'result', valueJson: '{"ok":true}' };
-const end = {
-  status: 'Completed' as const,
-  result: { _tag: 'Completed' as const, value: 1, logs: [] },
-  text: '1',
-};
 
 let redis: Redis;
 onRedisServer((client) => {

@@ -11,6 +11,7 @@ import { generateSealKey, keys, type Redis, sealerFromConfig } from '@islet/core
 import type { BindingOutcome } from '@islet/protocol';
 import { runFixture } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { completedEnd as end } from '../test/run-ends.ts';
 import { onRedisServer } from '../test/test-redis.ts';
 import { createCallJournal } from './call-journal.ts';
 import { journalKeys } from './keys.ts';
@@ -22,11 +23,6 @@ const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 const SHORT = 1;
 const outcome: BindingOutcome = { type: 'result', valueJson: '{"paid":true}' };
 const pay = { index: 0, binding: 'bank.pay', argsJson: '{"to":"x","cents":100}' };
-const end = {
-  status: 'Completed' as const,
-  result: { _tag: 'Completed' as const, value: 1, logs: [] },
-  text: '1',
-};
 
 let redis: Redis;
 onRedisServer((client) => {

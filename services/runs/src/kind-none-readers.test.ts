@@ -11,16 +11,12 @@
 import { generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { runFixture } from '@islet/testkit';
 import { describe, expect, it } from 'vitest';
+import { completedEnd as completed } from '../test/run-ends.ts';
 import { withRedis } from '../test/test-redis.ts';
 import { createRunIndex, foldPendingEnds } from './run-index.ts';
 import { createRunStore } from './run-store.ts';
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
-const completed = {
-  status: 'Completed' as const,
-  result: { _tag: 'Completed' as const, value: 1, logs: [] },
-  text: '1',
-};
 const failed = {
   status: 'Failed' as const,
   result: {
