@@ -25,7 +25,14 @@ export const DEFAULT_FRAME_LIMITS: FrameLimits = {
 
 /** Encodes one message into frames (a list of buffers ready to write in order). */
 export function encodeMessage(message: unknown, limits: FrameLimits = DEFAULT_FRAME_LIMITS): Buffer[] {
-  const json = JSON.stringify(message);
+  return encodeText(JSON.stringify(message), limits);
+}
+
+/**
+ * Encodes one message already made as its JSON text (run-frames.ts `outcomeFrame`: a call's
+ * outcome made as text, with no object to stringify), under the same limits as `encodeMessage`.
+ */
+export function encodeText(json: string, limits: FrameLimits = DEFAULT_FRAME_LIMITS): Buffer[] {
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > limits.maxMessageBytes) {
     throw new Error(`message of ${bytes} bytes exceeds ${limits.maxMessageBytes} bytes`);

@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, writeSync, writevSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_FRAME_LIMITS, encodeMessage, type FrameLimits, FrameReader } from './frame.ts';
+import { DEFAULT_FRAME_LIMITS, encodeMessage, encodeText, type FrameLimits, FrameReader } from './frame.ts';
 import { HOST_ADDON_ARG, isolatedVmAddon } from './host-addon.ts';
 import { builtHostScript } from './host-build.ts';
 import { privateBytesOf, readStatusText, VM_RSS } from './host-status.ts';
@@ -218,13 +218,17 @@ export class HostProcess {
    * `gather` (a call's outcome): the first of a tick is written at once, so the host starts its turn;
    * the others of the same tick (a `Promise.all`'s outcomes, settled by one batch answer's chunk in
    * one drain of the promise jobs) go out together in one write when the tick ends, not a write and
-   * a syscall each. Any message sent meanwhile keeps its place behind them.
+   * a syscall each. Any message sent meanwhile keeps its place behind them. A string is the
+   * message's JSON text already made (a call's outcome, run-frames.ts `outcomeFrame`).
    */
-  send(message: ToHost, gather = false): boolean {
+  send(message: ToHost | string, gather = false): boolean {
     if (this.exited) return false;
     let frames: Buffer[];
     try {
-      frames = encodeMessage(message, this.frameLimits);
+      frames =
+        typeof message === 'string'
+          ? encodeText(message, this.frameLimits)
+          : encodeMessage(message, this.frameLimits);
     } catch {
       return false;
     }

@@ -24,22 +24,24 @@ export function runFrame(p: RunParams, remainingMs: () => number): ToHost {
   };
 }
 
-/** The frame that hands a call's outcome (a result or an error, not a stop) to the program. */
+/**
+ * The frame that hands a call's outcome (a result or an error, not a stop) to the program, as its
+ * JSON text: the same bytes as `JSON.stringify` of `{ t, id, valueJson, turnMs }` (or the error's
+ * `{ t, id, name, message, detailsJson, turnMs }`), made with no frame object to stringify: only
+ * the strings are escaped, each by `JSON.stringify` of the string itself (a lone call's outcome is
+ * on the call's path; test/bench/README.md, round 51 `binding-passthrough`). `turnMs` (an integer
+ * ≥ 1, or undefined: no `turnMs`) is run.ts's.
+ */
 export function outcomeFrame(
   id: number,
   outcome: Exclude<BindingOutcome, { type: 'stop' }>,
-  turn: { turnMs?: number },
-): ToHost {
-  return outcome.type === 'result'
-    ? { t: 'result', id, valueJson: outcome.valueJson, ...turn }
-    : {
-        t: 'error',
-        id,
-        name: outcome.name,
-        message: outcome.message,
-        detailsJson: JSON.stringify(outcome.details ?? {}),
-        ...turn,
-      };
+  turnMs: number | undefined,
+): string {
+  const turn = turnMs === undefined ? '}' : `,"turnMs":${turnMs}}`;
+  if (outcome.type === 'result')
+    return `{"t":"result","id":${id},"valueJson":${JSON.stringify(outcome.valueJson)}${turn}`;
+  const details = JSON.stringify(JSON.stringify(outcome.details ?? {}));
+  return `{"t":"error","id":${id},"name":${JSON.stringify(outcome.name)},"message":${JSON.stringify(outcome.message)},"detailsJson":${details}${turn}`;
 }
 
 /** Why a `call` frame is refused (the run ends as `protocol`), or undefined when it is the next call. */

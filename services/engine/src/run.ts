@@ -231,18 +231,18 @@ export class Run implements ResidentWatched {
       // While the clock runs, the turn this outcome starts may run on the host's own thread with
       // what is left as its deadline (no thread hop); paused (other calls out, their waits not
       // counted) or without a deadline, on isolated-vm's thread, where an `end` reaches it.
-      const turn =
+      const turnMs =
         this.p.timeoutMs !== null && this.budget.running()
-          ? { turnMs: Math.max(1, Math.ceil(this.budget.remainingMs())) }
-          : {};
+          ? Math.max(1, Math.ceil(this.budget.remainingMs()))
+          : undefined;
       // Gathered with the tick's other outcomes only while other calls are out: a lone call's
       // outcome (none other can settle in this tick) goes at once, with no tick to end a burst.
-      const sent = this.host.send(outcomeFrame(call.index, outcome, turn), inFlight > 0);
+      const sent = this.host.send(outcomeFrame(call.index, outcome, turnMs), inFlight > 0);
       if (!sent && !this.host.exited) {
         this.endNow({ kind: 'protocol', message: 'a binding result is too large for the sandbox channel' });
         return;
       }
-      if (sent && turn.turnMs !== undefined) this.turnsOut++;
+      if (sent && turnMs !== undefined) this.turnsOut++;
       const next = this.calls.next();
       if (next) this.startCall(next);
     }

@@ -13,6 +13,7 @@ import { BoundedMap } from '@islet/core';
 import type { BindingCall, BindingOutcome } from '@islet/engine';
 import type { LiveOutcome } from '@islet/runs';
 import { Agent, type Dispatcher } from 'undici';
+import { callBody } from './call-body.ts';
 import { GatewayPost } from './gateway-post.ts';
 
 interface GatewayClientOptions {
@@ -215,7 +216,7 @@ export function createGatewayClient(options: GatewayClientOptions): GatewayClien
         const res = await post(
           `${base}/internal/v1/code-runs/${encodeURIComponent(runId)}/calls`,
           headers,
-          JSON.stringify({ attempt, ...call, ...(tryNo > 0 ? { takeover: true } : {}) }),
+          callBody(attempt, call, tryNo > 0),
           signal,
         );
         const text = res.text;
