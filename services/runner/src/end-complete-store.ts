@@ -39,6 +39,7 @@ import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
+import { EndOptions } from './end-options.ts';
 import { deferArg, FETCH_AND_LOOK, type FetchedHooks, fetchedAnswer } from './fetch-start-store.ts';
 
 const END_AND_COMPLETE = endAndCompleteScript(moveToFinished.content);
@@ -83,19 +84,46 @@ const BULL_PARTS: PartShape[] = [
   { name: 'EA', keys: false, length: 23, names: [1, 2, 22], rest: true, derived: END_DERIVED.args },
 ];
 const END_BAKED = new BakedScript(END_AND_COMPLETE, endAndCompleteBody(moveToFinished.content), BULL_PARTS);
+const START_PART: PartShape = { name: 'SA', keys: false, length: FETCHED_ARGS + 1, names: FIXED_START };
 const END_START_BAKED = new BakedScript(
   END_COMPLETE_START,
   endCompleteStartBody(moveToFinished.content, FETCH_AND_LOOK, handedRefetch(moveToActive.content)),
-  BULL_PARTS.concat({ name: 'SA', keys: false, length: FETCHED_ARGS + 1, names: FIXED_START }),
+  BULL_PARTS.concat(START_PART),
 );
+/**
+ * The same calls with the worker's packed options (BullMQ's 8th argument) taken apart by the runner
+ * (end-options.ts): BO, the token carried, its lock duration, name and the bytes around the token
+ * written into the text; BA's 8th not sent (the script makes it again where it is read). The end's
+ * direct completion takes them without Redis's `cmsgpack.unpack` of the options (16–17 k
+ * instructions an end: test/bench/README.md, round 51 `end-lua`). Options it would not take go as before.
+ */
+const OPTION_PARTS: PartShape[] = BULL_PARTS.map((p) => (p.name === 'BA' ? { ...p, unsent: [7] } : p));
+const OPTIONS_PART: PartShape = { name: 'BO', keys: false, length: 5, names: [1, 2, 3, 4] };
+const END_OPTIONS_BAKED = new BakedScript(
+  END_AND_COMPLETE,
+  endAndCompleteBody(moveToFinished.content, 'nil', 'BO'),
+  OPTION_PARTS.concat(OPTIONS_PART),
+);
+const END_START_OPTIONS_BAKED = new BakedScript(
+  END_COMPLETE_START,
+  endCompleteStartBody(moveToFinished.content, FETCH_AND_LOOK, handedRefetch(moveToActive.content), 'BO'),
+  OPTION_PARTS.concat(START_PART, OPTIONS_PART),
+);
+/** BullMQ's packed options (its 8th argument) of this process's ends, taken apart (one worker's at a time). */
+const END_OPTIONS = new EndOptions();
+/** moveToFinished's packed options' position in its arguments. */
+const OPTIONS_ARG = 7;
 /** The hash of the fused call that also starts the next job's run, unbaked (a call not of its shape). */
 export const END_COMPLETE_START_SHA = END_COMPLETE_START.sha;
 /** Whether `sha` is the fused call that also starts the next job's run, unbaked or baked (tests tell its calls by it). */
 export const isEndCompleteStartSha = (sha: unknown): boolean =>
-  sha === END_COMPLETE_START_SHA || END_START_BAKED.has(sha);
+  sha === END_COMPLETE_START_SHA || END_START_BAKED.has(sha) || END_START_OPTIONS_BAKED.has(sha);
 /** Whether `sha` is the fused end and completion without a start, unbaked or baked (tests tell its calls by it). */
 export const isEndAndCompleteSha = (sha: unknown): boolean =>
-  sha === END_AND_COMPLETE_SHA || END_BAKED.has(sha);
+  sha === END_AND_COMPLETE_SHA || END_BAKED.has(sha) || END_OPTIONS_BAKED.has(sha);
+/** Whether `sha` is a baked end whose packed options went as their parts (end-options.ts; tests tell its calls by it). */
+export const isEndOptionsSha = (sha: unknown): boolean =>
+  END_OPTIONS_BAKED.has(sha) || END_START_OPTIONS_BAKED.has(sha);
 
 const UNBAKED_REASONS: readonly UnbakedReason[] = ['shape', 'derived', 'texts'];
 
@@ -206,13 +234,18 @@ export function completingExec(
     const bullArgs = args.slice(COMPLETE_KEYS) as (string | number)[];
     const next = Number(bullArgs[FETCH_NEXT_ARG]) === 1 ? end.startNext : undefined;
     let reply: unknown[];
+    // Past its MAX_BAKED texts, the options' baker's call goes by the plain one (which counts what it sends unbaked).
+    const options = END_OPTIONS.split(bullArgs[OPTIONS_ARG]);
     try {
       if (next) {
         const start = next.start();
         const startArgs = startArgsList(start);
         startArgs.push(deferArg(next.hooks));
         // The worker's names in the script's text where they can be: the same reads and writes.
-        const baked = END_START_BAKED.call([bullKeys, bullArgs, end.keys, end.args, startArgs]);
+        const baked =
+          (options &&
+            END_START_OPTIONS_BAKED.call([bullKeys, bullArgs, end.keys, end.args, startArgs, options])) ||
+          END_START_BAKED.call([bullKeys, bullArgs, end.keys, end.args, startArgs]);
         reply = (await (baked
           ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
           : END_COMPLETE_START.run(
@@ -223,7 +256,9 @@ export function completingExec(
               bullArgs.concat(end.args, [COMPLETE_KEYS, bullArgs.length], startArgs),
             ))) as unknown[];
       } else {
-        const baked = END_BAKED.call([bullKeys, bullArgs, end.keys, end.args]);
+        const baked =
+          (options && END_OPTIONS_BAKED.call([bullKeys, bullArgs, end.keys, end.args, options])) ||
+          END_BAKED.call([bullKeys, bullArgs, end.keys, end.args]);
         reply = (await (baked
           ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
           : END_AND_COMPLETE.run(

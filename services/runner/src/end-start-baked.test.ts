@@ -43,6 +43,7 @@ import {
   endsUnbakedAtScrape,
   isEndAndCompleteSha,
   isEndCompleteStartSha,
+  isEndOptionsSha,
   type PendingEnd,
   unbakedEnds,
 } from './end-complete-store.ts';
@@ -112,7 +113,14 @@ async function bothWays(
   firstTenant: string,
   t = terms,
   next = true,
-  o: { jobId?: string; alter?: (end: { keys: string[]; args: (string | number)[] }) => void } = {},
+  o: {
+    jobId?: string;
+    alter?: (end: { keys: string[]; args: (string | number)[] }) => void;
+    /** The worker's lock token (default `w1:<first>`). */
+    token?: string;
+    /** The completion's time (default now). */
+    ts?: number;
+  } = {},
 ) {
   const jobId = o.jobId ?? first;
   const life = createRunLifecycle({
@@ -120,7 +128,7 @@ async function bothWays(
     journal: createCallJournal({ redis, sealer }),
   });
   const start = life.fetchedStart(t);
-  const token = `w1:${first}`;
+  const token = o.token ?? `w1:${first}`;
   // The first run's start, as the worker's fused fetch makes it.
   const fetchKeys = FETCH_KEY_NAMES.map((k) => queue.keys[k] ?? '');
   const fetching = startingClient(
@@ -169,6 +177,7 @@ async function bothWays(
   const scripts = (worker as unknown as { scripts: { moveToCompletedArgs(...a: unknown[]): unknown[] } })
     .scripts;
   const bullCall = scripts.moveToCompletedArgs(job, '1', { count: 100 }, token, next);
+  if (o.ts !== undefined) bullCall[15] = o.ts;
   const bullKeys = bullCall.slice(0, 14) as string[];
   const bullArgs = bullCall.slice(14) as (string | number)[];
   const snap = await snapshot();
@@ -256,6 +265,7 @@ describe("a run's end, its completion and the next start, baked", () => {
     expect(r.sent).toHaveLength(1);
     expect(isEndCompleteStartSha(r.sent[0])).toBe(true);
     expect(r.sent[0]).not.toBe(END_COMPLETE_START_SHA);
+    expect(isEndOptionsSha(r.sent[0])).toBe(true);
     const [unbaked = [], baked] = r.answers as unknown[][];
     expect(clockless(baked)).toBe(clockless(unbaked));
     // {the end's answer, the completion's}: the end written; the next job with its start's answer
@@ -386,5 +396,49 @@ describe("a run's end, its completion and the next start, baked", () => {
     expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
     // The run's own in-flight entry stays: the key as sent was used, not one made from the tenant.
     expect(await redis.zscore(keys.inFlight('acme'), 'h1')).not.toBeNull();
+  });
+
+  it("carries the worker's lock token, not its packed options: the options' bytes and verdict in the text, as the unbaked call's answer and writes, with and without the next job", async () => {
+    for (const next of [true, false]) {
+      await redis.flushall();
+      await redis.hset(keys.poolSlots(mode), 'r1', `100:${Date.now() + 3_600_000}`);
+      for (const id of ['k1', 'k2']) {
+        await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
+        await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: id });
+      }
+      // A token past fixstr's 31 bytes (str8), as a worker's `<uuid>:<n>` is.
+      const token = `6f1c2d3e-4b5a-4c6d-8e7f-90a1b2c3d4e5:${next ? 17 : 1234}`;
+      const r = await bothWays('k1', 'acme', terms, next, { token });
+      expect(r.sent).toHaveLength(1);
+      expect(isEndOptionsSha(r.sent[0])).toBe(true);
+      // No msgpack map among the arguments (BullMQ's packed options: map16 0xde, or a fixmap); the token as it is.
+      expect(r.sentArgs[0]?.some((a) => Buffer.isBuffer(a) || /^[\x80-\x8f\xde]/.test(String(a)))).toBe(
+        false,
+      );
+      expect(r.sentArgs[0]?.filter((a) => String(a) === token)).toHaveLength(1);
+      const [unbaked = [], baked] = r.answers as unknown[][];
+      expect(clockless(baked)).toBe(clockless(unbaked));
+      expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+      expect(await redis.zscore(queue.keys.completed ?? '', 'k1')).not.toBeNull();
+      if (next) expect(await redis.get(`${queue.toKey('k2')}:lock`)).toBe(token);
+    }
+  });
+
+  it("a completion the direct path leaves to BullMQ's text (its time a multiple of 64: the completed set's trim) gets the packed options made again byte for byte: as the unbaked call", async () => {
+    for (const token of ['w1:m1', `${'t'.repeat(40)}:1`, `${'u'.repeat(300)}:1`]) {
+      await redis.flushall();
+      await redis.hset(keys.poolSlots(mode), 'r1', `100:${Date.now() + 3_600_000}`);
+      for (const id of ['m1', 'm2']) {
+        await createRunStore(redis, sealer).create(runFixture(id, { mode, createdAt: at }));
+        await queue.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: at }, { jobId: id });
+      }
+      const r = await bothWays('m1', 'acme', terms, true, { token, ts: 64 * Math.floor(Date.now() / 64) });
+      expect(isEndOptionsSha(r.sent[0])).toBe(true);
+      const [unbaked = [], baked] = r.answers as unknown[][];
+      expect(clockless(baked)).toBe(clockless(unbaked));
+      expect(clockless(r.states[1])).toBe(clockless(r.states[0]));
+      expect(r.started).toEqual(['m2']);
+      expect(await redis.get(`${queue.toKey('m2')}:lock`)).toBe(token);
+    }
   });
 });

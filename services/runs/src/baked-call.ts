@@ -40,8 +40,13 @@ export interface PartShape {
   keys: boolean;
   /** Its length; with `rest`, the least: the values past it are carried as they are, at its end. */
   length: number;
-  /** Its positions (0-based) holding names, written into the text. */
+  /** Its positions (0-based) holding names, written into the text (a Buffer name as its bytes). */
   names: readonly number[];
+  /**
+   * Its positions (0-based) neither carried nor named: `false` in the text, the body makes them
+   * where it reads them (the end's packed options, from their parts: end-options.ts).
+   */
+  unsent?: readonly number[];
   /** It ends in a run of any length (one part of the arguments at most). */
   rest?: boolean;
   /** Its positions made in the text from a carried entry (never a name's or another derived's). */
@@ -77,6 +82,18 @@ export interface BakedCall {
   args: Arg[];
 }
 
+/** A name as a Lua literal: a Buffer's bytes as they are, else the UTF-8 of its text. */
+function literal(name: Arg): string {
+  if (!Buffer.isBuffer(name)) return luaLiteral(String(name));
+  let out = "'";
+  for (const b of name)
+    out +=
+      b >= 0x20 && b < 0x7f && b !== 0x27 && b !== 0x5c
+        ? String.fromCharCode(b)
+        : `\\${String(b).padStart(3, '0')}`;
+  return `${out}'`;
+}
+
 /** Baked texts a script may have (one a worker's names): past it, names go as arguments. */
 const MAX_BAKED = 16;
 
@@ -108,7 +125,9 @@ export class BakedScript {
     this.base = base;
     this.body = body;
     this.parts = parts;
-    this.notCarried = parts.map((p) => Array.from({ length: p.length }, (_, i) => p.names.includes(i)));
+    this.notCarried = parts.map((p) =>
+      Array.from({ length: p.length }, (_, i) => p.names.includes(i) || (p.unsent?.includes(i) ?? false)),
+    );
     if (parts.filter((p) => p.rest).length > 1 || parts.some((p) => p.rest && p.keys))
       throw new Error('one part of the arguments at most ends in a run');
     parts.forEach((p, part) => {
@@ -178,7 +197,8 @@ export class BakedScript {
     for (let p = 0; p < this.parts.length; p++)
       for (const i of (this.parts[p] as PartShape).names) {
         const name = (values[p] as readonly Arg[])[i] as Arg;
-        if (typeof name !== 'string' && typeof name !== 'number') return this.notBaked('shape');
+        if (typeof name !== 'string' && typeof name !== 'number' && !Buffer.isBuffer(name))
+          return this.notBaked('shape');
         names.push(name);
       }
     const befores: string[] = [];
@@ -257,7 +277,8 @@ export class BakedScript {
     const entries = parts.map((part, p) => {
       const own: string[] = [];
       for (let i = 0; i < part.length; i++) {
-        if (part.names.includes(i)) own.push(luaLiteral(String(names[named++])));
+        if (part.names.includes(i)) own.push(literal(names[named++] as Arg));
+        else if (part.unsent?.includes(i)) own.push('false');
         else if (this.notCarried[p]?.[i]) own.push('');
         else if (part.keys) own.push(`K[${++key}]`);
         else if (pastRun) {

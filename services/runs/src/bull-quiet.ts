@@ -64,6 +64,7 @@
  */
 
 import { BULL_START_JOB } from './bull-start.ts';
+import { knownPacked } from './handed-complete.ts';
 
 /**
  * Defines `bullQ` (the script's knowledge), `bullRaw`, `bullCall`, `bullProbe`, `bullRedis`. Once a
@@ -375,7 +376,7 @@ end`;
  * only, as a queue holding deferrals asks); nil: not asked (both probes here, as before).
  * `#noWait`: the wait list is taken as absent too (until a command that could create it goes).
  */
-export function quietComplete(completeBody: string, seen = 'nil', direct?: string): string {
+export function quietComplete(completeBody: string, seen = 'nil', direct?: string, known?: string): string {
   // The roles (what `bullSet` would leave on the prelude's fresh tables, in its order) and the
   // absent keys each made by one constructor, at their size: set key by key, `bullRole`, `bullQ`
   // and the absent set grew and were rehashed ~12 times, ~11,000 instructions an end
@@ -386,16 +387,19 @@ export function quietComplete(completeBody: string, seen = 'nil', direct?: strin
   // a closure made for nothing cost ~2-3 K instructions).
   // Its second probe (the end's EXISTS found a key there: a queue holding deferrals) is not sent
   // again by the text: `bullProbed` true, the four keys absent; false, one there (none noted).
-  const first = direct
+  // `known` (a Lua expression): a baked end's parts of the worker's packed options (end-options.ts),
+  // read by the direct completion in place of an unpack; the packed bytes made again for the text.
+  const handed = direct
     ? `local bullJobRead, bullProbed
 if ${seen} and ${seen}['#absent'] ~= nil then
 ${direct}
   local bullHanded
-  bullJobRead, bullHanded, bullProbed = handedComplete(KEYS, ARGV, ${seen})
+  bullJobRead, bullHanded, bullProbed = handedComplete(KEYS, ARGV, ${seen}${known ? `, ${known}` : ''})
   if bullHanded ~= nil then return bullHanded end
 end
 `
     : '';
+  const first = known ? `${handed}${knownPacked('ARGV', known)}\n` : handed;
   const probe =
     'if asked == false or not bullProbe(deps, failedDeps, KEYS[3], KEYS[10], KEYS[7]) then\n      bullProbe(deps, failedDeps, KEYS[3], KEYS[10])\n    end';
   const probes = direct

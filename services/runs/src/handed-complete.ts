@@ -37,26 +37,35 @@ export const MOVE_TO_FINISHED_SHA1 = '11d69c87800ed307165e6eeba9c2e94d9fb95fcd';
 const TRIM_EVERY = 64;
 
 /**
- * `local function handedComplete(KEYS, ARGV, seen)` (moveToFinished-14's keys and arguments, and
- * `quietCompleteAsk`'s table): answers `read, answer` — `answer` the text's answer, or nil for the
+ * `local function handedComplete(KEYS, ARGV, seen, known)` (moveToFinished-14's keys and arguments,
+ * `quietCompleteAsk`'s table and, from a baked end, the runner's verdict on the packed options:
+ * `{token, lockDuration, name}`, nil for the unpack of ARGV[8]): answers `read, answer` — `answer` the text's answer, or nil for the
  * text to run, `read` the job's HMGET when it was sent (the text takes it as its own).
  */
-const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
+const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen, known)
   local ts = tonumber(ARGV[2])
   local absent = seen and seen['#absent']
   if ARGV[5] ~= 'completed' or absent == nil or not ts
     or ts % ${TRIM_EVERY} == 0 or (ARGV[9] or '') ~= '' then
     return nil
   end
-  local opts = cmsgpack.unpack(ARGV[8])
-  local token, keep = opts['token'], opts['keepJobs']
-  if type(token) ~= 'string' or token == '0' or opts['limiter'] ~= nil or opts['maxMetricsSize'] ~= ''
-    or type(keep) ~= 'table' or (opts['name'] ~= nil and type(opts['name']) ~= 'string') then
-    return nil
-  end
-  local count, age = keep['count'], keep['age']
-  if (count ~= nil and (type(count) ~= 'number' or count == 0)) or (age ~= nil and type(age) ~= 'number') then
-    return nil
+  local token, lockDuration, name
+  if known then
+    -- The runner's verdict on the worker's packed options (end-options.ts): its token, lock
+    -- duration and name, the options' checks below passed there; no unpack.
+    token, lockDuration, name = known[1], known[2], known[3]
+  else
+    local opts = cmsgpack.unpack(ARGV[8])
+    local keep = opts['keepJobs']
+    token, lockDuration, name = opts['token'], opts['lockDuration'], opts['name']
+    if type(token) ~= 'string' or token == '0' or opts['limiter'] ~= nil or opts['maxMetricsSize'] ~= ''
+      or type(keep) ~= 'table' or (name ~= nil and type(name) ~= 'string') then
+      return nil
+    end
+    local count, age = keep['count'], keep['age']
+    if (count ~= nil and (type(count) ~= 'number' or count == 0)) or (age ~= nil and type(age) ~= 'number') then
+      return nil
+    end
   end
   local call, jobKey, jobId = redis.call, KEYS[12], ARGV[1]
   -- The end's EXISTS found one of its keys there (a queue holding deferrals: the delayed set, the
@@ -80,7 +89,7 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
   local held = call('GETDEL', lockKey)
   if held ~= token then
     if not held then return job, -2 end
-    call('SET', lockKey, held, 'PX', tonumber(opts['lockDuration']) or 30000)
+    call('SET', lockKey, held, 'PX', tonumber(lockDuration) or 30000)
     return job, -6
   end
   if call('LREM', KEYS[2], '-1', jobId) < 1 then return job, -3 end
@@ -137,7 +146,7 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
   if maxJobs and tonumber(call('INCR', KEYS[6])) == 1 then
     call('PEXPIRE', KEYS[6], math.floor(math.abs(meta[4])))
   end
-  call('SET', nextKey .. ':lock', token, 'PX', opts['lockDuration'])
+  call('SET', nextKey .. ':lock', token, 'PX', lockDuration)
   if not marked then call('ZADD', KEYS[14], '0', '0') end
   -- Made here, not at every end: a closure made at every call cost the ends without a next job ~2 K.
   local function startNext(jobKey, processedOn, pb)
@@ -145,11 +154,30 @@ const HANDED_COMPLETE = `local function handedComplete(KEYS, ARGV, seen)
     local job = call('HGETALL', jobKey)
     ${leanStartJob('call')}
   end
-  return job, {startNext(nextKey, ARGV[2], opts['name']), nextId, 0, 0}
+  return job, {startNext(nextKey, ARGV[2], name), nextId, 0, 0}
 end`;
 
 /** The end's direct completion for `moveToFinishedBody`, or undefined when that is not the text it was written against. */
 export function handedComplete(moveToFinishedBody: string): string | undefined {
   const sha1 = createHash('sha1').update(moveToFinishedBody).digest('hex');
   return sha1 === MOVE_TO_FINISHED_SHA1 ? HANDED_COMPLETE : undefined;
+}
+
+/**
+ * A Lua statement: where a baked end carried the worker's packed options as their parts (`known`:
+ * `{token, lockDuration, name, head, tail}`, end-options.ts) and `argv`'s 8th is their placeholder
+ * (false), the packed options made again as BullMQ packed them — `head`, the token as msgpack's
+ * string (its header as msgpackr writes it: fixstr, str8, str16, str32), `tail` — for a reader of
+ * the bytes (BullMQ's text, the refetch). Made only there: the direct completion reads `known`.
+ */
+export function knownPacked(argv: string, known: string): string {
+  return `if ${argv}[8] == false and ${known} then
+  local t = ${known}[1]
+  local n, h = #t, nil
+  if n < 32 then h = string.char(160 + n)
+  elseif n < 256 then h = string.char(217, n)
+  elseif n < 65536 then h = string.char(218, math.floor(n / 256), n % 256)
+  else h = string.char(219, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256) end
+  ${argv}[8] = ${known}[4] .. h .. t .. ${known}[5]
+end`;
 }

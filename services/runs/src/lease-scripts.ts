@@ -13,7 +13,7 @@ import { LuaScript } from '@islet/core/lua-script';
 import type { Redis } from 'ioredis';
 import { quietComplete, quietCompleteAsk } from './bull-quiet.ts';
 import { FETCHED_ARGS } from './fetched-start-args.ts';
-import { handedComplete } from './handed-complete.ts';
+import { handedComplete, knownPacked } from './handed-complete.ts';
 import { loadScript, luaSource } from './lua-scripts.ts';
 import { finishRunReleaseSource } from './run-store-scripts.ts';
 
@@ -242,9 +242,12 @@ ${tail > 0 ? 'local SA = {unpack(ARGV, n + 1, #ARGV)}\n' : ''}`;
 
 /**
  * `endAndCompleteScript`'s text after its parts (BK, BA, EK, EA: the split's, or a baked call's
- * tables, baked-call.ts): it reads no KEYS or ARGV of its own.
+ * tables, baked-call.ts): it reads no KEYS or ARGV of its own. `known` (a Lua expression, a baked
+ * call's part): the worker's packed options as `{token, lockDuration, name, head, tail}`, BA's 8th
+ * false — the direct completion reads them with no unpack, the bytes made again where read
+ * (handed-complete.ts `knownPacked`; the runner's end-options.ts).
  */
-export function endAndCompleteBody(moveToFinished: string, poolSeen = 'nil'): string {
+export function endAndCompleteBody(moveToFinished: string, poolSeen = 'nil', known?: string): string {
   const seen = poolSeen === 'nil' ? 'endSeen' : poolSeen;
   return `${poolSeen === 'nil' ? `local endSeen = ${SEEN_TABLE}\n` : ''}${quietCompleteAsk('BK', 'BA', seen, 'EK[18]')}
 if ${seen}['#absent'] then ${seen}[EK[18]] = true end
@@ -252,7 +255,7 @@ local function runEnd(KEYS, ARGV)
 ${finishRunReleaseSource(seen)}
 end
 local function complete(KEYS, ARGV)
-${quietComplete(moveToFinished, seen, handedComplete(moveToFinished))}
+${quietComplete(moveToFinished, seen, handedComplete(moveToFinished), known)}
 end
 local ended = runEnd(EK, EA)
 -- The freed slot leased to a deferred job (the release's answer): that job promoted here, to the
@@ -309,12 +312,14 @@ export function endCompleteStartScript(
 /**
  * `endCompleteStartScript`'s text after its parts: BK, BA, EK, EA as `endAndCompleteBody`'s, and
  * SA, the start's arguments (`startArgsList`) and, with `fetchBody`, the delay after them. It reads
- * no KEYS or ARGV of its own (a baked call's header makes the parts, baked-call.ts).
+ * no KEYS or ARGV of its own (a baked call's header makes the parts, baked-call.ts). `known`: as
+ * `endAndCompleteBody`'s (the refetch makes the packed options again too).
  */
 export function endCompleteStartBody(
   moveToFinished: string,
   fetchBody?: string,
   refetchDirect?: string,
+  known?: string,
 ): string {
   // The completion's keys are moveToActive-11's but for the marker (its 14th): the refetch's.
   // `refetchDirect` (handed-refetch.ts, made only when a refetch runs): the same commands as
@@ -325,13 +330,15 @@ local handed = handedRefetch(KEYS, ARGV)
 if handed then return handed end
 `
     : '';
+  // The packed options made again for the refetch where a baked end carried their parts (BO).
+  const fill = known ? `${knownPacked('BA', known)}\n` : '';
   const refetch = fetchBody
     ? `local deferMs = tonumber(table.remove(SA))
 local function fetchWith(KEYS, ARGV)
 ${direct}${fetchBody}
 end
 local function refetch()
-  local K = {unpack(BK, 1, 10)}
+${fill}  local K = {unpack(BK, 1, 10)}
   K[11] = BK[14]
   return fetchWith(K, {BA[7], BA[2], BA[8]})
 end
@@ -341,7 +348,7 @@ end
 local poolSeen = ${SEEN_TABLE}
 local function fetchJob()
 local function endAndComplete()
-${endAndCompleteBody(moveToFinished, 'poolSeen')}
+${endAndCompleteBody(moveToFinished, 'poolSeen', known)}
 end
 local both = endAndComplete()
 ended, completed = both[1], both[2]
