@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
+import { keySlot } from './cluster-slot.ts';
 
 /**
  * A hash's fields from the flattened form a script returns for HGETALL (`[field, value, …]`);
@@ -125,6 +126,26 @@ export class OneCopyCommand extends Command {
     self.args = args;
     // `toWritable`'s one buffer, with or without a Buffer among the arguments.
     self.bufferMode = true;
+  }
+
+  /**
+   * A script call's slot from its first key, where `send` put it (after the hash and the key count),
+   * without ioredis's `getKeys` (its key-index array and the command's keys array, ~2.5 KB a run of
+   * the runner's allocations on a Cluster: round 51 `cluster-path`). A key prefix's command, whose
+   * keys ioredis has already found (`keys` set), and any other command keep ioredis's reading.
+   */
+  // ioredis declares `number`; it returns null for a command without a key, as this does.
+  override getSlot(): number {
+    const self = this as unknown as { slot?: number | null; keys?: unknown; name: string; args: Arg[] };
+    if (
+      self.slot !== undefined ||
+      self.keys !== undefined ||
+      (self.name !== 'evalsha' && self.name !== 'eval')
+    )
+      return super.getSlot();
+    const key = Number(self.args[1]) > 0 ? self.args[2] : undefined;
+    self.slot = key === undefined ? null : keySlot(key as string | Buffer);
+    return self.slot as number;
   }
 
   override toWritable(socket: object): string | Buffer {

@@ -9,8 +9,9 @@
  * ASK, a node's new client after its old one ended (a failover, a socket closed: per-node clients do
  * not reconnect by default, the pool drops them at `end` and makes a new one on the next refresh).
  * The Cluster's subscriber connections (`ClusterSubscriber`, sharded subscribers) are made outside
- * the pool, so nothing here reaches them: they are left as they are, as a one-server subscriber is
- * left out of the text mode.
+ * the pool, so `switchClusterNodes` does not reach them; `switchClusterSubscriber` (below) follows
+ * the `ClusterSubscriber`'s for `readRepliesDirect` alone, as a one-server subscriber is read
+ * directly and left out of the text mode. Sharded subscribers are left as they are (Islet uses none).
  *
  * A Cluster client this code does not recognise (no `nodes()` or `on()`) is left as it is.
  */
@@ -61,4 +62,48 @@ export function switchClusterNodes(
       return n;
     },
   };
+}
+
+interface ClusterSubscriberHolder {
+  isCluster?: boolean;
+  subscriber?: { subscriber?: Redis | null; selectSubscriber?: () => void };
+}
+
+/**
+ * Applies `switchNode` to the Cluster client's pub/sub connection (ioredis's `ClusterSubscriber`:
+ * one plain `Redis`, made outside the pool with `lazyConnect` at the Cluster's start and made again
+ * on another node when it ends), now and each time it is made again. On one server the gateway's
+ * subscriber reads directly (its end pushes: one a run); on a Cluster its pushes went through the
+ * stream's push and two ticks until round 51 (`cluster-path`). Only `readRepliesDirect` calls this:
+ * a subscriber is kept out of the text mode on a Cluster as on one server. Undefined when `redis` is
+ * not a Cluster client, or its subscriber is not one this code knows (`selectSubscriber`).
+ */
+export function switchClusterSubscriber(
+  redis: Redis,
+  switchNode: (node: Redis) => Switched,
+): Switched | undefined {
+  const holder = (redis as unknown as ClusterSubscriberHolder).subscriber;
+  if (
+    !(redis as unknown as ClusterSubscriberHolder).isCluster ||
+    typeof holder?.selectSubscriber !== 'function'
+  )
+    return undefined;
+  let current: Redis | undefined;
+  let counted: Switched | undefined;
+  let retired = 0;
+  const follow = () => {
+    const made = holder.subscriber ?? undefined;
+    if (made === undefined || made === current) return;
+    retired += counted?.switched() ?? 0;
+    current = made;
+    counted = switchNode(made);
+  };
+  const select = holder.selectSubscriber;
+  // ioredis calls it on its own instance (`this.selectSubscriber()`): the wrapper is what it finds.
+  holder.selectSubscriber = function selectAndSwitch(this: unknown) {
+    select.call(this);
+    follow();
+  };
+  follow();
+  return { switched: () => retired + (counted?.switched() ?? 0) };
 }

@@ -29,6 +29,14 @@ const asCluster = (r: Redis) => r as unknown as Cluster;
 /** The first `'data'` listener of a socket is still ioredis's DataHandler's (not switched to text). */
 const dataHandlerListens = (socket: { listeners(e: 'data'): unknown[] } | undefined) =>
   /^\(data\)\s*=>\s*\{\s*parser\.execute\(data\);?\s*\}$/.test(String(socket?.listeners('data')[0]));
+/** The socket reads through `onread` (redis-direct-read.ts): Node's `kBuffer` holds its buffer. */
+const readsDirect = (socket: object | undefined) => {
+  const symbol = socket && Object.getOwnPropertySymbols(socket).find((k) => k.description === 'kBuffer');
+  return symbol !== undefined && Buffer.isBuffer((socket as Record<symbol, unknown>)[symbol]);
+};
+/** The Cluster client's pub/sub connection (ioredis's `ClusterSubscriber`'s). */
+const subscriberOf = (r: Redis) =>
+  (asCluster(r) as unknown as { subscriber: { getInstance(): Redis | undefined } }).subscriber.getInstance();
 
 /** The same commands on any client; keys of one MULTI or pipeline share the `{x}` slot. */
 async function work(r: Redis): Promise<unknown[]> {
@@ -213,7 +221,7 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
     }
   });
 
-  it("switches a node's new client after its socket was closed and after a failover; leaves the subscriber alone", async () => {
+  it("switches a node's new client after its socket was closed and after a failover; its subscriber read directly, not as text", async () => {
     const fast = client();
     const publisher = client();
     const read = readRepliesAsText(fast);
@@ -241,7 +249,7 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
     expect(dataHandlerListens(after.stream)).toBe(false);
     expect(read.switched()).toBeGreaterThan(switchedBefore);
 
-    // Pub/sub: the subscriber connection is outside the pool and parses as before.
+    // Pub/sub: the subscriber connection is outside the pool: read directly (round 51), parsed as before.
     const messages: { bytes?: Buffer; text?: string } = {};
     fast.on('messageBuffer', (_channel: Buffer, message: Buffer) => {
       messages.bytes = message;
@@ -253,10 +261,9 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
     await publisher.publish('канал', binary);
     await expect.poll(() => Object.keys(messages).length).toBe(2);
     expect(messages).toEqual({ bytes: binary, text: binary.toString() });
-    const subscriberSocket = (
-      asCluster(fast) as unknown as { subscriber: { getInstance(): Redis | undefined } }
-    ).subscriber.getInstance()?.stream;
+    const subscriberSocket = subscriberOf(fast)?.stream;
     expect(dataHandlerListens(subscriberSocket)).toBe(true);
+    expect(readsDirect(subscriberSocket)).toBe(true);
     await fast.unsubscribe('канал');
 
     // A master fails over: its replica (made switched, still unconnected) takes its slots.
@@ -274,6 +281,44 @@ describe('a Redis Cluster client read directly and as text, node by node', () =>
     expect(dataHandlerListens(promoted!.stream)).toBe(false);
     expect(await fast.getBuffer('{r}k')).toEqual(Buffer.from('д-1'));
   }, 60_000);
+
+  it('reads a Cluster pub/sub connection directly, and its successor after the connection is dropped', async () => {
+    const sub = client();
+    const publisher = client();
+    const read = readRepliesDirect(sub);
+    const got: Buffer[] = [];
+    sub.on('messageBuffer', (_channel: Buffer, message: Buffer) => got.push(message));
+    expect(await sub.subscribe('{s}ends')).toBe(1);
+    const first = subscriberOf(sub);
+    expect(readsDirect(first?.stream)).toBe(true);
+    const switchedBefore = read.switched();
+    await publisher.publish('{s}ends', binary);
+    await expect.poll(() => got.length).toBe(1);
+    // Its node drops it (a restart, from the client's side): ioredis makes another, maybe on
+    // another node, and subscribes it again to the same channel.
+    const admin = new IORedis({ port: first!.options.port });
+    try {
+      await admin.client('KILL', 'TYPE', 'pubsub');
+    } finally {
+      admin.disconnect();
+    }
+    await expect
+      .poll(() => subscriberOf(sub) !== first && subscriberOf(sub)?.status === 'ready', { timeout: 10_000 })
+      .toBe(true);
+    expect(readsDirect(subscriberOf(sub)?.stream)).toBe(true);
+    expect(read.switched()).toBeGreaterThan(switchedBefore);
+    // Re-subscribed: a message published now arrives, whole.
+    await expect
+      .poll(
+        async () => {
+          await publisher.publish('{s}ends', 'после');
+          return got.some((m) => m.toString() === 'после');
+        },
+        { timeout: 10_000, interval: 200 },
+      )
+      .toBe(true);
+    expect(got[0]).toEqual(binary);
+  }, 30_000);
 
   it("sends a script call on a Cluster as OneCopyCommand: ioredis's replies, NOSCRIPT's EVAL, a MOVED followed", async () => {
     const plain = client();

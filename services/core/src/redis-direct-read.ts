@@ -15,13 +15,13 @@
  *
  * The mode is set by the two fields Node's constructor fills from `onread` (found by their symbols'
  * names) and the handle's `useUserBuffer`; a socket without them (another Node, TLS) is read by
- * `'data'` as before. A Cluster client's connections are per node: each is switched as it is made
- * (redis-cluster-nodes.ts).
+ * `'data'` as before. A Cluster client's connections are per node: each is switched as it is made,
+ * and so is its pub/sub connection since round 51 (redis-cluster-nodes.ts).
  */
 import { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import type { Redis } from 'ioredis';
-import { type Switched, switchClusterNodes } from './redis-cluster-nodes.ts';
+import { type Switched, switchClusterNodes, switchClusterSubscriber } from './redis-cluster-nodes.ts';
 
 /** One read's most bytes (libuv's own read size for a stream). */
 const READ_BYTES = 64 * 1024;
@@ -75,8 +75,12 @@ export function readSocketDirect(stream: unknown): boolean {
  */
 export function readRepliesDirect(redis: Redis): Switched {
   let switched = 0;
-  if ((redis as { isCluster?: boolean }).isCluster)
-    return switchClusterNodes(redis, readRepliesDirect) ?? { switched: () => 0 };
+  if ((redis as { isCluster?: boolean }).isCluster) {
+    // The pool's per-node connections, and its pub/sub connection (a gateway's end pushes).
+    const nodes = switchClusterNodes(redis, readRepliesDirect);
+    const subscriber = switchClusterSubscriber(redis, readRepliesDirect);
+    return { switched: () => (nodes?.switched() ?? 0) + (subscriber?.switched() ?? 0) };
+  }
   const apply = () => {
     if (readSocketDirect((redis as unknown as { stream?: unknown }).stream)) switched++;
   };

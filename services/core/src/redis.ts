@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { useKeySlot } from './cluster-slot.ts';
 import { type RedisConfig, type RedisTarget, redisClusterFor, redisOptionsFor } from './redis-connection.ts';
 
 /**
@@ -21,6 +22,8 @@ export function createRedis(target: RedisTarget, options: RedisOptions = {}): Re
   };
   if ((cfg.ISLET_REDIS_MODE ?? 'standalone') === 'cluster') {
     const { nodes, options: clusterOptions } = redisClusterFor(cfg);
+    // Each command's slot without cluster-key-slot's byte array (cluster-slot.ts): once a process.
+    useKeySlot();
     const { lazyConnect, retryStrategy: _nodeRetry, ...nodeOptions } = perNode;
     const cluster = new Cluster(nodes, {
       ...clusterOptions,

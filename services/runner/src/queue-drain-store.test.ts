@@ -52,6 +52,19 @@ describe('claimDrained', () => {
       expect(await claimDrained(await queue.client, queue.keys)).toBe(false);
     }));
 
+  it('asks in one command, no MULTI, and drops the marker whether or not the queue is drained', () =>
+    withQueue('qd-one', async (queue) => {
+      const calls = async (name: string) =>
+        Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(await redis.info('commandstats'))?.[1] ?? 0);
+      const [multi, scripts] = [await calls('multi'), (await calls('evalsha')) + (await calls('eval'))];
+      await queue.add('run', {}, { jobId: 'a' });
+      await redis.zadd(queue.keys.marker ?? '', 0, '0');
+      expect(await claimDrained(await queue.client, queue.keys)).toBe(false);
+      expect(await redis.zscore(queue.keys.marker ?? '', '0')).toBeNull();
+      expect(await calls('multi')).toBe(multi);
+      expect((await calls('evalsha')) + (await calls('eval'))).toBeGreaterThan(scripts);
+    }));
+
   it('answers not drained while a prioritized job waits', () =>
     withQueue('qd-prioritized', async (queue) => {
       await queue.add('run', {}, { jobId: 'a', priority: 5 });
