@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { type RedisCluster, startRedisCluster } from '@islet/testkit';
 import { Command } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { keySlot, keySlotInUse } from './cluster-slot.ts';
+import { keySlot, keySlotInUse, useKeySlot } from './cluster-slot.ts';
 import { LuaScript, OneCopyCommand } from './lua-script.ts';
 import { createRedis, type Redis, redisNodes } from './redis.ts';
 
@@ -97,6 +97,14 @@ describe('keySlot', () => {
     const prefixed = new OneCopyCommand('evalsha', ['0'.repeat(40), '1', '{k}', 'a'], { keyPrefix: 'p:' });
     expect(prefixed.getSlot()).toBe(generate('p:{k}'));
     expect(new OneCopyCommand('get', ['{k}x']).getSlot()).toBe(generate('{k}x'));
+  });
+});
+
+describe('useKeySlot with an ioredis it was not written against', () => {
+  // Runs before any Cluster client of this file is made (the describe below makes the first).
+  it("leaves ioredis's own getSlot in place", () => {
+    useKeySlot('5.99.0');
+    expect(keySlotInUse()).toBe(false);
   });
 });
 

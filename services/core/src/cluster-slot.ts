@@ -15,7 +15,19 @@
  * a process, when it makes its first Cluster client (redis.ts): a one-server process is untouched.
  * ioredis's `Pipeline` (MULTI) computes its slots with cluster-key-slot directly and keeps doing so.
  */
+import { createRequire } from 'node:module';
 import { Command } from 'ioredis';
+
+/**
+ * The ioredis version whose `Command.prototype.getSlot` (its `slot` memo, its `getKeys()[0]`) this
+ * restates. With another version `useKeySlot` leaves ioredis's own in place (an upgrade re-reads
+ * `getSlot` and moves this constant: the upgrade checklist's line, as pop-wait.ts's for BullMQ).
+ */
+export const GET_SLOT_IOREDIS_VERSION = '5.11.1';
+
+const requireFromIoredis = createRequire(createRequire(import.meta.url).resolve('ioredis'));
+/** The installed ioredis's version (its package.json, found from its own entry point). */
+const ioredisVersion = (requireFromIoredis('../package.json') as { version: string }).version;
 
 /** CRC16-CCITT (XMODEM, polynomial 0x1021), the table cluster-key-slot and Redis use. */
 const CRC16 = new Uint16Array(256);
@@ -119,9 +131,12 @@ function getSlot(this: SlotState): number | null {
 
 let used = false;
 
-/** Puts `keySlot` behind every ioredis command's `getSlot` in this process (once; idempotent). */
-export function useKeySlot(): void {
-  if (used) return;
+/**
+ * Puts `keySlot` behind every ioredis command's `getSlot` in this process (once; idempotent), only
+ * with the ioredis version it was written against (`GET_SLOT_IOREDIS_VERSION`).
+ */
+export function useKeySlot(version: string = ioredisVersion): void {
+  if (used || version !== GET_SLOT_IOREDIS_VERSION) return;
   used = true;
   (Command.prototype as unknown as { getSlot: typeof getSlot }).getSlot = getSlot;
 }
