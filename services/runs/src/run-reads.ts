@@ -135,11 +135,15 @@ export function createRunReads(
     return run;
   }
 
-  /** The end's result, text and kind into `run`, in either format (and nothing before an end). */
-  function openEnd(run: StoredRun, h: Partial<Record<string, string>>): void {
+  /**
+   * The end's result, text and kind into `run`, in either format (and nothing before an end).
+   * `keepResultJson`: a pushed end's waiter answers the result at once (sealed-fields.ts
+   * `openedResultJson`).
+   */
+  function openEnd(run: StoredRun, h: Partial<Record<string, string>>, keepResultJson = false): void {
     if (h.ended) {
       // Format 2's one field of the result and its text (sealed-fields.ts).
-      const ended = openEnded(endSealer, run.id, h.ended);
+      const ended = openEnded(endSealer, run.id, h.ended, keepResultJson);
       run.result = ended.result;
       run.text = ended.text;
     } else {
@@ -186,7 +190,8 @@ export function createRunReads(
       clockMs: known.clockMs,
       seed: known.seed,
     };
-    openEnd(run, h);
+    // Its reader answers the result at once (the gateway's waited submit): its text is kept.
+    openEnd(run, h, true);
     if (known.principal) run.principal = known.principal;
     if (known.pushEnd) run.pushEnd = true;
     return run;

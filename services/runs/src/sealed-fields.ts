@@ -76,15 +76,35 @@ export function sealEnded(
   return sealer.seal(JSON.stringify([result, stored]), bindOf(ENDED_FIELD, runId));
 }
 
+/**
+ * An opened end's result as the JSON text its writer stringified (`sealEnded`: `[result, 0]`), by
+ * the result object `openEnded` made of it with `keepResultJson`. A response that carries that
+ * result whole splices the text in (the gateway's waited submit, `recordJson`) instead of
+ * stringifying the value it was just parsed into: every writer's text is `JSON.stringify`'s, which
+ * stringifying its parse gives back byte for byte. Weakly held: gone with the result.
+ */
+const resultJsonOf = new WeakMap<RunResult, string>();
+
+/** The result's JSON text as opened (`openEnded` with `keepResultJson`), or undefined. */
+export function openedResultJson(result: RunResult): string | undefined {
+  return resultJsonOf.get(result);
+}
+
+/**
+ * `keepResultJson`: the caller answers the result whole at once (a pushed end's waiter), so its
+ * text is kept for `openedResultJson` when the end is `[result, 0]` (a Completed run's rendered
+ * text, the common end); any other end keeps none and is stringified as before.
+ */
 export function openEnded(
   sealer: Sealer,
   runId: string,
   sealed: string,
+  keepResultJson = false,
 ): { result: RunResult; text: string } {
-  const [result, stored] = JSON.parse(sealer.open(sealed, bindOf(ENDED_FIELD, runId))) as [
-    RunResult,
-    0 | TextRef | string,
-  ];
+  const plain = sealer.open(sealed, bindOf(ENDED_FIELD, runId));
+  const [result, stored] = JSON.parse(plain) as [RunResult, 0 | TextRef | string];
+  if (keepResultJson && stored === 0 && plain.endsWith(',0]') && typeof result === 'object' && result)
+    resultJsonOf.set(result, plain.slice(1, -3));
   const text =
     typeof stored === 'string'
       ? stored

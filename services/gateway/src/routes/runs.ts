@@ -1,11 +1,12 @@
 import { Readable } from 'node:stream';
 import type { BindingOutcome } from '@islet/engine';
-import { operationIdFor } from '@islet/runs';
+import { openedResultJson, operationIdFor } from '@islet/runs';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { callerOf, rateLimitPassed } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
 import { HttpProblem, unknownFieldsProblem, validationProblem } from '../problem-reply.ts';
+import { recordJson } from '../record.ts';
 import { boundRecord, logText, recordQuerySchema } from '../record-bounds.ts';
 import {
   parseRunCodeFields,
@@ -19,6 +20,9 @@ import { sessionIdSchema } from '../session-id.ts';
 import { createRequestGone } from '../wait-signal.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
+
+/** Fastify's own content type for a JSON body it serialises (an object sent). */
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 const sessionParams = z.object({ sessionId: sessionIdSchema });
 const callParams = idParams.extend({ index: z.coerce.number().int().min(0) });
@@ -122,7 +126,12 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
         }
       }
       // A pushed end's record is built at once (its journal came with it), else read.
-      const record = runsService.recordInHand(current) ?? (await runsService.record(current));
+      const inHand = runsService.recordInHand(current);
+      const record = inHand ?? (await runsService.record(current));
+      // A pushed end's result as its JSON text, spliced into the answer (round 51 `gateway-end`):
+      // the same bytes and content type fastify gives the record, without stringifying the result.
+      const resultJson = inHand?.result && openedResultJson(inHand.result);
+      if (resultJson) return reply.code(200).type(JSON_TYPE).send(recordJson(record, resultJson));
       return reply.code(record.result ? 200 : 202).send(record);
     });
 
