@@ -3,8 +3,8 @@
  * as the end was opened, is spliced into the answer, not parsed and stringified again, and the
  * answer is byte for byte what the record's `JSON.stringify` gives — the same bytes as a read of
  * the same run (`GET /v1/code-runs/:id`, unchanged) and as the previous release's answer — across
- * values: numbers, strings with escapes, unicode, nested, an absent value, large values, logs, and a
- * Failed end (not spliced). Real redis-server, the gateway app through inject, no runner: the test
+ * values: numbers, strings with escapes, unicode, nested, an absent value, large values, logs; a
+ * result under 256 characters, an end too large to push and a Failed end are not spliced. Real redis-server, the gateway app through inject, no runner: the test
  * ends each run.
  */
 import type { CodeRunRecord, RunResult } from '@islet/protocol';
@@ -107,7 +107,8 @@ async function waitedAnswer(end: { status: 'Completed' | 'Failed'; result: RunRe
 
 describe("a waited submit's answer from its pushed end", () => {
   it.each(VALUES)('is the record byte for byte, its result not stringified again: %s', async (_, value) => {
-    const result: Completed = { _tag: 'Completed', value, logs: logs(3) };
+    // Eight printed lines: every result's text over the least one kept (RESULT_JSON_KEEP_MIN_CHARS).
+    const result: Completed = { _tag: 'Completed', value, logs: logs(8) };
     const {
       answer,
       read,
@@ -131,7 +132,7 @@ describe("a waited submit's answer from its pushed end", () => {
 
   it('splices a result with no value and one with many logs (escapes and unicode in the lines)', async () => {
     for (const result of [
-      { _tag: 'Completed', logs: [] },
+      { _tag: 'Completed', logs: logs(10) },
       { _tag: 'Completed', value: { n: 1 }, logs: logs(200, (i) => `"${i}"\t\\ é 🎉 \u0001`) },
     ] as Completed[]) {
       const {
@@ -147,6 +148,28 @@ describe("a waited submit's answer from its pushed end", () => {
       expect(answer.body).toBe(read.body);
       expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
       expect(n).toBe(0);
+    }
+  });
+
+  it('answers a small result (its text under 256 characters) as before: the record stringified whole', async () => {
+    for (const result of [
+      { _tag: 'Completed', value: 1, logs: [] },
+      { _tag: 'Completed', logs: [] },
+      { _tag: 'Completed', value: { ok: true, s: 'é"\n' }, logs: logs(3) },
+    ] as Completed[]) {
+      expect(JSON.stringify(result).length).toBeLessThan(256);
+      const {
+        answer,
+        read,
+        recordStringifies: n,
+      } = await waitedAnswer({
+        status: 'Completed',
+        result,
+        text: textOf(result),
+      });
+      expect(answer.statusCode).toBe(200);
+      expect(answer.body).toBe(read.body);
+      expect(n).toBe(1);
     }
   });
 

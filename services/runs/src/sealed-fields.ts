@@ -85,6 +85,14 @@ export function sealEnded(
  */
 const resultJsonOf = new WeakMap<RunResult, string>();
 
+/**
+ * The least result text kept (characters of its JSON): under it the splice's own work (the record
+ * stringified in two parts and joined) costs more than the result's stringify it saves — a trivial
+ * run's 50-character result +0.3 k instructions an answer, 40 printed lines' 1.5 k −49 k
+ * (test/bench/end-splice-count.sh, round 51 `gateway-end`).
+ */
+export const RESULT_JSON_KEEP_MIN_CHARS = 256;
+
 /** The result's JSON text as opened (`openEnded` with `keepResultJson`), or undefined. */
 export function openedResultJson(result: RunResult): string | undefined {
   return resultJsonOf.get(result);
@@ -93,7 +101,8 @@ export function openedResultJson(result: RunResult): string | undefined {
 /**
  * `keepResultJson`: the caller answers the result whole at once (a pushed end's waiter), so its
  * text is kept for `openedResultJson` when the end is `[result, 0]` (a Completed run's rendered
- * text, the common end); any other end keeps none and is stringified as before.
+ * text, the common end) and the result's text is `RESULT_JSON_KEEP_MIN_CHARS` or longer; any other
+ * end keeps none and is stringified as before.
  */
 export function openEnded(
   sealer: Sealer,
@@ -103,7 +112,14 @@ export function openEnded(
 ): { result: RunResult; text: string } {
   const plain = sealer.open(sealed, bindOf(ENDED_FIELD, runId));
   const [result, stored] = JSON.parse(plain) as [RunResult, 0 | TextRef | string];
-  if (keepResultJson && stored === 0 && plain.endsWith(',0]') && typeof result === 'object' && result)
+  if (
+    keepResultJson &&
+    stored === 0 &&
+    plain.length - 4 >= RESULT_JSON_KEEP_MIN_CHARS &&
+    plain.endsWith(',0]') &&
+    typeof result === 'object' &&
+    result
+  )
     resultJsonOf.set(result, plain.slice(1, -3));
   const text =
     typeof stored === 'string'
