@@ -105,29 +105,31 @@ async function waitedAnswer(end: { status: 'Completed' | 'Failed'; result: RunRe
   }
 }
 
+/** A waited Completed end's answer (`waitedAnswer`), its text rendered as a Completed run's is. */
+const completedAnswer = (result: Completed) =>
+  waitedAnswer({ status: 'Completed', result, text: textOf(result) });
+
+/** The answer is the run read back, byte for byte, after `stringifies` whole-record stringifies. */
+function expectAsRead(out: Awaited<ReturnType<typeof waitedAnswer>>, stringifies: number): void {
+  expect(out.answer.statusCode).toBe(200);
+  expect(out.answer.body).toBe(out.read.body);
+  expect(out.recordStringifies).toBe(stringifies);
+}
+
 describe("a waited submit's answer from its pushed end", () => {
   it.each(VALUES)('is the record byte for byte, its result not stringified again: %s', async (_, value) => {
     // Eight printed lines: every result's text over the least one kept (RESULT_JSON_KEEP_MIN_CHARS).
     const result: Completed = { _tag: 'Completed', value, logs: logs(8) };
-    const {
-      answer,
-      read,
-      recordStringifies: n,
-    } = await waitedAnswer({
-      status: 'Completed',
-      result,
-      text: textOf(result),
-    });
-    expect(answer.statusCode).toBe(200);
+    const out = await completedAnswer(result);
+    const { answer, read } = out;
     expect(read.statusCode).toBe(200);
     // The same bytes and type as the run read back (a record stringified whole, unchanged).
-    expect(answer.body).toBe(read.body);
+    expectAsRead(out, 0);
     expect(answer.headers['content-type']).toBe(read.headers['content-type']);
     expect(answer.headers['content-length']).toBe(read.headers['content-length']);
     const body = answer.json() as CodeRunRecord;
     expect(body.result).toEqual(JSON.parse(JSON.stringify(result)));
     expect(JSON.stringify(body)).toBe(answer.body);
-    expect(n).toBe(0);
   });
 
   it('splices a result with no value and one with many logs (escapes and unicode in the lines)', async () => {
@@ -135,19 +137,9 @@ describe("a waited submit's answer from its pushed end", () => {
       { _tag: 'Completed', logs: logs(10) },
       { _tag: 'Completed', value: { n: 1 }, logs: logs(200, (i) => `"${i}"\t\\ é 🎉 \u0001`) },
     ] as Completed[]) {
-      const {
-        answer,
-        read,
-        recordStringifies: n,
-      } = await waitedAnswer({
-        status: 'Completed',
-        result,
-        text: textOf(result),
-      });
-      expect(answer.statusCode).toBe(200);
-      expect(answer.body).toBe(read.body);
-      expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
-      expect(n).toBe(0);
+      const out = await completedAnswer(result);
+      expectAsRead(out, 0);
+      expect(out.answer.headers['content-type']).toBe('application/json; charset=utf-8');
     }
   });
 
@@ -158,35 +150,13 @@ describe("a waited submit's answer from its pushed end", () => {
       { _tag: 'Completed', value: { ok: true, s: 'é"\n' }, logs: logs(3) },
     ] as Completed[]) {
       expect(JSON.stringify(result).length).toBeLessThan(256);
-      const {
-        answer,
-        read,
-        recordStringifies: n,
-      } = await waitedAnswer({
-        status: 'Completed',
-        result,
-        text: textOf(result),
-      });
-      expect(answer.statusCode).toBe(200);
-      expect(answer.body).toBe(read.body);
-      expect(n).toBe(1);
+      expectAsRead(await completedAnswer(result), 1);
     }
   });
 
   it('answers an end too large to push as before: the run read back, its record stringified whole', async () => {
     const result: Completed = { _tag: 'Completed', value: 'y'.repeat(60_000), logs: logs(2) };
-    const {
-      answer,
-      read,
-      recordStringifies: n,
-    } = await waitedAnswer({
-      status: 'Completed',
-      result,
-      text: textOf(result),
-    });
-    expect(answer.statusCode).toBe(200);
-    expect(answer.body).toBe(read.body);
-    expect(n).toBe(1);
+    expectAsRead(await completedAnswer(result), 1);
   });
 
   it('answers a Failed end (its text stored, not spliced) as before: the record stringified whole', async () => {
@@ -199,18 +169,10 @@ describe("a waited submit's answer from its pushed end", () => {
       line: 1,
       column: 7,
     };
-    const {
-      answer,
-      read,
-      recordStringifies: n,
-    } = await waitedAnswer({
-      status: 'Failed',
-      result,
-      text: 'code run failed (exception): boom "x"',
-    });
-    expect(answer.statusCode).toBe(200);
-    expect(answer.body).toBe(read.body);
-    expect(n).toBe(1);
+    expectAsRead(
+      await waitedAnswer({ status: 'Failed', result, text: 'code run failed (exception): boom "x"' }),
+      1,
+    );
   });
 });
 
