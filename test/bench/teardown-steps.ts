@@ -20,46 +20,13 @@
  * process's RSS and the number of isolates (`ivm` heap) before → after.
  */
 import { readFileSync } from 'node:fs';
-import ivm from 'isolated-vm';
-import { installHarness } from '../../services/engine/src/harness-install.ts';
+import { CONFIG, make, PROGRAM, warmedCache } from './harness-isolate.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
 const GAP_MS = Number(process.env.GAP_MS ?? 3);
 const WAYS = (process.env.WAYS ?? 'inside,pool,after').split(',');
-const HARNESS = readFileSync(new URL('../../services/engine/src/guest/harness.js', import.meta.url), 'utf8');
-const PROGRAM = 'const x = [1, 2, 3].map((n) => n * 2); return x.reduce((a, b) => a + b, 0);';
-const CONFIG = JSON.stringify({ bindings: [], clockMs: 1792486800000, seed: 'run-8f1c' });
-const WARM =
-  'console.log("warm"); const d = new Date(); return { n: [1, 2, 3].map((x) => x * 2).reduce((a, b) => a + b, 0), t: d.getTime() + Date.now(), r: Math.random() < 2 };';
-const WARM_CONFIG = JSON.stringify({ bindings: ['warm.up', 'warmup'], clockMs: 0, seed: 'warm' });
-type Cache = ivm.ExternalCopy<ArrayBuffer>;
 
-function make(cache: Cache | undefined) {
-  const isolate = new ivm.Isolate({ memoryLimit: 128 });
-  const context = isolate.createContextSync();
-  const sink = { done: (): void => undefined };
-  const ignore = () => undefined;
-  const { entry } = installHarness(
-    isolate,
-    context,
-    HARNESS,
-    { log: ignore, call: ignore, done: () => sink.done(), fail: ignore },
-    cache ? { cachedData: cache } : {},
-  );
-  return { isolate, context, entry, sink };
-}
-
-const cache = (() => {
-  const m = make(undefined);
-  m.entry.applySync(undefined, ['start', WARM, WARM_CONFIG, undefined, undefined, true]);
-  const again = m.isolate.compileScriptSync(HARNESS, {
-    filename: 'islet:harness',
-    produceCachedData: true,
-  } as ivm.ScriptInfo) as ivm.Script & ivm.CachedDataResult;
-  m.isolate.dispose();
-  if (!again.cachedData) throw new Error('no cache');
-  return again.cachedData;
-})();
+const cache = warmedCache();
 
 /** Wall µs on this thread (its CPU clock via getrusage has a tick's resolution here). */
 const thread = () => performance.now() * 1000;
