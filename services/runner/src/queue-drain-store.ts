@@ -26,6 +26,9 @@ const CLAIM_DRAINED = new LuaScript(
     'if n == 0 then return 1 end\nreturn 0',
 );
 
+/** Whether a script call (its sha) is `claimDrained`'s look, not a pick-up's (tests count those). */
+export const isClaimDrainedSha = (sha: string | undefined): boolean => sha === CLAIM_DRAINED.sha;
+
 /**
  * True when no job is waiting, prioritized or delayed (the ready marker is gone too): the worker
  * can block on the marker. False when any is: the caller fetches right after (a delayed job may be
