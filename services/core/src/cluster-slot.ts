@@ -15,8 +15,9 @@
  * a process, when it makes its first Cluster client (redis.ts): a one-server process is untouched.
  * ioredis's `Pipeline` (MULTI) computes its slots with cluster-key-slot directly and keeps doing so.
  */
-import { createRequire } from 'node:module';
 import { Command } from 'ioredis';
+// A static import (not a require.resolve at run time): a bundled runner has no node_modules to look in.
+import ioredisPackage from 'ioredis/package.json' with { type: 'json' };
 
 /**
  * The ioredis version whose `Command.prototype.getSlot` (its `slot` memo, its `getKeys()[0]`) this
@@ -25,9 +26,8 @@ import { Command } from 'ioredis';
  */
 export const GET_SLOT_IOREDIS_VERSION = '5.11.1';
 
-const requireFromIoredis = createRequire(createRequire(import.meta.url).resolve('ioredis'));
-/** The installed ioredis's version (its package.json, found from its own entry point). */
-const ioredisVersion = (requireFromIoredis('../package.json') as { version: string }).version;
+/** The installed ioredis's version. */
+const ioredisVersion: string = ioredisPackage.version;
 
 /** CRC16-CCITT (XMODEM, polynomial 0x1021), the table cluster-key-slot and Redis use. */
 const CRC16 = new Uint16Array(256);
