@@ -118,7 +118,7 @@ export {
 export * from './run-store.ts';
 export { FINISH_RUN_RELEASE } from './run-store-scripts.ts';
 export { timingsFrom, timingsText } from './run-timings.ts';
-export { openedResultJson } from './sealed-fields.ts';
+export { openedResultJson, RESULT_JSON_KEEP_MIN_CHARS } from './sealed-fields.ts';
 export { type TextRef, textRefOf } from './stored-text.ts';
 export {
   createStreamListenersStore,
