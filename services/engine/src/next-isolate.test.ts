@@ -25,6 +25,17 @@ function harness() {
   return { next, made, discarded };
 }
 
+/** A host's first run over: its isolate made at start, taken, the run ended and released. */
+function afterFirstRun() {
+  const h = harness();
+  h.next.atStart(128);
+  vi.advanceTimersByTime(0);
+  h.next.take(128);
+  h.next.afterRun(128);
+  h.next.release();
+  return h;
+}
+
 describe('NextIsolate (the host isolate made ahead of a run)', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
@@ -99,12 +110,7 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
   });
 
   it('runs back to back (the last one came soon after the one before) make the next isolate at once', () => {
-    const { next, made } = harness();
-    next.atStart(128);
-    vi.advanceTimersByTime(0);
-    next.take(128);
-    next.afterRun(128);
-    next.release();
+    const { next, made } = afterFirstRun();
     // The next run comes before the gap that earns the delay (back to back, or two hosts alternating).
     vi.advanceTimersByTime(DELAY_ONLY_AFTER_GAP_MS - 1);
     expect(made).toHaveLength(2);
@@ -168,12 +174,7 @@ describe('NextIsolate (the host isolate made ahead of a run)', () => {
   });
 
   it("makes nothing after a run until the engine's prepare, however long it waits (runs close together)", () => {
-    const { next, made } = harness();
-    next.atStart(128);
-    vi.advanceTimersByTime(0);
-    next.take(128);
-    next.afterRun(128);
-    next.release();
+    const { next, made } = afterFirstRun();
     vi.advanceTimersByTime(PREPARE_AFTER_RUN_DELAY_MS);
     expect(made).toHaveLength(2);
     // The next run soon after: its isolate made ahead, the one after it held.
