@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createEngine } from '@islet/engine';
 import { PROGRAM } from './baselines.ts';
+import { trivialRunOptions as opts } from './engine-run-options.ts';
 
 const RUNS = Number(process.env.RUNS ?? 2000);
 const WARM = Number(process.env.WARM ?? 200);
@@ -19,21 +20,6 @@ const engine = createEngine({
   maxRunsPerProcess: 1_000_000,
   maxHostResidentGrowthBytes: 2 ** 40,
   hostEnv: { NODE_OPTIONS: `--import ${preload}`, PROF_OUT: OUT, PROF_US: process.env.PROF_US ?? '50' },
-});
-const opts = () => ({
-  bindings: [],
-  onCall: async () => ({ type: 'error' as const, name: 'AppCallFailed' as const, message: 'none' }),
-  limits: {
-    timeoutMs: 120_000,
-    timeBudget: 'elapsed' as const,
-    memoryMb: 128,
-    outputBytes: 65_536,
-    outputCap: 'shared' as const,
-  },
-  clockMs: 1792486800000,
-  randomSeed: 'run-8f1c',
-  signal: new AbortController().signal,
-  partition: 'tenant-a',
 });
 let hostPid: number | undefined;
 try {

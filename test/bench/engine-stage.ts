@@ -32,6 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { createEngine } from '@islet/engine';
 import { FrameReader } from '../../services/engine/src/frame.ts';
 import { PROGRAM, pct } from './baselines.ts';
+import { trivialRunOptions as opts } from './engine-run-options.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1000);
 const WARM = Number(process.env.WARM ?? 100);
@@ -83,21 +84,6 @@ const engine = createEngine({
   maxRunsPerProcess: 1_000_000,
   maxHostResidentGrowthBytes: 2 ** 40,
   hostEnv: { NODE_OPTIONS: `--import ${preload}`, STAGE_OUT: OUT, STAGE_IVM: ivmPath },
-});
-const opts = () => ({
-  bindings: [],
-  onCall: async () => ({ type: 'error' as const, name: 'AppCallFailed' as const, message: 'none' }),
-  limits: {
-    timeoutMs: 120_000,
-    timeBudget: 'elapsed' as const,
-    memoryMb: 128,
-    outputBytes: 65_536,
-    outputCap: 'shared' as const,
-  },
-  clockMs: 1792486800000,
-  randomSeed: 'run-8f1c',
-  signal: new AbortController().signal,
-  partition: 'tenant-a',
 });
 /** ns on a CPU of every thread of a process (schedstat), or of this process's main thread. */
 const cpuNs = (pid: number | 'self') => {
