@@ -53,29 +53,21 @@ export function toRecord(
  * `JSON.stringify(record)` byte for byte, its `result` spliced in as `resultJson`, the result's JSON
  * text as the run's end was opened (runs' `openedResultJson`): a waited submit's answer does not
  * stringify the value it has just parsed (round 51 `gateway-end`). The record is `toRecord`'s:
- * its keys in that order, the result's after `updatedAt`; `undefined` values are left out by
+ * its keys in its order, the result's among them; `undefined` values are left out by
  * `JSON.stringify` here as in the whole record's.
  */
 export function recordJson(record: CodeRunRecord, resultJson: string): string {
-  const head = JSON.stringify({
-    id: record.id,
-    session: record.session,
-    turn: record.turn,
-    callId: record.callId,
-    status: record.status,
-    code: record.code,
-    reason: record.reason,
-    calls: record.calls,
-    createdAt: record.createdAt,
-    updatedAt: record.updatedAt,
-  });
-  const tail = JSON.stringify({
-    text: record.text,
-    style: record.style,
-    connections: record.connections,
-    limits: record.limits,
-  });
+  // The record's own key order (toRecord's), not a copy of it: a field added there lands here too.
+  const before: Record<string, unknown> = {};
+  const after: Record<string, unknown> = {};
+  let side = before;
+  for (const key of Object.keys(record)) {
+    if (key === 'result') side = after;
+    else side[key] = record[key as keyof CodeRunRecord];
+  }
+  const head = JSON.stringify(before);
+  const tail = JSON.stringify(after);
   // `{…}` then `,"result":…`, then the tail's members if any: the whole record's text.
-  const start = `${head.slice(0, -1)},"result":${resultJson}`;
+  const start = `${head.length === 2 ? '{' : `${head.slice(0, -1)},`}"result":${resultJson}`;
   return tail.length === 2 ? `${start}}` : `${start},${tail.slice(1)}`;
 }

@@ -211,4 +211,12 @@ describe('recordJson', () => {
       expect(recordJson(record, JSON.stringify(record.result))).toBe(JSON.stringify(record));
     },
   );
+
+  it('follows the record it is given: a field it did not know of, and the result in another place', () => {
+    const added = { ...base, later: { n: 1 } } as CodeRunRecord;
+    expect(recordJson(added, JSON.stringify(added.result))).toBe(JSON.stringify(added));
+    const { result, ...rest } = base;
+    const first = { result, ...rest };
+    expect(recordJson(first, JSON.stringify(result))).toBe(JSON.stringify(first));
+  });
 });
