@@ -5,11 +5,23 @@
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import { DelayedError, Worker } from 'bullmq';
 import { describe, expect, it } from 'vitest';
+import type { Operator } from '../src/operator.ts';
 import { onOperatorFixture } from './on-operator-fixture.ts';
-import { NS, POOLS, runnerPool, waitFor } from './operator-fixture.ts';
+import { NS, POOLS, runnerPool, STEADY_LEADER, waitFor } from './operator-fixture.ts';
 
 describe('queue demand', () => {
-  const fx = onOperatorFixture((f) => f.startOperator());
+  let op: Operator;
+  const fx = onOperatorFixture(async (f) => {
+    op = await f.startOperator(STEADY_LEADER);
+  });
+  /** Reconciles that went through (every pool is reconciled each resync, 200 ms). */
+  const reconciled = async () =>
+    (await op.metrics.reconcileTotal.get()).values.find((v) => v.labels.result === 'ok')?.value ?? 0;
+  /** Until `n` more reconciles went through: what a later one does, whatever the box's load. */
+  const laterReconciles = async (n: number) => {
+    const seen = await reconciled();
+    await waitFor(`${n} more reconciles`, async () => (await reconciled()) >= seen + n);
+  };
 
   it('12 waiting runs, target 2: one pool wants 6; two pools want 3 each, not 6 each', async () => {
     const queue = fx.queue('read-only');
@@ -18,8 +30,8 @@ describe('queue demand', () => {
     await waitFor('a at 6', () => fx.replicasOf('a') === 6);
     fx.api.apply(POOLS, NS, runnerPool('b'));
     await waitFor('a and b at 3', () => fx.replicasOf('a') === 3 && fx.replicasOf('b') === 3);
-    // And they stay there (no pool takes the whole queue on a later reconcile).
-    await new Promise((r) => setTimeout(r, 800));
+    // And they stay there (no pool takes the whole queue on a later reconcile): two of each pool's.
+    await laterReconciles(4);
     expect([fx.replicasOf('a'), fx.replicasOf('b')]).toEqual([3, 3]);
     fx.api.remove(POOLS, NS, 'b');
     await waitFor('a back at 6', () => fx.replicasOf('a') === 6);
@@ -53,7 +65,7 @@ describe('queue demand', () => {
       // Without them the pool sat at minReplicas (1) while a tenant's flood waited: ceil(8 / 2) = 4.
       fx.api.apply(POOLS, NS, runnerPool('ww', { mode, minReplicas: 1 }));
       await waitFor('4 replicas for 8 deferred runs', () => fx.replicasOf('ww') === 4);
-      await new Promise((r) => setTimeout(r, 600));
+      await laterReconciles(2);
       expect(fx.replicasOf('ww')).toBe(4);
     } finally {
       await worker.close();

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunnerPool } from '../src/runner-pool.ts';
 import type { FakeKubeApi } from './fake-kube-api.ts';
 import { onOperatorFixture } from './on-operator-fixture.ts';
-import { DEPLOYS, NS as ns, POOLS, waitFor } from './operator-fixture.ts';
+import { DEPLOYS, NS as ns, POOLS, STEADY_LEADER, waitFor } from './operator-fixture.ts';
 
 const RESTARTED_AT = 'kubectl.kubernetes.io/restartedAt';
 
@@ -27,7 +27,7 @@ describe('Deployment ownership', () => {
   let api: FakeKubeApi;
   const fx = onOperatorFixture((f) => {
     api = f.api;
-    return f.startOperator();
+    return f.startOperator(STEADY_LEADER);
   });
   const deployment = (name: string) => fx.deployment(name);
 

@@ -38,6 +38,16 @@ export function testOperatorConfig(over: Partial<Record<keyof OperatorConfig, st
   });
 }
 
+/**
+ * Leader timings for a test that is not about losing the lease, on a loaded box: the production
+ * default lease (15 s: a 10 s renew deadline, 5 s API calls; config.ts). The 1.5 s test lease above
+ * gives a 1 s renew deadline and 500 ms calls, which the fake API in this same process missed at
+ * load 18–26: the leader stepped down 10 times in a 15 s file and its reconciles timed out, so a
+ * pool's next scale came after the test's wait (test/bench/README.md, round 52 `flaky-load`). A
+ * stopped leader still frees the Lease, so a successor takes over at its next retry (200 ms).
+ */
+export const STEADY_LEADER = { ISLET_OPERATOR_LEASE_DURATION_MS: '15000' } as const;
+
 /** A RunnerPool in the test namespace (spec defaults: read-only, 1..10 replicas, target 2). */
 export function runnerPool(
   name: string,

@@ -7,12 +7,13 @@
 import { describe, expect, it } from 'vitest';
 import type { Operator } from '../src/operator.ts';
 import { onOperatorFixture } from './on-operator-fixture.ts';
-import { NS, POOLS, runnerPool, waitFor } from './operator-fixture.ts';
+import { NS, POOLS, runnerPool, STEADY_LEADER, waitFor } from './operator-fixture.ts';
 
 describe('refused writes', () => {
   let op: Operator;
   const fx = onOperatorFixture(async (f) => {
     op = await f.startOperator({
+      ...STEADY_LEADER,
       ISLET_OPERATOR_RETRY_BACKOFF_INITIAL_MS: '100',
       ISLET_OPERATOR_RETRY_BACKOFF_MAX_MS: '400',
     });

@@ -28,6 +28,7 @@ const tick = () => new Promise((r) => setImmediate(r));
 /**
  * The real fair share, noting `jobId`'s releases and reclaims; each reclaim waits for `open()`, and
  * with `holdRelease` the park's release too (sent at once, its answer held back: in flight).
+ * `released()` counts `jobId`'s releases answered (not in `log`, whose order the tests assert).
  */
 function heldReclaims(log: string[], jobId: string, holdRelease = false) {
   let open: () => void = () => undefined;
@@ -35,6 +36,7 @@ function heldReclaims(log: string[], jobId: string, holdRelease = false) {
     open = r;
   });
   let releases = 0;
+  let answered = 0;
   const createShare = (d: Parameters<typeof createFairShare>[0]) => {
     const real = createFairShare(d);
     return {
@@ -45,6 +47,7 @@ function heldReclaims(log: string[], jobId: string, holdRelease = false) {
         const sent = real.release(...args);
         if (holdRelease && ++releases === 1) await gate;
         await sent;
+        answered++;
         if (holdRelease) log.push('release answered');
       },
       reclaim: async (...args: Parameters<typeof real.reclaim>) => {
@@ -55,7 +58,7 @@ function heldReclaims(log: string[], jobId: string, holdRelease = false) {
       },
     };
   };
-  return { createShare, open: () => open() };
+  return { createShare, open: () => open(), released: () => answered };
 }
 
 /** Whether `jobId` still holds a lease of `tenant` or a busy slot of the pool. */
@@ -94,6 +97,10 @@ describe('a parked run resumed, its take-back not answered yet', () => {
       await h.newRun('r');
       await t.add('r');
       await until('r parked', async () => gate.state().parkedWithIsolate === 1);
+      // The park's release answered before r comes back: the reclaim is then sent at the resume. Not
+      // waited for (a loaded box: Redis answering after r had gone on and ended), the reclaim was
+      // still queued behind the release at r's end and never sent, as the next test has it.
+      await until('the park release of r answered', () => held.released() === 1);
       answerR();
       await until('the take-back asked', async () => log.includes('reclaim asked'));
       await tick();
@@ -177,6 +184,8 @@ describe('a parked run resumed, its take-back not answered yet', () => {
       await h.newRun('hb');
       await t.add('hb');
       await until('hb parked', async () => gate.state().parkedWithIsolate === 1);
+      // As in the first test: the reclaim is sent at the resume only behind an answered release.
+      await until('the park release of hb answered', () => held.released() === 1);
       answerHb();
       await until('hb went on', async () => log.includes('went on'));
       const stopping = t.stop();
