@@ -11,7 +11,10 @@ import { runFixture, startSlotCheckingRedis } from '@islet/testkit';
 import { onRedisClients } from '@islet/testkit/redis-clients';
 import { describe, expect, it } from 'vitest';
 import { createTestSealer } from '../test/test-sealer.ts';
+import { FINISH_TENANT, FINISH_TENANT_CHARGE } from './run-index-scripts.ts';
+import { finishTenantCall } from './run-index-writes.ts';
 import { createRunStore } from './run-store.ts';
+import { createTenantBytesStore } from './tenant-bytes-store.ts';
 
 const sealer = createTestSealer();
 let seq = 0;
@@ -86,5 +89,57 @@ describe("a Cluster's run end", () => {
     expect(await runs.inFlightCount(tenant)).toBe(0);
     expect(await redis.llen(keys.indexPending(tenant))).toBe(pending + 1);
     expect(await redis.hget(counter, 'not')).toBe('a counter');
+  });
+
+  it("writes what the previous release's two scripts write, key by key (both formats)", async () => {
+    const redis = node.redis;
+    const bytesStore = createTenantBytesStore(redis, { retentionSeconds: RETENTION_SECONDS });
+    const tenant = `t-${process.pid}-${seq++}`;
+    const inFlight = keys.inFlight(tenant);
+    const endedAt = Date.now();
+    const charge = bytesStore.chargeArgs(tenant, 1234, endedAt);
+    /** Every key the end writes, as read back (the feed's entries without their stream ids). */
+    const snapshot = async () => {
+      const feed = await redis.xrange(keys.tenantFeed(tenant), '-', '+');
+      return {
+        inFlight: await redis.zrange(inFlight, 0, -1, 'WITHSCORES'),
+        pending: await redis.lrange(keys.indexPending(tenant), 0, -1),
+        feed: feed.map(([, fields]) => fields),
+        counter: await redis.get(charge.key),
+        expiry: await redis.expiretime(charge.key),
+      };
+    };
+    for (const format of ['1', '2'] as const) {
+      for (const status of ['Completed', ''] as const) {
+        const seen = [];
+        for (const joined of [false, true]) {
+          await redis.del(inFlight, keys.indexPending(tenant), keys.tenantFeed(tenant), charge.key);
+          await redis.zadd(inFlight, endedAt - 5, 'run-1', endedAt - 4, 'run-2');
+          const call = finishTenantCall(
+            tenant,
+            inFlight,
+            { id: 'run-1', status: 'Completed', endedAt, kind: 'none', usage: { outputBytes: 12, cpuMs: 3 } },
+            format,
+          );
+          call.args[1] = status;
+          if (joined)
+            await FINISH_TENANT_CHARGE.run(
+              redis,
+              call.keys.concat(charge.key),
+              (call.args as (string | number)[]).concat(charge.args),
+            );
+          else
+            await Promise.all([
+              FINISH_TENANT.run(redis, call.keys, call.args),
+              bytesStore.charge(tenant, 1234),
+            ]);
+          seen.push(await snapshot());
+        }
+        expect(seen[1], `format ${format}, status '${status}'`).toEqual(seen[0]);
+        expect(seen[1]?.counter).toBe('1234');
+        expect(seen[1]?.inFlight).toEqual(['run-2', String(endedAt - 4)]);
+        expect(seen[1]?.pending).toHaveLength(status ? 1 : 0);
+      }
+    }
   });
 });
