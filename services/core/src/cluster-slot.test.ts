@@ -151,4 +151,52 @@ describe('keySlot on a 3-master Redis Cluster', () => {
     for (const key of keys.slice(0, 40)) expect(keySlot(key)).toBe(await redis.cluster('KEYSLOT', key));
     expect(await movedOn()).toBe(before);
   });
+
+  it("reads any script call's slot from its first key (ioredis's Script, BullMQ's), without the key walk", async () => {
+    expect(keySlotInUse()).toBe(true);
+    // As ioredis's `Script.execute` makes BullMQ's calls: a plain `Command`, the count a number.
+    const call = new Command('evalsha', [
+      '0'.repeat(40),
+      2,
+      'bull:{islet-runs}:wait',
+      'bull:{islet-runs}:x',
+      'a',
+    ]);
+    const walk = vi.spyOn(call, 'getKeys');
+    expect(call.getSlot()).toBe(generate('bull:{islet-runs}:wait'));
+    expect(walk).not.toHaveBeenCalled();
+    // The memo: asked again, the same slot.
+    expect(call.getSlot()).toBe(generate('bull:{islet-runs}:wait'));
+    // EVAL, a Buffer key, a text count.
+    const bytes = Buffer.from('run:{é}:x');
+    const evalCall = new Command('eval', ['return 1', '1', bytes]);
+    const evalWalk = vi.spyOn(evalCall, 'getKeys');
+    expect(evalCall.getSlot()).toBe(generate(bytes));
+    expect(evalWalk).not.toHaveBeenCalled();
+    // No key: no slot (any node), as ioredis's own reading.
+    expect(new Command('evalsha', ['0'.repeat(40), 0, 'a']).getSlot()).toBeNull();
+    // A key prefix's call: its keys walked by ioredis's constructor, the prefixed key's slot.
+    expect(new Command('evalsha', ['0'.repeat(40), 1, '{k}', 'a'], { keyPrefix: 'p:' }).getSlot()).toBe(
+      generate('p:{k}'),
+    );
+    // Another command: ioredis's key walk.
+    const get = new Command('get', ['{k}x']);
+    const getWalk = vi.spyOn(get, 'getKeys');
+    expect(get.getSlot()).toBe(generate('{k}x'));
+    expect(getWalk).toHaveBeenCalledTimes(1);
+    // On the cluster: a command defined as BullMQ defines its scripts (ioredis's `Script`), over keys
+    // of every width, each at its slot's master at once (no MOVED).
+    const before = await movedOn();
+    const scripted = redis as Redis & { isletSetGet(key: string, value: string): Promise<string> };
+    redis.defineCommand('isletSetGet', {
+      numberOfKeys: 1,
+      lua: "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])",
+    });
+    const next = seeded(11);
+    for (let n = 0; n < 120; n++) {
+      const key = `bull:{q-${n}-${next()}}:é☃𝄞`;
+      expect(await scripted.isletSetGet(key, `${n}`)).toBe(`${n}`);
+    }
+    expect(await movedOn()).toBe(before);
+  });
 });

@@ -117,12 +117,32 @@ export function keySlot(key: string | Buffer): number {
 /** The fields of ioredis's `Command` that `getSlot` reads and sets. */
 interface SlotState {
   slot?: number | null;
+  keys?: unknown;
+  name: string;
+  args: unknown[];
   getKeys(): (string | Buffer)[];
 }
 
-/** ioredis's `Command.prototype.getSlot` (its memo, its first key), the slot by `keySlot`. */
+/**
+ * ioredis's `Command.prototype.getSlot` (its memo, its first key), the slot by `keySlot`. A script
+ * call (EVALSHA or EVAL, lower case as ioredis's `Script` and BullMQ's commands name it) whose keys
+ * ioredis has not walked yet reads its first key where the command puts it, after the hash (or
+ * text) and the key count — what `@ioredis/commands`' `getKeyIndexes` says for both — without
+ * `getKeys` (its key-index array and the command's keys array: ~0.5 KB a run of the runner's
+ * allocations on a Cluster for BullMQ's scripts, test/bench/README.md round 51 `cluster-path`,
+ * "Found, left" 2). A command with a key prefix had its keys walked by ioredis's constructor
+ * (`keys` set, the prefixed ones): that and any other command keep the `getKeys` reading. Nothing
+ * else of a Cluster's path reads a script call's `keys` (ioredis 5.11.1: only sharded pub/sub's).
+ */
 function getSlot(this: SlotState): number | null {
   if (this.slot === undefined) {
+    const name = this.name;
+    if (this.keys === undefined && (name === 'evalsha' || name === 'eval')) {
+      const args = this.args;
+      const key = Number(args[1]) > 0 ? (args[2] as string | Buffer | null | undefined) : undefined;
+      this.slot = key === null || key === undefined ? null : keySlot(key);
+      return this.slot;
+    }
     const key = this.getKeys()[0];
     this.slot = key === null || key === undefined ? null : keySlot(key);
   }

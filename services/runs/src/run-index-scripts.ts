@@ -49,6 +49,11 @@ export const INDEX_CREATE_PARAMS = FEED_PARAMS;
 export const FINISH_TENANT_PARAMS = { ...FEED_PARAMS, FOLD_AT };
 export const INDEX_CREATE = loadScript('index-create-7', INDEX_CREATE_PARAMS);
 export const FINISH_TENANT = loadScript('finish-tenant-9', FINISH_TENANT_PARAMS);
+/**
+ * The tenant half and the end's stored-bytes charge in one call (a Cluster's end, run-store.ts): the
+ * counter is in the tenant's slot too (includes/charge.lua).
+ */
+export const FINISH_TENANT_CHARGE = loadScript('finish-tenant-charge-10', FINISH_TENANT_PARAMS);
 export const FOLD_INDEX = loadScript('fold-index-5', FOLD_PARAMS);
 export const LIST_RUNS = loadScript('list-runs-2');
 export const LIST_SESSIONS = loadScript('list-sessions-2');

@@ -31,7 +31,7 @@ import { type AdmissionRide, rideAdmission } from './admitted-add.ts';
 import { journalKeys } from './keys.ts';
 import { type RunLease, releaseCall } from './lease-scripts.ts';
 import { foldAfterEnd } from './run-index.ts';
-import { FINISH_TENANT } from './run-index-scripts.ts';
+import { FINISH_TENANT_CHARGE } from './run-index-scripts.ts';
 import { finishTenantCall, indexCreateArgs, type RunUsage, runIndexKeys } from './run-index-writes.ts';
 import { createRunReads } from './run-reads.ts';
 import {
@@ -395,13 +395,17 @@ export function createRunStore(redis: Redis, sealer: Sealer, options: RunStoreOp
         return ended;
       }
       // A Cluster: the halves are on two nodes; the tenant half follows the record's answer, so
-      // only the end that won counts in the index.
+      // only the end that won counts in the index. The tenant half and the bytes charge share the
+      // tenant's slot: one script (finish-tenant-charge-10), not two sent together (until round 52:
+      // one command and one Redis message more a run); the bytes counted whoever won, as before.
       const ended = await transition(run, fields, event, end.noDecisions);
       if (!ended) tenant.args[1] = '';
-      const [recorded] = await Promise.all([
-        FINISH_TENANT.run(redis, tenant.keys, tenant.args),
-        storedBytes.charge(run.tenant, bytes).catch(() => undefined),
-      ]);
+      const charge = storedBytes.chargeArgs(run.tenant, bytes);
+      const recorded = await FINISH_TENANT_CHARGE.run(
+        redis,
+        tenant.keys.concat(charge.key),
+        (tenant.args as (string | number)[]).concat(charge.args),
+      );
       const answer = told(ended);
       if (recorded === 2) foldAfterEnd(redis, run.tenant);
       return answer;
