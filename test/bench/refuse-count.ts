@@ -261,7 +261,7 @@ async function monitorPass(): Promise<void> {
       names.includes('zpopmax') ||
       (names.includes('hmset') && lua.some((a) => /:meta$/.test(a[1] ?? '')))
     ) {
-      add('submit (no idle read)');
+      add('submit queued (no ZPOPMAX of the idle set)');
     } else if (names.includes('lrem') && lua.some((a) => /:active$/.test(a[1] ?? ''))) {
       add('completion sent');
       if (locks > 0) add('pick-up: queued, fetched by a completion (fetch-next)');
