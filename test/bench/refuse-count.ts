@@ -38,13 +38,14 @@ const IDLE_S = Number(process.env.IDLE_S ?? 2);
 
 let valgrind: ChildProcess | undefined;
 let redisUrl: string | undefined;
+const cgOut = join(tmpdir(), `refuse-count-${process.pid}.callgrind`);
 if (CALLGRIND) {
   const port = await freePort();
   valgrind = spawn(
     'valgrind',
     [
       '--tool=callgrind',
-      `--callgrind-out-file=${join(tmpdir(), `refuse-count-${process.pid}.callgrind`)}`,
+      `--callgrind-out-file=${cgOut}`,
       'redis-server',
       ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
     ],
@@ -52,6 +53,8 @@ if (CALLGRIND) {
   );
   redisUrl = `redis://127.0.0.1:${port}`;
   const probe = createRedis(redisUrl);
+  // refused until valgrind's server listens: the ping loop below retries
+  probe.on('error', () => undefined);
   for (let i = 0; ; i++) {
     try {
       await probe.ping();
@@ -227,6 +230,8 @@ try {
     valgrind.kill('SIGTERM');
     await exited;
   }
+  // the counts were read live (callgrind_control): its output file is not kept
+  rmSync(cgOut, { force: true });
 }
 
 /** One pass under MONITOR: each run's pick-up path and the hand-off's messages, a run. */
