@@ -228,3 +228,25 @@ describe("the end's direct refetch", () => {
 
   itMatchesTheText(CASES, runCase, { withDirect, textOnly, takes });
 });
+
+describe("the end's direct refetch with a baked end's parts of the options (round 52 `fetch-token`)", () => {
+  // ARGV[3] false (a baked end sends no packed options), the parts as BO holds them: no unpack.
+  const withKnown = `${direct}\nlocal handed = handedRefetch(KEYS, {ARGV[1], ARGV[2], false}, {ARGV[4], ARGV[5], ARGV[6]})\nif handed then return handed end\nreturn 'text'`;
+  const known = [TOKEN, '30000', 'runner-1'];
+  for (const c of CASES.filter((c) => c.taken && !c.fails && !c.opts))
+    it(`takes: ${c.name}; Redis sees what the text does on the packed options`, async () => {
+      const got = await runScript(redis, withKnown, KEYS, argsOf(c).concat(known), async (r) => {
+        await r.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
+        await r.lpush(`${Q}active`, 'r0');
+        await r.zadd(`${Q}marker`, '0', '0');
+        await c.setUp?.(r);
+      });
+      const want = await runCase(c, textOnly);
+      const { answer } = got;
+      if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
+        got.answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
+      expect(got.inner, 'the commands').toEqual(want.inner);
+      expect(got.answer, 'the answer').toEqual(want.answer);
+      expect(got.after, 'the keys after').toEqual(want.after);
+    });
+});
