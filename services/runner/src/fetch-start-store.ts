@@ -27,7 +27,7 @@ import {
   FIXED_START,
   fetchAndLook,
   fetchLeaseBeginScript,
-  knownFetchOptions,
+  knownFetchSource,
   type PartShape,
   startArgsList,
 } from '@islet/runs';
@@ -93,15 +93,17 @@ const FETCH_TAKE_BACK_BAKED = new BakedScript(
  * The same fused fetches with the worker's packed options (BullMQ's 3rd argument,
  * `{token, lockDuration, limiter, name}`) taken apart by the runner (end-options.ts, `fetchVerdict`):
  * FO, the token carried, its lock duration and name written into the text, BullMQ's 3rd argument not
- * sent; the text makes `opts` from FO with no `cmsgpack.unpack` (@islet/runs `knownFetchOptions`,
- * round 52 `fetch-token`). Options it would not take (a limiter, …) go packed as before.
+ * sent. The fetch is answered by the end's direct refetch (@islet/runs handed-refetch.ts) reading FO,
+ * BullMQ's text only where it declines, and then with `opts` made from FO: no `cmsgpack.unpack`, and
+ * no text to interpret (@islet/runs `knownFetchSource`, round 52 `fetch-token`). Options it would not
+ * take (a limiter, no name, …) go packed to the text as before.
  */
 const OPTIONS_PART: PartShape = { name: 'FO', keys: false, length: 5, names: [1, 2], unsent: [3, 4] };
 /** BullMQ's packed options' position in its fetch's arguments. */
 const OPTIONS_ARG = 2;
 /** `baked`'s parts with the options' placeholder unsent and FO after them, over `source` reading FO; undefined: not BullMQ 5's text. */
 function optionsBaked(source: string, baked: readonly PartShape[], base: LuaScript): BakedScript | undefined {
-  const body = knownFetchOptions(source, 'FO');
+  const body = knownFetchSource(source, moveToActive.content, 'FO');
   if (!body) return undefined;
   const parts = baked.map((p) => (p.name === 'ARGV' ? { ...p, unsent: [OPTIONS_ARG] } : p));
   return new BakedScript(base, body, parts.concat(OPTIONS_PART));

@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import { promoteDelayedJobs } from './bull-promote.ts';
 import { leanStartJob } from './bull-start.ts';
-import { MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
+import { knownFetchOptions, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 
 /**
  * `local function handedRefetch(KEYS, ARGV, known)` (moveToActive-11's): `fetchAndLook`'s answer, or
@@ -107,4 +107,32 @@ end`;
 export function handedRefetch(moveToActiveBody: string): string | undefined {
   const sha1 = createHash('sha1').update(moveToActiveBody).digest('hex');
   return sha1 === MOVE_TO_ACTIVE_SHA1 ? HANDED_REFETCH : undefined;
+}
+
+/** Where a fused fetch's text (`fetchLeaseBeginScript`) begins its fetch. */
+const FETCH_JOB = 'local function fetchJob()\n';
+
+/**
+ * A fused fetch's text (`source`: `fetchLeaseBeginScript` of `fetchAndLook(moveToActiveBody)`,
+ * FETCH_TAKE_BACK before it or not) for a baked fetch whose worker's options are `known` (a Lua
+ * expression, `{token, lockDuration, name, …}`: handed-fetch.ts `knownFetchOptions`), with its
+ * fetch answered by this direct refetch first (the same function the end's refetch runs, the same
+ * body it stands for: handed-refetch.test.ts) and BullMQ's text only where it declines; the text,
+ * where it runs, reads the options from `known` too. Round 36 `end-more` left this (its "Found,
+ * left" 5: ~190 K a fetch); round 52 `fetch-token`. Undefined: the options are not read as
+ * BullMQ 5 does. Not BullMQ 5.81.5's text: the options from `known`, the text as before.
+ */
+export function knownFetchSource(
+  source: string,
+  moveToActiveBody: string,
+  known: string,
+): string | undefined {
+  const body = knownFetchOptions(source, known);
+  if (!body) return undefined;
+  const direct = handedRefetch(moveToActiveBody);
+  if (!direct || body.split(FETCH_JOB).length !== 2) return body;
+  return body.replace(
+    FETCH_JOB,
+    `${direct}\n${FETCH_JOB}local handed = handedRefetch(KEYS, ARGV, ${known})\nif handed then return handed end\n`,
+  );
 }

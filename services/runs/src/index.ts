@@ -35,7 +35,7 @@ export {
 export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
 export { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
 export { handedFetch, knownFetchOptions, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
-export { handedRefetch } from './handed-refetch.ts';
+export { handedRefetch, knownFetchSource } from './handed-refetch.ts';
 export { liveChannelOf } from './handoff-live.ts';
 export { fetchAndLook, handOffAddScript, handOffKeys, type IdleTerms } from './handoff-scripts.ts';
 export {
