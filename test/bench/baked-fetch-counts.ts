@@ -9,7 +9,8 @@
  * request's read and parse): one run's job (a fresh record, a job, a free slot) restored from one
  * DUMP before each of `N` (default 200) fetches, the keys a fetch made deleted; the restores
  * count in the second point alike on both sides. Sides in the order `SIDES` (default
- * "unbaked baked baked unbaked"). Counts: no bench lock needed.
+ * "unbaked baked baked unbaked"). Every command's calls a fetch printed (round 52 `fetch-token`: the
+ * restores' RESTORE and DEL beside the fetch's own). Counts: no bench lock needed.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
@@ -106,7 +107,14 @@ async function side(name: string, point: string): Promise<{ total: number; bytes
     if (i === -5) created = (await redis.keys('*')).filter((k) => !before.includes(k));
     bytes = respBytes(sent);
   }
-  const stats = (await redis.info('commandstats')).split('\n').filter((l) => l.startsWith('cmdstat_evalsha'));
+  const all = (await redis.info('commandstats')).split('\n').filter((l) => l.startsWith('cmdstat_'));
+  const stats = all.filter((l) => l.startsWith('cmdstat_evalsha'));
+  // Every command's calls a fetch (the restores' RESTORE, DEL and the probe's own counted too: alike on both sides).
+  const perFetch = all
+    .map((l) => /^cmdstat_([^:]+):calls=(\d+)/.exec(l))
+    .filter((m) => m !== null)
+    .map((m) => `${m[1]} ${(Number(m[2]) / N).toFixed(2)}`)
+    .join(', ');
   redis.sendCommand = origSend;
   await queue.close();
   queueConnection.disconnect();
@@ -117,6 +125,7 @@ async function side(name: string, point: string): Promise<{ total: number; bytes
   console.log(
     `${name} ${point}: ${(total / N).toFixed(0)} instructions a fetch (${N} fetches), request ${bytes} B; ${stats[0]?.trim() ?? ''}`,
   );
+  console.log(`${name} ${point}: commands a fetch: ${perFetch}`);
   return { total, bytes };
 }
 

@@ -6,7 +6,8 @@
  * (a next job waiting, `DEFERRED` deferrals not due in the delayed set, default 3; the queue's meta),
  * the same for the text, for the direct path (handed-refetch.ts, as the end runs it: tried before
  * the text) and for a script that only answers, so the difference of two phases is the refetch's.
- * `N` calls a phase (default 200), phases ABBA.
+ * `N` calls a phase (default 200), phases ABBA. `KNOWN=1`: the direct path with the options' parts
+ * (a baked end's BO) against it with the packed options.
  */
 import { fetchAndLook, handedRefetch } from '@islet/runs';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
@@ -28,7 +29,7 @@ const opts = new Packr({ useRecords: false, encodeUndefinedAsNil: true }).pack({
   limiter: undefined,
 });
 const TS = 1764960000001;
-const ARGS = [Q, String(TS), opts];
+const ARGS: (string | Buffer)[] = [Q, String(TS), opts];
 
 async function setUp(): Promise<void> {
   const p = r.pipeline().flushall();
@@ -80,8 +81,20 @@ try {
     )) as string,
     none: (await r.script('LOAD', 'return {}')) as string,
   };
-  const got: Record<string, number[]> = { text: [], direct: [], none: [] };
-  for (const form of ['text', 'direct', 'none', 'none', 'direct', 'text']) {
+  const forms = ['text', 'direct', 'none', 'none', 'direct', 'text'];
+  // KNOWN=1 (round 52 `fetch-token`): the direct refetch as a baked end runs it, the worker's options
+  // as their parts (BO, ARGV[3] false, no unpack) against the packed options' direct path; the
+  // three parts sent to every form alike.
+  if (process.env.KNOWN === '1') {
+    shas.known = (await r.script(
+      'LOAD',
+      `local BO = {ARGV[4], ARGV[5], ARGV[6]}\n${handedRefetch(moveToActive.content)}\nlocal handed = handedRefetch(KEYS, {ARGV[1], ARGV[2], false}, BO)\nif handed then return handed end\nreturn 'text'`,
+    )) as string;
+    forms.splice(0, forms.length, 'direct', 'known', 'none', 'none', 'known', 'direct');
+    ARGS.push('tok-1', '30000', 'runner-1');
+  }
+  const got: Record<string, number[]> = { text: [], direct: [], none: [], known: [] };
+  for (const form of forms) {
     const before = instructions();
     for (let i = 0; i < N; i++) {
       await setUp();
@@ -91,7 +104,7 @@ try {
   }
   const f = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' / ');
   console.log(
-    `a next job waiting, ${DEFERRED} deferrals not due: instructions a call (set-up included) text ${f(got.text!)}, direct ${f(got.direct!)}, an empty script ${f(got.none!)}`,
+    `a next job waiting, ${DEFERRED} deferrals not due: instructions a call (set-up included) text ${f(got.text!)}, direct ${f(got.direct!)}, known ${f(got.known!)}, an empty script ${f(got.none!)}`,
   );
 } finally {
   await stop();

@@ -6,7 +6,7 @@
  */
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { EndOptions } from './end-options.ts';
+import { EndOptions, fetchVerdict } from './end-options.ts';
 
 /** BullMQ's encoder of its script arguments (its `scripts.js`). */
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
@@ -85,5 +85,40 @@ describe("a baked end's packed options", () => {
     expect(options.decodes).toBe(1);
     expect(options.split(packed('w1:3'))).toBeDefined();
     expect(options.split(packed('0'))).toBeUndefined();
+  });
+});
+
+describe("a fetch's packed options (round 52 `fetch-token`)", () => {
+  /** The options as BullMQ's `moveToActive` packs them, in its order. */
+  const fetchPacked = (token: string, o: Record<string, unknown> = {}): Buffer =>
+    packer.pack({ token, lockDuration: 30_000, limiter: undefined, name: 'vm', ...o });
+
+  it('are the token, its lock duration and name, and the bytes around the token, by the fetch verdict', () => {
+    const options = new EndOptions(fetchVerdict);
+    const first = options.split(fetchPacked('w1:1'));
+    expect(first?.slice(0, 3)).toEqual(['w1:1', '30000', 'vm']);
+    for (const token of ['w1:2', `${'t'.repeat(40)}:1`, `${'u'.repeat(300)}:9`]) {
+      const b = fetchPacked(token);
+      const parts = options.split(b);
+      if (!parts) throw new Error('not taken apart');
+      const [t, , , head, tail] = parts;
+      expect(Buffer.concat([head, header(token.length), Buffer.from(t), tail]).equals(b)).toBe(true);
+    }
+    expect(options.decodes).toBe(1);
+    // The end's verdict refuses a fetch's options (no keepJobs, no maxMetricsSize): each its own.
+    expect(new EndOptions().split(fetchPacked('w1:1'))).toBeUndefined();
+  });
+
+  it('are not taken apart where the fetch text would read more than the parts', () => {
+    const refused: [string, Buffer][] = [
+      ['a limiter', fetchPacked('w1:1', { limiter: { max: 1, duration: 1000 } })],
+      ['no name', fetchPacked('w1:1', { name: undefined })],
+      ['a name not text', fetchPacked('w1:1', { name: 5 })],
+      ['a lock duration not whole', fetchPacked('w1:1', { lockDuration: 1.5 })],
+      ['no lock duration', fetchPacked('w1:1', { lockDuration: undefined })],
+      ["the token '0'", fetchPacked('0')],
+    ];
+    for (const [why, b] of refused)
+      expect([why, new EndOptions(fetchVerdict).split(b)]).toEqual([why, undefined]);
   });
 });

@@ -14,6 +14,11 @@
  * number, a name that is text) and each part is written back exactly (the token ASCII, its string
  * header msgpackr's, a lock duration a whole number Lua prints as JS does): else undefined, and the
  * end goes with the packed options as before.
+ *
+ * A worker's fetch (moveToActive's 3rd argument: `{token, lockDuration, limiter, name}`, token
+ * first too) is taken apart by the same code with its own verdict (`FETCH_VERDICT`, the fetch's
+ * uses: fetch-start-store.ts, round 52 `fetch-token`): its text reads the token, lock duration,
+ * limiter and name only, so the parts are enough to make its `opts` table with no bytes at all.
  */
 import { unpack } from 'msgpackr';
 
@@ -23,11 +28,14 @@ export type EndOptionParts = [token: string, lockDuration: string, name: string,
 /** The key `token` as msgpack writes it (fixstr of 5), the first of BullMQ's packed options. */
 const TOKEN_KEY = [0xa5, 0x74, 0x6f, 0x6b, 0x65, 0x6e];
 
+/** A verdict's terms: the lock duration and name as written in the text, or undefined (the options go packed). */
+export type OptionsTerms = { lockDuration: string; name: string } | undefined;
+
 /** The verdict on one worker's fixed bytes: its lock duration and name as written in the text, or refused. */
 interface Verdict {
   head: Buffer;
   tail: Buffer;
-  terms: { lockDuration: string; name: string } | undefined;
+  terms: OptionsTerms;
 }
 
 /** Whether `b[from, from + part.length)` holds `part`'s bytes. */
@@ -45,8 +53,11 @@ function headerLength(bytes: number): number {
 /** A map's value whose Lua value is nil (absent, or msgpack's nil). */
 const isNil = (v: unknown): boolean => v === undefined || v === null;
 
+/** The terms a verdict writes into the text (a lock duration and a name), or undefined: the options go packed. */
+export type OptionsVerdict = (opts: unknown, token: string) => OptionsTerms;
+
 /** The terms written into the text when the direct completion would take `opts` with `token`, else undefined. */
-function verdictOf(opts: unknown, token: string): Verdict['terms'] {
+export function endVerdict(opts: unknown, token: string): OptionsTerms {
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) return undefined;
   const o = opts as Record<string, unknown>;
   const keep = o.keepJobs;
@@ -72,7 +83,37 @@ function verdictOf(opts: unknown, token: string): Verdict['terms'] {
   return { lockDuration: String(lockDuration), name };
 }
 
+/**
+ * A fetch's options (moveToActive-11 reads `token`, `lockDuration`, `limiter`, `name`): taken where
+ * no limiter is set, the lock duration is a whole number, the token not '0' and the name a text (a
+ * runner's worker always has one: mode-worker.ts; none goes packed, as for the end).
+ */
+export function fetchVerdict(opts: unknown, token: string): OptionsTerms {
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) return undefined;
+  const o = opts as Record<string, unknown>;
+  const { lockDuration, name } = o;
+  if (
+    o.token !== token ||
+    token === '0' ||
+    !isNil(o.limiter) ||
+    typeof name !== 'string' ||
+    !name.isWellFormed() ||
+    typeof lockDuration !== 'number' ||
+    !Number.isSafeInteger(lockDuration) ||
+    Math.abs(lockDuration) >= 1e14
+  )
+    return undefined;
+  return { lockDuration: String(lockDuration), name };
+}
+
 export class EndOptions {
+  /** The verdict on a worker's options once decoded (`endVerdict`: a completion's; `fetchVerdict`: a fetch's). */
+  private readonly verdictOf: OptionsVerdict;
+
+  constructor(verdict: OptionsVerdict = endVerdict) {
+    this.verdictOf = verdict;
+  }
+
   /** The last worker's fixed bytes and their verdict (the same Buffers handed out while they hold: the baker compares names by identity). */
   private last: Verdict | undefined;
   /** Times the options were decoded (a new worker's or new job options' bytes; tests read it). */
@@ -120,7 +161,7 @@ export class EndOptions {
       last = {
         head: Buffer.from(packed.subarray(0, at)),
         tail: Buffer.from(packed.subarray(to)),
-        terms: verdictOf(opts, token),
+        terms: this.verdictOf(opts, token),
       };
       this.last = last;
     } else if (token === '0') return undefined;

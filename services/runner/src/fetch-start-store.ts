@@ -27,12 +27,15 @@ import {
   FIXED_START,
   fetchAndLook,
   fetchLeaseBeginScript,
+  knownFetchSource,
+  type PartShape,
   startArgsList,
 } from '@islet/runs';
 import type { RedisClient } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
+import { EndOptions, fetchVerdict } from './end-options.ts';
 
 /** BullMQ's fetch and the look behind it (`fetchAndLook`), the body of every fused fetch. */
 export const FETCH_AND_LOOK = fetchAndLook(moveToActive.content);
@@ -41,12 +44,8 @@ const FETCH_LEASE_BEGIN = fetchLeaseBeginScript(FETCH_AND_LOOK, 'nil', true);
 const FETCH_COMMAND = `moveToActive:${version}`;
 const FETCH_KEYS = moveToActive.keys;
 const BULL_ARGS = 3;
-/**
- * The fused fetch with the worker's names in its text (@islet/runs baked-call.ts): moveToActive's
- * 11 keys, its prefix (its first argument) and the start's 17 names (`FIXED_START`) baked; its
- * time and options, the start's terms and time and the delay carried.
- */
-const FETCH_BAKED = new BakedScript(FETCH_LEASE_BEGIN, FETCH_LEASE_BEGIN.source, [
+/** The fused fetch's parts: moveToActive's keys, then its arguments with the start's and the delay. */
+const FETCH_PARTS: PartShape[] = [
   { name: 'KEYS', keys: true, length: FETCH_KEYS, names: Array.from({ length: FETCH_KEYS }, (_, i) => i) },
   {
     name: 'ARGV',
@@ -54,16 +53,9 @@ const FETCH_BAKED = new BakedScript(FETCH_LEASE_BEGIN, FETCH_LEASE_BEGIN.source,
     length: BULL_ARGS + FETCHED_ARGS + 1,
     names: [0, ...FIXED_START.map((i) => BULL_ARGS + i)],
   },
-]);
-
-/**
- * The fused fetch carrying the worker's take-back (`@islet/runs` FETCH_TAKE_BACK, round 49
- * `fetch-takeback`): moveToActive's 11 keys, then idle, idle args and the worker's hand-off key;
- * the fused fetch's arguments, then the worker id. Baked with the worker's names but its hand-off
- * key (carried, so a reader of the commands sees whose take-back it is) and the worker id.
- */
-const FETCH_TAKE_BACK_SCRIPT = new LuaScript(`${FETCH_TAKE_BACK}${FETCH_LEASE_BEGIN.source}`);
-const FETCH_TAKE_BACK_BAKED = new BakedScript(FETCH_TAKE_BACK_SCRIPT, FETCH_TAKE_BACK_SCRIPT.source, [
+];
+/** The take-back's: its 3 keys and the worker id after the fetch's. */
+const FETCH_TAKE_BACK_PARTS: PartShape[] = [
   {
     name: 'KEYS',
     keys: true,
@@ -76,7 +68,54 @@ const FETCH_TAKE_BACK_BAKED = new BakedScript(FETCH_TAKE_BACK_SCRIPT, FETCH_TAKE
     length: BULL_ARGS + FETCHED_ARGS + 2,
     names: [0, ...FIXED_START.map((i) => BULL_ARGS + i), BULL_ARGS + FETCHED_ARGS + 1],
   },
-]);
+];
+/**
+ * The fused fetch with the worker's names in its text (@islet/runs baked-call.ts): moveToActive's
+ * 11 keys, its prefix (its first argument) and the start's 17 names (`FIXED_START`) baked; its
+ * time and options, the start's terms and time and the delay carried.
+ */
+const FETCH_BAKED = new BakedScript(FETCH_LEASE_BEGIN, FETCH_LEASE_BEGIN.source, FETCH_PARTS);
+
+/**
+ * The fused fetch carrying the worker's take-back (`@islet/runs` FETCH_TAKE_BACK, round 49
+ * `fetch-takeback`): moveToActive's 11 keys, then idle, idle args and the worker's hand-off key;
+ * the fused fetch's arguments, then the worker id. Baked with the worker's names but its hand-off
+ * key (carried, so a reader of the commands sees whose take-back it is) and the worker id.
+ */
+const FETCH_TAKE_BACK_SCRIPT = new LuaScript(`${FETCH_TAKE_BACK}${FETCH_LEASE_BEGIN.source}`);
+const FETCH_TAKE_BACK_BAKED = new BakedScript(
+  FETCH_TAKE_BACK_SCRIPT,
+  FETCH_TAKE_BACK_SCRIPT.source,
+  FETCH_TAKE_BACK_PARTS,
+);
+
+/**
+ * The same fused fetches with the worker's packed options (BullMQ's 3rd argument,
+ * `{token, lockDuration, limiter, name}`) taken apart by the runner (end-options.ts, `fetchVerdict`):
+ * FO, the token carried, its lock duration and name written into the text, BullMQ's 3rd argument not
+ * sent. The fetch is answered by the end's direct refetch (@islet/runs handed-refetch.ts) reading FO,
+ * BullMQ's text only where it declines, and then with `opts` made from FO: no `cmsgpack.unpack`, and
+ * no text to interpret (@islet/runs `knownFetchSource`, round 52 `fetch-token`). Options it would not
+ * take (a limiter, no name, …) go packed to the text as before.
+ */
+const OPTIONS_PART: PartShape = { name: 'FO', keys: false, length: 5, names: [1, 2], unsent: [3, 4] };
+/** BullMQ's packed options' position in its fetch's arguments. */
+const OPTIONS_ARG = 2;
+/** `baked`'s parts with the options' placeholder unsent and FO after them, over `source` reading FO; undefined: not BullMQ 5's text. */
+function optionsBaked(source: string, baked: readonly PartShape[], base: LuaScript): BakedScript | undefined {
+  const body = knownFetchSource(source, moveToActive.content, 'FO');
+  if (!body) return undefined;
+  const parts = baked.map((p) => (p.name === 'ARGV' ? { ...p, unsent: [OPTIONS_ARG] } : p));
+  return new BakedScript(base, body, parts.concat(OPTIONS_PART));
+}
+const FETCH_OPTIONS_BAKED = optionsBaked(FETCH_LEASE_BEGIN.source, FETCH_PARTS, FETCH_LEASE_BEGIN);
+const FETCH_TAKE_BACK_OPTIONS_BAKED = optionsBaked(
+  FETCH_TAKE_BACK_SCRIPT.source,
+  FETCH_TAKE_BACK_PARTS,
+  FETCH_TAKE_BACK_SCRIPT,
+);
+/** BullMQ's packed options of this process's fetches, taken apart (one worker's at a time). */
+const FETCH_OPTIONS = new EndOptions(fetchVerdict);
 
 /** A take-back the fetch carries: the worker's idle, idle args and hand-off keys, and its id. */
 export interface FetchTakeBack {
@@ -86,15 +125,21 @@ export interface FetchTakeBack {
 
 /** Whether `sha` is the fused fetch carrying a take-back's, unbaked or baked (tests tell its calls by it). */
 export const isFetchTakeBackSha = (sha: unknown): boolean =>
-  sha === FETCH_TAKE_BACK_SCRIPT.sha || FETCH_TAKE_BACK_BAKED.has(sha);
+  sha === FETCH_TAKE_BACK_SCRIPT.sha ||
+  FETCH_TAKE_BACK_BAKED.has(sha) ||
+  (FETCH_TAKE_BACK_OPTIONS_BAKED?.has(sha) ?? false);
+/** Whether `sha` is a baked fetch whose packed options went as their parts (FO; tests tell its calls by it). */
+export const isFetchOptionsSha = (sha: unknown): boolean =>
+  (FETCH_OPTIONS_BAKED?.has(sha) ?? false) || (FETCH_TAKE_BACK_OPTIONS_BAKED?.has(sha) ?? false);
+/** Whether `sha` is the fused fetch's baked with a worker's names (tests tell the path by it). */
+export const isBakedFetchSha = (sha: unknown): boolean =>
+  FETCH_BAKED.has(sha) || (FETCH_OPTIONS_BAKED?.has(sha) ?? false);
 
 /** The fused script's hash, unbaked (a call not of its shape, or past the baked variants). */
 export const FETCH_START_SHA = FETCH_LEASE_BEGIN.sha;
 /** Whether `sha` is the fused fetch's, unbaked or baked with a mode's names (tests tell its calls by it). */
 export const isFetchStartSha = (sha: unknown): boolean =>
-  sha === FETCH_START_SHA || FETCH_BAKED.has(sha) || isFetchTakeBackSha(sha);
-/** Whether `sha` is the fused fetch's baked with a worker's names (tests tell the path by it). */
-export const isBakedFetchSha = (sha: unknown): boolean => FETCH_BAKED.has(sha);
+  sha === FETCH_START_SHA || isBakedFetchSha(sha) || isFetchTakeBackSha(sha);
 
 /** A job whose lease a fused fetch refused and which it moved to the delayed set itself. */
 export interface MovedJob {
@@ -174,16 +219,23 @@ export function startingClient(
     const fetchArgs = bullArgs.concat(startArgsList(terms), delay);
     const owed = takeBack?.();
     const redis = client as unknown as Redis;
+    // The options' parts (their token carried, the rest in the text), or the packed options as before.
+    // Past its MAX_BAKED texts, the options' baker's call goes by the plain one.
+    const options = FETCH_OPTIONS.split(bullArgs[OPTIONS_ARG]);
     let reply: unknown[];
     if (owed) {
       const takeBackKeys = keys.concat(owed.keys);
       const takeBackArgs = fetchArgs.concat(owed.workerId);
-      const baked = FETCH_TAKE_BACK_BAKED.call([takeBackKeys, takeBackArgs]);
+      const baked =
+        (options && FETCH_TAKE_BACK_OPTIONS_BAKED?.call([takeBackKeys, takeBackArgs, options])) ||
+        FETCH_TAKE_BACK_BAKED.call([takeBackKeys, takeBackArgs]);
       reply = (await (baked
         ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
         : FETCH_TAKE_BACK_SCRIPT.run(redis, takeBackKeys, takeBackArgs))) as unknown[];
     } else {
-      const baked = FETCH_BAKED.call([keys, fetchArgs]);
+      const baked =
+        (options && FETCH_OPTIONS_BAKED?.call([keys, fetchArgs, options])) ||
+        FETCH_BAKED.call([keys, fetchArgs]);
       reply = (await (baked
         ? baked.script.run(redis, baked.keys, baked.args as (string | number)[])
         : FETCH_LEASE_BEGIN.run(redis, keys, fetchArgs))) as unknown[];

@@ -168,16 +168,17 @@ export function handedComplete(moveToFinishedBody: string): string | undefined {
  * `{token, lockDuration, name, head, tail}`, end-options.ts) and `argv`'s 8th is their placeholder
  * (false), the packed options made again as BullMQ packed them — `head`, the token as msgpack's
  * string (its header as msgpackr writes it: fixstr, str8, str16, str32), `tail` — for a reader of
- * the bytes (BullMQ's text, the refetch). Made only there: the direct completion reads `known`.
+ * the bytes (BullMQ's text, the refetch's). Made only there: the direct completion and the direct
+ * refetch read `known`. `at`: the options' position in `argv` (moveToFinished's 8th, moveToActive's 3rd).
  */
-export function knownPacked(argv: string, known: string): string {
-  return `if ${argv}[8] == false and ${known} then
+export function knownPacked(argv: string, known: string, at = 8): string {
+  return `if ${argv}[${at}] == false and ${known} then
   local t = ${known}[1]
   local n, h = #t, nil
   if n < 32 then h = string.char(160 + n)
   elseif n < 256 then h = string.char(217, n)
   elseif n < 65536 then h = string.char(218, math.floor(n / 256), n % 256)
   else h = string.char(219, math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256) end
-  ${argv}[8] = ${known}[4] .. h .. t .. ${known}[5]
+  ${argv}[${at}] = ${known}[4] .. h .. t .. ${known}[5]
 end`;
 }

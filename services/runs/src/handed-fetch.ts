@@ -79,3 +79,23 @@ export function handedFetch(moveToActiveBody: string): string | undefined {
   const sha1 = createHash('sha1').update(moveToActiveBody).digest('hex');
   return sha1 === MOVE_TO_ACTIVE_SHA1 ? HANDED_FETCH : undefined;
 }
+
+/** moveToActive-11's read of the worker's packed options (its ARGV[3]), as BullMQ 5 writes it (FETCH_TAKE_BACK's too). */
+export const FETCH_OPTS_READ = 'local opts = cmsgpack.unpack(ARGV[3])';
+
+/**
+ * `source` (a fused fetch's text: moveToActive-11 inside it, FETCH_TAKE_BACK before it) reading the
+ * worker's options from `known` — a Lua expression, a baked fetch's part `{token, lockDuration,
+ * name, …}` the runner took apart and checked (its end-options.ts `fetchVerdict`: no limiter, a
+ * whole lock duration, the token not '0', a name) — instead of unpacking ARGV[3] (then
+ * `false`): the table the text reads is made with no bytes at all, and the lock duration is the
+ * text Redis would print for its number (round 52 `fetch-token`). Undefined: `source` does not read
+ * the options as BullMQ 5 does (another text keeps its packed options).
+ */
+export function knownFetchOptions(source: string, known: string): string | undefined {
+  if (!source.includes(FETCH_OPTS_READ)) return undefined;
+  return source.replaceAll(
+    FETCH_OPTS_READ,
+    `local opts = {token = ${known}[1], lockDuration = ${known}[2], name = ${known}[3]} -- (handed-fetch.ts)`,
+  );
+}

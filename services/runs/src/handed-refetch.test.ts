@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { itMatchesTheText, runScript, type ScriptRun } from '../test/script-equivalence.ts';
 import { onRedisServer } from '../test/test-redis.ts';
 import { MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
-import { handedRefetch } from './handed-refetch.ts';
+import { handedRefetch, knownFetchSource } from './handed-refetch.ts';
 import { fetchAndLook } from './handoff-scripts.ts';
 
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
@@ -227,4 +227,68 @@ describe("the end's direct refetch", () => {
   });
 
   itMatchesTheText(CASES, runCase, { withDirect, textOnly, takes });
+});
+
+describe("the end's direct refetch with a baked end's parts of the options (round 52 `fetch-token`)", () => {
+  // ARGV[3] false (a baked end sends no packed options), the parts as BO holds them: no unpack.
+  const withKnown = `${direct}\nlocal handed = handedRefetch(KEYS, {ARGV[1], ARGV[2], false}, {ARGV[4], ARGV[5], ARGV[6]})\nif handed then return handed end\nreturn 'text'`;
+  const known = [TOKEN, '30000', 'runner-1'];
+  for (const c of CASES.filter((c) => c.taken && !c.fails && !c.opts))
+    it(`takes: ${c.name}; Redis sees what the text does on the packed options`, async () => {
+      const got = await runScript(redis, withKnown, KEYS, argsOf(c).concat(known), async (r) => {
+        await r.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
+        await r.lpush(`${Q}active`, 'r0');
+        await r.zadd(`${Q}marker`, '0', '0');
+        await c.setUp?.(r);
+      });
+      const want = await runCase(c, textOnly);
+      const { answer } = got;
+      if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
+        got.answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
+      expect(got.inner, 'the commands').toEqual(want.inner);
+      expect(got.answer, 'the answer').toEqual(want.answer);
+      expect(got.after, 'the keys after').toEqual(want.after);
+    });
+});
+
+describe("a baked fused fetch's text with the worker's options as their parts (`knownFetchSource`, round 52 `fetch-token`)", () => {
+  // The fetch as `fetchLeaseBeginScript` wraps it; ARGV[3] not msgpack ('x' unpacks to a number,
+  // which the options' reads fail on): nothing on the way unpacks it.
+  const K = 'KO';
+  const KO = 'local KO = {ARGV[4], ARGV[5], ARGV[6]}\n';
+  const fused =
+    knownFetchSource(`${KO}local function fetchJob()\n${textOnly}\nend\nreturn fetchJob()`, body, K) ?? '';
+  // The text replaced by a mark (its options read kept, as `knownFetchOptions` asks): the direct path answers first.
+  const marked = knownFetchSource(
+    `${KO}local function fetchJob()\nif ARGV[1] then return 'text' end\nlocal opts = cmsgpack.unpack(ARGV[3])\nend\nreturn fetchJob()`,
+    body,
+    K,
+  );
+  const known = [TOKEN, '30000', 'runner-1'];
+  const argsKnown = [Q, String(TS), 'x', ...known];
+  const prepare = (c: Case) => async (r: Redis) => {
+    await r.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
+    await r.lpush(`${Q}active`, 'r0');
+    await r.zadd(`${Q}marker`, '0', '0');
+    await c.setUp?.(r);
+  };
+
+  it('is made only where the options are read as BullMQ 5 reads them', () => {
+    expect(fused).toContain('handedRefetch(KEYS, ARGV, KO)');
+    expect(fused.split('cmsgpack.unpack(ARGV[3])')).toHaveLength(2); // the direct path's own, not reached with known parts
+    expect(knownFetchSource('local function fetchJob()\nend', body, K)).toBeUndefined();
+  });
+
+  for (const c of CASES.filter((c) => !c.fails && !c.opts))
+    it(`${c.name}: the direct path answers, Redis sees what the text does on the packed options`, async () => {
+      const got = await runScript(redis, fused, KEYS, argsKnown, prepare(c));
+      const want = await runCase(c, textOnly);
+      const { answer } = got;
+      if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
+        got.answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
+      expect(got.inner, 'the commands').toEqual(want.inner);
+      expect(got.answer, 'the answer').toEqual(want.answer);
+      expect(got.after, 'the keys after').toEqual(want.after);
+      expect((await runScript(redis, marked ?? '', KEYS, argsKnown, prepare(c))).answer).not.toBe('text');
+    });
 });

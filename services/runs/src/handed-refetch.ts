@@ -8,7 +8,7 @@
  * functions made and its interpretation (test/bench/README.md, round 36, `end-more`).
  *
  * Taken when the worker's options have a lock token (not '0'), no limiter, and a name absent or a
- * text; else the text runs. Then, as the text through bull-quiet: the meta's HMGET (and LLEN
+ * text (a baked end's parts, `known`, checked so by the runner); else the text runs. Then, as the text through bull-quiet: the meta's HMGET (and LLEN
  * active under a concurrency cap), promoteDelayedJobs (`ZRANGEBYSCORE delayed 0 <bound> LIMIT 0
  * 1000`; for jobs due `ZREM`, each job's `HGET priority`, `LPUSH` onto wait or paused or, with a
  * priority, `INCR pc` and `ZADD prioritized`, `HSET delay 0`; the base marker unless paused or
@@ -24,15 +24,26 @@
 import { createHash } from 'node:crypto';
 import { promoteDelayedJobs } from './bull-promote.ts';
 import { leanStartJob } from './bull-start.ts';
-import { MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
+import { knownFetchOptions, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
 
-/** `local function handedRefetch(KEYS, ARGV)` (moveToActive-11's): `fetchAndLook`'s answer, or nil for the text to run. */
-const HANDED_REFETCH = `local function handedRefetch(KEYS, ARGV)
-  local opts = cmsgpack.unpack(ARGV[3])
-  local token, name = opts['token'], opts['name']
-  if opts['limiter'] ~= nil or type(token) ~= 'string' or token == '0'
-    or (name ~= nil and type(name) ~= 'string') then
-    return nil
+/**
+ * `local function handedRefetch(KEYS, ARGV, known)` (moveToActive-11's): `fetchAndLook`'s answer, or
+ * nil for the text to run. `known` (nil, or a baked end's `{token, lockDuration, name, …}`):
+ * the worker's options as their parts, ARGV[3] not read (it is then `false`).
+ */
+const HANDED_REFETCH = `local function handedRefetch(KEYS, ARGV, known)
+  local token, name, lockDuration
+  if known then
+    -- A baked end's parts of the worker's options, checked by the runner (end-options.ts): no
+    -- unpack, and the lock duration the text Redis would print for its number (round 52 \`fetch-token\`).
+    token, lockDuration, name = known[1], known[2], known[3]
+  else
+    local opts = cmsgpack.unpack(ARGV[3])
+    token, name, lockDuration = opts['token'], opts['name'], opts['lockDuration']
+    if opts['limiter'] ~= nil or type(token) ~= 'string' or token == '0'
+      or (name ~= nil and type(name) ~= 'string') then
+      return nil
+    end
   end
   local call, prefix, now = redis.call, ARGV[1], ARGV[2]
   -- getTargetQueueList
@@ -74,7 +85,7 @@ const HANDED_REFETCH = `local function handedRefetch(KEYS, ARGV)
   if maxJobs and tonumber(call('INCR', KEYS[6])) == 1 then
     call('PEXPIRE', KEYS[6], math.floor(math.abs(meta[4])))
   end
-  call('SET', jobKey .. ':lock', token, 'PX', opts['lockDuration'])
+  call('SET', jobKey .. ':lock', token, 'PX', lockDuration)
   if not marked then call('ZADD', KEYS[11], '0', '0') end
   local function start(jobKey, processedOn, pb)
     local job = call('HGETALL', jobKey)
@@ -96,4 +107,32 @@ end`;
 export function handedRefetch(moveToActiveBody: string): string | undefined {
   const sha1 = createHash('sha1').update(moveToActiveBody).digest('hex');
   return sha1 === MOVE_TO_ACTIVE_SHA1 ? HANDED_REFETCH : undefined;
+}
+
+/** Where a fused fetch's text (`fetchLeaseBeginScript`) begins its fetch. */
+const FETCH_JOB = 'local function fetchJob()\n';
+
+/**
+ * A fused fetch's text (`source`: `fetchLeaseBeginScript` of `fetchAndLook(moveToActiveBody)`,
+ * FETCH_TAKE_BACK before it or not) for a baked fetch whose worker's options are `known` (a Lua
+ * expression, `{token, lockDuration, name, …}`: handed-fetch.ts `knownFetchOptions`), with its
+ * fetch answered by this direct refetch first (the same function the end's refetch runs, the same
+ * body it stands for: handed-refetch.test.ts) and BullMQ's text only where it declines; the text,
+ * where it runs, reads the options from `known` too. Round 36 `end-more` left this (its "Found,
+ * left" 5: ~190 K a fetch); round 52 `fetch-token`. Undefined: the options are not read as
+ * BullMQ 5 does. Not BullMQ 5.81.5's text: the options from `known`, the text as before.
+ */
+export function knownFetchSource(
+  source: string,
+  moveToActiveBody: string,
+  known: string,
+): string | undefined {
+  const body = knownFetchOptions(source, known);
+  if (!body) return undefined;
+  const direct = handedRefetch(moveToActiveBody);
+  if (!direct || body.split(FETCH_JOB).length !== 2) return body;
+  return body.replace(
+    FETCH_JOB,
+    `${direct}\n${FETCH_JOB}local handed = handedRefetch(KEYS, ARGV, ${known})\nif handed then return handed end\n`,
+  );
 }

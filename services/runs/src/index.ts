@@ -34,8 +34,8 @@ export {
 } from './fetched-start-args.ts';
 export { ADD_STANDARD_JOB_SHA1, handedAdd } from './handed-add.ts';
 export { handedComplete, MOVE_TO_FINISHED_SHA1 } from './handed-complete.ts';
-export { handedFetch, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
-export { handedRefetch } from './handed-refetch.ts';
+export { handedFetch, knownFetchOptions, MOVE_TO_ACTIVE_SHA1 } from './handed-fetch.ts';
+export { handedRefetch, knownFetchSource } from './handed-refetch.ts';
 export { liveChannelOf } from './handoff-live.ts';
 export { fetchAndLook, handOffAddScript, handOffKeys, type IdleTerms } from './handoff-scripts.ts';
 export {

@@ -324,21 +324,24 @@ export function endCompleteStartBody(
   // The completion's keys are moveToActive-11's but for the marker (its 14th): the refetch's.
   // `refetchDirect` (handed-refetch.ts, made only when a refetch runs): the same commands as
   // `fetchBody` without BullMQ's text, or nil for it to run.
+  // A baked end's parts of the options (BO) go to the direct refetch as they are: no unpack
+  // (round 52 `fetch-token`).
   const direct = refetchDirect
     ? `${refetchDirect}
-local handed = handedRefetch(KEYS, ARGV)
+local handed = handedRefetch(KEYS, ARGV${known ? `, ${known}` : ''})
 if handed then return handed end
 `
     : '';
-  // The packed options made again for the refetch where a baked end carried their parts (BO).
-  const fill = known ? `${knownPacked('BA', known)}\n` : '';
+  // The packed options made again where a baked end carried their parts (BO), only for BullMQ's
+  // text (the direct refetch declined, or is not there): its ARGV[3].
+  const fill = known ? `${knownPacked('ARGV', known, 3)}\n` : '';
   const refetch = fetchBody
     ? `local deferMs = tonumber(table.remove(SA))
 local function fetchWith(KEYS, ARGV)
-${direct}${fetchBody}
+${direct}${fill}${fetchBody}
 end
 local function refetch()
-${fill}  local K = {unpack(BK, 1, 10)}
+  local K = {unpack(BK, 1, 10)}
   K[11] = BK[14]
   return fetchWith(K, {BA[7], BA[2], BA[8]})
 end
