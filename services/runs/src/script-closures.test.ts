@@ -65,6 +65,24 @@ describe('the functions a script makes at every call', () => {
     expect(end).toContain(BULL_QUIET_PRELUDE);
   });
 
+  it("makes the hand-off's BullMQ fetch, `marked` and `unpropagated` only past the answers that need none (round 52 `submit-lean`)", () => {
+    const add = handOffAddScript(addStandardJob.content, moveToActive.content).source;
+    // BullMQ's fetch made only when the direct fetch answers none.
+    expect(add).toContain(
+      'local fetched = handedFetch(KEYS, ARGV)\nif not fetched then\nlocal function bullFetch()',
+    );
+    expect(defined(add, 'bullFetch')).toBe(1);
+    // An add with no worker idle returns before either is made.
+    const idleReturn = add.indexOf('if idleSeen == false then return added end');
+    expect(idleReturn).toBeGreaterThan(0);
+    for (const name of ['marked', 'unpropagated']) {
+      expect(defined(add, name)).toBe(1);
+      expect(add.indexOf(`local function ${name}(`)).toBeGreaterThan(idleReturn);
+    }
+    // The attempt's start keeps the record's three values in locals, not a table.
+    expect(luaSource('lease-and-begin-9')).not.toContain('{run[stAt], run[countAt], run[timeAt]}');
+  });
+
   it('gives a text calling every helper the whole prelude, in the same order', () => {
     expect(bullQuietPrelude('bullProbe() bullKeepLock() bullAttempts() bullStartJob()')).toBe(
       BULL_QUIET_PRELUDE,
