@@ -363,7 +363,8 @@ end
 local added = add(AK, ARGV)
 -- The fetch below takes this very job only from a held push (the wait list's only one): else the
 -- job is counted now, as the admission would have before the add.
-if heldPush then uncounted = {job = added} else countHeld() end
+-- (\`decided\` made with it: the acquire's setting of it then grows no table.)
+if heldPush then uncounted = {job = added, decided = false} else countHeld() end
 if idleSeen == false then return added end
 ${UNPROPAGATED}
 ${MARKED}
