@@ -81,6 +81,23 @@ describe('the functions a script makes at every call', () => {
     }
     // The attempt's start keeps the record's three values in locals, not a table.
     expect(luaSource('lease-and-begin-9')).not.toContain('{run[stAt], run[countAt], run[timeAt]}');
+    // The hand-off's uncounted note made with its `decided`; the prelude's notes with their fields.
+    expect(add).toContain('uncounted = {job = added, decided = false}');
+    expect(BULL_QUIET_PRELUDE).toMatch(/^local bullQ = \{absent = \{\}, events = false, .*known = false/);
+  });
+
+  it("makes the lease's pool helpers only inside `poolPlace`, called on the paths that use them (round 52 `submit-lean`)", () => {
+    for (const name of ['lease-acquire-6', 'lease-and-begin-9']) {
+      const source = luaSource(name);
+      const place = source.indexOf('local function poolPlace()');
+      const acquire = source.indexOf('local function acquireLease(');
+      expect(place).toBeGreaterThanOrEqual(0);
+      for (const helper of ['poolQuota', 'reservedKey', 'keepPlace', 'putBack', 'putBackLapsed']) {
+        expect(defined(source, helper)).toBe(1);
+        const at = source.indexOf(`local function ${helper}(`);
+        expect(at > place && at < acquire).toBe(true);
+      }
+    }
   });
 
   it('gives a text calling every helper the whole prelude, in the same order', () => {
