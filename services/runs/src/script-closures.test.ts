@@ -97,6 +97,10 @@ describe('the functions a script makes at every call', () => {
         const at = source.indexOf(`local function ${helper}(`);
         expect(at > place && at < acquire).toBe(true);
       }
+      // The share read only where the quota is; a cap of '0' read without `tonumber`.
+      const body = source.slice(acquire);
+      expect(body).toContain("if cap == '0' then cap = 0 else cap = tonumber(cap) end");
+      expect(body).not.toContain('local share');
     }
   });
 
