@@ -81,7 +81,9 @@ describe("the hand-off's direct add and fetch", () => {
     expect(handedAdd(addText)).toBeUndefined();
     expect([MOVE_TO_ACTIVE_SHA1, ADD_STANDARD_JOB_SHA1].map((s) => s.length)).toEqual([40, 40]);
     const direct = handOffAddScript(addStandardJob.content, moveToActive.content).source;
-    expect(direct).toContain('handedFetch(KEYS, ARGV) or bullFetch()');
+    expect(direct).toContain(
+      'local fetched = handedFetch(KEYS, ARGV)\nif not fetched then\nlocal function bullFetch()',
+    );
     expect(direct).toContain('local handed = handedAdd(KEYS, ARGV)');
     const text = handOffAddScript(addText, fetchText).source;
     expect(text).not.toContain('handedFetch');

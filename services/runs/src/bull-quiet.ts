@@ -75,8 +75,10 @@ import { knownPacked } from './handed-complete.ts';
  * call, cost more than it saved, test/bench/lua-cost.ts). Tables a script may not need (the meta
  * reads kept, what an absent key answers) are made when first needed. The queue's keys with a
  * role (events, meta, id, marker, stalled, the completed set) are distinct keys, one role each.
+ * `bullQ` is made with its usual fields (false: read as nil is) so that setting them does not grow
+ * its table three times (~1.4 K instructions a script; test/bench/README.md round 52 `submit-lean`).
  */
-const PRELUDE_CORE = `local bullQ = {absent = {}}
+const PRELUDE_CORE = `local bullQ = {absent = {}, events = false, metaKey = false, marker = false, meta = false, known = false, marked = false, ownId = false}
 local bullRaw = redis.call
 local bullRole, bullAbsent = {}, bullQ.absent
 -- A role's key: the key it had before has it no more.

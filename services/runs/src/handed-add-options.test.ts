@@ -4,13 +4,14 @@
 // (`delay`, `priority`, `lifo`, `de`) are read as its own text reads them (test/bench/README.md
 // round 50 `submit-args`). No worker registered idle: the add alone.
 
-import type { LuaScript } from '@islet/core/lua-script';
+import { LuaScript } from '@islet/core/lua-script';
 import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import type { Redis } from 'ioredis';
-import { Packr } from 'msgpackr';
+import { Packr, unpack } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { useSuiteRedis } from '../test/test-redis.ts';
+import { fetchedStartArgs } from './fetched-start-args.ts';
 import { handOffAddScript } from './handoff-scripts.ts';
 import { runJobOptions } from './jobs.ts';
 
@@ -90,6 +91,121 @@ describe("the hand-off's direct add and its options", () => {
     expect(await r.a.hget(`${prefix}j1`, 'timestamp')).toBe('1765129953123');
     const text = await after(() => runOf(TEXT, r.a, [argsOf('j1'), DATA, packer.pack(RUN_OPTS)]));
     expect(unread).toEqual(text);
+  });
+
+  // A worker registered idle (the full form of its terms): the add hands it the job, its hash noted
+  // for the fetch's start (round 52 `submit-lean`: from ARGV[5..8], the HMSET's own table).
+  const FETCH_KEYS = [
+    'wait',
+    'active',
+    'prioritized',
+    'events',
+    'stalled',
+    'limiter',
+    'delayed',
+    'paused',
+    'meta',
+    'pc',
+    'marker',
+  ];
+  const terms = {
+    keys: FETCH_KEYS.map((k) => `${prefix}${k}`),
+    prefix,
+    token: 'tok-1',
+    lockDuration: 30_000,
+    name: 'w1',
+    startArgs: fetchedStartArgs({
+      mode: 'read-only',
+      share: 0.5,
+      cap: 0,
+      leaseMs: 30_000,
+      journalKey: (runId) => `t:${runId}:journal`,
+      runKey: (runId) => `t:${runId}:run`,
+      start: (runId) => ({
+        streamKey: `t:${runId}:events`,
+        maxLen: 100,
+        type: 'started',
+        sealedData: '{}',
+        channel: 't:wake',
+        message: `${runId}:started`,
+      }),
+      ttlSeconds: 60,
+      nowMs: 1765129953123,
+    }),
+    handOff: `${prefix}handoff:w1`,
+  };
+  const GIVEN = ['bull:{q}:j1', 'j1', 'run', '1765129953123'];
+
+  /** The job's hash and the handed answer (its processedOn, Redis's time, taken out), after a hand-off. */
+  async function handed(script: LuaScript, args: (string | Buffer)[]) {
+    await r.a.flushall();
+    await r.a.zadd(`${prefix}idle`, Date.now() + 60_000, 'w1');
+    await r.a.hset(`${prefix}idle:args`, 'w1', JSON.stringify(terms));
+    const answer = await runOf(script, r.a, args);
+    const job = await r.a.hgetall(`${prefix}j1`);
+    const pushed = await r.a.zrangeBuffer(terms.handOff, 0, -1);
+    expect(pushed).toHaveLength(1);
+    const [token, fetched] = unpack(pushed[0] as Buffer) as [string, unknown[]];
+    const fields = fetched[0] as string[];
+    const at = fields.indexOf('processedOn');
+    expect(at).toBeGreaterThan(0);
+    expect(fields[at + 1]).toBe(job.processedOn);
+    fields[at + 1] = 'T';
+    job.processedOn = 'T';
+    return {
+      answer,
+      job,
+      token,
+      fetched,
+      wait: await r.a.lrange(`${prefix}wait`, 0, -1),
+      active: await r.a.lrange(`${prefix}active`, 0, -1),
+      lock: await r.a.get(`${prefix}j1:lock`),
+    };
+  }
+
+  it("hands over the same job from ARGV[5..8] as from `args`, and as BullMQ's texts", async () => {
+    const opts = packer.pack(RUN_OPTS);
+    const given = await handed(DIRECT, [Buffer.from([0xc1]), DATA, opts, RUN_OPTS_JSON, ...GIVEN]);
+    const unpacked = await handed(DIRECT, [argsOf('j1'), DATA, opts, RUN_OPTS_JSON]);
+    const text = await handed(TEXT, [argsOf('j1'), DATA, opts]);
+    expect(given).toEqual(unpacked);
+    expect(given).toEqual(text);
+    expect(given.answer).toEqual(['j1', terms.handOff, 'tok-1']);
+    expect(given.active).toEqual(['j1']);
+    expect(given.fetched[1]).toBe('j1');
+    // The fields in the order the HMSET wrote them, the start's after them.
+    expect(given.fetched[0]).toEqual([
+      'name',
+      'run',
+      'data',
+      DATA,
+      'opts',
+      RUN_OPTS_JSON,
+      'timestamp',
+      '1765129953123',
+      'delay',
+      '0',
+      'priority',
+      '0',
+      'processedOn',
+      'T',
+      'pb',
+      'w1',
+      'ats',
+      '1',
+    ]);
+  });
+
+  it("notes the job for the hand-off's fetch from ARGV[5..8] without `jobWritten`'s copy", async () => {
+    // `jobWritten` made to fail: the add from ARGV[5..8] with a worker idle never calls it.
+    const head = 'local function jobWritten(cmd, key, ...)';
+    expect(DIRECT.source.split(head)).toHaveLength(2);
+    const failing = new LuaScript(DIRECT.source.replace(head, `${head}\n  error('copied')`));
+    const opts = packer.pack(RUN_OPTS);
+    const given = await handed(failing, [Buffer.from([0xc1]), DATA, opts, RUN_OPTS_JSON, ...GIVEN]);
+    expect(given).toEqual(await handed(DIRECT, [Buffer.from([0xc1]), DATA, opts, RUN_OPTS_JSON, ...GIVEN]));
+    // Without ARGV[5..8] the add's HMSET goes through it (as BullMQ's text's does).
+    await expect(handed(failing, [argsOf('j1'), DATA, opts, RUN_OPTS_JSON])).rejects.toThrow(/copied/);
   });
 
   it.each([

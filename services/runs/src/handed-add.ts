@@ -42,6 +42,7 @@ export const ADD_STANDARD_JOB_SHA1 = '808626431266f2e834f108cac6b35ce556927132';
  */
 const HANDED_ADD = `local function handedAdd(KEYS, ARGV)
   local jobIdKey, jobId, name, timestamp, opts = ARGV[5], ARGV[6], ARGV[7], ARGV[8], nil
+  local given = timestamp ~= nil
   -- ARGV[5..8] given (with ARGV[4]): ARGV[1]'s values (see the header), not unpacked here.
   if not timestamp then
     local args = cmsgpack.unpack(ARGV[1])
@@ -56,12 +57,38 @@ const HANDED_ADD = `local function handedAdd(KEYS, ARGV)
   end
   local call = bullRedis.call
   if jobOrIdle(jobIdKey) == 1 then return nil end
-  -- ARGV[4] (the gateway's, run-add-store.ts): the options as cjson writes them, not encoded here.
-  call('HMSET', jobIdKey, 'name', name, 'data', ARGV[2], 'opts', ARGV[4] or cjson.encode(opts),
-    'timestamp', timestamp, 'delay', opts and opts['delay'] or '0', 'priority', opts and opts['priority'] or '0')
-  -- getTargetQueueList's
+  if given then
+    -- Every value a string (ARGV's): the hash noted for the hand-off's fetch as \`jobWritten\` notes
+    -- it (the first write of the new job), from the table the HMSET is sent from (no copy, no
+    -- checks); with no worker idle (no fetch follows) not noted, sent as it is.
+    jobNoted = true
+    if idleSeen then
+      local job = {'name', name, 'data', ARGV[2], 'opts', ARGV[4], 'timestamp', timestamp, 'delay', '0', 'priority', '0'}
+      bullQ.known = {jobIdKey, job}
+      bullCall('HMSET', jobIdKey, unpack(job))
+    else
+      bullQ.known = nil
+      bullCall('HMSET', jobIdKey, 'name', name, 'data', ARGV[2], 'opts', ARGV[4], 'timestamp', timestamp,
+        'delay', '0', 'priority', '0')
+    end
+  else
+    -- ARGV[4] (the gateway's, run-add-store.ts): the options as cjson writes them, not encoded here.
+    call('HMSET', jobIdKey, 'name', name, 'data', ARGV[2], 'opts', ARGV[4] or cjson.encode(opts),
+      'timestamp', timestamp, 'delay', opts and opts['delay'] or '0', 'priority', opts and opts['priority'] or '0')
+  end
+  -- getTargetQueueList's, kept for the fetch as bull-quiet.ts' \`bullCall\` keeps the meta's read
+  -- (KEYS[3] is the meta key \`add\` named): its key made as a constant, not by joining the fields.
   local target, maxed = KEYS[1], false
-  local meta = call('HMGET', KEYS[3], 'paused', 'concurrency', 'max', 'duration')
+  local memo = bullQ.meta
+  if not memo then
+    memo = {}
+    bullQ.meta = memo
+  end
+  local meta = memo['paused\\nconcurrency\\nmax\\nduration']
+  if not meta then
+    meta = bullRaw('HMGET', KEYS[3], 'paused', 'concurrency', 'max', 'duration')
+    memo['paused\\nconcurrency\\nmax\\nduration'] = meta
+  end
   if meta[1] then
     target, maxed = KEYS[2], true
   elseif meta[2] and call('LLEN', KEYS[7]) >= tonumber(meta[2]) then

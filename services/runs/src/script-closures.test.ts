@@ -65,6 +65,45 @@ describe('the functions a script makes at every call', () => {
     expect(end).toContain(BULL_QUIET_PRELUDE);
   });
 
+  it("makes the hand-off's BullMQ fetch, `marked` and `unpropagated` only past the answers that need none (round 52 `submit-lean`)", () => {
+    const add = handOffAddScript(addStandardJob.content, moveToActive.content).source;
+    // BullMQ's fetch made only when the direct fetch answers none.
+    expect(add).toContain(
+      'local fetched = handedFetch(KEYS, ARGV)\nif not fetched then\nlocal function bullFetch()',
+    );
+    expect(defined(add, 'bullFetch')).toBe(1);
+    // An add with no worker idle returns before either is made.
+    const idleReturn = add.indexOf('if idleSeen == false then return added end');
+    expect(idleReturn).toBeGreaterThan(0);
+    for (const name of ['marked', 'unpropagated']) {
+      expect(defined(add, name)).toBe(1);
+      expect(add.indexOf(`local function ${name}(`)).toBeGreaterThan(idleReturn);
+    }
+    // The attempt's start keeps the record's three values in locals, not a table.
+    expect(luaSource('lease-and-begin-9')).not.toContain('{run[stAt], run[countAt], run[timeAt]}');
+    // The hand-off's uncounted note made with its `decided`; the prelude's notes with their fields.
+    expect(add).toContain('uncounted = {job = added, decided = false}');
+    expect(BULL_QUIET_PRELUDE).toMatch(/^local bullQ = \{absent = \{\}, events = false, .*known = false/);
+  });
+
+  it("makes the lease's pool helpers only inside `poolPlace`, called on the paths that use them (round 52 `submit-lean`)", () => {
+    for (const name of ['lease-acquire-6', 'lease-and-begin-9']) {
+      const source = luaSource(name);
+      const place = source.indexOf('local function poolPlace()');
+      const acquire = source.indexOf('local function acquireLease(');
+      expect(place).toBeGreaterThanOrEqual(0);
+      for (const helper of ['poolQuota', 'reservedKey', 'keepPlace', 'putBack', 'putBackLapsed']) {
+        expect(defined(source, helper)).toBe(1);
+        const at = source.indexOf(`local function ${helper}(`);
+        expect(at > place && at < acquire).toBe(true);
+      }
+      // The share read only where the quota is; a cap of '0' read without `tonumber`.
+      const body = source.slice(acquire);
+      expect(body).toContain("if cap == '0' then cap = 0 else cap = tonumber(cap) end");
+      expect(body).not.toContain('local share');
+    }
+  });
+
   it('gives a text calling every helper the whole prelude, in the same order', () => {
     expect(bullQuietPrelude('bullProbe() bullKeepLock() bullAttempts() bullStartJob()')).toBe(
       BULL_QUIET_PRELUDE,

@@ -76,10 +76,11 @@ local function beginAttempt(k, a, known)
     if deferred then
       -- the created record with this start applied, written once; the answer keeps it as read
       known.deferred = nil
-      local was = {run[stAt], run[countAt], run[timeAt]}
+      -- (kept in locals, not a table: one table fewer a handed submit)
+      local wasSt, wasCount, wasTime = run[stAt], run[countAt], run[timeAt]
       run[stAt], run[countAt], run[timeAt] = 'Running', count, ARGV[a + 6]
       redis.call('HSET', record, unpack(run))
-      run[stAt], run[countAt], run[timeAt] = was[1], was[2], was[3]
+      run[stAt], run[countAt], run[timeAt] = wasSt, wasCount, wasTime
     elseif st == 'Running' then
       redis.call('HSET', record, 'attempts', count, 'updatedAt', ARGV[a + 6])
     else

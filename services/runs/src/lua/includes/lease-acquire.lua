@@ -14,18 +14,31 @@
 --   its pick-up takes no count off, and `decided` is set on it once this acquire ran for that job.
 -- Returns { 1 | 0, quota[, job id whose reservation the caller must promote] }; quota is 0 on a grant
 --   that did not need the pool's size (alone, or a reservation): only a deferral reports it.
+-- The pool's helpers (includes/pool-quota.lua, includes/reserved-place.lua) are made by `poolPlace`,
+-- called only on the paths that use them (a lapsed lease, a reservation, a tenant with company, an
+-- older deferred job, a deferral): Redis runs a script's body at every call, so a function defined
+-- in it is made at each call, used or not, with a lookup of each local it reads. A tenant alone
+-- with nothing deferred (every pick-up while nothing waits) makes one function where it made five
+-- (~3 K instructions a start; test/bench/README.md round 52 `submit-lean`).
+local function poolPlace()
 --- @include "pool-quota"
 --- @include "reserved-place"
+  return poolQuota, reservedKey, keepPlace, putBackLapsed
+end
 -- No function is made inside it: a nested function made at every call, and each local it reads
 -- looked up in Redis's Lua (`luaF_findupval`, ~210 instructions) and closed again, cost more than
 -- its body (seven of them, 36 such lookups a call; test/bench/README.md round 48
 -- `submit-closures`): each helper once used is written where it is used, and the lease's ZADDs
 -- (`take`) where a slot is taken.
 local function acquireLease(k, a, seen, now, uncounted)
+  local poolQuota, reservedKey, keepPlace, putBackLapsed
   local slots, busy, queued, waitingKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local leases, deferred = KEYS[k + 4], KEYS[k + 5]
   local job, tenant = ARGV[a], ARGV[a + 1]
-  local share, cap, lease = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  -- The share is read (`tonumber`: strtod, ~1.1 K instructions) only where the pool's quota is; a cap
+  -- of '0' (none: the default) is 0 without it (round 52 `submit-lean`).
+  local cap, lease = ARGV[a + 3], tonumber(ARGV[a + 4])
+  if cap == '0' then cap = 0 else cap = tonumber(cap) end
   if not now and seen and seen['#at'] then now = tonumber(string.match(seen['#at'], '^%d+')) end
   local clock
   if not now then
@@ -50,6 +63,7 @@ local function acquireLease(k, a, seen, now, uncounted)
   -- job goes back to its first place in the deferred set (includes/reserved-place.lua).
   if lapsed then
     redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
+    if not poolQuota then poolQuota, reservedKey, keepPlace, putBackLapsed = poolPlace() end
     putBackLapsed(leases, deferred, waitingKey, tenant, now)
   end
   -- The key's expiry comes from its holders' heartbeats (every third of a lease). Set here only when
@@ -70,6 +84,7 @@ local function acquireLease(k, a, seen, now, uncounted)
     local at = whole and string.format('%d', expiry) or expiry
     redis.call('ZADD', leases, at, job)
     redis.call('ZADD', busy, at, job)
+    if not poolQuota then poolQuota, reservedKey, keepPlace, putBackLapsed = poolPlace() end
     redis.call('ZREM', reservedKey(deferred), job)
     -- the tenant unlisted when its deferred set is left empty
     if redis.call('ZREM', deferred, job) == 1 and redis.call('ZCARD', deferred) == 0 then
@@ -129,7 +144,8 @@ local function acquireLease(k, a, seen, now, uncounted)
     ok = alone
     if not ok then
       -- Lapsed busy slots (a SIGKILLed runner's) are dropped only when they could make the answer no.
-      total, quota = select(2, poolQuota(slots, share, cap, now))
+      if not poolQuota then poolQuota, reservedKey, keepPlace, putBackLapsed = poolPlace() end
+      total, quota = select(2, poolQuota(slots, tonumber(ARGV[a + 2]), cap, now))
       local n = redis.call('ZCARD', busy)
       if n >= total then
         redis.call('ZREMRANGEBYSCORE', busy, '-inf', now)
@@ -160,6 +176,7 @@ local function acquireLease(k, a, seen, now, uncounted)
     if fresh then redis.call('PEXPIRE', leases, lease * 2) end
     redis.call('ZADD', busy, at, oldest)
     redis.call('ZREM', deferred, oldest)
+    if not poolQuota then poolQuota, reservedKey, keepPlace, putBackLapsed = poolPlace() end
     keepPlace(deferred, oldest, oldestAt, leases)
     -- Alone (and under its cap with both), the older job keeps its slot and this one runs too: no
     -- deferral follows from the one before, and nobody else waits for either slot.
@@ -190,7 +207,10 @@ local function acquireLease(k, a, seen, now, uncounted)
     -- deferral reads when its caller gave the time in whole ms (the end's, the hand-off's).
     if not mineListed then redis.call('ZADD', waitingKey, 'NX', now, tenant) end
     -- A deferral reports the pool's quota (read here when the decision did not).
-    if not total then total, quota = select(2, poolQuota(slots, share, cap, now)) end
+    if not total then
+      if not poolQuota then poolQuota, reservedKey, keepPlace, putBackLapsed = poolPlace() end
+      total, quota = select(2, poolQuota(slots, tonumber(ARGV[a + 2]), cap, now))
+    end
     if promoted then return { 0, quota, promoted } end
     return { 0, quota }
   end
