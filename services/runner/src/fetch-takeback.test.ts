@@ -16,7 +16,6 @@ import {
   createRunStore,
   handOffKeys,
   reclaimHandedScript,
-  runJobOptions,
 } from '@islet/runs';
 import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
@@ -26,6 +25,7 @@ import type { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import { addOn } from '../test/handing-queue.ts';
 import { onRunnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 import { type FetchTakeBack, isFetchTakeBackSha, startingClient } from './fetch-start-store.ts';
 import { FETCH_KEY_NAMES } from './handoff-store.ts';
@@ -192,8 +192,6 @@ describe('a worker woken by the marker while registered', () => {
   const h = onRunnerHarness('fetch-takeback-test', (up) => {
     ({ redis: hr } = up);
   });
-  const addOn = (q: Queue, id: string) =>
-    q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
   type Counted = { handOffWait: { takeBacks: number; fusedTakeBacks: number; owed: boolean } };
 
   it('sends no take-back of its own; its fetch carries it; a job handed in between runs once', async () => {
