@@ -6,8 +6,7 @@
  * lease's times, the event's id), which the two calls read at different ms. Which path ran is
  * read from Redis's script cache (flushed before each). Real redis-server, BullMQ, run store.
  */
-import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
-import { QUEUE_PREFIX } from '@islet/protocol';
+import { generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import {
   createCallJournal,
   createRunLifecycle,
@@ -15,12 +14,11 @@ import {
   fetchLeaseBeginScript,
   startArgsList,
 } from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
-import { Queue } from 'bullmq';
+import { runFixture } from '@islet/testkit';
 import { version } from 'bullmq/dist/esm/version.js';
-import type { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { onQueueServer } from '../test/queue-server.ts';
 import {
   clockless,
   type RedisSnapshot,
@@ -33,22 +31,7 @@ import { FETCH_KEY_NAMES } from './handoff-store.ts';
 
 const mode = 'read-only';
 const at = 1_796_584_541_000;
-let server: RedisServer;
-let redis: Redis;
-let queueConnection: Redis;
-let queue: Queue;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-  queueConnection = redis.duplicate();
-  queue = new Queue('baked-fetch-test', { connection: queueConnection, prefix: QUEUE_PREFIX });
-});
-afterAll(async () => {
-  await queue?.close();
-  queueConnection?.disconnect();
-  redis?.disconnect();
-  await server?.stop();
-});
+const { redis, queue } = await onQueueServer('baked-fetch-test');
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 const UNBAKED = fetchLeaseBeginScript(FETCH_AND_LOOK, 'nil', true);
