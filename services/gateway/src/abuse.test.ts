@@ -6,46 +6,35 @@
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { keys } from '@islet/core';
 import { createRunPolicyStore } from '@islet/runs';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  clientConnection,
-  type GatewayAppUnderTest,
-  injectCall,
-  startGatewayApp,
-  type TestGatewayDeps,
-} from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
+import { clientConnection, injectCall } from '../test/gateway-harness.ts';
 import { httpAnswerOutcome } from './input-required.ts';
 
 const INTERNAL = 'internal-token-for-abuse-tests';
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let key: string;
 let clientConn: string;
 const auth = () => ({ authorization: `Bearer ${key}` });
 
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
+const { app, deps } = await onGatewayApp({
+  env: {
+    ISLET_INTERNAL_TOKEN: INTERNAL,
+    ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
+    ISLET_RUN_RETENTION_SECONDS: '3600',
+    ISLET_AUTH_FAILURES_PER_MINUTE: '5',
+    ISLET_SSE_STREAMS_PER_TENANT: '3',
+    ISLET_SSE_STREAMS_PER_KEY: '2',
+    ISLET_TENANT_MAX_CONNECTIONS: '5',
+  },
+});
+
 beforeAll(async () => {
-  gateway = await startGatewayApp({
-    env: {
-      ISLET_INTERNAL_TOKEN: INTERNAL,
-      ISLET_CLIENT_CALL_TIMEOUT_MS: '20000',
-      ISLET_RUN_RETENTION_SECONDS: '3600',
-      ISLET_AUTH_FAILURES_PER_MINUTE: '5',
-      ISLET_SSE_STREAMS_PER_TENANT: '3',
-      ISLET_SSE_STREAMS_PER_KEY: '2',
-      ISLET_TENANT_MAX_CONNECTIONS: '5',
-    },
-  });
-  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use', 'decisions'])).key;
   clientConn = await clientConnection(deps, 'acme');
 });
-
-afterAll(() => gateway?.close());
 
 async function submit(extra: Record<string, unknown> = {}, headers = auth()): Promise<string> {
   const res = await app.inject({

@@ -3,24 +3,12 @@
  * code-api declarations generated from them, through inject on real Redis. The shared set-up is
  * test/app-fixture.ts.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auth, expectProblem, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest } from '../test/gateway-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { auth, expectProblem, onAppFixture } from '../test/app-fixture.ts';
 import { declareBindings, schemaToTs } from './code-api.ts';
 import { slugify } from './connections.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let key: string;
-let otherKey: string;
-let adminKey: string;
-
-beforeAll(async () => {
-  ({ gateway, app, key, otherKey, adminKey } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { app, key, otherKey, adminKey } = await onAppFixture();
 
 describe('settings', () => {
   it('PATCH with a stale expectedVersion is a 409', async () => {

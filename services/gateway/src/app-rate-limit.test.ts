@@ -5,21 +5,10 @@
  */
 import { keys } from '@islet/core';
 import { clearOfBoundary } from '@islet/testkit';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { auth, expectProblem, run, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { auth, expectProblem, onAppFixture, run } from '../test/app-fixture.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
-let limitedKey: string;
-
-beforeAll(async () => {
-  ({ gateway, app, deps, limitedKey } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { app, deps, limitedKey } = await onAppFixture();
 
 describe('rate limit', () => {
   it('answers 429 with Retry-After past the tenant limit', async () => {

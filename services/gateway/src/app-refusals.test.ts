@@ -3,22 +3,10 @@
  * problem+json 4xx (never a 5xx) on garbage input, unknown routes and keys, missing scopes. The shared
  * set-up is test/app-fixture.ts.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auth, expectProblem, run, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest } from '../test/gateway-harness.ts';
+import { describe, expect, it } from 'vitest';
+import { auth, expectProblem, onAppFixture, run } from '../test/app-fixture.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let key: string;
-let otherKey: string;
-let adminKey: string;
-
-beforeAll(async () => {
-  ({ gateway, app, key, otherKey, adminKey } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { app, key, otherKey, adminKey } = await onAppFixture();
 
 describe('run_code refusals, quoted from the contract', () => {
   const cases: Array<[Record<string, unknown>, string]> = [

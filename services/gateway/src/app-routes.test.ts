@@ -4,10 +4,9 @@
  * test/app-fixture.ts.
  */
 import { EventEmitter, getEventListeners } from 'node:events';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
+import Fastify, { type FastifyReply } from 'fastify';
+import { describe, expect, it, vi } from 'vitest';
+import { onAppFixture } from '../test/app-fixture.ts';
 import { createAuth } from './auth.ts';
 import { createBindingCalls } from './binding-calls.ts';
 import { createMcpApps } from './mcp-apps.ts';
@@ -15,15 +14,7 @@ import { clientGone } from './problem-reply.ts';
 import { registerRoutes } from './routes/index.ts';
 import { createRunsService } from './runs-service.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
-
-beforeAll(async () => {
-  ({ gateway, app, deps } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { app, deps } = await onAppFixture();
 
 describe('runs through inject (no runner)', () => {
   it('serves health, metrics, openapi and docs', async () => {

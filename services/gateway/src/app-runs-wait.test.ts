@@ -4,27 +4,12 @@
  * answered without reading the journal. The shared set-up is test/app-fixture.ts.
  */
 import { keys } from '@islet/core';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { auth, run, startAppFixture } from '../test/app-fixture.ts';
-import {
-  endedByTest,
-  type GatewayAppUnderTest,
-  listenRunEvents,
-  type TestGatewayDeps,
-} from '../test/gateway-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { auth, onAppFixture, run } from '../test/app-fixture.ts';
+import { endedByTest, listenRunEvents } from '../test/gateway-harness.ts';
 import { createRunsService } from './runs-service.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
-let key: string;
-
-beforeAll(async () => {
-  ({ gateway, app, deps, key } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { gateway, app, deps, key } = await onAppFixture();
 
 describe('runs through inject (no runner)', () => {
   it('Prefer: wait: an attempt starting (Running, tagged) wakes no read; the end does', async () => {

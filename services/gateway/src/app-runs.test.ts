@@ -6,25 +6,13 @@
  */
 import { keys } from '@islet/core';
 import { runFixture } from '@islet/testkit';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { auth, expectProblem, run, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { auth, expectProblem, onAppFixture, run } from '../test/app-fixture.ts';
 import { createDecisionsService } from './decisions-service.ts';
 import { createGatewayRecovery } from './run-recovery.ts';
 import { createRunsService } from './runs-service.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
-let key: string;
-let otherKey: string;
-
-beforeAll(async () => {
-  ({ gateway, app, deps, key, otherKey } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { gateway, app, deps, key, otherKey } = await onAppFixture();
 
 describe('runs through inject (no runner)', () => {
   it('202 with Location, readable by its tenant only, idempotent with Idempotency-Key', async () => {

@@ -7,24 +7,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFilesBinding } from '@islet/kernel-sandbox';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
 import { reservedNameProblem } from './connections.ts';
 
-let gateway: GatewayAppUnderTest;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let headers: { authorization: string };
 
+const { app, deps } = await onGatewayApp();
+
 beforeAll(async () => {
-  gateway = await startGatewayApp();
-  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   headers = { authorization: `Bearer ${(await deps.tenants.createKey('acme', ['apps.use'])).key}` };
 });
-
-afterAll(() => gateway?.close());
 
 const create = (payload: Record<string, unknown>) =>
   app.inject({ method: 'POST', url: '/v1/connections', headers, payload: { kind: 'client', ...payload } });

@@ -3,13 +3,9 @@
  * policy and description, the url, an mcp server's headers (write-only); bad input is a 400 with
  * the problem type, another tenant's connection a 404, and the name (the binding prefix) stays.
  */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
 
-let gateway: GatewayAppUnderTest;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let key: string;
 let otherKey: string;
 let id: string;
@@ -23,9 +19,9 @@ const patch = (payload: unknown, k = key, target = id) =>
     payload: payload as object,
   });
 
+const { app, deps } = await onGatewayApp();
+
 beforeAll(async () => {
-  gateway = await startGatewayApp();
-  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   await deps.tenants.createTenant({ id: 'other', name: 'Other' });
   key = (await deps.tenants.createKey('acme', ['apps.use'])).key;
@@ -47,8 +43,6 @@ beforeAll(async () => {
   expect(created.statusCode).toBe(201);
   id = created.json().id;
 });
-
-afterAll(() => gateway?.close());
 
 describe('PATCH /v1/connections/:id', () => {
   it("changes one tool's policy and the url, keeps the rest, and the next read sees it", async () => {

@@ -1,20 +1,12 @@
 import { keys } from '@islet/core';
 import { operationIdFor } from '@islet/runs';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  clientConnection,
-  type GatewayAppUnderTest,
-  startGatewayApp,
-  type TestGatewayDeps,
-} from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
+import { clientConnection } from '../test/gateway-harness.ts';
 import type { AppResponse } from './app-http.ts';
 import { httpAnswerOutcome } from './input-required.ts';
 
 const INTERNAL = 'internal-token-for-input-required';
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let key: string;
 let httpConn: string;
 let clientConn: string;
@@ -22,19 +14,19 @@ const posted: Array<{ tool: string; idempotencyKey: string }> = [];
 
 const auth = { authorization: `Bearer ${'x'}` };
 
+const { app, deps } = await onGatewayApp({
+  env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_CLIENT_CALL_TIMEOUT_MS: '10000' },
+  prepare: (d) => {
+    d.postToApp = async (_url, headers, body): Promise<AppResponse> => {
+      const { tool } = JSON.parse(body) as { tool: string };
+      posted.push({ tool, idempotencyKey: headers['idempotency-key'] ?? '' });
+      if (tool === 'needs') return { status: 202, text: '{"inputRequired":{"message":"Which account?"}}' };
+      return { status: 200, text: '{"ok":true}' };
+    };
+  },
+});
+
 beforeAll(async () => {
-  gateway = await startGatewayApp({
-    env: { ISLET_INTERNAL_TOKEN: INTERNAL, ISLET_CLIENT_CALL_TIMEOUT_MS: '10000' },
-    prepare: (d) => {
-      d.postToApp = async (_url, headers, body): Promise<AppResponse> => {
-        const { tool } = JSON.parse(body) as { tool: string };
-        posted.push({ tool, idempotencyKey: headers['idempotency-key'] ?? '' });
-        if (tool === 'needs') return { status: 202, text: '{"inputRequired":{"message":"Which account?"}}' };
-        return { status: 200, text: '{"ok":true}' };
-      };
-    },
-  });
-  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use'])).key;
   auth.authorization = `Bearer ${key}`;
@@ -53,8 +45,6 @@ beforeAll(async () => {
   httpConn = h.connection.id;
   clientConn = await clientConnection(deps, 'acme');
 });
-
-afterAll(() => gateway?.close());
 
 async function submit(connection: string, extra: Record<string, unknown> = {}): Promise<string> {
   const res = await app.inject({

@@ -7,9 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { PROBLEM_BASE, PROBLEMS, type ProblemCode } from '@islet/protocol';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
 import { OPERATIONS } from './openapi/operations.ts';
 import {
   createRouteCatalog,
@@ -23,23 +22,18 @@ import { OPENAPI_FILE, openApiJson } from './openapi-file.ts';
 // biome-ignore lint/suspicious/noExplicitAny: a parsed JSON document, read field by field
 type Loose = Record<string, any>;
 
-let gateway: GatewayAppUnderTest;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let key: string;
 let doc: Loose;
 const catalog = createRouteCatalog();
 
+const { app, deps } = await onGatewayApp({ app: { routeCatalog: catalog } });
+
 beforeAll(async () => {
-  gateway = await startGatewayApp({ app: { routeCatalog: catalog } });
-  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   key = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read', 'decisions', 'platform.admin']))
     .key;
   doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
 });
-
-afterAll(() => gateway?.close());
 
 const operations = () =>
   Object.entries(doc.paths as Record<string, Record<string, Loose>>).flatMap(([path, ops]) =>

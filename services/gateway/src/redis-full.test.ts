@@ -9,40 +9,30 @@
  */
 import { keys } from '@islet/core';
 import type { StoredRun } from '@islet/runs';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type GatewayAppUnderTest,
-  startGatewayApp,
-  type TestGatewayDeps,
-  testLogger,
-} from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
+import { testLogger } from '../test/gateway-harness.ts';
 import { createGatewayDeps } from './create-deps.ts';
 
 const MAXMEMORY = 48 * 1024 * 1024;
 const MIB = 1024 * 1024;
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let hog: string;
 let calm: string;
 
+const { app, deps } = await onGatewayApp({
+  redis: { maxMemoryBytes: MAXMEMORY },
+  env: {
+    ISLET_INTERNAL_TOKEN: 'internal-token-for-redis-full',
+    // A quarter of maxmemory each (the default share), generous rate limits.
+    ISLET_RATE_LIMIT_PER_MINUTE: '100000',
+  },
+});
+
 beforeAll(async () => {
-  gateway = await startGatewayApp({
-    redis: { maxMemoryBytes: MAXMEMORY },
-    env: {
-      ISLET_INTERNAL_TOKEN: 'internal-token-for-redis-full',
-      // A quarter of maxmemory each (the default share), generous rate limits.
-      ISLET_RATE_LIMIT_PER_MINUTE: '100000',
-    },
-  });
-  ({ app, deps } = gateway);
   for (const id of ['hog', 'calm']) await deps.tenants.createTenant({ id, name: id });
   hog = (await deps.tenants.createKey('hog', ['apps.use'])).key;
   calm = (await deps.tenants.createKey('calm', ['apps.use'])).key;
 });
-
-afterAll(() => gateway?.close());
 
 const submit = (key: string) =>
   app.inject({

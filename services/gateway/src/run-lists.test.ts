@@ -4,13 +4,9 @@
  * the run's own writes (create, end, prune) and the day's usage counted at the end.
  */
 import { keys } from '@islet/core';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
 
-let gateway: GatewayAppUnderTest;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 const k = { ann: '', bob: '', lead: '', platform: '', other: '', noread: '' };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
@@ -64,9 +60,9 @@ async function list(key: string, query: string): Promise<Page> {
 
 const ids = { a1: '', a2: '', a3: '', b1: '', o1: '' };
 
+const { app, deps } = await onGatewayApp();
+
 beforeAll(async () => {
-  gateway = await startGatewayApp();
-  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   await deps.tenants.createTenant({ id: 'other', name: 'Other' });
   const read = ['apps.use', 'sessions.read'] as const;
@@ -111,8 +107,6 @@ beforeAll(async () => {
   });
   await deps.runIndex.skillEnded('acme', 'skill-1', { status: 'Completed', usage: { outputBytes: 5 } });
 });
-
-afterAll(() => gateway?.close());
 
 describe('GET /v1/runs', () => {
   it("lists the principal's own runs newest first, as summaries without code or logs", async () => {

@@ -4,10 +4,8 @@
  * and those are made again in batches every few submits, not three right behind each submit.
  */
 import { setImmediate as turn } from 'node:timers/promises';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { auth, run, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest } from '../test/gateway-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { auth, onAppFixture, run } from '../test/app-fixture.ts';
 
 // Every cipher goes through createCipheriv: counted by where it was made (a sealer's restock, or
 // the seal itself, on its caller's path) and by batch (calls in one synchronous stretch).
@@ -34,15 +32,7 @@ vi.mock('node:crypto', async (importOriginal) => {
   };
 });
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let key: string;
-
-beforeAll(async () => {
-  ({ gateway, app, key } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { app, key } = await onAppFixture();
 
 /** Past the next turn's check phase, where a sealer's restock runs. */
 const nextTurn = async () => {

@@ -3,26 +3,20 @@
  * every public request schema; the run_code contract's own refusals still come first, word for word.
  */
 import { RUN_CODE_REFUSALS, RunCodeRequestSchema } from '@islet/protocol';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
 import { runPlacementSchema } from './run-request.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let user: Record<string, string>;
 let admin: Record<string, string>;
 
+const { app, deps } = await onGatewayApp({ env: { ISLET_INTERNAL_TOKEN: 'internal-token-strict-requests' } });
+
 beforeAll(async () => {
-  gateway = await startGatewayApp({ env: { ISLET_INTERNAL_TOKEN: 'internal-token-strict-requests' } });
-  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   user = { authorization: `Bearer ${(await deps.tenants.createKey('acme', ['apps.use'])).key}` };
   admin = { authorization: `Bearer ${(await deps.tenants.createKey('acme', ['platform.admin'])).key}` };
 });
-
-afterAll(() => gateway?.close());
 
 async function send(method: 'POST' | 'PUT' | 'PATCH', url: string, payload: unknown, headers = user) {
   const res = await app.inject({ method, url, headers, payload: payload as object });

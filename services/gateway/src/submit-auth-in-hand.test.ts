@@ -8,20 +8,13 @@
  * the rate-limit check when none is pending. Round 43 (`send-floor`).
  */
 import type { FastifyRequest } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { auth, expectProblem, run, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { auth, expectProblem, onAppFixture, run } from '../test/app-fixture.ts';
+import type { TestGatewayDeps } from '../test/gateway-harness.ts';
 import { rateLimitPassed } from './auth.ts';
 import { createStorageQuota } from './storage-quota.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let deps: TestGatewayDeps;
-
-beforeAll(async () => {
-  ({ gateway, deps } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { gateway, deps } = await onAppFixture();
 
 let sessions = 0;
 /** A submit with `k`'s key (its own session unless `sessionId` is given: a replay's body is the same). */

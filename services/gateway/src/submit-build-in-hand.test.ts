@@ -9,18 +9,10 @@
  */
 import { channels } from '@islet/core';
 import type { StoredRun } from '@islet/runs';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { auth, expectProblem, run, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { auth, expectProblem, onAppFixture, run } from '../test/app-fixture.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let deps: TestGatewayDeps;
-
-beforeAll(async () => {
-  ({ gateway, deps } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { gateway, deps } = await onAppFixture();
 
 let sessions = 0;
 const submit = (k: string, extra: Record<string, unknown> = {}) =>

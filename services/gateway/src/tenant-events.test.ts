@@ -4,14 +4,10 @@
  * and leave as answered; the stream resumes from Last-Event-ID and is capped per tenant.
  */
 import type { AddressInfo } from 'node:net';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../test/app-fixture.ts';
 import { openSse, type SseStream } from '../test/sse-stream.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let base: string;
 const k = { ann: '', bob: '', lead: '' };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -36,9 +32,9 @@ async function submit(key: string, body: Record<string, unknown>): Promise<strin
   return (res.json() as { id: string }).id;
 }
 
+const { app, deps } = await onGatewayApp({ env: { ISLET_SSE_STREAMS_PER_TENANT: String(STREAMS) } });
+
 beforeAll(async () => {
-  gateway = await startGatewayApp({ env: { ISLET_SSE_STREAMS_PER_TENANT: String(STREAMS) } });
-  ({ app, deps } = gateway);
   await app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
@@ -47,8 +43,6 @@ beforeAll(async () => {
   k.bob = (await deps.tenants.createKey('acme', [...scopes], { principal: 'bob' })).key;
   k.lead = (await deps.tenants.createKey('acme', [...scopes, 'sessions.admin'], { principal: 'lead' })).key;
 });
-
-afterAll(() => gateway?.close());
 
 describe('GET /v1/events', () => {
   it("streams the principal's runs as they are created and end, and nobody else's", async () => {

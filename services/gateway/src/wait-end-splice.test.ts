@@ -9,22 +9,12 @@
  */
 import type { CodeRunRecord, RunResult } from '@islet/protocol';
 import { RESULT_JSON_KEEP_MIN_CHARS } from '@islet/runs';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { auth, run, startAppFixture } from '../test/app-fixture.ts';
-import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { auth, onAppFixture, run } from '../test/app-fixture.ts';
+import type { TestGatewayDeps } from '../test/gateway-harness.ts';
 import { recordJson } from './record.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
-let key: string;
-
-beforeAll(async () => {
-  ({ gateway, app, deps, key } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { app, deps, key } = await onAppFixture();
 
 type Listener = Parameters<TestGatewayDeps['hub']['listen']>[1];
 type Completed = Extract<RunResult, { _tag: 'Completed' }>;

@@ -7,22 +7,12 @@
  */
 import { createRequire } from 'node:module';
 import type { StoredRun } from '@islet/runs';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { auth, expectProblem, run, startAppFixture } from '../test/app-fixture.ts';
-import { endedByTest, type GatewayAppUnderTest, type TestGatewayDeps } from '../test/gateway-harness.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { auth, expectProblem, onAppFixture, run } from '../test/app-fixture.ts';
+import { endedByTest, type TestGatewayDeps } from '../test/gateway-harness.ts';
 import { toRecord } from './record.ts';
 
-let gateway: GatewayAppUnderTest | undefined;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
-let key: string;
-
-beforeAll(async () => {
-  ({ gateway, app, deps, key } = await startAppFixture());
-});
-
-afterAll(() => gateway?.close());
+const { app, deps, key } = await onAppFixture();
 
 // fastify's reply class (not in its types): the app's replies are its instances.
 const Reply = createRequire(import.meta.url)('fastify/lib/reply.js') as {

@@ -2,10 +2,10 @@
  * What the gateway app's inject tests (src/app-*.test.ts) share: a gateway app on a redis-server of
  * its own (64 KiB body limit) with tenants `acme` (a key with apps.use and sessions.read, one with
  * platform.admin), `other` and `limited` (3 requests a minute), the run_code body they submit and
- * the check of a problem answer. A test file starts one in `beforeAll` and closes its `gateway` in
- * `afterAll`; a start that fails half-way stops what it started.
+ * the check of a problem answer. A test file starts one at its top (`onAppFixture`, awaited there)
+ * and closes its `gateway` in `afterAll`; a start that fails half-way stops what it started.
  */
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { type GatewayAppUnderTest, startGatewayApp, type TestGatewayDeps } from './gateway-harness.ts';
 
 export interface AppFixture {
@@ -34,6 +34,30 @@ export async function startAppFixture(): Promise<AppFixture> {
     await gateway.close();
     throw err;
   }
+}
+
+/**
+ * A test file's fixture: `startAppFixture()` awaited at the file's top (`const { app, key } = await
+ * onAppFixture();`, so the file keeps its own names, read inside its tests, with no `let`s filled by
+ * a hook), its gateway closed in the file's `afterAll`.
+ */
+export async function onAppFixture(): Promise<AppFixture> {
+  const fx = await startAppFixture();
+  afterAll(() => fx.gateway.close());
+  return fx;
+}
+
+/**
+ * `startGatewayApp(options)` for a whole test file, awaited at its top (`const { app, deps } = await
+ * onGatewayApp({ env })`): the app up before the file's tests run, closed in the file's `afterAll`
+ * (after the file's own `afterAll` hooks: vitest runs them last registered first).
+ */
+export async function onGatewayApp(
+  options?: Parameters<typeof startGatewayApp>[0],
+): Promise<GatewayAppUnderTest> {
+  const gateway = await startGatewayApp(options);
+  afterAll(() => gateway.close());
+  return gateway;
 }
 
 export const auth = (k: string) => ({ authorization: `Bearer ${k}` });

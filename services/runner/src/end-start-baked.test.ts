@@ -8,7 +8,7 @@
  * different ms. Which path ran is read from Redis's script cache (flushed before each). Real
  * redis-server, BullMQ, run store and journal.
  */
-import { createMetrics, createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { createMetrics, generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { QUEUE_PREFIX } from '@islet/protocol';
 import {
   createCallJournal,
@@ -21,14 +21,14 @@ import {
   type RunLease,
   startArgsList,
 } from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
-import { Job, Queue, Worker } from 'bullmq';
+import { runFixture } from '@islet/testkit';
+import { Job, Worker } from 'bullmq';
 import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import { moveToFinished } from 'bullmq/dist/esm/scripts/moveToFinished-14.js';
 import { version } from 'bullmq/dist/esm/version.js';
-import type { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { onQueueServer } from '../test/queue-server.ts';
 import {
   clockless,
   type RedisSnapshot,
@@ -52,17 +52,10 @@ import { FETCH_KEY_NAMES } from './handoff-store.ts';
 
 const mode = 'read-only';
 const at = 1_796_584_541_000;
-let server: RedisServer;
-let redis: Redis;
-let queueConnection: Redis;
-let queue: Queue;
+const { redis, queueConnection, queue } = await onQueueServer('end-start-baked-test');
 /** A worker never run (no processor): its Scripts build the completion's keys and arguments, as the runner's do. */
 let worker: Worker;
 beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-  queueConnection = redis.duplicate();
-  queue = new Queue('end-start-baked-test', { connection: queueConnection, prefix: QUEUE_PREFIX });
   worker = new Worker('end-start-baked-test', null, {
     connection: queueConnection,
     prefix: QUEUE_PREFIX,
@@ -73,10 +66,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await worker?.close();
-  await queue?.close();
-  queueConnection?.disconnect();
-  redis?.disconnect();
-  await server?.stop();
 });
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });

@@ -8,7 +8,7 @@
  * once); an answer whose lock is not its token any more is dropped; another worker's fetch never
  * takes a job handed to this one.
  */
-import { createRedis, generateSealKey, keys, sealerFromConfig } from '@islet/core';
+import { generateSealKey, keys, sealerFromConfig } from '@islet/core';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
 import {
   createCallJournal,
@@ -16,37 +16,23 @@ import {
   createRunStore,
   handOffKeys,
   reclaimHandedScript,
-  runJobOptions,
 } from '@islet/runs';
-import { type RedisServer, runFixture, startRedis } from '@islet/testkit';
+import { runFixture } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { moveJobFromActiveToWait } from 'bullmq/dist/esm/scripts/moveJobFromActiveToWait-9.js';
 import { version } from 'bullmq/dist/esm/version.js';
 import type { Redis } from 'ioredis';
 import { pack } from 'msgpackr';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import { addOn } from '../test/handing-queue.ts';
+import { onQueueServer } from '../test/queue-server.ts';
 import { onRunnerHarness, until, untilIdle } from '../test/runner-harness.ts';
 import { type FetchTakeBack, isFetchTakeBackSha, startingClient } from './fetch-start-store.ts';
 import { FETCH_KEY_NAMES } from './handoff-store.ts';
 
 const mode = 'read-only';
-let server: RedisServer;
-let redis: Redis;
-let queueConnection: Redis;
-let queue: Queue;
-beforeAll(async () => {
-  server = await startRedis();
-  redis = createRedis(server.url);
-  queueConnection = redis.duplicate();
-  queue = new Queue('fetch-takeback-test', { connection: queueConnection, prefix: QUEUE_PREFIX });
-});
-afterAll(async () => {
-  await queue?.close();
-  queueConnection?.disconnect();
-  redis?.disconnect();
-  await server?.stop();
-});
+const { redis, queue } = await onQueueServer('fetch-takeback-test');
 
 const sealer = sealerFromConfig({ ISLET_SEAL_KEYS: generateSealKey('k1') });
 const terms = { mode, share: 0.5, cap: 0, leaseMs: 30_000 };
@@ -192,8 +178,6 @@ describe('a worker woken by the marker while registered', () => {
   const h = onRunnerHarness('fetch-takeback-test', (up) => {
     ({ redis: hr } = up);
   });
-  const addOn = (q: Queue, id: string) =>
-    q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
   type Counted = { handOffWait: { takeBacks: number; fusedTakeBacks: number; owed: boolean } };
 
   it('sends no take-back of its own; its fetch carries it; a job handed in between runs once', async () => {

@@ -7,12 +7,10 @@
  * store; what happened read from the stored registration, MONITOR and the worker's counters.
  */
 import { keys } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { runJobOptions } from '@islet/runs';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { handingAdds } from '../../gateway/src/handoff-add-store.ts';
+import { addOn, handingQueue, prefix } from '../test/handing-queue.ts';
 import {
   handOff,
   mode,
@@ -27,17 +25,6 @@ const h = onRunnerHarness('handoff-compact-test', (up) => {
   ({ redis } = up);
 });
 const { newRun, monitor, setUp, warmUp } = h;
-const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
-
-/** A queue whose adds hand off as the gateway's: with its mode's names (`withNames`) or without. */
-function handingQueue(withNames: boolean): Queue {
-  const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
-  handingAdds(q, withNames ? mode : undefined);
-  return q;
-}
-
-const addOn = (q: Queue, id: string) =>
-  q.add('run', { tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 1));
 
 /** A lock unlike the lease's 30 s: a term read from the wrong place shows. */
 const LOCK = { ISLET_RUNNER_LOCK_DURATION_MS: '25000' };
@@ -75,7 +62,7 @@ async function handTo(t: RunnerUnderTest, q: Queue, id: string) {
   const m = await monitor();
   try {
     const done = t.outcomes.length;
-    await addOn(q, id);
+    await addOn(q, id, 1, true);
     await until(`${id} to complete`, async () => t.outcomes.length === done + 1);
   } finally {
     await m.stop();
@@ -92,7 +79,7 @@ async function handTo(t: RunnerUnderTest, q: Queue, id: string) {
 describe("a registration's compact form", () => {
   it('a runner at its defaults (ISLET_HANDOFF_COMPACT_TERMS on) registers only what differs; an add holding its names hands it the job under its token and lock', async () => {
     const t = await setUp('compact', true, undefined, compactOn);
-    const q = handingQueue(true);
+    const q = handingQueue(redis);
     try {
       await warmUp(t, 'kw');
       const got = await handTo(t, q, 'k1');
@@ -121,7 +108,7 @@ describe("a registration's compact form", () => {
   });
 
   it('the same add reads the full form (the flag off) and sends the very commands it sends for the compact one', async () => {
-    const q = handingQueue(true);
+    const q = handingQueue(redis);
     try {
       const compact = await setUp('both-c', true, undefined, compactOn);
       let c: Awaited<ReturnType<typeof handTo>>;
@@ -156,7 +143,7 @@ describe("a registration's compact form", () => {
 
   it("an add without the mode's names takes a compact registration for unusable: the worker fetches the job, run once", async () => {
     const t = await setUp('unnamed', true, undefined, compactOn);
-    const q = handingQueue(false);
+    const q = handingQueue(redis, { withNames: false });
     try {
       await warmUp(t, 'uw');
       const got = await handTo(t, q, 'u1');

@@ -10,41 +10,18 @@
  * 9f886855: no runner holds a channel (NUMSUB 0), and an add hands the dead registration its job.
  */
 import { keys } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { handOffKeys, liveChannelOf, runJobOptions } from '@islet/runs';
-import { Queue } from 'bullmq';
+import { handOffKeys, liveChannelOf } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { handedWatchOf, handingAdds } from '../../gateway/src/handoff-add-store.ts';
-import {
-  handOff,
-  mode,
-  onRunnerHarness,
-  type RunnerUnderTest,
-  until,
-  untilIdle,
-} from '../test/runner-harness.ts';
-import { editedTerms } from '../test/stored-terms.ts';
+import { addOn, prefix, registerDead, watchedQueue } from '../test/handing-queue.ts';
+import { handOff, onRunnerHarness, type RunnerUnderTest, until, untilIdle } from '../test/runner-harness.ts';
 
 let redis: Redis;
 const h = onRunnerHarness('handoff-live-test', (up) => {
   ({ redis } = up);
 });
 const { newRun, setUp, warmUp } = h;
-const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 const FAR = 3_600_000;
-
-/** A queue whose adds hand off as a gateway's, with the liveness check or without. */
-function handingQueue(liveCheck: boolean) {
-  const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
-  handingAdds(q, mode, { reclaimMs: FAR, liveCheck });
-  const watch = handedWatchOf(q);
-  if (!watch) throw new Error('no watch');
-  return { q, watch };
-}
-
-const addOn = (q: Queue, id: string) =>
-  q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 2));
 
 /** Subscribers to the live channel of the worker whose hand-off key is `handOffKey`. */
 async function holders(handOffKey: string): Promise<number> {
@@ -52,22 +29,9 @@ async function holders(handOffKey: string): Promise<number> {
   return Number(n);
 }
 
-/**
- * A registration as a runner killed while idle leaves it: `runner`'s terms copied under `id` (its
- * own hand-off key, `ttlMs` to live: above a live worker's when it is to be chosen first) after
- * `runner` closed, so no one holds its live channel and nothing pops it.
- */
-async function deadRegistration(runner: RunnerUnderTest, tag: string, id: string, ttlMs = 60_000) {
-  await warmUp(runner, tag);
-  await untilIdle(redis, runner);
-  const stored = (await redis.hget(handOff.idleArgs, runner.worker().id)) ?? '{}';
-  await runner.close();
-  const dead = handOffKeys(prefix, id);
-  const now = Number((await redis.time())[0]) * 1000;
-  await redis.zadd(handOff.idle, now + ttlMs, id);
-  await redis.hset(handOff.idleArgs, id, editedTerms(stored, { token: `${id}:h:0`, handOff: dead.handOff }));
-  return dead;
-}
+/** A registration as a runner killed while idle leaves it (`registerDead`): no one holds its live channel. */
+const deadRegistration = (runner: RunnerUnderTest, tag: string, id: string, ttlMs?: number) =>
+  registerDead(h, redis, runner, tag, id, { ttlMs });
 
 describe("a hand-off registration's liveness", () => {
   it("an idle worker's runner holds its live channel while it lives and lets it go with its close", async () => {
@@ -82,13 +46,13 @@ describe("a hand-off registration's liveness", () => {
 
   it('with the check, a registration whose runner is gone takes no job: dropped, the job left for a live fetch, run once', async () => {
     const first = await setUp('ld', true, undefined, { handOff: true });
-    const { q, watch } = handingQueue(true);
+    const { q, watch } = watchedQueue(redis, { reclaimMs: FAR, liveCheck: true });
     let live: RunnerUnderTest | undefined;
     try {
       const dead = await deadRegistration(first, 'ldw', 'ld-dead');
       expect(await holders(dead.handOff)).toBe(0);
       await newRun('ld1');
-      await addOn(q, 'ld1');
+      await addOn(q, 'ld1', 2);
       // Not handed: waiting, no lock, nothing on the dead key, no attempt begun, nothing to take back.
       expect(await q.getJobState('ld1')).toBe('waiting');
       expect(await redis.exists(`${prefix}ld1:lock`, dead.handOff)).toBe(0);
@@ -111,7 +75,7 @@ describe("a hand-off registration's liveness", () => {
 
   it('with the check, a dead registration above a live one: the add drops it and hands the live one the job', async () => {
     const first = await setUp('lb', true, undefined, { handOff: true });
-    const { q, watch } = handingQueue(true);
+    const { q, watch } = watchedQueue(redis, { reclaimMs: FAR, liveCheck: true });
     let live: RunnerUnderTest | undefined;
     try {
       live = await setUp('lb2', true, undefined, { handOff: true });
@@ -120,7 +84,7 @@ describe("a hand-off registration's liveness", () => {
       await deadRegistration(first, 'lbw', 'lb-dead', FAR);
       await untilIdle(redis, live);
       await newRun('lb1');
-      await addOn(q, 'lb1');
+      await addOn(q, 'lb1', 2);
       await until('lb1 to complete', async () => (await q.getJobState('lb1')) === 'completed');
       // Handed to the live worker (the watch noted its key), the dead registration dropped.
       expect(watch.size).toBe(1);
@@ -138,7 +102,7 @@ describe("a hand-off registration's liveness", () => {
 
   it('with the check, a registration whose channel is still held but whose pop is gone (a runner lost without its connections closing, or its blocking one alone) is handed, and the watch takes it back: what the take-back stays for', async () => {
     const first = await setUp('lk', true, undefined, { handOff: true });
-    const { q, watch } = handingQueue(true);
+    const { q, watch } = watchedQueue(redis, { reclaimMs: FAR, liveCheck: true });
     const holder = redis.duplicate();
     let live: RunnerUnderTest | undefined;
     try {
@@ -147,7 +111,7 @@ describe("a hand-off registration's liveness", () => {
       await holder.subscribe(liveChannelOf(dead.handOff));
       expect(await holders(dead.handOff)).toBe(1);
       await newRun('lk1');
-      await addOn(q, 'lk1');
+      await addOn(q, 'lk1', 2);
       // The check passes: handed, its answer left on the key nobody pops, the watch noting it.
       expect(await q.getJobState('lk1')).toBe('active');
       expect(await redis.get(`${prefix}lk1:lock`)).toBe('lk-held:h:0');
@@ -172,11 +136,11 @@ describe("a hand-off registration's liveness", () => {
 
   it('without the check (ISLET_HANDOFF_LIVE_CHECK=off), the same dead registration is handed the job (taken back by the watch)', async () => {
     const first = await setUp('ln', true, undefined, { handOff: true });
-    const { q, watch } = handingQueue(false);
+    const { q, watch } = watchedQueue(redis, { reclaimMs: FAR, liveCheck: false });
     try {
       const dead = await deadRegistration(first, 'lnw', 'ln-dead');
       await newRun('ln1');
-      await addOn(q, 'ln1');
+      await addOn(q, 'ln1', 2);
       expect(await q.getJobState('ln1')).toBe('active');
       expect(await redis.get(`${prefix}ln1:lock`)).toBe('ln-dead:h:0');
       expect((await watch.look(Date.now() + 2 * FAR)).map((r) => r.jobId)).toEqual(['ln1']);

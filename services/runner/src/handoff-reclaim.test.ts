@@ -7,61 +7,24 @@
  * delay is set far off), so nothing here reads a clock.
  */
 import { keys } from '@islet/core';
-import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { handOffKeys, runJobOptions, TAKE_BACK } from '@islet/runs';
-import { Queue } from 'bullmq';
+import { TAKE_BACK } from '@islet/runs';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { handedWatchOf, handingAdds } from '../../gateway/src/handoff-add-store.ts';
-import type { HandedWatch } from '../../gateway/src/handoff-reclaim-store.ts';
-import {
-  handOff,
-  mode,
-  onRunnerHarness,
-  type RunnerUnderTest,
-  until,
-  untilIdle,
-} from '../test/runner-harness.ts';
-import { editedTerms } from '../test/stored-terms.ts';
+import { addOn, prefix, registerDead, watchedQueue } from '../test/handing-queue.ts';
+import { onRunnerHarness, type RunnerUnderTest, until, untilIdle } from '../test/runner-harness.ts';
 
 let redis: Redis;
 const h = onRunnerHarness('handoff-reclaim-test', (up) => {
   ({ redis } = up);
 });
 const { newRun, setUp, warmUp } = h;
-const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 /** The watch's own delay: never reached while a test runs; `look` is called with a later time. */
 const FAR = 3_600_000;
 const later = () => Date.now() + 2 * FAR;
 
-/** A queue whose adds hand off and are watched, as the gateway's. */
-function handingQueue(): { q: Queue; watch: HandedWatch } {
-  const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
-  handingAdds(q, mode, { reclaimMs: FAR });
-  const watch = handedWatchOf(q);
-  if (!watch) throw new Error('no watch');
-  return { q, watch };
-}
-
-const addOn = (q: Queue, id: string) =>
-  q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, 2));
-
-/**
- * A registration as a worker killed while idle leaves it: `runner`'s terms (after a warm-up run)
- * copied under `id` with its own hand-off key and a minute to live, and `runner` closed, so nothing
- * pops it.
- */
-async function deadRegistration(runner: RunnerUnderTest, tag: string, id: string) {
-  await warmUp(runner, tag);
-  await untilIdle(redis, runner);
-  const stored = (await redis.hget(handOff.idleArgs, runner.worker().id)) ?? '{}';
-  await runner.close();
-  const dead = handOffKeys(prefix, id);
-  const now = Number((await redis.time())[0]) * 1000;
-  await redis.zadd(handOff.idle, now + 60_000, id);
-  await redis.hset(handOff.idleArgs, id, editedTerms(stored, { token: `${id}:h:0`, handOff: dead.handOff }));
-  return dead;
-}
+/** A registration as a worker killed while idle leaves it (`registerDead`): nothing pops it. */
+const deadRegistration = (runner: RunnerUnderTest, tag: string, id: string) =>
+  registerDead(h, redis, runner, tag, id);
 
 /** The job's events (BullMQ's stream) as `event` or `event<-prev`. */
 async function events(jobId: string): Promise<string[]> {
@@ -78,12 +41,12 @@ async function events(jobId: string): Promise<string[]> {
 describe("the gateway's watch on its hand-offs", () => {
   it('a job handed to a killed worker goes back to the wait list (not stalled) and a live worker runs it once', async () => {
     const first = await setUp('rk', true, undefined, { handOff: true });
-    const { q, watch } = handingQueue();
+    const { q, watch } = watchedQueue(redis, { reclaimMs: FAR });
     let live: RunnerUnderTest | undefined;
     try {
       const dead = await deadRegistration(first, 'rkw', 'rk-dead');
       await newRun('rk1');
-      await addOn(q, 'rk1');
+      await addOn(q, 'rk1', 2);
       // Handed: active under the dead worker's token, its attempt begun, the answer on its key.
       expect(await q.getJobState('rk1')).toBe('active');
       expect(await redis.get(`${prefix}rk1:lock`)).toBe('rk-dead:h:0');
@@ -117,12 +80,12 @@ describe("the gateway's watch on its hand-offs", () => {
 
   it('a hand-off its live worker popped is not touched: the look finds nothing, the run ends once', async () => {
     const t = await setUp('rl', true, undefined, { handOff: true });
-    const { q, watch } = handingQueue();
+    const { q, watch } = watchedQueue(redis, { reclaimMs: FAR });
     try {
       await warmUp(t, 'rlw');
       await untilIdle(redis, t);
       await newRun('rl1');
-      await addOn(q, 'rl1');
+      await addOn(q, 'rl1', 2);
       await until('rl1 to complete', async () => (await q.getJobState('rl1')) === 'completed');
       // Handed (the add reported it: the watch's entry), popped by the live worker, started once.
       expect(watch.size).toBe(1);
@@ -140,13 +103,13 @@ describe("the gateway's watch on its hand-offs", () => {
   it('the take-back of a worker between its pop and its fetch and the look: exactly one gets the job', async () => {
     for (const first of ['take-back', 'look'] as const) {
       const r = await setUp(`rt-${first}`, true, undefined, { handOff: true });
-      const { q, watch } = handingQueue();
+      const { q, watch } = watchedQueue(redis, { reclaimMs: FAR });
       const id = `rt-${first}-dead`;
       const run = `rt-${first}-1`;
       try {
         const dead = await deadRegistration(r, `rtw-${first}`, id);
         await newRun(run);
-        await addOn(q, run);
+        await addOn(q, run, 2);
         const takeBack = () =>
           TAKE_BACK.run(redis, [dead.idle, dead.idleArgs, dead.handOff], [id]) as Promise<unknown>;
         if (first === 'take-back') {
@@ -173,11 +136,11 @@ describe("the gateway's watch on its hand-offs", () => {
 
   it("an answer of another hand-off (another gateway's, under another token) is not this watch's", async () => {
     const r = await setUp('ro', true, undefined, { handOff: true });
-    const { q, watch } = handingQueue();
+    const { q, watch } = watchedQueue(redis, { reclaimMs: FAR });
     try {
       const dead = await deadRegistration(r, 'row', 'ro-dead');
       await newRun('ro1');
-      await addOn(q, 'ro1');
+      await addOn(q, 'ro1', 2);
       // As if another gateway handed the worker a later job: its token, not the noted one.
       const [member] = await redis.zrangeBuffer(dead.handOff, 0, 0);
       watch.note(dead.handOff, 'ro-dead:h:other');

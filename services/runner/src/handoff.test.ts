@@ -8,7 +8,7 @@
 import { createRedis, keys } from '@islet/core';
 import { fieldsOf } from '@islet/core/lua-script';
 import { QUEUE_PREFIX, runQueueName } from '@islet/protocol';
-import { createRunStore, handOffAddScript, handOffKeys, runJobOptions } from '@islet/runs';
+import { createRunStore, handOffAddScript, handOffKeys } from '@islet/runs';
 import { runFixture, startRedis } from '@islet/testkit';
 import { Queue } from 'bullmq';
 import { addStandardJob } from 'bullmq/dist/esm/scripts/addStandardJob-9.js';
@@ -16,8 +16,9 @@ import { moveToActive } from 'bullmq/dist/esm/scripts/moveToActive-11.js';
 import type { Redis } from 'ioredis';
 import { pack, unpack } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
-import { handingAdds, handOffAddShaOf } from '../../gateway/src/handoff-add-store.ts';
+import { handOffAddShaOf } from '../../gateway/src/handoff-add-store.ts';
 import { createRunQueueStore } from '../../gateway/src/run-queue-store.ts';
+import { addOn, handingQueue, prefix, registerDead } from '../test/handing-queue.ts';
 import {
   handOff,
   mode,
@@ -27,7 +28,7 @@ import {
   until,
   untilIdle,
 } from '../test/runner-harness.ts';
-import { editedTerms, storedTerms } from '../test/stored-terms.ts';
+import { storedTerms } from '../test/stored-terms.ts';
 import { createFairShare } from './fair-share.ts';
 import { isFetchStartSha } from './fetch-start-store.ts';
 import { registerAndPop } from './handoff-store.ts';
@@ -37,25 +38,10 @@ const h = onRunnerHarness('handoff-test', (up) => {
   ({ redis } = up);
 });
 const { logger, newRun, monitor, setUp, warmUp, sealer } = h;
-const prefix = `${QUEUE_PREFIX}:${runQueueName(mode)}:`;
 const idleKey = handOff.idle;
 const idleArgsKey = handOff.idleArgs;
 
 const idle = (t: RunnerUnderTest) => untilIdle(redis, t);
-
-/**
- * A queue whose adds hand off, as the gateway's (its mode's names: compact registrations read).
- * `reclaimMs`: its watch on hand-offs a worker never took (handoff-reclaim.test.ts); 0, none (a
- * gateway that restarted since: the stalled check's case).
- */
-function handingQueue(reclaimMs?: number): Queue {
-  const q = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
-  handingAdds(q, mode, { reclaimMs });
-  return q;
-}
-
-const addOn = (q: Queue, id: string, attempts = 1) =>
-  q.add('run', { runId: id, tenant: 'acme', enqueuedAtMs: Date.now() }, runJobOptions(id, attempts));
 
 /**
  * Another runner (`tag`), whose stalled check runs every 500 ms, takes `jobId` back once its lock
@@ -78,27 +64,9 @@ async function runStalled(
   return r;
 }
 
-/**
- * What a killed worker leaves: `runner`'s registration (after a warm-up run tagged `tag`) copied
- * under `id`, with its own hand-off key, a 1 s lock and a minute to live, and `runner` closed, so
- * nothing pops it. Returns the dead worker's keys.
- */
-async function deadRegistration(runner: RunnerUnderTest, tag: string, id: string) {
-  await warmUp(runner, tag);
-  await idle(runner);
-  const stored = (await redis.hget(idleArgsKey, runner.worker().id)) ?? '{}';
-  await runner.close();
-  const dead = handOffKeys(prefix, id);
-  const now = Number((await redis.time())[0]) * 1000;
-  await redis.zadd(idleKey, now + 60_000, id);
-  // In the form the runner wrote (the compact one at its defaults).
-  await redis.hset(
-    idleArgsKey,
-    id,
-    editedTerms(stored, { token: `${id}:h:0`, lockDuration: 1000, handOff: dead.handOff }),
-  );
-  return dead;
-}
+/** What a killed worker leaves (`registerDead`), with a 1 s lock. */
+const deadRegistration = (runner: RunnerUnderTest, tag: string, id: string) =>
+  registerDead(h, redis, runner, tag, id, { lockMs: 1000 });
 
 describe('direct hand-off to an idle worker (one server)', () => {
   it('a submit hands its job to the idle worker: one script call, no fetch, the run started in it', async () => {
@@ -293,7 +261,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
 
   it('sequential hand-offs: each pop brings its job, and no take-back follows any of them', async () => {
     const t = await setUp('seqhand', true, undefined, { handOff: true });
-    const q = handingQueue();
+    const q = handingQueue(redis);
     try {
       await warmUp(t, 'sw');
       await idle(t);
@@ -334,7 +302,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
     expect(source.split('ARGV[4] == nil and cmsgpack.unpack(ARGV[3]) or nil').length).toBe(2);
     expect(source).toContain("local opts = opts -- the worker's options");
     const t = await setUp('optshand', true, undefined, { handOff: true });
-    const q = handingQueue();
+    const q = handingQueue(redis);
     try {
       await warmUp(t, 'ow');
       await idle(t);
@@ -363,7 +331,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
 
   it('a marker wake-up racing a hand-off loses nothing: the fetch takes the pending hand-off first', async () => {
     const t = await setUp('race', true, undefined, { handOff: true });
-    const q = handingQueue();
+    const q = handingQueue(redis);
     try {
       await warmUp(t, 'rw');
       await idle(t);
@@ -394,7 +362,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
   });
 
   it("an expired registration (a dead worker's) is skipped and dropped: the job waits for a live one", async () => {
-    const q = handingQueue();
+    const q = handingQueue(redis);
     try {
       const dead = handOffKeys(prefix, 'dead-1');
       const now = Number((await redis.time())[0]) * 1000;
@@ -414,7 +382,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
 
   it('a worker killed after being handed a job, its gateway gone too (no watch): the job is taken back as stalled and its run ends once', async () => {
     const first = await setUp('killed', true, undefined, { handOff: true });
-    const q = handingQueue(0);
+    const q = handingQueue(redis, { reclaimMs: 0 });
     let second: RunnerUnderTest | undefined;
     try {
       const dead = await deadRegistration(first, 'kw', 'killed-1');
@@ -439,7 +407,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
 
   it("the add's hand-off with a live registration reads only what decides: no expired scan, one removal each", async () => {
     const first = await setUp('counted', true, undefined, { handOff: true });
-    const q = handingQueue();
+    const q = handingQueue(redis);
     let second: RunnerUnderTest | undefined;
     try {
       // A live registration no worker pops, so the add's script is the only caller while the
@@ -569,7 +537,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
 
   it("an add handing over an older job leaves its own waiting with the base marker set (held, then set at the script's end)", async () => {
     const first = await setUp('behind', true, undefined, { handOff: true });
-    const q = handingQueue();
+    const q = handingQueue(redis);
     const plain = new Queue(runQueueName(mode), { connection: redis.duplicate(), prefix: QUEUE_PREFIX });
     let second: RunnerUnderTest | undefined;
     try {
@@ -605,7 +573,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
 
   it('an add whose hand-off fetch finds no job (the queue paused) leaves the registration as it was', async () => {
     const first = await setUp('paused', true, undefined, { handOff: true });
-    const q = handingQueue();
+    const q = handingQueue(redis);
     try {
       const dead = await deadRegistration(first, 'pw', 'paused-1');
       const score = await redis.zscore(idleKey, 'paused-1');
@@ -633,7 +601,7 @@ describe('direct hand-off to an idle worker (one server)', () => {
 
   it('a worker closed while idle leaves no registration; a job added then waits for the next worker', async () => {
     const t = await setUp('closing', true, undefined, { handOff: true });
-    const q = handingQueue();
+    const q = handingQueue(redis);
     let next: RunnerUnderTest | undefined;
     try {
       await warmUp(t, 'cw');

@@ -1,34 +1,24 @@
 /** The console's routes without a browser: static files under CSP, the queue board's walls, /docs. */
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type GatewayAppUnderTest,
-  gatewayTestConfig,
-  startGatewayApp,
-  type TestGatewayDeps,
-  testLogger,
-} from '../../test/gateway-harness.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { onGatewayApp } from '../../test/app-fixture.ts';
+import { gatewayTestConfig, testLogger } from '../../test/gateway-harness.ts';
 import { buildApp } from '../app.ts';
 import { createGatewayDeps } from '../create-deps.ts';
 
-let gateway: GatewayAppUnderTest;
-let app: FastifyInstance;
-let deps: TestGatewayDeps;
 let adminKey: string;
 let adminKeyId: string;
 let userKey: string;
 
+const gateway = await onGatewayApp();
+const { app, deps } = gateway;
+
 beforeAll(async () => {
-  gateway = await startGatewayApp();
-  ({ app, deps } = gateway);
   await deps.tenants.createTenant({ id: 'acme', name: 'Acme' });
   const admin = await deps.tenants.createKey('acme', ['platform.admin']);
   adminKey = admin.key;
   adminKeyId = admin.keyId;
   userKey = (await deps.tenants.createKey('acme', ['apps.use', 'sessions.read', 'decisions'])).key;
 });
-
-afterAll(() => gateway?.close());
 
 const get = (url: string, headers: Record<string, string> = {}) =>
   app.inject({ method: 'GET', url, headers });
