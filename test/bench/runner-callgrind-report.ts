@@ -63,6 +63,20 @@ function tidy(name: string): string {
     .replace(/^JS /, '');
 }
 
+/**
+ * V8's own work that a run's code does not ask for by itself: the compilers (tier-up and lazy
+ * compiles, which a longer warm-up takes out) and the collector (which the run's allocations do ask
+ * for, in lumps: a mark-compact lands in one window and not the next). Each counted where it is
+ * entered from outside its group (the caller is not one of its own functions): approximate, read
+ * it as a guide; the totals and the named functions are the counts.
+ */
+const GC_ROOT =
+  /^v8::internal::(Heap::(CollectGarbage|StartIncrementalMarking|CollectAllGarbage)\(|IncrementalMarkingJob::Task::|ScavengeJob::Task::|MinorGCJob::Task::|MemoryReducer::TimerTask::|IncrementalMarking::(AdvanceOnAllocation|Step)\()/;
+const GC_INSIDE = /Heap|Marking|Scaveng|Sweep|GarbageColl|MemoryReducer|Evacuat|heap::base/;
+const COMPILE_ROOT =
+  /^v8::internal::Runtime_(CompileLazy|Optimize|CompileOptimized|InstallBaselineCode|CompileBaseline|BytecodeBudgetInterrupt|HealOptimizedCodeSlot)/;
+const COMPILE_INSIDE = /Runtime_|Compiler|maglev::|compiler::|baseline::|TieringManager/;
+
 export function report(file: string, mapFile: string, runs: number, top = 20): string {
   const ranges = loadMap(mapFile);
   const names = new Map<string, string>();
@@ -87,13 +101,23 @@ export function report(file: string, mapFile: string, runs: number, top = 20): s
   let fn = '';
   let callee = '';
   let inCall = false;
+  let gc = 0;
+  let compile = 0;
+  let calleeGc = false;
+  let calleeCompile = false;
+  let fnGc = false;
+  let fnCompile = false;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (line.startsWith('fn=')) {
       fn = resolve(line.slice(3));
+      fnGc = GC_INSIDE.test(fn);
+      fnCompile = COMPILE_INSIDE.test(fn);
       continue;
     }
     if (line.startsWith('cfn=')) {
       callee = resolve(line.slice(4));
+      calleeGc = GC_ROOT.test(callee);
+      calleeCompile = COMPILE_ROOT.test(callee);
       continue;
     }
     if (line.startsWith('calls=')) {
@@ -108,6 +132,8 @@ export function report(file: string, mapFile: string, runs: number, top = 20): s
       if (!inCall) self.set(fn, (self.get(fn) ?? 0) + ir);
       // A call to itself (recursion, or two code objects of one function) is already in its rows.
       if (!inCall || callee !== fn) incl.set(fn, (incl.get(fn) ?? 0) + ir);
+      if (inCall && calleeGc && !fnGc && !fnCompile) gc += ir;
+      if (inCall && calleeCompile && !fnCompile && !fnGc) compile += ir;
       inCall = false;
     }
   }
@@ -127,7 +153,7 @@ export function report(file: string, mapFile: string, runs: number, top = 20): s
       .map(([name, v]) => `${k(v)} k  ${name.slice(0, 140)}`)
       .join('\n');
   return [
-    `total ${k(summary || total)} k instructions a run (JS functions named ${k(jit)} k, JIT unnamed ${k(unnamed)} k)`,
+    `total ${k(summary || total)} k instructions a run: collector ${k(gc)} k, compilers ${k(compile)} k, the rest ${k((summary || total) - gc - compile)} k (JS functions' own code ${k(jit)} k, JIT unnamed ${k(unnamed)} k)`,
     `-- self (k a run)\n${rows(self)}`,
     `-- inclusive (k a run)\n${rows(incl)}`,
   ].join('\n');
