@@ -75,6 +75,8 @@ const GC_ROOT =
 const GC_INSIDE = /Heap|Marking|Scaveng|Sweep|GarbageColl|MemoryReducer|Evacuat|heap::base/;
 const COMPILE_ROOT =
   /^v8::internal::Runtime_(CompileLazy|Optimize|CompileOptimized|InstallBaselineCode|CompileBaseline|BytecodeBudgetInterrupt|HealOptimizedCodeSlot)/;
+const EVENT =
+  /^v8::internal::(Runtime_OptimizeMaglevEager|Runtime_OptimizeTurbofanEager|Runtime_NotifyDeoptimized|Runtime_CompileLazy|Runtime_InstallBaselineCode|Heap::Scavenge|Heap::MarkCompact)\(/;
 const COMPILE_INSIDE = /Runtime_|Compiler|maglev::|compiler::|baseline::|TieringManager/;
 
 export function report(file: string, mapFile: string, runs: number, top = 20): string {
@@ -107,6 +109,8 @@ export function report(file: string, mapFile: string, runs: number, top = 20): s
   let calleeCompile = false;
   let fnGc = false;
   let fnCompile = false;
+  // Calls of V8's events worth a count (compiles, deopts, collections) over the window.
+  const events = new Map<string, number>();
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (line.startsWith('fn=')) {
       fn = resolve(line.slice(3));
@@ -121,6 +125,8 @@ export function report(file: string, mapFile: string, runs: number, top = 20): s
       continue;
     }
     if (line.startsWith('calls=')) {
+      const event = EVENT.exec(callee)?.[1];
+      if (event) events.set(event, (events.get(event) ?? 0) + Number(line.slice(6, line.indexOf(' '))));
       inCall = true;
       continue;
     }
@@ -154,6 +160,7 @@ export function report(file: string, mapFile: string, runs: number, top = 20): s
       .join('\n');
   return [
     `total ${k(summary || total)} k instructions a run: collector ${k(gc)} k, compilers ${k(compile)} k, the rest ${k((summary || total) - gc - compile)} k (JS functions' own code ${k(jit)} k, JIT unnamed ${k(unnamed)} k)`,
+    `events in the window: ${[...events].map(([e, n]) => `${e.replace(/^Runtime_|^Heap::/, '')} ${n}`).join(', ')}`,
     `-- self (k a run)\n${rows(self)}`,
     `-- inclusive (k a run)\n${rows(incl)}`,
   ].join('\n');
