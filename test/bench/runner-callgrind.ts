@@ -23,6 +23,7 @@ const WARM = Number(process.env.WARM ?? 300);
 const RUNS = Number(process.env.RUNS ?? 400);
 const READINGS = Number(process.env.READINGS ?? 2);
 const TOP = Number(process.env.TOP ?? 20);
+const IDLE_SECS = Number(process.env.IDLE_SECS ?? 0);
 const dir = process.env.CG_DIR ?? mkdtempSync(join(tmpdir(), 'islet-runner-cg-'));
 const node = process.execPath;
 const wrapper = join(dir, 'node-or-callgrind.sh');
@@ -63,6 +64,14 @@ try {
     dump(`reading${i}`);
     console.log(`reading ${i}: ${RUNS} runs, ${t0} → ${new Date().toISOString()}`);
   }
+  // IDLE_SECS: a window with no run after the readings — the runner's own timers' work a second
+  // (locks, stalled checks, metrics, the collector's idle tasks), which a reading also holds in
+  // proportion to its length: under valgrind a run is slow, so a slower window holds more of it.
+  if (IDLE_SECS > 0) {
+    await new Promise((r) => setTimeout(r, IDLE_SECS * 1000));
+    dump('idle');
+    console.log(`idle: ${IDLE_SECS} s with no run (file ${READINGS + 2})`);
+  }
 } finally {
   await cluster.stop();
 }
@@ -74,4 +83,10 @@ for (let i = 1; i <= READINGS; i++) {
   if (!files.includes(file)) continue;
   console.log(`\n== reading ${i} (${file}), a run over ${RUNS}`);
   console.log(report(join(dir, file), `/tmp/perf-${pid}.map`, RUNS, TOP));
+}
+if (IDLE_SECS > 0 && files.includes(`callgrind.out.${pid}.${READINGS + 2}`)) {
+  console.log(`\n== idle ${IDLE_SECS} s, a second`);
+  console.log(
+    report(join(dir, `callgrind.out.${pid}.${READINGS + 2}`), `/tmp/perf-${pid}.map`, IDLE_SECS, TOP),
+  );
 }
