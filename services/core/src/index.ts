@@ -8,6 +8,7 @@ export * from './logger.ts';
 export * from './metric-series.ts';
 export * from './metrics.ts';
 export * from './node-flags.ts';
+export * from './raw-client.ts';
 export * from './redis.ts';
 export * from './redis-connection.ts';
 export * from './redis-direct-read.ts';

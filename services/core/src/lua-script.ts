@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
 import { keySlot } from './cluster-slot.ts';
+import { rawClient } from './raw-client.ts';
 
 /**
  * A hash's fields from the flattened form a script returns for HGETALL (`[field, value, …]`);
@@ -207,14 +208,16 @@ export class OneCopyCommand extends Command {
  * the runner's allocations on a Cluster (test/bench/README.md round 49 `cluster-text`).
  */
 function send(
-  redis: Redis,
+  client: Redis,
   name: 'evalsha' | 'eval',
   head: string,
   keys: string[],
   args: Arg[],
 ): Promise<unknown> {
-  // Read once: a runner's client is BullMQ's Proxy of ioredis, where every property read runs
-  // its trap (an `in`, a `Reflect.get`, a bind for own functions).
+  // A runner's client is BullMQ's Proxy of ioredis, where every property read runs its trap (an
+  // `in`, a `Reflect.get`, a bind for functions): its reads here go to the client behind it
+  // (raw-client.ts; round 51 `runner-cpu`).
+  const redis = rawClient(client);
   const clientOptions = redis.options;
   if (!clientOptions?.enableAutoPipelining) {
     // Replies as `redis.evalsha` gives them (text; ioredis's `…Buffer` commands alone give bytes).

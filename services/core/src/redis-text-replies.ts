@@ -35,6 +35,7 @@ import type { Redis } from 'ioredis';
 import dataHandlerModule from 'ioredis/built/DataHandler.js';
 // ioredis's parser, the version its DataHandler uses (core depends on it at ioredis's range).
 import RedisParserImpl from 'redis-parser';
+import { rawClient } from './raw-client.ts';
 import { type Switched, switchClusterNodes } from './redis-cluster-nodes.ts';
 import { readRepliesDirect } from './redis-direct-read.ts';
 
@@ -128,7 +129,9 @@ export function parseRepliesAsText(redis: Redis): boolean {
   const queue = connection.commandQueue;
   const condition = connection.condition;
   const router = Object.create(dataHandlerProto) as ReplyRouter;
-  router.redis = redis;
+  // DataHandler reads its client's `condition`, `status` and `commandQueue` at every reply: the
+  // client itself, not BullMQ's Proxy of it (raw-client.ts; round 51 `runner-cpu`).
+  router.redis = rawClient(redis);
   const parser: TextParser = new RedisParserImpl({
     stringNumbers: connection.options.stringNumbers === true,
     returnBuffers: true,

@@ -1,3 +1,4 @@
+import { createDecipheriv } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createSealer, generateSealKey, parseSealKeys, SealError } from './sealer.ts';
 
@@ -50,6 +51,37 @@ describe('sealer with KeyObject keys', () => {
       expect(s.open(plain)).toBe('x');
       // The same format and length as an unbound text: the bind is not stored.
       expect(sealed.split('.')).toHaveLength(5);
+    }
+  });
+
+  it("a bind's AAD is exactly `kid\\0bind` in UTF-8, whatever the binds before it (a kept buffer's bytes)", () => {
+    // Round 52 `runner-own` writes a bind's AAD into bytes each key keeps: each seal's AAD checked
+    // by a decipher given `kid\0bind` as a Buffer of its own, long and short binds in turn (a
+    // longer one before must leave nothing behind), multi-byte ones, and one past the kept room.
+    const keys = parseSealKeys(generateSealKey('k1'));
+    const key = keys.k1 as Buffer;
+    const binds = [
+      'pick\0run_long_'.padEnd(120, 'x'),
+      'pick\0r',
+      'ended\0ünïcødé 🌍',
+      'p\0'.padEnd(400, 'y'),
+      'a',
+    ];
+    const openRef = (sealed: string, bind: string): string => {
+      const [, kid, iv, tag, ct] = sealed.split('.') as [string, string, string, string, string];
+      const d = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+      d.setAAD(Buffer.from(`${kid}\0${bind}`));
+      d.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([d.update(Buffer.from(ct, 'base64url')), d.final()]).toString('utf8');
+    };
+    for (const ready of [0, 4]) {
+      const s = createSealer({ keys, activeKeyId: 'k1', ready });
+      for (const bind of [...binds, ...binds.toReversed()]) {
+        const sealed = s.seal(`text for ${bind.length}`, bind);
+        expect(openRef(sealed, bind)).toBe(`text for ${bind.length}`);
+        expect(s.open(sealed, bind)).toBe(`text for ${bind.length}`);
+        expect(() => s.open(sealed, `${bind}z`)).toThrow(/failed authentication/);
+      }
     }
   });
 

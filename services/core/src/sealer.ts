@@ -86,6 +86,39 @@ function ivSource(): IvSource {
 interface PreparedKey {
   key: KeyObject;
   aad: Buffer;
+  /** `kid\0` written once, the rest room for a bind's AAD (`bindAad`). */
+  bound: Buffer;
+  /** Its `kid\0`'s bytes. */
+  boundPrefix: number;
+}
+
+/** The bytes a key keeps for its AAD with a bind: `kid\0` and a bind of up to ~150 characters. */
+const BOUND_AAD_BYTES = 512;
+
+function preparedKey(kid: string, key: Buffer): PreparedKey {
+  const bound = Buffer.allocUnsafeSlow(BOUND_AAD_BYTES);
+  return {
+    key: createSecretKey(key),
+    aad: Buffer.from(kid),
+    bound,
+    boundPrefix: bound.write(`${kid}\0`, 0, 'latin1'),
+  };
+}
+
+/**
+ * The AAD of `key`'s id and `bind` (`kid\0bind`), written after the key's kept `kid\0` and handed
+ * as a view of those bytes: no string joined and no Buffer made of it a seal or an open (a bind's
+ * AAD 3.3 k → 1.8 k instructions, a probe under callgrind; round 52 `runner-own`). The cipher takes
+ * the bytes in `setAAD` itself (GCM authenticates them there, a copy kept by nobody), so they are
+ * free again when it returns. A bind longer than the room (UTF-8: at most 3 bytes a UTF-16 unit) is
+ * joined as before. `tail`: only `\0bind`, for a cipher made ahead that already took `kid`.
+ */
+function bindAad(kid: string, key: PreparedKey, bind: string, tail = false): Uint8Array {
+  const at = key.boundPrefix;
+  if (bind.length * 3 > BOUND_AAD_BYTES - at) return Buffer.from(tail ? `\0${bind}` : `${kid}\0${bind}`);
+  const from = tail ? at - 1 : 0;
+  const end = at + key.bound.write(bind, at, 'utf8');
+  return new Uint8Array(key.bound.buffer, key.bound.byteOffset + from, end - from);
 }
 
 /**
@@ -131,7 +164,7 @@ export function createSealer(options: SealerOptions): Sealer {
   for (const [kid, key] of Object.entries(options.keys)) {
     if (!KID.test(kid)) throw new SealError(`seal key id "${kid}" must match ${KID}`);
     if (key.length !== 32) throw new SealError(`seal key "${kid}" must be 32 bytes, got ${key.length}`);
-    prepared.set(kid, { key: createSecretKey(key), aad: Buffer.from(kid) });
+    prepared.set(kid, preparedKey(kid, key));
   }
   const active = prepared.get(options.activeKeyId);
   if (!active) throw new SealError(`active seal key "${options.activeKeyId}" is not among the keys`);
@@ -142,7 +175,7 @@ export function createSealer(options: SealerOptions): Sealer {
   const openedIv = opened.subarray(0, IV_BYTES);
   const openedTag = opened.subarray(IV_BYTES);
   // `aad`: the key id's, or for a cipher made in its seal the key id's and the bind's in one piece.
-  const made = (aad: Buffer): ReadyCipher => {
+  const made = (aad: Uint8Array): ReadyCipher => {
     const cipher = createCipheriv('aes-256-gcm', active.key, ivs.next());
     const iv = ivs.spent();
     // The key id is authenticated too, so a record cannot be relabelled to another key.
@@ -180,9 +213,8 @@ export function createSealer(options: SealerOptions): Sealer {
       // a cipher made ahead takes it now, one made here both at once); the NUL keeps `kid` and `bind`
       // apart, as a key id has none.
       const kept = stock.pop();
-      const { iv, cipher } =
-        kept ?? made(bind === undefined ? active.aad : Buffer.from(`${activeKid}\0${bind}`));
-      if (kept && bind !== undefined) cipher.setAAD(Buffer.from(`\0${bind}`));
+      const { iv, cipher } = kept ?? made(bind === undefined ? active.aad : bindAad(activeKid, active, bind));
+      if (kept && bind !== undefined) cipher.setAAD(bindAad(activeKid, active, bind, true));
       if (ready > 0 && stock.length < restockBelow && !restocking) {
         restocking = true;
         setImmediate(restockAfterTurn).unref();
@@ -212,7 +244,7 @@ export function createSealer(options: SealerOptions): Sealer {
       }
       const decipher = createDecipheriv('aes-256-gcm', key.key, openedIv);
       // One AAD of the key id and the bind: GCM authenticates its AAD pieces as one string.
-      decipher.setAAD(bind === undefined ? key.aad : Buffer.from(`${kid}\0${bind}`));
+      decipher.setAAD(bind === undefined ? key.aad : bindAad(kid, key, bind));
       decipher.setAuthTag(openedTag);
       try {
         // The ciphertext's text decoded by the decipher itself (the same base64url decoder as

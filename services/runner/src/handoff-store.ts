@@ -5,7 +5,7 @@
  * removal at close. A job handed over comes back
  * as the fused fetch's answer would, with the token its lock was taken with.
  */
-import { type Redis as CoreRedis, sendTogether } from '@islet/core';
+import { type Redis as CoreRedis, rawClient, sendTogether } from '@islet/core';
 import {
   CLOSE_IDLE,
   compactTermsOf,
@@ -168,12 +168,14 @@ export async function registerAndPop(
   refuseOnMarker = false,
   fuseTakeBack = false,
 ): Promise<IdlePop> {
-  const redis = bclient as unknown as Redis;
+  // The client behind BullMQ's Proxy: `isCluster`, `stream`, `bzpopminBuffer` and the script's
+  // reads without its trap (core's raw-client.ts; round 51 `runner-cpu`).
+  const redis = rawClient(bclient as unknown as Redis);
   // One write: the registration and the pop.
   // Indexed, not destructured: array destructuring walks the iterator (a result an element until
   // the JIT optimizes it), on every idle registration.
   const sent = sendTogether(
-    bclient as unknown as CoreRedis,
+    redis as unknown as CoreRedis,
     () =>
       [
         REGISTER_IDLE.runInOrder(
@@ -210,7 +212,7 @@ export async function registerAndPop(
     return woke;
   }
   tookBack();
-  const behind = await takeBack(bclient, keys, workerId);
+  const behind = await takeBack(redis as unknown as RedisClient, keys, workerId);
   return behind ? { ...woke, handed: behind } : woke;
 }
 

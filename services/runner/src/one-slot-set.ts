@@ -9,7 +9,9 @@
  */
 
 /** SameValueZero: a `Set`'s equality (NaN equals NaN; +0 equals -0). */
-const same = (a: unknown, b: unknown): boolean => a === b || (Number.isNaN(a) && Number.isNaN(b));
+// SameValueZero without a call: NaN is the one value not equal to itself (one-slot-map.ts).
+// biome-ignore lint/suspicious/noSelfCompare: NaN is the one value not equal to itself.
+const same = (a: unknown, b: unknown): boolean => a === b || (a !== a && b !== b);
 
 export class OneSlotSet<T> {
   private held = false;

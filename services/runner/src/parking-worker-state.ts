@@ -105,6 +105,37 @@ export class ParkingWorkerState<DataType> extends Worker<DataType> {
     return this.jobBuilder.build(this, data, jobId) as ReturnType<Worker<DataType>['createJob']>;
   }
 
+  /** The worker's two client promises, once `waitUntilReady` saw both fulfilled. */
+  private readyPromises: readonly [Promise<RedisClient>, Promise<RedisClient>] | undefined;
+
+  /**
+   * BullMQ's `waitUntilReady` (worker.js: the client awaited, then the blocking client's promise
+   * returned) is awaited by every job's `moveToCompleted`. As an async function it resolves its
+   * promise with the blocking client, BullMQ's Proxy, so V8 reads the Proxy's `then` (its `get`
+   * trap; round 51 `runner-cpu`: the one trap read a run left) and adopts the promise in two more
+   * microtasks. Once both promises were fulfilled, and while the worker holds the same two, the
+   * blocking client's promise is the same answer, already settled.
+   */
+  override waitUntilReady(): Promise<RedisClient> {
+    const client = this.client;
+    const blocking = (this as unknown as { blockingConnection?: { client: Promise<RedisClient> } })
+      .blockingConnection?.client;
+    const kept = this.readyPromises;
+    if (kept !== undefined && kept[0] === client && kept[1] === blocking) return blocking;
+    const ready = super.waitUntilReady();
+    if (blocking !== undefined) {
+      // Fulfilled: `client` awaited by BullMQ's, `blocking` by ours (the promise BullMQ returned
+      // when the connection was not replaced meanwhile; if it was, the pair does not match again).
+      void Promise.all([ready, blocking]).then(
+        () => {
+          this.readyPromises = [client, blocking];
+        },
+        () => undefined,
+      );
+    }
+    return ready;
+  }
+
   /** Whether the close began: read where a job could be taken, at the moment it would be. */
   get isClosing(): boolean {
     return this.stopping || this.closing !== undefined;

@@ -101,11 +101,19 @@ describe("a fetched job's build", () => {
       expect(a.opts).not.toBe(b.opts);
       expect(a.opts.backoff).not.toBe(b.opts.backoff);
       expect(a.opts.removeOnComplete).not.toBe(b.opts.removeOnComplete);
-      // A job's own change of its options reaches no other job.
+      expect(a.opts.removeOnFail).not.toBe(b.opts.removeOnFail);
+      // A job's own change of its options reaches no other job: a nested value, a top-level one
+      // (the constructor's copy; round 52 `runner-own` hands it the kept decoding itself) and the
+      // backoff BullMQ's `Backoffs.normalize` passes through as it was given.
       (a.opts.removeOnComplete as { count: number }).count = 1;
+      a.opts.attempts = 9;
+      (a.opts.backoff as { delay: number }).delay = 1;
       expect((b.opts.removeOnComplete as { count: number }).count).toBe(10_000);
       const c = builder.build(worker, await fieldsOf(queue, 'o3'), 'o3');
       expect((c.opts.removeOnComplete as { count: number }).count).toBe(10_000);
+      expect(c.opts.attempts).toBe(3);
+      expect((c.opts.backoff as { delay: number }).delay).toBe(500);
+      expect(c.opts).toEqual(b.opts);
       // Another text: decoded, and kept in the first one's place.
       await queue.add('other', {}, { jobId: 'x1', attempts: 1 });
       builder.build(worker, await fieldsOf(queue, 'x1'), 'x1');

@@ -5,8 +5,9 @@
  * (`Job.optsFromJSON`: a `JSON.parse`, `Object.entries` and a decode loop, 13–16 µs of the
  * hand-off's 46–49 µs `fromJSON` in the box's slow mode: test/bench/README.md, round 40
  * `seq-stages` §2). Here the text's decoded options are kept with the text; a job with the same
- * text gets a fresh copy of them (no object shared between two jobs, as before), any other text is
- * decoded by BullMQ's own `optsFromJSON` and kept in its place.
+ * text gets a fresh copy of them (the constructor's own top level, its object values copied here:
+ * no object shared between two jobs, as before), any other text is decoded by BullMQ's own
+ * `optsFromJSON` and kept in its place.
  *
  * The rest is `fromJSON`'s own field reads, in its order, so the job is the same object it built
  * (run-job-build.test.ts holds the two to the same fields): its later life (lock renewal,
@@ -55,6 +56,8 @@ export class RunJobBuilder {
   /** The last options' text decoded, and what it decoded to (never handed out itself). */
   private optsText: string | undefined;
   private opts: Record<string, unknown> | undefined;
+  /** The kept options' keys whose values are objects (the ones a job copies). */
+  private nested: readonly string[] = [];
   /** Options' texts decoded (`Job.optsFromJSON` calls; tests read it). */
   decodes = 0;
   /** Jobs built here (tests read it). */
@@ -68,6 +71,13 @@ export class RunJobBuilder {
     const raw = json as unknown as Record<string, string | undefined>;
     const data: unknown = JSON.parse(json.data || '{}');
     const job = new Job(queue, json.name, data, this.optsOf(json.opts) as Job['opts'], json.id || jobId);
+    // The constructor made the job's own options object (`__rest` and `Object.assign` of what it was
+    // given, read only): what is still shared with the kept decoding is its object values, copied.
+    const jobOpts = job.opts as unknown as Record<string, unknown>;
+    for (const key of this.nested) {
+      const value = jobOpts[key];
+      if (value !== null && typeof value === 'object') jobOpts[key] = copyJson(value);
+    }
     const fields = job as unknown as JobFields;
     // Radix 10 where BullMQ gives none: the fields are decimal integers its scripts write, read the same.
     job.progress = json.progress ? JSON.parse(json.progress) : 0;
@@ -95,15 +105,21 @@ export class RunJobBuilder {
     return job;
   }
 
-  /** `Job.optsFromJSON(text)`, the text's decoding kept: a fresh copy of it each time. */
+  /**
+   * `Job.optsFromJSON(text)`, the text's decoding kept and given to the constructor itself: it
+   * copies the top level into the job's own object and writes nothing into what it was given
+   * (job.js, `FROM_JSON_VERSION`), so the one copy left is of the object values (`build`). The
+   * top level's `copyJson` a job was a second copy of what the constructor copies (round 52
+   * `runner-own`).
+   */
   private optsOf(text: string | undefined): unknown {
     if (text === undefined || text !== this.optsText || !this.opts) {
       this.decodes++;
       const opts = Job.optsFromJSON(text) as Record<string, unknown>;
       this.optsText = text;
       this.opts = opts;
-      return copyJson(opts);
+      this.nested = Object.keys(opts).filter((key) => opts[key] !== null && typeof opts[key] === 'object');
     }
-    return copyJson(this.opts);
+    return this.opts;
   }
 }
