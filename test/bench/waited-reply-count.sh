@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 export CG_TOGGLE=1
 callgrind_total() {
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="${CG_OUT:-/dev/null}" --smc-check=all-non-file \
-    node --single-threaded --hash-seed=1 --random-seed=1 "$1" 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+    node --single-threaded --hash-seed=1 --random-seed=1 --expose-gc "$1" 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 n=${1:-2000}
 for side in ${SIDES:-base head floor norecord}; do
