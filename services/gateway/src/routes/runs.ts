@@ -6,7 +6,6 @@ import { z } from 'zod';
 import { callerOf, rateLimitPassed } from '../auth.ts';
 import { inputRequiredOutcome, inputRequiredSchema } from '../input-required.ts';
 import { HttpProblem, unknownFieldsProblem, validationProblem } from '../problem-reply.ts';
-import { recordJson } from '../record.ts';
 import { boundRecord, logText, recordQuerySchema } from '../record-bounds.ts';
 import {
   parseRunCodeFields,
@@ -18,11 +17,9 @@ import {
 } from '../run-request.ts';
 import { sessionIdSchema } from '../session-id.ts';
 import { createRequestGone } from '../wait-signal.ts';
+import { sendSubmitRecord } from '../waited-reply.ts';
 import type { RouteContext } from './context.ts';
 import { idParams } from './params.ts';
-
-/** Fastify's own content type for a JSON body it serialises (an object sent). */
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 const sessionParams = z.object({ sessionId: sessionIdSchema });
 const callParams = idParams.extend({ index: z.coerce.number().int().min(0) });
@@ -129,10 +126,10 @@ export function runsRoutes(ctx: RouteContext): FastifyPluginAsync {
       const inHand = runsService.recordInHand(current);
       const record = inHand ?? (await runsService.record(current));
       // A pushed end's result as its JSON text, spliced into the answer (round 51 `gateway-end`):
-      // the same bytes and content type fastify gives the record, without stringifying the result.
-      const resultJson = inHand?.result && openedResultJson(inHand.result);
-      if (resultJson) return reply.code(200).type(JSON_TYPE).send(recordJson(record, resultJson));
-      return reply.code(record.result ? 200 : 202).send(record);
+      // the same bytes and content type fastify gives the record, without stringifying the result;
+      // the record sent as its text, past fastify's serialization steps (waited-reply.ts).
+      const resultJson = (inHand?.result && openedResultJson(inHand.result)) || undefined;
+      return sendSubmitRecord(reply, record, resultJson);
     });
 
     app.get('/v1/code-runs/:id', { preHandler: auth.requireScopes('apps.use') }, async (request) => {
