@@ -56,31 +56,22 @@ const isNil = (v: unknown): boolean => v === undefined || v === null;
 /** The terms a verdict writes into the text (a lock duration and a name), or undefined: the options go packed. */
 export type OptionsVerdict = (opts: unknown, token: string) => OptionsTerms;
 
-/** The terms written into the text when the direct completion would take `opts` with `token`, else undefined. */
+/**
+ * The terms written into the text when the direct completion would take `opts` with `token`, else
+ * undefined: a fetch's checks (`fetchVerdict`) and the completion's own (no metrics size, a keep
+ * that is a map whose count is nil or a non-zero number and whose age is nil or a number).
+ */
 export function endVerdict(opts: unknown, token: string): OptionsTerms {
-  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) return undefined;
+  const terms = fetchVerdict(opts, token);
+  if (terms === undefined) return undefined;
   const o = opts as Record<string, unknown>;
   const keep = o.keepJobs;
-  const { lockDuration, name } = o;
-  if (
-    o.token !== token ||
-    token === '0' ||
-    !isNil(o.limiter) ||
-    o.maxMetricsSize !== '' ||
-    keep === null ||
-    typeof keep !== 'object' ||
-    Array.isArray(keep) ||
-    typeof name !== 'string' ||
-    !name.isWellFormed() ||
-    typeof lockDuration !== 'number' ||
-    !Number.isSafeInteger(lockDuration) ||
-    Math.abs(lockDuration) >= 1e14
-  )
+  if (o.maxMetricsSize !== '' || keep === null || typeof keep !== 'object' || Array.isArray(keep))
     return undefined;
   const { count, age } = keep as Record<string, unknown>;
   if (!isNil(count) && (typeof count !== 'number' || count === 0)) return undefined;
   if (!isNil(age) && typeof age !== 'number') return undefined;
-  return { lockDuration: String(lockDuration), name };
+  return terms;
 }
 
 /**

@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { useSuiteRedis } from '../test/test-redis.ts';
 import { fetchedStartArgs } from './fetched-start-args.ts';
 import { handOffAddScript } from './handoff-scripts.ts';
+import { HAND_OFF_FETCH_KEYS } from './handoff-terms.ts';
 import { runJobOptions } from './jobs.ts';
 
 const packer = new Packr({ useRecords: false, encodeUndefinedAsNil: true });
@@ -95,21 +96,8 @@ describe("the hand-off's direct add and its options", () => {
 
   // A worker registered idle (the full form of its terms): the add hands it the job, its hash noted
   // for the fetch's start (round 52 `submit-lean`: from ARGV[5..8], the HMSET's own table).
-  const FETCH_KEYS = [
-    'wait',
-    'active',
-    'prioritized',
-    'events',
-    'stalled',
-    'limiter',
-    'delayed',
-    'paused',
-    'meta',
-    'pc',
-    'marker',
-  ];
   const terms = {
-    keys: FETCH_KEYS.map((k) => `${prefix}${k}`),
+    keys: HAND_OFF_FETCH_KEYS.map((k) => `${prefix}${k}`),
     prefix,
     token: 'tok-1',
     lockDuration: 30_000,
