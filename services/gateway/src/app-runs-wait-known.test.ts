@@ -25,17 +25,10 @@ import {
   startGatewayApp,
   type TestGatewayDeps,
 } from '../test/gateway-harness.ts';
+import { failedEnd } from '../test/next-listen.ts';
 import { createRunsService } from './runs-service.ts';
 
 type End = Parameters<TestGatewayDeps['runs']['finish']>[1];
-
-const failed = (kind: string, reason: string, message: string, status: 'Failed' | 'Cancelled' = 'Failed') =>
-  ({
-    status,
-    result: { _tag: 'Failed', reason, kind, message, logs: [{ level: 'log', text: 'before' }] },
-    text: `code run failed (${kind}): ${message}`,
-    kind,
-  }) as unknown as End;
 
 const ENDS: [string, End][] = [
   [
@@ -56,10 +49,10 @@ const ENDS: [string, End][] = [
       kind: 'none',
     },
   ],
-  ['Failed (exception)', failed('exception', 'Error', 'boom')],
-  ['Failed (timeout)', failed('timeout', 'Timeout', 'the run took longer than 5000 ms')],
-  ['Failed (output-limit)', failed('output-limit', 'OutputTooLarge', 'too much output')],
-  ['Cancelled', failed('abort', 'Cancelled', 'cancelled by the client', 'Cancelled')],
+  ['Failed (exception)', failedEnd('exception', 'Error', 'boom')],
+  ['Failed (timeout)', failedEnd('timeout', 'Timeout', 'the run took longer than 5000 ms')],
+  ['Failed (output-limit)', failedEnd('output-limit', 'OutputTooLarge', 'too much output')],
+  ['Cancelled', failedEnd('abort', 'Cancelled', 'cancelled by the client', 'Cancelled')],
 ];
 
 describe.each(['1', '2'])('a waited answer from its pushed end, format %s', (format) => {

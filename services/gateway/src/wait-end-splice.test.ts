@@ -9,14 +9,13 @@
  */
 import type { CodeRunRecord, RunResult } from '@islet/protocol';
 import { RESULT_JSON_KEEP_MIN_CHARS } from '@islet/runs';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { auth, onAppFixture, run } from '../test/app-fixture.ts';
-import type { TestGatewayDeps } from '../test/gateway-harness.ts';
+import { nextListen } from '../test/next-listen.ts';
 import { recordJson } from './record.ts';
 
 const { app, deps, key } = await onAppFixture();
 
-type Listener = Parameters<TestGatewayDeps['hub']['listen']>[1];
 type Completed = Extract<RunResult, { _tag: 'Completed' }>;
 
 /** The engine's text of a Completed result (runs' `completedText`): stored as `0`, rendered on read. */
@@ -65,16 +64,7 @@ async function recordStringifies<T>(during: () => Promise<T>): Promise<{ out: T;
 
 /** A waited submit whose run the test ends with `end`; its answer and the same run read by GET. */
 async function waitedAnswer(end: { status: 'Completed' | 'Failed'; result: RunResult; text: string }) {
-  const listen = deps.hub.listen.bind(deps.hub);
-  let heard: ((id: string) => void) | undefined;
-  const listened = new Promise<string>((resolve) => {
-    heard = resolve;
-  });
-  const spy = vi.spyOn(deps.hub, 'listen').mockImplementationOnce((k: string, fn: Listener) => {
-    const off = listen(k, fn);
-    heard?.(k);
-    return off;
-  });
+  const { listened, restore } = nextListen(deps.hub);
   try {
     const answering = app.inject({
       method: 'POST',
@@ -92,7 +82,7 @@ async function waitedAnswer(end: { status: 'Completed' | 'Failed'; result: RunRe
     const read = await app.inject({ method: 'GET', url: `/v1/code-runs/${id}`, headers: auth(key) });
     return { answer, read, recordStringifies: count };
   } finally {
-    spy.mockRestore();
+    restore();
   }
 }
 

@@ -16,6 +16,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auth, run, startAppFixture } from '../test/app-fixture.ts';
 import type { GatewayAppUnderTest, TestGatewayDeps } from '../test/gateway-harness.ts';
+import { failedEnd, nextListen } from '../test/next-listen.ts';
 
 let gateway: GatewayAppUnderTest | undefined;
 let app: FastifyInstance;
@@ -31,7 +32,6 @@ beforeAll(async () => {
 
 afterAll(() => gateway?.close());
 
-type Listener = Parameters<TestGatewayDeps['hub']['listen']>[1];
 type End = Parameters<TestGatewayDeps['runs']['finish']>[1];
 
 /** One request on a socket of its own; the raw answer (head and body) as the client reads it. */
@@ -70,16 +70,7 @@ interface Submit {
 
 /** A submit (waited unless `wait: 0`) whose run the test ends with `end`, its raw answer and id. */
 async function submit({ end, wait = 10, idempotencyKey, code = 'return 1' }: Submit) {
-  const listen = deps.hub.listen.bind(deps.hub);
-  let heard: ((id: string) => void) | undefined;
-  const listened = new Promise<string>((resolve) => {
-    heard = resolve;
-  });
-  const spy = vi.spyOn(deps.hub, 'listen').mockImplementationOnce((k: string, fn: Listener) => {
-    const off = listen(k, fn);
-    heard?.(k);
-    return off;
-  });
+  const { listened, restore } = nextListen(deps.hub);
   try {
     const headers: Record<string, string> = { ...auth(key) };
     if (wait > 0) headers.prefer = `wait=${wait}`;
@@ -92,7 +83,7 @@ async function submit({ end, wait = 10, idempotencyKey, code = 'return 1' }: Sub
     if (end) await deps.runs.finish(stored, end);
     return { raw: await answering };
   } finally {
-    spy.mockRestore();
+    restore();
   }
 }
 
@@ -128,23 +119,15 @@ const completed = (value: unknown, logs: string[] = []): End =>
     text: [...logs, typeof value === 'string' ? value : JSON.stringify(value)].join('\n'),
   }) as End;
 
-const failed = (kind: string, reason: string, message: string, status: 'Failed' | 'Cancelled' = 'Failed') =>
-  ({
-    status,
-    result: { _tag: 'Failed', reason, kind, message, logs: [{ level: 'log', text: 'before' }] },
-    text: `code run failed (${kind}): ${message}`,
-    kind,
-  }) as unknown as End;
-
 const ENDS: [string, End][] = [
   ['Completed, a small result', completed({ ok: true })],
   ['Completed, a large result (spliced)', completed('x'.repeat(2_000), ['line "1"', 'line 2 — é'])],
   ['Completed, no value', completed(undefined, ['printed'])],
-  ['Failed, exception', failed('exception', 'ProgramFailed', 'boom "x"')],
-  ['Failed, timeout', failed('timeout', 'Timeout', 'the run took longer than 120000 ms')],
-  ['Failed, output-limit', failed('output-limit', 'OutputLimit', 'too much output')],
-  ['Failed, sandbox-unavailable', failed('sandbox-unavailable', 'SandboxUnavailable', 'no host')],
-  ['Cancelled, abort', failed('abort', 'Cancelled', 'ended by the test', 'Cancelled')],
+  ['Failed, exception', failedEnd('exception', 'ProgramFailed', 'boom "x"')],
+  ['Failed, timeout', failedEnd('timeout', 'Timeout', 'the run took longer than 120000 ms')],
+  ['Failed, output-limit', failedEnd('output-limit', 'OutputLimit', 'too much output')],
+  ['Failed, sandbox-unavailable', failedEnd('sandbox-unavailable', 'SandboxUnavailable', 'no host')],
+  ['Cancelled, abort', failedEnd('abort', 'Cancelled', 'ended by the test', 'Cancelled')],
 ];
 
 describe("a submit's raw answer", () => {
