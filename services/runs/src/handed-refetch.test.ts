@@ -25,6 +25,8 @@ const takes = `${direct}\nreturn handedRefetch(KEYS, ARGV) and 'taken' or 'text'
 const Q = 'bull:q:';
 const TOKEN = 'tok-1';
 const TS = 1764960000001n;
+/** A baked call's options as their parts: the token, the lock duration, the worker's name. */
+const known = [TOKEN, '30000', 'runner-1'];
 const KEYS = [
   ...['wait', 'active', 'prioritized', 'events', 'stalled', 'limiter', 'delayed', 'paused', 'meta', 'pc'],
   'marker',
@@ -205,8 +207,9 @@ onRedisServer(
   { appendOnly: false },
 );
 
-async function runCase(c: Case, source: string): Promise<ScriptRun> {
-  const run = await runScript(redis, source, KEYS, argsOf(c), async (r) => {
+/** `c` set up (an active job, the base marker, its own keys) and `source` run on it, with `args` (default: the case's). */
+async function runCase(c: Case, source: string, args: (string | Buffer)[] = argsOf(c)): Promise<ScriptRun> {
+  const run = await runScript(redis, source, KEYS, args, async (r) => {
     await r.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
     await r.lpush(`${Q}active`, 'r0');
     await r.zadd(`${Q}marker`, '0', '0');
@@ -217,6 +220,13 @@ async function runCase(c: Case, source: string): Promise<ScriptRun> {
   if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
     run.answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
   return run;
+}
+
+/** The commands Redis saw, the answer and the keys after: the same as BullMQ's text gives. */
+function expectAsText(got: ScriptRun, want: ScriptRun): void {
+  expect(got.inner, 'the commands').toEqual(want.inner);
+  expect(got.answer, 'the answer').toEqual(want.answer);
+  expect(got.after, 'the keys after').toEqual(want.after);
 }
 
 describe("the end's direct refetch", () => {
@@ -232,22 +242,10 @@ describe("the end's direct refetch", () => {
 describe("the end's direct refetch with a baked end's parts of the options (round 52 `fetch-token`)", () => {
   // ARGV[3] false (a baked end sends no packed options), the parts as BO holds them: no unpack.
   const withKnown = `${direct}\nlocal handed = handedRefetch(KEYS, {ARGV[1], ARGV[2], false}, {ARGV[4], ARGV[5], ARGV[6]})\nif handed then return handed end\nreturn 'text'`;
-  const known = [TOKEN, '30000', 'runner-1'];
   for (const c of CASES.filter((c) => c.taken && !c.fails && !c.opts))
     it(`takes: ${c.name}; Redis sees what the text does on the packed options`, async () => {
-      const got = await runScript(redis, withKnown, KEYS, argsOf(c).concat(known), async (r) => {
-        await r.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
-        await r.lpush(`${Q}active`, 'r0');
-        await r.zadd(`${Q}marker`, '0', '0');
-        await c.setUp?.(r);
-      });
-      const want = await runCase(c, textOnly);
-      const { answer } = got;
-      if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
-        got.answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
-      expect(got.inner, 'the commands').toEqual(want.inner);
-      expect(got.answer, 'the answer').toEqual(want.answer);
-      expect(got.after, 'the keys after').toEqual(want.after);
+      const got = await runCase(c, withKnown, argsOf(c).concat(known));
+      expectAsText(got, await runCase(c, textOnly));
     });
 });
 
@@ -264,14 +262,7 @@ describe("a baked fused fetch's text with the worker's options as their parts (`
     body,
     K,
   );
-  const known = [TOKEN, '30000', 'runner-1'];
   const argsKnown = [Q, String(TS), 'x', ...known];
-  const prepare = (c: Case) => async (r: Redis) => {
-    await r.hset(`${Q}meta`, 'opts.maxLenEvents', '10000');
-    await r.lpush(`${Q}active`, 'r0');
-    await r.zadd(`${Q}marker`, '0', '0');
-    await c.setUp?.(r);
-  };
 
   it('is made only where the options are read as BullMQ 5 reads them', () => {
     expect(fused).toContain('handedRefetch(KEYS, ARGV, KO)');
@@ -281,14 +272,7 @@ describe("a baked fused fetch's text with the worker's options as their parts (`
 
   for (const c of CASES.filter((c) => !c.fails && !c.opts))
     it(`${c.name}: the direct path answers, Redis sees what the text does on the packed options`, async () => {
-      const got = await runScript(redis, fused, KEYS, argsKnown, prepare(c));
-      const want = await runCase(c, textOnly);
-      const { answer } = got;
-      if (Array.isArray(answer) && typeof answer[2] === 'number' && answer[2] > 0)
-        got.answer = [...answer.slice(0, 2), 'pttl', ...answer.slice(3)];
-      expect(got.inner, 'the commands').toEqual(want.inner);
-      expect(got.answer, 'the answer').toEqual(want.answer);
-      expect(got.after, 'the keys after').toEqual(want.after);
-      expect((await runScript(redis, marked ?? '', KEYS, argsKnown, prepare(c))).answer).not.toBe('text');
+      expectAsText(await runCase(c, fused, argsKnown), await runCase(c, textOnly));
+      expect((await runCase(c, marked ?? '', argsKnown)).answer).not.toBe('text');
     });
 });
