@@ -15,6 +15,7 @@ import { recordJson, toRecord } from '../../services/gateway/src/record.ts';
 import type { RunResult } from '../../services/protocol/src/index.ts';
 import type { StoredRun } from '../../services/runs/src/index.ts';
 import { openEnded, openedResultJson, sealEnded } from '../../services/runs/src/sealed-fields.ts';
+import { BENCH_RUN_ID, benchStoredRun } from './bench-stored-run.ts';
 
 const N = Number(process.env.N ?? 0);
 const WARM = Number(process.env.WARM ?? 3000);
@@ -36,7 +37,7 @@ const results: Record<string, RunResult> = {
 };
 const result = results[RESULT];
 if (!result) throw new Error(`RESULT: one of ${Object.keys(results).join(', ')}`);
-const id = '0b6f3a52-8d4e-4c1e-9a55-3f1d2c7e9b10';
+const id = BENCH_RUN_ID;
 const text =
   result._tag === 'Completed'
     ? [
@@ -45,29 +46,7 @@ const text =
       ].join('\n')
     : '';
 const sealed = sealEnded(sealer, id, { result, text, textIsResult: true });
-const run = {
-  id,
-  tenant: 'acme',
-  session: 'bench-session',
-  turn: 'bench-turn',
-  callId: 'bench-call',
-  status: 'Completed',
-  mode: 'isolate',
-  code: 'return { ok: true }',
-  description: 'Measure a trivial program',
-  request: {
-    connections: [],
-    bindings: [],
-    style: 'run_code',
-    limits: { timeoutMs: 30000, memoryMb: 128, outputBytes: 65536, outputCap: 'shared' },
-  },
-  createdAt: 1765130000000,
-  updatedAt: 1765130000004,
-  attempts: 1,
-  cancelRequested: false,
-  clockMs: 1765130000000,
-  seed: id,
-} as unknown as StoredRun;
+const run = benchStoredRun();
 
 function body(side: string, i: number): string {
   // A fresh copy of the sealed text, as each push's parse makes one.

@@ -30,38 +30,16 @@ import { lazyChildLoggerFactory } from '../../services/gateway/src/lazy-request-
 import { toRecord } from '../../services/gateway/src/record.ts';
 import { createShutdown } from '../../services/gateway/src/shutdown.ts';
 import { sendSubmitRecord } from '../../services/gateway/src/waited-reply.ts';
-import type { StoredRun } from '../../services/runs/src/index.ts';
+import { benchStoredRun, BENCH_RUN_ID as id } from './bench-stored-run.ts';
 
 const N = Number(process.env.N ?? 0);
 const WARM = Number(process.env.WARM ?? 3000);
 const SIDE = process.env.SIDE ?? 'head';
 
-const id = '0b6f3a52-8d4e-4c1e-9a55-3f1d2c7e9b10';
-const run = {
-  id,
-  tenant: 'acme',
-  session: 'bench-session',
-  turn: 'bench-turn',
-  callId: 'bench-call',
-  status: 'Completed',
-  mode: 'isolate',
-  code: 'return { ok: true }',
-  description: 'Measure a trivial program',
-  request: {
-    connections: [],
-    bindings: [],
-    style: 'run_code',
-    limits: { timeoutMs: 30000, memoryMb: 128, outputBytes: 65536, outputCap: 'shared' },
-  },
+const run = benchStoredRun({
   result: { _tag: 'Completed', value: { ok: true }, logs: [] },
   text: '{"ok":true}',
-  createdAt: 1765130000000,
-  updatedAt: 1765130000004,
-  attempts: 1,
-  cancelRequested: false,
-  clockMs: 1765130000000,
-  seed: id,
-} as unknown as StoredRun;
+});
 
 const logger = pino({ level: 'warn' });
 const metrics = createMetrics({ component: 'gateway', defaults: false });
